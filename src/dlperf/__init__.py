@@ -1,0 +1,22 @@
+"""dlperf: measure, explain and speed up deep-learning training on CPUs and GPUs.
+
+Importing this package never imports a deep-learning framework: every framework lives in ``dlperf.frameworks`` and is
+imported only inside the child process that measures a cell.
+"""
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "run", "user_workload"]
+
+
+def __getattr__(name: str):
+    # Lazy: `import dlperf` in a worker's environment must not need rich or numpy.
+    if name == "run":
+        from dlperf.api import run
+
+        return run
+    if name == "user_workload":
+        from dlperf.workloads.user import user_workload
+
+        return user_workload
+    raise AttributeError(f"module 'dlperf' has no attribute {name!r}")

@@ -1,0 +1,3 @@
+from dlperf.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,259 @@
+"""The Python API; the CLI calls the same functions.
+
+    import dlperf
+    outcome = dlperf.run(["fcn-r", "resnet-56"], threads=[1, 2], db="dlperf.db")
+    outcome = dlperf.run([my_factory])   # a module-level function returning dlperf.user_workload(...)
+
+The flow is one-way: spec (validated here) -> plan (cells) -> launch (a child per cell) -> store -> views.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlperf import envinfo
+from dlperf.errors import MissingDependency, UsageError
+from dlperf.frameworks import is_available
+from dlperf.measure import system
+from dlperf.measure.timer import TimerConfig
+from dlperf.run import probe
+from dlperf.run.plan import Cell, Task, expand, schedule
+from dlperf.run.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
+from dlperf.spec import RunSpec, device_kind, parse_devices, parse_frameworks, parse_modes, parse_workloads
+from dlperf.store import Store
+from dlperf.vocab import DeviceKind, ExitCode, Status
+from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
+from dlperf.workloads.user import source_of
+
+STARTUP_GUESS_S = 15.0  # interpreter + framework import + model build + FLOP and memory steps, for a cell never seen
+
+
+def default_db() -> str:
+    return os.environ.get("DLPERF_DB") or "dlperf.db"
+
+
+@dataclass
+class Plan:
+    spec: RunSpec
+    cells: list[Cell]
+    workloads: dict[str, dict]  # cell key -> workload JSON
+    env: dict
+    cores: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[Task]:
+        return schedule(self.cells, self.spec.repeats)
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    run_id: int | None = None
+    plan: Plan | None = None
+    statuses: list[Status] = field(default_factory=list)
+    estimate_s: float | None = None
+
+
+def make_spec(
+    workloads: Sequence[str | Callable] | str | None = None,
+    *,
+    frameworks: Sequence[str] | str = ("torch",),
+    devices: Sequence[str] | str | None = None,
+    threads: Sequence[int] | str | None = None,
+    modes: Sequence[str] | str = ("fp32",),
+    repeats: int = 1,
+    timeout: float = 600.0,
+    pin: bool = False,
+    timer: TimerConfig | None = None,
+) -> RunSpec:
+    """Validate what the user asked for; raises UsageError naming the flag."""
+    from dlperf.spec import parse_threads
+
+    def joined(v):
+        return v if v is None or isinstance(v, str) else ",".join(str(x) for x in v)
+
+    if workloads is not None and not isinstance(workloads, str):
+        workloads = ",".join(w if isinstance(w, str) else source_of(w) for w in workloads)
+    if repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    return RunSpec(
+        workloads=parse_workloads(workloads),
+        frameworks=parse_frameworks(joined(frameworks)),
+        devices=None if devices is None else parse_devices(joined(devices)),
+        threads=None if threads is None else parse_threads(joined(threads)),
+        modes=parse_modes(joined(modes)),
+        repeats=repeats,
+        timeout=timeout,
+        pin=pin,
+        timer=timer or TimerConfig(),
+    )
+
+
+def framework_info(frameworks: Sequence[str]) -> dict[str, dict]:
+    """Versions and devices of each framework, from a probe child (the parent never imports a framework)."""
+    info = {}
+    for name in frameworks:
+        if not is_available(name):
+            raise MissingDependency(f"--frameworks {name}: not installed here (pip install 'dlperf[{name}]')")
+        info[name] = probe.ask(name, {"what": "env"}, python=interpreter_for(name))
+    return info
+
+
+def resolve_devices(requested: tuple[str, ...] | None, info: dict[str, dict]) -> list[str]:
+    present = list(dict.fromkeys(d["name"] for fw in info.values() for d in fw.get("devices", [])))
+    if requested is None:
+        return present or ["cpu"]
+    chosen = []
+    for dev in requested:
+        matches = [p for p in present if p == dev or (dev == "cuda" and device_kind(p) is DeviceKind.CUDA)]
+        if not matches:
+            raise UsageError(f"--devices: {dev!r} is not present on this machine (present: {', '.join(present)})")
+        chosen += matches
+    return list(dict.fromkeys(chosen))
+
+
+def resolve_workload(name: str, framework: str) -> Workload:
+    if name in BUILTIN:
+        return BUILTIN[name]
+    answer = probe.ask(framework, {"what": "workload", "source": name}, python=interpreter_for(framework))
+    return Workload(
+        name=answer["name"], arch="user", config={},
+        input=InputSpec("user", tuple(answer.get("input_shape") or ())), outputs=answer.get("outputs") or 0,
+        batch=answer["batch"], optimizer=OptimizerSpec(answer.get("optimizer", "user")), params=answer["params"],
+        data="synthetic (user batch maker)", source=name,
+    )  # fmt: skip
+
+
+def thread_counts(requested: tuple[int, ...] | None, cores: int, warnings: list[str]) -> list[int]:
+    counts = list(requested) if requested else system.default_thread_counts(cores)
+    over = [n for n in counts if n > cores]
+    if over:
+        warnings.append(
+            f"--threads {','.join(map(str, over))} exceeds the {cores} usable cores: expect "
+            "oversubscription (steps can be many times slower); measured anyway"
+        )
+    return counts
+
+
+def make_plan(spec: RunSpec) -> Plan:
+    """Everything that needs checking before anything is written: frameworks, devices, user workloads."""
+    info = framework_info(spec.frameworks)
+    env = envinfo.capture(info)
+    cores = env["cores"]["cores"]
+    warnings = [
+        f"inherited {k}={v} changes threading or kernels; recorded with every cell"
+        for k, v in system.inherited_thread_env(os.environ).items()
+    ]
+    workloads = {name: resolve_workload(name, spec.frameworks[0]) for name in spec.workloads}
+    devices = resolve_devices(spec.devices, info)
+    counts = thread_counts(spec.threads, cores, warnings)
+    cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
+    by_name = {w.name: w.to_json() for w in workloads.values()}
+    return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+
+
+def estimate(plan: Plan, db: str) -> float:
+    """Seconds the plan will take: each cell's earlier duration on this machine where the store has one."""
+    known = _known_durations(db, envinfo.fingerprint(plan.env))
+    guess = min(plan.spec.timeout, STARTUP_GUESS_S + plan.spec.timer.max_time)
+    return sum(known.get(t.cell.key, guess) for t in plan.tasks)
+
+
+def _known_durations(db: str, fingerprint: dict) -> dict[str, float]:
+    if not os.path.exists(db):
+        return {}
+    store = Store.open(db, create=False)
+    try:
+        runs = [r["id"] for r in store.runs() if json.loads(r["fingerprint_json"]) == fingerprint]
+        rows = [
+            row
+            for rid in runs
+            for row in store.conn.execute(
+                "SELECT cell_key, duration_s FROM measurements WHERE run_id = ? AND duration_s IS NOT NULL", (rid,)
+            )
+        ]
+    finally:
+        store.close()
+    by_key: dict[str, list[float]] = {}
+    for row in rows:
+        by_key.setdefault(row["cell_key"], []).append(row["duration_s"])
+    return {k: statistics.median(v) for k, v in by_key.items()}
+
+
+def run(
+    workloads: Sequence[str | Callable] | str | None = None,
+    *,
+    db: str | None = None,
+    dry_run: bool = False,
+    progress: Any = None,
+    argv: list[str] | None = None,
+    **spec_kwargs,
+) -> Outcome:
+    """Plan, measure and store a sweep. Returns the outcome; `outcome.exit_code` follows the CLI's convention."""
+    db = db or default_db()
+    spec = make_spec(workloads, **spec_kwargs)
+    plan = make_plan(spec)
+    if dry_run:
+        return Outcome(ExitCode.OK, plan=plan, estimate_s=estimate(plan, db))
+    store = Store.open(db, create=True)
+    try:
+        run_id = store.create_run(
+            spec.to_json(),
+            plan.env,
+            envinfo.fingerprint(plan.env),
+            argv or sys.argv,
+            [{"key": c.key, **c.to_json(), "workload_json": plan.workloads[c.key]} for c in plan.cells],
+        )
+        ctx = SweepContext(store, run_id, spec, plan.workloads, plan.cores)
+        return _execute(ctx, plan.tasks, plan, progress)
+    finally:
+        store.close()
+
+
+def resume(db: str | None = None, progress: Any = None) -> Outcome:
+    """Continue the latest unfinished run without re-measuring what it finished."""
+    db = db or default_db()
+    store = Store.open(db, create=False)
+    try:
+        row = store.latest_unfinished_run()
+        if row is None:
+            raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
+        spec = RunSpec.from_json(json.loads(row["spec_json"]))
+        env = envinfo.capture(framework_info(spec.frameworks))
+        changes = envinfo.fingerprint_diff(json.loads(row["fingerprint_json"]), envinfo.fingerprint(env))
+        if changes:
+            raise UsageError(
+                f"--resume: run {row['id']} was measured on a different machine or software "
+                f"({'; '.join(changes)}); start a new run instead"
+            )
+        rows = store.cells(row["id"])
+        cells = [Cell(r["workload"], r["framework"], r["device"], r["threads"], r["mode"]) for r in rows]
+        workloads = {r["key"]: json.loads(r["workload_json"]) for r in rows}
+        tasks = remaining(cells, spec.repeats, store.done_repeats(row["id"]))
+        store.set_run_status(row["id"], "running")
+        plan = Plan(spec, cells, workloads, env, env["cores"]["cores"])
+        return _execute(SweepContext(store, row["id"], spec, workloads, plan.cores), tasks, plan, progress)
+    finally:
+        store.close()
+
+
+def _execute(ctx: SweepContext, tasks: list[Task], plan: Plan, progress) -> Outcome:
+    from dlperf.progress import Progress
+
+    progress = progress or Progress(total=len(tasks))
+    try:
+        with progress:
+            statuses = execute(ctx, tasks, progress)
+    except Interrupted:
+        return Outcome(ExitCode.INTERRUPTED, ctx.run_id, plan)
+    failed = any(s.is_failure for s in statuses)
+    return Outcome(ExitCode.CELLS_FAILED if failed else ExitCode.OK, ctx.run_id, plan, statuses)

@@ -1,0 +1,54 @@
+"""Framework backends: the only place a deep-learning framework is imported.
+
+Each backend module (`torch_backend`, later `jax_backend`, ...) is imported only by the worker and the probe, in a child
+process whose thread settings are already fixed. This package itself imports nothing but the standard library.
+
+A backend module provides:
+
+    configure_threads(threads: int) -> dict          # before building anything; returns the effective settings
+    build(workload: Workload, device: str, mode: str) -> TrainStep
+    probe(request: dict) -> dict                     # versions, devices, user workloads; answered as JSON
+
+and a `TrainStep` has:
+
+    step() -> None          # one training iteration: zero grads, forward, loss, backward, update
+    sync() -> None          # wait until the device has finished all queued work (no-op on CPU)
+    params: int             # trainable parameters
+    count_flops() -> int | None          # FLOPs of one step, counted on the eager model by the framework's counter
+    memory_of_step() -> dict[str, int]   # peak memory of one extra, untimed step, each figure labelled
+    settings() -> dict                   # effective thread and kernel settings, recorded with the cell
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any, Protocol
+
+# framework name -> (backend module, the import name whose presence makes it available)
+BACKENDS: dict[str, tuple[str, str]] = {
+    "torch": ("dlperf.frameworks.torch_backend", "torch"),
+}
+
+
+class TrainStep(Protocol):
+    params: int
+
+    def step(self) -> None: ...
+
+    def sync(self) -> None: ...
+
+    def count_flops(self) -> int | None: ...
+
+    def memory_of_step(self) -> dict[str, int]: ...
+
+    def settings(self) -> dict[str, Any]: ...
+
+
+def is_available(framework: str) -> bool:
+    """Whether the framework can be imported here, without importing it."""
+    return importlib.util.find_spec(BACKENDS[framework][1]) is not None
+
+
+def backend(framework: str):
+    """Import and return the backend module (child processes only)."""
+    return importlib.import_module(BACKENDS[framework][0])

@@ -1,0 +1,339 @@
+"""The PyTorch backend: thread settings, a train step per workload, FLOP and memory counts, and the probe.
+
+Implements the contract in `dlperf.frameworks` (read that first). Imported only in child processes (the worker and
+the probe), after the parent has fixed the thread variables. Imports the standard library, torch and dlperf's
+standard-library-only modules, nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+from dlperf.errors import UsageError
+from dlperf.frameworks.torch_models import build_model
+from dlperf.workloads.base import OptimizerSpec, Workload
+from dlperf.workloads.user import UserWorkload, build_user_workload
+
+MODES = ("fp32",)  # precisions and techniques this backend implements so far
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Threads and settings
+
+
+def configure_threads(threads: int) -> dict[str, Any]:
+    """Size both of PyTorch's CPU pools; call before building anything. Returns the settings in effect."""
+    torch.set_num_threads(threads)
+    try:
+        torch.set_num_interop_threads(threads)
+    except RuntimeError:
+        pass  # the inter-op pool can be sized once, before first use; the value in effect is reported below
+    return thread_settings()
+
+
+def thread_settings() -> dict[str, Any]:
+    return {
+        "torch_threads": torch.get_num_threads(),
+        "torch_interop_threads": torch.get_num_interop_threads(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),  # the ATen kernels picked: default, avx2, avx512
+        "mkldnn_enabled": torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled,
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS"),
+        "MKL_NUM_THREADS": os.environ.get("MKL_NUM_THREADS"),
+        **_parallel_info(),
+    }
+
+
+# What the OpenMP and MKL runtimes themselves report: a library that ignored our settings shows here.
+_PARALLEL_KEYS = {
+    "ATen parallel backend": "parallel_backend",
+    "omp_get_max_threads()": "omp_max_threads",
+    "mkl_get_max_threads()": "mkl_max_threads",
+}
+
+
+def _parallel_info() -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for line in torch.__config__.parallel_info().splitlines():
+        match = re.match(r"\s*(.+?)\s*:\s+(\S.*)$", line)  # "key : value"; skips the "::" inside "at::..."
+        if match and match[1] in _PARALLEL_KEYS:
+            value = match[2].strip()
+            found[_PARALLEL_KEYS[match[1]]] = int(value) if value.isdigit() else value
+    return found
+
+
+def describe_device(device: torch.device) -> dict[str, Any]:
+    if device.type != "cuda":
+        return {"name": device.type}
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    return {
+        "name": f"cuda:{index}",
+        "model": props.name,
+        "memory_bytes": props.total_memory,
+        "capability": f"{props.major}.{props.minor}",
+    }
+
+
+def _kernel_settings(device: torch.device) -> dict[str, Any]:
+    if device.type != "cuda":
+        return {}
+    return {
+        "cudnn_benchmark": torch.backends.cudnn.benchmark,
+        "tf32_matmul": torch.backends.cuda.matmul.allow_tf32,
+        "tf32_cudnn": torch.backends.cudnn.allow_tf32,
+    }
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Live tensor memory on CPU
+
+
+class LiveTensorBytes(TorchDispatchMode):
+    """Peak bytes of live tensor storages while active: parameters, gradients, optimizer state, data, activations.
+
+    CPU has no caching allocator whose peak we could read, so this counts what the tensors themselves hold. Every op
+    result passes through `__torch_dispatch__` (backward ops too: on CPU autograd runs them in this thread with this
+    mode active); each storage is counted once, however many views share it, and subtracted when it dies. PyTorch
+    keeps one Python object per live storage (`untyped_storage()` returns the same object while the C++ storage
+    lives), so a weakref callback on it fires exactly when the memory is released. Tensors that exist before the mode
+    is entered are passed in. Not counted: kernel scratch space and allocator overhead, which no op returns.
+    """
+
+    def __init__(self, existing: Iterable[torch.Tensor] = ()) -> None:
+        super().__init__()
+        self._live: dict[int, tuple[weakref.ref, int]] = {}  # id(storage) -> (weakref with release callback, bytes)
+        self.now = self.peak = 0
+        for t in existing:
+            self._see(t)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in _tensors(out):
+            self._see(t)
+        return out
+
+    def _see(self, t: torch.Tensor) -> None:
+        try:
+            storage = t.untyped_storage()
+        except (RuntimeError, NotImplementedError):  # layouts without one plain storage (sparse, mkldnn)
+            return
+        key, size = id(storage), storage.nbytes()
+        ref, old = self._live.get(key, (None, 0))
+        if ref is None:  # the key stays unique: the callback drops it before the id can be reused
+            ref = weakref.ref(storage, partial(self._released, key))
+        self._live[key] = (ref, size)  # a storage seen again may have been resized (resize_, out= ops)
+        self.now += size - old
+        self.peak = max(self.peak, self.now)
+
+    def _released(self, key: int, _ref: weakref.ref) -> None:
+        self.now -= self._live.pop(key)[1]
+
+
+def _tensors(obj: Any) -> Iterator[torch.Tensor]:
+    """Tensors in an op result, a batch or a state dict, however nested in tuples, lists and dicts."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _tensors(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from _tensors(item)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The train step
+
+
+class TorchStep:
+    """One model, one fixed mini-batch already on the device, one optimizer: what the worker times."""
+
+    def __init__(self, model, batch, loss_fn, optimizer, clip_grad_norm, device: torch.device) -> None:
+        self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.inputs, self.targets = batch
+        self.clip_grad_norm, self.device = clip_grad_norm, device
+        self.trainable = [p for p in model.parameters() if p.requires_grad]
+        self.params = sum(p.numel() for p in self.trainable)
+
+    def step(self) -> None:
+        # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.loss_fn(self.model(self.inputs), self.targets)
+        loss.backward()
+        if self.clip_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(self.trainable, self.clip_grad_norm)
+        self.optimizer.step()
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        elif self.device.type == "mps":
+            torch.mps.synchronize()
+
+    def count_flops(self) -> int | None:
+        """FLOPs of one full step (forward and backward; SGD's updates are not matrix products, so count zero)."""
+        try:
+            with FlopCounterMode(display=False) as counter:
+                self.step()
+            self.sync()
+        except Exception:  # a model the counter cannot trace gets no FLOP figure, not a failed cell
+            return None
+        return int(counter.get_total_flops())
+
+    def memory_of_step(self) -> dict[str, int]:
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+            self.step()
+            self.sync()
+            return {"cuda_allocator_peak_bytes": torch.cuda.max_memory_allocated(self.device)}
+        with LiveTensorBytes(self._existing_tensors()) as live:
+            self.step()
+        self.sync()
+        return {"live_tensor_peak_bytes": live.peak}
+
+    def _existing_tensors(self) -> Iterator[torch.Tensor]:
+        # A generator, so the tracker does not hold last step's gradients alive after zero_grad drops them.
+        yield from self.model.parameters()
+        yield from (p.grad for p in self.model.parameters() if p.grad is not None)
+        yield from self.model.buffers()
+        yield from _tensors(list(self.optimizer.state.values()))
+        yield from _tensors((self.inputs, self.targets))
+
+    def settings(self) -> dict[str, Any]:
+        info = describe_device(self.device)
+        device = {"device": info.pop("name"), **{f"device_{k}": v for k, v in info.items()}}
+        return {**thread_settings(), **device, **_kernel_settings(self.device)}
+
+
+def build(workload: Workload, device: str, mode: str) -> TorchStep:
+    if mode not in MODES:
+        raise NotImplementedError(f"mode {mode!r} is not implemented by the torch backend (it has {', '.join(MODES)})")
+    torch.manual_seed(0)  # same weights and data in every cell
+    dev = torch.device(device)
+    if workload.arch == "user":
+        return _build_user(workload, dev)
+    model = build_model(workload).to(dev)
+    batch = synthetic_batch(workload, dev)
+    optimizer = _optimizer(workload.optimizer, model.parameters())
+    return TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, dev)
+
+
+def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random inputs and labels of the workload's shapes, made once, on the device."""
+    shape = (workload.batch, *workload.input.shape)
+    if workload.input.kind == "tokens":
+        tokens = torch.randint(workload.input.vocab, shape, device=device)  # (B, T)
+        return tokens, torch.randint(workload.outputs, shape, device=device)  # a target per position, (B, T)
+    return torch.randn(shape, device=device), torch.randint(workload.outputs, (workload.batch,), device=device)
+
+
+def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean softmax cross-entropy over every prediction: (B, K) with (B,), or per token (B, T, V) with (B, T)."""
+    return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
+
+
+def _optimizer(spec: OptimizerSpec, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
+    if spec.name != "sgd":
+        raise NotImplementedError(f"optimizer {spec.name!r} is not implemented by the torch backend")
+    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+
+
+def _build_user(workload: Workload, device: torch.device) -> TorchStep:
+    user = _load_user(workload.source)
+    model = user.model.to(device).train()
+    batch = user.make_batch(workload.batch, device)  # the planned batch size (the factory's, unless swept)
+    make_optimizer: Callable = user.optimizer or partial(torch.optim.SGD, lr=0.01)
+    optimizer = make_optimizer(model.parameters())  # after .to(device), so its state lives there too
+    return TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
+
+
+def _load_user(source: str | None) -> UserWorkload:
+    if source is None:
+        raise ValueError("a user workload needs its source (file.py:factory)")
+    user = build_user_workload(source)
+    if user.framework != "torch":
+        raise UsageError(f"--workloads {source!r}: the factory describes a {user.framework} model, not a torch one")
+    return user
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The probe
+
+
+def probe(request: dict[str, Any]) -> dict[str, Any]:
+    """Answer the parent's question in JSON-ready values. UsageError (a bad user factory) propagates."""
+    what = request.get("what")
+    if what == "env":
+        return probe_env()
+    if what == "workload":
+        return probe_workload(request["source"])
+    raise ValueError(f"unknown probe request {what!r}")
+
+
+def probe_env() -> dict[str, Any]:
+    return {
+        "framework": "torch",
+        "version": torch.__version__,
+        "build": {
+            "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+            "debug": torch.version.debug,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        },
+        "devices": devices(),
+    }
+
+
+def devices() -> list[dict[str, Any]]:
+    found = [{"name": "cpu"}]
+    if torch.cuda.is_available():
+        found += [describe_device(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        found.append({"name": "mps"})
+    return found
+
+
+def probe_workload(source: str) -> dict[str, Any]:
+    """Build the user's workload on CPU and describe it; nothing is trained."""
+    torch.manual_seed(0)
+    user = _load_user(source)
+    try:
+        inputs, _ = user.make_batch(user.batch_size, torch.device("cpu"))
+    except Exception as exc:
+        raise UsageError(f"--workloads {source!r}: make_batch raised {type(exc).__name__}: {exc}") from exc
+    return {
+        "name": user.name,
+        "framework": user.framework,
+        "params": sum(p.numel() for p in user.model.parameters() if p.requires_grad),
+        "batch": user.batch_size,
+        "clip_grad_norm": user.clip_grad_norm,
+        **_shape_of("input", inputs),
+        **_outputs_of(user.model, inputs),
+    }
+
+
+def _shape_of(what: str, x: Any) -> dict[str, Any]:
+    """Per-sample shape and dtype of a tensor (None for inputs that are not a single tensor)."""
+    if not isinstance(x, torch.Tensor):
+        return {f"{what}_shape": None, f"{what}_dtype": None}
+    return {f"{what}_shape": list(x.shape[1:]), f"{what}_dtype": str(x.dtype).removeprefix("torch.")}
+
+
+def _outputs_of(model: torch.nn.Module, inputs: Any) -> dict[str, Any]:
+    """One forward pass in eval mode: a model that only runs on an accelerator reports why, instead of failing."""
+    try:
+        with torch.no_grad():
+            out = model.eval()(inputs)
+    except Exception as exc:
+        return {"outputs": None, "output_shape": None, "forward_error": f"{type(exc).__name__}: {exc}"}
+    shape = _shape_of("output", out)
+    return {"outputs": shape["output_shape"][-1] if shape["output_shape"] else None, **shape}

@@ -1,0 +1,90 @@
+"""Summary statistics of step times, standard library only (the worker runs where numpy may be absent).
+
+The confidence interval of the median is distribution-free: it comes from order statistics and the binomial
+distribution, so it holds for the skewed, heavy-tailed distributions step times have.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    iqr: float
+    mean: float
+    stdev: float
+    ci_low: float | None  # 95% confidence interval of the median; None when n is too small for one
+    ci_high: float | None
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
+    """0-based ranks (lo, hi) of the order statistics bounding the median with at least `confidence` coverage.
+
+    The number of samples below the true median is Binomial(n, 1/2); the interval [x_(l), x_(n-l+1)] (1-based)
+    covers the median with probability 1 - 2 P(B <= l-1). None when even the full range is not enough (n < 6).
+    """
+    tail = (1.0 - confidence) / 2.0
+    if n > 300:  # normal approximation of the binomial; exact sums get slow and the two agree closely here
+        low = math.floor(n / 2 - 0.5 * 1.959964 * math.sqrt(n))
+        return (low - 1, n - low) if low >= 1 else None
+    cdf, low = 0.0, 0
+    while True:
+        cdf += math.comb(n, low) / 2.0**n  # cdf = P(B <= low)
+        if cdf > tail:
+            break
+        low += 1
+    return (low - 1, n - low) if low >= 1 else None
+
+
+def median_ci(samples: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    ranks = median_ci_ranks(len(samples), confidence)
+    if ranks is None:
+        return None
+    ordered = sorted(samples)
+    return ordered[ranks[0]], ordered[ranks[1]]
+
+
+def sorted_ci_halfwidth(ordered: list[float]) -> float:
+    """How far the 95% interval reaches from the median, as a fraction of it (inf when there is no interval).
+
+    `ordered` must be sorted."""
+    ranks = median_ci_ranks(len(ordered))
+    med = statistics.median(ordered) if ordered else 0.0
+    if ranks is None or med <= 0:
+        return math.inf
+    return max(med - ordered[ranks[0]], ordered[ranks[1]] - med) / med
+
+
+def ci_relative_halfwidth(samples: list[float]) -> float:
+    return sorted_ci_halfwidth(sorted(samples))
+
+
+def iqr(samples: list[float]) -> float:
+    if len(samples) < 2:
+        return 0.0
+    q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    return q3 - q1
+
+
+def summarize(samples: list[float], median: float | None = None) -> Summary:
+    """Summary of raw samples; `median` overrides the pooled median (the median of per-process medians)."""
+    if not samples:
+        raise ValueError("no samples")
+    ci = median_ci(samples)
+    return Summary(
+        n=len(samples),
+        median=statistics.median(samples) if median is None else median,
+        iqr=iqr(samples),
+        mean=statistics.fmean(samples),
+        stdev=statistics.stdev(samples) if len(samples) > 1 else 0.0,
+        ci_low=ci[0] if ci else None,
+        ci_high=ci[1] if ci else None,
+    )

@@ -1,0 +1,319 @@
+"""What this machine offers a benchmark: usable cores, CPU pinning, ISA, memory, CPU time and resident memory.
+
+Standard library only: this module runs inside worker processes whose environments hold nothing but a framework.
+Every function that reads /proc or /sys takes ``root`` so tests can point it at a fake tree; a file that is missing
+or unreadable yields a fallback (``None``, ``{}``, ``os.cpu_count()``) rather than an error, because containers and
+non-x86 kernels omit many of these files.
+"""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import platform
+import re
+
+# Instruction-set extensions that decide which CPU kernels a framework can pick (oneDNN, MKL, ATen's dispatch).
+ISA_FLAGS = (
+    "avx2",
+    "avx512f",
+    "avx512_bf16",
+    "avx512_fp16",
+    "avx512_vnni",
+    "amx_tile",
+    "amx_bf16",
+    "amx_int8",
+)
+
+# Columns of the aggregate `cpu` line of /proc/stat, in kernel order. `guest` and `guest_nice` follow but are already
+# counted inside `user` and `nice`, so they are left out of totals.
+CPU_TIME_FIELDS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+# Inherited variables worth recording because they change how many threads run, where, or which kernels run.
+# Prefixes: GNU OpenMP (OMP_, GOMP_), Intel/LLVM OpenMP (KMP_), MKL (MKL_NUM_THREADS, MKL_ENABLE_INSTRUCTIONS, ...),
+# oneDNN under its current and former names (ONEDNN_MAX_CPU_ISA, DNNL_MAX_CPU_ISA, ...), OpenBLAS and BLIS.
+THREAD_ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "MKL_", "ONEDNN_", "DNNL_", "OPENBLAS_", "BLIS_")
+# Exact names, each read by PyTorch, the CUDA libraries or the dynamic loader:
+THREAD_ENV_NAMES = frozenset(
+    {
+        "ATEN_CPU_CAPABILITY",  # caps ATen's vectorised kernels (default, avx2, avx512)
+        "TORCH_MKLDNN_MATMUL_MIN_DIM",  # size thresholds for routing matmul to oneDNN
+        "TORCH_MKLDNN_MATMUL_MIN_SIZE",
+        "LD_PRELOAD",  # tcmalloc/jemalloc/libiomp5 preloads change allocation and threading
+        "CUDA_VISIBLE_DEVICES",
+        "CUDA_LAUNCH_BLOCKING",  # serialises every kernel launch
+        "CUBLAS_WORKSPACE_CONFIG",  # deterministic cuBLAS picks other kernels
+        "NVIDIA_TF32_OVERRIDE",  # 0 disables TF32 in cuBLAS and cuDNN
+        "TORCH_ALLOW_TF32_CUBLAS_OVERRIDE",
+        "PYTORCH_CUDA_ALLOC_CONF",
+    }
+)
+
+# Only the thread-count variables of the pools a framework may start: OpenMP (PyTorch's intra-op pool, oneDNN), MKL
+# (which reads its own variable before OpenMP's) and OpenBLAS (numpy's copy, and PyTorch's BLAS on aarch64), which
+# otherwise starts one thread per online CPU when loaded. Pinning is done with sched_setaffinity, so no *_AFFINITY or
+# OMP_PROC_BIND here; and nothing else OpenBLAS reads (OPENBLAS_CORETYPE picks kernels, set by some machines) is set.
+THREAD_COUNT_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+_V1_CPU_MOUNTS = ("cpu", "cpu,cpuacct", "cpuacct,cpu")
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _read_int(path: str) -> int | None:
+    text = _read(path)
+    try:
+        return int(text.strip()) if text is not None else None
+    except ValueError:
+        return None
+
+
+def _cpuinfo_blocks(root: str) -> list[dict[str, str]]:
+    """One dict per processor block of /proc/cpuinfo."""
+    blocks = []
+    for chunk in (_read(os.path.join(root, "proc/cpuinfo")) or "").split("\n\n"):
+        pairs = (line.split(":", 1) for line in chunk.splitlines() if ":" in line)
+        block = {key.strip(): value.strip() for key, value in pairs}
+        if block:
+            blocks.append(block)
+    return blocks
+
+
+# --- cores ---------------------------------------------------------------------------------------------------------
+
+
+def _core_map(root: str) -> dict[int, tuple[str, str]]:
+    """Logical CPU -> (package id, core id) from sysfs; CPUs without a topology directory (offline) are absent."""
+    cores = {}
+    for topo in glob.glob(os.path.join(root, "sys/devices/system/cpu/cpu[0-9]*/topology")):
+        cpu = re.search(r"cpu(\d+)$", os.path.dirname(topo))
+        package = _read(os.path.join(topo, "physical_package_id"))
+        core = _read(os.path.join(topo, "core_id"))
+        if cpu and package is not None and core is not None:
+            cores[int(cpu.group(1))] = (package.strip(), core.strip())
+    return cores
+
+
+def physical_cores(root: str = "/") -> int:
+    """Distinct physical cores of the machine (SMT siblings counted once), whatever this process may use."""
+    pairs = set(_core_map(root).values())
+    if not pairs:
+        # Some ARM and POWER cpuinfo files have no core id at all; then only the logical count is known.
+        blocks = _cpuinfo_blocks(root)
+        pairs = {(b.get("physical id", "0"), b["core id"]) for b in blocks if "core id" in b}
+    return len(pairs) or os.cpu_count() or 1
+
+
+def affinity_cpus() -> list[int]:
+    """Logical CPUs this process may run on, sorted."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def _own_cgroups(root: str) -> tuple[str, str]:
+    """This process's (cgroup v1 cpu controller path, cgroup v2 path); "/" when unknown."""
+    v1 = v2 = "/"
+    for line in (_read(os.path.join(root, "proc/self/cgroup")) or "").splitlines():
+        fields = line.split(":", 2)
+        if len(fields) != 3:
+            continue
+        hierarchy, controllers, path = fields
+        # A path with ".." lies outside our cgroup namespace, of which only the root is mounted.
+        path = "/" if ".." in path else path
+        if hierarchy == "0" and not controllers:
+            v2 = path
+        elif "cpu" in controllers.split(","):
+            v1 = path
+    return v1, v2
+
+
+def _ancestors(path: str) -> list[str]:
+    """Path "/a/b" -> ["a/b", "a", ""]: relative, so os.path.join keeps the mount point in front."""
+    parts = [p for p in path.split("/") if p]
+    return ["/".join(parts[:n]) for n in range(len(parts), -1, -1)]
+
+
+def _cgroup_dirs(root: str) -> list[str]:
+    """Every cgroup directory whose CPU limit applies to us: our own and its ancestors, in v2, hybrid and v1 mounts.
+
+    Ancestors matter because a parent's quota caps its children; and a container without a cgroup namespace sees
+    its own cgroup mounted at the root while /proc/self/cgroup names a deeper path that doesn't exist there.
+    """
+    v1, v2 = _own_cgroups(root)
+    mounts = [("sys/fs/cgroup", v2), ("sys/fs/cgroup/unified", v2)]
+    mounts += [(f"sys/fs/cgroup/{name}", v1) for name in _V1_CPU_MOUNTS]
+    return [os.path.join(root, mount, rel) for mount, path in mounts for rel in _ancestors(path)]
+
+
+def _parse_cpu_max(text: str) -> float | None:
+    """cgroup v2 cpu.max: "max 100000" -> None, "200000 100000" -> 2.0."""
+    fields = text.split()
+    if not fields or fields[0] == "max":
+        return None
+    try:
+        quota, period = int(fields[0]), int(fields[1]) if len(fields) > 1 else 100_000
+    except ValueError:
+        return None
+    return quota / period if period > 0 else None
+
+
+def _dir_cpu_limit(directory: str) -> float | None:
+    text = _read(os.path.join(directory, "cpu.max"))
+    if text is not None:
+        return _parse_cpu_max(text)
+    quota = _read_int(os.path.join(directory, "cpu.cfs_quota_us"))
+    period = _read_int(os.path.join(directory, "cpu.cfs_period_us"))
+    if quota is None or period is None or quota < 0 or period <= 0:  # quota -1 means unlimited
+        return None
+    return quota / period
+
+
+def cgroup_cpu_limit(root: str = "/") -> float | None:
+    """CPUs' worth of time the cgroup quota allows per period (2.0 = two CPUs), or None when unlimited."""
+    limits = [limit for d in _cgroup_dirs(root) if (limit := _dir_cpu_limit(d)) is not None]
+    return min(limits, default=None)
+
+
+def usable_cores(root: str = "/") -> dict:
+    """Physical cores, affinity mask size and cgroup limit; "cores", the smallest of them, is what dlperf calls cores.
+
+    A fractional quota is floored (1.5 CPUs cannot run two threads without throttling), but never below 1.
+    """
+    physical, affinity, cgroup = physical_cores(root), len(affinity_cpus()), cgroup_cpu_limit(root)
+    bounds = [physical, affinity] + ([math.floor(cgroup)] if cgroup is not None else [])
+    return {"physical": physical, "affinity": affinity, "cgroup": cgroup, "cores": max(1, min(bounds))}
+
+
+def default_thread_counts(cores: int) -> list[int]:
+    """Powers of two up to ``cores``, then ``cores`` itself: 6 -> [1, 2, 4, 6]."""
+    cores = max(1, cores)
+    counts = [2**k for k in range(cores.bit_length())]
+    return counts if counts[-1] == cores else [*counts, cores]
+
+
+def pin_cpus(threads: int, allowed: list[int] | None = None, root: str = "/") -> list[int]:
+    """The ``threads`` CPUs to pin a run to, sorted: one logical CPU per physical core first, SMT siblings only when
+    the mask has fewer cores than threads. Fewer than ``threads`` only if the mask itself is smaller.
+
+    Two threads on SMT siblings share one core's execution units, so they would measure half a core each.
+    """
+    core_of = _core_map(root)
+    firsts, siblings, seen = [], [], set()
+    for cpu in sorted(affinity_cpus() if allowed is None else allowed):
+        core = core_of.get(cpu, ("cpu", str(cpu)))  # unknown topology: treat each CPU as its own core
+        (siblings if core in seen else firsts).append(cpu)
+        seen.add(core)
+    return sorted((firsts + siblings)[: max(0, threads)])
+
+
+# --- CPU identity ----------------------------------------------------------------------------------------------------
+
+
+def cpu_model(root: str = "/") -> str:
+    """Marketing name of the CPU, or the best identification the kernel gives on architectures without one."""
+    block = next(iter(_cpuinfo_blocks(root)), {})
+    for key in ("model name", "cpu model", "cpu", "Hardware"):  # x86, MIPS, POWER, older ARM
+        if block.get(key):
+            return block[key]
+    if "CPU implementer" in block:  # arm64 names only the implementer and part numbers
+        return f"{platform.machine()} implementer {block['CPU implementer']} part {block.get('CPU part', '?')}"
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def cpu_flags(root: str = "/") -> list[str]:
+    """Sorted CPU feature flags ("flags" on x86, "Features" on ARM)."""
+    block = next(iter(_cpuinfo_blocks(root)), {})
+    return sorted(set((block.get("flags") or block.get("Features") or "").split()))
+
+
+def isa_summary(flags: list[str]) -> dict[str, bool]:
+    """Whether each extension in ISA_FLAGS is present."""
+    present = set(flags)
+    return {name: name in present for name in ISA_FLAGS}
+
+
+# --- memory and CPU time ---------------------------------------------------------------------------------------------
+
+
+def _kib_field(path: str, field: str) -> int | None:
+    """Bytes of a "Field:   1234 kB" line, as in /proc/meminfo and /proc/*/status."""
+    for line in (_read(path) or "").splitlines():
+        name, _, value = line.partition(":")
+        if name == field and value.split():
+            return int(value.split()[0]) * 1024
+    return None
+
+
+def memory_total_bytes(root: str = "/") -> int | None:
+    """Physical memory the kernel manages (MemTotal)."""
+    return _kib_field(os.path.join(root, "proc/meminfo"), "MemTotal")
+
+
+def cpu_times(root: str = "/") -> dict[str, float]:
+    """Seconds spent in each state by all CPUs together since boot; old kernels lack the later fields."""
+    for line in (_read(os.path.join(root, "proc/stat")) or "").splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            tick = os.sysconf("SC_CLK_TCK")
+            return {name: int(value) / tick for name, value in zip(CPU_TIME_FIELDS, fields[1:], strict=False)}
+    return {}
+
+
+def steal_fraction(before: dict[str, float], after: dict[str, float]) -> float | None:
+    """Share of CPU time the hypervisor gave to other guests between two cpu_times() readings."""
+    if "steal" not in before or "steal" not in after:
+        return None
+    total = sum(after[k] - before[k] for k in CPU_TIME_FIELDS if k in before and k in after)
+    return (after["steal"] - before["steal"]) / total if total > 0 else None
+
+
+def rss_bytes(root: str = "/") -> int | None:
+    """Resident memory of this process now."""
+    return _kib_field(os.path.join(root, "proc/self/status"), "VmRSS")
+
+
+def rss_hwm_bytes(root: str = "/") -> int | None:
+    """Peak resident memory of this process since start or since the last reset_rss_hwm()."""
+    return _kib_field(os.path.join(root, "proc/self/status"), "VmHWM")
+
+
+def reset_rss_hwm(root: str = "/") -> bool:
+    """Reset the peak RSS to the current RSS (Linux >= 4.0), so a later peak belongs to what ran in between.
+
+    False when the kernel or a sandbox refuses the write; then the peak still includes everything since start.
+    """
+    try:
+        with open(os.path.join(root, "proc/self/clear_refs"), "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+# --- environment variables -------------------------------------------------------------------------------------------
+
+
+def inherited_thread_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables of ``environ`` (default os.environ) that change threading or kernel choice, sorted by name."""
+    environ = os.environ if environ is None else environ
+    return {
+        name: environ[name]
+        for name in sorted(environ)
+        if name in THREAD_ENV_NAMES or name.startswith(THREAD_ENV_PREFIXES)
+    }
+
+
+def thread_env(threads: int) -> dict[str, str]:
+    """Variables to set in a child before it imports a framework, overriding inherited ones: each thread pool's size
+    must be fixed before the library that owns it is loaded.
+    """
+    return dict.fromkeys(THREAD_COUNT_VARS, str(threads))

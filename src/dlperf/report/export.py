@@ -1,0 +1,41 @@
+"""`dlperf export`: one record per cell, for notebooks and spreadsheets. Every figure traces back to its run."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import Any
+
+FIELDS = (
+    "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
+    "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s", "warmup_steps",
+    "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
+)  # fmt: skip
+
+FORMATS = ("jsonl", "csv")
+
+
+def record(cell: dict[str, Any], samples: list[list[float]] | None = None) -> dict[str, Any]:
+    rec = {f: cell.get(f) for f in FIELDS}
+    extra = cell.get("extra", {})
+    rec["process_hwm_increase_bytes"] = extra.get("memory", {}).get("process_hwm_increase_bytes")
+    rec["steal_fraction"] = extra.get("steal_fraction")
+    rec["warnings"] = extra.get("warnings", [])
+    if samples is not None:
+        rec["samples"] = samples  # one list of raw step times per process
+    return rec
+
+
+def render(records: list[dict[str, Any]], fmt: str) -> str:
+    if fmt == "jsonl":
+        return "".join(json.dumps(r) + "\n" for r in records)
+    out = io.StringIO()
+    names = list(records[0]) if records else list(FIELDS)
+    writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for r in records:
+        writer.writerow(
+            {k: "; ".join(v) if k == "warnings" else json.dumps(v) if isinstance(v, list) else v for k, v in r.items()}
+        )
+    return out.getvalue()

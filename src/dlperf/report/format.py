@@ -1,0 +1,44 @@
+"""Number formatting shared by the views."""
+
+from __future__ import annotations
+
+
+def seconds(value: float | None) -> str:
+    """Seconds with three significant figures, in the unit a person reads fastest."""
+    if value is None:
+        return "-"
+    if value >= 100:
+        return f"{value / 60:.1f} min"
+    if value >= 0.1:
+        return f"{value:.3f} s"
+    if value >= 1e-4:
+        return f"{value * 1e3:.3g} ms"
+    return f"{value * 1e6:.3g} µs"
+
+
+def table_seconds(value: float) -> str:
+    """The Table-7 figure: seconds per mini-batch, as the paper prints them (three decimals, more when tiny)."""
+    return f"{value:.3f}" if value >= 0.01 else f"{value:.2g}"
+
+
+def count(value: int | None) -> str:
+    return "-" if value is None else f"{value:,}"
+
+
+def bytes_(value: int | None) -> str:
+    if value is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def flops(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {unit}FLOP"
+    return f"{value:.0f} FLOP"

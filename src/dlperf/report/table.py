@@ -1,0 +1,155 @@
+"""The Table-7 view of Shi et al. (2016): rows workload x framework, columns cpu:1, cpu:2, ... and one per GPU,
+cells the median seconds per mini-batch, the best CPU thread count marked.
+
+`build` computes the view from stored cells; `render_*` only lay it out. Extra dimensions (modes now, more later)
+become part of the row when a run holds more than one value of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlperf.report.format import table_seconds
+
+BEST_MARK = "*"
+
+
+@dataclass
+class Row:
+    workload: str
+    framework: str
+    mode: str
+    batch: int | None
+    cells: dict[str, dict[str, Any]] = field(default_factory=dict)  # column -> cell record
+
+    def best_cpu_column(self) -> str | None:
+        ok = {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v["status"] == "ok" and v["median_s"]}
+        return min(ok, key=lambda c: ok[c]["median_s"]) if len(ok) > 1 else None
+
+
+@dataclass
+class TableView:
+    run_id: int
+    columns: list[str]
+    rows: list[Row]
+    show_mode: bool
+    notes: list[str]
+
+
+def column_of(cell: dict) -> str:
+    return f"cpu:{cell['threads']}" if cell["device"] == "cpu" else cell["device"]
+
+
+def _column_order(column: str) -> tuple:
+    kind, _, index = column.partition(":")
+    return (kind != "cpu", kind, int(index) if index.isdigit() else -1)
+
+
+def build(run_id: int, cells: list[dict]) -> TableView:
+    rows: dict[tuple, Row] = {}
+    for cell in cells:
+        key = (cell["workload"], cell["framework"], cell["mode"])
+        row = rows.setdefault(key, Row(*key, batch=cell.get("batch")))
+        row.cells[column_of(cell)] = cell
+    columns = sorted({column_of(c) for c in cells}, key=_column_order)
+    show_mode = len({c["mode"] for c in cells}) > 1
+    return TableView(run_id, columns, list(rows.values()), show_mode, _notes(cells))
+
+
+def _notes(cells: list[dict]) -> list[str]:
+    notes = []
+    for c in cells:
+        label = f"{c['workload']} {c['framework']} {column_of(c)}"
+        for warning in c.get("extra", {}).get("warnings", []):
+            notes.append(f"{label}: {warning}")
+        if c["status"] in ("failed", "timeout", "unsupported") and c.get("error"):
+            notes.append(f"{label}: {c['status']}: {c['error']}")
+    return notes
+
+
+def cell_text(row: Row, column: str) -> str:
+    cell = row.cells.get(column)
+    if cell is None:
+        return ""
+    if cell["status"] != "ok" or cell["median_s"] is None:
+        return cell["status"]
+    mark = BEST_MARK if column == row.best_cpu_column() else ""
+    return table_seconds(cell["median_s"]) + mark
+
+
+def head(view: TableView) -> list[str]:
+    return ["workload", "framework", *(["mode"] if view.show_mode else []), "batch", *view.columns]
+
+
+def row_values(view: TableView, row: Row) -> list[str]:
+    fixed = [row.workload, row.framework, *([row.mode] if view.show_mode else []), str(row.batch or "")]
+    return fixed + [cell_text(row, c) for c in view.columns]
+
+
+LEGEND = (
+    "seconds per mini-batch: median of the steady-state training steps (forward, backward, update), "
+    f"{BEST_MARK} = fastest CPU thread count"
+)
+
+
+def render_markdown(view: TableView) -> str:
+    header = head(view)
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
+    return "\n".join([*lines, "", LEGEND])
+
+
+def render_csv(view: TableView) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(head(view))
+    for row in view.rows:  # raw medians, no marks: a spreadsheet wants numbers
+        fixed = row_values(view, row)[: len(head(view)) - len(view.columns)]
+        writer.writerow(fixed + [_raw(row.cells.get(c)) for c in view.columns])
+    return out.getvalue()
+
+
+def _raw(cell: dict | None) -> str:
+    if cell is None:
+        return ""
+    return repr(cell["median_s"]) if cell["status"] == "ok" and cell["median_s"] is not None else cell["status"]
+
+
+def render_json(view: TableView) -> str:
+    rows = []
+    for row in view.rows:
+        best = row.best_cpu_column()
+        rows.append({
+            "workload": row.workload, "framework": row.framework, "mode": row.mode, "batch": row.batch,
+            "cells": {c: {"status": v["status"], "median_s": v["median_s"], "iqr_s": v["iqr_s"], "n": v["n"],
+                          "best": c == best, "error": v.get("error")} for c, v in row.cells.items()},
+        })  # fmt: skip
+    return json.dumps({"run_id": view.run_id, "columns": view.columns, "rows": rows}, indent=2)
+
+
+def render_rich(view: TableView):
+    from rich.table import Table
+
+    table = Table(title=f"Run {view.run_id}: seconds per mini-batch")
+    for i, name in enumerate(head(view)):
+        table.add_column(name, justify="left" if i < len(head(view)) - len(view.columns) else "right")
+    for row in view.rows:
+        values = row_values(view, row)
+        best = row.best_cpu_column()
+        styled = [
+            f"[bold green]{v}[/]" if c == best else _style(v)
+            for c, v in zip([None] * (len(values) - len(view.columns)) + view.columns, values, strict=True)
+        ]
+        table.add_row(*styled)
+    return table
+
+
+def _style(text: str) -> str:
+    from rich.markup import escape
+
+    colour = {"failed": "red", "timeout": "red", "unsupported": "dim", "pending": "yellow"}.get(text)
+    return f"[{colour}]{escape(text)}[/]" if colour else escape(text)

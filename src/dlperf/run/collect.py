@@ -1,0 +1,145 @@
+"""Turn what a worker reported into a stored measurement, and a cell's measurements into its figures.
+
+A cell measured in R processes (`--repeats R`) is summarized by the median of the per-process medians, because on a
+shared machine the variation between processes is often larger than within one; spread and n pool every sample.
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from dlperf.measure.stats import summarize
+from dlperf.run.launch import ChildResult
+from dlperf.vocab import Status
+
+NOISY_IQR_RATIO = 0.10
+
+
+def _first(events: list[dict], name: str) -> dict:
+    return next((e for e in events if e["event"] == name), {})
+
+
+def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[str, Any]:
+    """One process's outcome: status, error, every raw sample and the worker's details."""
+    samples = [e["t"] for e in events if e["event"] == "sample"]
+    status, error = _status(events, child, timeout, len(samples))
+    built, warm, done = _first(events, "built"), _first(events, "warmup"), _first(events, "done")
+    detail = {
+        "params": built.get("params"),
+        "build_s": built.get("build_s"),
+        "settings": built.get("settings"),
+        "flops_per_step": _first(events, "flops").get("flops_per_step"),
+        "memory": {k: v for k, v in _first(events, "memory").items() if k != "event"},
+        "warmup_steps": warm.get("steps"),
+        "warmup_steady": warm.get("steady"),
+        "warmup_times": warm.get("times"),
+        "affinity": _first(events, "affinity").get("cpus"),
+        "thread_env": _first(events, "affinity").get("thread_env"),
+        "steal_fraction": done.get("steal_fraction"),
+        "process_hwm_increase_bytes": done.get("process_hwm_increase_bytes"),
+    }
+    if status is not Status.OK:
+        detail["traceback"] = _first(events, "error").get("traceback")
+        detail["stderr_tail"] = child.stderr_tail
+    return {
+        "status": status.value,
+        "error": error,
+        "samples": samples,
+        "detail": detail,
+        "duration_s": child.duration_s,
+    }
+
+
+def _status(events: list[dict], child: ChildResult, timeout: float, n: int) -> tuple[Status, str | None]:
+    if unsupported := _first(events, "unsupported"):
+        return Status.UNSUPPORTED, unsupported.get("reason")
+    if failure := _first(events, "error"):
+        return Status.FAILED, failure.get("error")
+    if child.timed_out:
+        return Status.TIMEOUT, f"exceeded --timeout {timeout:g} s (kept {n} samples)"
+    if child.crashed_reason:
+        last = child.stderr_tail.strip().splitlines()[-1:] or [""]
+        return Status.FAILED, f"{child.crashed_reason}{': ' + last[0] if last[0] else ''}"
+    if not _first(events, "done"):
+        return Status.FAILED, "worker ended without a result"
+    return Status.OK, None
+
+
+def cell_figures(measurements: list[dict], batch: int, threads: int, cores: int, device: str) -> dict[str, Any]:
+    """A cell's columns from all its measured processes (dicts with status, error, samples, detail)."""
+    status, error = _cell_status(measurements)
+    figures: dict[str, Any] = {"status": status.value, "error": error}
+    details = [m["detail"] for m in measurements]
+    figures.update(_static(details, device))
+    measured = [m for m in measurements if m["samples"]]
+    warnings = []
+    if measured:
+        medians = [statistics.median(m["samples"]) for m in measured]
+        pooled = [t for m in measured for t in m["samples"]]
+        s = summarize(pooled, median=statistics.median(medians))
+        figures.update(
+            median_s=s.median,
+            iqr_s=s.iqr,
+            mean_s=s.mean,
+            stdev_s=s.stdev,
+            ci_low_s=s.ci_low,
+            ci_high_s=s.ci_high,
+            n=s.n,
+            samples_s=batch / s.median if s.median > 0 else None,
+        )
+        figures["extra"]["per_process_medians"] = medians
+        if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
+            warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
+    warnings += _warnings(details, threads, cores, device)
+    figures["extra"]["warnings"] = warnings
+    return figures
+
+
+def _cell_status(measurements: list[dict]) -> tuple[Status, str | None]:
+    statuses = [Status(m["status"]) for m in measurements]
+    for bad in (Status.FAILED, Status.TIMEOUT):
+        if bad in statuses:
+            return bad, next(m["error"] for m in measurements if m["status"] == bad.value)
+    if statuses and all(s is Status.UNSUPPORTED for s in statuses):
+        return Status.UNSUPPORTED, measurements[0]["error"]
+    return (Status.OK, None) if statuses else (Status.PENDING, None)
+
+
+def _static(details: list[dict], device: str) -> dict[str, Any]:
+    """Figures that do not depend on timing: taken from the first process that reported them."""
+
+    def first(key):
+        return next((d[key] for d in details if d.get(key) is not None), None)
+
+    memory = first("memory") or {}
+    kind = "cpu_live_tensors" if device == "cpu" else "device_allocator"
+    peak = memory.get("live_tensor_peak_bytes") if device == "cpu" else memory.get("cuda_allocator_peak_bytes")
+    warmups = [d["warmup_steps"] for d in details if d.get("warmup_steps") is not None]
+    steals = [d["steal_fraction"] for d in details if d.get("steal_fraction") is not None]
+    return {
+        "params": first("params"),
+        "flops_per_step": first("flops_per_step"),
+        "warmup_steps": int(statistics.median(warmups)) if warmups else None,
+        "peak_mem_bytes": peak,
+        "peak_mem_kind": kind if peak is not None else None,
+        "extra": {
+            "memory": {**memory, "process_hwm_increase_bytes": first("process_hwm_increase_bytes")},
+            "steal_fraction": max(steals) if steals else None,
+            "settings": first("settings"),
+            "warmup_steady": all(d.get("warmup_steady", True) is not False for d in details),
+            "build_s": first("build_s"),
+        },
+    }
+
+
+def _warnings(details: list[dict], threads: int, cores: int, device: str) -> list[str]:
+    warnings = []
+    if device == "cpu" and threads > cores:
+        warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
+    if any(d.get("warmup_steady") is False for d in details):
+        warnings.append("warm-up did not reach a steady state within --max-warmup")
+    steal = max((d["steal_fraction"] or 0.0 for d in details if d.get("steal_fraction") is not None), default=0.0)
+    if steal > 0.02:
+        warnings.append(f"CPU steal time {100 * steal:.0f}%: another tenant took this machine's CPU")
+    return warnings

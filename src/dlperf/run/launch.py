@@ -1,0 +1,154 @@
+"""Launch one child process per cell.
+
+Pure functions build the command and the environment (unit-tested); `run_child` executes them. The child starts in
+its own session: Ctrl-C in the terminal reaches only the parent, which then stops the child's whole process tree
+itself, and a timeout kills the tree too, grandchildren included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlperf.measure.system import thread_env
+
+KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
+
+
+def package_root() -> str:
+    """The directory holding the `dlperf` package: put on PYTHONPATH so another interpreter can import the worker."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def worker_command(python: str, task_file: str, result_file: str) -> list[str]:
+    return [python, "-m", "dlperf.run.worker", task_file, result_file]
+
+
+def child_env(base: Mapping[str, str], threads: int, python: str = sys.executable) -> dict[str, str]:
+    """The child's environment: thread variables fixed before any framework is imported."""
+    env = dict(base)
+    env.update(thread_env(threads))
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    if python != sys.executable:  # another environment: make this dlperf importable there, nothing more
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), base.get("PYTHONPATH", "")) if p)
+    return env
+
+
+@dataclass
+class ChildResult:
+    returncode: int | None  # None when killed by us (timeout or interrupt)
+    timed_out: bool
+    duration_s: float
+    stderr_tail: str
+
+    @property
+    def crashed_reason(self) -> str | None:
+        """Why a child died abnormally, in words; None for a clean exit."""
+        if self.timed_out or self.returncode in (0, None):
+            return None
+        if self.returncode < 0:
+            return signal_reason(-self.returncode)
+        return f"worker exited with code {self.returncode}"
+
+
+def signal_reason(signum: int) -> str:
+    name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else f"signal {signum}"
+    hints = {
+        signal.SIGKILL: " (killed: out of memory?)",
+        signal.SIGSEGV: " (segmentation fault)",
+        signal.SIGABRT: " (aborted)",
+        signal.SIGBUS: " (bus error)",
+    }
+    return f"worker killed by {name}{hints.get(signum, '')}"
+
+
+def kill_tree(proc: subprocess.Popen) -> None:
+    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period."""
+    for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 10.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        if sig == signal.SIGTERM:  # the leader is gone; make sure the rest of its group is too
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return
+
+
+def run_child(
+    cmd: list[str],
+    env: Mapping[str, str],
+    timeout: float,
+    log_dir: Path,
+    poll: Callable[[], None] = lambda: None,
+) -> ChildResult:
+    """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display).
+
+    An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
+    stdout = open(log_dir / "stdout.log", "wb")  # noqa: SIM115 - closed below, the child holds it meanwhile
+    stderr = open(log_dir / "stderr.log", "wb")  # noqa: SIM115
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        timed_out = _wait(proc, start, timeout, poll)
+    except BaseException:
+        kill_tree(proc)
+        raise
+    finally:
+        stdout.close()
+        stderr.close()
+    return ChildResult(
+        None if timed_out else proc.returncode, timed_out, time.monotonic() - start, tail(log_dir / "stderr.log")
+    )
+
+
+def _wait(proc: subprocess.Popen, start: float, timeout: float, poll: Callable[[], None]) -> bool:
+    while True:
+        try:
+            proc.wait(timeout=0.25)
+            return False
+        except subprocess.TimeoutExpired:
+            pass
+        poll()
+        if time.monotonic() - start > timeout:
+            kill_tree(proc)
+            return True
+
+
+def tail(path: Path, lines: int = 15, max_chars: int = 3000) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return ""
+    return "\n".join(text.strip().splitlines()[-lines:])[-max_chars:]
+
+
+def read_events(path: Path) -> list[dict]:
+    """The worker's JSON lines. A line cut short by a kill is dropped; everything before it is kept."""
+    events = []
+    try:
+        raw = path.read_text(errors="replace")
+    except OSError:
+        return events
+    for line in raw.splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events

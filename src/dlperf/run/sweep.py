@@ -1,0 +1,120 @@
+"""Execute a planned sweep: one child per task, each result stored as soon as it is in.
+
+Ctrl-C or SIGTERM stops the running child's process tree, keeps every finished measurement, leaves the interrupted
+cell pending (so `dlperf run --resume` measures it), and the run ends with exit code 130.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlperf.measure.system import pin_cpus
+from dlperf.run import collect
+from dlperf.run.launch import child_env, read_events, run_child, worker_command
+from dlperf.run.plan import Cell, Task, schedule
+from dlperf.spec import RunSpec
+from dlperf.store import Store
+from dlperf.vocab import Status
+
+
+class Interrupted(Exception):
+    """Ctrl-C or SIGTERM during a sweep."""
+
+
+@dataclass
+class SweepContext:
+    store: Store
+    run_id: int
+    spec: RunSpec
+    workloads: dict[str, dict]  # cell key -> workload JSON
+    cores: int
+
+
+def interpreter_for(framework: str) -> str:
+    """The Python that runs this framework's workers: for now the current one."""
+    return sys.executable
+
+
+@contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM (a job scheduler, `kill`) is handled like Ctrl-C, so the run is left resumable either way."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def task_payload(task: Task, workload: dict, spec: RunSpec) -> dict:
+    pins = pin_cpus(task.cell.threads) if spec.pin and task.cell.device == "cpu" else None
+    return {
+        "cell": task.cell.to_json(),
+        "repeat": task.repeat,
+        "workload": workload,
+        "timer": spec.to_json()["timer"],
+        "pin_cpus": pins,
+    }
+
+
+def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
+    """Measure one task in a fresh child; return the measurement (never raises for a child's failure)."""
+    cell = task.cell
+    with tempfile.TemporaryDirectory(prefix="dlperf-cell-") as tmp:
+        tmpdir = Path(tmp)
+        (tmpdir / "task.json").write_text(json.dumps(task_payload(task, ctx.workloads[cell.key], ctx.spec)))
+        python = interpreter_for(cell.framework)
+        cmd = worker_command(python, str(tmpdir / "task.json"), str(tmpdir / "result.jsonl"))
+        child = run_child(cmd, child_env(os.environ, cell.threads, python), ctx.spec.timeout, tmpdir, poll)
+        return collect.measurement(read_events(tmpdir / "result.jsonl"), child, ctx.spec.timeout)
+
+
+def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
+    cell = task.cell
+    earlier = [
+        {
+            "status": r["status"],
+            "error": r["error"],
+            "samples": json.loads(r["samples_json"]),
+            "detail": json.loads(r["detail_json"]),
+        }
+        for r in ctx.store.measurements(ctx.run_id, cell.key)
+        if r["repeat"] != task.repeat
+    ]
+    batch = ctx.workloads[cell.key]["batch"]
+    figures = collect.cell_figures([*earlier, m], batch, cell.threads, ctx.cores, cell.device)
+    ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures)
+    return figures
+
+
+def execute(ctx: SweepContext, tasks: list[Task], progress) -> list[Status]:
+    """Run every task; returns the statuses. Raises Interrupted after storing what finished."""
+    statuses = []
+    try:
+        with sigterm_as_interrupt():
+            for i, task in enumerate(tasks):
+                progress.start(i, task)
+                m = run_task(task, ctx, progress.refresh)
+                figures = store_result(ctx, task, m)  # one transaction: all of it or none of it
+                statuses.append(Status(m["status"]))
+                progress.finish(i, task, m, figures)
+    except KeyboardInterrupt:
+        ctx.store.set_run_status(ctx.run_id, "interrupted")
+        raise Interrupted from None
+    ctx.store.set_run_status(ctx.run_id, "complete")
+    return statuses
+
+
+def remaining(cells: list[Cell], repeats: int, done: set[tuple[str, int]]) -> list[Task]:
+    return [t for t in schedule(cells, repeats) if (t.cell.key, t.repeat) not in done]

@@ -1,0 +1,88 @@
+"""The worker: one child process measures one cell and reports JSON lines to a file.
+
+    python -m dlperf.run.worker TASK.json RESULT.jsonl
+
+It imports the standard library, dlperf's standard-library-only modules and exactly one framework (through its
+backend), so it runs in an environment that has nothing else installed. The thread variables were set by the parent
+before this interpreter started; the framework is imported only after the CPU pinning below. Every event is
+flushed as it happens: if the parent kills this process at its timeout, the samples taken so far survive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+
+from dlperf.frameworks import backend
+from dlperf.measure import system
+from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
+from dlperf.workloads import Workload
+
+
+class Events:
+    """Append-only JSON lines, one flushed write per event."""
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+
+    def __call__(self, event: str, **fields) -> None:
+        self._file.write(json.dumps({"event": event, **fields}) + "\n")
+        self._file.flush()
+
+
+def measure(task: dict, emit: Events) -> None:
+    cell, cfg = task["cell"], TimerConfig(**task["timer"])
+    fw = backend(cell["framework"])  # the framework is imported here, thread settings already in place
+    settings = fw.configure_threads(cell["threads"])
+    start = time.perf_counter()
+    train = fw.build(Workload.from_json(task["workload"]), cell["device"], cell["mode"])
+    emit("built", params=train.params, build_s=time.perf_counter() - start, settings={**settings, **train.settings()})
+    emit("flops", flops_per_step=train.count_flops())
+    emit("memory", **train.memory_of_step())
+
+    def run() -> float:
+        return timed_step(train.step, train.sync)
+
+    warm = warm_up(run, cfg)
+    emit("warmup", steps=warm.steps, steady=warm.steady, times=warm.times)
+    before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
+    samples = sample(run, cfg, on_sample=lambda t: emit("sample", t=t))
+    after = system.cpu_times()
+    emit(
+        "done",
+        n=len(samples),
+        steal_fraction=system.steal_fraction(before, after),
+        process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
+    )
+
+
+def pin(cpus: list[int] | None) -> None:
+    if cpus:
+        os.sched_setaffinity(0, cpus)
+
+
+def main(argv: list[str]) -> int:
+    with open(argv[1]) as f:
+        task = json.load(f)
+    emit = Events(argv[2])
+    emit("start", pid=os.getpid(), python=sys.executable)
+    try:
+        pin(task.get("pin_cpus"))
+        emit("affinity", cpus=sorted(os.sched_getaffinity(0)), thread_env=system.inherited_thread_env(os.environ))
+        measure(task, emit)
+    except NotImplementedError as exc:  # a mode or device this workload does not support: skipped, not failed
+        emit("unsupported", reason=str(exc) or "not supported")
+    except MemoryError:
+        emit("error", error="out of memory (MemoryError)", traceback=traceback.format_exc())
+        return 1
+    except Exception as exc:
+        emit("error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,117 @@
+"""What the user asked for, parsed and validated once, at the edge. Bad input stops here with a message naming the flag.
+
+Nothing here imports a framework: checks that need one (does this device exist? does this factory build?) are made by
+the probe child, in `dlperf.run.probe`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import asdict, dataclass, field
+
+from dlperf.errors import UsageError
+from dlperf.frameworks import BACKENDS
+from dlperf.measure.timer import TimerConfig
+from dlperf.vocab import DeviceKind, Mode
+from dlperf.workloads import BUILTIN, SUITE
+from dlperf.workloads.user import looks_like_source, normalize_source
+
+_DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    workloads: tuple[str, ...]  # built-in names, or normalized `file.py:factory` sources
+    frameworks: tuple[str, ...] = ("torch",)
+    devices: tuple[str, ...] | None = None  # None: cpu and every visible accelerator
+    threads: tuple[int, ...] | None = None  # None: 1, 2, 4, ... up to the cores
+    modes: tuple[str, ...] = (Mode.FP32.value,)
+    repeats: int = 1  # fresh processes per cell, interleaved with the other cells
+    timeout: float = 600.0  # seconds per child process, start-up included
+    pin: bool = False  # pin each child to `threads` cores of the allowed affinity mask
+    timer: TimerConfig = field(default_factory=TimerConfig)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict) -> RunSpec:
+        d = dict(d)
+        d["timer"] = TimerConfig(**d["timer"])
+        for key in ("workloads", "frameworks", "devices", "threads", "modes"):
+            if d.get(key) is not None:
+                d[key] = tuple(d[key])
+        return cls(**d)
+
+
+def split_list(text: str, flag: str) -> list[str]:
+    items = [part.strip() for part in text.split(",")]
+    if not text.strip() or any(not item for item in items):
+        raise UsageError(f"{flag} {text!r}: expected a comma-separated list")
+    return items
+
+
+def parse_threads(text: str) -> tuple[int, ...]:
+    values = []
+    for item in split_list(text, "--threads"):
+        if not item.isdigit() or int(item) < 1:
+            raise UsageError(f"--threads {text!r}: {item!r} is not a positive whole number")
+        values.append(int(item))
+    return tuple(dict.fromkeys(values))
+
+
+def parse_devices(text: str) -> tuple[str, ...]:
+    devices = []
+    for item in split_list(text, "--devices"):
+        item = item.lower()
+        if not _DEVICE.match(item):
+            raise UsageError(f"--devices: unknown device {item!r} (expected cpu, cuda, cuda:N or mps)")
+        devices.append(item)
+    return tuple(dict.fromkeys(devices))
+
+
+def parse_frameworks(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(split_list(text, "--frameworks")))
+    for name in names:
+        if name not in BACKENDS:
+            raise UsageError(f"--frameworks: unknown framework {name!r}{suggest(name, BACKENDS)}")
+    return names
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(split_list(text, "--modes")))
+    known = [m.value for m in Mode]
+    for name in names:
+        if name not in known:
+            raise UsageError(f"--modes: unknown mode {name!r} (available: {', '.join(known)})")
+    return names
+
+
+def parse_workloads(text: str | None) -> tuple[str, ...]:
+    if text is None:
+        return tuple(w.name for w in SUITE)
+    names = []
+    for item in split_list(text, "--workloads"):
+        if looks_like_source(item):
+            names.append(normalize_source(item))
+        elif item.lower() in BUILTIN:
+            names.append(item.lower())
+        else:
+            raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}")
+    return tuple(dict.fromkeys(names))
+
+
+def suggest(word: str, choices) -> str:
+    """' (did you mean ...?)' for the closest names, ignoring case and punctuation."""
+
+    def squash(s: str) -> str:
+        return re.sub(r"[^a-z0-9]", "", s.lower())
+
+    by_squashed = {squash(c): c for c in choices}
+    close = difflib.get_close_matches(squash(word), list(by_squashed), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(by_squashed[c]) for c in close)}?)" if close else ""
+
+
+def device_kind(device: str) -> DeviceKind:
+    return DeviceKind(device.split(":")[0])

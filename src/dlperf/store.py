@@ -1,0 +1,242 @@
+"""The store: one SQLite file, the one truth every view reads.
+
+One writer (the parent process), one transaction per finished measurement. Typed columns for what every cell has,
+and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
+older files in place. A run keeps its environment and its plan beside its cells, so a number is never separated from
+the machine that produced it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dlperf.errors import UsageError
+
+SCHEMA_VERSION = 1
+
+# version reached -> statements that get there from the version before
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL,          -- running | complete | interrupted
+            argv TEXT,
+            spec_json TEXT NOT NULL,
+            env_json TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL
+        )""",
+        """CREATE TABLE cells (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            key TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            workload TEXT NOT NULL,
+            framework TEXT NOT NULL,
+            device TEXT NOT NULL,
+            threads INTEGER NOT NULL,
+            mode TEXT NOT NULL,
+            batch INTEGER,
+            workload_json TEXT NOT NULL,
+            status TEXT NOT NULL,          -- pending | ok | failed | timeout | unsupported
+            error TEXT,
+            median_s REAL, iqr_s REAL, mean_s REAL, stdev_s REAL, ci_low_s REAL, ci_high_s REAL,
+            n INTEGER, samples_s REAL, warmup_steps INTEGER,
+            params INTEGER, flops_per_step INTEGER,
+            peak_mem_bytes INTEGER, peak_mem_kind TEXT,
+            extra_json TEXT NOT NULL DEFAULT '{}',
+            updated_at TEXT,
+            PRIMARY KEY (run_id, key)
+        )""",
+        """CREATE TABLE measurements (
+            run_id INTEGER NOT NULL,
+            cell_key TEXT NOT NULL,
+            repeat INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            error TEXT,
+            finished_at TEXT NOT NULL,
+            duration_s REAL,
+            samples_json TEXT NOT NULL,     -- every raw timed sample, seconds, in order
+            detail_json TEXT NOT NULL,      -- warm-up, settings, memory, steal, ... as the worker reported them
+            PRIMARY KEY (run_id, cell_key, repeat),
+            FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
+        )""",
+    ],
+}
+
+CELL_COLUMNS = (
+    "status", "error", "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s",
+    "warmup_steps", "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
+)  # fmt: skip
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Store:
+    """Open with `Store.open(path, create=...)`; read-only commands never create a file."""
+
+    def __init__(self, conn: sqlite3.Connection, path: str) -> None:
+        self.conn, self.path = conn, path
+
+    @classmethod
+    def open(cls, path: str | Path, *, create: bool) -> Store:
+        path = str(path)
+        if not create and not Path(path).exists():
+            raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
+        if create:
+            _check_writable(path)
+        try:
+            conn = sqlite3.connect(path, timeout=30)
+            conn.row_factory = sqlite3.Row
+            version = _schema_version(conn)
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"--db {path!r}: not a dlperf database or corrupt ({exc})") from exc
+        if version > SCHEMA_VERSION:
+            raise UsageError(f"--db {path!r}: schema version {version} is newer than this dlperf ({SCHEMA_VERSION})")
+        store = cls(conn, path)
+        if version < SCHEMA_VERSION:
+            if not create:
+                raise UsageError(f"--db {path!r}: no dlperf runs in it (schema version {version})")
+            store._migrate(version)
+        conn.execute("PRAGMA foreign_keys = ON")
+        return store
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def _migrate(self, version: int) -> None:
+        with self.conn:
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[target]:
+                    self.conn.execute(statement)
+            self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    # --- runs -----------------------------------------------------------------------------------------------------
+    def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
+        """The run and its whole plan, every cell pending, in one transaction."""
+        with self.conn:
+            cur = self.conn.execute(
+                "INSERT INTO runs (started_at, status, argv, spec_json, env_json, fingerprint_json)"
+                " VALUES (?, 'running', ?, ?, ?, ?)",
+                (now(), json.dumps(argv), json.dumps(spec), json.dumps(env), json.dumps(fingerprint)),
+            )
+            run_id = cur.lastrowid
+            for pos, c in enumerate(cells):
+                self.conn.execute(
+                    "INSERT INTO cells (run_id, key, position, workload, framework, device, threads, mode, batch,"
+                    " workload_json, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'pending')",
+                    (
+                        run_id,
+                        c["key"],
+                        pos,
+                        c["workload"],
+                        c["framework"],
+                        c["device"],
+                        c["threads"],
+                        c["mode"],
+                        c["workload_json"]["batch"],
+                        json.dumps(c["workload_json"]),
+                    ),
+                )
+        return run_id
+
+    def set_run_status(self, run_id: int, status: str) -> None:
+        finished = None if status == "running" else now()
+        with self.conn:
+            self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
+
+    def run(self, run_id: int | None = None) -> sqlite3.Row:
+        """A run by id, or the latest one."""
+        if run_id is None:
+            row = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+            if row is None:
+                raise UsageError(f"{self.path}: no runs yet (run `dlperf run` first)")
+            return row
+        row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise UsageError(f"--run {run_id}: no such run in {self.path}")
+        return row
+
+    def runs(self) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
+
+    def latest_unfinished_run(self) -> sqlite3.Row | None:
+        return self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
+
+    # --- cells and measurements -----------------------------------------------------------------------------------
+    def cells(self, run_id: int) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
+
+    def cell_dicts(self, run_id: int) -> list[dict[str, Any]]:
+        """Cells as plain dicts, JSON columns decoded: what the views read."""
+        out = []
+        for row in self.cells(run_id):
+            d = dict(row)
+            d["extra"] = json.loads(d.pop("extra_json") or "{}")
+            d["workload_spec"] = json.loads(d.pop("workload_json"))
+            out.append(d)
+        return out
+
+    def samples(self, run_id: int, key: str) -> list[list[float]]:
+        return [json.loads(r["samples_json"]) for r in self.measurements(run_id, key)]
+
+    def measurements(self, run_id: int, key: str) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT * FROM measurements WHERE run_id = ? AND cell_key = ? ORDER BY repeat", (run_id, key)
+        ).fetchall()
+
+    def done_repeats(self, run_id: int) -> set[tuple[str, int]]:
+        rows = self.conn.execute("SELECT cell_key, repeat FROM measurements WHERE run_id = ?", (run_id,))
+        return {(r["cell_key"], r["repeat"]) for r in rows}
+
+    def record(self, run_id: int, key: str, repeat: int, measurement: dict, cell: dict[str, Any]) -> None:
+        """One finished process's measurement and the cell's updated aggregate: one transaction."""
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id,
+                    key,
+                    repeat,
+                    measurement["status"],
+                    measurement.get("error"),
+                    now(),
+                    measurement.get("duration_s"),
+                    json.dumps(measurement["samples"]),
+                    json.dumps(measurement["detail"]),
+                ),
+            )
+            sets = ", ".join(f"{c} = ?" for c in CELL_COLUMNS)
+            self.conn.execute(
+                f"UPDATE cells SET {sets}, extra_json = ?, updated_at = ? WHERE run_id = ? AND key = ?",
+                (*(cell.get(c) for c in CELL_COLUMNS), json.dumps(cell.get("extra", {})), now(), run_id, key),
+            )
+
+
+def _schema_version(conn: sqlite3.Connection) -> int:
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "meta" not in tables:
+        if tables:
+            raise sqlite3.DatabaseError(f"unexpected tables {sorted(tables)}")
+        return 0
+    row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def _check_writable(path: str) -> None:
+    p = Path(path)
+    target = p if p.exists() else p.parent
+    if p.exists() and p.is_dir():
+        raise UsageError(f"--db {path!r} is a directory")
+    if not target.exists():
+        raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
+    if not os.access(target, os.W_OK):
+        raise UsageError(f"--db {path!r}: not writable")

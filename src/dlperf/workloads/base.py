@@ -1,0 +1,73 @@
+"""A workload is framework-neutral data: what to train, on what input, with which optimizer.
+
+Each framework backend turns a `Workload` into a model and a train step of its own; the description here is what makes
+the rows of two frameworks comparable. Nothing in this module imports a framework.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One sample's input: "vector" (features,), "image" (C, H, W), "tokens" (sequence length,), or "user" (the
+    shape a user's batch maker produced, as the probe saw it)."""
+
+    kind: str
+    shape: tuple[int, ...]
+    dtype: str = "float32"  # "int64" for token ids
+    vocab: int | None = None  # token ids are drawn from range(vocab)
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("vector", "image", "tokens", "user"):
+            raise ValueError(f"unknown input kind {self.kind!r}")
+        if self.kind == "tokens" and not self.vocab:
+            raise ValueError("token input needs a vocabulary size")
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    name: str = "sgd"
+    lr: float = 0.01
+    momentum: float = 0.0
+    clip_grad_norm: float | None = None  # clip the global gradient norm before the update
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One trainable network at one mini-batch size.
+
+    `arch` names a builder every backend implements ("fcn", "alexnet", "resnet-imagenet", "alexnet-cifar",
+    "resnet-cifar", "lstm-lm", or "user" for a factory the user wrote); `config` holds its hyper-parameters.
+    """
+
+    name: str
+    arch: str
+    config: dict[str, Any]
+    input: InputSpec
+    outputs: int  # classes of the softmax
+    batch: int
+    optimizer: OptimizerSpec
+    params: int | None = None  # static parameter count of the reference definition; None when only a probe knows
+    data: str = "synthetic"  # the paper's data set; dlperf feeds synthetic data of the same shape
+    paper: str | None = None  # the network's name in shared/reference/shi2016_table7.csv
+    source: str | None = None  # "file.py:factory" or "package.module:factory" for user workloads
+    hidden: bool = False  # tiny test variants: left out of `dlperf list` and the default sweep
+    notes: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_user(self) -> bool:
+        return self.source is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Workload:
+        d = dict(d)
+        d["input"] = InputSpec(**{**d["input"], "shape": tuple(d["input"]["shape"])})
+        d["optimizer"] = OptimizerSpec(**d["optimizer"])
+        return cls(**d)

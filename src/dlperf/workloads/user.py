@@ -1,0 +1,146 @@
+"""The user's own model as a workload.
+
+A user writes a factory, a function of no arguments, in a file or an importable module:
+
+    def make():
+        model = MyNet()
+        return dlperf.user_workload("my-net", model, make_batch, torch.nn.functional.cross_entropy, batch_size=32)
+
+and names it as ``path/to/file.py:make`` or ``package.module:make``. The factory runs only in child processes (the probe
+and the worker), never in the process that plans the sweep, because it imports a framework.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dlperf.errors import UsageError
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+@dataclass
+class UserWorkload:
+    """What a factory returns: framework objects, so it lives only in a child process."""
+
+    name: str
+    model: Any  # a torch.nn.Module
+    make_batch: Callable[[int, Any], tuple[Any, Any]]  # (batch_size, device) -> (inputs, targets), on the device
+    loss: Callable[[Any, Any], Any]  # (outputs, targets) -> scalar loss
+    batch_size: int
+    optimizer: Callable[[Any], Any] | None = None  # parameters -> optimizer; default SGD(lr=0.01)
+    framework: str = "torch"
+    clip_grad_norm: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ValueError(f"workload name {self.name!r}: use letters, digits and . _ + - (starting with a letter)")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        for what in ("make_batch", "loss"):
+            if not callable(getattr(self, what)):
+                raise ValueError(f"{what} must be callable")
+
+
+def user_workload(
+    name: str,
+    model: Any,
+    make_batch: Callable[[int, Any], tuple[Any, Any]],
+    loss: Callable[[Any, Any], Any],
+    *,
+    batch_size: int,
+    optimizer: Callable[[Any], Any] | None = None,
+    clip_grad_norm: float | None = None,
+) -> UserWorkload:
+    """Describe a workload built from your own model; return it from a factory function."""
+    return UserWorkload(name, model, make_batch, loss, batch_size, optimizer, clip_grad_norm=clip_grad_norm)
+
+
+def looks_like_source(text: str) -> bool:
+    """`file.py:factory` or `package.module:factory`, as opposed to a built-in workload name."""
+    return ":" in text
+
+
+def split_source(source: str) -> tuple[str, str]:
+    target, _, attr = source.rpartition(":")
+    if not target or not attr.isidentifier():
+        raise UsageError(f"--workloads {source!r}: expected path/to/file.py:factory or package.module:factory")
+    return target, attr
+
+
+def normalize_source(source: str) -> str:
+    """Make a file path absolute, so the child finds it whatever its working directory."""
+    target, attr = split_source(source)
+    if target.endswith(".py") or "/" in target or "\\" in target:
+        path = Path(target).expanduser()
+        if not path.is_file():
+            raise UsageError(f"--workloads {source!r}: no such file {str(path)!r}")
+        return f"{path.resolve()}:{attr}"
+    return source
+
+
+def source_of(factory: Callable[[], Any]) -> str:
+    """The `file.py:name` of a module-level factory function, for the Python API."""
+    name = getattr(factory, "__qualname__", "")
+    if not callable(factory) or not name.isidentifier():
+        raise UsageError(f"{factory!r}: pass a module-level factory function or a 'file.py:factory' string")
+    module = sys.modules.get(factory.__module__)
+    if module is not None and factory.__module__ != "__main__" and getattr(module, "__spec__", None):
+        return f"{factory.__module__}:{name}"
+    path = inspect.getsourcefile(factory)
+    if path is None:
+        raise UsageError(f"{factory!r}: cannot find the file that defines it")
+    return f"{Path(path).resolve()}:{name}"
+
+
+def load_factory(source: str) -> Callable[[], Any]:
+    """Import the factory named by `source`. Raises UsageError with one line on any failure."""
+    target, attr = split_source(source)
+    try:
+        module = _import_file(target) if target.endswith(".py") else importlib.import_module(target)
+    except UsageError:
+        raise
+    except Exception as exc:
+        raise UsageError(f"--workloads {source!r}: importing {target} raised {type(exc).__name__}: {exc}") from exc
+    factory = getattr(module, attr, None)
+    if factory is None:
+        raise UsageError(f"--workloads {source!r}: {target} has no attribute {attr!r}")
+    if not callable(factory):
+        raise UsageError(f"--workloads {source!r}: {attr} is not callable")
+    return factory
+
+
+def build_user_workload(source: str) -> UserWorkload:
+    factory = load_factory(source)
+    try:
+        built = factory()
+    except Exception as exc:
+        raise UsageError(f"--workloads {source!r}: the factory raised {type(exc).__name__}: {exc}") from exc
+    if not isinstance(built, UserWorkload):
+        raise UsageError(
+            f"--workloads {source!r}: the factory must return dlperf.user_workload(...), got {type(built).__name__}"
+        )
+    return built
+
+
+def _import_file(path_text: str):
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"no such file {path_text!r}")
+    name = f"dlperf_user_{abs(hash(str(path.resolve())))}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise UsageError(f"cannot import {path_text!r}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    sys.path.insert(0, str(path.parent))  # let the user's file import its neighbours
+    spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,50 @@
+"""Shared test helpers.
+
+`require(name)`: a test whose dependency is missing skips locally, with the reason, but FAILS when `DLPERF_REQUIRE`
+(comma-separated, set by .ci/run) names it: a green CI that skipped everything would prove nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def required() -> set[str]:
+    return {x.strip() for x in os.environ.get("DLPERF_REQUIRE", "").split(",") if x.strip()}
+
+
+def require(name: str):
+    """Import and return module `name`, or skip (locally) / fail (in CI) saying why."""
+    if importlib.util.find_spec(name) is not None:
+        return importlib.import_module(name)
+    message = f"{name} is not installed"
+    if name in required():
+        pytest.fail(f"{message}, and DLPERF_REQUIRE lists it")
+    pytest.skip(message)
+
+
+def dlperf(*args: str, db: Path | None = None, cwd: Path | None = None, timeout: float = 600, env=None):
+    """Run the real `dlperf` command line in a child process; returns the CompletedProcess."""
+    cmd = [sys.executable, "-m", "dlperf", *args]
+    if db is not None:
+        cmd += ["--db", str(db)]
+    full_env = {**os.environ, **(env or {})}
+    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), full_env.get("PYTHONPATH", "")])
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env)
+
+
+@pytest.fixture
+def torch():
+    return require("torch")
+
+
+FAST = ["--min-steps", "3", "--min-time", "0", "--max-time", "0.5", "--max-warmup", "3"]

@@ -1,0 +1,99 @@
+import itertools
+
+import pytest
+
+from dlperf.measure.timer import TimerConfig, enough, is_steady, sample, timed_step, warm_up
+
+
+class FakeClock:
+    """A clock that advances only when a step runs: timing logic tested without real time."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def stepper(clock, durations):
+    it = iter(durations)
+
+    def run():
+        t = next(it)
+        clock.now += t
+        return t
+
+    return run
+
+
+def test_warm_up_stops_when_steady_and_counts_the_steps():
+    clock = FakeClock()
+    durations = [5.0, 3.0, 2.0, 1.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    result = warm_up(stepper(clock, durations), TimerConfig(max_warmup=30), clock=clock)
+    assert result.steady
+    # after 8 steps the window [1, 1, 1] follows [2, 1.5, 1] (median 1.5: not steady); after 9 it follows [1.5, 1, 1]
+    assert result.steps == 9
+    assert result.times == durations[: result.steps]
+
+
+def test_warm_up_gives_up_at_max_warmup():
+    clock = FakeClock()
+    result = warm_up(stepper(clock, [float(2**-i) for i in range(100)]), TimerConfig(max_warmup=7), clock=clock)
+    assert result.steps == 7 and not result.steady
+
+
+def test_is_steady_compares_the_last_window_with_the_one_before():
+    assert is_steady([9, 1.0, 1.0, 1.0, 1.02, 1.01, 0.99], window=3, tolerance=0.05)
+    assert not is_steady([1.0, 1.0, 1.0, 1.2, 1.2, 1.2], window=3, tolerance=0.05)
+    assert not is_steady([1.0] * 5, window=3, tolerance=0.05)  # needs two full windows
+
+
+def test_sampling_stops_once_the_median_is_tight():
+    clock = FakeClock()
+    seen = []
+    cfg = TimerConfig(min_steps=10, min_time=0.0, max_time=1e9)
+    samples = sample(stepper(clock, itertools.repeat(0.01)), cfg, on_sample=seen.append, clock=clock)
+    assert len(samples) == 10  # identical steps: the CI is zero-width as soon as min_steps are in
+    assert seen == samples
+
+
+def test_sampling_respects_min_time_and_max_time():
+    clock = FakeClock()
+    cfg = TimerConfig(min_steps=1, min_time=1.0, max_time=2.0)
+    samples = sample(stepper(clock, itertools.repeat(0.1)), cfg, clock=clock)
+    assert len(samples) == pytest.approx(10, abs=1)
+    noisy = itertools.cycle([0.1, 0.3])  # never tight enough: max_time ends it
+    samples = sample(stepper(clock, noisy), TimerConfig(min_steps=1, min_time=0, max_time=2.0), clock=clock)
+    assert 9 <= len(samples) <= 11
+
+
+def test_enough_takes_a_sorted_list():
+    cfg = TimerConfig(min_steps=6, min_time=0, max_time=10, ci_target=0.02)
+    assert not enough([1.0] * 5, 0.1, cfg)
+    assert enough([1.0] * 6, 0.1, cfg)
+    assert not enough([0.5, 0.7, 1.0, 1.2, 1.5, 2.0], 0.1, cfg)
+    assert enough([], 10.0, cfg)
+
+
+def test_timed_step_synchronizes_on_both_sides():
+    calls = []
+    clock = FakeClock()
+
+    def step():
+        calls.append("step")
+        clock.now += 2.0
+
+    def sync():
+        calls.append("sync")
+        clock.now += 0.5  # work still queued from before the step must not count
+
+    t = timed_step(step, sync, clock=clock)
+    assert calls == ["sync", "step", "sync"]
+    assert t == 2.5  # the sync after the step is part of it (the device finishing the step's work)
+
+
+def test_config_rejects_nonsense_with_the_flag_name():
+    with pytest.raises(ValueError, match="--min-time"):
+        TimerConfig(min_time=5, max_time=1)
+    with pytest.raises(ValueError, match="--min-steps"):
+        TimerConfig(min_steps=-1)

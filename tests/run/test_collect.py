@@ -1,0 +1,61 @@
+from dlperf.run.collect import cell_figures, measurement
+from dlperf.run.launch import ChildResult
+
+OK_CHILD = ChildResult(0, False, 3.0, "")
+
+
+def events(samples, **extra):
+    evs = [
+        {"event": "built", "params": 10, "build_s": 0.1, "settings": {"torch_threads": 1}},
+        {"event": "flops", "flops_per_step": 1000},
+        {"event": "memory", "live_tensor_peak_bytes": 4096},
+        {"event": "warmup", "steps": 6, "steady": True, "times": [1, 1, 1, 1, 1, 1]},
+    ]
+    evs += [{"event": "sample", "t": t} for t in samples]
+    evs.append({"event": "done", "n": len(samples), "steal_fraction": 0.0, "process_hwm_increase_bytes": 100, **extra})
+    return evs
+
+
+def test_ok_measurement_keeps_everything():
+    m = measurement(events([1.0, 1.1, 0.9]), OK_CHILD, timeout=60)
+    assert m["status"] == "ok" and m["samples"] == [1.0, 1.1, 0.9]
+    assert m["detail"]["flops_per_step"] == 1000 and m["detail"]["memory"] == {"live_tensor_peak_bytes": 4096}
+    assert m["detail"]["process_hwm_increase_bytes"] == 100
+
+
+def test_timeout_keeps_partial_samples():
+    evs = events([1.0, 2.0])[:-1]  # killed before "done"
+    m = measurement(evs, ChildResult(None, True, 60.0, ""), timeout=60)
+    assert m["status"] == "timeout" and m["samples"] == [1.0, 2.0] and "kept 2 samples" in m["error"]
+
+
+def test_crash_and_error_and_unsupported():
+    crashed = measurement(events([])[:2], ChildResult(-11, False, 1.0, "Fatal Python error: x"), timeout=60)
+    assert crashed["status"] == "failed" and "SIGSEGV" in crashed["error"] and "Fatal Python error" in crashed["error"]
+    err = measurement(
+        [{"event": "error", "error": "RuntimeError: bad", "traceback": "tb"}], ChildResult(1, False, 1, ""), timeout=60
+    )
+    assert err["status"] == "failed" and err["error"] == "RuntimeError: bad" and err["detail"]["traceback"] == "tb"
+    uns = measurement([{"event": "unsupported", "reason": "no bf16"}], OK_CHILD, timeout=60)
+    assert uns["status"] == "unsupported" and uns["error"] == "no bf16"
+    silent = measurement([], OK_CHILD, timeout=60)
+    assert silent["status"] == "failed"
+
+
+def test_cell_is_the_median_of_process_medians():
+    ms = [measurement(events(s), OK_CHILD, 60) for s in ([1.0] * 5, [2.0] * 5, [10.0] * 5)]
+    fig = cell_figures(ms, batch=64, threads=1, cores=2, device="cpu")
+    assert fig["median_s"] == 2.0 and fig["n"] == 15 and fig["samples_s"] == 32.0
+    assert fig["extra"]["per_process_medians"] == [1.0, 2.0, 10.0]
+    assert fig["peak_mem_bytes"] == 4096 and fig["peak_mem_kind"] == "cpu_live_tensors"
+    assert fig["extra"]["memory"]["process_hwm_increase_bytes"] == 100
+    assert any("noisy" in w for w in fig["extra"]["warnings"])
+
+
+def test_cell_warnings_and_failure_win():
+    ok = measurement(events([1.0] * 5), OK_CHILD, 60)
+    bad = measurement([], ChildResult(-9, False, 1.0, ""), 60)
+    fig = cell_figures([ok, bad], batch=1, threads=4, cores=2, device="cpu")
+    assert fig["status"] == "failed" and "SIGKILL" in fig["error"]
+    assert fig["median_s"] == 1.0  # what was measured is kept beside the failure
+    assert any("oversubscribed: 4 threads on 2 cores" in w for w in fig["extra"]["warnings"])

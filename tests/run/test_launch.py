@@ -1,0 +1,73 @@
+import os
+import signal
+import sys
+import time
+
+from dlperf.run.launch import ChildResult, child_env, read_events, run_child, signal_reason, worker_command
+
+
+def test_child_env_fixes_threads_and_keeps_the_rest():
+    env = child_env({"PATH": "/bin", "OMP_NUM_THREADS": "16"}, 2)
+    assert env["OMP_NUM_THREADS"] == "2" and env["MKL_NUM_THREADS"] == "2"
+    assert env["PATH"] == "/bin"
+    assert "PYTHONPATH" not in env  # same interpreter: dlperf is already importable
+
+
+def test_child_env_for_another_interpreter_makes_dlperf_importable():
+    env = child_env({"PYTHONPATH": "/x"}, 1, python="/other/venv/bin/python")
+    first, rest = env["PYTHONPATH"].split(os.pathsep, 1)
+    assert os.path.isdir(os.path.join(first, "dlperf")) and rest == "/x"
+
+
+def test_worker_command():
+    assert worker_command("/py", "t.json", "r.jsonl") == ["/py", "-m", "dlperf.run.worker", "t.json", "r.jsonl"]
+
+
+def test_crash_reasons():
+    assert "SIGSEGV" in signal_reason(signal.SIGSEGV)
+    assert "out of memory" in signal_reason(signal.SIGKILL)
+    assert ChildResult(-signal.SIGABRT, False, 1.0, "").crashed_reason.startswith("worker killed by SIGABRT")
+    assert ChildResult(3, False, 1.0, "").crashed_reason == "worker exited with code 3"
+    assert ChildResult(0, False, 1.0, "").crashed_reason is None
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie still answers kill(0); look at its state
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_timeout_kills_the_whole_tree(tmp_path):
+    pidfile = tmp_path / "grandchild.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+        f"open({str(pidfile)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(120)\n"
+    )
+    start = time.monotonic()
+    result = run_child([sys.executable, "-c", script], os.environ, timeout=2.0, log_dir=tmp_path)
+    assert result.timed_out and result.returncode is None
+    assert time.monotonic() - start < 15
+    grandchild = int(pidfile.read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not alive(grandchild)
+
+
+def test_stderr_tail_and_exit_code(tmp_path):
+    script = "import sys; print('boom happened', file=sys.stderr); sys.exit(3)"
+    result = run_child([sys.executable, "-c", script], os.environ, timeout=30, log_dir=tmp_path)
+    assert result.returncode == 3 and "boom happened" in result.stderr_tail
+
+
+def test_read_events_drops_a_torn_last_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text('{"event": "sample", "t": 1.0}\n{"event": "sample", "t": 2.0}\n{"event": "sam')
+    assert [e["t"] for e in read_events(path)] == [1.0, 2.0]
+    assert read_events(tmp_path / "missing.jsonl") == []

@@ -1,0 +1,86 @@
+"""The command line: bad input is one line on stderr and exit code 2, and nothing is written."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, dlperf
+from dlperf.cli import main
+
+
+def one_line_error(proc, *fragments):
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dlperf: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
+def test_importing_the_cli_and_api_loads_no_framework():
+    code = (
+        "import sys, dlperf, dlperf.cli, dlperf.api, dlperf.report.table, dlperf.store;"
+        "dlperf.cli.build_parser().format_help();"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'jax', 'tensorflow', 'mxnet')))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env={"PYTHONPATH": str(ROOT / "src")}
+    )
+    assert out.stdout.strip() == "[]"
+
+
+def test_help_runs_without_a_framework():
+    proc = dlperf("--help")
+    assert proc.returncode == 0 and "run" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["run", "--workloads", "resnet50"], ["unknown workload 'resnet50'", "'resnet-50'"]),
+        (["run", "--workloads", "fcn-r", "--threads", "1,x"], ["--threads", "'x'"]),
+        (["run", "--workloads", "fcn-r", "--threads", "0"], ["--threads"]),
+        (["run", "--workloads", "fcn-r", "--threads", "1,,2"], ["--threads"]),
+        (["run", "--workloads", "fcn-r", "--devices", "tpu"], ["unknown device 'tpu'"]),
+        (["run", "--workloads", "fcn-r", "--frameworks", "caffe2"], ["unknown framework 'caffe2'"]),
+        (["run", "--workloads", "fcn-r", "--modes", "fp8"], ["unknown mode 'fp8'"]),
+        (["run", "--workloads", "fcn-r", "--repeats", "0"], ["--repeats"]),
+        (["run", "--workloads", "fcn-r", "--min-time", "9", "--max-time", "1"], ["--min-time"]),
+        (["run", "--workloads", "/no/such/file.py:make"], ["no such file"]),
+        (["run", "--bogus-flag"], ["unrecognized arguments"]),
+        (["frobnicate"], ["invalid choice"]),
+    ],
+)
+def test_bad_input_in_process(args, fragments, capsys, tmp_path):
+    code = main([*args, "--db", str(tmp_path / "x.db")] if args[0] == "run" else args)
+    err = capsys.readouterr().err
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and all(f in lines[0] for f in fragments), err
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_views_on_missing_or_corrupt_database(tmp_path):
+    one_line_error(dlperf("table", db=tmp_path / "none.db"), "no such database")
+    bad = tmp_path / "bad.db"
+    bad.write_text("garbage" * 50)
+    one_line_error(dlperf("table", db=bad), "corrupt")
+    one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", db=bad), "corrupt")
+    assert bad.read_text() == "garbage" * 50
+
+
+def test_unwritable_database(tmp_path):
+    one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", db=tmp_path / "no" / "dir" / "x.db"), "does not exist")
+
+
+def test_export_format_is_checked(tmp_path):
+    one_line_error(dlperf("export", "--format", "xml", db=tmp_path / "x.db"), "--format 'xml'")
+
+
+def test_list_json_has_names_and_params():
+    proc = dlperf("list", "--format", "json")
+    rows = json.loads(proc.stdout)
+    assert {r["name"]: r["params"] for r in rows}["resnet-50"] == 25_557_032
+    assert len(rows) == 7

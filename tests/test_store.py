@@ -1,0 +1,97 @@
+import json
+import sqlite3
+
+import pytest
+
+from dlperf.errors import UsageError
+from dlperf.store import SCHEMA_VERSION, Store
+
+CELL = {
+    "key": "fcn-r|torch|cpu|1|fp32",
+    "workload": "fcn-r",
+    "framework": "torch",
+    "device": "cpu",
+    "threads": 1,
+    "mode": "fp32",
+    "workload_json": {"batch": 1024},
+}
+
+
+def new_run(store):
+    return store.create_run({"spec": 1}, {"cpu": {"model": "x"}}, {"cpu_model": "x"}, ["dlperf", "run"], [CELL])
+
+
+def test_schema_is_created_with_its_version(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    version = store.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    assert int(version) == SCHEMA_VERSION
+    cols = {r[1]: r[2] for r in store.conn.execute("PRAGMA table_info(cells)")}
+    assert cols["median_s"] == "REAL" and cols["threads"] == "INTEGER" and cols["extra_json"] == "TEXT"
+
+
+def test_plan_is_stored_pending_then_one_transaction_per_measurement(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    run_id = new_run(store)
+    assert store.run()["status"] == "running"
+    assert [c["status"] for c in store.cell_dicts(run_id)] == ["pending"]
+    m = {"status": "ok", "samples": [1.0, 2.0], "detail": {"warmup_steps": 3}, "duration_s": 4.0}
+    store.record(run_id, CELL["key"], 0, m, {"status": "ok", "median_s": 1.5, "n": 2, "extra": {"warnings": []}})
+    cell = store.cell_dicts(run_id)[0]
+    assert cell["status"] == "ok" and cell["median_s"] == 1.5 and cell["extra"] == {"warnings": []}
+    assert cell["workload_spec"] == {"batch": 1024} and cell["batch"] == 1024
+    assert store.samples(run_id, CELL["key"]) == [[1.0, 2.0]]
+    assert store.done_repeats(run_id) == {(CELL["key"], 0)}
+    store.set_run_status(run_id, "complete")
+    assert store.latest_unfinished_run() is None
+
+
+def test_readers_never_create_a_file(tmp_path):
+    with pytest.raises(UsageError, match="no such database"):
+        Store.open(tmp_path / "missing.db", create=False)
+    assert not (tmp_path / "missing.db").exists()
+
+
+def test_corrupt_file_is_refused_and_left_untouched(tmp_path):
+    path = tmp_path / "bad.db"
+    path.write_bytes(b"this is not a database" * 100)
+    before = path.read_bytes()
+    for create in (True, False):
+        with pytest.raises(UsageError, match="not a dlperf database or corrupt"):
+            Store.open(path, create=create)
+    assert path.read_bytes() == before
+
+
+def test_foreign_sqlite_file_is_refused(tmp_path):
+    path = tmp_path / "other.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE songs (title TEXT)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(UsageError):
+        Store.open(path, create=True)
+
+
+def test_newer_schema_is_refused(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    with store.conn:
+        store.conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    store.close()
+    with pytest.raises(UsageError, match="newer"):
+        Store.open(tmp_path / "d.db", create=True)
+
+
+def test_unwritable_location(tmp_path):
+    with pytest.raises(UsageError, match="does not exist"):
+        Store.open(tmp_path / "nope" / "d.db", create=True)
+    with pytest.raises(UsageError, match="directory"):
+        Store.open(tmp_path, create=True)
+
+
+def test_unknown_run(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    with pytest.raises(UsageError, match="no runs yet"):
+        store.run()
+    new_run(store)
+    with pytest.raises(UsageError, match="--run 42"):
+        store.run(42)
+    assert json.loads(store.run()["env_json"]) == {"cpu": {"model": "x"}}

@@ -1,0 +1,216 @@
+"""End-to-end sweeps through the real command line: child processes, crashes, timeouts, interrupts, resume."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FAST, ROOT, dlperf, require
+
+pytestmark = pytest.mark.slow
+
+USER_FILE = """
+import os, signal, time
+import torch
+import dlperf
+
+class Net(torch.nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if self.how == "raise":
+            raise RuntimeError("bad forward")
+        if self.how == "hang" and os.path.exists(os.environ.get("HANG_FILE", "/nonexistent")):
+            with open(os.environ["HANG_FILE"], "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(3600)
+        return self.lin(x)
+
+def batch(n, device):
+    return torch.randn(n, 8, device=device), torch.randint(0, 4, (n,), device=device)
+
+def make(how):
+    return lambda: dlperf.user_workload(how, Net(how), batch, torch.nn.functional.cross_entropy, batch_size=16)
+
+good, segv, hang, fails = make("good"), make("segv"), make("hang"), make("raise")
+
+def not_a_workload():
+    return 42
+
+raise_on_import = False
+"""
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    require("torch")
+    path = tmp_path / "models.py"
+    path.write_text(USER_FILE)
+    return path
+
+
+def cells(db):
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM cells ORDER BY run_id, position")]
+    conn.close()
+    return rows
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("run", "--workloads", "tiny-fcn-r,tiny-resnet-56", "--threads", "1,2", *FAST, db=db)
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny-fcn-r" in proc.stdout and "cpu:2" in proc.stdout
+    rows = cells(db)
+    assert [(r["workload"], r["threads"], r["status"]) for r in rows] == [
+        ("tiny-fcn-r", 1, "ok"),
+        ("tiny-fcn-r", 2, "ok"),
+        ("tiny-resnet-56", 1, "ok"),
+        ("tiny-resnet-56", 2, "ok"),
+    ]
+    for r in rows:
+        assert r["median_s"] > 0 and r["n"] >= 3 and r["params"] > 0 and r["flops_per_step"] > 0
+        assert r["peak_mem_bytes"] > 0 and r["peak_mem_kind"] == "cpu_live_tensors"
+        assert r["samples_s"] == pytest.approx(r["batch"] / r["median_s"])
+        settings = json.loads(r["extra_json"])["settings"]
+        assert settings["torch_threads"] == r["threads"]
+    table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
+    assert table["columns"] == ["cpu:1", "cpu:2"]
+    assert sum(c["best"] for c in table["rows"][0]["cells"].values()) == 1
+    export = [json.loads(line) for line in dlperf("export", "--samples", db=db).stdout.splitlines()]
+    assert len(export) == 4 and all(len(e["samples"][0]) == e["n"] for e in export)
+    csv_out = dlperf("export", "--format", "csv", db=db).stdout.splitlines()
+    assert csv_out[0].startswith("run_id,key,workload") and len(csv_out) == 5
+    env = json.loads(dlperf("env", "--format", "json", db=db).stdout)
+    assert env["frameworks"]["torch"]["version"].startswith("2.") and env["cores"]["cores"] >= 1
+
+
+def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, user_file):
+    db = tmp_path / "d.db"
+    hang_file = tmp_path / "hang"
+    hang_file.write_text("")
+    proc = dlperf(
+        "run",
+        "--workloads",
+        f"{user_file}:segv,{user_file}:fails,{user_file}:hang,{user_file}:good",
+        "--threads",
+        "1",
+        "--timeout",
+        "20",
+        *FAST,
+        db=db,
+        env={"HANG_FILE": str(hang_file)},
+    )
+    assert proc.returncode == 1, proc.stderr
+    by_name = {r["workload"]: r for r in cells(db)}
+    assert by_name["segv"]["status"] == "failed" and "SIGSEGV" in by_name["segv"]["error"]
+    assert by_name["fails"]["status"] == "failed" and "RuntimeError: bad forward" in by_name["fails"]["error"]
+    assert by_name["hang"]["status"] == "timeout" and "--timeout 20" in by_name["hang"]["error"]
+    assert by_name["good"]["status"] == "ok"
+    assert not alive(int(hang_file.read_text()))  # the hung worker's process is gone
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, user_file, sig):
+    db = tmp_path / "d.db"
+    hang_file = tmp_path / "hang"
+    hang_file.write_text("")
+    env = {**os.environ, "HANG_FILE": str(hang_file), "PYTHONPATH": str(ROOT / "src")}
+    cmd = [
+        sys.executable,
+        "-m",
+        "dlperf",
+        "run",
+        "--db",
+        str(db),
+        "--threads",
+        "1",
+        *FAST,
+        "--workloads",
+        f"tiny-fcn-r,{user_file}:hang,tiny-alexnet-r",
+    ]
+    parent = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not hang_file.read_text() and time.monotonic() < deadline:  # the worker of cell 2 is hanging
+        time.sleep(0.2)
+    worker = int(hang_file.read_text())
+    parent.send_signal(sig)
+    _, err = parent.communicate(timeout=30)
+    assert parent.returncode == 130, err
+    assert "--resume" in err
+    assert not alive(worker)
+    rows = cells(db)
+    assert [r["status"] for r in rows] == ["ok", "pending", "pending"]
+    first_update = rows[0]["updated_at"]
+
+    hang_file.unlink()  # the next attempt at the hanging cell succeeds
+    proc = dlperf("run", "--resume", db=db, env={"HANG_FILE": str(hang_file)})
+    assert proc.returncode == 0, proc.stderr
+    rows = cells(db)
+    assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
+    assert rows[0]["updated_at"] == first_update  # finished cells were not measured again
+    assert len({r["run_id"] for r in rows}) == 1
+    again = dlperf("run", "--resume", db=db)
+    assert again.returncode == 2 and "nothing to resume" in again.stderr
+
+
+def test_resume_refuses_another_machine_or_framework_version(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", *FAST, db=db)
+    conn = sqlite3.connect(db)
+    fp = json.loads(conn.execute("SELECT fingerprint_json FROM runs").fetchone()[0])
+    fp["frameworks"]["torch"] = "1.0.0"
+    conn.execute("UPDATE runs SET status = 'interrupted', fingerprint_json = ?", (json.dumps(fp),))
+    conn.commit()
+    conn.close()
+    proc = dlperf("run", "--resume", db=db)
+    assert proc.returncode == 2 and "torch" in proc.stderr and "1.0.0" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_user_workload_errors_are_one_line(tmp_path, user_file):
+    db = tmp_path / "d.db"
+    broken = tmp_path / "broken.py"
+    broken.write_text("raise ValueError('cannot import me')\n")
+    for spec, fragment in [
+        (f"{user_file}:missing", "has no attribute 'missing'"),
+        (f"{user_file}:not_a_workload", "must return dlperf.user_workload"),
+        (f"{broken}:make", "ValueError: cannot import me"),
+    ]:
+        proc = dlperf("run", "--workloads", spec, db=db)
+        assert proc.returncode == 2, proc.stderr
+        assert fragment in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert not db.exists()
+
+
+def test_device_not_present_and_dry_run(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--devices", "cuda:99", db=db)
+    assert proc.returncode == 2 and "not present" in proc.stderr
+    proc = dlperf("run", "--workloads", "tiny-fcn-r,tiny-lstm", "--threads", "1,2", "--dry-run", db=db)
+    assert proc.returncode == 0
+    assert "tiny-lstm torch cpu:2 fp32" in proc.stdout and "4 cell processes, estimated" in proc.stdout
+    assert not db.exists()
