@@ -28,8 +28,8 @@ def require(name: str):
         return importlib.import_module(name)
     message = f"{name} is not installed"
     if name in required():
-        pytest.fail(f"{message}, and DLPERF_REQUIRE lists it")
-    pytest.skip(message)
+        pytest.fail(f"{message}, and DLPERF_REQUIRE lists it", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
 
 
 def dlperf(*args: str, db: Path | None = None, cwd: Path | None = None, timeout: float = 600, env=None):

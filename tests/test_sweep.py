@@ -30,6 +30,8 @@ class Net(torch.nn.Module):
             os.kill(os.getpid(), signal.SIGSEGV)
         if self.how == "raise":
             raise RuntimeError("bad forward")
+        if self.how == "oom":
+            torch.empty(1 << 50, dtype=torch.uint8)  # a petabyte: the allocator refuses at once
         if self.how == "hang" and os.path.exists(os.environ.get("HANG_FILE", "/nonexistent")):
             with open(os.environ["HANG_FILE"], "w") as f:
                 f.write(str(os.getpid()))
@@ -42,7 +44,7 @@ def batch(n, device):
 def make(how):
     return lambda: dlperf.user_workload(how, Net(how), batch, torch.nn.functional.cross_entropy, batch_size=16)
 
-good, segv, hang, fails = make("good"), make("segv"), make("hang"), make("raise")
+good, segv, hang, fails, oom = make("good"), make("segv"), make("hang"), make("raise"), make("oom")
 
 def not_a_workload():
     return 42
@@ -91,7 +93,7 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
     ]
     for r in rows:
         assert r["median_s"] > 0 and r["n"] >= 3 and r["params"] > 0 and r["flops_per_step"] > 0
-        assert r["peak_mem_bytes"] > 0 and r["peak_mem_kind"] == "cpu_live_tensors"
+        assert r["peak_mem_bytes"] > 0 and r["peak_mem_kind"] == "live_tensors"
         assert r["samples_s"] == pytest.approx(r["batch"] / r["median_s"])
         settings = json.loads(r["extra_json"])["settings"]
         assert settings["torch_threads"] == r["threads"]
@@ -113,7 +115,7 @@ def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, us
     proc = dlperf(
         "run",
         "--workloads",
-        f"{user_file}:segv,{user_file}:fails,{user_file}:hang,{user_file}:good",
+        f"{user_file}:segv,{user_file}:fails,{user_file}:oom,{user_file}:hang,{user_file}:good",
         "--threads",
         "1",
         "--timeout",
@@ -125,7 +127,8 @@ def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, us
     assert proc.returncode == 1, proc.stderr
     by_name = {r["workload"]: r for r in cells(db)}
     assert by_name["segv"]["status"] == "failed" and "SIGSEGV" in by_name["segv"]["error"]
-    assert by_name["fails"]["status"] == "failed" and "RuntimeError: bad forward" in by_name["fails"]["error"]
+    assert by_name["raise"]["status"] == "failed" and "RuntimeError: bad forward" in by_name["raise"]["error"]
+    assert by_name["oom"]["status"] == "failed" and by_name["oom"]["error"].startswith("out of memory: ")
     assert by_name["hang"]["status"] == "timeout" and "--timeout 20" in by_name["hang"]["error"]
     assert by_name["good"]["status"] == "ok"
     assert not alive(int(hang_file.read_text()))  # the hung worker's process is gone

@@ -22,9 +22,9 @@ from dlperf.errors import MissingDependency, UsageError
 from dlperf.frameworks import is_available
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
-from dlperf.run import probe
-from dlperf.run.plan import Cell, Task, expand, schedule
-from dlperf.run.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
+from dlperf.runner import probe
+from dlperf.runner.plan import Cell, Task, expand, schedule
+from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
 from dlperf.spec import RunSpec, device_kind, parse_devices, parse_frameworks, parse_modes, parse_workloads
 from dlperf.store import Store
 from dlperf.vocab import DeviceKind, ExitCode, Status
@@ -156,6 +156,12 @@ def make_plan(spec: RunSpec) -> Plan:
     workloads = {name: resolve_workload(name, spec.frameworks[0]) for name in spec.workloads}
     devices = resolve_devices(spec.devices, info)
     counts = thread_counts(spec.threads, cores, warnings)
+    allowed = len(system.affinity_cpus())
+    if spec.pin and max(counts) > allowed:
+        warnings.append(
+            f"--pin: only {allowed} CPUs are in this process's affinity mask; cells with more threads "
+            f"are pinned to those {allowed}"
+        )
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
     by_name = {w.name: w.to_json() for w in workloads.values()}
     return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)

@@ -1,7 +1,7 @@
 """What the user asked for, parsed and validated once, at the edge. Bad input stops here with a message naming the flag.
 
 Nothing here imports a framework: checks that need one (does this device exist? does this factory build?) are made by
-the probe child, in `dlperf.run.probe`.
+the probe child, in `dlperf.runner.probe`.
 """
 
 from __future__ import annotations

@@ -1,24 +1,13 @@
 """The PyTorch definitions of the Shi et al. (2016) networks: parameter counts, shapes, one training step each."""
 
 import dataclasses
-import importlib
 import math
-import os
 
 import pytest
 
+from conftest import require
 
-def _require(name: str):
-    """Import an optional dependency: skip when absent, but fail when DLPERF_REQUIRE lists it (CI)."""
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        if name in os.environ.get("DLPERF_REQUIRE", "").split(","):
-            pytest.fail(f"{name} required (DLPERF_REQUIRE) but not importable", pytrace=False)
-        pytest.skip(f"{name} not installed", allow_module_level=True)
-
-
-torch = _require("torch")
+torch = require("torch")
 
 from dlperf.frameworks import torch_backend  # noqa: E402
 from dlperf.frameworks.torch_models import build_model  # noqa: E402
@@ -101,4 +90,6 @@ def test_tiny_step_trains(workload):
     before = [p.detach().clone() for p in train.model.parameters()]
     train.step()
     unchanged = [n for (n, p), a in zip(train.model.named_parameters(), before, strict=True) if torch.equal(a, p)]
-    assert unchanged == []
+    # A bias right before BatchNorm (ResNet-56's convolutions) has a zero gradient: BN removes any constant shift.
+    assert all(name.endswith("bias") for name in unchanged)
+    assert len(unchanged) < len(before) / 2

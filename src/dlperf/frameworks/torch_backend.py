@@ -7,6 +7,7 @@ standard-library-only modules, nothing else.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import weakref
@@ -182,7 +183,7 @@ class TorchStep:
     def count_flops(self) -> int | None:
         """FLOPs of one full step (forward and backward; SGD's updates are not matrix products, so count zero)."""
         try:
-            with FlopCounterMode(display=False) as counter:
+            with _unfused_rnns(self.model), FlopCounterMode(display=False) as counter:
                 self.step()
             self.sync()
         except Exception:  # a model the counter cannot trace gets no FLOP figure, not a failed cell
@@ -190,6 +191,7 @@ class TorchStep:
         return int(counter.get_total_flops())
 
     def memory_of_step(self) -> dict[str, int]:
+        """Peak memory of one untimed step: the CUDA allocator's own peak, elsewhere the live tensor bytes."""
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
             self.step()
@@ -212,6 +214,24 @@ class TorchStep:
         info = describe_device(self.device)
         device = {"device": info.pop("name"), **{f"device_{k}": v for k, v in info.items()}}
         return {**thread_settings(), **device, **_kernel_settings(self.device)}
+
+
+@contextlib.contextmanager
+def _unfused_rnns(model: torch.nn.Module) -> Iterator[None]:
+    """Run RNNs as plain matrix products while FLOPs are counted.
+
+    FlopCounterMode has no formula for the fused RNN kernels of oneDNN (`mkldnn_rnn_layer`, CPU) and cuDNN, so an
+    LSTM would count as zero. Without those libraries PyTorch runs the same products as mm/addmm, which it counts.
+    """
+    if not any(isinstance(m, torch.nn.RNNBase) for m in model.modules()):
+        yield
+        return
+    saved = torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled
+    torch.backends.mkldnn.enabled = torch.backends.cudnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled = saved
 
 
 def build(workload: Workload, device: str, mode: str) -> TorchStep:
@@ -303,37 +323,26 @@ def devices() -> list[dict[str, Any]]:
 
 
 def probe_workload(source: str) -> dict[str, Any]:
-    """Build the user's workload on CPU and describe it; nothing is trained."""
+    """Build the user's workload on CPU and describe it. The model never runs here: a forward that crashes, hangs or
+    exhausts memory must fail its own cell in a worker, not the planning of the whole sweep."""
     torch.manual_seed(0)
     user = _load_user(source)
-    try:
-        inputs, _ = user.make_batch(user.batch_size, torch.device("cpu"))
-    except Exception as exc:
-        raise UsageError(f"--workloads {source!r}: make_batch raised {type(exc).__name__}: {exc}") from exc
     return {
         "name": user.name,
         "framework": user.framework,
         "params": sum(p.numel() for p in user.model.parameters() if p.requires_grad),
         "batch": user.batch_size,
         "clip_grad_norm": user.clip_grad_norm,
-        **_shape_of("input", inputs),
-        **_outputs_of(user.model, inputs),
+        **_input_of(user),
     }
 
 
-def _shape_of(what: str, x: Any) -> dict[str, Any]:
-    """Per-sample shape and dtype of a tensor (None for inputs that are not a single tensor)."""
-    if not isinstance(x, torch.Tensor):
-        return {f"{what}_shape": None, f"{what}_dtype": None}
-    return {f"{what}_shape": list(x.shape[1:]), f"{what}_dtype": str(x.dtype).removeprefix("torch.")}
-
-
-def _outputs_of(model: torch.nn.Module, inputs: Any) -> dict[str, Any]:
-    """One forward pass in eval mode: a model that only runs on an accelerator reports why, instead of failing."""
+def _input_of(user: UserWorkload) -> dict[str, Any]:
+    """Per-sample shape and dtype of the input, from one small batch (None if it is not a single tensor)."""
     try:
-        with torch.no_grad():
-            out = model.eval()(inputs)
-    except Exception as exc:
-        return {"outputs": None, "output_shape": None, "forward_error": f"{type(exc).__name__}: {exc}"}
-    shape = _shape_of("output", out)
-    return {"outputs": shape["output_shape"][-1] if shape["output_shape"] else None, **shape}
+        inputs, _ = user.make_batch(1, torch.device("cpu"))
+    except Exception as exc:  # e.g. a batch maker written for the GPU only: the workers will tell
+        return {"input_shape": None, "input_dtype": None, "batch_error": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(inputs, torch.Tensor):
+        return {"input_shape": None, "input_dtype": None}
+    return {"input_shape": list(inputs.shape[1:]), "input_dtype": str(inputs.dtype).removeprefix("torch.")}

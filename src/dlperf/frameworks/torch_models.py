@@ -7,6 +7,8 @@ mini-batch, C/H/W for channels and image size, T for the sequence length and V f
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -14,8 +16,8 @@ from torch import nn
 from dlperf.workloads.base import Workload
 
 
-def _pooled(size: int, kernel: int = 3, stride: int = 2, padding: int = 0) -> int:
-    """Side length after a pooling or convolution window without dilation (PyTorch's floor rule)."""
+def _out_size(size: int, kernel: int = 3, stride: int = 2, padding: int = 0) -> int:
+    """Side length after a convolution or pooling window (PyTorch rounds down, no dilation)."""
     return (size + 2 * padding - kernel) // stride + 1
 
 
@@ -28,7 +30,7 @@ class FCN(nn.Module):
 
     def __init__(self, widths: list[int]) -> None:
         super().__init__()
-        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths[:-1], widths[1:], strict=True))
+        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(widths))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, widths[0])
         for i, layer in enumerate(self.layers):
@@ -53,11 +55,12 @@ class AlexNet(nn.Module):
             nn.Conv2d(c3, c4, 3, padding=1), nn.ReLU(),
             nn.Conv2d(c4, c5, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2),  # -> 13 -> 6
         )  # fmt: skip
-        # The flatten size follows from the image size, so no lazy module is needed (and meta-device builds work).
-        side = _pooled(_pooled(_pooled(_pooled(image, 11, 4, 2))))
+        # The flatten size follows from the image size, so no lazy module is needed (and meta-device builds work):
+        # conv1 (11/4, pad 2), then three 3/2 max-pools; the padded convolutions in between keep the size.
+        side = _out_size(_out_size(_out_size(_out_size(image, 11, 4, 2))))
         widths = [c5 * side * side, *fc, outputs]  # 9216, 4096, 4096, 1000 for AlexNet-S
         layers: list[nn.Module] = []
-        for a, b in zip(widths[:-1], widths[1:], strict=True):
+        for a, b in pairwise(widths):
             layers += [nn.Linear(a, b), nn.ReLU()]
         self.classifier = nn.Sequential(*layers[:-1])  # no ReLU on the logits
 
@@ -97,9 +100,8 @@ class ResNetImageNet(nn.Module):
     def __init__(self, blocks: list[int], widths: list[int], expansion: int, outputs: int) -> None:
         super().__init__()
         stem = widths[0]
-        self.stem = nn.Sequential(
-            *_conv_bn(3, stem, 7, 2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1)
-        )  # (B, 64, 56, 56) from 224
+        # 7x7/2 convolution and 3x3/2 max-pool: 224 -> 112 -> 56
+        self.stem = nn.Sequential(*_conv_bn(3, stem, 7, 2), nn.ReLU(), nn.MaxPool2d(3, 2, padding=1))
         stages, cin = [], stem
         for i, (n, width) in enumerate(zip(blocks, widths, strict=True)):
             for j in range(n):
@@ -128,7 +130,7 @@ class AlexNetCifar(nn.Module):
             nn.Conv2d(c1, c2, 5, padding=2), nn.ReLU(), nn.MaxPool2d(3, 2),  # -> 7
             nn.Conv2d(c2, c3, 5, padding=2), nn.ReLU(), nn.AvgPool2d(3, 2),  # -> 3
         )  # fmt: skip
-        side = _pooled(_pooled(_pooled(image)))
+        side = _out_size(_out_size(_out_size(image)))
         self.fc = nn.Linear(c3 * side * side, outputs)  # 576 -> 10 for AlexNet-R
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, 32, 32)
@@ -164,8 +166,9 @@ class BasicBlock(nn.Module):
 class ResNetCifar(nn.Module):
     def __init__(self, n: int, widths: list[int], bias: bool, outputs: int) -> None:
         super().__init__()
-        self.stem = nn.Sequential(nn.Conv2d(3, widths[0], 3, padding=1, bias=bias), nn.BatchNorm2d(widths[0]), nn.ReLU())
-        blocks, cin = [], widths[0]
+        stem = widths[0]
+        self.stem = nn.Sequential(nn.Conv2d(3, stem, 3, padding=1, bias=bias), nn.BatchNorm2d(stem), nn.ReLU())
+        blocks, cin = [], stem
         for i, width in enumerate(widths):
             for j in range(n):
                 blocks.append(BasicBlock(cin, width, 2 if i > 0 and j == 0 else 1, bias))

@@ -276,6 +276,22 @@ def steal_fraction(before: dict[str, float], after: dict[str, float]) -> float |
     return (after["steal"] - before["steal"]) / total if total > 0 else None
 
 
+BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+
+
+def others_cpu_share(
+    before: dict[str, float], after: dict[str, float], own_cpu_s: float, wall_s: float
+) -> float | None:
+    """Share of the machine's CPU capacity that other processes used between two cpu_times() readings.
+
+    Steal time only shows other virtual machines; another process on this one (a second benchmark, a build) slows a
+    multi-threaded step just as much, and only shows as busy time that is not ours."""
+    if not before or not after or wall_s <= 0:
+        return None
+    busy = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in BUSY_FIELDS)
+    return max(0.0, busy - own_cpu_s) / (wall_s * (os.cpu_count() or 1))
+
+
 def rss_bytes(root: str = "/") -> int | None:
     """Resident memory of this process now."""
     return _kib_field(os.path.join(root, "proc/self/status"), "VmRSS")

@@ -1,6 +1,6 @@
 """The probe: a short child process that answers questions needing a framework, in JSON.
 
-    python -m dlperf.run.probe FRAMEWORK REQUEST_JSON
+    python -m dlperf.runner.probe FRAMEWORK REQUEST_JSON
 
 The parent never imports a framework; it asks the probe which devices exist, which versions are installed, and what a
 user's workload factory builds. The answer is the last line of the child's stdout.
@@ -22,9 +22,9 @@ _MARK = "DLPERF-PROBE "
 
 def ask(framework: str, request: dict, python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S) -> dict:
     """Run the probe and return its answer. A user error in the child (bad factory) becomes a UsageError here."""
-    from dlperf.run.launch import child_env, run_child
+    from dlperf.runner.launch import child_env, run_child
 
-    cmd = [python, "-m", "dlperf.run.probe", framework, json.dumps(request)]
+    cmd = [python, "-m", "dlperf.runner.probe", framework, json.dumps(request)]
     with tempfile.TemporaryDirectory(prefix="dlperf-probe-") as tmp:
         result = run_child(cmd, child_env(os.environ, 1, python), timeout, Path(tmp))
         answer = _answer(Path(tmp) / "stdout.log")

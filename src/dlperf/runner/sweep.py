@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf.measure.system import pin_cpus
-from dlperf.run import collect
-from dlperf.run.launch import child_env, read_events, run_child, worker_command
-from dlperf.run.plan import Cell, Task, schedule
+from dlperf.runner import collect
+from dlperf.runner.launch import child_env, read_events, run_child, worker_command
+from dlperf.runner.plan import Cell, Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store
 from dlperf.vocab import Status

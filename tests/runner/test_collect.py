@@ -1,5 +1,5 @@
-from dlperf.run.collect import cell_figures, measurement
-from dlperf.run.launch import ChildResult
+from dlperf.runner.collect import cell_figures, measurement
+from dlperf.runner.launch import ChildResult
 
 OK_CHILD = ChildResult(0, False, 3.0, "")
 
@@ -47,7 +47,7 @@ def test_cell_is_the_median_of_process_medians():
     fig = cell_figures(ms, batch=64, threads=1, cores=2, device="cpu")
     assert fig["median_s"] == 2.0 and fig["n"] == 15 and fig["samples_s"] == 32.0
     assert fig["extra"]["per_process_medians"] == [1.0, 2.0, 10.0]
-    assert fig["peak_mem_bytes"] == 4096 and fig["peak_mem_kind"] == "cpu_live_tensors"
+    assert fig["peak_mem_bytes"] == 4096 and fig["peak_mem_kind"] == "live_tensors"
     assert fig["extra"]["memory"]["process_hwm_increase_bytes"] == 100
     assert any("noisy" in w for w in fig["extra"]["warnings"])
 

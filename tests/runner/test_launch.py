@@ -3,7 +3,7 @@ import signal
 import sys
 import time
 
-from dlperf.run.launch import ChildResult, child_env, read_events, run_child, signal_reason, worker_command
+from dlperf.runner.launch import ChildResult, child_env, read_events, run_child, signal_reason, worker_command
 
 
 def test_child_env_fixes_threads_and_keeps_the_rest():
@@ -20,7 +20,7 @@ def test_child_env_for_another_interpreter_makes_dlperf_importable():
 
 
 def test_worker_command():
-    assert worker_command("/py", "t.json", "r.jsonl") == ["/py", "-m", "dlperf.run.worker", "t.json", "r.jsonl"]
+    assert worker_command("/py", "t.json", "r.jsonl") == ["/py", "-m", "dlperf.runner.worker", "t.json", "r.jsonl"]
 
 
 def test_crash_reasons():

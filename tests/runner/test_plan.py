@@ -1,5 +1,5 @@
 from dlperf.api import make_spec, thread_counts
-from dlperf.run.plan import Cell, expand, schedule
+from dlperf.runner.plan import Cell, expand, schedule
 from dlperf.workloads import BUILTIN
 
 

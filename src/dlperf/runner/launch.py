@@ -28,7 +28,7 @@ def package_root() -> str:
 
 
 def worker_command(python: str, task_file: str, result_file: str) -> list[str]:
-    return [python, "-m", "dlperf.run.worker", task_file, result_file]
+    return [python, "-m", "dlperf.runner.worker", task_file, result_file]
 
 
 def child_env(base: Mapping[str, str], threads: int, python: str = sys.executable) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """The worker: one child process measures one cell and reports JSON lines to a file.
 
-    python -m dlperf.run.worker TASK.json RESULT.jsonl
+    python -m dlperf.runner.worker TASK.json RESULT.jsonl
 
 It imports the standard library, dlperf's standard-library-only modules and exactly one framework (through its
 backend), so it runs in an environment that has nothing else installed. The thread variables were set by the parent
@@ -49,14 +49,29 @@ def measure(task: dict, emit: Events) -> None:
     warm = warm_up(run, cfg)
     emit("warmup", steps=warm.steps, steady=warm.steady, times=warm.times)
     before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
+    own_before, wall_before = _own_cpu_s(), time.perf_counter()
     samples = sample(run, cfg, on_sample=lambda t: emit("sample", t=t))
-    after = system.cpu_times()
+    after, own, wall = system.cpu_times(), _own_cpu_s() - own_before, time.perf_counter() - wall_before
     emit(
         "done",
         n=len(samples),
         steal_fraction=system.steal_fraction(before, after),
+        others_cpu_share=system.others_cpu_share(before, after, own, wall),
         process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
     )
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def _describe(exc: Exception) -> str:
+    text = f"{type(exc).__name__}: {exc}".strip().splitlines()[0][:500]
+    lowered = text.lower()
+    if "out of memory" in lowered or "not enough memory" in lowered or "can't allocate memory" in lowered:
+        return f"out of memory: {text}"
+    return text
 
 
 def pin(cpus: list[int] | None) -> None:
@@ -79,7 +94,7 @@ def main(argv: list[str]) -> int:
         emit("error", error="out of memory (MemoryError)", traceback=traceback.format_exc())
         return 1
     except Exception as exc:
-        emit("error", error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
+        emit("error", error=_describe(exc), traceback=traceback.format_exc())
         return 1
     return 0
 

@@ -10,10 +10,11 @@ import statistics
 from typing import Any
 
 from dlperf.measure.stats import summarize
-from dlperf.run.launch import ChildResult
+from dlperf.runner.launch import ChildResult
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
+OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
 
 def _first(events: list[dict], name: str) -> dict:
@@ -37,6 +38,7 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "affinity": _first(events, "affinity").get("cpus"),
         "thread_env": _first(events, "affinity").get("thread_env"),
         "steal_fraction": done.get("steal_fraction"),
+        "others_cpu_share": done.get("others_cpu_share"),
         "process_hwm_increase_bytes": done.get("process_hwm_increase_bytes"),
     }
     if status is not Status.OK:
@@ -113,10 +115,12 @@ def _static(details: list[dict], device: str) -> dict[str, Any]:
         return next((d[key] for d in details if d.get(key) is not None), None)
 
     memory = first("memory") or {}
-    kind = "cpu_live_tensors" if device == "cpu" else "device_allocator"
-    peak = memory.get("live_tensor_peak_bytes") if device == "cpu" else memory.get("cuda_allocator_peak_bytes")
+    on_cuda = device.startswith("cuda")
+    kind = "cuda_allocator" if on_cuda else "live_tensors"
+    peak = memory.get("cuda_allocator_peak_bytes" if on_cuda else "live_tensor_peak_bytes")
     warmups = [d["warmup_steps"] for d in details if d.get("warmup_steps") is not None]
     steals = [d["steal_fraction"] for d in details if d.get("steal_fraction") is not None]
+    others = [d["others_cpu_share"] for d in details if d.get("others_cpu_share") is not None]
     return {
         "params": first("params"),
         "flops_per_step": first("flops_per_step"),
@@ -126,6 +130,7 @@ def _static(details: list[dict], device: str) -> dict[str, Any]:
         "extra": {
             "memory": {**memory, "process_hwm_increase_bytes": first("process_hwm_increase_bytes")},
             "steal_fraction": max(steals) if steals else None,
+            "others_cpu_share": max(others) if others else None,
             "settings": first("settings"),
             "warmup_steady": all(d.get("warmup_steady", True) is not False for d in details),
             "build_s": first("build_s"),
@@ -141,5 +146,8 @@ def _warnings(details: list[dict], threads: int, cores: int, device: str) -> lis
         warnings.append("warm-up did not reach a steady state within --max-warmup")
     steal = max((d["steal_fraction"] or 0.0 for d in details if d.get("steal_fraction") is not None), default=0.0)
     if steal > 0.02:
-        warnings.append(f"CPU steal time {100 * steal:.0f}%: another tenant took this machine's CPU")
+        warnings.append(f"CPU steal time {100 * steal:.0f}%: another virtual machine took this machine's CPU")
+    others = max((d.get("others_cpu_share") or 0.0 for d in details), default=0.0)
+    if others > OTHERS_BUSY_SHARE:
+        warnings.append(f"other processes used {100 * others:.0f}% of the CPUs while this cell was timed")
     return warnings

@@ -1,0 +1,256 @@
+"""The PyTorch backend: train step, FLOP count, live-tensor memory, user workloads, modes and the probe."""
+
+import json
+from itertools import pairwise
+
+import pytest
+
+from conftest import require
+
+torch = require("torch")
+
+from dlperf.errors import UsageError  # noqa: E402
+from dlperf.frameworks import torch_backend as tb  # noqa: E402
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
+from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
+
+
+def mlp(batch: int, widths=(64, 256, 256, 10), momentum: float = 0.0) -> Workload:
+    return Workload(
+        name="mlp",
+        arch="fcn",
+        config={"widths": list(widths)},
+        input=InputSpec("vector", (widths[0],)),
+        outputs=widths[-1],
+        batch=batch,
+        optimizer=OptimizerSpec("sgd", lr=0.01, momentum=momentum),
+    )
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Building and stepping
+
+
+def test_build_step_and_params():
+    train = tb.build(BUILTIN["tiny-fcn-s"], "cpu", "fp32")
+    assert train.params == BUILTIN["tiny-fcn-s"].params
+    assert train.inputs.shape == (8, 64) and train.targets.shape == (8,)
+    train.step()
+    train.sync()  # nothing to wait for on CPU, but it must exist
+    assert all(p.grad is not None for p in train.model.parameters())
+
+
+def test_synthetic_tokens_and_per_token_loss():
+    train = tb.build(BUILTIN["tiny-lstm"], "cpu", "fp32")
+    assert train.inputs.shape == train.targets.shape == (4, 8)
+    assert train.inputs.dtype == torch.int64 and int(train.inputs.max()) < 100
+    assert train.clip_grad_norm == 5.0
+    train.step()
+
+
+def test_same_seed_same_model_and_data():
+    a, b = (tb.build(BUILTIN["tiny-alexnet-r"], "cpu", "fp32") for _ in range(2))
+    assert torch.equal(a.inputs, b.inputs) and torch.equal(a.targets, b.targets)
+    assert all(torch.equal(p, q) for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("mode", ["bf16", "fp16", "compile"])
+def test_unimplemented_modes_raise(mode):
+    with pytest.raises(NotImplementedError, match=mode):
+        tb.build(BUILTIN["tiny-fcn-s"], "cpu", mode)
+
+
+def test_configure_threads_reports_settings():
+    settings = tb.configure_threads(torch.get_num_threads())  # same count: leaves the test process as it was
+    assert settings["torch_threads"] == torch.get_num_threads()
+    assert settings["torch_interop_threads"] >= 1
+    assert {"cpu_capability", "mkldnn_enabled", "OMP_NUM_THREADS", "MKL_NUM_THREADS"} <= set(settings)
+    train = tb.build(BUILTIN["tiny-fcn-s"], "cpu", "fp32")
+    assert train.settings()["device"] == "cpu"
+    json.dumps(train.settings())
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# FLOPs
+
+
+def test_fcn_flops_are_the_matrix_products():
+    # Each Linear costs 2*B*in*out FLOPs forward, the same again for the weight gradient and for the input gradient,
+    # except the first layer: its input needs no gradient, so autograd skips that product. Biases, sigmoids and the
+    # loss are not matrix products and FlopCounterMode does not count them.
+    workload = BUILTIN["tiny-fcn-r"]
+    widths, b = workload.config["widths"], workload.batch
+    products = [i * o for i, o in pairwise(widths)]
+    expected = 6 * b * sum(products) - 2 * b * products[0]
+    assert tb.build(workload, "cpu", "fp32").count_flops() == expected
+
+
+def test_lstm_flops_include_the_recurrent_products():
+    # On CPU the LSTM runs as one fused oneDNN op the counter has no formula for; the backend counts it unfused.
+    workload = BUILTIN["tiny-lstm"]
+    c, b = workload.config, workload.batch
+    n, h, gates = b * c["seq_len"], c["hidden"], 4 * c["hidden"]
+    head = 6 * n * h * c["vocab"]  # forward, weight gradient, input gradient
+    layer = (
+        3 * 2 * n * gates * c["embed"]  # input projection: forward, weight and input gradients (embeddings learn)
+        + 2 * 2 * n * gates * h  # hidden projection: forward and weight gradient
+        + 2 * (n - b) * gates * h  # gradient to the previous hidden state; the zero initial state needs none
+    )
+    assert c["embed"] == h  # so both layers cost the same
+    train = tb.build(workload, "cpu", "fp32")
+    assert train.count_flops() == head + c["layers"] * layer
+    assert torch.backends.mkldnn.enabled  # restored after counting
+
+
+def test_flops_leave_the_step_usable():
+    train = tb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32")
+    assert train.count_flops() > 0
+    train.step()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Live tensor memory
+
+
+def test_tracker_counts_shared_storage_once_and_frees():
+    with tb.LiveTensorBytes() as live:
+        a = torch.ones(1000)  # 4000 bytes
+        views = [a[:10], a.view(10, 100), a[::2]]
+        assert live.now == 4000
+        b = a * 2
+        assert live.now == 8000
+        del a, views
+        assert live.now == 4000  # a's storage is gone once its last view is
+        del b
+    assert live.now == 0 and live.peak == 8000
+
+
+def test_tracker_counts_tensors_that_existed_before():
+    x = torch.zeros(250)
+    with tb.LiveTensorBytes([x, x[:5]]) as live:
+        y = x + 1
+    assert live.peak == 2000
+    del x, y
+
+
+def measured_peak(workload: Workload) -> tuple[int, tb.TorchStep]:
+    train = tb.build(workload, "cpu", "fp32")
+    train.step()  # gradients and optimizer state exist, as they do after the worker's FLOP count
+    return train.memory_of_step()["live_tensor_peak_bytes"], train
+
+
+def test_mlp_peak_is_params_grads_data_and_activations():
+    batch = 256
+    peak, train = measured_peak(mlp(batch))
+    params = train.params * 4
+    data = train.inputs.nbytes + train.targets.nbytes
+    saved = batch * (256 + 256 + 10) * 4  # two sigmoid outputs and the logits, kept for backward
+    assert peak >= 2 * params + data  # weights and their gradients at least
+    assert params + data + saved <= peak <= 2 * params + data + 3 * saved
+
+
+def test_momentum_state_adds_one_copy_of_the_parameters():
+    plain, train = measured_peak(mlp(256))
+    with_momentum, _ = measured_peak(mlp(256, momentum=0.9))
+    assert with_momentum - plain == train.params * 4
+
+
+def test_bigger_batch_bigger_peak():
+    small, _ = measured_peak(mlp(256))
+    large, _ = measured_peak(mlp(512))
+    extra_data_and_saved = 256 * (64 * 4 + 8) + 256 * (256 + 256 + 10) * 4
+    assert large - small >= extra_data_and_saved
+
+
+@pytest.mark.parametrize("name", ["tiny-resnet-56", "tiny-lstm"])
+def test_tracker_agrees_with_pytorch_memtracker(name):
+    # PyTorch's own (private) MemTracker counts the same thing on CPU; it refuses models whose root module runs twice
+    # in a step, which is why the backend has its own tracker.
+    mem_tracker = pytest.importorskip("torch.distributed._tools.mem_tracker")
+    peak, train = measured_peak(BUILTIN[name])
+    reference = mem_tracker.MemTracker()
+    reference.track_external(train.model, train.optimizer, train.inputs, train.targets)
+    with reference:
+        train.step()
+    assert peak == reference.get_tracker_snapshot("peak")[torch.device("cpu")]["Total"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# User workloads and the probe
+
+USER_FILE = """
+import torch
+import dlperf
+
+
+def make():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+
+    def make_batch(n, device):
+        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
+
+    return dlperf.user_workload("mini", model, make_batch, torch.nn.functional.cross_entropy, batch_size=4,
+                                clip_grad_norm=1.0)
+
+
+def broken():
+    return 42
+
+
+class Crashes(torch.nn.Module):
+    def forward(self, x):
+        raise AssertionError("the probe must not run the model")
+
+
+def crashes():
+    batch = lambda n, device: (torch.randn(n, 8, device=device), torch.zeros(n, dtype=torch.long, device=device))
+    return dlperf.user_workload("crashes", Crashes(), batch, torch.nn.functional.cross_entropy, batch_size=2)
+"""
+
+
+@pytest.fixture
+def user_source(tmp_path):
+    path = tmp_path / "mini_model.py"
+    path.write_text(USER_FILE)
+    return str(path)
+
+
+def user_workload(source: str, batch: int = 4) -> Workload:
+    return Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, batch, OptimizerSpec(), source=f"{source}:make")
+
+
+def test_user_workload_trains(user_source):
+    train = tb.build(user_workload(user_source, batch=6), "cpu", "fp32")
+    assert train.params == 8 * 16 + 16 + 16 * 3 + 3
+    assert train.inputs.shape == (6, 8)  # the planned batch size
+    assert isinstance(train.optimizer, torch.optim.SGD) and train.clip_grad_norm == 1.0
+    before = [p.detach().clone() for p in train.model.parameters()]
+    train.step()
+    assert not torch.equal(before[0], next(train.model.parameters()))
+    assert train.count_flops() == 6 * 6 * (8 * 16 + 16 * 3) - 2 * 6 * 8 * 16
+    assert train.memory_of_step()["live_tensor_peak_bytes"] > 2 * train.params * 4
+
+
+def test_probe_describes_a_user_workload(user_source):
+    answer = tb.probe({"what": "workload", "source": f"{user_source}:make"})
+    assert answer["name"] == "mini" and answer["params"] == 195 and answer["batch"] == 4
+    assert answer["input_shape"] == [8] and answer["input_dtype"] == "float32"
+    json.dumps(answer)
+
+
+def test_probe_does_not_run_the_model(user_source):
+    answer = tb.probe({"what": "workload", "source": f"{user_source}:crashes"})
+    assert answer["name"] == "crashes" and answer["params"] == 0 and answer["input_shape"] == [8]
+
+
+def test_probe_lets_user_errors_through(user_source):
+    with pytest.raises(UsageError, match="user_workload"):
+        tb.probe({"what": "workload", "source": f"{user_source}:broken"})
+
+
+def test_probe_env_lists_the_cpu():
+    answer = tb.probe({"what": "env"})
+    assert answer["framework"] == "torch" and answer["version"] == torch.__version__
+    assert {"name": "cpu"} in answer["devices"]
+    assert {"cuda", "cudnn", "debug", "cpu_capability"} <= set(answer["build"])
+    json.dumps(answer)

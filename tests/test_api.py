@@ -1,0 +1,56 @@
+"""The Python API and the README's example, end to end."""
+
+import importlib.util
+import json
+import sqlite3
+
+import pytest
+
+import dlperf as dl
+from conftest import FAST, ROOT, dlperf, require
+from dlperf.measure.timer import TimerConfig
+from dlperf.workloads.user import source_of
+
+pytestmark = pytest.mark.slow
+
+TINY_TIMER = TimerConfig(min_steps=3, min_time=0, max_time=0.5, max_warmup=3)
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("my_model_example", ROOT / "examples" / "my_model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_api_runs_a_factory_function(tmp_path):
+    require("torch")
+    example = load_example()
+    assert source_of(example.make) == f"{ROOT / 'examples' / 'my_model.py'}:make"
+    db = tmp_path / "api.db"
+    outcome = dl.run([example.make, "tiny-fcn-r"], threads=[1], db=str(db), timer=TINY_TIMER)
+    assert outcome.exit_code == 0
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT workload, status, params, batch FROM cells ORDER BY position").fetchall()
+    assert rows[0] == ("small-convnet", "ok", 60_554, 128)  # 896 + 64 + 18,496 + 128 + 40,970 trainable parameters
+    assert rows[1][:2] == ("tiny-fcn-r", "ok")
+
+
+def test_example_from_the_command_line(tmp_path):
+    require("torch")
+    db = tmp_path / "cli.db"
+    proc = dlperf("run", "--workloads", "examples/my_model.py:make", "--threads", "1", *FAST, db=db, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    assert "small-convnet" in proc.stdout
+
+
+def test_repeats_are_separate_processes_and_the_cell_takes_the_median_of_their_medians(tmp_path):
+    require("torch")
+    db = tmp_path / "r.db"
+    proc = dlperf("run", "--workloads", "tiny-alexnet-r", "--threads", "1", "--repeats", "3", *FAST, db=db)
+    assert proc.returncode == 0, proc.stderr
+    conn = sqlite3.connect(db)
+    medians = json.loads(conn.execute("SELECT extra_json FROM cells").fetchone()[0])["per_process_medians"]
+    median = conn.execute("SELECT median_s FROM cells").fetchone()[0]
+    assert len(medians) == 3 and median == sorted(medians)[1]
+    assert conn.execute("SELECT count(*) FROM measurements").fetchone()[0] == 3
