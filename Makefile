@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The default sweep: the seven networks at the paper's batch sizes, every thread count up to the cores,
 # each cell capped so the whole sweep takes minutes, not hours. Override: make run RUN_ARGS="--threads 1,2,4".
-RUN_ARGS ?= --max-time 8 --max-warmup 8 --timeout 240
+RUN_ARGS ?= --max-time 20 --timeout 300
 
 .PHONY: run test lint format pytest clean
 
