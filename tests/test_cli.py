@@ -84,3 +84,20 @@ def test_list_json_has_names_and_params():
     rows = json.loads(proc.stdout)
     assert {r["name"]: r["params"] for r in rows}["resnet-50"] == 25_557_032
     assert len(rows) == 7
+
+
+def test_worker_and_probe_need_nothing_but_the_standard_library():
+    """A worker runs in an environment holding only its framework: without site-packages, dlperf's worker side
+    still imports (no rich, numpy or framework at import time)."""
+    code = (
+        "import sys; import dlperf.runner.worker, dlperf.runner.probe, dlperf.envinfo;"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'numpy', 'torch', 'scipy'}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "src")},
+    )
+    assert out.stdout.strip() == "[]"

@@ -213,7 +213,19 @@ def test_device_not_present_and_dry_run(tmp_path):
     db = tmp_path / "d.db"
     proc = dlperf("run", "--workloads", "tiny-fcn-r", "--devices", "cuda:99", db=db)
     assert proc.returncode == 2 and "not present" in proc.stderr
-    proc = dlperf("run", "--workloads", "tiny-fcn-r,tiny-lstm", "--threads", "1,2", "--dry-run", db=db)
+    proc = dlperf(
+        "run",
+        "--workloads",
+        "tiny-fcn-r,tiny-lstm",
+        "--threads",
+        "1,2,64",
+        "--dry-run",
+        db=db,
+        env={"KMP_AFFINITY": "compact", "OMP_NUM_THREADS": "7"},
+    )
     assert proc.returncode == 0
-    assert "tiny-lstm torch cpu:2 fp32" in proc.stdout and "4 cell processes, estimated" in proc.stdout
+    assert "warning: inherited KMP_AFFINITY=compact changes threading" in proc.stderr
+    assert "warning: inherited OMP_NUM_THREADS=7 is replaced by each cell's thread count" in proc.stderr
+    assert "--threads 64 exceeds" in proc.stderr
+    assert "tiny-lstm torch cpu:2 fp32" in proc.stdout and "6 cell processes, estimated" in proc.stdout
     assert not db.exists()

@@ -144,15 +144,18 @@ def thread_counts(requested: tuple[int, ...] | None, cores: int, warnings: list[
     return counts
 
 
+def inherited_warning(name: str, value: str) -> str:
+    if name in system.THREAD_COUNT_VARS:
+        return f"inherited {name}={value} is replaced by each cell's thread count"
+    return f"inherited {name}={value} changes threading or kernels; recorded with every cell"
+
+
 def make_plan(spec: RunSpec) -> Plan:
     """Everything that needs checking before anything is written: frameworks, devices, user workloads."""
     info = framework_info(spec.frameworks)
     env = envinfo.capture(info)
     cores = env["cores"]["cores"]
-    warnings = [
-        f"inherited {k}={v} changes threading or kernels; recorded with every cell"
-        for k, v in system.inherited_thread_env(os.environ).items()
-    ]
+    warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0]) for name in spec.workloads}
     devices = resolve_devices(spec.devices, info)
     counts = thread_counts(spec.threads, cores, warnings)
@@ -202,12 +205,18 @@ def run(
     dry_run: bool = False,
     progress: Any = None,
     argv: list[str] | None = None,
+    warn: Callable[[str], None] | None = None,
     **spec_kwargs,
 ) -> Outcome:
-    """Plan, measure and store a sweep. Returns the outcome; `outcome.exit_code` follows the CLI's convention."""
+    """Plan, measure and store a sweep. Returns the outcome; `outcome.exit_code` follows the CLI's convention.
+
+    Warnings about the plan (oversubscription, inherited thread variables) go to `warn` before anything runs;
+    by default to stderr."""
     db = db or default_db()
     spec = make_spec(workloads, **spec_kwargs)
     plan = make_plan(spec)
+    for warning in plan.warnings:
+        (warn or _warn)(warning)
     if dry_run:
         return Outcome(ExitCode.OK, plan=plan, estimate_s=estimate(plan, db))
     store = Store.open(db, create=True)
@@ -223,6 +232,10 @@ def run(
         return _execute(ctx, plan.tasks, plan, progress)
     finally:
         store.close()
+
+
+def _warn(message: str) -> None:
+    print(f"dlperf: warning: {message}", file=sys.stderr, flush=True)
 
 
 def resume(db: str | None = None, progress: Any = None) -> Outcome:

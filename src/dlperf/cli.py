@@ -119,8 +119,6 @@ def cmd_run(args) -> int:
             pin=args.pin,
             timer=timer,
         )
-    for warning in outcome.plan.warnings if outcome.plan else []:
-        print(f"dlperf: warning: {warning}", file=sys.stderr)
     if args.dry_run:
         for cell in outcome.plan.cells:
             print(cell.label)

@@ -7,12 +7,17 @@ OK_CHILD = ChildResult(0, False, 3.0, "")
 def events(samples, **extra):
     evs = [
         {"event": "built", "params": 10, "build_s": 0.1, "settings": {"torch_threads": 1}},
-        {"event": "flops", "flops_per_step": 1000},
-        {"event": "memory", "live_tensor_peak_bytes": 4096},
         {"event": "warmup", "steps": 6, "steady": True, "times": [1, 1, 1, 1, 1, 1]},
     ]
     evs += [{"event": "sample", "t": t} for t in samples]
-    evs.append({"event": "done", "n": len(samples), "steal_fraction": 0.0, "process_hwm_increase_bytes": 100, **extra})
+    evs.append(
+        {"event": "sampled", "n": len(samples), "steal_fraction": 0.0, "process_hwm_increase_bytes": 100, **extra}
+    )
+    evs += [
+        {"event": "flops", "flops_per_step": 1000},
+        {"event": "memory", "live_tensor_peak_bytes": 4096},
+        {"event": "done"},
+    ]
     return evs
 
 
@@ -24,7 +29,7 @@ def test_ok_measurement_keeps_everything():
 
 
 def test_timeout_keeps_partial_samples():
-    evs = events([1.0, 2.0])[:-1]  # killed before "done"
+    evs = events([1.0, 2.0])[:-3]  # killed while counting FLOPs, after the timed steps
     m = measurement(evs, ChildResult(None, True, 60.0, ""), timeout=60)
     assert m["status"] == "timeout" and m["samples"] == [1.0, 2.0] and "kept 2 samples" in m["error"]
 

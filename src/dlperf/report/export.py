@@ -20,7 +20,8 @@ def record(cell: dict[str, Any], samples: list[list[float]] | None = None) -> di
     rec = {f: cell.get(f) for f in FIELDS}
     extra = cell.get("extra", {})
     rec["process_hwm_increase_bytes"] = extra.get("memory", {}).get("process_hwm_increase_bytes")
-    rec["steal_fraction"] = extra.get("steal_fraction")
+    for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step"):
+        rec[key] = extra.get(key)
     rec["warnings"] = extra.get("warnings", [])
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process

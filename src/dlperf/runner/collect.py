@@ -25,7 +25,7 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
     """One process's outcome: status, error, every raw sample and the worker's details."""
     samples = [e["t"] for e in events if e["event"] == "sample"]
     status, error = _status(events, child, timeout, len(samples))
-    built, warm, done = _first(events, "built"), _first(events, "warmup"), _first(events, "done")
+    built, warm, done = _first(events, "built"), _first(events, "warmup"), _first(events, "sampled")
     detail = {
         "params": built.get("params"),
         "build_s": built.get("build_s"),
@@ -39,6 +39,8 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "thread_env": _first(events, "affinity").get("thread_env"),
         "steal_fraction": done.get("steal_fraction"),
         "others_cpu_share": done.get("others_cpu_share"),
+        "cpu_utilization": done.get("cpu_utilization"),
+        "minor_faults_per_step": done.get("minor_faults_per_step"),
         "process_hwm_increase_bytes": done.get("process_hwm_increase_bytes"),
     }
     if status is not Status.OK:
@@ -134,6 +136,8 @@ def _static(details: list[dict], device: str) -> dict[str, Any]:
             "settings": first("settings"),
             "warmup_steady": all(d.get("warmup_steady", True) is not False for d in details),
             "build_s": first("build_s"),
+            "cpu_utilization": first("cpu_utilization"),
+            "minor_faults_per_step": first("minor_faults_per_step"),
         },
     }
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -34,31 +35,47 @@ class Events:
 
 
 def measure(task: dict, emit: Events) -> None:
+    """build -> warm up -> timed steps -> FLOPs and memory (untimed).
+
+    The timed loop sees exactly the history a plain training loop has: the FLOP-counting and memory-tracking steps
+    come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
     cell, cfg = task["cell"], TimerConfig(**task["timer"])
     fw = backend(cell["framework"])  # the framework is imported here, thread settings already in place
     settings = fw.configure_threads(cell["threads"])
     start = time.perf_counter()
     train = fw.build(Workload.from_json(task["workload"]), cell["device"], cell["mode"])
     emit("built", params=train.params, build_s=time.perf_counter() - start, settings={**settings, **train.settings()})
-    emit("flops", flops_per_step=train.count_flops())
-    emit("memory", **train.memory_of_step())
 
     def run() -> float:
         return timed_step(train.step, train.sync)
 
     warm = warm_up(run, cfg)
     emit("warmup", steps=warm.steps, steady=warm.steady, times=warm.times)
+    emit("sampled", **timed_samples(run, cfg, emit))
+    emit("flops", flops_per_step=train.count_flops())
+    emit("memory", **train.memory_of_step())
+    emit("done")
+
+
+def timed_samples(run, cfg: TimerConfig, emit: Events) -> dict:
+    """The timed steps, each sample emitted as it is taken; returns what the machine did meanwhile."""
     before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
-    own_before, wall_before = _own_cpu_s(), time.perf_counter()
+    own_before, wall_before, faults_before = _own_cpu_s(), time.perf_counter(), _minor_faults()
     samples = sample(run, cfg, on_sample=lambda t: emit("sample", t=t))
     after, own, wall = system.cpu_times(), _own_cpu_s() - own_before, time.perf_counter() - wall_before
-    emit(
-        "done",
-        n=len(samples),
-        steal_fraction=system.steal_fraction(before, after),
-        others_cpu_share=system.others_cpu_share(before, after, own, wall),
-        process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
-    )
+    faults = _minor_faults() - faults_before
+    return {
+        "n": len(samples),
+        "steal_fraction": system.steal_fraction(before, after),
+        "others_cpu_share": system.others_cpu_share(before, after, own, wall),
+        "cpu_utilization": own / wall if wall > 0 else None,  # cores kept busy on average: ~threads when it scales
+        "minor_faults_per_step": faults / len(samples) if samples else None,  # memory mapped afresh each step
+        "process_hwm_increase_bytes": (system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
+    }
+
+
+def _minor_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
 def _own_cpu_s() -> float:

@@ -1,0 +1,48 @@
+"""GPU paths of the torch backend. They cannot run on a machine without a GPU: each test skips, saying so."""
+
+import pytest
+
+from conftest import FAST, dlperf, require
+
+torch = require("torch")
+
+from dlperf.frameworks import torch_backend as tb  # noqa: E402
+from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+mps = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="no MPS device on this machine")
+
+
+@cuda
+def test_cuda_step_memory_and_settings():
+    step = tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "fp32")
+    assert step.inputs.is_cuda and next(step.model.parameters()).is_cuda
+    step.step()
+    step.sync()
+    memory = step.memory_of_step()
+    assert memory["cuda_allocator_peak_bytes"] > 4 * step.params  # at least the fp32 weights
+    settings = step.settings()
+    assert settings["device"] == "cuda:0" and settings["device_memory_bytes"] > 0
+
+
+@cuda
+def test_cuda_cells_get_their_own_column(tmp_path):
+    proc = dlperf(
+        "run", "--workloads", "tiny-fcn-r", "--devices", "cpu,cuda:0", "--threads", "1", *FAST, db=tmp_path / "d.db"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "cuda:0" in dlperf("table", "--format", "csv", db=tmp_path / "d.db").stdout.splitlines()[0]
+
+
+@mps
+def test_mps_step():
+    step = tb.build(BUILTIN["tiny-fcn-r"], "mps", "fp32")
+    step.step()
+    step.sync()
+    assert step.memory_of_step()["live_tensor_peak_bytes"] > 0
+
+
+def test_probe_lists_exactly_the_visible_devices():
+    names = [d["name"] for d in tb.devices()]
+    assert names[0] == "cpu"
+    assert sum(n.startswith("cuda:") for n in names) == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
