@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from dlperf.report.format import seconds
+from dlperf.report.format import duration, seconds
 
 
 class Progress:
@@ -46,10 +46,10 @@ class Progress:
         eta = self.eta_s(done)
         elapsed = time.monotonic() - self._started
         return Text.assemble(
-            (f"[{done}/{self.total}] ", "bold"),
+            (f"cell {min(done + 1, self.total)} of {self.total}: ", "bold"),
             (self._current, "cyan"),
-            f"  {elapsed:.0f} s in cell",
-            f"  ETA {seconds(eta)}" if eta is not None else "",
+            f"  {duration(elapsed)} so far · {done} done",
+            f" · about {duration(eta)} left" if eta is not None else "",
         )
 
     def start(self, index: int, task) -> None:

@@ -18,7 +18,18 @@ def seconds(value: float | None) -> str:
 
 def table_seconds(value: float) -> str:
     """The Table-7 figure: seconds per mini-batch, as the paper prints them (three decimals, more when tiny)."""
-    return f"{value:.3f}" if value >= 0.01 else f"{value:.2g}"
+    return f"{value:.3f}" if value >= 0.01 else f"{value:#.2g}"  # '#' keeps the trailing zero: 0.0040
+
+
+def duration(value: float | None) -> str:
+    """A wall-clock span for a person: 45 s, 12 min, 1 h 05 min."""
+    if value is None:
+        return "-"
+    if value < 90:
+        return f"{value:.0f} s"
+    if value < 5400:
+        return f"{value / 60:.0f} min"
+    return f"{int(value // 3600)} h {int(value % 3600 // 60):02d} min"
 
 
 def count(value: int | None) -> str:

@@ -1,0 +1,58 @@
+import csv
+import io
+import json
+
+from dlperf.report import table
+from dlperf.report.format import duration, table_seconds
+
+
+def cell(workload, device, threads, median, status="ok", mode="fp32", error=None, warnings=()):
+    return {"workload": workload, "framework": "torch", "device": device, "threads": threads, "mode": mode,
+            "batch": 64, "status": status, "median_s": median, "iqr_s": 0.01, "n": 10, "error": error,
+            "extra": {"warnings": list(warnings)}}  # fmt: skip
+
+
+CELLS = [
+    cell("fcn-s", "cpu", 1, 1.0),
+    cell("fcn-s", "cpu", 2, 0.6),
+    cell("fcn-s", "cpu", 4, 9.0, warnings=["oversubscribed: 4 threads on 2 cores"]),
+    cell("fcn-s", "cuda:0", 2, 0.03),
+    cell("lstm", "cpu", 1, None, status="timeout", error="exceeded --timeout 60 s (kept 0 samples)"),
+    cell("lstm", "cpu", 2, 0.5),
+]
+
+
+def test_columns_rows_and_the_best_thread_count():
+    view = table.build(7, CELLS)
+    assert view.columns == ["cpu:1", "cpu:2", "cpu:4", "cuda:0"]
+    assert [r.workload for r in view.rows] == ["fcn-s", "lstm"]
+    assert view.rows[0].best_cpu_column() == "cpu:2"  # the GPU is not a thread count
+    assert view.rows[1].best_cpu_column() is None  # one measured CPU cell: nothing to choose between
+    assert table.row_values(view, view.rows[0]) == ["fcn-s", "torch", "64", "1.000", "0.600*", "9.000", "0.030"]
+    assert table.row_values(view, view.rows[1]) == ["lstm", "torch", "64", "timeout", "0.500", "", ""]
+
+
+def test_notes_carry_warnings_and_failure_reasons():
+    notes = table.build(7, CELLS).notes
+    assert "fcn-s torch cpu:4: oversubscribed: 4 threads on 2 cores" in notes
+    assert "lstm torch cpu:1: timeout: exceeded --timeout 60 s (kept 0 samples)" in notes
+
+
+def test_formats():
+    view = table.build(7, CELLS)
+    md = table.render_markdown(view)
+    assert md.splitlines()[0] == "| workload | framework | batch | cpu:1 | cpu:2 | cpu:4 | cuda:0 |"
+    rows = list(csv.reader(io.StringIO(table.render_csv(view))))
+    assert rows[1][4] == "0.6" and rows[2][3] == "timeout"  # raw numbers, no marks
+    data = json.loads(table.render_json(view))
+    assert data["run_id"] == 7 and data["rows"][0]["cells"]["cpu:2"]["best"] is True
+
+
+def test_a_second_mode_becomes_part_of_the_row():
+    view = table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 1, 0.5, mode="bf16")])
+    assert view.show_mode and len(view.rows) == 2 and table.head(view)[2] == "mode"
+
+
+def test_number_formats():
+    assert table_seconds(1.23456) == "1.235" and table_seconds(0.004) == "0.0040"
+    assert duration(23.4) == "23 s" and duration(720) == "12 min" and duration(7300) == "2 h 01 min"
