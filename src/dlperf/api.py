@@ -25,7 +25,15 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.runner import probe
 from dlperf.runner.plan import Cell, Task, expand, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
-from dlperf.spec import RunSpec, device_kind, parse_devices, parse_frameworks, parse_modes, parse_workloads
+from dlperf.spec import (
+    RunSpec,
+    device_kind,
+    parse_devices,
+    parse_frameworks,
+    parse_modes,
+    parse_threads,
+    parse_workloads,
+)
 from dlperf.store import Store
 from dlperf.vocab import DeviceKind, ExitCode, Status
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
@@ -74,7 +82,6 @@ def make_spec(
     timer: TimerConfig | None = None,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
-    from dlperf.spec import parse_threads
 
     def joined(v):
         return v if v is None or isinstance(v, str) else ",".join(str(x) for x in v)
