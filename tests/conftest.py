@@ -42,6 +42,16 @@ def dlperf(*args: str, db: Path | None = None, cwd: Path | None = None, timeout:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env)
 
 
+def alive(pid: int) -> bool:
+    """Whether a process still runs (a zombie, dead but not yet reaped, does not count)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().split(")")[-1].split()[0] != "Z"
+
+
 @pytest.fixture
 def torch():
     return require("torch")

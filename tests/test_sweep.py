@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import FAST, ROOT, dlperf, require
+from conftest import FAST, ROOT, alive, dlperf, require
 
 pytestmark = pytest.mark.slow
 
@@ -67,15 +67,6 @@ def cells(db):
     rows = [dict(r) for r in conn.execute("SELECT * FROM cells ORDER BY run_id, position")]
     conn.close()
     return rows
-
-
-def alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
 
 
 def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):

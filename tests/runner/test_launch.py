@@ -3,6 +3,7 @@ import signal
 import sys
 import time
 
+from conftest import alive
 from dlperf.runner.launch import ChildResult, child_env, read_events, run_child, signal_reason, worker_command
 
 
@@ -29,16 +30,6 @@ def test_crash_reasons():
     assert ChildResult(-signal.SIGABRT, False, 1.0, "").crashed_reason.startswith("worker killed by SIGABRT")
     assert ChildResult(3, False, 1.0, "").crashed_reason == "worker exited with code 3"
     assert ChildResult(0, False, 1.0, "").crashed_reason is None
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # a zombie still answers kill(0); look at its state
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().split(")")[-1].split()[0] != "Z"
 
 
 def test_timeout_kills_the_whole_tree(tmp_path):
