@@ -147,7 +147,7 @@ def _warnings(details: list[dict], threads: int, cores: int, device: str) -> lis
     if device == "cpu" and threads > cores:
         warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
     if any(d.get("warmup_steady") is False for d in details):
-        warnings.append("warm-up did not reach a steady state within --max-warmup")
+        warnings.append("warm-up did not settle within --max-warmup steps or --max-time")
     steal = max((d["steal_fraction"] or 0.0 for d in details if d.get("steal_fraction") is not None), default=0.0)
     if steal > 0.02:
         warnings.append(f"CPU steal time {100 * steal:.0f}%: another virtual machine took this machine's CPU")
