@@ -46,6 +46,7 @@ def test_help_runs_without_a_framework():
         (["run", "--workloads", "fcn-r", "--devices", "tpu"], ["unknown device 'tpu'"]),
         (["run", "--workloads", "fcn-r", "--frameworks", "caffe2"], ["unknown framework 'caffe2'"]),
         (["run", "--workloads", "fcn-r", "--modes", "fp8"], ["unknown mode 'fp8'"]),
+        (["run", "--workloads", "fcn-r", "--modes", "bf16+fp16"], ["at most one precision"]),
         (["run", "--workloads", "fcn-r", "--repeats", "0"], ["--repeats"]),
         (["run", "--workloads", "fcn-r", "--min-time", "9", "--max-time", "1"], ["--min-time"]),
         (["run", "--workloads", "/no/such/file.py:make"], ["no such file"]),

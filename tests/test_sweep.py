@@ -220,3 +220,17 @@ def test_device_not_present_and_dry_run(tmp_path):
     assert "--threads 64 exceeds" in proc.stderr
     assert "tiny-lstm torch cpu:2 fp32" in proc.stdout and "6 cell processes, estimated" in proc.stdout
     assert not db.exists()
+
+
+def test_modes_are_cells_and_a_mode_that_does_not_apply_is_unsupported(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("run", "--workloads", "tiny-fcn-s,tiny-alexnet-r", "--threads", "1",
+                  "--modes", "fp32,channels_last+bf16", *FAST, db=db)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr  # unsupported is not a failure
+    status = {(r["workload"], r["mode"]): (r["status"], r["error"]) for r in cells(db)}
+    assert status[("tiny-alexnet-r", "bf16+channels_last")][0] == "ok"
+    assert status[("tiny-fcn-s", "bf16+channels_last")][0] == "unsupported"
+    assert "channels_last applies to 2-d convolutional networks" in status[("tiny-fcn-s", "bf16+channels_last")][1]
+    table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
+    assert {(r["workload"], r["mode"]) for r in table["rows"]} == set(status)

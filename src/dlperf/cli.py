@@ -31,7 +31,12 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frameworks", default="torch", help="comma list (default: torch)")
     p.add_argument("--devices", help="comma list of cpu, cuda, cuda:N, mps (default: cpu and every visible GPU)")
     p.add_argument("--threads", help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)")
-    p.add_argument("--modes", default="fp32", help="training modes (default: fp32 eager)")
+    p.add_argument(
+        "--modes",
+        default="fp32",
+        help="comma list of modes, each components joined by '+': "
+        "fp32, bf16, fp16 (autocast), channels_last; e.g. fp32,bf16+channels_last (default: fp32)",
+    )
     p.add_argument("--repeats", type=int, default=1, help="fresh processes per cell, interleaved (default: 1)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per cell process (default: 600)")
     p.add_argument("--pin", action="store_true", help="pin each cell to as many cores as it has threads")

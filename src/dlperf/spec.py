@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from dlperf.errors import UsageError
 from dlperf.frameworks import BACKENDS
 from dlperf.measure.timer import TimerConfig
-from dlperf.vocab import DeviceKind, Mode
+from dlperf.vocab import MODE_ORDER, PRECISIONS, DeviceKind, Mode
 from dlperf.workloads import BUILTIN, SUITE
 from dlperf.workloads.user import looks_like_source, normalize_source
 
@@ -80,12 +80,22 @@ def parse_frameworks(text: str) -> tuple[str, ...]:
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(split_list(text, "--modes")))
-    known = [m.value for m in Mode]
-    for name in names:
-        if name not in known:
-            raise UsageError(f"--modes: unknown mode {name!r} (available: {', '.join(known)})")
-    return names
+    """Comma-separated modes, each components joined by '+', put in one canonical order."""
+    return tuple(dict.fromkeys(canonical_mode(m) for m in split_list(text, "--modes")))
+
+
+def canonical_mode(text: str) -> str:
+    known = [m.value for m in MODE_ORDER]
+    parts = [p.strip().lower() for p in text.split("+")]
+    for part in parts:
+        if part not in known:
+            raise UsageError(f"--modes: unknown mode {part!r} in {text!r} (components: {', '.join(known)})")
+    if sum(p in PRECISIONS for p in parts) > 1:
+        raise UsageError(f"--modes {text!r}: at most one precision ({', '.join(p.value for p in PRECISIONS)})")
+    ordered = [m.value for m in MODE_ORDER if m.value in parts]
+    if len(ordered) > 1 and Mode.FP32.value in ordered:
+        ordered.remove(Mode.FP32.value)  # fp32 is implied: `fp32+channels_last` is `channels_last`
+    return "+".join(ordered)
 
 
 def parse_workloads(text: str | None) -> tuple[str, ...]:

@@ -54,10 +54,36 @@ def test_same_seed_same_model_and_data():
     assert all(torch.equal(p, q) for p, q in zip(a.model.parameters(), b.model.parameters(), strict=True))
 
 
-@pytest.mark.parametrize("mode", ["bf16", "fp16", "compile"])
-def test_unimplemented_modes_raise(mode):
-    with pytest.raises(NotImplementedError, match=mode):
-        tb.build(BUILTIN["tiny-fcn-s"], "cpu", mode)
+def output_dtype(step):
+    with step.autocast():
+        return step.model(step.inputs).dtype
+
+
+@pytest.mark.parametrize(("mode", "dtype"), [("fp32", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")])
+def test_precision_modes_cast_activations_and_keep_fp32_weights(mode, dtype):
+    step = tb.build(BUILTIN["tiny-resnet-56"], "cpu", mode)
+    assert output_dtype(step) == getattr(torch, dtype)
+    before = [p.detach().clone() for p in step.trainable]
+    step.step()
+    assert all(p.dtype == torch.float32 and (p.grad is None or p.grad.dtype == torch.float32) for p in step.trainable)
+    assert any(not torch.equal(b, p) for b, p in zip(before, step.trainable, strict=True))
+    assert (step.scaler is not None) == (mode == "fp16")
+
+
+def test_channels_last_converts_weights_and_inputs():
+    step = tb.build(BUILTIN["tiny-alexnet-r"], "cpu", "bf16+channels_last")
+    conv = next(m for m in step.model.modules() if isinstance(m, torch.nn.Conv2d))
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    assert step.inputs.is_contiguous(memory_format=torch.channels_last) and not step.inputs.is_contiguous()
+    assert output_dtype(step) == torch.bfloat16
+    step.step()
+    assert conv.weight in [p for group in step.optimizer.param_groups for p in group["params"]]
+
+
+@pytest.mark.parametrize("name", ["tiny-fcn-s", "tiny-lstm"])
+def test_channels_last_is_unsupported_without_convolutions(name):
+    with pytest.raises(NotImplementedError, match="channels_last applies to 2-d convolutional networks"):
+        tb.build(BUILTIN[name], "cpu", "channels_last")
 
 
 def test_configure_threads_reports_settings():

@@ -22,10 +22,12 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from dlperf.errors import UsageError
 from dlperf.frameworks.torch_models import build_model
+from dlperf.vocab import Mode, mode_components
 from dlperf.workloads.base import OptimizerSpec, Workload
 from dlperf.workloads.user import UserWorkload, build_user_workload
 
-MODES = ("fp32",)  # precisions and techniques this backend implements so far
+# Mode components this backend implements (dlperf.vocab.Mode); a mode is one precision plus techniques.
+AUTOCAST_DTYPES = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16}
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Threads and settings
@@ -164,15 +166,28 @@ class TorchStep:
         self.clip_grad_norm, self.device = clip_grad_norm, device
         self.trainable = [p for p in model.parameters() if p.requires_grad]
         self.params = sum(p.numel() for p in self.trainable)
+        self.autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext  # fp32: none
+        self.scaler: torch.amp.GradScaler | None = None  # fp16: scale the loss so small gradients survive
 
     def step(self) -> None:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
         self.optimizer.zero_grad(set_to_none=True)
-        loss = self.loss_fn(self.model(self.inputs), self.targets)
-        loss.backward()
+        with self.autocast():
+            loss = self.loss_fn(self.model(self.inputs), self.targets)
+        if self.scaler is None:
+            loss.backward()
+            self._clip()
+            self.optimizer.step()
+            return
+        self.scaler.scale(loss).backward()
+        self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
+        self._clip()
+        self.scaler.step(self.optimizer)  # skipped when a gradient overflowed
+        self.scaler.update()
+
+    def _clip(self) -> None:
         if self.clip_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(self.trainable, self.clip_grad_norm)
-        self.optimizer.step()
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -235,16 +250,48 @@ def _unfused_rnns(model: torch.nn.Module) -> Iterator[None]:
 
 
 def build(workload: Workload, device: str, mode: str) -> TorchStep:
-    if mode not in MODES:
-        raise NotImplementedError(f"mode {mode!r} is not implemented by the torch backend (it has {', '.join(MODES)})")
+    """The train step of `workload` on `device` in `mode`. NotImplementedError (recorded as `unsupported`, with the
+    reason) when the mode does not apply to this workload or device."""
+    components = mode_components(mode)
     torch.manual_seed(0)  # same weights and data in every cell
     dev = torch.device(device)
     if workload.arch == "user":
-        return _build_user(workload, dev)
-    model = build_model(workload).to(dev)
-    batch = synthetic_batch(workload, dev)
-    optimizer = _optimizer(workload.optimizer, model.parameters())
-    return TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, dev)
+        step = _build_user(workload, dev)
+    else:
+        model = build_model(workload).to(dev)
+        batch = synthetic_batch(workload, dev)
+        optimizer = _optimizer(workload.optimizer, model.parameters())
+        step = TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, dev)
+    if Mode.CHANNELS_LAST in components:
+        _channels_last(step, workload.name)
+    precision = next(c for c in components if c in (Mode.FP32, *AUTOCAST_DTYPES))
+    if precision in AUTOCAST_DTYPES:
+        _autocast(step, AUTOCAST_DTYPES[precision], scaled=precision is Mode.FP16)
+    return step
+
+
+def _channels_last(step: TorchStep, name: str) -> None:
+    """NHWC activations and weights: what oneDNN and cuDNN's fastest convolution kernels want."""
+    has_conv = any(isinstance(m, torch.nn.Conv2d) for m in step.model.modules())
+    if not has_conv or not isinstance(step.inputs, torch.Tensor) or step.inputs.dim() != 4:
+        raise NotImplementedError(
+            f"channels_last applies to 2-d convolutional networks on image batches; {name} has no Conv2d on a 4-d input"
+        )
+    step.model.to(memory_format=torch.channels_last)  # parameters keep their identity: the optimizer still has them
+    step.inputs = step.inputs.contiguous(memory_format=torch.channels_last)
+
+
+def _autocast(step: TorchStep, dtype: torch.dtype, *, scaled: bool) -> None:
+    """Mixed precision: forward and loss under autocast; weights, gradients and the update stay fp32."""
+    device_type = step.device.type
+    try:
+        with torch.autocast(device_type, dtype=dtype):
+            pass
+    except (RuntimeError, ValueError) as exc:  # e.g. a dtype the device's autocast does not support
+        raise NotImplementedError(f"{dtype} autocast is not supported on {device_type}: {exc}") from exc
+    step.autocast = partial(torch.autocast, device_type, dtype=dtype)
+    if scaled:
+        step.scaler = torch.amp.GradScaler(device_type)
 
 
 def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
