@@ -48,9 +48,11 @@ def test_formats():
     assert data["run_id"] == 7 and data["rows"][0]["cells"]["cpu:2"]["best"] is True
 
 
-def test_a_second_mode_becomes_part_of_the_row():
-    view = table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 1, 0.5, mode="bf16")])
-    assert view.show_mode and len(view.rows) == 2 and table.head(view)[2] == "mode"
+def test_a_second_mode_becomes_part_of_the_row_and_of_the_notes():
+    unsupported = cell("fcn-s", "cpu", 1, None, status="unsupported", mode="channels_last", error="no Conv2d")
+    view = table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 1, 0.5, mode="bf16"), unsupported])
+    assert view.show_mode and len(view.rows) == 3 and table.head(view)[2] == "mode"
+    assert view.notes == ["fcn-s torch channels_last cpu:1: unsupported: no Conv2d"]
 
 
 def test_number_formats():

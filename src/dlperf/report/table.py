@@ -63,7 +63,8 @@ def build(run_id: int, cells: list[dict]) -> TableView:
 def _notes(cells: list[dict]) -> list[str]:
     notes = []
     for c in cells:
-        label = f"{c['workload']} {c['framework']} {column_of(c)}"
+        mode = "" if c["mode"] == "fp32" else f" {c['mode']}"
+        label = f"{c['workload']} {c['framework']}{mode} {column_of(c)}"
         for warning in c.get("extra", {}).get("warnings", []):
             notes.append(f"{label}: {warning}")
         if c["status"] in ("failed", "timeout", "unsupported") and c.get("error"):
