@@ -3,7 +3,7 @@ import io
 import json
 
 from dlperf.report import table
-from dlperf.report.format import duration, table_seconds
+from dlperf.report.format import count, duration, seconds, table_seconds
 
 
 def cell(workload, device, threads, median, status="ok", mode="fp32", error=None, warnings=()):
@@ -57,4 +57,6 @@ def test_a_second_mode_becomes_part_of_the_row_and_of_the_notes():
 
 def test_number_formats():
     assert table_seconds(1.23456) == "1.235" and table_seconds(0.004) == "0.0040"
+    assert seconds(0.5) == "0.500 s" and seconds(0.0042) == "4.2 ms" and seconds(None) == "-"
+    assert count(25_557_032) == "25,557,032"
     assert duration(23.4) == "23 s" and duration(720) == "12 min" and duration(7300) == "2 h 01 min"

@@ -34,22 +34,3 @@ def duration(value: float | None) -> str:
 
 def count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
-
-
-def bytes_(value: int | None) -> str:
-    if value is None:
-        return "-"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(value) < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
-def flops(value: float | None) -> str:
-    if value is None:
-        return "-"
-    for unit, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value >= scale:
-            return f"{value / scale:.3g} {unit}FLOP"
-    return f"{value:.0f} FLOP"
