@@ -11,7 +11,7 @@ A backend module provides:
 
 and a `TrainStep` has:
 
-    step() -> None          # one training iteration: zero grads, forward, loss, backward, update
+    step() -> Any           # one training iteration: zero grads, forward, loss, backward, update; returns the loss
     sync() -> None          # wait until the device has finished all queued work (no-op on CPU)
     params: int             # trainable parameters
     count_flops() -> int | None          # FLOPs of one step, counted on the eager model by the framework's counter
@@ -33,7 +33,7 @@ BACKENDS: dict[str, tuple[str, str]] = {
 class TrainStep(Protocol):
     params: int
 
-    def step(self) -> None: ...
+    def step(self) -> Any: ...
 
     def sync(self) -> None: ...
 

@@ -169,7 +169,8 @@ class TorchStep:
         self.autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext  # fp32: none
         self.scaler: torch.amp.GradScaler | None = None  # fp16: scale the loss so small gradients survive
 
-    def step(self) -> None:
+    def step(self) -> torch.Tensor:
+        """One iteration; returns the loss (a tensor: reading its value would sync, so the timed loop does not)."""
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
@@ -178,12 +179,13 @@ class TorchStep:
             loss.backward()
             self._clip()
             self.optimizer.step()
-            return
+            return loss.detach()
         self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
         self._clip()
         self.scaler.step(self.optimizer)  # skipped when a gradient overflowed
         self.scaler.update()
+        return loss.detach()
 
     def _clip(self) -> None:
         if self.clip_grad_norm is not None:
@@ -249,16 +251,21 @@ def _unfused_rnns(model: torch.nn.Module) -> Iterator[None]:
         torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled = saved
 
 
-def build(workload: Workload, device: str, mode: str) -> TorchStep:
-    """The train step of `workload` on `device` in `mode`. NotImplementedError (recorded as `unsupported`, with the
-    reason) when the mode does not apply to this workload or device."""
+DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
+
+
+def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TorchStep:
+    """The train step of `workload` on `device` in `mode`, weights initialized from `seed` (the same weights and data
+    in every cell). NotImplementedError (recorded as `unsupported`, with the reason) when the mode does not apply to
+    this workload or device."""
     components = mode_components(mode)
-    torch.manual_seed(0)  # same weights and data in every cell
     dev = torch.device(device)
     if workload.arch == "user":
-        step = _build_user(workload, dev)
+        step = _build_user(workload, dev, seed)
     else:
+        torch.manual_seed(seed)
         model = build_model(workload).to(dev)
+        torch.manual_seed(DATA_SEED)
         batch = synthetic_batch(workload, dev)
         optimizer = _optimizer(workload.optimizer, model.parameters())
         step = TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, dev)
@@ -314,9 +321,11 @@ def _optimizer(spec: OptimizerSpec, params: Iterable[torch.nn.Parameter]) -> tor
     return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
 
 
-def _build_user(workload: Workload, device: torch.device) -> TorchStep:
+def _build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
+    torch.manual_seed(seed)
     user = _load_user(workload.source)
     model = user.model.to(device).train()
+    torch.manual_seed(DATA_SEED)
     batch = user.make_batch(workload.batch, device)  # the planned batch size (the factory's, unless swept)
     make_optimizer: Callable = user.optimizer or partial(torch.optim.SGD, lr=0.01)
     optimizer = make_optimizer(model.parameters())  # after .to(device), so its state lives there too
