@@ -61,12 +61,16 @@ def user_file(tmp_path):
     return path
 
 
-def cells(db):
+def rows(db, sql):
     conn = sqlite3.connect(db)
     conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM cells ORDER BY run_id, position")]
+    found = [dict(r) for r in conn.execute(sql)]
     conn.close()
-    return rows
+    return found
+
+
+def cells(db):
+    return rows(db, "SELECT * FROM cells ORDER BY run_id, position")
 
 
 def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
@@ -234,3 +238,35 @@ def test_modes_are_cells_and_a_mode_that_does_not_apply_is_unsupported(tmp_path)
     assert "channels_last applies to 2-d convolutional networks" in status[("tiny-fcn-s", "bf16+channels_last")][1]
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert {(r["workload"], r["mode"]) for r in table["rows"]} == set(status)
+
+
+def measurements(db):
+    return rows(db, "SELECT * FROM measurements ORDER BY run_id, cell_key, repeat")
+
+
+def test_compiled_cells_compile_cold_and_record_compile_time_apart(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--modes", "compile", "--repeats", "2",
+                  *FAST, db=db, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [cell] = cells(db)
+    assert cell["status"] == "ok" and cell["mode"] == "compile"
+    compiled = json.loads(cell["extra_json"])["compile"]
+    assert compiled["graphs"] >= 1 and compiled["graph_breaks"] == 0 and compiled["recompiles"] == 0
+    assert compiled["first_step_s"] > cell["median_s"] and compiled["compile_s"] > 0
+    for m in measurements(db):  # the second process found no compiled code left by the first
+        assert json.loads(m["detail_json"])["compile"]["cache_hits"] == 0
+    assert cell["flops_per_step"] > 0  # counted on the eager module
+    assert cell["peak_mem_kind"] == "process_rss"  # a dispatch mode cannot see inside compiled code
+
+
+def test_compile_timeout_stops_the_cell_with_the_reason(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--modes", "fp32,compile",
+                  "--compile-timeout", "0.5", *FAST, db=db)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    status = {r["mode"]: (r["status"], r["error"]) for r in cells(db)}
+    assert status["fp32"][0] == "ok"  # the limit applies to compiling only
+    assert status["compile"] == ("timeout", "compilation exceeded --compile-timeout 0.5 s")

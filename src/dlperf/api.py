@@ -78,6 +78,7 @@ def make_spec(
     modes: Sequence[str] | str = ("fp32",),
     repeats: int = 1,
     timeout: float = 600.0,
+    compile_timeout: float | None = None,
     pin: bool = False,
     timer: TimerConfig | None = None,
 ) -> RunSpec:
@@ -92,6 +93,8 @@ def make_spec(
         raise UsageError("--repeats must be at least 1")
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if compile_timeout is not None and compile_timeout <= 0:
+        raise UsageError("--compile-timeout must be positive")
     return RunSpec(
         workloads=parse_workloads(workloads),
         frameworks=parse_frameworks(joined(frameworks)),
@@ -100,6 +103,7 @@ def make_spec(
         modes=parse_modes(joined(modes)),
         repeats=repeats,
         timeout=timeout,
+        compile_timeout=compile_timeout,
         pin=pin,
         timer=timer or TimerConfig(),
     )

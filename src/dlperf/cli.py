@@ -34,11 +34,18 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--modes",
         default="fp32",
-        help="comma list of modes, each components joined by '+': "
-        "fp32, bf16, fp16 (autocast), channels_last; e.g. fp32,bf16+channels_last (default: fp32)",
+        help="comma list of modes, each components joined by '+': precision fp32, bf16, fp16 (autocast), tf32 (CUDA); "
+        "channels_last; optimizer foreach or fused; checkpoint; compile; cuda_graphs (CUDA). "
+        "E.g. fp32,bf16+channels_last,bf16+compile (default: fp32)",
     )
     p.add_argument("--repeats", type=int, default=1, help="fresh processes per cell, interleaved (default: 1)")
     p.add_argument("--timeout", type=float, default=600.0, help="seconds per cell process (default: 600)")
+    p.add_argument(
+        "--compile-timeout",
+        type=float,
+        help="seconds a compiled cell may spend compiling (its first step) before it is stopped as a timeout "
+        "(default: only --timeout)",
+    )
     p.add_argument("--pin", action="store_true", help="pin each cell to as many cores as it has threads")
     p.add_argument("--min-steps", type=int, default=10, help="timed steps at least (default: 10)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps at least (default: 1)")
@@ -121,6 +128,7 @@ def cmd_run(args) -> int:
             modes=args.modes,
             repeats=args.repeats,
             timeout=args.timeout,
+            compile_timeout=args.compile_timeout,
             pin=args.pin,
             timer=timer,
         )

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from dlperf.errors import UsageError
 from dlperf.frameworks import BACKENDS
 from dlperf.measure.timer import TimerConfig
-from dlperf.vocab import MODE_ORDER, PRECISIONS, DeviceKind, Mode
+from dlperf.vocab import EXCLUSIVE, MODE_ORDER, DeviceKind, Mode
 from dlperf.workloads import BUILTIN, SUITE
 from dlperf.workloads.user import looks_like_source, normalize_source
 
@@ -29,6 +29,7 @@ class RunSpec:
     modes: tuple[str, ...] = (Mode.FP32.value,)
     repeats: int = 1  # fresh processes per cell, interleaved with the other cells
     timeout: float = 600.0  # seconds per child process, start-up included
+    compile_timeout: float | None = None  # seconds for a compiled cell's first step (compilation); None: no own limit
     pin: bool = False  # pin each child to `threads` cores of the allowed affinity mask
     timer: TimerConfig = field(default_factory=TimerConfig)
 
@@ -90,8 +91,9 @@ def canonical_mode(text: str) -> str:
     for part in parts:
         if part not in known:
             raise UsageError(f"--modes: unknown mode {part!r} in {text!r} (components: {', '.join(known)})")
-    if sum(p in PRECISIONS for p in parts) > 1:
-        raise UsageError(f"--modes {text!r}: at most one precision ({', '.join(p.value for p in PRECISIONS)})")
+    for group, members in EXCLUSIVE.items():
+        if sum(p in members for p in parts) > 1:
+            raise UsageError(f"--modes {text!r}: at most one {group} ({', '.join(m.value for m in members)})")
     ordered = [m.value for m in MODE_ORDER if m.value in parts]
     if len(ordered) > 1 and Mode.FP32.value in ordered:
         ordered.remove(Mode.FP32.value)  # fp32 is implied: `fp32+channels_last` is `channels_last`

@@ -86,6 +86,62 @@ def test_channels_last_is_unsupported_without_convolutions(name):
         tb.build(BUILTIN[name], "cpu", "channels_last")
 
 
+@pytest.mark.parametrize("mode", ["tf32", "cuda_graphs", "bf16+cuda_graphs"])
+def test_cuda_only_modes_are_unsupported_on_cpu(mode):
+    with pytest.raises(NotImplementedError, match="applies to CUDA GPUs only; this cell runs on cpu"):
+        tb.build(BUILTIN["tiny-fcn-r"], "cpu", mode)
+
+
+@pytest.mark.parametrize("impl", ["foreach", "fused"])
+def test_optimizer_implementations_give_the_same_update(impl):
+    plain, other = tb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32"), tb.build(BUILTIN["tiny-resnet-56"], "cpu", impl)
+    assert other.optimizer.defaults[impl] is True and not plain.optimizer.defaults.get(impl)
+    assert other.settings()[f"optimizer_{impl}"] is True
+    assert other.optimizer.defaults["lr"] == plain.optimizer.defaults["lr"]
+    for _ in range(2):  # the second step uses the momentum buffers
+        plain.step(), other.step()
+    for p, q in zip(plain.trainable, other.trainable, strict=True):
+        torch.testing.assert_close(p, q)
+
+
+def test_checkpoint_recomputes_the_trunk_in_backward_and_saves_memory():
+    eager, ckpt = (
+        tb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32"),
+        tb.build(BUILTIN["tiny-resnet-56"], "cpu", "checkpoint"),
+    )
+    info = ckpt.settings()["checkpoint"]
+    assert info["module"] == "blocks" and info["blocks"] == len(ckpt.model.blocks) and info["segments"] >= 2
+    calls = []
+    first_block = ckpt.model.blocks[0]
+    forward = first_block.forward
+
+    def counting(x):  # not a forward hook: recomputation does not run module hooks
+        calls.append(1)
+        return forward(x)
+
+    first_block.forward = counting
+    ckpt.step()
+    assert len(calls) == 2  # once in forward, once more when backward recomputes its segment
+    eager.step()
+    for p, q in zip(eager.trainable, ckpt.trainable, strict=True):  # the same training, just recomputed
+        torch.testing.assert_close(p, q)
+    assert ckpt.memory_of_step()["live_tensor_peak_bytes"] < eager.memory_of_step()["live_tensor_peak_bytes"]
+    assert ckpt.count_flops() == eager.count_flops()  # recomputation is not model work
+
+
+@pytest.mark.parametrize("name", ["tiny-fcn-s", "tiny-lstm"])
+def test_checkpoint_is_unsupported_without_a_sequential_trunk(name):
+    with pytest.raises(NotImplementedError, match="checkpoint needs a sequential trunk"):
+        tb.build(BUILTIN[name], "cpu", "checkpoint")
+
+
+def test_compile_mode_wraps_the_model_and_keeps_the_eager_module():
+    step = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "bf16+compile")  # building does not compile yet: cheap
+    assert step.compiles and step.forward is not step.model
+    assert step.settings()["compile_mode"] == "default"
+    assert isinstance(step.model, torch.nn.Module) and not hasattr(step.model, "_orig_mod")
+
+
 def test_configure_threads_reports_settings():
     settings = tb.configure_threads(torch.get_num_threads())  # same count: leaves the test process as it was
     assert settings["torch_threads"] == torch.get_num_threads()
@@ -100,6 +156,19 @@ def test_configure_threads_reports_settings():
 # FLOPs
 
 
+@pytest.mark.parametrize("name", ["tiny-resnet-56", "tiny-lstm", "tiny-alexnet-s"])
+def test_flops_by_dtype_total_matches_pytorchs_counter_and_follows_autocast(name):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    reference = tb.build(BUILTIN[name], "cpu", "fp32")
+    with tb._unfused_rnns(reference.model), FlopCounterMode(display=False) as counter:
+        reference.step()
+    fp32, bf16 = reference.count_flops(), tb.build(BUILTIN[name], "cpu", "bf16").count_flops()
+    assert fp32 == {"flops_per_step": counter.get_total_flops(), "flops_by_dtype": {"fp32": counter.get_total_flops()}}
+    assert bf16["flops_per_step"] == fp32["flops_per_step"]
+    assert bf16["flops_by_dtype"] == {"bf16": fp32["flops_per_step"]}  # autocast runs every product in bf16
+
+
 def test_fcn_flops_are_the_matrix_products():
     # Each Linear costs 2*B*in*out FLOPs forward, the same again for the weight gradient and for the input gradient,
     # except the first layer: its input needs no gradient, so autograd skips that product. Biases, sigmoids and the
@@ -108,7 +177,7 @@ def test_fcn_flops_are_the_matrix_products():
     widths, b = workload.config["widths"], workload.batch
     products = [i * o for i, o in pairwise(widths)]
     expected = 6 * b * sum(products) - 2 * b * products[0]
-    assert tb.build(workload, "cpu", "fp32").count_flops() == expected
+    assert tb.build(workload, "cpu", "fp32").count_flops()["flops_per_step"] == expected
 
 
 def test_lstm_flops_include_the_recurrent_products():
@@ -124,13 +193,13 @@ def test_lstm_flops_include_the_recurrent_products():
     )
     assert c["embed"] == h  # so both layers cost the same
     train = tb.build(workload, "cpu", "fp32")
-    assert train.count_flops() == head + c["layers"] * layer
+    assert train.count_flops()["flops_per_step"] == head + c["layers"] * layer
     assert torch.backends.mkldnn.enabled  # restored after counting
 
 
 def test_flops_leave_the_step_usable():
     train = tb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32")
-    assert train.count_flops() > 0
+    assert train.count_flops()["flops_per_step"] > 0
     train.step()
 
 
@@ -253,7 +322,7 @@ def test_user_workload_trains(user_source):
     before = [p.detach().clone() for p in train.model.parameters()]
     train.step()
     assert not torch.equal(before[0], next(train.model.parameters()))
-    assert train.count_flops() == 6 * 6 * (8 * 16 + 16 * 3) - 2 * 6 * 8 * 16
+    assert train.count_flops()["flops_per_step"] == 6 * 6 * (8 * 16 + 16 * 3) - 2 * 6 * 8 * 16
     assert train.memory_of_step()["live_tensor_peak_bytes"] > 2 * train.params * 4
 
 

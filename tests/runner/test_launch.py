@@ -62,3 +62,56 @@ def test_read_events_drops_a_torn_last_line(tmp_path):
     path.write_text('{"event": "sample", "t": 1.0}\n{"event": "sample", "t": 2.0}\n{"event": "sam')
     assert [e["t"] for e in read_events(path)] == [1.0, 2.0]
     assert read_events(tmp_path / "missing.jsonl") == []
+
+
+def test_kill_tree_also_stops_descendants_that_left_the_process_group(tmp_path):
+    from pathlib import Path
+
+    from dlperf.runner.launch import descendants
+
+    pid_file = tmp_path / "grandchild.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'], start_new_session=True)\n"
+        f"open({str(pid_file)!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(60)\n"
+    )
+
+    def limit():
+        return "enough" if pid_file.exists() and pid_file.read_text() else None
+
+    result = run_child([sys.executable, "-c", script], dict(os.environ), 30, Path(tmp_path), limit=limit)
+    assert result.timed_out and result.stop_reason == "enough"
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while alive(grandchild) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(grandchild)
+    assert descendants(os.getpid()) == [] or grandchild not in descendants(os.getpid())
+
+
+def test_cache_env_puts_compiler_caches_in_the_cells_directory(tmp_path):
+    from dlperf.runner.launch import cache_env
+
+    env = cache_env(tmp_path)
+    assert env["TORCHINDUCTOR_CACHE_DIR"].startswith(str(tmp_path)) and env["TRITON_CACHE_DIR"].startswith(
+        str(tmp_path)
+    )
+
+
+def test_compile_watch_stops_only_a_compilation_that_runs_too_long(tmp_path):
+    from dlperf.runner.sweep import CompileWatch
+
+    events = tmp_path / "r.jsonl"
+    events.write_text('{"event": "built"}\n')
+    watch = CompileWatch(events, 0.2)
+    assert watch.check() is None
+    with open(events, "a") as f:
+        f.write('{"event": "compiling"}\n{"event": "compi')  # the last line is still being written
+    assert watch.check() is None
+    time.sleep(0.3)
+    assert watch.check() == "compilation exceeded --compile-timeout 0.2 s"
+    with open(events, "a") as f:
+        f.write('led", "first_step_s": 1.0}\n')
+    assert watch.check() is None  # compiled: the limit no longer applies
+    assert CompileWatch(events, None).check() is None

@@ -8,6 +8,7 @@ standard-library-only modules, nothing else.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import re
 import weakref
@@ -18,10 +19,12 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.checkpoint import checkpoint_sequential
+from torch.utils.flop_counter import flop_registry
 
 from dlperf.errors import UsageError
 from dlperf.frameworks.torch_models import build_model
+from dlperf.measure import system
 from dlperf.vocab import Mode, mode_components
 from dlperf.workloads.base import OptimizerSpec, Workload
 from dlperf.workloads.user import UserWorkload, build_user_workload
@@ -154,27 +157,74 @@ def _tensors(obj: Any) -> Iterator[torch.Tensor]:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
+# FLOPs by dtype
+
+DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
+
+
+class DtypeFlopCounter(TorchDispatchMode):
+    """FLOPs of one pass, per dtype the products ran in.
+
+    Uses the formulas of PyTorch's own FLOP counter (`torch.utils.flop_counter.flop_registry`: matrix products,
+    convolutions and attention, with their backward ops), so totals equal FlopCounterMode's; each op's FLOPs go to
+    the dtype of its first floating-point input, which under autocast is the dtype it was cast to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_dtype: dict[str, int] = {}
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_dtype.values())
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        formula = flop_registry.get(func._overloadpacket)
+        if formula is not None:
+            dtype = next((t.dtype for t in _tensors(list(args)) if t.is_floating_point()), None)
+            name = DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+            self.by_dtype[name] = self.by_dtype.get(name, 0) + int(formula(*args, **kwargs, out_val=out))
+        return out
+
+
+# ----------------------------------------------------------------------------------------------------------------------
 # The train step
 
 
 class TorchStep:
-    """One model, one fixed mini-batch already on the device, one optimizer: what the worker times."""
+    """One model, one fixed mini-batch already on the device, one optimizer: what the worker times.
+
+    `model` is always the eager module (FLOPs are counted on it); `forward` is what the step calls, the compiled
+    module under `compile`. Modes configure the step after it is built (see `build`)."""
 
     def __init__(self, model, batch, loss_fn, optimizer, clip_grad_norm, device: torch.device) -> None:
         self.model, self.loss_fn, self.optimizer = model, loss_fn, optimizer
+        self.forward: Callable = model
         self.inputs, self.targets = batch
         self.clip_grad_norm, self.device = clip_grad_norm, device
         self.trainable = [p for p in model.parameters() if p.requires_grad]
         self.params = sum(p.numel() for p in self.trainable)
         self.autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext  # fp32: none
         self.scaler: torch.amp.GradScaler | None = None  # fp16: scale the loss so small gradients survive
+        self.compiles = False  # the first step compiles (or captures): the worker times it apart
+        self.cuda_graph = False  # cuda_graphs: capture the whole step at the first call, replay it after
+        self.graph: CudaGraphStep | None = None
+        self.mode_settings: dict[str, Any] = {}
 
     def step(self) -> torch.Tensor:
         """One iteration; returns the loss (a tensor: reading its value would sync, so the timed loop does not)."""
+        if self.cuda_graph:
+            if self.graph is None:
+                self.graph = CudaGraphStep(self)
+            return self.graph.replay()
+        return self.iteration()
+
+    def iteration(self, forward: Callable | None = None) -> torch.Tensor:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
         self.optimizer.zero_grad(set_to_none=True)
         with self.autocast():
-            loss = self.loss_fn(self.model(self.inputs), self.targets)
+            loss = self.loss_fn((forward or self.forward)(self.inputs), self.targets)
         if self.scaler is None:
             loss.backward()
             self._clip()
@@ -197,27 +247,40 @@ class TorchStep:
         elif self.device.type == "mps":
             torch.mps.synchronize()
 
-    def count_flops(self) -> int | None:
-        """FLOPs of one full step (forward and backward; SGD's updates are not matrix products, so count zero)."""
+    def count_flops(self) -> dict[str, Any] | None:
+        """FLOPs of one step of the model's own work, split by the dtype the products ran in.
+
+        Counted on the eager module without checkpointing (the counter does not see inside compiled code, and
+        recomputed activations are not model work). The optimizer's element-wise update is not a matrix product, so
+        it counts zero."""
         try:
-            with _unfused_rnns(self.model), FlopCounterMode(display=False) as counter:
-                self.step()
+            with _unfused_rnns(self.model), no_checkpointing(), DtypeFlopCounter() as counter:
+                self.iteration(self.model)
             self.sync()
         except Exception:  # a model the counter cannot trace gets no FLOP figure, not a failed cell
             return None
-        return int(counter.get_total_flops())
+        return {"flops_per_step": counter.total, "flops_by_dtype": counter.by_dtype}
 
     def memory_of_step(self) -> dict[str, int]:
-        """Peak memory of one untimed step: the CUDA allocator's own peak, elsewhere the live tensor bytes."""
+        """Peak memory of untimed steps, each figure labelled: the CUDA allocator's own peak; on other devices the
+        live tensor bytes (eager steps only: TorchDynamo runs a step eagerly while a dispatch mode is active, so
+        a compiled model cannot be traced this way) and the process's resident-set peak during one step."""
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
             self.step()
             self.sync()
             return {"cuda_allocator_peak_bytes": torch.cuda.max_memory_allocated(self.device)}
-        with LiveTensorBytes(self._existing_tensors()) as live:
+        figures = {}
+        if not self.compiles:
+            with LiveTensorBytes(self._existing_tensors()) as live:
+                self.step()
+            self.sync()
+            figures["live_tensor_peak_bytes"] = live.peak
+        if system.reset_rss_hwm():
             self.step()
-        self.sync()
-        return {"live_tensor_peak_bytes": live.peak}
+            self.sync()
+            figures["process_rss_peak_bytes"] = system.rss_hwm_bytes()
+        return figures
 
     def _existing_tensors(self) -> Iterator[torch.Tensor]:
         # A generator, so the tracker does not hold last step's gradients alive after zero_grad drops them.
@@ -227,10 +290,53 @@ class TorchStep:
         yield from _tensors(list(self.optimizer.state.values()))
         yield from _tensors((self.inputs, self.targets))
 
+    def compile_stats(self) -> dict[str, Any]:
+        """What TorchDynamo did so far in this process: graphs, graph breaks with their reasons, frames compiled."""
+        if not self.compiles or self.cuda_graph:
+            return {}
+        from torch._dynamo.utils import counters
+
+        breaks = counters["graph_break"]
+        return {
+            "graphs": counters["stats"]["unique_graphs"],
+            "graph_breaks": sum(breaks.values()),
+            "graph_break_reasons": [reason.splitlines()[0][:200] for reason in list(breaks)[:5]],
+            "frames_compiled": counters["frames"]["ok"],
+            # hits would mean compiled code was reused from a warm cache: each cell gets its own, empty one
+            "cache_hits": counters["inductor"]["fxgraph_cache_hit"] + counters["aot_autograd"]["autograd_cache_hit"],
+        }
+
     def settings(self) -> dict[str, Any]:
         info = describe_device(self.device)
         device = {"device": info.pop("name"), **{f"device_{k}": v for k, v in info.items()}}
-        return {**thread_settings(), **device, **_kernel_settings(self.device)}
+        optimizer = {f"optimizer_{k}": self.optimizer.defaults.get(k) for k in ("foreach", "fused")}
+        return {**thread_settings(), **device, **_kernel_settings(self.device), **optimizer, **self.mode_settings}
+
+
+class CudaGraphStep:
+    """The whole train step captured as one CUDA graph and replayed: one launch instead of hundreds.
+
+    As the CUDA-graphs documentation prescribes: warm up on a side stream (so lazily created optimizer state and
+    cuDNN workspaces exist before capture), capture with gradients set to None so backward allocates them from the
+    graph's private pool, then replay on the same static input and target tensors."""
+
+    WARMUP_STEPS = 3
+
+    def __init__(self, step: TorchStep) -> None:
+        side = torch.cuda.Stream(step.device)
+        side.wait_stream(torch.cuda.current_stream(step.device))
+        with torch.cuda.stream(side):
+            for _ in range(self.WARMUP_STEPS):
+                step.iteration()
+        torch.cuda.current_stream(step.device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        step.optimizer.zero_grad(set_to_none=True)
+        with torch.cuda.graph(self.graph):
+            self.loss = step.iteration()
+
+    def replay(self) -> torch.Tensor:
+        self.graph.replay()
+        return self.loss
 
 
 @contextlib.contextmanager
@@ -258,8 +364,10 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
     """The train step of `workload` on `device` in `mode`, weights initialized from `seed` (the same weights and data
     in every cell). NotImplementedError (recorded as `unsupported`, with the reason) when the mode does not apply to
     this workload or device."""
-    components = mode_components(mode)
+    components = set(mode_components(mode))
     dev = torch.device(device)
+    _check_device_modes(components, dev)
+    _set_tf32(dev, Mode.TF32 in components)
     if workload.arch == "user":
         step = _build_user(workload, dev, seed)
     else:
@@ -271,10 +379,31 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
         step = TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, dev)
     if Mode.CHANNELS_LAST in components:
         _channels_last(step, workload.name)
-    precision = next(c for c in components if c in (Mode.FP32, *AUTOCAST_DTYPES))
-    if precision in AUTOCAST_DTYPES:
-        _autocast(step, AUTOCAST_DTYPES[precision], scaled=precision is Mode.FP16)
+    if Mode.CHECKPOINT in components:
+        _checkpoint(step, workload.name)
+    for impl in (Mode.FOREACH, Mode.FUSED):
+        if impl in components:
+            _optimizer_implementation(step, impl.value)
+    for precision, dtype in AUTOCAST_DTYPES.items():
+        if precision in components:
+            _autocast(step, dtype, scaled=precision is Mode.FP16)
+    if Mode.COMPILE in components:
+        _compile(step, cuda_graphs=Mode.CUDA_GRAPHS in components)
+    elif Mode.CUDA_GRAPHS in components:
+        _cuda_graphs(step)
     return step
+
+
+def _check_device_modes(components: set[Mode], device: torch.device) -> None:
+    for cuda_only in (Mode.TF32, Mode.CUDA_GRAPHS):
+        if cuda_only in components and device.type != "cuda":
+            raise NotImplementedError(f"{cuda_only.value} applies to CUDA GPUs only; this cell runs on {device.type}")
+
+
+def _set_tf32(device: torch.device, on: bool) -> None:
+    """fp32 means fp32: TensorFloat-32 products only in the tf32 mode (cuDNN convolutions default to TF32)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = on
 
 
 def _channels_last(step: TorchStep, name: str) -> None:
@@ -288,6 +417,71 @@ def _channels_last(step: TorchStep, name: str) -> None:
     step.inputs = step.inputs.contiguous(memory_format=torch.channels_last)
 
 
+class _Checkpointing:
+    active = True  # switched off while FLOPs are counted: recomputation is not model work
+
+
+@contextlib.contextmanager
+def no_checkpointing() -> Iterator[None]:
+    saved, _Checkpointing.active = _Checkpointing.active, False
+    try:
+        yield
+    finally:
+        _Checkpointing.active = saved
+
+
+MIN_CHECKPOINT_BLOCKS = 3
+
+
+def _checkpoint(step: TorchStep, name: str) -> None:
+    """Gradient checkpointing of the model's trunk: its largest nn.Sequential, split into about sqrt(n) segments
+    whose inner activations are recomputed in backward instead of kept (the classic memory-optimal split)."""
+    trunk_name, trunk, blocks = _trunk(step.model)
+    if len(blocks) < MIN_CHECKPOINT_BLOCKS:
+        raise NotImplementedError(
+            f"checkpoint needs a sequential trunk of at least {MIN_CHECKPOINT_BLOCKS} blocks (an nn.Sequential); "
+            f"{name} has none"
+        )
+    segments = max(2, round(math.sqrt(len(blocks))))
+    eager = trunk.forward
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        if not (_Checkpointing.active and torch.is_grad_enabled()):
+            return eager(x)
+        return checkpoint_sequential(blocks, segments, x, use_reentrant=False)
+
+    trunk.forward = forward  # nn.Module.__call__ looks up the instance attribute first
+    step.mode_settings["checkpoint"] = {"module": trunk_name or "(model)", "blocks": len(blocks), "segments": segments}
+
+
+def _trunk(model: torch.nn.Module) -> tuple[str, torch.nn.Module | None, list[torch.nn.Module]]:
+    """The nn.Sequential spanning the most modules (a ResNet's stack of blocks, not one block's layers), and its
+    blocks, nested Sequentials flattened."""
+    best: tuple[str, torch.nn.Module | None, list[torch.nn.Module]] = ("", None, [])
+    span = 0
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Sequential) and sum(1 for _ in module.modules()) > span:
+            span = sum(1 for _ in module.modules())
+            best = (name, module, _flatten(module))
+    return best
+
+
+def _flatten(seq: torch.nn.Sequential) -> list[torch.nn.Module]:
+    return [b for m in seq for b in (_flatten(m) if isinstance(m, torch.nn.Sequential) else [m])]
+
+
+def _optimizer_implementation(step: TorchStep, impl: str) -> None:
+    """Rebuild the optimizer (still without state) with `foreach=True` or `fused=True`."""
+    opt = step.optimizer
+    cls = type(opt)
+    groups = [{k: v for k, v in g.items() if k not in ("foreach", "fused")} for g in opt.param_groups]
+    defaults = {k: v for k, v in opt.defaults.items() if k not in ("foreach", "fused")}
+    try:
+        step.optimizer = cls(groups, **defaults, **{impl: True})
+    except (TypeError, RuntimeError, ValueError) as exc:
+        raise NotImplementedError(f"{impl}: {cls.__name__} on {step.device.type} does not support it ({exc})") from exc
+
+
 def _autocast(step: TorchStep, dtype: torch.dtype, *, scaled: bool) -> None:
     """Mixed precision: forward and loss under autocast; weights, gradients and the update stay fp32."""
     device_type = step.device.type
@@ -299,6 +493,21 @@ def _autocast(step: TorchStep, dtype: torch.dtype, *, scaled: bool) -> None:
     step.autocast = partial(torch.autocast, device_type, dtype=dtype)
     if scaled:
         step.scaler = torch.amp.GradScaler(device_type)
+
+
+def _compile(step: TorchStep, *, cuda_graphs: bool) -> None:
+    """torch.compile of the model (forward and, through AOTAutograd, backward); the first step compiles.
+    With cuda_graphs, Inductor's own CUDA-graph trees ("reduce-overhead")."""
+    compile_mode = "reduce-overhead" if cuda_graphs else "default"
+    step.forward = torch.compile(step.model, mode=compile_mode)
+    step.compiles = True
+    step.mode_settings["compile_mode"] = compile_mode
+
+
+def _cuda_graphs(step: TorchStep) -> None:
+    if step.scaler is not None:
+        raise NotImplementedError("cuda_graphs cannot capture fp16 gradient scaling: it checks overflow on the host")
+    step.cuda_graph = step.compiles = True
 
 
 def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,6 +17,15 @@ NOISY_IQR_RATIO = 0.10
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
 
+# The figure that becomes a cell's peak memory, best first: an allocator's own peak, the bytes of live tensors, and
+# for compiled CPU steps (which no dispatch mode can trace) the process's resident-set peak during one step.
+MEMORY_KINDS = {
+    "cuda_allocator_peak_bytes": "cuda_allocator",
+    "live_tensor_peak_bytes": "live_tensors",
+    "process_rss_peak_bytes": "process_rss",
+}
+
+
 def _first(events: list[dict], name: str) -> dict:
     return next((e for e in events if e["event"] == name), {})
 
@@ -31,6 +40,8 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "build_s": built.get("build_s"),
         "settings": built.get("settings"),
         "flops_per_step": _first(events, "flops").get("flops_per_step"),
+        "flops_by_dtype": _first(events, "flops").get("flops_by_dtype"),
+        "compile": _compile_detail(events),
         "memory": {k: v for k, v in _first(events, "memory").items() if k != "event"},
         "warmup_steps": warm.get("steps"),
         "warmup_steady": warm.get("steady"),
@@ -55,13 +66,26 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
     }
 
 
+def _compile_detail(events: list[dict]) -> dict[str, Any] | None:
+    """First-step time and TorchDynamo's counts for a compiled cell; None for an eager one."""
+    if not _first(events, "compiling"):
+        return None
+    compiled, end = _first(events, "compiled"), _first(events, "compile_end")
+    detail = {k: v for k, v in compiled.items() if k != "event"}
+    if compiled and end:
+        detail["recompiles"] = end.get("frames_compiled", 0) - compiled.get("frames_compiled", 0)
+        detail["graph_breaks_after_first_step"] = end.get("graph_breaks", 0) - compiled.get("graph_breaks", 0)
+    detail["finished"] = bool(compiled)
+    return detail
+
+
 def _status(events: list[dict], child: ChildResult, timeout: float, n: int) -> tuple[Status, str | None]:
     if unsupported := _first(events, "unsupported"):
         return Status.UNSUPPORTED, unsupported.get("reason")
     if failure := _first(events, "error"):
         return Status.FAILED, failure.get("error")
     if child.timed_out:
-        return Status.TIMEOUT, f"exceeded --timeout {timeout:g} s (kept {n} samples)"
+        return Status.TIMEOUT, child.stop_reason or f"exceeded --timeout {timeout:g} s (kept {n} samples)"
     if child.crashed_reason:
         last = child.stderr_tail.strip().splitlines()[-1:] or [""]
         return Status.FAILED, f"{child.crashed_reason}{': ' + last[0] if last[0] else ''}"
@@ -75,7 +99,7 @@ def cell_figures(measurements: list[dict], batch: int, threads: int, cores: int,
     status, error = _cell_status(measurements)
     figures: dict[str, Any] = {"status": status.value, "error": error}
     details = [m["detail"] for m in measurements]
-    figures.update(_static(details, device))
+    figures.update(_static(details))
     measured = [m for m in measurements if m["samples"]]
     warnings = []
     if measured:
@@ -93,11 +117,18 @@ def cell_figures(measurements: list[dict], batch: int, threads: int, cores: int,
             samples_s=batch / s.median if s.median > 0 else None,
         )
         figures["extra"]["per_process_medians"] = medians
+        if compiled := _first_compile(details):
+            # the first step's time beyond a steady step is what compiling (or capturing) cost
+            figures["extra"]["compile"] = {**compiled, "compile_s": max(0.0, compiled["first_step_s"] - s.median)}
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
     warnings += _warnings(details, threads, cores, device)
     figures["extra"]["warnings"] = warnings
     return figures
+
+
+def _first_compile(details: list[dict]) -> dict | None:
+    return next((d["compile"] for d in details if (d.get("compile") or {}).get("first_step_s") is not None), None)
 
 
 def _cell_status(measurements: list[dict]) -> tuple[Status, str | None]:
@@ -110,16 +141,16 @@ def _cell_status(measurements: list[dict]) -> tuple[Status, str | None]:
     return (Status.OK, None) if statuses else (Status.PENDING, None)
 
 
-def _static(details: list[dict], device: str) -> dict[str, Any]:
+def _static(details: list[dict]) -> dict[str, Any]:
     """Figures that do not depend on timing: taken from the first process that reported them."""
 
     def first(key):
         return next((d[key] for d in details if d.get(key) is not None), None)
 
     memory = first("memory") or {}
-    on_cuda = device.startswith("cuda")
-    kind = "cuda_allocator" if on_cuda else "live_tensors"
-    peak = memory.get("cuda_allocator_peak_bytes" if on_cuda else "live_tensor_peak_bytes")
+    kind, peak = next(
+        ((kind, memory[key]) for key, kind in MEMORY_KINDS.items() if memory.get(key) is not None), (None, None)
+    )
     warmups = [d["warmup_steps"] for d in details if d.get("warmup_steps") is not None]
     steals = [d["steal_fraction"] for d in details if d.get("steal_fraction") is not None]
     others = [d["others_cpu_share"] for d in details if d.get("others_cpu_share") is not None]
@@ -128,7 +159,7 @@ def _static(details: list[dict], device: str) -> dict[str, Any]:
         "flops_per_step": first("flops_per_step"),
         "warmup_steps": int(statistics.median(warmups)) if warmups else None,
         "peak_mem_bytes": peak,
-        "peak_mem_kind": kind if peak is not None else None,
+        "peak_mem_kind": kind,
         "extra": {
             "memory": {**memory, "process_hwm_increase_bytes": first("process_hwm_increase_bytes")},
             "steal_fraction": max(steals) if steals else None,
@@ -138,6 +169,8 @@ def _static(details: list[dict], device: str) -> dict[str, Any]:
             "build_s": first("build_s"),
             "cpu_utilization": first("cpu_utilization"),
             "minor_faults_per_step": first("minor_faults_per_step"),
+            "flops_by_dtype": first("flops_by_dtype"),
+            "compile": first("compile"),
         },
     }
 

@@ -42,12 +42,23 @@ def child_env(base: Mapping[str, str], threads: int, python: str = sys.executabl
     return env
 
 
+def cache_env(tmpdir: Path) -> dict[str, str]:
+    """Compiler caches inside the cell's own temporary directory: every cell compiles cold, so an earlier cell
+    (or an earlier run) cannot make compiling look cheap, and nothing is left behind."""
+    return {
+        "TORCHINDUCTOR_CACHE_DIR": str(tmpdir / "inductor"),
+        "TRITON_CACHE_DIR": str(tmpdir / "triton"),
+        "CUDA_CACHE_PATH": str(tmpdir / "cuda"),
+    }
+
+
 @dataclass
 class ChildResult:
     returncode: int | None  # None when killed by us (timeout or interrupt)
     timed_out: bool
     duration_s: float
     stderr_tail: str
+    stop_reason: str | None = None  # why it was stopped early, when a `limit` stopped it
 
     @property
     def crashed_reason(self) -> str | None:
@@ -70,8 +81,41 @@ def signal_reason(signum: int) -> str:
     return f"worker killed by {name}{hints.get(signum, '')}"
 
 
+def descendants(pid: int, proc_root: str = "/proc") -> list[int]:
+    """Every live descendant of `pid`, from the parent links in /proc (Linux; [] elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{proc_root}/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in parentheses may hold spaces
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 def kill_tree(proc: subprocess.Popen) -> None:
-    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period."""
+    """SIGTERM the child's process group, then SIGKILL whatever is left after a grace period.
+
+    Descendants that left the group (a compiler pool started in its own session) are killed by pid too."""
+    strays = [p for p in descendants(proc.pid) if _pgid(p) != proc.pid]
+    for pid in strays:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
     for sig, wait in ((signal.SIGTERM, KILL_GRACE_S), (signal.SIGKILL, 10.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -89,14 +133,23 @@ def kill_tree(proc: subprocess.Popen) -> None:
         return
 
 
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except ProcessLookupError:
+        return None
+
+
 def run_child(
     cmd: list[str],
     env: Mapping[str, str],
     timeout: float,
     log_dir: Path,
     poll: Callable[[], None] = lambda: None,
+    limit: Callable[[], str | None] = lambda: None,
 ) -> ChildResult:
-    """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display).
+    """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display);
+    so is `limit`, which returns a reason to stop the child early (e.g. a compile timeout) or None.
 
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
     stdout = open(log_dir / "stdout.log", "wb")  # noqa: SIM115 - closed below, the child holds it meanwhile
@@ -106,7 +159,7 @@ def run_child(
         cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
     )
     try:
-        timed_out = _wait(proc, start, timeout, poll)
+        timed_out, reason = _wait(proc, start, timeout, poll, limit)
     except BaseException:
         kill_tree(proc)
         raise
@@ -114,21 +167,26 @@ def run_child(
         stdout.close()
         stderr.close()
     return ChildResult(
-        None if timed_out else proc.returncode, timed_out, time.monotonic() - start, tail(log_dir / "stderr.log")
+        None if timed_out else proc.returncode,
+        timed_out,
+        time.monotonic() - start,
+        tail(log_dir / "stderr.log"),
+        reason,
     )
 
 
-def _wait(proc: subprocess.Popen, start: float, timeout: float, poll: Callable[[], None]) -> bool:
+def _wait(proc: subprocess.Popen, start: float, timeout: float, poll, limit) -> tuple[bool, str | None]:
     while True:
         try:
             proc.wait(timeout=0.25)
-            return False
+            return False, None
         except subprocess.TimeoutExpired:
             pass
         poll()
-        if time.monotonic() - start > timeout:
+        reason = limit()
+        if reason is not None or time.monotonic() - start > timeout:
             kill_tree(proc)
-            return True
+            return True, reason
 
 
 def tail(path: Path, lines: int = 15, max_chars: int = 3000) -> str:

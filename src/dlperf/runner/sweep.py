@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from dlperf.measure.system import pin_cpus
 from dlperf.runner import collect
-from dlperf.runner.launch import child_env, read_events, run_child, worker_command
+from dlperf.runner.launch import cache_env, child_env, read_events, run_child, worker_command
 from dlperf.runner.plan import Cell, Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store
@@ -76,8 +77,41 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
         (tmpdir / "task.json").write_text(json.dumps(task_payload(task, ctx.workloads[cell.key], ctx.spec)))
         python = interpreter_for(cell.framework)
         cmd = worker_command(python, str(tmpdir / "task.json"), str(tmpdir / "result.jsonl"))
-        child = run_child(cmd, child_env(os.environ, cell.threads, python), ctx.spec.timeout, tmpdir, poll)
+        env = {**child_env(os.environ, cell.threads, python), **cache_env(tmpdir)}
+        watch = CompileWatch(tmpdir / "result.jsonl", ctx.spec.compile_timeout)
+        child = run_child(cmd, env, ctx.spec.timeout, tmpdir, poll, watch.check)
         return collect.measurement(read_events(tmpdir / "result.jsonl"), child, ctx.spec.timeout)
+
+
+class CompileWatch:
+    """Stops a cell whose compilation outlasts --compile-timeout: follows the worker's events as they are written."""
+
+    def __init__(self, events: Path, timeout: float | None) -> None:
+        self.events, self.timeout = events, timeout
+        self.offset, self.started, self.finished = 0, None, False
+
+    def check(self) -> str | None:
+        if self.timeout is None or self.finished:
+            return None
+        self._read()
+        if self.started is not None and not self.finished and time.monotonic() - self.started > self.timeout:
+            return f"compilation exceeded --compile-timeout {self.timeout:g} s"
+        return None
+
+    def _read(self) -> None:
+        try:
+            with open(self.events, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is read next time
+        self.offset += len(complete)
+        for line in complete.decode(errors="replace").splitlines():
+            if '"event": "compiling"' in line:
+                self.started = time.monotonic()
+            elif '"event": "compiled"' in line:
+                self.finished = True
 
 
 def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:

@@ -35,7 +35,7 @@ class Events:
 
 
 def measure(task: dict, emit: Events) -> None:
-    """build -> warm up -> timed steps -> FLOPs and memory (untimed).
+    """build -> (compile) -> warm up -> timed steps -> FLOPs and memory (untimed).
 
     The timed loop sees exactly the history a plain training loop has: the FLOP-counting and memory-tracking steps
     come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
@@ -49,10 +49,16 @@ def measure(task: dict, emit: Events) -> None:
     def run() -> float:
         return timed_step(train.step, train.sync)
 
+    if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
+        emit("compiling")
+        first = run()
+        emit("compiled", first_step_s=first, **train.compile_stats())
     warm = warm_up(run, cfg)
     emit("warmup", steps=warm.steps, steady=warm.steady, times=warm.times)
     emit("sampled", **timed_samples(run, cfg, emit))
-    emit("flops", flops_per_step=train.count_flops())
+    if train.compiles:
+        emit("compile_end", **train.compile_stats())  # frames compiled since the first step are recompiles
+    emit("flops", **(train.count_flops() or {"flops_per_step": None}))
     emit("memory", **train.memory_of_step())
     emit("done")
 
