@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from dlperf import __version__
+from dlperf import __version__, peak
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -55,6 +55,42 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate")
 
 
+def _optimize_flags(p: argparse.ArgumentParser) -> None:
+    from dlperf.optimize import DEFAULT_BUDGET_MIN, DEFAULT_TIMER
+
+    p.add_argument("workload", help="a built-in name or path/file.py:factory")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
+    p.add_argument("--threads", type=int, help="CPU threads (default: every usable core)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_MIN,
+        help=f"minutes the search may take; dimensions that do not fit are skipped, and said so "
+        f"(default: {DEFAULT_BUDGET_MIN:g})",
+    )
+    p.add_argument("--repeats", type=int, default=2, help="fresh processes per candidate mode (default: 2)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per cell process (default: 900)")
+    p.add_argument(
+        "--compile-timeout", type=float, default=600.0, help="seconds a compiled mode may compile (default: 600)"
+    )
+    p.add_argument("--min-steps", type=int, default=DEFAULT_TIMER.min_steps, help="timed steps at least")
+    p.add_argument("--min-time", type=float, default=DEFAULT_TIMER.min_time, help="seconds of timed steps at least")
+    p.add_argument("--max-time", type=float, default=DEFAULT_TIMER.max_time, help="seconds of timed steps at most")
+    p.add_argument("--max-warmup", type=int, default=DEFAULT_TIMER.max_warmup, help="warm-up steps at most")
+    p.add_argument("--format", default="text", help="text or json")
+
+
+def _timer(args):
+    from dlperf.measure.timer import TimerConfig
+
+    try:
+        return TimerConfig(
+            min_steps=args.min_steps, min_time=args.min_time, max_time=args.max_time, max_warmup=args.max_warmup
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
 def build_parser() -> Parser:
     parser = Parser(
         prog="dlperf",
@@ -69,6 +105,10 @@ def build_parser() -> Parser:
     table = sub.add_parser("table", parents=[common], help="the Table-7 view of a run")
     table.add_argument("--run", type=int, help="run id (default: the latest)")
     table.add_argument("--format", default="text", help="text, md, csv or json")
+    table.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
+    table.add_argument(
+        "--best", action="store_true", help="per workload, the fastest mode and its speed-up over fp32 eager"
+    )
     export = sub.add_parser("export", parents=[common], help="one record per cell")
     export.add_argument("--run", type=int, help="run id (default: the latest)")
     export.add_argument("--format", default="jsonl", help="jsonl or csv")
@@ -76,6 +116,8 @@ def build_parser() -> Parser:
     lst = sub.add_parser("list", help="the workloads")
     lst.add_argument("--format", default="text", help="text or json")
     lst.add_argument("--all", action="store_true", help="include the tiny test variants")
+    _optimize_flags(sub.add_parser("optimize", parents=[common], help="find the fastest training mode for a workload"))
+    peak.add_parser(sub, common)
     env = sub.add_parser("env", parents=[common], help="the stored environment of a run")
     env.add_argument("--run", type=int, help="run id (default: the latest)")
     env.add_argument("--format", default="text", help="text or json")
@@ -105,18 +147,12 @@ def _db(args) -> str:
 
 def cmd_run(args) -> int:
     from dlperf import api
-    from dlperf.measure.timer import TimerConfig
     from dlperf.report.format import seconds
 
     if args.resume:
         outcome = api.resume(_db(args))
     else:
-        try:
-            timer = TimerConfig(
-                min_steps=args.min_steps, min_time=args.min_time, max_time=args.max_time, max_warmup=args.max_warmup
-            )
-        except ValueError as exc:
-            raise UsageError(str(exc)) from exc
+        timer = _timer(args)
         outcome = api.run(
             args.workloads,
             db=_db(args),
@@ -154,33 +190,62 @@ def _open(args):
     return Store.open(_db(args), create=False)
 
 
-def _print_table(db: str, run_id: int | None, fmt: str) -> None:
+def _print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> None:
     from dlperf.report import table
+    from dlperf.spec import parse_modes
     from dlperf.store import Store
 
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
     if fmt not in (*renderers, "text"):
         raise UsageError(f"--format {fmt!r}: expected text, md, csv or json")
+    wanted = parse_modes(modes) if modes else None
     store = Store.open(db, create=False)
     try:
         run = store.run(run_id)
-        view = table.build(run["id"], store.cell_dicts(run["id"]))
+        cells = [c for c in store.cell_dicts(run["id"]) if wanted is None or c["mode"] in wanted]
+        if wanted and not cells:
+            raise UsageError(f"--modes {modes!r}: run {run['id']} has no cells in these modes")
+        samples = {c["key"]: store.samples(run["id"], c["key"]) for c in cells} if best else {}
+        peak.attach_utilization(store, json.loads(run["fingerprint_json"]), cells)
     finally:
         store.close()
+    if best:
+        _print_best(run["id"], cells, samples, fmt)
+        return
+    view = table.build(run["id"], cells)
     if fmt == "text":
-        from rich.console import Console
-
-        console = Console()
-        console.print(table.render_rich(view))
-        console.print(table.LEGEND, highlight=False, markup=False)
-        for note in view.notes:
-            console.print(f"  note: {note}", highlight=False, markup=False)
+        _print_rich(table.render_rich(view), [table.LEGEND], view.notes)
     else:
         print(renderers[fmt](view), end="" if fmt == "csv" else "\n")
 
 
+def _print_best(run_id: int, cells: list[dict], samples: dict, fmt: str) -> None:
+    from dlperf.report import best
+
+    rows = best.build(cells, samples)
+    if fmt == "json":
+        print(best.render_json(rows))
+    elif fmt == "md":
+        print(best.render_markdown(rows))
+    elif fmt == "text":
+        _print_rich(best.render_rich(rows, run_id), [], best.notes(rows))
+    else:
+        raise UsageError("--best: --format must be text, md or json")
+
+
+def _print_rich(renderable, lines: list[str], notes: list[str]) -> None:
+    from rich.console import Console
+
+    console = Console()
+    console.print(renderable)
+    for line in lines:
+        console.print(line, highlight=False, markup=False)
+    for note in notes:
+        console.print(f"  note: {note}", highlight=False, markup=False)
+
+
 def cmd_table(args) -> int:
-    _print_table(_db(args), args.run, args.format)
+    _print_table(_db(args), args.run, args.format, args.modes, args.best)
     return ExitCode.OK
 
 
@@ -191,11 +256,10 @@ def cmd_export(args) -> int:
         raise UsageError(f"--format {args.format!r}: expected {' or '.join(export.FORMATS)}")
     store = _open(args)
     try:
-        run_id = store.run(args.run)["id"]
-        records = [
-            export.record(c, store.samples(run_id, c["key"]) if args.samples else None)
-            for c in store.cell_dicts(run_id)
-        ]
+        run = store.run(args.run)
+        cells = store.cell_dicts(run["id"])
+        peak.attach_utilization(store, json.loads(run["fingerprint_json"]), cells)
+        records = [export.record(c, store.samples(run["id"], c["key"]) if args.samples else None) for c in cells]
     finally:
         store.close()
     sys.stdout.write(export.render(records, args.format))
@@ -235,6 +299,38 @@ def cmd_list(args) -> int:
     return ExitCode.OK
 
 
+def cmd_optimize(args) -> int:
+    from dlperf import optimize
+    from dlperf.spec import parse_devices, parse_workloads
+
+    if args.format not in ("text", "json"):
+        raise UsageError(f"--format {args.format!r}: expected text or json")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if args.compile_timeout <= 0:
+        raise UsageError("--compile-timeout must be positive")
+    [workload] = parse_workloads(args.workload)
+    [device] = parse_devices(args.device)
+    opts = optimize.Options(
+        workload=workload,
+        device=device,
+        threads=args.threads,
+        budget_s=args.budget * 60,
+        repeats=args.repeats,
+        timer=_timer(args),
+        timeout=args.timeout,
+        compile_timeout=args.compile_timeout,
+    )
+    search = optimize.optimize(opts, _db(args))
+    if args.format == "json":
+        print(optimize.render_json(search))
+    else:
+        optimize.print_text(search)
+    if search.exit_code == ExitCode.INTERRUPTED:
+        print(f"dlperf: interrupted; what was measured is stored in run {search.run_id}", file=sys.stderr)
+    return search.exit_code
+
+
 def cmd_env(args) -> int:
     store = _open(args)
     try:
@@ -263,4 +359,12 @@ def _print_env(env: dict, indent: str = "") -> None:
             print(f"{indent}{key}: {value}")
 
 
-COMMANDS = {"run": cmd_run, "table": cmd_table, "export": cmd_export, "list": cmd_list, "env": cmd_env}
+COMMANDS = {
+    "run": cmd_run,
+    "table": cmd_table,
+    "export": cmd_export,
+    "list": cmd_list,
+    "env": cmd_env,
+    "optimize": cmd_optimize,
+    "peak": peak.cmd_peak,
+}

@@ -53,13 +53,17 @@ def split_list(text: str, flag: str) -> list[str]:
     return items
 
 
-def parse_threads(text: str) -> tuple[int, ...]:
+def positive_ints(text: str, flag: str) -> list[int]:
     values = []
-    for item in split_list(text, "--threads"):
+    for item in split_list(text, flag):
         if not item.isdigit() or int(item) < 1:
-            raise UsageError(f"--threads {text!r}: {item!r} is not a positive whole number")
+            raise UsageError(f"{flag} {text!r}: {item!r} is not a positive whole number")
         values.append(int(item))
-    return tuple(dict.fromkeys(values))
+    return values
+
+
+def parse_threads(text: str) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(positive_ints(text, "--threads")))
 
 
 def parse_devices(text: str) -> tuple[str, ...]:

@@ -2,8 +2,8 @@
 
 One writer (the parent process), one transaction per finished measurement. Typed columns for what every cell has,
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
-older files in place. A run keeps its environment and its plan beside its cells, so a number is never separated from
-the machine that produced it.
+older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
+cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 from dlperf.errors import UsageError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -68,7 +68,28 @@ MIGRATIONS: dict[int, list[str]] = {
             FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
         )""",
     ],
+    2: [
+        # Hardware peaks measured by `dlperf peak`: what a step's utilization is held against. One row per figure.
+        """CREATE TABLE peaks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            measured_at TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL, -- envinfo.fingerprint of env_json: peaks are looked up by machine
+            env_json TEXT NOT NULL,
+            framework TEXT NOT NULL,
+            framework_version TEXT,
+            device TEXT NOT NULL,
+            threads INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('matmul', 'bandwidth')),
+            dtype TEXT,                     -- fp32 | bf16 | fp16 for matmul; NULL for bandwidth
+            value REAL,                     -- FLOP/s or bytes/s; NULL when unsupported or nothing could be timed
+            detail_json TEXT NOT NULL DEFAULT '{}',
+            CHECK ((kind = 'matmul') = (dtype IS NOT NULL))
+        )""",
+        "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
+    ],
 }
+
+PEAK_COLUMNS = ("framework", "framework_version", "device", "threads", "kind", "dtype", "value")
 
 CELL_COLUMNS = (
     "status", "error", "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s",
@@ -85,6 +106,7 @@ class Store:
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
+        self.version = SCHEMA_VERSION  # lower only for an old file a reader could not upgrade
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
@@ -102,22 +124,42 @@ class Store:
         if version > SCHEMA_VERSION:
             raise UsageError(f"--db {path!r}: schema version {version} is newer than this dlperf ({SCHEMA_VERSION})")
         store = cls(conn, path)
+        if version == 0 and not create:
+            raise UsageError(f"--db {path!r}: no dlperf runs in it (schema version {version})")
         if version < SCHEMA_VERSION:
-            if not create:
-                raise UsageError(f"--db {path!r}: no dlperf runs in it (schema version {version})")
-            store._migrate(version)
+            store._upgrade(version, create)
         conn.execute("PRAGMA foreign_keys = ON")
         return store
 
     def close(self) -> None:
         self.conn.close()
 
-    def _migrate(self, version: int) -> None:
-        with self.conn:
+    def _upgrade(self, version: int, create: bool) -> None:
+        """Migrate an older file in place. A reader that may not write (a read-only file or directory) still reads
+        the runs of an old file: it keeps the old schema, and the tables it lacks read as empty."""
+        try:
+            self._migrate()
+        except sqlite3.OperationalError as exc:  # read-only, its directory read-only, or locked beyond the timeout
+            if create:
+                raise UsageError(
+                    f"--db {self.path!r}: cannot upgrade it to schema version {SCHEMA_VERSION} ({exc})"
+                ) from exc
+            self.version = version
+
+    def _migrate(self) -> None:
+        """One transaction, taken before the version is read again: two processes opening an old file at once
+        upgrade it once (DDL outside an explicit transaction would commit statement by statement)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            version = _schema_version(self.conn)
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[target]:
                     self.conn.execute(statement)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
@@ -128,25 +170,33 @@ class Store:
                 " VALUES (?, 'running', ?, ?, ?, ?)",
                 (now(), json.dumps(argv), json.dumps(spec), json.dumps(env), json.dumps(fingerprint)),
             )
-            run_id = cur.lastrowid
-            for pos, c in enumerate(cells):
-                self.conn.execute(
-                    "INSERT INTO cells (run_id, key, position, workload, framework, device, threads, mode, batch,"
-                    " workload_json, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'pending')",
-                    (
-                        run_id,
-                        c["key"],
-                        pos,
-                        c["workload"],
-                        c["framework"],
-                        c["device"],
-                        c["threads"],
-                        c["mode"],
-                        c["workload_json"]["batch"],
-                        json.dumps(c["workload_json"]),
-                    ),
-                )
-        return run_id
+            self._insert_cells(cur.lastrowid, cells)
+        return cur.lastrowid
+
+    def add_cells(self, run_id: int, cells: list[dict]) -> None:
+        """More pending cells for a run that decides its plan as it goes (`dlperf optimize`)."""
+        with self.conn:
+            self._insert_cells(run_id, cells)
+
+    def _insert_cells(self, run_id: int, cells: list[dict]) -> None:
+        (start,) = self.conn.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run_id,)).fetchone()
+        for pos, c in enumerate(cells, start):
+            self.conn.execute(
+                "INSERT INTO cells (run_id, key, position, workload, framework, device, threads, mode, batch,"
+                " workload_json, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'pending')",
+                (
+                    run_id,
+                    c["key"],
+                    pos,
+                    c["workload"],
+                    c["framework"],
+                    c["device"],
+                    c["threads"],
+                    c["mode"],
+                    c["workload_json"]["batch"],
+                    json.dumps(c["workload_json"]),
+                ),
+            )
 
     def set_run_status(self, run_id: int, status: str) -> None:
         finished = None if status == "running" else now()
@@ -219,6 +269,54 @@ class Store:
                 f"UPDATE cells SET {sets}, extra_json = ?, updated_at = ? WHERE run_id = ? AND key = ?",
                 (*(cell.get(c) for c in CELL_COLUMNS), json.dumps(cell.get("extra", {})), now(), run_id, key),
             )
+
+    # --- peaks ----------------------------------------------------------------------------------------------------
+    def record_peaks(self, fingerprint: dict, env: dict, peaks: list[dict[str, Any]]) -> list[int]:
+        """Peaks measured together, with the machine they were measured on: one transaction; returns their ids.
+
+        Each peak has the PEAK_COLUMNS (`dtype` None for bandwidth, `value` None when it could not be measured) and
+        a JSON-ready `detail`."""
+        measured_at = now()
+        ids = []
+        with self.conn:
+            for peak in peaks:
+                cur = self.conn.execute(
+                    f"INSERT INTO peaks (measured_at, fingerprint_json, env_json, {', '.join(PEAK_COLUMNS)},"
+                    f" detail_json) VALUES (?, ?, ?, {', '.join('?' * len(PEAK_COLUMNS))}, ?)",
+                    (
+                        measured_at,
+                        json.dumps(fingerprint),
+                        json.dumps(env),
+                        *(peak.get(c) for c in PEAK_COLUMNS),
+                        json.dumps(peak.get("detail", {})),
+                    ),
+                )
+                ids.append(cur.lastrowid)
+        return ids
+
+    def peaks(
+        self, *, device: str | None = None, threads: int | None = None, kind: str | None = None, measured: bool = False
+    ) -> list[dict[str, Any]]:
+        """Stored peaks, newest first, JSON columns decoded (`fingerprint`, `detail`; the environment is left out:
+        read it by id). `measured`: only those with a value."""
+        if self.version < 2:
+            return []
+        where = [f"{col} = ?" for col, v in (("device", device), ("threads", threads), ("kind", kind)) if v is not None]
+        if measured:
+            where.append("value IS NOT NULL")
+        args = [v for v in (device, threads, kind) if v is not None]
+        rows = self.conn.execute(
+            f"SELECT id, measured_at, fingerprint_json, {', '.join(PEAK_COLUMNS)}, detail_json FROM peaks"
+            f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC",
+            args,
+        )
+        out = []
+        for row in rows:
+            d = dict(row)
+            d["fingerprint"] = json.loads(d.pop("fingerprint_json"))
+            d["detail"] = json.loads(d.pop("detail_json"))
+            out.append(d)
+        return out
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:

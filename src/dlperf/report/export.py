@@ -22,6 +22,13 @@ def record(cell: dict[str, Any], samples: list[list[float]] | None = None) -> di
     rec["process_hwm_increase_bytes"] = extra.get("memory", {}).get("process_hwm_increase_bytes")
     for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step"):
         rec[key] = extra.get(key)
+    rec["flops_by_dtype"] = extra.get("flops_by_dtype")
+    rec["utilization"] = cell.get("utilization")  # of the peaks measured by `dlperf peak`; None without them
+    compiled = extra.get("compile") or {}
+    for key in ("compile_s", "graphs", "graph_breaks", "recompiles"):
+        rec[key] = compiled.get(key)
+    check = extra.get("loss_check") or {}
+    rec["loss_ok"], rec["loss_reason"] = check.get("ok"), check.get("reason")
     rec["warnings"] = extra.get("warnings", [])
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process

@@ -34,3 +34,15 @@ def duration(value: float | None) -> str:
 
 def count(value: int | None) -> str:
     return "-" if value is None else f"{value:,}"
+
+
+def nbytes(value: int | None) -> str:
+    """A memory size in binary units: 512 KiB, 3.4 GiB."""
+    if value is None:
+        return "-"
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    size, i = float(value), 0
+    while size >= 1024 and i < len(units) - 1:
+        size /= 1024
+        i += 1
+    return f"{size:.0f} {units[i]}" if i == 0 or size >= 100 else f"{size:.3g} {units[i]}"

@@ -79,7 +79,8 @@ def cell_text(row: Row, column: str) -> str:
     if cell["status"] != "ok" or cell["median_s"] is None:
         return cell["status"]
     mark = BEST_MARK if column == row.best_cpu_column() else ""
-    return table_seconds(cell["median_s"]) + mark
+    util = f" ({100 * cell['utilization']:.0f}%)" if cell.get("utilization") is not None else ""
+    return table_seconds(cell["median_s"]) + mark + util
 
 
 def head(view: TableView) -> list[str]:
@@ -93,7 +94,8 @@ def row_values(view: TableView, row: Row) -> list[str]:
 
 LEGEND = (
     "seconds per mini-batch: median of the steady-state training steps (forward, backward, update), "
-    f"{BEST_MARK} = fastest CPU thread count"
+    f"{BEST_MARK} = fastest CPU thread count, (N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured "
+    "for the same device, dtype and threads, as a share of the step time"
 )
 
 
@@ -127,7 +129,8 @@ def render_json(view: TableView) -> str:
         rows.append({
             "workload": row.workload, "framework": row.framework, "mode": row.mode, "batch": row.batch,
             "cells": {c: {"status": v["status"], "median_s": v["median_s"], "iqr_s": v["iqr_s"], "n": v["n"],
-                          "best": c == best, "error": v.get("error")} for c, v in row.cells.items()},
+                          "best": c == best, "error": v.get("error"), "utilization": v.get("utilization")}
+                      for c, v in row.cells.items()},
         })  # fmt: skip
     return json.dumps({"run_id": view.run_id, "columns": view.columns, "rows": rows}, indent=2)
 

@@ -132,8 +132,9 @@ def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
     return figures
 
 
-def execute(ctx: SweepContext, tasks: list[Task], progress) -> list[Status]:
-    """Run every task; returns the statuses. Raises Interrupted after storing what finished."""
+def execute(ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True) -> list[Status]:
+    """Run every task; returns the statuses. Raises Interrupted after storing what finished. `last=False` leaves
+    the run open for more tasks (a search adds cells as it goes)."""
     statuses = []
     try:
         with sigterm_as_interrupt():
@@ -146,7 +147,8 @@ def execute(ctx: SweepContext, tasks: list[Task], progress) -> list[Status]:
     except KeyboardInterrupt:
         ctx.store.set_run_status(ctx.run_id, "interrupted")
         raise Interrupted from None
-    ctx.store.set_run_status(ctx.run_id, "complete")
+    if last:
+        ctx.store.set_run_status(ctx.run_id, "complete")
     return statuses
 
 

@@ -1,0 +1,229 @@
+"""What one device can really do, measured with PyTorch: matrix-multiply throughput per dtype and memory bandwidth.
+
+The child side of `dlperf peak`, imported only by `dlperf.runner.peak_worker` after the parent fixed the thread
+variables. A training step's utilization is later held against these figures, so they are measured like a step is:
+the one timer (`dlperf.measure.timer`), warm-up until steady, the device synchronized on both sides of every timed
+call, the median of the samples. Vendor datasheet peaks are not used: what a CPU reaches depends on the kernels the
+framework picks (bf16 through AMX or AVX512-BF16, fp16 often through a slow fallback), and only a measurement says.
+
+Imports the standard library, torch and dlperf's standard-library-only modules, nothing else.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from dlperf.frameworks.torch_backend import configure_threads
+from dlperf.measure import system
+from dlperf.measure.stats import summarize
+from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
+
+__all__ = ["DTYPES", "configure_threads", "measure_peaks"]  # configure_threads: the peak worker sizes the pools
+
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+LADDER_START = 128  # small products, doubled up to the first size: does the dtype work, and how fast?
+SLOW_CALL_FACTOR = 4  # a size whose one product would take longer than this many max_times is skipped
+MIN_STEP_S = 1e-3  # fast calls are timed several to a step, so the clock and the syncs stay below ~1% of a step
+FP32_BYTES = 4
+
+
+def timer_config(max_time: float) -> TimerConfig:
+    """Warm-up and sampling each capped at `max_time`: a peak is one figure among a dozen, wanted in seconds."""
+    return TimerConfig(min_steps=5, min_time=min(0.2, max_time), max_time=max_time, max_warmup=20)
+
+
+def sync_for(device: torch.device) -> Callable[[], None]:
+    """Wait for the device's queued work; CPU kernels are done when they return."""
+    if device.type == "cuda":
+        return lambda: torch.cuda.synchronize(device)
+    if device.type == "mps":
+        return torch.mps.synchronize
+    return lambda: None
+
+
+def measure_peaks(device: str, dtypes: list[str], sizes: list[int], bandwidth_bytes: int, max_time: float) -> dict:
+    """Matmul peak per dtype over square sizes, and STREAM copy/triad bandwidth on fp32 arrays of `bandwidth_bytes`.
+
+    `max_time` caps the warm-up and the sampling of each figure; a size whose single product would take more than
+    SLOW_CALL_FACTOR times that (predicted from the size before) is skipped, with the reason. Returns JSON-ready
+    values, including the share of the CPUs other processes used meanwhile: a busy machine lowers every peak, and
+    utilizations held against them then come out high.
+    """
+    dev = torch.device(device)
+    sync, cfg = sync_for(dev), timer_config(max_time)
+    before, own_before, wall_before = system.cpu_times(), _own_cpu_s(), time.perf_counter()
+    matmul = {name: matmul_peak(dev, name, sorted(set(sizes)), cfg, sync) for name in dtypes}
+    bandwidth = bandwidth_peak(dev, bandwidth_bytes, cfg, sync)
+    wall = time.perf_counter() - wall_before
+    return {
+        "framework": "torch",
+        "framework_version": torch.__version__,
+        "device": device,
+        "matmul": matmul,
+        "bandwidth": bandwidth,
+        "duration_s": wall,
+        "others_cpu_share": system.others_cpu_share(before, system.cpu_times(), _own_cpu_s() - own_before, wall),
+    }
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Matrix multiply
+
+
+def matmul_peak(dev: torch.device, name: str, sizes: list[int], cfg: TimerConfig, sync) -> dict[str, Any]:
+    """The best median throughput of `torch.mm(a, b, out=c)` over `sizes` (ascending), every size's figures kept.
+
+    An entry `{"unsupported": reason}` when the device cannot multiply this dtype."""
+    dtype = DTYPES[name]
+    longest = SLOW_CALL_FACTOR * cfg.max_time
+    try:
+        last_n, last_s = ladder(dev, dtype, sizes[0], longest, sync)
+    except torch.OutOfMemoryError:
+        raise
+    except (RuntimeError, TypeError, NotImplementedError) as exc:
+        return {"unsupported": f"torch.mm in {name} on {dev.type}: {_first_line(exc)}"}
+    figures = []
+    for n in sizes:
+        # Multiply-adds grow as n^3. A fast kernel's throughput grows with n too, so this errs long; a fallback
+        # kernel's (fp16 on most CPUs) falls, and a product may then take up to a few times the prediction.
+        predicted = last_s * (n / last_n) ** 3
+        if predicted > longest:
+            figures.append({"n": n, "skipped": too_slow(predicted, longest)})
+            continue
+        figure = time_matmul(dev, dtype, n, predicted, cfg, sync)
+        figures.append(figure)
+        last_n, last_s = n, figure["median_s"]
+    measured = [f for f in figures if "flops_per_s" in f]
+    if not measured:
+        return {"peak_flops_per_s": None, "best_n": None, "sizes": figures}
+    best = max(measured, key=lambda f: f["flops_per_s"])
+    return {"peak_flops_per_s": best["flops_per_s"], "best_n": best["n"], "sizes": figures}
+
+
+def too_slow(predicted_s: float, longest_s: float) -> str:
+    """Why a size is skipped: fp16 on a CPU without fp16 arithmetic runs at a few GFLOP/s and slower as n grows, so a
+    4096 product would take minutes and the worker's timeout would lose every other figure with it. A product a few
+    times --max-time long is still measured: one warm-up call and one timed call give its figure."""
+    return (
+        f"one product would take about {predicted_s:.3g} s, more than {SLOW_CALL_FACTOR} x --max-time ({longest_s:g} s)"
+    )
+
+
+def _operands(dev: torch.device, dtype: torch.dtype, n: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """a, b random (made in fp32, then cast: random generators lack some dtypes on some devices); c the output."""
+    a = torch.randn(n, n, device=dev).to(dtype)
+    b = torch.randn(n, n, device=dev).to(dtype)
+    return a, b, torch.empty(n, n, device=dev, dtype=dtype)
+
+
+def ladder(dev: torch.device, dtype: torch.dtype, first: int, longest: float, sync) -> tuple[int, float]:
+    """(n, seconds of one product) for the largest of LADDER_START, twice that, ... below `first` (or `first` itself
+    when it is smaller) that is quick enough to try; raises if the device cannot multiply this dtype.
+
+    Small steps, because a small product's time is partly fixed cost (a thread-pool wake-up, a kernel launch, a
+    descheduled thread on a busy machine), which the n^3 extrapolation to a size 64 times the work would multiply."""
+    n = min(LADDER_START, first)
+    seconds = _quick_call_s(dev, dtype, n, sync)
+    while 2 * n < first and seconds * 8 <= longest:
+        n, seconds = 2 * n, _quick_call_s(dev, dtype, 2 * n, sync)
+    return n, seconds
+
+
+def _quick_call_s(dev: torch.device, dtype: torch.dtype, n: int, sync) -> float:
+    """The faster of two timed n x n products after an untimed one (kernel selection, JIT): one preempted call
+    must not make a fast dtype look slow."""
+    a, b, c = _operands(dev, dtype, n)
+    torch.mm(a, b, out=c)
+    sync()
+    return min(timed_step(lambda: torch.mm(a, b, out=c), sync) for _ in range(2))
+
+
+def time_matmul(dev: torch.device, dtype: torch.dtype, n: int, call_s: float, cfg: TimerConfig, sync) -> dict:
+    """Figures of the n x n product, timed `calls` to a step (from the predicted `call_s`) after a warm-up."""
+    a, b, c = _operands(dev, dtype, n)
+    calls = calls_per_step(call_s)
+
+    def step() -> None:
+        for _ in range(calls):
+            torch.mm(a, b, out=c)
+
+    flops = 2 * n**3 * calls  # n^2 outputs, n multiply-adds each
+    return {"n": n, **_timed(step, sync, cfg, calls, flops, "flops")}
+
+
+def calls_per_step(call_s: float) -> int:
+    return max(1, math.ceil(MIN_STEP_S / max(call_s, 1e-9)))
+
+
+def _timed(step: Callable[[], None], sync, cfg: TimerConfig, calls: int, work: float, unit: str) -> dict[str, Any]:
+    """Warm up, sample and summarize one step that does `work` (FLOPs or bytes) in `calls` calls.
+
+    `median_s` and `iqr_s` are per call: the step's, divided by its calls."""
+
+    def run() -> float:
+        return timed_step(step, sync)
+
+    warm = warm_up(run, cfg)
+    s = summarize(sample(run, cfg))
+    return {
+        f"{unit}_per_s": work / s.median,
+        "median_s": s.median / calls,
+        "iqr_s": s.iqr / calls,
+        "samples": s.n,
+        "calls_per_step": calls,
+        "warmup_steps": warm.steps,
+        "warmup_steady": warm.steady,
+    }
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Memory bandwidth
+
+
+def bandwidth_peak(dev: torch.device, array_bytes: int, cfg: TimerConfig, sync) -> dict[str, Any]:
+    """STREAM copy (c = a: 2 bytes moved per array byte) and triad (a = b + 3c: 3) on fp32 arrays.
+
+    The arrays are filled before timing, so every page is mapped and the first touch is not what is measured; they
+    must be well above the last-level cache, or this measures the cache."""
+    n = max(1, array_bytes // FP32_BYTES)
+    a, b, c = (torch.rand(n, device=dev) for _ in range(3))
+    nbytes = n * FP32_BYTES
+    kernels = {
+        "copy": (lambda: c.copy_(a), 2 * nbytes),
+        "triad": (lambda: torch.add(b, c, alpha=3.0, out=a), 3 * nbytes),
+    }
+    figures = {name: time_kernel(call, moved, cfg, sync) for name, (call, moved) in kernels.items()}
+    best = max(figures, key=lambda k: figures[k]["bytes_per_s"])
+    return {
+        "array_bytes": nbytes,
+        "kernels": figures,
+        "peak_bytes_per_s": figures[best]["bytes_per_s"],
+        "best_kernel": best,
+    }
+
+
+def time_kernel(call: Callable[[], Any], moved: int, cfg: TimerConfig, sync) -> dict[str, Any]:
+    """Figures of one bandwidth kernel moving `moved` bytes a call."""
+    call()
+    calls = calls_per_step(timed_step(call, sync))
+
+    def step() -> None:
+        for _ in range(calls):
+            call()
+
+    return {"bytes_per_call": moved, **_timed(step, sync, cfg, calls, moved * calls, "bytes")}

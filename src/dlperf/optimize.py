@@ -1,0 +1,505 @@
+"""`dlperf optimize`: the fastest training mode for one workload on one device, found by measuring.
+
+The mode space (precision x memory format x optimizer implementation x compilation x checkpointing; on CUDA also
+TF32 and CUDA graphs) is too large to measure whole, many combinations compiled. So it is searched greedily, one
+dimension at a time: each round measures the best mode so far plus each option of the next dimension, and an option
+is kept only when it is reliably faster than the best so far. Options that cannot apply are pruned before anything
+runs (channels_last without an image input, CUDA-only options on a CPU); the rest are measured, and a mode that turns
+out not to apply is recorded as unsupported, never as an error.
+
+Every candidate is a cell of one run, measured through the same plan, launch and store as `dlperf run`, each in
+`repeats` fresh processes. The fp32 eager baseline gets one more process every round, so its spread covers the whole
+search and every speed-up is over a baseline measured in the same run. A speed-up counts only when its confidence
+interval (`dlperf.measure.speedup`) excludes 1 and the gain is at least MIN_GAIN, and only for a mode whose loss
+check passed: a faster mode that no longer learns is rejected with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from dlperf import api, envinfo
+from dlperf.errors import UsageError
+from dlperf.measure.timer import TimerConfig
+from dlperf.runner.plan import Cell, Task
+from dlperf.runner.sweep import Interrupted, SweepContext, execute
+from dlperf.spec import canonical_mode, device_kind
+from dlperf.store import Store
+from dlperf.vocab import EXCLUSIVE, DeviceKind, ExitCode, Mode, Status, mode_components
+
+BASELINE = Mode.FP32.value
+MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
+COMPILE_GUESS_S = 180.0  # budget kept for a compiled candidate's compilation before its cost is known
+DEFAULT_BUDGET_MIN = 15.0
+DEFAULT_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
+
+
+@dataclass(frozen=True)
+class Dimension:
+    name: str
+    options: tuple[str, ...]  # each option: mode components joined by '+', added to the best mode so far
+    cuda_options: tuple[str, ...] = ()
+
+
+DIMENSIONS = (
+    Dimension("precision", ("bf16", "fp16"), ("tf32",)),
+    Dimension("memory format", ("channels_last",)),
+    Dimension("optimizer implementation", ("foreach", "fused")),
+    Dimension("compilation", ("compile",), ("cuda_graphs", "compile+cuda_graphs")),
+    Dimension("checkpointing", ("checkpoint",)),  # trades time for memory: shown for its memory, rarely faster
+)
+
+
+def with_option(mode: str, option: str) -> str:
+    """`mode` plus `option`, replacing a component of the same exclusive group (bf16 replaces fp32)."""
+    added = [Mode(p) for p in option.split("+")]
+    groups = [members for members in EXCLUSIVE.values() if any(a in members for a in added)]
+    kept = [c for c in mode_components(mode) if not any(c in members for members in groups)]
+    return canonical_mode("+".join([*(c.value for c in kept), *option.split("+")]))
+
+
+def not_applicable(option: str, workload: dict) -> str | None:
+    """Why `option` cannot apply to this workload, known before measuring; None if it may apply."""
+    shape = workload.get("input", {}).get("shape") or []
+    if Mode.CHANNELS_LAST.value in option.split("+") and len(shape) != 3:
+        return "channels_last needs an image input (channels, height, width)"
+    return None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Results
+
+
+@dataclass
+class Candidate:
+    mode: str
+    status: str
+    error: str | None = None
+    median_s: float | None = None
+    processes: int = 0
+    speedup: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    peak_mem_bytes: int | None = None
+    peak_mem_kind: str | None = None
+    utilization: float | None = None
+    loss_ok: bool | None = None
+    loss_reason: str | None = None
+    compile_s: float | None = None
+    payback_steps: int | None = None
+    dimension: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class Search:
+    workload: str
+    device: str
+    threads: int
+    run_id: int
+    baseline: Candidate
+    results: list[Candidate]
+    best: Candidate | None  # None: keep the baseline
+    notes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    exit_code: int = ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        best = self.best or self.baseline
+        return {
+            "workload": self.workload,
+            "device": self.device,
+            "threads": self.threads,
+            "run_id": self.run_id,
+            "baseline": {"mode": self.baseline.mode, "median_s": self.baseline.median_s},
+            "results": [r.to_json() for r in self.results],
+            "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0},
+            "recipe": recipe(best.mode, self.device),
+            "notes": self.notes,
+            "elapsed_s": self.elapsed_s,
+        }
+
+
+def candidates_of(cells: list[dict], samples: dict[str, list[list[float]]], peaks: dict[str, float]) -> list[Candidate]:
+    """Each measured mode with its speed-up over the baseline (same run), memory, utilization and loss check."""
+    by_mode = {c["mode"]: c for c in cells}
+    base = samples.get(by_mode[BASELINE]["key"]) if BASELINE in by_mode else None
+    out = []
+    for cell in cells:
+        extra = cell.get("extra") or {}
+        check = extra.get("loss_check") or {}
+        cand = Candidate(
+            mode=cell["mode"],
+            status=cell["status"],
+            error=cell.get("error"),
+            median_s=cell.get("median_s"),
+            processes=len(samples.get(cell["key"], [])),
+            peak_mem_bytes=cell.get("peak_mem_bytes"),
+            peak_mem_kind=cell.get("peak_mem_kind"),
+            loss_ok=True if cell["mode"] == BASELINE else check.get("ok"),
+            loss_reason=check.get("reason"),
+            compile_s=(extra.get("compile") or {}).get("compile_s"),
+        )
+        if cell["status"] == Status.OK and cell.get("median_s") and base and samples.get(cell["key"]):
+            from dlperf.measure.speedup import speedup  # numpy: loaded only when there is something to compare
+
+            s = speedup(base, samples[cell["key"]])
+            cand.speedup, cand.ci_low, cand.ci_high = s.ratio, s.low, s.high
+            if peaks:
+                from dlperf.peak import utilization
+
+                cand.utilization = utilization(extra.get("flops_by_dtype"), cell["median_s"], peaks)
+        out.append(cand)
+    _paybacks(out)
+    return out
+
+
+def _paybacks(cands: list[Candidate]) -> None:
+    """Steps a compiled mode must run before its compile time is paid back by faster steps than the same mode
+    eager; None when it is not faster (it never pays back) or its eager twin was not measured."""
+    by_mode = {c.mode: c for c in cands}
+    for c in cands:
+        if c.compile_s is None or c.median_s is None:
+            continue
+        parts = [p for p in c.mode.split("+") if p not in (Mode.COMPILE.value, Mode.CUDA_GRAPHS.value)]
+        eager = by_mode.get(canonical_mode("+".join(parts)) if parts else BASELINE)
+        if eager and eager.median_s and eager.median_s > c.median_s:
+            c.payback_steps = math.ceil(c.compile_s / (eager.median_s - c.median_s))
+
+
+def eligible(c: Candidate) -> bool:
+    """Reliably faster than the baseline and still trains: what may be recommended."""
+    return (
+        c.mode != BASELINE
+        and c.status == Status.OK
+        and c.loss_ok is True
+        and c.speedup is not None
+        and c.speedup >= 1 + MIN_GAIN
+        and c.ci_low is not None
+        and c.ci_low > 1.0
+    )
+
+
+def recommend(cands: list[Candidate]) -> Candidate | None:
+    return max((c for c in cands if eligible(c)), key=lambda c: c.speedup, default=None)
+
+
+def ranked(cands: list[Candidate]) -> list[Candidate]:
+    """Measured modes fastest first, then those without a time (unsupported, failed)."""
+    timed = sorted((c for c in cands if c.median_s is not None), key=lambda c: c.median_s)
+    return timed + [c for c in cands if c.median_s is None]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The recipe
+
+
+def recipe(mode: str, device: str) -> list[str]:
+    """The few lines of PyTorch that apply `mode` to a training loop of `model`, `optimizer`, `loss_fn`, `x`, `y`."""
+    parts = set(mode_components(mode))
+    dev = device_kind(device).value
+    lines: list[str] = []
+    if Mode.TF32 in parts:
+        lines += ["torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True"]
+    if Mode.CHANNELS_LAST in parts:
+        lines += [
+            "model = model.to(memory_format=torch.channels_last)",
+            "x = x.contiguous(memory_format=torch.channels_last)  # every input batch",
+        ]
+    for impl in (Mode.FOREACH, Mode.FUSED):
+        if impl in parts:
+            lines.append(f"optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, {impl.value}=True)")
+    if Mode.CHECKPOINT in parts:
+        lines.append(
+            "# in forward: y = torch.utils.checkpoint.checkpoint_sequential(trunk, segments, x, use_reentrant=False)"
+        )
+    if Mode.COMPILE in parts:
+        kind = ', mode="reduce-overhead"' if Mode.CUDA_GRAPHS in parts else ""
+        lines.append(f"model = torch.compile(model{kind})")
+    elif Mode.CUDA_GRAPHS in parts:
+        lines.append("# capture the whole step once with torch.cuda.graph(g) after a warm-up, then g.replay() per step")
+    precision = next((p for p in (Mode.BF16, Mode.FP16) if p in parts), None)
+    if precision is Mode.FP16:
+        lines.append(f'scaler = torch.amp.GradScaler("{dev}")')
+    if precision is not None:
+        dtype = "bfloat16" if precision is Mode.BF16 else "float16"
+        lines += [
+            "# each step:",
+            f'with torch.autocast("{dev}", dtype=torch.{dtype}):',
+            "    loss = loss_fn(model(x), y)",
+        ]
+        if precision is Mode.FP16:
+            lines += ["scaler.scale(loss).backward()", "scaler.step(optimizer)", "scaler.update()"]
+        else:
+            lines += ["loss.backward()", "optimizer.step()"]
+    return lines or ["# nothing to change: fp32 eager is the fastest measured here"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The search
+
+
+@dataclass
+class Options:
+    workload: str
+    device: str = "cpu"
+    threads: int | None = None  # None: every usable core
+    budget_s: float = DEFAULT_BUDGET_MIN * 60
+    repeats: int = 2
+    timer: TimerConfig = DEFAULT_TIMER
+    timeout: float = 900.0
+    compile_timeout: float | None = 600.0
+
+
+class Searcher:
+    def __init__(self, opts: Options, db: str, progress_factory: Callable, warn: Callable[[str], None]) -> None:
+        self.opts, self.db, self.progress_factory, self.warn = opts, db, progress_factory, warn
+        self.notes: list[str] = []
+        self.repeat_of: dict[str, int] = {}  # mode -> processes started
+        self.dimension_of: dict[str, str | None] = {}  # mode -> the dimension whose round measured it
+
+    def run(self) -> Search:
+        start = time.monotonic()
+        spec = api.make_spec(
+            [self.opts.workload],
+            devices=[self.opts.device],
+            threads=None if self.opts.threads is None else [self.opts.threads],
+            modes=[BASELINE],
+            repeats=self.opts.repeats,
+            timeout=self.opts.timeout,
+            compile_timeout=self.opts.compile_timeout,
+            timer=self.opts.timer,
+        )
+        plan = api.make_plan(spec)
+        for warning in plan.warnings:
+            self.warn(warning)
+        if len(plan.cells) != 1:
+            raise UsageError(f"--device {self.opts.device!r}: optimize searches one device at a time")
+        base_cell = plan.cells[0]
+        if self.opts.threads is None:
+            base_cell = replace(base_cell, threads=plan.cores)
+        self.workload = plan.workloads[plan.cells[0].key]
+        self.base_cell = base_cell
+        self.store = Store.open(self.db, create=True)
+        try:
+            argv = ["dlperf", *sys.argv[1:]]
+            self.run_id = self.store.create_run(spec.to_json(), plan.env, envinfo.fingerprint(plan.env), argv, [])
+            self.ctx = SweepContext(self.store, self.run_id, spec, {}, plan.cores)
+            self.fingerprint = envinfo.fingerprint(plan.env)
+            return self._search(start)
+        finally:
+            self.store.close()
+
+    def _search(self, start: float) -> Search:
+        exit_code = ExitCode.OK
+        try:
+            self._round([BASELINE], dimension=None)
+            best = BASELINE
+            for dim in DIMENSIONS:
+                best = self._dimension(dim, best, start)
+            self.store.set_run_status(self.run_id, "complete")
+        except Interrupted:
+            self.notes.append("interrupted: the results below are what was measured before the interrupt")
+            exit_code = ExitCode.INTERRUPTED
+        result = self._result()
+        result.elapsed_s, result.exit_code = time.monotonic() - start, exit_code
+        return result
+
+    def _dimension(self, dim: Dimension, best: str, start: float) -> str:
+        options = dim.options + (dim.cuda_options if device_kind(self.opts.device) is DeviceKind.CUDA else ())
+        modes = []
+        for option in options:
+            if why := not_applicable(option, self.workload):
+                self.notes.append(f"{dim.name}: {option} not tried: {why}")
+                continue
+            mode = with_option(best, option)
+            if mode not in self.repeat_of and mode not in modes:
+                modes.append(mode)
+        if not modes:
+            return best
+        needed, left = self._estimate(modes), self.opts.budget_s - (time.monotonic() - start)
+        if needed > left:
+            self.notes.append(
+                f"{dim.name}: {', '.join(modes)} not measured: about {needed / 60:.1f} min needed, "
+                f"{max(0.0, left) / 60:.1f} min of the budget left (raise --budget)"
+            )
+            return best
+        self._round(modes, dimension=dim.name)
+        return self._choose(best, modes, dim.name)
+
+    def _estimate(self, modes: list[str]) -> float:
+        """Seconds to measure `modes`, from this run's own process durations."""
+        durations = [
+            r["duration_s"]
+            for r in self.store.conn.execute(
+                "SELECT duration_s FROM measurements WHERE run_id = ? AND duration_s IS NOT NULL", (self.run_id,)
+            )
+        ]
+        per_process = statistics.median(durations) if durations else 60.0
+        total = per_process  # the baseline's extra process
+        for mode in modes:
+            compiled = Mode.COMPILE.value in mode.split("+")
+            total += self.opts.repeats * (per_process + (COMPILE_GUESS_S if compiled else 0.0))
+        return total
+
+    def _round(self, modes: list[str], dimension: str | None) -> None:
+        cells = [replace(self.base_cell, mode=m) for m in modes]
+        new = [c for c in cells if c.mode not in self.repeat_of]
+        self.store.add_cells(self.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.workload} for c in new])
+        for c in new:
+            self.ctx.workloads[c.key] = self.workload
+            self.dimension_of[c.mode] = dimension
+        tasks = []
+        if BASELINE in self.repeat_of:  # one more baseline process per round, first, so the baseline spans the run
+            tasks.append(self._task(replace(self.base_cell, mode=BASELINE)))
+        for _ in range(self.opts.repeats):
+            tasks += [self._task(c) for c in cells]
+        progress = self.progress_factory(len(tasks))
+        with progress:
+            execute(self.ctx, tasks, progress, last=False)
+
+    def _task(self, cell: Cell) -> Task:
+        n = self.repeat_of.get(cell.mode, 0)
+        self.repeat_of[cell.mode] = n + 1
+        return Task(cell, n)
+
+    def _choose(self, best: str, modes: list[str], dim_name: str) -> str:
+        """The candidate reliably faster than `best` (interval above 1, gain >= MIN_GAIN) that still trains."""
+        from dlperf.measure.speedup import speedup
+
+        cells = {c["mode"]: c for c in self.store.cell_dicts(self.run_id)}
+        current = self.store.samples(self.run_id, cells[best]["key"])
+        winner, winner_ratio = best, 1.0
+        for mode in modes:
+            cell = cells[mode]
+            if cell["status"] != Status.OK or not cell.get("median_s"):
+                continue
+            check = (cell.get("extra") or {}).get("loss_check") or {}
+            if check.get("ok") is False:
+                self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({check.get('reason')})")
+                continue
+            s = speedup(current, self.store.samples(self.run_id, cell["key"]))
+            if s.low > 1.0 and s.ratio >= 1 + MIN_GAIN and s.ratio > winner_ratio:
+                winner, winner_ratio = mode, s.ratio
+        return winner
+
+    def _result(self) -> Search:
+        cells = self.store.cell_dicts(self.run_id)
+        samples = {c["key"]: self.store.samples(self.run_id, c["key"]) for c in cells}
+        peaks = self._peaks()
+        if not peaks:
+            self.notes.append("utilization: no measured peak for this machine, device and thread count (`dlperf peak`)")
+        cands = candidates_of(cells, samples, peaks)
+        for c in cands:
+            c.dimension = self.dimension_of.get(c.mode)
+        by_mode = {c.mode: c for c in cands}
+        base = by_mode.get(BASELINE) or Candidate(BASELINE, Status.PENDING.value)
+        if base.status != Status.OK:
+            self.notes.append(f"the fp32 baseline did not measure ({base.status}: {base.error}); no speed-ups")
+        best = recommend(cands)
+        if best is None and base.status == Status.OK:
+            self.notes.append(
+                f"no mode was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager and still trained: "
+                "keep fp32 eager"
+            )
+        return Search(
+            self.opts.workload, self.base_cell.device, self.base_cell.threads, self.run_id, base, ranked(cands), best,
+            self.notes,
+        )  # fmt: skip
+
+    def _peaks(self) -> dict[str, float]:
+        try:
+            from dlperf.peak import peak_lookup
+        except ImportError:  # pragma: no cover - peak is part of the package
+            return {}
+        return peak_lookup(self.store, self.fingerprint, self.base_cell.device, self.base_cell.threads)
+
+
+def optimize(opts: Options, db: str | None = None, *, progress_factory=None, warn=None) -> Search:
+    """Search the modes for `opts.workload`; returns the ranked results and the recommendation."""
+    if opts.budget_s <= 0:
+        raise UsageError("--budget must be positive")
+    if opts.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+
+    def default_progress(total: int):
+        from dlperf.progress import Progress
+
+        return Progress(total=total)
+
+    searcher = Searcher(opts, db or api.default_db(), progress_factory or default_progress, warn or api._warn)
+    return searcher.run()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def render_json(search: Search) -> str:
+    return json.dumps(search.to_json(), indent=2)
+
+
+def render_rich(search: Search):
+    from rich.markup import escape
+    from rich.table import Table
+
+    from dlperf.report.format import nbytes, table_seconds
+
+    table = Table(
+        title=f"optimize {escape(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
+    )
+    for name in ("mode", "step (s)", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
+        table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
+    best = search.best.mode if search.best else None
+    for c in search.results:
+        if c.median_s is None:
+            table.add_row(escape(c.mode), f"[dim]{escape(c.status)}[/]", "", "", "", escape(c.error or ""), "")
+            continue
+        speed = f"{c.speedup:.2f}x [{c.ci_low:.2f}-{c.ci_high:.2f}]" if c.speedup is not None else ""
+        if c.mode == BASELINE:
+            speed = "1.00x (baseline)"
+        memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
+        util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
+        loss = "ok" if c.loss_ok else ("not checked" if c.loss_ok is None else f"FAILED: {c.loss_reason}")
+        payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
+        mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
+        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
+    return table
+
+
+# Peak memory kinds, marked in the table and explained under it: they are different quantities.
+MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "process_rss": "(rss)"}
+MEMORY_LEGEND = (
+    "peak memory: live tensor bytes of one step (CUDA: the allocator's peak); (rss) = the process's resident-set peak "
+    "during one step, for compiled steps, which cannot be traced tensor by tensor (it includes the runtime itself)"
+)
+
+
+def print_text(search: Search) -> None:
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(render_rich(search))
+    console.print(MEMORY_LEGEND, highlight=False, markup=False)
+    for note in search.notes:
+        console.print(f"  note: {note}", highlight=False, markup=False)
+    if search.best is None:
+        console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
+        return
+    b = search.best
+    console.print(
+        f"Recommended: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]:",
+        highlight=False,
+        markup=False,
+    )
+    for line in recipe(b.mode, search.device):
+        console.print(f"    {line}", highlight=False, markup=False)

@@ -1,0 +1,104 @@
+"""The best-mode view: per workload, framework and column, the fastest mode and its speed-up over fp32 eager.
+
+Only modes measured in the same run as their fp32 baseline are compared, and a mode whose loss check failed is never
+"best": it is faster because it stopped learning properly.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from dlperf.report.table import column_of
+
+BASELINE = "fp32"
+
+
+@dataclass
+class Best:
+    workload: str
+    framework: str
+    column: str
+    baseline_s: float | None
+    mode: str | None  # None: nothing measured beat or matched the baseline
+    median_s: float | None
+    speedup: float | None
+    ci_low: float | None
+    ci_high: float | None
+    rejected: list[str]  # modes left out because their loss check failed
+
+    def to_json(self) -> dict:
+        return dict(self.__dict__)
+
+
+def build(cells: list[dict], samples: dict[str, list[list[float]]]) -> list[Best]:
+    """`samples`: cell key -> per-process step times (for the speed-up's interval; may be empty)."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for c in cells:
+        groups.setdefault((c["workload"], c["framework"], column_of(c)), []).append(c)
+    out = []
+    for (workload, framework, column), group in groups.items():
+        base = next((c for c in group if c["mode"] == BASELINE and c["status"] == "ok" and c["median_s"]), None)
+        rejected = [c["mode"] for c in group if ((c.get("extra") or {}).get("loss_check") or {}).get("ok") is False]
+        timed = [c for c in group if c["status"] == "ok" and c["median_s"] and c["mode"] not in rejected]
+        best = min(timed, key=lambda c: c["median_s"], default=None)
+        row = Best(workload, framework, column, base and base["median_s"], None, None, None, None, None, rejected)
+        if best is not None:
+            row.mode, row.median_s = best["mode"], best["median_s"]
+        if best is not None and base is not None:
+            row.speedup = base["median_s"] / best["median_s"]
+            if samples.get(base["key"]) and samples.get(best["key"]) and best is not base:
+                from dlperf.measure.speedup import speedup
+
+                s = speedup(samples[base["key"]], samples[best["key"]])
+                row.speedup, row.ci_low, row.ci_high = s.ratio, s.low, s.high
+        out.append(row)
+    return out
+
+
+def render_json(rows: list[Best]) -> str:
+    return json.dumps([r.to_json() for r in rows], indent=2)
+
+
+def _speed(r: Best) -> str:
+    if r.speedup is None:
+        return "-"
+    interval = f" [{r.ci_low:.2f}-{r.ci_high:.2f}]" if r.ci_low is not None else ""
+    return f"{r.speedup:.2f}x{interval}"
+
+
+HEAD = ("workload", "framework", "column", "fp32 (s)", "best mode", "best (s)", "speed-up [95% CI]")
+
+
+def values(r: Best) -> list[str]:
+    from dlperf.report.format import table_seconds
+
+    def secs(v):
+        return table_seconds(v) if v else "-"
+
+    return [r.workload, r.framework, r.column, secs(r.baseline_s), r.mode or "-", secs(r.median_s), _speed(r)]
+
+
+def render_markdown(rows: list[Best]) -> str:
+    lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(values(r)) + " |" for r in rows])
+
+
+def render_rich(rows: list[Best], run_id: int):
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"Run {run_id}: the fastest mode per workload")
+    for i, name in enumerate(HEAD):
+        table.add_column(name, justify="left" if i in (0, 1, 2, 4) else "right")
+    for r in rows:
+        table.add_row(*(escape(v) for v in values(r)))
+    return table
+
+
+def notes(rows: list[Best]) -> list[str]:
+    return [
+        f"{r.workload} {r.framework} {r.column}: {', '.join(r.rejected)} left out: the loss check failed"
+        for r in rows
+        if r.rejected
+    ]

@@ -1,0 +1,43 @@
+"""The speed-up statistic and its hierarchical bootstrap interval."""
+
+import numpy as np
+import pytest
+
+from dlperf.measure.speedup import median_of_medians, speedup
+
+
+def noisy(center: float, n: int, rng, spread: float = 0.02) -> list[float]:
+    return list(center * (1 + spread * rng.standard_normal(n)))
+
+
+def test_a_clear_speedup_has_an_interval_around_it_that_excludes_one():
+    rng = np.random.default_rng(1)
+    s = speedup([noisy(1.0, 30, rng) for _ in range(3)], [noisy(0.5, 30, rng) for _ in range(3)])
+    assert s.ratio == pytest.approx(2.0, rel=0.02)
+    assert s.low < s.ratio < s.high and s.excludes_one()
+    assert s.high / s.low < 1.1
+
+
+def test_identical_distributions_give_an_interval_containing_one():
+    rng = np.random.default_rng(2)
+    s = speedup([noisy(1.0, 30, rng) for _ in range(3)], [noisy(1.0, 30, rng) for _ in range(3)])
+    assert not s.excludes_one()
+
+
+def test_between_process_spread_widens_the_interval():
+    """Steps agree within each process but processes disagree by 20%: a test on pooled steps would call a 5% gain
+    certain; resampling the processes does not."""
+    rng = np.random.default_rng(3)
+    base = [noisy(c, 40, rng, 0.005) for c in (0.9, 1.1, 1.0)]
+    cand = [noisy(c * 0.95, 40, rng, 0.005) for c in (1.1, 0.9, 1.0)]
+    pooled = speedup([[t for g in base for t in g]], [[t for g in cand for t in g]])
+    grouped = speedup(base, cand)
+    assert pooled.excludes_one() and not grouped.excludes_one()
+    assert grouped.high - grouped.low > 3 * (pooled.high - pooled.low)
+
+
+def test_point_estimate_is_the_ratio_of_median_of_medians_and_empty_sides_are_refused():
+    assert speedup([[1.0, 1.0, 1.2]], [[0.5, 0.5]]).ratio == pytest.approx(2.0)
+    assert median_of_medians([[1, 2, 3], [5, 6, 7], []]) == 4.0
+    with pytest.raises(ValueError):
+        speedup([[]], [[1.0]])

@@ -1,0 +1,96 @@
+"""`dlperf optimize`: the greedy search's pieces, the decision rule, the recipe, and one search end to end."""
+
+import json
+
+import pytest
+
+from conftest import FAST, dlperf, require
+from dlperf import optimize as opt
+
+
+def test_with_option_replaces_within_an_exclusive_group_and_keeps_canonical_order():
+    assert opt.with_option("fp32", "bf16") == "bf16"
+    assert opt.with_option("bf16", "compile") == "bf16+compile"
+    assert opt.with_option("compile+channels_last", "bf16") == "bf16+channels_last+compile"
+    assert opt.with_option("bf16+foreach", "fused") == "bf16+fused"  # one optimizer implementation
+    assert opt.with_option("fp32", "compile+cuda_graphs") == "compile+cuda_graphs"
+
+
+def test_channels_last_is_pruned_without_an_image_input():
+    assert "image input" in opt.not_applicable("channels_last", {"input": {"shape": [4096]}})
+    assert opt.not_applicable("channels_last", {"input": {"shape": [3, 32, 32]}}) is None
+    assert opt.not_applicable("bf16", {"input": {"shape": [4096]}}) is None
+
+
+def cell(mode, median, *, status="ok", loss_ok=True, compile_s=None, peak=1000):
+    extra = {"loss_check": {"ok": loss_ok, "reason": None if loss_ok else "loss did not decrease"}}
+    if compile_s is not None:
+        extra["compile"] = {"compile_s": compile_s}
+    return {"key": mode, "mode": mode, "status": status, "error": None, "median_s": median,
+            "peak_mem_bytes": peak, "peak_mem_kind": "live_tensors", "extra": extra}  # fmt: skip
+
+
+def steps(center, processes=3, n=20):
+    return [[center * (1 + 0.01 * ((i * 7 + p) % 5 - 2)) for i in range(n)] for p in range(processes)]
+
+
+def test_recommendation_needs_a_clear_gain_an_interval_above_one_and_a_passing_loss_check():
+    cells = [cell("fp32", 1.0), cell("bf16", 0.5, loss_ok=False), cell("channels_last", 0.98),
+             cell("foreach", 0.8), cell("compile", 0.7, compile_s=30.0), cell("checkpoint", 1.3)]  # fmt: skip
+    samples = {"fp32": steps(1.0), "bf16": steps(0.5), "channels_last": steps(0.98), "foreach": steps(0.8),
+               "compile": steps(0.7), "checkpoint": steps(1.3)}  # fmt: skip
+    cands = {c.mode: c for c in opt.candidates_of(cells, samples, {})}
+    assert cands["bf16"].speedup == pytest.approx(2.0, rel=0.01) and not opt.eligible(cands["bf16"])  # stopped learning
+    assert not opt.eligible(cands["channels_last"])  # 2%: below the 3% floor
+    assert not opt.eligible(cands["checkpoint"])  # slower
+    assert opt.recommend(list(cands.values())).mode == "compile"
+    assert cands["compile"].payback_steps == 100  # 30 s / (1.0 - 0.7) s per step against fp32 eager
+    assert opt.ranked(list(cands.values()))[0].mode == "bf16"
+
+
+def test_nothing_is_recommended_when_no_mode_is_reliably_faster():
+    cells = [cell("fp32", 1.0), cell("bf16", 1.01), cell("fp16", None, status="unsupported")]
+    samples = {"fp32": steps(1.0), "bf16": steps(1.01)}
+    cands = opt.candidates_of(cells, samples, {})
+    assert opt.recommend(cands) is None
+    assert opt.ranked(cands)[-1].mode == "fp16"  # no time: last
+
+
+def test_recipe_lines():
+    assert opt.recipe("bf16+channels_last+compile", "cpu") == [
+        "model = model.to(memory_format=torch.channels_last)",
+        "x = x.contiguous(memory_format=torch.channels_last)  # every input batch",
+        "model = torch.compile(model)",
+        "# each step:",
+        'with torch.autocast("cpu", dtype=torch.bfloat16):',
+        "    loss = loss_fn(model(x), y)",
+        "loss.backward()",
+        "optimizer.step()",
+    ]
+    fp16 = opt.recipe("fp16+fused", "cuda:0")
+    assert 'scaler = torch.amp.GradScaler("cuda")' in fp16 and "scaler.update()" in fp16
+    assert any("fused=True" in line for line in fp16)
+    assert opt.recipe("fp32", "cpu")[0].startswith("# nothing to change")
+
+
+def test_optimize_end_to_end_json(tmp_path):
+    require("torch")
+    db = tmp_path / "o.db"
+    proc = dlperf("optimize", "tiny-fcn-r", "--threads", "1", "--repeats", "1", "--budget", "10",
+                  "--format", "json", *FAST, db=db)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["workload"] == "tiny-fcn-r" and out["baseline"]["mode"] == "fp32" and out["baseline"]["median_s"] > 0
+    modes = {r["mode"]: r for r in out["results"]}
+    assert {"fp32", "bf16", "fp16"} <= set(modes)  # the precision dimension was measured
+    assert "channels_last" not in modes  # pruned: no image input
+    assert any("channels_last not tried" in n for n in out["notes"])
+    for r in out["results"]:
+        assert {"mode", "median_s", "speedup", "status", "loss_ok", "peak_mem_bytes"} <= set(r)
+    assert set(out["best"]) >= {"mode", "median_s", "speedup"}
+    if out["best"]["mode"] != "fp32":  # a recommendation is never slower than the baseline
+        assert out["best"]["speedup"] >= 1.03
+    table = dlperf("table", "--best", "--format", "json", db=db)
+    assert table.returncode == 0, table.stderr
+    [best] = json.loads(table.stdout)
+    assert best["workload"] == "tiny-fcn-r" and best["baseline_s"] == pytest.approx(out["baseline"]["median_s"])

@@ -1,0 +1,275 @@
+"""`dlperf peak`: measured matmul and bandwidth peaks, stored by machine, and the utilization held against them."""
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import dlperf, require
+from dlperf.errors import UsageError
+from dlperf.peak import jobs, measure, peak_lookup, utilization
+from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
+
+TINY = {"dtypes": ["fp32", "bf16", "fp16"], "sizes": [64, 128], "bandwidth_bytes": 8 * 2**20, "max_time": 0.2}
+TINY_FLAGS = ["--sizes", "64,128", "--bandwidth-mib", "8", "--max-time", "0.2"]
+
+MACHINE = {
+    "cpu_model": "AMD EPYC",
+    "cores": {"physical": 2, "affinity": 2, "cgroup": None, "cores": 2},
+    "memory_gib": 23,
+    "hostname": "here",
+    "gpus": [],
+    "frameworks": {"torch": "2.13.0+cpu"},
+}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Measuring in a child
+
+
+def test_child_measures_every_dtype_and_the_bandwidth():
+    require("torch")
+    (row,) = measure("torch", ["cpu"], [1], **TINY, timeout=120)
+    assert row["status"] == "ok", row["error"]
+    result = row["result"]
+    assert result["settings"]["torch_threads"] == 1 and result["threads"] == 1
+    assert result["framework_version"].startswith("2.")
+    for dtype in TINY["dtypes"]:
+        entry = result["matmul"][dtype]
+        measured = [f for f in entry["sizes"] if "flops_per_s" in f]
+        assert entry["peak_flops_per_s"] > 0 and entry["best_n"] in (64, 128)
+        assert entry["peak_flops_per_s"] == max(f["flops_per_s"] for f in measured)
+        for f in measured:
+            assert f["flops_per_s"] == pytest.approx(2 * f["n"] ** 3 / f["median_s"])
+            assert f["samples"] >= 1 and f["calls_per_step"] >= 1
+    bandwidth = result["bandwidth"]
+    assert bandwidth["array_bytes"] == TINY["bandwidth_bytes"]
+    kernels = bandwidth["kernels"]
+    assert kernels["copy"]["bytes_per_call"] == 2 * bandwidth["array_bytes"]
+    assert kernels["triad"]["bytes_per_call"] == 3 * bandwidth["array_bytes"]
+    assert bandwidth["peak_bytes_per_s"] == max(k["bytes_per_s"] for k in kernels.values()) > 0
+    json.dumps(result)  # plain JSON values only
+
+
+def test_the_cpu_is_measured_at_every_thread_count_an_accelerator_once():
+    assert jobs(["cpu", "cuda:0"], [1, 2, 4]) == [("cpu", 1), ("cpu", 2), ("cpu", 4), ("cuda:0", 4)]
+
+
+def test_a_failed_or_hung_child_is_an_error_row_not_a_traceback():
+    (row,) = measure("nosuch", ["cpu"], [1], **TINY, timeout=60)
+    assert row["status"] == "failed" and "No module named 'dlperf.frameworks.nosuch_peak'" in row["error"]
+    assert row["result"] is None
+    require("torch")
+    (row,) = measure("torch", ["cpu"], [1], **{**TINY, "sizes": [64, 128, 256]}, timeout=0.5)
+    assert row["status"] == "timeout" and "--timeout 0.5" in row["error"]
+
+
+def test_a_size_too_slow_for_max_time_is_skipped_and_a_dtype_the_device_cannot_do_is_unsupported(monkeypatch):
+    torch = require("torch")
+    from dlperf.frameworks import torch_peak
+
+    cpu, cfg = torch.device("cpu"), torch_peak.timer_config(0.05)
+    entry = torch_peak.matmul_peak(cpu, "fp32", [64, 8192], cfg, lambda: None)  # 1.1 TFLOP: seconds on any CPU
+    assert entry["best_n"] == 64 and entry["peak_flops_per_s"] > 0
+    assert "more than 4 x --max-time (0.2 s)" in entry["sizes"][1]["skipped"]
+    monkeypatch.setitem(torch_peak.DTYPES, "bool", torch.bool)  # no CPU matmul kernel for booleans
+    entry = torch_peak.matmul_peak(cpu, "bool", [64], cfg, lambda: None)
+    assert entry.keys() == {"unsupported"} and "bool" in entry["unsupported"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The command line
+
+
+def test_cli_measures_stores_and_prints_json(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("peak", "--threads", "1", *TINY_FLAGS, "--format", "json", db=db)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["failed"] == [] and out["db"] == str(db)
+    kinds = sorted((p["kind"], p["dtype"] or "") for p in out["peaks"])
+    assert kinds == [("bandwidth", ""), ("matmul", "bf16"), ("matmul", "fp16"), ("matmul", "fp32")]
+    assert all(p["value"] > 0 and p["device"] == "cpu" and p["threads"] == 1 for p in out["peaks"])
+    store = Store.open(db, create=False)
+    try:
+        rows = store.peaks()
+        assert sorted(r["id"] for r in rows) == sorted(p["id"] for p in out["peaks"])
+        assert rows[0]["fingerprint"]["frameworks"]["torch"] == out["peaks"][0]["framework_version"]
+        env = json.loads(store.conn.execute("SELECT env_json FROM peaks LIMIT 1").fetchone()[0])
+        peaks = peak_lookup(store, rows[0]["fingerprint"], "cpu", 1)
+    finally:
+        store.close()
+    assert env["frameworks"]["torch"]["version"] == out["peaks"][0]["framework_version"]
+    assert peaks.keys() == {"fp32", "bf16", "fp16"}
+
+
+def test_cli_text_output(tmp_path):
+    require("torch")
+    proc = dlperf("peak", "--threads", "1", "--dtypes", "bf16", *TINY_FLAGS, db=tmp_path / "d.db")
+    assert proc.returncode == 0, proc.stderr
+    assert "TFLOP/s" in proc.stdout and "bf16" in proc.stdout and "triad GB/s" in proc.stdout
+    assert "2 peaks stored" in proc.stdout
+    assert "[1/1] peaks of cpu:1: done" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--dtypes", "fp8"], "unknown dtype 'fp8'"),
+        (["--dtypes", "bf16,"], "--dtypes"),
+        (["--sizes", "64,0"], "--sizes"),
+        (["--threads", "x"], "--threads"),
+        (["--devices", "tpu"], "unknown device 'tpu'"),
+        (["--bandwidth-mib", "0"], "--bandwidth-mib must be positive"),
+        (["--max-time", "-1"], "--max-time must be positive"),
+        (["--format", "xml"], "--format 'xml'"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
+    proc = dlperf("peak", *flags, db=tmp_path / "d.db")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dlperf: error:") and fragment in lines[0], proc.stderr
+    assert not (tmp_path / "d.db").exists()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Looking peaks up and using them
+
+
+def matmul(device, threads, dtype, value, version="2.13.0+cpu"):
+    return {"framework": "torch", "framework_version": version, "device": device, "threads": threads,
+            "kind": "matmul", "dtype": dtype, "value": value, "detail": {}}  # fmt: skip
+
+
+def test_peak_lookup_matches_machine_device_and_threads_and_takes_the_latest(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    other_machine = {**MACHINE, "hostname": "elsewhere"}
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp32", 1e11), matmul("cpu", 1, "bf16", 3e11)])
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 2, "fp32", 2e11), matmul("cuda:0", 2, "fp32", 5e13)])
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp32", 1.1e11)])  # measured again: the latest counts
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "bf16", None)])  # not measured this time: the older stays
+    store.record_peaks(other_machine, {}, [matmul("cpu", 1, "fp32", 9e12), matmul("cpu", 1, "fp16", 9e12)])
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp16", 9e12, version="2.14.0+cpu")])  # other torch
+    bandwidth = {**matmul("cpu", 1, None, 5e10), "kind": "bandwidth"}
+    store.record_peaks(MACHINE, {}, [bandwidth])
+    assert peak_lookup(store, MACHINE, "cpu", 1) == {"fp32": 1.1e11, "bf16": 3e11}
+    assert peak_lookup(store, MACHINE, "cpu", 2) == {"fp32": 2e11}
+    assert peak_lookup(store, MACHINE, "cpu", 4) == {}
+    assert peak_lookup(store, MACHINE, "cuda:0", 8) == {"fp32": 5e13}  # host threads do not matter on a GPU
+    assert peak_lookup(store, other_machine, "cpu", 1) == {"fp32": 9e12, "fp16": 9e12}
+    assert peak_lookup(store, {**MACHINE, "frameworks": {"torch": "2.14.0+cpu"}}, "cpu", 1) == {"fp16": 9e12}
+    assert peak_lookup(store, {**MACHINE, "memory_gib": 64}, "cpu", 1) == {}
+    store.close()
+
+
+def test_utilization_is_time_at_peak_over_measured_time():
+    peaks = {"fp32": 1e11, "bf16": 4e11}
+    assert utilization({"fp32": 5e10}, 1.0, peaks) == pytest.approx(0.5)
+    assert utilization({"fp32": 5e10}, 2.0, peaks) == pytest.approx(0.25)
+    # autocast: most FLOPs in bf16 at its own peak, the rest in fp32: (8e10 / 4e11 + 1e10 / 1e11) / 0.6 s
+    assert utilization({"bf16": 8e10, "fp32": 1e10}, 0.6, peaks) == pytest.approx((0.2 + 0.1) / 0.6)
+    assert utilization({"bf16": 8e10, "fp16": 0}, 0.4, peaks) == pytest.approx(0.5)  # no fp16 work: no peak needed
+
+
+@pytest.mark.parametrize(
+    ("flops", "median_s", "peaks"),
+    [
+        ({"fp16": 1e10}, 1.0, {"fp32": 1e11}),  # no fp16 peak measured
+        ({"bf16": 1e10, "fp32": 1e9}, 1.0, {"bf16": 4e11}),  # one of two peaks missing
+        (None, 1.0, {"fp32": 1e11}),  # FLOPs not counted
+        ({}, 1.0, {"fp32": 1e11}),
+        ({"fp32": 1e10}, None, {"fp32": 1e11}),  # no time
+        ({"fp32": 1e10}, 0.0, {"fp32": 1e11}),
+        ({"fp32": 1e10}, 1.0, {}),  # no peaks stored for this machine
+    ],
+)
+def test_utilization_is_none_when_anything_is_missing(flops, median_s, peaks):
+    assert utilization(flops, median_s, peaks) is None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The store: schema version 2
+
+
+def v1_file(path):
+    """A store as dlperf wrote it before peaks existed, with one run."""
+    conn = sqlite3.connect(path)
+    for statement in MIGRATIONS[1]:
+        conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    conn.execute(
+        "INSERT INTO runs (started_at, status, spec_json, env_json, fingerprint_json)"
+        " VALUES ('2026-01-01T00:00:00+00:00', 'complete', '{}', '{\"hostname\": \"old\"}', '{}')"
+    )
+    conn.commit()
+    conn.close()
+
+
+def schema_version(path):
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("create", [False, True])
+def test_a_v1_file_is_upgraded_in_place_and_keeps_its_runs(tmp_path, create):
+    assert SCHEMA_VERSION == 2
+    path = tmp_path / "old.db"
+    v1_file(path)
+    store = Store.open(path, create=create)  # a reader (dlperf table) upgrades it too
+    assert [json.loads(r["env_json"]) for r in store.runs()] == [{"hostname": "old"}]
+    assert store.peaks() == []
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp32", 1e11)])
+    store.close()
+    assert schema_version(path) == 2
+    store = Store.open(path, create=False)
+    assert [r["value"] for r in store.peaks()] == [1e11] and len(store.runs()) == 1
+    store.close()
+
+
+def test_a_reader_that_cannot_write_still_reads_an_old_file(tmp_path, monkeypatch):
+    path = tmp_path / "old.db"
+    v1_file(path)
+
+    def readonly(self):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(Store, "_migrate", readonly)
+    store = Store.open(path, create=False)
+    assert store.version == 1 and len(store.runs()) == 1 and store.peaks() == []
+    store.close()
+    with pytest.raises(UsageError, match="cannot upgrade"):
+        Store.open(path, create=True)
+    assert schema_version(path) == 1
+
+
+def test_a_reader_still_refuses_a_file_without_dlperf_tables(tmp_path):
+    path = tmp_path / "empty.db"
+    sqlite3.connect(path).close()
+    path.write_bytes(b"")
+    with pytest.raises(UsageError, match="no dlperf runs"):
+        Store.open(path, create=False)
+
+
+def test_table_and_export_show_utilization_against_the_stored_peak(tmp_path):
+    require("torch")
+    from conftest import FAST
+
+    db = tmp_path / "d.db"
+    run = ["run", "--workloads", "tiny-alexnet-r", "--threads", "1", "--modes", "fp32,bf16", *FAST]
+    assert dlperf(*run, db=db).returncode == 0
+    before = [json.loads(line) for line in dlperf("export", db=db).stdout.splitlines()]
+    assert all(r["utilization"] is None for r in before)  # no peak measured yet: no guess either
+    assert dlperf("peak", "--threads", "1", "--dtypes", "fp32,bf16", *TINY_FLAGS, db=db).returncode == 0
+    records = {r["mode"]: r for r in (json.loads(line) for line in dlperf("export", db=db).stdout.splitlines())}
+    assert records["fp32"]["flops_by_dtype"] == {"fp32": records["fp32"]["flops_per_step"]}
+    assert records["bf16"]["flops_by_dtype"] == {"bf16": records["bf16"]["flops_per_step"]}
+    for r in records.values():
+        assert 0 < r["utilization"] < 5  # tiny matrices reach little of the peak; above 1 only through noise
+    table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
+    assert all(row["cells"]["cpu:1"]["utilization"] == records[row["mode"]]["utilization"] for row in table["rows"])
+    assert "%)" in dlperf("table", db=db).stdout
