@@ -236,6 +236,9 @@ def test_modes_are_cells_and_a_mode_that_does_not_apply_is_unsupported(tmp_path)
     assert status[("tiny-alexnet-r", "bf16+channels_last")][0] == "ok"
     assert status[("tiny-fcn-s", "bf16+channels_last")][0] == "unsupported"
     assert "channels_last applies to 2-d convolutional networks" in status[("tiny-fcn-s", "bf16+channels_last")][1]
+    checks = {(r["workload"], r["mode"]): json.loads(r["extra_json"]).get("loss_check") for r in cells(db)}
+    assert checks[("tiny-alexnet-r", "bf16+channels_last")]["ok"] is True  # it still trains like fp32
+    assert checks[("tiny-alexnet-r", "fp32")] is None  # fp32 is the reference, not checked against itself
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert {(r["workload"], r["mode"]) for r in table["rows"]} == set(status)
 

@@ -80,6 +80,7 @@ def make_spec(
     timeout: float = 600.0,
     compile_timeout: float | None = None,
     pin: bool = False,
+    loss_check: bool = True,
     timer: TimerConfig | None = None,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
@@ -105,6 +106,7 @@ def make_spec(
         timeout=timeout,
         compile_timeout=compile_timeout,
         pin=pin,
+        loss_check=loss_check,
         timer=timer or TimerConfig(),
     )
 

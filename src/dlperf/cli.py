@@ -47,6 +47,11 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "(default: only --timeout)",
     )
     p.add_argument("--pin", action="store_true", help="pin each cell to as many cores as it has threads")
+    p.add_argument(
+        "--no-loss-check",
+        action="store_true",
+        help="skip the short check that each mode other than fp32 still trains like fp32 (untimed; on by default)",
+    )
     p.add_argument("--min-steps", type=int, default=10, help="timed steps at least (default: 10)")
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps at least (default: 1)")
     p.add_argument("--max-time", type=float, default=60.0, help="seconds of timed steps at most (default: 60)")
@@ -166,6 +171,7 @@ def cmd_run(args) -> int:
             timeout=args.timeout,
             compile_timeout=args.compile_timeout,
             pin=args.pin,
+            loss_check=not args.no_loss_check,
             timer=timer,
         )
     if args.dry_run:

@@ -333,7 +333,7 @@ class Searcher:
                 f"{max(0.0, left) / 60:.1f} min of the budget left (raise --budget)"
             )
             return best
-        self._round(modes, dimension=dim.name)
+        self._round(modes, dimension=dim.name, bar=best)
         return self._choose(best, modes, dim.name)
 
     def _estimate(self, modes: list[str]) -> float:
@@ -351,21 +351,38 @@ class Searcher:
             total += self.opts.repeats * (per_process + (COMPILE_GUESS_S if compiled else 0.0))
         return total
 
-    def _round(self, modes: list[str], dimension: str | None) -> None:
+    def _round(self, modes: list[str], dimension: str | None, bar: str | None = None) -> None:
+        """Measure `modes`; the loss check runs only for those faster than the `bar` mode's median (a slower mode is
+        never chosen, and a slow mode's check is slow too: fp16 on a CPU without fp16 units takes minutes)."""
         cells = [replace(self.base_cell, mode=m) for m in modes]
+        if bar is not None:
+            bar_cell = next(c for c in self.store.cell_dicts(self.run_id) if c["mode"] == bar)
+            self.ctx.check_if_faster_than_s = bar_cell.get("median_s")
         new = [c for c in cells if c.mode not in self.repeat_of]
         self.store.add_cells(self.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.workload} for c in new])
         for c in new:
             self.ctx.workloads[c.key] = self.workload
             self.dimension_of[c.mode] = dimension
-        tasks = []
+        first = []
         if BASELINE in self.repeat_of:  # one more baseline process per round, first, so the baseline spans the run
-            tasks.append(self._task(replace(self.base_cell, mode=BASELINE)))
-        for _ in range(self.opts.repeats):
-            tasks += [self._task(c) for c in cells]
-        progress = self.progress_factory(len(tasks))
-        with progress:
-            execute(self.ctx, tasks, progress, last=False)
+            first.append(self._task(replace(self.base_cell, mode=BASELINE)))
+        first += [self._task(c) for c in cells]
+        self._execute(first)
+        # the other processes only for modes that may win: one process already shows a mode slower than the bar
+        bar_s = self.ctx.check_if_faster_than_s if bar is not None else None
+        medians = {c["mode"]: c.get("median_s") for c in self.store.cell_dicts(self.run_id)}
+        promising = [c for c in cells if medians.get(c.mode) and (bar_s is None or medians[c.mode] < bar_s)]
+        for c in cells:
+            if c not in promising and medians.get(c.mode):
+                self.notes.append(f"{c.mode}: measured in one process only: {medians[c.mode]:.4g} s per step is not "
+                                  f"faster than {bar} ({bar_s:.4g} s)")  # fmt: skip
+        self._execute([self._task(c) for _ in range(self.opts.repeats - 1) for c in promising])
+
+    def _execute(self, tasks: list[Task]) -> None:
+        if tasks:
+            progress = self.progress_factory(len(tasks))
+            with progress:
+                execute(self.ctx, tasks, progress, last=False)
 
     def _task(self, cell: Cell) -> Task:
         n = self.repeat_of.get(cell.mode, 0)
@@ -469,11 +486,19 @@ def render_rich(search: Search):
             speed = "1.00x (baseline)"
         memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
         util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
-        loss = "ok" if c.loss_ok else ("not checked" if c.loss_ok is None else f"FAILED: {c.loss_reason}")
+        loss = (
+            "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
+        )
         payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
         mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
         table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
     return table
+
+
+def _loss_text(c: Candidate) -> str:
+    if c.loss_ok is None:
+        return c.loss_reason or "not checked"
+    return "ok" if c.loss_ok else f"FAILED: {c.loss_reason}"
 
 
 # Peak memory kinds, marked in the table and explained under it: they are different quantities.

@@ -31,6 +31,7 @@ class RunSpec:
     timeout: float = 600.0  # seconds per child process, start-up included
     compile_timeout: float | None = None  # seconds for a compiled cell's first step (compilation); None: no own limit
     pin: bool = False  # pin each child to `threads` cores of the allowed affinity mask
+    loss_check: bool = True  # every mode but fp32 also checks that it still trains (untimed)
     timer: TimerConfig = field(default_factory=TimerConfig)
 
     def to_json(self) -> dict:

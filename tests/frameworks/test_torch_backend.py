@@ -135,6 +135,14 @@ def test_checkpoint_is_unsupported_without_a_sequential_trunk(name):
         tb.build(BUILTIN[name], "cpu", "checkpoint")
 
 
+def test_a_dtype_without_a_kernel_here_is_unsupported_not_failed():
+    step = tb.build(BUILTIN["tiny-lstm"], "cpu", "fp16")  # oneDNN has no fp16 LSTM on CPUs without AVX512-FP16
+    try:
+        step.step()
+    except NotImplementedError as exc:
+        assert "no kernel for this op and dtype on this device" in str(exc)
+
+
 def test_compile_mode_wraps_the_model_and_keeps_the_eager_module():
     step = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "bf16+compile")  # building does not compile yet: cheap
     assert step.compiles and step.forward is not step.model

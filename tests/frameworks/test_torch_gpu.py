@@ -46,3 +46,34 @@ def test_probe_lists_exactly_the_visible_devices():
     names = [d["name"] for d in tb.devices()]
     assert names[0] == "cpu"
     assert sum(n.startswith("cuda:") for n in names) == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
+
+
+@cuda
+def test_tf32_is_on_only_in_the_tf32_mode():
+    tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "tf32")
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+    tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp32")
+    assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32  # fp32 means fp32
+
+
+@cuda
+def test_cuda_graph_replays_the_whole_step():
+    graphed, eager = (
+        tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "cuda_graphs"),
+        tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "fp32"),
+    )
+    assert graphed.compiles  # the capture is the first step, timed apart
+    for _ in range(3):
+        graphed.step()
+    for _ in range(3 + tb.CudaGraphStep.WARMUP_STEPS):  # the warm-up before capture trains too
+        eager.step()
+    graphed.sync()
+    assert graphed.graph is not None
+    for p, q in zip(graphed.trainable, eager.trainable, strict=True):  # the same training, replayed
+        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
+
+
+@cuda
+def test_cuda_graphs_refuse_fp16_gradient_scaling():
+    with pytest.raises(NotImplementedError, match="cannot capture fp16 gradient scaling"):
+        tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp16+cuda_graphs")

@@ -8,6 +8,7 @@ A backend module provides:
     configure_threads(threads: int) -> dict          # before building anything; returns the effective settings
     build(workload: Workload, device: str, mode: str) -> TrainStep
     probe(request: dict) -> dict                     # versions, devices, user workloads; answered as JSON
+    loss_check(workload, device, mode) -> dict       # does the mode still train like fp32? {"ok", "reason", ...}
 
 and a `TrainStep` has:
 

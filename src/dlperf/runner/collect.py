@@ -42,6 +42,7 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "flops_per_step": _first(events, "flops").get("flops_per_step"),
         "flops_by_dtype": _first(events, "flops").get("flops_by_dtype"),
         "compile": _compile_detail(events),
+        "loss_check": _loss_check(events, child),
         "memory": {k: v for k, v in _first(events, "memory").items() if k != "event"},
         "warmup_steps": warm.get("steps"),
         "warmup_steady": warm.get("steady"),
@@ -66,6 +67,15 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
     }
 
 
+def _loss_check(events: list[dict], child: ChildResult) -> dict | None:
+    if check := _first(events, "loss_check"):
+        return {k: v for k, v in check.items() if k != "event"}
+    if _first(events, "checking"):
+        why = child.stop_reason or ("the cell's --timeout" if child.timed_out else child.crashed_reason or "no result")
+        return {"ok": None, "reason": f"the check did not finish: {why}"}
+    return None
+
+
 def _compile_detail(events: list[dict]) -> dict[str, Any] | None:
     """First-step time and TorchDynamo's counts for a compiled cell; None for an eager one."""
     if not _first(events, "compiling"):
@@ -84,6 +94,8 @@ def _status(events: list[dict], child: ChildResult, timeout: float, n: int) -> t
         return Status.UNSUPPORTED, unsupported.get("reason")
     if failure := _first(events, "error"):
         return Status.FAILED, failure.get("error")
+    if (child.timed_out or child.crashed_reason) and _first(events, "checking") and not _first(events, "loss_check"):
+        return Status.OK, None  # measured in full; only the untimed loss check was cut short (see `loss_check`)
     if child.timed_out:
         return Status.TIMEOUT, child.stop_reason or f"exceeded --timeout {timeout:g} s (kept {n} samples)"
     if child.crashed_reason:
@@ -171,6 +183,7 @@ def _static(details: list[dict]) -> dict[str, Any]:
             "minor_faults_per_step": first("minor_faults_per_step"),
             "flops_by_dtype": first("flops_by_dtype"),
             "compile": first("compile"),
+            "loss_check": first("loss_check"),
         },
     }
 

@@ -37,6 +37,7 @@ class SweepContext:
     spec: RunSpec
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
+    check_if_faster_than_s: float | None = None  # a search's bar: skip the loss check of modes not faster than it
 
 
 def interpreter_for(framework: str) -> str:
@@ -58,7 +59,7 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def task_payload(task: Task, workload: dict, spec: RunSpec) -> dict:
+def task_payload(task: Task, workload: dict, spec: RunSpec, check_if_faster_than_s: float | None = None) -> dict:
     pins = pin_cpus(task.cell.threads) if spec.pin and task.cell.device == "cpu" else None
     return {
         "cell": task.cell.to_json(),
@@ -66,6 +67,8 @@ def task_payload(task: Task, workload: dict, spec: RunSpec) -> dict:
         "workload": workload,
         "timer": spec.to_json()["timer"],
         "pin_cpus": pins,
+        "loss_check": spec.loss_check,
+        "check_if_faster_than_s": check_if_faster_than_s,
     }
 
 
@@ -74,7 +77,9 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
     cell = task.cell
     with tempfile.TemporaryDirectory(prefix="dlperf-cell-") as tmp:
         tmpdir = Path(tmp)
-        (tmpdir / "task.json").write_text(json.dumps(task_payload(task, ctx.workloads[cell.key], ctx.spec)))
+        (tmpdir / "task.json").write_text(
+            json.dumps(task_payload(task, ctx.workloads[cell.key], ctx.spec, ctx.check_if_faster_than_s))
+        )
         python = interpreter_for(cell.framework)
         cmd = worker_command(python, str(tmpdir / "task.json"), str(tmpdir / "result.jsonl"))
         env = {**child_env(os.environ, cell.threads, python), **cache_env(tmpdir)}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import statistics
 import sys
 import time
 import traceback
@@ -20,6 +21,7 @@ import traceback
 from dlperf.frameworks import backend
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
+from dlperf.vocab import Mode, mode_components
 from dlperf.workloads import Workload
 
 
@@ -35,7 +37,7 @@ class Events:
 
 
 def measure(task: dict, emit: Events) -> None:
-    """build -> (compile) -> warm up -> timed steps -> FLOPs and memory (untimed).
+    """build -> (compile) -> warm up -> timed steps -> FLOPs, memory and the loss check (untimed).
 
     The timed loop sees exactly the history a plain training loop has: the FLOP-counting and memory-tracking steps
     come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
@@ -43,7 +45,8 @@ def measure(task: dict, emit: Events) -> None:
     fw = backend(cell["framework"])  # the framework is imported here, thread settings already in place
     settings = fw.configure_threads(cell["threads"])
     start = time.perf_counter()
-    train = fw.build(Workload.from_json(task["workload"]), cell["device"], cell["mode"])
+    workload = Workload.from_json(task["workload"])
+    train = fw.build(workload, cell["device"], cell["mode"])
     emit("built", params=train.params, build_s=time.perf_counter() - start, settings={**settings, **train.settings()})
 
     def run() -> float:
@@ -55,12 +58,44 @@ def measure(task: dict, emit: Events) -> None:
         emit("compiled", first_step_s=first, **train.compile_stats())
     warm = warm_up(run, cfg)
     emit("warmup", steps=warm.steps, steady=warm.steady, times=warm.times)
-    emit("sampled", **timed_samples(run, cfg, emit))
+    sampled = timed_samples(run, cfg, emit)
+    emit("sampled", **sampled)
     if train.compiles:
         emit("compile_end", **train.compile_stats())  # frames compiled since the first step are recompiles
     emit("flops", **(train.count_flops() or {"flops_per_step": None}))
     emit("memory", **train.memory_of_step())
+    if wants_check(task, sampled["median_s"]):
+        emit("checking")
+        emit("loss_check", **still_trains(fw, workload, cell))
+    elif not_faster := task.get("check_if_faster_than_s"):
+        reason = f"not checked: {sampled['median_s']:.4g} s per step is not faster than {not_faster:.4g} s"
+        emit("loss_check", ok=None, reason=reason)
     emit("done")
+
+
+def wants_check(task: dict, median_s: float | None) -> bool:
+    """The loss check runs once per cell, in its first process (it trains from fixed seeds: another process would
+    repeat it), for every mode but fp32 (the reference). A search may ask to skip it for a mode that is not faster
+    than the one it would replace: such a mode is never chosen, and a slow mode's check is slow too."""
+    cell = task["cell"]
+    if not task.get("loss_check", True) or task.get("repeat", 0) != 0 or mode_components(cell["mode"]) == [Mode.FP32]:
+        return False
+    threshold = task.get("check_if_faster_than_s")
+    return threshold is None or (median_s is not None and median_s < threshold)
+
+
+def still_trains(fw, workload: Workload, cell: dict) -> dict:
+    """The mode's short training against fp32 from the same start (untimed). A check that cannot run is reported
+    with its reason and decides nothing; the timing stands either way."""
+    start = time.perf_counter()
+    try:
+        return fw.loss_check(workload, cell["device"], cell["mode"])
+    except Exception as exc:
+        return {
+            "ok": None,
+            "reason": f"the check could not run: {_describe(exc)}",
+            "seconds": time.perf_counter() - start,
+        }
 
 
 def timed_samples(run, cfg: TimerConfig, emit: Events) -> dict:
@@ -72,6 +107,7 @@ def timed_samples(run, cfg: TimerConfig, emit: Events) -> dict:
     faults = _minor_faults() - faults_before
     return {
         "n": len(samples),
+        "median_s": statistics.median(samples) if samples else None,
         "steal_fraction": system.steal_fraction(before, after),
         "others_cpu_share": system.others_cpu_share(before, after, own, wall),
         "cpu_utilization": own / wall if wall > 0 else None,  # cores kept busy on average: ~threads when it scales

@@ -1,0 +1,378 @@
+"""The "still trains" check: good modes pass, broken ones fail with the right reason; the judge on synthetic curves."""
+
+import dataclasses
+import json
+import math
+import re
+
+import pytest
+
+from conftest import require
+
+torch = require("torch")
+
+from dlperf.frameworks import torch_backend as tb  # noqa: E402
+from dlperf.frameworks import torch_losscheck as lc  # noqa: E402
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
+from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Good modes pass
+
+
+@pytest.mark.parametrize(
+    ("name", "mode"),
+    [
+        ("tiny-resnet-56", "bf16"),
+        ("tiny-alexnet-r", "fp16"),
+        ("tiny-alexnet-r", "bf16+channels_last"),
+        ("tiny-lstm", "bf16"),
+    ],
+)
+def test_good_modes_pass(name, mode):
+    workload = BUILTIN[name]
+    result = lc.loss_check(workload, "cpu", mode)
+    assert result["ok"] and result["reason"] is None, result["reason"]
+    assert result["batch"] == min(workload.batch, lc.BATCH) and result["steps"] == lc.STEPS
+    assert len(result["fp32_losses"]) == len(result["tolerance"]) == lc.STEPS
+    assert [len(curve) for curve in result["spread_losses"]] == [lc.STEPS] * lc.SEEDS
+    assert result["fp32_losses"][-1] < result["fp32_losses"][0]  # fp32 learns the repeated batch
+    assert result["cosine"] >= result["min_cosine"] and result["changed_fraction"] > 0.99
+    assert result["rounding_cosine"] is not None  # a precision mode gets the rounding reference
+    json.dumps(result)
+
+
+def test_fp32_arithmetic_modes_need_no_rounding_reference():
+    result = lc.loss_check(BUILTIN["tiny-resnet-56"], "cpu", "channels_last")
+    assert result["ok"] and result["rounding_cosine"] is None and result["min_cosine"] == lc.MIN_COSINE
+    assert result["cosine"] > 0.9999  # the same arithmetic in another memory layout
+
+
+def fp16_with_scale(workload: Workload, init_scale: float):
+    """fp16 autocast with a GradScaler starting at `init_scale` instead of 65536."""
+
+    def make(seed: int) -> tb.TorchStep:
+        step = tb.build(workload, "cpu", "fp16", seed=seed)
+        step.scaler = torch.amp.GradScaler("cpu", init_scale=init_scale)
+        return step
+
+    return make
+
+
+def fp32(workload: Workload):
+    """The reference factory, as `loss_check` makes it."""
+    return lambda seed: tb.build(workload, "cpu", "fp32", seed=seed)
+
+
+def small(name: str) -> Workload:
+    """The workload at the check's batch size, as `loss_check` trains it."""
+    workload = BUILTIN[name]
+    return dataclasses.replace(workload, batch=min(workload.batch, lc.BATCH))
+
+
+def test_a_scaler_calibrating_is_compared_from_its_first_update():
+    # From 2**20 the scaler halves its scale at each overflowing step until the gradients fit in fp16: those steps are
+    # no-ops, and the mode makes its updates after them.
+    workload = small("tiny-alexnet-r")
+    result = lc.check(fp32(workload), fp16_with_scale(workload, 2.0**20), rounding=torch.float16)
+    assert result["ok"], result["reason"]
+    assert 1 <= result["skipped_steps"] < lc.STEPS
+    assert len(result["mode_losses"]) == lc.STEPS + result["skipped_steps"]
+    assert result["mode_updated"].count(True) == lc.STEPS
+    assert result["cosine"] > 0.99
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Broken modes fail, with the reason
+
+
+def with_lr(make, lr: float):
+    """Every parameter group's learning rate set to `lr`."""
+
+    def make_with_lr(seed: int):
+        step = make(seed)
+        for group in step.optimizer.param_groups:
+            group["lr"] = lr
+        return step
+
+    return make_with_lr
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        pytest.param(lambda w: fp16_with_scale(w, 2.0**100), id="scaler-overflows-every-step"),
+        pytest.param(lambda w: with_lr(fp32(w), 0.0), id="learning-rate-zero"),
+    ],
+)
+def test_a_mode_that_never_updates_fails(broken):
+    workload = small("tiny-alexnet-r")
+    result = lc.check(fp32(workload), broken(workload))
+    assert not result["ok"]
+    assert result["reason"] == f"no step changed the parameters in {2 * lc.STEPS} steps"
+    assert result["changed_fraction"] == 0.0 and result["cosine"] is None
+
+
+def bf16_weights(make):
+    """The whole model in bf16, weights too: an update below half a unit in a weight's last place rounds away."""
+
+    def make_bf16(seed: int):
+        step = make(seed)
+        step.model.to(torch.bfloat16)  # in place: the optimizer and `trainable` keep the same parameters
+        step.inputs = step.inputs.to(torch.bfloat16)
+        return step
+
+    return make_bf16
+
+
+def test_bf16_weights_that_swallow_small_updates_fail():
+    workload = small("tiny-resnet-56")
+    reference = with_lr(fp32(workload), 1e-4)
+    result = lc.check(reference, bf16_weights(reference), rounding=torch.bfloat16)
+    assert not result["ok"]
+    assert re.fullmatch(r"only \d+% of parameters with gradients changed \(fp32: 99%\)", result["reason"])
+    assert result["changed_fraction"] < 0.5 < 0.95 < result["fp32_changed_fraction"]  # fp32 rounds a few away too
+
+
+def hooked(make, transform):
+    """Each parameter's gradient replaced by transform(gradient) before the optimizer sees it."""
+
+    def make_hooked(seed: int):
+        step = make(seed)
+        generator = torch.Generator().manual_seed(seed)
+        for p in step.trainable:
+            perm = torch.randperm(p.numel(), generator=generator)
+            p.register_hook(lambda g, perm=perm: transform(g, perm))
+        return step
+
+    return make_hooked
+
+
+@pytest.mark.parametrize(
+    ("transform", "cosine"),
+    [
+        pytest.param(lambda g, perm: -g, -1.0, id="negated"),
+        pytest.param(lambda g, perm: g.flatten()[perm].view_as(g), 0.0, id="permuted"),
+    ],
+)
+def test_an_update_that_points_elsewhere_fails(transform, cosine):
+    workload = small("tiny-resnet-56")
+    result = lc.check(fp32(workload), hooked(fp32(workload), transform))
+    assert not result["ok"]
+    assert result["reason"].startswith("first update cosine ") and result["reason"].endswith(
+        "< 0.9 (against fp32's first update)"
+    )
+    assert result["cosine"] == pytest.approx(cosine, abs=0.2)
+
+
+def test_the_mode_is_built_first_and_unsupported_propagates():
+    built = []
+
+    def make_fp32(seed):
+        built.append(seed)
+        return tb.build(small("tiny-fcn-s"), "cpu", "fp32", seed=seed)
+
+    def make_unsupported(seed):
+        raise NotImplementedError("no such thing here")
+
+    with pytest.raises(NotImplementedError, match="no such thing"):
+        lc.check(make_fp32, make_unsupported)
+    assert built == []
+    with pytest.raises(NotImplementedError, match="channels_last applies to 2-d convolutional networks"):
+        lc.loss_check(BUILTIN["tiny-fcn-s"], "cpu", "channels_last")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# User workloads
+
+USER_FILE = """
+import torch
+import dlperf
+
+
+def make():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3))
+
+    def make_batch(n, device):
+        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
+
+    return dlperf.user_workload("mini", model, make_batch, torch.nn.functional.cross_entropy, batch_size=6,
+                                optimizer=lambda params: torch.optim.SGD(params, lr=0.5))
+"""
+
+
+def test_user_workload(tmp_path):
+    path = tmp_path / "mini_model.py"
+    path.write_text(USER_FILE)
+    workload = Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 6, OptimizerSpec(), source=f"{path}:make")
+    result = lc.loss_check(workload, "cpu", "bf16")
+    assert result["ok"], result["reason"]
+    assert result["batch"] == lc.BATCH  # the factory's 6, capped
+    assert result["fp32_losses"][-1] < 0.5 * result["fp32_losses"][0]  # four samples, fitted
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The judge, on synthetic curves
+
+FP32 = [2.3, 1.8, 1.3, 0.9, 0.6, 0.4]
+SPREAD = [[2.4, 1.95, 1.45, 1.05, 0.75, 0.55], [2.2, 1.7, 1.2, 0.8, 0.5, 0.3]]  # 0.1-0.15 from FP32
+
+
+def judge(mode=FP32, *, fp32=FP32, spread=SPREAD, **overrides) -> lc.Verdict:
+    """The judge with a mode that matches fp32 in everything but what `overrides` says."""
+    args = {"changed": 1.0, "fp32_changed": 1.0, "cosine": 0.999, "size_ratio": 1.0, **overrides}
+    return lc.judge(fp32, mode, spread, **args)
+
+
+def test_judge_accepts_the_fp32_curve_itself():
+    verdict = judge()
+    assert verdict.ok and verdict.reason is None
+    assert verdict.progress == 1.0 and verdict.min_cosine == lc.MIN_COSINE
+    assert verdict.tolerance == pytest.approx([0.3] * 6)  # twice the largest gap of a neighbourhood
+
+
+def test_judge_rejects_a_flat_curve_with_the_numbers():
+    verdict = judge([2.3] * 6)
+    assert not verdict.ok and verdict.progress == 0.0
+    assert (
+        verdict.reason
+        == "loss did not decrease: 2.3 -> 2.3 while fp32 went 2.3 -> 0.4 (0% of fp32's decrease, needs 50%)"
+    )
+
+
+def test_judge_wants_half_of_fp32s_decrease():
+    wide = [[x + 2 for x in FP32]]  # a spread so wide that only the decrease decides
+    assert judge([2.3, 2.0, 1.8, 1.6, 1.4, 1.3], spread=wide).ok  # 1.0 of fp32's 1.9
+    assert "loss did not decrease" in judge([2.3, 2.1, 1.9, 1.7, 1.5, 1.45], spread=wide).reason  # 0.85
+
+
+def test_judge_takes_the_lowest_loss_so_a_bounce_at_the_end_is_no_failure():
+    bouncing = [2.3, 1.8, 1.3, 0.9, 0.6, 1.0]
+    verdict = judge(bouncing, fp32=bouncing, spread=[bouncing])
+    assert verdict.ok and verdict.progress == 1.0
+
+
+def test_judge_rejects_a_curve_outside_the_spread():
+    mode = [*FP32]
+    mode[3] += 0.31  # the tolerance is 0.3
+    verdict = judge(mode)
+    assert not verdict.ok
+    assert verdict.reason.startswith("loss 1.21 at step 4 is 0.31 from fp32's 0.9, beyond the tolerance 0.3")
+
+
+def test_tolerance_floor_when_the_seeds_agree():
+    # No spread at all (every seed fits the batch the same way): rounding is still allowed, 2% of the first loss.
+    verdict = judge([x + 0.04 for x in FP32], spread=[FP32])
+    assert verdict.ok and verdict.tolerance == pytest.approx([0.046] * 6)
+    assert not judge([x + 0.05 for x in FP32], spread=[FP32]).ok
+
+
+def test_tolerance_looks_at_neighbouring_steps_where_curves_cross():
+    crossing = [2.6, 2.1, 1.3, 0.6, 0.3, 0.1]  # meets FP32 at step 3 only
+    tolerance = lc.spread_tolerance(FP32, [crossing])
+    assert tolerance[2] == pytest.approx(2 * 0.3)  # not the floor: the curves are 0.3 apart one step away
+    assert tolerance == pytest.approx([0.6, 0.6, 0.6, 0.6, 0.6, 0.6])
+
+
+def test_judge_compares_the_mode_from_its_updates():
+    # A GradScaler skipped steps 1, 2 and 4: the losses there repeat, and the curve is compared update by update.
+    mode = [2.3, 2.3, 2.3, 1.8, 1.8, 1.3, 0.9, 0.6, 0.4]
+    updated = [False, False, True, False, True, True, True, True, True]
+    verdict = judge(mode, updated=updated)
+    assert verdict.ok and verdict.progress == 1.0
+    late = judge([*mode[:-1], 1.0], updated=updated)
+    assert late.reason.endswith("(counting the mode's steps that updated; 3 skipped)")
+
+
+@pytest.mark.parametrize(
+    ("updated", "reason"),
+    [
+        ([False] * 12, "no step changed the parameters in 12 steps"),
+        ([False] * 7 + [True] * 5, "only 5 of 12 steps changed the parameters"),
+    ],
+)
+def test_judge_rejects_too_few_updates(updated, reason):
+    assert judge([2.3] * 12, updated=updated, cosine=None, size_ratio=None).reason == reason
+
+
+def test_judge_rejects_non_finite_losses():
+    assert judge([2.3, 1.8, math.nan, 0.9, 0.6, 0.4]).reason == "the mode's loss is nan at step 3"
+    broken_reference = [2.3, math.inf, 1.3, 0.9, 0.6, 0.4]
+    assert judge(fp32=broken_reference).reason == "the fp32 reference's loss is inf at step 2"
+
+
+def test_judge_rejects_unchanged_parameters_relative_to_fp32():
+    reason = "only 12% of parameters with gradients changed (fp32: 100%)"
+    assert judge(changed=0.12).reason == reason
+    assert judge(changed=0.46, fp32_changed=0.5).ok  # fp32 itself rounded half of them away
+
+
+@pytest.mark.parametrize(
+    ("cosine", "size_ratio", "reason"),
+    [
+        (0.42, 1.0, "first update cosine 0.42 < 0.9 (against fp32's first update)"),
+        (-1.0, 1.0, "first update cosine -1 < 0.9 (against fp32's first update)"),
+        (0.99, 2.5, "first update is 2.5x the size of fp32's (allowed 0.5x-2x)"),
+        (0.99, 0.3, "first update is 0.3x the size of fp32's (allowed 0.5x-2x)"),
+    ],
+)
+def test_judge_rejects_a_first_update_that_points_elsewhere(cosine, size_ratio, reason):
+    assert judge(cosine=cosine, size_ratio=size_ratio).reason == reason
+
+
+def test_judge_edges_of_the_first_update():
+    assert judge(cosine=0.9, size_ratio=2.0).ok and judge(cosine=0.9, size_ratio=0.5).ok
+
+
+def test_an_ill_conditioned_direction_lowers_the_cosine_bar():
+    # ResNet-50 at initialization: fp32 from bf16-rounded weights keeps a cosine of only 0.36, bf16 autocast 0.13.
+    verdict = judge(cosine=0.13, rounding_cosine=0.36)
+    assert verdict.ok and lc.MIN_ALIGNED < verdict.min_cosine < 0.13
+    assert not judge(cosine=0.0, rounding_cosine=0.36).ok  # a random direction still fails
+    assert not judge(cosine=-1.0, rounding_cosine=0.36).ok
+
+
+def test_required_cosine():
+    assert lc.required_cosine(None) == lc.required_cosine(1.0) == lc.required_cosine(0.9999) == lc.MIN_COSINE
+    assert lc.required_cosine(0.99) == pytest.approx(1 / math.sqrt(1 + 25 * (1 / 0.99**2 - 1)))
+    assert lc.required_cosine(0.99) > lc.required_cosine(0.9) > lc.required_cosine(0.36) > lc.MIN_ALIGNED
+    assert lc.required_cosine(0.01) == lc.required_cosine(-0.5) == lc.MIN_ALIGNED
+
+
+def test_judge_when_fp32_itself_does_not_learn():
+    flat = [2.3] * 6
+    verdict = judge(flat, fp32=flat, spread=[flat])
+    assert verdict.ok and verdict.progress is None
+
+
+def test_the_first_failure_is_the_reason():
+    # Nothing changed, so nothing points anywhere and the loss is flat: the reason names the cause.
+    assert judge([2.3] * 6, changed=0.0, cosine=0.1).reason.startswith("only 0% of parameters")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Pieces
+
+
+def test_compare_updates():
+    a = [torch.tensor([1.0, 2.0]), torch.tensor([[3.0]])]
+    assert lc.compare_updates(a, a) == pytest.approx((1.0, 1.0))
+    assert lc.compare_updates([-t for t in a], a) == pytest.approx((-1.0, 1.0))
+    assert lc.compare_updates([2 * t for t in a], a) == pytest.approx((1.0, 2.0))
+    assert lc.compare_updates([torch.tensor([2.0, -1.0]), torch.tensor([[0.0]])], a)[0] == pytest.approx(0.0)
+    assert lc.compare_updates([torch.zeros(2), torch.zeros(1, 1)], a) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="do not match"):
+        lc.compare_updates(a[:1], a)
+
+
+def test_compare_updates_follows_logical_order_whatever_the_layout():
+    update = torch.randn(2, 3, 4, 5)
+    assert lc.compare_updates([update.contiguous(memory_format=torch.channels_last)], [update])[0] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("mode", "dtype"),
+    [("fp32", None), ("channels_last", None), ("bf16", torch.bfloat16), ("fp16+channels_last", torch.float16)],
+)
+def test_rounding_dtype(mode, dtype):
+    assert lc.rounding_dtype(mode) == dtype
