@@ -239,6 +239,13 @@ def test_modes_are_cells_and_a_mode_that_does_not_apply_is_unsupported(tmp_path)
     checks = {(r["workload"], r["mode"]): json.loads(r["extra_json"]).get("loss_check") for r in cells(db)}
     assert checks[("tiny-alexnet-r", "bf16+channels_last")]["ok"] is True  # it still trains like fp32
     assert checks[("tiny-alexnet-r", "fp32")] is None  # fp32 is the reference, not checked against itself
+    only = json.loads(dlperf("table", "--modes", "channels_last+bf16", "--format", "json", db=db).stdout)
+    assert {r["mode"] for r in only["rows"]} == {"bf16+channels_last"}
+    missing = dlperf("table", "--modes", "fp16", db=db)
+    assert missing.returncode == 2 and "no cells in these modes" in missing.stderr
+    best = {r["workload"]: r for r in json.loads(dlperf("table", "--best", "--format", "json", db=db).stdout)}
+    assert best["tiny-fcn-s"]["mode"] == "fp32" and best["tiny-fcn-s"]["speedup"] == 1.0
+    assert best["tiny-alexnet-r"]["mode"] in ("fp32", "bf16+channels_last")
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert {(r["workload"], r["mode"]) for r in table["rows"]} == set(status)
 

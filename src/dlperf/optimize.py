@@ -36,6 +36,7 @@ from dlperf.vocab import EXCLUSIVE, DeviceKind, ExitCode, Mode, Status, mode_com
 
 BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
+SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
 COMPILE_GUESS_S = 180.0  # budget kept for a compiled candidate's compilation before its cost is known
 DEFAULT_BUDGET_MIN = 15.0
 DEFAULT_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
@@ -65,11 +66,24 @@ def with_option(mode: str, option: str) -> str:
     return canonical_mode("+".join([*(c.value for c in kept), *option.split("+")]))
 
 
-def not_applicable(option: str, workload: dict) -> str | None:
-    """Why `option` cannot apply to this workload, known before measuring; None if it may apply."""
+def not_applicable(option: str, workload: dict, peaks: dict[str, float] | None = None) -> str | None:
+    """Why `option` cannot pay off for this workload, known before measuring; None if it may.
+
+    `peaks` (dtype -> FLOP/s measured by `dlperf peak` for this device and thread count) prunes a precision whose
+    matrix multiply is several times slower than fp32's here: fp16 on a CPU without fp16 units runs at about
+    1 GFLOP/s, and measuring it on a large network takes minutes of the budget to learn the same thing."""
+    parts = option.split("+")
     shape = workload.get("input", {}).get("shape") or []
-    if Mode.CHANNELS_LAST.value in option.split("+") and len(shape) != 3:
+    if Mode.CHANNELS_LAST.value in parts and len(shape) != 3:
         return "channels_last needs an image input (channels, height, width)"
+    fp32 = (peaks or {}).get(Mode.FP32.value)
+    for part in parts:
+        low = (peaks or {}).get(part)
+        if fp32 and low and low * SLOW_PEAK_FACTOR < fp32:
+            return (
+                f"`dlperf peak` measured its matrix multiply here at {low / 1e12:.3g} TFLOP/s, "
+                f"{fp32 / low:.0f}x slower than fp32's {fp32 / 1e12:.3g}"
+            )
     return None
 
 
@@ -295,6 +309,7 @@ class Searcher:
             self.run_id = self.store.create_run(spec.to_json(), plan.env, envinfo.fingerprint(plan.env), argv, [])
             self.ctx = SweepContext(self.store, self.run_id, spec, {}, plan.cores)
             self.fingerprint = envinfo.fingerprint(plan.env)
+            self.peaks = self._peaks()
             return self._search(start)
         finally:
             self.store.close()
@@ -318,7 +333,7 @@ class Searcher:
         options = dim.options + (dim.cuda_options if device_kind(self.opts.device) is DeviceKind.CUDA else ())
         modes = []
         for option in options:
-            if why := not_applicable(option, self.workload):
+            if why := not_applicable(option, self.workload, self.peaks):
                 self.notes.append(f"{dim.name}: {option} not tried: {why}")
                 continue
             mode = with_option(best, option)
@@ -412,7 +427,7 @@ class Searcher:
     def _result(self) -> Search:
         cells = self.store.cell_dicts(self.run_id)
         samples = {c["key"]: self.store.samples(self.run_id, c["key"]) for c in cells}
-        peaks = self._peaks()
+        peaks = self.peaks
         if not peaks:
             self.notes.append("utilization: no measured peak for this machine, device and thread count (`dlperf peak`)")
         cands = candidates_of(cells, samples, peaks)

@@ -64,3 +64,20 @@ def test_cell_warnings_and_failure_win():
     assert fig["status"] == "failed" and "SIGKILL" in fig["error"]
     assert fig["median_s"] == 1.0  # what was measured is kept beside the failure
     assert any("oversubscribed: 4 threads on 2 cores" in w for w in fig["extra"]["warnings"])
+
+
+def test_a_loss_check_cut_short_keeps_the_timing_and_says_why():
+    evs = [*events([1.0, 1.1])[:-1], {"event": "checking"}]  # killed by the cell's timeout during the check
+    m = measurement(evs, ChildResult(None, True, 600.0, ""), timeout=600)
+    assert m["status"] == "ok" and m["samples"] == [1.0, 1.1]
+    assert m["detail"]["loss_check"] == {"ok": None, "reason": "the check did not finish: the cell's --timeout"}
+    stopped = ChildResult(None, True, 60.0, "", stop_reason="compilation exceeded --compile-timeout 5 s")
+    assert measurement([*events([])[:2], {"event": "compiling"}], stopped, timeout=600)["status"] == "timeout"
+
+
+def test_a_candidate_stopped_after_timing_is_ok_with_a_warning():
+    evs = [*events([3.0, 3.1])[:-3], {"event": "done", "stopped_early": "2.5x slower than the mode it would replace"}]
+    m = measurement(evs, OK_CHILD, timeout=60)
+    assert m["status"] == "ok" and m["detail"]["stopped_early"].startswith("2.5x slower")
+    figures = cell_figures([m], batch=8, threads=1, cores=2, device="cpu")
+    assert "stopped after timing: 2.5x slower than the mode it would replace" in figures["extra"]["warnings"]

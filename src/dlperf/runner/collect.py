@@ -43,6 +43,7 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "flops_by_dtype": _first(events, "flops").get("flops_by_dtype"),
         "compile": _compile_detail(events),
         "loss_check": _loss_check(events, child),
+        "stopped_early": _first(events, "done").get("stopped_early"),
         "memory": {k: v for k, v in _first(events, "memory").items() if k != "event"},
         "warmup_steps": warm.get("steps"),
         "warmup_steady": warm.get("steady"),
@@ -189,7 +190,7 @@ def _static(details: list[dict]) -> dict[str, Any]:
 
 
 def _warnings(details: list[dict], threads: int, cores: int, device: str) -> list[str]:
-    warnings = []
+    warnings = [f"stopped after timing: {d['stopped_early']}" for d in details if d.get("stopped_early")][:1]
     if device == "cpu" and threads > cores:
         warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
     if any(d.get("warmup_steady") is False for d in details):

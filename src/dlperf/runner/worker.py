@@ -24,6 +24,8 @@ from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
 from dlperf.vocab import Mode, mode_components
 from dlperf.workloads import Workload
 
+SLOW_FACTOR = 2.0  # see `measure`: a search's candidate slower than this many times its bar stops after timing
+
 
 class Events:
     """Append-only JSON lines, one flushed write per event."""
@@ -62,6 +64,13 @@ def measure(task: dict, emit: Events) -> None:
     emit("sampled", **sampled)
     if train.compiles:
         emit("compile_end", **train.compile_stats())  # frames compiled since the first step are recompiles
+    bar = task.get("check_if_faster_than_s")
+    if bar and sampled["median_s"] and sampled["median_s"] > SLOW_FACTOR * bar:
+        # a search's candidate this much slower than the mode it would replace is out: its extra steps (FLOPs,
+        # memory, the loss check) would only spend the search's budget
+        emit("loss_check", ok=None, reason=f"not checked: {sampled['median_s'] / bar:.1f}x slower than {bar:.4g} s")
+        emit("done", stopped_early=f"{sampled['median_s'] / bar:.1f}x slower than the mode it would replace")
+        return
     emit("flops", **(train.count_flops() or {"flops_per_step": None}))
     emit("memory", **train.memory_of_step())
     if wants_check(task, sampled["median_s"]):
