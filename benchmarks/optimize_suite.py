@@ -1,7 +1,10 @@
 """python benchmarks/optimize_suite.py --threads 2 --budget 15 --db optimize_suite.db --out optimize_suite.json
 
-`dlperf optimize` over the seven workloads of Shi et al. (2016), one after the other, each as a user would run it:
+`dlperf optimize` over the seven workloads of Shi et al. (2016), one after the other, each as a user would run it,
+after `dlperf peak` has measured this machine's peaks into the same store (unless --no-peak), so that utilization is
+shown and a precision whose matrix multiply is far slower than fp32's here is not spent budget on:
 
+    python -m dlperf peak --threads T --db DB
     python -m dlperf optimize W --threads T --budget B --format json --db DB
 
 and a markdown table of what it found: per workload the fp32 eager baseline, the recommended mode, its speed-up over
@@ -67,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workloads", default=",".join(WORKLOADS))
     p.add_argument("--db", default="optimize_suite.db")
     p.add_argument("--out", default="optimize_suite.json")
+    p.add_argument("--no-peak", action="store_true", help="do not measure the peaks first")
     args = p.parse_args(argv)
     print(f"load average at start: {os.getloadavg()}", file=sys.stderr)
+    if not args.no_peak:
+        peak = [sys.executable, "-m", "dlperf", "peak", "--threads", str(args.threads), "--db", args.db]
+        subprocess.run(peak, check=True, stdout=sys.stderr)
     results = []
     for workload in args.workloads.split(","):
         print(f"optimize {workload} ...", file=sys.stderr, flush=True)

@@ -37,7 +37,7 @@ from dlperf.vocab import EXCLUSIVE, DeviceKind, ExitCode, Mode, Status, mode_com
 BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
 SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
-COMPILE_GUESS_S = 180.0  # budget kept for a compiled candidate's compilation before its cost is known
+COMPILE_GUESS_S = 90.0  # budget kept for a compiled candidate's compilation before its cost is known
 DEFAULT_BUDGET_MIN = 15.0
 DEFAULT_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 
@@ -163,15 +163,17 @@ def candidates_of(cells: list[dict], samples: dict[str, list[list[float]]], peak
             loss_reason=check.get("reason"),
             compile_s=(extra.get("compile") or {}).get("compile_s"),
         )
-        if cell["status"] == Status.OK and cell.get("median_s") and base and samples.get(cell["key"]):
+        if cell["mode"] == BASELINE and cell["status"] == Status.OK:
+            cand.speedup = 1.0  # by definition; an interval of the baseline against itself would mean nothing
+        elif cell["status"] == Status.OK and cell.get("median_s") and base and samples.get(cell["key"]):
             from dlperf.measure.speedup import speedup  # numpy: loaded only when there is something to compare
 
             s = speedup(base, samples[cell["key"]])
             cand.speedup, cand.ci_low, cand.ci_high = s.ratio, s.low, s.high
-            if peaks:
-                from dlperf.peak import utilization
+        if peaks and cell["status"] == Status.OK:
+            from dlperf.peak import utilization
 
-                cand.utilization = utilization(extra.get("flops_by_dtype"), cell["median_s"], peaks)
+            cand.utilization = utilization(extra.get("flops_by_dtype"), cell.get("median_s"), peaks)
         out.append(cand)
     _paybacks(out)
     return out
