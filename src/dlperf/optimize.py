@@ -27,6 +27,7 @@ from typing import Any
 
 from dlperf import api, envinfo
 from dlperf.errors import UsageError
+from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.runner.plan import Cell, Task
 from dlperf.runner.sweep import Interrupted, SweepContext, execute
@@ -285,10 +286,11 @@ class Searcher:
 
     def run(self) -> Search:
         start = time.monotonic()
+        threads = self.opts.threads or system.usable_cores()["cores"]
         spec = api.make_spec(
             [self.opts.workload],
             devices=[self.opts.device],
-            threads=None if self.opts.threads is None else [self.opts.threads],
+            threads=[threads],
             modes=[BASELINE],
             repeats=self.opts.repeats,
             timeout=self.opts.timeout,
@@ -299,12 +301,10 @@ class Searcher:
         for warning in plan.warnings:
             self.warn(warning)
         if len(plan.cells) != 1:
-            raise UsageError(f"--device {self.opts.device!r}: optimize searches one device at a time")
-        base_cell = plan.cells[0]
-        if self.opts.threads is None:
-            base_cell = replace(base_cell, threads=plan.cores)
-        self.workload = plan.workloads[plan.cells[0].key]
-        self.base_cell = base_cell
+            devices = ", ".join(c.device for c in plan.cells)
+            raise UsageError(f"--device {self.opts.device!r} means {devices}: optimize searches one device, name it")
+        self.base_cell = plan.cells[0]
+        self.workload = plan.workloads[self.base_cell.key]
         self.store = Store.open(self.db, create=True)
         try:
             argv = ["dlperf", *sys.argv[1:]]
