@@ -65,7 +65,8 @@ def measure(task: dict, emit: Events) -> None:
     if train.compiles:
         emit("compile_end", **train.compile_stats())  # frames compiled since the first step are recompiles
     bar = task.get("check_if_faster_than_s")
-    if bar and sampled["median_s"] and sampled["median_s"] > SLOW_FACTOR * bar:
+    candidate = wants_check({**task, "check_if_faster_than_s": None}, None)  # the baseline is never stopped
+    if candidate and bar and sampled["median_s"] and sampled["median_s"] > SLOW_FACTOR * bar:
         # a search's candidate this much slower than the mode it would replace is out: its extra steps (FLOPs,
         # memory, the loss check) would only spend the search's budget
         emit("loss_check", ok=None, reason=f"not checked: {sampled['median_s'] / bar:.1f}x slower than {bar:.4g} s")
@@ -76,7 +77,7 @@ def measure(task: dict, emit: Events) -> None:
     if wants_check(task, sampled["median_s"]):
         emit("checking")
         emit("loss_check", **still_trains(fw, workload, cell))
-    elif wants_check({**task, "check_if_faster_than_s": None}, None) and (not_faster := bar):
+    elif candidate and (not_faster := bar):
         reason = f"not checked: {sampled['median_s']:.4g} s per step is not faster than {not_faster:.4g} s"
         emit("loss_check", ok=None, reason=reason)
     emit("done")
