@@ -124,3 +124,19 @@ def test_a_precision_whose_measured_peak_is_far_below_fp32_is_not_tried():
     assert "127x slower than fp32" in opt.not_applicable("fp16", vector, peaks)
     assert opt.not_applicable("bf16", vector, peaks) is None
     assert opt.not_applicable("fp16", vector, {}) is None  # without measured peaks: measure it
+
+
+def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys):
+    cells = [cell("fp32", 1.0), cell("bf16", 0.5), cell("fp16", None, status="unsupported"),
+             cell("compile", 0.7, compile_s=30.0, loss_ok=None)]  # fmt: skip
+    samples = {"fp32": steps(1.0), "bf16": steps(0.5), "compile": steps(0.7)}
+    cands = opt.ranked(opt.candidates_of(cells, samples, {}))
+    base = next(c for c in cands if c.mode == "fp32")
+    search = opt.Search("w", "cpu", 2, 1, base, cands, opt.recommend(cands), ["a note"])
+    opt.print_text(search)
+    out = capsys.readouterr().out
+    assert out.index("bf16") < out.index("compile") < out.index("fp32") < out.index("fp16")
+    assert "1.00x (baseline)" in out and "2.00x [" in out and "note: a note" in out
+    assert "Recommended: bf16, 2.00x faster than fp32 eager" in out
+    assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in out
+    assert json.loads(opt.render_json(search))["best"]["mode"] == "bf16"

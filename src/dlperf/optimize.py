@@ -498,9 +498,7 @@ def render_rich(search: Search):
         if c.median_s is None:
             table.add_row(escape(c.mode), f"[dim]{escape(c.status)}[/]", "", "", "", escape(c.error or ""), "")
             continue
-        speed = f"{c.speedup:.2f}x [{c.ci_low:.2f}-{c.ci_high:.2f}]" if c.speedup is not None else ""
-        if c.mode == BASELINE:
-            speed = "1.00x (baseline)"
+        speed = _speed_text(c)
         memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
         util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
         loss = (
@@ -510,6 +508,15 @@ def render_rich(search: Search):
         mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
         table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
     return table
+
+
+def _speed_text(c: Candidate) -> str:
+    if c.mode == BASELINE:
+        return "1.00x (baseline)"
+    if c.speedup is None:
+        return ""
+    interval = f" [{c.ci_low:.2f}-{c.ci_high:.2f}]" if c.ci_low is not None else ""
+    return f"{c.speedup:.2f}x{interval}"
 
 
 def _loss_text(c: Candidate) -> str:
