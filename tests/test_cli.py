@@ -102,3 +102,15 @@ def test_worker_and_probe_need_nothing_but_the_standard_library():
         env={"PYTHONPATH": str(ROOT / "src")},
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_list_frameworks_names_every_tool_of_the_paper_and_why_not():
+    proc = dlperf("list", "--frameworks", "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["name"]: r for r in json.loads(proc.stdout)}
+    assert {name for name, r in rows.items() if r["paper"]} == {"caffe", "cntk", "tensorflow", "torch7", "mxnet"}
+    assert not any(rows[name]["available"] for name in ("caffe", "cntk", "torch7"))
+    assert "no release installs" in rows["caffe"]["reason"] and "no release installs" in rows["cntk"]["reason"]
+    assert "Lua" in rows["torch7"]["reason"]
+    text = dlperf("list", "--frameworks").stdout
+    assert "caffe" in text and "why not" in text

@@ -118,9 +118,12 @@ def build_parser() -> Parser:
     export.add_argument("--run", type=int, help="run id (default: the latest)")
     export.add_argument("--format", default="jsonl", help="jsonl or csv")
     export.add_argument("--samples", action="store_true", help="include every raw sample")
-    lst = sub.add_parser("list", help="the workloads")
+    lst = sub.add_parser("list", help="the workloads, or with --frameworks the frameworks")
     lst.add_argument("--format", default="text", help="text or json")
     lst.add_argument("--all", action="store_true", help="include the tiny test variants")
+    lst.add_argument(
+        "--frameworks", action="store_true", help="every framework of the paper and today: measurable here or why not"
+    )
     _optimize_flags(sub.add_parser("optimize", parents=[common], help="find the fastest training mode for a workload"))
     peak.add_parser(sub, common)
     env = sub.add_parser("env", parents=[common], help="the stored environment of a run")
@@ -278,6 +281,8 @@ def cmd_list(args) -> int:
 
     if args.format not in ("text", "json"):
         raise UsageError(f"--format {args.format!r}: expected text or json")
+    if args.frameworks:
+        return _list_frameworks(args.format)
     workloads = [w for w in BUILTIN.values() if args.all or not w.hidden]
     if args.format == "json":
         print(
@@ -335,6 +340,20 @@ def cmd_optimize(args) -> int:
     if search.exit_code == ExitCode.INTERRUPTED:
         print(f"dlperf: interrupted; what was measured is stored in run {search.run_id}", file=sys.stderr)
     return search.exit_code
+
+
+def _list_frameworks(fmt: str) -> int:
+    from dlperf.frameworks import KNOWN_FRAMEWORKS, framework_status
+
+    rows = [framework_status(name) for name in KNOWN_FRAMEWORKS]
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    print(f"{'framework':<12}{'in the paper':<14}{'here':<12}why not / version")
+    for r in rows:
+        here = "available" if r["available"] else "no"
+        print(f"{r['name']:<12}{'yes' if r['paper'] else '':<14}{here:<12}{r['version'] or r['reason'] or ''}")
+    return ExitCode.OK
 
 
 def cmd_env(args) -> int:

@@ -31,6 +31,40 @@ BACKENDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Every tool of Shi et al. (2016) and today's choices: what dlperf can measure here, and why not where it cannot.
+PAPER_TOOLS = ("caffe", "cntk", "tensorflow", "torch7", "mxnet")
+UNINSTALLABLE = {
+    "caffe": "no release installs on a supported Python (last release 1.0, 2017; never on PyPI)",
+    "cntk": "no release installs on a supported Python (last release 2.7, 2019; wheels for Python 2.7, 3.5, 3.6)",
+    "torch7": "Lua, not Python; development stopped in 2017 (PyTorch is its successor)",
+}
+KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7")
+
+
+def framework_status(name: str) -> dict[str, Any]:
+    """Whether dlperf can measure `name` here, without importing it: {name, paper, available, version, reason}."""
+    version = None
+    if name in UNINSTALLABLE:
+        available, reason = False, UNINSTALLABLE[name]
+    elif name not in BACKENDS:
+        available, reason = False, "no dlperf backend yet"
+    elif not is_available(name):
+        available, reason = False, f"not installed here (pip install 'dlperf[{name}]')"
+    else:
+        available, reason = True, None
+        version = _installed_version(BACKENDS[name][1])
+    return {"name": name, "paper": name in PAPER_TOOLS, "available": available, "version": version, "reason": reason}
+
+
+def _installed_version(module: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(module)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 class TrainStep(Protocol):
     params: int
 
