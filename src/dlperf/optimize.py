@@ -451,10 +451,8 @@ class Searcher:
         )  # fmt: skip
 
     def _peaks(self) -> dict[str, float]:
-        try:
-            from dlperf.peak import peak_lookup
-        except ImportError:  # pragma: no cover - peak is part of the package
-            return {}
+        from dlperf.peak import peak_lookup
+
         return peak_lookup(self.store, self.fingerprint, self.base_cell.device, self.base_cell.threads)
 
 

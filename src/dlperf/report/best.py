@@ -10,8 +10,9 @@ import json
 from dataclasses import dataclass
 
 from dlperf.report.table import column_of
+from dlperf.vocab import Mode
 
-BASELINE = "fp32"
+BASELINE = Mode.FP32.value
 
 
 @dataclass
