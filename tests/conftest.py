@@ -32,6 +32,38 @@ def require(name: str):
     pytest.skip(message, allow_module_level=True)
 
 
+def framework_python(name: str) -> str:
+    """The interpreter that runs `name`'s workers (this one, or its `dlperf env install` environment); skips locally
+    with the reason, fails in CI, like `require`. The framework is never imported in the test process."""
+    from dlperf.frameworks import envs
+
+    python = envs.interpreter_for(name)
+    if python is not None:
+        return python
+    message = f"{name}: {envs.unavailable_reason(name)}"
+    if name in required():
+        pytest.fail(f"{message}, and DLPERF_REQUIRE lists it", pytrace=False)
+    pytest.skip(message)
+
+
+def run_in(framework: str, script: str, *args: str, threads: int = 1, timeout: float = 300) -> dict:
+    """Run `script` (Python source) in the framework's interpreter, with dlperf importable and the thread variables of
+    `threads` set as for a worker; returns the JSON object the script printed on its last line of stdout."""
+    import json
+
+    from dlperf.runner.launch import child_env
+
+    python = framework_python(framework)
+    env = child_env(os.environ, threads, python)
+    if python == sys.executable:
+        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    done = subprocess.run(
+        [python, "-c", script, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT
+    )
+    assert done.returncode == 0, f"{framework} script failed ({done.returncode}):\n{done.stderr[-4000:]}"
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def dlperf(*args: str, db: Path | None = None, cwd: Path | None = None, timeout: float = 600, env=None):
     """Run the real `dlperf` command line in a child process; returns the CompletedProcess."""
     cmd = [sys.executable, "-m", "dlperf", *args]

@@ -112,5 +112,6 @@ def test_list_frameworks_names_every_tool_of_the_paper_and_why_not():
     assert not any(rows[name]["available"] for name in ("caffe", "cntk", "torch7"))
     assert "no release installs" in rows["caffe"]["reason"] and "no release installs" in rows["cntk"]["reason"]
     assert "Lua" in rows["torch7"]["reason"]
+    assert rows["torch"]["available"] and rows["torch"]["environment"] == "current"
     text = dlperf("list", "--frameworks").stdout
-    assert "caffe" in text and "why not" in text
+    assert "caffe" in text and "why not" in text and "(current environment)" in text

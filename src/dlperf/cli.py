@@ -126,8 +126,18 @@ def build_parser() -> Parser:
     )
     _optimize_flags(sub.add_parser("optimize", parents=[common], help="find the fastest training mode for a workload"))
     peak.add_parser(sub, common)
-    env = sub.add_parser("env", parents=[common], help="the stored environment of a run")
-    env.add_argument("--run", type=int, help="run id (default: the latest)")
+    env = sub.add_parser(
+        "env",
+        parents=[common],
+        help="a run's stored environment (show), or the frameworks' own environments (list, install)",
+        description="show: the environment a run was measured in. list: each framework's dedicated environment. "
+        "install NAME...: create one (jax, tensorflow, mxnet) under $DLPERF_DATA_DIR (default "
+        "~/.local/share/dlperf), install the versions of its committed constraints file, verify with one step.",
+    )
+    env.add_argument("action", nargs="?", default="show", choices=["show", "list", "install"])
+    env.add_argument("names", nargs="*", help="frameworks to install (install only)")
+    env.add_argument("--force", action="store_true", help="install: re-create the environment from scratch")
+    env.add_argument("--run", type=int, help="show: run id (default: the latest)")
     env.add_argument("--format", default="text", help="text or json")
     return parser
 
@@ -349,14 +359,21 @@ def _list_frameworks(fmt: str) -> int:
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
-    print(f"{'framework':<12}{'in the paper':<14}{'here':<12}why not / version")
+    print(f"{'framework':<12}{'in the paper':<14}{'here':<12}version and environment / why not")
     for r in rows:
         here = "available" if r["available"] else "no"
-        print(f"{r['name']:<12}{'yes' if r['paper'] else '':<14}{here:<12}{r['version'] or r['reason'] or ''}")
+        where = f"{r['version'] or '?'} ({r['environment']} environment)" if r["available"] else r["reason"]
+        print(f"{r['name']:<12}{'yes' if r['paper'] else '':<14}{here:<12}{where}")
     return ExitCode.OK
 
 
 def cmd_env(args) -> int:
+    if args.action == "list":
+        return _env_list(args.format)
+    if args.action == "install":
+        return _env_install(args.names, args.force)
+    if args.names:
+        raise UsageError(f"dlperf env show takes no names (got {' '.join(args.names)}); did you mean install?")
     store = _open(args)
     try:
         run = store.run(args.run)
@@ -371,6 +388,46 @@ def cmd_env(args) -> int:
     print(f"run {run['id']}  started {run['started_at']}  status {run['status']}")
     _print_env(env)
     return ExitCode.OK
+
+
+def _env_list(fmt: str) -> int:
+    from dlperf.frameworks import envs
+
+    rows = envs.listing()
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    print(f"data directory: {envs.data_dir()}")
+    for r in rows:
+        if r["used"] == "current environment":
+            print(f"  {r['framework']:<11} importable in this environment: used directly")
+        elif r["installed"]:
+            versions = ", ".join(f"{k} {v}" for k, v in (r["versions"] or {}).items() if v)
+            print(f"  {r['framework']:<11} {r['path']}  ({versions}; verified {r['verified_at']})")
+        else:
+            print(f"  {r['framework']:<11} {r['reason']}")
+    return ExitCode.OK
+
+
+def _env_install(names: list[str], force: bool) -> int:
+    from dlperf.frameworks import envs
+
+    if not names:
+        raise UsageError(f"dlperf env install: name one or more of {', '.join(envs.PACKAGES)}")
+    for name in names:
+        if name not in envs.PACKAGES:
+            raise UsageError(f"dlperf env install {name}: {envs.install_refusal(name)}")
+    failed = 0
+    for name in names:
+        try:
+            rec = envs.install(name, force=force, log=lambda line, n=name: print(f"{n}: {line}", flush=True))
+        except (envs.InstallError, UsageError) as exc:
+            print(f"dlperf: error: {name}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        versions = ", ".join(f"{k} {v}" for k, v in (rec["versions"] or {}).items() if v)
+        print(f"{name}: ready in {envs.env_dir(name)} ({versions}); verified in {rec['install_s']} s")
+    return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
 def _print_env(env: dict, indent: str = "") -> None:

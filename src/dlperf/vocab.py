@@ -5,6 +5,9 @@ from enum import StrEnum
 
 class Framework(StrEnum):
     TORCH = "torch"
+    JAX = "jax"
+    TENSORFLOW = "tensorflow"
+    MXNET = "mxnet"
 
 
 class DeviceKind(StrEnum):

@@ -60,3 +60,22 @@ def test_number_formats():
     assert seconds(0.5) == "0.500 s" and seconds(0.0042) == "4.2 ms" and seconds(None) == "-"
     assert count(25_557_032) == "25,557,032"
     assert duration(23.4) == "23 s" and duration(720) == "12 min" and duration(7300) == "2 h 01 min"
+
+
+def test_frameworks_training_different_parameter_counts_are_named_with_the_documented_reason():
+    def fw(framework, params, deviations=()):
+        c = cell("lstm", "cpu", 1, 0.5)
+        return {**c, "framework": framework, "params": params, "extra": {"settings": {"deviations": list(deviations)}}}
+
+    cells = [
+        fw("torch", 6_182_672),
+        fw("tensorflow", 6_180_624, ["one bias vector per LSTM layer"]),
+        fw("mxnet", 6_182_672),
+    ]
+    view = table.build(1, cells)
+    assert [r.framework for r in view.rows] == ["torch", "tensorflow", "mxnet"]
+    assert view.notes == [
+        "lstm: the frameworks train different parameter counts: torch 6,182,672, "
+        "tensorflow 6,180,624 (one bias vector per LSTM layer), mxnet 6,182,672"
+    ]
+    assert table.build(1, [fw("torch", 10), fw("mxnet", 10)]).notes == []  # agreement says nothing

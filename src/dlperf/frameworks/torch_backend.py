@@ -46,6 +46,17 @@ def configure_threads(threads: int) -> dict[str, Any]:
     return thread_settings()
 
 
+def matmul(size: int) -> Callable[[], None]:
+    """One size x size fp32 matrix product on the CPU, finished when the call returns (the thread test)."""
+    a, b = torch.randn(size, size), torch.randn(size, size)
+    out = torch.empty(size, size)
+
+    def product() -> None:
+        torch.mm(a, b, out=out)
+
+    return product
+
+
 def thread_settings() -> dict[str, Any]:
     return {
         "torch_threads": torch.get_num_threads(),

@@ -61,7 +61,7 @@ def build(run_id: int, cells: list[dict]) -> TableView:
 
 
 def _notes(cells: list[dict]) -> list[str]:
-    notes = []
+    notes = parameter_notes(cells)
     for c in cells:
         mode = "" if c["mode"] == "fp32" else f" {c['mode']}"
         label = f"{c['workload']} {c['framework']}{mode} {column_of(c)}"
@@ -69,6 +69,25 @@ def _notes(cells: list[dict]) -> list[str]:
             notes.append(f"{label}: {warning}")
         if c["status"] in ("failed", "timeout", "unsupported") and c.get("error"):
             notes.append(f"{label}: {c['status']}: {c['error']}")
+    return notes
+
+
+def parameter_notes(cells: list[dict]) -> list[str]:
+    """Where frameworks train a different number of parameters for one workload, say so, with the deviation each
+    backend documents: rows of one workload compare like with like only up to that."""
+    notes = []
+    by_workload: dict[str, dict[str, dict]] = {}
+    for c in cells:
+        if c.get("params") is not None:
+            by_workload.setdefault(c["workload"], {}).setdefault(c["framework"], c)
+    for workload, per_framework in by_workload.items():
+        if len({c["params"] for c in per_framework.values()}) < 2:
+            continue
+        parts = []
+        for framework, c in per_framework.items():
+            why = "; ".join((c.get("extra", {}).get("settings") or {}).get("deviations") or [])
+            parts.append(f"{framework} {c['params']:,}" + (f" ({why})" if why else ""))
+        notes.append(f"{workload}: the frameworks train different parameter counts: {', '.join(parts)}")
     return notes
 
 

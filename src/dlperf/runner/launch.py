@@ -22,11 +22,6 @@ from dlperf.measure.system import thread_env
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
 
 
-def package_root() -> str:
-    """The directory holding the `dlperf` package: put on PYTHONPATH so another interpreter can import the worker."""
-    return str(Path(__file__).resolve().parents[2])
-
-
 def worker_command(python: str, task_file: str, result_file: str) -> list[str]:
     return [python, "-m", "dlperf.runner.worker", task_file, result_file]
 
@@ -38,7 +33,9 @@ def child_env(base: Mapping[str, str], threads: int, python: str = sys.executabl
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if python != sys.executable:  # another environment: make this dlperf importable there, nothing more
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root(), base.get("PYTHONPATH", "")) if p)
+        from dlperf.frameworks.envs import worker_path
+
+        env["PYTHONPATH"] = worker_path()  # never this environment's own paths: they hold another numpy
     return env
 
 

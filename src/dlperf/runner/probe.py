@@ -20,13 +20,16 @@ PROBE_TIMEOUT_S = 180.0
 _MARK = "DLPERF-PROBE "
 
 
-def ask(framework: str, request: dict, python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S) -> dict:
-    """Run the probe and return its answer. A user error in the child (bad factory) becomes a UsageError here."""
+def ask(
+    framework: str, request: dict, python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S, threads: int = 1
+) -> dict:
+    """Run the probe (with the thread variables of `threads`) and return its answer. A user error in the child (a bad
+    factory) becomes a UsageError here."""
     from dlperf.runner.launch import child_env, run_child
 
     cmd = [python, "-m", "dlperf.runner.probe", framework, json.dumps(request)]
     with tempfile.TemporaryDirectory(prefix="dlperf-probe-") as tmp:
-        result = run_child(cmd, child_env(os.environ, 1, python), timeout, Path(tmp))
+        result = run_child(cmd, child_env(os.environ, threads, python), timeout, Path(tmp))
         answer = _answer(Path(tmp) / "stdout.log")
     if answer is None:
         why = "timed out" if result.timed_out else (result.crashed_reason or "gave no answer")
@@ -50,12 +53,94 @@ def _answer(stdout: Path) -> dict | None:
     return None
 
 
+def respond(framework: str, request: dict) -> dict:
+    """The framework-independent questions are answered here through the backend contract; the rest by the
+    backend's own `probe`."""
+    from dlperf.frameworks import backend
+
+    fw = backend(framework)
+    what = request.get("what")
+    if what == "selftest":
+        return selftest(fw, framework)
+    if what == "threads":
+        return thread_use(fw, int(request["threads"]), float(request.get("seconds", 1.0)))
+    return fw.probe(request)
+
+
+def selftest(fw, framework: str) -> dict:
+    """Import the framework and train the tiniest workload for two steps: what `dlperf env install` verifies."""
+    import time
+
+    from dlperf.frameworks.envs import PACKAGES
+    from dlperf.workloads import BUILTIN
+
+    settings = fw.configure_threads(1)
+    start = time.perf_counter()
+    train = fw.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+    losses = []
+    for _ in range(2):
+        losses.append(float(train.step()))
+        train.sync()
+    return {
+        "framework": framework,
+        "python": sys.version.split()[0],
+        "versions": _versions(PACKAGES.get(framework, (framework,))),
+        "params": train.params,
+        "losses": losses,
+        "step_s": round(time.perf_counter() - start, 3),
+        "settings": settings,
+    }
+
+
+def _versions(packages) -> dict:
+    from importlib import metadata
+
+    found = {}
+    for name in (*packages, "numpy"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> dict:
+    """CPU time over wall time of back-to-back fp32 matrix products at `threads`: about 1 at one thread, about 2 at
+    two when the framework honours the setting (a ratio, so it does not depend on how fast the machine is)."""
+    import time
+
+    from dlperf.measure import system
+
+    settings = fw.configure_threads(threads)
+    product = fw.matmul(size)
+    for _ in range(3):  # compile, allocate, spin the pool up
+        product()
+    count, machine0, cpu0, wall0 = 0, system.cpu_times(), _cpu_s(), time.perf_counter()
+    while time.perf_counter() - wall0 < seconds:
+        product()
+        count += 1
+    cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
+    return {
+        "threads": threads,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "ratio": cpu / wall,
+        "products": count,
+        # other processes' load meanwhile: a busy machine lowers the ratio whatever the framework does
+        "others_cpu_share": system.others_cpu_share(machine0, system.cpu_times(), cpu, wall),
+        "settings": settings,
+    }
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
 def main(argv: list[str]) -> int:
     framework, request = argv[1], json.loads(argv[2])
     try:
-        from dlperf.frameworks import backend
-
-        answer = backend(framework).probe(request)
+        answer = respond(framework, request)
     except UsageError as exc:
         answer = {"usage_error": str(exc)}
     except Exception as exc:

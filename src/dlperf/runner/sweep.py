@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -17,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlperf.errors import MissingDependency
+from dlperf.frameworks import envs
 from dlperf.measure.system import pin_cpus
 from dlperf.runner import collect
 from dlperf.runner.launch import cache_env, child_env, read_events, run_child, worker_command
@@ -41,8 +42,11 @@ class SweepContext:
 
 
 def interpreter_for(framework: str) -> str:
-    """The Python that runs this framework's workers: for now the current one."""
-    return sys.executable
+    """The Python that runs this framework's workers: the current one, or the framework's own environment."""
+    python = envs.interpreter_for(framework)
+    if python is None:
+        raise MissingDependency(f"--frameworks {framework}: {envs.unavailable_reason(framework)}")
+    return python
 
 
 @contextmanager

@@ -1,0 +1,184 @@
+"""Dedicated environments: one virtual environment per framework whose dependencies clash with the others'.
+
+MXNet 1.9.1 needs numpy<1.24; TensorFlow and JAX pin numpy and ml_dtypes their own way; none of them can share an
+environment with the others or with dlperf's own dependencies. `dlperf env install NAME` makes
+
+    DATA_DIR/envs/NAME/            a venv with exactly the versions of frameworks/constraints/NAME.txt
+    DATA_DIR/envs/NAME/dlperf.json what was installed and the verifying step's result
+
+and the launcher starts that framework's workers with the venv's interpreter. dlperf itself is not installed there:
+the child finds it through PYTHONPATH at a directory holding nothing but a link to this `dlperf` package
+(`worker_path`), so the worker imports the framework's own numpy, never dlperf's dependencies.
+
+A framework importable in the current environment is used directly. Nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+# framework -> the packages asked of pip (their dependencies come pinned from the constraints file)
+PACKAGES: dict[str, tuple[str, ...]] = {
+    "jax": ("jax", "jaxlib", "flax", "optax"),
+    "tensorflow": ("tensorflow-cpu", "keras"),
+    "mxnet": ("mxnet", "numpy"),
+}
+IMPORT_NAMES = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "mxnet": "mxnet"}
+RECORD = "dlperf.json"
+CONSTRAINTS = Path(__file__).resolve().parent / "constraints"
+
+
+def data_dir() -> Path:
+    """Where dlperf keeps its environments: $DLPERF_DATA_DIR, else $XDG_DATA_HOME/dlperf, else ~/.local/share/dlperf."""
+    if os.environ.get("DLPERF_DATA_DIR"):
+        return Path(os.environ["DLPERF_DATA_DIR"]).expanduser().resolve()
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base).expanduser().resolve() / "dlperf"
+
+
+def env_dir(framework: str) -> Path:
+    return data_dir() / "envs" / framework
+
+
+def env_python(framework: str) -> Path:
+    return env_dir(framework) / "bin" / "python"
+
+
+def constraints_file(framework: str) -> Path:
+    return CONSTRAINTS / f"{framework}.txt"
+
+
+def importable_here(framework: str) -> bool:
+    """Whether the current interpreter can import the framework (found without importing it)."""
+    return importlib.util.find_spec(IMPORT_NAMES.get(framework, framework)) is not None
+
+
+def record(framework: str) -> dict[str, Any] | None:
+    """The install record of a verified dedicated environment, or None (absent, or an install that did not finish)."""
+    path = env_dir(framework) / RECORD
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return rec if rec.get("verified") and env_python(framework).exists() else None
+
+
+def interpreter_for(framework: str) -> str | None:
+    """The Python that runs this framework's workers: the current one if it has the framework, else the dedicated
+    environment's, else None."""
+    if importable_here(framework):
+        return sys.executable
+    if record(framework) is not None:
+        return str(env_python(framework))
+    return None
+
+
+def unavailable_reason(framework: str) -> str:
+    if framework in PACKAGES:
+        if env_python(framework).exists() and record(framework) is None:
+            return f"its environment in {env_dir(framework)} is not verified: run `dlperf env install {framework}`"
+        return f"not installed: run `dlperf env install {framework}`"
+    return f"not installed here (pip install 'dlperf[{framework}]')"
+
+
+def worker_path() -> str:
+    """A directory holding only a link named `dlperf` to this package: on another interpreter's PYTHONPATH it makes
+    dlperf's worker importable without anything else from this environment (its numpy, rich, torch)."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1(str(package).encode()).hexdigest()[:12]
+    lib = data_dir() / "lib" / digest
+    link = lib / "dlperf"
+    if not (link.is_symlink() and link.resolve() == package):
+        lib.mkdir(parents=True, exist_ok=True)
+        tmp = lib / f".dlperf-{os.getpid()}"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(package, target_is_directory=True)
+        os.replace(tmp, link)  # atomic: a worker starting meanwhile sees the old link or the new one
+    return str(lib)
+
+
+def listing() -> list[dict[str, Any]]:
+    """Every framework that has (or could have) a dedicated environment, with its state."""
+    rows = []
+    for name in PACKAGES:
+        rec = record(name)
+        rows.append(
+            {
+                "framework": name,
+                "used": "current environment" if importable_here(name) else ("dedicated" if rec else None),
+                "path": str(env_dir(name)),
+                "installed": rec is not None,
+                "versions": (rec or {}).get("versions"),
+                "verified_at": (rec or {}).get("verified_at"),
+                "step_s": (rec or {}).get("verify", {}).get("step_s"),
+                "reason": None if rec or importable_here(name) else unavailable_reason(name),
+            }
+        )
+    return rows
+
+
+class InstallError(RuntimeError):
+    pass
+
+
+def install(framework: str, *, log=print, force: bool = False, python: str = sys.executable) -> dict[str, Any]:
+    """Create (or re-create, with `force`) the framework's environment, install it from its constraints file, make
+    dlperf's worker importable there and verify it with one tiny training step. Returns the install record."""
+    if framework not in PACKAGES:
+        raise InstallError(install_refusal(framework))
+    target = env_dir(framework)
+    if force and target.exists():
+        shutil.rmtree(target)
+    start = time.perf_counter()
+    (target / RECORD).unlink(missing_ok=True)  # an interrupted install is never taken for a verified one
+    if not env_python(framework).exists():
+        log(f"creating {target}")
+        _check([python, "-m", "venv", str(target)], "creating the virtual environment")
+    constraints = constraints_file(framework)
+    log(f"installing {' '.join(PACKAGES[framework])} with the versions of {constraints.name}")
+    pip = [str(env_python(framework)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    _check([*pip, "-c", str(constraints), *PACKAGES[framework]], "pip install")
+    log("verifying: one tiny training step")
+    from dlperf.runner import probe
+
+    verify = probe.ask(framework, {"what": "selftest"}, python=str(env_python(framework)))
+    rec = {
+        "framework": framework,
+        "verified": True,
+        "versions": verify.get("versions"),
+        "python": verify.get("python"),
+        "constraints": constraints.name,
+        "constraints_sha1": hashlib.sha1(constraints.read_bytes()).hexdigest(),
+        "verify": verify,
+        "verified_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "install_s": round(time.perf_counter() - start, 1),
+    }
+    (target / RECORD).write_text(json.dumps(rec, indent=2) + "\n")
+    return rec
+
+
+def install_refusal(framework: str) -> str:
+    """Why `framework` gets no dedicated environment."""
+    from dlperf.frameworks import UNINSTALLABLE
+
+    if framework == "torch":
+        return "torch is installed with dlperf itself: pip install 'dlperf[torch]' (torch==2.13.0, the CPU build here)"
+    if framework in UNINSTALLABLE:
+        return f"{framework} cannot be installed: {UNINSTALLABLE[framework]}"
+    return f"unknown framework {framework!r} (dedicated environments: {', '.join(PACKAGES)})"
+
+
+def _check(cmd: list[str], what: str) -> None:
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-15:])
+        raise InstallError(f"{what} failed (exit code {result.returncode}):\n{tail}")

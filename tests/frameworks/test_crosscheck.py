@@ -1,0 +1,81 @@
+"""The frameworks' rows compare like with like: per workload, every backend trains the same number of parameters (up
+to the deviations a backend documents), counts about the same FLOPs where it has a counter, and starts from a loss near
+ln(classes) on random labels, as a sound initialization does.
+
+Each framework builds the seven tiny workloads in its own interpreter (one child per framework); nothing here imports
+a framework.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import run_in
+from dlperf.workloads import TINY
+
+FRAMEWORKS = ["torch", "jax", "tensorflow", "mxnet"]
+FLOP_TOLERANCE = 0.25  # XLA counts element-wise work too; PyTorch's counter only matrix products and convolutions
+
+DESCRIBE = """
+import json, sys
+from dlperf.frameworks import backend
+from dlperf.workloads import BUILTIN
+
+fw = backend(sys.argv[1])
+fw.configure_threads(1)
+out = {}
+for name in sys.argv[2:]:
+    workload = BUILTIN[name]
+    train = fw.build(workload, "cpu", "fp32")
+    first_loss = float(train.step())
+    train.sync()
+    flops = train.count_flops()
+    out[name] = {
+        "params": train.params,
+        "deviation": getattr(fw, "param_deviation", lambda w: 0)(workload),
+        "documented": train.settings().get("deviations") or [],
+        "first_loss": first_loss,
+        "flops": flops and flops["flops_per_step"],
+    }
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module", params=FRAMEWORKS)
+def described(request):
+    framework = request.param
+    return framework, run_in(framework, DESCRIBE, framework, *(w.name for w in TINY), timeout=600)
+
+
+@pytest.fixture(scope="module")
+def torch_flops():
+    return {name: d["flops"] for name, d in run_in("torch", DESCRIBE, "torch", *(w.name for w in TINY)).items()}
+
+
+@pytest.mark.timeout(600)
+def test_every_backend_trains_the_reference_parameters_up_to_documented_deviations(described):
+    framework, found = described
+    for workload in TINY:
+        d = found[workload.name]
+        assert d["params"] == workload.params + d["deviation"], (framework, workload.name, d)
+        assert bool(d["deviation"]) == bool(d["documented"]), (framework, workload.name, d)  # documented, and only then
+
+
+@pytest.mark.timeout(600)
+def test_the_first_loss_on_random_labels_is_near_ln_classes(described):
+    framework, found = described
+    for workload in TINY:
+        expected = math.log(workload.outputs)
+        assert abs(found[workload.name]["first_loss"] / expected - 1) < 0.25, (framework, workload.name, expected)
+
+
+@pytest.mark.timeout(600)
+def test_flop_counters_agree_with_pytorchs_where_a_framework_has_one(described, torch_flops):
+    framework, found = described
+    counted = {name: d["flops"] for name, d in found.items() if d["flops"]}
+    if not counted:
+        pytest.skip(f"{framework} has no FLOP counter")
+    for name, flops in counted.items():
+        assert abs(flops / torch_flops[name] - 1) < FLOP_TOLERANCE, (framework, name, flops, torch_flops[name])

@@ -1,0 +1,117 @@
+"""Dedicated framework environments: where they live, how a worker finds dlperf there, and what counts as installed.
+
+The real installs (pip, the frameworks' wheels) run in CI's `make envs`; these tests use a bare venv, which is made in
+a second and has nothing installed, to show the isolation itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from conftest import dlperf
+from dlperf.frameworks import envs, framework_status
+from dlperf.runner.launch import child_env
+
+
+@pytest.fixture
+def data_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path / "data"
+
+
+def bare_env(framework: str, *, verified: bool) -> Path:
+    """A venv where the framework's would be, with nothing installed: a stand-in for `dlperf env install`."""
+    venv.create(envs.env_dir(framework), with_pip=False, symlinks=True)
+    if verified:
+        (envs.env_dir(framework) / envs.RECORD).write_text(json.dumps({"verified": True, "versions": {"mxnet": "9"}}))
+    return envs.env_python(framework)
+
+
+def test_the_data_directory_is_overridable_and_defaults_under_the_home(data_dir, monkeypatch):
+    assert envs.env_dir("jax") == data_dir.resolve() / "envs" / "jax"
+    monkeypatch.delenv("DLPERF_DATA_DIR")
+    monkeypatch.setenv("XDG_DATA_HOME", "/somewhere")
+    assert envs.data_dir() == Path("/somewhere/dlperf")
+
+
+def test_a_framework_is_found_here_or_in_its_verified_environment_only(data_dir):
+    assert envs.interpreter_for("torch") == sys.executable  # importable in the test's own environment
+    assert envs.interpreter_for("mxnet") is None
+    assert "dlperf env install mxnet" in envs.unavailable_reason("mxnet")
+    bare_env("mxnet", verified=False)  # an install that never finished verifying
+    assert envs.interpreter_for("mxnet") is None
+    assert "not verified" in envs.unavailable_reason("mxnet")
+    python = bare_env("mxnet", verified=True)
+    assert envs.interpreter_for("mxnet") == str(python)
+    status = framework_status("mxnet")
+    assert status["available"] and status["version"] == "9" and status["environment"] == str(envs.env_dir("mxnet"))
+
+
+def test_a_worker_in_another_environment_imports_dlperf_and_nothing_else_of_this_one(data_dir):
+    python = str(bare_env("mxnet", verified=True))
+    env = child_env(os.environ, 2, python)
+    assert env["PYTHONPATH"] == envs.worker_path()
+    assert os.listdir(env["PYTHONPATH"]) == ["dlperf"]  # a link to this package, nothing beside it
+    script = (
+        "import importlib.util as u, json, os, dlperf.runner.worker, dlperf.runner.probe;"
+        "print(json.dumps({m: u.find_spec(m) is not None for m in ('numpy', 'rich', 'torch')}"
+        " | {'dlperf': os.path.dirname(dlperf.__file__), 'omp': os.environ['OMP_NUM_THREADS']}))"
+    )
+    done = subprocess.run([python, "-c", script], env=env, capture_output=True, text=True, cwd="/", check=True)
+    seen = json.loads(done.stdout)
+    assert seen == {"numpy": False, "rich": False, "torch": False, "dlperf": seen["dlperf"], "omp": "2"}
+    assert Path(seen["dlperf"]).resolve() == Path(envs.__file__).resolve().parents[1]
+
+
+def test_the_worker_link_follows_the_package_and_is_replaced_atomically(data_dir):
+    first = envs.worker_path()
+    link = Path(first) / "dlperf"
+    link.unlink()
+    link.symlink_to("/nonexistent", target_is_directory=True)  # a stale link: this clone moved
+    assert envs.worker_path() == first
+    assert link.resolve() == Path(envs.__file__).resolve().parents[1]
+
+
+def test_every_dedicated_environment_has_a_committed_constraints_file_of_exact_versions():
+    for framework, packages in envs.PACKAGES.items():
+        lines = [x for x in envs.constraints_file(framework).read_text().splitlines() if x.strip()]
+        pins = dict(line.split("==") for line in lines)
+        assert all(v and "*" not in v for v in pins.values()), framework
+        for package in packages:
+            assert package.replace("-", "_") in {p.replace("-", "_").lower() for p in pins}, (framework, package)
+    assert envs.constraints_file("mxnet").read_text().count("numpy==1.23.5") == 1  # MXNet 1.9.1 needs numpy<1.24
+    assert "tensorflow_cpu==2.21.0" in envs.constraints_file("tensorflow").read_text()
+
+
+def test_env_list_and_the_refusals(data_dir):
+    bare_env("jax", verified=True)
+    listed = json.loads(dlperf("env", "list", "--format", "json", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout)
+    by_name = {r["framework"]: r for r in listed}
+    assert by_name["jax"]["installed"] and by_name["jax"]["used"] == "dedicated"
+    assert not by_name["tensorflow"]["installed"] and "dlperf env install tensorflow" in by_name["tensorflow"]["reason"]
+    text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout
+    assert f"data directory: {data_dir.resolve()}" in text
+    for name, words in [
+        ("caffe", "no release installs"),
+        ("torch", "pip install 'dlperf[torch]'"),
+        ("keras", "unknown"),
+    ]:
+        done = dlperf("env", "install", name, env={"DLPERF_DATA_DIR": str(data_dir)})
+        assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert not (data_dir / "envs" / "caffe").exists()
+
+
+def test_a_run_asking_for_a_framework_without_its_environment_says_how_to_get_it(data_dir, tmp_path):
+    done = dlperf(
+        "run", "--frameworks", "tensorflow", "--workloads", "tiny-fcn-r", db=tmp_path / "x.db",
+        env={"DLPERF_DATA_DIR": str(data_dir)},
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "--frameworks tensorflow: not installed: run `dlperf env install tensorflow`" in done.stderr
