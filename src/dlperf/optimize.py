@@ -524,7 +524,7 @@ def _loss_text(c: Candidate) -> str:
 
 
 # Peak memory kinds, marked in the table and explained under it: they are different quantities.
-MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "process_rss": "(rss)"}
+MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "xla_buffers": "(xla)", "process_rss": "(rss)"}
 MEMORY_LEGEND = (
     "peak memory: live tensor bytes of one step (CUDA: the allocator's peak); (rss) = the process's resident-set peak "
     "during one step, for compiled steps, which cannot be traced tensor by tensor (it includes the runtime itself)"

@@ -113,6 +113,23 @@ def is_available(framework: str) -> bool:
     return envs.interpreter_for(framework) is not None
 
 
+def builtin_only(framework: str) -> str:
+    """Why a backend other than PyTorch's refuses a user workload (user factories build PyTorch models)."""
+    return f"user workloads are PyTorch models; the {framework} backend trains the built-in workloads only"
+
+
+def probe_builtin_only(framework: str, request: dict[str, Any], probe_env) -> dict[str, Any]:
+    """`probe` of a backend that trains the built-in workloads only: it answers "env" with `probe_env()`."""
+    from dlperf.errors import UsageError
+
+    what = request.get("what")
+    if what == "env":
+        return probe_env()
+    if what == "workload":
+        raise UsageError(f"--workloads {request.get('source')!r}: {builtin_only(framework)}")
+    raise ValueError(f"unknown probe request {what!r}")
+
+
 def backend(framework: str):
     """Import and return the backend module (child processes only)."""
     return importlib.import_module(BACKENDS[framework][0])

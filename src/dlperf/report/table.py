@@ -151,7 +151,7 @@ def render_json(view: TableView) -> str:
                           "best": c == best, "error": v.get("error"), "utilization": v.get("utilization")}
                       for c, v in row.cells.items()},
         })  # fmt: skip
-    return json.dumps({"run_id": view.run_id, "columns": view.columns, "rows": rows}, indent=2)
+    return json.dumps({"run_id": view.run_id, "columns": view.columns, "rows": rows, "notes": view.notes}, indent=2)
 
 
 def render_rich(view: TableView):

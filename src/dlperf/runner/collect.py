@@ -17,11 +17,13 @@ NOISY_IQR_RATIO = 0.10
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
 
-# The figure that becomes a cell's peak memory, best first: an allocator's own peak, the bytes of live tensors, and
-# for compiled CPU steps (which no dispatch mode can trace) the process's resident-set peak during one step.
+# The figure that becomes a cell's peak memory, best first: an allocator's own peak, the bytes of live tensors, XLA's
+# buffer plan of a jitted step, and otherwise (compiled CPU steps, which no dispatch mode can trace; frameworks without
+# a tensor-level figure) the process's resident-set peak during one step.
 MEMORY_KINDS = {
     "cuda_allocator_peak_bytes": "cuda_allocator",
     "live_tensor_peak_bytes": "live_tensors",
+    "xla_buffer_peak_bytes": "xla_buffers",  # XLA's plan of the compiled step: arguments + outputs + temporaries
     "process_rss_peak_bytes": "process_rss",
 }
 
@@ -48,6 +50,7 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "warmup_steps": warm.get("steps"),
         "warmup_steady": warm.get("steady"),
         "warmup_times": warm.get("times"),
+        "python": _first(events, "start").get("python"),  # the interpreter: dlperf's, or the framework's own
         "affinity": _first(events, "affinity").get("cpus"),
         "thread_env": _first(events, "affinity").get("thread_env"),
         "steal_fraction": done.get("steal_fraction"),

@@ -1,0 +1,365 @@
+"""The JAX backend: Flax NNX models, an optax optimizer and the whole train step as one jitted XLA computation.
+
+Implements the contract in `dlperf.frameworks` (read that first). Imported only in child processes, in JAX's own
+environment (`dlperf env install jax`). Importing JAX does not start its backend; `configure_threads` runs before
+anything does, because XLA sizes its CPU thread pool once, when the backend starts.
+
+The step: `nnx.split` turns the model into a static graph definition and its state (parameters; BatchNorm statistics),
+and one `jax.jit` function does forward, loss, gradients and the optax update on that state and the optimizer's,
+donated so XLA updates the buffers in place. The first call traces and compiles (`compiles` is True: the worker times
+it apart); every later call runs the compiled executable. Only the fp32 mode exists: see `UNSUPPORTED` for why each
+other component does not apply. The models and their deviations from the reference are in `jax_models`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import flax
+import jax
+import jax.numpy as jnp
+import jaxlib
+import optax
+from flax import nnx
+
+from dlperf.frameworks import builtin_only, probe_builtin_only
+from dlperf.frameworks.jax_models import build_model, param_deviation
+from dlperf.measure import system
+from dlperf.vocab import Mode, mode_components
+from dlperf.workloads.base import OptimizerSpec, Workload
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Threads
+
+# XLA:CPU has no thread-count setting. Its intra-op pool (threads named tf_XLAEigen) gets one thread per CPU the process
+# may use, counted when the backend starts: restricting the CPU affinity first is what sets the threads. XLA_FLAGS
+# cannot: measured with jax 0.10.2 on 2 CPUs, a 1024^2 fp32 matrix product and a 3x3 convolution keep 1.92 cores busy
+# with `--xla_cpu_multi_thread_eigen=false` as without it. It is set at one thread all the same, as the documented
+# single-thread setting, harmless where the affinity already holds the process to one CPU. Its often-quoted companion
+# `intra_op_parallelism_threads=1` is no XLA flag: XLA drops it as a positional argument without `--` and aborts at
+# "Unknown flag in XLA_FLAGS" with it, so it is not set.
+SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"
+POOL_THREAD_NAME = "tf_XLAEigen"
+
+
+_threads: dict[str, Any] = {}  # what configure_threads was asked and found
+
+
+def configure_threads(threads: int) -> dict[str, Any]:
+    """Restrict the process to `threads` CPUs of its affinity set (the first ones), and add XLA's single-thread flag
+    at one thread, before XLA starts. The user's own XLA_FLAGS are kept, their own setting of that flag included."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_FLAG}".strip()
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > threads:
+        _set_affinity(cpus[:threads])
+    _threads["requested"] = threads
+    _threads["backend_started_before"] = _backend_started()
+    return thread_settings()
+
+
+def _set_affinity(cpus: list[int]) -> None:
+    """Every thread of the process: a thread keeps the affinity it started with, and some may already run (numpy's
+    OpenBLAS pool, started when JAX imports numpy, unless OPENBLAS_NUM_THREADS=1 as in dlperf's workers)."""
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus)
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
+
+
+def _backend_started() -> bool | None:
+    try:
+        from jax._src import xla_bridge  # private, hence guarded: whether some code already started XLA
+
+        return xla_bridge.backends_are_initialized()
+    except (ImportError, AttributeError):
+        return None
+
+
+def thread_settings() -> dict[str, Any]:
+    """The settings in effect; the pool size is counted from the running threads once the backend has started."""
+    return {
+        "threads_requested": _threads.get("requested"),
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
+        "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
+        "xla_backend_started_before_configure": _threads.get("backend_started_before"),
+        "xla_pool_threads": _pool_threads() if _backend_started() else None,
+    }
+
+
+def _pool_threads() -> int:
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as f:
+                count += f.read().strip() == POOL_THREAD_NAME
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return count
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Modes
+
+UNSUPPORTED = {
+    Mode.BF16: "bf16: the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
+    Mode.FP16: "fp16: the jax backend runs fp32 only (no loss scaling)",
+    Mode.TF32: "tf32: the jax backend has no such mode; its fp32 cells multiply at full fp32 precision",
+    Mode.CHANNELS_LAST: "channels_last: the jax backend has no such mode; its convolutions are NHWC already",
+    Mode.FOREACH: "foreach: the jax backend has no such mode; XLA fuses the whole optax update already",
+    Mode.FUSED: "fused: the jax backend has no such mode; XLA fuses the whole optax update already",
+    Mode.CHECKPOINT: "checkpoint: the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
+    Mode.COMPILE: "compile: jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
+    Mode.CUDA_GRAPHS: "cuda_graphs: the jax backend has no such mode; XLA launches the compiled step as a whole",
+}
+
+
+def _check_mode(mode: str) -> None:
+    for component in mode_components(mode):
+        if component in UNSUPPORTED:
+            raise NotImplementedError(UNSUPPORTED[component])
+
+
+def _device(device: str) -> jax.Device:
+    """The JAX device of a dlperf device name: "cpu", or "cuda:N" for the N-th GPU of a CUDA build of jaxlib."""
+    if device == "cpu":
+        return jax.devices("cpu")[0]
+    kind, _, index = device.partition(":")
+    gpus = _gpus()
+    if kind == "cuda" and int(index or 0) < len(gpus):
+        return gpus[int(index or 0)]
+    raise NotImplementedError(f"{device}: this jax has no such device (it has {', '.join(map(str, jax.devices()))})")
+
+
+def _gpus() -> list[jax.Device]:
+    return [d for d in jax.devices() if d.platform == "gpu"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The train step
+
+DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
+
+
+def _key(seed: int) -> jax.Array:
+    """A key of XLA's RngBitGenerator: each initializer compiles in a fraction of the time the default threefry hash
+    takes (building ResNet-50: 4.6 s instead of 9 s on 2 cores); the values need only be fixed by the seed."""
+    return jax.random.key(seed, impl="rbg")
+
+
+def cross_entropy(logits: jax.Array, targets: jax.Array) -> jax.Array:
+    """Mean softmax cross-entropy over every prediction: (B, K) with (B,), or per token (B, T, V) with (B, T)."""
+    return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
+
+
+def optimizer(spec: OptimizerSpec) -> optax.GradientTransformation:
+    """SGD as PyTorch does it (buf = m * buf + g; p -= lr * buf), after global-norm clipping when the spec asks."""
+    if spec.name != "sgd":
+        raise NotImplementedError(f"optimizer {spec.name!r} is not implemented by the jax backend")
+    sgd = optax.sgd(spec.lr, momentum=spec.momentum or None)
+    return sgd if spec.clip_grad_norm is None else optax.chain(optax.clip_by_global_norm(spec.clip_grad_norm), sgd)
+
+
+def train_step(graphdef: nnx.GraphDef, tx: optax.GradientTransformation, on_trace: Callable[[], None]) -> Callable:
+    """The pure step: (parameters, other state, optimizer state), inputs, targets -> new state, loss."""
+
+    def step(state, inputs, targets):
+        on_trace()  # Python runs here only while JAX traces
+        params, rest, opt_state = state
+        model = nnx.merge(graphdef, params, rest)
+        loss, grads = nnx.value_and_grad(lambda m: cross_entropy(m(inputs), targets))(model)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        rest = nnx.state(model, nnx.Not(nnx.Param))  # the BatchNorm averages this forward pass updated
+        return (optax.apply_updates(params, updates), rest, opt_state), loss
+
+    return step
+
+
+class JaxStep:
+    """One model, one fixed mini-batch on the device, one optax optimizer: what the worker times."""
+
+    compiles = True  # the first call traces and compiles
+
+    def __init__(self, workload: Workload, model: nnx.Module, batch: tuple[jax.Array, jax.Array], device: str) -> None:
+        """`device` is the dlperf name ("cpu", "cuda:0"); the model and batch already live there."""
+        self.workload, self.device = workload, device
+        self.tx = optimizer(workload.optimizer)
+        self.graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+        self.state = (params, rest, self.tx.init(params))
+        self.inputs, self.targets = batch
+        self.params = sum(leaf.size for leaf in jax.tree.leaves(params))
+        self.loss: jax.Array | None = None
+        self.traces = 0
+        self.jitted = jax.jit(train_step(self.graphdef, self.tx, self._traced), donate_argnums=0)
+
+    def _traced(self) -> None:
+        self.traces += 1
+
+    def step(self) -> jax.Array:
+        """One iteration, dispatched asynchronously; returns the loss (a scalar array: float() waits for it)."""
+        self.state, self.loss = self.jitted(self.state, self.inputs, self.targets)
+        return self.loss
+
+    def sync(self) -> None:
+        """Wait for the whole updated state (parameters, BatchNorm statistics, optimizer state) and the loss."""
+        jax.block_until_ready((self.state, self.loss))
+
+    def _args(self) -> tuple:
+        return self.state, self.inputs, self.targets
+
+    def count_flops(self) -> dict[str, Any] | None:
+        """FLOPs of one step by XLA's cost analysis of the unoptimized HLO (fusion and other optimizations do not
+        change it). It counts differently from PyTorch's counter, which counts 2 x multiply-adds of matrix products
+        and convolutions only: XLA also counts every element-wise operation (activations, BatchNorm, the loss, the
+        optimizer update), but leaves out a convolution's products with its zero padding. Measured on the suite and
+        its tiny variants: +0.1% to +17% for the FCNs and the LSTM, -6% to -18% for the AlexNets and ResNet-56,
+        whose convolutions are padded. XLA counts a loop body once whatever its trip count, so the LSTM is counted on
+        a twin of its step with the time loop fully unrolled: the same products, the same state."""
+        graphdef = self._unrolled_graphdef() if self.workload.arch == "lstm-lm" else self.graphdef
+        counted = jax.jit(train_step(graphdef, self.tx, lambda: None))
+        try:
+            cost = counted.lower(*self._args()).cost_analysis()
+        except Exception:  # no cost analysis for this backend: no FLOP figure, not a failed cell
+            return None
+        flops = int(cost["flops"])
+        return {"flops_per_step": flops, "flops_by_dtype": {"fp32": flops}}
+
+    def _unrolled_graphdef(self) -> nnx.GraphDef:
+        steps = self.workload.input.shape[0]
+        twin = nnx.eval_shape(lambda: build_model(self.workload, nnx.Rngs(0), unroll=steps))
+        return nnx.graphdef(twin)
+
+    def memory_of_step(self) -> dict[str, int]:
+        """The process's resident-set peak during one extra step, and XLA's own plan for the compiled step: argument
+        buffers (state and batch), outputs, and temporaries (activations kept for the backward pass, gradients)."""
+        figures = {}
+        if system.reset_rss_hwm():
+            self.step()
+            self.sync()
+            figures["process_rss_peak_bytes"] = system.rss_hwm_bytes()
+        try:
+            stats = self.jitted.lower(*self._args()).compile().memory_analysis()  # the cached executable
+        except Exception:
+            stats = None
+        if stats is not None:
+            figures["xla_argument_bytes"] = stats.argument_size_in_bytes
+            figures["xla_output_bytes"] = stats.output_size_in_bytes
+            figures["xla_alias_bytes"] = stats.alias_size_in_bytes  # outputs written over donated arguments
+            figures["xla_temp_bytes"] = stats.temp_size_in_bytes
+            # every buffer the step holds at once by XLA's plan: comparable with PyTorch's live-tensor peak
+            figures["xla_buffer_peak_bytes"] = (
+                stats.argument_size_in_bytes
+                + stats.output_size_in_bytes
+                - stats.alias_size_in_bytes
+                + stats.temp_size_in_bytes
+            )
+        return figures
+
+    def compile_stats(self) -> dict[str, Any]:
+        """Traces of the step function so far: each one is a compilation (a retrace means a recompile)."""
+        return {"graphs": self.traces, "frames_compiled": self.traces}
+
+    def settings(self) -> dict[str, Any]:
+        image = self.workload.input.kind == "image"
+        return {
+            **thread_settings(),
+            "jax": jax.__version__,
+            "device": self.device,
+            "execution": "jax.jit (whole train step; parameters and optimizer state donated)",
+            **({"layout": "NHWC"} if image else {}),
+            "deviations": deviations(self.workload),
+            "model_notes": model_notes(self.workload),
+        }
+
+
+def deviations(workload: Workload) -> list[str]:
+    """How the parameter count differs from the reference (PyTorch) definition, in words; [] where it does not."""
+    if not param_deviation(workload):
+        return []
+    return [f"one bias vector per LSTM layer (Flax), not two (PyTorch): {param_deviation(workload):+,} parameters"]
+
+
+def model_notes(workload: Workload) -> list[str]:
+    """Differences from the reference that leave the parameter count and the work of a step as they are."""
+    notes = ["biases start at zero (PyTorch: uniform); LSTM and embedding weights with Flax's initializers"]
+    if workload.arch in ("resnet-imagenet", "resnet-cifar"):
+        notes.append("BatchNorm's running variance is updated with the biased batch variance (PyTorch: unbiased)")
+    return notes
+
+
+def synthetic_batch(workload: Workload) -> tuple[jax.Array, jax.Array]:
+    """Random inputs and labels of the workload's shapes, made once, on the default device; images in NHWC."""
+    kx, ky = jax.random.split(_key(DATA_SEED))
+    if workload.input.kind == "tokens":
+        shape = (workload.batch, *workload.input.shape)  # (B, T) ids, and a target per position
+        return (
+            jax.random.randint(kx, shape, 0, workload.input.vocab, dtype=jnp.int32),
+            jax.random.randint(ky, shape, 0, workload.outputs, dtype=jnp.int32),
+        )
+    shape = workload.input.shape
+    if workload.input.kind == "image":
+        channels, height, width = shape
+        shape = (height, width, channels)
+    inputs = jax.random.normal(kx, (workload.batch, *shape), jnp.float32)
+    return inputs, jax.random.randint(ky, (workload.batch,), 0, workload.outputs, dtype=jnp.int32)
+
+
+def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> JaxStep:
+    """The train step of `workload` on `device` in `mode`, weights initialized from `seed` (the data always from
+    DATA_SEED). NotImplementedError (recorded as `unsupported`, with the reason) for what the backend cannot run."""
+    if workload.arch == "user":
+        raise NotImplementedError(builtin_only("jax"))
+    _check_mode(mode)
+    dev = _device(device)
+    if dev.platform == "gpu":  # fp32 means fp32: JAX's default GPU precision multiplies in TensorFloat-32
+        jax.config.update("jax_default_matmul_precision", "highest")
+    with jax.default_device(dev):
+        model = build_model(workload, nnx.Rngs(_key(seed)))
+        batch = synthetic_batch(workload)
+    return JaxStep(workload, model, batch, device)
+
+
+def loss_check(workload: Workload, device: str, mode: str) -> dict[str, Any]:
+    """Every mode but fp32 is unsupported here (NotImplementedError, before anything is built), so there is no mode
+    to check against fp32."""
+    start = time.perf_counter()
+    _check_mode(mode)
+    return {"ok": None, "reason": "fp32 is the reference: nothing to check", "seconds": time.perf_counter() - start}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The probe and the thread test
+
+
+def probe(request: dict[str, Any]) -> dict[str, Any]:
+    return probe_builtin_only("jax", request, probe_env)
+
+
+def probe_env() -> dict[str, Any]:
+    return {
+        "framework": "jax",
+        "version": jax.__version__,
+        "build": {
+            "jaxlib": jaxlib.__version__,
+            "flax": flax.__version__,
+            "optax": optax.__version__,
+            "backend": jax.default_backend(),
+        },
+        "devices": [{"name": "cpu"}] + [{"name": f"cuda:{i}", "model": d.device_kind} for i, d in enumerate(_gpus())],
+    }
+
+
+def matmul(size: int) -> Callable[[], None]:
+    """A jitted size x size fp32 product; each call returns once the result is ready."""
+    a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
+    product = jax.jit(jnp.matmul)
+
+    def run() -> None:
+        product(a, a).block_until_ready()
+
+    return run

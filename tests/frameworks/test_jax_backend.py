@@ -1,0 +1,285 @@
+"""The JAX backend: every workload trains with the reference parameter counts, the jitted step donates and syncs its
+whole state, XLA's cost analysis counts the FLOPs, unsupported modes say why, and threads are what the cell asks for.
+
+Everything runs in JAX's own interpreter (`run_in`); the test process never imports JAX. Each child pays JAX's import
+and XLA's compilations, so the checks are grouped into a few children on the cheapest workloads that show them.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import pairwise
+
+import pytest
+
+from conftest import run_in
+from dlperf.workloads import BUILTIN, SUITE, TINY
+
+PRELUDE = """
+import json, math, sys
+from dlperf.frameworks import jax_backend as jb
+from dlperf.workloads import BUILTIN
+jb.configure_threads(1)
+"""
+
+TRAIN_TINY = (
+    PRELUDE
+    + """
+out = {}
+for name in sys.argv[1:]:
+    train = jb.build(BUILTIN[name], "cpu", "fp32")
+    losses = [float(train.step()) for _ in range(3)]
+    train.sync()
+    out[name] = {"params": train.params, "deviation": jb.param_deviation(BUILTIN[name]), "losses": losses,
+                 "graphs": train.compile_stats()["graphs"], "settings": train.settings()}
+print(json.dumps(out))
+"""
+)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return run_in("jax", TRAIN_TINY, *(w.name for w in TINY), timeout=240)
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("workload", TINY, ids=lambda w: w.name)
+def test_every_tiny_workload_trains_with_the_reference_parameters(tiny, workload):
+    found = tiny[workload.name]
+    assert found["params"] == workload.params + found["deviation"]
+    assert all(math.isfinite(loss) for loss in found["losses"])
+    assert abs(found["losses"][0] / math.log(workload.outputs) - 1) < 0.25  # random labels: about ln(classes)
+    assert found["graphs"] == 1  # three steps, one compilation
+    settings = found["settings"]
+    assert settings["execution"].startswith("jax.jit") and settings["device"] == "cpu"
+    assert (settings.get("layout") == "NHWC") == (workload.input.kind == "image")
+    assert bool(settings["deviations"]) == bool(found["deviation"])  # documented, and only then
+
+
+@pytest.mark.timeout(240)
+def test_only_the_lstm_deviates_and_by_one_bias_vector_per_layer(tiny):
+    assert {name for name, found in tiny.items() if found["deviation"]} == {"tiny-lstm"}
+    config = BUILTIN["tiny-lstm"].config
+    assert tiny["tiny-lstm"]["deviation"] == -config["layers"] * 4 * config["hidden"]
+
+
+FULL_SIZE = """
+import json, sys
+import jax
+from flax import nnx
+from dlperf.frameworks import jax_backend as jb
+from dlperf.frameworks.jax_models import build_model, count_params, max_pool
+from dlperf.workloads import BUILTIN
+
+out = {}
+for name in sys.argv[1:]:
+    workload = BUILTIN[name]
+    model = nnx.eval_shape(lambda: build_model(workload, nnx.Rngs(0)))  # shapes only: no weights are made
+    inputs = jax.eval_shape(lambda: jb.synthetic_batch(workload))[0]
+    logits = nnx.eval_shape(lambda m, x: m(x), model, inputs)
+    out[name] = {"params": count_params(workload), "deviation": jb.param_deviation(workload),
+                 "inputs": inputs.shape, "logits": logits.shape}
+    if name == "resnet-50":  # 7x7/2 convolution and max-pool 3/2 with padding 1: 224 -> 112 -> 56
+        out[name]["stem"] = nnx.eval_shape(lambda m, x: max_pool(m.stem(x), padding=1), model, inputs).shape
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.timeout(240)
+def test_full_size_networks_have_the_reference_parameters_and_shapes():
+    found = run_in("jax", FULL_SIZE, *(w.name for w in SUITE))
+    for workload in SUITE:
+        d = found[workload.name]
+        assert d["params"] == workload.params + d["deviation"], workload.name
+        assert d["inputs"][0] == workload.batch
+        per_token = workload.input.kind == "tokens"  # (B, T, V); else (B, classes)
+        assert d["logits"] == [workload.batch, *(workload.input.shape if per_token else ()), workload.outputs]
+    assert found["lstm"]["params"] == 6_180_624  # one bias vector per layer: the figure of the reference spec
+    assert found["alexnet-s"]["inputs"] == [16, 224, 224, 3]  # NHWC
+    assert found["resnet-50"]["stem"] == [16, 56, 56, 64]
+
+
+STEPS = (
+    PRELUDE
+    + """
+import jax
+from flax import nnx
+train = jb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32")
+before = jax.tree.map(lambda a: a.copy(), train.state)
+old_params = jax.tree.leaves(train.state[0])
+losses = [float(train.step()) for _ in range(20)]
+train.sync()
+params, stats, opt = (jax.tree.leaves(part) for part in before)
+new_params, new_stats, new_opt = (jax.tree.leaves(part) for part in train.state)
+changed = lambda a, b: [bool((x != y).any()) for x, y in zip(a, b)]
+print(json.dumps({
+    "losses": losses,
+    "donated": all(a.is_deleted() for a in old_params),
+    "params_changed": changed(params, new_params),
+    "stats_changed": changed(stats, new_stats),
+    "momentum_changed": changed(opt, new_opt),
+    "graphs": train.compile_stats()["graphs"],
+}))
+"""
+)
+
+
+@pytest.mark.timeout(240)
+def test_steps_learn_update_the_whole_state_in_place_and_compile_once():
+    found = run_in("jax", STEPS)
+    losses = found["losses"]
+    assert losses[-1] < 0.7 * losses[0]  # 20 steps on one batch of 8: it memorizes the random labels
+    assert found["donated"]  # the old parameters were donated to the step, not copied
+    assert all(found["params_changed"]) and all(found["momentum_changed"])
+    assert found["stats_changed"] and all(found["stats_changed"])  # BatchNorm's running averages, as state
+    assert found["graphs"] == 1
+
+
+SYNC = (
+    PRELUDE
+    + """
+import jax
+train = jb.build(BUILTIN["fcn-r"], "cpu", "fp32")  # a step long enough (~0.5 s) to catch it unfinished
+train.step()
+train.sync()
+train.step()
+leaves = jax.tree.leaves((train.state, train.loss))
+pending = sum(not a.is_ready() for a in leaves)
+train.sync()
+print(json.dumps({"leaves": len(leaves), "pending_after_step": pending,
+                  "pending_after_sync": sum(not a.is_ready() for a in leaves)}))
+"""
+)
+
+
+@pytest.mark.timeout(240)
+def test_sync_waits_for_every_array_of_the_updated_state():
+    found = run_in("jax", SYNC)
+    assert found["leaves"] == 4 * 2 * 2 + 1  # 4 layers x (kernel, bias) x (parameter, momentum) + the loss
+    assert found["pending_after_step"] > 0  # step() only dispatches: without sync the state is still being computed
+    assert found["pending_after_sync"] == 0
+
+
+COUNTS = (
+    PRELUDE
+    + """
+out = {}
+for name in sys.argv[1:]:
+    train = jb.build(BUILTIN[name], "cpu", "fp32")
+    train.step()
+    train.sync()
+    out[name] = {"flops": train.count_flops(), "memory": train.memory_of_step(), "params": train.params,
+                 "graphs": train.compile_stats()["graphs"]}
+print(json.dumps(out))
+"""
+)
+
+
+def matrix_product_flops(name: str) -> int:
+    """What PyTorch's counter gives: 2 * multiply-adds of every matrix product, forward and backward (the first
+    layer's input gradient is never computed)."""
+    workload = BUILTIN[name]
+    c, b = workload.config, workload.batch
+    if workload.arch == "fcn":
+        products = [i * o for i, o in pairwise(c["widths"])]
+        return 6 * b * sum(products) - 2 * b * products[0]
+    n, h, gates = b * c["seq_len"], c["hidden"], 4 * c["hidden"]
+    head = 6 * n * h * c["vocab"]
+    layer = 3 * 2 * n * gates * c["embed"] + 2 * 2 * n * gates * h + 2 * (n - b) * gates * h
+    return head + c["layers"] * layer
+
+
+@pytest.mark.timeout(240)
+def test_xla_counts_the_flops_and_plans_the_memory_of_the_step():
+    found = run_in("jax", COUNTS, "tiny-fcn-r", "tiny-lstm")
+    for name, d in found.items():
+        flops = d["flops"]
+        assert flops["flops_by_dtype"] == {"fp32": flops["flops_per_step"]}
+        # XLA counts element-wise work too: a little more than the matrix products, never less. An LSTM whose time
+        # loop were counted once would fall far below.
+        assert 1 <= flops["flops_per_step"] / matrix_product_flops(name) < 1.25, name
+        assert d["graphs"] == 1  # counting lowers a twin of the step; it does not recompile the one that is timed
+    memory, train = found["tiny-fcn-r"]["memory"], BUILTIN["tiny-fcn-r"]
+    state = 2 * 4 * found["tiny-fcn-r"]["params"]  # fp32 parameters and momentum
+    assert memory["xla_argument_bytes"] >= state + train.batch * 784 * 4
+    assert memory["xla_alias_bytes"] >= state  # updated in place
+    assert memory["process_rss_peak_bytes"] > memory["xla_argument_bytes"]
+
+
+MODES = (
+    PRELUDE
+    + """
+from dlperf.errors import UsageError
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+out = {}
+for mode in sys.argv[1:]:
+    try:
+        jb.build(BUILTIN["tiny-fcn-r"], "cpu", mode)
+        out[mode] = None
+    except NotImplementedError as exc:
+        out[mode] = str(exc)
+user = Workload("mine", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source="m.py:make")
+adam = Workload("adam", "fcn", {"widths": [4, 2]}, InputSpec("vector", (4,)), 2, 4, OptimizerSpec("adam"))
+for key, call in {"user": lambda: jb.build(user, "cpu", "fp32"), "adam": lambda: jb.build(adam, "cpu", "fp32"),
+                  "cuda": lambda: jb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp32")}.items():
+    try:
+        call()
+    except NotImplementedError as exc:
+        out[key] = str(exc)
+try:
+    jb.probe({"what": "workload", "source": "m.py:make"})
+except UsageError as exc:
+    out["probe"] = str(exc)
+out["env"] = jb.probe({"what": "env"})
+print(json.dumps(out))
+"""
+)
+OTHER_MODES = ["bf16", "fp16", "tf32", "channels_last", "foreach", "fused", "checkpoint", "compile", "cuda_graphs"]
+
+
+@pytest.mark.timeout(240)
+def test_unsupported_modes_devices_and_user_workloads_say_why():
+    found = run_in("jax", MODES, "fp32", *OTHER_MODES, "bf16+compile")
+    assert found.pop("fp32") is None
+    for mode in [*OTHER_MODES, "bf16+compile"]:
+        assert found[mode] and "jax" in found[mode], mode
+    assert "already XLA-compiled by jax.jit" in found["compile"]
+    assert "NHWC already" in found["channels_last"]
+    assert "user workloads are PyTorch models" in found["user"] and "user workloads" in found["probe"]
+    assert "'adam'" in found["adam"] and "no such device" in found["cuda"]
+    env = found["env"]
+    assert env["framework"] == "jax" and env["devices"] == [{"name": "cpu"}]
+    assert {"jaxlib", "flax", "optax", "backend"} <= set(env["build"]) and env["build"]["backend"] == "cpu"
+
+
+THREADS = """
+import json, os, sys, threading
+os.environ["XLA_FLAGS"] = "--xla_cpu_enable_fast_math=false"  # the user's own flag
+done = threading.Event()
+threading.Thread(target=done.wait).start()  # a thread already running, as a library's pool may be
+from dlperf.frameworks import jax_backend as jb
+from dlperf.workloads import BUILTIN
+before = sorted(os.sched_getaffinity(0))
+configured = jb.configure_threads(int(sys.argv[1]))
+train = jb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+train.step()
+train.sync()
+threads = sorted({tuple(sorted(os.sched_getaffinity(int(task)))) for task in os.listdir("/proc/self/task")})
+done.set()
+print(json.dumps({"before": before, "configured": configured, "settings": train.settings(), "threads": threads}))
+"""
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threads_restrict_the_affinity_keep_the_users_flags_and_size_xlas_pool(threads):
+    found = run_in("jax", THREADS, str(threads), threads=threads)
+    usable = min(threads, len(found["before"]))
+    settings = found["settings"]
+    assert settings["cpu_affinity"] == found["before"][:usable]
+    assert found["threads"] == [found["before"][:usable]]  # every thread, those started before too
+    assert settings["xla_pool_threads"] == usable  # XLA sized its pool from the CPUs it may use
+    assert settings["xla_backend_started_before_configure"] is False
+    flags = settings["XLA_FLAGS"].split()
+    assert flags[0] == "--xla_cpu_enable_fast_math=false"
+    assert ("--xla_cpu_multi_thread_eigen=false" in flags) == (threads == 1)

@@ -1,0 +1,282 @@
+"""The MXNet backend: every workload's model, training, the asynchronous engine, modes, the probe and threads.
+
+MXNet lives in its own environment (`dlperf env install mxnet`): each test runs a script there (`run_in`) and checks
+the JSON it prints; the test process never imports mxnet.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from conftest import framework_python, run_in
+from dlperf.runner import probe
+
+PRELUDE = """
+import json, math, sys
+import numpy as np
+from dataclasses import replace
+from dlperf.frameworks import mxnet_backend as mb
+from dlperf.workloads import BUILTIN
+mb.configure_threads(int(sys.argv[1]))  # as a worker does, with the thread variables already set
+"""
+
+
+def mxnet(script: str, threads: int = 1) -> dict:
+    return run_in("mxnet", PRELUDE + script, str(threads), threads=threads, timeout=200)
+
+
+@pytest.mark.timeout(240)
+def test_every_tiny_workload_trains_with_the_reference_parameter_count():
+    out = mxnet("""
+result = {}
+for name, w in BUILTIN.items():
+    if not name.startswith("tiny-"):
+        continue
+    train = mb.build(w, "cpu", "fp32")
+    losses = []
+    for _ in range(3):
+        losses.append(float(train.step()))
+        train.sync()
+    result[name] = {"params": train.params, "expected": w.params + mb.param_deviation(w), "losses": losses,
+                    "classes": w.outputs, "stats": train.compile_stats(), "settings": train.settings()}
+print(json.dumps(result))
+""")
+    assert len(out) == 7
+    for name, r in out.items():
+        assert r["params"] == r["expected"], name
+        assert all(map(math.isfinite, r["losses"])), (name, r["losses"])
+        assert abs(r["losses"][0] - math.log(r["classes"])) < 0.25 * math.log(r["classes"]), (name, r["losses"])
+        assert r["stats"] == {"graphs": 1, "frames_compiled": 1}, name  # built once, never again
+        assert r["settings"]["execution"] == "gluon hybridized (static_alloc, static_shape)"
+    assert out["tiny-resnet-56"]["settings"]["layout"] == "NCHW" and "layout" not in out["tiny-lstm"]["settings"]
+
+
+@pytest.mark.timeout(240)
+def test_full_size_parameter_counts_match_the_reference():
+    """From the parameters' shapes, known before any memory is allocated (every layer is given its input size)."""
+    out = mxnet("""
+from dlperf.frameworks.mxnet_models import build_model
+counts = {}
+for name, w in BUILTIN.items():
+    if name.startswith("tiny-"):
+        continue
+    shapes = [p.shape for p in build_model(w).collect_params().values() if p.grad_req != "null"]
+    assert all(0 not in shape for shape in shapes), (name, shapes)  # 0 would be a size MXNet infers later
+    counts[name] = [int(sum(np.prod(s) for s in shapes)), w.params + mb.param_deviation(w)]
+print(json.dumps(counts))
+""")
+    assert len(out) == 7
+    for name, (got, expected) in out.items():
+        assert got == expected, name
+    assert out["lstm"][0] == 6_182_672  # two biases per LSTM layer, as in PyTorch
+
+
+@pytest.mark.timeout(240)
+def test_losses_go_down():
+    out = mxnet("""
+train = mb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32")
+print(json.dumps([float(train.step()) for _ in range(20)]))
+""")
+    assert sum(out[-5:]) < 0.8 * sum(out[:5]), out
+
+
+@pytest.mark.timeout(240)
+def test_hybridized_step_computes_what_the_imperative_one_does():
+    """The cached graph is the model: the first loss and gradients equal those of the same block run op by op."""
+    out = mxnet("""
+diffs = {}
+for name in ("tiny-resnet-56", "tiny-resnet-50", "tiny-lstm", "tiny-alexnet-s"):
+    hybrid, eager = mb.build(BUILTIN[name], "cpu", "fp32"), mb.build(BUILTIN[name], "cpu", "fp32")
+    eager.objective.hybridize(active=False)
+    losses = [float(hybrid.step()), float(eager.step())]
+    a, b = (np.concatenate([g.asnumpy().ravel() for g in t.grads]) for t in (hybrid, eager))
+    # relative to the largest gradient: a convolution's bias before BatchNorm has a true gradient of 0, only noise
+    diffs[name] = {"losses": losses, "grad_rel": float(abs(a - b).max() / abs(b).max()),
+                   "traces": [hybrid.objective.traces, eager.objective.traces]}
+print(json.dumps(diffs))
+""")
+    for name, d in out.items():
+        assert d["losses"][0] == pytest.approx(d["losses"][1], rel=1e-5), name
+        assert d["grad_rel"] < 1e-4, name
+        assert d["traces"] == [1, 0], name
+
+
+@pytest.mark.timeout(240)
+def test_update_is_torch_sgd_with_momentum():
+    """MXNet keeps state = m * state + lr * grad; PyTorch buf = m * buf + grad, w -= lr * buf. With a constant learning
+    rate they give the same weights: checked against PyTorch's rule over three steps, with the step's own gradients."""
+    out = mxnet("""
+w = BUILTIN["tiny-fcn-r"]
+train = mb.build(w, "cpu", "fp32")
+lr, m = w.optimizer.lr, w.optimizer.momentum
+weights = [p.data().asnumpy() for p in train.trainable]
+bufs = [0.0] * len(weights)
+errors = []
+for _ in range(3):
+    train.step()
+    train.sync()
+    for i, (p, g) in enumerate(zip(train.trainable, train.grads)):
+        bufs[i] = m * bufs[i] + g.asnumpy()
+        weights[i] = weights[i] - lr * bufs[i]
+        errors.append(float(abs(p.data().asnumpy() - weights[i]).max()))
+print(json.dumps({"momentum": m, "max_error": max(errors)}))
+""")
+    assert out["momentum"] == 0.9
+    assert out["max_error"] < 1e-6, out
+
+
+@pytest.mark.timeout(240)
+def test_global_norm_clip_then_plain_update():
+    """With a tiny clip norm the gradients the Trainer applies have exactly that global norm: nothing rescaled them
+    after the clip (trainer.step(1), no kvstore)."""
+    out = mxnet("""
+w = BUILTIN["tiny-lstm"]
+w = replace(w, optimizer=replace(w.optimizer, clip_grad_norm=1e-3))
+train = mb.build(w, "cpu", "fp32")
+before = [p.data().asnumpy() for p in train.trainable]
+train.step()
+train.sync()
+grads = [g.asnumpy() for g in train.grads]
+norm = float(np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads)))
+error = max(float(abs(p.data().asnumpy() - (b - w.optimizer.lr * g)).max())
+            for p, b, g in zip(train.trainable, before, grads))
+print(json.dumps({"norm": norm, "update_error": error}))
+""")
+    assert out["norm"] == pytest.approx(1e-3, rel=1e-4)
+    assert out["update_error"] < 1e-7
+
+
+@pytest.mark.timeout(240)
+def test_step_only_queues_and_sync_waits_for_the_update():
+    """MXNet's engine is asynchronous: step() returns long before the work is done; after sync() the weights hold the
+    update and nothing is left to wait for."""
+    out = mxnet("""
+import statistics, time
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+w = Workload(name="mlp", arch="fcn", config={"widths": [1024, 1024, 1024, 10]}, input=InputSpec("vector", (1024,)),
+             outputs=10, batch=256, optimizer=OptimizerSpec("sgd", lr=0.01))
+train = mb.build(w, "cpu", "fp32")
+train.step()
+train.sync()
+queued, done, after, errors = [], [], [], []
+for _ in range(7):
+    before = [p.data().asnumpy() for p in train.trainable]
+    start = time.perf_counter()
+    train.step()
+    queued.append(time.perf_counter() - start)
+    train.sync()
+    done.append(time.perf_counter() - start)
+    start = time.perf_counter()
+    train.sync()  # a second sync finds nothing queued
+    after.append(time.perf_counter() - start)
+    errors += [float(abs(p.data().asnumpy() - (b - 0.01 * g.asnumpy())).max())
+               for p, b, g in zip(train.trainable, before, train.grads)]
+print(json.dumps({k: statistics.median(v) for k, v in (("queued", queued), ("done", done), ("after", after))}
+                 | {"error": max(errors)}))
+""")
+    assert out["queued"] < 0.25 * out["done"], out
+    assert out["after"] < 0.05 * out["done"], out
+    assert out["error"] < 1e-6, out
+
+
+@pytest.mark.timeout(240)
+def test_other_modes_workloads_and_devices_are_unsupported_with_a_reason():
+    out = mxnet("""
+from dlperf.errors import UsageError
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+reasons = {}
+def attempt(key, call):
+    try:
+        call()
+        reasons[key] = None
+    except (NotImplementedError, UsageError) as exc:
+        reasons[key] = f"{type(exc).__name__}: {exc}"
+tiny = BUILTIN["tiny-fcn-r"]
+for mode in ("compile", "bf16", "fp16", "tf32", "channels_last", "foreach", "fused", "checkpoint", "cuda_graphs",
+             "bf16+compile"):
+    attempt(mode, lambda: mb.build(tiny, "cpu", mode))
+user = Workload(name="mine", arch="user", config={}, input=InputSpec("user", (3,)), outputs=2, batch=1,
+                optimizer=OptimizerSpec(), source="x.py:make")
+attempt("user", lambda: mb.build(user, "cpu", "fp32"))
+attempt("probe user", lambda: mb.probe({"what": "workload", "source": "x.py:make"}))
+attempt("adam", lambda: mb.build(replace(tiny, optimizer=OptimizerSpec("adam")), "cpu", "fp32"))
+attempt("cuda", lambda: mb.build(tiny, "cuda:0", "fp32"))
+attempt("mps", lambda: mb.build(tiny, "mps", "fp32"))
+attempt("fp32 loss check", lambda: mb.loss_check(tiny, "cpu", "fp32"))
+attempt("bf16 loss check", lambda: mb.loss_check(tiny, "cpu", "bf16"))
+print(json.dumps(reasons))
+""")
+    assert "already hybridized" in out.pop("compile")
+    assert out.pop("fp32 loss check") is None
+    assert out.pop("probe user").startswith("UsageError") and "PyTorch" in out["user"]
+    for key, reason in out.items():
+        assert reason is not None and reason.startswith("NotImplementedError"), key
+        assert "mxnet" in reason.lower(), (key, reason)
+    assert out["bf16+compile"].startswith("NotImplementedError: bf16")
+
+
+@pytest.mark.timeout(240)
+def test_probe_env_and_selftest():
+    python = framework_python("mxnet")
+    env = probe.ask("mxnet", {"what": "env"}, python=python)
+    assert env["framework"] == "mxnet" and env["version"] == "1.9.1"
+    assert env["devices"][0] == {"name": "cpu"}
+    assert "MKLDNN" in env["build"]["features"] and tuple(map(int, env["build"]["numpy"].split(".")[:2])) < (1, 24)
+    json.dumps(env)
+    selftest = probe.ask("mxnet", {"what": "selftest"}, python=python)
+    assert selftest["params"] == 26_874 and len(selftest["losses"]) == 2
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_training_step_runs_on_that_many_threads(threads):
+    """Which of the process's threads did the work of two steps, from their own CPU times: unlike the CPU/wall ratio
+    below, this does not depend on how busy the rest of the machine is."""
+    out = mxnet(
+        """
+import os
+def cpu_ticks():
+    ticks = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        ticks[tid] = int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks
+train = mb.build(BUILTIN["alexnet-r"], "cpu", "fp32")
+train.step()
+train.sync()
+before = cpu_ticks()
+for _ in range(2):
+    train.step()
+    train.sync()
+after = cpu_ticks()
+work = sorted((after[t] - before.get(t, 0) for t in after), reverse=True)
+print(json.dumps({"busy": sum(w > 0.2 * work[0] for w in work), "ticks": work[:4]}))
+""",
+        threads=threads,
+    )
+    assert out["busy"] == threads, out
+
+
+BUSY = 0.15  # others' share of the machine above which a low ratio says more about them than about MXNet
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("threads", [1, 2])
+def test_threads_keep_that_many_cores_busy(threads):
+    """One engine worker with an OpenMP team of N threads: CPU time / wall time of matrix products is about N."""
+    if threads > len(os.sched_getaffinity(0)):
+        pytest.skip(f"this machine lets the tests use fewer than {threads} CPUs")
+    python = framework_python("mxnet")
+    for _ in range(3):
+        answer = probe.ask("mxnet", {"what": "threads", "threads": threads, "seconds": 1.5}, python, threads=threads)
+        if (answer["others_cpu_share"] or 0) < BUSY:
+            break
+    settings = answer["settings"]
+    assert settings["MXNET_CPU_WORKER_NTHREADS"] == "1" and not settings["configured_after_import"]
+    assert settings["omp_max_threads"] == settings["openblas_threads"] == threads
+    assert answer["ratio"] < 1.3 if threads == 1 else answer["ratio"] > 1.6, answer
