@@ -7,6 +7,7 @@ import pytest
 
 from conftest import dlperf, require
 from dlperf.errors import UsageError
+from dlperf.frameworks import envs
 from dlperf.peak import jobs, measure, peak_lookup, utilization
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 
@@ -55,7 +56,10 @@ def test_the_cpu_is_measured_at_every_thread_count_an_accelerator_once():
     assert jobs(["cpu", "cuda:0"], [1, 2, 4]) == [("cpu", 1), ("cpu", 2), ("cpu", 4), ("cuda:0", 4)]
 
 
-def test_a_failed_or_hung_child_is_an_error_row_not_a_traceback():
+def test_a_failed_or_hung_child_is_an_error_row_not_a_traceback(monkeypatch):
+    (row,) = measure("nosuch", ["cpu"], [1], **TINY, timeout=60)  # not installed anywhere: no child at all
+    assert row["status"] == "failed" and "--frameworks nosuch: not installed" in row["error"]
+    monkeypatch.setattr(envs, "importable_here", lambda framework: True)  # this interpreter, as if it had it
     (row,) = measure("nosuch", ["cpu"], [1], **TINY, timeout=60)
     assert row["status"] == "failed" and "No module named 'dlperf.frameworks.nosuch_peak'" in row["error"]
     assert row["result"] is None

@@ -98,10 +98,15 @@ def measure(
 
 def measure_one(framework: str, device: str, threads: int, request: dict, timeout: float) -> dict:
     """One child, in a temporary directory of its own that holds its task, its result and its logs."""
+    from dlperf.errors import MissingDependency
     from dlperf.runner.launch import child_env, run_child
     from dlperf.runner.sweep import interpreter_for
 
-    python = interpreter_for(framework)
+    try:
+        python = interpreter_for(framework)
+    except MissingDependency as exc:  # no child to start: the row says why
+        row = {"framework": framework, "device": device, "threads": threads, "duration_s": 0.0}
+        return {**row, "status": Status.FAILED.value, "error": str(exc), "result": None}
     task = {"framework": framework, "device": device, "threads": threads, **request}
     with tempfile.TemporaryDirectory(prefix="dlperf-peak-") as tmp:
         tmpdir = Path(tmp)
