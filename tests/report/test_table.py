@@ -70,7 +70,7 @@ def test_frameworks_training_different_parameter_counts_are_named_with_the_docum
     cells = [
         fw("torch", 6_182_672),
         fw("tensorflow", 6_180_624, ["one bias vector per LSTM layer"]),
-        fw("mxnet", 6_182_672),
+        {**fw("mxnet", 6_182_672, ["biases start at zero"]), "workload_spec": {"params": 6_182_672}},
     ]
     view = table.build(1, cells)
     assert [r.framework for r in view.rows] == ["torch", "tensorflow", "mxnet"]

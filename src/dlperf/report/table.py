@@ -85,7 +85,10 @@ def parameter_notes(cells: list[dict]) -> list[str]:
             continue
         parts = []
         for framework, c in per_framework.items():
-            why = "; ".join((c.get("extra", {}).get("settings") or {}).get("deviations") or [])
+            reference = (c.get("workload_spec") or {}).get("params")
+            deviations = (c.get("extra", {}).get("settings") or {}).get("deviations") or []
+            # a backend's other documented deviations (initializers, say) do not explain a count that matches
+            why = "; ".join(deviations) if reference is None or c["params"] != reference else ""
             parts.append(f"{framework} {c['params']:,}" + (f" ({why})" if why else ""))
         notes.append(f"{workload}: the frameworks train different parameter counts: {', '.join(parts)}")
     return notes
