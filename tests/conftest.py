@@ -32,6 +32,26 @@ def require(name: str):
     pytest.skip(message, allow_module_level=True)
 
 
+def browser_paths() -> tuple[str, str]:
+    """(chromium, chromedriver) for the browser tests, with selenium importable; skips locally, fails in CI when
+    DLPERF_REQUIRE lists `chromium`, like `require`."""
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    selenium = importlib.util.find_spec("selenium") is not None
+    if chromium and driver and selenium:
+        return chromium, driver
+    message = (
+        "selenium is not installed (pip install -e '.[dev]')"
+        if chromium and driver
+        else "headless Chromium is not installed (Debian: apt install chromium chromium-driver)"
+    )
+    if "chromium" in required():
+        pytest.fail(f"{message}, and DLPERF_REQUIRE lists it", pytrace=False)
+    pytest.skip(message)
+
+
 def framework_python(name: str) -> str:
     """The interpreter that runs `name`'s workers (this one, or its `dlperf env install` environment); skips locally
     with the reason, fails in CI, like `require`. The framework is never imported in the test process."""
@@ -82,6 +102,16 @@ def alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split(")")[-1].split()[0] != "Z"
+
+
+@pytest.fixture
+def report_db(tmp_path):
+    """A store with one synthetic run of every kind of cell the report draws (tests/report/synthetic.py)."""
+    from report.synthetic import make_db
+
+    path = tmp_path / "report.db"
+    make_db(path)
+    return path
 
 
 @pytest.fixture

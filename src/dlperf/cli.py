@@ -10,8 +10,9 @@ import argparse
 import json
 import sys
 
-from dlperf import __version__, peak
+from dlperf import __version__, merge, peak
 from dlperf.errors import UsageError
+from dlperf.report import commands, compare
 from dlperf.vocab import ExitCode
 
 
@@ -126,6 +127,9 @@ def build_parser() -> Parser:
     )
     _optimize_flags(sub.add_parser("optimize", parents=[common], help="find the fastest training mode for a workload"))
     peak.add_parser(sub, common)
+    compare.add_parser(sub, common)
+    merge.add_parser(sub, common)
+    commands.add_parsers(sub, common)
     env = sub.add_parser(
         "env",
         parents=[common],
@@ -449,4 +453,8 @@ COMMANDS = {
     "env": cmd_env,
     "optimize": cmd_optimize,
     "peak": peak.cmd_peak,
+    "report": commands.cmd_report,
+    "plot": commands.cmd_plot,
+    "compare": compare.cmd_compare,
+    "merge": merge.cmd_merge,
 }

@@ -17,7 +17,7 @@ from typing import Any
 
 from dlperf.errors import UsageError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -86,6 +86,10 @@ MIGRATIONS: dict[int, list[str]] = {
             CHECK ((kind = 'matmul') = (dtype IS NOT NULL))
         )""",
         "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
+    ],
+    3: [
+        # Where a run copied in by `dlperf merge` came from: {"db", "run_id", "merged_at"}; NULL if measured here.
+        "ALTER TABLE runs ADD COLUMN origin_json TEXT",
     ],
 }
 
@@ -270,6 +274,75 @@ class Store:
                 (*(cell.get(c) for c in CELL_COLUMNS), json.dumps(cell.get("extra", {})), now(), run_id, key),
             )
 
+    # --- copies between files (`dlperf merge`) ----------------------------------------------------------------------
+    def rows(self, table: str, run_id: int | None = None) -> list[dict[str, Any]]:
+        """Raw rows of `table` ("runs", "cells", "measurements", "peaks") as dicts, JSON undecoded: what a copy
+        to another file needs. `run_id`: only that run's rows. A table an old file lacks reads as empty."""
+        if table == "peaks" and self.version < 2:
+            return []
+        column = {"runs": "id", "cells": "run_id", "measurements": "run_id"}.get(table)
+        where = f" WHERE {column} = ?" if run_id is not None and column else ""
+        args = (run_id,) if where else ()
+        return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table}{where} ORDER BY rowid", args)]
+
+    def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: dict[str, Any]) -> int | None:
+        """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
+        was copied from the same source run (`origin`) or has the same raw samples. The start is only to the second:
+        two runs started in one second with one command (parallel jobs) are still two runs; and a file made afresh
+        at a path merged before (a CI job's) holds new runs under the same ids."""
+        same = self.conn.execute(
+            "SELECT id, origin_json FROM runs"
+            " WHERE started_at = ? AND argv IS ? AND spec_json = ? AND fingerprint_json = ?",
+            (run["started_at"], run["argv"], run["spec_json"], run["fingerprint_json"]),
+        )
+        for row in same.fetchall():
+            theirs = run_origin(row) or {}
+            if (theirs.get("db"), theirs.get("run_id")) == (origin["db"], origin["run_id"]):
+                return row["id"]
+            if _measured(self.rows("measurements", row["id"])) == _measured(measurements):
+                return row["id"]
+        return None
+
+    def insert_copy(
+        self, run: dict[str, Any], cells: list[dict[str, Any]], measurements: list[dict[str, Any]], origin: dict
+    ) -> int:
+        """A run read from another file (`rows`), with its cells and measurements, under a new id and with its
+        origin: one transaction, so an interrupted copy leaves no half run. Returns the new id."""
+        with self.conn:
+            fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
+            new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
+            for row in cells:
+                self._insert("cells", {**row, "run_id": new_id})
+            for row in measurements:
+                self._insert("measurements", {**row, "run_id": new_id})
+        return new_id
+
+    def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
+        """Peaks read from another file (`rows`) that this one lacks (every column but the id equal): one
+        transaction; returns how many were added."""
+        added = 0
+        with self.conn:
+            for peak in peaks:
+                fields = {k: v for k, v in peak.items() if k != "id"}
+                match = " AND ".join(f"{k} IS ?" for k in fields)
+                if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
+                    continue
+                self._insert("peaks", fields)
+                added += 1
+        return added
+
+    def _insert(self, table: str, row: dict[str, Any]) -> int:
+        """Insert the columns of `row` this file's `table` has (an older source may lack some, and vice versa)."""
+        columns = [c for c in row if c in self._columns(table)]
+        cur = self.conn.execute(
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            tuple(row[c] for c in columns),
+        )
+        return cur.lastrowid
+
+    def _columns(self, table: str) -> set[str]:
+        return {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+
     # --- peaks ----------------------------------------------------------------------------------------------------
     def record_peaks(self, fingerprint: dict, env: dict, peaks: list[dict[str, Any]]) -> list[int]:
         """Peaks measured together, with the machine they were measured on: one transaction; returns their ids.
@@ -317,6 +390,18 @@ class Store:
             d["detail"] = json.loads(d.pop("detail_json"))
             out.append(d)
         return out
+
+
+def _measured(measurements: list[dict[str, Any]]) -> list[tuple]:
+    """What identifies a run's measurements: no two measured processes give the same raw samples."""
+    return sorted((m["cell_key"], m["repeat"], m["samples_json"]) for m in measurements)
+
+
+def run_origin(run: sqlite3.Row | dict) -> dict | None:
+    """Where a merged run came from (`dlperf merge`); None for a run measured into its file (or a file too old to
+    record it)."""
+    raw = dict(run).get("origin_json")
+    return json.loads(raw) if raw else None
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:

@@ -44,7 +44,7 @@ def column_of(cell: dict) -> str:
     return f"cpu:{cell['threads']}" if cell["device"] == "cpu" else cell["device"]
 
 
-def _column_order(column: str) -> tuple:
+def column_order(column: str) -> tuple:
     kind, _, index = column.partition(":")
     return (kind != "cpu", kind, int(index) if index.isdigit() else -1)
 
@@ -55,20 +55,38 @@ def build(run_id: int, cells: list[dict]) -> TableView:
         key = (cell["workload"], cell["framework"], cell["mode"])
         row = rows.setdefault(key, Row(*key, batch=cell.get("batch")))
         row.cells[column_of(cell)] = cell
-    columns = sorted({column_of(c) for c in cells}, key=_column_order)
+    columns = sorted({column_of(c) for c in cells}, key=column_order)
     show_mode = len({c["mode"] for c in cells}) > 1
     return TableView(run_id, columns, list(rows.values()), show_mode, _notes(cells))
 
 
 def _notes(cells: list[dict]) -> list[str]:
-    notes = parameter_notes(cells)
+    return parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
+
+
+def cell_label(cell: dict) -> str:
+    """A cell as a person names it: workload, framework, the mode unless fp32, and its column."""
+    mode = "" if cell["mode"] == "fp32" else f" {cell['mode']}"
+    return f"{cell['workload']} {cell['framework']}{mode} {column_of(cell)}"
+
+
+def note_kind(warning: str) -> str:
+    """What a stored warning is about: `noise`, `oversubscription`, or `warning`."""
+    if warning.startswith(("noisy", "CPU steal", "other processes")):
+        return "noise"
+    return "oversubscription" if warning.startswith("oversubscribed") else "warning"
+
+
+def cell_notes(cells: list[dict]) -> list[tuple[str, str, str]]:
+    """(cell label, kind, text) for every stored warning and every cell that was not measured, with its reason.
+    Kinds: noise, oversubscription, warning, and the statuses failed, timeout, unsupported."""
+    notes = []
     for c in cells:
-        mode = "" if c["mode"] == "fp32" else f" {c['mode']}"
-        label = f"{c['workload']} {c['framework']}{mode} {column_of(c)}"
+        label = cell_label(c)
         for warning in c.get("extra", {}).get("warnings", []):
-            notes.append(f"{label}: {warning}")
+            notes.append((label, note_kind(warning), warning))
         if c["status"] in ("failed", "timeout", "unsupported") and c.get("error"):
-            notes.append(f"{label}: {c['status']}: {c['error']}")
+            notes.append((label, c["status"], f"{c['status']}: {c['error']}"))
     return notes
 
 

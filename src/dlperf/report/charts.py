@@ -1,0 +1,260 @@
+"""What the pictures show, as data: each chart a list of series of points, every point with the hover text that
+traces it to its cell (n, IQR, processes, run). Pure functions of stored cells; `figures` draws them with matplotlib
+for the HTML report and for `dlperf plot`.
+
+Series are told apart by the cell dimensions other than the chart's axes: framework and mode today, and whatever a
+later measurement adds under `extra["dimensions"]` (e.g. `{"ddp": "2"}`), so a new dimension needs no change here.
+Columns (`cpu:4`, `cuda:0`, ...) come from `table.column_of`, so new kinds of column appear in the bar charts as is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from dlperf.report.format import count, seconds
+from dlperf.report.table import column_of, column_order
+
+BASELINE_MODE = "fp32"
+
+
+@dataclass
+class Point:
+    x: float | str  # a number on a numeric axis, a category name on a bar chart
+    y: float
+    low: float | None = None  # error bar: the first and third quartile of the steps
+    high: float | None = None
+    tip: str = ""  # what hovering shows
+
+
+@dataclass
+class Series:
+    label: str
+    points: list[Point]
+    ideal: bool = False  # a reference line (ideal scaling), drawn dashed and without hover
+
+
+@dataclass
+class Chart:
+    id: str  # stable and unique within a report: the HTML anchor and the `dlperf plot` selector
+    kind: str  # "lines" (numeric x) or "bars" (categories on x, one bar per series in each)
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[Series]
+    categories: list[str] = field(default_factory=list)  # bars: the groups, in order
+    log_x: bool = False
+    log_y: bool = False
+    caption: str = ""
+
+    @property
+    def points(self) -> list[Point]:
+        return [p for s in self.series if not s.ideal for p in s.points]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Dimensions
+
+
+def dimensions(cell: dict) -> dict[str, str]:
+    """A cell's dimensions besides workload and column: framework, mode, and any a measurement adds."""
+    extra = (cell.get("extra") or {}).get("dimensions") or {}
+    return {"framework": cell["framework"], "mode": cell["mode"], **{k: str(v) for k, v in extra.items()}}
+
+
+def varying(cells: list[dict]) -> list[str]:
+    """The dimensions that take more than one value among `cells`: the ones a label must show."""
+    values: dict[str, set[str]] = {}
+    for c in cells:
+        for k, v in dimensions(c).items():
+            values.setdefault(k, set()).add(v)
+    return [k for k, v in values.items() if len(v) > 1]
+
+
+def series_label(cell: dict, shown: list[str]) -> str:
+    dims = dimensions(cell)
+    keys = shown or ["framework", "mode"]
+    return " ".join(dims[k] if k in ("framework", "mode") else f"{k}:{dims[k]}" for k in keys if k in dims)
+
+
+def timed(cells: list[dict]) -> list[dict]:
+    return [c for c in cells if c["status"] == "ok" and c.get("median_s")]
+
+
+def tip(cell: dict, headline: str = "") -> str:
+    """Hover text: which cell, and how much to trust its median (IQR, steps, processes, run)."""
+    lines = [headline] if headline else []
+    lines.append(f"{cell['workload']} {column_of(cell)} {series_label(cell, list(dimensions(cell)))}")
+    iqr = f"IQR {seconds(cell['iqr_s'])}" if cell.get("iqr_s") is not None else "IQR -"
+    lines.append(f"median {seconds(cell['median_s'])} · {iqr} · n {count(cell.get('n'))}")
+    processes = cell.get("processes")
+    lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.get('run_id', '?')}")
+    return "\n".join(lines)
+
+
+def _point(cell: dict, x: float | str, headline: str = "") -> Point:
+    return Point(x, cell["median_s"], cell.get("q1_s"), cell.get("q3_s"), tip(cell, headline))
+
+
+def _by(cells: list[dict], *keys) -> dict[tuple, list[dict]]:
+    groups: dict[tuple, list[dict]] = {}
+    for c in cells:
+        groups.setdefault(tuple(k(c) if callable(k) else c[k] for k in keys), []).append(c)
+    return groups
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "x"
+
+
+def _spread(values: list[float]) -> float:
+    positive = [v for v in values if v and v > 0]
+    return max(positive) / min(positive) if positive else 1.0
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The charts
+
+
+def scaling(cells: list[dict]) -> list[Chart]:
+    """Per workload: seconds per mini-batch against CPU threads, one line per series, each with its ideal line
+    (the fewest threads' time divided by the thread ratio). Only workloads measured at two or more thread counts."""
+    cpu = [c for c in timed(cells) if c["device"] == "cpu" and column_of(c).startswith("cpu:")]
+    shown = varying(cells)
+    charts = []
+    for (workload,), group in _by(cpu, "workload").items():
+        if len({c["threads"] for c in group}) < 2:
+            continue
+        series = []
+        for (label,), line in _by(group, lambda c: series_label(c, shown)).items():
+            if len(line) < 2:
+                continue  # one thread count is not a scaling curve; the variants chart shows it
+            line.sort(key=lambda c: c["threads"])
+            series.append(Series(label, [_point(c, c["threads"]) for c in line]))
+            t0, first = line[0]["threads"], line[0]["median_s"]
+            ideal = [Point(c["threads"], first * t0 / c["threads"]) for c in line]
+            series.append(Series(f"{label} ideal", ideal, ideal=True))
+        if not series:
+            continue
+        threads = sorted({c["threads"] for c in group})
+        charts.append(
+            Chart(
+                f"scaling-{_slug(workload)}", "lines", f"{workload}: thread scaling", "CPU threads",
+                "seconds per mini-batch", series, log_x=threads[-1] / threads[0] >= 4,
+                log_y=_spread([c["median_s"] for c in group]) >= 10,
+                caption="median step time (error bars: interquartile range of the steps); dashed: ideal scaling "
+                "from the fewest threads measured",
+            )
+        )  # fmt: skip
+    return charts
+
+
+def variants(cells: list[dict]) -> list[Chart]:
+    """Per workload: a bar per series (framework, mode, ...) in each column, with IQR error bars. Only where a
+    workload has more than one series: modes, frameworks and `optimize` results side by side."""
+    shown = varying(cells)
+    charts = []
+    for (workload,), group in _by(timed(cells), "workload").items():
+        labels = _by(group, lambda c: series_label(c, shown))
+        if len(labels) < 2:
+            continue
+        columns = sorted({column_of(c) for c in group}, key=column_order)
+        series = []
+        for (label,), members in labels.items():
+            by_column = {column_of(c): c for c in members}
+            series.append(
+                Series(label, [_point(by_column[col], col, _vs_baseline(by_column[col], group)) for col in columns
+                               if col in by_column])
+            )  # fmt: skip
+        dims = " and ".join(shown) or "variant"
+        charts.append(
+            Chart(
+                f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", "", "seconds per mini-batch",
+                series, categories=columns, log_y=_spread([c["median_s"] for c in group]) >= 20,
+                caption="median step time per column (error bars: interquartile range of the steps)",
+            )
+        )  # fmt: skip
+    return charts
+
+
+def _vs_baseline(cell: dict, group: list[dict]) -> str:
+    """'1.84x fp32' when the same framework and column has an fp32 cell to hold this one against."""
+    if cell["mode"] == BASELINE_MODE:
+        return ""
+    base = next(
+        (
+            b
+            for b in group
+            if b["mode"] == BASELINE_MODE
+            and b["framework"] == cell["framework"]
+            and column_of(b) == column_of(cell)
+            and dimensions(b) == {**dimensions(cell), "mode": BASELINE_MODE}
+        ),
+        None,
+    )
+    return f"{base['median_s'] / cell['median_s']:.2f}x the speed of {BASELINE_MODE}" if base else ""
+
+
+def gpu_speedup(cells: list[dict]) -> Chart | None:
+    """Per workload and series: the best CPU time over each GPU's time. None when no GPU cell was measured."""
+    ok = timed(cells)
+    gpus = sorted({c["device"] for c in ok if c["device"] != "cpu"}, key=column_order)
+    if not gpus:
+        return None
+    shown = varying(cells)
+    series: dict[str, Series] = {}
+    categories = []
+    for (workload, label), group in _by(ok, "workload", lambda c: series_label(c, shown)).items():
+        cpu = [c for c in group if c["device"] == "cpu"]
+        if not cpu:
+            continue
+        best = min(cpu, key=lambda c: c["median_s"])
+        for gpu_cell in (c for c in group if c["device"] != "cpu"):
+            name = f"{label} {gpu_cell['device']}"
+            ratio = best["median_s"] / gpu_cell["median_s"]
+            headline = f"{ratio:.1f}x faster than the best CPU cell ({column_of(best)}, {seconds(best['median_s'])})"
+            series.setdefault(name, Series(name, [])).points.append(Point(workload, ratio, tip=tip(gpu_cell, headline)))
+            if workload not in categories:
+                categories.append(workload)
+    if not series:
+        return None
+    return Chart(
+        "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "", "speed-up (x)",
+        list(series.values()), categories=categories, log_y=True,
+        caption="best CPU median / GPU median, per workload",
+    )  # fmt: skip
+
+
+def utilization(cells: list[dict]) -> Chart | None:
+    """The share of each cell's step its FLOPs would take at the peak measured by `dlperf peak`. None without any
+    (cells need `utilization` attached, see `peak.attach_utilization`)."""
+    measured = [c for c in timed(cells) if c.get("utilization") is not None]
+    if not measured:
+        return None
+    shown = varying(cells)
+    series: dict[str, Series] = {}
+    categories = []
+    for c in measured:
+        category = f"{c['workload']} {column_of(c)}"
+        label = series_label(c, shown)
+        headline = f"{100 * c['utilization']:.1f}% of the measured peak"
+        series.setdefault(label, Series(label, [])).points.append(
+            Point(category, 100 * c["utilization"], tip=tip(c, headline))
+        )
+        if category not in categories:
+            categories.append(category)
+    return Chart(
+        "utilization", "bars", "Utilization of the measured peak", "", "% of peak FLOP/s", list(series.values()),
+        categories=categories, caption="the step's FLOPs at the matmul peak `dlperf peak` measured for the same "
+        "device, dtype and threads, as a share of the measured step time",
+    )  # fmt: skip
+
+
+def all_charts(cells: list[dict], paper_rows: list | None = None) -> list[Chart]:
+    from dlperf.report import paper
+
+    charts = [*scaling(cells), *variants(cells)]
+    charts += [c for c in (gpu_speedup(cells), utilization(cells)) if c is not None]
+    if paper_rows:
+        charts.append(paper.chart(paper_rows))
+    return charts

@@ -1,0 +1,494 @@
+"""`dlperf compare A B`: is run B faster or slower than run A, cell by cell, and can we tell?
+
+    dlperf compare 3 4                      # two runs of --db
+    dlperf compare laptop.db server.db:2    # the latest run of one file against run 2 of another
+
+Cells are matched by key (workload|framework|device|threads|mode). The ratio is B's median over A's: above 1, B is
+slower. Whether the difference is real is decided on the per-process medians, never on raw steps: consecutive steps
+of one process are correlated, and on a shared machine two processes of one cell differ more than the steps within
+one, so a test on raw steps calls that process-to-process noise significant. The test is Welch's t-test on the logs
+of the per-process medians (a ratio becomes a difference), its 95% interval turned back into one for the ratio; the
+p-values of one comparison are adjusted together with Holm's step-down method, since among many cells some would
+pass alpha by chance. With fewer than 2 processes per side there is nothing to test: the verdict says so.
+
+`compare` is the pure part (cells and samples in, results out); `load` reads a side from a store; `render_*` lay the
+result out. numpy and scipy are imported only inside functions: every `dlperf` command builds this parser.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from dlperf.errors import UsageError
+from dlperf.report.format import table_seconds
+from dlperf.report.table import column_of
+from dlperf.vocab import ExitCode, Status
+
+CONFIDENCE = 0.95  # of the interval of each ratio
+LOG_WIDTH = 160  # characters of a text table written to a file or pipe
+MIN_PROCESSES = 2  # per side, for a test at all
+EXIT_REGRESSION = 1  # what a CI job gates on
+ADVICE = "measure both runs with --repeats 3 or more for a verdict"
+
+
+class Verdict(StrEnum):
+    FASTER = "faster"
+    SLOWER = "slower"
+    SAME = "no significant change"
+    TOO_LITTLE_DATA = "too little data"
+    NOT_COMPARABLE = "not comparable"
+
+
+@dataclass
+class CellResult:
+    """One cell measured `ok` on both sides."""
+
+    key: str
+    workload: str
+    framework: str
+    column: str  # cpu:N or the device, as in the table
+    mode: str
+    a_median_s: float
+    b_median_s: float
+    a_process_medians: list[float]  # the median step time of each process with samples
+    b_process_medians: list[float]
+    ratio: float  # b_median_s / a_median_s: above 1, B is slower
+    ci_low: float | None = None  # 95% interval of the ratio (Welch, on log per-process medians)
+    ci_high: float | None = None
+    p: float | None = None  # Welch's p-value, and Holm-adjusted over the comparison's tested cells
+    p_holm: float | None = None
+    direction: int = 0  # sign of the tested difference of mean logs: 1 means B slower
+    verdict: Verdict = Verdict.TOO_LITTLE_DATA
+    reason: str = ""  # why there is no test, or why the cells are not comparable
+    regression: bool = False  # slower by more than the threshold
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} {self.framework} {self.column} {self.mode}"
+
+
+@dataclass(frozen=True)
+class Unmatched:
+    """A cell that could not be compared: on one side only, or not `ok` on one side."""
+
+    key: str
+    label: str
+    why: str  # "only in A", "B: failed", ...
+
+
+@dataclass
+class Comparison:
+    alpha: float
+    threshold: float
+    cells: list[CellResult] = field(default_factory=list)
+    unmatched: list[Unmatched] = field(default_factory=list)
+
+    def regressions(self) -> list[CellResult]:
+        return [c for c in self.cells if c.regression]
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(c.verdict for c in self.cells)
+        return {v.value: found[v] for v in Verdict}
+
+    def notes(self) -> list[str]:
+        """One line per distinct reason cells got no verdict, with how many."""
+        reasons = Counter(c.reason for c in self.cells if c.verdict == Verdict.TOO_LITTLE_DATA)
+        return [f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The statistics: pure
+
+
+def plural(n: int, word: str, suffix: str = "s") -> str:
+    return f"{n} {word}{suffix * (n != 1)}"
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment: the i-th smallest of m p-values is multiplied by m - i + 1 (1-based), capped at
+    1, and kept at least as large as the one before it. In the input's order."""
+    m = len(pvalues)
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda j: pvalues[j])):
+        running = max(running, min(1.0, (m - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def process_medians(processes: Sequence[Sequence[float]]) -> list[float]:
+    """The median of each process that has samples (a failed process may have none): the unit of the test."""
+    return [statistics.median(p) for p in processes if len(p)]
+
+
+def welch_log(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, int] | None:
+    """Welch's t-test of log(b) against log(a): (p, ratio CI low, ratio CI high, sign of the difference), or None
+    when the values have no spread on either side (no test is possible)."""
+    import warnings
+
+    import numpy as np
+    from scipy import stats
+
+    log_a, log_b = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    if np.ptp(log_a) == 0 and np.ptp(log_b) == 0:
+        return None
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy's "nearly identical data" precision warning
+        result = stats.ttest_ind(log_b, log_a, equal_var=False)
+        interval = result.confidence_interval(CONFIDENCE)
+    if not (math.isfinite(result.pvalue) and math.isfinite(interval.low) and math.isfinite(interval.high)):
+        return None
+    sign = int(np.sign(result.statistic))
+    return float(result.pvalue), math.exp(interval.low), math.exp(interval.high), sign
+
+
+def compare(
+    a_cells: list[dict[str, Any]],
+    b_cells: list[dict[str, Any]],
+    a_samples: dict[str, Sequence[Sequence[float]]],
+    b_samples: dict[str, Sequence[Sequence[float]]],
+    *,
+    alpha: float = 0.05,
+    threshold: float = 0.05,
+) -> Comparison:
+    """Compare two runs' cells (dicts as `Store.cell_dicts` gives them), matched by key. `*_samples`: per cell key,
+    the raw step times of each process (`Store.samples`)."""
+    result = Comparison(alpha, threshold)
+    a_by_key, b_by_key = {c["key"]: c for c in a_cells}, {c["key"]: c for c in b_cells}
+    for key in dict.fromkeys([*a_by_key, *b_by_key]):  # A's order, then what only B has
+        a, b = a_by_key.get(key), b_by_key.get(key)
+        why = _unmatched_why(a, b)
+        if why:
+            result.unmatched.append(Unmatched(key, _label(a or b), why))
+        else:
+            result.cells.append(_cell(a, b, a_samples.get(key, []), b_samples.get(key, [])))
+    _decide(result)
+    return result
+
+
+def _unmatched_why(a: dict | None, b: dict | None) -> str | None:
+    if a is None or b is None:
+        return f"only in {'B' if a is None else 'A'}"
+    bad = [f"{name}: {_failure(c)}" for name, c in (("A", a), ("B", b)) if not _usable(c)]
+    return ", ".join(bad) or None
+
+
+def _failure(cell: dict) -> str:
+    return cell["status"] if cell["status"] != Status.OK else "no median"
+
+
+def _usable(cell: dict) -> bool:
+    return cell["status"] == Status.OK and (cell.get("median_s") or 0) > 0
+
+
+def _label(cell: dict) -> str:
+    return f"{cell['workload']} {cell['framework']} {column_of(cell)} {cell['mode']}"
+
+
+def _cell(a: dict, b: dict, a_processes, b_processes) -> CellResult:
+    cell = CellResult(
+        key=a["key"],
+        workload=a["workload"],
+        framework=a["framework"],
+        column=column_of(a),
+        mode=a["mode"],
+        a_median_s=a["median_s"],
+        b_median_s=b["median_s"],
+        a_process_medians=process_medians(a_processes),
+        b_process_medians=process_medians(b_processes),
+        ratio=b["median_s"] / a["median_s"],
+    )
+    differs = _workload_diff(a, b)
+    if differs:
+        cell.verdict, cell.reason = Verdict.NOT_COMPARABLE, f"the workloads differ: {differs}"
+        return cell
+    few = [
+        f"{name} has {plural(n, 'process', 'es')} with samples"
+        for name, n in (("A", len(cell.a_process_medians)), ("B", len(cell.b_process_medians)))
+        if n < MIN_PROCESSES
+    ]
+    if few:
+        cell.reason = f"{' and '.join(few)}; {ADVICE}"
+        return cell
+    tested = welch_log(cell.a_process_medians, cell.b_process_medians)
+    if tested is None:
+        cell.reason = "the per-process medians have zero spread, so no test is possible; measure with more --repeats"
+        return cell
+    cell.p, cell.ci_low, cell.ci_high, cell.direction = tested
+    return cell
+
+
+def _workload_diff(a: dict, b: dict) -> str:
+    """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same."""
+    wa, wb = _workload(a), _workload(b)
+    keys = [k for k in dict.fromkeys([*wa, *wb]) if wa.get(k) != wb.get(k)]
+    return ", ".join(f"{k} {wa.get(k)} -> {wb.get(k)}" for k in keys)
+
+
+def _workload(cell: dict) -> dict:
+    """The workload definition: decoded (`workload_spec`, as `Store.cell_dicts` gives it) or raw `workload_json`."""
+    spec = cell.get("workload_spec", cell.get("workload_json")) or {}
+    return json.loads(spec) if isinstance(spec, str) else spec
+
+
+def _decide(result: Comparison) -> None:
+    """Holm over every tested cell, then each tested cell's verdict and whether it is a regression."""
+    tested = [c for c in result.cells if c.p is not None]
+    for cell, adjusted in zip(tested, holm([c.p for c in tested]), strict=True):
+        cell.p_holm = adjusted
+        if adjusted >= result.alpha:
+            cell.verdict = Verdict.SAME
+        else:
+            cell.verdict = Verdict.SLOWER if cell.direction > 0 else Verdict.FASTER
+        cell.regression = cell.verdict == Verdict.SLOWER and cell.ratio > 1 + result.threshold
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Loading a side: `ID` (a run of --db), `path.db` (its latest run), `path.db:ID`
+
+
+@dataclass(frozen=True)
+class Side:
+    name: str  # "A" or "B"
+    db: str
+    run_id: int
+    started_at: str
+    fingerprint: dict[str, Any]
+    cells: list[dict[str, Any]]
+    samples: dict[str, list[list[float]]]  # cell key -> raw step times of each process
+
+    def machine(self) -> str:
+        f = self.fingerprint
+        cores = (f.get("cores") or {}).get("cores")
+        host = f" ({f['hostname']})" if f.get("hostname") else ""
+        return f"{f.get('cpu_model') or 'unknown CPU'}, {cores if cores is not None else '?'} cores{host}"
+
+    def heading(self) -> str:
+        return f"{self.name} = run {self.run_id} of {self.db} (started {self.started_at})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "db": str(Path(self.db).resolve()),
+            "run_id": self.run_id,
+            "started_at": self.started_at,
+            "machine": self.machine(),
+            "fingerprint": self.fingerprint,
+        }
+
+
+def parse_ref(text: str, default_db: str) -> tuple[str, int | None]:
+    """(database path, run id or None for its latest run) of a side as the user typed it."""
+    if text.isdigit():
+        return default_db, int(text)
+    head, sep, tail = text.rpartition(":")
+    if sep and head and tail.isdigit() and not Path(text).exists():
+        return head, int(tail)
+    return text, None
+
+
+def load(text: str, name: str, default_db: str) -> Side:
+    from dlperf.store import Store
+
+    path, run_id = parse_ref(text, default_db)
+    if not Path(path).is_file():
+        raise UsageError(f"{name} {text!r}: no such database file {path!r}")
+    try:
+        store = Store.open(path, create=False)
+    except UsageError as exc:
+        raise UsageError(f"{name} {text!r}: {str(exc).removeprefix(f'--db {path!r}: ')}") from exc
+    try:
+        run = _run(store, text, name, run_id)
+        cells = store.cell_dicts(run["id"])
+        samples = {c["key"]: store.samples(run["id"], c["key"]) for c in cells if _usable(c)}
+    finally:
+        store.close()
+    return Side(name, path, run["id"], run["started_at"], json.loads(run["fingerprint_json"]), cells, samples)
+
+
+def _run(store, text: str, name: str, run_id: int | None):
+    try:
+        return store.run(run_id)
+    except UsageError:
+        what = f"no run {run_id}" if run_id is not None else "no runs"
+        raise UsageError(f"{name} {text!r}: {what} in {store.path}") from None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Rendering
+
+
+def ratio_text(cell: CellResult) -> str:
+    ci = f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]" if cell.ci_low is not None else ""
+    return f"{cell.ratio:.3f}{ci}"
+
+
+def p_text(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+HEAD = ["workload", "framework", "column", "mode", "A median", "B median", "B/A [95% CI]", "processes A/B", "p (Holm)"]
+
+
+def row_values(cell: CellResult) -> list[str]:
+    return [
+        cell.workload,
+        cell.framework,
+        cell.column,
+        cell.mode,
+        table_seconds(cell.a_median_s),
+        table_seconds(cell.b_median_s),
+        ratio_text(cell),
+        f"{len(cell.a_process_medians)}/{len(cell.b_process_medians)}",
+        p_text(cell.p_holm),
+    ]
+
+
+def summary_lines(result: Comparison) -> list[str]:
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items() if n)
+    lines = [
+        f"{plural(len(result.cells), 'cell')} compared: {counts or 'none'} (alpha {result.alpha:g}, Holm-adjusted)"
+    ]
+    regressions = result.regressions()
+    beyond = f"slower by more than {100 * result.threshold:g}%"
+    if regressions:
+        listed = "; ".join(f"{c.label} x{c.ratio:.3f}" for c in regressions)
+        lines.append(f"{plural(len(regressions), 'regression')} ({beyond}): {listed}")
+    else:
+        lines.append(f"no regression ({beyond})")
+    lines += [f"note: {c.label}: not comparable: {c.reason}" for c in result.cells if c.verdict == "not comparable"]
+    lines += [f"note: {note}" for note in result.notes()]
+    if result.unmatched:
+        listed = "; ".join(f"{u.label} ({u.why})" for u in result.unmatched)
+        lines.append(f"note: {plural(len(result.unmatched), 'cell')} not compared: {listed}")
+    return lines
+
+
+def machine_lines(a: Side, b: Side) -> list[str]:
+    """Both machines when the runs come from different ones (or different software): what the ratios compare."""
+    from dlperf.envinfo import fingerprint_diff
+
+    differences = fingerprint_diff(a.fingerprint, b.fingerprint)
+    if not differences:
+        return []
+    return [f"{a.name}: {a.machine()}", f"{b.name}: {b.machine()}", f"differences: {'; '.join(differences)}"]
+
+
+VERDICT_STYLE = {
+    Verdict.SLOWER: "red",
+    Verdict.FASTER: "green",
+    Verdict.SAME: "dim",
+    Verdict.TOO_LITTLE_DATA: "yellow",
+    Verdict.NOT_COMPARABLE: "magenta",
+}
+
+
+def render_rich(result: Comparison, a: Side, b: Side):
+    from rich.console import Group
+    from rich.markup import escape
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=f"B / A: run {b.run_id} against run {a.run_id}, seconds per mini-batch")
+    for i, name in enumerate([*HEAD, "verdict"]):
+        right = 4 <= i < len(HEAD)
+        table.add_column(name, justify="right" if right else "left", no_wrap=name in ("B/A [95% CI]", "verdict"))
+    for cell in result.cells:
+        style = ("bold " if cell.regression else "") + VERDICT_STYLE[cell.verdict]
+        table.add_row(*(escape(v) for v in row_values(cell)), f"[{style}]{escape(cell.verdict.value)}[/]")
+    lines = [a.heading(), b.heading(), *machine_lines(a, b)]
+    return Group(*(Text(line) for line in lines), table, *(Text(line) for line in summary_lines(result)))
+
+
+def render_markdown(result: Comparison, a: Side, b: Side) -> str:
+    head = [*HEAD, "verdict"]
+    lines = [f"- {line}" for line in (a.heading(), b.heading(), *machine_lines(a, b))]
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    lines += ["| " + " | ".join([*row_values(c), c.verdict.value]) + " |" for c in result.cells]
+    return "\n".join([*lines, "", *summary_lines(result)])
+
+
+def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
+    return {
+        "a": a.to_json(),
+        "b": b.to_json(),
+        "same_machine": not machine_lines(a, b),
+        "alpha": result.alpha,
+        "threshold": result.threshold,
+        "confidence": CONFIDENCE,
+        "cells": [{**asdict(c), "verdict": c.verdict.value, "label": c.label} for c in result.cells],
+        "unmatched": [asdict(u) for u in result.unmatched],
+        "summary": {**result.counts(), "compared": len(result.cells), "not_compared": len(result.unmatched)},
+        "regressions": [
+            {k: getattr(c, k) for k in ("key", "label", "ratio", "ci_low", "ci_high", "p_holm")}
+            for c in result.regressions()
+        ],
+        "notes": result.notes(),
+    }
+
+
+def print_rich(renderable) -> None:
+    """On a terminal, as wide as it is; in a file or a CI log, wide enough that the ten columns need not fold."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, LOG_WIDTH))
+    console.print(renderable)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The command
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "compare",
+        parents=[common],
+        help="is run B faster or slower than run A, cell by cell (exit 1 on a regression)",
+        description="Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
+        "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
+        "slower by more than --threshold.",
+    )
+    for name in ("A", "B"):
+        p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.05,
+        help="a significantly slower cell is a regression when B/A exceeds 1 + this (default: 0.05)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default: 0.05)")
+    p.add_argument("--format", default="text", help="text, md or json")
+    return p
+
+
+def cmd_compare(args) -> int:
+    from dlperf.api import default_db
+
+    if args.format not in ("text", "md", "json"):
+        raise UsageError(f"--format {args.format!r}: expected text, md or json")
+    if not args.threshold >= 0:
+        raise UsageError(f"--threshold {args.threshold:g}: must be 0 or more (a fraction: 0.05 is 5%)")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+    db = args.db or default_db()
+    a, b = load(args.A, "A", db), load(args.B, "B", db)
+    result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
+    if args.format == "json":
+        print(json.dumps(to_json(result, a, b), indent=2))
+    elif args.format == "md":
+        print(render_markdown(result, a, b))
+    else:
+        print_rich(render_rich(result, a, b))
+    return EXIT_REGRESSION if result.regressions() else ExitCode.OK

@@ -1,0 +1,182 @@
+"""Charts drawn with matplotlib: inline SVG for the HTML report, PNG, SVG or PDF files for `dlperf plot`.
+
+In the report every drawn point or bar is an SVG group carrying its hover text (`data-tip`, and a `<title>` for
+readers without JavaScript). Text stays text (`svg.fonttype: none`) and is never parsed as mathtext, so a name such
+as `$x$` or `<b>` is drawn as typed; matplotlib escapes it for XML.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from dlperf.report.charts import Chart, Point
+
+FORMATS = ("png", "svg", "pdf")
+STYLE = {
+    "svg.fonttype": "none",
+    "text.parse_math": False,
+    "font.size": 9,
+    "axes.titlesize": 10,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "legend.fontsize": 8,
+    "legend.frameon": False,
+}
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only: never a window, never a display needed
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def palette(charts: list[Chart]) -> dict[str, str]:
+    """One colour per series label across all charts, so `torch bf16` looks the same everywhere."""
+    from matplotlib import colormaps
+
+    labels: list[str] = []
+    for chart in charts:
+        labels += [s.label for s in chart.series if not s.ideal and s.label not in labels]
+    cmap = colormaps["tab10" if len(labels) <= 10 else "tab20"]
+    return {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
+
+
+def _errors(points: list[Point]) -> list[list[float]]:
+    return [
+        [max(p.y - p.low, 0.0) if p.low is not None else 0.0 for p in points],
+        [max(p.high - p.y, 0.0) if p.high is not None else 0.0 for p in points],
+    ]
+
+
+def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | None = None) -> None:
+    """Draw `chart` into matplotlib axes; `tag(artist, tip)` marks each hoverable element."""
+    (_lines if chart.kind == "lines" else _bars)(ax, chart, colors, tag or (lambda artist, text: None))
+    ax.set_title(chart.title, loc="left")
+    ax.set_xlabel(chart.xlabel)
+    ax.set_ylabel(chart.ylabel)
+    if chart.log_y:
+        from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+        ax.set_yscale("log")  # plain numbers on the ticks: mathtext is off, so 10^x would show as its source
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    handles, _ = ax.get_legend_handles_labels()
+    if any(s.ideal for s in chart.series):
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls="--", color="grey", label="ideal scaling"))
+    if len(handles) > 1 and chart.kind == "bars":
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
+    elif len(handles) > 1:
+        ax.legend(handles=handles, loc="best")
+
+
+def _lines(ax, chart: Chart, colors: dict, tag) -> None:
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    xs_all: set[float] = set()
+    for s in chart.series:
+        xs, ys = [p.x for p in s.points], [p.y for p in s.points]
+        xs_all.update(xs)
+        colour = colors.get(s.label.removesuffix(" ideal"), "grey")
+        if s.ideal:
+            ax.plot(xs, ys, ls="--", lw=1, color=colour, alpha=0.6)
+            continue
+        ax.errorbar(xs, ys, yerr=_errors(s.points), color=colour, lw=1.5, capsize=3, label=s.label)
+        for p in s.points:
+            (marker,) = ax.plot([p.x], [p.y], "o", ms=6, color=colour, zorder=3)  # above every line
+            tag(marker, p.tip)
+    if chart.log_x:
+        ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(xs_all))
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _bars(ax, chart: Chart, colors: dict, tag) -> None:
+    drawn = [s for s in chart.series if s.points]
+    width = 0.8 / max(len(drawn), 1)
+    index = {c: i for i, c in enumerate(chart.categories)}
+    for i, s in enumerate(drawn):
+        points = [p for p in s.points if p.x in index]
+        positions = [index[p.x] - 0.4 + width * (i + 0.5) for p in points]
+        has_errors = any(p.low is not None for p in points)
+        bars = ax.bar(
+            positions, [p.y for p in points], width * 0.92, color=colors.get(s.label, "grey"), label=s.label,
+            yerr=_errors(points) if has_errors else None, capsize=2, error_kw={"lw": 1},
+        )  # fmt: skip
+        for bar, p in zip(bars, points, strict=True):
+            tag(bar, p.tip)
+    tilt = max((len(c) for c in chart.categories), default=0) > 9
+    ax.set_xticks(
+        range(len(chart.categories)), chart.categories, rotation=30 if tilt else 0, ha="right" if tilt else "center"
+    )
+    ax.grid(axis="x", visible=False)
+
+
+def _size(chart: Chart) -> tuple[float, float]:
+    if chart.kind == "lines":
+        return (6.4, 3.8)
+    bars = sum(len(s.points) for s in chart.series)
+    return (min(max(6.4, 1.0 + 0.28 * bars), 16.0), 4.0)
+
+
+def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
+    """The chart as an inline `<svg>` element, every tagged element carrying its hover text, and how many are."""
+    plt = _pyplot()
+    tips: dict[str, str] = {}
+
+    def tag(artist, text: str) -> None:
+        gid = f"{prefix}-{len(tips)}"
+        artist.set_gid(gid)
+        tips[gid] = text
+
+    with plt.rc_context({**STYLE, "svg.hashsalt": prefix}):  # salt: ids stable across reports, unique per chart
+        fig, ax = plt.subplots(figsize=_size(chart), layout="constrained")
+        try:
+            draw(ax, chart, colors, tag)
+            buf = io.StringIO()
+            fig.savefig(buf, format="svg", metadata={"Date": None})
+        finally:
+            plt.close(fig)
+    text = buf.getvalue()
+    text = text[text.index("<svg") :]  # drop the XML prolog and DOCTYPE: the SVG lives inside an HTML document
+    for gid, tip_text in tips.items():
+        quoted = html.escape(tip_text, quote=True).replace("\n", "&#10;")
+        opening = f'<g id="{gid}">'
+        if opening not in text:
+            raise RuntimeError(f"matplotlib did not write the group {gid!r}")  # a matplotlib change: fail loudly
+        text = text.replace(opening, f'<g id="{gid}" class="tip" data-tip="{quoted}"><title>{quoted}</title>', 1)
+    return text, len(tips)
+
+
+def save(charts: list[Chart], path: str | Path, dpi: int = 150) -> None:
+    """One file with every chart, in a grid of two columns when there are several: for papers and slides."""
+    plt = _pyplot()
+    fmt = Path(path).suffix.lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise ValueError(f"{fmt!r}: expected one of {', '.join(FORMATS)}")
+    cols = 1 if len(charts) == 1 else 2
+    rows = math.ceil(len(charts) / cols)
+    width = max(_size(c)[0] for c in charts)
+    colors = palette(charts)
+    with plt.rc_context({**STYLE, "svg.hashsalt": "dlperf"}):
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 4.0 * rows), layout="constrained", squeeze=False)
+        try:
+            for ax, chart in zip(axes.flat, charts, strict=False):
+                draw(ax, chart, colors)
+            for ax in list(axes.flat)[len(charts) :]:
+                ax.set_visible(False)
+            fig.savefig(path, format=fmt, dpi=dpi, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
+        finally:
+            plt.close(fig)

@@ -1,0 +1,292 @@
+"""`dlperf report`: one self-contained HTML file, readable offline: no CDN, no external file, charts as inline SVG.
+
+Every string that came from the store (workload names, modes, error messages, environment values) is escaped on
+its way into the page, and the tooltip script sets text, never markup.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from html import escape
+
+from dlperf import __version__
+from dlperf.report import best, charts, figures, paper, table
+from dlperf.report.charts import Chart
+from dlperf.report.format import count, nbytes, seconds, table_seconds
+from dlperf.report.load import Loaded
+from dlperf.store import run_origin
+
+
+@dataclass
+class Section:
+    id: str
+    title: str
+    body: str
+
+
+def render(data: Loaded) -> str:
+    cells = data.cells
+    paper_rows, paper_notes = paper.compare(cells)
+    all_charts = charts.all_charts(cells, paper_rows)
+    colors = figures.palette(all_charts)
+    drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
+    by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
+    sections = [
+        Section("table", "Seconds per mini-batch", _table7(data)),
+        Section("scaling", "Thread scaling", by_kind("scaling-") or _none("No workload was measured at two or more "
+                "CPU thread counts in this run.")),
+        Section("variants", "Frameworks and modes", by_kind("variants-") + _best_table(data)
+                or _none("Every workload was measured with one framework in one mode.")),
+        Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
+        Section("utilization", "Utilization of the measured peak", drawn.get("utilization") or _none(
+            "No utilization: " + ("no cell has a FLOP count." if data.peaks_found else "no peak was measured on this "
+                                  "machine. Run dlperf peak, then the report again."))),
+        Section("paper", "Against the paper", _paper(paper_rows, paper_notes, drawn.get("paper", ""))),
+        Section("warnings", "Warnings", _warnings(data, paper_notes)),
+        Section("environment", "Environment", _environment(data)),
+    ]  # fmt: skip
+    return _page(data, sections, len(all_charts))
+
+
+def _figure(chart: Chart, colors: dict, prefix: str) -> str:
+    svg, tagged = figures.svg(chart, colors, prefix)
+    caption = f"<figcaption>{escape(chart.caption)}</figcaption>" if chart.caption else ""
+    return (
+        f'<figure class="chart" id="chart-{escape(chart.id)}" data-chart="{escape(chart.id)}" '
+        f'data-points="{tagged}">{svg}{caption}</figure>'
+    )
+
+
+def _none(text: str) -> str:
+    return f'<p class="none">{escape(text)}</p>'
+
+
+def _tip_attr(cell: dict) -> str:
+    return escape(charts.tip(cell), quote=True).replace("\n", "&#10;")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Tables
+
+
+def _table7(data: Loaded) -> str:
+    view = table.build(data.runs[-1]["id"], data.cells)
+    fixed = len(table.head(view)) - len(view.columns)
+    head = "".join(f"<th>{escape(h)}</th>" for h in table.head(view))
+    body = []
+    for row in view.rows:
+        values = table.row_values(view, row)
+        tds = [f"<td>{escape(v)}</td>" for v in values[:fixed]]
+        best_column = row.best_cpu_column()
+        for column, text in zip(view.columns, values[fixed:], strict=True):
+            tds.append(_table_cell(row.cells.get(column), text, column == best_column))
+        body.append(f"<tr>{''.join(tds)}</tr>")
+    legend = f'<p class="legend">{escape(table.LEGEND)}</p>'
+    return f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{legend}'
+
+
+def _table_cell(cell: dict | None, text: str, is_best: bool) -> str:
+    if cell is None:
+        return '<td class="empty"></td>'
+    classes = ["num", cell["status"], *(["best"] if is_best else [])]
+    attrs = f' class="{" ".join(classes)}" data-key="{escape(cell["key"], quote=True)}"'
+    if cell["status"] == "ok" and cell.get("median_s") is not None:
+        attrs += f' data-tip="{_tip_attr(cell)}" tabindex="0"'
+    elif cell.get("error"):
+        attrs += f' data-tip="{escape(cell["error"], quote=True)}" tabindex="0"'
+    return f"<td{attrs}>{escape(text)}</td>"
+
+
+def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
+    """A plain table; every value is escaped here."""
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    trs = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
+    return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
+
+
+def _best_table(data: Loaded) -> str:
+    if len({c["mode"] for c in data.cells}) < 2:
+        return ""
+    rows = best.build(data.cells, data.samples)
+    notes = "".join(f'<p class="note">{escape(n)}</p>' for n in best.notes(rows))
+    heading = "<h3>The fastest mode per workload, against fp32</h3>"
+    return heading + _html_table(list(best.HEAD), [best.values(r) for r in rows], "best") + notes
+
+
+def _paper(rows: list[paper.Row], notes: list[str], chart_html: str) -> str:
+    cite = f'<p class="citation">Reference: {escape(paper.CITATION)}. Its figures ship with dlperf.</p>'
+    if not rows:
+        why = " ".join(notes) or "This run holds no fp32 cell of the paper's seven networks."
+        return _none(why) + cite
+
+    def ours(cell: dict | None) -> str:
+        if cell is None:
+            return "-"
+        return f"{table_seconds(cell['median_s'])} ({cell['framework']} {table.column_of(cell)})"
+
+    def theirs(fig: paper.Figure | None) -> str:
+        return f"{table_seconds(fig.seconds)} ({fig.tool}, {fig.where})" if fig else "-"
+
+    def ratio(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}x"
+
+    head = ["network", "batch", "here, best CPU", "paper, best CPU", "here vs paper CPU", "paper, best GPU",
+            "here (CPU) vs paper GPU", "here, best GPU"]  # fmt: skip
+    body = [
+        [r.network, str(r.batch), ours(r.ours_cpu), theirs(r.paper_cpu), ratio(r.ratio(r.ours_cpu, r.paper_cpu)),
+         theirs(r.paper_gpu), ratio(r.ratio(r.ours_cpu, r.paper_gpu)), ours(r.ours_gpu)]
+        for r in rows
+    ]  # fmt: skip
+    explain = (
+        '<p class="legend">seconds per mini-batch in fp32 at the paper\'s batch; "1.50x" means this machine is 1.5 '
+        'times as fast, "0.50x" half as fast.</p>'
+    )
+    extra = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
+    return chart_html + _html_table(head, body, "paper") + explain + extra + cite
+
+
+def _warnings(data: Loaded, paper_notes: list[str]) -> str:
+    rows = [[label, kind, text] for label, kind, text in table.cell_notes(data.cells)]
+    rows += [["", "parameters", n] for n in table.parameter_notes(data.cells)]
+    pending = [c for c in data.cells if c["status"] == "pending"]
+    for run in data.runs:
+        if run["status"] != "complete":
+            rows.append([f"run {run['id']}", "incomplete", f"the run is {run['status']}; continue it with dlperf run "
+                         "--resume"])  # fmt: skip
+    if pending:
+        rows.append(["", "pending", f"{len(pending)} cells were never measured"])
+    if not rows:
+        return _none("None: no noisy, oversubscribed, failed or skipped cell.")
+    kinds = {r[1] for r in rows}
+    summary = ", ".join(f"{sum(r[1] == k for r in rows)} {k}" for k in sorted(kinds))
+    return f"<p>{escape(summary)}</p>" + _html_table(["cell", "kind", "message"], rows, "warnings")
+
+
+def _environment(data: Loaded) -> str:
+    parts = []
+    for run in data.runs:
+        rows = [[k, v] for k, v in flatten(run["env"])]
+        title = f"Run {run['id']}: started {run['started_at']}, {run['status']}"
+        origin = run_origin(run)
+        if origin:  # copied in by `dlperf merge`
+            title += f"; merged from run {origin.get('run_id')} of {origin.get('db')}"
+        argv = " ".join(run["argv"])
+        parts.append(f"<h3>{escape(title)}</h3><p><code>{escape(argv)}</code></p>" + _html_table(
+            ["setting", "value"], rows, "env"))  # fmt: skip
+    return "".join(parts)
+
+
+def flatten(env: dict, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested environment as (dotted key, text) pairs; CPU flag lists are counted, not listed."""
+    out = []
+    for key, value in env.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += flatten(value, f"{name}.")
+        elif key == "flags" and isinstance(value, list):
+            out.append((name, f"{len(value)} flags"))
+        elif isinstance(value, list):
+            out.append((name, ", ".join(str(v) if not isinstance(v, dict) else _inline(v) for v in value) or "-"))
+        elif key.endswith("_bytes") and isinstance(value, int):
+            out.append((name, nbytes(value)))
+        else:
+            out.append((name, "-" if value is None else str(value)))
+    return out
+
+
+def _inline(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items())
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The page
+
+
+def _machine(env: dict) -> str:
+    cpu = (env.get("cpu") or {}).get("model") or "unknown CPU"
+    cores = (env.get("cores") or {}).get("cores")
+    gpus = env.get("gpus") or []
+    gpu = f", {', '.join(g.get('name', '?') for g in gpus)}" if gpus else ", no GPU"
+    return f"{cpu}, {count(cores)} cores, {nbytes(env.get('memory_total_bytes'))}{gpu}"
+
+
+def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:
+    last = data.runs[-1]
+    ids = ", ".join(str(r["id"]) for r in data.runs)
+    ok = sum(c["status"] == "ok" for c in data.cells)
+    timed = [c["median_s"] for c in data.cells if c["status"] == "ok" and c.get("median_s")]
+    span = f"; medians from {seconds(min(timed))} to {seconds(max(timed))}" if timed else ""
+    summary = (
+        f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last['status']} · started {last['started_at']} · "
+        f"{_machine(last['env'])} · {ok} of {len(data.cells)} cells measured{span} · {n_charts} charts"
+    )
+    nav = "".join(f'<a href="#{s.id}">{escape(s.title)}</a>' for s in sections)
+    body = "".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
+    generated = datetime.now(UTC).isoformat(timespec="seconds")
+    return f"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="dlperf {escape(__version__)}">
+<title>dlperf report: run {escape(ids)}</title>
+<style>{CSS}</style>
+</head>
+<body>
+<header><h1>dlperf report</h1><p class="summary">{escape(summary)}</p><nav>{nav}</nav></header>
+<main>{body}</main>
+<footer>Generated by dlperf {escape(__version__)} at {generated} from {escape(data.db)}. Hover a chart element or a
+table cell for its median, interquartile range, number of steps and processes, and run.</footer>
+<div id="tip" role="tooltip" hidden></div>
+<script>{SCRIPT}</script>
+</body>
+</html>
+"""
+
+
+CSS = """
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2329;background:#fff}
+header{padding:16px 24px 8px;border-bottom:1px solid #dde2e6;position:sticky;top:0;background:#fff;z-index:2}
+h1{margin:0 0 4px;font-size:20px} h2{font-size:17px;margin:28px 0 10px} h3{font-size:14px;margin:18px 0 6px}
+.summary{margin:0 0 6px;color:#4a5560} nav a{margin-right:14px;color:#1f5fa8;text-decoration:none}
+main{padding:0 24px 24px} footer{padding:12px 24px;color:#6a747d;font-size:12px;border-top:1px solid #dde2e6}
+table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}
+th,td{border-bottom:1px solid #e6e9ec;padding:3px 10px;text-align:left;vertical-align:top}
+th{background:#f4f6f8;font-weight:600} td.num{text-align:right}
+td.best{font-weight:700;color:#19692c} td.failed,td.timeout{color:#b3261e} td.unsupported{color:#8a9299}
+td.pending{color:#a86b00} [data-tip]{cursor:default}
+figure.chart{display:inline-block;margin:8px 16px 16px 0;vertical-align:top;max-width:100%}
+figure.chart svg{max-width:100%;height:auto;display:block}
+figure.chart svg *{pointer-events:none} figure.chart svg g.tip,figure.chart svg g.tip *{pointer-events:auto}
+figure.chart g.tip:hover{opacity:.75} figcaption{font-size:12px;color:#6a747d;max-width:640px}
+.legend,.note,.citation,.none{color:#4a5560;font-size:13px;max-width:900px}
+table.env td:first-child{font-family:ui-monospace,monospace;font-size:12px}
+code{font-size:12px;background:#f4f6f8;padding:1px 4px;border-radius:3px}
+#tip{position:fixed;z-index:10;pointer-events:none;white-space:pre-line;background:#1d2329;color:#fff;
+ padding:6px 9px;border-radius:4px;font-size:12px;max-width:420px;box-shadow:0 2px 8px rgba(0,0,0,.25)}
+"""
+
+# Hover text is set with textContent: whatever a name holds, it is shown, never run.
+SCRIPT = """
+(function () {
+  "use strict";
+  var tip = document.getElementById("tip");
+  function place(x, y) {
+    var w = tip.offsetWidth, h = tip.offsetHeight;
+    tip.style.left = Math.max(4, Math.min(x + 14, window.innerWidth - w - 4)) + "px";
+    tip.style.top = Math.max(4, Math.min(y + 14, window.innerHeight - h - 4)) + "px";
+  }
+  function show(el, x, y) { tip.textContent = el.getAttribute("data-tip"); tip.hidden = false; place(x, y); }
+  function hide() { tip.hidden = true; }
+  document.querySelectorAll("[data-tip]").forEach(function (el) {
+    var title = el.querySelector(":scope > title");
+    if (title) { title.remove(); }  // the script shows the text; the native tooltip would show it twice
+    el.addEventListener("mouseenter", function (e) { show(el, e.clientX, e.clientY); });
+    el.addEventListener("mousemove", function (e) { place(e.clientX, e.clientY); });
+    el.addEventListener("mouseleave", hide);
+    el.addEventListener("focus", function () { var r = el.getBoundingClientRect(); show(el, r.right, r.top); });
+    el.addEventListener("blur", hide);
+  });
+})();
+"""

@@ -1,0 +1,94 @@
+"""Read what the picture views need from the store: the cells of one or more runs, each with its run id, how many
+processes measured it, and the quartiles of its steps (the error bars), plus the runs themselves."""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+
+from dlperf import peak
+from dlperf.errors import UsageError
+from dlperf.store import Store
+
+
+@dataclass
+class Loaded:
+    db: str
+    runs: list[dict]  # runs rows as dicts, env and fingerprint decoded
+    cells: list[dict]  # store.cell_dicts plus run_id, processes, q1_s, q3_s, utilization
+    samples: dict[str, list[list[float]]]  # cell key -> per-process step times
+    peaks_found: bool  # whether any peak of this machine was stored (utilization needs one)
+
+
+def parse_runs(text: str | None) -> list[int] | str | None:
+    """`--run`: None (the latest), "all", or a comma list of ids."""
+    if text is None or text == "all":
+        return text
+    try:
+        ids = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise UsageError(f"--run {text!r}: expected a run id, a comma list of ids, or all") from None
+    if not ids:
+        raise UsageError(f"--run {text!r}: expected a run id, a comma list of ids, or all")
+    return ids
+
+
+def load(db: str, runs: list[int] | str | None = None) -> Loaded:
+    """Cells of the chosen runs; where two runs measured the same cell, the later run's measurement is shown.
+
+    Runs from different machines are refused: one picture mixing two machines would mislead (`dlperf compare` is for
+    that)."""
+    store = Store.open(db, create=False)
+    try:
+        rows = _runs(store, runs)
+        machines = {r["fingerprint_json"] for r in rows}
+        if len(machines) > 1:
+            ids = ", ".join(str(r["id"]) for r in rows)
+            raise UsageError(
+                f"--run: runs {ids} were measured on different machines; report them one at a time, or set them "
+                "side by side with dlperf compare"
+            )
+        latest: dict[str, dict] = {}
+        samples: dict[str, list[list[float]]] = {}
+        for run in rows:
+            for cell in store.cell_dicts(run["id"]):
+                if cell["status"] == "pending" and cell["key"] in latest:
+                    continue  # an unfinished later run does not hide an earlier measurement
+                per_process = [s for s in store.samples(run["id"], cell["key"]) if s]
+                latest[cell["key"]] = _enrich(cell, run["id"], per_process)
+                samples[cell["key"]] = per_process
+        cells = list(latest.values())
+        found = peak.attach_utilization(store, json.loads(rows[-1]["fingerprint_json"]), cells)
+    finally:
+        store.close()
+    return Loaded(db, [_run_dict(r) for r in rows], cells, samples, found)
+
+
+def _runs(store: Store, runs: list[int] | str | None) -> list:
+    if runs is None:
+        return [store.run()]
+    if runs == "all":
+        rows = store.runs()
+        if not rows:
+            store.run()  # raises the "no runs yet" error
+        return rows
+    return sorted((store.run(i) for i in dict.fromkeys(runs)), key=lambda r: r["id"])
+
+
+def _enrich(cell: dict, run_id: int, per_process: list[list[float]]) -> dict:
+    pooled = [x for s in per_process for x in s]
+    cell["run_id"], cell["processes"] = run_id, len(per_process)
+    cell["q1_s"] = cell["q3_s"] = None
+    if len(pooled) >= 2 and cell["status"] == "ok":
+        cell["q1_s"], _, cell["q3_s"] = statistics.quantiles(pooled, n=4, method="inclusive")
+    return cell
+
+
+def _run_dict(row) -> dict:
+    d = dict(row)
+    d["env"] = json.loads(d.pop("env_json"))
+    d["fingerprint"] = json.loads(d.pop("fingerprint_json"))
+    d["argv"] = json.loads(d["argv"]) if d.get("argv") else []
+    d["spec"] = json.loads(d.pop("spec_json"))
+    return d

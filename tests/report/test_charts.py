@@ -1,0 +1,105 @@
+"""The chart data, the paper comparison and the matplotlib drawing, without a browser."""
+
+import re
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from dlperf.report import charts, figures, paper
+
+
+def cell(workload="fcn-r", threads=1, median=1.0, mode="fp32", framework="torch", device="cpu", **extra):
+    return {"workload": workload, "framework": framework, "device": device, "threads": threads, "mode": mode,
+            "batch": 1024, "status": "ok", "median_s": median, "iqr_s": 0.1 * median, "n": 30, "processes": 3,
+            "run_id": 4, "key": f"{workload}|{framework}|{device}|{threads}|{mode}", "q1_s": 0.95 * median,
+            "q3_s": 1.05 * median, "workload_spec": {"batch": 1024, "paper": "FCN-R"}, "extra": extra}  # fmt: skip
+
+
+def test_scaling_has_an_ideal_line_from_the_fewest_threads():
+    [chart] = charts.scaling([cell(threads=1, median=1.0), cell(threads=2, median=0.6), cell(threads=4, median=0.4)])
+    measured, ideal = chart.series
+    assert [p.y for p in measured.points] == [1.0, 0.6, 0.4]
+    assert [p.y for p in ideal.points] == [1.0, 0.5, 0.25] and ideal.ideal
+    assert (measured.points[0].low, measured.points[0].high) == (0.95, 1.05)
+    assert chart.log_x  # 1..4 threads
+    tip = measured.points[1].tip
+    assert "median 0.600 s" in tip and "IQR 60 ms" in tip and "n 30" in tip and "3 processes" in tip
+    assert "run 4" in tip
+
+
+def test_one_thread_count_draws_no_scaling_chart():
+    assert charts.scaling([cell(threads=2), cell(threads=2, mode="bf16")]) == []
+
+
+def test_variants_tell_series_apart_by_every_dimension_that_varies():
+    cells = [cell(threads=2, median=0.5), cell(threads=2, median=0.25, mode="bf16"),
+             cell(threads=2, median=0.6, framework="jax")]  # fmt: skip
+    [chart] = charts.variants(cells)
+    assert [s.label for s in chart.series] == ["torch fp32", "torch bf16", "jax fp32"]
+    assert chart.categories == ["cpu:2"]
+    assert "2.00x the speed of fp32" in chart.series[1].points[0].tip
+
+
+def test_a_new_dimension_needs_no_change_in_the_views():
+    """A later measurement (data-parallel processes, say) adds its dimension under extra["dimensions"]."""
+    cells = [cell(threads=1, median=1.0, dimensions={"ddp": 1}), cell(threads=1, median=0.6, dimensions={"ddp": 2})]
+    [chart] = charts.variants(cells)
+    assert [s.label for s in chart.series] == ["ddp:1", "ddp:2"]
+    assert "ddp:2" in chart.series[1].points[0].tip
+
+
+def test_gpu_speedup_holds_each_gpu_against_the_best_cpu_cell():
+    chart = charts.gpu_speedup([cell(threads=1, median=1.0), cell(threads=2, median=0.5),
+                                cell(device="cuda:0", threads=2, median=0.02)])  # fmt: skip
+    [series] = chart.series
+    assert series.points[0].y == pytest.approx(25.0) and "best CPU cell (cpu:2" in series.points[0].tip
+    assert charts.gpu_speedup([cell()]) is None
+
+
+def test_utilization_needs_a_measured_peak():
+    assert charts.utilization([cell()]) is None
+    chart = charts.utilization([{**cell(), "utilization": 0.25}])
+    assert chart.series[0].points[0].y == pytest.approx(25.0)
+
+
+def test_paper_figures_are_the_best_tool_and_configuration():
+    assert paper.best("FCN-R", gpu=False) == paper.Figure(0.252, "CNTK", "server CPU, 16 threads")
+    assert paper.best("FCN-R", gpu=True) == paper.Figure(0.016, "Torch", "GTX 1080")
+    assert paper.best("ResNet-50", gpu=False).seconds == 3.683  # Torch, server, 16 threads
+    assert paper.best("LSTM", gpu=False).tool == "CNTK"
+    assert paper.batch_of("AlexNet-R") == 1024
+
+
+def test_paper_comparison_takes_the_fastest_fp32_cell_at_the_papers_batch():
+    fast_bf16 = cell(threads=2, median=0.1, mode="bf16")
+    rows, notes = paper.compare([cell(threads=1, median=0.8), cell(threads=2, median=0.5), fast_bf16])
+    [row] = rows
+    assert row.ours_cpu["threads"] == 2 and row.ratio(row.ours_cpu, row.paper_cpu) == pytest.approx(0.252 / 0.5)
+    assert notes == []
+    other_batch = {**cell(), "batch": 64}
+    assert paper.compare([other_batch]) == ([], ["fcn-r: batch 64, the paper used 1024: not compared"])
+    chart = paper.chart(rows)
+    assert [s.label for s in chart.series] == ["this machine, best CPU", "paper, best CPU", "paper, best GPU"]
+    assert "CNTK, server CPU, 16 threads" in chart.series[1].points[0].tip
+
+
+def test_svg_tags_every_point_and_keeps_hostile_names_as_text():
+    name = "<b>$x$ & </svg>"
+    cells = [cell(workload=name, threads=1), cell(workload=name, threads=2, median=0.5)]
+    [chart] = charts.scaling(cells)
+    svg, tagged = figures.svg(chart, figures.palette([chart]), "c0")
+    assert tagged == 2
+    root = ET.fromstring(svg)  # well-formed: nothing a name holds breaks out of its text node
+    texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert any(name in t for t in texts)  # drawn as typed: no mathtext, no markup
+    tips = [g.get("data-tip") for g in root.iter("{http://www.w3.org/2000/svg}g") if g.get("class") == "tip"]
+    assert len(tips) == 2 and all(name in t for t in tips)
+    assert not re.search(r"<b>", svg)
+
+
+@pytest.mark.parametrize("suffix,magic", [("png", b"\x89PNG"), ("svg", b"<?xml"), ("pdf", b"%PDF")])
+def test_save_writes_each_format(tmp_path, suffix, magic):
+    charts_ = [*charts.scaling([cell(threads=1), cell(threads=2, median=0.5)]), paper.chart(paper.compare([cell()])[0])]
+    out = tmp_path / f"fig.{suffix}"
+    figures.save(charts_, out)
+    assert out.read_bytes().startswith(magic)

@@ -1,0 +1,198 @@
+"""`dlperf report` and `dlperf plot` through the real command line, and the report in a real headless Chromium."""
+
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from conftest import browser_paths, dlperf
+from dlperf.report.format import table_seconds
+from dlperf.store import Store
+from report.synthetic import ERROR, HOSTILE, fill
+
+KNOWN = "fcn-r|torch|cpu|2|fp32"  # 0.45 s in the synthetic run
+
+
+class Tags(HTMLParser):
+    """Every start tag of a page, and the scripts' text."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags, self.scripts, self._in_script = [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+        self._in_script = tag == "script"
+
+    def handle_endtag(self, tag):
+        self._in_script = False
+
+    def handle_data(self, data):
+        if self._in_script:
+            self.scripts.append(data)
+
+
+def report(tmp_path, report_db, *args):
+    out = tmp_path / "r.html"
+    done = dlperf("report", "-o", str(out), *args, db=report_db)
+    assert done.returncode == 0, done.stderr
+    return out.read_text()
+
+
+def test_report_is_one_offline_file_with_every_section(tmp_path, report_db):
+    page = report(tmp_path, report_db)
+    tags = Tags()
+    tags.feed(page)
+    # self-contained: nothing is fetched, from a CDN or anywhere else
+    for tag, attrs in tags.tags:
+        for name in ("src", "href"):
+            assert not attrs.get(name) or attrs[name].startswith("#"), (tag, attrs)
+    assert len(tags.scripts) == 1  # ours: the tooltip
+    ids = {attrs.get("id") for _, attrs in tags.tags}
+    for section in ("table", "scaling", "variants", "gpu", "utilization", "paper", "warnings", "environment"):
+        assert section in ids
+    charts = [attrs["data-chart"] for tag, attrs in tags.tags if tag == "figure"]
+    assert charts == ["scaling-fcn-r", "scaling-script-alert-1-script", "variants-fcn-r", "gpu-speedup",
+                      "utilization", "paper"]  # fmt: skip
+    assert "arXiv:1608.07249" in page and "0.252 (CNTK, server CPU, 16 threads)" in page
+    assert "Test CPU &lt;v2&gt;" in page and "noisy: IQR is 12% of the median" in page
+
+
+def test_names_and_errors_from_the_store_are_escaped(tmp_path, report_db):
+    page = report(tmp_path, report_db)
+    assert HOSTILE not in page and "<img" not in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    tags = Tags()
+    tags.feed(page)
+    assert [t for t, _ in tags.tags].count("script") == 1
+    assert not any(name.startswith("on") for _, attrs in tags.tags for name in attrs)  # no injected handler
+
+
+def test_report_of_several_runs_and_bad_input(tmp_path, report_db):
+    store = Store.open(report_db, create=False)
+    fill(store, seed=1)
+    store.close()
+    page = report(tmp_path, report_db, "--run", "1,2")
+    assert "Runs 1, 2" in page and "run 2" in page
+    assert dlperf("report", "--run", "9", "-o", str(tmp_path / "x.html"), db=report_db).returncode == 2
+    bad = dlperf("report", "--run", "x", "-o", str(tmp_path / "x.html"), db=report_db)
+    assert bad.returncode == 2 and "--run 'x'" in bad.stderr
+    missing_dir = dlperf("report", "-o", str(tmp_path / "no" / "r.html"), db=report_db)
+    assert missing_dir.returncode == 2 and "does not exist" in missing_dir.stderr
+
+
+def test_runs_of_two_machines_are_not_mixed_in_one_report(tmp_path, report_db):
+    from report.synthetic import ENV
+
+    store = Store.open(report_db, create=False)
+    fill(store, env={**ENV, "hostname": "elsewhere"})
+    store.close()
+    done = dlperf("report", "--run", "all", "-o", str(tmp_path / "x.html"), db=report_db)
+    assert done.returncode == 2 and "different machines" in done.stderr and "dlperf compare" in done.stderr
+
+
+def test_a_merged_run_says_where_it_came_from(tmp_path, report_db):
+    from dlperf.merge import merge
+
+    target = tmp_path / "all.db"
+    merge([str(report_db)], str(target))
+    page = report(tmp_path, target)
+    assert f"merged from run 1 of {report_db.resolve()}" in page
+
+
+@pytest.mark.parametrize("kind", ["scaling", "variants", "gpu", "utilization", "paper"])
+def test_plot_each_kind(tmp_path, report_db, kind):
+    out = tmp_path / f"{kind}.png"
+    done = dlperf("plot", kind, "-o", str(out), db=report_db)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_plot_bad_input(tmp_path, report_db):
+    assert dlperf("plot", "scaling", "-o", str(tmp_path / "x.jpg"), db=report_db).returncode == 2
+    done = dlperf("plot", "scaling", "--workloads", "nope", "-o", str(tmp_path / "x.svg"), db=report_db)
+    assert done.returncode == 2 and "nope" in done.stderr and "fcn-r" in done.stderr
+    done = dlperf("plot", "paper", "--workloads", "lstm", "-o", str(tmp_path / "x.svg"), db=report_db)
+    assert done.returncode == 2 and "nothing to draw" in done.stderr
+    svg = tmp_path / "one.svg"
+    assert dlperf("plot", "scaling", "--workloads", "fcn-r", "-o", str(svg), db=report_db).returncode == 0
+    assert "fcn-r: thread scaling" in svg.read_text() and HOSTILE not in svg.read_text()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# In a real browser
+
+
+@pytest.fixture
+def browser():
+    chromium, driver_path = browser_paths()
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                 "--disable-background-networking", "--disable-component-update", "--disable-default-apps",
+                 "--disable-extensions", "--disable-sync", "--no-first-run", "--window-size=1400,1000"):  # fmt: skip
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=driver_path))
+    driver.set_page_load_timeout(60)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_report_in_headless_chromium(tmp_path, report_db, browser):
+    from selenium.common.exceptions import NoAlertPresentException
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    report(tmp_path, report_db)
+    browser.get((tmp_path / "r.html").as_uri())
+
+    errors = [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")]
+    assert errors == []
+    with pytest.raises(NoAlertPresentException):  # the hostile workload name ran nothing
+        _ = browser.switch_to.alert.text
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0  # offline
+
+    figures = browser.find_elements(By.CSS_SELECTOR, "figure.chart")
+    assert len(figures) == 6
+    for figure in figures:  # every chart rendered: a sized SVG, every hoverable element drawn
+        svg = figure.find_element(By.TAG_NAME, "svg")
+        assert svg.size["width"] > 200 and svg.size["height"] > 100, figure.get_attribute("data-chart")
+        marks = figure.find_elements(By.CSS_SELECTOR, "g.tip")
+        assert len(marks) == int(figure.get_attribute("data-points")) > 0
+        assert all(m.size["width"] > 0 and m.size["height"] > 0 for m in marks)
+
+    known = browser.find_element(By.CSS_SELECTOR, f'td[data-key="{KNOWN}"]')
+    assert known.text == table_seconds(0.45) + "* (20%)"
+    cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.table7 td")]
+    assert HOSTILE in cells  # shown as text
+    assert any(ERROR in row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.warnings tr"))
+
+    tip = browser.find_element(By.ID, "tip")
+    assert not tip.is_displayed()
+    point = browser.find_element(By.CSS_SELECTOR, "#chart-scaling-fcn-r g.tip")
+    browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", point)
+    ActionChains(browser).move_to_element(point).perform()
+    assert tip.is_displayed()
+    assert re.search(r"median \S+ s · IQR \S+ ms · n 40\n2 processes · run 1", tip.text), tip.text
+    ActionChains(browser).move_to_element(known).perform()
+    assert "fcn-r cpu:2 torch fp32" in tip.text
+    assert browser.get_log("browser") == []  # hovering logged nothing either
+
+
+def test_the_command_line_loads_no_plotting_or_statistics_library():
+    """`dlperf --help` stays fast: matplotlib, numpy and scipy load only when a view draws or tests."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, dlperf.cli;"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'matplotlib', 'numpy', 'scipy'}))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

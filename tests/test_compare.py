@@ -1,0 +1,285 @@
+"""`dlperf compare A B`: the statistics on synthetic processes, then the command line on stores built directly."""
+
+import json
+import random
+import statistics
+
+import pytest
+
+from conftest import FAST, dlperf
+from dlperf.cli import main
+from dlperf.report import compare as cmp
+from dlperf.report.compare import Verdict, compare, holm
+from dlperf.store import Store
+from test_cli import one_line_error
+
+MACHINE = {"cpu_model": "Xeon Test", "cores": {"cores": 8}, "hostname": "alpha"}
+OTHER_MACHINE = {"cpu_model": "EPYC Test", "cores": {"cores": 64}, "hostname": "beta"}
+
+
+def processes(seed: int, count: int, step_s: float, steps: int = 200, between: float = 0.02, within: float = 0.02):
+    """`count` processes of one cell: each has its own level (sd `between`: the machine's state when it ran), and
+    its steps vary around it (sd `within`)."""
+    rng = random.Random(seed)
+    return at_levels(seed, [step_s * rng.gauss(1.0, between) for _ in range(count)], steps, within)
+
+
+def at_levels(seed: int, levels: list[float], steps: int = 200, within: float = 0.02) -> list[list[float]]:
+    """One process per level, its steps varying around it."""
+    rng = random.Random(seed + 1000)
+    return [[level * rng.gauss(1.0, within) for _ in range(steps)] for level in levels]
+
+
+def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64, **extra) -> dict:
+    return {
+        "key": f"{workload}|torch|cpu|{threads}|fp32",
+        "workload": workload,
+        "framework": "torch",
+        "device": "cpu",
+        "threads": threads,
+        "mode": "fp32",
+        "workload_json": {"batch": batch},
+        **extra,
+    }
+
+
+def measured(c: dict, procs: list[list[float]], status: str = "ok") -> dict:
+    """The cell dict `Store.cell_dicts` would give once `procs` are measured."""
+    medians = [statistics.median(p) for p in procs if p]
+    spec = c["workload_json"]
+    return {**c, "status": status, "median_s": statistics.median(medians) if medians else None, "workload_spec": spec}
+
+
+def one_cell(a_procs, b_procs, **kwargs) -> cmp.CellResult:
+    c = cell()
+    result = compare([measured(c, a_procs)], [measured(c, b_procs)], {c["key"]: a_procs}, {c["key"]: b_procs}, **kwargs)
+    [only] = result.cells
+    return only
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The statistics
+
+
+def test_a_clear_slowdown_is_slower_and_a_regression_only_beyond_the_threshold():
+    a, b = processes(1, 3, 0.100), processes(2, 3, 0.130)
+    result = one_cell(a, b, threshold=0.05)
+    assert result.verdict == Verdict.SLOWER and result.regression
+    assert result.ratio == pytest.approx(1.3, rel=0.05)
+    assert result.ci_low < result.ratio < result.ci_high and result.ci_low > 1
+    assert result.p_holm < 0.05 and len(result.a_process_medians) == len(result.b_process_medians) == 3
+    lenient = one_cell(a, b, threshold=0.5)
+    assert lenient.verdict == Verdict.SLOWER and not lenient.regression
+
+
+def test_a_clear_speedup_is_faster_and_never_a_regression():
+    result = one_cell(processes(3, 3, 0.100), processes(4, 3, 0.080), threshold=0.0)
+    assert result.verdict == Verdict.FASTER and not result.regression
+    assert result.ci_high < 1 and result.ratio == pytest.approx(0.8, rel=0.05)
+
+
+def test_identical_distributions_show_no_significant_change():
+    result = one_cell(processes(5, 4, 0.100), processes(6, 4, 0.100))
+    assert result.verdict == Verdict.SAME and not result.regression
+    assert result.ci_low < 1 < result.ci_high and result.p_holm >= 0.05
+
+
+def test_one_process_per_side_is_too_little_data_though_a_raw_step_test_would_call_it_significant():
+    """Why the test is on per-process medians: with one process per side, thousands of steps make any difference
+    "significant" to a raw-step test, though the 2% here is well inside the process-to-process spread (5%)."""
+    from scipy.stats import mannwhitneyu
+
+    a, b = processes(7, 1, 0.100, steps=3000, between=0.05), processes(8, 1, 0.102, steps=3000, between=0.05)
+    result = one_cell(a, b)
+    assert result.verdict == Verdict.TOO_LITTLE_DATA and result.p is None and result.ci_low is None
+    assert "A has 1 process" in result.reason and "B has 1 process" in result.reason
+    assert "--repeats 3 or more" in result.reason
+    assert mannwhitneyu(a[0], b[0]).pvalue < 1e-6
+
+
+def test_the_raw_step_test_calls_process_noise_significant_and_the_per_process_test_does_not():
+    """Processes differ by a few percent (a shared machine); the two sides differ by less than that spread."""
+    from scipy.stats import mannwhitneyu
+
+    a = at_levels(9, [0.096, 0.100, 0.103], steps=1000, within=0.01)
+    b = at_levels(10, [0.098, 0.102, 0.104], steps=1000, within=0.01)
+
+    pooled_a, pooled_b = [t for p in a for t in p], [t for p in b for t in p]
+    assert mannwhitneyu(pooled_a, pooled_b).pvalue < 1e-3  # no true difference, yet "significant" on raw steps
+    assert one_cell(a, b).verdict == Verdict.SAME
+
+
+def test_processes_without_samples_do_not_count():
+    a = [*processes(11, 1, 0.1), []]  # the second process failed before its first timed step
+    result = one_cell(a, processes(12, 3, 0.1))
+    assert result.verdict == Verdict.TOO_LITTLE_DATA and len(result.a_process_medians) == 1
+
+
+def test_zero_spread_of_the_per_process_medians_is_too_little_data():
+    result = one_cell([[0.1, 0.1], [0.1]], [[0.2], [0.2, 0.2]])
+    assert result.verdict == Verdict.TOO_LITTLE_DATA and "zero spread" in result.reason
+
+
+def test_holm_against_a_hand_computed_example():
+    # sorted: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> raised to 0.06 (never below the one before)
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])  # capped at 1
+    assert holm([]) == []
+
+
+def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monkeypatch):
+    raw = iter([0.01, 0.04, 0.03, 0.005])  # each below alpha on its own
+    monkeypatch.setattr(cmp, "welch_log", lambda a, b: (next(raw), 1.1, 1.3, 1))
+    cells = [cell(f"w{i}") for i in range(4)]
+    procs = {c["key"]: processes(i, 3, 0.1) for i, c in enumerate(cells)}
+    result = compare([measured(c, procs[c["key"]]) for c in cells], [measured(c, procs[c["key"]]) for c in cells],
+                     procs, procs)  # fmt: skip
+    assert [c.p_holm for c in result.cells] == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert [c.verdict for c in result.cells] == [Verdict.SLOWER, Verdict.SAME, Verdict.SAME, Verdict.SLOWER]
+
+
+def test_different_workload_definitions_are_not_comparable():
+    a, b = cell(batch=64), cell(batch=128)
+    pa, pb = processes(13, 3, 0.1), processes(14, 3, 0.2)
+    result = compare([measured(a, pa)], [measured(b, pb)], {a["key"]: pa}, {b["key"]: pb})
+    [only] = result.cells
+    assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == "the workloads differ: batch 64 -> 128"
+    assert not result.regressions()
+
+
+def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
+    both, only_a, only_b, broken = cell("both"), cell("only-a"), cell("only-b"), cell("broken")
+    p = processes(15, 3, 0.1)
+    a = [measured(both, p), measured(only_a, p), measured(broken, p)]
+    b = [measured(both, p), measured(only_b, p), measured(broken, [], status="failed")]
+    result = compare(a, b, {}, {})
+    assert [c.key for c in result.cells] == [both["key"]]
+    assert {u.key: u.why for u in result.unmatched} == {
+        only_a["key"]: "only in A",
+        only_b["key"]: "only in B",
+        broken["key"]: "B: failed",
+    }
+    assert "3 cells not compared" in "\n".join(cmp.summary_lines(result))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The command line, on stores built with the Store API
+
+
+def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MACHINE, batch: int = 64) -> int:
+    """A complete run whose cells (workload name -> processes) were measured with these step times."""
+    plan = [cell(name, batch=batch) for name in cells]
+    env = {"cpu": {"model": fingerprint["cpu_model"]}, "cores": fingerprint["cores"]}
+    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], plan)
+    for c, procs in zip(plan, cells.values(), strict=True):
+        for repeat, samples in enumerate(procs):
+            aggregate = measured(c, procs[: repeat + 1])
+            m = {"status": "ok" if samples else "failed", "samples": samples, "detail": {}, "duration_s": 1.0}
+            store.record(run_id, c["key"], repeat, m, {**aggregate, "n": sum(map(len, procs))})
+    store.set_run_status(run_id, "complete")
+    return run_id
+
+
+def make_db(path, *runs, fingerprint=MACHINE) -> None:
+    store = Store.open(path, create=True)
+    for cells in runs:
+        write_run(store, cells, fingerprint)
+    store.close()
+
+
+BASE = {"fcn-r": processes(20, 3, 0.100), "alexnet-r": processes(21, 3, 0.050)}
+SLOWER = {"fcn-r": processes(22, 3, 0.130), "alexnet-r": processes(23, 3, 0.050)}
+
+
+def in_process(capsys, *args: str) -> tuple[int, str]:
+    """The same command line as `dlperf(...)`, without a child's interpreter start and scipy import (~1 s)."""
+    code = main(["compare", *args])
+    return code, capsys.readouterr().out
+
+
+def test_cli_exit_code_gates_on_a_regression_beyond_the_threshold(tmp_path, capsys):
+    db = tmp_path / "d.db"
+    make_db(db, BASE, SLOWER)
+    strict = dlperf("compare", "1", "2", "--format", "json", db=db)
+    assert strict.returncode == 1, strict.stderr
+    report = json.loads(strict.stdout)
+    assert [r["key"] for r in report["regressions"]] == ["fcn-r|torch|cpu|1|fp32"]
+    assert report["summary"]["slower"] == 1 and report["same_machine"]
+    fcn = report["cells"][0]
+    assert fcn["verdict"] == "slower" and len(fcn["a_process_medians"]) == 3 and fcn["p_holm"] < 0.05
+    assert fcn["a_process_medians"] == pytest.approx([statistics.median(p) for p in BASE["fcn-r"]])
+    assert (report["a"]["run_id"], report["b"]["run_id"]) == (1, 2)
+    code, out = in_process(capsys, "1", "2", "--threshold", "0.5", "--db", str(db))
+    assert code == 0 and "slower" in out and "no regression" in out
+
+
+def test_cli_reference_forms(tmp_path, capsys):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    make_db(a, BASE, SLOWER)  # a.db alone: its latest run is the slower one
+    make_db(b, BASE)
+    for args in (["1", "2", "--db", str(a)], [f"{a}:1", str(a)], [str(b), f"{a}:2"], [f"{b}:1", "2", "--db", str(a)]):
+        code, out = in_process(capsys, *args, "--format", "json")
+        assert code == 1, args
+        assert json.loads(out)["b"]["run_id"] == 2
+    proc = dlperf("compare", str(a), str(b), "--format", "md")
+    assert proc.returncode == 0 and "| fcn-r | torch | cpu:1 | fp32 |" in proc.stdout and "faster" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "flags", "fragments"),
+    [
+        ("9", "1", [], ["A '9'", "no run 9"]),
+        ("1", "{tmp}/missing.db", [], ["B '", "missing.db", "no such database file"]),
+        ("1", "{tmp}/d.db:7", [], ["B '", "no run 7"]),
+        ("{tmp}/garbage.db", "1", [], ["A '", "garbage.db", "corrupt"]),
+        ("1", "1", ["--threshold", "-0.1"], ["--threshold"]),
+        ("1", "1", ["--alpha", "0"], ["--alpha"]),
+        ("1", "1", ["--alpha", "1.5"], ["--alpha"]),
+        ("1", "1", ["--format", "xml"], ["--format 'xml'"]),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, a, b, flags, fragments):
+    make_db(tmp_path / "d.db", BASE)
+    (tmp_path / "garbage.db").write_text("not a database" * 50)
+    args = [x.replace("{tmp}", str(tmp_path)) for x in (a, b)]
+    assert main(["compare", *args, *flags, "--db", str(tmp_path / "d.db")]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and all(f in lines[0] for f in fragments), lines
+
+
+def test_cli_bad_input_in_a_child_process(tmp_path):
+    one_line_error(dlperf("compare", "1", "2", db=tmp_path / "none.db"), "A '1'", "no such database file")
+
+
+def test_cli_shows_both_machines_when_they_differ(tmp_path, capsys):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    make_db(a, BASE)
+    make_db(b, SLOWER, fingerprint=OTHER_MACHINE)
+    proc = dlperf("compare", str(a), str(b))
+    assert proc.returncode == 1, proc.stderr
+    assert "A: Xeon Test, 8 cores (alpha)" in proc.stdout and "B: EPYC Test, 64 cores (beta)" in proc.stdout
+    assert "CPU model Xeon Test -> EPYC Test" in proc.stdout
+    assert not json.loads(in_process(capsys, str(a), str(b), "--format", "json")[1])["same_machine"]
+    code, out = in_process(capsys, str(a), str(a))
+    assert code == 0 and "Xeon Test, 8 cores" not in out and "no significant change" in out
+
+
+def test_cli_text_lists_unmatched_cells_and_too_little_data(tmp_path):
+    db = tmp_path / "d.db"
+    make_db(db, {"fcn-r": processes(30, 1, 0.1), "alexnet-r": processes(31, 3, 0.1)}, {"fcn-r": processes(32, 1, 0.1)})
+    proc = dlperf("compare", "1", "2", db=db)
+    assert proc.returncode == 0, proc.stderr
+    assert "too little data" in proc.stdout and "A has 1 process" in proc.stdout
+    assert "alexnet-r torch cpu:1 fp32 (only in A)" in proc.stdout
+
+
+@pytest.mark.slow
+def test_end_to_end_two_real_runs(tmp_path, torch):
+    db = tmp_path / "d.db"
+    for _ in range(2):
+        run = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--repeats", "2", *FAST, db=db)
+        assert run.returncode == 0, run.stderr
+    proc = dlperf("compare", "1", "2", "--format", "json", db=db)
+    assert proc.returncode in (0, 1), proc.stderr
+    [only] = json.loads(proc.stdout)["cells"]
+    assert only["verdict"] in {v.value for v in Verdict} and len(only["a_process_medians"]) == 2

@@ -1,0 +1,195 @@
+"""`dlperf merge`: runs copied whole under new ids with their origin, never twice; schema version 3."""
+
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import dlperf
+from dlperf import merge
+from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store, run_origin
+from test_cli import one_line_error
+from test_compare import BASE, OTHER_MACHINE, SLOWER, make_db, processes, write_run
+
+PEAKS = [
+    {"framework": "torch", "framework_version": "2.13.0", "device": "cpu", "threads": 1, "kind": "matmul",
+     "dtype": "fp32", "value": 1e11, "detail": {"size": 1024}},
+    {"framework": "torch", "framework_version": "2.13.0", "device": "cpu", "threads": 1, "kind": "bandwidth",
+     "dtype": None, "value": None, "detail": {}},
+]  # fmt: skip
+
+
+@pytest.fixture
+def sources(tmp_path):
+    """a.db: two runs on one machine and its peaks; b.db: one run, one cell, on another machine."""
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    make_db(a, BASE, SLOWER)
+    store = Store.open(a, create=True)
+    store.record_peaks({"cpu_model": "Xeon Test"}, {}, PEAKS)
+    store.close()
+    make_db(b, {"fcn-r": processes(40, 2, 0.2)}, fingerprint=OTHER_MACHINE)
+    return a, b
+
+
+def rows(path, table: str, run_id: int | None = None) -> list[dict]:
+    store = Store.open(path, create=False)
+    try:
+        return store.rows(table, run_id)
+    finally:
+        store.close()
+
+
+def without(row: dict, *columns: str) -> dict:
+    return {k: v for k, v in row.items() if k not in columns}
+
+
+def test_every_run_is_copied_whole_under_a_new_id_with_its_origin(sources, tmp_path):
+    a, b = sources
+    target = tmp_path / "all.db"
+    proc = dlperf("merge", str(a), str(b), db=target)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [f"{a} run 1 -> run 1 (2 cells)", f"{a} run 2 -> run 2 (2 cells)",
+                                        f"{a}: 2 measured peaks copied", f"{b} run 1 -> run 3 (1 cell)"]  # fmt: skip
+    for source, old, new in ((a, 1, 1), (a, 2, 2), (b, 1, 3)):
+        [run] = rows(target, "runs", new)
+        assert without(run, "id", "origin_json") == without(rows(source, "runs", old)[0], "id", "origin_json")
+        assert {**run_origin(run), "merged_at": None} == {"db": str(source.resolve()), "run_id": old, "merged_at": None}
+        for table in ("cells", "measurements"):
+            copied, original = rows(target, table, new), rows(source, table, old)
+            assert [without(r, "run_id") for r in copied] == [without(r, "run_id") for r in original] and copied
+    store = Store.open(target, create=False)
+    assert store.samples(3, "fcn-r|torch|cpu|1|fp32") == processes(40, 2, 0.2)
+    assert len(store.peaks()) == 2 and run_origin(store.run(1)) is not None
+    store.close()
+
+
+def test_merging_again_adds_nothing_and_peaks_are_copied_once(sources, tmp_path):
+    a, b = sources
+    target = tmp_path / "all.db"
+    assert dlperf("merge", str(a), db=target).returncode == 0
+    again = dlperf("merge", str(a), str(b), db=target)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines() == [
+        f"{a} run 1 already present as run 1: skipped",
+        f"{a} run 2 already present as run 2: skipped",
+        f"{b} run 1 -> run 3 (1 cell)",
+    ]  # and no peaks line: none was missing
+    copy = tmp_path / "copy-of-a.db"  # the same runs under another name: recognized by start, command, plan, machine
+    shutil.copy(a, copy)
+    assert [c.skipped for c in merge.merge([str(copy)], str(target))] == [True, True]
+    assert len(rows(target, "runs")) == 3 and len(rows(target, "peaks")) == 2
+
+
+def test_a_new_file_at_a_path_merged_before_is_merged_again(sources, tmp_path):
+    """A CI job writes a fresh ci.db each time and merges it into its history: same path, same run id, new run."""
+    ci, history = tmp_path / "ci.db", tmp_path / "history.db"
+    make_db(ci, BASE)
+    merge.merge([str(ci)], str(history))
+    ci.unlink()
+    make_db(ci, SLOWER)
+    conn = sqlite3.connect(ci)  # the next job starts later than the first (here: within the same second)
+    conn.execute("UPDATE runs SET started_at = '2099-01-01T00:00:00+00:00'")
+    conn.commit()
+    conn.close()
+    [copied] = merge.merge([str(ci)], str(history))
+    assert not copied.skipped and copied.target_run == 2
+
+
+def test_a_merged_run_keeps_the_trail_when_merged_onward(sources, tmp_path):
+    a, _ = sources
+    first, second = tmp_path / "first.db", tmp_path / "second.db"
+    merge.merge([str(a)], str(first))
+    [copied, _] = merge.merge([str(first)], str(second))
+    origin = run_origin(rows(second, "runs", copied.target_run)[0])
+    assert origin["db"] == str(first.resolve()) and origin["origin"]["db"] == str(a.resolve())
+
+
+def test_table_and_compare_read_a_merged_run(sources, tmp_path):
+    a, b = sources
+    target = tmp_path / "all.db"
+    assert dlperf("merge", str(b), str(a), db=target).returncode == 0
+    table = dlperf("table", "--run", "3", db=target)
+    assert table.returncode == 0, table.stderr
+    assert "fcn-r" in table.stdout and "alexnet-r" in table.stdout
+    compared = dlperf("compare", "2", "3", "--format", "json", db=target)  # a.db's two runs, merged
+    assert compared.returncode == 1 and json.loads(compared.stdout)["regressions"]
+
+
+def test_an_interrupted_copy_leaves_no_half_run(sources, tmp_path, monkeypatch):
+    a, _ = sources
+    target = tmp_path / "all.db"
+    insert = Store._insert
+
+    def interrupted(self, table, row):
+        if table == "measurements":
+            raise KeyboardInterrupt
+        return insert(self, table, row)
+
+    monkeypatch.setattr(Store, "_insert", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge([str(a)], str(target))
+    assert rows(target, "runs") == [] and rows(target, "cells") == []
+    monkeypatch.undo()
+    assert [c.skipped for c in merge.merge([str(a)], str(target))] == [False, False]
+
+
+@pytest.mark.parametrize(
+    ("names", "fragments"),
+    [
+        (["missing.db"], ["missing.db", "no such database file"]),
+        (["garbage.db"], ["garbage.db", "corrupt"]),
+        (["a.db", "garbage.db"], ["garbage.db", "corrupt"]),  # the good one before it is not merged either
+        (["all.db"], ["all.db", "target database itself"]),
+    ],
+)
+def test_a_bad_source_is_refused_before_anything_is_written(sources, tmp_path, names, fragments):
+    (tmp_path / "garbage.db").write_text("not a database" * 50)
+    target = tmp_path / "all.db"
+    if "all.db" in names:
+        make_db(target, BASE)
+    before = target.read_bytes() if target.exists() else None
+    one_line_error(dlperf("merge", *(str(tmp_path / n) for n in names), db=target), *fragments)
+    assert (target.read_bytes() if target.exists() else None) == before
+
+
+def old_file(path, version: int = 2) -> None:
+    """A store as dlperf wrote it before `dlperf merge` (schema version 2, or 1: before peaks), with one run."""
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    for reached in range(1, version + 1):
+        for statement in MIGRATIONS[reached]:
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+    conn.commit()
+    old = Store(conn, str(path))
+    old.version = version
+    write_run(old, {"fcn-r": processes(50, 2, 0.1)})
+    old.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_old_file_upgrades_to_v3_and_keeps_its_runs(tmp_path, version):
+    assert SCHEMA_VERSION == 3
+    path = tmp_path / "old.db"
+    old_file(path, version)
+    store = Store.open(path, create=False)
+    assert [run_origin(r) for r in store.runs()] == [None]  # measured here
+    assert store.samples(1, "fcn-r|torch|cpu|1|fp32") == processes(50, 2, 0.1) and store.peaks() == []
+    store.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    assert "origin_json" in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
+    conn.close()
+
+
+def test_a_v2_source_merges(tmp_path, monkeypatch):
+    path, target = tmp_path / "old.db", tmp_path / "all.db"
+    old_file(path)
+    Store.open(target, create=True).close()
+    monkeypatch.setattr(Store, "_migrate", lambda self: (_ for _ in ()).throw(sqlite3.OperationalError("read-only")))
+    [copied] = merge.merge([str(path)], str(target))  # the source stays at version 2: it cannot be upgraded
+    assert not copied.skipped and copied.cells == 1
+    monkeypatch.undo()
+    assert rows(target, "measurements")[0]["samples_json"] == rows(path, "measurements")[0]["samples_json"]
+    assert run_origin(rows(target, "runs")[0])["db"] == str(path.resolve())
