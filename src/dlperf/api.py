@@ -14,7 +14,7 @@ import os
 import statistics
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlperf import envinfo
@@ -22,7 +22,7 @@ from dlperf.errors import UsageError
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.runner import probe
-from dlperf.runner.plan import Cell, Task, expand, schedule
+from dlperf.runner.plan import Cell, Task, expand, expand_ddp, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
 from dlperf.spec import (
     RunSpec,
@@ -30,6 +30,8 @@ from dlperf.spec import (
     parse_devices,
     parse_frameworks,
     parse_modes,
+    parse_nprocs,
+    parse_scaling,
     parse_threads,
     parse_workloads,
 )
@@ -81,6 +83,11 @@ def make_spec(
     pin: bool = False,
     loss_check: bool = True,
     timer: TimerConfig | None = None,
+    nprocs: Sequence[int] | str | None = None,
+    scaling: str = "strong",
+    nnodes: int = 1,
+    node_rank: int = 0,
+    rdzv_endpoint: str | None = None,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
 
@@ -95,7 +102,14 @@ def make_spec(
         raise UsageError("--timeout must be positive")
     if compile_timeout is not None and compile_timeout <= 0:
         raise UsageError("--compile-timeout must be positive")
+    nprocs = None if nprocs is None else parse_nprocs(joined(nprocs))
+    _check_ddp(nprocs, parse_frameworks(joined(frameworks)), nnodes, node_rank, rdzv_endpoint, timeout)
     return RunSpec(
+        nprocs=nprocs,
+        scaling=parse_scaling(scaling),
+        nnodes=nnodes,
+        node_rank=node_rank,
+        rdzv_endpoint=rdzv_endpoint,
         workloads=parse_workloads(workloads),
         frameworks=parse_frameworks(joined(frameworks)),
         devices=None if devices is None else parse_devices(joined(devices)),
@@ -108,6 +122,25 @@ def make_spec(
         loss_check=loss_check,
         timer=timer or TimerConfig(),
     )
+
+
+def _check_ddp(nprocs, frameworks, nnodes: int, node_rank: int, endpoint: str | None, timeout: float) -> None:
+    from dlperf.runner.distributed import Rendezvous
+
+    Rendezvous(nnodes, node_rank, endpoint, timeout)  # validates --nnodes, --node-rank, --rdzv-endpoint
+    if nprocs is None:
+        if nnodes > 1 or endpoint:
+            raise UsageError("--nnodes and --rdzv-endpoint are for data-parallel cells: add --nproc N")
+        return
+    if tuple(frameworks) != ("torch",):
+        raise UsageError("--nproc: data-parallel cells are PyTorch's DistributedDataParallel; use --frameworks torch")
+
+
+def ddp_workload(w: Workload, cell: Cell) -> Workload:
+    """The workload a DDP cell trains, its `batch` the job's total: the protocol's batch split over the processes
+    (strong scaling), or the workload's batch for each process (weak)."""
+    total = (w.ddp_batch or w.batch) if cell.scaling == "strong" else w.batch * cell.nproc
+    return replace(w, batch=total)
 
 
 def framework_info(frameworks: Sequence[str]) -> dict[str, dict]:
@@ -168,8 +201,12 @@ def make_plan(spec: RunSpec) -> Plan:
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0]) for name in spec.workloads}
     devices = resolve_devices(spec.devices, info)
-    counts = thread_counts(spec.threads, cores, warnings)
     allowed = len(system.affinity_cpus())
+    if spec.nprocs:
+        cells = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
+        chosen = {c.key: ddp_workload(workloads[c.workload], c).to_json() for c in cells}
+        return Plan(spec, cells, chosen, env, cores, warnings)
+    counts = thread_counts(spec.threads, cores, warnings)
     if spec.pin and max(counts) > allowed:
         warnings.append(
             f"--pin: only {allowed} CPUs are in this process's affinity mask; cells with more threads "
@@ -178,6 +215,25 @@ def make_plan(spec: RunSpec) -> Plan:
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
     by_name = {w.name: w.to_json() for w in workloads.values()}
     return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+
+
+def _ddp_cells(spec: RunSpec, workloads: list[Workload], devices: list[str], cores: int, warnings: list[str]):
+    """DDP cells: each process count on each kind of device (the CPU, or one GPU per process), with `--threads`
+    per process or the cores shared evenly. Warned about: more processes x threads than cores, fewer GPUs than
+    processes."""
+    gpus = [d for d in devices if device_kind(d) is DeviceKind.CUDA]
+    kinds = (["cpu"] if "cpu" in devices else []) + (["cuda"] if gpus else [])
+    if not kinds:
+        raise UsageError("--nproc: data-parallel cells run on the CPU (gloo) or on CUDA GPUs (NCCL)")
+    for n in spec.nprocs:
+        if gpus and n > len(gpus):
+            raise UsageError(f"--nproc {n}: one GPU per process, and this node has {len(gpus)}")
+        threads = list(spec.threads) if spec.threads else [max(1, cores // n)]
+        over = [t for t in threads if n * t > cores and "cpu" in kinds]
+        if over:
+            warnings.append(f"--nproc {n} x --threads {','.join(map(str, over))} exceeds the {cores} usable cores: "
+                            "expect oversubscription; measured anyway")  # fmt: skip
+    return expand_ddp(spec, workloads, kinds, cores)
 
 
 def estimate(plan: Plan, db: str) -> float:
@@ -265,7 +321,10 @@ def resume(db: str | None = None, progress: Any = None) -> Outcome:
                 f"({'; '.join(changes)}); start a new run instead"
             )
         rows = store.cells(row["id"])
-        cells = [Cell(r["workload"], r["framework"], r["device"], r["threads"], r["mode"]) for r in rows]
+        cells = [
+            Cell(r["workload"], r["framework"], r["device"], r["threads"], r["mode"], r["nproc"], r["scaling"] or "")
+            for r in rows
+        ]
         workloads = {r["key"]: json.loads(r["workload_json"]) for r in rows}
         tasks = remaining(cells, spec.repeats, store.done_repeats(row["id"]))
         store.set_run_status(row["id"], "running")

@@ -10,7 +10,7 @@ import argparse
 import json
 import sys
 
-from dlperf import __version__, merge, peak
+from dlperf import __version__, comm, merge, peak
 from dlperf.errors import UsageError
 from dlperf.report import commands, compare
 from dlperf.vocab import ExitCode
@@ -36,7 +36,8 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
         "--modes",
         default="fp32",
         help="comma list of modes, each components joined by '+': precision fp32, bf16, fp16 (autocast), tf32 (CUDA); "
-        "channels_last; optimizer foreach or fused; checkpoint; compile; cuda_graphs (CUDA). "
+        "channels_last; optimizer foreach or fused; checkpoint; compile; cuda_graphs (CUDA); "
+        "dataparallel (CUDA, 2+ GPUs). "
         "E.g. fp32,bf16+channels_last,bf16+compile (default: fp32)",
     )
     p.add_argument("--repeats", type=int, default=1, help="fresh processes per cell, interleaved (default: 1)")
@@ -57,6 +58,21 @@ def _run_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-time", type=float, default=1.0, help="seconds of timed steps at least (default: 1)")
     p.add_argument("--max-time", type=float, default=60.0, help="seconds of timed steps at most (default: 60)")
     p.add_argument("--max-warmup", type=int, default=30, help="warm-up steps at most (default: 30)")
+    ddp = p.add_argument_group("data-parallel cells (PyTorch DistributedDataParallel through torchrun)")
+    ddp.add_argument(
+        "--nproc",
+        help="processes per node, e.g. 1,2: each cell becomes a DDP job (gloo on the CPU, NCCL with one GPU per "
+        "process); --threads is then per process (default: the cores shared evenly)",
+    )
+    ddp.add_argument(
+        "--scaling",
+        default="strong",
+        help="strong: the total batch fixed and split over the processes (the paper's multi-GPU protocol: FCN-R "
+        "4096, AlexNet-R 1024, ResNet-56 128); weak: each process trains the workload's batch (default: strong)",
+    )
+    ddp.add_argument("--nnodes", type=int, default=1, help="machines in each DDP job (default: 1)")
+    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's rank among --nnodes (default: 0)")
+    ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate")
 
@@ -130,6 +146,7 @@ def build_parser() -> Parser:
     compare.add_parser(sub, common)
     merge.add_parser(sub, common)
     commands.add_parsers(sub, common)
+    comm.add_parser(sub, common)
     env = sub.add_parser(
         "env",
         parents=[common],
@@ -190,6 +207,11 @@ def cmd_run(args) -> int:
             pin=args.pin,
             loss_check=not args.no_loss_check,
             timer=timer,
+            nprocs=args.nproc,
+            scaling=args.scaling,
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            rdzv_endpoint=args.rdzv_endpoint,
         )
     if args.dry_run:
         for cell in outcome.plan.cells:
@@ -457,4 +479,5 @@ COMMANDS = {
     "plot": commands.cmd_plot,
     "compare": compare.cmd_compare,
     "merge": merge.cmd_merge,
+    "comm": comm.cmd_comm,
 }

@@ -33,6 +33,11 @@ class RunSpec:
     pin: bool = False  # pin each child to `threads` cores of the allowed affinity mask
     loss_check: bool = True  # every mode but fp32 also checks that it still trains (untimed)
     timer: TimerConfig = field(default_factory=TimerConfig)
+    nprocs: tuple[int, ...] | None = None  # DDP processes per node, e.g. (1, 2); None: plain cells, no DDP
+    scaling: str = "strong"  # DDP: "strong" splits the protocol's total batch, "weak" gives each process the batch
+    nnodes: int = 1  # DDP over several machines: each runs the same command with its --node-rank
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None  # host:port of torchrun's c10d rendezvous; None on one node
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -41,7 +46,7 @@ class RunSpec:
     def from_json(cls, d: dict) -> RunSpec:
         d = dict(d)
         d["timer"] = TimerConfig(**d["timer"])
-        for key in ("workloads", "frameworks", "devices", "threads", "modes"):
+        for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs"):
             if d.get(key) is not None:
                 d[key] = tuple(d[key])
         return cls(**d)
@@ -65,6 +70,19 @@ def positive_ints(text: str, flag: str) -> list[int]:
 
 def parse_threads(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(positive_ints(text, "--threads")))
+
+
+def parse_nprocs(text: str) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(positive_ints(text, "--nproc")))
+
+
+SCALING = ("strong", "weak")
+
+
+def parse_scaling(text: str) -> str:
+    if text not in SCALING:
+        raise UsageError(f"--scaling {text!r}: expected strong (the total batch split) or weak (each process's fixed)")
+    return text
 
 
 def parse_devices(text: str) -> tuple[str, ...]:

@@ -3,7 +3,8 @@
 One writer (the parent process), one transaction per finished measurement. Typed columns for what every cell has,
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
 older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
-cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`).
+cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
+and each collective bandwidth (`dlperf comm`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from dlperf.errors import UsageError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 5
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -91,9 +92,38 @@ MIGRATIONS: dict[int, list[str]] = {
         # Where a run copied in by `dlperf merge` came from: {"db", "run_id", "merged_at"}; NULL if measured here.
         "ALTER TABLE runs ADD COLUMN origin_json TEXT",
     ],
+    4: [
+        # Collective bandwidth measured by `dlperf comm`: one row per message size of one job, nccl-tests' figures.
+        """CREATE TABLE comm (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            measured_at TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL, -- envinfo.fingerprint of the node that ran the command
+            env_json TEXT NOT NULL,
+            backend TEXT NOT NULL,          -- gloo | nccl
+            device TEXT NOT NULL CHECK (device IN ('cpu', 'cuda')),
+            world INTEGER NOT NULL,         -- processes in the job, every node's
+            nnodes INTEGER NOT NULL,
+            threads INTEGER NOT NULL,       -- CPU threads per process
+            op TEXT NOT NULL DEFAULT 'all_reduce',
+            bytes INTEGER NOT NULL,         -- message size per rank
+            time_s REAL,                    -- the slowest rank's median time of one collective
+            algbw REAL,                     -- bytes / time_s, bytes/s
+            busbw REAL,                     -- algbw times the bytes a link carries per message byte, bytes/s
+            wrong INTEGER,                  -- elements of the checked result that differ from the expected sum
+            detail_json TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX comm_by_job ON comm (backend, world, bytes)",
+    ],
+    5: [
+        # Data-parallel cells (`dlperf run --nproc`): processes in all, and the scaling protocol; 0 and NULL for a
+        # plain one-process cell.
+        "ALTER TABLE cells ADD COLUMN nproc INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE cells ADD COLUMN scaling TEXT",
+    ],
 }
 
 PEAK_COLUMNS = ("framework", "framework_version", "device", "threads", "kind", "dtype", "value")
+COMM_COLUMNS = ("backend", "device", "world", "nnodes", "threads", "op", "bytes", "time_s", "algbw", "busbw", "wrong")
 
 CELL_COLUMNS = (
     "status", "error", "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s",
@@ -185,22 +215,13 @@ class Store:
     def _insert_cells(self, run_id: int, cells: list[dict]) -> None:
         (start,) = self.conn.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run_id,)).fetchone()
         for pos, c in enumerate(cells, start):
-            self.conn.execute(
-                "INSERT INTO cells (run_id, key, position, workload, framework, device, threads, mode, batch,"
-                " workload_json, status) VALUES (?,?,?,?,?,?,?,?,?,?, 'pending')",
-                (
-                    run_id,
-                    c["key"],
-                    pos,
-                    c["workload"],
-                    c["framework"],
-                    c["device"],
-                    c["threads"],
-                    c["mode"],
-                    c["workload_json"]["batch"],
-                    json.dumps(c["workload_json"]),
-                ),
-            )
+            row = {
+                "run_id": run_id, "key": c["key"], "position": pos, "workload": c["workload"],
+                "framework": c["framework"], "device": c["device"], "threads": c["threads"], "mode": c["mode"],
+                "batch": c["workload_json"]["batch"], "workload_json": json.dumps(c["workload_json"]),
+                "nproc": c.get("nproc") or 0, "scaling": c.get("scaling") or None, "status": "pending",
+            }  # fmt: skip
+            self._insert("cells", row)  # an older file (the tests make some) has no data-parallel columns
 
     def set_run_status(self, run_id: int, status: str) -> None:
         finished = None if status == "running" else now()
@@ -349,19 +370,25 @@ class Store:
 
         Each peak has the PEAK_COLUMNS (`dtype` None for bandwidth, `value` None when it could not be measured) and
         a JSON-ready `detail`."""
+        return self._record_measured("peaks", PEAK_COLUMNS, fingerprint, env, peaks)
+
+    def _record_measured(
+        self, table: str, columns: tuple[str, ...], fingerprint: dict, env: dict, rows: list[dict[str, Any]]
+    ) -> list[int]:
+        """Rows of `table` measured together, each with the machine's fingerprint and environment: one transaction."""
         measured_at = now()
         ids = []
         with self.conn:
-            for peak in peaks:
+            for row in rows:
                 cur = self.conn.execute(
-                    f"INSERT INTO peaks (measured_at, fingerprint_json, env_json, {', '.join(PEAK_COLUMNS)},"
-                    f" detail_json) VALUES (?, ?, ?, {', '.join('?' * len(PEAK_COLUMNS))}, ?)",
+                    f"INSERT INTO {table} (measured_at, fingerprint_json, env_json, {', '.join(columns)},"
+                    f" detail_json) VALUES (?, ?, ?, {', '.join('?' * len(columns))}, ?)",
                     (
                         measured_at,
                         json.dumps(fingerprint),
                         json.dumps(env),
-                        *(peak.get(c) for c in PEAK_COLUMNS),
-                        json.dumps(peak.get("detail", {})),
+                        *(row.get(c) for c in columns),
+                        json.dumps(row.get("detail", {})),
                     ),
                 )
                 ids.append(cur.lastrowid)
@@ -378,8 +405,12 @@ class Store:
         if measured:
             where.append("value IS NOT NULL")
         args = [v for v in (device, threads, kind) if v is not None]
+        return self._measured_rows("peaks", PEAK_COLUMNS, where, args)
+
+    def _measured_rows(self, table: str, columns: tuple[str, ...], where: list[str], args: list) -> list[dict]:
+        """Rows of `table` matching `where`, newest first, `fingerprint` and `detail` decoded, no environment."""
         rows = self.conn.execute(
-            f"SELECT id, measured_at, fingerprint_json, {', '.join(PEAK_COLUMNS)}, detail_json FROM peaks"
+            f"SELECT id, measured_at, fingerprint_json, {', '.join(columns)}, detail_json FROM {table}"
             f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC",
             args,
         )
@@ -390,6 +421,25 @@ class Store:
             d["detail"] = json.loads(d.pop("detail_json"))
             out.append(d)
         return out
+
+    # --- collective bandwidth (`dlperf comm`) -----------------------------------------------------------------------
+    def record_comm(self, fingerprint: dict, env: dict, rows: list[dict[str, Any]]) -> list[int]:
+        """The sizes of one `dlperf comm` job, with the machine that ran it: one transaction; returns their ids.
+
+        Each row has the COMM_COLUMNS (`op` defaults to all_reduce) and a JSON-ready `detail`."""
+        rows = [{"op": "all_reduce", **row} for row in rows]
+        return self._record_measured("comm", COMM_COLUMNS, fingerprint, env, rows)
+
+    def comm_results(
+        self, *, backend: str | None = None, world: int | None = None, nbytes: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Stored collective figures, newest first, JSON columns decoded (`fingerprint`, `detail`; the environment
+        is left out: read it by id). An old file that cannot be upgraded has none."""
+        if self.version < 4:
+            return []
+        filters = (("backend", backend), ("world", world), ("bytes", nbytes))
+        where = [f"{col} = ?" for col, v in filters if v is not None]
+        return self._measured_rows("comm", COMM_COLUMNS, where, [v for _, v in filters if v is not None])
 
 
 def _measured(measurements: list[dict[str, Any]]) -> list[tuple]:

@@ -47,6 +47,8 @@ class Mode(StrEnum):
     # compilation and launch
     COMPILE = "compile"  # torch.compile of the model (TorchInductor)
     CUDA_GRAPHS = "cuda_graphs"  # CUDA only: the whole step captured once and replayed
+    # parallelism within one process
+    DATA_PARALLEL = "dataparallel"  # CUDA only, 2+ GPUs: torch.nn.DataParallel, the batch split over every GPU
 
 
 # Components of which a mode has at most one.

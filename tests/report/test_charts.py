@@ -103,3 +103,14 @@ def test_save_writes_each_format(tmp_path, suffix, magic):
     out = tmp_path / f"fig.{suffix}"
     figures.save(charts_, out)
     assert out.read_bytes().startswith(magic)
+
+
+def test_ddp_scaling_draws_processes_with_the_ideal_of_each_protocol():
+    strong = [{**cell(threads=2 // n, median=m), "nproc": n, "scaling": "strong"} for n, m in ((1, 1.0), (2, 0.8))]
+    weak = [{**cell(threads=1, median=m), "nproc": n, "scaling": "weak"} for n, m in ((1, 1.0), (2, 1.25))]
+    [chart] = charts.ddp_scaling(strong + weak + [cell(threads=2)])  # the plain cell is not a DDP point
+    by_name = {s.label: s for s in chart.series}
+    assert [p.y for p in by_name["torch fp32 strong ideal"].points] == [1.0, 0.5]
+    assert [p.y for p in by_name["torch fp32 weak ideal"].points] == [1.0, 1.0]
+    assert [p.x for p in by_name["torch fp32 strong"].points] == [1, 2]
+    assert "strong scaling, ddp:2x1" in by_name["torch fp32 strong"].points[1].tip

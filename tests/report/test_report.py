@@ -49,7 +49,7 @@ def test_report_is_one_offline_file_with_every_section(tmp_path, report_db):
             assert not attrs.get(name) or attrs[name].startswith("#"), (tag, attrs)
     assert len(tags.scripts) == 1  # ours: the tooltip
     ids = {attrs.get("id") for _, attrs in tags.tags}
-    for section in ("table", "scaling", "variants", "gpu", "utilization", "paper", "warnings", "environment"):
+    for section in ("table", "scaling", "variants", "ddp", "gpu", "utilization", "paper", "warnings", "environment"):
         assert section in ids
     charts = [attrs["data-chart"] for tag, attrs in tags.tags if tag == "figure"]
     assert charts == ["scaling-fcn-r", "scaling-script-alert-1-script", "variants-fcn-r", "gpu-speedup",

@@ -116,6 +116,7 @@ UNSUPPORTED = {
     Mode.CHECKPOINT: "checkpoint: the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
     Mode.COMPILE: "compile: jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
     Mode.CUDA_GRAPHS: "cuda_graphs: the jax backend has no such mode; XLA launches the compiled step as a whole",
+    Mode.DATA_PARALLEL: "dataparallel: torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
 }
 
 

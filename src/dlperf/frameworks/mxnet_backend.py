@@ -55,6 +55,7 @@ UNSUPPORTED = {
     Mode.CHECKPOINT: "the mxnet backend has no gradient checkpointing mode",
     Mode.COMPILE: "the mxnet fp32 cell is already hybridized (a static graph); there is nothing more to compile",
     Mode.CUDA_GRAPHS: "the mxnet backend has no CUDA-graphs mode (CUDA only)",
+    Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the mxnet backend runs one device",
 }
 
 # Variables MXNet reads when it is loaded; reported as they are, None where MXNet uses its default.

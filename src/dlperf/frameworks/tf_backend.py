@@ -65,6 +65,7 @@ UNSUPPORTED = {
     Mode.FUSED: "fused is a PyTorch optimizer implementation; Keras' SGD on tensorflow has no such variant",
     Mode.CHECKPOINT: "gradient checkpointing (tf.recompute_grad) is not implemented in dlperf's tensorflow backend",
     Mode.CUDA_GRAPHS: "CUDA graphs are a PyTorch feature; tensorflow has no equivalent to measure",
+    Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the tensorflow backend runs one device",
 }
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -410,6 +410,8 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
     for precision, dtype in AUTOCAST_DTYPES.items():
         if precision in components:
             _autocast(step, dtype, scaled=precision is Mode.FP16)
+    if Mode.DATA_PARALLEL in components:
+        _data_parallel(step)
     if Mode.COMPILE in components:
         _compile(step, cuda_graphs=Mode.CUDA_GRAPHS in components)
     elif Mode.CUDA_GRAPHS in components:
@@ -418,9 +420,24 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
 
 
 def _check_device_modes(components: set[Mode], device: torch.device) -> None:
-    for cuda_only in (Mode.TF32, Mode.CUDA_GRAPHS):
+    for cuda_only in (Mode.TF32, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL):
         if cuda_only in components and device.type != "cuda":
             raise NotImplementedError(f"{cuda_only.value} applies to CUDA GPUs only; this cell runs on {device.type}")
+    if Mode.DATA_PARALLEL in components:
+        if torch.cuda.device_count() < 2:
+            raise NotImplementedError(
+                f"dataparallel needs 2 or more GPUs; this machine has {torch.cuda.device_count()}"
+            )
+        if components & {Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.CHECKPOINT}:
+            raise NotImplementedError("dataparallel with compile, cuda_graphs or checkpoint is not measured")
+
+
+def _data_parallel(step: TorchStep) -> None:
+    """torch.nn.DataParallel over every visible GPU: each step scatters the batch from the cell's GPU, replicates
+    the model, gathers the outputs there; one process, one Python thread per GPU."""
+    step.forward = torch.nn.DataParallel(step.model, device_ids=list(range(torch.cuda.device_count())),
+                                         output_device=step.device)  # fmt: skip
+    step.mode_settings["data_parallel_gpus"] = torch.cuda.device_count()
 
 
 def _set_tf32(device: torch.device, on: bool) -> None:

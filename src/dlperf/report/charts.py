@@ -149,6 +149,33 @@ def scaling(cells: list[dict]) -> list[Chart]:
     return charts
 
 
+def ddp_scaling(cells: list[dict]) -> list[Chart]:
+    """Per workload: seconds per step against DDP processes, one line per series and protocol, with its ideal:
+    strong scaling divides the fewest processes' time by the process ratio, weak scaling keeps it flat."""
+    ddp = [c for c in timed(cells) if c.get("nproc")]
+    shown = varying(cells)
+    charts = []
+    for (workload,), group in _by(ddp, "workload").items():
+        series = []
+        for (label, protocol), line in _by(group, lambda c: series_label(c, shown), "scaling").items():
+            if len({c["nproc"] for c in line}) < 2:
+                continue
+            line = sorted(line, key=lambda c: (c["nproc"], c["median_s"]))
+            line = [c for i, c in enumerate(line) if i == 0 or c["nproc"] != line[i - 1]["nproc"]]  # fastest per N
+            name = f"{label} {protocol}"
+            series.append(Series(name, [_point(c, c["nproc"], f"{protocol} scaling, {column_of(c)}") for c in line]))
+            n0, t0 = line[0]["nproc"], line[0]["median_s"]
+            ideal = [Point(c["nproc"], t0 * n0 / c["nproc"] if protocol == "strong" else t0) for c in line]
+            series.append(Series(f"{name} ideal", ideal, ideal=True))
+        if series:
+            charts.append(
+                Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: data-parallel scaling", "DDP processes",
+                      "seconds per step", series, caption="median step of the slowest process (error bars: "
+                      "interquartile range); dashed: ideal (strong: time / processes, weak: flat)")
+            )  # fmt: skip
+    return charts
+
+
 def variants(cells: list[dict]) -> list[Chart]:
     """Per workload: a bar per series (framework, mode, ...) in each column, with IQR error bars. Only where a
     workload has more than one series: modes, frameworks and `optimize` results side by side."""
@@ -253,7 +280,7 @@ def utilization(cells: list[dict]) -> Chart | None:
 def all_charts(cells: list[dict], paper_rows: list | None = None) -> list[Chart]:
     from dlperf.report import paper
 
-    charts = [*scaling(cells), *variants(cells)]
+    charts = [*scaling(cells), *ddp_scaling(cells), *variants(cells)]
     charts += [c for c in (gpu_speedup(cells), utilization(cells)) if c is not None]
     if paper_rows:
         charts.append(paper.chart(paper_rows))

@@ -13,6 +13,7 @@ from dlperf.vocab import ExitCode
 KINDS = {
     "scaling": ("scaling-", "no workload was measured at two or more CPU thread counts"),
     "variants": ("variants-", "no workload was measured with more than one framework or mode"),
+    "ddp": ("ddp-", "no workload was measured with DDP at two or more process counts"),
     "gpu": ("gpu-speedup", "no GPU was measured"),
     "utilization": ("utilization", "no utilization: measure the peaks with dlperf peak first"),
     "paper": ("paper", "no fp32 cell of the paper's networks at the paper's batch"),

@@ -27,6 +27,10 @@ def record(cell: dict[str, Any], samples: list[list[float]] | None = None) -> di
     compiled = extra.get("compile") or {}
     for key in ("compile_s", "graphs", "graph_breaks", "recompiles"):
         rec[key] = compiled.get(key)
+    rec["nproc"], rec["scaling"] = cell.get("nproc") or 0, cell.get("scaling")  # data-parallel cells
+    comm = extra.get("comm") or {}
+    for key in ("gradient_bytes", "allreduce_s", "busbw_bytes_s", "local_step_s", "exposed_comm_s", "comm_share"):
+        rec[key] = comm.get(key)
     check = extra.get("loss_check") or {}
     rec["loss_ok"], rec["loss_reason"] = check.get("ok"), check.get("reason")
     rec["warnings"] = extra.get("warnings", [])

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from html import escape
 
 from dlperf import __version__
-from dlperf.report import best, charts, figures, paper, table
+from dlperf.report import best, charts, ddp, figures, paper, table
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
@@ -38,6 +38,7 @@ def render(data: Loaded) -> str:
                 "CPU thread counts in this run.")),
         Section("variants", "Frameworks and modes", by_kind("variants-") + _best_table(data)
                 or _none("Every workload was measured with one framework in one mode.")),
+        Section("ddp", "Data-parallel scaling", by_kind("ddp-") + _ddp(data)),
         Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
         Section("utilization", "Utilization of the measured peak", drawn.get("utilization") or _none(
             "No utilization: " + ("no cell has a FLOP count." if data.peaks_found else "no peak was measured on this "
@@ -112,6 +113,18 @@ def _best_table(data: Loaded) -> str:
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in best.notes(rows))
     heading = "<h3>The fastest mode per workload, against fp32</h3>"
     return heading + _html_table(list(best.HEAD), [best.values(r) for r in rows], "best") + notes
+
+
+def _ddp(data: Loaded) -> str:
+    rows = ddp.build(data.cells)
+    if not rows:
+        return _none("No data-parallel cell in this run (dlperf run --nproc 1,2 measures some).")
+    legend = (
+        '<p class="legend">strong scaling: speed-up T1 / TN and efficiency T1 / (N x TN) against the ddp:1 cell of the '
+        "same total batch; weak: throughput N x T1 / TN and efficiency T1 / TN. All-reduce: the step's gradient "
+        "buckets all-reduced alone; exposed communication: the DDP step minus the same step under no_sync.</p>"
+    )
+    return _html_table(list(ddp.HEAD), [ddp.values(r) for r in rows], "ddp") + legend
 
 
 def _paper(rows: list[paper.Row], notes: list[str], chart_html: str) -> str:

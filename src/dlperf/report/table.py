@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,12 +42,16 @@ class TableView:
 
 
 def column_of(cell: dict) -> str:
-    return f"cpu:{cell['threads']}" if cell["device"] == "cpu" else cell["device"]
+    from dlperf.runner.plan import column_name
+
+    return column_name(cell["device"], cell["threads"], cell.get("nproc") or 0)
 
 
 def column_order(column: str) -> tuple:
+    """cpu:1, cpu:2, ... first, then accelerators, then ddp:1x2, ddp:2x1, ... by their numbers."""
     kind, _, index = column.partition(":")
-    return (kind != "cpu", kind, int(index) if index.isdigit() else -1)
+    numbers = tuple(int(n) for n in re.findall(r"\d+", index))
+    return (kind != "cpu", kind == "ddp", kind, numbers or (-1,), index)
 
 
 def build(run_id: int, cells: list[dict]) -> TableView:
@@ -61,7 +66,10 @@ def build(run_id: int, cells: list[dict]) -> TableView:
 
 
 def _notes(cells: list[dict]) -> list[str]:
-    return parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
+    from dlperf.report import ddp
+
+    notes = parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
+    return notes + ddp.notes(ddp.build(cells))
 
 
 def cell_label(cell: dict) -> str:

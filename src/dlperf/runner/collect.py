@@ -6,11 +6,13 @@ shared machine the variation between processes is often larger than within one; 
 
 from __future__ import annotations
 
+import re
+import signal
 import statistics
 from typing import Any
 
 from dlperf.measure.stats import summarize
-from dlperf.runner.launch import ChildResult
+from dlperf.runner.launch import ChildResult, signal_reason
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
@@ -58,6 +60,7 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "cpu_utilization": done.get("cpu_utilization"),
         "minor_faults_per_step": done.get("minor_faults_per_step"),
         "process_hwm_increase_bytes": done.get("process_hwm_increase_bytes"),
+        "comm": {k: v for k, v in _first(events, "comm").items() if k != "event"} or None,  # DDP cells
     }
     if status is not Status.OK:
         detail["traceback"] = _first(events, "error").get("traceback")
@@ -69,6 +72,69 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "detail": detail,
         "duration_s": child.duration_s,
     }
+
+
+def torchrun_exits(text: str) -> dict[int, int]:
+    """Rank -> exit code from torchrun's failure summary ("rank : 1 (local_rank: 1)" then "exitcode : -9 ...")."""
+    return {int(rank): int(code) for rank, code in re.findall(r"rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", text)}
+
+
+def _died(code: int) -> str:
+    return signal_reason(-code) if code < 0 else f"worker exited with code {code}"
+
+
+def ddp_measurement(
+    by_rank: dict[int, list[dict]], child: ChildResult, timeout: float, exits: dict[int, int] | None = None
+) -> dict[str, Any]:
+    """One DDP job's outcome from every process's events: the first failure (naming its rank), or the slowest
+    process's steps as the samples (the step a user waits for), with every process's steps in the detail."""
+    started = {r: ev for r, ev in by_rank.items() if _first(ev, "start")}
+    if not started:
+        why = "no process started: the rendezvous did not complete"
+        last = child.stderr_tail.strip().splitlines()[-1:] or [""]
+        status = Status.TIMEOUT if child.timed_out else Status.FAILED
+        error = f"{why} within --timeout {timeout:g} s" if child.timed_out else f"{why}: {last[0]}".rstrip(": ")
+        return {"status": status.value, "error": error, "samples": [], "duration_s": child.duration_s,
+                "detail": {"stderr_tail": child.stderr_tail}}  # fmt: skip
+    finished = all(_first(ev, "done") for ev in started.values()) and not child.timed_out
+    # every process reported its result: a crash while they tear down does not undo what they measured
+    per = {r: measurement(ev, ChildResult(0, False, child.duration_s, child.stderr_tail) if finished else child,
+                          timeout) for r, ev in sorted(started.items())}  # fmt: skip
+    if finished and child.crashed_reason:
+        for m in per.values():
+            m["detail"]["exit_after_result"] = child.crashed_reason
+    first_bad = _first_failure(per, started, exits or {})
+    if first_bad is not None:
+        return first_bad
+    slowest = max(per, key=lambda r: statistics.median(per[r]["samples"]) if per[r]["samples"] else 0.0)
+    chosen = per[slowest]
+    everyone = next((_first(ev, "ranks").get("samples") for ev in started.values() if _first(ev, "ranks")), None)
+    chosen["detail"]["ranks"] = everyone or [per[r]["samples"] for r in sorted(per)]
+    chosen["detail"]["slowest_rank"] = slowest
+    chosen["detail"]["hosts"] = sorted({_first(ev, "start").get("host") for ev in started.values()})
+    return chosen
+
+
+def _first_failure(per: dict[int, dict], events: dict[int, list[dict]], exits: dict[int, int]) -> dict | None:
+    """The measurement that says why the job failed, naming its rank: `unsupported` first; then a process killed
+    by a signal (not torchrun's SIGTERM to the rest) before it could say anything, since the others' errors
+    ("connection reset by peer") are only its consequence; then a process's own error; then a timeout; then a
+    process that ended without a result."""
+    if unsupported := next((r for r, m in per.items() if m["status"] == Status.UNSUPPORTED.value), None):
+        return {**per[unsupported], "error": f"rank {unsupported}: {per[unsupported]['error']}"}
+    for rank, code in sorted(exits.items()):
+        silent = rank in per and not _first(events[rank], "error") and not _first(events[rank], "done")
+        if silent and code < 0 and code != -signal.SIGTERM:
+            return {**per[rank], "status": Status.FAILED.value, "error": f"rank {rank}: {_died(code)}"}
+    for wanted in (Status.FAILED, Status.TIMEOUT):
+        for rank, m in per.items():
+            if m["status"] == wanted.value and (wanted is not Status.FAILED or _first(events[rank], "error")):
+                return {**m, "error": f"rank {rank}: {m['error']}"}
+    unfinished = [r for r in per if not _first(events[r], "done")]
+    if unfinished:
+        m = per[unfinished[0]]
+        return {**m, "status": Status.FAILED.value, "error": f"rank {unfinished[0]}: {m['error']}"}
+    return None
 
 
 def _loss_check(events: list[dict], child: ChildResult) -> dict | None:
@@ -188,6 +254,7 @@ def _static(details: list[dict]) -> dict[str, Any]:
             "flops_by_dtype": first("flops_by_dtype"),
             "compile": first("compile"),
             "loss_check": first("loss_check"),
+            "comm": first("comm"),
         },
     }
 

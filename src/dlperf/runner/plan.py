@@ -1,4 +1,5 @@
-"""The sweep expanded into cells. A cell is one measurement: (workload, framework, device, threads, mode).
+"""The sweep expanded into cells. A cell is one measurement: (workload, framework, device, threads, mode), and for a
+data-parallel cell the number of processes and the scaling protocol.
 
 A cell's key is stable across runs, so a sweep can be resumed and two runs compared cell by cell.
 """
@@ -17,17 +18,20 @@ class Cell:
     workload: str
     framework: str
     device: str  # "cpu", "cuda:0", "mps"
-    threads: int  # CPU threads of the process (for GPU cells: the host threads)
+    threads: int  # CPU threads of the process (for GPU cells: the host threads); of each process under DDP
     mode: str
+    nproc: int = 0  # DDP processes in all (every node's); 0: one plain process, no torch.distributed
+    scaling: str = ""  # DDP: "strong" (the total batch fixed and split) or "weak" (each process's batch fixed)
 
     @property
     def key(self) -> str:
-        return f"{self.workload}|{self.framework}|{self.device}|{self.threads}|{self.mode}"
+        base = f"{self.workload}|{self.framework}|{self.device}|{self.threads}|{self.mode}"
+        return f"{base}|ddp:{self.nproc}:{self.scaling}" if self.nproc else base
 
     @property
     def column(self) -> str:
-        """Where the cell goes in the Table-7 view: `cpu:4`, `cuda:0`, `mps`."""
-        return f"cpu:{self.threads}" if self.device == "cpu" else self.device
+        """Where the cell goes in the Table-7 view: `cpu:4`, `cuda:0`, `mps`, `ddp:2x1` (2 processes x 1 thread)."""
+        return column_name(self.device, self.threads, self.nproc)
 
     @property
     def label(self) -> str:
@@ -35,6 +39,12 @@ class Cell:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+def column_name(device: str, threads: int, nproc: int = 0) -> str:
+    if nproc:
+        return f"ddp:{nproc}x{threads}" if device == "cpu" else f"ddp:{nproc}x{device}"
+    return f"cpu:{threads}" if device == "cpu" else device
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,19 @@ def expand(spec: RunSpec, workloads: list[Workload], devices: list[str], threads
                 for n in counts:
                     for mode in spec.modes:
                         cells.append(Cell(w.name, framework, device, n, mode))
+    return cells
+
+
+def expand_ddp(spec: RunSpec, workloads: list[Workload], kinds: list[str], cores: int) -> list[Cell]:
+    """DDP cells in sweep order: per workload and device kind (cpu, cuda), every process count per node, each with
+    `--threads` per process or the cores shared evenly; `nproc` counts every node's processes."""
+    cells = []
+    for w in workloads:
+        for kind in kinds:
+            for n in spec.nprocs or ():
+                for threads in spec.threads or (max(1, cores // n),):
+                    for mode in spec.modes:
+                        cells.append(Cell(w.name, "torch", kind, threads, mode, n * spec.nnodes, spec.scaling))
     return cells
 
 

@@ -79,6 +79,8 @@ def task_payload(task: Task, workload: dict, spec: RunSpec, check_if_faster_than
 def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
     """Measure one task in a fresh child; return the measurement (never raises for a child's failure)."""
     cell = task.cell
+    if cell.nproc:
+        return run_ddp_task(task, ctx, poll)
     with tempfile.TemporaryDirectory(prefix="dlperf-cell-") as tmp:
         tmpdir = Path(tmp)
         (tmpdir / "task.json").write_text(
@@ -90,6 +92,44 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
         watch = CompileWatch(tmpdir / "result.jsonl", ctx.spec.compile_timeout)
         child = run_child(cmd, env, ctx.spec.timeout, tmpdir, poll, watch.check)
         return collect.measurement(read_events(tmpdir / "result.jsonl"), child, ctx.spec.timeout)
+
+
+def rendezvous(spec: RunSpec):
+    from dlperf.runner.distributed import Rendezvous
+
+    return Rendezvous(spec.nnodes, spec.node_rank, spec.rdzv_endpoint, join_timeout_s=spec.timeout)
+
+
+def ddp_pins(threads: int, per_node: int) -> dict[str, list[int]]:
+    """--pin under DDP: each process of this node its own `threads` CPUs of the allowed ones."""
+    from dlperf.measure.system import affinity_cpus
+
+    allowed = sorted(affinity_cpus())
+    return {str(r): allowed[r * threads : (r + 1) * threads] or allowed for r in range(per_node)}
+
+
+def run_ddp_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
+    """A data-parallel cell: one torchrun job of this node's processes; every process reports on its own file."""
+    from dlperf.runner.distributed import rendezvous_id, torchrun_command
+
+    cell, rdzv = task.cell, rendezvous(ctx.spec)
+    per_node = cell.nproc // rdzv.nnodes
+    with tempfile.TemporaryDirectory(prefix="dlperf-ddp-") as tmp:
+        tmpdir = Path(tmp)
+        payload = task_payload(task, ctx.workloads[cell.key], ctx.spec)
+        payload["pin_cpus"] = ddp_pins(cell.threads, per_node) if ctx.spec.pin and cell.device == "cpu" else None
+        payload["group_timeout_s"] = ctx.spec.timeout
+        (tmpdir / "task.json").write_text(json.dumps(payload))
+        python = interpreter_for(cell.framework)
+        job = rendezvous_id(cell.key, task.repeat, rdzv.endpoint)
+        args = [str(tmpdir / "task.json"), str(tmpdir / "result")]
+        cmd = torchrun_command(python, per_node, rdzv, job, "dlperf.runner.ddp_worker", args)
+        env = {**child_env(os.environ, cell.threads, python), **cache_env(tmpdir)}
+        child = run_child(cmd, env, ctx.spec.timeout, tmpdir, poll)
+        files = tmpdir.glob("result.rank*.jsonl")
+        by_rank = {int(p.name.removeprefix("result.rank").removesuffix(".jsonl")): read_events(p) for p in files}
+        exits = collect.torchrun_exits((tmpdir / "stderr.log").read_text(errors="replace"))
+        return collect.ddp_measurement(by_rank, child, ctx.spec.timeout, exits)
 
 
 class CompileWatch:
@@ -136,7 +176,8 @@ def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
         if r["repeat"] != task.repeat
     ]
     batch = ctx.workloads[cell.key]["batch"]
-    figures = collect.cell_figures([*earlier, m], batch, cell.threads, ctx.cores, cell.device)
+    busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
+    figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device)
     ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures)
     return figures
 

@@ -55,6 +55,7 @@ class Workload:
     paper: str | None = None  # the network's name in shared/reference/shi2016_table7.csv
     source: str | None = None  # "file.py:factory" or "package.module:factory" for user workloads
     hidden: bool = False  # tiny test variants: left out of `dlperf list` and the default sweep
+    ddp_batch: int | None = None  # the paper's multi-GPU protocol: the total batch split over 1, 2, 4 devices
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 

@@ -7,6 +7,8 @@ Each network also has a hidden `tiny-` variant of the same topology, small enoug
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
 
 CITATION = (
@@ -186,5 +188,9 @@ TINY: tuple[Workload, ...] = (
         hidden=True,
     ),
 )
+
+# The paper's multi-GPU protocol fixes the total batch and splits it across the devices (strong scaling).
+DDP_BATCH = {"fcn-r": 4096, "alexnet-r": 1024, "resnet-56": 128}
+SUITE = tuple(replace(w, ddp_batch=DDP_BATCH[w.name]) if w.name in DDP_BATCH else w for w in SUITE)
 
 BUILTIN: dict[str, Workload] = {w.name: w for w in SUITE + TINY}

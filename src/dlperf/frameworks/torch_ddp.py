@@ -1,0 +1,188 @@
+"""Data-parallel training with DistributedDataParallel, in a process torchrun started: gloo on CPUs, NCCL on CUDA.
+
+Every collective is torch.distributed's own. The train step is the torch backend's, its model wrapped in DDP, so a
+DDP cell differs from a plain one only by the gradient all-reduce. Each process trains its share of the total batch
+(strong scaling) or the workload's batch (weak scaling: the planner sets the total), on its own synthetic data.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import statistics
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from dlperf.frameworks import torch_backend, torch_comm
+from dlperf.measure.timer import timed_step
+from dlperf.runner.distributed import bus_bandwidth
+from dlperf.vocab import Mode, mode_components
+from dlperf.workloads.base import Workload
+
+# modes whose step is not "the model's forward": they change what DDP wraps and are not measured under DDP yet
+NOT_WITH_DDP = {Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.CHECKPOINT, Mode.DATA_PARALLEL}
+DEFAULT_BUCKET_BYTES = 25 * 2**20  # DDP's bucket_cap_mb default
+COMM_REPEATS = 10  # standalone all-reduces of the gradient buckets
+LOCAL_STEPS = 5  # steps under no_sync: a median of a few, each as long as a training step
+
+
+@dataclass(frozen=True)
+class Group:
+    rank: int
+    world: int
+    local_rank: int
+    local_world: int
+    backend: str
+
+
+def init(device: str, timeout_s: float) -> Group:
+    """Join the process group torchrun set up (its environment variables name the rendezvous)."""
+    backend = "nccl" if device.startswith("cuda") else "gloo"
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+    dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
+    return Group(dist.get_rank(), dist.get_world_size(), local_rank,
+                 int(os.environ.get("LOCAL_WORLD_SIZE", 1)), backend)  # fmt: skip
+
+
+def close(together: bool) -> None:
+    torch_comm.leave(together)
+
+
+def device_of(device: str, group: Group) -> str:
+    """Each process its own GPU (the node-local rank's); the CPU is shared."""
+    return f"cuda:{group.local_rank}" if device.startswith("cuda") else "cpu"
+
+
+def reduce(values: list[float], group: Group, op: str = "max") -> list[float]:
+    """The element-wise max (or sum) over every process: what all of them then decide on, identically."""
+    device = torch.device(f"cuda:{group.local_rank}" if group.backend == "nccl" else "cpu")
+    return torch_comm.reduced(values, dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, device)
+
+
+def barrier() -> None:
+    dist.barrier()
+
+
+def gather(obj: Any, group: Group) -> list[Any]:
+    out: list[Any] = [None] * group.world
+    dist.all_gather_object(out, obj)
+    return out
+
+
+class DDPStep:
+    """The torch backend's step with its model wrapped in DistributedDataParallel."""
+
+    def __init__(self, step: torch_backend.TorchStep, group: Group, per_process_batch: int) -> None:
+        self.inner, self.group, self.per_process_batch = step, group, per_process_batch
+        ids = [group.local_rank] if group.backend == "nccl" else None
+        self.ddp = DistributedDataParallel(step.model, device_ids=ids)
+        step.forward = self.ddp
+        self.params, self.compiles = step.params, False
+
+    def step(self) -> torch.Tensor:
+        return self.inner.iteration()  # DDP's backward returns when every bucket's all-reduce has finished
+
+    def local_step(self) -> torch.Tensor:
+        """The same step without the all-reduce: what computing alone costs."""
+        with self.ddp.no_sync():
+            return self.inner.iteration()
+
+    def sync(self) -> None:
+        self.inner.sync()
+
+    def settings(self) -> dict[str, Any]:
+        return {**self.inner.settings(), "ddp_backend": self.group.backend, "world_size": self.group.world,
+                "per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes()}  # fmt: skip
+
+    def count_flops(self) -> dict[str, Any] | None:
+        """The whole job's FLOPs per step: every process's share. Not split by dtype: a step of N processes is
+        not held against one process's peak."""
+        counted = self.inner.count_flops()
+        if not counted:
+            return None
+        return {"flops_per_step": counted["flops_per_step"] * self.group.world, "flops_by_dtype": None}
+
+    def memory_of_step(self) -> dict[str, int]:
+        return self.inner.memory_of_step()
+
+    def gradient_bytes(self) -> int:
+        return sum(p.numel() * p.element_size() for p in self.inner.trainable)
+
+    def bucket_sizes(self) -> list[int]:
+        """Bytes per all-reduce bucket, as DDP's logger reports them; one bucket per 25 MiB otherwise."""
+        try:
+            sizes = self.ddp._get_ddp_logging_data().get("bucket_sizes")
+            if sizes:
+                return [int(s) for s in str(sizes).split(",") if s.strip()]
+        except Exception:
+            pass
+        total = self.gradient_bytes()
+        return [min(DEFAULT_BUCKET_BYTES, total - i) for i in range(0, total, DEFAULT_BUCKET_BYTES)]
+
+
+def build(workload: Workload, device: str, mode: str, group: Group) -> DDPStep:
+    """The DDP step of `workload`: its `batch` is the job's total, split evenly over the processes."""
+    if set(mode_components(mode)) & NOT_WITH_DDP:
+        names = ", ".join(sorted(m.value for m in set(mode_components(mode)) & NOT_WITH_DDP))
+        raise NotImplementedError(f"{names} under DDP is not measured by dlperf yet")
+    if workload.arch == "user":
+        raise NotImplementedError("user workloads under DDP are not measured by dlperf yet")
+    if workload.batch % group.world:
+        raise NotImplementedError(
+            f"a total batch of {workload.batch} does not split evenly over {group.world} processes"
+        )
+    local = replace(workload, batch=workload.batch // group.world)
+    dev = torch.device(device_of(device, group))
+    step = torch_backend.build(local, str(dev), mode)
+    torch.manual_seed(torch_backend.DATA_SEED + group.rank)  # each process its own data, as data parallelism has
+    step.inputs, step.targets = torch_backend.synthetic_batch(local, dev)
+    if step.forward is not step.model:
+        raise NotImplementedError(f"{mode}: its step does not call the model directly, so DDP cannot wrap it")
+    return DDPStep(step, group, local.batch)
+
+
+def communication(train: DDPStep) -> dict[str, Any]:
+    """Where a DDP step's time goes, measured after the timed steps (untimed):
+
+    - `allreduce_s`: all-reducing the step's gradient buckets alone, on tensors of their sizes (median of
+      COMM_REPEATS, the slowest process's), and the algorithm and bus bandwidth that achieves;
+    - `local_step_s`: the step under `no_sync`, computing without all-reducing;
+    - `exposed_comm_s`: the DDP step minus the local step, the two alternated LOCAL_STEPS times (medians, the
+      slowest process's): the communication that compute did not hide."""
+    group = train.group
+    buckets = train.bucket_sizes()
+    device = device_of("cuda" if group.backend == "nccl" else "cpu", group)
+    tensors = [torch.zeros(max(1, size // 4), dtype=torch.float32, device=device) for size in buckets]
+    times = []
+    for _ in range(COMM_REPEATS):
+        barrier()
+        start = time.perf_counter()
+        for t in tensors:
+            dist.all_reduce(t)
+        train.sync()
+        times.append(time.perf_counter() - start)
+    local, synced = [], []
+    for _ in range(LOCAL_STEPS):  # alternated, so both kinds of step see the machine in the same state
+        barrier()
+        local.append(timed_step(train.local_step, train.sync))
+        barrier()
+        synced.append(timed_step(train.step, train.sync))
+    allreduce_s, local_s, step_s = reduce([statistics.median(x) for x in (times, local, synced)], group)
+    nbytes = train.gradient_bytes()
+    algbw, busbw = bus_bandwidth(nbytes, allreduce_s, group.world)
+    exposed = max(0.0, step_s - local_s)
+    share = exposed / step_s if step_s > 0 else None
+    return {
+        "gradient_bytes": nbytes, "buckets": len(buckets), "allreduce_s": allreduce_s, "algbw_bytes_s": algbw,
+        "busbw_bytes_s": busbw, "local_step_s": local_s, "ddp_step_s": step_s, "exposed_comm_s": exposed,
+        "comm_share": share,
+        "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
+        "backend": group.backend, "world": group.world,
+    }  # fmt: skip

@@ -1,0 +1,297 @@
+"""`dlperf comm`: all-reduce time and bus bandwidth over message sizes, through torchrun and torch.distributed."""
+
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, alive, dlperf
+from dlperf import comm
+from dlperf.cli import build_parser
+from dlperf.errors import UsageError
+from dlperf.runner.distributed import Rendezvous, bus_bandwidth, rendezvous_id, torchrun_command
+from dlperf.runner.launch import ChildResult, descendants
+from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
+
+K, M = 2**10, 2**20
+QUICK = ["--threads", "1", "--iters", "3", "--warmup", "1"]
+
+
+def opts_of(*flags: str) -> comm.CommOptions:
+    """The options `dlperf comm FLAGS` would run with."""
+    return comm.options(build_parser().parse_args(["comm", *flags]))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Pure: sizes, bandwidths, the torchrun command, the rendezvous
+
+
+def test_a_size_range_grows_by_the_factor_up_to_the_last_size():
+    assert comm.parse_sizes("4K:64M", 4) == (4 * K, 16 * K, 64 * K, 256 * K, M, 4 * M, 16 * M, 64 * M)
+    assert comm.parse_sizes("4K:1M", 16) == (4 * K, 64 * K, M)
+    assert comm.parse_sizes("4K:100K", 4) == (4 * K, 16 * K, 64 * K)  # never past the last
+    assert comm.parse_sizes("1K:1K", 2) == (K,)
+
+
+def test_sizes_take_units_and_comma_lists():
+    assert [comm.parse_size(t) for t in ("4096", "4K", "4k", "64M", "1G", "8", "2MB")] == [
+        4096, 4096, 4096, 64 * M, 2**30, 8, 2 * M,
+    ]  # fmt: skip
+    assert comm.parse_sizes("1M,4K,4096", 4) == (4 * K, M)
+
+
+@pytest.mark.parametrize(
+    ("text", "factor", "fragment"),
+    [
+        ("3", 4, "--sizes '3': a size must be a positive multiple of 4 bytes"),
+        ("0", 4, "positive multiple of 4"),
+        ("4T", 4, "--sizes '4T': expected a size such as 4096"),
+        ("-4K", 4, "expected a size"),
+        ("64M:4K", 4, "the first size must not exceed the last"),
+        ("4K:", 4, "--sizes ''"),
+        ("4K,,1M", 4, "expected MIN:MAX or a comma list"),
+        ("4K:1M", 1, "--factor 1: must be at least 2"),
+    ],
+)
+def test_bad_sizes_name_the_flag(text, factor, fragment):
+    with pytest.raises(UsageError, match=r"^--") as err:
+        comm.parse_sizes(text, factor)
+    assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize(("world", "share"), [(1, 0.0), (2, 1.0), (8, 2 * 7 / 8)])
+def test_bus_bandwidth_is_the_algorithm_bandwidth_times_2_n_minus_1_over_n(world, share):
+    algbw, busbw = bus_bandwidth(64 * M, 0.01, world)
+    assert algbw == pytest.approx(64 * M / 0.01)
+    assert busbw == pytest.approx(algbw * share)
+    assert all(math.isnan(x) for x in bus_bandwidth(64 * M, 0.0, world))
+
+
+def test_torchrun_command_standalone_and_multi_node():
+    one = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.runner.comm_worker", ["t.json", "r.json"])
+    assert one[:3] == ["py", "-m", "torch.distributed.run"]
+    assert {"--nproc-per-node=2", "--max-restarts=0", "--standalone"} <= set(one)
+    assert one[-4:] == ["-m", "dlperf.runner.comm_worker", "t.json", "r.json"]
+    assert not [a for a in one if a.startswith("--rdzv")]
+    rdzv = Rendezvous(2, 1, "10.0.0.1:29400", join_timeout_s=20)
+    two = torchrun_command("py", 4, rdzv, "job", "m", [])
+    assert "--standalone" not in two and "--max-restarts=0" in two and "--nproc-per-node=4" in two
+    assert {"--nnodes=2", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400", "--rdzv-id=job",
+            "--rdzv-conf=join_timeout=20"} <= set(two)  # fmt: skip
+
+
+def test_every_node_names_the_same_rendezvous_id_whatever_its_threads():
+    ids = set()
+    for node_rank, threads in ((0, 1), (1, 2)):
+        opts = opts_of("--nnodes", "2", "--node-rank", str(node_rank), "--rdzv-endpoint", "h:1")
+        cmd = comm.job_command(opts, "py", comm.task_of(opts, threads), "t", "r")
+        ids |= {a for a in cmd if a.startswith("--rdzv-id=")}
+    other = opts_of("--nnodes", "2", "--rdzv-endpoint", "h:1", "--iters", "6")
+    assert len(ids) == 1 and ids.pop() not in comm.job_command(other, "py", comm.task_of(other, 1), "t", "r")
+    assert rendezvous_id("a", 1) == rendezvous_id("a", 1) != rendezvous_id("a", 2)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"nnodes": 0}, "--nnodes must be at least 1"),
+        ({"nnodes": 2, "node_rank": 2, "endpoint": "h:1"}, "--node-rank 2: must be between 0 and --nnodes - 1 (1)"),
+        ({"nnodes": 2}, "--nnodes above 1 needs --rdzv-endpoint host:port"),
+        ({"nnodes": 2, "endpoint": "nohost"}, "--rdzv-endpoint 'nohost': expected host:port"),
+        ({"nnodes": 2, "endpoint": "h:70000"}, "expected host:port"),
+    ],
+)
+def test_rendezvous_validation_names_the_flag(kwargs, fragment):
+    with pytest.raises(UsageError) as err:
+        Rendezvous(**kwargs)
+    assert fragment in str(err.value)
+
+
+def test_threads_share_the_cores_and_oversubscription_is_a_warning():
+    warnings = []
+    assert comm.threads_per_process(None, 2, 8, warnings) == 4 and warnings == []
+    assert comm.threads_per_process(None, 4, 2, warnings) == 1
+    assert "--nproc 4 x --threads 1 = 4 threads exceed the 2 usable cores" in warnings.pop()
+    assert comm.threads_per_process(3, 1, 2, warnings) == 3 and "exceed the 2 usable cores" in warnings.pop()
+
+
+def test_a_failure_says_why_in_one_line():
+    opts = opts_of("--nnodes", "2", "--rdzv-endpoint", "h:1", "--timeout", "9")
+    stderr = "Traceback...\nRendezvousTimeoutError\n=========\n"
+    crashed, hung = ChildResult(1, False, 1.0, stderr), ChildResult(None, True, 9.0, "")
+    assert comm.failure_reason(opts, crashed, {"status": "ok", "result": {}}, True) is None
+    assert comm.failure_reason(opts, crashed, {"status": "failed", "error": "E: x", "rank": 1}, True) == "rank 1: E: x"
+    never = comm.failure_reason(opts, hung, None, False)
+    assert "the 2 nodes never met at --rdzv-endpoint h:1 within --timeout 9 s" in never
+    assert "(RendezvousTimeoutError)" in comm.failure_reason(opts, crashed, None, False)
+    assert comm.failure_reason(opts, hung, None, True) == "timed out: the job exceeded --timeout 9 s"
+    assert comm.failure_reason(opts, crashed, None, True) == "worker exited with code 1: RendezvousTimeoutError"
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The store: schema version 4
+
+
+def comm_row(nbytes, backend="gloo", world=2):
+    job = {"backend": backend, "device": "cpu", "world": world, "nnodes": 1, "threads": 1}
+    figures = {"bytes": nbytes, "time_s": 1e-3, "algbw": nbytes / 1e-3, "busbw": nbytes / 1e-3, "wrong": 0}
+    return {**job, **figures, "detail": {"iters": 5}}
+
+
+def test_comm_rows_are_stored_with_the_machine_newest_first(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    first = store.record_comm({"hostname": "here"}, {"cores": {}}, [comm_row(4 * K), comm_row(M)])
+    second = store.record_comm({"hostname": "here"}, {}, [comm_row(4 * K, world=4)])
+    rows = store.comm_results()
+    assert [r["id"] for r in rows] == [*second, *reversed(first)]
+    assert rows[0]["op"] == "all_reduce" and rows[0]["fingerprint"] == {"hostname": "here"}
+    assert rows[0]["detail"] == {"iters": 5} and rows[0]["world"] == 4
+    assert [r["bytes"] for r in store.comm_results(world=2)] == [M, 4 * K]
+    assert [r["id"] for r in store.comm_results(nbytes=4 * K, world=2)] == first[:1]
+    assert store.comm_results(backend="nccl") == []
+    store.close()
+
+
+def test_a_v3_file_is_upgraded_and_gets_the_comm_table(tmp_path):
+    import sqlite3
+
+    assert SCHEMA_VERSION >= 4
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    for version in (1, 2, 3):
+        for statement in MIGRATIONS[version]:
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', '3')")
+    conn.commit()
+    conn.close()
+    store = Store.open(path, create=False)
+    assert store.comm_results() == []
+    store.record_comm({}, {}, [comm_row(4 * K)])
+    (version,) = store.conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    assert version == str(SCHEMA_VERSION) and "comm" in {
+        r[0] for r in store.conn.execute("SELECT name FROM sqlite_master")
+    }
+    store.close()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# End to end: torchrun, gloo, CPU
+
+
+def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch):
+    db = tmp_path / "tmp.db"
+    proc = dlperf("comm", "--nproc", "2", *QUICK, "--sizes", "4K:1M", "--factor", "16", "--format", "json", db=db)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert (out["backend"], out["device"], out["world"], out["nnodes"], out["threads"]) == ("gloo", "cpu", 2, 1, 1)
+    assert out["settings"]["torch_threads"] == 1 and out["torch_version"] == torch.__version__
+    assert [s["bytes"] for s in out["sizes"]] == [4 * K, 64 * K, M]
+    for s in out["sizes"]:
+        assert s["wrong"] == 0 and s["count"] == s["bytes"] // 4 and s["time_s"] > 0
+        assert s["time_s"] == max(s["rank_medians_s"]) and len(s["rank_medians_s"]) == 2
+        assert s["algbw"] == pytest.approx(s["bytes"] / s["time_s"]) and s["busbw"] == pytest.approx(s["algbw"])
+        assert len(s["samples_max_s"]) == 3
+    store = Store.open(db, create=False)
+    try:
+        rows = store.comm_results()
+        env = json.loads(store.conn.execute("SELECT env_json FROM comm LIMIT 1").fetchone()[0])
+    finally:
+        store.close()
+    assert sorted(r["id"] for r in rows) == sorted(s["id"] for s in out["sizes"])
+    assert sorted(r["bytes"] for r in rows) == [4 * K, 64 * K, M]
+    assert all(r["fingerprint"]["frameworks"]["torch"] == torch.__version__ and r["wrong"] == 0 for r in rows)
+    assert env["frameworks"]["torch"]["version"] == torch.__version__ and rows[0]["fingerprint"]["cores"]
+
+
+def test_two_nodes_on_one_machine_meet_over_loopback(tmp_path, torch):
+    endpoint = f"127.0.0.1:{free_port()}"
+    procs = [
+        node(tmp_path, rank, endpoint, "--timeout", "120", "--format", fmt) for rank, fmt in ((0, "json"), (1, "text"))
+    ]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    result = json.loads(outs[0][0])
+    assert (result["world"], result["nnodes"], result["nproc"]) == (2, 2, 1)
+    assert all(s["wrong"] == 0 for s in result["sizes"])
+    assert "world size 2 = 2 nodes x 1 process" in outs[1][0] and "1 sizes stored" in outs[1][0]
+
+
+def node(tmp_path, rank: int, endpoint: str, *flags: str) -> subprocess.Popen:
+    """One `dlperf comm` node of a two-node job, its own store."""
+    where = ["--nnodes", "2", "--node-rank", str(rank), "--nproc", "1", "--rdzv-endpoint", endpoint]
+    db = str(tmp_path / f"node{rank}.db")
+    cmd = [sys.executable, "-m", "dlperf", "comm", *where, *QUICK, "--sizes", "64K", "--db", db, *flags]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing_behind(tmp_path, torch):
+    start = time.monotonic()
+    proc = node(tmp_path, 0, f"127.0.0.1:{free_port()}", "--timeout", "20")
+    seen: set[int] = set()
+    while proc.poll() is None:
+        seen |= set(descendants(proc.pid))
+        time.sleep(0.5)
+    _, stderr = proc.communicate()
+    took = time.monotonic() - start
+    assert proc.returncode == 1, stderr
+    assert "the 2 nodes never met at --rdzv-endpoint 127.0.0.1:" in stderr and "--timeout 20 s" in stderr, stderr
+    assert 20 <= took < 45, took
+    assert seen and not [pid for pid in seen if alive(pid)]  # torchrun and its agent were there, and are gone
+    assert not (tmp_path / "node0.db").exists() or Store.open(tmp_path / "node0.db", create=False).comm_results() == []
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Bad input and NCCL
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--nproc", "0"], "--nproc must be at least 1"),
+        (["--sizes", "3"], "--sizes '3': a size must be a positive multiple of 4"),
+        (["--node-rank", "2", "--nnodes", "2"], "--node-rank 2: must be between 0 and --nnodes - 1 (1)"),
+        (["--nnodes", "2"], "--nnodes above 1 needs --rdzv-endpoint"),
+        (["--format", "xml"], "--format 'xml': expected text or json"),
+        (["--backend", "mpi"], "--backend 'mpi': expected gloo or nccl"),
+        (["--iters", "0"], "--iters must be at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
+    proc = dlperf("comm", *flags, db=tmp_path / "d.db")
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dlperf: error:") and fragment in lines[0], proc.stderr
+    assert not (tmp_path / "d.db").exists()
+
+
+def test_nccl_without_cuda_is_a_clear_error_from_the_probe_and_from_the_ranks(tmp_path, torch):
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present: NCCL is measured instead (test_nccl_on_cuda)")
+    proc = dlperf("comm", "--backend", "nccl", "--nproc", "1", db=tmp_path / "d.db")
+    assert proc.returncode == 2 and "--backend nccl needs CUDA GPUs" in proc.stderr, proc.stderr
+    opts = opts_of("--backend", "nccl", "--nproc", "1", "--sizes", "4K", "--iters", "1", "--timeout", "60")
+    child, answer, joined = comm.run_job(opts, sys.executable, 1)  # past the probe: the rank itself refuses
+    reason = comm.failure_reason(opts, child, answer, joined)
+    assert reason.startswith("rank 0: RuntimeError: --backend nccl needs CUDA GPUs"), reason
+
+
+def test_nccl_on_cuda(tmp_path, torch):
+    if not torch.cuda.is_available():
+        pytest.skip("CUDA is absent: NCCL needs a GPU per process")
+    proc = dlperf("comm", "--backend", "nccl", "--nproc", "1", *QUICK, "--sizes", "4K:1M", "--format", "json",
+                  db=tmp_path / "d.db")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["device"] == "cuda" and all(s["wrong"] == 0 and s["time_s"] > 0 for s in out["sizes"])

@@ -1,0 +1,315 @@
+"""Data-parallel cells: DDP through torchrun with gloo on the CPU, 2 processes; faults; two nodes over loopback."""
+
+import json
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FAST, ROOT, alive, dlperf
+from dlperf.errors import UsageError
+from dlperf.runner.collect import ddp_measurement
+from dlperf.runner.distributed import Rendezvous, bus_bandwidth, torchrun_command
+from dlperf.runner.launch import ChildResult
+from dlperf.runner.plan import Cell
+from dlperf.store import Store
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Pure parts
+
+
+def test_a_ddp_cell_has_its_own_key_and_column():
+    plain = Cell("fcn-r", "torch", "cpu", 2, "fp32")
+    ddp = Cell("fcn-r", "torch", "cpu", 1, "fp32", nproc=2, scaling="strong")
+    assert plain.key == "fcn-r|torch|cpu|2|fp32" and plain.column == "cpu:2"  # unchanged by the new fields
+    assert ddp.key == "fcn-r|torch|cpu|1|fp32|ddp:2:strong" and ddp.column == "ddp:2x1"
+    assert Cell("fcn-r", "torch", "cuda", 4, "fp32", nproc=2, scaling="weak").column == "ddp:2xcuda"
+
+
+def test_the_protocol_sets_the_total_batch():
+    from dlperf.api import ddp_workload
+    from dlperf.workloads import BUILTIN
+
+    fcn_r = BUILTIN["fcn-r"]
+    strong = ddp_workload(fcn_r, Cell("fcn-r", "torch", "cpu", 1, "fp32", nproc=2, scaling="strong"))
+    weak = ddp_workload(fcn_r, Cell("fcn-r", "torch", "cpu", 1, "fp32", nproc=2, scaling="weak"))
+    assert strong.batch == 4096  # the paper's multi-GPU protocol for FCN-R, whatever N is
+    assert weak.batch == 2 * 1024  # each process the single-device batch
+    lstm = ddp_workload(BUILTIN["lstm"], Cell("lstm", "torch", "cpu", 1, "fp32", nproc=2, scaling="strong"))
+    assert lstm.batch == 128  # no protocol batch: its own
+
+
+def test_torchrun_command_never_restarts_and_meets_where_told():
+    single = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.runner.ddp_worker", ["t.json", "r"])
+    assert single[:3] == ["py", "-m", "torch.distributed.run"] and "--standalone" in single
+    assert "--nproc-per-node=2" in single and "--max-restarts=0" in single
+    assert single[-4:] == ["-m", "dlperf.runner.ddp_worker", "t.json", "r"]
+    multi = torchrun_command("py", 1, Rendezvous(2, 1, "10.0.0.1:29400", 30), "job", "m", [])
+    for flag in ("--nnodes=2", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400",
+                 "--rdzv-id=job", "--rdzv-conf=join_timeout=30"):  # fmt: skip
+        assert flag in multi
+    assert "--standalone" not in multi
+
+
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"nnodes": 2}, "--rdzv-endpoint"),
+        ({"nnodes": 2, "node_rank": 2, "endpoint": "h:1"}, "--node-rank 2"),
+        ({"nnodes": 1, "endpoint": "nohost"}, "expected host:port"),
+        ({"nnodes": 0}, "--nnodes"),
+    ],
+)
+def test_rendezvous_is_validated(kwargs, message):
+    with pytest.raises(UsageError, match=message):
+        Rendezvous(**kwargs)
+
+
+def test_bus_bandwidth_as_nccl_tests_reports_it():
+    assert bus_bandwidth(1e9, 1.0, 2) == (1e9, 1e9)
+    assert bus_bandwidth(1e9, 1.0, 8) == (1e9, 1e9 * 14 / 8)
+    assert bus_bandwidth(1e9, 0.5, 1)[1] == 0.0
+
+
+def test_spec_checks_ddp_flags():
+    from dlperf.api import make_spec
+
+    with pytest.raises(UsageError, match="--frameworks torch"):
+        make_spec("tiny-fcn-r", frameworks="jax", nprocs="2")
+    with pytest.raises(UsageError, match="add --nproc"):
+        make_spec("tiny-fcn-r", nnodes=2, rdzv_endpoint="h:1")
+    with pytest.raises(UsageError, match="--scaling"):
+        make_spec("tiny-fcn-r", nprocs="2", scaling="linear")
+    with pytest.raises(UsageError, match="--nproc"):
+        make_spec("tiny-fcn-r", nprocs="0")
+
+
+def _events(rank: int, samples: list[float], done: bool = True, error: str | None = None) -> list[dict]:
+    events = [{"event": "start", "rank": rank, "host": "h"}, {"event": "built", "params": 10}]
+    events += [{"event": "sample", "t": t} for t in samples]
+    if error:
+        events.append({"event": "error", "error": error})
+    if done:
+        events += [{"event": "comm", "gradient_bytes": 40, "bound": "compute"}, {"event": "done"}]
+    return events
+
+
+def child(returncode=0, timed_out=False, stderr=""):
+    return ChildResult(returncode, timed_out, 1.0, stderr)
+
+
+def test_the_cell_is_the_slowest_process_and_keeps_every_process():
+    m = ddp_measurement({0: _events(0, [1.0, 1.1, 1.0]), 1: _events(1, [1.2, 1.3, 1.2])}, child(), 60)
+    assert m["status"] == "ok" and m["samples"] == [1.2, 1.3, 1.2]
+    assert m["detail"]["slowest_rank"] == 1 and m["detail"]["ranks"] == [[1.0, 1.1, 1.0], [1.2, 1.3, 1.2]]
+    assert m["detail"]["comm"] == {"gradient_bytes": 40, "bound": "compute"}
+
+
+def test_a_failure_names_its_rank():
+    failed = ddp_measurement({0: _events(0, [1.0], done=False), 1: _events(1, [], done=False, error="boom")},
+                             child(returncode=1), 60)  # fmt: skip
+    assert failed["status"] == "failed" and failed["error"] == "rank 1: boom"
+    died = ddp_measurement({0: _events(0, [1.0]), 1: _events(1, [1.0], done=False)}, child(returncode=1), 60)
+    assert died["status"] == "failed" and died["error"].startswith("rank 1: worker exited with code 1")
+
+
+def test_no_process_started_means_the_rendezvous_did_not_complete():
+    m = ddp_measurement({}, child(returncode=None, timed_out=True), 20)
+    assert m["status"] == "timeout" and "rendezvous did not complete within --timeout 20 s" in m["error"]
+    m = ddp_measurement({}, child(returncode=1, stderr="RendezvousTimeoutError: nobody came"), 20)
+    assert m["status"] == "failed" and "RendezvousTimeoutError: nobody came" in m["error"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# End to end: gloo, 2 processes on this machine
+
+
+@pytest.mark.slow
+def test_strong_scaling_cells_end_to_end(tmp_path, torch):
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-fcn-r,tiny-resnet-56", "--nproc", "1,2", "--threads", "1", *FAST,
+                  db=db, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "ddp:1x1" in done.stdout and "ddp:2x1" in done.stdout and "strong scaling" in done.stdout
+    store = Store.open(db, create=False)
+    cells = {c["key"]: c for c in store.cell_dicts(1)}
+    two = cells["tiny-fcn-r|torch|cpu|1|fp32|ddp:2:strong"]
+    assert two["status"] == "ok" and two["nproc"] == 2 and two["scaling"] == "strong"
+    [m] = store.measurements(1, two["key"])
+    detail = json.loads(m["detail_json"])
+    assert len(detail["ranks"]) == 2 and all(len(r) == len(detail["ranks"][0]) for r in detail["ranks"])
+    assert json.loads(m["samples_json"]) == detail["ranks"][detail["slowest_rank"]]
+    assert detail["settings"]["world_size"] == 2 and detail["settings"]["per_process_batch"] == two["batch"] // 2
+    comm = two["extra"]["comm"]
+    assert comm["gradient_bytes"] == 4 * two["params"] and comm["world"] == 2 and comm["backend"] == "gloo"
+    assert comm["allreduce_s"] > 0 and comm["busbw_bytes_s"] == pytest.approx(comm["algbw_bytes_s"])
+    assert comm["local_step_s"] > 0 and comm["bound"] in ("compute", "communication")
+    one = cells["tiny-fcn-r|torch|cpu|1|fp32|ddp:1:strong"]
+    assert one["extra"]["comm"]["busbw_bytes_s"] == 0.0  # one process: nothing crosses a link
+    table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
+    assert table["columns"] == ["ddp:1x1", "ddp:2x1"]
+    assert any("ddp:2x1 (strong scaling)" in n and "efficiency" in n for n in table["notes"])
+    store.close()
+    page = tmp_path / "r.html"
+    assert dlperf("report", "-o", str(page), db=db).returncode == 0
+    text = page.read_text()
+    assert '<table class="ddp">' in text and "bound</td>" in text and 'data-chart="ddp-tiny-fcn-r"' in text
+
+
+@pytest.mark.slow
+def test_weak_scaling_gives_each_process_the_batch(tmp_path, torch):
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-fcn-r", "--nproc", "2", "--threads", "1", "--scaling", "weak", *FAST,
+                  db=db, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    [cell] = store.cell_dicts(1)
+    assert cell["key"].endswith("|ddp:2:weak") and cell["batch"] == 2 * 16
+    assert json.loads(store.measurements(1, cell["key"])[0]["detail_json"])["settings"]["per_process_batch"] == 16
+    store.close()
+
+
+KILLER = """
+import os, signal, threading, time
+if os.environ.get("RANK") == "1" and os.environ.get("DLPERF_TEST_KILL_AFTER"):
+    with open(os.path.join(os.path.dirname(__file__), "pids"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    def _die():
+        time.sleep(float(os.environ["DLPERF_TEST_KILL_AFTER"]))
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=_die, daemon=True).start()
+"""
+
+
+@pytest.mark.slow
+def test_a_rank_that_dies_fails_the_cell_and_the_sweep_goes_on(tmp_path, torch):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KILLER)  # rank 1 of every job kills itself mid-run
+    db = tmp_path / "d.db"
+    start = time.monotonic()
+    done = dlperf("run", "--workloads", "tiny-fcn-r,tiny-lstm", "--nproc", "2", "--threads", "1", "--min-steps",
+                  "3", "--min-time", "30", "--max-time", "60", "--timeout", "120", db=db, timeout=400,
+                  env={"PYTHONPATH": str(hook), "DLPERF_TEST_KILL_AFTER": "8"})  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert time.monotonic() - start < 200  # ended by the death, not by the 120 s timeouts
+    store = Store.open(db, create=False)
+    cells = store.cell_dicts(1)
+    store.close()
+    assert [c["status"] for c in cells] == ["failed", "failed"]  # the second cell was still measured
+    assert all(c["error"].startswith("rank 1:") and "SIGKILL" in c["error"] for c in cells), cells[0]["error"]
+    pids = [int(p) for p in (hook / "pids").read_text().split()]
+    assert len(pids) == 2 and not any(alive(p) for p in pids)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing(tmp_path, torch):
+    from dlperf.runner.launch import descendants
+
+    db = tmp_path / "d.db"
+    cmd = [sys.executable, "-m", "dlperf", "run", "--workloads", "tiny-fcn-r", "--nproc", "1", "--nnodes", "2",
+           "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--timeout", "20", *FAST, "--db", str(db)]  # fmt: skip
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: set[int] = set()
+    while proc.poll() is None:
+        seen.update(descendants(proc.pid))
+        time.sleep(0.5)
+    assert proc.returncode == 1, proc.stderr.read()[-3000:]
+    assert time.monotonic() - start < 90
+    store = Store.open(db, create=False)
+    [cell] = store.cell_dicts(1)
+    store.close()
+    assert cell["status"] in ("failed", "timeout") and "rendezvous" in cell["error"].lower()
+    assert seen and not any(alive(p) for p in seen)
+
+
+def _env(**extra) -> dict:
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **extra}
+    return env
+
+
+@pytest.mark.slow
+def test_two_nodes_on_one_machine_over_loopback(tmp_path, torch):
+    endpoint = f"127.0.0.1:{free_port()}"
+    procs = []
+    for node in (0, 1):
+        cmd = [sys.executable, "-m", "dlperf", "run", "--workloads", "tiny-fcn-r", "--nproc", "1", "--threads", "1",
+               "--nnodes", "2", "--node-rank", str(node), "--rdzv-endpoint", endpoint, "--timeout", "120", *FAST,
+               "--db", str(tmp_path / f"node{node}.db")]  # fmt: skip
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=_env(GLOO_SOCKET_IFNAME="lo"), stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))  # fmt: skip
+    outs = [p.communicate(timeout=300) for p in procs]
+    for p, (_, err) in zip(procs, outs, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    for node in (0, 1):
+        store = Store.open(tmp_path / f"node{node}.db", create=False)
+        [cell] = store.cell_dicts(1)
+        [m] = store.measurements(1, cell["key"])
+        store.close()
+        detail = json.loads(m["detail_json"])
+        assert cell["status"] == "ok" and cell["nproc"] == 2 and cell["key"].endswith("|ddp:2:strong")
+        assert detail["settings"]["world_size"] == 2 and len(detail["ranks"]) == 2  # both nodes' steps, on each node
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# DataParallel: one process, every GPU
+
+
+def test_dataparallel_is_unsupported_without_two_gpus_saying_why(torch):
+    from dlperf.frameworks import torch_backend
+    from dlperf.workloads import BUILTIN
+
+    with pytest.raises(NotImplementedError, match="applies to CUDA GPUs only"):
+        torch_backend.build(BUILTIN["tiny-fcn-r"], "cpu", "dataparallel")
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"DataParallel needs 2 or more GPUs; this machine has {torch.cuda.device_count()}")
+    step = torch_backend.build(BUILTIN["tiny-fcn-r"], "cuda:0", "dataparallel")
+    assert isinstance(step.forward, torch.nn.DataParallel) and step.mode_settings["data_parallel_gpus"] >= 2
+    step.step()
+    step.sync()
+
+
+def test_a_crash_after_every_process_reported_keeps_the_measurement():
+    m = ddp_measurement({0: _events(0, [1.0]), 1: _events(1, [1.1])}, child(returncode=1), 60)
+    assert m["status"] == "ok" and m["detail"]["exit_after_result"] == "worker exited with code 1"
+
+
+TORCHRUN_SUMMARY = """
+Failures:
+[1]:
+  time      : 2026-11-22_16:04:25
+  host      : localhost
+  rank      : 0 (local_rank: 0)
+  exitcode  : 1 (pid: 14957)
+  error_file: <N/A>
+------------------------------------------------------
+Root Cause (first observed failure):
+[0]:
+  time      : 2026-11-22_16:04:25
+  host      : localhost
+  rank      : 1 (local_rank: 1)
+  exitcode  : -9 (pid: 14956)  (SIGKILL)
+"""
+
+
+def test_the_process_that_was_killed_is_named_not_the_one_that_lost_its_peer():
+    from dlperf.runner.collect import torchrun_exits
+
+    exits = torchrun_exits(TORCHRUN_SUMMARY)
+    assert exits == {0: 1, 1: -9}
+    lost = _events(0, [1.0], done=False, error="RuntimeError: Connection reset by peer")
+    m = ddp_measurement({0: lost, 1: _events(1, [1.0], done=False)}, child(returncode=1), 60, exits)
+    assert m["status"] == "failed" and m["error"].startswith("rank 1: worker killed by SIGKILL")
+    without = ddp_measurement({0: lost, 1: _events(1, [1.0], done=False)}, child(returncode=1), 60)
+    assert without["error"] == "rank 0: RuntimeError: Connection reset by peer"  # all there is to go by
