@@ -313,3 +313,18 @@ def test_the_process_that_was_killed_is_named_not_the_one_that_lost_its_peer():
     assert m["status"] == "failed" and m["error"].startswith("rank 1: worker killed by SIGKILL")
     without = ddp_measurement({0: lost, 1: _events(1, [1.0], done=False)}, child(returncode=1), 60)
     assert without["error"] == "rank 0: RuntimeError: Connection reset by peer"  # all there is to go by
+
+
+@pytest.mark.slow
+def test_nccl_cells_one_gpu_per_process(tmp_path, torch):
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"NCCL DDP needs 2 or more CUDA GPUs; this machine has {torch.cuda.device_count()}")
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-resnet-56", "--devices", "cuda", "--nproc", "2", *FAST, db=db,
+                  timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    [cell] = store.cell_dicts(1)
+    store.close()
+    assert cell["status"] == "ok" and cell["extra"]["comm"]["backend"] == "nccl"
+    assert cell["extra"]["settings"]["device"].startswith("cuda")
