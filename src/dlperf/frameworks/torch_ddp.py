@@ -36,8 +36,12 @@ class Group:
     rank: int
     world: int
     local_rank: int
-    local_world: int
     backend: str
+
+    @property
+    def device(self) -> torch.device:
+        """Each process its own GPU (the node-local rank's); the CPU is shared."""
+        return torch.device(f"cuda:{self.local_rank}" if self.backend == "nccl" else "cpu")
 
 
 def init(device: str, timeout_s: float) -> Group:
@@ -47,23 +51,16 @@ def init(device: str, timeout_s: float) -> Group:
     if backend == "nccl":
         torch.cuda.set_device(local_rank)
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
-    return Group(dist.get_rank(), dist.get_world_size(), local_rank,
-                 int(os.environ.get("LOCAL_WORLD_SIZE", 1)), backend)  # fmt: skip
+    return Group(dist.get_rank(), dist.get_world_size(), local_rank, backend)
 
 
 def close(together: bool) -> None:
     torch_comm.leave(together)
 
 
-def device_of(device: str, group: Group) -> str:
-    """Each process its own GPU (the node-local rank's); the CPU is shared."""
-    return f"cuda:{group.local_rank}" if device.startswith("cuda") else "cpu"
-
-
 def reduce(values: list[float], group: Group, op: str = "max") -> list[float]:
     """The element-wise max (or sum) over every process: what all of them then decide on, identically."""
-    device = torch.device(f"cuda:{group.local_rank}" if group.backend == "nccl" else "cpu")
-    return torch_comm.reduced(values, dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, device)
+    return torch_comm.reduced(values, dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, group.device)
 
 
 def barrier() -> None:
@@ -139,7 +136,7 @@ def build(workload: Workload, device: str, mode: str, group: Group) -> DDPStep:
             f"a total batch of {workload.batch} does not split evenly over {group.world} processes"
         )
     local = replace(workload, batch=workload.batch // group.world)
-    dev = torch.device(device_of(device, group))
+    dev = group.device
     step = torch_backend.build(local, str(dev), mode)
     torch.manual_seed(torch_backend.DATA_SEED + group.rank)  # each process its own data, as data parallelism has
     step.inputs, step.targets = torch_backend.synthetic_batch(local, dev)
@@ -158,8 +155,7 @@ def communication(train: DDPStep) -> dict[str, Any]:
       slowest process's): the communication that compute did not hide."""
     group = train.group
     buckets = train.bucket_sizes()
-    device = device_of("cuda" if group.backend == "nccl" else "cpu", group)
-    tensors = [torch.zeros(max(1, size // 4), dtype=torch.float32, device=device) for size in buckets]
+    tensors = [torch.zeros(max(1, size // 4), dtype=torch.float32, device=group.device) for size in buckets]
     times = []
     for _ in range(COMM_REPEATS):
         barrier()

@@ -57,6 +57,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from dlperf.runner.ddp_worker import exit_now
+    from dlperf.runner.distributed import exit_now
 
     exit_now(main(sys.argv))  # the result is written: skip the teardown that can abort under gloo

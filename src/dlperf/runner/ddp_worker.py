@@ -11,7 +11,6 @@ step times; the cell's time is the slowest process's median. Before the first ti
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 import socket
@@ -21,8 +20,9 @@ import time
 import traceback
 
 from dlperf.measure import system
-from dlperf.measure.timer import TimerConfig, enough, is_steady, timed_step
-from dlperf.runner.worker import Events, _describe, _minor_faults, _own_cpu_s
+from dlperf.measure.timer import TimerConfig, timed_step, warm_up
+from dlperf.runner.distributed import exit_now
+from dlperf.runner.worker import Events, _describe, timed_samples
 from dlperf.workloads import Workload
 
 
@@ -45,56 +45,33 @@ def measure(task: dict, emit: Events, group_timeout_s: float) -> None:
     group = torch_ddp.init(cell["device"], group_timeout_s)
     train = torch_ddp.build(Workload.from_json(task["workload"]), cell["device"], cell["mode"], group)
     emit("built", params=train.params, build_s=time.perf_counter() - start, settings={**settings, **train.settings()})
-    clock = AgreedClock()
+    clock, mine = AgreedClock(), []
 
-    def run() -> tuple[float, float]:
-        mine = timed_step(train.step, train.sync)
-        (slowest,) = torch_ddp.reduce([mine], group)  # outside the timed region
+    def run() -> float:
+        """One step; its slowest time over the processes (this process's own is kept in `mine`)."""
+        mine.append(timed_step(train.step, train.sync))
+        (slowest,) = torch_ddp.reduce([mine[-1]], group)  # outside the timed region
         clock.elapsed += slowest
-        return mine, slowest
+        return slowest
 
     torch_ddp.barrier()
-    warm: list[float] = []
-    steady = cfg.max_warmup == 0
-    while not steady and len(warm) < cfg.max_warmup and clock() < cfg.max_time:
-        warm.append(run()[1])
-        steady = is_steady(warm, cfg.warmup_window, cfg.warmup_tolerance)
-    emit("warmup", steps=len(warm), steady=steady, times=warm)
-    sampled = timed_samples(run, cfg, clock, emit)
+    warm = warm_up(run, cfg, clock=clock)
+    emit("warmup", steps=warm.steps, steady=warm.steady, times=warm.times)
+    mine.clear()
+    sampled = timed_samples(run, cfg, emit, clock=clock, own=lambda _: mine[-1])
+    # Not measured: while the processes wait on each other's sockets the kernel is busy in ways no process is
+    # charged for (here 3.9 of 9.4 busy CPU-seconds with two processes): busy time that is not this process's
+    # would wrongly say another program ran.
+    sampled["others_cpu_share"] = None
+    sampled["median_s"] = statistics.median(mine) if mine else None
     emit("sampled", **sampled)
     emit("flops", **(train.count_flops() or {"flops_per_step": None}))
     emit("memory", **train.memory_of_step())
     emit("comm", **torch_ddp.communication(train))
-    everyone = torch_ddp.gather(sampled.pop("mine"), group)
+    everyone = torch_ddp.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job
         emit("ranks", samples=everyone)
     emit("done")
-
-
-def timed_samples(run, cfg: TimerConfig, clock: AgreedClock, emit: Events) -> dict:
-    """Timed steps until the agreed times say `enough`; this process's own times are emitted and returned."""
-    before, own_before, faults_before = system.cpu_times(), _own_cpu_s(), _minor_faults()
-    wall_before = time.perf_counter()
-    mine, ordered, start = [], [], clock()
-    while not enough(ordered, clock() - start, cfg):
-        t, slowest = run()
-        mine.append(t)
-        bisect.insort(ordered, slowest)
-        emit("sample", t=t)
-    wall, own = time.perf_counter() - wall_before, _own_cpu_s() - own_before
-    median = statistics.median(mine) if mine else None
-    return {
-        "n": len(mine),
-        "median_s": median,
-        "mine": mine,
-        "steal_fraction": system.steal_fraction(before, system.cpu_times()),
-        # Not measured: while the processes wait on each other's sockets, the kernel is busy in ways no process is
-        # charged for (measured here: 3.9 of 9.4 busy CPU-seconds with two processes), so busy time that is not the
-        # job's would wrongly say another program was running.
-        "others_cpu_share": None,
-        "cpu_utilization": own / wall if wall > 0 else None,
-        "minor_faults_per_step": (_minor_faults() - faults_before) / len(mine) if mine else None,
-    }
 
 
 def main(argv: list[str]) -> int:
@@ -126,14 +103,5 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def exit_now(code: int) -> None:
-    """Every event is on disk; skip the interpreter's teardown. With gloo and DDP, C++ destructors at exit abort
-    ("terminate called without an active exception") in about 1 job in 5 on this machine, after the results are
-    written, even with the group left together: the exit code would call a finished measurement a failure."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
-
-
 if __name__ == "__main__":
-    exit_now(main(sys.argv))
+    exit_now(main(sys.argv))  # every event is on disk: skip the teardown that can abort under gloo

@@ -17,6 +17,7 @@ import statistics
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 from dlperf.frameworks import backend
 from dlperf.measure import system
@@ -108,11 +109,17 @@ def still_trains(fw, workload: Workload, cell: dict) -> dict:
         }
 
 
-def timed_samples(run, cfg: TimerConfig, emit: Events) -> dict:
-    """The timed steps, each sample emitted as it is taken; returns what the machine did meanwhile."""
+def timed_samples(
+    run, cfg: TimerConfig, emit: Events, clock=time.perf_counter, own: Callable[[float], float] = lambda t: t
+) -> dict:
+    """The timed steps, each sample emitted as it is taken; returns what the machine did meanwhile.
+
+    `clock` and `own` are for a DDP process: `run` returns the step's slowest time over the processes and `clock`
+    sums those, so the stopping rule decides alike everywhere; `own(t)` is the process's own time of that step,
+    which is what it emits."""
     before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
     own_before, wall_before, faults_before = _own_cpu_s(), time.perf_counter(), _minor_faults()
-    samples = sample(run, cfg, on_sample=lambda t: emit("sample", t=t))
+    samples = sample(run, cfg, on_sample=lambda t: emit("sample", t=own(t)), clock=clock)
     after, own, wall = system.cpu_times(), _own_cpu_s() - own_before, time.perf_counter() - wall_before
     faults = _minor_faults() - faults_before
     return {
