@@ -328,3 +328,10 @@ def test_nccl_cells_one_gpu_per_process(tmp_path, torch):
     store.close()
     assert cell["status"] == "ok" and cell["extra"]["comm"]["backend"] == "nccl"
     assert cell["extra"]["settings"]["device"].startswith("cuda")
+
+
+def test_unsupported_on_rank_0_is_unsupported_not_a_failure():
+    events = {r: [{"event": "start", "rank": r}, {"event": "unsupported", "reason": "checkpoint under DDP"}]
+              for r in (0, 1)}  # fmt: skip
+    m = ddp_measurement(events, child(), 60)
+    assert m["status"] == "unsupported" and m["error"] == "rank 0: checkpoint under DDP"

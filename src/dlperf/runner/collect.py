@@ -120,7 +120,8 @@ def _first_failure(per: dict[int, dict], events: dict[int, list[dict]], exits: d
     by a signal (not torchrun's SIGTERM to the rest) before it could say anything, since the others' errors
     ("connection reset by peer") are only its consequence; then a process's own error; then a timeout; then a
     process that ended without a result."""
-    if unsupported := next((r for r, m in per.items() if m["status"] == Status.UNSUPPORTED.value), None):
+    unsupported = next((r for r, m in per.items() if m["status"] == Status.UNSUPPORTED.value), None)
+    if unsupported is not None:  # rank 0 included
         return {**per[unsupported], "error": f"rank {unsupported}: {per[unsupported]['error']}"}
     for rank, code in sorted(exits.items()):
         silent = rank in per and not _first(events[rank], "error") and not _first(events[rank], "done")
