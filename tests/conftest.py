@@ -55,7 +55,7 @@ def browser_paths() -> tuple[str, str]:
 def framework_python(name: str) -> str:
     """The interpreter that runs `name`'s workers (this one, or its `dlperf env install` environment); skips locally
     with the reason, fails in CI, like `require`. The framework is never imported in the test process."""
-    from dlperf.frameworks import envs
+    from dlperf import envs
 
     python = envs.interpreter_for(name)
     if python is not None:

@@ -11,10 +11,12 @@ import time
 import pytest
 
 from conftest import ROOT, alive, dlperf
-from dlperf import comm
 from dlperf.cli import build_parser
+from dlperf.commands import comm
 from dlperf.errors import UsageError
-from dlperf.runner.distributed import Rendezvous, bus_bandwidth, rendezvous_id, torchrun_command
+from dlperf.measure.stats import bus_bandwidth
+from dlperf.runner import comm as job
+from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
 from dlperf.runner.launch import ChildResult, descendants
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 
@@ -95,10 +97,10 @@ def test_every_node_names_the_same_rendezvous_id_whatever_its_threads():
     ids = set()
     for node_rank, threads in ((0, 1), (1, 2)):
         opts = opts_of("--nnodes", "2", "--node-rank", str(node_rank), "--rdzv-endpoint", "h:1")
-        cmd = comm.job_command(opts, "py", comm.task_of(opts, threads), "t", "r")
+        cmd = job.job_command(opts.job, "py", job.task_of(opts.job, threads), "t", "r")
         ids |= {a for a in cmd if a.startswith("--rdzv-id=")}
     other = opts_of("--nnodes", "2", "--rdzv-endpoint", "h:1", "--iters", "6")
-    assert len(ids) == 1 and ids.pop() not in comm.job_command(other, "py", comm.task_of(other, 1), "t", "r")
+    assert len(ids) == 1 and ids.pop() not in job.job_command(other.job, "py", job.task_of(other.job, 1), "t", "r")
     assert rendezvous_id("a", 1) == rendezvous_id("a", 1) != rendezvous_id("a", 2)
 
 
@@ -130,13 +132,14 @@ def test_a_failure_says_why_in_one_line():
     opts = opts_of("--nnodes", "2", "--rdzv-endpoint", "h:1", "--timeout", "9")
     stderr = "Traceback...\nRendezvousTimeoutError\n=========\n"
     crashed, hung = ChildResult(1, False, 1.0, stderr), ChildResult(None, True, 9.0, "")
-    assert comm.failure_reason(opts, crashed, {"status": "ok", "result": {}}, True) is None
-    assert comm.failure_reason(opts, crashed, {"status": "failed", "error": "E: x", "rank": 1}, True) == "rank 1: E: x"
-    never = comm.failure_reason(opts, hung, None, False)
+    assert job.failure_reason(opts.job, crashed, {"status": "ok", "result": {}}, True) is None
+    failed = {"status": "failed", "error": "E: x", "rank": 1}
+    assert job.failure_reason(opts.job, crashed, failed, True) == "rank 1: E: x"
+    never = job.failure_reason(opts.job, hung, None, False)
     assert "the 2 nodes never met at --rdzv-endpoint h:1 within --timeout 9 s" in never
-    assert "(RendezvousTimeoutError)" in comm.failure_reason(opts, crashed, None, False)
-    assert comm.failure_reason(opts, hung, None, True) == "timed out: the job exceeded --timeout 9 s"
-    assert comm.failure_reason(opts, crashed, None, True) == "worker exited with code 1: RendezvousTimeoutError"
+    assert "(RendezvousTimeoutError)" in job.failure_reason(opts.job, crashed, None, False)
+    assert job.failure_reason(opts.job, hung, None, True) == "timed out: the job exceeded --timeout 9 s"
+    assert job.failure_reason(opts.job, crashed, None, True) == "worker exited with code 1: RendezvousTimeoutError"
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -282,8 +285,8 @@ def test_nccl_without_cuda_is_a_clear_error_from_the_probe_and_from_the_ranks(tm
     proc = dlperf("comm", "--backend", "nccl", "--nproc", "1", db=tmp_path / "d.db")
     assert proc.returncode == 2 and "--backend nccl needs CUDA GPUs" in proc.stderr, proc.stderr
     opts = opts_of("--backend", "nccl", "--nproc", "1", "--sizes", "4K", "--iters", "1", "--timeout", "60")
-    child, answer, joined = comm.run_job(opts, sys.executable, 1)  # past the probe: the rank itself refuses
-    reason = comm.failure_reason(opts, child, answer, joined)
+    child, answer, joined = job.run_job(opts.job, sys.executable, 1)  # past the probe: the rank itself refuses
+    reason = job.failure_reason(opts.job, child, answer, joined)
     assert reason.startswith("rank 0: RuntimeError: --backend nccl needs CUDA GPUs"), reason
 
 

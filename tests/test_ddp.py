@@ -10,10 +10,11 @@ import pytest
 
 from conftest import FAST, ROOT, alive, dlperf
 from dlperf.errors import UsageError
+from dlperf.measure.stats import bus_bandwidth
+from dlperf.protocol import Cell
 from dlperf.runner.collect import ddp_measurement
-from dlperf.runner.distributed import Rendezvous, bus_bandwidth, torchrun_command
+from dlperf.runner.distributed import Rendezvous, torchrun_command
 from dlperf.runner.launch import ChildResult
-from dlperf.runner.plan import Cell
 from dlperf.store import Store
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -267,7 +268,7 @@ def test_two_nodes_on_one_machine_over_loopback(tmp_path, torch):
 
 
 def test_dataparallel_is_unsupported_without_two_gpus_saying_why(torch):
-    from dlperf.frameworks import torch_backend
+    from dlperf.frameworks.torch import backend as torch_backend
     from dlperf.workloads import BUILTIN
 
     with pytest.raises(NotImplementedError, match="applies to CUDA GPUs only"):

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from conftest import dlperf
-from dlperf.frameworks import envs, framework_status
+from dlperf import envs
+from dlperf.envs import framework_status
 from dlperf.runner.launch import child_env
 
 

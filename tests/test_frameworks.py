@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import FAST, dlperf, framework_python
-from dlperf.frameworks import envs
+from dlperf import envs
 from test_sweep import cells
 
 FRAMEWORKS = ["torch", "jax", "tensorflow", "mxnet"]

@@ -7,8 +7,7 @@ import sqlite3
 import pytest
 
 from conftest import dlperf
-from dlperf import merge
-from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store, run_origin
+from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store, merge, run_origin
 from test_cli import one_line_error
 from test_compare import BASE, OTHER_MACHINE, SLOWER, make_db, processes, write_run
 

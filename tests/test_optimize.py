@@ -6,6 +6,7 @@ import pytest
 
 from conftest import FAST, dlperf, require
 from dlperf import optimize as opt
+from dlperf.commands import optimize as opt_cmd
 
 
 def test_with_option_replaces_within_an_exclusive_group_and_keeps_canonical_order():
@@ -133,10 +134,10 @@ def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys):
     cands = opt.ranked(opt.candidates_of(cells, samples, {}))
     base = next(c for c in cands if c.mode == "fp32")
     search = opt.Search("w", "cpu", 2, 1, base, cands, opt.recommend(cands), ["a note"])
-    opt.print_text(search)
+    opt_cmd.print_text(search)
     out = capsys.readouterr().out
     assert out.index("bf16") < out.index("compile") < out.index("fp32") < out.index("fp16")
     assert "1.00x (baseline)" in out and "2.00x [" in out and "note: a note" in out
     assert "Recommended: bf16, 2.00x faster than fp32 eager" in out
     assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in out
-    assert json.loads(opt.render_json(search))["best"]["mode"] == "bf16"
+    assert json.loads(opt_cmd.render_json(search))["best"]["mode"] == "bf16"

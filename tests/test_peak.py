@@ -6,9 +6,10 @@ import sqlite3
 import pytest
 
 from conftest import dlperf, require
+from dlperf import envs
 from dlperf.errors import UsageError
-from dlperf.frameworks import envs
-from dlperf.peak import jobs, measure, peak_lookup, utilization
+from dlperf.report.utilization import peak_lookup, utilization
+from dlperf.runner.peak import jobs, measure
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 TINY = {"dtypes": ["fp32", "bf16", "fp16"], "sizes": [64, 128], "bandwidth_bytes": 8 * 2**20, "max_time": 0.2}
@@ -61,7 +62,7 @@ def test_a_failed_or_hung_child_is_an_error_row_not_a_traceback(monkeypatch):
     assert row["status"] == "failed" and "--frameworks nosuch: not installed" in row["error"]
     monkeypatch.setattr(envs, "importable_here", lambda framework: True)  # this interpreter, as if it had it
     (row,) = measure("nosuch", ["cpu"], [1], **TINY, timeout=60)
-    assert row["status"] == "failed" and "No module named 'dlperf.frameworks.nosuch_peak'" in row["error"]
+    assert row["status"] == "failed" and "No module named 'dlperf.frameworks.nosuch'" in row["error"]
     assert row["result"] is None
     require("torch")
     (row,) = measure("torch", ["cpu"], [1], **{**TINY, "sizes": [64, 128, 256]}, timeout=0.5)
@@ -70,7 +71,7 @@ def test_a_failed_or_hung_child_is_an_error_row_not_a_traceback(monkeypatch):
 
 def test_a_size_too_slow_for_max_time_is_skipped_and_a_dtype_the_device_cannot_do_is_unsupported(monkeypatch):
     torch = require("torch")
-    from dlperf.frameworks import torch_peak
+    from dlperf.frameworks.torch import peak as torch_peak
 
     cpu, cfg = torch.device("cpu"), torch_peak.timer_config(0.05)
     entry = torch_peak.matmul_peak(cpu, "fp32", [64, 8192], cfg, lambda: None)  # 1.1 TFLOP: seconds on any CPU

@@ -4,7 +4,7 @@ Importing this package never imports a deep-learning framework: every framework 
 imported only inside the child process that measures a cell.
 """
 
-__version__ = "0.1.0"
+from dlperf.version import VERSION as __version__
 
 __all__ = ["__version__", "run", "user_workload"]
 

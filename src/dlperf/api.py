@@ -21,8 +21,9 @@ from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import Cell
 from dlperf.runner import probe
-from dlperf.runner.plan import Cell, Task, expand, expand_ddp, schedule
+from dlperf.runner.plan import Task, expand, expand_ddp, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
 from dlperf.spec import (
     RunSpec,
@@ -35,16 +36,12 @@ from dlperf.spec import (
     parse_threads,
     parse_workloads,
 )
-from dlperf.store import Store
+from dlperf.store import Store, default_db
 from dlperf.vocab import DeviceKind, ExitCode, Status
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.user import source_of
 
 STARTUP_GUESS_S = 15.0  # interpreter + framework import + model build + FLOP and memory steps, for a cell never seen
-
-
-def default_db() -> str:
-    return os.environ.get("DLPERF_DB") or "dlperf.db"
 
 
 @dataclass
@@ -244,23 +241,15 @@ def estimate(plan: Plan, db: str) -> float:
 
 
 def _known_durations(db: str, fingerprint: dict) -> dict[str, float]:
+    """Cell key -> the median duration of its processes in earlier runs on this machine."""
     if not os.path.exists(db):
         return {}
     store = Store.open(db, create=False)
     try:
         runs = [r["id"] for r in store.runs() if json.loads(r["fingerprint_json"]) == fingerprint]
-        rows = [
-            row
-            for rid in runs
-            for row in store.conn.execute(
-                "SELECT cell_key, duration_s FROM measurements WHERE run_id = ? AND duration_s IS NOT NULL", (rid,)
-            )
-        ]
+        by_key = store.durations(runs)
     finally:
         store.close()
-    by_key: dict[str, list[float]] = {}
-    for row in rows:
-        by_key.setdefault(row["cell_key"], []).append(row["duration_s"])
     return {k: statistics.median(v) for k, v in by_key.items()}
 
 
@@ -282,7 +271,7 @@ def run(
     spec = make_spec(workloads, **spec_kwargs)
     plan = make_plan(spec)
     for warning in plan.warnings:
-        (warn or _warn)(warning)
+        (warn or warn_stderr)(warning)
     if dry_run:
         return Outcome(ExitCode.OK, plan=plan, estimate_s=estimate(plan, db))
     store = Store.open(db, create=True)
@@ -300,7 +289,7 @@ def run(
         store.close()
 
 
-def _warn(message: str) -> None:
+def warn_stderr(message: str) -> None:
     print(f"dlperf: warning: {message}", file=sys.stderr, flush=True)
 
 

@@ -14,8 +14,8 @@ import socket
 import subprocess
 import sys
 
-from dlperf import __version__
 from dlperf.measure import system
+from dlperf.version import VERSION
 
 NVIDIA_SMI_QUERY = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
 
@@ -50,7 +50,7 @@ def capture(framework_info: dict | None = None, *, root: str = "/", environ: dic
         "hostname": socket.gethostname(),
         "python": {"version": platform.python_version(), "implementation": platform.python_implementation()},
         "executable": sys.executable,
-        "dlperf_version": __version__,
+        "dlperf_version": VERSION,
         "thread_env": system.inherited_thread_env(os.environ if environ is None else environ),
         "gpus": gpu_info(),
         "frameworks": dict(framework_info or {}),

@@ -10,13 +10,12 @@ out not to apply is recorded as unsupported, never as an error.
 Every candidate is a cell of one run, measured through the same plan, launch and store as `dlperf run`, each in
 `repeats` fresh processes. The fp32 eager baseline gets one more process every round, so its spread covers the whole
 search and every speed-up is over a baseline measured in the same run. A speed-up counts only when its confidence
-interval (`dlperf.measure.speedup`) excludes 1 and the gain is at least MIN_GAIN, and only for a mode whose loss
+interval (`dlperf.report.speedup`) excludes 1 and the gain is at least MIN_GAIN, and only for a mode whose loss
 check passed: a faster mode that no longer learns is rejected with the reason.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 import sys
@@ -29,11 +28,14 @@ from dlperf import api, envinfo
 from dlperf.errors import UsageError
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
-from dlperf.runner.plan import Cell, Task
+from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
+from dlperf.modes import recipe as mode_recipe
+from dlperf.protocol import Cell
+from dlperf.runner.plan import Task
 from dlperf.runner.sweep import Interrupted, SweepContext, execute
 from dlperf.spec import canonical_mode, device_kind
-from dlperf.store import Store
-from dlperf.vocab import EXCLUSIVE, DeviceKind, ExitCode, Mode, Status, mode_components
+from dlperf.store import Store, default_db
+from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
@@ -43,26 +45,10 @@ DEFAULT_BUDGET_MIN = 15.0
 DEFAULT_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 
 
-@dataclass(frozen=True)
-class Dimension:
-    name: str
-    options: tuple[str, ...]  # each option: mode components joined by '+', added to the best mode so far
-    cuda_options: tuple[str, ...] = ()
-
-
-DIMENSIONS = (
-    Dimension("precision", ("bf16", "fp16"), ("tf32",)),
-    Dimension("memory format", ("channels_last",)),
-    Dimension("optimizer implementation", ("foreach", "fused")),
-    Dimension("compilation", ("compile",), ("cuda_graphs", "compile+cuda_graphs")),
-    Dimension("checkpointing", ("checkpoint",)),  # trades time for memory: shown for its memory, rarely faster
-)
-
-
 def with_option(mode: str, option: str) -> str:
     """`mode` plus `option`, replacing a component of the same exclusive group (bf16 replaces fp32)."""
     added = [Mode(p) for p in option.split("+")]
-    groups = [members for members in EXCLUSIVE.values() if any(a in members for a in added)]
+    groups = [members for members in exclusive_groups().values() if any(a in members for a in added)]
     kept = [c for c in mode_components(mode) if not any(c in members for members in groups)]
     return canonical_mode("+".join([*(c.value for c in kept), *option.split("+")]))
 
@@ -75,8 +61,9 @@ def not_applicable(option: str, workload: dict, peaks: dict[str, float] | None =
     1 GFLOP/s, and measuring it on a large network takes minutes of the budget to learn the same thing."""
     parts = option.split("+")
     shape = workload.get("input", {}).get("shape") or []
-    if Mode.CHANNELS_LAST.value in parts and len(shape) != 3:
-        return "channels_last needs an image input (channels, height, width)"
+    for part in parts:
+        if ROW[Mode(part)].image_input and len(shape) != 3:
+            return f"{part} needs an image input (channels, height, width)"
     fp32 = (peaks or {}).get(Mode.FP32.value)
     for part in parts:
         low = (peaks or {}).get(part)
@@ -167,12 +154,12 @@ def candidates_of(cells: list[dict], samples: dict[str, list[list[float]]], peak
         if cell["mode"] == BASELINE and cell["status"] == Status.OK:
             cand.speedup = 1.0  # by definition; an interval of the baseline against itself would mean nothing
         elif cell["status"] == Status.OK and cell.get("median_s") and base and samples.get(cell["key"]):
-            from dlperf.measure.speedup import speedup  # numpy: loaded only when there is something to compare
+            from dlperf.report.speedup import speedup  # numpy: loaded only when there is something to compare
 
             s = speedup(base, samples[cell["key"]])
             cand.speedup, cand.ci_low, cand.ci_high = s.ratio, s.low, s.high
         if peaks and cell["status"] == Status.OK:
-            from dlperf.peak import utilization
+            from dlperf.report.utilization import utilization
 
             cand.utilization = utilization(extra.get("flops_by_dtype"), cell.get("median_s"), peaks)
         out.append(cand)
@@ -221,44 +208,8 @@ def ranked(cands: list[Candidate]) -> list[Candidate]:
 
 
 def recipe(mode: str, device: str) -> list[str]:
-    """The few lines of PyTorch that apply `mode` to a training loop of `model`, `optimizer`, `loss_fn`, `x`, `y`."""
-    parts = set(mode_components(mode))
-    dev = device_kind(device).value
-    lines: list[str] = []
-    if Mode.TF32 in parts:
-        lines += ["torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True"]
-    if Mode.CHANNELS_LAST in parts:
-        lines += [
-            "model = model.to(memory_format=torch.channels_last)",
-            "x = x.contiguous(memory_format=torch.channels_last)  # every input batch",
-        ]
-    for impl in (Mode.FOREACH, Mode.FUSED):
-        if impl in parts:
-            lines.append(f"optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, {impl.value}=True)")
-    if Mode.CHECKPOINT in parts:
-        lines.append(
-            "# in forward: y = torch.utils.checkpoint.checkpoint_sequential(trunk, segments, x, use_reentrant=False)"
-        )
-    if Mode.COMPILE in parts:
-        kind = ', mode="reduce-overhead"' if Mode.CUDA_GRAPHS in parts else ""
-        lines.append(f"model = torch.compile(model{kind})")
-    elif Mode.CUDA_GRAPHS in parts:
-        lines.append("# capture the whole step once with torch.cuda.graph(g) after a warm-up, then g.replay() per step")
-    precision = next((p for p in (Mode.BF16, Mode.FP16) if p in parts), None)
-    if precision is Mode.FP16:
-        lines.append(f'scaler = torch.amp.GradScaler("{dev}")')
-    if precision is not None:
-        dtype = "bfloat16" if precision is Mode.BF16 else "float16"
-        lines += [
-            "# each step:",
-            f'with torch.autocast("{dev}", dtype=torch.{dtype}):',
-            "    loss = loss_fn(model(x), y)",
-        ]
-        if precision is Mode.FP16:
-            lines += ["scaler.scale(loss).backward()", "scaler.step(optimizer)", "scaler.update()"]
-        else:
-            lines += ["loss.backward()", "optimizer.step()"]
-    return lines or ["# nothing to change: fp32 eager is the fastest measured here"]
+    """The few lines of PyTorch that apply `mode` to a training loop (the modes table's recipe lines)."""
+    return mode_recipe(mode, device_kind(device))
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -321,8 +272,8 @@ class Searcher:
         try:
             self._round([BASELINE], dimension=None)
             best = BASELINE
-            for dim in DIMENSIONS:
-                best = self._dimension(dim, best, start)
+            for group in SEARCH_ORDER:
+                best = self._dimension(group, best, start)
             self.store.set_run_status(self.run_id, "complete")
         except Interrupted:
             self.notes.append("interrupted: the results below are what was measured before the interrupt")
@@ -331,12 +282,13 @@ class Searcher:
         result.elapsed_s, result.exit_code = time.monotonic() - start, exit_code
         return result
 
-    def _dimension(self, dim: Dimension, best: str, start: float) -> str:
-        options = dim.options + (dim.cuda_options if device_kind(self.opts.device) is DeviceKind.CUDA else ())
+    def _dimension(self, group: str, best: str, start: float) -> str:
+        """One round: the best mode so far with each option of `group` (the modes table's searched components)."""
+        options = options_of(group, device_kind(self.opts.device))
         modes = []
         for option in options:
             if why := not_applicable(option, self.workload, self.peaks):
-                self.notes.append(f"{dim.name}: {option} not tried: {why}")
+                self.notes.append(f"{group}: {option} not tried: {why}")
                 continue
             mode = with_option(best, option)
             if mode not in self.repeat_of and mode not in modes:
@@ -346,21 +298,16 @@ class Searcher:
         needed, left = self._estimate(modes), self.opts.budget_s - (time.monotonic() - start)
         if needed > left:
             self.notes.append(
-                f"{dim.name}: {', '.join(modes)} not measured: about {needed / 60:.1f} min needed, "
+                f"{group}: {', '.join(modes)} not measured: about {needed / 60:.1f} min needed, "
                 f"{max(0.0, left) / 60:.1f} min of the budget left (raise --budget)"
             )
             return best
-        self._round(modes, dimension=dim.name, bar=best)
-        return self._choose(best, modes, dim.name)
+        self._round(modes, dimension=group, bar=best)
+        return self._choose(best, modes, group)
 
     def _estimate(self, modes: list[str]) -> float:
         """Seconds to measure `modes`, from this run's own process durations."""
-        durations = [
-            r["duration_s"]
-            for r in self.store.conn.execute(
-                "SELECT duration_s FROM measurements WHERE run_id = ? AND duration_s IS NOT NULL", (self.run_id,)
-            )
-        ]
+        durations = [d for ds in self.store.durations([self.run_id]).values() for d in ds]
         per_process = statistics.median(durations) if durations else 60.0
         total = per_process  # the baseline's extra process
         for mode in modes:
@@ -408,7 +355,7 @@ class Searcher:
 
     def _choose(self, best: str, modes: list[str], dim_name: str) -> str:
         """The candidate reliably faster than `best` (interval above 1, gain >= MIN_GAIN) that still trains."""
-        from dlperf.measure.speedup import speedup
+        from dlperf.report.speedup import speedup
 
         cells = {c["mode"]: c for c in self.store.cell_dicts(self.run_id)}
         current = self.store.samples(self.run_id, cells[best]["key"])
@@ -451,7 +398,7 @@ class Searcher:
         )  # fmt: skip
 
     def _peaks(self) -> dict[str, float]:
-        from dlperf.peak import peak_lookup
+        from dlperf.report.utilization import peak_lookup
 
         return peak_lookup(self.store, self.fingerprint, self.base_cell.device, self.base_cell.threads)
 
@@ -468,85 +415,5 @@ def optimize(opts: Options, db: str | None = None, *, progress_factory=None, war
 
         return Progress(total=total)
 
-    searcher = Searcher(opts, db or api.default_db(), progress_factory or default_progress, warn or api._warn)
+    searcher = Searcher(opts, db or default_db(), progress_factory or default_progress, warn or api.warn_stderr)
     return searcher.run()
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# Rendering
-
-
-def render_json(search: Search) -> str:
-    return json.dumps(search.to_json(), indent=2)
-
-
-def render_rich(search: Search):
-    from rich.markup import escape
-    from rich.table import Table
-
-    from dlperf.report.format import nbytes, table_seconds
-
-    table = Table(
-        title=f"optimize {escape(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
-    )
-    for name in ("mode", "step (s)", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
-        table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
-    best = search.best.mode if search.best else None
-    for c in search.results:
-        if c.median_s is None:
-            table.add_row(escape(c.mode), f"[dim]{escape(c.status)}[/]", "", "", "", escape(c.error or ""), "")
-            continue
-        speed = _speed_text(c)
-        memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
-        util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
-        loss = (
-            "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
-        )
-        payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
-        mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
-        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
-    return table
-
-
-def _speed_text(c: Candidate) -> str:
-    if c.mode == BASELINE:
-        return "1.00x (baseline)"
-    if c.speedup is None:
-        return ""
-    interval = f" [{c.ci_low:.2f}-{c.ci_high:.2f}]" if c.ci_low is not None else ""
-    return f"{c.speedup:.2f}x{interval}"
-
-
-def _loss_text(c: Candidate) -> str:
-    if c.loss_ok is None:
-        return c.loss_reason or "not checked"
-    return "ok" if c.loss_ok else f"FAILED: {c.loss_reason}"
-
-
-# Peak memory kinds, marked in the table and explained under it: they are different quantities.
-MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "xla_buffers": "(xla)", "process_rss": "(rss)"}
-MEMORY_LEGEND = (
-    "peak memory: live tensor bytes of one step (CUDA: the allocator's peak); (rss) = the process's resident-set peak "
-    "during one step, for compiled steps, which cannot be traced tensor by tensor (it includes the runtime itself)"
-)
-
-
-def print_text(search: Search) -> None:
-    from rich.console import Console
-
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    console.print(render_rich(search))
-    console.print(MEMORY_LEGEND, highlight=False, markup=False)
-    for note in search.notes:
-        console.print(f"  note: {note}", highlight=False, markup=False)
-    if search.best is None:
-        console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
-        return
-    b = search.best
-    console.print(
-        f"Recommended: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]:",
-        highlight=False,
-        markup=False,
-    )
-    for line in recipe(b.mode, search.device):
-        console.print(f"    {line}", highlight=False, markup=False)

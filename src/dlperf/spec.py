@@ -11,9 +11,9 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from dlperf.errors import UsageError
-from dlperf.frameworks import BACKENDS
 from dlperf.measure.timer import TimerConfig
-from dlperf.vocab import EXCLUSIVE, MODE_ORDER, DeviceKind, Mode
+from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
+from dlperf.vocab import DeviceKind, Framework
 from dlperf.workloads import BUILTIN, SUITE
 from dlperf.workloads.user import looks_like_source, normalize_source
 
@@ -97,9 +97,10 @@ def parse_devices(text: str) -> tuple[str, ...]:
 
 def parse_frameworks(text: str) -> tuple[str, ...]:
     names = tuple(dict.fromkeys(split_list(text, "--frameworks")))
+    known = [f.value for f in Framework]
     for name in names:
-        if name not in BACKENDS:
-            raise UsageError(f"--frameworks: unknown framework {name!r}{suggest(name, BACKENDS)}")
+        if name not in known:
+            raise UsageError(f"--frameworks: unknown framework {name!r}{suggest(name, known)}")
     return names
 
 
@@ -114,7 +115,7 @@ def canonical_mode(text: str) -> str:
     for part in parts:
         if part not in known:
             raise UsageError(f"--modes: unknown mode {part!r} in {text!r} (components: {', '.join(known)})")
-    for group, members in EXCLUSIVE.items():
+    for group, members in exclusive_groups().items():
         if sum(p in members for p in parts) > 1:
             raise UsageError(f"--modes {text!r}: at most one {group} ({', '.join(m.value for m in members)})")
     ordered = [m.value for m in MODE_ORDER if m.value in parts]

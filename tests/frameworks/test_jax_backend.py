@@ -17,7 +17,7 @@ from dlperf.workloads import BUILTIN, SUITE, TINY
 
 PRELUDE = """
 import json, math, sys
-from dlperf.frameworks import jax_backend as jb
+from dlperf.frameworks.jax import backend as jb
 from dlperf.workloads import BUILTIN
 jb.configure_threads(1)
 """
@@ -67,8 +67,8 @@ FULL_SIZE = """
 import json, sys
 import jax
 from flax import nnx
-from dlperf.frameworks import jax_backend as jb
-from dlperf.frameworks.jax_models import build_model, count_params, max_pool
+from dlperf.frameworks.jax import backend as jb
+from dlperf.frameworks.jax.models import build_model, count_params, max_pool
 from dlperf.workloads import BUILTIN
 
 out = {}
@@ -257,7 +257,7 @@ import json, os, sys, threading
 os.environ["XLA_FLAGS"] = "--xla_cpu_enable_fast_math=false"  # the user's own flag
 done = threading.Event()
 threading.Thread(target=done.wait).start()  # a thread already running, as a library's pool may be
-from dlperf.frameworks import jax_backend as jb
+from dlperf.frameworks.jax import backend as jb
 from dlperf.workloads import BUILTIN
 before = sorted(os.sched_getaffinity(0))
 configured = jb.configure_threads(int(sys.argv[1]))

@@ -11,8 +11,8 @@ from conftest import require
 
 torch = require("torch")
 
-from dlperf.frameworks import torch_backend as tb  # noqa: E402
-from dlperf.frameworks import torch_losscheck as lc  # noqa: E402
+from dlperf.frameworks.torch import backend as tb  # noqa: E402
+from dlperf.frameworks.torch import losscheck as lc  # noqa: E402
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 
@@ -31,7 +31,7 @@ from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 )
 def test_good_modes_pass(name, mode):
     workload = BUILTIN[name]
-    result = lc.loss_check(workload, "cpu", mode)
+    result = tb.loss_check(workload, "cpu", mode)
     assert result["ok"] and result["reason"] is None, result["reason"]
     assert result["batch"] == min(workload.batch, lc.BATCH) and result["steps"] == lc.STEPS
     assert len(result["fp32_losses"]) == len(result["tolerance"]) == lc.STEPS
@@ -43,7 +43,7 @@ def test_good_modes_pass(name, mode):
 
 
 def test_fp32_arithmetic_modes_need_no_rounding_reference():
-    result = lc.loss_check(BUILTIN["tiny-resnet-56"], "cpu", "channels_last")
+    result = tb.loss_check(BUILTIN["tiny-resnet-56"], "cpu", "channels_last")
     assert result["ok"] and result["rounding_cosine"] is None and result["min_cosine"] == lc.MIN_COSINE
     assert result["cosine"] > 0.9999  # the same arithmetic in another memory layout
 
@@ -179,7 +179,7 @@ def test_the_mode_is_built_first_and_unsupported_propagates():
         lc.check(make_fp32, make_unsupported)
     assert built == []
     with pytest.raises(NotImplementedError, match="channels_last applies to 2-d convolutional networks"):
-        lc.loss_check(BUILTIN["tiny-fcn-s"], "cpu", "channels_last")
+        tb.loss_check(BUILTIN["tiny-fcn-s"], "cpu", "channels_last")
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_user_workload(tmp_path):
     path = tmp_path / "mini_model.py"
     path.write_text(USER_FILE)
     workload = Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 6, OptimizerSpec(), source=f"{path}:make")
-    result = lc.loss_check(workload, "cpu", "bf16")
+    result = tb.loss_check(workload, "cpu", "bf16")
     assert result["ok"], result["reason"]
     assert result["batch"] == lc.BATCH  # the factory's 6, capped
     assert result["fp32_losses"][-1] < 0.5 * result["fp32_losses"][0]  # four samples, fitted

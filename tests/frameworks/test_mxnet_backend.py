@@ -19,7 +19,7 @@ PRELUDE = """
 import json, math, sys
 import numpy as np
 from dataclasses import replace
-from dlperf.frameworks import mxnet_backend as mb
+from dlperf.frameworks.mxnet import backend as mb
 from dlperf.workloads import BUILTIN
 mb.configure_threads(int(sys.argv[1]))  # as a worker does, with the thread variables already set
 """
@@ -59,7 +59,7 @@ print(json.dumps(result))
 def test_full_size_parameter_counts_match_the_reference():
     """From the parameters' shapes, known before any memory is allocated (every layer is given its input size)."""
     out = mxnet("""
-from dlperf.frameworks.mxnet_models import build_model
+from dlperf.frameworks.mxnet.models import build_model
 counts = {}
 for name, w in BUILTIN.items():
     if name.startswith("tiny-"):

@@ -20,8 +20,8 @@ TF = "tensorflow"
 PRELUDE = """
 import json, math, sys
 import numpy as np
-from dlperf.frameworks import tf_backend as tb
-from dlperf.frameworks import tf_models
+from dlperf.frameworks.tensorflow import backend as tb
+from dlperf.frameworks.tensorflow import models as tf_models
 from dlperf.workloads.shi2016 import BUILTIN
 import tensorflow as tf
 def out(obj):

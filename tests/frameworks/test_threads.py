@@ -19,12 +19,13 @@ BUSY = 0.15  # others' share of the machine above which a low ratio says more ab
 
 
 def cpu_ratio(framework: str, threads: int, python: str) -> dict:
-    """The ratio, measured again (up to 3 times) while other processes keep the machine busy."""
+    """The ratio, measured again (up to 3 times) while other processes keep the machine busy; a machine that stays
+    busy is a skip that says how busy, since no ratio measured on it could tell about the framework."""
     for _ in range(3):
         answer = probe.ask(framework, {"what": "threads", "threads": threads, "seconds": 1.5}, python, threads=threads)
         if (answer["others_cpu_share"] or 0) < BUSY:
-            break
-    return answer
+            return answer
+    pytest.skip(f"other processes kept {100 * answer['others_cpu_share']:.0f}% of the CPUs busy in 3 tries")
 
 
 @pytest.mark.timeout(240)

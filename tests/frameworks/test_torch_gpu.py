@@ -6,7 +6,7 @@ from conftest import FAST, dlperf, require
 
 torch = require("torch")
 
-from dlperf.frameworks import torch_backend as tb  # noqa: E402
+from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")

@@ -9,8 +9,8 @@ from conftest import require
 
 torch = require("torch")
 
-from dlperf.frameworks import torch_backend  # noqa: E402
-from dlperf.frameworks.torch_models import build_model  # noqa: E402
+from dlperf.frameworks.torch import backend as torch_backend  # noqa: E402
+from dlperf.frameworks.torch.models import build_model  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN, SUITE, TINY  # noqa: E402
 
 # The numbers printed in shared/reference/shi2016.md, typed again here so that an edit to shi2016.py cannot make the

@@ -92,7 +92,7 @@ def test_runs_of_two_machines_are_not_mixed_in_one_report(tmp_path, report_db):
 
 
 def test_a_merged_run_says_where_it_came_from(tmp_path, report_db):
-    from dlperf.merge import merge
+    from dlperf.store.merge import merge
 
     target = tmp_path / "all.db"
     merge([str(report_db)], str(target))

@@ -1,5 +1,6 @@
 from dlperf.api import make_spec, thread_counts
-from dlperf.runner.plan import Cell, expand, schedule
+from dlperf.protocol import Cell
+from dlperf.runner.plan import expand, schedule
 from dlperf.workloads import BUILTIN
 
 

@@ -1,12 +1,18 @@
 """Framework backends: the only place a deep-learning framework is imported.
 
-Each backend module (`torch_backend`, `jax_backend`, `tf_backend`, `mxnet_backend`) is imported only by the worker and
-the probe, in a child process whose thread variables are already fixed, and possibly in another virtual environment
-(`envs`): a backend imports the standard library, its framework (and what the framework installs, such as its numpy)
-and dlperf's standard-library-only modules, nothing else. This package itself imports nothing but the standard library.
+One package per framework, Keras-style: `torch/`, `jax/`, `tensorflow/`, `mxnet/`, each with a `backend` module that
+implements the interface below and a `models` module with the networks of the Shi et al. (2016) suite built in that
+framework. What only one framework has sits beside its backend (PyTorch: the loss check, peaks, DDP, collectives).
+
+A backend module is imported only in a child process (a worker or the probe) whose thread variables are already fixed,
+and possibly in another virtual environment (`dlperf.envs`): it imports the standard library, its framework (and what
+the framework installs, such as its numpy) and dlperf's standard-library-only modules, nothing else. This package
+itself imports nothing but the standard library and dlperf's vocabulary.
 
 A backend module provides:
 
+    MODES: frozenset[Mode]                    # the mode components it implements; every other component of a mode
+                                              # is `unsupported`, with the reason from `unsupported_reason`
     configure_threads(threads: int) -> dict   # called first, before the framework has run anything: the framework's
                                               # own thread controls; returns the settings in effect
     build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TrainStep
@@ -18,7 +24,7 @@ A backend module provides:
     matmul(size: int) -> Callable[[], None]   # one size x size fp32 matrix product, finished when the call returns
                                               # (the thread test: CPU time / wall time of these at N threads ~ N)
 
-and a `TrainStep` has:
+and a `TrainStep` (the `TrainStep` protocol below) has:
 
     params: int             # trainable parameters (what the framework really trains, deviations included)
     compiles: bool          # the first step compiles or traces: the worker times it apart, never as a sample
@@ -29,88 +35,61 @@ and a `TrainStep` has:
     count_flops() -> dict | None         # {"flops_per_step": int, "flops_by_dtype": {"fp32": int, ...}} from the
                                          # framework's own counter; None where no counter exists
     memory_of_step() -> dict[str, int]   # peak memory of extra, untimed steps, each figure labelled with a key of
-                                         # dlperf.runner.collect.MEMORY_KINDS
+                                         # dlperf.protocol.MEMORY_KINDS
     settings() -> dict                   # effective thread and kernel settings, recorded with the cell
+
+Adding a framework: a package here with `backend.py` and `models.py`, a row in `BACKENDS`, a member of
+`dlperf.vocab.Framework`, and, when its dependencies clash with dlperf's, a constraints file in `dlperf/envs/`.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
+from types import ModuleType
 from typing import Any, Protocol
 
-from dlperf.frameworks import envs
+from dlperf.errors import UsageError
+from dlperf.modes import Mode, mode_components
+from dlperf.vocab import Framework
 
-# framework name -> (backend module, the import name whose presence makes it available)
-BACKENDS: dict[str, tuple[str, str]] = {
-    "torch": ("dlperf.frameworks.torch_backend", "torch"),
-    "jax": ("dlperf.frameworks.jax_backend", "jax"),
-    "tensorflow": ("dlperf.frameworks.tf_backend", "tensorflow"),
-    "mxnet": ("dlperf.frameworks.mxnet_backend", "mxnet"),
+# framework -> its backend module
+BACKENDS: dict[Framework, str] = {
+    Framework.TORCH: "dlperf.frameworks.torch.backend",
+    Framework.JAX: "dlperf.frameworks.jax.backend",
+    Framework.TENSORFLOW: "dlperf.frameworks.tensorflow.backend",
+    Framework.MXNET: "dlperf.frameworks.mxnet.backend",
 }
-
-
-# Every tool of Shi et al. (2016) and today's choices: what dlperf can measure here, and why not where it cannot.
-PAPER_TOOLS = ("caffe", "cntk", "tensorflow", "torch7", "mxnet")
-UNINSTALLABLE = {
-    "caffe": "no release installs on a supported Python (last release 1.0, 2017; never on PyPI)",
-    "cntk": "no release installs on a supported Python (last release 2.7, 2019; wheels for Python 2.7, 3.5, 3.6)",
-    "torch7": "Lua, not Python; development stopped in 2017 (PyTorch is its successor)",
-}
-KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7")
-
-
-def framework_status(name: str) -> dict[str, Any]:
-    """Whether dlperf can measure `name` here, without importing it: {name, paper, available, version, reason}."""
-    version = None
-    if name in UNINSTALLABLE:
-        available, reason = False, UNINSTALLABLE[name]
-    elif not is_available(name):
-        available, reason = False, envs.unavailable_reason(name)
-    else:
-        available, reason = True, None
-        version = _installed_version(name)
-    python = envs.interpreter_for(name) if available else None
-    where = None if python is None else ("current" if python == sys.executable else str(envs.env_dir(name)))
-    return {
-        "name": name,
-        "paper": name in PAPER_TOOLS,
-        "available": available,
-        "version": version,
-        "environment": where,
-        "reason": reason,
-    }
-
-
-def _installed_version(name: str) -> str | None:
-    """The version installed where the framework's workers run, read from package metadata (no import)."""
-    from importlib import metadata
-
-    if envs.importable_here(name):
-        try:
-            return metadata.version(BACKENDS[name][1])
-        except metadata.PackageNotFoundError:
-            return None
-    return ((envs.record(name) or {}).get("versions") or {}).get(envs.PACKAGES[name][0])
 
 
 class TrainStep(Protocol):
     params: int
+    compiles: bool
 
     def step(self) -> Any: ...
 
     def sync(self) -> None: ...
 
-    def count_flops(self) -> int | None: ...
+    def compile_stats(self) -> dict[str, Any]: ...
+
+    def count_flops(self) -> dict[str, Any] | None: ...
 
     def memory_of_step(self) -> dict[str, int]: ...
 
     def settings(self) -> dict[str, Any]: ...
 
 
-def is_available(framework: str) -> bool:
-    """Whether the framework can run here (in this environment or its own), found without importing it."""
-    return envs.interpreter_for(framework) is not None
+def backend(framework: str) -> ModuleType:
+    """Import and return the backend module (child processes only)."""
+    return importlib.import_module(BACKENDS[Framework(framework)])
+
+
+def check_mode(framework: str, supported: frozenset[Mode], mode: str, reasons: dict[Mode, str]) -> None:
+    """NotImplementedError (the cell is `unsupported`) naming the first component of `mode` the backend does not
+    implement, with the backend's reason for it, or a plain one for a component it has never heard of."""
+    for component in mode_components(mode):
+        if component not in supported:
+            why = reasons.get(component) or f"the {framework} backend does not implement it"
+            raise NotImplementedError(f"{component.value}: {why}")
 
 
 def builtin_only(framework: str) -> str:
@@ -120,16 +99,9 @@ def builtin_only(framework: str) -> str:
 
 def probe_builtin_only(framework: str, request: dict[str, Any], probe_env) -> dict[str, Any]:
     """`probe` of a backend that trains the built-in workloads only: it answers "env" with `probe_env()`."""
-    from dlperf.errors import UsageError
-
     what = request.get("what")
     if what == "env":
         return probe_env()
     if what == "workload":
         raise UsageError(f"--workloads {request.get('source')!r}: {builtin_only(framework)}")
     raise ValueError(f"unknown probe request {what!r}")
-
-
-def backend(framework: str):
-    """Import and return the backend module (child processes only)."""
-    return importlib.import_module(BACKENDS[framework][0])

@@ -88,3 +88,12 @@ def summarize(samples: list[float], median: float | None = None) -> Summary:
         ci_low=ci[0] if ci else None,
         ci_high=ci[1] if ci else None,
     )
+
+
+def bus_bandwidth(nbytes: float, seconds: float, world: int) -> tuple[float, float]:
+    """(algorithm bandwidth, bus bandwidth) of an all-reduce of `nbytes` per rank taking `seconds`, bytes/s, as
+    nccl-tests reports them: a ring all-reduce moves 2 (n - 1) / n times the message over each link."""
+    if seconds <= 0:
+        return float("nan"), float("nan")
+    algbw = nbytes / seconds
+    return algbw, algbw * (2 * (world - 1) / world if world > 1 else 0.0)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from dlperf.report.table import column_of
-from dlperf.vocab import Mode
+from dlperf.modes import Mode
+from dlperf.report.columns import column_of
 
 BASELINE = Mode.FP32.value
 
@@ -49,7 +49,7 @@ def build(cells: list[dict], samples: dict[str, list[list[float]]]) -> list[Best
         if best is not None and base is not None:
             row.speedup = base["median_s"] / best["median_s"]
             if samples.get(base["key"]) and samples.get(best["key"]) and best is not base:
-                from dlperf.measure.speedup import speedup
+                from dlperf.report.speedup import speedup
 
                 s = speedup(samples[base["key"]], samples[best["key"]])
                 row.speedup, row.ci_low, row.ci_high = s.ratio, s.low, s.high

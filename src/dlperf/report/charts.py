@@ -4,7 +4,7 @@ for the HTML report and for `dlperf plot`.
 
 Series are told apart by the cell dimensions other than the chart's axes: framework and mode today, and whatever a
 later measurement adds under `extra["dimensions"]` (e.g. `{"ddp": "2"}`), so a new dimension needs no change here.
-Columns (`cpu:4`, `cuda:0`, ...) come from `table.column_of`, so new kinds of column appear in the bar charts as is.
+Columns (`cpu:4`, `cuda:0`, ...) come from `columns.column_of`, so new kinds of column appear in the bar charts as is.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from dlperf.report.columns import column_of, column_order
 from dlperf.report.format import count, seconds
-from dlperf.report.table import column_of, column_order
 
 BASELINE_MODE = "fp32"
 
@@ -254,7 +254,7 @@ def gpu_speedup(cells: list[dict]) -> Chart | None:
 
 def utilization(cells: list[dict]) -> Chart | None:
     """The share of each cell's step its FLOPs would take at the peak measured by `dlperf peak`. None without any
-    (cells need `utilization` attached, see `peak.attach_utilization`)."""
+    (cells need `utilization` attached, see `utilization.attach_utilization`)."""
     measured = [c for c in timed(cells) if c.get("utilization") is not None]
     if not measured:
         return None
@@ -277,11 +277,7 @@ def utilization(cells: list[dict]) -> Chart | None:
     )  # fmt: skip
 
 
-def all_charts(cells: list[dict], paper_rows: list | None = None) -> list[Chart]:
-    from dlperf.report import paper
-
+def all_charts(cells: list[dict]) -> list[Chart]:
+    """Every chart the cells make; the paper comparison's chart is `paper.chart`, which builds on these types."""
     charts = [*scaling(cells), *ddp_scaling(cells), *variants(cells)]
-    charts += [c for c in (gpu_speedup(cells), utilization(cells)) if c is not None]
-    if paper_rows:
-        charts.append(paper.chart(paper_rows))
-    return charts
+    return charts + [c for c in (gpu_speedup(cells), utilization(cells)) if c is not None]

@@ -12,12 +12,11 @@ p-values of one comparison are adjusted together with Holm's step-down method, s
 pass alpha by chance. With fewer than 2 processes per side there is nothing to test: the verdict says so.
 
 `compare` is the pure part (cells and samples in, results out); `load` reads a side from a store; `render_*` lay the
-result out. numpy and scipy are imported only inside functions: every `dlperf` command builds this parser.
+result out; `dlperf compare` itself is `commands/compare.py`. scipy is imported only inside the test.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -29,14 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.report.columns import column_of
 from dlperf.report.format import table_seconds
-from dlperf.report.table import column_of
-from dlperf.vocab import ExitCode, Status
+from dlperf.vocab import Status
 
 CONFIDENCE = 0.95  # of the interval of each ratio
-LOG_WIDTH = 160  # characters of a text table written to a file or pipe
 MIN_PROCESSES = 2  # per side, for a test at all
-EXIT_REGRESSION = 1  # what a CI job gates on
 ADVICE = "measure both runs with --repeats 3 or more for a verdict"
 
 
@@ -435,60 +432,3 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         ],
         "notes": result.notes(),
     }
-
-
-def print_rich(renderable) -> None:
-    """On a terminal, as wide as it is; in a file or a CI log, wide enough that the ten columns need not fold."""
-    from rich.console import Console
-
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, LOG_WIDTH))
-    console.print(renderable)
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# The command
-
-
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "compare",
-        parents=[common],
-        help="is run B faster or slower than run A, cell by cell (exit 1 on a regression)",
-        description="Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
-        "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
-        "slower by more than --threshold.",
-    )
-    for name in ("A", "B"):
-        p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
-    p.add_argument(
-        "--threshold",
-        type=float,
-        default=0.05,
-        help="a significantly slower cell is a regression when B/A exceeds 1 + this (default: 0.05)",
-    )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default: 0.05)")
-    p.add_argument("--format", default="text", help="text, md or json")
-    return p
-
-
-def cmd_compare(args) -> int:
-    from dlperf.api import default_db
-
-    if args.format not in ("text", "md", "json"):
-        raise UsageError(f"--format {args.format!r}: expected text, md or json")
-    if not args.threshold >= 0:
-        raise UsageError(f"--threshold {args.threshold:g}: must be 0 or more (a fraction: 0.05 is 5%)")
-    if not 0 < args.alpha < 1:
-        raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
-    db = args.db or default_db()
-    a, b = load(args.A, "A", db), load(args.B, "B", db)
-    result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
-    if args.format == "json":
-        print(json.dumps(to_json(result, a, b), indent=2))
-    elif args.format == "md":
-        print(render_markdown(result, a, b))
-    else:
-        print_rich(render_rich(result, a, b))
-    return EXIT_REGRESSION if result.regressions() else ExitCode.OK

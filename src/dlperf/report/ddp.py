@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlperf.report.columns import column_of
 from dlperf.report.format import nbytes, seconds
-from dlperf.report.table import column_of
 
 
 @dataclass

@@ -7,8 +7,8 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from dlperf import peak
 from dlperf.errors import UsageError
+from dlperf.report.utilization import attach_utilization
 from dlperf.store import Store
 
 
@@ -59,7 +59,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
                 latest[cell["key"]] = _enrich(cell, run["id"], per_process)
                 samples[cell["key"]] = per_process
         cells = list(latest.values())
-        found = peak.attach_utilization(store, json.loads(rows[-1]["fingerprint_json"]), cells)
+        found = attach_utilization(store, json.loads(rows[-1]["fingerprint_json"]), cells)
     finally:
         store.close()
     return Loaded(db, [_run_dict(r) for r in rows], cells, samples, found)

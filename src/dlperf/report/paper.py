@@ -17,8 +17,8 @@ from functools import cache
 from importlib import resources
 
 from dlperf.report.charts import Chart, Point, Series, tip
+from dlperf.report.columns import column_of
 from dlperf.report.format import seconds
-from dlperf.report.table import column_of
 
 CITATION = (
     'S. Shi, Q. Wang, P. Xu, X. Chu, "Benchmarking State-of-the-Art Deep Learning Software Tools", '

@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from dlperf.report import ddp
+from dlperf.report.columns import column_of, column_order
 from dlperf.report.format import table_seconds
 
 BEST_MARK = "*"
@@ -41,19 +42,6 @@ class TableView:
     notes: list[str]
 
 
-def column_of(cell: dict) -> str:
-    from dlperf.runner.plan import column_name
-
-    return column_name(cell["device"], cell["threads"], cell.get("nproc") or 0)
-
-
-def column_order(column: str) -> tuple:
-    """cpu:1, cpu:2, ... first, then accelerators, then ddp:1x2, ddp:2x1, ... by their numbers."""
-    kind, _, index = column.partition(":")
-    numbers = tuple(int(n) for n in re.findall(r"\d+", index))
-    return (kind != "cpu", kind == "ddp", kind, numbers or (-1,), index)
-
-
 def build(run_id: int, cells: list[dict]) -> TableView:
     rows: dict[tuple, Row] = {}
     for cell in cells:
@@ -66,8 +54,6 @@ def build(run_id: int, cells: list[dict]) -> TableView:
 
 
 def _notes(cells: list[dict]) -> list[str]:
-    from dlperf.report import ddp
-
     notes = parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
     return notes + ddp.notes(ddp.build(cells))
 

@@ -7,7 +7,7 @@ process of each node (LOCAL_RANK 0) writes them to its node's RESULT.json: {"sta
 not at all. A rank that fails writes {"status": "failed", "error": ..., "rank": ...} unless a failure is there already:
 the first failure is the cause, the ones after it are its peers losing their connection. RESULT.json.joined appears
 once the processes have met, so a job that timed out says whether its nodes ever did. Standard library only here;
-torch is imported through `dlperf.frameworks.torch_comm`.
+torch is imported through `dlperf.frameworks.torch.comm`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def main(argv: list[str]) -> int:
     rank, local_rank = int(os.environ.get("RANK", 0)), int(os.environ.get("LOCAL_RANK", 0))
     first_here = local_rank == 0
     try:
-        from dlperf.frameworks import torch_comm
+        from dlperf.frameworks.torch import comm as torch_comm
 
         result = torch_comm.run(task, lambda: joined_marker(argv[2]).touch() if first_here else None)
     except Exception as exc:  # the parent reports it as the job's failure

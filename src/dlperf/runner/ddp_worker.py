@@ -37,7 +37,8 @@ class AgreedClock:
 
 
 def measure(task: dict, emit: Events, group_timeout_s: float) -> None:
-    from dlperf.frameworks import torch_backend, torch_ddp
+    from dlperf.frameworks.torch import backend as torch_backend
+    from dlperf.frameworks.torch import ddp as torch_ddp
 
     cell, cfg = task["cell"], TimerConfig(**task["timer"])
     settings = torch_backend.configure_threads(cell["threads"])
@@ -97,7 +98,7 @@ def main(argv: list[str]) -> int:
         return 1
     finally:
         if "torch" in sys.modules:
-            from dlperf.frameworks import torch_ddp
+            from dlperf.frameworks.torch import ddp as torch_ddp
 
             torch_ddp.close(together=finished)
     return 0

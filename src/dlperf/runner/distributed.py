@@ -73,15 +73,6 @@ def torchrun_command(
     return [*cmd, "-m", module, *args]
 
 
-def bus_bandwidth(nbytes: float, seconds: float, world: int) -> tuple[float, float]:
-    """(algorithm bandwidth, bus bandwidth) of an all-reduce of `nbytes` per rank taking `seconds`, bytes/s, as
-    nccl-tests reports them: a ring all-reduce moves 2 (n - 1) / n times the message over each link."""
-    if seconds <= 0:
-        return float("nan"), float("nan")
-    algbw = nbytes / seconds
-    return algbw, algbw * (2 * (world - 1) / world if world > 1 else 0.0)
-
-
 def exit_now(code: int) -> None:
     """End a torchrun worker whose results are on disk, skipping the interpreter's teardown. With gloo and DDP, C++
     destructors at exit aborted ("terminate called without an active exception") in about 1 job in 5 here, after

@@ -33,7 +33,7 @@ def child_env(base: Mapping[str, str], threads: int, python: str = sys.executabl
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     if python != sys.executable:  # another environment: make this dlperf importable there, nothing more
-        from dlperf.frameworks.envs import worker_path
+        from dlperf.envs import worker_path
 
         env["PYTHONPATH"] = worker_path()  # never this environment's own paths: they hold another numpy
     return env

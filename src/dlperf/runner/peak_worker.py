@@ -19,7 +19,7 @@ import traceback
 
 def measure(task: dict) -> dict:
     """Size the framework's thread pools, then measure; the settings in effect are returned with the peaks."""
-    module = importlib.import_module(f"dlperf.frameworks.{task['framework']}_peak")
+    module = importlib.import_module(f"dlperf.frameworks.{task['framework']}.peak")
     settings = module.configure_threads(task["threads"])
     result = module.measure_peaks(
         task["device"], task["dtypes"], task["sizes"], task["bandwidth_bytes"], task["max_time"]

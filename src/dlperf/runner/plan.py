@@ -1,50 +1,14 @@
-"""The sweep expanded into cells. A cell is one measurement: (workload, framework, device, threads, mode), and for a
-data-parallel cell the number of processes and the scaling protocol.
-
-A cell's key is stable across runs, so a sweep can be resumed and two runs compared cell by cell.
-"""
+"""The sweep expanded into cells (`dlperf.protocol.Cell`, one measurement each), and cells into the child processes
+that measure them."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
+from dlperf.protocol import Cell
 from dlperf.spec import RunSpec, device_kind
 from dlperf.vocab import DeviceKind
 from dlperf.workloads import Workload
-
-
-@dataclass(frozen=True)
-class Cell:
-    workload: str
-    framework: str
-    device: str  # "cpu", "cuda:0", "mps"
-    threads: int  # CPU threads of the process (for GPU cells: the host threads); of each process under DDP
-    mode: str
-    nproc: int = 0  # DDP processes in all (every node's); 0: one plain process, no torch.distributed
-    scaling: str = ""  # DDP: "strong" (the total batch fixed and split) or "weak" (each process's batch fixed)
-
-    @property
-    def key(self) -> str:
-        base = f"{self.workload}|{self.framework}|{self.device}|{self.threads}|{self.mode}"
-        return f"{base}|ddp:{self.nproc}:{self.scaling}" if self.nproc else base
-
-    @property
-    def column(self) -> str:
-        """Where the cell goes in the Table-7 view: `cpu:4`, `cuda:0`, `mps`, `ddp:2x1` (2 processes x 1 thread)."""
-        return column_name(self.device, self.threads, self.nproc)
-
-    @property
-    def label(self) -> str:
-        return f"{self.workload} {self.framework} {self.column} {self.mode}"
-
-    def to_json(self) -> dict:
-        return asdict(self)
-
-
-def column_name(device: str, threads: int, nproc: int = 0) -> str:
-    if nproc:
-        return f"ddp:{nproc}x{threads}" if device == "cpu" else f"ddp:{nproc}x{device}"
-    return f"cpu:{threads}" if device == "cpu" else device
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def selftest(fw, framework: str) -> dict:
     """Import the framework and train the tiniest workload for two steps: what `dlperf env install` verifies."""
     import time
 
-    from dlperf.frameworks.envs import PACKAGES
+    from dlperf.envs import PACKAGES
     from dlperf.workloads import BUILTIN
 
     settings = fw.configure_threads(1)

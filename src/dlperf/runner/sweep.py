@@ -16,12 +16,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlperf import envs
 from dlperf.errors import MissingDependency
-from dlperf.frameworks import envs
 from dlperf.measure.system import pin_cpus
+from dlperf.protocol import Cell
 from dlperf.runner import collect
 from dlperf.runner.launch import cache_env, child_env, read_events, run_child, worker_command
-from dlperf.runner.plan import Cell, Task, schedule
+from dlperf.runner.plan import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store
 from dlperf.vocab import Status

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dlperf.frameworks import backend
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
-from dlperf.vocab import Mode, mode_components
+from dlperf.modes import Mode, mode_components
 from dlperf.workloads import Workload
 
 SLOW_FACTOR = 2.0  # see `measure`: a search's candidate slower than this many times its bar stops after timing

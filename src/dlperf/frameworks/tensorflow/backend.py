@@ -14,7 +14,7 @@ each raises NotImplementedError with the reason (see `UNSUPPORTED`).
 
 Optimizer. `keras.optimizers.SGD(lr, momentum)`: Keras keeps the velocity with the learning rate folded in,
 m <- momentum * m - lr * g; p <- p + m. PyTorch keeps b <- momentum * b + g; p <- p - lr * b. With a constant learning
-rate m = -lr * b at every step, so the updates are identical (tests/frameworks/test_tf_backend.py checks two steps
+rate m = -lr * b at every step, so the updates are identical (tests/frameworks/tensorflow checks two steps
 against the PyTorch formula). The LSTM clips the global gradient norm at 5 inside the step with tf.clip_by_global_norm,
 after making the embedding's gradient dense: tf.gather's gradient is an IndexedSlices with one row per token, and the
 norm of those rows is not the norm of the gradient when a token occurs twice (PyTorch's embedding gradient is dense).
@@ -44,10 +44,10 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlperf.frameworks import builtin_only, probe_builtin_only
-from dlperf.frameworks.tf_models import build_model, deviations, param_deviation
+from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
+from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
-from dlperf.vocab import Mode, mode_components
+from dlperf.modes import Mode, mode_components
 from dlperf.workloads.base import OptimizerSpec, Workload
 
 if keras.backend.backend() != "tensorflow":
@@ -56,6 +56,8 @@ if keras.backend.backend() != "tensorflow":
         "(unset KERAS_BACKEND or set it to 'tensorflow')"
     )
 
+MODES = frozenset({Mode.FP32, Mode.COMPILE})  # graph mode, and XLA
+# Why each other component does not apply; a component missing here is unsupported all the same, in plain words.
 UNSUPPORTED = {
     Mode.BF16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
     Mode.FP16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
@@ -282,12 +284,10 @@ def synthetic_batch(workload: Workload) -> tuple[tf.Tensor, tf.Tensor]:
 def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TFStep:
     """The train step of `workload` on `device` in `mode` ("fp32": graph mode; "compile": XLA), weights from `seed`,
     the batch the same whatever the seed. NotImplementedError (recorded as `unsupported`) for any other mode."""
-    components = set(mode_components(mode))
-    if other := sorted(components - {Mode.FP32, Mode.COMPILE}):
-        raise NotImplementedError(f"{other[0].value}: {UNSUPPORTED[other[0]]}")
+    check_mode("tensorflow", MODES, mode, UNSUPPORTED)
     if workload.arch == "user":
         raise NotImplementedError(builtin_only("tensorflow"))
-    return TFStep(workload, device, xla=Mode.COMPILE in components, seed=seed)
+    return TFStep(workload, device, xla=Mode.COMPILE in mode_components(mode), seed=seed)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The seven networks of Shi et al. (2016) as Flax NNX modules, built from a `Workload`'s `arch` and `config`.
 
-Layer by layer the same networks as `torch_models.py` (same sizes, strides, paddings and pooling arithmetic), written
+Layer by layer the same networks as the torch models (same sizes, strides, paddings and pooling arithmetic), written
 the way Flax writes them: images are NHWC (B, H, W, C), convolution kernels HWIO, padding given as explicit (low, high)
 pairs so the output sizes are PyTorch's. Linear and convolution kernels are drawn as PyTorch draws them (uniform in
 +-1/sqrt(fan_in)), so the first loss is on the same scale; biases start at zero (PyTorch: uniform), and the LSTM and
@@ -29,7 +29,7 @@ BN_MOMENTUM, BN_EPSILON = 0.9, 1e-5
 
 
 def _out_size(size: int, kernel: int = 3, stride: int = 2, padding: int = 0) -> int:
-    """Side length after a convolution or pooling window (rounded down, no dilation), as in torch_models."""
+    """Side length after a convolution or pooling window (rounded down, no dilation), as in the torch models."""
     return (size + 2 * padding - kernel) // stride + 1
 
 

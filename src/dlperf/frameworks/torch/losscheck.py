@@ -15,13 +15,12 @@ Each workload trains with its own optimizer and learning rate: the mode is check
 rate would also hide bf16 weights that swallow small updates). Where that rate cannot fit the batch in the check's
 steps, learning is judged relative to what fp32 achieves in them.
 
-`loss_check` builds the steps with `torch_backend.build`; `check` takes step factories (so a test can inject a broken
-mode); `judge` decides on the measured numbers alone, without training.
+`check` takes step factories (the backend's `loss_check` passes `build`; a test can inject a broken mode); `judge`
+decides on the measured numbers alone, without training.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -30,9 +29,7 @@ from typing import Any, Protocol
 
 import torch
 
-from dlperf.frameworks import torch_backend
-from dlperf.vocab import Mode, mode_components
-from dlperf.workloads.base import Workload
+from dlperf.modes import Mode, mode_components
 
 # Eight steps on four samples. fp32 fits the repeated batch visibly on five of the seven networks (first loss to
 # lowest: fcn-s -80%, ResNet-50 -79%, fcn-r -42%, alexnet-r -41%, resnet-56 to 0.0004); alexnet-s (SGD 0.01 without
@@ -61,7 +58,7 @@ ROUNDING = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16, Mode.TF32: torc
 
 
 class StepLike(Protocol):
-    """What the check needs of a train step (`torch_backend.TorchStep` is one)."""
+    """What the check needs of a train step (`backend.TorchStep` is one)."""
 
     trainable: list[torch.Tensor]
 
@@ -73,24 +70,6 @@ StepFactory = Callable[[int], StepLike]  # init seed -> a fresh step; the batch 
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Entry points
-
-
-def loss_check(
-    workload: Workload, device: str, mode: str, *, steps: int = STEPS, batch: int = BATCH, seeds: int = SEEDS
-) -> dict[str, Any]:
-    """Train `mode` and fp32 on one batch of at most `batch` samples; a JSON-ready verdict with the measured figures.
-
-    NotImplementedError from `torch_backend.build` (the mode does not apply) propagates before any training.
-    """
-    small = dataclasses.replace(workload, batch=min(workload.batch, batch))
-    result = check(
-        lambda seed: torch_backend.build(small, device, "fp32", seed=seed),
-        lambda seed: torch_backend.build(small, device, mode, seed=seed),
-        steps=steps,
-        seeds=seeds,
-        rounding=rounding_dtype(mode),
-    )
-    return {**result, "batch": small.batch}
 
 
 def rounding_dtype(mode: str) -> torch.dtype | None:

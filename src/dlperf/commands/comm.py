@@ -4,32 +4,22 @@ Is data-parallel training here compute-bound or communication-bound? A step all-
 that all-reduce over message sizes with torch.distributed itself, in processes torchrun starts (one node, or several
 meeting at a rendezvous endpoint), and reports for each size the time, the algorithm bandwidth (bytes / time) and the
 bus bandwidth (what each link carried: 2 (n - 1) / n of it for n ranks), the figure to hold against a link's speed.
-Rows are stored with the machine's fingerprint, like `dlperf peak`'s.
-
-Parent side: this module never imports a framework. One torchrun job runs `dlperf.runner.comm_worker` in every
-process, the thread variables fixed before torch loads. Module-level imports stay light (the standard library,
-errors, vocab, the pure torchrun command builder): every `dlperf` command builds this parser.
+Rows are stored with the machine's fingerprint, like `dlperf peak`'s. The job itself: `runner/comm.py`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass
-from enum import StrEnum
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from dlperf.commands.common import add_format, choice, db_path
 from dlperf.errors import UsageError
-from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
-from dlperf.vocab import ExitCode, Status
-
-if TYPE_CHECKING:
-    from dlperf.runner.launch import ChildResult
+from dlperf.runner.comm import Backend, CommJob
+from dlperf.runner.distributed import Rendezvous
+from dlperf.vocab import ExitCode
 
 FRAMEWORK = "torch"  # torch.distributed does every collective
 DEFAULT_SIZES = "4K:64M"
@@ -42,21 +32,10 @@ UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
 _SIZE = re.compile(r"(\d+)\s*([KMG]?)B?", re.IGNORECASE)
 
 
-class Backend(StrEnum):
-    GLOO = "gloo"  # CPU tensors, TCP between processes
-    NCCL = "nccl"  # one CUDA GPU per process
-
-
 @dataclass(frozen=True)
 class CommOptions:
-    nproc: int  # processes on this node
-    backend: Backend
+    job: CommJob
     threads: int | None  # CPU threads per process; None: the usable cores shared out among the processes
-    sizes: tuple[int, ...]  # message bytes per rank, ascending
-    iters: int
-    warmup: int
-    timeout: float
-    rdzv: Rendezvous
     format: str
 
 
@@ -69,7 +48,8 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
         "comm", parents=[common], help="measure all-reduce time and bus bandwidth between processes (torchrun)"
     )
     p.add_argument("--nproc", type=int, default=2, help="processes on this node (default: 2)")
-    p.add_argument("--backend", default="gloo", help="gloo (CPU) or nccl (one CUDA GPU per process; default: gloo)")
+    p.add_argument("--backend", default="gloo", type=choice("--backend", tuple(Backend)),
+                   help="gloo (CPU) or nccl (one CUDA GPU per process; default: gloo)")  # fmt: skip
     p.add_argument("--threads", type=int, help="CPU threads per process (default: usable cores // --nproc, >= 1)")
     p.add_argument(
         "--sizes",
@@ -93,7 +73,7 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     p.add_argument("--nnodes", type=int, default=1, help="machines in the job, each running this command (default: 1)")
     p.add_argument("--node-rank", type=int, default=0, help="this machine's number, 0 .. --nnodes - 1 (default: 0)")
     p.add_argument("--rdzv-endpoint", help="host:port where the nodes meet, the same on every node (--nnodes > 1)")
-    p.add_argument("--format", default="text", help="text or json")
+    add_format(p, "text", "json")
     return p
 
 
@@ -129,10 +109,6 @@ def parse_sizes(text: str, factor: int) -> tuple[int, ...]:
 
 def options(args) -> CommOptions:
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
-    if args.format not in ("text", "json"):
-        raise UsageError(f"--format {args.format!r}: expected text or json")
-    if args.backend not in tuple(Backend):
-        raise UsageError(f"--backend {args.backend!r}: expected {' or '.join(Backend)}")
     for flag, value, least in (("--nproc", args.nproc, 1), ("--iters", args.iters, 1), ("--warmup", args.warmup, 0)):
         if value < least:
             raise UsageError(f"{flag} must be at least {least}")
@@ -140,17 +116,16 @@ def options(args) -> CommOptions:
         raise UsageError("--threads must be at least 1")
     if args.timeout <= 0:
         raise UsageError("--timeout must be positive")
-    return CommOptions(
+    job = CommJob(
         nproc=args.nproc,
         backend=Backend(args.backend),
-        threads=args.threads,
         sizes=parse_sizes(args.sizes, args.factor),
         iters=args.iters,
         warmup=args.warmup,
         timeout=args.timeout,
         rdzv=Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, join_timeout_s=args.timeout),
-        format=args.format,
     )
+    return CommOptions(job, args.threads, args.format)
 
 
 def threads_per_process(requested: int | None, nproc: int, cores: int, warnings: list[str]) -> int:
@@ -177,31 +152,34 @@ def check_backend(backend: Backend, nproc: int, info: dict) -> None:
         raise UsageError(f"--backend nccl uses one GPU per process: --nproc {nproc}, but torch sees {len(gpus)}")
 
 
-def cmd_comm(args) -> int:
+def run(args) -> int:
     """Measure in one torchrun job, store every size, print. Exit 1 if the job failed, timed out or summed wrong."""
     from dlperf import api, envinfo
+    from dlperf.commands.common import warn
+    from dlperf.runner.comm import comm_records, failure_reason, run_job
     from dlperf.runner.sweep import interpreter_for, sigterm_as_interrupt
     from dlperf.store import Store
 
     opts = options(args)
+    job = opts.job
     python = interpreter_for(FRAMEWORK)
     info = api.framework_info([FRAMEWORK])
-    check_backend(opts.backend, opts.nproc, info[FRAMEWORK])
+    check_backend(job.backend, job.nproc, info[FRAMEWORK])
     env = envinfo.capture(info)
     warnings: list[str] = []
-    threads = threads_per_process(opts.threads, opts.nproc, env["cores"]["cores"], warnings)
+    threads = threads_per_process(opts.threads, job.nproc, env["cores"]["cores"], warnings)
     for warning in warnings:
-        print(f"dlperf: warning: {warning}", file=sys.stderr, flush=True)
-    db = args.db or api.default_db()
+        warn(warning)
+    db = db_path(args)
     Store.open(db, create=True).close()  # a bad --db is found before the job, not after it
     with sigterm_as_interrupt():
-        child, answer, joined = run_job(opts, python, threads)
-    failure = failure_reason(opts, child, answer, joined)
+        child, answer, joined = run_job(job, python, threads)
+    failure = failure_reason(job, child, answer, joined)
     if failure:
         print(f"dlperf: error: comm job failed: {failure}", file=sys.stderr)
         return ExitCode.CELLS_FAILED
     result = answer["result"]
-    rows = comm_records(result, opts)
+    rows = comm_records(result, job)
     store = Store.open(db, create=True)
     try:
         ids = store.record_comm(envinfo.fingerprint(env), env, rows)
@@ -213,81 +191,6 @@ def cmd_comm(args) -> int:
 
 # ----------------------------------------------------------------------------------------------------------------------
 # The job
-
-
-def task_of(opts: CommOptions, threads: int) -> dict[str, Any]:
-    return {
-        "backend": opts.backend.value,
-        "threads": threads,
-        "sizes": list(opts.sizes),
-        "iters": opts.iters,
-        "warmup": opts.warmup,
-        "timeout": opts.timeout,
-    }
-
-
-def job_command(opts: CommOptions, python: str, task: dict, task_file: str, result_file: str) -> list[str]:
-    """The torchrun command; its rendezvous id is the same on every node that runs the same `dlperf comm`."""
-    same = {k: task[k] for k in ("backend", "sizes", "iters", "warmup")}  # not threads: each node's own cores
-    job_id = rendezvous_id("comm", opts.rdzv.nnodes, json.dumps(same, sort_keys=True))
-    return torchrun_command(
-        python, opts.nproc, opts.rdzv, job_id, "dlperf.runner.comm_worker", [task_file, result_file]
-    )
-
-
-def run_job(opts: CommOptions, python: str, threads: int) -> tuple[ChildResult, dict | None, bool]:
-    """(torchrun's outcome, this node's result file or None, whether the processes ever met), in a temporary
-    directory that holds the task, the result and torchrun's logs."""
-    from dlperf.peak import _read_answer as read_answer  # the same result-file contract as the peak worker's
-    from dlperf.runner.comm_worker import joined_marker
-    from dlperf.runner.launch import child_env, run_child
-
-    task = task_of(opts, threads)
-    with tempfile.TemporaryDirectory(prefix="dlperf-comm-") as tmp:
-        tmpdir = Path(tmp)
-        task_file, result_file = tmpdir / "task.json", tmpdir / "result.json"
-        task_file.write_text(json.dumps(task))
-        cmd = job_command(opts, python, task, str(task_file), str(result_file))
-        child = run_child(cmd, child_env(os.environ, threads, python), opts.timeout, tmpdir)
-        return child, read_answer(result_file), joined_marker(str(result_file)).exists()
-
-
-def failure_reason(opts: CommOptions, child: ChildResult, answer: dict | None, joined: bool) -> str | None:
-    """Why the job gave no figures, in one line; None when it did."""
-    if answer is not None and answer.get("status") == Status.OK and not child.timed_out:
-        return None
-    if answer is not None and answer.get("error"):
-        return f"rank {answer.get('rank', '?')}: {answer['error']}"
-    if not joined and opts.rdzv.nnodes > 1:
-        why = f"within --timeout {opts.timeout:g} s" if child.timed_out else f"({last_line(child.stderr_tail)})"
-        return (
-            f"the {opts.rdzv.nnodes} nodes never met at --rdzv-endpoint {opts.rdzv.endpoint} {why}: run the same "
-            f"command on every node, with --node-rank 0 to {opts.rdzv.nnodes - 1}"
-        )
-    if child.timed_out:
-        return f"timed out: the job exceeded --timeout {opts.timeout:g} s"
-    why = child.crashed_reason or "torchrun ended without a result"
-    last = last_line(child.stderr_tail)
-    return f"{why}{': ' + last if last else ''}"
-
-
-def last_line(text: str) -> str:
-    """The last line of torchrun's stderr that says something (it closes its reports with rules of '=')."""
-    lines = [line.strip() for line in text.splitlines() if line.strip().strip("=*-")]
-    return lines[-1][:300] if lines else ""
-
-
-def comm_records(result: dict, opts: CommOptions) -> list[dict[str, Any]]:
-    """The job's result as store rows, one per size; the rest of the result goes in each row's detail."""
-    job = {k: v for k, v in result.items() if k != "sizes"}
-    where = {"node_rank": opts.rdzv.node_rank, "rdzv_endpoint": opts.rdzv.endpoint}
-    rows = []
-    for size in result["sizes"]:
-        figures = {k: size[k] for k in ("bytes", "time_s", "algbw", "busbw", "wrong")}
-        detail = {**job, **where, **{k: v for k, v in size.items() if k not in figures}}
-        rows.append({**{k: result[k] for k in ("backend", "device", "world", "nnodes", "threads", "op")},
-                     **figures, "detail": detail})  # fmt: skip
-    return rows
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -3,14 +3,15 @@
 MXNet 1.9.1 needs numpy<1.24; TensorFlow and JAX pin numpy and ml_dtypes their own way; none of them can share an
 environment with the others or with dlperf's own dependencies. `dlperf env install NAME` makes
 
-    DATA_DIR/envs/NAME/            a venv with exactly the versions of frameworks/constraints/NAME.txt
+    DATA_DIR/envs/NAME/            a venv with exactly the versions of dlperf/envs/constraints/NAME.txt
     DATA_DIR/envs/NAME/dlperf.json what was installed and the verifying step's result
 
 and the launcher starts that framework's workers with the venv's interpreter. dlperf itself is not installed there:
 the child finds it through PYTHONPATH at a directory holding nothing but a link to this `dlperf` package
 (`worker_path`), so the worker imports the framework's own numpy, never dlperf's dependencies.
 
-A framework importable in the current environment is used directly. Nothing here imports a framework.
+A framework importable in the current environment is used directly. Nothing here imports a framework, and nothing
+from `dlperf.runner`: the verifying step of an install is passed in by the caller (it runs in a probe child).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "tensorflow": ("tensorflow-cpu", "keras"),
     "mxnet": ("mxnet", "numpy"),
 }
-IMPORT_NAMES = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "mxnet": "mxnet"}
+IMPORT_NAMES = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "mxnet": "mxnet"}  # found without import
 RECORD = "dlperf.json"
 CONSTRAINTS = Path(__file__).resolve().parent / "constraints"
 
@@ -80,6 +82,55 @@ def interpreter_for(framework: str) -> str | None:
     if record(framework) is not None:
         return str(env_python(framework))
     return None
+
+
+# Every tool of Shi et al. (2016) and today's choices: what dlperf can measure here, and why not where it cannot.
+PAPER_TOOLS = ("caffe", "cntk", "tensorflow", "torch7", "mxnet")
+UNINSTALLABLE = {
+    "caffe": "no release installs on a supported Python (last release 1.0, 2017; never on PyPI)",
+    "cntk": "no release installs on a supported Python (last release 2.7, 2019; wheels for Python 2.7, 3.5, 3.6)",
+    "torch7": "Lua, not Python; development stopped in 2017 (PyTorch is its successor)",
+}
+KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7")
+
+
+def framework_status(name: str) -> dict[str, Any]:
+    """Whether dlperf can measure `name` here, without importing it: {name, paper, available, version, reason}."""
+    version = None
+    if name in UNINSTALLABLE:
+        available, reason = False, UNINSTALLABLE[name]
+    elif not is_available(name):
+        available, reason = False, unavailable_reason(name)
+    else:
+        available, reason = True, None
+        version = _installed_version(name)
+    python = interpreter_for(name) if available else None
+    where = None if python is None else ("current" if python == sys.executable else str(env_dir(name)))
+    return {
+        "name": name,
+        "paper": name in PAPER_TOOLS,
+        "available": available,
+        "version": version,
+        "environment": where,
+        "reason": reason,
+    }
+
+
+def _installed_version(name: str) -> str | None:
+    """The version installed where the framework's workers run, read from package metadata (no import)."""
+    from importlib import metadata
+
+    if importable_here(name):
+        try:
+            return metadata.version(IMPORT_NAMES[name])
+        except metadata.PackageNotFoundError:
+            return None
+    return ((record(name) or {}).get("versions") or {}).get(PACKAGES[name][0])
+
+
+def is_available(framework: str) -> bool:
+    """Whether the framework can run here (in this environment or its own), found without importing it."""
+    return interpreter_for(framework) is not None
 
 
 def unavailable_reason(framework: str) -> str:
@@ -130,9 +181,17 @@ class InstallError(RuntimeError):
     pass
 
 
-def install(framework: str, *, log=print, force: bool = False, python: str = sys.executable) -> dict[str, Any]:
+def install(
+    framework: str,
+    verify: Callable[[str], dict[str, Any]],
+    *,
+    log: Callable[[str], None] = print,
+    force: bool = False,
+    python: str = sys.executable,
+) -> dict[str, Any]:
     """Create (or re-create, with `force`) the framework's environment, install it from its constraints file, make
-    dlperf's worker importable there and verify it with one tiny training step. Returns the install record."""
+    dlperf's worker importable there and verify it: `verify(interpreter)` trains one tiny step there and returns what
+    it found (versions, Python, losses), or raises. Returns the install record."""
     if framework not in PACKAGES:
         raise InstallError(install_refusal(framework))
     target = env_dir(framework)
@@ -148,17 +207,15 @@ def install(framework: str, *, log=print, force: bool = False, python: str = sys
     pip = [str(env_python(framework)), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     _check([*pip, "-c", str(constraints), *PACKAGES[framework]], "pip install")
     log("verifying: one tiny training step")
-    from dlperf.runner import probe
-
-    verify = probe.ask(framework, {"what": "selftest"}, python=str(env_python(framework)))
+    verified = verify(str(env_python(framework)))
     rec = {
         "framework": framework,
         "verified": True,
-        "versions": verify.get("versions"),
-        "python": verify.get("python"),
+        "versions": verified.get("versions"),
+        "python": verified.get("python"),
         "constraints": constraints.name,
         "constraints_sha1": hashlib.sha1(constraints.read_bytes()).hexdigest(),
-        "verify": verify,
+        "verify": verified,
         "verified_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "install_s": round(time.perf_counter() - start, 1),
     }
@@ -168,8 +225,6 @@ def install(framework: str, *, log=print, force: bool = False, python: str = sys
 
 def install_refusal(framework: str) -> str:
     """Why `framework` gets no dedicated environment."""
-    from dlperf.frameworks import UNINSTALLABLE
-
     if framework == "torch":
         return "torch is installed with dlperf itself: pip install 'dlperf[torch]' (torch==2.13.0, the CPU build here)"
     if framework in UNINSTALLABLE:

@@ -35,15 +35,16 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from dlperf.frameworks import builtin_only, probe_builtin_only
+from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
 from dlperf.measure import system
-from dlperf.vocab import Mode, mode_components
+from dlperf.modes import Mode
 from dlperf.workloads.base import Workload
 
 DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
 EXECUTION = "gluon hybridized (static_alloc, static_shape)"
 
-# Why each mode component but fp32 is not measured with MXNet.
+MODES = frozenset({Mode.FP32})
+# Why each other mode component is not measured with MXNet; a component missing here is unsupported all the same.
 AGGREGATED = "mxnet's Trainer already updates several parameters per kernel (multi_sgd_update, multi_sgd_mom_update)"
 UNSUPPORTED = {
     Mode.BF16: "the mxnet backend trains in fp32 only (MXNet 1.x has bf16 only through its contrib AMP)",
@@ -134,7 +135,7 @@ class MXNetStep:
     compiles = True  # the first call builds the cached graph
 
     def __init__(self, workload: Workload, net, batch, device: str, ctx) -> None:
-        from dlperf.frameworks.mxnet_models import Objective
+        from dlperf.frameworks.mxnet.models import Objective
 
         mx = _mx()
         self.workload, self.net, self.device, self.ctx = workload, net, device, ctx
@@ -208,12 +209,12 @@ def param_deviation(workload: Workload) -> int:
 def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> MXNetStep:
     """The train step of `workload` on `device`, weights from `seed`. NotImplementedError for every mode but fp32,
     for user workloads and for optimizers other than SGD."""
-    check_mode(mode)
+    _check_mode(mode)
     if workload.arch == "user":
         raise NotImplementedError(builtin_only("mxnet"))
     if workload.optimizer.name != "sgd":
         raise NotImplementedError(f"optimizer {workload.optimizer.name!r} is not implemented by the mxnet backend")
-    from dlperf.frameworks.mxnet_models import build_model
+    from dlperf.frameworks.mxnet.models import build_model
 
     mx = _mx()
     ctx = context(device)
@@ -225,10 +226,8 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> MXNet
     return MXNetStep(workload, net, synthetic_batch(workload, ctx), device, ctx)
 
 
-def check_mode(mode: str) -> None:
-    for component in mode_components(mode):
-        if component is not Mode.FP32:
-            raise NotImplementedError(f"{component.value}: {UNSUPPORTED[component]}")
+def _check_mode(mode: str) -> None:
+    check_mode("mxnet", MODES, mode, UNSUPPORTED)
 
 
 def context(device: str):
@@ -259,7 +258,7 @@ def synthetic_batch(workload: Workload, ctx) -> tuple[Any, Any]:
 
 def loss_check(workload: Workload, device: str, mode: str) -> dict[str, Any]:
     """Only fp32 runs here, and fp32 is the reference the other modes are checked against: nothing to check."""
-    check_mode(mode)
+    _check_mode(mode)
     return {"ok": None, "reason": "fp32 is the reference", "seconds": 0.0}
 
 

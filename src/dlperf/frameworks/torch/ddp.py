@@ -18,14 +18,14 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from dlperf.frameworks import torch_backend, torch_comm
+from dlperf.frameworks.torch import backend as torch_backend
+from dlperf.frameworks.torch import comm as torch_comm
+from dlperf.measure.stats import bus_bandwidth
 from dlperf.measure.timer import timed_step
-from dlperf.runner.distributed import bus_bandwidth
-from dlperf.vocab import Mode, mode_components
+from dlperf.modes import not_under_ddp
 from dlperf.workloads.base import Workload
 
 # modes whose step is not "the model's forward": they change what DDP wraps and are not measured under DDP yet
-NOT_WITH_DDP = {Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.CHECKPOINT, Mode.DATA_PARALLEL}
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # DDP's bucket_cap_mb default
 COMM_REPEATS = 10  # standalone all-reduces of the gradient buckets
 LOCAL_STEPS = 5  # steps under no_sync: a median of a few, each as long as a training step
@@ -126,8 +126,8 @@ class DDPStep:
 
 def build(workload: Workload, device: str, mode: str, group: Group) -> DDPStep:
     """The DDP step of `workload`: its `batch` is the job's total, split evenly over the processes."""
-    if set(mode_components(mode)) & NOT_WITH_DDP:
-        names = ", ".join(sorted(m.value for m in set(mode_components(mode)) & NOT_WITH_DDP))
+    if excluded := not_under_ddp(mode):
+        names = ", ".join(sorted(m.value for m in excluded))
         raise NotImplementedError(f"{names} under DDP is not measured by dlperf yet")
     if workload.arch == "user":
         raise NotImplementedError("user workloads under DDP are not measured by dlperf yet")

@@ -1,10 +1,10 @@
 """The seven networks of Shi et al. (2016) as MXNet Gluon HybridBlocks, built from a `Workload`'s `arch` and `config`.
 
-Layer by layer the same networks as `torch_models` (read that for the why of each choice), in MXNet's native NCHW
+Layer by layer the same networks as the torch models (read that for the why of each choice), in MXNet's native NCHW
 layout, with the same parameter counts. Every layer is given its input size (`in_units`, `in_channels`), so the
 parameters have their shapes before any forward pass. PyTorch's pooling and convolution arithmetic is MXNet's too:
 `pooling_convention="valid"` (the default) rounds down, as PyTorch does. Imported only with mxnet, in a child process
-(see `mxnet_backend`).
+(see the mxnet backend).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The seven networks of Shi et al. (2016) as Keras 3 functional models (TensorFlow backend), NHWC.
 
-Layer by layer the same networks as `torch_models` (shared/reference/shi2016.md), with the same output shapes and,
-but for the LSTM, the same parameter counts. Imported only by `tf_backend`, after it has set KERAS_BACKEND.
+Layer by layer the same networks as the torch models (shared/reference/shi2016.md), with the same output shapes and,
+but for the LSTM, the same parameter counts. Imported only by the tensorflow backend, after it has set KERAS_BACKEND.
 
 Padding follows PyTorch's arithmetic exactly. PyTorch pads p on each side; TensorFlow's SAME pads what the stride needs
 to give ceil(size / stride) outputs, asymmetrically where that total is odd (AlexNet-S's conv1 would give 56 x 56, not

@@ -8,6 +8,7 @@ standard-library-only modules, nothing else.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 import os
 import re
@@ -23,13 +24,20 @@ from torch.utils.checkpoint import checkpoint_sequential
 from torch.utils.flop_counter import flop_registry
 
 from dlperf.errors import UsageError
-from dlperf.frameworks.torch_models import build_model
+from dlperf.frameworks import check_mode
+from dlperf.frameworks.torch import losscheck
+from dlperf.frameworks.torch.models import build_model
 from dlperf.measure import system
-from dlperf.vocab import Mode, mode_components
+from dlperf.modes import Mode, check_device, mode_components
+from dlperf.vocab import DeviceKind
 from dlperf.workloads.base import OptimizerSpec, Workload
 from dlperf.workloads.user import UserWorkload, build_user_workload
 
-# Mode components this backend implements (dlperf.vocab.Mode); a mode is one precision plus techniques.
+# Mode components this backend implements (dlperf.modes); a mode is one precision plus techniques.
+MODES = frozenset({
+    Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED, Mode.CHECKPOINT,
+    Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL,
+})  # fmt: skip
 AUTOCAST_DTYPES = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16}
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -217,6 +225,7 @@ class TorchStep:
         self.trainable = [p for p in model.parameters() if p.requires_grad]
         self.params = sum(p.numel() for p in self.trainable)
         self.autocast: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext  # fp32: none
+        self.precision = Mode.FP32.value  # the autocast dtype's mode component
         self.scaler: torch.amp.GradScaler | None = None  # fp16: scale the loss so small gradients survive
         self.compiles = False  # the first step compiles (or captures): the worker times it apart
         self.cuda_graph = False  # cuda_graphs: capture the whole step at the first call, replay it after
@@ -234,7 +243,7 @@ class TorchStep:
     def iteration(self, forward: Callable | None = None) -> torch.Tensor:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
         self.optimizer.zero_grad(set_to_none=True)
-        with self.autocast(), _kernels_exist():
+        with self.autocast(), _kernels_exist(self.precision):
             loss = self.loss_fn((forward or self.forward)(self.inputs), self.targets)
         if self.scaler is None:
             loss.backward()
@@ -325,15 +334,17 @@ class TorchStep:
 
 
 @contextlib.contextmanager
-def _kernels_exist() -> Iterator[None]:
-    """oneDNN refuses a dtype it has no kernel for on this CPU (fp16 LSTM without AVX512-FP16): the mode does not
-    apply here, which is `unsupported` with the reason, not a failure. Costs nothing while no exception is raised."""
+def _kernels_exist(precision: str) -> Iterator[None]:
+    """oneDNN refuses a dtype it has no kernel for on this CPU (an fp16 LSTM, seen on CPUs with AVX512-FP16 and
+    without): the mode's precision does not apply here, which is `unsupported` with the reason, naming the precision,
+    not a failure. Costs nothing while no exception is raised."""
     try:
         yield
     except RuntimeError as exc:
         if "could not create a primitive" not in str(exc):
             raise
-        raise NotImplementedError(f"no kernel for this op and dtype on this device ({str(exc).split('.')[0]})") from exc
+        why = str(exc).split(".")[0]
+        raise NotImplementedError(f"{precision}: no {precision} kernel for this op on this device ({why})") from exc
 
 
 class CudaGraphStep:
@@ -389,7 +400,7 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
     this workload or device."""
     components = set(mode_components(mode))
     dev = torch.device(device)
-    _check_device_modes(components, dev)
+    _check_modes(mode, dev)
     _set_tf32(dev, Mode.TF32 in components)
     if workload.arch == "user":
         step = _build_user(workload, dev, seed)
@@ -419,17 +430,14 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
     return step
 
 
-def _check_device_modes(components: set[Mode], device: torch.device) -> None:
-    for cuda_only in (Mode.TF32, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL):
-        if cuda_only in components and device.type != "cuda":
-            raise NotImplementedError(f"{cuda_only.value} applies to CUDA GPUs only; this cell runs on {device.type}")
-    if Mode.DATA_PARALLEL in components:
-        if torch.cuda.device_count() < 2:
-            raise NotImplementedError(
-                f"dataparallel needs 2 or more GPUs; this machine has {torch.cuda.device_count()}"
-            )
-        if components & {Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.CHECKPOINT}:
-            raise NotImplementedError("dataparallel with compile, cuda_graphs or checkpoint is not measured")
+def _check_modes(mode: str, device: torch.device) -> None:
+    """NotImplementedError (the cell is `unsupported`) for a component this backend lacks, one that does not run on
+    this device (the modes table says where each runs), or a combination it does not measure."""
+    check_mode("torch", MODES, mode, {})
+    check_device(mode, DeviceKind(device.type), torch.cuda.device_count() if device.type == "cuda" else 0)
+    components = set(mode_components(mode))
+    if Mode.DATA_PARALLEL in components and components & {Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.CHECKPOINT}:
+        raise NotImplementedError("dataparallel with compile, cuda_graphs or checkpoint is not measured")
 
 
 def _data_parallel(step: TorchStep) -> None:
@@ -531,6 +539,7 @@ def _autocast(step: TorchStep, dtype: torch.dtype, *, scaled: bool) -> None:
     except (RuntimeError, ValueError) as exc:  # e.g. a dtype the device's autocast does not support
         raise NotImplementedError(f"{dtype} autocast is not supported on {device_type}: {exc}") from exc
     step.autocast = partial(torch.autocast, device_type, dtype=dtype)
+    step.precision = next(m.value for m, d in AUTOCAST_DTYPES.items() if d == dtype)
     if scaled:
         step.scaler = torch.amp.GradScaler(device_type)
 
@@ -550,11 +559,27 @@ def _cuda_graphs(step: TorchStep) -> None:
     step.cuda_graph = step.compiles = True
 
 
-def loss_check(workload: Workload, device: str, mode: str) -> dict[str, Any]:
-    """Does `mode` still train like fp32? See `dlperf.frameworks.torch_losscheck`."""
-    from dlperf.frameworks.torch_losscheck import loss_check as check  # it builds steps with this module
-
-    return check(workload, device, mode)
+def loss_check(
+    workload: Workload,
+    device: str,
+    mode: str,
+    *,
+    steps: int = losscheck.STEPS,
+    batch: int = losscheck.BATCH,
+    seeds: int = losscheck.SEEDS,
+) -> dict[str, Any]:
+    """Does `mode` still train like fp32? `mode` and fp32 train on one batch of at most `batch` samples (see
+    `losscheck`); a JSON-ready verdict with the measured figures. NotImplementedError from `build` (the mode does not
+    apply) propagates before any training."""
+    small = dataclasses.replace(workload, batch=min(workload.batch, batch))
+    result = losscheck.check(
+        lambda seed: build(small, device, "fp32", seed=seed),
+        lambda seed: build(small, device, mode, seed=seed),
+        steps=steps,
+        seeds=seeds,
+        rounding=losscheck.rounding_dtype(mode),
+    )
+    return {**result, "batch": small.batch}
 
 
 def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

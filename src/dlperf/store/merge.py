@@ -1,4 +1,4 @@
-"""`dlperf merge`: copy the runs of other store files into one, so runs measured on several machines sit side by side.
+"""Copy the runs of other store files into one (`dlperf merge`), so runs measured on several machines sit side by side.
 
     dlperf merge laptop.db server.db --db all.db
 
@@ -10,7 +10,6 @@ nothing. The sources' measured peaks are copied too, each once.
 
 from __future__ import annotations
 
-import argparse
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from pathlib import Path
 
 from dlperf.errors import UsageError
 from dlperf.store import Store, now, run_origin
-from dlperf.vocab import ExitCode
 
 
 @dataclass(frozen=True)
@@ -35,25 +33,6 @@ class Copied:
         return (
             f"{self.source} run {self.source_run} -> run {self.target_run} ({self.cells} cell{'s' * (self.cells != 1)})"
         )
-
-
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "merge",
-        parents=[common],
-        help="copy every run of other database files into --db, skipping runs it already holds",
-        description="Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
-        "--db database, created if missing, under new run ids; each copied run records where it came from.",
-    )
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="database files to copy from")
-    return p
-
-
-def cmd_merge(args) -> int:
-    from dlperf.api import default_db
-
-    merge(args.sources, args.db or default_db(), report=lambda line: print(line, flush=True))
-    return ExitCode.OK
 
 
 def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None) -> list[Copied]:

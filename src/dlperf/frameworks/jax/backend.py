@@ -8,7 +8,7 @@ The step: `nnx.split` turns the model into a static graph definition and its sta
 and one `jax.jit` function does forward, loss, gradients and the optax update on that state and the optimizer's,
 donated so XLA updates the buffers in place. The first call traces and compiles (`compiles` is True: the worker times
 it apart); every later call runs the compiled executable. Only the fp32 mode exists: see `UNSUPPORTED` for why each
-other component does not apply. The models and their deviations from the reference are in `jax_models`.
+other component does not apply. The models and their deviations from the reference are in `models`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ import jaxlib
 import optax
 from flax import nnx
 
-from dlperf.frameworks import builtin_only, probe_builtin_only
-from dlperf.frameworks.jax_models import build_model, param_deviation
+from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
+from dlperf.frameworks.jax.models import build_model, param_deviation
 from dlperf.measure import system
-from dlperf.vocab import Mode, mode_components
+from dlperf.modes import Mode
 from dlperf.workloads.base import OptimizerSpec, Workload
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -106,24 +106,24 @@ def _pool_threads() -> int:
 # ----------------------------------------------------------------------------------------------------------------------
 # Modes
 
+MODES = frozenset({Mode.FP32})
+# Why each other component does not apply; a component missing here is unsupported all the same, in plain words.
 UNSUPPORTED = {
-    Mode.BF16: "bf16: the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
-    Mode.FP16: "fp16: the jax backend runs fp32 only (no loss scaling)",
-    Mode.TF32: "tf32: the jax backend has no such mode; its fp32 cells multiply at full fp32 precision",
-    Mode.CHANNELS_LAST: "channels_last: the jax backend has no such mode; its convolutions are NHWC already",
-    Mode.FOREACH: "foreach: the jax backend has no such mode; XLA fuses the whole optax update already",
-    Mode.FUSED: "fused: the jax backend has no such mode; XLA fuses the whole optax update already",
-    Mode.CHECKPOINT: "checkpoint: the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
-    Mode.COMPILE: "compile: jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
-    Mode.CUDA_GRAPHS: "cuda_graphs: the jax backend has no such mode; XLA launches the compiled step as a whole",
-    Mode.DATA_PARALLEL: "dataparallel: torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
+    Mode.BF16: "the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
+    Mode.FP16: "the jax backend runs fp32 only (no loss scaling)",
+    Mode.TF32: "the jax backend has no such mode; its fp32 cells multiply at full fp32 precision",
+    Mode.CHANNELS_LAST: "the jax backend has no such mode; its convolutions are NHWC already",
+    Mode.FOREACH: "the jax backend has no such mode; XLA fuses the whole optax update already",
+    Mode.FUSED: "the jax backend has no such mode; XLA fuses the whole optax update already",
+    Mode.CHECKPOINT: "the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
+    Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
+    Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
+    Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
 }
 
 
 def _check_mode(mode: str) -> None:
-    for component in mode_components(mode):
-        if component in UNSUPPORTED:
-            raise NotImplementedError(UNSUPPORTED[component])
+    check_mode("jax", MODES, mode, UNSUPPORTED)
 
 
 def _device(device: str) -> jax.Device:

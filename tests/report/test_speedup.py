@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from dlperf.measure.speedup import median_of_medians, speedup
+from dlperf.report.speedup import median_of_medians, speedup
 
 
 def noisy(center: float, n: int, rng, spread: float = 0.02) -> list[float]:

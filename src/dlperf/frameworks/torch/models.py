@@ -1,7 +1,7 @@
 """The seven networks of Shi et al. (2016) as small PyTorch modules, built from a `Workload`'s `arch` and `config`.
 
 Each class follows shared/reference/shi2016.md layer by layer; the full-size configurations give exactly the parameter
-counts printed there (tests/frameworks/test_torch_models.py checks every one). Shapes in comments use B for the
+counts printed there (tests/frameworks/torch/test_torch_models.py checks every one). Shapes in comments use B for the
 mini-batch, C/H/W for channels and image size, T for the sequence length and V for the vocabulary.
 """
 

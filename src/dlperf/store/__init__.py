@@ -131,6 +131,11 @@ CELL_COLUMNS = (
 )  # fmt: skip
 
 
+def default_db() -> str:
+    """Where a command reads and writes when no --db is given: $DLPERF_DB, else ./dlperf.db."""
+    return os.environ.get("DLPERF_DB") or "dlperf.db"
+
+
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -267,6 +272,17 @@ class Store:
         return self.conn.execute(
             "SELECT * FROM measurements WHERE run_id = ? AND cell_key = ? ORDER BY repeat", (run_id, key)
         ).fetchall()
+
+    def durations(self, run_ids: list[int]) -> dict[str, list[float]]:
+        """Cell key -> the wall-clock seconds of each of its finished processes in these runs (for estimates)."""
+        found: dict[str, list[float]] = {}
+        for run_id in run_ids:
+            rows = self.conn.execute(
+                "SELECT cell_key, duration_s FROM measurements WHERE run_id = ? AND duration_s IS NOT NULL", (run_id,)
+            )
+            for row in rows:
+                found.setdefault(row["cell_key"], []).append(row["duration_s"])
+        return found
 
     def done_repeats(self, run_id: int) -> set[tuple[str, int]]:
         rows = self.conn.execute("SELECT cell_key, repeat FROM measurements WHERE run_id = ?", (run_id,))

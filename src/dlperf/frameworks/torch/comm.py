@@ -25,9 +25,9 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from dlperf.frameworks.torch_backend import configure_threads
+from dlperf.frameworks.torch.backend import configure_threads
+from dlperf.measure.stats import bus_bandwidth
 from dlperf.measure.timer import timed_step
-from dlperf.runner.distributed import bus_bandwidth
 
 FP32_BYTES = 4
 

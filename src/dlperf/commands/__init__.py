@@ -1,0 +1,11 @@
+"""The `dlperf` subcommands: one module each, holding its parser (`add_parser`) and its handler (`run`).
+
+Every module is imported to build `dlperf --help`, so each keeps its module-level imports light (the standard
+library, `errors`, `vocab`, `modes`, `commands.common`) and imports the rest inside its handler: `dlperf --help`
+never imports a framework, rich, numpy or matplotlib. Adding a command: a module here and its name in `NAMES`.
+"""
+
+# in the order `dlperf --help` lists them
+NAMES = (
+    "run", "table", "export", "list", "optimize", "peak", "report", "plot", "compare", "merge", "comm", "env",
+)  # fmt: skip

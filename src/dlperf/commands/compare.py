@@ -1,0 +1,64 @@
+"""`dlperf compare A B`: is run B faster or slower than run A, cell by cell, and can we tell? (`report/compare.py`)"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dlperf.commands.common import add_format, db_path
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+EXIT_REGRESSION = 1  # what a CI job gates on
+LOG_WIDTH = 160  # characters of a text table written to a file or pipe
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "compare",
+        parents=[common],
+        help="is run B faster or slower than run A, cell by cell (exit 1 on a regression)",
+        description="Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
+        "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
+        "slower by more than --threshold.",
+    )
+    for name in ("A", "B"):
+        p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=0.05,
+        help="a significantly slower cell is a regression when B/A exceeds 1 + this (default: 0.05)",
+    )
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default: 0.05)")
+    add_format(p, "text", "md", "json")
+    return p
+
+
+def run(args) -> int:
+    from dlperf.report.compare import compare, load, render_markdown, render_rich, to_json
+
+    if not args.threshold >= 0:
+        raise UsageError(f"--threshold {args.threshold:g}: must be 0 or more (a fraction: 0.05 is 5%)")
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
+    db = db_path(args)
+    a, b = load(args.A, "A", db), load(args.B, "B", db)
+    result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
+    if args.format == "json":
+        print(json.dumps(to_json(result, a, b), indent=2))
+    elif args.format == "md":
+        print(render_markdown(result, a, b))
+    else:
+        print_wide(render_rich(result, a, b))
+    return EXIT_REGRESSION if result.regressions() else ExitCode.OK
+
+
+def print_wide(renderable) -> None:
+    """On a terminal, as wide as it is; in a file or a CI log, wide enough that the ten columns need not fold."""
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=max(console.width, LOG_WIDTH))
+    console.print(renderable)

@@ -1,0 +1,105 @@
+"""`dlperf env`: the environment stored with a run (show), and the frameworks' own environments (list, install)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dlperf.commands.common import add_format, open_store
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "env",
+        parents=[common],
+        help="a run's stored environment (show), or the frameworks' own environments (list, install)",
+        description="show: the environment a run was measured in. list: each framework's dedicated environment. "
+        "install NAME...: create one (jax, tensorflow, mxnet) under $DLPERF_DATA_DIR (default "
+        "~/.local/share/dlperf), install the versions of its committed constraints file, verify with one step.",
+    )
+    p.add_argument("action", nargs="?", default="show", choices=["show", "list", "install"])
+    p.add_argument("names", nargs="*", help="frameworks to install (install only)")
+    p.add_argument("--force", action="store_true", help="install: re-create the environment from scratch")
+    p.add_argument("--run", type=int, help="show: run id (default: the latest)")
+    add_format(p, "text", "json")
+    return p
+
+
+def run(args) -> int:
+    if args.action == "list":
+        return env_list(args.format)
+    if args.action == "install":
+        return env_install(args.names, args.force)
+    if args.names:
+        raise UsageError(f"dlperf env show takes no names (got {' '.join(args.names)}); did you mean install?")
+    store = open_store(args)
+    try:
+        run = store.run(args.run)
+    finally:
+        store.close()
+    env = json.loads(run["env_json"])
+    if args.format == "json":
+        print(json.dumps(env, indent=2))
+        return ExitCode.OK
+    print(f"run {run['id']}  started {run['started_at']}  status {run['status']}")
+    print_env(env)
+    return ExitCode.OK
+
+
+def env_list(fmt: str) -> int:
+    from dlperf import envs
+
+    rows = envs.listing()
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    print(f"data directory: {envs.data_dir()}")
+    for r in rows:
+        if r["used"] == "current environment":
+            print(f"  {r['framework']:<11} importable in this environment: used directly")
+        elif r["installed"]:
+            versions = ", ".join(f"{k} {v}" for k, v in (r["versions"] or {}).items() if v)
+            print(f"  {r['framework']:<11} {r['path']}  ({versions}; verified {r['verified_at']})")
+        else:
+            print(f"  {r['framework']:<11} {r['reason']}")
+    return ExitCode.OK
+
+
+def env_install(names: list[str], force: bool) -> int:
+    from dlperf import envs
+    from dlperf.runner import probe
+
+    if not names:
+        raise UsageError(f"dlperf env install: name one or more of {', '.join(envs.PACKAGES)}")
+    for name in names:
+        if name not in envs.PACKAGES:
+            raise UsageError(f"dlperf env install {name}: {envs.install_refusal(name)}")
+    failed = 0
+    for name in names:
+
+        def verify(python: str, framework: str = name) -> dict:
+            return probe.ask(framework, {"what": "selftest"}, python=python)
+
+        try:
+            rec = envs.install(name, verify, force=force, log=lambda line, n=name: print(f"{n}: {line}", flush=True))
+        except (envs.InstallError, UsageError) as exc:
+            print(f"dlperf: error: {name}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        versions = ", ".join(f"{k} {v}" for k, v in (rec["versions"] or {}).items() if v)
+        print(f"{name}: ready in {envs.env_dir(name)} ({versions}); verified in {rec['install_s']} s")
+    return ExitCode.CELLS_FAILED if failed else ExitCode.OK
+
+
+def print_env(env: dict, indent: str = "") -> None:
+    for key, value in env.items():
+        if key == "cpu":
+            value = {**value, "flags": f"{len(value.get('flags', []))} flags (see --format json)"}
+        if isinstance(value, dict):
+            print(f"{indent}{key}:")
+            print_env(value, indent + "  ")
+        else:
+            print(f"{indent}{key}: {value}")

@@ -1,0 +1,35 @@
+"""`dlperf export`: one record per cell with every figure, and with --samples every raw step time."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dlperf.commands.common import add_format, open_store
+from dlperf.report.export import FORMATS
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("export", parents=[common], help="one record per cell")
+    p.add_argument("--run", type=int, help="run id (default: the latest)")
+    add_format(p, *FORMATS)
+    p.add_argument("--samples", action="store_true", help="include every raw sample")
+    return p
+
+
+def run(args) -> int:
+    from dlperf.report import export
+    from dlperf.report.utilization import attach_utilization
+
+    store = open_store(args)
+    try:
+        run = store.run(args.run)
+        cells = store.cell_dicts(run["id"])
+        attach_utilization(store, json.loads(run["fingerprint_json"]), cells)
+        records = [export.record(c, store.samples(run["id"], c["key"]) if args.samples else None) for c in cells]
+    finally:
+        store.close()
+    sys.stdout.write(export.render(records, args.format))
+    return ExitCode.OK

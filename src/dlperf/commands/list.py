@@ -1,0 +1,57 @@
+"""`dlperf list`: the workloads, or with --frameworks every framework of the paper and today's, measurable here or
+why not."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dlperf.commands.common import add_format
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("list", help="the workloads, or with --frameworks the frameworks")
+    add_format(p, "text", "json")
+    p.add_argument("--all", action="store_true", help="include the tiny test variants")
+    p.add_argument(
+        "--frameworks", action="store_true", help="every framework of the paper and today: measurable here or why not"
+    )
+    return p
+
+
+def run(args) -> int:
+    from dlperf.report.format import count
+    from dlperf.workloads import BUILTIN
+
+    if args.frameworks:
+        return list_frameworks(args.format)
+    workloads = [w for w in BUILTIN.values() if args.all or not w.hidden]
+    if args.format == "json":
+        rows = [
+            {"name": w.name, "params": w.params, "batch": w.batch, "data": w.data, "input": list(w.input.shape),
+             "outputs": w.outputs, "paper": w.paper}
+            for w in workloads
+        ]  # fmt: skip
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    print(f"{'workload':<16}{'batch':>7}  {'data':<14}{'input':<14}{'outputs':>8}{'parameters':>14}")
+    for w in workloads:
+        shape = "x".join(map(str, w.input.shape))
+        print(f"{w.name:<16}{w.batch:>7}  {w.data:<14}{shape:<14}{w.outputs:>8}{count(w.params):>14}")
+    return ExitCode.OK
+
+
+def list_frameworks(fmt: str) -> int:
+    from dlperf.envs import KNOWN_FRAMEWORKS, framework_status
+
+    rows = [framework_status(name) for name in KNOWN_FRAMEWORKS]
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    print(f"{'framework':<12}{'in the paper':<14}{'here':<12}version and environment / why not")
+    for r in rows:
+        here = "available" if r["available"] else "no"
+        where = f"{r['version'] or '?'} ({r['environment']} environment)" if r["available"] else r["reason"]
+        print(f"{r['name']:<12}{'yes' if r['paper'] else '':<14}{here:<12}{where}")
+    return ExitCode.OK

@@ -1,0 +1,27 @@
+"""`dlperf merge a.db b.db --db all.db`: copy every run of other database files into one (`store/merge.py`)."""
+
+from __future__ import annotations
+
+import argparse
+
+from dlperf.commands.common import db_path
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "merge",
+        parents=[common],
+        help="copy every run of other database files into --db, skipping runs it already holds",
+        description="Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
+        "--db database, created if missing, under new run ids; each copied run records where it came from.",
+    )
+    p.add_argument("sources", nargs="+", metavar="SOURCE", help="database files to copy from")
+    return p
+
+
+def run(args) -> int:
+    from dlperf.store.merge import merge
+
+    merge(args.sources, db_path(args), report=lambda line: print(line, flush=True))
+    return ExitCode.OK

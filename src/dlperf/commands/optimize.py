@@ -1,0 +1,142 @@
+"""`dlperf optimize WORKLOAD`: the fastest training mode for one workload on one device (`optimize.py` searches),
+ranked, with the recommendation and its recipe."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dlperf.commands.common import add_format, db_path
+from dlperf.commands.run import add_timer_flags, timer
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    from dlperf.optimize import DEFAULT_BUDGET_MIN, DEFAULT_TIMER
+
+    p = subparsers.add_parser("optimize", parents=[common], help="find the fastest training mode for a workload")
+    p.add_argument("workload", help="a built-in name or path/file.py:factory")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
+    p.add_argument("--threads", type=int, help="CPU threads (default: every usable core)")
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT_BUDGET_MIN,
+        help=f"minutes the search may take; dimensions that do not fit are skipped, and said so "
+        f"(default: {DEFAULT_BUDGET_MIN:g})",
+    )
+    p.add_argument("--repeats", type=int, default=2, help="fresh processes per candidate mode (default: 2)")
+    p.add_argument("--timeout", type=float, default=900.0, help="seconds per cell process (default: 900)")
+    p.add_argument(
+        "--compile-timeout", type=float, default=600.0, help="seconds a compiled mode may compile (default: 600)"
+    )
+    t = DEFAULT_TIMER
+    add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    add_format(p, "text", "json")
+    return p
+
+
+def run(args) -> int:
+    from dlperf import optimize
+    from dlperf.spec import parse_devices, parse_workloads
+
+    if args.threads is not None and args.threads < 1:
+        raise UsageError("--threads must be at least 1")
+    if args.compile_timeout <= 0:
+        raise UsageError("--compile-timeout must be positive")
+    [workload] = parse_workloads(args.workload)
+    [device] = parse_devices(args.device)
+    opts = optimize.Options(
+        workload=workload,
+        device=device,
+        threads=args.threads,
+        budget_s=args.budget * 60,
+        repeats=args.repeats,
+        timer=timer(args),
+        timeout=args.timeout,
+        compile_timeout=args.compile_timeout,
+    )
+    search = optimize.optimize(opts, db_path(args))
+    if args.format == "json":
+        print(render_json(search))
+    else:
+        print_text(search)
+    if search.exit_code == ExitCode.INTERRUPTED:
+        print(f"dlperf: interrupted; what was measured is stored in run {search.run_id}", file=sys.stderr)
+    return search.exit_code
+
+
+def render_json(search) -> str:
+    return json.dumps(search.to_json(), indent=2)
+
+
+def render_rich(search):
+    from rich.markup import escape
+    from rich.table import Table
+
+    from dlperf.report.format import nbytes, table_seconds
+
+    table = Table(
+        title=f"optimize {escape(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
+    )
+    for name in ("mode", "step (s)", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
+        table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
+    best = search.best.mode if search.best else None
+    for c in search.results:
+        if c.median_s is None:
+            table.add_row(escape(c.mode), f"[dim]{escape(c.status)}[/]", "", "", "", escape(c.error or ""), "")
+            continue
+        speed = _speed_text(c)
+        memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
+        util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
+        loss = (
+            "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
+        )
+        payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
+        mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
+        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
+    return table
+
+
+def _speed_text(c) -> str:
+    from dlperf.optimize import BASELINE
+
+    if c.mode == BASELINE:
+        return "1.00x (baseline)"
+    if c.speedup is None:
+        return ""
+    interval = f" [{c.ci_low:.2f}-{c.ci_high:.2f}]" if c.ci_low is not None else ""
+    return f"{c.speedup:.2f}x{interval}"
+
+
+# Peak memory kinds, marked in the table and explained under it: they are different quantities.
+MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "xla_buffers": "(xla)", "process_rss": "(rss)"}
+MEMORY_LEGEND = (
+    "peak memory: live tensor bytes of one step (CUDA: the allocator's peak); (rss) = the process's resident-set peak "
+    "during one step, for compiled steps, which cannot be traced tensor by tensor (it includes the runtime itself)"
+)
+
+
+def print_text(search) -> None:
+    from rich.console import Console
+
+    from dlperf.optimize import recipe
+
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    console.print(render_rich(search))
+    console.print(MEMORY_LEGEND, highlight=False, markup=False)
+    for note in search.notes:
+        console.print(f"  note: {note}", highlight=False, markup=False)
+    if search.best is None:
+        console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
+        return
+    b = search.best
+    console.print(
+        f"Recommended: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]:",
+        highlight=False,
+        markup=False,
+    )
+    for line in recipe(b.mode, search.device):
+        console.print(f"    {line}", highlight=False, markup=False)

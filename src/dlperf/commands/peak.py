@@ -1,0 +1,250 @@
+"""`dlperf peak`: what this machine can really do, measured and stored, so a training step can be read as a share
+of it (`report/utilization.py`).
+
+A step's time alone does not say whether it is good: 0.5 s can be 80% of what the hardware does or 5%. This measures,
+per device and per thread count, the matrix-multiply throughput of each dtype and the memory bandwidth, and keeps them
+in the store with the machine's fingerprint. One child process per (device, thread count) (`runner/peak.py`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+
+from dlperf.commands.common import add_format, db_path
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode, Status
+
+FRAMEWORK = "torch"  # the framework `dlperf peak` measures with
+DTYPES = ("fp32", "bf16", "fp16")
+DEFAULT_SIZES = (1024, 2048, 4096)
+DEFAULT_BANDWIDTH_MIB = 256  # three arrays of this size: far above any last-level cache, so DRAM is what is timed
+DEFAULT_MAX_TIME = 1.0  # seconds of warm-up and of sampling per figure, at most
+DEFAULT_TIMEOUT = 600.0  # seconds per child process
+OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity: above it, the peaks were measured on a busy machine
+
+
+@dataclass(frozen=True)
+class PeakOptions:
+    devices: tuple[str, ...]
+    threads: tuple[int, ...] | None  # None: 1, 2, 4, ... up to the cores
+    dtypes: tuple[str, ...]
+    sizes: tuple[int, ...]
+    bandwidth_bytes: int
+    max_time: float
+    timeout: float
+    format: str
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "peak", parents=[common], help="measure this machine's matmul peak per dtype and its memory bandwidth"
+    )
+    p.add_argument("--devices", default="cpu", help="comma list of cpu, cuda, cuda:N, mps (default: cpu)")
+    p.add_argument("--threads", help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)")
+    p.add_argument("--dtypes", default=",".join(DTYPES), help=f"matmul dtypes (default: {','.join(DTYPES)})")
+    p.add_argument(
+        "--sizes",
+        default=",".join(map(str, DEFAULT_SIZES)),
+        help=f"square matrix sizes n; the peak is the best (default: {','.join(map(str, DEFAULT_SIZES))})",
+    )
+    p.add_argument(
+        "--bandwidth-mib",
+        type=int,
+        default=DEFAULT_BANDWIDTH_MIB,
+        help=f"size of each of the three bandwidth arrays, well above the last-level cache "
+        f"(default: {DEFAULT_BANDWIDTH_MIB})",
+    )
+    p.add_argument(
+        "--max-time",
+        type=float,
+        default=DEFAULT_MAX_TIME,
+        help="seconds of warm-up and of sampling per figure at most; a size whose single product would take over "
+        f"4 times that is skipped (default: {DEFAULT_MAX_TIME:g})",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=DEFAULT_TIMEOUT, help=f"seconds per process (default: {DEFAULT_TIMEOUT:g})"
+    )
+    add_format(p, "text", "json")
+    return p
+
+
+def parse_dtypes(text: str) -> tuple[str, ...]:
+    from dlperf.spec import split_list, suggest
+
+    names = tuple(dict.fromkeys(item.lower() for item in split_list(text, "--dtypes")))
+    for name in names:
+        if name not in DTYPES:
+            raise UsageError(f"--dtypes: unknown dtype {name!r}{suggest(name, DTYPES)} (known: {', '.join(DTYPES)})")
+    return names
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    from dlperf.spec import positive_ints
+
+    return tuple(sorted(set(positive_ints(text, "--sizes"))))
+
+
+def options(args) -> PeakOptions:
+    """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
+    from dlperf.spec import parse_devices, parse_threads
+
+    positive = {"--bandwidth-mib": args.bandwidth_mib, "--max-time": args.max_time, "--timeout": args.timeout}
+    for flag, value in positive.items():
+        if value <= 0:
+            raise UsageError(f"{flag} must be positive")
+    return PeakOptions(
+        devices=parse_devices(args.devices),
+        threads=None if args.threads is None else parse_threads(args.threads),
+        dtypes=parse_dtypes(args.dtypes),
+        sizes=parse_sizes(args.sizes),
+        bandwidth_bytes=args.bandwidth_mib * 2**20,
+        max_time=args.max_time,
+        timeout=args.timeout,
+        format=args.format,
+    )
+
+
+def run(args) -> int:
+    """Measure, store each (device, threads) as soon as it is in, print. Exit 1 if a child failed or timed out."""
+    from dlperf import api, envinfo
+    from dlperf.runner.peak import measure, peak_records
+    from dlperf.runner.sweep import sigterm_as_interrupt
+    from dlperf.store import Store
+
+    opts = options(args)
+    info = api.framework_info([FRAMEWORK])
+    env = envinfo.capture(info)
+    devices = api.resolve_devices(opts.devices, info)
+    warnings: list[str] = []
+    threads = api.thread_counts(opts.threads, env["cores"]["cores"], warnings)
+    for warning in warnings:
+        print(f"dlperf: warning: {warning}", file=sys.stderr, flush=True)
+    db = db_path(args)
+    store = Store.open(db, create=True)
+    stored: list[dict] = []
+
+    def on_progress(done: int, total: int, device: str, n: int, row: dict | None) -> None:
+        _report_progress(done, total, device, n, row)
+        if row is not None and row["status"] == Status.OK:
+            records = peak_records(row)
+            ids = store.record_peaks(envinfo.fingerprint(env), env, records)
+            stored.extend({"id": i, **r} for i, r in zip(ids, records, strict=True))
+
+    try:
+        with sigterm_as_interrupt():
+            rows = measure(
+                FRAMEWORK,
+                devices,
+                threads,
+                list(opts.dtypes),
+                list(opts.sizes),
+                opts.bandwidth_bytes,
+                opts.max_time,
+                opts.timeout,
+                on_progress,
+            )
+    finally:
+        store.close()
+    failed = [{k: r[k] for k in ("device", "threads", "status", "error")} for r in rows if r["status"] != Status.OK]
+    if opts.format == "json":
+        print(json.dumps({"db": db, "peaks": stored, "failed": failed}, indent=2))
+    else:
+        _print_text(stored, failed, opts, db)
+    return ExitCode.CELLS_FAILED if failed else ExitCode.OK
+
+
+def _where(device: str, threads: int) -> str:
+    return f"cpu:{threads}" if device.split(":")[0] == "cpu" else device
+
+
+def _report_progress(done: int, total: int, device: str, threads: int, row: dict | None) -> None:
+    if row is None:
+        line = f"[{done + 1}/{total}] peaks of {_where(device, threads)} ..."
+    else:
+        outcome = "done" if row["status"] == Status.OK else f"{row['status']}: {row['error']}"
+        line = f"[{done}/{total}] peaks of {_where(device, threads)}: {outcome} ({row['duration_s']:.0f} s)"
+    print(line, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Text output
+
+
+def _print_text(stored: list[dict], failed: list[dict], opts: PeakOptions, db: str) -> None:
+    from rich.console import Console
+
+    console = Console()
+    if stored:
+        console.print(matmul_table(stored))
+        console.print(bandwidth_table(stored, opts.bandwidth_bytes))
+    for note in notes(stored, failed):
+        console.print(f"  note: {note}", highlight=False, markup=False)
+    console.print(f"{len(stored)} peaks stored in {db}", highlight=False, markup=False)
+
+
+def matmul_table(stored: list[dict]):
+    from rich.table import Table
+
+    versions = ", ".join(dict.fromkeys(f"{r['framework']} {r['framework_version']}" for r in stored))
+    table = Table(title=f"Matrix-multiply peaks ({versions})")
+    for name in ("device", "threads", "dtype", "TFLOP/s", "best n"):
+        table.add_column(name, justify="left" if name in ("device", "dtype") else "right")
+    for r in stored:
+        if r["kind"] != "matmul":
+            continue
+        detail = r["detail"]
+        figure = _tflops(r["value"]) if r["value"] else ("unsupported" if "unsupported" in detail else "skipped")
+        table.add_row(r["device"], str(r["threads"]), r["dtype"], figure, str(detail.get("best_n") or "-"))
+    return table
+
+
+def bandwidth_table(stored: list[dict], array_bytes: int):
+    from rich.table import Table
+
+    table = Table(title=f"Memory bandwidth (STREAM, fp32 arrays of {array_bytes / 2**20:g} MiB)")
+    for name in ("device", "threads", "copy GB/s", "triad GB/s", "peak GB/s"):
+        table.add_column(name, justify="left" if name == "device" else "right")
+    for r in stored:
+        if r["kind"] != "bandwidth":
+            continue
+        kernels = r["detail"]["kernels"]
+        table.add_row(
+            r["device"],
+            str(r["threads"]),
+            *(_gbps(kernels[k]["bytes_per_s"]) for k in ("copy", "triad")),
+            _gbps(r["value"]),
+        )
+    return table
+
+
+def _tflops(value: float) -> str:
+    return f"{value / 1e12:.3g}"
+
+
+def _gbps(value: float) -> str:
+    return f"{value / 1e9:.1f}"
+
+
+def notes(stored: list[dict], failed: list[dict]) -> list[str]:
+    """What the tables cannot show: failures, unsupported dtypes, skipped sizes, a busy machine."""
+    out = [f"{_where(f['device'], f['threads'])}: {f['status']}: {f['error']}" for f in failed]
+    busy: dict[str, float] = {}
+    for r in stored:
+        where, detail = _where(r["device"], r["threads"]), r["detail"]
+        if "unsupported" in detail:
+            out.append(f"{where} {r['dtype']}: unsupported: {detail['unsupported']}")
+        skipped = [s for s in detail.get("sizes", []) if "skipped" in s]
+        if skipped:
+            sizes = ", ".join(str(s["n"]) for s in skipped)
+            out.append(f"{where} {r['dtype']}: n = {sizes} skipped: {skipped[0]['skipped']}")
+        if (detail.get("others_cpu_share") or 0.0) > OTHERS_BUSY_SHARE:
+            busy[where] = detail["others_cpu_share"]
+    out += [
+        f"{where}: other processes used {100 * share:.0f}% of the CPUs while it was measured: its peaks are low, "
+        "and utilizations held against them high"
+        for where, share in busy.items()
+    ]
+    return out

@@ -1,0 +1,62 @@
+"""`dlperf plot KIND`: one kind of chart of the report as a PNG, SVG or PDF file, for a paper or slides."""
+
+from __future__ import annotations
+
+import argparse
+
+from dlperf.commands.common import db_path
+from dlperf.commands.report import RUN_HELP, run_ids, writable
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+# plot kind -> chart id prefix (see report/charts.py), and what a missing chart means
+KINDS = {
+    "scaling": ("scaling-", "no workload was measured at two or more CPU thread counts"),
+    "variants": ("variants-", "no workload was measured with more than one framework or mode"),
+    "ddp": ("ddp-", "no workload was measured with DDP at two or more process counts"),
+    "gpu": ("gpu-speedup", "no GPU was measured"),
+    "utilization": ("utilization", "no utilization: measure the peaks with dlperf peak first"),
+    "paper": ("paper", "no fp32 cell of the paper's networks at the paper's batch"),
+}
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("plot", parents=[common], help="one kind of chart as a PNG, SVG or PDF file")
+    p.add_argument("kind", choices=list(KINDS), help="which charts")
+    p.add_argument("-o", "--output", required=True, help="file.png, file.svg or file.pdf (format from the suffix)")
+    p.add_argument("--run", help=RUN_HELP)
+    p.add_argument("--workloads", help="comma list: only these workloads (default: every workload of the run)")
+    p.add_argument("--dpi", type=int, default=150, help="PNG resolution (default: 150)")
+    return p
+
+
+def run(args) -> int:
+    from dlperf.report import charts, figures, load, paper
+
+    out = writable(args.output)
+    if out.suffix.lstrip(".").lower() not in figures.FORMATS:
+        raise UsageError(f"-o {args.output!r}: expected a .png, .svg or .pdf file")
+    if args.dpi < 10:
+        raise UsageError("--dpi must be at least 10")
+    data = load.load(db_path(args), load.parse_runs(args.run))
+    cells = only(data.cells, args.workloads)
+    prefix, why_none = KINDS[args.kind]
+    rows = paper.compare(cells)[0]
+    drawn = [*charts.all_charts(cells), *([paper.chart(rows)] if rows else [])]
+    chosen = [c for c in drawn if c.id.startswith(prefix)]
+    if not chosen:
+        raise UsageError(f"plot {args.kind}: nothing to draw in run {run_ids(data)}: {why_none}")
+    figures.save(chosen, out, dpi=args.dpi)
+    print(f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")
+    return ExitCode.OK
+
+
+def only(cells: list[dict], workloads: str | None) -> list[dict]:
+    if not workloads:
+        return cells
+    wanted = [w.strip() for w in workloads.split(",") if w.strip()]
+    known = list(dict.fromkeys(c["workload"] for c in cells))
+    missing = [w for w in wanted if w not in known]
+    if missing:
+        raise UsageError(f"--workloads {','.join(missing)}: not in the run (it has {', '.join(known)})")
+    return [c for c in cells if c["workload"] in wanted]

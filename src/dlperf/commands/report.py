@@ -1,0 +1,48 @@
+"""`dlperf report`: one self-contained HTML file of one or more runs (`report/html.py` lays it out)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from dlperf.commands.common import db_path
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+RUN_HELP = "run id, a comma list of ids, or all (default: the latest run); a later run's cell replaces an earlier one"
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "report", parents=[common], help="a self-contained HTML report of a run (charts, paper comparison, warnings)"
+    )
+    p.add_argument("--run", help=RUN_HELP)
+    p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
+    return p
+
+
+def writable(path: str) -> Path:
+    """An output file whose directory exists: checked before anything is read."""
+    out = Path(path)
+    if out.is_dir():
+        raise UsageError(f"-o {path!r} is a directory")
+    if not out.parent.exists():
+        raise UsageError(f"-o {path!r}: directory {str(out.parent)!r} does not exist")
+    return out
+
+
+def run_ids(data) -> str:
+    return ", ".join(str(r["id"]) for r in data.runs)
+
+
+def run(args) -> int:
+    from dlperf.report import html, load
+
+    out = writable(args.output)
+    data = load.load(db_path(args), load.parse_runs(args.run))
+    text = html.render(data)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)  # a report is written whole or not at all
+    print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {len(data.cells)} cells of run {run_ids(data)})")
+    return ExitCode.OK

@@ -1,0 +1,131 @@
+"""`dlperf run`: measure a sweep (spec -> plan -> a child per cell -> store) and print its Table-7 view."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlperf.commands.common import db_path
+from dlperf.errors import UsageError
+from dlperf.modes import help_text
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("run", parents=[common], help="measure a sweep and print the table")
+    p.add_argument(
+        "--workloads",
+        help="comma list of built-in names, or path/file.py:factory, or module:factory "
+        "(default: the seven networks of Shi et al. 2016)",
+    )
+    p.add_argument("--frameworks", default="torch", help="comma list (default: torch)")
+    p.add_argument("--devices", help="comma list of cpu, cuda, cuda:N, mps (default: cpu and every visible GPU)")
+    p.add_argument("--threads", help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)")
+    p.add_argument(
+        "--modes",
+        default="fp32",
+        help=f"comma list of modes, each components joined by '+', e.g. fp32,bf16+channels_last,bf16+compile "
+        f"(default: fp32). Components: {help_text()}",
+    )
+    p.add_argument("--repeats", type=int, default=1, help="fresh processes per cell, interleaved (default: 1)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds per cell process (default: 600)")
+    p.add_argument(
+        "--compile-timeout",
+        type=float,
+        help="seconds a compiled cell may spend compiling (its first step) before it is stopped as a timeout "
+        "(default: only --timeout)",
+    )
+    p.add_argument("--pin", action="store_true", help="pin each cell to as many cores as it has threads")
+    p.add_argument(
+        "--no-loss-check",
+        action="store_true",
+        help="skip the short check that each mode other than fp32 still trains like fp32 (untimed; on by default)",
+    )
+    add_timer_flags(p, min_steps=10, min_time=1.0, max_time=60.0, max_warmup=30)
+    ddp = p.add_argument_group("data-parallel cells (PyTorch DistributedDataParallel through torchrun)")
+    ddp.add_argument(
+        "--nproc",
+        help="processes per node, e.g. 1,2: each cell becomes a DDP job (gloo on the CPU, NCCL with one GPU per "
+        "process); --threads is then per process (default: the cores shared evenly)",
+    )
+    ddp.add_argument(
+        "--scaling",
+        default="strong",
+        help="strong: the total batch fixed and split over the processes (the paper's multi-GPU protocol: FCN-R "
+        "4096, AlexNet-R 1024, ResNet-56 128); weak: each process trains the workload's batch (default: strong)",
+    )
+    ddp.add_argument("--nnodes", type=int, default=1, help="machines in each DDP job (default: 1)")
+    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's rank among --nnodes (default: 0)")
+    ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
+    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
+    p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate")
+    return p
+
+
+def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,
+                    max_warmup: int) -> None:  # fmt: skip
+    """The one timer's sampling rule (`measure/timer.py`), with this command's defaults."""
+    p.add_argument("--min-steps", type=int, default=min_steps, help=f"timed steps at least (default: {min_steps})")
+    p.add_argument("--min-time", type=float, default=min_time,
+                   help=f"seconds of timed steps at least (default: {min_time:g})")  # fmt: skip
+    p.add_argument("--max-time", type=float, default=max_time,
+                   help=f"seconds of timed steps at most (default: {max_time:g})")  # fmt: skip
+    p.add_argument("--max-warmup", type=int, default=max_warmup, help=f"warm-up steps at most (default: {max_warmup})")
+
+
+def timer(args):
+    """The TimerConfig of the timer flags; a bad combination is a UsageError naming the flag."""
+    from dlperf.measure.timer import TimerConfig
+
+    try:
+        return TimerConfig(
+            min_steps=args.min_steps, min_time=args.min_time, max_time=args.max_time, max_warmup=args.max_warmup
+        )
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def run(args) -> int:
+    from dlperf import api
+    from dlperf.commands.table import print_table
+    from dlperf.report.format import seconds
+
+    db = db_path(args)
+    if args.resume:
+        outcome = api.resume(db)
+    else:
+        outcome = api.run(
+            args.workloads,
+            db=db,
+            dry_run=args.dry_run,
+            argv=["dlperf", *sys.argv[1:]],
+            frameworks=args.frameworks,
+            devices=args.devices,
+            threads=args.threads,
+            modes=args.modes,
+            repeats=args.repeats,
+            timeout=args.timeout,
+            compile_timeout=args.compile_timeout,
+            pin=args.pin,
+            loss_check=not args.no_loss_check,
+            timer=timer(args),
+            nprocs=args.nproc,
+            scaling=args.scaling,
+            nnodes=args.nnodes,
+            node_rank=args.node_rank,
+            rdzv_endpoint=args.rdzv_endpoint,
+        )
+    if args.dry_run:
+        for cell in outcome.plan.cells:
+            print(cell.label)
+        print(f"{len(outcome.plan.tasks)} cell processes, estimated {seconds(outcome.estimate_s)}")
+        return ExitCode.OK
+    if outcome.exit_code == ExitCode.INTERRUPTED:
+        print(
+            f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}. "
+            f"Continue with: dlperf run --resume",
+            file=sys.stderr,
+        )
+        return outcome.exit_code
+    print_table(db, outcome.run_id, "text")
+    return outcome.exit_code

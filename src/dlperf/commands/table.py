@@ -1,0 +1,68 @@
+"""`dlperf table`: the Table-7 view of a run (`report/table.py`), or with --best the fastest mode per workload."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from dlperf.commands.common import add_format, db_path, print_rich
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+
+def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p = subparsers.add_parser("table", parents=[common], help="the Table-7 view of a run")
+    p.add_argument("--run", type=int, help="run id (default: the latest)")
+    add_format(p, "text", "md", "csv", "json")
+    p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
+    p.add_argument(
+        "--best", action="store_true", help="per workload, the fastest mode and its speed-up over fp32 eager"
+    )
+    return p
+
+
+def run(args) -> int:
+    print_table(db_path(args), args.run, args.format, args.modes, args.best)
+    return ExitCode.OK
+
+
+def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> None:
+    from dlperf.report import table
+    from dlperf.report.utilization import attach_utilization
+    from dlperf.spec import parse_modes
+    from dlperf.store import Store
+
+    if best and fmt == "csv":
+        raise UsageError("--best: --format must be text, md or json")
+    wanted = parse_modes(modes) if modes else None
+    store = Store.open(db, create=False)
+    try:
+        run = store.run(run_id)
+        cells = [c for c in store.cell_dicts(run["id"]) if wanted is None or c["mode"] in wanted]
+        if wanted and not cells:
+            raise UsageError(f"--modes {modes!r}: run {run['id']} has no cells in these modes")
+        samples = {c["key"]: store.samples(run["id"], c["key"]) for c in cells} if best else {}
+        attach_utilization(store, json.loads(run["fingerprint_json"]), cells)
+    finally:
+        store.close()
+    if best:
+        print_best(run["id"], cells, samples, fmt)
+        return
+    view = table.build(run["id"], cells)
+    if fmt == "text":
+        print_rich(table.render_rich(view), [table.LEGEND], view.notes)
+        return
+    renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
+    print(renderers[fmt](view), end="" if fmt == "csv" else "\n")
+
+
+def print_best(run_id: int, cells: list[dict], samples: dict, fmt: str) -> None:
+    from dlperf.report import best
+
+    rows = best.build(cells, samples)
+    if fmt == "json":
+        print(best.render_json(rows))
+    elif fmt == "md":
+        print(best.render_markdown(rows))
+    else:
+        print_rich(best.render_rich(rows, run_id), [], best.notes(rows))

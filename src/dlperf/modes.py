@@ -1,0 +1,188 @@
+"""Training modes as one table. Standard library only: the parent, the workers and every backend read it.
+
+A mode is components joined by '+', e.g. `bf16+channels_last+compile`. Each component is a row of `ROWS`: the
+group it belongs to (and whether it excludes the other members of that group), the devices it runs on, whether it
+needs an image input or can run under DDP, its help text, and the lines of PyTorch that apply it (the recipe
+`dlperf optimize` prints). Everything that asks "what is this mode?" asks this table: the flag parser, `--help`,
+the optimizer's search, the recipe, the backends' device checks and the generated mode test.
+
+Adding a mode: one row here, and its implementation in the backends that support it (each backend declares its
+`MODES`; every other backend reports the new component as `unsupported`, with the reason, without a change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from dlperf.vocab import DeviceKind
+
+
+class Mode(StrEnum):
+    """One component of a training mode, in canonical order: `compile+bf16` and `bf16+compile` are one cell."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"
+    FP16 = "fp16"
+    TF32 = "tf32"
+    CHANNELS_LAST = "channels_last"
+    FOREACH = "foreach"
+    FUSED = "fused"
+    CHECKPOINT = "checkpoint"
+    COMPILE = "compile"
+    CUDA_GRAPHS = "cuda_graphs"
+    DATA_PARALLEL = "dataparallel"
+
+
+ANY_DEVICE = frozenset(DeviceKind)
+DEVICE_NAMES = {DeviceKind.CPU: "CPUs", DeviceKind.CUDA: "CUDA GPUs", DeviceKind.MPS: "Apple GPUs (MPS)"}
+CUDA = frozenset({DeviceKind.CUDA})
+
+
+@dataclass(frozen=True)
+class ModeRow:
+    mode: Mode
+    group: str  # the dimension it belongs to; `dlperf optimize` searches the groups in SEARCH_ORDER
+    help: str  # one line: what it does (--help, the README)
+    exclusive: bool = False  # at most one exclusive component of a group in a mode
+    devices: frozenset[DeviceKind] = ANY_DEVICE  # where it can run; elsewhere the cell is `unsupported`
+    min_gpus: int = 0  # CUDA GPUs it needs on the machine
+    image_input: bool = False  # needs a batch of images (channels, height, width)
+    ddp: bool = True  # measurable inside a DDP process (`--nproc`)
+    searched: bool = True  # an option `dlperf optimize` tries in its group's round
+    recipe: tuple[str, ...] = ()  # PyTorch lines that apply it; {device} is the device type ("cpu", "cuda")
+
+
+# fmt: off
+ROWS: tuple[ModeRow, ...] = (
+    ModeRow(Mode.FP32, "precision", "the paper's setting: everything in fp32, eager", exclusive=True, searched=False),
+    ModeRow(
+        Mode.BF16, "precision", "bfloat16 autocast of forward and loss; weights, gradients and update stay fp32",
+        exclusive=True,
+        recipe=("# each step:", 'with torch.autocast("{device}", dtype=torch.bfloat16):',
+                "    loss = loss_fn(model(x), y)", "loss.backward()", "optimizer.step()"),
+    ),
+    ModeRow(
+        Mode.FP16, "precision", "float16 autocast with gradient scaling; weights, gradients and update stay fp32",
+        exclusive=True,
+        recipe=('scaler = torch.amp.GradScaler("{device}")', "# each step:",
+                'with torch.autocast("{device}", dtype=torch.float16):', "    loss = loss_fn(model(x), y)",
+                "scaler.scale(loss).backward()", "scaler.step(optimizer)", "scaler.update()"),
+    ),
+    ModeRow(
+        Mode.TF32, "precision", "CUDA only: fp32 matrix products and convolutions on TensorFloat-32 tensor cores",
+        devices=CUDA,
+        recipe=("torch.backends.cuda.matmul.allow_tf32 = True", "torch.backends.cudnn.allow_tf32 = True"),
+    ),
+    ModeRow(
+        Mode.CHANNELS_LAST, "memory format", "NHWC weights and activations for convolutional networks",
+        image_input=True,
+        recipe=("model = model.to(memory_format=torch.channels_last)",
+                "x = x.contiguous(memory_format=torch.channels_last)  # every input batch"),
+    ),
+    ModeRow(
+        Mode.FOREACH, "optimizer implementation", "the optimizer's multi-tensor implementation (one kernel per "
+        "operation over all parameters)", exclusive=True,
+        recipe=("optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, foreach=True)",),
+    ),
+    ModeRow(
+        Mode.FUSED, "optimizer implementation", "the optimizer's fused implementation (the whole update in one "
+        "kernel per parameter group)", exclusive=True,
+        recipe=("optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, fused=True)",),
+    ),
+    ModeRow(
+        Mode.CHECKPOINT, "checkpointing", "gradient checkpointing of the largest nn.Sequential in about sqrt(n) "
+        "segments: memory for time", ddp=False,
+        recipe=("# in forward: y = torch.utils.checkpoint.checkpoint_sequential(trunk, segments, x, "
+                "use_reentrant=False)",),
+    ),
+    ModeRow(
+        Mode.COMPILE, "compilation", "torch.compile of the model; each cell compiles with its own empty cache",
+        ddp=False, recipe=("model = torch.compile(model)",),
+    ),
+    ModeRow(
+        Mode.CUDA_GRAPHS, "compilation", "CUDA only: the whole step captured once and replayed (with compile: "
+        "Inductor's reduce-overhead)", devices=CUDA, ddp=False,
+        recipe=("# capture the whole step once with torch.cuda.graph(g) after a warm-up, then g.replay() per step",),
+    ),
+    ModeRow(
+        Mode.DATA_PARALLEL, "parallelism", "CUDA with 2+ GPUs: torch.nn.DataParallel over every visible GPU, one "
+        "process (for DDP, see --nproc)", devices=CUDA, min_gpus=2, ddp=False, searched=False,
+    ),
+)
+# fmt: on
+
+ROW: dict[Mode, ModeRow] = {row.mode: row for row in ROWS}
+MODE_ORDER = tuple(Mode)  # canonical order of components in a mode name
+PRECISIONS = tuple(r.mode for r in ROWS if r.group == "precision" and r.exclusive)
+# the groups `dlperf optimize` searches, one round each, in this order
+SEARCH_ORDER = ("precision", "memory format", "optimizer implementation", "compilation", "checkpointing")
+# combinations the search tries as one option, beside the single components of their group
+SEARCH_COMBINATIONS = {"compilation": ((Mode.COMPILE, Mode.CUDA_GRAPHS),)}
+# lines that replace the single components' recipes when every member of the key is in the mode
+COMBINED_RECIPES = {(Mode.COMPILE, Mode.CUDA_GRAPHS): ('model = torch.compile(model, mode="reduce-overhead")',)}
+
+
+def exclusive_groups() -> dict[str, tuple[Mode, ...]]:
+    """Group -> its exclusive components: a mode has at most one of each."""
+    groups: dict[str, tuple[Mode, ...]] = {}
+    for row in ROWS:
+        if row.exclusive:
+            groups[row.group] = (*groups.get(row.group, ()), row.mode)
+    return groups
+
+
+def mode_components(mode: str) -> list[Mode]:
+    """The components of a canonical mode name; fp32 is implied when no precision is named."""
+    parts = [Mode(p) for p in mode.split("+")]
+    return parts if any(p in PRECISIONS for p in parts) else [Mode.FP32, *parts]
+
+
+def check_device(mode: str, device_kind: DeviceKind, gpus: int = 0) -> None:
+    """NotImplementedError (the cell is `unsupported`) for a component that does not run on this kind of device,
+    or needs more GPUs than the machine has."""
+    for component in mode_components(mode):
+        row = ROW[component]
+        if device_kind not in row.devices:
+            kinds = " and ".join(DEVICE_NAMES[d] for d in DeviceKind if d in row.devices)
+            raise NotImplementedError(f"{component.value} applies to {kinds} only; this cell runs on {device_kind}")
+        if gpus < row.min_gpus:
+            raise NotImplementedError(f"{component.value} needs {row.min_gpus} or more GPUs; this machine has {gpus}")
+
+
+def not_under_ddp(mode: str) -> list[Mode]:
+    """The components of `mode` that are not measured inside a DDP process."""
+    return [c for c in mode_components(mode) if not ROW[c].ddp]
+
+
+def options_of(group: str, device_kind: DeviceKind) -> list[str]:
+    """The options `dlperf optimize` tries in `group`'s round on this kind of device: its searched components, then
+    the combinations of them, each a mode name fragment such as "compile+cuda_graphs"."""
+    singles = [r.mode for r in ROWS if r.group == group and r.searched and device_kind in r.devices]
+    combos = [c for c in SEARCH_COMBINATIONS.get(group, ()) if all(m in singles for m in c)]
+    return [m.value for m in singles] + ["+".join(m.value for m in c) for c in combos]
+
+
+def recipe(mode: str, device_kind: DeviceKind) -> list[str]:
+    """The few lines of PyTorch that apply `mode` to a training loop of `model`, `optimizer`, `loss_fn`, `x`, `y`:
+    every component's lines in canonical order, the precision's per-step block last."""
+    parts = set(mode_components(mode))
+    combined = {c[0]: c for c in COMBINED_RECIPES if parts.issuperset(c)}  # first member -> the combination
+    replaced = {m for c in combined.values() for m in c}
+    lines: list[str] = []
+    for row in sorted((ROW[p] for p in parts), key=_recipe_order):
+        if row.mode in combined:
+            lines += COMBINED_RECIPES[combined[row.mode]]
+        elif row.mode not in replaced:
+            lines += [line.format(device=device_kind.value) for line in row.recipe]
+    return lines or ["# nothing to change: fp32 eager is the fastest measured here"]
+
+
+def _recipe_order(row: ModeRow) -> tuple[bool, int]:
+    """Canonical order, the precision's per-step block last: it is the loop body the other lines prepare."""
+    return row.group == "precision" and row.exclusive, MODE_ORDER.index(row.mode)
+
+
+def help_text() -> str:
+    """The --modes help: every component with what it does."""
+    return "; ".join(f"{r.mode.value}: {r.help}" for r in ROWS)

@@ -1,0 +1,82 @@
+"""Utilization: how close a step gets to what the machine can really do, measured by `dlperf peak`.
+
+    utilization = (sum over dtypes d of FLOPs_d / peak_d) / median step time
+
+the share of the step the model's arithmetic would take if every FLOP ran at the measured matmul peak of its dtype,
+for the same device and thread count (a 1-thread cell is held against the 1-thread peak). Measured, not taken from a
+datasheet: on one CPU bf16 is several times faster than fp32, on another fp16 runs at a few GFLOP/s.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dlperf.vocab import DeviceKind, Status
+
+if TYPE_CHECKING:
+    from dlperf.store import Store
+
+MACHINE_KEYS = ("cpu_model", "cores", "memory_gib", "hostname", "gpus")  # the machine part of envinfo.fingerprint
+
+
+def _is_cpu(device: str) -> bool:
+    return device.split(":")[0] == DeviceKind.CPU
+
+
+def utilization(flops_by_dtype: dict[str, int] | None, median_s: float | None, peaks: dict) -> float | None:
+    """The share of the step the model's arithmetic would take at the measured peaks.
+
+    sum over dtypes of flops_d / peaks[d] (seconds at peak), divided by `median_s`. Under autocast a step's FLOPs are
+    split by dtype ({"bf16": 8e9, "fp32": 1e8}), each held against its own peak. None when the FLOPs, the time or a
+    needed peak is missing: a guess would look like a measurement."""
+    if not flops_by_dtype or median_s is None or median_s <= 0:
+        return None
+    ideal_s = 0.0
+    for dtype, flops in flops_by_dtype.items():
+        if flops is None:
+            return None
+        if flops == 0:
+            continue  # no work in this dtype: its peak is not needed
+        peak = peaks.get(dtype)
+        if not peak or peak <= 0:
+            return None
+        ideal_s += flops / peak
+    return ideal_s / median_s
+
+
+def same_machine(stored: dict, fingerprint: dict, framework: str, version: str | None) -> bool:
+    """Whether a peak measured with fingerprint `stored` applies to a run with `fingerprint`: the same machine and,
+    when the peak recorded one, the same framework version (its kernels are what reaches the peak)."""
+    if any(stored.get(k) != fingerprint.get(k) for k in MACHINE_KEYS):
+        return False
+    return version is None or (fingerprint.get("frameworks") or {}).get(framework) == version
+
+
+def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> dict[str, float]:
+    """dtype -> FLOP/s: the latest measured matmul peak of each dtype for this machine, device and thread count.
+
+    Thread counts must match on the CPU only; an accelerator's peak does not depend on the host threads. {} if none."""
+    rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind="matmul", measured=True)
+    found: dict[str, float] = {}
+    for row in rows:  # newest first
+        if row["dtype"] not in found and same_machine(
+            row["fingerprint"], fingerprint, row["framework"], row["framework_version"]
+        ):
+            found[row["dtype"]] = row["value"]
+    return found
+
+
+def attach_utilization(store: Store, fingerprint: dict, cells: list[dict]) -> bool:
+    """Set `cell["utilization"]` on every cell, against the peaks measured on the run's machine; whether any peak
+    was found (the views then say how to measure them when none was)."""
+    found = False
+    cache: dict[tuple[str, int], dict[str, float]] = {}
+    for cell in cells:
+        where = (cell["device"], cell["threads"])
+        if where not in cache:
+            cache[where] = peak_lookup(store, fingerprint, *where)
+        found |= bool(cache[where])
+        flops = (cell.get("extra") or {}).get("flops_by_dtype")
+        ok = cell["status"] == Status.OK
+        cell["utilization"] = utilization(flops, cell.get("median_s"), cache[where]) if ok else None
+    return found
