@@ -15,6 +15,7 @@ from dlperf.cli import build_parser
 from dlperf.commands import comm
 from dlperf.errors import UsageError
 from dlperf.measure.stats import bus_bandwidth
+from dlperf.protocol import Answer, Error, Joined
 from dlperf.runner import comm as job
 from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
 from dlperf.runner.launch import ChildResult, descendants
@@ -97,10 +98,9 @@ def test_every_node_names_the_same_rendezvous_id_whatever_its_threads():
     ids = set()
     for node_rank, threads in ((0, 1), (1, 2)):
         opts = opts_of("--nnodes", "2", "--node-rank", str(node_rank), "--rdzv-endpoint", "h:1")
-        cmd = job.job_command(opts.job, "py", job.task_of(opts.job, threads), "t", "r")
-        ids |= {a for a in cmd if a.startswith("--rdzv-id=")}
+        ids.add(job.job_id(opts.job, job.task_of(opts.job, threads)))
     other = opts_of("--nnodes", "2", "--rdzv-endpoint", "h:1", "--iters", "6")
-    assert len(ids) == 1 and ids.pop() not in job.job_command(other.job, "py", job.task_of(other.job, 1), "t", "r")
+    assert len(ids) == 1 and ids.pop() != job.job_id(other.job, job.task_of(other.job, 1))
     assert rendezvous_id("a", 1) == rendezvous_id("a", 1) != rendezvous_id("a", 2)
 
 
@@ -132,14 +132,14 @@ def test_a_failure_says_why_in_one_line():
     opts = opts_of("--nnodes", "2", "--rdzv-endpoint", "h:1", "--timeout", "9")
     stderr = "Traceback...\nRendezvousTimeoutError\n=========\n"
     crashed, hung = ChildResult(1, False, 1.0, stderr), ChildResult(None, True, 9.0, "")
-    assert job.failure_reason(opts.job, crashed, {"status": "ok", "result": {}}, True) is None
-    failed = {"status": "failed", "error": "E: x", "rank": 1}
-    assert job.failure_reason(opts.job, crashed, failed, True) == "rank 1: E: x"
-    never = job.failure_reason(opts.job, hung, None, False)
+    assert job.failure_reason(opts.job, crashed, [Joined(), Answer({})]) is None
+    cause, lost = Error("E: x", rank=1), Error("connection reset by peer", rank=0)  # the cause happened first
+    assert job.failure_reason(opts.job, crashed, [Joined(), lost, cause]) == "rank 1: E: x"
+    never = job.failure_reason(opts.job, hung, [])
     assert "the 2 nodes never met at --rdzv-endpoint h:1 within --timeout 9 s" in never
-    assert "(RendezvousTimeoutError)" in job.failure_reason(opts.job, crashed, None, False)
-    assert job.failure_reason(opts.job, hung, None, True) == "timed out: the job exceeded --timeout 9 s"
-    assert job.failure_reason(opts.job, crashed, None, True) == "worker exited with code 1: RendezvousTimeoutError"
+    assert "(RendezvousTimeoutError)" in job.failure_reason(opts.job, crashed, [])
+    assert job.failure_reason(opts.job, hung, [Joined()]) == "timed out: the job exceeded --timeout 9 s"
+    assert job.failure_reason(opts.job, crashed, [Joined()]) == "worker exited with code 1: RendezvousTimeoutError"
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -285,8 +285,8 @@ def test_nccl_without_cuda_is_a_clear_error_from_the_probe_and_from_the_ranks(tm
     proc = dlperf("comm", "--backend", "nccl", "--nproc", "1", db=tmp_path / "d.db")
     assert proc.returncode == 2 and "--backend nccl needs CUDA GPUs" in proc.stderr, proc.stderr
     opts = opts_of("--backend", "nccl", "--nproc", "1", "--sizes", "4K", "--iters", "1", "--timeout", "60")
-    child, answer, joined = job.run_job(opts.job, sys.executable, 1)  # past the probe: the rank itself refuses
-    reason = job.failure_reason(opts.job, child, answer, joined)
+    launched = job.run_job(opts.job, sys.executable, 1)  # past the probe: the rank itself refuses
+    reason = job.failure_reason(opts.job, launched.child, launched.main)
     assert reason.startswith("rank 0: RuntimeError: --backend nccl needs CUDA GPUs"), reason
 
 

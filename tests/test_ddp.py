@@ -11,7 +11,7 @@ import pytest
 from conftest import FAST, ROOT, alive, dlperf
 from dlperf.errors import UsageError
 from dlperf.measure.stats import bus_bandwidth
-from dlperf.protocol import Cell
+from dlperf.protocol import Built, Cell, Comm, Done, Error, Event, Sample, Start, Unsupported
 from dlperf.runner.collect import ddp_measurement
 from dlperf.runner.distributed import Rendezvous, torchrun_command
 from dlperf.runner.launch import ChildResult
@@ -87,13 +87,13 @@ def test_spec_checks_ddp_flags():
         make_spec("tiny-fcn-r", nprocs="0")
 
 
-def _events(rank: int, samples: list[float], done: bool = True, error: str | None = None) -> list[dict]:
-    events = [{"event": "start", "rank": rank, "host": "h"}, {"event": "built", "params": 10}]
-    events += [{"event": "sample", "t": t} for t in samples]
+def _events(rank: int, samples: list[float], done: bool = True, error: str | None = None) -> list[Event]:
+    events = [Start(pid=100 + rank, python="py", rank=rank, host="h"), Built(10, 0.0, {})]
+    events += [Sample(t) for t in samples]
     if error:
-        events.append({"event": "error", "error": error})
+        events.append(Error(error, rank=rank))
     if done:
-        events += [{"event": "comm", "gradient_bytes": 40, "bound": "compute"}, {"event": "done"}]
+        events += [Comm({"gradient_bytes": 40, "bound": "compute"}), Done()]
     return events
 
 
@@ -332,7 +332,6 @@ def test_nccl_cells_one_gpu_per_process(tmp_path, torch):
 
 
 def test_unsupported_on_rank_0_is_unsupported_not_a_failure():
-    events = {r: [{"event": "start", "rank": r}, {"event": "unsupported", "reason": "checkpoint under DDP"}]
-              for r in (0, 1)}  # fmt: skip
+    events = {r: [Start(pid=r, python="py", rank=r), Unsupported("checkpoint under DDP")] for r in (0, 1)}
     m = ddp_measurement(events, child(), 60)
     assert m["status"] == "unsupported" and m["error"] == "rank 0: checkpoint under DDP"

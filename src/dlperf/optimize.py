@@ -30,7 +30,7 @@ from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
-from dlperf.protocol import Cell
+from dlperf.protocol import Cell, StopRule
 from dlperf.runner.plan import Task
 from dlperf.runner.sweep import Interrupted, SweepContext, execute
 from dlperf.spec import canonical_mode, device_kind
@@ -39,6 +39,7 @@ from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
+SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
 COMPILE_GUESS_S = 90.0  # budget kept for a compiled candidate's compilation before its cost is known
 DEFAULT_BUDGET_MIN = 15.0
@@ -319,9 +320,9 @@ class Searcher:
         """Measure `modes`; the loss check runs only for those faster than the `bar` mode's median (a slower mode is
         never chosen, and a slow mode's check is slow too: fp16 on a CPU without fp16 units takes minutes)."""
         cells = [replace(self.base_cell, mode=m) for m in modes]
+        bar_s = None
         if bar is not None:
-            bar_cell = next(c for c in self.store.cell_dicts(self.run_id) if c["mode"] == bar)
-            self.ctx.check_if_faster_than_s = bar_cell.get("median_s")
+            bar_s = next(c for c in self.store.cell_dicts(self.run_id) if c["mode"] == bar).get("median_s")
         new = [c for c in cells if c.mode not in self.repeat_of]
         self.store.add_cells(self.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.workload} for c in new])
         for c in new:
@@ -330,10 +331,9 @@ class Searcher:
         first = []
         if BASELINE in self.repeat_of:  # one more baseline process per round, first, so the baseline spans the run
             first.append(self._task(replace(self.base_cell, mode=BASELINE)))
-        first += [self._task(c) for c in cells]
+        first += [self._task(c, bar_s) for c in cells]
         self._execute(first)
         # the other processes only for modes that may win: one process already shows a mode slower than the bar
-        bar_s = self.ctx.check_if_faster_than_s if bar is not None else None
         medians = {c["mode"]: c.get("median_s") for c in self.store.cell_dicts(self.run_id)}
         promising = [c for c in cells if medians.get(c.mode) and (bar_s is None or medians[c.mode] < bar_s)]
         for c in cells:
@@ -348,10 +348,16 @@ class Searcher:
             with progress:
                 execute(self.ctx, tasks, progress, last=False)
 
-    def _task(self, cell: Cell) -> Task:
+    def _task(self, cell: Cell, bar_s: float | None = None) -> Task:
+        """The next process of `cell`. A candidate's first process, measured against a bar (the best mode's step),
+        checks its loss only when it is faster than the bar (a slower mode is never chosen, and a slow mode's check
+        is slow too), and skips its untimed extras when it is SLOW_FACTOR times slower."""
         n = self.repeat_of.get(cell.mode, 0)
         self.repeat_of[cell.mode] = n + 1
-        return Task(cell, n)
+        if bar_s is None or n > 0 or cell.mode == BASELINE:
+            return Task(cell, n)
+        stop = StopRule(bar_s, SLOW_FACTOR, "the mode it would replace")
+        return Task(cell, n, check_if_faster_than_s=bar_s, stop=stop)
 
     def _choose(self, best: str, modes: list[str], dim_name: str) -> str:
         """The candidate reliably faster than `best` (interval above 1, gain >= MIN_GAIN) that still trains."""

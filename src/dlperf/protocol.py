@@ -1,8 +1,17 @@
 """The seam between the parent and its child processes: what each child receives and what it reports.
 
-Standard library only: every child imports this, in dlperf's environment or a framework's own. The parent writes a
-task as JSON to a file, starts the child (`runner/launch.py`, one launcher for every kind), and reads back the
-child's events, JSON lines flushed one by one so that a child killed at its timeout keeps what it reported.
+Standard library only: every child imports this, in dlperf's environment or in a framework's own. The parent writes
+a task as JSON to a file and starts the child through the one launcher (`runner/launch.py`); the child reports typed
+events as JSON lines, each flushed as it happens, so a child killed at its timeout keeps what it reported; the parent
+reads them back as the same types. Five kinds of child, one task type each:
+
+    CellTask   runner/worker.py        one cell: build, warm up, time, then FLOPs, memory and the loss check
+    DDPTask    runner/ddp_worker.py    one process of a data-parallel cell (torchrun starts every process)
+    PeakTask   runner/peak_worker.py   matmul and bandwidth peaks of one device at one thread count
+    CommTask   runner/comm_worker.py   one process of an all-reduce bandwidth job (torchrun)
+    ProbeTask  runner/probe.py         a question that needs a framework (devices, versions, a user's factory)
+
+A new kind of child is a worker module and a task type here; the launcher does the rest.
 
 A cell is one measurement: (workload, framework, device, threads, mode), and for a data-parallel cell the number of
 processes and the scaling protocol. Its key is stable across runs, so a sweep can be resumed and two runs compared
@@ -11,7 +20,17 @@ cell by cell.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from dlperf.measure.timer import TimerConfig
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Cells
 
 
 @dataclass(frozen=True)
@@ -43,10 +62,388 @@ class Cell:
 
     @classmethod
     def from_json(cls, d: dict) -> Cell:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
 def column_name(device: str, threads: int, nproc: int = 0) -> str:
     if nproc:
         return f"ddp:{nproc}x{threads}" if device == "cpu" else f"ddp:{nproc}x{device}"
     return f"cpu:{threads}" if device == "cpu" else device
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Tasks: what a child receives
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """Stop a cell after its timed steps, skipping the untimed extras (FLOPs, memory, the loss check), when its
+    median is above `factor` x `reference_s`: a cell that slow is not worth them. `reference` names what
+    `reference_s` is, for the record ("the mode it would replace")."""
+
+    reference_s: float
+    factor: float
+    reference: str
+
+    def applies(self, median_s: float | None) -> bool:
+        return median_s is not None and median_s > self.factor * self.reference_s
+
+
+class _Task:
+    """JSON of a task: its kind, then its fields; a flat task's fields are JSON already."""
+
+    KIND: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.KIND, **asdict(self)}  # type: ignore[call-overload]
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]):
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class CellTask(_Task):
+    """One process of one cell."""
+
+    KIND: ClassVar[str] = "cell"
+    WORKER: ClassVar[str] = "dlperf.runner.worker"
+    DISTRIBUTED: ClassVar[bool] = False
+
+    cell: Cell
+    repeat: int
+    workload: dict[str, Any]  # Workload.to_json(): the worker rebuilds the Workload
+    timer: TimerConfig
+    pin_cpus: list[int] | None = None  # --pin: this process's CPUs
+    loss_check: bool = False  # train the mode against fp32 after timing (the parent picks one process per cell)
+    check_if_faster_than_s: float | None = None  # ... and only when the median is below this (else: "not checked")
+    stop: StopRule | None = None
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CellTask:
+        d = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        d["cell"] = Cell.from_json(d["cell"])
+        d["timer"] = TimerConfig(**d["timer"])
+        d["stop"] = StopRule(**d["stop"]) if d.get("stop") else None
+        return cls(**d)
+
+
+@dataclass(frozen=True)
+class DDPTask(CellTask):
+    """One process of a data-parallel cell; torchrun starts one per rank, each with this same task."""
+
+    KIND: ClassVar[str] = "ddp"
+    WORKER: ClassVar[str] = "dlperf.runner.ddp_worker"
+    DISTRIBUTED: ClassVar[bool] = True
+
+    group_timeout_s: float = 600.0  # how long a collective may wait for a peer
+    rank_cpus: dict[str, list[int]] | None = None  # --pin: local rank -> its CPUs
+
+
+@dataclass(frozen=True)
+class PeakTask(_Task):
+    KIND: ClassVar[str] = "peak"
+    WORKER: ClassVar[str] = "dlperf.runner.peak_worker"
+    DISTRIBUTED: ClassVar[bool] = False
+
+    framework: str
+    device: str
+    threads: int
+    dtypes: list[str]
+    sizes: list[int]  # square matrix sizes n; the peak is the best
+    bandwidth_bytes: int  # each of the three bandwidth arrays
+    max_time: float  # seconds of warm-up and of sampling per figure, at most
+
+
+@dataclass(frozen=True)
+class CommTask(_Task):
+    KIND: ClassVar[str] = "comm"
+    WORKER: ClassVar[str] = "dlperf.runner.comm_worker"
+    DISTRIBUTED: ClassVar[bool] = True
+
+    backend: str  # gloo | nccl
+    threads: int
+    sizes: list[int]  # message bytes per rank
+    iters: int
+    warmup: int
+    timeout: float  # seconds a collective may wait for a peer
+
+
+@dataclass(frozen=True)
+class ProbeTask(_Task):
+    KIND: ClassVar[str] = "probe"
+    WORKER: ClassVar[str] = "dlperf.runner.probe"
+    DISTRIBUTED: ClassVar[bool] = False
+
+    framework: str
+    request: dict[str, Any]  # {"what": "env" | "workload" | "selftest" | "threads", ...}
+
+
+Task = CellTask | DDPTask | PeakTask | CommTask | ProbeTask
+TASKS: dict[str, type] = {t.KIND: t for t in (CellTask, DDPTask, PeakTask, CommTask, ProbeTask)}
+
+
+def write_task(task: Task, path: str | Path) -> None:
+    Path(path).write_text(json.dumps(task.to_json()))
+
+
+def read_task(path: str | Path) -> Task:
+    d = json.loads(Path(path).read_text())
+    return TASKS[d["kind"]].from_json(d)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Events: what a child reports
+
+
+@dataclass(frozen=True)
+class Event:
+    NAME: ClassVar[str] = ""
+
+    def to_line(self) -> str:
+        return json.dumps({"event": self.NAME, **asdict(self)})
+
+
+EVENTS: dict[str, type[Event]] = {}
+
+
+def event(cls: type[Event]) -> type[Event]:
+    EVENTS[cls.NAME] = cls
+    return cls
+
+
+@event
+@dataclass(frozen=True)
+class Start(Event):
+    NAME: ClassVar[str] = "start"
+    pid: int
+    python: str  # the interpreter: dlperf's, or the framework's own environment's
+    rank: int | None = None  # distributed children
+    world: int | None = None
+    local_rank: int | None = None
+    host: str | None = None
+
+
+@event
+@dataclass(frozen=True)
+class Affinity(Event):
+    NAME: ClassVar[str] = "affinity"
+    cpus: list[int]
+    thread_env: dict[str, str]  # inherited variables that change threading or kernels
+
+
+@event
+@dataclass(frozen=True)
+class Built(Event):
+    NAME: ClassVar[str] = "built"
+    params: int
+    build_s: float
+    settings: dict[str, Any]
+
+
+@event
+@dataclass(frozen=True)
+class Compiling(Event):
+    NAME: ClassVar[str] = "compiling"
+
+
+@event
+@dataclass(frozen=True)
+class Compiled(Event):
+    NAME: ClassVar[str] = "compiled"
+    first_step_s: float
+    stats: dict[str, Any] = field(default_factory=dict)  # the backend's compile_stats() after the first step
+
+
+@event
+@dataclass(frozen=True)
+class Warmup(Event):
+    NAME: ClassVar[str] = "warmup"
+    steps: int
+    steady: bool
+    times: list[float]
+
+
+@event
+@dataclass(frozen=True)
+class Sample(Event):
+    NAME: ClassVar[str] = "sample"
+    t: float
+
+
+@event
+@dataclass(frozen=True)
+class Sampled(Event):
+    """The timed steps are over; what the machine did meanwhile."""
+
+    NAME: ClassVar[str] = "sampled"
+    n: int
+    median_s: float | None
+    steal_fraction: float | None = None
+    others_cpu_share: float | None = None
+    cpu_utilization: float | None = None  # cores kept busy on average: ~threads when it scales
+    minor_faults_per_step: float | None = None  # memory mapped afresh each step
+    process_hwm_increase_bytes: int | None = None
+
+
+@event
+@dataclass(frozen=True)
+class CompileEnd(Event):
+    NAME: ClassVar[str] = "compile_end"
+    stats: dict[str, Any] = field(default_factory=dict)  # compile_stats() after the timed steps: recompiles show
+
+
+@event
+@dataclass(frozen=True)
+class Flops(Event):
+    NAME: ClassVar[str] = "flops"
+    flops_per_step: int | None
+    flops_by_dtype: dict[str, int] | None = None
+    detail: dict[str, Any] = field(default_factory=dict)  # what else the counter said (TensorFlow: by op type)
+
+    @classmethod
+    def of(cls, counted: dict[str, Any] | None) -> Flops:
+        """A backend's `count_flops()` answer, None where it has no counter."""
+        rest = {k: v for k, v in (counted or {}).items() if k not in ("flops_per_step", "flops_by_dtype")}
+        return cls((counted or {}).get("flops_per_step"), (counted or {}).get("flops_by_dtype"), rest)
+
+
+@event
+@dataclass(frozen=True)
+class Memory(Event):
+    NAME: ClassVar[str] = "memory"
+    figures: dict[str, int]  # keys of MEMORY_KINDS and the backend's other figures
+
+
+@event
+@dataclass(frozen=True)
+class Checking(Event):
+    NAME: ClassVar[str] = "checking"
+
+
+@event
+@dataclass(frozen=True)
+class LossCheck(Event):
+    NAME: ClassVar[str] = "loss_check"
+    ok: bool | None  # None: not checked, or the check could not run; `reason` says which
+    reason: str | None = None
+    figures: dict[str, Any] = field(default_factory=dict)  # seconds, the curves, the cosine, ... as measured
+
+
+@event
+@dataclass(frozen=True)
+class Comm(Event):
+    NAME: ClassVar[str] = "comm"
+    figures: dict[str, Any]  # a DDP cell's communication: all-reduce time, bandwidths, exposed communication
+
+
+@event
+@dataclass(frozen=True)
+class Ranks(Event):
+    NAME: ClassVar[str] = "ranks"
+    samples: list[list[float]]  # every process's steps, by rank
+
+
+@event
+@dataclass(frozen=True)
+class Joined(Event):
+    """The processes of a distributed job have met."""
+
+    NAME: ClassVar[str] = "joined"
+
+
+@event
+@dataclass(frozen=True)
+class Answer(Event):
+    """The result of a child that answers once (peak, comm, probe)."""
+
+    NAME: ClassVar[str] = "answer"
+    result: dict[str, Any]
+
+
+@event
+@dataclass(frozen=True)
+class Unsupported(Event):
+    NAME: ClassVar[str] = "unsupported"
+    reason: str
+
+
+@event
+@dataclass(frozen=True)
+class Error(Event):
+    NAME: ClassVar[str] = "error"
+    error: str  # one line
+    traceback: str | None = None
+    rank: int | None = None
+    usage: bool = False  # the user's input is wrong (a factory that does not build): a UsageError in the parent
+    at: float = field(default_factory=time.time)  # wall clock: among ranks, the first failure is the cause
+
+
+@event
+@dataclass(frozen=True)
+class Done(Event):
+    NAME: ClassVar[str] = "done"
+    stopped_early: str | None = None  # why the untimed extras were skipped (a StopRule applied)
+
+
+# The figure that becomes a cell's peak memory, best first: an allocator's own peak, the bytes of live tensors, XLA's
+# buffer plan of a jitted step, and otherwise (compiled CPU steps, which no dispatch mode can trace; frameworks without
+# a tensor-level figure) the process's resident-set peak during one step.
+MEMORY_KINDS = {
+    "cuda_allocator_peak_bytes": "cuda_allocator",
+    "live_tensor_peak_bytes": "live_tensors",
+    "xla_buffer_peak_bytes": "xla_buffers",  # XLA's plan of the compiled step: arguments + outputs + temporaries
+    "process_rss_peak_bytes": "process_rss",
+}
+
+
+def decode(line: str) -> Event | None:
+    """One event line as its type; None for a line cut short by a kill, or one this dlperf does not know."""
+    try:
+        d = json.loads(line)
+        cls = EVENTS[d.pop("event")]
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def read_events(path: str | Path) -> list[Event]:
+    """Every complete event of a file; a missing file has none."""
+    try:
+        text = Path(path).read_text(errors="replace")
+    except OSError:
+        return []
+    return [e for e in map(decode, text.splitlines()) if e is not None]
+
+
+E = TypeVar("E", bound=Event)
+
+
+def first(events: list[Event], kind: type[E]) -> E | None:
+    return next((e for e in events if isinstance(e, kind)), None)
+
+
+def all_of(events: list[Event], kind: type[E]) -> list[E]:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def events_file(base: str, rank: int | None) -> str:
+    """Where a child writes its events: `base`, or `base.rankR` for each process of a distributed job."""
+    return base if rank is None else f"{base}.rank{rank}"
+
+
+class Reporter:
+    """Append-only JSON lines, one flushed write per event."""
+
+    def __init__(self, path: str | Path) -> None:
+        self._file = open(path, "a", buffering=1)  # noqa: SIM115 - lives as long as the process
+
+    def __call__(self, event: Event) -> None:
+        self._file.write(event.to_line() + "\n")
+        self._file.flush()
+
+
+def own_rank() -> int | None:
+    """This process's rank in a distributed job (torchrun sets RANK), or None."""
+    rank = os.environ.get("RANK")
+    return int(rank) if rank is not None else None

@@ -1,3 +1,18 @@
+import statistics
+
+from dlperf.protocol import (
+    Built,
+    Checking,
+    Compiling,
+    Done,
+    Error,
+    Flops,
+    Memory,
+    Sample,
+    Sampled,
+    Unsupported,
+    Warmup,
+)
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
 
@@ -5,20 +20,11 @@ OK_CHILD = ChildResult(0, False, 3.0, "")
 
 
 def events(samples, **extra):
-    evs = [
-        {"event": "built", "params": 10, "build_s": 0.1, "settings": {"torch_threads": 1}},
-        {"event": "warmup", "steps": 6, "steady": True, "times": [1, 1, 1, 1, 1, 1]},
-    ]
-    evs += [{"event": "sample", "t": t} for t in samples]
-    evs.append(
-        {"event": "sampled", "n": len(samples), "steal_fraction": 0.0, "process_hwm_increase_bytes": 100, **extra}
-    )
-    evs += [
-        {"event": "flops", "flops_per_step": 1000},
-        {"event": "memory", "live_tensor_peak_bytes": 4096},
-        {"event": "done"},
-    ]
-    return evs
+    evs = [Built(10, 0.1, {"torch_threads": 1}), Warmup(6, True, [1, 1, 1, 1, 1, 1])]
+    evs += [Sample(t) for t in samples]
+    median = statistics.median(samples) if samples else None
+    evs.append(Sampled(len(samples), median, steal_fraction=0.0, process_hwm_increase_bytes=100, **extra))
+    return [*evs, Flops(1000), Memory({"live_tensor_peak_bytes": 4096}), Done()]
 
 
 def test_ok_measurement_keeps_everything():
@@ -37,11 +43,9 @@ def test_timeout_keeps_partial_samples():
 def test_crash_and_error_and_unsupported():
     crashed = measurement(events([])[:2], ChildResult(-11, False, 1.0, "Fatal Python error: x"), timeout=60)
     assert crashed["status"] == "failed" and "SIGSEGV" in crashed["error"] and "Fatal Python error" in crashed["error"]
-    err = measurement(
-        [{"event": "error", "error": "RuntimeError: bad", "traceback": "tb"}], ChildResult(1, False, 1, ""), timeout=60
-    )
+    err = measurement([Error("RuntimeError: bad", "tb")], ChildResult(1, False, 1, ""), timeout=60)
     assert err["status"] == "failed" and err["error"] == "RuntimeError: bad" and err["detail"]["traceback"] == "tb"
-    uns = measurement([{"event": "unsupported", "reason": "no bf16"}], OK_CHILD, timeout=60)
+    uns = measurement([Unsupported("no bf16")], OK_CHILD, timeout=60)
     assert uns["status"] == "unsupported" and uns["error"] == "no bf16"
     silent = measurement([], OK_CHILD, timeout=60)
     assert silent["status"] == "failed"
@@ -67,16 +71,16 @@ def test_cell_warnings_and_failure_win():
 
 
 def test_a_loss_check_cut_short_keeps_the_timing_and_says_why():
-    evs = [*events([1.0, 1.1])[:-1], {"event": "checking"}]  # killed by the cell's timeout during the check
+    evs = [*events([1.0, 1.1])[:-1], Checking()]  # killed by the cell's timeout during the check
     m = measurement(evs, ChildResult(None, True, 600.0, ""), timeout=600)
     assert m["status"] == "ok" and m["samples"] == [1.0, 1.1]
     assert m["detail"]["loss_check"] == {"ok": None, "reason": "the check did not finish: the cell's --timeout"}
     stopped = ChildResult(None, True, 60.0, "", stop_reason="compilation exceeded --compile-timeout 5 s")
-    assert measurement([*events([])[:2], {"event": "compiling"}], stopped, timeout=600)["status"] == "timeout"
+    assert measurement([*events([])[:2], Compiling()], stopped, timeout=600)["status"] == "timeout"
 
 
 def test_a_candidate_stopped_after_timing_is_ok_with_a_warning():
-    evs = [*events([3.0, 3.1])[:-3], {"event": "done", "stopped_early": "2.5x slower than the mode it would replace"}]
+    evs = [*events([3.0, 3.1])[:-3], Done(stopped_early="2.5x slower than the mode it would replace")]
     m = measurement(evs, OK_CHILD, timeout=60)
     assert m["status"] == "ok" and m["detail"]["stopped_early"].startswith("2.5x slower")
     figures = cell_figures([m], batch=8, threads=1, cores=2, device="cpu")

@@ -4,7 +4,10 @@ import sys
 import time
 
 from conftest import alive
-from dlperf.runner.launch import ChildResult, child_env, read_events, run_child, signal_reason, worker_command
+from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, ProbeTask
+from dlperf.runner.distributed import Rendezvous
+from dlperf.runner.launch import ChildResult, Follower, child_command, child_env, launch, run_child, signal_reason
 
 
 def test_child_env_fixes_threads_and_keeps_the_rest():
@@ -21,8 +24,35 @@ def test_child_env_for_another_interpreter_makes_dlperf_importable_and_nothing_e
     assert os.listdir(env["PYTHONPATH"]) == ["dlperf"]
 
 
-def test_worker_command():
-    assert worker_command("/py", "t.json", "r.jsonl") == ["/py", "-m", "dlperf.runner.worker", "t.json", "r.jsonl"]
+CELL = Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")
+
+
+def test_a_task_starts_its_own_worker_and_a_distributed_one_through_torchrun():
+    plain = CellTask(CELL, 0, {}, TimerConfig())
+    assert child_command("/py", plain, "t.json", "e.jsonl") == [
+        "/py",
+        "-m",
+        "dlperf.runner.worker",
+        "t.json",
+        "e.jsonl",
+    ]
+    probe = ProbeTask("torch", {"what": "env"})
+    assert child_command("/py", probe, "t", "e")[2] == "dlperf.runner.probe"
+    ddp = DDPTask(CELL, 0, {}, TimerConfig())
+    cmd = child_command("/py", ddp, "t", "e", nproc=2, rdzv=Rendezvous(), job_id="j")
+    assert cmd[:3] == ["/py", "-m", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
+    assert cmd[-4:] == ["-m", "dlperf.runner.ddp_worker", "t", "e"]
+
+
+def test_launch_runs_a_child_reads_its_events_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    launched = launch(ProbeTask("nosuch", {"what": "env"}), sys.executable, 1, 60)  # a framework that does not exist
+    [start, error] = launched.main
+    assert start.pid > 0 and start.python == sys.executable
+    assert "No module named 'dlperf.frameworks.nosuch'" in error.error or "nosuch" in error.error
+    assert launched.child.returncode == 1 and list(tmp_path.iterdir()) == []
 
 
 def test_crash_reasons():
@@ -56,13 +86,6 @@ def test_stderr_tail_and_exit_code(tmp_path):
     script = "import sys; print('boom happened', file=sys.stderr); sys.exit(3)"
     result = run_child([sys.executable, "-c", script], os.environ, timeout=30, log_dir=tmp_path)
     assert result.returncode == 3 and "boom happened" in result.stderr_tail
-
-
-def test_read_events_drops_a_torn_last_line(tmp_path):
-    path = tmp_path / "r.jsonl"
-    path.write_text('{"event": "sample", "t": 1.0}\n{"event": "sample", "t": 2.0}\n{"event": "sam')
-    assert [e["t"] for e in read_events(path)] == [1.0, 2.0]
-    assert read_events(tmp_path / "missing.jsonl") == []
 
 
 def test_kill_tree_also_stops_descendants_that_left_the_process_group(tmp_path):
@@ -100,19 +123,25 @@ def test_cache_env_puts_compiler_caches_in_the_cells_directory(tmp_path):
     )
 
 
-def test_compile_watch_stops_only_a_compilation_that_runs_too_long(tmp_path):
+def test_the_follower_reads_each_event_once_and_a_line_being_written_later(tmp_path):
+    path = tmp_path / "e.jsonl"
+    follow = Follower(path)
+    assert follow.new() == []  # not written yet
+    compiled = Compiled(1.5, {"graphs": 1}).to_line()
+    path.write_text(Compiling().to_line() + "\n" + compiled[:10])
+    assert follow.new() == [Compiling()]
+    with open(path, "a") as f:
+        f.write(compiled[10:] + "\n")
+    assert follow.new() == [Compiled(1.5, {"graphs": 1})] and follow.new() == []
+
+
+def test_compile_watch_stops_only_a_compilation_that_runs_too_long():
     from dlperf.runner.sweep import CompileWatch
 
-    events = tmp_path / "r.jsonl"
-    events.write_text('{"event": "built"}\n')
-    watch = CompileWatch(events, 0.2)
-    assert watch.check() is None
-    with open(events, "a") as f:
-        f.write('{"event": "compiling"}\n{"event": "compi')  # the last line is still being written
-    assert watch.check() is None
+    watch = CompileWatch(0.2)
+    assert watch([]) is None
+    assert watch([Compiling()]) is None
     time.sleep(0.3)
-    assert watch.check() == "compilation exceeded --compile-timeout 0.2 s"
-    with open(events, "a") as f:
-        f.write('led", "first_step_s": 1.0}\n')
-    assert watch.check() is None  # compiled: the limit no longer applies
-    assert CompileWatch(events, None).check() is None
+    assert watch([]) == "compilation exceeded --compile-timeout 0.2 s"
+    assert watch([Compiled(1.0)]) is None  # compiled: the limit no longer applies
+    assert CompileWatch(None)([Compiling()]) is None

@@ -156,7 +156,7 @@ def run(args) -> int:
     """Measure in one torchrun job, store every size, print. Exit 1 if the job failed, timed out or summed wrong."""
     from dlperf import api, envinfo
     from dlperf.commands.common import warn
-    from dlperf.runner.comm import comm_records, failure_reason, run_job
+    from dlperf.runner.comm import comm_records, failure_reason, result_of, run_job
     from dlperf.runner.sweep import interpreter_for, sigterm_as_interrupt
     from dlperf.store import Store
 
@@ -173,12 +173,13 @@ def run(args) -> int:
     db = db_path(args)
     Store.open(db, create=True).close()  # a bad --db is found before the job, not after it
     with sigterm_as_interrupt():
-        child, answer, joined = run_job(job, python, threads)
-    failure = failure_reason(job, child, answer, joined)
+        launched = run_job(job, python, threads)
+    events = [e for rank in sorted(launched.events) for e in launched.events[rank]]
+    failure = failure_reason(job, launched.child, events)
     if failure:
         print(f"dlperf: error: comm job failed: {failure}", file=sys.stderr)
         return ExitCode.CELLS_FAILED
-    result = answer["result"]
+    result = result_of(events)
     rows = comm_records(result, job)
     store = Store.open(db, create=True)
     try:

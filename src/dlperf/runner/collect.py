@@ -12,6 +12,30 @@ import statistics
 from typing import Any
 
 from dlperf.measure.stats import summarize
+from dlperf.protocol import (
+    MEMORY_KINDS,
+    Affinity,
+    Built,
+    Checking,
+    Comm,
+    Compiled,
+    CompileEnd,
+    Compiling,
+    Done,
+    Error,
+    Event,
+    Flops,
+    LossCheck,
+    Memory,
+    Ranks,
+    Sample,
+    Sampled,
+    Start,
+    Unsupported,
+    Warmup,
+    all_of,
+    first,
+)
 from dlperf.runner.launch import ChildResult, signal_reason
 from dlperf.vocab import Status
 
@@ -19,51 +43,35 @@ NOISY_IQR_RATIO = 0.10
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
 
-# The figure that becomes a cell's peak memory, best first: an allocator's own peak, the bytes of live tensors, XLA's
-# buffer plan of a jitted step, and otherwise (compiled CPU steps, which no dispatch mode can trace; frameworks without
-# a tensor-level figure) the process's resident-set peak during one step.
-MEMORY_KINDS = {
-    "cuda_allocator_peak_bytes": "cuda_allocator",
-    "live_tensor_peak_bytes": "live_tensors",
-    "xla_buffer_peak_bytes": "xla_buffers",  # XLA's plan of the compiled step: arguments + outputs + temporaries
-    "process_rss_peak_bytes": "process_rss",
-}
-
-
-def _first(events: list[dict], name: str) -> dict:
-    return next((e for e in events if e["event"] == name), {})
-
-
-def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[str, Any]:
+def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict[str, Any]:
     """One process's outcome: status, error, every raw sample and the worker's details."""
-    samples = [e["t"] for e in events if e["event"] == "sample"]
+    samples = [e.t for e in all_of(events, Sample)]
     status, error = _status(events, child, timeout, len(samples))
-    built, warm, done = _first(events, "built"), _first(events, "warmup"), _first(events, "sampled")
+    built, warm, done = first(events, Built), first(events, Warmup), first(events, Sampled)
+    flops, memory, start = first(events, Flops), first(events, Memory), first(events, Start)
+    pinned, comm, finished = first(events, Affinity), first(events, Comm), first(events, Done)
     detail = {
-        "params": built.get("params"),
-        "build_s": built.get("build_s"),
-        "settings": built.get("settings"),
-        "flops_per_step": _first(events, "flops").get("flops_per_step"),
-        "flops_by_dtype": _first(events, "flops").get("flops_by_dtype"),
+        "params": built and built.params,
+        "build_s": built and built.build_s,
+        "settings": built and built.settings,
+        "flops_per_step": flops and flops.flops_per_step,
+        "flops_by_dtype": flops and flops.flops_by_dtype,
         "compile": _compile_detail(events),
         "loss_check": _loss_check(events, child),
-        "stopped_early": _first(events, "done").get("stopped_early"),
-        "memory": {k: v for k, v in _first(events, "memory").items() if k != "event"},
-        "warmup_steps": warm.get("steps"),
-        "warmup_steady": warm.get("steady"),
-        "warmup_times": warm.get("times"),
-        "python": _first(events, "start").get("python"),  # the interpreter: dlperf's, or the framework's own
-        "affinity": _first(events, "affinity").get("cpus"),
-        "thread_env": _first(events, "affinity").get("thread_env"),
-        "steal_fraction": done.get("steal_fraction"),
-        "others_cpu_share": done.get("others_cpu_share"),
-        "cpu_utilization": done.get("cpu_utilization"),
-        "minor_faults_per_step": done.get("minor_faults_per_step"),
-        "process_hwm_increase_bytes": done.get("process_hwm_increase_bytes"),
-        "comm": {k: v for k, v in _first(events, "comm").items() if k != "event"} or None,  # DDP cells
+        "stopped_early": finished and finished.stopped_early,
+        "memory": dict(memory.figures) if memory else {},
+        "warmup_steps": warm and warm.steps,
+        "warmup_steady": warm and warm.steady,
+        "warmup_times": warm and warm.times,
+        "python": start and start.python,  # the interpreter: dlperf's, or the framework's own
+        "affinity": pinned and pinned.cpus,
+        "thread_env": pinned and pinned.thread_env,
+        "comm": (comm and comm.figures) or None,  # DDP cells
+        **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
     }
     if status is not Status.OK:
-        detail["traceback"] = _first(events, "error").get("traceback")
+        error_event = first(events, Error)
+        detail["traceback"] = error_event and error_event.traceback
         detail["stderr_tail"] = child.stderr_tail
     return {
         "status": status.value,
@@ -72,6 +80,12 @@ def measurement(events: list[dict], child: ChildResult, timeout: float) -> dict[
         "detail": detail,
         "duration_s": child.duration_s,
     }
+
+
+# what the machine did while the cell was timed, from the `Sampled` event
+MACHINE_FIGURES = (
+    "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "process_hwm_increase_bytes",
+)  # fmt: skip
 
 
 def torchrun_exits(text: str) -> dict[int, int]:
@@ -84,11 +98,11 @@ def _died(code: int) -> str:
 
 
 def ddp_measurement(
-    by_rank: dict[int, list[dict]], child: ChildResult, timeout: float, exits: dict[int, int] | None = None
+    by_rank: dict[int, list[Event]], child: ChildResult, timeout: float, exits: dict[int, int] | None = None
 ) -> dict[str, Any]:
     """One DDP job's outcome from every process's events: the first failure (naming its rank), or the slowest
     process's steps as the samples (the step a user waits for), with every process's steps in the detail."""
-    started = {r: ev for r, ev in by_rank.items() if _first(ev, "start")}
+    started = {r: ev for r, ev in by_rank.items() if first(ev, Start)}
     if not started:
         why = "no process started: the rendezvous did not complete"
         last = child.stderr_tail.strip().splitlines()[-1:] or [""]
@@ -96,7 +110,7 @@ def ddp_measurement(
         error = f"{why} within --timeout {timeout:g} s" if child.timed_out else f"{why}: {last[0]}".rstrip(": ")
         return {"status": status.value, "error": error, "samples": [], "duration_s": child.duration_s,
                 "detail": {"stderr_tail": child.stderr_tail}}  # fmt: skip
-    finished = all(_first(ev, "done") for ev in started.values()) and not child.timed_out
+    finished = all(first(ev, Done) for ev in started.values()) and not child.timed_out
     # every process reported its result: a crash while they tear down does not undo what they measured
     per = {r: measurement(ev, ChildResult(0, False, child.duration_s, child.stderr_tail) if finished else child,
                           timeout) for r, ev in sorted(started.items())}  # fmt: skip
@@ -108,14 +122,14 @@ def ddp_measurement(
         return first_bad
     slowest = max(per, key=lambda r: statistics.median(per[r]["samples"]) if per[r]["samples"] else 0.0)
     chosen = per[slowest]
-    everyone = next((_first(ev, "ranks").get("samples") for ev in started.values() if _first(ev, "ranks")), None)
+    everyone = next((ranks.samples for ev in started.values() if (ranks := first(ev, Ranks))), None)
     chosen["detail"]["ranks"] = everyone or [per[r]["samples"] for r in sorted(per)]
     chosen["detail"]["slowest_rank"] = slowest
-    chosen["detail"]["hosts"] = sorted({_first(ev, "start").get("host") for ev in started.values()})
+    chosen["detail"]["hosts"] = sorted({first(ev, Start).host for ev in started.values()})
     return chosen
 
 
-def _first_failure(per: dict[int, dict], events: dict[int, list[dict]], exits: dict[int, int]) -> dict | None:
+def _first_failure(per: dict[int, dict], events: dict[int, list[Event]], exits: dict[int, int]) -> dict | None:
     """The measurement that says why the job failed, naming its rank: `unsupported` first; then a process killed
     by a signal (not torchrun's SIGTERM to the rest) before it could say anything, since the others' errors
     ("connection reset by peer") are only its consequence; then a process's own error; then a timeout; then a
@@ -124,55 +138,57 @@ def _first_failure(per: dict[int, dict], events: dict[int, list[dict]], exits: d
     if unsupported is not None:  # rank 0 included
         return {**per[unsupported], "error": f"rank {unsupported}: {per[unsupported]['error']}"}
     for rank, code in sorted(exits.items()):
-        silent = rank in per and not _first(events[rank], "error") and not _first(events[rank], "done")
+        silent = rank in per and not first(events[rank], Error) and not first(events[rank], Done)
         if silent and code < 0 and code != -signal.SIGTERM:
             return {**per[rank], "status": Status.FAILED.value, "error": f"rank {rank}: {_died(code)}"}
     for wanted in (Status.FAILED, Status.TIMEOUT):
         for rank, m in per.items():
-            if m["status"] == wanted.value and (wanted is not Status.FAILED or _first(events[rank], "error")):
+            if m["status"] == wanted.value and (wanted is not Status.FAILED or first(events[rank], Error)):
                 return {**m, "error": f"rank {rank}: {m['error']}"}
-    unfinished = [r for r in per if not _first(events[r], "done")]
+    unfinished = [r for r in per if not first(events[r], Done)]
     if unfinished:
         m = per[unfinished[0]]
         return {**m, "status": Status.FAILED.value, "error": f"rank {unfinished[0]}: {m['error']}"}
     return None
 
 
-def _loss_check(events: list[dict], child: ChildResult) -> dict | None:
-    if check := _first(events, "loss_check"):
-        return {k: v for k, v in check.items() if k != "event"}
-    if _first(events, "checking"):
+def _loss_check(events: list[Event], child: ChildResult) -> dict | None:
+    if check := first(events, LossCheck):
+        return {"ok": check.ok, "reason": check.reason, **check.figures}
+    if first(events, Checking):
         why = child.stop_reason or ("the cell's --timeout" if child.timed_out else child.crashed_reason or "no result")
         return {"ok": None, "reason": f"the check did not finish: {why}"}
     return None
 
 
-def _compile_detail(events: list[dict]) -> dict[str, Any] | None:
-    """First-step time and TorchDynamo's counts for a compiled cell; None for an eager one."""
-    if not _first(events, "compiling"):
+def _compile_detail(events: list[Event]) -> dict[str, Any] | None:
+    """First-step time and the compiler's counts for a compiled cell; None for an eager one."""
+    if not first(events, Compiling):
         return None
-    compiled, end = _first(events, "compiled"), _first(events, "compile_end")
-    detail = {k: v for k, v in compiled.items() if k != "event"}
+    compiled, end = first(events, Compiled), first(events, CompileEnd)
+    detail = {"first_step_s": compiled.first_step_s, **compiled.stats} if compiled else {}
     if compiled and end:
-        detail["recompiles"] = end.get("frames_compiled", 0) - compiled.get("frames_compiled", 0)
-        detail["graph_breaks_after_first_step"] = end.get("graph_breaks", 0) - compiled.get("graph_breaks", 0)
+        detail["recompiles"] = end.stats.get("frames_compiled", 0) - compiled.stats.get("frames_compiled", 0)
+        detail["graph_breaks_after_first_step"] = end.stats.get("graph_breaks", 0) - compiled.stats.get(
+            "graph_breaks", 0
+        )
     detail["finished"] = bool(compiled)
     return detail
 
 
-def _status(events: list[dict], child: ChildResult, timeout: float, n: int) -> tuple[Status, str | None]:
-    if unsupported := _first(events, "unsupported"):
-        return Status.UNSUPPORTED, unsupported.get("reason")
-    if failure := _first(events, "error"):
-        return Status.FAILED, failure.get("error")
-    if (child.timed_out or child.crashed_reason) and _first(events, "checking") and not _first(events, "loss_check"):
+def _status(events: list[Event], child: ChildResult, timeout: float, n: int) -> tuple[Status, str | None]:
+    if unsupported := first(events, Unsupported):
+        return Status.UNSUPPORTED, unsupported.reason
+    if failure := first(events, Error):
+        return Status.FAILED, failure.error
+    if (child.timed_out or child.crashed_reason) and first(events, Checking) and not first(events, LossCheck):
         return Status.OK, None  # measured in full; only the untimed loss check was cut short (see `loss_check`)
     if child.timed_out:
         return Status.TIMEOUT, child.stop_reason or f"exceeded --timeout {timeout:g} s (kept {n} samples)"
     if child.crashed_reason:
         last = child.stderr_tail.strip().splitlines()[-1:] or [""]
         return Status.FAILED, f"{child.crashed_reason}{': ' + last[0] if last[0] else ''}"
-    if not _first(events, "done"):
+    if not first(events, Done):
         return Status.FAILED, "worker ended without a result"
     return Status.OK, None
 

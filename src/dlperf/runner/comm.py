@@ -6,18 +6,15 @@ framework.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
-from dlperf.vocab import Status
+from dlperf.protocol import Answer, CommTask, Error, Event, Joined, all_of, first
+from dlperf.runner.distributed import Rendezvous, rendezvous_id
 
 if TYPE_CHECKING:
-    from dlperf.runner.launch import ChildResult
+    from dlperf.runner.launch import ChildResult, Launched
 
 
 class Backend(StrEnum):
@@ -36,48 +33,40 @@ class CommJob:
     rdzv: Rendezvous
 
 
-def task_of(job: CommJob, threads: int) -> dict[str, Any]:
-    return {
-        "backend": job.backend.value,
-        "threads": threads,
-        "sizes": list(job.sizes),
-        "iters": job.iters,
-        "warmup": job.warmup,
-        "timeout": job.timeout,
-    }
+def task_of(job: CommJob, threads: int) -> CommTask:
+    return CommTask(job.backend.value, threads, list(job.sizes), job.iters, job.warmup, job.timeout)
 
 
-def job_command(job: CommJob, python: str, task: dict, task_file: str, result_file: str) -> list[str]:
-    """The torchrun command; its rendezvous id is the same on every node that runs the same `dlperf comm`."""
-    same = {k: task[k] for k in ("backend", "sizes", "iters", "warmup")}  # not threads: each node's own cores
-    job_id = rendezvous_id("comm", job.rdzv.nnodes, json.dumps(same, sort_keys=True))
-    return torchrun_command(python, job.nproc, job.rdzv, job_id, "dlperf.runner.comm_worker", [task_file, result_file])
+def job_id(job: CommJob, task: CommTask) -> str:
+    """The rendezvous id: the same on every node that runs the same `dlperf comm` (not its threads: each node's
+    own cores), another for another job."""
+    same = {"backend": task.backend, "sizes": task.sizes, "iters": task.iters, "warmup": task.warmup}
+    return rendezvous_id("comm", job.rdzv.nnodes, json.dumps(same, sort_keys=True))
 
 
-def run_job(job: CommJob, python: str, threads: int) -> tuple[ChildResult, dict | None, bool]:
-    """(torchrun's outcome, this node's result file or None, whether the processes ever met), in a temporary
-    directory that holds the task, the result and torchrun's logs."""
-    from dlperf.runner.comm_worker import joined_marker
-    from dlperf.runner.launch import child_env, run_child
-    from dlperf.runner.peak import read_answer  # the same result-file contract as the peak worker's
+def run_job(job: CommJob, python: str, threads: int) -> Launched:
+    """One torchrun job of this node's processes, through the one launcher."""
+    from dlperf.runner.launch import launch
 
     task = task_of(job, threads)
-    with tempfile.TemporaryDirectory(prefix="dlperf-comm-") as tmp:
-        tmpdir = Path(tmp)
-        task_file, result_file = tmpdir / "task.json", tmpdir / "result.json"
-        task_file.write_text(json.dumps(task))
-        cmd = job_command(job, python, task, str(task_file), str(result_file))
-        child = run_child(cmd, child_env(os.environ, threads, python), job.timeout, tmpdir)
-        return child, read_answer(result_file), joined_marker(str(result_file)).exists()
+    return launch(task, python, threads, job.timeout, nproc=job.nproc, rdzv=job.rdzv, job_id=job_id(job, task))
 
 
-def failure_reason(job: CommJob, child: ChildResult, answer: dict | None, joined: bool) -> str | None:
-    """Why the job gave no figures, in one line; None when it did."""
-    if answer is not None and answer.get("status") == Status.OK and not child.timed_out:
+def result_of(events: list[Event]) -> dict[str, Any] | None:
+    """The job's figures: the answer of this node's first process."""
+    answer = first(events, Answer)
+    return None if answer is None else answer.result
+
+
+def failure_reason(job: CommJob, child: ChildResult, events: list[Event]) -> str | None:
+    """Why the job gave no figures, in one line; None when it did. `events`: every rank's of this node."""
+    if first(events, Answer) is not None and not child.timed_out:
         return None
-    if answer is not None and answer.get("error"):
-        return f"rank {answer.get('rank', '?')}: {answer['error']}"
-    if not joined and job.rdzv.nnodes > 1:
+    errors = all_of(events, Error)
+    if errors:
+        cause = min(errors, key=lambda e: e.at)  # the first failure; the later ones are its peers losing it
+        return f"rank {'?' if cause.rank is None else cause.rank}: {cause.error}"
+    if first(events, Joined) is None and job.rdzv.nnodes > 1:
         why = f"within --timeout {job.timeout:g} s" if child.timed_out else f"({last_line(child.stderr_tail)})"
         return (
             f"the {job.rdzv.nnodes} nodes never met at --rdzv-endpoint {job.rdzv.endpoint} {why}: run the same "

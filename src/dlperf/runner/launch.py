@@ -1,29 +1,41 @@
-"""Launch one child process per cell.
+"""The one launcher: every child process (a cell, a DDP job, a peak, a comm job, a probe) starts here.
 
-Pure functions build the command and the environment (unit-tested); `run_child` executes them. The child starts in
-its own session: Ctrl-C in the terminal reaches only the parent, which then stops the child's whole process tree
-itself, and a timeout kills the tree too, grandchildren included.
+`launch(task, ...)` writes the task (`dlperf.protocol`) into a temporary directory of the child's own, starts the
+task's worker module (through torchrun for a distributed task), waits with a timeout, and returns the child's outcome
+with its typed events by rank; the directory, with the child's compiler caches and logs, is gone afterwards. Pure
+functions build the command and the environment (unit-tested); `run_child` executes them. The child starts in its
+own session: Ctrl-C in the terminal reaches only the parent, which then stops the child's whole process tree itself,
+and a timeout kills the tree too, grandchildren included.
 """
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf.measure.system import thread_env
+from dlperf.protocol import Event, Task, decode, read_events, write_task
+from dlperf.runner.distributed import Rendezvous, torchrun_command
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
+EVENTS = "events.jsonl"
 
 
-def worker_command(python: str, task_file: str, result_file: str) -> list[str]:
-    return [python, "-m", "dlperf.runner.worker", task_file, result_file]
+def child_command(python: str, task: Task, task_file: str, events: str, nproc: int = 1,
+                  rdzv: Rendezvous | None = None, job_id: str = "") -> list[str]:  # fmt: skip
+    """`python -m <the task's worker> TASK EVENTS`, or for a distributed task the torchrun command that starts
+    `nproc` of them on this node."""
+    if task.DISTRIBUTED:
+        return torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
+    return [python, "-m", task.WORKER, task_file, events]
 
 
 def child_env(base: Mapping[str, str], threads: int, python: str = sys.executable) -> dict[str, str]:
@@ -187,23 +199,77 @@ def _wait(proc: subprocess.Popen, start: float, timeout: float, poll, limit) -> 
 
 
 def tail(path: Path, lines: int = 15, max_chars: int = 3000) -> str:
+    return "\n".join(full(path).strip().splitlines()[-lines:])[-max_chars:]
+
+
+class Follower:
+    """The events a child has written so far, read as it writes them: a line still being written is read next time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset = path, 0
+
+    def new(self) -> list[Event]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read()
+        except OSError:
+            return []
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self.offset += len(complete)
+        return [e for e in map(decode, complete.decode(errors="replace").splitlines()) if e is not None]
+
+
+Watch = Callable[[list[Event]], str | None]  # the newest events -> a reason to stop the child now, or None
+
+
+@dataclass
+class Launched:
+    child: ChildResult
+    events: dict[int, list[Event]]  # by rank; a one-process child's are rank 0's
+    stderr: str  # all of it: torchrun's failure summary names each rank's exit code
+
+    @property
+    def main(self) -> list[Event]:
+        return self.events.get(0, [])
+
+
+def launch(
+    task: Task,
+    python: str,
+    threads: int,
+    timeout: float,
+    *,
+    nproc: int = 1,
+    rdzv: Rendezvous | None = None,
+    job_id: str = "",
+    poll: Callable[[], None] = lambda: None,
+    watch: Watch | None = None,
+) -> Launched:
+    """Run `task` in a child (or, distributed, in `nproc` processes on this node) with the thread variables of
+    `threads`, for at most `timeout` seconds. `watch` sees a one-process child's events as they arrive and may stop
+    it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates."""
+    with tempfile.TemporaryDirectory(prefix=f"dlperf-{task.KIND}-") as tmp:
+        tmpdir = Path(tmp)
+        write_task(task, tmpdir / "task.json")
+        events = tmpdir / EVENTS
+        cmd = child_command(python, task, str(tmpdir / "task.json"), str(events), nproc, rdzv, job_id)
+        env = {**child_env(os.environ, threads, python), **cache_env(tmpdir)}
+        follower = Follower(events)
+        limit = (lambda: watch(follower.new())) if watch else (lambda: None)
+        child = run_child(cmd, env, timeout, tmpdir, poll, limit)
+        return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
+
+
+def events_by_rank(tmpdir: Path, distributed: bool) -> dict[int, list[Event]]:
+    if not distributed:
+        return {0: read_events(tmpdir / EVENTS)}
+    files = tmpdir.glob(f"{EVENTS}.rank*")
+    return {int(re.sub(r"\D", "", p.name.removeprefix(EVENTS))): read_events(p) for p in files}
+
+
+def full(path: Path) -> str:
     try:
-        text = path.read_text(errors="replace")
+        return path.read_text(errors="replace")
     except OSError:
         return ""
-    return "\n".join(text.strip().splitlines()[-lines:])[-max_chars:]
-
-
-def read_events(path: Path) -> list[dict]:
-    """The worker's JSON lines. A line cut short by a kill is dropped; everything before it is kept."""
-    events = []
-    try:
-        raw = path.read_text(errors="replace")
-    except OSError:
-        return events
-    for line in raw.splitlines():
-        try:
-            events.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return events

@@ -5,13 +5,10 @@ records. Nothing here imports a framework.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlperf.protocol import Answer, Error, Event, PeakTask, first
 from dlperf.vocab import DeviceKind, Status
 
 if TYPE_CHECKING:
@@ -22,10 +19,6 @@ Progress = Callable[[int, int, str, int, dict | None], None]
 
 def is_cpu(device: str) -> bool:
     return device.split(":")[0] == DeviceKind.CPU
-
-
-def worker_command(python: str, task_file: str, result_file: str) -> list[str]:
-    return [python, "-m", "dlperf.runner.peak_worker", task_file, result_file]
 
 
 def jobs(devices: list[str], threads_list: list[int]) -> list[tuple[str, int]]:
@@ -67,9 +60,9 @@ def measure(
 
 
 def measure_one(framework: str, device: str, threads: int, request: dict, timeout: float) -> dict:
-    """One child, in a temporary directory of its own that holds its task, its result and its logs."""
+    """One child through the launcher; its row."""
     from dlperf.errors import MissingDependency
-    from dlperf.runner.launch import child_env, run_child
+    from dlperf.runner.launch import launch
     from dlperf.runner.sweep import interpreter_for
 
     try:
@@ -77,37 +70,25 @@ def measure_one(framework: str, device: str, threads: int, request: dict, timeou
     except MissingDependency as exc:  # no child to start: the row says why
         row = {"framework": framework, "device": device, "threads": threads, "duration_s": 0.0}
         return {**row, "status": Status.FAILED.value, "error": str(exc), "result": None}
-    task = {"framework": framework, "device": device, "threads": threads, **request}
-    with tempfile.TemporaryDirectory(prefix="dlperf-peak-") as tmp:
-        tmpdir = Path(tmp)
-        (tmpdir / "task.json").write_text(json.dumps(task))
-        cmd = worker_command(python, str(tmpdir / "task.json"), str(tmpdir / "result.json"))
-        child = run_child(cmd, child_env(os.environ, threads, python), timeout, tmpdir)
-        answer = read_answer(tmpdir / "result.json")
-    return row_of(framework, device, threads, child, answer, timeout)
+    launched = launch(PeakTask(framework, device, threads, **request), python, threads, timeout)
+    return row_of(framework, device, threads, launched.child, launched.main, timeout)
 
 
-def read_answer(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-
-
-def row_of(framework: str, device: str, threads: int, child: ChildResult, answer: dict | None, timeout: float) -> dict:
+def row_of(framework: str, device: str, threads: int, child: ChildResult, events: list[Event], timeout: float) -> dict:
     """The row of one child: its result, or why there is none."""
     row = {"framework": framework, "device": device, "threads": threads, "duration_s": child.duration_s}
-    if answer is not None and answer.get("status") == Status.OK and not child.timed_out:
-        return {**row, "status": Status.OK.value, "error": None, "result": answer["result"]}
+    answer, error = first(events, Answer), first(events, Error)
+    if answer is not None and not child.timed_out:
+        return {**row, "status": Status.OK.value, "error": None, "result": answer.result}
     if child.timed_out:
-        status, error = Status.TIMEOUT, f"exceeded --timeout {timeout:g} s"
-    elif answer is not None and answer.get("error"):
-        status, error = Status.FAILED, answer["error"]
+        status, why = Status.TIMEOUT, f"exceeded --timeout {timeout:g} s"
+    elif error is not None:
+        status, why = Status.FAILED, error.error
     else:
         last = (child.stderr_tail.strip().splitlines() or [""])[-1]
-        why = child.crashed_reason or "worker ended without a result"
-        status, error = Status.FAILED, f"{why}{': ' + last if last else ''}"
-    return {**row, "status": status.value, "error": error, "result": None}
+        crashed = child.crashed_reason or "worker ended without a result"
+        status, why = Status.FAILED, f"{crashed}{': ' + last if last else ''}"
+    return {**row, "status": status.value, "error": why, "result": None}
 
 
 def peak_records(row: dict) -> list[dict[str, Any]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlperf.protocol import Cell
+from dlperf.protocol import Cell, StopRule
 from dlperf.spec import RunSpec, device_kind
 from dlperf.vocab import DeviceKind
 from dlperf.workloads import Workload
@@ -13,10 +13,12 @@ from dlperf.workloads import Workload
 
 @dataclass(frozen=True)
 class Task:
-    """One child process: a cell's `repeat`-th measurement."""
+    """One child process: a cell's `repeat`-th measurement, with what a search asks of it (`dlperf optimize`)."""
 
     cell: Cell
     repeat: int
+    check_if_faster_than_s: float | None = None  # run the loss check only when the step is faster than this
+    stop: StopRule | None = None  # skip the untimed extras of a cell far slower than it could win with
 
 
 def expand(spec: RunSpec, workloads: list[Workload], devices: list[str], threads: list[int], host_threads: int):

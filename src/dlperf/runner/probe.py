@@ -1,56 +1,45 @@
-"""The probe: a short child process that answers questions needing a framework, in JSON.
+"""The probe: a short child process that answers questions needing a framework (a `ProbeTask`).
 
-    python -m dlperf.runner.probe FRAMEWORK REQUEST_JSON
+    python -m dlperf.runner.probe TASK.json EVENTS.jsonl
 
 The parent never imports a framework; it asks the probe which devices exist, which versions are installed, and what a
-user's workload factory builds. The answer is the last line of the child's stdout.
+user's workload factory builds. The answer is an `Answer` event; a bad factory is an `Error` marked as the user's.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import tempfile
-from pathlib import Path
 
 from dlperf.errors import UsageError
+from dlperf.protocol import Answer, Error, ProbeTask, Reporter, first
+from dlperf.runner.child import serve
 
 PROBE_TIMEOUT_S = 180.0
-_MARK = "DLPERF-PROBE "
 
 
 def ask(
     framework: str, request: dict, python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S, threads: int = 1
 ) -> dict:
     """Run the probe (with the thread variables of `threads`) and return its answer. A user error in the child (a bad
-    factory) becomes a UsageError here."""
-    from dlperf.runner.launch import child_env, run_child
+    factory) becomes a UsageError here, and so does a probe that gives no answer."""
+    from dlperf.runner.launch import launch
 
-    cmd = [python, "-m", "dlperf.runner.probe", framework, json.dumps(request)]
-    with tempfile.TemporaryDirectory(prefix="dlperf-probe-") as tmp:
-        result = run_child(cmd, child_env(os.environ, threads, python), timeout, Path(tmp))
-        answer = _answer(Path(tmp) / "stdout.log")
+    launched = launch(ProbeTask(framework, request), python, threads, timeout)
+    answer, error, result = first(launched.main, Answer), first(launched.main, Error), launched.child
+    if error is not None and error.usage:
+        raise UsageError(error.error)
+    if error is not None:
+        raise UsageError(f"{_subject(request)}: the {framework} probe failed: {error.error}")
     if answer is None:
         why = "timed out" if result.timed_out else (result.crashed_reason or "gave no answer")
         last = result.stderr_tail.strip().splitlines()[-1:] or [""]
         raise UsageError(f"{_subject(request)}: the {framework} probe {why}{': ' + last[0] if last[0] else ''}")
-    if "usage_error" in answer:
-        raise UsageError(answer["usage_error"])
-    if "error" in answer:
-        raise UsageError(f"{_subject(request)}: the {framework} probe failed: {answer['error']}")
-    return answer
+    return answer.result
 
 
 def _subject(request: dict) -> str:
     return f"--workloads {request['source']!r}" if "source" in request else "checking the frameworks and devices"
-
-
-def _answer(stdout: Path) -> dict | None:
-    for line in reversed(stdout.read_text(errors="replace").splitlines()):
-        if line.startswith(_MARK):
-            return json.loads(line[len(_MARK) :])
-    return None
 
 
 def respond(framework: str, request: dict) -> dict:
@@ -137,17 +126,15 @@ def _cpu_s() -> float:
     return t.user + t.system
 
 
-def main(argv: list[str]) -> int:
-    framework, request = argv[1], json.loads(argv[2])
+def answer(task: ProbeTask, emit: Reporter) -> None:
     try:
-        answer = respond(framework, request)
-    except UsageError as exc:
-        answer = {"usage_error": str(exc)}
-    except Exception as exc:
-        answer = {"error": f"{type(exc).__name__}: {exc}"}
-    sys.stdout.write("\n" + _MARK + json.dumps(answer) + "\n")
-    sys.stdout.flush()
-    return 0
+        emit(Answer(respond(task.framework, task.request)))
+    except UsageError as exc:  # the user's input (a factory that does not build), not the probe's failure
+        emit(Error(str(exc), usage=True))
+
+
+def main(argv: list[str]) -> int:
+    return serve(argv, answer)
 
 
 if __name__ == "__main__":

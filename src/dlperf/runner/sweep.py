@@ -7,21 +7,20 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 from __future__ import annotations
 
 import json
-import os
 import signal
-import tempfile
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from dlperf import envs
 from dlperf.errors import MissingDependency
-from dlperf.measure.system import pin_cpus
-from dlperf.protocol import Cell
+from dlperf.measure.system import affinity_cpus, pin_cpus
+from dlperf.modes import Mode, mode_components
+from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
 from dlperf.runner import collect
-from dlperf.runner.launch import cache_env, child_env, read_events, run_child, worker_command
+from dlperf.runner.distributed import Rendezvous, rendezvous_id
+from dlperf.runner.launch import launch
 from dlperf.runner.plan import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store
@@ -39,7 +38,6 @@ class SweepContext:
     spec: RunSpec
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
-    check_if_faster_than_s: float | None = None  # a search's bar: skip the loss check of modes not faster than it
 
 
 def interpreter_for(framework: str) -> str:
@@ -64,104 +62,72 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
-def task_payload(task: Task, workload: dict, spec: RunSpec, check_if_faster_than_s: float | None = None) -> dict:
-    pins = pin_cpus(task.cell.threads) if spec.pin and task.cell.device == "cpu" else None
-    return {
-        "cell": task.cell.to_json(),
+def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
+    """What the child of `task` receives. The loss check runs once per cell, in its first process (it trains from
+    fixed seeds: another process would repeat it), for every mode but fp32 (the reference), unless --no-loss-check."""
+    cell, spec = task.cell, ctx.spec
+    common = {
+        "cell": cell,
         "repeat": task.repeat,
-        "workload": workload,
-        "timer": spec.to_json()["timer"],
-        "pin_cpus": pins,
-        "loss_check": spec.loss_check,
-        "check_if_faster_than_s": check_if_faster_than_s,
+        "workload": ctx.workloads[cell.key],
+        "timer": spec.timer,
+        "loss_check": spec.loss_check and task.repeat == 0 and mode_components(cell.mode) != [Mode.FP32],
+        "check_if_faster_than_s": task.check_if_faster_than_s,
+        "stop": task.stop,
     }
+    on_cpu = spec.pin and cell.device == "cpu"
+    if not cell.nproc:
+        return CellTask(**common, pin_cpus=pin_cpus(cell.threads) if on_cpu else None)
+    per_node = cell.nproc // spec.nnodes
+    pins = ddp_pins(cell.threads, per_node) if on_cpu else None
+    return DDPTask(**common, group_timeout_s=spec.timeout, rank_cpus=pins)
 
 
 def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
     """Measure one task in a fresh child; return the measurement (never raises for a child's failure)."""
-    cell = task.cell
+    cell, timeout = task.cell, ctx.spec.timeout
+    python = interpreter_for(cell.framework)
     if cell.nproc:
-        return run_ddp_task(task, ctx, poll)
-    with tempfile.TemporaryDirectory(prefix="dlperf-cell-") as tmp:
-        tmpdir = Path(tmp)
-        (tmpdir / "task.json").write_text(
-            json.dumps(task_payload(task, ctx.workloads[cell.key], ctx.spec, ctx.check_if_faster_than_s))
-        )
-        python = interpreter_for(cell.framework)
-        cmd = worker_command(python, str(tmpdir / "task.json"), str(tmpdir / "result.jsonl"))
-        env = {**child_env(os.environ, cell.threads, python), **cache_env(tmpdir)}
-        watch = CompileWatch(tmpdir / "result.jsonl", ctx.spec.compile_timeout)
-        child = run_child(cmd, env, ctx.spec.timeout, tmpdir, poll, watch.check)
-        return collect.measurement(read_events(tmpdir / "result.jsonl"), child, ctx.spec.timeout)
+        rdzv = rendezvous(ctx.spec)
+        job = rendezvous_id(cell.key, task.repeat, rdzv.endpoint)
+        launched = launch(child_task(task, ctx), python, cell.threads, timeout, nproc=cell.nproc // rdzv.nnodes,
+                          rdzv=rdzv, job_id=job, poll=poll)  # fmt: skip
+        exits = collect.torchrun_exits(launched.stderr)
+        return collect.ddp_measurement(launched.events, launched.child, timeout, exits)
+    watch = CompileWatch(ctx.spec.compile_timeout)
+    launched = launch(child_task(task, ctx), python, cell.threads, timeout, poll=poll, watch=watch)
+    return collect.measurement(launched.main, launched.child, timeout)
 
 
-def rendezvous(spec: RunSpec):
-    from dlperf.runner.distributed import Rendezvous
-
+def rendezvous(spec: RunSpec) -> Rendezvous:
     return Rendezvous(spec.nnodes, spec.node_rank, spec.rdzv_endpoint, join_timeout_s=spec.timeout)
 
 
 def ddp_pins(threads: int, per_node: int) -> dict[str, list[int]]:
     """--pin under DDP: each process of this node its own `threads` CPUs of the allowed ones."""
-    from dlperf.measure.system import affinity_cpus
-
     allowed = sorted(affinity_cpus())
     return {str(r): allowed[r * threads : (r + 1) * threads] or allowed for r in range(per_node)}
 
 
-def run_ddp_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
-    """A data-parallel cell: one torchrun job of this node's processes; every process reports on its own file."""
-    from dlperf.runner.distributed import rendezvous_id, torchrun_command
-
-    cell, rdzv = task.cell, rendezvous(ctx.spec)
-    per_node = cell.nproc // rdzv.nnodes
-    with tempfile.TemporaryDirectory(prefix="dlperf-ddp-") as tmp:
-        tmpdir = Path(tmp)
-        payload = task_payload(task, ctx.workloads[cell.key], ctx.spec)
-        payload["pin_cpus"] = ddp_pins(cell.threads, per_node) if ctx.spec.pin and cell.device == "cpu" else None
-        payload["group_timeout_s"] = ctx.spec.timeout
-        (tmpdir / "task.json").write_text(json.dumps(payload))
-        python = interpreter_for(cell.framework)
-        job = rendezvous_id(cell.key, task.repeat, rdzv.endpoint)
-        args = [str(tmpdir / "task.json"), str(tmpdir / "result")]
-        cmd = torchrun_command(python, per_node, rdzv, job, "dlperf.runner.ddp_worker", args)
-        env = {**child_env(os.environ, cell.threads, python), **cache_env(tmpdir)}
-        child = run_child(cmd, env, ctx.spec.timeout, tmpdir, poll)
-        files = tmpdir.glob("result.rank*.jsonl")
-        by_rank = {int(p.name.removeprefix("result.rank").removesuffix(".jsonl")): read_events(p) for p in files}
-        exits = collect.torchrun_exits((tmpdir / "stderr.log").read_text(errors="replace"))
-        return collect.ddp_measurement(by_rank, child, ctx.spec.timeout, exits)
-
-
 class CompileWatch:
-    """Stops a cell whose compilation outlasts --compile-timeout: follows the worker's events as they are written."""
+    """Stops a cell whose compilation outlasts --compile-timeout: sees the worker's events as they arrive."""
 
-    def __init__(self, events: Path, timeout: float | None) -> None:
-        self.events, self.timeout = events, timeout
-        self.offset, self.started, self.finished = 0, None, False
+    def __init__(self, timeout: float | None) -> None:
+        self.timeout = timeout
+        self.started: float | None = None
+        self.finished = False
 
-    def check(self) -> str | None:
+    def __call__(self, new: list[Event]) -> str | None:
         if self.timeout is None or self.finished:
             return None
-        self._read()
+        for event in new:
+            if isinstance(event, Compiling):
+                self.started = time.monotonic()
+            elif isinstance(event, Compiled):
+                self.finished = True
         if self.started is not None and not self.finished and time.monotonic() - self.started > self.timeout:
             return f"compilation exceeded --compile-timeout {self.timeout:g} s"
         return None
-
-    def _read(self) -> None:
-        try:
-            with open(self.events, "rb") as f:
-                f.seek(self.offset)
-                chunk = f.read()
-        except OSError:
-            return
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written is read next time
-        self.offset += len(complete)
-        for line in complete.decode(errors="replace").splitlines():
-            if '"event": "compiling"' in line:
-                self.started = time.monotonic()
-            elif '"event": "compiled"' in line:
-                self.finished = True
 
 
 def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:

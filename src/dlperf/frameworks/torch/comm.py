@@ -28,28 +28,27 @@ import torch.distributed as dist
 from dlperf.frameworks.torch.backend import configure_threads
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.measure.timer import timed_step
+from dlperf.protocol import CommTask
 
 FP32_BYTES = 4
 
 
-def run(task: dict, on_joined: Callable[[], None] = lambda: None) -> dict[str, Any]:
+def run(task: CommTask, on_joined: Callable[[], None] = lambda: None) -> dict[str, Any]:
     """Join the process group torchrun set up (its environment), measure every size of `task`, leave the group.
-
-    task: backend, threads, sizes (bytes), iters, warmup, timeout (seconds a collective may wait for a peer).
     `on_joined` is called once every rank has joined."""
-    settings = configure_threads(task["threads"])
-    device = device_for(task["backend"])
+    settings = configure_threads(task.threads)
+    device = device_for(task.backend)
     start = time.perf_counter()
     dist.init_process_group(
-        task["backend"],
-        timeout=timedelta(seconds=task["timeout"]),
+        task.backend,
+        timeout=timedelta(seconds=task.timeout),
         device_id=device if device.type == "cuda" else None,
     )
     measured = False
     try:
         on_joined()
         sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-        sizes = [measure_size(n, device, task["warmup"], task["iters"], sync) for n in task["sizes"]]
+        sizes = [measure_size(n, device, task.warmup, task.iters, sync) for n in task.sizes]
         world = dist.get_world_size()
         measured = True
     finally:
@@ -57,15 +56,15 @@ def run(task: dict, on_joined: Callable[[], None] = lambda: None) -> dict[str, A
     return {
         "op": "all_reduce",
         "dtype": "float32",
-        "backend": task["backend"],
+        "backend": task.backend,
         "device": device.type,
         "world": world,
         "nnodes": int(os.environ.get("GROUP_WORLD_SIZE", 1)),  # torchrun's agents: one per node
         "nproc": int(os.environ.get("LOCAL_WORLD_SIZE", world)),
-        "threads": task["threads"],
+        "threads": task.threads,
         "torch_version": torch.__version__,
-        "iters": task["iters"],
-        "warmup": task["warmup"],
+        "iters": task.iters,
+        "warmup": task.warmup,
         "settings": settings,
         "sizes": sizes,
         "duration_s": time.perf_counter() - start,

@@ -1,0 +1,59 @@
+"""What every child process does around its own work: read its task, report its start, and turn what it raises into
+events. Standard library only, like every module a child imports.
+
+    def main(argv):                  # python -m dlperf.runner.<kind> TASK.json EVENTS.jsonl
+        return serve(argv, body)     # body(task, emit) does the work and emits its events
+
+A NotImplementedError is `unsupported` with its reason (the mode, device or workload does not apply: skipped, not
+failed); anything else is an error with its first line and the traceback, and exit code 1.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import traceback
+from collections.abc import Callable
+
+from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
+
+Body = Callable[[Task, Reporter], None]
+
+
+def describe(exc: BaseException) -> str:
+    """An exception in one line, out-of-memory named as such."""
+    text = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0][:500]
+    lowered = text.lower()
+    if "out of memory" in lowered or "not enough memory" in lowered or "can't allocate memory" in lowered:
+        return f"out of memory: {text}"
+    return text
+
+
+def start_event() -> Start:
+    """Who is reporting: the process, its interpreter and, in a distributed job, its rank and host."""
+    rank = own_rank()
+    if rank is None:
+        return Start(pid=os.getpid(), python=sys.executable)
+    return Start(
+        pid=os.getpid(), python=sys.executable, rank=rank, world=int(os.environ.get("WORLD_SIZE", 1)),
+        local_rank=int(os.environ.get("LOCAL_RANK", 0)), host=socket.gethostname(),
+    )  # fmt: skip
+
+
+def serve(argv: list[str], body: Body) -> int:
+    """Run `body` on the task of argv[1], reporting to argv[2] (one file per rank in a distributed job)."""
+    task = read_task(argv[1])
+    emit = Reporter(events_file(argv[2], own_rank()))
+    emit(start_event())
+    try:
+        body(task, emit)
+    except NotImplementedError as exc:
+        emit(Unsupported(str(exc) or "not supported"))
+    except MemoryError:
+        emit(Error("out of memory (MemoryError)", traceback.format_exc(), own_rank()))
+        return 1
+    except Exception as exc:
+        emit(Error(describe(exc), traceback.format_exc(), own_rank()))
+        return 1
+    return 0
