@@ -104,6 +104,48 @@ def alive(pid: int) -> bool:
         return f.read().split(")")[-1].split()[0] != "Z"
 
 
+def make_cell(workload="fcn-r", framework="torch", device="cpu", threads=1, mode="fp32", **fields):
+    """A stored cell as the views read it (`CellRecord`), for tests of the views: the figures are made up."""
+    from dlperf.protocol import Cell
+    from dlperf.store.records import CellRecord
+    from dlperf.vocab import Status
+
+    nproc, scaling = fields.pop("nproc", 0), fields.pop("scaling", "")
+    identity = Cell(workload, framework, device, threads, mode, nproc, scaling)
+    return CellRecord(
+        run_id=fields.pop("run_id", 1), key=fields.pop("key", identity.key), position=fields.pop("position", 0),
+        **identity.to_json(), batch=fields.pop("batch", None), workload_spec=fields.pop("workload_spec", {}),
+        status=Status(fields.pop("status", "ok")), **fields,
+    )  # fmt: skip
+
+
+def rows(db, sql):
+    """Rows of a store file as dicts, read with plain SQL: what the tests check the store against."""
+    import sqlite3
+
+    conn = sqlite3.connect(db)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql)]
+    finally:
+        conn.close()
+
+
+def cells(db):
+    """Every stored cell row of a store file, in run and plan order (raw columns, JSON undecoded)."""
+    return rows(db, "SELECT * FROM cells ORDER BY run_id, position")
+
+
+def one_line_error(proc, *fragments):
+    """A bad input: exit code 2, one line on stderr naming what was wrong, no traceback."""
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dlperf: error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+
+
 @pytest.fixture
 def report_db(tmp_path):
     """A store with one synthetic run of every kind of cell the report draws (tests/report/synthetic.py)."""

@@ -6,17 +6,8 @@ import sys
 
 import pytest
 
-from conftest import ROOT, dlperf
+from conftest import ROOT, dlperf, one_line_error
 from dlperf.cli import main
-
-
-def one_line_error(proc, *fragments):
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dlperf: error:"), proc.stderr
-    assert "Traceback" not in proc.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
 
 
 def test_importing_the_cli_and_api_loads_no_framework():

@@ -169,8 +169,8 @@ def results(framework: str) -> tuple[frozenset[Mode], dict[tuple[str, str], str]
         "workloads": list(WORKLOADS),
         # torch.compile compiles at the first call, and Inductor on CPU takes 5-25 s per model: stepping the compile
         # cells made the torch child take 2 minutes instead of 4 s. So on torch a compile cell only builds (the mode
-        # and device checks, the trunk `checkpoint` splits, the wrapping); tests/test_sweep.py runs a compiled cell
-        # end to end. TensorFlow's compile (XLA) takes a few seconds in all and is stepped.
+        # and device checks, the trunk `checkpoint` splits, the wrapping); tests/runner/test_sweep.py runs a compiled
+        # cell end to end. TensorFlow's compile (XLA) takes a few seconds in all and is stepped.
         "step_compile": framework != "torch",
     }
     out = run_in(framework, CHILD, json.dumps(task), timeout=240)

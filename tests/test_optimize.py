@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from conftest import FAST, dlperf, require
+from conftest import FAST, dlperf, make_cell, require
 from dlperf import optimize as opt
 from dlperf.commands import optimize as opt_cmd
+from dlperf.store.records import CompileRecord, LossCheckRecord, MemoryRecord
 
 
 def test_with_option_replaces_within_an_exclusive_group_and_keeps_canonical_order():
@@ -24,11 +25,10 @@ def test_channels_last_is_pruned_without_an_image_input():
 
 
 def cell(mode, median, *, status="ok", loss_ok=True, compile_s=None, peak=1000):
-    extra = {"loss_check": {"ok": loss_ok, "reason": None if loss_ok else "loss did not decrease"}}
-    if compile_s is not None:
-        extra["compile"] = {"compile_s": compile_s}
-    return {"key": mode, "mode": mode, "status": status, "error": None, "median_s": median,
-            "peak_mem_bytes": peak, "peak_mem_kind": "live_tensors", "extra": extra}  # fmt: skip
+    check = LossCheckRecord(loss_ok, None if loss_ok else "loss did not decrease")
+    compiled = CompileRecord(compile_s=compile_s) if compile_s is not None else None
+    return make_cell(mode=mode, key=mode, status=status, median_s=median, memory=MemoryRecord(peak, "live_tensors"),
+                     loss_check=check, compile=compiled)  # fmt: skip
 
 
 def steps(center, processes=3, n=20):

@@ -9,7 +9,6 @@ The flow is one-way: spec (validated here) -> plan (cells) -> launch (a child pe
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -246,7 +245,7 @@ def _known_durations(db: str, fingerprint: dict) -> dict[str, float]:
         return {}
     store = Store.open(db, create=False)
     try:
-        runs = [r["id"] for r in store.runs() if json.loads(r["fingerprint_json"]) == fingerprint]
+        runs = [r.id for r in store.runs() if r.fingerprint == fingerprint]
         by_key = store.durations(runs)
     finally:
         store.close()
@@ -298,27 +297,24 @@ def resume(db: str | None = None, progress: Any = None) -> Outcome:
     db = db or default_db()
     store = Store.open(db, create=False)
     try:
-        row = store.latest_unfinished_run()
-        if row is None:
+        run = store.latest_unfinished_run()
+        if run is None:
             raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
-        spec = RunSpec.from_json(json.loads(row["spec_json"]))
+        spec = RunSpec.from_json(run.spec)
         env = envinfo.capture(framework_info(spec.frameworks))
-        changes = envinfo.fingerprint_diff(json.loads(row["fingerprint_json"]), envinfo.fingerprint(env))
+        changes = envinfo.fingerprint_diff(run.fingerprint, envinfo.fingerprint(env))
         if changes:
             raise UsageError(
-                f"--resume: run {row['id']} was measured on a different machine or software "
+                f"--resume: run {run.id} was measured on a different machine or software "
                 f"({'; '.join(changes)}); start a new run instead"
             )
-        rows = store.cells(row["id"])
-        cells = [
-            Cell(r["workload"], r["framework"], r["device"], r["threads"], r["mode"], r["nproc"], r["scaling"] or "")
-            for r in rows
-        ]
-        workloads = {r["key"]: json.loads(r["workload_json"]) for r in rows}
-        tasks = remaining(cells, spec.repeats, store.done_repeats(row["id"]))
-        store.set_run_status(row["id"], "running")
+        stored = store.cells(run.id)
+        cells = [c.cell for c in stored]
+        workloads = {c.key: c.workload_spec for c in stored}
+        tasks = remaining(cells, spec.repeats, store.done_repeats(run.id))
+        store.set_run_status(run.id, "running")
         plan = Plan(spec, cells, workloads, env, env["cores"]["cores"])
-        return _execute(SweepContext(store, row["id"], spec, workloads, plan.cores), tasks, plan, progress)
+        return _execute(SweepContext(store, run.id, spec, workloads, plan.cores), tasks, plan, progress)
     finally:
         store.close()
 

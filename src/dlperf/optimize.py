@@ -35,6 +35,7 @@ from dlperf.runner.plan import Task
 from dlperf.runner.sweep import Interrupted, SweepContext, execute
 from dlperf.spec import canonical_mode, device_kind
 from dlperf.store import Store, default_db
+from dlperf.store.records import CellRecord
 from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
@@ -132,37 +133,38 @@ class Search:
         }
 
 
-def candidates_of(cells: list[dict], samples: dict[str, list[list[float]]], peaks: dict[str, float]) -> list[Candidate]:
+def candidates_of(
+    cells: list[CellRecord], samples: dict[str, list[list[float]]], peaks: dict[str, float]
+) -> list[Candidate]:
     """Each measured mode with its speed-up over the baseline (same run), memory, utilization and loss check."""
-    by_mode = {c["mode"]: c for c in cells}
-    base = samples.get(by_mode[BASELINE]["key"]) if BASELINE in by_mode else None
+    by_mode = {c.mode: c for c in cells}
+    base = samples.get(by_mode[BASELINE].key) if BASELINE in by_mode else None
     out = []
     for cell in cells:
-        extra = cell.get("extra") or {}
-        check = extra.get("loss_check") or {}
+        check = cell.loss_check
         cand = Candidate(
-            mode=cell["mode"],
-            status=cell["status"],
-            error=cell.get("error"),
-            median_s=cell.get("median_s"),
-            processes=len(samples.get(cell["key"], [])),
-            peak_mem_bytes=cell.get("peak_mem_bytes"),
-            peak_mem_kind=cell.get("peak_mem_kind"),
-            loss_ok=True if cell["mode"] == BASELINE else check.get("ok"),
-            loss_reason=check.get("reason"),
-            compile_s=(extra.get("compile") or {}).get("compile_s"),
+            mode=cell.mode,
+            status=cell.status.value,
+            error=cell.error,
+            median_s=cell.median_s,
+            processes=len(samples.get(cell.key, [])),
+            peak_mem_bytes=cell.peak_mem_bytes,
+            peak_mem_kind=cell.peak_mem_kind,
+            loss_ok=True if cell.mode == BASELINE else (check.ok if check else None),
+            loss_reason=check.reason if check else None,
+            compile_s=cell.compile.compile_s if cell.compile else None,
         )
-        if cell["mode"] == BASELINE and cell["status"] == Status.OK:
+        if cell.mode == BASELINE and cell.ok:
             cand.speedup = 1.0  # by definition; an interval of the baseline against itself would mean nothing
-        elif cell["status"] == Status.OK and cell.get("median_s") and base and samples.get(cell["key"]):
+        elif cell.ok and cell.median_s and base and samples.get(cell.key):
             from dlperf.report.speedup import speedup  # numpy: loaded only when there is something to compare
 
-            s = speedup(base, samples[cell["key"]])
+            s = speedup(base, samples[cell.key])
             cand.speedup, cand.ci_low, cand.ci_high = s.ratio, s.low, s.high
-        if peaks and cell["status"] == Status.OK:
+        if peaks and cell.ok:
             from dlperf.report.utilization import utilization
 
-            cand.utilization = utilization(extra.get("flops_by_dtype"), cell.get("median_s"), peaks)
+            cand.utilization = utilization(cell.flops_by_dtype, cell.median_s, peaks)
         out.append(cand)
     _paybacks(out)
     return out
@@ -322,7 +324,7 @@ class Searcher:
         cells = [replace(self.base_cell, mode=m) for m in modes]
         bar_s = None
         if bar is not None:
-            bar_s = next(c for c in self.store.cell_dicts(self.run_id) if c["mode"] == bar).get("median_s")
+            bar_s = next(c for c in self.store.cells(self.run_id) if c.mode == bar).median_s
         new = [c for c in cells if c.mode not in self.repeat_of]
         self.store.add_cells(self.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.workload} for c in new])
         for c in new:
@@ -334,7 +336,7 @@ class Searcher:
         first += [self._task(c, bar_s) for c in cells]
         self._execute(first)
         # the other processes only for modes that may win: one process already shows a mode slower than the bar
-        medians = {c["mode"]: c.get("median_s") for c in self.store.cell_dicts(self.run_id)}
+        medians = {c.mode: c.median_s for c in self.store.cells(self.run_id)}
         promising = [c for c in cells if medians.get(c.mode) and (bar_s is None or medians[c.mode] < bar_s)]
         for c in cells:
             if c not in promising and medians.get(c.mode):
@@ -363,25 +365,24 @@ class Searcher:
         """The candidate reliably faster than `best` (interval above 1, gain >= MIN_GAIN) that still trains."""
         from dlperf.report.speedup import speedup
 
-        cells = {c["mode"]: c for c in self.store.cell_dicts(self.run_id)}
-        current = self.store.samples(self.run_id, cells[best]["key"])
+        cells = {c.mode: c for c in self.store.cells(self.run_id)}
+        current = self.store.samples(self.run_id, cells[best].key)
         winner, winner_ratio = best, 1.0
         for mode in modes:
             cell = cells[mode]
-            if cell["status"] != Status.OK or not cell.get("median_s"):
+            if not cell.ok or not cell.median_s:
                 continue
-            check = (cell.get("extra") or {}).get("loss_check") or {}
-            if check.get("ok") is False:
-                self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({check.get('reason')})")
+            if cell.loss_check and cell.loss_check.ok is False:
+                self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({cell.loss_check.reason})")
                 continue
-            s = speedup(current, self.store.samples(self.run_id, cell["key"]))
+            s = speedup(current, self.store.samples(self.run_id, cell.key))
             if s.low > 1.0 and s.ratio >= 1 + MIN_GAIN and s.ratio > winner_ratio:
                 winner, winner_ratio = mode, s.ratio
         return winner
 
     def _result(self) -> Search:
-        cells = self.store.cell_dicts(self.run_id)
-        samples = {c["key"]: self.store.samples(self.run_id, c["key"]) for c in cells}
+        cells = self.store.cells(self.run_id)
+        samples = {c.key: self.store.samples(self.run_id, c.key) for c in cells}
         peaks = self.peaks
         if not peaks:
             self.notes.append("utilization: no measured peak for this machine, device and thread count (`dlperf peak`)")

@@ -2,17 +2,18 @@
 
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 
 import pytest
 
+from conftest import make_cell
 from dlperf.report import charts, figures, paper
 
 
-def cell(workload="fcn-r", threads=1, median=1.0, mode="fp32", framework="torch", device="cpu", **extra):
-    return {"workload": workload, "framework": framework, "device": device, "threads": threads, "mode": mode,
-            "batch": 1024, "status": "ok", "median_s": median, "iqr_s": 0.1 * median, "n": 30, "processes": 3,
-            "run_id": 4, "key": f"{workload}|{framework}|{device}|{threads}|{mode}", "q1_s": 0.95 * median,
-            "q3_s": 1.05 * median, "workload_spec": {"batch": 1024, "paper": "FCN-R"}, "extra": extra}  # fmt: skip
+def cell(workload="fcn-r", threads=1, median=1.0, mode="fp32", framework="torch", device="cpu", **fields):
+    return make_cell(workload, framework, device, threads, mode, batch=1024, median_s=median, iqr_s=0.1 * median,
+                     n=30, processes=3, run_id=4, q1_s=0.95 * median, q3_s=1.05 * median,
+                     workload_spec={"batch": 1024, "paper": "FCN-R"}, **fields)  # fmt: skip
 
 
 def test_scaling_has_an_ideal_line_from_the_fewest_threads():
@@ -41,8 +42,8 @@ def test_variants_tell_series_apart_by_every_dimension_that_varies():
 
 
 def test_a_new_dimension_needs_no_change_in_the_views():
-    """A later measurement (data-parallel processes, say) adds its dimension under extra["dimensions"]."""
-    cells = [cell(threads=1, median=1.0, dimensions={"ddp": 1}), cell(threads=1, median=0.6, dimensions={"ddp": 2})]
+    """A later measurement (data-parallel processes, say) adds its dimension to a cell's `dimensions`."""
+    cells = [cell(threads=1, median=1.0, dimensions={"ddp": "1"}), cell(threads=1, median=0.6, dimensions={"ddp": "2"})]
     [chart] = charts.variants(cells)
     assert [s.label for s in chart.series] == ["ddp:1", "ddp:2"]
     assert "ddp:2" in chart.series[1].points[0].tip
@@ -58,7 +59,7 @@ def test_gpu_speedup_holds_each_gpu_against_the_best_cpu_cell():
 
 def test_utilization_needs_a_measured_peak():
     assert charts.utilization([cell()]) is None
-    chart = charts.utilization([{**cell(), "utilization": 0.25}])
+    chart = charts.utilization([replace(cell(), utilization=0.25)])
     assert chart.series[0].points[0].y == pytest.approx(25.0)
 
 
@@ -74,9 +75,9 @@ def test_paper_comparison_takes_the_fastest_fp32_cell_at_the_papers_batch():
     fast_bf16 = cell(threads=2, median=0.1, mode="bf16")
     rows, notes = paper.compare([cell(threads=1, median=0.8), cell(threads=2, median=0.5), fast_bf16])
     [row] = rows
-    assert row.ours_cpu["threads"] == 2 and row.ratio(row.ours_cpu, row.paper_cpu) == pytest.approx(0.252 / 0.5)
+    assert row.ours_cpu.threads == 2 and row.ratio(row.ours_cpu, row.paper_cpu) == pytest.approx(0.252 / 0.5)
     assert notes == []
-    other_batch = {**cell(), "batch": 64}
+    other_batch = replace(cell(), batch=64)
     assert paper.compare([other_batch]) == ([], ["fcn-r: batch 64, the paper used 1024: not compared"])
     chart = paper.chart(rows)
     assert [s.label for s in chart.series] == ["this machine, best CPU", "paper, best CPU", "paper, best GPU"]
@@ -106,8 +107,8 @@ def test_save_writes_each_format(tmp_path, suffix, magic):
 
 
 def test_ddp_scaling_draws_processes_with_the_ideal_of_each_protocol():
-    strong = [{**cell(threads=2 // n, median=m), "nproc": n, "scaling": "strong"} for n, m in ((1, 1.0), (2, 0.8))]
-    weak = [{**cell(threads=1, median=m), "nproc": n, "scaling": "weak"} for n, m in ((1, 1.0), (2, 1.25))]
+    strong = [cell(threads=2 // n, median=m, nproc=n, scaling="strong") for n, m in ((1, 1.0), (2, 0.8))]
+    weak = [cell(threads=1, median=m, nproc=n, scaling="weak") for n, m in ((1, 1.0), (2, 1.25))]
     [chart] = charts.ddp_scaling(strong + weak + [cell(threads=2)])  # the plain cell is not a DDP point
     by_name = {s.label: s for s in chart.series}
     assert [p.y for p in by_name["torch fp32 strong ideal"].points] == [1.0, 0.5]

@@ -2,14 +2,14 @@ import csv
 import io
 import json
 
+from conftest import make_cell
 from dlperf.report import table
 from dlperf.report.format import count, duration, seconds, table_seconds
 
 
-def cell(workload, device, threads, median, status="ok", mode="fp32", error=None, warnings=()):
-    return {"workload": workload, "framework": "torch", "device": device, "threads": threads, "mode": mode,
-            "batch": 64, "status": status, "median_s": median, "iqr_s": 0.01, "n": 10, "error": error,
-            "extra": {"warnings": list(warnings)}}  # fmt: skip
+def cell(workload, device, threads, median, status="ok", mode="fp32", error=None, warnings=(), **fields):
+    return make_cell(workload, device=device, threads=threads, mode=mode, batch=64, status=status, median_s=median,
+                     iqr_s=0.01, n=10, error=error, warnings=list(warnings), **fields)  # fmt: skip
 
 
 CELLS = [
@@ -63,14 +63,14 @@ def test_number_formats():
 
 
 def test_frameworks_training_different_parameter_counts_are_named_with_the_documented_reason():
-    def fw(framework, params, deviations=()):
-        c = cell("lstm", "cpu", 1, 0.5)
-        return {**c, "framework": framework, "params": params, "extra": {"settings": {"deviations": list(deviations)}}}
+    def fw(framework, params, deviations=(), **fields):
+        return make_cell("lstm", framework, median_s=0.5, params=params,
+                         settings={"deviations": list(deviations)}, **fields)  # fmt: skip
 
     cells = [
         fw("torch", 6_182_672),
         fw("tensorflow", 6_180_624, ["one bias vector per LSTM layer"]),
-        {**fw("mxnet", 6_182_672, ["biases start at zero"]), "workload_spec": {"params": 6_182_672}},
+        fw("mxnet", 6_182_672, ["biases start at zero"], workload_spec={"params": 6_182_672}),
     ]
     view = table.build(1, cells)
     assert [r.framework for r in view.rows] == ["torch", "tensorflow", "mxnet"]

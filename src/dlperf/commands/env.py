@@ -40,12 +40,11 @@ def run(args) -> int:
         run = store.run(args.run)
     finally:
         store.close()
-    env = json.loads(run["env_json"])
     if args.format == "json":
-        print(json.dumps(env, indent=2))
+        print(json.dumps(run.env, indent=2))
         return ExitCode.OK
-    print(f"run {run['id']}  started {run['started_at']}  status {run['status']}")
-    print_env(env)
+    print(f"run {run.id}  started {run.started_at}  status {run.status}")
+    print_env(run.env)
     return ExitCode.OK
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from dlperf.commands.common import add_format, open_store
@@ -26,9 +25,9 @@ def run(args) -> int:
     store = open_store(args)
     try:
         run = store.run(args.run)
-        cells = store.cell_dicts(run["id"])
-        attach_utilization(store, json.loads(run["fingerprint_json"]), cells)
-        records = [export.record(c, store.samples(run["id"], c["key"]) if args.samples else None) for c in cells]
+        cells = store.cells(run.id)
+        attach_utilization(store, run.fingerprint, cells)
+        records = [export.record(c, store.samples(run.id, c.key) if args.samples else None) for c in cells]
     finally:
         store.close()
     sys.stdout.write(export.render(records, args.format))

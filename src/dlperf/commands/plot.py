@@ -51,12 +51,12 @@ def run(args) -> int:
     return ExitCode.OK
 
 
-def only(cells: list[dict], workloads: str | None) -> list[dict]:
+def only(cells: list, workloads: str | None) -> list:
     if not workloads:
         return cells
     wanted = [w.strip() for w in workloads.split(",") if w.strip()]
-    known = list(dict.fromkeys(c["workload"] for c in cells))
+    known = list(dict.fromkeys(c.workload for c in cells))
     missing = [w for w in wanted if w not in known]
     if missing:
         raise UsageError(f"--workloads {','.join(missing)}: not in the run (it has {', '.join(known)})")
-    return [c for c in cells if c["workload"] in wanted]
+    return [c for c in cells if c.workload in wanted]

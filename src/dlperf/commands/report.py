@@ -32,7 +32,7 @@ def writable(path: str) -> Path:
 
 
 def run_ids(data) -> str:
-    return ", ".join(str(r["id"]) for r in data.runs)
+    return ", ".join(str(r.id) for r in data.runs)
 
 
 def run(args) -> int:

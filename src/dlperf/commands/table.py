@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from dlperf.commands.common import add_format, db_path, print_rich
 from dlperf.errors import UsageError
@@ -38,17 +37,17 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
     store = Store.open(db, create=False)
     try:
         run = store.run(run_id)
-        cells = [c for c in store.cell_dicts(run["id"]) if wanted is None or c["mode"] in wanted]
+        cells = [c for c in store.cells(run.id) if wanted is None or c.mode in wanted]
         if wanted and not cells:
-            raise UsageError(f"--modes {modes!r}: run {run['id']} has no cells in these modes")
-        samples = {c["key"]: store.samples(run["id"], c["key"]) for c in cells} if best else {}
-        attach_utilization(store, json.loads(run["fingerprint_json"]), cells)
+            raise UsageError(f"--modes {modes!r}: run {run.id} has no cells in these modes")
+        samples = {c.key: store.samples(run.id, c.key) for c in cells} if best else {}
+        attach_utilization(store, run.fingerprint, cells)
     finally:
         store.close()
     if best:
-        print_best(run["id"], cells, samples, fmt)
+        print_best(run.id, cells, samples, fmt)
         return
-    view = table.build(run["id"], cells)
+    view = table.build(run.id, cells)
     if fmt == "text":
         print_rich(table.render_rich(view), [table.LEGEND], view.notes)
         return
@@ -56,7 +55,7 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
     print(renderers[fmt](view), end="" if fmt == "csv" else "\n")
 
 
-def print_best(run_id: int, cells: list[dict], samples: dict, fmt: str) -> None:
+def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
     from dlperf.report import best
 
     rows = best.build(cells, samples)

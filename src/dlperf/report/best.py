@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 
 from dlperf.modes import Mode
-from dlperf.report.columns import column_of
+from dlperf.store.records import CellRecord
 
 BASELINE = Mode.FP32.value
 
@@ -32,26 +32,26 @@ class Best:
         return dict(self.__dict__)
 
 
-def build(cells: list[dict], samples: dict[str, list[list[float]]]) -> list[Best]:
+def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> list[Best]:
     """`samples`: cell key -> per-process step times (for the speed-up's interval; may be empty)."""
-    groups: dict[tuple[str, str, str], list[dict]] = {}
+    groups: dict[tuple[str, str, str], list[CellRecord]] = {}
     for c in cells:
-        groups.setdefault((c["workload"], c["framework"], column_of(c)), []).append(c)
+        groups.setdefault((c.workload, c.framework, c.column), []).append(c)
     out = []
     for (workload, framework, column), group in groups.items():
-        base = next((c for c in group if c["mode"] == BASELINE and c["status"] == "ok" and c["median_s"]), None)
-        rejected = [c["mode"] for c in group if ((c.get("extra") or {}).get("loss_check") or {}).get("ok") is False]
-        timed = [c for c in group if c["status"] == "ok" and c["median_s"] and c["mode"] not in rejected]
-        best = min(timed, key=lambda c: c["median_s"], default=None)
-        row = Best(workload, framework, column, base and base["median_s"], None, None, None, None, None, rejected)
+        base = next((c for c in group if c.mode == BASELINE and c.ok and c.median_s), None)
+        rejected = [c.mode for c in group if c.loss_check and c.loss_check.ok is False]
+        timed = [c for c in group if c.ok and c.median_s and c.mode not in rejected]
+        best = min(timed, key=lambda c: c.median_s, default=None)
+        row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected)
         if best is not None:
-            row.mode, row.median_s = best["mode"], best["median_s"]
+            row.mode, row.median_s = best.mode, best.median_s
         if best is not None and base is not None:
-            row.speedup = base["median_s"] / best["median_s"]
-            if samples.get(base["key"]) and samples.get(best["key"]) and best is not base:
+            row.speedup = base.median_s / best.median_s
+            if samples.get(base.key) and samples.get(best.key) and best is not base:
                 from dlperf.report.speedup import speedup
 
-                s = speedup(samples[base["key"]], samples[best["key"]])
+                s = speedup(samples[base.key], samples[best.key])
                 row.speedup, row.ci_low, row.ci_high = s.ratio, s.low, s.high
         out.append(row)
     return out

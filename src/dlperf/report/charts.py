@@ -3,8 +3,8 @@ traces it to its cell (n, IQR, processes, run). Pure functions of stored cells; 
 for the HTML report and for `dlperf plot`.
 
 Series are told apart by the cell dimensions other than the chart's axes: framework and mode today, and whatever a
-later measurement adds under `extra["dimensions"]` (e.g. `{"ddp": "2"}`), so a new dimension needs no change here.
-Columns (`cpu:4`, `cuda:0`, ...) come from `columns.column_of`, so new kinds of column appear in the bar charts as is.
+later measurement adds to a cell's `dimensions` (e.g. `{"ddp": "2"}`), so a new dimension needs no change here.
+Columns (`cpu:4`, `cuda:0`, ...) are each cell's `column`, so new kinds of column appear in the bar charts as is.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from dlperf.report.columns import column_of, column_order
+from dlperf.report.columns import column_order
 from dlperf.report.format import count, seconds
+from dlperf.store.records import CellRecord
 
 BASELINE_MODE = "fp32"
 
@@ -56,13 +57,12 @@ class Chart:
 # Dimensions
 
 
-def dimensions(cell: dict) -> dict[str, str]:
+def dimensions(cell: CellRecord) -> dict[str, str]:
     """A cell's dimensions besides workload and column: framework, mode, and any a measurement adds."""
-    extra = (cell.get("extra") or {}).get("dimensions") or {}
-    return {"framework": cell["framework"], "mode": cell["mode"], **{k: str(v) for k, v in extra.items()}}
+    return {"framework": cell.framework, "mode": cell.mode, **cell.dimensions}
 
 
-def varying(cells: list[dict]) -> list[str]:
+def varying(cells: list[CellRecord]) -> list[str]:
     """The dimensions that take more than one value among `cells`: the ones a label must show."""
     values: dict[str, set[str]] = {}
     for c in cells:
@@ -71,35 +71,35 @@ def varying(cells: list[dict]) -> list[str]:
     return [k for k, v in values.items() if len(v) > 1]
 
 
-def series_label(cell: dict, shown: list[str]) -> str:
+def series_label(cell: CellRecord, shown: list[str]) -> str:
     dims = dimensions(cell)
     keys = shown or ["framework", "mode"]
     return " ".join(dims[k] if k in ("framework", "mode") else f"{k}:{dims[k]}" for k in keys if k in dims)
 
 
-def timed(cells: list[dict]) -> list[dict]:
-    return [c for c in cells if c["status"] == "ok" and c.get("median_s")]
+def timed(cells: list[CellRecord]) -> list[CellRecord]:
+    return [c for c in cells if c.ok and c.median_s]
 
 
-def tip(cell: dict, headline: str = "") -> str:
+def tip(cell: CellRecord, headline: str = "") -> str:
     """Hover text: which cell, and how much to trust its median (IQR, steps, processes, run)."""
     lines = [headline] if headline else []
-    lines.append(f"{cell['workload']} {column_of(cell)} {series_label(cell, list(dimensions(cell)))}")
-    iqr = f"IQR {seconds(cell['iqr_s'])}" if cell.get("iqr_s") is not None else "IQR -"
-    lines.append(f"median {seconds(cell['median_s'])} · {iqr} · n {count(cell.get('n'))}")
-    processes = cell.get("processes")
-    lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.get('run_id', '?')}")
+    lines.append(f"{cell.workload} {cell.column} {series_label(cell, list(dimensions(cell)))}")
+    iqr = f"IQR {seconds(cell.iqr_s)}" if cell.iqr_s is not None else "IQR -"
+    lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
+    processes = cell.processes
+    lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")
     return "\n".join(lines)
 
 
-def _point(cell: dict, x: float | str, headline: str = "") -> Point:
-    return Point(x, cell["median_s"], cell.get("q1_s"), cell.get("q3_s"), tip(cell, headline))
+def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:
+    return Point(x, cell.median_s, cell.q1_s, cell.q3_s, tip(cell, headline))
 
 
-def _by(cells: list[dict], *keys) -> dict[tuple, list[dict]]:
-    groups: dict[tuple, list[dict]] = {}
+def _by(cells: list[CellRecord], *keys) -> dict[tuple, list[CellRecord]]:
+    groups: dict[tuple, list[CellRecord]] = {}
     for c in cells:
-        groups.setdefault(tuple(k(c) if callable(k) else c[k] for k in keys), []).append(c)
+        groups.setdefault(tuple(k(c) if callable(k) else getattr(c, k) for k in keys), []).append(c)
     return groups
 
 
@@ -116,32 +116,32 @@ def _spread(values: list[float]) -> float:
 # The charts
 
 
-def scaling(cells: list[dict]) -> list[Chart]:
+def scaling(cells: list[CellRecord]) -> list[Chart]:
     """Per workload: seconds per mini-batch against CPU threads, one line per series, each with its ideal line
     (the fewest threads' time divided by the thread ratio). Only workloads measured at two or more thread counts."""
-    cpu = [c for c in timed(cells) if c["device"] == "cpu" and column_of(c).startswith("cpu:")]
+    cpu = [c for c in timed(cells) if c.device == "cpu" and c.column.startswith("cpu:")]
     shown = varying(cells)
     charts = []
     for (workload,), group in _by(cpu, "workload").items():
-        if len({c["threads"] for c in group}) < 2:
+        if len({c.threads for c in group}) < 2:
             continue
         series = []
         for (label,), line in _by(group, lambda c: series_label(c, shown)).items():
             if len(line) < 2:
                 continue  # one thread count is not a scaling curve; the variants chart shows it
-            line.sort(key=lambda c: c["threads"])
-            series.append(Series(label, [_point(c, c["threads"]) for c in line]))
-            t0, first = line[0]["threads"], line[0]["median_s"]
-            ideal = [Point(c["threads"], first * t0 / c["threads"]) for c in line]
+            line.sort(key=lambda c: c.threads)
+            series.append(Series(label, [_point(c, c.threads) for c in line]))
+            t0, first = line[0].threads, line[0].median_s
+            ideal = [Point(c.threads, first * t0 / c.threads) for c in line]
             series.append(Series(f"{label} ideal", ideal, ideal=True))
         if not series:
             continue
-        threads = sorted({c["threads"] for c in group})
+        threads = sorted({c.threads for c in group})
         charts.append(
             Chart(
                 f"scaling-{_slug(workload)}", "lines", f"{workload}: thread scaling", "CPU threads",
                 "seconds per mini-batch", series, log_x=threads[-1] / threads[0] >= 4,
-                log_y=_spread([c["median_s"] for c in group]) >= 10,
+                log_y=_spread([c.median_s for c in group]) >= 10,
                 caption="median step time (error bars: interquartile range of the steps); dashed: ideal scaling "
                 "from the fewest threads measured",
             )
@@ -149,23 +149,23 @@ def scaling(cells: list[dict]) -> list[Chart]:
     return charts
 
 
-def ddp_scaling(cells: list[dict]) -> list[Chart]:
+def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
     """Per workload: seconds per step against DDP processes, one line per series and protocol, with its ideal:
     strong scaling divides the fewest processes' time by the process ratio, weak scaling keeps it flat."""
-    ddp = [c for c in timed(cells) if c.get("nproc")]
+    ddp = [c for c in timed(cells) if c.nproc]
     shown = varying(cells)
     charts = []
     for (workload,), group in _by(ddp, "workload").items():
         series = []
         for (label, protocol), line in _by(group, lambda c: series_label(c, shown), "scaling").items():
-            if len({c["nproc"] for c in line}) < 2:
+            if len({c.nproc for c in line}) < 2:
                 continue
-            line = sorted(line, key=lambda c: (c["nproc"], c["median_s"]))
-            line = [c for i, c in enumerate(line) if i == 0 or c["nproc"] != line[i - 1]["nproc"]]  # fastest per N
+            line = sorted(line, key=lambda c: (c.nproc, c.median_s))
+            line = [c for i, c in enumerate(line) if i == 0 or c.nproc != line[i - 1].nproc]  # fastest per N
             name = f"{label} {protocol}"
-            series.append(Series(name, [_point(c, c["nproc"], f"{protocol} scaling, {column_of(c)}") for c in line]))
-            n0, t0 = line[0]["nproc"], line[0]["median_s"]
-            ideal = [Point(c["nproc"], t0 * n0 / c["nproc"] if protocol == "strong" else t0) for c in line]
+            series.append(Series(name, [_point(c, c.nproc, f"{protocol} scaling, {c.column}") for c in line]))
+            n0, t0 = line[0].nproc, line[0].median_s
+            ideal = [Point(c.nproc, t0 * n0 / c.nproc if protocol == "strong" else t0) for c in line]
             series.append(Series(f"{name} ideal", ideal, ideal=True))
         if series:
             charts.append(
@@ -176,7 +176,7 @@ def ddp_scaling(cells: list[dict]) -> list[Chart]:
     return charts
 
 
-def variants(cells: list[dict]) -> list[Chart]:
+def variants(cells: list[CellRecord]) -> list[Chart]:
     """Per workload: a bar per series (framework, mode, ...) in each column, with IQR error bars. Only where a
     workload has more than one series: modes, frameworks and `optimize` results side by side."""
     shown = varying(cells)
@@ -185,10 +185,10 @@ def variants(cells: list[dict]) -> list[Chart]:
         labels = _by(group, lambda c: series_label(c, shown))
         if len(labels) < 2:
             continue
-        columns = sorted({column_of(c) for c in group}, key=column_order)
+        columns = sorted({c.column for c in group}, key=column_order)
         series = []
         for (label,), members in labels.items():
-            by_column = {column_of(c): c for c in members}
+            by_column = {c.column: c for c in members}
             series.append(
                 Series(label, [_point(by_column[col], col, _vs_baseline(by_column[col], group)) for col in columns
                                if col in by_column])
@@ -197,49 +197,49 @@ def variants(cells: list[dict]) -> list[Chart]:
         charts.append(
             Chart(
                 f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", "", "seconds per mini-batch",
-                series, categories=columns, log_y=_spread([c["median_s"] for c in group]) >= 20,
+                series, categories=columns, log_y=_spread([c.median_s for c in group]) >= 20,
                 caption="median step time per column (error bars: interquartile range of the steps)",
             )
         )  # fmt: skip
     return charts
 
 
-def _vs_baseline(cell: dict, group: list[dict]) -> str:
+def _vs_baseline(cell: CellRecord, group: list[CellRecord]) -> str:
     """'1.84x fp32' when the same framework and column has an fp32 cell to hold this one against."""
-    if cell["mode"] == BASELINE_MODE:
+    if cell.mode == BASELINE_MODE:
         return ""
     base = next(
         (
             b
             for b in group
-            if b["mode"] == BASELINE_MODE
-            and b["framework"] == cell["framework"]
-            and column_of(b) == column_of(cell)
+            if b.mode == BASELINE_MODE
+            and b.framework == cell.framework
+            and b.column == cell.column
             and dimensions(b) == {**dimensions(cell), "mode": BASELINE_MODE}
         ),
         None,
     )
-    return f"{base['median_s'] / cell['median_s']:.2f}x the speed of {BASELINE_MODE}" if base else ""
+    return f"{base.median_s / cell.median_s:.2f}x the speed of {BASELINE_MODE}" if base else ""
 
 
-def gpu_speedup(cells: list[dict]) -> Chart | None:
+def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
     """Per workload and series: the best CPU time over each GPU's time. None when no GPU cell was measured."""
     ok = timed(cells)
-    gpus = sorted({c["device"] for c in ok if c["device"] != "cpu"}, key=column_order)
+    gpus = sorted({c.device for c in ok if c.device != "cpu"}, key=column_order)
     if not gpus:
         return None
     shown = varying(cells)
     series: dict[str, Series] = {}
     categories = []
     for (workload, label), group in _by(ok, "workload", lambda c: series_label(c, shown)).items():
-        cpu = [c for c in group if c["device"] == "cpu"]
+        cpu = [c for c in group if c.device == "cpu"]
         if not cpu:
             continue
-        best = min(cpu, key=lambda c: c["median_s"])
-        for gpu_cell in (c for c in group if c["device"] != "cpu"):
-            name = f"{label} {gpu_cell['device']}"
-            ratio = best["median_s"] / gpu_cell["median_s"]
-            headline = f"{ratio:.1f}x faster than the best CPU cell ({column_of(best)}, {seconds(best['median_s'])})"
+        best = min(cpu, key=lambda c: c.median_s)
+        for gpu_cell in (c for c in group if c.device != "cpu"):
+            name = f"{label} {gpu_cell.device}"
+            ratio = best.median_s / gpu_cell.median_s
+            headline = f"{ratio:.1f}x faster than the best CPU cell ({best.column}, {seconds(best.median_s)})"
             series.setdefault(name, Series(name, [])).points.append(Point(workload, ratio, tip=tip(gpu_cell, headline)))
             if workload not in categories:
                 categories.append(workload)
@@ -252,21 +252,21 @@ def gpu_speedup(cells: list[dict]) -> Chart | None:
     )  # fmt: skip
 
 
-def utilization(cells: list[dict]) -> Chart | None:
+def utilization(cells: list[CellRecord]) -> Chart | None:
     """The share of each cell's step its FLOPs would take at the peak measured by `dlperf peak`. None without any
     (cells need `utilization` attached, see `utilization.attach_utilization`)."""
-    measured = [c for c in timed(cells) if c.get("utilization") is not None]
+    measured = [c for c in timed(cells) if c.utilization is not None]
     if not measured:
         return None
     shown = varying(cells)
     series: dict[str, Series] = {}
     categories = []
     for c in measured:
-        category = f"{c['workload']} {column_of(c)}"
+        category = f"{c.workload} {c.column}"
         label = series_label(c, shown)
-        headline = f"{100 * c['utilization']:.1f}% of the measured peak"
+        headline = f"{100 * c.utilization:.1f}% of the measured peak"
         series.setdefault(label, Series(label, [])).points.append(
-            Point(category, 100 * c["utilization"], tip=tip(c, headline))
+            Point(category, 100 * c.utilization, tip=tip(c, headline))
         )
         if category not in categories:
             categories.append(category)
@@ -277,7 +277,7 @@ def utilization(cells: list[dict]) -> Chart | None:
     )  # fmt: skip
 
 
-def all_charts(cells: list[dict]) -> list[Chart]:
+def all_charts(cells: list[CellRecord]) -> list[Chart]:
     """Every chart the cells make; the paper comparison's chart is `paper.chart`, which builds on these types."""
     charts = [*scaling(cells), *ddp_scaling(cells), *variants(cells)]
     return charts + [c for c in (gpu_speedup(cells), utilization(cells)) if c is not None]

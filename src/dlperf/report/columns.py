@@ -1,14 +1,9 @@
-"""The columns of every view: `cpu:1`, `cpu:2`, ... for CPU thread counts, then accelerators, then `ddp:NxT`."""
+"""The order of every view's columns (a cell's `column`): `cpu:1`, `cpu:2`, ... for CPU thread counts, then
+accelerators, then `ddp:NxT`."""
 
 from __future__ import annotations
 
 import re
-
-from dlperf.protocol import column_name
-
-
-def column_of(cell: dict) -> str:
-    return column_name(cell["device"], cell["threads"], cell.get("nproc") or 0)
 
 
 def column_order(column: str) -> tuple:

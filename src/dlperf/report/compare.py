@@ -17,7 +17,6 @@ result out; `dlperf compare` itself is `commands/compare.py`. scipy is imported 
 
 from __future__ import annotations
 
-import json
 import math
 import statistics
 from collections import Counter
@@ -28,9 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
-from dlperf.report.columns import column_of
 from dlperf.report.format import table_seconds
-from dlperf.vocab import Status
+from dlperf.store.records import CellRecord
 
 CONFIDENCE = 0.95  # of the interval of each ratio
 MIN_PROCESSES = 2  # per side, for a test at all
@@ -149,18 +147,18 @@ def welch_log(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, flo
 
 
 def compare(
-    a_cells: list[dict[str, Any]],
-    b_cells: list[dict[str, Any]],
+    a_cells: list[CellRecord],
+    b_cells: list[CellRecord],
     a_samples: dict[str, Sequence[Sequence[float]]],
     b_samples: dict[str, Sequence[Sequence[float]]],
     *,
     alpha: float = 0.05,
     threshold: float = 0.05,
 ) -> Comparison:
-    """Compare two runs' cells (dicts as `Store.cell_dicts` gives them), matched by key. `*_samples`: per cell key,
-    the raw step times of each process (`Store.samples`)."""
+    """Compare two runs' cells (`Store.cells`), matched by key. `*_samples`: per cell key, the raw step times of each
+    process (`Store.samples`)."""
     result = Comparison(alpha, threshold)
-    a_by_key, b_by_key = {c["key"]: c for c in a_cells}, {c["key"]: c for c in b_cells}
+    a_by_key, b_by_key = {c.key: c for c in a_cells}, {c.key: c for c in b_cells}
     for key in dict.fromkeys([*a_by_key, *b_by_key]):  # A's order, then what only B has
         a, b = a_by_key.get(key), b_by_key.get(key)
         why = _unmatched_why(a, b)
@@ -172,37 +170,37 @@ def compare(
     return result
 
 
-def _unmatched_why(a: dict | None, b: dict | None) -> str | None:
+def _unmatched_why(a: CellRecord | None, b: CellRecord | None) -> str | None:
     if a is None or b is None:
         return f"only in {'B' if a is None else 'A'}"
     bad = [f"{name}: {_failure(c)}" for name, c in (("A", a), ("B", b)) if not _usable(c)]
     return ", ".join(bad) or None
 
 
-def _failure(cell: dict) -> str:
-    return cell["status"] if cell["status"] != Status.OK else "no median"
+def _failure(cell: CellRecord) -> str:
+    return cell.status.value if not cell.ok else "no median"
 
 
-def _usable(cell: dict) -> bool:
-    return cell["status"] == Status.OK and (cell.get("median_s") or 0) > 0
+def _usable(cell: CellRecord) -> bool:
+    return cell.ok and (cell.median_s or 0) > 0
 
 
-def _label(cell: dict) -> str:
-    return f"{cell['workload']} {cell['framework']} {column_of(cell)} {cell['mode']}"
+def _label(cell: CellRecord) -> str:
+    return f"{cell.workload} {cell.framework} {cell.column} {cell.mode}"
 
 
-def _cell(a: dict, b: dict, a_processes, b_processes) -> CellResult:
+def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
     cell = CellResult(
-        key=a["key"],
-        workload=a["workload"],
-        framework=a["framework"],
-        column=column_of(a),
-        mode=a["mode"],
-        a_median_s=a["median_s"],
-        b_median_s=b["median_s"],
+        key=a.key,
+        workload=a.workload,
+        framework=a.framework,
+        column=a.column,
+        mode=a.mode,
+        a_median_s=a.median_s,
+        b_median_s=b.median_s,
         a_process_medians=process_medians(a_processes),
         b_process_medians=process_medians(b_processes),
-        ratio=b["median_s"] / a["median_s"],
+        ratio=b.median_s / a.median_s,
     )
     differs = _workload_diff(a, b)
     if differs:
@@ -224,17 +222,11 @@ def _cell(a: dict, b: dict, a_processes, b_processes) -> CellResult:
     return cell
 
 
-def _workload_diff(a: dict, b: dict) -> str:
+def _workload_diff(a: CellRecord, b: CellRecord) -> str:
     """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same."""
-    wa, wb = _workload(a), _workload(b)
+    wa, wb = a.workload_spec, b.workload_spec
     keys = [k for k in dict.fromkeys([*wa, *wb]) if wa.get(k) != wb.get(k)]
     return ", ".join(f"{k} {wa.get(k)} -> {wb.get(k)}" for k in keys)
-
-
-def _workload(cell: dict) -> dict:
-    """The workload definition: decoded (`workload_spec`, as `Store.cell_dicts` gives it) or raw `workload_json`."""
-    spec = cell.get("workload_spec", cell.get("workload_json")) or {}
-    return json.loads(spec) if isinstance(spec, str) else spec
 
 
 def _decide(result: Comparison) -> None:
@@ -260,7 +252,7 @@ class Side:
     run_id: int
     started_at: str
     fingerprint: dict[str, Any]
-    cells: list[dict[str, Any]]
+    cells: list[CellRecord]
     samples: dict[str, list[list[float]]]  # cell key -> raw step times of each process
 
     def machine(self) -> str:
@@ -304,11 +296,11 @@ def load(text: str, name: str, default_db: str) -> Side:
         raise UsageError(f"{name} {text!r}: {str(exc).removeprefix(f'--db {path!r}: ')}") from exc
     try:
         run = _run(store, text, name, run_id)
-        cells = store.cell_dicts(run["id"])
-        samples = {c["key"]: store.samples(run["id"], c["key"]) for c in cells if _usable(c)}
+        cells = store.cells(run.id)
+        samples = {c.key: store.samples(run.id, c.key) for c in cells if _usable(c)}
     finally:
         store.close()
-    return Side(name, path, run["id"], run["started_at"], json.loads(run["fingerprint_json"]), cells, samples)
+    return Side(name, path, run.id, run.started_at, run.fingerprint, cells, samples)
 
 
 def _run(store, text: str, name: str, run_id: int | None):

@@ -8,10 +8,10 @@ sides train the same total batch (strong) or per-process batch (weak) through th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-from dlperf.report.columns import column_of
 from dlperf.report.format import nbytes, seconds
+from dlperf.store.records import CellRecord, CommRecord
 
 
 @dataclass
@@ -26,32 +26,31 @@ class Scaling:
     t1_s: float | None
     speedup: float | None  # strong: T1 / TN; weak: N x T1 / TN (the job's samples per second)
     efficiency: float | None
-    comm: dict  # the cell's communication figures (torch_ddp.communication)
+    comm: CommRecord  # the cell's communication figures (frameworks/torch/ddp.py `communication`)
 
     def to_json(self) -> dict:
-        return dict(self.__dict__)
+        return {**self.__dict__, "comm": asdict(self.comm)}
 
 
-def build(cells: list[dict]) -> list[Scaling]:
-    ddp = [c for c in cells if c.get("nproc") and c["status"] == "ok" and c.get("median_s")]
+def build(cells: list[CellRecord]) -> list[Scaling]:
+    ddp = [c for c in cells if c.nproc and c.ok and c.median_s]
     rows = []
     for c in ddp:
-        same = [b for b in ddp if b["nproc"] == 1 and _group(b) == _group(c)]
-        base = min(same, key=lambda b: b["median_s"], default=None)  # several thread counts: the fastest one
-        n, t = c["nproc"], c["median_s"]
+        same = [b for b in ddp if b.nproc == 1 and _group(b) == _group(c)]
+        base = min(same, key=lambda b: b.median_s, default=None)  # several thread counts: the fastest one
+        n, t = c.nproc, c.median_s
         speedup = efficiency = None
         if base is not None:
-            t1 = base["median_s"]
-            speedup = t1 / t if c["scaling"] == "strong" else n * t1 / t
-            efficiency = t1 / (n * t) if c["scaling"] == "strong" else t1 / t
-        rows.append(Scaling(c["workload"], c["mode"], c["scaling"], column_of(c), n, t,
-                            base and column_of(base), base and base["median_s"], speedup, efficiency,
-                            (c.get("extra") or {}).get("comm") or {}))  # fmt: skip
+            t1 = base.median_s
+            speedup = t1 / t if c.scaling == "strong" else n * t1 / t
+            efficiency = t1 / (n * t) if c.scaling == "strong" else t1 / t
+        rows.append(Scaling(c.workload, c.mode, c.scaling, c.column, n, t, base and base.column,
+                            base and base.median_s, speedup, efficiency, c.comm or CommRecord()))  # fmt: skip
     return rows
 
 
-def _group(c: dict) -> tuple:
-    return (c["workload"], c["framework"], c["mode"], c["device"], c.get("scaling"))
+def _group(c: CellRecord) -> tuple:
+    return (c.workload, c.framework, c.mode, c.device, c.scaling)
 
 
 HEAD = ("workload", "mode", "scaling", "column", "step", "vs ddp:1", "speed-up", "efficiency", "gradients",
@@ -60,17 +59,16 @@ HEAD = ("workload", "mode", "scaling", "column", "step", "vs ddp:1", "speed-up",
 
 def values(r: Scaling) -> list[str]:
     comm = r.comm
-    share = comm.get("comm_share")
-    bw = comm.get("busbw_bytes_s")
+    share, bw = comm.comm_share, comm.busbw_bytes_s
     return [
         r.workload, r.mode, r.scaling, r.column, seconds(r.median_s),
         f"{r.t1_column} {seconds(r.t1_s)}" if r.t1_column else "-",
         f"{r.speedup:.2f}x" if r.speedup is not None else "-",
         f"{100 * r.efficiency:.0f}%" if r.efficiency is not None else "-",
-        nbytes(comm.get("gradient_bytes")), seconds(comm.get("allreduce_s")),
+        nbytes(comm.gradient_bytes), seconds(comm.allreduce_s),
         f"{bw / 1e9:.2f} GB/s" if bw else "-",
-        f"{seconds(comm.get('exposed_comm_s'))} ({100 * share:.0f}%)" if share is not None else "-",
-        f"{comm['bound']}-bound" if comm.get("bound") else "-",
+        f"{seconds(comm.exposed_comm_s)} ({100 * share:.0f}%)" if share is not None else "-",
+        f"{comm.bound}-bound" if comm.bound else "-",
     ]  # fmt: skip
 
 

@@ -7,6 +7,8 @@ import io
 import json
 from typing import Any
 
+from dlperf.store.records import CellRecord, CommRecord, CompileRecord
+
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
     "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s", "warmup_steps",
@@ -16,24 +18,23 @@ FIELDS = (
 FORMATS = ("jsonl", "csv")
 
 
-def record(cell: dict[str, Any], samples: list[list[float]] | None = None) -> dict[str, Any]:
-    rec = {f: cell.get(f) for f in FIELDS}
-    extra = cell.get("extra", {})
-    rec["process_hwm_increase_bytes"] = extra.get("memory", {}).get("process_hwm_increase_bytes")
-    for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step"):
-        rec[key] = extra.get(key)
-    rec["flops_by_dtype"] = extra.get("flops_by_dtype")
-    rec["utilization"] = cell.get("utilization")  # of the peaks measured by `dlperf peak`; None without them
-    compiled = extra.get("compile") or {}
+def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[str, Any]:
+    rec = {f: getattr(cell, f) for f in FIELDS}
+    rec["status"] = cell.status.value
+    rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
+    for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "flops_by_dtype"):
+        rec[key] = getattr(cell, key)
+    rec["utilization"] = cell.utilization  # of the peaks measured by `dlperf peak`; None without them
+    compiled = cell.compile or CompileRecord()
     for key in ("compile_s", "graphs", "graph_breaks", "recompiles"):
-        rec[key] = compiled.get(key)
-    rec["nproc"], rec["scaling"] = cell.get("nproc") or 0, cell.get("scaling")  # data-parallel cells
-    comm = extra.get("comm") or {}
+        rec[key] = getattr(compiled, key)
+    rec["nproc"], rec["scaling"] = cell.nproc, cell.scaling or None  # data-parallel cells
+    comm = cell.comm or CommRecord()
     for key in ("gradient_bytes", "allreduce_s", "busbw_bytes_s", "local_step_s", "exposed_comm_s", "comm_share"):
-        rec[key] = comm.get(key)
-    check = extra.get("loss_check") or {}
-    rec["loss_ok"], rec["loss_reason"] = check.get("ok"), check.get("reason")
-    rec["warnings"] = extra.get("warnings", [])
+        rec[key] = getattr(comm, key)
+    check = cell.loss_check
+    rec["loss_ok"], rec["loss_reason"] = (check.ok, check.reason) if check else (None, None)
+    rec["warnings"] = cell.warnings
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
     return rec

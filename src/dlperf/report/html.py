@@ -12,11 +12,11 @@ from html import escape
 
 from dlperf.report import best, charts, ddp, figures, paper, table
 from dlperf.report.charts import Chart
-from dlperf.report.columns import column_of
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
-from dlperf.store import run_origin
+from dlperf.store.records import CellRecord
 from dlperf.version import VERSION
+from dlperf.vocab import Status
 
 
 @dataclass
@@ -64,7 +64,7 @@ def _none(text: str) -> str:
     return f'<p class="none">{escape(text)}</p>'
 
 
-def _tip_attr(cell: dict) -> str:
+def _tip_attr(cell: CellRecord) -> str:
     return escape(charts.tip(cell), quote=True).replace("\n", "&#10;")
 
 
@@ -73,7 +73,7 @@ def _tip_attr(cell: dict) -> str:
 
 
 def _table7(data: Loaded) -> str:
-    view = table.build(data.runs[-1]["id"], data.cells)
+    view = table.build(data.runs[-1].id, data.cells)
     fixed = len(table.head(view)) - len(view.columns)
     head = "".join(f"<th>{escape(h)}</th>" for h in table.head(view))
     body = []
@@ -88,15 +88,15 @@ def _table7(data: Loaded) -> str:
     return f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{legend}'
 
 
-def _table_cell(cell: dict | None, text: str, is_best: bool) -> str:
+def _table_cell(cell: CellRecord | None, text: str, is_best: bool) -> str:
     if cell is None:
         return '<td class="empty"></td>'
-    classes = ["num", cell["status"], *(["best"] if is_best else [])]
-    attrs = f' class="{" ".join(classes)}" data-key="{escape(cell["key"], quote=True)}"'
-    if cell["status"] == "ok" and cell.get("median_s") is not None:
+    classes = ["num", cell.status.value, *(["best"] if is_best else [])]
+    attrs = f' class="{" ".join(classes)}" data-key="{escape(cell.key, quote=True)}"'
+    if cell.ok and cell.median_s is not None:
         attrs += f' data-tip="{_tip_attr(cell)}" tabindex="0"'
-    elif cell.get("error"):
-        attrs += f' data-tip="{escape(cell["error"], quote=True)}" tabindex="0"'
+    elif cell.error:
+        attrs += f' data-tip="{escape(cell.error, quote=True)}" tabindex="0"'
     return f"<td{attrs}>{escape(text)}</td>"
 
 
@@ -108,7 +108,7 @@ def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
 
 
 def _best_table(data: Loaded) -> str:
-    if len({c["mode"] for c in data.cells}) < 2:
+    if len({c.mode for c in data.cells}) < 2:
         return ""
     rows = best.build(data.cells, data.samples)
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in best.notes(rows))
@@ -134,10 +134,10 @@ def _paper(rows: list[paper.Row], notes: list[str], chart_html: str) -> str:
         why = " ".join(notes) or "This run holds no fp32 cell of the paper's seven networks."
         return _none(why) + cite
 
-    def ours(cell: dict | None) -> str:
+    def ours(cell: CellRecord | None) -> str:
         if cell is None:
             return "-"
-        return f"{table_seconds(cell['median_s'])} ({cell['framework']} {column_of(cell)})"
+        return f"{table_seconds(cell.median_s)} ({cell.framework} {cell.column})"
 
     def theirs(fig: paper.Figure | None) -> str:
         return f"{table_seconds(fig.seconds)} ({fig.tool}, {fig.where})" if fig else "-"
@@ -163,10 +163,10 @@ def _paper(rows: list[paper.Row], notes: list[str], chart_html: str) -> str:
 def _warnings(data: Loaded, paper_notes: list[str]) -> str:
     rows = [[label, kind, text] for label, kind, text in table.cell_notes(data.cells)]
     rows += [["", "parameters", n] for n in table.parameter_notes(data.cells)]
-    pending = [c for c in data.cells if c["status"] == "pending"]
+    pending = [c for c in data.cells if c.status is Status.PENDING]
     for run in data.runs:
-        if run["status"] != "complete":
-            rows.append([f"run {run['id']}", "incomplete", f"the run is {run['status']}; continue it with dlperf run "
+        if run.status != "complete":
+            rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with dlperf run "
                          "--resume"])  # fmt: skip
     if pending:
         rows.append(["", "pending", f"{len(pending)} cells were never measured"])
@@ -180,12 +180,11 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
 def _environment(data: Loaded) -> str:
     parts = []
     for run in data.runs:
-        rows = [[k, v] for k, v in flatten(run["env"])]
-        title = f"Run {run['id']}: started {run['started_at']}, {run['status']}"
-        origin = run_origin(run)
-        if origin:  # copied in by `dlperf merge`
-            title += f"; merged from run {origin.get('run_id')} of {origin.get('db')}"
-        argv = " ".join(run["argv"])
+        rows = [[k, v] for k, v in flatten(run.env)]
+        title = f"Run {run.id}: started {run.started_at}, {run.status}"
+        if run.origin:  # copied in by `dlperf merge`
+            title += f"; merged from run {run.origin.get('run_id')} of {run.origin.get('db')}"
+        argv = " ".join(run.argv)
         parts.append(f"<h3>{escape(title)}</h3><p><code>{escape(argv)}</code></p>" + _html_table(
             ["setting", "value"], rows, "env"))  # fmt: skip
     return "".join(parts)
@@ -227,13 +226,13 @@ def _machine(env: dict) -> str:
 
 def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:
     last = data.runs[-1]
-    ids = ", ".join(str(r["id"]) for r in data.runs)
-    ok = sum(c["status"] == "ok" for c in data.cells)
-    timed = [c["median_s"] for c in data.cells if c["status"] == "ok" and c.get("median_s")]
+    ids = ", ".join(str(r.id) for r in data.runs)
+    ok = sum(c.ok for c in data.cells)
+    timed = [c.median_s for c in data.cells if c.ok and c.median_s]
     span = f"; medians from {seconds(min(timed))} to {seconds(max(timed))}" if timed else ""
     summary = (
-        f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last['status']} · started {last['started_at']} · "
-        f"{_machine(last['env'])} · {ok} of {len(data.cells)} cells measured{span} · {n_charts} charts"
+        f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last.status} · started {last.started_at} · "
+        f"{_machine(last.env)} · {ok} of {len(data.cells)} cells measured{span} · {n_charts} charts"
     )
     nav = "".join(f'<a href="#{s.id}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)

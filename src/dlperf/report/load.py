@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from dlperf.errors import UsageError
 from dlperf.report.utilization import attach_utilization
 from dlperf.store import Store
+from dlperf.store.records import CellRecord, RunRecord
+from dlperf.vocab import Status
 
 
 @dataclass
 class Loaded:
     db: str
-    runs: list[dict]  # runs rows as dicts, env and fingerprint decoded
-    cells: list[dict]  # store.cell_dicts plus run_id, processes, q1_s, q3_s, utilization
+    runs: list[RunRecord]
+    cells: list[CellRecord]  # with processes, q1_s, q3_s and utilization attached
     samples: dict[str, list[list[float]]]  # cell key -> per-process step times
     peaks_found: bool  # whether any peak of this machine was stored (utilization needs one)
 
@@ -42,30 +44,30 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
     store = Store.open(db, create=False)
     try:
         rows = _runs(store, runs)
-        machines = {r["fingerprint_json"] for r in rows}
+        machines = {json.dumps(r.fingerprint, sort_keys=True) for r in rows}
         if len(machines) > 1:
-            ids = ", ".join(str(r["id"]) for r in rows)
+            ids = ", ".join(str(r.id) for r in rows)
             raise UsageError(
                 f"--run: runs {ids} were measured on different machines; report them one at a time, or set them "
                 "side by side with dlperf compare"
             )
-        latest: dict[str, dict] = {}
+        latest: dict[str, CellRecord] = {}
         samples: dict[str, list[list[float]]] = {}
         for run in rows:
-            for cell in store.cell_dicts(run["id"]):
-                if cell["status"] == "pending" and cell["key"] in latest:
+            for cell in store.cells(run.id):
+                if cell.status is Status.PENDING and cell.key in latest:
                     continue  # an unfinished later run does not hide an earlier measurement
-                per_process = [s for s in store.samples(run["id"], cell["key"]) if s]
-                latest[cell["key"]] = _enrich(cell, run["id"], per_process)
-                samples[cell["key"]] = per_process
+                per_process = [s for s in store.samples(run.id, cell.key) if s]
+                latest[cell.key] = _enrich(cell, per_process)
+                samples[cell.key] = per_process
         cells = list(latest.values())
-        found = attach_utilization(store, json.loads(rows[-1]["fingerprint_json"]), cells)
+        found = attach_utilization(store, rows[-1].fingerprint, cells)
     finally:
         store.close()
-    return Loaded(db, [_run_dict(r) for r in rows], cells, samples, found)
+    return Loaded(db, rows, cells, samples, found)
 
 
-def _runs(store: Store, runs: list[int] | str | None) -> list:
+def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:
     if runs is None:
         return [store.run()]
     if runs == "all":
@@ -73,22 +75,12 @@ def _runs(store: Store, runs: list[int] | str | None) -> list:
         if not rows:
             store.run()  # raises the "no runs yet" error
         return rows
-    return sorted((store.run(i) for i in dict.fromkeys(runs)), key=lambda r: r["id"])
+    return sorted((store.run(i) for i in dict.fromkeys(runs)), key=lambda r: r.id)
 
 
-def _enrich(cell: dict, run_id: int, per_process: list[list[float]]) -> dict:
+def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:
     pooled = [x for s in per_process for x in s]
-    cell["run_id"], cell["processes"] = run_id, len(per_process)
-    cell["q1_s"] = cell["q3_s"] = None
-    if len(pooled) >= 2 and cell["status"] == "ok":
-        cell["q1_s"], _, cell["q3_s"] = statistics.quantiles(pooled, n=4, method="inclusive")
+    cell.processes = len(per_process)
+    if len(pooled) >= 2 and cell.ok:
+        cell.q1_s, _, cell.q3_s = statistics.quantiles(pooled, n=4, method="inclusive")
     return cell
-
-
-def _run_dict(row) -> dict:
-    d = dict(row)
-    d["env"] = json.loads(d.pop("env_json"))
-    d["fingerprint"] = json.loads(d.pop("fingerprint_json"))
-    d["argv"] = json.loads(d["argv"]) if d.get("argv") else []
-    d["spec"] = json.loads(d.pop("spec_json"))
-    return d

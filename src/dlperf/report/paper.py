@@ -17,8 +17,8 @@ from functools import cache
 from importlib import resources
 
 from dlperf.report.charts import Chart, Point, Series, tip
-from dlperf.report.columns import column_of
 from dlperf.report.format import seconds
+from dlperf.store.records import CellRecord
 
 CITATION = (
     'S. Shi, Q. Wang, P. Xu, X. Chu, "Benchmarking State-of-the-Art Deep Learning Software Tools", '
@@ -39,14 +39,14 @@ class Row:
     network: str  # the paper's name: FCN-S, ...
     workload: str
     batch: int
-    ours_cpu: dict | None  # this machine's fastest fp32 CPU cell
-    ours_gpu: dict | None
+    ours_cpu: CellRecord | None  # this machine's fastest fp32 CPU cell
+    ours_gpu: CellRecord | None
     paper_cpu: Figure | None
     paper_gpu: Figure | None
 
-    def ratio(self, ours: dict | None, theirs: Figure | None) -> float | None:
+    def ratio(self, ours: CellRecord | None, theirs: Figure | None) -> float | None:
         """How many times faster this machine is (>1) or slower (<1)."""
-        return theirs.seconds / ours["median_s"] if ours and theirs else None
+        return theirs.seconds / ours.median_s if ours and theirs else None
 
 
 @cache
@@ -78,23 +78,22 @@ def batch_of(network: str) -> int | None:
     return next((int(r["batch"]) for r in table7() if r["network"] == network), None)
 
 
-def compare(cells: list[dict]) -> tuple[list[Row], list[str]]:
+def compare(cells: list[CellRecord]) -> tuple[list[Row], list[str]]:
     """Rows for the workloads of the paper among `cells`, and notes on those left out (and why)."""
     rows: dict[str, Row] = {}
     notes: list[str] = []
     for c in cells:
-        network = (c.get("workload_spec") or {}).get("paper")
-        if not network or c["status"] != "ok" or not c.get("median_s") or c["mode"] != "fp32":
+        network = c.workload_spec.get("paper")
+        if not network or not c.ok or not c.median_s or c.mode != "fp32":
             continue
-        if c.get("batch") != batch_of(network):
-            notes.append(f"{c['workload']}: batch {c.get('batch')}, the paper used {batch_of(network)}: not compared")
+        if c.batch != batch_of(network):
+            notes.append(f"{c.workload}: batch {c.batch}, the paper used {batch_of(network)}: not compared")
             continue
         row = rows.setdefault(
-            c["workload"],
-            Row(network, c["workload"], c["batch"], None, None, best(network, False), best(network, True)),
+            c.workload, Row(network, c.workload, c.batch, None, None, best(network, False), best(network, True))
         )
-        side = "ours_cpu" if c["device"] == "cpu" else "ours_gpu"
-        if getattr(row, side) is None or c["median_s"] < getattr(row, side)["median_s"]:
+        side = "ours_cpu" if c.device == "cpu" else "ours_gpu"
+        if getattr(row, side) is None or c.median_s < getattr(row, side).median_s:
             setattr(row, side, c)
     return list(rows.values()), sorted(set(notes))
 
@@ -109,8 +108,8 @@ def chart(rows: list[Row]) -> Chart:
     for r in rows:
         for name, ours in (("this machine, best CPU", r.ours_cpu), ("this machine, best GPU", r.ours_gpu)):
             if ours:
-                where = f"{ours['framework']} {column_of(ours)}"
-                series[name].points.append(Point(r.network, ours["median_s"], tip=tip(ours, f"{name}: {where}")))
+                where = f"{ours.framework} {ours.column}"
+                series[name].points.append(Point(r.network, ours.median_s, tip=tip(ours, f"{name}: {where}")))
         for name, theirs in (("paper, best CPU", r.paper_cpu), ("paper, best GPU", r.paper_gpu)):
             if theirs:
                 text = f"{name}: {seconds(theirs.seconds)}\n{theirs.tool}, {theirs.where}\n{CITATION}"

@@ -11,11 +11,12 @@ import csv
 import io
 import json
 from dataclasses import dataclass, field
-from typing import Any
 
 from dlperf.report import ddp
-from dlperf.report.columns import column_of, column_order
+from dlperf.report.columns import column_order
 from dlperf.report.format import table_seconds
+from dlperf.store.records import CellRecord
+from dlperf.vocab import Status
 
 BEST_MARK = "*"
 
@@ -26,11 +27,11 @@ class Row:
     framework: str
     mode: str
     batch: int | None
-    cells: dict[str, dict[str, Any]] = field(default_factory=dict)  # column -> cell record
+    cells: dict[str, CellRecord] = field(default_factory=dict)  # column -> cell
 
     def best_cpu_column(self) -> str | None:
-        ok = {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v["status"] == "ok" and v["median_s"]}
-        return min(ok, key=lambda c: ok[c]["median_s"]) if len(ok) > 1 else None
+        ok = {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v.ok and v.median_s}
+        return min(ok, key=lambda c: ok[c].median_s) if len(ok) > 1 else None
 
 
 @dataclass
@@ -42,26 +43,26 @@ class TableView:
     notes: list[str]
 
 
-def build(run_id: int, cells: list[dict]) -> TableView:
+def build(run_id: int, cells: list[CellRecord]) -> TableView:
     rows: dict[tuple, Row] = {}
     for cell in cells:
-        key = (cell["workload"], cell["framework"], cell["mode"])
-        row = rows.setdefault(key, Row(*key, batch=cell.get("batch")))
-        row.cells[column_of(cell)] = cell
-    columns = sorted({column_of(c) for c in cells}, key=column_order)
-    show_mode = len({c["mode"] for c in cells}) > 1
+        key = (cell.workload, cell.framework, cell.mode)
+        row = rows.setdefault(key, Row(*key, batch=cell.batch))
+        row.cells[cell.column] = cell
+    columns = sorted({c.column for c in cells}, key=column_order)
+    show_mode = len({c.mode for c in cells}) > 1
     return TableView(run_id, columns, list(rows.values()), show_mode, _notes(cells))
 
 
-def _notes(cells: list[dict]) -> list[str]:
+def _notes(cells: list[CellRecord]) -> list[str]:
     notes = parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
     return notes + ddp.notes(ddp.build(cells))
 
 
-def cell_label(cell: dict) -> str:
+def cell_label(cell: CellRecord) -> str:
     """A cell as a person names it: workload, framework, the mode unless fp32, and its column."""
-    mode = "" if cell["mode"] == "fp32" else f" {cell['mode']}"
-    return f"{cell['workload']} {cell['framework']}{mode} {column_of(cell)}"
+    mode = "" if cell.mode == "fp32" else f" {cell.mode}"
+    return f"{cell.workload} {cell.framework}{mode} {cell.column}"
 
 
 def note_kind(warning: str) -> str:
@@ -71,37 +72,37 @@ def note_kind(warning: str) -> str:
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
 
 
-def cell_notes(cells: list[dict]) -> list[tuple[str, str, str]]:
+def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
     """(cell label, kind, text) for every stored warning and every cell that was not measured, with its reason.
     Kinds: noise, oversubscription, warning, and the statuses failed, timeout, unsupported."""
     notes = []
     for c in cells:
         label = cell_label(c)
-        for warning in c.get("extra", {}).get("warnings", []):
+        for warning in c.warnings:
             notes.append((label, note_kind(warning), warning))
-        if c["status"] in ("failed", "timeout", "unsupported") and c.get("error"):
-            notes.append((label, c["status"], f"{c['status']}: {c['error']}"))
+        if c.status in (Status.FAILED, Status.TIMEOUT, Status.UNSUPPORTED) and c.error:
+            notes.append((label, c.status.value, f"{c.status}: {c.error}"))
     return notes
 
 
-def parameter_notes(cells: list[dict]) -> list[str]:
+def parameter_notes(cells: list[CellRecord]) -> list[str]:
     """Where frameworks train a different number of parameters for one workload, say so, with the deviation each
     backend documents: rows of one workload compare like with like only up to that."""
     notes = []
-    by_workload: dict[str, dict[str, dict]] = {}
+    by_workload: dict[str, dict[str, CellRecord]] = {}
     for c in cells:
-        if c.get("params") is not None:
-            by_workload.setdefault(c["workload"], {}).setdefault(c["framework"], c)
+        if c.params is not None:
+            by_workload.setdefault(c.workload, {}).setdefault(c.framework, c)
     for workload, per_framework in by_workload.items():
-        if len({c["params"] for c in per_framework.values()}) < 2:
+        if len({c.params for c in per_framework.values()}) < 2:
             continue
         parts = []
         for framework, c in per_framework.items():
-            reference = (c.get("workload_spec") or {}).get("params")
-            deviations = (c.get("extra", {}).get("settings") or {}).get("deviations") or []
+            reference = c.workload_spec.get("params")
+            deviations = (c.settings or {}).get("deviations") or []
             # a backend's other documented deviations (initializers, say) do not explain a count that matches
-            why = "; ".join(deviations) if reference is None or c["params"] != reference else ""
-            parts.append(f"{framework} {c['params']:,}" + (f" ({why})" if why else ""))
+            why = "; ".join(deviations) if reference is None or c.params != reference else ""
+            parts.append(f"{framework} {c.params:,}" + (f" ({why})" if why else ""))
         notes.append(f"{workload}: the frameworks train different parameter counts: {', '.join(parts)}")
     return notes
 
@@ -110,11 +111,11 @@ def cell_text(row: Row, column: str) -> str:
     cell = row.cells.get(column)
     if cell is None:
         return ""
-    if cell["status"] != "ok" or cell["median_s"] is None:
-        return cell["status"]
+    if not cell.ok or cell.median_s is None:
+        return cell.status.value
     mark = BEST_MARK if column == row.best_cpu_column() else ""
-    util = f" ({100 * cell['utilization']:.0f}%)" if cell.get("utilization") is not None else ""
-    return table_seconds(cell["median_s"]) + mark + util
+    util = f" ({100 * cell.utilization:.0f}%)" if cell.utilization is not None else ""
+    return table_seconds(cell.median_s) + mark + util
 
 
 def head(view: TableView) -> list[str]:
@@ -150,10 +151,10 @@ def render_csv(view: TableView) -> str:
     return out.getvalue()
 
 
-def _raw(cell: dict | None) -> str:
+def _raw(cell: CellRecord | None) -> str:
     if cell is None:
         return ""
-    return repr(cell["median_s"]) if cell["status"] == "ok" and cell["median_s"] is not None else cell["status"]
+    return repr(cell.median_s) if cell.ok and cell.median_s is not None else cell.status.value
 
 
 def render_json(view: TableView) -> str:
@@ -162,8 +163,8 @@ def render_json(view: TableView) -> str:
         best = row.best_cpu_column()
         rows.append({
             "workload": row.workload, "framework": row.framework, "mode": row.mode, "batch": row.batch,
-            "cells": {c: {"status": v["status"], "median_s": v["median_s"], "iqr_s": v["iqr_s"], "n": v["n"],
-                          "best": c == best, "error": v.get("error"), "utilization": v.get("utilization")}
+            "cells": {c: {"status": v.status.value, "median_s": v.median_s, "iqr_s": v.iqr_s, "n": v.n,
+                          "best": c == best, "error": v.error, "utilization": v.utilization}
                       for c, v in row.cells.items()},
         })  # fmt: skip
     return json.dumps({"run_id": view.run_id, "columns": view.columns, "rows": rows, "notes": view.notes}, indent=2)

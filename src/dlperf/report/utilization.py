@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dlperf.vocab import DeviceKind, Status
+from dlperf.vocab import DeviceKind
 
 if TYPE_CHECKING:
     from dlperf.store import Store
+    from dlperf.store.records import CellRecord
 
 MACHINE_KEYS = ("cpu_model", "cores", "memory_gib", "hostname", "gpus")  # the machine part of envinfo.fingerprint
 
@@ -59,24 +60,20 @@ def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> d
     rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind="matmul", measured=True)
     found: dict[str, float] = {}
     for row in rows:  # newest first
-        if row["dtype"] not in found and same_machine(
-            row["fingerprint"], fingerprint, row["framework"], row["framework_version"]
-        ):
-            found[row["dtype"]] = row["value"]
+        if row.dtype not in found and same_machine(row.fingerprint, fingerprint, row.framework, row.framework_version):
+            found[row.dtype] = row.value
     return found
 
 
-def attach_utilization(store: Store, fingerprint: dict, cells: list[dict]) -> bool:
-    """Set `cell["utilization"]` on every cell, against the peaks measured on the run's machine; whether any peak
-    was found (the views then say how to measure them when none was)."""
+def attach_utilization(store: Store, fingerprint: dict, cells: list[CellRecord]) -> bool:
+    """Set `utilization` on every cell, against the peaks measured on the run's machine; whether any peak was found
+    (the views then say how to measure them when none was)."""
     found = False
     cache: dict[tuple[str, int], dict[str, float]] = {}
     for cell in cells:
-        where = (cell["device"], cell["threads"])
+        where = (cell.device, cell.threads)
         if where not in cache:
             cache[where] = peak_lookup(store, fingerprint, *where)
         found |= bool(cache[where])
-        flops = (cell.get("extra") or {}).get("flops_by_dtype")
-        ok = cell["status"] == Status.OK
-        cell["utilization"] = utilization(flops, cell.get("median_s"), cache[where]) if ok else None
+        cell.utilization = utilization(cell.flops_by_dtype, cell.median_s, cache[where]) if cell.ok else None
     return found

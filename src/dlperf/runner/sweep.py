@@ -6,7 +6,6 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 
 from __future__ import annotations
 
-import json
 import signal
 import time
 from collections.abc import Callable
@@ -132,16 +131,7 @@ class CompileWatch:
 
 def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
     cell = task.cell
-    earlier = [
-        {
-            "status": r["status"],
-            "error": r["error"],
-            "samples": json.loads(r["samples_json"]),
-            "detail": json.loads(r["detail_json"]),
-        }
-        for r in ctx.store.measurements(ctx.run_id, cell.key)
-        if r["repeat"] != task.repeat
-    ]
+    earlier = [m.to_json() for m in ctx.store.measurements(ctx.run_id, cell.key) if m.repeat != task.repeat]
     batch = ctx.workloads[cell.key]["batch"]
     busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
     figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device)

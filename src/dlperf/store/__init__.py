@@ -1,10 +1,11 @@
-"""The store: one SQLite file, the one truth every view reads.
+"""The store: one SQLite file, the one truth every view reads. No SQL runs outside this package.
 
 One writer (the parent process), one transaction per finished measurement. Typed columns for what every cell has,
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
 older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
 cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
-and each collective bandwidth (`dlperf comm`).
+and each collective bandwidth (`dlperf comm`). Reads return the typed records of `store/records.py`; `merge.py`
+copies runs between files.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, RunRecord
 
 SCHEMA_VERSION = 5
 
@@ -233,45 +235,40 @@ class Store:
         with self.conn:
             self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
 
-    def run(self, run_id: int | None = None) -> sqlite3.Row:
+    def run(self, run_id: int | None = None) -> RunRecord:
         """A run by id, or the latest one."""
         if run_id is None:
             row = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 raise UsageError(f"{self.path}: no runs yet (run `dlperf run` first)")
-            return row
+            return RunRecord.from_row(dict(row))
         row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"--run {run_id}: no such run in {self.path}")
-        return row
+        return RunRecord.from_row(dict(row))
 
-    def runs(self) -> list[sqlite3.Row]:
-        return self.conn.execute("SELECT * FROM runs ORDER BY id").fetchall()
+    def runs(self) -> list[RunRecord]:
+        return [RunRecord.from_row(dict(r)) for r in self.conn.execute("SELECT * FROM runs ORDER BY id")]
 
-    def latest_unfinished_run(self) -> sqlite3.Row | None:
-        return self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
+    def latest_unfinished_run(self) -> RunRecord | None:
+        row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
+        return None if row is None else RunRecord.from_row(dict(row))
 
     # --- cells and measurements -----------------------------------------------------------------------------------
-    def cells(self, run_id: int) -> list[sqlite3.Row]:
-        return self.conn.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position", (run_id,)).fetchall()
-
-    def cell_dicts(self, run_id: int) -> list[dict[str, Any]]:
-        """Cells as plain dicts, JSON columns decoded: what the views read."""
-        out = []
-        for row in self.cells(run_id):
-            d = dict(row)
-            d["extra"] = json.loads(d.pop("extra_json") or "{}")
-            d["workload_spec"] = json.loads(d.pop("workload_json"))
-            out.append(d)
-        return out
+    def cells(self, run_id: int) -> list[CellRecord]:
+        """The run's cells in plan order: what the views read."""
+        rows = self.conn.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position", (run_id,))
+        return [CellRecord.from_row(dict(r)) for r in rows]
 
     def samples(self, run_id: int, key: str) -> list[list[float]]:
-        return [json.loads(r["samples_json"]) for r in self.measurements(run_id, key)]
+        """The raw step times of each of a cell's processes, in repeat order."""
+        return [m.samples for m in self.measurements(run_id, key)]
 
-    def measurements(self, run_id: int, key: str) -> list[sqlite3.Row]:
-        return self.conn.execute(
+    def measurements(self, run_id: int, key: str) -> list[MeasurementRecord]:
+        rows = self.conn.execute(
             "SELECT * FROM measurements WHERE run_id = ? AND cell_key = ? ORDER BY repeat", (run_id, key)
-        ).fetchall()
+        )
+        return [MeasurementRecord.from_row(dict(r)) for r in rows]
 
     def durations(self, run_ids: list[int]) -> dict[str, list[float]]:
         """Cell key -> the wall-clock seconds of each of its finished processes in these runs (for estimates)."""
@@ -412,7 +409,7 @@ class Store:
 
     def peaks(
         self, *, device: str | None = None, threads: int | None = None, kind: str | None = None, measured: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[PeakRecord]:
         """Stored peaks, newest first, JSON columns decoded (`fingerprint`, `detail`; the environment is left out:
         read it by id). `measured`: only those with a value."""
         if self.version < 2:
@@ -421,7 +418,7 @@ class Store:
         if measured:
             where.append("value IS NOT NULL")
         args = [v for v in (device, threads, kind) if v is not None]
-        return self._measured_rows("peaks", PEAK_COLUMNS, where, args)
+        return [PeakRecord(**d) for d in self._measured_rows("peaks", PEAK_COLUMNS, where, args)]
 
     def _measured_rows(self, table: str, columns: tuple[str, ...], where: list[str], args: list) -> list[dict]:
         """Rows of `table` matching `where`, newest first, `fingerprint` and `detail` decoded, no environment."""
@@ -448,14 +445,15 @@ class Store:
 
     def comm_results(
         self, *, backend: str | None = None, world: int | None = None, nbytes: int | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[CommResult]:
         """Stored collective figures, newest first, JSON columns decoded (`fingerprint`, `detail`; the environment
         is left out: read it by id). An old file that cannot be upgraded has none."""
         if self.version < 4:
             return []
         filters = (("backend", backend), ("world", world), ("bytes", nbytes))
         where = [f"{col} = ?" for col, v in filters if v is not None]
-        return self._measured_rows("comm", COMM_COLUMNS, where, [v for _, v in filters if v is not None])
+        rows = self._measured_rows("comm", COMM_COLUMNS, where, [v for _, v in filters if v is not None])
+        return [CommResult(**d) for d in rows]
 
 
 def _measured(measurements: list[dict[str, Any]]) -> list[tuple]:

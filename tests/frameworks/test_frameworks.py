@@ -7,9 +7,8 @@ import json
 
 import pytest
 
-from conftest import FAST, dlperf, framework_python
+from conftest import FAST, cells, dlperf, framework_python, rows
 from dlperf import envs
-from test_sweep import cells
 
 FRAMEWORKS = ["torch", "jax", "tensorflow", "mxnet"]
 
@@ -20,8 +19,6 @@ def detail(db, cell):
 
 
 def measurements(db):
-    from test_sweep import rows
-
     return rows(db, "SELECT * FROM measurements")
 
 

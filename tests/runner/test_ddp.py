@@ -135,20 +135,20 @@ def test_strong_scaling_cells_end_to_end(tmp_path, torch):
     assert done.returncode == 0, done.stderr[-3000:]
     assert "ddp:1x1" in done.stdout and "ddp:2x1" in done.stdout and "strong scaling" in done.stdout
     store = Store.open(db, create=False)
-    cells = {c["key"]: c for c in store.cell_dicts(1)}
+    cells = {c.key: c for c in store.cells(1)}
     two = cells["tiny-fcn-r|torch|cpu|1|fp32|ddp:2:strong"]
-    assert two["status"] == "ok" and two["nproc"] == 2 and two["scaling"] == "strong"
-    [m] = store.measurements(1, two["key"])
-    detail = json.loads(m["detail_json"])
+    assert two.status == "ok" and two.nproc == 2 and two.scaling == "strong"
+    [m] = store.measurements(1, two.key)
+    detail = m.detail
     assert len(detail["ranks"]) == 2 and all(len(r) == len(detail["ranks"][0]) for r in detail["ranks"])
-    assert json.loads(m["samples_json"]) == detail["ranks"][detail["slowest_rank"]]
-    assert detail["settings"]["world_size"] == 2 and detail["settings"]["per_process_batch"] == two["batch"] // 2
-    comm = two["extra"]["comm"]
-    assert comm["gradient_bytes"] == 4 * two["params"] and comm["world"] == 2 and comm["backend"] == "gloo"
-    assert comm["allreduce_s"] > 0 and comm["busbw_bytes_s"] == pytest.approx(comm["algbw_bytes_s"])
-    assert comm["local_step_s"] > 0 and comm["bound"] in ("compute", "communication")
+    assert m.samples == detail["ranks"][detail["slowest_rank"]]
+    assert detail["settings"]["world_size"] == 2 and detail["settings"]["per_process_batch"] == two.batch // 2
+    comm = two.comm
+    assert comm.gradient_bytes == 4 * two.params and comm.world == 2 and comm.backend == "gloo"
+    assert comm.allreduce_s > 0 and comm.busbw_bytes_s == pytest.approx(comm.algbw_bytes_s)
+    assert comm.local_step_s > 0 and comm.bound in ("compute", "communication")
     one = cells["tiny-fcn-r|torch|cpu|1|fp32|ddp:1:strong"]
-    assert one["extra"]["comm"]["busbw_bytes_s"] == 0.0  # one process: nothing crosses a link
+    assert one.comm.busbw_bytes_s == 0.0  # one process: nothing crosses a link
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert table["columns"] == ["ddp:1x1", "ddp:2x1"]
     assert any("ddp:2x1 (strong scaling)" in n and "efficiency" in n for n in table["notes"])
@@ -166,9 +166,9 @@ def test_weak_scaling_gives_each_process_the_batch(tmp_path, torch):
                   db=db, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     store = Store.open(db, create=False)
-    [cell] = store.cell_dicts(1)
-    assert cell["key"].endswith("|ddp:2:weak") and cell["batch"] == 2 * 16
-    assert json.loads(store.measurements(1, cell["key"])[0]["detail_json"])["settings"]["per_process_batch"] == 16
+    [cell] = store.cells(1)
+    assert cell.key.endswith("|ddp:2:weak") and cell.batch == 2 * 16
+    assert store.measurements(1, cell.key)[0].detail["settings"]["per_process_batch"] == 16
     store.close()
 
 
@@ -197,10 +197,10 @@ def test_a_rank_that_dies_fails_the_cell_and_the_sweep_goes_on(tmp_path, torch):
     assert done.returncode == 1, done.stderr[-3000:]
     assert time.monotonic() - start < 200  # ended by the death, not by the 120 s timeouts
     store = Store.open(db, create=False)
-    cells = store.cell_dicts(1)
+    cells = store.cells(1)
     store.close()
-    assert [c["status"] for c in cells] == ["failed", "failed"]  # the second cell was still measured
-    assert all(c["error"].startswith("rank 1:") and "SIGKILL" in c["error"] for c in cells), cells[0]["error"]
+    assert [c.status for c in cells] == ["failed", "failed"]  # the second cell was still measured
+    assert all(c.error.startswith("rank 1:") and "SIGKILL" in c.error for c in cells), cells[0].error
     pids = [int(p) for p in (hook / "pids").read_text().split()]
     assert len(pids) == 2 and not any(alive(p) for p in pids)
 
@@ -227,9 +227,9 @@ def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing(tmp_path
     assert proc.returncode == 1, proc.stderr.read()[-3000:]
     assert time.monotonic() - start < 90
     store = Store.open(db, create=False)
-    [cell] = store.cell_dicts(1)
+    [cell] = store.cells(1)
     store.close()
-    assert cell["status"] in ("failed", "timeout") and "rendezvous" in cell["error"].lower()
+    assert cell.status in ("failed", "timeout") and "rendezvous" in cell.error.lower()
     assert seen and not any(alive(p) for p in seen)
 
 
@@ -255,11 +255,11 @@ def test_two_nodes_on_one_machine_over_loopback(tmp_path, torch):
         assert p.returncode == 0, err[-3000:]
     for node in (0, 1):
         store = Store.open(tmp_path / f"node{node}.db", create=False)
-        [cell] = store.cell_dicts(1)
-        [m] = store.measurements(1, cell["key"])
+        [cell] = store.cells(1)
+        [m] = store.measurements(1, cell.key)
         store.close()
         detail = json.loads(m["detail_json"])
-        assert cell["status"] == "ok" and cell["nproc"] == 2 and cell["key"].endswith("|ddp:2:strong")
+        assert cell.status == "ok" and cell.nproc == 2 and cell.key.endswith("|ddp:2:strong")
         assert detail["settings"]["world_size"] == 2 and len(detail["ranks"]) == 2  # both nodes' steps, on each node
 
 
@@ -325,10 +325,10 @@ def test_nccl_cells_one_gpu_per_process(tmp_path, torch):
                   timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     store = Store.open(db, create=False)
-    [cell] = store.cell_dicts(1)
+    [cell] = store.cells(1)
     store.close()
-    assert cell["status"] == "ok" and cell["extra"]["comm"]["backend"] == "nccl"
-    assert cell["extra"]["settings"]["device"].startswith("cuda")
+    assert cell.status == "ok" and cell.comm.backend == "nccl"
+    assert cell.settings["device"].startswith("cuda")
 
 
 def test_unsupported_on_rank_0_is_unsupported_not_a_failure():

@@ -6,10 +6,9 @@ import sqlite3
 
 import pytest
 
-from conftest import dlperf
+from conftest import dlperf, one_line_error
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store, merge, run_origin
-from test_cli import one_line_error
-from test_compare import BASE, OTHER_MACHINE, SLOWER, make_db, processes, write_run
+from report.runs import BASE, OTHER_MACHINE, SLOWER, make_db, processes, write_run
 
 PEAKS = [
     {"framework": "torch", "framework_version": "2.13.0", "device": "cpu", "threads": 1, "kind": "matmul",
@@ -59,7 +58,7 @@ def test_every_run_is_copied_whole_under_a_new_id_with_its_origin(sources, tmp_p
             assert [without(r, "run_id") for r in copied] == [without(r, "run_id") for r in original] and copied
     store = Store.open(target, create=False)
     assert store.samples(3, "fcn-r|torch|cpu|1|fp32") == processes(40, 2, 0.2)
-    assert len(store.peaks()) == 2 and run_origin(store.run(1)) is not None
+    assert len(store.peaks()) == 2 and store.run(1).origin is not None
     store.close()
 
 
@@ -173,7 +172,7 @@ def test_an_old_file_upgrades_to_v3_and_keeps_its_runs(tmp_path, version):
     path = tmp_path / "old.db"
     old_file(path, version)
     store = Store.open(path, create=False)
-    assert [run_origin(r) for r in store.runs()] == [None]  # measured here
+    assert [r.origin for r in store.runs()] == [None]  # measured here
     assert store.samples(1, "fcn-r|torch|cpu|1|fp32") == processes(50, 2, 0.1) and store.peaks() == []
     store.close()
     conn = sqlite3.connect(path)

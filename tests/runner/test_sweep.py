@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import FAST, ROOT, alive, dlperf, require
+from conftest import FAST, ROOT, alive, cells, dlperf, require, rows
 
 pytestmark = pytest.mark.slow
 
@@ -59,18 +59,6 @@ def user_file(tmp_path):
     path = tmp_path / "models.py"
     path.write_text(USER_FILE)
     return path
-
-
-def rows(db, sql):
-    conn = sqlite3.connect(db)
-    conn.row_factory = sqlite3.Row
-    found = [dict(r) for r in conn.execute(sql)]
-    conn.close()
-    return found
-
-
-def cells(db):
-    return rows(db, "SELECT * FROM cells ORDER BY run_id, position")
 
 
 def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):

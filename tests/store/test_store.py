@@ -1,4 +1,3 @@
-import json
 import sqlite3
 
 import pytest
@@ -32,13 +31,13 @@ def test_schema_is_created_with_its_version(tmp_path):
 def test_plan_is_stored_pending_then_one_transaction_per_measurement(tmp_path):
     store = Store.open(tmp_path / "d.db", create=True)
     run_id = new_run(store)
-    assert store.run()["status"] == "running"
-    assert [c["status"] for c in store.cell_dicts(run_id)] == ["pending"]
+    assert store.run().status == "running"
+    assert [c.status for c in store.cells(run_id)] == ["pending"]
     m = {"status": "ok", "samples": [1.0, 2.0], "detail": {"warmup_steps": 3}, "duration_s": 4.0}
     store.record(run_id, CELL["key"], 0, m, {"status": "ok", "median_s": 1.5, "n": 2, "extra": {"warnings": []}})
-    cell = store.cell_dicts(run_id)[0]
-    assert cell["status"] == "ok" and cell["median_s"] == 1.5 and cell["extra"] == {"warnings": []}
-    assert cell["workload_spec"] == {"batch": 1024} and cell["batch"] == 1024
+    cell = store.cells(run_id)[0]
+    assert cell.status == "ok" and cell.median_s == 1.5 and cell.warnings == [] and cell.memory is None
+    assert cell.workload_spec == {"batch": 1024} and cell.batch == 1024
     assert store.samples(run_id, CELL["key"]) == [[1.0, 2.0]]
     assert store.done_repeats(run_id) == {(CELL["key"], 0)}
     store.set_run_status(run_id, "complete")
@@ -94,4 +93,4 @@ def test_unknown_run(tmp_path):
     new_run(store)
     with pytest.raises(UsageError, match="--run 42"):
         store.run(42)
-    assert json.loads(store.run()["env_json"]) == {"cpu": {"model": "x"}}
+    assert store.run().env == {"cpu": {"model": "x"}}

@@ -1,58 +1,29 @@
 """`dlperf compare A B`: the statistics on synthetic processes, then the command line on stores built directly."""
 
 import json
-import random
 import statistics
 
 import pytest
 
-from conftest import FAST, dlperf
+from conftest import FAST, dlperf, one_line_error
 from dlperf.cli import main
 from dlperf.report import compare as cmp
 from dlperf.report.compare import Verdict, compare, holm
-from dlperf.store import Store
-from test_cli import one_line_error
-
-MACHINE = {"cpu_model": "Xeon Test", "cores": {"cores": 8}, "hostname": "alpha"}
-OTHER_MACHINE = {"cpu_model": "EPYC Test", "cores": {"cores": 64}, "hostname": "beta"}
-
-
-def processes(seed: int, count: int, step_s: float, steps: int = 200, between: float = 0.02, within: float = 0.02):
-    """`count` processes of one cell: each has its own level (sd `between`: the machine's state when it ran), and
-    its steps vary around it (sd `within`)."""
-    rng = random.Random(seed)
-    return at_levels(seed, [step_s * rng.gauss(1.0, between) for _ in range(count)], steps, within)
-
-
-def at_levels(seed: int, levels: list[float], steps: int = 200, within: float = 0.02) -> list[list[float]]:
-    """One process per level, its steps varying around it."""
-    rng = random.Random(seed + 1000)
-    return [[level * rng.gauss(1.0, within) for _ in range(steps)] for level in levels]
-
-
-def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64, **extra) -> dict:
-    return {
-        "key": f"{workload}|torch|cpu|{threads}|fp32",
-        "workload": workload,
-        "framework": "torch",
-        "device": "cpu",
-        "threads": threads,
-        "mode": "fp32",
-        "workload_json": {"batch": batch},
-        **extra,
-    }
-
-
-def measured(c: dict, procs: list[list[float]], status: str = "ok") -> dict:
-    """The cell dict `Store.cell_dicts` would give once `procs` are measured."""
-    medians = [statistics.median(p) for p in procs if p]
-    spec = c["workload_json"]
-    return {**c, "status": status, "median_s": statistics.median(medians) if medians else None, "workload_spec": spec}
+from report.runs import (
+    BASE,
+    OTHER_MACHINE,
+    SLOWER,
+    at_levels,
+    cell,
+    make_db,
+    processes,
+    record,
+)
 
 
 def one_cell(a_procs, b_procs, **kwargs) -> cmp.CellResult:
     c = cell()
-    result = compare([measured(c, a_procs)], [measured(c, b_procs)], {c["key"]: a_procs}, {c["key"]: b_procs}, **kwargs)
+    result = compare([record(c, a_procs)], [record(c, b_procs)], {c["key"]: a_procs}, {c["key"]: b_procs}, **kwargs)
     [only] = result.cells
     return only
 
@@ -132,7 +103,7 @@ def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monke
     monkeypatch.setattr(cmp, "welch_log", lambda a, b: (next(raw), 1.1, 1.3, 1))
     cells = [cell(f"w{i}") for i in range(4)]
     procs = {c["key"]: processes(i, 3, 0.1) for i, c in enumerate(cells)}
-    result = compare([measured(c, procs[c["key"]]) for c in cells], [measured(c, procs[c["key"]]) for c in cells],
+    result = compare([record(c, procs[c["key"]]) for c in cells], [record(c, procs[c["key"]]) for c in cells],
                      procs, procs)  # fmt: skip
     assert [c.p_holm for c in result.cells] == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert [c.verdict for c in result.cells] == [Verdict.SLOWER, Verdict.SAME, Verdict.SAME, Verdict.SLOWER]
@@ -141,7 +112,7 @@ def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monke
 def test_different_workload_definitions_are_not_comparable():
     a, b = cell(batch=64), cell(batch=128)
     pa, pb = processes(13, 3, 0.1), processes(14, 3, 0.2)
-    result = compare([measured(a, pa)], [measured(b, pb)], {a["key"]: pa}, {b["key"]: pb})
+    result = compare([record(a, pa)], [record(b, pb)], {a["key"]: pa}, {b["key"]: pb})
     [only] = result.cells
     assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == "the workloads differ: batch 64 -> 128"
     assert not result.regressions()
@@ -150,8 +121,8 @@ def test_different_workload_definitions_are_not_comparable():
 def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
     both, only_a, only_b, broken = cell("both"), cell("only-a"), cell("only-b"), cell("broken")
     p = processes(15, 3, 0.1)
-    a = [measured(both, p), measured(only_a, p), measured(broken, p)]
-    b = [measured(both, p), measured(only_b, p), measured(broken, [], status="failed")]
+    a = [record(both, p), record(only_a, p), record(broken, p)]
+    b = [record(both, p), record(only_b, p), record(broken, [], status="failed")]
     result = compare(a, b, {}, {})
     assert [c.key for c in result.cells] == [both["key"]]
     assert {u.key: u.why for u in result.unmatched} == {
@@ -164,31 +135,6 @@ def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
 
 # ----------------------------------------------------------------------------------------------------------------------
 # The command line, on stores built with the Store API
-
-
-def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MACHINE, batch: int = 64) -> int:
-    """A complete run whose cells (workload name -> processes) were measured with these step times."""
-    plan = [cell(name, batch=batch) for name in cells]
-    env = {"cpu": {"model": fingerprint["cpu_model"]}, "cores": fingerprint["cores"]}
-    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], plan)
-    for c, procs in zip(plan, cells.values(), strict=True):
-        for repeat, samples in enumerate(procs):
-            aggregate = measured(c, procs[: repeat + 1])
-            m = {"status": "ok" if samples else "failed", "samples": samples, "detail": {}, "duration_s": 1.0}
-            store.record(run_id, c["key"], repeat, m, {**aggregate, "n": sum(map(len, procs))})
-    store.set_run_status(run_id, "complete")
-    return run_id
-
-
-def make_db(path, *runs, fingerprint=MACHINE) -> None:
-    store = Store.open(path, create=True)
-    for cells in runs:
-        write_run(store, cells, fingerprint)
-    store.close()
-
-
-BASE = {"fcn-r": processes(20, 3, 0.100), "alexnet-r": processes(21, 3, 0.050)}
-SLOWER = {"fcn-r": processes(22, 3, 0.130), "alexnet-r": processes(23, 3, 0.050)}
 
 
 def in_process(capsys, *args: str) -> tuple[int, str]:

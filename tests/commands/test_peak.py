@@ -99,10 +99,10 @@ def test_cli_measures_stores_and_prints_json(tmp_path):
     store = Store.open(db, create=False)
     try:
         rows = store.peaks()
-        assert sorted(r["id"] for r in rows) == sorted(p["id"] for p in out["peaks"])
-        assert rows[0]["fingerprint"]["frameworks"]["torch"] == out["peaks"][0]["framework_version"]
+        assert sorted(r.id for r in rows) == sorted(p["id"] for p in out["peaks"])
+        assert rows[0].fingerprint["frameworks"]["torch"] == out["peaks"][0]["framework_version"]
         env = json.loads(store.conn.execute("SELECT env_json FROM peaks LIMIT 1").fetchone()[0])
-        peaks = peak_lookup(store, rows[0]["fingerprint"], "cpu", 1)
+        peaks = peak_lookup(store, rows[0].fingerprint, "cpu", 1)
     finally:
         store.close()
     assert env["frameworks"]["torch"]["version"] == out["peaks"][0]["framework_version"]
@@ -226,13 +226,13 @@ def test_a_v1_file_is_upgraded_in_place_and_keeps_its_runs(tmp_path, create):
     path = tmp_path / "old.db"
     v1_file(path)
     store = Store.open(path, create=create)  # a reader (dlperf table) upgrades it too
-    assert [json.loads(r["env_json"]) for r in store.runs()] == [{"hostname": "old"}]
+    assert [r.env for r in store.runs()] == [{"hostname": "old"}]
     assert store.peaks() == []
     store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp32", 1e11)])
     store.close()
     assert schema_version(path) == SCHEMA_VERSION
     store = Store.open(path, create=False)
-    assert [r["value"] for r in store.peaks()] == [1e11] and len(store.runs()) == 1
+    assert [r.value for r in store.peaks()] == [1e11] and len(store.runs()) == 1
     store.close()
 
 

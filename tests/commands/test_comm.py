@@ -157,11 +157,11 @@ def test_comm_rows_are_stored_with_the_machine_newest_first(tmp_path):
     first = store.record_comm({"hostname": "here"}, {"cores": {}}, [comm_row(4 * K), comm_row(M)])
     second = store.record_comm({"hostname": "here"}, {}, [comm_row(4 * K, world=4)])
     rows = store.comm_results()
-    assert [r["id"] for r in rows] == [*second, *reversed(first)]
-    assert rows[0]["op"] == "all_reduce" and rows[0]["fingerprint"] == {"hostname": "here"}
-    assert rows[0]["detail"] == {"iters": 5} and rows[0]["world"] == 4
-    assert [r["bytes"] for r in store.comm_results(world=2)] == [M, 4 * K]
-    assert [r["id"] for r in store.comm_results(nbytes=4 * K, world=2)] == first[:1]
+    assert [r.id for r in rows] == [*second, *reversed(first)]
+    assert rows[0].op == "all_reduce" and rows[0].fingerprint == {"hostname": "here"}
+    assert rows[0].detail == {"iters": 5} and rows[0].world == 4
+    assert [r.bytes for r in store.comm_results(world=2)] == [M, 4 * K]
+    assert [r.id for r in store.comm_results(nbytes=4 * K, world=2)] == first[:1]
     assert store.comm_results(backend="nccl") == []
     store.close()
 
@@ -211,10 +211,10 @@ def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch
         env = json.loads(store.conn.execute("SELECT env_json FROM comm LIMIT 1").fetchone()[0])
     finally:
         store.close()
-    assert sorted(r["id"] for r in rows) == sorted(s["id"] for s in out["sizes"])
-    assert sorted(r["bytes"] for r in rows) == [4 * K, 64 * K, M]
-    assert all(r["fingerprint"]["frameworks"]["torch"] == torch.__version__ and r["wrong"] == 0 for r in rows)
-    assert env["frameworks"]["torch"]["version"] == torch.__version__ and rows[0]["fingerprint"]["cores"]
+    assert sorted(r.id for r in rows) == sorted(s["id"] for s in out["sizes"])
+    assert sorted(r.bytes for r in rows) == [4 * K, 64 * K, M]
+    assert all(r.fingerprint["frameworks"]["torch"] == torch.__version__ and r["wrong"] == 0 for r in rows)
+    assert env["frameworks"]["torch"]["version"] == torch.__version__ and rows[0].fingerprint["cores"]
 
 
 def test_two_nodes_on_one_machine_meet_over_loopback(tmp_path, torch):

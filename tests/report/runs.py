@@ -1,0 +1,78 @@
+"""Runs built with the Store API from synthetic processes, for the tests of `dlperf compare` and `dlperf merge`.
+
+Each process has its own level (the machine's state when it ran) and its steps vary around it; nothing here is
+presented as a measurement of anything."""
+
+from __future__ import annotations
+
+import random
+import statistics
+
+from conftest import make_cell
+from dlperf.store import Store
+
+MACHINE = {"cpu_model": "Xeon Test", "cores": {"cores": 8}, "hostname": "alpha"}
+OTHER_MACHINE = {"cpu_model": "EPYC Test", "cores": {"cores": 64}, "hostname": "beta"}
+
+
+def processes(seed: int, count: int, step_s: float, steps: int = 200, between: float = 0.02, within: float = 0.02):
+    """`count` processes of one cell: each has its own level (sd `between`: the machine's state when it ran), and
+    its steps vary around it (sd `within`)."""
+    rng = random.Random(seed)
+    return at_levels(seed, [step_s * rng.gauss(1.0, between) for _ in range(count)], steps, within)
+
+
+def at_levels(seed: int, levels: list[float], steps: int = 200, within: float = 0.02) -> list[list[float]]:
+    """One process per level, its steps varying around it."""
+    rng = random.Random(seed + 1000)
+    return [[level * rng.gauss(1.0, within) for _ in range(steps)] for level in levels]
+
+
+def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64, **extra) -> dict:
+    return {
+        "key": f"{workload}|torch|cpu|{threads}|fp32",
+        "workload": workload,
+        "framework": "torch",
+        "device": "cpu",
+        "threads": threads,
+        "mode": "fp32",
+        "workload_json": {"batch": batch},
+        **extra,
+    }
+
+
+def measured(c: dict, procs: list[list[float]], status: str = "ok") -> dict:
+    """The figures `Store.record` stores for the planned cell `c` once `procs` are measured."""
+    medians = [statistics.median(p) for p in procs if p]
+    return {"status": status, "median_s": statistics.median(medians) if medians else None}
+
+
+def record(c: dict, procs: list[list[float]], status: str = "ok"):
+    """The cell `Store.cells` then gives back."""
+    return make_cell(c["workload"], threads=c["threads"], key=c["key"], batch=c["workload_json"]["batch"],
+                     workload_spec=c["workload_json"], **measured(c, procs, status))  # fmt: skip
+
+
+def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MACHINE, batch: int = 64) -> int:
+    """A complete run whose cells (workload name -> processes) were measured with these step times."""
+    plan = [cell(name, batch=batch) for name in cells]
+    env = {"cpu": {"model": fingerprint["cpu_model"]}, "cores": fingerprint["cores"]}
+    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], plan)
+    for c, procs in zip(plan, cells.values(), strict=True):
+        for repeat, samples in enumerate(procs):
+            aggregate = measured(c, procs[: repeat + 1])
+            m = {"status": "ok" if samples else "failed", "samples": samples, "detail": {}, "duration_s": 1.0}
+            store.record(run_id, c["key"], repeat, m, {**aggregate, "n": sum(map(len, procs))})
+    store.set_run_status(run_id, "complete")
+    return run_id
+
+
+def make_db(path, *runs, fingerprint=MACHINE) -> None:
+    store = Store.open(path, create=True)
+    for cells in runs:
+        write_run(store, cells, fingerprint)
+    store.close()
+
+
+BASE = {"fcn-r": processes(20, 3, 0.100), "alexnet-r": processes(21, 3, 0.050)}
+SLOWER = {"fcn-r": processes(22, 3, 0.130), "alexnet-r": processes(23, 3, 0.050)}
