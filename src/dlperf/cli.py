@@ -32,7 +32,10 @@ def build_parser() -> Parser:
     common.add_argument("--db", help="SQLite store (default: $DLPERF_DB or ./dlperf.db)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     for name in NAMES:
-        command(name).add_parser(sub, common)
+        module = command(name)
+        parents = [common] if getattr(module, "TAKES_DB", True) else []
+        p = sub.add_parser(name, parents=parents, help=module.HELP, description=getattr(module, "DESCRIPTION", None))
+        module.add_arguments(p)
     return parser
 
 

@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from dlperf.measure.timer import TimerConfig
 
@@ -74,6 +75,8 @@ def column_name(device: str, threads: int, nproc: int = 0) -> str:
 # ----------------------------------------------------------------------------------------------------------------------
 # Tasks: what a child receives
 
+T = TypeVar("T", bound=type)
+
 
 @dataclass(frozen=True)
 class StopRule:
@@ -92,7 +95,9 @@ class StopRule:
 class _Task:
     """JSON of a task: its kind, then its fields; a flat task's fields are JSON already."""
 
-    KIND: ClassVar[str]
+    KIND: ClassVar[str]  # its name in the task file
+    WORKER: ClassVar[str]  # the module the child runs
+    DISTRIBUTED: ClassVar[bool]  # started through torchrun, one process per rank
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.KIND, **asdict(self)}  # type: ignore[call-overload]
@@ -102,13 +107,24 @@ class _Task:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
+TASKS: dict[str, type] = {}
+
+
+@dataclass_transform(frozen_default=True)
+def task(kind: str, worker: str, *, distributed: bool = False) -> Callable[[T], T]:
+    """Declare a task: a frozen dataclass, the kind of child it starts, known to `read_task`."""
+
+    def register(cls: T) -> T:
+        cls.KIND, cls.WORKER, cls.DISTRIBUTED = kind, worker, distributed
+        TASKS[kind] = dataclass(frozen=True)(cls)
+        return TASKS[kind]
+
+    return register
+
+
+@task("cell", "dlperf.runner.worker")
 class CellTask(_Task):
     """One process of one cell."""
-
-    KIND: ClassVar[str] = "cell"
-    WORKER: ClassVar[str] = "dlperf.runner.worker"
-    DISTRIBUTED: ClassVar[bool] = False
 
     cell: Cell
     repeat: int
@@ -128,23 +144,17 @@ class CellTask(_Task):
         return cls(**d)
 
 
-@dataclass(frozen=True)
+@task("ddp", "dlperf.runner.ddp_worker", distributed=True)
 class DDPTask(CellTask):
     """One process of a data-parallel cell; torchrun starts one per rank, each with this same task."""
-
-    KIND: ClassVar[str] = "ddp"
-    WORKER: ClassVar[str] = "dlperf.runner.ddp_worker"
-    DISTRIBUTED: ClassVar[bool] = True
 
     group_timeout_s: float = 600.0  # how long a collective may wait for a peer
     rank_cpus: dict[str, list[int]] | None = None  # --pin: local rank -> its CPUs
 
 
-@dataclass(frozen=True)
+@task("peak", "dlperf.runner.peak_worker")
 class PeakTask(_Task):
-    KIND: ClassVar[str] = "peak"
-    WORKER: ClassVar[str] = "dlperf.runner.peak_worker"
-    DISTRIBUTED: ClassVar[bool] = False
+    """The peaks of one device at one thread count."""
 
     framework: str
     device: str
@@ -155,11 +165,9 @@ class PeakTask(_Task):
     max_time: float  # seconds of warm-up and of sampling per figure, at most
 
 
-@dataclass(frozen=True)
+@task("comm", "dlperf.runner.comm_worker", distributed=True)
 class CommTask(_Task):
-    KIND: ClassVar[str] = "comm"
-    WORKER: ClassVar[str] = "dlperf.runner.comm_worker"
-    DISTRIBUTED: ClassVar[bool] = True
+    """Every process of an all-reduce bandwidth job."""
 
     backend: str  # gloo | nccl
     threads: int
@@ -169,18 +177,15 @@ class CommTask(_Task):
     timeout: float  # seconds a collective may wait for a peer
 
 
-@dataclass(frozen=True)
+@task("probe", "dlperf.runner.probe")
 class ProbeTask(_Task):
-    KIND: ClassVar[str] = "probe"
-    WORKER: ClassVar[str] = "dlperf.runner.probe"
-    DISTRIBUTED: ClassVar[bool] = False
+    """A question that needs a framework."""
 
     framework: str
     request: dict[str, Any]  # {"what": "env" | "workload" | "selftest" | "threads", ...}
 
 
 Task = CellTask | DDPTask | PeakTask | CommTask | ProbeTask
-TASKS: dict[str, type] = {t.KIND: t for t in (CellTask, DDPTask, PeakTask, CommTask, ProbeTask)}
 
 
 def write_task(task: Task, path: str | Path) -> None:
@@ -207,15 +212,20 @@ class Event:
 EVENTS: dict[str, type[Event]] = {}
 
 
-def event(cls: type[Event]) -> type[Event]:
-    EVENTS[cls.NAME] = cls
-    return cls
+@dataclass_transform(frozen_default=True)
+def event(name: str) -> Callable[[T], T]:
+    """Declare an event: a frozen dataclass, named `name` on the wire, known to `decode`."""
+
+    def register(cls: T) -> T:
+        cls.NAME = name
+        EVENTS[name] = dataclass(frozen=True)(cls)
+        return EVENTS[name]
+
+    return register
 
 
-@event
-@dataclass(frozen=True)
+@event("start")
 class Start(Event):
-    NAME: ClassVar[str] = "start"
     pid: int
     python: str  # the interpreter: dlperf's, or the framework's own environment's
     rank: int | None = None  # distributed children
@@ -224,59 +234,46 @@ class Start(Event):
     host: str | None = None
 
 
-@event
-@dataclass(frozen=True)
+@event("affinity")
 class Affinity(Event):
-    NAME: ClassVar[str] = "affinity"
     cpus: list[int]
     thread_env: dict[str, str]  # inherited variables that change threading or kernels
 
 
-@event
-@dataclass(frozen=True)
+@event("built")
 class Built(Event):
-    NAME: ClassVar[str] = "built"
     params: int
     build_s: float
     settings: dict[str, Any]
 
 
-@event
-@dataclass(frozen=True)
+@event("compiling")
 class Compiling(Event):
-    NAME: ClassVar[str] = "compiling"
+    """The first step, which compiles or traces, starts now (a compile timeout counts from here)."""
 
 
-@event
-@dataclass(frozen=True)
+@event("compiled")
 class Compiled(Event):
-    NAME: ClassVar[str] = "compiled"
     first_step_s: float
     stats: dict[str, Any] = field(default_factory=dict)  # the backend's compile_stats() after the first step
 
 
-@event
-@dataclass(frozen=True)
+@event("warmup")
 class Warmup(Event):
-    NAME: ClassVar[str] = "warmup"
     steps: int
     steady: bool
     times: list[float]
 
 
-@event
-@dataclass(frozen=True)
+@event("sample")
 class Sample(Event):
-    NAME: ClassVar[str] = "sample"
     t: float
 
 
-@event
-@dataclass(frozen=True)
+@event("sampled")
 class Sampled(Event):
     """The timed steps are over; what the machine did meanwhile."""
 
-    NAME: ClassVar[str] = "sampled"
     n: int
     median_s: float | None
     steal_fraction: float | None = None
@@ -286,17 +283,13 @@ class Sampled(Event):
     process_hwm_increase_bytes: int | None = None
 
 
-@event
-@dataclass(frozen=True)
+@event("compile_end")
 class CompileEnd(Event):
-    NAME: ClassVar[str] = "compile_end"
     stats: dict[str, Any] = field(default_factory=dict)  # compile_stats() after the timed steps: recompiles show
 
 
-@event
-@dataclass(frozen=True)
+@event("flops")
 class Flops(Event):
-    NAME: ClassVar[str] = "flops"
     flops_per_step: int | None
     flops_by_dtype: dict[str, int] | None = None
     detail: dict[str, Any] = field(default_factory=dict)  # what else the counter said (TensorFlow: by op type)
@@ -308,70 +301,52 @@ class Flops(Event):
         return cls((counted or {}).get("flops_per_step"), (counted or {}).get("flops_by_dtype"), rest)
 
 
-@event
-@dataclass(frozen=True)
+@event("memory")
 class Memory(Event):
-    NAME: ClassVar[str] = "memory"
     figures: dict[str, int]  # keys of MEMORY_KINDS and the backend's other figures
 
 
-@event
-@dataclass(frozen=True)
+@event("checking")
 class Checking(Event):
-    NAME: ClassVar[str] = "checking"
+    """The loss check starts: a child killed now was measured in full, only its check was cut short."""
 
 
-@event
-@dataclass(frozen=True)
+@event("loss_check")
 class LossCheck(Event):
-    NAME: ClassVar[str] = "loss_check"
     ok: bool | None  # None: not checked, or the check could not run; `reason` says which
     reason: str | None = None
     figures: dict[str, Any] = field(default_factory=dict)  # seconds, the curves, the cosine, ... as measured
 
 
-@event
-@dataclass(frozen=True)
+@event("comm")
 class Comm(Event):
-    NAME: ClassVar[str] = "comm"
     figures: dict[str, Any]  # a DDP cell's communication: all-reduce time, bandwidths, exposed communication
 
 
-@event
-@dataclass(frozen=True)
+@event("ranks")
 class Ranks(Event):
-    NAME: ClassVar[str] = "ranks"
     samples: list[list[float]]  # every process's steps, by rank
 
 
-@event
-@dataclass(frozen=True)
+@event("joined")
 class Joined(Event):
     """The processes of a distributed job have met."""
 
-    NAME: ClassVar[str] = "joined"
 
-
-@event
-@dataclass(frozen=True)
+@event("answer")
 class Answer(Event):
     """The result of a child that answers once (peak, comm, probe)."""
 
-    NAME: ClassVar[str] = "answer"
     result: dict[str, Any]
 
 
-@event
-@dataclass(frozen=True)
+@event("unsupported")
 class Unsupported(Event):
-    NAME: ClassVar[str] = "unsupported"
     reason: str
 
 
-@event
-@dataclass(frozen=True)
+@event("error")
 class Error(Event):
-    NAME: ClassVar[str] = "error"
     error: str  # one line
     traceback: str | None = None
     rank: int | None = None
@@ -379,10 +354,8 @@ class Error(Event):
     at: float = field(default_factory=time.time)  # wall clock: among ranks, the first failure is the cause
 
 
-@event
-@dataclass(frozen=True)
+@event("done")
 class Done(Event):
-    NAME: ClassVar[str] = "done"
     stopped_early: str | None = None  # why the untimed extras were skipped (a StopRule applied)
 
 

@@ -213,7 +213,7 @@ def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch
         store.close()
     assert sorted(r.id for r in rows) == sorted(s["id"] for s in out["sizes"])
     assert sorted(r.bytes for r in rows) == [4 * K, 64 * K, M]
-    assert all(r.fingerprint["frameworks"]["torch"] == torch.__version__ and r["wrong"] == 0 for r in rows)
+    assert all(r.fingerprint["frameworks"]["torch"] == torch.__version__ and r.wrong == 0 for r in rows)
     assert env["frameworks"]["torch"]["version"] == torch.__version__ and rows[0].fingerprint["cores"]
 
 

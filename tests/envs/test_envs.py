@@ -6,6 +6,7 @@ a second and has nothing installed, to show the isolation itself.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -116,3 +117,12 @@ def test_a_run_asking_for_a_framework_without_its_environment_says_how_to_get_it
     )  # fmt: skip
     assert done.returncode == 2, done.stderr
     assert "--frameworks tensorflow: not installed: run `dlperf env install tensorflow`" in done.stderr
+
+
+def test_a_folder_named_after_a_framework_is_not_the_framework(tmp_path, monkeypatch):
+    """A project's `jax/` folder (or tests/frameworks/jax) on the path is a namespace package: importable by name,
+    but not JAX. Taken for it, dlperf would start JAX's workers in its own environment, where they fail."""
+    (tmp_path / "mxnet").mkdir()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert not envs.importable_here("mxnet")
+    assert envs.importable_here("torch") == (importlib.util.find_spec("torch") is not None)

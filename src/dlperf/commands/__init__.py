@@ -1,8 +1,10 @@
-"""The `dlperf` subcommands: one module each, holding its parser (`add_parser`) and its handler (`run`).
+"""The `dlperf` subcommands: one module each, holding its parser and its handler.
 
-Every module is imported to build `dlperf --help`, so each keeps its module-level imports light (the standard
-library, `errors`, `vocab`, `modes`, `commands.common`) and imports the rest inside its handler: `dlperf --help`
-never imports a framework, rich, numpy or matplotlib. Adding a command: a module here and its name in `NAMES`.
+A command module has `HELP` (one line for `dlperf --help`), optionally `DESCRIPTION` and `TAKES_DB = False` (it
+reads no store: no --db), `add_arguments(parser)` and `run(args) -> exit code`. Every module is imported to build
+`dlperf --help`, so each keeps its module-level imports light (the standard library, `errors`, `vocab`, `modes`,
+`commands.common`) and imports the rest inside its handler: `dlperf --help` never imports a framework, rich, numpy or
+matplotlib. Adding a command: a module here and its name in `NAMES`.
 """
 
 # in the order `dlperf --help` lists them

@@ -43,10 +43,10 @@ class CommOptions:
 # The command line
 
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "comm", parents=[common], help="measure all-reduce time and bus bandwidth between processes (torchrun)"
-    )
+HELP = "measure all-reduce time and bus bandwidth between processes (torchrun)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nproc", type=int, default=2, help="processes on this node (default: 2)")
     p.add_argument("--backend", default="gloo", type=choice("--backend", tuple(Backend)),
                    help="gloo (CPU) or nccl (one CUDA GPU per process; default: gloo)")  # fmt: skip
@@ -74,7 +74,6 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     p.add_argument("--node-rank", type=int, default=0, help="this machine's number, 0 .. --nnodes - 1 (default: 0)")
     p.add_argument("--rdzv-endpoint", help="host:port where the nodes meet, the same on every node (--nnodes > 1)")
     add_format(p, "text", "json")
-    return p
 
 
 def parse_size(text: str, flag: str = "--sizes") -> int:

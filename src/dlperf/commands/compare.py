@@ -13,15 +13,15 @@ EXIT_REGRESSION = 1  # what a CI job gates on
 LOG_WIDTH = 160  # characters of a text table written to a file or pipe
 
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "compare",
-        parents=[common],
-        help="is run B faster or slower than run A, cell by cell (exit 1 on a regression)",
-        description="Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
-        "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
-        "slower by more than --threshold.",
-    )
+HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regression)"
+DESCRIPTION = (
+    "Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
+    "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
+    "slower by more than --threshold."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     for name in ("A", "B"):
         p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
     p.add_argument(
@@ -32,7 +32,6 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     )
     p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default: 0.05)")
     add_format(p, "text", "md", "json")
-    return p
 
 
 def run(args) -> int:

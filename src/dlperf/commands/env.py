@@ -10,22 +10,20 @@ from dlperf.commands.common import add_format, open_store
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
+HELP = "a run's stored environment (show), or the frameworks' own environments (list, install)"
+DESCRIPTION = (
+    "show: the environment a run was measured in. list: each framework's dedicated environment. "
+    "install NAME...: create one (jax, tensorflow, mxnet) under $DLPERF_DATA_DIR (default "
+    "~/.local/share/dlperf), install the versions of its committed constraints file, verify with one step."
+)
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "env",
-        parents=[common],
-        help="a run's stored environment (show), or the frameworks' own environments (list, install)",
-        description="show: the environment a run was measured in. list: each framework's dedicated environment. "
-        "install NAME...: create one (jax, tensorflow, mxnet) under $DLPERF_DATA_DIR (default "
-        "~/.local/share/dlperf), install the versions of its committed constraints file, verify with one step.",
-    )
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", default="show", choices=["show", "list", "install"])
     p.add_argument("names", nargs="*", help="frameworks to install (install only)")
     p.add_argument("--force", action="store_true", help="install: re-create the environment from scratch")
     p.add_argument("--run", type=int, help="show: run id (default: the latest)")
     add_format(p, "text", "json")
-    return p
 
 
 def run(args) -> int:

@@ -9,13 +9,13 @@ from dlperf.commands.common import add_format, open_store
 from dlperf.report.export import FORMATS
 from dlperf.vocab import ExitCode
 
+HELP = "one record per cell"
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("export", parents=[common], help="one record per cell")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=int, help="run id (default: the latest)")
     add_format(p, *FORMATS)
     p.add_argument("--samples", action="store_true", help="include every raw sample")
-    return p
 
 
 def run(args) -> int:

@@ -9,15 +9,16 @@ import json
 from dlperf.commands.common import add_format
 from dlperf.vocab import ExitCode
 
+HELP = "the workloads, or with --frameworks the frameworks"
+TAKES_DB = False  # reads no store
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("list", help="the workloads, or with --frameworks the frameworks")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, "text", "json")
     p.add_argument("--all", action="store_true", help="include the tiny test variants")
     p.add_argument(
         "--frameworks", action="store_true", help="every framework of the paper and today: measurable here or why not"
     )
-    return p
 
 
 def run(args) -> int:

@@ -7,17 +7,15 @@ import argparse
 from dlperf.commands.common import db_path
 from dlperf.vocab import ExitCode
 
+HELP = "copy every run of other database files into --db, skipping runs it already holds"
+DESCRIPTION = (
+    "Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
+    "--db database, created if missing, under new run ids; each copied run records where it came from."
+)
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "merge",
-        parents=[common],
-        help="copy every run of other database files into --db, skipping runs it already holds",
-        description="Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
-        "--db database, created if missing, under new run ids; each copied run records where it came from.",
-    )
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SOURCE", help="database files to copy from")
-    return p
 
 
 def run(args) -> int:

@@ -12,11 +12,12 @@ from dlperf.commands.run import add_timer_flags, timer
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
+HELP = "find the fastest training mode for a workload"
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.optimize import DEFAULT_BUDGET_MIN, DEFAULT_TIMER
 
-    p = subparsers.add_parser("optimize", parents=[common], help="find the fastest training mode for a workload")
     p.add_argument("workload", help="a built-in name or path/file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
     p.add_argument("--threads", type=int, help="CPU threads (default: every usable core)")
@@ -35,7 +36,6 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     t = DEFAULT_TIMER
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
     add_format(p, "text", "json")
-    return p
 
 
 def run(args) -> int:

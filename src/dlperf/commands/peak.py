@@ -38,10 +38,10 @@ class PeakOptions:
     format: str
 
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "peak", parents=[common], help="measure this machine's matmul peak per dtype and its memory bandwidth"
-    )
+HELP = "measure this machine's matmul peak per dtype and its memory bandwidth"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--devices", default="cpu", help="comma list of cpu, cuda, cuda:N, mps (default: cpu)")
     p.add_argument("--threads", help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)")
     p.add_argument("--dtypes", default=",".join(DTYPES), help=f"matmul dtypes (default: {','.join(DTYPES)})")
@@ -68,7 +68,6 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
         "--timeout", type=float, default=DEFAULT_TIMEOUT, help=f"seconds per process (default: {DEFAULT_TIMEOUT:g})"
     )
     add_format(p, "text", "json")
-    return p
 
 
 def parse_dtypes(text: str) -> tuple[str, ...]:

@@ -20,14 +20,15 @@ KINDS = {
 }
 
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("plot", parents=[common], help="one kind of chart as a PNG, SVG or PDF file")
+HELP = "one kind of chart as a PNG, SVG or PDF file"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=list(KINDS), help="which charts")
     p.add_argument("-o", "--output", required=True, help="file.png, file.svg or file.pdf (format from the suffix)")
     p.add_argument("--run", help=RUN_HELP)
     p.add_argument("--workloads", help="comma list: only these workloads (default: every workload of the run)")
     p.add_argument("--dpi", type=int, default=150, help="PNG resolution (default: 150)")
-    return p
 
 
 def run(args) -> int:

@@ -12,13 +12,12 @@ from dlperf.vocab import ExitCode
 RUN_HELP = "run id, a comma list of ids, or all (default: the latest run); a later run's cell replaces an earlier one"
 
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "report", parents=[common], help="a self-contained HTML report of a run (charts, paper comparison, warnings)"
-    )
+HELP = "a self-contained HTML report of a run (charts, paper comparison, warnings)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", help=RUN_HELP)
     p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
-    return p
 
 
 def writable(path: str) -> Path:

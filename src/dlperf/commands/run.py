@@ -10,9 +10,10 @@ from dlperf.errors import UsageError
 from dlperf.modes import help_text
 from dlperf.vocab import ExitCode
 
+HELP = "measure a sweep and print the table"
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("run", parents=[common], help="measure a sweep and print the table")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--workloads",
         help="comma list of built-in names, or path/file.py:factory, or module:factory "
@@ -59,7 +60,6 @@ def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.Argument
     ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate")
-    return p
 
 
 def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,

@@ -8,16 +8,16 @@ from dlperf.commands.common import add_format, db_path, print_rich
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
+HELP = "the Table-7 view of a run"
 
-def add_parser(subparsers, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    p = subparsers.add_parser("table", parents=[common], help="the Table-7 view of a run")
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=int, help="run id (default: the latest)")
     add_format(p, "text", "md", "csv", "json")
     p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
     p.add_argument(
         "--best", action="store_true", help="per workload, the fastest mode and its speed-up over fp32 eager"
     )
-    return p
 
 
 def run(args) -> int:

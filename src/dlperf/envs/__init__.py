@@ -60,8 +60,11 @@ def constraints_file(framework: str) -> Path:
 
 
 def importable_here(framework: str) -> bool:
-    """Whether the current interpreter can import the framework (found without importing it)."""
-    return importlib.util.find_spec(IMPORT_NAMES.get(framework, framework)) is not None
+    """Whether the current interpreter can import the framework (found without importing it). A directory of that
+    name without an __init__.py (a project's `jax/` folder, a test folder) is a namespace package, not the framework:
+    it does not count."""
+    spec = importlib.util.find_spec(IMPORT_NAMES.get(framework, framework))
+    return spec is not None and spec.origin is not None
 
 
 def record(framework: str) -> dict[str, Any] | None:

@@ -191,17 +191,9 @@ def _label(cell: CellRecord) -> str:
 
 def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
     cell = CellResult(
-        key=a.key,
-        workload=a.workload,
-        framework=a.framework,
-        column=a.column,
-        mode=a.mode,
-        a_median_s=a.median_s,
-        b_median_s=b.median_s,
-        a_process_medians=process_medians(a_processes),
-        b_process_medians=process_medians(b_processes),
-        ratio=b.median_s / a.median_s,
-    )
+        a.key, a.workload, a.framework, a.column, a.mode, a.median_s, b.median_s,
+        process_medians(a_processes), process_medians(b_processes), ratio=b.median_s / a.median_s,
+    )  # fmt: skip
     differs = _workload_diff(a, b)
     if differs:
         cell.verdict, cell.reason = Verdict.NOT_COMPARABLE, f"the workloads differ: {differs}"
