@@ -210,7 +210,7 @@ def base_env() -> dict[str, str]:
 
 
 def cell_env(threads: int) -> dict[str, str]:
-    """What dlperf's launcher gives a cell's worker (run/launch.py child_env): the same for the hand loop."""
+    """What dlperf's launcher gives a cell's worker (runner/launch.py child_env): the same for the hand loop."""
     env = base_env()
     env.update(dict.fromkeys(THREAD_COUNT_VARS, str(threads)))
     env["PYTHONUNBUFFERED"] = "1"

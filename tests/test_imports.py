@@ -1,6 +1,6 @@
 """The house rules, read from the code's own imports (lazy imports inside functions and TYPE_CHECKING blocks
 included, since they are arrows of the structure too): no import circles, frameworks only in `frameworks/`,
-workers on the standard library and their framework, and every layer importing only downward.
+workers on the standard library and their framework, SQL only in `store/`, and every layer importing only downward.
 
 Each rule is checked on the real package, and each is shown to fail on a small package built to break it, so a
 rule that cannot fail would be seen.
@@ -150,6 +150,8 @@ def violations(g: dict[str, set[str]], package: str = "dlperf") -> list[str]:
             found += [f"{name} imports {e}: frameworks/ never imports runner/" for e in runner]
         else:
             found += [f"{name} imports {e}: only frameworks/ imports a framework" for e in outside & FRAMEWORK_PACKAGES]
+        if not under(name, f"{p}.store"):
+            found += [f"{name} imports sqlite3: no SQL runs outside the store" for e in edges if e == "sqlite3"]
         if under(name, f"{p}.envs"):
             found += [f"{name} imports {e}: envs/ never imports runner/" for e in inside if under(e, f"{p}.runner")]
         if under(name, f"{p}.report"):
@@ -239,6 +241,7 @@ def fake_package(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
         ({"measure/timer.py": "import numpy"}, "standard library only"),
         ({"protocol.py": "from fake.store import x", "store.py": ""}, "standard library only"),
         ({"runner/sweep.py": "import torch"}, "only frameworks/ imports a framework"),
+        ({"api.py": "def f():\n    import sqlite3"}, "no SQL runs outside the store"),
         ({"envs/__init__.py": "def f():\n    from fake.runner import probe", "runner/probe.py": ""},
          "envs/ never imports runner/"),
         ({"runner/worker.py": "from fake import workloads", "workloads.py": "import rich"},

@@ -258,7 +258,7 @@ def test_two_nodes_on_one_machine_over_loopback(tmp_path, torch):
         [cell] = store.cells(1)
         [m] = store.measurements(1, cell.key)
         store.close()
-        detail = json.loads(m["detail_json"])
+        detail = m.detail
         assert cell.status == "ok" and cell.nproc == 2 and cell.key.endswith("|ddp:2:strong")
         assert detail["settings"]["world_size"] == 2 and len(detail["ranks"]) == 2  # both nodes' steps, on each node
 
