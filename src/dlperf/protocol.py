@@ -245,6 +245,7 @@ class Built(Event):
     params: int
     build_s: float
     settings: dict[str, Any]
+    version: str | None = None  # of the framework that built the step
 
 
 @event("compiling")
@@ -293,6 +294,7 @@ class Flops(Event):
     flops_per_step: int | None
     flops_by_dtype: dict[str, int] | None = None
     detail: dict[str, Any] = field(default_factory=dict)  # what else the counter said (TensorFlow: by op type)
+    note: str | None = None  # why there is no figure, when the counter failed
 
     @classmethod
     def of(cls, counted: dict[str, Any] | None) -> Flops:
@@ -304,6 +306,7 @@ class Flops(Event):
 @event("memory")
 class Memory(Event):
     figures: dict[str, int]  # keys of MEMORY_KINDS and the backend's other figures
+    note: str | None = None  # why there is no figure, when the measurement failed
 
 
 @event("checking")

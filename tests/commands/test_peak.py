@@ -169,6 +169,19 @@ def test_peak_lookup_matches_machine_device_and_threads_and_takes_the_latest(tmp
     store.close()
 
 
+def test_a_peak_applies_to_runs_of_the_same_machine_whatever_cpus_their_job_was_given(tmp_path):
+    """A peak measured in one job counts for a run in another on the same machine: the affinity mask and the cgroup
+    limit belong to the job, not the machine; and a run of other frameworks did not record torch's version."""
+    store = Store.open(tmp_path / "d.db", create=True)
+    store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp32", 1e11)])
+    smaller_job = {**MACHINE, "cores": {**MACHINE["cores"], "affinity": 1, "cgroup": 1.0, "cores": 1}}
+    assert peak_lookup(store, smaller_job, "cpu", 1) == {"fp32": 1e11}
+    assert peak_lookup(store, {**MACHINE, "frameworks": {"jax": "0.10.2"}}, "cpu", 1) == {"fp32": 1e11}
+    other_cpu = {**MACHINE, "cores": {**MACHINE["cores"], "physical": 64}}
+    assert peak_lookup(store, other_cpu, "cpu", 1) == {}
+    store.close()
+
+
 def test_utilization_is_time_at_peak_over_measured_time():
     peaks = {"fp32": 1e11, "bf16": 4e11}
     assert utilization({"fp32": 5e10}, 1.0, peaks) == pytest.approx(0.5)

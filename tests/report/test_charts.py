@@ -24,7 +24,7 @@ def test_scaling_has_an_ideal_line_from_the_fewest_threads():
     assert (measured.points[0].low, measured.points[0].high) == (0.95, 1.05)
     assert chart.log_x  # 1..4 threads
     tip = measured.points[1].tip
-    assert "median 0.600 s" in tip and "IQR 60 ms" in tip and "n 30" in tip and "3 processes" in tip
+    assert "median 0.600 s" in tip and "IQR 60.0 ms" in tip and "n 30" in tip and "3 processes" in tip
     assert "run 4" in tip
 
 

@@ -28,7 +28,7 @@ def test_columns_rows_and_the_best_thread_count():
     assert [r.workload for r in view.rows] == ["fcn-s", "lstm"]
     assert view.rows[0].best_cpu_column() == "cpu:2"  # the GPU is not a thread count
     assert view.rows[1].best_cpu_column() is None  # one measured CPU cell: nothing to choose between
-    assert table.row_values(view, view.rows[0]) == ["fcn-s", "torch", "64", "1.000", "0.600*", "9.000", "0.030"]
+    assert table.row_values(view, view.rows[0]) == ["fcn-s", "torch", "64", "1.000", "0.600*", "9.000", "30.0 ms"]
     assert table.row_values(view, view.rows[1]) == ["lstm", "torch", "64", "timeout", "0.500", "", ""]
 
 
@@ -56,8 +56,12 @@ def test_a_second_mode_becomes_part_of_the_row_and_of_the_notes():
 
 
 def test_number_formats():
-    assert table_seconds(1.23456) == "1.235" and table_seconds(0.004) == "0.0040"
-    assert seconds(0.5) == "0.500 s" and seconds(0.0042) == "4.2 ms" and seconds(None) == "-"
+    # steps under 0.1 s in ms or µs, three significant figures (a GPU step of 2.1 ms once showed as 0.0021)
+    assert table_seconds(1.23456) == "1.235" and table_seconds(0.1) == "0.100" and table_seconds(0.004) == "4.00 ms"
+    assert (
+        table_seconds(0.0021) == "2.10 ms" and table_seconds(0.00052) == "520 µs" and table_seconds(0.0999) == "99.9 ms"
+    )
+    assert seconds(0.5) == "0.500 s" and seconds(0.0042) == "4.20 ms" and seconds(None) == "-"
     assert count(25_557_032) == "25,557,032"
     assert duration(23.4) == "23 s" and duration(720) == "12 min" and duration(7300) == "2 h 01 min"
 
@@ -79,3 +83,22 @@ def test_frameworks_training_different_parameter_counts_are_named_with_the_docum
         "tensorflow 6,180,624 (one bias vector per LSTM layer), mxnet 6,182,672"
     ]
     assert table.build(1, [fw("torch", 10), fw("mxnet", 10)]).notes == []  # agreement says nothing
+
+
+def test_the_table_says_which_framework_versions_measured_the_cells():
+    cells = [cell("fcn-r", "cpu", 1, 0.5, framework_version="2.13.0+cpu", environment="dlperf"),
+             cell("fcn-r", "cpu", 2, 0.3, framework_version="2.13.0+cpu", environment="dlperf")]  # fmt: skip
+    view = table.build(1, cells)
+    assert view.versions == ["torch 2.13.0+cpu (dlperf's environment)"]
+    data = json.loads(table.render_json(view))
+    assert data["versions"] == view.versions and data["rows"][0]["cells"]["cpu:1"]["framework_version"] == "2.13.0+cpu"
+    assert table.render_markdown(view).endswith("measured with: torch 2.13.0+cpu (dlperf's environment)")
+
+
+def test_the_table_says_which_columns_lack_a_peak_once_some_peak_was_measured():
+    def counted(threads, utilization):
+        return cell("fcn-r", "cpu", threads, 0.5, flops_by_dtype={"fp32": 10**9}, utilization=utilization)
+
+    [note] = [n for n in table.build(1, [counted(1, 0.4), counted(4, None)]).notes if n.startswith("utilization")]
+    assert "for cpu:4 in the dtypes" in note and "dlperf peak" in note
+    assert not [n for n in table.build(1, [counted(1, None)]).notes if n.startswith("utilization")]  # no peak at all

@@ -85,3 +85,19 @@ def test_a_candidate_stopped_after_timing_is_ok_with_a_warning():
     assert m["status"] == "ok" and m["detail"]["stopped_early"].startswith("2.5x slower")
     figures = cell_figures([m], batch=8, threads=1, cores=2, device="cpu")
     assert "stopped after timing: 2.5x slower than the mode it would replace" in figures["extra"]["warnings"]
+
+
+def test_each_cell_records_the_framework_version_and_a_version_not_pinned_is_a_note():
+    from dlperf import envs
+
+    pinned = envs.pinned_version("jax")
+    assert pinned, "the jax constraints file pins jax"
+    for version, noted in ((pinned, False), ("0.11.2", True)):
+        m = measurement(events([1.0] * 5), OK_CHILD, 60)
+        m["detail"].update(framework_version=version, environment="dlperf")
+        fig = cell_figures([m], batch=1, threads=1, cores=2, device="cpu", framework="jax")
+        assert fig["extra"]["framework"] == {"name": "jax", "version": version, "pinned": pinned,
+                                             "environment": "dlperf"}  # fmt: skip
+        note = f"jax 0.11.2 (from dlperf's environment) measured this cell, not the pinned {pinned}"
+        assert (note in fig["extra"]["warnings"]) is noted
+    assert envs.same_release("2.13.0+cpu", "2.13.0")  # a local build label is the same release

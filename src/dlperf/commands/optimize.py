@@ -81,7 +81,7 @@ def render_rich(search):
     table = Table(
         title=f"optimize {escape(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
     )
-    for name in ("mode", "step (s)", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
+    for name in ("mode", "step", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
         table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
     best = search.best.mode if search.best else None
     for c in search.results:

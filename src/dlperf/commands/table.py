@@ -49,7 +49,7 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
         return
     view = table.build(run.id, cells)
     if fmt == "text":
-        print_rich(table.render_rich(view), [table.LEGEND], view.notes)
+        print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
         return
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
     print(renderers[fmt](view), end="" if fmt == "csv" else "\n")

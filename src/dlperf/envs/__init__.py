@@ -20,6 +20,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,36 @@ PACKAGES: dict[str, tuple[str, ...]] = {
 IMPORT_NAMES = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "mxnet": "mxnet"}  # found without import
 RECORD = "dlperf.json"
 CONSTRAINTS = Path(__file__).resolve().parent / "constraints"
+
+
+def pinned_version(framework: str) -> str | None:
+    """The version dlperf pins for `framework`: its constraints file's (jax, tensorflow, mxnet), or the `torch` extra
+    of dlperf's own requirements; None where nothing says (dlperf not installed as a package)."""
+    if framework in PACKAGES:
+        wanted = _normalized(PACKAGES[framework][0])
+        try:
+            lines = constraints_file(framework).read_text().splitlines()
+        except OSError:
+            return None
+        return next((v for n, _, v in (line.partition("==") for line in lines) if _normalized(n) == wanted), None)
+    try:
+        from importlib import metadata
+
+        requires = metadata.requires("dlperf") or []
+    except Exception:  # not installed: run from a source tree, or linked into a framework's environment
+        return None
+    pins = (r.split(";")[0].strip().partition("==") for r in requires)
+    return next((v for n, _, v in pins if _normalized(n) == _normalized(IMPORT_NAMES.get(framework, framework))), None)
+
+
+def _normalized(name: str) -> str:
+    """A package name as pip compares them (PEP 503): tensorflow_cpu is tensorflow-cpu."""
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def same_release(version: str | None, pinned: str | None) -> bool:
+    """`2.13.0+cpu` is the pinned `2.13.0`: a local build label does not make another release."""
+    return version is None or pinned is None or version.split("+")[0] == pinned
 
 
 def data_dir() -> Path:

@@ -13,6 +13,7 @@ A backend module provides:
 
     MODES: frozenset[Mode]                    # the mode components it implements; every other component of a mode
                                               # is `unsupported`, with the reason from `unsupported_reason`
+    version() -> str                          # the framework's version, as it reports it
     configure_threads(threads: int) -> dict   # called first, before the framework has run anything: the framework's
                                               # own thread controls; returns the settings in effect
     build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TrainStep
@@ -33,9 +34,10 @@ and a `TrainStep` (the `TrainStep` protocol below) has:
     sync() -> None          # wait until every queued computation of the step has finished, updated state included
     compile_stats() -> dict # what the compiler did (graphs, recompiles, ...); {} when nothing to say
     count_flops() -> dict | None         # {"flops_per_step": int, "flops_by_dtype": {"fp32": int, ...}} from the
-                                         # framework's own counter; None where no counter exists
+                                         # framework's own counter; None where no counter exists; raises where the
+                                         # counter fails (the worker records no figure, with a note: never a failure)
     memory_of_step() -> dict[str, int]   # peak memory of extra, untimed steps, each figure labelled with a key of
-                                         # dlperf.protocol.MEMORY_KINDS
+                                         # dlperf.protocol.MEMORY_KINDS; like count_flops, optional
     settings() -> dict                   # effective thread and kernel settings, recorded with the cell
 
 Adding a framework: a package here with `backend.py` and `models.py`, a row in `BACKENDS`, a member of

@@ -68,7 +68,7 @@ def _speed(r: Best) -> str:
     return f"{r.speedup:.2f}x{interval}"
 
 
-HEAD = ("workload", "framework", "column", "fp32 (s)", "best mode", "best (s)", "speed-up [95% CI]")
+HEAD = ("workload", "framework", "column", "fp32 step", "best mode", "best step", "speed-up [95% CI]")
 
 
 def values(r: Best) -> list[str]:

@@ -29,6 +29,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[s
     for key in ("compile_s", "graphs", "graph_breaks", "recompiles"):
         rec[key] = getattr(compiled, key)
     rec["nproc"], rec["scaling"] = cell.nproc, cell.scaling or None  # data-parallel cells
+    rec["framework_version"], rec["environment"] = cell.framework_version, cell.environment
     comm = cell.comm or CommRecord()
     for key in ("gradient_bytes", "allreduce_s", "busbw_bytes_s", "local_step_s", "exposed_comm_s", "comm_share"):
         rec[key] = getattr(comm, key)

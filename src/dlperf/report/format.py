@@ -2,6 +2,21 @@
 
 from __future__ import annotations
 
+import math
+
+
+def significant(value: float, digits: int = 3) -> str:
+    """`value` to `digits` significant figures, trailing zeros kept: 2.10, 21.0, 210."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:.{digits - 1}f}"
+    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
+    return f"{value:.{decimals}f}"
+
+
+def short_time(value: float) -> str:
+    """A time under 0.1 s in the unit it reads in: 21.0 ms, 850 µs (three significant figures)."""
+    return f"{significant(value * 1e3)} ms" if value >= 1e-3 else f"{significant(value * 1e6)} µs"
+
 
 def seconds(value: float | None) -> str:
     """Seconds with three significant figures, in the unit a person reads fastest."""
@@ -11,14 +26,13 @@ def seconds(value: float | None) -> str:
         return f"{value / 60:.1f} min"
     if value >= 0.1:
         return f"{value:.3f} s"
-    if value >= 1e-4:
-        return f"{value * 1e3:.3g} ms"
-    return f"{value * 1e6:.3g} µs"
+    return short_time(value)
 
 
 def table_seconds(value: float) -> str:
-    """The Table-7 figure: seconds per mini-batch, as the paper prints them (three decimals, more when tiny)."""
-    return f"{value:.3f}" if value >= 0.01 else f"{value:#.2g}"  # '#' keeps the trailing zero: 0.0040
+    """The Table-7 figure: seconds per mini-batch as the paper prints them (three decimals) from 0.1 s up; a shorter
+    step (a GPU's, a tiny network's) in ms or µs with three significant figures, where 0.0021 would show two."""
+    return f"{value:.3f}" if value >= 0.1 else short_time(value)
 
 
 def duration(value: float | None) -> str:

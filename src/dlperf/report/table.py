@@ -41,6 +41,7 @@ class TableView:
     rows: list[Row]
     show_mode: bool
     notes: list[str]
+    versions: list[str] = field(default_factory=list)  # which framework versions measured the cells, from where
 
 
 def build(run_id: int, cells: list[CellRecord]) -> TableView:
@@ -51,12 +52,38 @@ def build(run_id: int, cells: list[CellRecord]) -> TableView:
         row.cells[cell.column] = cell
     columns = sorted({c.column for c in cells}, key=column_order)
     show_mode = len({c.mode for c in cells}) > 1
-    return TableView(run_id, columns, list(rows.values()), show_mode, _notes(cells))
+    return TableView(run_id, columns, list(rows.values()), show_mode, _notes(cells), versions(cells))
+
+
+def versions(cells: list[CellRecord]) -> list[str]:
+    """ "torch 2.13.0+cpu (dlperf's environment)", one per framework version that measured a cell."""
+    found = dict.fromkeys((c.framework, c.framework_version, c.environment) for c in cells if c.framework_version)
+    return [f"{fw} {version} ({environment_label(where)})" for fw, version, where in found]
+
+
+def environment_label(where: str | None) -> str:
+    if where is None:
+        return "environment unknown"
+    return "dlperf's environment" if where == "dlperf" else f"its own environment, {where}"
 
 
 def _notes(cells: list[CellRecord]) -> list[str]:
     notes = parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
-    return notes + ddp.notes(ddp.build(cells))
+    return notes + ddp.notes(ddp.build(cells)) + utilization_notes(cells)
+
+
+def utilization_notes(cells: list[CellRecord]) -> list[str]:
+    """Where some cells have a utilization and others with FLOPs have none, the columns that lack a measured peak
+    (of this machine, device, threads and the dtypes the steps ran in), and how to measure it. Said only once
+    `dlperf peak` has measured something, so a run without peaks gets no note for every column."""
+    counted = [c for c in cells if c.ok and c.median_s and c.flops_by_dtype]
+    if not any(c.utilization is not None for c in counted):
+        return []
+    missing = sorted({c.column for c in counted if c.utilization is None}, key=column_order)
+    if not missing:
+        return []
+    return [f"utilization: no peak of this machine measured for {', '.join(missing)} in the dtypes their steps ran "
+            "(dlperf peak --devices D --threads N --dtypes fp32,bf16,fp16 measures them)"]  # fmt: skip
 
 
 def cell_label(cell: CellRecord) -> str:
@@ -128,7 +155,8 @@ def row_values(view: TableView, row: Row) -> list[str]:
 
 
 LEGEND = (
-    "seconds per mini-batch: median of the steady-state training steps (forward, backward, update), "
+    "seconds per mini-batch (under 0.1 s in ms or µs): median of the steady-state training steps (forward, backward, "
+    "update), "
     f"{BEST_MARK} = fastest CPU thread count, (N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured "
     "for the same device, dtype and threads, as a share of the step time"
 )
@@ -138,7 +166,11 @@ def render_markdown(view: TableView) -> str:
     header = head(view)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
-    return "\n".join([*lines, "", LEGEND])
+    return "\n".join([*lines, "", LEGEND, *version_lines(view)])
+
+
+def version_lines(view: TableView) -> list[str]:
+    return [f"measured with: {'; '.join(view.versions)}"] if view.versions else []
 
 
 def render_csv(view: TableView) -> str:
@@ -164,10 +196,18 @@ def render_json(view: TableView) -> str:
         rows.append({
             "workload": row.workload, "framework": row.framework, "mode": row.mode, "batch": row.batch,
             "cells": {c: {"status": v.status.value, "median_s": v.median_s, "iqr_s": v.iqr_s, "n": v.n,
-                          "best": c == best, "error": v.error, "utilization": v.utilization}
+                          "best": c == best, "error": v.error, "utilization": v.utilization,
+                          "framework_version": v.framework_version, "environment": v.environment}
                       for c, v in row.cells.items()},
         })  # fmt: skip
-    return json.dumps({"run_id": view.run_id, "columns": view.columns, "rows": rows, "notes": view.notes}, indent=2)
+    data = {
+        "run_id": view.run_id,
+        "columns": view.columns,
+        "rows": rows,
+        "notes": view.notes,
+        "versions": view.versions,
+    }
+    return json.dumps(data, indent=2)
 
 
 def render_rich(view: TableView):

@@ -17,7 +17,9 @@ if TYPE_CHECKING:
     from dlperf.store import Store
     from dlperf.store.records import CellRecord
 
-MACHINE_KEYS = ("cpu_model", "cores", "memory_gib", "hostname", "gpus")  # the machine part of envinfo.fingerprint
+# the machine part of envinfo.fingerprint; of its cores only the physical count: the affinity mask and the cgroup limit
+# belong to a job (two jobs on one machine may be given different CPUs), and the thread count is matched on its own
+MACHINE_KEYS = ("cpu_model", "memory_gib", "hostname", "gpus")
 
 
 def _is_cpu(device: str) -> bool:
@@ -47,10 +49,14 @@ def utilization(flops_by_dtype: dict[str, int] | None, median_s: float | None, p
 
 def same_machine(stored: dict, fingerprint: dict, framework: str, version: str | None) -> bool:
     """Whether a peak measured with fingerprint `stored` applies to a run with `fingerprint`: the same machine and,
-    when the peak recorded one, the same framework version (its kernels are what reaches the peak)."""
+    when both recorded one, the same version of the framework that measured the peak (its kernels are what reaches
+    the peak; a run of other frameworks only did not record it)."""
     if any(stored.get(k) != fingerprint.get(k) for k in MACHINE_KEYS):
         return False
-    return version is None or (fingerprint.get("frameworks") or {}).get(framework) == version
+    if (stored.get("cores") or {}).get("physical") != (fingerprint.get("cores") or {}).get("physical"):
+        return False
+    recorded = (fingerprint.get("frameworks") or {}).get(framework)
+    return version is None or recorded is None or recorded == version
 
 
 def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> dict[str, float]:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 import signal
 import statistics
+import sys
+from pathlib import Path
 from typing import Any
 
+from dlperf import envs
 from dlperf.measure.stats import summarize
 from dlperf.protocol import (
     MEMORY_KINDS,
@@ -64,9 +67,12 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict
         "warmup_steady": warm and warm.steady,
         "warmup_times": warm and warm.times,
         "python": start and start.python,  # the interpreter: dlperf's, or the framework's own
+        "framework_version": built and built.version,
+        "environment": start and environment_of(start.python),
         "affinity": pinned and pinned.cpus,
         "thread_env": pinned and pinned.thread_env,
         "comm": (comm and comm.figures) or None,  # DDP cells
+        "notes": [n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
     }
     if status is not Status.OK:
@@ -86,6 +92,12 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict
 MACHINE_FIGURES = (
     "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "process_hwm_increase_bytes",
 )  # fmt: skip
+
+
+def environment_of(python: str) -> str:
+    """Where a child's framework came from: "dlperf" (dlperf's own environment) or the directory of the framework's
+    own environment (`dlperf env install`)."""
+    return "dlperf" if python == sys.executable else str(Path(python).parents[1])
 
 
 def torchrun_exits(text: str) -> dict[int, int]:
@@ -193,12 +205,15 @@ def _status(events: list[Event], child: ChildResult, timeout: float, n: int) -> 
     return Status.OK, None
 
 
-def cell_figures(measurements: list[dict], batch: int, threads: int, cores: int, device: str) -> dict[str, Any]:
+def cell_figures(
+    measurements: list[dict], batch: int, threads: int, cores: int, device: str, framework: str | None = None
+) -> dict[str, Any]:
     """A cell's columns from all its measured processes (dicts with status, error, samples, detail)."""
     status, error = _cell_status(measurements)
     figures: dict[str, Any] = {"status": status.value, "error": error}
     details = [m["detail"] for m in measurements]
     figures.update(_static(details))
+    figures["extra"]["framework"] = provenance(details, framework)
     measured = [m for m in measurements if m["samples"]]
     warnings = []
     if measured:
@@ -221,9 +236,25 @@ def cell_figures(measurements: list[dict], batch: int, threads: int, cores: int,
             figures["extra"]["compile"] = {**compiled, "compile_s": max(0.0, compiled["first_step_s"] - s.median)}
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
-    warnings += _warnings(details, threads, cores, device)
+    warnings += _warnings(details, threads, cores, device) + _version_note(figures["extra"]["framework"])
     figures["extra"]["warnings"] = warnings
     return figures
+
+
+def provenance(details: list[dict], framework: str | None) -> dict[str, Any]:
+    """Which version of the framework measured the cell, from which environment, and the version dlperf pins."""
+    version = next((d["framework_version"] for d in details if d.get("framework_version")), None)
+    where = next((d["environment"] for d in details if d.get("environment")), None)
+    pinned = envs.pinned_version(framework) if framework else None
+    return {"name": framework, "version": version, "pinned": pinned, "environment": where}
+
+
+def _version_note(framework: dict[str, Any]) -> list[str]:
+    if envs.same_release(framework["version"], framework["pinned"]):
+        return []
+    where = "dlperf's environment" if framework["environment"] == "dlperf" else framework["environment"]
+    return [f"{framework['name']} {framework['version']} (from {where}) measured this cell, not the pinned "
+            f"{framework['pinned']}"]  # fmt: skip
 
 
 def _first_compile(details: list[dict]) -> dict | None:
@@ -278,6 +309,7 @@ def _static(details: list[dict]) -> dict[str, Any]:
 
 def _warnings(details: list[dict], threads: int, cores: int, device: str) -> list[str]:
     warnings = [f"stopped after timing: {d['stopped_early']}" for d in details if d.get("stopped_early")][:1]
+    warnings += list(dict.fromkeys(note for d in details for note in d.get("notes") or []))
     if device == "cpu" and threads > cores:
         warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
     if any(d.get("warmup_steady") is False for d in details):

@@ -18,10 +18,10 @@ import time
 from dataclasses import replace
 
 from dlperf.measure.timer import timed_step, warm_up
-from dlperf.protocol import Built, Comm, DDPTask, Done, Flops, Memory, Ranks, Reporter, Warmup
+from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
 from dlperf.runner.child import serve
 from dlperf.runner.distributed import exit_now
-from dlperf.runner.worker import affinity, pin, timed_samples
+from dlperf.runner.worker import affinity, count_flops, measure_memory, pin, timed_samples
 from dlperf.workloads import Workload
 
 
@@ -44,7 +44,7 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     start = time.perf_counter()
     group = torch_ddp.init(cell.device, task.group_timeout_s)
     train = torch_ddp.build(Workload.from_json(task.workload), cell.device, cell.mode, group)
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}))
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, torch_backend.version()))
     clock, mine = AgreedClock(), []
 
     def run() -> float:
@@ -63,8 +63,8 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     # charged for (here 3.9 of 9.4 busy CPU-seconds with two processes): busy time that is not this process's
     # would wrongly say another program ran.
     emit(replace(sampled, others_cpu_share=None, median_s=statistics.median(mine) if mine else None))
-    emit(Flops.of(train.count_flops()))
-    emit(Memory(train.memory_of_step()))
+    emit(count_flops(train))
+    emit(measure_memory(train))
     emit(Comm(torch_ddp.communication(train)))
     everyone = torch_ddp.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job

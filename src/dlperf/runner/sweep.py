@@ -134,7 +134,7 @@ def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
     earlier = [m.to_json() for m in ctx.store.measurements(ctx.run_id, cell.key) if m.repeat != task.repeat]
     batch = ctx.workloads[cell.key]["batch"]
     busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
-    figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device)
+    figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device, cell.framework)
     ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures)
     return figures
 

@@ -52,7 +52,7 @@ def measure(task: CellTask, emit: Reporter) -> None:
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
     train = fw.build(workload, cell.device, cell.mode)
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}))
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, fw.version()))
 
     def run() -> float:
         return timed_step(train.step, train.sync)
@@ -69,11 +69,28 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if task.stop is not None and task.stop.applies(sampled.median_s):
         stop_early(task, sampled.median_s, emit)
         return
-    emit(Flops.of(train.count_flops()))
-    emit(Memory(train.memory_of_step()))
+    emit(count_flops(train))
+    emit(measure_memory(train))
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
     emit(Done())
+
+
+def count_flops(train) -> Flops:
+    """The step's FLOPs from the framework's counter. An optional analysis never fails a cell: a counter that
+    raises (an XLA without cost analysis, a graph it cannot read) gives no figure, with a note saying why."""
+    try:
+        return Flops.of(train.count_flops())
+    except Exception as exc:
+        return Flops(None, note=f"no FLOP count: the counter failed ({describe(exc)})")
+
+
+def measure_memory(train) -> Memory:
+    """Peak memory of extra, untimed steps; like the FLOP count, optional: a failure is a note, not a failed cell."""
+    try:
+        return Memory(train.memory_of_step())
+    except Exception as exc:
+        return Memory({}, note=f"no memory figure: measuring it failed ({describe(exc)})")
 
 
 def stop_early(task: CellTask, median_s: float, emit: Reporter) -> None:

@@ -140,6 +140,9 @@ class CellRecord:
     warmup_steady: bool = True
     per_process_medians: list[float] = field(default_factory=list)
     dimensions: dict[str, str] = field(default_factory=dict)  # what later measurements add to the cell's identity
+    framework_version: str | None = None  # the version that measured the cell
+    framework_pinned: str | None = None  # the version dlperf pins, when the cell was measured
+    environment: str | None = None  # "dlperf" (dlperf's own environment) or the framework's own environment's path
     updated_at: str | None = None
     # attached by the views, never stored
     utilization: float | None = None  # of the peaks `dlperf peak` measured
@@ -190,6 +193,9 @@ class CellRecord:
             per_process_medians=list(extra.get("per_process_medians") or []),
             dimensions={k: str(v) for k, v in (extra.get("dimensions") or {}).items()},
             warmup_steady=extra.get("warmup_steady", True) is not False,
+            framework_version=(extra.get("framework") or {}).get("version"),
+            framework_pinned=(extra.get("framework") or {}).get("pinned"),
+            environment=(extra.get("framework") or {}).get("environment"),
             **{k: extra.get(k) for k in ("settings", "steal_fraction", "others_cpu_share", "cpu_utilization",
                                           "minor_faults_per_step", "build_s")},
         )  # fmt: skip

@@ -283,3 +283,26 @@ def test_threads_restrict_the_affinity_keep_the_users_flags_and_size_xlas_pool(t
     flags = settings["XLA_FLAGS"].split()
     assert flags[0] == "--xla_cpu_enable_fast_math=false"
     assert ("--xla_cpu_multi_thread_eigen=false" in flags) == (threads == 1)
+
+
+COST_SHAPES = (
+    PRELUDE
+    + """
+out = {"dict": jb.cost_flops({"flops": 5.0}), "list": jb.cost_flops([{"flops": 1.0}, {"flops": 2.0}])}
+for name, cost in (("none", None), ("no_key", {"bytes accessed": 1.0}), ("empty", [])):
+    try:
+        jb.cost_flops(cost)
+        out[name] = None
+    except RuntimeError as exc:
+        out[name] = str(exc)
+print(json.dumps(out))
+"""
+)
+
+
+def test_every_shape_of_xlas_cost_analysis_gives_a_count_or_a_reason():
+    """jax 0.11.2 on CUDA gave None where 0.10.2 gives a dict: a TypeError failed every cell. Now a list is summed,
+    and no figure is an exception the worker turns into a note (tests/runner/test_worker.py)."""
+    out = run_in("jax", COST_SHAPES)
+    assert out["dict"] == 5 and out["list"] == 3
+    assert all(out[k] and "no FLOP figure" in out[k] for k in ("none", "no_key", "empty")), out

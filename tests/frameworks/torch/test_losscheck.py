@@ -31,7 +31,10 @@ from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 )
 def test_good_modes_pass(name, mode):
     workload = BUILTIN[name]
-    result = tb.loss_check(workload, "cpu", mode)
+    try:
+        result = tb.loss_check(workload, "cpu", mode)
+    except NotImplementedError as exc:  # e.g. an AVX2-only CPU: oneDNN has no bf16 LSTM kernel there
+        pytest.skip(f"{mode} does not run on this CPU: {exc}")
     assert result["ok"] and result["reason"] is None, result["reason"]
     assert result["batch"] == min(workload.batch, lc.BATCH) and result["steps"] == lc.STEPS
     assert len(result["fp32_losses"]) == len(result["tolerance"]) == lc.STEPS

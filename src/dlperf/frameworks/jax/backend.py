@@ -48,6 +48,10 @@ POOL_THREAD_NAME = "tf_XLAEigen"
 _threads: dict[str, Any] = {}  # what configure_threads was asked and found
 
 
+def version() -> str:
+    return jax.__version__
+
+
 def configure_threads(threads: int) -> dict[str, Any]:
     """Restrict the process to `threads` CPUs of its affinity set (the first ones), and add XLA's single-thread flag
     at one thread, before XLA starts. The user's own XLA_FLAGS are kept, their own setting of that flag included."""
@@ -223,11 +227,7 @@ class JaxStep:
         a twin of its step with the time loop fully unrolled: the same products, the same state."""
         graphdef = self._unrolled_graphdef() if self.workload.arch == "lstm-lm" else self.graphdef
         counted = jax.jit(train_step(graphdef, self.tx, lambda: None))
-        try:
-            cost = counted.lower(*self._args()).cost_analysis()
-        except Exception:  # no cost analysis for this backend: no FLOP figure, not a failed cell
-            return None
-        flops = int(cost["flops"])
+        flops = cost_flops(counted.lower(*self._args()).cost_analysis())
         return {"flops_per_step": flops, "flops_by_dtype": {"fp32": flops}}
 
     def _unrolled_graphdef(self) -> nnx.GraphDef:
@@ -276,6 +276,17 @@ class JaxStep:
             "deviations": deviations(self.workload),
             "model_notes": model_notes(self.workload),
         }
+
+
+def cost_flops(cost: Any) -> int:
+    """The FLOPs of XLA's cost analysis, whichever shape this jax gives it: a dict, a list of one dict per
+    computation (summed), or None (some backends and versions have none: jax 0.11.2 on CUDA). Raises, saying which,
+    where there is no figure; the worker then records the cell with a note instead of a FLOP count."""
+    parts = cost if isinstance(cost, (list, tuple)) else [cost]
+    if not parts or any(not isinstance(p, dict) or "flops" not in p for p in parts):
+        got = type(cost).__name__
+        raise RuntimeError(f"XLA's cost analysis has no FLOP figure here (jax {jax.__version__} gave {got})")
+    return int(sum(p["flops"] for p in parts))
 
 
 def deviations(workload: Workload) -> list[str]:

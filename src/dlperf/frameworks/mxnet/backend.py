@@ -80,6 +80,10 @@ def _mx():
 # Threads and settings
 
 
+def version() -> str:
+    return _mx().__version__
+
+
 def configure_threads(threads: int) -> dict[str, Any]:
     """Set the thread variables MXNet reads at load time, then load it. Returns the settings in effect."""
     late = "mxnet" in sys.modules  # then the variables below come too late and the report shows what is in force
