@@ -1,6 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    create .venv if missing, install, measure the default sweep, print the Table-7 view
-#   make test   create .venv if missing, install dev extras, lint, pytest
+#   make test   create .venv if missing, install dev extras, lint, pytest without the end-to-end sweeps marked slow
+#   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
 # and one more for the other frameworks:
 #   make envs   a dedicated environment each for jax, tensorflow and mxnet (under $DLPERF_DATA_DIR, default
 #               ~/.local/share/dlperf), installed in parallel from the committed constraints files and verified
@@ -14,7 +15,7 @@ RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
 
-.PHONY: run test lint format pytest clean envs
+.PHONY: run test test-slow lint format pytest clean envs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -33,10 +34,15 @@ format: $(STAMP)
 	$(BIN)/ruff format src tests benchmarks examples
 	$(BIN)/ruff check --fix src tests benchmarks examples
 
+# Each prints its 15 slowest tests, so a test that grows slow shows in CI's output.
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow" --durations=15 $(PYTEST_ARGS)
 
 test: lint pytest
+
+# The slow tests are independent sweeps in their own child processes and temporary stores: two run side by side.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow -n 2 --durations=15 $(PYTEST_ARGS)
 
 # One install per framework, side by side (they download, mostly); each log is printed when it fails.
 envs: $(STAMP)

@@ -91,6 +91,7 @@ def mlp():
 """
 
 
+@pytest.mark.slow
 def test_optimize_end_to_end_on_a_user_workload_json(tmp_path):
     require("torch")
     (tmp_path / "models.py").write_text(USER_FILE)

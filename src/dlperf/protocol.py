@@ -131,6 +131,8 @@ class CellTask(_Task):
     workload: dict[str, Any]  # Workload.to_json(): the worker rebuilds the Workload
     timer: TimerConfig
     pin_cpus: list[int] | None = None  # --pin: this process's CPUs
+    count_flops: bool = True  # False: the run has the count already (FLOPs depend on neither threads nor repeat)
+    measure_memory: bool = True  # False: the run has them already (a step's tensors do not depend on the threads)
     loss_check: bool = False  # train the mode against fp32 after timing (the parent picks one process per cell)
     check_if_faster_than_s: float | None = None  # ... and only when the median is below this (else: "not checked")
     stop: StopRule | None = None
@@ -204,6 +206,8 @@ def read_task(path: str | Path) -> Task:
 @dataclass(frozen=True)
 class Event:
     NAME: ClassVar[str] = ""
+    # wall-clock time the child reported it: where a cell's time goes (collect.phases); left out of equality
+    at: float = field(default_factory=time.time, kw_only=True, compare=False)
 
     def to_line(self) -> str:
         return json.dumps({"event": self.NAME, **asdict(self)})
@@ -354,7 +358,6 @@ class Error(Event):
     traceback: str | None = None
     rank: int | None = None
     usage: bool = False  # the user's input is wrong (a factory that does not build): a UsageError in the parent
-    at: float = field(default_factory=time.time)  # wall clock: among ranks, the first failure is the cause
 
 
 @event("done")

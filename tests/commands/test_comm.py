@@ -192,6 +192,7 @@ def test_a_v3_file_is_upgraded_and_gets_the_comm_table(tmp_path):
 # End to end: torchrun, gloo, CPU
 
 
+@pytest.mark.slow
 def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch):
     db = tmp_path / "tmp.db"
     proc = dlperf("comm", "--nproc", "2", *QUICK, "--sizes", "4K:1M", "--factor", "16", "--format", "json", db=db)
@@ -217,6 +218,7 @@ def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch
     assert env["frameworks"]["torch"]["version"] == torch.__version__ and rows[0].fingerprint["cores"]
 
 
+@pytest.mark.slow
 def test_two_nodes_on_one_machine_meet_over_loopback(tmp_path, torch):
     endpoint = f"127.0.0.1:{free_port()}"
     procs = [
@@ -239,6 +241,7 @@ def node(tmp_path, rank: int, endpoint: str, *flags: str) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing_behind(tmp_path, torch):
     start = time.monotonic()
     proc = node(tmp_path, 0, f"127.0.0.1:{free_port()}", "--timeout", "20")

@@ -273,6 +273,7 @@ def test_a_reader_still_refuses_a_file_without_dlperf_tables(tmp_path):
         Store.open(path, create=False)
 
 
+@pytest.mark.slow
 def test_table_and_export_show_utilization_against_the_stored_peak(tmp_path):
     require("torch")
     from conftest import FAST

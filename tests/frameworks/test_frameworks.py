@@ -10,6 +10,7 @@ import pytest
 from conftest import FAST, cells, dlperf, framework_python, rows
 from dlperf import envs
 
+pytestmark = pytest.mark.slow
 FRAMEWORKS = ["torch", "jax", "tensorflow", "mxnet"]
 
 

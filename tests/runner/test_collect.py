@@ -1,5 +1,7 @@
 import statistics
 
+import pytest
+
 from dlperf.protocol import (
     Built,
     Checking,
@@ -101,3 +103,33 @@ def test_each_cell_records_the_framework_version_and_a_version_not_pinned_is_a_n
         note = f"jax 0.11.2 (from dlperf's environment) measured this cell, not the pinned {pinned}"
         assert (note in fig["extra"]["warnings"]) is noted
     assert envs.same_release("2.13.0+cpu", "2.13.0")  # a local build label is the same release
+
+
+def test_a_cell_takes_what_it_did_not_compute_from_a_sibling_and_says_which():
+    from conftest import make_cell
+    from dlperf.runner.collect import share
+    from dlperf.store.records import LossCheckRecord
+
+    donor = make_cell("w", threads=1, mode="bf16", flops_per_step=100, flops_by_dtype={"bf16": 100},
+                      loss_check=LossCheckRecord(True, None, 1.5, {"steps": 8}))  # fmt: skip
+    m = measurement([*events([1.0] * 5)[:-3], Done()], OK_CHILD, 60)  # no FLOP count, no memory: not asked
+    figures = cell_figures([m], batch=1, threads=2, cores=2, device="cpu")
+    assert figures["flops_per_step"] is None and figures["extra"]["loss_check"] is None
+    share(figures, [donor])
+    assert figures["flops_per_step"] == 100 and figures["extra"]["flops_by_dtype"] == {"bf16": 100}
+    assert figures["extra"]["loss_check"] == {"ok": True, "reason": None, "seconds": 1.5, "steps": 8}
+    assert figures["extra"]["shared_from"] == {"flops": donor.key, "loss_check": donor.key}
+
+
+def test_phases_say_where_a_process_spent_its_time():
+    from dlperf.protocol import Affinity, Start
+    from dlperf.runner.collect import phases
+
+    t0 = 1000.0
+    evs = [Start(1, "py", at=t0 + 0.1), Affinity([0], {}, at=t0 + 0.1), Built(1, 0.5, {}, at=t0 + 1.6),
+           Warmup(3, True, [], at=t0 + 1.8), Sampled(5, 1.0, at=t0 + 2.8), Flops(10, at=t0 + 2.9),
+           Memory({}, at=t0 + 3.1), Done(at=t0 + 3.1)]  # fmt: skip
+    got = phases(evs, ChildResult(0, False, 3.2, "", started_at=t0))
+    assert got == pytest.approx({"startup_s": 0.1, "framework_s": 1.0, "build_s": 0.5, "compile_s": None,
+                                 "warmup_s": 0.2, "timed_s": 1.0, "flops_s": 0.1, "memory_s": 0.2,
+                                 "loss_check_s": None, "exit_s": 0.1})  # fmt: skip

@@ -268,3 +268,37 @@ def test_compile_timeout_stops_the_cell_with_the_reason(tmp_path):
     status = {r["mode"]: (r["status"], r["error"]) for r in cells(db)}
     assert status["fp32"][0] == "ok"  # the limit applies to compiling only
     assert status["compile"] == ("timeout", "compilation exceeded --compile-timeout 0.5 s")
+
+
+SPAWNER = """
+import os, subprocess, sys
+import torch
+import dlperf
+
+
+def make():
+    # a process the model's code starts (as a compiler's worker pool does), its pid kept where the test finds it
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    with open(os.environ["DLPERF_TEST_PIDS"], "a") as f:
+        f.write(f"{child.pid}\\n")
+    model = torch.nn.Linear(8, 2)
+    batch = lambda n, device: (torch.randn(n, 8, device=device), torch.randint(0, 2, (n,), device=device))
+    return dlperf.user_workload("spawner", model, batch, torch.nn.functional.cross_entropy, batch_size=4)
+"""
+
+
+def test_nothing_a_cell_started_outlives_it(tmp_path):
+    """Children end with os._exit, skipping the interpreter's teardown (0.85 s a cell): what they started is stopped
+    first, so no process of a cell, nor of the probe that read the factory, is left running."""
+    require("torch")
+    source, pids = tmp_path / "spawner.py", tmp_path / "pids"
+    source.write_text(SPAWNER)
+    proc = dlperf("run", "--workloads", f"{source}:make", "--threads", "1", *FAST, db=tmp_path / "d.db",
+                  env={"DLPERF_TEST_PIDS": str(pids)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    started = [int(line) for line in pids.read_text().split()]
+    assert len(started) == 2  # the probe's and the cell's
+    deadline = time.monotonic() + 5
+    while any(alive(p) for p in started) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(alive(p) for p in started)

@@ -40,6 +40,7 @@ from dlperf.protocol import (
     first,
 )
 from dlperf.runner.launch import ChildResult, signal_reason
+from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
@@ -75,6 +76,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict
         "notes": [n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
     }
+    detail["timeline"], detail["phases"] = timeline(events, child), phases(events, child)
     if status is not Status.OK:
         error_event = first(events, Error)
         detail["traceback"] = error_event and error_event.traceback
@@ -88,6 +90,47 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict
     }
 
 
+def timeline(events: list[Event], child: ChildResult) -> list[list] | None:
+    """[event, seconds since the child was started] for every event but the samples: where the process's time went."""
+    if child.started_at is None:
+        return None
+    return [[e.NAME, round(e.at - child.started_at, 4)] for e in events if not isinstance(e, Sample)]
+
+
+def phases(events: list[Event], child: ChildResult) -> dict[str, float | None] | None:
+    """A process's wall-clock time by phase, from its events' times (None where a phase did not happen):
+    startup (interpreter and dlperf), framework (its import and thread setup), build, compile (the first step),
+    warm-up, timed steps, FLOP counting, the memory step, the loss check, and exit (teardown after the last event)."""
+    if child.started_at is None:
+        return None
+    at: dict[str, float] = {}
+    for e in events:
+        at.setdefault(e.NAME, e.at - child.started_at)
+
+    def gap(after: str | None, name: str) -> float | None:
+        return round(at[name] - at[after], 4) if after in at and name in at else None
+
+    def before(*names: str) -> str | None:
+        """The latest of these events that happened (the untimed extras a task asks for vary)."""
+        return next((n for n in names if n in at), None)
+
+    built = first(events, Built)
+    build_s = built.build_s if built else None
+    framework_s = gap("affinity", "built")
+    return {
+        "startup_s": round(at["start"], 4) if "start" in at else None,
+        "framework_s": round(framework_s - build_s, 4) if framework_s is not None and build_s is not None else None,
+        "build_s": build_s,
+        "compile_s": gap("compiling", "compiled"),
+        "warmup_s": gap("compiled" if "compiled" in at else "built", "warmup"),
+        "timed_s": gap("warmup", "sampled"),
+        "flops_s": gap(before("compile_end", "sampled"), "flops"),
+        "memory_s": gap(before("flops", "compile_end", "sampled"), "memory"),
+        "loss_check_s": gap(before("memory", "flops", "compile_end", "sampled"), "loss_check"),
+        "exit_s": round(child.duration_s - at["done"], 4) if "done" in at else None,
+    }
+
+
 # what the machine did while the cell was timed, from the `Sampled` event
 MACHINE_FIGURES = (
     "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "process_hwm_increase_bytes",
@@ -97,7 +140,10 @@ MACHINE_FIGURES = (
 def environment_of(python: str) -> str:
     """Where a child's framework came from: "dlperf" (dlperf's own environment) or the directory of the framework's
     own environment (`dlperf env install`)."""
-    return "dlperf" if python == sys.executable else str(Path(python).parents[1])
+    if python == sys.executable:
+        return "dlperf"
+    parents = Path(python).parents  # ENV/bin/python -> ENV
+    return str(parents[1]) if len(parents) > 1 else python
 
 
 def torchrun_exits(text: str) -> dict[int, int]:
@@ -239,6 +285,29 @@ def cell_figures(
     warnings += _warnings(details, threads, cores, device) + _version_note(figures["extra"]["framework"])
     figures["extra"]["warnings"] = warnings
     return figures
+
+
+def share(figures: dict[str, Any], siblings: list[CellRecord]) -> None:
+    """Fill what a cell did not measure itself, its FLOPs, the memory of a step and its loss check, from a sibling
+    that did (the same cell but its thread count), and say which one: every figure stays traceable to its process."""
+    extra = figures["extra"]
+    if figures.get("peak_mem_bytes") is None:
+        donor = next((s for s in siblings if s.memory is not None and s.memory.peak_bytes is not None), None)
+        if donor is not None:
+            figures["peak_mem_bytes"], figures["peak_mem_kind"] = donor.memory.peak_bytes, donor.memory.kind
+            own = extra.get("memory") or {}  # this process's own figures (its high-water mark over the timed steps)
+            extra["memory"] = {**donor.memory.figures, **{k: v for k, v in own.items() if v is not None}}
+            extra.setdefault("shared_from", {})["memory"] = donor.key
+    if figures.get("flops_per_step") is None:
+        donor = next((s for s in siblings if s.flops_per_step is not None), None)
+        if donor is not None:
+            figures["flops_per_step"], extra["flops_by_dtype"] = donor.flops_per_step, donor.flops_by_dtype
+            extra.setdefault("shared_from", {})["flops"] = donor.key
+    if extra.get("loss_check") is None:
+        donor = next((s for s in siblings if s.loss_check and s.loss_check.ok is not None), None)
+        if donor is not None:
+            extra["loss_check"] = donor.loss_check.to_json()
+            extra.setdefault("shared_from", {})["loss_check"] = donor.key
 
 
 def provenance(details: list[dict], framework: str | None) -> dict[str, Any]:

@@ -15,8 +15,7 @@ import os
 import sys
 
 from dlperf.protocol import Answer, CommTask, Joined, Reporter
-from dlperf.runner.child import serve
-from dlperf.runner.distributed import exit_now
+from dlperf.runner.child import exit_now, serve
 
 
 def measure(task: CommTask, emit: Reporter) -> None:

@@ -19,8 +19,7 @@ from dataclasses import replace
 
 from dlperf.measure.timer import timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
-from dlperf.runner.child import serve
-from dlperf.runner.distributed import exit_now
+from dlperf.runner.child import exit_now, serve
 from dlperf.runner.worker import affinity, count_flops, measure_memory, pin, timed_samples
 from dlperf.workloads import Workload
 
@@ -63,8 +62,10 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     # charged for (here 3.9 of 9.4 busy CPU-seconds with two processes): busy time that is not this process's
     # would wrongly say another program ran.
     emit(replace(sampled, others_cpu_share=None, median_s=statistics.median(mine) if mine else None))
-    emit(count_flops(train))
-    emit(measure_memory(train))
+    if task.count_flops:
+        emit(count_flops(train))
+    if task.measure_memory:
+        emit(measure_memory(train))
     emit(Comm(torch_ddp.communication(train)))
     everyone = torch_ddp.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job

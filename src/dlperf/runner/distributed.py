@@ -8,8 +8,6 @@ rendezvous on a free port); several nodes meet at a c10d rendezvous endpoint, `h
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
 from dataclasses import dataclass
 
 from dlperf.errors import UsageError
@@ -71,13 +69,3 @@ def torchrun_command(
             f"--rdzv-conf=join_timeout={max(1, int(rdzv.join_timeout_s))}",
         ]  # fmt: skip
     return [*cmd, "-m", module, *args]
-
-
-def exit_now(code: int) -> None:
-    """End a torchrun worker whose results are on disk, skipping the interpreter's teardown. With gloo and DDP, C++
-    destructors at exit aborted ("terminate called without an active exception") in about 1 job in 5 here, after
-    the results were written, even with the group left together: the exit code would call a finished measurement
-    a failure."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)

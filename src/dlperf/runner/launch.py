@@ -68,6 +68,7 @@ class ChildResult:
     duration_s: float
     stderr_tail: str
     stop_reason: str | None = None  # why it was stopped early, when a `limit` stopped it
+    started_at: float | None = None  # wall clock just before the child was started: its events' `at` count from here
 
     @property
     def crashed_reason(self) -> str | None:
@@ -163,7 +164,7 @@ def run_child(
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
     stdout = open(log_dir / "stdout.log", "wb")  # noqa: SIM115 - closed below, the child holds it meanwhile
     stderr = open(log_dir / "stderr.log", "wb")  # noqa: SIM115
-    start = time.monotonic()
+    started_at, start = time.time(), time.monotonic()
     proc = subprocess.Popen(
         cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
     )
@@ -181,6 +182,7 @@ def run_child(
         time.monotonic() - start,
         tail(log_dir / "stderr.log"),
         reason,
+        started_at,
     )
 
 

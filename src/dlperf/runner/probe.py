@@ -13,7 +13,7 @@ import sys
 
 from dlperf.errors import UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, Reporter, first
-from dlperf.runner.child import serve
+from dlperf.runner.child import exit_now, serve
 
 PROBE_TIMEOUT_S = 180.0
 
@@ -138,4 +138,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    exit_now(main(sys.argv))  # every event is on disk: skip the interpreter's teardown

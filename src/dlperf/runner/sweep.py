@@ -23,6 +23,7 @@ from dlperf.runner.launch import launch
 from dlperf.runner.plan import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store
+from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
 
@@ -61,16 +62,29 @@ def sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+def siblings(cell: Cell, stored: list[CellRecord]) -> list[CellRecord]:
+    """The run's cells that differ from `cell` at most in their thread count: their FLOPs per step, the memory of a
+    step and their loss check's verdict are the cell's too (the same model, batch, dtypes and seeds: the tensors a
+    step holds do not depend on how many threads compute them), so a run measures them once."""
+    same = (cell.workload, cell.framework, cell.device, cell.mode, cell.nproc, cell.scaling)
+    return [c for c in stored if (c.workload, c.framework, c.device, c.mode, c.nproc, c.scaling or "") == same]
+
+
 def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     """What the child of `task` receives. The loss check runs once per cell, in its first process (it trains from
-    fixed seeds: another process would repeat it), for every mode but fp32 (the reference), unless --no-loss-check."""
+    fixed seeds: another process would repeat it), for every mode but fp32 (the reference), unless --no-loss-check
+    or a sibling cell has its verdict; FLOPs and the memory of a step are measured once per sibling group."""
     cell, spec = task.cell, ctx.spec
+    group = siblings(cell, ctx.store.cells(ctx.run_id))
+    wants_check = spec.loss_check and task.repeat == 0 and mode_components(cell.mode) != [Mode.FP32]
     common = {
         "cell": cell,
         "repeat": task.repeat,
         "workload": ctx.workloads[cell.key],
         "timer": spec.timer,
-        "loss_check": spec.loss_check and task.repeat == 0 and mode_components(cell.mode) != [Mode.FP32],
+        "count_flops": not any(c.flops_per_step is not None for c in group),
+        "measure_memory": not any(c.peak_mem_bytes is not None for c in group),
+        "loss_check": wants_check and not any(c.loss_check and c.loss_check.ok is not None for c in group),
         "check_if_faster_than_s": task.check_if_faster_than_s,
         "stop": task.stop,
     }
@@ -135,6 +149,7 @@ def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
     batch = ctx.workloads[cell.key]["batch"]
     busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
     figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device, cell.framework)
+    collect.share(figures, [c for c in siblings(cell, ctx.store.cells(ctx.run_id)) if c.key != cell.key])
     ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures)
     return figures
 

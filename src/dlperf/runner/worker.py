@@ -37,7 +37,7 @@ from dlperf.protocol import (
     Sampled,
     Warmup,
 )
-from dlperf.runner.child import describe, serve
+from dlperf.runner.child import describe, exit_now, serve
 from dlperf.workloads import Workload
 
 
@@ -69,8 +69,10 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if task.stop is not None and task.stop.applies(sampled.median_s):
         stop_early(task, sampled.median_s, emit)
         return
-    emit(count_flops(train))
-    emit(measure_memory(train))
+    if task.count_flops:
+        emit(count_flops(train))
+    if task.measure_memory:
+        emit(measure_memory(train))
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
     emit(Done())
@@ -181,4 +183,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    exit_now(main(sys.argv))  # every event is on disk: skip the interpreter's teardown

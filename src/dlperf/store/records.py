@@ -71,6 +71,10 @@ class LossCheckRecord:
         rest = {k: v for k, v in d.items() if k not in ("ok", "reason", "seconds")}
         return cls(d.get("ok"), d.get("reason"), d.get("seconds"), rest)
 
+    def to_json(self) -> dict[str, Any]:
+        """As stored: the verdict, its reason and seconds, and the measured figures beside them."""
+        return {"ok": self.ok, "reason": self.reason, "seconds": self.seconds, **self.figures}
+
 
 @dataclass(frozen=True)
 class CommRecord:
@@ -140,6 +144,7 @@ class CellRecord:
     warmup_steady: bool = True
     per_process_medians: list[float] = field(default_factory=list)
     dimensions: dict[str, str] = field(default_factory=dict)  # what later measurements add to the cell's identity
+    shared_from: dict[str, str] = field(default_factory=dict)  # figure -> the sibling cell that computed it
     framework_version: str | None = None  # the version that measured the cell
     framework_pinned: str | None = None  # the version dlperf pins, when the cell was measured
     environment: str | None = None  # "dlperf" (dlperf's own environment) or the framework's own environment's path
@@ -193,6 +198,7 @@ class CellRecord:
             per_process_medians=list(extra.get("per_process_medians") or []),
             dimensions={k: str(v) for k, v in (extra.get("dimensions") or {}).items()},
             warmup_steady=extra.get("warmup_steady", True) is not False,
+            shared_from=dict(extra.get("shared_from") or {}),
             framework_version=(extra.get("framework") or {}).get("version"),
             framework_pinned=(extra.get("framework") or {}).get("pinned"),
             environment=(extra.get("framework") or {}).get("environment"),

@@ -1,0 +1,104 @@
+"""What a cell costs beyond its warm-up and timed steps: starting the interpreter, importing the framework,
+building the step, counting FLOPs, the memory step, the loss check, the exit, and the parent's own work.
+
+    python benchmarks/cell_cost.py [--src SRC] [--workloads tiny-fcn-r,fcn-r,resnet-56] [--threads 1,2]
+                                   [--modes fp32,bf16] [--repeats 1] [--db DB]
+
+runs one `dlperf run` of the given cells with a short timer (3 timed steps at least, 0.5 s at most, 3 warm-up steps
+at most), from the dlperf source tree SRC (default: this checkout's src/; another checkout's src/ measures another
+commit the same way), then reads every process back from the store it wrote. Per process, the fixed cost is its
+wall-clock life minus its warm-up and timed steps (the sums of the stored warm-up times and samples), so the figure
+is the same for a commit that records phases and one that does not; where the process recorded its phases
+(`detail["phases"]`), they are printed too. The run's own cost beyond its processes (planning, the probe, storing,
+printing) is the run's wall time minus every process's. Figures are seconds, medians over the cells.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TIMER = ["--min-steps", "3", "--min-time", "0", "--max-time", "0.5", "--max-warmup", "3"]
+PHASES = ("startup_s", "framework_s", "build_s", "compile_s", "flops_s", "memory_s", "loss_check_s", "exit_s")
+
+
+def run(src: Path, db: Path, args: argparse.Namespace) -> float:
+    """One `dlperf run` from `src`; its wall time."""
+    cmd = [sys.executable, "-m", "dlperf", "run", "--workloads", args.workloads, "--threads", args.threads,
+           "--modes", args.modes, "--repeats", str(args.repeats), *TIMER, "--db", str(db)]  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    start = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        sys.exit(f"dlperf run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return wall
+
+
+def processes(db: Path) -> list[dict]:
+    """Every measured process: its cell, repeat, life, warm-up and timed seconds, and its phases if it kept them."""
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT cell_key, repeat, status, duration_s, samples_json, detail_json FROM measurements")
+    out = []
+    for key, repeat, status, duration, samples, detail in rows:
+        detail = json.loads(detail)
+        warmup = sum(detail.get("warmup_times") or [])
+        timed = sum(json.loads(samples))
+        fixed = duration - warmup - timed
+        out.append({"key": key, "repeat": repeat, "status": status, "duration_s": duration, "warmup_s": warmup,
+                    "timed_s": timed, "fixed_s": fixed, "phases": detail.get("phases")})  # fmt: skip
+    conn.close()
+    return out
+
+
+def median(values: list[float | None]) -> str:
+    present = [v for v in values if v is not None]
+    return f"{statistics.median(present):.2f}" if present else "-"
+
+
+def report(procs: list[dict], wall: float) -> None:
+    print("| cell | process | life (s) | warm-up + timed (s) | fixed (s) | " + " | ".join(PHASES) + " |")
+    print("|" + "---|" * (5 + len(PHASES)))
+    for p in procs:
+        phases = p["phases"] or {}
+        cells = [f"{phases[k]:.2f}" if phases.get(k) is not None else "-" for k in PHASES]
+        print(f"| {p['key']} | {p['repeat']} | {p['duration_s']:.2f} | {p['warmup_s'] + p['timed_s']:.2f} | "
+              f"{p['fixed_s']:.2f} | " + " | ".join(cells) + " |")  # fmt: skip
+    overhead = wall - sum(p["duration_s"] for p in procs)
+    print()
+    print(f"{len(procs)} processes; fixed cost per process: median {median([p['fixed_s'] for p in procs])} s "
+          f"(first processes of a cell {median([p['fixed_s'] for p in procs if p['repeat'] == 0])} s); "
+          f"the run's own cost beyond its processes: {overhead:.2f} s ({overhead / len(procs):.2f} s a process); "
+          f"wall time {wall:.1f} s")  # fmt: skip
+    for name in PHASES:
+        values = [(p["phases"] or {}).get(name) for p in procs]
+        if any(v is not None for v in values):
+            print(f"  {name}: median {median(values)} s over the processes that had it")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--src", type=Path, default=REPO / "src", help="the dlperf source tree to measure")
+    parser.add_argument("--workloads", default="tiny-fcn-r,fcn-r,resnet-56")
+    parser.add_argument("--threads", default="1,2")
+    parser.add_argument("--modes", default="fp32,bf16")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--db", type=Path, help="keep the store here (default: a temporary file)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        db = args.db or Path(tmp) / "cost.db"
+        wall = run(args.src.resolve(), db, args)
+        report(processes(db), wall)
+
+
+if __name__ == "__main__":
+    main()
