@@ -34,6 +34,20 @@ def test_help_loads_the_standard_library_only():
     assert out.stdout.strip() == "['dlperf']"
 
 
+def test_help_builds_the_parsers_without_the_code_behind_the_commands():
+    """`dlperf --help` once took 0.43-0.75 s on a slow machine because building the parser imported `optimize` and
+    `comm`, and with them the runner, the store and the API: only the commands and their light vocabulary load."""
+    code = (
+        "import sys, dlperf.cli; dlperf.cli.build_parser().format_help();"
+        "print(sorted(m for m in sys.modules if m.startswith('dlperf')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(ROOT / "src")})  # fmt: skip
+    loaded = eval(out.stdout)
+    heavy = ("dlperf.api", "dlperf.optimize", "dlperf.runner", "dlperf.store", "dlperf.report", "dlperf.protocol")
+    assert [m for m in loaded if m.startswith(heavy)] == []
+
+
 def test_help_runs_without_a_framework():
     proc = dlperf("--help")
     assert proc.returncode == 0 and "run" in proc.stdout

@@ -58,20 +58,90 @@ def test_nothing_is_recommended_when_no_mode_is_reliably_faster():
 
 
 def test_recipe_lines():
-    assert opt.recipe("bf16+channels_last+compile", "cpu") == [
+    lines = opt.recipe("bf16+channels_last+compile", "cpu", "resnet-56")
+    assert lines[:6] == [
+        "import torch",
+        "from dlperf.frameworks.torch.backend import training_parts",
+        "",
+        "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
+        "model, optimizer, loss_fn, x, y = training_parts('resnet-56', 'cpu')",
+        "steps = 100",
+    ]
+    assert lines[6:] == [
         "model = model.to(memory_format=torch.channels_last)",
         "x = x.contiguous(memory_format=torch.channels_last)  # every input batch",
         "model = torch.compile(model)",
-        "# each step:",
-        'with torch.autocast("cpu", dtype=torch.bfloat16):',
-        "    loss = loss_fn(model(x), y)",
-        "loss.backward()",
-        "optimizer.step()",
+        "for _ in range(steps):",
+        "    optimizer.zero_grad(set_to_none=True)",  # the pasted bf16 loop once had none
+        '    with torch.autocast("cpu", dtype=torch.bfloat16):',
+        "        loss = loss_fn(model(x), y)",
+        "    loss.backward()",
+        "    optimizer.step()",
     ]
-    fp16 = opt.recipe("fp16+fused", "cuda:0")
-    assert 'scaler = torch.amp.GradScaler("cuda")' in fp16 and "scaler.update()" in fp16
-    assert any("fused=True" in line for line in fp16)
-    assert opt.recipe("fp32", "cpu")[0].startswith("# nothing to change")
+    fp16 = opt.recipe("fp16+fused", "cuda:0", "resnet-56")
+    assert 'scaler = torch.amp.GradScaler("cuda")' in fp16 and "    scaler.update()" in fp16
+    assert not any("lr=lr" in line or "momentum=0.9" in line for line in fp16)  # the user's optimizer, not SGD
+
+
+RECIPE_FILE = """
+import torch
+import dlperf
+
+
+def convnet():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.BatchNorm2d(8), torch.nn.ReLU(),
+                                torch.nn.Flatten(), torch.nn.Linear(8 * 8 * 8, 4))
+
+    def make_batch(n, device):
+        return torch.randn(n, 3, 8, 8, device=device), torch.randint(4, (n,), device=device)
+
+    return dlperf.user_workload("user-convnet", model, make_batch, torch.nn.functional.cross_entropy, batch_size=8,
+                                optimizer=lambda params: torch.optim.AdamW(params, lr=3e-3, weight_decay=0.05))
+"""
+
+# Each recipe, as `dlperf optimize` prints it, run as a script of its own (a fresh namespace) with two steps; then
+# the optimizer must still be the factory's AdamW with its settings, and the loss finite.
+RUN_RECIPES = """
+import json, math, sys
+scripts = json.loads(sys.stdin.read())
+for mode, text in scripts.items():
+    scope = {}
+    exec(compile(text.replace("steps = 100", "steps = 2"), mode, "exec"), scope)
+    opt, loss = scope["optimizer"], float(scope["loss"])
+    group = opt.param_groups[0]
+    assert type(opt).__name__ == "AdamW" and group["lr"] == 3e-3 and group["weight_decay"] == 0.05, (mode, group)
+    assert math.isfinite(loss), (mode, loss)
+    print(mode, "ran", "fused" if group.get("fused") else "foreach" if group.get("foreach") else "")
+"""
+
+
+def _run_recipes(tmp_path, modes):
+    import subprocess
+    import sys
+
+    (tmp_path / "models.py").write_text(RECIPE_FILE)
+    source = str(tmp_path / "models.py") + ":convnet"
+    scripts = {mode: "\n".join(opt.recipe(mode, "cpu", source)) for mode in modes}
+    done = subprocess.run([sys.executable, "-c", RUN_RECIPES], input=json.dumps(scripts), capture_output=True,
+                          text=True, cwd=tmp_path, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return dict(line.split(" ran ") for line in done.stdout.splitlines())
+
+
+def test_every_recipe_runs_as_printed_against_the_users_own_factory_and_keeps_its_optimizer(tmp_path):
+    # a recipe once failed as pasted (`lr` undefined), swapped the user's optimizer for SGD with momentum 0.9, and
+    # trained bf16 without zero_grad
+    require("torch")
+    modes = ["fp32", "bf16", "fp16", "channels_last", "foreach", "fused", "bf16+channels_last+fused", "checkpoint"]
+    ran = _run_recipes(tmp_path, modes)
+    assert set(ran) == set(modes)
+    assert ran["fused"] == "fused" and ran["foreach"] == "foreach" and ran["bf16+channels_last+fused"] == "fused"
+
+
+@pytest.mark.slow
+def test_the_compile_recipe_runs_as_printed(tmp_path):
+    require("torch")
+    assert set(_run_recipes(tmp_path, ["bf16+compile"])) == {"bf16+compile"}
 
 
 USER_FILE = """
@@ -142,3 +212,49 @@ def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys):
     assert "Recommended: bf16, 2.00x faster than fp32 eager" in out
     assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in out
     assert json.loads(opt_cmd.render_json(search))["best"]["mode"] == "bf16"
+
+
+class RoundOnly(opt.Searcher):
+    """A searcher whose measurements are given: which modes each call measured, and which wins."""
+
+    def __init__(self, device, wins, budget_s=900.0):
+        from types import SimpleNamespace
+
+        from dlperf.api import make_spec
+
+        super().__init__(opt.Options("resnet-56", device=device, budget_s=budget_s), "unused.db", None, None)
+        self.workload, self.peaks, self.wins, self.measured, self.timeouts = (
+            {"input": {"shape": [3, 32, 32]}},
+            {},
+            wins,
+            [],
+            [],
+        )
+        self.ctx = SimpleNamespace(spec=make_spec("resnet-56", compile_timeout=600.0))
+
+    def _measure(self, group, best, modes, start):
+        self.measured.append(modes)
+        self.timeouts.append(self.ctx.spec.compile_timeout)
+        return next((m for m in modes if m in self.wins), best)
+
+
+def test_on_a_gpu_compiling_goes_last_and_is_skipped_when_capturing_the_eager_step_already_wins():
+    import time
+
+    won = RoundOnly("cuda:0", wins={"bf16+cuda_graphs"})
+    assert won._dimension("compilation", "bf16", time.monotonic()) == "bf16+cuda_graphs"
+    assert won.measured == [["bf16+cuda_graphs"]]  # no compile measured at all
+    assert any("bf16+compile, bf16+compile+cuda_graphs not tried" in n for n in won.notes)
+    lost = RoundOnly("cuda:0", wins=set())
+    lost._dimension("compilation", "bf16", time.monotonic())
+    assert lost.measured == [["bf16+cuda_graphs"], ["bf16+compile", "bf16+compile+cuda_graphs"]]
+
+
+def test_compiling_may_spend_the_budget_left_and_no_more():
+    import time
+
+    searcher = RoundOnly("cpu", wins=set(), budget_s=120.0)
+    searcher._dimension("compilation", "bf16", time.monotonic() - 30)
+    assert searcher.measured == [["bf16+compile"]]  # on a CPU: nothing to capture, compile alone
+    assert 85 < searcher.timeouts[0] <= 90  # about 90 s of the 120 s budget left, not --compile-timeout's 600
+    assert searcher.ctx.spec.compile_timeout == 600.0  # restored for the rounds after

@@ -10,7 +10,6 @@ The flow is one-way: spec (validated here) -> plan (cells) -> launch (a child pe
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -20,8 +19,11 @@ from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
+from dlperf.modes import mode_components
 from dlperf.protocol import Cell
+from dlperf.runner import estimate as runner_estimate
 from dlperf.runner import probe
+from dlperf.runner.estimate import Estimate
 from dlperf.runner.plan import Task, expand, expand_ddp, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
 from dlperf.spec import (
@@ -39,8 +41,6 @@ from dlperf.store import Store, default_db
 from dlperf.vocab import DeviceKind, ExitCode, Status
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.user import source_of
-
-STARTUP_GUESS_S = 15.0  # interpreter + framework import + model build + FLOP and memory steps, for a cell never seen
 
 
 @dataclass
@@ -63,7 +63,7 @@ class Outcome:
     run_id: int | None = None
     plan: Plan | None = None
     statuses: list[Status] = field(default_factory=list)
-    estimate_s: float | None = None
+    estimate: Estimate | None = None
 
 
 def make_spec(
@@ -189,6 +189,38 @@ def inherited_warning(name: str, value: str) -> str:
     return f"inherited {name}={value} changes threading or kernels; recorded with every cell"
 
 
+SLOW_PRECISION = 0.8  # a reduced precision whose matrix products run below this share of fp32's speed may not pay
+TRAP_PRECISION = 0.25  # ... and below this one it is emulated (on an AVX2-only CPU bf16 ran 12-16x slower than fp32)
+NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
+BF16_CAPABILITY = (8, 0)  # bf16 tensor cores arrived with Ampere; before it CUDA emulates bf16
+
+
+def precision_warnings(cells: list[Cell], env: dict) -> list[str]:
+    """Before anything is measured: each reduced precision the plan uses on a device that lacks a fast path for it.
+    On the CPU, from the probe's measured matrix-product speeds against fp32 (PyTorch's kernels) and the CPU's flags;
+    on a CUDA GPU, from its compute capability."""
+    used = sorted({(c.device, p.value) for c in cells for p in mode_components(c.mode) if p.value in NATIVE_FLAGS})
+    frameworks = env.get("frameworks") or {}
+    speed = ((frameworks.get("torch") or {}).get("precision_speed") or {}).get("cpu") or {}
+    gpus = {d["name"]: d for fw in frameworks.values() for d in fw.get("devices", []) if "capability" in d}
+    flags = set((env.get("cpu") or {}).get("flags") or [])
+    warnings = []
+    for device, dtype in used:
+        ratio = speed.get(dtype) if device == "cpu" else None
+        if ratio is not None and ratio < SLOW_PRECISION:
+            native = [f for f in NATIVE_FLAGS[dtype] if f in flags]
+            has = f"the CPU has {', '.join(native)}" if native else f"no {' or '.join(NATIVE_FLAGS[dtype])} on this CPU"
+            expect = "many times slower than" if ratio < TRAP_PRECISION else "no faster than, or slower than,"
+            warnings.append(f"{dtype} on cpu: a {dtype} matrix product ran {1 / ratio:.1f}x slower than fp32 here "
+                            f"({has}): expect the {dtype} cells to be {expect} fp32; measured anyway")  # fmt: skip
+        gpu = gpus.get(device)
+        if gpu and dtype == "bf16" and tuple(int(x) for x in gpu["capability"].split(".")) < BF16_CAPABILITY:
+            warnings.append(f"bf16 on {device} ({gpu.get('model')}, compute capability {gpu['capability']}): no bf16 "
+                            "tensor cores before 8.0, bf16 is emulated: expect the bf16 cells to be slower than fp32; "
+                            "measured anyway")  # fmt: skip
+    return warnings
+
+
 def make_plan(spec: RunSpec) -> Plan:
     """Everything that needs checking before anything is written: frameworks, devices, user workloads."""
     info = framework_info(spec.frameworks)
@@ -201,7 +233,7 @@ def make_plan(spec: RunSpec) -> Plan:
     if spec.nprocs:
         cells = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
         chosen = {c.key: ddp_workload(workloads[c.workload], c).to_json() for c in cells}
-        return Plan(spec, cells, chosen, env, cores, warnings)
+        return Plan(spec, cells, chosen, env, cores, warnings + precision_warnings(cells, env))
     counts = thread_counts(spec.threads, cores, warnings)
     if spec.pin and max(counts) > allowed:
         warnings.append(
@@ -210,6 +242,7 @@ def make_plan(spec: RunSpec) -> Plan:
         )
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
     by_name = {w.name: w.to_json() for w in workloads.values()}
+    warnings += precision_warnings(cells, env)
     return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
 
 
@@ -232,24 +265,31 @@ def _ddp_cells(spec: RunSpec, workloads: list[Workload], devices: list[str], cor
     return expand_ddp(spec, workloads, kinds, cores)
 
 
-def estimate(plan: Plan, db: str) -> float:
-    """Seconds the plan will take: each cell's earlier duration on this machine where the store has one."""
-    known = _known_durations(db, envinfo.fingerprint(plan.env))
-    guess = min(plan.spec.timeout, STARTUP_GUESS_S + plan.spec.timer.max_time)
-    return sum(known.get(t.cell.key, guess) for t in plan.tasks)
+def estimate(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None) -> Estimate:
+    """How long the plan will take: each cell's earlier processes on this machine where the store has them, a pilot
+    step's model otherwise (`runner/estimate.py`)."""
+    spec = plan.spec
+    return runner_estimate.estimate(
+        plan.tasks, plan.workloads, _known_durations(db, envinfo.fingerprint(plan.env)), timer=spec.timer,
+        timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores, python_for=interpreter_for,
+        on_pilot=on_pilot,
+    )  # fmt: skip
 
 
-def _known_durations(db: str, fingerprint: dict) -> dict[str, float]:
-    """Cell key -> the median duration of its processes in earlier runs on this machine."""
+def say_pilot(cell: Cell) -> None:
+    print(f"estimating: one untimed step of {cell.label}", file=sys.stderr, flush=True)
+
+
+def _known_durations(db: str, fingerprint: dict) -> dict[str, list[float]]:
+    """Cell key -> the durations of its processes in earlier runs on this machine."""
     if not os.path.exists(db):
         return {}
     store = Store.open(db, create=False)
     try:
         runs = [r.id for r in store.runs() if r.fingerprint == fingerprint]
-        by_key = store.durations(runs)
+        return store.durations(runs)
     finally:
         store.close()
-    return {k: statistics.median(v) for k, v in by_key.items()}
 
 
 def run(
@@ -272,7 +312,7 @@ def run(
     for warning in plan.warnings:
         (warn or warn_stderr)(warning)
     if dry_run:
-        return Outcome(ExitCode.OK, plan=plan, estimate_s=estimate(plan, db))
+        return Outcome(ExitCode.OK, plan=plan, estimate=estimate(plan, db, say_pilot))
     store = Store.open(db, create=True)
     try:
         run_id = store.create_run(

@@ -50,8 +50,14 @@ class ModeRow:
     image_input: bool = False  # needs a batch of images (channels, height, width)
     ddp: bool = True  # measurable inside a DDP process (`--nproc`)
     searched: bool = True  # an option `dlperf optimize` tries in its group's round
-    recipe: tuple[str, ...] = ()  # PyTorch lines that apply it; {device} is the device type ("cpu", "cuda")
+    recipe: tuple[str, ...] = ()  # PyTorch lines that apply it before the loop; {device} is "cpu", "cuda", ...
+    step: tuple[str, ...] = ()  # a precision's loop body, in place of the plain one (STEP)
 
+
+# the user's optimizer, rebuilt (before it has state) with its class and every setting but its implementation
+REBUILD = ('groups = [{k: v for k, v in g.items() if k not in ("foreach", "fused")} for g in optimizer.param_groups]',)
+# one plain training step: what a precision's `step` replaces
+STEP = ("optimizer.zero_grad(set_to_none=True)", "loss = loss_fn(model(x), y)", "loss.backward()", "optimizer.step()")
 
 # fmt: off
 ROWS: tuple[ModeRow, ...] = (
@@ -59,15 +65,16 @@ ROWS: tuple[ModeRow, ...] = (
     ModeRow(
         Mode.BF16, "precision", "bfloat16 autocast of forward and loss; weights, gradients and update stay fp32",
         exclusive=True,
-        recipe=("# each step:", 'with torch.autocast("{device}", dtype=torch.bfloat16):',
-                "    loss = loss_fn(model(x), y)", "loss.backward()", "optimizer.step()"),
+        step=("optimizer.zero_grad(set_to_none=True)", 'with torch.autocast("{device}", dtype=torch.bfloat16):',
+              "    loss = loss_fn(model(x), y)", "loss.backward()", "optimizer.step()"),
     ),
     ModeRow(
         Mode.FP16, "precision", "float16 autocast with gradient scaling; weights, gradients and update stay fp32",
         exclusive=True,
-        recipe=('scaler = torch.amp.GradScaler("{device}")', "# each step:",
-                'with torch.autocast("{device}", dtype=torch.float16):', "    loss = loss_fn(model(x), y)",
-                "scaler.scale(loss).backward()", "scaler.step(optimizer)", "scaler.update()"),
+        recipe=('scaler = torch.amp.GradScaler("{device}")',),
+        step=("optimizer.zero_grad(set_to_none=True)", 'with torch.autocast("{device}", dtype=torch.float16):',
+              "    loss = loss_fn(model(x), y)", "scaler.scale(loss).backward()", "scaler.step(optimizer)",
+              "scaler.update()"),
     ),
     ModeRow(
         Mode.TF32, "precision", "CUDA only: fp32 matrix products and convolutions on TensorFloat-32 tensor cores",
@@ -83,12 +90,12 @@ ROWS: tuple[ModeRow, ...] = (
     ModeRow(
         Mode.FOREACH, "optimizer implementation", "the optimizer's multi-tensor implementation (one kernel per "
         "operation over all parameters)", exclusive=True,
-        recipe=("optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, foreach=True)",),
+        recipe=(*REBUILD, "optimizer = type(optimizer)(groups, foreach=True)  # the same optimizer and settings"),
     ),
     ModeRow(
         Mode.FUSED, "optimizer implementation", "the optimizer's fused implementation (the whole update in one "
         "kernel per parameter group)", exclusive=True,
-        recipe=("optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, fused=True)",),
+        recipe=(*REBUILD, "optimizer = type(optimizer)(groups, fused=True)  # the same optimizer and settings"),
     ),
     ModeRow(
         Mode.CHECKPOINT, "checkpointing", "gradient checkpointing of the largest nn.Sequential in about sqrt(n) "
@@ -164,23 +171,22 @@ def options_of(group: str, device_kind: DeviceKind) -> list[str]:
 
 
 def recipe(mode: str, device_kind: DeviceKind) -> list[str]:
-    """The few lines of PyTorch that apply `mode` to a training loop of `model`, `optimizer`, `loss_fn`, `x`, `y`:
-    every component's lines in canonical order, the precision's per-step block last."""
+    """The lines of PyTorch that train `model` with `optimizer`, `loss_fn` and a batch `x`, `y` in `mode`, for
+    `steps` steps: every component's setup in canonical order, then the loop, its body the precision's (or STEP).
+    Runnable as they stand once those names exist (`dlperf optimize` prints them after the lines that make them)."""
     parts = set(mode_components(mode))
     combined = {c[0]: c for c in COMBINED_RECIPES if parts.issuperset(c)}  # first member -> the combination
     replaced = {m for c in combined.values() for m in c}
     lines: list[str] = []
-    for row in sorted((ROW[p] for p in parts), key=_recipe_order):
+    body = STEP
+    for row in sorted((ROW[p] for p in parts), key=lambda r: MODE_ORDER.index(r.mode)):
         if row.mode in combined:
             lines += COMBINED_RECIPES[combined[row.mode]]
         elif row.mode not in replaced:
-            lines += [line.format(device=device_kind.value) for line in row.recipe]
-    return lines or ["# nothing to change: fp32 eager is the fastest measured here"]
-
-
-def _recipe_order(row: ModeRow) -> tuple[bool, int]:
-    """Canonical order, the precision's per-step block last: it is the loop body the other lines prepare."""
-    return row.group == "precision" and row.exclusive, MODE_ORDER.index(row.mode)
+            lines += row.recipe
+        body = row.step or body
+    lines += ["for _ in range(steps):", *(f"    {line}" for line in body)]
+    return [line.replace("{device}", device_kind.value) for line in lines]
 
 
 def help_text() -> str:

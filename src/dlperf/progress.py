@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.report.format import duration, seconds
 
 
@@ -66,8 +67,10 @@ class Progress:
     def finish(self, index: int, task, measurement: dict, figures: dict) -> None:
         self._done_durations.append(measurement.get("duration_s") or 0.0)
         status = measurement["status"]
-        median = figures.get("median_s")
+        median, n = figures.get("median_s"), figures.get("n")
         outcome = f"median {seconds(median)}" if status == "ok" and median else f"{status}: {measurement['error']}"
+        if status == "ok" and median and n is not None:
+            outcome += f", n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
         line = f"[{index + 1}/{self.total}] {self._current}: {outcome}"
         if self.live:
             self.console.print(line, highlight=False, markup=False)

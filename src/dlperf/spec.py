@@ -17,6 +17,10 @@ from dlperf.vocab import DeviceKind, Framework
 from dlperf.workloads import BUILTIN, SUITE
 from dlperf.workloads.user import looks_like_source, normalize_source
 
+# `dlperf optimize`'s defaults (here, so that its --help needs no search code)
+OPTIMIZE_BUDGET_MIN = 15.0
+OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
+
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 
 

@@ -33,3 +33,13 @@ class ExitCode:
     CELLS_FAILED = 1
     BAD_INPUT = 2
     INTERRUPTED = 130
+
+
+class CommBackend(StrEnum):
+    """How the processes of a collective talk (`dlperf comm`, DDP)."""
+
+    GLOO = "gloo"  # CPU tensors, TCP between processes
+    NCCL = "nccl"  # one CUDA GPU per process
+
+
+EXPORT_FORMATS = ("jsonl", "csv")  # `dlperf export --format`

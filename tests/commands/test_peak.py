@@ -191,6 +191,26 @@ def test_utilization_is_time_at_peak_over_measured_time():
     assert utilization({"bf16": 8e10, "fp16": 0}, 0.4, peaks) == pytest.approx(0.5)  # no fp16 work: no peak needed
 
 
+def test_reduced_precision_work_is_held_against_the_faster_of_its_peak_and_fp32s():
+    # an AVX2 CPU: bf16 matmul emulated at 1e9 FLOP/s, fp32 at 1e11; oneDNN ran the bf16 convolutions through fp32
+    # kernels, and against the bf16 peak alone the table showed 342%
+    emulated = {"fp32": 1e11, "bf16": 1e9}
+    assert utilization({"bf16": 3.42e9}, 1.0, {"bf16": 1e9}) == pytest.approx(3.42)  # the old reading
+    assert utilization({"bf16": 3.42e9}, 1.0, emulated) == pytest.approx(0.0342)
+    assert utilization({"fp32": 5e10}, 1.0, {"fp32": 1e11, "bf16": 4e11}) == pytest.approx(0.5)  # fp32 alone: as before
+
+
+def test_a_utilization_above_100_percent_is_explained_in_the_notes():
+    from conftest import make_cell
+    from dlperf.report import table
+
+    over = make_cell("resnet-18", mode="bf16", median_s=1.0, n=10, flops_by_dtype={"bf16": 1e9}, utilization=1.5)
+    fine = make_cell("resnet-18", median_s=1.0, n=10, flops_by_dtype={"fp32": 1e9}, utilization=0.5)
+    notes = table.utilization_notes([over, fine])
+    assert len(notes) == 1 and notes[0].startswith("utilization above 100% (resnet-18 torch bf16 cpu:1 150%)")
+    assert "dlperf peak" in notes[0] and table.utilization_notes([fine]) == []
+
+
 @pytest.mark.parametrize(
     ("flops", "median_s", "peaks"),
     [

@@ -168,7 +168,7 @@ def test_report_in_headless_chromium(tmp_path, report_db, browser):
         assert all(m.size["width"] > 0 and m.size["height"] > 0 for m in marks)
 
     known = browser.find_element(By.CSS_SELECTOR, f'td[data-key="{KNOWN}"]')
-    assert known.text == table_seconds(0.45) + "* (20%)"
+    assert known.text == table_seconds(0.45) + "* n=40 (20%)"
     cells = [td.text for td in browser.find_elements(By.CSS_SELECTOR, "table.table7 td")]
     assert HOSTILE in cells  # shown as text
     assert any(ERROR in row.text for row in browser.find_elements(By.CSS_SELECTOR, "table.warnings tr"))

@@ -9,7 +9,7 @@ from dlperf.report.format import count, duration, seconds, table_seconds
 
 def cell(workload, device, threads, median, status="ok", mode="fp32", error=None, warnings=(), **fields):
     return make_cell(workload, device=device, threads=threads, mode=mode, batch=64, status=status, median_s=median,
-                     iqr_s=0.01, n=10, error=error, warnings=list(warnings), **fields)  # fmt: skip
+                     iqr_s=0.01, n=fields.pop("n", 10), error=error, warnings=list(warnings), **fields)  # fmt: skip
 
 
 CELLS = [
@@ -28,8 +28,30 @@ def test_columns_rows_and_the_best_thread_count():
     assert [r.workload for r in view.rows] == ["fcn-s", "lstm"]
     assert view.rows[0].best_cpu_column() == "cpu:2"  # the GPU is not a thread count
     assert view.rows[1].best_cpu_column() is None  # one measured CPU cell: nothing to choose between
-    assert table.row_values(view, view.rows[0]) == ["fcn-s", "torch", "64", "1.000", "0.600*", "9.000", "30.0 ms"]
-    assert table.row_values(view, view.rows[1]) == ["lstm", "torch", "64", "timeout", "0.500", "", ""]
+    assert table.row_values(view, view.rows[0]) == [
+        "fcn-s", "torch", "64", "1.000 n=10", "0.600* n=10", "9.000 n=10", "30.0 ms n=10"
+    ]  # fmt: skip
+    assert table.row_values(view, view.rows[1]) == ["lstm", "torch", "64", "timeout", "0.500 n=10", "", ""]
+
+
+def test_a_median_of_few_samples_is_flagged_in_the_cell_and_the_notes():
+    # with --max-time 5 a slow model's cells had n=1 and an IQR of 0, and looked like every other result
+    few = cell("resnet-18", "cpu", 1, 4.2, n=1, warnings=["few samples: the median of 1 timed step (...)"])
+    view = table.build(1, [few, cell("resnet-18", "cpu", 2, 2.5)])
+    assert table.row_values(view, view.rows[0])[3:] == ["4.200? n=1", "2.500 n=10"]
+    assert view.rows[0].best_cpu_column() is None  # a comparison with a one-sample median recommends nothing
+    assert any(n.startswith("resnet-18 torch cpu:1: few samples") for n in view.notes)
+
+
+def test_no_star_from_a_comparison_the_machine_disturbed_and_the_note_says_why():
+    # another job held a core while 2 threads were timed: 1 thread looked faster, and was starred
+    busy = "other processes used 48% of the CPUs while this cell was timed"
+    view = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1, warnings=[busy])])
+    assert view.rows[0].best_cpu_column() is None
+    assert table.row_values(view, view.rows[0])[3:] == ["0.900 n=10", "1.100 n=10"]
+    assert f"fcn-s torch: no fastest thread count starred, the machine disturbed cpu:2: {busy}" in view.notes
+    quiet = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1)])
+    assert quiet.rows[0].best_cpu_column() == "cpu:1" and not quiet.notes
 
 
 def test_notes_carry_warnings_and_failure_reasons():

@@ -63,6 +63,14 @@ def test_cell_is_the_median_of_process_medians():
     assert any("noisy" in w for w in fig["extra"]["warnings"])
 
 
+def test_a_median_of_few_samples_is_flagged_and_enough_samples_are_not():
+    few = cell_figures([measurement(events([1.0, 1.1]), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
+    warned = few["extra"]["warnings"]
+    assert few["n"] == 2 and any(w.startswith("few samples: the median of 2 timed steps") for w in warned)
+    enough = cell_figures([measurement(events([1.0] * 5), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
+    assert not any(w.startswith("few samples") for w in enough["extra"]["warnings"])
+
+
 def test_cell_warnings_and_failure_win():
     ok = measurement(events([1.0] * 5), OK_CHILD, 60)
     bad = measurement([], ChildResult(-9, False, 1.0, ""), 60)
@@ -133,3 +141,21 @@ def test_phases_say_where_a_process_spent_its_time():
     assert got == pytest.approx({"startup_s": 0.1, "framework_s": 1.0, "build_s": 0.5, "compile_s": None,
                                  "warmup_s": 0.2, "timed_s": 1.0, "flops_s": 0.1, "memory_s": 0.2,
                                  "loss_check_s": None, "exit_s": 0.1})  # fmt: skip
+
+
+def test_a_slow_compile_is_said_with_the_compilers_reasons_and_a_quick_clean_one_is_not():
+    from dlperf.runner.collect import compile_warnings
+
+    slow = {"compile_s": 140.0, "graph_breaks": 3, "graph_break_reasons": ["Unsupported: call_method item"],
+            "recompiles": 2}  # fmt: skip
+    assert compile_warnings(slow, 0.025) == [
+        "slow compile: 140 s, 5,600 steps' worth (3 graph breaks, the first: Unsupported: call_method item; "
+        "2 recompiles after the first step)"
+    ]
+    assert compile_warnings({"compile_s": 45.0, "graph_breaks": 0, "recompiles": 0}, 0.5) == [
+        "slow compile: 45 s, 90 steps' worth"
+    ]
+    assert compile_warnings({"compile_s": 4.0, "graph_breaks": 1, "recompiles": 0}, 0.5) == [
+        "compiled with 1 graph break"
+    ]
+    assert compile_warnings({"compile_s": 4.0, "graph_breaks": 0, "recompiles": 0}, 0.5) == []

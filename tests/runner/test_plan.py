@@ -27,3 +27,35 @@ def test_more_threads_than_cores_warns_but_is_allowed():
     assert thread_counts((1, 8), cores=2, warnings=warnings) == [1, 8]
     assert "8" in warnings[0] and "2 usable cores" in warnings[0]
     assert thread_counts(None, cores=4, warnings=[]) == [1, 2, 4]
+
+
+def _env(speed, flags, gpus=()):
+    devices = [{"name": "cpu"}, *gpus]
+    return {"cpu": {"flags": flags}, "frameworks": {"torch": {"devices": devices, "precision_speed": {"cpu": speed}}}}
+
+
+def test_a_precision_without_a_fast_path_here_is_said_before_anything_is_measured():
+    from dlperf.api import precision_warnings
+
+    cells = [Cell("resnet-18", "torch", "cpu", 1, m) for m in ("fp32", "bf16", "bf16+channels_last", "fp16")]
+    # an AVX2-only CPU: bf16 emulated, about 90x slower than fp32 in a matrix product; fp16 fine
+    avx2 = precision_warnings(cells, _env({"bf16": 0.011, "fp16": 0.9}, ["avx2", "fma"]))
+    assert avx2 == [
+        "bf16 on cpu: a bf16 matrix product ran 90.9x slower than fp32 here (no avx512_bf16 or amx_bf16 on this CPU): "
+        "expect the bf16 cells to be many times slower than fp32; measured anyway"
+    ]
+    # native bf16 that still loses to fp32 in a product, at one thread
+    slower = precision_warnings(cells, _env({"bf16": 0.57, "fp16": 1.1}, ["avx2", "avx512_bf16"]))
+    assert len(slower) == 1 and "(the CPU has avx512_bf16): expect the bf16 cells to be no faster than" in slower[0]
+    assert precision_warnings(cells, _env({"bf16": 2.6, "fp16": 0.9}, ["avx512_bf16"])) == []  # Zen 4's bf16: fast
+    assert precision_warnings(cells[:1], _env({"bf16": 0.01}, [])) == []  # no bf16 cell: nothing to say
+
+
+def test_bf16_on_a_gpu_before_ampere_is_said_and_not_on_one_after():
+    from dlperf.api import precision_warnings
+
+    v100 = {"name": "cuda:0", "model": "Tesla V100-SXM2-16GB", "capability": "7.0"}
+    h100 = {"name": "cuda:1", "model": "NVIDIA H100 80GB HBM3", "capability": "9.0"}
+    cells = [Cell("resnet-50", "torch", d, 2, "bf16") for d in ("cuda:0", "cuda:1")]
+    said = precision_warnings(cells, _env({}, [], gpus=[v100, h100]))
+    assert len(said) == 1 and said[0].startswith("bf16 on cuda:0 (Tesla V100-SXM2-16GB, compute capability 7.0)")

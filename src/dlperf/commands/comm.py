@@ -14,12 +14,14 @@ import json
 import re
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dlperf.commands.common import add_format, choice, db_path
 from dlperf.errors import UsageError
-from dlperf.runner.comm import Backend, CommJob
-from dlperf.runner.distributed import Rendezvous
-from dlperf.vocab import ExitCode
+from dlperf.vocab import CommBackend, ExitCode
+
+if TYPE_CHECKING:
+    from dlperf.runner.comm import CommJob
 
 FRAMEWORK = "torch"  # torch.distributed does every collective
 DEFAULT_SIZES = "4K:64M"
@@ -48,7 +50,7 @@ HELP = "measure all-reduce time and bus bandwidth between processes (torchrun)"
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nproc", type=int, default=2, help="processes on this node (default: 2)")
-    p.add_argument("--backend", default="gloo", type=choice("--backend", tuple(Backend)),
+    p.add_argument("--backend", default="gloo", type=choice("--backend", tuple(CommBackend)),
                    help="gloo (CPU) or nccl (one CUDA GPU per process; default: gloo)")  # fmt: skip
     p.add_argument("--threads", type=int, help="CPU threads per process (default: usable cores // --nproc, >= 1)")
     p.add_argument(
@@ -107,6 +109,9 @@ def parse_sizes(text: str, factor: int) -> tuple[int, ...]:
 
 
 def options(args) -> CommOptions:
+    from dlperf.runner.comm import CommJob
+    from dlperf.runner.distributed import Rendezvous
+
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
     for flag, value, least in (("--nproc", args.nproc, 1), ("--iters", args.iters, 1), ("--warmup", args.warmup, 0)):
         if value < least:
@@ -117,7 +122,7 @@ def options(args) -> CommOptions:
         raise UsageError("--timeout must be positive")
     job = CommJob(
         nproc=args.nproc,
-        backend=Backend(args.backend),
+        backend=CommBackend(args.backend),
         sizes=parse_sizes(args.sizes, args.factor),
         iters=args.iters,
         warmup=args.warmup,
@@ -138,9 +143,9 @@ def threads_per_process(requested: int | None, nproc: int, cores: int, warnings:
     return threads
 
 
-def check_backend(backend: Backend, nproc: int, info: dict) -> None:
+def check_backend(backend: CommBackend, nproc: int, info: dict) -> None:
     """NCCL needs a GPU per process on this node; the torch probe (a child) says which it sees."""
-    if backend != Backend.NCCL:
+    if backend != CommBackend.NCCL:
         return
     gpus = [d["name"] for d in info.get("devices", []) if d["name"].startswith("cuda")]
     if not gpus:

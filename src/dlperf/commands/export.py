@@ -6,15 +6,14 @@ import argparse
 import sys
 
 from dlperf.commands.common import add_format, open_store
-from dlperf.report.export import FORMATS
-from dlperf.vocab import ExitCode
+from dlperf.vocab import EXPORT_FORMATS, ExitCode
 
 HELP = "one record per cell"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=int, help="run id (default: the latest)")
-    add_format(p, *FORMATS)
+    add_format(p, *EXPORT_FORMATS)
     p.add_argument("--samples", action="store_true", help="include every raw sample")
 
 

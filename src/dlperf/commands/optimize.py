@@ -16,7 +16,8 @@ HELP = "find the fastest training mode for a workload"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.optimize import DEFAULT_BUDGET_MIN, DEFAULT_TIMER
+    from dlperf.spec import OPTIMIZE_BUDGET_MIN as DEFAULT_BUDGET_MIN
+    from dlperf.spec import OPTIMIZE_TIMER as DEFAULT_TIMER
 
     p.add_argument("workload", help="a built-in name or path/file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
@@ -138,5 +139,5 @@ def print_text(search) -> None:
         highlight=False,
         markup=False,
     )
-    for line in recipe(b.mode, search.device):
+    for line in recipe(b.mode, search.device, search.workload):
         console.print(f"    {line}", highlight=False, markup=False)

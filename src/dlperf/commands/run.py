@@ -59,7 +59,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ddp.add_argument("--node-rank", type=int, default=0, help="this machine's rank among --nnodes (default: 0)")
     ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
-    p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate")
+    p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
+                   "runs here, or one untimed step per workload and mode)")  # fmt: skip
 
 
 def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,
@@ -88,7 +89,7 @@ def timer(args):
 def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
-    from dlperf.report.format import seconds
+    from dlperf.report.format import duration
 
     db = db_path(args)
     if args.resume:
@@ -118,7 +119,10 @@ def run(args) -> int:
     if args.dry_run:
         for cell in outcome.plan.cells:
             print(cell.label)
-        print(f"{len(outcome.plan.tasks)} cell processes, estimated {seconds(outcome.estimate_s)}")
+        e = outcome.estimate
+        print(f"{len(outcome.plan.tasks)} cell processes, estimated {duration(e.seconds)} (at most "
+              f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "
+              f"machine, the others from {e.pilots} pilot steps that took {duration(e.pilot_s)}")  # fmt: skip
         return ExitCode.OK
     if outcome.exit_code == ExitCode.INTERRUPTED:
         print(

@@ -25,6 +25,9 @@ class Summary:
         return asdict(self)
 
 
+FEW_SAMPLES = 5  # a median of fewer timed steps says little, and its IQR nothing
+
+
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
     """0-based ranks (lo, hi) of the order statistics bounding the median with at least `confidence` coverage.
 

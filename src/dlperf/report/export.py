@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord
+from dlperf.vocab import EXPORT_FORMATS
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
@@ -15,7 +16,7 @@ FIELDS = (
     "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
 )  # fmt: skip
 
-FORMATS = ("jsonl", "csv")
+FORMATS = EXPORT_FORMATS
 
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import io
 import json
 from dataclasses import dataclass, field
 
+from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.report import ddp
 from dlperf.report.columns import column_order
 from dlperf.report.format import table_seconds
@@ -19,6 +20,7 @@ from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
 BEST_MARK = "*"
+FEW_MARK = "?"  # a median of few samples
 
 
 @dataclass
@@ -29,9 +31,25 @@ class Row:
     batch: int | None
     cells: dict[str, CellRecord] = field(default_factory=dict)  # column -> cell
 
+    def timed_cpu_cells(self) -> dict[str, CellRecord]:
+        return {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v.ok and v.median_s}
+
     def best_cpu_column(self) -> str | None:
-        ok = {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v.ok and v.median_s}
-        return min(ok, key=lambda c: ok[c].median_s) if len(ok) > 1 else None
+        """The fastest thread count, only when no compared cell was disturbed (other load, steal, noise, few
+        samples): a recommendation from a disturbed comparison would be the machine's, not the thread count's."""
+        ok = self.timed_cpu_cells()
+        if len(ok) < 2 or any(disturbances(v) for v in ok.values()):
+            return None
+        return min(ok, key=lambda c: ok[c].median_s)
+
+    def star_note(self) -> str | None:
+        """Why this row has no star although it compares thread counts."""
+        ok = self.timed_cpu_cells()
+        if len(ok) < 2 or self.best_cpu_column() is not None:
+            return None
+        why = "; ".join(f"{c}: {disturbances(v)[0]}" for c, v in ok.items() if disturbances(v))
+        mode = "" if self.mode == "fp32" else f" {self.mode}"
+        return f"{self.workload} {self.framework}{mode}: no fastest thread count starred, the machine disturbed {why}"
 
 
 @dataclass
@@ -52,7 +70,8 @@ def build(run_id: int, cells: list[CellRecord]) -> TableView:
         row.cells[cell.column] = cell
     columns = sorted({c.column for c in cells}, key=column_order)
     show_mode = len({c.mode for c in cells}) > 1
-    return TableView(run_id, columns, list(rows.values()), show_mode, _notes(cells), versions(cells))
+    notes = _notes(cells) + [n for n in (r.star_note() for r in rows.values()) if n]
+    return TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells))
 
 
 def versions(cells: list[CellRecord]) -> list[str]:
@@ -79,11 +98,19 @@ def utilization_notes(cells: list[CellRecord]) -> list[str]:
     counted = [c for c in cells if c.ok and c.median_s and c.flops_by_dtype]
     if not any(c.utilization is not None for c in counted):
         return []
+    notes = []
     missing = sorted({c.column for c in counted if c.utilization is None}, key=column_order)
-    if not missing:
-        return []
-    return [f"utilization: no peak of this machine measured for {', '.join(missing)} in the dtypes their steps ran "
-            "(dlperf peak --devices D --threads N --dtypes fp32,bf16,fp16 measures them)"]  # fmt: skip
+    if missing:
+        how = "dlperf peak --devices D --threads N --dtypes fp32,bf16,fp16 measures them"
+        notes.append(f"utilization: no peak of this machine measured for {', '.join(missing)} in the dtypes "
+                     f"their steps ran ({how})")  # fmt: skip
+    above = [c for c in counted if c.utilization is not None and c.utilization > 1]
+    if above:
+        named = ", ".join(f"{cell_label(c)} {100 * c.utilization:.0f}%" for c in above)
+        notes.append(f"utilization above 100% ({named}): these steps ran faster than the stored peaks allow, so "
+                     "those peaks are too low for this machine (measured under load, or with other settings): "
+                     "measure them again with dlperf peak on a quiet machine")  # fmt: skip
+    return notes
 
 
 def cell_label(cell: CellRecord) -> str:
@@ -94,9 +121,14 @@ def cell_label(cell: CellRecord) -> str:
 
 def note_kind(warning: str) -> str:
     """What a stored warning is about: `noise`, `oversubscription`, or `warning`."""
-    if warning.startswith(("noisy", "CPU steal", "other processes")):
+    if warning.startswith(("noisy", "CPU steal", "other processes", "few samples")):
         return "noise"
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
+
+
+def disturbances(cell: CellRecord) -> list[str]:
+    """The cell's warnings that say its time is not only the model's: noise, other load, steal, few samples."""
+    return [w for w in cell.warnings if note_kind(w) == "noise"]
 
 
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
@@ -141,8 +173,10 @@ def cell_text(row: Row, column: str) -> str:
     if not cell.ok or cell.median_s is None:
         return cell.status.value
     mark = BEST_MARK if column == row.best_cpu_column() else ""
+    few = FEW_MARK if cell.n is not None and cell.n < FEW_SAMPLES else ""
+    n = f" n={cell.n}" if cell.n is not None else ""
     util = f" ({100 * cell.utilization:.0f}%)" if cell.utilization is not None else ""
-    return table_seconds(cell.median_s) + mark + util
+    return f"{table_seconds(cell.median_s)}{mark}{few}{n}{util}"
 
 
 def head(view: TableView) -> list[str]:
@@ -155,10 +189,10 @@ def row_values(view: TableView, row: Row) -> list[str]:
 
 
 LEGEND = (
-    "seconds per mini-batch (under 0.1 s in ms or µs): median of the steady-state training steps (forward, backward, "
-    "update), "
-    f"{BEST_MARK} = fastest CPU thread count, (N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured "
-    "for the same device, dtype and threads, as a share of the step time"
+    "seconds per mini-batch (under 0.1 s in ms or µs): median of n steady-state training steps (forward, backward, "
+    f"update); {BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed), {FEW_MARK} = fewer "
+    f"than {FEW_SAMPLES} samples; (N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured for the same "
+    "device and threads, as a share of the step time"
 )
 
 

@@ -5,6 +5,11 @@
 the share of the step the model's arithmetic would take if every FLOP ran at the measured matmul peak of its dtype,
 for the same device and thread count (a 1-thread cell is held against the 1-thread peak). Measured, not taken from a
 datasheet: on one CPU bf16 is several times faster than fp32, on another fp16 runs at a few GFLOP/s.
+
+A reduced-precision FLOP is held against the faster of its own peak and fp32's: where bf16 has no native kernel, a
+framework may compute bf16 work in fp32 (oneDNN's convolutions do), and against the emulated bf16 matmul peak such a
+step once showed a utilization of 342%. Above 100% after that, the stored peak is too low for this machine (measured
+under load, say), and the views say so.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ if TYPE_CHECKING:
 # the machine part of envinfo.fingerprint; of its cores only the physical count: the affinity mask and the cgroup limit
 # belong to a job (two jobs on one machine may be given different CPUs), and the thread count is matched on its own
 MACHINE_KEYS = ("cpu_model", "memory_gib", "hostname", "gpus")
+REDUCED = ("bf16", "fp16")
 
 
 def _is_cpu(device: str) -> bool:
@@ -43,6 +49,8 @@ def utilization(flops_by_dtype: dict[str, int] | None, median_s: float | None, p
         peak = peaks.get(dtype)
         if not peak or peak <= 0:
             return None
+        if dtype in REDUCED:
+            peak = max(peak, peaks.get("fp32") or 0.0)  # the work may run in fp32 kernels, never slower than those
         ideal_s += flops / peak
     return ideal_s / median_s
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf import envs
-from dlperf.measure.stats import summarize
+from dlperf.measure.stats import FEW_SAMPLES, summarize
 from dlperf.protocol import (
     MEMORY_KINDS,
     Affinity,
@@ -44,6 +44,7 @@ from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
+SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
 
@@ -280,6 +281,10 @@ def cell_figures(
         if compiled := _first_compile(details):
             # the first step's time beyond a steady step is what compiling (or capturing) cost
             figures["extra"]["compile"] = {**compiled, "compile_s": max(0.0, compiled["first_step_s"] - s.median)}
+            warnings += compile_warnings(figures["extra"]["compile"], s.median)
+        if s.n < FEW_SAMPLES:
+            warnings.append(f"few samples: the median of {s.n} timed step{'s' * (s.n != 1)} (fewer than "
+                            f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
     warnings += _warnings(details, threads, cores, device) + _version_note(figures["extra"]["framework"])
@@ -324,6 +329,24 @@ def _version_note(framework: dict[str, Any]) -> list[str]:
     where = "dlperf's environment" if framework["environment"] == "dlperf" else framework["environment"]
     return [f"{framework['name']} {framework['version']} (from {where}) measured this cell, not the pinned "
             f"{framework['pinned']}"]  # fmt: skip
+
+
+def compile_warnings(compile: dict, median_s: float) -> list[str]:
+    """A slow compile (SLOW_COMPILE_S or more) with what the compiler reported that may explain it, and what makes
+    a compiled step slower whatever the compile time: graph breaks (the step runs in pieces, eager between them) and
+    recompiles after the first step (guards failed: the timed steps compiled again)."""
+    breaks, recompiles = compile.get("graph_breaks") or 0, compile.get("recompiles") or 0
+    reasons = compile.get("graph_break_reasons") or []
+    why = []
+    if breaks:
+        why.append(f"{breaks} graph break{'s' * (breaks != 1)}" + (f", the first: {reasons[0]}" if reasons else ""))
+    if recompiles:
+        why.append(f"{recompiles} recompile{'s' * (recompiles != 1)} after the first step")
+    seconds = compile["compile_s"]
+    if seconds >= SLOW_COMPILE_S:
+        steps = f", {seconds / median_s:,.0f} steps' worth" if median_s > 0 else ""
+        return [f"slow compile: {seconds:.0f} s{steps}" + (f" ({'; '.join(why)})" if why else "")]
+    return [f"compiled with {'; '.join(why)}"] if why else []
 
 
 def _first_compile(details: list[dict]) -> dict | None:

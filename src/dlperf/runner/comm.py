@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from dlperf.protocol import Answer, CommTask, Error, Event, Joined, all_of, first
 from dlperf.runner.distributed import Rendezvous, rendezvous_id
+from dlperf.vocab import CommBackend
 
 if TYPE_CHECKING:
     from dlperf.runner.launch import ChildResult, Launched
 
 
-class Backend(StrEnum):
-    GLOO = "gloo"  # CPU tensors, TCP between processes
-    NCCL = "nccl"  # one CUDA GPU per process
+Backend = CommBackend
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import dataclasses
 import math
 import os
 import re
+import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
@@ -30,7 +31,7 @@ from dlperf.frameworks.torch.models import build_model
 from dlperf.measure import system
 from dlperf.modes import Mode, check_device, mode_components
 from dlperf.vocab import DeviceKind
-from dlperf.workloads.base import OptimizerSpec, Workload
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.user import UserWorkload, build_user_workload
 
 # Mode components this backend implements (dlperf.modes); a mode is one precision plus techniques.
@@ -614,6 +615,26 @@ def _build_user(workload: Workload, device: torch.device, seed: int) -> TorchSte
     return TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
 
 
+def training_parts(workload: str, device: str = "cpu") -> tuple:
+    """(model, optimizer, loss_fn, x, y): what dlperf trains for `workload` (a built-in name, or a factory
+    `file.py:make`) in fp32 eager on `device`, the user's own optimizer included. `dlperf optimize`'s recipe starts
+    from these, so it runs as printed; in one's own code, one's own objects take their place."""
+    from dlperf.workloads import BUILTIN
+    from dlperf.workloads.user import looks_like_source, normalize_source
+
+    if workload in BUILTIN:
+        chosen = BUILTIN[workload]
+    elif looks_like_source(workload):
+        source = normalize_source(workload)
+        user = _load_user(source)
+        chosen = Workload(user.name, "user", {}, InputSpec("user", ()), 0, user.batch_size, OptimizerSpec("user"),
+                          source=source)  # fmt: skip
+    else:
+        raise UsageError(f"{workload!r}: neither a built-in workload nor a factory (file.py:make)")
+    step = build(chosen, device, "fp32")
+    return step.model, step.optimizer, step.loss_fn, step.inputs, step.targets
+
+
 def _load_user(source: str | None) -> UserWorkload:
     if source is None:
         raise ValueError("a user workload needs its source (file.py:factory)")
@@ -648,7 +669,27 @@ def probe_env() -> dict[str, Any]:
             "cpu_capability": torch.backends.cpu.get_cpu_capability(),
         },
         "devices": devices(),
+        "precision_speed": {"cpu": precision_speed()},
     }
+
+
+def precision_speed(size: int = 256, repeats: int = 3) -> dict[str, float]:
+    """bf16 and fp16 matrix products' speed on the CPU relative to fp32 (above 1: faster), the best of a few
+    products each: whether a reduced-precision mode can pay on this CPU, measured before a sweep spends time on it
+    (without native bf16, oneDNN emulates it many times slower than fp32; fp16 matmul on a CPU is often slower
+    still). A fraction of a second at one thread."""
+    base = torch.randn(size, size)
+    best = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        x = base.to(dtype)
+        torch.mm(x, x)  # the first product picks and prepares its kernel
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.mm(x, x)
+            times.append(time.perf_counter() - start)
+        best[name] = min(times)
+    return {name: round(best["fp32"] / t, 3) for name, t in best.items() if name != "fp32"}
 
 
 def devices() -> list[dict[str, Any]]:

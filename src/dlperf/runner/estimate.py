@@ -1,0 +1,145 @@
+"""How long a planned sweep will take, said before it runs (`dlperf run --dry-run`).
+
+A cell measured before on this machine takes its earlier processes' median life. Any other cell is estimated from a
+pilot: one untimed process per workload, framework, device and mode (at the most threads the plan gives them) that
+builds the step, runs it once to warm up and once more to time it, and nothing else. A cell's process then costs
+
+    its fixed part (the pilot's life beyond its two steps, compiling included)
+    + the warm-up and the timed steps the timer will take at that step time
+    + once per cell and its thread-count siblings, the untimed extras (FLOPs, the memory of a step, the loss check)
+
+The step time at t threads is the pilot's scaled by (pilot threads / t): linear scaling, which errs long where a
+sweep spends most of its time (one thread). A pilot that fails or times out costs its cells what it cost itself.
+A user once got "2.7 min" for a sweep that took 31: a fixed guess per cell knew nothing of a 12x slower bf16 step.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dlperf.measure.timer import TimerConfig
+from dlperf.modes import Mode, mode_components
+from dlperf.protocol import Cell, CellTask
+from dlperf.runner import collect
+from dlperf.runner.launch import launch
+from dlperf.runner.plan import Task
+
+PILOT_TIMER = TimerConfig(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1)  # one step each, whatever it takes
+PILOT_TIMEOUT_S = 300.0
+# the untimed extras, in steps of the cell (benchmarks/cell_cost.py: the FLOP count is one step under a dispatch
+# mode, the memory figures one such step and one plain step, the loss check two short trainings of a smaller batch)
+EXTRA_STEPS = {"flops": 1.0, "memory": 2.0, "loss_check": 2.5}
+DDP_EXTRA_S = 5.0  # torchrun and its rendezvous, beyond one process's life
+
+
+@dataclass(frozen=True)
+class Pilot:
+    step_s: float | None  # None: the pilot timed no step (failed, unsupported, timed out)
+    fixed_s: float  # its life beyond the warm-up and timed steps (interpreter, import, build, compile, exit)
+    threads: int
+    duration_s: float  # its whole life
+
+
+@dataclass(frozen=True)
+class Estimate:
+    seconds: float  # the likely time
+    at_most_s: float  # if every warm-up and timed loop runs to --max-time (each process capped by --timeout)
+    pilots: int  # pilot processes run for it
+    pilot_s: float  # their wall time
+    known: int  # processes estimated from earlier runs on this machine
+
+
+def pilot_key(cell: Cell) -> tuple:
+    return cell.workload, cell.framework, cell.device, cell.mode
+
+
+def pilot_cells(cells: list[Cell], cores: int) -> dict[tuple, Cell]:
+    """One pilot per workload, framework, device and mode, at the most threads any of its cells uses (at most the
+    cores): the fastest step, so the pilot is short."""
+    found: dict[tuple, Cell] = {}
+    for c in cells:
+        key, threads = pilot_key(c), min(c.threads, cores)
+        if key not in found or found[key].threads < threads:
+            found[key] = Cell(c.workload, c.framework, c.device, threads, c.mode)
+    return found
+
+
+def run_pilot(cell: Cell, workload: dict, python: str, timeout: float) -> Pilot:
+    task = CellTask(cell, 0, workload, PILOT_TIMER, count_flops=False, measure_memory=False, loss_check=False)
+    launched = launch(task, python, cell.threads, timeout)
+    m = collect.measurement(launched.main, launched.child, timeout)
+    steps = list(m["detail"].get("warmup_times") or []) + list(m["samples"])
+    step_s = m["samples"][0] if m["samples"] else None
+    life = launched.child.duration_s
+    return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life)
+
+
+def steps_s(step_s: float, timer: TimerConfig) -> tuple[float, float]:
+    """(likely, at most) seconds of the warm-up and the timed steps at this step time. Warm-up: until the last
+    `warmup_window` steps agree with the ones before (2 windows at least), within --max-warmup steps and --max-time;
+    timed: --min-steps and --min-time, then until the median is tight, at most --max-time. Each loop may overrun its
+    time limit by one step."""
+    warm_steps = min(timer.max_warmup, 2 * timer.warmup_window)
+    warm = min(warm_steps * step_s, timer.max_time + step_s)
+    warm_most = min(timer.max_warmup * step_s, timer.max_time + step_s)
+    timed = min(max(timer.min_steps * step_s, timer.min_time), timer.max_time + step_s)
+    timed_most = timer.max_time + step_s
+    return warm + timed, warm_most + timed_most
+
+
+def process_s(task: Task, pilot: Pilot, timer: TimerConfig, extras: list[str], timeout: float) -> tuple[float, float]:
+    """(likely, at most) seconds of one process of `task`'s cell, from its pilot."""
+    if pilot.step_s is None:
+        return pilot.fixed_s, pilot.fixed_s
+    step = pilot.step_s * pilot.threads / max(1, task.cell.threads) if task.cell.device == "cpu" else pilot.step_s
+    likely, most = steps_s(step, timer)
+    extra = pilot.fixed_s + sum(EXTRA_STEPS[e] for e in extras) * step + (DDP_EXTRA_S if task.cell.nproc else 0.0)
+    return min(timeout, likely + extra), min(timeout, most + extra)
+
+
+def extras_of(task: Task, seen: set[tuple], loss_check: bool) -> list[str]:
+    """The untimed extras this process will run: the first process of a cell and its thread-count siblings counts
+    the FLOPs and measures the memory; a cell's first process checks the loss of a mode other than fp32."""
+    group = (*pilot_key(task.cell), task.cell.nproc, task.cell.scaling)
+    extras = [] if group in seen else ["flops", "memory"]
+    seen.add(group)
+    if loss_check and task.repeat == 0 and mode_components(task.cell.mode) != [Mode.FP32] and extras:
+        extras.append("loss_check")
+    return extras
+
+
+def estimate(
+    tasks: list[Task],
+    workloads: dict[str, dict],
+    known: dict[str, list[float]],
+    *,
+    timer: TimerConfig,
+    timeout: float,
+    loss_check: bool,
+    cores: int,
+    python_for: Callable[[str], str],
+    on_pilot: Callable[[Cell], None] = lambda cell: None,
+) -> Estimate:
+    """The sweep's time: `known` (cell key -> durations of its earlier processes here) where there is one, a pilot's
+    model otherwise. `workloads`: cell key -> workload JSON."""
+    unknown = [t for t in tasks if not known.get(t.cell.key)]
+    pilots: dict[tuple, Pilot] = {}
+    pilot_s = 0.0
+    for key, cell in pilot_cells([t.cell for t in unknown], cores).items():
+        on_pilot(cell)
+        source = next(t.cell.key for t in unknown if pilot_key(t.cell) == key)
+        pilots[key] = run_pilot(cell, workloads[source], python_for(cell.framework), min(timeout, PILOT_TIMEOUT_S))
+        pilot_s += pilots[key].duration_s
+    likely = most = 0.0
+    seen: set[tuple] = set()
+    for task in tasks:
+        extras = extras_of(task, seen, loss_check)
+        if known.get(task.cell.key):
+            earlier = statistics.median(known[task.cell.key])
+            likely, most = likely + earlier, most + max(known[task.cell.key])
+            continue
+        one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
+        likely, most = likely + one, most + bound
+    return Estimate(likely, max(likely, most), len(pilots), pilot_s, len(tasks) - len(unknown))

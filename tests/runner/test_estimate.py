@@ -1,0 +1,75 @@
+"""The --dry-run estimate: a model of what the timer will do with the step a pilot measured."""
+
+import re
+import time
+
+import pytest
+
+from conftest import FAST, dlperf, require
+from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import Cell
+from dlperf.runner import estimate as est
+from dlperf.runner.plan import schedule
+
+TIMER = TimerConfig(min_steps=10, min_time=1.0, max_time=5.0, max_warmup=30)
+
+
+def test_one_pilot_per_workload_framework_device_and_mode_at_the_most_threads():
+    cells = [Cell("fcn-r", "torch", "cpu", t, m) for t in (1, 2, 4) for m in ("fp32", "bf16")]
+    pilots = est.pilot_cells(cells, cores=2)
+    assert sorted(pilots.values(), key=lambda c: c.mode) == [
+        Cell("fcn-r", "torch", "cpu", 2, "bf16"), Cell("fcn-r", "torch", "cpu", 2, "fp32")
+    ]  # fmt: skip
+
+
+def test_the_timer_model_follows_the_step_time_and_its_limits():
+    likely, most = est.steps_s(0.01, TIMER)
+    assert likely == pytest.approx(6 * 0.01 + 1.0) and most == pytest.approx(30 * 0.01 + 5.01)  # min-time rules
+    likely, most = est.steps_s(2.0, TIMER)
+    assert likely == pytest.approx(7.0 + 7.0)  # 6 warm-up and 10 timed steps, each loop stopped after --max-time
+    assert most == pytest.approx(7.0 + 7.0)
+
+
+def test_a_twelve_times_slower_mode_is_estimated_twelve_times_longer_not_as_a_fixed_guess():
+    # the new user's case: bf16 12-16x slower than fp32 without native bf16, estimated as if it were fp32
+    fp32, bf16 = est.Pilot(0.1, 2.0, 2, 2.2), est.Pilot(1.2, 2.0, 2, 4.4)
+    task = schedule([Cell("resnet-18", "torch", "cpu", 2, "fp32")], 1)[0]
+    fast, _ = est.process_s(task, fp32, TIMER, [], timeout=600)
+    slow, _ = est.process_s(task, bf16, TIMER, [], timeout=600)
+    assert fast == pytest.approx(2.0 + 0.6 + 1.0) and slow == pytest.approx(2.0 + 6.2 + 6.2)
+    one_thread = schedule([Cell("resnet-18", "torch", "cpu", 1, "fp32")], 1)[0]
+    assert est.process_s(one_thread, fp32, TIMER, [], timeout=600)[0] == pytest.approx(2.0 + 1.2 + 2.0)
+    assert est.process_s(task, bf16, TIMER, [], timeout=10)[0] == 10  # never beyond --timeout
+
+
+def test_extras_once_per_cell_and_its_thread_siblings_and_the_loss_check_only_off_fp32():
+    cells = [Cell("fcn-r", "torch", "cpu", t, m) for m in ("fp32", "bf16") for t in (1, 2)]
+    seen: set = set()
+    extras = [est.extras_of(t, seen, loss_check=True) for t in schedule(cells, 2)]
+    assert extras[:4] == [["flops", "memory"], [], ["flops", "memory", "loss_check"], []]
+    assert extras[4:] == [[], [], [], []]  # the second repeat: all measured
+
+
+def test_cells_measured_before_here_use_their_earlier_time_and_need_no_pilot():
+    cells = [Cell("fcn-r", "torch", "cpu", 1, "fp32")]
+    known = {cells[0].key: [30.0, 40.0, 35.0]}
+    got = est.estimate(schedule(cells, 1), {}, known, timer=TIMER, timeout=600, loss_check=True, cores=2,
+                       python_for=lambda fw: pytest.fail("no pilot needed"))  # fmt: skip
+    assert (got.seconds, got.at_most_s, got.pilots, got.known) == (35.0, 40.0, 0, 1)
+
+
+@pytest.mark.slow
+def test_the_dry_run_estimate_is_near_the_time_the_run_then_takes(tmp_path):
+    # the estimate and the run it estimates, in one test on one machine; a fixed guess per cell (15 s + --max-time)
+    # was about five times too long for these cells, a step-blind one 10x too short for a slow mode
+    require("torch")
+    args = ["run", "--workloads", "tiny-fcn-r,tiny-lstm", "--threads", "1,2", "--modes", "fp32,bf16", *FAST]
+    dry = dlperf(*args, "--dry-run", db=tmp_path / "d.db")
+    assert dry.returncode == 0, dry.stderr
+    said = re.search(r"estimated (\d+) (s|min) ", dry.stdout)
+    estimate = int(said.group(1)) * (60 if said.group(2) == "min" else 1)
+    start = time.monotonic()
+    done = dlperf(*args, db=tmp_path / "d.db")
+    took = time.monotonic() - start
+    assert done.returncode == 0, done.stderr
+    assert took / 2 < estimate < 2 * took, (estimate, took)
