@@ -82,7 +82,10 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
         assert settings["torch_threads"] == r["threads"]
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert table["columns"] == ["cpu:1", "cpu:2"]
-    assert sum(c["best"] for c in table["rows"][0]["cells"].values()) == 1
+    # the fastest thread count is starred, unless a compared cell was disturbed (a few samples, other processes'
+    # load: the slow tests run two at a time), and then a note says which
+    starred = sum(c["best"] for c in table["rows"][0]["cells"].values())
+    assert starred == 1 or any("no fastest thread count starred, the machine disturbed" in n for n in table["notes"])
     export = [json.loads(line) for line in dlperf("export", "--samples", db=db).stdout.splitlines()]
     assert len(export) == 4 and all(len(e["samples"][0]) == e["n"] for e in export)
     csv_out = dlperf("export", "--format", "csv", db=db).stdout.splitlines()
