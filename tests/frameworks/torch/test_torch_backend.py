@@ -421,3 +421,31 @@ def test_the_timed_step_dispatches_the_operators_of_a_plain_training_loop_and_no
         plain()
     assert ours.count - theirs.count == collections.Counter({"aten.detach": 1}) and not theirs.count - ours.count
     assert "aten._local_scalar_dense" not in ours.count  # .item() or a Python branch on a tensor: a host sync
+
+
+SHARED_TRACE = [
+    ("tiny-resnet-56", "fp32", True),
+    ("tiny-fcn-r", "bf16", True),
+    ("tiny-lstm", "fp32", False),  # counted with the RNN unfused: another step
+    ("tiny-resnet-56", "checkpoint", False),  # counted without recomputation: another step
+]
+
+
+@pytest.mark.parametrize(("name", "mode", "shared"), SHARED_TRACE)
+def test_one_traced_step_gives_the_flops_and_the_live_bytes_where_it_is_the_same_step(name, mode, shared):
+    # a traced step costs several plain ones: the first process of a cell counted FLOPs in one and traced the
+    # memory in another; where both trace the very same step (eager, no RNN run unfused, no checkpointing switched
+    # off) one does, and the figure is the one a separate trace gives
+    def built():
+        step = tb.build(BUILTIN[name], "cpu", mode)
+        for _ in range(2):
+            step.step()
+        return step
+
+    alone = built()
+    expected = alone.memory_of_step()["live_tensor_peak_bytes"]
+    both = built()
+    flops = both.count_flops()
+    assert (both._live_peak is not None) == shared
+    assert both.memory_of_step()["live_tensor_peak_bytes"] == expected and flops["flops_per_step"] > 0
+    assert both._live_peak is None  # used once

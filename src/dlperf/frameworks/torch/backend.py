@@ -236,6 +236,7 @@ class TorchStep:
         self.cuda_graph = False  # cuda_graphs: capture the whole step at the first call, replay it after
         self.graph: CudaGraphStep | None = None
         self.mode_settings: dict[str, Any] = {}
+        self._live_peak: int | None = None  # live tensor bytes traced with the FLOP count (see count_flops)
 
     def step(self) -> torch.Tensor:
         """One iteration; returns the loss (a tensor: reading its value would sync, so the timed loop does not)."""
@@ -279,9 +280,22 @@ class TorchStep:
         recomputed activations are not model work). The optimizer's element-wise update is not a matrix product, so
         it counts zero."""
         with _unfused_rnns(self.model), no_checkpointing(), DtypeFlopCounter() as counter:
-            self.iteration(self.model)  # a model the counter cannot trace raises: the worker notes why, no figure
+            if self._counted_step_is_the_step():  # the live tensor bytes of the same step, for memory_of_step
+                with LiveTensorBytes(self._existing_tensors()) as live:
+                    self.iteration(self.model)
+                self._live_peak = live.peak
+            else:
+                self.iteration(self.model)  # a model the counter cannot trace raises: the worker notes why, no figure
         self.sync()
         return {"flops_per_step": counter.total, "flops_by_dtype": counter.by_dtype}
+
+    def _counted_step_is_the_step(self) -> bool:
+        """Whether the step FLOPs are counted on is the very step memory_of_step traces: eager, on a device whose
+        memory is read from tensors (not CUDA's allocator), no RNN run unfused for the count, no checkpointing
+        turned off for it. Then one traced step gives both figures (a traced step costs a few plain ones)."""
+        rnn = any(isinstance(m, torch.nn.RNNBase) for m in self.model.modules())
+        checkpointed = "checkpoint" in self.mode_settings
+        return self.device.type != "cuda" and not (self.compiles or self.cuda_graph or rnn or checkpointed)
 
     def memory_of_step(self) -> dict[str, int]:
         """Peak memory of untimed steps, each figure labelled: the CUDA allocator's own peak; on other devices the
@@ -293,7 +307,9 @@ class TorchStep:
             self.sync()
             return {"cuda_allocator_peak_bytes": torch.cuda.max_memory_allocated(self.device)}
         figures = {}
-        if not self.compiles:
+        if self._live_peak is not None:  # traced with the FLOP count, the same step
+            figures["live_tensor_peak_bytes"], self._live_peak = self._live_peak, None
+        elif not self.compiles:
             with LiveTensorBytes(self._existing_tensors()) as live:
                 self.step()
             self.sync()
