@@ -35,8 +35,8 @@ class Row:
         return {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v.ok and v.median_s}
 
     def best_cpu_column(self) -> str | None:
-        """The fastest thread count, only when no compared cell was disturbed (other load, steal, noise, few
-        samples): a recommendation from a disturbed comparison would be the machine's, not the thread count's."""
+        """The fastest thread count, only when no compared cell was disturbed (other load, steal, few samples): a
+        recommendation from a disturbed comparison would be the machine's, not the thread count's."""
         ok = self.timed_cpu_cells()
         if len(ok) < 2 or any(disturbances(v) for v in ok.values()):
             return None
@@ -126,9 +126,13 @@ def note_kind(warning: str) -> str:
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
 
 
+DISTURBED = ("CPU steal", "other processes", "few samples")
+
+
 def disturbances(cell: CellRecord) -> list[str]:
-    """The cell's warnings that say its time is not only the model's: noise, other load, steal, few samples."""
-    return [w for w in cell.warnings if note_kind(w) == "noise"]
+    """The cell's warnings that say its median is not only the model's: other processes' load, steal time, too few
+    samples. A wide IQR alone is not one: steps vary, and the star compares medians."""
+    return [w for w in cell.warnings if w.startswith(DISTURBED)]
 
 
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
