@@ -138,6 +138,25 @@ def cells(db):
     return rows(db, "SELECT * FROM cells ORDER BY run_id, position")
 
 
+def mlp_factory(hidden: int, batch_size: int, option: str) -> str:
+    """The source of a file whose factory `make` is a user workload "mini": an MLP from 8 inputs through `hidden`
+    units to 3 classes; `option` is one more keyword of `dlperf.user_workload` (an optimizer, clipping)."""
+    return f"""
+import torch
+import dlperf
+
+
+def make():
+    model = torch.nn.Sequential(torch.nn.Linear(8, {hidden}), torch.nn.ReLU(), torch.nn.Linear({hidden}, 3))
+
+    def make_batch(n, device):
+        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
+
+    return dlperf.user_workload("mini", model, make_batch, torch.nn.functional.cross_entropy,
+                                batch_size={batch_size}, {option})
+"""
+
+
 def one_line_error(proc, *fragments):
     """A bad input: exit code 2, one line on stderr naming what was wrong, no traceback."""
     assert proc.returncode == 2, proc.stderr

@@ -43,8 +43,6 @@ MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval ex
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
 COMPILE_GUESS_S = 90.0  # budget kept for a compiled candidate's compilation before its cost is known
-DEFAULT_BUDGET_MIN = OPTIMIZE_BUDGET_MIN
-DEFAULT_TIMER = OPTIMIZE_TIMER
 
 
 def with_option(mode: str, option: str) -> str:
@@ -243,9 +241,9 @@ class Options:
     workload: str
     device: str = "cpu"
     threads: int | None = None  # None: every usable core
-    budget_s: float = DEFAULT_BUDGET_MIN * 60
+    budget_s: float = OPTIMIZE_BUDGET_MIN * 60
     repeats: int = 2
-    timer: TimerConfig = DEFAULT_TIMER
+    timer: TimerConfig = OPTIMIZE_TIMER
     timeout: float = 900.0
     compile_timeout: float | None = 600.0
 

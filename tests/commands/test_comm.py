@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, alive, dlperf
+from conftest import ROOT, alive, dlperf, one_line_error
 from dlperf.cli import build_parser
 from dlperf.commands import comm
 from dlperf.errors import UsageError
@@ -275,10 +275,7 @@ def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing_behind(t
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
-    proc = dlperf("comm", *flags, db=tmp_path / "d.db")
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dlperf: error:") and fragment in lines[0], proc.stderr
+    one_line_error(dlperf("comm", *flags, db=tmp_path / "d.db"), fragment)
     assert not (tmp_path / "d.db").exists()
 
 

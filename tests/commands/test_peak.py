@@ -5,7 +5,7 @@ import sqlite3
 
 import pytest
 
-from conftest import dlperf, require
+from conftest import dlperf, one_line_error, require
 from dlperf import envs
 from dlperf.errors import UsageError
 from dlperf.report.utilization import peak_lookup, utilization
@@ -132,10 +132,7 @@ def test_cli_text_output(tmp_path):
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
-    proc = dlperf("peak", *flags, db=tmp_path / "d.db")
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("dlperf: error:") and fragment in lines[0], proc.stderr
+    one_line_error(dlperf("peak", *flags, db=tmp_path / "d.db"), fragment)
     assert not (tmp_path / "d.db").exists()
 
 

@@ -16,8 +16,7 @@ HELP = "find the fastest training mode for a workload"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import OPTIMIZE_BUDGET_MIN as DEFAULT_BUDGET_MIN
-    from dlperf.spec import OPTIMIZE_TIMER as DEFAULT_TIMER
+    from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
 
     p.add_argument("workload", help="a built-in name or path/file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
@@ -25,16 +24,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--budget",
         type=float,
-        default=DEFAULT_BUDGET_MIN,
+        default=OPTIMIZE_BUDGET_MIN,
         help=f"minutes the search may take; dimensions that do not fit are skipped, and said so "
-        f"(default: {DEFAULT_BUDGET_MIN:g})",
+        f"(default: {OPTIMIZE_BUDGET_MIN:g})",
     )
     p.add_argument("--repeats", type=int, default=2, help="fresh processes per candidate mode (default: 2)")
     p.add_argument("--timeout", type=float, default=900.0, help="seconds per cell process (default: 900)")
     p.add_argument(
         "--compile-timeout", type=float, default=600.0, help="seconds a compiled mode may compile (default: 600)"
     )
-    t = DEFAULT_TIMER
+    t = OPTIMIZE_TIMER
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
     add_format(p, "text", "json")
 

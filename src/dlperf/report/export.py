@@ -8,15 +8,12 @@ import json
 from typing import Any
 
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord
-from dlperf.vocab import EXPORT_FORMATS
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
     "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s", "warmup_steps",
     "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
 )  # fmt: skip
-
-FORMATS = EXPORT_FORMATS
 
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[str, Any]:

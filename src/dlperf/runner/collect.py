@@ -331,18 +331,18 @@ def _version_note(framework: dict[str, Any]) -> list[str]:
             f"{framework['pinned']}"]  # fmt: skip
 
 
-def compile_warnings(compile: dict, median_s: float) -> list[str]:
+def compile_warnings(figures: dict, median_s: float) -> list[str]:
     """A slow compile (SLOW_COMPILE_S or more) with what the compiler reported that may explain it, and what makes
     a compiled step slower whatever the compile time: graph breaks (the step runs in pieces, eager between them) and
     recompiles after the first step (guards failed: the timed steps compiled again)."""
-    breaks, recompiles = compile.get("graph_breaks") or 0, compile.get("recompiles") or 0
-    reasons = compile.get("graph_break_reasons") or []
+    breaks, recompiles = figures.get("graph_breaks") or 0, figures.get("recompiles") or 0
+    reasons = figures.get("graph_break_reasons") or []
     why = []
     if breaks:
         why.append(f"{breaks} graph break{'s' * (breaks != 1)}" + (f", the first: {reasons[0]}" if reasons else ""))
     if recompiles:
         why.append(f"{recompiles} recompile{'s' * (recompiles != 1)} after the first step")
-    seconds = compile["compile_s"]
+    seconds = figures["compile_s"]
     if seconds >= SLOW_COMPILE_S:
         steps = f", {seconds / median_s:,.0f} steps' worth" if median_s > 0 else ""
         return [f"slow compile: {seconds:.0f} s{steps}" + (f" ({'; '.join(why)})" if why else "")]

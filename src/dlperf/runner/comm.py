@@ -17,13 +17,10 @@ if TYPE_CHECKING:
     from dlperf.runner.launch import ChildResult, Launched
 
 
-Backend = CommBackend
-
-
 @dataclass(frozen=True)
 class CommJob:
     nproc: int  # processes on this node
-    backend: Backend
+    backend: CommBackend
     sizes: tuple[int, ...]  # message bytes per rank, ascending
     iters: int
     warmup: int

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import require
+from conftest import mlp_factory, require
 
 torch = require("torch")
 
@@ -188,20 +188,7 @@ def test_the_mode_is_built_first_and_unsupported_propagates():
 # ----------------------------------------------------------------------------------------------------------------------
 # User workloads
 
-USER_FILE = """
-import torch
-import dlperf
-
-
-def make():
-    model = torch.nn.Sequential(torch.nn.Linear(8, 32), torch.nn.ReLU(), torch.nn.Linear(32, 3))
-
-    def make_batch(n, device):
-        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
-
-    return dlperf.user_workload("mini", model, make_batch, torch.nn.functional.cross_entropy, batch_size=6,
-                                optimizer=lambda params: torch.optim.SGD(params, lr=0.5))
-"""
+USER_FILE = mlp_factory(32, 6, "optimizer=lambda params: torch.optim.SGD(params, lr=0.5)")
 
 
 def test_user_workload(tmp_path):

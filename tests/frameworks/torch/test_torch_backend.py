@@ -5,7 +5,7 @@ from itertools import pairwise
 
 import pytest
 
-from conftest import require
+from conftest import mlp_factory, require
 
 torch = require("torch")
 
@@ -281,19 +281,9 @@ def test_tracker_agrees_with_pytorch_memtracker(name):
 # ----------------------------------------------------------------------------------------------------------------------
 # User workloads and the probe
 
-USER_FILE = """
-import torch
-import dlperf
-
-
-def make():
-    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
-
-    def make_batch(n, device):
-        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
-
-    return dlperf.user_workload("mini", model, make_batch, torch.nn.functional.cross_entropy, batch_size=4,
-                                clip_grad_norm=1.0)
+USER_FILE = (
+    mlp_factory(16, 4, "clip_grad_norm=1.0")
+    + """
 
 
 def broken():
@@ -309,6 +299,7 @@ def crashes():
     batch = lambda n, device: (torch.randn(n, 8, device=device), torch.zeros(n, dtype=torch.long, device=device))
     return dlperf.user_workload("crashes", Crashes(), batch, torch.nn.functional.cross_entropy, batch_size=2)
 """
+)
 
 
 @pytest.fixture
