@@ -32,6 +32,8 @@ and a `TrainStep` (the `TrainStep` protocol below) has:
     step() -> Any           # one training iteration (forward, loss, backward, update); returns the loss, a framework
                             # scalar that float() accepts. Timed: no host syncs inside.
     sync() -> None          # wait until every queued computation of the step has finished, updated state included
+    device_clock() -> DeviceClock | None  # marks in an asynchronous device's queue (CUDA events), so the timer need
+                                          # not sync every step; None where the step is synchronous or has none
     compile_stats() -> dict # what the compiler did (graphs, recompiles, ...); {} when nothing to say
     count_flops() -> dict | None         # {"flops_per_step": int, "flops_by_dtype": {"fp32": int, ...}} from the
                                          # framework's own counter; None where no counter exists; raises where the
@@ -51,6 +53,7 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from dlperf.errors import UsageError
+from dlperf.measure.timer import DeviceClock
 from dlperf.modes import Mode, mode_components
 from dlperf.vocab import Framework
 
@@ -70,6 +73,11 @@ class TrainStep(Protocol):
     def step(self) -> Any: ...
 
     def sync(self) -> None: ...
+
+    def device_clock(self) -> DeviceClock | None:
+        """Marks in the device's own queue where it runs asynchronously and has them (CUDA events): the timer then
+        lets the host run ahead as a training loop does (`dlperf.measure.timer.pipelined`). None: sync every step."""
+        ...
 
     def compile_stats(self) -> dict[str, Any]: ...
 

@@ -5,6 +5,12 @@
 The device is synchronized on both sides of every timed step, so the clock brackets the work itself and not just its
 launch. Each sample is handed to `on_sample` as soon as it exists, so a child killed by a timeout keeps what it
 measured.
+
+A device that runs asynchronously and can mark points in its own queue (CUDA events) is timed without that sync:
+`pipelined` lets the host launch the next steps while the device still runs the last ones, as a plain training loop
+does, and a step's time is the device's time between the ends of consecutive steps. Synchronizing every step would
+add the host's launch time to the device's whenever the two are close: on an H100 the LSTM step took 5.92 ms timed
+that way against 4.98 ms in a plain loop, because its many small kernels leave the host little room to run ahead.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ from __future__ import annotations
 import bisect
 import statistics
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 from dlperf.measure.stats import sorted_ci_halfwidth
 
@@ -49,6 +57,39 @@ def timed_step(step: Callable[[], None], sync: Callable[[], None], clock=time.pe
     step()
     sync()  # the step is over when the device says so
     return clock() - start
+
+
+class DeviceClock(Protocol):
+    """Points in an asynchronous device's queue (CUDA events): marking one returns at once."""
+
+    def mark(self) -> Any: ...
+
+    def seconds(self, start: Any, end: Any) -> float:
+        """The device's time from mark `start` to mark `end`; waits until the device has reached `end`."""
+        ...
+
+
+PIPELINE_DEPTH = 2  # steps the host may launch beyond the last one whose time is read
+
+
+def pipelined(step: Callable[[], None], clock: DeviceClock, depth: int = PIPELINE_DEPTH) -> Callable[[], float]:
+    """A `run` for `warm_up` and `sample` that never waits for the step it has just launched.
+
+    Each call launches one step and returns the time of the step `depth` launches before it: the device's time from
+    the end of the step before that one to its end, which includes any time the device sat idle waiting for the host
+    to launch work, so in steady state it is the step's time in a plain training loop. The first call launches
+    `depth + 1` steps to fill the pipeline; the last `depth` steps launched are never read (they finish at the
+    caller's next sync). Samples come in the order the steps ran."""
+    marks = deque([clock.mark()])  # the device's idle start: the first step's time includes its launch latency
+
+    def run() -> float:
+        while len(marks) < depth + 2:
+            step()
+            marks.append(clock.mark())
+        start = marks.popleft()
+        return clock.seconds(start, marks[0])
+
+    return run
 
 
 def is_steady(times: list[float], window: int, tolerance: float) -> bool:

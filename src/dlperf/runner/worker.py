@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from dlperf.frameworks import backend
 from dlperf.measure import system
-from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
+from dlperf.measure.timer import TimerConfig, pipelined, sample, timed_step, warm_up
 from dlperf.protocol import (
     Affinity,
     Built,
@@ -54,18 +54,17 @@ def measure(task: CellTask, emit: Reporter) -> None:
     train = fw.build(workload, cell.device, cell.mode)
     emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, fw.version()))
 
-    def run() -> float:
-        return timed_step(train.step, train.sync)
-
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())
-        emit(Compiled(run(), train.compile_stats()))
+        emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
+    run = step_timer(train)
     warm = warm_up(run, task.timer)
     emit(Warmup(warm.steps, warm.steady, warm.times))
     sampled = timed_samples(run, task.timer, emit)
     emit(sampled)
     if train.compiles:
         emit(CompileEnd(train.compile_stats()))  # frames compiled since the first step are recompiles
+    train.sync()  # the steps launched beyond the last one read (pipelined) finish before anything else runs
     if task.stop is not None and task.stop.applies(sampled.median_s):
         stop_early(task, sampled.median_s, emit)
         return
@@ -76,6 +75,15 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
     emit(Done())
+
+
+def step_timer(train) -> Callable[[], float]:
+    """One step's time per call, as a plain training loop sees it: pipelined on a device with its own clock (CUDA),
+    the device synchronized on both sides of each step elsewhere."""
+    clock = train.device_clock()
+    if clock is not None:
+        return pipelined(train.step, clock)
+    return lambda: timed_step(train.step, train.sync)
 
 
 def count_flops(train) -> Flops:

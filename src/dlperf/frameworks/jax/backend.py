@@ -210,6 +210,10 @@ class JaxStep:
         self.state, self.loss = self.jitted(self.state, self.inputs, self.targets)
         return self.loss
 
+    def device_clock(self) -> None:
+        """None: XLA's GPU path is synchronized every step (no events to read)."""
+        return None
+
     def sync(self) -> None:
         """Wait for the whole updated state (parameters, BatchNorm statistics, optimizer state) and the loss."""
         jax.block_until_ready((self.state, self.loss))

@@ -167,6 +167,10 @@ class MXNetStep:
         self.trainer.step(1)  # 1, not the batch size: the loss is already a mean
         return PendingLoss(loss)
 
+    def device_clock(self) -> None:
+        """None: the engine is synchronized every step (waitall)."""
+        return None
+
     def sync(self) -> None:
         _mx().nd.waitall()
 

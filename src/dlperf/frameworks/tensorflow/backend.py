@@ -192,6 +192,10 @@ class TFStep:
             self.loss = self.function(self.inputs, self.targets)
         return self.loss
 
+    def device_clock(self) -> None:
+        """None: eager execution is synchronous here."""
+        return None
+
     def sync(self) -> None:
         """Wait for the step, updates included (see the module docstring for why reading the loss suffices)."""
         if self.loss is not None:

@@ -216,6 +216,22 @@ class DtypeFlopCounter(TorchDispatchMode):
 # The train step
 
 
+class CudaEvents:
+    """`dlperf.measure.timer.DeviceClock` for a CUDA device: timing events recorded on its current stream."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.stream = torch.cuda.current_stream(device)
+
+    def mark(self) -> torch.cuda.Event:
+        event = torch.cuda.Event(enable_timing=True)
+        event.record(self.stream)
+        return event
+
+    def seconds(self, start: torch.cuda.Event, end: torch.cuda.Event) -> float:
+        end.synchronize()
+        return start.elapsed_time(end) / 1000.0  # elapsed_time is in milliseconds
+
+
 class TorchStep:
     """One model, one fixed mini-batch already on the device, one optimizer: what the worker times.
 
@@ -272,6 +288,11 @@ class TorchStep:
             torch.cuda.synchronize(self.device)
         elif self.device.type == "mps":
             torch.mps.synchronize()
+
+    def device_clock(self) -> CudaEvents | None:
+        """CUDA events on the stream the step runs on (CUDA graphs replay there too); None elsewhere: a CPU step is
+        over when it returns, and MPS is synchronized every step."""
+        return CudaEvents(self.device) if self.device.type == "cuda" else None
 
     def count_flops(self) -> dict[str, Any] | None:
         """FLOPs of one step of the model's own work, split by the dtype the products ran in.
