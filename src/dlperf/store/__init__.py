@@ -4,8 +4,8 @@ One writer (the parent process), one transaction per finished measurement. Typed
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
 older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
 cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
-and each collective bandwidth (`dlperf comm`). Reads return the typed records of `store/records.py`; `merge.py`
-copies runs between files.
+and each collective bandwidth (`dlperf comm`). A running run is leased to the one process measuring it
+(`store/lease.py`). Reads return the typed records of `store/records.py`; `merge.py` copies runs between files.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.store import lease
 from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, RunRecord
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+LEASES = 6  # the version that has the leases table
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -122,6 +124,17 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE cells ADD COLUMN nproc INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE cells ADD COLUMN scaling TEXT",
     ],
+    LEASES: [
+        # Who measures a running run now (`store/lease.py`): one row per run, dropped when the run ends.
+        """CREATE TABLE leases (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            token TEXT,                     -- boot id and start time of the pid: a recycled pid is someone else
+            since TEXT NOT NULL,
+            seen TEXT NOT NULL              -- the holder's last heartbeat
+        )""",
+    ],
 }
 
 PEAK_COLUMNS = ("framework", "framework_version", "device", "threads", "kind", "dtype", "value")
@@ -148,6 +161,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
         self.version = SCHEMA_VERSION  # lower only for an old file a reader could not upgrade
+        self.leases: dict[int, lease.Heartbeat] = {}  # run id -> the heartbeat of the lease this process holds
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
@@ -173,6 +187,13 @@ class Store:
         return store
 
     def close(self) -> None:
+        """Release the leases this process holds: however it ends, short of being killed, its runs are free."""
+        for run_id in list(self.leases):
+            try:
+                with self.conn:
+                    self._release(run_id)
+            except sqlite3.Error:  # left behind, it is a dead process's lease: the next --resume takes it over
+                pass
         self.conn.close()
 
     def _upgrade(self, version: int, create: bool) -> None:
@@ -204,7 +225,8 @@ class Store:
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
-        """The run and its whole plan, every cell pending, in one transaction."""
+        """The run and its whole plan, every cell pending, leased to this process, in one transaction."""
+        holder = lease.me()
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs (started_at, status, argv, spec_json, env_json, fingerprint_json)"
@@ -212,7 +234,35 @@ class Store:
                 (now(), json.dumps(argv), json.dumps(spec), json.dumps(env), json.dumps(fingerprint)),
             )
             self._insert_cells(cur.lastrowid, cells)
+            if self.version >= LEASES:
+                lease.take(self.conn, cur.lastrowid, holder)
+        if self.version >= LEASES:
+            self.leases[cur.lastrowid] = lease.Heartbeat(self.path, cur.lastrowid, holder)
         return cur.lastrowid
+
+    def acquire(self, run_id: int) -> lease.Holder | None:
+        """Lease the run to this process (`--resume`); returns the dead holder it took over from, if any. A live
+        holder's run raises LeaseHeld, and nothing is written."""
+        if self.version < LEASES:  # a file that could not be upgraded: it cannot be written to either
+            return None
+        holder = lease.me()
+        stale = lease.acquire(self.conn, run_id, holder)
+        self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
+        return stale
+
+    def _still_leased(self, run_id: int) -> None:
+        """Inside a write to `run_id`: refresh this process's lease, or stop if another process took it over (after
+        this one was unheard of for lease.STALE_AFTER_S)."""
+        if run_id in self.leases and not lease.beat(self.conn, run_id, lease.me()):
+            self.leases[run_id].stop()  # kept: every later write to the run is refused too
+            taker = lease.holder_of(self.conn, run_id)
+            by = f" by {taker.describe()} at {taker.since}" if taker else ""
+            raise lease.LeaseHeld(f"run {run_id} was taken over{by}; this process stopped measuring it")
+
+    def _release(self, run_id: int) -> None:
+        if heartbeat := self.leases.pop(run_id, None):
+            heartbeat.stop()
+            lease.release(self.conn, run_id, lease.me())
 
     def add_cells(self, run_id: int, cells: list[dict]) -> None:
         """More pending cells for a run that decides its plan as it goes (`dlperf optimize`)."""
@@ -231,9 +281,13 @@ class Store:
             self._insert("cells", row)  # an older file (the tests make some) has no data-parallel columns
 
     def set_run_status(self, run_id: int, status: str) -> None:
+        """A run that ends (complete, interrupted) frees its lease in the same transaction."""
         finished = None if status == "running" else now()
         with self.conn:
+            self._still_leased(run_id)
             self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
+            if status != "running":
+                self._release(run_id)
 
     def run(self, run_id: int | None = None) -> RunRecord:
         """A run by id, or the latest one."""
@@ -286,8 +340,10 @@ class Store:
         return {(r["cell_key"], r["repeat"]) for r in rows}
 
     def record(self, run_id: int, key: str, repeat: int, measurement: dict, cell: dict[str, Any]) -> None:
-        """One finished process's measurement and the cell's updated aggregate: one transaction."""
+        """One finished process's measurement and the cell's updated aggregate: one transaction, written only while
+        this process holds the run's lease (if it took one)."""
         with self.conn:
+            self._still_leased(run_id)
             self.conn.execute(
                 "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?)",
                 (
