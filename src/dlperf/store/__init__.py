@@ -13,6 +13,9 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -146,6 +149,15 @@ CELL_COLUMNS = (
 )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class RunRows:
+    """A run's raw rows (`Store.rows`), every one of them read and decoded: what a copy to another file takes."""
+
+    run: dict[str, Any]
+    cells: list[dict[str, Any]]
+    measurements: list[dict[str, Any]]
+
+
 def default_db() -> str:
     """Where a command reads and writes when no --db is given: $DLPERF_DB, else ./dlperf.db."""
     return os.environ.get("DLPERF_DB") or "dlperf.db"
@@ -211,17 +223,12 @@ class Store:
     def _migrate(self) -> None:
         """One transaction, taken before the version is read again: two processes opening an old file at once
         upgrade it once (DDL outside an explicit transaction would commit statement by statement)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             version = _schema_version(self.conn)
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[target]:
                     self.conn.execute(statement)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        except BaseException:
-            self.conn.rollback()
-            raise
-        self.conn.commit()
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
@@ -375,6 +382,47 @@ class Store:
         args = (run_id,) if where else ()
         return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table}{where} ORDER BY rowid", args)]
 
+    def check_run(self, run_id: int) -> RunRows:
+        """Every row of a run read and decoded as the views decode it (a damaged page, text that is not JSON, a
+        status or sample that is not one), before anything relies on it; returns the raw rows. A row that does not
+        read or decode is a UsageError naming the run, and the cell and process where it can."""
+        part = f"run {run_id}"
+        try:
+            [run] = self.rows("runs", run_id)
+            RunRecord.from_row(run)
+            cells, measurements = self.rows("cells", run_id), self.rows("measurements", run_id)
+            for row in cells:
+                part = f"run {run_id}, cell {row['key']}"
+                CellRecord.from_row(row)
+            for row in measurements:
+                part = f"run {run_id}, cell {row['cell_key']}, process {row['repeat']}"
+                m = MeasurementRecord.from_row(row)
+                if not isinstance(m.samples, list) or not all(isinstance(x, int | float) for x in m.samples):
+                    raise ValueError("its samples are not a list of numbers")
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            raise UsageError(f"{part}: unreadable ({exc})") from exc
+        return RunRows(run, cells, measurements)
+
+    def check_file(self) -> None:
+        """SQLite's own check of the file's structure (`PRAGMA quick_check`): damage that reading rows may miss."""
+        try:
+            found = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            found = [str(exc)]
+        if found != ["ok"]:
+            raise UsageError(f"damaged ({found[0]})")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction around several writes (`insert_copy`, `insert_missing_peaks`): all or none."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
     def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: dict[str, Any]) -> int | None:
         """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
         was copied from the same source run (`origin`) or has the same raw samples. The start is only to the second:
@@ -397,28 +445,26 @@ class Store:
         self, run: dict[str, Any], cells: list[dict[str, Any]], measurements: list[dict[str, Any]], origin: dict
     ) -> int:
         """A run read from another file (`rows`), with its cells and measurements, under a new id and with its
-        origin: one transaction, so an interrupted copy leaves no half run. Returns the new id."""
-        with self.conn:
-            fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
-            new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
-            for row in cells:
-                self._insert("cells", {**row, "run_id": new_id})
-            for row in measurements:
-                self._insert("measurements", {**row, "run_id": new_id})
+        origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns the new id."""
+        fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
+        new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
+        for row in cells:
+            self._insert("cells", {**row, "run_id": new_id})
+        for row in measurements:
+            self._insert("measurements", {**row, "run_id": new_id})
         return new_id
 
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
-        """Peaks read from another file (`rows`) that this one lacks (every column but the id equal): one
-        transaction; returns how many were added."""
+        """Peaks read from another file (`rows`) that this one lacks (every column but the id equal), inside the
+        caller's `transaction`; returns how many were added."""
         added = 0
-        with self.conn:
-            for peak in peaks:
-                fields = {k: v for k, v in peak.items() if k != "id"}
-                match = " AND ".join(f"{k} IS ?" for k in fields)
-                if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
-                    continue
-                self._insert("peaks", fields)
-                added += 1
+        for peak in peaks:
+            fields = {k: v for k, v in peak.items() if k != "id"}
+            match = " AND ".join(f"{k} IS ?" for k in fields)
+            if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
+                continue
+            self._insert("peaks", fields)
+            added += 1
         return added
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:
