@@ -332,14 +332,18 @@ def warn_stderr(message: str) -> None:
     print(f"dlperf: warning: {message}", file=sys.stderr, flush=True)
 
 
-def resume(db: str | None = None, progress: Any = None) -> Outcome:
-    """Continue the latest unfinished run without re-measuring what it finished."""
+def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None) -> Outcome:
+    """Continue the latest unfinished run without re-measuring what it finished. A run another live process still
+    measures is refused (LeaseHeld); one whose process died is taken over, with a warning saying whose it was."""
     db = db or default_db()
     store = Store.open(db, create=False)
     try:
         run = store.latest_unfinished_run()
         if run is None:
             raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
+        if dead := store.acquire(run.id):
+            (warn or warn_stderr)(f"run {run.id} was left running by {dead.describe()}, last seen {dead.seen}, which "
+                                  "is gone: taken over")  # fmt: skip
         spec = RunSpec.from_json(run.spec)
         env = envinfo.capture(framework_info(spec.frameworks))
         changes = envinfo.fingerprint_diff(run.fingerprint, envinfo.fingerprint(env))

@@ -191,3 +191,52 @@ def test_a_v2_source_merges(tmp_path, monkeypatch):
     monkeypatch.undo()
     assert rows(target, "measurements")[0]["samples_json"] == rows(path, "measurements")[0]["samples_json"]
     assert run_origin(rows(target, "runs")[0])["db"] == str(path.resolve())
+
+
+def damage(path, kind: str) -> None:
+    """Overwrite part of run 2's raw samples in the file itself: the text of one stretch ("samples": the file's
+    structure intact, PRAGMA integrity_check still ok, the row no longer decodes), or the whole page holding it."""
+    text = json.dumps(SLOWER["alexnet-r"][1]).encode()
+    data = bytearray(path.read_bytes())
+    start = next(data.find(text[i : i + 40]) for i in range(100, len(text), 40) if data.find(text[i : i + 40]) > 0)
+    if kind == "samples":
+        data[start : start + 40] = b"#" * 40
+    else:
+        size = sqlite3.connect(path).execute("PRAGMA page_size").fetchone()[0]
+        page = start // size * size
+        data[page : page + size] = bytes(range(256)) * (size // 256)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("kind", ["samples", "page"])
+def test_a_damaged_source_stops_the_merge_before_anything_is_written(sources, tmp_path, kind):
+    a, b = sources
+    damage(a, kind)
+    if kind == "samples":
+        assert sqlite3.connect(a).execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    target = tmp_path / "all.db"
+    make_db(target, {"fcn-r": processes(60, 2, 0.3)})  # a store that already holds a run
+    before = target.read_bytes()
+    proc = dlperf("merge", str(b), str(a), db=target)  # the good source first: not merged either
+    fragments = [f"merge {str(a)!r}: run 2", "unreadable"]
+    one_line_error(proc, *fragments, *(["cell alexnet-r|torch|cpu|1|fp32, process 1"] if kind == "samples" else []))
+    assert target.read_bytes() == before
+
+
+def test_the_whole_merge_is_one_transaction(sources, tmp_path, monkeypatch):
+    a, b = sources
+    target = tmp_path / "all.db"
+    make_db(target, {"fcn-r": processes(60, 2, 0.3)})
+    before = {table: rows(target, table) for table in ("runs", "cells", "measurements", "peaks")}
+    insert, runs_inserted = Store._insert, []
+
+    def interrupted_at_the_last_run(self, table, row):
+        runs_inserted.extend([row] if table == "runs" else [])
+        if len(runs_inserted) == 3:  # b's run, after both of a's
+            raise KeyboardInterrupt
+        return insert(self, table, row)
+
+    monkeypatch.setattr(Store, "_insert", interrupted_at_the_last_run)
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge([str(a), str(b)], str(target))
+    assert {table: rows(target, table) for table in before} == before

@@ -1,3 +1,4 @@
+import re
 import sqlite3
 
 import pytest
@@ -94,3 +95,20 @@ def test_unknown_run(tmp_path):
     with pytest.raises(UsageError, match="--run 42"):
         store.run(42)
     assert store.run().env == {"cpu": {"model": "x"}}
+
+
+def test_check_run_decodes_every_row_and_names_the_one_that_does_not(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    run_id = new_run(store)
+    m = {"status": "ok", "samples": [1.0, 2.0], "detail": {}, "duration_s": 4.0}
+    store.record(run_id, CELL["key"], 0, m, {"status": "ok", "median_s": 1.5, "n": 2})
+    assert [r["key"] for r in store.check_run(run_id).cells] == [CELL["key"]]
+    for sql, where in [
+        ("UPDATE measurements SET samples_json = '[1.0, \"x\"]'", f"cell {CELL['key']}, process 0"),
+        ("UPDATE cells SET extra_json = '{not json'", f"cell {CELL['key']}: unreadable"),
+        ("UPDATE runs SET env_json = 'garbage'", f"run {run_id}: unreadable"),
+    ]:
+        store.conn.execute(sql)
+        with pytest.raises(UsageError, match=re.escape(where)):
+            store.check_run(run_id)
+    store.close()

@@ -10,7 +10,9 @@ from dlperf.vocab import ExitCode
 HELP = "copy every run of other database files into --db, skipping runs it already holds"
 DESCRIPTION = (
     "Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
-    "--db database, created if missing, under new run ids; each copied run records where it came from."
+    "--db database, created if missing, under new run ids; each copied run records where it came from. All or "
+    "nothing: every source is read and checked whole first, and a damaged one stops the merge before anything is "
+    "written."
 )
 
 

@@ -4,8 +4,8 @@ One writer (the parent process), one transaction per finished measurement. Typed
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
 older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
 cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
-and each collective bandwidth (`dlperf comm`). Reads return the typed records of `store/records.py`; `merge.py`
-copies runs between files.
+and each collective bandwidth (`dlperf comm`). A running run is leased to the one process measuring it
+(`store/lease.py`). Reads return the typed records of `store/records.py`; `merge.py` copies runs between files.
 """
 
 from __future__ import annotations
@@ -13,14 +13,19 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.store import lease
 from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, RunRecord
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
+LEASES = 6  # the version that has the leases table
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -122,6 +127,17 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE cells ADD COLUMN nproc INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE cells ADD COLUMN scaling TEXT",
     ],
+    LEASES: [
+        # Who measures a running run now (`store/lease.py`): one row per run, dropped when the run ends.
+        """CREATE TABLE leases (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            token TEXT,                     -- boot id and start time of the pid: a recycled pid is someone else
+            since TEXT NOT NULL,
+            seen TEXT NOT NULL              -- the holder's last heartbeat
+        )""",
+    ],
 }
 
 PEAK_COLUMNS = ("framework", "framework_version", "device", "threads", "kind", "dtype", "value")
@@ -131,6 +147,15 @@ CELL_COLUMNS = (
     "status", "error", "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s",
     "warmup_steps", "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
 )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RunRows:
+    """A run's raw rows (`Store.rows`), every one of them read and decoded: what a copy to another file takes."""
+
+    run: dict[str, Any]
+    cells: list[dict[str, Any]]
+    measurements: list[dict[str, Any]]
 
 
 def default_db() -> str:
@@ -148,6 +173,7 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
         self.version = SCHEMA_VERSION  # lower only for an old file a reader could not upgrade
+        self.leases: dict[int, lease.Heartbeat] = {}  # run id -> the heartbeat of the lease this process holds
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
@@ -173,6 +199,13 @@ class Store:
         return store
 
     def close(self) -> None:
+        """Release the leases this process holds: however it ends, short of being killed, its runs are free."""
+        for run_id in list(self.leases):
+            try:
+                with self.conn:
+                    self._release(run_id)
+            except sqlite3.Error:  # left behind, it is a dead process's lease: the next --resume takes it over
+                pass
         self.conn.close()
 
     def _upgrade(self, version: int, create: bool) -> None:
@@ -190,21 +223,17 @@ class Store:
     def _migrate(self) -> None:
         """One transaction, taken before the version is read again: two processes opening an old file at once
         upgrade it once (DDL outside an explicit transaction would commit statement by statement)."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with self.transaction():
             version = _schema_version(self.conn)
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 for statement in MIGRATIONS[target]:
                     self.conn.execute(statement)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-        except BaseException:
-            self.conn.rollback()
-            raise
-        self.conn.commit()
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
-        """The run and its whole plan, every cell pending, in one transaction."""
+        """The run and its whole plan, every cell pending, leased to this process, in one transaction."""
+        holder = lease.me()
         with self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs (started_at, status, argv, spec_json, env_json, fingerprint_json)"
@@ -212,7 +241,35 @@ class Store:
                 (now(), json.dumps(argv), json.dumps(spec), json.dumps(env), json.dumps(fingerprint)),
             )
             self._insert_cells(cur.lastrowid, cells)
+            if self.version >= LEASES:
+                lease.take(self.conn, cur.lastrowid, holder)
+        if self.version >= LEASES:
+            self.leases[cur.lastrowid] = lease.Heartbeat(self.path, cur.lastrowid, holder)
         return cur.lastrowid
+
+    def acquire(self, run_id: int) -> lease.Holder | None:
+        """Lease the run to this process (`--resume`); returns the dead holder it took over from, if any. A live
+        holder's run raises LeaseHeld, and nothing is written."""
+        if self.version < LEASES:  # a file that could not be upgraded: it cannot be written to either
+            return None
+        holder = lease.me()
+        stale = lease.acquire(self.conn, run_id, holder)
+        self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
+        return stale
+
+    def _still_leased(self, run_id: int) -> None:
+        """Inside a write to `run_id`: refresh this process's lease, or stop if another process took it over (after
+        this one was unheard of for lease.STALE_AFTER_S)."""
+        if run_id in self.leases and not lease.beat(self.conn, run_id, lease.me()):
+            self.leases[run_id].stop()  # kept: every later write to the run is refused too
+            taker = lease.holder_of(self.conn, run_id)
+            by = f" by {taker.describe()} at {taker.since}" if taker else ""
+            raise lease.LeaseHeld(f"run {run_id} was taken over{by}; this process stopped measuring it")
+
+    def _release(self, run_id: int) -> None:
+        if heartbeat := self.leases.pop(run_id, None):
+            heartbeat.stop()
+            lease.release(self.conn, run_id, lease.me())
 
     def add_cells(self, run_id: int, cells: list[dict]) -> None:
         """More pending cells for a run that decides its plan as it goes (`dlperf optimize`)."""
@@ -231,9 +288,13 @@ class Store:
             self._insert("cells", row)  # an older file (the tests make some) has no data-parallel columns
 
     def set_run_status(self, run_id: int, status: str) -> None:
+        """A run that ends (complete, interrupted) frees its lease in the same transaction."""
         finished = None if status == "running" else now()
         with self.conn:
+            self._still_leased(run_id)
             self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
+            if status != "running":
+                self._release(run_id)
 
     def run(self, run_id: int | None = None) -> RunRecord:
         """A run by id, or the latest one."""
@@ -286,8 +347,10 @@ class Store:
         return {(r["cell_key"], r["repeat"]) for r in rows}
 
     def record(self, run_id: int, key: str, repeat: int, measurement: dict, cell: dict[str, Any]) -> None:
-        """One finished process's measurement and the cell's updated aggregate: one transaction."""
+        """One finished process's measurement and the cell's updated aggregate: one transaction, written only while
+        this process holds the run's lease (if it took one)."""
         with self.conn:
+            self._still_leased(run_id)
             self.conn.execute(
                 "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?)",
                 (
@@ -319,6 +382,47 @@ class Store:
         args = (run_id,) if where else ()
         return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table}{where} ORDER BY rowid", args)]
 
+    def check_run(self, run_id: int) -> RunRows:
+        """Every row of a run read and decoded as the views decode it (a damaged page, text that is not JSON, a
+        status or sample that is not one), before anything relies on it; returns the raw rows. A row that does not
+        read or decode is a UsageError naming the run, and the cell and process where it can."""
+        part = f"run {run_id}"
+        try:
+            [run] = self.rows("runs", run_id)
+            RunRecord.from_row(run)
+            cells, measurements = self.rows("cells", run_id), self.rows("measurements", run_id)
+            for row in cells:
+                part = f"run {run_id}, cell {row['key']}"
+                CellRecord.from_row(row)
+            for row in measurements:
+                part = f"run {run_id}, cell {row['cell_key']}, process {row['repeat']}"
+                m = MeasurementRecord.from_row(row)
+                if not isinstance(m.samples, list) or not all(isinstance(x, int | float) for x in m.samples):
+                    raise ValueError("its samples are not a list of numbers")
+        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
+            raise UsageError(f"{part}: unreadable ({exc})") from exc
+        return RunRows(run, cells, measurements)
+
+    def check_file(self) -> None:
+        """SQLite's own check of the file's structure (`PRAGMA quick_check`): damage that reading rows may miss."""
+        try:
+            found = [r[0] for r in self.conn.execute("PRAGMA quick_check")]
+        except sqlite3.DatabaseError as exc:
+            found = [str(exc)]
+        if found != ["ok"]:
+            raise UsageError(f"damaged ({found[0]})")
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction around several writes (`insert_copy`, `insert_missing_peaks`): all or none."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
     def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: dict[str, Any]) -> int | None:
         """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
         was copied from the same source run (`origin`) or has the same raw samples. The start is only to the second:
@@ -341,28 +445,26 @@ class Store:
         self, run: dict[str, Any], cells: list[dict[str, Any]], measurements: list[dict[str, Any]], origin: dict
     ) -> int:
         """A run read from another file (`rows`), with its cells and measurements, under a new id and with its
-        origin: one transaction, so an interrupted copy leaves no half run. Returns the new id."""
-        with self.conn:
-            fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
-            new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
-            for row in cells:
-                self._insert("cells", {**row, "run_id": new_id})
-            for row in measurements:
-                self._insert("measurements", {**row, "run_id": new_id})
+        origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns the new id."""
+        fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
+        new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
+        for row in cells:
+            self._insert("cells", {**row, "run_id": new_id})
+        for row in measurements:
+            self._insert("measurements", {**row, "run_id": new_id})
         return new_id
 
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
-        """Peaks read from another file (`rows`) that this one lacks (every column but the id equal): one
-        transaction; returns how many were added."""
+        """Peaks read from another file (`rows`) that this one lacks (every column but the id equal), inside the
+        caller's `transaction`; returns how many were added."""
         added = 0
-        with self.conn:
-            for peak in peaks:
-                fields = {k: v for k, v in peak.items() if k != "id"}
-                match = " AND ".join(f"{k} IS ?" for k in fields)
-                if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
-                    continue
-                self._insert("peaks", fields)
-                added += 1
+        for peak in peaks:
+            fields = {k: v for k, v in peak.items() if k != "id"}
+            match = " AND ".join(f"{k} IS ?" for k in fields)
+            if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
+                continue
+            self._insert("peaks", fields)
+            added += 1
         return added
 
     def _insert(self, table: str, row: dict[str, Any]) -> int:

@@ -3,20 +3,23 @@
     dlperf merge laptop.db server.db --db all.db
 
 Every run of each source (its runs row, all cells, all measurements with their raw samples) is copied under a new
-id, one transaction per run, and records where it came from (`runs.origin_json`). A run already in the target (same
-start, command, plan and machine, or copied before from the same source run) is skipped, so merging twice adds
-nothing. The sources' measured peaks are copied too, each once.
+id and records where it came from (`runs.origin_json`). A run already in the target (same start, command, plan and
+machine, or copied before from the same source run) is skipped, so merging twice adds nothing. The sources' measured
+peaks are copied too, each once. All or nothing: every source is read whole and each row decoded before the target
+is opened (a damaged source is a one-line error naming it, and the run and cell), and the copy is one transaction.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dlperf.errors import UsageError
-from dlperf.store import Store, now, run_origin
+from dlperf.store import RunRows, Store, now, run_origin
 
 
 @dataclass(frozen=True)
@@ -35,41 +38,63 @@ class Copied:
         )
 
 
+@dataclass(frozen=True)
+class Source:
+    """A source file read whole and checked: what the copy writes."""
+
+    name: str  # as the user named it
+    path: str  # resolved: where the copied runs came from
+    runs: list[RunRows]
+    peaks: list[dict[str, Any]]
+
+
 def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None) -> list[Copied]:
-    """Copy every run of each source not yet in `target`, then the peaks it lacks; one entry per run, and a line
-    for `report` as each is done. Every source is opened before the target is: a bad one stops the merge before
-    anything is written."""
-    opened: list[Store] = []
+    """Copy every run of each source not yet in `target`, then the peaks it lacks, in one transaction; one entry per
+    run, and a line for `report` for each once all is written. Every source is read and checked before the target
+    is opened: a bad one stops the merge before anything is written."""
+    read = [read_source(source, target) for source in sources]
+    dst = Store.open(target, create=True)
     try:
-        for source in sources:
-            opened.append(_open_source(source, target))
-        dst = Store.open(target, create=True)
-        try:
-            return [
-                copied
-                for src, source in zip(opened, sources, strict=True)
-                for copied in _merge_one(src, dst, source, report)
-            ]
-        finally:
-            dst.close()
+        lines: list[str] = []
+        with dst.transaction():
+            done = [copied for source in read for copied in _merge_one(source, dst, lines)]
     finally:
-        for src in opened:
-            src.close()
-
-
-def _merge_one(src: Store, dst: Store, source: str, report: Callable[[str], None]) -> list[Copied]:
-    done = []
-    for run in src.rows("runs"):
-        done.append(copy_run(src, dst, run, source))
-        report(done[-1].line())
-    if added := dst.insert_missing_peaks(src.rows("peaks")):
-        report(f"{source}: {added} measured peak{'s' * (added != 1)} copied")
+        dst.close()
+    for line in lines:
+        report(line)
     return done
 
 
+def _merge_one(source: Source, dst: Store, lines: list[str]) -> list[Copied]:
+    done = []
+    for rows in source.runs:
+        done.append(copy_run(rows, dst, source))
+        lines.append(done[-1].line())
+    if added := dst.insert_missing_peaks(source.peaks):
+        lines.append(f"{source.name}: {added} measured peak{'s' * (added != 1)} copied")
+    return done
+
+
+def read_source(source: str, target: str) -> Source:
+    """Every run and peak of the source, each row decoded (`Store.check_run`) and the file's structure checked; a
+    missing, corrupt or foreign file, or the target itself, is a UsageError naming it, before anything is written."""
+    src = _open_source(source, target)
+    try:
+        try:
+            runs = [src.check_run(run["id"]) for run in src.rows("runs")]
+            peaks = src.rows("peaks")
+            src.check_file()
+        except sqlite3.DatabaseError as exc:
+            raise UsageError(f"unreadable ({exc})") from exc
+    except UsageError as exc:
+        raise UsageError(f"merge {source!r}: {exc}") from exc
+    finally:
+        src.close()
+    return Source(source, str(Path(source).resolve()), runs, peaks)
+
+
 def _open_source(source: str, target: str) -> Store:
-    """The source, opened to read; a missing, corrupt or foreign file, or the target itself, is a UsageError naming
-    it, before anything is written."""
+    """The source, opened to read."""
     path = Path(source)
     if not path.is_file():
         raise UsageError(f"merge {source!r}: no such database file")
@@ -81,14 +106,13 @@ def _open_source(source: str, target: str) -> Store:
         raise UsageError(f"merge {source!r}: {str(exc).removeprefix(f'--db {str(path)!r}: ')}") from exc
 
 
-def copy_run(src: Store, dst: Store, run: dict, source: str) -> Copied:
-    origin = {"db": str(Path(src.path).resolve()), "run_id": run["id"], "merged_at": now()}
+def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
+    run = rows.run
+    origin = {"db": source.path, "run_id": run["id"], "merged_at": now()}
     if run_origin(run):  # a run merged before: keep the trail back to where it was measured
         origin["origin"] = run_origin(run)
-    measurements = src.rows("measurements", run["id"])
-    present = dst.find_copy(run, measurements, origin)
+    present = dst.find_copy(run, rows.measurements, origin)
     if present is not None:
-        return Copied(source, run["id"], present, 0, skipped=True)
-    cells = src.rows("cells", run["id"])
-    new_id = dst.insert_copy(run, cells, measurements, origin)
-    return Copied(source, run["id"], new_id, len(cells), skipped=False)
+        return Copied(source.name, run["id"], present, 0, skipped=True)
+    new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin)
+    return Copied(source.name, run["id"], new_id, len(rows.cells), skipped=False)
