@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlperf.commands.common import add_format, db_path
+from dlperf.commands.common import add_format, db_path, real
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -26,19 +26,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
     p.add_argument(
         "--threshold",
-        type=float,
+        type=real("--threshold", above=False, most=1e6),
         default=0.05,
         help="a significantly slower cell is a regression when B/A exceeds 1 + this (default: 0.05)",
     )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default: 0.05)")
+    p.add_argument(
+        "--alpha", type=real("--alpha", most=1.0), default=0.05, help="significance level after Holm (default: 0.05)"
+    )
     add_format(p, "text", "md", "json")
 
 
 def run(args) -> int:
     from dlperf.report.compare import compare, load, render_markdown, render_rich, to_json
 
-    if not args.threshold >= 0:
-        raise UsageError(f"--threshold {args.threshold:g}: must be 0 or more (a fraction: 0.05 is 5%)")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
     db = db_path(args)

@@ -7,31 +7,35 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, db_path
+from dlperf.commands.common import add_format, db_path, real, whole
 from dlperf.commands.run import add_timer_flags, timer
-from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
 HELP = "find the fastest training mode for a workload"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
+    from dlperf.spec import MAX_SECONDS, OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
 
     p.add_argument("workload", help="a built-in name or path/file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
-    p.add_argument("--threads", type=int, help="CPU threads (default: every usable core)")
+    p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads (default: every usable core)")
     p.add_argument(
         "--budget",
-        type=float,
+        type=real("--budget", most=MAX_SECONDS / 60),
         default=OPTIMIZE_BUDGET_MIN,
         help=f"minutes the search may take; dimensions that do not fit are skipped, and said so "
         f"(default: {OPTIMIZE_BUDGET_MIN:g})",
     )
-    p.add_argument("--repeats", type=int, default=2, help="fresh processes per candidate mode (default: 2)")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per cell process (default: 900)")
     p.add_argument(
-        "--compile-timeout", type=float, default=600.0, help="seconds a compiled mode may compile (default: 600)"
+        "--repeats", type=whole("--repeats", 1), default=2, help="fresh processes per candidate mode (default: 2)"
+    )
+    p.add_argument("--timeout", type=real("--timeout"), default=900.0, help="seconds per cell process (default: 900)")
+    p.add_argument(
+        "--compile-timeout",
+        type=real("--compile-timeout"),
+        default=600.0,
+        help="seconds a compiled mode may compile (default: 600)",
     )
     t = OPTIMIZE_TIMER
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
@@ -42,10 +46,6 @@ def run(args) -> int:
     from dlperf import optimize
     from dlperf.spec import parse_devices, parse_workloads
 
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
-    if args.compile_timeout <= 0:
-        raise UsageError("--compile-timeout must be positive")
     [workload] = parse_workloads(args.workload)
     [device] = parse_devices(args.device)
     opts = optimize.Options(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, db_path, print_rich
+from dlperf.commands.common import add_format, db_path, print_rich, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -12,7 +12,7 @@ HELP = "the Table-7 view of a run"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=int, help="run id (default: the latest)")
+    p.add_argument("--run", type=whole("--run", 1), help="run id (default: the latest)")
     add_format(p, "text", "md", "csv", "json")
     p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
     p.add_argument(
