@@ -206,3 +206,11 @@ def test_compare_takes_run_ids_in_ascii_digits_only(ref, tmp_path):
         assert str(exc).startswith(f"B {ref!r}")
     else:
         assert run_id is None and path == ref  # a file name, not run 3
+
+
+def test_a_cell_without_a_sample_fails_the_run(tmp_path):
+    """Exit 0 means every cell measured (README): a cell that took no timed step is failed, and the run exits 1."""
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--no-loss-check", "--max-warmup", "0",
+                  "--min-time", "0", "--max-time", "0", db=tmp_path / "x.db", timeout=120)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "failed: no timed step" in proc.stderr

@@ -17,7 +17,7 @@ HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regressi
 DESCRIPTION = (
     "Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
     "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
-    "slower by more than --threshold."
+    "slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to compare)."
 )
 
 
@@ -44,6 +44,8 @@ def run(args) -> int:
     db = db_path(args)
     a, b = load(args.A, "A", db), load(args.B, "B", db)
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
+    if not result.cells:
+        raise UsageError(nothing_compared(result, a, b))
     if args.format == "json":
         print(json.dumps(to_json(result, a, b), indent=2))
     elif args.format == "md":
@@ -51,6 +53,17 @@ def run(args) -> int:
     else:
         print_wide(render_rich(result, a, b))
     return EXIT_REGRESSION if result.regressions() else ExitCode.OK
+
+
+def nothing_compared(result, a, b) -> str:
+    """Two runs without a cell measured on both sides: for a script that is an error, never "no regression"."""
+    from collections import Counter
+
+    whys = Counter(u.why if u.why.startswith("only in") else "not ok on a side" for u in result.unmatched)
+    listed = ", ".join(f"{n} {why}" for why, n in whys.items()) or "both runs are empty"
+    return (
+        f"A (run {a.run_id}) and B (run {b.run_id}) share no cell measured on both sides: nothing compared ({listed})"
+    )
 
 
 def print_wide(renderable) -> None:
