@@ -26,7 +26,7 @@ OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warm
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
-_REAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
+DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 INT64_MAX = 2**63 - 1  # SQLite's largest integer: a stored count or id beyond it cannot be written
 MAX_SECONDS = threading.TIMEOUT_MAX  # the longest wait the platform can make (about 292 years)
 
@@ -83,7 +83,7 @@ def whole_number(text: str, flag: str, least: int = 0, most: int = INT64_MAX) ->
 
 def real_number(text: str, flag: str, least: float = 0.0, most: float = MAX_SECONDS, above: bool = True) -> float:
     """A finite decimal number in ASCII digits, above `least` (or from it, when not `above`) and at most `most`."""
-    value = float(text) if _REAL.fullmatch(text.strip()) else math.nan
+    value = float(text) if DECIMAL.fullmatch(text.strip()) else math.nan
     if not (math.isfinite(value) and (value > least if above else value >= least) and value <= most):
         bounds = f"{'above' if above else 'of at least'} {least:g} and at most {most:g}"
         raise UsageError(f"{flag} {text!r}: expected a finite number {bounds} in ASCII digits")

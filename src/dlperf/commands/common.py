@@ -93,16 +93,21 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
 
 
 def warn(message: str) -> None:
-    print(f"dlperf: warning: {message}", file=sys.stderr, flush=True)
+    from dlperf.report.format import terminal
+
+    print(f"dlperf: warning: {terminal(message)}", file=sys.stderr, flush=True)
 
 
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:
-    """A rich table, then plain lines and notes (never read as markup: they hold names from the store)."""
+    """A rich table, then plain lines and notes (never read as markup, control characters escaped: they hold names
+    and errors from the store)."""
     from rich.console import Console
+
+    from dlperf.report.format import terminal
 
     console = Console(width=width)
     console.print(renderable)
     for line in lines:
-        console.print(line, highlight=False, markup=False)
+        console.print(terminal(line), highlight=False, markup=False)
     for note in notes:
-        console.print(f"  note: {note}", highlight=False, markup=False)
+        console.print(f"  note: {terminal(note)}", highlight=False, markup=False)

@@ -38,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from dlperf.report.compare import compare, load, render_markdown, render_rich, to_json
+    from dlperf.report.format import terminal
 
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
@@ -49,7 +50,7 @@ def run(args) -> int:
     if args.format == "json":
         print(json.dumps(to_json(result, a, b), indent=2))
     elif args.format == "md":
-        print(render_markdown(result, a, b))
+        print(terminal(render_markdown(result, a, b), newlines=True))
     else:
         print_wide(render_rich(result, a, b))
     return EXIT_REGRESSION if result.regressions() else ExitCode.OK

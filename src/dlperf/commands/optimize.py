@@ -73,20 +73,19 @@ def render_json(search) -> str:
 
 
 def render_rich(search):
-    from rich.markup import escape
     from rich.table import Table
 
-    from dlperf.report.format import nbytes, table_seconds
+    from dlperf.report.format import markup, nbytes, table_seconds
 
     table = Table(
-        title=f"optimize {escape(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
+        title=f"optimize {markup(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
     )
     for name in ("mode", "step", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
         table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
     best = search.best.mode if search.best else None
     for c in search.results:
         if c.median_s is None:
-            table.add_row(escape(c.mode), f"[dim]{escape(c.status)}[/]", "", "", "", escape(c.error or ""), "")
+            table.add_row(markup(c.mode), f"[dim]{markup(c.status)}[/]", "", "", "", markup(c.error or ""), "")
             continue
         speed = _speed_text(c)
         memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
@@ -95,8 +94,8 @@ def render_rich(search):
             "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
         )
         payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
-        mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
-        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
+        mode = f"[bold green]{markup(c.mode)}[/]" if c.mode == best else markup(c.mode)
+        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, markup(loss), payback)
     return table
 
 
@@ -123,12 +122,13 @@ def print_text(search) -> None:
     from rich.console import Console
 
     from dlperf.optimize import recipe
+    from dlperf.report.format import terminal
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(render_rich(search))
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:
-        console.print(f"  note: {note}", highlight=False, markup=False)
+        console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
     if search.best is None:
         console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
         return
@@ -139,4 +139,4 @@ def print_text(search) -> None:
         markup=False,
     )
     for line in recipe(b.mode, search.device, search.workload):
-        console.print(f"    {line}", highlight=False, markup=False)
+        console.print(f"    {terminal(line)}", highlight=False, markup=False)

@@ -105,7 +105,7 @@ def timer(args):
 def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
-    from dlperf.report.format import duration
+    from dlperf.report.format import duration, terminal
 
     db = db_path(args)
     if args.resume:
@@ -134,7 +134,7 @@ def run(args) -> int:
         )
     if args.dry_run:
         for cell in outcome.plan.cells:
-            print(cell.label)
+            print(terminal(cell.label))
         e = outcome.estimate
         print(f"{len(outcome.plan.tasks)} cell processes, estimated {duration(e.seconds)} (at most "
               f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "

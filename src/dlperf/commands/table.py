@@ -27,6 +27,7 @@ def run(args) -> int:
 
 def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> None:
     from dlperf.report import table
+    from dlperf.report.format import terminal
     from dlperf.report.utilization import attach_utilization
     from dlperf.spec import parse_modes
     from dlperf.store import Store
@@ -52,16 +53,18 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
         return
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
-    print(renderers[fmt](view), end="" if fmt == "csv" else "\n")
+    text = renderers[fmt](view)
+    print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
 
 
 def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
     from dlperf.report import best
+    from dlperf.report.format import terminal
 
     rows = best.build(cells, samples)
     if fmt == "json":
         print(best.render_json(rows))
     elif fmt == "md":
-        print(best.render_markdown(rows))
+        print(terminal(best.render_markdown(rows), newlines=True))
     else:
         print_rich(best.render_rich(rows, run_id), [], best.notes(rows))

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
-from dlperf.report.format import table_seconds
+from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.spec import whole_number
 from dlperf.store.records import CellRecord
 
@@ -377,7 +377,6 @@ VERDICT_STYLE = {
 
 def render_rich(result: Comparison, a: Side, b: Side):
     from rich.console import Group
-    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -387,9 +386,9 @@ def render_rich(result: Comparison, a: Side, b: Side):
         table.add_column(name, justify="right" if right else "left", no_wrap=name in ("B/A [95% CI]", "verdict"))
     for cell in result.cells:
         style = ("bold " if cell.regression else "") + VERDICT_STYLE[cell.verdict]
-        table.add_row(*(escape(v) for v in row_values(cell)), f"[{style}]{escape(cell.verdict.value)}[/]")
+        table.add_row(*(markup(v) for v in row_values(cell)), f"[{style}]{markup(cell.verdict.value)}[/]")
     lines = [a.heading(), b.heading(), *machine_lines(a, b)]
-    return Group(*(Text(line) for line in lines), table, *(Text(line) for line in summary_lines(result)))
+    return Group(*(Text(terminal(line)) for line in lines), table, *(Text(terminal(s)) for s in summary_lines(result)))
 
 
 def render_markdown(result: Comparison, a: Side, b: Side) -> str:
