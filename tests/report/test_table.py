@@ -158,3 +158,12 @@ def test_csv_text_that_starts_a_formula_is_quoted_for_spreadsheets():
     rows = list(csv.reader(io.StringIO(table.render_csv(table.build(1, cells)))))
     assert [r[0] for r in rows[1:]] == ["'-fcn", '\'=HYPERLINK("http://e","y")']
     assert rows[1][3:] == ["1.0", "0.5"]  # numbers stay numbers
+
+
+def test_terminal_escapes_controls_and_keeps_ordinary_unicode():
+    from dlperf.report.format import markup, terminal
+
+    assert terminal("résnet-日本 ok") == "résnet-日本 ok"
+    assert terminal("a\x1b[31m\x9b\x07\x08\r\n\t\x7f\u202eb") == "a\\x1b[31m\\x9b\\x07\\x08\\r\\n\\t\\x7f\\u202eb"
+    assert terminal("line 1\nline\x1b 2", newlines=True) == "line 1\nline\\x1b 2"
+    assert markup("[bold]x[/]") == "\\[bold]x\\[/]"
