@@ -132,3 +132,85 @@ def test_list_frameworks_names_every_tool_of_the_paper_and_why_not():
     assert rows["torch"]["available"] and rows["torch"]["environment"] == "current"
     text = dlperf("list", "--frameworks").stdout
     assert "caffe" in text and "why not" in text and "(current environment)" in text
+
+
+# Every numeric flag of every command, found in the parsers themselves: a new flag cannot escape these tests.
+POSITIONALS = {"optimize": ["tiny-fcn-r"], "compare": ["1", "2"], "plot": ["scaling", "-o", "x.png"], "merge": ["a"]}
+NOT_A_NUMBER = ["nan", "inf", "-inf", "1e400", "٣", "３", "1_0"]  # int() or float() takes each but the last three
+BAD_NUMBERS = {
+    "whole": [*NOT_A_NUMBER, "9223372036854775808", "1.5"],  # one past SQLite's largest integer
+    "whole list": [*NOT_A_NUMBER, "9223372036854775808", "2,nan", "2,٣"],
+    "real": NOT_A_NUMBER,
+}
+
+
+def commands() -> dict:
+    from argparse import _SubParsersAction
+
+    from dlperf.cli import build_parser
+
+    [sub] = [a for a in build_parser()._actions if isinstance(a, _SubParsersAction)]
+    return sub.choices
+
+
+def numeric_flags() -> list[tuple[str, str, str]]:
+    return [
+        (name, action.option_strings[-1], action.type.number)
+        for name, parser in commands().items()
+        for action in parser._actions
+        if getattr(action.type, "number", None)
+    ]
+
+
+def test_every_numeric_flag_has_a_validated_type():
+    """No bare int or float (they take nan, inf, '٣' and 1_000), and every flag with a number for default is typed."""
+    for name, parser in commands().items():
+        for action in parser._actions:
+            where = f"dlperf {name} {'/'.join(action.option_strings) or action.dest}"
+            assert action.type not in (int, float), where
+            numeric_default = isinstance(action.default, int | float) and not isinstance(action.default, bool)
+            assert not numeric_default or getattr(action.type, "number", None), where
+    assert len(numeric_flags()) >= 35
+
+
+@pytest.mark.parametrize(("command", "flag", "kind"), numeric_flags())
+def test_a_bad_number_is_one_line_naming_the_flag(command, flag, kind):
+    from dlperf.cli import build_parser
+    from dlperf.errors import UsageError
+
+    parser = build_parser()
+    for bad in BAD_NUMBERS[kind]:
+        with pytest.raises(UsageError) as caught:
+            parser.parse_args([command, *POSITIONALS.get(command, []), f"{flag}={bad}"])
+        message = str(caught.value)
+        assert message.startswith(flag) and "\n" not in message, (bad, message)
+
+
+def test_a_nan_timeout_stops_before_anything_runs(capsys, tmp_path):
+    """`--timeout nan` once disabled the timeout: every comparison with nan is false."""
+    assert main(["run", "--workloads", "tiny-fcn-r", "--timeout", "nan", "--db", str(tmp_path / "x.db")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "dlperf: error: --timeout 'nan': expected a finite number above 0 and at most 9.22337e+09 in ASCII digits"
+    )
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.mark.parametrize("ref", ["²", "٣", "9223372036854775808", "x.db:٣"])
+def test_compare_takes_run_ids_in_ascii_digits_only(ref, tmp_path):
+    from dlperf.errors import UsageError
+    from dlperf.report.compare import parse_ref
+
+    try:
+        path, run_id = parse_ref(ref, str(tmp_path / "x.db"), "B")
+    except UsageError as exc:
+        assert str(exc).startswith(f"B {ref!r}")
+    else:
+        assert run_id is None and path == ref  # a file name, not run 3
+
+
+def test_a_cell_without_a_sample_fails_the_run(tmp_path):
+    """Exit 0 means every cell measured (README): a cell that took no timed step is failed, and the run exits 1."""
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--no-loss-check", "--max-warmup", "0",
+                  "--min-time", "0", "--max-time", "0", db=tmp_path / "x.db", timeout=120)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "failed: no timed step" in proc.stderr

@@ -16,3 +16,25 @@ def _finish(capsys, n):
 def test_each_finished_cell_shows_its_sample_count_and_flags_few(capsys):
     assert _finish(capsys, 12) == "[1/2] resnet-18 torch cpu:1: median 4.200 s, n=12"
     assert _finish(capsys, 1) == "[1/2] resnet-18 torch cpu:1: median 4.200 s, n=1 (few samples)"
+
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07net\x9b31m\x08\r[bold]x[/]"  # clear screen, retitle, CSI, backspace, CR, markup
+
+
+def _shown(capsys, live: bool) -> str:
+    task = SimpleNamespace(cell=SimpleNamespace(label=f"{HOSTILE} torch cpu:1"), repeat=0)
+    console = Console(stderr=True, force_terminal=live, width=200)
+    with Progress(total=1, console=console) as progress:
+        progress.start(0, task)
+        progress.finish(0, task, {"status": "failed", "error": f"RuntimeError: {HOSTILE}", "duration_s": 1.0}, {})
+    return capsys.readouterr().err
+
+
+def test_a_hostile_name_or_error_reaches_the_terminal_escaped(capsys):
+    """A workload name or an error from the user's model cannot clear the screen, retitle it or move the cursor."""
+    for live in (False, True):
+        err = _shown(capsys, live)
+        assert "\\x1b[2J\\x1b]0;pwned\\x07net\\x9b31m\\x08\\r[bold]x[/] torch cpu:1" in err
+        assert "RuntimeError: \\x1b[2J" in err
+        for raw in ("\x1b[2J", "\x1b]0", "\x07", "\x9b", "\x08"):
+            assert raw not in err, (live, raw)

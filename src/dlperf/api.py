@@ -21,6 +21,7 @@ from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import mode_components
 from dlperf.protocol import Cell
+from dlperf.report.format import terminal
 from dlperf.runner import estimate as runner_estimate
 from dlperf.runner import probe
 from dlperf.runner.estimate import Estimate
@@ -277,7 +278,7 @@ def estimate(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell
 
 
 def say_pilot(cell: Cell) -> None:
-    print(f"estimating: one untimed step of {cell.label}", file=sys.stderr, flush=True)
+    print(f"estimating: one untimed step of {terminal(cell.label)}", file=sys.stderr, flush=True)
 
 
 def _known_durations(db: str, fingerprint: dict) -> dict[str, list[float]]:
@@ -329,7 +330,7 @@ def run(
 
 
 def warn_stderr(message: str) -> None:
-    print(f"dlperf: warning: {message}", file=sys.stderr, flush=True)
+    print(f"dlperf: warning: {terminal(message)}", file=sys.stderr, flush=True)
 
 
 def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None) -> Outcome:

@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.text import Text
 
 from dlperf.measure.stats import FEW_SAMPLES
-from dlperf.report.format import duration, seconds
+from dlperf.report.format import duration, seconds, terminal
 
 
 class Progress:
@@ -54,7 +54,7 @@ class Progress:
         )
 
     def start(self, index: int, task) -> None:
-        self._current = task.cell.label + (f" (repeat {task.repeat + 1})" if task.repeat else "")
+        self._current = terminal(task.cell.label) + (f" (repeat {task.repeat + 1})" if task.repeat else "")
         self._started = time.monotonic()
         if not self.live:
             print(f"[{index + 1}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
@@ -69,6 +69,7 @@ class Progress:
         status = measurement["status"]
         median, n = figures.get("median_s"), figures.get("n")
         outcome = f"median {seconds(median)}" if status == "ok" and median else f"{status}: {measurement['error']}"
+        outcome = terminal(outcome)  # the error comes from the user's model
         if status == "ok" and median and n is not None:
             outcome += f", n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
         line = f"[{index + 1}/{self.total}] {self._current}: {outcome}"

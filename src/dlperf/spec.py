@@ -7,7 +7,9 @@ the probe child, in `dlperf.runner.probe`.
 from __future__ import annotations
 
 import difflib
+import math
 import re
+import threading
 from dataclasses import asdict, dataclass, field
 
 from dlperf.errors import UsageError
@@ -22,6 +24,11 @@ OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+# ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
+_WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
+DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
+INT64_MAX = 2**63 - 1  # SQLite's largest integer: a stored count or id beyond it cannot be written
+MAX_SECONDS = threading.TIMEOUT_MAX  # the longest wait the platform can make (about 292 years)
 
 
 @dataclass(frozen=True)
@@ -63,12 +70,33 @@ def split_list(text: str, flag: str) -> list[str]:
     return items
 
 
+def whole_number(text: str, flag: str, least: int = 0, most: int = INT64_MAX) -> int:
+    """A whole number in ASCII digits from `least` to `most`; anything else is a UsageError naming the flag."""
+    value = int(text) if _WHOLE.fullmatch(text.strip()) else None
+    if value is None or not least <= value <= most:
+        bounds = f"from {least} to {most}" if most < INT64_MAX else f"of at least {least}"
+        if value is not None and value > most == INT64_MAX:
+            bounds = f"at most {most} (SQLite's largest integer)"
+        raise UsageError(f"{flag} {text!r}: expected a whole number {bounds} in ASCII digits")
+    return value
+
+
+def real_number(text: str, flag: str, least: float = 0.0, most: float = MAX_SECONDS, above: bool = True) -> float:
+    """A finite decimal number in ASCII digits, above `least` (or from it, when not `above`) and at most `most`."""
+    value = float(text) if DECIMAL.fullmatch(text.strip()) else math.nan
+    if not (math.isfinite(value) and (value > least if above else value >= least) and value <= most):
+        bounds = f"{'above' if above else 'of at least'} {least:g} and at most {most:g}"
+        raise UsageError(f"{flag} {text!r}: expected a finite number {bounds} in ASCII digits")
+    return value
+
+
 def positive_ints(text: str, flag: str) -> list[int]:
     values = []
     for item in split_list(text, flag):
-        if not item.isdigit() or int(item) < 1:
-            raise UsageError(f"{flag} {text!r}: {item!r} is not a positive whole number")
-        values.append(int(item))
+        try:
+            values.append(whole_number(item, flag, least=1))
+        except UsageError:
+            raise UsageError(f"{flag} {text!r}: {item!r} is not a positive whole number") from None
     return values
 
 

@@ -265,13 +265,13 @@ def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing_behind(t
 @pytest.mark.parametrize(
     ("flags", "fragment"),
     [
-        (["--nproc", "0"], "--nproc must be at least 1"),
+        (["--nproc", "0"], "--nproc '0': expected a whole number of at least 1"),
         (["--sizes", "3"], "--sizes '3': a size must be a positive multiple of 4"),
         (["--node-rank", "2", "--nnodes", "2"], "--node-rank 2: must be between 0 and --nnodes - 1 (1)"),
         (["--nnodes", "2"], "--nnodes above 1 needs --rdzv-endpoint"),
         (["--format", "xml"], "--format 'xml': expected text or json"),
         (["--backend", "mpi"], "--backend 'mpi': expected gloo or nccl"),
-        (["--iters", "0"], "--iters must be at least 1"),
+        (["--iters", "0"], "--iters '0': expected a whole number of at least 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
@@ -298,3 +298,10 @@ def test_nccl_on_cuda(tmp_path, torch):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["device"] == "cuda" and all(s["wrong"] == 0 and s["time_s"] > 0 for s in out["sizes"])
+
+
+@pytest.mark.parametrize("text", ["٣K", "４M", "1_024", "9999999999999999999G"])
+def test_a_size_is_ascii_digits_within_sqlites_integer(text):
+    """The regex's \\d took any Unicode digit ('٣K' was 3 KiB), and no bound stopped a size SQLite cannot store."""
+    with pytest.raises(UsageError, match="--sizes"):
+        comm.parse_size(text)

@@ -126,8 +126,8 @@ def test_cli_text_output(tmp_path):
         (["--sizes", "64,0"], "--sizes"),
         (["--threads", "x"], "--threads"),
         (["--devices", "tpu"], "unknown device 'tpu'"),
-        (["--bandwidth-mib", "0"], "--bandwidth-mib must be positive"),
-        (["--max-time", "-1"], "--max-time must be positive"),
+        (["--bandwidth-mib", "0"], "--bandwidth-mib '0': expected a whole number from 1"),
+        (["--max-time", "-1"], "--max-time '-1': expected a finite number above 0"),
         (["--format", "xml"], "--format 'xml'"),
     ],
 )

@@ -229,3 +229,28 @@ def test_end_to_end_two_real_runs(tmp_path, torch):
     assert proc.returncode in (0, 1), proc.stderr
     [only] = json.loads(proc.stdout)["cells"]
     assert only["verdict"] in {v.value for v in Verdict} and len(only["a_process_medians"]) == 2
+
+
+def test_runs_without_a_common_cell_are_an_error_not_no_regression(tmp_path, capsys):
+    """A script gating on the exit code must not read "nothing compared" as a pass."""
+    db = tmp_path / "d.db"
+    make_db(db, {"fcn-r": processes(40, 3, 0.1)}, {"alexnet-r": processes(41, 3, 0.1)})
+    for fmt in ("text", "json"):
+        assert main(["compare", "1", "2", "--format", fmt, "--db", str(db)]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.strip() == (
+            "dlperf: error: A (run 1) and B (run 2) share no cell measured on both sides: nothing compared "
+            "(1 only in A, 1 only in B)"
+        )
+
+
+def test_hostile_workload_names_reach_the_terminal_escaped(tmp_path, capsys):
+    hostile = "\x1b[2J\x1b]0;pwned\x07net\x9b31m[bold]x[/]"
+    db = tmp_path / "d.db"
+    make_db(db, {hostile: processes(50, 3, 0.1)}, {hostile: processes(51, 3, 0.1)})
+    for fmt in ("text", "md"):
+        main(["compare", "1", "2", "--format", fmt, "--db", str(db)])
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out, fmt
+        assert "\\x1b[2J\\x1b]0;pwned\\x07net\\x9b31m[bold]x[/]" in out, fmt

@@ -129,3 +129,41 @@ def test_the_table_says_which_columns_lack_a_peak_once_some_peak_was_measured():
     [note] = [n for n in table.build(1, [counted(1, 0.4), counted(4, None)]).notes if n.startswith("utilization")]
     assert "for cpu:4 in the dtypes" in note and "dlperf peak" in note
     assert not [n for n in table.build(1, [counted(1, None)]).notes if n.startswith("utilization")]  # no peak at all
+
+
+HOSTILE = "\x1b[2J\x1b]0;pwned\x07net\x9b31m\x08\r[bold]x[/][link=http://e]y[/link]"
+HOSTILE_CELLS = [
+    cell(HOSTILE, "cpu", 1, 1.0),
+    cell(HOSTILE, "cpu", 2, 0.5),
+    cell('=HYPERLINK("http://e","y")', "cpu", 1, None, status="failed", error=f"@SUM(1) {HOSTILE}"),
+]
+
+
+def test_text_view_shows_hostile_names_and_errors_escaped(capsys):
+    """ESC, CSI (\\x9b), BEL, backspace and CR from a workload name or an error are shown, not obeyed; rich markup
+    in them is printed as typed."""
+    from dlperf.commands.common import print_rich
+
+    view = table.build(1, HOSTILE_CELLS)
+    print_rich(table.render_rich(view), [table.LEGEND], view.notes, width=400)
+    out = capsys.readouterr().out
+    for raw in ("\x1b", "\x9b", "\x07", "\x08", "\r"):
+        assert raw not in out, repr(raw)
+    assert out.count("\\x1b[2J\\x1b]0;pwned\\x07net\\x9b31m\\x08\\r[bold]x[/][link=http://e]y[/link]") == 2
+    assert "failed: @SUM(1) \\x1b[2J" in out
+
+
+def test_csv_text_that_starts_a_formula_is_quoted_for_spreadsheets():
+    cells = [cell("-fcn", "cpu", 1, 1.0), cell("-fcn", "cpu", 2, 0.5), *HOSTILE_CELLS[2:]]
+    rows = list(csv.reader(io.StringIO(table.render_csv(table.build(1, cells)))))
+    assert [r[0] for r in rows[1:]] == ["'-fcn", '\'=HYPERLINK("http://e","y")']
+    assert rows[1][3:] == ["1.0", "0.5"]  # numbers stay numbers
+
+
+def test_terminal_escapes_controls_and_keeps_ordinary_unicode():
+    from dlperf.report.format import markup, terminal
+
+    assert terminal("résnet-日本 ok") == "résnet-日本 ok"
+    assert terminal("a\x1b[31m\x9b\x07\x08\r\n\t\x7f\u202eb") == "a\\x1b[31m\\x9b\\x07\\x08\\r\\n\\t\\x7f\\u202eb"
+    assert terminal("line 1\nline\x1b 2", newlines=True) == "line 1\nline\\x1b 2"
+    assert markup("[bold]x[/]") == "\\[bold]x\\[/]"

@@ -159,3 +159,11 @@ def test_a_slow_compile_is_said_with_the_compilers_reasons_and_a_quick_clean_one
         "compiled with 1 graph break"
     ]
     assert compile_warnings({"compile_s": 4.0, "graph_breaks": 0, "recompiles": 0}, 0.5) == []
+
+
+def test_a_process_without_a_sample_is_not_ok():
+    """A worker that reports its result but took no timed step (--max-time 0) measured nothing: failed, not ok."""
+    m = measurement(events([]), OK_CHILD, timeout=60)
+    assert m["status"] == "failed" and "no timed step" in m["error"]
+    fig = cell_figures([m], batch=64, threads=1, cores=2, device="cpu")
+    assert fig["status"] == "failed" and fig.get("median_s") is None

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import add_format, choice, db_path
+from dlperf.commands.common import add_format, choice, db_path, real, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import CommBackend, ExitCode
 
@@ -31,7 +31,7 @@ DEFAULT_WARMUP = 5
 DEFAULT_TIMEOUT = 300.0  # seconds for the whole job, the rendezvous included
 FP32_BYTES = 4
 UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
-_SIZE = re.compile(r"(\d+)\s*([KMG]?)B?", re.IGNORECASE)
+_SIZE = re.compile(r"([0-9]+)\s*([KMG]?)B?", re.IGNORECASE | re.ASCII)  # not int()'s other digits
 
 
 @dataclass(frozen=True)
@@ -49,10 +49,12 @@ HELP = "measure all-reduce time and bus bandwidth between processes (torchrun)"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--nproc", type=int, default=2, help="processes on this node (default: 2)")
+    p.add_argument("--nproc", type=whole("--nproc", 1), default=2, help="processes on this node (default: 2)")
     p.add_argument("--backend", default="gloo", type=choice("--backend", tuple(CommBackend)),
                    help="gloo (CPU) or nccl (one CUDA GPU per process; default: gloo)")  # fmt: skip
-    p.add_argument("--threads", type=int, help="CPU threads per process (default: usable cores // --nproc, >= 1)")
+    p.add_argument(
+        "--threads", type=whole("--threads", 1), help="CPU threads per process (default: usable cores // --nproc, >= 1)"
+    )
     p.add_argument(
         "--sizes",
         default=DEFAULT_SIZES,
@@ -60,30 +62,55 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         f"(powers of 1024) (default: {DEFAULT_SIZES})",
     )
     p.add_argument(
-        "--factor", type=int, default=DEFAULT_FACTOR, help=f"step of a MIN:MAX range (default: {DEFAULT_FACTOR})"
+        "--factor",
+        type=whole("--factor", 2),
+        default=DEFAULT_FACTOR,
+        help=f"step of a MIN:MAX range (default: {DEFAULT_FACTOR})",
     )
     p.add_argument(
-        "--iters", type=int, default=DEFAULT_ITERS, help=f"timed all-reduces per size (default: {DEFAULT_ITERS})"
+        "--iters",
+        type=whole("--iters", 1),
+        default=DEFAULT_ITERS,
+        help=f"timed all-reduces per size (default: {DEFAULT_ITERS})",
     )
-    p.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help=f"untimed ones first (default: {DEFAULT_WARMUP})")
+    p.add_argument(
+        "--warmup",
+        type=whole("--warmup"),
+        default=DEFAULT_WARMUP,
+        help=f"untimed ones first (default: {DEFAULT_WARMUP})",
+    )
     p.add_argument(
         "--timeout",
-        type=float,
+        type=real("--timeout"),
         default=DEFAULT_TIMEOUT,
         help=f"seconds for the whole job (default: {DEFAULT_TIMEOUT:g})",
     )
-    p.add_argument("--nnodes", type=int, default=1, help="machines in the job, each running this command (default: 1)")
-    p.add_argument("--node-rank", type=int, default=0, help="this machine's number, 0 .. --nnodes - 1 (default: 0)")
+    p.add_argument(
+        "--nnodes",
+        type=whole("--nnodes", 1),
+        default=1,
+        help="machines in the job, each running this command (default: 1)",
+    )
+    p.add_argument(
+        "--node-rank",
+        type=whole("--node-rank"),
+        default=0,
+        help="this machine's number, 0 .. --nnodes - 1 (default: 0)",
+    )
     p.add_argument("--rdzv-endpoint", help="host:port where the nodes meet, the same on every node (--nnodes > 1)")
     add_format(p, "text", "json")
 
 
 def parse_size(text: str, flag: str = "--sizes") -> int:
     """`4096`, `4K`, `64M`, `1G` (powers of 1024) -> bytes: positive and whole float32 elements."""
+    from dlperf.spec import INT64_MAX
+
     match = _SIZE.fullmatch(text.strip())
     if not match:
         raise UsageError(f"{flag} {text!r}: expected a size such as 4096, 4K, 64M or 1G")
     nbytes = int(match.group(1)) * UNITS[match.group(2).upper()]
+    if nbytes > INT64_MAX:
+        raise UsageError(f"{flag} {text!r}: at most {INT64_MAX} bytes (SQLite's largest integer)")
     if nbytes <= 0 or nbytes % FP32_BYTES:
         raise UsageError(f"{flag} {text!r}: a size must be a positive multiple of {FP32_BYTES} bytes (float32)")
     return nbytes
@@ -113,13 +140,6 @@ def options(args) -> CommOptions:
     from dlperf.runner.distributed import Rendezvous
 
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
-    for flag, value, least in (("--nproc", args.nproc, 1), ("--iters", args.iters, 1), ("--warmup", args.warmup, 0)):
-        if value < least:
-            raise UsageError(f"{flag} must be at least {least}")
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be positive")
     job = CommJob(
         nproc=args.nproc,
         backend=CommBackend(args.backend),

@@ -1,5 +1,5 @@
-"""What the commands share: the parser that turns a bad flag into one line and exit code 2, closed-choice flags,
-the database path, and printing a rich table with the lines under it."""
+"""What the commands share: the parser that turns a bad flag into one line and exit code 2, closed-choice and numeric
+flags, the database path, and printing a rich table with the lines under it."""
 
 from __future__ import annotations
 
@@ -37,6 +37,43 @@ def choice(flag: str, options: Sequence[str]) -> Callable[[str], str]:
     return parse
 
 
+def whole(flag: str, least: int = 0, **most: int) -> Callable[[str], int]:
+    """An argparse `type` for a whole number from `least` (`most=`: an upper bound below SQLite's integer)."""
+
+    def parse(text: str) -> int:
+        from dlperf.spec import whole_number
+
+        return whole_number(text, flag, least, **most)
+
+    parse.number = "whole"  # marks a numeric flag: tests/test_cli.py tries every bad number on each
+    return parse
+
+
+def real(flag: str, least: float = 0.0, above: bool = True, **most: float) -> Callable[[str], float]:
+    """An argparse `type` for a finite number above `least` (from it, when not `above`); seconds by default, so
+    at most the longest wait the platform can make (`most=`: another bound)."""
+
+    def parse(text: str) -> float:
+        from dlperf.spec import real_number
+
+        return real_number(text, flag, least, above=above, **most)
+
+    parse.number = "real"
+    return parse
+
+
+def whole_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    """An argparse `type` for a comma list of positive whole numbers (1,2,8), in order, without repeats."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        from dlperf.spec import positive_ints
+
+        return tuple(dict.fromkeys(positive_ints(text, flag)))
+
+    parse.number = "whole list"
+    return parse
+
+
 def add_format(p: argparse.ArgumentParser, *options: str, help: str | None = None) -> None:
     """`--format`, the first option the default."""
     p.add_argument("--format", default=options[0], type=choice("--format", options), help=help or either(options))
@@ -56,16 +93,21 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
 
 
 def warn(message: str) -> None:
-    print(f"dlperf: warning: {message}", file=sys.stderr, flush=True)
+    from dlperf.report.format import terminal
+
+    print(f"dlperf: warning: {terminal(message)}", file=sys.stderr, flush=True)
 
 
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:
-    """A rich table, then plain lines and notes (never read as markup: they hold names from the store)."""
+    """A rich table, then plain lines and notes (never read as markup, control characters escaped: they hold names
+    and errors from the store)."""
     from rich.console import Console
+
+    from dlperf.report.format import terminal
 
     console = Console(width=width)
     console.print(renderable)
     for line in lines:
-        console.print(line, highlight=False, markup=False)
+        console.print(terminal(line), highlight=False, markup=False)
     for note in notes:
-        console.print(f"  note: {note}", highlight=False, markup=False)
+        console.print(f"  note: {terminal(note)}", highlight=False, markup=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlperf.commands.common import add_format, db_path
+from dlperf.commands.common import add_format, db_path, real
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -17,7 +17,7 @@ HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regressi
 DESCRIPTION = (
     "Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
     "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
-    "slower by more than --threshold."
+    "slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to compare)."
 )
 
 
@@ -26,31 +26,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
     p.add_argument(
         "--threshold",
-        type=float,
+        type=real("--threshold", above=False, most=1e6),
         default=0.05,
         help="a significantly slower cell is a regression when B/A exceeds 1 + this (default: 0.05)",
     )
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default: 0.05)")
+    p.add_argument(
+        "--alpha", type=real("--alpha", most=1.0), default=0.05, help="significance level after Holm (default: 0.05)"
+    )
     add_format(p, "text", "md", "json")
 
 
 def run(args) -> int:
     from dlperf.report.compare import compare, load, render_markdown, render_rich, to_json
+    from dlperf.report.format import terminal
 
-    if not args.threshold >= 0:
-        raise UsageError(f"--threshold {args.threshold:g}: must be 0 or more (a fraction: 0.05 is 5%)")
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
     db = db_path(args)
     a, b = load(args.A, "A", db), load(args.B, "B", db)
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
+    if not result.cells:
+        raise UsageError(nothing_compared(result, a, b))
     if args.format == "json":
         print(json.dumps(to_json(result, a, b), indent=2))
     elif args.format == "md":
-        print(render_markdown(result, a, b))
+        print(terminal(render_markdown(result, a, b), newlines=True))
     else:
         print_wide(render_rich(result, a, b))
     return EXIT_REGRESSION if result.regressions() else ExitCode.OK
+
+
+def nothing_compared(result, a, b) -> str:
+    """Two runs without a cell measured on both sides: for a script that is an error, never "no regression"."""
+    from collections import Counter
+
+    whys = Counter(u.why if u.why.startswith("only in") else "not ok on a side" for u in result.unmatched)
+    listed = ", ".join(f"{n} {why}" for why, n in whys.items()) or "both runs are empty"
+    return (
+        f"A (run {a.run_id}) and B (run {b.run_id}) share no cell measured on both sides: nothing compared ({listed})"
+    )
 
 
 def print_wide(renderable) -> None:

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, open_store
+from dlperf.commands.common import add_format, open_store, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -22,7 +22,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", default="show", choices=["show", "list", "install"])
     p.add_argument("names", nargs="*", help="frameworks to install (install only)")
     p.add_argument("--force", action="store_true", help="install: re-create the environment from scratch")
-    p.add_argument("--run", type=int, help="show: run id (default: the latest)")
+    p.add_argument("--run", type=whole("--run", 1), help="show: run id (default: the latest)")
     add_format(p, "text", "json")
 
 

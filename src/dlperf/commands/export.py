@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import add_format, open_store
+from dlperf.commands.common import add_format, open_store, whole
 from dlperf.vocab import EXPORT_FORMATS, ExitCode
 
 HELP = "one record per cell"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=int, help="run id (default: the latest)")
+    p.add_argument("--run", type=whole("--run", 1), help="run id (default: the latest)")
     add_format(p, *EXPORT_FORMATS)
     p.add_argument("--samples", action="store_true", help="include every raw sample")
 

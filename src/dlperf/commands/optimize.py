@@ -7,31 +7,35 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, db_path
+from dlperf.commands.common import add_format, db_path, real, whole
 from dlperf.commands.run import add_timer_flags, timer
-from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
 HELP = "find the fastest training mode for a workload"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
+    from dlperf.spec import MAX_SECONDS, OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
 
     p.add_argument("workload", help="a built-in name or path/file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
-    p.add_argument("--threads", type=int, help="CPU threads (default: every usable core)")
+    p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads (default: every usable core)")
     p.add_argument(
         "--budget",
-        type=float,
+        type=real("--budget", most=MAX_SECONDS / 60),
         default=OPTIMIZE_BUDGET_MIN,
         help=f"minutes the search may take; dimensions that do not fit are skipped, and said so "
         f"(default: {OPTIMIZE_BUDGET_MIN:g})",
     )
-    p.add_argument("--repeats", type=int, default=2, help="fresh processes per candidate mode (default: 2)")
-    p.add_argument("--timeout", type=float, default=900.0, help="seconds per cell process (default: 900)")
     p.add_argument(
-        "--compile-timeout", type=float, default=600.0, help="seconds a compiled mode may compile (default: 600)"
+        "--repeats", type=whole("--repeats", 1), default=2, help="fresh processes per candidate mode (default: 2)"
+    )
+    p.add_argument("--timeout", type=real("--timeout"), default=900.0, help="seconds per cell process (default: 900)")
+    p.add_argument(
+        "--compile-timeout",
+        type=real("--compile-timeout"),
+        default=600.0,
+        help="seconds a compiled mode may compile (default: 600)",
     )
     t = OPTIMIZE_TIMER
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
@@ -42,10 +46,6 @@ def run(args) -> int:
     from dlperf import optimize
     from dlperf.spec import parse_devices, parse_workloads
 
-    if args.threads is not None and args.threads < 1:
-        raise UsageError("--threads must be at least 1")
-    if args.compile_timeout <= 0:
-        raise UsageError("--compile-timeout must be positive")
     [workload] = parse_workloads(args.workload)
     [device] = parse_devices(args.device)
     opts = optimize.Options(
@@ -73,20 +73,19 @@ def render_json(search) -> str:
 
 
 def render_rich(search):
-    from rich.markup import escape
     from rich.table import Table
 
-    from dlperf.report.format import nbytes, table_seconds
+    from dlperf.report.format import markup, nbytes, table_seconds
 
     table = Table(
-        title=f"optimize {escape(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
+        title=f"optimize {markup(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
     )
     for name in ("mode", "step", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
         table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
     best = search.best.mode if search.best else None
     for c in search.results:
         if c.median_s is None:
-            table.add_row(escape(c.mode), f"[dim]{escape(c.status)}[/]", "", "", "", escape(c.error or ""), "")
+            table.add_row(markup(c.mode), f"[dim]{markup(c.status)}[/]", "", "", "", markup(c.error or ""), "")
             continue
         speed = _speed_text(c)
         memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
@@ -95,8 +94,8 @@ def render_rich(search):
             "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
         )
         payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
-        mode = f"[bold green]{escape(c.mode)}[/]" if c.mode == best else escape(c.mode)
-        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, escape(loss), payback)
+        mode = f"[bold green]{markup(c.mode)}[/]" if c.mode == best else markup(c.mode)
+        table.add_row(mode, table_seconds(c.median_s), speed, memory, util, markup(loss), payback)
     return table
 
 
@@ -123,12 +122,13 @@ def print_text(search) -> None:
     from rich.console import Console
 
     from dlperf.optimize import recipe
+    from dlperf.report.format import terminal
 
     console = Console(width=None if sys.stdout.isatty() else 160)
     console.print(render_rich(search))
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:
-        console.print(f"  note: {note}", highlight=False, markup=False)
+        console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
     if search.best is None:
         console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
         return
@@ -139,4 +139,4 @@ def print_text(search) -> None:
         markup=False,
     )
     for line in recipe(b.mode, search.device, search.workload):
-        console.print(f"    {line}", highlight=False, markup=False)
+        console.print(f"    {terminal(line)}", highlight=False, markup=False)

@@ -13,7 +13,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from dlperf.commands.common import add_format, db_path
+from dlperf.commands.common import add_format, db_path, real, whole, whole_list
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode, Status
 
@@ -42,30 +42,40 @@ HELP = "measure this machine's matmul peak per dtype and its memory bandwidth"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from dlperf.spec import INT64_MAX
+
     p.add_argument("--devices", default="cpu", help="comma list of cpu, cuda, cuda:N, mps (default: cpu)")
-    p.add_argument("--threads", help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)")
+    p.add_argument(
+        "--threads",
+        type=whole_list("--threads"),
+        help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)",
+    )
     p.add_argument("--dtypes", default=",".join(DTYPES), help=f"matmul dtypes (default: {','.join(DTYPES)})")
     p.add_argument(
         "--sizes",
+        type=whole_list("--sizes"),
         default=",".join(map(str, DEFAULT_SIZES)),
         help=f"square matrix sizes n; the peak is the best (default: {','.join(map(str, DEFAULT_SIZES))})",
     )
     p.add_argument(
         "--bandwidth-mib",
-        type=int,
+        type=whole("--bandwidth-mib", 1, most=INT64_MAX >> 20),
         default=DEFAULT_BANDWIDTH_MIB,
         help=f"size of each of the three bandwidth arrays, well above the last-level cache "
         f"(default: {DEFAULT_BANDWIDTH_MIB})",
     )
     p.add_argument(
         "--max-time",
-        type=float,
+        type=real("--max-time"),
         default=DEFAULT_MAX_TIME,
         help="seconds of warm-up and of sampling per figure at most; a size whose single product would take over "
         f"4 times that is skipped (default: {DEFAULT_MAX_TIME:g})",
     )
     p.add_argument(
-        "--timeout", type=float, default=DEFAULT_TIMEOUT, help=f"seconds per process (default: {DEFAULT_TIMEOUT:g})"
+        "--timeout",
+        type=real("--timeout"),
+        default=DEFAULT_TIMEOUT,
+        help=f"seconds per process (default: {DEFAULT_TIMEOUT:g})",
     )
     add_format(p, "text", "json")
 
@@ -80,25 +90,15 @@ def parse_dtypes(text: str) -> tuple[str, ...]:
     return names
 
 
-def parse_sizes(text: str) -> tuple[int, ...]:
-    from dlperf.spec import positive_ints
-
-    return tuple(sorted(set(positive_ints(text, "--sizes"))))
-
-
 def options(args) -> PeakOptions:
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
-    from dlperf.spec import parse_devices, parse_threads
+    from dlperf.spec import parse_devices
 
-    positive = {"--bandwidth-mib": args.bandwidth_mib, "--max-time": args.max_time, "--timeout": args.timeout}
-    for flag, value in positive.items():
-        if value <= 0:
-            raise UsageError(f"{flag} must be positive")
     return PeakOptions(
         devices=parse_devices(args.devices),
-        threads=None if args.threads is None else parse_threads(args.threads),
+        threads=args.threads,
         dtypes=parse_dtypes(args.dtypes),
-        sizes=parse_sizes(args.sizes),
+        sizes=tuple(sorted(args.sizes)),
         bandwidth_bytes=args.bandwidth_mib * 2**20,
         max_time=args.max_time,
         timeout=args.timeout,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import db_path
-from dlperf.commands.report import RUN_HELP, run_ids, writable
+from dlperf.commands.common import db_path, whole
+from dlperf.commands.report import RUN_HELP, run_ids, runs, writable
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
+MAX_DPI = 1200  # print quality; far beyond it a figure's pixels no longer fit in memory
 # plot kind -> chart id prefix (see report/charts.py), and what a missing chart means
 KINDS = {
     "scaling": ("scaling-", "no workload was measured at two or more CPU thread counts"),
@@ -26,9 +27,14 @@ HELP = "one kind of chart as a PNG, SVG or PDF file"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=list(KINDS), help="which charts")
     p.add_argument("-o", "--output", required=True, help="file.png, file.svg or file.pdf (format from the suffix)")
-    p.add_argument("--run", help=RUN_HELP)
+    p.add_argument("--run", type=runs, help=RUN_HELP)
     p.add_argument("--workloads", help="comma list: only these workloads (default: every workload of the run)")
-    p.add_argument("--dpi", type=int, default=150, help="PNG resolution (default: 150)")
+    p.add_argument(
+        "--dpi",
+        type=whole("--dpi", 10, most=MAX_DPI),
+        default=150,
+        help=f"PNG resolution, 10 to {MAX_DPI} (default: 150)",
+    )
 
 
 def run(args) -> int:
@@ -37,9 +43,7 @@ def run(args) -> int:
     out = writable(args.output)
     if out.suffix.lstrip(".").lower() not in figures.FORMATS:
         raise UsageError(f"-o {args.output!r}: expected a .png, .svg or .pdf file")
-    if args.dpi < 10:
-        raise UsageError("--dpi must be at least 10")
-    data = load.load(db_path(args), load.parse_runs(args.run))
+    data = load.load(db_path(args), args.run)
     cells = only(data.cells, args.workloads)
     prefix, why_none = KINDS[args.kind]
     rows = paper.compare(cells)[0]

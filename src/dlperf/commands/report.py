@@ -15,8 +15,18 @@ RUN_HELP = "run id, a comma list of ids, or all (default: the latest run); a lat
 HELP = "a self-contained HTML report of a run (charts, paper comparison, warnings)"
 
 
+def runs(text: str) -> list[int] | str:
+    """`--run`'s argparse `type`: a run id, a comma list of ids, or all."""
+    from dlperf.report.load import parse_runs
+
+    return parse_runs(text)
+
+
+runs.number = "whole list"  # tests/test_cli.py tries every bad number on it
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", help=RUN_HELP)
+    p.add_argument("--run", type=runs, help=RUN_HELP)
     p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
 
 
@@ -38,7 +48,7 @@ def run(args) -> int:
     from dlperf.report import html, load
 
     out = writable(args.output)
-    data = load.load(db_path(args), load.parse_runs(args.run))
+    data = load.load(db_path(args), args.run)
     text = html.render(data)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import db_path
+from dlperf.commands.common import db_path, real, whole, whole_list
 from dlperf.errors import UsageError
 from dlperf.modes import help_text
 from dlperf.vocab import ExitCode
@@ -21,18 +21,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--frameworks", default="torch", help="comma list (default: torch)")
     p.add_argument("--devices", help="comma list of cpu, cuda, cuda:N, mps (default: cpu and every visible GPU)")
-    p.add_argument("--threads", help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)")
+    p.add_argument(
+        "--threads",
+        type=whole_list("--threads"),
+        help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)",
+    )
     p.add_argument(
         "--modes",
         default="fp32",
         help=f"comma list of modes, each components joined by '+', e.g. fp32,bf16+channels_last,bf16+compile "
         f"(default: fp32). Components: {help_text()}",
     )
-    p.add_argument("--repeats", type=int, default=1, help="fresh processes per cell, interleaved (default: 1)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds per cell process (default: 600)")
+    p.add_argument(
+        "--repeats", type=whole("--repeats", 1), default=1, help="fresh processes per cell, interleaved (default: 1)"
+    )
+    p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per cell process (default: 600)")
     p.add_argument(
         "--compile-timeout",
-        type=float,
+        type=real("--compile-timeout"),
         help="seconds a compiled cell may spend compiling (its first step) before it is stopped as a timeout "
         "(default: only --timeout)",
     )
@@ -46,6 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     ddp = p.add_argument_group("data-parallel cells (PyTorch DistributedDataParallel through torchrun)")
     ddp.add_argument(
         "--nproc",
+        type=whole_list("--nproc"),
         help="processes per node, e.g. 1,2: each cell becomes a DDP job (gloo on the CPU, NCCL with one GPU per "
         "process); --threads is then per process (default: the cores shared evenly)",
     )
@@ -55,8 +62,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="strong: the total batch fixed and split over the processes (the paper's multi-GPU protocol: FCN-R "
         "4096, AlexNet-R 1024, ResNet-56 128); weak: each process trains the workload's batch (default: strong)",
     )
-    ddp.add_argument("--nnodes", type=int, default=1, help="machines in each DDP job (default: 1)")
-    ddp.add_argument("--node-rank", type=int, default=0, help="this machine's rank among --nnodes (default: 0)")
+    ddp.add_argument("--nnodes", type=whole("--nnodes", 1), default=1, help="machines in each DDP job (default: 1)")
+    ddp.add_argument(
+        "--node-rank", type=whole("--node-rank"), default=0, help="this machine's rank among --nnodes (default: 0)"
+    )
     ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
@@ -66,12 +75,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,
                     max_warmup: int) -> None:  # fmt: skip
     """The one timer's sampling rule (`measure/timer.py`), with this command's defaults."""
-    p.add_argument("--min-steps", type=int, default=min_steps, help=f"timed steps at least (default: {min_steps})")
-    p.add_argument("--min-time", type=float, default=min_time,
+    p.add_argument(
+        "--min-steps", type=whole("--min-steps"), default=min_steps, help=f"timed steps at least (default: {min_steps})"
+    )
+    p.add_argument("--min-time", type=real("--min-time", above=False), default=min_time,
                    help=f"seconds of timed steps at least (default: {min_time:g})")  # fmt: skip
-    p.add_argument("--max-time", type=float, default=max_time,
+    p.add_argument("--max-time", type=real("--max-time", above=False), default=max_time,
                    help=f"seconds of timed steps at most (default: {max_time:g})")  # fmt: skip
-    p.add_argument("--max-warmup", type=int, default=max_warmup, help=f"warm-up steps at most (default: {max_warmup})")
+    p.add_argument(
+        "--max-warmup",
+        type=whole("--max-warmup"),
+        default=max_warmup,
+        help=f"warm-up steps at most (default: {max_warmup})",
+    )
 
 
 def timer(args):
@@ -89,7 +105,7 @@ def timer(args):
 def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
-    from dlperf.report.format import duration
+    from dlperf.report.format import duration, terminal
 
     db = db_path(args)
     if args.resume:
@@ -118,7 +134,7 @@ def run(args) -> int:
         )
     if args.dry_run:
         for cell in outcome.plan.cells:
-            print(cell.label)
+            print(terminal(cell.label))
         e = outcome.estimate
         print(f"{len(outcome.plan.tasks)} cell processes, estimated {duration(e.seconds)} (at most "
               f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "

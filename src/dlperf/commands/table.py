@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, db_path, print_rich
+from dlperf.commands.common import add_format, db_path, print_rich, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -12,7 +12,7 @@ HELP = "the Table-7 view of a run"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=int, help="run id (default: the latest)")
+    p.add_argument("--run", type=whole("--run", 1), help="run id (default: the latest)")
     add_format(p, "text", "md", "csv", "json")
     p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
     p.add_argument(
@@ -27,6 +27,7 @@ def run(args) -> int:
 
 def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> None:
     from dlperf.report import table
+    from dlperf.report.format import terminal
     from dlperf.report.utilization import attach_utilization
     from dlperf.spec import parse_modes
     from dlperf.store import Store
@@ -52,16 +53,18 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
         return
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
-    print(renderers[fmt](view), end="" if fmt == "csv" else "\n")
+    text = renderers[fmt](view)
+    print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
 
 
 def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
     from dlperf.report import best
+    from dlperf.report.format import terminal
 
     rows = best.build(cells, samples)
     if fmt == "json":
         print(best.render_json(rows))
     elif fmt == "md":
-        print(best.render_markdown(rows))
+        print(terminal(best.render_markdown(rows), newlines=True))
     else:
         print_rich(best.render_rich(rows, run_id), [], best.notes(rows))

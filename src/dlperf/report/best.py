@@ -86,14 +86,15 @@ def render_markdown(rows: list[Best]) -> str:
 
 
 def render_rich(rows: list[Best], run_id: int):
-    from rich.markup import escape
     from rich.table import Table
+
+    from dlperf.report.format import markup
 
     table = Table(title=f"Run {run_id}: the fastest mode per workload")
     for i, name in enumerate(HEAD):
         table.add_column(name, justify="left" if i in (0, 1, 2, 4) else "right")
     for r in rows:
-        table.add_row(*(escape(v) for v in values(r)))
+        table.add_row(*(markup(v) for v in values(r)))
     return table
 
 

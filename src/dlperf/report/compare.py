@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
-from dlperf.report.format import table_seconds
+from dlperf.report.format import markup, table_seconds, terminal
+from dlperf.spec import whole_number
 from dlperf.store.records import CellRecord
 
 CONFIDENCE = 0.95  # of the interval of each ratio
@@ -266,20 +267,20 @@ class Side:
         }
 
 
-def parse_ref(text: str, default_db: str) -> tuple[str, int | None]:
+def parse_ref(text: str, default_db: str, name: str = "A") -> tuple[str, int | None]:
     """(database path, run id or None for its latest run) of a side as the user typed it."""
-    if text.isdigit():
-        return default_db, int(text)
+    if text.isascii() and text.isdigit():  # not '²' or '٣', which int() reads or refuses
+        return default_db, whole_number(text, name, least=1)
     head, sep, tail = text.rpartition(":")
-    if sep and head and tail.isdigit() and not Path(text).exists():
-        return head, int(tail)
+    if sep and head and tail.isascii() and tail.isdigit() and not Path(text).exists():
+        return head, whole_number(tail, name, least=1)
     return text, None
 
 
 def load(text: str, name: str, default_db: str) -> Side:
     from dlperf.store import Store
 
-    path, run_id = parse_ref(text, default_db)
+    path, run_id = parse_ref(text, default_db, name)
     if not Path(path).is_file():
         raise UsageError(f"{name} {text!r}: no such database file {path!r}")
     try:
@@ -376,7 +377,6 @@ VERDICT_STYLE = {
 
 def render_rich(result: Comparison, a: Side, b: Side):
     from rich.console import Group
-    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
@@ -386,9 +386,9 @@ def render_rich(result: Comparison, a: Side, b: Side):
         table.add_column(name, justify="right" if right else "left", no_wrap=name in ("B/A [95% CI]", "verdict"))
     for cell in result.cells:
         style = ("bold " if cell.regression else "") + VERDICT_STYLE[cell.verdict]
-        table.add_row(*(escape(v) for v in row_values(cell)), f"[{style}]{escape(cell.verdict.value)}[/]")
+        table.add_row(*(markup(v) for v in row_values(cell)), f"[{style}]{markup(cell.verdict.value)}[/]")
     lines = [a.heading(), b.heading(), *machine_lines(a, b)]
-    return Group(*(Text(line) for line in lines), table, *(Text(line) for line in summary_lines(result)))
+    return Group(*(Text(terminal(line)) for line in lines), table, *(Text(terminal(s)) for s in summary_lines(result)))
 
 
 def render_markdown(result: Comparison, a: Side, b: Side) -> str:

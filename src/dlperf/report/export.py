@@ -7,6 +7,7 @@ import io
 import json
 from typing import Any
 
+from dlperf.spec import DECIMAL
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord
 
 FIELDS = (
@@ -14,6 +15,18 @@ FIELDS = (
     "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s", "warmup_steps",
     "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
 )  # fmt: skip
+
+
+# OWASP's CSV injection list: a spreadsheet evaluates a field starting with one of these as a formula
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """A CSV field a spreadsheet shows as written: text that would start a formula (a workload named `=HYPERLINK(...)`,
+    an error from the user's model) gets a leading `'`, as OWASP advises; numbers, negative ones too, stay numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_START) and not DECIMAL.fullmatch(value):
+        return "'" + value
+    return value
 
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[str, Any]:
@@ -47,7 +60,9 @@ def render(records: list[dict[str, Any]], fmt: str) -> str:
     writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
     writer.writeheader()
     for r in records:
-        writer.writerow(
-            {k: "; ".join(v) if k == "warnings" else json.dumps(v) if isinstance(v, list) else v for k, v in r.items()}
-        )
+        writer.writerow({k: spreadsheet_safe(csv_field(k, v)) for k, v in r.items()})
     return out.getvalue()
+
+
+def csv_field(key: str, value: Any) -> Any:
+    return "; ".join(value) if key == "warnings" else json.dumps(value) if isinstance(value, list) else value

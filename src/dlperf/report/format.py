@@ -1,8 +1,29 @@
-"""Number formatting shared by the views."""
+"""Number formatting shared by the views, and what makes a user's text safe to show on a terminal."""
 
 from __future__ import annotations
 
 import math
+import re
+
+# C0 and C1 controls (ESC, CSI as \x9b, BEL, backspace, carriage return, ...), DEL and the bidirectional overrides:
+# a workload name or an error from the user's model holding them could recolour, move the cursor, retitle the window
+# or reorder what is shown
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_BUT_NEWLINE = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal(text: str, newlines: bool = False) -> str:
+    """`text` with every control character shown escaped (ESC as `\\x1b`), ordinary Unicode kept; with `newlines`,
+    line breaks are kept (a multi-line document), else escaped too (one line stays one line)."""
+    pattern = _CONTROL_BUT_NEWLINE if newlines else _CONTROL
+    return pattern.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+def markup(text: str) -> str:
+    """`text` for a rich markup string: terminal-safe, and `[bold]` or `[link=...]` in it printed as typed."""
+    from rich.markup import escape
+
+    return escape(terminal(text))
 
 
 def significant(value: float, digits: int = 3) -> str:

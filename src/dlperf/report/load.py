@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from dlperf.errors import UsageError
 from dlperf.report.utilization import attach_utilization
+from dlperf.spec import whole_number
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, RunRecord
 from dlperf.vocab import Status
@@ -28,8 +29,8 @@ def parse_runs(text: str | None) -> list[int] | str | None:
     if text is None or text == "all":
         return text
     try:
-        ids = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
+        ids = [whole_number(part, "--run", least=1) for part in text.split(",") if part.strip()]
+    except UsageError:
         raise UsageError(f"--run {text!r}: expected a run id, a comma list of ids, or all") from None
     if not ids:
         raise UsageError(f"--run {text!r}: expected a run id, a comma list of ids, or all")

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.report import ddp
 from dlperf.report.columns import column_order
-from dlperf.report.format import table_seconds
+from dlperf.report.export import spreadsheet_safe
+from dlperf.report.format import markup, table_seconds
 from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
@@ -217,7 +218,7 @@ def render_csv(view: TableView) -> str:
     writer.writerow(head(view))
     for row in view.rows:  # raw medians, no marks: a spreadsheet wants numbers
         fixed = row_values(view, row)[: len(head(view)) - len(view.columns)]
-        writer.writerow(fixed + [_raw(row.cells.get(c)) for c in view.columns])
+        writer.writerow([spreadsheet_safe(v) for v in fixed] + [_raw(row.cells.get(c)) for c in view.columns])
     return out.getvalue()
 
 
@@ -258,7 +259,7 @@ def render_rich(view: TableView):
         values = row_values(view, row)
         best = row.best_cpu_column()
         styled = [
-            f"[bold green]{v}[/]" if c == best else _style(v)
+            f"[bold green]{markup(v)}[/]" if c == best else _style(v)
             for c, v in zip([None] * (len(values) - len(view.columns)) + view.columns, values, strict=True)
         ]
         table.add_row(*styled)
@@ -266,7 +267,5 @@ def render_rich(view: TableView):
 
 
 def _style(text: str) -> str:
-    from rich.markup import escape
-
     colour = {"failed": "red", "timeout": "red", "unsupported": "dim", "pending": "yellow"}.get(text)
-    return f"[{colour}]{escape(text)}[/]" if colour else escape(text)
+    return f"[{colour}]{markup(text)}[/]" if colour else markup(text)

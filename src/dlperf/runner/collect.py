@@ -249,6 +249,8 @@ def _status(events: list[Event], child: ChildResult, timeout: float, n: int) -> 
         return Status.FAILED, f"{child.crashed_reason}{': ' + last[0] if last[0] else ''}"
     if not first(events, Done):
         return Status.FAILED, "worker ended without a result"
+    if n == 0:  # `ok` means measured: a cell without a sample has no figure to stand for it
+        return Status.FAILED, "no timed step: sampling ended before the first one (is --max-time 0?)"
     return Status.OK, None
 
 
