@@ -28,6 +28,8 @@ from dlperf.runner.estimate import Estimate
 from dlperf.runner.plan import Task, expand, expand_ddp, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
 from dlperf.spec import (
+    INT64_MAX,
+    MAX_SECONDS,
     RunSpec,
     device_kind,
     parse_devices,
@@ -93,12 +95,13 @@ def make_spec(
 
     if workloads is not None and not isinstance(workloads, str):
         workloads = ",".join(w if isinstance(w, str) else source_of(w) for w in workloads)
-    if repeats < 1:
-        raise UsageError("--repeats must be at least 1")
-    if timeout <= 0:
-        raise UsageError("--timeout must be positive")
-    if compile_timeout is not None and compile_timeout <= 0:
-        raise UsageError("--compile-timeout must be positive")
+    if not isinstance(repeats, int) or not 1 <= repeats <= INT64_MAX:
+        raise UsageError("--repeats must be a whole number of at least 1")
+    # written so that nan fails too: every comparison with nan is False
+    if not 0 < timeout <= MAX_SECONDS:
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
+    if compile_timeout is not None and not 0 < compile_timeout <= MAX_SECONDS:
+        raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
     nprocs = None if nprocs is None else parse_nprocs(joined(nprocs))
     _check_ddp(nprocs, parse_frameworks(joined(frameworks)), nnodes, node_rank, rdzv_endpoint, timeout)
     return RunSpec(

@@ -1,4 +1,7 @@
+import pytest
+
 from dlperf.api import make_spec, thread_counts
+from dlperf.errors import UsageError
 from dlperf.protocol import Cell
 from dlperf.runner.plan import expand, schedule
 from dlperf.workloads import BUILTIN
@@ -59,3 +62,14 @@ def test_bf16_on_a_gpu_before_ampere_is_said_and_not_on_one_after():
     cells = [Cell("resnet-50", "torch", d, 2, "bf16") for d in ("cuda:0", "cuda:1")]
     said = precision_warnings(cells, _env({}, [], gpus=[v100, h100]))
     assert len(said) == 1 and said[0].startswith("bf16 on cuda:0 (Tesla V100-SXM2-16GB, compute capability 7.0)")
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [{"timeout": float("nan")}, {"timeout": float("inf")}, {"timeout": 0}, {"compile_timeout": float("nan")},
+     {"repeats": 2**63}, {"repeats": 1.5}],
+)  # fmt: skip
+def test_the_python_api_refuses_the_numbers_the_flags_refuse(bad):
+    # issue 15: --timeout nan disabled the timeout; the flag is typed now, and dlperf.run(timeout=nan) must not do it
+    with pytest.raises(UsageError, match=next(iter(bad)).replace("_", "-")):
+        make_spec("tiny-fcn-r", **bad)
