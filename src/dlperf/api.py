@@ -26,7 +26,7 @@ from dlperf.runner import estimate as runner_estimate
 from dlperf.runner import probe
 from dlperf.runner.estimate import Estimate
 from dlperf.runner.plan import Task, expand, expand_ddp, schedule
-from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining
+from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining, take_up_kept
 from dlperf.spec import (
     INT64_MAX,
     MAX_SECONDS,
@@ -40,7 +40,7 @@ from dlperf.spec import (
     parse_threads,
     parse_workloads,
 )
-from dlperf.store import Store, default_db
+from dlperf.store import Store, default_db, spill
 from dlperf.vocab import DeviceKind, ExitCode, Status
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.user import source_of
@@ -359,10 +359,15 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         stored = store.cells(run.id)
         cells = [c.cell for c in stored]
         workloads = {c.key: c.workload_spec for c in stored}
+        plan = Plan(spec, cells, workloads, env, env["cores"]["cores"])
+        ctx = SweepContext(store, run.id, spec, workloads, plan.cores)
+        kept = take_up_kept(ctx)
+        if kept:
+            warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {spill.path_for(db)} when the store "
+                        "refused them")  # fmt: skip
         tasks = remaining(cells, spec.repeats, store.done_repeats(run.id))
         store.set_run_status(run.id, "running")
-        plan = Plan(spec, cells, workloads, env, env["cores"]["cores"])
-        return _execute(SweepContext(store, run.id, spec, workloads, plan.cores), tasks, plan, progress)
+        return _execute(ctx, tasks, plan, progress)
     finally:
         store.close()
 

@@ -4,8 +4,12 @@ flags, the database path, and printing a rich table with the lines under it."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable, Sequence
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf.errors import UsageError
@@ -90,6 +94,72 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
     from dlperf.store import Store
 
     return Store.open(db_path(args), create=create)
+
+
+@contextmanager
+def replacing(path: str | Path) -> Iterator[Path]:
+    """A temporary file beside `path` to write, renamed over `path` when the block ends: an output file is whole or
+    absent, never cut short. A write that fails (a full disk, `ulimit -f`) removes the temporary file and is one
+    line naming the file."""
+    out = Path(path)
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=f".tmp{out.suffix}", dir=out.parent)
+    except OSError as exc:
+        raise _unwritten(path, exc) from None
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise _unwritten(path, exc) from None
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _unwritten(path: str | Path, exc: OSError) -> UsageError:
+    return UsageError(f"-o {str(path)!r}: could not write it ({exc.strerror or exc}); nothing was written")
+
+
+def write_file(path: str | Path, text: str) -> None:
+    """`text` into `path`, whole or not at all (`replacing`)."""
+    with replacing(path) as tmp:
+        fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
+        try:
+            write_all(fd, text.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def write_stdout(text: str, what: str) -> None:
+    """`text` on standard output; a write that fails (a full disk, `ulimit -f` on a redirected file) is one line
+    saying the output was cut short, where a silent exit 0 would leave a truncated file that looks whole."""
+    try:
+        sys.stdout.flush()
+        write_all(sys.stdout.fileno(), text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): not a fault
+    except OSError as exc:
+        why = exc.strerror or exc
+        raise UsageError(f"could not write the {what} to standard output ({why}): it is cut short") from None
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Every byte, or OSError. Python's buffered files report a short write at the file-size limit as a success
+    (write returns the bytes it managed, which TextIOWrapper ignores): the file ends cut short and nothing is said.
+    os.write says how much went; the write after a short one raises (EFBIG, ENOSPC)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def warn_unreadable(faults: Sequence[Exception], where: str) -> int:
+    """Cells a view left out because their stored rows no longer decode: one warning each; exit code 1 if any (a
+    cell-level fault: the rest is shown)."""
+    for fault in faults:
+        warn(f"{fault}: left out of {where}")
+    return 1 if faults else 0
 
 
 def warn(message: str) -> None:

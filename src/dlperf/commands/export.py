@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from dlperf.commands.common import add_format, open_store, whole
+from dlperf.commands.common import add_format, open_store, warn_unreadable, whole, write_file, write_stdout
 from dlperf.vocab import EXPORT_FORMATS, ExitCode
 
 HELP = "one record per cell"
@@ -15,19 +14,32 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=whole("--run", 1), help="run id (default: the latest)")
     add_format(p, *EXPORT_FORMATS)
     p.add_argument("--samples", action="store_true", help="include every raw sample")
+    p.add_argument("-o", "--output", help="write to this file, whole or not at all (default: standard output)")
 
 
 def run(args) -> int:
+    """A cell whose stored row no longer decodes is left out with a warning naming it, and the exit code is 1: the
+    other cells' records are still right."""
+    from dlperf.commands.report import writable
+    from dlperf.errors import UnreadableRow
     from dlperf.report import export
     from dlperf.report.utilization import attach_utilization
 
+    out = writable(args.output) if args.output else None
     store = open_store(args)
+    faults: list[UnreadableRow] = []
     try:
         run = store.run(args.run)
-        cells = store.cells(run.id)
+        cells = store.cells(run.id, unreadable=faults.append)
         attach_utilization(store, run.fingerprint, cells)
-        records = [export.record(c, store.samples(run.id, c.key) if args.samples else None) for c in cells]
+        records = []
+        for c in cells:
+            try:
+                records.append(export.record(c, store.samples(run.id, c.key) if args.samples else None))
+            except UnreadableRow as fault:
+                faults.append(fault)
     finally:
         store.close()
-    sys.stdout.write(export.render(records, args.format))
-    return ExitCode.OK
+    text = export.render(records, args.format)
+    write_file(out, text) if out else write_stdout(text, "export")
+    return warn_unreadable(faults, "the export") or ExitCode.OK

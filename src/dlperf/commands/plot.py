@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import db_path, whole
+from dlperf.commands.common import db_path, replacing, warn_unreadable, whole
 from dlperf.commands.report import RUN_HELP, run_ids, runs, writable
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
@@ -51,9 +51,10 @@ def run(args) -> int:
     chosen = [c for c in drawn if c.id.startswith(prefix)]
     if not chosen:
         raise UsageError(f"plot {args.kind}: nothing to draw in run {run_ids(data)}: {why_none}")
-    figures.save(chosen, out, dpi=args.dpi)
+    with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it
+        figures.save(chosen, tmp, dpi=args.dpi)
     print(f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")
-    return ExitCode.OK
+    return warn_unreadable(data.unreadable, "the charts") or ExitCode.OK
 
 
 def only(cells: list, workloads: str | None) -> list:

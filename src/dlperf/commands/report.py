@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dlperf.commands.common import db_path
+from dlperf.commands.common import db_path, warn_unreadable, write_file
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -50,8 +50,6 @@ def run(args) -> int:
     out = writable(args.output)
     data = load.load(db_path(args), args.run)
     text = html.render(data)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)  # a report is written whole or not at all
+    write_file(out, text)  # a report is written whole or not at all
     print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {len(data.cells)} cells of run {run_ids(data)})")
-    return ExitCode.OK
+    return warn_unreadable(data.unreadable, "the report") or ExitCode.OK

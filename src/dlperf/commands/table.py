@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, db_path, print_rich, whole
+from dlperf.commands.common import add_format, db_path, print_rich, warn_unreadable, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -21,11 +21,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    print_table(db_path(args), args.run, args.format, args.modes, args.best)
-    return ExitCode.OK
+    faults = print_table(db_path(args), args.run, args.format, args.modes, args.best)
+    return warn_unreadable(faults, "the table") or ExitCode.OK
 
 
-def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> None:
+def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> list:
+    """Print the view; returns the cells left out because their stored rows no longer decode (UnreadableRow)."""
     from dlperf.report import table
     from dlperf.report.format import terminal
     from dlperf.report.utilization import attach_utilization
@@ -36,25 +37,41 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
         raise UsageError("--best: --format must be text, md or json")
     wanted = parse_modes(modes) if modes else None
     store = Store.open(db, create=False)
+    faults: list = []
     try:
         run = store.run(run_id)
-        cells = [c for c in store.cells(run.id) if wanted is None or c.mode in wanted]
-        if wanted and not cells:
+        cells = [c for c in store.cells(run.id, unreadable=faults.append) if wanted is None or c.mode in wanted]
+        if wanted and not cells and not faults:
             raise UsageError(f"--modes {modes!r}: run {run.id} has no cells in these modes")
-        samples = {c.key: store.samples(run.id, c.key) for c in cells} if best else {}
+        samples = _samples(store, run.id, cells, faults) if best else {}
         attach_utilization(store, run.fingerprint, cells)
     finally:
         store.close()
     if best:
         print_best(run.id, cells, samples, fmt)
-        return
+        return faults
     view = table.build(run.id, cells)
     if fmt == "text":
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
-        return
+        return faults
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
     text = renderers[fmt](view)
     print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
+    return faults
+
+
+def _samples(store, run_id: int, cells: list, faults: list) -> dict[str, list[list[float]]]:
+    """Each cell's raw steps; a cell whose samples no longer decode is dropped from `cells` and named in `faults`."""
+    from dlperf.errors import UnreadableRow
+
+    samples = {}
+    for cell in list(cells):
+        try:
+            samples[cell.key] = store.samples(run_id, cell.key)
+        except UnreadableRow as fault:
+            faults.append(fault)
+            cells.remove(cell)
+    return samples
 
 
 def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:

@@ -7,7 +7,7 @@ import json
 import statistics
 from dataclasses import dataclass
 
-from dlperf.errors import UsageError
+from dlperf.errors import UnreadableRow, UsageError
 from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
 from dlperf.store import Store
@@ -22,6 +22,7 @@ class Loaded:
     cells: list[CellRecord]  # with processes, q1_s, q3_s and utilization attached
     samples: dict[str, list[list[float]]]  # cell key -> per-process step times
     peaks_found: bool  # whether any peak of this machine was stored (utilization needs one)
+    unreadable: list[UnreadableRow]  # cells left out: their stored rows no longer decode
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -41,7 +42,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
     """Cells of the chosen runs; where two runs measured the same cell, the later run's measurement is shown.
 
     Runs from different machines are refused: one picture mixing two machines would mislead (`dlperf compare` is for
-    that)."""
+    that). A cell whose stored row no longer decodes is left out and named in `unreadable`, for the command to say."""
     store = Store.open(db, create=False)
     try:
         rows = _runs(store, runs)
@@ -54,18 +55,23 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
             )
         latest: dict[str, CellRecord] = {}
         samples: dict[str, list[list[float]]] = {}
+        unreadable: list[UnreadableRow] = []
         for run in rows:
-            for cell in store.cells(run.id):
+            for cell in store.cells(run.id, unreadable=unreadable.append):
                 if cell.status is Status.PENDING and cell.key in latest:
                     continue  # an unfinished later run does not hide an earlier measurement
-                per_process = [s for s in store.samples(run.id, cell.key) if s]
+                try:
+                    per_process = [s for s in store.samples(run.id, cell.key) if s]
+                except UnreadableRow as fault:
+                    unreadable.append(fault)
+                    continue
                 latest[cell.key] = _enrich(cell, per_process)
                 samples[cell.key] = per_process
         cells = list(latest.values())
         found = attach_utilization(store, rows[-1].fingerprint, cells)
     finally:
         store.close()
-    return Loaded(db, rows, cells, samples, found)
+    return Loaded(db, rows, cells, samples, found, unreadable)
 
 
 def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dlperf import envs
-from dlperf.errors import MissingDependency
+from dlperf.errors import MissingDependency, StoreFault
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
@@ -22,7 +22,7 @@ from dlperf.runner.distributed import Rendezvous, rendezvous_id
 from dlperf.runner.launch import launch
 from dlperf.runner.plan import Task, schedule
 from dlperf.spec import RunSpec
-from dlperf.store import Store
+from dlperf.store import Store, spill
 from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
@@ -154,6 +154,31 @@ def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
     return figures
 
 
+def store_or_keep(ctx: SweepContext, task: Task, m: dict) -> dict:
+    """Store a measurement; when the store refuses it, keep it beside the database (`store/spill.py`) for
+    `dlperf run --resume`, and stop the sweep with one line that says where it is."""
+    try:
+        return store_result(ctx, task, m)
+    except StoreFault as exc:
+        what = f"the measurement of {task.cell.label} (process {task.repeat + 1})"
+        try:
+            kept = spill.keep(ctx.store.path, ctx.run_id, task.cell.key, task.repeat, m)
+        except OSError as lost:
+            raise StoreFault(f"{exc}; {what} is lost: it could not be kept either ({lost.strerror or lost})") from None
+        raise StoreFault(f"{exc}; {what} is kept in {kept}: `dlperf run --resume` stores it") from None
+
+
+def take_up_kept(ctx: SweepContext) -> int:
+    """Store the run's measurements a refusing store left beside it, then remove them; returns how many."""
+    entries = spill.kept(ctx.store.path, ctx.run_id)
+    planned = {c.key: c.cell for c in ctx.store.cells(ctx.run_id)}
+    for entry in entries:
+        if entry["key"] in planned:
+            store_result(ctx, Task(planned[entry["key"]], entry["repeat"]), entry["measurement"])
+    spill.forget(ctx.store.path, ctx.run_id)
+    return len(entries)
+
+
 def execute(ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True) -> list[Status]:
     """Run every task; returns the statuses. Raises Interrupted after storing what finished. `last=False` leaves
     the run open for more tasks (a search adds cells as it goes)."""
@@ -163,7 +188,7 @@ def execute(ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True
             for i, task in enumerate(tasks):
                 progress.start(i, task)
                 m = run_task(task, ctx, progress.refresh)
-                figures = store_result(ctx, task, m)  # one transaction: all of it or none of it
+                figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
                 statuses.append(Status(m["status"]))
                 progress.finish(i, task, m, figures)
     except KeyboardInterrupt:

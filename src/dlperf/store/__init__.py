@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dlperf.errors import UsageError
+from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
 from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, RunRecord
 
@@ -180,6 +181,7 @@ class Store:
         path = str(path)
         if not create and not Path(path).exists():
             raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
+        _check_readable(path)
         if create:
             _check_writable(path)
         try:
@@ -230,11 +232,21 @@ class Store:
                     self.conn.execute(statement)
             self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
 
+    @contextmanager
+    def _writing(self, what: str) -> Iterator[None]:
+        """A write SQLite refuses (a full disk, a file or directory made read-only, a damaged page) is one line
+        naming the file and what was being stored; the transaction is rolled back, so the file holds all of it or
+        none of it."""
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise StoreFault(f"--db {self.path!r}: could not store {what} ({exc})") from None
+
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
         """The run and its whole plan, every cell pending, leased to this process, in one transaction."""
         holder = lease.me()
-        with self.conn:
+        with self._writing("the run"), self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs (started_at, status, argv, spec_json, env_json, fingerprint_json)"
                 " VALUES (?, 'running', ?, ?, ?, ?)",
@@ -273,7 +285,7 @@ class Store:
 
     def add_cells(self, run_id: int, cells: list[dict]) -> None:
         """More pending cells for a run that decides its plan as it goes (`dlperf optimize`)."""
-        with self.conn:
+        with self._writing(f"run {run_id}'s cells"), self.conn:
             self._insert_cells(run_id, cells)
 
     def _insert_cells(self, run_id: int, cells: list[dict]) -> None:
@@ -290,7 +302,7 @@ class Store:
     def set_run_status(self, run_id: int, status: str) -> None:
         """A run that ends (complete, interrupted) frees its lease in the same transaction."""
         finished = None if status == "running" else now()
-        with self.conn:
+        with self._writing(f"run {run_id}'s status"), self.conn:
             self._still_leased(run_id)
             self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
             if status != "running":
@@ -316,10 +328,19 @@ class Store:
         return None if row is None else RunRecord.from_row(dict(row))
 
     # --- cells and measurements -----------------------------------------------------------------------------------
-    def cells(self, run_id: int) -> list[CellRecord]:
-        """The run's cells in plan order: what the views read."""
+    def cells(self, run_id: int, unreadable: Callable[[UnreadableRow], None] | None = None) -> list[CellRecord]:
+        """The run's cells in plan order: what the views read. A row that no longer decodes raises UnreadableRow,
+        or, given `unreadable`, is handed to it and left out."""
         rows = self.conn.execute("SELECT * FROM cells WHERE run_id = ? ORDER BY position", (run_id,))
-        return [CellRecord.from_row(dict(r)) for r in rows]
+        cells = []
+        for row in rows:
+            try:
+                cells.append(_decoded(CellRecord.from_row, dict(row), run_id, row["key"], "figures"))
+            except UnreadableRow as exc:
+                if unreadable is None:
+                    raise
+                unreadable(exc)
+        return cells
 
     def samples(self, run_id: int, key: str) -> list[list[float]]:
         """The raw step times of each of a cell's processes, in repeat order."""
@@ -329,7 +350,7 @@ class Store:
         rows = self.conn.execute(
             "SELECT * FROM measurements WHERE run_id = ? AND cell_key = ? ORDER BY repeat", (run_id, key)
         )
-        return [MeasurementRecord.from_row(dict(r)) for r in rows]
+        return [_decoded(MeasurementRecord.from_row, dict(r), run_id, key, "samples") for r in rows]
 
     def durations(self, run_ids: list[int]) -> dict[str, list[float]]:
         """Cell key -> the wall-clock seconds of each of its finished processes in these runs (for estimates)."""
@@ -349,7 +370,7 @@ class Store:
     def record(self, run_id: int, key: str, repeat: int, measurement: dict, cell: dict[str, Any]) -> None:
         """One finished process's measurement and the cell's updated aggregate: one transaction, written only while
         this process holds the run's lease (if it took one)."""
-        with self.conn:
+        with self._writing(f"cell {key} of run {run_id}"), self.conn:
             self._still_leased(run_id)
             self.conn.execute(
                 "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?)",
@@ -493,7 +514,7 @@ class Store:
         """Rows of `table` measured together, each with the machine's fingerprint and environment: one transaction."""
         measured_at = now()
         ids = []
-        with self.conn:
+        with self._writing(f"the {table}"), self.conn:
             for row in rows:
                 cur = self.conn.execute(
                     f"INSERT INTO {table} (measured_at, fingerprint_json, env_json, {', '.join(columns)},"
@@ -570,6 +591,15 @@ def run_origin(run: sqlite3.Row | dict) -> dict | None:
     return json.loads(raw) if raw else None
 
 
+def _decoded(from_row: Callable, row: dict[str, Any], run_id: int, key: str, what: str):
+    """A record from its row; a row whose text no longer decodes (a damaged page: `PRAGMA integrity_check` can
+    still say ok) is an UnreadableRow naming its run and cell."""
+    try:
+        return from_row(row)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSONDecodeError and a bad status are ValueErrors
+        raise UnreadableRow(run_id, key, what, f"{type(exc).__name__}: {exc}") from None
+
+
 def _schema_version(conn: sqlite3.Connection) -> int:
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "meta" not in tables:
@@ -577,10 +607,27 @@ def _schema_version(conn: sqlite3.Connection) -> int:
             raise sqlite3.DatabaseError(f"unexpected tables {sorted(tables)}")
         return 0
     row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-    return int(row[0]) if row else 0
+    if row is None:
+        return 0
+    if not re.fullmatch(r"[0-9]{1,9}", str(row[0])):  # a garbled value: no version dlperf wrote, none to migrate from
+        raise sqlite3.DatabaseError(f"its schema version {row[0]!r} is not one dlperf writes")
+    return int(row[0])
+
+
+def _check_readable(path: str) -> None:
+    """What SQLite would report as a vague "unable to open" or "disk I/O error", said plainly before it runs."""
+    p = Path(path)
+    if p.is_file() and not os.access(p, os.R_OK):
+        raise UsageError(f"--db {path!r}: cannot read it (permission denied)")
+    for side in (Path(f"{path}-journal"), Path(f"{path}-wal")):
+        if side.is_dir():
+            raise UsageError(f"--db {path!r}: {str(side)!r} is a directory, where SQLite keeps the database's "
+                             "journal: move it away")  # fmt: skip
 
 
 def _check_writable(path: str) -> None:
+    """The file and its directory: SQLite writes its journal beside the file, so an existing file in a read-only
+    directory cannot take a write either."""
     p = Path(path)
     target = p if p.exists() else p.parent
     if p.exists() and p.is_dir():
@@ -589,3 +636,7 @@ def _check_writable(path: str) -> None:
         raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
     if not os.access(target, os.W_OK):
         raise UsageError(f"--db {path!r}: not writable")
+    folder = p.absolute().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable, and SQLite writes its "
+                         "journal there")  # fmt: skip

@@ -1,0 +1,245 @@
+"""Storage faults: each is one line and exit 2 (1 where only some cells are hit), no traceback, the database as it
+was, no output file cut short, and no measurement lost.
+
+Permissions: the tests and CI run as root, whom no file mode stops. A child that must meet a file mode runs with
+CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped from its capability bounding set (`prctl`, before exec): root then
+obeys file modes like any user, and still reaches the interpreter under /root (an unprivileged user such as nobody
+cannot). Not root: the modes apply as they are. A full disk: RLIMIT_FSIZE (`ulimit -f`) in the child, SIGXFSZ
+ignored, so a write past the limit fails with EFBIG as on a full disk.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import resource
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, ROOT, cells, one_line_error, rows
+from dlperf.errors import UsageError
+from dlperf.store import Store, spill
+
+PR_CAPBSET_DROP = 24
+CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
+TINY = ["--workloads", "tiny-fcn-r", "--threads", "1", "--no-loss-check", *FAST]
+
+
+def without_dac() -> None:
+    """In the child before exec: file modes apply to it, root included."""
+    if os.geteuid() == 0:
+        libc = ctypes.CDLL(None, use_errno=True)
+        for cap in (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH):
+            if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+                raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def file_limit(nbytes: int):
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # else the kernel kills the child at the limit
+        resource.setrlimit(resource.RLIMIT_FSIZE, (nbytes, nbytes))
+
+    return limit
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+
+
+def dlperf(*args, preexec=None, stdout=subprocess.PIPE, timeout: float = 120):
+    cmd = [sys.executable, "-m", "dlperf", *map(str, args)]
+    return subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout, env=env(),
+                          preexec_fn=preexec)  # fmt: skip
+
+
+@pytest.fixture
+def modes_apply():
+    """A child that obeys file modes, or a skip saying why none can be had."""
+    try:
+        subprocess.run([sys.executable, "-c", ""], preexec_fn=without_dac, check=True, timeout=60)
+    except (subprocess.SubprocessError, OSError) as exc:
+        pytest.skip(f"cannot drop CAP_DAC_OVERRIDE for a child, and root ignores file modes ({exc})")
+    return without_dac
+
+
+# --- opening -------------------------------------------------------------------------------------------------------
+def test_read_only_directory_new_and_existing_database(report_db, tmp_path, modes_apply):
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    existing = folder / "old.db"
+    existing.write_bytes(report_db.read_bytes())
+    folder.chmod(0o555)
+    try:
+        one_line_error(dlperf("run", *TINY, "--db", folder / "new.db", preexec=modes_apply), "not writable")
+        before = existing.read_bytes()
+        proc = dlperf("run", *TINY, "--db", existing, preexec=modes_apply)
+        one_line_error(proc, "old.db", "is not writable", "journal")
+        assert existing.read_bytes() == before and sorted(p.name for p in folder.iterdir()) == ["old.db"]
+        ok = dlperf("table", "--db", existing, preexec=modes_apply)  # reading needs no journal
+        assert ok.returncode == 0 and "fcn-r" in ok.stdout, ok.stderr
+    finally:
+        folder.chmod(0o755)
+
+
+def test_unreadable_database(report_db, modes_apply):
+    report_db.chmod(0o200)
+    try:
+        for command in (["table"], ["export"], ["run", *TINY]):
+            one_line_error(dlperf(*command, "--db", report_db, preexec=modes_apply), "cannot read it")
+    finally:
+        report_db.chmod(0o644)
+
+
+def test_a_directory_where_the_journal_goes(report_db):
+    before = report_db.read_bytes()
+    (report_db.parent / f"{report_db.name}-journal").mkdir()
+    for create in (True, False):
+        with pytest.raises(UsageError, match="-journal' is a directory, where SQLite keeps"):
+            Store.open(report_db, create=create)
+    one_line_error(dlperf("export", "--db", report_db), "is a directory, where SQLite keeps")
+    assert report_db.read_bytes() == before
+
+
+@pytest.mark.parametrize("value", ["garbage", "-3", "5.0", ""])
+def test_a_garbage_schema_version(report_db, value):
+    conn = sqlite3.connect(report_db)
+    with conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (value,))
+    conn.close()
+    before = report_db.read_bytes()
+    for create in (True, False):
+        with pytest.raises(UsageError, match=f"schema version {value!r} is not one dlperf writes"):
+            Store.open(report_db, create=create)
+    if value == "garbage":  # the command line once: a child process per value would cost seconds
+        one_line_error(dlperf("run", *TINY, "--db", report_db), str(report_db), repr(value))
+    assert report_db.read_bytes() == before
+
+
+# --- a damaged data page -------------------------------------------------------------------------------------------
+def damage(db, sql: str) -> dict:
+    """Overwrite the first bytes of one stored JSON text in the file itself, as a bad sector would: the b-tree stays
+    whole (`PRAGMA integrity_check` says ok), the text no longer decodes. Returns the row (run_id, key)."""
+    row = rows(db, sql)[0]
+    data = db.read_bytes()
+    text = row.pop("text").encode()
+    assert data.count(text) == 1
+    db.write_bytes(data.replace(text, b"\x00garbled" + text[8:]))
+    assert rows(db, "PRAGMA integrity_check") == [{"integrity_check": "ok"}]
+    return row
+
+
+def damaged_samples(db) -> dict:
+    return damage(db, "SELECT run_id, cell_key AS key, samples_json AS text FROM measurements"
+                      " WHERE samples_json != '[]' ORDER BY rowid LIMIT 1")  # fmt: skip
+
+
+def warned(proc, row) -> None:
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0].startswith("dlperf: warning: ") and f"run {row['run_id']}, cell {row['key']}" in lines[0]
+
+
+def test_a_damaged_row_is_named_and_left_out_by_every_view(report_db, tmp_path):
+    row = damaged_samples(report_db)
+    export = dlperf("export", "--samples", "--db", report_db)
+    assert export.returncode == 1
+    warned(export, row)
+    keys = [line.split('"key": "')[1].split('"')[0] for line in export.stdout.splitlines()]
+    assert row["key"] not in keys and len(keys) == len(cells(report_db)) - 1
+    assert dlperf("export", "--db", report_db).returncode == 0  # without --samples the damaged text is not read
+    report = dlperf("report", "-o", tmp_path / "r.html", "--db", report_db)
+    assert report.returncode == 1 and (tmp_path / "r.html").exists()
+    warned(report, row)
+    best = dlperf("table", "--best", "--db", report_db)
+    assert best.returncode == 1
+    warned(best, row)
+
+
+def test_compare_stops_at_a_damaged_row(report_db):
+    """A comparison without one of its cells could miss the regression a CI job gates on: it stops, exit 2."""
+    row = damaged_samples(report_db)
+    one_line_error(
+        dlperf("compare", report_db, report_db, "--db", report_db), f"run {row['run_id']}, cell {row['key']}"
+    )
+
+
+def test_a_damaged_cell_row_is_left_out_of_the_table(report_db):
+    row = damage(report_db, "SELECT run_id, key, extra_json AS text FROM cells WHERE length(extra_json) > 20 LIMIT 1")
+    proc = dlperf("table", "--format", "csv", "--db", report_db)
+    assert proc.returncode == 1 and proc.stdout.count("\n") > 2
+    warned(proc, row)
+
+
+# --- a full disk ---------------------------------------------------------------------------------------------------
+def test_export_to_a_full_stdout_says_it_is_cut_short(report_db, tmp_path):
+    out = tmp_path / "export.jsonl"
+    with open(out, "w") as f:
+        proc = dlperf("export", "--samples", "--db", report_db, stdout=f, preexec=file_limit(4096))
+    one_line_error(proc, "could not write the export to standard output", "cut short")
+    assert out.stat().st_size <= 4096
+
+
+@pytest.mark.parametrize("command", [["export", "--samples"], ["report"]])
+def test_an_output_file_is_whole_or_absent(report_db, tmp_path, command):
+    out = tmp_path / "out" / "file.html"
+    out.parent.mkdir()
+    proc = dlperf(*command, "-o", out, "--db", report_db, preexec=file_limit(4096))
+    one_line_error(proc, str(out), "nothing was written")
+    assert list(out.parent.iterdir()) == []  # no temporary file left either
+    out.write_text("the previous one")
+    one_line_error(dlperf(*command, "-o", out, "--db", report_db, preexec=file_limit(4096)), "nothing was written")
+    assert out.read_text() == "the previous one" and list(out.parent.iterdir()) == [out]
+    assert dlperf(*command, "-o", out, "--db", report_db).returncode == 0 and out.stat().st_size > 4096
+
+
+def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):
+    """The parent's files are capped once its worker runs (the worker keeps its own limits): the database cannot
+    take the cell, the small spill line can."""
+    db = tmp_path / "s.db"
+    cmd = [sys.executable, "-m", "dlperf", "run", *TINY, "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                            preexec_fn=file_limit(resource.RLIM_INFINITY))  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        children = Path(f"/proc/{proc.pid}/task/{proc.pid}/children")
+        while not (planned(db) and children.read_text().strip()):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        resource.prlimit(proc.pid, resource.RLIMIT_FSIZE, (16384, 16384))
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+        proc.wait()
+    kept = spill.path_for(db)
+    assert proc.returncode == 2 and "Traceback" not in stderr, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("dlperf: error: ") and f"is kept in {kept}" in last and "--resume" in last
+    assert rows(db, "SELECT * FROM measurements") == [] and cells(db)[0]["status"] == "pending"
+    (line,) = spill.kept(db, 1)
+    resumed = dlperf("run", "--resume", "--db", db)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"stored 1 measurement kept in {kept}" in resumed.stderr and not kept.exists()
+    (stored,) = rows(db, "SELECT * FROM measurements")
+    assert stored["samples_json"] == json.dumps(line["measurement"]["samples"])
+    assert cells(db)[0]["status"] == "ok"
+
+
+def planned(db) -> bool:
+    """Whether the run is in the file (read-only: the test must not write to the store it watches)."""
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        return bool(conn.execute("SELECT id FROM runs").fetchall())
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
