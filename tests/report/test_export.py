@@ -29,3 +29,10 @@ def test_csv_text_that_starts_a_formula_gets_a_quote_and_numbers_stay_numbers():
 )  # fmt: skip
 def test_spreadsheet_safe(value, written):
     assert export.spreadsheet_safe(value) == written
+
+
+def test_a_carriage_return_in_a_name_stays_inside_its_field():
+    # with "\n" line ends Python 3.11 left a bare "\r" unquoted, and a reader split the row there
+    cell = make_cell("fcn\rr", median_s=0.25, n=12, warnings=[])
+    rows = list(csv.DictReader(io.StringIO(export.render([export.record(cell)] * 2, "csv"), newline="")))
+    assert [r["workload"] for r in rows] == ["fcn\rr", "fcn\rr"]

@@ -52,12 +52,17 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[s
     return rec
 
 
+# RFC 4180's line end. Python 3.11's csv quotes a field holding a character of the line end, and not otherwise a
+# bare carriage return: with "\n" a name holding "\r" went out unquoted and split its row in a reader.
+CSV_LINE_END = "\r\n"
+
+
 def render(records: list[dict[str, Any]], fmt: str) -> str:
     if fmt == "jsonl":
         return "".join(json.dumps(r) + "\n" for r in records)
     out = io.StringIO()
     names = list(records[0]) if records else list(FIELDS)
-    writer = csv.DictWriter(out, fieldnames=names, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=names, lineterminator=CSV_LINE_END)
     writer.writeheader()
     for r in records:
         writer.writerow({k: spreadsheet_safe(csv_field(k, v)) for k, v in r.items()})

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.report import ddp
 from dlperf.report.columns import column_order
-from dlperf.report.export import spreadsheet_safe
+from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
 from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
@@ -214,7 +214,7 @@ def version_lines(view: TableView) -> list[str]:
 
 def render_csv(view: TableView) -> str:
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+    writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow(head(view))
     for row in view.rows:  # raw medians, no marks: a spreadsheet wants numbers
         fixed = row_values(view, row)[: len(head(view)) - len(view.columns)]
