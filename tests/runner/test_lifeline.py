@@ -1,6 +1,7 @@
 """Nothing dlperf starts outlives it: children die with a killed dlperf, a cell's daemons end with the cell, a hanging
 factory meets --timeout, SIGTERM while planning is Ctrl-C. Each test kills what it started in a `finally`."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -195,3 +196,28 @@ def test_only_directories_of_ended_dlperf_processes_are_removed(tmp_path):
         (tmp_path / name).mkdir()
     assert lifeline.remove_stale_dirs(str(tmp_path)) == [str(tmp_path / f"dlperf-{ended.pid}-cell-abc")]
     assert sorted(os.listdir(tmp_path)) == [f"dlperf-{os.getpid()}-cell-def", "dlperf-cell-old", "other"]
+
+
+def test_what_a_child_killed_as_it_ended_is_reaped_not_left_a_zombie(tmp_path):
+    from dlperf.runner.launch import run_child
+
+    script = (
+        "import os, signal, subprocess\n"
+        "p = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(p.pid))\n"
+        "os.kill(p.pid, signal.SIGKILL)\n"
+        "os._exit(0)  # unwaited, as runner/child.exit_now leaves what it kills\n"
+    )
+    env = {**os.environ, **lifeline.child_vars("t")}
+    pid = None
+    try:
+        with lifeline.reaping("t", grace_s=1.0):
+            run_child([sys.executable, "-c", script], env, 30, tmp_path)
+            pid = int((tmp_path / "pid").read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # reaped: not even a zombie of this process
+    finally:
+        if pid and alive(pid):
+            kill(pid)
+        with contextlib.suppress(ChildProcessError, TypeError):
+            os.waitpid(pid, os.WNOHANG)

@@ -10,7 +10,8 @@ Both sides, standard library only (every child imports it):
 - the parent, while a child runs (`reaping`), is a child subreaper (PR_SET_CHILD_SUBREAPER): what the child started in
   another session (`setsid`, a double-forked daemon) comes back to dlperf instead of init when its own parent ends,
   and is stopped when the child ends. Such orphans are known by DLPERF_LAUNCH in their environment, set for each
-  launch: processes of dlperf's host program (the Python API) are never touched.
+  launch: processes of dlperf's host program (the Python API) are never touched, save a zombie child the host made
+  in another thread while a launch ran (a zombie's environment is gone), which is reaped with the launch's.
 - each child's temporary directory is named after the dlperf process that made it (`tmp_prefix`), so a later run
   removes those left by a dlperf that was killed (`remove_stale_dirs`).
 
@@ -77,6 +78,7 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
     """While a child runs, be its orphans' subreaper; when it ends, stop those orphans (SIGTERM, SIGKILL after
     `grace_s`) and reap them. Launches in several threads share one subreaper setting, dropped after the last."""
     global _depth
+    known = {pid for pid, _ in children()}
     with _lock:
         _depth += 1
         if _depth == 1:
@@ -85,7 +87,7 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
         yield
     finally:
         try:
-            stop_orphans(child_vars(tmpdir_name)[LAUNCH_VAR], grace_s)
+            stop_orphans(child_vars(tmpdir_name)[LAUNCH_VAR], grace_s, known)
         finally:
             with _lock:
                 _depth -= 1
@@ -93,17 +95,31 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
                     _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
-def orphans(launch: str, proc_root: str = "/proc") -> list[int]:
-    """This process's children that a launch started (DLPERF_LAUNCH in their environment) and that came back to it."""
-    me, marker = os.getpid(), f"\0{LAUNCH_VAR}={launch}\0".encode()
+def orphans(launch: str, known: set[int] = frozenset(), proc_root: str = "/proc") -> list[int]:
+    """This process's children that a launch started (DLPERF_LAUNCH in their environment) and that came back to it.
+    A zombie's environment is gone: a zombie child not in `known` (the children before the launch) came back during
+    it, typically a process the child killed as it ended."""
+    marker = f"\0{LAUNCH_VAR}={launch}\0".encode()
     found = []
+    for pid, state in children(proc_root):
+        try:
+            if pid not in known and (state == b"Z" or marker in b"\0" + _read(f"{proc_root}/{pid}/environ")):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def children(proc_root: str = "/proc") -> list[tuple[int, bytes]]:
+    """This process's children and their states, from the parent links in /proc (Linux; [] elsewhere)."""
+    me, found = os.getpid(), []
     for entry in os.listdir(proc_root) if os.path.isdir(proc_root) else []:
         try:
-            ppid = int(_read(f"{proc_root}/{entry}/stat").rsplit(b")", 1)[1].split()[1])
-            if ppid == me and marker in b"\0" + _read(f"{proc_root}/{entry}/environ"):
-                found.append(int(entry))
-        except (OSError, ValueError, IndexError):
+            state, ppid = _read(f"{proc_root}/{entry}/stat").rsplit(b")", 1)[1].split()[:2]
+        except (OSError, ValueError):
             continue
+        if entry.isdigit() and int(ppid) == me:
+            found.append((int(entry), state))
     return found
 
 
@@ -112,11 +128,11 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
-def stop_orphans(launch: str, grace_s: float) -> None:
+def stop_orphans(launch: str, grace_s: float, known: set[int] = frozenset()) -> None:
     """SIGTERM the launch's orphans, SIGKILL what is left after `grace_s`, reap them all. A stopped orphan's own
     children come back in turn, hence the rounds."""
     for _ in range(5):
-        pids = orphans(launch)
+        pids = orphans(launch, known)
         if not pids:
             return
         for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
