@@ -39,7 +39,7 @@ PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 1, 36, 37
 STALE_DIR = re.compile(r"dlperf-(\d+)-")
 
 
-def _prctl(option: int, arg: int) -> bool:
+def _prctl(option: int, arg: int | ctypes._CArgObject) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
@@ -47,6 +47,11 @@ def _prctl(option: int, arg: int) -> bool:
         return libc.prctl(option, arg, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
+
+
+def _is_subreaper() -> bool:
+    flag = ctypes.c_int(0)
+    return _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
 
 
 def die_with_parent() -> None:
@@ -70,18 +75,19 @@ def tmp_prefix(kind: str) -> str:
     return f"dlperf-{os.getpid()}-{kind}-"
 
 
-_depth, _lock = 0, threading.Lock()
+_depth, _lock, _was_subreaper = 0, threading.Lock(), False
 
 
 @contextmanager
 def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
     """While a child runs, be its orphans' subreaper; when it ends, stop those orphans (SIGTERM, SIGKILL after
     `grace_s`) and reap them. Launches in several threads share one subreaper setting, dropped after the last."""
-    global _depth
+    global _depth, _was_subreaper
     known = {pid for pid, _ in children()}
     with _lock:
         _depth += 1
         if _depth == 1:
+            _was_subreaper = _is_subreaper()  # a host that is one already stays one
             _prctl(PR_SET_CHILD_SUBREAPER, 1)
     try:
         yield
@@ -91,7 +97,7 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
         finally:
             with _lock:
                 _depth -= 1
-                if _depth == 0:
+                if _depth == 0 and not _was_subreaper:
                     _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
