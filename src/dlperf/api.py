@@ -23,7 +23,7 @@ from dlperf.modes import mode_components
 from dlperf.protocol import Cell
 from dlperf.report.format import terminal
 from dlperf.runner import estimate as runner_estimate
-from dlperf.runner import probe
+from dlperf.runner import lifeline, probe
 from dlperf.runner.estimate import Estimate
 from dlperf.runner.plan import Task, expand, expand_ddp, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining, take_up_kept
@@ -164,10 +164,13 @@ def resolve_devices(requested: tuple[str, ...] | None, info: dict[str, dict]) ->
     return list(dict.fromkeys(chosen))
 
 
-def resolve_workload(name: str, framework: str) -> Workload:
+def resolve_workload(name: str, framework: str, timeout: float) -> Workload:
+    """A built-in workload, or a user's: its factory is imported and built in a probe, for at most `timeout` (the
+    cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped)."""
     if name in BUILTIN:
         return BUILTIN[name]
-    answer = probe.ask(framework, {"what": "workload", "source": name}, python=interpreter_for(framework))
+    request = {"what": "workload", "source": name}
+    answer = probe.ask(framework, request, interpreter_for(framework), timeout, timeout_flag="--timeout")
     return Workload(
         name=answer["name"], arch="user", config={},
         input=InputSpec("user", tuple(answer.get("input_shape") or ())), outputs=answer.get("outputs") or 0,
@@ -231,7 +234,7 @@ def make_plan(spec: RunSpec) -> Plan:
     env = envinfo.capture(info)
     cores = env["cores"]["cores"]
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
-    workloads = {name: resolve_workload(name, spec.frameworks[0]) for name in spec.workloads}
+    workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout) for name in spec.workloads}
     devices = resolve_devices(spec.devices, info)
     allowed = len(system.affinity_cpus())
     if spec.nprocs:
@@ -311,6 +314,7 @@ def run(
     Warnings about the plan (oversubscription, inherited thread variables) go to `warn` before anything runs;
     by default to stderr."""
     db = db or default_db()
+    lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)
     plan = make_plan(spec)
     for warning in plan.warnings:
@@ -340,6 +344,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
     """Continue the latest unfinished run without re-measuring what it finished. A run another live process still
     measures is refused (LeaseHeld); one whose process died is taken over, with a warning saying whose it was."""
     db = db or default_db()
+    lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
         run = store.latest_unfinished_run()

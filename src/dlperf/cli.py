@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         args = build_parser().parse_args(argv)
-        return command(args.command).run(args)
+        from dlperf.runner.lifeline import sigterm_as_interrupt  # after parsing: `--help` loads no runner code
+
+        with sigterm_as_interrupt():  # in every command, planning included: as Ctrl-C
+            return command(args.command).run(args)
     except UsageError as exc:
         print(f"dlperf: error: {exc}", file=sys.stderr)
         return ExitCode.BAD_INPUT

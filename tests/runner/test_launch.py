@@ -40,7 +40,8 @@ def test_a_task_starts_its_own_worker_and_a_distributed_one_through_torchrun():
     assert child_command("/py", probe, "t", "e")[2] == "dlperf.runner.probe"
     ddp = DDPTask(CELL, 0, {}, TimerConfig())
     cmd = child_command("/py", ddp, "t", "e", nproc=2, rdzv=Rendezvous(), job_id="j")
-    assert cmd[:3] == ["/py", "-m", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
+    # torchrun's agent runs under the lifeline module, so that it dies with dlperf
+    assert cmd[:4] == ["/py", "-m", "dlperf.runner.lifeline", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
     assert cmd[-4:] == ["-m", "dlperf.runner.ddp_worker", "t", "e"]
 
 

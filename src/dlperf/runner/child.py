@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Callable
 
 from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
+from dlperf.runner.lifeline import die_with_parent
 
 Body = Callable[[Task, Reporter], None]
 
@@ -64,6 +65,7 @@ def exit_now(code: int) -> None:
 
 def serve(argv: list[str], body: Body) -> int:
     """Run `body` on the task of argv[1], reporting to argv[2] (one file per rank in a distributed job)."""
+    die_with_parent()  # before anything slow: a parent killed meanwhile is noticed here
     task = read_task(argv[1])
     emit = Reporter(events_file(argv[2], own_rank()))
     emit(start_event())

@@ -5,7 +5,8 @@ task's worker module (through torchrun for a distributed task), waits with a tim
 with its typed events by rank; the directory, with the child's compiler caches and logs, is gone afterwards. Pure
 functions build the command and the environment (unit-tested); `run_child` executes them. The child starts in its
 own session: Ctrl-C in the terminal reaches only the parent, which then stops the child's whole process tree itself,
-and a timeout kills the tree too, grandchildren included.
+and a timeout kills the tree too, grandchildren included. A child dies with dlperf, and nothing it started outlives
+it (`runner/lifeline.py`).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from dlperf.measure.system import thread_env
 from dlperf.protocol import Event, Task, decode, read_events, write_task
+from dlperf.runner import lifeline
 from dlperf.runner.distributed import Rendezvous, torchrun_command
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
@@ -33,8 +35,9 @@ def child_command(python: str, task: Task, task_file: str, events: str, nproc: i
                   rdzv: Rendezvous | None = None, job_id: str = "") -> list[str]:  # fmt: skip
     """`python -m <the task's worker> TASK EVENTS`, or for a distributed task the torchrun command that starts
     `nproc` of them on this node."""
-    if task.DISTRIBUTED:
-        return torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
+    if task.DISTRIBUTED:  # torchrun's agent, too, dies with dlperf: started through the lifeline module
+        torchrun = torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
+        return [python, "-m", lifeline.__name__, *torchrun[2:]]
     return [python, "-m", task.WORKER, task_file, events]
 
 
@@ -251,15 +254,16 @@ def launch(
     """Run `task` in a child (or, distributed, in `nproc` processes on this node) with the thread variables of
     `threads`, for at most `timeout` seconds. `watch` sees a one-process child's events as they arrive and may stop
     it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates."""
-    with tempfile.TemporaryDirectory(prefix=f"dlperf-{task.KIND}-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND)) as tmp:
         tmpdir = Path(tmp)
         write_task(task, tmpdir / "task.json")
         events = tmpdir / EVENTS
         cmd = child_command(python, task, str(tmpdir / "task.json"), str(events), nproc, rdzv, job_id)
-        env = {**child_env(os.environ, threads, python), **cache_env(tmpdir)}
+        env = {**child_env(os.environ, threads, python), **cache_env(tmpdir), **lifeline.child_vars(tmpdir.name)}
         follower = Follower(events)
         limit = (lambda: watch(follower.new())) if watch else (lambda: None)
-        child = run_child(cmd, env, timeout, tmpdir, poll, limit)
+        with lifeline.reaping(tmpdir.name, KILL_GRACE_S):  # what the child left running is stopped when it ends
+            child = run_child(cmd, env, timeout, tmpdir, poll, limit)
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
 
 

@@ -19,10 +19,12 @@ PROBE_TIMEOUT_S = 180.0
 
 
 def ask(
-    framework: str, request: dict, python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S, threads: int = 1
-) -> dict:
+    framework: str, request: dict, python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S, threads: int = 1,
+    *, timeout_flag: str | None = None,
+) -> dict:  # fmt: skip
     """Run the probe (with the thread variables of `threads`) and return its answer. A user error in the child (a bad
-    factory) becomes a UsageError here, and so does a probe that gives no answer."""
+    factory) becomes a UsageError here, and so does a probe that gives no answer; `timeout_flag` is the flag that
+    set `timeout`, named when the probe runs out of it."""
     from dlperf.runner.launch import launch
 
     launched = launch(ProbeTask(framework, request), python, threads, timeout)
@@ -32,7 +34,8 @@ def ask(
     if error is not None:
         raise UsageError(f"{_subject(request)}: the {framework} probe failed: {error.error}")
     if answer is None:
-        why = "timed out" if result.timed_out else (result.crashed_reason or "gave no answer")
+        limit = f"{timeout_flag} {timeout:g}" if timeout_flag else f"{timeout:g}"
+        why = f"timed out after {limit} s" if result.timed_out else (result.crashed_reason or "gave no answer")
         last = result.stderr_tail.strip().splitlines()[-1:] or [""]
         raise UsageError(f"{_subject(request)}: the {framework} probe {why}{': ' + last[0] if last[0] else ''}")
     return answer.result

@@ -6,10 +6,8 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dlperf import envs
@@ -20,6 +18,7 @@ from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
 from dlperf.runner import collect
 from dlperf.runner.distributed import Rendezvous, rendezvous_id
 from dlperf.runner.launch import launch
+from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.plan import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
@@ -46,20 +45,6 @@ def interpreter_for(framework: str) -> str:
     if python is None:
         raise MissingDependency(f"--frameworks {framework}: {envs.unavailable_reason(framework)}")
     return python
-
-
-@contextmanager
-def sigterm_as_interrupt():
-    """SIGTERM (a job scheduler, `kill`) is handled like Ctrl-C, so the run is left resumable either way."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def siblings(cell: Cell, stored: list[CellRecord]) -> list[CellRecord]:

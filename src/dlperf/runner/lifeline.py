@@ -1,0 +1,222 @@
+"""Nothing a cell started outlives dlperf, or the cell: children die with their parent, orphans come back to dlperf.
+
+Both sides, standard library only (every child imports it):
+
+- a child calls `die_with_parent()` first: the kernel kills it when its parent ends (PR_SET_PDEATHSIG), even by
+  SIGKILL, when nothing of dlperf runs to stop it. The parent is named in DLPERF_PARENT_PID: a parent that died before
+  the call is seen at once. torchrun's agent arms it too, started through `python -m dlperf.runner.lifeline`, and its
+  workers then die with it. The signal fires when the *thread* that started the child ends: `launch` blocks its
+  thread for the child's whole life, so that thread always outlives the child.
+- the parent, while a child runs (`reaping`), is a child subreaper (PR_SET_CHILD_SUBREAPER): what the child started in
+  another session (`setsid`, a double-forked daemon) comes back to dlperf instead of init when its own parent ends,
+  and is stopped when the child ends. Such orphans are known by DLPERF_LAUNCH in their environment, set for each
+  launch: processes of dlperf's host program (the Python API) are never touched, save a zombie child the host made
+  in another thread while a launch ran (a zombie's environment is gone), which is reaped with the launch's.
+- each child's temporary directory is named after the dlperf process that made it (`tmp_prefix`), so a later run
+  removes those left by a dlperf that was killed (`remove_stale_dirs`).
+
+Both prctl calls are Linux's; elsewhere they do nothing, and a killed dlperf's children or a cell's daemons live on.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import runpy
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+PARENT_VAR = "DLPERF_PARENT_PID"  # the pid a child expects as its parent
+LAUNCH_VAR = "DLPERF_LAUNCH"  # inherited by everything a launch starts: what marks an orphan as the launch's
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 1, 36, 37
+STALE_DIR = re.compile(r"dlperf-(\d+)-")
+
+
+def _prctl(option: int, arg: int | ctypes._CArgObject) -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _is_subreaper() -> bool:
+    flag = ctypes.c_int(0)
+    return _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
+
+
+def die_with_parent() -> None:
+    """Be killed when the parent named in DLPERF_PARENT_PID ends; end now if it already has. Then name this process
+    the parent its own children expect (torchrun's workers). Nothing when the variable is unset (started by hand)."""
+    expected = os.environ.get(PARENT_VAR)
+    if not expected or expected == str(os.getpid()):  # unset, or armed already in this process
+        return
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(expected):  # the parent died before the call: nobody would kill this process
+        os._exit(1)
+    os.environ[PARENT_VAR] = str(os.getpid())
+
+
+def child_vars(tmpdir_name: str) -> dict[str, str]:
+    """What the launcher adds to a child's environment: its parent, and the launch its descendants belong to."""
+    return {PARENT_VAR: str(os.getpid()), LAUNCH_VAR: f"{os.getpid()}:{tmpdir_name}"}
+
+
+def tmp_prefix(kind: str) -> str:
+    return f"dlperf-{os.getpid()}-{kind}-"
+
+
+_depth, _lock, _was_subreaper = 0, threading.Lock(), False
+
+
+@contextmanager
+def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
+    """While a child runs, be its orphans' subreaper; when it ends, stop those orphans (SIGTERM, SIGKILL after
+    `grace_s`) and reap them. Launches in several threads share one subreaper setting, dropped after the last."""
+    global _depth, _was_subreaper
+    known = {pid for pid, _ in children()}
+    with _lock:
+        _depth += 1
+        if _depth == 1:
+            _was_subreaper = _is_subreaper()  # a host that is one already stays one
+            _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        yield
+    finally:
+        try:
+            stop_orphans(child_vars(tmpdir_name)[LAUNCH_VAR], grace_s, known)
+        finally:
+            with _lock:
+                _depth -= 1
+                if _depth == 0 and not _was_subreaper:
+                    _prctl(PR_SET_CHILD_SUBREAPER, 0)
+
+
+def orphans(launch: str, known: set[int] = frozenset(), proc_root: str = "/proc") -> list[int]:
+    """This process's children that a launch started (DLPERF_LAUNCH in their environment) and that came back to it.
+    A zombie's environment is gone: a zombie child not in `known` (the children before the launch) came back during
+    it, typically a process the child killed as it ended."""
+    marker = f"\0{LAUNCH_VAR}={launch}\0".encode()
+    found = []
+    for pid, state in children(proc_root):
+        try:
+            if pid not in known and (state == b"Z" or marker in b"\0" + _read(f"{proc_root}/{pid}/environ")):
+                found.append(pid)
+        except OSError:
+            continue
+    return found
+
+
+def children(proc_root: str = "/proc") -> list[tuple[int, bytes]]:
+    """This process's children and their states, from the parent links in /proc (Linux; [] elsewhere)."""
+    me, found = os.getpid(), []
+    for entry in os.listdir(proc_root) if os.path.isdir(proc_root) else []:
+        try:
+            state, ppid = _read(f"{proc_root}/{entry}/stat").rsplit(b")", 1)[1].split()[:2]
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit() and int(ppid) == me:
+            found.append((int(entry), state))
+    return found
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def stop_orphans(launch: str, grace_s: float, known: set[int] = frozenset()) -> None:
+    """SIGTERM the launch's orphans, SIGKILL what is left after `grace_s`, reap them all. A stopped orphan's own
+    children come back in turn, hence the rounds."""
+    for _ in range(5):
+        pids = orphans(launch, known)
+        if not pids:
+            return
+        for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
+            for pid in pids:
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    pass
+            pids = _reap(pids, wait)
+
+
+def _reap(pids: list[int], wait_s: float) -> list[int]:
+    """Reap those of `pids` that end within `wait_s`; the ones still running."""
+    deadline = time.monotonic() + wait_s
+    while pids:
+        for pid in list(pids):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                pids.remove(pid)
+        if not pids or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    return pids
+
+
+def remove_stale_dirs(root: str | None = None) -> list[str]:
+    """Remove the children's temporary directories whose dlperf process has ended (killed, so it could not clean
+    up); returns their paths."""
+    root = root or tempfile.gettempdir()
+    removed = []
+    for name in os.listdir(root) if os.path.isdir(root) else []:
+        path, match = os.path.join(root, name), STALE_DIR.match(name)
+        if match and os.path.isdir(path) and not _alive(int(match.group(1))):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    try:
+        return _read(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[0] != b"Z"  # a zombie has ended
+    except OSError:
+        return True
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a job scheduler, `kill`) is handled like Ctrl-C, so the run is left resumable either way, and the
+    running child's tree is stopped as for Ctrl-C. Only the main thread can set a handler: elsewhere, nothing."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str]) -> None:
+    """`python -m dlperf.runner.lifeline MODULE ARGS...`: run MODULE as `python -m` would, dying with the parent."""
+    die_with_parent()
+    sys.argv = argv[1:]
+    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

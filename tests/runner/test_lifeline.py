@@ -1,0 +1,223 @@
+"""Nothing dlperf starts outlives it: children die with a killed dlperf, a cell's daemons end with the cell, a hanging
+factory meets --timeout, SIGTERM while planning is Ctrl-C. Each test kills what it started in a `finally`."""
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, alive, dlperf, one_line_error, require
+from dlperf.runner import lifeline
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+
+
+def wait_for_pids(path, count: int, proc: subprocess.Popen | None = None, timeout: float = 60) -> list[int]:
+    """The first `count` pids written to `path`, one a line, once they are all there."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and (proc is None or proc.poll() is None):
+        pids = [int(x) for x in path.read_text().split()] if path.exists() else []
+        if len(pids) >= count:
+            return pids[:count]
+        time.sleep(0.05)
+    raise AssertionError(f"{path} never held {count} pids" + (f": {proc.communicate()[1]}" if proc else ""))
+
+
+def gone(pids: list[int], within_s: float = 5.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(alive(p) for p in pids)
+
+
+def kill(*pids: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def start(*args: str, env: dict) -> subprocess.Popen:
+    """`python -m dlperf ARGS` in a session of its own, as a shell would run it."""
+    full = {**os.environ, **env, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "dlperf", *args], env=full, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+
+
+HANGS_AT_IMPORT = """
+import os, time
+with open(os.environ["PID_FILE"], "a") as f:
+    f.write(f"{os.getpid()}\\n")
+time.sleep(600)
+
+def make():
+    return 42
+"""
+
+
+@pytest.fixture
+def hanging_file(tmp_path):
+    require("torch")
+    path = tmp_path / "hangs.py"
+    path.write_text(HANGS_AT_IMPORT)
+    return path
+
+
+def test_a_killed_dlperf_takes_its_child_along_and_the_next_run_removes_its_directory(tmp_path, hanging_file):
+    tmp, pid_file = tmp_path / "tmp", tmp_path / "pids"
+    tmp.mkdir()
+    env = {"PID_FILE": str(pid_file), "TMPDIR": str(tmp)}
+    parent = start("run", "--db", str(tmp_path / "d.db"), "--workloads", f"{hanging_file}:make", env=env)
+    child = None
+    try:
+        [child] = wait_for_pids(pid_file, 1, parent)
+        parent.kill()  # SIGKILL: dlperf stops nothing itself
+        parent.communicate(timeout=30)
+        assert gone([child])
+        [left] = os.listdir(tmp)  # the child's directory, named after the killed dlperf
+        assert left.startswith(f"dlperf-{parent.pid}-probe-")
+        proc = dlperf("run", "--resume", db=tmp_path / "d.db", env={"TMPDIR": str(tmp)}, timeout=60)
+        assert proc.returncode == 2 and os.listdir(tmp) == []
+    finally:
+        kill(parent.pid, *([child] if child else []))
+
+
+def test_sigterm_while_planning_is_an_interrupt_and_stops_the_probe(tmp_path, hanging_file):
+    pid_file = tmp_path / "pids"
+    parent = start("run", "--db", str(tmp_path / "d.db"), "--workloads", f"{hanging_file}:make",
+                   env={"PID_FILE": str(pid_file)})  # fmt: skip
+    probe = None
+    try:
+        [probe] = wait_for_pids(pid_file, 1, parent)
+        parent.terminate()
+        _, err = parent.communicate(timeout=30)
+        assert parent.returncode == 130 and err.strip() == "dlperf: interrupted", err  # as for Ctrl-C
+        assert gone([probe])
+    finally:
+        kill(parent.pid, *([probe] if probe else []))
+
+
+def test_a_factory_that_hangs_at_import_is_refused_at_the_timeout(tmp_path, hanging_file):
+    pid_file = tmp_path / "pids"
+    try:
+        proc = dlperf("run", "--workloads", f"{hanging_file}:make", "--timeout", "5", db=tmp_path / "d.db",
+                      env={"PID_FILE": str(pid_file)}, timeout=90)  # fmt: skip  # was refused after 183 s
+        one_line_error(proc, f"--workloads '{hanging_file}:make'", "timed out after --timeout 5 s")
+        assert gone([int(pid_file.read_text())])
+    finally:
+        kill(*(int(p) for p in pid_file.read_text().split()))
+
+
+LEAVES_DAEMONS = """
+import os, signal, subprocess
+
+def note(pid):
+    with open(os.environ["PID_FILE"], "a") as f:
+        f.write(f"{pid}\\n")
+
+def make():
+    note(subprocess.Popen(["sleep", "600"], start_new_session=True).pid)
+    middle = os.fork()
+    if middle == 0:  # the classic daemon: a new session, forked again, the middle process gone
+        os.setsid()
+        daemon = os.fork()
+        if daemon == 0:
+            os.execvp("sleep", ["sleep", "600"])
+        note(daemon)
+        os._exit(0)
+    os.waitpid(middle, 0)
+    os.kill(os.getpid(), signal.SIGKILL)  # the cell's process dies without stopping anything
+"""
+
+
+def test_nothing_a_cell_started_survives_it(tmp_path):
+    require("torch")
+    (tmp_path / "daemons.py").write_text(LEAVES_DAEMONS)
+    pid_file = tmp_path / "pids"
+    try:
+        proc = dlperf("run", "--workloads", f"{tmp_path / 'daemons.py'}:make", db=tmp_path / "d.db",
+                      env={"PID_FILE": str(pid_file)}, timeout=90)  # fmt: skip
+        one_line_error(proc, "SIGKILL")
+        pids = [int(p) for p in pid_file.read_text().split()]
+        assert len(pids) == 2 and gone(pids, within_s=1.0)  # stopped before dlperf ended
+    finally:
+        kill(*(int(p) for p in pid_file.read_text().split()))
+
+
+AGENT = """
+import os, subprocess, sys, time
+worker = "from dlperf.runner.lifeline import die_with_parent; die_with_parent(); import time; time.sleep(600)"
+p = subprocess.Popen([sys.executable, "-c", worker], start_new_session=True)  # as torchrun starts its workers
+with open(os.environ["PID_FILE"], "a") as f:
+    f.write(f"{os.getpid()}\\n{p.pid}\\n")
+time.sleep(600)
+"""
+
+
+def test_torchruns_agent_and_its_workers_die_with_dlperf(tmp_path):
+    """dlperf -> `python -m dlperf.runner.lifeline AGENT` (torchrun's place) -> a worker that calls `serve`."""
+    (tmp_path / "agent.py").write_text(AGENT)
+    pid_file = tmp_path / "pids"
+    dlperf_side = (
+        "import os, subprocess, sys, time; from dlperf.runner import lifeline;"
+        "env = {**os.environ, **lifeline.child_vars('x')};"
+        "subprocess.Popen([sys.executable, '-m', 'dlperf.runner.lifeline', 'agent'], env=env, start_new_session=True);"
+        "time.sleep(600)"
+    )
+    path = os.pathsep.join([str(ROOT / "src"), str(tmp_path)])
+    parent = subprocess.Popen([sys.executable, "-c", dlperf_side], env={**os.environ, "PYTHONPATH": path,
+                              "PID_FILE": str(pid_file)}, start_new_session=True)  # fmt: skip
+    pids = []
+    try:
+        pids = wait_for_pids(pid_file, 2, parent, timeout=30)
+        parent.kill()
+        parent.wait(timeout=10)
+        assert gone(pids)
+    finally:
+        kill(parent.pid, *pids)
+
+
+def test_a_child_whose_parent_died_before_it_armed_ends_at_once(tmp_path):
+    code = "from dlperf.runner.lifeline import die_with_parent; die_with_parent(); print('went on')"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), lifeline.PARENT_VAR: "1"}  # not its parent
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and done.stdout == ""
+
+
+def test_only_directories_of_ended_dlperf_processes_are_removed(tmp_path):
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    for name in (f"dlperf-{ended.pid}-cell-abc", f"dlperf-{os.getpid()}-cell-def", "dlperf-cell-old", "other"):
+        (tmp_path / name).mkdir()
+    assert lifeline.remove_stale_dirs(str(tmp_path)) == [str(tmp_path / f"dlperf-{ended.pid}-cell-abc")]
+    assert sorted(os.listdir(tmp_path)) == [f"dlperf-{os.getpid()}-cell-def", "dlperf-cell-old", "other"]
+
+
+def test_what_a_child_killed_as_it_ended_is_reaped_not_left_a_zombie(tmp_path):
+    from dlperf.runner.launch import run_child
+
+    script = (
+        "import os, signal, subprocess\n"
+        "p = subprocess.Popen(['sleep', '600'])\n"
+        f"open({str(tmp_path / 'pid')!r}, 'w').write(str(p.pid))\n"
+        "os.kill(p.pid, signal.SIGKILL)\n"
+        "os._exit(0)  # unwaited, as runner/child.exit_now leaves what it kills\n"
+    )
+    env = {**os.environ, **lifeline.child_vars("t")}
+    pid = None
+    try:
+        with lifeline.reaping("t", grace_s=1.0):
+            run_child([sys.executable, "-c", script], env, 30, tmp_path)
+            pid = int((tmp_path / "pid").read_text())
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # reaped: not even a zombie of this process
+    finally:
+        if pid and alive(pid):
+            kill(pid)
+        with contextlib.suppress(ChildProcessError, TypeError):
+            os.waitpid(pid, os.WNOHANG)
