@@ -214,3 +214,17 @@ def test_a_cell_without_a_sample_fails_the_run(tmp_path):
                   "--min-time", "0", "--max-time", "0", db=tmp_path / "x.db", timeout=120)  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "failed: no timed step" in proc.stderr
+
+
+def test_an_error_quoting_hostile_input_reaches_the_terminal_escaped(monkeypatch, capsys):
+    # issue 15: a workload name, or a model's own error, with an escape sequence was printed raw
+    from dlperf.commands import list as list_command
+    from dlperf.errors import UsageError
+
+    def run(args):
+        raise UsageError("the model said \x1b]0;pwned\x07 and \x1b[2J")
+
+    monkeypatch.setattr(list_command, "run", run)
+    assert main(["list"]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;pwned\\x07" in err and err.count("\n") == 1

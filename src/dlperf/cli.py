@@ -48,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         with sigterm_as_interrupt():  # in every command, planning included: as Ctrl-C
             return command(args.command).run(args)
     except UsageError as exc:
-        print(f"dlperf: error: {exc}", file=sys.stderr)
+        from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
+
+        print(f"dlperf: error: {terminal(str(exc))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print("dlperf: interrupted", file=sys.stderr)
