@@ -317,7 +317,7 @@ def run(
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)
     plan = make_plan(spec)
-    for warning in plan.warnings:
+    for warning in [*plan.warnings, *kept_measurements(db)]:
         (warn or warn_stderr)(warning)
     if dry_run:
         return Outcome(ExitCode.OK, plan=plan, estimate=estimate(plan, db, say_pilot))
@@ -334,6 +334,16 @@ def run(
         return _execute(ctx, plan.tasks, plan, progress)
     finally:
         store.close()
+
+
+def kept_measurements(db: str) -> list[str]:
+    """A reminder of the measurements a failing store left beside it (`store/spill.py`), until --resume takes them."""
+    kept = spill.runs_kept(db)
+    if not kept:
+        return []
+    runs = ", ".join(f"run {run_id}: {n}" for run_id, n in sorted(kept.items()))
+    return [f"{spill.path_for(db)} keeps measurements the store refused ({runs}); `dlperf run --resume --db {db}` "
+            "stores those of the latest unfinished run"]  # fmt: skip
 
 
 def warn_stderr(message: str) -> None:

@@ -36,6 +36,14 @@ def kept(db: str | Path, run_id: int) -> list[dict[str, Any]]:
     return [entry for entry in _entries(path_for(db)) if entry.get("run_id") == run_id]
 
 
+def runs_kept(db: str | Path) -> dict[int, int]:
+    """run id -> how many of its measurements are kept here."""
+    counts: dict[int, int] = {}
+    for entry in _entries(path_for(db)):
+        counts[entry["run_id"]] = counts.get(entry["run_id"], 0) + 1
+    return counts
+
+
 def forget(db: str | Path, run_id: int) -> None:
     """Drop the run's lines (they are stored now); the file goes when no other run's line is left."""
     path = path_for(db)

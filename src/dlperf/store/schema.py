@@ -1,0 +1,127 @@
+"""The store's tables, as the migrations that build them: version reached -> the statements that get there from the
+version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
+an older file is never rewritten any other way."""
+
+SCHEMA_VERSION = 6
+LEASES = 6  # the version that has the leases table
+
+# version reached -> statements that get there from the version before
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        """CREATE TABLE runs (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            started_at TEXT NOT NULL,
+            finished_at TEXT,
+            status TEXT NOT NULL,          -- running | complete | interrupted
+            argv TEXT,
+            spec_json TEXT NOT NULL,
+            env_json TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL
+        )""",
+        """CREATE TABLE cells (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            key TEXT NOT NULL,
+            position INTEGER NOT NULL,
+            workload TEXT NOT NULL,
+            framework TEXT NOT NULL,
+            device TEXT NOT NULL,
+            threads INTEGER NOT NULL,
+            mode TEXT NOT NULL,
+            batch INTEGER,
+            workload_json TEXT NOT NULL,
+            status TEXT NOT NULL,          -- pending | ok | failed | timeout | unsupported
+            error TEXT,
+            median_s REAL, iqr_s REAL, mean_s REAL, stdev_s REAL, ci_low_s REAL, ci_high_s REAL,
+            n INTEGER, samples_s REAL, warmup_steps INTEGER,
+            params INTEGER, flops_per_step INTEGER,
+            peak_mem_bytes INTEGER, peak_mem_kind TEXT,
+            extra_json TEXT NOT NULL DEFAULT '{}',
+            updated_at TEXT,
+            PRIMARY KEY (run_id, key)
+        )""",
+        """CREATE TABLE measurements (
+            run_id INTEGER NOT NULL,
+            cell_key TEXT NOT NULL,
+            repeat INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            error TEXT,
+            finished_at TEXT NOT NULL,
+            duration_s REAL,
+            samples_json TEXT NOT NULL,     -- every raw timed sample, seconds, in order
+            detail_json TEXT NOT NULL,      -- warm-up, settings, memory, steal, ... as the worker reported them
+            PRIMARY KEY (run_id, cell_key, repeat),
+            FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
+        )""",
+    ],
+    2: [
+        # Hardware peaks measured by `dlperf peak`: what a step's utilization is held against. One row per figure.
+        """CREATE TABLE peaks (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            measured_at TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL, -- envinfo.fingerprint of env_json: peaks are looked up by machine
+            env_json TEXT NOT NULL,
+            framework TEXT NOT NULL,
+            framework_version TEXT,
+            device TEXT NOT NULL,
+            threads INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ('matmul', 'bandwidth')),
+            dtype TEXT,                     -- fp32 | bf16 | fp16 for matmul; NULL for bandwidth
+            value REAL,                     -- FLOP/s or bytes/s; NULL when unsupported or nothing could be timed
+            detail_json TEXT NOT NULL DEFAULT '{}',
+            CHECK ((kind = 'matmul') = (dtype IS NOT NULL))
+        )""",
+        "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
+    ],
+    3: [
+        # Where a run copied in by `dlperf merge` came from: {"db", "run_id", "merged_at"}; NULL if measured here.
+        "ALTER TABLE runs ADD COLUMN origin_json TEXT",
+    ],
+    4: [
+        # Collective bandwidth measured by `dlperf comm`: one row per message size of one job, nccl-tests' figures.
+        """CREATE TABLE comm (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            measured_at TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL, -- envinfo.fingerprint of the node that ran the command
+            env_json TEXT NOT NULL,
+            backend TEXT NOT NULL,          -- gloo | nccl
+            device TEXT NOT NULL CHECK (device IN ('cpu', 'cuda')),
+            world INTEGER NOT NULL,         -- processes in the job, every node's
+            nnodes INTEGER NOT NULL,
+            threads INTEGER NOT NULL,       -- CPU threads per process
+            op TEXT NOT NULL DEFAULT 'all_reduce',
+            bytes INTEGER NOT NULL,         -- message size per rank
+            time_s REAL,                    -- the slowest rank's median time of one collective
+            algbw REAL,                     -- bytes / time_s, bytes/s
+            busbw REAL,                     -- algbw times the bytes a link carries per message byte, bytes/s
+            wrong INTEGER,                  -- elements of the checked result that differ from the expected sum
+            detail_json TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX comm_by_job ON comm (backend, world, bytes)",
+    ],
+    5: [
+        # Data-parallel cells (`dlperf run --nproc`): processes in all, and the scaling protocol; 0 and NULL for a
+        # plain one-process cell.
+        "ALTER TABLE cells ADD COLUMN nproc INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE cells ADD COLUMN scaling TEXT",
+    ],
+    LEASES: [
+        # Who measures a running run now (`store/lease.py`): one row per run, dropped when the run ends.
+        """CREATE TABLE leases (
+            run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+            pid INTEGER NOT NULL,
+            host TEXT NOT NULL,
+            token TEXT,                     -- boot id and start time of the pid: a recycled pid is someone else
+            since TEXT NOT NULL,
+            seen TEXT NOT NULL              -- the holder's last heartbeat
+        )""",
+    ],
+}
+
+PEAK_COLUMNS = ("framework", "framework_version", "device", "threads", "kind", "dtype", "value")
+COMM_COLUMNS = ("backend", "device", "world", "nnodes", "threads", "op", "bytes", "time_s", "algbw", "busbw", "wrong")
+
+CELL_COLUMNS = (
+    "status", "error", "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s",
+    "warmup_steps", "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
+)  # fmt: skip
