@@ -43,3 +43,31 @@ class CommBackend(StrEnum):
 
 
 EXPORT_FORMATS = ("jsonl", "csv")  # `dlperf export --format`
+
+
+class Category(StrEnum):
+    """Where a profiled step's time goes (`dlperf profile`). The shares of one step sum to its profiled time."""
+
+    MATMUL = "matmul"  # matrix products and convolutions (forward and backward)
+    ELEMENTWISE = "elementwise"  # element-wise arithmetic and activations
+    NORMALIZATION = "normalization"  # batch/layer/group norm
+    POOLING = "pooling"
+    LOSS = "loss"
+    OPTIMIZER = "optimizer"  # the update, gradient clipping and zeroing
+    COPY_H2D = "copy_h2d"  # host -> device
+    COPY_D2H = "copy_d2h"  # device -> host
+    COPY = "copy"  # other copies, layout changes, casts inside one device
+    DATA = "data"  # waiting for the input pipeline
+    HOST = "host"  # host and framework time not hidden behind device work (Python, dispatch, launches)
+    IDLE = "idle"  # the device waiting with nothing to run (GPU only)
+    OTHER = "other"
+
+
+class Bound(StrEnum):
+    """What bounds a step: the verdict of a profiled cell."""
+
+    COMPUTE = "compute"
+    MEMORY = "memory"
+    LAUNCH = "launch"  # launch- or dispatch-bound: the host cannot issue work fast enough
+    TRANSFER = "transfer"  # host <-> device copies
+    INPUT = "input"  # the input pipeline
