@@ -27,6 +27,7 @@ from dlperf.protocol import (
     LossCheck,
     PeakTask,
     ProbeTask,
+    ProfileTask,
     Reporter,
     Sample,
     Start,
@@ -48,13 +49,14 @@ EXAMPLES = [
     PeakTask("torch", "cpu", 1, ["fp32", "bf16"], [64, 128], 8 * 2**20, 0.2),
     CommTask("gloo", 1, [4096, 2**20], 20, 5, 60.0),
     ProbeTask("torch", {"what": "workload", "source": "/x.py:make"}),
+    ProfileTask(CELL, {"name": "tiny-fcn-r"}, steps=3, warmup=2, trace_dir="/tmp/t", max_trace_bytes=2**20),
 ]  # fmt: skip
 
 
 def test_there_is_one_task_type_per_kind_of_child():
-    assert sorted(TASKS) == ["cell", "comm", "ddp", "peak", "probe"]
+    assert sorted(TASKS) == ["cell", "comm", "ddp", "peak", "probe", "profile"]
     assert {t.WORKER for t in TASKS.values()} == {
-        f"dlperf.runner.{m}" for m in ("worker", "ddp_worker", "peak_worker", "comm_worker", "probe")
+        f"dlperf.runner.{m}" for m in ("worker", "ddp_worker", "peak_worker", "comm_worker", "probe", "profile_worker")
     }
     assert [k for k, t in TASKS.items() if t.DISTRIBUTED] == ["ddp", "comm"]
 

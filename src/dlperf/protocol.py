@@ -6,6 +6,7 @@ events as JSON lines, each flushed as it happens, so a child killed at its timeo
 reads them back as the same types. Five kinds of child, one task type each:
 
     CellTask   runner/worker.py        one cell: build, warm up, time, then FLOPs, memory and the loss check
+    ProfileTask runner/profile_worker.py  one cell, untimed: K steady steps under the framework's profiler
     DDPTask    runner/ddp_worker.py    one process of a data-parallel cell (torchrun starts every process)
     PeakTask   runner/peak_worker.py   matmul and bandwidth peaks of one device at one thread count
     CommTask   runner/comm_worker.py   one process of an all-reduce bandwidth job (torchrun)
@@ -146,6 +147,25 @@ class CellTask(_Task):
         return cls(**d)
 
 
+@task("profile", "dlperf.runner.profile_worker")
+class ProfileTask(_Task):
+    """One untimed process of a cell that has been timed: warm up, then `steps` steady steps under the framework's
+    profiler (`dlperf profile`, `run --profile`). Never runs inside a timed process."""
+
+    cell: Cell
+    workload: dict[str, Any]  # Workload.to_json()
+    steps: int = 5  # profiled steps after warm-up; the figures are per step (their mean)
+    warmup: int = 5  # untimed steps before the profiler starts (more when the mode compiles: the first step)
+    trace_dir: str | None = None  # where the gzip Chrome trace goes (None: no trace kept)
+    max_trace_bytes: int = 50 * 2**20  # the trace's cap, compressed: beyond it, no trace, with a note saying why
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ProfileTask:
+        d = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        d["cell"] = Cell.from_json(d["cell"])
+        return cls(**d)
+
+
 @task("ddp", "dlperf.runner.ddp_worker", distributed=True)
 class DDPTask(CellTask):
     """One process of a data-parallel cell; torchrun starts one per rank, each with this same task."""
@@ -187,7 +207,7 @@ class ProbeTask(_Task):
     request: dict[str, Any]  # {"what": "env" | "workload" | "selftest" | "threads", ...}
 
 
-Task = CellTask | DDPTask | PeakTask | CommTask | ProbeTask
+Task = CellTask | DDPTask | PeakTask | CommTask | ProbeTask | ProfileTask
 
 
 def write_task(task: Task, path: str | Path) -> None:
@@ -311,6 +331,33 @@ class Flops(Event):
 class Memory(Event):
     figures: dict[str, int]  # keys of MEMORY_KINDS and the backend's other figures
     note: str | None = None  # why there is no figure, when the measurement failed
+
+
+@event("profiled")
+class Profiled(Event):
+    """Where a profiled step's time goes. Every time is seconds per step (the mean over the profiled steps).
+
+    `categories`: vocab.Category value -> seconds; they sum to `step_s`, the profiled step's wall time.
+    `flops`/`bytes`: Category value -> FLOPs / bytes moved per step, where the profiler or counter gives them
+    (achieved rates are these over the category's seconds).
+    `top_ops`: the 15 operators with the most self time: {"name", "self_s", "calls" (per step), "shapes" (the input
+    shapes of the most frequent call, as a string)}.
+    `modules`: top-level modules of the model: {"name", "forward_s", "backward_s"}.
+    `ops_per_step`: framework operators dispatched per step; `kernels_per_step`: device kernels launched per step
+    (None on a CPU, where no kernel is launched).
+    `trace`: the path of the gzip Chrome/Perfetto trace, or None; `notes`: what the profile could not give, and why."""
+
+    steps: int
+    step_s: float
+    categories: dict[str, float]
+    flops: dict[str, float] = field(default_factory=dict)
+    bytes: dict[str, float] = field(default_factory=dict)
+    top_ops: list[dict[str, Any]] = field(default_factory=list)
+    modules: list[dict[str, Any]] = field(default_factory=list)
+    ops_per_step: int | None = None
+    kernels_per_step: int | None = None
+    trace: str | None = None
+    notes: list[str] = field(default_factory=list)
 
 
 @event("checking")
