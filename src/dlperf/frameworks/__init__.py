@@ -24,6 +24,12 @@ A backend module provides:
                                               # {"ok": bool | None, "reason": str | None, "seconds": float, ...}
     matmul(size: int) -> Callable[[], None]   # one size x size fp32 matrix product, finished when the call returns
                                               # (the thread test: CPU time / wall time of these at N threads ~ N)
+    profile(train, steps, trace_path, max_trace_bytes) -> dict
+                                              # `steps` steps of a warmed-up TrainStep under the framework's
+                                              # profiler (the profile child only, never a timed one): the fields
+                                              # of dlperf.protocol.Profiled; the gzip Chrome trace at trace_path
+                                              # (None: none), dropped with a note above max_trace_bytes;
+                                              # NotImplementedError(reason) where no profiler is mapped
 
 and a `TrainStep` (the `TrainStep` protocol below) has:
 

@@ -48,6 +48,11 @@ POOL_THREAD_NAME = "tf_XLAEigen"
 _threads: dict[str, Any] = {}  # what configure_threads was asked and found
 
 
+def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict:
+    """No profile yet: the profile is `unsupported`, with the reason."""
+    raise NotImplementedError("profile: jax.profiler's trace is not mapped into dlperf's categories yet")
+
+
 def version() -> str:
     return jax.__version__
 

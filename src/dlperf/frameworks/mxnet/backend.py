@@ -80,6 +80,11 @@ def _mx():
 # Threads and settings
 
 
+def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict:
+    """No profile yet: the profile is `unsupported`, with the reason."""
+    raise NotImplementedError("profile: mxnet.profiler's trace is not mapped into dlperf's categories yet")
+
+
 def version() -> str:
     return _mx().__version__
 

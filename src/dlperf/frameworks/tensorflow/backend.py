@@ -83,6 +83,11 @@ def inter_op_threads(threads: int) -> int:
     return 1
 
 
+def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict:
+    """No profile yet: the profile is `unsupported`, with the reason."""
+    raise NotImplementedError("profile: tf.profiler's trace is not mapped into dlperf's categories yet")
+
+
 def version() -> str:
     return tf.__version__
 

@@ -26,7 +26,7 @@ from torch.utils.flop_counter import flop_registry
 
 from dlperf.errors import UsageError
 from dlperf.frameworks import check_mode
-from dlperf.frameworks.torch import losscheck
+from dlperf.frameworks.torch import losscheck, profiler
 from dlperf.frameworks.torch.models import build_model
 from dlperf.measure import system
 from dlperf.modes import Mode, check_device, mode_components
@@ -619,6 +619,12 @@ def loss_check(
         rounding=losscheck.rounding_dtype(mode),
     )
     return {**result, "batch": small.batch}
+
+
+def profile(train: TorchStep, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict[str, Any]:
+    """Where `steps` steady steps' time goes, by torch.profiler (`profiler.profile`): the fields of
+    `dlperf.protocol.Profiled`."""
+    return profiler.profile(train, steps, trace_path, max_trace_bytes)
 
 
 def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:

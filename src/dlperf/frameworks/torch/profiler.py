@@ -1,0 +1,401 @@
+"""Where a PyTorch train step's time goes: torch.profiler over a few steady steps, each operator's self time put in
+a `dlperf.vocab.Category`; the FLOPs and bytes of one more step by category; the top operators, the top-level
+modules' forward and backward time, and the gzip Chrome trace. The backend's `profile` (see `dlperf.frameworks`).
+
+Runs only in the profile child (`runner/profile_worker.py`), never in a timed process: the labels it needs (the loss,
+the optimizer, each top-level module) are put on the step for the profiled steps only, and taken off after.
+
+On a CPU the categories are the operators' self times (nested operators are not counted twice) and `host` the rest
+of the step's wall time: Python, dispatch, autograd's bookkeeping and the profiler's own cost per event. On CUDA they
+are the kernels' device times, each kernel in its launching operator's category (CUPTI's activity), scaled to the
+time the device was busy; the rest of the step is `host` where the device waited for the next launch and `idle`
+where it waited with the work already issued. Holistic Trace Analysis computes the same idle time (kernel-interval
+gaps) from a trace file, but needs jupyterlab, pandas and plotly and a trace on disk: the few lines here need none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.profiler import ProfilerActivity, record_function
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import FlopCounterMode
+
+from dlperf.vocab import Category
+
+TOP_OPS = 15
+LOSS, OPTIMIZER, FORWARD = "dlperf.loss", "dlperf.optimizer", "dlperf.forward."
+OPTIMIZER_LABELS = ("Optimizer.", OPTIMIZER)  # torch labels step and zero_grad itself; clipping and scaling are ours
+BACKWARD_NODE = "autograd::engine::evaluate_function:"
+NOT_OPERATORS = ("autograd::", "torch::autograd", "Optimizer.", "dlperf.", "ProfilerStep", "cuda")
+
+# Operator names (without "aten::" and a trailing "_") by category; backward ops end in "_backward" and follow
+# their forward op. Anything element-wise not listed falls to `other`, never silently to a wrong kind.
+MATMUL = {
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "mv", "addmv", "dot", "einsum", "convolution",
+    "_convolution", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "cudnn_convolution", "cudnn_convolution_transpose", "mkldnn_convolution", "slow_conv2d_forward",
+    "_slow_conv2d_forward", "thnn_conv2d", "_nnpack_spatial_convolution", "lstm", "gru", "rnn_tanh", "rnn_relu",
+    "lstm_cell", "gru_cell", "rnn_tanh_cell", "mkldnn_rnn_layer", "_cudnn_rnn", "_thnn_fused_lstm_cell",
+    "mkldnn_linear", "_scaled_dot_product_attention", "scaled_dot_product_attention",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention", "_addmm_activation",
+    "_convolution_pointwise", "_linear_pointwise",
+}  # fmt: skip
+NORMALIZATION = {
+    "batch_norm", "native_batch_norm", "_batch_norm_impl_index", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training", "cudnn_batch_norm", "miopen_batch_norm", "layer_norm",
+    "native_layer_norm", "group_norm", "native_group_norm", "instance_norm", "rms_norm", "_fused_rms_norm",
+    "_batch_norm_with_update", "batch_norm_elemt", "batch_norm_stats",
+}  # fmt: skip
+POOLING_PREFIXES = ("max_pool", "avg_pool", "adaptive_max_pool", "adaptive_avg_pool", "fractional_max_pool")
+LOSS_OPS = {
+    "cross_entropy_loss", "nll_loss", "nll_loss2d", "nll_loss_nd", "nll_loss_forward", "nll_loss2d_forward", "mse_loss",
+    "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div",
+}  # fmt: skip
+COPY = {"copy", "to", "_to_copy", "contiguous", "clone", "_copy_from", "_copy_from_and_resize"}
+ELEMENTWISE = {
+    "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "log1p", "abs", "sign", "reciprocal",
+    "addcmul", "addcdiv", "lerp", "clamp", "clamp_min", "clamp_max", "where", "maximum", "minimum", "fill", "zero",
+    "zeros_like", "ones_like", "relu", "threshold", "gelu", "silu", "sigmoid", "tanh", "softmax", "_softmax",
+    "log_softmax", "_log_softmax", "_log_softmax_backward_data", "_softmax_backward_data", "dropout",
+    "native_dropout", "hardtanh", "leaky_relu", "elu", "hardswish", "hardsigmoid", "mish", "softplus", "sum", "mean",
+    "norm", "linalg_vector_norm", "max", "min", "amax", "amin", "argmax", "prod", "var", "std",
+    "eq", "ne", "lt", "gt", "le", "ge", "logical_not", "bitwise_and", "masked_fill", "rsub", "square",
+    "cumsum", "embedding", "embedding_dense_backward", "isfinite", "isinf", "isnan", "nan_to_num", "_amp_update_scale",
+    "_amp_foreach_non_finite_check_and_unscale", "fused_dropout", "_masked_scale", "native_dropout_backward",
+}  # fmt: skip
+
+
+def classify(name: str) -> Category:
+    """The category of one operator by its name ("aten::addmm", "aten::relu_", "aten::convolution_backward")."""
+    base = name.split("::", 1)[-1].split(".", 1)[0].removesuffix("_").removesuffix("_backward")
+    for category, names in ((Category.MATMUL, MATMUL), (Category.NORMALIZATION, NORMALIZATION),
+                            (Category.LOSS, LOSS_OPS), (Category.COPY, COPY)):  # fmt: skip
+        if base in names:
+            return category
+    if base.startswith(POOLING_PREFIXES):
+        return Category.POOLING
+    if base in ELEMENTWISE or base.startswith(("_foreach_", "_fused_")):
+        return Category.ELEMENTWISE
+    return Category.OTHER  # views, allocations, Inductor's compiled graphs (not split by kind): no guess
+
+
+def is_operator(event) -> bool:
+    """A framework operator (an ATen op or a compiled graph's call), not a label or autograd's bookkeeping."""
+    name = event.name
+    if "CompiledFxGraph" in name:
+        return True
+    return "::" in name and not name.startswith(NOT_OPERATORS)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Labels put on the step for the profiled steps only
+
+
+@contextlib.contextmanager
+def labelled(train) -> Iterator[list[str]]:
+    """The loss, the optimizer's extras (clipping, gradient scaling) and each top-level module's forward, labelled
+    with record_function while the context lasts. Yields the notes on what could not be labelled."""
+    notes: list[str] = []
+    saved = {k: train.__dict__[k] for k in ("loss_fn", "_clip") if k in train.__dict__}
+    loss_fn, clip = train.loss_fn, getattr(train, "_clip", None)
+    train.loss_fn = _under(LOSS, loss_fn)
+    if clip is not None:
+        train._clip = _under(OPTIMIZER, clip)
+    hooks = _module_hooks(train, notes)
+    try:
+        yield notes
+    finally:
+        for hook in hooks:
+            hook.remove()
+        for key in ("loss_fn", "_clip"):
+            train.__dict__.pop(key, None)
+        train.__dict__.update(saved)
+
+
+def _under(label: str, fn):
+    def call(*args, **kwargs):
+        with record_function(label):
+            return fn(*args, **kwargs)
+
+    return call
+
+
+def _module_hooks(train, notes: list[str]) -> list:
+    """record_function ranges around each top-level child's forward (a pre-hook opens it, a hook closes it).
+    Their backward is found through autograd's sequence numbers, not hooks: a backward hook wraps the module's
+    outputs, which an in-place op after it (ReLU(inplace=True)) then refuses."""
+    if train.compiles:
+        notes.append("modules: not split under a compiling mode (a compiled graph has no module boundaries)")
+        return []
+    hooks = []
+    for name, child in top_level(train.model):
+        ranges: list = []
+        hooks.append(child.register_forward_pre_hook(lambda m, a, r=ranges, n=name: _open(r, FORWARD + n)))
+        hooks.append(child.register_forward_hook(lambda m, a, o, r=ranges: _close(r)))
+    return hooks
+
+
+def top_level(model: torch.nn.Module) -> Iterator[tuple[str, torch.nn.Module]]:
+    """The model's children; a ModuleList's or ModuleDict's own (a container is never called: its hooks never run)."""
+    for name, child in model.named_children():
+        if isinstance(child, (torch.nn.ModuleList, torch.nn.ModuleDict)):
+            yield from ((f"{name}.{n}", c) for n, c in child.named_children())
+        else:
+            yield name, child
+
+
+def _open(ranges: list, label: str) -> None:
+    ranges.append(record_function(label).__enter__())
+
+
+def _close(ranges: list) -> None:
+    if ranges:
+        ranges.pop().__exit__(None, None, None)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Profiling
+
+
+def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict[str, Any]:
+    """`steps` steady steps of `train` (a backend.TorchStep, warmed up) under torch.profiler: the fields of
+    `dlperf.protocol.Profiled`."""
+    cuda = train.device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    with labelled(train) as notes:
+        train.sync()
+        with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
+            start = time.perf_counter()
+            for _ in range(steps):
+                train.step()
+            train.sync()
+            window = time.perf_counter() - start
+        events = list(prof.events())
+        counted = counted_step(train, notes)
+    step_s = window / steps
+    result = {"steps": steps, "step_s": step_s, "notes": notes, **counted}
+    result.update(breakdown_cuda(prof, events, steps, step_s, notes) if cuda else breakdown_cpu(events, steps, step_s))
+    result["top_ops"] = top_ops(events, steps)
+    result["modules"] = modules(events, steps, cuda)
+    result["ops_per_step"] = round(sum(1 for e in events if is_operator(e)) / steps)
+    result["trace"] = save_trace(prof, trace_path, max_trace_bytes, notes)
+    return result
+
+
+def phases(events: list) -> dict[int, str]:
+    """Autograd sequence number -> the label its forward op ran under (the loss or a module): the backward node of
+    that number runs the op's backward, so its time belongs there too."""
+    found: dict[int, str] = {}
+    for event in events:
+        if event.sequence_nr >= 0 and is_operator(event):
+            label = _label(event)
+            if label is not None:
+                found.setdefault(event.sequence_nr, label)
+    return found
+
+
+def _label(event) -> str | None:
+    """The innermost dlperf or optimizer label above an event; for a backward op, its forward op's."""
+    parent = event.cpu_parent
+    while parent is not None:
+        name = parent.name
+        if name.startswith(OPTIMIZER_LABELS):
+            return OPTIMIZER
+        if name == LOSS or name.startswith(FORWARD):
+            return name
+        if name.startswith(BACKWARD_NODE):
+            return f"backward:{parent.sequence_nr}"
+        parent = parent.cpu_parent
+    return None
+
+
+def category_of(event, forward: dict[int, str]) -> Category:
+    """The optimizer's labels and the loss's (its forward and, by sequence number, its backward) come first; then the
+    operator's name."""
+    label = _label(event)
+    if label is not None and label.startswith("backward:"):
+        label = forward.get(int(label.split(":", 1)[1]))
+    if label == OPTIMIZER:
+        return Category.OPTIMIZER
+    if label == LOSS:
+        return Category.LOSS
+    return classify(event.name)
+
+
+def breakdown_cpu(events: list, steps: int, step_s: float) -> dict[str, Any]:
+    """Operators' self times by category; `host` the rest of the step. Operators that ran on other threads (none in a
+    CPU train step: autograd runs on the caller's) would overlap; their share is scaled so the sum stays the step."""
+    forward = phases(events)
+    seconds: dict[str, float] = defaultdict(float)
+    for event in events:
+        if is_operator(event):
+            seconds[category_of(event, forward).value] += event.self_cpu_time_total / 1e6 / steps
+    return {"categories": fill_to_step(seconds, step_s, Category.HOST), "kernels_per_step": None}
+
+
+def fill_to_step(seconds: dict[str, float], step_s: float, rest: Category) -> dict[str, float]:
+    """`seconds` and the step's remainder under `rest`, summing to `step_s` exactly (scaled down if over)."""
+    total = sum(seconds.values())
+    scale = step_s / total if total > step_s else 1.0
+    out = {k: v * scale for k, v in seconds.items() if v > 0}
+    out[rest.value] = out.get(rest.value, 0.0) + max(0.0, step_s - total * scale)
+    return out
+
+
+def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[str]) -> dict[str, Any]:
+    """Kernel time by the launching operator's category, scaled to the device's busy time (streams may overlap);
+    the device's gaps split into `host` (the next kernel was not launched yet) and `idle` (it was)."""
+    forward = phases(events)
+    seconds: dict[str, float] = defaultdict(float)
+    attributed = 0.0
+    for event in events:
+        for kernel in event.kernels if is_operator(event) else []:
+            category = _memcpy_kind(kernel.name) or category_of(event, forward)
+            seconds[category.value] += kernel.duration / 1e6 / steps
+            attributed += kernel.duration / 1e6 / steps
+    device, launches = _device_activity(prof)
+    kernels = sum(1 for _, _, name, _ in device if not name.startswith(("Memcpy", "Memset")))
+    busy, total, host_gaps, all_gaps = _busy_and_gaps(device, launches)
+    if total / 1e9 / steps > attributed:
+        seconds[Category.OTHER.value] += total / 1e9 / steps - attributed
+        notes.append("kernels without a launching operator (CUDA graph replay, compiled code) are under other")
+    scale = (busy / total) if total else 0.0
+    busy_s = {k: v * scale for k, v in seconds.items()}
+    gaps_s = max(0.0, step_s - sum(busy_s.values()))
+    host_share = host_gaps / all_gaps if all_gaps else 1.0
+    categories = {**busy_s, Category.HOST.value: gaps_s * host_share, Category.IDLE.value: gaps_s * (1 - host_share)}
+    return {"categories": fill_to_step(categories, step_s, Category.IDLE), "kernels_per_step": round(kernels / steps)}
+
+
+def _memcpy_kind(name: str) -> Category | None:
+    if name.startswith("Memcpy HtoD"):
+        return Category.COPY_H2D
+    if name.startswith("Memcpy DtoH"):
+        return Category.COPY_D2H
+    if name.startswith(("Memcpy", "Memset")):
+        return Category.COPY
+    return None
+
+
+def _device_activity(prof) -> tuple[list[tuple[int, int, str, int]], dict[int, int]]:
+    """CUPTI's device activity: (start ns, end ns, name, correlation id) of every kernel, copy and memset; and the
+    start of each runtime launch call by correlation id."""
+    device, launches = [], {}
+    for e in prof.profiler.kineto_results.events():
+        if e.device_type() == torch.autograd.DeviceType.CUDA:
+            device.append((e.start_ns(), e.end_ns(), e.name(), e.correlation_id()))
+        elif e.name().startswith("cuda") and e.correlation_id():
+            launches[e.correlation_id()] = e.start_ns()
+    return sorted(device), launches
+
+
+def _busy_and_gaps(device: list, launches: dict[int, int]) -> tuple[int, int, int, int]:
+    """(busy ns: the union of device intervals, total ns of device events, ns of gaps the host caused, ns of all
+    gaps) between the first and last device event: a gap is the host's when the work after it was launched after
+    the device fell idle (as HTA's idle-time breakdown calls it "host wait")."""
+    busy = total = host = gaps = 0
+    end = None
+    for start, stop, _, corr in device:
+        total += stop - start
+        if end is not None and start > end:
+            gaps += start - end
+            if launches.get(corr, start) >= end:
+                host += start - end
+        if end is None or stop > end:
+            busy += stop - max(start, end if end is not None else start)
+            end = stop
+    return busy, total, host, gaps
+
+
+def top_ops(events: list, steps: int) -> list[dict[str, Any]]:
+    """The operators with the most self time: seconds and calls per step, the most frequent call's input shapes."""
+    self_s: dict[str, float] = defaultdict(float)
+    shapes: dict[str, Counter] = defaultdict(Counter)
+    for event in events:
+        if is_operator(event):
+            self_s[event.name] += (event.self_device_time_total or event.self_cpu_time_total) / 1e6 / steps
+            shapes[event.name][str(event.input_shapes)] += 1
+    ranked = sorted(self_s, key=self_s.get, reverse=True)[:TOP_OPS]
+    return [
+        {"name": name, "self_s": self_s[name], "calls": sum(shapes[name].values()) / steps,
+         "shapes": shapes[name].most_common(1)[0][0]}
+        for name in ranked
+    ]  # fmt: skip
+
+
+def modules(events: list, steps: int, cuda: bool) -> list[dict[str, Any]]:
+    """Forward (the module's labelled range) and backward (the autograd nodes of its forward ops) time of each
+    top-level module, inclusive of what they called; on CUDA, of the kernels they launched."""
+    forward = phases(events)
+    fwd: dict[str, float] = defaultdict(float)
+    bwd: dict[str, float] = defaultdict(float)
+    for event in events:
+        spent = (event.device_time_total if cuda else event.cpu_time_total) / 1e6 / steps
+        if event.name.startswith(FORWARD):
+            fwd[event.name.removeprefix(FORWARD)] += spent
+        elif event.name.startswith(BACKWARD_NODE) and forward.get(event.sequence_nr, "").startswith(FORWARD):
+            bwd[forward[event.sequence_nr].removeprefix(FORWARD)] += spent
+    return [{"name": n, "forward_s": fwd[n], "backward_s": bwd.get(n, 0.0)} for n in fwd]
+
+
+def save_trace(prof, path: str | None, max_bytes: int, notes: list[str]) -> str | None:
+    """The profiler's Chrome trace, gzipped at `path`; deleted (with a note) when above the cap."""
+    if path is None:
+        return None
+    prof.export_chrome_trace(path)  # a ".gz" path is written compressed
+    size = Path(path).stat().st_size
+    if size > max_bytes:
+        Path(path).unlink()
+        notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes")
+        return None
+    return path
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# FLOPs and bytes of one more step
+
+
+def counted_step(train, notes: list[str]) -> dict[str, Any]:
+    """FLOPs and bytes by category over one untimed step. The FLOPs come from the step's own counter
+    (`count_flops`, PyTorch's formulas, so they add up to the cell's FLOP count) seen through FlopCounterMode, which
+    keeps them per operator; bytes are each operator's input and output tensors, for the kinds that stream memory
+    (element-wise, normalization, pooling, copies): a floor, as caches are ignored."""
+    try:
+        with FlopCounterMode(display=False) as flop_counter, ByteCounter() as byte_counter:
+            train.count_flops()
+    except Exception as exc:  # an analysis, never a failure of the profile
+        notes.append(f"no FLOPs or bytes: counting them failed ({type(exc).__name__}: {exc})".splitlines()[0])
+        return {"flops": {}, "bytes": {}}
+    flops: dict[str, float] = defaultdict(float)
+    for op, count in flop_counter.get_flop_counts().get("Global", {}).items():
+        flops[classify(str(op).replace(".", "::", 1)).value] += count
+    notes.append("bytes: the loss's and the optimizer's operators count under their kind of operator")
+    return {"flops": dict(flops), "bytes": dict(byte_counter.bytes)}
+
+
+BYTE_KINDS = {Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY}
+
+
+class ByteCounter(TorchDispatchMode):
+    """Bytes read and written by memory-streaming operators: their tensor inputs and outputs, each storage once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.bytes: dict[str, float] = defaultdict(float)
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        category = classify(func._overloadpacket._qualified_op_name)
+        if category in BYTE_KINDS:
+            leaves = tree_leaves([args, kwargs or {}, out])
+            tensors = {id(t.untyped_storage()): t for t in leaves if isinstance(t, torch.Tensor)}
+            self.bytes[category.value] += sum(t.numel() * t.element_size() for t in tensors.values())
+        return out

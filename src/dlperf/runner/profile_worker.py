@@ -1,0 +1,54 @@
+"""The profile child: one untimed process warms a cell's train step up, then runs a few steady steps under the
+framework's profiler (a `ProfileTask`) and reports where the time went.
+
+    python -m dlperf.runner.profile_worker TASK.json EVENTS.jsonl
+
+Never a timed process: the labels and the profiler's own cost per operator would be in the samples. Like the cell
+worker, it imports the standard library, dlperf's standard-library-only modules and one framework. A backend without a
+profiler raises NotImplementedError: the profile is `unsupported`, with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+from dlperf.frameworks import backend
+from dlperf.protocol import Built, Done, Profiled, ProfileTask, Reporter
+from dlperf.runner.child import exit_now, serve
+from dlperf.workloads import Workload
+
+
+def run_profile(task: ProfileTask, emit: Reporter) -> None:
+    """build -> warm up (the first step compiles, when the mode does) -> `task.steps` steps under the profiler."""
+    cell = task.cell
+    fw = backend(cell.framework)  # thread settings already in place (the launcher's environment)
+    settings = fw.configure_threads(cell.threads)
+    start = time.perf_counter()
+    train = fw.build(Workload.from_json(task.workload), cell.device, cell.mode)
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, fw.version()))
+    for _ in range(max(task.warmup, 2 if train.compiles else 0)):  # the compiling step, and one steady after it
+        train.step()
+    train.sync()
+    emit(Profiled(**fw.profile(train, task.steps, trace_path(task), task.max_trace_bytes)))
+    emit(Done())
+
+
+def trace_path(task: ProfileTask) -> str | None:
+    """A new file in the task's trace directory, named after the cell (and this process, so none is overwritten)."""
+    if task.trace_dir is None:
+        return None
+    os.makedirs(task.trace_dir, exist_ok=True)
+    cell = task.cell
+    name = re.sub(r"[^\w.+-]+", "_", f"{cell.workload}-{cell.framework}-{cell.device}-t{cell.threads}-{cell.mode}")
+    return os.path.join(task.trace_dir, f"{name}-{os.getpid()}-{time.time_ns()}.json.gz")
+
+
+def main(argv: list[str]) -> int:
+    return serve(argv, run_profile)
+
+
+if __name__ == "__main__":
+    exit_now(main(sys.argv))  # every event is on disk: skip the interpreter's teardown

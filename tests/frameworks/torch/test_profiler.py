@@ -1,0 +1,166 @@
+"""The torch profiler's breakdown of a step: categories that sum to the step, constructed models whose bound is known,
+the modules, the FLOPs, and the trace with its cap. Shares are compared with each other, never with a time."""
+
+import gzip
+import json
+
+import pytest
+
+from conftest import require
+
+torch = require("torch")
+
+from dlperf.frameworks.torch import backend as tb  # noqa: E402
+from dlperf.frameworks.torch import profiler  # noqa: E402
+from dlperf.protocol import Profiled  # noqa: E402
+from dlperf.vocab import Category  # noqa: E402
+from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
+
+CAP = 50 * 2**20
+
+
+def profiled(train, steps=2, warmup=1, trace=None, cap=CAP) -> dict:
+    for _ in range(warmup):
+        train.step()
+    return profiler.profile(train, steps, trace, cap)
+
+
+def constructed(forward, inputs, params) -> tb.TorchStep:
+    """A TorchStep of `forward` over `inputs`, training `params` by SGD, the loss the output's sum."""
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.params = torch.nn.ParameterList(params)
+
+        def forward(self, x):
+            return forward(self, x)
+
+    model = Model()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    return tb.TorchStep(model, (inputs, None), lambda out, _: out.sum(), optimizer, None, torch.device("cpu"))
+
+
+def shares(result: dict) -> dict[str, float]:
+    return {k: v / result["step_s"] for k, v in result["categories"].items()}
+
+
+def largest(result: dict) -> str:
+    return max(result["categories"], key=result["categories"].get)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def two_threads():
+    saved = torch.get_num_threads()
+    torch.set_num_threads(2)
+    yield
+    torch.set_num_threads(saved)
+
+
+@pytest.mark.parametrize("name", ["tiny-fcn-r", "tiny-resnet-56", "tiny-lstm"])
+def test_the_categories_of_a_tiny_workload_sum_to_its_step(name):
+    result = profiled(tb.build(BUILTIN[name], "cpu", "fp32"))
+    assert set(result["categories"]) <= {c.value for c in Category}
+    assert sum(result["categories"].values()) == pytest.approx(result["step_s"], rel=1e-9)
+    assert all(v >= 0 for v in result["categories"].values())
+    assert result["categories"]["matmul"] > 0 and result["categories"]["loss"] > 0
+    assert result["categories"]["optimizer"] > 0 and result["categories"]["host"] > 0
+    assert result["kernels_per_step"] is None and result["ops_per_step"] > 50
+    assert 0 < len(result["top_ops"]) <= profiler.TOP_OPS
+    assert all(op["calls"] > 0 and op["shapes"].startswith("[") for op in result["top_ops"])
+    assert Profiled(**result).categories == result["categories"]  # exactly the event's fields
+
+
+def test_many_tiny_ops_are_mostly_host_time():
+    def chain(model, x):
+        for _ in range(300):
+            x = x + model.params[0]
+        return x
+
+    result = profiled(constructed(chain, torch.ones(4), [torch.nn.Parameter(torch.zeros(4))]))
+    assert largest(result) == "host", shares(result)
+    assert result["ops_per_step"] >= 600  # 300 additions forward, their backward too
+
+
+def test_one_large_matrix_product_is_mostly_matmul():
+    linear = torch.nn.Linear(1024, 1024)
+    result = profiled(constructed(lambda m, x: linear(x), torch.randn(1024, 1024), list(linear.parameters())))
+    assert largest(result) == "matmul", shares(result)
+    assert result["flops"]["matmul"] == 2 * 2 * 1024**3  # forward and the weight's gradient (the input has none)
+
+
+def test_a_long_elementwise_chain_is_mostly_elementwise():
+    def chain(model, x):
+        x = x * model.params[0]
+        for _ in range(20):
+            x = (x * 1.0001 + 0.5).relu()
+        return x
+
+    result = profiled(constructed(chain, torch.randn(2**20), [torch.nn.Parameter(torch.ones(()))]))
+    assert largest(result) == "elementwise", shares(result)
+    assert result["bytes"]["elementwise"] > 20 * 3 * 4 * 2**20  # at least each op's input and output, forward
+
+
+def test_classify_by_operator_name():
+    assert profiler.classify("aten::addmm") is Category.MATMUL
+    assert profiler.classify("aten::convolution_backward") is Category.MATMUL
+    assert profiler.classify("aten::mkldnn_rnn_layer_backward") is Category.MATMUL
+    assert profiler.classify("aten::native_batch_norm_backward") is Category.NORMALIZATION
+    assert profiler.classify("aten::max_pool2d_with_indices_backward") is Category.POOLING
+    assert profiler.classify("aten::adaptive_avg_pool2d") is Category.POOLING
+    assert profiler.classify("aten::nll_loss_forward") is Category.LOSS
+    assert profiler.classify("aten::relu_") is Category.ELEMENTWISE
+    assert profiler.classify("aten::threshold_backward") is Category.ELEMENTWISE
+    assert profiler.classify("aten::_foreach_add_") is Category.ELEMENTWISE
+    assert profiler.classify("aten::copy_") is Category.COPY
+    assert profiler.classify("aten::_to_copy") is Category.COPY
+    assert profiler.classify("aten::view") is Category.OTHER
+
+
+def test_modules_forward_and_backward_and_the_labels_come_off():
+    train = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+    loss_fn = train.loss_fn
+    result = profiled(train)
+    names = [m["name"] for m in result["modules"]]
+    assert names == ["layers.0", "layers.1", "layers.2", "layers.3"]  # a ModuleList's layers: it is never called
+    assert all(m["forward_s"] > 0 and m["backward_s"] > 0 for m in result["modules"])
+    assert train.loss_fn is loss_fn and "_clip" not in vars(train)
+    assert all(not layer._forward_hooks and not layer._forward_pre_hooks for layer in train.model.layers)
+
+
+def test_the_loss_and_its_backward_are_loss_not_elementwise():
+    """log_softmax is the loss's here (cross-entropy), found by its label, its backward by autograd's sequence."""
+    result = profiled(tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32"))
+    loss_ops = {
+        "aten::_log_softmax",
+        "aten::_log_softmax_backward_data",
+        "aten::nll_loss_forward",
+        "aten::nll_loss_backward",
+    }
+    loss_self_s = sum(op["self_s"] for op in result["top_ops"] if op["name"] in loss_ops)
+    assert loss_self_s > 0 and result["categories"]["loss"] >= loss_self_s * (1 - 1e-9)
+
+
+def test_the_trace_is_gzip_chrome_json(tmp_path):
+    path = tmp_path / "t.json.gz"
+    result = profiled(tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32"), trace=str(path))
+    assert result["trace"] == str(path)
+    with gzip.open(path, "rt") as f:
+        trace = json.load(f)
+    assert isinstance(trace["traceEvents"], list)
+    assert any(e.get("name") == "aten::addmm" for e in trace["traceEvents"])
+
+
+def test_a_trace_above_the_cap_is_not_kept_and_a_note_says_why(tmp_path):
+    path = tmp_path / "t.json.gz"
+    result = profiled(tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32"), trace=str(path), cap=1000)
+    assert result["trace"] is None and not path.exists()
+    assert any("above the cap of 1000 bytes" in note for note in result["notes"])
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+def test_cuda_categories_are_kernel_times_and_sum_to_the_step():
+    result = profiled(tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "fp32"), steps=3, warmup=3)
+    assert sum(result["categories"].values()) == pytest.approx(result["step_s"], rel=1e-9)
+    assert result["kernels_per_step"] > 0 and result["categories"]["matmul"] > 0
+    assert {"host", "idle"} <= set(result["categories"])

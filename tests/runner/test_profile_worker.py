@@ -1,0 +1,59 @@
+"""The profile child: launched on a tiny workload it reports Built, Profiled and Done; a backend without a profiler
+makes the profile `unsupported`, with the reason."""
+
+import gzip
+import json
+import sys
+import types
+
+from dlperf.protocol import Built, Cell, Done, Profiled, ProfileTask, Unsupported, first, read_events, write_task
+from dlperf.runner import child, profile_worker
+from dlperf.runner.launch import launch
+from dlperf.workloads import BUILTIN
+
+
+def task(tmp_path, framework="torch") -> ProfileTask:
+    cell = Cell("tiny-fcn-r", framework, "cpu", 1, "fp32")
+    return ProfileTask(cell, BUILTIN["tiny-fcn-r"].to_json(), steps=2, warmup=1, trace_dir=str(tmp_path / "traces"))
+
+
+def test_a_launched_profile_reports_where_the_step_went_and_keeps_its_trace(tmp_path):
+    launched = launch(task(tmp_path), sys.executable, 1, 60)
+    assert launched.child.returncode == 0, launched.stderr[-2000:]
+    events = launched.main
+    profiled = first(events, Profiled)
+    assert first(events, Built) is not None and first(events, Done) is not None
+    assert [type(e) for e in events].index(Profiled) > [type(e) for e in events].index(Built)
+    assert profiled.steps == 2 and abs(sum(profiled.categories.values()) - profiled.step_s) < 1e-9 * profiled.step_s
+    assert profiled.trace is not None and profiled.trace.startswith(str(tmp_path / "traces"))
+    assert "tiny-fcn-r-torch-cpu-t1-fp32" in profiled.trace
+    with gzip.open(profiled.trace, "rt") as f:
+        assert isinstance(json.load(f)["traceEvents"], list)
+
+
+def test_a_backend_without_a_profiler_is_unsupported_with_its_reason(tmp_path, monkeypatch):
+    def no_profiler(*args):
+        raise NotImplementedError("profile: this framework's trace is not mapped")
+
+    class Step:
+        params, compiles = 1, False
+
+        def step(self):
+            pass
+
+        def sync(self):
+            pass
+
+        def settings(self):
+            return {}
+
+    fake = types.SimpleNamespace(
+        configure_threads=lambda n: {}, build=lambda w, d, m: Step(), version=lambda: "0", profile=no_profiler
+    )
+    monkeypatch.setattr(profile_worker, "backend", lambda framework: fake)
+    monkeypatch.setattr(child, "die_with_parent", lambda: None)
+    write_task(task(tmp_path, "fake"), tmp_path / "task.json")
+    assert profile_worker.main(["worker", str(tmp_path / "task.json"), str(tmp_path / "events.jsonl")]) == 0
+    events = read_events(tmp_path / "events.jsonl")
+    assert first(events, Unsupported).reason == "profile: this framework's trace is not mapped"
+    assert first(events, Profiled) is None and first(events, Done) is None
