@@ -101,20 +101,26 @@ def test_a_long_elementwise_chain_is_mostly_elementwise():
     assert result["bytes"]["elementwise"] > 20 * 3 * 4 * 2**20  # at least each op's input and output, forward
 
 
-def test_classify_by_operator_name():
-    assert profiler.classify("aten::addmm") is Category.MATMUL
-    assert profiler.classify("aten::convolution_backward") is Category.MATMUL
-    assert profiler.classify("aten::mkldnn_rnn_layer_backward") is Category.MATMUL
-    assert profiler.classify("aten::native_batch_norm_backward") is Category.NORMALIZATION
-    assert profiler.classify("aten::max_pool2d_with_indices_backward") is Category.POOLING
-    assert profiler.classify("aten::adaptive_avg_pool2d") is Category.POOLING
-    assert profiler.classify("aten::nll_loss_forward") is Category.LOSS
-    assert profiler.classify("aten::relu_") is Category.ELEMENTWISE
-    assert profiler.classify("aten::threshold_backward") is Category.ELEMENTWISE
-    assert profiler.classify("aten::_foreach_add_") is Category.ELEMENTWISE
-    assert profiler.classify("aten::copy_") is Category.COPY
-    assert profiler.classify("aten::_to_copy") is Category.COPY
-    assert profiler.classify("aten::view") is Category.OTHER
+NAMES = {
+    "aten::addmm": Category.MATMUL,
+    "aten::convolution_backward": Category.MATMUL,
+    "aten::mkldnn_rnn_layer_backward": Category.MATMUL,
+    "aten::native_batch_norm_backward": Category.NORMALIZATION,
+    "aten::max_pool2d_with_indices_backward": Category.POOLING,
+    "aten::adaptive_avg_pool2d": Category.POOLING,
+    "aten::nll_loss_forward": Category.LOSS,
+    "aten::relu_": Category.ELEMENTWISE,
+    "aten::threshold_backward": Category.ELEMENTWISE,
+    "aten::_foreach_add_": Category.ELEMENTWISE,
+    "aten::copy_": Category.COPY,
+    "aten::_to_copy": Category.COPY,
+    "aten::view": Category.OTHER,
+}
+
+
+@pytest.mark.parametrize("name", list(NAMES))
+def test_classify_by_operator_name(name):
+    assert profiler.classify(name) is NAMES[name]
 
 
 def test_modules_forward_and_backward_and_the_labels_come_off():
