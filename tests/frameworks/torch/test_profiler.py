@@ -170,3 +170,19 @@ def test_cuda_categories_are_kernel_times_and_sum_to_the_step():
     assert sum(result["categories"].values()) == pytest.approx(result["step_s"], rel=1e-9)
     assert result["kernels_per_step"] > 0 and result["categories"]["matmul"] > 0
     assert {"host", "idle"} <= set(result["categories"])
+
+
+def test_device_gaps_are_the_hosts_when_the_next_work_was_launched_after_the_device_fell_idle():
+    """The CUDA arithmetic on constructed activity: two overlapping kernels, then one already launched (a gap the
+    device idled through) and one launched late (a gap the host caused)."""
+    device = [(0, 10, "k1", 1), (5, 15, "k2", 2), (20, 30, "k3", 3), (40, 50, "Memcpy HtoD (Pageable -> Device)", 4)]
+    launches = {1: 0, 2: 1, 3: 12, 4: 35}
+    busy, total, host, gaps = profiler._busy_and_gaps(device, launches)
+    assert (busy, total, host, gaps) == (35, 40, 10, 15)
+    assert profiler._memcpy_kind(device[3][2]) is Category.COPY_H2D
+
+
+def test_operator_time_above_the_step_is_scaled_to_it():
+    filled = profiler.fill_to_step({"matmul": 3.0, "elementwise": 1.0}, 2.0, Category.HOST)
+    assert filled == {"matmul": 1.5, "elementwise": 0.5, "host": 0.0}
+    assert profiler.fill_to_step({"matmul": 1.0}, 2.0, Category.HOST) == {"matmul": 1.0, "host": 1.0}
