@@ -186,3 +186,14 @@ def test_operator_time_above_the_step_is_scaled_to_it():
     filled = profiler.fill_to_step({"matmul": 3.0, "elementwise": 1.0}, 2.0, Category.HOST)
     assert filled == {"matmul": 1.5, "elementwise": 0.5, "host": 0.0}
     assert profiler.fill_to_step({"matmul": 1.0}, 2.0, Category.HOST) == {"matmul": 1.0, "host": 1.0}
+
+
+def test_fp16_gradient_unscaling_is_the_optimizers_and_its_labels_come_off():
+    train = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp16")
+    train.step()
+    with profiler.labelled(train), torch.profiler.profile() as prof:
+        train.step()
+    events = list(prof.events())
+    unscale = [e for e in events if "non_finite_check_and_unscale" in e.name]
+    assert unscale and {profiler.category_of(e, profiler.phases(events)) for e in unscale} == {Category.OPTIMIZER}
+    assert not {"unscale_", "update"} & set(vars(train.scaler))

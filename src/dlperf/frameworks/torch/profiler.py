@@ -103,23 +103,31 @@ def is_operator(event) -> bool:
 
 @contextlib.contextmanager
 def labelled(train) -> Iterator[list[str]]:
-    """The loss, the optimizer's extras (clipping, gradient scaling) and each top-level module's forward, labelled
-    with record_function while the context lasts. Yields the notes on what could not be labelled."""
+    """The loss, the optimizer's extras (clipping, fp16's gradient unscaling and scale update) and each top-level
+    module's forward, labelled with record_function while the context lasts (as attributes of the objects
+    themselves, taken off after). Yields the notes on what could not be labelled."""
     notes: list[str] = []
-    saved = {k: train.__dict__[k] for k in ("loss_fn", "_clip") if k in train.__dict__}
-    loss_fn, clip = train.loss_fn, getattr(train, "_clip", None)
-    train.loss_fn = _under(LOSS, loss_fn)
-    if clip is not None:
-        train._clip = _under(OPTIMIZER, clip)
+    targets = [(train, "loss_fn", LOSS), (train, "_clip", OPTIMIZER)]
+    if getattr(train, "scaler", None) is not None:
+        targets += [(train.scaler, "unscale_", OPTIMIZER), (train.scaler, "update", OPTIMIZER)]
+    saved = [(obj, attr, vars(obj).get(attr, _MISSING)) for obj, attr, _ in targets if hasattr(obj, attr)]
+    for obj, attr, label in targets:
+        if hasattr(obj, attr):
+            setattr(obj, attr, _under(label, getattr(obj, attr)))
     hooks = _module_hooks(train, notes)
     try:
         yield notes
     finally:
         for hook in hooks:
             hook.remove()
-        for key in ("loss_fn", "_clip"):
-            train.__dict__.pop(key, None)
-        train.__dict__.update(saved)
+        for obj, attr, value in saved:
+            if value is _MISSING:
+                delattr(obj, attr)  # the class's method shows again
+            else:
+                setattr(obj, attr, value)
+
+
+_MISSING = object()
 
 
 def _under(label: str, fn):
@@ -185,7 +193,7 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
     step_s = window / steps
     result = {"steps": steps, "step_s": step_s, "notes": notes, **counted}
     result.update(breakdown_cuda(prof, events, steps, step_s, notes) if cuda else breakdown_cpu(events, steps, step_s))
-    result["top_ops"] = top_ops(events, steps)
+    result["top_ops"] = top_ops(events, steps, cuda)
     result["modules"] = modules(events, steps, cuda)
     result["ops_per_step"] = round(sum(1 for e in events if is_operator(e)) / steps)
     result["trace"] = save_trace(prof, trace_path, max_trace_bytes, notes)
@@ -317,13 +325,15 @@ def _busy_and_gaps(device: list, launches: dict[int, int]) -> tuple[int, int, in
     return busy, total, host, gaps
 
 
-def top_ops(events: list, steps: int) -> list[dict[str, Any]]:
-    """The operators with the most self time: seconds and calls per step, the most frequent call's input shapes."""
+def top_ops(events: list, steps: int, cuda: bool) -> list[dict[str, Any]]:
+    """The operators with the most self time (on CUDA, of their kernels): seconds and calls per step, the most
+    frequent call's input shapes."""
     self_s: dict[str, float] = defaultdict(float)
     shapes: dict[str, Counter] = defaultdict(Counter)
     for event in events:
         if is_operator(event):
-            self_s[event.name] += (event.self_device_time_total or event.self_cpu_time_total) / 1e6 / steps
+            spent = event.self_device_time_total if cuda else event.self_cpu_time_total
+            self_s[event.name] += spent / 1e6 / steps
             shapes[event.name][str(event.input_shapes)] += 1
     ranked = sorted(self_s, key=self_s.get, reverse=True)[:TOP_OPS]
     return [
