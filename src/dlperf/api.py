@@ -30,6 +30,7 @@ from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_
 from dlperf.spec import (
     INT64_MAX,
     MAX_SECONDS,
+    UNPROFILABLE,
     RunSpec,
     device_kind,
     parse_devices,
@@ -87,6 +88,9 @@ def make_spec(
     nnodes: int = 1,
     node_rank: int = 0,
     rdzv_endpoint: str | None = None,
+    profile: bool = False,
+    profile_steps: int = 5,
+    trace_dir: str | None = None,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
 
@@ -104,6 +108,8 @@ def make_spec(
         raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
     nprocs = None if nprocs is None else parse_nprocs(joined(nprocs))
     _check_ddp(nprocs, parse_frameworks(joined(frameworks)), nnodes, node_rank, rdzv_endpoint, timeout)
+    if profile:
+        _check_profile(parse_frameworks(joined(frameworks)), nprocs, profile_steps)
     return RunSpec(
         nprocs=nprocs,
         scaling=parse_scaling(scaling),
@@ -121,7 +127,21 @@ def make_spec(
         pin=pin,
         loss_check=loss_check,
         timer=timer or TimerConfig(),
+        profile=profile,
+        profile_steps=profile_steps,
+        trace_dir=None if trace_dir is None else os.path.abspath(trace_dir),
     )
+
+
+def _check_profile(frameworks: tuple[str, ...], nprocs, steps: int) -> None:
+    """--profile needs a framework dlperf can profile, plain cells and at least one profiled step."""
+    for name in frameworks:
+        if name in UNPROFILABLE:
+            raise UsageError(f"--profile: {name} cannot be profiled ({UNPROFILABLE[name]}); profile another framework")
+    if nprocs is not None:
+        raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
+    if not isinstance(steps, int) or not 1 <= steps <= INT64_MAX:
+        raise UsageError("--steps must be a whole number of at least 1")
 
 
 def _check_ddp(nprocs, frameworks, nnodes: int, node_rank: int, endpoint: str | None, timeout: float) -> None:
@@ -316,6 +336,8 @@ def run(
     db = db or default_db()
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)
+    if spec.profile and spec.trace_dir is None:  # beside the database
+        spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
     plan = make_plan(spec)
     for warning in [*plan.warnings, *kept_measurements(db)]:
         (warn or warn_stderr)(warning)

@@ -23,6 +23,11 @@ from dlperf.workloads.user import looks_like_source, normalize_source
 OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 
+# frameworks dlperf cannot profile: `--profile` with one of them is refused before anything runs
+UNPROFILABLE = {
+    Framework.MXNET: "MXNet 1.9's profiler writes its own aggregate format, which dlperf does not map into categories",
+}
+
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -49,6 +54,9 @@ class RunSpec:
     nnodes: int = 1  # DDP over several machines: each runs the same command with its --node-rank
     node_rank: int = 0
     rdzv_endpoint: str | None = None  # host:port of torchrun's c10d rendezvous; None on one node
+    profile: bool = False  # after each cell's timed processes, one untimed profiled process (`runner/profile.py`)
+    profile_steps: int = 5  # profiled steps of that process
+    trace_dir: str | None = None  # where its gzip Chrome traces go (None: beside the database, `<db>.traces`)
 
     def to_json(self) -> dict:
         return asdict(self)

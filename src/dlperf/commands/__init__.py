@@ -9,5 +9,6 @@ matplotlib. Adding a command: a module here and its name in `NAMES`.
 
 # in the order `dlperf --help` lists them
 NAMES = (
-    "run", "table", "export", "list", "optimize", "peak", "report", "plot", "compare", "merge", "comm", "env",
+    "run", "profile", "table", "export", "list", "optimize", "peak", "report", "plot", "compare", "merge", "comm",
+    "env",
 )  # fmt: skip

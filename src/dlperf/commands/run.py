@@ -67,6 +67,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--node-rank", type=whole("--node-rank"), default=0, help="this machine's rank among --nnodes (default: 0)"
     )
     ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
+    p.add_argument("--profile", action="store_true", help="after each cell's timed processes, profile it in one "
+                   "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
+    p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
                    "runs here, or one untimed step per workload and mode)")  # fmt: skip
@@ -131,6 +134,8 @@ def run(args) -> int:
             nnodes=args.nnodes,
             node_rank=args.node_rank,
             rdzv_endpoint=args.rdzv_endpoint,
+            profile=args.profile,
+            trace_dir=args.trace_dir,
         )
     if args.dry_run:
         for cell in outcome.plan.cells:

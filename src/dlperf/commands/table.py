@@ -18,16 +18,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--best", action="store_true", help="per workload, the fastest mode and its speed-up over fp32 eager"
     )
+    p.add_argument(
+        "--explain", action="store_true", help="a verdict column: what bounds each profiled cell (dlperf profile)"
+    )
 
 
 def run(args) -> int:
-    faults = print_table(db_path(args), args.run, args.format, args.modes, args.best)
+    faults = print_table(db_path(args), args.run, args.format, args.modes, args.best, args.explain)
     return warn_unreadable(faults, "the table") or ExitCode.OK
 
 
-def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False) -> list:
-    """Print the view; returns the cells left out because their stored rows no longer decode (UnreadableRow)."""
-    from dlperf.report import table
+def print_table(
+    db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False, explain: bool = False
+) -> list:
+    """Print the view (`explain`: with each profiled cell's verdict); returns the cells left out because their stored
+    rows no longer decode (UnreadableRow)."""
+    from dlperf.report import profile, table
     from dlperf.report.format import terminal
     from dlperf.report.utilization import attach_utilization
     from dlperf.spec import parse_modes
@@ -45,12 +51,13 @@ def print_table(db: str, run_id: int | None, fmt: str, modes: str | None = None,
             raise UsageError(f"--modes {modes!r}: run {run.id} has no cells in these modes")
         samples = _samples(store, run.id, cells, faults) if best else {}
         attach_utilization(store, run.fingerprint, cells)
+        verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
     finally:
         store.close()
     if best:
         print_best(run.id, cells, samples, fmt)
         return faults
-    view = table.build(run.id, cells)
+    view = table.build(run.id, cells, verdicts)
     if fmt == "text":
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
         return faults

@@ -17,6 +17,7 @@ from dlperf.report import ddp
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
+from dlperf.report.profile import Verdict
 from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
@@ -61,9 +62,10 @@ class TableView:
     show_mode: bool
     notes: list[str]
     versions: list[str] = field(default_factory=list)  # which framework versions measured the cells, from where
+    verdicts: dict[str, Verdict] | None = None  # cell key -> what bounds it (`--explain`); None: no verdict column
 
 
-def build(run_id: int, cells: list[CellRecord]) -> TableView:
+def build(run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | None = None) -> TableView:
     rows: dict[tuple, Row] = {}
     for cell in cells:
         key = (cell.workload, cell.framework, cell.mode)
@@ -72,7 +74,18 @@ def build(run_id: int, cells: list[CellRecord]) -> TableView:
     columns = sorted({c.column for c in cells}, key=column_order)
     show_mode = len({c.mode for c in cells}) > 1
     notes = _notes(cells) + [n for n in (r.star_note() for r in rows.values()) if n]
-    return TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells))
+    if verdicts is not None and any(c.key not in verdicts for c in cells):
+        notes.append("verdict: a cell without a profile shows none; `dlperf profile WORKLOAD` or `dlperf run "
+                     "--profile` profiles its cells")  # fmt: skip
+    return TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
+
+
+def verdict_text(view: TableView, row: Row) -> str:
+    """What bounds the row's profiled cells: "launch (highly)", or per column when it has several cells."""
+    found = [(c, view.verdicts[row.cells[c].key]) for c in view.columns if c in row.cells
+             and row.cells[c].key in (view.verdicts or {})]  # fmt: skip
+    text = [f"{v.bound.value} ({v.level})" for _, v in found]
+    return "; ".join(f"{c} {t}" for (c, _), t in zip(found, text, strict=True)) if len(row.cells) > 1 else "".join(text)
 
 
 def versions(cells: list[CellRecord]) -> list[str]:
@@ -185,12 +198,19 @@ def cell_text(row: Row, column: str) -> str:
 
 
 def head(view: TableView) -> list[str]:
-    return ["workload", "framework", *(["mode"] if view.show_mode else []), "batch", *view.columns]
+    explain = ["verdict"] if view.verdicts is not None else []
+    return ["workload", "framework", *(["mode"] if view.show_mode else []), "batch", *view.columns, *explain]
+
+
+def fixed_count(view: TableView) -> int:
+    """The columns before the device columns."""
+    return 3 + view.show_mode
 
 
 def row_values(view: TableView, row: Row) -> list[str]:
     fixed = [row.workload, row.framework, *([row.mode] if view.show_mode else []), str(row.batch or "")]
-    return fixed + [cell_text(row, c) for c in view.columns]
+    explain = [verdict_text(view, row)] if view.verdicts is not None else []
+    return fixed + [cell_text(row, c) for c in view.columns] + explain
 
 
 LEGEND = (
@@ -217,8 +237,10 @@ def render_csv(view: TableView) -> str:
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow(head(view))
     for row in view.rows:  # raw medians, no marks: a spreadsheet wants numbers
-        fixed = row_values(view, row)[: len(head(view)) - len(view.columns)]
-        writer.writerow([spreadsheet_safe(v) for v in fixed] + [_raw(row.cells.get(c)) for c in view.columns])
+        values = row_values(view, row)
+        fixed, explain = values[: fixed_count(view)], values[fixed_count(view) + len(view.columns) :]
+        raw = [_raw(row.cells.get(c)) for c in view.columns]
+        writer.writerow([spreadsheet_safe(v) for v in fixed] + raw + [spreadsheet_safe(v) for v in explain])
     return out.getvalue()
 
 
@@ -236,7 +258,8 @@ def render_json(view: TableView) -> str:
             "workload": row.workload, "framework": row.framework, "mode": row.mode, "batch": row.batch,
             "cells": {c: {"status": v.status.value, "median_s": v.median_s, "iqr_s": v.iqr_s, "n": v.n,
                           "best": c == best, "error": v.error, "utilization": v.utilization,
-                          "framework_version": v.framework_version, "environment": v.environment}
+                          "framework_version": v.framework_version, "environment": v.environment,
+                          **_verdict_json(view, v)}
                       for c, v in row.cells.items()},
         })  # fmt: skip
     data = {
@@ -249,19 +272,27 @@ def render_json(view: TableView) -> str:
     return json.dumps(data, indent=2)
 
 
+def _verdict_json(view: TableView, cell: CellRecord) -> dict:
+    if view.verdicts is None:
+        return {}
+    v = view.verdicts.get(cell.key)
+    return {"verdict": v and {"bound": v.bound.value, "level": v.level, "figure": v.figure, "modes": list(v.modes)}}
+
+
 def render_rich(view: TableView):
     from rich.table import Table
 
     table = Table(title=f"Run {view.run_id}: seconds per mini-batch")
     for i, name in enumerate(head(view)):
-        table.add_column(name, justify="left" if i < len(head(view)) - len(view.columns) else "right")
+        numeric = fixed_count(view) <= i < fixed_count(view) + len(view.columns)
+        table.add_column(name, justify="right" if numeric else "left")
     for row in view.rows:
         values = row_values(view, row)
         best = row.best_cpu_column()
-        styled = [
-            f"[bold green]{markup(v)}[/]" if c == best else _style(v)
-            for c, v in zip([None] * (len(values) - len(view.columns)) + view.columns, values, strict=True)
-        ]
+        names = (
+            [None] * fixed_count(view) + view.columns + [None] * (len(values) - fixed_count(view) - len(view.columns))
+        )
+        styled = [f"[bold green]{markup(v)}[/]" if c == best else _style(v) for c, v in zip(names, values, strict=True)]
         table.add_row(*styled)
     return table
 

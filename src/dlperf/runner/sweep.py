@@ -16,6 +16,7 @@ from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
 from dlperf.runner import collect
+from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import Rendezvous, rendezvous_id
 from dlperf.runner.launch import launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
@@ -176,12 +177,20 @@ def execute(ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True
                 figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
                 statuses.append(Status(m["status"]))
                 progress.finish(i, task, m, figures)
+                if profiling.wanted(ctx.spec, task.repeat, figures.get("status")):
+                    profile_cell(ctx, task.cell, progress.refresh)
     except KeyboardInterrupt:
         ctx.store.set_run_status(ctx.run_id, "interrupted")
         raise Interrupted from None
     if last:
         ctx.store.set_run_status(ctx.run_id, "complete")
     return statuses
+
+
+def profile_cell(ctx: SweepContext, cell: Cell, poll: Callable[[], None]) -> None:
+    """The cell's untimed profiled process, after its timed ones, stored as its profile."""
+    row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), poll)
+    ctx.store.record_profile(ctx.run_id, cell.key, row)
 
 
 def remaining(cells: list[Cell], repeats: int, done: set[tuple[str, int]]) -> list[Task]:

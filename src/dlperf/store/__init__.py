@@ -4,8 +4,9 @@ One writer (the parent process), one transaction per finished measurement. Typed
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
 older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
 cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
-and each collective bandwidth (`dlperf comm`). A running run is leased to the one process measuring it
-(`store/lease.py`). Reads return the typed records of `store/records.py`; `merge.py` copies runs between files.
+and each collective bandwidth (`dlperf comm`); a profiled cell keeps where its time went (`profiles`). A running
+run is leased to the one process measuring it (`store/lease.py`). Reads return the typed records of
+`store/records.py`; `merge.py` copies runs between files.
 """
 
 from __future__ import annotations
@@ -16,15 +17,23 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
-from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, RunRecord
-from dlperf.store.schema import CELL_COLUMNS, COMM_COLUMNS, LEASES, MIGRATIONS, PEAK_COLUMNS, SCHEMA_VERSION
+from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, ProfileRecord, RunRecord
+from dlperf.store.schema import (
+    CELL_COLUMNS,
+    COMM_COLUMNS,
+    LEASES,
+    MIGRATIONS,
+    PEAK_COLUMNS,
+    PROFILES,
+    SCHEMA_VERSION,
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,7 @@ class RunRows:
     run: dict[str, Any]
     cells: list[dict[str, Any]]
     measurements: list[dict[str, Any]]
+    profiles: list[dict[str, Any]] = field(default_factory=list)
 
 
 def default_db() -> str:
@@ -269,13 +279,40 @@ class Store:
                 (*(cell.get(c) for c in CELL_COLUMNS), json.dumps(cell.get("extra", {})), now(), run_id, key),
             )
 
+    # --- profiles (`dlperf profile`, `run --profile`) ---------------------------------------------------------------
+    def record_profile(self, run_id: int, key: str, profile: dict[str, Any]) -> None:
+        """A cell's profiled process: `status`, `error`, `duration_s` and `profiled` (the Profiled event's fields,
+        or None), in one transaction, replacing an earlier profile of the cell in this run. The profiler's overhead
+        is the profiled step over the cell's timed median, when the cell has one."""
+        profiled = profile.get("profiled") or {}
+        with self._writing(f"the profile of cell {key} of run {run_id}"), self.conn:
+            self._still_leased(run_id)
+            row = self.conn.execute("SELECT median_s FROM cells WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
+            median, step = (row["median_s"] if row else None), profiled.get("step_s")
+            self.conn.execute(
+                "INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    run_id, key, now(), profile["status"], profile.get("error"), profile.get("duration_s"), step,
+                    step / median if step and median else None, profiled.get("trace"), json.dumps(profiled),
+                ),
+            )  # fmt: skip
+
+    def profiles(self, run_id: int) -> dict[str, ProfileRecord]:
+        """Cell key -> the run's profile of that cell; an old file that cannot be upgraded has none."""
+        if self.version < PROFILES:
+            return {}
+        rows = self.conn.execute("SELECT * FROM profiles WHERE run_id = ?", (run_id,))
+        return {
+            r["cell_key"]: _decoded(ProfileRecord.from_row, dict(r), run_id, r["cell_key"], "profile") for r in rows
+        }
+
     # --- copies between files (`dlperf merge`) ----------------------------------------------------------------------
     def rows(self, table: str, run_id: int | None = None) -> list[dict[str, Any]]:
         """Raw rows of `table` ("runs", "cells", "measurements", "peaks") as dicts, JSON undecoded: what a copy
         to another file needs. `run_id`: only that run's rows. A table an old file lacks reads as empty."""
-        if table == "peaks" and self.version < 2:
+        if (table == "peaks" and self.version < 2) or (table == "profiles" and self.version < PROFILES):
             return []
-        column = {"runs": "id", "cells": "run_id", "measurements": "run_id"}.get(table)
+        column = {"runs": "id", "cells": "run_id", "measurements": "run_id", "profiles": "run_id"}.get(table)
         where = f" WHERE {column} = ?" if run_id is not None and column else ""
         args = (run_id,) if where else ()
         return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table}{where} ORDER BY rowid", args)]
@@ -297,9 +334,13 @@ class Store:
                 m = MeasurementRecord.from_row(row)
                 if not isinstance(m.samples, list) or not all(isinstance(x, int | float) for x in m.samples):
                     raise ValueError("its samples are not a list of numbers")
+            profiles = self.rows("profiles", run_id)
+            for row in profiles:
+                part = f"run {run_id}, cell {row['cell_key']}, profile"
+                ProfileRecord.from_row(row)
         except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
             raise UsageError(f"{part}: unreadable ({exc})") from exc
-        return RunRows(run, cells, measurements)
+        return RunRows(run, cells, measurements, profiles)
 
     def check_file(self) -> None:
         """SQLite's own check of the file's structure (`PRAGMA quick_check`): damage that reading rows may miss."""
@@ -340,16 +381,24 @@ class Store:
         return None
 
     def insert_copy(
-        self, run: dict[str, Any], cells: list[dict[str, Any]], measurements: list[dict[str, Any]], origin: dict
+        self,
+        run: dict[str, Any],
+        cells: list[dict[str, Any]],
+        measurements: list[dict[str, Any]],
+        origin: dict,
+        profiles: list[dict[str, Any]] = (),
     ) -> int:
-        """A run read from another file (`rows`), with its cells and measurements, under a new id and with its
-        origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns the new id."""
+        """A run read from another file (`rows`), with its cells, measurements and profiles, under a new id and with
+        its origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns the new
+        id."""
         fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
         new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
         for row in cells:
             self._insert("cells", {**row, "run_id": new_id})
         for row in measurements:
             self._insert("measurements", {**row, "run_id": new_id})
+        for row in profiles:
+            self._insert("profiles", {**row, "run_id": new_id})
         return new_id
 
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:

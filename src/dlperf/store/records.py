@@ -290,3 +290,40 @@ class CommResult:
     busbw: float | None  # algbw times what a link carries per message byte, bytes/s
     wrong: int | None  # elements of the checked result that differ from the expected sum
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ProfileRecord:
+    """Where a cell's step time goes: its one profiled process (`dlperf profile`, `run --profile`), with the
+    figures of its `protocol.Profiled` event. A profile that could not be taken has its status and reason, and no
+    figures."""
+
+    run_id: int
+    cell_key: str
+    profiled_at: str
+    status: Status
+    error: str | None = None
+    duration_s: float | None = None  # the profiled process's wall-clock life
+    step_s: float | None = None  # the profiled step's wall time
+    overhead: float | None = None  # step_s / the cell's timed median: what profiling cost; None without a median
+    trace: str | None = None  # the gzip Chrome trace
+    steps: int | None = None
+    categories: dict[str, float] = field(default_factory=dict)  # vocab.Category value -> seconds per step
+    flops: dict[str, float] = field(default_factory=dict)
+    bytes: dict[str, float] = field(default_factory=dict)
+    top_ops: list[dict[str, Any]] = field(default_factory=list)
+    modules: list[dict[str, Any]] = field(default_factory=list)
+    ops_per_step: int | None = None
+    kernels_per_step: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status is Status.OK
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> ProfileRecord:
+        profile = json.loads(row.get("profile_json") or "{}")
+        plain = {k: row.get(k) for k in ("run_id", "cell_key", "profiled_at", "error", "duration_s", "step_s",
+                                          "overhead", "trace")}  # fmt: skip
+        return cls(**{**_known(cls, profile), **plain}, status=Status(row["status"]))

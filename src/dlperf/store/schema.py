@@ -2,8 +2,9 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 LEASES = 6  # the version that has the leases table
+PROFILES = 7  # the version that has the profiles table
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -114,6 +115,23 @@ MIGRATIONS: dict[int, list[str]] = {
             token TEXT,                     -- boot id and start time of the pid: a recycled pid is someone else
             since TEXT NOT NULL,
             seen TEXT NOT NULL              -- the holder's last heartbeat
+        )""",
+    ],
+    PROFILES: [
+        # Where a cell's step time goes (`dlperf profile`, `run --profile`): one untimed profiled process per cell.
+        """CREATE TABLE profiles (
+            run_id INTEGER NOT NULL,
+            cell_key TEXT NOT NULL,
+            profiled_at TEXT NOT NULL,
+            status TEXT NOT NULL,          -- ok | failed | timeout | unsupported
+            error TEXT,
+            duration_s REAL,                -- the profiled process's wall-clock life, start-up included
+            step_s REAL,                    -- the profiled step's wall time (the mean of the profiled steps)
+            overhead REAL,                  -- step_s / the cell's timed median: the profiler's own cost
+            trace TEXT,                     -- the gzip Chrome trace, or NULL
+            profile_json TEXT NOT NULL,     -- the Profiled event's fields (protocol.Profiled); {} without one
+            PRIMARY KEY (run_id, cell_key),
+            FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
         )""",
     ],
 }

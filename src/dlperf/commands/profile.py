@@ -1,0 +1,64 @@
+"""`dlperf profile WORKLOAD`: measure the given cells, then profile each in one untimed process, and say where its
+step time goes, what bounds it (`report/profile.py`) and which modes to try. A run like `dlperf run --profile`: same
+store, same run table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlperf.commands.common import db_path, real, whole, whole_list
+from dlperf.commands.run import add_timer_flags, timer
+from dlperf.vocab import ExitCode
+
+HELP = "measure and profile a workload's cells: where the step time goes, what bounds it, what to try"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="a built-in name, or path/file.py:factory, or module:factory")
+    p.add_argument("--framework", default="torch", help="default: torch")
+    p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cpu and every visible GPU)")
+    p.add_argument("--threads", type=whole_list("--threads"), help="CPU thread counts, e.g. 1,2 (default: 1, 2, ...)")
+    p.add_argument("--modes", default="fp32", help="comma list of modes, as `dlperf run --modes` (default: fp32)")
+    p.add_argument("--steps", type=whole("--steps", 1), default=5, help="profiled steps after warm-up (default: 5)")
+    p.add_argument("--trace-dir", help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")
+    p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
+    add_timer_flags(p, min_steps=10, min_time=0.5, max_time=10.0, max_warmup=30)
+
+
+def run(args) -> int:
+    from dlperf import api
+
+    db = db_path(args)
+    outcome = api.run(
+        args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
+        threads=args.threads, modes=args.modes, timeout=args.timeout, loss_check=False, timer=timer(args),
+        profile=True, profile_steps=args.steps, trace_dir=args.trace_dir,
+    )  # fmt: skip
+    if outcome.exit_code == ExitCode.INTERRUPTED:
+        print(f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}", file=sys.stderr)
+        return outcome.exit_code
+    print_profiles(db, outcome.run_id)
+    return outcome.exit_code
+
+
+def print_profiles(db: str, run_id: int) -> None:
+    """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
+    profiler's overhead and the trace."""
+    from dlperf.report.format import terminal
+    from dlperf.report.profile import describe
+    from dlperf.report.utilization import peak_lookup
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        run = store.run(run_id)
+        profiles = store.profiles(run.id)
+        lines = []
+        for cell in store.cells(run.id):
+            peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
+            lines += describe(cell, profiles.get(cell.key), peaks)
+    finally:
+        store.close()
+    for line in lines:
+        print(terminal(line))

@@ -1,0 +1,205 @@
+"""What bounds a profiled step, and what to try: the verdict of `dlperf profile` and `table --explain`.
+
+A profile (`protocol.Profiled`, stored as `store.records.ProfileRecord`) says where one step's time goes, by
+`vocab.Category`. The verdict reads the shares of the step in this order, as TensorFlow's profiler does
+(tensorflow/core/profiler/convert/op_stats_to_input_pipeline_analysis.cc):
+
+- input-bound: waiting for the input pipeline (`data`). Moderately from 5% of the step, highly from 20%
+  (TensorFlow's kModerately/kHighlyInfeedBoundThresholdInPercent).
+- transfer-bound: host <-> device copies (`copy_h2d` + `copy_d2h`), with the same thresholds: TensorFlow counts
+  the host-to-device transfer as part of a step's input time.
+- launch-bound: host time not hidden behind device work (`host`, plus `idle`: a device with nothing to run waits
+  for the host). Moderately from 3%, highly from 15% (kModerately/kHighlyKernelLaunchBoundThresholdInPercent). On a
+  CPU no kernel is launched: `host` is the framework's dispatch and Python overhead between operators, the same
+  bound under its CPU name.
+- otherwise the device's own work decides between compute and memory: the matrix products and convolutions
+  (`matmul`) against the work that moves more bytes than it computes (`elementwise`, `normalization`, `pooling`,
+  `copy`, `optimizer`: the update is element-wise over every parameter). The larger side wins. When `dlperf peak`
+  measured the matmul peak for this machine, device, threads and the mode's dtype, the matmul's achieved FLOP/s
+  are held against it too (`report/utilization.py` matches the peaks): matrix products below 10% of the peak are
+  too small to be bound by arithmetic (below the roofline's ridge), so a step whose matrix products run that far
+  below the peak is memory-bound. Its level is highly when its side takes half the step or more.
+
+A highly bound of the first three wins at once; then a highly compute- or memory-bound step; then the first
+moderately bound of the three; then the device's side, moderately. A profile that could not be taken has no verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from dlperf.modes import ROWS, Mode, mode_components
+from dlperf.vocab import Bound, Category, DeviceKind
+
+if TYPE_CHECKING:
+    from dlperf.store import Store
+    from dlperf.store.records import CellRecord, ProfileRecord
+
+MODERATELY, HIGHLY = "moderately", "highly"
+INPUT_THRESHOLDS = (0.05, 0.20)  # TensorFlow: kModerately/kHighlyInfeedBoundThresholdInPercent
+TRANSFER_THRESHOLDS = INPUT_THRESHOLDS  # TensorFlow counts host-to-device transfers as input time
+LAUNCH_THRESHOLDS = (0.03, 0.15)  # TensorFlow: kModerately/kHighlyKernelLaunchBoundThresholdInPercent
+DEVICE_HIGHLY = 0.5  # compute or memory: its side takes half the step or more
+LOW_PEAK_SHARE = 0.10  # matrix products below this share of the measured peak are not bound by arithmetic
+
+MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.OPTIMIZER)
+
+# the modes that address each bound, in the order to try them; those that do not run on the device are left out
+REMEDIES: dict[Bound, tuple[Mode, ...]] = {
+    Bound.LAUNCH: (Mode.CUDA_GRAPHS, Mode.COMPILE),
+    Bound.MEMORY: (Mode.BF16, Mode.CHANNELS_LAST, Mode.FUSED),
+    Bound.COMPUTE: (Mode.BF16, Mode.TF32),
+    Bound.TRANSFER: (),  # pinned memory and non_blocking copies: a later issue's modes
+    Bound.INPUT: (),  # more loader workers: a later issue's modes
+}
+ADVICE = {
+    Bound.TRANSFER: "pinned host memory and non_blocking copies",
+    Bound.INPUT: "more data-loader workers",
+}
+
+
+class Profile(Protocol):
+    """What a verdict reads: a `protocol.Profiled` event or a stored `ProfileRecord`."""
+
+    step_s: float | None
+    categories: dict[str, float]
+    flops: dict[str, float]
+    ops_per_step: int | None
+    kernels_per_step: int | None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    bound: Bound
+    level: str  # moderately | highly
+    figure: str  # the figure that supports it: "host/dispatch 62% of the step, 4100 ops per step"
+    modes: tuple[str, ...]  # the modes that address the bound on this device, best first
+    advice: str = ""  # what addresses it that is not a mode yet
+
+    @property
+    def label(self) -> str:
+        return f"{self.bound.value}-bound ({self.level})"
+
+
+def shares(profile: Profile) -> dict[str, float]:
+    """Category -> its share of the step (of the categories' sum when the step time is missing)."""
+    total = profile.step_s or sum(profile.categories.values())
+    return {k: v / total for k, v in profile.categories.items()} if total and total > 0 else {}
+
+
+def level(share: float, thresholds: tuple[float, float]) -> str | None:
+    moderately, highly = thresholds
+    return HIGHLY if share >= highly else MODERATELY if share >= moderately else None
+
+
+def verdict(
+    profile: Profile, peaks: Mapping[str, float] | None = None, *, device: str = "cpu", mode: str = "fp32"
+) -> Verdict | None:
+    """The bound of a profiled step (module docstring), with its figure and the modes to try on `device`. `peaks`:
+    dtype -> the matmul FLOP/s `dlperf peak` measured for the cell's machine, device and threads."""
+    share = shares(profile)
+    if not share:
+        return None
+    on_cpu = device.split(":")[0] == DeviceKind.CPU
+    found = [
+        (Bound.INPUT, share.get(Category.DATA, 0.0), INPUT_THRESHOLDS, "waiting for input"),
+        (Bound.TRANSFER, share.get(Category.COPY_H2D, 0.0) + share.get(Category.COPY_D2H, 0.0),
+         TRANSFER_THRESHOLDS, "host<->device copies"),
+        (Bound.LAUNCH, share.get(Category.HOST, 0.0) + share.get(Category.IDLE, 0.0), LAUNCH_THRESHOLDS,
+         "host/dispatch" if on_cpu else "host and device idle"),
+    ]  # fmt: skip
+    flagged = [(bound, s, level(s, t), what) for bound, s, t, what in found if level(s, t)]
+    device_bound, device_share, device_figure = _device_side(profile, share, peaks, mode)
+    device_level = HIGHLY if device_share >= DEVICE_HIGHLY else MODERATELY
+    chosen = next((f for f in flagged if f[2] == HIGHLY), None)
+    if chosen is None and device_level != HIGHLY and flagged:
+        chosen = flagged[0]
+    if chosen is None:
+        return _verdict(device_bound, device_level, device_figure, device, peaks)
+    bound, s, lvl, what = chosen
+    return _verdict(bound, lvl, _figure(what, s, bound, profile), device, peaks)
+
+
+def _device_side(profile: Profile, share: dict[str, float], peaks, mode: str) -> tuple[Bound, float, str]:
+    """Compute or memory, the share of the step of that side, and the figure."""
+    matmul = share.get(Category.MATMUL, 0.0)
+    memory = sum(share.get(k, 0.0) for k in MEMORY_KINDS)
+    of_peak = _of_peak(profile, peaks, mode)
+    peak_text = f", {100 * of_peak:.0f}% of the measured {_dtype(mode)} peak" if of_peak is not None else ""
+    if matmul > memory and (of_peak is None or of_peak >= LOW_PEAK_SHARE):
+        return Bound.COMPUTE, matmul, f"matrix products {100 * matmul:.0f}% of the step{peak_text}"
+    figure = f"element-wise, normalization, pooling, copies and update {100 * memory:.0f}% of the step"
+    if matmul > memory:  # matrix products dominate but run far below the peak: not arithmetic-bound
+        return Bound.MEMORY, matmul, f"matrix products {100 * matmul:.0f}% of the step{peak_text}"
+    return Bound.MEMORY, memory, figure
+
+
+def _of_peak(profile: Profile, peaks: Mapping[str, float] | None, mode: str) -> float | None:
+    """The matrix products' achieved FLOP/s as a share of the measured peak of the mode's dtype."""
+    flops, seconds = (profile.flops or {}).get(Category.MATMUL), profile.categories.get(Category.MATMUL)
+    peak = (peaks or {}).get(_dtype(mode))
+    if not flops or not seconds or not peak:
+        return None
+    return flops / seconds / peak
+
+
+def _dtype(mode: str) -> str:
+    return next((m.value for m in mode_components(mode) if m in (Mode.BF16, Mode.FP16)), "fp32")
+
+
+def _figure(what: str, share: float, bound: Bound, profile: Profile) -> str:
+    figure = f"{what} {100 * share:.0f}% of the step"
+    if bound is Bound.LAUNCH:
+        counts = [(profile.kernels_per_step, "kernels"), (profile.ops_per_step, "ops")]
+        figure += "".join(f", {n} {name} per step" for n, name in counts if n is not None)
+    return figure
+
+
+def _verdict(bound: Bound, lvl: str, figure: str, device: str, peaks: Mapping[str, float] | None) -> Verdict:
+    """The modes that address `bound` and run on `device`; for a compute-bound step a reduced precision only where
+    the measured peaks (when there are some) show it faster than fp32: elsewhere it has no fast path."""
+    kind = DeviceKind(device.split(":")[0])
+    runs_here = {row.mode for row in ROWS if kind in row.devices}
+    slow = {Mode(d) for d in ("bf16", "fp16") if peaks and peaks.get("fp32") and peaks.get(d, 0) <= peaks["fp32"]}
+    modes = tuple(m.value for m in REMEDIES[bound] if m in runs_here and not (bound is Bound.COMPUTE and m in slow))
+    return Verdict(bound, lvl, figure, modes, ADVICE.get(bound, ""))
+
+
+def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[str, Verdict]:
+    """Cell key -> the verdict of its stored profile, against the peaks measured on the run's machine; a cell
+    without a profile, or whose profile could not be taken, has none."""
+    from dlperf.report.utilization import peak_lookup
+
+    profiles = store.profiles(cells[0].run_id) if cells else {}
+    found = {}
+    for cell in cells:
+        profile = profiles.get(cell.key)
+        if profile is not None and profile.ok:
+            peaks = peak_lookup(store, fingerprint, cell.device, cell.threads)
+            if v := verdict(profile, peaks, device=cell.device, mode=cell.mode):
+                found[cell.key] = v
+    return found
+
+
+def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float]) -> list[str]:
+    """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, the
+    profiler's overhead and the trace."""
+    timed = f"{1000 * cell.median_s:.3g} ms per step" if cell.median_s else cell.status.value
+    lines = [f"{cell.cell.label}: {timed}"]
+    if profile is None:
+        return [*lines, f"  not profiled: {cell.error or 'the cell was not measured'}"]
+    if not profile.ok:
+        return [*lines, f"  profile {profile.status.value}: {profile.error}"]
+    parts = sorted(shares(profile).items(), key=lambda kv: -kv[1])
+    lines.append("  where the step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
+    v = verdict(profile, peaks, device=cell.device, mode=cell.mode)
+    if v is not None:
+        lines.append(f"  verdict: {v.label}: {v.figure}")
+        tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
+        lines.append(f"  try: {'; '.join(tries) if tries else 'no mode addresses it on this device'}")
+    if profile.overhead is not None:
+        lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median")
+    lines.append(f"  trace: {profile.trace or 'none'}")
+    return lines + [f"  note: {note}" for note in profile.notes]

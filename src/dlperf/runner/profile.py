@@ -1,0 +1,59 @@
+"""The parent side of a profiled cell (`dlperf profile`, `run --profile`): after a cell's timed processes, one untimed
+child runs the cell's `ProfileTask` (`runner/profile_worker.py`) through the one launcher, and its `Profiled` event
+becomes the cell's row of the store's profiles table. A child that cannot profile the cell reports `unsupported`
+with the reason (skipped, not failed). Nothing here imports a framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dlperf.protocol import Cell, Error, Event, Profiled, ProfileTask, Unsupported, first
+from dlperf.vocab import Status
+
+if TYPE_CHECKING:
+    from dlperf.runner.launch import ChildResult
+    from dlperf.spec import RunSpec
+
+
+def wanted(spec: RunSpec, repeat: int, status: str) -> bool:
+    """A cell is profiled once, after its last timed process, when it was measured: a cell that failed or does not
+    apply has no step to explain."""
+    return spec.profile and repeat == spec.repeats - 1 and status == Status.OK
+
+
+def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec) -> ProfileTask:
+    """The profile child's task; the trace directory is made here, so the child only writes into it."""
+    if spec.trace_dir is not None:
+        Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
+    return ProfileTask(cell, workload, steps=spec.profile_steps, trace_dir=spec.trace_dir)
+
+
+def profile(
+    cell: Cell, workload: dict[str, Any], spec: RunSpec, python: str, poll: Callable[[], None] = lambda: None
+) -> dict[str, Any]:
+    """Profile one cell in a fresh child; its row for `Store.record_profile` (never raises for a child's failure)."""
+    from dlperf.runner.launch import launch
+
+    launched = launch(task_of(cell, workload, spec), python, cell.threads, spec.timeout, poll=poll)
+    return row_of(launched.main, launched.child, spec.timeout)
+
+
+def row_of(events: list[Event], child: ChildResult, timeout: float) -> dict[str, Any]:
+    """{"status", "error", "duration_s", "profiled"}: the Profiled event's fields, or None and why there are none."""
+    profiled = first(events, Profiled)
+    row = {"duration_s": child.duration_s, "profiled": None, "error": None}
+    if profiled is not None and not child.timed_out:
+        return {**row, "status": Status.OK.value, "profiled": {k: v for k, v in asdict(profiled).items() if k != "at"}}
+    if unsupported := first(events, Unsupported):
+        return {**row, "status": Status.UNSUPPORTED.value, "error": unsupported.reason}
+    if failure := first(events, Error):
+        return {**row, "status": Status.FAILED.value, "error": failure.error}
+    if child.timed_out:
+        return {**row, "status": Status.TIMEOUT.value, "error": f"the profile exceeded --timeout {timeout:g} s"}
+    last = (child.stderr_tail.strip().splitlines() or [""])[-1]
+    why = child.crashed_reason or "the profile child ended without a profile"
+    return {**row, "status": Status.FAILED.value, "error": f"{why}{': ' + last if last else ''}"}

@@ -1,0 +1,87 @@
+"""`dlperf profile`, `run --profile` at the edge, and `dlperf table --explain` over stored profiles."""
+
+import importlib.util
+import json
+
+import pytest
+
+from conftest import FAST, dlperf, one_line_error
+from dlperf.store import Store
+from report.synthetic import fill
+
+FCN_KEY = "fcn-r|torch|cpu|1|fp32"  # a cell of report/synthetic.py's run, 0.80 s per step
+LAUNCH = {"steps": 5, "step_s": 0.9, "categories": {"host": 0.6, "matmul": 0.2, "elementwise": 0.1},
+          "ops_per_step": 4100, "trace": "/traces/fcn-r.json.gz"}  # fmt: skip
+
+
+@pytest.fixture
+def profiled_db(tmp_path):
+    """report/synthetic.py's run, one of its cells profiled."""
+    path = tmp_path / "p.db"
+    store = Store.open(path, create=True)
+    run_id = fill(store)
+    store.record_profile(run_id, FCN_KEY, {"status": "ok", "duration_s": 3.0, "profiled": LAUNCH})
+    store.close()
+    return path
+
+
+def test_table_explain_shows_the_verdict_of_profiled_cells_and_says_how_to_fill_the_others(profiled_db):
+    proc = dlperf("table", "--explain", "--format", "md", db=profiled_db)
+    assert proc.returncode == 0, proc.stderr
+    header, _, *rows = proc.stdout.splitlines()
+    assert header.split(" | ")[-1] == "verdict |"
+    [fcn] = [r for r in rows if r.startswith("| fcn-r | torch | fp32 |")]
+    assert fcn.endswith("| cpu:1 launch (highly) |")  # the row's cpu:2 cell has no profile: nothing said of it
+    data = json.loads(dlperf("table", "--explain", "--format", "json", db=profiled_db).stdout)
+    assert any("`dlperf profile WORKLOAD` or `dlperf run --profile`" in note for note in data["notes"])
+    [row] = [r for r in data["rows"] if r["workload"] == "fcn-r" and r["framework"] == "torch" and r["mode"] == "fp32"]
+    assert row["cells"]["cpu:1"]["verdict"]["figure"] == "host/dispatch 67% of the step, 4100 ops per step"
+    assert row["cells"]["cpu:2"]["verdict"] is None
+    assert "verdict" not in dlperf("table", "--format", "md", db=profiled_db).stdout  # only with --explain
+
+
+def test_profile_prints_each_cells_shares_verdict_modes_overhead_and_trace(profiled_db, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    print_profiles(str(profiled_db), 1)
+    out = capsys.readouterr().out
+    assert "fcn-r torch cpu:1 fp32: 800 ms per step" in out
+    assert "  where the step goes: host 67%, matmul 22%, elementwise 11%" in out
+    assert "  verdict: launch-bound (highly): host/dispatch 67% of the step, 4100 ops per step" in out
+    assert "  try: --modes compile" in out and "  trace: /traces/fcn-r.json.gz" in out
+    assert "  profiler overhead: the profiled step took 1.12x the timed median" in out  # 0.9 / 0.8
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["profile", "no-such-net"], ["unknown workload 'no-such-net'"]),
+        (["profile", "tiny-fcn-r", "--framework", "mxnet"], ["--profile: mxnet cannot be profiled"]),
+        (["run", "--profile", "--workloads", "tiny-fcn-r", "--frameworks", "mxnet"], ["mxnet cannot be profiled"]),
+        (["run", "--profile", "--workloads", "tiny-fcn-r", "--nproc", "2"], ["--profile: data-parallel"]),
+        (["profile", "tiny-fcn-r", "--steps", "0"], ["--steps"]),
+    ],
+)
+def test_bad_input_is_one_line_and_stores_nothing(tmp_path, args, fragments):
+    db = tmp_path / "d.db"
+    one_line_error(dlperf(*args, db=db, timeout=60), *fragments)
+    assert not db.exists() and not (tmp_path / "d.db.traces").exists()
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("dlperf.runner.profile_worker") is None,
+    reason="the profile child (runner/profile_worker.py) is another branch of issue 16: runs once it is merged",
+)
+def test_profile_a_tiny_workload_end_to_end_then_explain_it(tmp_path):
+    db = tmp_path / "d.db"
+    proc = dlperf("profile", "tiny-fcn-r", "--threads", "1", "--steps", "2", *FAST, db=db, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "tiny-fcn-r torch cpu:1 fp32:" in proc.stdout and "  verdict: " in proc.stdout
+    store = Store.open(db, create=False)
+    [profile] = store.profiles(1).values()
+    store.close()
+    assert profile.ok and profile.overhead is not None and profile.trace.startswith(str(db) + ".traces")
+    assert abs(sum(profile.categories.values()) - profile.step_s) <= 0.1 * profile.step_s
+    table = dlperf("table", "--explain", "--format", "json", db=db, timeout=60)
+    [row] = json.loads(table.stdout)["rows"]
+    assert row["cells"]["cpu:1"]["verdict"]["bound"] in {"compute", "memory", "launch"}

@@ -1,0 +1,80 @@
+"""The verdict of a profiled step (`report/profile.py`), from constructed profiles: no framework, no child."""
+
+import pytest
+
+from dlperf.protocol import Profiled
+from dlperf.report.profile import HIGHLY, MODERATELY, verdict
+from dlperf.vocab import Bound
+
+
+def step(ops_per_step=None, kernels_per_step=None, flops=None, **seconds) -> Profiled:
+    return Profiled(steps=5, step_s=sum(seconds.values()), categories=seconds, flops=flops or {},
+                    ops_per_step=ops_per_step, kernels_per_step=kernels_per_step)  # fmt: skip
+
+
+def test_many_tiny_ops_are_dispatch_bound_on_a_cpu_with_the_figure():
+    v = verdict(step(ops_per_step=4100, host=0.62, elementwise=0.2, matmul=0.18))
+    assert (v.bound, v.level) == (Bound.LAUNCH, HIGHLY)
+    assert v.figure == "host/dispatch 62% of the step, 4100 ops per step"
+    assert v.modes == ("compile",)  # CUDA graphs do not run on a CPU
+
+
+def test_on_a_gpu_idle_time_is_the_host_not_launching_fast_enough():
+    v = verdict(step(kernels_per_step=900, host=0.05, idle=0.3, matmul=0.65), device="cuda:0")
+    assert (v.bound, v.level) == (Bound.LAUNCH, HIGHLY) and v.modes == ("cuda_graphs", "compile")
+    assert "900 kernels per step" in v.figure
+
+
+def test_one_big_matrix_product_is_compute_bound():
+    v = verdict(step(matmul=0.95, elementwise=0.03, host=0.02))
+    assert (v.bound, v.level) == (Bound.COMPUTE, HIGHLY) and v.modes == ("bf16",)  # tf32 is CUDA's
+
+
+def test_a_long_element_wise_chain_is_memory_bound():
+    v = verdict(step(elementwise=0.7, normalization=0.1, optimizer=0.1, matmul=0.08, host=0.02))
+    assert (v.bound, v.level) == (Bound.MEMORY, HIGHLY)
+    assert v.modes == ("bf16", "channels_last", "fused") and "90% of the step" in v.figure
+
+
+@pytest.mark.parametrize(("share", "expected"), [(0.04, None), (0.05, MODERATELY), (0.19, MODERATELY),
+                                                 (0.20, HIGHLY)])  # fmt: skip
+def test_input_bound_at_tensorflows_thresholds(share, expected):
+    v = verdict(step(data=share, matmul=0.4, elementwise=0.3, other=0.3 - share))
+    assert (v.bound is Bound.INPUT) == (expected is not None)
+    if expected:
+        assert v.level == expected and "more data-loader workers" in v.advice and v.modes == ()
+
+
+def test_host_device_copies_are_transfer_bound():
+    v = verdict(step(copy_h2d=0.25, copy_d2h=0.05, matmul=0.7), device="cuda:0")
+    assert (v.bound, v.level) == (Bound.TRANSFER, HIGHLY) and "host<->device copies 30%" in v.figure
+    assert "pinned" in v.advice
+
+
+@pytest.mark.parametrize(("share", "expected"), [(0.02, Bound.COMPUTE), (0.03, Bound.LAUNCH), (0.15, Bound.LAUNCH)])
+def test_launch_bound_from_3_percent_while_the_device_side_is_not_highly_bound(share, expected):
+    v = verdict(step(host=share, matmul=0.4, elementwise=0.3, other=0.3 - share))  # the device side: moderately
+    assert (v.bound, v.level) == (expected, HIGHLY if share >= 0.15 else MODERATELY)
+
+
+def test_a_highly_compute_bound_step_is_not_called_launch_bound_for_a_moderate_host_share():
+    assert verdict(step(host=0.05, matmul=0.9, elementwise=0.05)).bound is Bound.COMPUTE
+
+
+def test_matrix_products_far_below_the_measured_peak_are_memory_bound():
+    profile = step(matmul=0.8, elementwise=0.2, flops={"matmul": 0.8 * 1e9})  # 1 GFLOP/s achieved
+    assert verdict(profile).bound is Bound.COMPUTE  # no peak: the shares decide
+    low = verdict(profile, {"fp32": 1e11})
+    assert low.bound is Bound.MEMORY and "1% of the measured fp32 peak" in low.figure
+    near = verdict(profile, {"fp32": 2e9})
+    assert near.bound is Bound.COMPUTE and "50% of the measured fp32 peak" in near.figure
+
+
+def test_a_reduced_precision_is_advised_only_where_the_measured_peak_is_faster():
+    profile = step(matmul=0.9, elementwise=0.1)
+    assert verdict(profile, {"fp32": 1e11, "bf16": 4e10}).modes == ()
+    assert verdict(profile, {"fp32": 1e11, "bf16": 4e11}).modes == ("bf16",)
+
+
+def test_a_profile_without_time_has_no_verdict():
+    assert verdict(Profiled(steps=0, step_s=0.0, categories={})) is None
