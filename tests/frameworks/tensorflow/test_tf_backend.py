@@ -13,7 +13,7 @@ from itertools import pairwise
 
 import pytest
 
-from conftest import framework_python, run_in
+from conftest import cpu_ratio, framework_python, run_in
 from dlperf.workloads.shi2016 import BUILTIN, SUITE, TINY
 
 TF = "tensorflow"
@@ -284,11 +284,10 @@ out(train.memory_of_step())
 @pytest.mark.parametrize("threads", [1, 2])
 def test_thread_probe_keeps_about_n_cores_busy(threads):
     from dlperf.measure import system
-    from dlperf.runner import probe
 
     if threads > system.usable_cores()["cores"]:
         pytest.skip(f"{threads} threads need {threads} cores")
-    got = probe.ask(TF, {"what": "threads", "threads": threads}, python=framework_python(TF), threads=threads)
+    got = cpu_ratio(TF, threads)  # a skip, saying so, when other processes keep the machine busy
     assert got["settings"]["tf_intra_op_threads"] == threads and got["settings"]["tf_inter_op_threads"] == 1
     assert threads - 0.4 < got["ratio"] < threads + 0.3
 
