@@ -75,7 +75,11 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
         ("tiny-resnet-56", 2, "ok"),
     ]
     for r in rows:
-        assert r["median_s"] > 0 and r["n"] >= 3 and r["params"] > 0 and r["flops_per_step"] > 0
+        assert r["median_s"] > 0 and r["params"] > 0 and r["flops_per_step"] > 0
+        # at least --min-steps samples, unless the other slow test running beside this one took the cores: a 0.63 s
+        # step of tiny-resnet-56 then used up --max-time 0.5 alone (CI), and the cell says it was disturbed
+        disturbed = any(w in (r["extra_json"] or "") for w in ("other processes used", "CPU steal"))
+        assert r["n"] >= 3 or disturbed, dict(r)
         assert r["peak_mem_bytes"] > 0 and r["peak_mem_kind"] == "live_tensors"
         assert r["samples_s"] == pytest.approx(r["batch"] / r["median_s"])
         settings = json.loads(r["extra_json"])["settings"]
