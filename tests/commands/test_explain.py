@@ -81,8 +81,9 @@ def test_profile_a_tiny_workload_end_to_end_then_explain_it(tmp_path):
     store = Store.open(db, create=False)
     [profile] = store.profiles(1).values()
     store.close()
-    assert profile.ok and profile.overhead is not None and profile.trace.startswith(str(db) + ".traces")
-    assert abs(sum(profile.categories.values()) - profile.step_s) <= 0.1 * profile.step_s
+    assert profile.ok and profile.overhead is not None and profile.figures.trace.startswith(str(db) + ".traces")
+    figures = profile.figures
+    assert abs(sum(figures.categories.values()) - figures.step_s) <= 0.1 * figures.step_s
     table = dlperf("table", "--explain", "--format", "json", db=db, timeout=60)
     [row] = json.loads(table.stdout)["rows"]
     assert row["cells"]["cpu:1"]["verdict"]["bound"] in {"compute", "memory", "launch"}

@@ -83,19 +83,15 @@ def test_a_profile_without_time_has_no_verdict():
 def test_the_profilers_own_time_is_taken_out_of_host_so_the_shares_are_of_the_timed_step():
     """Profiling a CPU step made it 1.5x slower (tiny-resnet-56: 5.4 ms profiled, 3.6 ms timed), all of it host time
     between operators: left in `host`, a compute-bound step read launch-bound."""
-    from types import SimpleNamespace
-
     from dlperf.report.profile import shares, timed_categories
 
-    profiled = SimpleNamespace(step_s=1.5, overhead=1.5, categories={"matmul": 0.9, "host": 0.55, "elementwise": 0.05},
-                               flops={}, ops_per_step=700, kernels_per_step=None)  # fmt: skip
-    categories, step = timed_categories(profiled)
-    assert step == pytest.approx(1.0) and sum(categories.values()) == pytest.approx(1.0)
+    profiled = step(ops_per_step=700, matmul=0.9, host=0.55, elementwise=0.05)  # 1.5 s profiled
+    categories, timed = timed_categories(profiled, overhead=1.5)
+    assert timed == pytest.approx(1.0) and sum(categories.values()) == pytest.approx(1.0)
     assert categories == pytest.approx({"matmul": 0.9, "host": 0.05, "elementwise": 0.05})
-    assert shares(profiled)["matmul"] == pytest.approx(0.9)
-    assert verdict(profiled).bound is Bound.COMPUTE  # launch-bound (host 37%) on the profiled figures
-    assert verdict(SimpleNamespace(**{**vars(profiled), "overhead": None})).bound is Bound.LAUNCH
+    assert shares(profiled, overhead=1.5)["matmul"] == pytest.approx(0.9)
+    assert verdict(profiled, overhead=1.5).bound is Bound.COMPUTE  # launch-bound (host 37%) on the profiled figures
+    assert verdict(profiled).bound is Bound.LAUNCH
     # more extra time than the host remainder holds: the rest is in the operators, scaled down to the timed step
-    small_host = SimpleNamespace(**{**vars(profiled), "categories": {"matmul": 1.4, "host": 0.1}})
-    categories, step = timed_categories(small_host)
+    categories, timed = timed_categories(step(matmul=1.4, host=0.1), overhead=1.5)
     assert categories["host"] == 0 and categories["matmul"] == pytest.approx(1.0)

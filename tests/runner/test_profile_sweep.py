@@ -50,7 +50,7 @@ def test_a_measured_cell_is_profiled_once_after_its_timed_processes(tmp_path, mo
     assert [type(t) for t in given] == [ProfileTask] and given[0].steps == 3
     assert given[0].trace_dir == str(tmp_path / "tr") and (tmp_path / "tr").is_dir()
     profile = store.profiles(run_id)[CELL.key]
-    assert profile.ok and profile.categories == EVENT.categories and profile.ops_per_step == 40
+    assert profile.ok and profile.figures.categories == EVENT.categories and profile.figures.ops_per_step == 40
     assert profile.duration_s == 2.5 and abs(profile.overhead - 1.5) < 1e-9  # 0.03 profiled / 0.02 timed
 
 
@@ -62,7 +62,7 @@ CANNOT = [(Unsupported("no profiler for this mode"), "unsupported", "no profiler
 def test_a_profile_that_cannot_be_taken_is_stored_with_its_reason(tmp_path, monkeypatch, event, status, reason):
     store, run_id, _ = sweep_with(tmp_path, monkeypatch, [event], repeats=1)
     profile = store.profiles(run_id)[CELL.key]
-    assert (profile.status, profile.error, profile.categories) == (status, reason, {})
+    assert (profile.status, profile.error, profile.figures) == (status, reason, None)
     assert store.cells(run_id)[0].status == "ok"  # the cell's timing stands
 
 

@@ -33,9 +33,10 @@ def test_a_profile_is_stored_with_its_figures_and_the_profilers_overhead(tmp_pat
     store, run_id = measured_run(tmp_path / "d.db", median_s=0.01)
     store.record_profile(run_id, CELL["key"], {"status": "ok", "duration_s": 3.5, "profiled": fields(EVENT)})
     [(key, profile)] = store.profiles(run_id).items()
-    assert key == CELL["key"] and profile.ok and profile.steps == 5 and profile.ops_per_step == 120
-    assert profile.categories == EVENT.categories and profile.top_ops == EVENT.top_ops
-    assert profile.trace == EVENT.trace and profile.notes == ["no module times"] and profile.duration_s == 3.5
+    assert key == CELL["key"] and profile.ok and profile.figures.steps == 5 and profile.figures.ops_per_step == 120
+    assert profile.figures.categories == EVENT.categories and profile.figures.top_ops == EVENT.top_ops
+    assert profile.figures.trace == EVENT.trace and profile.figures.notes == ["no module times"]
+    assert profile.duration_s == 3.5
     assert abs(profile.overhead - 1.2) < 1e-9  # 0.012 profiled / 0.010 timed
 
 
@@ -46,7 +47,7 @@ def test_a_profile_that_could_not_be_taken_keeps_its_reason_and_replaces_an_earl
     store.record_profile(run_id, CELL["key"], {"status": "unsupported", "error": "jax: no profiler mapping"})
     [profile] = store.profiles(run_id).values()
     assert profile.status == "unsupported" and profile.error == "jax: no profiler mapping"
-    assert profile.categories == {} and profile.step_s is None
+    assert profile.figures is None
 
 
 def test_a_version_6_file_gains_the_profiles_table(tmp_path):
@@ -60,7 +61,7 @@ def test_a_version_6_file_gains_the_profiles_table(tmp_path):
     conn.close()
     store, run_id = measured_run(path)
     store.record_profile(run_id, CELL["key"], {"status": "ok", "profiled": fields(EVENT)})
-    assert store.profiles(run_id)[CELL["key"]].step_s == EVENT.step_s
+    assert store.profiles(run_id)[CELL["key"]].figures.step_s == EVENT.step_s
 
 
 def test_merge_copies_a_runs_profiles_with_it(tmp_path):
@@ -73,7 +74,7 @@ def test_merge_copies_a_runs_profiles_with_it(tmp_path):
     [copied] = merge.merge([str(tmp_path / "a.db")], str(target))
     store = Store.open(target, create=False)
     assert copied.target_run == 2 and set(store.profiles(2)) == {CELL["key"]} and store.profiles(1) == {}
-    assert store.profiles(2)[CELL["key"]].categories == EVENT.categories
+    assert store.profiles(2)[CELL["key"]].figures.categories == EVENT.categories
     assert (
         store.profiles(2)[CELL["key"]].overhead
         == Store.open(tmp_path / "a.db", create=False).profiles(1)[CELL["key"]].overhead

@@ -34,12 +34,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 from dlperf.modes import ROWS, Mode, mode_components
 from dlperf.vocab import Bound, Category, DeviceKind
 
 if TYPE_CHECKING:
+    from dlperf.protocol import Profiled
     from dlperf.store import Store
     from dlperf.store.records import CellRecord, ProfileRecord
 
@@ -66,16 +67,6 @@ ADVICE = {
 }
 
 
-class Profile(Protocol):
-    """What a verdict reads: a `protocol.Profiled` event or a stored `ProfileRecord`."""
-
-    step_s: float | None
-    categories: dict[str, float]
-    flops: dict[str, float]
-    ops_per_step: int | None
-    kernels_per_step: int | None
-
-
 @dataclass(frozen=True)
 class Verdict:
     bound: Bound
@@ -89,12 +80,11 @@ class Verdict:
         return f"{self.bound.value}-bound ({self.level})"
 
 
-def timed_categories(profile: Profile) -> tuple[dict[str, float], float | None]:
+def timed_categories(profile: Profiled, overhead: float | None = None) -> tuple[dict[str, float], float | None]:
     """Category -> seconds of the timed step, and that step's time: the profiled categories with the profiler's own
-    time taken out (module docstring). Without a timed median (`overhead` None, a bare `Profiled` event) or when
-    profiling cost nothing, the profiled figures as they are."""
+    time taken out (module docstring). `overhead`: the profiled step / the cell's timed median (`ProfileRecord`);
+    without it (no timed median) or when profiling cost nothing, the profiled figures as they are."""
     categories, step = dict(profile.categories), profile.step_s
-    overhead = getattr(profile, "overhead", None)
     if not step or not overhead or overhead <= 1:
         return categories, step
     timed = step / overhead
@@ -108,10 +98,10 @@ def timed_categories(profile: Profile) -> tuple[dict[str, float], float | None]:
     return categories, timed
 
 
-def shares(profile: Profile) -> dict[str, float]:
+def shares(profile: Profiled, overhead: float | None = None) -> dict[str, float]:
     """Category -> its share of the timed step (`timed_categories`); of the categories' sum when the step time is
     missing."""
-    categories, step = timed_categories(profile)
+    categories, step = timed_categories(profile, overhead)
     total = step or sum(categories.values())
     return {k: v / total for k, v in categories.items()} if total and total > 0 else {}
 
@@ -122,11 +112,17 @@ def level(share: float, thresholds: tuple[float, float]) -> str | None:
 
 
 def verdict(
-    profile: Profile, peaks: Mapping[str, float] | None = None, *, device: str = "cpu", mode: str = "fp32"
+    profile: Profiled,
+    peaks: Mapping[str, float] | None = None,
+    *,
+    device: str = "cpu",
+    mode: str = "fp32",
+    overhead: float | None = None,
 ) -> Verdict | None:
     """The bound of a profiled step (module docstring), with its figure and the modes to try on `device`. `peaks`:
-    dtype -> the matmul FLOP/s `dlperf peak` measured for the cell's machine, device and threads."""
-    share = shares(profile)
+    dtype -> the matmul FLOP/s `dlperf peak` measured for the cell's machine, device and threads; `overhead`: the
+    profiled step / the cell's timed median (`timed_categories`)."""
+    share = shares(profile, overhead)
     if not share:
         return None
     on_cpu = device.split(":")[0] == DeviceKind.CPU
@@ -138,7 +134,7 @@ def verdict(
          "host/dispatch" if on_cpu else "host and device idle"),
     ]  # fmt: skip
     flagged = [(bound, s, level(s, t), what) for bound, s, t, what in found if level(s, t)]
-    device_bound, device_share, device_figure = _device_side(profile, share, peaks, mode)
+    device_bound, device_share, device_figure = _device_side(profile, share, peaks, mode, overhead)
     device_level = HIGHLY if device_share >= DEVICE_HIGHLY else MODERATELY
     chosen = next((f for f in flagged if f[2] == HIGHLY), None)
     if chosen is None and device_level != HIGHLY and flagged:
@@ -149,11 +145,12 @@ def verdict(
     return _verdict(bound, lvl, _figure(what, s, bound, profile), device, peaks)
 
 
-def _device_side(profile: Profile, share: dict[str, float], peaks, mode: str) -> tuple[Bound, float, str]:
+def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, overhead: float | None
+                 ) -> tuple[Bound, float, str]:  # fmt: skip
     """Compute or memory, the share of the step of that side, and the figure."""
     matmul = share.get(Category.MATMUL, 0.0)
     memory = sum(share.get(k, 0.0) for k in MEMORY_KINDS)
-    of_peak = _of_peak(profile, peaks, mode)
+    of_peak = _of_peak(profile, peaks, mode, overhead)
     peak_text = f", {100 * of_peak:.0f}% of the measured {_dtype(mode)} peak" if of_peak is not None else ""
     if matmul > memory and (of_peak is None or of_peak >= LOW_PEAK_SHARE):
         return Bound.COMPUTE, matmul, f"matrix products {100 * matmul:.0f}% of the step{peak_text}"
@@ -163,9 +160,10 @@ def _device_side(profile: Profile, share: dict[str, float], peaks, mode: str) ->
     return Bound.MEMORY, memory, figure
 
 
-def _of_peak(profile: Profile, peaks: Mapping[str, float] | None, mode: str) -> float | None:
-    """The matrix products' achieved FLOP/s as a share of the measured peak of the mode's dtype."""
-    flops, seconds = (profile.flops or {}).get(Category.MATMUL), timed_categories(profile)[0].get(Category.MATMUL)
+def _of_peak(profile: Profiled, peaks: Mapping[str, float] | None, mode: str, overhead: float | None) -> float | None:
+    """The matrix products' achieved FLOP/s (in the timed step) as a share of the measured peak of the mode's dtype."""
+    seconds = timed_categories(profile, overhead)[0].get(Category.MATMUL)
+    flops = (profile.flops or {}).get(Category.MATMUL)
     peak = (peaks or {}).get(_dtype(mode))
     if not flops or not seconds or not peak:
         return None
@@ -176,7 +174,7 @@ def _dtype(mode: str) -> str:
     return next((m.value for m in mode_components(mode) if m in (Mode.BF16, Mode.FP16)), "fp32")
 
 
-def _figure(what: str, share: float, bound: Bound, profile: Profile) -> str:
+def _figure(what: str, share: float, bound: Bound, profile: Profiled) -> str:
     figure = f"{what} {100 * share:.0f}% of the step"
     if bound is Bound.LAUNCH:
         counts = [(profile.kernels_per_step, "kernels"), (profile.ops_per_step, "ops")]
@@ -205,7 +203,7 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[s
         profile = profiles.get(cell.key)
         if profile is not None and profile.ok:
             peaks = peak_lookup(store, fingerprint, cell.device, cell.threads)
-            if v := verdict(profile, peaks, device=cell.device, mode=cell.mode):
+            if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead):
                 found[cell.key] = v
     return found
 
@@ -219,9 +217,10 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
         return [*lines, f"  not profiled: {cell.error or 'the cell was not measured'}"]
     if not profile.ok:
         return [*lines, f"  profile {profile.status.value}: {profile.error}"]
-    parts = sorted(shares(profile).items(), key=lambda kv: -kv[1])
+    figures = profile.figures
+    parts = sorted(shares(figures, profile.overhead).items(), key=lambda kv: -kv[1])
     lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
-    v = verdict(profile, peaks, device=cell.device, mode=cell.mode)
+    v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead)
     if v is not None:
         lines.append(f"  verdict: {v.label}: {v.figure}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
@@ -229,5 +228,5 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     if profile.overhead is not None:
         taken = " (taken out of host time above)" if profile.overhead > 1 else ""
         lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")
-    lines.append(f"  trace: {profile.trace or 'none'}")
-    return lines + [f"  note: {note}" for note in profile.notes]
+    lines.append(f"  trace: {figures.trace or 'none'}")
+    return lines + [f"  note: {note}" for note in figures.notes]

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from dlperf.protocol import Cell, column_name
+from dlperf.protocol import Cell, Profiled, column_name
 from dlperf.vocab import Status
 
 
@@ -294,9 +294,9 @@ class CommResult:
 
 @dataclass(frozen=True)
 class ProfileRecord:
-    """Where a cell's step time goes: its one profiled process (`dlperf profile`, `run --profile`), with the
-    figures of its `protocol.Profiled` event. A profile that could not be taken has its status and reason, and no
-    figures."""
+    """Where a cell's step time goes: its one profiled process (`dlperf profile`, `run --profile`) and, when it was
+    taken, the process's `protocol.Profiled` event as it reported it. A profile that could not be taken has its
+    status and reason, and no figures."""
 
     run_id: int
     cell_key: str
@@ -304,26 +304,16 @@ class ProfileRecord:
     status: Status
     error: str | None = None
     duration_s: float | None = None  # the profiled process's wall-clock life
-    step_s: float | None = None  # the profiled step's wall time
-    overhead: float | None = None  # step_s / the cell's timed median: what profiling cost; None without a median
-    trace: str | None = None  # the gzip Chrome trace
-    steps: int | None = None
-    categories: dict[str, float] = field(default_factory=dict)  # vocab.Category value -> seconds per step
-    flops: dict[str, float] = field(default_factory=dict)
-    bytes: dict[str, float] = field(default_factory=dict)
-    top_ops: list[dict[str, Any]] = field(default_factory=list)
-    modules: list[dict[str, Any]] = field(default_factory=list)
-    ops_per_step: int | None = None
-    kernels_per_step: int | None = None
-    notes: list[str] = field(default_factory=list)
+    overhead: float | None = None  # the profiled step / the cell's timed median: what profiling cost; None without one
+    figures: Profiled | None = None
 
     @property
     def ok(self) -> bool:
-        return self.status is Status.OK
+        return self.status is Status.OK and self.figures is not None
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> ProfileRecord:
-        profile = json.loads(row.get("profile_json") or "{}")
-        plain = {k: row.get(k) for k in ("run_id", "cell_key", "profiled_at", "error", "duration_s", "step_s",
-                                          "overhead", "trace")}  # fmt: skip
-        return cls(**{**_known(cls, profile), **plain}, status=Status(row["status"]))
+        profiled = json.loads(row.get("profile_json") or "{}")
+        plain = {k: row.get(k) for k in ("run_id", "cell_key", "profiled_at", "error", "duration_s", "overhead")}
+        figures = Profiled(**_known(Profiled, profiled)) if profiled else None
+        return cls(**plain, status=Status(row["status"]), figures=figures)
