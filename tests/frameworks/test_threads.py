@@ -14,6 +14,7 @@ import pytest
 from conftest import cpu_ratio
 
 FRAMEWORKS = ["torch", "jax", "tensorflow", "mxnet"]
+pytestmark = pytest.mark.serial  # a ratio of CPU to wall time: alone on the machine, after the parallel tests
 
 
 @pytest.mark.timeout(240)

@@ -263,6 +263,7 @@ print(json.dumps({"busy": sum(w > 0.2 * work[0] for w in work), "ticks": work[:4
 
 
 @pytest.mark.timeout(240)
+@pytest.mark.serial  # a ratio of CPU to wall time: alone on the machine, after the parallel tests
 @pytest.mark.parametrize("threads", [1, 2])
 def test_threads_keep_that_many_cores_busy(threads):
     """One engine worker with an OpenMP team of N threads: CPU time / wall time of matrix products is about N."""

@@ -281,6 +281,7 @@ out(train.memory_of_step())
     assert got["process_rss_peak_bytes"] > 0
 
 
+@pytest.mark.serial  # a ratio of CPU to wall time: alone on the machine, after the parallel tests
 @pytest.mark.parametrize("threads", [1, 2])
 def test_thread_probe_keeps_about_n_cores_busy(threads):
     from dlperf.measure import system
