@@ -47,7 +47,8 @@ def test_a_profiled_cell_shows_profiling_and_its_time_counts_in_the_eta(capsys):
     task = SimpleNamespace(cell=cell, repeat=0)
     progress = Progress(total=3, console=Console(stderr=True, force_terminal=False))
     progress.profiling(0, cell)  # a resumed run's cell, measured before the interrupt
-    progress.profiled(0, cell, {"status": "ok", "duration_s": 3.0, "profiled": {"trace": "/t/a.json.gz"}}, own_item=True)
+    ok = {"status": "ok", "duration_s": 3.0, "profiled": {"trace": "/t/a.json.gz"}}
+    progress.profiled(0, cell, ok, own_item=True)
     progress.start(1, task)
     progress.finish(1, task, {"status": "ok", "duration_s": 9.0}, {"median_s": 4.2, "n": 12})
     progress.profiling(1, cell)
