@@ -38,3 +38,28 @@ def test_a_hostile_name_or_error_reaches_the_terminal_escaped(capsys):
         assert "RuntimeError: \\x1b[2J" in err
         for raw in ("\x1b[2J", "\x1b]0", "\x07", "\x9b", "\x08"):
             assert raw not in err, (live, raw)
+
+
+def test_a_profiled_cell_shows_profiling_and_its_time_counts_in_the_eta(capsys):
+    """`run --profile`: the display says which cell is being profiled, and the profile child's time joins its cell's,
+    so the time left counts the profiles to come; a resumed run's profile is an item of its own."""
+    cell = SimpleNamespace(label="resnet-18 torch cpu:1")
+    task = SimpleNamespace(cell=cell, repeat=0)
+    progress = Progress(total=3, console=Console(stderr=True, force_terminal=False))
+    progress.profiling(0, cell)  # a resumed run's cell, measured before the interrupt
+    ok = {"status": "ok", "duration_s": 3.0, "profiled": {"trace": "/t/a.json.gz"}}
+    progress.profiled(0, cell, ok, own_item=True)
+    progress.start(1, task)
+    progress.finish(1, task, {"status": "ok", "duration_s": 9.0}, {"median_s": 4.2, "n": 12})
+    progress.profiling(1, cell)
+    assert "cell 2 of 3: profiling resnet-18 torch cpu:1" in progress._render().plain
+    progress.profiled(1, cell, {"status": "failed", "error": "RuntimeError: x", "duration_s": 3.0})
+    assert capsys.readouterr().err.splitlines() == [
+        "[1/3] profiling resnet-18 torch cpu:1 ...",
+        "[1/3] resnet-18 torch cpu:1: profiled in 3 s, trace /t/a.json.gz",
+        "[2/3] resnet-18 torch cpu:1 ...",
+        "[2/3] resnet-18 torch cpu:1: median 4.200 s, n=12",
+        "[2/3] profiling resnet-18 torch cpu:1 ...",
+        "[2/3] resnet-18 torch cpu:1: profile failed: RuntimeError: x",
+    ]
+    assert progress.eta_s(2) == (3.0 + 12.0) / 2  # two items done: the profile alone, the cell with its profile

@@ -26,7 +26,7 @@ from dlperf.runner import estimate as runner_estimate
 from dlperf.runner import lifeline, probe
 from dlperf.runner.estimate import Estimate
 from dlperf.runner.plan import Task, expand, expand_ddp, schedule
-from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining, take_up_kept
+from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining, take_up_kept, unprofiled
 from dlperf.spec import (
     INT64_MAX,
     MAX_SECONDS,
@@ -404,18 +404,19 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
                         "refused them")  # fmt: skip
         tasks = remaining(cells, spec.repeats, store.done_repeats(run.id))
         store.set_run_status(run.id, "running")
-        return _execute(ctx, tasks, plan, progress)
+        return _execute(ctx, tasks, plan, progress, unprofiled(ctx, tasks))
     finally:
         store.close()
 
 
-def _execute(ctx: SweepContext, tasks: list[Task], plan: Plan, progress) -> Outcome:
+def _execute(ctx: SweepContext, tasks: list[Task], plan: Plan, progress, to_profile: list[Cell] = ()) -> Outcome:
+    """`to_profile`: measured cells a resumed run profiles first (`sweep.unprofiled`)."""
     from dlperf.progress import Progress
 
-    progress = progress or Progress(total=len(tasks))
+    progress = progress or Progress(total=len(to_profile) + len(tasks))
     try:
         with progress:
-            statuses = execute(ctx, tasks, progress)
+            statuses = execute(ctx, tasks, progress, to_profile=to_profile)
     except Interrupted:
         return Outcome(ExitCode.INTERRUPTED, ctx.run_id, plan)
     failed = any(s.is_failure for s in statuses)

@@ -23,6 +23,7 @@ class Progress:
         self.live = self.console.is_terminal
         self._done_durations: list[float] = []
         self._current = ""
+        self._index = 0  # the item shown: a task, or a profile of its own (a resumed run's)
         self._started = time.monotonic()
         self._display: Live | None = None
 
@@ -47,17 +48,50 @@ class Progress:
         eta = self.eta_s(done)
         elapsed = time.monotonic() - self._started
         return Text.assemble(
-            (f"cell {min(done + 1, self.total)} of {self.total}: ", "bold"),
+            (f"cell {min(self._index + 1, self.total)} of {self.total}: ", "bold"),
             (self._current, "cyan"),
             f"  {duration(elapsed)} so far · {done} done",
             f" · about {duration(eta)} left" if eta is not None else "",
         )
 
     def start(self, index: int, task) -> None:
+        self._index = index
         self._current = terminal(task.cell.label) + (f" (repeat {task.repeat + 1})" if task.repeat else "")
         self._started = time.monotonic()
         if not self.live:
             print(f"[{index + 1}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
+        self.refresh()
+
+    def profiling(self, index: int, cell) -> None:
+        """A cell's untimed profiled process starts (`run --profile`): after the cell's last timed process, or as an
+        item of its own when a resumed run profiles a cell it had measured."""
+        self._index = index
+        self._current = f"profiling {terminal(cell.label)}"
+        self._started = time.monotonic()
+        if not self.live:
+            print(f"[{index + 1}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
+        self.refresh()
+
+    def profiled(self, index: int, cell, row: dict, *, own_item: bool = False) -> None:
+        """The profile is stored (`runner.profile.row_of`'s row). Its process's time joins its cell's item, so the
+        ETA counts the profiles still to come; `own_item`: it was an item of its own."""
+        spent = row.get("duration_s") or 0.0
+        if own_item or not self._done_durations:
+            self._done_durations.append(spent)
+        else:
+            self._done_durations[-1] += spent
+        trace = (row.get("profiled") or {}).get("trace")
+        if row["status"] == "ok":
+            outcome = f"profiled in {duration(spent)}" + (f", trace {trace}" if trace else "")
+        else:
+            outcome = f"profile {row['status']}: {row.get('error')}"
+        self._say(f"[{index + 1}/{self.total}] {terminal(cell.label)}: {terminal(outcome)}")
+
+    def _say(self, line: str) -> None:
+        if self.live:
+            self.console.print(line, highlight=False, markup=False)
+        else:
+            print(line, file=sys.stderr, flush=True)
         self.refresh()
 
     def refresh(self) -> None:
@@ -72,9 +106,4 @@ class Progress:
         outcome = terminal(outcome)  # the error comes from the user's model
         if status == "ok" and median and n is not None:
             outcome += f", n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
-        line = f"[{index + 1}/{self.total}] {self._current}: {outcome}"
-        if self.live:
-            self.console.print(line, highlight=False, markup=False)
-        else:
-            print(line, file=sys.stderr, flush=True)
-        self.refresh()
+        self._say(f"[{index + 1}/{self.total}] {self._current}: {outcome}")

@@ -2,13 +2,14 @@
 
 import re
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
 from conftest import browser_paths, dlperf
 from dlperf.report.format import table_seconds
 from dlperf.store import Store
-from report.synthetic import ERROR, HOSTILE, fill
+from report.synthetic import ERROR, HOSTILE, add_profiles, fill
 
 KNOWN = "fcn-r|torch|cpu|2|fp32"  # 0.45 s in the synthetic run
 
@@ -100,6 +101,72 @@ def test_a_merged_run_says_where_it_came_from(tmp_path, report_db):
     assert f"merged from run 1 of {report_db.resolve()}" in page
 
 
+class Section(HTMLParser):
+    """One section of a page: its start tags, and the text of its SVG `<text>` elements (a chart's labels)."""
+
+    def __init__(self, section_id):
+        super().__init__()
+        self.id, self.depth, self.tags, self.texts, self._in_text = section_id, 0, [], [], False
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "section" and attrs.get("id") == self.id:
+            self.depth = 1
+        elif tag == "section" and self.depth:
+            self.depth += 1
+        if self.depth:
+            self.tags.append((tag, attrs))
+            self._in_text = tag == "text"
+
+    def handle_endtag(self, tag):
+        self._in_text = False
+        if tag == "section" and self.depth:
+            self.depth -= 1
+
+    def handle_data(self, data):
+        if self._in_text and data.strip():
+            self.texts.append(data.strip())
+
+
+def profiled_db(tmp_path, report_db) -> list[str]:
+    """The synthetic run with its profiles and their traces in tmp_path/traces; returns the traces' paths."""
+    (tmp_path / "traces").mkdir()
+    store = Store.open(report_db, create=False)
+    try:
+        return add_profiles(store, 1, tmp_path / "traces")
+    finally:
+        store.close()
+
+
+def test_where_the_time_goes_has_a_bar_per_profiled_cell_its_verdict_and_its_trace(tmp_path, report_db):
+    without, page = Section("profile"), report(tmp_path, report_db)
+    without.feed(page)
+    assert without.tags == [] and 'href="#profile"' not in page  # no profiles, no section
+
+    traces = profiled_db(tmp_path, report_db)
+    section, page = Section("profile"), report(tmp_path, report_db)
+    section.feed(page)
+    assert [a["data-chart"] for t, a in section.tags if t == "figure"] == ["profile"]
+    bars = {a["data-tip"].splitlines()[1] for t, a in section.tags if t == "g" and "data-tip" in a}
+    assert bars == {"fcn-r cpu:2 torch fp32", "fcn-r cpu:2 torch bf16"}  # the unsupported profile has no bar
+    names = [t for t in section.texts if t.startswith("fcn-r")]
+    assert names == ["fcn-r cpu:2 fp32 (0.450 s)", "fcn-r cpu:2 bf16 (0.200 s)"]
+    assert {"compute-bound (highly)", "launch-bound (highly)", "matmul", "host"} <= set(section.texts)
+    links = [a["href"] for t, a in section.tags if t == "a" and a.get("class") == "trace"]
+    assert links == ["traces/fcn-r_torch_cpu_2_fp32.json.gz", "traces/fcn-r_torch_cpu_2_bf16.json.gz"]
+    assert [str(tmp_path / href) for href in links] == traces  # relative to the report, which is in tmp_path
+    assert "profile unsupported" in page and "ui.perfetto.dev" in page and "launch-bound (highly)" in page
+
+
+def test_a_trace_link_without_the_reports_place_is_a_file_url_and_a_missing_trace_is_named(tmp_path):
+    from dlperf.report.html import _trace_link
+
+    trace = tmp_path / "a b.json.gz"
+    trace.write_bytes(b"")
+    assert f'href="{trace.as_uri()}"' in _trace_link(str(trace), None)
+    assert _trace_link(str(tmp_path / "gone.json.gz"), tmp_path / "r.html").endswith("gone.json.gz (not found)")
+
+
 @pytest.mark.parametrize("kind", ["scaling", "variants", "gpu", "utilization", "paper"])
 def test_plot_each_kind(tmp_path, report_db, kind):
     out = tmp_path / f"{kind}.png"
@@ -183,6 +250,23 @@ def test_report_in_headless_chromium(tmp_path, report_db, browser):
     ActionChains(browser).move_to_element(known).perform()
     assert "fcn-r cpu:2 torch fp32" in tip.text
     assert browser.get_log("browser") == []  # hovering logged nothing either
+
+
+def test_where_the_time_goes_in_headless_chromium(tmp_path, report_db, browser):
+    from selenium.webdriver.common.by import By
+
+    traces = profiled_db(tmp_path, report_db)
+    report(tmp_path, report_db)
+    browser.get((tmp_path / "r.html").as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    figure = browser.find_element(By.CSS_SELECTOR, "#profile figure.chart")
+    svg = figure.find_element(By.TAG_NAME, "svg")
+    assert svg.size["width"] > 300 and svg.size["height"] > 100
+    marks = figure.find_elements(By.CSS_SELECTOR, "g.tip")
+    assert len(marks) == int(figure.get_attribute("data-points")) > 0
+    assert all(m.size["width"] > 0 and m.size["height"] > 0 for m in marks)
+    links = browser.find_elements(By.CSS_SELECTOR, "#profile a.trace")
+    assert [a.get_property("href") for a in links] == [Path(t).as_uri() for t in traces]  # they reach the files
 
 
 def test_the_command_line_loads_no_plotting_or_statistics_library():

@@ -1,8 +1,11 @@
 """A sweep with profiling on (`run --profile`): one profiled child per measured cell, after its timed processes, its
 Profiled event stored as the cell's profile. The children are faked here: `launch` returns their events."""
 
+import sqlite3
+
 import pytest
 
+from conftest import FAST, dlperf, require, rows
 from dlperf.protocol import Cell, Error, Profiled, ProfileTask, Unsupported
 from dlperf.runner import launch as launcher
 from dlperf.runner import sweep
@@ -20,6 +23,10 @@ class Quiet:
     def refresh(self): ...
 
     def finish(self, i, task, m, figures): ...
+
+    def profiling(self, i, cell): ...
+
+    def profiled(self, i, cell, row, own_item=False): ...
 
 
 def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2):
@@ -69,3 +76,75 @@ def test_a_profile_that_cannot_be_taken_is_stored_with_its_reason(tmp_path, monk
 def test_a_cell_that_failed_is_not_profiled(tmp_path, monkeypatch):
     store, run_id, given = sweep_with(tmp_path, monkeypatch, [EVENT], status="failed", repeats=1)
     assert given == [] and store.profiles(run_id) == {}
+
+
+OTHER = Cell("tiny-fcn-r", "torch", "cpu", 2, "fp32")
+
+
+def test_resume_profiles_the_measured_cells_an_interrupt_left_unprofiled_and_only_those(tmp_path, monkeypatch):
+    """Interrupted between a cell's last timed process and its profile: the cell is measured and has no profile row.
+    --resume profiles it (an item of the progress display of its own), not a cell that has a profile, even one that
+    could not be taken, nor a cell with processes left (profiled after its last one, as in any run)."""
+    store = Store.open(tmp_path / "d.db", create=True)
+    third = Cell("tiny-fcn-r", "torch", "cpu", 3, "fp32")
+    run_id = store.create_run({}, {}, {}, ["dlperf"], [{"key": c.key, **c.to_json(), "workload_json": {"batch": 4}}
+                                                       for c in (CELL, OTHER, third)])  # fmt: skip
+    measured = {"status": "ok", "samples": [0.02, 0.02], "detail": {}, "duration_s": 1.0}
+    for cell in (CELL, OTHER, third):
+        store.record(run_id, cell.key, 0, measured, {"status": "ok", "median_s": 0.02})
+    store.record_profile(run_id, OTHER.key, {"status": "failed", "error": "boom"})
+    spec = RunSpec(("tiny-fcn-r",), repeats=2, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
+    ctx = sweep.SweepContext(store, run_id, spec, {c.key: {"batch": 4} for c in (CELL, OTHER, third)}, cores=2)
+    left = [t for t in sweep.remaining([CELL, OTHER, third], 2, {(CELL.key, 0), (CELL.key, 1), (OTHER.key, 0),
+                                                                 (OTHER.key, 1), (third.key, 0)})]  # fmt: skip
+    assert [t.cell for t in left] == [third]
+    assert sweep.unprofiled(ctx, left) == [CELL]
+    assert sweep.unprofiled(sweep.SweepContext(store, run_id, RunSpec(("tiny-fcn-r",)), {}, 2), left) == []
+
+    given, said = [], []
+    monkeypatch.setattr(launcher, "launch", lambda task, *a, **kw: given.append(task) or Launched(
+        ChildResult(0, False, 2.5, ""), {0: [EVENT]}, ""))  # fmt: skip
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, poll: measured)
+
+    class Told(Quiet):
+        def profiling(self, i, cell):
+            said.append((i, cell.key))
+
+        def profiled(self, i, cell, row, own_item=False):
+            said.append((i, cell.key, row["status"], own_item))
+
+    sweep.execute(ctx, left, Told(), to_profile=sweep.unprofiled(ctx, left))
+    assert [t.cell for t in given] == [CELL, third]
+    assert said == [(0, CELL.key), (0, CELL.key, "ok", True), (1, third.key), (1, third.key, "ok", False)]
+    profiles = store.profiles(run_id)
+    assert profiles[CELL.key].ok and profiles[OTHER.key].status == "failed"
+
+
+@pytest.mark.slow  # three runs of dlperf and four children: 15-40 s on 2 shared cores; the test above is the fast one
+def test_resume_of_a_profiled_run_interrupted_before_a_profile_takes_it_through_the_command_line(tmp_path):
+    """The state an interrupt leaves between a cell's timed process and its profile, made from a real profiled run:
+    its profile row removed and the run marked interrupted. --resume profiles the cell in a real child, times
+    nothing again, and a second --resume, with the profile stored, profiles nothing."""
+    require("torch")
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--no-loss-check", "--profile", *FAST, db=db,
+                  timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    measured = rows(db, "SELECT * FROM measurements")
+    conn = sqlite3.connect(db)
+    with conn:
+        conn.execute("DELETE FROM profiles")
+        conn.execute("UPDATE runs SET status = 'interrupted'")
+    conn.close()
+
+    resumed = dlperf("run", "--resume", db=db, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    assert "[1/1] profiling tiny-fcn-r torch cpu:1 fp32 ..." in resumed.stderr
+    [profile] = rows(db, "SELECT * FROM profiles")
+    assert profile["status"] == "ok" and profile["trace"] and rows(db, "SELECT * FROM measurements") == measured
+    assert [r["status"] for r in rows(db, "SELECT status FROM runs")] == ["complete"]
+
+    sqlite3.connect(db).execute("UPDATE runs SET status = 'interrupted'").connection.commit()
+    again = dlperf("run", "--resume", db=db, timeout=120)
+    assert again.returncode == 0 and "profiling" not in again.stderr, again.stderr
+    assert rows(db, "SELECT * FROM profiles") == [profile]

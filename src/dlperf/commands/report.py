@@ -49,7 +49,7 @@ def run(args) -> int:
 
     out = writable(args.output)
     data = load.load(db_path(args), args.run)
-    text = html.render(data)
+    text = html.render(data, out)
     write_file(out, text)  # a report is written whole or not at all
     print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {len(data.cells)} cells of run {run_ids(data)})")
     return warn_unreadable(data.unreadable, "the report") or ExitCode.OK

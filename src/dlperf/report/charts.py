@@ -38,7 +38,8 @@ class Series:
 @dataclass
 class Chart:
     id: str  # stable and unique within a report: the HTML anchor and the `dlperf plot` selector
-    kind: str  # "lines" (numeric x) or "bars" (categories on x, one bar per series in each)
+    kind: str  # "lines" (numeric x), "bars" (categories on x, one bar per series in each) or "stacked" (one
+    # horizontal bar per category, the series its parts)
     title: str
     xlabel: str
     ylabel: str
@@ -47,6 +48,7 @@ class Chart:
     log_x: bool = False
     log_y: bool = False
     caption: str = ""
+    labels: dict[str, str] = field(default_factory=dict)  # stacked: category -> the text beside its bar
 
     @property
     def points(self) -> list[Point]:

@@ -30,6 +30,25 @@ STYLE = {
 }
 
 
+# a profile's categories (`vocab.Category`) keep one colour in every report: the device's work in saturated hues,
+# copies and data in their own, host and idle in greys (time the device did not compute)
+CATEGORY_COLORS = {
+    "matmul": "#1f77b4",
+    "elementwise": "#ff7f0e",
+    "normalization": "#2ca02c",
+    "pooling": "#17becf",
+    "loss": "#9467bd",
+    "optimizer": "#8c564b",
+    "copy_h2d": "#e377c2",
+    "copy_d2h": "#f7b6d2",
+    "copy": "#bcbd22",
+    "data": "#d62728",
+    "host": "#7f7f7f",
+    "idle": "#c7c7c7",
+    "other": "#dbdb8d",
+}
+
+
 def _pyplot():
     import matplotlib
 
@@ -44,7 +63,7 @@ def palette(charts: list[Chart]) -> dict[str, str]:
     from matplotlib import colormaps
 
     labels: list[str] = []
-    for chart in charts:
+    for chart in (c for c in charts if c.kind != "stacked"):  # a profile's categories have their fixed colours
         labels += [s.label for s in chart.series if not s.ideal and s.label not in labels]
     cmap = colormaps["tab10" if len(labels) <= 10 else "tab20"]
     return {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
@@ -59,7 +78,8 @@ def _errors(points: list[Point]) -> list[list[float]]:
 
 def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | None = None) -> None:
     """Draw `chart` into matplotlib axes; `tag(artist, tip)` marks each hoverable element."""
-    (_lines if chart.kind == "lines" else _bars)(ax, chart, colors, tag or (lambda artist, text: None))
+    drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked}[chart.kind]
+    drawer(ax, chart, colors, tag or (lambda artist, text: None))
     ax.set_title(chart.title, loc="left")
     ax.set_xlabel(chart.xlabel)
     ax.set_ylabel(chart.ylabel)
@@ -75,7 +95,16 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], ls="--", color="grey", label="ideal scaling"))
-    if len(handles) > 1 and chart.kind == "bars":
+    if chart.kind == "stacked":
+        ax.legend(
+            handles=handles,
+            loc="lower left",
+            bbox_to_anchor=(0.0, 1.06),
+            ncol=min(len(handles), 7),
+            handlelength=1.2,
+            columnspacing=1.0,
+        )  # above the bars, in the categories' order
+    elif len(handles) > 1 and chart.kind == "bars":
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
     elif len(handles) > 1:
         ax.legend(handles=handles, loc="best")
@@ -124,9 +153,33 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     ax.grid(axis="x", visible=False)
 
 
+def _stacked(ax, chart: Chart, colors: dict, tag) -> None:
+    """One horizontal bar per category, its parts the series in order, left to right; the chart's label of each bar
+    written beside it."""
+    index = {c: i for i, c in enumerate(chart.categories)}
+    left = [0.0] * len(chart.categories)
+    for s in chart.series:
+        colour = CATEGORY_COLORS.get(s.label) or colors.get(s.label, "grey")
+        for n, p in enumerate(p for p in s.points if p.x in index):
+            i = index[p.x]
+            label = s.label if n == 0 else "_nolegend_"  # one legend entry per category, not per part
+            (bar,) = ax.barh([i], [p.y], left=[left[i]], height=0.6, color=colour, label=label)
+            tag(bar, p.tip)
+            left[i] += p.y
+    for name, text in chart.labels.items():
+        if name in index:
+            ax.text(max(left[index[name]], 100.0) + 1.5, index[name], text, va="center", clip_on=False)
+    ax.set_yticks(range(len(chart.categories)), chart.categories)
+    ax.set_xlim(0, 100)
+    ax.invert_yaxis()  # the first cell on top, as in the table under it
+    ax.grid(axis="y", visible=False)
+
+
 def _size(chart: Chart) -> tuple[float, float]:
     if chart.kind == "lines":
         return (6.4, 3.8)
+    if chart.kind == "stacked":
+        return (9.0, 1.4 + 0.32 * len(chart.categories))
     bars = sum(len(s.points) for s in chart.series)
     return (min(max(6.4, 1.0 + 0.28 * bars), 16.0), 4.0)
 

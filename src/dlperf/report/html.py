@@ -6,11 +6,14 @@ its way into the page, and the tooltip script sets text, never markup.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from html import escape
+from pathlib import Path
+from urllib.parse import quote
 
-from dlperf.report import best, charts, ddp, figures, paper, table
+from dlperf.report import best, charts, ddp, figures, paper, profile, table
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
@@ -26,10 +29,13 @@ class Section:
     body: str
 
 
-def render(data: Loaded) -> str:
+def render(data: Loaded, at: Path | None = None) -> str:
+    """The page; `at`: where it will be written, so that links to the profiles' traces are relative to it."""
     cells = data.cells
     paper_rows, paper_notes = paper.compare(cells)
+    breakdown = profile.breakdown(cells, data.profiles, data.verdicts)
     all_charts = [*charts.all_charts(cells), *([paper.chart(paper_rows)] if paper_rows else [])]
+    all_charts += [breakdown] if breakdown else []
     colors = figures.palette(all_charts)
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
     by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
@@ -44,6 +50,8 @@ def render(data: Loaded) -> str:
         Section("utilization", "Utilization of the measured peak", drawn.get("utilization") or _none(
             "No utilization: " + ("no cell has a FLOP count." if data.peaks_found else "no peak was measured on this "
                                   "machine. Run dlperf peak, then the report again."))),
+        *([Section("profile", "Where the time goes", drawn.get("profile", "") + _profiles(data, at))]
+          if data.profiles else []),
         Section("paper", "Against the paper", _paper(paper_rows, paper_notes, drawn.get("paper", ""))),
         Section("warnings", "Warnings", _warnings(data, paper_notes)),
         Section("environment", "Environment", _environment(data)),
@@ -158,6 +166,51 @@ def _paper(rows: list[paper.Row], notes: list[str], chart_html: str) -> str:
     )
     extra = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
     return chart_html + _html_table(head, body, "paper") + explain + extra + cite
+
+
+def _profiles(data: Loaded, at: Path | None) -> str:
+    """Per profiled cell: its verdict and the figure behind it, the modes to try, what profiling cost, its trace."""
+    head = ["cell", "timed step", "verdict", "the figure", "try", "profiler overhead", "trace"]
+    rows = []
+    for cell in (c for c in data.cells if c.key in data.profiles):
+        record, v = data.profiles[cell.key], data.verdicts.get(cell.key)
+        if not record.ok:
+            what, figure, tries = f"profile {record.status.value}", record.error or "", ""
+        elif v is None:
+            what, figure, tries = "none", "the profile has no time to share out", ""
+        else:
+            what, figure, tries = v.label, v.figure, "; ".join([*v.modes, *([v.advice] if v.advice else [])])
+        overhead = f"{record.overhead:.2f}x" if record.overhead else "-"
+        texts = [f"{cell.workload} {cell.column} {cell.framework} {cell.mode}", seconds(cell.median_s), what, figure,
+                 tries or "-", overhead]  # fmt: skip
+        trace = _trace_link(record.figures.trace if record.ok else None, at)
+        rows.append("<tr>" + "".join(f"<td>{escape(t)}</td>" for t in texts) + f"<td>{trace}</td></tr>")
+    th = "".join(f"<th>{escape(h)}</th>" for h in head)
+    legend = (
+        "<p class=\"legend\">Each bar is one profiled cell's timed step, 100% long, by category: the profiled step's "
+        "categories with the profiler's own time taken out of host time. The verdict reads those shares with the "
+        "TensorFlow profiler's thresholds (input and transfer from 5%, highly from 20%; launch/dispatch from 3%, "
+        "highly from 15%), then compute against memory. Profiler overhead: the profiled step over the timed median. "
+        "A trace is a gzip Chrome/Perfetto JSON file: open it in https://ui.perfetto.dev or chrome://tracing.</p>"
+    )
+    return f'<table class="profiles"><thead><tr>{th}</tr></thead><tbody>{"".join(rows)}</tbody></table>{legend}'
+
+
+def _trace_link(trace: str | None, at: Path | None) -> str:
+    """A link to a trace file: relative to the report's place when there is one (the two move together), else an
+    absolute file URL; a trace that is no longer there is named, not linked."""
+    if not trace:
+        return "-"
+    path = Path(trace).absolute()
+    if not path.exists():
+        return f"{escape(str(path))} (not found)"
+    href = path.as_uri()
+    if at is not None:
+        try:
+            href = quote(Path(os.path.relpath(path, Path(at).absolute().parent)).as_posix())
+        except ValueError:  # another drive (Windows): no relative path
+            pass
+    return f'<a class="trace" href="{escape(href, quote=True)}" title="{escape(str(path))}">{escape(path.name)}</a>'
 
 
 def _warnings(data: Loaded, paper_notes: list[str]) -> str:

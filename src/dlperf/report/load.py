@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow, UsageError
+from dlperf.report.profile import Verdict, profiles_of, verdicts
 from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
 from dlperf.store import Store
-from dlperf.store.records import CellRecord, RunRecord
+from dlperf.store.records import CellRecord, ProfileRecord, RunRecord
 from dlperf.vocab import Status
 
 
@@ -23,6 +24,8 @@ class Loaded:
     samples: dict[str, list[list[float]]]  # cell key -> per-process step times
     peaks_found: bool  # whether any peak of this machine was stored (utilization needs one)
     unreadable: list[UnreadableRow]  # cells left out: their stored rows no longer decode
+    profiles: dict[str, ProfileRecord] = field(default_factory=dict)  # cell key -> its run's profile of it
+    verdicts: dict[str, Verdict] = field(default_factory=dict)  # cell key -> what bounds its profiled step
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -69,9 +72,21 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
                 samples[cell.key] = per_process
         cells = list(latest.values())
         found = attach_utilization(store, rows[-1].fingerprint, cells)
+        profiles, bounds = _profiles(store, rows[-1].fingerprint, cells, unreadable)
     finally:
         store.close()
-    return Loaded(db, rows, cells, samples, found, unreadable)
+    return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds)
+
+
+def _profiles(store: Store, fingerprint: dict, cells: list[CellRecord], unreadable: list[UnreadableRow]
+              ) -> tuple[dict[str, ProfileRecord], dict[str, Verdict]]:  # fmt: skip
+    """The cells' profiles and verdicts; a profile row that no longer decodes leaves the report without profiles,
+    named in `unreadable`, rather than without a report."""
+    try:
+        return profiles_of(store, cells), verdicts(store, fingerprint, cells)
+    except UnreadableRow as fault:
+        unreadable.append(fault)
+        return {}, {}
 
 
 def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlperf.modes import ROWS, Mode, mode_components
+from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
+from dlperf.report.format import seconds
 from dlperf.vocab import Bound, Category, DeviceKind
 
 if TYPE_CHECKING:
@@ -194,10 +196,11 @@ def _verdict(bound: Bound, lvl: str, figure: str, device: str, peaks: Mapping[st
 
 def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[str, Verdict]:
     """Cell key -> the verdict of its stored profile, against the peaks measured on the run's machine; a cell
-    without a profile, or whose profile could not be taken, has none."""
+    without a profile, or whose profile could not be taken, has none. The cells may come from several runs (a
+    report's): each has its own run's profile."""
     from dlperf.report.utilization import peak_lookup
 
-    profiles = store.profiles(cells[0].run_id) if cells else {}
+    profiles = profiles_of(store, cells)
     found = {}
     for cell in cells:
         profile = profiles.get(cell.key)
@@ -206,6 +209,45 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[s
             if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead):
                 found[cell.key] = v
     return found
+
+
+def profiles_of(store: Store, cells: list[CellRecord]) -> dict[str, ProfileRecord]:
+    """Cell key -> the profile its own run took of it."""
+    by_run = {run_id: store.profiles(run_id) for run_id in {c.run_id for c in cells}}
+    return {c.key: by_run[c.run_id][c.key] for c in cells if c.key in by_run[c.run_id]}
+
+
+def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], found: Mapping[str, Verdict]
+              ) -> Chart | None:  # fmt: skip
+    """The report's "where the time goes": one horizontal bar per profiled cell, its segments the categories of the
+    timed step in `vocab.Category` order, each bar's verdict beside it (`Chart.labels`). None without a profile.
+
+    Every bar is 100% of its cell's timed step, not its seconds: a run holds steps from microseconds to seconds, and
+    on one seconds axis the fast cells' bars would be slivers whose parts no one can read; the question here is what
+    share each category takes, and the timed step is in each bar's name and hover text."""
+    profiled = [c for c in cells if c.key in profiles and profiles[c.key].ok]
+    if not profiled:
+        return None
+    shown = [k for k in varying(profiled) if k != "workload"] or ["framework", "mode"]
+    names, labels = [], {}
+    series = {k.value: Series(k.value, []) for k in Category}
+    for cell in profiled:
+        name = f"{cell.workload} {cell.column} {series_label(cell, shown)} ({seconds(cell.median_s)})"
+        names.append(name)
+        record = profiles[cell.key]
+        if v := found.get(cell.key):
+            labels[name] = v.label
+        timed = timed_categories(record.figures, record.overhead)[0]
+        for category, share in shares(record.figures, record.overhead).items():
+            if share > 0 and category in series:
+                text = f"{category}: {100 * share:.1f}% of the timed step, {seconds(timed[category])}"
+                series[category].points.append(Point(name, 100 * share, tip=tip(cell, text)))
+    return Chart(
+        "profile", "stacked", "Where the time goes", "% of the timed step", "",
+        [s for s in series.values() if s.points], categories=names, labels=labels,
+        caption="each profiled cell's timed step by category (the profiler's own time taken out of host); beside "
+        "each bar, what bounds it",
+    )  # fmt: skip
 
 
 def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float]) -> list[str]:

@@ -165,20 +165,25 @@ def take_up_kept(ctx: SweepContext) -> int:
     return len(entries)
 
 
-def execute(ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True) -> list[Status]:
+def execute(
+    ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True, to_profile: list[Cell] = ()
+) -> list[Status]:
     """Run every task; returns the statuses. Raises Interrupted after storing what finished. `last=False` leaves
-    the run open for more tasks (a search adds cells as it goes)."""
+    the run open for more tasks (a search adds cells as it goes). `to_profile`: measured cells whose profile an
+    interrupt cut off (`unprofiled`), profiled first; the progress display counts each as an item."""
     statuses = []
     try:
         with sigterm_as_interrupt():
-            for i, task in enumerate(tasks):
+            for i, cell in enumerate(to_profile):
+                profile_cell(ctx, cell, progress, i, own_item=True)
+            for i, task in enumerate(tasks, start=len(to_profile)):
                 progress.start(i, task)
                 m = run_task(task, ctx, progress.refresh)
                 figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
                 statuses.append(Status(m["status"]))
                 progress.finish(i, task, m, figures)
                 if profiling.wanted(ctx.spec, task.repeat, figures.get("status")):
-                    profile_cell(ctx, task.cell, progress.refresh)
+                    profile_cell(ctx, task.cell, progress, i)
     except KeyboardInterrupt:
         ctx.store.set_run_status(ctx.run_id, "interrupted")
         raise Interrupted from None
@@ -187,10 +192,23 @@ def execute(ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True
     return statuses
 
 
-def profile_cell(ctx: SweepContext, cell: Cell, poll: Callable[[], None]) -> None:
+def profile_cell(ctx: SweepContext, cell: Cell, progress, index: int, *, own_item: bool = False) -> None:
     """The cell's untimed profiled process, after its timed ones, stored as its profile."""
-    row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), poll)
+    progress.profiling(index, cell)
+    row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), progress.refresh)
     ctx.store.record_profile(ctx.run_id, cell.key, row)
+    progress.profiled(index, cell, row, own_item=own_item)
+
+
+def unprofiled(ctx: SweepContext, tasks: list[Task]) -> list[Cell]:
+    """The cells of a profiled run that were measured in full but have no profile: the run was interrupted between
+    a cell's last timed process and its profile. A cell with a profile row, even one that could not be taken, is not
+    profiled again; a cell with tasks left is profiled after its last one, as in any run."""
+    if not ctx.spec.profile:
+        return []
+    left, profiles = {t.cell.key for t in tasks}, ctx.store.profiles(ctx.run_id)
+    done = ctx.store.cells(ctx.run_id)
+    return [c.cell for c in done if c.status is Status.OK and c.key not in left and c.key not in profiles]
 
 
 def remaining(cells: list[Cell], repeats: int, done: set[tuple[str, int]]) -> list[Task]:
