@@ -30,9 +30,10 @@ SHOWN = 4  # the largest shares printed per cell
 
 
 def profile(workload: str, args) -> float:
+    modes = ",".join(dict.fromkeys(("fp32", BEST.get(workload, "fp32"))))
     cmd = [
         sys.executable, "-m", "dlperf", "profile", workload, "--threads", str(args.threads),
-        "--modes", ",".join(dict.fromkeys(("fp32", BEST.get(workload, "fp32")))), "--steps", str(args.steps), "--max-time", str(args.max_time),
+        "--modes", modes, "--steps", str(args.steps), "--max-time", str(args.max_time),
         "--db", args.db, "--trace-dir", args.trace_dir,
     ]  # fmt: skip
     start = time.monotonic()
