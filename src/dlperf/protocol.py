@@ -137,6 +137,7 @@ class CellTask(_Task):
     loss_check: bool = False  # train the mode against fp32 after timing (the parent picks one process per cell)
     check_if_faster_than_s: float | None = None  # ... and only when the median is below this (else: "not checked")
     stop: StopRule | None = None
+    nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases (host calls per step; not part of the key)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CellTask:
@@ -158,6 +159,7 @@ class ProfileTask(_Task):
     warmup: int = 5  # untimed steps before the profiler starts (more when the mode compiles: the first step)
     trace_dir: str | None = None  # where the gzip Chrome trace goes (None: no trace kept)
     max_trace_bytes: int = 50 * 2**20  # the trace's cap, compressed: beyond it, no trace, with a note saying why
+    nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases, as in the cell's timed processes
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProfileTask:
