@@ -346,7 +346,9 @@ class Profiled(Event):
     shapes of the most frequent call, as a string)}.
     `modules`: top-level modules of the model: {"name", "forward_s", "backward_s"}.
     `ops_per_step`: framework operators dispatched per step; `kernels_per_step`: device kernels launched per step
-    (None on a CPU, where no kernel is launched).
+    (None on a CPU, where no kernel is launched); `leaf_ops_per_step`: of the operators, those that do work
+    themselves (no operator below them does, views and allocations left out: a conv2d and the convolution,
+    _convolution and mkldnn_convolution it calls are one), what the dispatch floor counts on a CPU.
     `trace`: the path of the gzip Chrome/Perfetto trace, or None; `notes`: what the profile could not give, and why."""
 
     steps: int
@@ -358,6 +360,7 @@ class Profiled(Event):
     modules: list[dict[str, Any]] = field(default_factory=list)
     ops_per_step: int | None = None
     kernels_per_step: int | None = None
+    leaf_ops_per_step: int | None = None
     trace: str | None = None
     notes: list[str] = field(default_factory=list)
 

@@ -48,7 +48,7 @@ def print_profiles(db: str, run_id: int) -> None:
     profiler's overhead and the trace."""
     from dlperf.report.format import terminal
     from dlperf.report.profile import describe
-    from dlperf.report.utilization import peak_lookup
+    from dlperf.report.utilization import dispatch_lookup, peak_lookup
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
@@ -58,7 +58,8 @@ def print_profiles(db: str, run_id: int) -> None:
         lines = []
         for cell in store.cells(run.id):
             peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks)
+            cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
+            lines += describe(cell, profiles.get(cell.key), peaks, cost)
     finally:
         store.close()
     for line in lines:
