@@ -126,6 +126,8 @@ NAMES = {
     "aten::narrow": Category.HOST,
     "aten::detach": Category.HOST,
     "aten::resolve_conj": Category.HOST,
+    "aten::_local_scalar_dense": Category.HOST,  # fp16's overflow check read on the host
+    "aten::cudnn_is_acceptable": Category.HOST,  # the LSTM's check
     "aten::slice_backward": Category.COPY,
     "aten::constant_pad_nd": Category.COPY,
     "aten::cat": Category.COPY,

@@ -66,13 +66,15 @@ COPY = {
     "constant_pad_nd", "pad", "reflection_pad2d", "replication_pad2d", "flip", "roll", "repeat",
     "slice", "select", "as_strided",  # their backward (slice_backward, ...): the gradient copied into zeros
 }  # fmt: skip
-# Views and allocations: shapes, strides and the allocator, no arithmetic and no kernel. Their self time is the
-# framework's own, so `host` (on CUDA they launch nothing and count nowhere); the floor does not count them.
+# Views and allocations: shapes, strides and the allocator, no arithmetic and no kernel; with them the framework's
+# checks and a scalar read to the host (fp16's overflow test; on CUDA its copy is a Memcpy, `copy_d2h`). Their self
+# time is the framework's own, so `host` (on CUDA they launch no kernel and count nowhere); the floor leaves them out.
 NO_KERNEL = {
     "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize", "as_strided", "view",
     "_unsafe_view", "_reshape_alias", "reshape", "view_as", "expand", "expand_as", "t", "transpose", "permute",
     "unsqueeze", "squeeze", "slice", "select", "narrow", "detach", "alias", "flatten", "unflatten", "split",
     "split_with_sizes", "chunk", "unbind", "resolve_conj", "resolve_neg", "lift_fresh", "result_type", "set",
+    "item", "_local_scalar_dense", "cudnn_is_acceptable",
 }  # fmt: skip
 ELEMENTWISE = {
     "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "log1p", "abs", "sign", "reciprocal",
