@@ -101,3 +101,23 @@ def test_cuda_step_emits_real_ranges():
     assert step.settings()["nvtx"].startswith("on")
     assert torch.cuda.nvtx.range_push("after") == 0  # every range of the step was popped: the next is outermost
     torch.cuda.nvtx.range_pop()
+
+
+def test_the_flag_travels_from_both_commands_to_the_tasks_and_stays_out_of_the_key():
+    import argparse
+
+    from dlperf.api import make_spec
+    from dlperf.commands import profile, run
+    from dlperf.protocol import Cell, CellTask, ProfileTask
+    from dlperf.runner.profile import task_of
+
+    for command, argv in ((run, ["--nvtx"]), (profile, ["tiny-fcn-r", "--nvtx"])):
+        parser = argparse.ArgumentParser()
+        command.add_arguments(parser)
+        assert parser.parse_args(argv).nvtx and not parser.parse_args(argv[:-1]).nvtx
+    spec = make_spec("tiny-fcn-r", threads="1", devices="cpu", profile=True, nvtx=True)
+    cell = Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")
+    assert task_of(cell, {}, spec).nvtx and not task_of(cell, {}, make_spec("tiny-fcn-r", profile=True)).nvtx
+    for task in (CellTask(cell, 0, {}, spec.timer, nvtx=True), ProfileTask(cell, {}, nvtx=True)):
+        assert type(task).from_json(task.to_json()).nvtx
+    assert "nvtx" not in cell.key
