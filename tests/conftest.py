@@ -157,6 +157,20 @@ def make():
 """
 
 
+def old_store(path, version: int):
+    """A connection to a new store file at schema `version`, as an older dlperf wrote it (uncommitted)."""
+    import sqlite3
+
+    from dlperf.store import MIGRATIONS
+
+    conn = sqlite3.connect(path)
+    for target in range(1, version + 1):
+        for statement in MIGRATIONS[target]:
+            conn.execute(statement)
+    conn.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(version),))
+    return conn
+
+
 def one_line_error(proc, *fragments):
     """A bad input: exit code 2, one line on stderr naming what was wrong, no traceback."""
     assert proc.returncode == 2, proc.stderr

@@ -91,6 +91,7 @@ def make_spec(
     profile: bool = False,
     profile_steps: int = 5,
     trace_dir: str | None = None,
+    nvtx: bool = False,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
 
@@ -130,6 +131,7 @@ def make_spec(
         profile=profile,
         profile_steps=profile_steps,
         trace_dir=None if trace_dir is None else os.path.abspath(trace_dir),
+        nvtx=nvtx,
     )
 
 

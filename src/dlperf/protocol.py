@@ -137,6 +137,7 @@ class CellTask(_Task):
     loss_check: bool = False  # train the mode against fp32 after timing (the parent picks one process per cell)
     check_if_faster_than_s: float | None = None  # ... and only when the median is below this (else: "not checked")
     stop: StopRule | None = None
+    nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases (host calls per step; not part of the key)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CellTask:
@@ -158,6 +159,7 @@ class ProfileTask(_Task):
     warmup: int = 5  # untimed steps before the profiler starts (more when the mode compiles: the first step)
     trace_dir: str | None = None  # where the gzip Chrome trace goes (None: no trace kept)
     max_trace_bytes: int = 50 * 2**20  # the trace's cap, compressed: beyond it, no trace, with a note saying why
+    nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases, as in the cell's timed processes
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProfileTask:
@@ -344,7 +346,9 @@ class Profiled(Event):
     shapes of the most frequent call, as a string)}.
     `modules`: top-level modules of the model: {"name", "forward_s", "backward_s"}.
     `ops_per_step`: framework operators dispatched per step; `kernels_per_step`: device kernels launched per step
-    (None on a CPU, where no kernel is launched).
+    (None on a CPU, where no kernel is launched); `leaf_ops_per_step`: of the operators, those that do work
+    themselves (no operator below them does, views and allocations left out: a conv2d and the convolution,
+    _convolution and mkldnn_convolution it calls are one), what the dispatch floor counts on a CPU.
     `trace`: the path of the gzip Chrome/Perfetto trace, or None; `notes`: what the profile could not give, and why."""
 
     steps: int
@@ -356,6 +360,7 @@ class Profiled(Event):
     modules: list[dict[str, Any]] = field(default_factory=list)
     ops_per_step: int | None = None
     kernels_per_step: int | None = None
+    leaf_ops_per_step: int | None = None
     trace: str | None = None
     notes: list[str] = field(default_factory=list)
 

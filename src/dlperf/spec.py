@@ -57,6 +57,7 @@ class RunSpec:
     profile: bool = False  # after each cell's timed processes, one untimed profiled process (`runner/profile.py`)
     profile_steps: int = 5  # profiled steps of that process
     trace_dir: str | None = None  # where its gzip Chrome traces go (None: beside the database, `<db>.traces`)
+    nvtx: bool = False  # NVTX ranges around each step's phases, for an Nsight Systems capture (not in the cell key)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -53,6 +53,23 @@ def test_profile_prints_each_cells_shares_verdict_modes_overhead_and_trace(profi
     assert "  profiler overhead: the profiled step took 1.12x the timed median" in out  # 0.9 / 0.8
 
 
+def test_profile_prints_the_dispatch_floor_when_peak_measured_the_dispatch_cost(profiled_db, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    store = Store.open(profiled_db, create=False)
+    try:
+        fingerprint = store.run(1).fingerprint
+        dispatch = {"framework": "torch", "device": "cpu", "threads": 1, "kind": "dispatch", "value": 1e-4}
+        store.record_peaks(fingerprint, {}, [dispatch, {**dispatch, "threads": 2, "value": 1.0}])
+    finally:
+        store.close()
+    print_profiles(str(profiled_db), 1)
+    out = capsys.readouterr().out
+    floor = "dispatch floor 410 ms (51% of the step): 4100 ops x 100 us"  # of the timed 0.8 s; the 1-thread cost
+    assert f"  verdict: launch-bound (highly): host/dispatch 62% of the step, 4100 ops per step; {floor}" in out
+    assert f"\n  {floor}\n" in out
+
+
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [

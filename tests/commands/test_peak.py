@@ -2,13 +2,14 @@
 
 import json
 import sqlite3
+import time
 
 import pytest
 
-from conftest import dlperf, one_line_error, require
+from conftest import dlperf, old_store, one_line_error, require
 from dlperf import envs
 from dlperf.errors import UsageError
-from dlperf.report.utilization import peak_lookup, utilization
+from dlperf.report.utilization import dispatch_lookup, peak_lookup, utilization
 from dlperf.runner.peak import jobs, measure
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 
@@ -50,7 +51,28 @@ def test_child_measures_every_dtype_and_the_bandwidth():
     assert kernels["copy"]["bytes_per_call"] == 2 * bandwidth["array_bytes"]
     assert kernels["triad"]["bytes_per_call"] == 3 * bandwidth["array_bytes"]
     assert bandwidth["peak_bytes_per_s"] == max(k["bytes_per_s"] for k in kernels.values()) > 0
+    dispatch = result["dispatch"]
+    assert dispatch["median_s"] > 0 and dispatch["ops_per_s"] == pytest.approx(1 / dispatch["median_s"])
     json.dumps(result)  # plain JSON values only
+
+
+def test_the_dispatch_cost_is_per_operator_a_chain_twice_as_long_takes_about_twice_as_long():
+    torch = require("torch")
+    from dlperf.frameworks.torch import peak as torch_peak
+
+    def cpu_s(n: int) -> float:  # this thread's own time: on a shared machine, wall time is also others' turns
+        start = time.thread_time()
+        torch_peak.chain(x, n)
+        return time.thread_time() - start
+
+    x, n = torch.zeros(1), 2000
+    torch_peak.chain(x, n)  # warm: the first calls build the dispatcher's caches
+    one, two = [], []
+    for _ in range(7):  # alternated, each chain's fastest
+        one.append(cpu_s(n))
+        two.append(cpu_s(2 * n))
+    assert 1.4 < min(two) / min(one) < 2.8, (one, two)
+    assert x.item() == n + 7 * 3 * n  # every add ran, one after the other
 
 
 def test_the_cpu_is_measured_at_every_thread_count_an_accelerator_once():
@@ -94,7 +116,7 @@ def test_cli_measures_stores_and_prints_json(tmp_path):
     out = json.loads(proc.stdout)
     assert out["failed"] == [] and out["db"] == str(db)
     kinds = sorted((p["kind"], p["dtype"] or "") for p in out["peaks"])
-    assert kinds == [("bandwidth", ""), ("matmul", "bf16"), ("matmul", "fp16"), ("matmul", "fp32")]
+    assert kinds == [("bandwidth", ""), ("dispatch", ""), ("matmul", "bf16"), ("matmul", "fp16"), ("matmul", "fp32")]
     assert all(p["value"] > 0 and p["device"] == "cpu" and p["threads"] == 1 for p in out["peaks"])
     store = Store.open(db, create=False)
     try:
@@ -103,10 +125,14 @@ def test_cli_measures_stores_and_prints_json(tmp_path):
         assert rows[0].fingerprint["frameworks"]["torch"] == out["peaks"][0]["framework_version"]
         env = json.loads(store.conn.execute("SELECT env_json FROM peaks LIMIT 1").fetchone()[0])
         peaks = peak_lookup(store, rows[0].fingerprint, "cpu", 1)
+        cost = dispatch_lookup(store, rows[0].fingerprint, "cpu", 1)
+        assert dispatch_lookup(store, rows[0].fingerprint, "cpu", 2) is None
     finally:
         store.close()
     assert env["frameworks"]["torch"]["version"] == out["peaks"][0]["framework_version"]
     assert peaks.keys() == {"fp32", "bf16", "fp16"}
+    [dispatch] = [p for p in out["peaks"] if p["kind"] == "dispatch"]
+    assert cost == dispatch["value"] == dispatch["detail"]["median_s"] > 0
 
 
 def test_cli_text_output(tmp_path):
@@ -114,7 +140,8 @@ def test_cli_text_output(tmp_path):
     proc = dlperf("peak", "--threads", "1", "--dtypes", "bf16", *TINY_FLAGS, db=tmp_path / "d.db")
     assert proc.returncode == 0, proc.stderr
     assert "TFLOP/s" in proc.stdout and "bf16" in proc.stdout and "triad GB/s" in proc.stdout
-    assert "2 peaks stored" in proc.stdout
+    assert "us per op" in proc.stdout
+    assert "3 peaks stored" in proc.stdout
     assert "[1/1] peaks of cpu:1: done" in proc.stderr
 
 
@@ -309,3 +336,28 @@ def test_table_and_export_show_utilization_against_the_stored_peak(tmp_path):
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert all(row["cells"]["cpu:1"]["utilization"] == records[row["mode"]]["utilization"] for row in table["rows"])
     assert "%)" in dlperf("table", db=db).stdout
+
+
+def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_path):
+    from dlperf.store.schema import DISPATCH
+
+    path = tmp_path / "v7.db"
+    conn = old_store(path, DISPATCH - 1)
+    row = ("then", json.dumps(MACHINE), "{}", "torch", "2.13.0+cpu", "cpu", 1, "matmul", "fp32", 1e11)
+    conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, framework_version, device, "
+                 "threads, kind, dtype, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)  # fmt: skip
+    with pytest.raises(sqlite3.IntegrityError):  # the old table refuses the new kind
+        conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, device, threads, kind) "
+                     "VALUES ('now', '{}', '{}', 'torch', 'cpu', 1, 'dispatch')")  # fmt: skip
+    conn.commit()
+    conn.close()
+    store = Store.open(path, create=True)
+    try:
+        assert store.version == SCHEMA_VERSION
+        dispatch = {"framework": "torch", "device": "cpu", "threads": 1, "kind": "dispatch", "value": 2e-6}
+        store.record_peaks(MACHINE, {}, [dispatch])
+        assert peak_lookup(store, MACHINE, "cpu", 1) == {"fp32": 1e11}
+        assert dispatch_lookup(store, MACHINE, "cpu", 1) == 2e-6
+        assert [p.id for p in store.peaks()] == [2, 1]  # ids go on from the old table's
+    finally:
+        store.close()

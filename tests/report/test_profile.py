@@ -95,3 +95,24 @@ def test_the_profilers_own_time_is_taken_out_of_host_so_the_shares_are_of_the_ti
     # more extra time than the host remainder holds: the rest is in the operators, scaled down to the timed step
     categories, timed = timed_categories(step(matmul=1.4, host=0.1), overhead=1.5)
     assert categories["host"] == 0 and categories["matmul"] == pytest.approx(1.0)
+
+
+def test_the_dispatch_floor_is_ops_times_the_cost_and_its_share_of_the_step():
+    from dlperf.report.profile import dispatch_floor, floor_count
+
+    assert dispatch_floor(1000, 2e-6, 0.004) == pytest.approx((0.002, 0.5))
+    assert dispatch_floor(1000, 2e-6) == pytest.approx((0.002, None))
+    gpu = Profiled(steps=1, step_s=1.0, categories={}, ops_per_step=3000, kernels_per_step=900, leaf_ops_per_step=800)
+    assert floor_count(gpu) == (900, "kernels")  # on a GPU, the launches
+    cpu = Profiled(steps=1, step_s=1.0, categories={}, ops_per_step=3000, leaf_ops_per_step=800)
+    assert floor_count(cpu) == (800, "ops")  # the operators doing work, not their wrappers
+    assert floor_count(step(ops_per_step=3000, host=1.0)) == (3000, "ops")  # a profiler that cannot tell them apart
+
+
+def test_a_launch_verdict_cites_the_dispatch_floor_when_a_cost_was_measured():
+    profile = step(ops_per_step=4100, host=0.62, elementwise=0.2, matmul=0.18)  # a 1 s step
+    v = verdict(profile, launch_cost_s=1e-4)
+    assert v.figure == ("host/dispatch 62% of the step, 4100 ops per step; "
+                        "dispatch floor 410 ms (41% of the step): 4100 ops x 100 us")  # fmt: skip
+    assert verdict(profile).figure == "host/dispatch 62% of the step, 4100 ops per step"
+    assert "floor" not in verdict(step(ops_per_step=10, matmul=0.95, host=0.05), launch_cost_s=1e-4).figure

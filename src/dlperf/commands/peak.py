@@ -2,8 +2,9 @@
 of it (`report/utilization.py`).
 
 A step's time alone does not say whether it is good: 0.5 s can be 80% of what the hardware does or 5%. This measures,
-per device and per thread count, the matrix-multiply throughput of each dtype and the memory bandwidth, and keeps them
-in the store with the machine's fingerprint. One child process per (device, thread count) (`runner/peak.py`).
+per device and per thread count, the matrix-multiply throughput of each dtype, the memory bandwidth and the time to
+dispatch one tiny operator (a step's floor when it issues many), and keeps them in the store with the machine's
+fingerprint. One child process per (device, thread count) (`runner/peak.py`).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class PeakOptions:
     format: str
 
 
-HELP = "measure this machine's matmul peak per dtype and its memory bandwidth"
+HELP = "measure this machine's matmul peak per dtype, its memory bandwidth and its cost per dispatched operator"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -179,6 +180,7 @@ def _print_text(stored: list[dict], failed: list[dict], opts: PeakOptions, db: s
     if stored:
         console.print(matmul_table(stored))
         console.print(bandwidth_table(stored, opts.bandwidth_bytes))
+        console.print(dispatch_table(stored))
     for note in notes(stored, failed):
         console.print(f"  note: {note}", highlight=False, markup=False)
     console.print(f"{len(stored)} peaks stored in {db}", highlight=False, markup=False)
@@ -216,6 +218,18 @@ def bandwidth_table(stored: list[dict], array_bytes: int):
             *(_gbps(kernels[k]["bytes_per_s"]) for k in ("copy", "triad")),
             _gbps(r["value"]),
         )
+    return table
+
+
+def dispatch_table(stored: list[dict]):
+    from rich.table import Table
+
+    table = Table(title="Dispatch: one tiny operator (a chain of in-place adds on one element)")
+    for name in ("device", "threads", "us per op"):
+        table.add_column(name, justify="left" if name == "device" else "right")
+    for r in stored:
+        if r["kind"] == "dispatch":
+            table.add_row(r["device"], str(r["threads"]), f"{1e6 * r['value']:.3g}")
     return table
 
 

@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from dlperf.commands.common import db_path, real, whole, whole_list
-from dlperf.commands.run import add_timer_flags, timer
+from dlperf.commands.run import add_nvtx_flag, add_timer_flags, timer
 from dlperf.vocab import ExitCode
 
 HELP = "measure and profile a workload's cells: where the step time goes, what bounds it, what to try"
@@ -24,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--trace-dir", help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
     add_timer_flags(p, min_steps=10, min_time=0.5, max_time=10.0, max_warmup=30)
+    add_nvtx_flag(p)
 
 
 def run(args) -> int:
@@ -33,7 +34,7 @@ def run(args) -> int:
     outcome = api.run(
         args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
         threads=args.threads, modes=args.modes, timeout=args.timeout, loss_check=False, timer=timer(args),
-        profile=True, profile_steps=args.steps, trace_dir=args.trace_dir,
+        profile=True, profile_steps=args.steps, trace_dir=args.trace_dir, nvtx=args.nvtx,
     )  # fmt: skip
     if outcome.exit_code == ExitCode.INTERRUPTED:
         print(f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}", file=sys.stderr)
@@ -47,7 +48,7 @@ def print_profiles(db: str, run_id: int) -> None:
     profiler's overhead and the trace."""
     from dlperf.report.format import terminal
     from dlperf.report.profile import describe
-    from dlperf.report.utilization import peak_lookup
+    from dlperf.report.utilization import dispatch_lookup, peak_lookup
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
@@ -57,7 +58,8 @@ def print_profiles(db: str, run_id: int) -> None:
         lines = []
         for cell in store.cells(run.id):
             peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks)
+            cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
+            lines += describe(cell, profiles.get(cell.key), peaks, cost)
     finally:
         store.close()
     for line in lines:

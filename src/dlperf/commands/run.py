@@ -70,6 +70,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="after each cell's timed processes, profile it in one "
                    "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
     p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
+    add_nvtx_flag(p)
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
                    "runs here, or one untimed step per workload and mode)")  # fmt: skip
@@ -91,6 +92,12 @@ def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: flo
         default=max_warmup,
         help=f"warm-up steps at most (default: {max_warmup})",
     )
+
+
+def add_nvtx_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--nvtx", action="store_true", help="NVTX ranges around each step's forward, loss, backward and "
+                   "optimizer, for an Nsight Systems capture (nsys profile dlperf ...); a few host calls per step, "
+                   "recorded with the cell; needs a CUDA build of PyTorch")  # fmt: skip
 
 
 def timer(args):
@@ -136,6 +143,7 @@ def run(args) -> int:
             rdzv_endpoint=args.rdzv_endpoint,
             profile=args.profile,
             trace_dir=args.trace_dir,
+            nvtx=args.nvtx,
         )
     if args.dry_run:
         for cell in outcome.plan.cells:

@@ -19,6 +19,8 @@ A backend module provides:
     build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TrainStep
                                               # NotImplementedError(reason) when the mode or workload does not apply
                                               # here: the cell is `unsupported` with that reason, not failed
+    NVTX: bool (optional)                     # True: build also takes nvtx=True (`--nvtx`: NVTX ranges around the
+                                              # step's phases, said in its settings); see `build_step`
     probe(request: dict) -> dict              # {"what": "env"}: framework, version, build, devices (JSON-ready)
     loss_check(workload, device, mode) -> dict  # non-fp32 modes: does the mode still train like fp32?
                                               # {"ok": bool | None, "reason": str | None, "seconds": float, ...}
@@ -97,6 +99,16 @@ class TrainStep(Protocol):
 def backend(framework: str) -> ModuleType:
     """Import and return the backend module (child processes only)."""
     return importlib.import_module(BACKENDS[Framework(framework)])
+
+
+def build_step(fw: ModuleType, framework: str, workload: Any, device: str, mode: str, *, nvtx: bool = False):
+    """`fw.build` of a cell, with NVTX ranges when asked (`--nvtx`) of a backend that has them; returns the step and
+    the settings to record beside its own: a backend without NVTX ranges builds the plain step, noted there."""
+    if not nvtx:
+        return fw.build(workload, device, mode), {}
+    if getattr(fw, "NVTX", False):
+        return fw.build(workload, device, mode, nvtx=True), {}
+    return fw.build(workload, device, mode), {"nvtx": f"not emitted: the {framework} backend has no NVTX ranges"}
 
 
 def check_mode(framework: str, supported: frozenset[Mode], mode: str, reasons: dict[Mode, str]) -> None:

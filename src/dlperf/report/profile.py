@@ -28,6 +28,10 @@ it, so the categories sum to the timed median. The stored categories stay as the
 
 A highly bound of the first three wins at once; then a highly compute- or memory-bound step; then the first
 moderately bound of the three; then the device's side, moderately. A profile that could not be taken has no verdict.
+
+The dispatch floor (`dispatch_floor`): the operators a step dispatches that each do work (on a GPU the kernels it
+launches) times the cost of dispatching one tiny operator that `dlperf peak` measured on this machine: the step
+could not be shorter while it issues that many operators one by one. A launch-bound verdict cites it.
 """
 
 from __future__ import annotations
@@ -82,6 +86,32 @@ class Verdict:
         return f"{self.bound.value}-bound ({self.level})"
 
 
+def dispatch_floor(ops_per_step: int, cost_s: float, step_s: float | None = None) -> tuple[float, float | None]:
+    """(seconds, share of `step_s`) of a step that issues `ops_per_step` operators (or kernels) at `cost_s` each:
+    the time dispatching alone takes. Plain arithmetic, so any launch cost can be put in (a GPU's, to predict)."""
+    seconds = ops_per_step * cost_s
+    return seconds, (seconds / step_s if step_s else None)
+
+
+def floor_count(profile: Profiled) -> tuple[int | None, str]:
+    """What the floor counts, and its name: the kernels launched on a GPU; on a CPU the operators that do work
+    themselves (`leaf_ops_per_step`), or every operator where a profiler does not tell them apart."""
+    if profile.kernels_per_step is not None:
+        return profile.kernels_per_step, "kernels"
+    leaf = getattr(profile, "leaf_ops_per_step", None)
+    return (leaf, "ops") if leaf is not None else (profile.ops_per_step, "ops")
+
+
+def floor_text(profile: Profiled, cost_s: float | None, overhead: float | None) -> str | None:
+    """ "dispatch floor 2.1 ms (35% of the step): 1000 ops x 2.1 us", or None without a count or a cost."""
+    count, name = floor_count(profile)
+    if count is None or not cost_s:
+        return None
+    seconds, share = dispatch_floor(count, cost_s, timed_categories(profile, overhead)[1])
+    of_step = f" ({100 * share:.0f}% of the step)" if share is not None else ""
+    return f"dispatch floor {1000 * seconds:.3g} ms{of_step}: {count} {name} x {1e6 * cost_s:.3g} us"
+
+
 def timed_categories(profile: Profiled, overhead: float | None = None) -> tuple[dict[str, float], float | None]:
     """Category -> seconds of the timed step, and that step's time: the profiled categories with the profiler's own
     time taken out (module docstring). `overhead`: the profiled step / the cell's timed median (`ProfileRecord`);
@@ -120,10 +150,12 @@ def verdict(
     device: str = "cpu",
     mode: str = "fp32",
     overhead: float | None = None,
+    launch_cost_s: float | None = None,
 ) -> Verdict | None:
     """The bound of a profiled step (module docstring), with its figure and the modes to try on `device`. `peaks`:
     dtype -> the matmul FLOP/s `dlperf peak` measured for the cell's machine, device and threads; `overhead`: the
-    profiled step / the cell's timed median (`timed_categories`)."""
+    profiled step / the cell's timed median (`timed_categories`); `launch_cost_s`: `dlperf peak`'s dispatch cost
+    there, for the launch figure's floor."""
     share = shares(profile, overhead)
     if not share:
         return None
@@ -144,7 +176,10 @@ def verdict(
     if chosen is None:
         return _verdict(device_bound, device_level, device_figure, device, peaks)
     bound, s, lvl, what = chosen
-    return _verdict(bound, lvl, _figure(what, s, bound, profile), device, peaks)
+    figure = _figure(what, s, bound, profile)
+    if bound is Bound.LAUNCH and (floor := floor_text(profile, launch_cost_s, overhead)):
+        figure += f"; {floor}"
+    return _verdict(bound, lvl, figure, device, peaks)
 
 
 def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, overhead: float | None
@@ -198,7 +233,7 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[s
     """Cell key -> the verdict of its stored profile, against the peaks measured on the run's machine; a cell
     without a profile, or whose profile could not be taken, has none. The cells may come from several runs (a
     report's): each has its own run's profile."""
-    from dlperf.report.utilization import peak_lookup
+    from dlperf.report.utilization import dispatch_lookup, peak_lookup
 
     profiles = profiles_of(store, cells)
     found = {}
@@ -206,7 +241,9 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[s
         profile = profiles.get(cell.key)
         if profile is not None and profile.ok:
             peaks = peak_lookup(store, fingerprint, cell.device, cell.threads)
-            if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead):
+            cost = dispatch_lookup(store, fingerprint, cell.device, cell.threads)
+            if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
+                            launch_cost_s=cost):  # fmt: skip
                 found[cell.key] = v
     return found
 
@@ -250,9 +287,11 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
     )  # fmt: skip
 
 
-def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float]) -> list[str]:
+def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
+             launch_cost_s: float | None = None) -> list[str]:  # fmt: skip
     """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, the
-    profiler's overhead and the trace."""
+    dispatch floor (with `dlperf peak`'s dispatch cost for the cell's machine), the profiler's overhead and the
+    trace."""
     timed = f"{1000 * cell.median_s:.3g} ms per step" if cell.median_s else cell.status.value
     lines = [f"{cell.cell.label}: {timed}"]
     if profile is None:
@@ -262,11 +301,14 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     figures = profile.figures
     parts = sorted(shares(figures, profile.overhead).items(), key=lambda kv: -kv[1])
     lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
-    v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead)
+    v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
+                launch_cost_s=launch_cost_s)  # fmt: skip
     if v is not None:
         lines.append(f"  verdict: {v.label}: {v.figure}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
         lines.append(f"  try: {'; '.join(tries) if tries else 'no mode addresses it on this device'}")
+    if floor := floor_text(figures, launch_cost_s, profile.overhead):
+        lines.append(f"  {floor}")
     if profile.overhead is not None:
         taken = " (taken out of host time above)" if profile.overhead > 1 else ""
         lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")

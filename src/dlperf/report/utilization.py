@@ -79,6 +79,14 @@ def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> d
     return found
 
 
+def dispatch_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> float | None:
+    """Seconds to dispatch one tiny operator (`dlperf peak`'s dispatch figure), the latest for this machine, device
+    and (on the CPU) thread count, or None."""
+    rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind="dispatch", measured=True)
+    found = (r.value for r in rows if same_machine(r.fingerprint, fingerprint, r.framework, r.framework_version))
+    return next(found, None)
+
+
 def attach_utilization(store: Store, fingerprint: dict, cells: list[CellRecord]) -> bool:
     """Set `utilization` on every cell, against the peaks measured on the run's machine; whether any peak was found
     (the views then say how to measure them when none was)."""

@@ -43,7 +43,9 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     start = time.perf_counter()
     group = torch_ddp.init(cell.device, task.group_timeout_s)
     train = torch_ddp.build(Workload.from_json(task.workload), cell.device, cell.mode, group)
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, torch_backend.version()))
+    noted = {"nvtx": "not emitted: a DDP cell has no NVTX ranges yet"} if task.nvtx else {}
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted},
+               torch_backend.version()))  # fmt: skip
     clock, mine = AgreedClock(), []
 
     def run() -> float:

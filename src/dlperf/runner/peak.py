@@ -92,7 +92,8 @@ def row_of(framework: str, device: str, threads: int, child: ChildResult, events
 
 
 def peak_records(row: dict) -> list[dict[str, Any]]:
-    """A measured row as store records: one per dtype (kind matmul, FLOP/s) and one for bandwidth (bytes/s).
+    """A measured row as store records: one per dtype (kind matmul, FLOP/s), one for bandwidth (bytes/s) and one for
+    the dispatch of one tiny operator (kind dispatch, seconds per op; absent from results measured before it was).
 
     A dtype the device cannot do, or whose every size was too slow to time, is kept with value None and the reason."""
     result = row["result"]
@@ -111,6 +112,8 @@ def peak_records(row: dict) -> list[dict[str, Any]]:
     records.append(
         {**common, "kind": "bandwidth", "dtype": None, "value": bandwidth["peak_bytes_per_s"], "detail": bandwidth}
     )
+    if dispatch := result.get("dispatch"):
+        records.append({**common, "kind": "dispatch", "dtype": None, "value": dispatch["median_s"], "detail": dispatch})
     for record in records:
         record["detail"] = {**record["detail"], **context}
     return records

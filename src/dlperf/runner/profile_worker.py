@@ -15,7 +15,7 @@ import re
 import sys
 import time
 
-from dlperf.frameworks import backend
+from dlperf.frameworks import backend, build_step
 from dlperf.protocol import Built, Done, Profiled, ProfileTask, Reporter
 from dlperf.runner.child import exit_now, serve
 from dlperf.workloads import Workload
@@ -27,8 +27,9 @@ def run_profile(task: ProfileTask, emit: Reporter) -> None:
     fw = backend(cell.framework)  # thread settings already in place (the launcher's environment)
     settings = fw.configure_threads(cell.threads)
     start = time.perf_counter()
-    train = fw.build(Workload.from_json(task.workload), cell.device, cell.mode)
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, fw.version()))
+    workload = Workload.from_json(task.workload)
+    train, noted = build_step(fw, cell.framework, workload, cell.device, cell.mode, nvtx=task.nvtx)
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted}, fw.version()))
     for _ in range(max(task.warmup, 2 if train.compiles else 0)):  # the compiling step, and one steady after it
         train.step()
     train.sync()

@@ -73,6 +73,7 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
         "loss_check": wants_check and not any(c.loss_check and c.loss_check.ok is not None for c in group),
         "check_if_faster_than_s": task.check_if_faster_than_s,
         "stop": task.stop,
+        "nvtx": spec.nvtx,
     }
     on_cpu = spec.pin and cell.device == "cpu"
     if not cell.nproc:

@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from dlperf.frameworks import backend
+from dlperf.frameworks import backend, build_step
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig, pipelined, sample, timed_step, warm_up
 from dlperf.protocol import (
@@ -51,8 +51,8 @@ def measure(task: CellTask, emit: Reporter) -> None:
     settings = fw.configure_threads(cell.threads)
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
-    train = fw.build(workload, cell.device, cell.mode)
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings()}, fw.version()))
+    train, noted = build_step(fw, cell.framework, workload, cell.device, cell.mode, nvtx=task.nvtx)
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted}, fw.version()))
 
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())

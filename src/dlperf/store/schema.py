@@ -2,9 +2,31 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 LEASES = 6  # the version that has the leases table
 PROFILES = 7  # the version that has the profiles table
+DISPATCH = 8  # the version whose peaks may be a dispatch cost
+
+
+def _peaks_table(name: str, kinds: tuple[str, ...]) -> str:
+    """The peaks table as created by migration 2 (matmul and bandwidth) and rebuilt by DISPATCH (SQLite cannot
+    change a CHECK constraint in place)."""
+    return f"""CREATE TABLE {name} (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            measured_at TEXT NOT NULL,
+            fingerprint_json TEXT NOT NULL, -- envinfo.fingerprint of env_json: peaks are looked up by machine
+            env_json TEXT NOT NULL,
+            framework TEXT NOT NULL,
+            framework_version TEXT,
+            device TEXT NOT NULL,
+            threads INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (kind IN ({", ".join(f"'{k}'" for k in kinds)})),
+            dtype TEXT,                     -- fp32 | bf16 | fp16 for matmul; NULL for bandwidth and dispatch
+            value REAL,                     -- FLOP/s, bytes/s or seconds per op; NULL when nothing could be timed
+            detail_json TEXT NOT NULL DEFAULT '{{}}',
+            CHECK ((kind = 'matmul') = (dtype IS NOT NULL))
+        )"""
+
 
 # version reached -> statements that get there from the version before
 MIGRATIONS: dict[int, list[str]] = {
@@ -57,21 +79,7 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
     2: [
         # Hardware peaks measured by `dlperf peak`: what a step's utilization is held against. One row per figure.
-        """CREATE TABLE peaks (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            measured_at TEXT NOT NULL,
-            fingerprint_json TEXT NOT NULL, -- envinfo.fingerprint of env_json: peaks are looked up by machine
-            env_json TEXT NOT NULL,
-            framework TEXT NOT NULL,
-            framework_version TEXT,
-            device TEXT NOT NULL,
-            threads INTEGER NOT NULL,
-            kind TEXT NOT NULL CHECK (kind IN ('matmul', 'bandwidth')),
-            dtype TEXT,                     -- fp32 | bf16 | fp16 for matmul; NULL for bandwidth
-            value REAL,                     -- FLOP/s or bytes/s; NULL when unsupported or nothing could be timed
-            detail_json TEXT NOT NULL DEFAULT '{}',
-            CHECK ((kind = 'matmul') = (dtype IS NOT NULL))
-        )""",
+        _peaks_table("peaks", ("matmul", "bandwidth")),
         "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
     ],
     3: [
@@ -133,6 +141,14 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (run_id, cell_key),
             FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
         )""",
+    ],
+    DISPATCH: [
+        # The host time to dispatch one tiny operator (`dlperf peak`): a step's floor when it is launch-bound.
+        _peaks_table("peaks_dispatch", ("matmul", "bandwidth", "dispatch")),
+        "INSERT INTO peaks_dispatch SELECT * FROM peaks",
+        "DROP TABLE peaks",
+        "ALTER TABLE peaks_dispatch RENAME TO peaks",
+        "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
     ],
 }
 

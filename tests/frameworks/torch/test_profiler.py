@@ -66,6 +66,7 @@ def test_the_categories_of_a_tiny_workload_sum_to_its_step(name):
     assert result["categories"]["matmul"] > 0 and result["categories"]["loss"] > 0
     assert result["categories"]["optimizer"] > 0 and result["categories"]["host"] > 0
     assert result["kernels_per_step"] is None and result["ops_per_step"] > 50
+    assert 0 < result["leaf_ops_per_step"] < result["ops_per_step"]
     assert 0 < len(result["top_ops"]) <= profiler.TOP_OPS
     assert all(op["calls"] > 0 and op["shapes"].startswith("[") for op in result["top_ops"])
     assert Profiled(**result).categories == result["categories"]  # exactly the event's fields
@@ -114,13 +115,44 @@ NAMES = {
     "aten::_foreach_add_": Category.ELEMENTWISE,
     "aten::copy_": Category.COPY,
     "aten::_to_copy": Category.COPY,
-    "aten::view": Category.OTHER,
+    # views and allocations are the framework's own time; the copies among them and their backward are copies
+    "aten::view": Category.HOST,
+    "aten::empty": Category.HOST,
+    "aten::empty_strided": Category.HOST,
+    "aten::as_strided_": Category.HOST,
+    "aten::resize_": Category.HOST,
+    "aten::t": Category.HOST,
+    "aten::slice": Category.HOST,
+    "aten::narrow": Category.HOST,
+    "aten::detach": Category.HOST,
+    "aten::resolve_conj": Category.HOST,
+    "aten::_local_scalar_dense": Category.HOST,  # fp16's overflow check read on the host
+    "aten::cudnn_is_acceptable": Category.HOST,  # the LSTM's check
+    "aten::slice_backward": Category.COPY,
+    "aten::constant_pad_nd": Category.COPY,
+    "aten::cat": Category.COPY,
+    "aten::index_select": Category.ELEMENTWISE,  # the embedding's lookup (lstm)
+    "aten::embedding_dense_backward": Category.ELEMENTWISE,  # was `other`: "_backward" was stripped before the lookup
+    "aten::zeros": Category.ELEMENTWISE,
+    "CompiledFxGraph": Category.OTHER,
 }
 
 
 @pytest.mark.parametrize("name", list(NAMES))
 def test_classify_by_operator_name(name):
     assert profiler.classify(name) is NAMES[name]
+
+
+def test_leaf_ops_are_the_operators_doing_the_work_not_their_wrappers_views_or_allocations():
+    x, w = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3)
+    a, linear = torch.randn(4, 5), torch.nn.Linear(5, 6)
+    with torch.no_grad(), torch.profiler.profile() as prof:
+        torch.nn.functional.conv2d(x, w)  # conv2d, convolution, _convolution, mkldnn_convolution (and an empty)
+        linear(a)  # linear, t, addmm
+        a.view(20).unsqueeze(0).t()
+    events = list(prof.events())
+    assert profiler.leaf_ops(events) == 2
+    assert sum(profiler.is_operator(e) for e in events) >= 8
 
 
 def test_modules_forward_and_backward_and_the_labels_come_off():

@@ -101,3 +101,12 @@ def test_cuda_graph_replays_the_whole_step():
 def test_cuda_graphs_refuse_fp16_gradient_scaling():
     with pytest.raises(NotImplementedError, match="cannot capture fp16 gradient scaling"):
         tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp16+cuda_graphs")
+
+
+@cuda
+def test_cuda_launch_cost_is_timed_with_the_chain_synchronized_at_its_end_only():
+    from dlperf.frameworks.torch import peak as torch_peak
+
+    dev = torch.device("cuda:0")
+    figure = torch_peak.dispatch_cost(dev, torch_peak.timer_config(0.2), torch_peak.sync_for(dev))
+    assert figure["median_s"] > 0 and figure["ops_per_call"] == torch_peak.CHAIN

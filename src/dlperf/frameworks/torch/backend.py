@@ -27,6 +27,7 @@ from torch.utils.flop_counter import flop_registry
 from dlperf.errors import UsageError
 from dlperf.frameworks import check_mode
 from dlperf.frameworks.torch import losscheck, profiler
+from dlperf.frameworks.torch import nvtx as nvtx_ranges
 from dlperf.frameworks.torch.models import build_model
 from dlperf.measure import system
 from dlperf.modes import Mode, check_device, mode_components
@@ -39,6 +40,7 @@ MODES = frozenset({
     Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED, Mode.CHECKPOINT,
     Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL,
 })  # fmt: skip
+NVTX = True  # build(..., nvtx=True) puts NVTX ranges around the step's phases (`--nvtx`)
 AUTOCAST_DTYPES = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16}
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -433,10 +435,10 @@ def _unfused_rnns(model: torch.nn.Module) -> Iterator[None]:
 DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
 
 
-def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TorchStep:
+def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bool = False) -> TorchStep:
     """The train step of `workload` on `device` in `mode`, weights initialized from `seed` (the same weights and data
-    in every cell). NotImplementedError (recorded as `unsupported`, with the reason) when the mode does not apply to
-    this workload or device."""
+    in every cell); with `nvtx` (`--nvtx`), its phases in NVTX ranges. NotImplementedError (recorded as
+    `unsupported`, with the reason) when the mode does not apply to this workload or device."""
     components = set(mode_components(mode))
     dev = torch.device(device)
     _check_modes(mode, dev)
@@ -466,6 +468,8 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> Torch
         _compile(step, cuda_graphs=Mode.CUDA_GRAPHS in components)
     elif Mode.CUDA_GRAPHS in components:
         _cuda_graphs(step)
+    if nvtx:  # last: the ranges wrap what the modes made (the compiled forward, the rebuilt optimizer)
+        step.mode_settings["nvtx"] = nvtx_ranges.put_on(step)
     return step
 
 

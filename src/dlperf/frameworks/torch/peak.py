@@ -1,4 +1,5 @@
-"""What one device can really do, measured with PyTorch: matrix-multiply throughput per dtype and memory bandwidth.
+"""What one device can really do, measured with PyTorch: matrix-multiply throughput per dtype, memory bandwidth, and
+the host time to dispatch one tiny operator (what a step of many small operators pays per operator).
 
 The child side of `dlperf peak`, imported only by `dlperf.runner.peak_worker` after the parent fixed the thread
 variables. A training step's utilization is later held against these figures, so they are measured like a step is:
@@ -31,6 +32,7 @@ LADDER_START = 128  # small products, doubled up to the first size: does the dty
 SLOW_CALL_FACTOR = 4  # a size whose one product would take longer than this many max_times is skipped
 MIN_STEP_S = 1e-3  # fast calls are timed several to a step, so the clock and the syncs stay below ~1% of a step
 FP32_BYTES = 4
+CHAIN = 1000  # tiny operators per timed call of the dispatch figure: the clock and the sync well below 1% of it
 
 
 def timer_config(max_time: float) -> TimerConfig:
@@ -60,6 +62,7 @@ def measure_peaks(device: str, dtypes: list[str], sizes: list[int], bandwidth_by
     before, own_before, wall_before = system.cpu_times(), _own_cpu_s(), time.perf_counter()
     matmul = {name: matmul_peak(dev, name, sorted(set(sizes)), cfg, sync) for name in dtypes}
     bandwidth = bandwidth_peak(dev, bandwidth_bytes, cfg, sync)
+    dispatch = dispatch_cost(dev, cfg, sync)
     wall = time.perf_counter() - wall_before
     return {
         "framework": "torch",
@@ -67,6 +70,7 @@ def measure_peaks(device: str, dtypes: list[str], sizes: list[int], bandwidth_by
         "device": device,
         "matmul": matmul,
         "bandwidth": bandwidth,
+        "dispatch": dispatch,
         "duration_s": wall,
         "others_cpu_share": system.others_cpu_share(before, system.cpu_times(), _own_cpu_s() - own_before, wall),
     }
@@ -227,3 +231,22 @@ def time_kernel(call: Callable[[], Any], moved: int, cfg: TimerConfig, sync) -> 
             call()
 
     return {"bytes_per_call": moved, **_timed(step, sync, cfg, calls, moved * calls, "bytes")}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Dispatch: the cost of one tiny operator
+
+
+def dispatch_cost(dev: torch.device, cfg: TimerConfig, sync) -> dict[str, Any]:
+    """Seconds per operator of a chain of dependent in-place adds on a one-element tensor: work that takes no time,
+    so what is timed is the framework's dispatch (Python, the dispatcher, the kernel's call; on CUDA the launch, the
+    chain synchronized only at its end, as a step's kernels are). Kernels per step times this is the step's floor
+    when it is bound by launching (`report/profile.dispatch_floor`)."""
+    x = torch.zeros(1, device=dev)
+    return {"ops_per_call": CHAIN, **_timed(lambda: chain(x, CHAIN), sync, cfg, CHAIN, CHAIN, "ops")}
+
+
+def chain(x: torch.Tensor, n: int) -> None:
+    """`n` dependent in-place adds on `x`, queued without a sync."""
+    for _ in range(n):
+        x.add_(1.0)

@@ -61,7 +61,21 @@ LOSS_OPS = {
     "cross_entropy_loss", "nll_loss", "nll_loss2d", "nll_loss_nd", "nll_loss_forward", "nll_loss2d_forward", "mse_loss",
     "l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits", "smooth_l1_loss", "huber_loss", "kl_div",
 }  # fmt: skip
-COPY = {"copy", "to", "_to_copy", "contiguous", "clone", "_copy_from", "_copy_from_and_resize"}
+COPY = {
+    "copy", "to", "_to_copy", "contiguous", "clone", "_copy_from", "_copy_from_and_resize", "cat", "stack",
+    "constant_pad_nd", "pad", "reflection_pad2d", "replication_pad2d", "flip", "roll", "repeat",
+    "slice", "select", "as_strided",  # their backward (slice_backward, ...): the gradient copied into zeros
+}  # fmt: skip
+# Views and allocations: shapes, strides and the allocator, no arithmetic and no kernel; with them the framework's
+# checks and a scalar read to the host (fp16's overflow test; on CUDA its copy is a Memcpy, `copy_d2h`). Their self
+# time is the framework's own, so `host` (on CUDA they launch no kernel and count nowhere); the floor leaves them out.
+NO_KERNEL = {
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize", "as_strided", "view",
+    "_unsafe_view", "_reshape_alias", "reshape", "view_as", "expand", "expand_as", "t", "transpose", "permute",
+    "unsqueeze", "squeeze", "slice", "select", "narrow", "detach", "alias", "flatten", "unflatten", "split",
+    "split_with_sizes", "chunk", "unbind", "resolve_conj", "resolve_neg", "lift_fresh", "result_type", "set",
+    "item", "_local_scalar_dense", "cudnn_is_acceptable",
+}  # fmt: skip
 ELEMENTWISE = {
     "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "log1p", "abs", "sign", "reciprocal",
     "addcmul", "addcdiv", "lerp", "clamp", "clamp_min", "clamp_max", "where", "maximum", "minimum", "fill", "zero",
@@ -70,13 +84,18 @@ ELEMENTWISE = {
     "native_dropout", "hardtanh", "leaky_relu", "elu", "hardswish", "hardsigmoid", "mish", "softplus", "sum", "mean",
     "norm", "linalg_vector_norm", "max", "min", "amax", "amin", "argmax", "prod", "var", "std",
     "eq", "ne", "lt", "gt", "le", "ge", "logical_not", "bitwise_and", "masked_fill", "rsub", "square",
-    "cumsum", "embedding", "embedding_dense_backward", "isfinite", "isinf", "isnan", "nan_to_num", "_amp_update_scale",
+    "cumsum", "embedding", "embedding_dense", "isfinite", "isinf", "isnan", "nan_to_num", "_amp_update_scale",
     "_amp_foreach_non_finite_check_and_unscale", "fused_dropout", "_masked_scale", "native_dropout_backward",
+    "zeros", "ones", "full", "index_select", "gather", "scatter", "scatter_add", "index_add", "index", "index_put",
 }  # fmt: skip
+# (embedding runs as index_select, a gather of rows; its backward, embedding_dense_backward, a scatter-add: the
+# memory traffic of an element-wise op, no arithmetic to speak of)
 
 
 def classify(name: str) -> Category:
     """The category of one operator by its name ("aten::addmm", "aten::relu_", "aten::convolution_backward")."""
+    if _is_view_or_allocation(name):
+        return Category.HOST
     base = name.split("::", 1)[-1].split(".", 1)[0].removesuffix("_").removesuffix("_backward")
     for category, names in ((Category.MATMUL, MATMUL), (Category.NORMALIZATION, NORMALIZATION),
                             (Category.LOSS, LOSS_OPS), (Category.COPY, COPY)):  # fmt: skip
@@ -86,7 +105,32 @@ def classify(name: str) -> Category:
         return Category.POOLING
     if base in ELEMENTWISE or base.startswith(("_foreach_", "_fused_")):
         return Category.ELEMENTWISE
-    return Category.OTHER  # views, allocations, Inductor's compiled graphs (not split by kind): no guess
+    # What stays `other`: Inductor's compiled graphs (their fused kernels are not split by kind), custom and
+    # user-defined operators, and any ATen operator not listed above: no guess.
+    return Category.OTHER
+
+
+def _is_view_or_allocation(name: str) -> bool:
+    """Not its backward: slice_backward copies the gradient into a zero tensor, a kernel."""
+    return name.split("::", 1)[-1].split(".", 1)[0].removesuffix("_") in NO_KERNEL
+
+
+def leaf_ops(events: list) -> int:
+    """Operators that do work themselves: no operator below them does, and they are no view or allocation (a conv2d
+    calls convolution, _convolution and mkldnn_convolution: one; a linear, t and addmm: one). On a device, the
+    operators that launch a kernel; what the dispatch floor counts. An operator that works and also calls one that
+    does (a convolution's backward filling a gradient) counts through what it calls: a floor, not an estimate."""
+    below: dict[int, bool] = {}
+
+    def works(event) -> bool:
+        return is_operator(event) and not _is_view_or_allocation(event.name)
+
+    def work_below(event) -> bool:
+        if id(event) not in below:
+            below[id(event)] = any(works(c) or work_below(c) for c in event.cpu_children)
+        return below[id(event)]
+
+    return sum(1 for e in events if works(e) and not work_below(e))
 
 
 def is_operator(event) -> bool:
@@ -196,6 +240,7 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
     result["top_ops"] = top_ops(events, steps, cuda)
     result["modules"] = modules(events, steps, cuda)
     result["ops_per_step"] = round(sum(1 for e in events if is_operator(e)) / steps)
+    result["leaf_ops_per_step"] = round(leaf_ops(events) / steps)
     result["trace"] = save_trace(prof, trace_path, max_trace_bytes, notes)
     return result
 
