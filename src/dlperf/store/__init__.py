@@ -24,13 +24,12 @@ from typing import Any
 
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
-from dlperf.store.records import CellRecord, CommResult, MeasurementRecord, PeakRecord, ProfileRecord, RunRecord
+from dlperf.store.machine import MachineFigures
+from dlperf.store.records import CellRecord, MeasurementRecord, ProfileRecord, RunRecord
 from dlperf.store.schema import (
     CELL_COLUMNS,
-    COMM_COLUMNS,
     LEASES,
     MIGRATIONS,
-    PEAK_COLUMNS,
     PROFILES,
     SCHEMA_VERSION,
 )
@@ -55,7 +54,7 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class Store:
+class Store(MachineFigures):
     """Open with `Store.open(path, create=...)`; read-only commands never create a file."""
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
@@ -425,84 +424,6 @@ class Store:
 
     def _columns(self, table: str) -> set[str]:
         return {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
-
-    # --- peaks ----------------------------------------------------------------------------------------------------
-    def record_peaks(self, fingerprint: dict, env: dict, peaks: list[dict[str, Any]]) -> list[int]:
-        """Peaks measured together, with the machine they were measured on: one transaction; returns their ids.
-
-        Each peak has the PEAK_COLUMNS (`dtype` None for bandwidth, `value` None when it could not be measured) and
-        a JSON-ready `detail`."""
-        return self._record_measured("peaks", PEAK_COLUMNS, fingerprint, env, peaks)
-
-    def _record_measured(
-        self, table: str, columns: tuple[str, ...], fingerprint: dict, env: dict, rows: list[dict[str, Any]]
-    ) -> list[int]:
-        """Rows of `table` measured together, each with the machine's fingerprint and environment: one transaction."""
-        measured_at = now()
-        ids = []
-        with self._writing(f"the {table}"), self.conn:
-            for row in rows:
-                cur = self.conn.execute(
-                    f"INSERT INTO {table} (measured_at, fingerprint_json, env_json, {', '.join(columns)},"
-                    f" detail_json) VALUES (?, ?, ?, {', '.join('?' * len(columns))}, ?)",
-                    (
-                        measured_at,
-                        json.dumps(fingerprint),
-                        json.dumps(env),
-                        *(row.get(c) for c in columns),
-                        json.dumps(row.get("detail", {})),
-                    ),
-                )
-                ids.append(cur.lastrowid)
-        return ids
-
-    def peaks(
-        self, *, device: str | None = None, threads: int | None = None, kind: str | None = None, measured: bool = False
-    ) -> list[PeakRecord]:
-        """Stored peaks, newest first, JSON columns decoded (`fingerprint`, `detail`; the environment is left out:
-        read it by id). `measured`: only those with a value."""
-        if self.version < 2:
-            return []
-        where = [f"{col} = ?" for col, v in (("device", device), ("threads", threads), ("kind", kind)) if v is not None]
-        if measured:
-            where.append("value IS NOT NULL")
-        args = [v for v in (device, threads, kind) if v is not None]
-        return [PeakRecord(**d) for d in self._measured_rows("peaks", PEAK_COLUMNS, where, args)]
-
-    def _measured_rows(self, table: str, columns: tuple[str, ...], where: list[str], args: list) -> list[dict]:
-        """Rows of `table` matching `where`, newest first, `fingerprint` and `detail` decoded, no environment."""
-        rows = self.conn.execute(
-            f"SELECT id, measured_at, fingerprint_json, {', '.join(columns)}, detail_json FROM {table}"
-            f"{' WHERE ' + ' AND '.join(where) if where else ''} ORDER BY id DESC",
-            args,
-        )
-        out = []
-        for row in rows:
-            d = dict(row)
-            d["fingerprint"] = json.loads(d.pop("fingerprint_json"))
-            d["detail"] = json.loads(d.pop("detail_json"))
-            out.append(d)
-        return out
-
-    # --- collective bandwidth (`dlperf comm`) -----------------------------------------------------------------------
-    def record_comm(self, fingerprint: dict, env: dict, rows: list[dict[str, Any]]) -> list[int]:
-        """The sizes of one `dlperf comm` job, with the machine that ran it: one transaction; returns their ids.
-
-        Each row has the COMM_COLUMNS (`op` defaults to all_reduce) and a JSON-ready `detail`."""
-        rows = [{"op": "all_reduce", **row} for row in rows]
-        return self._record_measured("comm", COMM_COLUMNS, fingerprint, env, rows)
-
-    def comm_results(
-        self, *, backend: str | None = None, world: int | None = None, nbytes: int | None = None
-    ) -> list[CommResult]:
-        """Stored collective figures, newest first, JSON columns decoded (`fingerprint`, `detail`; the environment
-        is left out: read it by id). An old file that cannot be upgraded has none."""
-        if self.version < 4:
-            return []
-        filters = (("backend", backend), ("world", world), ("bytes", nbytes))
-        where = [f"{col} = ?" for col, v in filters if v is not None]
-        rows = self._measured_rows("comm", COMM_COLUMNS, where, [v for _, v in filters if v is not None])
-        return [CommResult(**d) for d in rows]
 
 
 def _measured(measurements: list[dict[str, Any]]) -> list[tuple]:
