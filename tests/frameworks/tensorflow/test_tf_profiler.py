@@ -52,13 +52,35 @@ def profiles(tmp_path_factory) -> dict:
 wide = dataclasses.replace(BUILTIN["tiny-fcn-r"], config={"widths": [768, 768, 10], "activation": "sigmoid"},
                            batch=512)
 wide = dataclasses.replace(wide, input=dataclasses.replace(wide.input, shape=(768,)))
+from dlperf.frameworks.tensorflow import profiler as P
+types = json.loads(sys.argv[3])
 print(json.dumps({"resnet": profiled(BUILTIN["tiny-resnet-56"], trace=sys.argv[1]), "wide": profiled(wide),
-                  "capped": profiled(BUILTIN["tiny-fcn-r"], trace=sys.argv[2], cap=100)}))
+                  "capped": profiled(BUILTIN["tiny-fcn-r"], trace=sys.argv[2], cap=100),
+                  "types": {t: P.classify(t) for t in types["graph"]},
+                  "hlo": {t: P.classify_hlo(t) for t in types["hlo"]}}))
 """,
         str(kept),
         str(capped),
+        json.dumps({"graph": list(GRAPH_TYPES), "hlo": list(HLO_NAMES)}),
     )
     return {**result, "kept": kept, "capped_path": capped}
+
+
+GRAPH_TYPES = {
+    "_MklNativeFusedConv2D": "matmul", "_MklNativeConv2DBackpropFilterWithBias": "matmul", "_FusedMatMul": "matmul",
+    "BatchMatMulV2": "matmul", "FusedBatchNormGradV3": "normalization", "_MklFusedBatchNormV3": "normalization",
+    "MaxPoolGrad": "pooling", "_MklAvgPool": "pooling", "ResourceApplyKerasMomentum": "optimizer",
+    "SparseSoftmaxCrossEntropyWithLogits": "loss", "Cast": "copy", "_MklToTf": "copy", "Transpose": "copy",
+    "Relu": "elementwise", "BiasAddGrad": "elementwise", "_MklNativeMul": "elementwise", "ReadVariableOp": "other",
+    "TensorListSetItem": "other",
+}  # fmt: skip
+HLO_NAMES = {"dot.3": "matmul", "MatMul_1.10": "matmul", "convolution.7": "matmul", "copy.2": "copy",
+             "add_divide_fusion.1": "elementwise", "wrapped_add.8": "elementwise", "tuple": "other"}  # fmt: skip
+
+
+def test_op_types_and_xla_thunks_map_into_the_categories_as_documented(profiles):
+    assert profiles["types"] == GRAPH_TYPES
+    assert profiles["hlo"] == HLO_NAMES
 
 
 def test_the_categories_of_a_tiny_resnet_sum_to_its_step_and_its_layers_are_found(profiles):

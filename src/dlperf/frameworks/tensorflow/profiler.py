@@ -25,6 +25,7 @@ the eager call, the executor's scheduling and the profiler's own cost per event.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import re
 import tempfile
@@ -134,7 +135,9 @@ def layer_of(name: str, model) -> keras.layers.Layer | None:
     return layers.get(_unsuffixed(scopes[1])) or layers.get(scopes[1])
 
 
+@functools.cache
 def _layers(model) -> dict[str, keras.layers.Layer]:
+    """The model's top-level layers by name, once per model (an op's layer is looked up for every op)."""
     return {layer.name: layer for layer in model.layers if not isinstance(layer, keras.layers.InputLayer)}
 
 
