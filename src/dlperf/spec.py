@@ -25,7 +25,7 @@ OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warm
 
 # frameworks dlperf cannot profile: `--profile` with one of them is refused before anything runs
 UNPROFILABLE = {
-    Framework.MXNET: "MXNet 1.9's profiler writes its own aggregate format, which dlperf does not map into categories",
+    Framework.MXNET: "MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
 }
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")

@@ -63,7 +63,7 @@ from typing import Any, Protocol
 from dlperf.errors import UsageError
 from dlperf.measure.timer import DeviceClock
 from dlperf.modes import Mode, mode_components
-from dlperf.vocab import Framework
+from dlperf.vocab import Category, Framework
 
 # framework -> its backend module
 BACKENDS: dict[Framework, str] = {
@@ -133,3 +133,13 @@ def probe_builtin_only(framework: str, request: dict[str, Any], probe_env) -> di
     if what == "workload":
         raise UsageError(f"--workloads {request.get('source')!r}: {builtin_only(framework)}")
     raise ValueError(f"unknown probe request {what!r}")
+
+
+def fill_to_step(seconds: dict[str, float], step_s: float, rest: Category) -> dict[str, float]:
+    """A profile's seconds by category and the step's remainder under `rest`, summing to `step_s` exactly (scaled
+    down if over: ops on several threads may overlap). Shared by the backends' profilers."""
+    total = sum(seconds.values())
+    scale = step_s / total if total > step_s else 1.0
+    out = {k: v * scale for k, v in seconds.items() if v > 0}
+    out[rest.value] = out.get(rest.value, 0.0) + max(0.0, step_s - total * scale)
+    return out

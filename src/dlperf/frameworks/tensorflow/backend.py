@@ -45,6 +45,7 @@ import numpy as np
 import tensorflow as tf
 
 from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
+from dlperf.frameworks.tensorflow import profiler
 from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
 from dlperf.modes import Mode, mode_components
@@ -84,8 +85,8 @@ def inter_op_threads(threads: int) -> int:
 
 
 def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict:
-    """No profile yet: the profile is `unsupported`, with the reason."""
-    raise NotImplementedError("profile: tf.profiler's trace is not mapped into dlperf's categories yet")
+    """`steps` steady steps under tf.profiler, mapped into dlperf's categories (`profiler.py`)."""
+    return profiler.profile(train, steps, trace_path, max_trace_bytes)
 
 
 def version() -> str:
@@ -159,7 +160,9 @@ def train_step_fn(model: keras.Model, optimizer: keras.optimizers.Optimizer, cli
 
     def train_step(inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
-            loss = cross_entropy(model(inputs, training=True), targets)  # BatchNorm in training mode
+            logits = model(inputs, training=True)  # BatchNorm in training mode
+            with tf.name_scope("loss"):  # the profiler finds the loss's ops, and their gradients, by this scope
+                loss = cross_entropy(logits, targets)
         grads = tape.gradient(loss, variables)
         if clip_norm is not None:
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]  # exact norm

@@ -30,6 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
+from dlperf.frameworks import fill_to_step
 from dlperf.vocab import Category
 
 TOP_OPS = 15
@@ -294,15 +295,6 @@ def breakdown_cpu(events: list, steps: int, step_s: float) -> dict[str, Any]:
         if is_operator(event):
             seconds[category_of(event, forward).value] += event.self_cpu_time_total / 1e6 / steps
     return {"categories": fill_to_step(seconds, step_s, Category.HOST), "kernels_per_step": None}
-
-
-def fill_to_step(seconds: dict[str, float], step_s: float, rest: Category) -> dict[str, float]:
-    """`seconds` and the step's remainder under `rest`, summing to `step_s` exactly (scaled down if over)."""
-    total = sum(seconds.values())
-    scale = step_s / total if total > step_s else 1.0
-    out = {k: v * scale for k, v in seconds.items() if v > 0}
-    out[rest.value] = out.get(rest.value, 0.0) + max(0.0, step_s - total * scale)
-    return out
 
 
 def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[str]) -> dict[str, Any]:
