@@ -258,3 +258,118 @@ def test_compiling_may_spend_the_budget_left_and_no_more():
     assert searcher.measured == [["bf16+compile"]]  # on a CPU: nothing to capture, compile alone
     assert 85 < searcher.timeouts[0] <= 90  # about 90 s of the 120 s budget left, not --compile-timeout's 600
     assert searcher.ctx.spec.compile_timeout == 600.0  # restored for the rounds after
+
+
+def test_the_search_order_puts_first_the_dimensions_that_address_the_bound():
+    from dlperf.modes import SEARCH_ORDER
+    from dlperf.report.profile import Verdict
+    from dlperf.vocab import Bound
+
+    def order(bound, *modes):
+        return opt.search_order(Verdict(bound, "highly", "a figure", modes))
+
+    rest = ("precision", "memory format", "optimizer implementation")
+    assert order(Bound.LAUNCH, "cuda_graphs", "compile") == ("compilation", *rest, "checkpointing")
+    assert order(Bound.LAUNCH, "compile") == ("compilation", *rest, "checkpointing")  # a CPU: no CUDA graphs
+    assert order(Bound.MEMORY, "bf16", "channels_last", "fused") == SEARCH_ORDER
+    assert order(Bound.MEMORY, "fused", "channels_last") == ("optimizer implementation", "memory format",
+                                                              "precision", "compilation", "checkpointing")  # fmt: skip
+    assert order(Bound.COMPUTE, "bf16", "tf32") == SEARCH_ORDER
+    assert order(Bound.COMPUTE) == order(Bound.TRANSFER) == order(Bound.INPUT) == SEARCH_ORDER  # nothing addresses it
+    assert opt.search_order(None) == SEARCH_ORDER
+    assert order(Bound.LAUNCH, "compile", "checkpoint")[-1] == "checkpointing"  # never a speed-up: last, always
+
+
+def _fake_children(monkeypatch, profile_events):
+    """The search's timed children and its profile child faked: a mode's steps take 0.5 s when it compiles, 1 s
+    otherwise; the profile child reports `profile_events`. Returns the profile tasks it was given."""
+    from dlperf.protocol import ProfileTask
+    from dlperf.runner import launch as launcher
+    from dlperf.runner import sweep
+    from dlperf.runner.launch import ChildResult, Launched
+
+    def run_task(task, ctx, poll):
+        center = 0.5 if "compile" in task.cell.mode.split("+") else 1.0
+        return {"status": "ok", "error": None, "samples": steps(center, 1)[0], "duration_s": 1.0,
+                "detail": {"loss_check": {"ok": True, "reason": None}}}  # fmt: skip
+
+    given, real = [], launcher.launch
+
+    def launch(task, python, threads, timeout, **kw):
+        if not isinstance(task, ProfileTask):  # the probe of the machine runs for real
+            return real(task, python, threads, timeout, **kw)
+        given.append(task)
+        return Launched(ChildResult(0, False, 2.0, ""), {0: profile_events}, "")
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    monkeypatch.setattr(launcher, "launch", launch)
+    return given
+
+
+def _search(tmp_path, order):
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=900.0, order=order)
+    search = opt.optimize(opts, str(tmp_path / f"{order}.db"), progress_factory=lambda n: _Quiet(), warn=print)
+    return search, json.loads(opt_cmd.render_json(search))
+
+
+class _Quiet:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc): ...
+
+    def start(self, i, task): ...
+
+    def refresh(self): ...
+
+    def finish(self, i, task, m, figures): ...
+
+
+def test_a_launch_bound_baseline_is_searched_compilation_first_and_reaches_the_best_mode_in_fewer_cells(
+    tmp_path, monkeypatch
+):
+    from dlperf.modes import SEARCH_ORDER
+    from dlperf.protocol import Profiled
+
+    event = Profiled(steps=3, step_s=1.0, categories={"host": 0.5, "matmul": 0.3, "elementwise": 0.2},
+                     ops_per_step=400)  # fmt: skip
+    given = _fake_children(monkeypatch, [event])
+    _, fixed_json = _search(tmp_path, "fixed")
+    assert given == []  # --order fixed: no profile child
+    assert fixed_json["order"] == {"used": "fixed", "groups": list(SEARCH_ORDER), "verdict": None}
+    verdict, verdict_json = _search(tmp_path, "verdict")
+    assert len(given) == 1 and given[0].cell.mode == "fp32"  # the baseline, profiled once
+    assert verdict_json["order"]["used"] == "verdict" and verdict_json["order"]["verdict"]["bound"] == "launch"
+    assert verdict_json["order"]["groups"][0] == "compilation"
+    assert fixed_json["best"]["mode"] == verdict_json["best"]["mode"] == "compile"
+    # fixed: bf16, fp16, foreach, fused, then compile (5th) and compile+checkpoint; by the verdict, compile first
+    assert (fixed_json["cells_to_best"], fixed_json["cells"]) == (5, 6)
+    assert verdict_json["cells_to_best"] == 1 and verdict_json["cells"] == fixed_json["cells"]
+    store = opt.Store.open(tmp_path / "verdict.db", create=False)
+    try:
+        [profile] = store.profiles(verdict.run_id).values()  # stored in the search's run, as run --profile does
+        assert profile.ok and profile.figures.ops_per_step == 400
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("event", ["unsupported", "failed"])
+def test_a_profile_that_cannot_be_taken_falls_back_to_the_fixed_order_and_says_so(tmp_path, monkeypatch, event):
+    from dlperf.modes import SEARCH_ORDER
+    from dlperf.protocol import Error, Unsupported
+
+    child = Unsupported("no profiler here") if event == "unsupported" else Error("RuntimeError: boom")
+    given = _fake_children(monkeypatch, [child])
+    _, out = _search(tmp_path, "verdict")
+    assert len(given) == 1
+    assert out["order"] == {"used": "fixed", "groups": list(SEARCH_ORDER), "verdict": None}
+    assert any(n.startswith(f"order: the fp32 baseline's profile gave no verdict ({event}: ") for n in out["notes"])
+    assert (out["best"]["mode"], out["cells_to_best"]) == ("compile", 5)
+
+
+def test_order_must_be_verdict_or_fixed():
+    from conftest import one_line_error
+
+    one_line_error(dlperf("optimize", "tiny-fcn-r", "--order", "best"), "--order")
+    with pytest.raises(opt.UsageError, match="--order"):
+        opt.optimize(opt.Options("tiny-fcn-r", order="best"), "unused.db")

@@ -12,6 +12,12 @@ Every candidate is a cell of one run, measured through the same plan, launch and
 search and every speed-up is over a baseline measured in the same run. A speed-up counts only when its confidence
 interval (`dlperf.report.speedup`) excludes 1 and the gain is at least MIN_GAIN, and only for a mode whose loss
 check passed: a faster mode that no longer learns is rejected with the reason.
+
+The order of the rounds follows what bounds the step (`--order verdict`, the default): the fp32 baseline is profiled
+once, in an untimed child after its first timed process (stored in the run's profiles table, as `run --profile`
+does), and the groups holding a mode that addresses its verdict's bound go first (`search_order`). The profile's
+time counts in the budget. A profile that could not be taken falls back to SEARCH_ORDER, said in the notes;
+`--order fixed` keeps SEARCH_ORDER without profiling.
 """
 
 from __future__ import annotations
@@ -31,8 +37,10 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
 from dlperf.protocol import Cell, StopRule
+from dlperf.report.profile import Verdict, verdicts
+from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.plan import Task
-from dlperf.runner.sweep import Interrupted, SweepContext, execute
+from dlperf.runner.sweep import Interrupted, SweepContext, execute, profile_cell
 from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, canonical_mode, device_kind
 from dlperf.store import Store, default_db
 from dlperf.store.records import CellRecord
@@ -43,6 +51,16 @@ MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval ex
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
 COMPILE_GUESS_S = 90.0  # budget kept for a compiled candidate's compilation before its cost is known
+ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
+
+
+def search_order(v: Verdict | None) -> tuple[str, ...]:
+    """The groups in the order to search them: those holding a mode that addresses the verdict's bound on the device
+    first, in the order of its modes (launch-bound: compilation; memory-bound: precision, memory format, optimizer
+    implementation), then the rest in SEARCH_ORDER. Checkpointing trades time for memory, never a speed-up: last."""
+    addressing = [ROW[Mode(m)].group for m in (v.modes if v else ())]
+    first = [g for g in dict.fromkeys(addressing) if g in SEARCH_ORDER[:-1]]
+    return (*first, *(g for g in SEARCH_ORDER if g not in first))
 
 
 def with_option(mode: str, option: str) -> str:
@@ -114,6 +132,11 @@ class Search:
     notes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
     exit_code: int = ExitCode.OK
+    order: str = "fixed"  # what ordered the rounds: "verdict", or "fixed" (asked for, or the profile failed)
+    groups: tuple[str, ...] = SEARCH_ORDER  # the rounds, in the order searched
+    verdict: Verdict | None = None  # of the fp32 baseline's profile
+    cells: int = 0  # candidate cells measured (modes other than fp32 whose first process ran)
+    cells_to_best: int = 0  # of those, how many had run when the best mode's first process ran; 0: fp32 is best
 
     def to_json(self) -> dict[str, Any]:
         best = self.best or self.baseline
@@ -128,7 +151,16 @@ class Search:
             "recipe": recipe(best.mode, self.device, self.workload),
             "notes": self.notes,
             "elapsed_s": self.elapsed_s,
+            "order": {"used": self.order, "groups": list(self.groups), "verdict": verdict_json(self.verdict)},
+            "cells": self.cells,
+            "cells_to_best": self.cells_to_best,
         }
+
+
+def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
+    if v is None:
+        return None
+    return {"bound": v.bound.value, "level": v.level, "figure": v.figure, "modes": list(v.modes)}
 
 
 def candidates_of(
@@ -246,6 +278,7 @@ class Options:
     timer: TimerConfig = OPTIMIZE_TIMER
     timeout: float = 900.0
     compile_timeout: float | None = 600.0
+    order: str = "verdict"  # ORDERS
 
 
 class Searcher:
@@ -254,6 +287,7 @@ class Searcher:
         self.notes: list[str] = []
         self.repeat_of: dict[str, int] = {}  # mode -> processes started
         self.dimension_of: dict[str, str | None] = {}  # mode -> the dimension whose round measured it
+        self.order, self.groups, self.verdict = "fixed", SEARCH_ORDER, None
 
     def run(self) -> Search:
         start = time.monotonic()
@@ -267,6 +301,7 @@ class Searcher:
             timeout=self.opts.timeout,
             compile_timeout=self.opts.compile_timeout,
             timer=self.opts.timer,
+            trace_dir=f"{self.db}.traces",  # the baseline's profile trace, beside the database as for run --profile
         )
         plan = api.make_plan(spec)
         for warning in plan.warnings:
@@ -291,8 +326,10 @@ class Searcher:
         exit_code = ExitCode.OK
         try:
             self._round([BASELINE], dimension=None)
+            if self.opts.order == "verdict":
+                self._order_by_verdict(start)
             best = BASELINE
-            for group in SEARCH_ORDER:
+            for group in self.groups:
                 best = self._dimension(group, best, start)
             self.store.set_run_status(self.run_id, "complete")
         except Interrupted:
@@ -301,6 +338,36 @@ class Searcher:
         result = self._result()
         result.elapsed_s, result.exit_code = time.monotonic() - start, exit_code
         return result
+
+    def _order_by_verdict(self, start: float) -> None:
+        """Profile the fp32 baseline once and order the rounds by its verdict; SEARCH_ORDER, said why, when the
+        profile cannot be taken or the budget left does not cover it."""
+        fixed = f"searched in the fixed order ({', '.join(SEARCH_ORDER)})"
+        base = next(c for c in self.store.cells(self.run_id) if c.mode == BASELINE)
+        needed, left = self._per_process(), self.opts.budget_s - (time.monotonic() - start)
+        if not base.ok or needed > left:
+            why = f"it did not measure ({base.status.value})" if not base.ok else "the budget left does not cover it"
+            self.notes.append(f"order: the fp32 baseline was not profiled: {why}; {fixed}")
+            return
+        self._profile_baseline()
+        profile = self.store.profiles(self.run_id).get(base.key)
+        self.verdict = verdicts(self.store, self.fingerprint, [base]).get(base.key)
+        if self.verdict is None:
+            why = f"{profile.status.value}: {profile.error}" if profile and not profile.ok else "no verdict"
+            self.notes.append(f"order: the fp32 baseline's profile gave no verdict ({why}); {fixed}")
+            return
+        self.order, self.groups = "verdict", search_order(self.verdict)
+        v = self.verdict
+        self.notes.append(f"order: fp32 is {v.label}: {v.figure}; searched {', '.join(self.groups)}")
+
+    def _profile_baseline(self) -> None:
+        """The baseline's untimed profiled process (`runner/profile.py`), stored as its profile in this run."""
+        try:
+            with sigterm_as_interrupt():
+                profile_cell(self.ctx, self.base_cell, lambda: None)
+        except KeyboardInterrupt:
+            self.store.set_run_status(self.run_id, "interrupted")
+            raise Interrupted from None
 
     def _dimension(self, group: str, best: str, start: float) -> str:
         """One round: the best mode so far with each option of `group` (the modes table's searched components).
@@ -350,13 +417,17 @@ class Searcher:
 
     def _estimate(self, modes: list[str]) -> float:
         """Seconds to measure `modes`, from this run's own process durations."""
-        durations = [d for ds in self.store.durations([self.run_id]).values() for d in ds]
-        per_process = statistics.median(durations) if durations else 60.0
+        per_process = self._per_process()
         total = per_process  # the baseline's extra process
         for mode in modes:
             compiled = Mode.COMPILE.value in mode.split("+")
             total += self.opts.repeats * (per_process + (COMPILE_GUESS_S if compiled else 0.0))
         return total
+
+    def _per_process(self) -> float:
+        """Seconds one process of this search takes, from its own processes so far."""
+        durations = [d for ds in self.store.durations([self.run_id]).values() for d in ds]
+        return statistics.median(durations) if durations else 60.0
 
     def _round(self, modes: list[str], dimension: str | None, bar: str | None = None) -> None:
         """Measure `modes`; the loss check runs only for those faster than the `bar` mode's median (a slower mode is
@@ -439,9 +510,12 @@ class Searcher:
                 f"no mode was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager and still trained: "
                 "keep fp32 eager"
             )
+        measured = {c.mode for c in cells if c.status != Status.PENDING}
+        tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran
         return Search(
             self.opts.workload, self.base_cell.device, self.base_cell.threads, self.run_id, base, ranked(cands), best,
-            self.notes,
+            self.notes, order=self.order, groups=self.groups, verdict=self.verdict, cells=len(tried),
+            cells_to_best=tried.index(best.mode) + 1 if best else 0,
         )  # fmt: skip
 
     def _peaks(self) -> dict[str, float]:
@@ -456,6 +530,8 @@ def optimize(opts: Options, db: str | None = None, *, progress_factory=None, war
         raise UsageError("--budget must be positive")
     if opts.repeats < 1:
         raise UsageError("--repeats must be at least 1")
+    if opts.order not in ORDERS:
+        raise UsageError(f"--order must be {' or '.join(ORDERS)}, not {opts.order!r}")
 
     def default_progress(total: int):
         from dlperf.progress import Progress

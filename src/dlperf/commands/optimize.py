@@ -37,6 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=600.0,
         help="seconds a compiled mode may compile (default: 600)",
     )
+    p.add_argument(
+        "--order",
+        choices=("verdict", "fixed"),
+        default="verdict",
+        help="verdict: profile fp32 once and search first the dimensions that address what bounds its step; "
+        "fixed: precision, memory format, optimizer implementation, compilation, checkpointing (default: verdict)",
+    )
     t = OPTIMIZE_TIMER
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
     add_format(p, "text", "json")
@@ -57,6 +64,7 @@ def run(args) -> int:
         timer=timer(args),
         timeout=args.timeout,
         compile_timeout=args.compile_timeout,
+        order=args.order,
     )
     search = optimize.optimize(opts, db_path(args))
     if args.format == "json":
@@ -110,6 +118,12 @@ def _speed_text(c) -> str:
     return f"{c.speedup:.2f}x{interval}"
 
 
+def _cells_text(search) -> str:
+    if not search.cells_to_best:
+        return f"{search.cells} candidate cells measured"
+    return f"the best mode was measured after {search.cells_to_best} of {search.cells} candidate cells"
+
+
 # Peak memory kinds, marked in the table and explained under it: they are different quantities.
 MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "xla_buffers": "(xla)", "process_rss": "(rss)"}
 MEMORY_LEGEND = (
@@ -129,6 +143,8 @@ def print_text(search) -> None:
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
+    console.print(f"Searched ({search.order} order): {', '.join(search.groups)}; {_cells_text(search)}",
+                  highlight=False, markup=False)  # fmt: skip
     if search.best is None:
         console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
         return
