@@ -324,6 +324,10 @@ class _Quiet:
 
     def finish(self, i, task, m, figures): ...
 
+    def profiling(self, i, cell): ...
+
+    def profiled(self, i, cell, row, *, own_item=False): ...
+
 
 def test_a_launch_bound_baseline_is_searched_compilation_first_and_reaches_the_best_mode_in_fewer_cells(
     tmp_path, monkeypatch

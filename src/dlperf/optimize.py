@@ -363,8 +363,8 @@ class Searcher:
     def _profile_baseline(self) -> None:
         """The baseline's untimed profiled process (`runner/profile.py`), stored as its profile in this run."""
         try:
-            with sigterm_as_interrupt():
-                profile_cell(self.ctx, self.base_cell, lambda: None)
+            with sigterm_as_interrupt(), self.progress_factory(1) as progress:
+                profile_cell(self.ctx, self.base_cell, progress, 0, own_item=True)
         except KeyboardInterrupt:
             self.store.set_run_status(self.run_id, "interrupted")
             raise Interrupted from None
