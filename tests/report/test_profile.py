@@ -3,7 +3,7 @@
 import pytest
 
 from dlperf.protocol import Profiled
-from dlperf.report.profile import HIGHLY, MODERATELY, verdict
+from dlperf.report.profile import HIGHLY, MODERATELY, achieved, achieved_text, verdict
 from dlperf.vocab import Bound
 
 
@@ -116,3 +116,20 @@ def test_a_launch_verdict_cites_the_dispatch_floor_when_a_cost_was_measured():
                         "dispatch floor 410 ms (41% of the step): 4100 ops x 100 us")  # fmt: skip
     assert verdict(profile).figure == "host/dispatch 62% of the step, 4100 ops per step"
     assert "floor" not in verdict(step(ops_per_step=10, matmul=0.95, host=0.05), launch_cost_s=1e-4).figure
+
+
+def test_each_category_is_placed_on_the_roofline_of_the_measured_peaks_in_the_timed_step():
+    """matmul: 2e9 FLOPs in 0.01 s of the timed step = 200 GFLOP/s, half of a 400 GFLOP/s peak; element-wise:
+    2e8 bytes in 0.01 s = 20 GB/s, a quarter of 80 GB/s. The profiled step is 1.5x the timed one: its extra 0.015 s
+    is host time, so the operators' seconds, and their rates, are as profiled."""
+    profile = Profiled(steps=1, step_s=0.045, categories={"matmul": 0.01, "elementwise": 0.01, "host": 0.025},
+                       flops={"matmul": 2e9}, bytes={"matmul": 4e8, "elementwise": 2e8})  # fmt: skip
+    rows = {a.category: a for a in achieved(profile, 1.5, {"fp32": 4e11}, 8e10)}
+    assert rows["matmul"].flops_per_s == pytest.approx(2e11) and rows["matmul"].of_peak == pytest.approx(0.5)
+    assert rows["matmul"].intensity == pytest.approx(5.0)  # 2e9 FLOPs over 4e8 bytes
+    assert rows["elementwise"].flops_per_s is None and rows["elementwise"].of_bandwidth == pytest.approx(0.25)
+    text = achieved_text(list(rows.values()))
+    assert "matmul 200 GFLOP/s (50% of the fp32 peak), 40 GB/s (50% of the bandwidth), 5 FLOP/byte" in text
+    assert "elementwise 20 GB/s (25% of the bandwidth)" in text
+    assert achieved(profile, 1.5, {"bf16": 4e11}, None, "bf16")[0].of_peak == pytest.approx(0.5)
+    assert achieved_text(achieved(Profiled(steps=1, step_s=0.01, categories={"host": 0.01}))) is None

@@ -45,10 +45,10 @@ def run(args) -> int:
 
 def print_profiles(db: str, run_id: int) -> None:
     """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
-    profiler's overhead and the trace."""
+    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace."""
     from dlperf.report.format import terminal
     from dlperf.report.profile import describe
-    from dlperf.report.utilization import dispatch_lookup, peak_lookup
+    from dlperf.report.utilization import bandwidth_lookup, dispatch_lookup, peak_lookup
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
@@ -59,7 +59,8 @@ def print_profiles(db: str, run_id: int) -> None:
         for cell in store.cells(run.id):
             peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
             cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks, cost)
+            bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
+            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth)
     finally:
         store.close()
     for line in lines:

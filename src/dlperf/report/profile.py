@@ -287,11 +287,65 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Achieved:
+    """One category's place on the roofline: its FLOPs and bytes over its seconds of the timed step, and those rates
+    as shares of the measured peaks (None where a figure is missing)."""
+
+    category: str
+    flops_per_s: float | None
+    bytes_per_s: float | None
+    of_peak: float | None  # FLOP/s over the matmul peak of the mode's dtype
+    of_bandwidth: float | None  # bytes/s over the memory bandwidth
+
+    @property
+    def intensity(self) -> float | None:
+        """FLOPs per byte: below the machine's ridge (peak / bandwidth) the category cannot be bound by arithmetic."""
+        return self.flops_per_s / self.bytes_per_s if self.flops_per_s and self.bytes_per_s else None
+
+
+def achieved(profile: Profiled, overhead: float | None = None, peaks: Mapping[str, float] | None = None,
+             bandwidth: float | None = None, mode: str = "fp32") -> list[Achieved]:  # fmt: skip
+    """Per category with a FLOP or byte count, its achieved rates in the timed step (`timed_categories`) against
+    `dlperf peak`'s figures: the roofline position the profile gives. Largest FLOP/s first."""
+    seconds = timed_categories(profile, overhead)[0]
+    peak = (peaks or {}).get(_dtype(mode))
+    found = []
+    for category in {**(profile.flops or {}), **(profile.bytes or {})}:
+        s = seconds.get(category)
+        if not s:
+            continue
+        flops, nbytes = (profile.flops or {}).get(category), (profile.bytes or {}).get(category)
+        rate, moved = flops / s if flops else None, nbytes / s if nbytes else None
+        found.append(Achieved(
+            category, rate, moved, rate / peak if rate and peak else None,
+            moved / bandwidth if moved and bandwidth else None,
+        ))  # fmt: skip
+    return sorted(found, key=lambda a: -(a.flops_per_s or 0.0))
+
+
+def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
+    """One line for `dlperf profile`: each category's FLOP/s and bytes/s, with their shares of the peaks."""
+    parts = []
+    for a in rows:
+        bits = []
+        if a.flops_per_s:
+            of = f" ({100 * a.of_peak:.0f}% of the {_dtype(mode)} peak)" if a.of_peak is not None else ""
+            bits.append(f"{a.flops_per_s / 1e9:.3g} GFLOP/s{of}")
+        if a.bytes_per_s:
+            of = f" ({100 * a.of_bandwidth:.0f}% of the bandwidth)" if a.of_bandwidth is not None else ""
+            bits.append(f"{a.bytes_per_s / 1e9:.3g} GB/s{of}")
+        if a.intensity is not None:
+            bits.append(f"{a.intensity:.3g} FLOP/byte")
+        parts.append(f"{a.category} {', '.join(bits)}")
+    return "achieved: " + "; ".join(parts) if parts else None
+
+
 def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
-             launch_cost_s: float | None = None) -> list[str]:  # fmt: skip
-    """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, the
-    dispatch floor (with `dlperf peak`'s dispatch cost for the cell's machine), the profiler's overhead and the
-    trace."""
+             launch_cost_s: float | None = None, bandwidth: float | None = None) -> list[str]:  # fmt: skip
+    """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, each
+    category's achieved FLOP/s and bytes/s against the measured peaks and bandwidth, the dispatch floor (with
+    `dlperf peak`'s dispatch cost for the cell's machine), the profiler's overhead and the trace."""
     timed = f"{1000 * cell.median_s:.3g} ms per step" if cell.median_s else cell.status.value
     lines = [f"{cell.cell.label}: {timed}"]
     if profile is None:
@@ -307,6 +361,8 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
         lines.append(f"  verdict: {v.label}: {v.figure}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
         lines.append(f"  try: {'; '.join(tries) if tries else 'no mode addresses it on this device'}")
+    if line := achieved_text(achieved(figures, profile.overhead, peaks, bandwidth, cell.mode), cell.mode):
+        lines.append(f"  {line}")
     if floor := floor_text(figures, launch_cost_s, profile.overhead):
         lines.append(f"  {floor}")
     if profile.overhead is not None:

@@ -82,7 +82,17 @@ def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> d
 def dispatch_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> float | None:
     """Seconds to dispatch one tiny operator (`dlperf peak`'s dispatch figure), the latest for this machine, device
     and (on the CPU) thread count, or None."""
-    rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind="dispatch", measured=True)
+    return _latest(store, fingerprint, device, threads, "dispatch")
+
+
+def bandwidth_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> float | None:
+    """Bytes/s of memory bandwidth (`dlperf peak`'s STREAM triad), the latest for this machine, device and (on the
+    CPU) thread count, or None."""
+    return _latest(store, fingerprint, device, threads, "bandwidth")
+
+
+def _latest(store: Store, fingerprint: dict, device: str, threads: int, kind: str) -> float | None:
+    rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind=kind, measured=True)
     found = (r.value for r in rows if same_machine(r.fingerprint, fingerprint, r.framework, r.framework_version))
     return next(found, None)
 
