@@ -76,6 +76,13 @@ def test_a_reduced_precision_is_advised_only_where_the_measured_peak_is_faster()
     assert verdict(profile, {"fp32": 1e11, "bf16": 4e11}).modes == ("bf16",)
 
 
+def test_a_mode_the_cell_runs_already_is_not_advised():
+    memory = step(matmul=0.1, elementwise=0.9)
+    assert verdict(memory, mode="fp32").modes == ("bf16", "channels_last", "fused")
+    assert verdict(memory, mode="bf16+fused").modes == ("channels_last",)
+    assert verdict(step(matmul=0.9, elementwise=0.1), mode="bf16").modes == ()
+
+
 def test_a_profile_without_time_has_no_verdict():
     assert verdict(Profiled(steps=0, step_s=0.0, categories={})) is None
 

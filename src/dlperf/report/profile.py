@@ -174,12 +174,12 @@ def verdict(
     if chosen is None and device_level != HIGHLY and flagged:
         chosen = flagged[0]
     if chosen is None:
-        return _verdict(device_bound, device_level, device_figure, device, peaks)
+        return _verdict(device_bound, device_level, device_figure, device, peaks, mode)
     bound, s, lvl, what = chosen
     figure = _figure(what, s, bound, profile)
     if bound is Bound.LAUNCH and (floor := floor_text(profile, launch_cost_s, overhead)):
         figure += f"; {floor}"
-    return _verdict(bound, lvl, figure, device, peaks)
+    return _verdict(bound, lvl, figure, device, peaks, mode)
 
 
 def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, overhead: float | None
@@ -219,11 +219,13 @@ def _figure(what: str, share: float, bound: Bound, profile: Profiled) -> str:
     return figure
 
 
-def _verdict(bound: Bound, lvl: str, figure: str, device: str, peaks: Mapping[str, float] | None) -> Verdict:
-    """The modes that address `bound` and run on `device`; for a compute-bound step a reduced precision only where
-    the measured peaks (when there are some) show it faster than fp32: elsewhere it has no fast path."""
+def _verdict(bound: Bound, lvl: str, figure: str, device: str, peaks: Mapping[str, float] | None, mode: str = "fp32"
+             ) -> Verdict:  # fmt: skip
+    """The modes that address `bound`, run on `device` and are not in the cell's `mode` already; for a
+    compute-bound step a reduced precision only where the measured peaks (when there are some) show it faster than
+    fp32: elsewhere it has no fast path."""
     kind = DeviceKind(device.split(":")[0])
-    runs_here = {row.mode for row in ROWS if kind in row.devices}
+    runs_here = {row.mode for row in ROWS if kind in row.devices} - set(mode_components(mode))
     slow = {Mode(d) for d in ("bf16", "fp16") if peaks and peaks.get("fp32") and peaks.get(d, 0) <= peaks["fp32"]}
     modes = tuple(m.value for m in REMEDIES[bound] if m in runs_here and not (bound is Bound.COMPUTE and m in slow))
     return Verdict(bound, lvl, figure, modes, ADVICE.get(bound, ""))

@@ -25,7 +25,7 @@ def profiled(train, steps=2, warmup=1, trace=None, cap=CAP) -> dict:
     return profiler.profile(train, steps, trace, cap)
 
 
-def constructed(forward, inputs, params) -> tb.TorchStep:
+def constructed(forward, inputs, params, momentum=0.0) -> tb.TorchStep:
     """A TorchStep of `forward` over `inputs`, training `params` by SGD, the loss the output's sum."""
 
     class Model(torch.nn.Module):
@@ -37,7 +37,7 @@ def constructed(forward, inputs, params) -> tb.TorchStep:
             return forward(self, x)
 
     model = Model()
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6, momentum=momentum)
     return tb.TorchStep(model, (inputs, None), lambda out, _: out.sum(), optimizer, None, torch.device("cpu"))
 
 
@@ -229,3 +229,13 @@ def test_fp16_gradient_unscaling_is_the_optimizers_and_its_labels_come_off():
     unscale = [e for e in events if "non_finite_check_and_unscale" in e.name]
     assert unscale and {profiler.category_of(e, profiler.phases(events)) for e in unscale} == {Category.OPTIMIZER}
     assert not {"unscale_", "update"} & set(vars(train.scaler))
+
+
+def test_the_optimizers_bytes_are_its_own_as_its_time_is():
+    """SGD with momentum over a 1024x1024 weight streams it, its gradient and its momentum buffer: those bytes are the
+    optimizer's, not element-wise work's, or element-wise bytes/s would divide the update's bytes by other seconds."""
+    linear = torch.nn.Linear(1024, 1024)
+    result = profiled(constructed(lambda m, x: linear(x), torch.randn(8, 1024), list(linear.parameters()), 0.9))
+    weight = 1024 * 1024 * 4
+    assert result["bytes"]["optimizer"] >= 3 * weight, result["bytes"]
+    assert result["bytes"].get("elementwise", 0) < weight, result["bytes"]  # the forward's few element-wise bytes

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 from torch.profiler import ProfilerActivity, record_function
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
@@ -177,10 +178,30 @@ _MISSING = object()
 
 def _under(label: str, fn):
     def call(*args, **kwargs):
-        with record_function(label):
-            return fn(*args, **kwargs)
+        _phase.append(label)
+        try:
+            with record_function(label):
+                return fn(*args, **kwargs)
+        finally:
+            _phase.pop()
 
     return call
+
+
+# The label the step is under, for the byte counter: a dispatch mode does not see record_function's labels.
+_phase: list[str] = []
+
+
+@contextlib.contextmanager
+def _optimizer_phase() -> Iterator[None]:
+    """The optimizer's step under OPTIMIZER in `_phase`, by the global step hooks, while the context lasts."""
+    pre = register_optimizer_step_pre_hook(lambda *_: _phase.append(OPTIMIZER))
+    post = register_optimizer_step_post_hook(lambda *_: _phase.pop())
+    try:
+        yield
+    finally:
+        pre.remove()
+        post.remove()
 
 
 def _module_hooks(train, notes: list[str]) -> list:
@@ -416,9 +437,10 @@ def counted_step(train, notes: list[str]) -> dict[str, Any]:
     """FLOPs and bytes by category over one untimed step. The FLOPs come from the step's own counter
     (`count_flops`, PyTorch's formulas, so they add up to the cell's FLOP count) seen through FlopCounterMode, which
     keeps them per operator; bytes are each operator's input and output tensors, for the kinds that stream memory
-    (element-wise, normalization, pooling, copies): a floor, as caches are ignored."""
+    (element-wise, normalization, pooling, copies): a floor, as caches are ignored. The bytes of the loss's forward
+    and of the optimizer's step are theirs, as their time is: a rate is bytes over the seconds of the same work."""
     try:
-        with FlopCounterMode(display=False) as flop_counter, ByteCounter() as byte_counter:
+        with FlopCounterMode(display=False) as flop_counter, ByteCounter() as byte_counter, _optimizer_phase():
             train.count_flops()
     except Exception as exc:  # an analysis, never a failure of the profile
         notes.append(f"no FLOPs or bytes: counting them failed ({type(exc).__name__}: {exc})".splitlines()[0])
@@ -426,11 +448,12 @@ def counted_step(train, notes: list[str]) -> dict[str, Any]:
     flops: dict[str, float] = defaultdict(float)
     for op, count in flop_counter.get_flop_counts().get("Global", {}).items():
         flops[classify(str(op).replace(".", "::", 1)).value] += count
-    notes.append("bytes: the loss's and the optimizer's operators count under their kind of operator")
+    notes.append("bytes: the loss's backward operators count under their kind of operator")
     return {"flops": dict(flops), "bytes": dict(byte_counter.bytes)}
 
 
 BYTE_KINDS = {Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY}
+PHASES = {LOSS: Category.LOSS, OPTIMIZER: Category.OPTIMIZER}
 
 
 class ByteCounter(TorchDispatchMode):
@@ -444,6 +467,7 @@ class ByteCounter(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         category = classify(func._overloadpacket._qualified_op_name)
         if category in BYTE_KINDS:
+            category = PHASES.get(_phase[-1], category) if _phase else category
             leaves = tree_leaves([args, kwargs or {}, out])
             tensors = {id(t.untyped_storage()): t for t in leaves if isinstance(t, torch.Tensor)}
             self.bytes[category.value] += sum(t.numel() * t.element_size() for t in tensors.values())
