@@ -3,6 +3,7 @@
 Where the time goes in the seven workloads of Shi et al. (2016), at fp32 and at the best mode `dlperf optimize` found
 for each on a 2-core CPU (BENCHMARKS.md, "The fastest training mode per workload"), each as a user would run it:
 
+    python -m dlperf peak --threads T --db DB        (unless --no-peak: the roofline's and the floor's peaks)
     python -m dlperf profile W --threads T --modes fp32,BEST --db DB --trace-dir DIR
 
 and a markdown table of what the store then holds: per cell the timed median, the profiled step over it (the
@@ -82,9 +83,16 @@ def main() -> int:
     p.add_argument("--db", default="profile_suite.db")
     p.add_argument("--trace-dir", default="profile_suite.traces")
     p.add_argument("--workloads", default=",".join(WORKLOADS))
+    p.add_argument("--no-peak", action="store_true", help="do not run `dlperf peak` first")
     args = p.parse_args()
     if os.path.exists(args.db):
         raise SystemExit(f"{args.db} exists: name a new --db, so the table holds this run's cells only")
+    if not args.no_peak:
+        peak = [sys.executable, "-m", "dlperf", "peak", "--threads", str(args.threads), "--db", args.db]
+        done = subprocess.run(peak, text=True, capture_output=True)
+        print(done.stdout, end="", file=sys.stderr)
+        if done.returncode:
+            raise SystemExit(f"{' '.join(peak)} exited {done.returncode}: {done.stderr.strip()}")
     took = {w: profile(w, args) for w in args.workloads.split(",")}
     print("| workload | mode | timed (ms) | profiled/timed | largest shares of the timed step | verdict | try |")
     print("|---|---|---|---|---|---|---|")
