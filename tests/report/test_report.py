@@ -175,6 +175,16 @@ def test_plot_each_kind(tmp_path, report_db, kind):
     assert out.read_bytes().startswith(b"\x89PNG")
 
 
+def test_plot_profile_draws_a_bar_per_profiled_cell_and_says_when_none_was(tmp_path, report_db):
+    svg = tmp_path / "profile.svg"
+    done = dlperf("plot", "profile", "-o", str(svg), db=report_db)
+    assert done.returncode == 2 and "no cell was profiled" in done.stderr and not svg.exists()
+    profiled_db(tmp_path, report_db)
+    assert dlperf("plot", "profile", "-o", str(svg), db=report_db).returncode == 0
+    drawn = svg.read_text()
+    assert "Where the time goes" in drawn and "fcn-r cpu:2 bf16 (0.200 s)" in drawn and "launch-bound" in drawn
+
+
 def test_plot_bad_input(tmp_path, report_db):
     assert dlperf("plot", "scaling", "-o", str(tmp_path / "x.jpg"), db=report_db).returncode == 2
     done = dlperf("plot", "scaling", "--workloads", "nope", "-o", str(tmp_path / "x.svg"), db=report_db)

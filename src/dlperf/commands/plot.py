@@ -18,6 +18,7 @@ KINDS = {
     "gpu": ("gpu-speedup", "no GPU was measured"),
     "utilization": ("utilization", "no utilization: measure the peaks with dlperf peak first"),
     "paper": ("paper", "no fp32 cell of the paper's networks at the paper's batch"),
+    "profile": ("profile", "no cell was profiled: dlperf profile, or dlperf run --profile"),
 }
 
 
@@ -38,7 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from dlperf.report import charts, figures, load, paper
+    from dlperf.report import charts, figures, load, paper, profile
 
     out = writable(args.output)
     if out.suffix.lstrip(".").lower() not in figures.FORMATS:
@@ -47,7 +48,8 @@ def run(args) -> int:
     cells = only(data.cells, args.workloads)
     prefix, why_none = KINDS[args.kind]
     rows = paper.compare(cells)[0]
-    drawn = [*charts.all_charts(cells), *([paper.chart(rows)] if rows else [])]
+    breakdown = profile.breakdown(cells, data.profiles, data.verdicts)
+    drawn = [*charts.all_charts(cells), *([paper.chart(rows)] if rows else []), *([breakdown] if breakdown else [])]
     chosen = [c for c in drawn if c.id.startswith(prefix)]
     if not chosen:
         raise UsageError(f"plot {args.kind}: nothing to draw in run {run_ids(data)}: {why_none}")
