@@ -139,4 +139,5 @@ def test_each_category_is_placed_on_the_roofline_of_the_measured_peaks_in_the_ti
     assert "matmul 200 GFLOP/s (50% of the fp32 peak), 40 GB/s (50% of the bandwidth), 5 FLOP/byte" in text
     assert "elementwise 20 GB/s (25% of the bandwidth)" in text
     assert achieved(profile, 1.5, {"bf16": 4e11}, None, "bf16")[0].of_peak == pytest.approx(0.5)
+    assert "elementwise 20 GB/s (200% of the bandwidth: from caches)" in achieved_text(achieved(profile, 1.5, {}, 1e10))
     assert achieved_text(achieved(Profiled(steps=1, step_s=0.01, categories={"host": 0.01}))) is None

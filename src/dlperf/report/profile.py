@@ -335,7 +335,8 @@ def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
             of = f" ({100 * a.of_peak:.0f}% of the {_dtype(mode)} peak)" if a.of_peak is not None else ""
             bits.append(f"{a.flops_per_s / 1e9:.3g} GFLOP/s{of}")
         if a.bytes_per_s:
-            of = f" ({100 * a.of_bandwidth:.0f}% of the bandwidth)" if a.of_bandwidth is not None else ""
+            cached = ": from caches" if a.of_bandwidth and a.of_bandwidth > 1 else ""  # STREAM's arrays fit in none
+            of = f" ({100 * a.of_bandwidth:.0f}% of the bandwidth{cached})" if a.of_bandwidth is not None else ""
             bits.append(f"{a.bytes_per_s / 1e9:.3g} GB/s{of}")
         if a.intensity is not None:
             bits.append(f"{a.intensity:.3g} FLOP/byte")

@@ -448,6 +448,10 @@ def counted_step(train, notes: list[str]) -> dict[str, Any]:
     flops: dict[str, float] = defaultdict(float)
     for op, count in flop_counter.get_flop_counts().get("Global", {}).items():
         flops[classify(str(op).replace(".", "::", 1)).value] += count
+    if train.compiles:  # the bytes are the eager step's; the compiled step ran that work fused, under `other`
+        notes.append("bytes: not given under a compiling mode (the compiled graph fuses the element-wise work the "
+                     "eager step's bytes are of; its time is under other)")  # fmt: skip
+        return {"flops": dict(flops), "bytes": {}}
     notes.append("bytes: the loss's backward operators count under their kind of operator")
     return {"flops": dict(flops), "bytes": dict(byte_counter.bytes)}
 
