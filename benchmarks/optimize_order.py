@@ -33,7 +33,8 @@ def dlperf(*args: str, timeout: float) -> subprocess.CompletedProcess:
 def search(workload: str, order: str, args) -> dict:
     db = os.path.join(args.dir, f"{order}.db")
     start = time.monotonic()
-    done = dlperf("optimize", workload, "--threads", str(args.threads), "--budget", str(args.budget), "--order", order,
+    done = dlperf("optimize", workload, "--threads", str(args.threads), "--budget", str(args.budget),
+                  "--repeats", str(args.repeats), "--order", order,
                   "--format", "json", "--db", db, timeout=args.budget * 60 * 3 + 600)  # fmt: skip
     wall = time.monotonic() - start
     if done.returncode != 0:
@@ -56,6 +57,7 @@ def main() -> int:
     p.add_argument("workloads", nargs="+")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--budget", type=float, default=5.0, help="minutes per search")
+    p.add_argument("--repeats", type=int, default=2, help="processes per candidate (optimize's --repeats)")
     p.add_argument("--dir", default="optimize_order", help="where the stores and the JSON results go")
     args = p.parse_args()
     os.makedirs(args.dir, exist_ok=True)

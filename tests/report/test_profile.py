@@ -125,6 +125,19 @@ def test_a_launch_verdict_cites_the_dispatch_floor_when_a_cost_was_measured():
     assert "floor" not in verdict(step(ops_per_step=10, matmul=0.95, host=0.05), launch_cost_s=1e-4).figure
 
 
+def test_on_a_cpu_a_dispatch_floor_above_the_host_share_makes_a_step_of_tiny_operators_launch_bound():
+    """benchmarks/workloads/many_small_ops.py: 542 operators on 16x32 tensors, each one's dispatch inside its self
+    time, so the shares say element-wise 83%; 542 x 2.66 us is 40% of its 3.6 ms step."""
+    profile = Profiled(steps=3, step_s=0.0036, categories={"elementwise": 0.003, "matmul": 0.0004, "host": 0.0002},
+                       ops_per_step=2023, leaf_ops_per_step=542)  # fmt: skip
+    assert verdict(profile).bound is Bound.MEMORY  # without a measured dispatch cost: the shares alone
+    v = verdict(profile, launch_cost_s=2.66e-6)
+    assert (v.bound, v.level) == (Bound.LAUNCH, HIGHLY) and v.modes == ("compile",)
+    assert v.figure.startswith("dispatching operators (the dispatch floor) 40% of the step, 2023 ops per step")
+    # on a GPU launches overlap the device's work: its own timeline (host, idle) decides, not the floor
+    assert verdict(profile, device="cuda", launch_cost_s=2.66e-6).bound is Bound.MEMORY
+
+
 def test_each_category_is_placed_on_the_roofline_of_the_measured_peaks_in_the_timed_step():
     """matmul: 2e9 FLOPs in 0.01 s of the timed step = 200 GFLOP/s, half of a 400 GFLOP/s peak; element-wise:
     2e8 bytes in 0.01 s = 20 GB/s, a quarter of 80 GB/s. The profiled step is 1.5x the timed one: its extra 0.015 s

@@ -11,7 +11,12 @@ A profile (`protocol.Profiled`, stored as `store.records.ProfileRecord`) says wh
 - launch-bound: host time not hidden behind device work (`host`, plus `idle`: a device with nothing to run waits
   for the host). Moderately from 3%, highly from 15% (kModerately/kHighlyKernelLaunchBoundThresholdInPercent). On a
   CPU no kernel is launched: `host` is the framework's dispatch and Python overhead between operators, the same
-  bound under its CPU name.
+  bound under its CPU name. But on a CPU each operator's own dispatch is inside its self time, and the profiler's
+  cost per operator is of the same size, so `host` alone misreads a step of many tiny operators (one of 542
+  operators on 16x32 tensors read memory-bound in one profile and launch-bound in another). Where `dlperf peak`
+  measured the cost of dispatching one operator here, the dispatch floor (the operators that do work x that cost,
+  `dispatch_floor`) counts as well: the larger of the two shares decides. On a GPU launches overlap the device's
+  work, and `host` and `idle`, measured on the device's own timeline, are what tell.
 - otherwise the device's own work decides between compute and memory: the matrix products and convolutions
   (`matmul`) against the work that moves more bytes than it computes (`elementwise`, `normalization`, `pooling`,
   `copy`, `optimizer`: the update is element-wise over every parameter). The larger side wins. When `dlperf peak`
@@ -102,6 +107,14 @@ def floor_count(profile: Profiled) -> tuple[int | None, str]:
     return (leaf, "ops") if leaf is not None else (profile.ops_per_step, "ops")
 
 
+def _floor_share(profile: Profiled, cost_s: float | None, overhead: float | None) -> float | None:
+    """The dispatch floor's share of the timed step, or None without a count, a cost or a step time."""
+    count = floor_count(profile)[0]
+    if count is None or not cost_s:
+        return None
+    return dispatch_floor(count, cost_s, timed_categories(profile, overhead)[1])[1]
+
+
 def floor_text(profile: Profiled, cost_s: float | None, overhead: float | None) -> str | None:
     """ "dispatch floor 2.1 ms (35% of the step): 1000 ops x 2.1 us", or None without a count or a cost."""
     count, name = floor_count(profile)
@@ -160,12 +173,16 @@ def verdict(
     if not share:
         return None
     on_cpu = device.split(":")[0] == DeviceKind.CPU
+    launch, launch_what = share.get(Category.HOST, 0.0) + share.get(Category.IDLE, 0.0), "host/dispatch"
+    if not on_cpu:
+        launch_what = "host and device idle"
+    elif (floor := _floor_share(profile, launch_cost_s, overhead)) is not None and floor > launch:
+        launch, launch_what = floor, "dispatching operators (the dispatch floor)"
     found = [
         (Bound.INPUT, share.get(Category.DATA, 0.0), INPUT_THRESHOLDS, "waiting for input"),
         (Bound.TRANSFER, share.get(Category.COPY_H2D, 0.0) + share.get(Category.COPY_D2H, 0.0),
          TRANSFER_THRESHOLDS, "host<->device copies"),
-        (Bound.LAUNCH, share.get(Category.HOST, 0.0) + share.get(Category.IDLE, 0.0), LAUNCH_THRESHOLDS,
-         "host/dispatch" if on_cpu else "host and device idle"),
+        (Bound.LAUNCH, launch, LAUNCH_THRESHOLDS, launch_what),
     ]  # fmt: skip
     flagged = [(bound, s, level(s, t), what) for bound, s, t, what in found if level(s, t)]
     device_bound, device_share, device_figure = _device_side(profile, share, peaks, mode, overhead)
