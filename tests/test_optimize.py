@@ -377,3 +377,12 @@ def test_order_must_be_verdict_or_fixed():
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--order", "best"), "--order")
     with pytest.raises(opt.UsageError, match="--order"):
         opt.optimize(opt.Options("tiny-fcn-r", order="best"), "unused.db")
+
+
+def test_a_compiled_candidates_time_is_what_this_searchs_compiled_processes_took_once_there_are_some():
+    eager = {"fp32": [10.0, 10.0, 10.0]}
+    assert opt.estimate_s(["fused+compile"], eager, 3) == 10.0 + 3 * (10.0 + opt.COMPILE_GUESS_S)
+    measured = {**eager, "compile": [40.0, 30.0, 35.0]}
+    assert opt.estimate_s(["fused+compile", "foreach+compile"], measured, 3) == 10.0 + 2 * 3 * 35.0
+    assert opt.estimate_s(["fused"], measured, 2) == 10.0 + 2 * 10.0  # an eager process: the eager ones' median
+    assert opt.estimate_s(["bf16"], {}, 1) == 120.0  # nothing measured yet: a minute each

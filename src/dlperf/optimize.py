@@ -63,6 +63,22 @@ def search_order(v: Verdict | None) -> tuple[str, ...]:
     return (*first, *(g for g in SEARCH_ORDER if g not in first))
 
 
+def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int) -> float:
+    """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process, from the process
+    durations measured so far (mode -> seconds). A compiled mode's process takes what this search's compiled
+    processes took, once there are some; before, an eager one's plus COMPILE_GUESS_S. (Guessing on after compile was
+    measured kept a search whose first round chose compile from every later round: 9.5 min wanted for two
+    candidates whose processes took 30 s.)"""
+    compiled = [d for m, ds in durations.items() if Mode.COMPILE.value in m.split("+") for d in ds]
+    eager_ones = [d for m, ds in durations.items() if Mode.COMPILE.value not in m.split("+") for d in ds]
+    eager = statistics.median(eager_ones or compiled) if eager_ones or compiled else 60.0
+    per_compiled = statistics.median(compiled) if compiled else eager + COMPILE_GUESS_S
+    total = eager  # the baseline's extra process
+    for mode in modes:
+        total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager)
+    return total
+
+
 def with_option(mode: str, option: str) -> str:
     """`mode` plus `option`, replacing a component of the same exclusive group (bf16 replaces fp32)."""
     added = [Mode(p) for p in option.split("+")]
@@ -416,13 +432,12 @@ class Searcher:
         return self._choose(best, modes, group)
 
     def _estimate(self, modes: list[str]) -> float:
-        """Seconds to measure `modes`, from this run's own process durations."""
-        per_process = self._per_process()
-        total = per_process  # the baseline's extra process
-        for mode in modes:
-            compiled = Mode.COMPILE.value in mode.split("+")
-            total += self.opts.repeats * (per_process + (COMPILE_GUESS_S if compiled else 0.0))
-        return total
+        """Seconds to measure `modes`, from this run's own process durations (`estimate_s`)."""
+        mode_of = {c.key: c.mode for c in self.store.cells(self.run_id)}
+        by_mode: dict[str, list[float]] = {}
+        for key, seconds in self.store.durations([self.run_id]).items():
+            by_mode.setdefault(mode_of.get(key, BASELINE), []).extend(seconds)
+        return estimate_s(modes, by_mode, self.opts.repeats)
 
     def _per_process(self) -> float:
         """Seconds one process of this search takes, from its own processes so far."""
