@@ -1,0 +1,63 @@
+"""The Penn Treebank as language models read it (Mikolov's `simple-examples/data/ptb.train.txt`): one sentence a
+line, words separated by spaces, rare words already `<unk>` and numbers `N`. As the usual recipe does (PyTorch's
+word_language_model), each line's words are followed by `<eos>`."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+from dlperf.workloads.datasets import malformed, missing
+
+TRAIN = "ptb.train.txt"
+EXPECTED = [TRAIN, "ptb.valid.txt", "ptb.test.txt"]
+EOS, UNK = "<eos>", "<unk>"
+PAPER_WORDS, PAPER_VOCAB = 929_589, 10_000  # the training split's size
+
+
+def read_words(directory: Path, name: str = TRAIN) -> list[str]:
+    path = directory / name
+    if not path.is_file():
+        raise missing(directory, name, "the Penn Treebank", EXPECTED)
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise malformed(path, f"cannot be read as UTF-8 text ({e})") from None
+    words = [word for line in lines for word in [*line.split(), EOS]]
+    if len(words) == len(lines):
+        raise malformed(path, "holds no words (expected sentences, one a line, words separated by spaces)")
+    return words
+
+
+def vocabulary(words: list[str], size: int | None = None) -> dict[str, int]:
+    """Word -> id, the most frequent first, ties in order of first appearance. When `size` leaves words out, `<unk>`
+    is in it, since they will be read as `<unk>`."""
+    ranked = [word for word, _ in Counter(words).most_common()]  # most_common keeps first appearance among ties
+    if size is not None and len(ranked) > size:
+        kept = ranked[:size]
+        if UNK not in kept:
+            kept[-1] = UNK
+        ranked = kept
+    return {word: i for i, word in enumerate(ranked)}
+
+
+def encode(words: list[str], vocab: dict[str, int]) -> list[int]:
+    return [vocab[word] if word in vocab else vocab[UNK] for word in words]
+
+
+def write_ptb(directory: Path, words: int = PAPER_WORDS, vocab: int = PAPER_VOCAB, seed: int = 0) -> Path:
+    """A `ptb.train.txt` of about `words` random words (a Zipf-like draw from `vocab` made-up words, `<unk>` and
+    `N` among them) in sentences of 1 to 40 words, each line written as PTB writes it: " word word \\n"."""
+    rng = random.Random(seed)
+    lexicon = [UNK, "N", *(f"w{i}" for i in range(vocab - 2))]
+    weights = [1 / (rank + 1) for rank in range(len(lexicon))]
+    lines, total = [], 0
+    while total < words:
+        length = min(rng.randint(1, 40), words - total)
+        lines.append(" " + " ".join(rng.choices(lexicon, weights, k=length)) + " \n")
+        total += length
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / TRAIN
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
