@@ -103,24 +103,29 @@ def floor_count(profile: Profiled) -> tuple[int | None, str]:
     themselves (`leaf_ops_per_step`), or every operator where a profiler does not tell them apart."""
     if profile.kernels_per_step is not None:
         return profile.kernels_per_step, "kernels"
-    leaf = getattr(profile, "leaf_ops_per_step", None)
-    return (leaf, "ops") if leaf is not None else (profile.ops_per_step, "ops")
+    return (profile.leaf_ops_per_step if profile.leaf_ops_per_step is not None else profile.ops_per_step), "ops"
+
+
+def _floor(profile: Profiled, cost_s: float | None, overhead: float | None
+           ) -> tuple[float, float | None] | None:  # fmt: skip
+    """The dispatch floor of the timed step (seconds, share), or None without a count or a cost."""
+    count = floor_count(profile)[0]
+    if count is None or not cost_s:
+        return None
+    return dispatch_floor(count, cost_s, timed_categories(profile, overhead)[1])
 
 
 def _floor_share(profile: Profiled, cost_s: float | None, overhead: float | None) -> float | None:
     """The dispatch floor's share of the timed step, or None without a count, a cost or a step time."""
-    count = floor_count(profile)[0]
-    if count is None or not cost_s:
-        return None
-    return dispatch_floor(count, cost_s, timed_categories(profile, overhead)[1])[1]
+    floor = _floor(profile, cost_s, overhead)
+    return floor[1] if floor else None
 
 
 def floor_text(profile: Profiled, cost_s: float | None, overhead: float | None) -> str | None:
     """ "dispatch floor 2.1 ms (35% of the step): 1000 ops x 2.1 us", or None without a count or a cost."""
-    count, name = floor_count(profile)
-    if count is None or not cost_s:
+    if (floor := _floor(profile, cost_s, overhead)) is None:
         return None
-    seconds, share = dispatch_floor(count, cost_s, timed_categories(profile, overhead)[1])
+    (seconds, share), (count, name) = floor, floor_count(profile)
     of_step = f" ({100 * share:.0f}% of the step)" if share is not None else ""
     return f"dispatch floor {1000 * seconds:.3g} ms{of_step}: {count} {name} x {1e6 * cost_s:.3g} us"
 
