@@ -201,9 +201,10 @@ def test_an_output_file_is_whole_or_absent(report_db, tmp_path, command):
 
 def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):
     """The parent's files are capped once its worker runs (the worker keeps its own limits): the database cannot
-    take the cell, the small spill line can."""
+    take the cell, the small spill line can. Its samples are capped by time: at --max-time 0.5 an idle machine timed
+    tiny-fcn-r's 0.1 ms steps into 19 KB of samples, over the 16 KB cap, and the line could not be kept either."""
     db = tmp_path / "s.db"
-    cmd = [sys.executable, "-m", "dlperf", "run", *TINY, "--db", str(db)]
+    cmd = [sys.executable, "-m", "dlperf", "run", *TINY, "--max-time", "0.1", "--db", str(db)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
                             preexec_fn=file_limit(resource.RLIM_INFINITY))  # fmt: skip
     try:
