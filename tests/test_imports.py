@@ -34,7 +34,15 @@ WORKERS = (
     "dlperf.runner.probe",
 )
 # modules every process imports, child processes in a framework's own environment included: standard library only
-STDLIB_ONLY = ("dlperf.measure", "dlperf.protocol", "dlperf.modes", "dlperf.vocab", "dlperf.errors", "dlperf.version")
+STDLIB_ONLY = (
+    "dlperf.measure",
+    "dlperf.protocol",
+    "dlperf.modes",
+    "dlperf.vocab",
+    "dlperf.errors",
+    "dlperf.version",
+    "dlperf.loaders",
+)
 VIEWS = "dlperf.report"
 ABOVE_VIEWS = ("dlperf.cli", "dlperf.commands", "dlperf.api", "dlperf.optimize", "dlperf.progress")
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_SYNTHETIC, oversubscribed, parse_loaders, setting
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import mode_components
@@ -33,6 +34,7 @@ from dlperf.spec import (
     UNPROFILABLE,
     RunSpec,
     device_kind,
+    parse_data,
     parse_devices,
     parse_frameworks,
     parse_modes,
@@ -92,6 +94,8 @@ def make_spec(
     profile_steps: int = 5,
     trace_dir: str | None = None,
     nvtx: bool = False,
+    data: str = DATA_SYNTHETIC,
+    loaders: Sequence[str] | str | None = None,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
 
@@ -111,6 +115,13 @@ def make_spec(
     _check_ddp(nprocs, parse_frameworks(joined(frameworks)), nnodes, node_rank, rdzv_endpoint, timeout)
     if profile:
         _check_profile(parse_frameworks(joined(frameworks)), nprocs, profile_steps)
+    data = parse_data(data)
+    loaders = None if loaders is None else parse_loaders(joined(loaders))
+    if data == DATA_SYNTHETIC and loaders is not None:
+        raise UsageError("--loaders: loader settings read real data; name it with --data DIR")
+    if data != DATA_SYNTHETIC and nprocs is not None:
+        raise UsageError("--data: data-parallel cells (--nproc) train on synthetic data; measure the loader on "
+                         "plain cells")  # fmt: skip
     return RunSpec(
         nprocs=nprocs,
         scaling=parse_scaling(scaling),
@@ -132,6 +143,8 @@ def make_spec(
         profile_steps=profile_steps,
         trace_dir=None if trace_dir is None else os.path.abspath(trace_dir),
         nvtx=nvtx,
+        data=data,
+        loaders=loaders,
     )
 
 
@@ -271,8 +284,19 @@ def make_plan(spec: RunSpec) -> Plan:
         )
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
     by_name = {w.name: w.to_json() for w in workloads.values()}
-    warnings += precision_warnings(cells, env)
+    warnings += precision_warnings(cells, env) + loader_warnings(cells, cores)
     return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+
+
+def loader_warnings(cells: list[Cell], cores: int) -> list[str]:
+    """Loader workers and compute threads share the cores: the pairs of a plan that ask for more than there are."""
+    over = sorted({(c.loader, c.threads) for c in cells if c.loader and c.device == "cpu"
+                   and oversubscribed(setting(c.loader).workers, c.threads, cores)})  # fmt: skip
+    if not over:
+        return []
+    pairs = ", ".join(f"{loader} with {threads} threads" for loader, threads in over)
+    return [f"--data: loader workers + compute threads exceed the {cores} cores in {pairs}: they take turns; "
+            "measured anyway"]  # fmt: skip
 
 
 def _ddp_cells(spec: RunSpec, workloads: list[Workload], devices: list[str], cores: int, warnings: list[str]):

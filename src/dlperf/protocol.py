@@ -14,9 +14,9 @@ reads them back as the same types. Five kinds of child, one task type each:
 
 A new kind of child is a worker module and a task type here; the launcher does the rest.
 
-A cell is one measurement: (workload, framework, device, threads, mode), and for a data-parallel cell the number of
-processes and the scaling protocol. Its key is stable across runs, so a sweep can be resumed and two runs compared
-cell by cell.
+A cell is one measurement: (workload, framework, device, threads, mode), for a data-parallel cell the number of
+processes and the scaling protocol, and for a cell that reads real data (`--data DIR`) its loader setting. Its key is
+stable across runs, so a sweep can be resumed and two runs compared cell by cell.
 """
 
 from __future__ import annotations
@@ -44,11 +44,13 @@ class Cell:
     mode: str
     nproc: int = 0  # DDP processes in all (every node's); 0: one plain process, no torch.distributed
     scaling: str = ""  # DDP: "strong" (the total batch fixed and split) or "weak" (each process's batch fixed)
+    loader: str = ""  # "": one synthetic batch on the device (the paper's setting); else a `loaders` setting, `w2+pin`
 
     @property
     def key(self) -> str:
         base = f"{self.workload}|{self.framework}|{self.device}|{self.threads}|{self.mode}"
-        return f"{base}|ddp:{self.nproc}:{self.scaling}" if self.nproc else base
+        base = f"{base}|ddp:{self.nproc}:{self.scaling}" if self.nproc else base
+        return f"{base}|data:{self.loader}" if self.loader else base
 
     @property
     def column(self) -> str:
@@ -57,7 +59,8 @@ class Cell:
 
     @property
     def label(self) -> str:
-        return f"{self.workload} {self.framework} {self.column} {self.mode}"
+        label = f"{self.workload} {self.framework} {self.column} {self.mode}"
+        return f"{label} data:{self.loader}" if self.loader else label
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -138,6 +141,7 @@ class CellTask(_Task):
     check_if_faster_than_s: float | None = None  # ... and only when the median is below this (else: "not checked")
     stop: StopRule | None = None
     nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases (host calls per step; not part of the key)
+    data: str | None = None  # a cell with a loader: the dataset's directory, or "dataset" (a user workload's own)
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CellTask:
@@ -160,6 +164,7 @@ class ProfileTask(_Task):
     trace_dir: str | None = None  # where the gzip Chrome trace goes (None: no trace kept)
     max_trace_bytes: int = 50 * 2**20  # the trace's cap, compressed: beyond it, no trace, with a note saying why
     nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases, as in the cell's timed processes
+    data: str | None = None  # as CellTask.data
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ProfileTask:
@@ -363,6 +368,22 @@ class Profiled(Event):
     leaf_ops_per_step: int | None = None
     trace: str | None = None
     notes: list[str] = field(default_factory=list)
+
+
+@event("loader")
+class Loader(Event):
+    """What a cell with a loader (`Cell.loader`) measured of its input pipeline; a child may report several, each
+    adding figures (the loader alone first, so a child killed later keeps it). Keys, as measured:
+
+    `setting` (the loader's name), `workers`, `threads` (the step's compute threads), `cores` (the process's
+    allowed CPUs), `oversubscribed` (workers + threads > cores); `dataset`, `samples` (in the dataset);
+    `alone_samples_per_s`, `alone_batches`, `alone_s`: the loader iterated alone, no step;
+    `wait_s`: each timed step's wait for its batch (the host blocked on the loader and the copy to the device), in
+    order, one per `Sample`; `wait_share`: their sum over the timed steps' sum;
+    `h2d`: on a GPU, one batch's host->device copy: {"bytes", "pageable_s", "pinned_s", "pinned_async_s"} and each
+    bandwidth in bytes/s."""
+
+    figures: dict[str, Any]
 
 
 @event("checking")

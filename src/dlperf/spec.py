@@ -11,8 +11,10 @@ import math
 import re
 import threading
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework
@@ -58,6 +60,8 @@ class RunSpec:
     profile_steps: int = 5  # profiled steps of that process
     trace_dir: str | None = None  # where its gzip Chrome traces go (None: beside the database, `<db>.traces`)
     nvtx: bool = False  # NVTX ranges around each step's phases, for an Nsight Systems capture (not in the cell key)
+    data: str = DATA_SYNTHETIC  # "synthetic", "dataset" (a user workload's own), or the datasets' directory, absolute
+    loaders: tuple[str, ...] | None = None  # with real data: the loader settings measured; None: `default_loaders`
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -66,7 +70,7 @@ class RunSpec:
     def from_json(cls, d: dict) -> RunSpec:
         d = dict(d)
         d["timer"] = TimerConfig(**d["timer"])
-        for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs"):
+        for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs", "loaders"):
             if d.get(key) is not None:
                 d[key] = tuple(d[key])
         return cls(**d)
@@ -177,6 +181,18 @@ def parse_workloads(text: str | None) -> tuple[str, ...]:
         else:
             raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}")
     return tuple(dict.fromkeys(names))
+
+
+def parse_data(text: str) -> str:
+    """--data: `synthetic`, `dataset` (each user workload's own), or a directory that exists, made absolute (the
+    children run elsewhere). What a workload needs in it is checked by the child that reads it."""
+    if text in (DATA_SYNTHETIC, DATA_DATASET):
+        return text
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        raise UsageError(f"--data {text!r}: no such directory (expected synthetic, dataset, or a directory of "
+                         "datasets, as `dlperf data synth DIR` writes)")  # fmt: skip
+    return str(path.resolve())
 
 
 def suggest(word: str, choices) -> str:

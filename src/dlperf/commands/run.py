@@ -71,6 +71,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
     p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
     add_nvtx_flag(p)
+    add_data_flags(p)
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
                    "runs here, or one untimed step per workload and mode)")  # fmt: skip
@@ -92,6 +93,16 @@ def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: flo
         default=max_warmup,
         help=f"warm-up steps at most (default: {max_warmup})",
     )
+
+
+def add_data_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default="synthetic", help="synthetic: one random batch made once on the device, the "
+                   "paper's setting (default); DIR: each workload reads its real dataset there (MNIST, CIFAR-10, PTB, "
+                   "an ImageNet folder; `dlperf data synth DIR` writes them) through a loader, and every cell is also "
+                   "measured on synthetic data; dataset: each user workload's own Dataset")  # fmt: skip
+    p.add_argument("--loaders", help="with --data: the loader settings measured, e.g. w0,w2,w2+pin+pf4+persist "
+                   "(workers, pinned memory, prefetched batches per worker, persistent workers; default: w0 up to "
+                   "the cores, and each +pin on a GPU)")  # fmt: skip
 
 
 def add_nvtx_flag(p: argparse.ArgumentParser) -> None:
@@ -144,6 +155,8 @@ def run(args) -> int:
             profile=args.profile,
             trace_dir=args.trace_dir,
             nvtx=args.nvtx,
+            data=args.data,
+            loaders=args.loaders,
         )
     if args.dry_run:
         for cell in outcome.plan.cells:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf import envs
+from dlperf.loaders import input_bound
 from dlperf.measure.stats import FEW_SAMPLES, summarize
 from dlperf.protocol import (
     MEMORY_KINDS,
@@ -28,6 +29,7 @@ from dlperf.protocol import (
     Error,
     Event,
     Flops,
+    Loader,
     LossCheck,
     Memory,
     Ranks,
@@ -74,6 +76,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict
         "affinity": pinned and pinned.cpus,
         "thread_env": pinned and pinned.thread_env,
         "comm": (comm and comm.figures) or None,  # DDP cells
+        "loader": _loader_figures(events),  # cells with a loader (--data DIR)
         "notes": [n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
     }
@@ -290,8 +293,46 @@ def cell_figures(
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
     warnings += _warnings(details, threads, cores, device) + _version_note(figures["extra"]["framework"])
+    if loader := loader_summary(measurements):
+        figures["extra"]["loader"] = loader
+        warnings += loader_warnings(loader)
     figures["extra"]["warnings"] = warnings
     return figures
+
+
+def _loader_figures(events: list[Event]) -> dict[str, Any] | None:
+    """Every `Loader` event's figures, later ones adding to earlier ones; None for a cell without a loader."""
+    reported = all_of(events, Loader)
+    return {k: v for e in reported for k, v in e.figures.items()} if reported else None
+
+
+def loader_summary(measurements: list[dict]) -> dict[str, Any] | None:
+    """A cell's input pipeline over its processes (`records.LoaderRecord`): the wait share pools every timed step
+    (seconds waited over seconds stepped), the loader alone is the median over processes."""
+    figures = [(m["detail"].get("loader"), m["samples"]) for m in measurements if m["detail"].get("loader")]
+    if not figures:
+        return None
+    first_of = {k: v for f, _ in reversed(figures) for k, v in f.items()}  # the first process's, where it has it
+    waits = [w for f, samples in figures for w in (f.get("wait_s") or [])[: len(samples)]]
+    stepped = sum(t for f, samples in figures if f.get("wait_s") for t in samples[: len(f["wait_s"])])
+    alone = [f["alone_samples_per_s"] for f, _ in figures if f.get("alone_samples_per_s")]
+    share = sum(waits) / stepped if waits and stepped > 0 else None
+    return {
+        **{k: first_of.get(k) for k in ("setting", "workers", "threads", "cores", "dataset", "samples", "h2d")},
+        "oversubscribed": bool(first_of.get("oversubscribed")),
+        "alone_samples_per_s": statistics.median(alone) if alone else None,
+        "wait_share": share,
+        "wait_median_s": statistics.median(waits) if waits else None,
+        "verdict": input_bound(share),
+    }
+
+
+def loader_warnings(loader: dict[str, Any]) -> list[str]:
+    """Loader workers and compute threads share the cores: say so when there are more of both than cores."""
+    if not loader.get("oversubscribed"):
+        return []
+    return [f"{loader['workers']} loader workers + {loader['threads']} compute threads exceed the {loader['cores']} "
+            "cores: they take turns, and the step waits for both"]  # fmt: skip
 
 
 def share(figures: dict[str, Any], siblings: list[CellRecord]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dlperf.loaders import DATA_SYNTHETIC, SYNTHETIC, default_loaders
 from dlperf.protocol import Cell, StopRule
 from dlperf.spec import RunSpec, device_kind
 from dlperf.vocab import DeviceKind
@@ -22,7 +23,9 @@ class Task:
 
 
 def expand(spec: RunSpec, workloads: list[Workload], devices: list[str], threads: list[int], host_threads: int):
-    """Cells in sweep order: workload-major, so one network's thread scaling is measured back to back."""
+    """Cells in sweep order: workload-major, so one network's thread scaling is measured back to back. With real data
+    (`--data`), each cell on synthetic data is followed by the same cell with each loader setting: the synthetic
+    step is what a loader is held against (is it enough?)."""
     cells = []
     for w in workloads:
         for framework in spec.frameworks:
@@ -30,8 +33,17 @@ def expand(spec: RunSpec, workloads: list[Workload], devices: list[str], threads
                 counts = threads if device_kind(device) is DeviceKind.CPU else [host_threads]
                 for n in counts:
                     for mode in spec.modes:
-                        cells.append(Cell(w.name, framework, device, n, mode))
+                        for loader in loaders_of(spec, device, host_threads):
+                            cells.append(Cell(w.name, framework, device, n, mode, loader=loader))
     return cells
+
+
+def loaders_of(spec: RunSpec, device: str, cores: int) -> tuple[str, ...]:
+    """The loader dimension of a cell on `device`: synthetic only, or synthetic and then each loader setting."""
+    if spec.data == DATA_SYNTHETIC:
+        return (SYNTHETIC,)
+    gpu = device_kind(device) is DeviceKind.CUDA
+    return (SYNTHETIC, *(spec.loaders or default_loaders(cores, gpu)))
 
 
 def expand_ddp(spec: RunSpec, workloads: list[Workload], kinds: list[str], cores: int) -> list[Cell]:

@@ -29,7 +29,8 @@ def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec) -> ProfileTask:
     """The profile child's task; the trace directory is made here, so the child only writes into it."""
     if spec.trace_dir is not None:
         Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
-    return ProfileTask(cell, workload, steps=spec.profile_steps, trace_dir=spec.trace_dir, nvtx=spec.nvtx)
+    data = spec.data if cell.loader else None
+    return ProfileTask(cell, workload, steps=spec.profile_steps, trace_dir=spec.trace_dir, nvtx=spec.nvtx, data=data)
 
 
 def profile(

@@ -74,6 +74,7 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
         "check_if_faster_than_s": task.check_if_faster_than_s,
         "stop": task.stop,
         "nvtx": spec.nvtx,
+        "data": spec.data if cell.loader else None,
     }
     on_cpu = spec.pin and cell.device == "cpu"
     if not cell.nproc:

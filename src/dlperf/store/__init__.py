@@ -182,6 +182,7 @@ class Store(MachineFigures):
                 "framework": c["framework"], "device": c["device"], "threads": c["threads"], "mode": c["mode"],
                 "batch": c["workload_json"]["batch"], "workload_json": json.dumps(c["workload_json"]),
                 "nproc": c.get("nproc") or 0, "scaling": c.get("scaling") or None, "status": "pending",
+                "loader": c.get("loader") or None,
             }  # fmt: skip
             self._insert("cells", row)  # an older file (the tests make some) has no data-parallel columns
 

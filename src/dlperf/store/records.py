@@ -10,7 +10,7 @@ record does not know is ignored, one it expects and does not find is None.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from dlperf.protocol import Cell, Profiled, column_name
@@ -98,6 +98,35 @@ class CommRecord:
         return cls(**_known(cls, d)) if d else None
 
 
+@dataclass(frozen=True)
+class LoaderRecord:
+    """A cell's input pipeline (`--data DIR`), summarized over its processes (`collect.loader_summary`).
+
+    `wait_share` pools every timed step: the seconds waited for data over the seconds of the steps; `verdict` is
+    `loaders.input_bound` of it. `alone_samples_per_s` is the median over processes of the loader iterated alone.
+    `h2d` is one batch's host->device copy on a GPU (see `protocol.Loader`)."""
+
+    setting: str
+    workers: int | None = None
+    threads: int | None = None
+    cores: int | None = None
+    oversubscribed: bool = False
+    dataset: str | None = None
+    samples: int | None = None  # in the dataset
+    alone_samples_per_s: float | None = None
+    wait_share: float | None = None
+    wait_median_s: float | None = None
+    verdict: str | None = None  # "high" | "moderate" | None (not input-bound)
+    h2d: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, d: dict[str, Any] | None) -> LoaderRecord | None:
+        return cls(**_known(cls, d)) if d else None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 @dataclass
 class CellRecord:
     """One cell of one run, as stored: its identity, status, timing figures and sub-records.
@@ -118,6 +147,7 @@ class CellRecord:
     workload_spec: dict[str, Any]  # the Workload as planned (Workload.to_json)
     status: Status
     error: str | None = None
+    loader: str = ""  # the cell's loader setting (`--data DIR`); "" on synthetic data
     median_s: float | None = None  # the median of the per-process medians
     iqr_s: float | None = None
     mean_s: float | None = None
@@ -134,6 +164,7 @@ class CellRecord:
     compile: CompileRecord | None = None
     loss_check: LossCheckRecord | None = None
     comm: CommRecord | None = None
+    data: LoaderRecord | None = None  # a cell with a loader: its input pipeline's figures
     settings: dict[str, Any] | None = None  # effective thread and kernel settings
     warnings: list[str] = field(default_factory=list)
     steal_fraction: float | None = None
@@ -157,7 +188,8 @@ class CellRecord:
 
     @property
     def cell(self) -> Cell:
-        return Cell(self.workload, self.framework, self.device, self.threads, self.mode, self.nproc, self.scaling)
+        return Cell(self.workload, self.framework, self.device, self.threads, self.mode, self.nproc, self.scaling,
+                    self.loader)  # fmt: skip
 
     @property
     def column(self) -> str:
@@ -181,11 +213,12 @@ class CellRecord:
         extra = json.loads(row.get("extra_json") or "{}")
         memory = extra.get("memory") or {}
         names = {f.name for f in fields(cls)}
-        plain = {k: v for k, v in row.items() if k in names and k not in ("status", "scaling", "nproc")}
+        plain = {k: v for k, v in row.items() if k in names and k not in ("status", "scaling", "nproc", "loader")}
         return cls(
             **plain,
             nproc=row.get("nproc") or 0,
             scaling=row.get("scaling") or "",
+            loader=row.get("loader") or "",
             status=Status(row["status"]),
             workload_spec=json.loads(row.get("workload_json") or "{}"),
             flops_by_dtype=extra.get("flops_by_dtype"),
@@ -194,6 +227,7 @@ class CellRecord:
             compile=CompileRecord.of(extra.get("compile")),
             loss_check=LossCheckRecord.of(extra.get("loss_check")),
             comm=CommRecord.of(extra.get("comm")),
+            data=LoaderRecord.of(extra.get("loader")),
             warnings=list(extra.get("warnings") or []),
             per_process_medians=list(extra.get("per_process_medians") or []),
             dimensions={k: str(v) for k, v in (extra.get("dimensions") or {}).items()},

@@ -2,15 +2,17 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 LEASES = 6  # the version that has the leases table
 PROFILES = 7  # the version that has the profiles table
 DISPATCH = 8  # the version whose peaks may be a dispatch cost
+LOADERS = 9  # the version whose cells may read real data through a loader, and whose peaks may be copies
+PEAK_KINDS = ("matmul", "bandwidth", "dispatch", "memcpy", "h2d", "d2h")
 
 
 def _peaks_table(name: str, kinds: tuple[str, ...]) -> str:
-    """The peaks table as created by migration 2 (matmul and bandwidth) and rebuilt by DISPATCH (SQLite cannot
-    change a CHECK constraint in place)."""
+    """The peaks table as created by migration 2 (matmul and bandwidth) and rebuilt by DISPATCH and LOADERS (SQLite
+    cannot change a CHECK constraint in place)."""
     return f"""CREATE TABLE {name} (
             id INTEGER PRIMARY KEY AUTOINCREMENT,
             measured_at TEXT NOT NULL,
@@ -21,7 +23,7 @@ def _peaks_table(name: str, kinds: tuple[str, ...]) -> str:
             device TEXT NOT NULL,
             threads INTEGER NOT NULL,
             kind TEXT NOT NULL CHECK (kind IN ({", ".join(f"'{k}'" for k in kinds)})),
-            dtype TEXT,                     -- fp32 | bf16 | fp16 for matmul; NULL for bandwidth and dispatch
+            dtype TEXT,                     -- fp32 | bf16 | fp16 for matmul; NULL for the others
             value REAL,                     -- FLOP/s, bytes/s or seconds per op; NULL when nothing could be timed
             detail_json TEXT NOT NULL DEFAULT '{{}}',
             CHECK ((kind = 'matmul') = (dtype IS NOT NULL))
@@ -148,6 +150,17 @@ MIGRATIONS: dict[int, list[str]] = {
         "INSERT INTO peaks_dispatch SELECT * FROM peaks",
         "DROP TABLE peaks",
         "ALTER TABLE peaks_dispatch RENAME TO peaks",
+        "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
+    ],
+    LOADERS: [
+        # A cell that reads real data (`--data DIR`): its loader setting, `w2+pin`; NULL on synthetic data.
+        "ALTER TABLE cells ADD COLUMN loader TEXT",
+        # Copies measured by `dlperf peak`: host memcpy, host->device and device->host, in bytes/s at one size each
+        # (detail_json: {"bytes", "pinned"}).
+        _peaks_table("peaks_copies", PEAK_KINDS),
+        "INSERT INTO peaks_copies SELECT * FROM peaks",
+        "DROP TABLE peaks",
+        "ALTER TABLE peaks_copies RENAME TO peaks",
         "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
     ],
 }
