@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from itertools import accumulate
 from pathlib import Path
 
 from dlperf.workloads.datasets import malformed, missing
@@ -46,18 +47,21 @@ def encode(words: list[str], vocab: dict[str, int]) -> list[int]:
     return [vocab[word] if word in vocab else vocab[UNK] for word in words]
 
 
-def write_ptb(directory: Path, words: int = PAPER_WORDS, vocab: int = PAPER_VOCAB, seed: int = 0) -> Path:
-    """A `ptb.train.txt` of about `words` random words (a Zipf-like draw from `vocab` made-up words, `<unk>` and
-    `N` among them) in sentences of 1 to 40 words, each line written as PTB writes it: " word word \\n"."""
+def write_ptb(
+    directory: Path, words: int = PAPER_WORDS, vocab: int = PAPER_VOCAB, seed: int = 0, name: str = TRAIN
+) -> Path:
+    """A `ptb.train.txt` (or `name`: the valid and test splits) of about `words` random words (a Zipf-like draw from
+    `vocab` made-up words, `<unk>` and `N` among them) in sentences of 1 to 40 words, each line written as PTB writes
+    it: " word word \\n"."""
     rng = random.Random(seed)
     lexicon = [UNK, "N", *(f"w{i}" for i in range(vocab - 2))]
-    weights = [1 / (rank + 1) for rank in range(len(lexicon))]
+    cumulative = list(accumulate(1 / (rank + 1) for rank in range(len(lexicon))))  # once: choices() sums per call
     lines, total = [], 0
     while total < words:
         length = min(rng.randint(1, 40), words - total)
-        lines.append(" " + " ".join(rng.choices(lexicon, weights, k=length)) + " \n")
+        lines.append(" " + " ".join(rng.choices(lexicon, cum_weights=cumulative, k=length)) + " \n")
         total += length
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / TRAIN
+    path = directory / name
     path.write_text("".join(lines), encoding="utf-8")
     return path

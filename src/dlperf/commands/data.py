@@ -1,0 +1,127 @@
+"""`dlperf data synth DIR`: the datasets `--data DIR` reads, written with random content in their real formats
+(`workloads/datasets/synth.py`), so the input path can be measured without downloading anything."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from dlperf.commands.common import choice, either, whole
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+HELP = "write synthetic datasets in their real formats (MNIST, CIFAR-10, PTB, ImageNet-style JPEGs) for --data DIR"
+DESCRIPTION = (
+    "synth DIR: write random datasets in the files `dlperf run --data DIR` reads: DIR/mnist (IDX), "
+    "DIR/cifar-10-batches-py (python batches), DIR/ptb (text), DIR/imagenet/{train,val}/<wnid>/*.JPEG. "
+    "--size small writes in seconds (MNIST 1000 + 200 images, CIFAR-10 6 x 200, PTB 20k words, ImageNet-style "
+    "4 classes x 8 + 2 JPEGs); --size paper writes the paper's sizes (MNIST 60k + 10k, CIFAR-10 5 x 10k + 10k, PTB "
+    "929k words of a 10k vocabulary) and ImageNet-style 10 classes x 260 JPEGs + 50 each to validate (about 300 MB, "
+    "not ImageNet's 1.28 M images: minutes of loading), about 400x350 pixels and 100 KB each, like ImageNet's. "
+    "Other files in DIR are left alone; a dataset already there is refused unless --overwrite."
+)
+DATASETS = ("mnist", "cifar10", "ptb", "imagenet")  # as synth.DATASETS, which --help does not import
+TAKES_DB = False
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("action", choices=["synth"])
+    p.add_argument("dir", metavar="DIR", help="where the datasets go (created if need be)")
+    p.add_argument(
+        "--size",
+        default="small",
+        type=choice("--size", ("small", "paper")),
+        help="small (seconds: for tests and trying it out) or paper (the paper's sizes) (default: small)",
+    )
+    p.add_argument("--seed", default=0, type=whole("--seed"), help="the same seed writes the same files (default: 0)")
+    p.add_argument("--only", help=f"a comma list of {', '.join(DATASETS)} (default: all)")
+    p.add_argument("--overwrite", action="store_true", help="replace a dataset's files already in DIR")
+
+
+@dataclass(frozen=True)
+class Written:
+    dataset: str
+    folder: Path
+    files: int
+    bytes: int
+    seconds: float
+
+
+def parse_only(text: str | None) -> tuple[str, ...]:
+    from dlperf.spec import split_list, suggest
+
+    if text is None:
+        return DATASETS
+    names = dict.fromkeys(item.lower() for item in split_list(text, "--only"))
+    for name in names:
+        if name not in DATASETS:
+            raise UsageError(f"--only: unknown dataset {name!r}{suggest(name, DATASETS)} (known: {either(DATASETS)})")
+    return tuple(d for d in DATASETS if d in names)
+
+
+def target(text: str) -> Path:
+    directory = Path(text).expanduser().absolute()
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{directory}: not a directory")
+    return directory
+
+
+def run(args) -> int:
+    from dlperf.version import VERSION
+    from dlperf.workloads.datasets import synth
+
+    datasets, directory = parse_only(args.only), target(args.dir)
+    found = {d: synth.existing(directory, d) for d in datasets}
+    if not args.overwrite and (clash := [p for paths in found.values() for p in paths]):
+        shown = ", ".join(str(p.relative_to(directory)) for p in clash[:4]) + (", ..." if len(clash) > 4 else "")
+        raise UsageError(f"{directory}: {shown} already there (--overwrite replaces them, --only picks datasets)")
+    size = synth.SIZES[args.size]
+    try:
+        for paths in found.values():
+            synth.remove(paths)
+        written = write_all(directory, datasets, size, args.seed)
+        with open(directory / "README.txt", "a", encoding="utf-8") as f:
+            f.write(synth.readme(args.size, args.seed, list(datasets), VERSION))
+    except OSError as exc:  # a full disk, a folder not ours: one line, as for any bad input
+        raise UsageError(f"{exc.filename or directory}: cannot be written ({exc.strerror or exc})") from None
+    print_table(written, directory)
+    return ExitCode.OK
+
+
+def write_all(directory: Path, datasets: tuple[str, ...], size, seed: int) -> list[Written]:
+    """Each dataset in turn, a progress line each (on stderr, so the table alone goes to stdout)."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from dlperf.workloads.datasets import synth
+
+    columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
+               TimeElapsedColumn())  # fmt: skip
+    out: list[Written] = []
+    with Progress(*columns, console=Console(stderr=True)) as progress:
+        for dataset in datasets:
+            task = progress.add_task(dataset, total=synth.files(dataset, size))
+            start, files, size_bytes = time.monotonic(), 0, 0
+            for path in synth.write(directory, dataset, size, seed):
+                files, size_bytes = files + 1, size_bytes + path.stat().st_size
+                progress.advance(task)
+            folder = directory / synth.FOLDERS[dataset]
+            out.append(Written(dataset, folder, files, size_bytes, time.monotonic() - start))
+    return out
+
+
+def print_table(written: list[Written], directory: Path) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"Synthetic datasets in {directory}")
+    for name in ("dataset", "folder", "files", "MB", "seconds"):
+        table.add_column(name, justify="left" if name in ("dataset", "folder") else "right")
+    for w in written:
+        table.add_row(w.dataset, w.folder.name, str(w.files), f"{w.bytes / 1e6:.1f}", f"{w.seconds:.1f}")
+    console = Console()
+    console.print(table)
+    console.print(f"dlperf run --data {directory} reads them (README.txt says what they are)", highlight=False,
+                  markup=False, soft_wrap=True)  # fmt: skip
