@@ -63,6 +63,7 @@ def test_bad_flags_are_one_line_and_write_nothing(tmp_path, capsys, flags, words
 def test_a_file_for_dir_or_no_action_is_one_line(tmp_path):
     (tmp_path / "f").write_text("")
     one_line_error(dlperf("data", "synth", str(tmp_path / "f"), timeout=60), "not a directory")
+    one_line_error(dlperf("data", "synth", str(tmp_path / "f" / "d"), timeout=60), "f/d: cannot be written")
     one_line_error(dlperf("data", "make", str(tmp_path), timeout=60), "invalid choice: 'make'")
 
 

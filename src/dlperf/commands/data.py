@@ -79,6 +79,7 @@ def run(args) -> int:
         raise UsageError(f"{directory}: {shown} already there (--overwrite replaces them, --only picks datasets)")
     size = synth.SIZES[args.size]
     try:
+        directory.mkdir(parents=True, exist_ok=True)  # before the progress lines: a bad DIR is one line alone
         for paths in found.values():
             synth.remove(paths)
         written = write_all(directory, datasets, size, args.seed)
