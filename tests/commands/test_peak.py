@@ -377,19 +377,24 @@ def test_table_and_export_show_utilization_against_the_stored_peak(tmp_path):
     assert "%)" in dlperf("table", db=db).stdout
 
 
-def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_path):
-    from dlperf.store.schema import DISPATCH
-
-    path = tmp_path / "v7.db"
-    conn = old_store(path, DISPATCH - 1)
-    row = ("then", json.dumps(MACHINE), "{}", "torch", "2.13.0+cpu", "cpu", 1, "matmul", "fp32", 1e11)
+def old_peaks_file(path, version, peak, refused_kind):
+    """A store file at schema `version` holding one peak, (kind, dtype, value), whose table refuses `refused_kind`."""
+    conn = old_store(path, version)
+    row = ("then", json.dumps(MACHINE), "{}", "torch", "2.13.0+cpu", "cpu", 1, *peak)
     conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, framework_version, device, "
                  "threads, kind, dtype, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)  # fmt: skip
     with pytest.raises(sqlite3.IntegrityError):  # the old table refuses the new kind
         conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, device, threads, kind) "
-                     "VALUES ('now', '{}', '{}', 'torch', 'cpu', 1, 'dispatch')")  # fmt: skip
+                     "VALUES ('now', '{}', '{}', 'torch', 'cpu', 1, ?)", (refused_kind,))  # fmt: skip
     conn.commit()
     conn.close()
+
+
+def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_path):
+    from dlperf.store.schema import DISPATCH
+
+    path = tmp_path / "v7.db"
+    old_peaks_file(path, DISPATCH - 1, ("matmul", "fp32", 1e11), "dispatch")
     store = Store.open(path, create=True)
     try:
         assert store.version == SCHEMA_VERSION
@@ -411,15 +416,7 @@ def test_a_v8_file_keeps_its_peaks_and_stores_copies_once_upgraded(tmp_path):
     from dlperf.store.schema import LOADERS
 
     path = tmp_path / "v8.db"
-    conn = old_store(path, LOADERS - 1)
-    row = ("then", json.dumps(MACHINE), "{}", "torch", "2.13.0+cpu", "cpu", 1, "dispatch", None, 2e-6)
-    conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, framework_version, device, "
-                 "threads, kind, dtype, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)  # fmt: skip
-    with pytest.raises(sqlite3.IntegrityError):  # the old table refuses a copy
-        conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, device, threads, kind) "
-                     "VALUES ('now', '{}', '{}', 'torch', 'cpu', 1, 'memcpy')")  # fmt: skip
-    conn.commit()
-    conn.close()
+    old_peaks_file(path, LOADERS - 1, ("dispatch", None, 2e-6), "memcpy")
     store = Store.open(path, create=True)
     try:
         assert store.version == SCHEMA_VERSION and store.copies("cpu") == []

@@ -59,7 +59,7 @@ def measure(
     called before each child (row None) and after it (with its row). `copy_sizes`: the bytes of each copy of the
     copy sweep (host memcpy; host<->device on a GPU); none by default."""
     request = {"dtypes": dtypes, "sizes": sizes, "bandwidth_bytes": bandwidth_bytes, "max_time": max_time,
-               "copy_sizes": tuple(copy_sizes or ())}  # fmt: skip
+               "copy_sizes": list(copy_sizes or ())}  # fmt: skip
     todo = jobs(devices, threads_list)
     rows = []
     for i, (device, threads) in enumerate(todo):
