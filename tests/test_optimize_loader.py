@@ -104,6 +104,10 @@ def test_an_unsupported_setting_is_skipped_and_said(tmp_path, monkeypatch):
     _, out, _ = _search(tmp_path)
     assert measured == ["w0", "w1"] and out["loader"]["setting"] == "w1"
     assert "loader: w0 unsupported: no dataset for this workload" in out["notes"]
+    measured = _fake(monkeypatch, dict.fromkeys(["w0", "w1"], "no dataset for this workload"))
+    _, out, _ = _search(tmp_path, loaders=("w0", "w1"))
+    assert measured == ["w0", "w1"] and out["loader"]["setting"] is None
+    assert "loader: no setting recommended: none of those tried measured" in out["notes"]
 
 
 def test_when_none_is_enough_the_best_with_workers_gets_prefetch_and_persistent_variants_then_it_says_so(

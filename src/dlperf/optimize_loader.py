@@ -170,7 +170,8 @@ class LoaderSearch:
     def _note(self, choice: LoaderChoice) -> None:
         c = choice.chosen
         if c is None:
-            self.s.notes.append("loader: no setting measured")
+            why = "none of those tried measured" if self.trials else "none tried"
+            self.s.notes.append(f"loader: no setting recommended: {why}")
         elif not c.enough:
             wait = f"{100 * c.wait_share:.0f}%" if c.wait_share is not None else "unknown"
             self.s.notes.append(
