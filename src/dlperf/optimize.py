@@ -18,6 +18,8 @@ once, in an untimed child after its first timed process (stored in the run's pro
 does), and the groups holding a mode that addresses its verdict's bound go first (`search_order`). The profile's
 time counts in the budget. A profile that could not be taken falls back to SEARCH_ORDER, said in the notes;
 `--order fixed` keeps SEARCH_ORDER without profiling.
+
+With real data (`--data DIR`), the loader dimension is searched last, for the best mode (`optimize_loader.py`).
 """
 
 from __future__ import annotations
@@ -32,10 +34,12 @@ from typing import Any
 
 from dlperf import api, envinfo
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
+from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.runner.lifeline import sigterm_as_interrupt
@@ -153,9 +157,11 @@ class Search:
     verdict: Verdict | None = None  # of the fp32 baseline's profile
     cells: int = 0  # candidate cells measured (modes other than fp32 whose first process ran)
     cells_to_best: int = 0  # of those, how many had run when the best mode's first process ran; 0: fp32 is best
+    loader: LoaderChoice | None = None  # with --data DIR: the loader setting searched for the best mode
 
     def to_json(self) -> dict[str, Any]:
         best = self.best or self.baseline
+        loader = self.loader.to_json() if self.loader else None
         return {
             "workload": self.workload,
             "device": self.device,
@@ -164,12 +170,13 @@ class Search:
             "baseline": {"mode": self.baseline.mode, "median_s": self.baseline.median_s},
             "results": [r.to_json() for r in self.results],
             "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0},
-            "recipe": recipe(best.mode, self.device, self.workload),
+            "recipe": recipe(best.mode, self.device, self.workload, self.loader),
             "notes": self.notes,
             "elapsed_s": self.elapsed_s,
             "order": {"used": self.order, "groups": list(self.groups), "verdict": verdict_json(self.verdict)},
             "cells": self.cells,
             "cells_to_best": self.cells_to_best,
+            **({"loader": loader} if loader else {}),
         }
 
 
@@ -266,9 +273,11 @@ def captured_eagerly(mode: str) -> bool:
 # The recipe
 
 
-def recipe(mode: str, device: str, workload: str) -> list[str]:
+def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None) -> list[str]:
     """A runnable script that trains `workload` in `mode`: dlperf's own model, optimizer, loss and batch for it
-    (`training_parts`: the user's factory, for a user workload), then the modes table's lines for `mode`."""
+    (`training_parts`: the user's factory, for a user workload), the loader setting chosen (`--data`), then the
+    modes table's lines for `mode`."""
+    chosen = loader.chosen if loader else None
     return [
         "import torch",
         "from dlperf.frameworks.torch.backend import training_parts",
@@ -276,6 +285,7 @@ def recipe(mode: str, device: str, workload: str) -> list[str]:
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
         f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r})",
         "steps = 100",
+        *(recipe_lines(chosen.setting, chosen.enough) if chosen else []),
         *mode_recipe(mode, device_kind(device)),
     ]
 
@@ -295,6 +305,8 @@ class Options:
     timeout: float = 900.0
     compile_timeout: float | None = 600.0
     order: str = "verdict"  # ORDERS
+    data: str = DATA_SYNTHETIC  # --data: a directory (or "dataset") also searches the loader for the best mode
+    loaders: tuple[str, ...] | None = None  # --loaders: the loader settings to try (None: w0 up to the cores)
 
 
 class Searcher:
@@ -304,6 +316,7 @@ class Searcher:
         self.repeat_of: dict[str, int] = {}  # mode -> processes started
         self.dimension_of: dict[str, str | None] = {}  # mode -> the dimension whose round measured it
         self.order, self.groups, self.verdict = "fixed", SEARCH_ORDER, None
+        self.loader: LoaderChoice | None = None
 
     def run(self) -> Search:
         start = time.monotonic()
@@ -318,14 +331,17 @@ class Searcher:
             compile_timeout=self.opts.compile_timeout,
             timer=self.opts.timer,
             trace_dir=f"{self.db}.traces",  # the baseline's profile trace, beside the database as for run --profile
+            data=self.opts.data,
+            loaders=self.opts.loaders,
         )
         plan = api.make_plan(spec)
         for warning in plan.warnings:
             self.warn(warning)
-        if len(plan.cells) != 1:
-            devices = ", ".join(c.device for c in plan.cells)
+        synthetic = [c for c in plan.cells if not c.loader]  # the loader cells come after the mode search
+        if len(synthetic) != 1:
+            devices = ", ".join(c.device for c in synthetic)
             raise UsageError(f"--device {self.opts.device!r} means {devices}: optimize searches one device, name it")
-        self.base_cell = plan.cells[0]
+        self.base_cell = synthetic[0]
         self.workload = plan.workloads[self.base_cell.key]
         self.store = Store.open(self.db, create=True)
         try:
@@ -347,6 +363,8 @@ class Searcher:
             best = BASELINE
             for group in self.groups:
                 best = self._dimension(group, best, start)
+            if self.opts.data != DATA_SYNTHETIC:
+                self.loader = LoaderSearch(self, best, start).run()
             self.store.set_run_status(self.run_id, "complete")
         except Interrupted:
             self.notes.append("interrupted: the results below are what was measured before the interrupt")
@@ -507,7 +525,7 @@ class Searcher:
         return winner
 
     def _result(self) -> Search:
-        cells = self.store.cells(self.run_id)
+        cells = [c for c in self.store.cells(self.run_id) if not c.loader]  # the modes, on synthetic data
         samples = {c.key: self.store.samples(self.run_id, c.key) for c in cells}
         peaks = self.peaks
         if not peaks:
@@ -530,7 +548,7 @@ class Searcher:
         return Search(
             self.opts.workload, self.base_cell.device, self.base_cell.threads, self.run_id, base, ranked(cands), best,
             self.notes, order=self.order, groups=self.groups, verdict=self.verdict, cells=len(tried),
-            cells_to_best=tried.index(best.mode) + 1 if best else 0,
+            cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
         )  # fmt: skip
 
     def _peaks(self) -> dict[str, float]:

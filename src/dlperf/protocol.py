@@ -192,6 +192,7 @@ class PeakTask(_Task):
     sizes: list[int]  # square matrix sizes n; the peak is the best
     bandwidth_bytes: int  # each of the three bandwidth arrays
     max_time: float  # seconds of warm-up and of sampling per figure, at most
+    copy_sizes: list[int] = field(default_factory=list)  # bytes of each copy (memcpy; h2d, d2h on a GPU); []: none
 
 
 @task("comm", "dlperf.runner.comm_worker", distributed=True)

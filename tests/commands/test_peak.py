@@ -3,6 +3,7 @@
 import json
 import sqlite3
 import time
+from dataclasses import astuple
 
 import pytest
 
@@ -10,11 +11,12 @@ from conftest import dlperf, old_store, one_line_error, require
 from dlperf import envs
 from dlperf.errors import UsageError
 from dlperf.report.utilization import dispatch_lookup, peak_lookup, utilization
-from dlperf.runner.peak import jobs, measure
+from dlperf.runner.peak import copy_sizes, jobs, measure
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 TINY = {"dtypes": ["fp32", "bf16", "fp16"], "sizes": [64, 128], "bandwidth_bytes": 8 * 2**20, "max_time": 0.2}
-TINY_FLAGS = ["--sizes", "64,128", "--bandwidth-mib", "8", "--max-time", "0.2"]
+TINY_FLAGS = ["--sizes", "64,128", "--bandwidth-mib", "8", "--max-time", "0.2", "--copies-mib", "1"]
+TINY_COPIES = [4096, 16384, 65536, 262144, 2**20]  # what --copies-mib 1 sweeps
 
 MACHINE = {
     "cpu_model": "AMD EPYC",
@@ -32,7 +34,7 @@ MACHINE = {
 
 def test_child_measures_every_dtype_and_the_bandwidth():
     require("torch")
-    (row,) = measure("torch", ["cpu"], [1], **TINY, timeout=120)
+    (row,) = measure("torch", ["cpu"], [1], **TINY, timeout=120, copy_sizes=[4096, 2**20])
     assert row["status"] == "ok", row["error"]
     result = row["result"]
     assert result["settings"]["torch_threads"] == 1 and result["threads"] == 1
@@ -53,6 +55,13 @@ def test_child_measures_every_dtype_and_the_bandwidth():
     assert bandwidth["peak_bytes_per_s"] == max(k["bytes_per_s"] for k in kernels.values()) > 0
     dispatch = result["dispatch"]
     assert dispatch["median_s"] > 0 and dispatch["ops_per_s"] == pytest.approx(1 / dispatch["median_s"])
+    copies = result["copies"]  # on a CPU: host memcpy only, bytes copied per second (STREAM would count twice that)
+    assert [(c["kind"], c["bytes"], c["pinned"]) for c in copies] == [("memcpy", 4096, False), ("memcpy", 2**20, False)]
+    for c in copies:
+        assert c["bytes_per_s"] == pytest.approx(c["bytes"] / c["best_s"]) and c["best_s"] > 0
+        assert c["stream_bytes_per_s"] == pytest.approx(2 * c["bytes_per_s"])
+        assert 1 <= c["steps"] <= 5 and c["calls_per_step"] >= 1
+    assert copies[0]["calls_per_step"] > copies[1]["calls_per_step"]  # a 4 KiB copy is timed many to a step
     json.dumps(result)  # plain JSON values only
 
 
@@ -73,6 +82,24 @@ def test_the_dispatch_cost_is_per_operator_a_chain_twice_as_long_takes_about_twi
         two.append(cpu_s(2 * n))
     assert 1.4 < min(two) / min(one) < 2.8, (one, two)
     assert x.item() == n + 7 * 3 * n  # every add ran, one after the other
+
+
+def test_the_copy_sweep_goes_from_4_kib_to_256_mib_in_steps_of_4():
+    assert copy_sizes(4096, 256 * 2**20) == [4**k for k in range(6, 15)]
+    assert copy_sizes(4096, 2**20) == TINY_COPIES
+    assert copy_sizes(4096, 3 * 2**20)[-2:] == [2**20, 3 * 2**20]  # a largest size between two steps is kept
+
+
+def test_host_device_copies_are_said_to_be_unmeasured_without_a_gpu_never_made_up():
+    from dlperf.commands.peak import PeakOptions, copy_notes
+
+    opts = PeakOptions(("cpu",), None, ("fp32",), (64,), 2**20, (4096,), 0.2, 60.0, "text")
+    memcpy = {"kind": "memcpy", "device": "cpu", "threads": 1, "value": 1e10, "detail": {"bytes": 4096}}
+    assert copy_notes([memcpy], opts, gpus=False) == ["no GPU: host<->device copies not measured"]
+    assert copy_notes([memcpy], opts, gpus=True) == ["host<->device copies are measured with --devices cuda"]
+    h2d = {**memcpy, "kind": "h2d", "device": "cuda:0"}
+    assert copy_notes([memcpy, h2d], PeakOptions(("cpu", "cuda:0"), *astuple(opts)[1:]), gpus=True) == []
+    assert copy_notes([], PeakOptions(*astuple(opts)[:5], (), *astuple(opts)[6:]), gpus=False) == []  # --copies-mib 0
 
 
 def test_the_cpu_is_measured_at_every_thread_count_an_accelerator_once():
@@ -115,8 +142,12 @@ def test_cli_measures_stores_and_prints_json(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["failed"] == [] and out["db"] == str(db)
-    kinds = sorted((p["kind"], p["dtype"] or "") for p in out["peaks"])
+    kinds = sorted((p["kind"], p["dtype"] or "") for p in out["peaks"] if p["kind"] != "memcpy")
     assert kinds == [("bandwidth", ""), ("dispatch", ""), ("matmul", "bf16"), ("matmul", "fp16"), ("matmul", "fp32")]
+    memcpy = [p for p in out["peaks"] if p["kind"] == "memcpy"]  # one row per size, no GPU here: no h2d, no d2h
+    assert [(p["detail"]["bytes"], p["detail"]["pinned"], p["dtype"]) for p in memcpy] == [
+        (n, False, None) for n in TINY_COPIES
+    ]
     assert all(p["value"] > 0 and p["device"] == "cpu" and p["threads"] == 1 for p in out["peaks"])
     store = Store.open(db, create=False)
     try:
@@ -125,6 +156,10 @@ def test_cli_measures_stores_and_prints_json(tmp_path):
         assert rows[0].fingerprint["frameworks"]["torch"] == out["peaks"][0]["framework_version"]
         env = json.loads(store.conn.execute("SELECT env_json FROM peaks LIMIT 1").fetchone()[0])
         peaks = peak_lookup(store, rows[0].fingerprint, "cpu", 1)
+        copies = store.copies("cpu", threads=1)  # what views read: smallest size first
+        assert [(c.kind, c.detail["bytes"], c.value) for c in copies] == [
+            ("memcpy", p["detail"]["bytes"], p["value"]) for p in memcpy
+        ]
         cost = dispatch_lookup(store, rows[0].fingerprint, "cpu", 1)
         assert dispatch_lookup(store, rows[0].fingerprint, "cpu", 2) is None
     finally:
@@ -141,7 +176,10 @@ def test_cli_text_output(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "TFLOP/s" in proc.stdout and "bf16" in proc.stdout and "triad GB/s" in proc.stdout
     assert "us per op" in proc.stdout
-    assert "3 peaks stored" in proc.stdout
+    assert "Copies (GB/s)" in proc.stdout and "memcpy" in proc.stdout and "256 KiB" in proc.stdout
+    if "h2d pinned" not in proc.stdout:  # a machine without a GPU: said, not left out silently
+        assert "no GPU: host<->device copies not measured" in proc.stdout
+    assert "8 peaks stored" in proc.stdout  # bf16, bandwidth, dispatch, 5 copy sizes
     assert "[1/1] peaks of cpu:1: done" in proc.stderr
 
 
@@ -155,6 +193,7 @@ def test_cli_text_output(tmp_path):
         (["--devices", "tpu"], "unknown device 'tpu'"),
         (["--bandwidth-mib", "0"], "--bandwidth-mib '0': expected a whole number from 1"),
         (["--max-time", "-1"], "--max-time '-1': expected a finite number above 0"),
+        (["--copies-mib", "-1"], "--copies-mib '-1'"),
         (["--format", "xml"], "--format 'xml'"),
     ],
 )
@@ -338,19 +377,24 @@ def test_table_and_export_show_utilization_against_the_stored_peak(tmp_path):
     assert "%)" in dlperf("table", db=db).stdout
 
 
-def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_path):
-    from dlperf.store.schema import DISPATCH
-
-    path = tmp_path / "v7.db"
-    conn = old_store(path, DISPATCH - 1)
-    row = ("then", json.dumps(MACHINE), "{}", "torch", "2.13.0+cpu", "cpu", 1, "matmul", "fp32", 1e11)
+def old_peaks_file(path, version, peak, refused_kind):
+    """A store file at schema `version` holding one peak, (kind, dtype, value), whose table refuses `refused_kind`."""
+    conn = old_store(path, version)
+    row = ("then", json.dumps(MACHINE), "{}", "torch", "2.13.0+cpu", "cpu", 1, *peak)
     conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, framework_version, device, "
                  "threads, kind, dtype, value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)  # fmt: skip
     with pytest.raises(sqlite3.IntegrityError):  # the old table refuses the new kind
         conn.execute("INSERT INTO peaks (measured_at, fingerprint_json, env_json, framework, device, threads, kind) "
-                     "VALUES ('now', '{}', '{}', 'torch', 'cpu', 1, 'dispatch')")  # fmt: skip
+                     "VALUES ('now', '{}', '{}', 'torch', 'cpu', 1, ?)", (refused_kind,))  # fmt: skip
     conn.commit()
     conn.close()
+
+
+def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_path):
+    from dlperf.store.schema import DISPATCH
+
+    path = tmp_path / "v7.db"
+    old_peaks_file(path, DISPATCH - 1, ("matmul", "fp32", 1e11), "dispatch")
     store = Store.open(path, create=True)
     try:
         assert store.version == SCHEMA_VERSION
@@ -359,5 +403,46 @@ def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_
         assert peak_lookup(store, MACHINE, "cpu", 1) == {"fp32": 1e11}
         assert dispatch_lookup(store, MACHINE, "cpu", 1) == 2e-6
         assert [p.id for p in store.peaks()] == [2, 1]  # ids go on from the old table's
+    finally:
+        store.close()
+
+
+def copy_row(device, threads, kind, nbytes, pinned, value):
+    return {"framework": "torch", "framework_version": "2.13.0+cpu", "device": device, "threads": threads,
+            "kind": kind, "dtype": None, "value": value, "detail": {"bytes": nbytes, "pinned": pinned}}  # fmt: skip
+
+
+def test_a_v8_file_keeps_its_peaks_and_stores_copies_once_upgraded(tmp_path):
+    from dlperf.store.schema import LOADERS
+
+    path = tmp_path / "v8.db"
+    old_peaks_file(path, LOADERS - 1, ("dispatch", None, 2e-6), "memcpy")
+    store = Store.open(path, create=True)
+    try:
+        assert store.version == SCHEMA_VERSION and store.copies("cpu") == []
+        store.record_peaks(MACHINE, {}, [copy_row("cpu", 1, "memcpy", 2**20, False, 1e10)])
+        assert dispatch_lookup(store, MACHINE, "cpu", 1) == 2e-6  # the old peak survived
+        assert [(p.id, p.kind) for p in store.peaks()] == [(2, "memcpy"), (1, "dispatch")]
+        assert [c.value for c in store.copies("cpu")] == [1e10]
+    finally:
+        store.close()
+
+
+def test_copies_are_read_the_latest_of_each_kind_size_and_pinning_of_one_machine(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    other = {**MACHINE, "hostname": "elsewhere"}
+    try:
+        store.record_peaks(MACHINE, {}, [copy_row("cuda:0", 2, k, n, p, 1e9) for k in ("h2d", "d2h")
+                                         for p in (True, False) for n in (2**20, 4096)])  # fmt: skip
+        store.record_peaks(MACHINE, {}, [copy_row("cuda:0", 2, "h2d", 4096, True, 2e9)])  # measured again
+        store.record_peaks(other, {}, [copy_row("cuda:0", 2, "h2d", 4096, False, 9e9)])
+        store.record_peaks(MACHINE, {}, [copy_row("cpu", 1, "memcpy", 4096, False, 5e9)])
+        mine = store.copies("cuda:0", machine=lambda r: r.fingerprint == MACHINE)
+        assert [(c.kind, c.detail["pinned"], c.detail["bytes"], c.value) for c in mine] == [
+            ("h2d", False, 4096, 1e9), ("h2d", False, 2**20, 1e9), ("h2d", True, 4096, 2e9), ("h2d", True, 2**20, 1e9),
+            ("d2h", False, 4096, 1e9), ("d2h", False, 2**20, 1e9), ("d2h", True, 4096, 1e9), ("d2h", True, 2**20, 1e9),
+        ]  # fmt: skip
+        assert store.copies("cuda:0")[0].value == 9e9  # any machine: the other one's is the latest
+        assert [c.kind for c in store.copies("cpu", threads=1)] == ["memcpy"] and store.copies("cpu", threads=2) == []
     finally:
         store.close()

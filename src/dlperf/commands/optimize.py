@@ -8,7 +8,7 @@ import json
 import sys
 
 from dlperf.commands.common import add_format, db_path, real, whole
-from dlperf.commands.run import add_timer_flags, timer
+from dlperf.commands.run import add_data_flags, add_timer_flags, timer
 from dlperf.vocab import ExitCode
 
 HELP = "find the fastest training mode for a workload"
@@ -46,11 +46,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     t = OPTIMIZE_TIMER
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    add_data_flags(p)  # with real data, the loader is searched for the best mode (`optimize_loader.py`)
     add_format(p, "text", "json")
 
 
 def run(args) -> int:
     from dlperf import optimize
+    from dlperf.loaders import parse_loaders
     from dlperf.spec import parse_devices, parse_workloads
 
     [workload] = parse_workloads(args.workload)
@@ -65,6 +67,8 @@ def run(args) -> int:
         timeout=args.timeout,
         compile_timeout=args.compile_timeout,
         order=args.order,
+        data=args.data,
+        loaders=None if args.loaders is None else parse_loaders(args.loaders),
     )
     search = optimize.optimize(opts, db_path(args))
     if args.format == "json":
@@ -124,6 +128,28 @@ def _cells_text(search) -> str:
     return f"the best mode was measured after {search.cells_to_best} of {search.cells} candidate cells"
 
 
+def loader_lines(loader) -> list[str]:
+    """The loader search (`--data`): each setting tried, in order, and the one chosen as the call to write."""
+    from dlperf.optimize_loader import dataloader_call
+    from dlperf.report.format import seconds
+
+    if loader is None:
+        return []
+    lines = [f"Loaders tried for {loader.mode} (synthetic step {seconds(loader.synthetic_s)}):"]
+    for t in loader.trials:
+        if t.median_s is None:
+            lines.append(f"    {t.setting}: {t.status}: {t.error}")
+            continue
+        wait = f"data wait {100 * t.wait_share:.1f}%" if t.wait_share is not None else "data wait not measured"
+        share = f", {100 * t.of_synthetic:.0f}% of the synthetic throughput" if t.of_synthetic else ""
+        mark = ": enough" if t.enough else (f" (input-bound: {t.verdict})" if t.verdict else "")
+        lines.append(f"    {t.setting}: {seconds(t.median_s)} per step, {wait}{share}{mark}")
+    if c := loader.chosen:
+        which = "enough" if c.enough else "the best measured, not enough"
+        lines.append(f"Loader: {c.setting} ({which}): {dataloader_call(c.setting)}")
+    return lines
+
+
 # Peak memory kinds, marked in the table and explained under it: they are different quantities.
 MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "xla_buffers": "(xla)", "process_rss": "(rss)"}
 MEMORY_LEGEND = (
@@ -145,6 +171,8 @@ def print_text(search) -> None:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
     console.print(f"Searched ({search.order} order): {', '.join(search.groups)}; {_cells_text(search)}",
                   highlight=False, markup=False)  # fmt: skip
+    for line in loader_lines(search.loader):
+        console.print(terminal(line), highlight=False, markup=False)
     if search.best is None:
         console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
         return

@@ -2,8 +2,9 @@
 of it (`report/utilization.py`).
 
 A step's time alone does not say whether it is good: 0.5 s can be 80% of what the hardware does or 5%. This measures,
-per device and per thread count, the matrix-multiply throughput of each dtype, the memory bandwidth and the time to
-dispatch one tiny operator (a step's floor when it issues many), and keeps them in the store with the machine's
+per device and per thread count, the matrix-multiply throughput of each dtype, the memory bandwidth, the time to
+dispatch one tiny operator (a step's floor when it issues many) and copies from 4 KiB up (host memcpy; on a GPU host
+to device and back, pageable and pinned: what feeding it data costs), and keeps them in the store with the machine's
 fingerprint. One child process per (device, thread count) (`runner/peak.py`).
 """
 
@@ -22,6 +23,8 @@ FRAMEWORK = "torch"  # the framework `dlperf peak` measures with
 DTYPES = ("fp32", "bf16", "fp16")
 DEFAULT_SIZES = (1024, 2048, 4096)
 DEFAULT_BANDWIDTH_MIB = 256  # three arrays of this size: far above any last-level cache, so DRAM is what is timed
+COPY_SMALLEST = 4 * 2**10  # the copy sweep's first size: 4 KiB, then 4 times that, ...
+DEFAULT_COPIES_MIB = 256  # ... up to this: from caches to DRAM on the host, from latency- to bandwidth-bound on a bus
 DEFAULT_MAX_TIME = 1.0  # seconds of warm-up and of sampling per figure, at most
 DEFAULT_TIMEOUT = 600.0  # seconds per child process
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity: above it, the peaks were measured on a busy machine
@@ -34,12 +37,16 @@ class PeakOptions:
     dtypes: tuple[str, ...]
     sizes: tuple[int, ...]
     bandwidth_bytes: int
+    copy_sizes: tuple[int, ...]  # bytes of each copy; () with --copies-mib 0
     max_time: float
     timeout: float
     format: str
 
 
-HELP = "measure this machine's matmul peak per dtype, its memory bandwidth and its cost per dispatched operator"
+HELP = (
+    "measure this machine's matmul peak per dtype, its memory bandwidth, its cost per dispatched operator and its "
+    "copy bandwidths (host memcpy; host<->device on a GPU)"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -64,6 +71,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=DEFAULT_BANDWIDTH_MIB,
         help=f"size of each of the three bandwidth arrays, well above the last-level cache "
         f"(default: {DEFAULT_BANDWIDTH_MIB})",
+    )
+    p.add_argument(
+        "--copies-mib",
+        type=whole("--copies-mib", 0, most=INT64_MAX >> 20),
+        default=DEFAULT_COPIES_MIB,
+        help="the largest copy of the copy sweep, from 4 KiB in steps of 4; 0: no copies "
+        f"(default: {DEFAULT_COPIES_MIB})",
     )
     p.add_argument(
         "--max-time",
@@ -93,6 +107,7 @@ def parse_dtypes(text: str) -> tuple[str, ...]:
 
 def options(args) -> PeakOptions:
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
+    from dlperf.runner.peak import copy_sizes
     from dlperf.spec import parse_devices
 
     return PeakOptions(
@@ -101,6 +116,7 @@ def options(args) -> PeakOptions:
         dtypes=parse_dtypes(args.dtypes),
         sizes=tuple(sorted(args.sizes)),
         bandwidth_bytes=args.bandwidth_mib * 2**20,
+        copy_sizes=tuple(copy_sizes(COPY_SMALLEST, args.copies_mib * 2**20)) if args.copies_mib else (),
         max_time=args.max_time,
         timeout=args.timeout,
         format=args.format,
@@ -145,6 +161,7 @@ def run(args) -> int:
                 opts.max_time,
                 opts.timeout,
                 on_progress,
+                list(opts.copy_sizes),
             )
     finally:
         store.close()
@@ -152,7 +169,7 @@ def run(args) -> int:
     if opts.format == "json":
         print(json.dumps({"db": db, "peaks": stored, "failed": failed}, indent=2))
     else:
-        _print_text(stored, failed, opts, db)
+        _print_text(stored, failed, opts, db, gpus=bool(env.get("gpus")))
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
@@ -173,15 +190,19 @@ def _report_progress(done: int, total: int, device: str, threads: int, row: dict
 # Text output
 
 
-def _print_text(stored: list[dict], failed: list[dict], opts: PeakOptions, db: str) -> None:
+def _print_text(stored: list[dict], failed: list[dict], opts: PeakOptions, db: str, gpus: bool) -> None:
     from rich.console import Console
+
+    from dlperf.store.machine import COPY_KINDS
 
     console = Console()
     if stored:
         console.print(matmul_table(stored))
         console.print(bandwidth_table(stored, opts.bandwidth_bytes))
         console.print(dispatch_table(stored))
-    for note in notes(stored, failed):
+        if any(r["kind"] in COPY_KINDS for r in stored):
+            console.print(copy_table(stored))
+    for note in [*notes(stored, failed), *copy_notes(stored, opts, gpus)]:
         console.print(f"  note: {note}", highlight=False, markup=False)
     console.print(f"{len(stored)} peaks stored in {db}", highlight=False, markup=False)
 
@@ -231,6 +252,45 @@ def dispatch_table(stored: list[dict]):
         if r["kind"] == "dispatch":
             table.add_row(r["device"], str(r["threads"]), f"{1e6 * r['value']:.3g}")
     return table
+
+
+def copy_table(stored: list[dict]):
+    """Size -> GB/s of each kind of copy measured, one row per (device, threads, size)."""
+    from rich.table import Table
+
+    from dlperf.report.format import nbytes
+    from dlperf.store.machine import COPY_KINDS
+
+    copies = [r for r in stored if r["kind"] in COPY_KINDS]
+    columns = list(dict.fromkeys(_copy_column(r) for r in copies))
+    rows: dict[tuple, dict[str, float]] = {}
+    for r in copies:
+        rows.setdefault((r["device"], r["threads"], r["detail"]["bytes"]), {})[_copy_column(r)] = r["value"]
+    table = Table(
+        title="Copies (GB/s)", caption="bytes copied per second: memcpy reads and writes each, STREAM counts 2"
+    )
+    for name in ("device", "threads", "size", *columns):
+        table.add_column(name, justify="left" if name == "device" else "right")
+    for (device, threads, size), by in rows.items():
+        table.add_row(device, str(threads), nbytes(size), *(_gbps(by[c]) if c in by else "-" for c in columns))
+    return table
+
+
+def _copy_column(r: dict) -> str:
+    if r["kind"] == "memcpy":
+        return "memcpy"
+    return f"{r['kind']} {'pinned' if r['detail']['pinned'] else 'pageable'}"
+
+
+def copy_notes(stored: list[dict], opts: PeakOptions, gpus: bool) -> list[str]:
+    """Host<->device copies are measured on a GPU only; say so rather than leave the columns silently out."""
+    if not opts.copy_sizes or any(r["kind"] in ("h2d", "d2h") for r in stored):
+        return []
+    if not gpus:
+        return ["no GPU: host<->device copies not measured"]
+    if not any(d.split(":")[0] == "cuda" for d in opts.devices):
+        return ["host<->device copies are measured with --devices cuda"]
+    return []
 
 
 def _tflops(value: float) -> str:

@@ -17,6 +17,15 @@ if TYPE_CHECKING:
 Progress = Callable[[int, int, str, int, dict | None], None]
 
 
+def copy_sizes(smallest: int, largest: int) -> list[int]:
+    """The copy sweep: `smallest` bytes, then four times that, ... up to `largest` (kept when it falls between)."""
+    out, n = [], smallest
+    while n < largest:
+        out.append(n)
+        n *= 4
+    return [*out, largest]
+
+
 def is_cpu(device: str) -> bool:
     return device.split(":")[0] == DeviceKind.CPU
 
@@ -41,13 +50,16 @@ def measure(
     max_time: float,
     timeout: float,
     progress: Progress | None = None,
+    copy_sizes: list[int] | None = None,
 ) -> list[dict]:
     """One row per (device, threads): {"framework", "device", "threads", "status", "error", "duration_s", "result"}.
 
     A child that fails or times out gives a row with that status and the reason, never an exception; an interrupt
     (Ctrl-C) stops the running child's process tree and propagates. `progress(done, total, device, threads, row)` is
-    called before each child (row None) and after it (with its row)."""
-    request = {"dtypes": dtypes, "sizes": sizes, "bandwidth_bytes": bandwidth_bytes, "max_time": max_time}
+    called before each child (row None) and after it (with its row). `copy_sizes`: the bytes of each copy of the
+    copy sweep (host memcpy; host<->device on a GPU); none by default."""
+    request = {"dtypes": dtypes, "sizes": sizes, "bandwidth_bytes": bandwidth_bytes, "max_time": max_time,
+               "copy_sizes": list(copy_sizes or ())}  # fmt: skip
     todo = jobs(devices, threads_list)
     rows = []
     for i, (device, threads) in enumerate(todo):
@@ -92,8 +104,9 @@ def row_of(framework: str, device: str, threads: int, child: ChildResult, events
 
 
 def peak_records(row: dict) -> list[dict[str, Any]]:
-    """A measured row as store records: one per dtype (kind matmul, FLOP/s), one for bandwidth (bytes/s) and one for
-    the dispatch of one tiny operator (kind dispatch, seconds per op; absent from results measured before it was).
+    """A measured row as store records: one per dtype (kind matmul, FLOP/s), one for bandwidth (bytes/s), one for
+    the dispatch of one tiny operator (kind dispatch, seconds per op; absent from results measured before it was) and
+    one per copy of the copy sweep (kind memcpy, h2d or d2h, bytes/s; detail {"bytes", "pinned", ...}).
 
     A dtype the device cannot do, or whose every size was too slow to time, is kept with value None and the reason."""
     result = row["result"]
@@ -114,6 +127,9 @@ def peak_records(row: dict) -> list[dict[str, Any]]:
     )
     if dispatch := result.get("dispatch"):
         records.append({**common, "kind": "dispatch", "dtype": None, "value": dispatch["median_s"], "detail": dispatch})
+    for copy in result.get("copies", []):
+        detail = {k: v for k, v in copy.items() if k != "kind"}
+        records.append({**common, "kind": copy["kind"], "dtype": None, "value": copy["bytes_per_s"], "detail": detail})
     for record in records:
         record["detail"] = {**record["detail"], **context}
     return records

@@ -20,7 +20,9 @@ def measure(task: PeakTask, emit: Reporter) -> None:
     """Size the framework's thread pools, then measure; the settings in effect are returned with the peaks."""
     module = importlib.import_module(f"dlperf.frameworks.{task.framework}.peak")
     settings = module.configure_threads(task.threads)
-    result = module.measure_peaks(task.device, task.dtypes, task.sizes, task.bandwidth_bytes, task.max_time)
+    result = module.measure_peaks(
+        task.device, task.dtypes, task.sizes, task.bandwidth_bytes, task.max_time, list(task.copy_sizes)
+    )
     emit(Answer({**result, "threads": task.threads, "settings": settings}))
 
 

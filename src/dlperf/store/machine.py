@@ -5,11 +5,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from dlperf.store.records import CommResult, PeakRecord
-from dlperf.store.schema import COMM_COLUMNS, PEAK_COLUMNS
+from dlperf.store.schema import COMM_COLUMNS, LOADERS, PEAK_COLUMNS
+
+COPY_KINDS = ("memcpy", "h2d", "d2h")  # the peaks that are copies, in the order views show them
 
 
 class MachineFigures:
@@ -57,6 +60,22 @@ class MachineFigures:
             where.append("value IS NOT NULL")
         args = [v for v in (device, threads, kind) if v is not None]
         return [PeakRecord(**d) for d in self._measured_rows("peaks", PEAK_COLUMNS, where, args)]
+
+    def copies(
+        self, device: str, *, threads: int | None = None, machine: Callable[[PeakRecord], bool] | None = None
+    ) -> list[PeakRecord]:
+        """The copy figures of `device` (kinds memcpy, h2d, d2h; bytes/s), the latest of each (kind, size, pinned,
+        threads), by kind, then pinned, then size. `machine` keeps the rows of one machine (the views pass a test of
+        the fingerprint). A store older than LOADERS has none."""
+        if self.version < LOADERS:
+            return []
+        latest: dict[tuple, PeakRecord] = {}
+        for kind in COPY_KINDS:
+            for row in self.peaks(device=device, threads=threads, kind=kind, measured=True):  # newest first
+                key = (kind, row.detail.get("bytes"), bool(row.detail.get("pinned")), row.threads)
+                if key not in latest and (machine is None or machine(row)):
+                    latest[key] = row
+        return [latest[k] for k in sorted(latest, key=lambda k: (COPY_KINDS.index(k[0]), k[2], k[3], k[1] or 0))]
 
     def _measured_rows(self, table: str, columns: tuple[str, ...], where: list[str], args: list) -> list[dict]:
         """Rows of `table` matching `where`, newest first, `fingerprint` and `detail` decoded, no environment."""

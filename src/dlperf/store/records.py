@@ -299,7 +299,7 @@ class PeakRecord:
     framework_version: str | None
     device: str
     threads: int
-    kind: str  # matmul | bandwidth
+    kind: str  # matmul | bandwidth | dispatch | memcpy | h2d | d2h (copies: detail {"bytes", "pinned"})
     dtype: str | None  # fp32 | bf16 | fp16 for matmul; None for bandwidth
     value: float | None  # None when unsupported or nothing could be timed
     detail: dict[str, Any] = field(default_factory=dict)

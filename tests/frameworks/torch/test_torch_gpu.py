@@ -110,3 +110,17 @@ def test_cuda_launch_cost_is_timed_with_the_chain_synchronized_at_its_end_only()
     dev = torch.device("cuda:0")
     figure = torch_peak.dispatch_cost(dev, torch_peak.timer_config(0.2), torch_peak.sync_for(dev))
     assert figure["median_s"] > 0 and figure["ops_per_call"] == torch_peak.CHAIN
+
+
+@cuda
+def test_host_device_copies_are_measured_both_ways_pageable_and_pinned():
+    from dlperf.frameworks.torch import peak as torch_peak
+
+    dev = torch.device("cuda:0")
+    figures = torch_peak.copy_peaks(dev, [4096, 2**20], 0.2, torch_peak.sync_for(dev))
+    assert [(f["kind"], f["pinned"], f["bytes"]) for f in figures] == [
+        (kind, pinned, n) for kind, pinned in torch_peak.TRANSFERS for n in (4096, 2**20)
+    ]
+    assert all(f["bytes_per_s"] == pytest.approx(f["bytes"] / f["best_s"]) > 0 for f in figures)
+    by = {(f["kind"], f["pinned"], f["bytes"]): f["bytes_per_s"] for f in figures}
+    assert by["h2d", True, 2**20] > by["h2d", False, 2**20] * 0.8  # pinned is not slower than pageable, by the book

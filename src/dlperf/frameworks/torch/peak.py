@@ -1,5 +1,6 @@
-"""What one device can really do, measured with PyTorch: matrix-multiply throughput per dtype, memory bandwidth, and
-the host time to dispatch one tiny operator (what a step of many small operators pays per operator).
+"""What one device can really do, measured with PyTorch: matrix-multiply throughput per dtype, memory bandwidth, the
+host time to dispatch one tiny operator (what a step of many small operators pays per operator), and copies over a
+sweep of sizes: host memory to host memory, and on CUDA host to device and back, pageable and pinned.
 
 The child side of `dlperf peak`, imported only by `dlperf.runner.peak_worker` after the parent fixed the thread
 variables. A training step's utilization is later held against these figures, so they are measured like a step is:
@@ -49,8 +50,16 @@ def sync_for(device: torch.device) -> Callable[[], None]:
     return lambda: None
 
 
-def measure_peaks(device: str, dtypes: list[str], sizes: list[int], bandwidth_bytes: int, max_time: float) -> dict:
-    """Matmul peak per dtype over square sizes, and STREAM copy/triad bandwidth on fp32 arrays of `bandwidth_bytes`.
+def measure_peaks(
+    device: str,
+    dtypes: list[str],
+    sizes: list[int],
+    bandwidth_bytes: int,
+    max_time: float,
+    copy_sizes: list[int] | None = None,
+) -> dict:
+    """Matmul peak per dtype over square sizes, STREAM copy/triad bandwidth on fp32 arrays of `bandwidth_bytes`, and
+    the copy sweep over `copy_sizes` bytes (`copy_peaks`; none when empty).
 
     `max_time` caps the warm-up and the sampling of each figure; a size whose single product would take more than
     SLOW_CALL_FACTOR times that (predicted from the size before) is skipped, with the reason. Returns JSON-ready
@@ -63,6 +72,7 @@ def measure_peaks(device: str, dtypes: list[str], sizes: list[int], bandwidth_by
     matmul = {name: matmul_peak(dev, name, sorted(set(sizes)), cfg, sync) for name in dtypes}
     bandwidth = bandwidth_peak(dev, bandwidth_bytes, cfg, sync)
     dispatch = dispatch_cost(dev, cfg, sync)
+    copies = copy_peaks(dev, sorted(set(copy_sizes or ())), max_time, sync)
     wall = time.perf_counter() - wall_before
     return {
         "framework": "torch",
@@ -71,6 +81,7 @@ def measure_peaks(device: str, dtypes: list[str], sizes: list[int], bandwidth_by
         "matmul": matmul,
         "bandwidth": bandwidth,
         "dispatch": dispatch,
+        "copies": copies,
         "duration_s": wall,
         "others_cpu_share": system.others_cpu_share(before, system.cpu_times(), _own_cpu_s() - own_before, wall),
     }
@@ -250,3 +261,59 @@ def chain(x: torch.Tensor, n: int) -> None:
     """`n` dependent in-place adds on `x`, queued without a sync."""
     for _ in range(n):
         x.add_(1.0)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Copies: host memcpy, and host<->device on CUDA
+
+COPY_REPEATS = 5  # timed steps per size at most; the fastest is the figure (slower ones met other traffic)
+TRANSFERS = (("h2d", False), ("h2d", True), ("d2h", False), ("d2h", True))  # (kind, pinned host memory)
+
+
+def copy_peaks(dev: torch.device, sizes: list[int], max_time: float, sync) -> list[dict[str, Any]]:
+    """One figure per size and kind: on the CPU `memcpy` (host buffer to host buffer); on CUDA `h2d` and `d2h`, each
+    from pageable and from pinned host memory. Each size may spend its share of `max_time` (a series of sizes is one
+    figure, as a matmul dtype is), and times at least one step. Other devices: none (MPS shares the host's memory)."""
+    budget = max_time / max(1, len(sizes))
+    if dev.type == "cpu":
+        return [host_copy(n, budget) for n in sizes]
+    if dev.type != "cuda":
+        return []
+    return [transfer(dev, kind, pinned, n, budget, sync) for kind, pinned in TRANSFERS for n in sizes]
+
+
+def host_copy(nbytes: int, budget_s: float) -> dict[str, Any]:
+    """`dst.copy_(src)` between two host buffers of `nbytes`. The figure is bytes copied per second: each byte is read
+    once and written once, so STREAM's copy, which counts both, would say twice this (`stream_bytes_per_s`)."""
+    src, dst = torch.ones(nbytes, dtype=torch.uint8), torch.zeros(nbytes, dtype=torch.uint8)  # every page mapped
+    figure = best_copy(lambda: dst.copy_(src), nbytes, budget_s, lambda: None)
+    return {"kind": "memcpy", "pinned": False, **figure, "stream_bytes_per_s": 2 * figure["bytes_per_s"]}
+
+
+def transfer(dev: torch.device, kind: str, pinned: bool, nbytes: int, budget_s: float, sync) -> dict[str, Any]:
+    """One copy of `nbytes` between host memory (pinned or pageable) and `dev`, by the book: from pinned memory the
+    copy is queued asynchronously (non_blocking) and the step ends with the device synchronized; from pageable
+    memory the driver stages it through a pinned buffer of its own, which is what makes it slower."""
+    host = torch.ones(nbytes, dtype=torch.uint8, pin_memory=pinned)
+    device = torch.zeros(nbytes, dtype=torch.uint8, device=dev)
+    src, dst = (host, device) if kind == "h2d" else (device, host)
+    figure = best_copy(lambda: dst.copy_(src, non_blocking=pinned), nbytes, budget_s, sync)
+    return {"kind": kind, "pinned": pinned, **figure}
+
+
+def best_copy(call: Callable[[], Any], nbytes: int, budget_s: float, sync) -> dict[str, Any]:
+    """The fastest of up to COPY_REPEATS timed steps of `call` (after an untimed one), until `budget_s` is spent;
+    small copies are timed several to a step, so the clock and the sync stay below ~1% of it."""
+    call()
+    calls = calls_per_step(timed_step(call, sync))
+
+    def step() -> None:
+        for _ in range(calls):
+            call()
+
+    times, spent = [], 0.0
+    while len(times) < COPY_REPEATS and (not times or spent < budget_s):
+        times.append(timed_step(step, sync))
+        spent += times[-1]
+    best = min(times) / calls
+    return {"bytes": nbytes, "bytes_per_s": nbytes / best, "best_s": best, "steps": len(times), "calls_per_step": calls}

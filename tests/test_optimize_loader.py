@@ -1,0 +1,160 @@
+"""`dlperf optimize --data DIR`: the loader searched for the best mode, smallest setting first, until one is enough."""
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from conftest import dlperf, make_cell, one_line_error
+from dlperf import optimize as opt
+from dlperf import optimize_loader as ol
+from dlperf.commands import optimize as opt_cmd
+from dlperf.store.records import LoaderRecord
+from test_optimize import _Quiet, steps
+
+
+def test_settings_are_tried_smallest_first_and_the_variants_add_prefetch_and_persistent_workers():
+    assert ol.candidates(2, gpu=False) == ["w0", "w1", "w2"]
+    assert ol.candidates(1, gpu=True) == ["w0", "w0+pin", "w1", "w1+pin"]
+    assert ol.candidates(8, gpu=False, given=("w4+pin", "w2", "w0")) == ["w0", "w2", "w4+pin"]
+    assert ol.variants("w2+pin") == ["w2+pin+persist", "w2+pin+pf4", "w2+pin+pf4+persist"]
+    assert ol.variants("w0") == []  # prefetching and persistence need workers
+
+
+def loader_cell(setting, median, wait_share, status="ok"):
+    data = LoaderRecord(setting, wait_share=wait_share) if status == "ok" else None
+    return replace(make_cell(status=status, median_s=median, data=data), loader=setting)
+
+
+def test_a_setting_is_enough_under_5_percent_data_wait_or_at_95_percent_of_the_synthetic_throughput():
+    assert ol.trial_of(loader_cell("w1", 1.5, 0.04), 1.0).enough  # slower, yet hardly waits: the loader is not it
+    assert ol.trial_of(loader_cell("w1", 1.04, 0.08), 1.0).enough  # 96% of synthetic
+    slow = ol.trial_of(loader_cell("w0", 1.3, 0.25), 1.0)
+    assert not slow.enough and slow.verdict is None and slow.of_synthetic == pytest.approx(1 / 1.3)
+    assert not ol.trial_of(loader_cell("w0", None, None, status="unsupported"), 1.0).enough
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The search, its children faked
+
+
+def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s=1.0, clock=None):
+    """Timed children faked: a mode's step takes 1 s on synthetic data; a loader cell's is `loaders[setting]`:
+    (step seconds, data-wait share) or the reason it is unsupported. Returns the loader settings measured, in
+    order (one entry per process). `clock`: a list whose first item grows by each loader process's duration."""
+    from dlperf.runner import sweep
+
+    measured = []
+
+    def run_task(task, ctx, poll):
+        name = task.cell.loader
+        if not name:
+            return {"status": "ok", "error": None, "samples": steps(1.0, 1)[0], "duration_s": duration_s,
+                    "detail": {"loss_check": {"ok": True, "reason": None}}}  # fmt: skip
+        measured.append(name)
+        if clock is not None:
+            clock[0] += duration_s
+        if isinstance(loaders[name], str):
+            return {"status": "unsupported", "error": loaders[name], "samples": [], "duration_s": duration_s,
+                    "detail": {}}  # fmt: skip
+        center, wait = loaders[name]
+        samples = steps(center, 1)[0]
+        figures = {"setting": name, "workers": ol.setting(name).workers, "wait_s": [wait * t for t in samples]}
+        return {"status": "ok", "error": None, "samples": samples, "duration_s": duration_s,
+                "detail": {"loss_check": {"ok": True, "reason": None}, "loader": figures}}  # fmt: skip
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    return measured
+
+
+def _search(tmp_path, budget_s=900.0, loaders=None):
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=budget_s, order="fixed", data=str(tmp_path),
+                       loaders=loaders)  # fmt: skip
+    search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=lambda w: None)
+    store = opt.Store.open(tmp_path / "o.db", create=False)
+    try:
+        cores = store.runs()[0].env["cores"]["cores"]
+    finally:
+        store.close()
+    return search, json.loads(opt_cmd.render_json(search)), cores
+
+
+def test_the_search_stops_at_the_first_enough_setting_and_recommends_it(tmp_path, monkeypatch, capsys):
+    measured = _fake(monkeypatch, {"w0": (1.5, 0.3), "w1": (1.02, 0.02), "w2": (1.0, 0.01)})
+    search, out, _ = _search(tmp_path)
+    assert measured == ["w0", "w1"]  # w2 would be faster still, but w1 is enough: workers cost cores
+    loader = out["loader"]
+    assert (loader["mode"], loader["setting"], loader["enough"]) == ("fp32", "w1", True)
+    assert loader["kwargs"] == {"num_workers": 1, "pin_memory": False, "persistent_workers": False}
+    assert loader["wait_share"] == pytest.approx(0.02) and loader["synthetic_s"] == pytest.approx(1.0, rel=0.05)
+    assert [(t["setting"], t["enough"]) for t in loader["tried"]] == [("w0", False), ("w1", True)]
+    assert loader["tried"][0]["verdict"] == "high"
+    assert all(r["mode"] != "fp32" or r["median_s"] == pytest.approx(1.0, rel=0.05) for r in out["results"])
+    assert len([r for r in out["results"] if r["mode"] == "fp32"]) == 1  # the loader cells are not modes
+    recipe = "\n".join(out["recipe"])
+    assert "DataLoader(dataset, batch_size=..., shuffle=True, num_workers=1, pin_memory=False" in recipe
+    opt_cmd.print_text(search)
+    text = capsys.readouterr().out
+    assert "w0: " in text and "(input-bound: high)" in text and "w1: " in text and ": enough" in text
+    assert "Loader: w1 (enough): DataLoader(num_workers=1, pin_memory=False, persistent_workers=False)" in text
+
+
+def test_an_unsupported_setting_is_skipped_and_said(tmp_path, monkeypatch):
+    measured = _fake(monkeypatch, {"w0": "no dataset for this workload", "w1": (1.0, 0.01)})
+    _, out, _ = _search(tmp_path)
+    assert measured == ["w0", "w1"] and out["loader"]["setting"] == "w1"
+    assert "loader: w0 unsupported: no dataset for this workload" in out["notes"]
+    measured = _fake(monkeypatch, dict.fromkeys(["w0", "w1"], "no dataset for this workload"))
+    _, out, _ = _search(tmp_path, loaders=("w0", "w1"))
+    assert measured == ["w0", "w1"] and out["loader"]["setting"] is None
+    assert "loader: no setting recommended: none of those tried measured" in out["notes"]
+
+
+def test_when_none_is_enough_the_best_with_workers_gets_prefetch_and_persistent_variants_then_it_says_so(
+    tmp_path, monkeypatch
+):
+    slow = {name: (2.0 - 0.1 * ol.setting(name).workers, 0.4) for name in ol.candidates(64, gpu=False)}
+    variants = {v: (1.5, 0.3) for name in slow for v in ol.variants(name)}
+    measured = _fake(monkeypatch, {**slow, **variants})
+    _, out, cores = _search(tmp_path)
+    first = ol.candidates(cores, gpu=False)
+    assert measured == first + ol.variants(first[-1])  # the most workers were the fastest
+    loader = out["loader"]
+    assert loader["enough"] is False and loader["setting"] == ol.variants(first[-1])[0]  # the fastest measured
+    [note] = [n for n in out["notes"] if n.startswith("loader: no setting measured was enough")]
+    assert "data preparation dominates" in note and "NVIDIA DALI" in note
+    assert "not enough" in "\n".join(out["recipe"])
+
+
+def test_loaders_given_are_the_only_ones_tried(tmp_path, monkeypatch):
+    measured = _fake(monkeypatch, {"w0": (1.5, 0.3), "w2+pin": (1.4, 0.25)})
+    _, out, _ = _search(tmp_path, loaders=("w2+pin", "w0"))
+    assert measured == ["w0", "w2+pin"] and out["loader"]["setting"] == "w2+pin"  # no variants of a given list
+
+
+def test_the_loader_search_stops_when_the_budget_left_does_not_cover_the_next_setting(tmp_path, monkeypatch):
+    import time
+
+    clock = [0.0]
+    monkeypatch.setattr(ol, "time", type("Clock", (), {"monotonic": staticmethod(lambda: time.monotonic() + clock[0])}))
+    measured = _fake(monkeypatch, {"w0": (1.5, 0.3), "w1": (1.4, 0.3), "w2": (1.3, 0.3)}, duration_s=100.0,
+                     clock=clock)  # fmt: skip
+    _, out, _ = _search(tmp_path, budget_s=250.0)  # 100 s a process: w0 and w1 fit, then 50 s are left
+    assert measured == ["w0", "w1"]
+    assert any(n.startswith("loader: w2 and after not measured: about 1.7 min needed") for n in out["notes"])
+    assert out["loader"]["setting"] == "w1" and out["loader"]["enough"] is False
+
+
+def test_without_data_nothing_changes(tmp_path, monkeypatch):
+    measured = _fake(monkeypatch, {})
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=900.0, order="fixed")
+    search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=lambda w: None)
+    out = json.loads(opt_cmd.render_json(search))
+    assert measured == [] and search.loader is None and "loader" not in out
+    assert not any("DataLoader" in line for line in out["recipe"])
+
+
+def test_loaders_without_data_is_a_usage_error():
+    one_line_error(dlperf("optimize", "tiny-fcn-r", "--loaders", "w1"), "--loaders", "name it with --data DIR")
+    one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", "/no/such/dir"), "--data", "no such directory")
+    one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", "synthetic", "--loaders", "w1+x"), "unknown part 'x'")
