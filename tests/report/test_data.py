@@ -215,3 +215,16 @@ def test_charts_draw_loader_cells_as_series_of_their_own():
     assert {s.label: [p.y for p in s.points] for s in chart.series if not s.ideal} == {
         "data:synthetic": [0.10, 0.06], "data:w2": [0.12, 0.07]
     }  # fmt: skip
+
+
+def test_the_paper_comparison_and_the_fastest_mode_read_synthetic_cells_only():
+    """A loader cell's step is the input pipeline's too: faster or slower, it is not the model's Table-7 figure."""
+    from dlperf.report import best, paper
+
+    fcn = {"batch": 1024, "paper": "FCN-R"}
+    cells = [make_cell("fcn-r", batch=1024, median_s=0.5, workload_spec=fcn), loaded("w2", 0.4, wait=0.0)]
+    cells[1].batch, cells[1].workload_spec = 1024, fcn
+    [row], _ = paper.compare(cells)
+    assert row.ours_cpu is cells[0]
+    [fastest] = best.build(cells, {})
+    assert (fastest.mode, fastest.median_s, fastest.baseline_s) == ("fp32", 0.5, 0.5)
