@@ -22,7 +22,7 @@ def run(args) -> int:
     other cells' records are still right."""
     from dlperf.commands.report import writable
     from dlperf.errors import UnreadableRow
-    from dlperf.report import export
+    from dlperf.report import data, export
     from dlperf.report.utilization import attach_utilization
 
     out = writable(args.output) if args.output else None
@@ -32,10 +32,11 @@ def run(args) -> int:
         run = store.run(args.run)
         cells = store.cells(run.id, unreadable=faults.append)
         attach_utilization(store, run.fingerprint, cells)
-        records = []
+        records, groups = [], data.by_cell(data.build(cells))
         for c in cells:
             try:
-                records.append(export.record(c, store.samples(run.id, c.key) if args.samples else None))
+                samples = store.samples(run.id, c.key) if args.samples else None
+                records.append(export.record(c, samples, groups.get(c.key)))
             except UnreadableRow as fault:
                 faults.append(fault)
     finally:

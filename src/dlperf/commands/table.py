@@ -60,11 +60,21 @@ def print_table(
     view = table.build(run.id, cells, verdicts)
     if fmt == "text":
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
+        print_pipeline(view.pipeline)
         return faults
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
     text = renderers[fmt](view)
     print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
     return faults
+
+
+def print_pipeline(groups: list) -> None:
+    """The input pipeline of a run with loader cells: a table per group, then its recommendation and advice."""
+    from dlperf.report import data
+
+    for i, group in enumerate(groups):
+        legend = [data.LEGEND] if i == len(groups) - 1 else []
+        print_rich(data.render_rich(group), [*data.lines(group), *legend])
 
 
 def _samples(store, run_id: int, cells: list, faults: list) -> dict[str, list[list[float]]]:

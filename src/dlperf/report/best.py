@@ -33,9 +33,10 @@ class Best:
 
 
 def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> list[Best]:
-    """`samples`: cell key -> per-process step times (for the speed-up's interval; may be empty)."""
+    """`samples`: cell key -> per-process step times (for the speed-up's interval; may be empty). Modes compare on
+    the synthetic batch: a loader cell's step is the input pipeline's too (`report/data.py` compares those)."""
     groups: dict[tuple[str, str, str], list[CellRecord]] = {}
-    for c in cells:
+    for c in (c for c in cells if not c.loader):
         groups.setdefault((c.workload, c.framework, c.column), []).append(c)
     out = []
     for (workload, framework, column), group in groups.items():

@@ -38,8 +38,9 @@ class Series:
 @dataclass
 class Chart:
     id: str  # stable and unique within a report: the HTML anchor and the `dlperf plot` selector
-    kind: str  # "lines" (numeric x), "bars" (categories on x, one bar per series in each) or "stacked" (one
-    # horizontal bar per category, the series its parts)
+    kind: str  # "lines" (numeric x), "bars" (categories on x, one bar per series in each), "stacked" (one
+    # horizontal bar per category, the series its parts, in percent) or "columns" (one upright bar per category,
+    # the series its parts stacked bottom up, in the axis' unit)
     title: str
     xlabel: str
     ylabel: str
@@ -49,6 +50,7 @@ class Chart:
     log_y: bool = False
     caption: str = ""
     labels: dict[str, str] = field(default_factory=dict)  # stacked: category -> the text beside its bar
+    lines: dict[str, float] = field(default_factory=dict)  # columns: a reference's label -> its height, drawn dashed
 
     @property
     def points(self) -> list[Point]:
@@ -60,22 +62,24 @@ class Chart:
 
 
 def dimensions(cell: CellRecord) -> dict[str, str]:
-    """A cell's dimensions besides workload and column: framework, mode, and any a measurement adds."""
-    return {"framework": cell.framework, "mode": cell.mode, **cell.dimensions}
+    """A cell's dimensions besides workload and column: framework, mode, its loader when it reads real data (`data`),
+    and any a measurement adds."""
+    return {"framework": cell.framework, "mode": cell.mode, **({"data": cell.loader} if cell.loader else {}),
+            **cell.dimensions}  # fmt: skip
 
 
 def varying(cells: list[CellRecord]) -> list[str]:
-    """The dimensions that take more than one value among `cells`: the ones a label must show."""
-    values: dict[str, set[str]] = {}
-    for c in cells:
-        for k, v in dimensions(c).items():
-            values.setdefault(k, set()).add(v)
-    return [k for k, v in values.items() if len(v) > 1]
+    """The dimensions that take more than one value among `cells`, a cell without one counting as "": the ones a
+    label must show (a loader cell's `data:w2` beside the synthetic cell's nothing)."""
+    found = [dimensions(c) for c in cells]
+    keys = dict.fromkeys(k for d in found for k in d)
+    return [k for k in keys if len({d.get(k, "") for d in found}) > 1]
 
 
 def series_label(cell: CellRecord, shown: list[str]) -> str:
     dims = dimensions(cell)
     keys = shown or ["framework", "mode"]
+    dims.setdefault("data", "synthetic")  # beside loader cells, the paper's batch on the device is named too
     return " ".join(dims[k] if k in ("framework", "mode") else f"{k}:{dims[k]}" for k in keys if k in dims)
 
 

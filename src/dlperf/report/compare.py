@@ -28,6 +28,7 @@ from typing import Any
 
 from dlperf.errors import UsageError
 from dlperf.report.format import markup, table_seconds, terminal
+from dlperf.report.table import mode_label
 from dlperf.spec import whole_number
 from dlperf.store.records import CellRecord
 
@@ -66,10 +67,11 @@ class CellResult:
     verdict: Verdict = Verdict.TOO_LITTLE_DATA
     reason: str = ""  # why there is no test, or why the cells are not comparable
     regression: bool = False  # slower by more than the threshold
+    loader: str = ""  # the cells' loader setting (`--data DIR`); "" on synthetic data
 
     @property
     def label(self) -> str:
-        return f"{self.workload} {self.framework} {self.column} {self.mode}"
+        return f"{self.workload} {self.framework} {self.column} {mode_label(self.mode, self.loader)}"
 
 
 @dataclass(frozen=True)
@@ -187,13 +189,13 @@ def _usable(cell: CellRecord) -> bool:
 
 
 def _label(cell: CellRecord) -> str:
-    return f"{cell.workload} {cell.framework} {cell.column} {cell.mode}"
+    return f"{cell.workload} {cell.framework} {cell.column} {mode_label(cell.mode, cell.loader)}"
 
 
 def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
     cell = CellResult(
         a.key, a.workload, a.framework, a.column, a.mode, a.median_s, b.median_s,
-        process_medians(a_processes), process_medians(b_processes), ratio=b.median_s / a.median_s,
+        process_medians(a_processes), process_medians(b_processes), ratio=b.median_s / a.median_s, loader=a.loader,
     )  # fmt: skip
     differs = _workload_diff(a, b)
     if differs:
@@ -327,7 +329,7 @@ def row_values(cell: CellResult) -> list[str]:
         cell.workload,
         cell.framework,
         cell.column,
-        cell.mode,
+        mode_label(cell.mode, cell.loader),
         table_seconds(cell.a_median_s),
         table_seconds(cell.b_median_s),
         ratio_text(cell),

@@ -7,8 +7,9 @@ import io
 import json
 from typing import Any
 
+from dlperf.report.data import Group, h2d_bandwidths
 from dlperf.spec import DECIMAL
-from dlperf.store.records import CellRecord, CommRecord, CompileRecord
+from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
@@ -29,7 +30,17 @@ def spreadsheet_safe(value: Any) -> Any:
     return value
 
 
-def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[str, Any]:
+# a loader cell's input pipeline (`LoaderRecord`): export name -> the record's field
+LOADER_FIELDS = {
+    "dataset": "dataset", "dataset_samples": "samples", "loader_alone_samples_per_s": "alone_samples_per_s",
+    "data_wait_share": "wait_share", "data_wait_median_s": "wait_median_s", "input_bound": "verdict",
+    "workers": "workers", "oversubscribed": "oversubscribed",
+}  # fmt: skip
+H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s: one batch's copy to the device
+
+
+def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None) -> dict[str, Any]:
+    """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries."""
     rec = {f: getattr(cell, f) for f in FIELDS}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
@@ -46,9 +57,25 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None) -> dict[s
         rec[key] = getattr(comm, key)
     check = cell.loss_check
     rec["loss_ok"], rec["loss_reason"] = (check.ok, check.reason) if check else (None, None)
+    rec.update(loader_fields(cell, group))
     rec["warnings"] = cell.warnings
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
+    return rec
+
+
+def loader_fields(cell: CellRecord, group: Group | None) -> dict[str, Any]:
+    """The same keys for every cell, so that a CSV has one header: None where a cell has no loader."""
+    data = cell.data or LoaderRecord(cell.loader)
+    rec: dict[str, Any] = {"loader": cell.loader or None}
+    rec.update({name: getattr(data, f) for name, f in LOADER_FIELDS.items()})
+    rec["oversubscribed"] = data.oversubscribed if cell.data else None
+    h2d = data.h2d or {}
+    rec["h2d_bytes"] = h2d.get("bytes")
+    bandwidths = h2d_bandwidths(h2d)
+    rec.update({f"h2d_{kind.replace(' ', '_')}_bytes_s": bandwidths.get(kind) for kind in H2D_FIELDS})
+    rec["recommended_loader"] = group.recommendation.setting if group else None
+    rec["data_recommendation"] = group.recommendation.to_json() | {"advice": group.advice} if group else None
     return rec
 
 
@@ -70,4 +97,7 @@ def render(records: list[dict[str, Any]], fmt: str) -> str:
 
 
 def csv_field(key: str, value: Any) -> Any:
-    return "; ".join(value) if key == "warnings" else json.dumps(value) if isinstance(value, list) else value
+    if key == "warnings":
+        return "; ".join(value)
+    structured = isinstance(value, list) or (key == "data_recommendation" and value is not None)
+    return json.dumps(value) if structured else value

@@ -47,6 +47,8 @@ CATEGORY_COLORS = {
     "idle": "#c7c7c7",
     "other": "#dbdb8d",
 }
+# a step's parts in the input pipeline's chart: the data wait in the profile's colour for data
+PART_COLORS = {"compute": CATEGORY_COLORS["matmul"], "data wait": CATEGORY_COLORS["data"]}
 
 
 def _pyplot():
@@ -63,7 +65,7 @@ def palette(charts: list[Chart]) -> dict[str, str]:
     from matplotlib import colormaps
 
     labels: list[str] = []
-    for chart in (c for c in charts if c.kind != "stacked"):  # a profile's categories have their fixed colours
+    for chart in (c for c in charts if c.kind not in ("stacked", "columns")):  # their parts have fixed colours
         labels += [s.label for s in chart.series if not s.ideal and s.label not in labels]
     cmap = colormaps["tab10" if len(labels) <= 10 else "tab20"]
     return {label: cmap(i % cmap.N) for i, label in enumerate(labels)}
@@ -78,7 +80,7 @@ def _errors(points: list[Point]) -> list[list[float]]:
 
 def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | None = None) -> None:
     """Draw `chart` into matplotlib axes; `tag(artist, tip)` marks each hoverable element."""
-    drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked}[chart.kind]
+    drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked, "columns": _columns}[chart.kind]
     drawer(ax, chart, colors, tag or (lambda artist, text: None))
     ax.set_title(chart.title, loc="left")
     ax.set_xlabel(chart.xlabel)
@@ -104,7 +106,7 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
             handlelength=1.2,
             columnspacing=1.0,
         )  # above the bars, in the categories' order
-    elif len(handles) > 1 and chart.kind == "bars":
+    elif len(handles) > 1 and chart.kind in ("bars", "columns"):
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
     elif len(handles) > 1:
         ax.legend(handles=handles, loc="best")
@@ -153,19 +155,29 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     ax.grid(axis="x", visible=False)
 
 
-def _stacked(ax, chart: Chart, colors: dict, tag) -> None:
-    """One horizontal bar per category, its parts the series in order, left to right; the chart's label of each bar
-    written beside it."""
+def _stack(ax, chart: Chart, colors: dict, tag, upright: bool) -> tuple[dict[str, int], list[float]]:
+    """Each category's bar, its parts the series in order: upright from the bottom, or lying from the left. Returns
+    each category's place and its bar's length."""
     index = {c: i for i, c in enumerate(chart.categories)}
-    left = [0.0] * len(chart.categories)
+    ends = [0.0] * len(chart.categories)
     for s in chart.series:
-        colour = CATEGORY_COLORS.get(s.label) or colors.get(s.label, "grey")
+        colour = (CATEGORY_COLORS | PART_COLORS).get(s.label) or colors.get(s.label, "grey")
         for n, p in enumerate(p for p in s.points if p.x in index):
             i = index[p.x]
             label = s.label if n == 0 else "_nolegend_"  # one legend entry per category, not per part
-            (bar,) = ax.barh([i], [p.y], left=[left[i]], height=0.6, color=colour, label=label)
+            if upright:
+                (bar,) = ax.bar([i], [p.y], 0.6, bottom=[ends[i]], color=colour, label=label)
+            else:
+                (bar,) = ax.barh([i], [p.y], left=[ends[i]], height=0.6, color=colour, label=label)
             tag(bar, p.tip)
-            left[i] += p.y
+            ends[i] += p.y
+    return index, ends
+
+
+def _stacked(ax, chart: Chart, colors: dict, tag) -> None:
+    """One horizontal bar per category, its parts the series in order, left to right; the chart's label of each bar
+    written beside it."""
+    index, left = _stack(ax, chart, colors, tag, upright=False)
     for name, text in chart.labels.items():
         if name in index:
             ax.text(max(left[index[name]], 100.0) + 1.5, index[name], text, va="center", clip_on=False)
@@ -175,11 +187,23 @@ def _stacked(ax, chart: Chart, colors: dict, tag) -> None:
     ax.grid(axis="y", visible=False)
 
 
+def _columns(ax, chart: Chart, colors: dict, tag) -> None:
+    """One upright bar per category, its parts the series stacked bottom up; each of the chart's `lines` a dashed
+    reference across them (the synthetic step under the loader settings' steps)."""
+    _stack(ax, chart, colors, tag, upright=True)
+    for label, y in chart.lines.items():
+        ax.axhline(y, ls="--", lw=1, color="black", alpha=0.7, label=label)
+    ax.set_xticks(range(len(chart.categories)), chart.categories, rotation=30, ha="right")
+    ax.grid(axis="x", visible=False)
+
+
 def _size(chart: Chart) -> tuple[float, float]:
     if chart.kind == "lines":
         return (6.4, 3.8)
     if chart.kind == "stacked":
         return (9.0, 1.4 + 0.32 * len(chart.categories))
+    if chart.kind == "columns":
+        return (min(max(5.0, 2.5 + 0.5 * len(chart.categories)), 12.0), 3.8)
     bars = sum(len(s.points) for s in chart.series)
     return (min(max(6.4, 1.0 + 0.28 * bars), 16.0), 4.0)
 

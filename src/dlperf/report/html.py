@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dlperf.report import best, charts, ddp, figures, paper, profile, table
+from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
@@ -36,11 +37,14 @@ def render(data: Loaded, at: Path | None = None) -> str:
     breakdown = profile.breakdown(cells, data.profiles, data.verdicts)
     all_charts = [*charts.all_charts(cells), *([paper.chart(paper_rows)] if paper_rows else [])]
     all_charts += [breakdown] if breakdown else []
+    groups = pipeline.build(cells)
+    all_charts += [pipeline.chart(g) for g in groups]
     colors = figures.palette(all_charts)
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
     by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
     sections = [
         Section("table", "Seconds per mini-batch", _table7(data)),
+        *([Section("input", "Input pipeline", _pipeline(groups, drawn))] if groups else []),
         Section("scaling", "Thread scaling", by_kind("scaling-") or _none("No workload was measured at two or more "
                 "CPU thread counts in this run.")),
         Section("variants", "Frameworks and modes", by_kind("variants-") + _best_table(data)
@@ -113,6 +117,17 @@ def _html_table(head: list[str], rows: list[list[str]], cls: str = "") -> str:
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
     trs = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
+
+
+def _pipeline(groups: list[pipeline.Group], drawn: dict[str, str]) -> str:
+    """Per group of loader cells: its chart, its table, the recommendation and the advice."""
+    parts = []
+    for g in groups:
+        notes = "".join(f'<p class="note">{escape(line)}</p>' for line in pipeline.lines(g))
+        chart_html = drawn.get(pipeline.chart(g).id, "")
+        parts.append(f"<h3>{escape(g.title)}</h3>{chart_html}"
+                     + _html_table(list(pipeline.HEAD), pipeline.rows(g), "pipeline") + notes)  # fmt: skip
+    return "".join(parts) + f'<p class="legend">{escape(pipeline.LEGEND)}</p>'
 
 
 def _best_table(data: Loaded) -> str:

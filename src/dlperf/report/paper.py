@@ -84,7 +84,7 @@ def compare(cells: list[CellRecord]) -> tuple[list[Row], list[str]]:
     notes: list[str] = []
     for c in cells:
         network = c.workload_spec.get("paper")
-        if not network or not c.ok or not c.median_s or c.mode != "fp32":
+        if not network or not c.ok or not c.median_s or c.mode != "fp32" or c.loader:  # Table 7: synthetic batches
             continue
         if c.batch != batch_of(network):
             notes.append(f"{c.workload}: batch {c.batch}, the paper used {batch_of(network)}: not compared")

@@ -1,8 +1,9 @@
 """The Table-7 view of Shi et al. (2016): rows workload x framework, columns cpu:1, cpu:2, ... and one per GPU,
 cells the median seconds per mini-batch, the best CPU thread count marked.
 
-`build` computes the view from stored cells; `render_*` only lay it out. Extra dimensions (modes now, more later)
-become part of the row when a run holds more than one value of them.
+`build` computes the view from stored cells; `render_*` only lay it out. Extra dimensions (modes, loaders) become
+part of the row when a run holds more than one value of them: a loader cell (`--data DIR`) is a row of its own,
+labelled `fp32 · data:w2`, beside its synthetic row, never in the synthetic row's place.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from dlperf.measure.stats import FEW_SAMPLES
-from dlperf.report import ddp
+from dlperf.report import data, ddp
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
@@ -32,6 +33,11 @@ class Row:
     mode: str
     batch: int | None
     cells: dict[str, CellRecord] = field(default_factory=dict)  # column -> cell
+    loader: str = ""  # the rows' loader setting; "" on synthetic data
+
+    @property
+    def mode_label(self) -> str:
+        return mode_label(self.mode, self.loader)
 
     def timed_cpu_cells(self) -> dict[str, CellRecord]:
         return {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v.ok and v.median_s}
@@ -50,7 +56,7 @@ class Row:
         if len(ok) < 2 or self.best_cpu_column() is not None:
             return None
         why = "; ".join(f"{c}: {disturbances(v)[0]}" for c, v in ok.items() if disturbances(v))
-        mode = "" if self.mode == "fp32" else f" {self.mode}"
+        mode = "" if self.mode_label == "fp32" else f" {self.mode_label}"
         return f"{self.workload} {self.framework}{mode}: no fastest thread count starred, the machine disturbed {why}"
 
 
@@ -63,21 +69,24 @@ class TableView:
     notes: list[str]
     versions: list[str] = field(default_factory=list)  # which framework versions measured the cells, from where
     verdicts: dict[str, Verdict] | None = None  # cell key -> what bounds it (`--explain`); None: no verdict column
+    pipeline: list[data.Group] = field(default_factory=list)  # the loader cells' groups (the input pipeline view)
 
 
 def build(run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | None = None) -> TableView:
     rows: dict[tuple, Row] = {}
     for cell in cells:
-        key = (cell.workload, cell.framework, cell.mode)
-        row = rows.setdefault(key, Row(*key, batch=cell.batch))
+        key = (cell.workload, cell.framework, cell.mode, cell.loader)
+        row = rows.setdefault(key, Row(*key[:3], batch=cell.batch, loader=cell.loader))
         row.cells[cell.column] = cell
     columns = sorted({c.column for c in cells}, key=column_order)
-    show_mode = len({c.mode for c in cells}) > 1
+    show_mode = len({(c.mode, c.loader) for c in cells}) > 1
     notes = _notes(cells) + [n for n in (r.star_note() for r in rows.values()) if n]
     if verdicts is not None and any(c.key not in verdicts for c in cells):
         notes.append("verdict: a cell without a profile shows none; `dlperf profile WORKLOAD` or `dlperf run "
                      "--profile` profiles its cells")  # fmt: skip
-    return TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
+    view = TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
+    view.pipeline = data.build(cells)
+    return view
 
 
 def verdict_text(view: TableView, row: Row) -> str:
@@ -127,10 +136,16 @@ def utilization_notes(cells: list[CellRecord]) -> list[str]:
     return notes
 
 
+def mode_label(mode: str, loader: str) -> str:
+    """The mode column: the mode, and the loader setting of a cell that reads real data (`fp32 · data:w2`)."""
+    return f"{mode} · data:{loader}" if loader else mode
+
+
 def cell_label(cell: CellRecord) -> str:
-    """A cell as a person names it: workload, framework, the mode unless fp32, and its column."""
+    """A cell as a person names it: workload, framework, the mode unless fp32, its loader, and its column."""
     mode = "" if cell.mode == "fp32" else f" {cell.mode}"
-    return f"{cell.workload} {cell.framework}{mode} {cell.column}"
+    loader = f" data:{cell.loader}" if cell.loader else ""
+    return f"{cell.workload} {cell.framework}{mode}{loader} {cell.column}"
 
 
 def note_kind(warning: str) -> str:
@@ -208,7 +223,7 @@ def fixed_count(view: TableView) -> int:
 
 
 def row_values(view: TableView, row: Row) -> list[str]:
-    fixed = [row.workload, row.framework, *([row.mode] if view.show_mode else []), str(row.batch or "")]
+    fixed = [row.workload, row.framework, *([row.mode_label] if view.show_mode else []), str(row.batch or "")]
     explain = [verdict_text(view, row)] if view.verdicts is not None else []
     return fixed + [cell_text(row, c) for c in view.columns] + explain
 
@@ -225,7 +240,8 @@ def render_markdown(view: TableView) -> str:
     header = head(view)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
-    return "\n".join([*lines, "", LEGEND, *version_lines(view)])
+    pipeline = ["", data.render_markdown(view.pipeline)] if view.pipeline else []
+    return "\n".join([*lines, "", LEGEND, *version_lines(view), *pipeline])
 
 
 def version_lines(view: TableView) -> list[str]:
@@ -256,6 +272,7 @@ def render_json(view: TableView) -> str:
         best = row.best_cpu_column()
         rows.append({
             "workload": row.workload, "framework": row.framework, "mode": row.mode, "batch": row.batch,
+            **({"loader": row.loader} if row.loader else {}),
             "cells": {c: {"status": v.status.value, "median_s": v.median_s, "iqr_s": v.iqr_s, "n": v.n,
                           "best": c == best, "error": v.error, "utilization": v.utilization,
                           "framework_version": v.framework_version, "environment": v.environment,
@@ -268,6 +285,7 @@ def render_json(view: TableView) -> str:
         "rows": rows,
         "notes": view.notes,
         "versions": view.versions,
+        **({"input_pipeline": [g.to_json() for g in view.pipeline]} if view.pipeline else {}),
     }
     return json.dumps(data, indent=2)
 

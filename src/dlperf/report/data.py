@@ -1,0 +1,295 @@
+"""The input pipeline's view (`--data DIR`): per group of cells that differ only in their loader, the synthetic step
+beside each loader setting, the step's wait for data, the input-bound verdict, and the smallest setting that is enough.
+
+A pure function of stored cells: it never measures, and it recommends only a setting that was measured (an `ok`
+cell), never one it guesses would do.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from dlperf import loaders
+from dlperf.report.charts import Chart, Point, Series, _slug, tip
+from dlperf.report.format import nbytes, seconds, significant
+from dlperf.store.records import CellRecord
+
+SYNTHETIC_LABEL = "synthetic"  # the row of the group's cell without a loader
+HEAD = ("loader", "step", "samples /s", "loader alone", "data wait", "input bound", "w+t / cores")
+LEGEND = (
+    "step: median seconds per mini-batch with the loader, waiting for data included; samples /s: the step's; loader "
+    "alone: the samples /s of the loader iterated with no step; data wait: the share of the timed steps spent waiting "
+    f"for a batch (input bound from {loaders.INPUT_BOUND_MODERATE:.0%}, highly from {loaders.INPUT_BOUND_HIGH:.0%}); "
+    "w+t / cores: the loader's workers and the step's compute threads, against the cores they share"
+)
+# one batch's host->device copy (`protocol.Loader`'s h2d): the time each kind of copy took
+H2D_COPIES = (("pageable_s", "pageable"), ("pinned_s", "pinned"), ("pinned_async_s", "pinned non_blocking"))
+
+
+@dataclass
+class Recommendation:
+    setting: str | None  # the smallest enough setting; None: no measured setting was enough
+    why: str  # what made it enough, or that none was
+    best: str | None = None  # none enough: the measured setting whose step has the most samples/s
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class Group:
+    """Cells of one workload, framework, mode and column: the synthetic one and one per loader setting."""
+
+    workload: str
+    framework: str
+    mode: str
+    column: str
+    synthetic: CellRecord | None
+    cells: list[CellRecord]  # the loader cells, smallest setting first
+    recommendation: Recommendation
+    advice: list[str] = field(default_factory=list)  # where data preparation dominates; pin_memory
+
+    @property
+    def title(self) -> str:
+        mode = "" if self.mode == "fp32" else f" {self.mode}"
+        return f"{self.workload} {self.framework}{mode} {self.column}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload, "framework": self.framework, "mode": self.mode, "column": self.column,
+            "synthetic": self.synthetic.key if self.synthetic else None, "cells": [c.key for c in self.cells],
+            "recommendation": self.recommendation.to_json(), "advice": self.advice,
+        }  # fmt: skip
+
+
+def build(cells: list[CellRecord]) -> list[Group]:
+    """The groups that have at least one loader cell, in the cells' order."""
+    members: dict[tuple, list[CellRecord]] = {}
+    for c in cells:
+        members.setdefault((c.workload, c.framework, c.mode, c.column, c.scaling), []).append(c)
+    groups = []
+    for (workload, framework, mode, column, _), found in members.items():
+        loaded = sorted((c for c in found if c.loader), key=lambda c: loaders.setting(c.loader).cost)
+        if not loaded:
+            continue
+        synthetic = next((c for c in found if not c.loader), None)
+        recommendation = recommend(synthetic, loaded)
+        advice = dominates(synthetic, loaded) + pin_advice(recommendation, loaded)
+        groups.append(Group(workload, framework, mode, column, synthetic, loaded, recommendation, advice))
+    return groups
+
+
+def by_cell(groups: list[Group]) -> dict[str, Group]:
+    """Cell key -> its group, the synthetic cell's included."""
+    return {c.key: g for g in groups for c in [*([g.synthetic] if g.synthetic else []), *g.cells]}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# What is enough
+
+
+def measured(cell: CellRecord | None) -> bool:
+    return cell is not None and cell.ok and bool(cell.median_s)
+
+
+def throughput(cell: CellRecord | None) -> float | None:
+    """The step's samples per second at its median; None for a cell not measured."""
+    if not measured(cell):
+        return None
+    return cell.samples_s or (cell.batch / cell.median_s if cell.batch else None)
+
+
+def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
+    """Why the setting is enough: the step waits under INPUT_BOUND_MODERATE of its time for data, or it reaches
+    ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s. None when neither, or when the cell was not measured."""
+    if not measured(cell):
+        return None
+    share = cell.data.wait_share if cell.data else None
+    if share is not None and share < loaders.INPUT_BOUND_MODERATE:
+        return f"data wait {percent(share)} of the step"
+    ours, theirs = throughput(cell), throughput(synthetic)
+    if ours and theirs and ours >= loaders.ENOUGH_OF_SYNTHETIC * theirs:
+        return f"{percent(ours / theirs)} of the synthetic step's samples/s"
+    return None
+
+
+def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommendation:
+    """The smallest measured setting that is enough; else none, with the best measured one."""
+    for c in cells:
+        why = enough(c, synthetic)
+        if why:
+            return Recommendation(c.loader, why)
+    timed = [c for c in cells if throughput(c)]
+    if not timed:
+        return Recommendation(None, "no loader setting was measured")
+    best = max(timed, key=throughput)
+    return Recommendation(
+        None,
+        f"no measured setting brings the data wait under {loaders.INPUT_BOUND_MODERATE:.0%} of the step or reaches "
+        f"{loaders.ENOUGH_OF_SYNTHETIC:.0%} of the synthetic step's samples/s",
+        best.loader,
+    )
+
+
+def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str]:
+    """When even the fastest loader alone gives fewer samples/s than the synthetic step takes, no setting measured can
+    feed the step: data preparation dominates. Say so, and what would change it."""
+    alone = [c for c in cells if measured(c) and c.data and c.data.alone_samples_per_s]
+    target = throughput(synthetic)
+    if not alone or not target:
+        return []
+    best = max(alone, key=lambda c: c.data.alone_samples_per_s)
+    rate, workers, cores = best.data.alone_samples_per_s, best.data.workers, best.data.cores
+    if rate >= target:
+        return []
+    if workers is None or cores is None:
+        more = "more workers or more cores"
+    elif workers < cores:
+        more = f"more workers ({best.loader} uses {workers} of the {cores} cores)"
+    else:
+        more = f"more cores ({best.loader} already has a worker per core, {workers} on {cores})"
+    return [
+        f"data preparation dominates: the loader alone gives at best {rate:,.0f} samples/s ({best.loader}), under "
+        f"the {target:,.0f} samples/s of the step on synthetic data, so no measured setting can feed the step. What "
+        f"would change it: {more}; smaller or pre-resized images; faster decoding (Pillow-SIMD); decoding on the GPU, "
+        "such as NVIDIA DALI"
+    ]
+
+
+def h2d_bandwidths(h2d: dict[str, Any] | None) -> dict[str, float]:
+    """One batch's host->device copy as bytes/s per kind of copy (pageable, pinned, pinned non_blocking)."""
+    size = (h2d or {}).get("bytes")
+    if not size:
+        return {}
+    return {name: size / h2d[key] for key, name in H2D_COPIES if h2d.get(key)}
+
+
+def pin_advice(recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
+    """On a GPU: pin_memory, when pinned copies ran faster than pageable ones and the recommendation is unpinned."""
+    name = recommendation.setting or recommendation.best
+    if name is None or loaders.setting(name).pin:
+        return []
+    for c in cells:
+        bw = h2d_bandwidths(c.data.h2d if c.data else None)
+        if bw.get("pinned") and bw.get("pageable") and bw["pinned"] > bw["pageable"]:
+            pinned = dataclasses.replace(loaders.setting(name), pin=True).name
+            return [f"pin_memory: pinned copies to the device ran at {rate(bw['pinned'])} against "
+                    f"{rate(bw['pageable'])} pageable; try {pinned}"]  # fmt: skip
+    return []
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Text
+
+
+def percent(share: float) -> str:
+    return f"{100 * share:.1f}%" if share < 0.1 else f"{100 * share:.0f}%"
+
+
+def rate(bytes_per_s: float) -> str:
+    return f"{significant(bytes_per_s / 1e9)} GB/s"
+
+
+def _per_s(value: float | None) -> str:
+    return "-" if not value else f"{value:,.0f}"
+
+
+def values(cell: CellRecord) -> list[str]:
+    """One row: the synthetic cell's or a loader cell's."""
+    name = cell.loader or SYNTHETIC_LABEL
+    if not measured(cell):
+        return [name, cell.status.value, *["-"] * (len(HEAD) - 2)]
+    d = cell.data
+    if d is None:
+        return [name, seconds(cell.median_s), _per_s(throughput(cell)), *["-"] * (len(HEAD) - 3)]
+    share = "-" if d.wait_share is None else percent(d.wait_share)
+    return [name, seconds(cell.median_s), _per_s(throughput(cell)), _per_s(d.alone_samples_per_s), share,
+            d.verdict or "no", cores_text(d)]  # fmt: skip
+
+
+def cores_text(d) -> str:
+    if d.workers is None or d.threads is None:
+        return "-"
+    over = " oversubscribed" if d.oversubscribed else ""
+    return f"{d.workers}+{d.threads} / {d.cores if d.cores is not None else '?'}{over}"
+
+
+def rows(group: Group) -> list[list[str]]:
+    return [values(c) for c in ([group.synthetic] if group.synthetic else []) + group.cells]
+
+
+def recommendation_line(group: Group) -> str:
+    r = group.recommendation
+    if r.setting:
+        return f"recommended: {r.setting} ({r.why}), the smallest measured setting that is enough"
+    if r.best is None:
+        return f"no recommendation: {r.why}"
+    best = next(c for c in group.cells if c.loader == r.best)
+    share = best.data.wait_share if best.data else None
+    wait = f", data wait {percent(share)}" if share is not None else ""
+    return (f"no measured setting is enough: {r.why}; the best measured: {r.best} ({_per_s(throughput(best))} "
+            f"samples/s{wait}); --loaders measures more settings")  # fmt: skip
+
+
+def h2d_lines(group: Group) -> list[str]:
+    lines = []
+    for c in group.cells:
+        h2d = c.data.h2d if c.data else None
+        bw = h2d_bandwidths(h2d)
+        if bw:
+            copies = ", ".join(f"{name} {rate(v)}" for name, v in bw.items())
+            lines.append(f"{c.loader}: one batch ({nbytes(h2d['bytes'])}) to the device: {copies}")
+    return lines
+
+
+def lines(group: Group) -> list[str]:
+    """What follows a group's table: the recommendation, the advice, the host->device copies."""
+    return [recommendation_line(group), *group.advice, *h2d_lines(group)]
+
+
+def render_rich(group: Group):
+    from rich.table import Table
+
+    from dlperf.report.format import markup
+
+    table = Table(title=f"Input pipeline: {markup(group.title)}")
+    for i, name in enumerate(HEAD):
+        table.add_column(name, justify="left" if i == 0 else "right")
+    for row in rows(group):
+        styled = [markup(v) for v in row]
+        styled[-1] = f"[red]{styled[-1]}[/]" if row[-1].endswith("oversubscribed") else styled[-1]
+        styled[5] = f"[yellow]{styled[5]}[/]" if row[5] in ("moderate", "high") else styled[5]
+        table.add_row(*styled)
+    return table
+
+
+def render_markdown(groups: list[Group]) -> str:
+    out = []
+    for g in groups:
+        out += [f"### Input pipeline: {g.title}", "", "| " + " | ".join(HEAD) + " |", "|" + "---|" * len(HEAD)]
+        out += ["| " + " | ".join(r) + " |" for r in rows(g)]
+        out += ["", *lines(g), ""]
+    return "\n".join([*out, LEGEND])
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The chart
+
+
+def chart(group: Group) -> Chart:
+    """The step with each loader setting, stacked as compute and data wait; the synthetic step as a line."""
+    compute, wait = Series("compute", []), Series("data wait", [])
+    for c in (c for c in group.cells if measured(c)):
+        share = (c.data.wait_share if c.data else None) or 0.0
+        headline = f"data wait {percent(share)} of the step"
+        compute.points.append(Point(c.loader, c.median_s * (1 - share), tip=tip(c, headline)))
+        wait.points.append(Point(c.loader, c.median_s * share, tip=tip(c, headline)))
+    lines = {"synthetic step": group.synthetic.median_s} if measured(group.synthetic) else {}
+    return Chart(
+        f"input-{_slug(group.title)}", "columns", f"Input pipeline: {group.title}", "loader setting",
+        "seconds per mini-batch", [compute, wait], categories=[p.x for p in compute.points], lines=lines,
+        caption="the median step with each loader setting, split by the share of the timed steps spent waiting "
+        "for data; the dashed line is the same step on one synthetic batch already on the device",
+    )  # fmt: skip

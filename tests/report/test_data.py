@@ -1,0 +1,230 @@
+"""The input pipeline's view (`report/data.py`): per group of cells that differ only in their loader, the figures,
+the verdict, and the smallest measured setting that is enough. The figures are made up; nothing is measured."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import make_cell
+from dlperf.loaders import input_bound, oversubscribed, setting
+from dlperf.protocol import Cell
+from dlperf.report import data, export, table
+from dlperf.store.records import LoaderRecord
+
+BATCH = 64
+CORES = 4
+
+
+def synthetic(median=0.10, threads=1):
+    return make_cell("fcn-r", threads=threads, batch=BATCH, median_s=median, n=20)
+
+
+def loaded(name, median, wait=None, alone=None, status="ok", threads=1, cores=CORES, h2d=None):
+    """A loader cell as `Store.cells` gives it back: its key has the loader, its figures a LoaderRecord."""
+    workers = setting(name).workers
+    cell = make_cell("fcn-r", threads=threads, batch=BATCH, median_s=median, n=20, status=status,
+                     key=Cell("fcn-r", "torch", "cpu", threads, "fp32", loader=name).key)  # fmt: skip
+    cell.loader = name
+    cell.data = LoaderRecord(name, workers, threads, cores, oversubscribed(workers, threads, cores), "mnist", 60000,
+                             alone, wait, None, input_bound(wait), h2d)  # fmt: skip
+    return cell
+
+
+def one_group(cells):
+    [group] = data.build(cells)
+    return group
+
+
+def test_the_recommendation_is_the_smallest_measured_setting_that_is_enough():
+    # given out of order: the view orders settings by cost, smallest first
+    cells = [
+        loaded("w4", 0.100, wait=0.01),  # enough, but larger
+        loaded("w1", 0.120, wait=0.15),  # waits 15%, and 83% of the synthetic throughput: not enough
+        synthetic(0.100),
+        loaded("w2", 0.104, wait=0.08),  # waits 8%, but reaches 96% of the synthetic step's samples/s
+        loaded("w0", 0.200, wait=0.50),
+    ]
+    group = one_group(cells)
+    assert [c.loader for c in group.cells] == ["w0", "w1", "w2", "w4"]
+    assert group.recommendation.setting == "w2" and "96% of the synthetic" in group.recommendation.why
+    assert data.recommendation_line(group).startswith("recommended: w2")
+    # a wait under 5% is enough on its own, the synthetic step aside
+    group = one_group([loaded("w1+pin", 0.5, wait=0.02), loaded("w1", 0.5, wait=0.04), loaded("w2", 0.5, wait=0.0)])
+    assert group.recommendation.setting == "w1" and "data wait 4.0%" in group.recommendation.why
+
+
+def test_when_no_measured_setting_is_enough_it_says_so_and_names_the_best():
+    group = one_group([synthetic(0.10), loaded("w0", 0.30, wait=0.6), loaded("w1", 0.15, wait=0.3),
+                       loaded("w2", 0.18, wait=0.4)])  # fmt: skip
+    assert group.recommendation.setting is None and group.recommendation.best == "w1"
+    line = data.recommendation_line(group)
+    assert line.startswith("no measured setting is enough") and "the best measured: w1" in line
+    assert "data wait 30%" in line and "recommended" not in line
+
+
+def test_a_failed_or_unsupported_loader_cell_is_never_recommended():
+    group = one_group([
+        synthetic(0.10),
+        loaded("w0", 0.10, wait=0.0, status="failed"),  # figures of a process before it failed: not a measurement
+        loaded("w1", None, status="unsupported"),
+        loaded("w2", 0.30, wait=0.5),
+        loaded("w3", 0.10, wait=0.01),
+    ])  # fmt: skip
+    assert group.recommendation.setting == "w3"
+    assert data.values(group.cells[0])[:2] == ["w0", "failed"]
+    group = one_group(
+        [synthetic(0.10), loaded("w0", 0.10, wait=0.0, status="failed"), loaded("w1", None, status="timeout")]
+    )
+    assert group.recommendation == data.Recommendation(None, "no loader setting was measured")
+    assert data.recommendation_line(group) == "no recommendation: no loader setting was measured"
+
+
+def test_data_preparation_dominates_only_when_the_fastest_loader_cannot_feed_the_step():
+    # the synthetic step takes 64 / 0.1 = 640 samples/s
+    slow = [synthetic(0.10), loaded("w0", 0.40, wait=0.75, alone=150.0), loaded("w2", 0.20, wait=0.5, alone=400.0)]
+    [line] = one_group(slow).advice
+    assert line.startswith("data preparation dominates") and "400 samples/s (w2)" in line and "640 samples/s" in line
+    assert "more workers (w2 uses 2 of the 4 cores)" in line and "Pillow-SIMD" in line and "NVIDIA DALI" in line
+    every_core = [synthetic(0.10), loaded("w4", 0.20, wait=0.5, alone=400.0)]
+    assert "more cores (w4 already has a worker per core, 4 on 4)" in one_group(every_core).advice[0]
+    fast = [synthetic(0.10), loaded("w0", 0.40, wait=0.75, alone=150.0), loaded("w2", 0.11, wait=0.1, alone=700.0)]
+    assert one_group(fast).advice == []
+
+
+def test_workers_and_threads_beyond_the_cores_are_shown_oversubscribed(capsys):
+    group = one_group([synthetic(0.10, threads=2), loaded("w1", 0.12, wait=0.1, threads=2, cores=4),
+                       loaded("w3", 0.15, wait=0.02, threads=2, cores=4)])  # fmt: skip
+    assert data.values(group.cells[0])[-1] == "1+2 / 4" and data.values(group.cells[1])[-1] == "3+2 / 4 oversubscribed"
+    from rich.console import Console
+
+    Console(width=200).print(data.render_rich(group))
+    assert "3+2 / 4 oversubscribed" in capsys.readouterr().out
+
+
+def test_pin_memory_is_suggested_when_pinned_copies_are_faster_and_the_setting_is_unpinned():
+    h2d = {"bytes": 4_000_000, "pageable_s": 0.002, "pinned_s": 0.001, "pinned_async_s": 0.0008}
+    group = one_group([synthetic(0.10), loaded("w2", 0.10, wait=0.01, h2d=h2d)])
+    assert "pin_memory: pinned copies to the device ran at 4.00 GB/s against 2.00 GB/s pageable; try w2+pin" in (
+        group.advice
+    )
+    assert data.h2d_lines(group) == [
+        "w2: one batch (3.81 MiB) to the device: pageable 2.00 GB/s, pinned 4.00 GB/s, pinned non_blocking 5.00 GB/s"
+    ]
+    pinned = one_group([synthetic(0.10), loaded("w2+pin", 0.10, wait=0.01, h2d=h2d)])
+    assert not any(a.startswith("pin_memory") for a in pinned.advice)
+
+
+def test_a_loader_cell_is_a_row_of_its_own_in_the_table_beside_its_synthetic_row():
+    cells = [synthetic(0.10), loaded("w2", 0.12, wait=0.1), synthetic(0.06, threads=2),
+             loaded("w2", 0.07, wait=0.05, threads=2)]  # fmt: skip
+    view = table.build(1, cells)
+    assert [r.mode_label for r in view.rows] == ["fp32", "fp32 · data:w2"]
+    assert table.row_values(view, view.rows[0])[:3] == ["fcn-r", "torch", "fp32"]
+    assert table.row_values(view, view.rows[1])[2:] == ["fp32 · data:w2", "64", "0.120 n=20", "70.0 ms* n=20"]
+    assert "### Input pipeline: fcn-r torch cpu:1" in table.render_markdown(view)
+    as_json = json.loads(table.render_json(view))
+    assert as_json["rows"][1]["loader"] == "w2" and "loader" not in as_json["rows"][0]
+    assert [g["recommendation"]["setting"] for g in as_json["input_pipeline"]] == [None, None]
+    # a run on synthetic data only: no mode column, no input pipeline
+    plain = table.build(1, [synthetic(0.10), synthetic(0.06, threads=2)])
+    assert not plain.show_mode and plain.pipeline == [] and "input_pipeline" not in table.render_json(plain)
+
+
+def test_the_export_has_the_loader_figures_and_the_groups_recommendation():
+    h2d = {"bytes": 4_000_000, "pageable_s": 0.002, "pinned_s": 0.001}
+    cells = [synthetic(0.10), loaded("w2", 0.104, wait=0.08, alone=900.0, h2d=h2d)]
+    groups = data.by_cell(data.build(cells))
+    records = [export.record(c, None, groups.get(c.key)) for c in cells]
+    plain, loader = csv.DictReader(io.StringIO(export.render(records, "csv")))
+    assert plain["loader"] == "" and plain["recommended_loader"] == "w2" and plain["data_wait_share"] == ""
+    assert loader["loader"] == "w2" and loader["loader_alone_samples_per_s"] == "900.0"
+    assert loader["data_wait_share"] == "0.08" and loader["input_bound"] == "moderate"
+    assert loader["workers"] == "2" and loader["oversubscribed"] == "False"
+    assert float(loader["h2d_pinned_bytes_s"]) == pytest.approx(4e9)
+    assert json.loads(loader["data_recommendation"])["setting"] == "w2"
+    line = json.loads(export.render(records, "jsonl").splitlines()[1])
+    assert line["data_recommendation"]["setting"] == "w2" and line["h2d_pageable_bytes_s"] == pytest.approx(2e9)
+    assert line["h2d_pinned_non_blocking_bytes_s"] is None
+    # a cell outside any group has the same columns, empty
+    alone = export.record(synthetic(0.1))
+    assert alone["loader"] is None and alone["data_recommendation"] is None and set(alone) == set(line)
+
+
+def stored_run(db):
+    """A run of fcn-r: the synthetic cell, then w0 (slow, input-bound) and w1 (enough), stored as a run stores them."""
+    from dlperf.runner.collect import cell_figures
+    from dlperf.store import Store
+
+    plan = [Cell("fcn-r", "torch", "cpu", 1, "fp32", loader=name) for name in ("", "w0", "w1")]
+    figures = {"": (0.10, None), "w0": (0.20, [0.1] * 4), "w1": (0.102, [0.001] * 4)}  # step, each step's wait
+    store = Store.open(db, create=True)
+    try:
+        rows = [{**c.to_json(), "key": c.key, "workload_json": {"batch": BATCH}} for c in plan]
+        run_id = store.create_run({"spec": 1}, {"cpu": {}}, {"cpu_model": "x"}, ["dlperf"], rows)
+        for c in plan:
+            step, waits = figures[c.loader]
+            loader = {"setting": c.loader, "workers": setting(c.loader).workers, "threads": 1, "cores": 2,
+                      "alone_samples_per_s": 1000.0, "wait_s": waits} if c.loader else None  # fmt: skip
+            m = {"status": "ok", "error": None, "samples": [step] * 4, "detail": {"loader": loader} if loader else {}}
+            store.record(run_id, c.key, 0, m, cell_figures([m], batch=BATCH, threads=1, cores=2, device="cpu"))
+        store.set_run_status(run_id, "complete")
+    finally:
+        store.close()
+
+
+def test_dlperf_table_prints_the_input_pipeline_under_the_table(tmp_path, capsys):
+    from dlperf.commands.table import print_table
+
+    stored_run(tmp_path / "d.db")
+    print_table(str(tmp_path / "d.db"), None, "text")
+    out = capsys.readouterr().out
+    assert "fp32 · data:w0" in out and "Input pipeline: fcn-r torch cpu:1" in out
+    assert "recommended: w1 (data wait 1.0% of the step)" in out and "high" in out
+
+
+def test_the_html_report_has_an_input_pipeline_section_with_its_chart(tmp_path):
+    from dlperf.report import html
+    from dlperf.report.load import load
+
+    stored_run(tmp_path / "d.db")
+    page = html.render(load(str(tmp_path / "d.db")))
+    assert '<section id="input"><h2>Input pipeline</h2>' in page
+    assert 'data-chart="input-fcn-r-torch-cpu-1"' in page and "synthetic step" in page
+    assert "recommended: w1 (data wait 1.0% of the step)" in page
+
+
+def test_compare_matches_loader_cells_cell_by_cell_and_names_their_loader():
+    from dlperf.report import compare
+
+    a = [synthetic(0.10), loaded("w2", 0.12, wait=0.1)]
+    b = [synthetic(0.10), loaded("w2", 0.24, wait=0.5), loaded("w4", 0.11, wait=0.01)]
+    result = compare.compare(a, b, {}, {})
+    assert [(c.key, c.ratio) for c in result.cells] == [(a[0].key, 1.0), (a[1].key, pytest.approx(2.0))]
+    assert [c.label for c in result.cells] == ["fcn-r torch cpu:1 fp32", "fcn-r torch cpu:1 fp32 · data:w2"]
+    assert compare.row_values(result.cells[1])[3] == "fp32 · data:w2"
+    assert [u.label for u in result.unmatched] == ["fcn-r torch cpu:1 fp32 · data:w4"]
+
+
+def test_charts_draw_loader_cells_as_series_of_their_own():
+    from dlperf.report import charts
+
+    cells = [synthetic(0.10), synthetic(0.06, threads=2), loaded("w2", 0.12), loaded("w2", 0.07, threads=2)]
+    [chart] = charts.scaling(cells)
+    assert {s.label: [p.y for p in s.points] for s in chart.series if not s.ideal} == {
+        "data:synthetic": [0.10, 0.06], "data:w2": [0.12, 0.07]
+    }  # fmt: skip
+
+
+def test_the_paper_comparison_and_the_fastest_mode_read_synthetic_cells_only():
+    """A loader cell's step is the input pipeline's too: faster or slower, it is not the model's Table-7 figure."""
+    from dlperf.report import best, paper
+
+    fcn = {"batch": 1024, "paper": "FCN-R"}
+    cells = [make_cell("fcn-r", batch=1024, median_s=0.5, workload_spec=fcn), loaded("w2", 0.4, wait=0.0)]
+    cells[1].batch, cells[1].workload_spec = 1024, fcn
+    [row], _ = paper.compare(cells)
+    assert row.ours_cpu is cells[0]
+    [fastest] = best.build(cells, {})
+    assert (fastest.mode, fastest.median_s, fastest.baseline_s) == ("fp32", 0.5, 0.5)
