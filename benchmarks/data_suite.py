@@ -63,18 +63,14 @@ def rate(value: float | None) -> str:
     return f"{value:,.0f}" if value else "-"
 
 
-def recommended(synthetic_s: float | None, loaded: list):
-    """The smallest measured loader setting that is enough: data wait under 5% of the step, or a step that reaches
-    95% of the synthetic step's throughput (`loaders`: the issue's rule, measured, not guessed)."""
-    from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, setting
+def recommended(synthetic, loaded: list):
+    """The smallest measured loader setting that is enough (`report.data.recommend`: data wait under 5% of the step,
+    or 95% of the synthetic step's throughput; measured, not guessed), or None."""
+    from dlperf.loaders import setting
+    from dlperf.report.data import recommend
 
-    for cell in sorted(loaded, key=lambda c: setting(c.loader).cost):
-        wait = cell.data.wait_share if cell.data else None
-        if (wait is not None and wait < INPUT_BOUND_MODERATE) or (
-            synthetic_s and cell.median_s and synthetic_s / cell.median_s >= ENOUGH_OF_SYNTHETIC
-        ):
-            return cell
-    return None
+    chosen = recommend(synthetic, sorted(loaded, key=lambda c: setting(c.loader).cost)).setting
+    return next((c for c in loaded if c.loader == chosen), None)
 
 
 def verdict(w0, enough, best) -> str:
@@ -101,7 +97,7 @@ def row(cells: list) -> str:
     w0 = next((c for c in loaded if c.loader == "w0"), None)
     alone = [c for c in loaded if c.data and c.data.alone_samples_per_s]
     fastest = max(alone, key=lambda c: c.data.alone_samples_per_s, default=None)
-    enough = recommended(synthetic.median_s if synthetic else None, loaded)
+    enough = recommended(synthetic, loaded)
     return head + (
         f"| {ms(best.median_s)} | {best.loader} | {rate(w0.data.alone_samples_per_s if w0 and w0.data else None)} "
         f"| {rate(fastest.data.alone_samples_per_s) + f' ({fastest.loader})' if fastest else '-'} "

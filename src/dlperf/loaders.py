@@ -117,6 +117,14 @@ def default_loaders(cores: int, gpu: bool) -> tuple[str, ...]:
     return tuple(s.name for s in sorted(settings, key=lambda s: s.cost))
 
 
+def enough(wait_share: float | None, step_s: float | None, synthetic_s: float | None) -> bool:
+    """Is a loader setting enough? Its step waits under INPUT_BOUND_MODERATE of its time for data, or takes at most
+    1/ENOUGH_OF_SYNTHETIC of the synthetic step's time (the same batch: at least 95% of its samples/s)."""
+    if wait_share is not None and wait_share < INPUT_BOUND_MODERATE:
+        return True
+    return bool(step_s and synthetic_s and synthetic_s / step_s >= ENOUGH_OF_SYNTHETIC)
+
+
 def oversubscribed(workers: int, threads: int, cores: int) -> bool:
     """Loader workers and the step's compute threads share the cores: more of both than cores, and they take turns."""
     return workers + threads > cores

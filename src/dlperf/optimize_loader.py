@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, setting
+from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
 from dlperf.runner.plan import Task
 from dlperf.vocab import DeviceKind, Status
 
@@ -99,9 +99,7 @@ def trial_of(cell: CellRecord, synthetic_s: float | None) -> LoaderTrial:
     t.wait_share = cell.data.wait_share if cell.data else None
     t.verdict = cell.data.verdict if cell.data else None
     t.of_synthetic = synthetic_s / cell.median_s if synthetic_s else None
-    t.enough = (t.wait_share is not None and t.wait_share < INPUT_BOUND_MODERATE) or (
-        t.of_synthetic is not None and t.of_synthetic >= ENOUGH_OF_SYNTHETIC
-    )
+    t.enough = enough(t.wait_share, cell.median_s, synthetic_s)
     return t
 
 

@@ -21,7 +21,7 @@ def load():
 
 
 def cell(workload, loader="", median_s=0.1, wait=None, alone=None, status="ok", error=None):
-    record = make_cell(workload, threads=2, median_s=median_s, status=status, error=error)
+    record = make_cell(workload, threads=2, median_s=median_s, batch=16, status=status, error=error)
     if not loader:
         return record
     data = LoaderRecord(loader, int(loader[1:]), alone_samples_per_s=alone, wait_share=wait, verdict=input_bound(wait))

@@ -102,17 +102,17 @@ def throughput(cell: CellRecord | None) -> float | None:
 
 
 def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
-    """Why the setting is enough: the step waits under INPUT_BOUND_MODERATE of its time for data, or it reaches
-    ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s. None when neither, or when the cell was not measured."""
+    """Why the setting is enough (`loaders.enough`): the step waits under INPUT_BOUND_MODERATE of its time for data,
+    or it reaches ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s. None when neither, or when not measured."""
     if not measured(cell):
         return None
     share = cell.data.wait_share if cell.data else None
+    ours, theirs = throughput(cell), throughput(synthetic)
+    if not loaders.enough(share, 1 / ours if ours else None, 1 / theirs if theirs else None):
+        return None
     if share is not None and share < loaders.INPUT_BOUND_MODERATE:
         return f"data wait {percent(share)} of the step"
-    ours, theirs = throughput(cell), throughput(synthetic)
-    if ours and theirs and ours >= loaders.ENOUGH_OF_SYNTHETIC * theirs:
-        return f"{percent(ours / theirs)} of the synthetic step's samples/s"
-    return None
+    return f"{percent(ours / theirs)} of the synthetic step's samples/s"
 
 
 def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommendation:
