@@ -28,6 +28,7 @@ class Feed:
 
     def __init__(self, loader: Any, train: Any = None) -> None:
         self.loader, self.train = loader, train
+        self.train_step = train.step if train is not None else None  # the step's own, should it be replaced by ours
         self.batches: Any = None  # the epoch's iterator (holding the worker processes of a DataLoader)
         self.pending = 0.0  # wait since the timer's last call
         self.waits: list[float] = []  # one per call of the timer's run, in order
@@ -45,12 +46,16 @@ class Feed:
         except StopIteration:
             raise RuntimeError("the loader gave no batch: its dataset holds less than one batch") from None
 
-    def step(self) -> Any:
+    def wait(self) -> None:
+        """The next batch, copied into the step's buffers: what a step waits for."""
         start = time.perf_counter()
         inputs, targets = self.next()
         self.train.load(inputs, targets)
         self.pending += time.perf_counter() - start
-        return self.train.step()
+
+    def step(self) -> Any:
+        self.wait()
+        return self.train_step()
 
     def timed(self, run: Callable[[], float]) -> Callable[[], float]:
         """The timer's `run` with each call's wait kept beside the time it returned."""
