@@ -130,7 +130,9 @@ def test_each_tiny_workload_reads_real_data_end_to_end_and_its_figures_are_store
     for record in loaded.values():
         assert record.setting == "w1" and record.workers == 1 and record.alone_samples_per_s > 0
         assert 0 < record.wait_share < 1 and record.wait_median_s > 0
-    assert loaded["tiny-alexnet-s"].dataset == "ImageFolder" and loaded["tiny-lstm"].dataset == "Ptb"
+    assert (
+        loaded["tiny-alexnet-s"].dataset == "ImageNet-style folder" and loaded["tiny-lstm"].dataset == "Penn Treebank"
+    )
 
 
 @pytest.mark.slow

@@ -112,6 +112,6 @@ def describe(loader: Any, setting: Any, threads: int) -> dict[str, Any]:
     return {
         "setting": setting.name, "workers": setting.workers, "threads": threads, "cores": cores,
         "oversubscribed": oversubscribed(setting.workers, threads, cores),
-        "dataset": type(dataset).__name__ if dataset is not None else type(loader).__name__,
+        "dataset": getattr(dataset, "NAME", type(dataset).__name__) if dataset is not None else type(loader).__name__,
         "samples": len(dataset) if hasattr(dataset, "__len__") else None,
     }  # fmt: skip

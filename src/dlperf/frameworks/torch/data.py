@@ -70,6 +70,8 @@ def _flip(x: torch.Tensor) -> torch.Tensor:
 class Mnist(Dataset):
     """MNIST as FCN-R reads it: (rows * cols,) float32 in [0, 1], normalized; the label int64."""
 
+    NAME = "MNIST"  # what a loader cell records as its dataset
+
     def __init__(self, mnist: idx.Mnist, workload: Workload) -> None:
         n, features = len(mnist), mnist.rows * mnist.cols
         if workload.input.shape != (features,):
@@ -87,6 +89,8 @@ class Mnist(Dataset):
 class Cifar10(Dataset):
     """CIFAR-10 as ResNet's recipe trains it: padded by 4, a random size x size crop (32, or a tiny workload's
     own size), a random horizontal flip, normalized by CIFAR-10's channel means and deviations."""
+
+    NAME = "CIFAR-10"  # what a loader cell records as its dataset
 
     def __init__(self, batch: cifar.Batch, size: int) -> None:
         n = len(batch)
@@ -109,6 +113,8 @@ class Ptb(Dataset):
     """The Penn Treebank as a language model reads it: contiguous windows of seq_len + 1 token ids, the inputs the
     first seq_len, the targets the same shifted by one (one target per position, as `synthetic_batch` makes them);
     the vocabulary capped at the workload's, rarer words read as <unk>."""
+
+    NAME = "Penn Treebank"  # what a loader cell records as its dataset
 
     def __init__(self, words: list[str], seq_len: int, vocab: int) -> None:
         self.ids = torch.tensor(ptb.encode(words, ptb.vocabulary(words, vocab)), dtype=torch.int64)
@@ -146,6 +152,8 @@ class ImageFolder(Dataset):
     """An ImageNet-style folder as the usual recipe trains on it: decoded (Pillow), RGB, RandomResizedCrop to size x
     size (bilinear), a random horizontal flip, floats normalized by ImageNet's channel means and deviations. A
     class index beyond the workload's outputs (a tiny workload on a folder of 1000 classes) wraps around."""
+
+    NAME = "ImageNet-style folder"  # what a loader cell records as its dataset
 
     def __init__(self, folder: imagefolder.ImageFolder, size: int, outputs: int) -> None:
         self.samples, self.size, self.outputs = folder.samples, size, outputs
