@@ -215,3 +215,25 @@ def cpu_ratio(framework: str, threads: int) -> dict:
         if (answer["others_cpu_share"] or 0) < BUSY:
             return answer
     pytest.skip(f"other processes kept {100 * answer['others_cpu_share']:.0f}% of the CPUs busy in 3 tries")
+
+
+def write_datasets(directory: Path) -> Path:
+    """Tiny datasets in each real format, as `--data DIR` reads them: MNIST (64 images), CIFAR-10 (5 x 8), PTB (400
+    words of 150) and an ImageNet-style folder of 3 classes x 3 random JPEGs of a few dozen pixels a side."""
+    import random
+
+    from PIL import Image
+
+    from dlperf.workloads.datasets import cifar, idx, ptb
+
+    idx.write_mnist(directory / "mnist", 64)
+    cifar.write_cifar10(directory, per_batch=8)
+    ptb.write_ptb(directory / "ptb", words=400, vocab=150)
+    rng = random.Random(0)
+    for c in range(3):
+        folder = directory / "imagenet" / "train" / f"n{c:08d}"
+        folder.mkdir(parents=True)
+        for k in range(3):
+            size = (rng.randint(40, 90), rng.randint(40, 90))
+            Image.effect_noise(size, 60).convert("RGB").save(folder / f"n{c:08d}_{k}.JPEG", quality=75)
+    return directory

@@ -20,7 +20,7 @@ PACKAGE = ROOT / "src" / "dlperf"
 FRAMEWORK_PACKAGES = {"torch", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras", "mxnet"}
 # what each framework's own package may import besides the standard library and dlperf (its numpy is its own)
 FRAMEWORK_DEPENDENCIES = {
-    "torch": {"torch"},
+    "torch": {"torch", "PIL"},  # Pillow decodes the images of --data (torchvision's wheel needs CUDA's torch)
     "jax": {"jax", "jaxlib", "flax", "optax", "numpy"},
     "tensorflow": {"tensorflow", "keras", "numpy"},
     "mxnet": {"mxnet", "numpy"},

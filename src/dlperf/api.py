@@ -270,6 +270,7 @@ def make_plan(spec: RunSpec) -> Plan:
     cores = env["cores"]["cores"]
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout) for name in spec.workloads}
+    check_data(spec, list(workloads.values()))
     devices = resolve_devices(spec.devices, info)
     allowed = len(system.affinity_cpus())
     if spec.nprocs:
@@ -286,6 +287,16 @@ def make_plan(spec: RunSpec) -> Plan:
     by_name = {w.name: w.to_json() for w in workloads.values()}
     warnings += precision_warnings(cells, env) + loader_warnings(cells, cores)
     return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+
+
+def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
+    """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
+    UsageError naming the file, and no run is stored. PyTorch's backend alone reads real data: without it, the
+    loader cells are `unsupported` and there is nothing to check."""
+    if spec.data == DATA_SYNTHETIC or "torch" not in spec.frameworks:
+        return
+    request = {"what": "data", "data": spec.data, "workloads": [w.to_json() for w in workloads]}
+    probe.ask("torch", request, interpreter_for("torch"), spec.timeout, timeout_flag="--timeout")
 
 
 def loader_warnings(cells: list[Cell], cores: int) -> list[str]:

@@ -57,3 +57,20 @@ def test_a_backend_without_a_profiler_is_unsupported_with_its_reason(tmp_path, m
     events = read_events(tmp_path / "events.jsonl")
     assert first(events, Unsupported).reason == "profile: this framework's trace is not mapped"
     assert first(events, Profiled) is None and first(events, Done) is None
+
+
+def test_a_loader_cell_is_profiled_with_its_loader_and_its_wait_is_data(tmp_path, torch):
+    from conftest import write_datasets
+
+    threads = torch.get_num_threads()
+    data = write_datasets(tmp_path / "data")
+    cell = Cell("tiny-alexnet-s", "torch", "cpu", 1, "fp32", loader="w0")
+    loaded = ProfileTask(cell, BUILTIN["tiny-alexnet-s"].to_json(), steps=3, warmup=1, data=str(data))
+    events = []
+    try:
+        profile_worker.run_profile(loaded, events.append)
+    finally:
+        torch.set_num_threads(threads)
+    profiled = first(events, Profiled)
+    assert profiled.categories["data"] > 0  # decoding, cropping and copying the JPEGs of each batch
+    assert abs(sum(profiled.categories.values()) - profiled.step_s) < 1e-9 * profiled.step_s

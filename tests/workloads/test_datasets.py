@@ -165,3 +165,38 @@ def test_bad_or_missing_ptb_is_one_line(tmp_path, content, words):
     one_line_error(lambda: ptb.read_words(tmp_path), "no ptb.train.txt", "ptb.valid.txt")
     (tmp_path / "ptb.train.txt").write_bytes(content)
     one_line_error(lambda: ptb.read_words(tmp_path), str(tmp_path / "ptb.train.txt"), *words)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# An ImageNet-style folder, and each dataset found in DIR or in its own folder under DIR
+
+
+def test_an_image_folder_lists_its_classes_sorted_and_their_images_by_suffix(tmp_path):
+    from dlperf.workloads.datasets import imagefolder
+
+    for given, where in ((tmp_path / "a", "imagenet/train"), (tmp_path / "b", "train"), (tmp_path / "c", ".")):
+        root = (given / where).resolve()
+        for name, files in (("n2", ["z.JPEG", "a.png", "notes.txt"]), ("n1", ["b.jpg", "a.jpeg"])):
+            (root / name).mkdir(parents=True)
+            for file in files:
+                (root / name / file).write_bytes(b"")
+        found = imagefolder.read_imagefolder(given)
+        assert found.root.resolve() == root and found.classes == ["n1", "n2"]
+        assert [(p.name, y) for p, y in found.samples] == [("a.jpeg", 0), ("b.jpg", 0), ("a.png", 1), ("z.JPEG", 1)]
+
+
+def test_an_empty_or_missing_image_folder_is_one_line_naming_the_layout(tmp_path):
+    from dlperf.workloads.datasets import imagefolder
+
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), "no class folders", "imagenet/train/<class>")
+    (tmp_path / "imagenet" / "train" / "n1").mkdir(parents=True)
+    (tmp_path / "imagenet" / "train" / "n1" / "readme.txt").write_text("no image")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), "1 class folders but no image", "JPEG")
+
+
+def test_mnist_and_ptb_are_read_from_their_folder_in_dir_or_from_dir_itself(tmp_path):
+    idx.write_mnist(tmp_path / "mnist", 3)
+    ptb.write_ptb(tmp_path / "ptb", words=20, vocab=10)
+    assert len(idx.read_mnist(tmp_path)) == len(idx.read_mnist(tmp_path / "mnist")) == 3
+    assert ptb.read_words(tmp_path) == ptb.read_words(tmp_path / "ptb")
+    one_line_error(lambda: idx.read_mnist(tmp_path / "ptb"), "train-images-idx3-ubyte", "MNIST expects")

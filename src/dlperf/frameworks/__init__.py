@@ -26,6 +26,15 @@ A backend module provides:
                                               # {"ok": bool | None, "reason": str | None, "seconds": float, ...}
     matmul(size: int) -> Callable[[], None]   # one size x size fp32 matrix product, finished when the call returns
                                               # (the thread test: CPU time / wall time of these at N threads ~ N)
+    loader(workload, data, setting, device, train=None) -> a DataLoader
+                                              # a loader cell's (`--data`): the workload's dataset in `data` (a
+                                              # directory, or "dataset": a user workload's own) loaded with the
+                                              # `dlperf.loaders.LoaderSetting`; `train`, the step built of the
+                                              # workload, lends a user workload's Dataset. Iterated, it gives
+                                              # (inputs, targets) batches shaped as the step's, which the worker
+                                              # copies in with `TrainStep.load`. NotImplementedError where the
+                                              # backend reads no real data (`no_loader`: only PyTorch's does)
+    h2d(batch, device) -> dict                # a GPU's figures of one batch's copy to it (`protocol.Loader`'s h2d)
     profile(train, steps, trace_path, max_trace_bytes) -> dict
                                               # `steps` steps of a warmed-up TrainStep under the framework's
                                               # profiler (the profile child only, never a timed one): the fields
@@ -37,6 +46,7 @@ and a `TrainStep` (the `TrainStep` protocol below) has:
 
     params: int             # trainable parameters (what the framework really trains, deviations included)
     compiles: bool          # the first step compiles or traces: the worker times it apart, never as a sample
+    load(inputs, targets)   # with a loader (`--data`): copy a loaded batch into the step's own input buffers
     step() -> Any           # one training iteration (forward, loss, backward, update); returns the loss, a framework
                             # scalar that float() accepts. Timed: no host syncs inside.
     sync() -> None          # wait until every queued computation of the step has finished, updated state included
@@ -123,6 +133,14 @@ def check_mode(framework: str, supported: frozenset[Mode], mode: str, reasons: d
 def builtin_only(framework: str) -> str:
     """Why a backend other than PyTorch's refuses a user workload (user factories build PyTorch models)."""
     return f"user workloads are PyTorch models; the {framework} backend trains the built-in workloads only"
+
+
+NO_LOADER = "real data is read by the torch backend only"
+
+
+def no_loader(workload: Any, data: str, setting: Any, device: str, train: Any = None) -> Any:
+    """`loader` of a backend that reads no real data: its loader cells are `unsupported`."""
+    raise NotImplementedError(NO_LOADER)
 
 
 def probe_builtin_only(framework: str, request: dict[str, Any], probe_env) -> dict[str, Any]:

@@ -42,6 +42,8 @@ def ask(
 
 
 def _subject(request: dict) -> str:
+    if request.get("what") == "data":
+        return f"--data {request['data']}"
     return f"--workloads {request['source']!r}" if "source" in request else "checking the frameworks and devices"
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 
+from dlperf import loaders
 from dlperf.frameworks import backend, build_step
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig, pipelined, sample, timed_step, warm_up
@@ -30,6 +31,7 @@ from dlperf.protocol import (
     Compiling,
     Done,
     Flops,
+    Loader,
     LossCheck,
     Memory,
     Reporter,
@@ -37,6 +39,7 @@ from dlperf.protocol import (
     Sampled,
     Warmup,
 )
+from dlperf.runner import feed
 from dlperf.runner.child import describe, exit_now, serve
 from dlperf.workloads import Workload
 
@@ -47,22 +50,26 @@ def measure(task: CellTask, emit: Reporter) -> None:
     The timed loop sees exactly the history a plain training loop has: the FLOP-counting and memory-tracking steps
     come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
     cell = task.cell
-    if task.data is not None:
-        raise NotImplementedError("reading real data through a loader is not measured yet")
     fw = backend(cell.framework)  # the framework is imported here, thread settings already in place
     settings = fw.configure_threads(cell.threads)
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
     train, noted = build_step(fw, cell.framework, workload, cell.device, cell.mode, nvtx=task.nvtx)
     emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted}, fw.version()))
+    fed = open_feed(task, fw, workload, train, emit) if task.data is not None else None
 
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())
         emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
-    run = step_timer(train)
+    run = step_timer(train, fed)
     warm = warm_up(run, task.timer)
     emit(Warmup(warm.steps, warm.steady, warm.times))
+    if fed is not None:
+        fed.restart()  # one wait per timed step, the warm-up's left out
     sampled = timed_samples(run, task.timer, emit)
+    if fed is not None:
+        emit(Loader(fed.figures()))
+        fed.close()
     emit(sampled)
     if train.compiles:
         emit(CompileEnd(train.compile_stats()))  # frames compiled since the first step are recompiles
@@ -79,13 +86,27 @@ def measure(task: CellTask, emit: Reporter) -> None:
     emit(Done())
 
 
-def step_timer(train) -> Callable[[], float]:
+def step_timer(train, fed: feed.Feed | None = None) -> Callable[[], float]:
     """One step's time per call, as a plain training loop sees it: pipelined on a device with its own clock (CUDA),
-    the device synchronized on both sides of each step elsewhere."""
+    the device synchronized on both sides of each step elsewhere. With a loader (`fed`), each step first waits
+    for its batch, and each call's wait is kept."""
+    step = train.step if fed is None else fed.step
     clock = train.device_clock()
-    if clock is not None:
-        return pipelined(train.step, clock)
-    return lambda: timed_step(train.step, train.sync)
+    run = pipelined(step, clock) if clock is not None else lambda: timed_step(step, train.sync)
+    return run if fed is None else fed.timed(run)
+
+
+def open_feed(task: CellTask, fw, workload: Workload, train, emit: Reporter) -> feed.Feed:
+    """A loader cell's loader (the backend's), timed alone first; on a GPU, one batch's copy to it timed too."""
+    cell = task.cell
+    setting = loaders.setting(cell.loader)
+    loader = fw.loader(workload, task.data, setting, cell.device, train)
+    emit(Loader(feed.describe(loader, setting, cell.threads)))
+    figures, batch = feed.alone(loader, task.timer)
+    emit(Loader(figures))
+    if cell.device.startswith("cuda"):
+        emit(Loader({"h2d": fw.h2d(batch, cell.device)}))
+    return feed.Feed(loader, train)
 
 
 def count_flops(train) -> Flops:

@@ -39,6 +39,8 @@ class UserWorkload:
     optimizer: Callable[[Any], Any] | None = None  # parameters -> optimizer; default SGD(lr=0.01)
     framework: str = "torch"
     clip_grad_norm: float | None = None
+    dataset: Any = None  # a torch Dataset of (input, target) samples: what `--data dataset` or `--data DIR` reads
+    loader: Callable[..., Any] | None = None  # or (batch_size, **DataLoader keyword arguments) -> a DataLoader
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -48,6 +50,8 @@ class UserWorkload:
         for what in ("make_batch", "loss"):
             if not callable(getattr(self, what)):
                 raise ValueError(f"{what} must be callable")
+        if self.loader is not None and not callable(self.loader):
+            raise ValueError("loader must be callable: (batch_size, **DataLoader keyword arguments) -> a DataLoader")
 
 
 def user_workload(
@@ -59,9 +63,15 @@ def user_workload(
     batch_size: int,
     optimizer: Callable[[Any], Any] | None = None,
     clip_grad_norm: float | None = None,
+    dataset: Any = None,
+    loader: Callable[..., Any] | None = None,
 ) -> UserWorkload:
-    """Describe a workload built from your own model; return it from a factory function."""
-    return UserWorkload(name, model, make_batch, loss, batch_size, optimizer, clip_grad_norm=clip_grad_norm)
+    """Describe a workload built from your own model; return it from a factory function. With real data (`--data
+    dataset` or `--data DIR`) the step reads `dataset` (a torch Dataset of (input, target) samples, batched and
+    shuffled by a DataLoader of each loader setting) or calls `loader(batch_size, **kwargs)` (your own DataLoader,
+    given num_workers, pin_memory and the rest of the setting); its batches must be shaped as `make_batch`'s."""
+    return UserWorkload(name, model, make_batch, loss, batch_size, optimizer, clip_grad_norm=clip_grad_norm,
+                        dataset=dataset, loader=loader)  # fmt: skip
 
 
 def looks_like_source(text: str) -> bool:

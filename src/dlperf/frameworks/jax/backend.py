@@ -25,7 +25,7 @@ import jaxlib
 import optax
 from flax import nnx
 
-from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
+from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
 from dlperf.frameworks.jax.models import build_model, param_deviation
 from dlperf.measure import system
 from dlperf.modes import Mode
@@ -363,6 +363,9 @@ def loss_check(workload: Workload, device: str, mode: str) -> dict[str, Any]:
 
 def probe(request: dict[str, Any]) -> dict[str, Any]:
     return probe_builtin_only("jax", request, probe_env)
+
+
+loader = no_loader  # real data (`--data`) is read by the torch backend only: loader cells are `unsupported` here
 
 
 def probe_env() -> dict[str, Any]:

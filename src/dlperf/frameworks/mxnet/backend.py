@@ -35,7 +35,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
+from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
 from dlperf.measure import system
 from dlperf.modes import Mode
 from dlperf.workloads.base import Workload
@@ -292,6 +292,9 @@ def matmul(size: int) -> Callable[[], None]:
 
 def probe(request: dict[str, Any]) -> dict[str, Any]:
     return probe_builtin_only("mxnet", request, probe_env)
+
+
+loader = no_loader  # real data (`--data`) is read by the torch backend only: loader cells are `unsupported` here
 
 
 def probe_env() -> dict[str, Any]:

@@ -44,7 +44,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from dlperf.frameworks import builtin_only, check_mode, probe_builtin_only
+from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
 from dlperf.frameworks.tensorflow import profiler
 from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
@@ -509,6 +509,9 @@ def matmul(size: int) -> Callable[[], None]:
 
 def probe(request: dict[str, Any]) -> dict[str, Any]:
     return probe_builtin_only("tensorflow", request, probe_env)
+
+
+loader = no_loader  # real data (`--data`) is read by the torch backend only: loader cells are `unsupported` here
 
 
 def probe_env() -> dict[str, Any]:

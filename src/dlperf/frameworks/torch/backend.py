@@ -29,6 +29,7 @@ from dlperf.frameworks import check_mode
 from dlperf.frameworks.torch import losscheck, profiler
 from dlperf.frameworks.torch import nvtx as nvtx_ranges
 from dlperf.frameworks.torch.models import build_model
+from dlperf.loaders import LoaderSetting
 from dlperf.measure import system
 from dlperf.modes import Mode, check_device, mode_components
 from dlperf.vocab import DeviceKind
@@ -255,6 +256,7 @@ class TorchStep:
         self.graph: CudaGraphStep | None = None
         self.mode_settings: dict[str, Any] = {}
         self._live_peak: int | None = None  # live tensor bytes traced with the FLOP count (see count_flops)
+        self.user: UserWorkload | None = None  # a user workload's own objects (its Dataset, with --data)
 
     def step(self) -> torch.Tensor:
         """One iteration; returns the loss (a tensor: reading its value would sync, so the timed loop does not)."""
@@ -263,6 +265,12 @@ class TorchStep:
                 self.graph = CudaGraphStep(self)
             return self.graph.replay()
         return self.iteration()
+
+    def load(self, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+        """A loaded batch copied into the step's own input and target tensors (`--data`): compiled code, channels-last
+        inputs and a captured CUDA graph keep reading the same buffers. Asynchronous from pinned memory."""
+        self.inputs.copy_(inputs, non_blocking=True)
+        self.targets.copy_(targets, non_blocking=True)
 
     def iteration(self, forward: Callable | None = None) -> torch.Tensor:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
@@ -659,7 +667,24 @@ def _build_user(workload: Workload, device: torch.device, seed: int) -> TorchSte
     batch = user.make_batch(workload.batch, device)  # the planned batch size (the factory's, unless swept)
     make_optimizer: Callable = user.optimizer or partial(torch.optim.SGD, lr=0.01)
     optimizer = make_optimizer(model.parameters())  # after .to(device), so its state lives there too
-    return TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
+    step = TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
+    step.user = user
+    return step
+
+
+def loader(workload: Workload, data: str, setting: LoaderSetting, device: str, train: TorchStep | None = None):
+    """The DataLoader of a loader cell (`data.loader`); a user workload's from the step `train` built of it."""
+    from dlperf.frameworks.torch import data as datasets
+
+    user = (train.user if train is not None else None) or (_load_user(workload.source) if workload.is_user else None)
+    return datasets.loader(workload, data, setting, torch.device(device), user)
+
+
+def h2d(batch: Any, device: str) -> dict[str, Any]:
+    """One loaded batch's copy to the GPU, pageable against pinned, blocking against not (`data.h2d`)."""
+    from dlperf.frameworks.torch import data as datasets
+
+    return datasets.h2d(batch, torch.device(device))
 
 
 def training_parts(workload: str, device: str = "cpu") -> tuple:
@@ -702,7 +727,16 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         return probe_env()
     if what == "workload":
         return probe_workload(request["source"])
+    if what == "data":
+        return {w["name"]: probe_data(Workload.from_json(w), request["data"]) for w in request["workloads"]}
     raise ValueError(f"unknown probe request {what!r}")
+
+
+def probe_data(workload: Workload, data: str) -> dict[str, Any]:
+    """A loader cell's data, checked before the run is created: opened, one sample read (`data.check`)."""
+    from dlperf.frameworks.torch import data as datasets
+
+    return datasets.check(workload, data, _load_user(workload.source) if workload.is_user else None)
 
 
 def probe_env() -> dict[str, Any]:

@@ -36,6 +36,7 @@ from dlperf.vocab import Category
 
 TOP_OPS = 15
 LOSS, OPTIMIZER, FORWARD = "dlperf.loss", "dlperf.optimizer", "dlperf.forward."
+DATA = "dlperf.data"  # a loader cell's wait for its batch (`--data`: the feed's next batch and its copy issued)
 OPTIMIZER_LABELS = ("Optimizer.", OPTIMIZER)  # torch labels step and zero_grad itself; clipping and scaling are ours
 BACKWARD_NODE = "autograd::engine::evaluate_function:"
 NOT_OPERATORS = ("autograd::", "torch::autograd", "Optimizer.", "dlperf.", "ProfilerStep", "cuda")
@@ -154,6 +155,8 @@ def labelled(train) -> Iterator[list[str]]:
     themselves, taken off after). Yields the notes on what could not be labelled."""
     notes: list[str] = []
     targets = [(train, "loss_fn", LOSS), (train, "_clip", OPTIMIZER)]
+    if getattr(train, "feed", None) is not None:  # a loader cell: the step waits for its batch first
+        targets.append((train.feed, "wait", DATA))
     if getattr(train, "scaler", None) is not None:
         targets += [(train.scaler, "unscale_", OPTIMIZER), (train.scaler, "update", OPTIMIZER)]
     saved = [(obj, attr, vars(obj).get(attr, _MISSING)) for obj, attr, _ in targets if hasattr(obj, attr)]
@@ -313,9 +316,18 @@ def breakdown_cpu(events: list, steps: int, step_s: float) -> dict[str, Any]:
     forward = phases(events)
     seconds: dict[str, float] = defaultdict(float)
     for event in events:
-        if is_operator(event):
+        if event.name == DATA:  # the whole wait, Python and the loader's operators included
+            seconds[Category.DATA.value] += event.cpu_time_total / 1e6 / steps
+        elif is_operator(event) and not _under_data(event):
             seconds[category_of(event, forward).value] += event.self_cpu_time_total / 1e6 / steps
     return {"categories": fill_to_step(seconds, step_s, Category.HOST), "kernels_per_step": None}
+
+
+def _under_data(event) -> bool:
+    parent = event.cpu_parent
+    while parent is not None and parent.name != DATA:
+        parent = parent.cpu_parent
+    return parent is not None
 
 
 def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[str]) -> dict[str, Any]:

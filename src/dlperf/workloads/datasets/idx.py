@@ -21,6 +21,7 @@ SPLITS = {
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 EXPECTED = [f"{stem}[.gz]" for pair in SPLITS.values() for stem in pair]
+FOLDER = "mnist"  # in a datasets directory (`--data DIR`)
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,17 @@ def locate(directory: Path, stem: str) -> Path:
     raise missing(directory, f"{stem} or {stem}.gz", "MNIST", EXPECTED)
 
 
+def folder(directory: Path) -> Path:
+    """`directory/mnist`, or `directory` itself when it holds MNIST's files."""
+    stem = SPLITS["train"][0]
+    here = (directory / stem).is_file() or (directory / f"{stem}.gz").is_file()
+    return directory if here else directory / FOLDER
+
+
 def read_mnist(directory: Path, split: str = "train") -> Mnist:
+    """MNIST's `split` in `directory` or in its `mnist` folder."""
     images_stem, labels_stem = SPLITS[split]
+    directory = folder(directory)
     images = read(locate(directory, images_stem), IMAGES)
     labels_path = locate(directory, labels_stem)
     labels = read(labels_path, LABELS)

@@ -13,11 +13,19 @@ from dlperf.workloads.datasets import malformed, missing
 
 TRAIN = "ptb.train.txt"
 EXPECTED = [TRAIN, "ptb.valid.txt", "ptb.test.txt"]
+FOLDER = "ptb"  # in a datasets directory (`--data DIR`)
 EOS, UNK = "<eos>", "<unk>"
 PAPER_WORDS, PAPER_VOCAB = 929_589, 10_000  # the training split's size
 
 
+def folder(directory: Path) -> Path:
+    """`directory/ptb`, or `directory` itself when it holds the training text."""
+    return directory if (directory / TRAIN).is_file() else directory / FOLDER
+
+
 def read_words(directory: Path, name: str = TRAIN) -> list[str]:
+    """The words of `name` in `directory` or in its `ptb` folder, `<eos>` after each line's."""
+    directory = folder(directory)
     path = directory / name
     if not path.is_file():
         raise missing(directory, name, "the Penn Treebank", EXPECTED)

@@ -1,0 +1,284 @@
+"""Real data for a PyTorch step (`--data DIR`): each workload's dataset as a `torch.utils.data.Dataset` over the
+standard-library readers of `dlperf.workloads.datasets`, transformed as the usual recipe trains it, and loaded by a
+`DataLoader` with a cell's loader setting (`dlperf.loaders`).
+
+Every sample is shaped as the workload's input (`synthetic_batch`), so a loaded batch is copied into the step's
+own buffers and the step itself is the one timed on synthetic data. Random transforms draw from torch's generator:
+DataLoader seeds each worker apart. Images are decoded with Pillow, not torchvision: the torchvision wheel on the
+package index is built against CUDA and does not import beside the CPU torch (`operator torchvision::nms does not
+exist`), so RandomResizedCrop is written here as torchvision does it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from PIL import Image
+from torch.utils.data import DataLoader, Dataset
+
+from dlperf.errors import UsageError
+from dlperf.loaders import DATA_DATASET, LoaderSetting
+from dlperf.workloads.base import Workload
+from dlperf.workloads.datasets import cifar, idx, imagefolder, ptb
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+CIFAR_PAD = 4  # random crop from the image padded by 4 pixels of zeros, as ResNet's CIFAR recipe does
+CROP_SCALE, CROP_RATIO, CROP_TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10  # torchvision's RandomResizedCrop defaults
+
+# the paper's data set of a workload (Workload.data) -> what it reads in a datasets directory
+DATASETS = {"MNIST": "mnist", "CIFAR-10": "cifar-10", "Penn Treebank": "ptb"}
+IMAGENET_ARCHS = ("alexnet", "resnet-imagenet")  # AlexNet-S and ResNet-50: ImageNet's networks
+
+
+def dataset_name(workload: Workload) -> str:
+    """The dataset a built-in workload reads; NotImplementedError (the cell is `unsupported`) for one without."""
+    if workload.data in DATASETS:
+        return DATASETS[workload.data]
+    if workload.arch in IMAGENET_ARCHS:
+        return "imagenet"
+    raise NotImplementedError(
+        f"{workload.name} has no dataset in the paper: it trains on synthetic data only (--data synthetic)"
+    )
+
+
+def normalize(x: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]) -> torch.Tensor:
+    """(C, H, W) floats in [0, 1], each channel less its mean over its standard deviation."""
+    return (x - torch.tensor(mean).view(-1, 1, 1)) / torch.tensor(std).view(-1, 1, 1)
+
+
+def _uniform(low: float, high: float) -> float:
+    return torch.empty(1).uniform_(low, high).item()
+
+
+def _randint(high: int) -> int:
+    """0 to high - 1, from torch's generator."""
+    return int(torch.randint(high, (1,)).item())
+
+
+def _flip(x: torch.Tensor) -> torch.Tensor:
+    """A horizontal flip half of the time."""
+    return x.flip(-1) if torch.rand(1).item() < 0.5 else x
+
+
+class Mnist(Dataset):
+    """MNIST as FCN-R reads it: (rows * cols,) float32 in [0, 1], normalized; the label int64."""
+
+    NAME = "MNIST"  # what a loader cell records as its dataset
+
+    def __init__(self, mnist: idx.Mnist, workload: Workload) -> None:
+        n, features = len(mnist), mnist.rows * mnist.cols
+        if workload.input.shape != (features,):
+            raise NotImplementedError(f"{workload.name} takes {workload.input.shape}, MNIST has ({features},)")
+        self.images = torch.frombuffer(bytearray(mnist.images), dtype=torch.uint8).view(n, features)
+        self.labels = torch.frombuffer(bytearray(mnist.labels), dtype=torch.uint8).long()
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        return (self.images[i].float() / 255 - MNIST_MEAN) / MNIST_STD, self.labels[i]
+
+
+class Cifar10(Dataset):
+    """CIFAR-10 as ResNet's recipe trains it: padded by 4, a random size x size crop (32, or a tiny workload's
+    own size), a random horizontal flip, normalized by CIFAR-10's channel means and deviations."""
+
+    NAME = "CIFAR-10"  # what a loader cell records as its dataset
+
+    def __init__(self, batch: cifar.Batch, size: int) -> None:
+        n = len(batch)
+        images = torch.frombuffer(bytearray(batch.data), dtype=torch.uint8).view(n, 3, 32, 32)
+        self.images = torch.nn.functional.pad(images, (CIFAR_PAD,) * 4)  # (n, 3, 40, 40), zeros around
+        self.labels = torch.tensor(batch.labels, dtype=torch.int64)
+        self.size = size
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        room = self.images.shape[-1] - self.size + 1
+        top, left = _randint(room), _randint(room)
+        crop = self.images[i, :, top : top + self.size, left : left + self.size]
+        return normalize(_flip(crop).float() / 255, CIFAR_MEAN, CIFAR_STD), self.labels[i]
+
+
+class Ptb(Dataset):
+    """The Penn Treebank as a language model reads it: contiguous windows of seq_len + 1 token ids, the inputs the
+    first seq_len, the targets the same shifted by one (one target per position, as `synthetic_batch` makes them);
+    the vocabulary capped at the workload's, rarer words read as <unk>."""
+
+    NAME = "Penn Treebank"  # what a loader cell records as its dataset
+
+    def __init__(self, words: list[str], seq_len: int, vocab: int) -> None:
+        self.ids = torch.tensor(ptb.encode(words, ptb.vocabulary(words, vocab)), dtype=torch.int64)
+        self.seq_len = seq_len
+
+    def __len__(self) -> int:
+        return max(0, (len(self.ids) - 1) // self.seq_len)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        window = self.ids[i * self.seq_len : (i + 1) * self.seq_len + 1]
+        return window[:-1], window[1:]
+
+
+def random_resized_crop(width: int, height: int) -> tuple[int, int, int, int]:
+    """torchvision's RandomResizedCrop box (left, top, right, bottom): a random area of 8% to 100% of the image at a
+    random aspect ratio from 3/4 to 4/3 (drawn on a log scale), ten tries; then the center crop at the nearest
+    ratio in range."""
+    area, (low, high) = width * height, (math.log(CROP_RATIO[0]), math.log(CROP_RATIO[1]))
+    for _ in range(CROP_TRIES):
+        target, ratio = area * _uniform(*CROP_SCALE), math.exp(_uniform(low, high))
+        w, h = round(math.sqrt(target * ratio)), round(math.sqrt(target / ratio))
+        if 0 < w <= width and 0 < h <= height:
+            top, left = _randint(height - h + 1), _randint(width - w + 1)
+            return left, top, left + w, top + h
+    w, h = width, height
+    if width / height < CROP_RATIO[0]:
+        h = round(w / CROP_RATIO[0])
+    elif width / height > CROP_RATIO[1]:
+        w = round(h * CROP_RATIO[1])
+    left, top = (width - w) // 2, (height - h) // 2
+    return left, top, left + w, top + h
+
+
+class ImageFolder(Dataset):
+    """An ImageNet-style folder as the usual recipe trains on it: decoded (Pillow), RGB, RandomResizedCrop to size x
+    size (bilinear), a random horizontal flip, floats normalized by ImageNet's channel means and deviations. A
+    class index beyond the workload's outputs (a tiny workload on a folder of 1000 classes) wraps around."""
+
+    NAME = "ImageNet-style folder"  # what a loader cell records as its dataset
+
+    def __init__(self, folder: imagefolder.ImageFolder, size: int, outputs: int) -> None:
+        self.samples, self.size, self.outputs = folder.samples, size, outputs
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        path, label = self.samples[i]
+        return decode(path, self.size), torch.tensor(label % self.outputs)
+
+
+def decode(path: Path, size: int) -> torch.Tensor:
+    """One image file as a (3, size, size) float32 tensor, randomly cropped, resized and flipped, normalized. A file
+    Pillow cannot read is the user's data: a one-line UsageError naming it."""
+    try:
+        with Image.open(path) as image:
+            rgb = image.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as e:
+        raise UsageError(f"{path}: not an image Pillow can decode ({type(e).__name__}: {e})") from None
+    box = random_resized_crop(*rgb.size)
+    crop = rgb.resize((size, size), Image.Resampling.BILINEAR, box=box)
+    pixels = torch.frombuffer(bytearray(crop.tobytes()), dtype=torch.uint8).view(size, size, 3)
+    return normalize(_flip(pixels.permute(2, 0, 1)).float() / 255, IMAGENET_MEAN, IMAGENET_STD)
+
+
+def builtin_dataset(workload: Workload, directory: Path) -> Dataset:
+    """A built-in workload's dataset read from a datasets directory (`--data DIR`), shaped as its input."""
+    name = dataset_name(workload)
+    if name == "mnist":
+        return Mnist(idx.read_mnist(directory), workload)
+    if name == "ptb":
+        return Ptb(ptb.read_words(directory), workload.input.shape[0], workload.input.vocab or 0)
+    size = workload.input.shape[-1]  # images are (3, S, S)
+    if name == "cifar-10":
+        return Cifar10(cifar.read_cifar10(directory), size)
+    return ImageFolder(imagefolder.read_imagefolder(directory), size, workload.outputs)
+
+
+def user_data(user: Any) -> tuple[Dataset | None, Any]:
+    """A user workload's (Dataset, DataLoader factory); NotImplementedError when it gives neither."""
+    if user.dataset is None and user.loader is None:
+        raise NotImplementedError(f"{user.name} reads no real data: pass dataset= (a torch Dataset) or loader= (a "
+                                  "DataLoader factory) to dlperf.user_workload")  # fmt: skip
+    return user.dataset, user.loader
+
+
+def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.device, user: Any = None):
+    """The DataLoader of a loader cell: the workload's batch, shuffled, the last partial batch dropped, the
+    setting's workers, pinning, prefetch and persistence. `user`: a user workload's built `UserWorkload` (its
+    Dataset, or its own factory called with the batch size and those settings)."""
+    if setting.pin and device.type != "cuda":
+        raise NotImplementedError(f"{setting.name}: pinned memory speeds copies to a GPU; pinning needs a GPU, and "
+                                  f"this cell runs on {device.type}")  # fmt: skip
+    kwargs = setting.torch_kwargs()
+    if user is not None:
+        dataset, factory = user_data(user)
+        if factory is not None:
+            return factory(workload.batch, **kwargs)
+    elif data == DATA_DATASET:
+        raise NotImplementedError(f"--data dataset reads a user workload's own Dataset; {workload.name} is built in "
+                                  "(--data DIR reads its dataset)")  # fmt: skip
+    else:
+        dataset = builtin_dataset(workload, Path(data))
+    if len(dataset) < workload.batch:
+        raise UsageError(f"--data: the dataset of {workload.name} has {len(dataset)} samples, fewer than one batch of "
+                         f"{workload.batch}")  # fmt: skip
+    return DataLoader(dataset, batch_size=workload.batch, shuffle=True, drop_last=True, **kwargs)
+
+
+def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
+    """The probe's check of a loader cell's data before a run is created: the dataset opened and one sample read
+    (a user's factory: one batch). Bad data is a UsageError; a workload without data answers why (its cells will be
+    `unsupported`)."""
+    try:
+        built = loader(workload, data, LoaderSetting(), torch.device("cpu"), user)
+    except NotImplementedError as exc:
+        return {"samples": None, "unsupported": str(exc)}
+    from_dataset = user is None or user.loader is None
+    try:
+        inputs = built.dataset[0][0] if from_dataset else next(iter(built))[0][0]
+    except UsageError:
+        raise
+    except Exception as exc:  # a user's Dataset or factory that fails
+        raise UsageError(f"--data: reading a sample of {workload.name} raised {type(exc).__name__}: {exc}") from None
+    size = len(built.dataset) if hasattr(built.dataset, "__len__") else None
+    return {"samples": size, "input_shape": list(getattr(inputs, "shape", ())), "unsupported": None}
+
+
+H2D_REPEATS = 5  # copies timed per kind; the median is kept
+
+
+def h2d(batch: Any, device: torch.device) -> dict[str, Any]:
+    """One batch's inputs copied host -> GPU three ways, each timed with CUDA events around the copy on the current
+    stream (the median of a few, after one untimed): from pageable memory (the driver stages it through a pinned
+    buffer of its own), from pinned memory, and from pinned memory with non_blocking=True. The copy's device time
+    is alike for the last two; what non_blocking buys is the host's: `pinned_async_host_s` is the time the host
+    spent in the call, against `pinned_host_s` blocking. Bandwidths are bytes per second of device time."""
+    inputs = batch[0] if isinstance(batch, (tuple, list)) else batch
+    pageable = torch.empty(inputs.shape, dtype=inputs.dtype).copy_(inputs)
+    pinned = pageable.pin_memory()
+    target = torch.empty_like(pageable, device=device)
+    nbytes = pageable.numel() * pageable.element_size()
+    figures: dict[str, Any] = {"bytes": nbytes}
+    for name, source, non_blocking in (("pageable", pageable, False), ("pinned", pinned, False),
+                                       ("pinned_async", pinned, True)):  # fmt: skip
+        device_s, host_s = _timed_copies(target, source, non_blocking)
+        figures[f"{name}_s"], figures[f"{name}_host_s"] = device_s, host_s
+        figures[f"{name}_bytes_per_s"] = nbytes / device_s if device_s > 0 else None
+    return figures
+
+
+def _timed_copies(target: torch.Tensor, source: torch.Tensor, non_blocking: bool) -> tuple[float, float]:
+    """(device seconds, host seconds) of one copy, the medians of H2D_REPEATS after one untimed."""
+    stream = torch.cuda.current_stream(target.device)
+    target.copy_(source, non_blocking=non_blocking)
+    device_s, host_s = [], []
+    for _ in range(H2D_REPEATS):
+        torch.cuda.synchronize(target.device)
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(stream)
+        host = time.perf_counter()
+        target.copy_(source, non_blocking=non_blocking)
+        host_s.append(time.perf_counter() - host)
+        end.record(stream)
+        end.synchronize()
+        device_s.append(start.elapsed_time(end) / 1000.0)  # milliseconds
+    return statistics.median(device_s), statistics.median(host_s)

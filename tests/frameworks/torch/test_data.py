@@ -1,0 +1,180 @@
+"""Real data for the PyTorch step (`--data DIR`): each dataset's samples as the workload's input, the recipe's
+transforms, the loaders, the probe's check of bad data, and a fed step that trains."""
+
+import dataclasses
+
+import pytest
+
+from conftest import require, write_datasets
+
+torch = require("torch")
+
+from dlperf.errors import UsageError  # noqa: E402
+from dlperf.frameworks.torch import backend as tb  # noqa: E402
+from dlperf.frameworks.torch import data  # noqa: E402
+from dlperf.loaders import LoaderSetting  # noqa: E402
+from dlperf.runner.feed import Feed  # noqa: E402
+from dlperf.workloads.datasets import cifar, idx, imagefolder, ptb  # noqa: E402
+from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory):
+    return write_datasets(tmp_path_factory.mktemp("datasets"))
+
+
+def test_mnist_samples_are_normalized_vectors_with_int64_labels(datasets):
+    mnist = idx.read_mnist(datasets)
+    dataset = data.Mnist(mnist, BUILTIN["tiny-fcn-r"])
+    x, y = dataset[3]
+    assert x.shape == (784,) and x.dtype == torch.float32 and y.dtype == torch.int64 and y.item() == mnist.labels[3]
+    raw = torch.tensor(list(mnist.images[3 * 784 : 4 * 784]), dtype=torch.float32)
+    assert torch.allclose(x * data.MNIST_STD + data.MNIST_MEAN, raw / 255, atol=1e-6)
+
+
+@pytest.mark.parametrize("size", [32, 16])  # alexnet-r and resnet-56; tiny-resnet-56 crops to 16
+def test_cifar_samples_are_random_crops_of_the_padded_image_maybe_flipped_and_normalized(datasets, size):
+    batch = cifar.read_cifar10(datasets)
+    dataset = data.Cifar10(batch, size)
+    image = torch.tensor(list(batch.data[:3072]), dtype=torch.float32).view(3, 32, 32) / 255
+    padded = torch.nn.functional.pad(image, (4,) * 4)
+    mean, std = torch.tensor(data.CIFAR_MEAN).view(3, 1, 1), torch.tensor(data.CIFAR_STD).view(3, 1, 1)
+    crops = {(t, x, f) for t in range(41 - size) for x in range(41 - size) for f in (False, True)}
+    seen = set()
+    for _ in range(30):
+        x, y = dataset[0]
+        assert x.shape == (3, size, size) and x.dtype == torch.float32 and y.item() == batch.labels[0]
+        pixels = x * std + mean
+        found = next(c for c in crops if torch.allclose(_crop(padded, size, *c), pixels, atol=1e-5))
+        seen.add(found)
+    assert len(seen) > 5 and {f for *_, f in seen} == {False, True}  # random offsets, both flips
+
+
+def _crop(padded, size, top, left, flip):
+    crop = padded[:, top : top + size, left : left + size]
+    return crop.flip(-1) if flip else crop
+
+
+def test_ptb_targets_are_the_inputs_shifted_by_one_in_a_capped_vocabulary(datasets):
+    words = ptb.read_words(datasets)
+    dataset = data.Ptb(words, seq_len=8, vocab=20)
+    assert len(dataset) == (len(words) - 1) // 8
+    x, y = dataset[2]
+    assert x.shape == y.shape == (8,) and x.dtype == y.dtype == torch.int64
+    assert torch.equal(x[1:], y[:-1]) and torch.equal(dataset[3][0][0], y[-1])  # contiguous windows
+    assert int(dataset.ids.max()) < 20 and ptb.UNK in ptb.vocabulary(words, 20)
+    assert torch.equal(x, torch.tensor(ptb.encode(words[16:24], ptb.vocabulary(words, 20))))
+
+
+def test_a_random_resized_crop_stays_inside_the_image_and_falls_back_to_the_center(monkeypatch):
+    for width, height in ((400, 350), (50, 300)):
+        boxes = {data.random_resized_crop(width, height) for _ in range(200)}
+        for left, top, right, bottom in boxes:
+            assert 0 <= left < right <= width and 0 <= top < bottom <= height
+            area, ratio = (right - left) * (bottom - top), (right - left) / (bottom - top)
+            assert area >= 0.08 * width * height * 0.9 and 3 / 4 * 0.9 <= ratio <= 4 / 3 * 1.1
+        assert len(boxes) > 100  # random boxes
+    # 500 x 20: no box of 8% of the area at 3:4 to 4:3 fits, so ten tries fail and the center crop at 4:3 is kept
+    assert {data.random_resized_crop(500, 20) for _ in range(20)} == {(236, 0, 263, 20)}
+    monkeypatch.setattr(data, "_uniform", lambda low, high: high * 4)  # every try too large: the center crop
+    assert data.random_resized_crop(400, 300) == (0, 0, 400, 300)  # a ratio in range: the whole image
+    assert data.random_resized_crop(100, 400) == (0, 133, 100, 266)  # too tall: 133 rows (3:4), centered
+
+
+def test_an_image_is_decoded_cropped_resized_and_normalized(datasets):
+    folder = imagefolder.read_imagefolder(datasets)
+    dataset = data.ImageFolder(folder, size=24, outputs=2)
+    x, y = dataset[len(dataset) - 1]
+    assert x.shape == (3, 24, 24) and x.dtype == torch.float32 and y.item() == 2 % 2  # class 2 of 3 wraps at 2
+    mean, std = torch.tensor(data.IMAGENET_MEAN).view(3, 1, 1), torch.tensor(data.IMAGENET_STD).view(3, 1, 1)
+    pixels = x * std + mean
+    assert pixels.min() >= -1e-5 and pixels.max() <= 1 + 1e-5 and pixels.std() > 0.05  # noise, not a flat image
+
+
+WORKLOADS = ["tiny-fcn-r", "tiny-alexnet-r", "tiny-resnet-56", "tiny-lstm", "tiny-alexnet-s"]
+
+
+@pytest.mark.parametrize("name", WORKLOADS)
+def test_each_tiny_workload_reads_its_dataset_and_trains(datasets, name):
+    workload = BUILTIN[name]
+    train = tb.build(workload, "cpu", "fp32")
+    loader = tb.loader(workload, str(datasets), LoaderSetting(0), "cpu", train)
+    synthetic = [t.clone() for t in (train.inputs, train.targets)]
+    before = [p.detach().clone() for p in train.trainable]
+    fed = Feed(loader, train)
+    losses = [float(fed.step()) for _ in range(3)]
+    inputs, targets = next(iter(loader))
+    assert inputs.shape == synthetic[0].shape and inputs.dtype == synthetic[0].dtype
+    assert targets.shape == synthetic[1].shape and targets.dtype == synthetic[1].dtype
+    assert not torch.equal(train.inputs, synthetic[0])  # the step read the loaded batch, in its own buffers
+    assert all(map(torch.isfinite, map(torch.tensor, losses)))
+    assert any(not torch.equal(a, b) for a, b in zip(before, train.trainable, strict=True))
+
+
+def test_a_workload_without_a_dataset_and_pinning_without_a_gpu_are_unsupported(datasets):
+    with pytest.raises(NotImplementedError, match="tiny-fcn-s has no dataset in the paper"):
+        data.loader(BUILTIN["tiny-fcn-s"], str(datasets), LoaderSetting(0), torch.device("cpu"))
+    with pytest.raises(NotImplementedError, match="pinning needs a GPU"):
+        data.loader(BUILTIN["tiny-fcn-r"], str(datasets), LoaderSetting(0, pin=True), torch.device("cpu"))
+    assert data.check(BUILTIN["tiny-fcn-s"], str(datasets))["unsupported"].startswith("tiny-fcn-s has no dataset")
+
+
+def test_bad_data_is_one_line_naming_the_file(tmp_path, datasets):
+    (tmp_path / "cifar-10-batches-py").mkdir()
+    for name in cifar.TRAIN:
+        (tmp_path / "cifar-10-batches-py" / name).write_bytes(b"not a pickle")
+    broken = tmp_path / "imagenet" / "train" / "n1"
+    broken.mkdir(parents=True)
+    jpeg = next((datasets / "imagenet" / "train" / "n00000000").iterdir()).read_bytes()
+    for k in range(BUILTIN["tiny-alexnet-s"].batch):  # a batch of images, each cut short
+        (broken / f"cut{k}.JPEG").write_bytes(jpeg[: len(jpeg) // 3])
+    for workload, words in (("tiny-alexnet-r", "data_batch_1: not a CIFAR-10 python batch"),
+                            ("tiny-alexnet-s", "cut0.JPEG: not an image Pillow can decode"),
+                            ("tiny-fcn-r", "no train-images-idx3-ubyte")):  # fmt: skip
+        with pytest.raises(UsageError, match=words) as caught:
+            data.check(BUILTIN[workload], str(tmp_path))
+        assert "\n" not in str(caught.value)
+
+
+class Pairs(torch.utils.data.Dataset):
+    def __len__(self):
+        return 10
+
+    def __getitem__(self, i):
+        return torch.full((8,), float(i)), torch.tensor(i % 3)
+
+
+def test_a_user_workload_reads_its_own_dataset_or_its_own_loader():
+    from dlperf.workloads.user import user_workload
+
+    def make_batch(n, device):
+        return torch.zeros(n, 8), torch.zeros(n, dtype=torch.int64)
+
+    model, loss = torch.nn.Linear(8, 3), torch.nn.functional.cross_entropy
+    workload = dataclasses.replace(BUILTIN["tiny-fcn-r"], batch=4)  # the planned batch: the factory's
+    given = user_workload("u", model, make_batch, loss, batch_size=4, dataset=Pairs())
+    loader = data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), given)
+    assert loader.batch_size == workload.batch and loader.drop_last and isinstance(loader.dataset, Pairs)
+    asked = {}
+
+    def factory(batch_size, **kwargs):
+        asked.update(kwargs, batch_size=batch_size)
+        return torch.utils.data.DataLoader(Pairs(), batch_size=batch_size)
+
+    own = user_workload("u", model, make_batch, loss, batch_size=4, loader=factory)
+    data.loader(workload, "dataset", LoaderSetting(1, prefetch=3), torch.device("cpu"), own)
+    assert asked == {"batch_size": workload.batch, "num_workers": 1, "pin_memory": False,
+                     "persistent_workers": False, "prefetch_factor": 3}  # fmt: skip
+    neither = user_workload("u", model, make_batch, loss, batch_size=4)
+    with pytest.raises(NotImplementedError, match="pass dataset="):
+        data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), neither)
+
+
+def test_a_batch_copied_to_a_gpu_is_timed_pageable_and_pinned_blocking_or_not():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU: host-to-device copies, pinned memory and non_blocking need one")
+    figures = data.h2d((torch.randn(64, 3, 32, 32), torch.zeros(64)), torch.device("cuda"))
+    assert figures["bytes"] == 64 * 3 * 32 * 32 * 4
+    for kind in ("pageable", "pinned", "pinned_async"):
+        assert figures[f"{kind}_s"] > 0 and figures[f"{kind}_bytes_per_s"] > 0
+    assert figures["pinned_async_host_s"] <= figures["pinned_host_s"] * 1.5  # non_blocking does not hold the host

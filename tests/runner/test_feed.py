@@ -1,0 +1,162 @@
+"""Loader cells in the worker (`--data`): the loader timed alone, each step fed by it with its wait kept, the
+input-bound verdict; end to end, real datasets read and stored, bad data refused before a run exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import FAST, cells, dlperf, one_line_error, rows, write_datasets
+from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import Cell, CellTask, Loader, Sample, all_of
+from dlperf.runner import feed, worker
+from dlperf.runner.collect import _loader_figures, loader_summary
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+
+
+class Step:
+    """A train step that keeps what it was fed."""
+
+    def __init__(self):
+        self.loaded = []
+
+    def load(self, inputs, targets):
+        self.loaded.append(inputs)
+
+    def step(self):
+        return 0.0
+
+
+def test_a_feed_goes_round_the_epochs_and_keeps_one_wait_per_timed_call():
+    step = Step()
+    fed = feed.Feed([("a", 0), ("b", 1)], step)
+    times = iter([1.0, 2.0, 3.0, 4.0, 5.0])
+    run = fed.timed(lambda: (fed.step(), next(times))[1])
+    run()
+    fed.restart()  # the warm-up's call is forgotten
+    assert [run() for _ in range(3)] == [2.0, 3.0, 4.0]
+    assert step.loaded == ["a", "b", "a", "b"] and len(fed.waits) == 3 and fed.stepped == [2.0, 3.0, 4.0]
+    figures = fed.figures()
+    assert figures["wait_share"] == pytest.approx(sum(fed.waits) / 9.0)
+    with pytest.raises(RuntimeError, match="less than one batch"):
+        feed.Feed([], step).next()
+
+
+def test_the_loader_alone_is_timed_over_a_few_batches_after_its_first():
+    batches = [([0] * 4, None)] * 2
+    figures, last = feed.alone(batches, TimerConfig(min_steps=1, min_time=0, max_time=5))
+    assert figures["alone_batches"] == feed.ALONE_MIN_BATCHES and last == batches[0]
+    assert figures["alone_samples_per_s"] == pytest.approx(4 * feed.ALONE_MIN_BATCHES / figures["alone_s"])
+
+
+USER = """
+import time
+
+import torch
+import dlperf
+
+
+class Samples(torch.utils.data.Dataset):
+    def __init__(self, sleep_s):
+        self.sleep_s, self.x, self.y = sleep_s, torch.randn(256, 2048), torch.randint(4, (256,))
+
+    def __len__(self):
+        return 256
+
+    def __getitem__(self, i):
+        if self.sleep_s:
+            time.sleep(self.sleep_s)
+        return self.x[i], self.y[i]
+
+
+def make(sleep_s):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(2048, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 4))
+
+    def make_batch(n, device):
+        return torch.randn(n, 2048, device=device), torch.randint(4, (n,), device=device)
+
+    return dlperf.user_workload("loaded", model, make_batch, torch.nn.functional.cross_entropy, batch_size=32,
+                                dataset=Samples(sleep_s))
+
+
+def make_slow():
+    return make(0.002)  # 0.06 s to load a batch, against a step of about 0.02 s
+
+
+def make_fast():
+    return make(0.0)
+"""
+
+
+@pytest.fixture
+def one_thread(torch):
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("factory, verdict", [("make_slow", "high"), ("make_fast", None)])
+def test_a_loader_slow_on_purpose_is_input_bound_and_a_fast_one_is_not(tmp_path, one_thread, factory, verdict):
+    (tmp_path / "loaded.py").write_text(USER)
+    workload = Workload("loaded", "user", {}, InputSpec("user", (2048,)), 4, 32, OptimizerSpec("user"),
+                        source=f"{tmp_path / 'loaded.py'}:{factory}")  # fmt: skip
+    task = CellTask(Cell("loaded", "torch", "cpu", 1, "fp32", loader="w0"), 0, workload.to_json(),
+                    TimerConfig(min_steps=4, min_time=0, max_time=0.5, max_warmup=1),
+                    count_flops=False, measure_memory=False, data="dataset")  # fmt: skip
+    events = []
+    worker.measure(task, events.append)
+    samples = [e.t for e in all_of(events, Sample)]
+    figures = _loader_figures(events)
+    assert len(figures["wait_s"]) == len(samples) >= 1 and figures["dataset"] == "Samples"
+    assert figures["setting"] == "w0" and figures["samples"] == 256 and figures["alone_batches"] >= 3
+    assert len(all_of(events, Loader)) == 3  # the setting, the loader alone, the waits
+    summary = loader_summary([{"detail": {"loader": figures}, "samples": samples}])
+    assert summary["verdict"] == verdict, (summary, figures["wait_s"], samples)
+
+
+def test_each_tiny_workload_reads_real_data_end_to_end_and_its_figures_are_stored(tmp_path):
+    data = write_datasets(tmp_path / "data")
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-alexnet-s,tiny-lstm", "--data", str(data), "--loaders", "w1",
+                  "--threads", "1", *FAST, db=db, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    stored = {(c["workload"], c["loader"] or ""): c["status"] for c in cells(db)}
+    assert stored == {("tiny-alexnet-s", ""): "ok", ("tiny-alexnet-s", "w1"): "ok", ("tiny-lstm", ""): "ok",
+                      ("tiny-lstm", "w1"): "ok"}  # fmt: skip
+    from dlperf.store import Store
+
+    loaded = {c.workload: c.data for c in Store.open(db, create=False).cells(1) if c.loader and c.data}
+    assert set(loaded) == {"tiny-alexnet-s", "tiny-lstm"}
+    for record in loaded.values():
+        assert record.setting == "w1" and record.workers == 1 and record.alone_samples_per_s > 0
+        assert 0 < record.wait_share < 1 and record.wait_median_s > 0
+    assert (
+        loaded["tiny-alexnet-s"].dataset == "ImageNet-style folder" and loaded["tiny-lstm"].dataset == "Penn Treebank"
+    )
+
+
+@pytest.mark.slow
+def test_every_tiny_workload_with_a_dataset_reads_it_and_trains_with_each_loader(tmp_path):
+    data = write_datasets(tmp_path / "data")
+    db = tmp_path / "d.db"
+    names = "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56,tiny-lstm,tiny-alexnet-s,tiny-fcn-s"
+    done = dlperf("run", "--workloads", names, "--data", str(data), "--loaders", "w0,w1", "--threads", "1", *FAST,
+                  db=db, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    loaded = {(c["workload"], c["loader"]): c for c in cells(db) if c["loader"]}
+    assert len(loaded) == 12 and all(c["status"] == "ok" for (w, _), c in loaded.items() if w != "tiny-fcn-s")
+    assert "tiny-fcn-s has no dataset in the paper" in loaded["tiny-fcn-s", "w0"]["error"]
+    assert loaded["tiny-fcn-s", "w1"]["status"] == "unsupported"
+
+
+def test_bad_data_stops_the_run_before_anything_is_stored(tmp_path):
+    from dlperf.workloads.datasets import idx
+
+    idx.write_mnist(tmp_path / "data" / "mnist", 32, compress=False)
+    images = tmp_path / "data" / "mnist" / "train-images-idx3-ubyte"
+    images.write_bytes(images.read_bytes()[:-100])  # truncated
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-fcn-r", "--data", str(tmp_path / "data"), "--loaders", "w0",
+                  "--threads", "1", *FAST, db=db, timeout=120)  # fmt: skip
+    one_line_error(done, "train-images-idx3-ubyte", "bytes of values")
+    assert not db.exists() or not rows(db, "SELECT * FROM runs")
