@@ -96,11 +96,11 @@ def test_data_preparation_dominates_only_when_the_fastest_loader_cannot_feed_the
 def test_workers_and_threads_beyond_the_cores_are_shown_oversubscribed(capsys):
     group = one_group([synthetic(0.10, threads=2), loaded("w1", 0.12, wait=0.1, threads=2, cores=4),
                        loaded("w3", 0.15, wait=0.02, threads=2, cores=4)])  # fmt: skip
-    assert data.values(group.cells[0])[-1] == "1+2 / 4" and data.values(group.cells[1])[-1] == "3+2 / 4 oversubscribed"
+    assert data.values(group.cells[0])[-1] == "1+2 / 4" and data.values(group.cells[1])[-1] == "3+2 > 4"
     from rich.console import Console
 
     Console(width=200).print(data.render_rich(group))
-    assert "3+2 / 4 oversubscribed" in capsys.readouterr().out
+    assert "3+2 > 4" in capsys.readouterr().out
 
 
 def test_pin_memory_is_suggested_when_pinned_copies_are_faster_and_the_setting_is_unpinned():

@@ -22,7 +22,8 @@ LEGEND = (
     "step: median seconds per mini-batch with the loader, waiting for data included; samples /s: the step's; loader "
     "alone: the samples /s of the loader iterated with no step; data wait: the share of the timed steps spent waiting "
     f"for a batch (input bound from {loaders.INPUT_BOUND_MODERATE:.0%}, highly from {loaders.INPUT_BOUND_HIGH:.0%}); "
-    "w+t / cores: the loader's workers and the step's compute threads, against the cores they share"
+    "w+t / cores: the loader's workers and the step's compute threads, against the cores they share (> where they "
+    "are more than the cores: oversubscribed)"
 )
 # one batch's host->device copy (`protocol.Loader`'s h2d): the time each kind of copy took
 H2D_COPIES = (("pageable_s", "pageable"), ("pinned_s", "pinned"), ("pinned_async_s", "pinned non_blocking"))
@@ -212,8 +213,8 @@ def values(cell: CellRecord) -> list[str]:
 def cores_text(d) -> str:
     if d.workers is None or d.threads is None:
         return "-"
-    over = " oversubscribed" if d.oversubscribed else ""
-    return f"{d.workers}+{d.threads} / {d.cores if d.cores is not None else '?'}{over}"
+    # "3+2 > 4": more workers and threads than cores (oversubscribed), kept short so a terminal's column holds it
+    return f"{d.workers}+{d.threads} {'>' if d.oversubscribed else '/'} {d.cores if d.cores is not None else '?'}"
 
 
 def rows(group: Group) -> list[list[str]]:
@@ -259,7 +260,7 @@ def render_rich(group: Group):
         table.add_column(name, justify="left" if i == 0 else "right")
     for row in rows(group):
         styled = [markup(v) for v in row]
-        styled[-1] = f"[red]{styled[-1]}[/]" if row[-1].endswith("oversubscribed") else styled[-1]
+        styled[-1] = f"[red]{styled[-1]}[/]" if " > " in row[-1] else styled[-1]
         styled[5] = f"[yellow]{styled[5]}[/]" if row[5] in ("moderate", "high") else styled[5]
         table.add_row(*styled)
     return table
