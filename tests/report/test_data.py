@@ -228,3 +228,13 @@ def test_the_paper_comparison_and_the_fastest_mode_read_synthetic_cells_only():
     assert row.ours_cpu is cells[0]
     [fastest] = best.build(cells, {})
     assert (fastest.mode, fastest.median_s, fastest.baseline_s) == ("fp32", 0.5, 0.5)
+
+
+def test_a_cpu_step_that_waits_little_yet_runs_slower_is_said_to_share_its_cores():
+    # w0 waits 2% (enough by the wait) but its step reaches only 80% of the synthetic step's samples/s
+    group = one_group([synthetic(0.100), loaded("w0", 0.125, wait=0.02)])
+    assert group.recommendation.setting == "w0"
+    [said] = [a for a in group.advice if "take the cores the step computes on" in a]
+    assert said.startswith("w0's step waits only 2.0% of it for data yet runs at 80% of the synthetic")
+    # at 96% of the synthetic step, nothing to say
+    assert not any("cores the step" in a for a in one_group([synthetic(0.100), loaded("w0", 0.104, 0.02)]).advice)

@@ -77,7 +77,8 @@ def build(cells: list[CellRecord]) -> list[Group]:
             continue
         synthetic = next((c for c in found if not c.loader), None)
         recommendation = recommend(synthetic, loaded)
-        advice = dominates(synthetic, loaded) + pin_advice(recommendation, loaded)
+        advice = dominates(synthetic, loaded) + shared_cores(synthetic, recommendation, loaded)
+        advice += pin_advice(recommendation, loaded)
         groups.append(Group(workload, framework, mode, column, synthetic, loaded, recommendation, advice))
     return groups
 
@@ -156,6 +157,23 @@ def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str
         f"the {target:,.0f} samples/s of the step on synthetic data, so no measured setting can feed the step. What "
         f"would change it: {more}; smaller or pre-resized images; faster decoding (Pillow-SIMD); decoding on the GPU, "
         "such as NVIDIA DALI"
+    ]
+
+
+def shared_cores(synthetic: CellRecord | None, recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
+    """On a CPU, loading runs on the cores the step computes on: a step can wait little for data and still run slower
+    than on synthetic data, the loader's decoding taking the compute threads' time (workers) or the step's own (w0).
+    Said of the recommended setting when its step is under ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s."""
+    cell = next((c for c in cells if c.loader == recommendation.setting), None)
+    ours, theirs = throughput(cell), throughput(synthetic)
+    if cell is None or cell.device != "cpu" or not ours or not theirs or ours >= loaders.ENOUGH_OF_SYNTHETIC * theirs:
+        return []
+    share = cell.data.wait_share if cell.data else None
+    waited = f"waits only {percent(share)} of it for data" if share is not None else "waits little for data"
+    return [
+        f"{cell.loader}'s step {waited} yet runs at {percent(ours / theirs)} of the synthetic step's samples/s: on a "
+        "CPU, loading and augmenting take the cores the step computes on, whether in workers or in the training "
+        "process; fewer workers, fewer compute threads, or lighter preprocessing give them back"
     ]
 
 
