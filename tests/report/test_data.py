@@ -234,7 +234,11 @@ def test_a_cpu_step_that_waits_little_yet_runs_slower_is_said_to_share_its_cores
     # w0 waits 2% (enough by the wait) but its step reaches only 80% of the synthetic step's samples/s
     group = one_group([synthetic(0.100), loaded("w0", 0.125, wait=0.02)])
     assert group.recommendation.setting == "w0"
-    [said] = [a for a in group.advice if "take the cores the step computes on" in a]
+    [said] = [a for a in group.advice if "yet runs at" in a]
     assert said.startswith("w0's step waits only 2.0% of it for data yet runs at 80% of the synthetic")
+    assert "loading is all in the wait, so the rest is the step itself" in said  # w0 has no workers to blame
+    group = one_group([synthetic(0.100), loaded("w0", 0.2, wait=0.5), loaded("w2", 0.125, wait=0.01)])
+    [said] = [a for a in group.advice if "yet runs at" in a]
+    assert said.startswith("w2's step") and "the workers load and augment on the cores the step computes on" in said
     # at 96% of the synthetic step, nothing to say
-    assert not any("cores the step" in a for a in one_group([synthetic(0.100), loaded("w0", 0.104, 0.02)]).advice)
+    assert not any("yet runs at" in a for a in one_group([synthetic(0.100), loaded("w0", 0.104, 0.02)]).advice)

@@ -161,19 +161,24 @@ def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str
 
 
 def shared_cores(synthetic: CellRecord | None, recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
-    """On a CPU, loading runs on the cores the step computes on: a step can wait little for data and still run slower
-    than on synthetic data, the loader's decoding taking the compute threads' time (workers) or the step's own (w0).
-    Said of the recommended setting when its step is under ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s."""
+    """On a CPU, workers load on the cores the step computes on: a step can wait little for data and still run slower
+    than on synthetic data, the workers taking the compute threads' time. Without workers the loading is all in the
+    wait, and the gap is the step's own. Said of the recommended setting when its step is under ENOUGH_OF_SYNTHETIC
+    of the synthetic step's samples/s."""
     cell = next((c for c in cells if c.loader == recommendation.setting), None)
     ours, theirs = throughput(cell), throughput(synthetic)
     if cell is None or cell.device != "cpu" or not ours or not theirs or ours >= loaders.ENOUGH_OF_SYNTHETIC * theirs:
         return []
     share = cell.data.wait_share if cell.data else None
     waited = f"waits only {percent(share)} of it for data" if share is not None else "waits little for data"
+    head = f"{cell.loader}'s step {waited} yet runs at {percent(ours / theirs)} of the synthetic step's samples/s"
+    if not loaders.setting(cell.loader).workers:
+        # w0 loads inside the wait: the rest of the gap is not the loader's time
+        return [f"{head}: with no workers, loading is all in the wait, so the rest is the step itself (caches the "
+                "loading evicts, or the variation between processes: --repeats measures more of them)"]  # fmt: skip
     return [
-        f"{cell.loader}'s step {waited} yet runs at {percent(ours / theirs)} of the synthetic step's samples/s: on a "
-        "CPU, loading and augmenting take the cores the step computes on, whether in workers or in the training "
-        "process; fewer workers, fewer compute threads, or lighter preprocessing give them back"
+        f"{head}: on a CPU, the workers load and augment on the cores the step computes on; fewer workers, fewer "
+        "compute threads, or lighter preprocessing give them back"
     ]
 
 
