@@ -42,6 +42,7 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
     """Timed children faked: a mode's step takes 1 s on synthetic data; a loader cell's is `loaders[setting]`:
     (step seconds, data-wait share) or the reason it is unsupported. Returns the loader settings measured, in
     order (one entry per process). `clock`: a list whose first item grows by each loader process's duration."""
+    from dlperf import api
     from dlperf.runner import sweep
 
     measured = []
@@ -64,6 +65,8 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
                 "detail": {"loss_check": {"ok": True, "reason": None}, "loader": figures}}  # fmt: skip
 
     monkeypatch.setattr(sweep, "run_task", run_task)
+    # the data itself is not read here (tmp_path holds none): its check by a probe child is tested in test_feed.py
+    monkeypatch.setattr(api, "check_data", lambda spec, workloads: None)
     return measured
 
 
