@@ -38,10 +38,11 @@ def test_a_setting_is_enough_under_5_percent_data_wait_or_at_95_percent_of_the_s
 # The search, its children faked
 
 
-def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s=1.0, clock=None):
+def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s=1.0, clock=None, alone=None):
     """Timed children faked: a mode's step takes 1 s on synthetic data; a loader cell's is `loaders[setting]`:
     (step seconds, data-wait share) or the reason it is unsupported. Returns the loader settings measured, in
-    order (one entry per process). `clock`: a list whose first item grows by each loader process's duration."""
+    order (one entry per process). `clock`: a list whose first item grows by each loader process's duration;
+    `alone`: the loader's samples/s with no step."""
     from dlperf import api
     from dlperf.runner import sweep
 
@@ -60,7 +61,8 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
                     "detail": {}}  # fmt: skip
         center, wait = loaders[name]
         samples = steps(center, 1)[0]
-        figures = {"setting": name, "workers": ol.setting(name).workers, "wait_s": [wait * t for t in samples]}
+        figures = {"setting": name, "workers": ol.setting(name).workers, "wait_s": [wait * t for t in samples],
+                   "alone_samples_per_s": alone}  # fmt: skip
         return {"status": "ok", "error": None, "samples": samples, "duration_s": duration_s,
                 "detail": {"loss_check": {"ok": True, "reason": None}, "loader": figures}}  # fmt: skip
 
@@ -118,14 +120,20 @@ def test_when_none_is_enough_the_best_with_workers_gets_prefetch_and_persistent_
 ):
     slow = {name: (2.0 - 0.1 * ol.setting(name).workers, 0.4) for name in ol.candidates(64, gpu=False)}
     variants = {v: (1.5, 0.3) for name in slow for v in ol.variants(name)}
-    measured = _fake(monkeypatch, {**slow, **variants})
+    # the loader alone gives 10 samples/s, under the 16 of the synthetic step (a batch of 16 a second)
+    measured = _fake(monkeypatch, {**slow, **variants}, alone=10.0)
     _, out, cores = _search(tmp_path)
     first = ol.candidates(cores, gpu=False)
     assert measured == first + ol.variants(first[-1])  # the most workers were the fastest
     loader = out["loader"]
     assert loader["enough"] is False and loader["setting"] == ol.variants(first[-1])[0]  # the fastest measured
-    [note] = [n for n in out["notes"] if n.startswith("loader: no setting measured was enough")]
-    assert "data preparation dominates" in note and "NVIDIA DALI" in note
+    assert any(n.startswith("loader: no setting measured was enough") for n in out["notes"])
+    [note] = [n for n in out["notes"] if "data preparation dominates" in n]
+    assert "NVIDIA DALI" in note
+    _fake(monkeypatch, {**slow, **variants}, alone=1000.0)  # a loader that could feed the step: not data preparation
+    (tmp_path / "fast").mkdir()
+    _, out, _ = _search(tmp_path / "fast")
+    assert not any("data preparation dominates" in n for n in out["notes"])
     assert "not enough" in "\n".join(out["recipe"])
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
+from dlperf.report.data import dominates
 from dlperf.runner.plan import Task
 from dlperf.vocab import DeviceKind, Status
 
@@ -175,9 +176,16 @@ class LoaderSearch:
             self.s.notes.append(
                 f"loader: no setting measured was enough (data wait under {100 * INPUT_BOUND_MODERATE:.0f}% of the "
                 f"step, or {100 * ENOUGH_OF_SYNTHETIC:.0f}% of the synthetic step's throughput); the best, "
-                f"{c.setting}, still waits {wait} of its step for data: data preparation dominates; more workers "
-                "(cores), smaller or pre-decoded images, or decoding on the GPU (NVIDIA DALI) would change it"
+                f"{c.setting}, still waits {wait} of its step for data"
             )
+            self.s.notes += [f"loader: {advice}" for advice in self._dominates()]
+
+    def _dominates(self) -> list[str]:
+        """The view's word on it (`report.data.dominates`): data preparation dominates when even the fastest loader
+        alone is slower than the synthetic step, with what would change it."""
+        cells = [c for c in self.s.store.cells(self.s.run_id) if c.mode == self.mode]
+        loaded = [c for c in cells if c.loader]
+        return dominates(next((c for c in cells if not c.loader), None), loaded)
 
 
 def recipe_lines(name: str, enough: bool) -> list[str]:
