@@ -42,6 +42,7 @@ STDLIB_ONLY = (
     "dlperf.errors",
     "dlperf.version",
     "dlperf.loaders",
+    "dlperf.predict.ops",
 )
 VIEWS = "dlperf.report"
 ABOVE_VIEWS = ("dlperf.cli", "dlperf.commands", "dlperf.api", "dlperf.optimize", "dlperf.progress")

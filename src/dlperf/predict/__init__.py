@@ -1,0 +1,5 @@
+"""The GPU predictor: a training step's time on GPUs from a spec table, from the step's operators counted here.
+
+Standard library only: the parent runs it (`dlperf predict`, `dlperf crossover`, a run on a GPU storing its
+prediction); the counting itself needs PyTorch and runs in the probe (`frameworks/torch/opcount.py`).
+"""
