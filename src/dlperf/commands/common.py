@@ -30,6 +30,18 @@ def either(options: Sequence[str]) -> str:
     return " or ".join(options) if len(options) < 3 else f"{', '.join(options[:-1])} or {options[-1]}"
 
 
+def picked(text: str, flag: str, known: Sequence[str], noun: str) -> tuple[str, ...]:
+    """A comma list of names from a closed set, lower-cased, each once, in the order given; a name outside it is a
+    UsageError naming the flag, the nearest name and the set."""
+    from dlperf.spec import split_list, suggest
+
+    names = tuple(dict.fromkeys(item.lower() for item in split_list(text, flag)))
+    for name in names:
+        if name not in known:
+            raise UsageError(f"{flag}: unknown {noun} {name!r}{suggest(name, known)} (known: {either(known)})")
+    return names
+
+
 def choice(flag: str, options: Sequence[str]) -> Callable[[str], str]:
     """An argparse `type` for a closed set: anything else is a UsageError naming the flag and what it expects."""
 

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlperf.commands.common import choice, either, whole
+from dlperf.commands.common import choice, picked, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -50,14 +50,9 @@ class Written:
 
 
 def parse_only(text: str | None) -> tuple[str, ...]:
-    from dlperf.spec import split_list, suggest
-
     if text is None:
         return DATASETS
-    names = dict.fromkeys(item.lower() for item in split_list(text, "--only"))
-    for name in names:
-        if name not in DATASETS:
-            raise UsageError(f"--only: unknown dataset {name!r}{suggest(name, DATASETS)} (known: {either(DATASETS)})")
+    names = picked(text, "--only", DATASETS, "dataset")
     return tuple(d for d in DATASETS if d in names)
 
 

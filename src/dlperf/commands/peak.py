@@ -15,8 +15,7 @@ import json
 import sys
 from dataclasses import dataclass
 
-from dlperf.commands.common import add_format, db_path, real, whole, whole_list
-from dlperf.errors import UsageError
+from dlperf.commands.common import add_format, db_path, picked, real, whole, whole_list
 from dlperf.vocab import ExitCode, Status
 
 FRAMEWORK = "torch"  # the framework `dlperf peak` measures with
@@ -96,13 +95,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_dtypes(text: str) -> tuple[str, ...]:
-    from dlperf.spec import split_list, suggest
-
-    names = tuple(dict.fromkeys(item.lower() for item in split_list(text, "--dtypes")))
-    for name in names:
-        if name not in DTYPES:
-            raise UsageError(f"--dtypes: unknown dtype {name!r}{suggest(name, DTYPES)} (known: {', '.join(DTYPES)})")
-    return names
+    return picked(text, "--dtypes", DTYPES, "dtype")
 
 
 def options(args) -> PeakOptions:

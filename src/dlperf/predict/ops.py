@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-KINDS = ("matmul", "conv", "attention", "memory")  # memory: every other kernel (element-wise, norms, reductions, copies)
+# memory: every other kernel (element-wise, norms, reductions, copies)
+KINDS = ("matmul", "conv", "attention", "memory")
 PHASES = ("forward", "backward", "optimizer")
 
 

@@ -44,6 +44,8 @@ def ask(
 def _subject(request: dict) -> str:
     if request.get("what") == "data":
         return f"--data {request['data']}"
+    if request.get("what") == "ops":
+        return "counting the step's operators"
     return f"--workloads {request['source']!r}" if "source" in request else "checking the frameworks and devices"
 
 

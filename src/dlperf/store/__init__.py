@@ -25,11 +25,12 @@ from typing import Any
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
 from dlperf.store.machine import MachineFigures
-from dlperf.store.records import CellRecord, MeasurementRecord, ProfileRecord, RunRecord
+from dlperf.store.records import CellRecord, MeasurementRecord, PredictionRecord, ProfileRecord, RunRecord
 from dlperf.store.schema import (
     CELL_COLUMNS,
     LEASES,
     MIGRATIONS,
+    PREDICTIONS,
     PROFILES,
     SCHEMA_VERSION,
 )
@@ -43,6 +44,7 @@ class RunRows:
     cells: list[dict[str, Any]]
     measurements: list[dict[str, Any]]
     profiles: list[dict[str, Any]] = field(default_factory=list)
+    predictions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def default_db() -> str:
@@ -306,13 +308,40 @@ class Store(MachineFigures):
             r["cell_key"]: _decoded(ProfileRecord.from_row, dict(r), run_id, r["cell_key"], "profile") for r in rows
         }
 
+    # --- predictions (predict/roofline.py: a GPU cell's own GPU, or `dlperf crossover`'s) ---------------------------
+    def record_predictions(self, run_id: int, rows: list[dict[str, Any]]) -> None:
+        """Predicted steps of the run's cells, one per (cell, GPU), in one transaction, replacing earlier ones. A row
+        has cell_key, gpu, mode, batch, step_s, device_s, transfer_s, bound and detail (JSON-ready)."""
+        with self._writing(f"the predictions of run {run_id}"), self.conn:
+            self._still_leased(run_id)
+            for r in rows:
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO predictions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        run_id, r["cell_key"], r["gpu"], now(), r["mode"], r["batch"], r["step_s"], r["device_s"],
+                        r["transfer_s"], r["bound"], json.dumps(r.get("detail") or {}),
+                    ),
+                )  # fmt: skip
+
+    def predictions(self, run_id: int) -> dict[str, list[PredictionRecord]]:
+        """Cell key -> the run's predictions for that cell, one per GPU; an older file has none."""
+        if self.version < PREDICTIONS:
+            return {}
+        found: dict[str, list[PredictionRecord]] = {}
+        for r in self.conn.execute("SELECT * FROM predictions WHERE run_id = ? ORDER BY rowid", (run_id,)):
+            record = _decoded(PredictionRecord.from_row, dict(r), run_id, r["cell_key"], "prediction")
+            found.setdefault(r["cell_key"], []).append(record)
+        return found
+
     # --- copies between files (`dlperf merge`) ----------------------------------------------------------------------
     def rows(self, table: str, run_id: int | None = None) -> list[dict[str, Any]]:
         """Raw rows of `table` ("runs", "cells", "measurements", "peaks") as dicts, JSON undecoded: what a copy
         to another file needs. `run_id`: only that run's rows. A table an old file lacks reads as empty."""
-        if (table == "peaks" and self.version < 2) or (table == "profiles" and self.version < PROFILES):
+        too_old = {"peaks": 2, "profiles": PROFILES, "predictions": PREDICTIONS}
+        if self.version < too_old.get(table, 0):
             return []
-        column = {"runs": "id", "cells": "run_id", "measurements": "run_id", "profiles": "run_id"}.get(table)
+        by_run = ("cells", "measurements", "profiles", "predictions")
+        column = "id" if table == "runs" else "run_id" if table in by_run else None
         where = f" WHERE {column} = ?" if run_id is not None and column else ""
         args = (run_id,) if where else ()
         return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table}{where} ORDER BY rowid", args)]
@@ -338,9 +367,13 @@ class Store(MachineFigures):
             for row in profiles:
                 part = f"run {run_id}, cell {row['cell_key']}, profile"
                 ProfileRecord.from_row(row)
+            predictions = self.rows("predictions", run_id)
+            for row in predictions:
+                part = f"run {run_id}, cell {row['cell_key']}, prediction for {row['gpu']}"
+                PredictionRecord.from_row(row)
         except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
             raise UsageError(f"{part}: unreadable ({exc})") from exc
-        return RunRows(run, cells, measurements, profiles)
+        return RunRows(run, cells, measurements, profiles, predictions)
 
     def check_file(self) -> None:
         """SQLite's own check of the file's structure (`PRAGMA quick_check`): damage that reading rows may miss."""
@@ -387,10 +420,11 @@ class Store(MachineFigures):
         measurements: list[dict[str, Any]],
         origin: dict,
         profiles: list[dict[str, Any]] = (),
+        predictions: list[dict[str, Any]] = (),
     ) -> int:
-        """A run read from another file (`rows`), with its cells, measurements and profiles, under a new id and with
-        its origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns the new
-        id."""
+        """A run read from another file (`rows`), with its cells, measurements, profiles and predictions, under a new
+        id and with its origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns
+        the new id."""
         fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
         new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
         for row in cells:
@@ -399,6 +433,8 @@ class Store(MachineFigures):
             self._insert("measurements", {**row, "run_id": new_id})
         for row in profiles:
             self._insert("profiles", {**row, "run_id": new_id})
+        for row in predictions:
+            self._insert("predictions", {**row, "run_id": new_id})
         return new_id
 
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:

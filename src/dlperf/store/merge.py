@@ -2,12 +2,12 @@
 
     dlperf merge laptop.db server.db --db all.db
 
-Every run of each source (its runs row, all cells, all measurements with their raw samples, its profiles) is copied
-under a new id and records where it came from (`runs.origin_json`). A run already in the target (same start, command,
-plan and machine, or copied before from the same source run) is skipped, so merging twice adds nothing. The sources'
-measured peaks are copied too, each once. All or nothing: every source is read whole and each row decoded before the
-target is opened (a damaged source is a one-line error naming it, and the run and cell), and the copy is one
-transaction.
+Every run of each source (its runs row, all cells, all measurements with their raw samples, its profiles and
+predictions) is copied under a new id and records where it came from (`runs.origin_json`). A run already in the target
+(same start, command, plan and machine, or copied before from the same source run) is skipped, so merging twice adds
+nothing. The sources' measured peaks are copied too, each once. All or nothing: every source is read whole and each row
+decoded before the target is opened (a damaged source is a one-line error naming it, and the run and cell), and the
+copy is one transaction.
 """
 
 from __future__ import annotations
@@ -115,5 +115,5 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
     present = dst.find_copy(run, rows.measurements, origin)
     if present is not None:
         return Copied(source.name, run["id"], present, 0, skipped=True)
-    new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles)
+    new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles, rows.predictions)
     return Copied(source.name, run["id"], new_id, len(rows.cells), skipped=False)

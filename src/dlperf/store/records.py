@@ -351,3 +351,25 @@ class ProfileRecord:
         plain = {k: row.get(k) for k in ("run_id", "cell_key", "profiled_at", "error", "duration_s", "overhead")}
         figures = Profiled(**_known(Profiled, profiled)) if profiled else None
         return cls(**plain, status=Status(row["status"]), figures=figures)
+
+
+@dataclass(frozen=True)
+class PredictionRecord:
+    """A cell's step predicted on a GPU of dlperf's table (predict/roofline.py), as stored: beside a GPU cell's
+    measurement for its own GPU, or beside a CPU cell of `dlperf crossover` for the GPU it is set against."""
+
+    run_id: int
+    cell_key: str
+    gpu: str
+    mode: str
+    batch: int
+    step_s: float  # device_s + transfer_s
+    device_s: float  # the step with its inputs on the device: what a synthetic-data cell measures
+    transfer_s: float  # the batch over the host link
+    bound: str  # compute | memory | launch
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> PredictionRecord:
+        plain = ("run_id", "cell_key", "gpu", "mode", "batch", "step_s", "device_s", "transfer_s", "bound")
+        return cls(**{k: row[k] for k in plain}, detail=json.loads(row.get("detail_json") or "{}"))

@@ -2,11 +2,12 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 LEASES = 6  # the version that has the leases table
 PROFILES = 7  # the version that has the profiles table
 DISPATCH = 8  # the version whose peaks may be a dispatch cost
 LOADERS = 9  # the version whose cells may read real data through a loader, and whose peaks may be copies
+PREDICTIONS = 10  # the version that has the predictions table
 PEAK_KINDS = ("matmul", "bandwidth", "dispatch", "memcpy", "h2d", "d2h")
 
 
@@ -162,6 +163,25 @@ MIGRATIONS: dict[int, list[str]] = {
         "DROP TABLE peaks",
         "ALTER TABLE peaks_copies RENAME TO peaks",
         "CREATE INDEX peaks_by_device ON peaks (device, threads, kind)",
+    ],
+    PREDICTIONS: [
+        # A cell's step predicted on a GPU (predict/roofline.py): beside a GPU cell's measurement, for its own GPU;
+        # beside a CPU cell of `dlperf crossover`, for the GPU it is set against. One row per cell and GPU.
+        """CREATE TABLE predictions (
+            run_id INTEGER NOT NULL,
+            cell_key TEXT NOT NULL,
+            gpu TEXT NOT NULL,              -- the name in dlperf's GPU table (predict/gpus.py)
+            predicted_at TEXT NOT NULL,
+            mode TEXT NOT NULL,             -- the precision predicted: fp32 | tf32 | bf16 | fp16
+            batch INTEGER NOT NULL,
+            step_s REAL NOT NULL,           -- device_s + transfer_s
+            device_s REAL NOT NULL,         -- the step with its inputs on the device
+            transfer_s REAL NOT NULL,       -- the batch over the host link
+            bound TEXT NOT NULL CHECK (bound IN ('compute', 'memory', 'launch')),
+            detail_json TEXT NOT NULL DEFAULT '{}',  -- parts, kernels, the efficiencies used, the uncertainty
+            PRIMARY KEY (run_id, cell_key, gpu),
+            FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
+        )""",
     ],
 }
 

@@ -1,0 +1,196 @@
+"""`dlperf predict`: a workload's training step predicted on GPUs this machine does not have, from the GPUs'
+published figures and the step's operators counted here (`predict/`); `--validate CSV` sets the predictions
+against published measurements."""
+
+from __future__ import annotations
+
+import argparse
+
+from dlperf.commands.common import picked, whole
+from dlperf.errors import UsageError
+
+HELP = "predict a workload's training step on GPUs you do not have (--validate: against published measurements)"
+DESCRIPTION = (
+    "Counts the step's operators on fake tensors (PyTorch, no memory for activations), bounds each by a roofline of "
+    "the GPU's published peak and memory bandwidth with fitted efficiencies, adds a cost per kernel launched and the "
+    "batch's copy over the GPU's host link. Prints the predicted step, samples/s, what bounds it (compute, memory or "
+    "launch) and the uncertainty from the validation on published measurements. --validate CSV reads rows of "
+    "published single-GPU training figures (columns gpu, model, precision, batch_per_gpu, metric, value, unit, as "
+    "shared/reference/gpu_dev.csv) and prints each prediction against its figure, with the errors by GPU generation, "
+    "model family and mode."
+)
+MODES = ("fp32", "tf32", "bf16", "fp16")
+TAKES_DB = False
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
+    p.add_argument("--gpu", help="comma list of GPUs of the table (--list-gpus), e.g. H100-SXM5-80GB,T4")
+    p.add_argument("--modes", default="fp32,tf32,bf16,fp16", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
+    p.add_argument("--batch", type=whole("--batch", 1), help="the mini-batch (default: the workload's)")
+    p.add_argument("--validate", metavar="CSV", help="predict every row of a CSV of published measurements")
+    p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
+    p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    return picked(text, "--modes", MODES, "mode")
+
+
+def run(args) -> int:
+    from dlperf.predict import gpus
+
+    if args.list_gpus:
+        from dlperf.commands.common import print_rich
+
+        print_rich(gpu_table(gpus.table()))
+        return 0
+    if args.validate:
+        if args.workload:
+            raise UsageError("--validate CSV predicts the CSV's rows: give no WORKLOAD")
+        return validate(args)
+    if not args.workload:
+        raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
+    if not args.gpu:
+        raise UsageError("--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists them)")
+    chosen, modes = gpus.parse_gpus(args.gpu), parse_modes(args.modes)
+    return predict(args, chosen, modes)
+
+
+def predict(args, chosen, modes) -> int:
+    from dlperf.api import resolve_workload
+    from dlperf.commands.common import print_rich
+    from dlperf.predict import count, roofline
+
+    workload = count.at(resolve_workload(args.workload, "torch", float(args.timeout)), args.batch)
+    found = count.counts([(workload, m) for m in modes], float(args.timeout))
+    predictions = [roofline.predict(c, g) for g in chosen for c in found]
+    print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))
+    return 0
+
+
+def prediction_table(workload, predictions):
+    from rich.table import Table
+
+    from dlperf.report.format import seconds
+
+    table = Table(title=f"{workload.name} at batch {workload.batch}: one training step predicted")
+    for name in ("GPU", "mode", "step", "samples/s", "bound", "on the GPU", "host copy", "kernels"):
+        table.add_column(name, justify="left" if name in ("GPU", "mode", "bound") else "right")
+    for p in predictions:
+        table.add_row(
+            p.gpu, p.mode, seconds(p.step_s), f"{p.samples_per_s:,.0f}", p.bound, seconds(p.device_s),
+            seconds(p.transfer_s), f"{p.kernels:,}",
+        )  # fmt: skip
+    return table
+
+
+def prediction_notes(chosen, modes, found) -> list[str]:
+    from dlperf.predict import roofline
+
+    notes = []
+    if roofline.uncertainty():
+        notes.append(f"uncertainty: {roofline.uncertainty()}")
+    for g in chosen:
+        for m in modes:
+            dtype = {"tf32": "fp32"}.get(m, m)
+            _, unit = g.peak(dtype, tensor=m == "tf32")
+            if m != "fp32" and not unit.startswith(m):
+                notes.append(f"{g.name} has no {m} unit: its {m} products are predicted at the {unit} rate")
+    notes.append(
+        "on the GPU: the step with its inputs already there (what `dlperf run` measures); host copy: the batch "
+        "over the host link, pinned; step: both, not overlapped"
+    )
+    return notes
+
+
+def gpu_table(table_rows):
+    from rich.table import Table
+
+    table = Table(title="GPUs dlperf predicts for (dense peaks; src/dlperf/data/gpu_specs.csv has the sources)")
+    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "memory", "GB/s", "host link GB/s"):
+        table.add_column(name, justify="left" if name in ("GPU", "generation") else "right")
+    tf = lambda v: f"{v / 1e12:g}" if v else "-"  # noqa: E731
+    for g in table_rows:
+        table.add_row(
+            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), f"{g.memory_gib:g} GiB",
+            f"{g.memory_bw / 1e9:g}", f"{g.host_link_bw / 1e9:g}",
+        )  # fmt: skip
+    return table
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# --validate
+
+
+def validate(args) -> int:
+    from dlperf.commands.common import print_rich
+    from dlperf.predict import count, roofline
+    from dlperf.predict import validate as v
+    from dlperf.workloads import BUILTIN
+
+    cases, skipped = v.read(args.validate, known=lambda name: name in BUILTIN)
+    results = []
+    if cases:
+        requests = [(count.at(BUILTIN[c.workload], c.batch, c.seq_len), c.mode) for c in cases]
+        found = count.counts(requests, float(args.timeout))
+        results = [
+            v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer))
+            for c, n in zip(cases, found, strict=True)
+        ]
+    print_rich(rows_table(results))
+    if results:
+        print_rich(summary_table(results))
+    print_rich("", lines=skipped_lines(skipped), notes=[f"{len(results)} rows predicted, {len(skipped)} not"])
+    return 0
+
+
+def rows_table(results):
+    from rich.table import Table
+
+    from dlperf.report.format import seconds
+
+    table = Table(title="Predicted against published: seconds per step")
+    for name in ("line", "GPU", "model", "mode", "batch", "published", "predicted", "error", "bound"):
+        table.add_column(name, justify="left" if name in ("GPU", "model", "mode", "bound") else "right")
+    for r in results:
+        c = r.case
+        table.add_row(
+            str(c.line), c.gpu.name, c.model, c.mode + ("" if c.phases is None else " fwd+bwd"), str(c.batch),
+            seconds(c.measured_s), seconds(r.predicted_s), f"{100 * r.error:+.0f}%", r.prediction.bound,
+        )  # fmt: skip
+    return table
+
+
+def summary_table(results):
+    from rich.table import Table
+
+    from dlperf.predict import validate as v
+
+    table = Table(title="Prediction error: |predicted / published - 1|")
+    for name in ("by", "group", "rows", "median", "mean", "median signed"):
+        table.add_column(name, justify="left" if name in ("by", "group") else "right")
+    groups = (
+        ("all", lambda r: "all rows"),
+        ("generation", lambda r: r.case.gpu.generation),
+        ("model family", lambda r: r.case.family),
+        ("mode", lambda r: r.case.mode),
+    )
+    for by, key in groups:
+        for s in v.summarize(results, key):
+            table.add_row(
+                by, s.group, str(s.rows), f"{s.median_abs_pct:.0f}%", f"{s.mean_abs_pct:.0f}%", f"{s.median_pct:+.0f}%"
+            )
+    return table
+
+
+def skipped_lines(skipped) -> list[str]:
+    lines = [f"bad row, line {s.line} ({s.model or '?'} on {s.gpu or '?'}): {s.reason}" for s in skipped if s.bad]
+    reasons: dict[str, list] = {}
+    for s in skipped:
+        if not s.bad:
+            reasons.setdefault(s.reason, []).append(s)
+    for reason, rows in sorted(reasons.items(), key=lambda kv: -len(kv[1])):
+        models = ", ".join(dict.fromkeys(s.model for s in rows))
+        lines.append(f"skipped {len(rows)}: {reason}: {models}")
+    return lines

@@ -1,0 +1,39 @@
+"""The parent's side of an op count: the torch probe counts each (workload, mode, batch) step on fake tensors.
+
+One child answers every request of a command (the validation asks for dozens), so PyTorch is imported once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dlperf.envs import interpreter_for
+from dlperf.errors import MissingDependency
+from dlperf.predict.ops import Count
+from dlperf.runner import probe
+from dlperf.workloads.base import Workload
+
+COUNT_TIMEOUT_S = 1800.0
+
+
+def at(workload: Workload, batch: int | None = None, seq_len: int | None = None) -> Workload:
+    """The workload at another batch (and, for a token model, another sequence length)."""
+    w = workload if batch is None else replace(workload, batch=batch)
+    if seq_len is not None and "seq_len" in w.config and w.config["seq_len"] != seq_len:
+        shape = (seq_len, *w.input.shape[1:])
+        w = replace(w, config={**w.config, "seq_len": seq_len}, input=replace(w.input, shape=shape))
+    return w
+
+
+def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count]:
+    """Each (workload at its batch, mode) counted, in order; equal requests are counted once."""
+    python = interpreter_for("torch")
+    if python is None:
+        raise MissingDependency("dlperf predict counts operators with PyTorch: pip install torch==2.13.0")
+    keys = {}
+    for w, mode in requests:
+        keys.setdefault((repr(w.to_json()), mode), (w, mode))
+    asked = [{"workload": w.to_json(), "mode": mode, "batch": w.batch} for w, mode in keys.values()]
+    answer = probe.ask("torch", {"what": "ops", "requests": asked}, python, timeout)
+    found = dict(zip(keys, (Count.from_json(c) for c in answer["counts"]), strict=True))
+    return [found[(repr(w.to_json()), mode)] for w, mode in requests]

@@ -1,0 +1,65 @@
+"""The GPU table and its names: forgiving matches, one-line errors that suggest the nearest."""
+
+import pytest
+
+from conftest import dlperf, one_line_error
+from dlperf.errors import UsageError
+from dlperf.predict import gpus
+
+
+def test_the_table_holds_the_reference_gpus_and_the_two_the_measurements_need():
+    names = gpus.names()
+    assert len(names) == 41 and len(set(names)) == 41
+    for name in ("K80 (1 GK210 die)", "T4", "H100-SXM5-80GB", "K20m", "RTX A5000"):
+        assert name in names
+    h100 = gpus.lookup("H100-SXM5-80GB")
+    assert h100.fp32 == pytest.approx(66.9e12) and h100.bf16 == pytest.approx(989.4e12)
+    assert h100.memory_bw == pytest.approx(3350e9) and h100.host_link_bw == pytest.approx(63e9)
+    assert h100.generation == "Hopper" and gpus.lookup("GTX 1080").tf32 is None
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("t4", "T4"), ("h100 sxm5 80gb", "H100-SXM5-80GB"), ("H100-PCIe", "H100-PCIe-80GB"), ("rtx3090", "RTX 3090"),
+     ("GeForce GTX 1080 Ti", "GTX 1080 Ti"), ("k80", "K80 (1 GK210 die)")],
+)  # fmt: skip
+def test_names_match_forgivingly(text, name):
+    assert gpus.lookup(text).name == name
+
+
+def test_an_unknown_name_suggests_the_nearest_and_an_ambiguous_one_lists_the_candidates():
+    with pytest.raises(UsageError, match=r"unknown GPU; did you mean .*T4"):
+        gpus.lookup("T4x")
+    with pytest.raises(UsageError, match=r"ambiguous: H100-SXM5-80GB, H100-PCIe-80GB"):
+        gpus.lookup("H100")
+    with pytest.raises(UsageError, match="unknown GPU \\(`dlperf predict --list-gpus`"):
+        gpus.lookup("zzzzzzzz")
+
+
+def test_the_command_line_refuses_an_unknown_gpu_in_one_line():
+    one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "H100-SXM,A1OO-SXM4-80GB"), "A1OO", "A100-SXM4-80GB")
+
+
+@pytest.mark.parametrize(
+    ("cuda", "name"),
+    [("NVIDIA H100 80GB HBM3", "H100-SXM5-80GB"), ("NVIDIA H100 PCIe", "H100-PCIe-80GB"),
+     ("NVIDIA A100-SXM4-80GB", "A100-SXM4-80GB"), ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB"),
+     ("Tesla V100-SXM2-16GB", "V100-SXM2-16GB"), ("Tesla T4", "T4"), ("NVIDIA GeForce RTX 3090", "RTX 3090"),
+     ("NVIDIA L4", "L4"), ("Tesla K80", "K80 (1 GK210 die)")],
+)  # fmt: skip
+def test_what_cuda_calls_a_device_is_found_in_the_table(cuda, name):
+    assert gpus.for_device(cuda).name == name
+
+
+def test_a_device_not_in_the_table_is_none():
+    assert gpus.for_device("Some Future Accelerator 9000") is None
+
+
+def test_peaks_fall_back_to_the_fp32_rate_without_a_unit():
+    v100 = gpus.lookup("V100-SXM2-16GB")
+    assert v100.peak("fp16", tensor=False) == (125e12, "fp16 tensor")
+    assert v100.peak("bf16", tensor=False) == (15.7e12, "fp32")  # Volta has no bf16 unit
+    assert v100.peak("fp32", tensor=True) == (15.7e12, "fp32")  # nor TF32
+    a100 = gpus.lookup("A100-SXM4-80GB")
+    assert a100.peak("fp32", tensor=True) == (156e12, "tf32 tensor")
+    assert a100.peak("fp32", tensor=False) == (19.5e12, "fp32")

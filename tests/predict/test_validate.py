@@ -1,0 +1,105 @@
+"""Published rows read as steps: conversions, skipped rows with their reasons, bad rows reported, not crashed on."""
+
+import pytest
+
+from dlperf.errors import UsageError
+from dlperf.predict import validate as v
+from dlperf.predict.roofline import Prediction
+
+HEADER = "gpu,model,task,framework,precision,batch_per_gpu,metric,value,unit,source,notes\n"
+ROWS = [
+    "V100-SXM2-16GB,ResNet-50 v1.5,ImageNet-1k train 224px,PyTorch,FP32,128,train_throughput,400,img/s,s,n",
+    "A100-SXM4-80GB,ResNet-50 v1.5,ImageNet-1k train 224px (synthetic data),PyTorch,TF32,256,train_throughput,1000,"
+    "img/s,s,n",
+    "A100-SXM4-40GB,GNMTv2 (LSTM),WMT16 En-De,PyTorch,AMP,128,train_throughput,76800,tok/s,s,n",
+    "GTX 1080,VGG-16,ImageNet-shape 224px (random input),Torch7,FP32,16,fwd_bwd_time_per_batch,182.79,ms,s,n",
+    "K80 (1 GK210 die),ResNet-164 bottleneck,CIFAR-10 32x32 train,PyTorch,FP32,128,epoch_time,237.8,s,s,n",
+    "Quadro GP100,AWD-LSTM (3x1150 LSTM),PTB word LM,PyTorch,FP32,20,epoch_time,65,s,s,n",
+    "Quadro GP100,MobileNet,training step,PyTorch,FP32,64,train_throughput,463,img/s,s,n",  # not built
+    "Quadro GP100,ResNet-50,training step,PyTorch,FP32,,train_throughput,212,img/s,s,n",  # no batch
+    "Imaginary 9000,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n",  # GPU unknown
+    "T4,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,abc,img/s,s,n",  # bad: not a number
+    "T4,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,-3,img/s,s,n",  # bad: negative
+    ",ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n",  # bad: no GPU
+    "T4,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,furlongs/s,s,n",  # unit not converted
+]
+
+
+@pytest.fixture
+def csv_path(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\n".join(ROWS) + "\n")
+    return path
+
+
+def test_rows_become_steps_in_seconds(csv_path):
+    cases, skipped = v.read(csv_path)
+    by_model = {c.model: c for c in cases}
+    assert len(cases) == 6 and len(skipped) == 7
+    r50 = cases[0]
+    assert (r50.workload, r50.mode, r50.batch, r50.transfer) == ("resnet-50-v1.5", "fp32", 128, True)
+    assert r50.measured_s == pytest.approx(128 / 400) and r50.line == 2
+    a100 = next(c for c in cases if c.gpu.name == "A100-SXM4-80GB")
+    assert a100.mode == "tf32" and not a100.transfer  # synthetic data: made on the GPU
+    gnmt = by_model["GNMTv2 (LSTM)"]
+    assert gnmt.mode == "fp16" and gnmt.seq_len == v.GNMT_TOKENS
+    assert gnmt.measured_s == pytest.approx(128 * 2 * v.GNMT_TOKENS / 76800)
+    vgg = by_model["VGG-16"]
+    assert vgg.phases == ("forward", "backward") and vgg.measured_s == pytest.approx(0.18279)
+    cifar = by_model["ResNet-164 bottleneck"]
+    assert cifar.workload == "resnet-164" and cifar.measured_s == pytest.approx(237.8 / 391)  # ceil(50000 / 128)
+    awd = by_model["AWD-LSTM (3x1150 LSTM)"]
+    assert awd.measured_s == pytest.approx(65 / (929_589 / (20 * 70)))
+
+
+def test_rows_dlperf_cannot_predict_are_skipped_with_the_reason_and_bad_rows_are_reported(csv_path):
+    _, skipped = v.read(csv_path)
+    reasons = {s.line: (s.reason, s.bad) for s in skipped}
+    assert reasons[8] == ("dlperf does not build this network", False)
+    assert reasons[9] == ("no batch size published", False)
+    assert reasons[10] == ("the GPU is not in dlperf's table", False)
+    assert reasons[11][1] and "not a number" in reasons[11][0]
+    assert reasons[12][1] and "not a positive number" in reasons[12][0]
+    assert reasons[13][1] and "no model or no gpu" in reasons[13][0]
+    assert not reasons[14][1] and "furlongs/s" in reasons[14][0]
+
+
+def test_a_workload_dlperf_lacks_is_skipped(csv_path):
+    cases, skipped = v.read(csv_path, known=lambda name: name != "vgg-16")
+    assert "VGG-16" not in {c.model for c in cases}
+    assert any(s.model == "VGG-16" and s.reason == "dlperf does not build this network" for s in skipped)
+
+
+def test_a_file_that_is_not_a_measurements_csv_is_one_usage_error(tmp_path):
+    with pytest.raises(UsageError, match="no column"):
+        (tmp_path / "x.csv").write_text("a,b\n1,2\n")
+        v.read(tmp_path / "x.csv")
+    with pytest.raises(UsageError, match="cannot read"):
+        v.read(tmp_path / "absent.csv")
+
+
+@pytest.mark.parametrize(
+    ("text", "mode"),
+    [("FP32", "fp32"), ("TF32 (FP32 mode; NGC default on Ampere+)", "tf32"), ("AMP (fp16) NHWC", "fp16"),
+     ("FP16 mixed (DLE GNMT --math fp16)", "fp16"), ("TF32 + XLA", "tf32"), ("FP32 + XLA", "fp32"),
+     ("FP16 (half)", "fp16"), ("AMP + XLA", "fp16")],
+)  # fmt: skip
+def test_published_precisions_map_to_modes(text, mode):
+    assert v.mode_of(text) == mode
+
+
+def test_the_summary_is_the_median_and_mean_of_absolute_errors(csv_path):
+    cases, _ = v.read(csv_path)
+
+    def result(case, ratio):
+        p = Prediction(case.gpu.name, case.workload, case.mode, case.batch, case.measured_s * ratio, 0.0, "compute")
+        return v.Result(case, p)
+
+    results = [result(c, r) for c, r in zip(cases, (1.1, 0.8, 1.3, 1.0, 0.95, 1.5), strict=True)]
+    [overall] = v.summarize(results)
+    assert overall.rows == 6
+    assert overall.median_abs_pct == pytest.approx(15) and overall.mean_abs_pct == pytest.approx(115 / 6)
+    assert overall.median_pct == pytest.approx(5.0)
+    by_gen = {s.group: s.rows for s in v.summarize(results, lambda r: r.case.gpu.generation)}
+    assert by_gen == {"Volta": 1, "Ampere": 2, "Pascal": 2, "Kepler": 1}
+    assert v.percentile_abs(results, 0.8) == pytest.approx(30)
