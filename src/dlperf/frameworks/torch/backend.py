@@ -648,15 +648,28 @@ def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Ten
     return torch.randn(shape, device=device), torch.randint(workload.outputs, (workload.batch,), device=device)
 
 
-def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean softmax cross-entropy over every prediction: (B, K) with (B,), or per token (B, T, V) with (B, T)."""
+AUX_LOSS_WEIGHT = 0.4  # an auxiliary classifier's share of the loss (Inception-v3, as its training recipes weigh it)
+
+
+def cross_entropy(logits: torch.Tensor | tuple[torch.Tensor, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
+    """Mean softmax cross-entropy over every prediction: (B, K) with (B,), or per token (B, T, V) with (B, T). A
+    model with an auxiliary classifier (Inception-v3 in training mode) gives (logits, auxiliary logits): the
+    auxiliary term is added, weighed by AUX_LOSS_WEIGHT."""
+    if isinstance(logits, tuple):
+        main, aux = logits
+        return cross_entropy(main, targets) + AUX_LOSS_WEIGHT * cross_entropy(aux, targets)
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
 
 
 def _optimizer(spec: OptimizerSpec, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
-    if spec.name != "sgd":
-        raise NotImplementedError(f"optimizer {spec.name!r} is not implemented by the torch backend")
-    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+    match spec.name:
+        case "sgd":
+            return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+        case "adam":  # GNMT's (DeepLearningExamples)
+            return torch.optim.Adam(params, lr=spec.lr)
+        case "rmsprop":  # Keras's mnist_mlp: its decay rate is 0.9 where torch's default is 0.99
+            return torch.optim.RMSprop(params, lr=spec.lr, alpha=0.9)
+    raise NotImplementedError(f"optimizer {spec.name!r} is not implemented by the torch backend")
 
 
 def _build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
