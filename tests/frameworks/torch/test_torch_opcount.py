@@ -70,6 +70,16 @@ def test_views_launch_nothing_in_place_ops_do():
     assert (relu.kind, relu.bytes, relu.launches, relu.calls) == ("memory", 2 * 4 * 6 * 4, 1, 1)
 
 
+def test_attention_on_the_cpu_counts_its_flops():
+    b, h, s, d = 2, 4, 16, 8
+    with FakeTensorMode():
+        q = torch.randn(b, h, s, d, requires_grad=True)
+        with opcount.OpRecorder() as rec:
+            torch.nn.functional.scaled_dot_product_attention(q, q, q).sum().backward()
+    attention = of(rec.ops(), "attention")  # FlopCounterMode's formulas: QK^T and PV, and 2.5 times that back
+    assert sorted(op.flops for op in attention) == [4 * b * h * s * s * d, 10 * b * h * s * s * d]
+
+
 class ManyTensors(torch.nn.Module):
     def __init__(self, n: int) -> None:
         super().__init__()

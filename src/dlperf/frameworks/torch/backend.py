@@ -187,7 +187,8 @@ class DtypeFlopCounter(TorchDispatchMode):
     """FLOPs of one pass, per dtype the products ran in.
 
     Uses the formulas of PyTorch's own FLOP counter (`torch.utils.flop_counter.flop_registry`: matrix products,
-    convolutions and attention, with their backward ops), so totals equal FlopCounterMode's; each op's FLOPs go to
+    convolutions and attention, with their backward ops), so totals equal FlopCounterMode's (which counts the CPU's
+    attention as zero, this does not: `opcount.op_flops`); each op's FLOPs go to
     the dtype of its first floating-point input, which under autocast is the dtype it was cast to."""
 
     def __init__(self) -> None:

@@ -33,12 +33,20 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import flop_registry
+from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
 from dlperf.predict.ops import Op
 
 FOREACH_TENSORS_PER_LAUNCH = 110  # multi-tensor apply: the tensors one launch takes (CUDA's depth-1 chunking)
 NOT_KERNELS = frozenset({"_unsafe_view", "_reshape_alias", "lift_fresh", "alias", "detach", "detach_"})
+CPU_ATTENTION = {  # the CPU's flash attention, which PyTorch's registry lacks (it counts zero): the GPU's formulas
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: (
+        lambda q, k, v, *_, **__: sdpa_flop_count(q.shape, k.shape, v.shape)
+    ),
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: (
+        lambda grad, q, k, v, *_, **__: sdpa_backward_flop_count(grad.shape, q.shape, k.shape, v.shape)
+    ),
+}
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
 
@@ -226,9 +234,9 @@ def tensors_in(obj: Any) -> Iterator[torch.Tensor]:
 
 
 def op_flops(func, args: tuple, kwargs: dict, out: Any) -> int | None:
-    """FLOPs of one op by PyTorch's own formulas (FlopCounterMode's; multiply-add = 2); None for an op they do not
-    cover."""
-    formula = flop_registry.get(func._overloadpacket)
+    """FLOPs of one op by PyTorch's own formulas (FlopCounterMode's, and the same for the CPU's attention;
+    multiply-add = 2); None for an op they do not cover."""
+    formula = flop_registry.get(func._overloadpacket) or CPU_ATTENTION.get(func._overloadpacket)
     return None if formula is None else int(formula(*args, **kwargs, out_val=out))
 
 
