@@ -46,7 +46,7 @@ def load_counts(cases: list[v.Case], cache: Path | None) -> list[Count]:
     if missing:
         unique = dict(missing)
         print(f"counting {len(unique)} steps in one probe child...", file=sys.stderr, flush=True)
-        for k, c in zip(unique, counting.counts(list(unique.values())), strict=True):
+        for k, c in zip(unique, counting.counted(list(unique.values())), strict=True):
             stored[k] = {"workload": c.workload, "mode": c.mode, "batch": c.batch, "input_bytes": c.input_bytes,
                          "params": c.params, "ops": [op.to_json() for op in c.ops]}  # fmt: skip
         if cache:
