@@ -92,7 +92,7 @@ def test_a_measured_cuda_cell_is_preferred_over_the_prediction(tmp_path):
     assert x.pays_from("T4") is None
     assert "T4: at your batch 8: GPU 1.3 times slower" in x.lines()
     head, rows = crossover.table_rows(x)
-    assert head[2] == "T4 step" and rows[1][2].endswith("measured") and rows[0][2].endswith("predicted")
+    assert head[2:] == ["T4", "speed-up"] and rows[1][2].endswith("measured") and rows[0][2].endswith("predicted")
 
 
 def test_the_figure_is_written_and_the_report_has_the_section(tmp_path):

@@ -152,9 +152,9 @@ def build(
 
 def table_rows(x: Crossover) -> tuple[list[str], list[list[str]]]:
     """The answer's table: batch | CPU step (threads) | each GPU's step, predicted or measured | speed-up."""
-    head = ["batch", "CPU step (threads)"]
+    head = ["batch", "CPU (threads)"]
     for gpu in x.gpus:
-        head += [f"{gpu} step", f"{gpu} speed-up"]
+        head += [gpu, "speed-up"]
     rows = []
     for r in x.rows:
         line = [str(r.batch), f"{seconds(r.cpu.median_s)} ({r.cpu.threads})" if r.cpu else "-"]
