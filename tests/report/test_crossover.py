@@ -117,3 +117,16 @@ def test_the_paper_rows_show_the_best_tool_and_the_range():
     head, [text] = crossover.paper_table([row])
     assert head[2] == "predicted GTX 1080" and text[0] == "FCN-S" and "Caffe" in text[4]
     assert " - " in text[5] and text[6] == "1.50"
+
+
+def test_a_damaged_prediction_row_leaves_the_report_without_the_crossover_and_says_so(tmp_path):
+    db = tmp_path / "d.db"
+    store, _ = crossover_run(db, {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003})
+    store.close()
+    text = b'{"crossover": {"user_batch": 8}}'
+    data = db.read_bytes()
+    assert data.count(text) == 2  # each prediction's detail, as a bad sector would garble it
+    db.write_bytes(data.replace(text, b"\x00garbled" + text[8:], 1))
+    loaded = load(str(db))
+    assert loaded.crossovers == [] and any("prediction" in str(f) for f in loaded.unreadable)
+    assert '<section id="crossover">' not in render(loaded)

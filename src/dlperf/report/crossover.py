@@ -9,8 +9,10 @@ copy is added from the prediction of the same GPU and batch (the host link's fig
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from dlperf.errors import UnreadableRow
 from dlperf.report.charts import Chart, Point, Series
 from dlperf.report.format import seconds
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
@@ -213,25 +215,30 @@ def chart(x: Crossover) -> Chart:
     )
 
 
-def read(store, run_ids: list[int]) -> list[Crossover]:
-    """The crossovers among `run_ids`, each with the CUDA cells of every run in `store` that measured its workload."""
+def read(store, run_ids: list[int], unreadable: Callable[[UnreadableRow], None] | None = None) -> list[Crossover]:
+    """The crossovers among `run_ids`, each with the CUDA cells of every run in `store` that measured its workload. A
+    cell row that no longer decodes is left out (the views name those already); a run whose predictions no longer
+    decode is no crossover, its fault handed to `unreadable` when given."""
     from dlperf.predict.gpus import for_device
 
+    skip = unreadable or (lambda fault: None)
     measured: list[tuple[str, CellRecord]] = []
     for run in store.runs():
-        names = {
-            d.get("name"): d.get("model")
-            for fw in (run.env.get("frameworks") or {}).values()
-            for d in fw.get("devices", [])
-        }
-        for c in store.cells(run.id):
+        names = {d.get("name"): d.get("model") for fw in (run.env.get("frameworks") or {}).values()
+                 for d in fw.get("devices", [])}  # fmt: skip
+        for c in store.cells(run.id, unreadable=lambda fault: None):
             if c.device.startswith("cuda") and not c.nproc and not c.loader:
                 model = names.get(c.device) or c.device
                 gpu = for_device(model)
                 measured.append((gpu.name if gpu else model, c))
     found = []
     for run_id in run_ids:
-        x = build(store.run(run_id), store.cells(run_id), store.predictions(run_id), measured)
+        try:
+            predictions = store.predictions(run_id)
+        except UnreadableRow as fault:
+            skip(fault)
+            continue
+        x = build(store.run(run_id), store.cells(run_id, unreadable=lambda fault: None), predictions, measured)
         if x is not None:
             found.append(x)
     return found

@@ -76,7 +76,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
         cells = list(latest.values())
         found = attach_utilization(store, rows[-1].fingerprint, cells)
         profiles, bounds = _profiles(store, rows[-1].fingerprint, cells, unreadable)
-        crossovers = crossover.read(store, [r.id for r in rows])
+        crossovers = crossover.read(store, [r.id for r in rows], unreadable.append)
     finally:
         store.close()
     return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds, crossovers)
