@@ -134,7 +134,7 @@ def paper() -> int:
     from dlperf.report.paper import CITATION
 
     head, rows = paper_table(crossover.paper())
-    table = Table(title="The paper's networks on its GTX 1080: predicted (fp32, no copy) against published")
+    table = Table(title="The paper's networks on a GTX 1080: predicted (fp32, no copy) against the paper's figures")
     for name in head:
         table.add_column(name, justify="left" if name in ("network", "bound") else "right")
     for row in rows:

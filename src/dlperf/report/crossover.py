@@ -288,28 +288,13 @@ def paper_rows(predicted: list[tuple[str, str, int, float, str]]) -> list[PaperR
 
 
 def paper_table(rows: list[PaperRow]) -> tuple[list[str], list[list[str]]]:
-    head = [
-        "network",
-        "batch",
-        f"predicted {PAPER_GPU}",
-        "bound",
-        "paper: best tool",
-        "paper: range",
-        "paper/predicted",
-    ]
+    head = ["network", "batch", "predicted", "bound", "paper best", "paper range", "paper/predicted"]
     out = []
     for r in rows:
         best = r.best
-        spread = f"{seconds(min(r.tools.values()))} - {seconds(max(r.tools.values()))}" if r.tools else "-"
-        out.append(
-            [
-                r.network,
-                str(r.batch),
-                seconds(r.predicted_s),
-                r.bound,
-                f"{seconds(best[1])} ({best[0]})" if best else "-",
-                spread,
-                f"{r.ratio:.2f}" if r.ratio else "-",
-            ]
-        )
+        spread = f"{seconds(min(r.tools.values()))} to {seconds(max(r.tools.values()))}" if r.tools else "-"
+        out.append([
+            r.network, str(r.batch), seconds(r.predicted_s), r.bound, f"{seconds(best[1])} {best[0]}" if best else "-",
+            spread, f"{r.ratio:.2f}" if r.ratio else "-",
+        ])  # fmt: skip
     return head, out
