@@ -22,24 +22,26 @@ def gemm(n, dtype="fp32", **kw):
 def test_a_large_gemm_runs_at_peak_times_efficiency():
     p = roofline.predict(count(gemm(8192)), H100)
     assert p.bound == "compute"
-    assert p.device_s == pytest.approx(2 * 8192**3 / (H100.fp32 * EFF.fp32), rel=0.01)
+    # peak x efficiency, plus the one kernel's fixed cost
+    assert p.device_s == pytest.approx(2 * 8192**3 / (H100.fp32 * EFF.fp32) + EFF.kernel_s)
     tf32 = roofline.predict(count(gemm(8192), mode="tf32"), H100)
-    assert tf32.device_s == pytest.approx(2 * 8192**3 / (H100.tf32 * EFF.tensor), rel=0.01)
+    assert tf32.device_s == pytest.approx(2 * 8192**3 / (H100.tf32 * EFF.tensor) + EFF.kernel_s)
     half = roofline.predict(count(gemm(8192, "bf16"), mode="bf16"), H100)
-    assert half.device_s == pytest.approx(2 * 8192**3 / (H100.bf16 * EFF.tensor), rel=0.01)
+    assert half.device_s == pytest.approx(2 * 8192**3 / (H100.bf16 * EFF.tensor) + EFF.kernel_s)
+    assert half.device_s == pytest.approx(2 * 8192**3 / (H100.bf16 * EFF.tensor), rel=0.02)  # close to peak x eff
 
 
 def test_a_convolution_reaches_a_fraction_of_a_product_of_the_same_work():
     conv = Op("conv", "fp32", 2 * 8192**3, 3 * 8192 * 8192 * 4)
     ratio = roofline.predict(count(conv), H100).device_s / roofline.predict(count(gemm(8192)), H100).device_s
-    assert ratio == pytest.approx(1 / EFF.conv, rel=0.01)
+    assert ratio == pytest.approx(1 / EFF.conv, rel=0.02)
 
 
 def test_an_elementwise_kernel_over_a_large_tensor_is_memory_bound():
     op = Op("memory", "fp32", 0, 2 * 2**30)
     p = roofline.predict(count(op), H100)
     assert p.bound == "memory"
-    assert p.device_s == pytest.approx(2 * 2**30 / (H100.memory_bw * EFF.memory), rel=0.01)
+    assert p.device_s == pytest.approx(2 * 2**30 / (H100.memory_bw * EFF.memory) + EFF.kernel_s)
 
 
 def test_a_tiny_model_is_launch_bound_and_takes_its_issuing_time():
@@ -49,10 +51,10 @@ def test_a_tiny_model_is_launch_bound_and_takes_its_issuing_time():
     assert p.device_s == pytest.approx(100 * max(EFF.host_s, EFF.kernel_s), rel=0.05)
 
 
-def test_fused_kernels_launch_nothing_but_move_their_bytes():
-    fused = Op("memory", "fp32", 0, 2**30, launches=0)
-    p = roofline.predict(count(fused), H100)
-    assert p.kernels == 0 and p.parts["kernel"] == 0 and p.device_s > 0
+def test_an_op_fused_into_the_kernel_before_it_costs_nothing_of_its_own():
+    fused = Op("memory", "fp32", 0, 2**30, launches=0, calls=64)
+    alone, with_fused = roofline.predict(count(gemm(2048)), H100), roofline.predict(count(gemm(2048), fused), H100)
+    assert with_fused.kernels == alone.kernels == 1 and with_fused.device_s == alone.device_s
 
 
 def test_the_batch_crosses_the_host_link_unless_it_is_made_on_the_gpu():

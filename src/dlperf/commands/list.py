@@ -22,25 +22,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from dlperf.report.format import count
-    from dlperf.workloads import BUILTIN
+    from dlperf.workloads import BUILTIN, PUBLISHED
 
     if args.frameworks:
         return list_frameworks(args.format)
+    published = {w.name for w in PUBLISHED}
     workloads = [w for w in BUILTIN.values() if args.all or not w.hidden]
     if args.format == "json":
         rows = [
             {"name": w.name, "params": w.params, "batch": w.batch, "data": w.data, "input": list(w.input.shape),
-             "outputs": w.outputs, "paper": w.paper}
+             "outputs": w.outputs, "paper": w.paper, "published": w.name in published}
             for w in workloads
         ]  # fmt: skip
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
-    print(f"{'workload':<16}{'batch':>7}  {'data':<14}{'input':<14}{'outputs':>8}{'parameters':>14}")
+    print(f"{'workload':<18}{'batch':>7}  {'data':<14}{'input':<14}{'outputs':>8}{'parameters':>14}")
+    _print_rows(w for w in workloads if w.name not in published)
+    print(f"\n{PUBLISHED_HEADING}")
+    _print_rows(w for w in workloads if w.name in published)
+    return ExitCode.OK
+
+
+PUBLISHED_HEADING = "published networks (for dlperf predict --validate)"
+
+
+def _print_rows(workloads) -> None:
+    from dlperf.report.format import count
+
     for w in workloads:
         shape = "x".join(map(str, w.input.shape))
-        print(f"{w.name:<16}{w.batch:>7}  {w.data:<14}{shape:<14}{w.outputs:>8}{count(w.params):>14}")
-    return ExitCode.OK
+        print(f"{w.name:<18}{w.batch:>7}  {w.data:<14}{shape:<14}{w.outputs:>8}{count(w.params):>14}")
 
 
 def list_frameworks(fmt: str) -> int:

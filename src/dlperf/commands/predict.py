@@ -63,7 +63,7 @@ def predict(args, chosen, modes) -> int:
     from dlperf.predict import count, roofline
 
     workload = count.at(resolve_workload(args.workload, "torch", float(args.timeout)), args.batch)
-    found = count.counts([(workload, m) for m in modes], float(args.timeout))
+    found = count.counted([(workload, m) for m in modes], float(args.timeout))
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
     print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))
     return 0
@@ -133,11 +133,11 @@ def validate(args) -> int:
     results = []
     if cases:
         requests = [(count.at(BUILTIN[c.workload], c.batch, c.seq_len), c.mode) for c in cases]
-        found = count.counts(requests, float(args.timeout))
-        results = [
-            v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer))
-            for c, n in zip(cases, found, strict=True)
-        ]
+        for c, n in zip(cases, count.counts(requests, float(args.timeout)), strict=True):
+            if isinstance(n, str):
+                skipped.append(v.Skipped(c.line, c.model, c.gpu.name, f"its operators cannot be counted ({n})"))
+            else:
+                results.append(v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer)))
     print_rich(rows_table(results))
     if results:
         print_rich(summary_table(results))

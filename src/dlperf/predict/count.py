@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dlperf.envs import interpreter_for
-from dlperf.errors import MissingDependency
+from dlperf.errors import MissingDependency, UsageError
 from dlperf.predict.ops import Count
 from dlperf.runner import probe
 from dlperf.workloads.base import Workload
@@ -25,8 +25,9 @@ def at(workload: Workload, batch: int | None = None, seq_len: int | None = None)
     return w
 
 
-def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count]:
-    """Each (workload at its batch, mode) counted, in order; equal requests are counted once."""
+def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count | str]:
+    """Each (workload at its batch, mode) counted, in order, or why it could not be (a model the fake tensors
+    cannot run, e.g. one that reads a tensor's value); equal requests are counted once."""
     python = interpreter_for("torch")
     if python is None:
         raise MissingDependency("dlperf predict counts operators with PyTorch: pip install torch==2.13.0")
@@ -35,5 +36,14 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
         keys.setdefault((repr(w.to_json()), mode), (w, mode))
     asked = [{"workload": w.to_json(), "mode": mode, "batch": w.batch} for w, mode in keys.values()]
     answer = probe.ask("torch", {"what": "ops", "requests": asked}, python, timeout)
-    found = dict(zip(keys, (Count.from_json(c) for c in answer["counts"]), strict=True))
+    found = dict(zip(keys, (c["error"] if "error" in c else Count.from_json(c) for c in answer["counts"]), strict=True))
     return [found[(repr(w.to_json()), mode)] for w, mode in requests]
+
+
+def counted(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count]:
+    """As `counts`, every one required: a step that cannot be counted is a UsageError saying why."""
+    found = counts(requests, timeout)
+    for (w, mode), c in zip(requests, found, strict=True):
+        if isinstance(c, str):
+            raise UsageError(f"{w.name} ({mode}, batch {w.batch}): its operators cannot be counted: {c}")
+    return found  # type: ignore[return-value]

@@ -221,7 +221,8 @@ for mode in sys.argv[1:]:
 user = Workload("mine", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source="m.py:make")
 adam = Workload("adam", "fcn", {"widths": [4, 2]}, InputSpec("vector", (4,)), 2, 4, OptimizerSpec("adam"))
 for key, call in {"user": lambda: jb.build(user, "cpu", "fp32"), "adam": lambda: jb.build(adam, "cpu", "fp32"),
-                  "cuda": lambda: jb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp32")}.items():
+                  "cuda": lambda: jb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp32"),
+                  "published": lambda: jb.build(BUILTIN["resnet-18"], "cpu", "fp32")}.items():
     try:
         call()
     except NotImplementedError as exc:
@@ -247,6 +248,7 @@ def test_unsupported_modes_devices_and_user_workloads_say_why():
     assert "NHWC already" in found["channels_last"]
     assert "user workloads are PyTorch models" in found["user"] and "user workloads" in found["probe"]
     assert "'adam'" in found["adam"] and "no such device" in found["cuda"]
+    assert found["published"] == "resnet-18 is defined for PyTorch only"  # not a bottleneck ResNet built by mistake
     env = found["env"]
     assert env["framework"] == "jax" and env["devices"] == [{"name": "cpu"}]
     assert {"jaxlib", "flax", "optax", "backend"} <= set(env["build"]) and env["build"]["backend"] == "cpu"

@@ -62,7 +62,7 @@ def test_full_size_parameter_counts_match_the_reference():
 from dlperf.frameworks.mxnet.models import build_model
 counts = {}
 for name, w in BUILTIN.items():
-    if name.startswith("tiny-"):
+    if name.startswith("tiny-") or w.extra.get("torch_only"):
         continue
     shapes = [p.shape for p in build_model(w).collect_params().values() if p.grad_req != "null"]
     assert all(0 not in shape for shape in shapes), (name, shapes)  # 0 would be a size MXNet infers later
@@ -206,6 +206,7 @@ attempt("probe user", lambda: mb.probe({"what": "workload", "source": "x.py:make
 attempt("adam", lambda: mb.build(replace(tiny, optimizer=OptimizerSpec("adam")), "cpu", "fp32"))
 attempt("cuda", lambda: mb.build(tiny, "cuda:0", "fp32"))
 attempt("mps", lambda: mb.build(tiny, "mps", "fp32"))
+attempt("published", lambda: mb.build(BUILTIN["resnet-18"], "cpu", "fp32"))
 attempt("fp32 loss check", lambda: mb.loss_check(tiny, "cpu", "fp32"))
 attempt("bf16 loss check", lambda: mb.loss_check(tiny, "cpu", "bf16"))
 print(json.dumps(reasons))
@@ -213,6 +214,7 @@ print(json.dumps(reasons))
     assert "already hybridized" in out.pop("compile")
     assert out.pop("fp32 loss check") is None
     assert out.pop("probe user").startswith("UsageError") and "PyTorch" in out["user"]
+    assert out.pop("published") == "NotImplementedError: resnet-18 is defined for PyTorch only"
     for key, reason in out.items():
         assert reason is not None and reason.startswith("NotImplementedError"), key
         assert "mxnet" in reason.lower(), (key, reason)

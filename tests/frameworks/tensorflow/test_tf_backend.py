@@ -222,6 +222,17 @@ except NotImplementedError as exc:
     assert got["raised"] and "tensorflow" in got["raised"]
 
 
+def test_a_published_network_is_unsupported_not_built_as_another():
+    got = tf_run("""
+from dlperf.workloads import BUILTIN as ALL
+try:
+    tb.build(ALL["resnet-18"], "cpu", "fp32"); out({"raised": None})
+except NotImplementedError as exc:
+    out({"raised": str(exc)})
+""")
+    assert got["raised"] == "resnet-18 is defined for PyTorch only"  # not a bottleneck ResNet built by mistake
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # FLOPs
 

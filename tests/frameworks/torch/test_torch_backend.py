@@ -169,7 +169,7 @@ def test_flops_by_dtype_total_matches_pytorchs_counter_and_follows_autocast(name
     from torch.utils.flop_counter import FlopCounterMode
 
     reference = tb.build(BUILTIN[name], "cpu", "fp32")
-    with tb._unfused_rnns(reference.model), FlopCounterMode(display=False) as counter:
+    with tb.unfused_rnns(reference.model), FlopCounterMode(display=False) as counter:
         reference.step()
     fp32, bf16 = reference.count_flops(), tb.build(BUILTIN[name], "cpu", "bf16").count_flops()
     assert fp32 == {"flops_per_step": counter.get_total_flops(), "flops_by_dtype": {"fp32": counter.get_total_flops()}}

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from dlperf.workloads.base import Workload
+from dlperf.workloads.published import torch_only
 
 # PyTorch's BatchNorm2d defaults: momentum 0.1 weighs the new batch, Flax's momentum weighs the running average.
 BN_MOMENTUM, BN_EPSILON = 0.9, 1e-5
@@ -250,6 +251,7 @@ class LSTMLM(nnx.Module):
 
 def build_model(workload: Workload, rngs: nnx.Rngs, **options: Any) -> nnx.Module:
     """The module of a built-in workload. `options` go to the LSTM (`unroll`: time steps per loop iteration)."""
+    torch_only(workload)  # the published networks: `unsupported` here, not an unknown arch
     c, k = workload.config, workload.outputs
     match workload.arch:
         case "fcn":

@@ -16,6 +16,7 @@ from mxnet.gluon import HybridBlock, nn, rnn
 from mxnet.gluon.loss import SoftmaxCrossEntropyLoss
 
 from dlperf.workloads.base import Workload
+from dlperf.workloads.published import torch_only
 
 
 def _out_size(size: int, kernel: int = 3, stride: int = 2, padding: int = 0) -> int:
@@ -193,6 +194,7 @@ class Objective(HybridBlock):
 
 def build_model(workload: Workload) -> HybridBlock:
     """The (uninitialized) block for a built-in workload."""
+    torch_only(workload)  # the published networks: `unsupported` here, not an unknown arch
     c, k = workload.config, workload.outputs
     match workload.arch:
         case "fcn":

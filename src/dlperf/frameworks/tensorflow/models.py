@@ -29,6 +29,7 @@ import keras
 from keras import layers, ops
 
 from dlperf.workloads.base import Workload
+from dlperf.workloads.published import torch_only
 
 # PyTorch's BatchNorm2d defaults: running = 0.9 * running + 0.1 * batch (Keras' momentum is the kept share).
 BN = {"momentum": 0.9, "epsilon": 1e-5}
@@ -209,6 +210,7 @@ def lstm_lm(
 
 def build_model(workload: Workload, **lstm_options) -> keras.Model:
     """The Keras model of a built-in workload, created on the current device scope (`with tf.device(...)`)."""
+    torch_only(workload)  # the published networks: `unsupported` here, not an unknown arch
     c, k = workload.config, workload.outputs
     match workload.arch:
         case "fcn":

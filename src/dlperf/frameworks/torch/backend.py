@@ -22,13 +22,21 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.checkpoint import checkpoint_sequential
-from torch.utils.flop_counter import flop_registry
 
 from dlperf.errors import UsageError
 from dlperf.frameworks import check_mode
 from dlperf.frameworks.torch import losscheck, profiler
 from dlperf.frameworks.torch import nvtx as nvtx_ranges
 from dlperf.frameworks.torch.models import build_model
+from dlperf.frameworks.torch.opcount import (
+    count_ops,
+    dtype_name,
+    first_floating_dtype,
+    nbytes,
+    op_flops,
+    tensors_in,
+    unfused_rnns,
+)
 from dlperf.loaders import LoaderSetting
 from dlperf.measure import system
 from dlperf.modes import Mode, check_device, mode_components
@@ -150,7 +158,7 @@ class LiveTensorBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
-        for t in _tensors(out):
+        for t in tensors_in(out):
             self._see(t)
         return out
 
@@ -171,29 +179,16 @@ class LiveTensorBytes(TorchDispatchMode):
         self.now -= self._live.pop(key)[1]
 
 
-def _tensors(obj: Any) -> Iterator[torch.Tensor]:
-    """Tensors in an op result, a batch or a state dict, however nested in tuples, lists and dicts."""
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for item in obj:
-            yield from _tensors(item)
-    elif isinstance(obj, dict):
-        for item in obj.values():
-            yield from _tensors(item)
-
-
 # ----------------------------------------------------------------------------------------------------------------------
 # FLOPs by dtype
-
-DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
 
 class DtypeFlopCounter(TorchDispatchMode):
     """FLOPs of one pass, per dtype the products ran in.
 
     Uses the formulas of PyTorch's own FLOP counter (`torch.utils.flop_counter.flop_registry`: matrix products,
-    convolutions and attention, with their backward ops), so totals equal FlopCounterMode's; each op's FLOPs go to
+    convolutions and attention, with their backward ops), so totals equal FlopCounterMode's (which counts the CPU's
+    attention as zero, this does not: `opcount.op_flops`); each op's FLOPs go to
     the dtype of its first floating-point input, which under autocast is the dtype it was cast to."""
 
     def __init__(self) -> None:
@@ -207,11 +202,10 @@ class DtypeFlopCounter(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        formula = flop_registry.get(func._overloadpacket)
-        if formula is not None:
-            dtype = next((t.dtype for t in _tensors(list(args)) if t.is_floating_point()), None)
-            name = DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
-            self.by_dtype[name] = self.by_dtype.get(name, 0) + int(formula(*args, **kwargs, out_val=out))
+        flops = op_flops(func, args, kwargs, out)
+        if flops is not None:
+            name = dtype_name(first_floating_dtype(args))
+            self.by_dtype[name] = self.by_dtype.get(name, 0) + flops
         return out
 
 
@@ -310,7 +304,7 @@ class TorchStep:
         Counted on the eager module without checkpointing (the counter does not see inside compiled code, and
         recomputed activations are not model work). The optimizer's element-wise update is not a matrix product, so
         it counts zero."""
-        with _unfused_rnns(self.model), no_checkpointing(), DtypeFlopCounter() as counter:
+        with unfused_rnns(self.model), no_checkpointing(), DtypeFlopCounter() as counter:
             if self._counted_step_is_the_step():  # the live tensor bytes of the same step, for memory_of_step
                 with LiveTensorBytes(self._existing_tensors()) as live:
                     self.iteration(self.model)
@@ -356,8 +350,8 @@ class TorchStep:
         yield from self.model.parameters()
         yield from (p.grad for p in self.model.parameters() if p.grad is not None)
         yield from self.model.buffers()
-        yield from _tensors(list(self.optimizer.state.values()))
-        yield from _tensors((self.inputs, self.targets))
+        yield from tensors_in(list(self.optimizer.state.values()))
+        yield from tensors_in((self.inputs, self.targets))
 
     def compile_stats(self) -> dict[str, Any]:
         """What TorchDynamo did so far in this process: graphs, graph breaks with their reasons, frames compiled."""
@@ -420,24 +414,6 @@ class CudaGraphStep:
     def replay(self) -> torch.Tensor:
         self.graph.replay()
         return self.loss
-
-
-@contextlib.contextmanager
-def _unfused_rnns(model: torch.nn.Module) -> Iterator[None]:
-    """Run RNNs as plain matrix products while FLOPs are counted.
-
-    FlopCounterMode has no formula for the fused RNN kernels of oneDNN (`mkldnn_rnn_layer`, CPU) and cuDNN, so an
-    LSTM would count as zero. Without those libraries PyTorch runs the same products as mm/addmm, which it counts.
-    """
-    if not any(isinstance(m, torch.nn.RNNBase) for m in model.modules()):
-        yield
-        return
-    saved = torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled
-    torch.backends.mkldnn.enabled = torch.backends.cudnn.enabled = False
-    try:
-        yield
-    finally:
-        torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled = saved
 
 
 DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
@@ -648,15 +624,28 @@ def synthetic_batch(workload: Workload, device: torch.device) -> tuple[torch.Ten
     return torch.randn(shape, device=device), torch.randint(workload.outputs, (workload.batch,), device=device)
 
 
-def cross_entropy(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean softmax cross-entropy over every prediction: (B, K) with (B,), or per token (B, T, V) with (B, T)."""
+AUX_LOSS_WEIGHT = 0.4  # an auxiliary classifier's share of the loss (Inception-v3, as its training recipes weigh it)
+
+
+def cross_entropy(logits: torch.Tensor | tuple[torch.Tensor, torch.Tensor], targets: torch.Tensor) -> torch.Tensor:
+    """Mean softmax cross-entropy over every prediction: (B, K) with (B,), or per token (B, T, V) with (B, T). A
+    model with an auxiliary classifier (Inception-v3 in training mode) gives (logits, auxiliary logits): the
+    auxiliary term is added, weighed by AUX_LOSS_WEIGHT."""
+    if isinstance(logits, tuple):
+        main, aux = logits
+        return cross_entropy(main, targets) + AUX_LOSS_WEIGHT * cross_entropy(aux, targets)
     return F.cross_entropy(logits.flatten(0, -2), targets.flatten())
 
 
 def _optimizer(spec: OptimizerSpec, params: Iterable[torch.nn.Parameter]) -> torch.optim.Optimizer:
-    if spec.name != "sgd":
-        raise NotImplementedError(f"optimizer {spec.name!r} is not implemented by the torch backend")
-    return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+    match spec.name:
+        case "sgd":
+            return torch.optim.SGD(params, lr=spec.lr, momentum=spec.momentum)
+        case "adam":  # GNMT's (DeepLearningExamples)
+            return torch.optim.Adam(params, lr=spec.lr)
+        case "rmsprop":  # Keras's mnist_mlp: its decay rate is 0.9 where torch's default is 0.99
+            return torch.optim.RMSprop(params, lr=spec.lr, alpha=0.9)
+    raise NotImplementedError(f"optimizer {spec.name!r} is not implemented by the torch backend")
 
 
 def _build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
@@ -729,7 +718,36 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
         return probe_workload(request["source"])
     if what == "data":
         return {w["name"]: probe_data(Workload.from_json(w), request["data"]) for w in request["workloads"]}
+    if what == "ops":  # the GPU predictor's operator counts
+        return {"counts": [op_count(Workload.from_json(r["workload"]), r["mode"], int(r["batch"]))
+                           for r in request["requests"]]}  # fmt: skip
     raise ValueError(f"unknown probe request {what!r}")
+
+
+OP_COUNT_PRECISIONS = {"fp32": None, "tf32": None, "bf16": Mode.BF16, "fp16": Mode.FP16}  # tf32: the GPU's peak only
+
+
+def op_count(workload: Workload, mode: str, batch: int) -> dict[str, Any]:
+    """One training step of `workload` at `batch` in `mode`, its operators counted on fake tensors (`opcount`), as
+    `dlperf.predict.ops.Count` JSON. Built as the worker builds it on the CPU, with the optimizer's foreach
+    implementation (torch's default on CUDA) and the mode's autocast on the CPU (it follows the tensors' device);
+    never run. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
+    "mode", "batch", "error"} instead: one such row must not cost the others of the request."""
+    if mode not in OP_COUNT_PRECISIONS:
+        raise ValueError(f"op count: unknown mode {mode!r} (one of {', '.join(OP_COUNT_PRECISIONS)})")
+    precision = OP_COUNT_PRECISIONS[mode]
+    try:
+        step = build(dataclasses.replace(workload, batch=batch), "cpu", "fp32")
+        with contextlib.suppress(NotImplementedError):  # a user's optimizer without foreach: counted as it is
+            _optimizer_implementation(step, Mode.FOREACH.value)
+        if precision is not None:
+            _autocast(step, AUTOCAST_DTYPES[precision], scaled=precision is Mode.FP16)
+        input_bytes = sum(nbytes(t) for t in tensors_in((step.inputs, step.targets)))
+        ops = count_ops(step)
+    except (NotImplementedError, RuntimeError) as exc:
+        return {"workload": workload.name, "mode": mode, "batch": batch, "error": f"{type(exc).__name__}: {exc}"}
+    return {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in ops],
+            "input_bytes": input_bytes, "params": step.params}  # fmt: skip
 
 
 def probe_data(workload: Workload, data: str) -> dict[str, Any]:

@@ -33,7 +33,7 @@ CIFAR_PAD = 4  # random crop from the image padded by 4 pixels of zeros, as ResN
 CROP_SCALE, CROP_RATIO, CROP_TRIES = (0.08, 1.0), (3 / 4, 4 / 3), 10  # torchvision's RandomResizedCrop defaults
 
 # the paper's data set of a workload (Workload.data) -> what it reads in a datasets directory
-DATASETS = {"MNIST": "mnist", "CIFAR-10": "cifar-10", "Penn Treebank": "ptb"}
+DATASETS = {"MNIST": "mnist", "CIFAR-10": "cifar-10", "Penn Treebank": "ptb", "ImageNet": "imagenet"}
 IMAGENET_ARCHS = ("alexnet", "resnet-imagenet")  # AlexNet-S and ResNet-50: ImageNet's networks
 
 

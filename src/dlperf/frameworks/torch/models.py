@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from dlperf.frameworks.torch import models_published
 from dlperf.workloads.base import Workload
 
 
@@ -25,18 +26,24 @@ def _out_size(size: int, kernel: int = 3, stride: int = 2, padding: int = 0) -> 
 # FCN-S and FCN-R: a plain multi-layer perceptron
 
 
-class FCN(nn.Module):
-    """Linear layers over `widths`, a sigmoid between each pair (the paper's choice), raw logits at the end."""
+ACTIVATIONS = {"sigmoid": torch.sigmoid, "relu": F.relu}
 
-    def __init__(self, widths: list[int]) -> None:
+
+class FCN(nn.Module):
+    """Linear layers over `widths`, an activation between each pair (sigmoid: the paper's choice; relu: Keras's
+    mnist_mlp), each followed by dropout when `dropout` > 0; raw logits at the end."""
+
+    def __init__(self, widths: list[int], activation: str = "sigmoid", dropout: float = 0.0) -> None:
         super().__init__()
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(widths))
+        self.activation = ACTIVATIONS[activation]
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, widths[0])
         for i, layer in enumerate(self.layers):
             x = layer(x)
             if i < len(self.layers) - 1:
-                x = torch.sigmoid(x)
+                x = self.dropout(self.activation(x))
         return x  # (B, widths[-1])
 
 
@@ -45,7 +52,9 @@ class FCN(nn.Module):
 
 
 class AlexNet(nn.Module):
-    def __init__(self, channels: list[int], fc: list[int], image: int, outputs: int) -> None:
+    """With `dropout` > 0, dropout before each hidden fully connected layer, as torchvision's AlexNet."""
+
+    def __init__(self, channels: list[int], fc: list[int], image: int, outputs: int, dropout: float = 0.0) -> None:
         super().__init__()
         c1, c2, c3, c4, c5 = channels
         self.features = nn.Sequential(
@@ -60,8 +69,9 @@ class AlexNet(nn.Module):
         side = _out_size(_out_size(_out_size(_out_size(image, 11, 4, 2))))
         widths = [c5 * side * side, *fc, outputs]  # 9216, 4096, 4096, 1000 for AlexNet-S
         layers: list[nn.Module] = []
-        for a, b in pairwise(widths):
-            layers += [nn.Linear(a, b), nn.ReLU()]
+        for i, (a, b) in enumerate(pairwise(widths)):
+            drop = [nn.Dropout(dropout)] if dropout and i < len(widths) - 2 else []
+            layers += [*drop, nn.Linear(a, b), nn.ReLU()]
         self.classifier = nn.Sequential(*layers[:-1])  # no ReLU on the logits
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, 3, H, W)
@@ -78,17 +88,12 @@ def _conv_bn(cin: int, cout: int, kernel: int, stride: int = 1) -> list[nn.Modul
     return [nn.Conv2d(cin, cout, kernel, stride, padding=kernel // 2, bias=False), nn.BatchNorm2d(cout)]
 
 
-class Bottleneck(nn.Module):
-    """1x1 reduce, 3x3 (carries the stride, as torchvision's "ResNet v1.5"), 1x1 expand; ReLU after the add."""
+class ImageNetBlock(nn.Module):
+    """A residual block whose shortcut is a projection only where the shape changes; ReLU after the add."""
 
-    def __init__(self, cin: int, width: int, cout: int, stride: int) -> None:
+    def __init__(self, body: list[nn.Module], cin: int, cout: int, stride: int) -> None:
         super().__init__()
-        self.body = nn.Sequential(
-            *_conv_bn(cin, width, 1), nn.ReLU(),
-            *_conv_bn(width, width, 3, stride), nn.ReLU(),
-            *_conv_bn(width, cout, 1),
-        )  # fmt: skip
-        # A projection only where the shape changes; elsewhere the shortcut is the identity.
+        self.body = nn.Sequential(*body)
         changes = stride != 1 or cin != cout
         self.shortcut = nn.Sequential(*_conv_bn(cin, cout, 1, stride)) if changes else nn.Identity()
 
@@ -96,8 +101,41 @@ class Bottleneck(nn.Module):
         return F.relu(self.body(x) + self.shortcut(x))  # (B, cout, H/stride, W/stride)
 
 
+class Bottleneck(ImageNetBlock):
+    """1x1 reduce, 3x3, 1x1 expand. The 3x3 carries the stride (torchvision's "ResNet v1.5"); with `stride_on_1x1`
+    the first 1x1 does (the original ResNet v1, fb.resnet.torch and tf_cnn_benchmarks), which then computes a quarter
+    of the outputs: v1 is the cheaper step."""
+
+    def __init__(self, cin: int, width: int, cout: int, stride: int, stride_on_1x1: bool = False) -> None:
+        s1, s3 = (stride, 1) if stride_on_1x1 else (1, stride)
+        body = [
+            *_conv_bn(cin, width, 1, s1), nn.ReLU(),
+            *_conv_bn(width, width, 3, s3), nn.ReLU(),
+            *_conv_bn(width, cout, 1),
+        ]  # fmt: skip
+        super().__init__(body, cin, cout, stride)
+
+
+class Basic(ImageNetBlock):
+    """Two 3x3 convolutions, the first carrying the stride: ResNet-18 and -34 (expansion 1)."""
+
+    def __init__(self, cin: int, width: int, cout: int, stride: int, stride_on_1x1: bool = False) -> None:
+        super().__init__([*_conv_bn(cin, width, 3, stride), nn.ReLU(), *_conv_bn(width, cout, 3)], cin, cout, stride)
+
+
+BLOCKS = {"bottleneck": Bottleneck, "basic": Basic}
+
+
 class ResNetImageNet(nn.Module):
-    def __init__(self, blocks: list[int], widths: list[int], expansion: int, outputs: int) -> None:
+    def __init__(
+        self,
+        blocks: list[int],
+        widths: list[int],
+        expansion: int,
+        outputs: int,
+        block: str = "bottleneck",
+        stride_on: str = "3x3",
+    ) -> None:
         super().__init__()
         stem = widths[0]
         # 7x7/2 convolution and 3x3/2 max-pool: 224 -> 112 -> 56
@@ -106,7 +144,7 @@ class ResNetImageNet(nn.Module):
         for i, (n, width) in enumerate(zip(blocks, widths, strict=True)):
             for j in range(n):
                 stride = 2 if i > 0 and j == 0 else 1  # every stage but the first halves the resolution
-                stages.append(Bottleneck(cin, width, width * expansion, stride))
+                stages.append(BLOCKS[block](cin, width, width * expansion, stride, stride_on == "1x1"))
                 cin = width * expansion
         self.stages = nn.Sequential(*stages)  # (B, 2048, 7, 7) from 224
         self.fc = nn.Linear(cin, outputs)
@@ -204,13 +242,16 @@ class LSTMLM(nn.Module):
 def build_model(workload: Workload) -> nn.Module:
     """The module for a built-in workload, on the current default device (use `with torch.device(...)` to pick)."""
     c, k = workload.config, workload.outputs
+    if workload.arch in models_published.ARCHS:
+        return models_published.build_model(workload)
     match workload.arch:
         case "fcn":
-            return FCN(c["widths"])
+            return FCN(c["widths"], c.get("activation", "sigmoid"), c.get("dropout", 0.0))
         case "alexnet":
-            return AlexNet(c["channels"], c["fc"], c["image"], k)
+            return AlexNet(c["channels"], c["fc"], c["image"], k, c.get("dropout", 0.0))
         case "resnet-imagenet":
-            return ResNetImageNet(c["blocks"], c["widths"], c["expansion"], k)
+            block, stride_on = c.get("block", "bottleneck"), c.get("stride_on", "3x3")
+            return ResNetImageNet(c["blocks"], c["widths"], c["expansion"], k, block, stride_on)
         case "alexnet-cifar":
             return AlexNetCifar(c["channels"], c["image"], k)
         case "resnet-cifar":

@@ -1,0 +1,267 @@
+"""A training step's operators counted on fake tensors: what the GPU predictor reads (`dlperf.predict.ops`).
+
+The backend builds the step as the worker does (`backend.op_count`, at the requested batch, with the mode's autocast
+and a foreach optimizer) and hands it here; its weights and batch become fake tensors (FakeTensorMode: a shape, a
+dtype and a device, no storage), so no activation is ever allocated and ResNet-50 at batch 256 counts in a few
+hundred MB. One iteration runs, and a dispatch mode above the fake one records each ATen op as a GPU would launch it:
+
+- flops by PyTorch's own formulas (`op_flops`, which `backend.DtypeFlopCounter` uses too), 0 for every other kernel
+  ("memory"); the dtype is the first floating input's for a product, the widest floating input's otherwise;
+- bytes: every tensor the op takes (lists of tensors too) plus every tensor it returns (an in-place op that returns
+  nothing, as `_foreach_add_`: the tensors it writes), at their dtypes;
+- ops that launch nothing are not recorded: views and aliases, `detach`, metadata, allocations without a fill;
+- launches: 1; a `_foreach_*` op is ceil(tensors / 110) multi-tensor-apply chunks;
+- RNNs run unfused (oneDNN's fused kernel has no FLOP formula), as per-step products and gate math. cuDNN runs a
+  step as its GEMM plus one fused point-wise kernel, so inside an `nn.RNNBase` (its forward, and the autograd nodes
+  it made in backward) a matrix product counts 2 launches and every other op 0 (its bytes still count). An
+  approximation: cuDNN's persistent kernels and its layer-wavefront overlap are not modelled, nor is its workspace
+  traffic; the input projection of all steps is one GEMM in both.
+
+The optimizer starts from its steady state (momentum buffers exist: one warm-up update on zero gradients makes
+them). Gradient clipping runs as on a CPU, per tensor (torch refuses foreach clipping on a CPU device), a few more
+launches than CUDA's `_foreach_norm`. Imports torch and dlperf's standard-library modules, never the backend.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
+
+from dlperf.predict.ops import Op
+
+FOREACH_TENSORS_PER_LAUNCH = 110  # multi-tensor apply: the tensors one launch takes (CUDA's depth-1 chunking)
+NOT_KERNELS = frozenset({"_unsafe_view", "_reshape_alias", "lift_fresh", "alias", "detach", "detach_"})
+CPU_ATTENTION = {  # the CPU's flash attention, which PyTorch's registry lacks (it counts zero): the GPU's formulas
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: (
+        lambda q, k, v, *_, **__: sdpa_flop_count(q.shape, k.shape, v.shape)
+    ),
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: (
+        lambda grad, q, k, v, *_, **__: sdpa_backward_flop_count(grad.shape, q.shape, k.shape, v.shape)
+    ),
+}
+DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
+
+
+def count_ops(step) -> list[Op]:
+    """The ops of one steady iteration of `step` (a `backend.TorchStep` built on the CPU, never run), counted on
+    fake tensors. The step itself is turned fake: its model, optimizer and batch."""
+    with unfused_rnns(step.model), FakeTensorMode() as fake:
+        _fake(step, fake)
+        _warm_up(step)
+        return count_step(step)
+
+
+def _fake(step, fake: FakeTensorMode) -> None:
+    """Turn the step's parameters, buffers and batch into fake tensors, and rebuild its optimizer on them. (A model
+    cannot be built under FakeTensorMode: `.to(device)` would swap its fake parameters, which torch refuses.)"""
+    params: dict[int, torch.nn.Parameter] = {}
+    for module in step.model.modules():
+        for name, p in module._parameters.items():
+            if p is not None:  # a parameter shared by two modules stays one
+                params.setdefault(id(p), torch.nn.Parameter(fake.from_tensor(p), requires_grad=p.requires_grad))
+                module._parameters[name] = params[id(p)]
+        for name, b in module._buffers.items():
+            if b is not None:
+                module._buffers[name] = fake.from_tensor(b)
+    opt = step.optimizer
+    groups = [{**g, "params": [params[id(p)] for p in g["params"]]} for g in opt.param_groups]
+    step.optimizer = type(opt)(groups, **opt.defaults)
+    step.trainable = [params[id(p)] for p in step.trainable]
+    step.inputs, step.targets = (_fake_tree(part, fake) for part in (step.inputs, step.targets))
+
+
+def _fake_tree(obj: Any, fake: FakeTensorMode) -> Any:
+    """A batch (a tensor, or tensors nested in tuples, lists and dicts) with every tensor fake."""
+    if isinstance(obj, torch.Tensor):
+        return fake.from_tensor(obj)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_fake_tree(o, fake) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _fake_tree(v, fake) for k, v in obj.items()}
+    return obj
+
+
+def _warm_up(step) -> None:
+    """One update on zero gradients, so that the counted step is a steady one: momentum buffers (and the like)
+    exist, and so does fp16's loss scale."""
+    for p in step.trainable:
+        p.grad = torch.zeros_like(p)
+    step.optimizer.step()
+    step.optimizer.zero_grad(set_to_none=True)
+    if step.scaler is not None:
+        step.scaler.scale(torch.zeros(()))  # makes the scale tensor
+
+
+def count_step(step) -> list[Op]:
+    """The ops of one iteration of `step` (built under a FakeTensorMode that is still active)."""
+    with OpRecorder() as rec, rec.watching_rnns(step.model):
+        rec.phase = "optimizer"
+        step.optimizer.zero_grad(set_to_none=True)
+        rec.phase = "forward"
+        with step.autocast():
+            loss = step.loss_fn(step.model(step.inputs), step.targets)
+        if step.scaler is not None:
+            loss = step.scaler.scale(loss)
+        rec.phase = "backward"
+        loss.backward()
+        rec.phase = "optimizer"
+        if step.scaler is not None:  # scaler.step reads found_inf on the host: the update is called directly
+            step.scaler.unscale_(step.optimizer)
+        step._clip()
+        step.optimizer.step()
+        if step.scaler is not None:
+            step.scaler.update()
+    return rec.ops()
+
+
+class OpRecorder(TorchDispatchMode):
+    """Every ATen op that launches a kernel, grouped into `Op`s. Pushed after (above) FakeTensorMode, it sees each
+    op first and runs it on the fake tensors below. `phase` is set by the caller."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.phase = "forward"
+        self.calls: Counter[tuple] = Counter()
+        self.rnn_depth = 0  # inside an RNN module's forward
+        self.rnn_nodes: set = set()  # the autograd nodes RNN forwards made: their backward runs as cuDNN's
+
+    def ops(self) -> list[Op]:
+        fields = ("kind", "dtype", "flops", "bytes", "launches", "phase")
+        return [Op(**dict(zip(fields, key, strict=True)), calls=n) for key, n in self.calls.items()]
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if _launches_kernel(func):
+            self._record(func, args, kwargs, out)
+        return out
+
+    def _record(self, func, args, kwargs, out) -> None:
+        flops = op_flops(func, args, kwargs, out)
+        inputs = list(tensors_in([list(args), kwargs]))
+        outputs = list(tensors_in(out)) or list(tensors_in(_written(func, args, kwargs)))  # in place, returning none
+        if flops is None:
+            kind, flops = "memory", 0
+            read = [t.dtype for t in inputs if t.is_floating_point()]
+            floating = read or [t.dtype for t in outputs if t.is_floating_point()]  # e.g. a fill
+            tensors = inputs + outputs
+            dtype = max(floating, key=lambda d: d.itemsize) if floating else tensors[0].dtype if tensors else None
+        else:
+            kind, dtype = _kind(func), first_floating_dtype(args)
+        launches = 1
+        if func._overloadpacket.__name__.startswith("_foreach_"):
+            first = next((a for a in args if isinstance(a, (list, tuple))), [])
+            launches = math.ceil(len(first) / FOREACH_TENSORS_PER_LAUNCH)
+        if self.rnn_depth or (self.rnn_nodes and torch._C._current_autograd_node() in self.rnn_nodes):
+            launches = 2 if kind == "matmul" else 0  # cuDNN: a step's GEMM, then its fused gate math
+        traffic = sum(nbytes(t) for t in inputs) + sum(nbytes(t) for t in outputs)
+        self.calls[(kind, dtype_name(dtype), flops, traffic, launches, self.phase)] += 1
+
+    @contextlib.contextmanager
+    def watching_rnns(self, model: torch.nn.Module) -> Iterator[None]:
+        """Mark the ops of every RNN module: by a depth count in forward, and in backward by the autograd nodes its
+        forward made (found walking back from its outputs to its inputs' nodes and the parameters' leaves)."""
+
+        def enter(module, args):
+            self.rnn_depth += 1
+
+        def leave(module, args, out):
+            self.rnn_depth -= 1
+            stop = {t.grad_fn for t in tensors_in(list(args)) if t.grad_fn is not None}
+            todo = [t.grad_fn for t in tensors_in(out) if t.grad_fn is not None]
+            while todo:
+                node = todo.pop()
+                if node in self.rnn_nodes or node in stop or type(node).__name__ == "AccumulateGrad":
+                    continue
+                self.rnn_nodes.add(node)
+                todo.extend(n for n, _ in node.next_functions if n is not None)
+
+        rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+        handles = [h for m in rnns for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
+        try:
+            yield
+        finally:
+            for h in handles:
+                h.remove()
+
+
+def _launches_kernel(func) -> bool:
+    """Whether an op runs a kernel: it writes an argument, or returns a tensor that is not a view of an input;
+    allocations without a fill (empty*) and the aliasing ops whose schema hides it are not kernels."""
+    name = func._overloadpacket.__name__
+    if name in NOT_KERNELS or name.lstrip("_").startswith(("empty", "new_empty")):
+        return False
+    schema = func._schema
+    if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+        return True
+    return any(r.alias_info is None and "Tensor" in str(r.type) for r in schema.returns)
+
+
+def _written(func, args: tuple, kwargs: dict) -> list:
+    """The arguments an op writes (a `_foreach_*_` op writes its lists and returns nothing)."""
+    schema = func._schema.arguments
+    values = [args[i] if i < len(args) else kwargs.get(a.name) for i, a in enumerate(schema)]
+    return [v for a, v in zip(schema, values, strict=True) if a.alias_info is not None and a.alias_info.is_write]
+
+
+def _kind(func) -> str:
+    name = func._overloadpacket.__name__
+    return "conv" if "conv" in name else "attention" if "attention" in name else "matmul"
+
+
+def nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def tensors_in(obj: Any) -> Iterator[torch.Tensor]:
+    """Tensors in an op result, a batch or a state dict, however nested in tuples, lists and dicts."""
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from tensors_in(item)
+    elif isinstance(obj, dict):
+        for item in obj.values():
+            yield from tensors_in(item)
+
+
+def op_flops(func, args: tuple, kwargs: dict, out: Any) -> int | None:
+    """FLOPs of one op by PyTorch's own formulas (FlopCounterMode's, and the same for the CPU's attention;
+    multiply-add = 2); None for an op they do not cover."""
+    formula = flop_registry.get(func._overloadpacket) or CPU_ATTENTION.get(func._overloadpacket)
+    return None if formula is None else int(formula(*args, **kwargs, out_val=out))
+
+
+def first_floating_dtype(args: Any) -> torch.dtype | None:
+    """The dtype a product runs in: its first floating-point input's (under autocast, the dtype cast to)."""
+    return next((t.dtype for t in tensors_in(list(args)) if t.is_floating_point()), None)
+
+
+def dtype_name(dtype: torch.dtype | None) -> str:
+    return DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+@contextlib.contextmanager
+def unfused_rnns(model: torch.nn.Module) -> Iterator[None]:
+    """Run RNNs as plain matrix products while FLOPs are counted.
+
+    FlopCounterMode has no formula for the fused RNN kernels of oneDNN (`mkldnn_rnn_layer`, CPU) and cuDNN, so an
+    LSTM would count as zero. Without those libraries PyTorch runs the same products as mm/addmm, which it counts.
+    """
+    if not any(isinstance(m, torch.nn.RNNBase) for m in model.modules()):
+        yield
+        return
+    saved = torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled
+    torch.backends.mkldnn.enabled = torch.backends.cudnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled, torch.backends.cudnn.enabled = saved

@@ -1,0 +1,202 @@
+"""The op count on fake tensors (frameworks/torch/opcount.py): FLOPs, bytes, launches and phases of known layers, a
+ResNet-50 step without its activations' memory, and the probe's `ops` request."""
+
+import math
+
+import pytest
+
+from conftest import framework_python, mlp_factory, require, run_in
+
+torch = require("torch")
+
+from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
+from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
+
+from dlperf.frameworks.torch import backend as tb  # noqa: E402
+from dlperf.frameworks.torch import opcount  # noqa: E402
+from dlperf.predict.ops import Count  # noqa: E402
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
+from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
+
+
+def sum_loss(out, _targets):
+    return out.float().sum()
+
+
+def step_of(model, inputs, *, momentum=0.9, loss=sum_loss):
+    """A TorchStep of `model` on one real batch (it is counted on fake copies, never run)."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=momentum, foreach=True)
+    return tb.TorchStep(model, (inputs, torch.zeros(len(inputs))), loss, optimizer, None, torch.device("cpu"))
+
+
+def of(ops, kind=None, phase=None):
+    return [op for op in ops if (kind is None or op.kind == kind) and (phase is None or op.phase == phase)]
+
+
+def test_linear_flops_bytes_and_phases():
+    b, n_in, n_out = 8, 32, 16
+    x = torch.randn(b, n_in, requires_grad=True)  # the input's gradient is the second backward product
+    ops = opcount.count_ops(step_of(torch.nn.Linear(n_in, n_out), x))
+    (fwd,) = of(ops, "matmul", "forward")  # addmm(bias, x, w.t())
+    assert (fwd.flops, fwd.calls, fwd.dtype) == (2 * b * n_in * n_out, 1, "fp32")
+    assert fwd.bytes == (b * n_in + n_in * n_out + b * n_out + n_out) * 4
+    bwd = of(ops, "matmul", "backward")  # grad input (B,out)x(out,in) and grad weight (out,B)x(B,in)
+    assert sum(op.calls for op in bwd) == 2 and {op.flops for op in bwd} == {2 * b * n_in * n_out}
+    assert {op.bytes for op in bwd} == {(b * n_out + n_out * n_in + b * n_in) * 4}
+    assert not of(ops, "matmul", "optimizer") and of(ops, "memory", "optimizer")  # the update is element-wise
+    assert all(op.flops == 0 for op in of(ops, "memory"))
+
+
+def test_conv_flops_are_flop_counter_modes():
+    conv, x = torch.nn.Conv2d(3, 8, 3, padding=1), torch.randn(2, 3, 16, 16, requires_grad=True)
+    with FlopCounterMode(display=False) as reference:
+        conv(x).sum().backward()
+    ops = opcount.count_ops(step_of(torch.nn.Conv2d(3, 8, 3, padding=1), x))
+    (fwd,) = of(ops, "conv", "forward")
+    assert fwd.flops == reference.get_flop_counts()["Global"][torch.ops.aten.convolution]
+    assert sum(op.flops * op.calls for op in of(ops, "conv")) == reference.get_total_flops()
+    assert of(ops, "conv", "backward") and not of(ops, "matmul")
+
+
+def test_views_launch_nothing_in_place_ops_do():
+    with FakeTensorMode():
+        x = torch.randn(4, 6)
+        with opcount.OpRecorder() as rec:
+            x.view(6, 4), x.t(), x.transpose(0, 1), x[:1].expand(4, 6), x.detach(), torch.empty(3)
+        assert rec.ops() == []
+        with opcount.OpRecorder() as rec:
+            x.relu_()
+    (relu,) = rec.ops()
+    assert (relu.kind, relu.bytes, relu.launches, relu.calls) == ("memory", 2 * 4 * 6 * 4, 1, 1)
+
+
+def test_attention_on_the_cpu_counts_its_flops():
+    b, h, s, d = 2, 4, 16, 8
+    with FakeTensorMode():
+        q = torch.randn(b, h, s, d, requires_grad=True)
+        with opcount.OpRecorder() as rec:
+            torch.nn.functional.scaled_dot_product_attention(q, q, q).sum().backward()
+    attention = of(rec.ops(), "attention")  # FlopCounterMode's formulas: QK^T and PV, and 2.5 times that back
+    assert sorted(op.flops for op in attention) == [4 * b * h * s * s * d, 10 * b * h * s * s * d]
+
+
+class ManyTensors(torch.nn.Module):
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.ps = torch.nn.ParameterList(torch.nn.Parameter(torch.randn(3)) for _ in range(n))
+
+    def forward(self, x):
+        return x * torch.stack(list(self.ps)).sum()
+
+
+def test_sgd_momentum_is_foreach_in_chunks_of_110():
+    n = 230
+    ops = opcount.count_ops(step_of(ManyTensors(n), torch.randn(2, 3)))
+    update = of(ops, phase="optimizer")
+    # steady state: buf *= momentum; buf += grad; param -= lr * buf, each over all n tensors
+    assert sum(op.calls for op in update) == 3 and {op.launches for op in update} == {math.ceil(n / 110)}
+    lists = {op.bytes: op.calls for op in update}  # bytes of n tensors of 3 floats, read and written
+    assert lists == {2 * n * 3 * 4: 1, 3 * n * 3 * 4: 2}  # buf *= m writes buf; the adds read two lists, write one
+
+
+class Tagger(torch.nn.Module):
+    """A projection, an LSTM over it, and the last state: what runs outside the LSTM stays one launch per op."""
+
+    def __init__(self, i0: int, i: int, h: int) -> None:
+        super().__init__()
+        self.proj, self.lstm = torch.nn.Linear(i0, i), torch.nn.LSTM(i, h, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(self.proj(x))[0]
+
+
+def test_lstm_runs_as_cudnn_launches_it():
+    b, t, i0, i, h = 4, 6, 5, 8, 16
+    ops = opcount.count_ops(step_of(Tagger(i0, i, h), torch.randn(b, t, i0)))
+    proj_flops = 2 * b * t * i0 * i
+    for phase in ("forward", "backward"):
+        lstm = [op for op in of(ops, "matmul", phase) if op.flops != proj_flops]
+        assert lstm and {op.launches for op in lstm} == {2}, phase
+        assert {op.launches for op in of(ops, "matmul", phase) if op.flops == proj_flops} == {1}, phase
+        assert any(op.launches == 0 for op in of(ops, "memory", phase)), phase
+    lstm_flops = {p: sum(op.flops * op.calls for op in of(ops, "matmul", p)) for p in ("forward", "backward")}
+    forward = 8 * b * t * h * (i + h)
+    assert lstm_flops["forward"] - proj_flops == forward
+    assert lstm_flops["backward"] - proj_flops == pytest.approx(2 * forward, rel=0.1)  # no gradient for h0
+
+
+def test_bf16_and_fp16_products_run_in_half():
+    for mode, name in (("bf16", "bf16"), ("fp16", "fp16")):
+        count = Count.from_json(tb.op_count(BUILTIN["tiny-alexnet-r"], mode, 2))
+        products = [op for op in count.ops if op.kind in ("conv", "matmul")]
+        assert products and {op.dtype for op in products} == {name}, mode
+    count = Count.from_json(tb.op_count(BUILTIN["tiny-alexnet-r"], "tf32", 2))
+    assert {op.dtype for op in count.ops if op.kind in ("conv", "matmul")} == {"fp32"}
+
+
+RESNET50 = """
+import json, resource, torch
+from torch.utils.flop_counter import FlopCounterMode
+from dlperf.frameworks.torch import backend as tb
+from dlperf.frameworks.torch.models import build_model
+from dlperf.workloads.shi2016 import BUILTIN
+count = tb.op_count(BUILTIN["resnet-50"], "fp32", 256)
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+forward = sum(op["flops"] * op["calls"] for op in count["ops"] if op["phase"] == "forward")
+with FlopCounterMode(display=False) as reference:
+    build_model(BUILTIN["resnet-50"])(torch.randn(1, 3, 224, 224))
+print(json.dumps({"rss": rss, "forward": forward, "reference": reference.get_total_flops(),
+                  "input_bytes": count["input_bytes"], "params": count["params"]}))
+"""
+
+
+def test_resnet50_at_256_counts_without_its_activations():
+    got = run_in("torch", RESNET50, timeout=120)
+    assert got["rss"] < 3 * 2**30  # real activations would be about 25 GB
+    assert got["forward"] == pytest.approx(256 * got["reference"], rel=0.05)
+    assert got["forward"] / 256 == pytest.approx(2 * 4.1e9, rel=0.05)  # 4.1 G multiply-adds an image
+    assert got["input_bytes"] == 256 * (3 * 224 * 224 * 4 + 8) and got["params"] == BUILTIN["resnet-50"].params
+
+
+def test_probe_answers_ops_requests():
+    from dlperf.runner import probe
+
+    workload = BUILTIN["tiny-fcn-r"].to_json()
+    requests = [{"workload": workload, "mode": "fp32", "batch": b} for b in (4, 8)]
+    answer = probe.ask("torch", {"what": "ops", "requests": requests}, python=framework_python("torch"))
+    small, large = (Count.from_json(c) for c in answer["counts"])
+    assert (small.workload, small.mode, small.batch, large.batch) == ("tiny-fcn-r", "fp32", 4, 8)
+    assert large.flops == 2 * small.flops and large.input_bytes == 2 * small.input_bytes
+    assert small.params == large.params == BUILTIN["tiny-fcn-r"].params
+    update = [op for op in small.ops if op.phase == "optimizer"]  # foreach, as on CUDA: three ops over all tensors
+    assert sum(op.calls for op in update) == 3 and sum(op.bytes * op.calls for op in update) == 8 * small.params * 4
+
+
+def test_user_workload_counts_with_its_own_optimizer(tmp_path):
+    source = tmp_path / "mini.py"
+    source.write_text(mlp_factory(16, 4, "optimizer=lambda ps: torch.optim.Adam(ps), clip_grad_norm=1.0"))
+    user = Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:make")
+    count = Count.from_json(tb.op_count(user, "fp32", 6))
+    (first, *_) = of(count.ops, "matmul", "forward")
+    assert first.flops == 2 * 6 * 8 * 16  # the requested batch, not the factory's
+    assert count.params == 8 * 16 + 16 + 16 * 3 + 3 and count.input_bytes == 6 * 8 * 4 + 6 * 8
+    update = of(count.ops, phase="optimizer")
+    assert any(op.launches == 1 and op.calls > 1 for op in update)  # clipping: a norm per tensor on a CPU
+    assert sum(op.calls for op in update) > 6  # Adam's foreach update is more ops than SGD's three
+
+
+def test_a_step_that_reads_values_answers_an_error_row(tmp_path):
+    source = tmp_path / "reads.py"
+    source.write_text(
+        mlp_factory(16, 4, "clip_grad_norm=None").replace(
+            "    return dlperf.user_workload(",
+            "    class Reads(torch.nn.Sequential):\n"
+            "        def forward(self, x):\n"
+            "            return super().forward(x) * (1.0 if float(x.sum()) > 0 else 2.0)\n"
+            "    model = Reads(*model)\n"
+            "    return dlperf.user_workload(",
+        )
+    )
+    user = Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:make")
+    got = tb.op_count(user, "bf16", 4)
+    assert (got["workload"], got["mode"], got["batch"]) == ("mini", "bf16", 4) and "error" in got and "ops" not in got
