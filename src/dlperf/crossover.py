@@ -162,6 +162,11 @@ def crossover(
         store.record_predictions(run_id, rows)
         answer = _answer(store, run_id)
         failed = any(not c.ok for c in store.cells(run_id))
+        for gpu in chosen:
+            _, unit = gpu.peak(opts.mode, tensor=False)
+            if opts.mode != "fp32" and not unit.startswith(opts.mode):
+                notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} "
+                             "rate")  # fmt: skip
         if user_batch not in batches:
             notes.append(f"your batch {user_batch} was not measured: add it to --batches for the speed-up there")
         return Result(run_id, answer, ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
