@@ -24,6 +24,7 @@ from dlperf.workloads.user import looks_like_source, normalize_source
 # `dlperf optimize`'s defaults (here, so that its --help needs no search code)
 OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
+CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
 
 # frameworks dlperf cannot profile: `--profile` with one of them is refused before anything runs
 UNPROFILABLE = {

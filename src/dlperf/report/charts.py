@@ -33,6 +33,7 @@ class Series:
     label: str
     points: list[Point]
     ideal: bool = False  # a reference line (ideal scaling), drawn dashed and without hover
+    dashed: bool = False  # a series of predictions: drawn dashed, with its points and hover
 
 
 @dataclass
@@ -51,6 +52,7 @@ class Chart:
     caption: str = ""
     labels: dict[str, str] = field(default_factory=dict)  # stacked: category -> the text beside its bar
     lines: dict[str, float] = field(default_factory=dict)  # columns: a reference's label -> its height, drawn dashed
+    marks: dict[str, float] = field(default_factory=dict)  # lines: a marked x's label -> x, drawn as a dotted upright
 
     @property
     def points(self) -> list[Point]:

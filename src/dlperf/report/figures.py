@@ -123,10 +123,13 @@ def _lines(ax, chart: Chart, colors: dict, tag) -> None:
         if s.ideal:
             ax.plot(xs, ys, ls="--", lw=1, color=colour, alpha=0.6)
             continue
-        ax.errorbar(xs, ys, yerr=_errors(s.points), color=colour, lw=1.5, capsize=3, label=s.label)
+        ax.errorbar(xs, ys, yerr=_errors(s.points), color=colour, lw=1.5, capsize=3, label=s.label,
+                    ls="--" if s.dashed else "-")  # fmt: skip
         for p in s.points:
             (marker,) = ax.plot([p.x], [p.y], "o", ms=6, color=colour, zorder=3)  # above every line
             tag(marker, p.tip)
+    for i, (label, x) in enumerate(chart.marks.items()):
+        ax.axvline(x, ls=":", lw=1.2, color="black", alpha=0.4 + 0.6 / (i + 1), label=label)
     if chart.log_x:
         ax.set_xscale("log", base=2)
     ax.set_xticks(sorted(xs_all))

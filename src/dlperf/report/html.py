@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from dlperf.report import best, charts, ddp, figures, paper, profile, table
+from dlperf.report import best, charts, crossover, ddp, figures, paper, profile, table
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
@@ -39,6 +39,7 @@ def render(data: Loaded, at: Path | None = None) -> str:
     all_charts += [breakdown] if breakdown else []
     groups = pipeline.build(cells)
     all_charts += [pipeline.chart(g) for g in groups]
+    all_charts += [crossover.chart(x) for x in data.crossovers]
     colors = figures.palette(all_charts)
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
     by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
@@ -51,6 +52,7 @@ def render(data: Loaded, at: Path | None = None) -> str:
                 or _none("Every workload was measured with one framework in one mode.")),
         Section("ddp", "Data-parallel scaling", by_kind("ddp-") + _ddp(data)),
         Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
+        *([Section("crossover", "When a GPU pays", _crossovers(data.crossovers, drawn))] if data.crossovers else []),
         Section("utilization", "Utilization of the measured peak", drawn.get("utilization") or _none(
             "No utilization: " + ("no cell has a FLOP count." if data.peaks_found else "no peak was measured on this "
                                   "machine. Run dlperf peak, then the report again."))),
@@ -128,6 +130,16 @@ def _pipeline(groups: list[pipeline.Group], drawn: dict[str, str]) -> str:
         parts.append(f"<h3>{escape(g.title)}</h3>{chart_html}"
                      + _html_table(list(pipeline.HEAD), pipeline.rows(g), "pipeline") + notes)  # fmt: skip
     return "".join(parts) + f'<p class="legend">{escape(pipeline.LEGEND)}</p>'
+
+
+def _crossovers(found: list[crossover.Crossover], drawn: dict[str, str]) -> str:
+    """Per `dlperf crossover` run: its figure, its table and its answer."""
+    parts = []
+    for x in found:
+        head, rows = crossover.table_rows(x)
+        answer = "".join(f"<p>{escape(line)}</p>" for line in x.lines())
+        parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows) + answer)
+    return "".join(parts)
 
 
 def _best_table(data: Loaded) -> str:

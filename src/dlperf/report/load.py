@@ -8,6 +8,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow, UsageError
+from dlperf.report import crossover
+from dlperf.report.crossover import Crossover
 from dlperf.report.profile import Verdict, profiles_of, verdicts
 from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
@@ -26,6 +28,7 @@ class Loaded:
     unreadable: list[UnreadableRow]  # cells left out: their stored rows no longer decode
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)  # cell key -> its run's profile of it
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # cell key -> what bounds its profiled step
+    crossovers: list[Crossover] = field(default_factory=list)  # the chosen runs that are `dlperf crossover` runs
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -73,9 +76,10 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
         cells = list(latest.values())
         found = attach_utilization(store, rows[-1].fingerprint, cells)
         profiles, bounds = _profiles(store, rows[-1].fingerprint, cells, unreadable)
+        crossovers = crossover.read(store, [r.id for r in rows], unreadable.append)
     finally:
         store.close()
-    return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds)
+    return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds, crossovers)
 
 
 def _profiles(store: Store, fingerprint: dict, cells: list[CellRecord], unreadable: list[UnreadableRow]

@@ -1,0 +1,143 @@
+"""`dlperf crossover`: from which batch a GPU pays against this CPU: the CPU measured and stored as a run, batch by
+batch at its best thread count, each GPU predicted beside it (or measured, where the store holds a CUDA cell of the
+workload at that batch); `--paper`: the predictor's GTX 1080 against the paper's own figures."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlperf.commands.common import choice, db_path, real, whole, whole_list
+from dlperf.commands.run import add_timer_flags, timer
+from dlperf.errors import UsageError
+
+HELP = "from which batch a GPU pays: this CPU measured against GPUs predicted (or measured)"
+DESCRIPTION = (
+    "Measures the workload on this CPU at each batch (powers of two up to the workload's batch or 256, whichever is "
+    "larger), at the fastest thread count (found at your batch first, unless --threads names it), stored as a run. "
+    "Each GPU's step at each batch is predicted from its published figures (dlperf predict), including the batch's "
+    "copy over the host link, and stored beside the CPU cell; a CUDA cell of the same workload and batch in the store "
+    "(a GPU machine's run merged in) is used instead. Prints the steps, the batch from which each GPU pays and the "
+    "speed-up at your batch. --paper: the paper's seven networks predicted on its GTX 1080, beside its own figures."
+)
+MODES = ("fp32", "bf16", "fp16")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
+    p.add_argument(
+        "--gpu",
+        default="H100-SXM5-80GB,T4",
+        help="comma list of GPUs of the table (dlperf predict --list-gpus; default: H100-SXM5-80GB,T4)",
+    )
+    p.add_argument(
+        "--batches",
+        type=whole_list("--batches"),
+        help="the batches, e.g. 1,8,64 (default: powers of two up to the workload's batch or 256)",
+    )
+    p.add_argument("--max-batch", type=whole("--max-batch", 1), help="measure no batch above this")
+    p.add_argument(
+        "--batch", type=whole("--batch", 1), help="your batch: the speed-up is given there (default: the workload's)"
+    )
+    p.add_argument(
+        "--threads",
+        type=whole("--threads", 1),
+        help="CPU threads (default: the fastest of 1, 2, 4, ... up to the cores at your batch)",
+    )
+    p.add_argument("--mode", default="fp32", type=choice("--mode", MODES), help="fp32, bf16 or fp16 (default: fp32)")
+    p.add_argument("--repeats", type=whole("--repeats", 1), default=1, help="processes per cell (default: 1)")
+    p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per cell process (default: 600)")
+    from dlperf.spec import CROSSOVER_TIMER as t
+
+    add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    p.add_argument(
+        "--plot", metavar="FILE.png", help="also draw step time against batch into this file (png, svg, pdf)"
+    )
+    p.add_argument(
+        "--paper",
+        action="store_true",
+        help="the paper's seven networks predicted on a GTX 1080, beside the paper's own figures",
+    )
+
+
+def run(args) -> int:
+    from dlperf import crossover
+    from dlperf.commands.common import print_rich
+
+    if args.paper:
+        if args.workload:
+            raise UsageError("--paper predicts the paper's seven networks: give no WORKLOAD")
+        return paper()
+    if not args.workload:
+        raise UsageError("dlperf crossover WORKLOAD [--gpu NAME,...] (or --paper)")
+    if args.plot:
+        _plot_format(args.plot)
+    opts = crossover.Options(
+        args.workload,
+        gpus=tuple(args.gpu.split(",")),
+        batches=args.batches,
+        max_batch=args.max_batch,
+        batch=args.batch,
+        threads=args.threads,
+        mode=args.mode,
+        repeats=args.repeats,
+        timeout=args.timeout,
+        timer=timer(args),
+    )
+    result = crossover.crossover(opts, db_path(args), argv=["dlperf", *sys.argv[1:]])
+    if result.answer is None:
+        print_rich("", lines=result.notes)
+        return result.exit_code
+    print_rich(
+        answer_table(result.answer),
+        lines=result.answer.lines(),
+        notes=[*result.notes, f"stored as run {result.run_id}; GPU steps include the batch's copy over the host link"],
+    )
+    if args.plot:
+        from dlperf.report import figures
+        from dlperf.report.crossover import chart
+
+        figures.save([chart(result.answer)], args.plot)
+        print(f"wrote {args.plot}")
+    return result.exit_code
+
+
+def _plot_format(path: str) -> None:
+    from pathlib import Path
+
+    from dlperf.report.figures import FORMATS
+
+    if Path(path).suffix.lstrip(".").lower() not in FORMATS:
+        raise UsageError(f"--plot {path!r}: expected a file ending in .{', .'.join(FORMATS)}")
+
+
+def answer_table(x):
+    from rich.table import Table
+
+    from dlperf.report.crossover import table_rows
+
+    head, rows = table_rows(x)
+    table = Table(title=f"{x.workload} ({x.mode}): one training step, this CPU against GPUs, by batch")
+    for name in head:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    return table
+
+
+def paper() -> int:
+    from rich.table import Table
+
+    from dlperf import crossover
+    from dlperf.commands.common import print_rich
+    from dlperf.report.crossover import PAPER_NOTE, paper_table
+    from dlperf.report.paper import CITATION
+
+    head, rows = paper_table(crossover.paper())
+    table = Table(title="The paper's networks on a GTX 1080: predicted (fp32, no copy) against the paper's figures")
+    for name in head:
+        table.add_column(name, justify="left" if name in ("network", "bound") else "right")
+    for row in rows:
+        table.add_row(*row)
+    print_rich(table, notes=[PAPER_NOTE, f"paper: {CITATION}; paper/predicted: its best tool over the prediction"])
+    return 0

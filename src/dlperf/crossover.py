@@ -1,0 +1,237 @@
+"""`dlperf crossover`: from which batch a GPU pays, against this CPU measured.
+
+The CPU side is measured and stored as a normal run (so `dlperf table`, `report` and `merge` see it): the workload at
+each batch, one cell per batch, all at the CPU's best thread count. Unless `--threads` names it, the best count is
+found first by measuring the user's batch at the default thread counts. Cells are keyed by workload name, so each
+batch is a variant of its own name (`tiny-fcn-r@b8`); the cells table keeps its batch.
+
+The GPU side is predicted (`predict/roofline.py`, the batch crossing the host link every step) for each GPU at each
+batch, and stored beside the CPU cell of that batch; a CUDA cell of the same workload and batch in the store (a GPU
+machine's run merged in) is used instead, labelled measured (`report/crossover.py`).
+
+The operators are counted before anything is measured: a workload the counter cannot take fails in seconds, and no
+run is stored for it.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from dlperf import api, envinfo
+from dlperf.errors import UsageError
+from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import Cell
+from dlperf.report import crossover as view
+from dlperf.runner.plan import schedule
+from dlperf.runner.sweep import Interrupted, SweepContext, execute
+from dlperf.spec import CROSSOVER_TIMER
+from dlperf.store import Store, default_db
+from dlperf.vocab import ExitCode
+from dlperf.workloads.base import Workload
+
+DEFAULT_GPUS = ("H100-SXM5-80GB", "T4")  # a data-centre GPU of today, and an inference/cloud GPU of the T4 class
+MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the predictor knows
+LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
+
+
+@dataclass
+class Options:
+    workload: str
+    gpus: tuple[str, ...] = DEFAULT_GPUS
+    batches: tuple[int, ...] | None = None  # None: powers of two up to max(the workload's batch, 256)
+    max_batch: int | None = None
+    batch: int | None = None  # the user's batch (None: the workload's)
+    threads: int | None = None  # None: the fastest of the default thread counts at the user's batch
+    mode: str = "fp32"
+    repeats: int = 1
+    timeout: float = 600.0
+    timer: TimerConfig = CROSSOVER_TIMER
+    count_timeout: float = 1800.0
+
+
+@dataclass
+class Result:
+    run_id: int | None
+    answer: view.Crossover | None
+    exit_code: int
+    notes: list[str] = field(default_factory=list)
+
+
+def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None) -> list[int]:
+    """The batches measured, ascending: those asked for, or the powers of two up to max(user's batch, 256); at most
+    `max_batch`."""
+    if batches is None:
+        top = max(user_batch, LEAST_LIMIT)
+        batches = tuple(2**k for k in range(top.bit_length()) if 2**k <= top)
+    chosen = sorted({b for b in batches if max_batch is None or b <= max_batch})
+    if not chosen:
+        raise UsageError(f"--max-batch {max_batch}: below every batch asked for ({min(batches)} and up)")
+    return chosen
+
+
+def check(opts: Options) -> tuple:
+    """The GPUs looked up, the workload and the mode checked, before anything runs: a bad name is one line."""
+    from dlperf.predict import gpus
+    from dlperf.spec import suggest
+    from dlperf.workloads import BUILTIN
+    from dlperf.workloads.user import looks_like_source
+
+    name = opts.workload
+    if "," in name or not (looks_like_source(name) or name.lower() in BUILTIN):
+        raise UsageError(f"unknown workload {name!r}{suggest(name, BUILTIN)}: one built-in name (dlperf list) or a "
+                         "user's file.py:factory")  # fmt: skip
+    if opts.mode not in MODES:
+        raise UsageError(f"--mode {opts.mode!r}: expected {', '.join(MODES)} (a CPU mode the GPU predictor knows)")
+    if opts.repeats < 1:
+        raise UsageError("--repeats must be at least 1")
+    return gpus.parse_gpus(",".join(opts.gpus))
+
+
+def crossover(
+    opts: Options,
+    db: str | None = None,
+    *,
+    argv: list[str] | None = None,
+    progress_factory: Callable | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> Result:
+    """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer."""
+    from dlperf.predict import count, roofline
+
+    db = db or default_db()
+    chosen = check(opts)
+    spec = api.make_spec(
+        [opts.workload],
+        devices=["cpu"],
+        threads=None if opts.threads is None else [opts.threads],
+        modes=[opts.mode],
+        repeats=opts.repeats,
+        timeout=opts.timeout,
+        loss_check=False,
+        timer=opts.timer,
+    )
+    plan = api.make_plan(spec)
+    for warning in plan.warnings:
+        (warn or api.warn_stderr)(warning)
+    workload = Workload.from_json(plan.workloads[plan.cells[0].key])
+    user_batch = opts.batch or workload.batch
+    batches = batches_for(user_batch, opts.batches, opts.max_batch)
+    counted = count.counts([(count.at(workload, b), opts.mode) for b in batches], opts.count_timeout)
+    store = Store.open(db, create=True)
+    try:
+        fingerprint = envinfo.fingerprint(plan.env)
+        run_id = store.create_run(spec.to_json(), plan.env, fingerprint, argv or ["dlperf", *sys.argv[1:]], [])
+        ctx = SweepContext(store, run_id, spec, {}, plan.cores)
+        runner = _Runner(ctx, workload, progress_factory or _progress)
+        notes: list[str] = []
+        try:
+            threads = opts.threads
+            if threads is None:
+                threads = runner.best_threads([c.threads for c in plan.cells], user_batch)
+                notes.append(
+                    f"threads: {threads}, the fastest of {', '.join(str(c.threads) for c in plan.cells)} at "
+                    f"batch {user_batch}"
+                )
+            runner.measure([(b, threads) for b in batches if (b, threads) not in runner.cells], last=True)
+        except Interrupted:
+            notes.append("interrupted: the answer below is what was measured before the interrupt")
+            return Result(run_id, _answer(store, run_id), ExitCode.INTERRUPTED, notes)
+        except NoCpuStep as exc:
+            store.set_run_status(run_id, "complete")
+            return Result(run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
+        rows = []
+        for n in counted:
+            key = runner.cells.get((n.batch, threads))
+            for gpu in chosen:
+                p = roofline.predict(n, gpu, transfer=True)
+                rows.append(
+                    {
+                        "cell_key": key,
+                        "gpu": gpu.name,
+                        "mode": p.mode,
+                        "batch": p.batch,
+                        "step_s": p.step_s,
+                        "device_s": p.device_s,
+                        "transfer_s": p.transfer_s,
+                        "bound": p.bound,
+                        "detail": {view.KIND: {"user_batch": user_batch}, "kernels": p.kernels, "parts": p.parts},
+                    }
+                )
+        store.record_predictions(run_id, rows)
+        answer = _answer(store, run_id)
+        failed = any(not c.ok for c in store.cells(run_id))
+        for gpu in chosen:
+            _, unit = gpu.peak(opts.mode, tensor=False)
+            if opts.mode != "fp32" and not unit.startswith(opts.mode):
+                notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} "
+                             "rate")  # fmt: skip
+        if user_batch not in batches:
+            notes.append(f"your batch {user_batch} was not measured: add it to --batches for the speed-up there")
+        return Result(run_id, answer, ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
+    finally:
+        store.close()
+
+
+class NoCpuStep(Exception):
+    """The user's batch measured at no thread count: there is nothing to choose the others' count from."""
+
+
+class _Runner:
+    """Adds a batch's cell to the run and measures it."""
+
+    def __init__(self, ctx: SweepContext, workload: Workload, progress_factory: Callable) -> None:
+        self.ctx, self.workload, self.progress_factory = ctx, workload, progress_factory
+        self.cells: dict[tuple[int, int], str] = {}  # (batch, threads) -> cell key
+
+    def measure(self, pairs: list[tuple[int, int]], *, last: bool) -> None:
+        """Each (batch, threads) a new cell of the run, measured; `last`: the run is complete after them."""
+        new = []
+        for b, threads in pairs:
+            w = replace(self.workload, name=view.variant_name(self.workload.name, b), batch=b)
+            cell = Cell(w.name, "torch", "cpu", threads, self.ctx.spec.modes[0])
+            self.ctx.workloads[cell.key] = w.to_json()
+            self.cells[(b, threads)] = cell.key
+            new.append(cell)
+        self.ctx.store.add_cells(
+            self.ctx.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.ctx.workloads[c.key]} for c in new]
+        )
+        tasks = schedule(new, self.ctx.spec.repeats)
+        with self.progress_factory(len(tasks)) as progress:
+            execute(self.ctx, tasks, progress, last=last)
+
+    def best_threads(self, counts: list[int], batch: int) -> int:
+        """Measure `batch` at each thread count; the fastest count."""
+        self.measure([(batch, t) for t in counts], last=False)
+        keys = {self.cells[(batch, t)]: t for t in counts}
+        measured = [c for c in self.ctx.store.cells(self.ctx.run_id) if c.key in keys and c.ok and c.median_s]
+        if not measured:
+            errors = "; ".join(sorted({c.error or c.status.value for c in self.ctx.store.cells(self.ctx.run_id)}))
+            raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
+        return keys[min(measured, key=lambda c: c.median_s).key]
+
+
+def _progress(total: int):
+    from dlperf.progress import Progress
+
+    return Progress(total=total)
+
+
+def _answer(store: Store, run_id: int) -> view.Crossover | None:
+    found = view.read(store, [run_id])
+    return found[0] if found else None
+
+
+def paper(timeout: float = 1800.0) -> list[view.PaperRow]:
+    """The paper's seven networks at their batch, predicted on its GTX 1080 in fp32 with no copy (its synthetic data
+    was made on the GPU), beside its own GTX 1080 figures. No CPU run."""
+    from dlperf.predict import count, gpus, roofline
+    from dlperf.workloads import SUITE
+
+    gpu = gpus.lookup(view.PAPER_GPU)
+    counted = count.counts([(w, "fp32") for w in SUITE], timeout)
+    predicted = [roofline.predict(n, gpu, transfer=False) for n in counted]
+    return view.paper_rows(
+        [(w.name, w.paper, w.batch, p.step_s, p.bound) for w, p in zip(SUITE, predicted, strict=True)]
+    )

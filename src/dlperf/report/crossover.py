@@ -1,0 +1,300 @@
+"""When a GPU pays: a `dlperf crossover` run's measured CPU steps, batch by batch, against the GPU steps predicted
+beside them (`predictions` rows on its CPU cells) or measured (a CUDA cell of the same workload and batch, from a GPU
+machine's run merged into the store). Pure functions of store records; `read` gathers them from a store.
+
+The GPU step includes the batch's copy over the host link: on a GPU a real step waits for its inputs, while the CPU
+reads them where they already are. A measured CUDA cell of `dlperf run` trains on a batch made on the device, so its
+copy is added from the prediction of the same GPU and batch (the host link's figure) when one is stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dlperf.errors import UnreadableRow
+from dlperf.report.charts import Chart, Point, Series
+from dlperf.report.format import seconds
+from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
+
+KIND = "crossover"  # a prediction's detail names the run that set it against its CPU cell
+
+
+def variant_name(workload: str, batch: int) -> str:
+    """The name of a workload at another batch: cells are keyed by workload name."""
+    return f"{workload}@b{batch}"
+
+
+def base_name(workload: str) -> str:
+    """`tiny-fcn-r@b8` -> `tiny-fcn-r`; a plain name as it is."""
+    head, sep, tail = workload.rpartition("@b")
+    return head if sep and tail.isdigit() else workload
+
+
+@dataclass(frozen=True)
+class GpuStep:
+    gpu: str
+    step_s: float  # the device's step plus the batch's copy over the host link
+    measured: bool
+    bound: str = ""  # a prediction's: compute, memory or launch
+    transfer_s: float = 0.0
+
+
+@dataclass
+class Row:
+    batch: int
+    cpu: CellRecord | None  # the fastest measured CPU cell at this batch
+    gpus: dict[str, GpuStep] = field(default_factory=dict)
+
+    def speedup(self, gpu: str) -> float | None:
+        """How many times faster the GPU's step is than the CPU's (<1: slower)."""
+        step = self.gpus.get(gpu)
+        return self.cpu.median_s / step.step_s if step and self.cpu and self.cpu.median_s and step.step_s else None
+
+
+@dataclass
+class Crossover:
+    run_id: int
+    workload: str
+    mode: str
+    user_batch: int
+    gpus: list[str]
+    rows: list[Row]
+
+    def pays_from(self, gpu: str) -> int | None:
+        return pays_from([(r.batch, r.cpu.median_s, r.gpus[gpu].step_s) for r in self.rows if _both(r, gpu)])
+
+    def largest(self, gpu: str) -> int | None:
+        return max((r.batch for r in self.rows if _both(r, gpu)), default=None)
+
+    def lines(self) -> list[str]:
+        """The answer, one line per GPU and a line for the user's batch."""
+        out = []
+        at = next((r for r in self.rows if r.batch == self.user_batch), None)
+        for gpu in self.gpus:
+            largest = self.largest(gpu)
+            if largest is None:
+                out.append(f"{gpu}: no batch has both a CPU and a GPU step")
+                continue
+            start = self.pays_from(gpu)
+            paid = [r.batch for r in self.rows if _both(r, gpu) and r.speedup(gpu) > 1]
+            if start is not None:
+                out.append(f"{gpu}: the GPU pays from batch {start}")
+            elif paid:
+                out.append(
+                    f"{gpu}: the GPU does not pay at batch {largest}, the largest measured (it did at "
+                    f"{', '.join(map(str, paid))})"
+                )
+            else:
+                out.append(f"{gpu}: the GPU never pays up to batch {largest}")
+            ratio = at.speedup(gpu) if at else None
+            if ratio is not None:
+                faster = f"{ratio:.1f} times faster" if ratio >= 1 else f"{1 / ratio:.1f} times slower"
+                out.append(f"{gpu}: at your batch {self.user_batch}: GPU {faster}")
+        return out
+
+
+def _both(row: Row, gpu: str) -> bool:
+    return row.speedup(gpu) is not None
+
+
+def pays_from(points: list[tuple[int, float, float]]) -> int | None:
+    """(batch, CPU step, GPU step) -> the smallest batch from which the GPU's step is below the CPU's at every larger
+    batch; None when it is not below at the largest. A GPU that pays at small batches, stops, and pays again pays
+    "from" the batch after which it always does."""
+    start = None
+    for batch, cpu_s, gpu_s in sorted(points, reverse=True):
+        if gpu_s >= cpu_s:
+            break
+        start = batch
+    return start
+
+
+def build(
+    run: RunRecord,
+    cells: list[CellRecord],
+    predictions: dict[str, list[PredictionRecord]],
+    measured: list[tuple[str, CellRecord]] = (),
+) -> Crossover | None:
+    """A crossover run's answer; None when `run` is not one (no prediction of its names a crossover). `measured`:
+    (GPU name, CUDA cell) from any run, used at their batch in place of a prediction of the same GPU."""
+    by_key = {c.key: c for c in cells}
+    mine = [p for ps in predictions.values() for p in ps if (p.detail.get(KIND) and p.cell_key in by_key)]
+    if not mine:
+        return None
+    first = by_key[mine[0].cell_key]
+    workload, mode, user_batch = base_name(first.workload), first.mode, int(mine[0].detail[KIND]["user_batch"])
+    rows: dict[int, Row] = {}
+    for c in cells:
+        if c.device != "cpu" or c.batch is None or base_name(c.workload) != workload or c.mode != mode:
+            continue
+        row = rows.setdefault(c.batch, Row(c.batch, None))
+        if c.ok and c.median_s and (row.cpu is None or c.median_s < row.cpu.median_s):
+            row.cpu = c
+    gpus: list[str] = []
+    for p in mine:
+        row = rows.get(by_key[p.cell_key].batch)
+        if row is not None:
+            row.gpus[p.gpu] = GpuStep(p.gpu, p.step_s, False, p.bound, p.transfer_s)
+            gpus.append(p.gpu)
+    for gpu, cell in measured:
+        if base_name(cell.workload) != workload or cell.mode != mode or not (cell.ok and cell.median_s):
+            continue
+        row = rows.get(cell.batch)
+        if row is None:
+            continue
+        predicted = row.gpus.get(gpu)
+        transfer = predicted.transfer_s if predicted else 0.0
+        row.gpus[gpu] = GpuStep(gpu, cell.median_s + transfer, True, "", transfer)
+        gpus.append(gpu)
+    return Crossover(
+        run.id, workload, mode, user_batch, list(dict.fromkeys(gpus)), sorted(rows.values(), key=lambda r: r.batch)
+    )
+
+
+def table_rows(x: Crossover) -> tuple[list[str], list[list[str]]]:
+    """The answer's table: batch | CPU step (threads) | each GPU's step, predicted or measured | speed-up."""
+    head = ["batch", "CPU (threads)"]
+    for gpu in x.gpus:
+        head += [gpu, "speed-up"]
+    rows = []
+    for r in x.rows:
+        line = [str(r.batch), f"{seconds(r.cpu.median_s)} ({r.cpu.threads})" if r.cpu else "-"]
+        for gpu in x.gpus:
+            step, ratio = r.gpus.get(gpu), r.speedup(gpu)
+            line.append(f"{seconds(step.step_s)} {'measured' if step.measured else 'predicted'}" if step else "-")
+            line.append(f"{ratio:.2f}x" if ratio is not None else "-")
+        rows.append(line)
+    return head, rows
+
+
+def chart(x: Crossover) -> Chart:
+    """Step time against batch size, log-log: the CPU measured, each GPU predicted (dashed) or measured, and the
+    batch from which each GPU pays marked."""
+    series = [
+        Series(
+            "CPU, measured",
+            [
+                Point(
+                    r.batch,
+                    r.cpu.median_s,
+                    tip=f"batch {r.batch}: CPU {seconds(r.cpu.median_s)} at {r.cpu.threads} threads",
+                )
+                for r in x.rows
+                if r.cpu
+            ],
+        )
+    ]
+    for gpu in x.gpus:
+        for measured in (False, True):
+            points = [
+                Point(
+                    r.batch,
+                    s.step_s,
+                    tip=f"batch {r.batch}: {gpu} {seconds(s.step_s)} "
+                    f"{'measured' if measured else 'predicted, ' + s.bound + '-bound'}, with the batch's copy",
+                )
+                for r in x.rows
+                if (s := r.gpus.get(gpu)) and s.measured == measured
+            ]
+            if points:
+                series.append(Series(f"{gpu}, {'measured' if measured else 'predicted'}", points, dashed=not measured))
+    marks = {f"{gpu} pays from {b}": float(b) for gpu in x.gpus if (b := x.pays_from(gpu)) is not None}
+    return Chart(
+        f"crossover-{x.run_id}",
+        "lines",
+        f"{x.workload} ({x.mode}): CPU against GPU by batch",
+        "batch size",
+        "seconds per step",
+        series,
+        log_x=True,
+        log_y=True,
+        marks=marks,
+        caption="the CPU measured at its fastest thread count; GPU steps include the batch's copy over the host link; "
+        "dashed: predicted from the GPU's published figures",
+    )
+
+
+def read(store, run_ids: list[int], unreadable: Callable[[UnreadableRow], None] | None = None) -> list[Crossover]:
+    """The crossovers among `run_ids`, each with the CUDA cells of every run in `store` that measured its workload. A
+    cell row that no longer decodes is left out (the views name those already); a run whose predictions no longer
+    decode is no crossover, its fault handed to `unreadable` when given."""
+    from dlperf.predict.gpus import for_device
+
+    skip = unreadable or (lambda fault: None)
+    measured: list[tuple[str, CellRecord]] = []
+    for run in store.runs():
+        names = {d.get("name"): d.get("model") for fw in (run.env.get("frameworks") or {}).values()
+                 for d in fw.get("devices", [])}  # fmt: skip
+        for c in store.cells(run.id, unreadable=lambda fault: None):
+            if c.device.startswith("cuda") and not c.nproc and not c.loader:
+                model = names.get(c.device) or c.device
+                gpu = for_device(model)
+                measured.append((gpu.name if gpu else model, c))
+    found = []
+    for run_id in run_ids:
+        try:
+            predictions = store.predictions(run_id)
+        except UnreadableRow as fault:
+            skip(fault)
+            continue
+        x = build(store.run(run_id), store.cells(run_id, unreadable=lambda fault: None), predictions, measured)
+        if x is not None:
+            found.append(x)
+    return found
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The paper's check: the predictor's GTX 1080 against Shi et al.'s own GTX 1080 figures
+
+PAPER_GPU = "GTX 1080"
+PAPER_NOTE = (
+    "the paper's figures are 2016 software (CUDA 8, cuDNN 5.1, the frameworks of then) on its GTX 1080; the "
+    "prediction is a model fitted on later measurements, with the batch already on the GPU (the paper's synthetic "
+    "data): expect the two to differ by more than the predictor's error"
+)
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    network: str  # the paper's name
+    workload: str
+    batch: int
+    predicted_s: float
+    bound: str
+    tools: dict[str, float]  # tool -> the paper's GTX 1080 seconds per mini-batch
+
+    @property
+    def best(self) -> tuple[str, float] | None:
+        return min(self.tools.items(), key=lambda kv: kv[1]) if self.tools else None
+
+    @property
+    def ratio(self) -> float | None:
+        """The paper's best over the prediction: >1, the prediction is faster."""
+        best = self.best
+        return best[1] / self.predicted_s if best else None
+
+
+def paper_rows(predicted: list[tuple[str, str, int, float, str]]) -> list[PaperRow]:
+    """(workload, paper network, batch, predicted seconds, bound) -> each beside the paper's GTX 1080 column, one
+    figure per tool (a tool the paper has no figure for is left out)."""
+    from dlperf.report.paper import table7
+
+    rows = []
+    for workload, network, batch, seconds_, bound in predicted:
+        tools = {r["tool"]: float(r["gtx1080"]) for r in table7() if r["network"] == network and r["gtx1080"]}
+        rows.append(PaperRow(network, workload, batch, seconds_, bound, tools))
+    return rows
+
+
+def paper_table(rows: list[PaperRow]) -> tuple[list[str], list[list[str]]]:
+    head = ["network", "batch", "predicted", "bound", "paper best", "paper range", "paper/predicted"]
+    out = []
+    for r in rows:
+        best = r.best
+        spread = f"{seconds(min(r.tools.values()))} to {seconds(max(r.tools.values()))}" if r.tools else "-"
+        out.append([
+            r.network, str(r.batch), seconds(r.predicted_s), r.bound, f"{seconds(best[1])} {best[0]}" if best else "-",
+            spread, f"{r.ratio:.2f}" if r.ratio else "-",
+        ])  # fmt: skip
+    return head, out

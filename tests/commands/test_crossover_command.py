@@ -1,0 +1,71 @@
+"""`dlperf crossover` through the command line: a tiny workload measured at two batches and stored with its GPU
+predictions, the answer printed; the paper's check; bad input as one line before anything runs."""
+
+from __future__ import annotations
+
+import re
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import dlperf, one_line_error
+from dlperf.report import crossover
+from dlperf.store import Store
+from dlperf.workloads import BUILTIN
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["tiny-fcn-r", "--gpu", "Z9000"], "unknown GPU"),
+        (["tiny-fcn-r", "--gpu", "T4,H100-SXM9"], "H100-SXM9"),
+        (["tiny-fcn-r", "--batches", "0"], "--batches"),
+        (["no-such-net"], "unknown workload 'no-such-net'"),
+        (["tiny-fcn-r", "--mode", "tf32"], "--mode"),
+        (["tiny-fcn-r", "--paper"], "--paper"),
+        (["tiny-fcn-r", "--plot", "x.gif"], "--plot"),
+        ([], "WORKLOAD"),
+    ],
+)
+def test_bad_input_is_one_line_and_stores_nothing(tmp_path, capsys, args, fragment):
+    from dlperf.cli import main
+
+    db = tmp_path / "d.db"
+    code = main(["crossover", *args, "--db", str(db)])
+    one_line_error(SimpleNamespace(returncode=code, stderr=capsys.readouterr().err), fragment)
+    assert not db.exists()
+
+
+def test_a_crossover_is_measured_stored_and_answered(tmp_path):
+    db, png = tmp_path / "d.db", tmp_path / "x.png"
+    proc = dlperf("crossover", "tiny-fcn-r", "--batches", "1,8", "--threads", "1", "--gpu", "T4", "--plot", str(png),
+                  "--min-steps", "3", "--min-time", "0.1", "--max-time", "2", db=db, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    store = Store.open(db, create=False)
+    [run] = store.runs()
+    cells = store.cells(run.id)
+    assert sorted((c.workload, c.batch, c.threads) for c in cells) == [("tiny-fcn-r@b1", 1, 1), ("tiny-fcn-r@b8", 8, 1)]
+    assert all(c.ok and c.median_s for c in cells)
+    predictions = store.predictions(run.id)
+    assert sorted(p.batch for ps in predictions.values() for p in ps) == [1, 8]
+    assert all(p.gpu == "T4" and p.transfer_s > 0 for ps in predictions.values() for p in ps)
+    [x] = crossover.read(store, [run.id])
+    assert [r.batch for r in x.rows] == [1, 8] and x.gpus == ["T4"]
+    out = " ".join(proc.stdout.split())
+    assert "T4: the GPU " in out and ("pays from batch" in out or "never pays up to batch 8" in out)
+    assert f"your batch {BUILTIN['tiny-fcn-r'].batch} was not measured" in out  # not among --batches
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = dlperf("table", db=db, timeout=60)
+    assert table.returncode == 0 and "tiny-fcn-r@b8" in table.stdout, table.stderr
+
+
+def test_the_paper_check_sets_seven_predictions_beside_the_papers_gtx_1080(tmp_path):
+    proc = dlperf("crossover", "--paper", timeout=300, cwd=tmp_path, env={"COLUMNS": "200"})  # a row a line
+    assert proc.returncode == 0, proc.stderr
+    networks = ("FCN-S", "AlexNet-S", "ResNet-50", "FCN-R", "AlexNet-R", "ResNet-56", "LSTM")
+    rows = {w[1]: line for line in proc.stdout.splitlines() if (w := line.split())[1:2] and w[1] in networks}
+    assert list(rows) == list(networks), proc.stdout
+    for line in rows.values():  # the prediction, the paper's best and its range's two ends
+        assert len(re.findall(r"\d (?:ms|s|µs)\b", line)) == 4, line
+    assert "CUDA 8, cuDNN 5.1" in " ".join(proc.stdout.split())
+    assert not list(tmp_path.iterdir())  # no store: nothing was measured

@@ -1,0 +1,132 @@
+"""The crossover view: from which batch a GPU pays, a measured CUDA cell preferred over a prediction, the figure and
+the report's section; store rows built by hand (the figures are made up, no framework runs)."""
+
+from __future__ import annotations
+
+from dlperf.envinfo import fingerprint
+from dlperf.report import crossover, figures
+from dlperf.report.crossover import pays_from
+from dlperf.report.html import render
+from dlperf.report.load import load
+from dlperf.store import Store
+
+ENV = {"cores": {"cores": 2}, "cpu": {"model": "Test CPU"}, "frameworks": {"torch": {"version": "2.13.0"}}}
+GPU_ENV = {**ENV, "frameworks": {"torch": {"version": "2.13.0", "devices": [{"name": "cuda:0", "model": "Tesla T4"}]}}}
+
+
+def test_the_gpu_pays_from_the_smallest_batch_after_which_it_is_always_faster():
+    assert pays_from([(1, 1.0, 2.0), (8, 2.0, 1.5), (64, 9.0, 2.0)]) == 8
+    assert pays_from([(64, 9.0, 2.0), (1, 1.0, 0.5), (8, 2.0, 1.5)]) == 1  # in any order
+    assert pays_from([(1, 1.0, 2.0), (8, 2.0, 3.0), (64, 3.0, 4.0)]) is None  # never
+    # pays at 1, stops at 8, pays again from 64: "from 64"
+    assert pays_from([(1, 1.0, 0.5), (8, 2.0, 2.5), (64, 9.0, 2.0), (128, 20.0, 3.0)]) == 64
+    assert pays_from([(1, 1.0, 0.5), (8, 2.0, 2.5)]) is None  # paid, but not at the largest
+    assert pays_from([(8, 2.0, 2.0)]) is None  # as fast is not faster
+
+
+def cell(batch: int, threads: int = 1, device: str = "cpu", name: str | None = None) -> dict:
+    workload = name or crossover.variant_name("tiny-fcn-r", batch)
+    return {"key": f"{workload}|torch|{device}|{threads}|fp32", "workload": workload, "framework": "torch",
+            "device": device, "threads": threads, "mode": "fp32", "workload_json": {"batch": batch}}  # fmt: skip
+
+
+def measure(store: Store, run_id: int, c: dict, median_s: float) -> None:
+    m = {"status": "ok", "samples": [median_s] * 3, "detail": {}}
+    store.record(run_id, c["key"], 0, m, {"status": "ok", "median_s": median_s, "n": 3, "extra": {}})
+
+
+def prediction(c: dict, gpu: str, step_s: float, user_batch: int = 8) -> dict:
+    return {"cell_key": c["key"], "gpu": gpu, "mode": "fp32", "batch": c["workload_json"]["batch"], "step_s": step_s,
+            "device_s": step_s * 0.9, "transfer_s": step_s * 0.1, "bound": "launch",
+            "detail": {crossover.KIND: {"user_batch": user_batch}}}  # fmt: skip
+
+
+def crossover_run(path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: str = "T4") -> tuple[Store, int]:
+    """A crossover run: CPU cells at each batch (two thread counts at batch 8, the user's), predictions beside them."""
+    store = Store.open(path, create=True)
+    cells = {b: cell(b) for b in cpu}
+    slower = cell(8, threads=2)
+    run_id = store.create_run({"workloads": ["tiny-fcn-r"]}, ENV, fingerprint(ENV), ["dlperf", "crossover"],
+                              [*cells.values(), slower])  # fmt: skip
+    for b, c in cells.items():
+        measure(store, run_id, c, cpu[b])
+    measure(store, run_id, slower, cpu[8] * 3)
+    store.record_predictions(run_id, [prediction(cells[b], gpu_name, s) for b, s in gpu.items()])
+    store.set_run_status(run_id, "complete")
+    return store, run_id
+
+
+def test_a_crossover_run_reads_back_with_its_answer(tmp_path):
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004, 64: 0.03}, {1: 0.002, 8: 0.003, 64: 0.004})
+    [x] = crossover.read(store, [run_id])
+    assert (x.workload, x.user_batch, x.gpus) == ("tiny-fcn-r", 8, ["T4"])
+    assert [r.batch for r in x.rows] == [1, 8, 64]
+    assert x.rows[1].cpu.threads == 1  # the faster of the two thread counts at batch 8
+    assert x.pays_from("T4") == 8
+    lines = x.lines()
+    assert lines == ["T4: the GPU pays from batch 8", "T4: at your batch 8: GPU 1.3 times faster"]
+    assert not x.rows[0].gpus["T4"].measured
+
+
+def test_a_run_without_crossover_predictions_is_no_crossover(tmp_path):
+    store = Store.open(tmp_path / "d.db", create=True)
+    c = cell(8)
+    run_id = store.create_run({}, ENV, fingerprint(ENV), ["dlperf", "run"], [c])
+    measure(store, run_id, c, 0.01)
+    plain = prediction(c, "T4", 0.001)
+    plain["detail"] = {}  # a GPU run's own prediction, not set against a CPU by crossover
+    store.record_predictions(run_id, [plain])
+    assert crossover.read(store, [run_id]) == []
+
+
+def test_a_measured_cuda_cell_is_preferred_over_the_prediction(tmp_path):
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003})
+    # a GPU machine's run merged in: the workload at batch 8 measured on a T4, slower than predicted
+    cuda = cell(8, device="cuda:0", name="tiny-fcn-r")
+    gpu_run = store.create_run({}, GPU_ENV, fingerprint(GPU_ENV), ["dlperf", "run"], [cuda])
+    measure(store, gpu_run, cuda, 0.005)
+    [x] = crossover.read(store, [run_id])
+    step = x.rows[1].gpus["T4"]
+    assert step.measured and abs(step.step_s - (0.005 + 0.0003)) < 1e-12  # the measured step plus the predicted copy
+    assert not x.rows[0].gpus["T4"].measured  # batch 1 has no CUDA cell: still predicted
+    assert x.pays_from("T4") is None
+    assert "T4: at your batch 8: GPU 1.3 times slower" in x.lines()
+    head, rows = crossover.table_rows(x)
+    assert head[2:] == ["T4", "speed-up"] and rows[1][2].endswith("measured") and rows[0][2].endswith("predicted")
+
+
+def test_the_figure_is_written_and_the_report_has_the_section(tmp_path):
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004, 64: 0.03}, {1: 0.002, 8: 0.003, 64: 0.004})
+    store.close()
+    data = load(str(tmp_path / "d.db"))
+    [x] = data.crossovers
+    chart = crossover.chart(x)
+    assert chart.log_x and chart.log_y and chart.marks == {"T4 pays from 8": 8.0}
+    assert [(s.label, s.dashed) for s in chart.series] == [("CPU, measured", False), ("T4, predicted", True)]
+    png = tmp_path / "x.png"
+    figures.save([chart], png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = render(data)
+    assert '<section id="crossover">' in page and "T4: the GPU pays from batch 8" in page
+    assert f'id="chart-crossover-{run_id}"' in page
+
+
+def test_the_paper_rows_show_the_best_tool_and_the_range():
+    [row] = crossover.paper_rows([("fcn-s", "FCN-S", 64, 0.02, "compute")])
+    assert row.best == ("Caffe", 0.030) and min(row.tools.values()) == 0.030 and len(row.tools) >= 4
+    head, [text] = crossover.paper_table([row])
+    assert head[2] == "predicted" and text[0] == "FCN-S" and text[4] == "30.0 ms Caffe"
+    assert text[5].startswith("30.0 ms to ") and text[6] == "1.50"
+
+
+def test_a_damaged_prediction_row_leaves_the_report_without_the_crossover_and_says_so(tmp_path):
+    db = tmp_path / "d.db"
+    store, _ = crossover_run(db, {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003})
+    store.close()
+    text = b'{"crossover": {"user_batch": 8}}'
+    data = db.read_bytes()
+    assert data.count(text) == 2  # each prediction's detail, as a bad sector would garble it
+    db.write_bytes(data.replace(text, b"\x00garbled" + text[8:], 1))
+    loaded = load(str(db))
+    assert loaded.crossovers == [] and any("prediction" in str(f) for f in loaded.unreadable)
+    assert '<section id="crossover">' not in render(loaded)
