@@ -118,7 +118,7 @@ def crossover(
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
     user_batch = opts.batch or workload.batch
     batches = batches_for(user_batch, opts.batches, opts.max_batch)
-    counted = count.counts([(count.at(workload, b), opts.mode) for b in batches], opts.count_timeout)
+    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.count_timeout)
     store = Store.open(db, create=True)
     try:
         fingerprint = envinfo.fingerprint(plan.env)
@@ -230,7 +230,7 @@ def paper(timeout: float = 1800.0) -> list[view.PaperRow]:
     from dlperf.workloads import SUITE
 
     gpu = gpus.lookup(view.PAPER_GPU)
-    counted = count.counts([(w, "fp32") for w in SUITE], timeout)
+    counted = count.counted([(w, "fp32") for w in SUITE], timeout)
     predicted = [roofline.predict(n, gpu, transfer=False) for n in counted]
     return view.paper_rows(
         [(w.name, w.paper, w.batch, p.step_s, p.bound) for w, p in zip(SUITE, predicted, strict=True)]
