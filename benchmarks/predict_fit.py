@@ -108,6 +108,7 @@ def main() -> None:
         ("generation", lambda r: r.case.gpu.generation),
         ("family", lambda r: r.case.family),
         ("mode", lambda r: r.case.mode),
+        ("family and mode", lambda r: f"{r.case.family} {r.case.mode}"),
     ):
         print(f"\nby {title}\n" + "\n".join(header + table(results, by)))
     # Leave one generation out: fit on the others, predict it.
