@@ -37,13 +37,15 @@ class FCN(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in pairwise(widths))
         self.activation = ACTIVATIONS[activation]
-        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        # No module at all without dropout: the paper's networks keep the modules a profile lists.
+        self.dropout = nn.Dropout(dropout) if dropout else None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (B, widths[0])
         for i, layer in enumerate(self.layers):
             x = layer(x)
             if i < len(self.layers) - 1:
-                x = self.dropout(self.activation(x))
+                x = self.activation(x)
+                x = self.dropout(x) if self.dropout is not None else x
         return x  # (B, widths[-1])
 
 
