@@ -21,6 +21,7 @@ from dlperf.loaders import DATA_SYNTHETIC, oversubscribed, parse_loaders, settin
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import mode_components
+from dlperf.predict import cells as gpu_predictions
 from dlperf.protocol import Cell
 from dlperf.report.format import terminal
 from dlperf.runner import estimate as runner_estimate
@@ -389,6 +390,11 @@ def run(
             argv or sys.argv,
             [{"key": c.key, **c.to_json(), "workload_json": plan.workloads[c.key]} for c in plan.cells],
         )
+        rows, notes = gpu_predictions.predictions(plan.cells, plan.workloads, plan.env)
+        for note in notes:
+            (warn or warn_stderr)(note)
+        if rows:  # before any cell runs: what a crash mid-run leaves still has them
+            store.record_predictions(run_id, rows)
         ctx = SweepContext(store, run_id, spec, plan.workloads, plan.cores)
         return _execute(ctx, plan.tasks, plan, progress)
     finally:

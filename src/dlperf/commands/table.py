@@ -33,7 +33,7 @@ def print_table(
 ) -> list:
     """Print the view (`explain`: with each profiled cell's verdict); returns the cells left out because their stored
     rows no longer decode (UnreadableRow)."""
-    from dlperf.report import profile, table
+    from dlperf.report import predicted, profile, table
     from dlperf.report.format import terminal
     from dlperf.report.utilization import attach_utilization
     from dlperf.spec import parse_modes
@@ -52,6 +52,7 @@ def print_table(
         samples = _samples(store, run.id, cells, faults) if best else {}
         attach_utilization(store, run.fingerprint, cells)
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
+        predictions = store.predictions(run.id)
     finally:
         store.close()
     if best:
@@ -61,6 +62,8 @@ def print_table(
     if fmt == "text":
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
         print_pipeline(view.pipeline)
+        if lines := predicted.lines(cells, predictions):
+            print_rich("", lines)
         return faults
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}
     text = renderers[fmt](view)

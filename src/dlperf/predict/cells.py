@@ -1,0 +1,70 @@
+"""A run's GPU cells predicted for their own GPU, so the store keeps the prediction beside the measurement.
+
+Each CUDA cell of one plain process whose device is in the GPU table gets one prediction (roofline.py) at its
+workload's batch and its mode's precision, with no copy for a cell fed on the device (dlperf's synthetic batch) and
+the host copy for a loader cell. The techniques a mode adds to its precision (compile, channels-last, CUDA graphs,
+checkpointing, fused optimizers) are not modelled: such a cell is predicted as its plain precision, and says so.
+A count that fails never fails the run: the run goes on without predictions, with a warning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from dlperf.errors import UsageError
+from dlperf.modes import PRECISIONS, mode_components
+from dlperf.predict import count, gpus, roofline
+from dlperf.protocol import Cell
+from dlperf.workloads.base import Workload
+
+
+def device_models(env: dict[str, Any]) -> dict[str, str]:
+    """Device name ("cuda:0") -> what CUDA calls it ("NVIDIA H100 80GB HBM3"), from the run's environment."""
+    frameworks = env.get("frameworks") or {}
+    return {d["name"]: d["model"] for fw in frameworks.values() for d in fw.get("devices", []) if d.get("model")}
+
+
+def chosen(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]):
+    """(cell, workload, GPU, precision) of each cell to predict, and the warnings about those that cannot be."""
+    models, picked, warnings, unknown = device_models(env), [], [], set()
+    for cell in cells:
+        if not cell.device.startswith("cuda") or cell.nproc or cell.device not in models:
+            continue
+        gpu = gpus.for_device(models[cell.device])
+        if gpu is None:
+            unknown.add(models[cell.device])
+            continue
+        precision = next(p.value for p in mode_components(cell.mode) if p in PRECISIONS)
+        picked.append((cell, Workload.from_json(workloads[cell.key]), gpu, precision))
+    for model in sorted(unknown):
+        warnings.append(f"no prediction for {model}: it is not in dlperf's GPU table (dlperf predict --list-gpus)")
+    return picked, warnings
+
+
+def predictions(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]) -> tuple[list[dict], list[str]]:
+    """The rows `Store.record_predictions` takes for the run's GPU cells, and the warnings to show."""
+    picked, warnings = chosen(cells, workloads, env)
+    if not picked:
+        return [], warnings
+    try:
+        found = count.counts([(w, precision) for _, w, _, precision in picked])
+    except UsageError as e:
+        return [], [*warnings, f"no predictions: the operator count failed ({e}); the run goes on without them"]
+    rows = []
+    for (cell, w, gpu, precision), n in zip(picked, found, strict=True):
+        if isinstance(n, str):
+            warnings.append(f"no prediction for {cell.key}: its operators cannot be counted ({n})")
+            continue
+        p = roofline.predict(n, gpu, transfer=bool(cell.loader))
+        extra = [c.value for c in mode_components(cell.mode) if c not in PRECISIONS]
+        detail = {
+            "parts": p.parts, "kernels": p.kernels, "efficiency": asdict(roofline.EFFICIENCY),
+            "uncertainty": roofline.uncertainty(), "modelled_as": precision,
+            "not_modelled": extra,
+        }  # fmt: skip
+        rows.append({
+            "cell_key": cell.key, "gpu": gpu.name, "mode": precision, "batch": w.batch, "step_s": p.step_s,
+            "device_s": p.device_s, "transfer_s": p.transfer_s, "bound": p.bound, "detail": detail,
+        })  # fmt: skip
+    return rows, warnings

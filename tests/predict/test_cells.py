@@ -1,0 +1,89 @@
+"""A run's GPU cells predicted for their own GPU (predict/cells.py); the table's measured against predicted."""
+
+import pytest
+
+from conftest import dlperf
+from dlperf.errors import UsageError
+from dlperf.predict import cells as gpu_predictions
+from dlperf.predict import count
+from dlperf.predict.ops import Count, Op
+from dlperf.protocol import Cell
+from dlperf.store import Store
+from dlperf.workloads import BUILTIN
+
+W = BUILTIN["tiny-fcn-r"]
+
+
+def env(model="NVIDIA H100 80GB HBM3"):
+    devices = [{"name": "cpu"}, {"name": "cuda:0", "model": model, "capability": "9.0"}]
+    return {"frameworks": {"torch": {"devices": devices}}}
+
+
+CELLS = [
+    Cell(W.name, "torch", "cuda:0", 1, "fp32"),
+    Cell(W.name, "torch", "cuda:0", 1, "bf16+compile"),
+    Cell(W.name, "torch", "cuda:0", 1, "fp32", nproc=2, scaling="strong"),  # DDP: not predicted
+    Cell(W.name, "torch", "cpu", 2, "fp32"),  # not a GPU
+]
+WORKLOADS = {c.key: W.to_json() for c in CELLS}
+
+
+def fake_counts(requests, timeout=None):
+    op = Op("matmul", "fp32", 2 * 1024**3, 3 * 1024 * 1024 * 4)
+    return [Count(w.name, mode, w.batch, (op,), 4096, 100) for w, mode in requests]
+
+
+def test_each_plain_gpu_cell_is_predicted_for_its_own_gpu_as_its_precision(monkeypatch):
+    asked = []
+    monkeypatch.setattr(count, "counts", lambda requests, timeout=None: asked.append(requests) or fake_counts(requests))
+    rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env())
+    assert warnings == [] and len(asked) == 1 and [m for _, m in asked[0]] == ["fp32", "bf16"]
+    assert [r["cell_key"] for r in rows] == [CELLS[0].key, CELLS[1].key]
+    assert {r["gpu"] for r in rows} == {"H100-SXM5-80GB"} and [r["mode"] for r in rows] == ["fp32", "bf16"]
+    assert all(r["transfer_s"] == 0 and r["step_s"] == r["device_s"] for r in rows)  # synthetic: on the device
+    assert rows[1]["detail"]["not_modelled"] == ["compile"] and rows[0]["detail"]["not_modelled"] == []
+    assert rows[0]["detail"]["uncertainty"].startswith("±")
+
+
+def test_a_gpu_not_in_the_table_and_a_failed_count_warn_and_predict_nothing(monkeypatch):
+    monkeypatch.setattr(count, "counts", fake_counts)
+    rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env("Some Future Accelerator 9000"))
+    assert rows == [] and warnings == [
+        "no prediction for Some Future Accelerator 9000: it is not in dlperf's GPU table (dlperf predict --list-gpus)"
+    ]
+
+    def broken(requests, timeout=None):
+        raise UsageError("the torch probe timed out")
+
+    monkeypatch.setattr(count, "counts", broken)
+    rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env())
+    assert rows == [] and "the operator count failed (the torch probe timed out)" in warnings[0]
+
+
+def test_a_cpu_only_plan_asks_for_nothing(monkeypatch):
+    monkeypatch.setattr(count, "counts", lambda *a, **k: pytest.fail("counted"))
+    assert gpu_predictions.predictions(CELLS[3:], WORKLOADS, env()) == ([], [])
+
+
+def test_the_real_count_predicts_the_cells():
+    rows, warnings = gpu_predictions.predictions(CELLS[:1], WORKLOADS, env("Tesla T4"))
+    assert warnings == [] and len(rows) == 1 and rows[0]["gpu"] == "T4" and rows[0]["bound"] == "launch"
+
+
+def test_the_table_shows_measured_against_predicted_for_a_gpu_cell(tmp_path):
+    db = tmp_path / "gpu.db"
+    store = Store.open(db, create=True)
+    cell = {"key": CELLS[0].key, **CELLS[0].to_json(), "workload_json": W.to_json()}
+    run_id = store.create_run({"spec": 1}, env(), {"cpu_model": "x"}, ["dlperf", "run"], [cell])
+    m = {"status": "ok", "samples": [0.010], "detail": {}}
+    store.record(run_id, cell["key"], 0, m, {"status": "ok", "median_s": 0.010, "extra": {}})
+    store.record_predictions(run_id, [{
+        "cell_key": cell["key"], "gpu": "H100-SXM5-80GB", "mode": "fp32", "batch": 16, "step_s": 0.008,
+        "device_s": 0.008, "transfer_s": 0.0, "bound": "launch", "detail": {"not_modelled": []},
+    }])  # fmt: skip
+    store.close()
+    proc = dlperf("table", db=db, env={"COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stderr
+    assert "predicted: tiny-fcn-r fp32 on cuda:0: measured 10.0 ms, predicted 8.00 ms on H100-SXM5-80GB (-20%)" in (
+        proc.stdout
+    )
