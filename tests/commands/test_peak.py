@@ -2,6 +2,7 @@
 
 import json
 import sqlite3
+import statistics
 import time
 from dataclasses import astuple
 
@@ -78,10 +79,10 @@ def test_the_dispatch_cost_is_per_operator_a_chain_twice_as_long_takes_about_twi
     x, n = torch.zeros(1), 2000
     torch_peak.chain(x, n)  # warm: the first calls build the dispatcher's caches
     one, two = [], []
-    for _ in range(7):  # alternated, each chain's fastest
+    for _ in range(7):  # alternated; each chain's median: one odd reading (CI saw a 5.4 ms among 6-10) moves no median
         one.append(cpu_s(n))
         two.append(cpu_s(2 * n))
-    assert 1.4 < min(two) / min(one) < 2.8, (one, two)
+    assert 1.4 < statistics.median(two) / statistics.median(one) < 2.8, (one, two)
     assert x.item() == n + 7 * 3 * n  # every add ran, one after the other
 
 
