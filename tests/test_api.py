@@ -54,3 +54,13 @@ def test_repeats_are_separate_processes_and_the_cell_takes_the_median_of_their_m
     median = conn.execute("SELECT median_s FROM cells").fetchone()[0]
     assert len(medians) == 3 and median == sorted(medians)[1]
     assert conn.execute("SELECT count(*) FROM measurements").fetchone()[0] == 3
+
+
+def test_a_real_run_with_predict_false_never_asks_the_predictor(tmp_path, monkeypatch):
+    require("torch")
+    from dlperf.predict import cells
+
+    monkeypatch.setattr(cells, "predictions", lambda *a: pytest.fail("predicted with predict=False"))
+    outcome = dl.run("tiny-fcn-r", threads=[1], devices="cpu", db=str(tmp_path / "n.db"), timer=TINY_TIMER,
+                     predict=False)  # fmt: skip
+    assert outcome.exit_code == 0 and [s.value for s in outcome.statuses] == ["ok"]

@@ -97,6 +97,7 @@ def make_spec(
     nvtx: bool = False,
     data: str = DATA_SYNTHETIC,
     loaders: Sequence[str] | str | None = None,
+    predict: bool = True,
 ) -> RunSpec:
     """Validate what the user asked for; raises UsageError naming the flag."""
 
@@ -146,6 +147,7 @@ def make_spec(
         nvtx=nvtx,
         data=data,
         loaders=loaders,
+        predict=predict,
     )
 
 
@@ -390,15 +392,22 @@ def run(
             argv or sys.argv,
             [{"key": c.key, **c.to_json(), "workload_json": plan.workloads[c.key]} for c in plan.cells],
         )
-        rows, notes = gpu_predictions.predictions(plan.cells, plan.workloads, plan.env)
-        for note in notes:
-            (warn or warn_stderr)(note)
-        if rows:  # before any cell runs: what a crash mid-run leaves still has them
-            store.record_predictions(run_id, rows)
+        if spec.predict:
+            predict(store, run_id, plan, warn or warn_stderr)
         ctx = SweepContext(store, run_id, spec, plan.workloads, plan.cores)
         return _execute(ctx, plan.tasks, plan, progress)
     finally:
         store.close()
+
+
+def predict(store: Store, run_id: int, plan: Plan, warn: Callable[[str], None]) -> None:
+    """The plan's GPU cells predicted for their GPU (a probe child counts their operators), stored before any cell
+    runs: what a crash mid-run leaves still has them. `--no-predict` skips this."""
+    rows, notes = gpu_predictions.predictions(plan.cells, plan.workloads, plan.env)
+    for note in notes:
+        warn(note)
+    if rows:
+        store.record_predictions(run_id, rows)
 
 
 def kept_measurements(db: str) -> list[str]:

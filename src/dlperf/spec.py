@@ -63,6 +63,7 @@ class RunSpec:
     nvtx: bool = False  # NVTX ranges around each step's phases, for an Nsight Systems capture (not in the cell key)
     data: str = DATA_SYNTHETIC  # "synthetic", "dataset" (a user workload's own), or the datasets' directory, absolute
     loaders: tuple[str, ...] | None = None  # with real data: the loader settings measured; None: `default_loaders`
+    predict: bool = True  # each plain GPU cell's step predicted for its GPU before any cell runs (predict/cells.py)
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -87,3 +87,38 @@ def test_the_table_shows_measured_against_predicted_for_a_gpu_cell(tmp_path):
     assert "predicted: tiny-fcn-r fp32 on cuda:0: measured 10.0 ms, predicted 8.00 ms on H100-SXM5-80GB (-20%)" in (
         proc.stdout
     )
+
+
+@pytest.fixture
+def planned(monkeypatch):
+    """`dlperf run` up to its cells: the plan is the GPU cell of an H100 (no probe child), and no cell runs."""
+    from dlperf import api
+
+    def plan(spec):
+        return api.Plan(spec, CELLS[:1], {CELLS[0].key: WORKLOADS[CELLS[0].key]}, env(), cores=2)
+
+    monkeypatch.setattr(api, "make_plan", plan)
+    monkeypatch.setattr(api, "_execute", lambda ctx, tasks, plan, progress: api.Outcome(0, ctx.run_id, plan))
+    monkeypatch.setattr(count, "counts", fake_counts)
+    return api
+
+
+def test_a_run_predicts_its_gpu_cells_and_no_predict_skips_it(tmp_path, planned, monkeypatch):
+    db = str(tmp_path / "p.db")
+    predicted = planned.run("tiny-fcn-r", db=db, argv=["dlperf", "run"]).run_id
+    monkeypatch.setattr(gpu_predictions, "predictions", lambda *a: pytest.fail("predicted with predict=False"))
+    skipped = planned.run("tiny-fcn-r", db=db, argv=["dlperf", "run"], predict=False).run_id
+    store = Store.open(db, create=False)
+    try:
+        assert list(store.predictions(predicted)) == [CELLS[0].key] and store.predictions(skipped) == {}
+        assert store.run(predicted).spec["predict"] is True and store.run(skipped).spec["predict"] is False
+    finally:
+        store.close()
+
+
+def test_run_no_predict_on_the_command_line(tmp_path, planned, monkeypatch, capsys):
+    from dlperf.cli import main
+
+    monkeypatch.setattr(gpu_predictions, "predictions", lambda *a: pytest.fail("predicted with --no-predict"))
+    assert main(["run", "--workloads", "tiny-fcn-r", "--no-predict", "--db", str(tmp_path / "p.db")]) == 0
+    assert "predicted:" not in capsys.readouterr().out

@@ -22,7 +22,7 @@ def run(args) -> int:
     other cells' records are still right."""
     from dlperf.commands.report import writable
     from dlperf.errors import UnreadableRow
-    from dlperf.report import data, export
+    from dlperf.report import data, export, predicted
     from dlperf.report.utilization import attach_utilization
 
     out = writable(args.output) if args.output else None
@@ -32,11 +32,12 @@ def run(args) -> int:
         run = store.run(args.run)
         cells = store.cells(run.id, unreadable=faults.append)
         attach_utilization(store, run.fingerprint, cells)
+        predictions = predicted.read(store, run.id, faults.append)
         records, groups = [], data.by_cell(data.build(cells))
         for c in cells:
             try:
                 samples = store.samples(run.id, c.key) if args.samples else None
-                records.append(export.record(c, samples, groups.get(c.key)))
+                records.append(export.record(c, samples, groups.get(c.key), predicted.own(c, predictions)))
             except UnreadableRow as fault:
                 faults.append(fault)
     finally:

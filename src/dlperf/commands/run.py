@@ -48,6 +48,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="skip the short check that each mode other than fp32 still trains like fp32 (untimed; on by default)",
     )
+    p.add_argument("--no-predict", action="store_true", help="skip predicting each GPU cell's step for its GPU "
+                   "before the run (one probe child; dlperf table shows measured against predicted)")  # fmt: skip
     add_timer_flags(p, min_steps=10, min_time=1.0, max_time=60.0, max_warmup=30)
     ddp = p.add_argument_group("data-parallel cells (PyTorch DistributedDataParallel through torchrun)")
     ddp.add_argument(
@@ -157,6 +159,7 @@ def run(args) -> int:
             nvtx=args.nvtx,
             data=args.data,
             loaders=args.loaders,
+            predict=not args.no_predict,
         )
     if args.dry_run:
         for cell in outcome.plan.cells:

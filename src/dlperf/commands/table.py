@@ -52,7 +52,7 @@ def print_table(
         samples = _samples(store, run.id, cells, faults) if best else {}
         attach_utilization(store, run.fingerprint, cells)
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
-        predictions = store.predictions(run.id)
+        predictions = predicted.read(store, run.id, faults.append)
     finally:
         store.close()
     if best:
@@ -62,7 +62,7 @@ def print_table(
     if fmt == "text":
         print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
         print_pipeline(view.pipeline)
-        if lines := predicted.lines(cells, predictions):
+        if lines := predicted.lines(predicted.rows(cells, predictions)):
             print_rich("", lines)
         return faults
     renderers = {"md": table.render_markdown, "csv": table.render_csv, "json": table.render_json}

@@ -8,8 +8,9 @@ import json
 from typing import Any
 
 from dlperf.report.data import Group, h2d_bandwidths
+from dlperf.report.predicted import error
 from dlperf.spec import DECIMAL
-from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord
+from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
@@ -39,8 +40,10 @@ LOADER_FIELDS = {
 H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s: one batch's copy to the device
 
 
-def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None) -> dict[str, Any]:
-    """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries."""
+def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None,
+           prediction: PredictionRecord | None = None) -> dict[str, Any]:  # fmt: skip
+    """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries;
+    `prediction`: the step predicted for the cell's own GPU (`predicted.own`)."""
     rec = {f: getattr(cell, f) for f in FIELDS}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
@@ -58,6 +61,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     check = cell.loss_check
     rec["loss_ok"], rec["loss_reason"] = (check.ok, check.reason) if check else (None, None)
     rec.update(loader_fields(cell, group))
+    rec.update(prediction_fields(cell, prediction))
     rec["warnings"] = cell.warnings
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
@@ -77,6 +81,14 @@ def loader_fields(cell: CellRecord, group: Group | None) -> dict[str, Any]:
     rec["recommended_loader"] = group.recommendation.setting if group else None
     rec["data_recommendation"] = group.recommendation.to_json() | {"advice": group.advice} if group else None
     return rec
+
+
+def prediction_fields(cell: CellRecord, p: PredictionRecord | None) -> dict[str, Any]:
+    """The same keys for every cell: None without a prediction; the error (predicted / measured - 1) needs both."""
+    if p is None:
+        return dict.fromkeys(("predicted_gpu", "predicted_step_s", "prediction_error", "predicted_bound"))
+    wrong = error(cell.median_s, p.step_s) if cell.median_s else None  # a failed cell has no step to set it against
+    return {"predicted_gpu": p.gpu, "predicted_step_s": p.step_s, "prediction_error": wrong, "predicted_bound": p.bound}
 
 
 # RFC 4180's line end. Python 3.11's csv quotes a field holding a character of the line end, and not otherwise a

@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from dlperf.report import best, charts, crossover, ddp, figures, paper, profile, table
+from dlperf.report import best, charts, crossover, ddp, figures, paper, predicted, profile, table
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
@@ -40,6 +40,7 @@ def render(data: Loaded, at: Path | None = None) -> str:
     groups = pipeline.build(cells)
     all_charts += [pipeline.chart(g) for g in groups]
     all_charts += [crossover.chart(x) for x in data.crossovers]
+    forecast = predicted.rows(cells, data.predictions)
     colors = figures.palette(all_charts)
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
     by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
@@ -52,6 +53,7 @@ def render(data: Loaded, at: Path | None = None) -> str:
                 or _none("Every workload was measured with one framework in one mode.")),
         Section("ddp", "Data-parallel scaling", by_kind("ddp-") + _ddp(data)),
         Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
+        *([Section("predicted", "Predicted against measured", _predicted(forecast))] if forecast else []),
         *([Section("crossover", "When a GPU pays", _crossovers(data.crossovers, drawn))] if data.crossovers else []),
         Section("utilization", "Utilization of the measured peak", drawn.get("utilization") or _none(
             "No utilization: " + ("no cell has a FLOP count." if data.peaks_found else "no peak was measured on this "
@@ -140,6 +142,12 @@ def _crossovers(found: list[crossover.Crossover], drawn: dict[str, str]) -> str:
         answer = "".join(f"<p>{escape(line)}</p>" for line in x.lines())
         parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows) + answer)
     return "".join(parts)
+
+
+def _predicted(found: list[predicted.Row]) -> str:
+    """Each GPU cell's measured step beside the step predicted for its GPU before it ran, and the predictor's error."""
+    note = f'<p class="legend">{escape(predicted.note(found))}</p>'
+    return _html_table(list(predicted.HEAD), [r.values() for r in found], "predicted") + note
 
 
 def _best_table(data: Loaded) -> str:

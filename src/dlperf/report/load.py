@@ -1,5 +1,6 @@
 """Read what the picture views need from the store: the cells of one or more runs, each with its run id, how many
-processes measured it, and the quartiles of its steps (the error bars), plus the runs themselves."""
+processes measured it, and the quartiles of its steps (the error bars), plus the runs themselves and what was predicted
+for the cells (predict/cells.py)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,12 @@ from dataclasses import dataclass, field
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
+from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, profiles_of, verdicts
 from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
 from dlperf.store import Store
-from dlperf.store.records import CellRecord, ProfileRecord, RunRecord
+from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord
 from dlperf.vocab import Status
 
 
@@ -29,6 +31,7 @@ class Loaded:
     profiles: dict[str, ProfileRecord] = field(default_factory=dict)  # cell key -> its run's profile of it
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # cell key -> what bounds its profiled step
     crossovers: list[Crossover] = field(default_factory=list)  # the chosen runs that are `dlperf crossover` runs
+    predictions: dict[str, list[PredictionRecord]] = field(default_factory=dict)  # cell key -> its own run's
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -61,8 +64,10 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
             )
         latest: dict[str, CellRecord] = {}
         samples: dict[str, list[list[float]]] = {}
+        predictions: dict[str, list[PredictionRecord]] = {}
         unreadable: list[UnreadableRow] = []
         for run in rows:
+            predicted = predictions_of(store, run.id, unreadable.append)
             for cell in store.cells(run.id, unreadable=unreadable.append):
                 if cell.status is Status.PENDING and cell.key in latest:
                     continue  # an unfinished later run does not hide an earlier measurement
@@ -73,13 +78,14 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
                     continue
                 latest[cell.key] = _enrich(cell, per_process)
                 samples[cell.key] = per_process
+                predictions[cell.key] = predicted.get(cell.key, [])  # the shown measurement's run predicted these
         cells = list(latest.values())
         found = attach_utilization(store, rows[-1].fingerprint, cells)
         profiles, bounds = _profiles(store, rows[-1].fingerprint, cells, unreadable)
         crossovers = crossover.read(store, [r.id for r in rows], unreadable.append)
     finally:
         store.close()
-    return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds, crossovers)
+    return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds, crossovers, predictions)
 
 
 def _profiles(store: Store, fingerprint: dict, cells: list[CellRecord], unreadable: list[UnreadableRow]

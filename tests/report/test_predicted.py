@@ -1,0 +1,93 @@
+"""Measured against predicted (report/predicted.py) in the HTML report and in `dlperf export`, through the real
+command line, on a store holding a CUDA cell and its prediction: no GPU needed."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import dlperf
+from dlperf.protocol import Cell
+from dlperf.store import Store
+from dlperf.workloads import BUILTIN
+
+W = BUILTIN["tiny-fcn-r"]
+GPU_CELL = Cell(W.name, "torch", "cuda:0", 1, "bf16+compile")
+CPU_CELL = Cell(W.name, "torch", "cpu", 2, "fp32")
+
+
+def env():
+    devices = [{"name": "cpu"}, {"name": "cuda:0", "model": "NVIDIA H100 80GB HBM3", "capability": "9.0"}]
+    return {"frameworks": {"torch": {"devices": devices}}}
+
+
+def prediction(cell: Cell, step_s: float, **detail) -> dict:
+    return {"cell_key": cell.key, "gpu": "H100-SXM5-80GB", "mode": "bf16", "batch": W.batch, "step_s": step_s,
+            "device_s": step_s, "transfer_s": 0.0, "bound": "launch", "detail": detail}  # fmt: skip
+
+
+@pytest.fixture
+def predicted_db(tmp_path):
+    """A run of a GPU cell measured at 10 ms, predicted at 12.5 ms (+25%), and a CPU cell with a crossover's
+    prediction for another GPU, which is no prediction of its own."""
+    db = tmp_path / "gpu.db"
+    store = Store.open(db, create=True)
+    cells = [{"key": c.key, **c.to_json(), "workload_json": W.to_json()} for c in (GPU_CELL, CPU_CELL)]
+    run_id = store.create_run({"spec": 1}, env(), {"cpu_model": "x"}, ["dlperf", "run"], cells)
+    for cell, step in ((GPU_CELL, 0.010), (CPU_CELL, 0.5)):
+        m = {"status": "ok", "samples": [step, step], "detail": {}}
+        store.record(run_id, cell.key, 0, m, {"status": "ok", "median_s": step, "extra": {}})
+    store.record_predictions(run_id, [
+        prediction(GPU_CELL, 0.0125, not_modelled=["compile"], uncertainty="±20% (median error on 209 published "
+                   "measurements)"),
+        prediction(CPU_CELL, 0.001, crossover={"user_batch": W.batch}),
+    ])  # fmt: skip
+    store.close()
+    return db
+
+
+def test_the_report_has_a_section_of_measured_against_predicted(tmp_path, predicted_db):
+    out = tmp_path / "r.html"
+    done = dlperf("report", "-o", str(out), db=predicted_db)
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    section = page[page.index('<section id="predicted">') :].split("</section>")[0]
+    assert "<h2>Predicted against measured</h2>" in section
+    cells = [
+        "tiny-fcn-r", "bf16+compile", "cuda:0", "H100-SXM5-80GB", "10.0 ms", "12.5 ms", "+25%", "launch",
+        "compile (predicted as bf16)",
+    ]  # fmt: skip
+    assert "".join(f"<td>{c}</td>" for c in cells) in section
+    assert section.count("<tr>") == 2  # the head and the GPU cell: the crossover's prediction is for another GPU
+    assert "the predictor&#x27;s uncertainty: ±20% (median error on 209 published measurements)" in section
+
+
+def test_a_report_without_predictions_has_no_such_section(tmp_path, report_db):
+    out = tmp_path / "r.html"
+    done = dlperf("report", "-o", str(out), db=report_db)
+    assert done.returncode == 0, done.stderr
+    page = out.read_text()
+    assert 'id="gpu"' in page  # the synthetic run has GPU cells, measured, with no prediction
+    assert 'id="predicted"' not in page and "Predicted against measured" not in page
+
+
+def test_export_records_carry_the_prediction_in_csv_and_json(predicted_db):
+    done = {fmt: dlperf("export", "--format", fmt, db=predicted_db) for fmt in ("csv", "jsonl")}
+    assert all(d.returncode == 0 for d in done.values()), [d.stderr for d in done.values()]
+    gpu, cpu = csv.DictReader(io.StringIO(done["csv"].stdout))
+    assert (gpu["key"], gpu["predicted_gpu"], gpu["predicted_bound"]) == (GPU_CELL.key, "H100-SXM5-80GB", "launch")
+    assert float(gpu["predicted_step_s"]) == 0.0125 and float(gpu["prediction_error"]) == pytest.approx(0.25)
+    assert (cpu["key"], cpu["predicted_gpu"], cpu["predicted_step_s"], cpu["prediction_error"]) == (
+        CPU_CELL.key, "", "", "")  # fmt: skip
+    gpu, cpu = (json.loads(line) for line in done["jsonl"].stdout.splitlines())
+    assert gpu["prediction_error"] == pytest.approx(0.25) and gpu["predicted_step_s"] == 0.0125
+    fields = ("predicted_gpu", "predicted_step_s", "prediction_error", "predicted_bound")
+    assert [cpu[f] for f in fields] == [None] * 4 and list(cpu) == list(gpu)
+
+
+def test_the_table_says_the_predictors_uncertainty(predicted_db):
+    done = dlperf("table", db=predicted_db, env={"COLUMNS": "200"})
+    assert done.returncode == 0, done.stderr
+    assert "(as bf16: compile not modelled) (+25%), launch-bound" in done.stdout
+    assert "the predictor's uncertainty: ±20% (median error on 209 published measurements)" in done.stdout
