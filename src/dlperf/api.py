@@ -379,11 +379,12 @@ def run(
     if spec.profile and spec.trace_dir is None:  # beside the database
         spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
     plan = make_plan(spec)
+    # a database that cannot be opened is the one-line error, before the plan's warnings
+    store = None if dry_run else Store.open(db, create=True)
     for warning in [*plan.warnings, *kept_measurements(db)]:
         (warn or warn_stderr)(warning)
-    if dry_run:
+    if store is None:
         return Outcome(ExitCode.OK, plan=plan, estimate=estimate(plan, db, say_pilot))
-    store = Store.open(db, create=True)
     try:
         run_id = store.create_run(
             spec.to_json(),
