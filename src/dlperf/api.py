@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlperf import envinfo
+from dlperf import envinfo, parallel
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC, oversubscribed, parse_loaders, setting
 from dlperf.measure import system
@@ -45,7 +45,7 @@ from dlperf.spec import (
     parse_workloads,
 )
 from dlperf.store import Store, default_db, spill
-from dlperf.vocab import DeviceKind, ExitCode, Status
+from dlperf.vocab import DeviceKind, ExitCode, Parallel, Status
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.user import source_of
 
@@ -88,6 +88,8 @@ def make_spec(
     timer: TimerConfig | None = None,
     nprocs: Sequence[int] | str | None = None,
     scaling: str = "strong",
+    parallel: Sequence[str] | str | None = None,
+    microbatches: Sequence[int] | str | None = None,
     nnodes: int = 1,
     node_rank: int = 0,
     rdzv_endpoint: str | None = None,
@@ -115,6 +117,8 @@ def make_spec(
         raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
     nprocs = None if nprocs is None else parse_nprocs(joined(nprocs))
     _check_ddp(nprocs, parse_frameworks(joined(frameworks)), nnodes, node_rank, rdzv_endpoint, timeout)
+    strategies, micro = _strategies(nprocs, parse_frameworks(joined(frameworks)), parse_scaling(scaling), nnodes,
+                                    joined(parallel), joined(microbatches))  # fmt: skip
     if profile:
         _check_profile(parse_frameworks(joined(frameworks)), nprocs, profile_steps)
     data = parse_data(data)
@@ -127,6 +131,8 @@ def make_spec(
     return RunSpec(
         nprocs=nprocs,
         scaling=parse_scaling(scaling),
+        parallel=strategies,
+        microbatches=micro,
         nnodes=nnodes,
         node_rank=node_rank,
         rdzv_endpoint=rdzv_endpoint,
@@ -170,8 +176,31 @@ def _check_ddp(nprocs, frameworks, nnodes: int, node_rank: int, endpoint: str | 
         if nnodes > 1 or endpoint:
             raise UsageError("--nnodes and --rdzv-endpoint are for data-parallel cells: add --nproc N")
         return
-    if tuple(frameworks) != ("torch",):
-        raise UsageError("--nproc: data-parallel cells are PyTorch's DistributedDataParallel; use --frameworks torch")
+    if missing := [f for f in frameworks if f not in DATA_PARALLEL]:
+        raise UsageError(f"--nproc: {', '.join(missing)} has no multi-process strategy dlperf measures (see dlperf "
+                         "list --parallel); use --frameworks torch or tensorflow")  # fmt: skip
+
+
+# each framework's data-parallel strategy: what --nproc measures without --parallel
+DATA_PARALLEL = {"torch": Parallel.DDP, "tensorflow": Parallel.MIRRORED}
+
+
+def _strategies(nprocs, frameworks, scaling: str, nnodes: int, text: str | None, micro_text: str | None):
+    """The strategies and micro-batch counts of --parallel and --microbatches, checked against the rest."""
+    if nprocs is None:
+        if text is not None or micro_text is not None:
+            flag = "--parallel" if text is not None else "--microbatches"
+            raise UsageError(f"{flag}: strategies spread a step over processes; add --nproc N")
+        return (), ()
+    chosen = parallel.parse_parallel(text) if text is not None else tuple(DATA_PARALLEL[f] for f in frameworks)
+    micro = parallel.parse_microbatches(micro_text) if micro_text is not None else ()
+    parallel.check(chosen, frameworks, scaling, bool(micro))
+    for f in frameworks:
+        if not parallel.for_framework(chosen, f):
+            raise UsageError(f"--parallel {','.join(chosen)}: none is {f}'s; leave {f} out of --frameworks")
+    if nnodes > 1 and Parallel.MIRRORED in chosen:
+        raise UsageError("--parallel mirrored: MirroredStrategy runs its replicas in one process on one node")
+    return tuple(p.value for p in chosen), micro
 
 
 def ddp_workload(w: Workload, cell: Cell) -> Workload:

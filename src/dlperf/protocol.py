@@ -42,20 +42,29 @@ class Cell:
     device: str  # "cpu", "cuda:0", "mps"
     threads: int  # CPU threads of the process (for GPU cells: the host threads); of each process under DDP
     mode: str
-    nproc: int = 0  # DDP processes in all (every node's); 0: one plain process, no torch.distributed
-    scaling: str = ""  # DDP: "strong" (the total batch fixed and split) or "weak" (each process's batch fixed)
+    nproc: int = 0  # processes (or replicas) in all, every node's; 0: one plain process, no torch.distributed
+    scaling: str = ""  # "strong" (the total batch fixed and split) or "weak" (each process's batch fixed)
     loader: str = ""  # "": one synthetic batch on the device (the paper's setting); else a `loaders` setting, `w2+pin`
+    parallel: str = ""  # with nproc: the strategy (`vocab.Parallel`: ddp, fsdp, gpipe, 1f1b, tp, mirrored)
+    microbatches: int = 0  # a pipeline's micro-batches per step; 0 for every other cell
+
+    def __post_init__(self) -> None:
+        if self.nproc and not self.parallel:  # a cell stored before strategies: data parallel
+            object.__setattr__(self, "parallel", "ddp")
 
     @property
     def key(self) -> str:
         base = f"{self.workload}|{self.framework}|{self.device}|{self.threads}|{self.mode}"
-        base = f"{base}|ddp:{self.nproc}:{self.scaling}" if self.nproc else base
+        if self.nproc:
+            micro = f":m{self.microbatches}" if self.microbatches else ""
+            base = f"{base}|{self.parallel}:{self.nproc}:{self.scaling}{micro}"
         return f"{base}|data:{self.loader}" if self.loader else base
 
     @property
     def column(self) -> str:
-        """Where the cell goes in the Table-7 view: `cpu:4`, `cuda:0`, `mps`, `ddp:2x1` (2 processes x 1 thread)."""
-        return column_name(self.device, self.threads, self.nproc)
+        """Where the cell goes in the Table-7 view: `cpu:4`, `cuda:0`, `mps`, `ddp:2x1` (2 processes x 1 thread),
+        `fsdp:2x1`, `gpipe.m4:2x1` (a pipeline of 2 stages, 4 micro-batches)."""
+        return column_name(self.device, self.threads, self.nproc, self.parallel, self.microbatches)
 
     @property
     def label(self) -> str:
@@ -70,9 +79,10 @@ class Cell:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
-def column_name(device: str, threads: int, nproc: int = 0) -> str:
+def column_name(device: str, threads: int, nproc: int = 0, parallel: str = "ddp", microbatches: int = 0) -> str:
     if nproc:
-        return f"ddp:{nproc}x{threads}" if device == "cpu" else f"ddp:{nproc}x{device}"
+        strategy = f"{parallel or 'ddp'}.m{microbatches}" if microbatches else parallel or "ddp"
+        return f"{strategy}:{nproc}x{threads}" if device == "cpu" else f"{strategy}:{nproc}x{device}"
     return f"cpu:{threads}" if device == "cpu" else device
 
 

@@ -54,6 +54,8 @@ class RunSpec:
     timer: TimerConfig = field(default_factory=TimerConfig)
     nprocs: tuple[int, ...] | None = None  # DDP processes per node, e.g. (1, 2); None: plain cells, no DDP
     scaling: str = "strong"  # DDP: "strong" splits the protocol's total batch, "weak" gives each process the batch
+    parallel: tuple[str, ...] = ()  # with nprocs: the strategies (`dlperf.parallel`); (): each framework's default
+    microbatches: tuple[int, ...] = ()  # a pipeline's micro-batches per step; (): `parallel.DEFAULT_MICROBATCHES`
     nnodes: int = 1  # DDP over several machines: each runs the same command with its --node-rank
     node_rank: int = 0
     rdzv_endpoint: str | None = None  # host:port of torchrun's c10d rendezvous; None on one node
@@ -72,7 +74,8 @@ class RunSpec:
     def from_json(cls, d: dict) -> RunSpec:
         d = dict(d)
         d["timer"] = TimerConfig(**d["timer"])
-        for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs", "loaders"):
+        for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs", "loaders", "parallel",
+                    "microbatches"):  # fmt: skip
             if d.get(key) is not None:
                 d[key] = tuple(d[key])
         return cls(**d)

@@ -42,6 +42,17 @@ class CommBackend(StrEnum):
     NCCL = "nccl"  # one CUDA GPU per process
 
 
+class Parallel(StrEnum):
+    """How a step is spread over processes or devices (`--parallel`; the table is `dlperf.parallel.STRATEGIES`)."""
+
+    DDP = "ddp"  # data parallel: DistributedDataParallel
+    FSDP = "fsdp"  # sharded data parallel: FSDP2's fully_shard
+    GPIPE = "gpipe"  # pipeline parallel, the GPipe schedule
+    ONE_F_ONE_B = "1f1b"  # pipeline parallel, the 1F1B schedule
+    TP = "tp"  # tensor parallel: DTensor's parallelize_module
+    MIRRORED = "mirrored"  # TensorFlow's MirroredStrategy: N replicas in one process
+
+
 EXPORT_FORMATS = ("jsonl", "csv")  # `dlperf export --format`
 
 

@@ -51,12 +51,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-predict", action="store_true", help="skip predicting each GPU cell's step for its GPU "
                    "before the run (one probe child; dlperf table shows measured against predicted)")  # fmt: skip
     add_timer_flags(p, min_steps=10, min_time=1.0, max_time=60.0, max_warmup=30)
-    ddp = p.add_argument_group("data-parallel cells (PyTorch DistributedDataParallel through torchrun)")
+    ddp = p.add_argument_group("multi-process cells (torchrun; TensorFlow's MirroredStrategy: replicas)")
     ddp.add_argument(
         "--nproc",
         type=whole_list("--nproc"),
-        help="processes per node, e.g. 1,2: each cell becomes a DDP job (gloo on the CPU, NCCL with one GPU per "
-        "process); --threads is then per process (default: the cores shared evenly)",
+        help="processes per node, e.g. 1,2: each cell becomes a job of that many processes (gloo on the CPU, NCCL "
+        "with one GPU per process), DDP unless --parallel says otherwise; --threads is then per process (default: "
+        "the cores shared evenly)",
+    )
+    ddp.add_argument(
+        "--parallel",
+        help="with --nproc, the strategies, e.g. ddp,fsdp,pipeline,tp: ddp (DistributedDataParallel), fsdp (FSDP2), "
+        "pipeline (both gpipe and 1f1b schedules of torch.distributed.pipelining), tp (tensor parallel linear "
+        "layers), mirrored (TensorFlow's MirroredStrategy); dlperf list --parallel says which run here (default: "
+        "each framework's data parallelism)",
+    )
+    ddp.add_argument(
+        "--microbatches",
+        type=whole_list("--microbatches"),
+        help="a pipeline's micro-batches per step, e.g. 4,8: one cell each (default: 4)",
     )
     ddp.add_argument(
         "--scaling",
@@ -151,6 +164,8 @@ def run(args) -> int:
             timer=timer(args),
             nprocs=args.nproc,
             scaling=args.scaling,
+            parallel=args.parallel,
+            microbatches=args.microbatches,
             nnodes=args.nnodes,
             node_rank=args.node_rank,
             rdzv_endpoint=args.rdzv_endpoint,

@@ -37,13 +37,14 @@ class AgreedClock:
 def measure(task: DDPTask, emit: Reporter) -> None:
     from dlperf.frameworks.torch import backend as torch_backend
     from dlperf.frameworks.torch import ddp as torch_ddp
+    from dlperf.frameworks.torch import parallel as torch_parallel
 
     cell = task.cell
     settings = torch_backend.configure_threads(cell.threads)
     start = time.perf_counter()
     group = torch_ddp.init(cell.device, task.group_timeout_s)
-    train = torch_ddp.build(Workload.from_json(task.workload), cell.device, cell.mode, group)
-    noted = {"nvtx": "not emitted: a DDP cell has no NVTX ranges yet"} if task.nvtx else {}
+    train = torch_parallel.build(Workload.from_json(task.workload), cell, group)
+    noted = {"nvtx": "not emitted: a multi-process cell has no NVTX ranges yet"} if task.nvtx else {}
     emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted},
                torch_backend.version()))  # fmt: skip
     clock, mine = AgreedClock(), []
@@ -66,9 +67,11 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     emit(replace(sampled, others_cpu_share=None, median_s=statistics.median(mine) if mine else None))
     if task.count_flops:
         emit(count_flops(train))
+    memory = measure_memory(train)  # every rank's, always: memory per rank is what sets strategies apart
     if task.measure_memory:
-        emit(measure_memory(train))
-    emit(Comm(torch_ddp.communication(train)))
+        emit(memory)
+    figures = {**train.communication(), **torch_ddp.per_rank(train, group, memory.figures), "strategy": cell.parallel}
+    emit(Comm(figures))
     everyone = torch_ddp.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job
         emit(Ranks(everyone))

@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dlperf.loaders import DATA_SYNTHETIC, SYNTHETIC, default_loaders
+from dlperf.parallel import DEFAULT_MICROBATCHES, STRATEGIES
 from dlperf.protocol import Cell, StopRule
 from dlperf.spec import RunSpec, device_kind
-from dlperf.vocab import DeviceKind
+from dlperf.vocab import DeviceKind, Parallel
 from dlperf.workloads import Workload
 
 
@@ -47,16 +48,29 @@ def loaders_of(spec: RunSpec, device: str, cores: int) -> tuple[str, ...]:
 
 
 def expand_ddp(spec: RunSpec, workloads: list[Workload], kinds: list[str], cores: int) -> list[Cell]:
-    """DDP cells in sweep order: per workload and device kind (cpu, cuda), every process count per node, each with
-    `--threads` per process or the cores shared evenly; `nproc` counts every node's processes."""
+    """Multi-process cells in sweep order: per workload and device kind (cpu, cuda), every process count per node,
+    each with `--threads` per process or the cores shared evenly, then each strategy (`--parallel`) of each
+    framework, a pipeline at each `--microbatches`, so one workload's strategies on the same processes are measured
+    back to back; `nproc` counts every node's processes (a MirroredStrategy cell: its replicas)."""
     cells = []
     for w in workloads:
         for kind in kinds:
             for n in spec.nprocs or ():
                 for threads in spec.threads or (max(1, cores // n),):
                     for mode in spec.modes:
-                        cells.append(Cell(w.name, "torch", kind, threads, mode, n * spec.nnodes, spec.scaling))
+                        cells += [Cell(w.name, STRATEGIES[Parallel(p)].framework, kind, threads, mode,
+                                       n * spec.nnodes, spec.scaling, "", p, m)
+                                  for p, m in strategies(spec)]  # fmt: skip
     return cells
+
+
+def strategies(spec: RunSpec) -> list[tuple[str, int]]:
+    """(strategy, micro-batches) pairs of the spec: a pipeline once per micro-batch count, the others once."""
+    micro = spec.microbatches or DEFAULT_MICROBATCHES
+    pairs = []
+    for p in spec.parallel or (Parallel.DDP.value,):
+        pairs += [(p, m) for m in micro] if STRATEGIES[Parallel(p)].pipeline else [(p, 0)]
+    return pairs
 
 
 def schedule(cells: list[Cell], repeats: int) -> list[Task]:

@@ -14,6 +14,7 @@ from dlperf import envs
 from dlperf.errors import MissingDependency, StoreFault
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
+from dlperf.parallel import distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
 from dlperf.runner import collect
 from dlperf.runner import profile as profiling
@@ -52,8 +53,10 @@ def siblings(cell: Cell, stored: list[CellRecord]) -> list[CellRecord]:
     """The run's cells that differ from `cell` at most in their thread count: their FLOPs per step, the memory of a
     step and their loss check's verdict are the cell's too (the same model, batch, dtypes and seeds: the tensors a
     step holds do not depend on how many threads compute them), so a run measures them once."""
-    same = (cell.workload, cell.framework, cell.device, cell.mode, cell.nproc, cell.scaling)
-    return [c for c in stored if (c.workload, c.framework, c.device, c.mode, c.nproc, c.scaling or "") == same]
+    same = (cell.workload, cell.framework, cell.device, cell.mode, cell.nproc, cell.scaling, cell.parallel,
+            cell.microbatches)  # fmt: skip
+    return [c for c in stored if (c.workload, c.framework, c.device, c.mode, c.nproc, c.scaling or "", c.parallel,
+                                  c.microbatches) == same]  # fmt: skip
 
 
 def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
@@ -77,8 +80,8 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
         "data": spec.data if cell.loader else None,
     }
     on_cpu = spec.pin and cell.device == "cpu"
-    if not cell.nproc:
-        return CellTask(**common, pin_cpus=pin_cpus(cell.threads) if on_cpu else None)
+    if not distributed(cell.nproc, cell.parallel):  # a plain cell, or MirroredStrategy's replicas in one process
+        return CellTask(**common, pin_cpus=pin_cpus(cell.threads * max(1, cell.nproc)) if on_cpu else None)
     per_node = cell.nproc // spec.nnodes
     pins = ddp_pins(cell.threads, per_node) if on_cpu else None
     return DDPTask(**common, group_timeout_s=spec.timeout, rank_cpus=pins)
@@ -88,7 +91,7 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
     """Measure one task in a fresh child; return the measurement (never raises for a child's failure)."""
     cell, timeout = task.cell, ctx.spec.timeout
     python = interpreter_for(cell.framework)
-    if cell.nproc:
+    if distributed(cell.nproc, cell.parallel):
         rdzv = rendezvous(ctx.spec)
         job = rendezvous_id(cell.key, task.repeat, rdzv.endpoint)
         launched = launch(child_task(task, ctx), python, cell.threads, timeout, nproc=cell.nproc // rdzv.nnodes,
@@ -96,7 +99,8 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
         exits = collect.torchrun_exits(launched.stderr)
         return collect.ddp_measurement(launched.events, launched.child, timeout, exits)
     watch = CompileWatch(ctx.spec.compile_timeout)
-    launched = launch(child_task(task, ctx), python, cell.threads, timeout, poll=poll, watch=watch)
+    threads = cell.threads * max(1, cell.nproc)  # MirroredStrategy: every replica's threads, in one process
+    launched = launch(child_task(task, ctx), python, threads, timeout, poll=poll, watch=watch)
     return collect.measurement(launched.main, launched.child, timeout)
 
 

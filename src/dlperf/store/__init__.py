@@ -184,7 +184,8 @@ class Store(MachineFigures):
                 "framework": c["framework"], "device": c["device"], "threads": c["threads"], "mode": c["mode"],
                 "batch": c["workload_json"]["batch"], "workload_json": json.dumps(c["workload_json"]),
                 "nproc": c.get("nproc") or 0, "scaling": c.get("scaling") or None, "status": "pending",
-                "loader": c.get("loader") or None,
+                "loader": c.get("loader") or None, "parallel": c.get("parallel") or None,
+                "microbatches": c.get("microbatches") or None,
             }  # fmt: skip
             self._insert("cells", row)  # an older file (the tests make some) has no data-parallel columns
 

@@ -78,7 +78,8 @@ class LossCheckRecord:
 
 @dataclass(frozen=True)
 class CommRecord:
-    """Where a data-parallel step's time goes (frameworks/torch/ddp.py `communication`)."""
+    """Where a multi-process step's time goes, and what each rank holds (frameworks/torch/ddp.py `communication`;
+    every strategy's step reports the same figures, and those only it has: a pipeline's bubble)."""
 
     gradient_bytes: int | None = None  # all-reduced per step
     buckets: int | None = None
@@ -92,6 +93,15 @@ class CommRecord:
     bound: str | None = None  # "communication" (half the step or more exposed) or "compute"
     backend: str | None = None
     world: int | None = None
+    strategy: str | None = None  # the cell's `--parallel`
+    state_bytes_rank: list[int] | None = None  # per rank: parameters, gradients and optimizer state held between steps
+    param_bytes_rank: list[int] | None = None  # per rank: the parameters alone (FSDP: its shard)
+    peak_bytes_rank: list[int] | None = None  # per rank: the peak during a step (CUDA allocator; else live tensors)
+    bubble: float | None = None  # a pipeline: the share of the step the busiest stage idles, measured
+    bubble_theory: float | None = None  # (N-1) / (M+N-1)
+    stage_s: list[float] | None = None  # a pipeline: each stage's forward and backward of every micro-batch, alone
+    split: list[str] | None = None  # a pipeline: the module each stage after the first starts at
+    split_by: str | None = None  # a pipeline: "measured" (per-module times) or "flops"
 
     @classmethod
     def of(cls, d: dict[str, Any] | None) -> CommRecord | None:
@@ -148,6 +158,8 @@ class CellRecord:
     status: Status
     error: str | None = None
     loader: str = ""  # the cell's loader setting (`--data DIR`); "" on synthetic data
+    parallel: str = ""  # with nproc: the strategy (`dlperf.parallel`); "" for a plain cell
+    microbatches: int = 0  # a pipeline's micro-batches per step
     median_s: float | None = None  # the median of the per-process medians
     iqr_s: float | None = None
     mean_s: float | None = None
@@ -189,11 +201,11 @@ class CellRecord:
     @property
     def cell(self) -> Cell:
         return Cell(self.workload, self.framework, self.device, self.threads, self.mode, self.nproc, self.scaling,
-                    self.loader)  # fmt: skip
+                    self.loader, self.parallel, self.microbatches)  # fmt: skip
 
     @property
     def column(self) -> str:
-        return column_name(self.device, self.threads, self.nproc)
+        return column_name(self.device, self.threads, self.nproc, self.parallel, self.microbatches)
 
     @property
     def ok(self) -> bool:
@@ -213,12 +225,16 @@ class CellRecord:
         extra = json.loads(row.get("extra_json") or "{}")
         memory = extra.get("memory") or {}
         names = {f.name for f in fields(cls)}
-        plain = {k: v for k, v in row.items() if k in names and k not in ("status", "scaling", "nproc", "loader")}
+        plain = {k: v for k, v in row.items() if k in names and k not in ("status", "scaling", "nproc", "loader",
+                                                                    "parallel", "microbatches")}  # fmt: skip
+        nproc = row.get("nproc") or 0
         return cls(
             **plain,
-            nproc=row.get("nproc") or 0,
+            nproc=nproc,
             scaling=row.get("scaling") or "",
             loader=row.get("loader") or "",
+            parallel=row.get("parallel") or ("ddp" if nproc else ""),
+            microbatches=row.get("microbatches") or 0,
             status=Status(row["status"]),
             workload_spec=json.loads(row.get("workload_json") or "{}"),
             flops_by_dtype=extra.get("flops_by_dtype"),

@@ -2,12 +2,13 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 LEASES = 6  # the version that has the leases table
 PROFILES = 7  # the version that has the profiles table
 DISPATCH = 8  # the version whose peaks may be a dispatch cost
 LOADERS = 9  # the version whose cells may read real data through a loader, and whose peaks may be copies
 PREDICTIONS = 10  # the version that has the predictions table
+STRATEGIES = 11  # the version whose multi-process cells name their strategy (`--parallel`)
 PEAK_KINDS = ("matmul", "bandwidth", "dispatch", "memcpy", "h2d", "d2h")
 
 
@@ -182,6 +183,14 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (run_id, cell_key, gpu),
             FOREIGN KEY (run_id, cell_key) REFERENCES cells(run_id, key)
         )""",
+    ],
+    STRATEGIES: [
+        # A multi-process (or multi-replica) cell's strategy (`dlperf.parallel`): ddp, fsdp, gpipe, 1f1b, tp,
+        # mirrored; NULL for a plain cell. A cell of an older file with nproc > 0 was data parallel.
+        "ALTER TABLE cells ADD COLUMN parallel TEXT",
+        "UPDATE cells SET parallel = 'ddp' WHERE nproc > 0",
+        # a pipeline's micro-batches per step; NULL for every other cell
+        "ALTER TABLE cells ADD COLUMN microbatches INTEGER",
     ],
 }
 

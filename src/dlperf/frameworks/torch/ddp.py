@@ -94,6 +94,12 @@ class DDPStep:
     def sync(self) -> None:
         self.inner.sync()
 
+    def communication(self) -> dict[str, Any]:
+        return communication(self)
+
+    def state_tensors(self) -> dict[str, list[torch.Tensor]]:
+        return state_tensors(self.inner.model, self.inner.optimizer)
+
     def settings(self) -> dict[str, Any]:
         return {**self.inner.settings(), "ddp_backend": self.group.backend, "world_size": self.group.world,
                 "per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes()}  # fmt: skip
@@ -182,3 +188,35 @@ def communication(train: DDPStep) -> dict[str, Any]:
         "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
         "backend": group.backend, "world": group.world,
     }  # fmt: skip
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """A rank's own part of a tensor: a DTensor's local shard (FSDP2, tensor parallelism), else the tensor."""
+    to_local = getattr(t, "to_local", None)
+    return to_local() if callable(to_local) else t
+
+
+def state_tensors(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, list[torch.Tensor]]:
+    """What a rank holds between steps: its parameters, their gradients, the optimizer's state."""
+    params = list(model.parameters())
+    state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
+    return {"params": params, "grads": [p.grad for p in params if p.grad is not None], "optimizer": state}
+
+
+def nbytes(tensors: list[torch.Tensor]) -> int:
+    return sum(local(t).numel() * local(t).element_size() for t in tensors)
+
+
+MEMORY_PEAKS = ("cuda_allocator_peak_bytes", "live_tensor_peak_bytes")  # a rank's peak in a step, first found
+
+
+def per_rank(train, group: Group, memory: dict[str, int] | None) -> dict[str, Any]:
+    """Every rank's memory, gathered (each strategy's step has `state_tensors`): the parameters, and with their
+    gradients and the optimizer's state, held between steps, and the peak during a step (`memory`: this rank's
+    Memory figures)."""
+    held = train.state_tensors()
+    mine = [nbytes(held["params"]), sum(nbytes(v) for v in held.values())]
+    peak = next((memory[k] for k in MEMORY_PEAKS if memory and memory.get(k) is not None), None)
+    everyone = gather([*mine, peak], group)
+    return {"param_bytes_rank": [r[0] for r in everyone], "state_bytes_rank": [r[1] for r in everyone],
+            "peak_bytes_rank": None if any(r[2] is None for r in everyone) else [r[2] for r in everyone]}  # fmt: skip

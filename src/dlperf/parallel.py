@@ -1,0 +1,102 @@
+"""The ways a training step is spread over processes or devices (`--parallel`), each by its framework's own engine.
+
+Standard library only: the parent plans with it, `dlperf list --parallel` prints it, the workers read a cell's
+strategy from it. A strategy is part of a cell (`protocol.Cell.parallel`, with `microbatches` for a pipeline), of its
+key and of its column: `ddp:2x1`, `fsdp:2x1`, `tp:2x1`, `gpipe.m4:2x1`, `1f1b.m8:2x1`, `mirrored:2x1`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlperf.errors import UsageError
+from dlperf.spec import positive_ints, split_list
+from dlperf.vocab import Parallel
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: Parallel
+    framework: str  # the framework whose engine runs it
+    engine: str  # that engine, as its documentation names it
+    splits: str  # what each process (or replica) holds and computes
+    scalings: tuple[str, ...]  # the batch protocols it supports (`--scaling`)
+    processes: bool = True  # one process per rank (torchrun); False: one process, N devices (MirroredStrategy)
+    pipeline: bool = False  # micro-batches (`--microbatches`) over stages
+
+
+# fmt: off
+STRATEGIES: dict[Parallel, Strategy] = {
+    s.name: s
+    for s in (
+        Strategy(Parallel.DDP, "torch", "torch.nn.parallel.DistributedDataParallel (gloo on CPUs, NCCL on GPUs)",
+                 "the whole model; its share of the batch; gradients all-reduced", ("strong", "weak")),
+        Strategy(Parallel.FSDP, "torch", "FSDP2: torch.distributed.fsdp.fully_shard",
+                 "a 1/N shard of the parameters, gradients and optimizer state; its share of the batch; parameters "
+                 "all-gathered per layer, gradients reduce-scattered", ("strong", "weak")),
+        Strategy(Parallel.GPIPE, "torch", "torch.distributed.pipelining, ScheduleGPipe",
+                 "a stage of consecutive layers; every micro-batch forward, then every one backward",
+                 ("strong",), pipeline=True),
+        Strategy(Parallel.ONE_F_ONE_B, "torch", "torch.distributed.pipelining, Schedule1F1B",
+                 "a stage of consecutive layers; forwards and backwards of micro-batches interleaved (1F1B)",
+                 ("strong",), pipeline=True),
+        Strategy(Parallel.TP, "torch", "DTensor: torch.distributed.tensor.parallel.parallelize_module",
+                 "a column or row slice of each linear layer (ColwiseParallel/RowwiseParallel pairs); the whole "
+                 "batch", ("strong",)),
+        Strategy(Parallel.MIRRORED, "tensorflow", "tf.distribute.MirroredStrategy (logical CPU devices, or GPUs)",
+                 "the whole model on each replica of one process; its share of the batch; gradients all-reduced",
+                 ("strong", "weak"), processes=False),
+    )
+}
+# fmt: on
+
+PIPELINE = (Parallel.GPIPE, Parallel.ONE_F_ONE_B)  # `--parallel pipeline`: both schedules
+DEFAULT_MICROBATCHES = (4,)
+# Parallel libraries dlperf lists but cannot measure, and why (`dlperf list --parallel`): set by envs/ once tried.
+NOT_MEASURED: dict[str, str] = {}
+
+
+def parse_parallel(text: str) -> tuple[Parallel, ...]:
+    """`--parallel ddp,fsdp,pipeline,tp,mirrored`: `pipeline` is both of its schedules, gpipe and 1f1b."""
+    chosen: list[Parallel] = []
+    for item in split_list(text, "--parallel"):
+        if item == "pipeline":
+            chosen += PIPELINE
+            continue
+        try:
+            chosen.append(Parallel(item))
+        except ValueError:
+            names = ", ".join(["pipeline", *(p.value for p in Parallel)])
+            raise UsageError(f"--parallel {item!r}: expected one of {names}") from None
+    return tuple(dict.fromkeys(chosen))
+
+
+def parse_microbatches(text: str) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(positive_ints(text, "--microbatches")))
+
+
+def check(strategies: tuple[Parallel, ...], frameworks: tuple[str, ...], scaling: str, microbatches: bool) -> None:
+    """Combinations no cell could measure are one-line errors: a strategy of a framework not asked for, a scaling it
+    does not have, micro-batches without a pipeline."""
+    for p in strategies:
+        s = STRATEGIES[p]
+        if s.framework not in frameworks:
+            raise UsageError(f"--parallel {p}: {s.engine} is {s.framework}'s; add --frameworks {s.framework}")
+        if scaling not in s.scalings:
+            raise UsageError(f"--parallel {p} --scaling {scaling}: {p} keeps the total batch fixed (strong scaling)")
+    if microbatches and not any(STRATEGIES[p].pipeline for p in strategies):
+        raise UsageError("--microbatches: micro-batches are a pipeline's; add --parallel pipeline (or gpipe, 1f1b)")
+
+
+def for_framework(strategies: tuple[Parallel, ...], framework: str) -> list[Parallel]:
+    return [p for p in strategies if STRATEGIES[p].framework == framework]
+
+
+def distributed(nproc: int, strategy: str) -> bool:
+    """Whether a cell runs as processes under torchrun (every strategy but MirroredStrategy's one process)."""
+    return bool(nproc) and STRATEGIES[Parallel(strategy or Parallel.DDP)].processes
+
+
+def theoretical_bubble(stages: int, microbatches: int) -> float:
+    """The idle share of a GPipe or 1F1B step with equal stages and no communication: (N-1) / (M+N-1)."""
+    return (stages - 1) / (microbatches + stages - 1)
