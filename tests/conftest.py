@@ -113,7 +113,8 @@ def make_cell(workload="fcn-r", framework="torch", device="cpu", threads=1, mode
     from dlperf.vocab import Status
 
     nproc, scaling = fields.pop("nproc", 0), fields.pop("scaling", "")
-    identity = Cell(workload, framework, device, threads, mode, nproc, scaling)
+    parallel, micro = fields.pop("parallel", ""), fields.pop("microbatches", 0)
+    identity = Cell(workload, framework, device, threads, mode, nproc, scaling, "", parallel, micro)
     return CellRecord(
         run_id=fields.pop("run_id", 1), key=fields.pop("key", identity.key), position=fields.pop("position", 0),
         **identity.to_json(), batch=fields.pop("batch", None), workload_spec=fields.pop("workload_spec", {}),

@@ -165,19 +165,20 @@ def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
     charts = []
     for (workload,), group in _by(ddp, "workload").items():
         series = []
-        for (label, protocol), line in _by(group, lambda c: series_label(c, shown), "scaling").items():
+        for (label, protocol, strategy), line in _by(group, lambda c: series_label(c, shown), "scaling",
+                                                     lambda c: c.column.split(":")[0]).items():  # fmt: skip
             if len({c.nproc for c in line}) < 2:
                 continue
             line = sorted(line, key=lambda c: (c.nproc, c.median_s))
             line = [c for i, c in enumerate(line) if i == 0 or c.nproc != line[i - 1].nproc]  # fastest per N
-            name = f"{label} {protocol}"
+            name = f"{label} {protocol}" if strategy == "ddp" else f"{label} {strategy} {protocol}"
             series.append(Series(name, [_point(c, c.nproc, f"{protocol} scaling, {c.column}") for c in line]))
             n0, t0 = line[0].nproc, line[0].median_s
             ideal = [Point(c.nproc, t0 * n0 / c.nproc if protocol == "strong" else t0) for c in line]
             series.append(Series(f"{name} ideal", ideal, ideal=True))
         if series:
             charts.append(
-                Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: data-parallel scaling", "DDP processes",
+                Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: multi-process scaling", "processes",
                       "seconds per step", series, caption="median step of the slowest process (error bars: "
                       "interquartile range); dashed: ideal (strong: time / processes, weak: flat)")
             )  # fmt: skip

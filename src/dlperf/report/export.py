@@ -53,10 +53,24 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     compiled = cell.compile or CompileRecord()
     for key in ("compile_s", "graphs", "graph_breaks", "recompiles"):
         rec[key] = getattr(compiled, key)
-    rec["nproc"], rec["scaling"] = cell.nproc, cell.scaling or None  # data-parallel cells
+    rec["nproc"], rec["scaling"] = cell.nproc, cell.scaling or None  # multi-process cells
+    rec["parallel"], rec["microbatches"] = cell.parallel or None, cell.microbatches or None
     rec["framework_version"], rec["environment"] = cell.framework_version, cell.environment
     comm = cell.comm or CommRecord()
-    for key in ("gradient_bytes", "allreduce_s", "busbw_bytes_s", "local_step_s", "exposed_comm_s", "comm_share"):
+    for key in (
+        "gradient_bytes",
+        "allreduce_s",
+        "busbw_bytes_s",
+        "local_step_s",
+        "exposed_comm_s",
+        "comm_share",
+        "param_bytes_rank",
+        "state_bytes_rank",
+        "peak_bytes_rank",
+        "bubble",
+        "bubble_theory",
+        "split",
+    ):
         rec[key] = getattr(comm, key)
     check = cell.loss_check
     rec["loss_ok"], rec["loss_reason"] = (check.ok, check.reason) if check else (None, None)

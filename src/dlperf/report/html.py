@@ -51,7 +51,7 @@ def render(data: Loaded, at: Path | None = None) -> str:
                 "CPU thread counts in this run.")),
         Section("variants", "Frameworks and modes", by_kind("variants-") + _best_table(data)
                 or _none("Every workload was measured with one framework in one mode.")),
-        Section("ddp", "Data-parallel scaling", by_kind("ddp-") + _ddp(data)),
+        Section("ddp", "Multi-process scaling: the strategies side by side", by_kind("ddp-") + _ddp(data)),
         Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
         *([Section("predicted", "Predicted against measured", _predicted(forecast))] if forecast else []),
         *([Section("crossover", "When a GPU pays", _crossovers(data.crossovers, drawn))] if data.crossovers else []),
@@ -162,11 +162,16 @@ def _best_table(data: Loaded) -> str:
 def _ddp(data: Loaded) -> str:
     rows = ddp.build(data.cells)
     if not rows:
-        return _none("No data-parallel cell in this run (dlperf run --nproc 1,2 measures some).")
+        return _none("No multi-process cell in this run (dlperf run --nproc 1,2 --parallel ddp,fsdp,pipeline "
+                     "measures some).")  # fmt: skip
     legend = (
-        '<p class="legend">strong scaling: speed-up T1 / TN and efficiency T1 / (N x TN) against the ddp:1 cell of the '
-        "same total batch; weak: throughput N x T1 / TN and efficiency T1 / TN. All-reduce: the step's gradient "
-        "buckets all-reduced alone; exposed communication: the DDP step minus the same step under no_sync.</p>"
+        '<p class="legend">strong scaling: speed-up T1 / TN and efficiency T1 / (N x TN) against the one-process cell '
+        "of the same strategy (else ddp:1) and total batch; weak: throughput N x T1 / TN and efficiency T1 / TN. vs "
+        "DDP: the DDP step on the same processes over this one (above 1: faster than DDP). params/rank, peak/rank: "
+        "the largest rank's parameters (a shard under FSDP, a stage in a pipeline) and its peak during a step. "
+        "bubble: the share of a pipeline step its busiest stage idles, measured, and (N-1)/(M+N-1) for N stages and "
+        "M micro-batches. All-reduce: DDP's gradient buckets all-reduced alone; exposed communication: the step "
+        "minus the same rank's compute alone (DDP: under no_sync).</p>"
     )
     return _html_table(list(ddp.HEAD), [ddp.values(r) for r in rows], "ddp") + legend
 
