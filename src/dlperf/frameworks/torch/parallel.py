@@ -16,6 +16,8 @@ from dlperf.workloads.base import Workload
 
 MODULES = {
     Parallel.DDP: "dlperf.frameworks.torch.ddp",
+    Parallel.FSDP: "dlperf.frameworks.torch.fsdp",
+    Parallel.TP: "dlperf.frameworks.torch.tp",
 }
 
 

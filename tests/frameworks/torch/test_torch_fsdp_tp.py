@@ -1,0 +1,172 @@
+"""FSDP2 and tensor parallelism (frameworks/torch/fsdp.py, tp.py): the plans, the numerics against the unsharded
+model on 2 gloo processes, and the cells end to end through `dlperf run`."""
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, dlperf
+from dlperf.protocol import Cell
+from dlperf.store import Store
+from dlperf.workloads import BUILTIN
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The plans: no processes
+
+
+def _model(name):
+    from dlperf.frameworks.torch.models import build_model
+
+    return build_model(BUILTIN[name])
+
+
+def test_tp_pairs_consecutive_linear_layers_colwise_then_rowwise(torch):
+    from dlperf.frameworks.torch import tp
+    from dlperf.frameworks.torch.models import FCN
+
+    assert tp.plan(_model("tiny-fcn-r"), 2, "tiny-fcn-r") == {
+        "layers.0": "colwise", "layers.1": "rowwise", "layers.2": "colwise", "layers.3": "rowwise",
+    }  # fmt: skip
+    assert tp.plan(FCN([8, 4, 4, 2]), 2, "odd") == {"layers.0": "colwise", "layers.1": "rowwise"}  # the last whole
+    with pytest.raises(NotImplementedError, match=r"layers\.2's 5 outputs do not split evenly over 2 processes"):
+        tp.plan(FCN([8, 4, 4, 5, 2]), 2, "uneven")
+
+
+@pytest.mark.parametrize("name,kind", [("tiny-resnet-56", "a conv net"), ("tiny-alexnet-r", "a conv net"),
+                                       ("tiny-lstm", "a recurrent network")])  # fmt: skip
+def test_tp_refuses_what_is_not_a_stack_of_linear_layers(torch, name, kind):
+    from dlperf.frameworks.torch import tp
+
+    with pytest.raises(NotImplementedError, match=f"only to the fully connected networks .*; {name} is {kind}$"):
+        tp.plan(_model(name), 2, name)
+
+
+def test_fsdp_shards_each_layer_or_block_on_its_own(torch):
+    from dlperf.frameworks.torch import fsdp
+
+    assert fsdp.units(_model("tiny-fcn-r")) == ["layers.0", "layers.1", "layers.2", "layers.3"]
+    model = _model("resnet-56")
+    resnet = fsdp.units(model)
+    assert resnet[:2] == ["stem.0", "stem.1"] and resnet[-1] == "fc"  # the conv and its batch norm; no ReLU
+    assert [u for u in resnet if u.startswith("blocks.")] == [f"blocks.{i}" for i in range(27)]  # 3 stages of 9
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Numerics: 2 gloo processes against the unsharded model in each
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _rank(rank: int, world: int, port: int, out: str) -> None:
+    """One process: tp's and FSDP's steps of tiny-fcn-r against the torch backend's unsharded step."""
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                      LOCAL_RANK=str(rank))  # fmt: skip
+    import torch
+
+    from dlperf.frameworks.torch import ddp
+
+    torch.set_num_threads(1)
+    group = ddp.init("cpu", 60)
+    workload = BUILTIN["tiny-fcn-r"]
+    found = {"tp": _tp_against_whole(workload, group), "fsdp": _fsdp_against_whole(workload, group)}
+    with open(f"{out}.{rank}", "w") as f:
+        json.dump(found, f)
+    ddp.close(together=True)
+
+
+def _tp_against_whole(workload, group) -> dict:
+    """The output, a gradient of each split and the loss after two updates, as differences from the whole model."""
+    from dlperf.frameworks.torch import backend, tp
+
+    split = tp.build(workload, Cell(workload.name, "torch", "cpu", 1, "fp32", nproc=2, parallel="tp"), group)
+    whole = backend.build(workload, "cpu", "fp32")  # the same seeds: the same weights and inputs
+    out, ref = split.inner.model(split.inner.inputs), whole.model(whole.inputs)
+    diff = {"output": (out.full_tensor() if hasattr(out, "full_tensor") else out).sub(ref).abs().max().item()}
+    backend.cross_entropy(out, split.inner.targets).backward()
+    backend.cross_entropy(ref, whole.targets).backward()
+    for name in ("layers.0", "layers.1"):  # colwise, rowwise
+        grad = split.inner.model.get_submodule(name).weight.grad.full_tensor()
+        diff[f"{name}.grad"] = grad.sub(whole.model.get_submodule(name).weight.grad).abs().max().item()
+    losses = [(split.step(), whole.step()) for _ in range(3)]
+    diff["loss_after_updates"] = abs(float(losses[-1][0]) - float(losses[-1][1]))
+    diff["loss_changed"] = abs(float(losses[-1][1]) - float(losses[0][1]))
+    return diff
+
+
+def _fsdp_against_whole(workload, group) -> dict:
+    """Each rank a half of the batch, sharded, against the whole batch in one model: the same parameters after
+    two updates (the mean loss's gradient is the mean of the halves')."""
+    from dataclasses import replace
+
+    import torch
+
+    from dlperf.frameworks.torch import backend, fsdp
+
+    batch = 2 * workload.batch
+    cell = Cell(workload.name, "torch", "cpu", 1, "fp32", nproc=2, scaling="strong", parallel="fsdp")
+    sharded = fsdp.build(replace(workload, batch=batch), cell, group)
+    whole = backend.build(replace(workload, batch=batch), "cpu", "fp32")
+    halves = []
+    for rank in range(group.world):  # the inputs each rank drew (fsdp.build's seeds)
+        torch.manual_seed(backend.DATA_SEED + rank)
+        halves.append(backend.synthetic_batch(replace(workload, batch=batch // 2), torch.device("cpu")))
+    whole.inputs, whole.targets = (torch.cat(parts) for parts in zip(*halves, strict=True))
+    for _ in range(2):
+        sharded.step(), whole.step()
+    mine = dict(sharded.inner.model.named_parameters())
+    return {n: mine[n].full_tensor().sub(p).abs().max().item() for n, p in whole.model.named_parameters()}
+
+
+@pytest.mark.slow
+def test_tp_and_fsdp_compute_what_the_unsharded_model_does(tmp_path, torch):
+    import torch.multiprocessing as mp
+
+    out = str(tmp_path / "diff")
+    mp.spawn(_rank, args=(2, _free_port(), out), nprocs=2, join=True)
+    for rank in (0, 1):
+        found = json.loads(Path(f"{out}.{rank}").read_text())
+        split = found["tp"]
+        assert split.pop("loss_changed") > 1e-4  # the updates did something: the comparison after them can fail
+        assert all(d < 1e-5 for d in split.values()), split
+        assert all(d < 1e-5 for d in found["fsdp"].values()), found["fsdp"]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# End to end: dlperf run, gloo, 2 processes
+
+
+@pytest.mark.slow
+def test_fsdp_holds_half_of_ddps_parameters_per_rank(tmp_path, torch):
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-fcn-r", "--nproc", "2", "--parallel", "ddp,fsdp", "--threads", "1",
+                  *FAST, db=db, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    cells = {c.parallel: c for c in store.cells(1)}
+    store.close()
+    assert set(cells) == {"ddp", "fsdp"} and all(c.status == "ok" and c.median_s > 0 for c in cells.values())
+    ddp, fsdp = cells["ddp"].comm, cells["fsdp"].comm
+    assert len(fsdp.param_bytes_rank) == 2 and fsdp.strategy == "fsdp"
+    for whole, shard in zip(ddp.param_bytes_rank, fsdp.param_bytes_rank, strict=True):
+        assert 0.4 <= shard / whole <= 0.6
+    assert ddp.param_bytes_rank[0] == 4 * cells["ddp"].params  # DDP: the whole model on every rank
+    assert fsdp.local_step_s > 0 and fsdp.bound in ("compute", "communication")
+
+
+@pytest.mark.slow
+def test_tp_on_a_conv_net_is_unsupported_with_the_reason(tmp_path, torch):
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-resnet-56", "--nproc", "2", "--parallel", "tp", "--threads", "1",
+                  *FAST, db=db, timeout=300)  # fmt: skip
+    store = Store.open(db, create=False)
+    [cell] = store.cells(1)
+    store.close()
+    assert cell.status == "unsupported", (cell.status, cell.error, done.stderr[-3000:])
+    assert "only to the fully connected networks" in cell.error and "tiny-resnet-56 is a conv net" in cell.error
