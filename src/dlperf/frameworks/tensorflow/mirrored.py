@@ -12,13 +12,17 @@ all-reduce through the strategy's cross-device ops), clips (the LSTM) and then h
 all-reduce off: Keras would clip each replica's gradient before summing, where PyTorch's DDP (and one device) clip the
 summed one. BatchNorm normalizes over each replica's slice, as DDP without SyncBatchNorm does.
 
-Cross-device ops: TensorFlow's default for the devices, read back from the strategy. On CPU devices that is
-CollectiveAllReduce with the RING implementation (NCCL has no CPU kernel; ReductionToOneDevice and
-HierarchicalCopyAllReduce also run on CPUs); on GPUs, CollectiveAllReduce over NCCL.
+Cross-device ops: TensorFlow's own choice for the devices, read back from the strategy and recorded. On CPU devices
+that is CollectiveAllReduce with the RING implementation; on GPUs, CollectiveAllReduce over NCCL. Of the others,
+NcclAllReduce has no CPU kernel; ReductionToOneDevice and HierarchicalCopyAllReduce run on CPUs too, but on this
+shared 2-core machine (tiny-resnet-56, 2 x 1 threads) their step times varied more from run to run than they
+differed from the default's, so TensorFlow's choice stands.
 
 Threads. TensorFlow has one intra-op pool per process, which every logical CPU device's kernels share: the process
-gets N x threads intra-op threads (the variables the launcher set for the cell) and N inter-op threads, so each
-replica's ops can be scheduled while another replica's run (the plain backend keeps one: `inter_op_threads`).
+gets N x threads intra-op threads (the variables the launcher set for the cell) and N inter-op threads, so one
+replica's ops are scheduled while another's run. With one inter-op thread, as the plain backend has
+(`inter_op_threads`), tiny-resnet-56's 2 x 1 step was slower in each of three interleaved pairs on a busy machine
+(6.1-7.2 ms against 5.0-6.1 ms with two).
 """
 
 from __future__ import annotations
@@ -208,17 +212,23 @@ def communication(train: MirroredStep) -> dict[str, Any]:
     - `allreduce_s`: the gradients' all-reduce alone, through the same cross-device ops (median of COMM_REPEATS);
     - `local_step_s`: the step with each replica updating from its own gradients, no all-reduce;
     - `exposed_comm_s`: the synchronized step minus the local one, alternated LOCAL_STEPS times (medians)."""
-    grads = [tf.zeros(v.shape, v.dtype) for v in train.variables]
+    # each replica's gradient-sized tensors, on its device: arguments, not constants Grappler could fold
+    grads = train.strategy.experimental_distribute_values_from_function(
+        lambda ctx: [tf.zeros(v.shape, v.dtype) for v in train.variables]
+    )
     context = tf.distribute.get_replica_context
 
-    @tf.function
-    def allreduce():
-        out = train.strategy.run(lambda: context().all_reduce(tf.distribute.ReduceOp.SUM, grads))
-        return train.strategy.reduce(tf.distribute.ReduceOp.SUM, out[0], axis=None)
+    def replica(g):  # identity: placed on the replica's device; every reduced tensor read, so none is pruned
+        reduced = context().all_reduce(tf.distribute.ReduceOp.SUM, [tf.identity(t) for t in g])
+        return tf.add_n([tf.reduce_sum(t) for t in reduced])
 
-    allreduce()  # both traced here, not timed
+    @tf.function
+    def allreduce(grads):
+        return train.strategy.reduce(tf.distribute.ReduceOp.SUM, train.strategy.run(replica, args=(grads,)), axis=None)
+
+    allreduce(grads)  # both traced here, not timed
     train.local_step()
-    times = [timed_step(lambda: allreduce().numpy(), lambda: None) for _ in range(COMM_REPEATS)]
+    times = [timed_step(lambda: allreduce(grads).numpy(), lambda: None) for _ in range(COMM_REPEATS)]
     local, synced = [], []
     for _ in range(LOCAL_STEPS):  # alternated, so both kinds of step see the machine in the same state
         local.append(timed_step(train.local_step, train.sync))
