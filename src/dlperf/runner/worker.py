@@ -26,6 +26,7 @@ from dlperf.protocol import (
     Built,
     CellTask,
     Checking,
+    Comm,
     Compiled,
     CompileEnd,
     Compiling,
@@ -54,7 +55,7 @@ def measure(task: CellTask, emit: Reporter) -> None:
     settings = fw.configure_threads(cell.threads)
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
-    train, noted = build_step(fw, cell.framework, workload, cell.device, cell.mode, nvtx=task.nvtx)
+    train, noted = build_cell(fw, task, workload)
     emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted}, fw.version()))
     fed = open_feed(task, fw, workload, train, emit) if task.data is not None else None
 
@@ -83,7 +84,23 @@ def measure(task: CellTask, emit: Reporter) -> None:
         emit(measure_memory(train))
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
+    if cell.nproc:  # last: measuring where the step's time goes may leave the replicas' weights apart
+        emit(Comm({**train.communication(), "strategy": cell.parallel}))
     emit(Done())
+
+
+def build_cell(fw, task: CellTask, workload: Workload):
+    """The cell's step and the settings noted beside it. A cell with replicas here (`nproc`, not under torchrun) is
+    a strategy of one process, TensorFlow's MirroredStrategy: the backend's `build_parallel` builds it, and a backend
+    without one makes the cell unsupported."""
+    cell = task.cell
+    if not cell.nproc:
+        return build_step(fw, cell.framework, workload, cell.device, cell.mode, nvtx=task.nvtx)
+    build_parallel = getattr(fw, "build_parallel", None)
+    if build_parallel is None:
+        raise NotImplementedError(f"--parallel {cell.parallel}: the {cell.framework} backend runs no replicas")
+    noted = {"nvtx": "not emitted: a multi-replica cell has no NVTX ranges yet"} if task.nvtx else {}
+    return build_parallel(workload, cell), noted
 
 
 def step_timer(train, fed: feed.Feed | None = None) -> Callable[[], float]:

@@ -35,6 +35,7 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import dataclasses
+import importlib
 import math
 import time
 from collections.abc import Callable
@@ -49,6 +50,8 @@ from dlperf.frameworks.tensorflow import profiler
 from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
 from dlperf.modes import Mode, mode_components
+from dlperf.protocol import Cell
+from dlperf.vocab import Parallel
 from dlperf.workloads.base import OptimizerSpec, Workload
 
 if keras.backend.backend() != "tensorflow":
@@ -301,6 +304,21 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TFSte
     if workload.arch == "user":
         raise NotImplementedError(builtin_only("tensorflow"))
     return TFStep(workload, device, xla=Mode.COMPILE in mode_components(mode), seed=seed)
+
+
+# one process, N replicas (`--parallel`): the module of each strategy, imported by name (it imports this backend)
+PARALLEL = {Parallel.MIRRORED: "dlperf.frameworks.tensorflow.mirrored"}
+
+
+def build_parallel(workload: Workload, cell: Cell) -> Any:
+    """The step of a one-process strategy's cell (MirroredStrategy: `cell.nproc` replicas), its devices and threads
+    set up first, before TensorFlow initializes them; `workload.batch` is the job's total."""
+    strategy = Parallel(cell.parallel)
+    if strategy not in PARALLEL:
+        raise NotImplementedError(f"--parallel {strategy}: not a tensorflow strategy of one process")
+    module = importlib.import_module(PARALLEL[strategy])
+    module.configure(cell)
+    return module.build(workload, cell)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
