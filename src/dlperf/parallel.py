@@ -52,8 +52,28 @@ STRATEGIES: dict[Parallel, Strategy] = {
 
 PIPELINE = (Parallel.GPIPE, Parallel.ONE_F_ONE_B)  # `--parallel pipeline`: both schedules
 DEFAULT_MICROBATCHES = (4,)
-# Parallel libraries dlperf lists but cannot measure, and why (`dlperf list --parallel`): set by envs/ once tried.
-NOT_MEASURED: dict[str, str] = {}
+
+
+@dataclass(frozen=True)
+class Library:
+    """A parallel library dlperf lists beside its strategies but does not measure: why not is its framework entry's
+    in `dlperf.envs` (tried, and found uninstallable), which `dlperf list --parallel` shows."""
+
+    name: str
+    frameworks: tuple[str, ...]  # the frameworks it drives
+    engine: str
+    splits: str
+
+
+# Parallel libraries dlperf lists but cannot measure (`dlperf list --parallel`); the reason is envs.UNINSTALLABLE's.
+NOT_MEASURED: dict[str, Library] = {
+    "horovod": Library(
+        "horovod",
+        ("torch", "tensorflow"),
+        "Horovod: hvd.DistributedOptimizer, horovodrun (gloo or MPI)",
+        "the whole model; its share of the batch; gradients ring-all-reduced",
+    ),
+}
 
 
 def parse_parallel(text: str) -> tuple[Parallel, ...]:

@@ -1,5 +1,6 @@
 """`dlperf list`: the workloads, or with --frameworks every framework of the paper and today's, measurable here or
-why not."""
+why not, or with --parallel every strategy of a multi-process cell (and Horovod), what each rank holds and whether it
+is measurable here."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import json
 from dlperf.commands.common import add_format
 from dlperf.vocab import ExitCode
 
-HELP = "the workloads, or with --frameworks the frameworks"
+HELP = "the workloads, or with --frameworks the frameworks, or with --parallel the strategies of --nproc cells"
 TAKES_DB = False  # reads no store
 
 
@@ -19,6 +20,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--frameworks", action="store_true", help="every framework of the paper and today: measurable here or why not"
     )
+    p.add_argument(
+        "--parallel",
+        action="store_true",
+        help="every strategy of --parallel (and Horovod): what each rank holds, measurable here or why not",
+    )
 
 
 def run(args) -> int:
@@ -26,6 +32,8 @@ def run(args) -> int:
 
     if args.frameworks:
         return list_frameworks(args.format)
+    if args.parallel:
+        return list_parallel(args.format)
     published = {w.name for w in PUBLISHED}
     workloads = [w for w in BUILTIN.values() if args.all or not w.hidden]
     if args.format == "json":
@@ -66,4 +74,50 @@ def list_frameworks(fmt: str) -> int:
         here = "available" if r["available"] else "no"
         where = f"{r['version'] or '?'} ({r['environment']} environment)" if r["available"] else r["reason"]
         print(f"{r['name']:<12}{'yes' if r['paper'] else '':<14}{here:<12}{where}")
+    return ExitCode.OK
+
+
+# What a torch strategy needs beyond torch, not asked of torch here: a probe would import it (seconds) for a listing.
+TORCH_DISTRIBUTED = "needs torch.distributed (gloo on CPUs, NCCL on GPUs), checked when a cell starts"
+
+
+def strategy_rows() -> list[dict]:
+    """Each strategy of `--parallel`, then each library dlperf lists but does not measure, with whether it can be
+    measured here (its framework found without importing it) and why not."""
+    from dlperf.envs import framework_status
+    from dlperf.parallel import NOT_MEASURED, STRATEGIES
+
+    rows = []
+    for s in STRATEGIES.values():
+        status = framework_status(s.framework)
+        rows.append({
+            "name": str(s.name), "frameworks": [s.framework], "engine": s.engine, "splits": s.splits,
+            "scalings": list(s.scalings), "processes": s.processes, "pipeline": s.pipeline,
+            "measurable": status["available"], "needs": TORCH_DISTRIBUTED if s.framework == "torch" else None,
+            "reason": None if status["available"] else f"{s.framework}: {status['reason']}",
+        })  # fmt: skip
+    for lib in NOT_MEASURED.values():
+        status = framework_status(lib.name)
+        reason = status["reason"] if not status["available"] else "installed, but dlperf has no strategy for it"
+        rows.append({
+            "name": lib.name, "frameworks": list(lib.frameworks), "engine": lib.engine, "splits": lib.splits,
+            "scalings": [], "processes": True, "pipeline": False, "measurable": False, "needs": None,
+            "reason": reason,
+        })  # fmt: skip
+    return rows
+
+
+def list_parallel(fmt: str) -> int:
+    rows = strategy_rows()
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    for r in rows:
+        scalings = f"; --scaling {', '.join(r['scalings'])}" if r["scalings"] else ""
+        micro = "; --microbatches" if r["pipeline"] else ""
+        print(f"{r['name']} ({', '.join(r['frameworks'])}{scalings}{micro})")
+        print(f"  engine        {r['engine']}")
+        print(f"  {'each rank' if r['processes'] else 'each replica':<14}{r['splits']}")
+        here = "measurable" + (f"; {r['needs']}" if r["needs"] else "") if r["measurable"] else f"no: {r['reason']}"
+        print(f"  here          {here}")
     return ExitCode.OK

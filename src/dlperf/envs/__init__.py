@@ -124,8 +124,13 @@ UNINSTALLABLE = {
     "caffe": "no release installs on a supported Python (last release 1.0, 2017; never on PyPI)",
     "cntk": "no release installs on a supported Python (last release 2.7, 2019; wheels for Python 2.7, 3.5, 3.6)",
     "torch7": "Lua, not Python; development stopped in 2017 (PyTorch is its successor)",
+    # tried: pip install --no-build-isolation horovod==0.28.1 (isolated, its CMake finds no torch) with gloo, without
+    # MPI, gcc 12, cmake 3.25, Python 3.11; each build fails after 5-11 minutes of compiling on 2 cores
+    "horovod": "no release builds against the pinned frameworks (last release 0.28.1, 2023): its PyTorch extension "
+    "compiles as C++14 and torch 2.13's headers need C++17; against tensorflow-cpu 2.21 its XLA ops do not find "
+    "the headers TensorFlow keeps under include/external (highwayhash, then farmhash)",
 }
-KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7")
+KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7", "horovod")
 
 
 def framework_status(name: str) -> dict[str, Any]:
