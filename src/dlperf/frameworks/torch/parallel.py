@@ -16,6 +16,7 @@ from dlperf.workloads.base import Workload
 
 MODULES = {
     Parallel.DDP: "dlperf.frameworks.torch.ddp",
+    **dict.fromkeys((Parallel.GPIPE, Parallel.ONE_F_ONE_B), "dlperf.frameworks.torch.pipeline"),
 }
 
 
