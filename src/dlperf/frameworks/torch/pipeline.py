@@ -386,12 +386,12 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> PipelineStep:
     """This rank's stage of `workload` (its `batch` the job's total, cut into `cell.microbatches` micro-batches)
     under `cell.parallel`'s schedule; NotImplementedError, alike on every rank, for what cannot be a pipeline."""
     check_mode(cell.mode)
-    if workload.arch == "user":
-        raise NotImplementedError("user workloads in a pipeline are not measured by dlperf yet")
     m = cell.microbatches
     if m < 1 or workload.batch % m:
         raise NotImplementedError(f"a total batch of {workload.batch} does not divide into {m} micro-batches")
     inner = torch_backend.build(workload, str(group.device), cell.mode)
+    if not (isinstance(inner.inputs, torch.Tensor) and isinstance(inner.targets, torch.Tensor)):
+        raise NotImplementedError("its batch is not one input tensor and one target tensor to cut into micro-batches")
     micro = workload.batch // m
     x, y = inner.inputs[:micro], inner.targets[:micro]
     decided = decide(inner.model, x, y, inner.loss_fn, inner.sync, group)
