@@ -81,10 +81,14 @@ def trace(model: torch.nn.Module) -> fx.GraphModule:
     try:
         traced = fx.symbolic_trace(model)
     except Exception as exc:  # data-dependent control flow, calls fx cannot follow
-        why = str(exc).splitlines()[0][:160]
+        why = first_line(exc)
         raise NotImplementedError(f"its forward cannot be traced into one chain of operations ({why})") from exc
     traced.graph.eliminate_dead_code()
     return traced
+
+
+def first_line(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
 
 
 def units(traced: fx.GraphModule, example: torch.Tensor) -> list[list[fx.Node]]:
@@ -110,8 +114,9 @@ def units(traced: fx.GraphModule, example: torch.Tensor) -> list[list[fx.Node]]:
     return [g for g in groups if g]
 
 
-def module_of(traced: fx.GraphModule, nodes: list[fx.Node]) -> fx.GraphModule:
-    """The nodes as a module of their own: one input (what the node before them made), their last node's output.
+def module_of(traced: fx.GraphModule, nodes: list[fx.Node], contiguous: bool = False) -> fx.GraphModule:
+    """The nodes as a module of their own: one input (what the node before them made), their last node's output
+    (`contiguous`: made contiguous, as gloo sends only contiguous tensors; an LSTM's batch-first output is not).
     Its submodules and parameters are the traced model's own, shared."""
     graph = fx.Graph()
     env: dict[fx.Node, fx.Node] = {}
@@ -119,7 +124,8 @@ def module_of(traced: fx.GraphModule, nodes: list[fx.Node]) -> fx.GraphModule:
     env[source] = graph.placeholder("x")
     for n in nodes:
         env[n] = graph.node_copy(n, lambda a: env[a])
-    graph.output(env[nodes[-1]])
+    out = env[nodes[-1]]
+    graph.output(graph.call_method("contiguous", (out,)) if contiguous else out)
     return fx.GraphModule(traced, graph)
 
 
@@ -192,7 +198,7 @@ class Plan:
     split: list[str] = field(default_factory=list)  # the unit each stage after the first starts at
     split_by: str = ""  # "measured" or "flops"
     shapes: list[tuple[list[int], str]] = field(default_factory=list)  # each stage's output on a micro-batch
-    units: list[tuple[str, float]] = field(default_factory=list)  # every unit and its cost
+    costs: list[tuple[str, float]] = field(default_factory=list)  # every unit and its cost (seconds or FLOPs)
     unsupported: str = ""  # why the model cannot be a pipeline of this many stages
     error: str = ""  # rank 0 failed deciding
 
@@ -230,7 +236,7 @@ def decide(model, x, y, loss_fn, sync, group: ddp.Group) -> Plan:
         except NotImplementedError as exc:
             box[0] = Plan(unsupported=str(exc))
         except Exception as exc:
-            box[0] = Plan(error=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+            box[0] = Plan(error=first_line(exc))
     dist.broadcast_object_list(box, src=0)
     decided: Plan = box[0]
     if decided.unsupported:
@@ -245,7 +251,7 @@ def stage_module(traced: fx.GraphModule, cuts: list[str], rank: int) -> fx.Graph
     nodes = [n for n in traced.graph.nodes if n.op not in ("placeholder", "output")]
     ends = [i for i, n in enumerate(nodes) if n.name in cuts]
     bounds = [-1, *ends, len(nodes) - 1]
-    return module_of(traced, nodes[bounds[rank] + 1 : bounds[rank + 1] + 1])
+    return module_of(traced, nodes[bounds[rank] + 1 : bounds[rank + 1] + 1], contiguous=rank < len(cuts))
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -344,7 +350,7 @@ class PipelineStep:
         return {**self.base_settings, "ddp_backend": self.group.backend, "world_size": self.group.world,
                 "pipeline_schedule": type(self.schedule).__name__, "microbatches": self.microbatches,
                 "microbatch_size": self.inputs.shape[0] // self.microbatches, "pipeline_split": d.split,
-                "pipeline_split_by": d.split_by, "pipeline_units": [[n, c] for n, c in d.units]}  # fmt: skip
+                "pipeline_split_by": d.split_by, "pipeline_unit_costs": [[n, c] for n, c in d.costs]}  # fmt: skip
 
     def count_flops(self) -> dict[str, Any] | None:
         """The whole job's FLOPs per step: every stage's forward and backward of every micro-batch, counted on the
