@@ -18,6 +18,7 @@ MODULES = {
     Parallel.DDP: "dlperf.frameworks.torch.ddp",
     Parallel.FSDP: "dlperf.frameworks.torch.fsdp",
     Parallel.TP: "dlperf.frameworks.torch.tp",
+    **dict.fromkeys((Parallel.GPIPE, Parallel.ONE_F_ONE_B), "dlperf.frameworks.torch.pipeline"),
 }
 
 

@@ -1,0 +1,186 @@
+"""Pipeline parallelism (frameworks/torch/pipeline.py): the balancing, the chain a forward is cut into, and one
+pipeline step on 2 gloo processes against the unsplit model on the same micro-batches."""
+
+import socket
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+from dlperf.frameworks.torch import backend as torch_backend
+from dlperf.frameworks.torch import ddp
+from dlperf.frameworks.torch import pipeline as pp
+from dlperf.protocol import Cell
+from dlperf.workloads import BUILTIN
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Balancing: costs -> cut points
+
+
+@pytest.mark.parametrize(
+    "costs,stages,starts",
+    [
+        ([1, 1, 1, 1], 2, [2]),
+        ([3, 1, 1, 1], 2, [1]),  # the costly first unit alone
+        ([1, 1, 1, 3], 2, [3]),
+        ([1, 2, 3, 4, 5, 6, 7, 8, 9], 3, [5, 7]),  # 15 | 13 | 17: no cut does better than 17
+        ([5, 5], 2, [1]),
+        ([0, 0, 0], 3, [1, 2]),  # every stage at least one unit, even of no cost
+        ([1, 9, 1], 1, []),
+    ],
+)
+def test_balance_cuts_where_the_costliest_stage_is_cheapest(costs, stages, starts):
+    assert pp.balance(costs, stages) == starts
+
+
+def test_balance_is_optimal_against_every_cut():
+    costs = [4.0, 1.0, 7.0, 2.0, 2.0, 3.0, 9.0, 1.0]
+    best = min(max(sum(costs[:i]), sum(costs[i:j]), sum(costs[j:])) for i in range(1, 7) for j in range(i + 1, 8))
+    i, j = pp.balance(costs, 3)
+    assert max(sum(costs[:i]), sum(costs[i:j]), sum(costs[j:])) == best
+
+
+def test_balance_refuses_more_stages_than_units():
+    with pytest.raises(ValueError, match="2 units cannot make 3"):
+        pp.balance([1.0, 2.0], 3)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The chain
+
+
+def plan_of(name: str, stages: int = 2, micro: int = 2) -> pp.Plan:
+    step = torch_backend.build(BUILTIN[name], "cpu", "fp32")
+    return pp.plan(step.model, step.inputs[:micro], step.targets[:micro], step.loss_fn, step.sync, stages)
+
+
+def test_a_forward_is_cut_where_one_tensor_passes():
+    plan = plan_of("tiny-resnet-56")
+    names = [n for n, _ in plan.costs]
+    # a residual block is one unit (its input lives on for the shortcut); the pooling between blocks and fc is one
+    assert names == ["stem.0", "stem.1", "stem.2", "blocks.0", "blocks.1", "blocks.2", "mean", "fc"]
+    assert plan.split_by == "measured" and all(c > 0 for _, c in plan.costs)
+    assert len(plan.split) == len(plan.cuts) == 1 and plan.split[0] in names[1:]
+    assert plan.shapes[-1] == ([2, 10], "float32")  # the last stage's output: the logits of a micro-batch
+
+
+def test_fcn_is_cut_between_its_layers_and_activations():
+    plan = plan_of("tiny-fcn-s", stages=3)
+    assert [n for n, _ in plan.costs] == ["layers.0", "sigmoid", "layers.1", "sigmoid_1", "layers.2", "sigmoid_2",
+                                           "layers.3"]  # fmt: skip
+    assert len(plan.split) == 2
+
+
+def test_costs_by_flops_count_each_unit():
+    step = torch_backend.build(BUILTIN["tiny-fcn-s"], "cpu", "fp32")  # widths 64, 32, 32, 32, 64; batch 2 here
+    traced = pp.trace(step.model)
+    modules = [pp.module_of(traced, g) for g in pp.units(traced, step.inputs[:2])]
+    flops = pp.unit_costs(modules, step.inputs[:2], step.targets[:2], step.loss_fn, step.sync, "flops")
+    # a linear layer's forward and backward: 3 products of 2 x a x b (the first layer's input needs no gradient)
+    assert flops[0] == 2 * (2 * 2 * 64 * 32) and flops[2] == 3 * (2 * 2 * 32 * 32) and flops[1] == 0
+
+
+class Skip(nn.Module):
+    """Its input is added to its output: no point between the layers passes one tensor alone."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.b(self.a(x)) + x
+
+
+class Branchy(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Linear(4, 4)
+
+    def forward(self, x):
+        if x.sum() > 0:  # data-dependent: fx cannot trace it
+            return self.a(x)
+        return x
+
+
+@pytest.mark.parametrize(
+    "model,reason", [(Skip(), "fewer than 2 stages"), (Branchy(), "cannot be traced into one chain")]
+)
+def test_a_model_that_is_not_a_chain_cannot_be_split(model, reason):
+    x = torch.randn(2, 4)
+    with pytest.raises(NotImplementedError, match=reason):
+        pp.plan(model, x, torch.zeros(2, dtype=torch.long), torch_backend.cross_entropy, lambda: None, 2)
+
+
+def test_a_chain_that_does_not_give_the_forward_is_refused():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4))
+    traced = pp.trace(model)
+    modules = [pp.module_of(traced, g) for g in pp.units(traced, torch.randn(2, 4))]
+    pp.check_chain(model, modules, torch.randn(2, 4))  # the true chain passes
+    with pytest.raises(NotImplementedError, match="do not give its forward"):
+        pp.check_chain(model, modules[::-1], torch.randn(2, 4))
+
+
+def test_modes_other_than_fp32_are_refused():
+    pp.check_mode("fp32")
+    with pytest.raises(NotImplementedError, match="bf16 in a pipeline"):
+        pp.check_mode("bf16")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# One step on 2 gloo processes against one process
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: int, out: dict) -> None:
+    """A rank: one pipeline step; its loss (last stage) and its stage's parameters after the update."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    try:
+        group = ddp.Group(rank, world, rank, "gloo")
+        cell = Cell(name, "torch", "cpu", 1, "fp32", nproc=world, scaling="strong", parallel=parallel,
+                    microbatches=micro)  # fmt: skip
+        train = pp.build(BUILTIN[name], cell, group)
+        loss = train.step()
+        params = {k: v.detach().clone() for k, v in train.module.named_parameters()}
+        out[rank] = {"loss": None if loss is None else loss.item(), "params": params, "split": train.decided.split}
+    finally:
+        dist.destroy_process_group()
+
+
+def reference(name: str, micro: int) -> tuple[float, dict[str, torch.Tensor]]:
+    """The unsplit model, one process: the mean of the micro-batches' losses, its gradient, one update."""
+    step = torch_backend.build(BUILTIN[name], "cpu", "fp32")
+    step.optimizer.zero_grad(set_to_none=True)
+    xs, ys = step.inputs.tensor_split(micro), step.targets.tensor_split(micro)
+    loss = torch.stack([step.loss_fn(step.model(x), y) for x, y in zip(xs, ys, strict=True)]).mean()
+    loss.backward()
+    step.optimizer.step()
+    return loss.item(), {k: v.detach() for k, v in step.model.named_parameters()}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name,micro", [("tiny-resnet-56", 4), ("tiny-lstm", 2)])
+def test_a_pipeline_step_is_the_unsplit_step(name, micro):
+    """Both schedules, 2 stages: the same loss, and after the update the same parameters, as the whole model
+    stepping once on the mean of the same micro-batches' losses (BatchNorm sees each micro-batch alone in both;
+    tiny-lstm's gradient clipping is over both stages' gradients, and its batch-first output, not contiguous from
+    2 sequences on, crosses to the next stage)."""
+    want_loss, want = reference(name, micro)
+    for parallel in ("gpipe", "1f1b"):
+        with mp.Manager() as manager:
+            out = manager.dict()
+            mp.spawn(one_step, args=(2, free_port(), name, parallel, micro, out), nprocs=2)
+            ranks = dict(out)
+        assert ranks[0]["loss"] is None and ranks[1]["loss"] == pytest.approx(want_loss, rel=1e-5)
+        assert ranks[0]["split"] == ranks[1]["split"]  # rank 0 decided for both
+        got = {**ranks[0]["params"], **ranks[1]["params"]}
+        assert set(got) == set(want) and not set(ranks[0]["params"]) & set(ranks[1]["params"])  # each stage its own
+        for k, v in want.items():
+            torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-6, msg=f"{parallel}: {k}")
