@@ -205,6 +205,28 @@ def test_a_rank_that_dies_fails_the_cell_and_the_sweep_goes_on(tmp_path, torch):
     assert len(pids) == 2 and not any(alive(p) for p in pids)
 
 
+@pytest.mark.slow
+def test_a_rank_that_dies_fails_every_strategys_cell_and_leaves_no_process(tmp_path, torch):
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KILLER)  # rank 1 of every job kills itself mid-run
+    db = tmp_path / "d.db"
+    start = time.monotonic()
+    done = dlperf("run", "--workloads", "tiny-fcn-r", "--nproc", "2", "--threads", "1", "--parallel", "fsdp,tp,gpipe",
+                  "--min-steps", "3", "--min-time", "30", "--max-time", "60", "--timeout", "120", db=db, timeout=500,
+                  env={"PYTHONPATH": str(hook), "DLPERF_TEST_KILL_AFTER": "8"})  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    assert time.monotonic() - start < 300  # ended by the deaths, not by the 120 s timeouts
+    store = Store.open(db, create=False)
+    cells = store.cells(1)
+    store.close()
+    assert [c.column for c in cells] == ["fsdp:2x1", "tp:2x1", "gpipe.m4:2x1"]
+    assert [c.status for c in cells] == ["failed"] * 3
+    assert all(c.error.startswith("rank 1:") and "SIGKILL" in c.error for c in cells), [c.error for c in cells]
+    pids = [int(p) for p in (hook / "pids").read_text().split()]
+    assert len(pids) == 3 and not any(alive(p) for p in pids)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
