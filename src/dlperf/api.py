@@ -307,7 +307,8 @@ def make_plan(spec: RunSpec) -> Plan:
     allowed = len(system.affinity_cpus())
     if spec.nprocs:
         cells = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
-        chosen = {c.key: ddp_workload(workloads[c.workload], c).to_json() for c in cells}
+        named = {w.name: w for w in workloads.values()}  # a user workload is asked for by its source
+        chosen = {c.key: ddp_workload(named[c.workload], c).to_json() for c in cells}
         return Plan(spec, cells, chosen, env, cores, warnings + precision_warnings(cells, env))
     counts = thread_counts(spec.threads, cores, warnings)
     if spec.pin and max(counts) > allowed:

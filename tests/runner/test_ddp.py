@@ -357,3 +357,13 @@ def test_unsupported_on_rank_0_is_unsupported_not_a_failure():
     events = {r: [Start(pid=r, python="py", rank=r), Unsupported("checkpoint under DDP")] for r in (0, 1)}
     m = ddp_measurement(events, child(), 60)
     assert m["status"] == "unsupported" and m["error"] == "rank 0: checkpoint under DDP"
+
+
+@pytest.mark.slow
+def test_a_user_workload_is_planned_under_every_strategy(tmp_path, torch):
+    """A user workload is asked for by its source and stored by its name: the multi-process plan finds it."""
+    source = f"{ROOT / 'examples' / 'my_model.py'}:make"
+    done = dlperf("run", "--workloads", source, "--nproc", "2", "--parallel", "ddp,gpipe", "--dry-run",
+                  db=tmp_path / "d.db", timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "small-convnet torch ddp:2x1 fp32" in done.stdout and "small-convnet torch gpipe.m4:2x1 fp32" in done.stdout
