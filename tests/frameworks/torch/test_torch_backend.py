@@ -236,6 +236,19 @@ def test_tracker_counts_tensors_that_existed_before():
     del x, y
 
 
+def test_tracker_sees_a_storage_resized_in_place_as_fsdp_frees_and_regathers():
+    layer = torch.zeros(1000)  # 4000 bytes, as an all-gathered layer FSDP2 frees with resize_(0)
+    with tb.LiveTensorBytes([layer]) as live:
+        layer.untyped_storage().resize_(0)  # no op returns it: only read again before the next op
+        y = torch.ones(500)  # 2000 bytes: the layer's freed memory is not counted beside it
+        assert live.now == 2000
+        layer.untyped_storage().resize_(4000)
+        z = y + 1  # 2000 more: the layer counts again
+        assert live.now == 8000
+    assert live.peak == 8000
+    del layer, y, z
+
+
 def measured_peak(workload: Workload) -> tuple[int, tb.TorchStep]:
     train = tb.build(workload, "cpu", "fp32")
     train.step()  # gradients and optimizer state exist, as they do after the worker's FLOP count

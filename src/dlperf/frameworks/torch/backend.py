@@ -145,8 +145,10 @@ class LiveTensorBytes(TorchDispatchMode):
     result passes through `__torch_dispatch__` (backward ops too: on CPU autograd runs them in this thread with this
     mode active); each storage is counted once, however many views share it, and subtracted when it dies. PyTorch
     keeps one Python object per live storage (`untyped_storage()` returns the same object while the C++ storage
-    lives), so a weakref callback on it fires exactly when the memory is released. Tensors that exist before the mode
-    is entered are passed in. Not counted: kernel scratch space and allocator overhead, which no op returns.
+    lives), so a weakref callback on it fires exactly when the memory is released. A storage can also shrink or grow
+    without an op returning it (FSDP2 frees an all-gathered layer with `untyped_storage().resize_(0)` and allocates
+    it again the same way), so before each op every live storage's size is read again. Tensors that exist before the
+    mode is entered are passed in. Not counted: kernel scratch space and allocator overhead, which no op returns.
     """
 
     def __init__(self, existing: Iterable[torch.Tensor] = ()) -> None:
@@ -157,10 +159,19 @@ class LiveTensorBytes(TorchDispatchMode):
             self._see(t)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self._resized()
         out = func(*args, **(kwargs or {}))
         for t in tensors_in(out):
             self._see(t)
         return out
+
+    def _resized(self) -> None:
+        """Storages resized in place since the last op (no op returned them): their sizes as they are now."""
+        for key, (ref, size) in list(self._live.items()):
+            storage = ref()
+            if storage is not None and (now := storage.nbytes()) != size:
+                self._live[key] = (ref, now)
+                self.now += now - size
 
     def _see(self, t: torch.Tensor) -> None:
         try:

@@ -105,14 +105,13 @@ class DDPStep:
                 "per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes()}  # fmt: skip
 
     def count_flops(self) -> dict[str, Any] | None:
-        """The whole job's FLOPs per step: every process's share. Not split by dtype: a step of N processes is
-        not held against one process's peak."""
-        counted = self.inner.count_flops()
-        if not counted:
-            return None
-        return {"flops_per_step": counted["flops_per_step"] * self.group.world, "flops_by_dtype": None}
+        """The whole job's FLOPs per step: every process's share."""
+        return job_flops(self.inner, self.group.world)
 
     def memory_of_step(self) -> dict[str, int]:
+        """The peak of a DDP step, traced anew: the FLOP count's trace ran the model unwrapped (`iteration(model)`),
+        without DDP's gradient buckets, which hold a copy of every gradient."""
+        self.inner._live_peak = None
         return self.inner.memory_of_step()
 
     def gradient_bytes(self) -> int:
@@ -188,6 +187,15 @@ def communication(train: DDPStep) -> dict[str, Any]:
         "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
         "backend": group.backend, "world": group.world,
     }  # fmt: skip
+
+
+def job_flops(inner: torch_backend.TorchStep, ranks: int) -> dict[str, Any] | None:
+    """A job's FLOPs per step from one rank's counted step, done alike by `ranks` ranks. Not split by dtype: a step
+    of N processes is not held against one process's peak."""
+    counted = inner.count_flops()
+    if not counted:
+        return None
+    return {"flops_per_step": counted["flops_per_step"] * ranks, "flops_by_dtype": None}
 
 
 def local(t: torch.Tensor) -> torch.Tensor:

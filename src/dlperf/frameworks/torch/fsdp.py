@@ -67,10 +67,7 @@ class FSDPStep:
     def count_flops(self) -> dict[str, Any] | None:
         """The whole job's FLOPs per step: each rank computes the whole model on its share of the batch (its layers
         all-gathered), so every rank's count, times N."""
-        counted = self.inner.count_flops()
-        if not counted:
-            return None
-        return {"flops_per_step": counted["flops_per_step"] * self.group.world, "flops_by_dtype": None}
+        return ddp.job_flops(self.inner, self.group.world)
 
     def memory_of_step(self) -> dict[str, int]:
         return self.inner.memory_of_step()

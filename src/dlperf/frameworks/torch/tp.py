@@ -98,10 +98,8 @@ class TPStep:
                 "per_process_batch": self.workload.batch, "tp_plan": self.styles}  # fmt: skip
 
     def count_flops(self) -> dict[str, Any] | None:
-        counted = self.inner.count_flops()
-        if not counted:
-            return None
-        return {"flops_per_step": counted["flops_per_step"], "flops_by_dtype": None}
+        """Every rank computes its slices of the whole batch: one rank's count is the job's."""
+        return ddp.job_flops(self.inner, 1)
 
     def memory_of_step(self) -> dict[str, int]:
         return self.inner.memory_of_step()
