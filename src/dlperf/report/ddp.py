@@ -138,7 +138,8 @@ def notes(rows: list[Scaling]) -> list[str]:
             if r.comm.bubble is not None:
                 where += f", pipeline bubble {v['bubble (theory)']}"
         ddp = f"; {v['vs DDP']} the speed of DDP on the same processes" if r.vs_ddp is not None else ""
-        memory = f"; parameters {v['params/rank']} per rank, peak {v['peak/rank']}" if r.param_bytes else ""
+        memory = f"; parameters {v['params/rank']} per rank" if r.param_bytes else ""
+        memory += f", peak {v['peak/rank']}" if r.param_bytes and r.peak_bytes else ""
         bound = f": {v['bound']}" if r.comm.bound else ""
         out.append(f"{r.workload} {r.mode} {r.column} ({r.scaling} scaling): {against}{ddp}; {where}{memory}{bound}")
     return out
