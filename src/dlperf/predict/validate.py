@@ -204,8 +204,12 @@ class Result:
 
     @property
     def error(self) -> float:
-        """Signed relative error of the predicted step time (+0.10: predicted 10% slower than published)."""
-        return self.predicted_s / self.case.measured_s - 1
+        return relative_error(self.predicted_s, self.case.measured_s)
+
+
+def relative_error(predicted_s: float, measured_s: float) -> float:
+    """Signed relative error of a predicted step time (+0.10: predicted 10% slower than measured or published)."""
+    return predicted_s / measured_s - 1
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import io
 import json
 from typing import Any
 
+from dlperf.predict.validate import relative_error
 from dlperf.report.data import Group, h2d_bandwidths
-from dlperf.report.predicted import error
 from dlperf.spec import DECIMAL
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord
 
@@ -101,7 +101,9 @@ def prediction_fields(cell: CellRecord, p: PredictionRecord | None) -> dict[str,
     """The same keys for every cell: None without a prediction; the error (predicted / measured - 1) needs both."""
     if p is None:
         return dict.fromkeys(("predicted_gpu", "predicted_step_s", "prediction_error", "predicted_bound"))
-    wrong = error(cell.median_s, p.step_s) if cell.median_s else None  # a failed cell has no step to set it against
+    wrong = (
+        relative_error(p.step_s, cell.median_s) if cell.median_s else None
+    )  # a failed cell has no step to set it against
     return {"predicted_gpu": p.gpu, "predicted_step_s": p.step_s, "prediction_error": wrong, "predicted_bound": p.bound}
 
 

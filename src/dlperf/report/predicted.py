@@ -8,17 +8,13 @@ from dataclasses import dataclass
 
 from dlperf.errors import UnreadableRow
 from dlperf.predict import roofline
+from dlperf.predict.validate import relative_error
 from dlperf.report.format import seconds
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord
 
 HEAD = ("workload", "mode", "device", "GPU (as predicted)", "measured step", "predicted step", "error", "bound",
         "not modelled")  # fmt: skip
-
-
-def error(measured_s: float, predicted_s: float) -> float:
-    """Signed relative error of the prediction (+0.10: predicted 10% slower than measured)."""
-    return predicted_s / measured_s - 1
 
 
 def read(store: Store, run_id: int, unreadable: Callable[[UnreadableRow], None]) -> dict[str, list[PredictionRecord]]:
@@ -45,7 +41,7 @@ class Row:
 
     @property
     def error(self) -> float:
-        return error(self.cell.median_s, self.prediction.step_s)
+        return relative_error(self.prediction.step_s, self.cell.median_s)
 
     @property
     def not_modelled(self) -> list[str]:
