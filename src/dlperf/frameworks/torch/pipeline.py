@@ -258,6 +258,19 @@ def stage_module(traced: fx.GraphModule, cuts: list[str], rank: int) -> fx.Graph
 # The step
 
 
+class NoUpdate:
+    """The optimizer of a stage without parameters: torch.optim refuses an empty parameter list."""
+
+    def __init__(self) -> None:
+        self.state: dict = {}
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        pass
+
+    def step(self) -> None:
+        pass
+
+
 class PipelineStep:
     """One rank's stage under its schedule, and the optimizer of the stage's parameters.
 
@@ -273,7 +286,8 @@ class PipelineStep:
         self.params, self.compiles = inner.params, False  # the whole model's, as every strategy reports it
         self.trainable = [p for p in module.parameters() if p.requires_grad]
         opt = inner.optimizer
-        self.optimizer = type(opt)(self.trainable, **opt.defaults)  # the mode's own implementation (foreach, fused)
+        # the mode's own implementation (foreach, fused); a stage of no parameters (an activation alone) updates none
+        self.optimizer = type(opt)(self.trainable, **opt.defaults) if self.trainable else NoUpdate()
         self.base_settings = inner.settings()
         self.first, self.last = group.rank == 0, group.rank == group.world - 1
         micro = inner.inputs.shape[0] // cell.microbatches
