@@ -116,7 +116,8 @@ def test_the_trace_is_gzip_chrome_json_and_a_trace_over_the_cap_is_not_kept(prof
         trace = json.load(f)
     complete = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     assert sum(1 for e in complete if e["name"].startswith("dlperf_step")) == 2  # the step ranges
-    assert any(e["name"] == "_MklNativeFusedConv2D" for e in complete)  # the ops, by type
+    # the ops, by type: which convolution op runs depends on the CPU and oneDNN (_MklNativeFusedConv2D, Conv2D, ...)
+    assert any("Conv2D" in e["name"] for e in complete), sorted({e["name"] for e in complete})
     assert profiles["capped"]["trace"] is None and not profiles["capped_path"].exists()
     assert any("above the cap of 100 bytes" in note for note in profiles["capped"]["notes"])
 
