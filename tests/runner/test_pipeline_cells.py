@@ -26,6 +26,7 @@ def test_pipeline_cells_end_to_end(tmp_path, torch):
             assert len(comm.split) == 1 and comm.split_by in ("measured", "flops")
             assert len(comm.stage_s) == 2 and comm.local_step_s == max(comm.stage_s)
             assert comm.comm_share == comm.bubble and comm.exposed_comm_s >= 0
+            assert comm.exposed_comm_s == pytest.approx(max(0.0, comm.step_s - comm.local_step_s))
             assert len(comm.param_bytes_rank) == 2 and sum(comm.param_bytes_rank) == 4 * cell.params
             [m] = store.measurements(1, cell.key)
             settings = m.detail["settings"]

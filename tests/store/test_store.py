@@ -112,3 +112,13 @@ def test_check_run_decodes_every_row_and_names_the_one_that_does_not(tmp_path):
         with pytest.raises(UsageError, match=re.escape(where)):
             store.check_run(run_id)
     store.close()
+
+
+def test_a_communication_record_stored_under_its_former_name_reads_as_the_step():
+    """CommRecord.step_s was `ddp_step_s` before FSDP, tp, the pipeline and MirroredStrategy reported it too: stores
+    written then read the same."""
+    from dlperf.store.records import CommRecord
+
+    assert CommRecord.of({"ddp_step_s": 0.5, "local_step_s": 0.4}).step_s == 0.5
+    assert CommRecord.of({"step_s": 0.6, "ddp_step_s": 0.5}).step_s == 0.6
+    assert CommRecord.of(None) is None

@@ -87,9 +87,9 @@ class CommRecord:
     algbw_bytes_s: float | None = None
     busbw_bytes_s: float | None = None
     local_step_s: float | None = None  # the step under no_sync: computing without all-reducing
-    ddp_step_s: float | None = None
-    exposed_comm_s: float | None = None  # the DDP step minus the local step: communication compute did not hide
-    comm_share: float | None = None  # exposed / DDP step
+    step_s: float | None = None  # the strategy's step (DDP, FSDP, tp, a pipeline, MirroredStrategy), all-reducing
+    exposed_comm_s: float | None = None  # the step minus the local step: communication compute did not hide
+    comm_share: float | None = None  # exposed / step
     bound: str | None = None  # "communication" (half the step or more exposed) or "compute"
     backend: str | None = None
     world: int | None = None
@@ -105,6 +105,8 @@ class CommRecord:
 
     @classmethod
     def of(cls, d: dict[str, Any] | None) -> CommRecord | None:
+        if d and "ddp_step_s" in d and "step_s" not in d:  # stored before the strategies beyond DDP: its name then
+            d = {**d, "step_s": d["ddp_step_s"]}
         return cls(**_known(cls, d)) if d else None
 
 

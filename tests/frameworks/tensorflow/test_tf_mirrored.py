@@ -122,6 +122,7 @@ def test_mirrored_cells_strong_scaling_end_to_end(tmp_path):
     assert comm.world == 2 and comm.strategy == "mirrored" and comm.backend.startswith("mirrored: ")
     assert comm.backend.removeprefix("mirrored: ") == detail["settings"]["cross_device_ops"]
     assert comm.local_step_s > 0 and comm.exposed_comm_s >= 0 and 0 <= comm.comm_share < 1
+    assert comm.exposed_comm_s == pytest.approx(max(0.0, comm.step_s - comm.local_step_s))
     assert comm.gradient_bytes == 4 * two.params and comm.param_bytes_rank == [4 * two.params] * 2
     assert cells["mirrored:1x1"][0].comm.busbw_bytes_s == 0.0  # one replica: nothing crosses a link
 

@@ -240,7 +240,7 @@ def communication(train: MirroredStep) -> dict[str, Any]:
     share = exposed / step_s if step_s > 0 else None
     return {
         "gradient_bytes": gradient_bytes, "allreduce_s": allreduce_s, "algbw_bytes_s": algbw, "busbw_bytes_s": busbw,
-        "local_step_s": local_s, "ddp_step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
+        "local_step_s": local_s, "step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
         "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
         "backend": f"mirrored: {cross_device_ops_name(train.strategy)}", "world": train.replicas,
         **train.held_bytes(),

@@ -182,7 +182,7 @@ def communication(train: DDPStep) -> dict[str, Any]:
     share = exposed / step_s if step_s > 0 else None
     return {
         "gradient_bytes": nbytes, "buckets": len(buckets), "allreduce_s": allreduce_s, "algbw_bytes_s": algbw,
-        "busbw_bytes_s": busbw, "local_step_s": local_s, "ddp_step_s": step_s, "exposed_comm_s": exposed,
+        "busbw_bytes_s": busbw, "local_step_s": local_s, "step_s": step_s, "exposed_comm_s": exposed,
         "comm_share": share,
         "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
         "backend": group.backend, "world": group.world,

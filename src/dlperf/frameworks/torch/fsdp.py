@@ -143,7 +143,7 @@ def communication(train, local: torch_backend.TorchStep, moved: int | None) -> d
     - `local_step_s`: `local`, the same step of the unsharded model on the same inputs in this process: what this
       rank's compute costs alone;
     - `gradient_bytes`: `moved`, the gradient bytes the step reduces, when it reduces gradients;
-    - `ddp_step_s`: the strategy's step; `exposed_comm_s`: it minus the local step, the two alternated LOCAL_STEPS
+    - `step_s`: the strategy's step; `exposed_comm_s`: it minus the local step, the two alternated LOCAL_STEPS
       times (medians, the slowest process's): the communication that compute did not hide, and the strategy's own
       bookkeeping (FSDP2's copies into and out of its all-gather buffers; DTensor's dispatch), part of its cost."""
     group = train.group
@@ -158,7 +158,7 @@ def communication(train, local: torch_backend.TorchStep, moved: int | None) -> d
     share = exposed / step_s if step_s > 0 else None
     return {
         "gradient_bytes": moved, "local_step_s": local_s,
-        "ddp_step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
+        "step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
         "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
         "backend": group.backend, "world": group.world,
     }  # fmt: skip

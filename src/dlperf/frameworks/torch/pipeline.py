@@ -441,7 +441,7 @@ def communication(train: PipelineStep) -> dict[str, Any]:
     exposed = max(0.0, step_s - busiest)
     share = exposed / step_s if step_s > 0 else None
     return {
-        "local_step_s": busiest, "ddp_step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
+        "local_step_s": busiest, "step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
         "bubble": share, "bubble_theory": theoretical_bubble(group.world, train.microbatches), "stage_s": stage_s,
         "split": train.decided.split, "split_by": train.decided.split_by,
         "bound": None if share is None else ("pipeline" if share >= 0.5 else "compute"),
