@@ -36,6 +36,7 @@ def test_bad_input_is_one_line_and_stores_nothing(tmp_path, capsys, args, fragme
     assert not db.exists()
 
 
+@pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
 def test_a_crossover_is_measured_stored_and_answered(tmp_path):
     db, png = tmp_path / "d.db", tmp_path / "x.png"
     proc = dlperf("crossover", "tiny-fcn-r", "--batches", "1,8", "--threads", "1", "--gpu", "T4", "--plot", str(png),
@@ -59,6 +60,7 @@ def test_a_crossover_is_measured_stored_and_answered(tmp_path):
     assert table.returncode == 0 and "tiny-fcn-r@b8" in table.stdout, table.stderr
 
 
+@pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
 def test_the_paper_check_sets_seven_predictions_beside_the_papers_gtx_1080(tmp_path):
     proc = dlperf("crossover", "--paper", timeout=300, cwd=tmp_path, env={"COLUMNS": "200"})  # a row a line
     assert proc.returncode == 0, proc.stderr

@@ -114,6 +114,7 @@ def test_a_loader_slow_on_purpose_is_input_bound_and_a_fast_one_is_not(tmp_path,
     assert summary["verdict"] == verdict, (summary, figures["wait_s"], samples)
 
 
+@pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
 def test_each_tiny_workload_reads_real_data_end_to_end_and_its_figures_are_stored(tmp_path):
     data = write_datasets(tmp_path / "data")
     db = tmp_path / "d.db"

@@ -27,24 +27,32 @@ TRAIN_TINY = (
     + """
 out = {}
 for name in sys.argv[1:]:
+    out[name] = {"deviation": jb.param_deviation(BUILTIN[name])}
+    if name not in TRAINED:
+        continue
     train = jb.build(BUILTIN[name], "cpu", "fp32")
     losses = [float(train.step()) for _ in range(3)]
     train.sync()
-    out[name] = {"params": train.params, "deviation": jb.param_deviation(BUILTIN[name]), "losses": losses,
-                 "graphs": train.compile_stats()["graphs"], "settings": train.settings()}
+    out[name] |= {"params": train.params, "losses": losses, "graphs": train.compile_stats()["graphs"],
+                  "settings": train.settings()}
 print(json.dumps(out))
 """
 )
+# Trained here: a vector FCN, an image CNN and the LSTM (the one that deviates) show what is JAX's own (one compilation
+# for three steps, the layout, the settings); every tiny workload's parameters and first loss in JAX are checked by
+# tests/frameworks/test_crosscheck.py, so the others' compilations are not paid twice.
+TRAINED = ("tiny-fcn-r", "tiny-resnet-56", "tiny-lstm")
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return run_in("jax", TRAIN_TINY, *(w.name for w in TINY), timeout=240)
+    script = TRAIN_TINY.replace("TRAINED", repr(TRAINED))
+    return run_in("jax", script, *(w.name for w in TINY), timeout=240)
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("workload", TINY, ids=lambda w: w.name)
-def test_every_tiny_workload_trains_with_the_reference_parameters(tiny, workload):
+@pytest.mark.parametrize("workload", [BUILTIN[name] for name in TRAINED], ids=lambda w: w.name)
+def test_tiny_workloads_train_with_the_reference_parameters(tiny, workload):
     found = tiny[workload.name]
     assert found["params"] == workload.params + found["deviation"]
     assert all(math.isfinite(loss) for loss in found["losses"])

@@ -161,6 +161,7 @@ def test_hlo_instructions_are_classified_by_what_they_hold_and_where_jax_traced_
     assert found["mm"][1] == "(f32[4,16], f32[16,64]) -> f32[4,64]"
 
 
+@pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
 @pytest.mark.timeout(300)
 def test_dlperf_profile_with_jax_end_to_end(tmp_path):
     from dlperf.store import Store

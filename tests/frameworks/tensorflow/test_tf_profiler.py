@@ -122,6 +122,7 @@ def test_the_trace_is_gzip_chrome_json_and_a_trace_over_the_cap_is_not_kept(prof
     assert any("above the cap of 100 bytes" in note for note in profiles["capped"]["notes"])
 
 
+@pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
 def test_dlperf_profile_of_a_tensorflow_cell_end_to_end(tmp_path):
     db = tmp_path / "d.db"
     proc = dlperf(
