@@ -101,9 +101,8 @@ def prediction_fields(cell: CellRecord, p: PredictionRecord | None) -> dict[str,
     """The same keys for every cell: None without a prediction; the error (predicted / measured - 1) needs both."""
     if p is None:
         return dict.fromkeys(("predicted_gpu", "predicted_step_s", "prediction_error", "predicted_bound"))
-    wrong = (
-        relative_error(p.step_s, cell.median_s) if cell.median_s else None
-    )  # a failed cell has no step to set it against
+    # a failed cell has no step to set the prediction against
+    wrong = relative_error(p.step_s, cell.median_s) if cell.median_s else None
     return {"predicted_gpu": p.gpu, "predicted_step_s": p.step_s, "prediction_error": wrong, "predicted_bound": p.bound}
 
 

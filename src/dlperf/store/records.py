@@ -87,7 +87,7 @@ class CommRecord:
     algbw_bytes_s: float | None = None
     busbw_bytes_s: float | None = None
     local_step_s: float | None = None  # the step under no_sync: computing without all-reducing
-    step_s: float | None = None  # the strategy's step (DDP, FSDP, tp, a pipeline, MirroredStrategy), all-reducing
+    step_s: float | None = None  # the strategy's step (DDP, FSDP, tp, a pipeline, MirroredStrategy), communicating
     exposed_comm_s: float | None = None  # the step minus the local step: communication compute did not hide
     comm_share: float | None = None  # exposed / step
     bound: str | None = None  # "communication" (half the step or more exposed) or "compute"

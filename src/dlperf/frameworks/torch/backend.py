@@ -333,18 +333,20 @@ class TorchStep:
         checkpointed = "checkpoint" in self.mode_settings
         return self.device.type != "cuda" and not (self.compiles or self.cuda_graph or rnn or checkpointed)
 
-    def memory_of_step(self) -> dict[str, int]:
+    def memory_of_step(self, retrace: bool = False) -> dict[str, int]:
         """Peak memory of untimed steps, each figure labelled: the CUDA allocator's own peak; on other devices the
         live tensor bytes (eager steps only: TorchDynamo runs a step eagerly while a dispatch mode is active, so
-        a compiled model cannot be traced this way) and the process's resident-set peak during one step."""
+        a compiled model cannot be traced this way) and the process's resident-set peak during one step.
+        `retrace`: trace a step anew even when the FLOP count traced one (a wrapper whose step is not that one)."""
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
             self.step()
             self.sync()
             return {"cuda_allocator_peak_bytes": torch.cuda.max_memory_allocated(self.device)}
         figures = {}
-        if self._live_peak is not None:  # traced with the FLOP count, the same step
-            figures["live_tensor_peak_bytes"], self._live_peak = self._live_peak, None
+        traced, self._live_peak = self._live_peak, None
+        if traced is not None and not retrace:  # traced with the FLOP count, the same step
+            figures["live_tensor_peak_bytes"] = traced
         elif not self.compiles:
             with LiveTensorBytes(self._existing_tensors()) as live:
                 self.step()

@@ -111,8 +111,7 @@ class DDPStep:
     def memory_of_step(self) -> dict[str, int]:
         """The peak of a DDP step, traced anew: the FLOP count's trace ran the model unwrapped (`iteration(model)`),
         without DDP's gradient buckets, which hold a copy of every gradient."""
-        self.inner._live_peak = None
-        return self.inner.memory_of_step()
+        return self.inner.memory_of_step(retrace=True)
 
     def gradient_bytes(self) -> int:
         return sum(p.numel() * p.element_size() for p in self.inner.trainable)
