@@ -1,5 +1,5 @@
 """ARCHITECTURE.md matches the tree: every path it names exists (but those where wave 2 will go), and every module
-and folder of the package, and every module of `runner/`, is in its map."""
+and folder of the package, and every module of `runner/`, `worker/` and `plan/`, is in its map."""
 
 from __future__ import annotations
 
@@ -34,7 +34,9 @@ def test_every_path_the_page_names_exists():
 def test_every_module_and_folder_of_the_package_is_on_the_map():
     tree = DOC[DOC.index("## The tree") : DOC.index("## The children")]
     entries = [p.name for p in PACKAGE.iterdir() if not p.name.startswith(("_", ".")) and p.name != "py.typed"]
-    entries += [p.name for p in (PACKAGE / "runner").glob("*.py") if not p.name.startswith("_")]
+    entries += [
+        p.name for d in ("runner", "worker", "plan") for p in (PACKAGE / d).glob("*.py") if not p.name.startswith("_")
+    ]
     entries += [p.name for p in (PACKAGE / "frameworks").iterdir() if p.is_dir() and not p.name.startswith("_")]
     entries = [e for e in entries if e != "__pycache__"]
     unnamed = sorted(e for e in entries if not re.search(rf"(?<![\w.]){re.escape(e.removesuffix('.py'))}\b", tree))

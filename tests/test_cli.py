@@ -111,7 +111,7 @@ def test_worker_and_probe_need_nothing_but_the_standard_library():
     """A worker runs in an environment holding only its framework: without site-packages, dlperf's worker side
     still imports (no rich, numpy or framework at import time)."""
     code = (
-        "import sys; import dlperf.runner.worker, dlperf.runner.probe, dlperf.envinfo;"
+        "import sys; import dlperf.worker.cell, dlperf.worker.probe, dlperf.envinfo;"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'rich', 'numpy', 'torch', 'scipy'}))"
     )
     out = subprocess.run(

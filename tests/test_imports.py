@@ -25,14 +25,10 @@ FRAMEWORK_DEPENDENCIES = {
     "tensorflow": {"tensorflow", "keras", "numpy"},
     "mxnet": {"mxnet", "numpy"},
 }
-# child processes: they import the standard library, dlperf's standard-library-only modules and one framework
-WORKERS = (
-    "dlperf.runner.worker",
-    "dlperf.runner.ddp_worker",
-    "dlperf.runner.peak_worker",
-    "dlperf.runner.comm_worker",
-    "dlperf.runner.probe",
-)
+# the child's side: every module a child process runs, one per task type (`protocol.TASKS`), and what they share;
+# they import the standard library, dlperf's standard-library-only modules and one framework
+CHILD_SIDE = "dlperf.worker"
+PARENT_SIDE = "dlperf.runner"
 # modules every process imports, child processes in a framework's own environment included: standard library only
 STDLIB_ONLY = (
     "dlperf.measure",
@@ -155,8 +151,8 @@ def violations(g: dict[str, set[str]], package: str = "dlperf") -> list[str]:
         inside = internal(edges, p)
         outside = third_party(edges, p)
         if under(name, f"{p}.frameworks"):
-            runner = [e for e in inside if under(e, f"{p}.runner")]
-            found += [f"{name} imports {e}: frameworks/ never imports runner/" for e in runner]
+            sides = [e for e in inside if under(e, f"{p}.runner") or under(e, f"{p}.worker")]
+            found += [f"{name} imports {e}: frameworks/ never imports runner/ or worker/" for e in sides]
         else:
             found += [f"{name} imports {e}: only frameworks/ imports a framework" for e in outside & FRAMEWORK_PACKAGES]
         if not under(name, f"{p}.store"):
@@ -172,7 +168,20 @@ def violations(g: dict[str, set[str]], package: str = "dlperf") -> list[str]:
             found += [f"{name} imports {e}: it must import the standard library only" for e in sorted(outside)]
             found += [f"{name} imports {e}: it must import the standard library only" for e in sorted(inside)
                       if not any(under(e, s) for s in stdlib_only)]  # fmt: skip
-    return found + framework_violations(g, p) + worker_violations(g, p)
+    return found + framework_violations(g, p) + side_violations(g, p) + worker_violations(g, p)
+
+
+def side_violations(g: dict[str, set[str]], p: str) -> list[str]:
+    """The parent's side (runner/) and the child's (worker/) meet only through `protocol.py`: neither imports the
+    other, so a child never loads the parent's code and the parent never runs a child's in its own process."""
+    parent, child = f"{p}{PARENT_SIDE.removeprefix('dlperf')}", f"{p}{CHILD_SIDE.removeprefix('dlperf')}"
+    found = []
+    for name, edges in sorted(g.items()):
+        for mine, other, rule in ((parent, child, "runner/ never imports worker/"),
+                                  (child, parent, "worker/ never imports runner/")):  # fmt: skip
+            if under(name, mine):
+                found += [f"{name} imports {e}: {rule}" for e in sorted(internal(edges, p)) if under(e, other)]
+    return found
 
 
 def framework_violations(g: dict[str, set[str]], p: str) -> list[str]:
@@ -194,7 +203,7 @@ def worker_violations(g: dict[str, set[str]], p: str) -> list[str]:
     """What a child process loads, outside the framework packages it reaches, is the standard library only: it may
     run in a framework's own environment, where dlperf's dependencies (rich, numpy, scipy, matplotlib) are absent."""
     found = []
-    for worker in (f"{p}{w.removeprefix('dlperf')}" for w in WORKERS):
+    for worker in (name for name in sorted(g) if under(name, f"{p}{CHILD_SIDE.removeprefix('dlperf')}")):
         seen, todo = set(), [worker]
         while todo:
             name = todo.pop()
@@ -214,8 +223,20 @@ def worker_violations(g: dict[str, set[str]], p: str) -> list[str]:
 
 def test_the_package_keeps_every_rule():
     g = graph()
-    assert len(g) > 60 and all(w in g for w in WORKERS), sorted(g)  # the walk found the package
+    assert len(g) > 60 and all(w in g for w in workers()), sorted(g)  # the walk found the package
     assert violations(g) == []
+
+
+def workers() -> list[str]:
+    """The module each kind of child runs, from the protocol's task table."""
+    from dlperf.protocol import TASKS
+
+    return sorted({t.WORKER for t in TASKS.values()})
+
+
+def test_every_kind_of_child_runs_a_module_of_the_child_side():
+    assert len(workers()) >= 6
+    assert [w for w in workers() if not under(w, CHILD_SIDE)] == []
 
 
 def test_lazy_imports_inside_functions_are_arrows_too():
@@ -245,6 +266,12 @@ def fake_package(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
          "import circle: fake.a -> fake.b"),
         ({"frameworks/torch/backend.py": "from fake.runner import launch", "runner/launch.py": ""},
          "frameworks/ never imports runner/"),
+        ({"frameworks/torch/backend.py": "from fake.worker import feed", "worker/feed.py": ""},
+         "frameworks/ never imports runner/ or worker/"),
+        ({"worker/cell.py": "from fake.runner import collect", "runner/collect.py": ""},
+         "worker/ never imports runner/"),
+        ({"runner/sweep.py": "def f():\n    from fake.worker import cell", "worker/cell.py": ""},
+         "runner/ never imports worker/"),
         ({"report/table.py": "def f():\n    import fake.api", "api.py": ""}, "views never import commands or the API"),
         ({"report/table.py": "from fake.commands import run", "commands/run.py": ""}, "views never import commands"),
         ({"measure/timer.py": "import numpy"}, "standard library only"),
@@ -253,8 +280,8 @@ def fake_package(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
         ({"api.py": "def f():\n    import sqlite3"}, "no SQL runs outside the store"),
         ({"envs/__init__.py": "def f():\n    from fake.runner import probe", "runner/probe.py": ""},
          "envs/ never imports runner/"),
-        ({"runner/worker.py": "from fake import workloads", "workloads.py": "import rich"},
-         "fake.runner.worker reaches fake.workloads, which imports rich"),
+        ({"worker/cell.py": "from fake import workloads", "workloads.py": "import rich"},
+         "fake.worker.cell reaches fake.workloads, which imports rich"),
         ({"frameworks/jax/backend.py": "import torch"}, "the jax backend imports"),
         ({"frameworks/jax/backend.py": "from fake.frameworks.torch import models", "frameworks/torch/models.py": ""},
          "one framework's package never imports another's"),
@@ -268,7 +295,7 @@ def test_a_broken_rule_is_found(tmp_path, files, expected):
 def test_a_clean_package_passes(tmp_path):
     files = {
         "measure/timer.py": "import time",
-        "runner/worker.py": "from fake.measure import timer",
+        "worker/cell.py": "from fake.measure import timer",
         "frameworks/torch/backend.py": "import torch\nfrom fake.measure import timer",
         "report/table.py": "from fake.measure import timer",
         "api.py": "from fake.report import table",

@@ -56,7 +56,7 @@ EXAMPLES = [
 def test_there_is_one_task_type_per_kind_of_child():
     assert sorted(TASKS) == ["cell", "comm", "ddp", "peak", "probe", "profile"]
     assert {t.WORKER for t in TASKS.values()} == {
-        f"dlperf.runner.{m}" for m in ("worker", "ddp_worker", "peak_worker", "comm_worker", "probe", "profile_worker")
+        f"dlperf.worker.{m}" for m in ("cell", "ddp", "peak", "comm", "probe", "profile")
     }
     assert [k for k, t in TASKS.items() if t.DISTRIBUTED] == ["ddp", "comm"]
 
@@ -115,9 +115,9 @@ def test_memory_kinds_name_every_figure_a_cell_can_take_its_peak_from():
 
 
 def test_a_child_reports_its_start_and_a_failure_as_events(tmp_path):
-    """The shared child main (`runner/child.py`): a task that cannot run ends in an Error event and exit code 1."""
+    """The shared child main (`worker/child.py`): a task that cannot run ends in an Error event and exit code 1."""
     write_task(PeakTask("nosuch", "cpu", 1, ["fp32"], [64], 1024, 0.1), tmp_path / "task.json")
-    cmd = [sys.executable, "-m", "dlperf.runner.peak_worker", str(tmp_path / "task.json"), str(tmp_path / "e.jsonl")]
+    cmd = [sys.executable, "-m", "dlperf.worker.peak", str(tmp_path / "task.json"), str(tmp_path / "e.jsonl")]
     done = subprocess.run(cmd, env={"PYTHONPATH": str(ROOT / "src")}, capture_output=True)
     [start, error] = read_events(tmp_path / "e.jsonl")
     assert done.returncode == 1 and isinstance(start, Start) and "dlperf.frameworks.nosuch" in error.error

@@ -21,14 +21,15 @@ from dlperf.loaders import DATA_SYNTHETIC, oversubscribed, parse_loaders, settin
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import mode_components
+from dlperf.plan import estimate as runner_estimate
+from dlperf.plan.cells import expand, expand_ddp
+from dlperf.plan.estimate import Estimate
 from dlperf.predict import cells as gpu_predictions
 from dlperf.protocol import Cell
 from dlperf.report.format import terminal
-from dlperf.runner import estimate as runner_estimate
 from dlperf.runner import lifeline, probe
-from dlperf.runner.estimate import Estimate
-from dlperf.runner.plan import Task, expand, expand_ddp, schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, interpreter_for, remaining, take_up_kept, unprofiled
+from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import (
     INT64_MAX,
     MAX_SECONDS,
@@ -364,7 +365,7 @@ def _ddp_cells(spec: RunSpec, workloads: list[Workload], devices: list[str], cor
 
 def estimate(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None) -> Estimate:
     """How long the plan will take: each cell's earlier processes on this machine where the store has them, a pilot
-    step's model otherwise (`runner/estimate.py`)."""
+    step's model otherwise (`plan/estimate.py`)."""
     spec = plan.spec
     return runner_estimate.estimate(
         plan.tasks, plan.workloads, _known_durations(db, envinfo.fingerprint(plan.env)), timer=spec.timer,

@@ -24,8 +24,8 @@ from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
-from dlperf.runner.plan import schedule
 from dlperf.runner.sweep import Interrupted, SweepContext, execute
+from dlperf.runner.tasks import schedule
 from dlperf.spec import CROSSOVER_TIMER
 from dlperf.store import Store, default_db
 from dlperf.vocab import ExitCode

@@ -43,8 +43,8 @@ from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.runner.lifeline import sigterm_as_interrupt
-from dlperf.runner.plan import Task
 from dlperf.runner.sweep import Interrupted, SweepContext, execute, profile_cell
+from dlperf.runner.tasks import Task
 from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, canonical_mode, device_kind
 from dlperf.store import Store, default_db
 from dlperf.store.records import CellRecord

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
 from dlperf.report.data import dominates
-from dlperf.runner.plan import Task
+from dlperf.runner.tasks import Task
 from dlperf.vocab import DeviceKind, Status
 
 if TYPE_CHECKING:

@@ -5,11 +5,11 @@ a task as JSON to a file and starts the child through the one launcher (`runner/
 events as JSON lines, each flushed as it happens, so a child killed at its timeout keeps what it reported; the parent
 reads them back as the same types. Five kinds of child, one task type each:
 
-    CellTask   runner/worker.py        one cell: build, warm up, time, then FLOPs, memory and the loss check
-    ProfileTask runner/profile_worker.py  one cell, untimed: K steady steps under the framework's profiler
-    DDPTask    runner/ddp_worker.py    one process of a data-parallel cell (torchrun starts every process)
-    PeakTask   runner/peak_worker.py   matmul and bandwidth peaks of one device at one thread count
-    CommTask   runner/comm_worker.py   one process of an all-reduce bandwidth job (torchrun)
+    CellTask   worker/cell.py        one cell: build, warm up, time, then FLOPs, memory and the loss check
+    ProfileTask worker/profile.py  one cell, untimed: K steady steps under the framework's profiler
+    DDPTask    worker/ddp.py    one process of a data-parallel cell (torchrun starts every process)
+    PeakTask   worker/peak.py   matmul and bandwidth peaks of one device at one thread count
+    CommTask   worker/comm.py   one process of an all-reduce bandwidth job (torchrun)
     ProbeTask  runner/probe.py         a question that needs a framework (devices, versions, a user's factory)
 
 A new kind of child is a worker module and a task type here; the launcher does the rest.
@@ -30,6 +30,11 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from dlperf.measure.timer import TimerConfig
+
+# what the launcher sets in a child's environment (`runner/lifeline.child_vars`), read by the child's side
+PARENT_VAR = "DLPERF_PARENT_PID"  # the pid a child expects as its parent (`worker/lifeline.die_with_parent`)
+LAUNCH_VAR = "DLPERF_LAUNCH"  # inherited by everything a launch starts: what marks an orphan as the launch's
+LIFELINE = "dlperf.worker.lifeline"  # `python -m` it before torchrun's agent, which then dies with dlperf too
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Cells
@@ -136,7 +141,7 @@ def task(kind: str, worker: str, *, distributed: bool = False) -> Callable[[T], 
     return register
 
 
-@task("cell", "dlperf.runner.worker")
+@task("cell", "dlperf.worker.cell")
 class CellTask(_Task):
     """One process of one cell."""
 
@@ -162,7 +167,7 @@ class CellTask(_Task):
         return cls(**d)
 
 
-@task("profile", "dlperf.runner.profile_worker")
+@task("profile", "dlperf.worker.profile")
 class ProfileTask(_Task):
     """One untimed process of a cell that has been timed: warm up, then `steps` steady steps under the framework's
     profiler (`dlperf profile`, `run --profile`). Never runs inside a timed process."""
@@ -183,7 +188,7 @@ class ProfileTask(_Task):
         return cls(**d)
 
 
-@task("ddp", "dlperf.runner.ddp_worker", distributed=True)
+@task("ddp", "dlperf.worker.ddp", distributed=True)
 class DDPTask(CellTask):
     """One process of a data-parallel cell; torchrun starts one per rank, each with this same task."""
 
@@ -191,7 +196,7 @@ class DDPTask(CellTask):
     rank_cpus: dict[str, list[int]] | None = None  # --pin: local rank -> its CPUs
 
 
-@task("peak", "dlperf.runner.peak_worker")
+@task("peak", "dlperf.worker.peak")
 class PeakTask(_Task):
     """The peaks of one device at one thread count."""
 
@@ -205,7 +210,7 @@ class PeakTask(_Task):
     copy_sizes: list[int] = field(default_factory=list)  # bytes of each copy (memcpy; h2d, d2h on a GPU); []: none
 
 
-@task("comm", "dlperf.runner.comm_worker", distributed=True)
+@task("comm", "dlperf.worker.comm", distributed=True)
 class CommTask(_Task):
     """Every process of an all-reduce bandwidth job."""
 
@@ -217,7 +222,7 @@ class CommTask(_Task):
     timeout: float  # seconds a collective may wait for a peer
 
 
-@task("probe", "dlperf.runner.probe")
+@task("probe", "dlperf.worker.probe")
 class ProbeTask(_Task):
     """A question that needs a framework."""
 

@@ -15,10 +15,11 @@ from dlperf.cli import build_parser
 from dlperf.commands import comm
 from dlperf.errors import UsageError
 from dlperf.measure.stats import bus_bandwidth
+from dlperf.measure.system import descendants
 from dlperf.protocol import Answer, Error, Joined
 from dlperf.runner import comm as job
 from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
-from dlperf.runner.launch import ChildResult, descendants
+from dlperf.runner.launch import ChildResult
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 
 K, M = 2**10, 2**20
@@ -82,10 +83,10 @@ def test_bus_bandwidth_is_the_algorithm_bandwidth_times_2_n_minus_1_over_n(world
 
 
 def test_torchrun_command_standalone_and_multi_node():
-    one = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.runner.comm_worker", ["t.json", "r.json"])
+    one = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.comm", ["t.json", "r.json"])
     assert one[:3] == ["py", "-m", "torch.distributed.run"]
     assert {"--nproc-per-node=2", "--max-restarts=0", "--standalone"} <= set(one)
-    assert one[-4:] == ["-m", "dlperf.runner.comm_worker", "t.json", "r.json"]
+    assert one[-4:] == ["-m", "dlperf.worker.comm", "t.json", "r.json"]
     assert not [a for a in one if a.startswith("--rdzv")]
     rdzv = Rendezvous(2, 1, "10.0.0.1:29400", join_timeout_s=20)
     two = torchrun_command("py", 4, rdzv, "job", "m", [])

@@ -87,8 +87,8 @@ def test_bad_input_is_one_line_and_stores_nothing(tmp_path, args, fragments):
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("dlperf.runner.profile_worker") is None,
-    reason="the profile child (runner/profile_worker.py) is another branch of issue 16: runs once it is merged",
+    importlib.util.find_spec("dlperf.worker.profile") is None,
+    reason="the profile child (worker/profile.py) is another branch of issue 16: runs once it is merged",
 )
 @pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
 def test_profile_a_tiny_workload_end_to_end_then_explain_it(tmp_path):

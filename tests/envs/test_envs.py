@@ -62,7 +62,7 @@ def test_a_worker_in_another_environment_imports_dlperf_and_nothing_else_of_this
     assert env["PYTHONPATH"] == envs.worker_path()
     assert os.listdir(env["PYTHONPATH"]) == ["dlperf"]  # a link to this package, nothing beside it
     script = (
-        "import importlib.util as u, json, os, dlperf.runner.worker, dlperf.runner.probe;"
+        "import importlib.util as u, json, os, dlperf.worker.cell, dlperf.runner.probe;"
         "print(json.dumps({m: u.find_spec(m) is not None for m in ('numpy', 'rich', 'torch')}"
         " | {'dlperf': os.path.dirname(dlperf.__file__), 'omp': os.environ['OMP_NUM_THREADS']}))"
     )

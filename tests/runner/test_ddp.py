@@ -43,10 +43,10 @@ def test_the_protocol_sets_the_total_batch():
 
 
 def test_torchrun_command_never_restarts_and_meets_where_told():
-    single = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.runner.ddp_worker", ["t.json", "r"])
+    single = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.ddp", ["t.json", "r"])
     assert single[:3] == ["py", "-m", "torch.distributed.run"] and "--standalone" in single
     assert "--nproc-per-node=2" in single and "--max-restarts=0" in single
-    assert single[-4:] == ["-m", "dlperf.runner.ddp_worker", "t.json", "r"]
+    assert single[-4:] == ["-m", "dlperf.worker.ddp", "t.json", "r"]
     multi = torchrun_command("py", 1, Rendezvous(2, 1, "10.0.0.1:29400", 30), "job", "m", [])
     for flag in ("--nnodes=2", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400",
                  "--rdzv-id=job", "--rdzv-conf=join_timeout=30"):  # fmt: skip
@@ -222,7 +222,7 @@ def free_port() -> int:
 
 @pytest.mark.slow
 def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing(tmp_path, torch):
-    from dlperf.runner.launch import descendants
+    from dlperf.measure.system import descendants
 
     db = tmp_path / "d.db"
     cmd = [sys.executable, "-m", "dlperf", "run", "--workloads", "tiny-fcn-r", "--nproc", "1", "--nnodes", "2",

@@ -32,17 +32,17 @@ def test_a_task_starts_its_own_worker_and_a_distributed_one_through_torchrun():
     assert child_command("/py", plain, "t.json", "e.jsonl") == [
         "/py",
         "-m",
-        "dlperf.runner.worker",
+        "dlperf.worker.cell",
         "t.json",
         "e.jsonl",
     ]
     probe = ProbeTask("torch", {"what": "env"})
-    assert child_command("/py", probe, "t", "e")[2] == "dlperf.runner.probe"
+    assert child_command("/py", probe, "t", "e")[2] == "dlperf.worker.probe"
     ddp = DDPTask(CELL, 0, {}, TimerConfig())
     cmd = child_command("/py", ddp, "t", "e", nproc=2, rdzv=Rendezvous(), job_id="j")
     # torchrun's agent runs under the lifeline module, so that it dies with dlperf
-    assert cmd[:4] == ["/py", "-m", "dlperf.runner.lifeline", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
-    assert cmd[-4:] == ["-m", "dlperf.runner.ddp_worker", "t", "e"]
+    assert cmd[:4] == ["/py", "-m", "dlperf.worker.lifeline", "torch.distributed.run"] and "--nproc-per-node=2" in cmd
+    assert cmd[-4:] == ["-m", "dlperf.worker.ddp", "t", "e"]
 
 
 def test_launch_runs_a_child_reads_its_events_and_leaves_nothing_behind(tmp_path, monkeypatch):
@@ -92,7 +92,7 @@ def test_stderr_tail_and_exit_code(tmp_path):
 def test_kill_tree_also_stops_descendants_that_left_the_process_group(tmp_path):
     from pathlib import Path
 
-    from dlperf.runner.launch import descendants
+    from dlperf.measure.system import descendants
 
     pid_file = tmp_path / "grandchild.pid"
     script = (

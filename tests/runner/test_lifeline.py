@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import ROOT, alive, dlperf, one_line_error, require
+from dlperf.protocol import PARENT_VAR
 from dlperf.runner import lifeline
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -151,7 +152,7 @@ def test_nothing_a_cell_started_survives_it(tmp_path):
 
 AGENT = """
 import os, subprocess, sys, time
-worker = "from dlperf.runner.lifeline import die_with_parent; die_with_parent(); import time; time.sleep(600)"
+worker = "from dlperf.worker.lifeline import die_with_parent; die_with_parent(); import time; time.sleep(600)"
 p = subprocess.Popen([sys.executable, "-c", worker], start_new_session=True)  # as torchrun starts its workers
 with open(os.environ["PID_FILE"], "a") as f:
     f.write(f"{os.getpid()}\\n{p.pid}\\n")
@@ -160,13 +161,13 @@ time.sleep(600)
 
 
 def test_torchruns_agent_and_its_workers_die_with_dlperf(tmp_path):
-    """dlperf -> `python -m dlperf.runner.lifeline AGENT` (torchrun's place) -> a worker that calls `serve`."""
+    """dlperf -> `python -m dlperf.worker.lifeline AGENT` (torchrun's place) -> a worker that calls `serve`."""
     (tmp_path / "agent.py").write_text(AGENT)
     pid_file = tmp_path / "pids"
     dlperf_side = (
         "import os, subprocess, sys, time; from dlperf.runner import lifeline;"
         "env = {**os.environ, **lifeline.child_vars('x')};"
-        "subprocess.Popen([sys.executable, '-m', 'dlperf.runner.lifeline', 'agent'], env=env, start_new_session=True);"
+        "subprocess.Popen([sys.executable, '-m', 'dlperf.worker.lifeline', 'agent'], env=env, start_new_session=True);"
         "time.sleep(600)"
     )
     path = os.pathsep.join([str(ROOT / "src"), str(tmp_path)])
@@ -183,8 +184,8 @@ def test_torchruns_agent_and_its_workers_die_with_dlperf(tmp_path):
 
 
 def test_a_child_whose_parent_died_before_it_armed_ends_at_once(tmp_path):
-    code = "from dlperf.runner.lifeline import die_with_parent; die_with_parent(); print('went on')"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), lifeline.PARENT_VAR: "1"}  # not its parent
+    code = "from dlperf.worker.lifeline import die_with_parent; die_with_parent(); print('went on')"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), PARENT_VAR: "1"}  # not its parent
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and done.stdout == ""
 

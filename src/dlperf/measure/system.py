@@ -8,11 +8,13 @@ non-x86 kernels omit many of these files.
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import math
 import os
 import platform
 import re
+import sys
 
 # Instruction-set extensions that decide which CPU kernels a framework can pick (oneDNN, MKL, ATen's dispatch).
 ISA_FLAGS = (
@@ -333,3 +335,40 @@ def thread_env(threads: int) -> dict[str, str]:
     must be fixed before the library that owns it is loaded.
     """
     return dict.fromkeys(THREAD_COUNT_VARS, str(threads))
+
+
+def prctl(option: int, arg: int | ctypes._CArgObject) -> bool:
+    """Linux's prctl(2) on this process; False where it failed or is not Linux's (a child dying with its parent, the
+    parent a subreaper of its children's orphans: `worker/lifeline.py`, `runner/lifeline.py`)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, arg, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def descendants(pid: int, proc_root: str = "/proc") -> list[int]:
+    """Every live descendant of `pid`, from the parent links in /proc (Linux; [] elsewhere)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"{proc_root}/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in parentheses may hold spaces
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found

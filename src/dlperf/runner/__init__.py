@@ -1,1 +1,1 @@
-"""The sweep: plan the cells, launch one child per cell, collect what the worker reports."""
+"""The parent's side: launch one child per task, collect what it reports, store it; `worker/` is the child's side."""

@@ -1,4 +1,4 @@
-"""The parent side of `dlperf comm`: one torchrun job runs `runner/comm_worker.py` in every process, the thread
+"""The parent side of `dlperf comm`: one torchrun job runs `worker/comm.py` in every process, the thread
 variables fixed before torch loads; its result becomes store rows, one per message size. Nothing here imports a
 framework.
 """

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from dlperf.measure.system import thread_env
-from dlperf.protocol import Event, Task, decode, read_events, write_task
+from dlperf.measure.system import descendants, thread_env
+from dlperf.protocol import LIFELINE, Event, Task, decode, read_events, write_task
 from dlperf.runner import lifeline
 from dlperf.runner.distributed import Rendezvous, torchrun_command
 
@@ -37,7 +37,7 @@ def child_command(python: str, task: Task, task_file: str, events: str, nproc: i
     `nproc` of them on this node."""
     if task.DISTRIBUTED:  # torchrun's agent, too, dies with dlperf: started through the lifeline module
         torchrun = torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
-        return [python, "-m", lifeline.__name__, *torchrun[2:]]
+        return [python, "-m", LIFELINE, *torchrun[2:]]
     return [python, "-m", task.WORKER, task_file, events]
 
 
@@ -92,31 +92,6 @@ def signal_reason(signum: int) -> str:
         signal.SIGBUS: " (bus error)",
     }
     return f"worker killed by {name}{hints.get(signum, '')}"
-
-
-def descendants(pid: int, proc_root: str = "/proc") -> list[int]:
-    """Every live descendant of `pid`, from the parent links in /proc (Linux; [] elsewhere)."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir(proc_root)
-    except OSError:
-        return []
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"{proc_root}/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])  # the name in parentheses may hold spaces
-        children.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def kill_tree(proc: subprocess.Popen) -> None:

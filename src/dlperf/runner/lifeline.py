@@ -1,12 +1,12 @@
 """Nothing a cell started outlives dlperf, or the cell: children die with their parent, orphans come back to dlperf.
 
-Both sides, standard library only (every child imports it):
+The parent's side; the child's is `worker/lifeline.py`:
 
 - a child calls `die_with_parent()` first: the kernel kills it when its parent ends (PR_SET_PDEATHSIG), even by
-  SIGKILL, when nothing of dlperf runs to stop it. The parent is named in DLPERF_PARENT_PID: a parent that died before
-  the call is seen at once. torchrun's agent arms it too, started through `python -m dlperf.runner.lifeline`, and its
-  workers then die with it. The signal fires when the *thread* that started the child ends: `launch` blocks its
-  thread for the child's whole life, so that thread always outlives the child.
+  SIGKILL, when nothing of dlperf runs to stop it. The parent is named in DLPERF_PARENT_PID (`child_vars`): a parent
+  that died before the call is seen at once. torchrun's agent arms it too, started through `python -m
+  dlperf.worker.lifeline`, and its workers then die with it. The signal fires when the *thread* that started the
+  child ends: `launch` blocks its thread for the child's whole life, so that thread always outlives the child.
 - the parent, while a child runs (`reaping`), is a child subreaper (PR_SET_CHILD_SUBREAPER): what the child started in
   another session (`setsid`, a double-forked daemon) comes back to dlperf instead of init when its own parent ends,
   and is stopped when the child ends. Such orphans are known by DLPERF_LAUNCH in their environment, set for each
@@ -23,47 +23,24 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import runpy
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-PARENT_VAR = "DLPERF_PARENT_PID"  # the pid a child expects as its parent
-LAUNCH_VAR = "DLPERF_LAUNCH"  # inherited by everything a launch starts: what marks an orphan as the launch's
-PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 1, 36, 37
+from dlperf.measure.system import prctl
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR
+
+PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
 STALE_DIR = re.compile(r"dlperf-(\d+)-")
-
-
-def _prctl(option: int, arg: int | ctypes._CArgObject) -> bool:
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, arg, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
 
 
 def _is_subreaper() -> bool:
     flag = ctypes.c_int(0)
-    return _prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
-
-
-def die_with_parent() -> None:
-    """Be killed when the parent named in DLPERF_PARENT_PID ends; end now if it already has. Then name this process
-    the parent its own children expect (torchrun's workers). Nothing when the variable is unset (started by hand)."""
-    expected = os.environ.get(PARENT_VAR)
-    if not expected or expected == str(os.getpid()):  # unset, or armed already in this process
-        return
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != int(expected):  # the parent died before the call: nobody would kill this process
-        os._exit(1)
-    os.environ[PARENT_VAR] = str(os.getpid())
+    return prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
 
 
 def child_vars(tmpdir_name: str) -> dict[str, str]:
@@ -88,7 +65,7 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
         _depth += 1
         if _depth == 1:
             _was_subreaper = _is_subreaper()  # a host that is one already stays one
-            _prctl(PR_SET_CHILD_SUBREAPER, 1)
+            prctl(PR_SET_CHILD_SUBREAPER, 1)
     try:
         yield
     finally:
@@ -98,7 +75,7 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
             with _lock:
                 _depth -= 1
                 if _depth == 0 and not _was_subreaper:
-                    _prctl(PR_SET_CHILD_SUBREAPER, 0)
+                    prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def orphans(launch: str, known: set[int] = frozenset(), proc_root: str = "/proc") -> list[int]:
@@ -209,14 +186,3 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def main(argv: list[str]) -> None:
-    """`python -m dlperf.runner.lifeline MODULE ARGS...`: run MODULE as `python -m` would, dying with the parent."""
-    die_with_parent()
-    sys.argv = argv[1:]
-    runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
-
-
-if __name__ == "__main__":
-    main(sys.argv)

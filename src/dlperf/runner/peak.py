@@ -1,4 +1,4 @@
-"""The parent side of `dlperf peak`: one child process per (device, thread count) runs `runner/peak_worker.py`, with
+"""The parent side of `dlperf peak`: one child process per (device, thread count) runs `worker/peak.py`, with
 the thread variables fixed before the framework loads, as a sweep's cells are; each child's result becomes store
 records. Nothing here imports a framework.
 """

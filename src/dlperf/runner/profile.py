@@ -1,5 +1,5 @@
 """The parent side of a profiled cell (`dlperf profile`, `run --profile`): after a cell's timed processes, one untimed
-child runs the cell's `ProfileTask` (`runner/profile_worker.py`) through the one launcher, and its `Profiled` event
+child runs the cell's `ProfileTask` (`worker/profile.py`) through the one launcher, and its `Profiled` event
 becomes the cell's row of the store's profiles table. A child that cannot profile the cell reports `unsupported`
 with the reason (skipped, not failed). Nothing here imports a framework.
 """

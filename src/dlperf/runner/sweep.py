@@ -21,7 +21,7 @@ from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import Rendezvous, rendezvous_id
 from dlperf.runner.launch import launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
-from dlperf.runner.plan import Task, schedule
+from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
 from dlperf.store.records import CellRecord

@@ -14,8 +14,8 @@ import pytest
 from conftest import FAST, dlperf, framework_python, run_in
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import Cell, CellTask
-from dlperf.runner import worker
 from dlperf.store import Store
+from dlperf.worker import cell as worker
 from dlperf.workloads.shi2016 import BUILTIN
 
 TF = "tensorflow"

@@ -13,7 +13,7 @@ from dlperf.errors import UsageError  # noqa: E402
 from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.frameworks.torch import data  # noqa: E402
 from dlperf.loaders import LoaderSetting  # noqa: E402
-from dlperf.runner.feed import Feed  # noqa: E402
+from dlperf.worker.feed import Feed  # noqa: E402
 from dlperf.workloads.datasets import cifar, idx, imagefolder, ptb  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 

@@ -41,7 +41,7 @@ def test_cuda_steps_are_timed_as_a_plain_loop_runs_them():
     import statistics
     import time
 
-    from dlperf.runner.worker import step_timer
+    from dlperf.worker.cell import step_timer
 
     step = tb.build(BUILTIN["lstm"], "cuda:0", "fp32")
     assert isinstance(step.device_clock(), tb.CudaEvents)

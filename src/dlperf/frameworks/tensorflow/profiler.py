@@ -3,7 +3,7 @@
 `dlperf.vocab.Category`; the top ops, the top-level layers' forward and backward time, and the gzip Chrome trace
 (TensorFlow's own converter, the "trace_viewer@" tool). The backend's `profile` (see `dlperf.frameworks`).
 
-Runs only in the profile child (`runner/profile_worker.py`), never in a timed process. Each profiled step is one
+Runs only in the profile child (`worker/profile.py`), never in a timed process. Each profiled step is one
 TraceMe range (`STEP`) around the step and its sync: the step's wall time is that range's.
 
 The rule, on a CPU in graph mode: every TensorFlow op the executor ran inside a step range is an event named

@@ -1,6 +1,6 @@
 """How fast processes exchange data: the all-reduce of float32 messages of several sizes, timed like nccl-tests.
 
-The rank side of `dlperf comm`, imported only by `dlperf.runner.comm_worker` in each process torchrun started, after
+The rank side of `dlperf comm`, imported only by `dlperf.worker.comm` in each process torchrun started, after
 the parent fixed the thread variables. Every collective is torch.distributed's own (gloo on CPUs, NCCL on CUDA):
 what a data-parallel training step uses, so the figures say what its gradient all-reduce can reach.
 

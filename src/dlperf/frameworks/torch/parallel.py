@@ -1,6 +1,6 @@
 """A multi-process cell's step by its strategy (`dlperf.parallel`), in a process torchrun started.
 
-Every strategy's step offers what the DDP worker asks of it (`runner/ddp_worker.py`): `step`, `sync`, `settings`,
+Every strategy's step offers what the DDP worker asks of it (`worker/ddp.py`): `step`, `sync`, `settings`,
 `count_flops`, `memory_of_step`, `params`, `compiles`, `state_tensors` (what the rank holds between steps) and
 `communication` (where the step's time goes, `store.records.CommRecord`'s figures).
 """

@@ -2,7 +2,7 @@
 host time to dispatch one tiny operator (what a step of many small operators pays per operator), and copies over a
 sweep of sizes: host memory to host memory, and on CUDA host to device and back, pageable and pinned.
 
-The child side of `dlperf peak`, imported only by `dlperf.runner.peak_worker` after the parent fixed the thread
+The child side of `dlperf peak`, imported only by `dlperf.worker.peak` after the parent fixed the thread
 variables. A training step's utilization is later held against these figures, so they are measured like a step is:
 the one timer (`dlperf.measure.timer`), warm-up until steady, the device synchronized on both sides of every timed
 call, the median of the samples. Vendor datasheet peaks are not used: what a CPU reaches depends on the kernels the

@@ -2,7 +2,7 @@
 a `dlperf.vocab.Category`; the FLOPs and bytes of one more step by category; the top operators, the top-level
 modules' forward and backward time, and the gzip Chrome trace. The backend's `profile` (see `dlperf.frameworks`).
 
-Runs only in the profile child (`runner/profile_worker.py`), never in a timed process: the labels it needs (the loss,
+Runs only in the profile child (`worker/profile.py`), never in a timed process: the labels it needs (the loss,
 the optimizer, each top-level module) are put on the step for the profiled steps only, and taken off after.
 
 On a CPU the categories are the operators' self times (nested operators are not counted twice) and `host` the rest

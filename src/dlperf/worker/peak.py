@@ -1,6 +1,6 @@
 """The peak worker: one child process measures the peaks of one device at one thread count (a `PeakTask`).
 
-    python -m dlperf.runner.peak_worker TASK.json EVENTS.jsonl
+    python -m dlperf.worker.peak TASK.json EVENTS.jsonl
 
 It answers once: an `Answer` event with the peaks, or an `Error`. The thread variables were set by the parent before
 this interpreter started; the framework is imported here, through its `peak` module, and nothing else outside the
@@ -13,7 +13,7 @@ import importlib
 import sys
 
 from dlperf.protocol import Answer, PeakTask, Reporter
-from dlperf.runner.child import exit_now, serve
+from dlperf.worker.child import exit_now, serve
 
 
 def measure(task: PeakTask, emit: Reporter) -> None:

@@ -24,7 +24,7 @@ from dlperf.modes import Mode, mode_components
 from dlperf.protocol import Cell, CellTask
 from dlperf.runner import collect
 from dlperf.runner.launch import launch
-from dlperf.runner.plan import Task
+from dlperf.runner.tasks import Task
 
 PILOT_TIMER = TimerConfig(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1)  # one step each, whatever it takes
 PILOT_TIMEOUT_S = 300.0

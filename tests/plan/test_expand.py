@@ -2,8 +2,9 @@ import pytest
 
 from dlperf.api import make_spec, thread_counts
 from dlperf.errors import UsageError
+from dlperf.plan.cells import expand
 from dlperf.protocol import Cell
-from dlperf.runner.plan import expand, schedule
+from dlperf.runner.tasks import schedule
 from dlperf.workloads import BUILTIN
 
 

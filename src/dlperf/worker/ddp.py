@@ -1,6 +1,6 @@
 """The DDP worker: one process of a data-parallel cell (a `DDPTask`), started by torchrun (`runner/launch.py`).
 
-    python -m torch.distributed.run ... -m dlperf.runner.ddp_worker TASK.json EVENTS.jsonl
+    python -m torch.distributed.run ... -m dlperf.worker.ddp TASK.json EVENTS.jsonl
 
 Each process writes its own events, EVENTS.jsonl.rankR, flushed per event like the plain worker's. All processes
 take the same number of steps (a process that stopped early would leave the others waiting in an all-reduce): each
@@ -19,8 +19,8 @@ from dataclasses import replace
 
 from dlperf.measure.timer import timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
-from dlperf.runner.child import exit_now, serve
-from dlperf.runner.worker import affinity, count_flops, measure_memory, pin, timed_samples
+from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, timed_samples
+from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from dlperf.measure.timer import TimerConfig, pipelined, timed_step
 from dlperf.protocol import Cell, CellTask, Done, Flops, Memory, Sample, first
-from dlperf.runner import worker
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
+from dlperf.worker import cell as worker
 from dlperf.workloads import BUILTIN
 
 

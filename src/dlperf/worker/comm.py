@@ -1,6 +1,6 @@
 """The comm worker: what torchrun starts in every process of a `dlperf comm` job (a `CommTask`).
 
-    python -m dlperf.runner.comm_worker TASK.json EVENTS.jsonl
+    python -m dlperf.worker.comm TASK.json EVENTS.jsonl
 
 Every rank reports on its own file, EVENTS.jsonl.rankR. Every rank ends with the same figures, so only the first
 process of each node (LOCAL_RANK 0) gives the `Answer`; it also reports `Joined` once the processes have met, so a
@@ -15,7 +15,7 @@ import os
 import sys
 
 from dlperf.protocol import Answer, CommTask, Joined, Reporter
-from dlperf.runner.child import exit_now, serve
+from dlperf.worker.child import exit_now, serve
 
 
 def measure(task: CommTask, emit: Reporter) -> None:

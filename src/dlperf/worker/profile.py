@@ -1,7 +1,7 @@
 """The profile child: one untimed process warms a cell's train step up, then runs a few steady steps under the
 framework's profiler (a `ProfileTask`) and reports where the time went.
 
-    python -m dlperf.runner.profile_worker TASK.json EVENTS.jsonl
+    python -m dlperf.worker.profile TASK.json EVENTS.jsonl
 
 Never a timed process: the labels and the profiler's own cost per operator would be in the samples. Like the cell
 worker, it imports the standard library, dlperf's standard-library-only modules and one framework. A backend without a
@@ -18,8 +18,8 @@ import time
 from dlperf import loaders
 from dlperf.frameworks import backend, build_step
 from dlperf.protocol import Built, Done, Profiled, ProfileTask, Reporter
-from dlperf.runner import feed
-from dlperf.runner.child import exit_now, serve
+from dlperf.worker import feed
+from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
 
 

@@ -1,26 +1,13 @@
-"""The sweep expanded into cells (`dlperf.protocol.Cell`, one measurement each), and cells into the child processes
-that measure them."""
+"""The sweep expanded into cells (`dlperf.protocol.Cell`, one measurement each), in the order they are measured."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from dlperf.loaders import DATA_SYNTHETIC, SYNTHETIC, default_loaders
 from dlperf.parallel import DEFAULT_MICROBATCHES, STRATEGIES
-from dlperf.protocol import Cell, StopRule
+from dlperf.protocol import Cell
 from dlperf.spec import RunSpec, device_kind
 from dlperf.vocab import DeviceKind, Parallel
 from dlperf.workloads import Workload
-
-
-@dataclass(frozen=True)
-class Task:
-    """One child process: a cell's `repeat`-th measurement, with what a search asks of it (`dlperf optimize`)."""
-
-    cell: Cell
-    repeat: int
-    check_if_faster_than_s: float | None = None  # run the loss check only when the step is faster than this
-    stop: StopRule | None = None  # skip the untimed extras of a cell far slower than it could win with
 
 
 def expand(spec: RunSpec, workloads: list[Workload], devices: list[str], threads: list[int], host_threads: int):
@@ -71,9 +58,3 @@ def strategies(spec: RunSpec) -> list[tuple[str, int]]:
     for p in spec.parallel or (Parallel.DDP.value,):
         pairs += [(p, m) for m in micro] if STRATEGIES[Parallel(p)].pipeline else [(p, 0)]
     return pairs
-
-
-def schedule(cells: list[Cell], repeats: int) -> list[Task]:
-    """Repeats interleaved with the other cells: processes of one cell are spread over the run, not back to back,
-    so a slow spell of a shared machine does not land on one cell."""
-    return [Task(cell, r) for r in range(repeats) for cell in cells]

@@ -20,8 +20,9 @@ import sys
 import traceback
 from collections.abc import Callable
 
+from dlperf.measure.system import descendants
 from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
-from dlperf.runner.lifeline import die_with_parent
+from dlperf.worker.lifeline import die_with_parent
 
 Body = Callable[[Task, Reporter], None]
 
@@ -51,8 +52,6 @@ def exit_now(code: int) -> None:
     that teardown took 0.85 s of every cell (measured here, against 0.03 s), and under gloo and DDP, C++ destructors
     at exit aborted ("terminate called without an active exception") in about 1 job in 5, after the results were
     written. Processes the child started (a compiler's worker pool) are stopped first: none outlives its cell."""
-    from dlperf.runner.launch import descendants
-
     sys.stdout.flush()
     sys.stderr.flush()
     for pid in descendants(os.getpid()):

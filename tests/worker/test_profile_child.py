@@ -7,8 +7,9 @@ import sys
 import types
 
 from dlperf.protocol import Built, Cell, Done, Profiled, ProfileTask, Unsupported, first, read_events, write_task
-from dlperf.runner import child, profile_worker
 from dlperf.runner.launch import launch
+from dlperf.worker import child
+from dlperf.worker import profile as profile_worker
 from dlperf.workloads import BUILTIN
 
 

@@ -8,8 +8,9 @@ import pytest
 from conftest import FAST, cells, dlperf, one_line_error, rows, write_datasets
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import Cell, CellTask, Loader, Sample, all_of
-from dlperf.runner import feed, worker
 from dlperf.runner.collect import _loader_figures, loader_summary
+from dlperf.worker import cell as worker
+from dlperf.worker import feed
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
 
 

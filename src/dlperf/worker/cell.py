@@ -1,6 +1,6 @@
 """The worker: one child process measures one cell (a `CellTask`) and reports typed events.
 
-    python -m dlperf.runner.worker TASK.json EVENTS.jsonl
+    python -m dlperf.worker.cell TASK.json EVENTS.jsonl
 
 It imports the standard library, dlperf's standard-library-only modules and exactly one framework (through its
 backend), so it runs in an environment that has nothing else installed. The thread variables were set by the parent
@@ -40,8 +40,8 @@ from dlperf.protocol import (
     Sampled,
     Warmup,
 )
-from dlperf.runner import feed
-from dlperf.runner.child import describe, exit_now, serve
+from dlperf.worker import feed
+from dlperf.worker.child import describe, exit_now, serve
 from dlperf.workloads import Workload
 
 

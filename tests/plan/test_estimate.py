@@ -7,9 +7,9 @@ import pytest
 
 from conftest import FAST, dlperf, require
 from dlperf.measure.timer import TimerConfig
+from dlperf.plan import estimate as est
 from dlperf.protocol import Cell
-from dlperf.runner import estimate as est
-from dlperf.runner.plan import schedule
+from dlperf.runner.tasks import schedule
 
 TIMER = TimerConfig(min_steps=10, min_time=1.0, max_time=5.0, max_warmup=30)
 

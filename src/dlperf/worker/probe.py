@@ -1,0 +1,114 @@
+"""The probe's child: answers a question that needs a framework (a `ProbeTask`) with one `Answer` event.
+
+    python -m dlperf.worker.probe TASK.json EVENTS.jsonl
+
+The parent's side, which asks and reads the answer, is `runner/probe.py`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from dlperf.errors import UsageError
+from dlperf.protocol import Answer, Error, ProbeTask, Reporter
+from dlperf.worker.child import exit_now, serve
+
+
+def respond(framework: str, request: dict) -> dict:
+    """The framework-independent questions are answered here through the backend contract; the rest by the
+    backend's own `probe`."""
+    from dlperf.frameworks import backend
+
+    fw = backend(framework)
+    what = request.get("what")
+    if what == "selftest":
+        return selftest(fw, framework)
+    if what == "threads":
+        return thread_use(fw, int(request["threads"]), float(request.get("seconds", 1.0)))
+    return fw.probe(request)
+
+
+def selftest(fw, framework: str) -> dict:
+    """Import the framework and train the tiniest workload for two steps: what `dlperf env install` verifies."""
+    import time
+
+    from dlperf.envs import PACKAGES
+    from dlperf.workloads import BUILTIN
+
+    settings = fw.configure_threads(1)
+    start = time.perf_counter()
+    train = fw.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+    losses = []
+    for _ in range(2):
+        losses.append(float(train.step()))
+        train.sync()
+    return {
+        "framework": framework,
+        "python": sys.version.split()[0],
+        "versions": _versions(PACKAGES.get(framework, (framework,))),
+        "params": train.params,
+        "losses": losses,
+        "step_s": round(time.perf_counter() - start, 3),
+        "settings": settings,
+    }
+
+
+def _versions(packages) -> dict:
+    from importlib import metadata
+
+    found = {}
+    for name in (*packages, "numpy"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> dict:
+    """CPU time over wall time of back-to-back fp32 matrix products at `threads`: about 1 at one thread, about 2 at
+    two when the framework honours the setting (a ratio, so it does not depend on how fast the machine is)."""
+    import time
+
+    from dlperf.measure import system
+
+    settings = fw.configure_threads(threads)
+    product = fw.matmul(size)
+    for _ in range(3):  # compile, allocate, spin the pool up
+        product()
+    count, machine0, cpu0, wall0 = 0, system.cpu_times(), _cpu_s(), time.perf_counter()
+    while time.perf_counter() - wall0 < seconds:
+        product()
+        count += 1
+    cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
+    return {
+        "threads": threads,
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "ratio": cpu / wall,
+        "products": count,
+        # other processes' load meanwhile: a busy machine lowers the ratio whatever the framework does
+        "others_cpu_share": system.others_cpu_share(machine0, system.cpu_times(), cpu, wall),
+        "settings": settings,
+    }
+
+
+def _cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+def answer(task: ProbeTask, emit: Reporter) -> None:
+    try:
+        emit(Answer(respond(task.framework, task.request)))
+    except UsageError as exc:  # the user's input (a factory that does not build), not the probe's failure
+        emit(Error(str(exc), usage=True))
+
+
+def main(argv: list[str]) -> int:
+    return serve(argv, answer)
+
+
+if __name__ == "__main__":
+    exit_now(main(sys.argv))  # every event is on disk: skip the interpreter's teardown
