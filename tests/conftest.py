@@ -208,14 +208,15 @@ def cpu_ratio(framework: str, threads: int) -> dict:
     again (up to 3 times) while other processes keep the machine busy; a machine that stays busy is a skip that says
     how busy, since no ratio measured on it could tell about the framework (issue 14: 0.93 at 2 threads on a shared
     machine)."""
+    from dlperf.answers import ThreadsRequest
     from dlperf.runner import probe
 
     python = framework_python(framework)
     for _ in range(3):
-        answer = probe.ask(framework, {"what": "threads", "threads": threads, "seconds": 1.5}, python, threads=threads)
-        if (answer["others_cpu_share"] or 0) < BUSY:
-            return answer
-    pytest.skip(f"other processes kept {100 * answer['others_cpu_share']:.0f}% of the CPUs busy in 3 tries")
+        answer = probe.ask(framework, ThreadsRequest(threads, seconds=1.5), python, threads=threads)
+        if (answer.others_cpu_share or 0) < BUSY:
+            return answer.to_json()
+    pytest.skip(f"other processes kept {100 * answer.others_cpu_share:.0f}% of the CPUs busy in 3 tries")
 
 
 def write_datasets(directory: Path) -> Path:

@@ -39,6 +39,8 @@ STDLIB_ONLY = (
     "dlperf.version",
     "dlperf.loaders",
     "dlperf.predict.ops",
+    "dlperf.answers",
+    "dlperf.wire",
 )
 VIEWS = "dlperf.report"
 ABOVE_VIEWS = ("dlperf.cli", "dlperf.commands", "dlperf.api", "dlperf.optimize", "dlperf.progress")

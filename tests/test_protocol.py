@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from conftest import ROOT
+from dlperf.answers import WorkloadRequest
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import (
     EVENTS,
@@ -48,7 +49,7 @@ EXAMPLES = [
             rank_cpus={"0": [0], "1": [1]}),
     PeakTask("torch", "cpu", 1, ["fp32", "bf16"], [64, 128], 8 * 2**20, 0.2),
     CommTask("gloo", 1, [4096, 2**20], 20, 5, 60.0),
-    ProbeTask("torch", {"what": "workload", "source": "/x.py:make"}),
+    ProbeTask("torch", WorkloadRequest("/x.py:make")),
     ProfileTask(CELL, {"name": "tiny-fcn-r"}, steps=3, warmup=2, trace_dir="/tmp/t", max_trace_bytes=2**20),
 ]  # fmt: skip
 
@@ -66,6 +67,15 @@ def test_every_task_survives_json(task, tmp_path):
     write_task(task, tmp_path / "task.json")
     assert read_task(tmp_path / "task.json") == task
     assert json.loads((tmp_path / "task.json").read_text())["kind"] == task.KIND
+
+
+def test_a_probe_task_names_its_question_on_the_wire_and_an_unknown_one_is_refused(tmp_path):
+    write_task(ProbeTask("torch", WorkloadRequest("/x.py:make")), tmp_path / "task.json")
+    wire = json.loads((tmp_path / "task.json").read_text())
+    assert wire == {"kind": "probe", "framework": "torch", "request": {"what": "workload", "source": "/x.py:make"}}
+    (tmp_path / "task.json").write_text(json.dumps({**wire, "request": {"what": "nosuch"}}))
+    with pytest.raises(ValueError, match="unknown probe request 'nosuch'"):
+        read_task(tmp_path / "task.json")
 
 
 def test_every_event_reads_back_as_its_type():

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlperf import envinfo, parallel
+from dlperf.answers import DataRequest, EnvRequest, WorkloadRequest
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC, oversubscribed, parse_loaders, setting
 from dlperf.measure import system
@@ -215,7 +216,9 @@ def framework_info(frameworks: Sequence[str]) -> dict[str, dict]:
     """Versions and devices of each framework, from a probe child (the parent never imports a framework)."""
     info = {}
     for name in frameworks:
-        info[name] = probe.ask(name, {"what": "env"}, python=interpreter_for(name))  # MissingDependency if absent
+        info[name] = probe.ask(
+            name, EnvRequest(), python=interpreter_for(name)
+        ).to_json()  # MissingDependency if absent
     return info
 
 
@@ -237,12 +240,10 @@ def resolve_workload(name: str, framework: str, timeout: float) -> Workload:
     cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped)."""
     if name in BUILTIN:
         return BUILTIN[name]
-    request = {"what": "workload", "source": name}
-    answer = probe.ask(framework, request, interpreter_for(framework), timeout, timeout_flag="--timeout")
+    answer = probe.ask(framework, WorkloadRequest(name), interpreter_for(framework), timeout, timeout_flag="--timeout")
     return Workload(
-        name=answer["name"], arch="user", config={},
-        input=InputSpec("user", tuple(answer.get("input_shape") or ())), outputs=answer.get("outputs") or 0,
-        batch=answer["batch"], optimizer=OptimizerSpec(answer.get("optimizer", "user")), params=answer["params"],
+        name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
+        outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
         data="synthetic (user batch maker)", source=name,
     )  # fmt: skip
 
@@ -329,7 +330,7 @@ def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
     loader cells are `unsupported` and there is nothing to check."""
     if spec.data == DATA_SYNTHETIC or "torch" not in spec.frameworks:
         return
-    request = {"what": "data", "data": spec.data, "workloads": [w.to_json() for w in workloads]}
+    request = DataRequest(spec.data, [w.to_json() for w in workloads])
     probe.ask("torch", request, interpreter_for("torch"), spec.timeout, timeout_flag="--timeout")
 
 

@@ -10,7 +10,7 @@ reads them back as the same types. Five kinds of child, one task type each:
     DDPTask    worker/ddp.py    one process of a data-parallel cell (torchrun starts every process)
     PeakTask   worker/peak.py   matmul and bandwidth peaks of one device at one thread count
     CommTask   worker/comm.py   one process of an all-reduce bandwidth job (torchrun)
-    ProbeTask  runner/probe.py         a question that needs a framework (devices, versions, a user's factory)
+    ProbeTask  worker/probe.py  a question that needs a framework (devices, versions, a user's factory)
 
 A new kind of child is a worker module and a task type here; the launcher does the rest.
 
@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
+from dlperf.answers import ProbeRequest, read_request
 from dlperf.measure.timer import TimerConfig
 
 # what the launcher sets in a child's environment (`runner/lifeline.child_vars`), read by the child's side
@@ -224,10 +225,17 @@ class CommTask(_Task):
 
 @task("probe", "dlperf.worker.probe")
 class ProbeTask(_Task):
-    """A question that needs a framework."""
+    """A question that needs a framework: one of `answers.REQUESTS`, its kind on the wire as `"what"`."""
 
     framework: str
-    request: dict[str, Any]  # {"what": "env" | "workload" | "selftest" | "threads", ...}
+    request: ProbeRequest
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.KIND, "framework": self.framework, "request": self.request.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ProbeTask:
+        return cls(d["framework"], read_request(d["request"]))
 
 
 Task = CellTask | DDPTask | PeakTask | CommTask | ProbeTask | ProfileTask
@@ -431,7 +439,8 @@ class Joined(Event):
 
 @event("answer")
 class Answer(Event):
-    """The result of a child that answers once (peak, comm, probe)."""
+    """The result of a child that answers once (peak, comm, probe): the JSON of its typed answer (`answers.py`),
+    which the parent reads back as that type."""
 
     result: dict[str, Any]
 

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from conftest import ROOT, alive, dlperf, one_line_error
+from dlperf.answers import CommAnswer
 from dlperf.cli import build_parser
 from dlperf.commands import comm
 from dlperf.errors import UsageError
@@ -21,6 +22,7 @@ from dlperf.runner import comm as job
 from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
 from dlperf.runner.launch import ChildResult
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
+from dlperf.store.machine import MeasuredComm
 
 K, M = 2**10, 2**20
 QUICK = ["--threads", "1", "--iters", "3", "--warmup", "1"]
@@ -150,7 +152,27 @@ def test_a_failure_says_why_in_one_line():
 def comm_row(nbytes, backend="gloo", world=2):
     job = {"backend": backend, "device": "cpu", "world": world, "nnodes": 1, "threads": 1}
     figures = {"bytes": nbytes, "time_s": 1e-3, "algbw": nbytes / 1e-3, "busbw": nbytes / 1e-3, "wrong": 0}
-    return {**job, **figures, "detail": {"iters": 5}}
+    return MeasuredComm(**job, **figures, detail={"iters": 5})
+
+
+def test_a_jobs_answer_is_stored_one_row_per_size_the_rest_of_it_in_the_detail():
+    from test_answers import COMM_WIRE
+
+    opts = opts_of("--nnodes", "2", "--node-rank", "1", "--rdzv-endpoint", "h:1")
+    [row] = job.comm_records(CommAnswer.from_json(COMM_WIRE), opts.job)
+    size = COMM_WIRE["sizes"][0]
+    assert (row.backend, row.device, row.world, row.nnodes, row.threads, row.op) == (
+        "gloo",
+        "cpu",
+        2,
+        1,
+        1,
+        "all_reduce",
+    )
+    assert (row.bytes, row.time_s, row.algbw, row.busbw, row.wrong) == (4096, 1e-4, 4.1e7, 4.1e7, 0)
+    common = {k: v for k, v in COMM_WIRE.items() if k != "sizes"}
+    rest = {k: size[k] for k in ("count", "rank_medians_s", "samples_max_s")}
+    assert json.dumps(row.detail) == json.dumps({**common, "node_rank": 1, "rdzv_endpoint": "h:1", **rest})
 
 
 def test_comm_rows_are_stored_with_the_machine_newest_first(tmp_path):

@@ -7,6 +7,7 @@ import pytest
 
 from conftest import FAST, dlperf, one_line_error
 from dlperf.store import Store
+from dlperf.store.machine import MeasuredPeak
 from report.synthetic import fill
 
 FCN_KEY = "fcn-r|torch|cpu|1|fp32"  # a cell of report/synthetic.py's run, 0.80 s per step
@@ -60,7 +61,9 @@ def test_profile_prints_the_dispatch_floor_when_peak_measured_the_dispatch_cost(
     try:
         fingerprint = store.run(1).fingerprint
         dispatch = {"framework": "torch", "device": "cpu", "threads": 1, "kind": "dispatch", "value": 1e-4}
-        store.record_peaks(fingerprint, {}, [dispatch, {**dispatch, "threads": 2, "value": 1.0}])
+        store.record_peaks(
+            fingerprint, {}, [MeasuredPeak(**dispatch), MeasuredPeak(**{**dispatch, "threads": 2, "value": 1.0})]
+        )
     finally:
         store.close()
     print_profiles(str(profiled_db), 1)

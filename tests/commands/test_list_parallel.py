@@ -43,10 +43,10 @@ def test_a_strategy_whose_framework_has_no_environment_says_how_to_get_one(tmp_p
     monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path))  # no dedicated environment there
     if envs.importable_here("tensorflow"):
         monkeypatch.setattr(envs, "importable_here", lambda name: name == "torch")
-    rows = {r["name"]: r for r in strategy_rows()}
-    assert not rows["mirrored"]["measurable"]
-    assert rows["mirrored"]["reason"] == "tensorflow: not installed: run `dlperf env install tensorflow`"
-    assert rows["fsdp"]["measurable"] and rows["fsdp"]["reason"] is None
+    rows = {r.name: r for r in strategy_rows()}
+    assert not rows["mirrored"].measurable
+    assert rows["mirrored"].reason == "tensorflow: not installed: run `dlperf env install tensorflow`"
+    assert rows["fsdp"].measurable and rows["fsdp"].reason is None
 
 
 def test_list_parallel_loads_no_framework():

@@ -4,16 +4,19 @@ import json
 import sqlite3
 import statistics
 import time
-from dataclasses import astuple
+from dataclasses import astuple, replace
 
 import pytest
 
 from conftest import dlperf, old_store, one_line_error, require
 from dlperf import envs
+from dlperf.answers import PeakAnswer
 from dlperf.errors import UsageError
 from dlperf.report.utilization import dispatch_lookup, peak_lookup, utilization
-from dlperf.runner.peak import copy_sizes, jobs, measure
+from dlperf.runner.peak import PeakRow, copy_sizes, jobs, measure
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
+from dlperf.store.machine import MeasuredPeak
+from dlperf.vocab import Status
 
 TINY = {"dtypes": ["fp32", "bf16", "fp16"], "sizes": [64, 128], "bandwidth_bytes": 8 * 2**20, "max_time": 0.2}
 TINY_FLAGS = ["--sizes", "64,128", "--bandwidth-mib", "8", "--max-time", "0.2", "--copies-mib", "1"]
@@ -36,34 +39,34 @@ MACHINE = {
 def test_child_measures_every_dtype_and_the_bandwidth():
     require("torch")
     (row,) = measure("torch", ["cpu"], [1], **TINY, timeout=120, copy_sizes=[4096, 2**20])
-    assert row["status"] == "ok", row["error"]
-    result = row["result"]
-    assert result["settings"]["torch_threads"] == 1 and result["threads"] == 1
-    assert result["framework_version"].startswith("2.")
+    assert row.status == "ok", row.error
+    result = row.answer
+    assert result.settings["torch_threads"] == 1 and result.threads == 1
+    assert result.framework_version.startswith("2.")
     for dtype in TINY["dtypes"]:
-        entry = result["matmul"][dtype]
-        measured = [f for f in entry["sizes"] if "flops_per_s" in f]
-        assert entry["peak_flops_per_s"] > 0 and entry["best_n"] in (64, 128)
-        assert entry["peak_flops_per_s"] == max(f["flops_per_s"] for f in measured)
+        entry = result.matmul[dtype]
+        measured = [f for f in entry.sizes if f.flops_per_s is not None]
+        assert entry.peak_flops_per_s > 0 and entry.best_n in (64, 128)
+        assert entry.peak_flops_per_s == max(f.flops_per_s for f in measured)
         for f in measured:
-            assert f["flops_per_s"] == pytest.approx(2 * f["n"] ** 3 / f["median_s"])
-            assert f["samples"] >= 1 and f["calls_per_step"] >= 1
-    bandwidth = result["bandwidth"]
-    assert bandwidth["array_bytes"] == TINY["bandwidth_bytes"]
-    kernels = bandwidth["kernels"]
-    assert kernels["copy"]["bytes_per_call"] == 2 * bandwidth["array_bytes"]
-    assert kernels["triad"]["bytes_per_call"] == 3 * bandwidth["array_bytes"]
-    assert bandwidth["peak_bytes_per_s"] == max(k["bytes_per_s"] for k in kernels.values()) > 0
-    dispatch = result["dispatch"]
-    assert dispatch["median_s"] > 0 and dispatch["ops_per_s"] == pytest.approx(1 / dispatch["median_s"])
-    copies = result["copies"]  # on a CPU: host memcpy only, bytes copied per second (STREAM would count twice that)
-    assert [(c["kind"], c["bytes"], c["pinned"]) for c in copies] == [("memcpy", 4096, False), ("memcpy", 2**20, False)]
+            assert f.flops_per_s == pytest.approx(2 * f.n**3 / f.timed.median_s)
+            assert f.timed.samples >= 1 and f.timed.calls_per_step >= 1
+    bandwidth = result.bandwidth
+    assert bandwidth.array_bytes == TINY["bandwidth_bytes"]
+    kernels = bandwidth.kernels
+    assert kernels.copy.bytes_per_call == 2 * bandwidth.array_bytes
+    assert kernels.triad.bytes_per_call == 3 * bandwidth.array_bytes
+    assert bandwidth.peak_bytes_per_s == max(k.bytes_per_s for k in (kernels.copy, kernels.triad)) > 0
+    dispatch = result.dispatch
+    assert dispatch.timed.median_s > 0 and dispatch.ops_per_s == pytest.approx(1 / dispatch.timed.median_s)
+    copies = result.copies  # on a CPU: host memcpy only, bytes copied per second (STREAM would count twice that)
+    assert [(c.kind, c.bytes, c.pinned) for c in copies] == [("memcpy", 4096, False), ("memcpy", 2**20, False)]
     for c in copies:
-        assert c["bytes_per_s"] == pytest.approx(c["bytes"] / c["best_s"]) and c["best_s"] > 0
-        assert c["stream_bytes_per_s"] == pytest.approx(2 * c["bytes_per_s"])
-        assert 1 <= c["steps"] <= 5 and c["calls_per_step"] >= 1
-    assert copies[0]["calls_per_step"] > copies[1]["calls_per_step"]  # a 4 KiB copy is timed many to a step
-    json.dumps(result)  # plain JSON values only
+        assert c.bytes_per_s == pytest.approx(c.bytes / c.best_s) and c.best_s > 0
+        assert c.stream_bytes_per_s == pytest.approx(2 * c.bytes_per_s)
+        assert 1 <= c.steps <= 5 and c.calls_per_step >= 1
+    assert copies[0].calls_per_step > copies[1].calls_per_step  # a 4 KiB copy is timed many to a step
+    json.dumps(result.to_json())  # plain JSON values only
 
 
 @pytest.mark.serial  # a ratio of two CPU times: other processes on the cores still skew it (one flake under load)
@@ -96,12 +99,49 @@ def test_host_device_copies_are_said_to_be_unmeasured_without_a_gpu_never_made_u
     from dlperf.commands.peak import PeakOptions, copy_notes
 
     opts = PeakOptions(("cpu",), None, ("fp32",), (64,), 2**20, (4096,), 0.2, 60.0, "text")
-    memcpy = {"kind": "memcpy", "device": "cpu", "threads": 1, "value": 1e10, "detail": {"bytes": 4096}}
+    memcpy = measured_row("cpu", {"kind": "memcpy", "pinned": False})
     assert copy_notes([memcpy], opts, gpus=False) == ["no GPU: host<->device copies not measured"]
     assert copy_notes([memcpy], opts, gpus=True) == ["host<->device copies are measured with --devices cuda"]
-    h2d = {**memcpy, "kind": "h2d", "device": "cuda:0"}
+    h2d = measured_row("cuda:0", {"kind": "h2d", "pinned": True})
     assert copy_notes([memcpy, h2d], PeakOptions(("cpu", "cuda:0"), *astuple(opts)[1:]), gpus=True) == []
     assert copy_notes([], PeakOptions(*astuple(opts)[:5], (), *astuple(opts)[6:]), gpus=False) == []  # --copies-mib 0
+
+
+def measured_row(device: str, *copies: dict) -> PeakRow:
+    """The row of a peak child on `device` that measured `copies` (each {"kind", "pinned"}) and little else."""
+    timed = {"median_s": 1.0, "iqr_s": 0.0, "samples": 5, "calls_per_step": 1, "warmup_steps": 1, "warmup_steady": True}
+    kernel = {"bytes_per_call": 8, "bytes_per_s": 1e10, **timed}
+    figure = {"bytes": 4096, "bytes_per_s": 1e10, "best_s": 4e-7, "steps": 5, "calls_per_step": 1}
+    answer = PeakAnswer.from_json({
+        "framework": "torch", "framework_version": "2.13.0+cpu", "device": device, "matmul": {},
+        "bandwidth": {"array_bytes": 4, "kernels": {"copy": kernel, "triad": kernel}, "peak_bytes_per_s": 1e10,
+                      "best_kernel": "copy"},
+        "copies": [{**c, **figure} for c in copies], "duration_s": 1.0, "others_cpu_share": None, "threads": 1,
+        "settings": {},
+    })  # fmt: skip
+    return PeakRow("torch", device, 1, 1.0, Status.OK, answer=answer)
+
+
+def test_a_measured_row_is_stored_as_one_record_per_figure_its_json_and_the_childs_context_in_the_detail():
+    from dlperf.runner.peak import peak_records
+    from test_answers import PEAK_WIRE
+
+    row = PeakRow("torch", "cpu", 1, 3.6, Status.OK, answer=PeakAnswer.from_json(PEAK_WIRE))
+    context = {"settings": {"torch_threads": 1}, "others_cpu_share": 0.02, "duration_s": 3.5}
+    records = peak_records(row)
+    assert [(r.kind, r.dtype, r.value) for r in records] == [
+        ("matmul", "fp32", 2e11), ("matmul", "fp16", None), ("matmul", "bool", None), ("bandwidth", None, 2e10),
+        ("dispatch", None, 0.5), ("memcpy", None, 1e10), ("h2d", None, 5e9),
+    ]  # fmt: skip
+    wire = PEAK_WIRE
+    figures = [*wire["matmul"].values(), wire["bandwidth"], wire["dispatch"]]
+    figures += [{k: v for k, v in c.items() if k != "kind"} for c in wire["copies"]]
+    assert [json.dumps(r.detail) for r in records] == [json.dumps({**f, **context}) for f in figures]
+    assert {(r.framework, r.framework_version, r.device, r.threads) for r in records} == {
+        ("torch", "2.13.0+cpu", "cpu", 1)
+    }
+    assert list(records[0].to_json()) == ["framework", "framework_version", "device", "threads", "kind", "dtype",
+                                          "value", "detail"]  # fmt: skip
 
 
 def test_the_cpu_is_measured_at_every_thread_count_an_accelerator_once():
@@ -110,14 +150,14 @@ def test_the_cpu_is_measured_at_every_thread_count_an_accelerator_once():
 
 def test_a_failed_or_hung_child_is_an_error_row_not_a_traceback(monkeypatch):
     (row,) = measure("nosuch", ["cpu"], [1], **TINY, timeout=60)  # not installed anywhere: no child at all
-    assert row["status"] == "failed" and "--frameworks nosuch: not installed" in row["error"]
+    assert row.status == "failed" and "--frameworks nosuch: not installed" in row.error
     monkeypatch.setattr(envs, "importable_here", lambda framework: True)  # this interpreter, as if it had it
     (row,) = measure("nosuch", ["cpu"], [1], **TINY, timeout=60)
-    assert row["status"] == "failed" and "No module named 'dlperf.frameworks.nosuch'" in row["error"]
-    assert row["result"] is None
+    assert row.status == "failed" and "No module named 'dlperf.frameworks.nosuch'" in row.error
+    assert row.answer is None
     require("torch")
     (row,) = measure("torch", ["cpu"], [1], **{**TINY, "sizes": [64, 128, 256]}, timeout=0.5)
-    assert row["status"] == "timeout" and "--timeout 0.5" in row["error"]
+    assert row.status == "timeout" and "--timeout 0.5" in row.error
 
 
 def test_a_size_too_slow_for_max_time_is_skipped_and_a_dtype_the_device_cannot_do_is_unsupported(monkeypatch):
@@ -209,8 +249,8 @@ def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
 
 
 def matmul(device, threads, dtype, value, version="2.13.0+cpu"):
-    return {"framework": "torch", "framework_version": version, "device": device, "threads": threads,
-            "kind": "matmul", "dtype": dtype, "value": value, "detail": {}}  # fmt: skip
+    return MeasuredPeak(framework="torch", framework_version=version, device=device, threads=threads,
+                        kind="matmul", dtype=dtype, value=value, detail={})  # fmt: skip
 
 
 def test_peak_lookup_matches_machine_device_and_threads_and_takes_the_latest(tmp_path):
@@ -222,7 +262,7 @@ def test_peak_lookup_matches_machine_device_and_threads_and_takes_the_latest(tmp
     store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "bf16", None)])  # not measured this time: the older stays
     store.record_peaks(other_machine, {}, [matmul("cpu", 1, "fp32", 9e12), matmul("cpu", 1, "fp16", 9e12)])
     store.record_peaks(MACHINE, {}, [matmul("cpu", 1, "fp16", 9e12, version="2.14.0+cpu")])  # other torch
-    bandwidth = {**matmul("cpu", 1, None, 5e10), "kind": "bandwidth"}
+    bandwidth = replace(matmul("cpu", 1, None, 5e10), kind="bandwidth")
     store.record_peaks(MACHINE, {}, [bandwidth])
     assert peak_lookup(store, MACHINE, "cpu", 1) == {"fp32": 1.1e11, "bf16": 3e11}
     assert peak_lookup(store, MACHINE, "cpu", 2) == {"fp32": 2e11}
@@ -400,7 +440,7 @@ def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_
     store = Store.open(path, create=True)
     try:
         assert store.version == SCHEMA_VERSION
-        dispatch = {"framework": "torch", "device": "cpu", "threads": 1, "kind": "dispatch", "value": 2e-6}
+        dispatch = MeasuredPeak(framework="torch", device="cpu", threads=1, kind="dispatch", value=2e-6)
         store.record_peaks(MACHINE, {}, [dispatch])
         assert peak_lookup(store, MACHINE, "cpu", 1) == {"fp32": 1e11}
         assert dispatch_lookup(store, MACHINE, "cpu", 1) == 2e-6
@@ -410,8 +450,8 @@ def test_a_v7_file_keeps_its_peaks_and_stores_a_dispatch_cost_once_upgraded(tmp_
 
 
 def copy_row(device, threads, kind, nbytes, pinned, value):
-    return {"framework": "torch", "framework_version": "2.13.0+cpu", "device": device, "threads": threads,
-            "kind": kind, "dtype": None, "value": value, "detail": {"bytes": nbytes, "pinned": pinned}}  # fmt: skip
+    return MeasuredPeak(framework="torch", framework_version="2.13.0+cpu", device=device, threads=threads,
+                        kind=kind, dtype=None, value=value, detail={"bytes": nbytes, "pinned": pinned})  # fmt: skip
 
 
 def test_a_v8_file_keeps_its_peaks_and_stores_copies_once_upgraded(tmp_path):

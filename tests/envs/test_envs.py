@@ -53,7 +53,7 @@ def test_a_framework_is_found_here_or_in_its_verified_environment_only(data_dir)
     python = bare_env("mxnet", verified=True)
     assert envs.interpreter_for("mxnet") == str(python)
     status = framework_status("mxnet")
-    assert status["available"] and status["version"] == "9" and status["environment"] == str(envs.env_dir("mxnet"))
+    assert status.available and status.version == "9" and status.environment == str(envs.env_dir("mxnet"))
 
 
 def test_a_worker_in_another_environment_imports_dlperf_and_nothing_else_of_this_one(data_dir):
@@ -126,3 +126,19 @@ def test_a_folder_named_after_a_framework_is_not_the_framework(tmp_path, monkeyp
     monkeypatch.syspath_prepend(str(tmp_path))
     assert not envs.importable_here("mxnet")
     assert envs.importable_here("torch") == (importlib.util.find_spec("torch") is not None)
+
+
+def test_an_install_records_what_its_verifying_step_answered(data_dir, monkeypatch):
+    from dlperf.answers import SelftestAnswer
+
+    bare_env("mxnet", verified=False)
+    ran = []
+    monkeypatch.setattr(envs, "_check", lambda cmd, what: ran.append(what))  # no pip: the record alone
+    answer = SelftestAnswer("mxnet", "3.11.2", {"mxnet": "1.9.1", "numpy": None}, 26_874, [2.3, 2.2], 0.4, {})
+    rec = envs.install("mxnet", lambda python: answer, log=lambda line: None)
+    assert ran == ["pip install"] and envs.record("mxnet")["versions"] == answer.versions
+    assert (rec.framework, rec.verified, rec.versions, rec.python) == ("mxnet", True, answer.versions, "3.11.2")
+    written = json.loads((envs.env_dir("mxnet") / envs.RECORD).read_text())
+    assert list(written) == ["framework", "verified", "versions", "python", "constraints", "constraints_sha1",
+                             "verify", "verified_at", "install_s"]  # fmt: skip
+    assert written["verify"] == answer.to_json() and written["constraints"] == "mxnet.txt"

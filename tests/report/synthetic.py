@@ -8,6 +8,7 @@ import random
 
 from dlperf.envinfo import fingerprint
 from dlperf.store import Store
+from dlperf.store.machine import MeasuredPeak
 
 HOSTILE = "<script>alert(1)</script>"  # a workload name that must show as text
 ERROR = 'crashed: <img src=x onerror="alert(2)"> & more'
@@ -71,8 +72,8 @@ def fill(store: Store, env: dict = ENV, processes: int = 2, seed: int = 0) -> in
             store.record(run_id, key, repeat, {"status": "ok", "samples": samples, "detail": {}}, figures)
     store.record_peaks(
         fingerprint(env), env,
-        [{"framework": "torch", "framework_version": "2.13.0+cpu", "device": "cpu", "threads": t, "kind": "matmul",
-          "dtype": "fp32", "value": 5e10 * t} for t in (1, 2)],
+        [MeasuredPeak(framework="torch", framework_version="2.13.0+cpu", device="cpu", threads=t, kind="matmul",
+                      dtype="fp32", value=5e10 * t) for t in (1, 2)],
     )  # fmt: skip
     store.set_run_status(run_id, "complete")
     return run_id

@@ -4,6 +4,7 @@ import sys
 import time
 
 from conftest import alive
+from dlperf.answers import EnvRequest
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, ProbeTask
 from dlperf.runner.distributed import Rendezvous
@@ -36,7 +37,7 @@ def test_a_task_starts_its_own_worker_and_a_distributed_one_through_torchrun():
         "t.json",
         "e.jsonl",
     ]
-    probe = ProbeTask("torch", {"what": "env"})
+    probe = ProbeTask("torch", EnvRequest())
     assert child_command("/py", probe, "t", "e")[2] == "dlperf.worker.probe"
     ddp = DDPTask(CELL, 0, {}, TimerConfig())
     cmd = child_command("/py", ddp, "t", "e", nproc=2, rdzv=Rendezvous(), job_id="j")
@@ -49,7 +50,7 @@ def test_launch_runs_a_child_reads_its_events_and_leaves_nothing_behind(tmp_path
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    launched = launch(ProbeTask("nosuch", {"what": "env"}), sys.executable, 1, 60)  # a framework that does not exist
+    launched = launch(ProbeTask("nosuch", EnvRequest()), sys.executable, 1, 60)  # a framework that does not exist
     [start, error] = launched.main
     assert start.pid > 0 and start.python == sys.executable
     assert "No module named 'dlperf.frameworks.nosuch'" in error.error or "nosuch" in error.error

@@ -8,6 +8,7 @@ import pytest
 
 from conftest import dlperf, one_line_error
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store, merge, run_origin
+from dlperf.store.machine import MeasuredPeak
 from report.runs import BASE, OTHER_MACHINE, SLOWER, make_db, processes, write_run
 
 PEAKS = [
@@ -24,7 +25,7 @@ def sources(tmp_path):
     a, b = tmp_path / "a.db", tmp_path / "b.db"
     make_db(a, BASE, SLOWER)
     store = Store.open(a, create=True)
-    store.record_peaks({"cpu_model": "Xeon Test"}, {}, PEAKS)
+    store.record_peaks({"cpu_model": "Xeon Test"}, {}, [MeasuredPeak(**p) for p in PEAKS])
     store.close()
     make_db(b, {"fcn-r": processes(40, 2, 0.2)}, fingerprint=OTHER_MACHINE)
     return a, b

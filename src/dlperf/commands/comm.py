@@ -21,6 +21,7 @@ from dlperf.errors import UsageError
 from dlperf.vocab import CommBackend, ExitCode
 
 if TYPE_CHECKING:
+    from dlperf.answers import CommAnswer, CommSize, EnvAnswer
     from dlperf.runner.comm import CommJob
 
 FRAMEWORK = "torch"  # torch.distributed does every collective
@@ -163,15 +164,13 @@ def threads_per_process(requested: int | None, nproc: int, cores: int, warnings:
     return threads
 
 
-def check_backend(backend: CommBackend, nproc: int, info: dict) -> None:
+def check_backend(backend: CommBackend, nproc: int, info: EnvAnswer) -> None:
     """NCCL needs a GPU per process on this node; the torch probe (a child) says which it sees."""
     if backend != CommBackend.NCCL:
         return
-    gpus = [d["name"] for d in info.get("devices", []) if d["name"].startswith("cuda")]
+    gpus = [name for name in info.device_names if name.startswith("cuda")]
     if not gpus:
-        raise UsageError(
-            f"--backend nccl needs CUDA GPUs; torch {info.get('version')} sees none here (use --backend gloo)"
-        )
+        raise UsageError(f"--backend nccl needs CUDA GPUs; torch {info.version} sees none here (use --backend gloo)")
     if nproc > len(gpus):
         raise UsageError(f"--backend nccl uses one GPU per process: --nproc {nproc}, but torch sees {len(gpus)}")
 
@@ -179,6 +178,7 @@ def check_backend(backend: CommBackend, nproc: int, info: dict) -> None:
 def run(args) -> int:
     """Measure in one torchrun job, store every size, print. Exit 1 if the job failed, timed out or summed wrong."""
     from dlperf import api, envinfo
+    from dlperf.answers import EnvAnswer
     from dlperf.commands.common import warn
     from dlperf.runner.comm import comm_records, failure_reason, result_of, run_job
     from dlperf.runner.sweep import interpreter_for, sigterm_as_interrupt
@@ -188,7 +188,7 @@ def run(args) -> int:
     job = opts.job
     python = interpreter_for(FRAMEWORK)
     info = api.framework_info([FRAMEWORK])
-    check_backend(job.backend, job.nproc, info[FRAMEWORK])
+    check_backend(job.backend, job.nproc, EnvAnswer.from_json(info[FRAMEWORK]))
     env = envinfo.capture(info)
     warnings: list[str] = []
     threads = threads_per_process(opts.threads, job.nproc, env["cores"]["cores"], warnings)
@@ -203,15 +203,15 @@ def run(args) -> int:
     if failure:
         print(f"dlperf: error: comm job failed: {failure}", file=sys.stderr)
         return ExitCode.CELLS_FAILED
-    result = result_of(events)
-    rows = comm_records(result, job)
+    answer = result_of(events)
+    assert answer is not None, "a job that did not fail answered"
     store = Store.open(db, create=True)
     try:
-        ids = store.record_comm(envinfo.fingerprint(env), env, rows)
+        ids = store.record_comm(envinfo.fingerprint(env), env, comm_records(answer, job))
     finally:
         store.close()
-    render(result, ids, db, opts.format)
-    return ExitCode.CELLS_FAILED if any(s["wrong"] for s in result["sizes"]) else ExitCode.OK
+    render(answer, ids, db, opts.format)
+    return ExitCode.CELLS_FAILED if any(s.wrong for s in answer.sizes) else ExitCode.OK
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -222,38 +222,38 @@ def run(args) -> int:
 # Output
 
 
-def header(result: dict) -> list[str]:
-    procs = "process" if result["nproc"] == 1 else "processes"
-    nodes = "node" if result["nnodes"] == 1 else "nodes"
+def header(answer: CommAnswer) -> list[str]:
+    procs = "process" if answer.nproc == 1 else "processes"
+    nodes = "node" if answer.nnodes == 1 else "nodes"
     return [
-        f"all_reduce of float32 over {result['backend']} on {result['device']} (torch {result['torch_version']})",
-        f"world size {result['world']} = {result['nnodes']} {nodes} x {result['nproc']} {procs}, "
-        f"{result['threads']} CPU thread(s) per process",
-        f"time: the slowest rank's median of {result['iters']} all-reduces, after {result['warmup']} untimed",
+        f"all_reduce of float32 over {answer.backend} on {answer.device} (torch {answer.torch_version})",
+        f"world size {answer.world} = {answer.nnodes} {nodes} x {answer.nproc} {procs}, "
+        f"{answer.threads} CPU thread(s) per process",
+        f"time: the slowest rank's median of {answer.iters} all-reduces, after {answer.warmup} untimed",
     ]
 
 
-def render(result: dict, ids: list[int], db: str, fmt: str) -> None:
+def render(answer: CommAnswer, ids: list[int], db: str, fmt: str) -> None:
     if fmt == "json":
-        sizes = [{"id": i, **s} for i, s in zip(ids, result["sizes"], strict=True)]
-        print(json.dumps({"db": db, **result, "sizes": sizes}, indent=2))
+        sizes = [{"id": i, **s.to_json()} for i, s in zip(ids, answer.sizes, strict=True)]
+        print(json.dumps({"db": db, **answer.to_json(), "sizes": sizes}, indent=2))
         return
     from rich.console import Console
 
     console = Console()
-    sizes = result["sizes"]
-    mean = sum(s["busbw"] for s in sizes) / len(sizes)
+    sizes = answer.sizes
+    mean = sum(s.busbw for s in sizes) / len(sizes)
     after = [f"average bus bandwidth: {mean / 1e9:.3g} GB/s"]
-    after += [f"note: {s['bytes']} bytes: {s['wrong']} elements summed wrong" for s in sizes if s["wrong"]]
+    after += [f"note: {s.bytes} bytes: {s.wrong} elements summed wrong" for s in sizes if s.wrong]
     after.append(f"{len(ids)} sizes stored in {db}")
-    for line in header(result):
+    for line in header(answer):
         console.print(line, highlight=False, markup=False)
     console.print(table(sizes))
     for line in after:
         console.print(line, highlight=False, markup=False)
 
 
-def table(sizes: list[dict]):
+def table(sizes: list[CommSize]):
     from rich.table import Table
 
     out = Table()
@@ -261,7 +261,7 @@ def table(sizes: list[dict]):
         out.add_column(name, justify="left" if name == "type" else "right")
     for s in sizes:
         out.add_row(
-            str(s["bytes"]), str(s["count"]), "float", f"{s['time_s'] * 1e6:.1f}",
-            f"{s['algbw'] / 1e9:.3f}", f"{s['busbw'] / 1e9:.3f}", str(s["wrong"]),
+            str(s.bytes), str(s.count), "float", f"{s.time_s * 1e6:.1f}",
+            f"{s.algbw / 1e9:.3f}", f"{s.busbw / 1e9:.3f}", str(s.wrong),
         )  # fmt: skip
     return out

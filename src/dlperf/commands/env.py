@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 
 from dlperf.commands.common import add_format, open_store, whole
 from dlperf.errors import UsageError
@@ -51,22 +52,23 @@ def env_list(fmt: str) -> int:
 
     rows = envs.listing()
     if fmt == "json":
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([asdict(r) for r in rows], indent=2))
         return ExitCode.OK
     print(f"data directory: {envs.data_dir()}")
     for r in rows:
-        if r["used"] == "current environment":
-            print(f"  {r['framework']:<11} importable in this environment: used directly")
-        elif r["installed"]:
-            versions = ", ".join(f"{k} {v}" for k, v in (r["versions"] or {}).items() if v)
-            print(f"  {r['framework']:<11} {r['path']}  ({versions}; verified {r['verified_at']})")
+        if r.used == "current environment":
+            print(f"  {r.framework:<11} importable in this environment: used directly")
+        elif r.installed:
+            versions = ", ".join(f"{k} {v}" for k, v in (r.versions or {}).items() if v)
+            print(f"  {r.framework:<11} {r.path}  ({versions}; verified {r.verified_at})")
         else:
-            print(f"  {r['framework']:<11} {r['reason']}")
+            print(f"  {r.framework:<11} {r.reason}")
     return ExitCode.OK
 
 
 def env_install(names: list[str], force: bool) -> int:
     from dlperf import envs
+    from dlperf.answers import SelftestAnswer, SelftestRequest
     from dlperf.runner import probe
 
     if not names:
@@ -77,8 +79,8 @@ def env_install(names: list[str], force: bool) -> int:
     failed = 0
     for name in names:
 
-        def verify(python: str, framework: str = name) -> dict:
-            return probe.ask(framework, {"what": "selftest"}, python=python)
+        def verify(python: str, framework: str = name) -> SelftestAnswer:
+            return probe.ask(framework, SelftestRequest(), python=python)
 
         try:
             rec = envs.install(name, verify, force=force, log=lambda line, n=name: print(f"{n}: {line}", flush=True))
@@ -86,8 +88,8 @@ def env_install(names: list[str], force: bool) -> int:
             print(f"dlperf: error: {name}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        versions = ", ".join(f"{k} {v}" for k, v in (rec["versions"] or {}).items() if v)
-        print(f"{name}: ready in {envs.env_dir(name)} ({versions}); verified in {rec['install_s']} s")
+        versions = ", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items() if v)
+        print(f"{name}: ready in {envs.env_dir(name)} ({versions}); verified in {rec.install_s} s")
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 

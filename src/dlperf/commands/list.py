@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict, dataclass
 
 from dlperf.commands.common import add_format
 from dlperf.vocab import ExitCode
@@ -67,13 +68,13 @@ def list_frameworks(fmt: str) -> int:
 
     rows = [framework_status(name) for name in KNOWN_FRAMEWORKS]
     if fmt == "json":
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([asdict(r) for r in rows], indent=2))
         return ExitCode.OK
     print(f"{'framework':<12}{'in the paper':<14}{'here':<12}version and environment / why not")
     for r in rows:
-        here = "available" if r["available"] else "no"
-        where = f"{r['version'] or '?'} ({r['environment']} environment)" if r["available"] else r["reason"]
-        print(f"{r['name']:<12}{'yes' if r['paper'] else '':<14}{here:<12}{where}")
+        here = "available" if r.available else "no"
+        where = f"{r.version or '?'} ({r.environment} environment)" if r.available else r.reason
+        print(f"{r.name:<12}{'yes' if r.paper else '':<14}{here:<12}{where}")
     return ExitCode.OK
 
 
@@ -81,7 +82,23 @@ def list_frameworks(fmt: str) -> int:
 TORCH_DISTRIBUTED = "needs torch.distributed (gloo on CPUs, NCCL on GPUs), checked when a cell starts"
 
 
-def strategy_rows() -> list[dict]:
+@dataclass(frozen=True)
+class StrategyRow:
+    """A strategy of `--parallel`, or a library listed but not measured, as `dlperf list --parallel` shows it."""
+
+    name: str
+    frameworks: list[str]
+    engine: str  # the framework's own machinery that runs it
+    splits: str  # what each rank (or replica) holds
+    scalings: list[str]  # the --scaling protocols it takes
+    processes: bool  # one process per rank; False: replicas in one process
+    pipeline: bool  # takes --microbatches
+    measurable: bool  # here, now
+    needs: str | None  # what it needs beyond its framework, checked when a cell starts
+    reason: str | None  # why it is not measurable
+
+
+def strategy_rows() -> list[StrategyRow]:
     """Each strategy of `--parallel`, then each library dlperf lists but does not measure, with whether it can be
     measured here (its framework found without importing it) and why not."""
     from dlperf.envs import framework_status
@@ -90,34 +107,33 @@ def strategy_rows() -> list[dict]:
     rows = []
     for s in STRATEGIES.values():
         status = framework_status(s.framework)
-        rows.append({
-            "name": str(s.name), "frameworks": [s.framework], "engine": s.engine, "splits": s.splits,
-            "scalings": list(s.scalings), "processes": s.processes, "pipeline": s.pipeline,
-            "measurable": status["available"], "needs": TORCH_DISTRIBUTED if s.framework == "torch" else None,
-            "reason": None if status["available"] else f"{s.framework}: {status['reason']}",
-        })  # fmt: skip
+        rows.append(StrategyRow(
+            name=str(s.name), frameworks=[s.framework], engine=s.engine, splits=s.splits, scalings=list(s.scalings),
+            processes=s.processes, pipeline=s.pipeline, measurable=status.available,
+            needs=TORCH_DISTRIBUTED if s.framework == "torch" else None,
+            reason=None if status.available else f"{s.framework}: {status.reason}",
+        ))  # fmt: skip
     for lib in NOT_MEASURED.values():
         status = framework_status(lib.name)
-        reason = status["reason"] if not status["available"] else "installed, but dlperf has no strategy for it"
-        rows.append({
-            "name": lib.name, "frameworks": list(lib.frameworks), "engine": lib.engine, "splits": lib.splits,
-            "scalings": [], "processes": True, "pipeline": False, "measurable": False, "needs": None,
-            "reason": reason,
-        })  # fmt: skip
+        reason = status.reason if not status.available else "installed, but dlperf has no strategy for it"
+        rows.append(StrategyRow(
+            name=lib.name, frameworks=list(lib.frameworks), engine=lib.engine, splits=lib.splits, scalings=[],
+            processes=True, pipeline=False, measurable=False, needs=None, reason=reason,
+        ))  # fmt: skip
     return rows
 
 
 def list_parallel(fmt: str) -> int:
     rows = strategy_rows()
     if fmt == "json":
-        print(json.dumps(rows, indent=2))
+        print(json.dumps([asdict(r) for r in rows], indent=2))
         return ExitCode.OK
     for r in rows:
-        scalings = f"; --scaling {', '.join(r['scalings'])}" if r["scalings"] else ""
-        micro = "; --microbatches" if r["pipeline"] else ""
-        print(f"{r['name']} ({', '.join(r['frameworks'])}{scalings}{micro})")
-        print(f"  engine        {r['engine']}")
-        print(f"  {'each rank' if r['processes'] else 'each replica':<14}{r['splits']}")
-        here = "measurable" + (f"; {r['needs']}" if r["needs"] else "") if r["measurable"] else f"no: {r['reason']}"
+        scalings = f"; --scaling {', '.join(r.scalings)}" if r.scalings else ""
+        micro = "; --microbatches" if r.pipeline else ""
+        print(f"{r.name} ({', '.join(r.frameworks)}{scalings}{micro})")
+        print(f"  engine        {r.engine}")
+        print(f"  {'each rank' if r.processes else 'each replica':<14}{r.splits}")
+        here = "measurable" + (f"; {r.needs}" if r.needs else "") if r.measurable else f"no: {r.reason}"
         print(f"  here          {here}")
     return ExitCode.OK

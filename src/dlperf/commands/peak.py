@@ -14,9 +14,15 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dlperf.commands.common import add_format, db_path, picked, real, whole, whole_list
 from dlperf.vocab import ExitCode, Status
+
+if TYPE_CHECKING:
+    from dlperf.answers import CopyFigure
+    from dlperf.runner.peak import PeakRow
+    from dlperf.store.machine import MeasuredPeak
 
 FRAMEWORK = "torch"  # the framework `dlperf peak` measures with
 DTYPES = ("fp32", "bf16", "fp16")
@@ -133,14 +139,16 @@ def run(args) -> int:
         print(f"dlperf: warning: {warning}", file=sys.stderr, flush=True)
     db = db_path(args)
     store = Store.open(db, create=True)
-    stored: list[dict] = []
+    stored: list[tuple[int, MeasuredPeak]] = []  # (id, record) of every peak stored
+    measured: list[PeakRow] = []  # the rows they came from
 
-    def on_progress(done: int, total: int, device: str, n: int, row: dict | None) -> None:
+    def on_progress(done: int, total: int, device: str, n: int, row: PeakRow | None) -> None:
         _report_progress(done, total, device, n, row)
-        if row is not None and row["status"] == Status.OK:
+        if row is not None and row.status == Status.OK:
             records = peak_records(row)
             ids = store.record_peaks(envinfo.fingerprint(env), env, records)
-            stored.extend({"id": i, **r} for i, r in zip(ids, records, strict=True))
+            stored.extend(zip(ids, records, strict=True))
+            measured.append(row)
 
     try:
         with sigterm_as_interrupt():
@@ -158,11 +166,12 @@ def run(args) -> int:
             )
     finally:
         store.close()
-    failed = [{k: r[k] for k in ("device", "threads", "status", "error")} for r in rows if r["status"] != Status.OK]
+    failed = [r for r in rows if r.status != Status.OK]
     if opts.format == "json":
-        print(json.dumps({"db": db, "peaks": stored, "failed": failed}, indent=2))
+        peaks = [{"id": i, **record.to_json()} for i, record in stored]
+        print(json.dumps({"db": db, "peaks": peaks, "failed": [r.failure() for r in failed]}, indent=2))
     else:
-        _print_text(stored, failed, opts, db, gpus=bool(env.get("gpus")))
+        _print_text(measured, failed, len(stored), opts, db, gpus=bool(env.get("gpus")))
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
@@ -170,95 +179,87 @@ def _where(device: str, threads: int) -> str:
     return f"cpu:{threads}" if device.split(":")[0] == "cpu" else device
 
 
-def _report_progress(done: int, total: int, device: str, threads: int, row: dict | None) -> None:
+def _report_progress(done: int, total: int, device: str, threads: int, row: PeakRow | None) -> None:
     if row is None:
         line = f"[{done + 1}/{total}] peaks of {_where(device, threads)} ..."
     else:
-        outcome = "done" if row["status"] == Status.OK else f"{row['status']}: {row['error']}"
-        line = f"[{done}/{total}] peaks of {_where(device, threads)}: {outcome} ({row['duration_s']:.0f} s)"
+        outcome = "done" if row.status == Status.OK else f"{row.status}: {row.error}"
+        line = f"[{done}/{total}] peaks of {_where(device, threads)}: {outcome} ({row.duration_s:.0f} s)"
     print(line, file=sys.stderr, flush=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Text output
+# Text output: from the measured rows' answers (what was stored, figure by figure)
 
 
-def _print_text(stored: list[dict], failed: list[dict], opts: PeakOptions, db: str, gpus: bool) -> None:
+def _print_text(measured: list[PeakRow], failed: list[PeakRow], stored: int, opts: PeakOptions, db: str, gpus: bool):
     from rich.console import Console
 
-    from dlperf.store.machine import COPY_KINDS
-
     console = Console()
-    if stored:
-        console.print(matmul_table(stored))
-        console.print(bandwidth_table(stored, opts.bandwidth_bytes))
-        console.print(dispatch_table(stored))
-        if any(r["kind"] in COPY_KINDS for r in stored):
-            console.print(copy_table(stored))
-    for note in [*notes(stored, failed), *copy_notes(stored, opts, gpus)]:
+    if measured:
+        console.print(matmul_table(measured))
+        console.print(bandwidth_table(measured, opts.bandwidth_bytes))
+        console.print(dispatch_table(measured))
+        if any(r.answer.copies for r in measured):
+            console.print(copy_table(measured))
+    for note in [*notes(measured, failed), *copy_notes(measured, opts, gpus)]:
         console.print(f"  note: {note}", highlight=False, markup=False)
-    console.print(f"{len(stored)} peaks stored in {db}", highlight=False, markup=False)
+    console.print(f"{stored} peaks stored in {db}", highlight=False, markup=False)
 
 
-def matmul_table(stored: list[dict]):
+def matmul_table(measured: list[PeakRow]):
     from rich.table import Table
 
-    versions = ", ".join(dict.fromkeys(f"{r['framework']} {r['framework_version']}" for r in stored))
+    versions = ", ".join(dict.fromkeys(f"{r.framework} {r.answer.framework_version}" for r in measured))
     table = Table(title=f"Matrix-multiply peaks ({versions})")
     for name in ("device", "threads", "dtype", "TFLOP/s", "best n"):
         table.add_column(name, justify="left" if name in ("device", "dtype") else "right")
-    for r in stored:
-        if r["kind"] != "matmul":
-            continue
-        detail = r["detail"]
-        figure = _tflops(r["value"]) if r["value"] else ("unsupported" if "unsupported" in detail else "skipped")
-        table.add_row(r["device"], str(r["threads"]), r["dtype"], figure, str(detail.get("best_n") or "-"))
+    for r in measured:
+        for dtype, m in r.answer.matmul.items():
+            peak = m.peak_flops_per_s
+            figure = _tflops(peak) if peak else ("unsupported" if m.unsupported is not None else "skipped")
+            table.add_row(r.device, str(r.threads), dtype, figure, str(m.best_n or "-"))
     return table
 
 
-def bandwidth_table(stored: list[dict], array_bytes: int):
+def bandwidth_table(measured: list[PeakRow], array_bytes: int):
     from rich.table import Table
 
     table = Table(title=f"Memory bandwidth (STREAM, fp32 arrays of {array_bytes / 2**20:g} MiB)")
     for name in ("device", "threads", "copy GB/s", "triad GB/s", "peak GB/s"):
         table.add_column(name, justify="left" if name == "device" else "right")
-    for r in stored:
-        if r["kind"] != "bandwidth":
-            continue
-        kernels = r["detail"]["kernels"]
+    for r in measured:
+        bandwidth = r.answer.bandwidth
+        kernels = (bandwidth.kernels.copy, bandwidth.kernels.triad)
         table.add_row(
-            r["device"],
-            str(r["threads"]),
-            *(_gbps(kernels[k]["bytes_per_s"]) for k in ("copy", "triad")),
-            _gbps(r["value"]),
+            r.device, str(r.threads), *(_gbps(k.bytes_per_s) for k in kernels), _gbps(bandwidth.peak_bytes_per_s)
         )
     return table
 
 
-def dispatch_table(stored: list[dict]):
+def dispatch_table(measured: list[PeakRow]):
     from rich.table import Table
 
     table = Table(title="Dispatch: one tiny operator (a chain of in-place adds on one element)")
     for name in ("device", "threads", "us per op"):
         table.add_column(name, justify="left" if name == "device" else "right")
-    for r in stored:
-        if r["kind"] == "dispatch":
-            table.add_row(r["device"], str(r["threads"]), f"{1e6 * r['value']:.3g}")
+    for r in measured:
+        if r.answer.dispatch is not None:
+            table.add_row(r.device, str(r.threads), f"{1e6 * r.answer.dispatch.timed.median_s:.3g}")
     return table
 
 
-def copy_table(stored: list[dict]):
+def copy_table(measured: list[PeakRow]):
     """Size -> GB/s of each kind of copy measured, one row per (device, threads, size)."""
     from rich.table import Table
 
     from dlperf.report.format import nbytes
-    from dlperf.store.machine import COPY_KINDS
 
-    copies = [r for r in stored if r["kind"] in COPY_KINDS]
-    columns = list(dict.fromkeys(_copy_column(r) for r in copies))
+    copies = [(r, c) for r in measured for c in r.answer.copies]
+    columns = list(dict.fromkeys(_copy_column(c) for _, c in copies))
     rows: dict[tuple, dict[str, float]] = {}
-    for r in copies:
-        rows.setdefault((r["device"], r["threads"], r["detail"]["bytes"]), {})[_copy_column(r)] = r["value"]
+    for r, c in copies:
+        rows.setdefault((r.device, r.threads, c.bytes), {})[_copy_column(c)] = c.bytes_per_s
     table = Table(
         title="Copies (GB/s)", caption="bytes copied per second: memcpy reads and writes each, STREAM counts 2"
     )
@@ -269,15 +270,15 @@ def copy_table(stored: list[dict]):
     return table
 
 
-def _copy_column(r: dict) -> str:
-    if r["kind"] == "memcpy":
+def _copy_column(copy: CopyFigure) -> str:
+    if copy.kind == "memcpy":
         return "memcpy"
-    return f"{r['kind']} {'pinned' if r['detail']['pinned'] else 'pageable'}"
+    return f"{copy.kind} {'pinned' if copy.pinned else 'pageable'}"
 
 
-def copy_notes(stored: list[dict], opts: PeakOptions, gpus: bool) -> list[str]:
+def copy_notes(measured: list[PeakRow], opts: PeakOptions, gpus: bool) -> list[str]:
     """Host<->device copies are measured on a GPU only; say so rather than leave the columns silently out."""
-    if not opts.copy_sizes or any(r["kind"] in ("h2d", "d2h") for r in stored):
+    if not opts.copy_sizes or any(c.kind in ("h2d", "d2h") for r in measured for c in r.answer.copies):
         return []
     if not gpus:
         return ["no GPU: host<->device copies not measured"]
@@ -294,20 +295,20 @@ def _gbps(value: float) -> str:
     return f"{value / 1e9:.1f}"
 
 
-def notes(stored: list[dict], failed: list[dict]) -> list[str]:
+def notes(measured: list[PeakRow], failed: list[PeakRow]) -> list[str]:
     """What the tables cannot show: failures, unsupported dtypes, skipped sizes, a busy machine."""
-    out = [f"{_where(f['device'], f['threads'])}: {f['status']}: {f['error']}" for f in failed]
+    out = [f"{_where(f.device, f.threads)}: {f.status}: {f.error}" for f in failed]
     busy: dict[str, float] = {}
-    for r in stored:
-        where, detail = _where(r["device"], r["threads"]), r["detail"]
-        if "unsupported" in detail:
-            out.append(f"{where} {r['dtype']}: unsupported: {detail['unsupported']}")
-        skipped = [s for s in detail.get("sizes", []) if "skipped" in s]
-        if skipped:
-            sizes = ", ".join(str(s["n"]) for s in skipped)
-            out.append(f"{where} {r['dtype']}: n = {sizes} skipped: {skipped[0]['skipped']}")
-        if (detail.get("others_cpu_share") or 0.0) > OTHERS_BUSY_SHARE:
-            busy[where] = detail["others_cpu_share"]
+    for r in measured:
+        where = _where(r.device, r.threads)
+        for dtype, m in r.answer.matmul.items():
+            if m.unsupported is not None:
+                out.append(f"{where} {dtype}: unsupported: {m.unsupported}")
+            skipped = [s for s in m.sizes if s.skipped is not None]
+            if skipped:
+                out.append(f"{where} {dtype}: n = {', '.join(str(s.n) for s in skipped)} skipped: {skipped[0].skipped}")
+        if (r.answer.others_cpu_share or 0.0) > OTHERS_BUSY_SHARE:
+            busy[where] = r.answer.others_cpu_share
     out += [
         f"{where}: other processes used {100 * share:.0f}% of the CPUs while it was measured: its peaks are low, "
         "and utilizations held against them high"

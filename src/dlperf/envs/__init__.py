@@ -26,8 +26,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dlperf.answers import SelftestAnswer
 
 # framework -> the packages asked of pip (their dependencies come pinned from the constraints file)
 PACKAGES: dict[str, tuple[str, ...]] = {
@@ -133,8 +137,20 @@ UNINSTALLABLE = {
 KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7", "horovod")
 
 
-def framework_status(name: str) -> dict[str, Any]:
-    """Whether dlperf can measure `name` here, without importing it: {name, paper, available, version, reason}."""
+@dataclass(frozen=True)
+class FrameworkStatus:
+    """Whether dlperf can measure a framework here (`dlperf list --frameworks`), found without importing it."""
+
+    name: str
+    paper: bool  # a tool of Shi et al. (2016)
+    available: bool
+    version: str | None  # where its workers run
+    environment: str | None  # "current", or the dedicated environment's directory; None when not available
+    reason: str | None  # why not, when not available
+
+
+def framework_status(name: str) -> FrameworkStatus:
+    """Whether dlperf can measure `name` here, without importing it."""
     version = None
     if name in UNINSTALLABLE:
         available, reason = False, UNINSTALLABLE[name]
@@ -145,14 +161,7 @@ def framework_status(name: str) -> dict[str, Any]:
         version = _installed_version(name)
     python = interpreter_for(name) if available else None
     where = None if python is None else ("current" if python == sys.executable else str(env_dir(name)))
-    return {
-        "name": name,
-        "paper": name in PAPER_TOOLS,
-        "available": available,
-        "version": version,
-        "environment": where,
-        "reason": reason,
-    }
+    return FrameworkStatus(name, name in PAPER_TOOLS, available, version, where, reason)
 
 
 def _installed_version(name: str) -> str | None:
@@ -196,22 +205,37 @@ def worker_path() -> str:
     return str(lib)
 
 
-def listing() -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class EnvironmentState:
+    """A framework's dedicated environment as `dlperf env list` shows it."""
+
+    framework: str
+    used: str | None  # "current environment" (importable here), "dedicated", or None: neither
+    path: str
+    installed: bool  # a verified install
+    versions: dict[str, str | None] | None  # what the install verified
+    verified_at: str | None
+    step_s: float | None  # the verifying step's time
+    reason: str | None  # why it cannot be used, when it cannot
+
+
+def listing() -> list[EnvironmentState]:
     """Every framework that has (or could have) a dedicated environment, with its state."""
     rows = []
     for name in PACKAGES:
-        rec = record(name)
+        rec = record(name) or {}
+        here = importable_here(name)
         rows.append(
-            {
-                "framework": name,
-                "used": "current environment" if importable_here(name) else ("dedicated" if rec else None),
-                "path": str(env_dir(name)),
-                "installed": rec is not None,
-                "versions": (rec or {}).get("versions"),
-                "verified_at": (rec or {}).get("verified_at"),
-                "step_s": (rec or {}).get("verify", {}).get("step_s"),
-                "reason": None if rec or importable_here(name) else unavailable_reason(name),
-            }
+            EnvironmentState(
+                framework=name,
+                used="current environment" if here else ("dedicated" if rec else None),
+                path=str(env_dir(name)),
+                installed=bool(rec),
+                versions=rec.get("versions"),
+                verified_at=rec.get("verified_at"),
+                step_s=rec.get("verify", {}).get("step_s"),
+                reason=None if rec or here else unavailable_reason(name),
+            )
         )
     return rows
 
@@ -220,14 +244,29 @@ class InstallError(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class InstallRecord:
+    """A verified install, written to the environment's RECORD file (what `record` reads back)."""
+
+    framework: str
+    verified: bool
+    versions: dict[str, str | None]
+    python: str
+    constraints: str  # the constraints file's name
+    constraints_sha1: str
+    verify: dict[str, Any]  # the verifying step's answer (`answers.SelftestAnswer`)
+    verified_at: str
+    install_s: float
+
+
 def install(
     framework: str,
-    verify: Callable[[str], dict[str, Any]],
+    verify: Callable[[str], SelftestAnswer],
     *,
     log: Callable[[str], None] = print,
     force: bool = False,
     python: str = sys.executable,
-) -> dict[str, Any]:
+) -> InstallRecord:
     """Create (or re-create, with `force`) the framework's environment, install it from its constraints file, make
     dlperf's worker importable there and verify it: `verify(interpreter)` trains one tiny step there and returns what
     it found (versions, Python, losses), or raises. Returns the install record."""
@@ -247,18 +286,18 @@ def install(
     _check([*pip, "-c", str(constraints), *PACKAGES[framework]], "pip install")
     log("verifying: one tiny training step")
     verified = verify(str(env_python(framework)))
-    rec = {
-        "framework": framework,
-        "verified": True,
-        "versions": verified.get("versions"),
-        "python": verified.get("python"),
-        "constraints": constraints.name,
-        "constraints_sha1": hashlib.sha1(constraints.read_bytes()).hexdigest(),
-        "verify": verified,
-        "verified_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "install_s": round(time.perf_counter() - start, 1),
-    }
-    (target / RECORD).write_text(json.dumps(rec, indent=2) + "\n")
+    rec = InstallRecord(
+        framework=framework,
+        verified=True,
+        versions=verified.versions,
+        python=verified.python,
+        constraints=constraints.name,
+        constraints_sha1=hashlib.sha1(constraints.read_bytes()).hexdigest(),
+        verify=verified.to_json(),
+        verified_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        install_s=round(time.perf_counter() - start, 1),
+    )
+    (target / RECORD).write_text(json.dumps(asdict(rec), indent=2) + "\n")
     return rec
 
 

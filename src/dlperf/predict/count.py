@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from dlperf.answers import OpRequest, OpsRequest
 from dlperf.envs import interpreter_for
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.predict.ops import Count
@@ -34,9 +35,10 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
     keys = {}
     for w, mode in requests:
         keys.setdefault((repr(w.to_json()), mode), (w, mode))
-    asked = [{"workload": w.to_json(), "mode": mode, "batch": w.batch} for w, mode in keys.values()]
-    answer = probe.ask("torch", {"what": "ops", "requests": asked}, python, timeout)
-    found = dict(zip(keys, (c["error"] if "error" in c else Count.from_json(c) for c in answer["counts"]), strict=True))
+    asked = [OpRequest(w.to_json(), mode, w.batch) for w, mode in keys.values()]
+    answer = probe.ask("torch", OpsRequest(asked), python, timeout)
+    # a row without an error is a Count's JSON
+    found = dict(zip(keys, (c.error or Count.from_json(c.to_json()) for c in answer.counts), strict=True))
     return [found[(repr(w.to_json()), mode)] for w, mode in requests]
 
 

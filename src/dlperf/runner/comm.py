@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from dlperf.answers import CommAnswer
 from dlperf.protocol import Answer, CommTask, Error, Event, Joined, all_of, first
 from dlperf.runner.distributed import Rendezvous, rendezvous_id
 from dlperf.vocab import CommBackend
 
 if TYPE_CHECKING:
     from dlperf.runner.launch import ChildResult, Launched
+    from dlperf.store.machine import MeasuredComm
 
 
 @dataclass(frozen=True)
@@ -47,10 +49,10 @@ def run_job(job: CommJob, python: str, threads: int) -> Launched:
     return launch(task, python, threads, job.timeout, nproc=job.nproc, rdzv=job.rdzv, job_id=job_id(job, task))
 
 
-def result_of(events: list[Event]) -> dict[str, Any] | None:
+def result_of(events: list[Event]) -> CommAnswer | None:
     """The job's figures: the answer of this node's first process."""
     answer = first(events, Answer)
-    return None if answer is None else answer.result
+    return None if answer is None else CommAnswer.from_json(answer.result)
 
 
 def failure_reason(job: CommJob, child: ChildResult, events: list[Event]) -> str | None:
@@ -80,14 +82,33 @@ def last_line(text: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def comm_records(result: dict, job: CommJob) -> list[dict[str, Any]]:
-    """The job's result as store rows, one per size; the rest of the result goes in each row's detail."""
-    common = {k: v for k, v in result.items() if k != "sizes"}
+def comm_records(answer: CommAnswer, job: CommJob) -> list[MeasuredComm]:
+    """The job's answer as store rows, one per size; the rest of the answer, where this node met the others and the
+    size's other figures go in each row's detail."""
+    from dlperf.store.machine import MeasuredComm
+
+    common = {k: v for k, v in answer.to_json().items() if k != "sizes"}
     where = {"node_rank": job.rdzv.node_rank, "rdzv_endpoint": job.rdzv.endpoint}
-    rows = []
-    for size in result["sizes"]:
-        figures = {k: size[k] for k in ("bytes", "time_s", "algbw", "busbw", "wrong")}
-        detail = {**common, **where, **{k: v for k, v in size.items() if k not in figures}}
-        rows.append({**{k: result[k] for k in ("backend", "device", "world", "nnodes", "threads", "op")},
-                     **figures, "detail": detail})  # fmt: skip
-    return rows
+    return [
+        MeasuredComm(
+            backend=answer.backend,
+            device=answer.device,
+            world=answer.world,
+            nnodes=answer.nnodes,
+            threads=answer.threads,
+            op=answer.op,
+            bytes=size.bytes,
+            time_s=size.time_s,
+            algbw=size.algbw,
+            busbw=size.busbw,
+            wrong=size.wrong,
+            detail={
+                **common,
+                **where,
+                "count": size.count,
+                "rank_medians_s": size.rank_medians_s,
+                "samples_max_s": size.samples_max_s,
+            },
+        )
+        for size in answer.sizes
+    ]

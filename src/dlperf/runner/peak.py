@@ -6,15 +6,36 @@ records. Nothing here imports a framework.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dlperf.answers import PeakAnswer
 from dlperf.protocol import Answer, Error, Event, PeakTask, first
 from dlperf.vocab import DeviceKind, Status
 
 if TYPE_CHECKING:
     from dlperf.runner.launch import ChildResult
+    from dlperf.store.machine import MeasuredPeak
 
-Progress = Callable[[int, int, str, int, dict | None], None]
+
+@dataclass(frozen=True)
+class PeakRow:
+    """One child of `dlperf peak`: its answer, or its status and why there is none."""
+
+    framework: str
+    device: str
+    threads: int
+    duration_s: float  # the child's wall-clock life
+    status: Status
+    error: str | None = None
+    answer: PeakAnswer | None = None  # when status is ok
+
+    def failure(self) -> dict[str, Any]:
+        """What `dlperf peak --format json` lists of a child that failed."""
+        return {"device": self.device, "threads": self.threads, "status": self.status, "error": self.error}
+
+
+Progress = Callable[[int, int, str, int, PeakRow | None], None]
 
 
 def copy_sizes(smallest: int, largest: int) -> list[int]:
@@ -51,8 +72,8 @@ def measure(
     timeout: float,
     progress: Progress | None = None,
     copy_sizes: list[int] | None = None,
-) -> list[dict]:
-    """One row per (device, threads): {"framework", "device", "threads", "status", "error", "duration_s", "result"}.
+) -> list[PeakRow]:
+    """One row per (device, threads).
 
     A child that fails or times out gives a row with that status and the reason, never an exception; an interrupt
     (Ctrl-C) stops the running child's process tree and propagates. `progress(done, total, device, threads, row)` is
@@ -71,7 +92,7 @@ def measure(
     return rows
 
 
-def measure_one(framework: str, device: str, threads: int, request: dict, timeout: float) -> dict:
+def measure_one(framework: str, device: str, threads: int, request: dict[str, Any], timeout: float) -> PeakRow:
     """One child through the launcher; its row."""
     from dlperf.errors import MissingDependency
     from dlperf.runner.launch import launch
@@ -80,18 +101,20 @@ def measure_one(framework: str, device: str, threads: int, request: dict, timeou
     try:
         python = interpreter_for(framework)
     except MissingDependency as exc:  # no child to start: the row says why
-        row = {"framework": framework, "device": device, "threads": threads, "duration_s": 0.0}
-        return {**row, "status": Status.FAILED.value, "error": str(exc), "result": None}
+        return PeakRow(framework, device, threads, 0.0, Status.FAILED, str(exc))
     launched = launch(PeakTask(framework, device, threads, **request), python, threads, timeout)
     return row_of(framework, device, threads, launched.child, launched.main, timeout)
 
 
-def row_of(framework: str, device: str, threads: int, child: ChildResult, events: list[Event], timeout: float) -> dict:
-    """The row of one child: its result, or why there is none."""
-    row = {"framework": framework, "device": device, "threads": threads, "duration_s": child.duration_s}
+def row_of(
+    framework: str, device: str, threads: int, child: ChildResult, events: list[Event], timeout: float
+) -> PeakRow:
+    """The row of one child: its answer, or why there is none."""
     answer, error = first(events, Answer), first(events, Error)
     if answer is not None and not child.timed_out:
-        return {**row, "status": Status.OK.value, "error": None, "result": answer.result}
+        return PeakRow(
+            framework, device, threads, child.duration_s, Status.OK, answer=PeakAnswer.from_json(answer.result)
+        )
     if child.timed_out:
         status, why = Status.TIMEOUT, f"exceeded --timeout {timeout:g} s"
     elif error is not None:
@@ -100,36 +123,37 @@ def row_of(framework: str, device: str, threads: int, child: ChildResult, events
         last = (child.stderr_tail.strip().splitlines() or [""])[-1]
         crashed = child.crashed_reason or "worker ended without a result"
         status, why = Status.FAILED, f"{crashed}{': ' + last if last else ''}"
-    return {**row, "status": status.value, "error": why, "result": None}
+    return PeakRow(framework, device, threads, child.duration_s, status, why)
 
 
-def peak_records(row: dict) -> list[dict[str, Any]]:
+def peak_records(row: PeakRow) -> list[MeasuredPeak]:
     """A measured row as store records: one per dtype (kind matmul, FLOP/s), one for bandwidth (bytes/s), one for
-    the dispatch of one tiny operator (kind dispatch, seconds per op; absent from results measured before it was) and
-    one per copy of the copy sweep (kind memcpy, h2d or d2h, bytes/s; detail {"bytes", "pinned", ...}).
+    the dispatch of one tiny operator (kind dispatch, seconds per op) and one per copy of the copy sweep (kind
+    memcpy, h2d or d2h, bytes/s; detail {"bytes", "pinned", ...}). Each record's detail is its figure's JSON and
+    the settings, other processes' CPU share and duration of the child that measured it.
 
     A dtype the device cannot do, or whose every size was too slow to time, is kept with value None and the reason."""
-    result = row["result"]
-    common = {
-        "framework": row["framework"],
-        "framework_version": result.get("framework_version"),
-        "device": row["device"],
-        "threads": row["threads"],
+    from dlperf.store.machine import MeasuredPeak
+
+    answer = row.answer
+    assert answer is not None, "only a measured row has records"
+    context = {
+        "settings": answer.settings,
+        "others_cpu_share": answer.others_cpu_share,
+        "duration_s": answer.duration_s,
     }
-    context = {k: result.get(k) for k in ("settings", "others_cpu_share", "duration_s")}
-    records = [
-        {**common, "kind": "matmul", "dtype": dtype, "value": entry.get("peak_flops_per_s"), "detail": entry}
-        for dtype, entry in result["matmul"].items()
-    ]
-    bandwidth = result["bandwidth"]
-    records.append(
-        {**common, "kind": "bandwidth", "dtype": None, "value": bandwidth["peak_bytes_per_s"], "detail": bandwidth}
-    )
-    if dispatch := result.get("dispatch"):
-        records.append({**common, "kind": "dispatch", "dtype": None, "value": dispatch["median_s"], "detail": dispatch})
-    for copy in result.get("copies", []):
-        detail = {k: v for k, v in copy.items() if k != "kind"}
-        records.append({**common, "kind": copy["kind"], "dtype": None, "value": copy["bytes_per_s"], "detail": detail})
-    for record in records:
-        record["detail"] = {**record["detail"], **context}
+
+    def record(kind: str, dtype: str | None, value: float | None, detail: dict[str, Any]) -> MeasuredPeak:
+        return MeasuredPeak(
+            framework=row.framework, framework_version=answer.framework_version, device=row.device,
+            threads=row.threads, kind=kind, dtype=dtype, value=value, detail={**detail, **context},
+        )  # fmt: skip
+
+    records = [record("matmul", dtype, m.peak_flops_per_s, m.to_json()) for dtype, m in answer.matmul.items()]
+    records.append(record("bandwidth", None, answer.bandwidth.peak_bytes_per_s, answer.bandwidth.to_json()))
+    if answer.dispatch is not None:
+        records.append(record("dispatch", None, answer.dispatch.timed.median_s, answer.dispatch.to_json()))
+    for copy in answer.copies:
+        detail = {k: v for k, v in copy.to_json().items() if k != "kind"}  # the kind is the record's own column
+        records.append(record(copy.kind, None, copy.bytes_per_s, detail))
     return records

@@ -5,7 +5,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,20 +16,53 @@ from dlperf.store.schema import COMM_COLUMNS, LOADERS, PEAK_COLUMNS
 COPY_KINDS = ("memcpy", "h2d", "d2h")  # the peaks that are copies, in the order views show them
 
 
+@dataclass(frozen=True, kw_only=True)
+class MeasuredPeak:
+    """One figure of `dlperf peak` to store: the PEAK_COLUMNS and a JSON-ready detail (what `PeakRecord` reads)."""
+
+    framework: str
+    framework_version: str | None = None
+    device: str
+    threads: int
+    kind: str  # matmul | bandwidth | dispatch | memcpy | h2d | d2h
+    dtype: str | None = None  # for matmul; None for the others
+    value: float | None = None  # None when it could not be measured
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredComm:
+    """One message size of one `dlperf comm` job to store: the COMM_COLUMNS and a JSON-ready detail."""
+
+    backend: str
+    device: str
+    world: int
+    nnodes: int
+    threads: int
+    op: str = "all_reduce"
+    bytes: int
+    time_s: float | None
+    algbw: float | None
+    busbw: float | None
+    wrong: int | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
 class MachineFigures:
     """`Store`'s peaks and collective figures; uses the store's `conn`, `version` and `_writing`."""
 
     # --- peaks ----------------------------------------------------------------------------------------------------
-    def record_peaks(self, fingerprint: dict, env: dict, peaks: list[dict[str, Any]]) -> list[int]:
-        """Peaks measured together, with the machine they were measured on: one transaction; returns their ids.
-
-        Each peak has the PEAK_COLUMNS (`dtype` None for bandwidth, `value` None when it could not be measured) and
-        a JSON-ready `detail`."""
+    def record_peaks(self, fingerprint: dict, env: dict, peaks: Sequence[MeasuredPeak]) -> list[int]:
+        """Peaks measured together, with the machine they were measured on: one transaction; returns their ids."""
         return self._record_measured("peaks", PEAK_COLUMNS, fingerprint, env, peaks)
 
     def _record_measured(
-        self, table: str, columns: tuple[str, ...], fingerprint: dict, env: dict, rows: list[dict[str, Any]]
-    ) -> list[int]:
+        self, table: str, columns: tuple[str, ...], fingerprint: dict, env: dict,
+        rows: Sequence[MeasuredPeak | MeasuredComm],
+    ) -> list[int]:  # fmt: skip
         """Rows of `table` measured together, each with the machine's fingerprint and environment: one transaction."""
         measured_at = datetime.now(UTC).isoformat(timespec="seconds")
         ids = []
@@ -41,8 +75,8 @@ class MachineFigures:
                         measured_at,
                         json.dumps(fingerprint),
                         json.dumps(env),
-                        *(row.get(c) for c in columns),
-                        json.dumps(row.get("detail", {})),
+                        *(getattr(row, c) for c in columns),
+                        json.dumps(row.detail),
                     ),
                 )
                 ids.append(cur.lastrowid)
@@ -93,11 +127,8 @@ class MachineFigures:
         return out
 
     # --- collective bandwidth (`dlperf comm`) -----------------------------------------------------------------------
-    def record_comm(self, fingerprint: dict, env: dict, rows: list[dict[str, Any]]) -> list[int]:
-        """The sizes of one `dlperf comm` job, with the machine that ran it: one transaction; returns their ids.
-
-        Each row has the COMM_COLUMNS (`op` defaults to all_reduce) and a JSON-ready `detail`."""
-        rows = [{"op": "all_reduce", **row} for row in rows]
+    def record_comm(self, fingerprint: dict, env: dict, rows: Sequence[MeasuredComm]) -> list[int]:
+        """The sizes of one `dlperf comm` job, with the machine that ran it: one transaction; returns their ids."""
         return self._record_measured("comm", COMM_COLUMNS, fingerprint, env, rows)
 
     def comm_results(

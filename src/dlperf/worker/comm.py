@@ -3,10 +3,10 @@
     python -m dlperf.worker.comm TASK.json EVENTS.jsonl
 
 Every rank reports on its own file, EVENTS.jsonl.rankR. Every rank ends with the same figures, so only the first
-process of each node (LOCAL_RANK 0) gives the `Answer`; it also reports `Joined` once the processes have met, so a
-job that timed out says whether its nodes ever did. A rank that fails reports an `Error` stamped with the time: the
-first failure is the cause, the ones after it are its peers losing their connection. Standard library only here;
-torch is imported through `dlperf.frameworks.torch.comm`.
+process of each node (LOCAL_RANK 0) gives the `Answer` (an `answers.CommAnswer`); it also reports `Joined` once the
+processes have met, so a job that timed out says whether its nodes ever did. A rank that fails reports an `Error`
+stamped with the time: the first failure is the cause, the ones after it are its peers losing their connection.
+Standard library only here; torch is imported through `dlperf.frameworks.torch.comm`.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 
+from dlperf.answers import CommAnswer
 from dlperf.protocol import Answer, CommTask, Joined, Reporter
 from dlperf.worker.child import exit_now, serve
 
@@ -24,7 +25,7 @@ def measure(task: CommTask, emit: Reporter) -> None:
     first_here = int(os.environ.get("LOCAL_RANK", 0)) == 0
     result = torch_comm.run(task, lambda: emit(Joined()) if first_here else None)
     if first_here:
-        emit(Answer(result))
+        emit(Answer(CommAnswer.from_json(result).to_json()))
 
 
 def main(argv: list[str]) -> int:

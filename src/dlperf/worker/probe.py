@@ -10,26 +10,27 @@ from __future__ import annotations
 import os
 import sys
 
+from dlperf.answers import ProbeRequest, SelftestAnswer, SelftestRequest, ThreadsAnswer, ThreadsRequest
 from dlperf.errors import UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, Reporter
+from dlperf.wire import Wire
 from dlperf.worker.child import exit_now, serve
 
 
-def respond(framework: str, request: dict) -> dict:
+def respond(framework: str, request: ProbeRequest) -> Wire:
     """The framework-independent questions are answered here through the backend contract; the rest by the
-    backend's own `probe`."""
+    backend's own `probe`, whose dict becomes the request's answer type here (a key it lacks is an error naming it)."""
     from dlperf.frameworks import backend
 
     fw = backend(framework)
-    what = request.get("what")
-    if what == "selftest":
+    if isinstance(request, SelftestRequest):
         return selftest(fw, framework)
-    if what == "threads":
-        return thread_use(fw, int(request["threads"]), float(request.get("seconds", 1.0)))
-    return fw.probe(request)
+    if isinstance(request, ThreadsRequest):
+        return thread_use(fw, request.threads, request.seconds)
+    return request.answer_of(fw.probe(request.to_json()))
 
 
-def selftest(fw, framework: str) -> dict:
+def selftest(fw, framework: str) -> SelftestAnswer:
     """Import the framework and train the tiniest workload for two steps: what `dlperf env install` verifies."""
     import time
 
@@ -43,15 +44,15 @@ def selftest(fw, framework: str) -> dict:
     for _ in range(2):
         losses.append(float(train.step()))
         train.sync()
-    return {
-        "framework": framework,
-        "python": sys.version.split()[0],
-        "versions": _versions(PACKAGES.get(framework, (framework,))),
-        "params": train.params,
-        "losses": losses,
-        "step_s": round(time.perf_counter() - start, 3),
-        "settings": settings,
-    }
+    return SelftestAnswer(
+        framework=framework,
+        python=sys.version.split()[0],
+        versions=_versions(PACKAGES.get(framework, (framework,))),
+        params=train.params,
+        losses=losses,
+        step_s=round(time.perf_counter() - start, 3),
+        settings=settings,
+    )
 
 
 def _versions(packages) -> dict:
@@ -66,7 +67,7 @@ def _versions(packages) -> dict:
     return found
 
 
-def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> dict:
+def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> ThreadsAnswer:
     """CPU time over wall time of back-to-back fp32 matrix products at `threads`: about 1 at one thread, about 2 at
     two when the framework honours the setting (a ratio, so it does not depend on how fast the machine is)."""
     import time
@@ -82,16 +83,16 @@ def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> dict:
         product()
         count += 1
     cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
-    return {
-        "threads": threads,
-        "cpu_s": cpu,
-        "wall_s": wall,
-        "ratio": cpu / wall,
-        "products": count,
+    return ThreadsAnswer(
+        threads=threads,
+        cpu_s=cpu,
+        wall_s=wall,
+        ratio=cpu / wall,
+        products=count,
         # other processes' load meanwhile: a busy machine lowers the ratio whatever the framework does
-        "others_cpu_share": system.others_cpu_share(machine0, system.cpu_times(), cpu, wall),
-        "settings": settings,
-    }
+        others_cpu_share=system.others_cpu_share(machine0, system.cpu_times(), cpu, wall),
+        settings=settings,
+    )
 
 
 def _cpu_s() -> float:
@@ -101,7 +102,7 @@ def _cpu_s() -> float:
 
 def answer(task: ProbeTask, emit: Reporter) -> None:
     try:
-        emit(Answer(respond(task.framework, task.request)))
+        emit(Answer(respond(task.framework, task.request).to_json()))
     except UsageError as exc:  # the user's input (a factory that does not build), not the probe's failure
         emit(Error(str(exc), usage=True))
 

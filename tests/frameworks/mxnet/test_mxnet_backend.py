@@ -13,6 +13,7 @@ import os
 import pytest
 
 from conftest import cpu_ratio, framework_python, run_in
+from dlperf.answers import EnvRequest, SelftestRequest
 from dlperf.runner import probe
 
 PRELUDE = """
@@ -229,13 +230,13 @@ print(json.dumps(reasons))
 @pytest.mark.timeout(240)
 def test_probe_env_and_selftest():
     python = framework_python("mxnet")
-    env = probe.ask("mxnet", {"what": "env"}, python=python)
-    assert env["framework"] == "mxnet" and env["version"] == "1.9.1"
-    assert env["devices"][0] == {"name": "cpu"}
-    assert "MKLDNN" in env["build"]["features"] and tuple(map(int, env["build"]["numpy"].split(".")[:2])) < (1, 24)
-    json.dumps(env)
-    selftest = probe.ask("mxnet", {"what": "selftest"}, python=python)
-    assert selftest["params"] == 26_874 and len(selftest["losses"]) == 2
+    env = probe.ask("mxnet", EnvRequest(), python=python)
+    assert env.framework == "mxnet" and env.version == "1.9.1"
+    assert env.devices[0] == {"name": "cpu"}
+    assert "MKLDNN" in env.build["features"] and tuple(map(int, env.build["numpy"].split(".")[:2])) < (1, 24)
+    json.dumps(env.to_json())
+    selftest = probe.ask("mxnet", SelftestRequest(), python=python)
+    assert selftest.params == 26_874 and len(selftest.losses) == 2
 
 
 @pytest.mark.timeout(240)

@@ -303,13 +303,14 @@ def test_thread_probe_keeps_about_n_cores_busy(threads):
 
 
 def test_probe_env():
+    from dlperf.answers import EnvRequest
     from dlperf.runner import probe
 
-    got = probe.ask(TF, {"what": "env"}, python=framework_python(TF))
-    assert got["framework"] == TF and got["version"].count(".") >= 2
-    assert {"keras", "xla", "onednn"} <= set(got["build"]) and got["build"]["xla"] is True
-    assert got["devices"][0] == {"name": "cpu"}
-    json.dumps(got)
+    got = probe.ask(TF, EnvRequest(), python=framework_python(TF))
+    assert got.framework == TF and got.version.count(".") >= 2
+    assert {"keras", "xla", "onednn"} <= set(got.build) and got.build["xla"] is True
+    assert got.devices[0] == {"name": "cpu"}
+    json.dumps(got.to_json())
 
 
 def test_matmul_returns_a_finished_product():

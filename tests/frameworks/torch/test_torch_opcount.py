@@ -159,12 +159,14 @@ def test_resnet50_at_256_counts_without_its_activations():
 
 
 def test_probe_answers_ops_requests():
+    from dlperf.answers import OpRequest, OpsRequest
     from dlperf.runner import probe
 
     workload = BUILTIN["tiny-fcn-r"].to_json()
-    requests = [{"workload": workload, "mode": "fp32", "batch": b} for b in (4, 8)]
-    answer = probe.ask("torch", {"what": "ops", "requests": requests}, python=framework_python("torch"))
-    small, large = (Count.from_json(c) for c in answer["counts"])
+    requests = [OpRequest(workload, "fp32", b) for b in (4, 8)]
+    answer = probe.ask("torch", OpsRequest(requests), python=framework_python("torch"))
+    assert not [c.error for c in answer.counts if c.error]
+    small, large = (Count.from_json(c.to_json()) for c in answer.counts)
     assert (small.workload, small.mode, small.batch, large.batch) == ("tiny-fcn-r", "fp32", 4, 8)
     assert large.flops == 2 * small.flops and large.input_bytes == 2 * small.input_bytes
     assert small.params == large.params == BUILTIN["tiny-fcn-r"].params
