@@ -73,7 +73,8 @@ class Session:
         run = self
         if compile_timeout is not None:  # a view of this session: its spec is not changed in place
             run = replace(self, spec=replace(self.spec, compile_timeout=compile_timeout))
-        with progress_factory(len(to_profile) + len(tasks)) as progress:
+        progress = progress_factory(len(to_profile) + len(tasks))
+        with progress:
             return sweep.execute(run, tasks, progress, last=last, to_profile=to_profile)
 
     def take_up_kept(self) -> int:
