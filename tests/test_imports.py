@@ -161,6 +161,8 @@ def violations(g: dict[str, set[str]], package: str = "dlperf") -> list[str]:
             found += [f"{name} imports sqlite3: no SQL runs outside the store" for e in edges if e == "sqlite3"]
         if under(name, f"{p}.envs"):
             found += [f"{name} imports {e}: envs/ never imports runner/" for e in inside if under(e, f"{p}.runner")]
+        if under(name, f"{p}.runner"):
+            found += [f"{name} imports {e}: runner/ never imports plan/" for e in inside if under(e, f"{p}.plan")]
         if under(name, f"{p}.report"):
             above = [f"{p}{a.removeprefix('dlperf')}" for a in ABOVE_VIEWS]
             found += [f"{name} imports {e}: views never import commands or the API" for e in inside
@@ -282,6 +284,7 @@ def fake_package(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
         ({"api.py": "def f():\n    import sqlite3"}, "no SQL runs outside the store"),
         ({"envs/__init__.py": "def f():\n    from fake.runner import probe", "runner/probe.py": ""},
          "envs/ never imports runner/"),
+        ({"runner/session.py": "from fake.plan import cells", "plan/cells.py": ""}, "runner/ never imports plan/"),
         ({"worker/cell.py": "from fake import workloads", "workloads.py": "import rich"},
          "fake.worker.cell reaches fake.workloads, which imports rich"),
         ({"frameworks/jax/backend.py": "import torch"}, "the jax backend imports"),

@@ -215,12 +215,15 @@ def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys):
 
 
 class RoundOnly(opt.Searcher):
-    """A searcher whose measurements are given: which modes each call measured, and which wins."""
+    """A searcher whose measurements are given: which modes each call measured, with which compile timeout, and
+    which wins. Its budget began `spent` seconds ago."""
 
-    def __init__(self, device, wins, budget_s=900.0):
+    def __init__(self, device, wins, budget_s=900.0, spent=0.0):
+        import time
         from types import SimpleNamespace
 
-        from dlperf.api import make_spec
+        from dlperf.runner.session import Budget
+        from dlperf.spec import make_spec
 
         super().__init__(opt.Options("resnet-56", device=device, budget_s=budget_s), "unused.db", None, None)
         self.workload, self.peaks, self.wins, self.measured, self.timeouts = (
@@ -230,34 +233,31 @@ class RoundOnly(opt.Searcher):
             [],
             [],
         )
-        self.ctx = SimpleNamespace(spec=make_spec("resnet-56", compile_timeout=600.0))
+        self.session = SimpleNamespace(spec=make_spec("resnet-56", compile_timeout=600.0))
+        self.budget = Budget(budget_s, self.session, started=time.monotonic() - spent)
 
-    def _measure(self, group, best, modes, start):
+    def _measure(self, group, best, modes, compile_timeout=None):
         self.measured.append(modes)
-        self.timeouts.append(self.ctx.spec.compile_timeout)
+        self.timeouts.append(compile_timeout)
         return next((m for m in modes if m in self.wins), best)
 
 
 def test_on_a_gpu_compiling_goes_last_and_is_skipped_when_capturing_the_eager_step_already_wins():
-    import time
-
     won = RoundOnly("cuda:0", wins={"bf16+cuda_graphs"})
-    assert won._dimension("compilation", "bf16", time.monotonic()) == "bf16+cuda_graphs"
+    assert won._dimension("compilation", "bf16") == "bf16+cuda_graphs"
     assert won.measured == [["bf16+cuda_graphs"]]  # no compile measured at all
     assert any("bf16+compile, bf16+compile+cuda_graphs not tried" in n for n in won.notes)
     lost = RoundOnly("cuda:0", wins=set())
-    lost._dimension("compilation", "bf16", time.monotonic())
+    lost._dimension("compilation", "bf16")
     assert lost.measured == [["bf16+cuda_graphs"], ["bf16+compile", "bf16+compile+cuda_graphs"]]
 
 
 def test_compiling_may_spend_the_budget_left_and_no_more():
-    import time
-
-    searcher = RoundOnly("cpu", wins=set(), budget_s=120.0)
-    searcher._dimension("compilation", "bf16", time.monotonic() - 30)
+    searcher = RoundOnly("cpu", wins=set(), budget_s=120.0, spent=30.0)
+    searcher._dimension("compilation", "bf16")
     assert searcher.measured == [["bf16+compile"]]  # on a CPU: nothing to capture, compile alone
     assert 85 < searcher.timeouts[0] <= 90  # about 90 s of the 120 s budget left, not --compile-timeout's 600
-    assert searcher.ctx.spec.compile_timeout == 600.0  # restored for the rounds after
+    assert searcher.session.spec.compile_timeout == 600.0  # the spec is not changed: the rounds after keep 600
 
 
 def test_the_search_order_puts_first_the_dimensions_that_address_the_bound():
@@ -380,9 +380,11 @@ def test_order_must_be_verdict_or_fixed():
 
 
 def test_a_compiled_candidates_time_is_what_this_searchs_compiled_processes_took_once_there_are_some():
+    from dlperf.runner import session
+
     eager = {"fp32": [10.0, 10.0, 10.0]}
-    assert opt.estimate_s(["fused+compile"], eager, 3) == 10.0 + 3 * (10.0 + opt.COMPILE_GUESS_S)
+    assert session.estimate_s(["fused+compile"], eager, 3) == 10.0 + 3 * (10.0 + session.COMPILE_GUESS_S)
     measured = {**eager, "compile": [40.0, 30.0, 35.0]}
-    assert opt.estimate_s(["fused+compile", "foreach+compile"], measured, 3) == 10.0 + 2 * 3 * 35.0
-    assert opt.estimate_s(["fused"], measured, 2) == 10.0 + 2 * 10.0  # an eager process: the eager ones' median
-    assert opt.estimate_s(["bf16"], {}, 1) == 120.0  # nothing measured yet: a minute each
+    assert session.estimate_s(["fused+compile", "foreach+compile"], measured, 3) == 10.0 + 2 * 3 * 35.0
+    assert session.estimate_s(["fused"], measured, 2) == 10.0 + 2 * 10.0  # an eager process: the eager ones' median
+    assert session.estimate_s(["bf16"], {}, 1) == 120.0  # nothing measured yet: a minute each

@@ -43,7 +43,7 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
     (step seconds, data-wait share) or the reason it is unsupported. Returns the loader settings measured, in
     order (one entry per process). `clock`: a list whose first item grows by each loader process's duration;
     `alone`: the loader's samples/s with no step."""
-    from dlperf import api
+    from dlperf import plan
     from dlperf.runner import sweep
 
     measured = []
@@ -68,7 +68,7 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
 
     monkeypatch.setattr(sweep, "run_task", run_task)
     # the data itself is not read here (tmp_path holds none): its check by a probe child is tested in test_feed.py
-    monkeypatch.setattr(api, "check_data", lambda spec, workloads: None)
+    monkeypatch.setattr(plan, "check_data", lambda spec, workloads: None)
     return measured
 
 
@@ -147,7 +147,11 @@ def test_the_loader_search_stops_when_the_budget_left_does_not_cover_the_next_se
     import time
 
     clock = [0.0]
-    monkeypatch.setattr(ol, "time", type("Clock", (), {"monotonic": staticmethod(lambda: time.monotonic() + clock[0])}))
+    from dlperf.runner import session
+
+    # the search's budget reads this clock: it runs 100 s ahead per loader process
+    ahead = type("Clock", (), {"monotonic": staticmethod(lambda: time.monotonic() + clock[0])})
+    monkeypatch.setattr(session, "time", ahead)
     measured = _fake(monkeypatch, {"w0": (1.5, 0.3), "w1": (1.4, 0.3), "w2": (1.3, 0.3)}, duration_s=100.0,
                      clock=clock)  # fmt: skip
     _, out, _ = _search(tmp_path, budget_s=250.0)  # 100 s a process: w0 and w1 fit, then 50 s are left

@@ -6,15 +6,15 @@ imported only inside the child process that measures a cell.
 
 from dlperf.version import VERSION as __version__
 
-__all__ = ["__version__", "run", "user_workload"]
+__all__ = ["Outcome", "__version__", "resume", "run", "user_workload"]
 
 
 def __getattr__(name: str):
     # Lazy: `import dlperf` in a worker's environment must not need rich or numpy.
-    if name == "run":
-        from dlperf.api import run
+    if name in ("run", "resume", "Outcome"):  # the facade, `api.py`
+        from dlperf import api
 
-        return run
+        return getattr(api, name)
     if name == "user_workload":
         from dlperf.workloads.user import user_workload
 

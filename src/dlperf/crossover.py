@@ -19,14 +19,16 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from dlperf import api, envinfo
+from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
+from dlperf.plan import make_plan
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
-from dlperf.runner.sweep import Interrupted, SweepContext, execute
+from dlperf.runner.session import Session
+from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import schedule
-from dlperf.spec import CROSSOVER_TIMER
+from dlperf.spec import CROSSOVER_TIMER, RunSpec, make_spec
 from dlperf.store import Store, default_db
 from dlperf.vocab import ExitCode
 from dlperf.workloads.base import Workload
@@ -98,11 +100,46 @@ def crossover(
     warn: Callable[[str], None] | None = None,
 ) -> Result:
     """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer."""
-    from dlperf.predict import count, roofline
+    from dlperf.predict import count
 
     db = db or default_db()
-    chosen = check(opts)
-    spec = api.make_spec(
+    gpus = check(opts)
+    plan = make_plan(_spec(opts))
+    for warning in plan.warnings:
+        (warn or warn_stderr)(warning)
+    workload = Workload.from_json(plan.workloads[plan.cells[0].key])
+    user_batch = opts.batch or workload.batch
+    batches = batches_for(user_batch, opts.batches, opts.max_batch)
+    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.count_timeout)
+    store = Store.open(db, create=True)
+    try:
+        session = Session.create(store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
+        cpu = CpuSide(session, workload, progress_factory or _progress)
+        notes: list[str] = []
+        try:
+            threads = opts.threads
+            if threads is None:
+                threads = cpu.best_threads([c.threads for c in plan.cells], user_batch, notes)
+            cpu.measure([(b, threads) for b in batches if not cpu.added(b, threads)], last=True)
+        except Interrupted:
+            notes.append("interrupted: the answer below is what was measured before the interrupt")
+            return Result(session.run_id, _answer(session), ExitCode.INTERRUPTED, notes)
+        except NoCpuStep as exc:
+            session.complete()
+            return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
+        rows = [_prediction(n, gpu, cpu.cell(n.batch, threads).key, user_batch) for n in counted for gpu in gpus]
+        store.record_predictions(session.run_id, rows)
+        failed = any(not c.ok for c in session.cells())
+        notes += _notes(opts, gpus, user_batch, batches)
+        return Result(session.run_id, _answer(session), ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
+    finally:
+        store.close()
+
+
+def _spec(opts: Options) -> RunSpec:
+    """The CPU's run: the workload at the user's batch at each default thread count (or `--threads`); each batch's
+    cell is added as it is measured."""
+    return make_spec(
         [opts.workload],
         devices=["cpu"],
         threads=None if opts.threads is None else [opts.threads],
@@ -112,104 +149,65 @@ def crossover(
         loss_check=False,
         timer=opts.timer,
     )
-    plan = api.make_plan(spec)
-    for warning in plan.warnings:
-        (warn or api.warn_stderr)(warning)
-    workload = Workload.from_json(plan.workloads[plan.cells[0].key])
-    user_batch = opts.batch or workload.batch
-    batches = batches_for(user_batch, opts.batches, opts.max_batch)
-    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.count_timeout)
-    store = Store.open(db, create=True)
-    try:
-        fingerprint = envinfo.fingerprint(plan.env)
-        run_id = store.create_run(spec.to_json(), plan.env, fingerprint, argv or ["dlperf", *sys.argv[1:]], [])
-        ctx = SweepContext(store, run_id, spec, {}, plan.cores)
-        runner = _Runner(ctx, workload, progress_factory or _progress)
-        notes: list[str] = []
-        try:
-            threads = opts.threads
-            if threads is None:
-                threads = runner.best_threads([c.threads for c in plan.cells], user_batch)
-                notes.append(
-                    f"threads: {threads}, the fastest of {', '.join(str(c.threads) for c in plan.cells)} at "
-                    f"batch {user_batch}"
-                )
-            runner.measure([(b, threads) for b in batches if (b, threads) not in runner.cells], last=True)
-        except Interrupted:
-            notes.append("interrupted: the answer below is what was measured before the interrupt")
-            return Result(run_id, _answer(store, run_id), ExitCode.INTERRUPTED, notes)
-        except NoCpuStep as exc:
-            store.set_run_status(run_id, "complete")
-            return Result(run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
-        rows = []
-        for n in counted:
-            key = runner.cells.get((n.batch, threads))
-            for gpu in chosen:
-                p = roofline.predict(n, gpu, transfer=True)
-                rows.append(
-                    {
-                        "cell_key": key,
-                        "gpu": gpu.name,
-                        "mode": p.mode,
-                        "batch": p.batch,
-                        "step_s": p.step_s,
-                        "device_s": p.device_s,
-                        "transfer_s": p.transfer_s,
-                        "bound": p.bound,
-                        "detail": {view.KIND: {"user_batch": user_batch}, "kernels": p.kernels, "parts": p.parts},
-                    }
-                )
-        store.record_predictions(run_id, rows)
-        answer = _answer(store, run_id)
-        failed = any(not c.ok for c in store.cells(run_id))
-        for gpu in chosen:
-            _, unit = gpu.peak(opts.mode, tensor=False)
-            if opts.mode != "fp32" and not unit.startswith(opts.mode):
-                notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} "
-                             "rate")  # fmt: skip
-        if user_batch not in batches:
-            notes.append(f"your batch {user_batch} was not measured: add it to --batches for the speed-up there")
-        return Result(run_id, answer, ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
-    finally:
-        store.close()
+
+
+def _prediction(n, gpu, cell_key: str, user_batch: int) -> dict:
+    """A GPU's step at a batch (the batch copied over the host link each step), the store's row beside the CPU cell."""
+    from dlperf.predict import roofline
+
+    p = roofline.predict(n, gpu, transfer=True)
+    detail = {view.KIND: {"user_batch": user_batch}, "kernels": p.kernels, "parts": p.parts}
+    return {"cell_key": cell_key, "gpu": gpu.name, "mode": p.mode, "batch": p.batch, "step_s": p.step_s,
+            "device_s": p.device_s, "transfer_s": p.transfer_s, "bound": p.bound, "detail": detail}  # fmt: skip
+
+
+def _notes(opts: Options, gpus, user_batch: int, batches: list[int]) -> list[str]:
+    notes = []
+    for gpu in gpus:
+        _, unit = gpu.peak(opts.mode, tensor=False)
+        if opts.mode != "fp32" and not unit.startswith(opts.mode):
+            notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} rate")
+    if user_batch not in batches:
+        notes.append(f"your batch {user_batch} was not measured: add it to --batches for the speed-up there")
+    return notes
 
 
 class NoCpuStep(Exception):
     """The user's batch measured at no thread count: there is nothing to choose the others' count from."""
 
 
-class _Runner:
-    """Adds a batch's cell to the run and measures it."""
+@dataclass
+class CpuSide:
+    """The CPU side of a crossover: the workload at a batch and a thread count is a cell of the session."""
 
-    def __init__(self, ctx: SweepContext, workload: Workload, progress_factory: Callable) -> None:
-        self.ctx, self.workload, self.progress_factory = ctx, workload, progress_factory
-        self.cells: dict[tuple[int, int], str] = {}  # (batch, threads) -> cell key
+    session: Session
+    workload: Workload
+    progress_factory: Callable
+
+    def cell(self, batch: int, threads: int) -> Cell:
+        return Cell(view.variant_name(self.workload.name, batch), "torch", "cpu", threads, self.session.spec.modes[0])
+
+    def added(self, batch: int, threads: int) -> bool:
+        return self.cell(batch, threads).key in self.session.workloads
 
     def measure(self, pairs: list[tuple[int, int]], *, last: bool) -> None:
         """Each (batch, threads) a new cell of the run, measured; `last`: the run is complete after them."""
-        new = []
-        for b, threads in pairs:
-            w = replace(self.workload, name=view.variant_name(self.workload.name, b), batch=b)
-            cell = Cell(w.name, "torch", "cpu", threads, self.ctx.spec.modes[0])
-            self.ctx.workloads[cell.key] = w.to_json()
-            self.cells[(b, threads)] = cell.key
-            new.append(cell)
-        self.ctx.store.add_cells(
-            self.ctx.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.ctx.workloads[c.key]} for c in new]
-        )
-        tasks = schedule(new, self.ctx.spec.repeats)
-        with self.progress_factory(len(tasks)) as progress:
-            execute(self.ctx, tasks, progress, last=last)
+        new = [self.cell(b, threads) for b, threads in pairs]
+        for cell, (b, _) in zip(new, pairs, strict=True):
+            self.session.add([cell], replace(self.workload, name=cell.workload, batch=b).to_json())
+        self.session.measure(schedule(new, self.session.spec.repeats), self.progress_factory, last=last)
 
-    def best_threads(self, counts: list[int], batch: int) -> int:
-        """Measure `batch` at each thread count; the fastest count."""
+    def best_threads(self, counts: list[int], batch: int, notes: list[str]) -> int:
+        """Measure `batch` at each thread count; the fastest count, said in `notes`."""
         self.measure([(batch, t) for t in counts], last=False)
-        keys = {self.cells[(batch, t)]: t for t in counts}
-        measured = [c for c in self.ctx.store.cells(self.ctx.run_id) if c.key in keys and c.ok and c.median_s]
+        keys = {self.cell(batch, t).key: t for t in counts}
+        measured = [c for c in self.session.cells() if c.key in keys and c.ok and c.median_s]
         if not measured:
-            errors = "; ".join(sorted({c.error or c.status.value for c in self.ctx.store.cells(self.ctx.run_id)}))
+            errors = "; ".join(sorted({c.error or c.status.value for c in self.session.cells()}))
             raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
-        return keys[min(measured, key=lambda c: c.median_s).key]
+        threads = keys[min(measured, key=lambda c: c.median_s).key]
+        notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, counts))} at batch {batch}")
+        return threads
 
 
 def _progress(total: int):
@@ -218,8 +216,8 @@ def _progress(total: int):
     return Progress(total=total)
 
 
-def _answer(store: Store, run_id: int) -> view.Crossover | None:
-    found = view.read(store, [run_id])
+def _answer(session: Session) -> view.Crossover | None:
+    found = view.read(session.store, [session.run_id])
     return found[0] if found else None
 
 

@@ -25,14 +25,14 @@ With real data (`--data DIR`), the loader dimension is searched last, for the be
 from __future__ import annotations
 
 import math
-import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from dlperf import api, envinfo
+from dlperf import envinfo
+from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
@@ -40,12 +40,13 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
+from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.profile import Verdict, verdicts
-from dlperf.runner.lifeline import sigterm_as_interrupt
-from dlperf.runner.sweep import Interrupted, SweepContext, execute, profile_cell
+from dlperf.runner.session import Budget, Session
+from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task
-from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, canonical_mode, device_kind
+from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, RunSpec, canonical_mode, device_kind, make_spec
 from dlperf.store import Store, default_db
 from dlperf.store.records import CellRecord
 from dlperf.vocab import ExitCode, Status
@@ -54,7 +55,6 @@ BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
-COMPILE_GUESS_S = 90.0  # budget kept for a compiled candidate's compilation before its cost is known
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
 
 
@@ -65,22 +65,6 @@ def search_order(v: Verdict | None) -> tuple[str, ...]:
     addressing = [ROW[Mode(m)].group for m in (v.modes if v else ())]
     first = [g for g in dict.fromkeys(addressing) if g in SEARCH_ORDER[:-1]]
     return (*first, *(g for g in SEARCH_ORDER if g not in first))
-
-
-def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int) -> float:
-    """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process, from the process
-    durations measured so far (mode -> seconds). A compiled mode's process takes what this search's compiled
-    processes took, once there are some; before, an eager one's plus COMPILE_GUESS_S. (Guessing on after compile was
-    measured kept a search whose first round chose compile from every later round: 9.5 min wanted for two
-    candidates whose processes took 30 s.)"""
-    compiled = [d for m, ds in durations.items() if Mode.COMPILE.value in m.split("+") for d in ds]
-    eager_ones = [d for m, ds in durations.items() if Mode.COMPILE.value not in m.split("+") for d in ds]
-    eager = statistics.median(eager_ones or compiled) if eager_ones or compiled else 60.0
-    per_compiled = statistics.median(compiled) if compiled else eager + COMPILE_GUESS_S
-    total = eager  # the baseline's extra process
-    for mode in modes:
-        total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager)
-    return total
 
 
 def with_option(mode: str, option: str) -> str:
@@ -310,6 +294,9 @@ class Options:
 
 
 class Searcher:
+    """The greedy search's policy: the order of its rounds, the modes each measures, which one wins, its notes and
+    its result. It measures through a `Session` (the run), within a `Budget` (its time)."""
+
     def __init__(self, opts: Options, db: str, progress_factory: Callable, warn: Callable[[str], None]) -> None:
         self.opts, self.db, self.progress_factory, self.warn = opts, db, progress_factory, warn
         self.notes: list[str] = []
@@ -319,12 +306,33 @@ class Searcher:
         self.loader: LoaderChoice | None = None
 
     def run(self) -> Search:
-        start = time.monotonic()
-        threads = self.opts.threads or system.usable_cores()["cores"]
-        spec = api.make_spec(
+        start = time.monotonic()  # planning counts in the budget
+        plan = make_plan(self._spec())
+        for warning in plan.warnings:
+            self.warn(warning)
+        synthetic = [c for c in plan.cells if not c.loader]  # the loader cells come after the mode search
+        if len(synthetic) != 1:
+            devices = ", ".join(c.device for c in synthetic)
+            raise UsageError(f"--device {self.opts.device!r} means {devices}: optimize searches one device, name it")
+        self.base_cell = synthetic[0]
+        self.workload = plan.workloads[self.base_cell.key]
+        store = Store.open(self.db, create=True)
+        try:
+            argv = ["dlperf", *sys.argv[1:]]
+            self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv)
+            self.budget = Budget(self.opts.budget_s, self.session, started=start)
+            self.fingerprint = envinfo.fingerprint(plan.env)
+            self.peaks = self._peaks()
+            return self._search()
+        finally:
+            store.close()
+
+    def _spec(self) -> RunSpec:
+        """The run's spec: the workload on the device, fp32 first; the search adds the other modes' cells."""
+        return make_spec(
             [self.opts.workload],
             devices=[self.opts.device],
-            threads=[threads],
+            threads=[self.opts.threads or system.usable_cores()["cores"]],
             modes=[BASELINE],
             repeats=self.opts.repeats,
             timeout=self.opts.timeout,
@@ -334,58 +342,39 @@ class Searcher:
             data=self.opts.data,
             loaders=self.opts.loaders,
         )
-        plan = api.make_plan(spec)
-        for warning in plan.warnings:
-            self.warn(warning)
-        synthetic = [c for c in plan.cells if not c.loader]  # the loader cells come after the mode search
-        if len(synthetic) != 1:
-            devices = ", ".join(c.device for c in synthetic)
-            raise UsageError(f"--device {self.opts.device!r} means {devices}: optimize searches one device, name it")
-        self.base_cell = synthetic[0]
-        self.workload = plan.workloads[self.base_cell.key]
-        self.store = Store.open(self.db, create=True)
-        try:
-            argv = ["dlperf", *sys.argv[1:]]
-            self.run_id = self.store.create_run(spec.to_json(), plan.env, envinfo.fingerprint(plan.env), argv, [])
-            self.ctx = SweepContext(self.store, self.run_id, spec, {}, plan.cores)
-            self.fingerprint = envinfo.fingerprint(plan.env)
-            self.peaks = self._peaks()
-            return self._search(start)
-        finally:
-            self.store.close()
 
-    def _search(self, start: float) -> Search:
+    def _search(self) -> Search:
         exit_code = ExitCode.OK
         try:
             self._round([BASELINE], dimension=None)
             if self.opts.order == "verdict":
-                self._order_by_verdict(start)
+                self._order_by_verdict()
             best = BASELINE
             for group in self.groups:
-                best = self._dimension(group, best, start)
+                best = self._dimension(group, best)
             if self.opts.data != DATA_SYNTHETIC:
-                self.loader = LoaderSearch(self, best, start).run()
-            self.store.set_run_status(self.run_id, "complete")
+                self.loader = self._loader_search(best).run()
+            self.session.complete()
         except Interrupted:
             self.notes.append("interrupted: the results below are what was measured before the interrupt")
             exit_code = ExitCode.INTERRUPTED
         result = self._result()
-        result.elapsed_s, result.exit_code = time.monotonic() - start, exit_code
+        result.elapsed_s, result.exit_code = self.budget.spent(), exit_code
         return result
 
-    def _order_by_verdict(self, start: float) -> None:
+    def _order_by_verdict(self) -> None:
         """Profile the fp32 baseline once and order the rounds by its verdict; SEARCH_ORDER, said why, when the
         profile cannot be taken or the budget left does not cover it."""
         fixed = f"searched in the fixed order ({', '.join(SEARCH_ORDER)})"
-        base = next(c for c in self.store.cells(self.run_id) if c.mode == BASELINE)
-        needed, left = self._per_process(), self.opts.budget_s - (time.monotonic() - start)
-        if not base.ok or needed > left:
+        base = next(c for c in self.session.cells() if c.mode == BASELINE)
+        if not base.ok or not self.budget.covers(self.budget.per_process()):
             why = f"it did not measure ({base.status.value})" if not base.ok else "the budget left does not cover it"
             self.notes.append(f"order: the fp32 baseline was not profiled: {why}; {fixed}")
             return
-        self._profile_baseline()
-        profile = self.store.profiles(self.run_id).get(base.key)
-        self.verdict = verdicts(self.store, self.fingerprint, [base]).get(base.key)
+        # the baseline's untimed profiled process (`runner/profile.py`), stored as its profile in this run
+        self.session.measure([], self.progress_factory, last=False, to_profile=[self.base_cell])
+        profile = self.session.profiles().get(base.key)
+        self.verdict = verdicts(self.session.store, self.fingerprint, [base]).get(base.key)
         if self.verdict is None:
             why = f"{profile.status.value}: {profile.error}" if profile and not profile.ok else "no verdict"
             self.notes.append(f"order: the fp32 baseline's profile gave no verdict ({why}); {fixed}")
@@ -394,105 +383,79 @@ class Searcher:
         v = self.verdict
         self.notes.append(f"order: fp32 is {v.label}: {v.figure}; searched {', '.join(self.groups)}")
 
-    def _profile_baseline(self) -> None:
-        """The baseline's untimed profiled process (`runner/profile.py`), stored as its profile in this run."""
-        try:
-            with sigterm_as_interrupt(), self.progress_factory(1) as progress:
-                profile_cell(self.ctx, self.base_cell, progress, 0, own_item=True)
-        except KeyboardInterrupt:
-            self.store.set_run_status(self.run_id, "interrupted")
-            raise Interrupted from None
-
-    def _dimension(self, group: str, best: str, start: float) -> str:
+    def _dimension(self, group: str, best: str) -> str:
         """One round: the best mode so far with each option of `group` (the modes table's searched components).
         Options that compile go last, against the best of the others: when capturing the eager step in a CUDA graph
         already wins, compiling is not tried (on an H100, bf16+compile of ResNet-56 took most of a 170 s cell to run
         slower than eager fp32, and bf16+compile+cuda_graphs did not finish), and compiling may spend at most the
         budget left."""
-        options = options_of(group, device_kind(self.opts.device))
-        modes = []
-        for option in options:
-            if why := not_applicable(option, self.workload, self.peaks):
-                self.notes.append(f"{group}: {option} not tried: {why}")
-                continue
-            mode = with_option(best, option)
-            if mode not in self.repeat_of and mode not in modes:
-                modes.append(mode)
+        modes = self._options(group, best)
         eager = [m for m in modes if not compiles(m)]
         compiled = [m for m in modes if compiles(m)]
         if eager:
-            best = self._measure(group, best, eager, start)
+            best = self._measure(group, best, eager)
         if compiled and captured_eagerly(best):
             why = "already captures the eager step in a CUDA graph and wins without compiling"
             self.notes.append(f"{group}: {', '.join(compiled)} not tried: {best} {why} (dlperf run --modes measures "
                               "them)")  # fmt: skip
             return best
         if compiled:
-            spec, left = self.ctx.spec, self.opts.budget_s - (time.monotonic() - start)
-            limit = max(1.0, min(spec.compile_timeout or left, left))  # compiling may spend what is left, no more
-            self.ctx.spec = replace(spec, compile_timeout=limit)
-            try:
-                best = self._measure(group, best, compiled, start)
-            finally:
-                self.ctx.spec = spec
+            left = self.budget.left()
+            limit = max(1.0, min(self.session.spec.compile_timeout or left, left))  # what is left, no more
+            best = self._measure(group, best, compiled, compile_timeout=limit)
         return best
 
-    def _measure(self, group: str, best: str, modes: list[str], start: float) -> str:
+    def _options(self, group: str, best: str) -> list[str]:
+        """The modes of `group`'s round: `best` with each of its options that may apply, not measured before."""
+        modes = []
+        for option in options_of(group, device_kind(self.opts.device)):
+            if why := not_applicable(option, self.workload, self.peaks):
+                self.notes.append(f"{group}: {option} not tried: {why}")
+                continue
+            mode = with_option(best, option)
+            if mode not in self.repeat_of and mode not in modes:
+                modes.append(mode)
+        return modes
+
+    def _measure(self, group: str, best: str, modes: list[str], compile_timeout: float | None = None) -> str:
         """Measure `modes` against `best` if the budget left covers them; the better of them and `best`."""
-        needed, left = self._estimate(modes), self.opts.budget_s - (time.monotonic() - start)
-        if needed > left:
+        needed = self.budget.modes_s(modes, self.opts.repeats)
+        if not self.budget.covers(needed):
             self.notes.append(
                 f"{group}: {', '.join(modes)} not measured: about {needed / 60:.1f} min needed, "
-                f"{max(0.0, left) / 60:.1f} min of the budget left (raise --budget)"
+                f"{max(0.0, self.budget.left()) / 60:.1f} min of the budget left (raise --budget)"
             )
             return best
-        self._round(modes, dimension=group, bar=best)
+        self._round(modes, dimension=group, bar=best, compile_timeout=compile_timeout)
         return self._choose(best, modes, group)
 
-    def _estimate(self, modes: list[str]) -> float:
-        """Seconds to measure `modes`, from this run's own process durations (`estimate_s`)."""
-        mode_of = {c.key: c.mode for c in self.store.cells(self.run_id)}
-        by_mode: dict[str, list[float]] = {}
-        for key, seconds in self.store.durations([self.run_id]).items():
-            by_mode.setdefault(mode_of.get(key, BASELINE), []).extend(seconds)
-        return estimate_s(modes, by_mode, self.opts.repeats)
-
-    def _per_process(self) -> float:
-        """Seconds one process of this search takes, from its own processes so far."""
-        durations = [d for ds in self.store.durations([self.run_id]).values() for d in ds]
-        return statistics.median(durations) if durations else 60.0
-
-    def _round(self, modes: list[str], dimension: str | None, bar: str | None = None) -> None:
+    def _round(
+        self, modes: list[str], dimension: str | None, bar: str | None = None, compile_timeout: float | None = None
+    ) -> None:
         """Measure `modes`; the loss check runs only for those faster than the `bar` mode's median (a slower mode is
         never chosen, and a slow mode's check is slow too: fp16 on a CPU without fp16 units takes minutes)."""
         cells = [replace(self.base_cell, mode=m) for m in modes]
         bar_s = None
         if bar is not None:
-            bar_s = next(c for c in self.store.cells(self.run_id) if c.mode == bar).median_s
+            bar_s = next(c for c in self.session.cells() if c.mode == bar).median_s
         new = [c for c in cells if c.mode not in self.repeat_of]
-        self.store.add_cells(self.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.workload} for c in new])
+        self.session.add(new, self.workload)
         for c in new:
-            self.ctx.workloads[c.key] = self.workload
             self.dimension_of[c.mode] = dimension
         first = []
         if BASELINE in self.repeat_of:  # one more baseline process per round, first, so the baseline spans the run
             first.append(self._task(replace(self.base_cell, mode=BASELINE)))
         first += [self._task(c, bar_s) for c in cells]
-        self._execute(first)
+        self.session.measure(first, self.progress_factory, last=False, compile_timeout=compile_timeout)
         # the other processes only for modes that may win: one process already shows a mode slower than the bar
-        medians = {c.mode: c.median_s for c in self.store.cells(self.run_id)}
+        medians = {c.mode: c.median_s for c in self.session.cells()}
         promising = [c for c in cells if medians.get(c.mode) and (bar_s is None or medians[c.mode] < bar_s)]
         for c in cells:
             if c not in promising and medians.get(c.mode):
                 self.notes.append(f"{c.mode}: measured in one process only: {medians[c.mode]:.4g} s per step is not "
                                   f"faster than {bar} ({bar_s:.4g} s)")  # fmt: skip
-        self._execute([self._task(c) for _ in range(self.opts.repeats - 1) for c in promising])
-
-    def _execute(self, tasks: list[Task]) -> None:
-        if tasks:
-            progress = self.progress_factory(len(tasks))
-            with progress:
-                execute(self.ctx, tasks, progress, last=False)
+        more = [self._task(c) for _ in range(self.opts.repeats - 1) for c in promising]
+        self.session.measure(more, self.progress_factory, last=False, compile_timeout=compile_timeout)
 
     def _task(self, cell: Cell, bar_s: float | None = None) -> Task:
         """The next process of `cell`. A candidate's first process, measured against a bar (the best mode's step),
@@ -509,8 +472,8 @@ class Searcher:
         """The candidate reliably faster than `best` (interval above 1, gain >= MIN_GAIN) that still trains."""
         from dlperf.report.speedup import speedup
 
-        cells = {c.mode: c for c in self.store.cells(self.run_id)}
-        current = self.store.samples(self.run_id, cells[best].key)
+        cells = {c.mode: c for c in self.session.cells()}
+        current = self.session.samples(cells[best].key)
         winner, winner_ratio = best, 1.0
         for mode in modes:
             cell = cells[mode]
@@ -519,14 +482,20 @@ class Searcher:
             if cell.loss_check and cell.loss_check.ok is False:
                 self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({cell.loss_check.reason})")
                 continue
-            s = speedup(current, self.store.samples(self.run_id, cell.key))
+            s = speedup(current, self.session.samples(cell.key))
             if s.low > 1.0 and s.ratio >= 1 + MIN_GAIN and s.ratio > winner_ratio:
                 winner, winner_ratio = mode, s.ratio
         return winner
 
+    def _loader_search(self, best: str) -> LoaderSearch:
+        """With --data DIR: the loader settings for the best mode, in this search's run and budget."""
+        synthetic = replace(self.base_cell, mode=best)
+        return LoaderSearch(self.session, self.budget, synthetic, self.workload, self.opts.repeats, self.opts.loaders,
+                            self.progress_factory, self.notes)  # fmt: skip
+
     def _result(self) -> Search:
-        cells = [c for c in self.store.cells(self.run_id) if not c.loader]  # the modes, on synthetic data
-        samples = {c.key: self.store.samples(self.run_id, c.key) for c in cells}
+        cells = [c for c in self.session.cells() if not c.loader]  # the modes, on synthetic data
+        samples = {c.key: self.session.samples(c.key) for c in cells}
         peaks = self.peaks
         if not peaks:
             self.notes.append("utilization: no measured peak for this machine, device and thread count (`dlperf peak`)")
@@ -546,15 +515,15 @@ class Searcher:
         measured = {c.mode for c in cells if c.status != Status.PENDING}
         tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran
         return Search(
-            self.opts.workload, self.base_cell.device, self.base_cell.threads, self.run_id, base, ranked(cands), best,
-            self.notes, order=self.order, groups=self.groups, verdict=self.verdict, cells=len(tried),
-            cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
+            self.opts.workload, self.base_cell.device, self.base_cell.threads, self.session.run_id, base,
+            ranked(cands), best, self.notes, order=self.order, groups=self.groups, verdict=self.verdict,
+            cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
         )  # fmt: skip
 
     def _peaks(self) -> dict[str, float]:
         from dlperf.report.utilization import peak_lookup
 
-        return peak_lookup(self.store, self.fingerprint, self.base_cell.device, self.base_cell.threads)
+        return peak_lookup(self.session.store, self.fingerprint, self.base_cell.device, self.base_cell.threads)
 
 
 def optimize(opts: Options, db: str | None = None, *, progress_factory=None, warn=None) -> Search:
@@ -571,5 +540,5 @@ def optimize(opts: Options, db: str | None = None, *, progress_factory=None, war
 
         return Progress(total=total)
 
-    searcher = Searcher(opts, db or default_db(), progress_factory or default_progress, warn or api.warn_stderr)
+    searcher = Searcher(opts, db or default_db(), progress_factory or default_progress, warn or warn_stderr)
     return searcher.run()

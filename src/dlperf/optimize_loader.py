@@ -12,13 +12,14 @@ does not cover the next one, and says so.
 
 from __future__ import annotations
 
-import statistics
-import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
+from dlperf.protocol import Cell
 from dlperf.report.data import dominates
+from dlperf.runner.session import Budget, Session
 from dlperf.runner.tasks import Task
 from dlperf.vocab import DeviceKind, Status
 
@@ -110,25 +111,34 @@ def best_of(trials: list[LoaderTrial], with_workers: bool = False) -> LoaderTria
     return min(timed, key=lambda t: t.median_s, default=None)
 
 
+@dataclass
 class LoaderSearch:
-    """The loader dimension of one search, for its best `mode`; measures through the searcher's run and store (an
-    `optimize.Searcher`: its options, base cell, workload, context, notes and process runner)."""
+    """The loader dimension of one search, for its best mode: each setting a cell of the search's session, measured
+    while its budget covers one more."""
 
-    def __init__(self, searcher: Any, mode: str, start: float) -> None:
-        self.s, self.mode, self.start = searcher, mode, start
-        self.trials: list[LoaderTrial] = []
+    session: Session
+    budget: Budget
+    synthetic: Cell  # the best mode's cell on synthetic data: what a setting is held against
+    workload: dict  # its workload JSON, each loader cell's too
+    repeats: int  # processes per setting
+    loaders: tuple[str, ...] | None  # --loaders: the only settings tried; None: w0 up to the cores, then variants
+    progress_factory: Callable
+    notes: list[str]  # the search's notes, said in order
+    trials: list[LoaderTrial] = field(default_factory=list)
+
+    @property
+    def mode(self) -> str:
+        return self.synthetic.mode
 
     def run(self) -> LoaderChoice:
-        synthetic = next(c for c in self.s.store.cells(self.s.run_id) if c.mode == self.mode and not c.loader)
+        synthetic = self.session.cell(self.synthetic.key)
         choice = LoaderChoice(self.mode, synthetic.median_s if synthetic.ok else None, self.trials)
         if choice.synthetic_s is None:
-            self.s.notes.append(f"loader: not searched: {self.mode} did not measure on synthetic data")
+            self.notes.append(f"loader: not searched: {self.mode} did not measure on synthetic data")
             return choice
-        device = self.s.base_cell.device
-        gpu = device.split(":")[0] == DeviceKind.CUDA
-        first = candidates(self.s.ctx.cores, gpu, self.s.opts.loaders)
-        found = self._until_enough(first, choice.synthetic_s)
-        if found is None and self.s.opts.loaders is None and (base := best_of(self.trials, with_workers=True)):
+        gpu = self.synthetic.device.split(":")[0] == DeviceKind.CUDA
+        found = self._until_enough(candidates(self.session.cores, gpu, self.loaders), choice.synthetic_s)
+        if found is None and self.loaders is None and (base := best_of(self.trials, with_workers=True)):
             found = self._until_enough(variants(base.setting), choice.synthetic_s)
         choice.chosen = found or best_of(self.trials)
         self._note(choice)
@@ -139,51 +149,45 @@ class LoaderSearch:
         for name in names:
             if any(t.setting == name for t in self.trials):
                 continue
-            needed, left = self._per_setting(), self.s.opts.budget_s - (time.monotonic() - self.start)
-            if needed > left:
-                self.s.notes.append(f"loader: {name} and after not measured: about {needed / 60:.1f} min needed, "
-                                    f"{max(0.0, left) / 60:.1f} min of the budget left (raise --budget)")  # fmt: skip
+            needed = self.repeats * self.budget.per_process()  # a setting's processes, as long as the search's
+            if not self.budget.covers(needed):
+                left = max(0.0, self.budget.left())
+                self.notes.append(f"loader: {name} and after not measured: about {needed / 60:.1f} min needed, "
+                                  f"{left / 60:.1f} min of the budget left (raise --budget)")  # fmt: skip
                 return None
             trial = self._measure(name, synthetic_s)
             self.trials.append(trial)
             if trial.status != Status.OK:
-                self.s.notes.append(f"loader: {name} {trial.status}: {trial.error}")
+                self.notes.append(f"loader: {name} {trial.status}: {trial.error}")
             elif trial.enough:
                 return trial
         return None
 
     def _measure(self, name: str, synthetic_s: float) -> LoaderTrial:
         """One loader cell of the best mode, in `repeats` processes: its trial."""
-        cell = replace(self.s.base_cell, mode=self.mode, loader=name)
-        self.s.store.add_cells(self.s.run_id, [{"key": cell.key, **cell.to_json(), "workload_json": self.s.workload}])
-        self.s.ctx.workloads[cell.key] = self.s.workload
-        self.s._execute([Task(cell, n) for n in range(self.s.opts.repeats)])
-        record = next(c for c in self.s.store.cells(self.s.run_id) if c.key == cell.key)
-        return trial_of(record, synthetic_s)
-
-    def _per_setting(self) -> float:
-        """Seconds one loader setting takes: `repeats` processes as long as this search's so far."""
-        durations = [d for ds in self.s.store.durations([self.s.run_id]).values() for d in ds]
-        return self.s.opts.repeats * (statistics.median(durations) if durations else 60.0)
+        cell = replace(self.synthetic, loader=name)
+        self.session.add([cell], self.workload)
+        self.session.measure([Task(cell, n) for n in range(self.repeats)], self.progress_factory, last=False)
+        return trial_of(self.session.cell(cell.key), synthetic_s)
 
     def _note(self, choice: LoaderChoice) -> None:
         c = choice.chosen
         if c is None:
             why = "none of those tried measured" if self.trials else "none tried"
-            self.s.notes.append(f"loader: no setting recommended: {why}")
+            self.notes.append(f"loader: no setting recommended: {why}")
         elif not c.enough:
             wait = f"{100 * c.wait_share:.0f}%" if c.wait_share is not None else "unknown"
-            self.s.notes.append(
+            self.notes.append(
                 f"loader: no setting measured was enough (data wait under {100 * INPUT_BOUND_MODERATE:.0f}% of the "
                 f"step, or {100 * ENOUGH_OF_SYNTHETIC:.0f}% of the synthetic step's throughput); the best, "
                 f"{c.setting}, still waits {wait} of its step for data"
             )
-            self.s.notes += [f"loader: {advice}" for advice in self._dominates()]
+            self.notes += [f"loader: {advice}" for advice in self._dominates()]
 
     def _dominates(self) -> list[str]:
         """The view's word on it (`report.data.dominates`): data preparation dominates when even the fastest loader
         alone is slower than the synthetic step, with what would change it."""
-        cells = [c for c in self.s.store.cells(self.s.run_id) if c.mode == self.mode]
+        cells = [c for c in self.session.cells() if c.mode == self.mode]
         loaded = [c for c in cells if c.loader]
         return dominates(next((c for c in cells if not c.loader), None), loaded)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dlperf.errors import UsageError
-from dlperf.spec import positive_ints, split_list
 from dlperf.vocab import Parallel
 
 
@@ -74,25 +73,6 @@ NOT_MEASURED: dict[str, Library] = {
         "the whole model; its share of the batch; gradients ring-all-reduced",
     ),
 }
-
-
-def parse_parallel(text: str) -> tuple[Parallel, ...]:
-    """`--parallel ddp,fsdp,pipeline,tp,mirrored`: `pipeline` is both of its schedules, gpipe and 1f1b."""
-    chosen: list[Parallel] = []
-    for item in split_list(text, "--parallel"):
-        if item == "pipeline":
-            chosen += PIPELINE
-            continue
-        try:
-            chosen.append(Parallel(item))
-        except ValueError:
-            names = ", ".join(["pipeline", *(p.value for p in Parallel)])
-            raise UsageError(f"--parallel {item!r}: expected one of {names}") from None
-    return tuple(dict.fromkeys(chosen))
-
-
-def parse_microbatches(text: str) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(positive_ints(text, "--microbatches")))
 
 
 def check(strategies: tuple[Parallel, ...], frameworks: tuple[str, ...], scaling: str, microbatches: bool) -> None:

@@ -1,25 +1,29 @@
 """What the user asked for, parsed and validated once, at the edge. Bad input stops here with a message naming the flag.
 
-Nothing here imports a framework: checks that need one (does this device exist? does this factory build?) are made by
-the probe child, in `dlperf.runner.probe`.
+`make_spec` parses the flags' text into values; `RunSpec` checks them at construction, so a spec read back from the
+store (`--resume`) is checked as one typed on the command line. Nothing here imports a framework: checks that need
+the machine (does this device exist? does this factory build?) are planning's (`dlperf.plan`, through a probe child).
 """
 
 from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from dlperf import parallel as strategies
 from dlperf.errors import UsageError
-from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
+from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
-from dlperf.vocab import DeviceKind, Framework
+from dlperf.vocab import DeviceKind, Framework, Parallel
 from dlperf.workloads import BUILTIN, SUITE
-from dlperf.workloads.user import looks_like_source, normalize_source
+from dlperf.workloads.user import looks_like_source, normalize_source, source_of, split_source
 
 # `dlperf optimize`'s defaults (here, so that its --help needs no search code)
 OPTIMIZE_BUDGET_MIN = 15.0
@@ -30,6 +34,8 @@ CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warm
 UNPROFILABLE = {
     Framework.MXNET: "MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
 }
+# each framework's data-parallel strategy: what --nproc measures without --parallel
+DATA_PARALLEL = {"torch": Parallel.DDP, "tensorflow": Parallel.MIRRORED}
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
@@ -67,18 +73,167 @@ class RunSpec:
     loaders: tuple[str, ...] | None = None  # with real data: the loader settings measured; None: `default_loaders`
     predict: bool = True  # each plain GPU cell's step predicted for its GPU before any cell runs (predict/cells.py)
 
+    def __post_init__(self) -> None:
+        """Every check the fields allow, each a UsageError naming the flag; what needs the machine (a device
+        present, a GPU per process, a factory that builds) is checked by planning."""
+        _check_limits(self)
+        _check_lists(self)
+        _check_processes(self)
+        _check_strategies(self)
+        if self.profile:
+            _check_profile(self)
+        _check_data(self)
+
     def to_json(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_json(cls, d: dict) -> RunSpec:
+        """A stored spec (`--resume`), checked as the flags were."""
         d = dict(d)
-        d["timer"] = TimerConfig(**d["timer"])
+        try:
+            d["timer"] = TimerConfig(**d["timer"])
+        except ValueError as exc:  # its message names the flag
+            raise UsageError(str(exc)) from None
         for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs", "loaders", "parallel",
                     "microbatches"):  # fmt: skip
             if d.get(key) is not None:
                 d[key] = tuple(d[key])
         return cls(**d)
+
+
+def _check_limits(s: RunSpec) -> None:
+    if not isinstance(s.repeats, int) or not 1 <= s.repeats <= INT64_MAX:
+        raise UsageError("--repeats must be a whole number of at least 1")
+    # written so that nan fails too: every comparison with nan is False
+    if not 0 < s.timeout <= MAX_SECONDS:
+        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
+    if s.compile_timeout is not None and not 0 < s.compile_timeout <= MAX_SECONDS:
+        raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
+
+
+def _check_lists(s: RunSpec) -> None:
+    """Each list field as its flag's parser takes it: the values a parser gives back parse again."""
+    for name in s.workloads:
+        if looks_like_source(name):
+            split_source(name)  # its file is looked for by the probe that builds it: the machine's check
+        else:
+            _workload(name)
+    parse_frameworks(_text(s.frameworks))
+    parse_modes(_text(s.modes))
+    parse_scaling(s.scaling)
+    for parse, values in ((parse_devices, s.devices), (parse_threads, s.threads), (parse_nprocs, s.nprocs),
+                          (parse_loaders, s.loaders)):  # fmt: skip
+        if values is not None:
+            parse(_text(values))
+    for parse, values in ((parse_parallel, s.parallel), (parse_microbatches, s.microbatches)):
+        if values:
+            parse(_text(values))
+
+
+def _check_processes(s: RunSpec) -> None:
+    """--nproc and the flags of several nodes: a framework that has a multi-process strategy."""
+    from dlperf.runner.distributed import Rendezvous  # here: `dlperf --help` reads this module, not the runner
+
+    Rendezvous(s.nnodes, s.node_rank, s.rdzv_endpoint, s.timeout)  # validates --nnodes, --node-rank, --rdzv-endpoint
+    if s.nprocs is None:
+        if s.nnodes > 1 or s.rdzv_endpoint:
+            raise UsageError("--nnodes and --rdzv-endpoint are for data-parallel cells: add --nproc N")
+        return
+    if missing := [f for f in s.frameworks if f not in DATA_PARALLEL]:
+        raise UsageError(f"--nproc: {', '.join(missing)} has no multi-process strategy dlperf measures (see dlperf "
+                         "list --parallel); use --frameworks torch or tensorflow")  # fmt: skip
+
+
+def _check_strategies(s: RunSpec) -> None:
+    """The strategies and micro-batch counts of --parallel and --microbatches, checked against the rest."""
+    if s.nprocs is None:
+        if s.parallel or s.microbatches:
+            flag = "--parallel" if s.parallel else "--microbatches"
+            raise UsageError(f"{flag}: strategies spread a step over processes; add --nproc N")
+        return
+    chosen = parse_parallel(_text(s.parallel)) if s.parallel else default_parallel(s.frameworks)
+    strategies.check(chosen, s.frameworks, s.scaling, bool(s.microbatches))
+    for f in s.frameworks:
+        if not strategies.for_framework(chosen, f):
+            raise UsageError(f"--parallel {','.join(chosen)}: none is {f}'s; leave {f} out of --frameworks")
+    if s.nnodes > 1 and Parallel.MIRRORED in chosen:
+        raise UsageError("--parallel mirrored: MirroredStrategy runs its replicas in one process on one node")
+
+
+def default_parallel(frameworks: Sequence[str]) -> tuple[Parallel, ...]:
+    """What --nproc measures without --parallel: each framework's data parallelism (`_check_processes` names a
+    framework that has none)."""
+    return tuple(DATA_PARALLEL[f] for f in frameworks if f in DATA_PARALLEL)
+
+
+def _check_profile(s: RunSpec) -> None:
+    """--profile needs a framework dlperf can profile, plain cells and at least one profiled step."""
+    for name in s.frameworks:
+        if name in UNPROFILABLE:
+            raise UsageError(f"--profile: {name} cannot be profiled ({UNPROFILABLE[name]}); profile another framework")
+    if s.nprocs is not None:
+        raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
+    if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= INT64_MAX:
+        raise UsageError("--steps must be a whole number of at least 1")
+
+
+def _check_data(s: RunSpec) -> None:
+    if s.data == DATA_SYNTHETIC and s.loaders is not None:
+        raise UsageError("--loaders: loader settings read real data; name it with --data DIR")
+    if s.data != DATA_SYNTHETIC and s.nprocs is not None:
+        raise UsageError("--data: data-parallel cells (--nproc) train on synthetic data; measure the loader on "
+                         "plain cells")  # fmt: skip
+
+
+def _text(values: Sequence[object] | str | None) -> str | None:
+    """A flag's text from a list of values (the Python API takes either)."""
+    return values if values is None or isinstance(values, str) else ",".join(str(v) for v in values)
+
+
+def make_spec(
+    workloads: Sequence[str | Callable] | str | None = None,
+    *,
+    frameworks: Sequence[str] | str = ("torch",),
+    devices: Sequence[str] | str | None = None,
+    threads: Sequence[int] | str | None = None,
+    modes: Sequence[str] | str = ("fp32",),
+    timer: TimerConfig | None = None,
+    nprocs: Sequence[int] | str | None = None,
+    scaling: str = "strong",
+    parallel: Sequence[str] | str | None = None,
+    microbatches: Sequence[int] | str | None = None,
+    trace_dir: str | None = None,
+    data: str = DATA_SYNTHETIC,
+    loaders: Sequence[str] | str | None = None,
+    **fields,
+) -> RunSpec:
+    """What the user asked for, its text parsed into values; `RunSpec` checks them. `fields`: RunSpec's other fields
+    (repeats, timeout, pin, profile, ...), taken as they are. Raises UsageError naming the flag."""
+    if workloads is not None and not isinstance(workloads, str):
+        workloads = ",".join(w if isinstance(w, str) else source_of(w) for w in workloads)
+    nprocs = None if nprocs is None else parse_nprocs(_text(nprocs))
+    frameworks = parse_frameworks(_text(frameworks))
+    if parallel is not None:
+        chosen = parse_parallel(_text(parallel))
+    else:
+        chosen = default_parallel(frameworks) if nprocs is not None else ()
+    return RunSpec(
+        nprocs=nprocs,
+        frameworks=frameworks,
+        scaling=parse_scaling(scaling),
+        parallel=tuple(p.value for p in chosen),
+        microbatches=() if microbatches is None else parse_microbatches(_text(microbatches)),
+        data=parse_data(data),
+        loaders=None if loaders is None else parse_loaders(_text(loaders)),
+        workloads=parse_workloads(workloads),
+        devices=None if devices is None else parse_devices(_text(devices)),
+        threads=None if threads is None else parse_threads(_text(threads)),
+        modes=parse_modes(_text(modes)),
+        timer=timer or TimerConfig(),
+        trace_dir=None if trace_dir is None else os.path.abspath(trace_dir),
+        **fields,
+    )
 
 
 def split_list(text: str, flag: str) -> list[str]:
@@ -177,15 +332,35 @@ def canonical_mode(text: str) -> str:
 def parse_workloads(text: str | None) -> tuple[str, ...]:
     if text is None:
         return tuple(w.name for w in SUITE)
-    names = []
-    for item in split_list(text, "--workloads"):
-        if looks_like_source(item):
-            names.append(normalize_source(item))
-        elif item.lower() in BUILTIN:
-            names.append(item.lower())
-        else:
-            raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}")
-    return tuple(dict.fromkeys(names))
+    return tuple(dict.fromkeys(_workload(item) for item in split_list(text, "--workloads")))
+
+
+def _workload(item: str) -> str:
+    """A built-in name, or a user's `file.py:factory` with its file found and made absolute."""
+    if looks_like_source(item):
+        return normalize_source(item)
+    if item.lower() in BUILTIN:
+        return item.lower()
+    raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}")
+
+
+def parse_parallel(text: str) -> tuple[Parallel, ...]:
+    """`--parallel ddp,fsdp,pipeline,tp,mirrored`: `pipeline` is both of its schedules, gpipe and 1f1b."""
+    chosen: list[Parallel] = []
+    for item in split_list(text, "--parallel"):
+        if item == "pipeline":
+            chosen += strategies.PIPELINE
+            continue
+        try:
+            chosen.append(Parallel(item))
+        except ValueError:
+            names = ", ".join(["pipeline", *(p.value for p in Parallel)])
+            raise UsageError(f"--parallel {item!r}: expected one of {names}") from None
+    return tuple(dict.fromkeys(chosen))
+
+
+def parse_microbatches(text: str) -> tuple[int, ...]:
+    return tuple(dict.fromkeys(positive_ints(text, "--microbatches")))
 
 
 def parse_data(text: str) -> str:

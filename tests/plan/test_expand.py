@@ -1,10 +1,11 @@
 import pytest
 
-from dlperf.api import make_spec, thread_counts
 from dlperf.errors import UsageError
+from dlperf.plan import thread_counts
 from dlperf.plan.cells import expand
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import schedule
+from dlperf.spec import make_spec
 from dlperf.workloads import BUILTIN
 
 
@@ -39,7 +40,7 @@ def _env(speed, flags, gpus=()):
 
 
 def test_a_precision_without_a_fast_path_here_is_said_before_anything_is_measured():
-    from dlperf.api import precision_warnings
+    from dlperf.plan.warnings import precision_warnings
 
     cells = [Cell("resnet-18", "torch", "cpu", 1, m) for m in ("fp32", "bf16", "bf16+channels_last", "fp16")]
     # an AVX2-only CPU: bf16 emulated, about 90x slower than fp32 in a matrix product; fp16 fine
@@ -56,7 +57,7 @@ def test_a_precision_without_a_fast_path_here_is_said_before_anything_is_measure
 
 
 def test_bf16_on_a_gpu_before_ampere_is_said_and_not_on_one_after():
-    from dlperf.api import precision_warnings
+    from dlperf.plan.warnings import precision_warnings
 
     v100 = {"name": "cuda:0", "model": "Tesla V100-SXM2-16GB", "capability": "7.0"}
     h100 = {"name": "cuda:1", "model": "NVIDIA H100 80GB HBM3", "capability": "9.0"}

@@ -30,7 +30,7 @@ def test_a_ddp_cell_has_its_own_key_and_column():
 
 
 def test_the_protocol_sets_the_total_batch():
-    from dlperf.api import ddp_workload
+    from dlperf.plan import ddp_workload
     from dlperf.workloads import BUILTIN
 
     fcn_r = BUILTIN["fcn-r"]

@@ -10,6 +10,7 @@ from dlperf.protocol import Cell, Error, Profiled, ProfileTask, Unsupported
 from dlperf.runner import launch as launcher
 from dlperf.runner import sweep
 from dlperf.runner.launch import ChildResult, Launched
+from dlperf.runner.session import Session
 from dlperf.spec import RunSpec
 from dlperf.store import Store
 
@@ -36,7 +37,7 @@ def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2):
     run_id = store.create_run({}, {}, {}, ["dlperf"], [{"key": CELL.key, **CELL.to_json(),
                                                          "workload_json": {"batch": 4}}])  # fmt: skip
     spec = RunSpec(("tiny-fcn-r",), repeats=repeats, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
-    ctx = sweep.SweepContext(store, run_id, spec, {CELL.key: {"batch": 4}}, cores=2)
+    ctx = Session(store, run_id, spec, {CELL.key: {"batch": 4}}, cores=2)
     error = None if status == "ok" else "boom"
     measured = {"status": status, "error": error, "samples": [0.02, 0.02, 0.02] if status == "ok" else [],
                 "detail": {}, "duration_s": 1.0}  # fmt: skip
@@ -94,12 +95,12 @@ def test_resume_profiles_the_measured_cells_an_interrupt_left_unprofiled_and_onl
         store.record(run_id, cell.key, 0, measured, {"status": "ok", "median_s": 0.02})
     store.record_profile(run_id, OTHER.key, {"status": "failed", "error": "boom"})
     spec = RunSpec(("tiny-fcn-r",), repeats=2, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
-    ctx = sweep.SweepContext(store, run_id, spec, {c.key: {"batch": 4} for c in (CELL, OTHER, third)}, cores=2)
+    ctx = Session(store, run_id, spec, {c.key: {"batch": 4} for c in (CELL, OTHER, third)}, cores=2)
     left = [t for t in sweep.remaining([CELL, OTHER, third], 2, {(CELL.key, 0), (CELL.key, 1), (OTHER.key, 0),
                                                                  (OTHER.key, 1), (third.key, 0)})]  # fmt: skip
     assert [t.cell for t in left] == [third]
     assert sweep.unprofiled(ctx, left) == [CELL]
-    assert sweep.unprofiled(sweep.SweepContext(store, run_id, RunSpec(("tiny-fcn-r",)), {}, 2), left) == []
+    assert sweep.unprofiled(Session(store, run_id, RunSpec(("tiny-fcn-r",)), {}, 2), left) == []
 
     given, said = [], []
     monkeypatch.setattr(launcher, "launch", lambda task, *a, **kw: given.append(task) or Launched(

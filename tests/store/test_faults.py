@@ -251,7 +251,7 @@ def test_a_new_run_reminds_of_measurements_kept_beside_the_store(tmp_path, monke
 
     db = str(tmp_path / "d.db")
     spill.keep(db, 3, "tiny-fcn-r|torch|cpu|1|fp32", 0, {"samples": [0.1]})
-    monkeypatch.setattr(api, "estimate", lambda plan, db, say: None)  # no pilot step: only the warnings matter
+    monkeypatch.setattr(api, "for_plan", lambda plan, db, say: None)  # no pilot step: only the warnings matter
     said = []
     api.run("tiny-fcn-r", threads=[1], dry_run=True, db=db, warn=said.append)
     assert any("keeps measurements the store refused (run 3: 1)" in w and "--resume" in w for w in said), said

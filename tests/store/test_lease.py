@@ -78,9 +78,9 @@ def put_lease(path, run_id: int, pid: int, host: str, token: str | None, seen: s
 
 def test_a_second_resume_is_refused_while_the_holder_lives_and_takes_over_when_it_dies(tmp_path):
     require("torch")
-    from dlperf import api, envinfo
+    from dlperf import api, envinfo, plan
 
-    env = envinfo.capture(api.framework_info(["torch"]))
+    env = envinfo.capture(plan.framework_info(["torch"]))
     spec = api.make_spec(["tiny-fcn-r"], threads=[1]).to_json()
     db = tmp_path / "d.db"
     holder = python(HOLD, str(db), json.dumps([spec, env, envinfo.fingerprint(env), CELL]))

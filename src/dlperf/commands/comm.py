@@ -177,9 +177,10 @@ def check_backend(backend: CommBackend, nproc: int, info: EnvAnswer) -> None:
 
 def run(args) -> int:
     """Measure in one torchrun job, store every size, print. Exit 1 if the job failed, timed out or summed wrong."""
-    from dlperf import api, envinfo
+    from dlperf import envinfo
     from dlperf.answers import EnvAnswer
     from dlperf.commands.common import warn
+    from dlperf.plan.devices import framework_info
     from dlperf.runner.comm import comm_records, failure_reason, result_of, run_job
     from dlperf.runner.sweep import interpreter_for, sigterm_as_interrupt
     from dlperf.store import Store
@@ -187,7 +188,7 @@ def run(args) -> int:
     opts = options(args)
     job = opts.job
     python = interpreter_for(FRAMEWORK)
-    info = api.framework_info([FRAMEWORK])
+    info = framework_info([FRAMEWORK])
     check_backend(job.backend, job.nproc, EnvAnswer.from_json(info[FRAMEWORK]))
     env = envinfo.capture(info)
     warnings: list[str] = []

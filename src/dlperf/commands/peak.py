@@ -124,17 +124,18 @@ def options(args) -> PeakOptions:
 
 def run(args) -> int:
     """Measure, store each (device, threads) as soon as it is in, print. Exit 1 if a child failed or timed out."""
-    from dlperf import api, envinfo
+    from dlperf import envinfo
+    from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
     from dlperf.runner.peak import measure, peak_records
     from dlperf.runner.sweep import sigterm_as_interrupt
     from dlperf.store import Store
 
     opts = options(args)
-    info = api.framework_info([FRAMEWORK])
+    info = framework_info([FRAMEWORK])
     env = envinfo.capture(info)
-    devices = api.resolve_devices(opts.devices, info)
+    devices = resolve_devices(opts.devices, info)
     warnings: list[str] = []
-    threads = api.thread_counts(opts.threads, env["cores"]["cores"], warnings)
+    threads = thread_counts(opts.threads, env["cores"]["cores"], warnings)
     for warning in warnings:
         print(f"dlperf: warning: {warning}", file=sys.stderr, flush=True)
     db = db_path(args)

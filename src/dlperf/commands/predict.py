@@ -58,8 +58,8 @@ def run(args) -> int:
 
 
 def predict(args, chosen, modes) -> int:
-    from dlperf.api import resolve_workload
     from dlperf.commands.common import print_rich
+    from dlperf.plan.workloads import resolve_workload
     from dlperf.predict import count, roofline
 
     workload = count.at(resolve_workload(args.workload, "torch", float(args.timeout)), args.batch)

@@ -14,6 +14,22 @@ HELP = "measure a sweep and print the table"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_sweep_flags(p)
+    add_process_flags(p)
+    add_timer_flags(p, min_steps=10, min_time=1.0, max_time=60.0, max_warmup=30)
+    add_parallel_flags(p)
+    p.add_argument("--profile", action="store_true", help="after each cell's timed processes, profile it in one "
+                   "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
+    p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
+    add_nvtx_flag(p)
+    add_data_flags(p)
+    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
+    p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
+                   "runs here, or one untimed step per workload and mode)")  # fmt: skip
+
+
+def add_sweep_flags(p: argparse.ArgumentParser) -> None:
+    """What the sweep measures: its cells' workloads, frameworks, devices, thread counts and modes."""
     p.add_argument(
         "--workloads",
         help="comma list of built-in names, or path/file.py:factory, or module:factory "
@@ -32,6 +48,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help=f"comma list of modes, each components joined by '+', e.g. fp32,bf16+channels_last,bf16+compile "
         f"(default: fp32). Components: {help_text()}",
     )
+
+
+def add_process_flags(p: argparse.ArgumentParser) -> None:
+    """How each cell's processes run: how many, for how long, pinned or not, and what else they check."""
     p.add_argument(
         "--repeats", type=whole("--repeats", 1), default=1, help="fresh processes per cell, interleaved (default: 1)"
     )
@@ -50,7 +70,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-predict", action="store_true", help="skip predicting each GPU cell's step for its GPU "
                    "before the run (one probe child; dlperf table shows measured against predicted)")  # fmt: skip
-    add_timer_flags(p, min_steps=10, min_time=1.0, max_time=60.0, max_warmup=30)
+
+
+def add_parallel_flags(p: argparse.ArgumentParser) -> None:
+    """Multi-process cells, a group of their own: the process counts, the strategies, and the nodes."""
     ddp = p.add_argument_group("multi-process cells (torchrun; TensorFlow's MirroredStrategy: replicas)")
     ddp.add_argument(
         "--nproc",
@@ -82,14 +105,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--node-rank", type=whole("--node-rank"), default=0, help="this machine's rank among --nnodes (default: 0)"
     )
     ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
-    p.add_argument("--profile", action="store_true", help="after each cell's timed processes, profile it in one "
-                   "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
-    p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
-    add_nvtx_flag(p)
-    add_data_flags(p)
-    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
-    p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
-                   "runs here, or one untimed step per workload and mode)")  # fmt: skip
 
 
 def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,

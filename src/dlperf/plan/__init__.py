@@ -1,1 +1,80 @@
-"""The plan: what the user asked for (`spec.py`), expanded into the cells a run measures, and what they will cost."""
+"""The plan: what the user asked for (`spec.py`), checked against this machine and expanded into the cells a run
+measures, with what to warn about before anything runs and what it will cost (`estimate.py`).
+
+    devices.py    the frameworks' devices (a probe child), the devices chosen, the thread counts
+    workloads.py  built-in or a user's factory (built in a probe child), a DDP cell's batch, the real data opened
+    warnings.py   what is measured anyway, and said first: oversubscription, slow precisions, inherited variables
+    cells.py      the sweep expanded into cells
+    estimate.py   the plan's time before it runs (--dry-run)
+
+`plan/` may import `runner/` (the probe asks a child, the pilot launches one); `runner/` never imports `plan/`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from dlperf import envinfo
+from dlperf.errors import UsageError
+from dlperf.measure import system
+from dlperf.plan.cells import expand, expand_ddp
+from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
+from dlperf.plan.warnings import ddp_warnings, inherited_warning, loader_warnings, pin_warnings, precision_warnings
+from dlperf.plan.workloads import check_data, ddp_workload, resolve_workload
+from dlperf.protocol import Cell
+from dlperf.runner.tasks import Task, schedule
+from dlperf.spec import RunSpec, device_kind
+from dlperf.vocab import DeviceKind
+from dlperf.workloads import Workload
+
+
+@dataclass
+class Plan:
+    spec: RunSpec
+    cells: list[Cell]
+    workloads: dict[str, dict]  # cell key -> workload JSON
+    env: dict
+    cores: int
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def tasks(self) -> list[Task]:
+        return schedule(self.cells, self.spec.repeats)
+
+
+def make_plan(spec: RunSpec) -> Plan:
+    """Everything that needs checking before anything is written: frameworks, devices, user workloads."""
+    info = framework_info(spec.frameworks)
+    env = envinfo.capture(info)
+    cores = env["cores"]["cores"]
+    warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
+    workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout) for name in spec.workloads}
+    check_data(spec, list(workloads.values()))
+    devices = resolve_devices(spec.devices, info)
+    if spec.nprocs:
+        cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
+        named = {w.name: w for w in workloads.values()}  # a user workload is asked for by its source
+        chosen = {c.key: ddp_workload(named[c.workload], c).to_json() for c in cells}
+        return Plan(spec, cells, chosen, env, cores, warnings + precision_warnings(cells, env))
+    counts = thread_counts(spec.threads, cores, warnings)
+    warnings += pin_warnings(spec, counts, len(system.affinity_cpus()))
+    cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
+    by_name = {w.name: w.to_json() for w in workloads.values()}
+    warnings += precision_warnings(cells, env) + loader_warnings(cells, cores)
+    return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+
+
+def _ddp_cells(
+    spec: RunSpec, workloads: list[Workload], devices: list[str], cores: int, warnings: list[str]
+) -> tuple[list[Cell], list[str]]:
+    """DDP cells: each process count on each kind of device (the CPU, or one GPU per process), with `--threads`
+    per process or the cores shared evenly; the warnings with those of more processes x threads than cores."""
+    gpus = [d for d in devices if device_kind(d) is DeviceKind.CUDA]
+    kinds = (["cpu"] if "cpu" in devices else []) + (["cuda"] if gpus else [])
+    if not kinds:
+        raise UsageError("--nproc: data-parallel cells run on the CPU (gloo) or on CUDA GPUs (NCCL)")
+    for n in spec.nprocs:
+        if gpus and n > len(gpus):
+            raise UsageError(f"--nproc {n}: one GPU per process, and this node has {len(gpus)}")
+    return expand_ddp(spec, workloads, kinds, cores), warnings + ddp_warnings(spec, cores, on_cpu="cpu" in kinds)

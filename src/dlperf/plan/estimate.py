@@ -15,16 +15,21 @@ A user once got "2.7 min" for a sweep that took 31: a fixed guess per cell knew 
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from dlperf import envinfo
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import Mode, mode_components
+from dlperf.plan import Plan
 from dlperf.protocol import Cell, CellTask
 from dlperf.runner import collect
 from dlperf.runner.launch import launch
+from dlperf.runner.sweep import interpreter_for
 from dlperf.runner.tasks import Task
+from dlperf.store import Store
 
 PILOT_TIMER = TimerConfig(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1)  # one step each, whatever it takes
 PILOT_TIMEOUT_S = 300.0
@@ -143,3 +148,26 @@ def estimate(
         one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
         likely, most = likely + one, most + bound
     return Estimate(likely, max(likely, most), len(pilots), pilot_s, len(tasks) - len(unknown))
+
+
+def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None) -> Estimate:
+    """How long the plan will take: each cell's earlier processes on this machine where the store has them, a pilot
+    step's model otherwise."""
+    spec = plan.spec
+    return estimate(
+        plan.tasks, plan.workloads, known_durations(db, envinfo.fingerprint(plan.env)), timer=spec.timer,
+        timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores, python_for=interpreter_for,
+        on_pilot=on_pilot,
+    )  # fmt: skip
+
+
+def known_durations(db: str, fingerprint: dict) -> dict[str, list[float]]:
+    """Cell key -> the durations of its processes in earlier runs on this machine."""
+    if not os.path.exists(db):
+        return {}
+    store = Store.open(db, create=False)
+    try:
+        runs = [r.id for r in store.runs() if r.fingerprint == fingerprint]
+        return store.durations(runs)
+    finally:
+        store.close()

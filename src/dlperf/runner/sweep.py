@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import Protocol
 
 from dlperf import envs
 from dlperf.errors import MissingDependency, StoreFault
@@ -32,8 +32,10 @@ class Interrupted(Exception):
     """Ctrl-C or SIGTERM during a sweep."""
 
 
-@dataclass
-class SweepContext:
+class SweepContext(Protocol):
+    """The run being measured, as the sweep reads it: a `runner.session.Session`, which runs the sweep (so the
+    sweep names what it reads rather than importing it)."""
+
     store: Store
     run_id: int
     spec: RunSpec

@@ -374,7 +374,7 @@ def test_bf16_emulated_as_on_an_avx2_only_cpu_is_measured_as_a_trap():
     import subprocess
     import sys
 
-    from dlperf.api import TRAP_PRECISION
+    from dlperf.plan.warnings import TRAP_PRECISION
 
     code = "from dlperf.frameworks.torch.backend import precision_speed; print(precision_speed()['bf16'])"
     env = {**os.environ, "ONEDNN_MAX_CPU_ISA": "AVX2", "OMP_NUM_THREADS": "1"}

@@ -2,7 +2,7 @@
 
 On a CPU the replicas are N logical CPU devices (`tf.config.set_logical_device_configuration`, before TensorFlow
 initializes its devices), on GPUs one GPU each. The model, loss and optimizer are the backend's (`backend.py`); each
-replica trains its slice of the total batch, the job's (`api.ddp_workload`: strong scaling splits the workload's
+replica trains its slice of the total batch, the job's (`plan.ddp_workload`: strong scaling splits the workload's
 total, weak gives each replica the workload's batch). A step is `strategy.run` of one tf.function (graph mode), the
 loss summed over the replicas.
 

@@ -1,0 +1,79 @@
+"""What a plan warns about before anything is measured (each measured anyway): inherited thread variables, threads
+or processes beyond the cores, a pinning mask smaller than a cell, a reduced precision without a fast path here,
+loader workers that take the compute threads' cores."""
+
+from __future__ import annotations
+
+from dlperf.loaders import oversubscribed, setting
+from dlperf.measure import system
+from dlperf.modes import mode_components
+from dlperf.protocol import Cell
+from dlperf.spec import RunSpec
+
+SLOW_PRECISION = 0.8  # a reduced precision whose matrix products run below this share of fp32's speed may not pay
+TRAP_PRECISION = 0.25  # ... and below this one it is emulated (on an AVX2-only CPU bf16 ran 12-16x slower than fp32)
+NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
+BF16_CAPABILITY = (8, 0)  # bf16 tensor cores arrived with Ampere; before it CUDA emulates bf16
+
+
+def inherited_warning(name: str, value: str) -> str:
+    if name in system.THREAD_COUNT_VARS:
+        return f"inherited {name}={value} is replaced by each cell's thread count"
+    return f"inherited {name}={value} changes threading or kernels; recorded with every cell"
+
+
+def pin_warnings(spec: RunSpec, counts: list[int], allowed: int) -> list[str]:
+    """--pin with more threads than this process may run on: those cells share the allowed CPUs."""
+    if not spec.pin or max(counts) <= allowed:
+        return []
+    return [f"--pin: only {allowed} CPUs are in this process's affinity mask; cells with more threads are pinned to "
+            f"those {allowed}"]  # fmt: skip
+
+
+def ddp_warnings(spec: RunSpec, cores: int, on_cpu: bool) -> list[str]:
+    """Each process count whose processes x threads exceed the cores, where the processes share the CPU."""
+    warnings = []
+    for n in spec.nprocs or ():
+        threads = list(spec.threads) if spec.threads else [max(1, cores // n)]
+        over = [t for t in threads if n * t > cores and on_cpu]
+        if over:
+            warnings.append(f"--nproc {n} x --threads {','.join(map(str, over))} exceeds the {cores} usable cores: "
+                            "expect oversubscription; measured anyway")  # fmt: skip
+    return warnings
+
+
+def precision_warnings(cells: list[Cell], env: dict) -> list[str]:
+    """Before anything is measured: each reduced precision the plan uses on a device that lacks a fast path for it.
+    On the CPU, from the probe's measured matrix-product speeds against fp32 (PyTorch's kernels) and the CPU's flags;
+    on a CUDA GPU, from its compute capability."""
+    used = sorted({(c.device, p.value) for c in cells for p in mode_components(c.mode) if p.value in NATIVE_FLAGS})
+    frameworks = env.get("frameworks") or {}
+    speed = ((frameworks.get("torch") or {}).get("precision_speed") or {}).get("cpu") or {}
+    gpus = {d["name"]: d for fw in frameworks.values() for d in fw.get("devices", []) if "capability" in d}
+    flags = set((env.get("cpu") or {}).get("flags") or [])
+    warnings = []
+    for device, dtype in used:
+        ratio = speed.get(dtype) if device == "cpu" else None
+        if ratio is not None and ratio < SLOW_PRECISION:
+            native = [f for f in NATIVE_FLAGS[dtype] if f in flags]
+            has = f"the CPU has {', '.join(native)}" if native else f"no {' or '.join(NATIVE_FLAGS[dtype])} on this CPU"
+            expect = "many times slower than" if ratio < TRAP_PRECISION else "no faster than, or slower than,"
+            warnings.append(f"{dtype} on cpu: a {dtype} matrix product ran {1 / ratio:.1f}x slower than fp32 here "
+                            f"({has}): expect the {dtype} cells to be {expect} fp32; measured anyway")  # fmt: skip
+        gpu = gpus.get(device)
+        if gpu and dtype == "bf16" and tuple(int(x) for x in gpu["capability"].split(".")) < BF16_CAPABILITY:
+            warnings.append(f"bf16 on {device} ({gpu.get('model')}, compute capability {gpu['capability']}): no bf16 "
+                            "tensor cores before 8.0, bf16 is emulated: expect the bf16 cells to be slower than fp32; "
+                            "measured anyway")  # fmt: skip
+    return warnings
+
+
+def loader_warnings(cells: list[Cell], cores: int) -> list[str]:
+    """Loader workers and compute threads share the cores: the pairs of a plan that ask for more than there are."""
+    over = sorted({(c.loader, c.threads) for c in cells if c.loader and c.device == "cpu"
+                   and oversubscribed(setting(c.loader).workers, c.threads, cores)})  # fmt: skip
+    if not over:
+        return []
+    pairs = ", ".join(f"{loader} with {threads} threads" for loader, threads in over)
+    return [f"--data: loader workers + compute threads exceed the {cores} cores in {pairs}: they take turns; "
+            "measured anyway"]  # fmt: skip

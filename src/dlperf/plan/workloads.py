@@ -1,0 +1,44 @@
+"""The workloads of a plan: a built-in one, or a user's factory built in a probe child; a DDP cell's batch; the real
+data (`--data`) opened before anything is written."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dlperf.answers import DataRequest, WorkloadRequest
+from dlperf.loaders import DATA_SYNTHETIC
+from dlperf.protocol import Cell
+from dlperf.runner import probe
+from dlperf.runner.sweep import interpreter_for
+from dlperf.spec import RunSpec
+from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
+
+
+def resolve_workload(name: str, framework: str, timeout: float) -> Workload:
+    """A built-in workload, or a user's: its factory is imported and built in a probe, for at most `timeout` (the
+    cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped)."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    answer = probe.ask(framework, WorkloadRequest(name), interpreter_for(framework), timeout, timeout_flag="--timeout")
+    return Workload(
+        name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
+        outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
+        data="synthetic (user batch maker)", source=name,
+    )  # fmt: skip
+
+
+def ddp_workload(w: Workload, cell: Cell) -> Workload:
+    """The workload a DDP cell trains, its `batch` the job's total: the protocol's batch split over the processes
+    (strong scaling), or the workload's batch for each process (weak)."""
+    total = (w.ddp_batch or w.batch) if cell.scaling == "strong" else w.batch * cell.nproc
+    return replace(w, batch=total)
+
+
+def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
+    """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
+    UsageError naming the file, and no run is stored. PyTorch's backend alone reads real data: without it, the
+    loader cells are `unsupported` and there is nothing to check."""
+    if spec.data == DATA_SYNTHETIC or "torch" not in spec.frameworks:
+        return
+    request = DataRequest(spec.data, [w.to_json() for w in workloads])
+    probe.ask("torch", request, interpreter_for("torch"), spec.timeout, timeout_flag="--timeout")

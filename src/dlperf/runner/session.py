@@ -1,0 +1,170 @@
+"""The run being measured (`Session`), and the time a search may spend on it (`Budget`).
+
+A `Session` is one run of the store while it is measured: its spec, each cell's workload, the cores. It is made by
+creating a run (`dlperf run`: the plan's cells; a search: none yet) or by taking a stored one up again (`--resume`);
+it adds cells, measures tasks through the sweep (`sweep.execute`), reads its own cells back, and ends. `dlperf run`,
+`dlperf optimize`'s searches and `dlperf crossover` all measure through one; they keep only their policy.
+
+A `Budget` is a search's clock, started when the search began, and its estimate of what the next processes cost,
+from the processes the session has measured so far.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from dlperf import envinfo
+from dlperf.modes import Mode
+from dlperf.protocol import Cell
+from dlperf.runner import sweep
+from dlperf.runner.tasks import Task
+from dlperf.spec import RunSpec
+from dlperf.store import Store
+from dlperf.store.records import CellRecord, ProfileRecord
+from dlperf.vocab import Status
+
+COMPILE_GUESS_S = 90.0  # budget kept for a compiled process's compilation before a compiled one has run
+FIRST_PROCESS_S = 60.0  # a process's guess before any has run
+
+
+@dataclass
+class Session:
+    store: Store
+    run_id: int
+    spec: RunSpec
+    workloads: dict[str, dict]  # cell key -> workload JSON
+    cores: int
+
+    @classmethod
+    def create(
+        cls, store: Store, spec: RunSpec, env: dict, cores: int, argv: list[str],
+        cells: list[Cell] = (), workloads: dict[str, dict] | None = None,
+    ) -> Session:  # fmt: skip
+        """A new run leased to this process, `cells` pending (`workloads`: cell key -> workload JSON); a search
+        starts with none and adds them as it goes."""
+        workloads = dict(workloads or {})
+        fingerprint = envinfo.fingerprint(env)
+        run_id = store.create_run(spec.to_json(), env, fingerprint, argv, _pending(cells, workloads))
+        return cls(store, run_id, spec, workloads, cores)
+
+    @classmethod
+    def resume(cls, store: Store, run_id: int, spec: RunSpec, cores: int) -> Session:
+        """A stored run taken up again (its lease acquired by the caller), each cell training what it was planned to."""
+        return cls(store, run_id, spec, {c.key: c.workload_spec for c in store.cells(run_id)}, cores)
+
+    def add(self, cells: list[Cell], workload: dict) -> None:
+        """More pending cells, each training `workload`: a search decides its cells as it goes."""
+        chosen = {c.key: workload for c in cells}
+        self.store.add_cells(self.run_id, _pending(cells, chosen))
+        self.workloads.update(chosen)
+
+    def measure(
+        self, tasks: list[Task], progress_factory: Callable, *, last: bool = True,
+        compile_timeout: float | None = None, to_profile: list[Cell] = (),
+    ) -> list[Status]:  # fmt: skip
+        """Measure `tasks` in a progress display of `progress_factory(items)`; their statuses. `last`: the run is
+        complete after them, else it stays open for more. `compile_timeout`: these tasks' own --compile-timeout.
+        `to_profile`: measured cells profiled first (`sweep.unprofiled`). Raises sweep.Interrupted."""
+        if not (tasks or to_profile or last):
+            return []
+        run = self
+        if compile_timeout is not None:  # a view of this session: its spec is not changed in place
+            run = replace(self, spec=replace(self.spec, compile_timeout=compile_timeout))
+        progress = progress_factory(len(to_profile) + len(tasks))
+        with progress:
+            return sweep.execute(run, tasks, progress, last=last, to_profile=to_profile)
+
+    def take_up_kept(self) -> int:
+        """Store what a refusing store kept beside it for this run (`store/spill.py`); how many."""
+        return sweep.take_up_kept(self)
+
+    def remaining(self) -> list[Task]:
+        """The processes of a resumed run not measured yet, in the order the plan gave them."""
+        return sweep.remaining([c.cell for c in self.cells()], self.spec.repeats, self.store.done_repeats(self.run_id))
+
+    def unprofiled(self, tasks: list[Task]) -> list[Cell]:
+        return sweep.unprofiled(self, tasks)
+
+    # --- the store's reads of this run ------------------------------------------------------------------------------
+    def cells(self) -> list[CellRecord]:
+        return self.store.cells(self.run_id)
+
+    def cell(self, key: str) -> CellRecord:
+        return next(c for c in self.cells() if c.key == key)
+
+    def samples(self, key: str) -> list[list[float]]:
+        return self.store.samples(self.run_id, key)
+
+    def durations(self) -> dict[str, list[float]]:
+        """Cell key -> the seconds of each of its finished processes."""
+        return self.store.durations([self.run_id])
+
+    def profiles(self) -> dict[str, ProfileRecord]:
+        return self.store.profiles(self.run_id)
+
+    # --- its status --------------------------------------------------------------------------------------------------
+    def reopen(self) -> None:
+        """A resumed run is running again."""
+        self.store.set_run_status(self.run_id, "running")
+
+    def complete(self) -> None:
+        self.store.set_run_status(self.run_id, "complete")
+
+    def interrupted(self) -> None:
+        self.store.set_run_status(self.run_id, "interrupted")
+
+
+def _pending(cells: list[Cell], workloads: dict[str, dict]) -> list[dict]:
+    """The store's rows of pending cells, each with its workload."""
+    return [{"key": c.key, **c.to_json(), "workload_json": workloads[c.key]} for c in cells]
+
+
+@dataclass
+class Budget:
+    """A search's time: `seconds` in all, counted from `started`; the cost of its next processes from the
+    session's own so far."""
+
+    seconds: float
+    session: Session
+    started: float = field(default_factory=time.monotonic)
+
+    def spent(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> float:
+        return self.seconds - self.spent()
+
+    def covers(self, seconds: float) -> bool:
+        return seconds <= self.left()
+
+    def per_process(self) -> float:
+        """Seconds one process of this search takes: the median of its processes so far."""
+        durations = [d for ds in self.session.durations().values() for d in ds]
+        return statistics.median(durations) if durations else FIRST_PROCESS_S
+
+    def modes_s(self, modes: list[str], repeats: int) -> float:
+        """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process (`estimate_s`)."""
+        mode_of = {c.key: c.mode for c in self.session.cells()}
+        by_mode: dict[str, list[float]] = {}
+        for key, seconds in self.session.durations().items():
+            by_mode.setdefault(mode_of.get(key, Mode.FP32.value), []).extend(seconds)
+        return estimate_s(modes, by_mode, repeats)
+
+
+def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int) -> float:
+    """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process, from the process
+    durations measured so far (mode -> seconds). A compiled mode's process takes what this search's compiled
+    processes took, once there are some; before, an eager one's plus COMPILE_GUESS_S. (Guessing on after compile was
+    measured kept a search whose first round chose compile from every later round: 9.5 min wanted for two
+    candidates whose processes took 30 s.)"""
+    compiled = [d for m, ds in durations.items() if Mode.COMPILE.value in m.split("+") for d in ds]
+    eager_ones = [d for m, ds in durations.items() if Mode.COMPILE.value not in m.split("+") for d in ds]
+    eager = statistics.median(eager_ones or compiled) if eager_ones or compiled else FIRST_PROCESS_S
+    per_compiled = statistics.median(compiled) if compiled else eager + COMPILE_GUESS_S
+    total = eager  # the baseline's extra process
+    for mode in modes:
+        total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager)
+    return total

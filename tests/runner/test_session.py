@@ -1,0 +1,77 @@
+"""The run being measured (`Session`: its cells added with their workloads, measured through the sweep, read back)
+and a search's time (`Budget`: its clock, and the cost of its next processes from the session's own)."""
+
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from dlperf.protocol import Cell
+from dlperf.runner import session as sessions
+from dlperf.runner import sweep
+from dlperf.runner.session import Budget, Session
+from dlperf.runner.tasks import Task
+from dlperf.spec import RunSpec
+from dlperf.store import Store
+from test_optimize import _Quiet
+
+CELL = Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")
+COMPILED = Cell("tiny-fcn-r", "torch", "cpu", 1, "compile")
+
+
+def quiet(total):
+    """A progress display's factory: nothing shown."""
+    return _Quiet()
+
+
+def measured(seconds):
+    return {"status": "ok", "error": None, "samples": [0.01, 0.01, 0.01], "detail": {}, "duration_s": seconds}
+
+
+@pytest.fixture
+def session(tmp_path):
+    store = Store.open(tmp_path / "s.db", create=True)
+    spec = RunSpec(("tiny-fcn-r",), threads=(1,), compile_timeout=600.0)
+    yield Session.create(store, spec, {"cores": {"cores": 2}}, 2, ["dlperf", "optimize"])
+    store.close()
+
+
+def test_cells_added_are_measured_with_their_workload_and_a_compile_timeout_of_their_own(session, monkeypatch):
+    seen = []
+
+    def run_task(task, ctx, poll):
+        seen.append((task.cell.mode, ctx.workloads[task.cell.key]["batch"], ctx.spec.compile_timeout))
+        return measured(3.0 if task.cell.mode == "compile" else 1.0)
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    session.add([CELL], {"batch": 4})
+    session.add([COMPILED], {"batch": 8})
+    assert session.measure([Task(CELL, 0)], quiet, last=False) == ["ok"]
+    session.measure([Task(COMPILED, 0)], quiet, last=False, compile_timeout=42.0)
+    assert seen == [("fp32", 4, 600.0), ("compile", 8, 42.0)]
+    assert session.spec.compile_timeout == 600.0  # the search's own timeout was a view's, not the session's
+    assert [c.key for c in session.cells()] == [CELL.key, COMPILED.key] and session.cell(CELL.key).ok
+    assert session.durations() == {CELL.key: [1.0], COMPILED.key: [3.0]}
+    assert session.store.run(session.run_id).status == "running"
+    assert session.measure([], quiet, last=False) == []  # nothing to run: the run stays open
+    session.measure([], quiet)  # the last call completes it
+    assert session.store.run(session.run_id).status == "complete"
+
+
+def test_the_budget_counts_from_when_the_search_began_and_estimates_from_the_sessions_processes(session, monkeypatch):
+    budget = Budget(100.0, session, started=time.monotonic() - 30)
+    assert 69 < budget.left() <= 70 and 30 <= budget.spent() < 31
+    assert budget.covers(60.0) and not budget.covers(80.0)
+    assert budget.per_process() == sessions.FIRST_PROCESS_S  # nothing measured yet
+    monkeypatch.setattr(
+        sweep, "run_task", lambda task, ctx, poll: measured(3.0 if "compile" in task.cell.mode else 1.0)
+    )
+    session.add([CELL, COMPILED], {"batch": 4})
+    session.measure([Task(CELL, 0), Task(CELL, 1), Task(COMPILED, 0)], quiet, last=False)
+    assert budget.per_process() == 1.0
+    assert budget.modes_s(["bf16", "bf16+compile"], 2) == 1.0 + 2 * 1.0 + 2 * 3.0  # the baseline's extra process first
+
+
+def test_a_fake_session_is_enough_for_the_clock():
+    budget = Budget(10.0, SimpleNamespace(), started=time.monotonic())
+    assert budget.covers(5.0) and not budget.covers(11.0)

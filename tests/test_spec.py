@@ -1,0 +1,55 @@
+"""RunSpec checks its own fields, each refusal a UsageError naming the flag: a spec read back from the store
+(`run --resume`) is checked as one typed on the command line."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import one_line_error
+from dlperf.errors import UsageError
+from dlperf.spec import RunSpec, make_spec
+from dlperf.store import Store
+
+
+def stored(**changes) -> dict:
+    """A valid spec as the store holds it, with `changes` made to its JSON."""
+    return {**make_spec("tiny-fcn-r", threads=[1]).to_json(), **changes}
+
+
+@pytest.mark.parametrize(
+    ("changes", "flag"),
+    [({"repeats": 0}, "--repeats"), ({"timeout": -1.0}, "--timeout"), ({"threads": [0]}, "--threads"),
+     ({"modes": ["fp33"]}, "--modes"), ({"frameworks": ["caffe"]}, "--frameworks"), ({"devices": ["tpu"]}, "--devices"),
+     ({"workloads": ["no-such-net"]}, "--workloads"), ({"scaling": "both"}, "--scaling"),
+     ({"parallel": ["ddp"]}, "--parallel"), ({"nprocs": [2], "frameworks": ["jax"]}, "--nproc"),
+     ({"loaders": ["w1"]}, "--loaders"), ({"timer": {**stored()["timer"], "min_time": -1.0}}, "--min-time"),
+     ({"profile": True, "profile_steps": 0}, "--steps")],
+)  # fmt: skip
+def test_a_stored_spec_with_a_bad_value_is_refused_naming_the_flag(changes, flag):
+    with pytest.raises(UsageError, match=flag):
+        RunSpec.from_json(stored(**changes))
+
+
+def test_a_spec_round_trips_through_the_store_and_checks_made_by_hand_too():
+    spec = make_spec("tiny-fcn-r", threads="1,2", nprocs=[2], parallel="pipeline", microbatches=[4, 8])
+    assert spec.parallel == ("gpipe", "1f1b") and RunSpec.from_json(spec.to_json()) == spec
+    with pytest.raises(UsageError, match="--microbatches: strategies spread a step over processes; add --nproc N"):
+        RunSpec(("tiny-fcn-r",), microbatches=(4,))
+    with pytest.raises(UsageError, match="--threads"):
+        RunSpec(("tiny-fcn-r",), threads=(0,))
+
+
+def test_resume_refuses_a_stored_spec_with_a_bad_value_in_one_line(tmp_path, capsys):
+    from dlperf.cli import main
+
+    db = tmp_path / "d.db"
+    store = Store.open(db, create=True)
+    run_id = store.create_run(stored(modes=["fp32+fp16"]), {}, {}, ["dlperf"], [])
+    store.close()
+    code = main(["run", "--resume", "--db", str(db)])
+    one_line_error(SimpleNamespace(returncode=code, stderr=capsys.readouterr().err), "--modes", "at most one precision")
+    store = Store.open(db, create=False)
+    try:
+        assert store.run(run_id).status == "running"  # nothing measured, nothing changed
+    finally:
+        store.close()
