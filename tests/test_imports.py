@@ -39,6 +39,7 @@ STDLIB_ONLY = (
     "dlperf.version",
     "dlperf.loaders",
     "dlperf.predict.ops",
+    "dlperf.frameworks.common",  # what every backend shares, imported in each framework's own environment
 )
 VIEWS = "dlperf.report"
 ABOVE_VIEWS = ("dlperf.cli", "dlperf.commands", "dlperf.api", "dlperf.optimize", "dlperf.progress")
