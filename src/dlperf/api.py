@@ -17,6 +17,7 @@ from typing import Any
 
 from dlperf import envinfo, parallel
 from dlperf.errors import UsageError
+from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_SYNTHETIC, oversubscribed, parse_loaders, setting
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
@@ -33,7 +34,6 @@ from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import (
     INT64_MAX,
     MAX_SECONDS,
-    UNPROFILABLE,
     RunSpec,
     device_kind,
     parse_data,
@@ -161,8 +161,8 @@ def make_spec(
 def _check_profile(frameworks: tuple[str, ...], nprocs, steps: int) -> None:
     """--profile needs a framework dlperf can profile, plain cells and at least one profiled step."""
     for name in frameworks:
-        if name in UNPROFILABLE:
-            raise UsageError(f"--profile: {name} cannot be profiled ({UNPROFILABLE[name]}); profile another framework")
+        if (why := capabilities.of(name).unprofilable) is not None:
+            raise UsageError(f"--profile: {name} cannot be profiled ({why}); profile another framework")
     if nprocs is not None:
         raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
     if not isinstance(steps, int) or not 1 <= steps <= INT64_MAX:
@@ -177,13 +177,10 @@ def _check_ddp(nprocs, frameworks, nnodes: int, node_rank: int, endpoint: str | 
         if nnodes > 1 or endpoint:
             raise UsageError("--nnodes and --rdzv-endpoint are for data-parallel cells: add --nproc N")
         return
-    if missing := [f for f in frameworks if f not in DATA_PARALLEL]:
+    if missing := [f for f in frameworks if capabilities.of(f).data_parallel is None]:
+        having = " or ".join(row.framework for row in capabilities.TABLE.values() if row.data_parallel)
         raise UsageError(f"--nproc: {', '.join(missing)} has no multi-process strategy dlperf measures (see dlperf "
-                         "list --parallel); use --frameworks torch or tensorflow")  # fmt: skip
-
-
-# each framework's data-parallel strategy: what --nproc measures without --parallel
-DATA_PARALLEL = {"torch": Parallel.DDP, "tensorflow": Parallel.MIRRORED}
+                         f"list --parallel); use --frameworks {having}")  # fmt: skip
 
 
 def _strategies(nprocs, frameworks, scaling: str, nnodes: int, text: str | None, micro_text: str | None):
@@ -193,7 +190,8 @@ def _strategies(nprocs, frameworks, scaling: str, nnodes: int, text: str | None,
             flag = "--parallel" if text is not None else "--microbatches"
             raise UsageError(f"{flag}: strategies spread a step over processes; add --nproc N")
         return (), ()
-    chosen = parallel.parse_parallel(text) if text is not None else tuple(DATA_PARALLEL[f] for f in frameworks)
+    default = tuple(capabilities.of(f).data_parallel for f in frameworks)  # what --nproc measures without --parallel
+    chosen = parallel.parse_parallel(text) if text is not None else default
     micro = parallel.parse_microbatches(micro_text) if micro_text is not None else ()
     parallel.check(chosen, frameworks, scaling, bool(micro))
     for f in frameworks:
@@ -325,12 +323,13 @@ def make_plan(spec: RunSpec) -> Plan:
 
 def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
     """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
-    UsageError naming the file, and no run is stored. PyTorch's backend alone reads real data: without it, the
-    loader cells are `unsupported` and there is nothing to check."""
-    if spec.data == DATA_SYNTHETIC or "torch" not in spec.frameworks:
+    UsageError naming the file, and no run is stored. A backend that reads no real data has nothing to check: its
+    loader cells are `unsupported` (`capabilities.reads_data`)."""
+    if spec.data == DATA_SYNTHETIC:
         return
     request = {"what": "data", "data": spec.data, "workloads": [w.to_json() for w in workloads]}
-    probe.ask("torch", request, interpreter_for("torch"), spec.timeout, timeout_flag="--timeout")
+    for reader in capabilities.data_readers(spec.frameworks):
+        probe.ask(reader, request, interpreter_for(reader), spec.timeout, timeout_flag="--timeout")
 
 
 def loader_warnings(cells: list[Cell], cores: int) -> list[str]:

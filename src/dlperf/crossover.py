@@ -190,7 +190,7 @@ class _Runner:
         new = []
         for b, threads in pairs:
             w = replace(self.workload, name=view.variant_name(self.workload.name, b), batch=b)
-            cell = Cell(w.name, "torch", "cpu", threads, self.ctx.spec.modes[0])
+            cell = Cell(w.name, self.ctx.spec.frameworks[0], "cpu", threads, self.ctx.spec.modes[0])
             self.ctx.workloads[cell.key] = w.to_json()
             self.cells[(b, threads)] = cell.key
             new.append(cell)

@@ -26,11 +26,6 @@ OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
 
-# frameworks dlperf cannot profile: `--profile` with one of them is refused before anything runs
-UNPROFILABLE = {
-    Framework.MXNET: "MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
-}
-
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
