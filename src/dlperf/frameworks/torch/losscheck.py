@@ -58,7 +58,7 @@ ROUNDING = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16, Mode.TF32: torc
 
 
 class StepLike(Protocol):
-    """What the check needs of a train step (`backend.TorchStep` is one)."""
+    """What the check needs of a train step (`step.TorchStep` is one)."""
 
     trainable: list[torch.Tensor]
 

@@ -243,7 +243,7 @@ def _close(ranges: list) -> None:
 
 
 def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict[str, Any]:
-    """`steps` steady steps of `train` (a backend.TorchStep, warmed up) under torch.profiler: the fields of
+    """`steps` steady steps of `train` (a step.TorchStep, warmed up) under torch.profiler: the fields of
     `dlperf.protocol.Profiled`."""
     cuda = train.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
