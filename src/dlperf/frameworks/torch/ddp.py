@@ -80,7 +80,8 @@ def gather(obj: Any, group: Group) -> list[Any]:
 
 
 class DDPStep(StrategyStep):
-    """The torch backend's step with its model wrapped in DistributedDataParallel."""
+    """The torch backend's step with its model wrapped in DistributedDataParallel: its `step` (the inner step's
+    iteration) returns when DDP's backward has all-reduced every bucket."""
 
     def __init__(self, step: TorchStep, group: Group, per_process_batch: int) -> None:
         super().__init__(group, step.params, step)
@@ -88,9 +89,6 @@ class DDPStep(StrategyStep):
         ids = [group.local_rank] if group.backend == "nccl" else None
         self.ddp = DistributedDataParallel(step.model, device_ids=ids)
         step.forward = self.ddp
-
-    def step(self) -> torch.Tensor:
-        return self.inner.iteration()  # DDP's backward returns when every bucket's all-reduce has finished
 
     def local_step(self) -> torch.Tensor:
         """The same step without the all-reduce: what computing alone costs."""
