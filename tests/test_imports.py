@@ -41,6 +41,7 @@ STDLIB_ONLY = (
     "dlperf.predict.ops",
     "dlperf.answers",
     "dlperf.wire",
+    "dlperf.frameworks.common",  # what every backend shares, imported in each framework's own environment
 )
 VIEWS = "dlperf.report"
 ABOVE_VIEWS = ("dlperf.cli", "dlperf.commands", "dlperf.api", "dlperf.optimize", "dlperf.progress")

@@ -185,7 +185,13 @@ class CpuSide:
     progress_factory: Callable
 
     def cell(self, batch: int, threads: int) -> Cell:
-        return Cell(view.variant_name(self.workload.name, batch), "torch", "cpu", threads, self.session.spec.modes[0])
+        return Cell(
+            view.variant_name(self.workload.name, batch),
+            self.session.spec.frameworks[0],
+            "cpu",
+            threads,
+            self.session.spec.modes[0],
+        )
 
     def added(self, batch: int, threads: int) -> bool:
         return self.cell(batch, threads).key in self.session.workloads

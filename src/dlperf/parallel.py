@@ -10,39 +10,44 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dlperf.errors import UsageError
-from dlperf.vocab import Parallel
+from dlperf.frameworks.common import capabilities
+from dlperf.vocab import Framework, Parallel
 
 
 @dataclass(frozen=True)
 class Strategy:
     name: Parallel
-    framework: str  # the framework whose engine runs it
-    engine: str  # that engine, as its documentation names it
+    engine: str  # the engine that runs it, as its documentation names it
     splits: str  # what each process (or replica) holds and computes
     scalings: tuple[str, ...]  # the batch protocols it supports (`--scaling`)
     processes: bool = True  # one process per rank (torchrun); False: one process, N devices (MirroredStrategy)
     pipeline: bool = False  # micro-batches (`--microbatches`) over stages
+
+    @property
+    def framework(self) -> str:
+        """The framework whose engine runs it: the backend that lists it in `frameworks.common.capabilities`."""
+        return capabilities.owner(self.name).value
 
 
 # fmt: off
 STRATEGIES: dict[Parallel, Strategy] = {
     s.name: s
     for s in (
-        Strategy(Parallel.DDP, "torch", "torch.nn.parallel.DistributedDataParallel (gloo on CPUs, NCCL on GPUs)",
+        Strategy(Parallel.DDP, "torch.nn.parallel.DistributedDataParallel (gloo on CPUs, NCCL on GPUs)",
                  "the whole model; its share of the batch; gradients all-reduced", ("strong", "weak")),
-        Strategy(Parallel.FSDP, "torch", "FSDP2: torch.distributed.fsdp.fully_shard",
+        Strategy(Parallel.FSDP, "FSDP2: torch.distributed.fsdp.fully_shard",
                  "a 1/N shard of the parameters, gradients and optimizer state; its share of the batch; parameters "
                  "all-gathered per layer, gradients reduce-scattered", ("strong", "weak")),
-        Strategy(Parallel.GPIPE, "torch", "torch.distributed.pipelining, ScheduleGPipe",
+        Strategy(Parallel.GPIPE, "torch.distributed.pipelining, ScheduleGPipe",
                  "a stage of consecutive layers; every micro-batch forward, then every one backward",
                  ("strong",), pipeline=True),
-        Strategy(Parallel.ONE_F_ONE_B, "torch", "torch.distributed.pipelining, Schedule1F1B",
+        Strategy(Parallel.ONE_F_ONE_B, "torch.distributed.pipelining, Schedule1F1B",
                  "a stage of consecutive layers; forwards and backwards of micro-batches interleaved (1F1B)",
                  ("strong",), pipeline=True),
-        Strategy(Parallel.TP, "torch", "DTensor: torch.distributed.tensor.parallel.parallelize_module",
+        Strategy(Parallel.TP, "DTensor: torch.distributed.tensor.parallel.parallelize_module",
                  "a column or row slice of each linear layer (ColwiseParallel/RowwiseParallel pairs); the whole "
                  "batch", ("strong",)),
-        Strategy(Parallel.MIRRORED, "tensorflow", "tf.distribute.MirroredStrategy (logical CPU devices, or GPUs)",
+        Strategy(Parallel.MIRRORED, "tf.distribute.MirroredStrategy (logical CPU devices, or GPUs)",
                  "the whole model on each replica of one process; its share of the batch; gradients all-reduced",
                  ("strong", "weak"), processes=False),
     )
@@ -68,7 +73,7 @@ class Library:
 NOT_MEASURED: dict[str, Library] = {
     "horovod": Library(
         "horovod",
-        ("torch", "tensorflow"),
+        (Framework.TORCH.value, Framework.TENSORFLOW.value),
         "Horovod: hvd.DistributedOptimizer, horovodrun (gloo or MPI)",
         "the whole model; its share of the batch; gradients ring-all-reduced",
     ),

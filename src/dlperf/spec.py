@@ -18,6 +18,7 @@ from pathlib import Path
 
 from dlperf import parallel as strategies
 from dlperf.errors import UsageError
+from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
@@ -29,13 +30,6 @@ from dlperf.workloads.user import looks_like_source, normalize_source, source_of
 OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
-
-# frameworks dlperf cannot profile: `--profile` with one of them is refused before anything runs
-UNPROFILABLE = {
-    Framework.MXNET: "MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
-}
-# each framework's data-parallel strategy: what --nproc measures without --parallel
-DATA_PARALLEL = {"torch": Parallel.DDP, "tensorflow": Parallel.MIRRORED}
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
@@ -140,9 +134,10 @@ def _check_processes(s: RunSpec) -> None:
         if s.nnodes > 1 or s.rdzv_endpoint:
             raise UsageError("--nnodes and --rdzv-endpoint are for data-parallel cells: add --nproc N")
         return
-    if missing := [f for f in s.frameworks if f not in DATA_PARALLEL]:
+    if missing := [f for f in s.frameworks if capabilities.of(f).data_parallel is None]:
+        having = " or ".join(row.framework for row in capabilities.TABLE.values() if row.data_parallel)
         raise UsageError(f"--nproc: {', '.join(missing)} has no multi-process strategy dlperf measures (see dlperf "
-                         "list --parallel); use --frameworks torch or tensorflow")  # fmt: skip
+                         f"list --parallel); use --frameworks {having}")  # fmt: skip
 
 
 def _check_strategies(s: RunSpec) -> None:
@@ -164,14 +159,14 @@ def _check_strategies(s: RunSpec) -> None:
 def default_parallel(frameworks: Sequence[str]) -> tuple[Parallel, ...]:
     """What --nproc measures without --parallel: each framework's data parallelism (`_check_processes` names a
     framework that has none)."""
-    return tuple(DATA_PARALLEL[f] for f in frameworks if f in DATA_PARALLEL)
+    return tuple(p for f in frameworks if (p := capabilities.of(f).data_parallel) is not None)
 
 
 def _check_profile(s: RunSpec) -> None:
     """--profile needs a framework dlperf can profile, plain cells and at least one profiled step."""
     for name in s.frameworks:
-        if name in UNPROFILABLE:
-            raise UsageError(f"--profile: {name} cannot be profiled ({UNPROFILABLE[name]}); profile another framework")
+        if (why := capabilities.of(name).unprofilable) is not None:
+            raise UsageError(f"--profile: {name} cannot be profiled ({why}); profile another framework")
     if s.nprocs is not None:
         raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
     if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= INT64_MAX:

@@ -78,7 +78,8 @@ def list_frameworks(fmt: str) -> int:
     return ExitCode.OK
 
 
-# What a torch strategy needs beyond torch, not asked of torch here: a probe would import it (seconds) for a listing.
+# What a strategy of processes (started by torchrun) needs, not asked of torch here: a probe would import it
+# (seconds) for a listing.
 TORCH_DISTRIBUTED = "needs torch.distributed (gloo on CPUs, NCCL on GPUs), checked when a cell starts"
 
 
@@ -110,7 +111,7 @@ def strategy_rows() -> list[StrategyRow]:
         rows.append(StrategyRow(
             name=str(s.name), frameworks=[s.framework], engine=s.engine, splits=s.splits, scalings=list(s.scalings),
             processes=s.processes, pipeline=s.pipeline, measurable=status.available,
-            needs=TORCH_DISTRIBUTED if s.framework == "torch" else None,
+            needs=TORCH_DISTRIBUTED if s.processes else None,
             reason=None if status.available else f"{s.framework}: {status.reason}",
         ))  # fmt: skip
     for lib in NOT_MEASURED.values():

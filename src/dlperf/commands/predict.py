@@ -59,10 +59,11 @@ def run(args) -> int:
 
 def predict(args, chosen, modes) -> int:
     from dlperf.commands.common import print_rich
+    from dlperf.frameworks.common import capabilities
     from dlperf.plan.workloads import resolve_workload
     from dlperf.predict import count, roofline
 
-    workload = count.at(resolve_workload(args.workload, "torch", float(args.timeout)), args.batch)
+    workload = count.at(resolve_workload(args.workload, capabilities.op_counter(), float(args.timeout)), args.batch)
     found = count.counted([(workload, m) for m in modes], float(args.timeout))
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
     print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))

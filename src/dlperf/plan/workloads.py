@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dlperf.answers import DataRequest, WorkloadRequest
+from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.protocol import Cell
 from dlperf.runner import probe
@@ -36,9 +37,10 @@ def ddp_workload(w: Workload, cell: Cell) -> Workload:
 
 def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
     """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
-    UsageError naming the file, and no run is stored. PyTorch's backend alone reads real data: without it, the
-    loader cells are `unsupported` and there is nothing to check."""
-    if spec.data == DATA_SYNTHETIC or "torch" not in spec.frameworks:
+    UsageError naming the file, and no run is stored. A backend that reads no real data has nothing to check: its
+    loader cells are `unsupported` (`capabilities.reads_data`)."""
+    if spec.data == DATA_SYNTHETIC:
         return
     request = DataRequest(spec.data, [w.to_json() for w in workloads])
-    probe.ask("torch", request, interpreter_for("torch"), spec.timeout, timeout_flag="--timeout")
+    for reader in capabilities.data_readers(spec.frameworks):
+        probe.ask(reader, request, interpreter_for(reader), spec.timeout, timeout_flag="--timeout")

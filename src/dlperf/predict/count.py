@@ -1,4 +1,5 @@
-"""The parent's side of an op count: the torch probe counts each (workload, mode, batch) step on fake tensors.
+"""The parent's side of an op count: the probe of the backend that counts operators (PyTorch's; its row of
+`frameworks.common.capabilities`) counts each (workload, mode, batch) step on fake tensors.
 
 One child answers every request of a command (the validation asks for dozens), so PyTorch is imported once.
 """
@@ -10,6 +11,7 @@ from dataclasses import replace
 from dlperf.answers import OpRequest, OpsRequest
 from dlperf.envs import interpreter_for
 from dlperf.errors import MissingDependency, UsageError
+from dlperf.frameworks.common import capabilities
 from dlperf.predict.ops import Count
 from dlperf.runner import probe
 from dlperf.workloads.base import Workload
@@ -29,14 +31,15 @@ def at(workload: Workload, batch: int | None = None, seq_len: int | None = None)
 def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count | str]:
     """Each (workload at its batch, mode) counted, in order, or why it could not be (a model the fake tensors
     cannot run, e.g. one that reads a tensor's value); equal requests are counted once."""
-    python = interpreter_for("torch")
+    counter = capabilities.op_counter()
+    python = interpreter_for(counter)
     if python is None:
         raise MissingDependency("dlperf predict counts operators with PyTorch: pip install torch==2.13.0")
     keys = {}
     for w, mode in requests:
         keys.setdefault((repr(w.to_json()), mode), (w, mode))
     asked = [OpRequest(w.to_json(), mode, w.batch) for w, mode in keys.values()]
-    answer = probe.ask("torch", OpsRequest(asked), python, timeout)
+    answer = probe.ask(counter, OpsRequest(asked), python, timeout)
     # a row without an error is a Count's JSON
     found = dict(zip(keys, (c.error or Count.from_json(c.to_json()) for c in answer.counts), strict=True))
     return [found[(repr(w.to_json()), mode)] for w, mode in requests]

@@ -10,6 +10,7 @@ from conftest import require
 
 torch = require("torch")
 
+from dlperf.frameworks.common import profiling  # noqa: E402
 from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.frameworks.torch import profiler  # noqa: E402
 from dlperf.protocol import Profiled  # noqa: E402
@@ -67,7 +68,7 @@ def test_the_categories_of_a_tiny_workload_sum_to_its_step(name):
     assert result["categories"]["optimizer"] > 0 and result["categories"]["host"] > 0
     assert result["kernels_per_step"] is None and result["ops_per_step"] > 50
     assert 0 < result["leaf_ops_per_step"] < result["ops_per_step"]
-    assert 0 < len(result["top_ops"]) <= profiler.TOP_OPS
+    assert 0 < len(result["top_ops"]) <= profiling.TOP_OPS
     assert all(op["calls"] > 0 and op["shapes"].startswith("[") for op in result["top_ops"])
     assert Profiled(**result).categories == result["categories"]  # exactly the event's fields
 

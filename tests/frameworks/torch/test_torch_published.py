@@ -132,8 +132,8 @@ def test_v1_strides_the_first_1x1_and_v15_the_3x3():
 
 def test_the_references_optimizers():
     params = [torch.nn.Parameter(torch.zeros(2))]
-    assert isinstance(torch_backend._optimizer(BUILTIN["gnmt"].optimizer, params), torch.optim.Adam)
-    rmsprop = torch_backend._optimizer(BUILTIN["mlp-mnist"].optimizer, params)
+    assert isinstance(torch_backend.make_optimizer(BUILTIN["gnmt"].optimizer, params), torch.optim.Adam)
+    rmsprop = torch_backend.make_optimizer(BUILTIN["mlp-mnist"].optimizer, params)
     assert isinstance(rmsprop, torch.optim.RMSprop) and rmsprop.defaults["alpha"] == 0.9  # Keras's rho
 
 

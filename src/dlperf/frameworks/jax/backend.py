@@ -26,9 +26,11 @@ import optax
 from flax import nnx
 
 from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
+from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.jax.models import build_model, param_deviation
 from dlperf.measure import system
 from dlperf.modes import Mode
+from dlperf.vocab import Framework
 from dlperf.workloads.base import OptimizerSpec, Workload
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -117,7 +119,7 @@ def _pool_threads() -> int:
 # ----------------------------------------------------------------------------------------------------------------------
 # Modes
 
-MODES = frozenset({Mode.FP32})
+MODES = capabilities.of(Framework.JAX).modes  # the mode components implemented here
 # Why each other component does not apply; a component missing here is unsupported all the same, in plain words.
 UNSUPPORTED = {
     Mode.BF16: "the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",

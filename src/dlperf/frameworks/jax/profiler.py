@@ -31,16 +31,15 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 
+from dlperf.frameworks.common.profiling import ranked, window, within_cap
 from dlperf.vocab import Category
 
-TOP_OPS = 15
 LOSS_SCOPE = re.compile(r"(^|[/(])dlperf\.loss($|[/)])")  # backend.cross_entropy's scope: "jvp(dlperf.loss)/exp"
 FORWARD_BACKWARD = ("jvp(", "transpose(")
 
@@ -198,16 +197,11 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
     with tempfile.TemporaryDirectory(prefix="dlperf-jax-profile-") as log_dir:
         train.sync()
         jax.profiler.start_trace(log_dir, profiler_options=options)
-        start = time.perf_counter()
-        for _ in range(steps):
-            train.step()
-        train.sync()
-        window = time.perf_counter() - start
+        step_s = window(train.step, train.sync, steps)
         jax.profiler.stop_trace()
         [xplane] = glob.glob(os.path.join(log_dir, "plugins", "profile", "*", "*.xplane.pb"))
         events, on_gpu = op_events(jax.profiler.ProfileData.from_file(xplane))
         trace = save_trace(log_dir, trace_path, max_trace_bytes, notes)
-    step_s = window / steps
     leaves = [e for e in events if ops.get(e.name, (Category.OTHER,))[0] is not None]
     result = {"steps": steps, "step_s": step_s, "notes": notes, "trace": trace, **no_counts(notes)}
     result["categories"] = categories(leaves, ops, steps, step_s, notes)
@@ -277,10 +271,9 @@ def top_ops(leaves: list[OpEvent], ops: dict, steps: int) -> list[dict[str, Any]
     for event in leaves:
         spent[event.name] += event.duration_ns / 1e9 / steps
         calls[event.name] += 1
-    ranked = sorted(spent, key=spent.get, reverse=True)[:TOP_OPS]
     return [
         {"name": name, "self_s": spent[name], "calls": calls[name] / steps, "shapes": ops.get(name, (None, ""))[1]}
-        for name in ranked
+        for name in ranked(spent)
     ]
 
 
@@ -301,9 +294,7 @@ def save_trace(log_dir: str, path: str | None, max_bytes: int, notes: list[str])
     if not found:
         notes.append("no trace kept: jax.profiler wrote no Chrome trace")
         return None
-    size = os.path.getsize(found[0])
-    if size > max_bytes:
-        notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes")
+    if not within_cap(os.path.getsize(found[0]), max_bytes, notes):
         return None
     shutil.copyfile(found[0], path)
     return path

@@ -36,14 +36,16 @@ from collections.abc import Callable
 from typing import Any
 
 from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
+from dlperf.frameworks.common import capabilities
 from dlperf.measure import system
 from dlperf.modes import Mode
+from dlperf.vocab import Framework
 from dlperf.workloads.base import Workload
 
 DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
 EXECUTION = "gluon hybridized (static_alloc, static_shape)"
 
-MODES = frozenset({Mode.FP32})
+MODES = capabilities.of(Framework.MXNET).modes  # the mode components implemented here
 # Why each other mode component is not measured with MXNet; a component missing here is unsupported all the same.
 AGGREGATED = "mxnet's Trainer already updates several parameters per kernel (multi_sgd_update, multi_sgd_mom_update)"
 UNSUPPORTED = {

@@ -37,7 +37,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import dataclasses
 import importlib
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -46,12 +45,14 @@ import numpy as np
 import tensorflow as tf
 
 from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
+from dlperf.frameworks.common import capabilities
+from dlperf.frameworks.common import losscheck as common
 from dlperf.frameworks.tensorflow import profiler
 from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
 from dlperf.modes import Mode, mode_components
 from dlperf.protocol import Cell
-from dlperf.vocab import Parallel
+from dlperf.vocab import Framework, Parallel
 from dlperf.workloads.base import OptimizerSpec, Workload
 
 if keras.backend.backend() != "tensorflow":
@@ -60,7 +61,7 @@ if keras.backend.backend() != "tensorflow":
         "(unset KERAS_BACKEND or set it to 'tensorflow')"
     )
 
-MODES = frozenset({Mode.FP32, Mode.COMPILE})  # graph mode, and XLA
+MODES = capabilities.of(Framework.TENSORFLOW).modes  # the mode components implemented here
 # Why each other component does not apply; a component missing here is unsupported all the same, in plain words.
 UNSUPPORTED = {
     Mode.BF16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
@@ -382,20 +383,18 @@ def _product_flops(op) -> int:
 # ----------------------------------------------------------------------------------------------------------------------
 # Does XLA still train like graph mode?
 
-CHECK_STEPS = 8
-CHECK_BATCH = 4  # as the PyTorch check: a batch the model can fit, so the losses visibly fall
-# Thresholds, each justified where it is applied (`judge`) by what it measured on the seven networks.
+# Thresholds, each justified where it is applied (`judge`) by what it measured on the seven networks; the steps, the
+# batch and the progress asked are every backend's (`frameworks.common.losscheck`).
 UPDATE_FLOOR = 1e-3
 LOSS_FLOOR = 1e-3
 SPREAD_FACTOR = 4.0
-MIN_PROGRESS = 0.5
 
 
-def loss_check(workload: Workload, device: str, mode: str, *, steps: int = CHECK_STEPS) -> dict[str, Any]:
+def loss_check(workload: Workload, device: str, mode: str, *, steps: int = common.STEPS) -> dict[str, Any]:
     """Train `steps` steps in graph mode and in `mode` (XLA) from the same weights and batch, and compare them.
 
     NotImplementedError from `build` (a mode this backend does not implement) propagates before anything trains."""
-    small = dataclasses.replace(workload, batch=min(workload.batch, CHECK_BATCH))
+    small = common.small(workload)
     if Mode.COMPILE not in mode_components(mode):
         build(small, device, mode)  # unsupported components raise here
         return {"ok": True, "reason": None, "seconds": 0.0, "note": "fp32 graph mode is the reference itself"}
@@ -413,27 +412,22 @@ def check(make_graph: Callable[[], TFStep], make_xla: Callable[[], TFStep], *, s
     """XLA against graph mode from the same weights. Where they part by more than the floors, graph mode runs once
     more with every weight moved by one ulp before each step, which shows how far rounding alone moves this network
     (see `judge`)."""
-    start = time.perf_counter()
-    xla = train(make_xla, steps)  # first: a mode that cannot be built fails before graph mode trains
-    graph = train(make_graph, steps)
-    update, loss = update_difference(graph, xla), loss_difference(graph, xla)
-    spread: tuple[float, float] | None = None
-    if update > UPDATE_FLOOR or loss > LOSS_FLOOR:
-        nudged = train(make_graph, steps, nudge=True)
-        spread = update_difference(graph, nudged), loss_difference(graph, nudged)
-    ok, reason = judge(graph.losses, xla.losses, update, spread)
-    return {
-        "ok": ok,
-        "reason": reason,
-        "seconds": time.perf_counter() - start,
-        "steps": steps,
-        "graph_losses": graph.losses,
-        "xla_losses": xla.losses,
-        "first_update_difference": update,
-        "loss_difference": loss,
-        "rounding_spread": None if spread is None else {"first_update": spread[0], "losses": spread[1]},
-        "tolerance": dict(zip(("first_update", "losses"), tolerances(spread), strict=True)),
-    }
+
+    def judged(graph: Run, xla: Run) -> common.Judgement:
+        update, loss = update_difference(graph, xla), loss_difference(graph, xla)
+        spread: tuple[float, float] | None = None
+        if update > UPDATE_FLOOR or loss > LOSS_FLOOR:
+            nudged = train(make_graph, steps, nudge=True)
+            spread = update_difference(graph, nudged), loss_difference(graph, nudged)
+        ok, reason = judge(graph.losses, xla.losses, update, spread)
+        return common.Judgement(ok, reason, {
+            "steps": steps, "graph_losses": graph.losses, "xla_losses": xla.losses,
+            "first_update_difference": update, "loss_difference": loss,
+            "rounding_spread": None if spread is None else {"first_update": spread[0], "losses": spread[1]},
+            "tolerance": dict(zip(("first_update", "losses"), tolerances(spread), strict=True)),
+        })  # fmt: skip
+
+    return common.compare(lambda: train(make_xla, steps), lambda: train(make_graph, steps), judged)
 
 
 def train(make: Callable[[], TFStep], steps: int, *, nudge: bool = False) -> Run:
@@ -489,7 +483,7 @@ def judge(
       mode's own first-update and curve differences under that nudging) sets the bar at SPREAD_FACTOR times it;
       XLA's differences there were 0.9 to 1.3 times that spread.
     - Progress: XLA's loss falls by at least MIN_PROGRESS of graph mode's fall (first loss to lowest)."""
-    if not all(math.isfinite(v) for v in xla):
+    if common.first_not_finite(xla) is not None:
         return False, f"XLA's losses are not finite: {xla}"
     update_bar, loss_bar = tolerances(spread)
     if not update <= update_bar:
@@ -504,8 +498,8 @@ def judge(
             f"XLA's loss leaves graph mode's by {abs(xla[at] - graph[at]) / scale:.2e} of the first loss at step "
             f"{at + 1} ({xla[at]:.6g} vs {graph[at]:.6g}; at most {loss_bar:.1e})"
         )
-    fell_graph, fell_xla = graph[0] - min(graph), xla[0] - min(xla)
-    if fell_graph > LOSS_FLOOR * scale and fell_xla < MIN_PROGRESS * fell_graph:
+    fell_graph, fell_xla = common.fall(graph), common.fall(xla)
+    if fell_graph > LOSS_FLOOR * scale and fell_xla < common.MIN_PROGRESS * fell_graph:
         return False, f"XLA's loss fell by {fell_xla:.4g}, graph mode's by {fell_graph:.4g}"
     return True, None
 

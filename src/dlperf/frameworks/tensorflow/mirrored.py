@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import tensorflow as tf
 
 from dlperf.frameworks import builtin_only
+from dlperf.frameworks.common import comm
 from dlperf.frameworks.tensorflow import backend as tb
 from dlperf.frameworks.tensorflow.models import build_model
 from dlperf.measure import system
@@ -44,7 +45,6 @@ from dlperf.modes import Mode, mode_components
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
 
-LOCAL_STEPS = 5  # steps without the all-reduce, alternated with as many synchronized ones (as DDP's no_sync steps)
 COMM_REPEATS = 10  # all-reduces of the gradients alone
 
 
@@ -211,7 +211,7 @@ def communication(train: MirroredStep) -> dict[str, Any]:
 
     - `allreduce_s`: the gradients' all-reduce alone, through the same cross-device ops (median of COMM_REPEATS);
     - `local_step_s`: the step with each replica updating from its own gradients, no all-reduce;
-    - `exposed_comm_s`: the synchronized step minus the local one, alternated LOCAL_STEPS times (medians)."""
+    - `exposed_comm_s`: the synchronized step minus the local one (`common.comm`: alternated, medians)."""
     # each replica's gradient-sized tensors, on its device: arguments, not constants Grappler could fold
     grads = train.strategy.experimental_distribute_values_from_function(
         lambda ctx: [tf.zeros(v.shape, v.dtype) for v in train.variables]
@@ -228,21 +228,15 @@ def communication(train: MirroredStep) -> dict[str, Any]:
 
     allreduce(grads)  # both traced here, not timed
     train.local_step()
-    times = [timed_step(lambda: allreduce(grads).numpy(), lambda: None) for _ in range(COMM_REPEATS)]
-    local, synced = [], []
-    for _ in range(LOCAL_STEPS):  # alternated, so both kinds of step see the machine in the same state
-        local.append(timed_step(train.local_step, train.sync))
-        synced.append(timed_step(train.step, train.sync))
-    allreduce_s, local_s, step_s = (statistics.median(x) for x in (times, local, synced))
+    allreduce_s = statistics.median(
+        timed_step(lambda: allreduce(grads).numpy(), lambda: None) for _ in range(COMM_REPEATS)
+    )
+    exposed = comm.measure((train.local_step, train.sync), (train.step, train.sync))
     gradient_bytes = sum(nbytes(v) for v in train.variables)
     algbw, busbw = bus_bandwidth(gradient_bytes, allreduce_s, train.replicas)
-    exposed = max(0.0, step_s - local_s)
-    share = exposed / step_s if step_s > 0 else None
     return {
         "gradient_bytes": gradient_bytes, "allreduce_s": allreduce_s, "algbw_bytes_s": algbw, "busbw_bytes_s": busbw,
-        "local_step_s": local_s, "step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
-        "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
-        "backend": f"mirrored: {cross_device_ops_name(train.strategy)}", "world": train.replicas,
+        **asdict(exposed), "backend": f"mirrored: {cross_device_ops_name(train.strategy)}", "world": train.replicas,
         **train.held_bytes(),
     }  # fmt: skip
 

@@ -38,10 +38,9 @@ import tensorflow as tf
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin  # the trace_viewer converter
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from dlperf.frameworks import fill_to_step
+from dlperf.frameworks.common.profiling import fill_to_step, ranked, within_cap
 from dlperf.vocab import Category
 
-TOP_OPS = 15
 STEP = "dlperf_step"
 LOSS_SCOPE = "loss"  # the backend's name scope around the loss (backend.train_step_fn)
 OPTIMIZER_SCOPES = ("clip_by_global_norm",)  # and the optimizer's own name
@@ -262,12 +261,11 @@ def top_ops(ops: list, steps: int, train) -> list[dict[str, Any]]:
         self_ps[kind] += op["self_ps"]
         calls[kind] += 1
         heaviest[kind][op["name"]] += op["self_ps"]
-    ranked = sorted(self_ps, key=self_ps.get, reverse=True)[:TOP_OPS]
     graph = _graph(train)
     return [
         {"name": kind, "self_s": self_ps[kind] / 1e12 / steps, "calls": calls[kind] / steps,
          "shapes": _shapes(graph, max(heaviest[kind], key=heaviest[kind].get))}
-        for kind in ranked
+        for kind in ranked(self_ps)
     ]  # fmt: skip
 
 
@@ -324,8 +322,7 @@ def save_trace(xplane: Path, path: str | None, max_bytes: int, notes: list[str])
         notes.append("no trace kept: tensorflow's trace_viewer converter gave nothing")
         return None
     packed = gzip.compress(data if isinstance(data, bytes) else data.encode())
-    if len(packed) > max_bytes:
-        notes.append(f"no trace kept: {len(packed)} bytes compressed, above the cap of {max_bytes} bytes")
+    if not within_cap(len(packed), max_bytes, notes):
         return None
     Path(path).write_bytes(packed)
     return path

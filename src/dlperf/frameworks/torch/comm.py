@@ -25,7 +25,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from dlperf.frameworks.torch.backend import configure_threads
+from dlperf.frameworks.torch.threads import configure_threads
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.measure.timer import timed_step
 from dlperf.protocol import CommTask

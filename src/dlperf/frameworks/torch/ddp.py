@@ -11,24 +11,25 @@ import datetime
 import os
 import statistics
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from dlperf.frameworks.torch import backend as torch_backend
+from dlperf.frameworks.common import comm
+from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import comm as torch_comm
+from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.step import DATA_SEED, TorchStep, synthetic_batch
 from dlperf.measure.stats import bus_bandwidth
-from dlperf.measure.timer import timed_step
 from dlperf.modes import not_under_ddp
 from dlperf.workloads.base import Workload
 
-# modes whose step is not "the model's forward": they change what DDP wraps and are not measured under DDP yet
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # DDP's bucket_cap_mb default
 COMM_REPEATS = 10  # standalone all-reduces of the gradient buckets
-LOCAL_STEPS = 5  # steps under no_sync: a median of a few, each as long as a training step
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,11 @@ def reduce(values: list[float], group: Group, op: str = "max") -> list[float]:
     return torch_comm.reduced(values, dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, group.device)
 
 
+def slowest(group: Group) -> Callable[[float, float], tuple[float, float]]:
+    """`common.comm`'s agreement of a process group: each figure the slowest process's."""
+    return lambda local_s, step_s: tuple(reduce([local_s, step_s], group))
+
+
 def barrier() -> None:
     dist.barrier()
 
@@ -73,40 +79,27 @@ def gather(obj: Any, group: Group) -> list[Any]:
     return out
 
 
-class DDPStep:
-    """The torch backend's step with its model wrapped in DistributedDataParallel."""
+class DDPStep(StrategyStep):
+    """The torch backend's step with its model wrapped in DistributedDataParallel: its `step` (the inner step's
+    iteration) returns when DDP's backward has all-reduced every bucket."""
 
-    def __init__(self, step: torch_backend.TorchStep, group: Group, per_process_batch: int) -> None:
-        self.inner, self.group, self.per_process_batch = step, group, per_process_batch
+    def __init__(self, step: TorchStep, group: Group, per_process_batch: int) -> None:
+        super().__init__(group, step.params, step)
+        self.per_process_batch = per_process_batch
         ids = [group.local_rank] if group.backend == "nccl" else None
         self.ddp = DistributedDataParallel(step.model, device_ids=ids)
         step.forward = self.ddp
-        self.params, self.compiles = step.params, False
-
-    def step(self) -> torch.Tensor:
-        return self.inner.iteration()  # DDP's backward returns when every bucket's all-reduce has finished
 
     def local_step(self) -> torch.Tensor:
         """The same step without the all-reduce: what computing alone costs."""
         with self.ddp.no_sync():
             return self.inner.iteration()
 
-    def sync(self) -> None:
-        self.inner.sync()
-
     def communication(self) -> dict[str, Any]:
         return communication(self)
 
-    def state_tensors(self) -> dict[str, list[torch.Tensor]]:
-        return state_tensors(self.inner.model, self.inner.optimizer)
-
-    def settings(self) -> dict[str, Any]:
-        return {**self.inner.settings(), "ddp_backend": self.group.backend, "world_size": self.group.world,
-                "per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes()}  # fmt: skip
-
-    def count_flops(self) -> dict[str, Any] | None:
-        """The whole job's FLOPs per step: every process's share."""
-        return job_flops(self.inner, self.group.world)
+    def strategy_settings(self) -> dict[str, Any]:
+        return {"per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes()}
 
     def memory_of_step(self) -> dict[str, int]:
         """The peak of a DDP step, traced anew: the FLOP count's trace ran the model unwrapped (`iteration(model)`),
@@ -141,9 +134,9 @@ def build(workload: Workload, device: str, mode: str, group: Group) -> DDPStep:
         )
     local = replace(workload, batch=workload.batch // group.world)
     dev = group.device
-    step = torch_backend.build(local, str(dev), mode)
-    torch.manual_seed(torch_backend.DATA_SEED + group.rank)  # each process its own data, as data parallelism has
-    step.inputs, step.targets = torch_backend.synthetic_batch(local, dev)
+    step = build_step(local, str(dev), mode)
+    torch.manual_seed(DATA_SEED + group.rank)  # each process its own data, as data parallelism has
+    step.inputs, step.targets = synthetic_batch(local, dev)
     if step.forward is not step.model:
         raise NotImplementedError(f"{mode}: its step does not call the model directly, so DDP cannot wrap it")
     return DDPStep(step, group, local.batch)
@@ -155,11 +148,25 @@ def communication(train: DDPStep) -> dict[str, Any]:
     - `allreduce_s`: all-reducing the step's gradient buckets alone, on tensors of their sizes (median of
       COMM_REPEATS, the slowest process's), and the algorithm and bus bandwidth that achieves;
     - `local_step_s`: the step under `no_sync`, computing without all-reducing;
-    - `exposed_comm_s`: the DDP step minus the local step, the two alternated LOCAL_STEPS times (medians, the
-      slowest process's): the communication that compute did not hide."""
+    - `exposed_comm_s`: the DDP step minus the local step (`common.comm`: alternated, medians, the slowest
+      process's): the communication that compute did not hide."""
     group = train.group
     buckets = train.bucket_sizes()
-    tensors = [torch.zeros(max(1, size // 4), dtype=torch.float32, device=group.device) for size in buckets]
+    (allreduce_s,) = reduce([statistics.median(allreduce_times(train, buckets))], group)
+    exposed = comm.measure(
+        (train.local_step, train.sync), (train.step, train.sync), before=barrier, agree=slowest(group)
+    )
+    nbytes = train.gradient_bytes()
+    algbw, busbw = bus_bandwidth(nbytes, allreduce_s, group.world)
+    return {
+        "gradient_bytes": nbytes, "buckets": len(buckets), "allreduce_s": allreduce_s, "algbw_bytes_s": algbw,
+        "busbw_bytes_s": busbw, **asdict(exposed), "backend": group.backend, "world": group.world,
+    }  # fmt: skip
+
+
+def allreduce_times(train: DDPStep, buckets: list[int]) -> list[float]:
+    """Seconds of COMM_REPEATS all-reduces of tensors of the buckets' sizes, each after a barrier."""
+    tensors = [torch.zeros(max(1, size // 4), dtype=torch.float32, device=train.group.device) for size in buckets]
     times = []
     for _ in range(COMM_REPEATS):
         barrier()
@@ -168,46 +175,13 @@ def communication(train: DDPStep) -> dict[str, Any]:
             dist.all_reduce(t)
         train.sync()
         times.append(time.perf_counter() - start)
-    local, synced = [], []
-    for _ in range(LOCAL_STEPS):  # alternated, so both kinds of step see the machine in the same state
-        barrier()
-        local.append(timed_step(train.local_step, train.sync))
-        barrier()
-        synced.append(timed_step(train.step, train.sync))
-    allreduce_s, local_s, step_s = reduce([statistics.median(x) for x in (times, local, synced)], group)
-    nbytes = train.gradient_bytes()
-    algbw, busbw = bus_bandwidth(nbytes, allreduce_s, group.world)
-    exposed = max(0.0, step_s - local_s)
-    share = exposed / step_s if step_s > 0 else None
-    return {
-        "gradient_bytes": nbytes, "buckets": len(buckets), "allreduce_s": allreduce_s, "algbw_bytes_s": algbw,
-        "busbw_bytes_s": busbw, "local_step_s": local_s, "step_s": step_s, "exposed_comm_s": exposed,
-        "comm_share": share,
-        "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
-        "backend": group.backend, "world": group.world,
-    }  # fmt: skip
-
-
-def job_flops(inner: torch_backend.TorchStep, ranks: int) -> dict[str, Any] | None:
-    """A job's FLOPs per step from one rank's counted step, done alike by `ranks` ranks. Not split by dtype: a step
-    of N processes is not held against one process's peak."""
-    counted = inner.count_flops()
-    if not counted:
-        return None
-    return {"flops_per_step": counted["flops_per_step"] * ranks, "flops_by_dtype": None}
+    return times
 
 
 def local(t: torch.Tensor) -> torch.Tensor:
     """A rank's own part of a tensor: a DTensor's local shard (FSDP2, tensor parallelism), else the tensor."""
     to_local = getattr(t, "to_local", None)
     return to_local() if callable(to_local) else t
-
-
-def state_tensors(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, list[torch.Tensor]]:
-    """What a rank holds between steps: its parameters, their gradients, the optimizer's state."""
-    params = list(model.parameters())
-    state = [v for s in optimizer.state.values() for v in s.values() if isinstance(v, torch.Tensor)]
-    return {"params": params, "grads": [p.grad for p in params if p.grad is not None], "optimizer": state}
 
 
 def nbytes(tensors: list[torch.Tensor]) -> int:

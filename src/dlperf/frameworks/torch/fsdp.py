@@ -10,8 +10,7 @@ the workload's batch (weak scaling: the planner sets the total), on its own synt
 
 from __future__ import annotations
 
-import statistics
-from dataclasses import replace
+from dataclasses import asdict, replace
 from typing import Any
 
 import torch
@@ -19,58 +18,41 @@ from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
-from dlperf.frameworks.torch import backend as torch_backend
+from dlperf.frameworks.common import comm
+from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp
-from dlperf.measure.timer import timed_step
+from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.step import DATA_SEED, TorchStep, synthetic_batch
 from dlperf.modes import not_under_ddp
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
 
-LOCAL_STEPS = ddp.LOCAL_STEPS  # alternated pairs of steps (local, sharded) that communication() times
 
+class FSDPStep(StrategyStep):
+    """The torch backend's step with its model sharded by FSDP2. `params` is the whole model's count; each rank
+    computes the whole model on its share of the batch (its layers all-gathered), so the job's FLOPs are every
+    rank's count, times N."""
 
-class FSDPStep:
-    """The torch backend's step with its model sharded by FSDP2. `params` is the whole model's count."""
-
-    def __init__(self, step: torch_backend.TorchStep, group: ddp.Group, workload: Workload, mode: str) -> None:
-        self.inner, self.group, self.workload, self.mode = step, group, workload, mode
-        self.per_process_batch = workload.batch
-        self.params, self.compiles = step.params, False
+    def __init__(self, step: TorchStep, group: ddp.Group, workload: Workload, mode: str) -> None:
+        super().__init__(group, step.params, step)
+        self.workload, self.mode, self.per_process_batch = workload, mode, workload.batch
         self.mesh = init_device_mesh(group.device.type, (group.world,))
         self.sharded = shard(step.model, self.mesh)
         reoptimize(step)
-
-    def step(self) -> torch.Tensor:
-        return self.inner.iteration()
-
-    def sync(self) -> None:
-        self.inner.sync()
 
     def communication(self) -> dict[str, Any]:
         local = self.local_copy()
         return communication(self, local, sum(p.numel() * p.element_size() for p in local.trainable))
 
-    def local_copy(self) -> torch_backend.TorchStep:
+    def local_copy(self) -> TorchStep:
         """The same step on an unsharded model in this process, on this rank's batch: its compute alone. Built when
         asked (after the memory figures, which it would otherwise swell)."""
-        local = torch_backend.build(self.workload, str(self.group.device), self.mode)
+        local = build_step(self.workload, str(self.group.device), self.mode)
         local.inputs, local.targets = self.inner.inputs, self.inner.targets
         return local
 
-    def state_tensors(self) -> dict[str, list[torch.Tensor]]:
-        return ddp.state_tensors(self.inner.model, self.inner.optimizer)
-
-    def settings(self) -> dict[str, Any]:
-        return {**self.inner.settings(), "ddp_backend": self.group.backend, "world_size": self.group.world,
-                "per_process_batch": self.per_process_batch, "fsdp_units": self.sharded}  # fmt: skip
-
-    def count_flops(self) -> dict[str, Any] | None:
-        """The whole job's FLOPs per step: each rank computes the whole model on its share of the batch (its layers
-        all-gathered), so every rank's count, times N."""
-        return ddp.job_flops(self.inner, self.group.world)
-
-    def memory_of_step(self) -> dict[str, int]:
-        return self.inner.memory_of_step()
+    def strategy_settings(self) -> dict[str, Any]:
+        return {"per_process_batch": self.per_process_batch, "fsdp_units": self.sharded}
 
 
 def units(model: torch.nn.Module) -> list[str]:
@@ -100,7 +82,7 @@ def shard(model: torch.nn.Module, mesh) -> list[str]:
     return names
 
 
-def reoptimize(step: torch_backend.TorchStep, sharded: bool = True) -> None:
+def reoptimize(step: TorchStep, sharded: bool = True) -> None:
     """The step's optimizer, still without state, rebuilt over the model's current parameters: sharding and
     parallelizing replace each nn.Parameter, and the old optimizer would update the replaced ones. Under fp16, a
     `sharded` step's gradient scaler is FSDP's, which all-reduces the overflow check: every rank skips a step when
@@ -112,7 +94,7 @@ def reoptimize(step: torch_backend.TorchStep, sharded: bool = True) -> None:
         step.scaler = ShardedGradScaler(step.device.type)
 
 
-def local_step(workload: Workload, cell: Cell, group: ddp.Group, name: str) -> torch_backend.TorchStep:
+def local_step(workload: Workload, cell: Cell, group: ddp.Group, name: str) -> TorchStep:
     """The torch backend's step of `workload` on this rank's device; NotImplementedError (the same on every rank)
     for what strategy `name` does not measure."""
     if excluded := not_under_ddp(cell.mode):
@@ -121,7 +103,7 @@ def local_step(workload: Workload, cell: Cell, group: ddp.Group, name: str) -> t
                                   f"{name} would wrap")  # fmt: skip
     if workload.arch == "user":
         raise NotImplementedError(f"user workloads under {name} are not measured by dlperf yet")
-    return torch_backend.build(workload, str(group.device), cell.mode)
+    return build_step(workload, str(group.device), cell.mode)
 
 
 def build(workload: Workload, cell: Cell, group: ddp.Group) -> FSDPStep:
@@ -132,33 +114,22 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> FSDPStep:
         )
     local = replace(workload, batch=workload.batch // group.world)
     step = local_step(local, cell, group, "fsdp")
-    torch.manual_seed(torch_backend.DATA_SEED + group.rank)  # each process its own data, as data parallelism has
-    step.inputs, step.targets = torch_backend.synthetic_batch(local, group.device)
+    torch.manual_seed(DATA_SEED + group.rank)  # each process its own data, as data parallelism has
+    step.inputs, step.targets = synthetic_batch(local, group.device)
     return FSDPStep(step, group, local, cell.mode)
 
 
-def communication(train, local: torch_backend.TorchStep, moved: int | None) -> dict[str, Any]:
+def communication(train: StrategyStep, local: TorchStep, moved: int | None) -> dict[str, Any]:
     """Where a sharded step's time goes (untimed, after the timed steps), as DDP's `communication` says it:
 
     - `local_step_s`: `local`, the same step of the unsharded model on the same inputs in this process: what this
       rank's compute costs alone;
     - `gradient_bytes`: `moved`, the gradient bytes the step reduces, when it reduces gradients;
-    - `step_s`: the strategy's step; `exposed_comm_s`: it minus the local step, the two alternated LOCAL_STEPS
-      times (medians, the slowest process's): the communication that compute did not hide, and the strategy's own
-      bookkeeping (FSDP2's copies into and out of its all-gather buffers; DTensor's dispatch), part of its cost."""
+    - `step_s`: the strategy's step; `exposed_comm_s`: it minus the local step (`common.comm`: alternated, medians,
+      the slowest process's): the communication that compute did not hide, and the strategy's own bookkeeping
+      (FSDP2's copies into and out of its all-gather buffers; DTensor's dispatch), part of its cost."""
     group = train.group
-    alone, together = [], []
-    for _ in range(LOCAL_STEPS):  # alternated, so both kinds of step see the machine in the same state
-        ddp.barrier()
-        alone.append(timed_step(local.step, local.sync))
-        ddp.barrier()
-        together.append(timed_step(train.step, train.sync))
-    local_s, step_s = ddp.reduce([statistics.median(x) for x in (alone, together)], group)
-    exposed = max(0.0, step_s - local_s)
-    share = exposed / step_s if step_s > 0 else None
-    return {
-        "gradient_bytes": moved, "local_step_s": local_s,
-        "step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
-        "bound": None if share is None else ("communication" if share >= 0.5 else "compute"),
-        "backend": group.backend, "world": group.world,
-    }  # fmt: skip
+    exposed = comm.measure(
+        (local.step, local.sync), (train.step, train.sync), before=ddp.barrier, agree=ddp.slowest(group)
+    )
+    return {"gradient_bytes": moved, **asdict(exposed), "backend": group.backend, "world": group.world}

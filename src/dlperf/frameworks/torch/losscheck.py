@@ -15,20 +15,22 @@ Each workload trains with its own optimizer and learning rate: the mode is check
 rate would also hide bf16 weights that swallow small updates). Where that rate cannot fit the batch in the check's
 steps, learning is judged relative to what fp32 achieves in them.
 
-`check` takes step factories (the backend's `loss_check` passes `build`; a test can inject a broken mode); `judge`
-decides on the measured numbers alone, without training.
+`check` takes step factories (the backend's `loss_check` passes `build`; a test can inject a broken mode) and
+compares the runs as every backend does (`frameworks.common.losscheck`); `judge` decides on the measured numbers
+alone, without training.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
 
+from dlperf.frameworks.common import losscheck as common
+from dlperf.frameworks.common.losscheck import MIN_PROGRESS, Judgement, compare, first_not_finite, progress
 from dlperf.modes import Mode, mode_components
 
 # Eight steps on four samples. fp32 fits the repeated batch visibly on five of the seven networks (first loss to
@@ -38,8 +40,7 @@ from dlperf.modes import Mode, mode_components
 # after three or four steps; fp32 from other seeds bounces too, and the tolerance follows it. Cost on 2 cores, bf16:
 # ResNet-50 about 30 s, fcn-s and alexnet-s about 20 s (their steps cost what their weights cost, whatever the batch),
 # the others 1-4 s.
-STEPS = 8
-BATCH = 4
+STEPS, BATCH = common.STEPS, common.BATCH  # every backend's (`frameworks.common.losscheck`)
 SEEDS = 2  # spread seeds: fp32 from seeds 1 and 2 against fp32 from seed 0
 STEP_SEED = 0  # seeds the randomness inside the steps (dropout): the same in every run
 
@@ -49,7 +50,6 @@ MIN_COSINE = 0.9
 ROUNDING_ALLOWANCE = 5.0
 MIN_ALIGNED = 0.05
 MAX_SIZE_RATIO = 2.0
-MIN_PROGRESS = 0.5
 SPREAD_FACTOR = 2.0
 TOLERANCE_FLOOR = 0.02
 
@@ -58,7 +58,7 @@ ROUNDING = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16, Mode.TF32: torc
 
 
 class StepLike(Protocol):
-    """What the check needs of a train step (`backend.TorchStep` is one)."""
+    """What the check needs of a train step (`step.TorchStep` is one)."""
 
     trainable: list[torch.Tensor]
 
@@ -94,28 +94,23 @@ def check(
     """
     if steps < 2 or seeds < 1:
         raise ValueError(f"the check needs at least 2 steps and 1 spread seed, got steps={steps}, seeds={seeds}")
-    start = time.perf_counter()
-    mode = train(make_mode, 0, steps, wait=steps)  # first: a mode that cannot be built fails before fp32 trains
-    fp32 = train(make_fp32, 0, steps)
-    spread = [losses_of(make_fp32, seed, steps) for seed in range(1, seeds + 1)]
-    rounding_cosine = None if rounding is None else _rounding_cosine(make_fp32, rounding, fp32)
+
+    def judged(fp32: Run, mode: Run) -> Judgement:
+        spread = [losses_of(make_fp32, seed, steps) for seed in range(1, seeds + 1)]
+        rounding_cosine = None if rounding is None else _rounding_cosine(make_fp32, rounding, fp32)
+        return _judgement(fp32, mode, spread, rounding_cosine, steps)
+
+    return compare(lambda: train(make_mode, 0, steps, wait=steps), lambda: train(make_fp32, 0, steps), judged)
+
+
+def _judgement(fp32: Run, mode: Run, spread: list[list[float]], rounding_cosine: float | None, steps: int) -> Judgement:
     cosine = size_ratio = None
     if mode.first_update is not None and fp32.first_update is not None:
         cosine, size_ratio = compare_updates(mode.first_update, fp32.first_update)
-    verdict = judge(
-        fp32.losses,
-        mode.losses,
-        spread,
-        updated=mode.updated,
-        changed=mode.changed_fraction,
-        fp32_changed=fp32.changed_fraction,
-        cosine=cosine,
-        size_ratio=size_ratio,
-        rounding_cosine=rounding_cosine,
-    )
-    return {
-        "ok": verdict.ok,
-        "reason": verdict.reason,
+    verdict = judge(fp32.losses, mode.losses, spread, updated=mode.updated, changed=mode.changed_fraction,
+                    fp32_changed=fp32.changed_fraction, cosine=cosine, size_ratio=size_ratio,
+                    rounding_cosine=rounding_cosine)  # fmt: skip
+    figures = {
         "steps": steps,
         "fp32_losses": fp32.losses,
         "mode_losses": mode.losses,  # every step, skipped ones included
@@ -130,8 +125,8 @@ def check(
         "rounding_cosine": rounding_cosine,
         "size_ratio": size_ratio,
         "progress": verdict.progress,
-        "seconds": time.perf_counter() - start,
     }
+    return Judgement(verdict.ok, verdict.reason, figures)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -281,17 +276,17 @@ def judge(
     updated = [True] * len(mode) if updated is None else list(updated)
     compared = [loss for loss, did in zip(mode, updated, strict=True) if did][: len(fp32)]
     reference = list(fp32[: len(compared)])
-    progress = _progress(reference, compared)
+    fell = progress(reference, compared)
     reason = (
         _diverged(fp32, "the fp32 reference")
         or _diverged(mode, "the mode")
         or _too_few_updates(len(compared), len(fp32), len(mode))
         or _unchanged(changed, fp32_changed)
         or _wrong_direction(cosine, size_ratio, min_cosine)
-        or _too_little_progress(progress, reference, compared)
+        or _too_little_progress(fell, reference, compared)
         or _off_curve(reference, compared, tolerance, skipped=updated.count(False))
     )
-    return Verdict(reason is None, reason, tolerance, min_cosine, progress)
+    return Verdict(reason is None, reason, tolerance, min_cosine, fell)
 
 
 def spread_tolerance(fp32: Sequence[float], spread: Sequence[Sequence[float]]) -> list[float]:
@@ -335,16 +330,8 @@ def required_cosine(rounding_cosine: float | None) -> float:
     return max(MIN_ALIGNED, min(MIN_COSINE, 1 / math.sqrt(1 + tangent2)))
 
 
-def _progress(reference: Sequence[float], compared: Sequence[float]) -> float | None:
-    """The mode's decrease (first loss to lowest) over fp32's. Lowest, not last: a momentum update that overshoots on a
-    tiny batch bounces the last value, in fp32 as much as in the mode."""
-    if not compared or reference[0] - min(reference) <= 0:
-        return None
-    return (compared[0] - min(compared)) / (reference[0] - min(reference))
-
-
 def _diverged(losses: Sequence[float], who: str) -> str | None:
-    bad = next((i for i, value in enumerate(losses) if not math.isfinite(value)), None)
+    bad = first_not_finite(losses)
     return None if bad is None else f"{who}'s loss is {losses[bad]} at step {bad + 1}"
 
 

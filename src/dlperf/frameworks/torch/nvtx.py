@@ -34,7 +34,7 @@ def available() -> str | None:
 
 
 def put_on(step) -> str:
-    """Wrap `step`'s phases (a backend.TorchStep) in NVTX ranges; returns what its settings record."""
+    """Wrap `step`'s phases (a TorchStep of step.py) in NVTX ranges; returns what its settings record."""
     if why := available():
         return why
     step.forward = ranged(FORWARD, step.forward)

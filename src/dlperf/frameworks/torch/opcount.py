@@ -51,7 +51,7 @@ DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp
 
 
 def count_ops(step) -> list[Op]:
-    """The ops of one steady iteration of `step` (a `backend.TorchStep` built on the CPU, never run), counted on
+    """The ops of one steady iteration of `step` (a `TorchStep` of step.py built on the CPU, never run), counted on
     fake tensors. The step itself is turned fake: its model, optimizer and batch."""
     with unfused_rnns(step.model), FakeTensorMode() as fake:
         _fake(step, fake)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from dlperf.frameworks.torch.backend import configure_threads
+from dlperf.frameworks.torch.threads import configure_threads
 from dlperf.measure import system
 from dlperf.measure.stats import summarize
 from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up

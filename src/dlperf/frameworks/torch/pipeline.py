@@ -17,7 +17,7 @@ broadcasts its plan: every rank builds the same stages, or finds the cell unsupp
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
@@ -27,8 +27,12 @@ from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGP
 from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from torch.utils.flop_counter import FlopCounterMode
 
-from dlperf.frameworks.torch import backend as torch_backend
+from dlperf.frameworks.common import comm
+from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp
+from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.instruments import LiveTensorBytes
+from dlperf.frameworks.torch.step import TorchStep, state_tensors
 from dlperf.measure.timer import timed_step
 from dlperf.modes import Mode, mode_components
 from dlperf.parallel import theoretical_bubble
@@ -39,7 +43,6 @@ from dlperf.workloads.base import Workload
 SCHEDULES = {Parallel.GPIPE: ScheduleGPipe, Parallel.ONE_F_ONE_B: Schedule1F1B}
 MODES = {Mode.FP32}  # what a stage computes in; other precisions are refused with the reason (see check_mode)
 COST_REPEATS = 3  # timed forward+backward runs of each unit (after one untimed), their median
-LOCAL_STEPS = 5  # pipeline steps alternated with the stage computing alone (communication)
 CHAIN_RTOL, CHAIN_ATOL = 1e-4, 1e-5  # the chain of units against model(x), fp32
 
 
@@ -271,19 +274,20 @@ class NoUpdate:
         pass
 
 
-class PipelineStep:
+class PipelineStep(StrategyStep):
     """One rank's stage under its schedule, and the optimizer of the stage's parameters.
 
     A step is the schedule's step over every micro-batch, then (with the workload's gradient clipping, over every
     stage's gradients: one all-reduce of a scalar) the optimizer's update. Every rank returns when its own part is
-    done; the worker's step time is the slowest rank's, so a step lasts until the whole pipeline has finished."""
+    done; the worker's step time is the slowest rank's, so a step lasts until the whole pipeline has finished. The
+    stage runs itself: the whole model's step (`inner`) is not kept, only its settings."""
 
-    def __init__(self, inner: torch_backend.TorchStep, module: fx.GraphModule, decided: Plan, cell: Cell,
+    def __init__(self, inner: TorchStep, module: fx.GraphModule, decided: Plan, cell: Cell,
                  group: ddp.Group) -> None:  # fmt: skip
-        self.group, self.decided, self.microbatches = group, decided, cell.microbatches
+        super().__init__(group, inner.params)
+        self.decided, self.microbatches = decided, cell.microbatches
         self.module, self.loss_fn, self.device = module, inner.loss_fn, group.device
         self.inputs, self.targets, self.clip = inner.inputs, inner.targets, inner.clip_grad_norm
-        self.params, self.compiles = inner.params, False  # the whole model's, as every strategy reports it
         self.trainable = [p for p in module.parameters() if p.requires_grad]
         opt = inner.optimizer
         # the mode's own implementation (foreach, fused); a stage of no parameters (an activation alone) updates none
@@ -357,12 +361,14 @@ class PipelineStep:
         return communication(self)
 
     def state_tensors(self) -> dict[str, list[torch.Tensor]]:
-        return ddp.state_tensors(self.module, self.optimizer)
+        return state_tensors(self.module, self.optimizer)
 
     def settings(self) -> dict[str, Any]:
+        return {**self.base_settings, **self.group_settings(), **self.strategy_settings()}
+
+    def strategy_settings(self) -> dict[str, Any]:
         d = self.decided
-        return {**self.base_settings, "ddp_backend": self.group.backend, "world_size": self.group.world,
-                "pipeline_schedule": type(self.schedule).__name__, "microbatches": self.microbatches,
+        return {"pipeline_schedule": type(self.schedule).__name__, "microbatches": self.microbatches,
                 "microbatch_size": self.inputs.shape[0] // self.microbatches, "pipeline_split": d.split,
                 "pipeline_split_by": d.split_by, "pipeline_unit_costs": [[n, c] for n, c in d.costs]}  # fmt: skip
 
@@ -390,7 +396,7 @@ class PipelineStep:
             return {"cuda_allocator_peak_bytes": torch.cuda.max_memory_allocated(self.device)}
         held = self.state_tensors()
         existing = [*held["params"], *held["grads"], *held["optimizer"], self.inputs, self.targets]
-        with torch_backend.LiveTensorBytes(existing) as live:
+        with LiveTensorBytes(existing) as live:
             self.step()
         return {"live_tensor_peak_bytes": live.peak}
 
@@ -409,7 +415,7 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> PipelineStep:
     m = cell.microbatches
     if m < 1 or workload.batch % m:
         raise NotImplementedError(f"a total batch of {workload.batch} does not divide into {m} micro-batches")
-    inner = torch_backend.build(workload, str(group.device), cell.mode)
+    inner = build_step(workload, str(group.device), cell.mode)
     if not (isinstance(inner.inputs, torch.Tensor) and isinstance(inner.targets, torch.Tensor)):
         raise NotImplementedError("its batch is not one input tensor and one target tensor to cut into micro-batches")
     micro = workload.batch // m
@@ -421,29 +427,25 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> PipelineStep:
 
 def communication(train: PipelineStep) -> dict[str, Any]:
     """Where a pipeline step's time goes, measured after the timed steps (untimed): the pipeline step and each
-    stage's share of it computed alone (`local_step`), alternated LOCAL_STEPS times, medians.
+    stage's share of it computed alone (`local_step`), alternated and compared by `common.comm`.
 
     - `stage_s`: every stage's computing alone; `local_step_s`: the busiest stage's, the step's floor;
     - `exposed_comm_s`: the pipeline step (the slowest rank's) minus that floor: the sends and receives compute did
       not hide *and the bubble*, the time the busiest stage waits while the pipeline fills and drains;
     - `bubble` (= `comm_share`): that share of the step, against `bubble_theory`, (N-1)/(M+N-1) for equal stages
       and free communication."""
-    group = train.group
-    alone, piped = [], []
-    for _ in range(LOCAL_STEPS):
-        ddp.barrier()
-        alone.append(timed_step(train.local_step, train.sync))
-        ddp.barrier()
-        piped.append(timed_step(train.step, train.sync))
-    stage_s = ddp.gather(statistics.median(alone), group)
-    (step_s,) = ddp.reduce([statistics.median(piped)], group)
-    busiest = max(stage_s)
-    exposed = max(0.0, step_s - busiest)
-    share = exposed / step_s if step_s > 0 else None
+    group, stage_s = train.group, []
+
+    def busiest(local_s: float, step_s: float) -> tuple[float, float]:
+        stage_s.extend(ddp.gather(local_s, group))
+        (slowest,) = ddp.reduce([step_s], group)
+        return max(stage_s), slowest
+
+    exposed = comm.measure((train.local_step, train.sync), (train.step, train.sync), before=ddp.barrier,
+                           agree=busiest, bound_by=comm.CommBound.PIPELINE)  # fmt: skip
     return {
-        "local_step_s": busiest, "step_s": step_s, "exposed_comm_s": exposed, "comm_share": share,
-        "bubble": share, "bubble_theory": theoretical_bubble(group.world, train.microbatches), "stage_s": stage_s,
-        "split": train.decided.split, "split_by": train.decided.split_by,
-        "bound": None if share is None else ("pipeline" if share >= 0.5 else "compute"),
-        "backend": group.backend, "world": group.world,
+        **asdict(exposed), "bubble": exposed.comm_share,
+        "bubble_theory": theoretical_bubble(group.world, train.microbatches), "stage_s": stage_s,
+        "split": train.decided.split, "split_by": train.decided.split_by, "backend": group.backend,
+        "world": group.world,
     }  # fmt: skip

@@ -18,7 +18,6 @@ the same kernel-interval union (`_busy_and_gaps`), and its idle breakdown the sa
 from __future__ import annotations
 
 import contextlib
-import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,10 +30,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from dlperf.frameworks import fill_to_step
+from dlperf.frameworks.common.profiling import fill_to_step, ranked, window, within_cap
 from dlperf.vocab import Category
 
-TOP_OPS = 15
 LOSS, OPTIMIZER, FORWARD = "dlperf.loss", "dlperf.optimizer", "dlperf.forward."
 DATA = "dlperf.data"  # a loader cell's wait for its batch (`--data`: the feed's next batch and its copy issued)
 OPTIMIZER_LABELS = ("Optimizer.", OPTIMIZER)  # torch labels step and zero_grad itself; clipping and scaling are ours
@@ -245,21 +243,16 @@ def _close(ranges: list) -> None:
 
 
 def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict[str, Any]:
-    """`steps` steady steps of `train` (a backend.TorchStep, warmed up) under torch.profiler: the fields of
+    """`steps` steady steps of `train` (a step.TorchStep, warmed up) under torch.profiler: the fields of
     `dlperf.protocol.Profiled`."""
     cuda = train.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     with labelled(train) as notes:
         train.sync()
         with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
-            start = time.perf_counter()
-            for _ in range(steps):
-                train.step()
-            train.sync()
-            window = time.perf_counter() - start
+            step_s = window(train.step, train.sync, steps)
         events = list(prof.events())
         counted = counted_step(train, notes)
-    step_s = window / steps
     result = {"steps": steps, "step_s": step_s, "notes": notes, **counted}
     result.update(breakdown_cuda(prof, events, steps, step_s, notes) if cuda else breakdown_cpu(events, steps, step_s))
     result["top_ops"] = top_ops(events, steps, cuda)
@@ -405,11 +398,10 @@ def top_ops(events: list, steps: int, cuda: bool) -> list[dict[str, Any]]:
             spent = event.self_device_time_total if cuda else event.self_cpu_time_total
             self_s[event.name] += spent / 1e6 / steps
             shapes[event.name][str(event.input_shapes)] += 1
-    ranked = sorted(self_s, key=self_s.get, reverse=True)[:TOP_OPS]
     return [
         {"name": name, "self_s": self_s[name], "calls": sum(shapes[name].values()) / steps,
          "shapes": shapes[name].most_common(1)[0][0]}
-        for name in ranked
+        for name in ranked(self_s)
     ]  # fmt: skip
 
 
@@ -433,12 +425,10 @@ def save_trace(prof, path: str | None, max_bytes: int, notes: list[str]) -> str 
     if path is None:
         return None
     prof.export_chrome_trace(path)  # a ".gz" path is written compressed
-    size = Path(path).stat().st_size
-    if size > max_bytes:
-        Path(path).unlink()
-        notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes")
-        return None
-    return path
+    if within_cap(Path(path).stat().st_size, max_bytes, notes):
+        return path
+    Path(path).unlink()
+    return None
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -17,8 +17,10 @@ import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
 
-from dlperf.frameworks.torch import backend as torch_backend
+from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp, fsdp
+from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.step import TorchStep
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
 
@@ -52,22 +54,18 @@ def plan(model: torch.nn.Module, world: int, name: str) -> dict[str, str]:
     return styles
 
 
-class TPStep:
+class TPStep(StrategyStep):
     """The torch backend's step with its linear pairs split over the processes. `params` is the whole model's."""
 
-    def __init__(self, step: torch_backend.TorchStep, group: ddp.Group, workload: Workload, mode: str,
+    computing_ranks = 1  # every rank computes its slices of the whole batch: one rank's FLOP count is the job's
+
+    def __init__(self, step: TorchStep, group: ddp.Group, workload: Workload, mode: str,
                  styles: dict[str, str]) -> None:  # fmt: skip
-        self.inner, self.group, self.workload, self.mode, self.styles = step, group, workload, mode, styles
-        self.params, self.compiles = step.params, False
+        super().__init__(group, step.params, step)
+        self.workload, self.mode, self.styles = workload, mode, styles
         self.mesh = init_device_mesh(group.device.type, (group.world,))
         parallelize_module(step.model, self.mesh, {n: STYLES[s]() for n, s in styles.items()})
         fsdp.reoptimize(step)
-
-    def step(self) -> torch.Tensor:
-        return self.inner.iteration()
-
-    def sync(self) -> None:
-        self.inner.sync()
 
     def communication(self) -> dict[str, Any]:
         """DDP's figures, the local step being `local_copy`'s: the step minus this rank's own products alone.
@@ -76,10 +74,10 @@ class TPStep:
         and DTensor's dispatch around every split layer. No gradient is reduced: `gradient_bytes` is None."""
         return fsdp.communication(self, self.local_copy(), None)
 
-    def local_copy(self) -> torch_backend.TorchStep:
+    def local_copy(self) -> TorchStep:
         """The same step on a plain model of this rank's slices (each split layer a Linear of its local shape), on
         the same whole batch, in this process: the products this rank computes, without a collective."""
-        local = torch_backend.build(self.workload, str(self.group.device), self.mode)
+        local = build_step(self.workload, str(self.group.device), self.mode)
         for name, style in self.styles.items():
             parent, _, child = name.rpartition(".")
             whole = local.model.get_submodule(name)
@@ -90,19 +88,8 @@ class TPStep:
         fsdp.reoptimize(local, sharded=False)
         return local
 
-    def state_tensors(self) -> dict[str, list[torch.Tensor]]:
-        return ddp.state_tensors(self.inner.model, self.inner.optimizer)
-
-    def settings(self) -> dict[str, Any]:
-        return {**self.inner.settings(), "ddp_backend": self.group.backend, "world_size": self.group.world,
-                "per_process_batch": self.workload.batch, "tp_plan": self.styles}  # fmt: skip
-
-    def count_flops(self) -> dict[str, Any] | None:
-        """Every rank computes its slices of the whole batch: one rank's count is the job's."""
-        return ddp.job_flops(self.inner, 1)
-
-    def memory_of_step(self) -> dict[str, int]:
-        return self.inner.memory_of_step()
+    def strategy_settings(self) -> dict[str, Any]:
+        return {"per_process_batch": self.workload.batch, "tp_plan": self.styles}
 
 
 def build(workload: Workload, cell: Cell, group: ddp.Group) -> TPStep:

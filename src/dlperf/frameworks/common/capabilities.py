@@ -1,0 +1,72 @@
+"""What each backend can do, one row per backend, read by the parent without importing any framework.
+
+The parent's checks ask this table, never a framework's name: `--profile` (is the backend profilable, and why not),
+`--nproc` without `--parallel` (its data-parallel strategy), whose engine runs a strategy (`parallel.STRATEGIES`),
+who reads real data (`--data`), who counts a step's operators for the GPU predictor (`dlperf predict`, `dlperf
+crossover`), and which mode components a backend implements (the backend's `MODES` is its row's `modes`). A backend
+gains a capability by a change to its row here and the implementation beside its backend; no other place names it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlperf.modes import Mode
+from dlperf.vocab import Framework, Parallel
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    framework: Framework
+    modes: frozenset[Mode]  # the mode components its `build` implements; any other component is `unsupported`
+    unprofilable: str | None = None  # why `--profile` is refused for it; None: its `profile` maps its profiler
+    strategies: tuple[Parallel, ...] = ()  # the `--parallel` strategies its engine runs
+    data_parallel: Parallel | None = None  # what `--nproc` measures without `--parallel`; None: no multi-process cell
+    reads_data: bool = False  # its `loader` reads real data (`--data`); elsewhere loader cells are `unsupported`
+    counts_ops: bool = False  # its probe counts a step's operators on fake tensors (`predict.count`)
+
+    @property
+    def profilable(self) -> bool:
+        return self.unprofilable is None
+
+
+# fmt: off
+TABLE: dict[Framework, Capabilities] = {
+    Framework.TORCH: Capabilities(
+        Framework.TORCH,
+        frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
+                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}),
+        strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
+        data_parallel=Parallel.DDP, reads_data=True, counts_ops=True,
+    ),
+    Framework.JAX: Capabilities(Framework.JAX, frozenset({Mode.FP32})),
+    Framework.TENSORFLOW: Capabilities(
+        Framework.TENSORFLOW, frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
+        strategies=(Parallel.MIRRORED,), data_parallel=Parallel.MIRRORED,
+    ),
+    Framework.MXNET: Capabilities(
+        Framework.MXNET, frozenset({Mode.FP32}),
+        unprofilable="MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
+    ),
+}
+# fmt: on
+
+
+def of(framework: str) -> Capabilities:
+    return TABLE[Framework(framework)]
+
+
+def owner(strategy: Parallel) -> Framework:
+    """The backend whose engine runs `strategy`: the one row that lists it."""
+    [found] = [row.framework for row in TABLE.values() if strategy in row.strategies]
+    return found
+
+
+def data_readers(frameworks: tuple[str, ...] | list[str]) -> list[str]:
+    """Those of `frameworks` whose backend reads real data (`--data`), in order."""
+    return [f for f in frameworks if of(f).reads_data]
+
+
+def op_counter() -> Framework:
+    """The backend that counts a step's operators for the GPU predictor (the first row that does)."""
+    return next(row.framework for row in TABLE.values() if row.counts_ops)

@@ -1,0 +1,196 @@
+"""A cell's PyTorch train step built: the workload's model, batch and optimizer (or a user's own), then each component
+of the mode applied to it: TensorFloat-32, channels-last, gradient checkpointing, the optimizer's foreach or fused
+implementation, autocast (fp16 with a gradient scaler), DataParallel, torch.compile, CUDA graphs, NVTX ranges.
+
+Part of the PyTorch backend (`backend.py`), imported only in child processes. The mode components implemented are
+this backend's row of `frameworks.common.capabilities`.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import torch
+from torch.utils.checkpoint import checkpoint_sequential
+
+from dlperf.frameworks import check_mode
+from dlperf.frameworks.common import capabilities
+from dlperf.frameworks.torch import nvtx as nvtx_ranges
+from dlperf.frameworks.torch.models import build_model
+from dlperf.frameworks.torch.step import (
+    DATA_SEED,
+    Checkpointing,
+    TorchStep,
+    cross_entropy,
+    make_optimizer,
+    synthetic_batch,
+)
+from dlperf.frameworks.torch.user import build_user
+from dlperf.modes import Mode, check_device, mode_components
+from dlperf.vocab import DeviceKind, Framework
+from dlperf.workloads.base import Workload
+
+MODES = capabilities.of(Framework.TORCH).modes  # mode components this backend implements (dlperf.modes)
+AUTOCAST_DTYPES = {Mode.BF16: torch.bfloat16, Mode.FP16: torch.float16}
+
+
+def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bool = False) -> TorchStep:
+    """The train step of `workload` on `device` in `mode`, weights initialized from `seed` (the same weights and data
+    in every cell); with `nvtx` (`--nvtx`), its phases in NVTX ranges. NotImplementedError (recorded as
+    `unsupported`, with the reason) when the mode does not apply to this workload or device."""
+    components = set(mode_components(mode))
+    dev = torch.device(device)
+    _check_modes(mode, dev)
+    _set_tf32(dev, Mode.TF32 in components)
+    step = build_user(workload, dev, seed) if workload.arch == "user" else _builtin(workload, dev, seed)
+    _apply(step, components, workload.name)
+    if nvtx:  # last: the ranges wrap what the modes made (the compiled forward, the rebuilt optimizer)
+        step.mode_settings["nvtx"] = nvtx_ranges.put_on(step)
+    return step
+
+
+def _builtin(workload: Workload, device: torch.device, seed: int) -> TorchStep:
+    torch.manual_seed(seed)
+    model = build_model(workload).to(device)
+    torch.manual_seed(DATA_SEED)
+    batch = synthetic_batch(workload, device)
+    optimizer = make_optimizer(workload.optimizer, model.parameters())
+    return TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, device)
+
+
+def _apply(step: TorchStep, components: set[Mode], name: str) -> None:
+    """The mode's components applied to `step`, in a fixed order (CUDA graphs after autocast: they refuse fp16's
+    gradient scaler)."""
+    if Mode.CHANNELS_LAST in components:
+        _channels_last(step, name)
+    if Mode.CHECKPOINT in components:
+        _checkpoint(step, name)
+    for impl in (Mode.FOREACH, Mode.FUSED):
+        if impl in components:
+            set_optimizer_implementation(step, impl.value)
+    for precision, dtype in AUTOCAST_DTYPES.items():
+        if precision in components:
+            set_autocast(step, dtype, scaled=precision is Mode.FP16)
+    if Mode.DATA_PARALLEL in components:
+        _data_parallel(step)
+    if Mode.COMPILE in components:
+        _compile(step, cuda_graphs=Mode.CUDA_GRAPHS in components)
+    elif Mode.CUDA_GRAPHS in components:
+        _cuda_graphs(step)
+
+
+def _check_modes(mode: str, device: torch.device) -> None:
+    """NotImplementedError (the cell is `unsupported`) for a component this backend lacks, one that does not run on
+    this device (the modes table says where each runs), or a combination it does not measure."""
+    check_mode(Framework.TORCH, MODES, mode, {})
+    check_device(mode, DeviceKind(device.type), torch.cuda.device_count() if device.type == "cuda" else 0)
+    components = set(mode_components(mode))
+    if Mode.DATA_PARALLEL in components and components & {Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.CHECKPOINT}:
+        raise NotImplementedError("dataparallel with compile, cuda_graphs or checkpoint is not measured")
+
+
+def _data_parallel(step: TorchStep) -> None:
+    """torch.nn.DataParallel over every visible GPU: each step scatters the batch from the cell's GPU, replicates
+    the model, gathers the outputs there; one process, one Python thread per GPU."""
+    step.forward = torch.nn.DataParallel(step.model, device_ids=list(range(torch.cuda.device_count())),
+                                         output_device=step.device)  # fmt: skip
+    step.mode_settings["data_parallel_gpus"] = torch.cuda.device_count()
+
+
+def _set_tf32(device: torch.device, on: bool) -> None:
+    """fp32 means fp32: TensorFloat-32 products only in the tf32 mode (cuDNN convolutions default to TF32)."""
+    if device.type == "cuda":
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = on
+
+
+def _channels_last(step: TorchStep, name: str) -> None:
+    """NHWC activations and weights: what oneDNN and cuDNN's fastest convolution kernels want."""
+    has_conv = any(isinstance(m, torch.nn.Conv2d) for m in step.model.modules())
+    if not has_conv or not isinstance(step.inputs, torch.Tensor) or step.inputs.dim() != 4:
+        raise NotImplementedError(
+            f"channels_last applies to 2-d convolutional networks on image batches; {name} has no Conv2d on a 4-d input"
+        )
+    step.model.to(memory_format=torch.channels_last)  # parameters keep their identity: the optimizer still has them
+    step.inputs = step.inputs.contiguous(memory_format=torch.channels_last)
+
+
+MIN_CHECKPOINT_BLOCKS = 3
+
+
+def _checkpoint(step: TorchStep, name: str) -> None:
+    """Gradient checkpointing of the model's trunk: its largest nn.Sequential, split into about sqrt(n) segments
+    whose inner activations are recomputed in backward instead of kept (the classic memory-optimal split)."""
+    trunk_name, trunk, blocks = _trunk(step.model)
+    if len(blocks) < MIN_CHECKPOINT_BLOCKS:
+        raise NotImplementedError(
+            f"checkpoint needs a sequential trunk of at least {MIN_CHECKPOINT_BLOCKS} blocks (an nn.Sequential); "
+            f"{name} has none"
+        )
+    segments = max(2, round(math.sqrt(len(blocks))))
+    eager = trunk.forward
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        if not (Checkpointing.active and torch.is_grad_enabled()):
+            return eager(x)
+        return checkpoint_sequential(blocks, segments, x, use_reentrant=False)
+
+    trunk.forward = forward  # nn.Module.__call__ looks up the instance attribute first
+    step.mode_settings["checkpoint"] = {"module": trunk_name or "(model)", "blocks": len(blocks), "segments": segments}
+
+
+def _trunk(model: torch.nn.Module) -> tuple[str, torch.nn.Module | None, list[torch.nn.Module]]:
+    """The nn.Sequential spanning the most modules (a ResNet's stack of blocks, not one block's layers), and its
+    blocks, nested Sequentials flattened."""
+    best: tuple[str, torch.nn.Module | None, list[torch.nn.Module]] = ("", None, [])
+    span = 0
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Sequential) and sum(1 for _ in module.modules()) > span:
+            span = sum(1 for _ in module.modules())
+            best = (name, module, _flatten(module))
+    return best
+
+
+def _flatten(seq: torch.nn.Sequential) -> list[torch.nn.Module]:
+    return [b for m in seq for b in (_flatten(m) if isinstance(m, torch.nn.Sequential) else [m])]
+
+
+def set_optimizer_implementation(step: TorchStep, impl: str) -> None:
+    """Rebuild the optimizer (still without state) with `foreach=True` or `fused=True`."""
+    opt = step.optimizer
+    cls = type(opt)
+    groups = [{k: v for k, v in g.items() if k not in ("foreach", "fused")} for g in opt.param_groups]
+    defaults = {k: v for k, v in opt.defaults.items() if k not in ("foreach", "fused")}
+    try:
+        step.optimizer = cls(groups, **defaults, **{impl: True})
+    except (TypeError, RuntimeError, ValueError) as exc:
+        raise NotImplementedError(f"{impl}: {cls.__name__} on {step.device.type} does not support it ({exc})") from exc
+
+
+def set_autocast(step: TorchStep, dtype: torch.dtype, *, scaled: bool) -> None:
+    """Mixed precision: forward and loss under autocast; weights, gradients and the update stay fp32."""
+    device_type = step.device.type
+    try:
+        with torch.autocast(device_type, dtype=dtype):
+            pass
+    except (RuntimeError, ValueError) as exc:  # e.g. a dtype the device's autocast does not support
+        raise NotImplementedError(f"{dtype} autocast is not supported on {device_type}: {exc}") from exc
+    step.autocast = partial(torch.autocast, device_type, dtype=dtype)
+    step.precision = next(m.value for m, d in AUTOCAST_DTYPES.items() if d == dtype)
+    if scaled:
+        step.scaler = torch.amp.GradScaler(device_type)
+
+
+def _compile(step: TorchStep, *, cuda_graphs: bool) -> None:
+    """torch.compile of the model (forward and, through AOTAutograd, backward); the first step compiles.
+    With cuda_graphs, Inductor's own CUDA-graph trees ("reduce-overhead")."""
+    compile_mode = "reduce-overhead" if cuda_graphs else "default"
+    step.forward = torch.compile(step.model, mode=compile_mode)
+    step.compiles = True
+    step.mode_settings["compile_mode"] = compile_mode
+
+
+def _cuda_graphs(step: TorchStep) -> None:
+    if step.scaler is not None:
+        raise NotImplementedError("cuda_graphs cannot capture fp16 gradient scaling: it checks overflow on the host")
+    step.cuda_graph = step.compiles = True

@@ -1,0 +1,113 @@
+"""The PyTorch backend's answers to the parent's probe (`runner/probe.py`): the framework and its devices, a user
+workload's shape, real data opened, and steps' operators counted for the GPU predictor.
+
+Part of the PyTorch backend (`backend.py`), imported only in child processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from typing import Any
+
+import torch
+
+from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
+from dlperf.frameworks.torch.opcount import count_ops, nbytes, tensors_in
+from dlperf.frameworks.torch.threads import describe_device
+from dlperf.frameworks.torch.user import load_user, probe_workload
+from dlperf.modes import Mode
+from dlperf.vocab import Framework
+from dlperf.workloads.base import Workload
+
+
+def probe(request: dict[str, Any]) -> dict[str, Any]:
+    """Answer the parent's question in JSON-ready values. UsageError (a bad user factory) propagates."""
+    what = request.get("what")
+    if what == "env":
+        return probe_env()
+    if what == "workload":
+        return probe_workload(request["source"])
+    if what == "data":
+        return {w["name"]: probe_data(Workload.from_json(w), request["data"]) for w in request["workloads"]}
+    if what == "ops":  # the GPU predictor's operator counts
+        return {"counts": [op_count(Workload.from_json(r["workload"]), r["mode"], int(r["batch"]))
+                           for r in request["requests"]]}  # fmt: skip
+    raise ValueError(f"unknown probe request {what!r}")
+
+
+OP_COUNT_PRECISIONS = {"fp32": None, "tf32": None, "bf16": Mode.BF16, "fp16": Mode.FP16}  # tf32: the GPU's peak only
+
+
+def op_count(workload: Workload, mode: str, batch: int) -> dict[str, Any]:
+    """One training step of `workload` at `batch` in `mode`, its operators counted on fake tensors (`opcount`), as
+    `dlperf.predict.ops.Count` JSON. Built as the worker builds it on the CPU, with the optimizer's foreach
+    implementation (torch's default on CUDA) and the mode's autocast on the CPU (it follows the tensors' device);
+    never run. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
+    "mode", "batch", "error"} instead: one such row must not cost the others of the request."""
+    if mode not in OP_COUNT_PRECISIONS:
+        raise ValueError(f"op count: unknown mode {mode!r} (one of {', '.join(OP_COUNT_PRECISIONS)})")
+    precision = OP_COUNT_PRECISIONS[mode]
+    try:
+        step = build(dataclasses.replace(workload, batch=batch), "cpu", "fp32")
+        with contextlib.suppress(NotImplementedError):  # a user's optimizer without foreach: counted as it is
+            set_optimizer_implementation(step, Mode.FOREACH.value)
+        if precision is not None:
+            set_autocast(step, AUTOCAST_DTYPES[precision], scaled=precision is Mode.FP16)
+        input_bytes = sum(nbytes(t) for t in tensors_in((step.inputs, step.targets)))
+        ops = count_ops(step)
+    except (NotImplementedError, RuntimeError) as exc:
+        return {"workload": workload.name, "mode": mode, "batch": batch, "error": f"{type(exc).__name__}: {exc}"}
+    return {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in ops],
+            "input_bytes": input_bytes, "params": step.params}  # fmt: skip
+
+
+def probe_data(workload: Workload, data: str) -> dict[str, Any]:
+    """A loader cell's data, checked before the run is created: opened, one sample read (`data.check`)."""
+    from dlperf.frameworks.torch import data as datasets
+
+    return datasets.check(workload, data, load_user(workload.source) if workload.is_user else None)
+
+
+def probe_env() -> dict[str, Any]:
+    return {
+        "framework": Framework.TORCH.value,
+        "version": torch.__version__,
+        "build": {
+            "cuda": torch.version.cuda,
+            "cudnn": torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
+            "debug": torch.version.debug,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        },
+        "devices": devices(),
+        "precision_speed": {"cpu": precision_speed()},
+    }
+
+
+def precision_speed(size: int = 256, repeats: int = 3) -> dict[str, float]:
+    """bf16 and fp16 matrix products' speed on the CPU relative to fp32 (above 1: faster), the best of a few
+    products each: whether a reduced-precision mode can pay on this CPU, measured before a sweep spends time on it
+    (without native bf16, oneDNN emulates it many times slower than fp32; fp16 matmul on a CPU is often slower
+    still). A fraction of a second at one thread."""
+    base = torch.randn(size, size)
+    best = {}
+    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
+        x = base.to(dtype)
+        torch.mm(x, x)  # the first product picks and prepares its kernel
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            torch.mm(x, x)
+            times.append(time.perf_counter() - start)
+        best[name] = min(times)
+    return {name: round(best["fp32"] / t, 3) for name, t in best.items() if name != "fp32"}
+
+
+def devices() -> list[dict[str, Any]]:
+    found = [{"name": "cpu"}]
+    if torch.cuda.is_available():
+        found += [describe_device(torch.device("cuda", i)) for i in range(torch.cuda.device_count())]
+    if torch.backends.mps.is_available():
+        found.append({"name": "mps"})
+    return found
