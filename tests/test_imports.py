@@ -1,6 +1,7 @@
 """The house rules, read from the code's own imports (lazy imports inside functions and TYPE_CHECKING blocks
-included, since they are arrows of the structure too): no import circles, frameworks only in `frameworks/`,
-workers on the standard library and their framework, SQL only in `store/`, and every layer importing only downward.
+included, since they are arrows of the structure too): no import circles, between modules or between the top-level
+folders; frameworks only in `frameworks/`; workers on the standard library and their framework; SQL only in
+`store/`; and every layer importing only downward.
 
 Each rule is checked on the real package, and each is shown to fail on a small package built to break it, so a
 rule that cannot fail would be seen.
@@ -38,7 +39,6 @@ STDLIB_ONLY = (
     "dlperf.errors",
     "dlperf.version",
     "dlperf.loaders",
-    "dlperf.predict.ops",
     "dlperf.answers",
     "dlperf.wire",
     "dlperf.frameworks.common",  # what every backend shares, imported in each framework's own environment
@@ -146,10 +146,25 @@ def under(name: str, prefix: str) -> bool:
     return name == prefix or name.startswith(prefix + ".")
 
 
+def folders(g: dict[str, set[str]], package: str) -> dict[str, set[str]]:
+    """The graph of the package's top-level parts (a folder or a module directly in it): two parts that import each
+    other, through any of their modules, are one floor of the house, not two, and a layer could no longer be lifted
+    out whole."""
+
+    def part(name: str) -> str:
+        return ".".join(name.split(".")[:2])
+
+    parts: dict[str, set[str]] = {}
+    for name, edges in g.items():
+        parts.setdefault(part(name), set()).update(part(e) for e in internal(edges, package) if part(e) != part(name))
+    return parts
+
+
 def violations(g: dict[str, set[str]], package: str = "dlperf") -> list[str]:
     """Every broken rule, one line each (module names relative to `package`, so a test package can break them)."""
     p = package
     found = [f"import circle: {' -> '.join(c)}" for c in cycles(g)]
+    found += [f"folder circle: {' <-> '.join(c)}" for c in cycles(folders(g, p))]
     for name, edges in sorted(g.items()):
         inside = internal(edges, p)
         outside = third_party(edges, p)
@@ -286,6 +301,8 @@ def fake_package(tmp_path: Path, files: dict[str, str]) -> dict[str, set[str]]:
         ({"envs/__init__.py": "def f():\n    from fake.runner import probe", "runner/probe.py": ""},
          "envs/ never imports runner/"),
         ({"runner/session.py": "from fake.plan import cells", "plan/cells.py": ""}, "runner/ never imports plan/"),
+        ({"spec.py": "def f():\n    from fake.runner import distributed", "runner/distributed.py": "",
+          "runner/sweep.py": "from fake import spec"}, "folder circle: fake.runner <-> fake.spec"),
         ({"worker/cell.py": "from fake import workloads", "workloads.py": "import rich"},
          "fake.worker.cell reaches fake.workloads, which imports rich"),
         ({"frameworks/jax/backend.py": "import torch"}, "the jax backend imports"),

@@ -80,13 +80,13 @@ class DataAnswer(Wire):
 
 @dataclass(frozen=True)
 class OpCount(Wire):
-    """One step's operators, as `predict.ops.Count` reads them, or why the fake tensors could not run it."""
+    """One step's operators, as `frameworks.common.ops.Count` reads them, or why the fake tensors could not run it."""
 
     workload: str
     mode: str
     batch: int
     error: str | None = field(default=None, metadata=ABSENT)
-    ops: list[dict[str, Any]] | None = field(default=None, metadata=ABSENT)  # `predict.ops.Op` JSON
+    ops: list[dict[str, Any]] | None = field(default=None, metadata=ABSENT)  # `frameworks.common.ops.Op` JSON
     input_bytes: int | None = field(default=None, metadata=ABSENT)
     params: int | None = field(default=None, metadata=ABSENT)
 

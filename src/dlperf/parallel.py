@@ -2,7 +2,8 @@
 
 Standard library only: the parent plans with it, `dlperf list --parallel` prints it, the workers read a cell's
 strategy from it. A strategy is part of a cell (`protocol.Cell.parallel`, with `microbatches` for a pipeline), of its
-key and of its column: `ddp:2x1`, `fsdp:2x1`, `tp:2x1`, `gpipe.m4:2x1`, `1f1b.m8:2x1`, `mirrored:2x1`.
+key and of its column: `ddp:2x1`, `fsdp:2x1`, `tp:2x1`, `gpipe.m4:2x1`, `1f1b.m8:2x1`, `mirrored:2x1`. Where the
+processes of a job meet (`Rendezvous`: --nnodes, --node-rank, --rdzv-endpoint) is checked here too, with the spec.
 """
 
 from __future__ import annotations
@@ -102,6 +103,31 @@ def distributed(nproc: int, strategy: str) -> bool:
     return bool(nproc) and STRATEGIES[Parallel(strategy or Parallel.DDP)].processes
 
 
-def theoretical_bubble(stages: int, microbatches: int) -> float:
-    """The idle share of a GPipe or 1F1B step with equal stages and no communication: (N-1) / (M+N-1)."""
-    return (stages - 1) / (microbatches + stages - 1)
+@dataclass(frozen=True)
+class Rendezvous:
+    """Where the processes of one job meet. `endpoint` None: this node alone (torchrun --standalone)."""
+
+    nnodes: int = 1
+    node_rank: int = 0
+    endpoint: str | None = None  # host:port of the c10d rendezvous, the same on every node
+    join_timeout_s: float = 600.0  # how long a node waits for the others before the job fails
+
+    def __post_init__(self) -> None:
+        if self.nnodes < 1:
+            raise UsageError("--nnodes must be at least 1")
+        if not 0 <= self.node_rank < self.nnodes:
+            raise UsageError(f"--node-rank {self.node_rank}: must be between 0 and --nnodes - 1 ({self.nnodes - 1})")
+        if self.nnodes > 1 and not self.endpoint:
+            raise UsageError("--nnodes above 1 needs --rdzv-endpoint host:port (the same on every node)")
+        if self.endpoint is not None:
+            host, _, port = self.endpoint.rpartition(":")
+            if not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise UsageError(f"--rdzv-endpoint {self.endpoint!r}: expected host:port, e.g. 10.0.0.1:29400")
+
+    @property
+    def standalone(self) -> bool:
+        return self.endpoint is None
+
+    def to_json(self) -> dict:
+        return {"nnodes": self.nnodes, "node_rank": self.node_rank, "endpoint": self.endpoint,
+                "join_timeout_s": self.join_timeout_s}  # fmt: skip

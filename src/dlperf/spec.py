@@ -127,7 +127,7 @@ def _check_lists(s: RunSpec) -> None:
 
 def _check_processes(s: RunSpec) -> None:
     """--nproc and the flags of several nodes: a framework that has a multi-process strategy."""
-    from dlperf.runner.distributed import Rendezvous  # here: `dlperf --help` reads this module, not the runner
+    from dlperf.parallel import Rendezvous
 
     Rendezvous(s.nnodes, s.node_rank, s.rdzv_endpoint, s.timeout)  # validates --nnodes, --node-rank, --rdzv-endpoint
     if s.nprocs is None:

@@ -17,9 +17,10 @@ from dlperf.commands import comm
 from dlperf.errors import UsageError
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.measure.system import descendants
+from dlperf.parallel import Rendezvous
 from dlperf.protocol import Answer, Error, Joined
 from dlperf.runner import comm as job
-from dlperf.runner.distributed import Rendezvous, rendezvous_id, torchrun_command
+from dlperf.runner.distributed import rendezvous_id, torchrun_command
 from dlperf.runner.launch import ChildResult
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 from dlperf.store.machine import MeasuredComm

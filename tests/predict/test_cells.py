@@ -4,9 +4,9 @@ import pytest
 
 from conftest import dlperf
 from dlperf.errors import UsageError
+from dlperf.frameworks.common.ops import Count, Op
 from dlperf.predict import cells as gpu_predictions
 from dlperf.predict import count
-from dlperf.predict.ops import Count, Op
 from dlperf.protocol import Cell
 from dlperf.store import Store
 from dlperf.workloads import BUILTIN

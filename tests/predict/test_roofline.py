@@ -2,9 +2,9 @@
 
 import pytest
 
+from dlperf.frameworks.common.ops import Count, Op
 from dlperf.predict import roofline
 from dlperf.predict.gpus import lookup
-from dlperf.predict.ops import Count, Op
 
 EFF = roofline.EFFICIENCY
 H100, T4 = lookup("H100-SXM5-80GB"), lookup("T4")

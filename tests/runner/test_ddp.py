@@ -11,9 +11,10 @@ import pytest
 from conftest import FAST, ROOT, alive, dlperf
 from dlperf.errors import UsageError
 from dlperf.measure.stats import bus_bandwidth
+from dlperf.parallel import Rendezvous
 from dlperf.protocol import Built, Cell, Comm, Done, Error, Event, Sample, Start, Unsupported
 from dlperf.runner.collect import ddp_measurement
-from dlperf.runner.distributed import Rendezvous, torchrun_command
+from dlperf.runner.distributed import torchrun_command
 from dlperf.runner.launch import ChildResult
 from dlperf.store import Store
 

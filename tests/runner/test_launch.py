@@ -6,8 +6,8 @@ import time
 from conftest import alive
 from dlperf.answers import EnvRequest
 from dlperf.measure.timer import TimerConfig
+from dlperf.parallel import Rendezvous
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, ProbeTask
-from dlperf.runner.distributed import Rendezvous
 from dlperf.runner.launch import ChildResult, Follower, child_command, child_env, launch, run_child, signal_reason
 
 

@@ -137,8 +137,8 @@ def parse_sizes(text: str, factor: int) -> tuple[int, ...]:
 
 
 def options(args) -> CommOptions:
+    from dlperf.parallel import Rendezvous
     from dlperf.runner.comm import CommJob
-    from dlperf.runner.distributed import Rendezvous
 
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
     job = CommJob(

@@ -12,7 +12,7 @@ from dlperf.answers import OpRequest, OpsRequest
 from dlperf.envs import interpreter_for
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.frameworks.common import capabilities
-from dlperf.predict.ops import Count
+from dlperf.frameworks.common.ops import Count
 from dlperf.runner import probe
 from dlperf.workloads.base import Workload
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dlperf.frameworks.common.ops import Count, Op
 from dlperf.predict.gpus import GPU
-from dlperf.predict.ops import Count, Op
 
 MODES = ("fp32", "tf32", "bf16", "fp16")
 

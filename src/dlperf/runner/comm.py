@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlperf.answers import CommAnswer
+from dlperf.parallel import Rendezvous
 from dlperf.protocol import Answer, CommTask, Error, Event, Joined, all_of, first
-from dlperf.runner.distributed import Rendezvous, rendezvous_id
+from dlperf.runner.distributed import rendezvous_id
 from dlperf.vocab import CommBackend
 
 if TYPE_CHECKING:

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf.measure.system import descendants, thread_env
+from dlperf.parallel import Rendezvous
 from dlperf.protocol import LIFELINE, Event, Task, decode, read_events, write_task
 from dlperf.runner import lifeline
-from dlperf.runner.distributed import Rendezvous, torchrun_command
+from dlperf.runner.distributed import torchrun_command
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
 EVENTS = "events.jsonl"

@@ -14,11 +14,11 @@ from dlperf import envs
 from dlperf.errors import MissingDependency, StoreFault
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
-from dlperf.parallel import distributed
+from dlperf.parallel import Rendezvous, distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
 from dlperf.runner import collect
 from dlperf.runner import profile as profiling
-from dlperf.runner.distributed import Rendezvous, rendezvous_id
+from dlperf.runner.distributed import rendezvous_id
 from dlperf.runner.launch import launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, schedule

@@ -12,9 +12,9 @@ torch = require("torch")
 from torch._subclasses.fake_tensor import FakeTensorMode  # noqa: E402
 from torch.utils.flop_counter import FlopCounterMode  # noqa: E402
 
+from dlperf.frameworks.common.ops import Count  # noqa: E402
 from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.frameworks.torch import opcount  # noqa: E402
-from dlperf.predict.ops import Count  # noqa: E402
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 

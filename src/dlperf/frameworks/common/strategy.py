@@ -60,3 +60,8 @@ class StrategyStep(ABC):
     @abstractmethod
     def communication(self) -> dict[str, Any]:
         """Where the step's time goes, after the timed steps (untimed): `CommRecord`'s figures."""
+
+
+def theoretical_bubble(stages: int, microbatches: int) -> float:
+    """The idle share of a GPipe or 1F1B step with equal stages and no communication: (N-1) / (M+N-1)."""
+    return (stages - 1) / (microbatches + stages - 1)

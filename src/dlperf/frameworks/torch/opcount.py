@@ -1,4 +1,4 @@
-"""A training step's operators counted on fake tensors: what the GPU predictor reads (`dlperf.predict.ops`).
+"""A training step's operators counted on fake tensors: what the GPU predictor reads (`dlperf.frameworks.common.ops`).
 
 The backend builds the step as the worker does (`backend.op_count`, at the requested batch, with the mode's autocast
 and a foreach optimizer) and hands it here; its weights and batch become fake tensors (FakeTensorMode: a shape, a
@@ -35,7 +35,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
-from dlperf.predict.ops import Op
+from dlperf.frameworks.common.ops import Op
 
 FOREACH_TENSORS_PER_LAUNCH = 110  # multi-tensor apply: the tensors one launch takes (CUDA's depth-1 chunking)
 NOT_KERNELS = frozenset({"_unsafe_view", "_reshape_alias", "lift_fresh", "alias", "detach", "detach_"})

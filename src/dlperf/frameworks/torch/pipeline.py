@@ -28,14 +28,13 @@ from torch.fx.passes.shape_prop import ShapeProp, TensorMetadata
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlperf.frameworks.common import comm
-from dlperf.frameworks.common.strategy import StrategyStep
+from dlperf.frameworks.common.strategy import StrategyStep, theoretical_bubble
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch.build import build as build_step
 from dlperf.frameworks.torch.instruments import LiveTensorBytes
 from dlperf.frameworks.torch.step import TorchStep, state_tensors
 from dlperf.measure.timer import timed_step
 from dlperf.modes import Mode, mode_components
-from dlperf.parallel import theoretical_bubble
 from dlperf.protocol import Cell
 from dlperf.vocab import Parallel
 from dlperf.workloads.base import Workload

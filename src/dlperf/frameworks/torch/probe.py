@@ -42,7 +42,7 @@ OP_COUNT_PRECISIONS = {"fp32": None, "tf32": None, "bf16": Mode.BF16, "fp16": Mo
 
 def op_count(workload: Workload, mode: str, batch: int) -> dict[str, Any]:
     """One training step of `workload` at `batch` in `mode`, its operators counted on fake tensors (`opcount`), as
-    `dlperf.predict.ops.Count` JSON. Built as the worker builds it on the CPU, with the optimizer's foreach
+    `dlperf.frameworks.common.ops.Count` JSON. Built as the worker builds it on the CPU, with the optimizer's foreach
     implementation (torch's default on CUDA) and the mode's autocast on the CPU (it follows the tensors' device);
     never run. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
     "mode", "batch", "error"} instead: one such row must not cost the others of the request."""
