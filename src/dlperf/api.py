@@ -46,6 +46,7 @@ from dlperf.spec import (
     parse_workloads,
 )
 from dlperf.store import Store, default_db, spill
+from dlperf.store.records import PlannedCell
 from dlperf.vocab import DeviceKind, ExitCode, Parallel, Status
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.user import source_of
@@ -422,7 +423,7 @@ def run(
             plan.env,
             envinfo.fingerprint(plan.env),
             argv or sys.argv,
-            [{"key": c.key, **c.to_json(), "workload_json": plan.workloads[c.key]} for c in plan.cells],
+            [PlannedCell(c, plan.workloads[c.key]) for c in plan.cells],
         )
         if spec.predict:
             predict(store, run_id, plan, warn or warn_stderr)

@@ -28,6 +28,7 @@ from dlperf.runner.sweep import Interrupted, SweepContext, execute
 from dlperf.runner.tasks import schedule
 from dlperf.spec import CROSSOVER_TIMER
 from dlperf.store import Store, default_db
+from dlperf.store.records import PlannedCell, Prediction
 from dlperf.vocab import ExitCode
 from dlperf.workloads.base import Workload
 
@@ -146,19 +147,9 @@ def crossover(
             key = runner.cells.get((n.batch, threads))
             for gpu in chosen:
                 p = roofline.predict(n, gpu, transfer=True)
-                rows.append(
-                    {
-                        "cell_key": key,
-                        "gpu": gpu.name,
-                        "mode": p.mode,
-                        "batch": p.batch,
-                        "step_s": p.step_s,
-                        "device_s": p.device_s,
-                        "transfer_s": p.transfer_s,
-                        "bound": p.bound,
-                        "detail": {view.KIND: {"user_batch": user_batch}, "kernels": p.kernels, "parts": p.parts},
-                    }
-                )
+                detail = {view.KIND: {"user_batch": user_batch}, "kernels": p.kernels, "parts": p.parts}
+                rows.append(Prediction(key, gpu.name, p.mode, p.batch, p.step_s, p.device_s, p.transfer_s, p.bound,
+                                       detail))  # fmt: skip
         store.record_predictions(run_id, rows)
         answer = _answer(store, run_id)
         failed = any(not c.ok for c in store.cells(run_id))
@@ -194,9 +185,7 @@ class _Runner:
             self.ctx.workloads[cell.key] = w.to_json()
             self.cells[(b, threads)] = cell.key
             new.append(cell)
-        self.ctx.store.add_cells(
-            self.ctx.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.ctx.workloads[c.key]} for c in new]
-        )
+        self.ctx.store.add_cells(self.ctx.run_id, [PlannedCell(c, self.ctx.workloads[c.key]) for c in new])
         tasks = schedule(new, self.ctx.spec.repeats)
         with self.progress_factory(len(tasks)) as progress:
             execute(self.ctx, tasks, progress, last=last)

@@ -47,7 +47,7 @@ from dlperf.runner.sweep import Interrupted, SweepContext, execute, profile_cell
 from dlperf.runner.tasks import Task
 from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, canonical_mode, device_kind
 from dlperf.store import Store, default_db
-from dlperf.store.records import CellRecord
+from dlperf.store.records import CellRecord, PlannedCell
 from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
@@ -470,7 +470,7 @@ class Searcher:
         if bar is not None:
             bar_s = next(c for c in self.store.cells(self.run_id) if c.mode == bar).median_s
         new = [c for c in cells if c.mode not in self.repeat_of]
-        self.store.add_cells(self.run_id, [{"key": c.key, **c.to_json(), "workload_json": self.workload} for c in new])
+        self.store.add_cells(self.run_id, [PlannedCell(c, self.workload) for c in new])
         for c in new:
             self.ctx.workloads[c.key] = self.workload
             self.dimension_of[c.mode] = dimension

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
 from dlperf.report.data import dominates
 from dlperf.runner.tasks import Task
+from dlperf.store.records import PlannedCell
 from dlperf.vocab import DeviceKind, Status
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ class LoaderSearch:
     def _measure(self, name: str, synthetic_s: float) -> LoaderTrial:
         """One loader cell of the best mode, in `repeats` processes: its trial."""
         cell = replace(self.s.base_cell, mode=self.mode, loader=name)
-        self.s.store.add_cells(self.s.run_id, [{"key": cell.key, **cell.to_json(), "workload_json": self.s.workload}])
+        self.s.store.add_cells(self.s.run_id, [PlannedCell(cell, self.s.workload)])
         self.s.ctx.workloads[cell.key] = self.s.workload
         self.s._execute([Task(cell, n) for n in range(self.s.opts.repeats)])
         record = next(c for c in self.s.store.cells(self.s.run_id) if c.key == cell.key)

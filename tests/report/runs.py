@@ -9,7 +9,11 @@ import random
 import statistics
 
 from conftest import make_cell
+from dlperf.protocol import Cell
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
 
 MACHINE = {"cpu_model": "Xeon Test", "cores": {"cores": 8}, "hostname": "alpha"}
 OTHER_MACHINE = {"cpu_model": "EPYC Test", "cores": {"cores": 64}, "hostname": "beta"}
@@ -57,12 +61,15 @@ def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MAC
     """A complete run whose cells (workload name -> processes) were measured with these step times."""
     plan = [cell(name, batch=batch) for name in cells]
     env = {"cpu": {"model": fingerprint["cpu_model"]}, "cores": fingerprint["cores"]}
-    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], plan)
+    planned = [PlannedCell(Cell.from_json(c), c["workload_json"]) for c in plan]
+    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], planned)
     for c, procs in zip(plan, cells.values(), strict=True):
         for repeat, samples in enumerate(procs):
             aggregate = measured(c, procs[: repeat + 1])
-            m = {"status": "ok" if samples else "failed", "samples": samples, "detail": {}, "duration_s": 1.0}
-            store.record(run_id, c["key"], repeat, m, {**aggregate, "n": sum(map(len, procs))})
+            m = ProcessMeasurement(status=Status.OK if samples else Status.FAILED, samples=samples, duration_s=1.0)
+            figures = CellFigures(status=Status(aggregate["status"]), median_s=aggregate["median_s"],
+                                  n=sum(map(len, procs)))  # fmt: skip
+            store.record(run_id, c["key"], repeat, m, figures)
     store.set_run_status(run_id, "complete")
     return run_id
 

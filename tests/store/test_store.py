@@ -4,17 +4,14 @@ import sqlite3
 import pytest
 
 from dlperf.errors import UsageError
+from dlperf.protocol import Cell
 from dlperf.store import SCHEMA_VERSION, Store
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
 
-CELL = {
-    "key": "fcn-r|torch|cpu|1|fp32",
-    "workload": "fcn-r",
-    "framework": "torch",
-    "device": "cpu",
-    "threads": 1,
-    "mode": "fp32",
-    "workload_json": {"batch": 1024},
-}
+CELL = PlannedCell(Cell("fcn-r", "torch", "cpu", 1, "fp32"), {"batch": 1024})
+KEY = CELL.cell.key
 
 
 def new_run(store):
@@ -34,13 +31,14 @@ def test_plan_is_stored_pending_then_one_transaction_per_measurement(tmp_path):
     run_id = new_run(store)
     assert store.run().status == "running"
     assert [c.status for c in store.cells(run_id)] == ["pending"]
-    m = {"status": "ok", "samples": [1.0, 2.0], "detail": {"warmup_steps": 3}, "duration_s": 4.0}
-    store.record(run_id, CELL["key"], 0, m, {"status": "ok", "median_s": 1.5, "n": 2, "extra": {"warnings": []}})
+    m = ProcessMeasurement(status=Status.OK, samples=[1.0, 2.0], detail=ProcessDetail(warmup_steps=3), duration_s=4.0)
+    store.record(run_id, KEY, 0, m, CellFigures(status=Status.OK, median_s=1.5, n=2))
     cell = store.cells(run_id)[0]
     assert cell.status == "ok" and cell.median_s == 1.5 and cell.warnings == [] and cell.memory is None
     assert cell.workload_spec == {"batch": 1024} and cell.batch == 1024
-    assert store.samples(run_id, CELL["key"]) == [[1.0, 2.0]]
-    assert store.done_repeats(run_id) == {(CELL["key"], 0)}
+    assert store.samples(run_id, KEY) == [[1.0, 2.0]]
+    assert store.measurements(run_id, KEY)[0].detail == ProcessDetail(warmup_steps=3)
+    assert store.done_repeats(run_id) == {(KEY, 0)}
     store.set_run_status(run_id, "complete")
     assert store.latest_unfinished_run() is None
 
@@ -100,12 +98,12 @@ def test_unknown_run(tmp_path):
 def test_check_run_decodes_every_row_and_names_the_one_that_does_not(tmp_path):
     store = Store.open(tmp_path / "d.db", create=True)
     run_id = new_run(store)
-    m = {"status": "ok", "samples": [1.0, 2.0], "detail": {}, "duration_s": 4.0}
-    store.record(run_id, CELL["key"], 0, m, {"status": "ok", "median_s": 1.5, "n": 2})
-    assert [r["key"] for r in store.check_run(run_id).cells] == [CELL["key"]]
+    m = ProcessMeasurement(status=Status.OK, samples=[1.0, 2.0], duration_s=4.0)
+    store.record(run_id, KEY, 0, m, CellFigures(status=Status.OK, median_s=1.5, n=2))
+    assert [r["key"] for r in store.check_run(run_id).cells] == [KEY]
     for sql, where in [
-        ("UPDATE measurements SET samples_json = '[1.0, \"x\"]'", f"cell {CELL['key']}, process 0"),
-        ("UPDATE cells SET extra_json = '{not json'", f"cell {CELL['key']}: unreadable"),
+        ("UPDATE measurements SET samples_json = '[1.0, \"x\"]'", f"cell {KEY}, process 0"),
+        ("UPDATE cells SET extra_json = '{not json'", f"cell {KEY}: unreadable"),
         ("UPDATE runs SET env_json = 'garbage'", f"run {run_id}: unreadable"),
     ]:
         store.conn.execute(sql)
