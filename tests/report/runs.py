@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from dataclasses import replace
 
 from conftest import make_cell
 from dlperf.protocol import Cell
@@ -32,44 +33,33 @@ def at_levels(seed: int, levels: list[float], steps: int = 200, within: float = 
     return [[level * rng.gauss(1.0, within) for _ in range(steps)] for level in levels]
 
 
-def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64, **extra) -> dict:
-    return {
-        "key": f"{workload}|torch|cpu|{threads}|fp32",
-        "workload": workload,
-        "framework": "torch",
-        "device": "cpu",
-        "threads": threads,
-        "mode": "fp32",
-        "workload_json": {"batch": batch},
-        **extra,
-    }
+def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64) -> PlannedCell:
+    return PlannedCell(Cell(workload, "torch", "cpu", threads, "fp32"), {"batch": batch})
 
 
-def measured(c: dict, procs: list[list[float]], status: str = "ok") -> dict:
-    """The figures `Store.record` stores for the planned cell `c` once `procs` are measured."""
+def measured(procs: list[list[float]], status: str = "ok") -> CellFigures:
+    """The figures `Store.record` stores for a planned cell once `procs` are measured."""
     medians = [statistics.median(p) for p in procs if p]
-    return {"status": status, "median_s": statistics.median(medians) if medians else None}
+    return CellFigures(status=Status(status), median_s=statistics.median(medians) if medians else None)
 
 
-def record(c: dict, procs: list[list[float]], status: str = "ok"):
+def record(c: PlannedCell, procs: list[list[float]], status: str = "ok"):
     """The cell `Store.cells` then gives back."""
-    return make_cell(c["workload"], threads=c["threads"], key=c["key"], batch=c["workload_json"]["batch"],
-                     workload_spec=c["workload_json"], **measured(c, procs, status))  # fmt: skip
+    figures = measured(procs, status)
+    return make_cell(c.cell.workload, threads=c.cell.threads, key=c.cell.key, batch=c.workload["batch"],
+                     workload_spec=c.workload, status=status, median_s=figures.median_s)  # fmt: skip
 
 
 def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MACHINE, batch: int = 64) -> int:
     """A complete run whose cells (workload name -> processes) were measured with these step times."""
     plan = [cell(name, batch=batch) for name in cells]
     env = {"cpu": {"model": fingerprint["cpu_model"]}, "cores": fingerprint["cores"]}
-    planned = [PlannedCell(Cell.from_json(c), c["workload_json"]) for c in plan]
-    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], planned)
+    run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], plan)
     for c, procs in zip(plan, cells.values(), strict=True):
         for repeat, samples in enumerate(procs):
-            aggregate = measured(c, procs[: repeat + 1])
+            figures = replace(measured(procs[: repeat + 1]), n=sum(map(len, procs)))
             m = ProcessMeasurement(status=Status.OK if samples else Status.FAILED, samples=samples, duration_s=1.0)
-            figures = CellFigures(status=Status(aggregate["status"]), median_s=aggregate["median_s"],
-                                  n=sum(map(len, procs)))  # fmt: skip
-            store.record(run_id, c["key"], repeat, m, figures)
+            store.record(run_id, c.cell.key, repeat, m, figures)
     store.set_run_status(run_id, "complete")
     return run_id
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf.figures import CommFigures, LoaderFigures
-from dlperf.store.records import OPTIONAL, CommRecord, CompileRecord, LossCheckRecord, StoredFigures, stored
+from dlperf.store.records import OPTIONAL, CompileRecord, LossCheckRecord, StoredFigures, comm_of, stored
 from dlperf.vocab import Status
 
 
@@ -38,7 +38,7 @@ class ProcessDetail(StoredFigures):
     environment: str | None = None  # "dlperf" or the framework's own environment's directory
     affinity: list[int] | None = None  # the CPUs the process could run on
     thread_env: dict[str, str] | None = None  # inherited variables that change threading or kernels
-    comm: CommFigures | None = field(default=None, metadata=stored(of=CommRecord.of))  # multi-process cells
+    comm: CommFigures | None = field(default=None, metadata=stored(of=comm_of))  # multi-process cells
     loader: LoaderFigures | None = field(default=None, metadata=stored(of=LoaderFigures.of))  # cells with a loader
     notes: list[str] = field(default_factory=list)  # optional analyses that failed, and why
     # what the machine did while the cell was timed (`protocol.Sampled`)

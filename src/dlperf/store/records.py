@@ -1,10 +1,12 @@
-"""The store's typed results: what every view reads. Standard library only.
+"""The store's typed records: what every write takes and every view reads. Standard library only.
 
-A cell's figures live in typed columns and, for what later measurements added, one JSON column (`extra_json`); the
-records here give both one typed shape, with sub-records for what only some cells have: the compiler's work
-(`CompileRecord`), the memory figures (`MemoryRecord`), the "does it still train?" check (`LossCheckRecord`) and a
-data-parallel cell's communication (`CommRecord`). They are built from rows as stored, old files included: a key a
-record does not know is ignored, one it expects and does not find is None.
+A cell's figures live in typed columns and, for what later measurements added, one JSON column (`extra_json`); a
+`CellFigures` gives both one typed shape, one field per stored figure (`stored` says where it goes), with sub-records
+for what only some cells have: the compiler's work (`CompileRecord`), the memory figures (`MemoryRecord`), the "does it
+still train?" check (`LossCheckRecord`), a multi-process cell's communication (`CommRecord`) and a loader cell's input
+pipeline (`LoaderRecord`). A `CellRecord` is a cell's identity and its `CellFigures`. Records are built from rows as
+stored, old files included: a key a record does not know is ignored, one it expects and does not find is None. What
+one process measured is `store/process.py`'s.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class StoredFigures:
             value = row.get(f.name) if how.column else extra.get(how.key or f.name)
             if value is not None:
                 found[f.name] = how.of(value) if how.of else value
-        return cls.STORED(**found)
+        return cls(**found)
 
     def to_json(self) -> dict[str, Any]:
         """The figures that are not columns, as the JSON object that holds them."""
@@ -154,15 +156,15 @@ class LossCheckRecord:
         return {"ok": self.ok, "reason": self.reason, "seconds": self.seconds, **self.figures}
 
 
-@dataclass(frozen=True)
-class CommRecord(CommFigures):
-    """A multi-process cell's communication figures, as its processes reported them (`protocol.Comm`)."""
+CommRecord = CommFigures  # a multi-process cell's communication, as its processes reported it (`protocol.Comm`)
 
-    @classmethod
-    def of(cls, d: dict[str, Any] | None) -> CommRecord | None:
-        if d and "ddp_step_s" in d and "step_s" not in d:  # stored before the strategies beyond DDP: its name then
-            d = {**d, "step_s": d["ddp_step_s"]}
-        return super().of(d)
+
+def comm_of(d: dict[str, Any] | None) -> CommRecord | None:
+    """Stored communication figures, those of a file written before the strategies beyond DDP included (`step_s`
+    was `ddp_step_s` then)."""
+    if d and "ddp_step_s" in d and "step_s" not in d:
+        d = {**d, "step_s": d.get("ddp_step_s")}
+    return CommRecord.of(d)
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,9 @@ class Provenance:
         return cls(**_known(cls, d)) if d else None
 
 
+SQLValue = str | int | float | None  # what a column holds
+
+
 def _dimensions(d: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in d.items()}
 
@@ -238,7 +243,7 @@ class CellFigures(StoredFigures):
     flops_by_dtype: dict[str, int] | None = None
     compile: CompileRecord | None = field(default=None, metadata=stored(of=CompileRecord.of))
     loss_check: LossCheckRecord | None = field(default=None, metadata=stored(of=LossCheckRecord.of))
-    comm: CommRecord | None = field(default=None, metadata=stored(of=CommRecord.of))
+    comm: CommRecord | None = field(default=None, metadata=stored(of=comm_of))
     # a cell with a loader: its input pipeline's figures
     data: LoaderRecord | None = field(default=None, metadata=stored("loader", of=LoaderRecord.of, optional=True))
     settings: dict[str, Any] | None = None  # effective thread and kernel settings
@@ -281,7 +286,7 @@ class CellFigures(StoredFigures):
         return {f.name: json_of(getattr(self, f.name)) for f in fields(CellFigures) if _how(f).column}
 
 
-SQLValue = str | int | float | None
+# the columns of a cell's identity read as they are (`CellRecord.from_row`)
 IDENTITY = ("run_id", "key", "position", "workload", "framework", "device", "threads", "mode", "batch", "updated_at")
 
 
