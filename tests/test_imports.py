@@ -34,6 +34,7 @@ PARENT_SIDE = "dlperf.runner"
 STDLIB_ONLY = (
     "dlperf.measure",
     "dlperf.protocol",
+    "dlperf.figures",
     "dlperf.modes",
     "dlperf.vocab",
     "dlperf.errors",

@@ -70,16 +70,21 @@ def test_the_loader_is_part_of_a_cells_key_only_when_there_is_one():
 
 
 def test_a_loader_cell_is_stored_with_its_setting_and_its_figures(tmp_path):
+    from dlperf.figures import LoaderFigures
     from dlperf.runner.collect import cell_figures
     from dlperf.store import Store
+    from dlperf.store.process import ProcessDetail, ProcessMeasurement
+    from dlperf.store.records import PlannedCell
+    from dlperf.vocab import Status
 
     cell = Cell("fcn-r", "torch", "cpu", 1, "fp32", loader="w2")
     store = Store.open(tmp_path / "d.db", create=True)
-    row = {**cell.to_json(), "key": cell.key, "workload_json": {"batch": 4}}
-    run_id = store.create_run({"spec": 1}, {"cpu": {}}, {"cpu_model": "x"}, ["dlperf"], [row])
-    loader = {"setting": "w2", "workers": 2, "threads": 1, "cores": 2, "oversubscribed": True,
-              "alone_samples_per_s": 800.0, "wait_s": [0.1, 0.3, 0.0]}  # fmt: skip
-    m = {"status": "ok", "error": None, "samples": [1.0, 1.0, 1.0, 1.0], "detail": {"loader": loader}}
+    run_id = store.create_run(
+        {"spec": 1}, {"cpu": {}}, {"cpu_model": "x"}, ["dlperf"], [PlannedCell(cell, {"batch": 4})]
+    )
+    loader = LoaderFigures(setting="w2", workers=2, threads=1, cores=2, oversubscribed=True,
+                           alone_samples_per_s=800.0, wait_s=[0.1, 0.3, 0.0])  # fmt: skip
+    m = ProcessMeasurement(status=Status.OK, samples=[1.0, 1.0, 1.0, 1.0], detail=ProcessDetail(loader=loader))
     store.record(run_id, cell.key, 0, m, cell_figures([m], batch=4, threads=1, cores=2, device="cpu"))
     (stored,) = store.cells(run_id)
     assert stored.cell == cell and stored.loader == "w2"

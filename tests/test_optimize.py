@@ -7,7 +7,7 @@ import pytest
 from conftest import FAST, dlperf, make_cell, require
 from dlperf import optimize as opt
 from dlperf.commands import optimize as opt_cmd
-from dlperf.store.records import CompileRecord, LossCheckRecord, MemoryRecord
+from dlperf.store.records import CompileRecord, LossCheckRecord
 
 
 def test_with_option_replaces_within_an_exclusive_group_and_keeps_canonical_order():
@@ -27,8 +27,8 @@ def test_channels_last_is_pruned_without_an_image_input():
 def cell(mode, median, *, status="ok", loss_ok=True, compile_s=None, peak=1000):
     check = LossCheckRecord(loss_ok, None if loss_ok else "loss did not decrease")
     compiled = CompileRecord(compile_s=compile_s) if compile_s is not None else None
-    return make_cell(mode=mode, key=mode, status=status, median_s=median, memory=MemoryRecord(peak, "live_tensors"),
-                     loss_check=check, compile=compiled)  # fmt: skip
+    return make_cell(mode=mode, key=mode, status=status, median_s=median, peak_mem_bytes=peak,
+                     peak_mem_kind="live_tensors", loss_check=check, compile=compiled)  # fmt: skip
 
 
 def steps(center, processes=3, n=20):
@@ -287,11 +287,13 @@ def _fake_children(monkeypatch, profile_events):
     from dlperf.runner import launch as launcher
     from dlperf.runner import sweep
     from dlperf.runner.launch import ChildResult, Launched
+    from dlperf.store.process import ProcessDetail, ProcessMeasurement
+    from dlperf.vocab import Status
 
     def run_task(task, ctx, poll):
         center = 0.5 if "compile" in task.cell.mode.split("+") else 1.0
-        return {"status": "ok", "error": None, "samples": steps(center, 1)[0], "duration_s": 1.0,
-                "detail": {"loss_check": {"ok": True, "reason": None}}}  # fmt: skip
+        return ProcessMeasurement(status=Status.OK, samples=steps(center, 1)[0], duration_s=1.0,
+                                  detail=ProcessDetail(loss_check=LossCheckRecord(True, None)))  # fmt: skip
 
     given, real = [], launcher.launch
 

@@ -9,7 +9,10 @@ from conftest import dlperf, make_cell, one_line_error
 from dlperf import optimize as opt
 from dlperf import optimize_loader as ol
 from dlperf.commands import optimize as opt_cmd
-from dlperf.store.records import LoaderRecord
+from dlperf.figures import LoaderFigures
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
+from dlperf.store.records import LoaderRecord, LossCheckRecord
+from dlperf.vocab import Status
 from test_optimize import _Quiet, steps
 
 
@@ -50,21 +53,21 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
 
     def run_task(task, ctx, poll):
         name = task.cell.loader
+        checked = LossCheckRecord(True, None)
         if not name:
-            return {"status": "ok", "error": None, "samples": steps(1.0, 1)[0], "duration_s": duration_s,
-                    "detail": {"loss_check": {"ok": True, "reason": None}}}  # fmt: skip
+            return ProcessMeasurement(status=Status.OK, samples=steps(1.0, 1)[0], duration_s=duration_s,
+                                      detail=ProcessDetail(loss_check=checked))  # fmt: skip
         measured.append(name)
         if clock is not None:
             clock[0] += duration_s
         if isinstance(loaders[name], str):
-            return {"status": "unsupported", "error": loaders[name], "samples": [], "duration_s": duration_s,
-                    "detail": {}}  # fmt: skip
+            return ProcessMeasurement(status=Status.UNSUPPORTED, error=loaders[name], duration_s=duration_s)
         center, wait = loaders[name]
         samples = steps(center, 1)[0]
-        figures = {"setting": name, "workers": ol.setting(name).workers, "wait_s": [wait * t for t in samples],
-                   "alone_samples_per_s": alone}  # fmt: skip
-        return {"status": "ok", "error": None, "samples": samples, "duration_s": duration_s,
-                "detail": {"loss_check": {"ok": True, "reason": None}, "loader": figures}}  # fmt: skip
+        figures = LoaderFigures(setting=name, workers=ol.setting(name).workers, wait_s=[wait * t for t in samples],
+                                alone_samples_per_s=alone)  # fmt: skip
+        return ProcessMeasurement(status=Status.OK, samples=samples, duration_s=duration_s,
+                                  detail=ProcessDetail(loss_check=checked, loader=figures))  # fmt: skip
 
     monkeypatch.setattr(sweep, "run_task", run_task)
     # the data itself is not read here (tmp_path holds none): its check by a probe child is tested in test_feed.py

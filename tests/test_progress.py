@@ -3,13 +3,19 @@ from types import SimpleNamespace
 from rich.console import Console
 
 from dlperf.progress import Progress
+from dlperf.protocol import Profiled
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, ProfileOutcome
+from dlperf.vocab import Status
+
+OK = ProcessMeasurement(status=Status.OK, duration_s=9.0)
 
 
 def _finish(capsys, n):
     task = SimpleNamespace(cell=SimpleNamespace(label="resnet-18 torch cpu:1"), repeat=0)
     progress = Progress(total=2, console=Console(stderr=True, force_terminal=False))
     progress.start(0, task)
-    progress.finish(0, task, {"status": "ok", "duration_s": 9.0}, {"median_s": 4.2, "n": n})
+    progress.finish(0, task, OK, CellFigures(median_s=4.2, n=n))
     return capsys.readouterr().err.splitlines()[-1]
 
 
@@ -26,7 +32,8 @@ def _shown(capsys, live: bool) -> str:
     console = Console(stderr=True, force_terminal=live, width=200)
     with Progress(total=1, console=console) as progress:
         progress.start(0, task)
-        progress.finish(0, task, {"status": "failed", "error": f"RuntimeError: {HOSTILE}", "duration_s": 1.0}, {})
+        failed = ProcessMeasurement(status=Status.FAILED, error=f"RuntimeError: {HOSTILE}", duration_s=1.0)
+        progress.finish(0, task, failed, CellFigures(status=Status.FAILED))
     return capsys.readouterr().err
 
 
@@ -47,13 +54,13 @@ def test_a_profiled_cell_shows_profiling_and_its_time_counts_in_the_eta(capsys):
     task = SimpleNamespace(cell=cell, repeat=0)
     progress = Progress(total=3, console=Console(stderr=True, force_terminal=False))
     progress.profiling(0, cell)  # a resumed run's cell, measured before the interrupt
-    ok = {"status": "ok", "duration_s": 3.0, "profiled": {"trace": "/t/a.json.gz"}}
+    ok = ProfileOutcome(Status.OK, None, 3.0, Profiled(steps=5, step_s=0.1, categories={}, trace="/t/a.json.gz"))
     progress.profiled(0, cell, ok, own_item=True)
     progress.start(1, task)
-    progress.finish(1, task, {"status": "ok", "duration_s": 9.0}, {"median_s": 4.2, "n": 12})
+    progress.finish(1, task, OK, CellFigures(median_s=4.2, n=12))
     progress.profiling(1, cell)
     assert "cell 2 of 3: profiling resnet-18 torch cpu:1" in progress._render().plain
-    progress.profiled(1, cell, {"status": "failed", "error": "RuntimeError: x", "duration_s": 3.0})
+    progress.profiled(1, cell, ProfileOutcome(Status.FAILED, "RuntimeError: x", 3.0))
     assert capsys.readouterr().err.splitlines() == [
         "[1/3] profiling resnet-18 torch cpu:1 ...",
         "[1/3] resnet-18 torch cpu:1: profiled in 3 s, trace /t/a.json.gz",

@@ -30,6 +30,7 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import schedule
 from dlperf.spec import CROSSOVER_TIMER, RunSpec, make_spec
 from dlperf.store import Store, default_db
+from dlperf.store.records import Prediction
 from dlperf.vocab import ExitCode
 from dlperf.workloads.base import Workload
 
@@ -151,14 +152,13 @@ def _spec(opts: Options) -> RunSpec:
     )
 
 
-def _prediction(n, gpu, cell_key: str, user_batch: int) -> dict:
+def _prediction(n, gpu, cell_key: str, user_batch: int) -> Prediction:
     """A GPU's step at a batch (the batch copied over the host link each step), the store's row beside the CPU cell."""
     from dlperf.predict import roofline
 
     p = roofline.predict(n, gpu, transfer=True)
     detail = {view.KIND: {"user_batch": user_batch}, "kernels": p.kernels, "parts": p.parts}
-    return {"cell_key": cell_key, "gpu": gpu.name, "mode": p.mode, "batch": p.batch, "step_s": p.step_s,
-            "device_s": p.device_s, "transfer_s": p.transfer_s, "bound": p.bound, "detail": detail}  # fmt: skip
+    return Prediction(cell_key, gpu.name, p.mode, p.batch, p.step_s, p.device_s, p.transfer_s, p.bound, detail)
 
 
 def _notes(opts: Options, gpus, user_batch: int, batches: list[int]) -> list[str]:

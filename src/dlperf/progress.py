@@ -14,6 +14,9 @@ from rich.text import Text
 
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.report.format import duration, seconds, terminal
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, ProfileOutcome
+from dlperf.vocab import Status
 
 
 class Progress:
@@ -72,19 +75,19 @@ class Progress:
             print(f"[{index + 1}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
         self.refresh()
 
-    def profiled(self, index: int, cell, row: dict, *, own_item: bool = False) -> None:
-        """The profile is stored (`runner.profile.row_of`'s row). Its process's time joins its cell's item, so the
-        ETA counts the profiles still to come; `own_item`: it was an item of its own."""
-        spent = row.get("duration_s") or 0.0
+    def profiled(self, index: int, cell, profile: ProfileOutcome, *, own_item: bool = False) -> None:
+        """The profile is stored (`runner.profile.row_of`). Its process's time joins its cell's item, so the ETA
+        counts the profiles still to come; `own_item`: it was an item of its own."""
+        spent = profile.duration_s or 0.0
         if own_item or not self._done_durations:
             self._done_durations.append(spent)
         else:
             self._done_durations[-1] += spent
-        trace = (row.get("profiled") or {}).get("trace")
-        if row["status"] == "ok":
+        trace = profile.profiled.trace if profile.profiled else None
+        if profile.status is Status.OK:
             outcome = f"profiled in {duration(spent)}" + (f", trace {trace}" if trace else "")
         else:
-            outcome = f"profile {row['status']}: {row.get('error')}"
+            outcome = f"profile {profile.status.value}: {profile.error}"
         self._say(f"[{index + 1}/{self.total}] {terminal(cell.label)}: {terminal(outcome)}")
 
     def _say(self, line: str) -> None:
@@ -98,12 +101,11 @@ class Progress:
         if self._display is not None:
             self._display.update(self._render())
 
-    def finish(self, index: int, task, measurement: dict, figures: dict) -> None:
-        self._done_durations.append(measurement.get("duration_s") or 0.0)
-        status = measurement["status"]
-        median, n = figures.get("median_s"), figures.get("n")
-        outcome = f"median {seconds(median)}" if status == "ok" and median else f"{status}: {measurement['error']}"
+    def finish(self, index: int, task, measurement: ProcessMeasurement, figures: CellFigures) -> None:
+        self._done_durations.append(measurement.duration_s or 0.0)
+        ok, median, n = measurement.ok, figures.median_s, figures.n
+        outcome = f"median {seconds(median)}" if ok and median else f"{measurement.status.value}: {measurement.error}"
         outcome = terminal(outcome)  # the error comes from the user's model
-        if status == "ok" and median and n is not None:
+        if ok and median and n is not None:
             outcome += f", n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
         self._say(f"[{index + 1}/{self.total}] {self._current}: {outcome}")

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from dlperf.answers import ProbeRequest, read_request
+from dlperf.figures import CommFigures, Figures, LoaderFigures, LossCheckFigures
 from dlperf.measure.timer import TimerConfig
 
 # what the launcher sets in a child's environment (`runner/lifeline.child_vars`), read by the child's side
@@ -257,6 +258,7 @@ def read_task(path: str | Path) -> Task:
 @dataclass(frozen=True)
 class Event:
     NAME: ClassVar[str] = ""
+    FIGURES: ClassVar[type[Figures] | None] = None  # the type of its `figures`, for one that carries them
     # wall-clock time the child reported it: where a cell's time goes (collect.phases); left out of equality
     at: float = field(default_factory=time.time, kw_only=True, compare=False)
 
@@ -396,18 +398,10 @@ class Profiled(Event):
 
 @event("loader")
 class Loader(Event):
-    """What a cell with a loader (`Cell.loader`) measured of its input pipeline; a child may report several, each
-    adding figures (the loader alone first, so a child killed later keeps it). Keys, as measured:
+    """What a cell with a loader (`Cell.loader`) measured of its input pipeline; a child may report several."""
 
-    `setting` (the loader's name), `workers`, `threads` (the step's compute threads), `cores` (the process's
-    allowed CPUs), `oversubscribed` (workers + threads > cores); `dataset`, `samples` (in the dataset);
-    `alone_samples_per_s`, `alone_batches`, `alone_s`: the loader iterated alone, no step;
-    `wait_s`: each timed step's wait for its batch (the host blocked on the loader and the copy to the device), in
-    order, one per `Sample`; `wait_share`: their sum over the timed steps' sum;
-    `h2d`: on a GPU, one batch's host->device copy: {"bytes", "pageable_s", "pinned_s", "pinned_async_s"} and each
-    bandwidth in bytes/s."""
-
-    figures: dict[str, Any]
+    FIGURES: ClassVar[type[Figures]] = LoaderFigures
+    figures: LoaderFigures
 
 
 @event("checking")
@@ -417,14 +411,16 @@ class Checking(Event):
 
 @event("loss_check")
 class LossCheck(Event):
+    FIGURES: ClassVar[type[Figures]] = LossCheckFigures
     ok: bool | None  # None: not checked, or the check could not run; `reason` says which
     reason: str | None = None
-    figures: dict[str, Any] = field(default_factory=dict)  # seconds, the curves, the cosine, ... as measured
+    figures: LossCheckFigures = field(default_factory=LossCheckFigures)
 
 
 @event("comm")
 class Comm(Event):
-    figures: dict[str, Any]  # a DDP cell's communication: all-reduce time, bandwidths, exposed communication
+    FIGURES: ClassVar[type[Figures]] = CommFigures
+    figures: CommFigures  # a multi-process cell's communication: all-reduce time, bandwidths, exposed communication
 
 
 @event("ranks")
@@ -479,7 +475,10 @@ def decode(line: str) -> Event | None:
     try:
         d = json.loads(line)
         cls = EVENTS[d.pop("event")]
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
+        known = {f.name: d[f.name] for f in fields(cls) if f.name in d}
+        if cls.FIGURES is not None and "figures" in known:
+            known["figures"] = cls.FIGURES.of(known["figures"]) or cls.FIGURES()
+        return cls(**known)
     except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
         return None
 

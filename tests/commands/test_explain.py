@@ -6,13 +6,16 @@ import json
 import pytest
 
 from conftest import FAST, dlperf, one_line_error
+from dlperf.protocol import Profiled
 from dlperf.store import Store
 from dlperf.store.machine import MeasuredPeak
+from dlperf.store.records import ProfileOutcome
+from dlperf.vocab import Status
 from report.synthetic import fill
 
 FCN_KEY = "fcn-r|torch|cpu|1|fp32"  # a cell of report/synthetic.py's run, 0.80 s per step
-LAUNCH = {"steps": 5, "step_s": 0.9, "categories": {"host": 0.6, "matmul": 0.2, "elementwise": 0.1},
-          "ops_per_step": 4100, "trace": "/traces/fcn-r.json.gz"}  # fmt: skip
+LAUNCH = Profiled(steps=5, step_s=0.9, categories={"host": 0.6, "matmul": 0.2, "elementwise": 0.1}, ops_per_step=4100,
+                  trace="/traces/fcn-r.json.gz")  # fmt: skip
 
 
 @pytest.fixture
@@ -21,7 +24,7 @@ def profiled_db(tmp_path):
     path = tmp_path / "p.db"
     store = Store.open(path, create=True)
     run_id = fill(store)
-    store.record_profile(run_id, FCN_KEY, {"status": "ok", "duration_s": 3.0, "profiled": LAUNCH})
+    store.record_profile(run_id, FCN_KEY, ProfileOutcome(Status.OK, None, 3.0, LAUNCH))
     store.close()
     return path
 

@@ -9,6 +9,9 @@ from dlperf.predict import cells as gpu_predictions
 from dlperf.predict import count
 from dlperf.protocol import Cell
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, Prediction
+from dlperf.vocab import Status
 from dlperf.workloads import BUILTIN
 
 W = BUILTIN["tiny-fcn-r"]
@@ -38,11 +41,11 @@ def test_each_plain_gpu_cell_is_predicted_for_its_own_gpu_as_its_precision(monke
     monkeypatch.setattr(count, "counts", lambda requests, timeout=None: asked.append(requests) or fake_counts(requests))
     rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env())
     assert warnings == [] and len(asked) == 1 and [m for _, m in asked[0]] == ["fp32", "bf16"]
-    assert [r["cell_key"] for r in rows] == [CELLS[0].key, CELLS[1].key]
-    assert {r["gpu"] for r in rows} == {"H100-SXM5-80GB"} and [r["mode"] for r in rows] == ["fp32", "bf16"]
-    assert all(r["transfer_s"] == 0 and r["step_s"] == r["device_s"] for r in rows)  # synthetic: on the device
-    assert rows[1]["detail"]["not_modelled"] == ["compile"] and rows[0]["detail"]["not_modelled"] == []
-    assert rows[0]["detail"]["uncertainty"].startswith("±")
+    assert [r.cell_key for r in rows] == [CELLS[0].key, CELLS[1].key]
+    assert {r.gpu for r in rows} == {"H100-SXM5-80GB"} and [r.mode for r in rows] == ["fp32", "bf16"]
+    assert all(r.transfer_s == 0 and r.step_s == r.device_s for r in rows)  # synthetic: on the device
+    assert rows[1].detail["not_modelled"] == ["compile"] and rows[0].detail["not_modelled"] == []
+    assert rows[0].detail["uncertainty"].startswith("±")
 
 
 def test_a_gpu_not_in_the_table_and_a_failed_count_warn_and_predict_nothing(monkeypatch):
@@ -67,20 +70,21 @@ def test_a_cpu_only_plan_asks_for_nothing(monkeypatch):
 
 def test_the_real_count_predicts_the_cells():
     rows, warnings = gpu_predictions.predictions(CELLS[:1], WORKLOADS, env("Tesla T4"))
-    assert warnings == [] and len(rows) == 1 and rows[0]["gpu"] == "T4" and rows[0]["bound"] == "launch"
+    assert warnings == [] and len(rows) == 1 and rows[0].gpu == "T4" and rows[0].bound == "launch"
 
 
 def test_the_table_shows_measured_against_predicted_for_a_gpu_cell(tmp_path):
     db = tmp_path / "gpu.db"
     store = Store.open(db, create=True)
-    cell = {"key": CELLS[0].key, **CELLS[0].to_json(), "workload_json": W.to_json()}
-    run_id = store.create_run({"spec": 1}, env(), {"cpu_model": "x"}, ["dlperf", "run"], [cell])
-    m = {"status": "ok", "samples": [0.010], "detail": {}}
-    store.record(run_id, cell["key"], 0, m, {"status": "ok", "median_s": 0.010, "extra": {}})
-    store.record_predictions(run_id, [{
-        "cell_key": cell["key"], "gpu": "H100-SXM5-80GB", "mode": "fp32", "batch": 16, "step_s": 0.008,
-        "device_s": 0.008, "transfer_s": 0.0, "bound": "launch", "detail": {"not_modelled": []},
-    }])  # fmt: skip
+    key = CELLS[0].key
+    run_id = store.create_run(
+        {"spec": 1}, env(), {"cpu_model": "x"}, ["dlperf", "run"], [PlannedCell(CELLS[0], W.to_json())]
+    )
+    m = ProcessMeasurement(status=Status.OK, samples=[0.010])
+    store.record(run_id, key, 0, m, CellFigures(status=Status.OK, median_s=0.010))
+    store.record_predictions(
+        run_id, [Prediction(key, "H100-SXM5-80GB", "fp32", 16, 0.008, 0.008, 0.0, "launch", {"not_modelled": []})]
+    )
     store.close()
     proc = dlperf("table", db=db, env={"COLUMNS": "200"})
     assert proc.returncode == 0, proc.stderr

@@ -7,9 +7,14 @@ from __future__ import annotations
 
 import random
 import statistics
+from dataclasses import replace
 
 from conftest import make_cell
+from dlperf.protocol import Cell
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
 
 MACHINE = {"cpu_model": "Xeon Test", "cores": {"cores": 8}, "hostname": "alpha"}
 OTHER_MACHINE = {"cpu_model": "EPYC Test", "cores": {"cores": 64}, "hostname": "beta"}
@@ -28,29 +33,21 @@ def at_levels(seed: int, levels: list[float], steps: int = 200, within: float = 
     return [[level * rng.gauss(1.0, within) for _ in range(steps)] for level in levels]
 
 
-def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64, **extra) -> dict:
-    return {
-        "key": f"{workload}|torch|cpu|{threads}|fp32",
-        "workload": workload,
-        "framework": "torch",
-        "device": "cpu",
-        "threads": threads,
-        "mode": "fp32",
-        "workload_json": {"batch": batch},
-        **extra,
-    }
+def cell(workload: str = "fcn-r", threads: int = 1, batch: int = 64) -> PlannedCell:
+    return PlannedCell(Cell(workload, "torch", "cpu", threads, "fp32"), {"batch": batch})
 
 
-def measured(c: dict, procs: list[list[float]], status: str = "ok") -> dict:
-    """The figures `Store.record` stores for the planned cell `c` once `procs` are measured."""
+def measured(procs: list[list[float]], status: str = "ok") -> CellFigures:
+    """The figures `Store.record` stores for a planned cell once `procs` are measured."""
     medians = [statistics.median(p) for p in procs if p]
-    return {"status": status, "median_s": statistics.median(medians) if medians else None}
+    return CellFigures(status=Status(status), median_s=statistics.median(medians) if medians else None)
 
 
-def record(c: dict, procs: list[list[float]], status: str = "ok"):
+def record(c: PlannedCell, procs: list[list[float]], status: str = "ok"):
     """The cell `Store.cells` then gives back."""
-    return make_cell(c["workload"], threads=c["threads"], key=c["key"], batch=c["workload_json"]["batch"],
-                     workload_spec=c["workload_json"], **measured(c, procs, status))  # fmt: skip
+    figures = measured(procs, status)
+    return make_cell(c.cell.workload, threads=c.cell.threads, key=c.cell.key, batch=c.workload["batch"],
+                     workload_spec=c.workload, status=status, median_s=figures.median_s)  # fmt: skip
 
 
 def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MACHINE, batch: int = 64) -> int:
@@ -60,9 +57,9 @@ def write_run(store: Store, cells: dict[str, list[list[float]]], fingerprint=MAC
     run_id = store.create_run({"spec": 1}, env, fingerprint, ["dlperf", "run"], plan)
     for c, procs in zip(plan, cells.values(), strict=True):
         for repeat, samples in enumerate(procs):
-            aggregate = measured(c, procs[: repeat + 1])
-            m = {"status": "ok" if samples else "failed", "samples": samples, "detail": {}, "duration_s": 1.0}
-            store.record(run_id, c["key"], repeat, m, {**aggregate, "n": sum(map(len, procs))})
+            figures = replace(measured(procs[: repeat + 1]), n=sum(map(len, procs)))
+            m = ProcessMeasurement(status=Status.OK if samples else Status.FAILED, samples=samples, duration_s=1.0)
+            store.record(run_id, c.cell.key, repeat, m, figures)
     store.set_run_status(run_id, "complete")
     return run_id
 

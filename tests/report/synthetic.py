@@ -7,8 +7,12 @@ from __future__ import annotations
 import random
 
 from dlperf.envinfo import fingerprint
+from dlperf.protocol import Cell, Profiled
 from dlperf.store import Store
 from dlperf.store.machine import MeasuredPeak
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, ProfileOutcome
+from dlperf.vocab import Status
 
 HOSTILE = "<script>alert(1)</script>"  # a workload name that must show as text
 ERROR = 'crashed: <img src=x onerror="alert(2)"> & more'
@@ -23,16 +27,8 @@ ENV = {
 FCN_R = {"batch": 1024, "paper": "FCN-R", "params": 14_205_962}
 
 
-def spec(workload: str, framework: str, device: str, threads: int, mode: str, workload_json: dict) -> dict:
-    return {
-        "key": f"{workload}|{framework}|{device}|{threads}|{mode}",
-        "workload": workload,
-        "framework": framework,
-        "device": device,
-        "threads": threads,
-        "mode": mode,
-        "workload_json": workload_json,
-    }
+def spec(workload: str, framework: str, device: str, threads: int, mode: str, workload_json: dict) -> PlannedCell:
+    return PlannedCell(Cell(workload, framework, device, threads, mode), workload_json)
 
 
 # (workload, framework, device, threads, mode, workload_json, median seconds or a status)
@@ -55,21 +51,21 @@ def fill(store: Store, env: dict = ENV, processes: int = 2, seed: int = 0) -> in
     run_id = store.create_run({"workloads": "test"}, env, fingerprint(env), ["dlperf", "run", "--test"],
                               [spec(*c[:6]) for c in CELLS])  # fmt: skip
     for workload, framework, device, threads, mode, wj, value in CELLS:
-        key = spec(workload, framework, device, threads, mode, wj)["key"]
+        key = spec(workload, framework, device, threads, mode, wj).cell.key
         if isinstance(value, str):
             error = ERROR if value == "failed" else "bf16: not supported by jax here"
-            m = {"status": value, "error": error, "samples": [], "detail": {}}
-            store.record(run_id, key, 0, m, {"status": value, "error": error, "extra": {"warnings": []}})
+            m = ProcessMeasurement(status=Status(value), error=error)
+            store.record(run_id, key, 0, m, CellFigures(status=Status(value), error=error))
             continue
         per_process = [[value * rng.uniform(0.97, 1.03) for _ in range(20)] for _ in range(processes)]
         pooled = sorted(x for s in per_process for x in s)
         warnings = ["noisy: IQR is 12% of the median"] if threads == 2 and framework == "jax" else []
-        figures = {
-            "status": "ok", "median_s": value, "iqr_s": pooled[29] - pooled[9], "n": len(pooled),
-            "extra": {"warnings": warnings, "flops_by_dtype": {"fp32": int(value * 2e10)} if device == "cpu" else None},
-        }  # fmt: skip
+        figures = CellFigures(
+            status=Status.OK, median_s=value, iqr_s=pooled[29] - pooled[9], n=len(pooled), warnings=warnings,
+            flops_by_dtype={"fp32": int(value * 2e10)} if device == "cpu" else None,
+        )  # fmt: skip
         for repeat, samples in enumerate(per_process):
-            store.record(run_id, key, repeat, {"status": "ok", "samples": samples, "detail": {}}, figures)
+            store.record(run_id, key, repeat, ProcessMeasurement(status=Status.OK, samples=samples), figures)
     store.record_peaks(
         fingerprint(env), env,
         [MeasuredPeak(framework="torch", framework_version="2.13.0+cpu", device="cpu", threads=t, kind="matmul",
@@ -105,12 +101,12 @@ def add_profiles(store: Store, run_id: int, trace_dir) -> list[str]:
     traces = []
     for key, status, categories, ops in PROFILES:
         if status != "ok":
-            store.record_profile(run_id, key, {"status": status, "error": "jax.profiler: no categories yet"})
+            store.record_profile(run_id, key, ProfileOutcome(Status(status), "jax.profiler: no categories yet"))
             continue
         trace = trace_dir / f"{key.replace('|', '_')}.json.gz"
         trace.write_bytes(gzip.compress(json.dumps({"traceEvents": []}).encode()))
         traces.append(str(trace))
-        profiled = {"steps": 5, "step_s": sum(categories.values()), "categories": categories, "ops_per_step": ops,
-                    "trace": str(trace)}  # fmt: skip
-        store.record_profile(run_id, key, {"status": "ok", "duration_s": 3.0, "profiled": profiled})
+        profiled = Profiled(steps=5, step_s=sum(categories.values()), categories=categories, ops_per_step=ops,
+                            trace=str(trace))  # fmt: skip
+        store.record_profile(run_id, key, ProfileOutcome(Status.OK, None, 3.0, profiled))
     return traces

@@ -23,7 +23,7 @@ from report.runs import (
 
 def one_cell(a_procs, b_procs, **kwargs) -> cmp.CellResult:
     c = cell()
-    result = compare([record(c, a_procs)], [record(c, b_procs)], {c["key"]: a_procs}, {c["key"]: b_procs}, **kwargs)
+    result = compare([record(c, a_procs)], [record(c, b_procs)], {c.cell.key: a_procs}, {c.cell.key: b_procs}, **kwargs)
     [only] = result.cells
     return only
 
@@ -102,8 +102,8 @@ def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monke
     raw = iter([0.01, 0.04, 0.03, 0.005])  # each below alpha on its own
     monkeypatch.setattr(cmp, "welch_log", lambda a, b: (next(raw), 1.1, 1.3, 1))
     cells = [cell(f"w{i}") for i in range(4)]
-    procs = {c["key"]: processes(i, 3, 0.1) for i, c in enumerate(cells)}
-    result = compare([record(c, procs[c["key"]]) for c in cells], [record(c, procs[c["key"]]) for c in cells],
+    procs = {c.cell.key: processes(i, 3, 0.1) for i, c in enumerate(cells)}
+    result = compare([record(c, procs[c.cell.key]) for c in cells], [record(c, procs[c.cell.key]) for c in cells],
                      procs, procs)  # fmt: skip
     assert [c.p_holm for c in result.cells] == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert [c.verdict for c in result.cells] == [Verdict.SLOWER, Verdict.SAME, Verdict.SAME, Verdict.SLOWER]
@@ -112,7 +112,7 @@ def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monke
 def test_different_workload_definitions_are_not_comparable():
     a, b = cell(batch=64), cell(batch=128)
     pa, pb = processes(13, 3, 0.1), processes(14, 3, 0.2)
-    result = compare([record(a, pa)], [record(b, pb)], {a["key"]: pa}, {b["key"]: pb})
+    result = compare([record(a, pa)], [record(b, pb)], {a.cell.key: pa}, {b.cell.key: pb})
     [only] = result.cells
     assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == "the workloads differ: batch 64 -> 128"
     assert not result.regressions()
@@ -124,11 +124,11 @@ def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
     a = [record(both, p), record(only_a, p), record(broken, p)]
     b = [record(both, p), record(only_b, p), record(broken, [], status="failed")]
     result = compare(a, b, {}, {})
-    assert [c.key for c in result.cells] == [both["key"]]
+    assert [c.key for c in result.cells] == [both.cell.key]
     assert {u.key: u.why for u in result.unmatched} == {
-        only_a["key"]: "only in A",
-        only_b["key"]: "only in B",
-        broken["key"]: "B: failed",
+        only_a.cell.key: "only in A",
+        only_b.cell.key: "only in B",
+        broken.cell.key: "B: failed",
     }
     assert "3 cells not compared" in "\n".join(cmp.summary_lines(result))
 

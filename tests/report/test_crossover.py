@@ -3,12 +3,18 @@ the report's section; store rows built by hand (the figures are made up, no fram
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from dlperf.envinfo import fingerprint
+from dlperf.protocol import Cell
 from dlperf.report import crossover, figures
 from dlperf.report.crossover import pays_from
 from dlperf.report.html import render
 from dlperf.report.load import load
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, Prediction
+from dlperf.vocab import Status
 
 ENV = {"cores": {"cores": 2}, "cpu": {"model": "Test CPU"}, "frameworks": {"torch": {"version": "2.13.0"}}}
 GPU_ENV = {**ENV, "frameworks": {"torch": {"version": "2.13.0", "devices": [{"name": "cuda:0", "model": "Tesla T4"}]}}}
@@ -24,21 +30,19 @@ def test_the_gpu_pays_from_the_smallest_batch_after_which_it_is_always_faster():
     assert pays_from([(8, 2.0, 2.0)]) is None  # as fast is not faster
 
 
-def cell(batch: int, threads: int = 1, device: str = "cpu", name: str | None = None) -> dict:
+def cell(batch: int, threads: int = 1, device: str = "cpu", name: str | None = None) -> PlannedCell:
     workload = name or crossover.variant_name("tiny-fcn-r", batch)
-    return {"key": f"{workload}|torch|{device}|{threads}|fp32", "workload": workload, "framework": "torch",
-            "device": device, "threads": threads, "mode": "fp32", "workload_json": {"batch": batch}}  # fmt: skip
+    return PlannedCell(Cell(workload, "torch", device, threads, "fp32"), {"batch": batch})
 
 
-def measure(store: Store, run_id: int, c: dict, median_s: float) -> None:
-    m = {"status": "ok", "samples": [median_s] * 3, "detail": {}}
-    store.record(run_id, c["key"], 0, m, {"status": "ok", "median_s": median_s, "n": 3, "extra": {}})
+def measure(store: Store, run_id: int, c: PlannedCell, median_s: float) -> None:
+    m = ProcessMeasurement(status=Status.OK, samples=[median_s] * 3)
+    store.record(run_id, c.cell.key, 0, m, CellFigures(status=Status.OK, median_s=median_s, n=3))
 
 
-def prediction(c: dict, gpu: str, step_s: float, user_batch: int = 8) -> dict:
-    return {"cell_key": c["key"], "gpu": gpu, "mode": "fp32", "batch": c["workload_json"]["batch"], "step_s": step_s,
-            "device_s": step_s * 0.9, "transfer_s": step_s * 0.1, "bound": "launch",
-            "detail": {crossover.KIND: {"user_batch": user_batch}}}  # fmt: skip
+def prediction(c: PlannedCell, gpu: str, step_s: float, user_batch: int = 8) -> Prediction:
+    return Prediction(c.cell.key, gpu, "fp32", c.workload["batch"], step_s, step_s * 0.9, step_s * 0.1, "launch",
+                      {crossover.KIND: {"user_batch": user_batch}})  # fmt: skip
 
 
 def crossover_run(path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: str = "T4") -> tuple[Store, int]:
@@ -73,8 +77,7 @@ def test_a_run_without_crossover_predictions_is_no_crossover(tmp_path):
     c = cell(8)
     run_id = store.create_run({}, ENV, fingerprint(ENV), ["dlperf", "run"], [c])
     measure(store, run_id, c, 0.01)
-    plain = prediction(c, "T4", 0.001)
-    plain["detail"] = {}  # a GPU run's own prediction, not set against a CPU by crossover
+    plain = replace(prediction(c, "T4", 0.001), detail={})  # a GPU run's own prediction, not set against a CPU
     store.record_predictions(run_id, [plain])
     assert crossover.read(store, [run_id]) == []
 

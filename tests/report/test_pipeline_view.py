@@ -154,20 +154,24 @@ def test_the_export_has_the_loader_figures_and_the_groups_recommendation():
 
 def stored_run(db):
     """A run of fcn-r: the synthetic cell, then w0 (slow, input-bound) and w1 (enough), stored as a run stores them."""
+    from dlperf.figures import LoaderFigures
     from dlperf.runner.collect import cell_figures
     from dlperf.store import Store
+    from dlperf.store.process import ProcessDetail, ProcessMeasurement
+    from dlperf.store.records import PlannedCell
+    from dlperf.vocab import Status
 
     plan = [Cell("fcn-r", "torch", "cpu", 1, "fp32", loader=name) for name in ("", "w0", "w1")]
     figures = {"": (0.10, None), "w0": (0.20, [0.1] * 4), "w1": (0.102, [0.001] * 4)}  # step, each step's wait
     store = Store.open(db, create=True)
     try:
-        rows = [{**c.to_json(), "key": c.key, "workload_json": {"batch": BATCH}} for c in plan]
+        rows = [PlannedCell(c, {"batch": BATCH}) for c in plan]
         run_id = store.create_run({"spec": 1}, {"cpu": {}}, {"cpu_model": "x"}, ["dlperf"], rows)
         for c in plan:
             step, waits = figures[c.loader]
-            loader = {"setting": c.loader, "workers": setting(c.loader).workers, "threads": 1, "cores": 2,
-                      "alone_samples_per_s": 1000.0, "wait_s": waits} if c.loader else None  # fmt: skip
-            m = {"status": "ok", "error": None, "samples": [step] * 4, "detail": {"loader": loader} if loader else {}}
+            loader = LoaderFigures(setting=c.loader, workers=setting(c.loader).workers, threads=1, cores=2,
+                                   alone_samples_per_s=1000.0, wait_s=waits) if c.loader else None  # fmt: skip
+            m = ProcessMeasurement(status=Status.OK, samples=[step] * 4, detail=ProcessDetail(loader=loader))
             store.record(run_id, c.key, 0, m, cell_figures([m], batch=BATCH, threads=1, cores=2, device="cpu"))
         store.set_run_status(run_id, "complete")
     finally:

@@ -10,6 +10,9 @@ import pytest
 from conftest import dlperf
 from dlperf.protocol import Cell
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, Prediction
+from dlperf.vocab import Status
 from dlperf.workloads import BUILTIN
 
 W = BUILTIN["tiny-fcn-r"]
@@ -22,9 +25,8 @@ def env():
     return {"frameworks": {"torch": {"devices": devices}}}
 
 
-def prediction(cell: Cell, step_s: float, **detail) -> dict:
-    return {"cell_key": cell.key, "gpu": "H100-SXM5-80GB", "mode": "bf16", "batch": W.batch, "step_s": step_s,
-            "device_s": step_s, "transfer_s": 0.0, "bound": "launch", "detail": detail}  # fmt: skip
+def prediction(cell: Cell, step_s: float, **detail) -> Prediction:
+    return Prediction(cell.key, "H100-SXM5-80GB", "bf16", W.batch, step_s, step_s, 0.0, "launch", detail)
 
 
 @pytest.fixture
@@ -33,11 +35,11 @@ def predicted_db(tmp_path):
     prediction for another GPU, which is no prediction of its own."""
     db = tmp_path / "gpu.db"
     store = Store.open(db, create=True)
-    cells = [{"key": c.key, **c.to_json(), "workload_json": W.to_json()} for c in (GPU_CELL, CPU_CELL)]
+    cells = [PlannedCell(c, W.to_json()) for c in (GPU_CELL, CPU_CELL)]
     run_id = store.create_run({"spec": 1}, env(), {"cpu_model": "x"}, ["dlperf", "run"], cells)
     for cell, step in ((GPU_CELL, 0.010), (CPU_CELL, 0.5)):
-        m = {"status": "ok", "samples": [step, step], "detail": {}}
-        store.record(run_id, cell.key, 0, m, {"status": "ok", "median_s": step, "extra": {}})
+        m = ProcessMeasurement(status=Status.OK, samples=[step, step])
+        store.record(run_id, cell.key, 0, m, CellFigures(status=Status.OK, median_s=step))
     store.record_predictions(run_id, [
         prediction(GPU_CELL, 0.0125, not_modelled=["compile"], uncertainty="±20% (median error on 209 published "
                    "measurements)"),

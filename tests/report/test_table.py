@@ -5,6 +5,7 @@ import json
 from conftest import make_cell
 from dlperf.report import table
 from dlperf.report.format import count, duration, seconds, table_seconds
+from dlperf.store.records import Provenance
 
 
 def cell(workload, device, threads, median, status="ok", mode="fp32", error=None, warnings=(), **fields):
@@ -113,8 +114,8 @@ def test_frameworks_training_different_parameter_counts_are_named_with_the_docum
 
 
 def test_the_table_says_which_framework_versions_measured_the_cells():
-    cells = [cell("fcn-r", "cpu", 1, 0.5, framework_version="2.13.0+cpu", environment="dlperf"),
-             cell("fcn-r", "cpu", 2, 0.3, framework_version="2.13.0+cpu", environment="dlperf")]  # fmt: skip
+    measured_by = Provenance("torch", "2.13.0+cpu", None, "dlperf")
+    cells = [cell("fcn-r", "cpu", 1, 0.5, provenance=measured_by), cell("fcn-r", "cpu", 2, 0.3, provenance=measured_by)]
     view = table.build(1, cells)
     assert view.versions == ["torch 2.13.0+cpu (dlperf's environment)"]
     data = json.loads(table.render_json(view))

@@ -17,6 +17,7 @@ from dlperf.protocol import (
 )
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
+from dlperf.store.records import CompileRecord, LossCheckRecord, Provenance
 
 OK_CHILD = ChildResult(0, False, 3.0, "")
 
@@ -31,70 +32,70 @@ def events(samples, **extra):
 
 def test_ok_measurement_keeps_everything():
     m = measurement(events([1.0, 1.1, 0.9]), OK_CHILD, timeout=60)
-    assert m["status"] == "ok" and m["samples"] == [1.0, 1.1, 0.9]
-    assert m["detail"]["flops_per_step"] == 1000 and m["detail"]["memory"] == {"live_tensor_peak_bytes": 4096}
-    assert m["detail"]["process_hwm_increase_bytes"] == 100
+    assert m.status == "ok" and m.samples == [1.0, 1.1, 0.9]
+    assert m.detail.flops_per_step == 1000 and m.detail.memory == {"live_tensor_peak_bytes": 4096}
+    assert m.detail.process_hwm_increase_bytes == 100
 
 
 def test_timeout_keeps_partial_samples():
     evs = events([1.0, 2.0])[:-3]  # killed while counting FLOPs, after the timed steps
     m = measurement(evs, ChildResult(None, True, 60.0, ""), timeout=60)
-    assert m["status"] == "timeout" and m["samples"] == [1.0, 2.0] and "kept 2 samples" in m["error"]
+    assert m.status == "timeout" and m.samples == [1.0, 2.0] and "kept 2 samples" in m.error
 
 
 def test_crash_and_error_and_unsupported():
     crashed = measurement(events([])[:2], ChildResult(-11, False, 1.0, "Fatal Python error: x"), timeout=60)
-    assert crashed["status"] == "failed" and "SIGSEGV" in crashed["error"] and "Fatal Python error" in crashed["error"]
+    assert crashed.status == "failed" and "SIGSEGV" in crashed.error and "Fatal Python error" in crashed.error
     err = measurement([Error("RuntimeError: bad", "tb")], ChildResult(1, False, 1, ""), timeout=60)
-    assert err["status"] == "failed" and err["error"] == "RuntimeError: bad" and err["detail"]["traceback"] == "tb"
+    assert err.status == "failed" and err.error == "RuntimeError: bad" and err.detail.traceback == "tb"
     uns = measurement([Unsupported("no bf16")], OK_CHILD, timeout=60)
-    assert uns["status"] == "unsupported" and uns["error"] == "no bf16"
+    assert uns.status == "unsupported" and uns.error == "no bf16"
     silent = measurement([], OK_CHILD, timeout=60)
-    assert silent["status"] == "failed"
+    assert silent.status == "failed" and silent.error == "worker ended without a result"
 
 
 def test_cell_is_the_median_of_process_medians():
     ms = [measurement(events(s), OK_CHILD, 60) for s in ([1.0] * 5, [2.0] * 5, [10.0] * 5)]
     fig = cell_figures(ms, batch=64, threads=1, cores=2, device="cpu")
-    assert fig["median_s"] == 2.0 and fig["n"] == 15 and fig["samples_s"] == 32.0
-    assert fig["extra"]["per_process_medians"] == [1.0, 2.0, 10.0]
-    assert fig["peak_mem_bytes"] == 4096 and fig["peak_mem_kind"] == "live_tensors"
-    assert fig["extra"]["memory"]["process_hwm_increase_bytes"] == 100
-    assert any("noisy" in w for w in fig["extra"]["warnings"])
+    assert fig.median_s == 2.0 and fig.n == 15 and fig.samples_s == 32.0
+    assert fig.per_process_medians == [1.0, 2.0, 10.0]
+    assert fig.peak_mem_bytes == 4096 and fig.peak_mem_kind == "live_tensors"
+    assert fig.memory.process_hwm_increase_bytes == 100
+    assert any("noisy" in w for w in fig.warnings)
 
 
 def test_a_median_of_few_samples_is_flagged_and_enough_samples_are_not():
     few = cell_figures([measurement(events([1.0, 1.1]), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
-    warned = few["extra"]["warnings"]
-    assert few["n"] == 2 and any(w.startswith("few samples: the median of 2 timed steps") for w in warned)
+    warned = few.warnings
+    assert few.n == 2 and any(w.startswith("few samples: the median of 2 timed steps") for w in warned)
     enough = cell_figures([measurement(events([1.0] * 5), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
-    assert not any(w.startswith("few samples") for w in enough["extra"]["warnings"])
+    assert not any(w.startswith("few samples") for w in enough.warnings)
 
 
 def test_cell_warnings_and_failure_win():
     ok = measurement(events([1.0] * 5), OK_CHILD, 60)
     bad = measurement([], ChildResult(-9, False, 1.0, ""), 60)
     fig = cell_figures([ok, bad], batch=1, threads=4, cores=2, device="cpu")
-    assert fig["status"] == "failed" and "SIGKILL" in fig["error"]
-    assert fig["median_s"] == 1.0  # what was measured is kept beside the failure
-    assert any("oversubscribed: 4 threads on 2 cores" in w for w in fig["extra"]["warnings"])
+    assert fig.status == "failed" and "SIGKILL" in fig.error
+    assert fig.median_s == 1.0  # what was measured is kept beside the failure
+    assert any("oversubscribed: 4 threads on 2 cores" in w for w in fig.warnings)
 
 
 def test_a_loss_check_cut_short_keeps_the_timing_and_says_why():
     evs = [*events([1.0, 1.1])[:-1], Checking()]  # killed by the cell's timeout during the check
     m = measurement(evs, ChildResult(None, True, 600.0, ""), timeout=600)
-    assert m["status"] == "ok" and m["samples"] == [1.0, 1.1]
-    assert m["detail"]["loss_check"] == {"ok": None, "reason": "the check did not finish: the cell's --timeout"}
+    assert m.status == "ok" and m.samples == [1.0, 1.1]
+    assert m.detail.loss_check == LossCheckRecord(None, "the check did not finish: the cell's --timeout")
     stopped = ChildResult(None, True, 60.0, "", stop_reason="compilation exceeded --compile-timeout 5 s")
-    assert measurement([*events([])[:2], Compiling()], stopped, timeout=600)["status"] == "timeout"
+    assert measurement([*events([])[:2], Compiling()], stopped, timeout=600).status == "timeout"
 
 
 def test_a_candidate_stopped_after_timing_is_ok_with_a_warning():
     evs = [*events([3.0, 3.1])[:-3], Done(stopped_early="2.5x slower than the mode it would replace")]
     m = measurement(evs, OK_CHILD, timeout=60)
-    assert m["status"] == "ok" and m["detail"]["stopped_early"].startswith("2.5x slower")
+    assert m.status == "ok" and m.detail.stopped_early.startswith("2.5x slower")
     figures = cell_figures([m], batch=8, threads=1, cores=2, device="cpu")
-    assert "stopped after timing: 2.5x slower than the mode it would replace" in figures["extra"]["warnings"]
+    assert "stopped after timing: 2.5x slower than the mode it would replace" in figures.warnings
 
 
 def test_each_cell_records_the_framework_version_and_a_version_not_pinned_is_a_note():
@@ -104,29 +105,33 @@ def test_each_cell_records_the_framework_version_and_a_version_not_pinned_is_a_n
     assert pinned, "the jax constraints file pins jax"
     for version, noted in ((pinned, False), ("0.11.2", True)):
         m = measurement(events([1.0] * 5), OK_CHILD, 60)
-        m["detail"].update(framework_version=version, environment="dlperf")
+        m.detail.framework_version, m.detail.environment = version, "dlperf"
         fig = cell_figures([m], batch=1, threads=1, cores=2, device="cpu", framework="jax")
-        assert fig["extra"]["framework"] == {"name": "jax", "version": version, "pinned": pinned,
-                                             "environment": "dlperf"}  # fmt: skip
+        assert fig.provenance == Provenance("jax", version, pinned, "dlperf")
+        assert fig.to_json()["framework"] == {"name": "jax", "version": version, "pinned": pinned,
+                                              "environment": "dlperf"}  # fmt: skip
         note = f"jax 0.11.2 (from dlperf's environment) measured this cell, not the pinned {pinned}"
-        assert (note in fig["extra"]["warnings"]) is noted
+        assert (note in fig.warnings) is noted
     assert envs.same_release("2.13.0+cpu", "2.13.0")  # a local build label is the same release
 
 
 def test_a_cell_takes_what_it_did_not_compute_from_a_sibling_and_says_which():
     from conftest import make_cell
     from dlperf.runner.collect import share
-    from dlperf.store.records import LossCheckRecord
 
     donor = make_cell("w", threads=1, mode="bf16", flops_per_step=100, flops_by_dtype={"bf16": 100},
-                      loss_check=LossCheckRecord(True, None, 1.5, {"steps": 8}))  # fmt: skip
+                      loss_check=LossCheckRecord(True, None, 1.5, {"steps": 8}), peak_mem_bytes=4096,
+                      peak_mem_kind="live_tensors", memory_figures={"live_tensor_peak_bytes": 4096})  # fmt: skip
     m = measurement([*events([1.0] * 5)[:-3], Done()], OK_CHILD, 60)  # no FLOP count, no memory: not asked
     figures = cell_figures([m], batch=1, threads=2, cores=2, device="cpu")
-    assert figures["flops_per_step"] is None and figures["extra"]["loss_check"] is None
+    assert figures.flops_per_step is None and figures.loss_check is None and figures.peak_mem_bytes is None
     share(figures, [donor])
-    assert figures["flops_per_step"] == 100 and figures["extra"]["flops_by_dtype"] == {"bf16": 100}
-    assert figures["extra"]["loss_check"] == {"ok": True, "reason": None, "seconds": 1.5, "steps": 8}
-    assert figures["extra"]["shared_from"] == {"flops": donor.key, "loss_check": donor.key}
+    assert figures.flops_per_step == 100 and figures.flops_by_dtype == {"bf16": 100}
+    assert figures.to_json()["loss_check"] == {"ok": True, "reason": None, "seconds": 1.5, "steps": 8}
+    assert (figures.peak_mem_bytes, figures.peak_mem_kind) == (4096, "live_tensors")
+    # the donor's figures, and this process's own high-water mark over its timed steps
+    assert figures.memory_figures == {"live_tensor_peak_bytes": 4096, "process_hwm_increase_bytes": 100}
+    assert figures.shared_from == {"memory": donor.key, "flops": donor.key, "loss_check": donor.key}
 
 
 def test_phases_say_where_a_process_spent_its_time():
@@ -146,24 +151,24 @@ def test_phases_say_where_a_process_spent_its_time():
 def test_a_slow_compile_is_said_with_the_compilers_reasons_and_a_quick_clean_one_is_not():
     from dlperf.runner.collect import compile_warnings
 
-    slow = {"compile_s": 140.0, "graph_breaks": 3, "graph_break_reasons": ["Unsupported: call_method item"],
-            "recompiles": 2}  # fmt: skip
+    slow = CompileRecord(compile_s=140.0, graph_breaks=3, graph_break_reasons=["Unsupported: call_method item"],
+                         recompiles=2)  # fmt: skip
     assert compile_warnings(slow, 0.025) == [
         "slow compile: 140 s, 5,600 steps' worth (3 graph breaks, the first: Unsupported: call_method item; "
         "2 recompiles after the first step)"
     ]
-    assert compile_warnings({"compile_s": 45.0, "graph_breaks": 0, "recompiles": 0}, 0.5) == [
+    assert compile_warnings(CompileRecord(compile_s=45.0, graph_breaks=0, recompiles=0), 0.5) == [
         "slow compile: 45 s, 90 steps' worth"
     ]
-    assert compile_warnings({"compile_s": 4.0, "graph_breaks": 1, "recompiles": 0}, 0.5) == [
+    assert compile_warnings(CompileRecord(compile_s=4.0, graph_breaks=1, recompiles=0), 0.5) == [
         "compiled with 1 graph break"
     ]
-    assert compile_warnings({"compile_s": 4.0, "graph_breaks": 0, "recompiles": 0}, 0.5) == []
+    assert compile_warnings(CompileRecord(compile_s=4.0, graph_breaks=0, recompiles=0), 0.5) == []
 
 
 def test_a_process_without_a_sample_is_not_ok():
     """A worker that reports its result but took no timed step (--max-time 0) measured nothing: failed, not ok."""
     m = measurement(events([]), OK_CHILD, timeout=60)
-    assert m["status"] == "failed" and "no timed step" in m["error"]
+    assert m.status == "failed" and "no timed step" in m.error
     fig = cell_figures([m], batch=64, threads=1, cores=2, device="cpu")
-    assert fig["status"] == "failed" and fig.get("median_s") is None
+    assert fig.status == "failed" and fig.median_s is None

@@ -10,6 +10,7 @@ import pytest
 
 from conftest import FAST, ROOT, alive, dlperf
 from dlperf.errors import UsageError
+from dlperf.figures import CommFigures
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import Built, Cell, Comm, Done, Error, Event, Sample, Start, Unsupported
@@ -94,7 +95,7 @@ def _events(rank: int, samples: list[float], done: bool = True, error: str | Non
     if error:
         events.append(Error(error, rank=rank))
     if done:
-        events += [Comm({"gradient_bytes": 40, "bound": "compute"}), Done()]
+        events += [Comm(CommFigures(gradient_bytes=40, bound="compute")), Done()]
     return events
 
 
@@ -104,24 +105,24 @@ def child(returncode=0, timed_out=False, stderr=""):
 
 def test_the_cell_is_the_slowest_process_and_keeps_every_process():
     m = ddp_measurement({0: _events(0, [1.0, 1.1, 1.0]), 1: _events(1, [1.2, 1.3, 1.2])}, child(), 60)
-    assert m["status"] == "ok" and m["samples"] == [1.2, 1.3, 1.2]
-    assert m["detail"]["slowest_rank"] == 1 and m["detail"]["ranks"] == [[1.0, 1.1, 1.0], [1.2, 1.3, 1.2]]
-    assert m["detail"]["comm"] == {"gradient_bytes": 40, "bound": "compute"}
+    assert m.status == "ok" and m.samples == [1.2, 1.3, 1.2]
+    assert m.detail.slowest_rank == 1 and m.detail.ranks == [[1.0, 1.1, 1.0], [1.2, 1.3, 1.2]]
+    assert m.detail.comm == CommFigures(gradient_bytes=40, bound="compute")
 
 
 def test_a_failure_names_its_rank():
     failed = ddp_measurement({0: _events(0, [1.0], done=False), 1: _events(1, [], done=False, error="boom")},
                              child(returncode=1), 60)  # fmt: skip
-    assert failed["status"] == "failed" and failed["error"] == "rank 1: boom"
+    assert failed.status == "failed" and failed.error == "rank 1: boom"
     died = ddp_measurement({0: _events(0, [1.0]), 1: _events(1, [1.0], done=False)}, child(returncode=1), 60)
-    assert died["status"] == "failed" and died["error"].startswith("rank 1: worker exited with code 1")
+    assert died.status == "failed" and died.error.startswith("rank 1: worker exited with code 1")
 
 
 def test_no_process_started_means_the_rendezvous_did_not_complete():
     m = ddp_measurement({}, child(returncode=None, timed_out=True), 20)
-    assert m["status"] == "timeout" and "rendezvous did not complete within --timeout 20 s" in m["error"]
+    assert m.status == "timeout" and "rendezvous did not complete within --timeout 20 s" in m.error
     m = ddp_measurement({}, child(returncode=1, stderr="RendezvousTimeoutError: nobody came"), 20)
-    assert m["status"] == "failed" and "RendezvousTimeoutError: nobody came" in m["error"]
+    assert m.status == "failed" and "RendezvousTimeoutError: nobody came" in m.error
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -141,9 +142,9 @@ def test_strong_scaling_cells_end_to_end(tmp_path, torch):
     assert two.status == "ok" and two.nproc == 2 and two.scaling == "strong"
     [m] = store.measurements(1, two.key)
     detail = m.detail
-    assert len(detail["ranks"]) == 2 and all(len(r) == len(detail["ranks"][0]) for r in detail["ranks"])
-    assert m.samples == detail["ranks"][detail["slowest_rank"]]
-    assert detail["settings"]["world_size"] == 2 and detail["settings"]["per_process_batch"] == two.batch // 2
+    assert len(detail.ranks) == 2 and all(len(r) == len(detail.ranks[0]) for r in detail.ranks)
+    assert m.samples == detail.ranks[detail.slowest_rank]
+    assert detail.settings["world_size"] == 2 and detail.settings["per_process_batch"] == two.batch // 2
     comm = two.comm
     assert comm.gradient_bytes == 4 * two.params and comm.world == 2 and comm.backend == "gloo"
     assert comm.allreduce_s > 0 and comm.busbw_bytes_s == pytest.approx(comm.algbw_bytes_s)
@@ -171,7 +172,7 @@ def test_weak_scaling_gives_each_process_the_batch(tmp_path, torch):
     store = Store.open(db, create=False)
     [cell] = store.cells(1)
     assert cell.key.endswith("|ddp:2:weak") and cell.batch == 2 * 16
-    assert store.measurements(1, cell.key)[0].detail["settings"]["per_process_batch"] == 16
+    assert store.measurements(1, cell.key)[0].detail.settings["per_process_batch"] == 16
     store.close()
 
 
@@ -270,7 +271,7 @@ def test_two_nodes_on_one_machine_over_loopback(tmp_path, torch):
         store.close()
         detail = m.detail
         assert cell.status == "ok" and cell.nproc == 2 and cell.key.endswith("|ddp:2:strong")
-        assert detail["settings"]["world_size"] == 2 and len(detail["ranks"]) == 2  # both nodes' steps, on each node
+        assert detail.settings["world_size"] == 2 and len(detail.ranks) == 2  # both nodes' steps, on each node
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -293,7 +294,7 @@ def test_dataparallel_is_unsupported_without_two_gpus_saying_why(torch):
 
 def test_a_crash_after_every_process_reported_keeps_the_measurement():
     m = ddp_measurement({0: _events(0, [1.0]), 1: _events(1, [1.1])}, child(returncode=1), 60)
-    assert m["status"] == "ok" and m["detail"]["exit_after_result"] == "worker exited with code 1"
+    assert m.status == "ok" and m.detail.exit_after_result == "worker exited with code 1"
 
 
 TORCHRUN_SUMMARY = """
@@ -321,9 +322,9 @@ def test_the_process_that_was_killed_is_named_not_the_one_that_lost_its_peer():
     assert exits == {0: 1, 1: -9}
     lost = _events(0, [1.0], done=False, error="RuntimeError: Connection reset by peer")
     m = ddp_measurement({0: lost, 1: _events(1, [1.0], done=False)}, child(returncode=1), 60, exits)
-    assert m["status"] == "failed" and m["error"].startswith("rank 1: worker killed by SIGKILL")
+    assert m.status == "failed" and m.error.startswith("rank 1: worker killed by SIGKILL")
     without = ddp_measurement({0: lost, 1: _events(1, [1.0], done=False)}, child(returncode=1), 60)
-    assert without["error"] == "rank 0: RuntimeError: Connection reset by peer"  # all there is to go by
+    assert without.error == "rank 0: RuntimeError: Connection reset by peer"  # all there is to go by
 
 
 @pytest.mark.slow
@@ -344,7 +345,7 @@ def test_nccl_cells_one_gpu_per_process(tmp_path, torch):
 def test_unsupported_on_rank_0_is_unsupported_not_a_failure():
     events = {r: [Start(pid=r, python="py", rank=r), Unsupported("checkpoint under DDP")] for r in (0, 1)}
     m = ddp_measurement(events, child(), 60)
-    assert m["status"] == "unsupported" and m["error"] == "rank 0: checkpoint under DDP"
+    assert m.status == "unsupported" and m.error == "rank 0: checkpoint under DDP"
 
 
 @pytest.mark.slow

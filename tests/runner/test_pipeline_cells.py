@@ -29,7 +29,7 @@ def test_pipeline_cells_end_to_end(tmp_path, torch):
             assert comm.exposed_comm_s == pytest.approx(max(0.0, comm.step_s - comm.local_step_s))
             assert len(comm.param_bytes_rank) == 2 and sum(comm.param_bytes_rank) == 4 * cell.params
             [m] = store.measurements(1, cell.key)
-            settings = m.detail["settings"]
+            settings = m.detail.settings
             assert settings["microbatches"] == 4 and settings["microbatch_size"] * 4 == cell.batch
             assert settings["pipeline_schedule"] == {"gpipe": "ScheduleGPipe", "1f1b": "Schedule1F1B"}[schedule]
     store.close()

@@ -13,6 +13,9 @@ from dlperf.runner.launch import ChildResult, Launched
 from dlperf.runner.session import Session
 from dlperf.spec import RunSpec
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, ProfileOutcome
+from dlperf.vocab import Status
 
 CELL = Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")
 EVENT = Profiled(steps=3, step_s=0.03, categories={"host": 0.02, "matmul": 0.01}, ops_per_step=40, trace="/t.json.gz")
@@ -34,13 +37,12 @@ def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2):
     """Run a two-process sweep of CELL whose timed processes and profile child are faked; returns the store, the
     run and the tasks the profile child was given."""
     store = Store.open(tmp_path / "d.db", create=True)
-    run_id = store.create_run({}, {}, {}, ["dlperf"], [{"key": CELL.key, **CELL.to_json(),
-                                                         "workload_json": {"batch": 4}}])  # fmt: skip
+    run_id = store.create_run({}, {}, {}, ["dlperf"], [PlannedCell(CELL, {"batch": 4})])
     spec = RunSpec(("tiny-fcn-r",), repeats=repeats, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
     ctx = Session(store, run_id, spec, {CELL.key: {"batch": 4}}, cores=2)
     error = None if status == "ok" else "boom"
-    measured = {"status": status, "error": error, "samples": [0.02, 0.02, 0.02] if status == "ok" else [],
-                "detail": {}, "duration_s": 1.0}  # fmt: skip
+    measured = ProcessMeasurement(status=Status(status), error=error,
+                                  samples=[0.02, 0.02, 0.02] if status == "ok" else [], duration_s=1.0)  # fmt: skip
     monkeypatch.setattr(sweep, "run_task", lambda task, ctx, poll: measured)
     given = []
 
@@ -88,12 +90,11 @@ def test_resume_profiles_the_measured_cells_an_interrupt_left_unprofiled_and_onl
     could not be taken, nor a cell with processes left (profiled after its last one, as in any run)."""
     store = Store.open(tmp_path / "d.db", create=True)
     third = Cell("tiny-fcn-r", "torch", "cpu", 3, "fp32")
-    run_id = store.create_run({}, {}, {}, ["dlperf"], [{"key": c.key, **c.to_json(), "workload_json": {"batch": 4}}
-                                                       for c in (CELL, OTHER, third)])  # fmt: skip
-    measured = {"status": "ok", "samples": [0.02, 0.02], "detail": {}, "duration_s": 1.0}
+    run_id = store.create_run({}, {}, {}, ["dlperf"], [PlannedCell(c, {"batch": 4}) for c in (CELL, OTHER, third)])
+    measured = ProcessMeasurement(status=Status.OK, samples=[0.02, 0.02], duration_s=1.0)
     for cell in (CELL, OTHER, third):
-        store.record(run_id, cell.key, 0, measured, {"status": "ok", "median_s": 0.02})
-    store.record_profile(run_id, OTHER.key, {"status": "failed", "error": "boom"})
+        store.record(run_id, cell.key, 0, measured, CellFigures(status=Status.OK, median_s=0.02))
+    store.record_profile(run_id, OTHER.key, ProfileOutcome(Status.FAILED, "boom"))
     spec = RunSpec(("tiny-fcn-r",), repeats=2, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
     ctx = Session(store, run_id, spec, {c.key: {"batch": 4} for c in (CELL, OTHER, third)}, cores=2)
     left = [t for t in sweep.remaining([CELL, OTHER, third], 2, {(CELL.key, 0), (CELL.key, 1), (OTHER.key, 0),
@@ -112,7 +113,7 @@ def test_resume_profiles_the_measured_cells_an_interrupt_left_unprofiled_and_onl
             said.append((i, cell.key))
 
         def profiled(self, i, cell, row, own_item=False):
-            said.append((i, cell.key, row["status"], own_item))
+            said.append((i, cell.key, row.status, own_item))
 
     sweep.execute(ctx, left, Told(), to_profile=sweep.unprofiled(ctx, left))
     assert [t.cell for t in given] == [CELL, third]

@@ -26,6 +26,8 @@ import pytest
 from conftest import FAST, ROOT, cells, one_line_error, rows
 from dlperf.errors import UsageError
 from dlperf.store import Store, spill
+from dlperf.store.process import ProcessMeasurement
+from dlperf.vocab import Status
 
 PR_CAPBSET_DROP = 24
 CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH = 1, 2
@@ -228,7 +230,7 @@ def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):
     assert resumed.returncode == 0, resumed.stderr
     assert f"stored 1 measurement kept in {kept}" in resumed.stderr and not kept.exists()
     (stored,) = rows(db, "SELECT * FROM measurements")
-    assert stored["samples_json"] == json.dumps(line["measurement"]["samples"])
+    assert stored["samples_json"] == json.dumps(line.measurement.samples)
     assert cells(db)[0]["status"] == "ok"
 
 
@@ -250,7 +252,7 @@ def test_a_new_run_reminds_of_measurements_kept_beside_the_store(tmp_path, monke
     from dlperf import api
 
     db = str(tmp_path / "d.db")
-    spill.keep(db, 3, "tiny-fcn-r|torch|cpu|1|fp32", 0, {"samples": [0.1]})
+    spill.keep(db, 3, "tiny-fcn-r|torch|cpu|1|fp32", 0, ProcessMeasurement(status=Status.OK, samples=[0.1]))
     monkeypatch.setattr(api, "for_plan", lambda plan, db, say: None)  # no pilot step: only the warnings matter
     said = []
     api.run("tiny-fcn-r", threads=[1], dry_run=True, db=db, warn=said.append)

@@ -12,19 +12,28 @@ import time
 import pytest
 
 from conftest import ROOT, dlperf, one_line_error, require, rows
+from dlperf.protocol import Cell
 from dlperf.store import Store, lease
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
 
-CELL = {"key": "tiny-fcn-r|torch|cpu|1|fp32", "workload": "tiny-fcn-r", "framework": "torch", "device": "cpu",
-        "threads": 1, "mode": "fp32", "workload_json": {"batch": 8}}  # fmt: skip
+CELL = PlannedCell(Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32"), {"batch": 8})
+KEY = CELL.cell.key
 
 HOLD = """
 import json, sys, time
+from dlperf.protocol import Cell
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
 spec, env, fingerprint, cell = json.loads(sys.argv[2])
 store = Store.open(sys.argv[1], create=True)
-run_id = store.create_run(spec, env, fingerprint, ["dlperf", "run"], [cell])
-m = {"status": "ok", "samples": [0.01, 0.01, 0.01], "detail": {}, "duration_s": 1.0}
-store.record(run_id, cell["key"], 0, m, {"status": "ok", "median_s": 0.01, "n": 3})
+planned = PlannedCell(Cell.from_json(cell), {"batch": 8})
+run_id = store.create_run(spec, env, fingerprint, ["dlperf", "run"], [planned])
+m = ProcessMeasurement(status=Status.OK, samples=[0.01, 0.01, 0.01], duration_s=1.0)
+store.record(run_id, planned.cell.key, 0, m, CellFigures(status=Status.OK, median_s=0.01, n=3))
 print("holding", flush=True)
 time.sleep(60)
 """
@@ -83,7 +92,7 @@ def test_a_second_resume_is_refused_while_the_holder_lives_and_takes_over_when_i
     env = envinfo.capture(plan.framework_info(["torch"]))
     spec = api.make_spec(["tiny-fcn-r"], threads=[1]).to_json()
     db = tmp_path / "d.db"
-    holder = python(HOLD, str(db), json.dumps([spec, env, envinfo.fingerprint(env), CELL]))
+    holder = python(HOLD, str(db), json.dumps([spec, env, envinfo.fingerprint(env), CELL.cell.to_json()]))
     try:
         assert holder.stdout.readline() == "holding\n"
         before, image = dump(db), db.read_bytes()
@@ -163,9 +172,9 @@ def test_a_process_whose_run_was_taken_over_writes_nothing_more(tmp_path):
     db = tmp_path / "d.db"
     store = new_run(db)
     put_lease(db, 1, 4321, "elsewhere.example", None, lease.stamp())  # another host took it over
-    m = {"status": "ok", "samples": [1.0], "detail": {}, "duration_s": 1.0}
+    m = ProcessMeasurement(status=Status.OK, samples=[1.0], duration_s=1.0)
     with pytest.raises(lease.LeaseHeld, match=r"run 1 was taken over by pid 4321 on elsewhere\.example"):
-        store.record(1, CELL["key"], 0, m, {"status": "ok", "median_s": 1.0, "n": 1})
+        store.record(1, KEY, 0, m, CellFigures(status=Status.OK, median_s=1.0, n=1))
     with pytest.raises(lease.LeaseHeld):  # no longer its run: its status is the new holder's to set
         store.set_run_status(1, "interrupted")
     assert rows(db, "SELECT * FROM measurements") == []
@@ -192,7 +201,7 @@ def test_the_holder_refreshes_its_heartbeat(tmp_path, monkeypatch):
 def test_a_killed_holder_leaves_a_lease_that_names_it(tmp_path):
     """What `--resume` finds after `kill -9`: the lease of a pid that no longer runs, which it may take."""
     db = tmp_path / "d.db"
-    holder = python(HOLD, str(db), json.dumps([{"spec": 1}, {}, {"cpu_model": "x"}, CELL]))
+    holder = python(HOLD, str(db), json.dumps([{"spec": 1}, {}, {"cpu_model": "x"}, CELL.cell.to_json()]))
     assert holder.stdout.readline() == "holding\n"
     os.kill(holder.pid, signal.SIGKILL)
     holder.communicate(timeout=30)

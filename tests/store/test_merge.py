@@ -3,12 +3,14 @@
 import json
 import shutil
 import sqlite3
+from dataclasses import replace
 
 import pytest
 
 from conftest import dlperf, one_line_error
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store, merge, run_origin
 from dlperf.store.machine import MeasuredPeak
+from dlperf.store.records import Origin
 from report.runs import BASE, OTHER_MACHINE, SLOWER, make_db, processes, write_run
 
 PEAKS = [
@@ -53,7 +55,7 @@ def test_every_run_is_copied_whole_under_a_new_id_with_its_origin(sources, tmp_p
     for source, old, new in ((a, 1, 1), (a, 2, 2), (b, 1, 3)):
         [run] = rows(target, "runs", new)
         assert without(run, "id", "origin_json") == without(rows(source, "runs", old)[0], "id", "origin_json")
-        assert {**run_origin(run), "merged_at": None} == {"db": str(source.resolve()), "run_id": old, "merged_at": None}
+        assert replace(run_origin(run), merged_at=None) == Origin(str(source.resolve()), old)
         for table in ("cells", "measurements"):
             copied, original = rows(target, table, new), rows(source, table, old)
             assert [without(r, "run_id") for r in copied] == [without(r, "run_id") for r in original] and copied
@@ -101,7 +103,7 @@ def test_a_merged_run_keeps_the_trail_when_merged_onward(sources, tmp_path):
     merge.merge([str(a)], str(first))
     [copied, _] = merge.merge([str(first)], str(second))
     origin = run_origin(rows(second, "runs", copied.target_run)[0])
-    assert origin["db"] == str(first.resolve()) and origin["origin"]["db"] == str(a.resolve())
+    assert origin.db == str(first.resolve()) and origin.origin.db == str(a.resolve())
 
 
 def test_table_and_compare_read_a_merged_run(sources, tmp_path):
@@ -191,7 +193,7 @@ def test_a_v2_source_merges(tmp_path, monkeypatch):
     assert not copied.skipped and copied.cells == 1
     monkeypatch.undo()
     assert rows(target, "measurements")[0]["samples_json"] == rows(path, "measurements")[0]["samples_json"]
-    assert run_origin(rows(target, "runs")[0])["db"] == str(path.resolve())
+    assert run_origin(rows(target, "runs")[0]).db == str(path.resolve())
 
 
 def damage(path, kind: str) -> None:

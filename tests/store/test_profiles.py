@@ -2,14 +2,16 @@
 copying profiles with their runs."""
 
 import sqlite3
-from dataclasses import asdict
 
-from dlperf.protocol import Profiled
+from dlperf.protocol import Cell, Profiled
 from dlperf.store import Store, merge
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, ProfileOutcome
 from dlperf.store.schema import MIGRATIONS, PROFILES
+from dlperf.vocab import Status
 
-CELL = {"key": "fcn-r|torch|cpu|1|fp32", "workload": "fcn-r", "framework": "torch", "device": "cpu", "threads": 1,
-        "mode": "fp32", "workload_json": {"batch": 1024}}  # fmt: skip
+CELL = PlannedCell(Cell("fcn-r", "torch", "cpu", 1, "fp32"), {"batch": 1024})
+KEY = CELL.cell.key
 EVENT = Profiled(
     steps=5, step_s=0.012, categories={"matmul": 0.009, "elementwise": 0.002, "host": 0.001},
     flops={"matmul": 4.5e9}, top_ops=[{"name": "aten::addmm", "self_s": 0.008, "calls": 3, "shapes": "[[1024, 8]]"}],
@@ -17,23 +19,19 @@ EVENT = Profiled(
 )  # fmt: skip
 
 
-def fields(event: Profiled) -> dict:
-    return {k: v for k, v in asdict(event).items() if k != "at"}
-
-
 def measured_run(path, median_s: float | None = 0.01, argv=("dlperf", "profile")) -> tuple[Store, int]:
     store = Store.open(path, create=True)
     run_id = store.create_run({"spec": 1}, {}, {"cpu_model": "x"}, list(argv), [CELL])
-    m = {"status": "ok", "samples": [median_s or 1.0], "detail": {}}
-    store.record(run_id, CELL["key"], 0, m, {"status": "ok", "median_s": median_s, "extra": {}})
+    m = ProcessMeasurement(status=Status.OK, samples=[median_s or 1.0])
+    store.record(run_id, KEY, 0, m, CellFigures(status=Status.OK, median_s=median_s))
     return store, run_id
 
 
 def test_a_profile_is_stored_with_its_figures_and_the_profilers_overhead(tmp_path):
     store, run_id = measured_run(tmp_path / "d.db", median_s=0.01)
-    store.record_profile(run_id, CELL["key"], {"status": "ok", "duration_s": 3.5, "profiled": fields(EVENT)})
+    store.record_profile(run_id, KEY, ProfileOutcome(Status.OK, None, 3.5, EVENT))
     [(key, profile)] = store.profiles(run_id).items()
-    assert key == CELL["key"] and profile.ok and profile.figures.steps == 5 and profile.figures.ops_per_step == 120
+    assert key == KEY and profile.ok and profile.figures.steps == 5 and profile.figures.ops_per_step == 120
     assert profile.figures.categories == EVENT.categories and profile.figures.top_ops == EVENT.top_ops
     assert profile.figures.trace == EVENT.trace and profile.figures.notes == ["no module times"]
     assert profile.duration_s == 3.5
@@ -42,9 +40,9 @@ def test_a_profile_is_stored_with_its_figures_and_the_profilers_overhead(tmp_pat
 
 def test_a_profile_that_could_not_be_taken_keeps_its_reason_and_replaces_an_earlier_one(tmp_path):
     store, run_id = measured_run(tmp_path / "d.db", median_s=None)
-    store.record_profile(run_id, CELL["key"], {"status": "ok", "profiled": fields(EVENT)})
-    assert store.profiles(run_id)[CELL["key"]].overhead is None  # no timed median to hold it against
-    store.record_profile(run_id, CELL["key"], {"status": "unsupported", "error": "jax: no profiler mapping"})
+    store.record_profile(run_id, KEY, ProfileOutcome(Status.OK, profiled=EVENT))
+    assert store.profiles(run_id)[KEY].overhead is None  # no timed median to hold it against
+    store.record_profile(run_id, KEY, ProfileOutcome(Status.UNSUPPORTED, "jax: no profiler mapping"))
     [profile] = store.profiles(run_id).values()
     assert profile.status == "unsupported" and profile.error == "jax: no profiler mapping"
     assert profile.figures is None
@@ -60,22 +58,19 @@ def test_a_version_6_file_gains_the_profiles_table(tmp_path):
     conn.commit()
     conn.close()
     store, run_id = measured_run(path)
-    store.record_profile(run_id, CELL["key"], {"status": "ok", "profiled": fields(EVENT)})
-    assert store.profiles(run_id)[CELL["key"]].figures.step_s == EVENT.step_s
+    store.record_profile(run_id, KEY, ProfileOutcome(Status.OK, profiled=EVENT))
+    assert store.profiles(run_id)[KEY].figures.step_s == EVENT.step_s
 
 
 def test_merge_copies_a_runs_profiles_with_it(tmp_path):
     store, run_id = measured_run(tmp_path / "a.db")
-    store.record_profile(run_id, CELL["key"], {"status": "ok", "duration_s": 2.0, "profiled": fields(EVENT)})
+    store.record_profile(run_id, KEY, ProfileOutcome(Status.OK, None, 2.0, EVENT))
     store.close()
     target = tmp_path / "all.db"
     store, _ = measured_run(target, argv=("dlperf", "run"))  # another run: the copy becomes run 2
     store.close()
     [copied] = merge.merge([str(tmp_path / "a.db")], str(target))
     store = Store.open(target, create=False)
-    assert copied.target_run == 2 and set(store.profiles(2)) == {CELL["key"]} and store.profiles(1) == {}
-    assert store.profiles(2)[CELL["key"]].figures.categories == EVENT.categories
-    assert (
-        store.profiles(2)[CELL["key"]].overhead
-        == Store.open(tmp_path / "a.db", create=False).profiles(1)[CELL["key"]].overhead
-    )
+    assert copied.target_run == 2 and set(store.profiles(2)) == {KEY} and store.profiles(1) == {}
+    assert store.profiles(2)[KEY].figures.categories == EVENT.categories
+    assert store.profiles(2)[KEY].overhead == Store.open(tmp_path / "a.db", create=False).profiles(1)[KEY].overhead

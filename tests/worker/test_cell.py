@@ -59,9 +59,9 @@ def test_optional_analyses_that_fail_give_no_figure_and_a_note_never_a_failed_ce
     assert memory.figures == {} and "no memory figure" in memory.note
     assert first(events, Done) is not None and first(events, Sample) is not None
     m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
-    assert m["status"] == "ok" and m["detail"]["flops_per_step"] is None
+    assert m.status == "ok" and m.detail.flops_per_step is None
     figures = cell_figures([m], batch=16, threads=1, cores=2, device="cpu")
-    assert figures["status"] == "ok" and any(w.startswith("no FLOP count") for w in figures["extra"]["warnings"])
+    assert figures.status == "ok" and any(w.startswith("no FLOP count") for w in figures.warnings)
 
 
 class AsyncDevice:

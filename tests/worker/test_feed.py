@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 
 from conftest import FAST, cells, dlperf, one_line_error, rows, write_datasets
+from dlperf.figures import LoaderFigures
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import Cell, CellTask, Loader, Sample, all_of
-from dlperf.runner.collect import _loader_figures, loader_summary
+from dlperf.runner.collect import loader_summary
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
+from dlperf.vocab import Status
 from dlperf.worker import cell as worker
 from dlperf.worker import feed
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
@@ -37,7 +40,7 @@ def test_a_feed_goes_round_the_epochs_and_keeps_one_wait_per_timed_call():
     assert [run() for _ in range(3)] == [2.0, 3.0, 4.0]
     assert step.loaded == ["a", "b", "a", "b"] and len(fed.waits) == 3 and fed.stepped == [2.0, 3.0, 4.0]
     figures = fed.figures()
-    assert figures["wait_share"] == pytest.approx(sum(fed.waits) / 9.0)
+    assert figures.wait_share == pytest.approx(sum(fed.waits) / 9.0)
     with pytest.raises(RuntimeError, match="less than one batch"):
         feed.Feed([], step).next()
 
@@ -45,8 +48,8 @@ def test_a_feed_goes_round_the_epochs_and_keeps_one_wait_per_timed_call():
 def test_the_loader_alone_is_timed_over_a_few_batches_after_its_first():
     batches = [([0] * 4, None)] * 2
     figures, last = feed.alone(batches, TimerConfig(min_steps=1, min_time=0, max_time=5))
-    assert figures["alone_batches"] == feed.ALONE_MIN_BATCHES and last == batches[0]
-    assert figures["alone_samples_per_s"] == pytest.approx(4 * feed.ALONE_MIN_BATCHES / figures["alone_s"])
+    assert figures.alone_batches == feed.ALONE_MIN_BATCHES and last == batches[0]
+    assert figures.alone_samples_per_s == pytest.approx(4 * feed.ALONE_MIN_BATCHES / figures.alone_s)
 
 
 USER = """
@@ -107,12 +110,13 @@ def test_a_loader_slow_on_purpose_is_input_bound_and_a_fast_one_is_not(tmp_path,
     events = []
     worker.measure(task, events.append)
     samples = [e.t for e in all_of(events, Sample)]
-    figures = _loader_figures(events)
-    assert len(figures["wait_s"]) == len(samples) >= 1 and figures["dataset"] == "Samples"
-    assert figures["setting"] == "w0" and figures["samples"] == 256 and figures["alone_batches"] >= 3
+    figures = LoaderFigures.merged([e.figures for e in all_of(events, Loader)])
+    assert len(figures.wait_s) == len(samples) >= 1 and figures.dataset == "Samples"
+    assert figures.setting == "w0" and figures.samples == 256 and figures.alone_batches >= 3
     assert len(all_of(events, Loader)) == 3  # the setting, the loader alone, the waits
-    summary = loader_summary([{"detail": {"loader": figures}, "samples": samples}])
-    assert summary["verdict"] == verdict, (summary, figures["wait_s"], samples)
+    m = ProcessMeasurement(status=Status.OK, samples=samples, detail=ProcessDetail(loader=figures))
+    summary = loader_summary([m])
+    assert summary.verdict == verdict, (summary, figures.wait_s, samples)
 
 
 @pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short

@@ -75,8 +75,8 @@ def run_pilot(cell: Cell, workload: dict, python: str, timeout: float) -> Pilot:
     task = CellTask(cell, 0, workload, PILOT_TIMER, count_flops=False, measure_memory=False, loss_check=False)
     launched = launch(task, python, cell.threads, timeout)
     m = collect.measurement(launched.main, launched.child, timeout)
-    steps = list(m["detail"].get("warmup_times") or []) + list(m["samples"])
-    step_s = m["samples"][0] if m["samples"] else None
+    steps = list(m.detail.warmup_times or []) + list(m.samples)
+    step_s = m.samples[0] if m.samples else None
     life = launched.child.duration_s
     return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life)
 

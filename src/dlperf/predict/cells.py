@@ -16,6 +16,7 @@ from dlperf.errors import UsageError
 from dlperf.modes import PRECISIONS, mode_components
 from dlperf.predict import count, gpus, roofline
 from dlperf.protocol import Cell
+from dlperf.store.records import Prediction
 from dlperf.workloads.base import Workload
 
 
@@ -42,8 +43,10 @@ def chosen(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]):
     return picked, warnings
 
 
-def predictions(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]) -> tuple[list[dict], list[str]]:
-    """The rows `Store.record_predictions` takes for the run's GPU cells, and the warnings to show."""
+def predictions(
+    cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]
+) -> tuple[list[Prediction], list[str]]:
+    """The predictions `Store.record_predictions` takes for the run's GPU cells, and the warnings to show."""
     picked, warnings = chosen(cells, workloads, env)
     if not picked:
         return [], warnings
@@ -63,8 +66,6 @@ def predictions(cells: list[Cell], workloads: dict[str, dict], env: dict[str, An
             "uncertainty": roofline.uncertainty(), "modelled_as": precision,
             "not_modelled": extra,
         }  # fmt: skip
-        rows.append({
-            "cell_key": cell.key, "gpu": gpu.name, "mode": precision, "batch": w.batch, "step_s": p.step_s,
-            "device_s": p.device_s, "transfer_s": p.transfer_s, "bound": p.bound, "detail": detail,
-        })  # fmt: skip
+        rows.append(Prediction(cell.key, gpu.name, precision, w.batch, p.step_s, p.device_s, p.transfer_s, p.bound,
+                               detail))  # fmt: skip
     return rows, warnings

@@ -276,7 +276,7 @@ def _environment(data: Loaded) -> str:
         rows = [[k, v] for k, v in flatten(run.env)]
         title = f"Run {run.id}: started {run.started_at}, {run.status}"
         if run.origin:  # copied in by `dlperf merge`
-            title += f"; merged from run {run.origin.get('run_id')} of {run.origin.get('db')}"
+            title += f"; merged from run {run.origin.run_id} of {run.origin.db}"
         argv = " ".join(run.argv)
         parts.append(f"<h3>{escape(title)}</h3><p><code>{escape(argv)}</code></p>" + _html_table(
             ["setting", "value"], rows, "env"))  # fmt: skip

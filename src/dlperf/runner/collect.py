@@ -10,10 +10,11 @@ import re
 import signal
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 from dlperf import envs
+from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound
 from dlperf.measure.stats import FEW_SAMPLES, summarize
 from dlperf.protocol import (
@@ -36,13 +37,14 @@ from dlperf.protocol import (
     Sample,
     Sampled,
     Start,
-    Unsupported,
     Warmup,
     all_of,
     first,
 )
 from dlperf.runner.launch import ChildResult, signal_reason
-from dlperf.store.records import CellRecord
+from dlperf.runner.outcome import Outcome, outcome
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
+from dlperf.store.records import CellFigures, CellRecord, CompileRecord, LoaderRecord, LossCheckRecord, Provenance
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
@@ -50,48 +52,45 @@ SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
 
-def measurement(events: list[Event], child: ChildResult, timeout: float) -> dict[str, Any]:
+def measurement(events: list[Event], child: ChildResult, timeout: float) -> ProcessMeasurement:
     """One process's outcome: status, error, every raw sample and the worker's details."""
     samples = [e.t for e in all_of(events, Sample)]
-    status, error = _status(events, child, timeout, len(samples))
+    result = _outcome(events, child, timeout, len(samples))
     built, warm, done = first(events, Built), first(events, Warmup), first(events, Sampled)
     flops, memory, start = first(events, Flops), first(events, Memory), first(events, Start)
     pinned, comm, finished = first(events, Affinity), first(events, Comm), first(events, Done)
-    detail = {
-        "params": built and built.params,
-        "build_s": built and built.build_s,
-        "settings": built and built.settings,
-        "flops_per_step": flops and flops.flops_per_step,
-        "flops_by_dtype": flops and flops.flops_by_dtype,
-        "compile": _compile_detail(events),
-        "loss_check": _loss_check(events, child),
-        "stopped_early": finished and finished.stopped_early,
-        "memory": dict(memory.figures) if memory else {},
-        "warmup_steps": warm and warm.steps,
-        "warmup_steady": warm and warm.steady,
-        "warmup_times": warm and warm.times,
-        "python": start and start.python,  # the interpreter: dlperf's, or the framework's own
-        "framework_version": built and built.version,
-        "environment": start and environment_of(start.python),
-        "affinity": pinned and pinned.cpus,
-        "thread_env": pinned and pinned.thread_env,
-        "comm": (comm and comm.figures) or None,  # DDP cells
-        "loader": _loader_figures(events),  # cells with a loader (--data DIR)
-        "notes": [n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
+    detail = ProcessDetail(
+        params=built and built.params,
+        build_s=built and built.build_s,
+        settings=built and built.settings,
+        flops_per_step=flops and flops.flops_per_step,
+        flops_by_dtype=flops and flops.flops_by_dtype,
+        compile=_compile_detail(events),
+        loss_check=_loss_check(events, child),
+        stopped_early=finished and finished.stopped_early,
+        memory=dict(memory.figures) if memory else {},
+        warmup_steps=warm and warm.steps,
+        warmup_steady=warm and warm.steady,
+        warmup_times=warm and warm.times,
+        python=start and start.python,  # the interpreter: dlperf's, or the framework's own
+        framework_version=built and built.version,
+        environment=start and environment_of(start.python),
+        affinity=pinned and pinned.cpus,
+        thread_env=pinned and pinned.thread_env,
+        comm=comm.figures if comm else None,  # multi-process cells
+        loader=LoaderFigures.merged([e.figures for e in all_of(events, Loader)]),  # cells with a loader (--data DIR)
+        notes=[n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
-    }
-    detail["timeline"], detail["phases"] = timeline(events, child), phases(events, child)
-    if status is not Status.OK:
+        timeline=timeline(events, child),
+        phases=phases(events, child),
+    )
+    if not result.ok:
         error_event = first(events, Error)
-        detail["traceback"] = error_event and error_event.traceback
-        detail["stderr_tail"] = child.stderr_tail
-    return {
-        "status": status.value,
-        "error": error,
-        "samples": samples,
-        "detail": detail,
-        "duration_s": child.duration_s,
-    }
+        detail.traceback = error_event and error_event.traceback
+        detail.stderr_tail = child.stderr_tail
+    return ProcessMeasurement(
+        status=result.status, error=result.reason, samples=samples, detail=detail, duration_s=child.duration_s
+    )
 
 
 def timeline(events: list[Event], child: ChildResult) -> list[list] | None:
@@ -122,7 +121,7 @@ def phases(events: list[Event], child: ChildResult) -> dict[str, float | None] |
     build_s = built.build_s if built else None
     framework_s = gap("affinity", "built")
     return {
-        "startup_s": round(at["start"], 4) if "start" in at else None,
+        "startup_s": round(at.get("start"), 4) if "start" in at else None,
         "framework_s": round(framework_s - build_s, 4) if framework_s is not None and build_s is not None else None,
         "build_s": build_s,
         "compile_s": gap("compiling", "compiled"),
@@ -131,7 +130,7 @@ def phases(events: list[Event], child: ChildResult) -> dict[str, float | None] |
         "flops_s": gap(before("compile_end", "sampled"), "flops"),
         "memory_s": gap(before("flops", "compile_end", "sampled"), "memory"),
         "loss_check_s": gap(before("memory", "flops", "compile_end", "sampled"), "loss_check"),
-        "exit_s": round(child.duration_s - at["done"], 4) if "done" in at else None,
+        "exit_s": round(child.duration_s - at.get("done"), 4) if "done" in at else None,
     }
 
 
@@ -161,7 +160,7 @@ def _died(code: int) -> str:
 
 def ddp_measurement(
     by_rank: dict[int, list[Event]], child: ChildResult, timeout: float, exits: dict[int, int] | None = None
-) -> dict[str, Any]:
+) -> ProcessMeasurement:
     """One DDP job's outcome from every process's events: the first failure (naming its rank), or the slowest
     process's steps as the samples (the step a user waits for), with every process's steps in the detail."""
     started = {r: ev for r, ev in by_rank.items() if first(ev, Start)}
@@ -170,289 +169,263 @@ def ddp_measurement(
         last = child.stderr_tail.strip().splitlines()[-1:] or [""]
         status = Status.TIMEOUT if child.timed_out else Status.FAILED
         error = f"{why} within --timeout {timeout:g} s" if child.timed_out else f"{why}: {last[0]}".rstrip(": ")
-        return {"status": status.value, "error": error, "samples": [], "duration_s": child.duration_s,
-                "detail": {"stderr_tail": child.stderr_tail}}  # fmt: skip
+        return ProcessMeasurement(status=status, error=error, duration_s=child.duration_s,
+                                  detail=ProcessDetail(stderr_tail=child.stderr_tail))  # fmt: skip
     finished = all(first(ev, Done) for ev in started.values()) and not child.timed_out
     # every process reported its result: a crash while they tear down does not undo what they measured
     per = {r: measurement(ev, ChildResult(0, False, child.duration_s, child.stderr_tail) if finished else child,
                           timeout) for r, ev in sorted(started.items())}  # fmt: skip
     if finished and child.crashed_reason:
         for m in per.values():
-            m["detail"]["exit_after_result"] = child.crashed_reason
+            m.detail.exit_after_result = child.crashed_reason
     first_bad = _first_failure(per, started, exits or {})
     if first_bad is not None:
         return first_bad
-    slowest = max(per, key=lambda r: statistics.median(per[r]["samples"]) if per[r]["samples"] else 0.0)
+    slowest = max(per, key=lambda r: statistics.median(per[r].samples) if per[r].samples else 0.0)
     chosen = per[slowest]
     everyone = next((ranks.samples for ev in started.values() if (ranks := first(ev, Ranks))), None)
-    chosen["detail"]["ranks"] = everyone or [per[r]["samples"] for r in sorted(per)]
-    chosen["detail"]["slowest_rank"] = slowest
-    chosen["detail"]["hosts"] = sorted({first(ev, Start).host for ev in started.values()})
+    chosen.detail.ranks = everyone or [per[r].samples for r in sorted(per)]
+    chosen.detail.slowest_rank = slowest
+    chosen.detail.hosts = sorted({first(ev, Start).host for ev in started.values()})
     return chosen
 
 
-def _first_failure(per: dict[int, dict], events: dict[int, list[Event]], exits: dict[int, int]) -> dict | None:
+def _first_failure(
+    per: dict[int, ProcessMeasurement], events: dict[int, list[Event]], exits: dict[int, int]
+) -> ProcessMeasurement | None:
     """The measurement that says why the job failed, naming its rank: `unsupported` first; then a process killed
     by a signal (not torchrun's SIGTERM to the rest) before it could say anything, since the others' errors
     ("connection reset by peer") are only its consequence; then a process's own error; then a timeout; then a
     process that ended without a result."""
-    unsupported = next((r for r, m in per.items() if m["status"] == Status.UNSUPPORTED.value), None)
+    unsupported = next((r for r, m in per.items() if m.status is Status.UNSUPPORTED), None)
     if unsupported is not None:  # rank 0 included
-        return {**per[unsupported], "error": f"rank {unsupported}: {per[unsupported]['error']}"}
+        return replace(per[unsupported], error=f"rank {unsupported}: {per[unsupported].error}")
     for rank, code in sorted(exits.items()):
         silent = rank in per and not first(events[rank], Error) and not first(events[rank], Done)
         if silent and code < 0 and code != -signal.SIGTERM:
-            return {**per[rank], "status": Status.FAILED.value, "error": f"rank {rank}: {_died(code)}"}
+            return replace(per[rank], status=Status.FAILED, error=f"rank {rank}: {_died(code)}")
     for wanted in (Status.FAILED, Status.TIMEOUT):
         for rank, m in per.items():
-            if m["status"] == wanted.value and (wanted is not Status.FAILED or first(events[rank], Error)):
-                return {**m, "error": f"rank {rank}: {m['error']}"}
+            if m.status is wanted and (wanted is not Status.FAILED or first(events[rank], Error)):
+                return replace(m, error=f"rank {rank}: {m.error}")
     unfinished = [r for r in per if not first(events[r], Done)]
     if unfinished:
         m = per[unfinished[0]]
-        return {**m, "status": Status.FAILED.value, "error": f"rank {unfinished[0]}: {m['error']}"}
+        return replace(m, status=Status.FAILED, error=f"rank {unfinished[0]}: {m.error}")
     return None
 
 
-def _loss_check(events: list[Event], child: ChildResult) -> dict | None:
+def _loss_check(events: list[Event], child: ChildResult) -> LossCheckRecord | None:
     if check := first(events, LossCheck):
-        return {"ok": check.ok, "reason": check.reason, **check.figures}
+        return LossCheckRecord.reported(check.ok, check.reason, check.figures)
     if first(events, Checking):
         why = child.stop_reason or ("the cell's --timeout" if child.timed_out else child.crashed_reason or "no result")
-        return {"ok": None, "reason": f"the check did not finish: {why}"}
+        return LossCheckRecord(None, f"the check did not finish: {why}")
     return None
 
 
-def _compile_detail(events: list[Event]) -> dict[str, Any] | None:
+def _compile_detail(events: list[Event]) -> CompileRecord | None:
     """First-step time and the compiler's counts for a compiled cell; None for an eager one."""
     if not first(events, Compiling):
         return None
     compiled, end = first(events, Compiled), first(events, CompileEnd)
-    detail = {"first_step_s": compiled.first_step_s, **compiled.stats} if compiled else {}
-    if compiled and end:
-        detail["recompiles"] = end.stats.get("frames_compiled", 0) - compiled.stats.get("frames_compiled", 0)
-        detail["graph_breaks_after_first_step"] = end.stats.get("graph_breaks", 0) - compiled.stats.get(
-            "graph_breaks", 0
-        )
-    detail["finished"] = bool(compiled)
-    return detail
+    if compiled is None:
+        return CompileRecord(finished=False)
+    stats, after = compiled.stats, end.stats if end else None
+    counted = {} if after is None else {
+        "recompiles": after.get("frames_compiled", 0) - stats.get("frames_compiled", 0),
+        "graph_breaks_after_first_step": after.get("graph_breaks", 0) - stats.get("graph_breaks", 0),
+    }  # fmt: skip
+    return CompileRecord.of({**stats, "first_step_s": compiled.first_step_s, **counted, "finished": True})
 
 
-def _status(events: list[Event], child: ChildResult, timeout: float, n: int) -> tuple[Status, str | None]:
-    if unsupported := first(events, Unsupported):
-        return Status.UNSUPPORTED, unsupported.reason
-    if failure := first(events, Error):
-        return Status.FAILED, failure.error
-    if (child.timed_out or child.crashed_reason) and first(events, Checking) and not first(events, LossCheck):
-        return Status.OK, None  # measured in full; only the untimed loss check was cut short (see `loss_check`)
-    if child.timed_out:
-        return Status.TIMEOUT, child.stop_reason or f"exceeded --timeout {timeout:g} s (kept {n} samples)"
-    if child.crashed_reason:
-        last = child.stderr_tail.strip().splitlines()[-1:] or [""]
-        return Status.FAILED, f"{child.crashed_reason}{': ' + last[0] if last[0] else ''}"
-    if not first(events, Done):
-        return Status.FAILED, "worker ended without a result"
-    if n == 0:  # `ok` means measured: a cell without a sample has no figure to stand for it
-        return Status.FAILED, "no timed step: sampling ended before the first one (is --max-time 0?)"
-    return Status.OK, None
+def _outcome(events: list[Event], child: ChildResult, timeout: float, n: int) -> Outcome:
+    """A cell process's status: a process killed during the loss check was measured in full, only the untimed check
+    was cut short (see `_loss_check`); `ok` means measured, so a process without a timed step has no figure to stand
+    for it."""
+    cut_short = (child.timed_out or child.crashed_reason) and first(events, Checking) and not first(events, LossCheck)
+    found = outcome(events, child, timeout, measured=bool(cut_short), kept=f" (kept {n} samples)")
+    if found.ok and not cut_short and n == 0:
+        return Outcome(Status.FAILED, "no timed step: sampling ended before the first one (is --max-time 0?)")
+    return found
 
 
 def cell_figures(
-    measurements: list[dict], batch: int, threads: int, cores: int, device: str, framework: str | None = None
-) -> dict[str, Any]:
-    """A cell's columns from all its measured processes (dicts with status, error, samples, detail)."""
-    status, error = _cell_status(measurements)
-    figures: dict[str, Any] = {"status": status.value, "error": error}
-    details = [m["detail"] for m in measurements]
-    figures.update(_static(details))
-    figures["extra"]["framework"] = provenance(details, framework)
-    measured = [m for m in measurements if m["samples"]]
+    measurements: list[ProcessMeasurement], batch: int, threads: int, cores: int, device: str,
+    framework: str | None = None,
+) -> CellFigures:  # fmt: skip
+    """A cell's figures from all its measured processes."""
+    details = [m.detail for m in measurements]
+    figures = _static(details)
+    figures.status, figures.error = _cell_status(measurements)
+    figures.provenance = provenance(details, framework)
+    measured = [m for m in measurements if m.samples]
     warnings = []
     if measured:
-        medians = [statistics.median(m["samples"]) for m in measured]
-        pooled = [t for m in measured for t in m["samples"]]
-        s = summarize(pooled, median=statistics.median(medians))
-        figures.update(
-            median_s=s.median,
-            iqr_s=s.iqr,
-            mean_s=s.mean,
-            stdev_s=s.stdev,
-            ci_low_s=s.ci_low,
-            ci_high_s=s.ci_high,
-            n=s.n,
-            samples_s=batch / s.median if s.median > 0 else None,
-        )
-        figures["extra"]["per_process_medians"] = medians
+        medians = [statistics.median(m.samples) for m in measured]
+        s = summarize([t for m in measured for t in m.samples], median=statistics.median(medians))
+        figures.median_s, figures.iqr_s, figures.mean_s, figures.stdev_s = s.median, s.iqr, s.mean, s.stdev
+        figures.ci_low_s, figures.ci_high_s, figures.n = s.ci_low, s.ci_high, s.n
+        figures.samples_s = batch / s.median if s.median > 0 else None
+        figures.per_process_medians = medians
         if compiled := _first_compile(details):
             # the first step's time beyond a steady step is what compiling (or capturing) cost
-            figures["extra"]["compile"] = {**compiled, "compile_s": max(0.0, compiled["first_step_s"] - s.median)}
-            warnings += compile_warnings(figures["extra"]["compile"], s.median)
+            figures.compile = replace(compiled, compile_s=max(0.0, compiled.first_step_s - s.median))
+            warnings += compile_warnings(figures.compile, s.median)
         if s.n < FEW_SAMPLES:
             warnings.append(f"few samples: the median of {s.n} timed step{'s' * (s.n != 1)} (fewer than "
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
-    warnings += _warnings(details, threads, cores, device) + _version_note(figures["extra"]["framework"])
+    warnings += _warnings(details, threads, cores, device) + _version_note(figures.provenance)
     if loader := loader_summary(measurements):
-        figures["extra"]["loader"] = loader
+        figures.data = loader
         warnings += loader_warnings(loader)
-    figures["extra"]["warnings"] = warnings
+    figures.warnings = warnings
     return figures
 
 
-def _loader_figures(events: list[Event]) -> dict[str, Any] | None:
-    """Every `Loader` event's figures, later ones adding to earlier ones; None for a cell without a loader."""
-    reported = all_of(events, Loader)
-    return {k: v for e in reported for k, v in e.figures.items()} if reported else None
-
-
-def loader_summary(measurements: list[dict]) -> dict[str, Any] | None:
-    """A cell's input pipeline over its processes (`records.LoaderRecord`): the wait share pools every timed step
-    (seconds waited over seconds stepped), the loader alone is the median over processes."""
-    figures = [(m["detail"].get("loader"), m["samples"]) for m in measurements if m["detail"].get("loader")]
+def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | None:
+    """A cell's input pipeline over its processes: the wait share pools every timed step (seconds waited over
+    seconds stepped), the loader alone is the median over processes; the rest is the first process's, where it has
+    it."""
+    figures = [(m.detail.loader, m.samples) for m in measurements if m.detail.loader]
     if not figures:
         return None
-    first_of = {k: v for f, _ in reversed(figures) for k, v in f.items()}  # the first process's, where it has it
-    waits = [w for f, samples in figures for w in (f.get("wait_s") or [])[: len(samples)]]
-    stepped = sum(t for f, samples in figures if f.get("wait_s") for t in samples[: len(f["wait_s"])])
-    alone = [f["alone_samples_per_s"] for f, _ in figures if f.get("alone_samples_per_s")]
+    one = LoaderFigures.merged([f for f, _ in reversed(figures)])
+    waits = [w for f, samples in figures for w in (f.wait_s or [])[: len(samples)]]
+    stepped = sum(t for f, samples in figures if f.wait_s for t in samples[: len(f.wait_s)])
+    alone = [f.alone_samples_per_s for f, _ in figures if f.alone_samples_per_s]
     share = sum(waits) / stepped if waits and stepped > 0 else None
-    return {
-        **{k: first_of.get(k) for k in ("setting", "workers", "threads", "cores", "dataset", "samples", "h2d")},
-        "oversubscribed": bool(first_of.get("oversubscribed")),
-        "alone_samples_per_s": statistics.median(alone) if alone else None,
-        "wait_share": share,
-        "wait_median_s": statistics.median(waits) if waits else None,
-        "verdict": input_bound(share),
-    }
+    return LoaderRecord(
+        one.setting, one.workers, one.threads, one.cores, bool(one.oversubscribed), one.dataset, one.samples,
+        alone_samples_per_s=statistics.median(alone) if alone else None, wait_share=share,
+        wait_median_s=statistics.median(waits) if waits else None, verdict=input_bound(share), h2d=one.h2d,
+    )  # fmt: skip
 
 
-def loader_warnings(loader: dict[str, Any]) -> list[str]:
+def loader_warnings(loader: LoaderRecord) -> list[str]:
     """Loader workers and compute threads share the cores: say so when there are more of both than cores."""
-    if not loader.get("oversubscribed"):
+    if not loader.oversubscribed:
         return []
-    return [f"{loader['workers']} loader workers + {loader['threads']} compute threads exceed the {loader['cores']} "
+    return [f"{loader.workers} loader workers + {loader.threads} compute threads exceed the {loader.cores} "
             "cores: they take turns, and the step waits for both"]  # fmt: skip
 
 
-def share(figures: dict[str, Any], siblings: list[CellRecord]) -> None:
+def share(figures: CellFigures, siblings: list[CellRecord]) -> None:
     """Fill what a cell did not measure itself, its FLOPs, the memory of a step and its loss check, from a sibling
     that did (the same cell but its thread count), and say which one: every figure stays traceable to its process."""
-    extra = figures["extra"]
-    if figures.get("peak_mem_bytes") is None:
-        donor = next((s for s in siblings if s.memory is not None and s.memory.peak_bytes is not None), None)
+    if figures.peak_mem_bytes is None:
+        donor = next((s for s in siblings if s.peak_mem_bytes is not None), None)
         if donor is not None:
-            figures["peak_mem_bytes"], figures["peak_mem_kind"] = donor.memory.peak_bytes, donor.memory.kind
-            own = extra.get("memory") or {}  # this process's own figures (its high-water mark over the timed steps)
-            extra["memory"] = {**donor.memory.figures, **{k: v for k, v in own.items() if v is not None}}
-            extra.setdefault("shared_from", {})["memory"] = donor.key
-    if figures.get("flops_per_step") is None:
+            figures.peak_mem_bytes, figures.peak_mem_kind = donor.peak_mem_bytes, donor.peak_mem_kind
+            own = figures.memory_figures  # this process's own figures (its high-water mark over the timed steps)
+            figures.memory_figures = {**donor.memory_figures, **{k: v for k, v in own.items() if v is not None}}
+            figures.shared_from.update(memory=donor.key)
+    if figures.flops_per_step is None:
         donor = next((s for s in siblings if s.flops_per_step is not None), None)
         if donor is not None:
-            figures["flops_per_step"], extra["flops_by_dtype"] = donor.flops_per_step, donor.flops_by_dtype
-            extra.setdefault("shared_from", {})["flops"] = donor.key
-    if extra.get("loss_check") is None:
+            figures.flops_per_step, figures.flops_by_dtype = donor.flops_per_step, donor.flops_by_dtype
+            figures.shared_from.update(flops=donor.key)
+    if figures.loss_check is None:
         donor = next((s for s in siblings if s.loss_check and s.loss_check.ok is not None), None)
         if donor is not None:
-            extra["loss_check"] = donor.loss_check.to_json()
-            extra.setdefault("shared_from", {})["loss_check"] = donor.key
+            figures.loss_check = donor.loss_check
+            figures.shared_from.update(loss_check=donor.key)
 
 
-def provenance(details: list[dict], framework: str | None) -> dict[str, Any]:
+def provenance(details: list[ProcessDetail], framework: str | None) -> Provenance:
     """Which version of the framework measured the cell, from which environment, and the version dlperf pins."""
-    version = next((d["framework_version"] for d in details if d.get("framework_version")), None)
-    where = next((d["environment"] for d in details if d.get("environment")), None)
+    version = next((d.framework_version for d in details if d.framework_version), None)
+    where = next((d.environment for d in details if d.environment), None)
     pinned = envs.pinned_version(framework) if framework else None
-    return {"name": framework, "version": version, "pinned": pinned, "environment": where}
+    return Provenance(framework, version, pinned, where)
 
 
-def _version_note(framework: dict[str, Any]) -> list[str]:
-    if envs.same_release(framework["version"], framework["pinned"]):
+def _version_note(framework: Provenance) -> list[str]:
+    if envs.same_release(framework.version, framework.pinned):
         return []
-    where = "dlperf's environment" if framework["environment"] == "dlperf" else framework["environment"]
-    return [f"{framework['name']} {framework['version']} (from {where}) measured this cell, not the pinned "
-            f"{framework['pinned']}"]  # fmt: skip
+    where = "dlperf's environment" if framework.environment == "dlperf" else framework.environment
+    return [f"{framework.name} {framework.version} (from {where}) measured this cell, not the pinned "
+            f"{framework.pinned}"]  # fmt: skip
 
 
-def compile_warnings(figures: dict, median_s: float) -> list[str]:
+def compile_warnings(figures: CompileRecord, median_s: float) -> list[str]:
     """A slow compile (SLOW_COMPILE_S or more) with what the compiler reported that may explain it, and what makes
     a compiled step slower whatever the compile time: graph breaks (the step runs in pieces, eager between them) and
     recompiles after the first step (guards failed: the timed steps compiled again)."""
-    breaks, recompiles = figures.get("graph_breaks") or 0, figures.get("recompiles") or 0
-    reasons = figures.get("graph_break_reasons") or []
+    breaks, recompiles, reasons = figures.graph_breaks or 0, figures.recompiles or 0, figures.graph_break_reasons
     why = []
     if breaks:
         why.append(f"{breaks} graph break{'s' * (breaks != 1)}" + (f", the first: {reasons[0]}" if reasons else ""))
     if recompiles:
         why.append(f"{recompiles} recompile{'s' * (recompiles != 1)} after the first step")
-    seconds = figures["compile_s"]
+    seconds = figures.compile_s
     if seconds >= SLOW_COMPILE_S:
         steps = f", {seconds / median_s:,.0f} steps' worth" if median_s > 0 else ""
         return [f"slow compile: {seconds:.0f} s{steps}" + (f" ({'; '.join(why)})" if why else "")]
     return [f"compiled with {'; '.join(why)}"] if why else []
 
 
-def _first_compile(details: list[dict]) -> dict | None:
-    return next((d["compile"] for d in details if (d.get("compile") or {}).get("first_step_s") is not None), None)
+def _first_compile(details: list[ProcessDetail]) -> CompileRecord | None:
+    return next((d.compile for d in details if d.compile and d.compile.first_step_s is not None), None)
 
 
-def _cell_status(measurements: list[dict]) -> tuple[Status, str | None]:
-    statuses = [Status(m["status"]) for m in measurements]
+def _cell_status(measurements: list[ProcessMeasurement]) -> tuple[Status, str | None]:
+    statuses = [m.status for m in measurements]
     for bad in (Status.FAILED, Status.TIMEOUT):
         if bad in statuses:
-            return bad, next(m["error"] for m in measurements if m["status"] == bad.value)
+            return bad, next(m.error for m in measurements if m.status is bad)
     if statuses and all(s is Status.UNSUPPORTED for s in statuses):
-        return Status.UNSUPPORTED, measurements[0]["error"]
+        return Status.UNSUPPORTED, measurements[0].error
     return (Status.OK, None) if statuses else (Status.PENDING, None)
 
 
-def _static(details: list[dict]) -> dict[str, Any]:
+def _static(details: list[ProcessDetail]) -> CellFigures:
     """Figures that do not depend on timing: taken from the first process that reported them."""
 
-    def first(key):
-        return next((d[key] for d in details if d.get(key) is not None), None)
+    def first(name: str):
+        return next((getattr(d, name) for d in details if getattr(d, name) is not None), None)
 
     memory = first("memory") or {}
     kind, peak = next(
         ((kind, memory[key]) for key, kind in MEMORY_KINDS.items() if memory.get(key) is not None), (None, None)
     )
-    warmups = [d["warmup_steps"] for d in details if d.get("warmup_steps") is not None]
-    steals = [d["steal_fraction"] for d in details if d.get("steal_fraction") is not None]
-    others = [d["others_cpu_share"] for d in details if d.get("others_cpu_share") is not None]
-    return {
-        "params": first("params"),
-        "flops_per_step": first("flops_per_step"),
-        "warmup_steps": int(statistics.median(warmups)) if warmups else None,
-        "peak_mem_bytes": peak,
-        "peak_mem_kind": kind,
-        "extra": {
-            "memory": {**memory, "process_hwm_increase_bytes": first("process_hwm_increase_bytes")},
-            "steal_fraction": max(steals) if steals else None,
-            "others_cpu_share": max(others) if others else None,
-            "settings": first("settings"),
-            "warmup_steady": all(d.get("warmup_steady", True) is not False for d in details),
-            "build_s": first("build_s"),
-            "cpu_utilization": first("cpu_utilization"),
-            "minor_faults_per_step": first("minor_faults_per_step"),
-            "flops_by_dtype": first("flops_by_dtype"),
-            "compile": first("compile"),
-            "loss_check": first("loss_check"),
-            "comm": first("comm"),
-        },
-    }
+    warmups = [d.warmup_steps for d in details if d.warmup_steps is not None]
+    steals = [d.steal_fraction for d in details if d.steal_fraction is not None]
+    others = [d.others_cpu_share for d in details if d.others_cpu_share is not None]
+    return CellFigures(
+        params=first("params"),
+        flops_per_step=first("flops_per_step"),
+        warmup_steps=int(statistics.median(warmups)) if warmups else None,
+        peak_mem_bytes=peak,
+        peak_mem_kind=kind,
+        memory_figures={**memory, "process_hwm_increase_bytes": first("process_hwm_increase_bytes")},
+        steal_fraction=max(steals) if steals else None,
+        others_cpu_share=max(others) if others else None,
+        settings=first("settings"),
+        warmup_steady=all(d.warmup_steady is not False for d in details),
+        build_s=first("build_s"),
+        cpu_utilization=first("cpu_utilization"),
+        minor_faults_per_step=first("minor_faults_per_step"),
+        flops_by_dtype=first("flops_by_dtype"),
+        compile=first("compile"),
+        loss_check=first("loss_check"),
+        comm=first("comm"),
+    )
 
 
-def _warnings(details: list[dict], threads: int, cores: int, device: str) -> list[str]:
-    warnings = [f"stopped after timing: {d['stopped_early']}" for d in details if d.get("stopped_early")][:1]
-    warnings += list(dict.fromkeys(note for d in details for note in d.get("notes") or []))
+def _warnings(details: list[ProcessDetail], threads: int, cores: int, device: str) -> list[str]:
+    warnings = [f"stopped after timing: {d.stopped_early}" for d in details if d.stopped_early][:1]
+    warnings += list(dict.fromkeys(note for d in details for note in d.notes or []))
     if device == "cpu" and threads > cores:
         warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
-    if any(d.get("warmup_steady") is False for d in details):
+    if any(d.warmup_steady is False for d in details):
         warnings.append("warm-up did not settle within --max-warmup steps or --max-time")
-    steal = max((d["steal_fraction"] or 0.0 for d in details if d.get("steal_fraction") is not None), default=0.0)
+    steal = max((d.steal_fraction or 0.0 for d in details if d.steal_fraction is not None), default=0.0)
     if steal > 0.02:
         warnings.append(f"CPU steal time {100 * steal:.0f}%: another virtual machine took this machine's CPU")
-    others = max((d.get("others_cpu_share") or 0.0 for d in details), default=0.0)
+    others = max((d.others_cpu_share or 0.0 for d in details), default=0.0)
     if others > OTHERS_BUSY_SHARE:
         warnings.append(f"other processes used {100 * others:.0f}% of the CPUs while this cell was timed")
     return warnings

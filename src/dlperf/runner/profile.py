@@ -7,11 +7,11 @@ with the reason (skipped, not failed). Nothing here imports a framework.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf.protocol import Cell, Error, Event, Profiled, ProfileTask, Unsupported, first
+from dlperf.store.records import ProfileOutcome
 from dlperf.vocab import Status
 
 if TYPE_CHECKING:
@@ -35,26 +35,26 @@ def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec) -> ProfileTask:
 
 def profile(
     cell: Cell, workload: dict[str, Any], spec: RunSpec, python: str, poll: Callable[[], None] = lambda: None
-) -> dict[str, Any]:
-    """Profile one cell in a fresh child; its row for `Store.record_profile` (never raises for a child's failure)."""
+) -> ProfileOutcome:
+    """Profile one cell in a fresh child; its outcome for `Store.record_profile` (never raises for a child's
+    failure)."""
     from dlperf.runner.launch import launch
 
     launched = launch(task_of(cell, workload, spec), python, cell.threads, spec.timeout, poll=poll)
     return row_of(launched.main, launched.child, spec.timeout)
 
 
-def row_of(events: list[Event], child: ChildResult, timeout: float) -> dict[str, Any]:
-    """{"status", "error", "duration_s", "profiled"}: the Profiled event's fields, or None and why there are none."""
+def row_of(events: list[Event], child: ChildResult, timeout: float) -> ProfileOutcome:
+    """The profile's outcome: its Profiled event, or None and why there is none."""
     profiled = first(events, Profiled)
-    row = {"duration_s": child.duration_s, "profiled": None, "error": None}
     if profiled is not None and not child.timed_out:
-        return {**row, "status": Status.OK.value, "profiled": {k: v for k, v in asdict(profiled).items() if k != "at"}}
+        return ProfileOutcome(Status.OK, None, child.duration_s, profiled)
     if unsupported := first(events, Unsupported):
-        return {**row, "status": Status.UNSUPPORTED.value, "error": unsupported.reason}
+        return ProfileOutcome(Status.UNSUPPORTED, unsupported.reason, child.duration_s)
     if failure := first(events, Error):
-        return {**row, "status": Status.FAILED.value, "error": failure.error}
+        return ProfileOutcome(Status.FAILED, failure.error, child.duration_s)
     if child.timed_out:
-        return {**row, "status": Status.TIMEOUT.value, "error": f"the profile exceeded --timeout {timeout:g} s"}
+        return ProfileOutcome(Status.TIMEOUT, f"the profile exceeded --timeout {timeout:g} s", child.duration_s)
     last = (child.stderr_tail.strip().splitlines() or [""])[-1]
     why = child.crashed_reason or "the profile child ended without a profile"
-    return {**row, "status": Status.FAILED.value, "error": f"{why}{': ' + last if last else ''}"}
+    return ProfileOutcome(Status.FAILED, f"{why}{': ' + last if last else ''}", child.duration_s)

@@ -23,7 +23,7 @@ from dlperf.runner import sweep
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec
 from dlperf.store import Store
-from dlperf.store.records import CellRecord, ProfileRecord
+from dlperf.store.records import CellRecord, PlannedCell, ProfileRecord
 from dlperf.vocab import Status
 
 COMPILE_GUESS_S = 90.0  # budget kept for a compiled process's compilation before a compiled one has run
@@ -117,9 +117,9 @@ class Session:
         self.store.set_run_status(self.run_id, "interrupted")
 
 
-def _pending(cells: list[Cell], workloads: dict[str, dict]) -> list[dict]:
-    """The store's rows of pending cells, each with its workload."""
-    return [{"key": c.key, **c.to_json(), "workload_json": workloads[c.key]} for c in cells]
+def _pending(cells: list[Cell], workloads: dict[str, dict]) -> list[PlannedCell]:
+    """The store's pending cells, each with its workload."""
+    return [PlannedCell(c, workloads[c.key]) for c in cells]
 
 
 @dataclass

@@ -24,7 +24,8 @@ from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
-from dlperf.store.records import CellRecord
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, CellRecord
 from dlperf.vocab import Status
 
 
@@ -89,7 +90,7 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     return DDPTask(**common, group_timeout_s=spec.timeout, rank_cpus=pins)
 
 
-def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> dict:
+def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> ProcessMeasurement:
     """Measure one task in a fresh child; return the measurement (never raises for a child's failure)."""
     cell, timeout = task.cell, ctx.spec.timeout
     python = interpreter_for(cell.framework)
@@ -137,10 +138,11 @@ class CompileWatch:
         return None
 
 
-def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
+def store_result(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellFigures:
+    """Store one process's measurement with its cell's figures recomputed over every process measured so far."""
     cell = task.cell
-    earlier = [m.to_json() for m in ctx.store.measurements(ctx.run_id, cell.key) if m.repeat != task.repeat]
-    batch = ctx.workloads[cell.key]["batch"]
+    earlier = [e for e in ctx.store.measurements(ctx.run_id, cell.key) if e.repeat != task.repeat]
+    batch = ctx.workloads[cell.key].get("batch")
     busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
     figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device, cell.framework)
     collect.share(figures, [c for c in siblings(cell, ctx.store.cells(ctx.run_id)) if c.key != cell.key])
@@ -148,7 +150,7 @@ def store_result(ctx: SweepContext, task: Task, m: dict) -> dict:
     return figures
 
 
-def store_or_keep(ctx: SweepContext, task: Task, m: dict) -> dict:
+def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellFigures:
     """Store a measurement; when the store refuses it, keep it beside the database (`store/spill.py`) for
     `dlperf run --resume`, and stop the sweep with one line that says where it is."""
     try:
@@ -167,8 +169,8 @@ def take_up_kept(ctx: SweepContext) -> int:
     entries = spill.kept(ctx.store.path, ctx.run_id)
     planned = {c.key: c.cell for c in ctx.store.cells(ctx.run_id)}
     for entry in entries:
-        if entry["key"] in planned:
-            store_result(ctx, Task(planned[entry["key"]], entry["repeat"]), entry["measurement"])
+        if entry.key in planned:
+            store_result(ctx, Task(planned[entry.key], entry.repeat), entry.measurement)
     spill.forget(ctx.store.path, ctx.run_id)
     return len(entries)
 
@@ -188,9 +190,9 @@ def execute(
                 progress.start(i, task)
                 m = run_task(task, ctx, progress.refresh)
                 figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
-                statuses.append(Status(m["status"]))
+                statuses.append(m.status)
                 progress.finish(i, task, m, figures)
-                if profiling.wanted(ctx.spec, task.repeat, figures.get("status")):
+                if profiling.wanted(ctx.spec, task.repeat, figures.status):
                     profile_cell(ctx, task.cell, progress, i)
     except KeyboardInterrupt:
         ctx.store.set_run_status(ctx.run_id, "interrupted")

@@ -25,15 +25,20 @@ from typing import Any
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
 from dlperf.store.machine import MachineFigures
-from dlperf.store.records import CellRecord, MeasurementRecord, PredictionRecord, ProfileRecord, RunRecord
-from dlperf.store.schema import (
-    CELL_COLUMNS,
-    LEASES,
-    MIGRATIONS,
-    PREDICTIONS,
-    PROFILES,
-    SCHEMA_VERSION,
+from dlperf.store.process import MeasurementRecord, ProcessMeasurement
+from dlperf.store.records import (
+    CellFigures,
+    CellRecord,
+    Origin,
+    PlannedCell,
+    Prediction,
+    PredictionRecord,
+    ProfileOutcome,
+    ProfileRecord,
+    RunRecord,
 )
+from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, SCHEMA_VERSION
+from dlperf.vocab import Status
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,7 @@ class Store(MachineFigures):
             raise StoreFault(f"--db {self.path!r}: could not store {what} ({exc})") from None
 
     # --- runs -----------------------------------------------------------------------------------------------------
-    def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[dict]) -> int:
+    def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[PlannedCell]) -> int:
         """The run and its whole plan, every cell pending, leased to this process, in one transaction."""
         holder = lease.me()
         with self._writing("the run"), self.conn:
@@ -171,21 +176,20 @@ class Store(MachineFigures):
             heartbeat.stop()
             lease.release(self.conn, run_id, lease.me())
 
-    def add_cells(self, run_id: int, cells: list[dict]) -> None:
+    def add_cells(self, run_id: int, cells: list[PlannedCell]) -> None:
         """More pending cells for a run that decides its plan as it goes (`dlperf optimize`)."""
         with self._writing(f"run {run_id}'s cells"), self.conn:
             self._insert_cells(run_id, cells)
 
-    def _insert_cells(self, run_id: int, cells: list[dict]) -> None:
+    def _insert_cells(self, run_id: int, cells: list[PlannedCell]) -> None:
         (start,) = self.conn.execute("SELECT COUNT(*) FROM cells WHERE run_id = ?", (run_id,)).fetchone()
-        for pos, c in enumerate(cells, start):
+        for pos, planned in enumerate(cells, start):
+            c = planned.cell
             row = {
-                "run_id": run_id, "key": c["key"], "position": pos, "workload": c["workload"],
-                "framework": c["framework"], "device": c["device"], "threads": c["threads"], "mode": c["mode"],
-                "batch": c["workload_json"]["batch"], "workload_json": json.dumps(c["workload_json"]),
-                "nproc": c.get("nproc") or 0, "scaling": c.get("scaling") or None, "status": "pending",
-                "loader": c.get("loader") or None, "parallel": c.get("parallel") or None,
-                "microbatches": c.get("microbatches") or None,
+                **c.to_json(), "run_id": run_id, "key": c.key, "position": pos, "batch": planned.workload.get("batch"),
+                "workload_json": json.dumps(planned.workload), "status": Status.PENDING.value,
+                "scaling": c.scaling or None, "loader": c.loader or None, "parallel": c.parallel or None,
+                "microbatches": c.microbatches or None,
             }  # fmt: skip
             self._insert("cells", row)  # an older file (the tests make some) has no data-parallel columns
 
@@ -225,7 +229,7 @@ class Store(MachineFigures):
         cells = []
         for row in rows:
             try:
-                cells.append(_decoded(CellRecord.from_row, dict(row), run_id, row["key"], "figures"))
+                cells.append(_decoded(CellRecord.from_row, dict(row), run_id, "figures"))
             except UnreadableRow as exc:
                 if unreadable is None:
                     raise
@@ -240,7 +244,7 @@ class Store(MachineFigures):
         rows = self.conn.execute(
             "SELECT * FROM measurements WHERE run_id = ? AND cell_key = ? ORDER BY repeat", (run_id, key)
         )
-        return [_decoded(MeasurementRecord.from_row, dict(r), run_id, key, "samples") for r in rows]
+        return [_decoded(MeasurementRecord.from_row, dict(r), run_id, "samples") for r in rows]
 
     def durations(self, run_ids: list[int]) -> dict[str, list[float]]:
         """Cell key -> the wall-clock seconds of each of its finished processes in these runs (for estimates)."""
@@ -249,54 +253,47 @@ class Store(MachineFigures):
             rows = self.conn.execute(
                 "SELECT cell_key, duration_s FROM measurements WHERE run_id = ? AND duration_s IS NOT NULL", (run_id,)
             )
-            for row in rows:
-                found.setdefault(row["cell_key"], []).append(row["duration_s"])
+            for key, duration in rows:
+                found.setdefault(key, []).append(duration)
         return found
 
     def done_repeats(self, run_id: int) -> set[tuple[str, int]]:
         rows = self.conn.execute("SELECT cell_key, repeat FROM measurements WHERE run_id = ?", (run_id,))
-        return {(r["cell_key"], r["repeat"]) for r in rows}
+        return {(key, repeat) for key, repeat in rows}
 
-    def record(self, run_id: int, key: str, repeat: int, measurement: dict, cell: dict[str, Any]) -> None:
-        """One finished process's measurement and the cell's updated aggregate: one transaction, written only while
+    def record(self, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement, cell: CellFigures) -> None:
+        """One finished process's measurement and the cell's updated figures: one transaction, written only while
         this process holds the run's lease (if it took one)."""
+        m = measurement
         with self._writing(f"cell {key} of run {run_id}"), self.conn:
             self._still_leased(run_id)
             self.conn.execute(
                 "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    run_id,
-                    key,
-                    repeat,
-                    measurement["status"],
-                    measurement.get("error"),
-                    now(),
-                    measurement.get("duration_s"),
-                    json.dumps(measurement["samples"]),
-                    json.dumps(measurement["detail"]),
-                ),
-            )
-            sets = ", ".join(f"{c} = ?" for c in CELL_COLUMNS)
+                (run_id, key, repeat, m.status.value, m.error, now(), m.duration_s, json.dumps(m.samples),
+                 json.dumps(m.detail.to_json())),
+            )  # fmt: skip
+            columns = cell.columns()
+            sets = ", ".join(f"{c} = ?" for c in columns)
             self.conn.execute(
                 f"UPDATE cells SET {sets}, extra_json = ?, updated_at = ? WHERE run_id = ? AND key = ?",
-                (*(cell.get(c) for c in CELL_COLUMNS), json.dumps(cell.get("extra", {})), now(), run_id, key),
+                (*columns.values(), json.dumps(cell.to_json()), now(), run_id, key),
             )
 
     # --- profiles (`dlperf profile`, `run --profile`) ---------------------------------------------------------------
-    def record_profile(self, run_id: int, key: str, profile: dict[str, Any]) -> None:
-        """A cell's profiled process: `status`, `error`, `duration_s` and `profiled` (the Profiled event's fields,
-        or None), in one transaction, replacing an earlier profile of the cell in this run. The profiler's overhead
-        is the profiled step over the cell's timed median, when the cell has one."""
-        profiled = profile.get("profiled") or {}
+    def record_profile(self, run_id: int, key: str, profile: ProfileOutcome) -> None:
+        """A cell's profiled process, in one transaction, replacing an earlier profile of the cell in this run. The
+        profiler's overhead is the profiled step over the cell's timed median, when the cell has one."""
+        profiled = profile.profiled
         with self._writing(f"the profile of cell {key} of run {run_id}"), self.conn:
             self._still_leased(run_id)
             row = self.conn.execute("SELECT median_s FROM cells WHERE run_id = ? AND key = ?", (run_id, key)).fetchone()
-            median, step = (row["median_s"] if row else None), profiled.get("step_s")
+            median, step = (row[0] if row else None), (profiled.step_s if profiled else None)
             self.conn.execute(
                 "INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
-                    run_id, key, now(), profile["status"], profile.get("error"), profile.get("duration_s"), step,
-                    step / median if step and median else None, profiled.get("trace"), json.dumps(profiled),
+                    run_id, key, now(), profile.status.value, profile.error, profile.duration_s, step,
+                    step / median if step and median else None, profiled.trace if profiled else None,
+                    json.dumps(profile.to_json()),
                 ),
             )  # fmt: skip
 
@@ -305,22 +302,20 @@ class Store(MachineFigures):
         if self.version < PROFILES:
             return {}
         rows = self.conn.execute("SELECT * FROM profiles WHERE run_id = ?", (run_id,))
-        return {
-            r["cell_key"]: _decoded(ProfileRecord.from_row, dict(r), run_id, r["cell_key"], "profile") for r in rows
-        }
+        found = (_decoded(ProfileRecord.from_row, dict(r), run_id, "profile") for r in rows)
+        return {p.cell_key: p for p in found}
 
     # --- predictions (predict/roofline.py: a GPU cell's own GPU, or `dlperf crossover`'s) ---------------------------
-    def record_predictions(self, run_id: int, rows: list[dict[str, Any]]) -> None:
-        """Predicted steps of the run's cells, one per (cell, GPU), in one transaction, replacing earlier ones. A row
-        has cell_key, gpu, mode, batch, step_s, device_s, transfer_s, bound and detail (JSON-ready)."""
+    def record_predictions(self, run_id: int, rows: list[Prediction]) -> None:
+        """Predicted steps of the run's cells, one per (cell, GPU), in one transaction, replacing earlier ones."""
         with self._writing(f"the predictions of run {run_id}"), self.conn:
             self._still_leased(run_id)
-            for r in rows:
+            for p in rows:
                 self.conn.execute(
                     "INSERT OR REPLACE INTO predictions VALUES (?,?,?,?,?,?,?,?,?,?,?)",
                     (
-                        run_id, r["cell_key"], r["gpu"], now(), r["mode"], r["batch"], r["step_s"], r["device_s"],
-                        r["transfer_s"], r["bound"], json.dumps(r.get("detail") or {}),
+                        run_id, p.cell_key, p.gpu, now(), p.mode, p.batch, p.step_s, p.device_s, p.transfer_s,
+                        p.bound, json.dumps(p.detail or {}),
                     ),
                 )  # fmt: skip
 
@@ -330,8 +325,8 @@ class Store(MachineFigures):
             return {}
         found: dict[str, list[PredictionRecord]] = {}
         for r in self.conn.execute("SELECT * FROM predictions WHERE run_id = ? ORDER BY rowid", (run_id,)):
-            record = _decoded(PredictionRecord.from_row, dict(r), run_id, r["cell_key"], "prediction")
-            found.setdefault(r["cell_key"], []).append(record)
+            record = _decoded(PredictionRecord.from_row, dict(r), run_id, "prediction")
+            found.setdefault(record.cell_key, []).append(record)
         return found
 
     # --- copies between files (`dlperf merge`) ----------------------------------------------------------------------
@@ -357,20 +352,20 @@ class Store(MachineFigures):
             RunRecord.from_row(run)
             cells, measurements = self.rows("cells", run_id), self.rows("measurements", run_id)
             for row in cells:
-                part = f"run {run_id}, cell {row['key']}"
+                part = f"run {run_id}, cell {row.get('key')}"
                 CellRecord.from_row(row)
             for row in measurements:
-                part = f"run {run_id}, cell {row['cell_key']}, process {row['repeat']}"
+                part = f"run {run_id}, cell {row.get('cell_key')}, process {row.get('repeat')}"
                 m = MeasurementRecord.from_row(row)
                 if not isinstance(m.samples, list) or not all(isinstance(x, int | float) for x in m.samples):
                     raise ValueError("its samples are not a list of numbers")
             profiles = self.rows("profiles", run_id)
             for row in profiles:
-                part = f"run {run_id}, cell {row['cell_key']}, profile"
+                part = f"run {run_id}, cell {row.get('cell_key')}, profile"
                 ProfileRecord.from_row(row)
             predictions = self.rows("predictions", run_id)
             for row in predictions:
-                part = f"run {run_id}, cell {row['cell_key']}, prediction for {row['gpu']}"
+                part = f"run {run_id}, cell {row.get('cell_key')}, prediction for {row.get('gpu')}"
                 PredictionRecord.from_row(row)
         except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
             raise UsageError(f"{part}: unreadable ({exc})") from exc
@@ -396,7 +391,7 @@ class Store(MachineFigures):
             raise
         self.conn.commit()
 
-    def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: dict[str, Any]) -> int | None:
+    def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: Origin) -> int | None:
         """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
         was copied from the same source run (`origin`) or has the same raw samples. The start is only to the second:
         two runs started in one second with one command (parallel jobs) are still two runs; and a file made afresh
@@ -404,14 +399,14 @@ class Store(MachineFigures):
         same = self.conn.execute(
             "SELECT id, origin_json FROM runs"
             " WHERE started_at = ? AND argv IS ? AND spec_json = ? AND fingerprint_json = ?",
-            (run["started_at"], run["argv"], run["spec_json"], run["fingerprint_json"]),
+            tuple(run.get(k) for k in ("started_at", "argv", "spec_json", "fingerprint_json")),
         )
-        for row in same.fetchall():
-            theirs = run_origin(row) or {}
-            if (theirs.get("db"), theirs.get("run_id")) == (origin["db"], origin["run_id"]):
-                return row["id"]
-            if _measured(self.rows("measurements", row["id"])) == _measured(measurements):
-                return row["id"]
+        for found, origin_json in same.fetchall():
+            theirs = Origin.of(json.loads(origin_json)) if origin_json else None
+            if theirs and (theirs.db, theirs.run_id) == (origin.db, origin.run_id):
+                return found
+            if _measured(self.rows("measurements", found)) == _measured(measurements):
+                return found
         return None
 
     def insert_copy(
@@ -419,7 +414,7 @@ class Store(MachineFigures):
         run: dict[str, Any],
         cells: list[dict[str, Any]],
         measurements: list[dict[str, Any]],
-        origin: dict,
+        origin: Origin,
         profiles: list[dict[str, Any]] = (),
         predictions: list[dict[str, Any]] = (),
     ) -> int:
@@ -427,7 +422,7 @@ class Store(MachineFigures):
         id and with its origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns
         the new id."""
         fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
-        new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin)})
+        new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin.to_json())})
         for row in cells:
             self._insert("cells", {**row, "run_id": new_id})
         for row in measurements:
@@ -461,27 +456,28 @@ class Store(MachineFigures):
         return cur.lastrowid
 
     def _columns(self, table: str) -> set[str]:
-        return {r["name"] for r in self.conn.execute(f"PRAGMA table_info({table})")}
+        return {name for _, name, *_ in self.conn.execute(f"PRAGMA table_info({table})")}
 
 
 def _measured(measurements: list[dict[str, Any]]) -> list[tuple]:
     """What identifies a run's measurements: no two measured processes give the same raw samples."""
-    return sorted((m["cell_key"], m["repeat"], m["samples_json"]) for m in measurements)
+    return sorted(tuple(m.get(k) for k in ("cell_key", "repeat", "samples_json")) for m in measurements)
 
 
-def run_origin(run: sqlite3.Row | dict) -> dict | None:
+def run_origin(run: sqlite3.Row | dict) -> Origin | None:
     """Where a merged run came from (`dlperf merge`); None for a run measured into its file (or a file too old to
     record it)."""
     raw = dict(run).get("origin_json")
-    return json.loads(raw) if raw else None
+    return Origin.of(json.loads(raw)) if raw else None
 
 
-def _decoded(from_row: Callable, row: dict[str, Any], run_id: int, key: str, what: str):
+def _decoded(from_row: Callable, row: dict[str, Any], run_id: int, what: str):
     """A record from its row; a row whose text no longer decodes (a damaged page: `PRAGMA integrity_check` can
     still say ok) is an UnreadableRow naming its run and cell."""
     try:
         return from_row(row)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSONDecodeError and a bad status are ValueErrors
+        key = row.get("key") or row.get("cell_key")
         raise UnreadableRow(run_id, key, what, f"{type(exc).__name__}: {exc}") from None
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from dlperf.errors import UsageError
 from dlperf.store import RunRows, Store, now, run_origin
+from dlperf.store.records import Origin
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def read_source(source: str, target: str) -> Source:
     src = _open_source(source, target)
     try:
         try:
-            runs = [src.check_run(run["id"]) for run in src.rows("runs")]
+            runs = [src.check_run(run.get("id")) for run in src.rows("runs")]
             peaks = src.rows("peaks")
             src.check_file()
         except sqlite3.DatabaseError as exc:
@@ -108,12 +109,11 @@ def _open_source(source: str, target: str) -> Store:
 
 
 def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
-    run = rows.run
-    origin = {"db": source.path, "run_id": run["id"], "merged_at": now()}
-    if run_origin(run):  # a run merged before: keep the trail back to where it was measured
-        origin["origin"] = run_origin(run)
+    run, run_id = rows.run, rows.run.get("id")
+    # a run merged before keeps the trail back to where it was measured
+    origin = Origin(source.path, run_id, now(), run_origin(run))
     present = dst.find_copy(run, rows.measurements, origin)
     if present is not None:
-        return Copied(source.name, run["id"], present, 0, skipped=True)
+        return Copied(source.name, run_id, present, 0, skipped=True)
     new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles, rows.predictions)
-    return Copied(source.name, run["id"], new_id, len(rows.cells), skipped=False)
+    return Copied(source.name, run_id, new_id, len(rows.cells), skipped=False)

@@ -1,18 +1,24 @@
-"""The store's typed results: what every view reads. Standard library only.
+"""The store's typed records: what every write takes and every view reads. Standard library only.
 
-A cell's figures live in typed columns and, for what later measurements added, one JSON column (`extra_json`); the
-records here give both one typed shape, with sub-records for what only some cells have: the compiler's work
-(`CompileRecord`), the memory figures (`MemoryRecord`), the "does it still train?" check (`LossCheckRecord`) and a
-data-parallel cell's communication (`CommRecord`). They are built from rows as stored, old files included: a key a
-record does not know is ignored, one it expects and does not find is None.
+A cell's figures live in typed columns and, for what later measurements added, one JSON column (`extra_json`); a
+`CellFigures` gives both one typed shape, one field per stored figure (`stored` says where it goes), with sub-records
+for what only some cells have: the compiler's work (`CompileRecord`), the memory figures (`MemoryRecord`), the "does it
+still train?" check (`LossCheckRecord`), a multi-process cell's communication (`CommRecord`) and a loader cell's input
+pipeline (`LoaderRecord`). A `CellRecord` is a cell's identity and its `CellFigures`. Records are built from rows as
+stored, old files included: a key a record does not know is ignored, one it expects and does not find is None. What
+one process measured is `store/process.py`'s.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import Field, asdict, dataclass, field, fields, is_dataclass
+from enum import Enum
+from types import MappingProxyType
+from typing import Any, ClassVar, Self
 
+from dlperf.figures import CommFigures, LossCheckFigures
 from dlperf.protocol import Cell, Profiled, column_name
 from dlperf.vocab import Status
 
@@ -22,8 +28,75 @@ def _known(cls: type, d: dict[str, Any] | None) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class Stored:
+    """How a field of a stored record is stored: in the `cells` column of its name (`column`), else under `key` (its
+    name) in the row's JSON, read back by `of` (as is without one), left out of the JSON when it has no value
+    (`optional`)."""
+
+    key: str | None = None
+    of: Callable[[Any], Any] | None = None
+    column: bool = False
+    optional: bool = False
+
+
+def stored(key: str | None = None, *, of: Callable[[Any], Any] | None = None, column: bool = False,
+           optional: bool = False) -> Mapping[str, Stored]:  # fmt: skip
+    """A field's metadata saying how it is stored (`Stored`); a field without it is under its name, as is."""
+    return MappingProxyType({"stored": Stored(key, of, column, optional)})
+
+
+COLUMN = stored(column=True)
+OPTIONAL = stored(optional=True)
+
+
+def json_of(value: Any) -> Any:
+    """A value as JSON holds it: a record by its `to_json` (else its fields), a closed vocabulary by its value."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if is_dataclass(value):
+        return {k: json_of(v) for k, v in asdict(value).items()}
+    return value.value if isinstance(value, Enum) else value
+
+
+class StoredFigures:
+    """Figures stored one field each, a column or a key of a row's JSON (`stored`): the fields of the class that
+    derives from this one (`CellFigures`, `store.process.ProcessDetail`), not those a subclass of it adds."""
+
+    STORED: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if StoredFigures in cls.__bases__:
+            cls.STORED = cls
+
+    @classmethod
+    def from_stored(cls, row: Mapping[str, Any], extra: Mapping[str, Any]) -> Self:
+        """The figures of a row (its columns) and its JSON (`extra`); one not there is left to its default."""
+        found = {}
+        for f in fields(cls.STORED):
+            how = _how(f)
+            value = row.get(f.name) if how.column else extra.get(how.key or f.name)
+            if value is not None:
+                found[f.name] = how.of(value) if how.of else value
+        return cls(**found)
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures that are not columns, as the JSON object that holds them."""
+        found = {}
+        for f in fields(self.STORED):
+            value, how = getattr(self, f.name), _how(f)
+            if not how.column and not (how.optional and value in (None, {}, [])):
+                found[how.key or f.name] = json_of(value)
+        return found
+
+
+def _how(f: Field) -> Stored:
+    return f.metadata.get("stored") or Stored()
+
+
+@dataclass(frozen=True)
 class CompileRecord:
-    """A compiled cell's first step, timed apart, and what the compiler did."""
+    """A compiled cell's first step, timed apart, and what the compiler did (its backend's `compile_stats()`)."""
 
     first_step_s: float | None = None
     compile_s: float | None = None  # the first step beyond a steady step: what compiling (or capturing) cost
@@ -34,6 +107,7 @@ class CompileRecord:
     cache_hits: int | None = None  # compiled code reused from a warm cache; each cell gets its own, empty one
     recompiles: int | None = None  # frames compiled after the first step
     graph_breaks_after_first_step: int | None = None
+    jit_compile: bool | None = None  # TensorFlow: XLA compiled the step (else a plain tf.function graph)
     finished: bool = True  # False: stopped while compiling
 
     @classmethod
@@ -71,43 +145,26 @@ class LossCheckRecord:
         rest = {k: v for k, v in d.items() if k not in ("ok", "reason", "seconds")}
         return cls(d.get("ok"), d.get("reason"), d.get("seconds"), rest)
 
+    @classmethod
+    def reported(cls, ok: bool | None, reason: str | None, figures: LossCheckFigures) -> LossCheckRecord:
+        """A `protocol.LossCheck` event's verdict and figures."""
+        measured = {k: v for k, v in figures.to_json().items() if v is not None}
+        return cls(ok, reason, measured.pop("seconds", None), measured)
+
     def to_json(self) -> dict[str, Any]:
         """As stored: the verdict, its reason and seconds, and the measured figures beside them."""
         return {"ok": self.ok, "reason": self.reason, "seconds": self.seconds, **self.figures}
 
 
-@dataclass(frozen=True)
-class CommRecord:
-    """Where a multi-process step's time goes, and what each rank holds (frameworks/torch/ddp.py `communication`;
-    every strategy's step reports the same figures, and those only it has: a pipeline's bubble)."""
+CommRecord = CommFigures  # a multi-process cell's communication, as its processes reported it (`protocol.Comm`)
 
-    gradient_bytes: int | None = None  # all-reduced per step
-    buckets: int | None = None
-    allreduce_s: float | None = None  # the step's buckets all-reduced alone
-    algbw_bytes_s: float | None = None
-    busbw_bytes_s: float | None = None
-    local_step_s: float | None = None  # the step under no_sync: computing without all-reducing
-    step_s: float | None = None  # the strategy's step (DDP, FSDP, tp, a pipeline, MirroredStrategy), communicating
-    exposed_comm_s: float | None = None  # the step minus the local step: communication compute did not hide
-    comm_share: float | None = None  # exposed / step
-    bound: str | None = None  # "communication" (half the step or more exposed) or "compute"
-    backend: str | None = None
-    world: int | None = None
-    strategy: str | None = None  # the cell's `--parallel`
-    state_bytes_rank: list[int] | None = None  # per rank: parameters, gradients and optimizer state held between steps
-    param_bytes_rank: list[int] | None = None  # per rank: the parameters alone (FSDP: its shard)
-    peak_bytes_rank: list[int] | None = None  # per rank: the peak during a step (CUDA allocator; else live tensors)
-    bubble: float | None = None  # a pipeline: the share of the step the busiest stage idles, measured
-    bubble_theory: float | None = None  # (N-1) / (M+N-1)
-    stage_s: list[float] | None = None  # a pipeline: each stage's forward and backward of every micro-batch, alone
-    split: list[str] | None = None  # a pipeline: the module each stage after the first starts at
-    split_by: str | None = None  # a pipeline: "measured" (per-module times) or "flops"
 
-    @classmethod
-    def of(cls, d: dict[str, Any] | None) -> CommRecord | None:
-        if d and "ddp_step_s" in d and "step_s" not in d:  # stored before the strategies beyond DDP: its name then
-            d = {**d, "step_s": d["ddp_step_s"]}
-        return cls(**_known(cls, d)) if d else None
+def comm_of(d: dict[str, Any] | None) -> CommRecord | None:
+    """Stored communication figures, those of a file written before the strategies beyond DDP included (`step_s`
+    was `ddp_step_s` then)."""
+    if d and "ddp_step_s" in d and "step_s" not in d:
+        d = {**d, "step_s": d.get("ddp_step_s")}
+    return CommRecord.of(d)
 
 
 @dataclass(frozen=True)
@@ -116,7 +173,7 @@ class LoaderRecord:
 
     `wait_share` pools every timed step: the seconds waited for data over the seconds of the steps; `verdict` is
     `loaders.input_bound` of it. `alone_samples_per_s` is the median over processes of the loader iterated alone.
-    `h2d` is one batch's host->device copy on a GPU (see `protocol.Loader`)."""
+    `h2d` is one batch's host->device copy on a GPU (see `figures.LoaderFigures`)."""
 
     setting: str
     workers: int | None = None
@@ -139,9 +196,103 @@ class LoaderRecord:
         return asdict(self)
 
 
-@dataclass
-class CellRecord:
-    """One cell of one run, as stored: its identity, status, timing figures and sub-records.
+@dataclass(frozen=True)
+class Provenance:
+    """Which version of the framework measured a cell, from which environment, and the version dlperf pins."""
+
+    name: str | None = None
+    version: str | None = None
+    pinned: str | None = None  # when the cell was measured
+    environment: str | None = None  # "dlperf" (dlperf's own environment) or the framework's own environment's path
+
+    @classmethod
+    def of(cls, d: dict[str, Any] | None) -> Provenance | None:
+        return cls(**_known(cls, d)) if d else None
+
+
+SQLValue = str | int | float | None  # what a column holds
+
+
+def _dimensions(d: dict[str, Any]) -> dict[str, str]:
+    return {k: str(v) for k, v in d.items()}
+
+
+@dataclass(kw_only=True)
+class CellFigures(StoredFigures):
+    """A cell's figures over its measured processes (`collect.cell_figures`): what `Store.record` writes and a
+    `CellRecord` reads back. Each field is one stored figure: a column of `cells` (a new one needs a migration), or
+    a key of its `extra_json`, written and read back by `stored`."""
+
+    status: Status = field(default=Status.PENDING, metadata=stored(column=True, of=Status))
+    error: str | None = field(default=None, metadata=COLUMN)
+    median_s: float | None = field(default=None, metadata=COLUMN)  # the median of the per-process medians
+    iqr_s: float | None = field(default=None, metadata=COLUMN)
+    mean_s: float | None = field(default=None, metadata=COLUMN)
+    stdev_s: float | None = field(default=None, metadata=COLUMN)
+    ci_low_s: float | None = field(default=None, metadata=COLUMN)  # 95% confidence interval of the median
+    ci_high_s: float | None = field(default=None, metadata=COLUMN)
+    n: int | None = field(default=None, metadata=COLUMN)  # timed steps, every process's
+    samples_s: float | None = field(default=None, metadata=COLUMN)  # samples per second at the median
+    warmup_steps: int | None = field(default=None, metadata=COLUMN)
+    params: int | None = field(default=None, metadata=COLUMN)
+    flops_per_step: int | None = field(default=None, metadata=COLUMN)
+    # the peak memory of a step, of `peak_mem_kind`: the first of protocol.MEMORY_KINDS the worker reported
+    peak_mem_bytes: int | None = field(default=None, metadata=COLUMN)
+    peak_mem_kind: str | None = field(default=None, metadata=COLUMN)  # cuda_allocator | live_tensors | ...
+    memory_figures: dict[str, int | None] = field(default_factory=dict, metadata=stored("memory"))  # all reported
+    flops_by_dtype: dict[str, int] | None = None
+    compile: CompileRecord | None = field(default=None, metadata=stored(of=CompileRecord.of))
+    loss_check: LossCheckRecord | None = field(default=None, metadata=stored(of=LossCheckRecord.of))
+    comm: CommRecord | None = field(default=None, metadata=stored(of=comm_of))
+    # a cell with a loader: its input pipeline's figures
+    data: LoaderRecord | None = field(default=None, metadata=stored("loader", of=LoaderRecord.of, optional=True))
+    settings: dict[str, Any] | None = None  # effective thread and kernel settings
+    warnings: list[str] = field(default_factory=list)
+    steal_fraction: float | None = None
+    others_cpu_share: float | None = None  # of the machine's CPUs, used by other processes while timed
+    cpu_utilization: float | None = None  # cores the step kept busy
+    minor_faults_per_step: float | None = None
+    build_s: float | None = None
+    warmup_steady: bool = field(default=True, metadata=stored(of=lambda v: v is not False))
+    per_process_medians: list[float] = field(default_factory=list, metadata=OPTIONAL)
+    # what later measurements add to the cell's identity
+    dimensions: dict[str, str] = field(default_factory=dict, metadata=stored(of=_dimensions, optional=True))
+    shared_from: dict[str, str] = field(default_factory=dict, metadata=OPTIONAL)  # figure -> the sibling that has it
+    provenance: Provenance | None = field(default=None, metadata=stored("framework", of=Provenance.of))
+
+    @property
+    def memory(self) -> MemoryRecord | None:
+        if not self.memory_figures and self.peak_mem_bytes is None:
+            return None
+        return MemoryRecord(self.peak_mem_bytes, self.peak_mem_kind, self.memory_figures)
+
+    @property
+    def framework_version(self) -> str | None:
+        """The version that measured the cell."""
+        return self.provenance.version if self.provenance else None
+
+    @property
+    def framework_pinned(self) -> str | None:
+        """The version dlperf pins, when the cell was measured."""
+        return self.provenance.pinned if self.provenance else None
+
+    @property
+    def environment(self) -> str | None:
+        """ "dlperf" (dlperf's own environment) or the framework's own environment's path."""
+        return self.provenance.environment if self.provenance else None
+
+    def columns(self) -> dict[str, SQLValue]:
+        """The figures stored in `cells` columns, by column (the rest are `to_json`'s, in `extra_json`)."""
+        return {f.name: json_of(getattr(self, f.name)) for f in fields(CellFigures) if _how(f).column}
+
+
+# the columns of a cell's identity read as they are (`CellRecord.from_row`)
+IDENTITY = ("run_id", "key", "position", "workload", "framework", "device", "threads", "mode", "batch", "updated_at")
+
+
+@dataclass(kw_only=True)
+class CellRecord(CellFigures):
+    """One cell of one run, as stored: its identity, and its figures (`CellFigures`).
 
     The last four fields are not stored: the views attach them from other store data (peaks, raw samples)."""
 
@@ -153,46 +304,13 @@ class CellRecord:
     device: str
     threads: int
     mode: str
-    nproc: int  # DDP processes in all; 0 for a plain cell
-    scaling: str  # DDP: strong | weak; "" for a plain cell
-    batch: int | None
-    workload_spec: dict[str, Any]  # the Workload as planned (Workload.to_json)
-    status: Status
-    error: str | None = None
+    nproc: int = 0  # DDP processes in all; 0 for a plain cell
+    scaling: str = ""  # DDP: strong | weak; "" for a plain cell
+    batch: int | None = None
+    workload_spec: dict[str, Any] = field(default_factory=dict)  # the Workload as planned (Workload.to_json)
     loader: str = ""  # the cell's loader setting (`--data DIR`); "" on synthetic data
     parallel: str = ""  # with nproc: the strategy (`dlperf.parallel`); "" for a plain cell
     microbatches: int = 0  # a pipeline's micro-batches per step
-    median_s: float | None = None  # the median of the per-process medians
-    iqr_s: float | None = None
-    mean_s: float | None = None
-    stdev_s: float | None = None
-    ci_low_s: float | None = None  # 95% confidence interval of the median
-    ci_high_s: float | None = None
-    n: int | None = None  # timed steps, every process's
-    samples_s: float | None = None  # samples per second at the median
-    warmup_steps: int | None = None
-    params: int | None = None
-    flops_per_step: int | None = None
-    flops_by_dtype: dict[str, int] | None = None
-    memory: MemoryRecord | None = None
-    compile: CompileRecord | None = None
-    loss_check: LossCheckRecord | None = None
-    comm: CommRecord | None = None
-    data: LoaderRecord | None = None  # a cell with a loader: its input pipeline's figures
-    settings: dict[str, Any] | None = None  # effective thread and kernel settings
-    warnings: list[str] = field(default_factory=list)
-    steal_fraction: float | None = None
-    others_cpu_share: float | None = None  # of the machine's CPUs, used by other processes while timed
-    cpu_utilization: float | None = None  # cores the step kept busy
-    minor_faults_per_step: float | None = None
-    build_s: float | None = None
-    warmup_steady: bool = True
-    per_process_medians: list[float] = field(default_factory=list)
-    dimensions: dict[str, str] = field(default_factory=dict)  # what later measurements add to the cell's identity
-    shared_from: dict[str, str] = field(default_factory=dict)  # figure -> the sibling cell that computed it
-    framework_version: str | None = None  # the version that measured the cell
-    framework_pinned: str | None = None  # the version dlperf pins, when the cell was measured
-    environment: str | None = None  # "dlperf" (dlperf's own environment) or the framework's own environment's path
     updated_at: str | None = None
     # attached by the views, never stored
     utilization: float | None = None  # of the peaks `dlperf peak` measured
@@ -213,74 +331,47 @@ class CellRecord:
     def ok(self) -> bool:
         return self.status is Status.OK
 
-    @property
-    def peak_mem_bytes(self) -> int | None:
-        return self.memory.peak_bytes if self.memory else None
-
-    @property
-    def peak_mem_kind(self) -> str | None:
-        return self.memory.kind if self.memory else None
-
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> CellRecord:
         """A `cells` row as SQLite returns it (JSON columns still text; an old file lacks the newer columns)."""
-        extra = json.loads(row.get("extra_json") or "{}")
-        memory = extra.get("memory") or {}
-        names = {f.name for f in fields(cls)}
-        plain = {k: v for k, v in row.items() if k in names and k not in ("status", "scaling", "nproc", "loader",
-                                                                    "parallel", "microbatches")}  # fmt: skip
+        figures = CellFigures.from_stored(row, json.loads(row.get("extra_json") or "{}"))
         nproc = row.get("nproc") or 0
         return cls(
-            **plain,
+            **{name: row.get(name) for name in IDENTITY},
             nproc=nproc,
             scaling=row.get("scaling") or "",
             loader=row.get("loader") or "",
             parallel=row.get("parallel") or ("ddp" if nproc else ""),
             microbatches=row.get("microbatches") or 0,
-            status=Status(row["status"]),
             workload_spec=json.loads(row.get("workload_json") or "{}"),
-            flops_by_dtype=extra.get("flops_by_dtype"),
-            memory=MemoryRecord(row.get("peak_mem_bytes"), row.get("peak_mem_kind"), memory) if (
-                memory or row.get("peak_mem_bytes") is not None) else None,
-            compile=CompileRecord.of(extra.get("compile")),
-            loss_check=LossCheckRecord.of(extra.get("loss_check")),
-            comm=CommRecord.of(extra.get("comm")),
-            data=LoaderRecord.of(extra.get("loader")),
-            warnings=list(extra.get("warnings") or []),
-            per_process_medians=list(extra.get("per_process_medians") or []),
-            dimensions={k: str(v) for k, v in (extra.get("dimensions") or {}).items()},
-            warmup_steady=extra.get("warmup_steady", True) is not False,
-            shared_from=dict(extra.get("shared_from") or {}),
-            framework_version=(extra.get("framework") or {}).get("version"),
-            framework_pinned=(extra.get("framework") or {}).get("pinned"),
-            environment=(extra.get("framework") or {}).get("environment"),
-            **{k: extra.get(k) for k in ("settings", "steal_fraction", "others_cpu_share", "cpu_utilization",
-                                          "minor_faults_per_step", "build_s")},
-        )  # fmt: skip
+            **{f.name: getattr(figures, f.name) for f in fields(CellFigures)},
+        )
 
 
 @dataclass(frozen=True)
-class MeasurementRecord:
-    """One process of one cell: its raw steps and what its worker reported."""
+class PlannedCell:
+    """A cell of a run's plan, as `Store.create_run` and `Store.add_cells` take it: pending until measured."""
 
-    repeat: int
-    status: Status
-    error: str | None
-    finished_at: str
-    duration_s: float | None  # the process's wall-clock life, start-up included
-    samples: list[float]  # every timed step, seconds, in order
-    detail: dict[str, Any]  # warm-up, settings, memory, ... as the worker reported them
+    cell: Cell
+    workload: dict[str, Any]  # the Workload as planned (Workload.to_json)
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a run copied in by `dlperf merge` came from (`runs.origin_json`)."""
+
+    db: str  # the source file, its path resolved
+    run_id: int  # the run's id there
+    merged_at: str | None = None
+    origin: Origin | None = None  # where that run had come from, when it was a merged run there too
 
     @classmethod
-    def from_row(cls, row: dict[str, Any]) -> MeasurementRecord:
-        return cls(
-            row["repeat"], Status(row["status"]), row["error"], row["finished_at"], row["duration_s"],
-            json.loads(row["samples_json"]), json.loads(row["detail_json"]),
-        )  # fmt: skip
+    def of(cls, d: dict[str, Any] | None) -> Origin | None:
+        return cls(d.get("db"), d.get("run_id"), d.get("merged_at"), cls.of(d.get("origin"))) if d else None
 
     def to_json(self) -> dict[str, Any]:
-        """What `collect.cell_figures` takes: status, error, samples, detail."""
-        return {"status": self.status.value, "error": self.error, "samples": self.samples, "detail": self.detail}
+        found = {"db": self.db, "run_id": self.run_id, "merged_at": self.merged_at}
+        return {**found, "origin": self.origin.to_json()} if self.origin else found
 
 
 @dataclass(frozen=True)
@@ -295,15 +386,14 @@ class RunRecord:
     spec: dict[str, Any]
     env: dict[str, Any]
     fingerprint: dict[str, Any]
-    origin: dict[str, Any] | None = None  # where a run copied in by `dlperf merge` came from; None if measured here
+    origin: Origin | None = None  # where a run copied in by `dlperf merge` came from; None if measured here
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> RunRecord:
-        return cls(
-            row["id"], row["started_at"], row["finished_at"], row["status"], json.loads(row["argv"] or "[]"),
-            json.loads(row["spec_json"]), json.loads(row["env_json"]), json.loads(row["fingerprint_json"]),
-            json.loads(row["origin_json"]) if row.get("origin_json") else None,
-        )  # fmt: skip
+        plain = {k: row.get(k) for k in ("id", "started_at", "finished_at", "status")}
+        decoded = {k: json.loads(row.get(f"{k}_json")) for k in ("spec", "env", "fingerprint")}
+        origin = Origin.of(json.loads(row.get("origin_json"))) if row.get("origin_json") else None
+        return cls(**plain, argv=json.loads(row.get("argv") or "[]"), **decoded, origin=origin)
 
 
 @dataclass(frozen=True)
@@ -345,6 +435,21 @@ class CommResult:
 
 
 @dataclass(frozen=True)
+class ProfileOutcome:
+    """A cell's profiled process (`runner/profile.py`), as `Store.record_profile` takes it: its status and reason and,
+    when it was taken, its `protocol.Profiled` event."""
+
+    status: Status
+    error: str | None = None
+    duration_s: float | None = None  # the profiled process's wall-clock life
+    profiled: Profiled | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The Profiled event's fields as stored (`profiles.profile_json`); {} without one."""
+        return {k: v for k, v in asdict(self.profiled).items() if k != "at"} if self.profiled else {}
+
+
+@dataclass(frozen=True)
 class ProfileRecord:
     """Where a cell's step time goes: its one profiled process (`dlperf profile`, `run --profile`) and, when it was
     taken, the process's `protocol.Profiled` event as it reported it. A profile that could not be taken has its
@@ -368,15 +473,15 @@ class ProfileRecord:
         profiled = json.loads(row.get("profile_json") or "{}")
         plain = {k: row.get(k) for k in ("run_id", "cell_key", "profiled_at", "error", "duration_s", "overhead")}
         figures = Profiled(**_known(Profiled, profiled)) if profiled else None
-        return cls(**plain, status=Status(row["status"]), figures=figures)
+        return cls(**plain, status=Status(row.get("status")), figures=figures)
 
 
 @dataclass(frozen=True)
-class PredictionRecord:
-    """A cell's step predicted on a GPU of dlperf's table (predict/roofline.py), as stored: beside a GPU cell's
-    measurement for its own GPU, or beside a CPU cell of `dlperf crossover` for the GPU it is set against."""
+class Prediction:
+    """A cell's step predicted on a GPU of dlperf's table (predict/roofline.py), as `Store.record_predictions` takes
+    it: beside a GPU cell's measurement for its own GPU, or beside a CPU cell of `dlperf crossover` for the GPU it is
+    set against."""
 
-    run_id: int
     cell_key: str
     gpu: str
     mode: str
@@ -387,7 +492,14 @@ class PredictionRecord:
     bound: str  # compute | memory | launch
     detail: dict[str, Any] = field(default_factory=dict)
 
+
+@dataclass(frozen=True, kw_only=True)
+class PredictionRecord(Prediction):
+    """A stored `Prediction`, of one run."""
+
+    run_id: int
+
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> PredictionRecord:
         plain = ("run_id", "cell_key", "gpu", "mode", "batch", "step_s", "device_s", "transfer_s", "bound")
-        return cls(**{k: row[k] for k in plain}, detail=json.loads(row.get("detail_json") or "{}"))
+        return cls(**{k: row.get(k) for k in plain}, detail=json.loads(row.get("detail_json") or "{}"))

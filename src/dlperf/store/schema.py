@@ -196,8 +196,3 @@ MIGRATIONS: dict[int, list[str]] = {
 
 PEAK_COLUMNS = ("framework", "framework_version", "device", "threads", "kind", "dtype", "value")
 COMM_COLUMNS = ("backend", "device", "world", "nnodes", "threads", "op", "bytes", "time_s", "algbw", "busbw", "wrong")
-
-CELL_COLUMNS = (
-    "status", "error", "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s",
-    "warmup_steps", "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
-)  # fmt: skip

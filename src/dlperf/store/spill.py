@@ -10,20 +10,33 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dlperf.store.process import ProcessMeasurement
+
 SUFFIX = ".unsaved.jsonl"
+
+
+@dataclass(frozen=True)
+class Kept:
+    """One process's measurement, kept beside the database."""
+
+    run_id: int
+    key: str  # the cell's
+    repeat: int
+    measurement: ProcessMeasurement
 
 
 def path_for(db: str | Path) -> Path:
     return Path(f"{db}{SUFFIX}")
 
 
-def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: dict[str, Any]) -> Path:
+def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement) -> Path:
     """Append one measurement, on disk before this returns (raises OSError when it cannot be)."""
     path = path_for(db)
-    line = json.dumps({"run_id": run_id, "key": key, "repeat": repeat, "measurement": measurement})
+    line = json.dumps({"run_id": run_id, "key": key, "repeat": repeat, "measurement": measurement.to_json()})
     with open(path, "a", encoding="utf-8") as f:
         f.write("\n" + line + "\n")  # the leading newline ends a line a failed earlier write cut short
         f.flush()
@@ -31,16 +44,18 @@ def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: dict[s
     return path
 
 
-def kept(db: str | Path, run_id: int) -> list[dict[str, Any]]:
+def kept(db: str | Path, run_id: int) -> list[Kept]:
     """The run's kept measurements, in the order they were kept; a line cut short is not one of them."""
-    return [entry for entry in _entries(path_for(db)) if entry.get("run_id") == run_id]
+    return [Kept(run_id, e.get("key"), e.get("repeat"), ProcessMeasurement.of(e.get("measurement")))
+            for e in _entries(path_for(db)) if e.get("run_id") == run_id]  # fmt: skip
 
 
 def runs_kept(db: str | Path) -> dict[int, int]:
     """run id -> how many of its measurements are kept here."""
     counts: dict[int, int] = {}
     for entry in _entries(path_for(db)):
-        counts[entry["run_id"]] = counts.get(entry["run_id"], 0) + 1
+        run_id = entry.get("run_id")
+        counts[run_id] = counts.get(run_id, 0) + 1
     return counts
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 
 from dlperf import loaders
+from dlperf.figures import CommFigures, LoaderFigures, LossCheckFigures
 from dlperf.frameworks import backend, build_step
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig, pipelined, sample, timed_step, warm_up
@@ -85,7 +86,7 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
     if cell.nproc:  # last: measuring where the step's time goes may leave the replicas' weights apart
-        emit(Comm({**train.communication(), "strategy": cell.parallel}))
+        emit(Comm(CommFigures.of({**train.communication(), "strategy": cell.parallel})))
     emit(Done())
 
 
@@ -122,7 +123,7 @@ def open_feed(task: CellTask, fw, workload: Workload, train, emit: Reporter) -> 
     figures, batch = feed.alone(loader, task.timer)
     emit(Loader(figures))
     if cell.device.startswith("cuda"):
-        emit(Loader({"h2d": fw.h2d(batch, cell.device)}))
+        emit(Loader(LoaderFigures(h2d=fw.h2d(batch, cell.device))))
     return feed.Feed(loader, train)
 
 
@@ -173,9 +174,8 @@ def still_trains(fw, workload: Workload, device: str, mode: str) -> LossCheck:
         figures = fw.loss_check(workload, device, mode)
     except Exception as exc:
         seconds = time.perf_counter() - start
-        return LossCheck(None, f"the check could not run: {describe(exc)}", {"seconds": seconds})
-    rest = {k: v for k, v in figures.items() if k not in ("ok", "reason")}
-    return LossCheck(figures.get("ok"), figures.get("reason"), rest)
+        return LossCheck(None, f"the check could not run: {describe(exc)}", LossCheckFigures(seconds=seconds))
+    return LossCheck(figures.get("ok"), figures.get("reason"), LossCheckFigures.of(figures) or LossCheckFigures())
 
 
 def timed_samples(

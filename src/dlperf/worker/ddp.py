@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import replace
 
+from dlperf.figures import CommFigures
 from dlperf.measure.timer import timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
 from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, timed_samples
@@ -71,7 +72,7 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     if task.measure_memory:
         emit(memory)
     figures = {**train.communication(), **torch_ddp.per_rank(train, group, memory.figures), "strategy": cell.parallel}
-    emit(Comm(figures))
+    emit(Comm(CommFigures.of(figures)))
     everyone = torch_ddp.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job
         emit(Ranks(everyone))

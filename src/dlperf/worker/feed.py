@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dlperf.figures import LoaderFigures
 from dlperf.loaders import oversubscribed
 from dlperf.measure.timer import TimerConfig
 
@@ -77,12 +78,12 @@ class Feed:
         """Let the epoch's iterator go, and with it a DataLoader's worker processes."""
         self.batches = self.loader = None
 
-    def figures(self) -> dict[str, Any]:
+    def figures(self) -> LoaderFigures:
         stepped = sum(self.stepped)
-        return {"wait_s": self.waits, "wait_share": sum(self.waits) / stepped if stepped > 0 else None}
+        return LoaderFigures(wait_s=self.waits, wait_share=sum(self.waits) / stepped if stepped > 0 else None)
 
 
-def alone(loader: Any, cfg: TimerConfig) -> tuple[dict[str, Any], Any]:
+def alone(loader: Any, cfg: TimerConfig) -> tuple[LoaderFigures, Any]:
     """The loader iterated with no step, for about the timer's min_time (at least ALONE_MIN_BATCHES batches, at
     most its max_time): samples per second after the first batch, whose time (starting workers, opening files) is
     `alone_first_s`. Returns the figures and the last batch."""
@@ -99,19 +100,18 @@ def alone(loader: Any, cfg: TimerConfig) -> tuple[dict[str, Any], Any]:
         batch = feed.next()
         batches, samples = batches + 1, samples + len(batch[0])
     feed.close()
-    figures = {"alone_samples_per_s": samples / elapsed if elapsed > 0 else None, "alone_batches": batches,
-               "alone_s": elapsed, "alone_first_s": first}  # fmt: skip
-    return figures, batch
+    rate = samples / elapsed if elapsed > 0 else None
+    return LoaderFigures(alone_samples_per_s=rate, alone_batches=batches, alone_s=elapsed, alone_first_s=first), batch
 
 
-def describe(loader: Any, setting: Any, threads: int) -> dict[str, Any]:
+def describe(loader: Any, setting: Any, threads: int) -> LoaderFigures:
     """What a loader cell records of its pipeline before measuring it: the setting, the cores it shares with the
     step's compute threads, and the dataset."""
     cores = len(os.sched_getaffinity(0))
     dataset = getattr(loader, "dataset", None)
-    return {
-        "setting": setting.name, "workers": setting.workers, "threads": threads, "cores": cores,
-        "oversubscribed": oversubscribed(setting.workers, threads, cores),
-        "dataset": getattr(dataset, "NAME", type(dataset).__name__) if dataset is not None else type(loader).__name__,
-        "samples": len(dataset) if hasattr(dataset, "__len__") else None,
-    }  # fmt: skip
+    return LoaderFigures(
+        setting=setting.name, workers=setting.workers, threads=threads, cores=cores,
+        oversubscribed=oversubscribed(setting.workers, threads, cores),
+        dataset=getattr(dataset, "NAME", type(dataset).__name__) if dataset is not None else type(loader).__name__,
+        samples=len(dataset) if hasattr(dataset, "__len__") else None,
+    )  # fmt: skip

@@ -1,0 +1,157 @@
+"""A store file written by dlperf at schema version 11 (commit 4154544, before the typed write path) still reads,
+renders and merges exactly as it did then.
+
+data/schema11.sqlite.gz was measured with that commit's code, into one file, on a 2-core CPU:
+
+    dlperf run --workloads tiny-fcn-r --threads 1 --max-time 0.05 --min-time 0.02 --min-steps 5 --devices cpu \
+        --modes fp32,bf16 --repeats 2 --profile                      # run 1: loss check, profiles, 2 processes
+    dlperf run ... --nproc 2                                         # run 2: DDP, communication figures
+    dlperf data synth --only mnist data && dlperf run ... --data data --loaders w0,w1 --no-loss-check   # run 3
+    dlperf run --workloads tiny-lstm --threads 1 --devices cpu --timeout 1.5                           # run 4: timeout
+    dlperf run ... --modes channels_last                             # run 5: unsupported
+    dlperf run ... --modes compile --no-loss-check                   # run 6: torch.compile's figures
+
+data/schema11.expected.json.gz holds what that commit's code read from it: every cell's record fields, every
+measurement's status, error, sample count and sum and its detail, the profiles, the output of `dlperf table`
+(text at 100 columns, json, csv, --explain) and `dlperf export` (jsonl with the samples, csv) of each run, and the
+SHA-256 of `dlperf report --run all` (`normalized`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import gzip
+import hashlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from dlperf.cli import main
+from dlperf.store import Store
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def expected() -> dict:
+    return json.loads(gzip.decompress((DATA / "schema11.expected.json.gz").read_bytes()))
+
+
+@pytest.fixture
+def db(tmp_path, monkeypatch) -> Path:
+    monkeypatch.setenv("COLUMNS", "100")
+    path = tmp_path / "schema11.sqlite"
+    path.write_bytes(gzip.decompress((DATA / "schema11.sqlite.gz").read_bytes()))
+    return path
+
+
+def cli(*args: str) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(list(args)) == 0, args
+    return out.getvalue()
+
+
+def plain(value):
+    """A record's value as the expected file holds it: JSON, sub-records as their fields; a figure that is None reads
+    the same as one that is not there (a record may have gained a field since)."""
+    return same(json.loads(json.dumps(value, default=dataclasses.asdict)))
+
+
+def same(value):
+    if isinstance(value, dict):
+        return {k: same(v) for k, v in value.items() if v is not None}
+    return [same(v) for v in value] if isinstance(value, list) else value
+
+
+def measured(m) -> dict:
+    """A measurement as the expected file holds it, its detail as stored."""
+    return same({"repeat": m.repeat, "status": m.status.value, "error": m.error, "duration_s": m.duration_s,
+                 "n": len(m.samples), "sum": sum(m.samples), "detail": m.detail.to_json()})  # fmt: skip
+
+
+def profiled(p) -> dict:
+    return plain({**dataclasses.asdict(p), "figures": p.figures and {**dataclasses.asdict(p.figures), "at": None}})
+
+
+def test_every_cell_measurement_and_profile_reads_as_before(db, expected):
+    store = Store.open(db, create=False)
+    try:
+        assert [str(r.id) for r in store.runs()] == sorted(expected["runs"])
+        for run in store.runs():
+            want = expected["runs"][str(run.id)]
+            assert {"status": run.status, "argv": run.argv, "origin": run.origin} == want["run"]  # measured here
+            cells = store.cells(run.id)
+            assert len(cells) == len(want["cells"])
+            for cell, fields in zip(cells, want["cells"], strict=True):
+                assert plain({name: getattr(cell, name) for name in fields}) == same(fields), cell.key
+                assert [measured(m) for m in store.measurements(run.id, cell.key)] == same(
+                    want["measurements"][cell.key]
+                )
+            assert {k: profiled(p) for k, p in store.profiles(run.id).items()} == same(want["profiles"])
+    finally:
+        store.close()
+
+
+def test_the_figures_are_the_ones_measured(db, expected):
+    """A few figures by name, so a failure above reads against something concrete."""
+    runs = expected["runs"]
+    [fp32, bf16] = runs["1"]["cells"]
+    assert (fp32["status"], fp32["n"], fp32["params"]) == ("ok", 152, 26874)
+    assert bf16["loss_check"]["ok"] is True and bf16["framework_version"] == "2.13.0+cpu"
+    [ddp] = runs["2"]["cells"]
+    assert (ddp["nproc"], ddp["parallel"], ddp["comm"]["gradient_bytes"]) == (2, "ddp", 107496)
+    loader = runs["3"]["cells"][1]
+    assert (loader["loader"], loader["data"]["setting"], loader["data"]["dataset"]) == ("w0", "w0", "MNIST")
+    assert [c["status"] for c in (runs["4"]["cells"][0], runs["5"]["cells"][0])] == ["timeout", "unsupported"]
+    assert runs["6"]["cells"][0]["compile"]["finished"] is True
+    [timed_out] = runs["4"]["measurements"]["tiny-lstm|torch|cpu|1|fp32"]
+    assert "stderr_tail" in timed_out["detail"] and timed_out["n"] == 0
+
+
+def test_table_export_and_report_render_as_before(db, expected, tmp_path):
+    for run_id, want in expected["runs"].items():
+        for fmt in ("text", "json", "csv"):
+            assert cli("table", "--db", str(db), "--run", run_id, "--format", fmt) == want[f"table_{fmt}"]
+        assert cli("table", "--db", str(db), "--run", run_id, "--explain") == want["table_explain"]
+        assert export(db, run_id, tmp_path) == (want["export_jsonl"], want["export_csv"])
+    html = tmp_path / "r.html"
+    cli("report", "--db", str(db), "--run", "all", "-o", str(html))
+    assert hashlib.sha256(normalized(html.read_text()).encode()).hexdigest() == expected["report_html_sha256"]
+
+
+def normalized(html: str) -> str:
+    """The report without what depends on when and where it was written: its time and file name, and the
+    relative path from it to the profiles' traces."""
+    html = re.sub(r" at [0-9T:+-]+ from \S+\. ", " at TIME from DB. ", html)
+    return re.sub(r'href="(\.\./)+', 'href="', html)
+
+
+def export(db: Path, run_id: str, tmp_path: Path) -> tuple[str, str]:
+    jsonl, csv = tmp_path / "e.jsonl", tmp_path / "e.csv"
+    cli("export", "--db", str(db), "--run", run_id, "--format", "jsonl", "--samples", "-o", str(jsonl))
+    cli("export", "--db", str(db), "--run", run_id, "--format", "csv", "-o", str(csv))
+    return jsonl.read_text(), csv.read_text()
+
+
+def test_merge_of_the_old_file_copies_every_run_whole(db, expected, tmp_path):
+    target = tmp_path / "merged.sqlite"
+    assert cli("merge", str(db), "--db", str(target)).count(" -> run ") == len(expected["runs"])
+    store = Store.open(target, create=False)
+    try:
+        for run in store.runs():
+            want = expected["runs"][str(run.id)]
+            assert run.origin.run_id == run.id
+            for cell, fields in zip(store.cells(run.id), want["cells"], strict=True):
+                assert plain({name: getattr(cell, name) for name in fields}) == same(fields), cell.key
+                assert [measured(m) for m in store.measurements(run.id, cell.key)] == same(
+                    want["measurements"][cell.key]
+                )
+    finally:
+        store.close()
+    for run_id, want in expected["runs"].items():
+        assert export(target, run_id, tmp_path) == (want["export_jsonl"], want["export_csv"])
