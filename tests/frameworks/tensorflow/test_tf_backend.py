@@ -93,7 +93,9 @@ out({"kernel": extent(fcn, "dense/kernel"), "bias": extent(fcn, "dense/bias"),
      "embedding_std": float(embedding.std())})
 """)
     bound = 1 / math.sqrt(784)  # the first Linear's fan-in
-    assert 0.95 * bound < got["kernel"] <= bound and 0.9 * bound < got["bias"] <= bound
+    # the largest of n uniform draws on (-bound, bound) stays under f * bound with probability f**n: the kernel's
+    # 25,088 draws reach 0.95 of it always, the bias's 32 reach 0.6 but for 1 in 10^7 (0.9 failed 1 run in 30)
+    assert 0.95 * bound < got["kernel"] <= bound and 0.6 * bound < got["bias"] <= bound
     assert all(0.8 * 0.25 < x <= 0.25 for x in got["lstm"])  # 1/sqrt(hidden 16), no forget-gate bias of 1
     assert got["embedding_std"] == pytest.approx(1.0, abs=0.1)
 
