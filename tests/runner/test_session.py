@@ -13,6 +13,8 @@ from dlperf.runner.session import Budget, Session
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.vocab import Status
 from test_optimize import _Quiet
 
 CELL = Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")
@@ -25,7 +27,7 @@ def quiet(total):
 
 
 def measured(seconds):
-    return {"status": "ok", "error": None, "samples": [0.01, 0.01, 0.01], "detail": {}, "duration_s": seconds}
+    return ProcessMeasurement(status=Status.OK, samples=[0.01, 0.01, 0.01], duration_s=seconds)
 
 
 @pytest.fixture
