@@ -116,11 +116,11 @@ def test_mirrored_cells_strong_scaling_end_to_end(tmp_path):
     two, detail = cells["mirrored:2x1"]
     assert two.key == "tiny-fcn-r|tensorflow|cpu|1|fp32|mirrored:2:strong"
     total = BUILTIN["tiny-fcn-r"].ddp_batch or BUILTIN["tiny-fcn-r"].batch
-    assert detail["settings"]["replicas"] == 2 and detail["settings"]["per_replica_batch"] == total // 2
-    assert detail["settings"]["tf_intra_op_threads"] == 2  # one thread per replica, in one shared pool
+    assert detail.settings["replicas"] == 2 and detail.settings["per_replica_batch"] == total // 2
+    assert detail.settings["tf_intra_op_threads"] == 2  # one thread per replica, in one shared pool
     comm = two.comm
     assert comm.world == 2 and comm.strategy == "mirrored" and comm.backend.startswith("mirrored: ")
-    assert comm.backend.removeprefix("mirrored: ") == detail["settings"]["cross_device_ops"]
+    assert comm.backend.removeprefix("mirrored: ") == detail.settings["cross_device_ops"]
     assert comm.local_step_s > 0 and comm.exposed_comm_s >= 0 and 0 <= comm.comm_share < 1
     assert comm.exposed_comm_s == pytest.approx(max(0.0, comm.step_s - comm.local_step_s))
     assert comm.gradient_bytes == 4 * two.params and comm.param_bytes_rank == [4 * two.params] * 2
@@ -132,4 +132,4 @@ def test_weak_scaling_gives_each_replica_the_workloads_batch(tmp_path):
     cells = mirrored_cells(tmp_path, "--nproc", "2", "--scaling", "weak")
     cell, detail = cells["mirrored:2x1"]
     assert cell.status == "ok" and cell.key.endswith("|mirrored:2:weak")
-    assert detail["settings"]["per_replica_batch"] == BUILTIN["tiny-fcn-r"].batch
+    assert detail.settings["per_replica_batch"] == BUILTIN["tiny-fcn-r"].batch
