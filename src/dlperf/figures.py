@@ -5,19 +5,19 @@ this (through `protocol.py`), and so does the store, which keeps them as the chi
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import asdict, dataclass
+from typing import Any, Self
+
+from dlperf.wire import Wire
 
 
-class Figures:
-    """A JSON object of named figures, typed: a key this dlperf does not know is left out, one it lacks is None."""
+class Figures(Wire):
+    """A JSON object of named figures, typed (`wire.Wire`): a key this dlperf does not know is left out, one it lacks
+    is None, since every figure is optional."""
 
     @classmethod
-    def of(cls, d: dict[str, Any] | None):
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d}) if d else None  # type: ignore[arg-type]
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+    def of(cls, d: dict[str, Any] | None) -> Self | None:
+        return cls.from_json(d) if d else None
 
 
 @dataclass(frozen=True)
