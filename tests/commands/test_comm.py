@@ -142,7 +142,7 @@ def test_a_failure_says_why_in_one_line():
     never = job.failure_reason(opts.job, hung, [])
     assert "the 2 nodes never met at --rdzv-endpoint h:1 within --timeout 9 s" in never
     assert "(RendezvousTimeoutError)" in job.failure_reason(opts.job, crashed, [])
-    assert job.failure_reason(opts.job, hung, [Joined()]) == "timed out: the job exceeded --timeout 9 s"
+    assert job.failure_reason(opts.job, hung, [Joined()]) == "exceeded --timeout 9 s"
     assert job.failure_reason(opts.job, crashed, [Joined()]) == "worker exited with code 1: RendezvousTimeoutError"
 
 

@@ -54,3 +54,20 @@ def test_a_child_that_measured_what_it_was_started_for_is_ok_whatever_ended_it()
 
 def test_the_tail_is_the_last_line_of_stderr():
     assert tail(CRASHED) == ": Fatal: killed" and tail(CLEAN) == ""
+
+
+def test_the_tail_says_something_torchrun_s_closing_rules_do_not_and_a_long_line_is_cut():
+    torchrun = ChildResult(1, False, 1.0, "RuntimeError: rank 1 lost\n" + "=" * 60 + "\n  ***  \n")
+    assert tail(torchrun) == ": RuntimeError: rank 1 lost"
+    assert len(tail(ChildResult(1, False, 1.0, "x" * 1000))) == len(": ") + 300
+
+
+def test_a_child_that_ended_quietly_without_its_result_names_what_it_wrote_last():
+    quiet = ChildResult(0, False, 1.0, "warning: no devices\n")
+    assert outcome([Start(1, "py")], quiet, 30, result=Answer, ended="gave no answer") == Outcome(
+        Status.FAILED, "gave no answer: warning: no devices"
+    )
+
+
+def test_a_limit_no_flag_set_is_said_as_seconds():
+    assert outcome([], TIMED_OUT, 180, result=Answer, flag=None).reason == "exceeded 180 s"

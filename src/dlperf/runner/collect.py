@@ -42,7 +42,7 @@ from dlperf.protocol import (
     first,
 )
 from dlperf.runner.launch import ChildResult, signal_reason
-from dlperf.runner.outcome import Outcome, outcome
+from dlperf.runner.outcome import Outcome, outcome, tail
 from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import CellFigures, CellRecord, CompileRecord, LoaderRecord, LossCheckRecord, Provenance
 from dlperf.vocab import Status
@@ -166,9 +166,8 @@ def ddp_measurement(
     started = {r: ev for r, ev in by_rank.items() if first(ev, Start)}
     if not started:
         why = "no process started: the rendezvous did not complete"
-        last = child.stderr_tail.strip().splitlines()[-1:] or [""]
         status = Status.TIMEOUT if child.timed_out else Status.FAILED
-        error = f"{why} within --timeout {timeout:g} s" if child.timed_out else f"{why}: {last[0]}".rstrip(": ")
+        error = f"{why} within --timeout {timeout:g} s" if child.timed_out else f"{why}{tail(child)}"
         return ProcessMeasurement(status=status, error=error, duration_s=child.duration_s,
                                   detail=ProcessDetail(stderr_tail=child.stderr_tail))  # fmt: skip
     finished = all(first(ev, Done) for ev in started.values()) and not child.timed_out

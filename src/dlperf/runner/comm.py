@@ -13,6 +13,7 @@ from dlperf.answers import CommAnswer
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import Answer, CommTask, Error, Event, Joined, all_of, first
 from dlperf.runner.distributed import rendezvous_id
+from dlperf.runner.outcome import outcome, tail
 from dlperf.vocab import CommBackend
 
 if TYPE_CHECKING:
@@ -65,22 +66,12 @@ def failure_reason(job: CommJob, child: ChildResult, events: list[Event]) -> str
         cause = min(errors, key=lambda e: e.at)  # the first failure; the later ones are its peers losing it
         return f"rank {'?' if cause.rank is None else cause.rank}: {cause.error}"
     if first(events, Joined) is None and job.rdzv.nnodes > 1:
-        why = f"within --timeout {job.timeout:g} s" if child.timed_out else f"({last_line(child.stderr_tail)})"
+        why = f"within --timeout {job.timeout:g} s" if child.timed_out else f"({tail(child).removeprefix(': ')})"
         return (
             f"the {job.rdzv.nnodes} nodes never met at --rdzv-endpoint {job.rdzv.endpoint} {why}: run the same "
             f"command on every node, with --node-rank 0 to {job.rdzv.nnodes - 1}"
         )
-    if child.timed_out:
-        return f"timed out: the job exceeded --timeout {job.timeout:g} s"
-    why = child.crashed_reason or "torchrun ended without a result"
-    last = last_line(child.stderr_tail)
-    return f"{why}{': ' + last if last else ''}"
-
-
-def last_line(text: str) -> str:
-    """The last line of torchrun's stderr that says something (it closes its reports with rules of '=')."""
-    lines = [line.strip() for line in text.splitlines() if line.strip().strip("=*-")]
-    return lines[-1][:300] if lines else ""
+    return outcome(events, child, job.timeout, result=Answer, ended="torchrun ended without a result").reason
 
 
 def comm_records(answer: CommAnswer, job: CommJob) -> list[MeasuredComm]:

@@ -14,6 +14,8 @@ from dlperf.protocol import Done, Error, Event, Unsupported, first
 from dlperf.runner.launch import ChildResult
 from dlperf.vocab import Status
 
+TAIL_CHARS = 300  # of the last line of stderr, in a reason
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -31,16 +33,16 @@ def outcome(
     timeout: float,
     *,
     result: type[Event] = Done,
-    flag: str = "--timeout",
+    flag: str | None = "--timeout",
     measured: bool = False,
     kept: str = "",
     ended: str = "worker ended without a result",
 ) -> Outcome:
     """The child's status and reason, the first of: `unsupported` (its reason), `failed` with the child's own error;
     `ok` when the caller knows it `measured` what it was started for whatever happened later; `timeout` (a `limit`'s
-    stop reason, else exceeding `timeout`, the value of `flag`, then `kept`: what was kept of it); `failed` when the
-    process died (the signal or exit code, and its last line of stderr); `failed` when it ended without a `result`
-    event (`ended` says so); `ok`."""
+    stop reason, else exceeding `timeout`, the value of `flag` (None: a limit no flag set), then `kept`: what was
+    kept of it); `failed` when the process died (the signal or exit code, and its last line of stderr); `failed`
+    when it ended without a `result` event (`ended` says so, with that line); `ok`."""
     if unsupported := first(events, Unsupported):
         return Outcome(Status.UNSUPPORTED, unsupported.reason)
     if failure := first(events, Error):
@@ -48,15 +50,17 @@ def outcome(
     if measured:
         return Outcome(Status.OK)
     if child.timed_out:
-        return Outcome(Status.TIMEOUT, child.stop_reason or f"exceeded {flag} {timeout:g} s{kept}")
+        limit = f"{flag} {timeout:g} s" if flag else f"{timeout:g} s"
+        return Outcome(Status.TIMEOUT, child.stop_reason or f"exceeded {limit}{kept}")
     if child.crashed_reason:
         return Outcome(Status.FAILED, f"{child.crashed_reason}{tail(child)}")
     if not first(events, result):
-        return Outcome(Status.FAILED, ended)
+        return Outcome(Status.FAILED, f"{ended}{tail(child)}")
     return Outcome(Status.OK)
 
 
 def tail(child: ChildResult) -> str:
-    """The last line the child wrote to stderr, as the end of a reason: ": <line>", or "" when it wrote none."""
-    last = child.stderr_tail.strip().splitlines()[-1:] or [""]
-    return f": {last[0]}" if last[0] else ""
+    """The last line the child wrote to stderr that says something, as the end of a reason: ": <line>", or "" when
+    it wrote none. torchrun closes its reports with rules of '=', which say nothing; a line is cut at TAIL_CHARS."""
+    lines = [line.strip() for line in child.stderr_tail.splitlines() if line.strip().strip("=*-")]
+    return f": {lines[-1][:TAIL_CHARS]}" if lines else ""

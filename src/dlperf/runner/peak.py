@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dlperf.answers import PeakAnswer
-from dlperf.protocol import Answer, Error, Event, PeakTask, first
+from dlperf.protocol import Answer, Event, PeakTask, first
+from dlperf.runner.outcome import outcome
 from dlperf.vocab import DeviceKind, Status
 
 if TYPE_CHECKING:
@@ -109,21 +110,12 @@ def measure_one(framework: str, device: str, threads: int, request: dict[str, An
 def row_of(
     framework: str, device: str, threads: int, child: ChildResult, events: list[Event], timeout: float
 ) -> PeakRow:
-    """The row of one child: its answer, or why there is none."""
-    answer, error = first(events, Answer), first(events, Error)
-    if answer is not None and not child.timed_out:
-        return PeakRow(
-            framework, device, threads, child.duration_s, Status.OK, answer=PeakAnswer.from_json(answer.result)
-        )
-    if child.timed_out:
-        status, why = Status.TIMEOUT, f"exceeded --timeout {timeout:g} s"
-    elif error is not None:
-        status, why = Status.FAILED, error.error
-    else:
-        last = (child.stderr_tail.strip().splitlines() or [""])[-1]
-        crashed = child.crashed_reason or "worker ended without a result"
-        status, why = Status.FAILED, f"{crashed}{': ' + last if last else ''}"
-    return PeakRow(framework, device, threads, child.duration_s, status, why)
+    """The row of one child: its answer, or why there is none (`runner/outcome.py`)."""
+    answer = first(events, Answer)
+    found = outcome(events, child, timeout, result=Answer, measured=answer is not None and not child.timed_out)
+    if not found.ok:
+        return PeakRow(framework, device, threads, child.duration_s, found.status, found.reason)
+    return PeakRow(framework, device, threads, child.duration_s, Status.OK, answer=PeakAnswer.from_json(answer.result))
 
 
 def peak_records(row: PeakRow) -> list[MeasuredPeak]:

@@ -13,6 +13,8 @@ import sys
 from dlperf.answers import A, ProbeRequest
 from dlperf.errors import UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, first
+from dlperf.runner.outcome import outcome
+from dlperf.vocab import Status
 
 PROBE_TIMEOUT_S = 180.0
 
@@ -27,14 +29,12 @@ def ask(
     from dlperf.runner.launch import launch
 
     launched = launch(ProbeTask(framework, request), python, threads, timeout)
-    answer, error, result = first(launched.main, Answer), first(launched.main, Error), launched.child
+    answer, error = first(launched.main, Answer), first(launched.main, Error)
     if error is not None and error.usage:
         raise UsageError(error.error)
-    if error is not None:
-        raise UsageError(f"{request.subject()}: the {framework} probe failed: {error.error}")
-    if answer is None:
-        limit = f"{timeout_flag} {timeout:g}" if timeout_flag else f"{timeout:g}"
-        why = f"timed out after {limit} s" if result.timed_out else (result.crashed_reason or "gave no answer")
-        last = result.stderr_tail.strip().splitlines()[-1:] or [""]
-        raise UsageError(f"{request.subject()}: the {framework} probe {why}{': ' + last[0] if last[0] else ''}")
+    found = outcome(launched.main, launched.child, timeout, result=Answer, flag=timeout_flag,
+                    measured=answer is not None, ended="gave no answer")  # fmt: skip
+    if not found.ok:
+        why = found.reason if found.status is Status.TIMEOUT else f"failed: {found.reason}"
+        raise UsageError(f"{request.subject()}: the {framework} probe {why}")
     return request.answer_of(answer.result)

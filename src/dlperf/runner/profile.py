@@ -10,7 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlperf.protocol import Cell, Error, Event, Profiled, ProfileTask, Unsupported, first
+from dlperf.protocol import Cell, Event, Profiled, ProfileTask, first
+from dlperf.runner.outcome import outcome
 from dlperf.store.records import ProfileOutcome
 from dlperf.vocab import Status
 
@@ -45,16 +46,8 @@ def profile(
 
 
 def row_of(events: list[Event], child: ChildResult, timeout: float) -> ProfileOutcome:
-    """The profile's outcome: its Profiled event, or None and why there is none."""
+    """The profile's outcome: its Profiled event, or None and why there is none (`runner/outcome.py`)."""
     profiled = first(events, Profiled)
-    if profiled is not None and not child.timed_out:
-        return ProfileOutcome(Status.OK, None, child.duration_s, profiled)
-    if unsupported := first(events, Unsupported):
-        return ProfileOutcome(Status.UNSUPPORTED, unsupported.reason, child.duration_s)
-    if failure := first(events, Error):
-        return ProfileOutcome(Status.FAILED, failure.error, child.duration_s)
-    if child.timed_out:
-        return ProfileOutcome(Status.TIMEOUT, f"the profile exceeded --timeout {timeout:g} s", child.duration_s)
-    last = (child.stderr_tail.strip().splitlines() or [""])[-1]
-    why = child.crashed_reason or "the profile child ended without a profile"
-    return ProfileOutcome(Status.FAILED, f"{why}{': ' + last if last else ''}", child.duration_s)
+    measured = profiled is not None and not child.timed_out
+    found = outcome(events, child, timeout, result=Profiled, measured=measured, ended="ended without a profile")
+    return ProfileOutcome(found.status, found.reason, child.duration_s, profiled if found.ok else None)
