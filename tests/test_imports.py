@@ -16,16 +16,13 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
+from dlperf.frameworks.common import capabilities
 
 PACKAGE = ROOT / "src" / "dlperf"
-FRAMEWORK_PACKAGES = {"torch", "jax", "jaxlib", "flax", "optax", "tensorflow", "keras", "mxnet"}
-# what each framework's own package may import besides the standard library and dlperf (its numpy is its own)
-FRAMEWORK_DEPENDENCIES = {
-    "torch": {"torch", "PIL"},  # Pillow decodes the images of --data (torchvision's wheel needs CUDA's torch)
-    "jax": {"jax", "jaxlib", "flax", "optax", "numpy"},
-    "tensorflow": {"tensorflow", "keras", "numpy"},
-    "mxnet": {"mxnet", "numpy"},
-}
+# the frameworks' own modules, and what each framework's package may import besides the standard library and dlperf
+# (its numpy is its own): read from the backends' rows, so a new framework is one row there, not a line here too
+FRAMEWORK_PACKAGES = {name for row in capabilities.TABLE.values() for name in row.packages}
+FRAMEWORK_DEPENDENCIES = {str(fw): {*row.packages, *row.also_imports} for fw, row in capabilities.TABLE.items()}
 # the child's side: every module a child process runs, one per task type (`protocol.TASKS`), and what they share;
 # they import the standard library, dlperf's standard-library-only modules and one framework
 CHILD_SIDE = "dlperf.worker"

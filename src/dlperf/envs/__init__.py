@@ -30,6 +30,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlperf.frameworks.common import capabilities
+
 if TYPE_CHECKING:
     from dlperf.answers import SelftestAnswer
 
@@ -39,9 +41,15 @@ PACKAGES: dict[str, tuple[str, ...]] = {
     "tensorflow": ("tensorflow-cpu", "keras"),
     "mxnet": ("mxnet", "numpy"),
 }
-IMPORT_NAMES = {"torch": "torch", "jax": "jax", "tensorflow": "tensorflow", "mxnet": "mxnet"}  # found without import
 RECORD = "dlperf.json"
 CONSTRAINTS = Path(__file__).resolve().parent / "constraints"
+
+
+def import_name(framework: str) -> str:
+    """The module that tells `framework` is installed, found without importing it: its backend's first package, or
+    its own name (the paper's tools dlperf only lists)."""
+    known = framework in capabilities.TABLE
+    return capabilities.of(framework).packages[0] if known else framework
 
 
 def pinned_version(framework: str) -> str | None:
@@ -61,7 +69,7 @@ def pinned_version(framework: str) -> str | None:
     except Exception:  # not installed: run from a source tree, or linked into a framework's environment
         return None
     pins = (r.split(";")[0].strip().partition("==") for r in requires)
-    return next((v for n, _, v in pins if _normalized(n) == _normalized(IMPORT_NAMES.get(framework, framework))), None)
+    return next((v for n, _, v in pins if _normalized(n) == _normalized(import_name(framework))), None)
 
 
 def _normalized(name: str) -> str:
@@ -98,7 +106,7 @@ def importable_here(framework: str) -> bool:
     """Whether the current interpreter can import the framework (found without importing it). A directory of that
     name without an __init__.py (a project's `jax/` folder, a test folder) is a namespace package, not the framework:
     it does not count."""
-    spec = importlib.util.find_spec(IMPORT_NAMES.get(framework, framework))
+    spec = importlib.util.find_spec(import_name(framework))
     return spec is not None and spec.origin is not None
 
 
@@ -134,7 +142,8 @@ UNINSTALLABLE = {
     "compiles as C++14 and torch 2.13's headers need C++17; against tensorflow-cpu 2.21 its XLA ops do not find "
     "the headers TensorFlow keeps under include/external (highwayhash, then farmhash)",
 }
-KNOWN_FRAMEWORKS = ("torch", "jax", "tensorflow", "mxnet", "caffe", "cntk", "torch7", "horovod")
+# what `dlperf list --frameworks` lists: each backend dlperf has, then what cannot be installed here
+KNOWN_FRAMEWORKS = (*(str(f) for f in capabilities.TABLE), *UNINSTALLABLE)
 
 
 @dataclass(frozen=True)
@@ -170,7 +179,7 @@ def _installed_version(name: str) -> str | None:
 
     if importable_here(name):
         try:
-            return metadata.version(IMPORT_NAMES[name])
+            return metadata.version(import_name(name))
         except metadata.PackageNotFoundError:
             return None
     return ((record(name) or {}).get("versions") or {}).get(PACKAGES[name][0])

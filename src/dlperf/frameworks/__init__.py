@@ -12,9 +12,10 @@ and possibly in another virtual environment (`dlperf.envs`): it imports the stan
 the framework installs, such as its numpy) and dlperf's standard-library-only modules, nothing else. This package
 itself imports nothing but the standard library and dlperf's standard-library-only modules.
 
-Adding a framework: a package here with `backend.py` and `models.py`, a row in `BACKENDS`, a row in
-`common.capabilities.TABLE`, a member of `dlperf.vocab.Framework`, and, when its dependencies clash with dlperf's, a
-constraints file in `dlperf/envs/`.
+Adding a framework: a package here named as it, with `backend.py` and `models.py`; a member of
+`dlperf.vocab.Framework`; its row in `common.capabilities.TABLE` (which the registry below, the parent's checks,
+`dlperf list --frameworks` and the import rules read); and, when its dependencies clash with dlperf's, its packages in
+`dlperf.envs.PACKAGES` and a constraints file in `dlperf/envs/constraints/`.
 """
 
 from __future__ import annotations
@@ -29,12 +30,8 @@ from dlperf.modes import Mode, mode_components
 from dlperf.vocab import Framework
 
 # framework -> its backend module
-BACKENDS: dict[Framework, str] = {
-    Framework.TORCH: "dlperf.frameworks.torch.backend",
-    Framework.JAX: "dlperf.frameworks.jax.backend",
-    Framework.TENSORFLOW: "dlperf.frameworks.tensorflow.backend",
-    Framework.MXNET: "dlperf.frameworks.mxnet.backend",
-}
+# each backend's module, by its row of the capability table: the package named after the framework
+BACKENDS: dict[Framework, str] = {fw: f"{__name__}.{fw}.backend" for fw in capabilities.TABLE}
 
 
 def backend(framework: str) -> ModuleType:

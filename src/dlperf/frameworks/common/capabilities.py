@@ -18,12 +18,14 @@ from dlperf.vocab import Framework, Parallel
 @dataclass(frozen=True)
 class Capabilities:
     framework: Framework
+    packages: tuple[str, ...]  # the framework's own top-level modules, the first found to tell it is installed
     modes: frozenset[Mode]  # the mode components its `build` implements; any other component is `unsupported`
     unprofilable: str | None = None  # why `--profile` is refused for it; None: its `profile` maps its profiler
     strategies: tuple[Parallel, ...] = ()  # the `--parallel` strategies its engine runs
     data_parallel: Parallel | None = None  # what `--nproc` measures without `--parallel`; None: no multi-process cell
     reads_data: bool = False  # its `loader` reads real data (`--data`); elsewhere loader cells are `unsupported`
     counts_ops: bool = False  # its probe counts a step's operators on fake tensors (`predict.count`)
+    also_imports: tuple[str, ...] = ()  # what else its package may import (what the framework installs with it)
 
     @property
     def profilable(self) -> bool:
@@ -33,19 +35,21 @@ class Capabilities:
 # fmt: off
 TABLE: dict[Framework, Capabilities] = {
     Framework.TORCH: Capabilities(
-        Framework.TORCH,
+        Framework.TORCH, ("torch",),
         frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
                    Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}),
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
         data_parallel=Parallel.DDP, reads_data=True, counts_ops=True,
+        also_imports=("PIL",),  # Pillow decodes the images of --data (torchvision's wheel needs CUDA's torch)
     ),
-    Framework.JAX: Capabilities(Framework.JAX, frozenset({Mode.FP32})),
+    Framework.JAX: Capabilities(Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}),
+                                also_imports=("numpy",)),
     Framework.TENSORFLOW: Capabilities(
-        Framework.TENSORFLOW, frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
-        strategies=(Parallel.MIRRORED,), data_parallel=Parallel.MIRRORED,
+        Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
+        strategies=(Parallel.MIRRORED,), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
     ),
     Framework.MXNET: Capabilities(
-        Framework.MXNET, frozenset({Mode.FP32}),
+        Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}), also_imports=("numpy",),
         unprofilable="MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
     ),
 }
