@@ -18,6 +18,7 @@ from dlperf.workloads import TINY
 from dlperf.workloads.base import Workload
 
 FRAMEWORKS = ["torch", "jax", "tensorflow", "mxnet"]
+WITHOUT_COUNTER = {"mxnet"}  # MXNet 1.9 has no FLOP counter (its backend's count_flops says so)
 FLOP_TOLERANCE = 0.25  # XLA counts element-wise work too; PyTorch's counter only matrix products and convolutions
 
 DESCRIBE = """
@@ -100,7 +101,9 @@ def test_flop_counters_agree_with_pytorchs_where_a_framework_has_one(described, 
         hand = {w.name: n for w in TINY if (n := by_hand(w))}
         assert {name: counted[name] for name in hand} == hand
         return
-    if not counted:
-        pytest.skip(f"{framework} has no FLOP counter")
+    if framework in WITHOUT_COUNTER:  # nothing to compare; a counter appearing there is news to this test
+        assert counted == {}, counted
+        return
+    assert set(counted) == {w.name for w in TINY}, framework  # a counter that stops counting fails here
     for name, flops in counted.items():
         assert abs(flops / torch_flops[name] - 1) < FLOP_TOLERANCE, (framework, name, flops, torch_flops[name])
