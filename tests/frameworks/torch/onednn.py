@@ -7,7 +7,7 @@ avx512_core: F, BW, VL and DQ; without avx512_bf16 it emulates bf16 with them) a
 Below that it refuses the primitive ("could not create a primitive descriptor"), which the backend reports as the
 precision unsupported. Seen with torch 2.13 on an AMD EPYC with avx512_bf16 and no avx512_fp16 (bf16 trains, fp16 is
 refused), and there with oneDNN capped by ONEDNN_MAX_CPU_ISA: at AVX2 both are refused, at AVX512_CORE (no bf16
-instructions) bf16 trains. Convolutions in either precision run at every level (they do not ask this).
+instructions) bf16 trains. Convolutions ran in both precisions with oneDNN capped at AVX2: no entry here.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
     ("name", "mode"),
     [
         ("tiny-resnet-56", "bf16"),
-        ("tiny-alexnet-r", "fp16"),  # convolutions in either precision run at every oneDNN level, AVX2 too
+        ("tiny-alexnet-r", "fp16"),  # convolutions in either precision ran with oneDNN capped at AVX2 too
         ("tiny-alexnet-r", "bf16+channels_last"),
         ("tiny-lstm", "bf16"),
     ],
