@@ -198,17 +198,28 @@ def test_a_nan_timeout_stops_before_anything_runs(capsys, tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
-@pytest.mark.parametrize("ref", ["²", "٣", "9223372036854775808", "x.db:٣"])
-def test_compare_takes_run_ids_in_ascii_digits_only(ref, tmp_path):
+@pytest.mark.parametrize("ref", ["²", "٣", "x.db:٣"])
+def test_compare_reads_a_ref_in_other_digits_as_a_file_name(ref, tmp_path):
+    from dlperf.report.compare import parse_ref
+
+    assert parse_ref(ref, str(tmp_path / "x.db"), "B") == (ref, None)  # a file name, not run 2 or 3
+
+
+@pytest.mark.parametrize(("ref", "run_id"), [("3", 3), ("x.db:12", 12), ("9223372036854775807", 2**63 - 1)])
+def test_compare_takes_run_ids_in_ascii_digits(ref, run_id, tmp_path):
+    from dlperf.report.compare import parse_ref
+
+    default = str(tmp_path / "x.db")
+    assert parse_ref(ref, default, "B") == ("x.db" if ":" in ref else default, run_id)
+
+
+def test_compare_refuses_a_run_id_beyond_sqlites_integers(tmp_path):
     from dlperf.errors import UsageError
     from dlperf.report.compare import parse_ref
 
-    try:
-        path, run_id = parse_ref(ref, str(tmp_path / "x.db"), "B")
-    except UsageError as exc:
-        assert str(exc).startswith(f"B {ref!r}")
-    else:
-        assert run_id is None and path == ref  # a file name, not run 3
+    too_large = str(2**63)
+    with pytest.raises(UsageError, match=rf"^B '{too_large}': expected a whole number at most {2**63 - 1} "):
+        parse_ref(too_large, str(tmp_path / "x.db"), "B")
 
 
 def test_a_cell_without_a_sample_fails_the_run(tmp_path):

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import dlperf, one_line_error
+from conftest import dlperf, one_line_error, rows
 from dlperf.report import crossover
 from dlperf.store import Store
 from dlperf.workloads import BUILTIN
+from report.pictures import assert_png_draws
 
 
 @pytest.mark.parametrize(
@@ -49,13 +50,24 @@ def test_a_crossover_is_measured_stored_and_answered(tmp_path):
     assert all(c.ok and c.median_s for c in cells)
     predictions = store.predictions(run.id)
     assert sorted(p.batch for ps in predictions.values() for p in ps) == [1, 8]
-    assert all(p.gpu == "T4" and p.transfer_s > 0 for ps in predictions.values() for p in ps)
+    gpu = {p.batch: p for ps in predictions.values() for p in ps}
+    assert all(p.gpu == "T4" and p.step_s == pytest.approx(p.device_s + p.transfer_s) for p in gpu.values())
+    assert 0 < gpu[1].transfer_s < gpu[8].transfer_s <= 8 * gpu[1].transfer_s  # 8x the bytes over the same link
     [x] = crossover.read(store, [run.id])
     assert [r.batch for r in x.rows] == [1, 8] and x.gpus == ["T4"]
+    # the answer, from the stored steps: the GPU pays from the smallest batch after which it is always faster
+    cpu = {r["batch"]: r["median_s"] for r in rows(db, "SELECT batch, median_s FROM cells")}
+    faster = tuple(b for b in (1, 8) if gpu[b].step_s < cpu[b])
+    answer = {
+        (1, 8): "the GPU pays from batch 1",
+        (8,): "the GPU pays from batch 8",
+        (1,): "the GPU does not pay at batch 8, the largest measured (it did at 1)",
+        (): "the GPU never pays up to batch 8",
+    }[faster]
+    assert [line for line in proc.stdout.splitlines() if line.startswith("T4: ")] == [f"T4: {answer}"], (cpu, gpu)
     out = " ".join(proc.stdout.split())
-    assert "T4: the GPU " in out and ("pays from batch" in out or "never pays up to batch 8" in out)
     assert f"your batch {BUILTIN['tiny-fcn-r'].batch} was not measured" in out  # not among --batches
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert_png_draws(png, 1, colours=["#1f77b4", "#ff7f0e"])  # the CPU measured, T4 predicted
     table = dlperf("table", db=db, timeout=60)
     assert table.returncode == 0 and "tiny-fcn-r@b8" in table.stdout, table.stderr
 

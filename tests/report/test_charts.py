@@ -3,11 +3,13 @@
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from conftest import make_cell
 from dlperf.report import charts, figures, paper
+from report.pictures import assert_png_draws, pdf_pages, svg_axes
 
 
 def cell(workload="fcn-r", threads=1, median=1.0, mode="fp32", framework="torch", device="cpu", **fields):
@@ -98,12 +100,33 @@ def test_svg_tags_every_point_and_keeps_hostile_names_as_text():
     assert not re.search(r"<b>", svg)
 
 
-@pytest.mark.parametrize("suffix,magic", [("png", b"\x89PNG"), ("svg", b"<?xml"), ("pdf", b"%PDF")])
-def test_save_writes_each_format(tmp_path, suffix, magic):
+def saved(tmp_path, suffix: str) -> Path:
+    """Two charts saved side by side: fcn-r's thread scaling (two points) and the paper comparison (three bars)."""
     charts_ = [*charts.scaling([cell(threads=1), cell(threads=2, median=0.5)]), paper.chart(paper.compare([cell()])[0])]
     out = tmp_path / f"fig.{suffix}"
     figures.save(charts_, out)
-    assert out.read_bytes().startswith(magic)
+    return out
+
+
+SCALING_TEXT = {"fcn-r: thread scaling", "CPU threads", "seconds per mini-batch", "torch fp32", "ideal scaling"}
+PAPER_TEXT = {"This machine against Shi et al. (2016)", "this machine, best CPU", "paper, best CPU", "paper, best GPU"}
+TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]  # the palette's first colours, one a series label, in order
+
+
+def test_save_writes_a_png_with_each_chart_drawn(tmp_path):
+    assert_png_draws(saved(tmp_path, "png"), charts=2, colours=TAB10)  # 1920 x 600 at 150 dpi; a line and 3 bars
+
+
+def test_save_writes_an_svg_with_each_charts_text_and_series(tmp_path):
+    scaling, comparison = svg_axes(saved(tmp_path, "svg"))
+    assert set(scaling["texts"]) >= SCALING_TEXT and set(comparison["texts"]) >= PAPER_TEXT
+    assert scaling["colours"] == {TAB10[0]} and len(scaling["marker_xs"]) == 2  # a point at 1 thread, one at 2
+    assert comparison["colours"] == set(TAB10[1:])  # a bar of each
+
+
+def test_save_writes_a_one_page_pdf_with_each_charts_text(tmp_path):
+    pages, texts = pdf_pages(saved(tmp_path, "pdf"))
+    assert pages == 1 and set(texts) >= (SCALING_TEXT | PAPER_TEXT)
 
 
 def test_ddp_scaling_draws_processes_with_the_ideal_of_each_protocol():

@@ -9,6 +9,7 @@ import pytest
 from conftest import browser_paths, dlperf
 from dlperf.report.format import table_seconds
 from dlperf.store import Store
+from report.pictures import assert_png_draws
 from report.synthetic import ERROR, HOSTILE, add_profiles, fill
 
 KNOWN = "fcn-r|torch|cpu|2|fp32"  # 0.45 s in the synthetic run
@@ -167,12 +168,18 @@ def test_a_trace_link_without_the_reports_place_is_a_file_url_and_a_missing_trac
     assert _trace_link(str(tmp_path / "gone.json.gz"), tmp_path / "r.html").endswith("gone.json.gz (not found)")
 
 
-@pytest.mark.parametrize("kind", ["scaling", "variants", "gpu", "utilization", "paper"])
-def test_plot_each_kind(tmp_path, report_db, kind):
+@pytest.mark.parametrize(
+    ("kind", "charts"),
+    [("scaling", 2), ("variants", 1), ("gpu", 1), ("utilization", 1), ("paper", 1)],  # scaling: fcn-r and HOSTILE's
+)
+def test_plot_each_kind(tmp_path, report_db, kind, charts):
     out = tmp_path / f"{kind}.png"
     done = dlperf("plot", kind, "-o", str(out), db=report_db)
     assert done.returncode == 0, done.stderr
-    assert out.read_bytes().startswith(b"\x89PNG")
+    assert done.stdout == f"wrote {out} ({charts} chart{'s' if charts > 1 else ''})\n"
+    # each chart 960 x 600 at the default 150 dpi; the first series in the palette's first colour, in each of two
+    # charts of lines side by side
+    assert_png_draws(out, charts, colours=["#1f77b4"], columns=charts)
 
 
 def test_plot_profile_draws_a_bar_per_profiled_cell_and_says_when_none_was(tmp_path, report_db):

@@ -53,7 +53,8 @@ def test_launch_runs_a_child_reads_its_events_and_leaves_nothing_behind(tmp_path
     launched = launch(ProbeTask("nosuch", EnvRequest()), sys.executable, 1, 60)  # a framework that does not exist
     [start, error] = launched.main
     assert start.pid > 0 and start.python == sys.executable
-    assert "No module named 'dlperf.frameworks.nosuch'" in error.error or "nosuch" in error.error
+    assert error.error == "ValueError: 'nosuch' is not a valid Framework" and not error.usage  # the registry's refusal
+    assert error.traceback.rstrip().endswith(error.error)  # the child's own traceback, read back whole
     assert launched.child.returncode == 1 and list(tmp_path.iterdir()) == []
 
 
