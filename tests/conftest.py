@@ -110,6 +110,18 @@ def alive(pid: int) -> bool:
         return f.read().split(")")[-1].split()[0] != "Z"
 
 
+def gone(pids: list[int], within_s: float | None = None) -> bool:
+    """Whether every process of `pids` has ended (`alive`), polled for `within_s` seconds: by default the grace dlperf
+    gives a process between SIGTERM and SIGKILL (`runner/launch.KILL_GRACE_S`), since what dlperf stopped may still be
+    dying, or waiting for its reaper, when dlperf returns."""
+    from dlperf.runner.launch import KILL_GRACE_S
+
+    deadline = time.monotonic() + (KILL_GRACE_S if within_s is None else within_s)
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(alive(p) for p in pids)
+
+
 def make_cell(workload="fcn-r", framework="torch", device="cpu", threads=1, mode="fp32", **fields):
     """A stored cell as the views read it (`CellRecord`), for tests of the views: the figures are made up."""
     from dlperf.protocol import Cell
