@@ -111,7 +111,12 @@ class SelftestAnswer(Wire):
 
 @dataclass(frozen=True)
 class ThreadsAnswer(Wire):
-    """CPU time over wall time of back-to-back matrix products: about the threads when the framework honours them."""
+    """Back-to-back matrix products at `threads`: how many cores the framework keeps busy with them.
+
+    `ratio`, CPU time over wall time, is that number on a machine of its own; other processes lower it. `runnable`, the
+    threads ready to run on average (their CPU time plus their waits for a CPU, over the wall time), is the same number
+    whatever the others take, where the kernel counts those waits (None where it does not); more threads than the CPUs
+    it may use count whole (JAX at 2 threads: about 3, its pool and the caller on its 2 CPUs)."""
 
     threads: int
     cpu_s: float
@@ -120,6 +125,9 @@ class ThreadsAnswer(Wire):
     products: int
     others_cpu_share: float | None  # other processes' load meanwhile: a busy machine lowers the ratio
     settings: dict[str, Any]
+    waited_s: float | None = field(default=None, metadata=ABSENT)  # its threads' time ready to run, waiting for a CPU
+    runnable: float | None = field(default=None, metadata=ABSENT)  # (their CPU time + waited_s) / wall_s
+    thread_cpu_s: list[float] | None = field(default=None, metadata=ABSENT)  # each thread's CPU time, busiest first
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -219,6 +220,16 @@ def test_steal_fraction():
     after = {**before, "user": 16.0, "idle": 12.0, "steal": 12.0}
     assert system.steal_fraction(before, after) == pytest.approx(0.2)
     assert system.steal_fraction(before, before) is None
+
+
+def test_thread_times_read_each_threads_cpu_and_wait_and_fall_back_to_ticks_without_schedstat(tmp_path):
+    tick = os.sysconf("SC_CLK_TCK")
+    stat = f"12 (a (b) c) R 1 1 1 0 -1 0 0 0 0 0 {3 * tick} {tick} 0 0 20 0 1 0\n"  # a command with ") " in it
+    root = write(tmp_path, {"proc/self/task/11/schedstat": "1500000000 250000000 7\n", "proc/self/task/12/stat": stat})
+    assert system.thread_times(root) == {11: (1.5, 0.25), 12: (4.0, None)}
+    assert system.thread_times(str(tmp_path / "nowhere")) == {}
+    mine = system.thread_times()  # this thread, on the real machine
+    assert threading.get_native_id() in mine and mine[threading.get_native_id()][0] > 0
 
 
 def test_rss_from_status(tmp_path):

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, alive, dlperf, one_line_error, require
+from conftest import ROOT, alive, dlperf, gone, one_line_error, require
 from dlperf.protocol import PARENT_VAR
 from dlperf.runner import lifeline
 
@@ -26,13 +26,6 @@ def wait_for_pids(path, count: int, proc: subprocess.Popen | None = None, timeou
             return pids[:count]
         time.sleep(0.05)
     raise AssertionError(f"{path} never held {count} pids" + (f": {proc.communicate()[1]}" if proc else ""))
-
-
-def gone(pids: list[int], within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while any(alive(p) for p in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return not any(alive(p) for p in pids)
 
 
 def kill(*pids: int) -> None:
@@ -145,7 +138,7 @@ def test_nothing_a_cell_started_survives_it(tmp_path):
                       env={"PID_FILE": str(pid_file)}, timeout=90)  # fmt: skip
         one_line_error(proc, "SIGKILL")
         pids = [int(p) for p in pid_file.read_text().split()]
-        assert len(pids) == 2 and gone(pids, within_s=1.0)  # stopped before dlperf ended
+        assert len(pids) == 2 and gone(pids, within_s=0)  # stopped, and reaped, before dlperf ended
     finally:
         kill(*(int(p) for p in pid_file.read_text().split()))
 

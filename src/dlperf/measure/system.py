@@ -294,6 +294,26 @@ def others_cpu_share(
     return max(0.0, busy - own_cpu_s) / (wall_s * (os.cpu_count() or 1))
 
 
+def thread_times(root: str = "/") -> dict[int, tuple[float, float | None]]:
+    """This process's threads: id -> (seconds on a CPU, seconds ready to run but waiting for one), from schedstat.
+
+    The wait is the time others took a thread's CPU: other processes, or its own process's threads beyond the CPUs it
+    may use. CPU time plus wait is the time it wanted a CPU, whoever else ran. A kernel without schedstat (no
+    CONFIG_SCHED_INFO) gives the CPU time from stat's ticks, and the wait None."""
+    found: dict[int, tuple[float, float | None]] = {}
+    task_dir = os.path.join(root, "proc/self/task")
+    for task in os.listdir(task_dir) if os.path.isdir(task_dir) else []:
+        schedstat = (_read(os.path.join(task_dir, task, "schedstat")) or "").split()
+        if len(schedstat) >= 2:
+            found[int(task)] = (int(schedstat[0]) / 1e9, int(schedstat[1]) / 1e9)
+            continue
+        stat = _read(os.path.join(task_dir, task, "stat"))
+        if stat:  # utime and stime: the 12th and 13th fields after the command's closing parenthesis
+            utime, stime = stat.rsplit(")", 1)[1].split()[11:13]
+            found[int(task)] = ((int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK"), None)
+    return found
+
+
 def rss_bytes(root: str = "/") -> int | None:
     """Resident memory of this process now."""
     return _kib_field(os.path.join(root, "proc/self/status"), "VmRSS")

@@ -68,8 +68,9 @@ def _versions(packages) -> dict:
 
 
 def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> ThreadsAnswer:
-    """CPU time over wall time of back-to-back fp32 matrix products at `threads`: about 1 at one thread, about 2 at
-    two when the framework honours the setting (a ratio, so it does not depend on how fast the machine is)."""
+    """Back-to-back fp32 matrix products at `threads` for `seconds`: the cores they keep busy, about 1 at one thread
+    and 2 at two when the framework honours the setting (ratios, so they do not depend on how fast the machine is).
+    Each thread's CPU time and waits for a CPU are read too: summed, other processes' load does not change them."""
     import time
 
     from dlperf.measure import system
@@ -78,11 +79,13 @@ def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> ThreadsAns
     product = fw.matmul(size)
     for _ in range(3):  # compile, allocate, spin the pool up
         product()
-    count, machine0, cpu0, wall0 = 0, system.cpu_times(), _cpu_s(), time.perf_counter()
+    count, machine0, tasks0 = 0, system.cpu_times(), system.thread_times()
+    cpu0, wall0 = _cpu_s(), time.perf_counter()
     while time.perf_counter() - wall0 < seconds:
         product()
         count += 1
     cpu, wall = _cpu_s() - cpu0, time.perf_counter() - wall0
+    used, waited = _thread_deltas(tasks0, system.thread_times())
     return ThreadsAnswer(
         threads=threads,
         cpu_s=cpu,
@@ -92,7 +95,22 @@ def thread_use(fw, threads: int, seconds: float, size: int = 1024) -> ThreadsAns
         # other processes' load meanwhile: a busy machine lowers the ratio whatever the framework does
         others_cpu_share=system.others_cpu_share(machine0, system.cpu_times(), cpu, wall),
         settings=settings,
+        waited_s=waited,
+        runnable=None if waited is None else (sum(used) + waited) / wall,
+        thread_cpu_s=[round(s, 4) for s in used],
     )
+
+
+def _thread_deltas(before: dict, after: dict) -> tuple[list[float], float | None]:
+    """Each thread's CPU seconds between two `thread_times` readings (busiest first, idle threads left out), and
+    their waits for a CPU summed (None without schedstat). A thread started meanwhile counts from zero."""
+    used, waited = [], 0.0
+    for tid, (cpu, wait) in after.items():
+        cpu0, wait0 = before.get(tid, (0.0, 0.0))
+        if cpu > cpu0:
+            used.append(cpu - cpu0)
+        waited = None if wait is None or waited is None else waited + wait - (wait0 or 0.0)
+    return sorted(used, reverse=True), waited
 
 
 def _cpu_s() -> float:

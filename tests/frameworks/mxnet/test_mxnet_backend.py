@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from conftest import cpu_ratio, framework_python, run_in
+from conftest import cores_kept_busy, framework_python, run_in
 from dlperf.answers import EnvRequest, SelftestRequest
 from dlperf.runner import probe
 
@@ -271,14 +271,14 @@ print(json.dumps({"busy": sum(w > 0.2 * work[0] for w in work), "ticks": work[:4
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.serial  # a ratio of CPU to wall time: alone on the machine, after the parallel tests
+@pytest.mark.serial  # alone on the machine, after the parallel tests: a quiet machine's figures are cleaner
 @pytest.mark.parametrize("threads", [1, 2])
 def test_threads_keep_that_many_cores_busy(threads):
-    """One engine worker with an OpenMP team of N threads: CPU time / wall time of matrix products is about N."""
+    """One engine worker with an OpenMP team of N threads: matrix products keep about N cores busy."""
     if threads > len(os.sched_getaffinity(0)):
         pytest.skip(f"this machine lets the tests use fewer than {threads} CPUs")
-    answer = cpu_ratio("mxnet", threads)  # a skip, saying so, when other processes keep the machine busy
+    answer = cores_kept_busy("mxnet", threads)  # whatever other processes take of the machine
     settings = answer["settings"]
     assert settings["MXNET_CPU_WORKER_NTHREADS"] == "1" and not settings["configured_after_import"]
     assert settings["omp_max_threads"] == settings["openblas_threads"] == threads
-    assert answer["ratio"] < 1.3 if threads == 1 else answer["ratio"] > 1.6, answer
+    assert answer["cores"] < 1.3 if threads == 1 else answer["cores"] > 1.5, answer
