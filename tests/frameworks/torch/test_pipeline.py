@@ -14,6 +14,7 @@ from dlperf.frameworks.torch import backend as torch_backend
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch import pipeline as pp
 from dlperf.protocol import Cell
+from dlperf.worker.child import exit_now
 from dlperf.workloads import BUILTIN
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -178,6 +179,7 @@ def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: 
         out[rank] = found
     finally:
         dist.destroy_process_group()
+    exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
 
 
 def sync_waits(train: pp.PipelineStep) -> bool:

@@ -72,6 +72,7 @@ def _rank(rank: int, world: int, port: int, out: str, device: str) -> None:
     import torch
 
     from dlperf.frameworks.torch import ddp
+    from dlperf.worker.child import exit_now
 
     torch.set_num_threads(1)
     group = ddp.init(device, 60)
@@ -80,6 +81,7 @@ def _rank(rank: int, world: int, port: int, out: str, device: str) -> None:
     with open(f"{out}.{rank}", "w") as f:
         json.dump(found, f)
     ddp.close(together=True)
+    exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
 
 
 def _tp_against_whole(workload, group) -> dict:
