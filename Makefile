@@ -2,6 +2,7 @@
 #   make run    create .venv if missing, install, measure the default sweep, print the Table-7 view
 #   make test   create .venv if missing, install dev extras, lint, pytest without the end-to-end sweeps marked slow
 #   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
+#   make gpu-test   on a GPU machine, the tests marked gpu (pytest -m gpu), a skip failing (DLPERF_REQUIRE=cuda)
 # and one more for the other frameworks:
 #   make envs   a dedicated environment each for jax, tensorflow and mxnet (under $DLPERF_DATA_DIR, default
 #               ~/.local/share/dlperf), installed in parallel from the committed constraints files and verified
@@ -15,7 +16,7 @@ RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
 
-.PHONY: run test test-slow lint format pytest clean envs
+.PHONY: run test test-slow gpu-test lint format pytest clean envs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -46,6 +47,12 @@ test: lint pytest
 # The slow tests are independent sweeps in their own child processes and temporary stores: two run side by side.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow -n 2 --durations=15 $(PYTEST_ARGS)
+
+# Every test marked gpu, slow ones included, one at a time (they share the GPUs): on a GPU machine a skip is a failure.
+# The tests of 2 GPUs fail only where GPU_REQUIRE lists multi-gpu too: make gpu-test GPU_REQUIRE=cuda,multi-gpu
+GPU_REQUIRE ?= cuda
+gpu-test: $(STAMP)
+	DLPERF_REQUIRE=$(GPU_REQUIRE) $(BIN)/python -m pytest -q -m gpu -rs --durations=15 $(PYTEST_ARGS)
 
 # One install per framework, side by side (they download, mostly); each log is printed when it fails.
 envs: $(STAMP)

@@ -38,6 +38,35 @@ def require(name: str):
     pytest.skip(message, allow_module_level=True)
 
 
+MULTI_GPU = "multi-gpu"  # what DLPERF_REQUIRE names to fail the tests of 2 or more GPUs on a machine with fewer
+
+
+def cuda_gpus(count: int = 1):
+    """torch, on a machine with `count` or more CUDA GPUs; else a skip saying why, or a failure when DLPERF_REQUIRE
+    lists `cuda` (and the machine has none) or `multi-gpu` (and it has fewer): a GPU run that skipped its GPU tests
+    would prove nothing. Called before every test marked `gpu` (`@pytest.mark.gpu`, `@pytest.mark.gpu(2)`)."""
+    spec = importlib.util.find_spec("torch")
+    found = 0
+    if spec is not None and spec.origin is not None:
+        import torch
+
+        found = torch.cuda.device_count()
+        if found >= count:
+            return torch
+    message = "no CUDA device on this machine" if not found else f"needs {count} CUDA GPUs; this machine has {found}"
+    for name, missing in (("cuda", not found), (MULTI_GPU, found < count)):
+        if missing and name in required():
+            pytest.fail(f"{message}, and DLPERF_REQUIRE lists {name}", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.hookimpl(tryfirst=True)  # before skipif markers and fixtures: the reason is the missing GPU
+def pytest_runtest_setup(item):
+    marker = item.get_closest_marker("gpu")
+    if marker is not None:
+        cuda_gpus(*marker.args)
+
+
 def browser_paths() -> tuple[str, str]:
     """(chromium, chromedriver) for the browser tests, with selenium importable; skips locally, fails in CI when
     DLPERF_REQUIRE lists `chromium`, like `require`."""

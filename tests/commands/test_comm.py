@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 import time
+from functools import partial
+from types import SimpleNamespace
 
 import pytest
 
@@ -216,8 +218,8 @@ def test_a_v3_file_is_upgraded_and_gets_the_comm_table(tmp_path):
 # End to end: torchrun, gloo, CPU
 
 
-@pytest.mark.slow
 def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch):
+    """In the fast run (make test): the gloo all-reduce of every size summed right on both ranks, and stored."""
     db = tmp_path / "tmp.db"
     proc = dlperf("comm", "--nproc", "2", *QUICK, "--sizes", "4K:1M", "--factor", "16", "--format", "json", db=db)
     assert proc.returncode == 0, proc.stderr
@@ -240,6 +242,23 @@ def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch
     assert sorted(r.bytes for r in rows) == [4 * K, 64 * K, M]
     assert all(r.fingerprint["frameworks"]["torch"] == torch.__version__ and r.wrong == 0 for r in rows)
     assert env["frameworks"]["torch"]["version"] == torch.__version__ and rows[0].fingerprint["cores"]
+
+
+def test_the_wrong_element_check_counts_every_element_summed_wrong(torch, monkeypatch):
+    """Rank 0 of 2, its all-reduces faked (frameworks/torch/comm.py): a sum that lost 3 elements is 3 wrong, added to
+    the other rank's count; a right sum is 0."""
+    from dlperf.frameworks.torch import comm as ranks
+
+    def all_reduce(lost, others_wrong, tensor, op=None):
+        if tensor.dtype == torch.float32:  # the message: rank 1 sent 2s
+            tensor.add_(2)
+            tensor[:lost] = 0
+        else:  # the count of wrong elements, summed over the ranks
+            tensor.add_(others_wrong)
+
+    for lost, others, wrong in ((0, 0, 0), (3, 0, 3), (3, 5, 8)):
+        monkeypatch.setattr(ranks.dist, "all_reduce", partial(all_reduce, lost, others))
+        assert ranks.wrong_elements(torch.empty(1024), 0, 2, lambda: None) == wrong, (lost, others)
 
 
 @pytest.mark.slow
@@ -324,22 +343,83 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
 def test_nccl_without_cuda_is_a_clear_error_from_the_probe_and_from_the_ranks(tmp_path, torch):
     if torch.cuda.is_available():
         pytest.skip("CUDA is present: NCCL is measured instead (test_nccl_on_cuda)")
-    proc = dlperf("comm", "--backend", "nccl", "--nproc", "1", db=tmp_path / "d.db")
-    assert proc.returncode == 2 and "--backend nccl needs CUDA GPUs" in proc.stderr, proc.stderr
+    one_line_error(dlperf("comm", "--backend", "nccl", "--nproc", "1", db=tmp_path / "d.db"),
+                   "--backend nccl needs CUDA GPUs")  # fmt: skip
     opts = opts_of("--backend", "nccl", "--nproc", "1", "--sizes", "4K", "--iters", "1", "--timeout", "60")
     launched = job.run_job(opts.job, sys.executable, 1)  # past the probe: the rank itself refuses
     reason = job.failure_reason(opts.job, launched.child, launched.main)
     assert reason.startswith("rank 0: RuntimeError: --backend nccl needs CUDA GPUs"), reason
 
 
+@pytest.mark.gpu
 def test_nccl_on_cuda(tmp_path, torch):
-    if not torch.cuda.is_available():
-        pytest.skip("CUDA is absent: NCCL needs a GPU per process")
     proc = dlperf("comm", "--backend", "nccl", "--nproc", "1", *QUICK, "--sizes", "4K:1M", "--format", "json",
                   db=tmp_path / "d.db")  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["device"] == "cuda" and all(s["wrong"] == 0 and s["time_s"] > 0 for s in out["sizes"])
+
+
+# --nproc above the GPUs this node sees: refused by the probe's device list, and by the rank with no GPU of its own
+
+
+def test_nccl_over_more_processes_than_gpus_is_refused_before_the_job(tmp_path, monkeypatch, capsys):
+    """The probe's device list faked to one GPU (tests/test_answers.py's): --nproc 2 is one line, exit 2, nothing
+    launched or stored; --nproc 1 fits, and no GPU at all is said apart."""
+    from dlperf.answers import EnvAnswer
+    from dlperf.cli import main
+    from dlperf.plan import devices
+    from dlperf.vocab import CommBackend
+    from test_answers import ENV_WIRE
+
+    def launch(*args):
+        raise AssertionError("the job was launched on more processes than GPUs")
+
+    monkeypatch.setattr(devices, "framework_info", lambda names: {"torch": ENV_WIRE})
+    monkeypatch.setattr(job, "run_job", launch)
+    code = main(["comm", "--backend", "nccl", "--nproc", "2", "--db", str(tmp_path / "d.db")])
+    one_line_error(SimpleNamespace(returncode=code, stderr=capsys.readouterr().err),
+                   "--backend nccl uses one GPU per process: --nproc 2, but torch sees 1")  # fmt: skip
+    assert not (tmp_path / "d.db").exists()
+    one_gpu = EnvAnswer.from_json(ENV_WIRE)
+    comm.check_backend(CommBackend.NCCL, 1, one_gpu)
+    comm.check_backend(CommBackend.GLOO, 4, one_gpu)  # gloo runs on the CPU, whatever the GPUs
+    no_gpu = EnvAnswer.from_json({**ENV_WIRE, "devices": [{"name": "cpu"}]})
+    with pytest.raises(UsageError, match=r"^--backend nccl needs CUDA GPUs; torch 2\.13\.0\+cpu sees none"):
+        comm.check_backend(CommBackend.NCCL, 1, no_gpu)
+
+
+def test_a_rank_past_the_gpus_says_how_many_processes_fit(torch, monkeypatch):
+    """The rank's own check (frameworks/torch/comm.py), with the GPUs torch sees faked to one."""
+    from dlperf.frameworks.torch import comm as ranks
+
+    chosen = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "set_device", chosen.append)
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    assert ranks.device_for("nccl") == torch.device("cuda", 0) and chosen == [0]
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    fit = r"^--backend nccl: process 1 of this node has no GPU of its own \(1 visible\): use --nproc 1 or fewer$"
+    with pytest.raises(RuntimeError, match=fit):
+        ranks.device_for("nccl")
+    assert chosen == [0] and ranks.device_for("gloo") == torch.device("cpu")
+
+
+@pytest.mark.gpu
+def test_nccl_over_more_processes_than_gpus_on_real_gpus(tmp_path, torch):
+    """The same two refusals with the GPUs this machine has: the probe's, before anything runs, and past it (the job
+    launched anyway) the rank's that has no GPU of its own."""
+    gpus = torch.cuda.device_count()
+    over = str(gpus + 1)
+    one_line_error(dlperf("comm", "--backend", "nccl", "--nproc", over, db=tmp_path / "d.db"),
+                   f"--backend nccl uses one GPU per process: --nproc {over}, but torch sees {gpus}")  # fmt: skip
+    assert not (tmp_path / "d.db").exists()
+    opts = opts_of("--backend", "nccl", "--nproc", over, "--sizes", "4K", "--iters", "1", "--timeout", "120")
+    launched = job.run_job(opts.job, sys.executable, 1)
+    reason = job.failure_reason(opts.job, launched.child, launched.main)
+    assert reason.startswith(f"rank {gpus}: RuntimeError: --backend nccl: process {gpus} of this node has no GPU "
+                             f"of its own ({gpus} visible): use --nproc {gpus} or fewer"), reason  # fmt: skip
 
 
 @pytest.mark.parametrize("text", ["٣K", "４M", "1_024", "9999999999999999999G"])

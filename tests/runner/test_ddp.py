@@ -281,14 +281,19 @@ def test_two_nodes_on_one_machine_over_loopback(tmp_path, torch):
 # DataParallel: one process, every GPU
 
 
-def test_dataparallel_is_unsupported_without_two_gpus_saying_why(torch):
+def test_dataparallel_is_unsupported_on_a_cpu_saying_why(torch):
     from dlperf.frameworks.torch import backend as torch_backend
     from dlperf.workloads import BUILTIN
 
     with pytest.raises(NotImplementedError, match="applies to CUDA GPUs only"):
         torch_backend.build(BUILTIN["tiny-fcn-r"], "cpu", "dataparallel")
-    if torch.cuda.device_count() < 2:
-        pytest.skip(f"DataParallel needs 2 or more GPUs; this machine has {torch.cuda.device_count()}")
+
+
+@pytest.mark.gpu(2)
+def test_dataparallel_steps_on_every_gpu(torch):
+    from dlperf.frameworks.torch import backend as torch_backend
+    from dlperf.workloads import BUILTIN
+
     step = torch_backend.build(BUILTIN["tiny-fcn-r"], "cuda:0", "dataparallel")
     assert isinstance(step.forward, torch.nn.DataParallel) and step.mode_settings["data_parallel_gpus"] >= 2
     step.step()
@@ -331,9 +336,8 @@ def test_the_process_that_was_killed_is_named_not_the_one_that_lost_its_peer():
 
 
 @pytest.mark.slow
+@pytest.mark.gpu(2)
 def test_nccl_cells_one_gpu_per_process(tmp_path, torch):
-    if torch.cuda.device_count() < 2:
-        pytest.skip(f"NCCL DDP needs 2 or more CUDA GPUs; this machine has {torch.cuda.device_count()}")
     db = tmp_path / "d.db"
     done = dlperf("run", "--workloads", "tiny-resnet-56", "--devices", "cuda", "--nproc", "2", *FAST, db=db,
                   timeout=600)  # fmt: skip

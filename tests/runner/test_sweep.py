@@ -1,4 +1,5 @@
-"""End-to-end sweeps through the real command line: child processes, crashes, timeouts, interrupts, resume."""
+"""End-to-end sweeps through the real command line: child processes, crashes, timeouts, interrupts, resume. Slow
+(make test-slow), but for one interrupt and its --resume, kept in the fast run (make test)."""
 
 import json
 import os
@@ -10,9 +11,7 @@ import time
 
 import pytest
 
-from conftest import FAST, ROOT, alive, cells, dlperf, require, rows
-
-pytestmark = pytest.mark.slow
+from conftest import FAST, ROOT, alive, cells, dlperf, one_line_error, require, rows
 
 USER_FILE = """
 import os, signal, time
@@ -61,6 +60,7 @@ def user_file(tmp_path):
     return path
 
 
+@pytest.mark.slow
 def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
     require("torch")
     db = tmp_path / "d.db"
@@ -98,6 +98,7 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
     assert env["frameworks"]["torch"]["version"].startswith("2.") and env["cores"]["cores"] >= 1
 
 
+@pytest.mark.slow
 def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, user_file):
     db = tmp_path / "d.db"
     hang_file = tmp_path / "hang"
@@ -124,7 +125,7 @@ def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, us
     assert not alive(int(hang_file.read_text()))  # the hung worker's process is gone
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM])
 def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, user_file, sig):
     db = tmp_path / "d.db"
     hang_file = tmp_path / "hang"
@@ -167,10 +168,10 @@ def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, u
     assert [r["status"] for r in rows] == ["ok", "ok", "ok"]
     assert rows[0]["updated_at"] == first_update  # finished cells were not measured again
     assert len({r["run_id"] for r in rows}) == 1
-    again = dlperf("run", "--resume", db=db)
-    assert again.returncode == 2 and "nothing to resume" in again.stderr
+    one_line_error(dlperf("run", "--resume", db=db), "nothing to resume")
 
 
+@pytest.mark.slow
 def test_resume_refuses_another_machine_or_framework_version(tmp_path):
     require("torch")
     db = tmp_path / "d.db"
@@ -181,11 +182,10 @@ def test_resume_refuses_another_machine_or_framework_version(tmp_path):
     conn.execute("UPDATE runs SET status = 'interrupted', fingerprint_json = ?", (json.dumps(fp),))
     conn.commit()
     conn.close()
-    proc = dlperf("run", "--resume", db=db)
-    assert proc.returncode == 2 and "torch" in proc.stderr and "1.0.0" in proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1
+    one_line_error(dlperf("run", "--resume", db=db), "torch", "1.0.0")
 
 
+@pytest.mark.slow
 def test_user_workload_errors_are_one_line(tmp_path, user_file):
     db = tmp_path / "d.db"
     broken = tmp_path / "broken.py"
@@ -195,17 +195,16 @@ def test_user_workload_errors_are_one_line(tmp_path, user_file):
         (f"{user_file}:not_a_workload", "must return dlperf.user_workload"),
         (f"{broken}:make", "ValueError: cannot import me"),
     ]:
-        proc = dlperf("run", "--workloads", spec, db=db)
-        assert proc.returncode == 2, proc.stderr
-        assert fragment in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        one_line_error(dlperf("run", "--workloads", spec, db=db), fragment)
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_device_not_present_and_dry_run(tmp_path):
     require("torch")
     db = tmp_path / "d.db"
-    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--devices", "cuda:99", db=db)
-    assert proc.returncode == 2 and "not present" in proc.stderr
+    absent = dlperf("run", "--workloads", "tiny-fcn-r", "--devices", "cuda:99", db=db)
+    one_line_error(absent, "--devices: 'cuda:99' is not present")
     proc = dlperf(
         "run",
         "--workloads",
@@ -224,6 +223,7 @@ def test_device_not_present_and_dry_run(tmp_path):
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_modes_are_cells_and_a_mode_that_does_not_apply_is_unsupported(tmp_path):
     require("torch")
     db = tmp_path / "d.db"
@@ -239,8 +239,7 @@ def test_modes_are_cells_and_a_mode_that_does_not_apply_is_unsupported(tmp_path)
     assert checks[("tiny-alexnet-r", "fp32")] is None  # fp32 is the reference, not checked against itself
     only = json.loads(dlperf("table", "--modes", "channels_last+bf16", "--format", "json", db=db).stdout)
     assert {r["mode"] for r in only["rows"]} == {"bf16+channels_last"}
-    missing = dlperf("table", "--modes", "fp16", db=db)
-    assert missing.returncode == 2 and "no cells in these modes" in missing.stderr
+    one_line_error(dlperf("table", "--modes", "fp16", db=db), "no cells in these modes")
     best = {r["workload"]: r for r in json.loads(dlperf("table", "--best", "--format", "json", db=db).stdout)}
     assert best["tiny-fcn-s"]["mode"] == "fp32" and best["tiny-fcn-s"]["speedup"] == 1.0
     assert best["tiny-alexnet-r"]["mode"] in ("fp32", "bf16+channels_last")
@@ -252,6 +251,7 @@ def measurements(db):
     return rows(db, "SELECT * FROM measurements ORDER BY run_id, cell_key, repeat")
 
 
+@pytest.mark.slow
 def test_compiled_cells_compile_cold_and_record_compile_time_apart(tmp_path):
     require("torch")
     db = tmp_path / "d.db"
@@ -269,6 +269,7 @@ def test_compiled_cells_compile_cold_and_record_compile_time_apart(tmp_path):
     assert cell["peak_mem_kind"] == "process_rss"  # a dispatch mode cannot see inside compiled code
 
 
+@pytest.mark.slow
 def test_compile_timeout_stops_the_cell_with_the_reason(tmp_path):
     require("torch")
     db = tmp_path / "d.db"
@@ -297,6 +298,7 @@ def make():
 """
 
 
+@pytest.mark.slow
 def test_nothing_a_cell_started_outlives_it(tmp_path):
     """Children end with os._exit, skipping the interpreter's teardown (0.85 s a cell): what they started is stopped
     first, so no process of a cell, nor of the probe that read the factory, is left running."""

@@ -162,6 +162,9 @@ def test_a_damaged_row_is_named_and_left_out_by_every_view(report_db, tmp_path):
     best = dlperf("table", "--best", "--db", report_db)
     assert best.returncode == 1
     warned(best, row)
+    plot = dlperf("plot", "scaling", "-o", tmp_path / "p.svg", "--db", report_db)
+    assert plot.returncode == 1 and (tmp_path / "p.svg").read_text().startswith("<?xml")
+    warned(plot, row)
 
 
 def test_compare_stops_at_a_damaged_row(report_db):
@@ -222,8 +225,9 @@ def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):
         proc.wait()
     kept = spill.path_for(db)
     assert proc.returncode == 2 and "Traceback" not in stderr, stderr
-    last = stderr.strip().splitlines()[-1]
+    *before, last = stderr.strip().splitlines()  # the sweep's warnings and progress, then the one line that stops it
     assert last.startswith("dlperf: error: ") and f"is kept in {kept}" in last and "--resume" in last
+    assert not [line for line in before if not line.startswith(("dlperf: warning: ", "[1/1] "))], stderr
     assert rows(db, "SELECT * FROM measurements") == [] and cells(db)[0]["status"] == "pending"
     (line,) = spill.kept(db, 1)
     resumed = dlperf("run", "--resume", "--db", db)

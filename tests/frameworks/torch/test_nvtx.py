@@ -14,8 +14,6 @@ from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.frameworks.torch import nvtx  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 
-cuda_build = pytest.mark.skipif(nvtx.available() is not None, reason="this torch is a CPU-only build: it has no NVTX")
-
 
 @pytest.fixture
 def recorded(monkeypatch):
@@ -92,8 +90,7 @@ def test_run_nvtx_reaches_the_cell_and_is_recorded_in_its_settings(tmp_path):
     assert "nvtx" not in cell["key"]
 
 
-@cuda_build
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.gpu  # a CUDA build has NVTX
 def test_cuda_step_emits_real_ranges():
     step = tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp32", nvtx=True)
     step.step()

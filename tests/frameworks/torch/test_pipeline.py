@@ -1,7 +1,8 @@
 """Pipeline parallelism (frameworks/torch/pipeline.py): the balancing, the chain a forward is cut into, and one
-pipeline step on 2 gloo processes against the unsplit model on the same micro-batches."""
+pipeline step on 2 gloo processes (or 2 GPUs over NCCL) against the unsplit model on the same micro-batches."""
 
 import socket
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -13,6 +14,7 @@ from dlperf.frameworks.torch import backend as torch_backend
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch import pipeline as pp
 from dlperf.protocol import Cell
+from dlperf.worker.child import exit_now
 from dlperf.workloads import BUILTIN
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -128,8 +130,23 @@ def test_modes_other_than_fp32_are_refused():
         pp.check_mode("bf16")
 
 
+@pytest.mark.gpu
+def test_a_stage_on_a_gpu_waits_for_it_and_reads_the_allocators_peak():
+    """PipelineStep's sync and memory figure on one GPU, around a stand-in step that holds 64 MiB more at its peak
+    (the whole pipeline, over NCCL, needs 2 GPUs: test_a_pipeline_step_is_the_unsplit_step)."""
+    device = torch.device("cuda", 0)
+    stage = SimpleNamespace(device=device, step=lambda: torch.ones(2**24, device=device).sum())
+    stage.sync = lambda: pp.PipelineStep.sync(stage)
+    torch.cuda._sleep(100_000_000)  # 10^8 cycles, tens of ms: a sync that does not wait returns while it runs
+    stage.sync()
+    assert torch.cuda.current_stream(device).query(), "sync() returned while the GPU was busy"
+    before = torch.cuda.memory_allocated(device)
+    memory = pp.PipelineStep.memory_of_step(stage)
+    assert set(memory) == {"cuda_allocator_peak_bytes"} and memory["cuda_allocator_peak_bytes"] >= before + 2**26
+
+
 # ----------------------------------------------------------------------------------------------------------------------
-# One step on 2 gloo processes against one process
+# One step on 2 processes (gloo, or NCCL on 2 GPUs) against one process
 
 
 def free_port() -> int:
@@ -138,25 +155,47 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: int, out: dict) -> None:
-    """A rank: one pipeline step; its loss (last stage) and its stage's parameters after the update."""
+def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: int, device: str, out: dict) -> None:
+    """A rank: one pipeline step; its loss (last stage), its stage's parameters after the update and the batch it
+    drew. On CUDA (NCCL, one GPU per rank) also whether its sync waits for the GPU, and its memory figure."""
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    backend = "nccl" if device == "cuda" else "gloo"
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
-        group = ddp.Group(rank, world, rank, "gloo")
-        cell = Cell(name, "torch", "cpu", 1, "fp32", nproc=world, scaling="strong", parallel=parallel,
+        group = ddp.Group(rank, world, rank, backend)
+        cell = Cell(name, "torch", device, 1, "fp32", nproc=world, scaling="strong", parallel=parallel,
                     microbatches=micro)  # fmt: skip
         train = pp.build(BUILTIN[name], cell, group)
         loss = train.step()
-        params = {k: v.detach().clone() for k, v in train.module.named_parameters()}
-        out[rank] = {"loss": None if loss is None else loss.item(), "params": params, "split": train.decided.split}
+        found = {"loss": None if loss is None else loss.item(), "split": train.decided.split,
+                 "params": {k: v.detach().cpu().clone() for k, v in train.module.named_parameters()},
+                 "batch": (train.inputs.cpu(), train.targets.cpu())}  # fmt: skip
+        if backend == "nccl":
+            found["sync_waits"] = sync_waits(train)
+            found["stage_bytes"] = sum(p.numel() * p.element_size() for p in train.module.parameters())
+            found["memory"] = train.memory_of_step()  # one more pipeline step: every rank takes it
+        out[rank] = found
     finally:
         dist.destroy_process_group()
+    exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
 
 
-def reference(name: str, micro: int) -> tuple[float, dict[str, torch.Tensor]]:
-    """The unsplit model, one process: the mean of the micro-batches' losses, its gradient, one update."""
+def sync_waits(train: pp.PipelineStep) -> bool:
+    """Whether the step's sync returns only once its GPU is idle: a kernel that spins for 10^8 cycles (tens of ms)
+    is queued first, so a sync that does not wait returns while it still runs."""
+    torch.cuda._sleep(100_000_000)
+    train.sync()
+    return torch.cuda.current_stream(train.device).query()
+
+
+def reference(name: str, micro: int, batch=None) -> tuple[float, dict[str, torch.Tensor]]:
+    """The unsplit model, one process: the mean of the micro-batches' losses, its gradient, one update; on `batch`
+    (inputs, targets) when given, else on the one the backend draws on the CPU."""
     step = torch_backend.build(BUILTIN[name], "cpu", "fp32")
+    if batch is not None:
+        step.inputs, step.targets = batch
     step.optimizer.zero_grad(set_to_none=True)
     xs, ys = step.inputs.tensor_split(micro), step.targets.tensor_split(micro)
     loss = torch.stack([step.loss_fn(step.model(x), y) for x, y in zip(xs, ys, strict=True)]).mean()
@@ -165,22 +204,37 @@ def reference(name: str, micro: int) -> tuple[float, dict[str, torch.Tensor]]:
     return loss.item(), {k: v.detach() for k, v in step.model.named_parameters()}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name,micro", [("tiny-resnet-56", 4), ("tiny-lstm", 2)])
-def test_a_pipeline_step_is_the_unsplit_step(name, micro):
+@pytest.mark.parametrize(
+    "name,micro,device",
+    [
+        ("tiny-lstm", 2, "cpu"),  # the pipeline case of the fast run (make test)
+        pytest.param("tiny-resnet-56", 4, "cpu", marks=pytest.mark.slow),
+        pytest.param("tiny-fcn-r", 4, "cuda", marks=pytest.mark.gpu(2)),
+    ],
+)
+def test_a_pipeline_step_is_the_unsplit_step(name, micro, device):
     """Both schedules, 2 stages: the same loss, and after the update the same parameters, as the whole model
     stepping once on the mean of the same micro-batches' losses (BatchNorm sees each micro-batch alone in both;
     tiny-lstm's gradient clipping is over both stages' gradients, and its batch-first output, not contiguous from
-    2 sequences on, crosses to the next stage)."""
-    want_loss, want = reference(name, micro)
+    2 sequences on, crosses to the next stage). On 2 GPUs over NCCL, against the CPU on the batch the GPUs drew
+    (CUDA's generator is not the CPU's), within float32's differences between the two; and each rank's sync waits for
+    its GPU, and its memory figure is the CUDA allocator's peak, above its stage's parameters and their gradients."""
+    rtol, atol = (1e-5, 1e-6) if device == "cpu" else (1e-4, 1e-5)
     for parallel in ("gpipe", "1f1b"):
         with mp.Manager() as manager:
             out = manager.dict()
-            mp.spawn(one_step, args=(2, free_port(), name, parallel, micro, out), nprocs=2)
+            mp.spawn(one_step, args=(2, free_port(), name, parallel, micro, device, out), nprocs=2)
             ranks = dict(out)
-        assert ranks[0]["loss"] is None and ranks[1]["loss"] == pytest.approx(want_loss, rel=1e-5)
+        drawn = (ranks[0]["batch"][0], ranks[1]["batch"][1]) if device == "cuda" else None
+        want_loss, want = reference(name, micro, drawn)
+        assert ranks[0]["loss"] is None and ranks[1]["loss"] == pytest.approx(want_loss, rel=rtol)
         assert ranks[0]["split"] == ranks[1]["split"]  # rank 0 decided for both
         got = {**ranks[0]["params"], **ranks[1]["params"]}
         assert set(got) == set(want) and not set(ranks[0]["params"]) & set(ranks[1]["params"])  # each stage its own
         for k, v in want.items():
-            torch.testing.assert_close(got[k], v, rtol=1e-5, atol=1e-6, msg=f"{parallel}: {k}")
+            torch.testing.assert_close(got[k], v, rtol=rtol, atol=atol, msg=f"{parallel}: {k}")
+        if device == "cuda":
+            for rank in ranks.values():
+                assert rank["sync_waits"], f"{parallel}: sync() returned while the GPU was busy"
+                assert set(rank["memory"]) == {"cuda_allocator_peak_bytes"}, rank["memory"]
+                assert rank["memory"]["cuda_allocator_peak_bytes"] >= 2 * rank["stage_bytes"] > 0, rank

@@ -199,7 +199,7 @@ def test_a_trace_above_the_cap_is_not_kept_and_a_note_says_why(tmp_path):
     assert any("above the cap of 1000 bytes" in note for note in result["notes"])
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
+@pytest.mark.gpu
 def test_cuda_categories_are_kernel_times_and_sum_to_the_step():
     result = profiled(tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "fp32"), steps=3, warmup=3)
     assert sum(result["categories"].values()) == pytest.approx(result["step_s"], rel=1e-9)

@@ -170,9 +170,8 @@ def test_a_user_workload_reads_its_own_dataset_or_its_own_loader():
         data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), neither)
 
 
+@pytest.mark.gpu  # host-to-device copies, pinned memory and non_blocking need one
 def test_a_batch_copied_to_a_gpu_is_timed_pageable_and_pinned_blocking_or_not():
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU: host-to-device copies, pinned memory and non_blocking need one")
     figures = data.h2d((torch.randn(64, 3, 32, 32), torch.zeros(64)), torch.device("cuda"))
     assert figures["bytes"] == 64 * 3 * 32 * 32 * 4
     for kind in ("pageable", "pinned", "pinned_async"):

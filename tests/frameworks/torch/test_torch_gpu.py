@@ -1,4 +1,5 @@
-"""GPU paths of the torch backend. They cannot run on a machine without a GPU: each test skips, saying so."""
+"""GPU paths of the torch backend, marked `gpu`: on a machine without a GPU each skips, saying so (and fails where
+DLPERF_REQUIRE lists cuda: make gpu-test)."""
 
 import pytest
 
@@ -9,11 +10,10 @@ torch = require("torch")
 from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 
-cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device on this machine")
 mps = pytest.mark.skipif(not torch.backends.mps.is_available(), reason="no MPS device on this machine")
 
 
-@cuda
+@pytest.mark.gpu
 def test_cuda_step_memory_and_settings():
     step = tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "fp32")
     assert step.inputs.is_cuda and next(step.model.parameters()).is_cuda
@@ -25,7 +25,7 @@ def test_cuda_step_memory_and_settings():
     assert settings["device"] == "cuda:0" and settings["device_memory_bytes"] > 0
 
 
-@cuda
+@pytest.mark.gpu
 def test_cuda_cells_get_their_own_column(tmp_path):
     proc = dlperf(
         "run", "--workloads", "tiny-fcn-r", "--devices", "cpu,cuda:0", "--threads", "1", *FAST, db=tmp_path / "d.db"
@@ -34,7 +34,7 @@ def test_cuda_cells_get_their_own_column(tmp_path):
     assert "cuda:0" in dlperf("table", "--format", "csv", db=tmp_path / "d.db").stdout.splitlines()[0]
 
 
-@cuda
+@pytest.mark.gpu
 def test_cuda_steps_are_timed_as_a_plain_loop_runs_them():
     """Issue 14: the LSTM took 1.19x a plain loop's step when every step was synchronized; timed with CUDA events and
     the host running ahead, dlperf's median is the loop's throughput (two figures from the same process)."""
@@ -72,7 +72,7 @@ def test_probe_lists_exactly_the_visible_devices():
     assert sum(n.startswith("cuda:") for n in names) == (torch.cuda.device_count() if torch.cuda.is_available() else 0)
 
 
-@cuda
+@pytest.mark.gpu
 def test_tf32_is_on_only_in_the_tf32_mode():
     tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "tf32")
     assert torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
@@ -80,7 +80,7 @@ def test_tf32_is_on_only_in_the_tf32_mode():
     assert not torch.backends.cuda.matmul.allow_tf32 and not torch.backends.cudnn.allow_tf32  # fp32 means fp32
 
 
-@cuda
+@pytest.mark.gpu
 def test_cuda_graph_replays_the_whole_step():
     graphed, eager = (
         tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "cuda_graphs"),
@@ -97,13 +97,35 @@ def test_cuda_graph_replays_the_whole_step():
         torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
 
 
-@cuda
+@pytest.mark.gpu
+def test_compile_with_cuda_graphs_is_inductors_reduce_overhead_replayed_and_training_as_eager():
+    """compile+cuda_graphs is torch.compile's "reduce-overhead" (Inductor's CUDA-graph trees), not dlperf's own
+    capture: once warm, a step launches CUDA graphs, and the parameters follow the eager step's."""
+    from torch.profiler import ProfilerActivity, profile
+
+    compiled = tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "compile+cuda_graphs")
+    eager = tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp32")
+    assert compiled.compiles and not compiled.cuda_graph and compiled.settings()["compile_mode"] == "reduce-overhead"
+    for _ in range(4):  # compiles, then Inductor's warm-up run and its recording
+        compiled.step()
+        eager.step()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        compiled.step()
+        compiled.sync()
+    eager.step()
+    launched = {e.name for e in prof.events()}
+    assert any("GraphLaunch" in name for name in launched), sorted(launched)[:40]
+    for p, q in zip(compiled.trainable, eager.trainable, strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.gpu
 def test_cuda_graphs_refuse_fp16_gradient_scaling():
     with pytest.raises(NotImplementedError, match="cannot capture fp16 gradient scaling"):
         tb.build(BUILTIN["tiny-fcn-r"], "cuda:0", "fp16+cuda_graphs")
 
 
-@cuda
+@pytest.mark.gpu
 def test_cuda_launch_cost_is_timed_with_the_chain_synchronized_at_its_end_only():
     from dlperf.frameworks.torch import peak as torch_peak
 
@@ -112,7 +134,7 @@ def test_cuda_launch_cost_is_timed_with_the_chain_synchronized_at_its_end_only()
     assert figure["median_s"] > 0 and figure["ops_per_call"] == torch_peak.CHAIN
 
 
-@cuda
+@pytest.mark.gpu
 def test_host_device_copies_are_measured_both_ways_pageable_and_pinned():
     from dlperf.frameworks.torch import peak as torch_peak
 
