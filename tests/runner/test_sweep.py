@@ -12,6 +12,7 @@ import time
 import pytest
 
 from conftest import FAST, ROOT, alive, cells, dlperf, one_line_error, require, rows
+from dlperf.report.table import DISTURBED
 
 USER_FILE = """
 import os, signal, time
@@ -86,10 +87,16 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
         assert settings["torch_threads"] == r["threads"]
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
     assert table["columns"] == ["cpu:1", "cpu:2"]
-    # the fastest thread count is starred, unless a compared cell was disturbed (a few samples, other processes'
-    # load: the slow tests run two at a time), and then a note says which
+    # the fastest thread count is starred exactly when neither compared cell was disturbed (few samples, other
+    # processes' load: the slow tests run two at a time); otherwise no star, and a note names what disturbed which
+    fcn = [json.loads(r["extra_json"])["warnings"] for r in rows if r["workload"] == "tiny-fcn-r"]
+    disturbed = [w for warnings in fcn for w in warnings if w.startswith(DISTURBED)]
     starred = sum(c["best"] for c in table["rows"][0]["cells"].values())
-    assert starred == 1 or any("no fastest thread count starred, the machine disturbed" in n for n in table["notes"])
+    noted = [
+        n for n in table["notes"] if "tiny-fcn-r torch: no fastest thread count starred, the machine disturbed" in n
+    ]
+    assert (starred, len(noted)) == ((0, 1) if disturbed else (1, 0)), (disturbed, table["notes"])
+    assert all(w in noted[0] for w in disturbed)
     export = [json.loads(line) for line in dlperf("export", "--samples", db=db).stdout.splitlines()]
     assert len(export) == 4 and all(len(e["samples"][0]) == e["n"] for e in export)
     csv_out = dlperf("export", "--format", "csv", db=db).stdout.splitlines()

@@ -2,6 +2,7 @@
 pipeline step on 2 gloo processes (or 2 GPUs over NCCL) against the unsplit model on the same micro-batches."""
 
 import socket
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -167,7 +168,7 @@ def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: 
         group = ddp.Group(rank, world, rank, backend)
         cell = Cell(name, "torch", device, 1, "fp32", nproc=world, scaling="strong", parallel=parallel,
                     microbatches=micro)  # fmt: skip
-        train = pp.build(BUILTIN[name], cell, group)
+        train = pp.build(stepped(name), cell, group)
         loss = train.step()
         found = {"loss": None if loss is None else loss.item(), "split": train.decided.split,
                  "params": {k: v.detach().cpu().clone() for k, v in train.module.named_parameters()},
@@ -193,15 +194,28 @@ def sync_waits(train: pp.PipelineStep) -> bool:
 def reference(name: str, micro: int, batch=None) -> tuple[float, dict[str, torch.Tensor]]:
     """The unsplit model, one process: the mean of the micro-batches' losses, its gradient, one update; on `batch`
     (inputs, targets) when given, else on the one the backend draws on the CPU."""
-    step = torch_backend.build(BUILTIN[name], "cpu", "fp32")
+    step = torch_backend.build(stepped(name), "cpu", "fp32")
     if batch is not None:
         step.inputs, step.targets = batch
     step.optimizer.zero_grad(set_to_none=True)
     xs, ys = step.inputs.tensor_split(micro), step.targets.tensor_split(micro)
     loss = torch.stack([step.loss_fn(step.model(x), y) for x, y in zip(xs, ys, strict=True)]).mean()
     loss.backward()
+    if step.clip_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(step.model.parameters(), step.clip_grad_norm)
     step.optimizer.step()
     return loss.item(), {k: v.detach() for k, v in step.model.named_parameters()}
+
+
+CLIP = 0.05  # below tiny-lstm's gradient norm here (about 0.19): its clipping, over both stages' gradients, applies
+
+
+def stepped(name: str):
+    """The workload both sides step: a workload that clips its gradients clips them at CLIP, so that clipping acts
+    (at its own 5.0 it never would on one step of tiny-lstm, and a pipeline clipping each stage alone would pass)."""
+    w = BUILTIN[name]
+    clips = w.optimizer.clip_grad_norm is not None
+    return replace(w, optimizer=replace(w.optimizer, clip_grad_norm=CLIP)) if clips else w
 
 
 @pytest.mark.parametrize(
