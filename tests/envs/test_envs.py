@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import dlperf
+from conftest import dlperf, one_line_error
 from dlperf import envs
 from dlperf.envs import framework_status
 from dlperf.runner.launch import child_env
@@ -105,8 +105,7 @@ def test_env_list_and_the_refusals(data_dir):
         ("torch", "pip install 'dlperf[torch]'"),
         ("keras", "unknown"),
     ]:
-        done = dlperf("env", "install", name, env={"DLPERF_DATA_DIR": str(data_dir)})
-        assert done.returncode == 2 and words in done.stderr, done.stderr
+        one_line_error(dlperf("env", "install", name, env={"DLPERF_DATA_DIR": str(data_dir)}), words)
     assert not (data_dir / "envs" / "caffe").exists()
 
 
@@ -115,8 +114,7 @@ def test_a_run_asking_for_a_framework_without_its_environment_says_how_to_get_it
         "run", "--frameworks", "tensorflow", "--workloads", "tiny-fcn-r", db=tmp_path / "x.db",
         env={"DLPERF_DATA_DIR": str(data_dir)},
     )  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert "--frameworks tensorflow: not installed: run `dlperf env install tensorflow`" in done.stderr
+    one_line_error(done, "--frameworks tensorflow: not installed: run `dlperf env install tensorflow`")
 
 
 def test_a_folder_named_after_a_framework_is_not_the_framework(tmp_path, monkeypatch):
