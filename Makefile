@@ -37,7 +37,7 @@ format: $(STAMP)
 
 # Each prints its 15 slowest tests, so a test that grows slow shows in CI's output. The fast tests run two at a time
 # (pytest-xdist: most of their time is starting interpreters and frameworks, one core each); those marked serial
-# read how busy the CPUs are, so they run after, alone.
+# count the cores a step keeps busy or compare two timings, so they run after, alone.
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -q -m "not slow and not serial" -n 2 --durations=15 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -m "serial and not slow" --durations=5 $(PYTEST_ARGS)
