@@ -297,11 +297,17 @@ out(train.memory_of_step())
 def test_thread_probe_keeps_about_n_cores_busy(threads):
     from dlperf.measure import system
 
-    if threads > system.usable_cores()["cores"]:
+    cores = system.usable_cores()["cores"]
+    if threads > cores:
         pytest.skip(f"{threads} threads need {threads} cores")
     got = cores_kept_busy(TF, threads)  # whatever other processes take of the machine
     assert got["settings"]["tf_intra_op_threads"] == threads and got["settings"]["tf_inter_op_threads"] == 1
-    assert threads - 0.5 < got["cores"] < threads + 0.3, got
+    assert threads - 0.5 < got["cores"], got
+    # more threads than asked show only where cores are left for them; with every core in the pool, TensorFlow's own
+    # other threads (the inter-op thread, the caller waiting on it) wait for the pool's cores and count as runnable
+    # too (2.31 at 2 threads on 2 cores, fresh-clone CI)
+    if threads < cores:
+        assert got["cores"] < threads + 0.3, got
 
 
 def test_probe_env():
