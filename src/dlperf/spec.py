@@ -365,8 +365,9 @@ def parse_data(text: str) -> str:
         return text
     path = Path(text).expanduser()
     if not path.is_dir():
-        raise UsageError(f"--data {text!r}: no such directory (expected synthetic, dataset, or a directory of "
-                         "datasets, as `dlperf data synth DIR` writes)")  # fmt: skip
+        what = "not a directory" if path.exists() else "no such directory"
+        raise UsageError(f"--data {text!r}: {what} (expected synthetic, dataset, or a directory of datasets, as "
+                         "`dlperf data synth DIR` writes)")  # fmt: skip
     return str(path.resolve())
 
 

@@ -1,12 +1,23 @@
 """`dlperf data synth DIR`: writes the datasets asked for beside whatever is in DIR, refuses to replace a dataset
 unless told, and bad flags are one line, exit 2."""
 
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
 import pytest
 
 from conftest import dlperf, one_line_error
 from dlperf.cli import main
 from dlperf.commands import data
-from dlperf.workloads.datasets import idx, ptb, synth
+from dlperf.errors import UsageError
+from dlperf.workloads.datasets import idx, imagefolder, ptb, synth
 
 
 def test_it_writes_the_datasets_asked_for_and_says_what(tmp_path):
@@ -69,3 +80,137 @@ def test_a_file_for_dir_or_no_action_is_one_line(tmp_path):
 
 def test_the_command_names_every_dataset_the_writer_writes():
     assert data.DATASETS == synth.DATASETS  # --help lists them without loading the writer
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Faults (issue 30): each dataset is written whole or not at all. What a later `--data DIR` reads is either a dataset
+# `data synth` finished or nothing: a failure or an interrupt leaves no part of one, and an older one it was replacing
+# stays as it was.
+
+
+SMALL = synth.SIZES["small"]
+
+
+def files_under(directory: Path) -> dict[str, bytes]:
+    """Every file below `directory`, hidden folders included, by its relative path."""
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def no_imagenet(directory: Path) -> None:
+    """Nothing a reader would take for an ImageNet-style folder, and no part of one hidden anywhere."""
+    assert not (directory / "imagenet").exists() and not list(directory.rglob("*.JPEG"))
+    with pytest.raises(UsageError, match=r"imagenet/train|class folders"):
+        imagefolder.read_imagefolder(directory)
+
+
+def fault_line(stderr: str, *words: str) -> None:
+    """A fault met while writing: the progress lines so far, then one line of error, the last (no traceback)."""
+    lines = stderr.strip().splitlines()
+    errors = [line for line in lines if line.startswith("dlperf: error:")]
+    assert errors == lines[-1:] and all(w in lines[-1] for w in words) and "Traceback" not in stderr, stderr
+
+
+def failing_jpeg(monkeypatch, after: int) -> None:
+    """The disk fills after `after` JPEGs: the next write raises ENOSPC."""
+    real, made = synth.jpeg, []
+
+    def jpeg(rng):
+        if len(made) == after:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        made.append(1)
+        return real(rng)
+
+    monkeypatch.setattr(synth, "jpeg", jpeg)
+
+
+def test_a_disk_that_fills_leaves_no_part_of_the_dataset_and_keeps_those_finished(tmp_path, capsys, monkeypatch):
+    failing_jpeg(monkeypatch, after=5)
+    assert main(["data", "synth", str(tmp_path), "--only", "ptb,imagenet"]) == 2
+    no_imagenet(tmp_path)
+    fault_line(capsys.readouterr().err, "No space left on device", "nothing of imagenet kept", "ptb written whole")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.txt", "ptb"]  # ptb was finished: kept, whole
+    assert len(ptb.read_words(tmp_path)) > synth.SIZES["small"].ptb_words[0]
+    assert "wrote ptb here" in (tmp_path / "README.txt").read_text()
+
+
+def test_a_failed_overwrite_keeps_the_dataset_it_was_replacing(tmp_path, capsys, monkeypatch):
+    assert main(["data", "synth", str(tmp_path), "--only", "imagenet"]) == 0
+    (tmp_path / "imagenet" / "mine.txt").write_text("the user's own")  # not synth's: stays through an overwrite
+    before = files_under(tmp_path)
+    failing_jpeg(monkeypatch, after=5)
+    assert main(["data", "synth", str(tmp_path), "--only", "imagenet", "--seed", "1", "--overwrite"]) == 2
+    assert files_under(tmp_path) == before
+    monkeypatch.undo()
+    assert main(["data", "synth", str(tmp_path), "--only", "imagenet", "--seed", "1", "--overwrite"]) == 0
+    after = files_under(tmp_path)
+    jpegs = {k for k in after if k.endswith(".JPEG")}
+    assert after["imagenet/mine.txt"] == b"the user's own" and len(jpegs) == synth.files("imagenet", SMALL)
+    assert not jpegs & before.keys()  # the new seed's classes alone: nothing of the old dataset mixed in
+
+
+def test_a_real_full_disk_leaves_no_part_of_the_dataset(tmp_path):
+    """A 1 MB tmpfs: PTB fits, the ImageNet-style JPEGs (about 4 MB) do not. Root only (mount)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(disk)], capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here (not root?): {mounted.stderr.decode().strip()}")
+    try:
+        proc = dlperf("data", "synth", str(disk), "--only", "ptb,imagenet", timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        no_imagenet(disk)
+        fault_line(proc.stderr, str(disk), "No space left on device", "nothing of imagenet kept")
+        assert ptb.read_words(disk) and not [p for p in disk.iterdir() if p.name.startswith(".")]
+    finally:
+        subprocess.run(["umount", str(disk)], check=True)
+
+
+def as_another_user() -> list[str]:
+    """The command prefix that runs a process as nobody (root here: a read-only folder means nothing to root)."""
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root, and no setpriv to run the command as another user")
+    return ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def test_a_read_only_dir_is_one_line_and_nothing_is_written(tmp_path):
+    prefix = as_another_user()
+    with tempfile.TemporaryDirectory() as name:  # under /tmp itself: nobody may reach it, but not write in it
+        directory = Path(name)
+        directory.chmod(0o755 if prefix else 0o555)
+        (directory / "ptb").mkdir()
+        src = Path(data.__file__).parents[2]
+        proc = subprocess.run([*prefix, sys.executable, "-m", "dlperf", "data", "synth", str(directory), "--only",
+                               "mnist,imagenet"], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(src)})  # fmt: skip
+        one_line_error(proc, str(directory), "cannot be written", "Permission denied")
+        assert [p.name for p in directory.iterdir()] == ["ptb"]
+        directory.chmod(0o755)
+
+
+def test_an_interrupt_exits_130_and_leaves_no_part_of_the_dataset(tmp_path):
+    src = Path(data.__file__).parents[2]
+    proc = subprocess.Popen([sys.executable, "-m", "dlperf", "data", "synth", str(tmp_path), "--size", "paper",
+                             "--only", "imagenet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(src)})  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.rglob("*.JPEG")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert list(tmp_path.rglob("*.JPEG")), "no JPEG written within 60 s"
+    time.sleep(0.3)  # a few more
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    no_imagenet(tmp_path)
+    assert not [p for p in tmp_path.iterdir() if p.name != "README.txt"]
+
+
+def test_what_a_killed_synth_left_is_removed_by_the_next_and_a_running_ones_is_not(tmp_path):
+    dead = tmp_path / f"{synth.STAGING}x"  # a staging folder no synth holds
+    (dead / "imagenet" / "train" / "n1").mkdir(parents=True)
+    with synth.staged(tmp_path) as live:  # one that a synth (this test) holds
+        (live / "ptb").mkdir()
+        assert main(["data", "synth", str(tmp_path), "--only", "ptb"]) == 0
+        assert not dead.exists() and live.exists()
+    assert not live.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["README.txt", "ptb"]

@@ -3,9 +3,12 @@ input-bound verdict; end to end, real datasets read and stored, bad data refused
 
 from __future__ import annotations
 
+import uuid
+from pathlib import Path
+
 import pytest
 
-from conftest import FAST, cells, dlperf, one_line_error, rows, write_datasets
+from conftest import FAST, alive, cells, dlperf, gone, one_line_error, rows, write_datasets
 from dlperf.figures import LoaderFigures
 from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import Cell, CellTask, Loader, Sample, all_of
@@ -166,3 +169,45 @@ def test_bad_data_stops_the_run_before_anything_is_stored(tmp_path):
                   "--threads", "1", *FAST, db=db, timeout=120)  # fmt: skip
     one_line_error(done, "train-images-idx3-ubyte", "bytes of values")
     assert not db.exists() or not rows(db, "SELECT * FROM runs")
+
+
+def marked_processes(mark: str) -> list[int]:
+    """The live processes whose environment holds `mark` (a run's children and theirs inherit it)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and mark.encode() in (proc / "environ").read_bytes() and alive(int(proc.name)):
+                found.append(int(proc.name))
+        except OSError:  # ended meanwhile, or not ours to read
+            pass
+    return found
+
+
+@pytest.mark.slow  # an end-to-end run: a synthetic and a loader cell of tiny-alexnet-s
+def test_an_image_corrupt_mid_run_fails_its_cell_naming_the_file_and_leaves_no_loader_worker(tmp_path):
+    data = write_datasets(tmp_path / "data")
+    corrupt = sorted((data / "imagenet" / "train" / "n00000002").iterdir())[1]  # not the probe's first sample
+    corrupt.write_bytes(corrupt.read_bytes()[:80])
+    db, mark = tmp_path / "d.db", f"DLPERF_TEST_MARK={uuid.uuid4().hex}"
+    done = dlperf("run", "--workloads", "tiny-alexnet-s", "--data", str(data), "--loaders", "w1", "--threads", "1",
+                  *FAST, "--max-time", "2", db=db, timeout=300, env=dict([mark.split("=")]))  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    stored = {c["loader"] or "": c for c in cells(db)}
+    assert stored[""]["status"] == "ok" and stored["w1"]["status"] == "failed"
+    assert stored["w1"]["error"].startswith(f"UsageError: {corrupt}: not an image Pillow can decode"), stored["w1"]
+    assert gone(marked_processes(mark)), marked_processes(mark)
+
+
+def test_a_label_out_of_range_or_a_file_for_dir_stops_the_run_before_anything_is_stored(tmp_path):
+    from dlperf.workloads.datasets import cifar
+
+    out = cifar.write_cifar10(tmp_path / "data", per_batch=4)
+    cifar.write_batch(out / "data_batch_3", bytes(4 * 3072), [1, 2, 255, 3], "training batch 3 of 5")
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-alexnet-r", "--data", str(tmp_path / "data"), "--loaders", "w0",
+                  "--threads", "1", *FAST, db=db, timeout=120)  # fmt: skip
+    one_line_error(done, "data_batch_3: label 255 of image 2 is out of range", "0 to 9")
+    assert not db.exists() or not rows(db, "SELECT * FROM runs")
+    (tmp_path / "file").write_text("")
+    done = dlperf("run", "--workloads", "tiny-alexnet-r", "--data", str(tmp_path / "file"), db=db, timeout=60)
+    one_line_error(done, "--data", "not a directory")

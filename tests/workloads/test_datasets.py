@@ -1,6 +1,9 @@
 import gzip
 import pickle
+import pickletools
 import struct
+import tracemalloc
+from pathlib import Path
 
 import pytest
 
@@ -68,7 +71,7 @@ def test_a_broken_gzip_and_missing_or_mismatched_mnist_files_are_named(tmp_path)
     idx.write(tmp_path / "train-labels-idx1-ubyte.gz", (2,), b"\x01\x02")
     one_line_error(lambda: idx.read_mnist(tmp_path), "2 labels for 3 images")
     idx.write(tmp_path / "train-labels-idx1-ubyte.gz", (3,), b"\x01\x02\x0a")
-    one_line_error(lambda: idx.read_mnist(tmp_path), "a label of 10")
+    one_line_error(lambda: idx.read_mnist(tmp_path), "label 10 of image 2", "0 to 9")
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -122,7 +125,7 @@ def test_a_batch_with_wrong_sizes_or_labels_is_named(tmp_path):
     cifar.write_batch(tmp_path / "b", b"\x00" * 3072, [1, 2], "x")  # one image, two labels
     one_line_error(lambda: cifar.read_batch(tmp_path / "b"), "in 3072 bytes", "2 labels want uint8 (2, 3072)")
     cifar.write_batch(tmp_path / "b", b"\x00" * 3072, [10], "x")
-    one_line_error(lambda: cifar.read_batch(tmp_path / "b"), "integers 0 to 9")
+    one_line_error(lambda: cifar.read_batch(tmp_path / "b"), "label 10 of image 0", "0 to 9")
     cut = tmp_path / "cut"
     cifar.write_batch(cut, b"\x00" * 3072, [1], "x")
     cut.write_bytes(cut.read_bytes()[:-100])
@@ -179,7 +182,7 @@ def test_an_image_folder_lists_its_classes_sorted_and_their_images_by_suffix(tmp
         for name, files in (("n2", ["z.JPEG", "a.png", "notes.txt"]), ("n1", ["b.jpg", "a.jpeg"])):
             (root / name).mkdir(parents=True)
             for file in files:
-                (root / name / file).write_bytes(b"")
+                (root / name / file).write_bytes(b"\xff\xd8")  # listed, not decoded
         found = imagefolder.read_imagefolder(given)
         assert found.root.resolve() == root and found.classes == ["n1", "n2"]
         assert [(p.name, y) for p, y in found.samples] == [("a.jpeg", 0), ("b.jpg", 0), ("a.png", 1), ("z.JPEG", 1)]
@@ -200,3 +203,201 @@ def test_mnist_and_ptb_are_read_from_their_folder_in_dir_or_from_dir_itself(tmp_
     assert len(idx.read_mnist(tmp_path)) == len(idx.read_mnist(tmp_path / "mnist")) == 3
     assert ptb.read_words(tmp_path) == ptb.read_words(tmp_path / "ptb")
     one_line_error(lambda: idx.read_mnist(tmp_path / "ptb"), "train-images-idx3-ubyte", "MNIST expects")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Bad files (issue 30): what a header claims is checked against the file before its values are read, a gzip stream is
+# read no further than its header's claim, a pickle's opcodes are listed before anything is built, labels are in range
+
+
+def peak_of_refusal(call) -> tuple[str, int]:
+    """The one-line refusal `call` raises and the most memory Python held meanwhile (bytes, tracemalloc)."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(UsageError) as caught:
+            call()
+        return str(caught.value), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+MB = 1 << 20
+ABSURD = (0xFFFFFFFF,) * 3  # 2**96 bytes of values claimed
+
+
+def test_an_idx_header_is_checked_against_the_file_size_before_its_values_are_read(tmp_path):
+    huge = tmp_path / "huge"  # one 28x28 image claimed, 64 MB of values behind it (sparse: no disk used)
+    with open(huge, "wb") as f:
+        f.write(idx.header((1, 28, 28)))
+        f.truncate(16 + 64 * MB)
+    message, peak = peak_of_refusal(lambda: idx.read(huge, idx.IMAGES))
+    assert f"{64 * MB} bytes of values" in message and "say 784" in message and peak < 4 * MB, (message, peak)
+    absurd = tmp_path / "absurd"
+    absurd.write_bytes(idx.header(ABSURD) + b"\x00" * 100)
+    message, peak = peak_of_refusal(lambda: idx.read(absurd, idx.IMAGES))
+    assert "100 bytes of values" in message and f"say {2**96 - 3 * 2**64 + 3 * 2**32 - 1}" in message, message
+    assert "\n" not in message and peak < MB
+
+
+def test_a_gzip_bomb_is_read_no_further_than_its_header_claims(tmp_path):
+    bomb = tmp_path / "train-images-idx3-ubyte.gz"  # 784 bytes claimed, 64 MB of zeros in about 64 KB
+    bomb.write_bytes(gzip.compress(idx.header((1, 28, 28)) + bytes(64 * MB), compresslevel=1))
+    message, peak = peak_of_refusal(lambda: idx.read(bomb, idx.IMAGES))
+    assert "more than 784 bytes of values" in message and str(bomb) in message and peak < 4 * MB, (message, peak)
+    absurd = tmp_path / "absurd.gz"  # a claim no gzip stream of its size can hold: refused before decompressing
+    absurd.write_bytes(gzip.compress(idx.header(ABSURD) + bytes(64 * MB), compresslevel=1))
+    message, peak = peak_of_refusal(lambda: idx.read(absurd, idx.IMAGES))
+    assert "gzip" in message and "1032" in message and peak < MB, (message, peak)
+
+
+def test_a_corrupt_gzip_stream_is_one_line_naming_it(tmp_path):
+    idx.write_mnist(tmp_path, 50)
+    path = tmp_path / "train-images-idx3-ubyte.gz"
+    raw = bytearray(path.read_bytes())
+    start = raw.index(b"\x00", 10) + 1  # after the header and the file's name: the first deflate block's header
+    raw[start : start + 16] = bytes(16)  # a stored block whose lengths disagree: zlib.error, not an OSError
+    path.write_bytes(raw)
+    one_line_error(lambda: idx.read_mnist(tmp_path), str(path), "cannot be read")
+
+
+# each opcode that imports, calls or reaches outside the pickle, crafted by hand; none may run `print`
+CRAFTED = {
+    "GLOBAL": (b"cbuiltins\nprint\n(S'ran'\ntR.", "refused builtins.print"),
+    "STACK_GLOBAL": (b"\x80\x04\x8c\x08builtins\x8c\x05print\x93\x8c\x03ran\x85R.", "refused builtins.print"),
+    "REDUCE": (b"\x80\x02cbuiltins\neval\nX\x0b\x00\x00\x00print('ran')\x85R.", "refused builtins.eval"),
+    "INST": (b"(S'ran'\nibuiltins\nprint\n.", "opcode INST"),
+    "OBJ": (b"(cnumpy\nndarray\no.", "opcode OBJ"),
+    "NEWOBJ": (b"\x80\x02cnumpy\nndarray\n)\x81.", "opcode NEWOBJ"),
+    "NEWOBJ_EX": (b"\x80\x04cnumpy\nndarray\n)}\x92.", "opcode NEWOBJ_EX"),
+    "PERSID": (b"Pran\n.", "opcode PERSID"),
+    "BINPERSID": (b"\x80\x02X\x03\x00\x00\x00ranQ.", "opcode BINPERSID"),
+    "EXT1": (b"\x80\x02\x82\x01.", "opcode EXT1"),
+    "EXT2": (b"\x80\x02\x83\x01\x00.", "opcode EXT2"),
+    "EXT4": (b"\x80\x02\x84\x01\x00\x00\x00.", "opcode EXT4"),
+}
+
+
+@pytest.mark.parametrize("opcode", CRAFTED)
+def test_every_opcode_that_imports_or_calls_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch, opcode):
+    import copyreg
+
+    monkeypatch.setitem(copyreg._inverted_registry, 1, ("builtins", "print"))  # an extension code that names print
+    content, words = CRAFTED[opcode]
+    assert opcode in {op.name for op, _, _ in pickletools.genops(content)}
+    (tmp_path / "data_batch_1").write_bytes(content)
+    one_line_error(lambda: cifar.read_batch(tmp_path / "data_batch_1"), str(tmp_path / "data_batch_1"), words)
+    assert "ran" not in capsys.readouterr().out
+
+
+def array_state(shape, dtype, raw) -> bytes:
+    """A batch of one label whose b"data" array carries the state given, pickled as numpy reduces an array; a dtype
+    "u1" is numpy's own, pickled as numpy does."""
+    out = bytearray(pickle.PROTO + b"\x02" + pickle.EMPTY_DICT + pickle.MARK)
+    for value in (b"labels", [1], b"data"):
+        cifar._save(value, out)
+    out += b"cnumpy.core.multiarray\n_reconstruct\ncnumpy\nndarray\n"
+    cifar._save((0,), out)
+    cifar._save(b"b", out)
+    out += pickle.TUPLE3 + pickle.REDUCE + pickle.MARK + pickle.BININT1 + b"\x01"
+    cifar._save(shape, out)
+    if dtype == "u1":
+        out += b"cnumpy\ndtype\n"
+        cifar._save((b"u1", 0, 1), out)
+        out += pickle.REDUCE
+        cifar._save((3, b"|", None, None, None, -1, -1, 0), out)
+        out += pickle.BUILD
+    else:
+        cifar._save(dtype, out)
+    cifar._save(False, out)
+    cifar._save(raw, out)
+    return bytes(out + pickle.TUPLE + pickle.BUILD + pickle.SETITEMS + pickle.STOP)
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        (array_state(3072, "u1", b"\x00" * 3072), ['b"data" is not a uint8 array']),  # shape an int
+        (array_state((1, 3072), 7, b"\x00" * 3072), ['b"data" is not a uint8 array']),  # dtype an int
+        (array_state((1, 3072), "u1", [0] * 3072), ['b"data" is not a uint8 array']),  # values a list
+        (array_state((1, 3072), "u1", b"\x00" * 3000), ["in 3000 bytes", "1 labels want uint8 (1, 3072)"]),
+    ],
+    ids=["shape-int", "dtype-int", "raw-list", "short"],
+)
+def test_an_array_with_a_wrong_shape_type_or_length_is_one_line(tmp_path, content, words):
+    (tmp_path / "b").write_bytes(content)
+    one_line_error(lambda: cifar.read_batch(tmp_path / "b"), str(tmp_path / "b"), *words)
+
+
+@pytest.mark.parametrize("label", [255, -1, 10, True, b"3"])
+def test_a_cifar_label_out_of_range_names_the_file_and_the_label(tmp_path, label):
+    batch = {b"data": cifar._NdArray(3, b"\x00" * 3 * 3072), b"labels": [0, label, 2]}
+    (tmp_path / "b").write_bytes(cifar._pickle2(batch))
+    one_line_error(lambda: cifar.read_batch(tmp_path / "b"), str(tmp_path / "b"), f"label {label!r} of image 1",
+                   "0 to 9")  # fmt: skip
+
+
+def test_an_mnist_label_out_of_range_names_the_file_the_label_and_the_image(tmp_path):
+    idx.write_mnist(tmp_path, 3)
+    idx.write(tmp_path / "train-labels-idx1-ubyte.gz", (3,), b"\x01\xff\x02")
+    one_line_error(lambda: idx.read_mnist(tmp_path), "train-labels-idx1-ubyte.gz", "label 255 of image 1", "0 to 9")
+    idx.write(tmp_path / "train-labels-idx1-ubyte.gz", (3,), b"\x01\x07\x02")
+    one_line_error(lambda: idx.read_mnist(tmp_path, classes=5, network="tiny-x"), "label 7 of image 1",
+                   "tiny-x's 5 classes (0 to 4)")  # fmt: skip
+
+
+@pytest.mark.parametrize("content", [b"", b"\xef\xbb\xbf", b"\xef\xbb\xbf \n \n"], ids=["0-bytes", "bom", "bom-blank"])
+def test_an_empty_ptb_file_holds_no_words_even_behind_a_bom(tmp_path, content):
+    (tmp_path / "ptb.train.txt").write_bytes(content)
+    one_line_error(lambda: ptb.read_words(tmp_path), str(tmp_path / "ptb.train.txt"), "holds no words")
+
+
+def test_a_utf8_bom_is_not_part_of_the_first_word_and_a_utf16_file_is_named_as_such(tmp_path):
+    (tmp_path / "ptb.train.txt").write_bytes(b"\xef\xbb\xbf the cat \n the \n")
+    assert ptb.read_words(tmp_path) == ["the", "cat", "<eos>", "the", "<eos>"]
+    (tmp_path / "ptb.train.txt").write_bytes(" the cat \n".encode("utf-16"))
+    one_line_error(lambda: ptb.read_words(tmp_path), "ptb.train.txt", "UTF-16", "UTF-8")
+
+
+def image_folder(root: Path, classes: dict[str, list[str]]) -> Path:
+    for name, files in classes.items():
+        (root / "imagenet" / "train" / name).mkdir(parents=True)
+        for file in files:
+            (root / "imagenet" / "train" / name / file).write_bytes(b"\xff\xd8 not decoded when listed")
+    return root / "imagenet" / "train"
+
+
+def test_an_empty_class_folder_is_named(tmp_path):
+    from dlperf.workloads.datasets import imagefolder
+
+    train = image_folder(tmp_path, {"n1": ["a.JPEG"], "n2": ["notes.txt"], "n3": ["b.JPEG"]})
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(train / "n2"), "no image")
+
+
+def test_a_zero_byte_image_is_named_when_listed(tmp_path):
+    from dlperf.workloads.datasets import imagefolder
+
+    train = image_folder(tmp_path, {"n1": ["a.JPEG"], "n2": ["b.JPEG", "c.JPEG"]})
+    (train / "n2" / "c.JPEG").write_bytes(b"")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(train / "n2" / "c.JPEG"), "0 bytes")
+
+
+@pytest.mark.parametrize("where", ["class", "image", "dangling"])
+def test_a_symlink_loop_or_a_dangling_link_is_named_not_skipped(tmp_path, where):
+    from dlperf.workloads.datasets import imagefolder
+
+    train = image_folder(tmp_path, {"n1": ["a.JPEG"], "n3": ["b.JPEG"]})
+    link = {"class": train / "n2", "image": train / "n1" / "z.JPEG", "dangling": train / "n1" / "y.JPEG"}[where]
+    link.symlink_to(link.name if where != "dangling" else "gone.JPEG")  # n2 -> n2: a loop
+    words = "a symbolic link that leads nowhere" if where == "dangling" else "a symbolic link loop"
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(link), words)
+
+
+@pytest.mark.parametrize("file", ["imagenet", "imagenet/train"])
+def test_an_image_folder_that_is_a_file_is_named(tmp_path, file):
+    from dlperf.workloads.datasets import imagefolder
+
+    idx.write_mnist(tmp_path / "mnist", 2)  # DIR's other folders: not classes
+    ptb.write_ptb(tmp_path / "ptb", words=20, vocab=10)
+    (tmp_path / file).parent.mkdir(exist_ok=True)
+    (tmp_path / file).write_bytes(b"")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(tmp_path / file), "not a directory")

@@ -20,7 +20,9 @@ DESCRIPTION = (
     "4 classes x 8 + 2 JPEGs); --size paper writes the paper's sizes (MNIST 60k + 10k, CIFAR-10 5 x 10k + 10k, PTB "
     "929k words of a 10k vocabulary) and ImageNet-style 10 classes x 260 JPEGs + 50 each to validate (about 300 MB, "
     "not ImageNet's 1.28 M images: minutes of loading), about 400x350 pixels and 100 KB each, like ImageNet's. "
-    "Other files in DIR are left alone; a dataset already there is refused unless --overwrite."
+    "Other files in DIR are left alone; a dataset already there is refused unless --overwrite. Each dataset is "
+    "written whole or not at all (staged in a hidden folder, then renamed into place): a full disk or Ctrl-C leaves "
+    "no part of one."
 )
 DATASETS = ("mnist", "cifar10", "ptb", "imagenet")  # as synth.DATASETS, which --help does not import
 TAKES_DB = False
@@ -64,7 +66,6 @@ def target(text: str) -> Path:
 
 
 def run(args) -> int:
-    from dlperf.version import VERSION
     from dlperf.workloads.datasets import synth
 
     datasets, directory = parse_only(args.only), target(args.dir)
@@ -72,22 +73,54 @@ def run(args) -> int:
     if not args.overwrite and (clash := [p for paths in found.values() for p in paths]):
         shown = ", ".join(str(p.relative_to(directory)) for p in clash[:4]) + (", ..." if len(clash) > 4 else "")
         raise UsageError(f"{directory}: {shown} already there (--overwrite replaces them, --only picks datasets)")
-    size = synth.SIZES[args.size]
+    written: list[Written] = []
     try:
-        directory.mkdir(parents=True, exist_ok=True)  # before the progress lines: a bad DIR is one line alone
-        for paths in found.values():
-            synth.remove(paths)
-        written = write_all(directory, datasets, size, args.seed)
-        with open(directory / "README.txt", "a", encoding="utf-8") as f:
-            f.write(synth.readme(args.size, args.seed, list(datasets), VERSION))
+        try:
+            directory.mkdir(parents=True, exist_ok=True)  # before the progress lines: a bad DIR is one line alone
+            synth.remove(synth.leftovers(directory))
+            with synth.staged(directory) as stage:
+                write_all(directory, stage, datasets, synth.SIZES[args.size], args.seed, written)
+        finally:
+            note(directory, args, datasets, written)
     except OSError as exc:  # a full disk, a folder not ours: one line, as for any bad input
-        raise UsageError(f"{exc.filename or directory}: cannot be written ({exc.strerror or exc})") from None
+        raise UsageError(failed(exc, directory, datasets, written)) from None
     print_table(written, directory)
     return ExitCode.OK
 
 
-def write_all(directory: Path, datasets: tuple[str, ...], size, seed: int) -> list[Written]:
-    """Each dataset in turn, a progress line each (on stderr, so the table alone goes to stdout)."""
+def failed(exc: OSError, directory: Path, datasets: tuple[str, ...], written: list[Written]) -> str:
+    """What could not be written, named where it was going (not in the staging folder), and what was kept."""
+    from dlperf.workloads.datasets import synth
+
+    path = Path(exc.filename) if exc.filename else directory
+    if staged := next((p for p in (path, *path.parents) if p.name.startswith(synth.STAGING)), None):
+        path = directory / path.relative_to(staged)
+    line = f"{path}: cannot be written ({exc.strerror or exc})"
+    if len(written) < len(datasets):
+        line += f": nothing of {datasets[len(written)]} kept"
+    return line + (f"; {', '.join(w.dataset for w in written)} written whole" if written else "")
+
+
+def note(directory: Path, args, datasets: tuple[str, ...], written: list[Written]) -> None:
+    """README.txt's paragraph on the datasets written whole, even when a later one failed (a full disk, an
+    interrupt: then as best it can)."""
+    from dlperf.version import VERSION
+    from dlperf.workloads.datasets import synth
+
+    if not written:
+        return
+    text = synth.readme(args.size, args.seed, [w.dataset for w in written], VERSION)
+    try:
+        with open(directory / "README.txt", "a", encoding="utf-8") as f:
+            f.write(text)
+    except OSError:
+        if len(written) == len(datasets):  # all written: the note must be too
+            raise
+
+
+def write_all(directory: Path, stage: Path, datasets: tuple[str, ...], size, seed: int, written: list[Written]) -> None:
+    """Each dataset in turn into `stage`, then moved into `directory` whole (`written`, in order); a progress line
+    each (on stderr, so the table alone goes to stdout)."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -95,17 +128,16 @@ def write_all(directory: Path, datasets: tuple[str, ...], size, seed: int) -> li
 
     columns = (TextColumn("{task.description:<9}"), BarColumn(), MofNCompleteColumn(), TextColumn("files"),
                TimeElapsedColumn())  # fmt: skip
-    out: list[Written] = []
     with Progress(*columns, console=Console(stderr=True)) as progress:
         for dataset in datasets:
             task = progress.add_task(dataset, total=synth.files(dataset, size))
             start, files, size_bytes = time.monotonic(), 0, 0
-            for path in synth.write(directory, dataset, size, seed):
+            for path in synth.write(stage, dataset, size, seed):
                 files, size_bytes = files + 1, size_bytes + path.stat().st_size
                 progress.advance(task)
+            synth.commit(stage, directory, dataset)
             folder = directory / synth.FOLDERS[dataset]
-            out.append(Written(dataset, folder, files, size_bytes, time.monotonic() - start))
-    return out
+            written.append(Written(dataset, folder, files, size_bytes, time.monotonic() - start))
 
 
 def print_table(written: list[Written], directory: Path) -> None:

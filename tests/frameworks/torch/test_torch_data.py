@@ -83,9 +83,9 @@ def test_a_random_resized_crop_stays_inside_the_image_and_falls_back_to_the_cent
 
 def test_an_image_is_decoded_cropped_resized_and_normalized(datasets):
     folder = imagefolder.read_imagefolder(datasets)
-    dataset = data.ImageFolder(folder, size=24, outputs=2)
+    dataset = data.ImageFolder(folder, size=24, outputs=3)
     x, y = dataset[len(dataset) - 1]
-    assert x.shape == (3, 24, 24) and x.dtype == torch.float32 and y.item() == 2 % 2  # class 2 of 3 wraps at 2
+    assert x.shape == (3, 24, 24) and x.dtype == torch.float32 and y.item() == 2  # the last class
     mean, std = torch.tensor(data.IMAGENET_MEAN).view(3, 1, 1), torch.tensor(data.IMAGENET_STD).view(3, 1, 1)
     pixels = x * std + mean
     assert pixels.min() >= -1e-5 and pixels.max() <= 1 + 1e-5 and pixels.std() > 0.05  # noise, not a flat image
@@ -177,3 +177,61 @@ def test_a_batch_copied_to_a_gpu_is_timed_pageable_and_pinned_blocking_or_not():
     for kind in ("pageable", "pinned", "pinned_async"):
         assert figures[f"{kind}_s"] > 0 and figures[f"{kind}_bytes_per_s"] > 0
     assert figures["pinned_async_host_s"] <= figures["pinned_host_s"] * 1.5  # non_blocking does not hold the host
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Bad data found by the loader (issue 30): a bomb refused by its header, a worker's error naming the file, labels
+# checked against the network's outputs when the dataset is opened (the probe's check)
+
+
+def jpeg_bytes(size=(40, 40)) -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.effect_noise(size, 60).convert("RGB").save(buffer, "JPEG", quality=75)
+    return buffer.getvalue()
+
+
+def test_an_image_over_pillows_pixel_limit_is_refused_not_decoded(tmp_path, monkeypatch):
+    from PIL import Image
+
+    path = tmp_path / "bomb.JPEG"
+    path.write_bytes(jpeg_bytes((40, 40)))  # 1600 pixels
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1000)  # over the limit, under twice it: Pillow only warns
+    with pytest.raises(UsageError, match=r"bomb.JPEG: a decompression bomb, not decoded \(.*1600 pixels") as caught:
+        data.decode(path, 16)
+    assert "\n" not in str(caught.value)
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 700)  # over twice the limit: Pillow refuses, named alike
+    with pytest.raises(UsageError, match=r"bomb.JPEG: a decompression bomb, not decoded \(.*1600 pixels"):
+        data.decode(path, 16)
+
+
+def test_a_corrupt_image_met_by_a_loader_worker_is_its_own_one_line_naming_the_file(tmp_path):
+    folder = tmp_path / "imagenet" / "train"
+    for c in range(2):
+        (folder / f"n{c}").mkdir(parents=True)
+        for k in range(4):
+            (folder / f"n{c}" / f"{k}.JPEG").write_bytes(jpeg_bytes())
+    corrupt = folder / "n1" / "2.JPEG"
+    corrupt.write_bytes(corrupt.read_bytes()[:60])  # cut: only decoding finds it, after the probe's first sample
+    workload = BUILTIN["tiny-alexnet-s"]
+    assert data.check(workload, str(tmp_path))["samples"] == 8
+    loader = data.loader(workload, str(tmp_path), LoaderSetting(1), torch.device("cpu"))
+    with pytest.raises(UsageError) as caught:
+        for _ in loader:
+            pass
+    first = str(caught.value).splitlines()[0]
+    assert first.startswith(f"{corrupt}: not an image Pillow can decode") and "DataLoader worker" in first, first
+
+
+def test_labels_beyond_the_networks_outputs_name_the_file_and_the_label(tmp_path, datasets):
+    few = {name: dataclasses.replace(BUILTIN[name], outputs=2) for name in ("tiny-fcn-r", "tiny-alexnet-r")}
+    with pytest.raises(UsageError, match=r"train-labels-idx1-ubyte.gz: label \d of image \d+ .*tiny-fcn-r's 2 cl"):
+        data.builtin_dataset(few["tiny-fcn-r"], datasets)
+    with pytest.raises(UsageError, match=r"data_batch_1: label \d of image \d+ .*tiny-alexnet-r's 2 classes"):
+        data.builtin_dataset(few["tiny-alexnet-r"], datasets)
+    alexnet = dataclasses.replace(BUILTIN["tiny-alexnet-s"], outputs=2)  # 3 class folders
+    with pytest.raises(UsageError, match=r"n00000002: class 2 of 3 .*tiny-alexnet-s's 2 classes \(0 to 1\)"):
+        data.builtin_dataset(alexnet, datasets)

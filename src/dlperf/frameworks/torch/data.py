@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -150,29 +151,39 @@ def random_resized_crop(width: int, height: int) -> tuple[int, int, int, int]:
 
 class ImageFolder(Dataset):
     """An ImageNet-style folder as the usual recipe trains on it: decoded (Pillow), RGB, RandomResizedCrop to size x
-    size (bilinear), a random horizontal flip, floats normalized by ImageNet's channel means and deviations. A
-    class index beyond the workload's outputs (a tiny workload on a folder of 1000 classes) wraps around."""
+    size (bilinear), a random horizontal flip, floats normalized by ImageNet's channel means and deviations. More
+    class folders than the network's outputs is a UsageError naming the first beyond them (their labels would be out
+    of range)."""
 
     NAME = "ImageNet-style folder"  # what a loader cell records as its dataset
 
-    def __init__(self, folder: imagefolder.ImageFolder, size: int, outputs: int) -> None:
-        self.samples, self.size, self.outputs = folder.samples, size, outputs
+    def __init__(self, folder: imagefolder.ImageFolder, size: int, outputs: int, network: str = "the network") -> None:
+        if len(folder.classes) > outputs:
+            raise UsageError(f"{folder.root / folder.classes[outputs]}: class {outputs} of {len(folder.classes)} is "
+                             f"out of range for {network}'s {outputs} classes (0 to {outputs - 1})")  # fmt: skip
+        self.samples, self.size = folder.samples, size
 
     def __len__(self) -> int:
         return len(self.samples)
 
     def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         path, label = self.samples[i]
-        return decode(path, self.size), torch.tensor(label % self.outputs)
+        return decode(path, self.size), torch.tensor(label)
 
 
 def decode(path: Path, size: int) -> torch.Tensor:
     """One image file as a (3, size, size) float32 tensor, randomly cropped, resized and flipped, normalized. A file
-    Pillow cannot read is the user's data: a one-line UsageError naming it."""
+    Pillow cannot read is the user's data: a one-line UsageError naming it. So is a decompression bomb, an image of
+    more pixels than Pillow's limit (`Image.MAX_IMAGE_PIXELS`): Pillow refuses one of twice the limit but only warns
+    of one between, which is made an error here, raised from the header before anything is decoded."""
     try:
-        with Image.open(path) as image:
-            rgb = image.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as e:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as image:
+                rgb = image.convert("RGB")
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as e:
+        raise UsageError(f"{path}: a decompression bomb, not decoded ({e})") from None
+    except (OSError, ValueError) as e:
         raise UsageError(f"{path}: not an image Pillow can decode ({type(e).__name__}: {e})") from None
     box = random_resized_crop(*rgb.size)
     crop = rgb.resize((size, size), Image.Resampling.BILINEAR, box=box)
@@ -181,16 +192,17 @@ def decode(path: Path, size: int) -> torch.Tensor:
 
 
 def builtin_dataset(workload: Workload, directory: Path) -> Dataset:
-    """A built-in workload's dataset read from a datasets directory (`--data DIR`), shaped as its input."""
-    name = dataset_name(workload)
+    """A built-in workload's dataset read from a datasets directory (`--data DIR`), shaped as its input, every label
+    checked against its outputs."""
+    name, classes = dataset_name(workload), workload.outputs
     if name == "mnist":
-        return Mnist(idx.read_mnist(directory), workload)
+        return Mnist(idx.read_mnist(directory, classes=classes, network=workload.name), workload)
     if name == "ptb":
         return Ptb(ptb.read_words(directory), workload.input.shape[0], workload.input.vocab or 0)
     size = workload.input.shape[-1]  # images are (3, S, S)
     if name == "cifar-10":
-        return Cifar10(cifar.read_cifar10(directory), size)
-    return ImageFolder(imagefolder.read_imagefolder(directory), size, workload.outputs)
+        return Cifar10(cifar.read_cifar10(directory, classes=classes, network=workload.name), size)
+    return ImageFolder(imagefolder.read_imagefolder(directory), size, classes, workload.name)
 
 
 def user_data(user: Any) -> tuple[Dataset | None, Any]:
@@ -221,7 +233,57 @@ def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.
     if len(dataset) < workload.batch:
         raise UsageError(f"--data: the dataset of {workload.name} has {len(dataset)} samples, fewer than one batch of "
                          f"{workload.batch}")  # fmt: skip
-    return DataLoader(dataset, batch_size=workload.batch, shuffle=True, drop_last=True, **kwargs)
+    return Loader(dataset, batch_size=workload.batch, shuffle=True, drop_last=True, **kwargs)
+
+
+class Loader(DataLoader):
+    """A DataLoader whose workers' errors read as the worker raised them. torch raises a worker's exception again in
+    the loading process as `Caught UsageError in DataLoader worker process 0.` followed by the worker's traceback, so
+    a cell's reason (an error's first line) would not name the file that failed mid-run."""
+
+    def __iter__(self):
+        return _Unwrapped(super().__iter__())
+
+
+class _Unwrapped:
+    """A DataLoader's iterator, its workers' exceptions raised with the worker's own message."""
+
+    def __init__(self, batches: Any) -> None:
+        self.batches = batches  # holds the worker processes: dropped with this iterator
+
+    def __iter__(self) -> _Unwrapped:
+        return self
+
+    def __len__(self) -> int:
+        return len(self.batches)
+
+    def __next__(self) -> Any:
+        try:
+            return next(self.batches)
+        except StopIteration:
+            raise
+        except Exception as exc:
+            named = worker_error(exc)
+            if named is exc:
+                raise
+            raise named from exc
+
+
+def worker_error(exc: Exception) -> Exception:
+    """The exception a DataLoader worker raised, as `exc` carries it (its type, the message torch wraps in
+    `Caught <type> in DataLoader worker process <n>.` and the worker's traceback), with its own message first and
+    the worker named last; `exc` itself when it is not a worker's."""
+    first, _, traceback = str(exc).partition("\n")
+    caught = f"Caught {type(exc).__name__} "
+    if not (first.startswith(caught) and " DataLoader worker process " in first and traceback.strip()):
+        return exc
+    last = traceback.strip().splitlines()[-1]  # "<module>.<type>: <message>", as the worker's traceback ends
+    for name in (f"{type(exc).__module__}.{type(exc).__qualname__}: ", f"{type(exc).__qualname__}: "):
+        last = last.removeprefix(name)
+    try:
+        return type(exc)(f"{last} ({first.removeprefix(caught).rstrip('.')})")
+    except Exception:  # a type that takes other arguments: left as torch raised it
+        return exc
 
 
 def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:

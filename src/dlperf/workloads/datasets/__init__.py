@@ -6,7 +6,7 @@ framework's own environment without numpy. Bad data is a `UsageError` of one lin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from dlperf.errors import UsageError
@@ -18,3 +18,12 @@ def missing(directory: Path, wanted: str, dataset: str, expected: Sequence[str])
 
 def malformed(path: Path, why: str) -> UsageError:
     return UsageError(f"{path}: {why}")
+
+
+def check_labels(path: Path, labels: Iterable[object], classes: int, network: str) -> None:
+    """Every label an integer from 0 to classes - 1 (`network`'s classes), else a UsageError naming the file, the
+    first label out of range and its sample: never a label a loss would index out of range or train silently."""
+    for i, label in enumerate(labels):
+        if type(label) is not int or not 0 <= label < classes:
+            raise malformed(path, f"label {label!r} of image {i} is out of range for {network}'s {classes} classes "
+                                  f"(0 to {classes - 1})")  # fmt: skip

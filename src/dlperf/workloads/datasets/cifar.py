@@ -9,14 +9,17 @@ opcodes Python 2's cPickle wrote, so numpy's own `pickle.load(f, encoding="bytes
 
 from __future__ import annotations
 
+import io
 import pickle
+import pickletools
 import random
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from dlperf.workloads.datasets import malformed, missing
+from dlperf.errors import UsageError
+from dlperf.workloads.datasets import check_labels, malformed, missing
 
 FOLDER = "cifar-10-batches-py"
 TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
@@ -70,14 +73,43 @@ class SafeUnpickler(pickle.Unpickler):
         return self.ALLOWED[module, name]
 
 
+# What a batch's pickle may hold: values, containers, the memo, and the globals and calls that rebuild numpy's array
+# (names checked by SafeUnpickler.find_class). Refused before anything is built: INST, OBJ, NEWOBJ, NEWOBJ_EX (build
+# an object of a class named), PERSID, BINPERSID (ask the loader for an object by id), EXT1, EXT2, EXT4 (import by
+# an extension code), the out-of-band buffers of protocol 5, sets, and any opcode pickletools does not know.
+OPCODES = frozenset({
+    "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP", "NONE", "NEWTRUE", "NEWFALSE", "INT", "BININT",
+    "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT", "STRING", "BINSTRING", "SHORT_BINSTRING",
+    "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
+    "EMPTY_LIST", "LIST", "APPEND", "APPENDS", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_DICT",
+    "DICT",
+    "SETITEM", "SETITEMS", "GET", "BINGET", "LONG_BINGET", "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE",
+    "GLOBAL", "STACK_GLOBAL", "REDUCE", "BUILD",
+})  # fmt: skip
+
+
 def load(path: Path) -> object:
     try:
-        with open(path, "rb") as f:
-            return SafeUnpickler(f, encoding="bytes").load()
+        raw = path.read_bytes()
     except OSError as e:
         raise malformed(path, f"cannot be read ({e.strerror})") from None
+    try:
+        refused = next((op.name, at) for op, _, at in pickletools.genops(raw) if op.name not in OPCODES)
+    except StopIteration:
+        refused = None
+    except Exception as e:  # not a pickle: said as a damaged one is, below
+        raise _damaged(path, e) from None
+    if refused is not None:
+        raise malformed(path, f"not a CIFAR-10 python batch: pickle opcode {refused[0]} (at byte {refused[1]}) is "
+                              "refused (a batch is a dict of lists, bytes, ints and numpy's array)")  # fmt: skip
+    try:
+        return SafeUnpickler(io.BytesIO(raw), encoding="bytes").load()
     except Exception as e:  # a damaged pickle raises nearly any error: each means the same to the user
-        raise malformed(path, f"not a CIFAR-10 python batch ({type(e).__name__}: {e})") from None
+        raise _damaged(path, e) from None
+
+
+def _damaged(path: Path, e: Exception) -> UsageError:
+    return malformed(path, f"not a CIFAR-10 python batch ({type(e).__name__}: {e})")
 
 
 def folder(directory: Path) -> Path:
@@ -85,7 +117,8 @@ def folder(directory: Path) -> Path:
     return directory if (directory / TRAIN[0]).is_file() else directory / FOLDER
 
 
-def read_batch(path: Path) -> Batch:
+def read_batch(path: Path, classes: int = len(CLASSES), network: str = "CIFAR-10") -> Batch:
+    """One batch, each label below `classes` (`network`'s: a network with fewer outputs than CIFAR-10's ten)."""
     if not path.is_file():
         raise missing(path.parent, path.name, "CIFAR-10", [f"{FOLDER}/{name}" for name in EXPECTED])
     batch = load(path)
@@ -93,18 +126,24 @@ def read_batch(path: Path) -> Batch:
     labels = batch.get(b"labels") if isinstance(batch, dict) else None
     if not isinstance(data, _Array) or not isinstance(labels, list):
         raise malformed(path, 'not a CIFAR-10 python batch (expected a dict with b"data", an array, and b"labels")')
+    shape, dtype, raw = (getattr(data, name, None) for name in ("shape", "dtype", "raw"))
+    if not (isinstance(shape, tuple) and isinstance(dtype, _Dtype) and isinstance(raw, bytes)):
+        raise malformed(path, f'b"data" is not a uint8 array (shape {shape!r}, type {type(dtype).__name__}, values '
+                              f"{type(raw).__name__})")  # fmt: skip
     n = len(labels)
-    if data.dtype.name not in ("u1", "uint8") or tuple(data.shape) != (n, PIXELS) or len(data.raw) != n * PIXELS:
-        raise malformed(path, f"b\"data\" is {data.dtype.name} {tuple(data.shape)} in {len(data.raw)} bytes; "
+    if dtype.name not in ("u1", "uint8") or shape != (n, PIXELS) or len(raw) != n * PIXELS:
+        raise malformed(path, f"b\"data\" is {dtype.name} {shape} in {len(raw)} bytes; "
                               f"{n} labels want uint8 ({n}, {PIXELS})")  # fmt: skip
-    if not all(isinstance(y, int) and 0 <= y < len(CLASSES) for y in labels):
-        raise malformed(path, 'b"labels" must be integers 0 to 9')
-    return Batch(bytes(data.raw), labels)
+    check_labels(path, labels, min(classes, len(CLASSES)), network if classes < len(CLASSES) else "CIFAR-10")
+    return Batch(raw, labels)
 
 
-def read_cifar10(directory: Path, split: str = "train") -> Batch:
-    """The five training batches joined, or the test batch."""
-    batches = [read_batch(folder(directory) / name) for name in (TRAIN if split == "train" else (TEST,))]
+def read_cifar10(
+    directory: Path, split: str = "train", classes: int = len(CLASSES), network: str = "CIFAR-10"
+) -> Batch:
+    """The five training batches joined, or the test batch; each label below `classes` (`network`'s)."""
+    names = TRAIN if split == "train" else (TEST,)
+    batches = [read_batch(folder(directory) / name, classes, network) for name in names]
     return Batch(b"".join(b.data for b in batches), [y for b in batches for y in b.labels])
 
 

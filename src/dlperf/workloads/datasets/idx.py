@@ -9,18 +9,22 @@ import gzip
 import math
 import random
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from dlperf.workloads.datasets import malformed, missing
+from dlperf.workloads.datasets import check_labels, malformed, missing
 
 UBYTE = 0x08
 IMAGES, LABELS = 3, 1  # dimensions of an image file (n, rows, cols) and of a label file (n,)
+CLASSES = 10
 SPLITS = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
 EXPECTED = [f"{stem}[.gz]" for pair in SPLITS.values() for stem in pair]
+DEFLATE_MOST = 1032  # deflate's largest expansion: 258 bytes from a 2-bit code, less the block's overhead
 FOLDER = "mnist"  # in a datasets directory (`--data DIR`)
 
 
@@ -55,28 +59,46 @@ def write(path: Path, dims: tuple[int, ...], data: bytes) -> None:
 
 
 def read(path: Path, ndim: int) -> Idx:
-    """The IDX file at `path`, which must hold unsigned bytes in `ndim` dimensions and nothing more."""
-    raw = _content(path)
+    """The IDX file at `path`, which must hold unsigned bytes in `ndim` dimensions and nothing more. What its header
+    claims is checked against the file's size before a value is read, and a gzip stream is read no further than the
+    claim (and one byte): an absurd header or a gzip bomb is refused without holding more than the claim."""
+    try:
+        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
+            dims = _header(path, f, ndim)
+            claimed = math.prod(dims)
+            _check_size(path, dims, claimed, 4 + 4 * ndim)
+            data = f.read(claimed + 1)
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError; EOFError: a cut gzip stream
+        raise malformed(path, f"cannot be read ({e})") from None
+    if len(data) != claimed:
+        found = f"{len(data)}" if len(data) < claimed else f"more than {claimed}"
+        raise malformed(path, f"{found} bytes of values, but its header's dimensions {dims} say {claimed}")
+    return Idx(dims, data)
+
+
+def _header(path: Path, f: BinaryIO, ndim: int) -> tuple[int, ...]:
+    """The dimensions of an IDX header of `ndim` dimensions of unsigned bytes, read from `f`."""
+    head = f.read(4)
     expected = UBYTE << 8 | ndim
-    magic = f"0x{int.from_bytes(raw[:4], 'big'):08x}" if len(raw) >= 4 else f"only {len(raw)} bytes"
+    magic = f"0x{int.from_bytes(head, 'big'):08x}" if len(head) == 4 else f"only {len(head)} bytes"
     if magic != f"0x{expected:08x}":
         raise malformed(path, f"not an IDX file of {ndim}-dimensional unsigned bytes (magic {magic}, expected "
                               f"0x{expected:08x})")  # fmt: skip
-    start = 4 + 4 * ndim
-    if len(raw) < start:
-        raise malformed(path, f"truncated IDX header ({len(raw)} bytes, {start} expected)")
-    dims = struct.unpack_from(f">{ndim}I", raw, 4)
-    if (found := len(raw) - start) != math.prod(dims):
-        raise malformed(path, f"{found} bytes of values, but its header's dimensions {dims} say {math.prod(dims)}")
-    return Idx(dims, raw[start:])
+    raw = f.read(4 * ndim)
+    if len(raw) < 4 * ndim:
+        raise malformed(path, f"truncated IDX header ({4 + len(raw)} bytes, {4 + 4 * ndim} expected)")
+    return struct.unpack(f">{ndim}I", raw)
 
 
-def _content(path: Path) -> bytes:
-    try:
-        with (gzip.open if path.suffix == ".gz" else open)(path, "rb") as f:
-            return f.read()
-    except (OSError, EOFError) as e:  # gzip.BadGzipFile is an OSError; EOFError: a cut gzip stream
-        raise malformed(path, f"cannot be read ({e})") from None
+def _check_size(path: Path, dims: tuple[int, ...], claimed: int, start: int) -> None:
+    """A plain file holds exactly its header's claim; a gzip file of n bytes cannot hold more than DEFLATE_MOST x n."""
+    size = path.stat().st_size
+    if path.suffix != ".gz":
+        if (found := size - start) != claimed:
+            raise malformed(path, f"{found} bytes of values, but its header's dimensions {dims} say {claimed}")
+    elif claimed > DEFLATE_MOST * size:
+        raise malformed(path, f"its header's dimensions {dims} say {claimed} bytes of values, more than a gzip file "
+                              f"of {size} bytes can hold (deflate expands at most {DEFLATE_MOST}-fold)")  # fmt: skip
 
 
 def locate(directory: Path, stem: str) -> Path:
@@ -94,8 +116,9 @@ def folder(directory: Path) -> Path:
     return directory if here else directory / FOLDER
 
 
-def read_mnist(directory: Path, split: str = "train") -> Mnist:
-    """MNIST's `split` in `directory` or in its `mnist` folder."""
+def read_mnist(directory: Path, split: str = "train", classes: int = CLASSES, network: str = "MNIST") -> Mnist:
+    """MNIST's `split` in `directory` or in its `mnist` folder, each label below `classes` (`network`'s: a network
+    with fewer outputs than MNIST's ten)."""
     images_stem, labels_stem = SPLITS[split]
     directory = folder(directory)
     images = read(locate(directory, images_stem), IMAGES)
@@ -103,8 +126,7 @@ def read_mnist(directory: Path, split: str = "train") -> Mnist:
     labels = read(labels_path, LABELS)
     if labels.dims[0] != images.dims[0]:
         raise malformed(labels_path, f"{labels.dims[0]} labels for {images.dims[0]} images")
-    if labels.data and max(labels.data) > 9:
-        raise malformed(labels_path, f"a label of {max(labels.data)}: MNIST's labels are 0 to 9")
+    check_labels(labels_path, labels.data, min(classes, CLASSES), network if classes < CLASSES else "MNIST")
     return Mnist(images.data, labels.data, images.dims[1], images.dims[2])
 
 
@@ -115,4 +137,4 @@ def write_mnist(directory: Path, n: int, split: str = "train", seed: int = 0, co
     images_stem, labels_stem = SPLITS[split]
     directory.mkdir(parents=True, exist_ok=True)
     write(directory / f"{images_stem}{suffix}", (n, 28, 28), rng.randbytes(n * 28 * 28))
-    write(directory / f"{labels_stem}{suffix}", (n,), bytes(rng.randrange(10) for _ in range(n)))
+    write(directory / f"{labels_stem}{suffix}", (n,), bytes(rng.randrange(CLASSES) for _ in range(n)))

@@ -4,6 +4,7 @@ word_language_model), each line's words are followed by `<eos>`."""
 
 from __future__ import annotations
 
+import codecs
 import random
 from collections import Counter
 from itertools import accumulate
@@ -15,6 +16,9 @@ TRAIN = "ptb.train.txt"
 EXPECTED = [TRAIN, "ptb.valid.txt", "ptb.test.txt"]
 FOLDER = "ptb"  # in a datasets directory (`--data DIR`)
 EOS, UNK = "<eos>", "<unk>"
+# the byte-order marks of text that is not UTF-8 (UTF-32-LE's begins as UTF-16-LE's does, so it is tried first)
+FOREIGN_BOMS = (("UTF-32", codecs.BOM_UTF32_LE), ("UTF-32", codecs.BOM_UTF32_BE), ("UTF-16", codecs.BOM_UTF16_LE),
+                ("UTF-16", codecs.BOM_UTF16_BE))  # fmt: skip
 PAPER_WORDS, PAPER_VOCAB = 929_589, 10_000  # the training split's size
 
 
@@ -29,14 +33,27 @@ def read_words(directory: Path, name: str = TRAIN) -> list[str]:
     path = directory / name
     if not path.is_file():
         raise missing(directory, name, "the Penn Treebank", EXPECTED)
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise malformed(path, f"cannot be read as UTF-8 text ({e})") from None
+    lines = _text(path).splitlines()
     words = [word for line in lines for word in [*line.split(), EOS]]
     if len(words) == len(lines):
         raise malformed(path, "holds no words (expected sentences, one a line, words separated by spaces)")
     return words
+
+
+def _text(path: Path) -> str:
+    """The file as UTF-8 text, a UTF-8 byte-order mark skipped (an editor's, not a word); text in UTF-16 or UTF-32,
+    which only their byte-order marks tell apart from UTF-8 gone wrong, named as such."""
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise malformed(path, f"cannot be read ({e.strerror})") from None
+    if encoding := next((name for name, bom in FOREIGN_BOMS if raw.startswith(bom)), None):
+        raise malformed(path, f"{encoding} text (it starts with a {encoding} byte-order mark): the Penn Treebank is "
+                              "read as UTF-8")  # fmt: skip
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise malformed(path, f"cannot be read as UTF-8 text ({e})") from None
 
 
 def vocabulary(words: list[str], size: int | None = None) -> dict[str, int]:

@@ -15,14 +15,24 @@ grain, 300-500 x 250-450 pixels (ImageNet's mean is about 400x350), quality 88-9
 file like ImageNet's ~110 KB. At quality 75-90 even pure noise stays near 110 KB, and pure noise decodes unlike a
 photo. The same seed writes the same files (with the same Pillow).
 
+Each dataset is written whole or not at all: into a hidden staging folder in DIR (`staged`), then moved into place by
+renames (`commit`), so a write that fails (a full disk) or is interrupted leaves nothing a reader would take for a
+dataset, and a dataset it was replacing as it was. A synth killed outright (SIGKILL) leaves its staging folder, hidden
+from every reader, and the next synth into DIR removes it (`leftovers`: no synth holds its lock).
+
 Loaded only by the parent (the command), never by a child process: it imports Pillow, inside `jpeg` only."""
 
 from __future__ import annotations
 
+import fcntl
 import io
+import os
 import random
 import shutil
+import signal
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,6 +87,69 @@ def remove(paths: list[Path]) -> None:
             shutil.rmtree(path)
         else:
             path.unlink()
+
+
+STAGING = ".dlperf-synth."  # DIR/.dlperf-synth.<random>/: datasets being written (hidden: no reader looks)
+
+
+@contextmanager
+def staged(directory: Path) -> Iterator[Path]:
+    """A staging folder in `directory` (so a rename moves a dataset out of it), locked while this synth lives (a
+    folder nobody locks is a leftover: `leftovers`), removed with whatever is left in it."""
+    stage = Path(tempfile.mkdtemp(prefix=STAGING, dir=directory))
+    lock = os.open(stage, os.O_RDONLY)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield stage
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+        os.close(lock)
+
+
+def leftovers(directory: Path) -> list[Path]:
+    """The staging folders in `directory` that no synth holds: those of synths killed before they could clean up."""
+    found = []
+    for path in directory.glob(f"{STAGING}*"):
+        try:
+            lock = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            found.append(path)
+        except BlockingIOError:
+            pass  # a synth writing there now
+        finally:
+            os.close(lock)
+    return found
+
+
+def commit(stage: Path, directory: Path, dataset: str) -> None:
+    """Move `dataset`, written whole into `stage`, into `directory`: its folder renamed into place, or, when the folder
+    is there already, each of its files and folders, what of the dataset was there (`existing`) moved aside first and
+    removed with the stage. Interrupts wait the few microseconds of the renames: half moved, old and new files mixed
+    would read as one dataset."""
+    new, out = stage / FOLDERS[dataset], directory / FOLDERS[dataset]
+    with interrupts_deferred():
+        if not out.exists():
+            os.rename(new, out)
+            return
+        aside = Path(tempfile.mkdtemp(prefix="replaced.", dir=stage))
+        for path in existing(directory, dataset):
+            os.rename(path, aside / path.name)
+        for path in new.iterdir():
+            os.rename(path, out / path.name)
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C (and SIGTERM, read as one) held until the block is done, then delivered."""
+    held = {signal.SIGINT, signal.SIGTERM}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def write(directory: Path, dataset: str, size: Size, seed: int = 0) -> Iterator[Path]:
