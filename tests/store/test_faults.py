@@ -4,8 +4,9 @@ was, no output file cut short, and no measurement lost.
 Permissions: the tests and CI run as root, whom no file mode stops. A child that must meet a file mode runs with
 CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped from its capability bounding set (`prctl`, before exec): root then
 obeys file modes like any user, and still reaches the interpreter under /root (an unprivileged user such as nobody
-cannot). Not root: the modes apply as they are. A full disk: RLIMIT_FSIZE (`ulimit -f`) in the child, SIGXFSZ
-ignored, so a write past the limit fails with EFBIG as on a full disk.
+cannot). A directory a user may not enter is met by a plain user, nobody, in a process forked from the test once the
+modules are loaded (`as_plain_user`). Not root: the modes apply as they are. A full disk: RLIMIT_FSIZE (`ulimit -f`)
+in the child, SIGXFSZ ignored, so a write past the limit fails with EFBIG as on a full disk.
 """
 
 from __future__ import annotations
@@ -14,11 +15,14 @@ import ctypes
 import json
 import os
 import resource
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -97,6 +101,92 @@ def test_unreadable_database(report_db, modes_apply):
             one_line_error(dlperf(*command, "--db", report_db, preexec=modes_apply), "cannot read it")
     finally:
         report_db.chmod(0o644)
+
+
+# --- a directory the user may not enter ------------------------------------------------------------------------------
+PLAIN_USER = 65534  # nobody: the user the command runs as when root runs the test
+
+
+def as_plain_user(*args: str, cwd: Path, **env_vars: str) -> subprocess.CompletedProcess:
+    """`dlperf ARGS` run by a user without privileges: nobody when the test runs as root, the test's own user
+    otherwise. Forked from this process, not started afresh: a plain user may not reach every interpreter (this
+    machine's lives under /root), so the modules are loaded first and the process then drops to that user, whose
+    file modes apply to everything the command does."""
+    from dlperf import api, cli  # noqa: F401 - loaded before the switch, as the commands' own modules are below
+    from dlperf.report import compare, format, load  # noqa: F401
+    from dlperf.store import merge  # noqa: F401
+
+    cli.build_parser()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        code = _forked(args, cwd, env_vars, out.fileno(), err.fileno())
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(args, code, out.read().decode(), err.read().decode())
+
+
+def _forked(args: tuple[str, ...], cwd: Path, env_vars: dict[str, str], out: int, err: int) -> int:
+    """`dlperf ARGS` in a forked child that drops to PLAIN_USER (when root) first; its exit code."""
+    from dlperf import cli
+
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
+            os.chdir(cwd)
+            os.environ.update(env_vars)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(PLAIN_USER)
+                os.setuid(PLAIN_USER)
+            code = cli.main(list(args))
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.fixture
+def shared(report_db):
+    """A directory every user may enter (pytest's own are its user's alone), holding `locked/`, whose mode 0 lets no
+    plain user enter it, with a database inside; beside it `ok.db`."""
+    folder = Path(tempfile.mkdtemp(prefix="dlperf-test-"))
+    try:
+        folder.chmod(0o777)
+        (folder / "locked").mkdir()
+        shutil.copy(report_db, folder / "locked" / "x.db")
+        shutil.copy(report_db, folder / "ok.db")
+        (folder / "ok.db").chmod(0o666)
+        (folder / "locked").chmod(0)
+        yield folder
+    finally:
+        (folder / "locked").chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_a_database_in_a_directory_the_user_may_not_enter(shared):
+    """Python 3.11's Path.exists() raises PermissionError where a directory on the way may not be entered: every
+    command that opens a store (or writes a file) there says so in one line, naming the directory, and starts
+    nothing."""
+    where = str(shared / "locked")
+    for command in (["table"], ["export", "--samples"], ["report", "-o", "r.html"], ["plot", "scaling", "-o", "p.svg"],
+                    ["run", *TINY], ["run", "--resume"]):  # fmt: skip
+        proc = as_plain_user(*command, "--db", "locked/x.db", cwd=shared)
+        one_line_error(proc, "--db 'locked/x.db'", "may not enter", where)
+    one_line_error(as_plain_user("table", cwd=shared, DLPERF_DB="locked/x.db"), "'locked/x.db'", "may not enter")
+    one_line_error(as_plain_user("compare", "locked/x.db:1", "ok.db", cwd=shared), "A 'locked/x.db:1'", "may not enter")
+    proc = as_plain_user("merge", "locked/x.db", "--db", "all.db", cwd=shared)
+    one_line_error(proc, "merge 'locked/x.db'", "may not enter", where)
+    one_line_error(as_plain_user("merge", "ok.db", "--db", "locked/new.db", cwd=shared), "'locked/new.db'", where)
+    one_line_error(as_plain_user("report", "-o", "locked/r.html", "--db", "ok.db", cwd=shared), "-o 'locked/r.html'",
+                   "may not enter")  # fmt: skip
+    assert sorted(p.name for p in shared.iterdir()) == ["locked", "ok.db"]  # nothing written, nothing run
 
 
 def test_a_directory_where_the_journal_goes(report_db):

@@ -72,11 +72,7 @@ class Store(MachineFigures):
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
         path = str(path)
-        if not create and not Path(path).exists():
-            raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
-        _check_readable(path)
-        if create:
-            _check_writable(path)
+        check_path(path, create=create)
         try:
             conn = sqlite3.connect(path, timeout=30)
             conn.row_factory = sqlite3.Row
@@ -493,6 +489,33 @@ def _schema_version(conn: sqlite3.Connection) -> int:
     if not re.fullmatch(r"[0-9]{1,9}", str(row[0])):  # a garbled value: no version dlperf wrote, none to migrate from
         raise sqlite3.DatabaseError(f"its schema version {row[0]!r} is not one dlperf writes")
     return int(row[0])
+
+
+def check_path(path: str, *, create: bool) -> None:
+    """What opening `path` would meet, said in one line before anything opens it (or, for `dlperf run`, plans): a
+    directory on the way this user may not enter, no file to read, a file that cannot be read or written."""
+    if why := unreachable(path):
+        raise UsageError(f"--db {path!r}: {why}")
+    if not create and not Path(path).exists():
+        raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
+    _check_readable(path)
+    if create:
+        _check_writable(path)
+
+
+def unreachable(path: str | Path) -> str | None:
+    """Why this user cannot reach `path`: the first directory on the way they may not enter (where Python 3.11's
+    Path.exists() raises PermissionError and SQLite says "unable to open"); None when nothing on the way stops them,
+    whether or not the path exists."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        full = Path(path).absolute()
+        blocked = next((d for d in reversed(full.parents) if not os.access(d, os.X_OK)), full.parent)
+        return f"this user may not enter directory {str(blocked)!r} (permission denied)"
+    except OSError:  # not there, or not a directory on the way: the caller says so
+        pass
+    return None
 
 
 def _check_readable(path: str) -> None:
