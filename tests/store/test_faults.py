@@ -272,6 +272,48 @@ def test_a_damaged_cell_row_is_left_out_of_the_table(report_db):
     warned(proc, row)
 
 
+def not_utf8(db, column: str) -> dict:
+    """Bytes that are not UTF-8 in one stored JSON text, written by SQLite itself: `PRAGMA integrity_check` still says
+    ok, and reading the text fails in SQLite ("Could not decode to UTF-8 column ..."), before any JSON is decoded.
+    Returns the row (run_id, key)."""
+    table, key = ("cells", "key") if column == "extra_json" else ("measurements", "cell_key")
+    row = rows(db, f"SELECT rowid, run_id, {key} AS key FROM {table} WHERE {column} != '[]' ORDER BY rowid LIMIT 1")[0]
+    conn, text = sqlite3.connect(db), b"[0.1,\x80\xff]"
+    with conn:
+        conn.execute(f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE rowid = ?", (text, row["rowid"]))
+    conn.close()
+    assert rows(db, "PRAGMA integrity_check") == [{"integrity_check": "ok"}]
+    return row
+
+
+@pytest.mark.parametrize("column", ["samples_json", "detail_json", "extra_json"])
+def test_a_stored_text_that_is_not_utf8_is_damage_like_any_other(report_db, tmp_path, column, capsys):
+    """The views leave the cell out, warn naming it and exit 1; compare and merge stop, exit 2 (in process: the
+    command line's own path is the test above)."""
+    from dlperf.cli import main
+
+    row = not_utf8(report_db, column)
+
+    def run(*args: str, db=report_db) -> subprocess.CompletedProcess:
+        code = main([*args, "--db", str(db)])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    export = run("export", "--samples", "-o", str(tmp_path / "e.jsonl"))
+    written = (tmp_path / "e.jsonl").read_text()
+    assert export.returncode == 1 and f'"key": "{row["key"]}"' not in written and written.count("\n") > 2
+    warned(export, row)
+    for command in (["report", "-o", str(tmp_path / "r.html")], ["table", "--best"],
+                    ["plot", "scaling", "-o", str(tmp_path / "p.svg")]):  # fmt: skip
+        proc = run(*command)
+        assert proc.returncode == 1, proc.stderr
+        warned(proc, row)
+    where = f"run {row['run_id']}, cell {row['key']}"
+    one_line_error(run("compare", str(report_db), str(report_db)), where)
+    one_line_error(run("merge", str(report_db), db=tmp_path / "all.db"), where)
+    assert not (tmp_path / "all.db").exists()
+
+
 # --- a full disk ---------------------------------------------------------------------------------------------------
 def test_export_to_a_full_stdout_says_it_is_cut_short(report_db, tmp_path):
     out = tmp_path / "export.jsonl"
