@@ -28,7 +28,8 @@ from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec, make_spec
-from dlperf.store import Store, check_path, default_db, spill
+from dlperf.store import Store, default_db, spill
+from dlperf.store.location import check_path
 from dlperf.store.records import RunRecord
 from dlperf.vocab import ExitCode, Status
 

@@ -32,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def writable(path: str) -> Path:
     """An output file whose directory exists: checked before anything is read."""
-    from dlperf.store import unreachable
+    from dlperf.store.location import unreachable
 
     out = Path(path)
     if why := unreachable(out):

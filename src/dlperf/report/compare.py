@@ -281,7 +281,8 @@ def parse_ref(text: str, default_db: str, name: str = "A") -> tuple[str, int | N
 
 
 def load(text: str, name: str, default_db: str) -> Side:
-    from dlperf.store import Store, unreachable
+    from dlperf.store import Store
+    from dlperf.store.location import unreachable
 
     path, run_id = parse_ref(text, default_db, name)
     if why := unreachable(path):

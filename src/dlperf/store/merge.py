@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
-from dlperf.store import RunRows, Store, now, run_origin, unreachable
+from dlperf.store import RunRows, Store, now, run_origin
+from dlperf.store.location import unreachable
 from dlperf.store.records import Origin
 
 
