@@ -29,7 +29,7 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec, make_spec
 from dlperf.store import Store, default_db, spill
-from dlperf.store.location import check_path
+from dlperf.store.location import check_path, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.vocab import ExitCode, Status
 
@@ -99,8 +99,8 @@ def kept_measurements(db: str) -> list[str]:
     if not kept:
         return []
     runs = ", ".join(f"run {run_id}: {n}" for run_id, n in sorted(kept.items()))
-    return [f"{spill.path_for(db)} keeps measurements the store refused ({runs}); `dlperf run --resume --db {db}` "
-            "stores those of the latest unfinished run"]  # fmt: skip
+    return [f"{spill.path_for(db)} keeps measurements the store refused ({runs}); `{resume_command(db)}` stores "
+            "those of the latest unfinished run"]  # fmt: skip
 
 
 def warn_stderr(message: str) -> None:

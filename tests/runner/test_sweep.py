@@ -3,6 +3,7 @@
 
 import json
 import os
+import shlex
 import signal
 import sqlite3
 import subprocess
@@ -134,7 +135,8 @@ def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, us
 
 @pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM])
 def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, user_file, sig):
-    db = tmp_path / "d.db"
+    db = tmp_path / "runs of 'today'" / "d.db"  # the hint must quote it for the shell
+    db.parent.mkdir()
     hang_file = tmp_path / "hang"
     hang_file.write_text("")
     env = {**os.environ, "HANG_FILE": str(hang_file), "PYTHONPATH": str(ROOT / "src")}
@@ -162,14 +164,18 @@ def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, u
     parent.send_signal(sig)
     _, err = parent.communicate(timeout=30)
     assert parent.returncode == 130, err
-    assert "--resume" in err
+    hint = err.strip().splitlines()[-1].split("Continue with: ")[1]
+    assert shlex.split(hint) == ["dlperf", "run", "--resume", "--db", str(db)], hint
     assert not alive(worker)
     rows = cells(db)
     assert [r["status"] for r in rows] == ["ok", "pending", "pending"]
     first_update = rows[0]["updated_at"]
 
     hang_file.unlink()  # the next attempt at the hanging cell succeeds
-    proc = dlperf("run", "--resume", db=db, env={"HANG_FILE": str(hang_file)})
+    # the hint, followed literally where $DLPERF_DB names another database, resumes this one
+    resumed = [sys.executable, "-m", "dlperf", *shlex.split(hint)[1:]]
+    env = {**env, "DLPERF_DB": str(tmp_path / "other.db")}
+    proc = subprocess.run(resumed, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     rows = cells(db)
     assert [r["status"] for r in rows] == ["ok", "ok", "ok"]

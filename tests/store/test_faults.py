@@ -15,6 +15,7 @@ import ctypes
 import json
 import os
 import resource
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -358,7 +359,8 @@ def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):
     kept = spill.path_for(db)
     assert proc.returncode == 2 and "Traceback" not in stderr, stderr
     *before, last = stderr.strip().splitlines()  # the sweep's warnings and progress, then the one line that stops it
-    assert last.startswith("dlperf: error: ") and f"is kept in {kept}" in last and "--resume" in last
+    assert last.startswith("dlperf: error: ") and f"is kept in {kept}" in last
+    assert f"`dlperf run --resume --db {shlex.quote(str(db))}` stores it" in last
     assert not [line for line in before if not line.startswith(("dlperf: warning: ", "[1/1] "))], stderr
     assert rows(db, "SELECT * FROM measurements") == [] and cells(db)[0]["status"] == "pending"
     (line,) = spill.kept(db, 1)
@@ -393,3 +395,23 @@ def test_a_new_run_reminds_of_measurements_kept_beside_the_store(tmp_path, monke
     said = []
     api.run("tiny-fcn-r", threads=[1], dry_run=True, db=db, warn=said.append)
     assert any("keeps measurements the store refused (run 3: 1)" in w and "--resume" in w for w in said), said
+    assert any(f"`dlperf run --resume --db {shlex.quote(db)}`" in w for w in said), said
+
+
+@pytest.mark.parametrize(
+    ("db", "from_env", "hint"),
+    [
+        ("runs/a b.db", False, "dlperf run --resume --db 'runs/a b.db'"),
+        ("dlperf.db", False, "dlperf run --resume --db dlperf.db"),
+        ("/data/it's.db", True, "DLPERF_DB='/data/it'\"'\"'s.db' dlperf run --resume"),
+    ],
+)
+def test_the_resume_hint_names_the_same_database_as_the_user_did(monkeypatch, db, from_env, hint):
+    """Followed literally, in a shell, the hint opens the database that was interrupted: --db quoted, or $DLPERF_DB
+    where that is what named it."""
+    from dlperf.store.location import resume_command
+
+    monkeypatch.delenv("DLPERF_DB", raising=False)
+    if from_env:
+        monkeypatch.setenv("DLPERF_DB", db)
+    assert resume_command(db) == hint

@@ -157,6 +157,7 @@ def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
     from dlperf.report.format import duration, terminal
+    from dlperf.store.location import resume_command
 
     db = db_path(args)
     if args.resume:
@@ -202,7 +203,7 @@ def run(args) -> int:
     if outcome.exit_code == ExitCode.INTERRUPTED:
         print(
             f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}. "
-            f"Continue with: dlperf run --resume",
+            f"Continue with: {resume_command(db)}",
             file=sys.stderr,
         )
         return outcome.exit_code

@@ -18,6 +18,7 @@ from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
+from dlperf.store.location import resume_command
 from dlperf.store.records import CellRecord
 from dlperf.version import VERSION
 from dlperf.vocab import Status
@@ -259,8 +260,8 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
     pending = [c for c in data.cells if c.status is Status.PENDING]
     for run in data.runs:
         if run.status != "complete":
-            rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with dlperf run "
-                         "--resume"])  # fmt: skip
+            rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with "
+                         f"{resume_command(data.db)}"])  # fmt: skip
     if pending:
         rows.append(["", "pending", f"{len(pending)} cells were never measured"])
     if not rows:

@@ -1,9 +1,10 @@
-"""Where a store is: the default path ($DLPERF_DB, else ./dlperf.db), and what stops it opening, said in one line
-before SQLite's vaguer "unable to open" or "disk I/O error"."""
+"""Where a store is: the default path ($DLPERF_DB, else ./dlperf.db), what stops it opening, said in one line before
+SQLite's vaguer "unable to open" or "disk I/O error", and the command that finds it again to resume a run there."""
 
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 
 from dlperf.errors import UsageError
@@ -67,3 +68,12 @@ def _check_writable(path: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable, and SQLite writes its "
                          "journal there")  # fmt: skip
+
+
+def resume_command(db: str) -> str:
+    """The command that resumes the latest unfinished run of `db`, quoted for a shell, naming the database as the user
+    did: `--db`, or `$DLPERF_DB` where that is what named it. Followed literally, it opens this database, never the
+    default one in another directory or one a changed $DLPERF_DB names."""
+    if os.environ.get("DLPERF_DB") == db:
+        return f"DLPERF_DB={shlex.quote(db)} dlperf run --resume"
+    return f"dlperf run --resume --db {shlex.quote(db)}"
