@@ -101,7 +101,7 @@ def _table7(data: Loaded) -> str:
         for column, text in zip(view.columns, values[fixed:], strict=True):
             tds.append(_table_cell(row.cells.get(column), text, column == best_column))
         body.append(f"<tr>{''.join(tds)}</tr>")
-    legend = f'<p class="legend">{escape(table.LEGEND)}</p>'
+    legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in table.legend(view))
     return f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{legend}'
 
 
