@@ -29,6 +29,7 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec, make_spec
 from dlperf.store import Store, default_db, spill
+from dlperf.store.location import check_path, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.vocab import ExitCode, Status
 
@@ -61,8 +62,9 @@ def run(
     spec = make_spec(workloads, **spec_kwargs)
     if spec.profile and spec.trace_dir is None:  # beside the database
         spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
+    if not dry_run:  # a database that cannot be opened is the one-line error, before any probe child plans
+        check_path(db, create=True)
     plan = make_plan(spec)
-    # a database that cannot be opened is the one-line error, before the plan's warnings
     store = None if dry_run else Store.open(db, create=True)
     for warning in [*plan.warnings, *kept_measurements(db)]:
         warn(warning)
@@ -97,8 +99,8 @@ def kept_measurements(db: str) -> list[str]:
     if not kept:
         return []
     runs = ", ".join(f"run {run_id}: {n}" for run_id, n in sorted(kept.items()))
-    return [f"{spill.path_for(db)} keeps measurements the store refused ({runs}); `dlperf run --resume --db {db}` "
-            "stores those of the latest unfinished run"]  # fmt: skip
+    return [f"{spill.path_for(db)} keeps measurements the store refused ({runs}); `{resume_command(db)}` stores "
+            "those of the latest unfinished run"]  # fmt: skip
 
 
 def warn_stderr(message: str) -> None:

@@ -339,6 +339,9 @@ class Sampled(Event):
     cpu_utilization: float | None = None  # cores kept busy on average: ~threads when it scales
     minor_faults_per_step: float | None = None  # memory mapped afresh each step
     process_hwm_increase_bytes: int | None = None
+    # the last timed step's loss, read once the steps were over; "nan", "inf" or "-inf" when not finite (JSON has no
+    # such numbers): a step whose loss is not finite was timed, but it did not train
+    loss: float | str | None = None
 
 
 @event("compile_end")

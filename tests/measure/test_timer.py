@@ -97,3 +97,30 @@ def test_config_rejects_nonsense_with_the_flag_name():
         TimerConfig(min_time=5, max_time=1)
     with pytest.raises(ValueError, match="--min-steps"):
         TimerConfig(min_steps=-1)
+
+
+@pytest.mark.parametrize(
+    ("flags", "blamed"),
+    [
+        (["--max-time", "0"], "--max-time 0 is below --min-time 1 (its default)"),
+        (["--min-time", "90"], "--min-time 90 is above --max-time 60 (its default)"),
+        (["--min-time", "9", "--max-time", "1"], "--min-time 9 is above --max-time 1"),
+        (["--max-time", "1", "--min-time", "9"], "--min-time 9 is above --max-time 1"),
+    ],
+)
+def test_a_time_flag_out_of_order_is_blamed_on_the_flag_given(flags, blamed, tmp_path, capsys):
+    """--max-time 0 alone was refused as "--min-time must be between 0 and --max-time", a flag the user never typed."""
+    from dlperf.cli import main
+
+    assert main(["run", "--workloads", "fcn-r", *flags, "--db", str(tmp_path / "x.db")]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"dlperf: error: {blamed}"), line
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_every_command_with_the_timer_flags_blames_the_one_given(tmp_path, capsys):
+    from dlperf.cli import main
+
+    for command in (["optimize", "fcn-r"], ["profile", "fcn-r"]):  # their own defaults: --min-time 2 and 0.5
+        assert main([*command, "--max-time", "0", "--db", str(tmp_path / "x.db")]) == 2
+        assert capsys.readouterr().err.startswith("dlperf: error: --max-time 0 is below --min-time "), command

@@ -70,6 +70,16 @@ def test_names_and_errors_from_the_store_are_escaped(tmp_path, report_db):
     assert not any(name.startswith("on") for _, attrs in tags.tags for name in attrs)  # no injected handler
 
 
+def test_an_unfinished_run_says_how_to_resume_it_in_the_same_database(report_db):
+    from dlperf.report import html, load
+
+    store = Store.open(report_db, create=False)
+    store.conn.execute("UPDATE runs SET status = 'interrupted'")
+    store.conn.commit()
+    store.close()
+    assert f"continue it with dlperf run --resume --db {report_db}" in html.render(load.load(str(report_db)))
+
+
 def test_report_of_several_runs_and_bad_input(tmp_path, report_db):
     store = Store.open(report_db, create=False)
     fill(store, seed=1)

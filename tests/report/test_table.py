@@ -168,3 +168,35 @@ def test_terminal_escapes_controls_and_keeps_ordinary_unicode():
     assert terminal("a\x1b[31m\x9b\x07\x08\r\n\t\x7f\u202eb") == "a\\x1b[31m\\x9b\\x07\\x08\\r\\n\\t\\x7f\\u202eb"
     assert terminal("line 1\nline\x1b 2", newlines=True) == "line 1\nline\\x1b 2"
     assert markup("[bold]x[/]") == "\\[bold]x\\[/]"
+
+
+def test_a_cell_whose_loss_was_not_finite_is_marked_noted_and_never_the_best():
+    """Issue 30: its time is shown, marked, with a note; no star rests on it, and it is no best mode."""
+    from dlperf.report import best
+
+    warning = "loss not finite: nan after the timed steps (process 1); its time is kept, but the step did not train"
+    cells = [
+        make_cell(threads=1, median_s=0.9, n=20),
+        make_cell(threads=2, median_s=0.5, n=20, loss_finite=False, warnings=[warning]),
+        make_cell(threads=2, mode="bf16", median_s=0.2, n=20, loss_finite=False, warnings=[warning]),
+        make_cell(threads=1, mode="bf16", median_s=0.4, n=20, loss_finite=True),
+    ]
+    view = table.build(1, cells)
+    fp32 = next(r for r in view.rows if r.mode == "fp32")
+    assert table.cell_text(fp32, "cpu:2") == f"0.500{table.LOSS_MARK} n=20" and fp32.best_cpu_column() is None
+    assert f"fcn-r torch cpu:2: {warning}" in view.notes
+    assert any(line.startswith(f"{table.LOSS_MARK} = the loss was not finite") for line in table.legend(view))
+    assert json.loads(table.render_json(view))["rows"][0]["cells"]["cpu:2"]["loss_finite"] is False
+    assert table.LOSS_MARK in table.render_markdown(view)
+    rows = {(r.column, r.mode) for r in best.build(cells, {})}
+    by_column = {r.column: r for r in best.build(cells, {})}
+    assert by_column["cpu:2"].mode is None and sorted(by_column["cpu:2"].rejected) == ["bf16", "fp32"], rows
+    assert by_column["cpu:1"].mode == "bf16"
+
+
+def test_a_table_of_cells_whose_loss_is_finite_or_unknown_has_no_loss_mark():
+    view = table.build(
+        1, [make_cell(threads=1, median_s=0.9, n=20, loss_finite=True), make_cell(threads=2, median_s=0.5, n=20)]
+    )
+    assert table.legend(view) == [table.LEGEND]
+    assert "loss_finite" not in table.render_json(view)

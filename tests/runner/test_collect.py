@@ -17,7 +17,9 @@ from dlperf.protocol import (
 )
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import CompileRecord, LossCheckRecord, Provenance
+from dlperf.vocab import Status
 
 OK_CHILD = ChildResult(0, False, 3.0, "")
 
@@ -172,3 +174,13 @@ def test_a_process_without_a_sample_is_not_ok():
     assert m.status == "failed" and "no timed step" in m.error
     fig = cell_figures([m], batch=64, threads=1, cores=2, device="cpu")
     assert fig.status == "failed" and fig.median_s is None
+
+
+def test_a_loss_not_finite_in_one_process_of_several_marks_the_cell_and_says_how_many():
+    def process(loss):
+        return ProcessMeasurement(status=Status.OK, samples=[0.1, 0.1, 0.1], detail=ProcessDetail(loss=loss))
+
+    figures = cell_figures([process(2.3), process("inf"), process(2.2)], batch=8, threads=1, cores=2, device="cpu")
+    assert figures.status == "ok" and figures.loss_finite is False
+    assert "loss not finite: inf after the timed steps (in 1 of 3 processes); the time is kept" in figures.warnings[0]
+    assert cell_figures([process(None)], batch=8, threads=1, cores=2, device="cpu").loss_finite is None

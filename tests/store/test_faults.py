@@ -4,8 +4,9 @@ was, no output file cut short, and no measurement lost.
 Permissions: the tests and CI run as root, whom no file mode stops. A child that must meet a file mode runs with
 CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped from its capability bounding set (`prctl`, before exec): root then
 obeys file modes like any user, and still reaches the interpreter under /root (an unprivileged user such as nobody
-cannot). Not root: the modes apply as they are. A full disk: RLIMIT_FSIZE (`ulimit -f`) in the child, SIGXFSZ
-ignored, so a write past the limit fails with EFBIG as on a full disk.
+cannot). A directory a user may not enter is met by a plain user, nobody, in a process forked from the test once the
+modules are loaded (`as_plain_user`). Not root: the modes apply as they are. A full disk: RLIMIT_FSIZE (`ulimit -f`)
+in the child, SIGXFSZ ignored, so a write past the limit fails with EFBIG as on a full disk.
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ import ctypes
 import json
 import os
 import resource
+import shlex
+import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -97,6 +102,92 @@ def test_unreadable_database(report_db, modes_apply):
             one_line_error(dlperf(*command, "--db", report_db, preexec=modes_apply), "cannot read it")
     finally:
         report_db.chmod(0o644)
+
+
+# --- a directory the user may not enter ------------------------------------------------------------------------------
+PLAIN_USER = 65534  # nobody: the user the command runs as when root runs the test
+
+
+def as_plain_user(*args: str, cwd: Path, **env_vars: str) -> subprocess.CompletedProcess:
+    """`dlperf ARGS` run by a user without privileges: nobody when the test runs as root, the test's own user
+    otherwise. Forked from this process, not started afresh: a plain user may not reach every interpreter (this
+    machine's lives under /root), so the modules are loaded first and the process then drops to that user, whose
+    file modes apply to everything the command does."""
+    from dlperf import api, cli  # noqa: F401 - loaded before the switch, as the commands' own modules are below
+    from dlperf.report import compare, format, load  # noqa: F401
+    from dlperf.store import merge  # noqa: F401
+
+    cli.build_parser()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        code = _forked(args, cwd, env_vars, out.fileno(), err.fileno())
+        out.seek(0)
+        err.seek(0)
+        return subprocess.CompletedProcess(args, code, out.read().decode(), err.read().decode())
+
+
+def _forked(args: tuple[str, ...], cwd: Path, env_vars: dict[str, str], out: int, err: int) -> int:
+    """`dlperf ARGS` in a forked child that drops to PLAIN_USER (when root) first; its exit code."""
+    from dlperf import cli
+
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 99
+        try:
+            os.dup2(out, 1)
+            os.dup2(err, 2)
+            sys.stdout, sys.stderr = open(1, "w", closefd=False), open(2, "w", closefd=False)  # noqa: SIM115
+            os.chdir(cwd)
+            os.environ.update(env_vars)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(PLAIN_USER)
+                os.setuid(PLAIN_USER)
+            code = cli.main(list(args))
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.fixture
+def shared(report_db):
+    """A directory every user may enter (pytest's own are its user's alone), holding `locked/`, whose mode 0 lets no
+    plain user enter it, with a database inside; beside it `ok.db`."""
+    folder = Path(tempfile.mkdtemp(prefix="dlperf-test-"))
+    try:
+        folder.chmod(0o777)
+        (folder / "locked").mkdir()
+        shutil.copy(report_db, folder / "locked" / "x.db")
+        shutil.copy(report_db, folder / "ok.db")
+        (folder / "ok.db").chmod(0o666)
+        (folder / "locked").chmod(0)
+        yield folder
+    finally:
+        (folder / "locked").chmod(0o755)
+        shutil.rmtree(folder)
+
+
+def test_a_database_in_a_directory_the_user_may_not_enter(shared):
+    """Python 3.11's Path.exists() raises PermissionError where a directory on the way may not be entered: every
+    command that opens a store (or writes a file) there says so in one line, naming the directory, and starts
+    nothing."""
+    where = str(shared / "locked")
+    for command in (["table"], ["export", "--samples"], ["report", "-o", "r.html"], ["plot", "scaling", "-o", "p.svg"],
+                    ["run", *TINY], ["run", "--resume"]):  # fmt: skip
+        proc = as_plain_user(*command, "--db", "locked/x.db", cwd=shared)
+        one_line_error(proc, "--db 'locked/x.db'", "may not enter", where)
+    one_line_error(as_plain_user("table", cwd=shared, DLPERF_DB="locked/x.db"), "'locked/x.db'", "may not enter")
+    one_line_error(as_plain_user("compare", "locked/x.db:1", "ok.db", cwd=shared), "A 'locked/x.db:1'", "may not enter")
+    proc = as_plain_user("merge", "locked/x.db", "--db", "all.db", cwd=shared)
+    one_line_error(proc, "merge 'locked/x.db'", "may not enter", where)
+    one_line_error(as_plain_user("merge", "ok.db", "--db", "locked/new.db", cwd=shared), "'locked/new.db'", where)
+    one_line_error(as_plain_user("report", "-o", "locked/r.html", "--db", "ok.db", cwd=shared), "-o 'locked/r.html'",
+                   "may not enter")  # fmt: skip
+    assert sorted(p.name for p in shared.iterdir()) == ["locked", "ok.db"]  # nothing written, nothing run
 
 
 def test_a_directory_where_the_journal_goes(report_db):
@@ -182,6 +273,48 @@ def test_a_damaged_cell_row_is_left_out_of_the_table(report_db):
     warned(proc, row)
 
 
+def not_utf8(db, column: str) -> dict:
+    """Bytes that are not UTF-8 in one stored JSON text, written by SQLite itself: `PRAGMA integrity_check` still says
+    ok, and reading the text fails in SQLite ("Could not decode to UTF-8 column ..."), before any JSON is decoded.
+    Returns the row (run_id, key)."""
+    table, key = ("cells", "key") if column == "extra_json" else ("measurements", "cell_key")
+    row = rows(db, f"SELECT rowid, run_id, {key} AS key FROM {table} WHERE {column} != '[]' ORDER BY rowid LIMIT 1")[0]
+    conn, text = sqlite3.connect(db), b"[0.1,\x80\xff]"
+    with conn:
+        conn.execute(f"UPDATE {table} SET {column} = CAST(? AS TEXT) WHERE rowid = ?", (text, row["rowid"]))
+    conn.close()
+    assert rows(db, "PRAGMA integrity_check") == [{"integrity_check": "ok"}]
+    return row
+
+
+@pytest.mark.parametrize("column", ["samples_json", "detail_json", "extra_json"])
+def test_a_stored_text_that_is_not_utf8_is_damage_like_any_other(report_db, tmp_path, column, capsys):
+    """The views leave the cell out, warn naming it and exit 1; compare and merge stop, exit 2 (in process: the
+    command line's own path is the test above)."""
+    from dlperf.cli import main
+
+    row = not_utf8(report_db, column)
+
+    def run(*args: str, db=report_db) -> subprocess.CompletedProcess:
+        code = main([*args, "--db", str(db)])
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    export = run("export", "--samples", "-o", str(tmp_path / "e.jsonl"))
+    written = (tmp_path / "e.jsonl").read_text()
+    assert export.returncode == 1 and f'"key": "{row["key"]}"' not in written and written.count("\n") > 2
+    warned(export, row)
+    for command in (["report", "-o", str(tmp_path / "r.html")], ["table", "--best"],
+                    ["plot", "scaling", "-o", str(tmp_path / "p.svg")]):  # fmt: skip
+        proc = run(*command)
+        assert proc.returncode == 1, proc.stderr
+        warned(proc, row)
+    where = f"run {row['run_id']}, cell {row['key']}"
+    one_line_error(run("compare", str(report_db), str(report_db)), where)
+    one_line_error(run("merge", str(report_db), db=tmp_path / "all.db"), where)
+    assert not (tmp_path / "all.db").exists()
+
+
 # --- a full disk ---------------------------------------------------------------------------------------------------
 def test_export_to_a_full_stdout_says_it_is_cut_short(report_db, tmp_path):
     out = tmp_path / "export.jsonl"
@@ -226,7 +359,8 @@ def test_a_cell_the_store_refuses_is_kept_and_resume_stores_it(tmp_path):
     kept = spill.path_for(db)
     assert proc.returncode == 2 and "Traceback" not in stderr, stderr
     *before, last = stderr.strip().splitlines()  # the sweep's warnings and progress, then the one line that stops it
-    assert last.startswith("dlperf: error: ") and f"is kept in {kept}" in last and "--resume" in last
+    assert last.startswith("dlperf: error: ") and f"is kept in {kept}" in last
+    assert f"`dlperf run --resume --db {shlex.quote(str(db))}` stores it" in last
     assert not [line for line in before if not line.startswith(("dlperf: warning: ", "[1/1] "))], stderr
     assert rows(db, "SELECT * FROM measurements") == [] and cells(db)[0]["status"] == "pending"
     (line,) = spill.kept(db, 1)
@@ -261,3 +395,23 @@ def test_a_new_run_reminds_of_measurements_kept_beside_the_store(tmp_path, monke
     said = []
     api.run("tiny-fcn-r", threads=[1], dry_run=True, db=db, warn=said.append)
     assert any("keeps measurements the store refused (run 3: 1)" in w and "--resume" in w for w in said), said
+    assert any(f"`dlperf run --resume --db {shlex.quote(db)}`" in w for w in said), said
+
+
+@pytest.mark.parametrize(
+    ("db", "from_env", "hint"),
+    [
+        ("runs/a b.db", False, "dlperf run --resume --db 'runs/a b.db'"),
+        ("dlperf.db", False, "dlperf run --resume --db dlperf.db"),
+        ("/data/it's.db", True, "DLPERF_DB='/data/it'\"'\"'s.db' dlperf run --resume"),
+    ],
+)
+def test_the_resume_hint_names_the_same_database_as_the_user_did(monkeypatch, db, from_env, hint):
+    """Followed literally, in a shell, the hint opens the database that was interrupted: --db quoted, or $DLPERF_DB
+    where that is what named it."""
+    from dlperf.store.location import resume_command
+
+    monkeypatch.delenv("DLPERF_DB", raising=False)
+    if from_env:
+        monkeypatch.setenv("DLPERF_DB", db)
+    assert resume_command(db) == hint

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from dlperf.measure.timer import TimerConfig, pipelined, timed_step
-from dlperf.protocol import Cell, CellTask, Done, Flops, Memory, Sample, first
+from dlperf.protocol import Cell, CellTask, Done, Flops, Memory, Sample, Sampled, first
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
 from dlperf.worker import cell as worker
@@ -41,9 +41,9 @@ class Step:
         return {}
 
 
-def fake_backend(monkeypatch) -> None:
+def fake_backend(monkeypatch, step: type = Step) -> None:
     module = types.SimpleNamespace(
-        configure_threads=lambda n: {"threads": n}, build=lambda w, d, m: Step(), version=lambda: "0.0"
+        configure_threads=lambda n: {"threads": n}, build=lambda w, d, m: step(), version=lambda: "0.0"
     )
     monkeypatch.setattr(worker, "backend", lambda framework: module)
 
@@ -62,6 +62,32 @@ def test_optional_analyses_that_fail_give_no_figure_and_a_note_never_a_failed_ce
     assert m.status == "ok" and m.detail.flops_per_step is None
     figures = cell_figures([m], batch=16, threads=1, cores=2, device="cpu")
     assert figures.status == "ok" and any(w.startswith("no FLOP count") for w in figures.warnings)
+
+
+class Diverged(Step):
+    """A step whose loss is nan from the first step on, as a model whose weights became nan trains."""
+
+    def step(self):
+        return float("nan")
+
+
+@pytest.mark.parametrize(("step", "loss"), [(Step, 0.0), (Diverged, "nan")])
+def test_a_step_whose_loss_is_not_finite_keeps_its_time_and_is_marked(monkeypatch, step, loss):
+    """Issue 30: an fp32 cell whose loss was nan read `ok`, and the table said nothing. Its time is kept (the cell
+    stays ok, its samples stored) and it is marked: the last timed step's loss, and a warning the table shows."""
+    fake_backend(monkeypatch, step)
+    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
+                    TimerConfig(min_steps=3, min_time=0, max_time=0.2, max_warmup=2))  # fmt: skip
+    events = []
+    worker.measure(task, events.append)
+    assert first(events, Sampled).loss == loss
+    m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
+    assert m.status == "ok" and m.samples and m.detail.loss == loss
+    figures = cell_figures([m], batch=16, threads=1, cores=2, device="cpu")
+    assert figures.status == "ok" and figures.median_s is not None
+    warned = [w for w in figures.warnings if w.startswith("loss not finite")]
+    assert figures.loss_finite is (loss != "nan") and len(warned) == (loss == "nan")
+    assert not warned or warned[0].startswith("loss not finite: nan after the timed steps")
 
 
 class AsyncDevice:

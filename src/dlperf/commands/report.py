@@ -32,7 +32,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def writable(path: str) -> Path:
     """An output file whose directory exists: checked before anything is read."""
+    from dlperf.store.location import unreachable
+
     out = Path(path)
+    if why := unreachable(out):
+        raise UsageError(f"-o {path!r}: {why}")
     if out.is_dir():
         raise UsageError(f"-o {path!r} is a directory")
     if not out.parent.exists():

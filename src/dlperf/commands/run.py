@@ -113,9 +113,9 @@ def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: flo
     p.add_argument(
         "--min-steps", type=whole("--min-steps"), default=min_steps, help=f"timed steps at least (default: {min_steps})"
     )
-    p.add_argument("--min-time", type=real("--min-time", above=False), default=min_time,
+    p.add_argument("--min-time", type=real("--min-time", above=False), default=min_time, action=Typed,
                    help=f"seconds of timed steps at least (default: {min_time:g})")  # fmt: skip
-    p.add_argument("--max-time", type=real("--max-time", above=False), default=max_time,
+    p.add_argument("--max-time", type=real("--max-time", above=False), default=max_time, action=Typed,
                    help=f"seconds of timed steps at most (default: {max_time:g})")  # fmt: skip
     p.add_argument(
         "--max-warmup",
@@ -141,10 +141,26 @@ def add_nvtx_flag(p: argparse.ArgumentParser) -> None:
                    "recorded with the cell; needs a CUDA build of PyTorch")  # fmt: skip
 
 
+class Typed(argparse.Action):
+    """Store the value and note that the user typed the flag (`args.typed`): a message about two flags that do not
+    fit together blames the one typed, not the other's default."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.typed = {*getattr(namespace, "typed", ()), self.dest}
+
+
 def timer(args):
-    """The TimerConfig of the timer flags; a bad combination is a UsageError naming the flag."""
+    """The TimerConfig of the timer flags; a bad combination is a UsageError naming the flag the user typed."""
     from dlperf.measure.timer import TimerConfig
 
+    if args.min_time > args.max_time:
+        typed = getattr(args, "typed", set())
+        if "max_time" in typed and "min_time" not in typed:
+            raise UsageError(f"--max-time {args.max_time:g} is below --min-time {args.min_time:g} (its default): "
+                             "give a lower --min-time too, or a longer --max-time")  # fmt: skip
+        default = "" if "max_time" in typed else " (its default)"
+        raise UsageError(f"--min-time {args.min_time:g} is above --max-time {args.max_time:g}{default}")
     try:
         return TimerConfig(
             min_steps=args.min_steps, min_time=args.min_time, max_time=args.max_time, max_warmup=args.max_warmup
@@ -157,6 +173,7 @@ def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
     from dlperf.report.format import duration, terminal
+    from dlperf.store.location import resume_command
 
     db = db_path(args)
     if args.resume:
@@ -202,7 +219,7 @@ def run(args) -> int:
     if outcome.exit_code == ExitCode.INTERRUPTED:
         print(
             f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}. "
-            f"Continue with: dlperf run --resume",
+            f"Continue with: {resume_command(db)}",
             file=sys.stderr,
         )
         return outcome.exit_code

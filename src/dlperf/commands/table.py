@@ -60,7 +60,7 @@ def print_table(
         return faults
     view = table.build(run.id, cells, verdicts)
     if fmt == "text":
-        print_rich(table.render_rich(view), [table.LEGEND, *table.version_lines(view)], view.notes)
+        print_rich(table.render_rich(view), [*table.legend(view), *table.version_lines(view)], view.notes)
         print_pipeline(view.pipeline)
         if lines := predicted.lines(predicted.rows(cells, predictions)):
             print_rich("", lines)

@@ -40,8 +40,10 @@ class TimerConfig:
         for name in ("min_steps", "max_warmup", "warmup_window"):
             if getattr(self, name) < (1 if name == "warmup_window" else 0):
                 raise ValueError(f"--{name.replace('_', '-')} must not be negative")
-        if not 0 <= self.min_time <= self.max_time:
-            raise ValueError("--min-time must be between 0 and --max-time")
+        if self.min_time < 0:
+            raise ValueError("--min-time must not be negative")
+        if self.min_time > self.max_time:  # the command line says which of the two was typed (`commands/run.timer`)
+            raise ValueError(f"--min-time {self.min_time:g} is above --max-time {self.max_time:g}")
 
 
 @dataclass(frozen=True)

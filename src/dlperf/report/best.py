@@ -1,7 +1,8 @@
 """The best-mode view: per workload, framework and column, the fastest mode and its speed-up over fp32 eager.
 
 Only modes measured in the same run as their fp32 baseline are compared, and a mode whose loss check failed is never
-"best": it is faster because it stopped learning properly.
+"best": it is faster because it stopped learning properly; nor is a cell whose timed steps' loss was not finite, which
+did not train at all (fp32 included: a speed-up over it would be over steps that did not train).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class Best:
     speedup: float | None
     ci_low: float | None
     ci_high: float | None
-    rejected: list[str]  # modes left out because their loss check failed
+    rejected: list[str]  # modes left out: their loss check failed, or their loss was not finite
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -40,8 +41,8 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
         groups.setdefault((c.workload, c.framework, c.column), []).append(c)
     out = []
     for (workload, framework, column), group in groups.items():
-        base = next((c for c in group if c.mode == BASELINE and c.ok and c.median_s), None)
-        rejected = [c.mode for c in group if c.loss_check and c.loss_check.ok is False]
+        rejected = [c.mode for c in group if (c.loss_check and c.loss_check.ok is False) or c.loss_finite is False]
+        base = next((c for c in group if c.mode == BASELINE and c.ok and c.median_s and c.mode not in rejected), None)
         timed = [c for c in group if c.ok and c.median_s and c.mode not in rejected]
         best = min(timed, key=lambda c: c.median_s, default=None)
         row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected)
@@ -101,7 +102,8 @@ def render_rich(rows: list[Best], run_id: int):
 
 def notes(rows: list[Best]) -> list[str]:
     return [
-        f"{r.workload} {r.framework} {r.column}: {', '.join(r.rejected)} left out: the loss check failed"
+        f"{r.workload} {r.framework} {r.column}: {', '.join(r.rejected)} left out: the loss check failed or the loss "
+        "was not finite"
         for r in rows
         if r.rejected
     ]

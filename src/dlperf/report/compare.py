@@ -18,6 +18,7 @@ result out; `dlperf compare` itself is `commands/compare.py`. scipy is imported 
 from __future__ import annotations
 
 import math
+import os
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -274,15 +275,18 @@ def parse_ref(text: str, default_db: str, name: str = "A") -> tuple[str, int | N
     if text.isascii() and text.isdigit():  # not '²' or '٣', which int() reads or refuses
         return default_db, whole_number(text, name, least=1)
     head, sep, tail = text.rpartition(":")
-    if sep and head and tail.isascii() and tail.isdigit() and not Path(text).exists():
+    if sep and head and tail.isascii() and tail.isdigit() and not os.path.exists(text):  # False where unreachable
         return head, whole_number(tail, name, least=1)
     return text, None
 
 
 def load(text: str, name: str, default_db: str) -> Side:
     from dlperf.store import Store
+    from dlperf.store.location import unreachable
 
     path, run_id = parse_ref(text, default_db, name)
+    if why := unreachable(path):
+        raise UsageError(f"{name} {text!r}: {why}")
     if not Path(path).is_file():
         raise UsageError(f"{name} {text!r}: no such database file {path!r}")
     try:

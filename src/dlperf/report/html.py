@@ -18,6 +18,7 @@ from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
+from dlperf.store.location import resume_command
 from dlperf.store.records import CellRecord
 from dlperf.version import VERSION
 from dlperf.vocab import Status
@@ -100,7 +101,7 @@ def _table7(data: Loaded) -> str:
         for column, text in zip(view.columns, values[fixed:], strict=True):
             tds.append(_table_cell(row.cells.get(column), text, column == best_column))
         body.append(f"<tr>{''.join(tds)}</tr>")
-    legend = f'<p class="legend">{escape(table.LEGEND)}</p>'
+    legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in table.legend(view))
     return f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{legend}'
 
 
@@ -259,8 +260,8 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
     pending = [c for c in data.cells if c.status is Status.PENDING]
     for run in data.runs:
         if run.status != "complete":
-            rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with dlperf run "
-                         "--resume"])  # fmt: skip
+            rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with "
+                         f"{resume_command(data.db)}"])  # fmt: skip
     if pending:
         rows.append(["", "pending", f"{len(pending)} cells were never measured"])
     if not rows:

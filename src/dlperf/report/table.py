@@ -24,6 +24,7 @@ from dlperf.vocab import Status
 
 BEST_MARK = "*"
 FEW_MARK = "?"  # a median of few samples
+LOSS_MARK = "!"  # a cell whose timed steps' loss was not finite: timed, but not training
 
 
 @dataclass
@@ -40,7 +41,10 @@ class Row:
         return mode_label(self.mode, self.loader)
 
     def timed_cpu_cells(self) -> dict[str, CellRecord]:
-        return {c: v for c, v in self.cells.items() if c.startswith("cpu:") and v.ok and v.median_s}
+        """The CPU cells the star compares: measured, and training (a step whose loss is not finite is no setting to
+        recommend, however fast)."""
+        return {c: v for c, v in self.cells.items()
+                if c.startswith("cpu:") and v.ok and v.median_s and v.loss_finite is not False}  # fmt: skip
 
     def best_cpu_column(self) -> str | None:
         """The fastest thread count, only when no compared cell was disturbed (other load, steal, few samples): a
@@ -205,7 +209,7 @@ def cell_text(row: Row, column: str) -> str:
         return ""
     if not cell.ok or cell.median_s is None:
         return cell.status.value
-    mark = BEST_MARK if column == row.best_cpu_column() else ""
+    mark = LOSS_MARK if cell.loss_finite is False else BEST_MARK if column == row.best_cpu_column() else ""
     few = FEW_MARK if cell.n is not None and cell.n < FEW_SAMPLES else ""
     n = f" n={cell.n}" if cell.n is not None else ""
     util = f" ({100 * cell.utilization:.0f}%)" if cell.utilization is not None else ""
@@ -236,12 +240,21 @@ LEGEND = (
 )
 
 
+LOSS_LEGEND = f"{LOSS_MARK} = the loss was not finite (nan or inf) after the timed steps: timed, but not training"
+
+
+def legend(view: TableView) -> list[str]:
+    """The marks' legend: LOSS_MARK's line only where a cell carries it."""
+    marked = any(c.loss_finite is False for r in view.rows for c in r.cells.values())
+    return [LEGEND, *([LOSS_LEGEND] if marked else [])]
+
+
 def render_markdown(view: TableView) -> str:
     header = head(view)
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
     pipeline = ["", data.render_markdown(view.pipeline)] if view.pipeline else []
-    return "\n".join([*lines, "", LEGEND, *version_lines(view), *pipeline])
+    return "\n".join([*lines, "", *legend(view), *version_lines(view), *pipeline])
 
 
 def version_lines(view: TableView) -> list[str]:
@@ -276,7 +289,7 @@ def render_json(view: TableView) -> str:
             "cells": {c: {"status": v.status.value, "median_s": v.median_s, "iqr_s": v.iqr_s, "n": v.n,
                           "best": c == best, "error": v.error, "utilization": v.utilization,
                           "framework_version": v.framework_version, "environment": v.environment,
-                          **_verdict_json(view, v)}
+                          **({"loss_finite": False} if v.loss_finite is False else {}), **_verdict_json(view, v)}
                       for c, v in row.cells.items()},
         })  # fmt: skip
     data = {

@@ -6,6 +6,7 @@ shared machine the variation between processes is often larger than within one; 
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 import statistics
@@ -81,6 +82,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
         loader=LoaderFigures.merged([e.figures for e in all_of(events, Loader)]),  # cells with a loader (--data DIR)
         notes=[n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
+        loss=done and done.loss,
         timeline=timeline(events, child),
         phases=phases(events, child),
     )
@@ -276,12 +278,26 @@ def cell_figures(
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
-    warnings += _warnings(details, threads, cores, device) + _version_note(figures.provenance)
+    figures.loss_finite, diverged = loss_finite(details)
+    warnings += diverged + _warnings(details, threads, cores, device) + _version_note(figures.provenance)
     if loader := loader_summary(measurements):
         figures.data = loader
         warnings += loader_warnings(loader)
     figures.warnings = warnings
     return figures
+
+
+def loss_finite(details: list[ProcessDetail]) -> tuple[bool | None, list[str]]:
+    """Whether every process's last timed step had a finite loss (None: no process said), and a warning where one did
+    not: its time is kept, the cell stays ok, and the warning (the table's notes, the export's warnings) says that
+    the steps timed did not train."""
+    losses = [d.loss for d in details if d.loss is not None]
+    bad = [loss for loss in losses if not (isinstance(loss, int | float) and math.isfinite(loss))]
+    if not losses or not bad:
+        return (True if losses else None), []
+    where = f" (in {len(bad)} of {len(losses)} processes)" if len(losses) > 1 else ""
+    return False, [f"loss not finite: {bad[0]} after the timed steps{where}; the time is kept, but the steps did not "
+                   "train"]  # fmt: skip
 
 
 def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | None:

@@ -144,9 +144,8 @@ def run_child(
     stdout = open(log_dir / "stdout.log", "wb")  # noqa: SIM115 - closed below, the child holds it meanwhile
     stderr = open(log_dir / "stderr.log", "wb")  # noqa: SIM115
     started_at, start = time.time(), time.monotonic()
-    proc = subprocess.Popen(
-        cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True
-    )
+    proc = subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                            start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
     try:
         timed_out, reason = _wait(proc, start, timeout, poll, limit)
     except BaseException:

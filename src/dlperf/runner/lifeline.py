@@ -2,11 +2,15 @@
 
 The parent's side; the child's is `worker/lifeline.py`:
 
-- a child calls `die_with_parent()` first: the kernel kills it when its parent ends (PR_SET_PDEATHSIG), even by
-  SIGKILL, when nothing of dlperf runs to stop it. The parent is named in DLPERF_PARENT_PID (`child_vars`): a parent
-  that died before the call is seen at once. torchrun's agent arms it too, started through `python -m
-  dlperf.worker.lifeline`, and its workers then die with it. The signal fires when the *thread* that started the
-  child ends: `launch` blocks its thread for the child's whole life, so that thread always outlives the child.
+- a child is killed by the kernel when its parent ends (PR_SET_PDEATHSIG), even by SIGKILL, when nothing of dlperf
+  runs to stop it. The launcher arms it in the child between fork and exec (`before_exec`; the setting survives exec),
+  so from its first instruction: armed by the child itself, first thing in `serve`, it came after the interpreter's
+  start and the worker's imports, and a dlperf killed meanwhile left the child running that long (80-140 ms on an idle
+  machine, about 1 s on a busy 2-core one; issue 30). The child arms again in `die_with_parent()`, which checks the
+  parent named in DLPERF_PARENT_PID (`child_vars`), and so do the processes the launcher does not start: torchrun's
+  agent is started through `python -m dlperf.worker.lifeline`, and its workers arm in `serve` and die with it. The
+  signal fires when the *thread* that started the child ends: `launch` blocks its thread for the child's whole life,
+  so that thread always outlives the child.
 - the parent, while a child runs (`reaping`), is a child subreaper (PR_SET_CHILD_SUBREAPER): what the child started in
   another session (`setsid`, a double-forked daemon) comes back to dlperf instead of init when its own parent ends,
   and is stopped when the child ends. Such orphans are known by DLPERF_LAUNCH in their environment, set for each
@@ -25,22 +29,44 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from dlperf.measure.system import prctl
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR
 
-PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 36, 37
+PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 1, 36, 37
 STALE_DIR = re.compile(r"dlperf-(\d+)-")
 
 
 def _is_subreaper() -> bool:
     flag = ctypes.c_int(0)
     return prctl(PR_GET_CHILD_SUBREAPER, ctypes.byref(flag)) and flag.value != 0
+
+
+def before_exec() -> Callable[[], None] | None:
+    """What a child runs between fork and exec (`subprocess.Popen(preexec_fn=...)`): be killed when this process's
+    launching thread ends (PR_SET_PDEATHSIG, SIGKILL), and end at once if it already has. Everything is looked up here,
+    before the fork: the child only calls prctl and getppid (no import, no dlopen, no lock another thread may have held
+    at the fork). None where prctl is not Linux's."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        call = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent, sig = os.getpid(), int(signal.SIGKILL)
+
+    def arm() -> None:
+        call(PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent died between the fork and the call: nobody would kill this child
+            os._exit(1)
+
+    return arm
 
 
 def child_vars(tmpdir_name: str) -> dict[str, str]:

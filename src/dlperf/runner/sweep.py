@@ -24,6 +24,7 @@ from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
+from dlperf.store.location import resume_command
 from dlperf.store.process import ProcessMeasurement
 from dlperf.store.records import CellFigures, CellRecord
 from dlperf.vocab import Status
@@ -161,7 +162,7 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
             kept = spill.keep(ctx.store.path, ctx.run_id, task.cell.key, task.repeat, m)
         except OSError as lost:
             raise StoreFault(f"{exc}; {what} is lost: it could not be kept either ({lost.strerror or lost})") from None
-        raise StoreFault(f"{exc}; {what} is kept in {kept}: `dlperf run --resume` stores it") from None
+        raise StoreFault(f"{exc}; {what} is kept in {kept}: `{resume_command(ctx.store.path)}` stores it") from None
 
 
 def take_up_kept(ctx: SweepContext) -> int:

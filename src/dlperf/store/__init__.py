@@ -12,7 +12,6 @@ run is leased to the one process measuring it (`store/lease.py`). Reads return t
 from __future__ import annotations
 
 import json
-import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -24,6 +23,8 @@ from typing import Any
 
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
+from dlperf.store.location import check_path
+from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
 from dlperf.store.records import (
@@ -52,11 +53,6 @@ class RunRows:
     predictions: list[dict[str, Any]] = field(default_factory=list)
 
 
-def default_db() -> str:
-    """Where a command reads and writes when no --db is given: $DLPERF_DB, else ./dlperf.db."""
-    return os.environ.get("DLPERF_DB") or "dlperf.db"
-
-
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -72,14 +68,11 @@ class Store(MachineFigures):
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
         path = str(path)
-        if not create and not Path(path).exists():
-            raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
-        _check_readable(path)
-        if create:
-            _check_writable(path)
+        check_path(path, create=create)
         try:
             conn = sqlite3.connect(path, timeout=30)
             conn.row_factory = sqlite3.Row
+            conn.text_factory = _text
             version = _schema_version(conn)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"--db {path!r}: not a dlperf database or corrupt ({exc})") from exc
@@ -208,18 +201,18 @@ class Store(MachineFigures):
             row = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 raise UsageError(f"{self.path}: no runs yet (run `dlperf run` first)")
-            return RunRecord.from_row(dict(row))
+            return _run_record(row)
         row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"--run {run_id}: no such run in {self.path}")
-        return RunRecord.from_row(dict(row))
+        return _run_record(row)
 
     def runs(self) -> list[RunRecord]:
-        return [RunRecord.from_row(dict(r)) for r in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+        return [_run_record(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY id")]
 
     def latest_unfinished_run(self) -> RunRecord | None:
         row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
-        return None if row is None else RunRecord.from_row(dict(row))
+        return None if row is None else _run_record(row)
 
     # --- cells and measurements -----------------------------------------------------------------------------------
     def cells(self, run_id: int, unreadable: Callable[[UnreadableRow], None] | None = None) -> list[CellRecord]:
@@ -349,24 +342,24 @@ class Store(MachineFigures):
         part = f"run {run_id}"
         try:
             [run] = self.rows("runs", run_id)
-            RunRecord.from_row(run)
+            RunRecord.from_row(_whole(run))
             cells, measurements = self.rows("cells", run_id), self.rows("measurements", run_id)
             for row in cells:
                 part = f"run {run_id}, cell {row.get('key')}"
-                CellRecord.from_row(row)
+                CellRecord.from_row(_whole(row))
             for row in measurements:
                 part = f"run {run_id}, cell {row.get('cell_key')}, process {row.get('repeat')}"
-                m = MeasurementRecord.from_row(row)
+                m = MeasurementRecord.from_row(_whole(row))
                 if not isinstance(m.samples, list) or not all(isinstance(x, int | float) for x in m.samples):
                     raise ValueError("its samples are not a list of numbers")
             profiles = self.rows("profiles", run_id)
             for row in profiles:
                 part = f"run {run_id}, cell {row.get('cell_key')}, profile"
-                ProfileRecord.from_row(row)
+                ProfileRecord.from_row(_whole(row))
             predictions = self.rows("predictions", run_id)
             for row in predictions:
                 part = f"run {run_id}, cell {row.get('cell_key')}, prediction for {row.get('gpu')}"
-                PredictionRecord.from_row(row)
+                PredictionRecord.from_row(_whole(row))
         except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
             raise UsageError(f"{part}: unreadable ({exc})") from exc
         return RunRows(run, cells, measurements, profiles, predictions)
@@ -471,14 +464,54 @@ def run_origin(run: sqlite3.Row | dict) -> Origin | None:
     return Origin.of(json.loads(raw)) if raw else None
 
 
+class Undecodable:
+    """A stored text whose bytes are not UTF-8 (a damaged page), read in its place (`_text`): the row it is in is
+    then named and left out like any other damaged row, where SQLite's own decoding stopped the whole read ("Could not
+    decode to UTF-8 column ...") and could not say which row."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+
+    def __repr__(self) -> str:
+        return f"<{len(self.raw)} bytes that are not UTF-8>"
+
+
+def _text(raw: bytes) -> str | Undecodable:
+    """The connection's text factory: UTF-8, as SQLite's default, but a text that is not UTF-8 becomes an Undecodable
+    (its row is refused where it is decoded: `_whole`)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return Undecodable(raw)
+
+
+def _whole(row: dict[str, Any]) -> dict[str, Any]:
+    """The row, when every text in it is UTF-8; a ValueError naming the first column that is not."""
+    bad = next((column for column, value in row.items() if isinstance(value, Undecodable)), None)
+    if bad is not None:
+        raise ValueError(f"its column {bad!r} is not UTF-8 text")
+    return row
+
+
 def _decoded(from_row: Callable, row: dict[str, Any], run_id: int, what: str):
     """A record from its row; a row whose text no longer decodes (a damaged page: `PRAGMA integrity_check` can
-    still say ok) is an UnreadableRow naming its run and cell."""
+    still say ok), as JSON or as UTF-8, is an UnreadableRow naming its run and cell."""
     try:
-        return from_row(row)
+        return from_row(_whole(row))
     except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSONDecodeError and a bad status are ValueErrors
         key = row.get("key") or row.get("cell_key")
-        raise UnreadableRow(run_id, key, what, f"{type(exc).__name__}: {exc}") from None
+        raise UnreadableRow(run_id, str(key), what, f"{type(exc).__name__}: {exc}") from None
+
+
+def _run_record(row: sqlite3.Row) -> RunRecord:
+    """A run from its row; one that no longer decodes stops the command with one line naming the run (a run without
+    its spec or environment cannot be shown in part)."""
+    found = dict(row)
+    try:
+        return RunRecord.from_row(_whole(found))
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        why = f"{type(exc).__name__}: {exc}"
+        raise StoreFault(f"run {found.get('id')}: its stored row cannot be read ({why})") from None
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:
@@ -493,31 +526,3 @@ def _schema_version(conn: sqlite3.Connection) -> int:
     if not re.fullmatch(r"[0-9]{1,9}", str(row[0])):  # a garbled value: no version dlperf wrote, none to migrate from
         raise sqlite3.DatabaseError(f"its schema version {row[0]!r} is not one dlperf writes")
     return int(row[0])
-
-
-def _check_readable(path: str) -> None:
-    """What SQLite would report as a vague "unable to open" or "disk I/O error", said plainly before it runs."""
-    p = Path(path)
-    if p.is_file() and not os.access(p, os.R_OK):
-        raise UsageError(f"--db {path!r}: cannot read it (permission denied)")
-    for side in (Path(f"{path}-journal"), Path(f"{path}-wal")):
-        if side.is_dir():
-            raise UsageError(f"--db {path!r}: {str(side)!r} is a directory, where SQLite keeps the database's "
-                             "journal: move it away")  # fmt: skip
-
-
-def _check_writable(path: str) -> None:
-    """The file and its directory: SQLite writes its journal beside the file, so an existing file in a read-only
-    directory cannot take a write either."""
-    p = Path(path)
-    target = p if p.exists() else p.parent
-    if p.exists() and p.is_dir():
-        raise UsageError(f"--db {path!r} is a directory")
-    if not target.exists():
-        raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
-    if not os.access(target, os.W_OK):
-        raise UsageError(f"--db {path!r}: not writable")
-    folder = p.absolute().parent
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable, and SQLite writes its "
-                         "journal there")  # fmt: skip

@@ -47,6 +47,8 @@ class ProcessDetail(StoredFigures):
     cpu_utilization: float | None = None
     minor_faults_per_step: float | None = None
     process_hwm_increase_bytes: int | None = None
+    # the last timed step's loss; "nan", "inf" or "-inf" when not finite (`protocol.Sampled`)
+    loss: float | str | None = field(default=None, metadata=OPTIONAL)
     timeline: list[list] | None = None  # [event, seconds since the child was started], samples left out
     phases: dict[str, float | None] | None = None  # the process's wall-clock time by phase (`collect.phases`)
     # a process that did not measure in full

@@ -243,6 +243,8 @@ class CellFigures(StoredFigures):
     flops_by_dtype: dict[str, int] | None = None
     compile: CompileRecord | None = field(default=None, metadata=stored(of=CompileRecord.of))
     loss_check: LossCheckRecord | None = field(default=None, metadata=stored(of=LossCheckRecord.of))
+    # whether every process's last timed step had a finite loss; None: not known (a file from before, a DDP cell)
+    loss_finite: bool | None = field(default=None, metadata=OPTIONAL)
     comm: CommRecord | None = field(default=None, metadata=stored(of=comm_of))
     # a cell with a loader: its input pipeline's figures
     data: LoaderRecord | None = field(default=None, metadata=stored("loader", of=LoaderRecord.of, optional=True))

@@ -10,12 +10,15 @@ flushed as it happens: if the parent kills this process at its timeout, the samp
 
 from __future__ import annotations
 
+import math
 import os
 import resource
 import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
 
 from dlperf import loaders
 from dlperf.figures import CommFigures, LoaderFigures, LossCheckFigures
@@ -63,12 +66,13 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())
         emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
-    run = step_timer(train, fed)
+    last = LastLoss()
+    run = step_timer(train, fed, last)
     warm = warm_up(run, task.timer)
     emit(Warmup(warm.steps, warm.steady, warm.times))
     if fed is not None:
         fed.restart()  # one wait per timed step, the warm-up's left out
-    sampled = timed_samples(run, task.timer, emit)
+    sampled = replace(timed_samples(run, task.timer, emit), loss=last.value())
     if fed is not None:
         emit(Loader(fed.figures()))
         fed.close()
@@ -104,11 +108,35 @@ def build_cell(fw, task: CellTask, workload: Workload):
     return build_parallel(workload, cell), noted
 
 
-def step_timer(train, fed: feed.Feed | None = None) -> Callable[[], float]:
+class LastLoss:
+    """What the latest step returned, its loss, kept as the framework returned it: reading its value would wait for
+    the device, so it is read once, after the timed steps (`value`)."""
+
+    def __init__(self) -> None:
+        self.loss: Any = None
+
+    def around(self, step: Callable[[], Any]) -> Callable[[], Any]:
+        def kept() -> Any:
+            self.loss = step()
+            return self.loss
+
+        return kept
+
+    def value(self) -> float | str | None:
+        """The loss as a number, or "nan", "inf", "-inf" (JSON has no such numbers); None without one."""
+        try:
+            value = float(self.loss)
+        except (TypeError, ValueError, RuntimeError):  # no loss returned, or none a float() reads
+            return None
+        return value if math.isfinite(value) else str(value)
+
+
+def step_timer(train, fed: feed.Feed | None = None, last: LastLoss | None = None) -> Callable[[], float]:
     """One step's time per call, as a plain training loop sees it: pipelined on a device with its own clock (CUDA),
     the device synchronized on both sides of each step elsewhere. With a loader (`fed`), each step first waits
-    for its batch, and each call's wait is kept."""
+    for its batch, and each call's wait is kept; with `last`, each step's loss is kept (not read)."""
     step = train.step if fed is None else fed.step
+    step = last.around(step) if last is not None else step
     clock = train.device_clock()
     run = pipelined(step, clock) if clock is not None else lambda: timed_step(step, train.sync)
     return run if fed is None else fed.timed(run)

@@ -1,8 +1,9 @@
 """A child's side of the lifeline (the parent's is `runner/lifeline.py`): die with the parent.
 
-A child calls `die_with_parent()` first: the kernel kills it when its parent ends (PR_SET_PDEATHSIG), even by SIGKILL,
-when nothing of dlperf runs to stop it. torchrun's agent arms it too, started through
-`python -m dlperf.worker.lifeline`, and its workers then die with it.
+The kernel kills a child when its parent ends (PR_SET_PDEATHSIG), even by SIGKILL, when nothing of dlperf runs to stop
+it. dlperf's launcher arms it before exec (`runner/lifeline.before_exec`); a child calls `die_with_parent()` first all
+the same, which arms what the launcher does not start: the workers of torchrun's agent (the agent itself is started
+through `python -m dlperf.worker.lifeline`), which then die with the agent.
 """
 
 from __future__ import annotations

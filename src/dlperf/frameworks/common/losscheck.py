@@ -25,7 +25,7 @@ R = TypeVar("R")  # what one run measured (its losses, its first update, ...): t
 
 @dataclasses.dataclass(frozen=True)
 class Judgement:
-    ok: bool | None  # None: nothing was checked (`reason` says why)
+    ok: bool | None  # None: nothing was checked (`reason` says why: the reference diverged, say)
     reason: str | None  # one line: the first failed criterion; None when ok
     figures: dict[str, Any]  # what was measured, JSON-ready: the curves, the distances, the bars applied
 
@@ -60,3 +60,10 @@ def progress(reference: Sequence[float], mode: Sequence[float]) -> float | None:
 def first_not_finite(losses: Sequence[float]) -> int | None:
     """The index of the first loss that is inf or nan: where the run diverged."""
     return next((i for i, value in enumerate(losses) if not math.isfinite(value)), None)
+
+
+def unchecked(reference: Sequence[float], who: str) -> str | None:
+    """Why a mode cannot be checked against this reference run: its loss is not finite, and a reference that diverged
+    says nothing of the mode (the check is "not checked", never "failed"); None when the reference is whole."""
+    bad = first_not_finite(reference)
+    return None if bad is None else f"not checked: {who}'s loss is {reference[bad]} at step {bad + 1}"

@@ -467,8 +467,8 @@ def tolerances(spread: tuple[float, float] | None) -> tuple[float, float]:
 
 def judge(
     graph: list[float], xla: list[float], update: float, spread: tuple[float, float] | None
-) -> tuple[bool, str | None]:
-    """Whether XLA trains as graph mode does: (ok, the first failure's reason).
+) -> tuple[bool | None, str | None]:
+    """Whether XLA trains as graph mode does: (ok, the first failure's reason); ok None: not checked.
 
     Both run fp32 arithmetic from the same weights and data, so they differ only where XLA fuses ops and reorders
     the sums of reductions and products: a few ulps (1.2e-7 each) per op, compounded through the network. Measured
@@ -482,7 +482,10 @@ def judge(
       (tiny-resnet-50); such a difference says nothing about XLA. So where XLA exceeds a floor, `spread` (graph
       mode's own first-update and curve differences under that nudging) sets the bar at SPREAD_FACTOR times it;
       XLA's differences there were 0.9 to 1.3 times that spread.
-    - Progress: XLA's loss falls by at least MIN_PROGRESS of graph mode's fall (first loss to lowest)."""
+    - Progress: XLA's loss falls by at least MIN_PROGRESS of graph mode's fall (first loss to lowest).
+    Against a graph-mode curve that is not finite nothing is decided: (None, "not checked: ...")."""
+    if not_checked := common.unchecked(graph, "graph mode"):
+        return None, not_checked
     if common.first_not_finite(xla) is not None:
         return False, f"XLA's losses are not finite: {xla}"
     update_bar, loss_bar = tolerances(spread)

@@ -30,7 +30,14 @@ from typing import Any, Protocol
 import torch
 
 from dlperf.frameworks.common import losscheck as common
-from dlperf.frameworks.common.losscheck import MIN_PROGRESS, Judgement, compare, first_not_finite, progress
+from dlperf.frameworks.common.losscheck import (
+    MIN_PROGRESS,
+    Judgement,
+    compare,
+    first_not_finite,
+    progress,
+    unchecked,
+)
 from dlperf.modes import Mode, mode_components
 
 # Eight steps on four samples. fp32 fits the repeated batch visibly on five of the seven networks (first loss to
@@ -96,6 +103,9 @@ def check(
         raise ValueError(f"the check needs at least 2 steps and 1 spread seed, got steps={steps}, seeds={seeds}")
 
     def judged(fp32: Run, mode: Run) -> Judgement:
+        if not_checked := unchecked(fp32.losses, "the fp32 reference"):  # no spread runs: nothing will be judged
+            curves = {"steps": steps, "fp32_losses": fp32.losses, "mode_losses": mode.losses}
+            return Judgement(None, not_checked, curves)
         spread = [losses_of(make_fp32, seed, steps) for seed in range(1, seeds + 1)]
         rounding_cosine = None if rounding is None else _rounding_cosine(make_fp32, rounding, fp32)
         return _judgement(fp32, mode, spread, rounding_cosine, steps)
@@ -243,7 +253,7 @@ def _dot(a: torch.Tensor, b: torch.Tensor, chunk: int = 1 << 16) -> float:
 class Verdict:
     """The decision and the bars it applied."""
 
-    ok: bool
+    ok: bool | None  # None: not checked (the fp32 reference diverged)
     reason: str | None  # one line, when not ok
     tolerance: list[float]  # per step of the fp32 curve: how far the mode's loss may be from fp32's
     min_cosine: float  # what the first update's cosine had to reach
@@ -262,7 +272,8 @@ def judge(
     size_ratio: float | None,
     rounding_cosine: float | None = None,
 ) -> Verdict:
-    """Decide on measured numbers alone; the first failed criterion gives the reason.
+    """Decide on measured numbers alone; the first failed criterion gives the reason. Against an fp32 curve that is
+    not finite nothing is decided: not checked, with the reason.
 
     `fp32`, `mode`: loss per step (the loss a step computed before its update), both from init seed 0; `spread`: fp32's
     curves from other init seeds. `updated`: per mode step, whether it changed the parameters (None: every step did);
@@ -273,13 +284,14 @@ def judge(
     """
     tolerance = spread_tolerance(fp32, spread)
     min_cosine = required_cosine(rounding_cosine)
+    if not_checked := unchecked(fp32, "the fp32 reference"):
+        return Verdict(None, not_checked, tolerance, min_cosine, None)
     updated = [True] * len(mode) if updated is None else list(updated)
     compared = [loss for loss, did in zip(mode, updated, strict=True) if did][: len(fp32)]
     reference = list(fp32[: len(compared)])
     fell = progress(reference, compared)
     reason = (
-        _diverged(fp32, "the fp32 reference")
-        or _diverged(mode, "the mode")
+        _diverged(mode, "the mode")
         or _too_few_updates(len(compared), len(fp32), len(mode))
         or _unchanged(changed, fp32_changed)
         or _wrong_direction(cosine, size_ratio, min_cosine)

@@ -1,0 +1,79 @@
+"""Where a store is: the default path ($DLPERF_DB, else ./dlperf.db), what stops it opening, said in one line before
+SQLite's vaguer "unable to open" or "disk I/O error", and the command that finds it again to resume a run there."""
+
+from __future__ import annotations
+
+import os
+import shlex
+from pathlib import Path
+
+from dlperf.errors import UsageError
+
+
+def default_db() -> str:
+    """Where a command reads and writes when no --db is given: $DLPERF_DB, else ./dlperf.db."""
+    return os.environ.get("DLPERF_DB") or "dlperf.db"
+
+
+def check_path(path: str, *, create: bool) -> None:
+    """What opening `path` would meet, said in one line before anything opens it (or, for `dlperf run`, plans): a
+    directory on the way this user may not enter, no file to read, a file that cannot be read or written."""
+    if why := unreachable(path):
+        raise UsageError(f"--db {path!r}: {why}")
+    if not create and not Path(path).exists():
+        raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
+    _check_readable(path)
+    if create:
+        _check_writable(path)
+
+
+def unreachable(path: str | Path) -> str | None:
+    """Why this user cannot reach `path`: the first directory on the way they may not enter (where Python 3.11's
+    Path.exists() raises PermissionError and SQLite says "unable to open"); None when nothing on the way stops them,
+    whether or not the path exists."""
+    try:
+        os.stat(path)
+    except PermissionError:
+        full = Path(path).absolute()
+        blocked = next((d for d in reversed(full.parents) if not os.access(d, os.X_OK)), full.parent)
+        return f"this user may not enter directory {str(blocked)!r} (permission denied)"
+    except OSError:  # not there, or not a directory on the way: the caller says so
+        pass
+    return None
+
+
+def _check_readable(path: str) -> None:
+    """What SQLite would report as a vague "unable to open" or "disk I/O error", said plainly before it runs."""
+    p = Path(path)
+    if p.is_file() and not os.access(p, os.R_OK):
+        raise UsageError(f"--db {path!r}: cannot read it (permission denied)")
+    for side in (Path(f"{path}-journal"), Path(f"{path}-wal")):
+        if side.is_dir():
+            raise UsageError(f"--db {path!r}: {str(side)!r} is a directory, where SQLite keeps the database's "
+                             "journal: move it away")  # fmt: skip
+
+
+def _check_writable(path: str) -> None:
+    """The file and its directory: SQLite writes its journal beside the file, so an existing file in a read-only
+    directory cannot take a write either."""
+    p = Path(path)
+    target = p if p.exists() else p.parent
+    if p.exists() and p.is_dir():
+        raise UsageError(f"--db {path!r} is a directory")
+    if not target.exists():
+        raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
+    if not os.access(target, os.W_OK):
+        raise UsageError(f"--db {path!r}: not writable")
+    folder = p.absolute().parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable, and SQLite writes its "
+                         "journal there")  # fmt: skip
+
+
+def resume_command(db: str) -> str:
+    """The command that resumes the latest unfinished run of `db`, quoted for a shell, naming the database as the user
+    did: `--db`, or `$DLPERF_DB` where that is what named it. Followed literally, it opens this database, never the
+    default one in another directory or one a changed $DLPERF_DB names."""
+    if os.environ.get("DLPERF_DB") == db:
+        return f"DLPERF_DB={shlex.quote(db)} dlperf run --resume"
+    return f"dlperf run --resume --db {shlex.quote(db)}"
