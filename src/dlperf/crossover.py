@@ -23,6 +23,7 @@ from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.plan import make_plan
+from dlperf.predict import MAX_BATCH
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
 from dlperf.runner.session import Session
@@ -49,9 +50,8 @@ class Options:
     threads: int | None = None  # None: the fastest of the default thread counts at the user's batch
     mode: str = "fp32"
     repeats: int = 1
-    timeout: float = 600.0
+    timeout: float = 600.0  # seconds per process: each cell's, and the operator count's
     timer: TimerConfig = CROSSOVER_TIMER
-    count_timeout: float = 1800.0
 
 
 @dataclass
@@ -74,6 +74,12 @@ def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int
     return chosen
 
 
+def search_batch(user_batch: int, batches: list[int], max_batch: int | None) -> int:
+    """The batch the thread count is searched at: the user's, unless `--max-batch` is below it (no batch above it is
+    measured), then the largest batch measured."""
+    return user_batch if max_batch is None or user_batch <= max_batch else max(batches)
+
+
 def check(opts: Options) -> tuple:
     """The GPUs looked up, the workload and the mode checked, before anything runs: a bad name is one line."""
     from dlperf.predict import gpus
@@ -89,6 +95,10 @@ def check(opts: Options) -> tuple:
         raise UsageError(f"--mode {opts.mode!r}: expected {', '.join(MODES)} (a CPU mode the GPU predictor knows)")
     if opts.repeats < 1:
         raise UsageError("--repeats must be at least 1")
+    asked = {"--batches": opts.batches or (), "--max-batch": [opts.max_batch], "--batch": [opts.batch]}
+    for flag, values in asked.items():
+        if any(b is not None and b > MAX_BATCH for b in values):
+            raise UsageError(f"{flag}: at most {MAX_BATCH:,} (the largest batch dlperf counts for the GPUs)")
     return gpus.parse_gpus(",".join(opts.gpus))
 
 
@@ -106,12 +116,12 @@ def crossover(
     db = db or default_db()
     gpus = check(opts)
     plan = make_plan(_spec(opts))
-    for warning in plan.warnings:
-        (warn or warn_stderr)(warning)
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
     user_batch = opts.batch or workload.batch
     batches = batches_for(user_batch, opts.batches, opts.max_batch)
-    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.count_timeout)
+    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.timeout, "--timeout")
+    for warning in plan.warnings:  # once the request is whole: bad input stays one line
+        (warn or warn_stderr)(warning)
     store = Store.open(db, create=True)
     try:
         session = Session.create(store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
@@ -120,7 +130,10 @@ def crossover(
         try:
             threads = opts.threads
             if threads is None:
-                threads = cpu.best_threads([c.threads for c in plan.cells], user_batch, notes)
+                at = search_batch(user_batch, batches, opts.max_batch)
+                threads = cpu.best_threads([c.threads for c in plan.cells], at, notes)
+                if at != user_batch:
+                    notes[-1] += f" (your batch {user_batch} is above --max-batch {opts.max_batch})"
             cpu.measure([(b, threads) for b in batches if not cpu.added(b, threads)], last=True)
         except Interrupted:
             notes.append("interrupted: the answer below is what was measured before the interrupt")

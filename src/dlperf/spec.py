@@ -29,6 +29,7 @@ from dlperf.workloads.user import looks_like_source, normalize_source, source_of
 # `dlperf optimize`'s defaults (here, so that its --help needs no search code)
 OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
+MAX_PROFILE_STEPS = 100  # a profile's steps: their events are held in memory and written into the trace
 CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -163,14 +164,30 @@ def default_parallel(frameworks: Sequence[str]) -> tuple[Parallel, ...]:
 
 
 def _check_profile(s: RunSpec) -> None:
-    """--profile needs a framework dlperf can profile, plain cells and at least one profiled step."""
+    """--profile needs a framework dlperf can profile, plain cells, from 1 to MAX_PROFILE_STEPS profiled steps and a
+    trace directory it can write."""
     for name in s.frameworks:
         if (why := capabilities.of(name).unprofilable) is not None:
             raise UsageError(f"--profile: {name} cannot be profiled ({why}); profile another framework")
     if s.nprocs is not None:
         raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
-    if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= INT64_MAX:
-        raise UsageError("--steps must be a whole number of at least 1")
+    if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= MAX_PROFILE_STEPS:
+        raise UsageError(f"--steps must be a whole number from 1 to {MAX_PROFILE_STEPS}")
+    if s.trace_dir is not None:
+        check_trace_dir(s.trace_dir)
+
+
+def check_trace_dir(path: str) -> None:
+    """--trace-dir: a directory dlperf can write into, or one it can make (made when the first trace is written, so
+    that nothing is written before anything runs): its nearest existing folder a directory dlperf may write."""
+    try:
+        found = next(p for p in (Path(path), *Path(path).parents) if p.exists())
+    except OSError as exc:
+        raise UsageError(f"--trace-dir {path!r}: cannot be looked at ({exc.strerror or exc})") from None
+    if not found.is_dir():
+        raise UsageError(f"--trace-dir {path!r}: {str(found)!r} is a file, not a directory")
+    if not os.access(found, os.W_OK | os.X_OK):
+        raise UsageError(f"--trace-dir {path!r}: {str(found)!r} cannot be written (its permissions); name another")
 
 
 def _check_data(s: RunSpec) -> None:

@@ -21,6 +21,9 @@ from report.pictures import assert_png_draws
         (["tiny-fcn-r", "--gpu", "Z9000"], "unknown GPU"),
         (["tiny-fcn-r", "--gpu", "T4,H100-SXM9"], "H100-SXM9"),
         (["tiny-fcn-r", "--batches", "0"], "--batches"),
+        (["tiny-fcn-r", "--batches", f"1,{2**62}"], "--batches: at most 1,048,576"),
+        (["tiny-fcn-r", "--batch", str(2**62)], "--batch: at most 1,048,576"),
+        (["tiny-fcn-r", "--max-batch", str(2**62)], "--max-batch: at most 1,048,576"),
         (["no-such-net"], "unknown workload 'no-such-net'"),
         (["tiny-fcn-r", "--mode", "tf32"], "--mode"),
         (["tiny-fcn-r", "--paper"], "--paper"),
@@ -83,3 +86,38 @@ def test_the_paper_check_sets_seven_predictions_beside_the_papers_gtx_1080(tmp_p
         assert len(re.findall(r"\d (?:ms|s|µs)\b", line)) == 4, line
     assert "CUDA 8, cuDNN 5.1" in " ".join(proc.stdout.split())
     assert not list(tmp_path.iterdir())  # no store: nothing was measured
+
+
+def test_a_count_that_never_ends_is_stopped_at_the_timeout_and_stores_nothing(tmp_path):
+    """The operators are counted before anything is measured, within --timeout as every process of the command."""
+    from commands.test_predict_command import SLEEPY
+
+    source, db = tmp_path / "sleepy.py", tmp_path / "d.db"
+    source.write_text(SLEEPY)
+    proc = dlperf("crossover", f"{source}:make", "--gpu", "T4", "--threads", "1", "--timeout", "3", db=db, timeout=90)
+    one_line_error(proc, "--timeout 3 s")
+    assert not db.exists()
+
+
+@pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short
+def test_max_batch_bounds_every_batch_measured_the_thread_search_too(tmp_path):
+    """tiny-fcn-r trains at 16; --max-batch 2 measures no batch above 2, so the thread count is searched at 2."""
+    db = tmp_path / "d.db"
+    proc = dlperf("crossover", "tiny-fcn-r", "--max-batch", "2", "--gpu", "T4", "--min-steps", "3", "--min-time",
+                  "0.1", "--max-time", "1", db=db, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    measured = rows(db, "SELECT batch, threads FROM cells")
+    assert {r["batch"] for r in measured} == {1, 2}, measured
+    assert len({r["threads"] for r in measured if r["batch"] == 2}) == len(measured) - 1  # the search, then batch 1
+    out = " ".join(proc.stdout.split())
+    assert "at batch 2 (your batch 16 is above --max-batch 2)" in out and "your batch 16 was not measured" in out
+
+
+@pytest.mark.parametrize(
+    ("user", "batches", "most", "searched"),
+    [(16, None, None, 16), (16, (1, 2), None, 16), (16, None, 2, 2), (16, (1, 4, 64), 8, 4), (2, None, 8, 2)],
+)
+def test_the_thread_count_is_searched_at_your_batch_unless_max_batch_is_below_it(user, batches, most, searched):
+    from dlperf import crossover as x
+
+    assert x.search_batch(user, x.batches_for(user, batches, most), most) == searched

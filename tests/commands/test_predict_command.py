@@ -1,5 +1,7 @@
 """`dlperf predict` end to end: the operator count in a probe child, the prediction, --validate on a small CSV."""
 
+import os
+
 from conftest import dlperf, one_line_error
 
 HEADER = "gpu,model,task,framework,precision,batch_per_gpu,metric,value,unit,source,notes\n"
@@ -37,3 +39,86 @@ def test_bad_input_is_one_line():
     one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", "fp8"), "--modes", "fp8")
     one_line_error(dlperf("predict", "no-such-net", "--gpu", "T4"), "no-such-net")
     one_line_error(dlperf("predict", "--validate", "/nonexistent.csv"), "cannot read")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Bad input and absurd sizes (issue 30)
+
+PEAK_RSS = """
+import resource, subprocess, sys
+done = subprocess.run([sys.executable, "-m", "dlperf", *sys.argv[1:]], capture_output=True, text=True)
+print(done.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+"""
+
+
+def peak_rss(*args: str) -> tuple[int, int]:
+    """dlperf's exit code and the peak resident memory of the processes it ran (the count's probe child among them)."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", PEAK_RSS, *args], capture_output=True, text=True, env=env, timeout=300)
+    code, rss = done.stdout.split()
+    return int(code), int(rss)
+
+
+def test_the_largest_batch_counts_in_the_memory_of_a_small_one():
+    """tiny-fcn-r at a batch of 2**20 would hold 3.3 GB of real inputs; counted on fake tensors it holds none."""
+    small, large = (peak_rss("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", "fp32", "--batch", str(b))
+                    for b in (16, 2**20))  # fmt: skip
+    assert small[0] == large[0] == 0
+    assert large[1] < small[1] + 200 * 2**20, (small, large)
+
+
+def test_a_batch_past_the_largest_counted_is_one_line():
+    for batch in (str(2**20 + 1), str(2**63 - 1)):
+        one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--batch", batch), "--batch", "1048576")
+
+
+def test_a_million_rows_are_refused_in_the_time_a_few_take(tmp_path):
+    """The file is streamed and refused at its 10,001st row; a few rows of networks dlperf does not build take the
+    same start-up and reading, so the million may take at most 3 times as long."""
+    import time
+
+    head = "gpu,model,precision,batch_per_gpu,metric,value,unit\n"
+    row = "T4,MobileNet v2,FP32,64,train_throughput,463,img/s\n"
+    few, many = tmp_path / "few.csv", tmp_path / "many.csv"
+    few.write_text(head + row * 10)
+    with many.open("w") as f:
+        f.write(head)
+        f.writelines([row] * 1_000_000)
+    times = []
+    for path in (few, many):
+        start = time.monotonic()
+        proc = dlperf("predict", "--validate", str(path), timeout=120)
+        times.append(time.monotonic() - start)
+    one_line_error(proc, "more than 10,000 rows")
+    assert times[1] < 3 * times[0], times
+
+
+SLEEPY = """
+import time
+import torch
+import dlperf
+
+
+class Sleepy(torch.nn.Linear):
+    def forward(self, x):
+        time.sleep(3600)  # a forward that never ends, on fake tensors too
+        return super().forward(x)
+
+
+def make():
+    def batch(n, device):
+        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
+
+    return dlperf.user_workload("sleepy", Sleepy(8, 3), batch, torch.nn.functional.cross_entropy, batch_size=4)
+"""
+
+
+def test_a_count_that_never_ends_is_stopped_at_the_timeout_naming_it(tmp_path):
+    source = tmp_path / "sleepy.py"
+    source.write_text(SLEEPY)
+    one_line_error(dlperf("predict", f"{source}:make", "--gpu", "T4", "--timeout", "3", timeout=60), "--timeout 3 s")

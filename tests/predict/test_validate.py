@@ -103,3 +103,78 @@ def test_the_summary_is_the_median_and_mean_of_absolute_errors(csv_path):
     by_gen = {s.group: s.rows for s in v.summarize(results, lambda r: r.case.gpu.generation)}
     assert by_gen == {"Volta": 1, "Ampere": 2, "Pascal": 2, "Kepler": 1}
     assert v.percentile_abs(results, 0.8) == pytest.approx(30)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Files as spreadsheets and editors write them, and files that are not measurements at all (issue 30)
+
+GOOD = "T4,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n"
+
+
+def test_a_byte_order_mark_crlf_line_ends_and_a_quoted_line_break_are_read(tmp_path):
+    path = tmp_path / "excel.csv"
+    quoted = GOOD.removesuffix(",n") + ',"two\r\nlines"'
+    path.write_bytes(b"\xef\xbb\xbf" + "\r\n".join([HEADER.strip(), GOOD, quoted, GOOD]).encode() + b"\r\n")
+    cases, skipped = v.read(path)
+    assert skipped == [] and [c.line for c in cases] == [2, 4, 5]  # the quoted row spans lines 3 and 4
+
+
+def test_a_bad_row_is_named_by_its_line_in_the_file(tmp_path):
+    path = tmp_path / "gaps.csv"
+    path.write_text(HEADER + "\n" + GOOD + "\n\n" + GOOD.replace(",100,", ",abc,") + "\n")
+    _, [bad] = v.read(path)
+    assert bad.bad and bad.line == 5  # after a blank line: the file's line, not the row's count
+
+
+def test_a_file_that_is_not_utf8_is_one_usage_error_naming_the_line(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes((HEADER + GOOD + "\n").encode() + "T4,ResNet-50 v1.5 (Müller),x\n".encode("latin-1"))
+    with pytest.raises(UsageError, match=r"line 3 is not UTF-8 text \(byte b'\\xfc'\)"):
+        v.read(path)
+
+
+@pytest.mark.parametrize("cell", ["gpu", "model", "precision", "unit"])
+@pytest.mark.parametrize("start", ["=", "+", "-", "@"])
+def test_a_cell_a_spreadsheet_would_take_for_a_formula_is_a_bad_row(tmp_path, cell, start):
+    """`=T4` is a spreadsheet's reference to cell T4, not the GPU T4: never matched to a name."""
+    row = dict(zip(HEADER.strip().split(","), GOOD.split(","), strict=True))
+    row[cell] = start + row[cell]
+    path = tmp_path / "formula.csv"
+    path.write_text(HEADER + ",".join(row.values()) + "\n")
+    cases, [bad] = v.read(path)
+    assert cases == [] and bad.bad and bad.reason.startswith(f"{cell} '{start}") and "spreadsheet formula" in bad.reason
+
+
+@pytest.mark.parametrize(
+    ("batch", "reason"),
+    [("1.5", "not a whole number"), ("1e3", "not a whole number"), ("nan", "not a whole number"),
+     ("-8", "not a whole number"), ("0", "from 1 to 1,048,576"), (str(2**20 + 1), "from 1 to 1,048,576"),
+     ("10000000000000000000000", "from 1 to 1,048,576")],
+)  # fmt: skip
+def test_a_batch_is_a_whole_number_from_1_to_the_largest_counted(tmp_path, batch, reason):
+    path = tmp_path / "batch.csv"
+    path.write_text(HEADER + GOOD.replace(",64,", f",{batch},") + "\n" + GOOD.replace(",64,", f",{2**20},") + "\n")
+    [case], [bad] = v.read(path)
+    assert case.batch == 2**20 and bad.bad and reason in bad.reason and f"'{batch}'" in bad.reason
+
+
+@pytest.mark.parametrize("value", ["nan", "NaN", "inf", "-inf", "1_000", "٣", "0", "-3"])
+def test_a_value_that_is_not_a_finite_positive_number_is_a_bad_row(tmp_path, value):
+    path = tmp_path / "value.csv"
+    path.write_text(HEADER + GOOD.replace(",100,", f",{value},") + "\n")
+    [], [bad] = v.read(path)
+    assert bad.bad and f"value {value!r} is not a" in bad.reason
+
+
+def test_rows_past_the_cap_refuse_the_file_and_a_line_past_its_cap_too(tmp_path, monkeypatch):
+    monkeypatch.setattr(v, "MAX_ROWS", 3)
+    path = tmp_path / "many.csv"
+    path.write_text(HEADER + "\n".join([GOOD] * 3) + "\n")
+    assert len(v.read(path)[0]) == 3
+    path.write_text(HEADER + "\n".join([GOOD] * 4) + "\n")
+    with pytest.raises(UsageError, match="more than 3 rows"):
+        v.read(path)
+    monkeypatch.setattr(v, "MAX_LINE", 200)
+    path.write_text(HEADER + GOOD + ",x" * 100 + "\n")
+    with pytest.raises(UsageError, match="line 2 is longer than 200 characters"):
+        v.read(path)

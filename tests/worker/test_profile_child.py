@@ -3,8 +3,10 @@ makes the profile `unsupported`, with the reason."""
 
 import gzip
 import json
+import os
 import sys
 import types
+from dataclasses import replace
 
 from dlperf.protocol import Built, Cell, Done, Profiled, ProfileTask, Unsupported, first, read_events, write_task
 from dlperf.runner.launch import launch
@@ -30,6 +32,14 @@ def test_a_launched_profile_reports_where_the_step_went_and_keeps_its_trace(tmp_
     assert "tiny-fcn-r-torch-cpu-t1-fp32" in profiled.trace
     with gzip.open(profiled.trace, "rt") as f:
         assert isinstance(json.load(f)["traceEvents"], list)
+    assert os.listdir(tmp_path / "traces") == [os.path.basename(profiled.trace)]  # renamed whole: no partial left
+
+
+def test_a_trace_over_its_cap_is_not_kept_under_any_name(tmp_path):
+    launched = launch(replace(task(tmp_path), max_trace_bytes=1000), sys.executable, 1, 60)
+    profiled = first(launched.main, Profiled)
+    assert profiled.trace is None and any("above the cap of 1000 bytes" in n for n in profiled.notes)
+    assert os.listdir(tmp_path / "traces") == []
 
 
 def test_a_backend_without_a_profiler_is_unsupported_with_its_reason(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ import argparse
 
 from dlperf.commands.common import picked, whole
 from dlperf.errors import UsageError
+from dlperf.predict import MAX_BATCH
 
 HELP = "predict a workload's training step on GPUs you do not have (--validate: against published measurements)"
 DESCRIPTION = (
@@ -27,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help="comma list of GPUs of the table (--list-gpus), e.g. H100-SXM5-80GB,T4")
     p.add_argument("--modes", default="fp32,tf32,bf16,fp16", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
-    p.add_argument("--batch", type=whole("--batch", 1), help="the mini-batch (default: the workload's)")
+    p.add_argument("--batch", type=whole("--batch", 1, most=MAX_BATCH), help="the mini-batch (default: the workload's)")
     p.add_argument("--validate", metavar="CSV", help="predict every row of a CSV of published measurements")
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
@@ -64,7 +65,7 @@ def predict(args, chosen, modes) -> int:
     from dlperf.predict import count, roofline
 
     workload = count.at(resolve_workload(args.workload, capabilities.op_counter(), float(args.timeout)), args.batch)
-    found = count.counted([(workload, m) for m in modes], float(args.timeout))
+    found = count.counted([(workload, m) for m in modes], float(args.timeout), "--timeout")
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
     print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))
     return 0
@@ -134,7 +135,7 @@ def validate(args) -> int:
     results = []
     if cases:
         requests = [(count.at(BUILTIN[c.workload], c.batch, c.seq_len), c.mode) for c in cases]
-        for c, n in zip(cases, count.counts(requests, float(args.timeout)), strict=True):
+        for c, n in zip(cases, count.counts(requests, float(args.timeout), "--timeout"), strict=True):
             if isinstance(n, str):
                 skipped.append(v.Skipped(c.line, c.model, c.gpu.name, f"its operators cannot be counted ({n})"))
             else:

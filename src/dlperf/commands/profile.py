@@ -9,6 +9,7 @@ import sys
 
 from dlperf.commands.common import db_path, real, whole, whole_list
 from dlperf.commands.run import add_nvtx_flag, add_timer_flags, timer
+from dlperf.spec import MAX_PROFILE_STEPS
 from dlperf.vocab import ExitCode
 
 HELP = "measure and profile a workload's cells: where the step time goes, what bounds it, what to try"
@@ -20,7 +21,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cpu and every visible GPU)")
     p.add_argument("--threads", type=whole_list("--threads"), help="CPU thread counts, e.g. 1,2 (default: 1, 2, ...)")
     p.add_argument("--modes", default="fp32", help="comma list of modes, as `dlperf run --modes` (default: fp32)")
-    p.add_argument("--steps", type=whole("--steps", 1), default=5, help="profiled steps after warm-up (default: 5)")
+    p.add_argument("--steps", type=whole("--steps", 1, most=MAX_PROFILE_STEPS), default=5,
+                   help=f"profiled steps after warm-up, 1 to {MAX_PROFILE_STEPS} (default: 5)")  # fmt: skip
     p.add_argument("--trace-dir", help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
     add_timer_flags(p, min_steps=10, min_time=0.5, max_time=10.0, max_warmup=30)

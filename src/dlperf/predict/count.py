@@ -28,9 +28,11 @@ def at(workload: Workload, batch: int | None = None, seq_len: int | None = None)
     return w
 
 
-def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count | str]:
+def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S,
+           timeout_flag: str | None = None) -> list[Count | str]:  # fmt: skip
     """Each (workload at its batch, mode) counted, in order, or why it could not be (a model the fake tensors
-    cannot run, e.g. one that reads a tensor's value); equal requests are counted once."""
+    cannot run, e.g. one that reads a tensor's value); equal requests are counted once. A count that takes longer
+    than `timeout` (the command's `timeout_flag`, named in the error) is a UsageError."""
     counter = capabilities.op_counter()
     python = interpreter_for(counter)
     if python is None:
@@ -39,15 +41,16 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
     for w, mode in requests:
         keys.setdefault((repr(w.to_json()), mode), (w, mode))
     asked = [OpRequest(w.to_json(), mode, w.batch) for w, mode in keys.values()]
-    answer = probe.ask(counter, OpsRequest(asked), python, timeout)
+    answer = probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag)
     # a row without an error is a Count's JSON
     found = dict(zip(keys, (c.error or Count.from_json(c.to_json()) for c in answer.counts), strict=True))
     return [found[(repr(w.to_json()), mode)] for w, mode in requests]
 
 
-def counted(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S) -> list[Count]:
+def counted(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S,
+            timeout_flag: str | None = None) -> list[Count]:  # fmt: skip
     """As `counts`, every one required: a step that cannot be counted is a UsageError saying why."""
-    found = counts(requests, timeout)
+    found = counts(requests, timeout, timeout_flag)
     for (w, mode), c in zip(requests, found, strict=True):
         if isinstance(c, str):
             raise UsageError(f"{w.name} ({mode}, batch {w.batch}): its operators cannot be counted: {c}")

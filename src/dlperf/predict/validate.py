@@ -11,7 +11,13 @@ and the published figure as seconds per step:
 - fwd_bwd_time_per_batch in ms: forward and backward only (the optimizer's phase is left out of the prediction).
 Rows on synthetic or random input make their data on the GPU (no host copy is predicted); others copy each batch.
 A row whose network dlperf does not build, or without a batch size, is skipped with the reason; a row that does not
-parse (a missing column, a value that is not a positive number) is bad, with the reason; neither stops the others.
+parse (a missing column, a value that is not a positive number, a batch that is not a whole number from 1 to
+`MAX_BATCH`, a name that a spreadsheet would take for a formula) is bad, with the reason and its line in the file;
+neither stops the others.
+
+The file is read as a stream, a UTF-8 byte-order mark and any line ends taken: at most `MAX_ROWS` rows of at most
+`MAX_LINE` characters, so a file of any size costs bounded time and memory; past either, or a file that is not UTF-8
+text, the whole file is refused with one line saying why, before anything is counted.
 """
 
 from __future__ import annotations
@@ -20,11 +26,12 @@ import csv
 import math
 import re
 import statistics
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf.errors import UsageError
+from dlperf.predict import MAX_BATCH
 from dlperf.predict.gpus import GPU, lookup
 from dlperf.predict.roofline import Prediction
 
@@ -33,6 +40,13 @@ GNMT_TOKENS = 30  # sub-word tokens per sentence and side, WMT16 En-De as bucket
 TOKENS = {"PTB": 929_589, "WikiText-2": 2_088_628}
 BPTT = 70
 IMAGES = {"CIFAR-10": 50_000, "MNIST": 60_000}
+MAX_ROWS = 10_000  # a file of published measurements has hundreds (shared/reference/gpu_dev.csv: 225)
+MAX_LINE = 65_536  # characters of one line, its end included
+FORMULA_START = ("=", "+", "-", "@")  # a spreadsheet takes a cell starting so for a formula (OWASP's list, stripped)
+NAMED = ("gpu", "model", "task", "precision", "metric", "unit")  # the text columns a prediction reads
+_WHOLE = re.compile(r"[0-9]+", re.ASCII)
+_UNDECODED = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape keeps it
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 
 # The published name, matched in order (first wins), to the dlperf workload and its family in the summaries.
 MODELS: tuple[tuple[str, str, str], ...] = (
@@ -81,47 +95,85 @@ class Skipped:
 
 
 def read(path: str | Path, known: Callable[[str], bool] = lambda name: True) -> tuple[list[Case], list[Skipped]]:
-    """Every row of the CSV at `path` as a Case or a Skipped; `known(workload)` says whether dlperf builds it. A file
-    that cannot be read, or has none of the columns, is a UsageError."""
+    """Every row of the CSV at `path` as a Case or a Skipped, in order; `known(workload)` says whether dlperf builds
+    it. A file that cannot be read, is not UTF-8, has none of the columns, or is over `MAX_ROWS` rows or `MAX_LINE`
+    characters a line is a UsageError."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
+        # undecodable bytes kept as lone surrogates, so that `_lines` names the line that holds them
+        f = open(path, encoding="utf-8-sig", errors="surrogateescape", newline="")  # noqa: SIM115 - closed below
+    except OSError as e:
         raise UsageError(f"--validate {path}: cannot read it ({e.strerror or e})") from None
-    reader = csv.DictReader(text.splitlines())
+    with f:
+        reader = csv.DictReader(_lines(f, path))
+        try:
+            return _rows(reader, path, known)
+        except (csv.Error, OSError) as e:
+            raise UsageError(f"--validate {path}: line {reader.line_num}: cannot read it ({e})") from None
+
+
+def _lines(f, path: str | Path) -> Iterator[str]:
+    """The file's lines, each at most MAX_LINE characters (one line may not hold the file), each UTF-8 text."""
+    number = 0
+    while line := f.readline(MAX_LINE + 1):
+        number += 1
+        if len(line) > MAX_LINE:
+            raise UsageError(f"--validate {path}: line {number} is longer than {MAX_LINE:,} characters: not a "
+                             "measurements CSV")  # fmt: skip
+        if bad := _UNDECODED.search(line):
+            byte = bytes([ord(bad.group()) - 0xDC00])
+            raise UsageError(f"--validate {path}: line {number} is not UTF-8 text (byte {byte!r}); save the file as "
+                             "UTF-8")  # fmt: skip
+        yield line
+
+
+def _rows(reader: csv.DictReader, path, known) -> tuple[list[Case], list[Skipped]]:
     missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
     if missing:
         raise UsageError(f"--validate {path}: not a measurements CSV (no column {', '.join(missing)})")
     cases, skipped = [], []
-    for n, row in enumerate(reader, start=2):
+    for n, row in enumerate(reader, start=1):
+        if n > MAX_ROWS:
+            raise UsageError(f"--validate {path}: more than {MAX_ROWS:,} rows (a file of published measurements has "
+                             "hundreds); split it")  # fmt: skip
+        line = reader.line_num  # the line the row ends on: blank lines and quoted line breaks counted
         try:
-            found = case(n, row, known)
+            found = case(line, row, known)
         except ValueError as e:
-            found = Skipped(n, (row.get("model") or "").strip(), (row.get("gpu") or "").strip(), str(e), bad=True)
+            found = Skipped(line, _shown(row.get("model")), _shown(row.get("gpu")), str(e), bad=True)
         (cases if isinstance(found, Case) else skipped).append(found)
     return cases, skipped
 
 
+def _shown(text: str | None, most: int = 80) -> str:
+    """A cell's text as a message quotes it: stripped, and cut at `most` characters."""
+    text = (text or "").strip() if isinstance(text, str) else ""
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
 def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) -> Case | Skipped:
     """One row. ValueError: the row is bad; a Skipped: dlperf cannot predict it."""
-    get = {k: (row.get(k) or "").strip() for k in (*COLUMNS, "task", "framework", "source", "notes")}
+    get = {k: _text(row.get(k)) for k in (*COLUMNS, "task", "framework", "source", "notes")}
     model, gpu_name = get["model"], get["gpu"]
     if not model or not gpu_name:
         raise ValueError("no model or no gpu")
+    for column in NAMED:
+        if get[column].startswith(FORMULA_START):
+            raise ValueError(f"{column} {_shown(get[column])!r} starts as a spreadsheet formula does, not as a name")
     value = _positive(get["value"], "value")
     workload, family = _workload(model)
     if workload is None or not known(workload):
-        return Skipped(line, model, gpu_name, "dlperf does not build this network")
+        return Skipped(line, _shown(model), _shown(gpu_name), "dlperf does not build this network")
     if not get["batch_per_gpu"]:
-        return Skipped(line, model, gpu_name, "no batch size published")
-    batch = int(_positive(get["batch_per_gpu"], "batch_per_gpu"))
+        return Skipped(line, _shown(model), _shown(gpu_name), "no batch size published")
+    batch = _batch(get["batch_per_gpu"])
     try:
         gpu = lookup(gpu_name, "gpu")
     except UsageError:
-        return Skipped(line, model, gpu_name, "the GPU is not in dlperf's table")
+        return Skipped(line, _shown(model), _shown(gpu_name), "the GPU is not in dlperf's table")
     seq_len = GNMT_TOKENS if workload == "gnmt" else BPTT if workload == "awd-lstm" else None
     converted = _seconds_per_step(get, value, batch, seq_len)
     if isinstance(converted, str):
-        return Skipped(line, model, gpu_name, converted)
+        return Skipped(line, _shown(model), _shown(gpu_name), converted)
     seconds, phases = converted
     synthetic = re.search(r"synthetic|random input", get["task"], re.I) is not None
     return Case(
@@ -130,14 +182,26 @@ def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) ->
     )  # fmt: skip
 
 
+def _text(cell: str | list | None) -> str:
+    """A cell's text, stripped (a row longer than the header puts its extra cells in a list: None's key)."""
+    return cell.strip() if isinstance(cell, str) else ""
+
+
 def _positive(text: str, column: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise ValueError(f"{column} {text!r} is not a number") from None
+    """A finite decimal number above 0 in ASCII digits (float() would also take 'nan', 'inf', '1_000' and '٣')."""
+    value = float(text) if _DECIMAL.fullmatch(text) else None
+    if value is None:
+        raise ValueError(f"{column} {_shown(text)!r} is not a number")
     if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{column} {text!r} is not a positive number")
+        raise ValueError(f"{column} {_shown(text)!r} is not a positive number")
     return value
+
+
+def _batch(text: str) -> int:
+    """A batch: a whole number from 1 to MAX_BATCH (1.5 is no batch, and 1e9 samples per GPU no training)."""
+    if not _WHOLE.fullmatch(text) or not 1 <= int(text) <= MAX_BATCH:
+        raise ValueError(f"batch_per_gpu {_shown(text)!r} is not a whole number from 1 to {MAX_BATCH:,}")
+    return int(text)
 
 
 def _workload(model: str) -> tuple[str | None, str]:

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlperf.frameworks.common import profiling
 from dlperf.protocol import Cell, Event, Profiled, ProfileTask, first
+from dlperf.runner.lifeline import _alive as alive  # a process that has ended, zombies included
 from dlperf.runner.outcome import outcome
 from dlperf.store.records import ProfileOutcome
 from dlperf.vocab import Status
@@ -41,8 +43,18 @@ def profile(
     failure)."""
     from dlperf.runner.launch import launch
 
-    launched = launch(task_of(cell, workload, spec), python, cell.threads, spec.timeout, poll=poll)
+    try:
+        launched = launch(task_of(cell, workload, spec), python, cell.threads, spec.timeout, poll=poll)
+    finally:  # the child has ended, whole or killed (a timeout, an interrupt): a trace it did not finish goes
+        remove_cut_short(spec.trace_dir)
     return row_of(launched.main, launched.child, spec.timeout)
+
+
+def remove_cut_short(trace_dir: str | None) -> None:
+    """Remove the traces in `trace_dir` still under their partial name whose writer has ended: cut short."""
+    for path, writer in profiling.partials(trace_dir) if trace_dir else ():
+        if not alive(writer):
+            Path(path).unlink(missing_ok=True)
 
 
 def row_of(events: list[Event], child: ChildResult, timeout: float) -> ProfileOutcome:

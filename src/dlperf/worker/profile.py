@@ -10,13 +10,16 @@ profiler raises NotImplementedError: the profile is `unsupported`, with the reas
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+import tempfile
 import time
 
 from dlperf import loaders
 from dlperf.frameworks import backend, build_step
+from dlperf.frameworks.common import profiling
 from dlperf.protocol import Built, Done, Profiled, ProfileTask, Reporter
 from dlperf.worker import feed
 from dlperf.worker.child import exit_now, serve
@@ -37,8 +40,25 @@ def run_profile(task: ProfileTask, emit: Reporter) -> None:
     for _ in range(max(task.warmup, 2 if train.compiles else 0)):  # the compiling step, and one steady after it
         train.step()
     train.sync()
-    emit(Profiled(**fw.profile(train, task.steps, trace_path(task), task.max_trace_bytes)))
+    kept = trace_path(task)
+    found = fw.profile(train, task.steps, None if kept is None else profiling.partial_of(kept), task.max_trace_bytes)
+    found["trace"] = keep(found.get("trace"), kept)
+    emit(Profiled(**found))
     emit(Done())
+
+
+def keep(written: str | None, kept: str | None) -> str | None:
+    """The trace, whole, renamed from the partial name it was written under to its own; a partial trace the backend
+    did not keep (over its cap) is removed."""
+    if kept is None:
+        return None
+    partial = profiling.partial_of(kept)
+    if written is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(partial)
+        return None
+    os.replace(partial, kept)
+    return kept
 
 
 def fed_by_loader(task: ProfileTask, fw, workload: Workload, train) -> None:
@@ -57,10 +77,13 @@ def trace_path(task: ProfileTask) -> str | None:
     os.makedirs(task.trace_dir, exist_ok=True)
     cell = task.cell
     name = re.sub(r"[^\w.+-]+", "_", f"{cell.workload}-{cell.framework}-{cell.device}-t{cell.threads}-{cell.mode}")
-    return os.path.join(task.trace_dir, f"{name}-{os.getpid()}-{time.time_ns()}.json.gz")
+    return os.path.join(task.trace_dir, profiling.trace_name(name, os.getpid()))
 
 
 def main(argv: list[str]) -> int:
+    # a profiler's temporary files (torch writes the whole trace uncompressed first) in the folder the launcher gave
+    # this child, which it removes however the child ends: killed or interrupted, nothing of it is left elsewhere
+    tempfile.tempdir = os.path.dirname(os.path.abspath(argv[1]))
     return serve(argv, run_profile)
 
 

@@ -202,3 +202,100 @@ def test_a_step_that_reads_values_answers_an_error_row(tmp_path):
     user = Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:make")
     got = tb.op_count(user, "bf16", 4)
     assert (got["workload"], got["mode"], got["batch"]) == ("mini", "bf16", 4) and "error" in got and "ops" not in got
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# User models the fake tensors cannot run (issue 30): one row's error, one line naming the reason
+
+UNTRACEABLE = """
+import torch
+import dlperf
+
+
+class Branchy(torch.nn.Linear):
+    def forward(self, x):
+        return super().forward(x if x.sum() > 0 else -x)  # data-dependent control flow
+
+
+class Item(torch.nn.Linear):
+    def forward(self, x):
+        return super().forward(x) * x.abs().max().item()
+
+
+class Square(torch.autograd.Function):  # a custom autograd function computed in numpy
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return torch.from_numpy(x.detach().numpy() ** 2)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 2 * x * grad
+
+
+class Numpy(torch.nn.Linear):
+    def forward(self, x):
+        return Square.apply(super().forward(x))
+
+
+class Cube(torch.autograd.Function):  # a custom autograd function in torch: counted
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x * x
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return 3 * x * x * grad
+
+
+class Torch(torch.nn.Linear):
+    def forward(self, x):
+        return Cube.apply(super().forward(x))
+
+
+class Raises(torch.nn.Linear):
+    def forward(self, x):
+        raise ValueError("the first line\\nand the second")
+
+
+def make(kind):
+    def batch(n, device):
+        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
+
+    model = globals()[kind](8, 3)
+    return dlperf.user_workload(kind, model, batch, torch.nn.functional.cross_entropy, batch_size=4)
+
+
+def branchy(): return make("Branchy")
+def item(): return make("Item")
+def numpy(): return make("Numpy")
+def torch_function(): return make("Torch")
+def raises(): return make("Raises")
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "reason"),
+    [("branchy", "its step reads a tensor's value (.item(), float(), a Python `if` on a tensor)"),
+     ("item", "its step reads a tensor's value"),
+     ("numpy", "RuntimeError: .numpy() is not supported for tensor subclasses."),
+     ("raises", "ValueError: the first line and the second")],
+)  # fmt: skip
+def test_a_model_fake_tensors_cannot_run_answers_one_line_naming_why(tmp_path, factory, reason):
+    source = tmp_path / "untraceable.py"
+    source.write_text(UNTRACEABLE)
+    user = Workload(factory, "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:{factory}")
+    got = tb.op_count(user, "fp32", 4)
+    assert "ops" not in got and reason in got["error"] and "\n" not in got["error"], got
+
+
+def test_a_custom_autograd_function_in_torch_is_counted(tmp_path):
+    source = tmp_path / "untraceable.py"
+    source.write_text(UNTRACEABLE)
+    source = f"{source}:torch_function"
+    user = Workload("t", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=source)
+    count = Count.from_json(tb.op_count(user, "fp32", 4))
+    assert of(count.ops, "matmul", "forward") and len(of(count.ops, "memory", "backward")) >= 2  # its own backward

@@ -5,13 +5,17 @@ Each profiler keeps its framework's own calls: starting its profiler, reading it
 
 from __future__ import annotations
 
+import os
+import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dlperf.vocab import Category
 
 TOP_OPS = 15  # the operators a profile lists, the most time first
+PARTIAL = ".partial-"  # a trace being written is named so, hidden in its directory, until it is whole
+_WRITER = re.compile(r"-(\d+)-\d+\.json\.gz$")  # the pid of the process writing a trace, in its name
 
 
 def window(step: Callable[[], Any], sync: Callable[[], None], steps: int) -> float:
@@ -45,3 +49,22 @@ def within_cap(size: int, max_bytes: int, notes: list[str]) -> bool:
         return True
     notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes")
     return False
+
+
+def trace_name(stem: str, pid: int) -> str:
+    """A trace's file name: its cell, the process writing it (`pid`) and the time, so that none is overwritten."""
+    return f"{stem}-{pid}-{time.time_ns()}.json.gz"
+
+
+def partial_of(path: str) -> str:
+    """Where the trace kept at `path` is written first: hidden beside it, renamed to `path` once whole, so that a trace
+    cut short (its process killed, an interrupt) never takes a trace's name."""
+    head, name = os.path.split(path)
+    return os.path.join(head, PARTIAL + name)
+
+
+def partials(trace_dir: str) -> Iterator[tuple[str, int]]:
+    """The traces being written in `trace_dir` (or left cut short), with the pid of the process writing each."""
+    for name in os.listdir(trace_dir) if os.path.isdir(trace_dir) else []:
+        if name.startswith(PARTIAL) and (writer := _WRITER.search(name)):
+            yield os.path.join(trace_dir, name), int(writer.group(1))

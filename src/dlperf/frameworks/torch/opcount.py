@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
@@ -50,11 +50,14 @@ CPU_ATTENTION = {  # the CPU's flash attention, which PyTorch's registry lacks (
 DTYPE_NAMES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16", torch.float64: "fp64"}
 
 
-def count_ops(step) -> list[Op]:
+def count_ops(step, make_batch: Callable[[], tuple] | None = None) -> list[Op]:
     """The ops of one steady iteration of `step` (a `TorchStep` of step.py built on the CPU, never run), counted on
-    fake tensors. The step itself is turned fake: its model, optimizer and batch."""
+    fake tensors. The step itself is turned fake: its model, optimizer and batch; `make_batch` (inputs, targets)
+    replaces the batch, made under the fake mode: a batch of any size then holds no memory."""
     with unfused_rnns(step.model), FakeTensorMode() as fake:
         _fake(step, fake)
+        if make_batch is not None:
+            step.inputs, step.targets = make_batch()
         _warm_up(step)
         return count_step(step)
 

@@ -12,9 +12,11 @@ import time
 from typing import Any
 
 import torch
+from torch._subclasses.fake_tensor import DataDependentOutputException
 
 from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
 from dlperf.frameworks.torch.opcount import count_ops, nbytes, tensors_in
+from dlperf.frameworks.torch.step import synthetic_batch
 from dlperf.frameworks.torch.threads import describe_device
 from dlperf.frameworks.torch.user import load_user, probe_workload
 from dlperf.modes import Mode
@@ -44,23 +46,41 @@ def op_count(workload: Workload, mode: str, batch: int) -> dict[str, Any]:
     """One training step of `workload` at `batch` in `mode`, its operators counted on fake tensors (`opcount`), as
     `dlperf.frameworks.common.ops.Count` JSON. Built as the worker builds it on the CPU, with the optimizer's foreach
     implementation (torch's default on CUDA) and the mode's autocast on the CPU (it follows the tensors' device);
-    never run. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
-    "mode", "batch", "error"} instead: one such row must not cost the others of the request."""
+    never run. The step is built at a batch of 1 and counted on a batch of `batch` made fake, so no batch size costs
+    memory. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
+    "mode", "batch", "error"} instead, the reason in one line: one such row must not cost the others of the request."""
     if mode not in OP_COUNT_PRECISIONS:
         raise ValueError(f"op count: unknown mode {mode!r} (one of {', '.join(OP_COUNT_PRECISIONS)})")
     precision = OP_COUNT_PRECISIONS[mode]
     try:
-        step = build(dataclasses.replace(workload, batch=batch), "cpu", "fp32")
+        step = build(dataclasses.replace(workload, batch=1), "cpu", "fp32")
         with contextlib.suppress(NotImplementedError):  # a user's optimizer without foreach: counted as it is
             set_optimizer_implementation(step, Mode.FOREACH.value)
         if precision is not None:
             set_autocast(step, AUTOCAST_DTYPES[precision], scaled=precision is Mode.FP16)
-        input_bytes = sum(nbytes(t) for t in tensors_in((step.inputs, step.targets)))
-        ops = count_ops(step)
-    except (NotImplementedError, RuntimeError) as exc:
-        return {"workload": workload.name, "mode": mode, "batch": batch, "error": f"{type(exc).__name__}: {exc}"}
+        ops = count_ops(step, lambda: batch_of(workload, batch, step))
+    except Exception as exc:  # the user's model, whatever it raises: this row's reason
+        return {"workload": workload.name, "mode": mode, "batch": batch, "error": uncountable(exc)}
+    input_bytes = sum(nbytes(t) for t in tensors_in((step.inputs, step.targets)))
     return {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in ops],
             "input_bytes": input_bytes, "params": step.params}  # fmt: skip
+
+
+def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:
+    """The step's batch at `batch`, as the worker makes it (called under the fake mode: no memory)."""
+    cpu = torch.device("cpu")
+    if workload.arch == "user":
+        return step.user.make_batch(batch, cpu)
+    return synthetic_batch(dataclasses.replace(workload, batch=batch), cpu)
+
+
+def uncountable(exc: BaseException) -> str:
+    """Why a step cannot be counted on fake tensors, in one line: a value read named as such."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    if isinstance(exc, DataDependentOutputException) or "data-dependent" in text.lower():
+        return (f"its step reads a tensor's value (.item(), float(), a Python `if` on a tensor), which fake tensors "
+                f"do not hold ({text})")  # fmt: skip
+    return text
 
 
 def probe_data(workload: Workload, data: str) -> dict[str, Any]:

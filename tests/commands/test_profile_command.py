@@ -1,0 +1,99 @@
+"""`dlperf profile` under bad input and interrupts (issue 30): `--steps` and `--trace-dir` refused in one line before
+anything is written; Ctrl-C while a trace is written leaves no trace cut short, no process, and exit code 130."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import FAST, gone, one_line_error, require
+from store.test_faults import env, modes_apply  # noqa: F401 - modes_apply is a fixture
+
+TINY = ["tiny-fcn-r", "--threads", "1", *FAST]
+
+
+def main(capsys, *args):
+    from dlperf.cli import main as cli
+
+    code = cli(["profile", *map(str, args)])
+    return SimpleNamespace(returncode=code, stderr=capsys.readouterr().err)
+
+
+@pytest.mark.parametrize(("steps", "fragment"), [("0", "--steps '0'"), ("101", "--steps '101'"),
+                                                 (str(10**12), "from 1 to 100")])  # fmt: skip
+def test_steps_outside_1_to_100_are_one_line_and_write_nothing(tmp_path, capsys, steps, fragment):
+    """Each profiled step's events are held in memory and written into the trace: a million steps is no profile."""
+    db = tmp_path / "d.db"
+    one_line_error(main(capsys, *TINY, "--steps", steps, "--timeout", "5", "--db", db), fragment)
+    assert not db.exists()
+
+
+def test_a_trace_dir_that_is_a_file_or_under_one_is_one_line_and_writes_nothing(tmp_path, capsys):
+    db, file = tmp_path / "d.db", tmp_path / "file"
+    file.write_text("")
+    for trace_dir in (file, file / "traces"):
+        one_line_error(main(capsys, *TINY, "--trace-dir", trace_dir, "--db", db), "--trace-dir", "is a file")
+        assert not db.exists() and file.read_text() == ""
+
+
+def test_a_trace_dir_missing_is_made_only_once_a_trace_is_written(tmp_path):
+    from dlperf.spec import RunSpec
+
+    missing = tmp_path / "a" / "b"
+    RunSpec(("tiny-fcn-r",), profile=True, trace_dir=str(missing))  # checked: its parent can be written
+    assert not (tmp_path / "a").exists()
+
+
+def test_a_read_only_trace_dir_is_one_line_and_writes_nothing(tmp_path, modes_apply):  # noqa: F811
+    folder, db = tmp_path / "ro", tmp_path / "d.db"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        for trace_dir in (folder, folder / "new"):
+            cmd = [sys.executable, "-m", "dlperf", "profile", *TINY, "--trace-dir", str(trace_dir), "--db", str(db)]
+            done = subprocess.run(cmd, capture_output=True, text=True, env=env(), preexec_fn=modes_apply, timeout=120)
+            one_line_error(done, "--trace-dir", "cannot be written")
+            assert not db.exists() and not list(folder.iterdir())
+    finally:
+        folder.chmod(0o755)
+
+
+def children(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in found]
+
+
+@pytest.mark.slow  # a cell measured and profiled through the command line: 10-20 s on 2 shared cores
+def test_ctrl_c_while_the_trace_is_written_leaves_no_trace_cut_short_and_no_process(tmp_path):
+    """SIGINT as soon as anything appears in the trace directory: the profile child is writing its trace then (100
+    steps of tiny-fcn-r, a few MB of JSON before gzip). Whatever the directory holds afterwards is a whole trace."""
+    require("torch")
+    traces, db = tmp_path / "traces", tmp_path / "d.db"
+    cmd = [sys.executable, "-m", "dlperf", "profile", *TINY, "--steps", "100", "--trace-dir", str(traces), "--db",
+           str(db)]  # fmt: skip
+    parent = subprocess.Popen(cmd, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    deadline, seen = time.monotonic() + 180, set()
+    while not (traces.is_dir() and list(traces.iterdir())) and time.monotonic() < deadline:
+        seen.update(children(parent.pid))
+        time.sleep(0.001)
+    assert parent.poll() is None, parent.communicate()
+    parent.send_signal(signal.SIGINT)
+    _, err = parent.communicate(timeout=60)
+    assert parent.returncode == 130, err
+    assert seen and gone(list(seen)), seen  # the cell's and the profile's children
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"dlperf-{parent.pid}-*"))  # nor their files
+    for path in traces.iterdir():
+        assert not path.name.startswith("."), path  # nothing half-written under any name
+        with gzip.open(path, "rt") as f:
+            assert isinstance(json.load(f)["traceEvents"], list)  # every trace kept is whole
