@@ -27,6 +27,36 @@ def test_names_match_forgivingly(text, name):
     assert gpus.lookup(text).name == name
 
 
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [("4090", "RTX 4090"), ("H100 SXM", "H100-SXM5-80GB"), ("h100 80 GB sxm", "H100-SXM5-80GB"),
+     ("NVIDIA GeForce RTX 4090 24GB", "RTX 4090"), ("A40 48G", "A40"), ("a4000", "RTX A4000"),
+     ("sxm4 80gb a100", "A100-SXM4-80GB")],
+)  # fmt: skip
+def test_names_people_type_match_the_one_gpu_they_fit(text, name):
+    """Issue 31: `4090` and `H100 SXM` were refused; words in any order, each the start of a word of the name or the
+    memory size, with the vendor words left out."""
+    assert gpus.lookup(text).name == name
+
+
+@pytest.mark.parametrize(
+    ("text", "listed"),
+    [("A100 80GB", "A100-SXM4-80GB, A100-PCIe-80GB"), ("RTX 6000", "Quadro RTX 6000, RTX 6000 Ada"),
+     ("tesla v100 32gb", "V100-SXM2-32GB, V100-SXM3-32GB")],
+)  # fmt: skip
+def test_a_name_several_gpus_fit_lists_every_candidate_in_one_line(text, listed):
+    one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", text), f"{text!r} is ambiguous: {listed}")
+
+
+def test_list_gpus_through_a_pipe_never_cuts_a_name():
+    """Issue 31: through a pipe rich drew 80 columns and cut `A100-SXM4-40GB` to `A100-S…`."""
+    done = dlperf("predict", "--list-gpus", env={"COLUMNS": ""})
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith("│")]
+    assert [r.split("│")[1].strip() for r in rows] == gpus.names()
+    assert "…" not in done.stdout
+
+
 def test_an_unknown_name_suggests_the_nearest_and_an_ambiguous_one_lists_the_candidates():
     with pytest.raises(UsageError, match=r"unknown GPU; did you mean .*T4"):
         gpus.lookup("T4x")

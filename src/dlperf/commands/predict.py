@@ -42,9 +42,12 @@ def run(args) -> int:
     from dlperf.predict import gpus
 
     if args.list_gpus:
+        import sys
+
         from dlperf.commands.common import print_rich
 
-        print_rich(gpu_table(gpus.table()))
+        # through a pipe rich draws 80 columns and cuts what does not fit: the whole table instead (names are typed)
+        print_rich(gpu_table(gpus.table()), width=None if sys.stdout.isatty() else 160)
         return 0
     if args.validate:
         if args.workload:
@@ -111,7 +114,9 @@ def gpu_table(table_rows):
 
     table = Table(title="GPUs dlperf predicts for (dense peaks; src/dlperf/data/gpu_specs.csv has the sources)")
     for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "memory", "GB/s", "host link GB/s"):
-        table.add_column(name, justify="left" if name in ("GPU", "generation") else "right")
+        table.add_column(
+            name, justify="left" if name in ("GPU", "generation") else "right", no_wrap=name == "GPU", overflow="fold"
+        )  # a narrow terminal folds a figure, never cuts it
     tf = lambda v: f"{v / 1e12:g}" if v else "-"  # noqa: E731
     for g in table_rows:
         table.add_row(

@@ -91,20 +91,43 @@ def names() -> list[str]:
 
 
 def lookup(name: str, flag: str = "--gpu") -> GPU:
-    """The GPU called `name`: an exact match after normalizing, else the only GPU whose name starts with it; else a
-    one-line UsageError naming the candidates (several start with it) or the nearest names."""
+    """The GPU called `name`: an exact match after normalizing, else the only GPU that every word of `name` fits (in
+    any order, each the start of a word of its name or its memory: "4090", "A100 80GB", "h100 sxm"); else a one-line
+    UsageError listing every candidate (several fit) or the nearest names (none does)."""
     key = _key(name)
     by_key = {_key(g.name): g for g in table()}
     if key in by_key:
         return by_key[key]
-    starting = [g for k, g in by_key.items() if key and k.startswith(key)]
-    if len(starting) == 1:
-        return starting[0]
-    if starting:
-        raise UsageError(f"{flag} {name!r} is ambiguous: {', '.join(g.name for g in starting)}")
+    fitting = candidates(name) or [g for k, g in by_key.items() if key and k.startswith(key)]
+    if len(fitting) == 1:
+        return fitting[0]
+    if fitting:
+        raise UsageError(f"{flag} {name!r} is ambiguous: {', '.join(g.name for g in fitting)} (name one of them)")
     near = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(by_key[k].name for k in near)}?" if near else ""
     raise UsageError(f"{flag} {name!r}: unknown GPU{hint} (`dlperf predict --list-gpus` lists the {len(by_key)})")
+
+
+_MEMORY = re.compile(r"\b(\d+)\s*(?:gib|gb|g)\b")
+
+
+def _words(name: str) -> list[str]:
+    """A name's words, lower case, vendor words gone, a memory size written one way ("80 GB", "80G" -> "80gb")."""
+    return re.findall(r"[a-z0-9]+", _MEMORY.sub(r"\1gb", _NOISE.sub(" ", name.lower())))
+
+
+def candidates(name: str) -> list[GPU]:
+    """The GPUs, in the table's order, that each word of `name` fits: the start of a word of the GPU's name, or its
+    memory size."""
+    typed = _words(name)
+    if not typed:
+        return []
+
+    def fits(g: GPU) -> bool:
+        own = [*_words(g.name), f"{g.memory_gib:g}gb"]
+        return all(any(w.startswith(t) for w in own) for t in typed)
+
+    return [g for g in table() if fits(g)]
 
 
 def parse_gpus(text: str, flag: str = "--gpu") -> tuple[GPU, ...]:
