@@ -33,6 +33,9 @@ def test_a_launched_profile_reports_where_the_step_went_and_keeps_its_trace(tmp_
     with gzip.open(profiled.trace, "rt") as f:
         assert isinstance(json.load(f)["traceEvents"], list)
     assert os.listdir(tmp_path / "traces") == [os.path.basename(profiled.trace)]  # renamed whole: no partial left
+    mask = os.umask(0o022)
+    os.umask(mask)
+    assert os.stat(profiled.trace).st_mode & 0o777 == 0o666 & ~mask  # the user's umask, as every file dlperf writes
 
 
 def test_a_trace_over_its_cap_is_not_kept_under_any_name(tmp_path):

@@ -118,7 +118,10 @@ def replacing(path: str | Path) -> Iterator[Path]:
         fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=f".tmp{out.suffix}", dir=out.parent)
     except OSError as exc:
         raise _unwritten(path, exc) from None
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp's 0600 would be the file's mode: a new file's, as other tools write
+    finally:
+        os.close(fd)
     tmp = Path(name)
     try:
         yield tmp
@@ -127,6 +130,17 @@ def replacing(path: str | Path) -> Iterator[Path]:
         raise _unwritten(path, exc) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def umask() -> int:
+    """This process's umask: read from /proc where the kernel says it, else set and put back at once."""
+    try:
+        with open("/proc/self/status") as f:
+            return next(int(line.split()[1], 8) for line in f if line.startswith("Umask:"))
+    except (OSError, StopIteration, ValueError, IndexError):
+        mask = os.umask(0o022)
+        os.umask(mask)
+        return mask
 
 
 def _unwritten(path: str | Path, exc: OSError) -> UsageError:
