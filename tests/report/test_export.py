@@ -36,3 +36,27 @@ def test_a_carriage_return_in_a_name_stays_inside_its_field():
     cell = make_cell("fcn\rr", median_s=0.25, n=12, warnings=[])
     rows = list(csv.DictReader(io.StringIO(export.render([export.record(cell)] * 2, "csv"), newline="")))
     assert [r["workload"] for r in rows] == ["fcn\rr", "fcn\rr"]
+
+
+def test_run_all_and_a_list_of_runs_export_every_runs_cells_each_saying_its_run(tmp_path):
+    """Issue 31: `export --run all` was refused while `report --run all` worked. Each record is its own run's
+    measurement: two runs of one cell are two records, never one mixed."""
+    from conftest import dlperf, one_line_error
+    from report.runs import BASE, SLOWER, make_db
+
+    db = tmp_path / "two.db"
+    make_db(db, BASE, SLOWER)
+    by_run = {}
+    for runs in ("all", "1,2", "2,1"):
+        done = dlperf("export", "--run", runs, "--format", "csv", db=db)
+        assert done.returncode == 0, done.stderr
+        by_run[runs] = [(int(r["run_id"]), r["workload"], float(r["median_s"])) for r in csv.DictReader(
+            io.StringIO(done.stdout))]  # fmt: skip
+    assert by_run["all"] == by_run["1,2"] == by_run["2,1"]
+    assert [(run, w) for run, w, _ in by_run["all"]] == [(1, "fcn-r"), (1, "alexnet-r"), (2, "fcn-r"),
+                                                          (2, "alexnet-r")]  # fmt: skip
+    assert by_run["all"][0][2] < 0.11 < 0.12 < by_run["all"][2][2]  # run 1's fcn-r at 0.10 s, run 2's at 0.13 s
+    latest = dlperf("export", "--format", "csv", db=db)
+    assert {r["run_id"] for r in csv.DictReader(io.StringIO(latest.stdout))} == {"2"}
+    one_line_error(dlperf("export", "--run", "1,x", db=db), "--run '1,x'")
+    one_line_error(dlperf("export", "--run", "3", db=db), "3")

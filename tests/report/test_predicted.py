@@ -82,10 +82,17 @@ def test_export_records_carry_the_prediction_in_csv_and_json(predicted_db):
     assert float(gpu["predicted_step_s"]) == 0.0125 and float(gpu["prediction_error"]) == pytest.approx(0.25)
     assert (cpu["key"], cpu["predicted_gpu"], cpu["predicted_step_s"], cpu["prediction_error"]) == (
         CPU_CELL.key, "", "", "")  # fmt: skip
+    crossover = {"gpu": "H100-SXM5-80GB", "mode": "bf16", "batch": W.batch, "step_s": 0.001, "device_s": 0.001,
+                 "transfer_s": 0.0, "samples_per_s": W.batch / 0.001, "bound": "launch", "crossover": True}  # fmt: skip
+    assert json.loads(cpu["gpu_predictions"]) == [crossover]
     gpu, cpu = (json.loads(line) for line in done["jsonl"].stdout.splitlines())
     assert gpu["prediction_error"] == pytest.approx(0.25) and gpu["predicted_step_s"] == 0.0125
     fields = ("predicted_gpu", "predicted_step_s", "prediction_error", "predicted_bound")
     assert [cpu[f] for f in fields] == [None] * 4 and list(cpu) == list(gpu)
+    # issue 31: a crossover's predictions for other GPUs than the cell's were left out of the export
+    assert cpu["gpu_predictions"] == [crossover]
+    assert [(p["gpu"], p["step_s"], p["crossover"]) for p in gpu["gpu_predictions"]] == [
+        ("H100-SXM5-80GB", 0.0125, False)]  # fmt: skip
 
 
 def test_the_table_says_the_predictors_uncertainty(predicted_db):

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, open_store, warn_unreadable, whole, write_file, write_stdout
+from dlperf.commands.common import add_format, open_store, warn_unreadable, write_file, write_stdout
+from dlperf.commands.report import runs
 from dlperf.vocab import EXPORT_FORMATS, ExitCode
 
 HELP = "one record per cell"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=whole("--run", 1), help="run id (default: the latest)")
+    p.add_argument("--run", type=runs, help="run id, a comma list of ids, or all (default: the latest run); each "
+                   "record is one run's cell and says its run_id")  # fmt: skip
     add_format(p, *EXPORT_FORMATS)
     p.add_argument("--samples", action="store_true", help="include every raw sample")
     p.add_argument("-o", "--output", help="write to this file, whole or not at all (default: standard output)")
@@ -22,26 +24,44 @@ def run(args) -> int:
     other cells' records are still right."""
     from dlperf.commands.report import writable
     from dlperf.errors import UnreadableRow
-    from dlperf.report import data, export, predicted
-    from dlperf.report.utilization import attach_utilization
+    from dlperf.report import export
 
     out = writable(args.output) if args.output else None
     store = open_store(args)
     faults: list[UnreadableRow] = []
     try:
-        run = store.run(args.run)
-        cells = store.cells(run.id, unreadable=faults.append)
-        attach_utilization(store, run.fingerprint, cells)
-        predictions = predicted.read(store, run.id, faults.append)
-        records, groups = [], data.by_cell(data.build(cells))
-        for c in cells:
-            try:
-                samples = store.samples(run.id, c.key) if args.samples else None
-                records.append(export.record(c, samples, groups.get(c.key), predicted.own(c, predictions)))
-            except UnreadableRow as fault:
-                faults.append(fault)
+        records = [r for chosen in chosen_runs(store, args.run) for r in run_records(store, chosen, args, faults)]
     finally:
         store.close()
     text = export.render(records, args.format)
     write_file(out, text) if out else write_stdout(text, "export")
     return warn_unreadable(faults, "the export") or ExitCode.OK
+
+
+def chosen_runs(store, chosen: list[int] | str | None) -> list:
+    """`--run`: the latest run, every run (`all`), or the runs listed, in order of their ids."""
+    if chosen is None:
+        return [store.run()]
+    if chosen == "all":
+        return store.runs() or [store.run()]  # no runs: store.run() says so
+    return [store.run(i) for i in sorted(set(chosen))]
+
+
+def run_records(store, run, args, faults: list) -> list[dict]:
+    """The run's records, each from the run's own cells, peaks, predictions and input pipeline groups."""
+    from dlperf.errors import UnreadableRow
+    from dlperf.report import data, export, predicted
+    from dlperf.report.utilization import attach_utilization
+
+    cells = store.cells(run.id, unreadable=faults.append)
+    attach_utilization(store, run.fingerprint, cells)
+    predictions = predicted.read(store, run.id, faults.append)
+    records, groups = [], data.by_cell(data.build(cells))
+    for c in cells:
+        try:
+            samples = store.samples(run.id, c.key) if args.samples else None
+            own, every = predicted.own(c, predictions), predictions.get(c.key, [])
+            records.append(export.record(c, samples, groups.get(c.key), own, every))
+        except UnreadableRow as fault:
+            faults.append(fault)
+    return records

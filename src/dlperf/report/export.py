@@ -41,9 +41,11 @@ H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s
 
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None,
-           prediction: PredictionRecord | None = None) -> dict[str, Any]:  # fmt: skip
+           prediction: PredictionRecord | None = None,
+           predictions: list[PredictionRecord] = ()) -> dict[str, Any]:  # fmt: skip
     """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries;
-    `prediction`: the step predicted for the cell's own GPU (`predicted.own`)."""
+    `prediction`: the step predicted for the cell's own GPU (`predicted.own`), set against its measurement;
+    `predictions`: every step predicted for the cell, a crossover's for other GPUs included."""
     rec = {f: getattr(cell, f) for f in FIELDS}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
@@ -76,6 +78,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     rec["loss_ok"], rec["loss_reason"] = (check.ok, check.reason) if check else (None, None)
     rec.update(loader_fields(cell, group))
     rec.update(prediction_fields(cell, prediction))
+    rec["gpu_predictions"] = [predicted_step(p) for p in predictions]
     rec["warnings"] = cell.warnings
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
@@ -104,6 +107,14 @@ def prediction_fields(cell: CellRecord, p: PredictionRecord | None) -> dict[str,
     # a failed cell has no step to set the prediction against
     wrong = relative_error(p.step_s, cell.median_s) if cell.median_s else None
     return {"predicted_gpu": p.gpu, "predicted_step_s": p.step_s, "prediction_error": wrong, "predicted_bound": p.bound}
+
+
+def predicted_step(p: PredictionRecord) -> dict[str, Any]:
+    """One GPU's predicted step for the cell; `crossover`: set against the CPU cell by `dlperf crossover` (the GPU is
+    not the cell's)."""
+    rec = {f: getattr(p, f) for f in ("gpu", "mode", "batch", "step_s", "device_s", "transfer_s")}
+    rec["samples_per_s"] = p.batch / p.step_s if p.step_s else None
+    return rec | {"bound": p.bound, "crossover": bool(p.detail.get("crossover"))}
 
 
 # RFC 4180's line end. Python 3.11's csv quotes a field holding a character of the line end, and not otherwise a
