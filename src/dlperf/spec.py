@@ -24,7 +24,14 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework, Parallel
 from dlperf.workloads import BUILTIN, SUITE
-from dlperf.workloads.user import looks_like_source, normalize_source, source_of, split_source
+from dlperf.workloads.user import (
+    choices,
+    factories_in_file,
+    looks_like_source,
+    normalize_source,
+    source_of,
+    split_source,
+)
 
 # `dlperf optimize`'s defaults (here, so that its --help needs no search code)
 OPTIMIZE_BUDGET_MIN = 15.0
@@ -113,7 +120,7 @@ def _check_lists(s: RunSpec) -> None:
         if looks_like_source(name):
             split_source(name)  # its file is looked for by the probe that builds it: the machine's check
         else:
-            _workload(name)
+            parse_workload(name)
     parse_frameworks(_text(s.frameworks))
     parse_modes(_text(s.modes))
     parse_scaling(s.scaling)
@@ -344,16 +351,29 @@ def canonical_mode(text: str) -> str:
 def parse_workloads(text: str | None) -> tuple[str, ...]:
     if text is None:
         return tuple(w.name for w in SUITE)
-    return tuple(dict.fromkeys(_workload(item) for item in split_list(text, "--workloads")))
+    return tuple(dict.fromkeys(parse_workload(item) for item in split_list(text, "--workloads")))
 
 
-def _workload(item: str) -> str:
+def parse_workload(item: str) -> str:
     """A built-in name, or a user's `file.py:factory` with its file found and made absolute."""
     if looks_like_source(item):
         return normalize_source(item)
     if item.lower() in BUILTIN:
         return item.lower()
-    raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}")
+    if item.endswith(".py"):
+        raise UsageError(f"--workloads {item!r}: {_file_without_factory(item)}")
+    form = " (a model of your own: path/to/file.py:factory or package.module:factory)" if "." in item else ""
+    raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}{form}")
+
+
+def _file_without_factory(item: str) -> str:
+    """What a user's file named alone lacks: its factory, with the file's own listed."""
+    path = Path(item).expanduser()
+    if not path.is_file():
+        return f"no such file {str(path)!r}"
+    found = factories_in_file(path)
+    listed = "" if found is None else choices("", found)
+    return f"name the factory in the file, as {item}:FACTORY{listed}"
 
 
 def parse_parallel(text: str) -> tuple[Parallel, ...]:

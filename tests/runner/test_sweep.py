@@ -204,7 +204,7 @@ def test_user_workload_errors_are_one_line(tmp_path, user_file):
     broken = tmp_path / "broken.py"
     broken.write_text("raise ValueError('cannot import me')\n")
     for spec, fragment in [
-        (f"{user_file}:missing", "has no attribute 'missing'"),
+        (f"{user_file}:missing", "has no factory 'missing'"),
         (f"{user_file}:not_a_workload", "must return dlperf.user_workload"),
         (f"{broken}:make", "ValueError: cannot import me"),
     ]:

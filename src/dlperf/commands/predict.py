@@ -66,8 +66,10 @@ def predict(args, chosen, modes) -> int:
     from dlperf.frameworks.common import capabilities
     from dlperf.plan.workloads import resolve_workload
     from dlperf.predict import count, roofline
+    from dlperf.spec import parse_workload
 
-    workload = count.at(resolve_workload(args.workload, capabilities.op_counter(), float(args.timeout)), args.batch)
+    named = parse_workload(args.workload)  # a misspelt or incomplete name is one line before any child starts
+    workload = count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
     found = count.counted([(workload, m) for m in modes], float(args.timeout), "--timeout")
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
     print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))

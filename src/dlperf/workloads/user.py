@@ -12,6 +12,8 @@ and the worker), never in the process that plans the sweep, because it imports a
 
 from __future__ import annotations
 
+import ast
+import difflib
 import importlib
 import importlib.util
 import inspect
@@ -122,10 +124,52 @@ def load_factory(source: str) -> Callable[[], Any]:
         raise UsageError(f"--workloads {source!r}: importing {target} raised {type(exc).__name__}: {exc}") from exc
     factory = getattr(module, attr, None)
     if factory is None:
-        raise UsageError(f"--workloads {source!r}: {target} has no attribute {attr!r}")
+        raise UsageError(f"--workloads {source!r}: {target} has no factory {attr!r}{choices(attr, factories(module))}")
     if not callable(factory):
         raise UsageError(f"--workloads {source!r}: {attr} is not callable")
     return factory
+
+
+# what a factory may require: the --data DIR it is given, where it takes one
+FACTORY_ARGUMENTS = frozenset({"data_dir"})
+
+
+def factories(module) -> list[str]:
+    """The module's own functions a workload can be built by: defined there, public, requiring no argument."""
+    found = []
+    for name, value in vars(module).items():
+        if inspect.isfunction(value) and value.__module__ == module.__name__ and not name.startswith("_"):
+            required = [p.name for p in inspect.signature(value).parameters.values() if p.default is p.empty]
+            if set(required) <= FACTORY_ARGUMENTS:
+                found.append(name)
+    return found
+
+
+def factories_in_file(path: Path) -> list[str] | None:
+    """`factories`, read from a file's source without running it (the parent imports no framework); None when the
+    file cannot be read or parsed."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+        return None
+    found = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.name.startswith("_"):
+            a = node.args
+            positional = [*a.posonlyargs, *a.args]
+            required = positional[: len(positional) - len(a.defaults)]
+            required += [k for k, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+            if {r.arg for r in required} <= FACTORY_ARGUMENTS:
+                found.append(node.name)
+    return found
+
+
+def choices(word: str, names: list[str]) -> str:
+    """' (did you mean ...?; its factories: ...)': the closest names to `word`, then every one."""
+    close = difflib.get_close_matches(word, names, n=3, cutoff=0.6)
+    mean = f"did you mean {' or '.join(map(repr, close))}?; " if close else ""
+    listed = f"its factories: {', '.join(names)}" if names else "it defines no function of no arguments"
+    return f" ({mean}{listed})"
 
 
 def build_user_workload(source: str) -> UserWorkload:
