@@ -1,6 +1,6 @@
 """Fit the GPU predictor's general efficiencies on published measurements, and report its error.
 
-    python benchmarks/predict_fit.py [--csv shared/reference/gpu_dev.csv] [--counts counts.json]
+    python benchmarks/predict_fit.py [--csv src/dlperf/data/gpu_dev.csv] [--counts counts.json]
 
 Every row of the CSV that dlperf can predict (predict/validate.py) is counted once (the torch probe, on fake tensors;
 `--counts FILE` keeps the counts between runs), then the seven constants of `roofline.Efficiency` are fitted by
@@ -29,7 +29,6 @@ from dlperf.predict import validate as v
 from dlperf.predict.ops import Count
 from dlperf.workloads import BUILTIN
 
-ROOT = Path(__file__).resolve().parents[1]
 NAMES = [f.name for f in fields(roofline.Efficiency)]
 # Physical ranges: fractions of a peak up to 1 (a convolution up to 2: Winograd and FFT do less work than counted);
 # fixed costs of 1-20 microseconds per kernel on the GPU and 2-20 on the host (eager PyTorch dispatch and autograd).
@@ -89,7 +88,7 @@ def table(results: list[v.Result], by) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--csv", default=str(ROOT.parent / "shared/reference/gpu_dev.csv"))
+    ap.add_argument("--csv", default=str(v.shipped()), help="published measurements (default: those dlperf ships)")
     ap.add_argument("--counts", type=Path, help="a JSON file keeping the operator counts between runs")
     args = ap.parse_args()
     cases, skipped = v.read(args.csv, known=lambda name: name in BUILTIN)

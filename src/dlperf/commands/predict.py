@@ -17,8 +17,8 @@ DESCRIPTION = (
     "batch's copy over the GPU's host link. Prints the predicted step, samples/s, what bounds it (compute, memory or "
     "launch) and the uncertainty from the validation on published measurements. --validate CSV reads rows of "
     "published single-GPU training figures (columns gpu, model, precision, batch_per_gpu, metric, value, unit, as "
-    "shared/reference/gpu_dev.csv) and prints each prediction against its figure, with the errors by GPU generation, "
-    "model family and mode."
+    "src/dlperf/data/gpu_dev.csv: the 225 dlperf ships, each with its source, which --validate with no CSV reads) and "
+    "prints each prediction against its figure, with the errors by GPU generation, model family and mode."
 )
 MODES = ("fp32", "tf32", "bf16", "fp16")
 TAKES_DB = False
@@ -29,7 +29,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", help="comma list of GPUs of the table (--list-gpus), e.g. H100-SXM5-80GB,T4")
     p.add_argument("--modes", default="fp32,tf32,bf16,fp16", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
     p.add_argument("--batch", type=whole("--batch", 1, most=MAX_BATCH), help="the mini-batch (default: the workload's)")
-    p.add_argument("--validate", metavar="CSV", help="predict every row of a CSV of published measurements")
+    p.add_argument(
+        "--validate", metavar="CSV", nargs="?", const=True,
+        help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships)",
+    )  # fmt: skip
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
 
@@ -138,7 +141,8 @@ def validate(args) -> int:
     from dlperf.predict import validate as v
     from dlperf.workloads import BUILTIN
 
-    cases, skipped = v.read(args.validate, known=lambda name: name in BUILTIN)
+    path = v.shipped() if args.validate is True else args.validate
+    cases, skipped = v.read(path, known=lambda name: name in BUILTIN)
     results = []
     if cases:
         requests = [(count.at(BUILTIN[c.workload], c.batch, c.seq_len), c.mode) for c in cases]

@@ -13,7 +13,7 @@ The method, per operator call (one `Op`):
 - the batch's inputs and targets cross the host link (pinned, at a fitted fraction of its bandwidth) once a step.
 
 The efficiencies are general, never per model or per GPU: `benchmarks/predict_fit.py` fits them on the published
-measurements of shared/reference/gpu_dev.csv and prints the validation figures written in `FIT` below.
+measurements dlperf ships (dlperf/data/gpu_dev.csv) and prints the validation figures written in `FIT` below.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Efficiency:
     link: float  # the batch's copy, of the host link's bandwidth
 
 
-# Fitted by benchmarks/predict_fit.py on shared/reference/gpu_dev.csv (see BENCHMARKS.md); the validation figures
+# Fitted by benchmarks/predict_fit.py on dlperf/data/gpu_dev.csv (see BENCHMARKS.md); the validation figures
 # beside them are that fit's, and give the uncertainty every prediction prints.
 # A convolution's efficiency above 1 is real: cuDNN's Winograd and FFT algorithms do fewer multiplications than the
 # direct convolution's FLOPs counted here. The fixed costs trade off against each other (the fit is flat between a

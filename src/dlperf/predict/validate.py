@@ -1,6 +1,11 @@
 """Published single-GPU training measurements, read as steps dlperf can predict, and the prediction's error on them.
 
-A row (the columns of shared/reference/gpu_dev.csv: gpu, model, task, framework, precision, batch_per_gpu, metric,
+dlperf ships 225 of them (`dlperf/data/gpu_dev.csv`, read by `dlperf predict --validate` with no file): single-GPU
+training figures published by NVIDIA's DeepLearningExamples, Lambda's benchmarks, DAWNBench, the cnn-benchmarks,
+papers and framework READMEs, each row naming its `source` (a repository at a commit and file, a paper, a page) and,
+in `notes`, the software and data loader behind it.
+
+A row (the columns of dlperf/data/gpu_dev.csv: gpu, model, task, framework, precision, batch_per_gpu, metric,
 value, unit, source, notes) becomes a `Case`: a dlperf workload at the row's batch and mode on a GPU of the table,
 and the published figure as seconds per step:
 - train_throughput in img/s or samples/s: batch / value; in tok/s (GNMT): batch x 2 x `GNMT_TOKENS` / value (the
@@ -40,10 +45,17 @@ GNMT_TOKENS = 30  # sub-word tokens per sentence and side, WMT16 En-De as bucket
 TOKENS = {"PTB": 929_589, "WikiText-2": 2_088_628}
 BPTT = 70
 IMAGES = {"CIFAR-10": 50_000, "MNIST": 60_000}
-MAX_ROWS = 10_000  # a file of published measurements has hundreds (shared/reference/gpu_dev.csv: 225)
+MAX_ROWS = 10_000  # a file of published measurements has hundreds (the shipped one, `shipped()`: 225)
 MAX_LINE = 65_536  # characters of one line, its end included
 FORMULA_START = ("=", "+", "-", "@")  # a spreadsheet takes a cell starting so for a formula (OWASP's list, stripped)
 NAMED = ("gpu", "model", "task", "precision", "metric", "unit")  # the text columns a prediction reads
+
+
+def shipped() -> Path:
+    """The published measurements dlperf ships (package data), each row with its source."""
+    return Path(__file__).resolve().parent.parent / "data" / "gpu_dev.csv"
+
+
 _WHOLE = re.compile(r"[0-9]+", re.ASCII)
 _UNDECODED = re.compile("[\udc80-\udcff]")  # a byte that is not UTF-8, as surrogateescape keeps it
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)

@@ -1,5 +1,5 @@
 """The networks of published single-GPU training benchmarks, as workloads: what `dlperf predict --validate` needs to
-set its predictions against shared/reference/gpu_dev.csv.
+set its predictions against the published measurements it ships (dlperf/data/gpu_dev.csv).
 
 Each has the mini-batch its reference benchmark uses by default, the parameter count of the reference definition
 (static data: tests build every model and check it), and in `notes` the reference. They are defined for PyTorch only
