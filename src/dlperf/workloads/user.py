@@ -124,7 +124,8 @@ def load_factory(source: str) -> Callable[[], Any]:
         raise UsageError(f"--workloads {source!r}: importing {target} raised {type(exc).__name__}: {exc}") from exc
     factory = getattr(module, attr, None)
     if factory is None:
-        raise UsageError(f"--workloads {source!r}: {target} has no factory {attr!r}{choices(attr, factories(module))}")
+        where = Path(target).name if target.endswith(".py") else target  # the full path is in the source already
+        raise UsageError(f"--workloads {source!r}: {where} has no factory {attr!r}{choices(attr, factories(module))}")
     if not callable(factory):
         raise UsageError(f"--workloads {source!r}: {attr} is not callable")
     return factory
