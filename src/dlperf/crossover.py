@@ -83,14 +83,12 @@ def search_batch(user_batch: int, batches: list[int], max_batch: int | None) -> 
 def check(opts: Options) -> tuple:
     """The GPUs looked up, the workload and the mode checked, before anything runs: a bad name is one line."""
     from dlperf.predict import gpus
-    from dlperf.spec import suggest
-    from dlperf.workloads import BUILTIN
-    from dlperf.workloads.user import looks_like_source
+    from dlperf.spec import parse_workload
 
     name = opts.workload
-    if "," in name or not (looks_like_source(name) or name.lower() in BUILTIN):
-        raise UsageError(f"unknown workload {name!r}{suggest(name, BUILTIN)}: one built-in name (dlperf list) or a "
-                         "user's file.py:factory")  # fmt: skip
+    if "," in name:
+        raise UsageError(f"unknown workload {name!r}: one built-in name (dlperf list) or a user's file.py:factory")
+    parse_workload(name)  # a misspelt name, or a file named without its factory, is one line naming the choices
     if opts.mode not in MODES:
         raise UsageError(f"--mode {opts.mode!r}: expected {', '.join(MODES)} (a CPU mode the GPU predictor knows)")
     if opts.repeats < 1:

@@ -25,16 +25,19 @@ from report.pictures import assert_png_draws
         (["tiny-fcn-r", "--batch", str(2**62)], "--batch: at most 1,048,576"),
         (["tiny-fcn-r", "--max-batch", str(2**62)], "--max-batch: at most 1,048,576"),
         (["no-such-net"], "unknown workload 'no-such-net'"),
+        (["models.py"], "models.py:FACTORY"),
         (["tiny-fcn-r", "--mode", "tf32"], "--mode"),
         (["tiny-fcn-r", "--paper"], "--paper"),
         (["tiny-fcn-r", "--plot", "x.gif"], "--plot"),
         ([], "WORKLOAD"),
     ],
 )
-def test_bad_input_is_one_line_and_stores_nothing(tmp_path, capsys, args, fragment):
+def test_bad_input_is_one_line_and_stores_nothing(tmp_path, capsys, monkeypatch, args, fragment):
     from dlperf.cli import main
 
     db = tmp_path / "d.db"
+    (tmp_path / "models.py").write_text("def tiny():\n    return None\n")
+    monkeypatch.chdir(tmp_path)
     code = main(["crossover", *args, "--db", str(db)])
     one_line_error(SimpleNamespace(returncode=code, stderr=capsys.readouterr().err), fragment)
     assert not db.exists()
