@@ -37,7 +37,7 @@ from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
-from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
+from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
 from dlperf.plan import make_plan
@@ -54,7 +54,6 @@ from dlperf.vocab import ExitCode, Status
 BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
-SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
 
 
@@ -75,26 +74,13 @@ def with_option(mode: str, option: str) -> str:
     return canonical_mode("+".join([*(c.value for c in kept), *option.split("+")]))
 
 
-def not_applicable(option: str, workload: dict, peaks: dict[str, float] | None = None) -> str | None:
-    """Why `option` cannot pay off for this workload, known before measuring; None if it may.
-
-    `peaks` (dtype -> FLOP/s measured by `dlperf peak` for this device and thread count) prunes a precision whose
-    matrix multiply is several times slower than fp32's here: fp16 on a CPU without fp16 units runs at about
-    1 GFLOP/s, and measuring it on a large network takes minutes of the budget to learn the same thing."""
-    parts = option.split("+")
-    shape = workload.get("input", {}).get("shape") or []
-    for part in parts:
-        if ROW[Mode(part)].image_input and len(shape) != 3:
-            return f"{part} needs an image input (channels, height, width)"
-    fp32 = (peaks or {}).get(Mode.FP32.value)
-    for part in parts:
-        low = (peaks or {}).get(part)
-        if fp32 and low and low * SLOW_PEAK_FACTOR < fp32:
-            return (
-                f"`dlperf peak` measured its matrix multiply here at {low / 1e12:.3g} TFLOP/s, "
-                f"{fp32 / low:.0f}x slower than fp32's {fp32 / 1e12:.3g}"
-            )
-    return None
+def not_applicable(option: str, fit: Fit) -> str | None:
+    """Why `option` cannot pay off for this workload on this device, known before measuring; None if it may. The one
+    filter `dlperf profile`'s advice and `table --explain` use (`modes.left_out`): channels_last without an image
+    input, an optimizer implementation the optimizer lacks, a precision whose matrix products `dlperf peak` (or the
+    planning probe) timed slower than fp32's here: fp16 on a CPU without fp16 units runs at about 1 GFLOP/s, and
+    measuring it on a large network takes minutes of the budget to learn the same thing."""
+    return left_out(option, fit)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -304,6 +290,7 @@ class Searcher:
         self.dimension_of: dict[str, str | None] = {}  # mode -> the dimension whose round measured it
         self.order, self.groups, self.verdict = "fixed", SEARCH_ORDER, None
         self.loader: LoaderChoice | None = None
+        self.env: dict = {}  # the plan's environment: the probe's precision speeds
 
     def run(self) -> Search:
         start = time.monotonic()  # planning counts in the budget
@@ -316,6 +303,7 @@ class Searcher:
             raise UsageError(f"--device {self.opts.device!r} means {devices}: optimize searches one device, name it")
         self.base_cell = synthetic[0]
         self.workload = plan.workloads[self.base_cell.key]
+        self.env = plan.env
         store = Store.open(self.db, create=True)
         try:
             argv = ["dlperf", *sys.argv[1:]]
@@ -408,8 +396,9 @@ class Searcher:
     def _options(self, group: str, best: str) -> list[str]:
         """The modes of `group`'s round: `best` with each of its options that may apply, not measured before."""
         modes = []
+        fit = self._fit()
         for option in options_of(group, device_kind(self.opts.device)):
-            if why := not_applicable(option, self.workload, self.peaks):
+            if why := not_applicable(option, fit):
                 self.notes.append(f"{group}: {option} not tried: {why}")
                 continue
             mode = with_option(best, option)
@@ -499,6 +488,9 @@ class Searcher:
         peaks = self.peaks
         if not peaks:
             self.notes.append("utilization: no measured peak for this machine, device and thread count (`dlperf peak`)")
+        from dlperf.report.utilization import busy_notes
+
+        self.notes += busy_notes(peaks, self.base_cell.column)
         cands = candidates_of(cells, samples, peaks)
         for c in cands:
             c.dimension = self.dimension_of.get(c.mode)
@@ -519,6 +511,13 @@ class Searcher:
             ranked(cands), best, self.notes, order=self.order, groups=self.groups, verdict=self.verdict,
             cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
         )  # fmt: skip
+
+    def _fit(self) -> Fit:
+        """What the workload and the device allow: the same `modes.Fit` `dlperf profile` advises from."""
+        frameworks = (self.env.get("frameworks") or {}).values()
+        speeds = next((fw["precision_speed"] for fw in frameworks if fw.get("precision_speed")), {})
+        probe_speed = speeds.get(self.opts.device) or speeds.get(self.opts.device.split(":")[0])
+        return Fit.of(self.opts.device, self.workload, self.peaks, probe_speed)
 
     def _peaks(self) -> dict[str, float]:
         from dlperf.report.utilization import peak_lookup
