@@ -62,7 +62,7 @@ def test_recipe_lines():
     lines = opt.recipe("bf16+channels_last+compile", "cpu", "resnet-56")
     assert lines[:6] == [
         "import torch",
-        "from dlperf.frameworks.torch.backend import training_parts",
+        "from dlperf import training_parts",
         "",
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
         "model, optimizer, loss_fn, x, y = training_parts('resnet-56', 'cpu')",
@@ -127,6 +127,21 @@ def _run_recipes(tmp_path, modes):
                           text=True, cwd=tmp_path, timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     return dict(line.split(" ran ") for line in done.stdout.splitlines())
+
+
+def test_a_recipe_imports_only_dlperfs_public_api_which_loads_no_framework_until_called():
+    import subprocess
+    import sys
+
+    import dlperf
+
+    imports = [line for line in opt.recipe("bf16+fused", "cpu", "tiny-fcn-r") if "dlperf" in line and "import" in line]
+    assert imports == ["from dlperf import training_parts"] and "training_parts" in dlperf.__all__
+    check = "import sys\nfrom dlperf import training_parts\nassert 'torch' not in sys.modules\n"
+    check += "print(training_parts.__doc__)"
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "(model, optimizer, loss_fn, x, y)" in done.stdout  # documented where users find it
 
 
 def test_every_recipe_runs_as_printed_against_the_users_own_factory_and_keeps_its_optimizer(tmp_path):

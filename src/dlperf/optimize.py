@@ -250,7 +250,7 @@ def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = 
     chosen = loader.chosen if loader else None
     return [
         "import torch",
-        "from dlperf.frameworks.torch.backend import training_parts",
+        "from dlperf import training_parts",
         "",
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
         f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r})",
