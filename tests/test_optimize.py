@@ -414,3 +414,61 @@ def test_a_compiled_candidates_time_is_what_this_searchs_compiled_processes_took
     assert session.estimate_s(["fused+compile", "foreach+compile"], measured, 3) == 10.0 + 2 * 3 * 35.0
     assert session.estimate_s(["fused"], measured, 2) == 10.0 + 2 * 10.0  # an eager process: the eager ones' median
     assert session.estimate_s(["bf16"], {}, 1) == 120.0  # nothing measured yet: a minute each
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Few samples and caps that cap (issue 31 items 8 and 9)
+
+
+def test_a_search_that_measured_no_candidate_says_not_searched_never_keep_fp32(capsys):
+    base = opt.candidates_of([cell("fp32", 1.0)], {"fp32": steps(1.0, 1, 3)}, {})[0]
+    search = opt.Search("w", "cpu", 2, 1, base, [base], None, ["precision: bf16 not measured: ..."], cells=0)
+    opt_cmd.print_text(search)
+    out = capsys.readouterr().out
+    assert "Recommended: not searched" in out and "keep fp32 eager" not in out
+
+
+def test_a_speedup_from_few_steps_says_how_many_it_rests_on(capsys):
+    cells = [cell("fp32", 1.0), cell("bf16", 0.5)]
+    cands = opt.candidates_of(cells, {"fp32": steps(1.0, 2, 2), "bf16": steps(0.5, 1, 3)}, {})
+    best = next(c for c in cands if c.mode == "bf16")
+    assert best.samples == 3
+    search = opt.Search("w", "cpu", 2, 1, cands[0], cands, best, [], cells=1)
+    opt_cmd.print_text(search)
+    assert "faster than fp32 eager [" in (out := capsys.readouterr().out)
+    assert "rests on 3 steps of bf16 and 4 of fp32" in out
+
+
+def test_the_default_budget_is_checked_against_one_step_and_names_the_budget_for_5_samples_per_candidate():
+    # 31 s steps (a CNN on a busy 2-core machine), 6 candidates, 2 processes each, 20 s to start a process
+    why = opt.budget_check(15 * 60, step_s=31.0, candidates=6, repeats=2, process_s=20.0)
+    assert why.startswith("the default --budget 15 gives about 2 timed steps per candidate at 31 s per step")
+    assert why.endswith("--budget 23 gives 5")  # (6 + the baseline) x (2 x 20 s + 5 x 31 s): 22.75 min
+    assert opt.budget_check(15 * 60, step_s=0.05, candidates=6, repeats=2, process_s=20.0) is None
+
+
+class Covers(RoundOnly):
+    """A searcher whose budget covers `covered` modes' processes at most, and whose rounds are recorded."""
+
+    def __init__(self, covered_processes):
+        super().__init__("cpu", wins=set())
+        self.covered, self.rounds = covered_processes, []
+        self.budget.modes_s = lambda modes, repeats: len(modes) * repeats
+        self.budget.covers = lambda seconds: seconds <= self.covered
+
+    def _round(self, modes, dimension, bar=None, compile_timeout=None, repeats=None):
+        self.rounds.append((modes, repeats))
+
+    def _choose(self, best, modes, dim_name):
+        return best
+
+
+def test_a_dimension_that_does_not_fit_is_tried_in_one_process_each_when_that_fits():
+    search = Covers(covered_processes=2)
+    # 2 x 2 processes do not fit; 2 x 1 do
+    opt.Searcher._measure(search, "optimizer implementation", "fp32", ["foreach", "fused"])
+    assert search.rounds == [(["foreach", "fused"], 1)]
+    assert any("in one process each" in n for n in search.notes)
+    none = Covers(covered_processes=1)
+    opt.Searcher._measure(none, "optimizer implementation", "fp32", ["foreach", "fused"])
+    assert none.rounds == [] and any("not measured" in n for n in none.notes)

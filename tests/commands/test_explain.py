@@ -140,7 +140,7 @@ MEMORY = Profiled(steps=5, step_s=1.0, categories={"elementwise": 0.5, "normaliz
                                                    "host": 0.02}, ops_per_step=300)  # fmt: skip
 
 
-def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None):
+def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None, n: int = 20):
     """A run of one memory-bound token model at 2 threads, profiled, with `peaks` (dtype -> FLOP/s, each measured
     on a quiet machine, or (FLOP/s, others' CPU share)) stored for its machine."""
     from dlperf.envinfo import fingerprint
@@ -153,8 +153,8 @@ def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None):
     store = Store.open(path, create=True)
     cell = PlannedCell(Cell("transformer", "torch", "cpu", 2, "fp32"), TRANSFORMER)
     run_id = store.create_run({"workloads": "t"}, env, fingerprint(env), ["dlperf", "profile"], [cell])
-    figures = CellFigures(status=Status.OK, median_s=1.0, iqr_s=0.01, n=20)
-    store.record(run_id, cell.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[1.0] * 20), figures)
+    figures = CellFigures(status=Status.OK, median_s=1.0, iqr_s=0.01, n=n)
+    store.record(run_id, cell.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[1.0] * n), figures)
     store.record_profile(run_id, cell.cell.key, ProfileOutcome(Status.OK, None, 3.0, MEMORY))
     for dtype, value in peaks.items():
         value, others = value if isinstance(value, tuple) else (value, 0.0)
@@ -211,3 +211,13 @@ def test_optimize_leaves_out_what_profile_leaves_out_with_the_same_reasons():
     assert "image input" in opt.not_applicable("channels_last", fit)
     assert opt.not_applicable("fused", fit) is None
     assert "no fused implementation" in opt.not_applicable("fused", Fit.of("cpu", {"optimizer": {"name": "rmsprop"}}))
+
+
+def test_a_verdict_from_fewer_than_5_timed_steps_says_how_many_it_rests_on(tmp_path, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    print_profiles(str(memory_bound_db(tmp_path / "few.db", {}, n=2)), 1)  # 31 s steps on a busy machine: n=2
+    assert "  verdict: memory-bound (highly): " in (out := capsys.readouterr().out)
+    assert "of the step (rests on 2 timed steps)\n" in out
+    print_profiles(str(memory_bound_db(tmp_path / "enough.db", {}, n=5)), 1)
+    assert "rests on" not in capsys.readouterr().out
