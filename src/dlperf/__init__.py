@@ -6,12 +6,12 @@ imported only inside the child process that measures a cell.
 
 from dlperf.version import VERSION as __version__
 
-__all__ = ["Outcome", "__version__", "resume", "run", "user_workload"]
+__all__ = ["Outcome", "__version__", "resume", "run", "training_parts", "user_workload"]
 
 
 def __getattr__(name: str):
     # Lazy: `import dlperf` in a worker's environment must not need rich or numpy.
-    if name in ("run", "resume", "Outcome"):  # the facade, `api.py`
+    if name in ("run", "resume", "Outcome", "training_parts"):  # the facade, `api.py`
         from dlperf import api
 
         return getattr(api, name)

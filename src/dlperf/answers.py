@@ -327,6 +327,7 @@ class PeakAnswer(Wire):
     copies: list[CopyFigure] = field(default_factory=list)  # the copy sweep, by kind then size; [] without one
     duration_s: float
     others_cpu_share: float | None  # other processes' share of the CPUs meanwhile: a busy machine lowers every peak
+    steal_fraction: float | None = field(default=None, metadata=ABSENT)  # other virtual machines' share meanwhile
     threads: int
     settings: dict[str, Any]  # the thread settings in effect
 

@@ -156,3 +156,14 @@ def _execute(session: Session, tasks: list[Task], plan: Plan, progress, to_profi
         return Outcome(ExitCode.INTERRUPTED, session.run_id, plan)
     failed = any(s.is_failure for s in statuses)
     return Outcome(ExitCode.CELLS_FAILED if failed else ExitCode.OK, session.run_id, plan, statuses)
+
+
+def training_parts(workload: str, device: str = "cpu") -> tuple:
+    """(model, optimizer, loss_fn, x, y): what dlperf trains for `workload` (a built-in name, or a factory
+    `file.py:make` or `package.module:make`) in fp32 eager on `device`, the factory's own optimizer included, with
+    one synthetic batch already on the device. `dlperf optimize`'s recipe starts from these (`from dlperf import
+    training_parts`), so it runs as printed; in your own code, your own objects take their place. PyTorch is imported
+    on the first call, not before."""
+    from dlperf.frameworks import backend
+
+    return backend("torch").training_parts(workload, device)

@@ -192,3 +192,80 @@ def recipe(mode: str, device_kind: DeviceKind) -> list[str]:
 def help_text() -> str:
     """The --modes help: every component with what it does."""
     return "; ".join(f"{r.mode.value}: {r.help}" for r in ROWS)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Which modes apply to a workload and have a fast path on a device: one filter for `dlperf profile`'s advice,
+# `dlperf optimize`'s search and `dlperf table --explain`
+
+# the optimizers (torch.optim classes, lower case) with each implementation; a user's optimizer is not known by name
+IMPLEMENTED_BY = {
+    Mode.FUSED: frozenset({"sgd", "adam", "adamw", "adagrad"}),
+    Mode.FOREACH: frozenset({"sgd", "adam", "adamw", "adagrad", "adadelta", "adamax", "asgd", "nadam", "radam",
+                             "rmsprop", "rprop", "adafactor"}),
+}  # fmt: skip
+NO_FAST_PATH = 1.0  # a reduced precision whose matrix products run slower than fp32's here has no fast path
+
+
+@dataclass(frozen=True)
+class Fit:
+    """What decides whether a mode can pay off for a workload on a device, known before measuring it."""
+
+    device: DeviceKind
+    image_input: bool | None = None  # a batch of images (channels, height, width); None: not known
+    optimizer: str | None = None  # the optimizer's class name, lower case; None: not known (a user's)
+    # dtype -> its matrix product's speed over fp32's here, and where that figure comes from
+    speed: tuple[tuple[str, float, str], ...] = ()
+
+    @classmethod
+    def of(cls, device: str, workload: dict, peaks: dict | None = None, probe_speed: dict | None = None) -> Fit:
+        """From a workload as planned (`Workload.to_json`), the peaks `dlperf peak` measured for the device and thread
+        count (dtype -> FLOP/s) and, where those lack a dtype, the planning probe's timing (dtype -> its speed over
+        fp32's)."""
+        shape = (workload.get("input") or {}).get("shape")
+        name = (workload.get("optimizer") or {}).get("name")
+        speed = []
+        fp32 = (peaks or {}).get(Mode.FP32.value)
+        for dtype in (Mode.BF16.value, Mode.FP16.value):
+            if fp32 and (peaks or {}).get(dtype):
+                speed.append((dtype, peaks[dtype] / fp32, "`dlperf peak` measured"))
+            elif (probe_speed or {}).get(dtype):
+                speed.append((dtype, probe_speed[dtype], "the planning probe timed"))
+        return cls(DeviceKind(device.split(":")[0]), None if shape is None else len(shape) == 3,
+                   None if name in (None, "user") else name.lower(), tuple(speed))  # fmt: skip
+
+
+def left_out(option: str, fit: Fit) -> str | None:
+    """Why `option` (a mode fragment such as "bf16" or "compile+cuda_graphs") cannot pay off for the workload on the
+    device of `fit`: it does not run there, does not apply to the model, or has no fast path there; None if it may."""
+    parts = [Mode(p) for p in option.split("+")]
+    for part in parts:
+        if why := _left_out(part, fit):
+            return why if len(parts) == 1 else f"{part.value}: {why}"
+    return None
+
+
+def _left_out(part: Mode, fit: Fit) -> str | None:
+    row = ROW[part]
+    if fit.device not in row.devices:
+        return f"runs on {' and '.join(DEVICE_NAMES[d] for d in DeviceKind if d in row.devices)} only"
+    if row.image_input and fit.image_input is False:
+        return "needs an image input (channels, height, width)"
+    if part in IMPLEMENTED_BY and fit.optimizer and fit.optimizer not in IMPLEMENTED_BY[part]:
+        return f"the optimizer ({fit.optimizer}) has no {part.value} implementation"
+    for dtype, speed, source in fit.speed:
+        if dtype == part.value and speed < NO_FAST_PATH:
+            slower = f"{1 / speed:.0f}" if speed < 0.1 else f"{1 / speed:.2g}"
+            return f"no fast path for {dtype} here: {source} its matrix product {slower}x slower than fp32's"
+    return None
+
+
+def advisable(options: tuple[str, ...] | list[str], fit: Fit) -> tuple[list[str], dict[str, str]]:
+    """The options that may pay off, in order, and option -> why each other is left out (`left_out`)."""
+    kept, out = [], {}
+    for option in options:
+        if why := left_out(option, fit):
+            out[option] = why
+        else:
+            kept.append(option)
+    return kept, out

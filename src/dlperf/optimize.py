@@ -36,8 +36,9 @@ from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
+from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.measure.timer import TimerConfig
-from dlperf.modes import ROW, SEARCH_ORDER, Mode, exclusive_groups, mode_components, options_of
+from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
 from dlperf.plan import make_plan
@@ -54,7 +55,6 @@ from dlperf.vocab import ExitCode, Status
 BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
-SLOW_PEAK_FACTOR = 4.0  # a precision whose measured matmul peak is this many times below fp32's is not tried
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
 
 
@@ -75,26 +75,28 @@ def with_option(mode: str, option: str) -> str:
     return canonical_mode("+".join([*(c.value for c in kept), *option.split("+")]))
 
 
-def not_applicable(option: str, workload: dict, peaks: dict[str, float] | None = None) -> str | None:
-    """Why `option` cannot pay off for this workload, known before measuring; None if it may.
+def not_applicable(option: str, fit: Fit) -> str | None:
+    """Why `option` cannot pay off for this workload on this device, known before measuring; None if it may. The one
+    filter `dlperf profile`'s advice and `table --explain` use (`modes.left_out`): channels_last without an image
+    input, an optimizer implementation the optimizer lacks, a precision whose matrix products `dlperf peak` (or the
+    planning probe) timed slower than fp32's here: fp16 on a CPU without fp16 units runs at about 1 GFLOP/s, and
+    measuring it on a large network takes minutes of the budget to learn the same thing."""
+    return left_out(option, fit)
 
-    `peaks` (dtype -> FLOP/s measured by `dlperf peak` for this device and thread count) prunes a precision whose
-    matrix multiply is several times slower than fp32's here: fp16 on a CPU without fp16 units runs at about
-    1 GFLOP/s, and measuring it on a large network takes minutes of the budget to learn the same thing."""
-    parts = option.split("+")
-    shape = workload.get("input", {}).get("shape") or []
-    for part in parts:
-        if ROW[Mode(part)].image_input and len(shape) != 3:
-            return f"{part} needs an image input (channels, height, width)"
-    fp32 = (peaks or {}).get(Mode.FP32.value)
-    for part in parts:
-        low = (peaks or {}).get(part)
-        if fp32 and low and low * SLOW_PEAK_FACTOR < fp32:
-            return (
-                f"`dlperf peak` measured its matrix multiply here at {low / 1e12:.3g} TFLOP/s, "
-                f"{fp32 / low:.0f}x slower than fp32's {fp32 / 1e12:.3g}"
-            )
-    return None
+
+def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, process_s: float) -> str | None:
+    """What the default budget gives each candidate at `step_s` per step, and the budget that gives FEW_SAMPLES
+    timed steps each, when it gives fewer; None when it gives enough. Each of the candidates and the baseline takes
+    `repeats` processes of `process_s` (start, build, warm-up) plus its timed steps."""
+    each = repeats * process_s
+    steps = max(0, int((budget_s / (candidates + 1) - each) / step_s))
+    if steps >= FEW_SAMPLES:
+        return None
+    needed_min = math.ceil((candidates + 1) * (each + FEW_SAMPLES * step_s) / 60)
+    return (
+        f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {step_s:.3g} s "
+        f"per step ({candidates} candidates, {repeats} processes each): --budget {needed_min} gives {FEW_SAMPLES}"
+    )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -119,6 +121,7 @@ class Candidate:
     compile_s: float | None = None
     payback_steps: int | None = None
     dimension: str | None = None
+    samples: int = 0  # timed steps over all its processes: a speed-up from fewer than FEW_SAMPLES says so
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -185,6 +188,7 @@ def candidates_of(
             error=cell.error,
             median_s=cell.median_s,
             processes=len(samples.get(cell.key, [])),
+            samples=sum(len(s) for s in samples.get(cell.key, [])),
             peak_mem_bytes=cell.peak_mem_bytes,
             peak_mem_kind=cell.peak_mem_kind,
             loss_ok=True if cell.mode == BASELINE else (check.ok if check else None),
@@ -264,7 +268,7 @@ def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = 
     chosen = loader.chosen if loader else None
     return [
         "import torch",
-        "from dlperf.frameworks.torch.backend import training_parts",
+        "from dlperf import training_parts",
         "",
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
         f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r})",
@@ -291,6 +295,7 @@ class Options:
     order: str = "verdict"  # ORDERS
     data: str = DATA_SYNTHETIC  # --data: a directory (or "dataset") also searches the loader for the best mode
     loaders: tuple[str, ...] | None = None  # --loaders: the loader settings to try (None: w0 up to the cores)
+    budget_default: bool = False  # --budget not given: checked against the baseline's step (`budget_check`)
 
 
 class Searcher:
@@ -304,6 +309,7 @@ class Searcher:
         self.dimension_of: dict[str, str | None] = {}  # mode -> the dimension whose round measured it
         self.order, self.groups, self.verdict = "fixed", SEARCH_ORDER, None
         self.loader: LoaderChoice | None = None
+        self.env: dict = {}  # the plan's environment: the probe's precision speeds
 
     def run(self) -> Search:
         start = time.monotonic()  # planning counts in the budget
@@ -316,6 +322,7 @@ class Searcher:
             raise UsageError(f"--device {self.opts.device!r} means {devices}: optimize searches one device, name it")
         self.base_cell = synthetic[0]
         self.workload = plan.workloads[self.base_cell.key]
+        self.env = plan.env
         store = Store.open(self.db, create=True)
         try:
             argv = ["dlperf", *sys.argv[1:]]
@@ -347,6 +354,7 @@ class Searcher:
         exit_code = ExitCode.OK
         try:
             self._round([BASELINE], dimension=None)
+            self._check_budget()
             if self.opts.order == "verdict":
                 self._order_by_verdict()
             best = BASELINE
@@ -361,6 +369,19 @@ class Searcher:
         result = self._result()
         result.elapsed_s, result.exit_code = self.budget.spent(), exit_code
         return result
+
+    def _check_budget(self) -> None:
+        """The default budget against the baseline's step: say, before the search, when it gives a candidate fewer
+        than FEW_SAMPLES timed steps, and the budget that would give that many."""
+        base = next(c for c in self.session.cells() if c.mode == BASELINE)
+        if not self.opts.budget_default or not base.ok or not base.median_s:
+            return
+        fit, kind = self._fit(), device_kind(self.opts.device)
+        candidates = sum(1 for g in SEARCH_ORDER for o in options_of(g, kind) if not_applicable(o, fit) is None)
+        why = budget_check(self.budget.seconds, base.median_s, candidates, self.opts.repeats, self.budget.per_process())
+        if why:
+            self.warn(why)
+            self.notes.append(why)
 
     def _order_by_verdict(self) -> None:
         """Profile the fp32 baseline once and order the rounds by its verdict; SEARCH_ORDER, said why, when the
@@ -408,8 +429,9 @@ class Searcher:
     def _options(self, group: str, best: str) -> list[str]:
         """The modes of `group`'s round: `best` with each of its options that may apply, not measured before."""
         modes = []
+        fit = self._fit()
         for option in options_of(group, device_kind(self.opts.device)):
-            if why := not_applicable(option, self.workload, self.peaks):
+            if why := not_applicable(option, fit):
                 self.notes.append(f"{group}: {option} not tried: {why}")
                 continue
             mode = with_option(best, option)
@@ -419,19 +441,25 @@ class Searcher:
 
     def _measure(self, group: str, best: str, modes: list[str], compile_timeout: float | None = None) -> str:
         """Measure `modes` against `best` if the budget left covers them; the better of them and `best`."""
-        needed = self.budget.modes_s(modes, self.opts.repeats)
+        needed, repeats = self.budget.modes_s(modes, self.opts.repeats), self.opts.repeats
+        if not self.budget.covers(needed) and repeats > 1 and self.budget.covers(self.budget.modes_s(modes, 1)):
+            # one process each still decides: its steps' interval against the baseline's, as any other
+            self.notes.append(f"{group}: {', '.join(modes)} measured in one process each: the {repeats} asked for "
+                              f"(about {needed / 60:.1f} min) did not fit the budget left")  # fmt: skip
+            needed, repeats = self.budget.modes_s(modes, 1), 1
         if not self.budget.covers(needed):
             self.notes.append(
                 f"{group}: {', '.join(modes)} not measured: about {needed / 60:.1f} min needed, "
                 f"{max(0.0, self.budget.left()) / 60:.1f} min of the budget left (raise --budget)"
             )
             return best
-        self._round(modes, dimension=group, bar=best, compile_timeout=compile_timeout)
+        self._round(modes, dimension=group, bar=best, compile_timeout=compile_timeout, repeats=repeats)
         return self._choose(best, modes, group)
 
     def _round(
-        self, modes: list[str], dimension: str | None, bar: str | None = None, compile_timeout: float | None = None
-    ) -> None:
+        self, modes: list[str], dimension: str | None, bar: str | None = None, compile_timeout: float | None = None,
+        repeats: int | None = None,
+    ) -> None:  # fmt: skip
         """Measure `modes`; the loss check runs only for those faster than the `bar` mode's median (a slower mode is
         never chosen, and a slow mode's check is slow too: fp16 on a CPU without fp16 units takes minutes)."""
         cells = [replace(self.base_cell, mode=m) for m in modes]
@@ -454,7 +482,7 @@ class Searcher:
             if c not in promising and medians.get(c.mode):
                 self.notes.append(f"{c.mode}: measured in one process only: {medians[c.mode]:.4g} s per step is not "
                                   f"faster than {bar} ({bar_s:.4g} s)")  # fmt: skip
-        more = [self._task(c) for _ in range(self.opts.repeats - 1) for c in promising]
+        more = [self._task(c) for _ in range((repeats or self.opts.repeats) - 1) for c in promising]
         self.session.measure(more, self.progress_factory, last=False, compile_timeout=compile_timeout)
 
     def _task(self, cell: Cell, bar_s: float | None = None) -> Task:
@@ -499,6 +527,9 @@ class Searcher:
         peaks = self.peaks
         if not peaks:
             self.notes.append("utilization: no measured peak for this machine, device and thread count (`dlperf peak`)")
+        from dlperf.report.utilization import busy_notes
+
+        self.notes += busy_notes(peaks, self.base_cell.column)
         cands = candidates_of(cells, samples, peaks)
         for c in cands:
             c.dimension = self.dimension_of.get(c.mode)
@@ -507,18 +538,27 @@ class Searcher:
         if base.status != Status.OK:
             self.notes.append(f"the fp32 baseline did not measure ({base.status}: {base.error}); no speed-ups")
         best = recommend(cands)
-        if best is None and base.status == Status.OK:
+        measured = {c.mode for c in cells if c.status != Status.PENDING}
+        tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran
+        if not tried:
+            self.notes.append("not searched: no mode other than fp32 was measured (the notes above say why)")
+        elif best is None and base.status == Status.OK:
             self.notes.append(
                 f"no mode was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager and still trained: "
                 "keep fp32 eager"
             )
-        measured = {c.mode for c in cells if c.status != Status.PENDING}
-        tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran
         return Search(
             self.opts.workload, self.base_cell.device, self.base_cell.threads, self.session.run_id, base,
             ranked(cands), best, self.notes, order=self.order, groups=self.groups, verdict=self.verdict,
             cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
         )  # fmt: skip
+
+    def _fit(self) -> Fit:
+        """What the workload and the device allow: the same `modes.Fit` `dlperf profile` advises from."""
+        frameworks = (self.env.get("frameworks") or {}).values()
+        speeds = next((fw["precision_speed"] for fw in frameworks if fw.get("precision_speed")), {})
+        probe_speed = speeds.get(self.opts.device) or speeds.get(self.opts.device.split(":")[0])
+        return Fit.of(self.opts.device, self.workload, self.peaks, probe_speed)
 
     def _peaks(self) -> dict[str, float]:
         from dlperf.report.utilization import peak_lookup

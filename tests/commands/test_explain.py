@@ -42,7 +42,9 @@ def test_table_explain_shows_the_verdict_of_profiled_cells_and_says_how_to_fill_
     header, _, *rows = proc.stdout.splitlines()
     assert header.split(" | ")[-1] == "verdict |"
     [fcn] = [r for r in rows if r.startswith("| fcn-r | torch | fp32 |")]
-    assert fcn.endswith("| cpu:1 launch (highly) |")  # the row's cpu:2 cell has no profile: nothing said of it
+    assert fcn.endswith(
+        "| cpu:1 launch (highly): try compile |"
+    )  # the row's cpu:2 cell has no profile: nothing said of it
     [bf16] = [r for r in rows if r.startswith("| fcn-r | torch | bf16 |")]
     assert bf16.endswith("| compute (highly) |")  # matrix products 85% of the step
     data = json.loads(dlperf("table", "--explain", "--format", "json", db=profiled_db).stdout)
@@ -53,7 +55,8 @@ def test_table_explain_shows_the_verdict_of_profiled_cells_and_says_how_to_fill_
     assert row["cells"]["cpu:2"]["verdict"] is None
     [bf16] = [r for r in data["rows"] if r["workload"] == "fcn-r" and r["mode"] == "bf16"]
     assert bf16["cells"]["cpu:2"]["verdict"] == {"bound": "compute", "level": "highly", "figure":
-                                                 "matrix products 85% of the step", "modes": []}  # fmt: skip
+                                                 "matrix products 85% of the step", "modes": [],
+                                                 "left_out": {}}  # fmt: skip
     assert "verdict" not in dlperf("table", "--format", "md", db=profiled_db).stdout  # only with --explain
 
 
@@ -125,3 +128,109 @@ def test_profile_a_tiny_workload_end_to_end_then_explain_it(tmp_path):
     assert (explained["bound"], explained["level"], explained["figure"]) == printed
     stored = verdict(figures, device="cpu", mode="fp32", overhead=profile.overhead)
     assert (explained["bound"], explained["level"], explained["figure"]) == (stored.bound, stored.level, stored.figure)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# One filter for the advice (issue 31): profile's "try:", table --explain and optimize name only the modes that apply
+# to the model and have a fast path here, and say why the others are left out
+
+TRANSFORMER = {"batch": 32, "input": {"kind": "tokens", "shape": [128], "vocab": 1000},
+               "optimizer": {"name": "adamw"}}  # fmt: skip
+MEMORY = Profiled(steps=5, step_s=1.0, categories={"elementwise": 0.5, "normalization": 0.2, "matmul": 0.28,
+                                                   "host": 0.02}, ops_per_step=300)  # fmt: skip
+
+
+def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None, n: int = 20):
+    """A run of one memory-bound token model at 2 threads, profiled, with `peaks` (dtype -> FLOP/s, each measured
+    on a quiet machine, or (FLOP/s, others' CPU share)) stored for its machine."""
+    from dlperf.envinfo import fingerprint
+    from dlperf.protocol import Cell
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures, PlannedCell
+    from report.synthetic import ENV
+
+    env = env or ENV
+    store = Store.open(path, create=True)
+    cell = PlannedCell(Cell("transformer", "torch", "cpu", 2, "fp32"), TRANSFORMER)
+    run_id = store.create_run({"workloads": "t"}, env, fingerprint(env), ["dlperf", "profile"], [cell])
+    figures = CellFigures(status=Status.OK, median_s=1.0, iqr_s=0.01, n=n)
+    store.record(run_id, cell.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[1.0] * n), figures)
+    store.record_profile(run_id, cell.cell.key, ProfileOutcome(Status.OK, None, 3.0, MEMORY))
+    for dtype, value in peaks.items():
+        value, others = value if isinstance(value, tuple) else (value, 0.0)
+        store.record_peaks(fingerprint(env), env, [MeasuredPeak(
+            framework="torch", framework_version="2.13.0+cpu", device="cpu", threads=2, kind="matmul", dtype=dtype,
+            value=value, detail={"others_cpu_share": others})])  # fmt: skip
+    store.set_run_status(run_id, "complete")
+    store.close()
+    return path
+
+
+def test_profile_advises_no_mode_a_slow_bf16_peak_or_a_model_without_image_input_rules_out_and_says_why(
+    tmp_path, capsys
+):
+    from dlperf.commands.profile import print_profiles
+
+    db = memory_bound_db(tmp_path / "d.db", {"fp32": 1.4e11, "bf16": 4e9})  # bf16 35x slower, as on an AVX2 EPYC
+    print_profiles(str(db), 1)
+    out = capsys.readouterr().out
+    assert "  verdict: memory-bound (highly)" in out
+    assert "  try: --modes fused\n" in out  # AdamW has a fused implementation
+    assert "  left out: bf16: no fast path for bf16 here: `dlperf peak` measured its matrix product 35x slower " in out
+    assert "channels_last: needs an image input (channels, height, width)" in out
+    table = json.loads(dlperf("table", "--explain", "--format", "json", db=db).stdout)
+    [row] = table["rows"]
+    explained = row["cells"]["cpu:2"]["verdict"]
+    assert explained["modes"] == ["fused"] and set(explained["left_out"]) == {"bf16", "channels_last"}
+    md = dlperf("table", "--explain", "--format", "md", db=db).stdout
+    assert "memory (highly): try fused" in md
+
+
+def test_without_peaks_the_planning_probes_timing_rules_bf16_out_and_a_busy_peak_is_said(tmp_path, capsys):
+    from dlperf.commands.profile import print_profiles
+    from report.synthetic import ENV
+
+    env = {**ENV, "frameworks": {"torch": {"version": "2.13.0+cpu", "precision_speed": {"cpu": {"bf16": 0.07}}}}}
+    db = memory_bound_db(tmp_path / "d.db", {"fp32": (1.8e10, 0.55)}, env)  # measured while others held the CPUs
+    print_profiles(str(db), 1)
+    out = capsys.readouterr().out
+    assert "  try: --modes fused\n" in out
+    assert "bf16: no fast path for bf16 here: the planning probe timed its matrix product 14x slower" in out
+    assert "cpu:2 fp32: only a peak measured on a busy machine (other processes used 55% of the CPUs)" in out
+    notes = json.loads(dlperf("table", "--format", "json", db=db).stdout)["notes"]
+    assert any(n.startswith("cpu:2 fp32: only a peak measured on a busy machine") for n in notes)  # its utilization
+
+
+def test_optimize_leaves_out_what_profile_leaves_out_with_the_same_reasons():
+    from dlperf import optimize as opt
+    from dlperf.modes import Fit
+
+    fit = Fit.of("cpu", TRANSFORMER, {"fp32": 1.4e11, "bf16": 4e9})
+    why = opt.not_applicable("bf16", fit)
+    assert why.startswith("no fast path for bf16 here: `dlperf peak` measured its matrix product 35x slower")
+    assert "image input" in opt.not_applicable("channels_last", fit)
+    assert opt.not_applicable("fused", fit) is None
+    assert "no fused implementation" in opt.not_applicable("fused", Fit.of("cpu", {"optimizer": {"name": "rmsprop"}}))
+
+
+def test_a_verdict_from_fewer_than_5_timed_steps_says_how_many_it_rests_on(tmp_path, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    print_profiles(str(memory_bound_db(tmp_path / "few.db", {}, n=2)), 1)  # 31 s steps on a busy machine: n=2
+    assert "  verdict: memory-bound (highly): " in (out := capsys.readouterr().out)
+    assert "of the step (rests on 2 timed steps)\n" in out
+    print_profiles(str(memory_bound_db(tmp_path / "enough.db", {}, n=5)), 1)
+    assert "rests on" not in capsys.readouterr().out
+
+
+def test_the_readmes_advice_example_is_what_profile_prints(tmp_path, capsys):
+    from pathlib import Path
+
+    from dlperf.commands.profile import print_profiles
+
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    block = readme.split("trained with AdamW on a CPU where `dlperf peak` measured bf16 35x slower than fp32:")[1]
+    example = [line.strip() for line in block.split("\n\n")[1].splitlines()]
+    print_profiles(str(memory_bound_db(tmp_path / "d.db", {"fp32": 1.4e11, "bf16": 4e9})), 1)
+    printed = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert len(example) == 3 and all(line in printed for line in example), (example, printed)

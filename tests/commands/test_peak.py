@@ -127,7 +127,7 @@ def test_a_measured_row_is_stored_as_one_record_per_figure_its_json_and_the_chil
     from test_answers import PEAK_WIRE
 
     row = PeakRow("torch", "cpu", 1, 3.6, Status.OK, answer=PeakAnswer.from_json(PEAK_WIRE))
-    context = {"settings": {"torch_threads": 1}, "others_cpu_share": 0.02, "duration_s": 3.5}
+    context = {"settings": {"torch_threads": 1}, "others_cpu_share": 0.02, "steal_fraction": None, "duration_s": 3.5}
     records = peak_records(row)
     assert [(r.kind, r.dtype, r.value) for r in records] == [
         ("matmul", "fp32", 2e11), ("matmul", "fp16", None), ("matmul", "bool", None), ("bandwidth", None, 2e10),
@@ -488,3 +488,44 @@ def test_copies_are_read_the_latest_of_each_kind_size_and_pinning_of_one_machine
         assert [c.kind for c in store.copies("cpu", threads=1)] == ["memcpy"] and store.copies("cpu", threads=2) == []
     finally:
         store.close()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Peaks measured on a busy machine (issue 31): recorded with their load, and the views take an undisturbed one
+
+
+def busy(peak: MeasuredPeak, others: float = 0.0, steal: float = 0.0) -> MeasuredPeak:
+    """`peak` as `dlperf peak` stores it: with the load it was measured under in its detail."""
+    return replace(peak, detail={**peak.detail, "others_cpu_share": others, "steal_fraction": steal})
+
+
+def test_the_views_take_the_best_undisturbed_peak_and_say_when_only_disturbed_ones_exist(tmp_path):
+    from dlperf.report.utilization import bandwidth_lookup, busy_notes
+
+    store = Store.open(tmp_path / "d.db", create=True)
+    store.record_peaks(MACHINE, {}, [busy(matmul("cpu", 2, "fp32", 1.9e11), others=0.01)])  # idle: the machine's
+    store.record_peaks(MACHINE, {}, [busy(matmul("cpu", 2, "fp32", 1.8e10), others=0.55)])  # later, busy: 10x lower
+    store.record_peaks(MACHINE, {}, [busy(matmul("cpu", 2, "bf16", 9e11), steal=0.3)])  # busy too, and the only bf16
+    bw = [busy(replace(matmul("cpu", 2, None, v), kind="bandwidth"), others=o) for v, o in ((2e10, 0.0), (5e9, 0.4))]
+    store.record_peaks(MACHINE, {}, bw)
+    peaks = peak_lookup(store, MACHINE, "cpu", 2)
+    assert peaks == {"fp32": 1.9e11, "bf16": 9e11}  # the busy fp32 peak, though newer, is not the machine's
+    assert bandwidth_lookup(store, MACHINE, "cpu", 2) == 2e10
+    [note] = busy_notes(peaks, "cpu:2")
+    assert note.startswith("cpu:2 bf16: only a peak measured on a busy machine (CPU steal 30%)")
+    store.record_peaks(MACHINE, {}, [busy(matmul("cpu", 1, "fp32", 1.8e10), others=0.55)])
+    only_busy = peak_lookup(store, MACHINE, "cpu", 1)
+    assert only_busy == {"fp32": 1.8e10}  # still used, and said
+    assert "other processes used 55% of the CPUs" in busy_notes(only_busy, "cpu:1")[0]
+    store.close()
+
+
+def test_a_peak_records_the_steal_it_was_measured_under_and_warns_when_the_machine_was_busy():
+    from dlperf.commands.peak import notes
+    from dlperf.runner.peak import peak_records
+    from test_answers import PEAK_WIRE
+
+    row = PeakRow("torch", "cpu", 2, 3.6, Status.OK, answer=PeakAnswer.from_json({**PEAK_WIRE, "steal_fraction": 0.2}))
+    assert {r.detail["steal_fraction"] for r in peak_records(row)} == {0.2}
+    [note] = [n for n in notes([row], []) if "busy" in n]
+    assert note.startswith("cpu:2: measured on a busy machine (CPU steal 20%)")

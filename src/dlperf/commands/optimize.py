@@ -23,8 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--budget",
         type=real("--budget", most=MAX_SECONDS / 60),
-        default=OPTIMIZE_BUDGET_MIN,
-        help=f"minutes the search may take; dimensions that do not fit are skipped, and said so "
+        default=None,
+        help=f"minutes the search may take, the baseline's profile included; a dimension that does not fit is tried "
+        "in one process per mode when that fits, else skipped, and said so "
         f"(default: {OPTIMIZE_BUDGET_MIN:g})",
     )
     p.add_argument(
@@ -53,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import optimize
     from dlperf.loaders import parse_loaders
-    from dlperf.spec import parse_devices, parse_workloads
+    from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_workloads
 
     [workload] = parse_workloads(args.workload)
     [device] = parse_devices(args.device)
@@ -61,7 +62,8 @@ def run(args) -> int:
         workload=workload,
         device=device,
         threads=args.threads,
-        budget_s=args.budget * 60,
+        budget_s=(OPTIMIZE_BUDGET_MIN if args.budget is None else args.budget) * 60,
+        budget_default=args.budget is None,
         repeats=args.repeats,
         timer=timer(args),
         timeout=args.timeout,
@@ -122,6 +124,15 @@ def _speed_text(c) -> str:
     return f"{c.speedup:.2f}x{interval}"
 
 
+def few_steps(best, baseline) -> str:
+    """ " (rests on 3 steps of bf16 and 4 of fp32)" when either side has fewer than FEW_SAMPLES timed steps."""
+    from dlperf.measure.stats import FEW_SAMPLES
+
+    if min(best.samples, baseline.samples) >= FEW_SAMPLES:
+        return ""
+    return f" (rests on {best.samples} steps of {best.mode} and {baseline.samples} of {baseline.mode})"
+
+
 def _cells_text(search) -> str:
     if not search.cells_to_best:
         return f"{search.cells} candidate cells measured"
@@ -174,11 +185,13 @@ def print_text(search) -> None:
     for line in loader_lines(search.loader):
         console.print(terminal(line), highlight=False, markup=False)
     if search.best is None:
-        console.print("Recommended: keep fp32 eager.", highlight=False, markup=False)
+        verdict = "keep fp32 eager" if search.cells else "not searched (no candidate was measured: see the notes)"
+        console.print(f"Recommended: {verdict}.", highlight=False, markup=False)
         return
     b = search.best
     console.print(
-        f"Recommended: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]:",
+        f"Recommended: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]"
+        f"{few_steps(b, search.baseline)}:",
         highlight=False,
         markup=False,
     )

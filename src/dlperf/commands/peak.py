@@ -32,7 +32,6 @@ COPY_SMALLEST = 4 * 2**10  # the copy sweep's first size: 4 KiB, then 4 times th
 DEFAULT_COPIES_MIB = 256  # ... up to this: from caches to DRAM on the host, from latency- to bandwidth-bound on a bus
 DEFAULT_MAX_TIME = 1.0  # seconds of warm-up and of sampling per figure, at most
 DEFAULT_TIMEOUT = 600.0  # seconds per child process
-OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity: above it, the peaks were measured on a busy machine
 
 
 @dataclass(frozen=True)
@@ -145,6 +144,8 @@ def run(args) -> int:
 
     def on_progress(done: int, total: int, device: str, n: int, row: PeakRow | None) -> None:
         _report_progress(done, total, device, n, row)
+        if row is not None and row.status == Status.OK and (why := busy_while(row)):
+            print(f"dlperf: warning: {busy_warning(_where(device, n), why)}", file=sys.stderr, flush=True)
         if row is not None and row.status == Status.OK:
             records = peak_records(row)
             ids = store.record_peaks(envinfo.fingerprint(env), env, records)
@@ -299,7 +300,7 @@ def _gbps(value: float) -> str:
 def notes(measured: list[PeakRow], failed: list[PeakRow]) -> list[str]:
     """What the tables cannot show: failures, unsupported dtypes, skipped sizes, a busy machine."""
     out = [f"{_where(f.device, f.threads)}: {f.status}: {f.error}" for f in failed]
-    busy: dict[str, float] = {}
+    busy: dict[str, str] = {}
     for r in measured:
         where = _where(r.device, r.threads)
         for dtype, m in r.answer.matmul.items():
@@ -308,11 +309,19 @@ def notes(measured: list[PeakRow], failed: list[PeakRow]) -> list[str]:
             skipped = [s for s in m.sizes if s.skipped is not None]
             if skipped:
                 out.append(f"{where} {dtype}: n = {', '.join(str(s.n) for s in skipped)} skipped: {skipped[0].skipped}")
-        if (r.answer.others_cpu_share or 0.0) > OTHERS_BUSY_SHARE:
-            busy[where] = r.answer.others_cpu_share
-    out += [
-        f"{where}: other processes used {100 * share:.0f}% of the CPUs while it was measured: its peaks are low, "
-        "and utilizations held against them high"
-        for where, share in busy.items()
-    ]
-    return out
+        if why := busy_while(r):
+            busy[where] = why
+    return out + [busy_warning(where, why) for where, why in busy.items()]
+
+
+def busy_while(row: PeakRow) -> str | None:
+    """What disturbed a measured row (other processes' load, steal), as its stored records will say."""
+    from dlperf.report.utilization import disturbance
+
+    answer = row.answer
+    return disturbance({"others_cpu_share": answer.others_cpu_share, "steal_fraction": answer.steal_fraction})
+
+
+def busy_warning(where: str, why: str) -> str:
+    return (f"{where}: measured on a busy machine ({why}): its peaks are low; stored as disturbed, the views use an "
+            "undisturbed peak of this machine where one exists")  # fmt: skip

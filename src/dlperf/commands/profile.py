@@ -50,20 +50,22 @@ def print_profiles(db: str, run_id: int) -> None:
     achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace."""
     from dlperf.report.format import terminal
     from dlperf.report.profile import describe
-    from dlperf.report.utilization import bandwidth_lookup, dispatch_lookup, peak_lookup
+    from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
     try:
         run = store.run(run_id)
         profiles = store.profiles(run.id)
-        lines = []
+        lines, busy = [], {}
         for cell in store.cells(run.id):
             peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
             cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
             bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth)
+            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env)
+            busy.update(dict.fromkeys(busy_notes(peaks, cell.column)))
     finally:
         store.close()
+    lines += [f"note: {note}" for note in busy]
     for line in lines:
         print(terminal(line))

@@ -35,7 +35,7 @@ def print_table(
     rows no longer decode (UnreadableRow)."""
     from dlperf.report import predicted, profile, table
     from dlperf.report.format import terminal
-    from dlperf.report.utilization import attach_utilization
+    from dlperf.report.utilization import attach_utilization, cells_busy_notes
     from dlperf.spec import parse_modes
     from dlperf.store import Store
 
@@ -51,6 +51,7 @@ def print_table(
             raise UsageError(f"--modes {modes!r}: run {run.id} has no cells in these modes")
         samples = _samples(store, run.id, cells, faults) if best else {}
         attach_utilization(store, run.fingerprint, cells)
+        busy = cells_busy_notes(store, run.fingerprint, cells)  # utilization held against a busy machine's peak
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
     finally:
@@ -59,6 +60,7 @@ def print_table(
         print_best(run.id, cells, samples, fmt)
         return faults
     view = table.build(run.id, cells, verdicts)
+    view.notes += busy
     if fmt == "text":
         print_rich(table.render_rich(view), [*table.legend(view), *table.version_lines(view)], view.notes)
         print_pipeline(view.pipeline)

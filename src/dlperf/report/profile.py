@@ -45,7 +45,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlperf.modes import ROWS, Mode, mode_components
+from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components
 from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
 from dlperf.report.format import seconds
 from dlperf.vocab import Bound, Category, DeviceKind
@@ -64,7 +65,8 @@ LOW_PEAK_SHARE = 0.10  # matrix products below this share of the measured peak a
 
 MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.OPTIMIZER)
 
-# the modes that address each bound, in the order to try them; those that do not run on the device are left out
+# the modes that address each bound, in the order to try them; those that do not run on the device are left out, and
+# those that do not apply to the model or have no fast path here (`modes.advisable`) are left out with the reason
 REMEDIES: dict[Bound, tuple[Mode, ...]] = {
     Bound.LAUNCH: (Mode.CUDA_GRAPHS, Mode.COMPILE),
     Bound.MEMORY: (Mode.BF16, Mode.CHANNELS_LAST, Mode.FUSED),
@@ -85,6 +87,7 @@ class Verdict:
     figure: str  # the figure that supports it: "host/dispatch 62% of the step, 4100 ops per step"
     modes: tuple[str, ...]  # the modes that address the bound on this device, best first
     advice: str = ""  # what addresses it that is not a mode yet
+    left_out: tuple[tuple[str, str], ...] = ()  # (mode, why) of those that address it but cannot pay off here
 
     @property
     def label(self) -> str:
@@ -169,11 +172,14 @@ def verdict(
     mode: str = "fp32",
     overhead: float | None = None,
     launch_cost_s: float | None = None,
+    fit: Fit | None = None,
 ) -> Verdict | None:
     """The bound of a profiled step (module docstring), with its figure and the modes to try on `device`. `peaks`:
     dtype -> the matmul FLOP/s `dlperf peak` measured for the cell's machine, device and threads; `overhead`: the
     profiled step / the cell's timed median (`timed_categories`); `launch_cost_s`: `dlperf peak`'s dispatch cost
-    there, for the launch figure's floor."""
+    there, for the launch figure's floor; `fit`: what the workload and the device allow (`modes.Fit`: without it,
+    only the peaks)."""
+    fit = fit or Fit.of(device, {}, dict(peaks or {}))
     share = shares(profile, overhead)
     if not share:
         return None
@@ -196,12 +202,12 @@ def verdict(
     if chosen is None and device_level != HIGHLY and flagged:
         chosen = flagged[0]
     if chosen is None:
-        return _verdict(device_bound, device_level, device_figure, device, peaks, mode)
+        return _verdict(device_bound, device_level, device_figure, fit, mode)
     bound, s, lvl, what = chosen
     figure = _figure(what, s, bound, profile)
     if bound is Bound.LAUNCH and (floor := floor_text(profile, launch_cost_s, overhead)):
         figure += f"; {floor}"
-    return _verdict(bound, lvl, figure, device, peaks, mode)
+    return _verdict(bound, lvl, figure, fit, mode)
 
 
 def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, overhead: float | None
@@ -241,16 +247,20 @@ def _figure(what: str, share: float, bound: Bound, profile: Profiled) -> str:
     return figure
 
 
-def _verdict(bound: Bound, lvl: str, figure: str, device: str, peaks: Mapping[str, float] | None, mode: str = "fp32"
-             ) -> Verdict:  # fmt: skip
-    """The modes that address `bound`, run on `device` and are not in the cell's `mode` already; for a
-    compute-bound step a reduced precision only where the measured peaks (when there are some) show it faster than
-    fp32: elsewhere it has no fast path."""
-    kind = DeviceKind(device.split(":")[0])
-    runs_here = {row.mode for row in ROWS if kind in row.devices} - set(mode_components(mode))
-    slow = {Mode(d) for d in ("bf16", "fp16") if peaks and peaks.get("fp32") and peaks.get(d, 0) <= peaks["fp32"]}
-    modes = tuple(m.value for m in REMEDIES[bound] if m in runs_here and not (bound is Bound.COMPUTE and m in slow))
-    return Verdict(bound, lvl, figure, modes, ADVICE.get(bound, ""))
+def _verdict(bound: Bound, lvl: str, figure: str, fit: Fit, mode: str = "fp32") -> Verdict:
+    """The modes that address `bound`, run on the device and are not in the cell's `mode` already, those that may
+    pay off there (`modes.advisable`: they apply to the model and have a fast path) apart from those that cannot."""
+    runs_here = {row.mode for row in ROWS if fit.device in row.devices} - set(mode_components(mode))
+    kept, out = advisable([m.value for m in REMEDIES[bound] if m in runs_here], fit)
+    return Verdict(bound, lvl, figure, tuple(kept), ADVICE.get(bound, ""), tuple(out.items()))
+
+
+def fit_of(cell: CellRecord, peaks: Mapping[str, float], env: dict | None) -> Fit:
+    """What the cell's workload (as planned) and device allow, from the peaks measured there and, for a dtype without
+    one, the speed the run's planning probe timed (`EnvAnswer.precision_speed`)."""
+    speeds = ((((env or {}).get("frameworks") or {}).get(cell.framework) or {}).get("precision_speed")) or {}
+    probe_speed = speeds.get(cell.device) or speeds.get(cell.device.split(":")[0])
+    return Fit.of(cell.device, cell.workload_spec or {}, dict(peaks), probe_speed)
 
 
 def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[str, Verdict]:
@@ -260,6 +270,7 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[s
     from dlperf.report.utilization import dispatch_lookup, peak_lookup
 
     profiles = profiles_of(store, cells)
+    envs = {run_id: store.run(run_id).env for run_id in {c.run_id for c in cells if c.key in profiles}}
     found = {}
     for cell in cells:
         profile = profiles.get(cell.key)
@@ -267,7 +278,7 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[s
             peaks = peak_lookup(store, fingerprint, cell.device, cell.threads)
             cost = dispatch_lookup(store, fingerprint, cell.device, cell.threads)
             if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
-                            launch_cost_s=cost):  # fmt: skip
+                            launch_cost_s=cost, fit=fit_of(cell, peaks, envs[cell.run_id])):  # fmt: skip
                 found[cell.key] = v
     return found
 
@@ -367,7 +378,8 @@ def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
 
 
 def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
-             launch_cost_s: float | None = None, bandwidth: float | None = None) -> list[str]:  # fmt: skip
+             launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None
+             ) -> list[str]:  # fmt: skip
     """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, each
     category's achieved FLOP/s and bytes/s against the measured peaks and bandwidth, the dispatch floor (with
     `dlperf peak`'s dispatch cost for the cell's machine), the profiler's overhead and the trace."""
@@ -381,11 +393,14 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     parts = sorted(shares(figures, profile.overhead).items(), key=lambda kv: -kv[1])
     lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
     v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
-                launch_cost_s=launch_cost_s)  # fmt: skip
+                launch_cost_s=launch_cost_s, fit=fit_of(cell, peaks, env))  # fmt: skip
     if v is not None:
-        lines.append(f"  verdict: {v.label}: {v.figure}")
+        few = f" (rests on {cell.n} timed steps)" if cell.n is not None and cell.n < FEW_SAMPLES else ""
+        lines.append(f"  verdict: {v.label}: {v.figure}{few}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
         lines.append(f"  try: {'; '.join(tries) if tries else 'no mode addresses it on this device'}")
+        if v.left_out:
+            lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
     if line := achieved_text(achieved(figures, profile.overhead, peaks, bandwidth, cell.mode), cell.mode):
         lines.append(f"  {line}")
     if floor := floor_text(figures, launch_cost_s, profile.overhead):

@@ -94,10 +94,11 @@ def build(run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | N
 
 
 def verdict_text(view: TableView, row: Row) -> str:
-    """What bounds the row's profiled cells: "launch (highly)", or per column when it has several cells."""
+    """What bounds the row's profiled cells and the modes to try (those that apply and have a fast path here, as
+    `dlperf profile` advises): "memory (highly): try fused", or per column when it has several cells."""
     found = [(c, view.verdicts[row.cells[c].key]) for c in view.columns if c in row.cells
              and row.cells[c].key in (view.verdicts or {})]  # fmt: skip
-    text = [f"{v.bound.value} ({v.level})" for _, v in found]
+    text = [f"{v.bound.value} ({v.level})" + (f": try {', '.join(v.modes)}" if v.modes else "") for _, v in found]
     return "; ".join(f"{c} {t}" for (c, _), t in zip(found, text, strict=True)) if len(row.cells) > 1 else "".join(text)
 
 
@@ -307,7 +308,8 @@ def _verdict_json(view: TableView, cell: CellRecord) -> dict:
     if view.verdicts is None:
         return {}
     v = view.verdicts.get(cell.key)
-    return {"verdict": v and {"bound": v.bound.value, "level": v.level, "figure": v.figure, "modes": list(v.modes)}}
+    return {"verdict": v and {"bound": v.bound.value, "level": v.level, "figure": v.figure, "modes": list(v.modes),
+                              "left_out": dict(v.left_out)}}  # fmt: skip
 
 
 def render_rich(view: TableView):

@@ -10,10 +10,16 @@ A reduced-precision FLOP is held against the faster of its own peak and fp32's: 
 framework may compute bf16 work in fp32 (oneDNN's convolutions do), and against the emulated bf16 matmul peak such a
 step once showed a utilization of 342%. Above 100% after that, the stored peak is too low for this machine (measured
 under load, say), and the views say so.
+
+A peak is the machine's best undisturbed one: each stored figure carries the load it was measured under (other
+processes' share of the CPUs, the hypervisor's steal), and one measured while other work held the CPUs is far below
+what the machine does (0.018 TFLOP/s of fp32 at 2 threads, once, on a CPU that does ten times that). The lookups take
+the best figure measured on a quiet machine, a disturbed one only where no other exists, and `busy_notes` says so.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from dlperf.vocab import DeviceKind
@@ -26,6 +32,32 @@ if TYPE_CHECKING:
 # belong to a job (two jobs on one machine may be given different CPUs), and the thread count is matched on its own
 MACHINE_KEYS = ("cpu_model", "memory_gib", "hostname", "gpus")
 REDUCED = ("bf16", "fp16")
+BUSY_SHARE = 0.10  # of the CPUs used by other processes: above it, a peak was measured on a busy machine
+BUSY_STEAL = 0.02  # ... or of its CPU time taken by other virtual machines (the cells' own threshold)
+
+
+class Peaks(dict):
+    """dtype -> FLOP/s, and `disturbed`: dtype -> what disturbed its peak, for those of which only a peak measured on
+    a busy machine exists (used, and said: `busy_notes`)."""
+
+    def __init__(self, values: dict[str, float] | None = None, disturbed: dict[str, str] | None = None) -> None:
+        super().__init__(values or {})
+        self.disturbed = dict(disturbed or {})
+
+
+def disturbance(detail: dict) -> str | None:
+    """What disturbed a stored peak's measurement, from the load recorded with it; None on a quiet machine."""
+    others, steal = detail.get("others_cpu_share") or 0.0, detail.get("steal_fraction") or 0.0
+    found = [f"other processes used {100 * others:.0f}% of the CPUs"] if others > BUSY_SHARE else []
+    found += [f"CPU steal {100 * steal:.0f}%"] if steal > BUSY_STEAL else []
+    return ", ".join(found) or None
+
+
+def busy_notes(peaks: Peaks | dict, where: str) -> list[str]:
+    """One note per dtype whose only peak was measured on a busy machine: the figures held against it read high."""
+    return [f"{where} {dtype}: only a peak measured on a busy machine ({why}) exists: utilization and shares of the "
+            "peak held against it read high; run `dlperf peak` on a quiet machine"
+            for dtype, why in getattr(peaks, "disturbed", {}).items()]  # fmt: skip
 
 
 def _is_cpu(device: str) -> bool:
@@ -67,34 +99,46 @@ def same_machine(stored: dict, fingerprint: dict, framework: str, version: str |
     return version is None or recorded is None or recorded == version
 
 
-def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> dict[str, float]:
-    """dtype -> FLOP/s: the latest measured matmul peak of each dtype for this machine, device and thread count.
+def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> Peaks:
+    """dtype -> FLOP/s: the best matmul peak of each dtype measured on a quiet machine for this machine, device and
+    thread count; a peak measured on a busy one only where no other exists, named in `disturbed`.
 
     Thread counts must match on the CPU only; an accelerator's peak does not depend on the host threads. {} if none."""
     rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind="matmul", measured=True)
-    found: dict[str, float] = {}
-    for row in rows:  # newest first
-        if row.dtype not in found and same_machine(row.fingerprint, fingerprint, row.framework, row.framework_version):
-            found[row.dtype] = row.value
+    found = Peaks()
+    for dtype in dict.fromkeys(r.dtype for r in rows):
+        best = _best([r for r in rows if r.dtype == dtype], fingerprint, max)
+        if best is not None:
+            found[dtype] = best.value
+            if why := disturbance(best.detail):
+                found.disturbed[dtype] = why
     return found
 
 
 def dispatch_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> float | None:
-    """Seconds to dispatch one tiny operator (`dlperf peak`'s dispatch figure), the latest for this machine, device
-    and (on the CPU) thread count, or None."""
-    return _latest(store, fingerprint, device, threads, "dispatch")
+    """Seconds to dispatch one tiny operator (`dlperf peak`'s dispatch figure), the least measured on a quiet machine
+    for this machine, device and (on the CPU) thread count, or None."""
+    return _figure(store, fingerprint, device, threads, "dispatch", min)
 
 
 def bandwidth_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> float | None:
-    """Bytes/s of memory bandwidth (`dlperf peak`'s STREAM triad), the latest for this machine, device and (on the
-    CPU) thread count, or None."""
-    return _latest(store, fingerprint, device, threads, "bandwidth")
+    """Bytes/s of memory bandwidth (`dlperf peak`'s STREAM triad), the best measured on a quiet machine for this
+    machine, device and (on the CPU) thread count, or None."""
+    return _figure(store, fingerprint, device, threads, "bandwidth", max)
 
 
-def _latest(store: Store, fingerprint: dict, device: str, threads: int, kind: str) -> float | None:
+def _figure(store: Store, fingerprint: dict, device: str, threads: int, kind: str, better: Callable) -> float | None:
     rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind=kind, measured=True)
-    found = (r.value for r in rows if same_machine(r.fingerprint, fingerprint, r.framework, r.framework_version))
-    return next(found, None)
+    best = _best(rows, fingerprint, better)
+    return best.value if best is not None else None
+
+
+def _best(rows: list, fingerprint: dict, better: Callable):
+    """The best row (`better`: max or min of the values) of this machine measured on a quiet machine, else the best
+    measured on a busy one; None when the machine has none."""
+    mine = [r for r in rows if same_machine(r.fingerprint, fingerprint, r.framework, r.framework_version)]
+    quiet = [r for r in mine if disturbance(r.detail) is None]
+    return better(quiet or mine, key=lambda r: r.value, default=None)
 
 
 def attach_utilization(store: Store, fingerprint: dict, cells: list[CellRecord]) -> bool:
@@ -109,3 +153,10 @@ def attach_utilization(store: Store, fingerprint: dict, cells: list[CellRecord])
         found |= bool(cache[where])
         cell.utilization = utilization(cell.flops_by_dtype, cell.median_s, cache[where]) if cell.ok else None
     return found
+
+
+def cells_busy_notes(store: Store, fingerprint: dict, cells: list[CellRecord]) -> list[str]:
+    """`busy_notes` for each (device, threads) of `cells` whose utilization is held against a busy machine's peak."""
+    where = dict.fromkeys((c.device, c.threads, c.column) for c in cells if c.ok)
+    return [n for device, threads, column in where for n in busy_notes(peak_lookup(store, fingerprint, device, threads),
+                                                                        column)]  # fmt: skip

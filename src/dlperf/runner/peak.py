@@ -122,7 +122,7 @@ def peak_records(row: PeakRow) -> list[MeasuredPeak]:
     """A measured row as store records: one per dtype (kind matmul, FLOP/s), one for bandwidth (bytes/s), one for
     the dispatch of one tiny operator (kind dispatch, seconds per op) and one per copy of the copy sweep (kind
     memcpy, h2d or d2h, bytes/s; detail {"bytes", "pinned", ...}). Each record's detail is its figure's JSON and
-    the settings, other processes' CPU share and duration of the child that measured it.
+    the settings, other processes' CPU share, the steal and the duration of the child that measured it.
 
     A dtype the device cannot do, or whose every size was too slow to time, is kept with value None and the reason."""
     from dlperf.store.machine import MeasuredPeak
@@ -132,6 +132,7 @@ def peak_records(row: PeakRow) -> list[MeasuredPeak]:
     context = {
         "settings": answer.settings,
         "others_cpu_share": answer.others_cpu_share,
+        "steal_fraction": answer.steal_fraction,
         "duration_s": answer.duration_s,
     }
 

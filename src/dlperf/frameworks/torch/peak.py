@@ -73,7 +73,7 @@ def measure_peaks(
     bandwidth = bandwidth_peak(dev, bandwidth_bytes, cfg, sync)
     dispatch = dispatch_cost(dev, cfg, sync)
     copies = copy_peaks(dev, sorted(set(copy_sizes or ())), max_time, sync)
-    wall = time.perf_counter() - wall_before
+    wall, after = time.perf_counter() - wall_before, system.cpu_times()
     return {
         "framework": "torch",
         "framework_version": torch.__version__,
@@ -83,7 +83,8 @@ def measure_peaks(
         "dispatch": dispatch,
         "copies": copies,
         "duration_s": wall,
-        "others_cpu_share": system.others_cpu_share(before, system.cpu_times(), _own_cpu_s() - own_before, wall),
+        "others_cpu_share": system.others_cpu_share(before, after, _own_cpu_s() - own_before, wall),
+        "steal_fraction": system.steal_fraction(before, after),
     }
 
 
