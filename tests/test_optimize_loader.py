@@ -176,3 +176,14 @@ def test_loaders_without_data_is_a_usage_error():
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--loaders", "w1"), "--loaders", "name it with --data DIR")
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", "/no/such/dir"), "--data", "no such directory")
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", "synthetic", "--loaders", "w1+x"), "unknown part 'x'")
+
+
+def test_data_that_is_a_file_or_an_empty_directory_is_one_line_before_anything_runs(tmp_path):
+    """optimize --data is checked as run --data is: a file is not a directory; an empty one lacks the workload's
+    dataset, named by its first missing file. Nothing is written."""
+    db, file, empty = tmp_path / "d.db", tmp_path / "file", tmp_path / "empty"
+    file.write_text("")
+    empty.mkdir()
+    one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", str(file), db=db), "--data", "not a directory")
+    one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", str(empty), db=db), f"{empty}/mnist", "no train-images")
+    assert not db.exists() and not list(empty.iterdir())

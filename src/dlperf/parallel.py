@@ -94,6 +94,15 @@ def check(strategies: tuple[Parallel, ...], frameworks: tuple[str, ...], scaling
         raise UsageError("--microbatches: micro-batches are a pipeline's; add --parallel pipeline (or gpipe, 1f1b)")
 
 
+def check_microbatches(microbatches: int, workload: str, batch: int, world: int) -> None:
+    """A pipeline cell's micro-batches against its total batch, known before anything runs: more micro-batches than
+    samples leaves one without a sample, which no engine runs (bad input); a batch that does not divide evenly is a
+    cell dlperf does not measure, said by the cell (`unsupported`), as a DDP batch that does not split."""
+    if microbatches > batch:
+        raise UsageError(f"--microbatches {microbatches}: {workload}'s total batch at {world} processes is {batch}, "
+                         f"and a micro-batch needs a sample: at most {batch}")  # fmt: skip
+
+
 def for_framework(strategies: tuple[Parallel, ...], framework: str) -> list[Parallel]:
     return [p for p in strategies if STRATEGIES[p].framework == framework]
 

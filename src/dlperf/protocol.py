@@ -179,7 +179,7 @@ class ProfileTask(_Task):
     steps: int = 5  # profiled steps after warm-up; the figures are per step (their mean)
     warmup: int = 5  # untimed steps before the profiler starts (more when the mode compiles: the first step)
     trace_dir: str | None = None  # where the gzip Chrome trace goes (None: no trace kept)
-    max_trace_bytes: int = 50 * 2**20  # the trace's cap, compressed: beyond it, no trace, with a note saying why
+    max_trace_bytes: int = 50 * 2**20  # the trace's cap, compressed (--max-trace-mib): beyond it, no trace, a note why
     nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases, as in the cell's timed processes
     data: str | None = None  # as CellTask.data
 

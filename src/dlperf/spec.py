@@ -37,6 +37,8 @@ from dlperf.workloads.user import (
 OPTIMIZE_BUDGET_MIN = 15.0
 OPTIMIZE_TIMER = TimerConfig(min_steps=10, min_time=2.0, max_time=10.0, max_warmup=30)
 MAX_PROFILE_STEPS = 100  # a profile's steps: their events are held in memory and written into the trace
+TRACE_CAP_MIB = 50.0  # a profile's trace, compressed, kept up to this (--max-trace-mib); beyond it, the figures alone
+MAX_TRACE_CAP_MIB = float(2**20)  # --max-trace-mib at most 1 TiB
 CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -70,6 +72,7 @@ class RunSpec:
     profile: bool = False  # after each cell's timed processes, one untimed profiled process (`runner/profile.py`)
     profile_steps: int = 5  # profiled steps of that process
     trace_dir: str | None = None  # where its gzip Chrome traces go (None: beside the database, `<db>.traces`)
+    max_trace_mib: float = TRACE_CAP_MIB  # a trace larger than this, compressed, is not kept (the profile is)
     nvtx: bool = False  # NVTX ranges around each step's phases, for an Nsight Systems capture (not in the cell key)
     data: str = DATA_SYNTHETIC  # "synthetic", "dataset" (a user workload's own), or the datasets' directory, absolute
     loaders: tuple[str, ...] | None = None  # with real data: the loader settings measured; None: `default_loaders`
@@ -180,6 +183,8 @@ def _check_profile(s: RunSpec) -> None:
         raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
     if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= MAX_PROFILE_STEPS:
         raise UsageError(f"--steps must be a whole number from 1 to {MAX_PROFILE_STEPS}")
+    if not 0 < s.max_trace_mib <= MAX_TRACE_CAP_MIB:  # nan fails too
+        raise UsageError(f"--max-trace-mib must be a number of MiB above 0 and at most {MAX_TRACE_CAP_MIB:.0f}")
     if s.trace_dir is not None:
         check_trace_dir(s.trace_dir)
 

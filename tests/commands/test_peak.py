@@ -237,10 +237,15 @@ def test_cli_text_output(tmp_path):
         (["--max-time", "-1"], "--max-time '-1': expected a finite number above 0"),
         (["--copies-mib", "-1"], "--copies-mib '-1'"),
         (["--format", "xml"], "--format 'xml'"),
+        # absurd: nothing this machine could run (a million threads crashed the child; the arrays did not fit)
+        (["--threads", "1,100000"], "--threads 100000: at most 8 per usable core"),
+        (["--sizes", "1024,1000000"], "--sizes 1000000: three 1000000x1000000 fp32 matrices take 1.2e+04 GB"),
+        (["--bandwidth-mib", "100000000"], "--bandwidth-mib 100000000: three arrays take 3.1e+05 GB"),
+        (["--copies-mib", "100000000"], "--copies-mib 100000000: a copy's two buffers take 2.1e+05 GB"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):
-    one_line_error(dlperf("peak", *flags, db=tmp_path / "d.db"), fragment)
+    one_line_error(dlperf("peak", *flags, db=tmp_path / "d.db", timeout=60), fragment)
     assert not (tmp_path / "d.db").exists()
 
 

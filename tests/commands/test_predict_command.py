@@ -122,3 +122,36 @@ def test_a_count_that_never_ends_is_stopped_at_the_timeout_naming_it(tmp_path):
     source = tmp_path / "sleepy.py"
     source.write_text(SLEEPY)
     one_line_error(dlperf("predict", f"{source}:make", "--gpu", "T4", "--timeout", "3", timeout=60), "--timeout 3 s")
+
+
+def test_ctrl_c_while_the_rows_are_counted_is_exit_130_with_no_report_and_no_process(tmp_path):
+    """--validate writes no file: its report goes to standard output once every row is counted. SIGINT while the
+    probe child counts: exit 130, one line, nothing of the report printed, the child and its files gone."""
+    import glob
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    from conftest import ROOT, gone
+
+    path = tmp_path / "rows.csv"
+    row = "T4,ResNet-152,ImageNet train,PyTorch,FP32,{},train_throughput,100,img/s,s,n\n"
+    path.write_text(HEADER + "".join(row.format(b) for b in range(1, 201)))  # 200 counts: a minute or more
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", "dlperf", "predict", "--validate", str(path)]
+    parent = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    deadline, seen = time.monotonic() + 60, set()
+    while not seen and time.monotonic() < deadline:
+        found = subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True, text=True).stdout.split()
+        seen.update(int(p) for p in found)
+        time.sleep(0.01)
+    time.sleep(1.5)  # the child has imported torch and counts
+    assert seen and parent.poll() is None, parent.communicate()
+    parent.send_signal(signal.SIGINT)
+    out, err = parent.communicate(timeout=60)
+    assert parent.returncode == 130 and err == "dlperf: interrupted\n" and out == "", (parent.returncode, out, err)
+    assert gone(list(seen)), seen
+    assert not glob.glob(os.path.join(tempfile.gettempdir(), f"dlperf-{parent.pid}-*"))

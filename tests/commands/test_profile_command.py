@@ -97,3 +97,32 @@ def test_ctrl_c_while_the_trace_is_written_leaves_no_trace_cut_short_and_no_proc
         assert not path.name.startswith("."), path  # nothing half-written under any name
         with gzip.open(path, "rt") as f:
             assert isinstance(json.load(f)["traceEvents"], list)  # every trace kept is whole
+
+
+@pytest.mark.parametrize("cap", ["0", "-1", "nan", str(2**21)])
+def test_a_trace_cap_outside_0_to_1_tib_is_one_line_and_writes_nothing(tmp_path, capsys, cap):
+    db = tmp_path / "d.db"
+    one_line_error(main(capsys, *TINY, "--max-trace-mib", cap, "--db", db), f"--max-trace-mib {cap!r}")
+    assert not db.exists()
+
+
+@pytest.mark.slow  # a cell measured and profiled through the command line: 10-20 s on 2 shared cores
+def test_a_trace_over_its_cap_is_not_kept_and_the_profile_says_so_naming_the_flag(tmp_path):
+    """The profile keeps its figures; the trace, written whole under its partial name, is removed, nothing of it left
+    in the trace directory, and the note says how large it was and which flag keeps it."""
+    require("torch")
+    traces, db = tmp_path / "traces", tmp_path / "d.db"
+    cmd = [sys.executable, "-m", "dlperf", "profile", *TINY, "--steps", "1", "--trace-dir", str(traces),
+           "--max-trace-mib", "0.001", "--db", str(db)]  # fmt: skip
+    done = subprocess.run(cmd, env={**env(), "COLUMNS": "300"}, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "where the timed step goes: " in done.stdout and "  trace: none" in done.stdout, done.stdout
+    [note] = [line for line in done.stdout.splitlines() if "no trace kept" in line]
+    assert "bytes compressed, above the cap of 1048 bytes (0.001 MiB: --max-trace-mib raises it)" in note, note
+    assert not traces.exists() or not list(traces.iterdir())
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    [profile] = store.profiles(1).values()
+    store.close()
+    assert profile.ok and profile.figures.trace is None and profile.figures.categories

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import FAST, ROOT, alive, dlperf
+from conftest import FAST, ROOT, alive, dlperf, gone
 from dlperf.errors import UsageError
 from dlperf.figures import CommFigures
 from dlperf.measure.stats import bus_bandwidth
@@ -178,9 +178,10 @@ def test_weak_scaling_gives_each_process_the_batch(tmp_path, torch):
 
 KILLER = """
 import os, signal, threading, time
-if os.environ.get("RANK") == "1" and os.environ.get("DLPERF_TEST_KILL_AFTER"):
+if os.environ.get("RANK") and os.environ.get("DLPERF_TEST_KILL_AFTER"):  # every rank, and torchrun's agent above it
     with open(os.path.join(os.path.dirname(__file__), "pids"), "a") as f:
-        f.write(f"{os.getpid()}\\n")
+        f.write(f"{os.getpid()} {os.getppid()}\\n")
+if os.environ.get("RANK") == "1" and os.environ.get("DLPERF_TEST_KILL_AFTER"):
     def _die():
         time.sleep(float(os.environ["DLPERF_TEST_KILL_AFTER"]))
         os.kill(os.getpid(), signal.SIGKILL)
@@ -193,7 +194,7 @@ if os.environ.get("RANK") == "1" and os.environ.get("DLPERF_TEST_KILL_AFTER"):
     ("workloads", "parallel", "columns"),
     [
         ("tiny-fcn-r,tiny-lstm", "ddp", ["ddp:2x1", "ddp:2x1"]),  # the second cell is still measured
-        ("tiny-fcn-r", "fsdp,tp,gpipe", ["fsdp:2x1", "tp:2x1", "gpipe.m4:2x1"]),  # every strategy alike
+        ("tiny-fcn-r", "fsdp,tp,pipeline", ["fsdp:2x1", "tp:2x1", "gpipe.m4:2x1", "1f1b.m4:2x1"]),  # every one
     ],
 )
 def test_a_rank_that_dies_fails_the_cell_and_the_sweep_goes_on(tmp_path, torch, workloads, parallel, columns):
@@ -213,8 +214,8 @@ def test_a_rank_that_dies_fails_the_cell_and_the_sweep_goes_on(tmp_path, torch, 
     assert all(life < timeout for c in cells for life in lives[c.key]), lives
     assert [c.column for c in cells] == columns and [c.status for c in cells] == ["failed"] * len(columns)
     assert all(c.error.startswith("rank 1:") and "SIGKILL" in c.error for c in cells), [c.error for c in cells]
-    pids = [int(p) for p in (hook / "pids").read_text().split()]
-    assert len(pids) == len(columns) and not any(alive(p) for p in pids)
+    pids = {int(p) for p in (hook / "pids").read_text().split()}  # each job's 2 ranks and its agent
+    assert len(pids) == 3 * len(columns) and gone(list(pids)), pids
 
 
 def free_port() -> int:

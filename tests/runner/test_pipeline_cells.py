@@ -55,3 +55,52 @@ def test_what_cannot_be_a_pipeline_is_unsupported_with_the_reason(tmp_path, torc
 def test_zero_microbatches_is_a_one_line_error():
     one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", "--nproc", "2", "--parallel", "gpipe",
                           "--microbatches", "0", "--dry-run"), "--microbatches")  # fmt: skip
+
+
+@pytest.mark.parametrize(("workloads", "micro", "fragment"), [
+    ("tiny-fcn-r", "32", "--microbatches 32: tiny-fcn-r's total batch at 2 processes is 16"),
+    ("tiny-fcn-r,tiny-lstm", "8", "--microbatches 8: tiny-lstm's total batch at 2 processes is 4"),  # any workload's
+])  # fmt: skip
+def test_more_microbatches_than_the_batch_is_one_line_before_anything_runs(tmp_path, workloads, micro, fragment):
+    """A micro-batch without a sample is no pipeline of any model, and every cell's batch is known before anything
+    runs (a user workload's from the probe that builds it): bad input, not an unsupported cell."""
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", workloads, "--nproc", "2", "--threads", "1", "--parallel", "gpipe",
+                  "--microbatches", f"4,{micro}", *FAST, db=db, timeout=300)  # fmt: skip
+    one_line_error(done, fragment, "at most 4" if "lstm" in workloads else "at most 16")
+    assert not db.exists()
+
+
+@pytest.mark.slow
+def test_a_single_layer_model_in_a_pipeline_is_unsupported_with_the_reason(tmp_path, torch):
+    """How many parts a user's forward has is known only once it is traced, in the cell's own processes: the cell is
+    unsupported, saying why, and the run goes on (exit 0) with no process left."""
+    source = tmp_path / "one.py"
+    source.write_text(ONE_LAYER)
+    cell = unsupported_cell(tmp_path / "d.db", "--workloads", f"{source}:make", "--nproc", "2", "--parallel", "1f1b")
+    assert cell.error == ("rank 0: the model cannot be cut into 2 pipeline stages: its forward has 1 part that can "
+                          "run one after another, fewer than 2 stages")  # fmt: skip
+
+
+def unsupported_cell(db, *flags: str):
+    """The one cell of a `dlperf run` of `flags` (1 thread per process, FAST), which ran (exit 0) as unsupported."""
+    done = dlperf("run", *flags, "--threads", "1", *FAST, db=db, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    [cell] = store.cells(1)
+    store.close()
+    assert cell.status == "unsupported", (cell.status, cell.error)
+    return cell
+
+
+ONE_LAYER = """
+import torch
+import dlperf
+
+
+def make():
+    def batch(n, device):
+        return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
+
+    return dlperf.user_workload("one", torch.nn.Linear(8, 3), batch, torch.nn.functional.cross_entropy, batch_size=8)
+"""

@@ -32,6 +32,7 @@ COPY_SMALLEST = 4 * 2**10  # the copy sweep's first size: 4 KiB, then 4 times th
 DEFAULT_COPIES_MIB = 256  # ... up to this: from caches to DRAM on the host, from latency- to bandwidth-bound on a bus
 DEFAULT_MAX_TIME = 1.0  # seconds of warm-up and of sampling per figure, at most
 DEFAULT_TIMEOUT = 600.0  # seconds per child process
+MAX_THREADS_PER_CORE = 8  # --threads beyond this measure the oversubscription, not the machine (100000 crashed torch)
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ def options(args) -> PeakOptions:
     from dlperf.runner.peak import copy_sizes
     from dlperf.spec import parse_devices
 
+    fits(args)
     return PeakOptions(
         devices=parse_devices(args.devices),
         threads=args.threads,
@@ -119,6 +121,28 @@ def options(args) -> PeakOptions:
         timeout=args.timeout,
         format=args.format,
     )
+
+
+def fits(args) -> None:
+    """What this machine could never run, refused before anything runs: more threads than MAX_THREADS_PER_CORE per
+    usable core; matrices (three of the largest size, fp32: on the CPU), bandwidth arrays (three, on the CPU) or a
+    copy's two buffers (on the host, whatever the device) beyond the machine's memory."""
+    from dlperf.errors import UsageError
+    from dlperf.measure import system
+
+    cores, memory = system.usable_cores()["cores"], system.memory_total_bytes()
+    if over := [n for n in args.threads or () if n > MAX_THREADS_PER_CORE * cores]:
+        raise UsageError(f"--threads {over[0]}: at most {MAX_THREADS_PER_CORE} per usable core "
+                         f"({MAX_THREADS_PER_CORE * cores} on this machine's {cores})")  # fmt: skip
+    n = max(args.sizes)
+    wanted = [(f"--copies-mib {args.copies_mib}: a copy's two buffers take", 2 * args.copies_mib * 2**20)]
+    if "cpu" in args.devices.lower():
+        mib = args.bandwidth_mib
+        wanted += [(f"--sizes {n}: three {n}x{n} fp32 matrices take", 3 * 4 * n * n),
+                   (f"--bandwidth-mib {mib}: three arrays take", 3 * mib * 2**20)]  # fmt: skip
+    for what, size in wanted:
+        if memory and size > memory:
+            raise UsageError(f"{what} {size / 1e9:.2g} GB, more than this machine's {memory / 1e9:.3g} GB of memory")
 
 
 def run(args) -> int:

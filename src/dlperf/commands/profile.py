@@ -8,7 +8,7 @@ import argparse
 import sys
 
 from dlperf.commands.common import db_path, real, whole, whole_list
-from dlperf.commands.run import add_nvtx_flag, add_timer_flags, timer
+from dlperf.commands.run import add_nvtx_flag, add_timer_flags, add_trace_cap_flag, timer
 from dlperf.spec import MAX_PROFILE_STEPS
 from dlperf.vocab import ExitCode
 
@@ -24,6 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--steps", type=whole("--steps", 1, most=MAX_PROFILE_STEPS), default=5,
                    help=f"profiled steps after warm-up, 1 to {MAX_PROFILE_STEPS} (default: 5)")  # fmt: skip
     p.add_argument("--trace-dir", help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")
+    add_trace_cap_flag(p)
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
     add_timer_flags(p, min_steps=10, min_time=0.5, max_time=10.0, max_warmup=30)
     add_nvtx_flag(p)
@@ -37,6 +38,7 @@ def run(args) -> int:
         args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
         threads=args.threads, modes=args.modes, timeout=args.timeout, loss_check=False, timer=timer(args),
         profile=True, profile_steps=args.steps, trace_dir=args.trace_dir, nvtx=args.nvtx,
+        max_trace_mib=args.max_trace_mib,
     )  # fmt: skip
     if outcome.exit_code == ExitCode.INTERRUPTED:
         print(f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}", file=sys.stderr)

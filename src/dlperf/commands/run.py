@@ -21,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--profile", action="store_true", help="after each cell's timed processes, profile it in one "
                    "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
     p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
+    add_trace_cap_flag(p)
     add_nvtx_flag(p)
     add_data_flags(p)
     p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
@@ -135,6 +136,14 @@ def add_data_flags(p: argparse.ArgumentParser) -> None:
                    "the cores, and each +pin on a GPU)")  # fmt: skip
 
 
+def add_trace_cap_flag(p: argparse.ArgumentParser) -> None:
+    from dlperf.spec import MAX_TRACE_CAP_MIB, TRACE_CAP_MIB
+
+    p.add_argument("--max-trace-mib", type=real("--max-trace-mib", most=MAX_TRACE_CAP_MIB), default=TRACE_CAP_MIB,
+                   help="a profile's trace larger than this, gzipped, is not kept (its figures are, with a note "
+                   f"saying so) (default: {TRACE_CAP_MIB:g})")  # fmt: skip
+
+
 def add_nvtx_flag(p: argparse.ArgumentParser) -> None:
     p.add_argument("--nvtx", action="store_true", help="NVTX ranges around each step's forward, loss, backward and "
                    "optimizer, for an Nsight Systems capture (nsys profile dlperf ...); a few host calls per step, "
@@ -203,6 +212,7 @@ def run(args) -> int:
             rdzv_endpoint=args.rdzv_endpoint,
             profile=args.profile,
             trace_dir=args.trace_dir,
+            max_trace_mib=args.max_trace_mib,
             nvtx=args.nvtx,
             data=args.data,
             loaders=args.loaders,

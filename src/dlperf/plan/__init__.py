@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.measure import system
+from dlperf.parallel import check_microbatches
 from dlperf.plan.cells import expand, expand_ddp
 from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
 from dlperf.plan.warnings import ddp_warnings, inherited_warning, loader_warnings, pin_warnings, precision_warnings
@@ -55,8 +56,12 @@ def make_plan(spec: RunSpec) -> Plan:
     if spec.nprocs:
         cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
         named = {w.name: w for w in workloads.values()}  # a user workload is asked for by its source
-        chosen = {c.key: ddp_workload(named[c.workload], c).to_json() for c in cells}
-        return Plan(spec, cells, chosen, env, cores, warnings + precision_warnings(cells, env))
+        chosen = {c.key: ddp_workload(named[c.workload], c) for c in cells}
+        for c in cells:
+            if c.microbatches:
+                check_microbatches(c.microbatches, c.workload, chosen[c.key].batch, c.nproc)
+        workloads_of = {key: w.to_json() for key, w in chosen.items()}
+        return Plan(spec, cells, workloads_of, env, cores, warnings + precision_warnings(cells, env))
     counts = thread_counts(spec.threads, cores, warnings)
     warnings += pin_warnings(spec, counts, len(system.affinity_cpus()))
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)

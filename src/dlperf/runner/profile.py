@@ -33,7 +33,8 @@ def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec) -> ProfileTask:
     if spec.trace_dir is not None:
         Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
     data = spec.data if cell.loader else None
-    return ProfileTask(cell, workload, steps=spec.profile_steps, trace_dir=spec.trace_dir, nvtx=spec.nvtx, data=data)
+    return ProfileTask(cell, workload, steps=spec.profile_steps, trace_dir=spec.trace_dir, nvtx=spec.nvtx, data=data,
+                       max_trace_bytes=int(spec.max_trace_mib * 2**20))  # fmt: skip
 
 
 def profile(

@@ -252,3 +252,9 @@ def test_a_pipeline_step_is_the_unsplit_step(name, micro, device):
                 assert rank["sync_waits"], f"{parallel}: sync() returned while the GPU was busy"
                 assert set(rank["memory"]) == {"cuda_allocator_peak_bytes"}, rank["memory"]
                 assert rank["memory"]["cuda_allocator_peak_bytes"] >= 2 * rank["stage_bytes"] > 0, rank
+
+
+def test_a_single_layer_is_one_part_fewer_than_two_stages():
+    x = torch.randn(2, 8)
+    with pytest.raises(NotImplementedError, match=r"^its forward has 1 part that can run one after another, "):
+        pp.plan(nn.Linear(8, 3), x, torch.zeros(2, dtype=torch.long), torch_backend.cross_entropy, lambda: None, 2)

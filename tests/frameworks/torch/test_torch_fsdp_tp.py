@@ -31,8 +31,23 @@ def test_tp_pairs_consecutive_linear_layers_colwise_then_rowwise(torch):
         "layers.0": "colwise", "layers.1": "rowwise", "layers.2": "colwise", "layers.3": "rowwise",
     }  # fmt: skip
     assert tp.plan(FCN([8, 4, 4, 2]), 2, "odd") == {"layers.0": "colwise", "layers.1": "rowwise"}  # the last whole
-    with pytest.raises(NotImplementedError, match=r"layers\.2's 5 outputs do not split evenly over 2 processes"):
+    with pytest.raises(
+        NotImplementedError,
+        match=r"layers\.2's 5 outputs do not split evenly over 2 processes "
+        r"\(uneven splits over no --nproc above 1\)$",
+    ):
         tp.plan(FCN([8, 4, 4, 5, 2]), 2, "uneven")
+
+
+@pytest.mark.slow  # 3 processes on 2 shared cores: about 10 s
+def test_tp_over_processes_a_width_does_not_divide_by_is_unsupported_naming_what_divides(tmp_path):
+    """Not bad input: DTensor shards unevenly too, dlperf does not measure it (as DDP's batch that does not split over
+    the processes); in a sweep the other cells apply. The reason names the process counts that would split it."""
+    from runner.test_pipeline_cells import unsupported_cell
+
+    cell = unsupported_cell(tmp_path / "d.db", "--workloads", "tiny-fcn-r", "--nproc", "3", "--parallel", "tp")
+    assert cell.error == ("rank 0: tp: layers.0's 32 outputs do not split evenly over 3 processes (tiny-fcn-r "
+                          "splits over a --nproc that divides 16)")  # fmt: skip
 
 
 @pytest.mark.parametrize("name,kind", [("tiny-resnet-56", "a conv net"), ("tiny-alexnet-r", "a conv net"),

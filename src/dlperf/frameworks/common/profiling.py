@@ -44,10 +44,12 @@ def ranked(spent: dict[str, float]) -> list[str]:
 
 
 def within_cap(size: int, max_bytes: int, notes: list[str]) -> bool:
-    """Whether a trace of `size` compressed bytes is kept; above `max_bytes` it is not, and a note says so."""
+    """Whether a trace of `size` compressed bytes is kept; above `max_bytes` it is not (the caller removes what it
+    wrote), and a note says so, and how to keep it: the profile's figures are kept either way."""
     if size <= max_bytes:
         return True
-    notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes")
+    notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes ({max_bytes / 2**20:.2g} "
+                 "MiB: --max-trace-mib raises it); the figures above are the whole profile's")  # fmt: skip
     return False
 
 

@@ -210,8 +210,9 @@ def plan(model, x, y, loss_fn, sync, stages: int) -> Plan:
     traced = trace(model)
     groups = units(traced, x)
     if len(groups) < stages:
-        raise NotImplementedError(f"its forward has {len(groups)} parts that can run one after another, "
-                                  f"fewer than {stages} stages")  # fmt: skip
+        parts = f"{len(groups)} part" + ("s" if len(groups) > 1 else "")
+        raise NotImplementedError(f"its forward has {parts} that can run one after another, fewer than {stages} "
+                                  "stages")  # fmt: skip
     modules = [module_of(traced, g) for g in groups]
     check_chain(model, modules, x)
     try:

@@ -11,6 +11,7 @@ or an LSTM's own layers would stay whole on every rank, so such a cell is `unsup
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import torch
@@ -48,10 +49,18 @@ def plan(model: torch.nn.Module, world: int, name: str) -> dict[str, str]:
                                   f"applies it only to the fully connected networks (fcn-s, fcn-r); {name} is "
                                   f"{describe(model)}")  # fmt: skip
     styles = {n: COLWISE if i % 2 == 0 else ROWWISE for i, (n, _) in enumerate(holders[: len(holders) // 2 * 2])}
+    split = [m.out_features for n, m in holders if styles.get(n) == COLWISE]
     for n, m in holders:
         if styles.get(n) == COLWISE and m.out_features % world:
-            raise NotImplementedError(f"tp: {n}'s {m.out_features} outputs do not split evenly over {world} processes")
+            raise NotImplementedError(f"tp: {n}'s {m.out_features} outputs do not split evenly over {world} processes "
+                                      f"({dividing(name, split)})")  # fmt: skip
     return styles
+
+
+def dividing(name: str, widths: list[int]) -> str:
+    """Which process counts split every one of `widths` evenly: the divisors of their greatest common divisor."""
+    g = math.gcd(*widths)
+    return f"{name} splits over a --nproc that divides {g}" if g > 1 else f"{name} splits over no --nproc above 1"
 
 
 class TPStep(StrategyStep):
