@@ -153,6 +153,7 @@ def test_data_dir_is_given_to_a_factory_that_takes_it(from_dir):
     assert tb.probe({"what": "workload", "source": f"{from_dir}/rows.py:optional"})["name"] == "plain"
 
 
+@pytest.mark.slow  # the plan's probes end to end (12 s); the factory's data_dir is also checked in-process above
 def test_a_run_planned_with_data_dir_reads_the_factorys_dataset(from_dir):
     proc = command("run", "--workloads", f"{from_dir}/rows.py:make", "--data", str(from_dir / "data"), "--threads", "1",
                   "--dry-run")  # fmt: skip
