@@ -186,6 +186,7 @@ class EnvRequest(ProbeRequest[EnvAnswer]):
 @request("workload")
 class WorkloadRequest(ProbeRequest[WorkloadAnswer]):
     source: str  # `path.py:factory` as --workloads names it
+    data_dir: str | None = None  # --data DIR, given to a factory that takes `data_dir`
 
     def subject(self) -> str:
         return f"--workloads {self.source!r}"

@@ -401,3 +401,77 @@ def test_an_image_folder_that_is_a_file_is_named(tmp_path, file):
     (tmp_path / file).parent.mkdir(exist_ok=True)
     (tmp_path / file).write_bytes(b"")
     one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(tmp_path / file), "not a directory")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Each dataset where the common tools put it (issue 31): torchvision's MNIST/raw, Keras' cache (mnist.npz, CIFAR-10's
+# cifar-10-batches-py-target), Mikolov's simple-examples/data and torchtext's PennTreebank; the error names every place
+
+
+@pytest.mark.parametrize("compress", [True, False])
+@pytest.mark.parametrize("given", ["", "MNIST"])  # the root given to torchvision.datasets.MNIST, or its MNIST folder
+def test_mnist_as_torchvision_downloads_it(tmp_path, compress, given):
+    idx.write_mnist(tmp_path / "MNIST" / "raw", 3, compress=compress)
+    assert len(idx.read_mnist(tmp_path / given)) == 3
+
+
+def keras_mnist(path: Path, n: int = 3, label_dtype: str = "uint8", labels=None):
+    """mnist.npz as keras.datasets.mnist downloads it: x_train (n, 28, 28) and y_train (n,) uint8, the test split."""
+    np = require("numpy")
+    rng = np.random.default_rng(0)
+    y = np.array(labels if labels is not None else rng.integers(0, 10, n), dtype=label_dtype)
+    arrays = {f"x_{s}": rng.integers(0, 256, (n, 28, 28), dtype=np.uint8) for s in ("train", "test")}
+    np.savez(path, **arrays, y_train=y, y_test=y)
+    return arrays, y
+
+
+def test_mnist_as_keras_caches_it_is_read_from_its_npz_without_numpy(tmp_path):
+    arrays, y = keras_mnist(tmp_path / "mnist.npz", 4)
+    for split in ("train", "test"):
+        mnist = idx.read_mnist(tmp_path, split)
+        assert (len(mnist), mnist.rows, mnist.cols) == (4, 28, 28)
+        assert mnist.images == arrays[f"x_{split}"].tobytes() and mnist.labels == y.tobytes()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [({"label_dtype": "int64"}, ["y_train", "int64", "uint8"]),
+     ({"label_dtype": "object"}, ["y_train", "object", "uint8"]),  # a pickled array: never unpickled
+     ({"labels": [1, 2, 10]}, ["label 10 of image 2", "0 to 9"])],
+    ids=["int64", "pickled", "label"],
+)  # fmt: skip
+def test_a_bad_mnist_npz_is_one_line_naming_the_file(tmp_path, kwargs, words):
+    keras_mnist(tmp_path / "mnist.npz", **kwargs)
+    one_line_error(lambda: idx.read_mnist(tmp_path), "mnist.npz", *words)
+
+
+def test_an_npz_that_is_not_one_is_one_line(tmp_path):
+    (tmp_path / "mnist.npz").write_bytes(b"not a zip")
+    one_line_error(lambda: idx.read_mnist(tmp_path), "mnist.npz", "not a NumPy .npz")
+
+
+def test_cifar10_as_keras_3_caches_it(tmp_path):
+    cifar.write_cifar10(tmp_path / "cifar-10-batches-py-target", per_batch=1)
+    assert len(cifar.read_cifar10(tmp_path).labels) == 5
+
+
+@pytest.mark.parametrize("place", ["simple-examples/data", "PennTreebank"])  # Mikolov's archive; torchtext's root
+def test_ptb_where_its_archive_unpacks_and_torchtext_downloads_it(tmp_path, place):
+    ptb.write_ptb(tmp_path / place, words=20, vocab=10)
+    assert ptb.read_words(tmp_path) == ptb.read_words(tmp_path / place)
+
+
+@pytest.mark.parametrize(
+    ("read", "places"),
+    [(idx.read_mnist, ["", "mnist", "MNIST/raw", "raw", "mnist.npz"]),
+     (cifar.read_cifar10, ["", "cifar-10-batches-py", "cifar-10-batches-py-target/cifar-10-batches-py"]),
+     (ptb.read_words, ["", "ptb", "simple-examples/data", "PennTreebank"])],
+    ids=["mnist", "cifar10", "ptb"],
+)  # fmt: skip
+def test_a_dataset_not_found_names_every_place_searched(tmp_path, read, places):
+    with pytest.raises(UsageError) as caught:
+        read(tmp_path)
+    message = str(caught.value)
+    assert "\n" not in message and "searched" in message
+    for place in places:
+        assert f"{tmp_path / place}" in message, (place, message)

@@ -50,7 +50,7 @@ def make_plan(spec: RunSpec) -> Plan:
     env = envinfo.capture(info)
     cores = env["cores"]["cores"]
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
-    workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout) for name in spec.workloads}
+    workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout, spec.data) for name in spec.workloads}
     check_data(spec, list(workloads.values()))
     devices = resolve_devices(spec.devices, info)
     if spec.nprocs:

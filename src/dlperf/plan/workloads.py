@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from dlperf.answers import DataRequest, WorkloadRequest
 from dlperf.frameworks.common import capabilities
-from dlperf.loaders import DATA_SYNTHETIC
+from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
 from dlperf.protocol import Cell
 from dlperf.runner import probe
 from dlperf.runner.sweep import interpreter_for
@@ -15,16 +15,19 @@ from dlperf.spec import RunSpec
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 
 
-def resolve_workload(name: str, framework: str, timeout: float) -> Workload:
+def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA_SYNTHETIC) -> Workload:
     """A built-in workload, or a user's: its factory is imported and built in a probe, for at most `timeout` (the
-    cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped)."""
+    cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped). Under `--data DIR`, DIR is
+    given to a factory that takes `data_dir`, in the probe and in every child that builds it (`extra`)."""
     if name in BUILTIN:
         return BUILTIN[name]
-    answer = probe.ask(framework, WorkloadRequest(name), interpreter_for(framework), timeout, timeout_flag="--timeout")
+    data_dir = data if data not in (DATA_SYNTHETIC, DATA_DATASET) else None
+    request = WorkloadRequest(name, data_dir)
+    answer = probe.ask(framework, request, interpreter_for(framework), timeout, timeout_flag="--timeout")
     return Workload(
         name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
-        data="synthetic (user batch maker)", source=name,
+        data="synthetic (user batch maker)", source=name, extra={"data_dir": data_dir} if data_dir else {},
     )  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """The user's own model as a workload.
 
-A user writes a factory, a function of no arguments, in a file or an importable module:
+A user writes a factory, a function of no arguments (or of `data_dir`, given --data DIR as a Path, so its paths need
+not be hard-coded), in a file or an importable module:
 
     def make():
         model = MyNet()
@@ -35,7 +36,9 @@ class UserWorkload:
 
     name: str
     model: Any  # a torch.nn.Module
-    make_batch: Callable[[int, Any], tuple[Any, Any]]  # (batch_size, device) -> (inputs, targets), on the device
+    # (batch_size, device) -> (inputs, targets) on the device: the batch the paper's protocol times. None with a
+    # dataset: its first sample repeated to the batch size (the backend's, frameworks/torch/user.py)
+    make_batch: Callable[[int, Any], tuple[Any, Any]] | None
     loss: Callable[[Any, Any], Any]  # (outputs, targets) -> scalar loss
     batch_size: int
     optimizer: Callable[[Any], Any] | None = None  # parameters -> optimizer; default SGD(lr=0.01)
@@ -49,9 +52,10 @@ class UserWorkload:
             raise ValueError(f"workload name {self.name!r}: use letters, digits and . _ + - (starting with a letter)")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        for what in ("make_batch", "loss"):
-            if not callable(getattr(self, what)):
-                raise ValueError(f"{what} must be callable")
+        if not callable(self.loss):
+            raise ValueError("loss must be callable")
+        if not callable(self.make_batch) and not (self.make_batch is None and self.dataset is not None):
+            raise ValueError("make_batch must be callable, or pass dataset= to draw the batch from its first sample")
         if self.loader is not None and not callable(self.loader):
             raise ValueError("loader must be callable: (batch_size, **DataLoader keyword arguments) -> a DataLoader")
 
@@ -59,7 +63,7 @@ class UserWorkload:
 def user_workload(
     name: str,
     model: Any,
-    make_batch: Callable[[int, Any], tuple[Any, Any]],
+    make_batch: Callable[[int, Any], tuple[Any, Any]] | None,
     loss: Callable[[Any, Any], Any],
     *,
     batch_size: int,
@@ -68,10 +72,15 @@ def user_workload(
     dataset: Any = None,
     loader: Callable[..., Any] | None = None,
 ) -> UserWorkload:
-    """Describe a workload built from your own model; return it from a factory function. With real data (`--data
-    dataset` or `--data DIR`) the step reads `dataset` (a torch Dataset of (input, target) samples, batched and
-    shuffled by a DataLoader of each loader setting) or calls `loader(batch_size, **kwargs)` (your own DataLoader,
-    given num_workers, pin_memory and the rest of the setting); its batches must be shaped as `make_batch`'s."""
+    """Describe a workload built from your own model; return it from a factory function.
+
+    Two kinds of cell read two things. Every cell times the paper's protocol: one batch already on the device, made
+    once by `make_batch(batch_size, device)` -> (inputs, targets), so the step's own cost is measured apart from
+    loading. With `dataset=` and no `make_batch` (None), that batch is the dataset's first sample repeated to the
+    batch size: its shape and dtype, with no sample read beyond the first. The loader cells (`--data dataset` or
+    `--data DIR`) time the data as training reads it: `dataset` (a torch Dataset of (input, target) samples, batched
+    and shuffled by a DataLoader of each loader setting) or `loader(batch_size, **kwargs)` (your own DataLoader, given
+    num_workers, pin_memory and the rest of the setting); its batches must be shaped as the synthetic batch."""
     return UserWorkload(name, model, make_batch, loss, batch_size, optimizer, clip_grad_norm=clip_grad_norm,
                         dataset=dataset, loader=loader)  # fmt: skip
 
@@ -173,10 +182,12 @@ def choices(word: str, names: list[str]) -> str:
     return f" ({mean}{listed})"
 
 
-def build_user_workload(source: str) -> UserWorkload:
+def build_user_workload(source: str, data_dir: str | None = None) -> UserWorkload:
+    """The factory's workload; `data_dir` (--data DIR) given to a factory that takes a `data_dir` argument."""
     factory = load_factory(source)
+    kwargs = factory_kwargs(factory, source, data_dir)
     try:
-        built = factory()
+        built = factory(**kwargs)
     except Exception as exc:
         raise UsageError(f"--workloads {source!r}: the factory raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(built, UserWorkload):
@@ -184,6 +195,23 @@ def build_user_workload(source: str) -> UserWorkload:
             f"--workloads {source!r}: the factory must return dlperf.user_workload(...), got {type(built).__name__}"
         )
     return built
+
+
+def factory_kwargs(factory: Callable[..., Any], source: str, data_dir: str | None) -> dict[str, Any]:
+    """{"data_dir": Path(DIR)} for a factory with a `data_dir` parameter under --data DIR, else nothing; a factory
+    that requires it without --data DIR is refused in one line."""
+    try:
+        parameter = inspect.signature(factory).parameters.get("data_dir")
+    except (TypeError, ValueError):  # a callable without a signature Python can read: called as it always was
+        return {}
+    if parameter is None:
+        return {}
+    if data_dir is not None:
+        return {"data_dir": Path(data_dir)}
+    if parameter.default is inspect.Parameter.empty:
+        raise UsageError(f"--workloads {source!r}: {getattr(factory, '__name__', 'the factory')} takes data_dir, the "
+                         "folder of your data: pass it with --data DIR")  # fmt: skip
+    return {}
 
 
 def _import_file(path_text: str):

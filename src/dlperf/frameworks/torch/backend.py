@@ -35,7 +35,7 @@ from dlperf.frameworks.torch.step import (
     synthetic_batch,
 )
 from dlperf.frameworks.torch.threads import configure_threads, matmul, version
-from dlperf.frameworks.torch.user import load_user
+from dlperf.frameworks.torch.user import load_user, user_of
 from dlperf.loaders import LoaderSetting
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
 
@@ -82,7 +82,7 @@ def loader(workload: Workload, data: str, setting: LoaderSetting, device: str, t
     """The DataLoader of a loader cell (`data.loader`); a user workload's from the step `train` built of it."""
     from dlperf.frameworks.torch import data as datasets
 
-    user = (train.user if train is not None else None) or (load_user(workload.source) if workload.is_user else None)
+    user = (train.user if train is not None else None) or user_of(workload)
     return datasets.loader(workload, data, setting, torch.device(device), user)
 
 

@@ -18,6 +18,7 @@ from dlperf.frameworks import check_mode
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.torch import nvtx as nvtx_ranges
 from dlperf.frameworks.torch.models import build_model
+from dlperf.frameworks.torch.optimizers import NoSuchArgument, rebuild_optimizer
 from dlperf.frameworks.torch.step import (
     DATA_SEED,
     Checkpointing,
@@ -156,15 +157,17 @@ def _flatten(seq: torch.nn.Sequential) -> list[torch.nn.Module]:
 
 
 def set_optimizer_implementation(step: TorchStep, impl: str) -> None:
-    """Rebuild the optimizer (still without state) with `foreach=True` or `fused=True`."""
-    opt = step.optimizer
-    cls = type(opt)
-    groups = [{k: v for k, v in g.items() if k not in ("foreach", "fused")} for g in opt.param_groups]
-    defaults = {k: v for k, v in opt.defaults.items() if k not in ("foreach", "fused")}
+    """Rebuild the optimizer (still without state) with `foreach=True` or `fused=True`, the other left to torch.
+    NotImplementedError either way, saying which: the optimizer has no such implementation, or its constructor
+    refused it here (a device or dtype without the kernel)."""
+    opt, other = step.optimizer, next(k for k in ("foreach", "fused") if k != impl)
     try:
-        step.optimizer = cls(groups, **defaults, **{impl: True})
+        step.optimizer = rebuild_optimizer(opt, opt.param_groups, **{impl: True, other: None})
+    except NoSuchArgument as exc:
+        raise NotImplementedError(f"{impl}: {exc}") from exc
     except (TypeError, RuntimeError, ValueError) as exc:
-        raise NotImplementedError(f"{impl}: {cls.__name__} on {step.device.type} does not support it ({exc})") from exc
+        name = type(opt).__name__
+        raise NotImplementedError(f"{impl}: {name} on {step.device.type} does not support it ({exc})") from exc
 
 
 def set_autocast(step: TorchStep, dtype: torch.dtype, *, scaled: bool) -> None:

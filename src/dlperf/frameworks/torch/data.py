@@ -289,7 +289,11 @@ def worker_error(exc: Exception) -> Exception:
 def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
     """The probe's check of a loader cell's data before a run is created: the dataset opened and one sample read
     (a user's factory: one batch). Bad data is a UsageError; a workload without data answers why (its cells will be
-    `unsupported`)."""
+    `unsupported`). A user workload that gives neither a Dataset nor a DataLoader factory is refused here, when the
+    run is planned: its loader cells could only be `unsupported`."""
+    if user is not None and user.dataset is None and user.loader is None:
+        raise UsageError(f"--data {data}: {user.name} reads no real data: give dlperf.user_workload dataset= (a torch "
+                         "Dataset) or loader= (a DataLoader factory), or measure it without --data")  # fmt: skip
     try:
         built = loader(workload, data, LoaderSetting(), torch.device("cpu"), user)
     except NotImplementedError as exc:

@@ -22,6 +22,7 @@ from dlperf.frameworks.common import comm
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.optimizers import rebuild_optimizer
 from dlperf.frameworks.torch.step import DATA_SEED, TorchStep, synthetic_batch
 from dlperf.modes import not_under_ddp
 from dlperf.protocol import Cell
@@ -89,7 +90,7 @@ def reoptimize(step: TorchStep, sharded: bool = True) -> None:
     any rank's shard overflowed."""
     opt = step.optimizer
     step.trainable = [p for p in step.model.parameters() if p.requires_grad]
-    step.optimizer = type(opt)(step.trainable, **opt.defaults)
+    step.optimizer = rebuild_optimizer(opt, step.trainable)
     if sharded and step.scaler is not None:
         step.scaler = ShardedGradScaler(step.device.type)
 

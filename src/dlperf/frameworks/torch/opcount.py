@@ -36,6 +36,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
 from dlperf.frameworks.common.ops import Op
+from dlperf.frameworks.torch.optimizers import rebuild_optimizer
 
 FOREACH_TENSORS_PER_LAUNCH = 110  # multi-tensor apply: the tensors one launch takes (CUDA's depth-1 chunking)
 NOT_KERNELS = frozenset({"_unsafe_view", "_reshape_alias", "lift_fresh", "alias", "detach", "detach_"})
@@ -76,7 +77,7 @@ def _fake(step, fake: FakeTensorMode) -> None:
                 module._buffers[name] = fake.from_tensor(b)
     opt = step.optimizer
     groups = [{**g, "params": [params[id(p)] for p in g["params"]]} for g in opt.param_groups]
-    step.optimizer = type(opt)(groups, **opt.defaults)
+    step.optimizer = rebuild_optimizer(opt, groups)
     step.trainable = [params[id(p)] for p in step.trainable]
     step.inputs, step.targets = (_fake_tree(part, fake) for part in (step.inputs, step.targets))
 

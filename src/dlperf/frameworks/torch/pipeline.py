@@ -32,6 +32,7 @@ from dlperf.frameworks.common.strategy import StrategyStep, theoretical_bubble
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch.build import build as build_step
 from dlperf.frameworks.torch.instruments import LiveTensorBytes
+from dlperf.frameworks.torch.optimizers import rebuild_optimizer
 from dlperf.frameworks.torch.step import TorchStep, state_tensors
 from dlperf.measure.timer import timed_step
 from dlperf.modes import Mode, mode_components
@@ -291,7 +292,7 @@ class PipelineStep(StrategyStep):
         self.trainable = [p for p in module.parameters() if p.requires_grad]
         opt = inner.optimizer
         # the mode's own implementation (foreach, fused); a stage of no parameters (an activation alone) updates none
-        self.optimizer = type(opt)(self.trainable, **opt.defaults) if self.trainable else NoUpdate()
+        self.optimizer = rebuild_optimizer(opt, self.trainable) if self.trainable else NoUpdate()
         self.base_settings = inner.settings()
         self.first, self.last = group.rank == 0, group.rank == group.world - 1
         micro = inner.inputs.shape[0] // cell.microbatches

@@ -18,7 +18,7 @@ from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, 
 from dlperf.frameworks.torch.opcount import count_ops, nbytes, tensors_in
 from dlperf.frameworks.torch.step import synthetic_batch
 from dlperf.frameworks.torch.threads import describe_device
-from dlperf.frameworks.torch.user import load_user, probe_workload
+from dlperf.frameworks.torch.user import probe_workload, user_of
 from dlperf.modes import Mode
 from dlperf.vocab import Framework
 from dlperf.workloads.base import Workload
@@ -30,7 +30,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     if what == "env":
         return probe_env()
     if what == "workload":
-        return probe_workload(request["source"])
+        return probe_workload(request["source"], request.get("data_dir"))
     if what == "data":
         return {w["name"]: probe_data(Workload.from_json(w), request["data"]) for w in request["workloads"]}
     if what == "ops":  # the GPU predictor's operator counts
@@ -87,7 +87,7 @@ def probe_data(workload: Workload, data: str) -> dict[str, Any]:
     """A loader cell's data, checked before the run is created: opened, one sample read (`data.check`)."""
     from dlperf.frameworks.torch import data as datasets
 
-    return datasets.check(workload, data, load_user(workload.source) if workload.is_user else None)
+    return datasets.check(workload, data, user_of(workload))
 
 
 def probe_env() -> dict[str, Any]:

@@ -11,6 +11,9 @@ from functools import partial
 from typing import Any
 
 import torch
+from torch._guards import detect_fake_mode
+from torch.utils._pytree import tree_map
+from torch.utils.data import default_collate
 
 from dlperf.errors import UsageError
 from dlperf.frameworks.torch.step import DATA_SEED, TorchStep
@@ -21,7 +24,7 @@ from dlperf.workloads.user import UserWorkload, build_user_workload
 
 def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
     torch.manual_seed(seed)
-    user = load_user(workload.source)
+    user = user_of(workload)
     model = user.model.to(device).train()
     torch.manual_seed(DATA_SEED)
     batch = user.make_batch(workload.batch, device)  # the planned batch size (the factory's, unless swept)
@@ -32,20 +35,57 @@ def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep
     return step
 
 
-def load_user(source: str | None) -> UserWorkload:
+def load_user(source: str | None, data_dir: str | None = None) -> UserWorkload:
+    """The user's workload (`data_dir`: --data DIR, for a factory that takes it), its `make_batch` the factory's or
+    drawn from its dataset (`first_sample_batches`)."""
     if source is None:
         raise ValueError("a user workload needs its source (file.py:factory)")
-    user = build_user_workload(source)
+    user = build_user_workload(source, data_dir)
     if user.framework != Framework.TORCH:
         raise UsageError(f"--workloads {source!r}: the factory describes a {user.framework} model, not a torch one")
+    if user.make_batch is None:
+        user.make_batch = first_sample_batches(user, source)
     return user
 
 
-def probe_workload(source: str) -> dict[str, Any]:
+def user_of(workload: Workload) -> UserWorkload | None:
+    """A user workload's factory built as the plan built it (`--data DIR` given to it); None for a built-in one."""
+    return load_user(workload.source, workload.extra.get("data_dir")) if workload.is_user else None
+
+
+def first_sample_batches(user: UserWorkload, source: str) -> Callable[[int, torch.device], Any]:
+    """A batch maker for a user workload given a dataset and no `make_batch`: the dataset's first sample, collated as
+    a DataLoader collates it, repeated to the batch size. Repeated rather than `n` samples collated: its shape and
+    dtype are what the timed step's cost depends on, one sample is read however large the batch (a dataset that
+    decodes images would decode a whole batch), and under the operator count's fake tensors a batch of any size
+    holds no memory."""
+    try:
+        first = default_collate([user.dataset[0]])
+    except Exception as exc:
+        raise UsageError(f"--workloads {source!r}: the batch is drawn from dataset[0], which raised "
+                         f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
+    if not (isinstance(first, (list, tuple)) and len(first) == 2):
+        raise UsageError(f"--workloads {source!r}: dataset[0] must be an (input, target) pair to draw the batch from")
+    return partial(_repeated, tuple(first))
+
+
+def _repeated(first: tuple[Any, Any], n: int, device: torch.device) -> tuple[Any, Any]:
+    """`first` (collated: a batch of one) repeated to `n` on `device`; fake under an active fake mode (the operator
+    count's), whose operators refuse real tensors."""
+    fake = detect_fake_mode()
+
+    def grow(t: Any) -> Any:
+        t = fake.from_tensor(t) if fake is not None else t
+        return t.to(device).expand(n, *t.shape[1:]).contiguous()
+
+    return tree_map(lambda t: grow(t) if isinstance(t, torch.Tensor) else t, first)
+
+
+def probe_workload(source: str, data_dir: str | None = None) -> dict[str, Any]:
     """Build the user's workload on CPU and describe it. The model never runs here: a forward that crashes, hangs or
     exhausts memory must fail its own cell in a worker, not the planning of the whole sweep."""
     torch.manual_seed(0)
-    user = load_user(source)
+    user = load_user(source, data_dir)
     return {
         "name": user.name,
         "framework": user.framework,

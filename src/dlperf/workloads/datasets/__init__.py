@@ -6,7 +6,7 @@ framework's own environment without numpy. Bad data is a `UsageError` of one lin
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from dlperf.errors import UsageError
@@ -14,6 +14,17 @@ from dlperf.errors import UsageError
 
 def missing(directory: Path, wanted: str, dataset: str, expected: Sequence[str]) -> UsageError:
     return UsageError(f"{directory}: no {wanted} ({dataset} expects {', '.join(expected)})")
+
+
+def find(directory: Path, places: Sequence[str], holds: Callable[[Path], bool], wanted: str, dataset: str,
+         expected: Sequence[str]) -> Path:  # fmt: skip
+    """The first of `places` under `directory` ("" is `directory` itself) that `holds` the dataset: where the common
+    tools put it (torchvision, Keras' cache, the dataset's own archive). None: a UsageError naming every place."""
+    for place in places:
+        if holds(candidate := directory / place):
+            return candidate
+    searched = ", ".join(str(directory / place) for place in places)
+    raise UsageError(f"{directory}: no {wanted}; searched {searched} ({dataset} expects {', '.join(expected)})")
 
 
 def malformed(path: Path, why: str) -> UsageError:

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import ClassVar
 
 from dlperf.errors import UsageError
-from dlperf.workloads.datasets import check_labels, malformed, missing
+from dlperf.workloads.datasets import check_labels, find, malformed, missing
 
 FOLDER = "cifar-10-batches-py"
+# where it is looked for in DIR: DIR itself, where the archive unpacks (and torchvision's CIFAR10(root=DIR), Keras 2's
+# cache), Keras 3's cache (~/.keras/datasets, as keras.datasets.cifar10 of Keras 3.15 extracts it)
+PLACES = ("", FOLDER, f"cifar-10-batches-py-target/{FOLDER}")
 TRAIN = tuple(f"data_batch_{i}" for i in range(1, 6))
 TEST, META = "test_batch", "batches.meta"
 EXPECTED = [*TRAIN, TEST, META]
@@ -113,8 +116,9 @@ def _damaged(path: Path, e: Exception) -> UsageError:
 
 
 def folder(directory: Path) -> Path:
-    """`directory/cifar-10-batches-py`, as the archive unpacks, or `directory` itself when it holds the batches."""
-    return directory if (directory / TRAIN[0]).is_file() else directory / FOLDER
+    """The first of PLACES in `directory` that holds the first training batch."""
+    expected = [f"{FOLDER}/{name}" for name in EXPECTED]
+    return find(directory, PLACES, lambda d: (d / TRAIN[0]).is_file(), TRAIN[0], "CIFAR-10", expected)
 
 
 def read_batch(path: Path, classes: int = len(CLASSES), network: str = "CIFAR-10") -> Batch:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from dlperf.workloads.datasets import check_labels, malformed, missing
+from dlperf.workloads.datasets import check_labels, find, malformed, missing, npz
 
 UBYTE = 0x08
 IMAGES, LABELS = 3, 1  # dimensions of an image file (n, rows, cols) and of a label file (n,)
@@ -23,9 +23,13 @@ SPLITS = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
     "test": ("t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"),
 }
+TRAIN_IMAGES = SPLITS["train"][0]
 EXPECTED = [f"{stem}[.gz]" for pair in SPLITS.values() for stem in pair]
 DEFLATE_MOST = 1032  # deflate's largest expansion: 258 bytes from a 2-bit code, less the block's overhead
 FOLDER = "mnist"  # in a datasets directory (`--data DIR`)
+# where it is looked for in DIR: DIR itself, `dlperf data synth`'s folder, torchvision's MNIST(root=DIR) (or DIR its
+# MNIST folder), then Keras' cache (~/.keras/datasets: keras.datasets.mnist's one NumPy archive, read by npz.py)
+PLACES = ("", FOLDER, "MNIST/raw", "raw", npz.MNIST)
 
 
 @dataclass(frozen=True)
@@ -110,20 +114,29 @@ def locate(directory: Path, stem: str) -> Path:
 
 
 def folder(directory: Path) -> Path:
-    """`directory/mnist`, or `directory` itself when it holds MNIST's files."""
-    stem = SPLITS["train"][0]
-    here = (directory / stem).is_file() or (directory / f"{stem}.gz").is_file()
-    return directory if here else directory / FOLDER
+    """The first of PLACES in `directory` that holds MNIST's training images (or is Keras' mnist.npz)."""
+    wanted = f"{TRAIN_IMAGES} or {TRAIN_IMAGES}.gz, nor {npz.MNIST}"
+    return find(directory, PLACES, _holds_mnist, wanted, "MNIST", [*EXPECTED, f"or {npz.MNIST}"])
+
+
+def _holds_mnist(place: Path) -> bool:
+    if place.suffix == ".npz":
+        return place.is_file()
+    return (place / TRAIN_IMAGES).is_file() or (place / f"{TRAIN_IMAGES}.gz").is_file()
 
 
 def read_mnist(directory: Path, split: str = "train", classes: int = CLASSES, network: str = "MNIST") -> Mnist:
-    """MNIST's `split` in `directory` or in its `mnist` folder, each label below `classes` (`network`'s: a network
-    with fewer outputs than MNIST's ten)."""
-    images_stem, labels_stem = SPLITS[split]
+    """MNIST's `split` in `directory` or where PLACES says, each label below `classes` (`network`'s: a network with
+    fewer outputs than MNIST's ten)."""
     directory = folder(directory)
-    images = read(locate(directory, images_stem), IMAGES)
-    labels_path = locate(directory, labels_stem)
-    labels = read(labels_path, LABELS)
+    if directory.suffix == ".npz":
+        images, labels = (Idx(*array) for array in npz.read_mnist(directory, split))
+        labels_path = directory
+    else:
+        images_stem, labels_stem = SPLITS[split]
+        images = read(locate(directory, images_stem), IMAGES)
+        labels_path = locate(directory, labels_stem)
+        labels = read(labels_path, LABELS)
     if labels.dims[0] != images.dims[0]:
         raise malformed(labels_path, f"{labels.dims[0]} labels for {images.dims[0]} images")
     check_labels(labels_path, labels.data, min(classes, CLASSES), network if classes < CLASSES else "MNIST")

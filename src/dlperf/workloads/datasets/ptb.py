@@ -10,11 +10,14 @@ from collections import Counter
 from itertools import accumulate
 from pathlib import Path
 
-from dlperf.workloads.datasets import malformed, missing
+from dlperf.workloads.datasets import find, malformed, missing
 
 TRAIN = "ptb.train.txt"
 EXPECTED = [TRAIN, "ptb.valid.txt", "ptb.test.txt"]
 FOLDER = "ptb"  # in a datasets directory (`--data DIR`)
+# where it is looked for in DIR: DIR itself, `dlperf data synth`'s folder, where Mikolov's simple-examples.tgz unpacks,
+# torchtext's PennTreebank(root=DIR)
+PLACES = ("", FOLDER, "simple-examples/data", "PennTreebank")
 EOS, UNK = "<eos>", "<unk>"
 # the byte-order marks of text that is not UTF-8 (UTF-32-LE's begins as UTF-16-LE's does, so it is tried first)
 FOREIGN_BOMS = (("UTF-32", codecs.BOM_UTF32_LE), ("UTF-32", codecs.BOM_UTF32_BE), ("UTF-16", codecs.BOM_UTF16_LE),
@@ -23,12 +26,12 @@ PAPER_WORDS, PAPER_VOCAB = 929_589, 10_000  # the training split's size
 
 
 def folder(directory: Path) -> Path:
-    """`directory/ptb`, or `directory` itself when it holds the training text."""
-    return directory if (directory / TRAIN).is_file() else directory / FOLDER
+    """The first of PLACES in `directory` that holds the training text."""
+    return find(directory, PLACES, lambda d: (d / TRAIN).is_file(), TRAIN, "the Penn Treebank", EXPECTED)
 
 
 def read_words(directory: Path, name: str = TRAIN) -> list[str]:
-    """The words of `name` in `directory` or in its `ptb` folder, `<eos>` after each line's."""
+    """The words of `name` in `directory` or where PLACES says, `<eos>` after each line's."""
     directory = folder(directory)
     path = directory / name
     if not path.is_file():

@@ -1,0 +1,174 @@
+"""A user workload given a dataset and no batch maker (issue 31): the synthetic batch the paper's protocol times is
+the dataset's first sample repeated to the batch, its shape and dtype; built, described by the probe, counted for
+predict at any batch size on fake tensors."""
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import dlperf as command
+from conftest import one_line_error, require
+
+torch = require("torch")
+
+import dlperf  # noqa: E402
+from dlperf.frameworks.torch import backend as tb  # noqa: E402
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
+
+TOKENS = '''
+import torch
+import dlperf
+
+
+class Tokens(torch.utils.data.Dataset):
+    """Sequences of 12 token ids below 50, the next token's id as the target."""
+
+    def __len__(self):
+        return 100
+
+    def __getitem__(self, i):
+        ids = (torch.arange(12) * (i + 1)) % 50
+        return ids, int(ids[-1] + 1) % 50
+
+
+def make():
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(12 * 8, 50))
+    return dlperf.user_workload("tokens", model, None, torch.nn.functional.cross_entropy, batch_size=4,
+                                dataset=Tokens())
+
+
+def neither():
+    model = torch.nn.Linear(4, 2)
+    return dlperf.user_workload("neither", model, None, torch.nn.functional.cross_entropy, batch_size=4)
+'''
+
+
+@pytest.fixture
+def tokens(tmp_path):
+    (tmp_path / "tokens.py").write_text(TOKENS)
+    return str(tmp_path / "tokens.py")
+
+
+def workload(source: str, batch: int = 4) -> Workload:
+    """As the plan describes a user's workload: its input, classes and optimizer are the factory's own."""
+    return Workload("tokens", "user", {}, InputSpec("vector", (12,)), 50, batch, OptimizerSpec(), source=source)
+
+
+def test_user_workload_takes_a_dataset_without_make_batch():
+    ds = torch.utils.data.TensorDataset(torch.randn(10, 3), torch.zeros(10, dtype=torch.long))
+    user = dlperf.user_workload("m", torch.nn.Linear(3, 2), None, torch.nn.functional.cross_entropy, batch_size=64,
+                                dataset=ds)  # fmt: skip
+    assert user.make_batch is None and user.dataset is ds
+
+
+def test_neither_make_batch_nor_a_dataset_is_refused_naming_both():
+    with pytest.raises(ValueError, match="make_batch must be callable, or pass dataset="):
+        dlperf.user_workload("m", torch.nn.Linear(3, 2), None, torch.nn.functional.cross_entropy, batch_size=4)
+
+
+def test_the_synthetic_batch_is_the_datasets_first_sample_repeated(tokens):
+    step = tb.build(workload(f"{tokens}:make", batch=6), "cpu", "fp32")
+    first = (torch.arange(12) * 1) % 50
+    assert step.inputs.shape == (6, 12) and step.inputs.dtype == torch.long  # the planned batch, the sample's dtype
+    assert all(torch.equal(row, first) for row in step.inputs)
+    assert step.targets.tolist() == [12] * 6
+    step.step()
+
+
+def test_the_probe_describes_the_datasets_sample(tokens):
+    answer = tb.probe({"what": "workload", "source": f"{tokens}:make"})
+    assert answer["input_shape"] == [12] and answer["input_dtype"] == "int64" and answer["batch"] == 4
+
+
+def test_predicts_count_draws_the_batch_from_the_dataset_at_any_size(tokens):
+    answer = tb.op_count(workload(f"{tokens}:make"), "fp32", 100_000)
+    assert "error" not in answer, answer
+    assert answer["input_bytes"] == 100_000 * (12 * 8 + 8)  # int64 ids and targets, on fake tensors
+
+
+def test_a_factory_with_neither_is_one_line_naming_dataset(tokens):
+    from dlperf.errors import UsageError
+
+    with pytest.raises(UsageError, match="dataset="):
+        tb.probe({"what": "workload", "source": f"{tokens}:neither"})
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# --data DIR and a user workload (issue 31): refused when planned without dataset= or loader=; DIR given to a factory
+# that takes data_dir, so its paths need not be hard-coded
+
+FROM_DIR = '''
+from pathlib import Path
+
+import torch
+import dlperf
+
+
+class Rows(torch.utils.data.Dataset):
+    """The rows of DIR/rows.txt: 8 numbers and a class each."""
+
+    def __init__(self, path):
+        self.rows = [[float(v) for v in line.split()] for line in Path(path).read_text().splitlines()]
+
+    def __len__(self):
+        return len(self.rows)
+
+    def __getitem__(self, i):
+        return torch.tensor(self.rows[i][:8]), int(self.rows[i][8])
+
+
+def make(data_dir):
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 3))
+    return dlperf.user_workload("rows", model, None, torch.nn.functional.cross_entropy, batch_size=4,
+                                dataset=Rows(Path(data_dir) / "rows.txt"))
+
+
+def optional(data_dir=None):
+    assert data_dir is None or Path(data_dir).is_dir()
+    return make(data_dir) if data_dir is not None else synthetic()
+
+
+def synthetic():
+    model = torch.nn.Linear(8, 3)
+    batch = lambda n, device: (torch.randn(n, 8, device=device), torch.zeros(n, dtype=torch.long, device=device))
+    return dlperf.user_workload("plain", model, batch, torch.nn.functional.cross_entropy, batch_size=4)
+'''
+
+
+@pytest.fixture
+def from_dir(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "rows.txt").write_text("".join(f"{' '.join(['0.5'] * 8)} {i % 3}\n" for i in range(10)))
+    (tmp_path / "rows.py").write_text(FROM_DIR)
+    return tmp_path
+
+
+def test_data_dir_is_given_to_a_factory_that_takes_it(from_dir):
+    data = str(from_dir / "data")
+    answer = tb.probe({"what": "workload", "source": f"{from_dir}/rows.py:make", "data_dir": data})
+    assert answer["name"] == "rows" and answer["input_shape"] == [8]
+    w = workload(f"{from_dir}/rows.py:make")
+    step = tb.build(replace(w, extra={"data_dir": data}), "cpu", "fp32")  # the plan's workload: the worker's build
+    assert step.inputs.shape == (4, 8) and step.targets.tolist() == [0] * 4
+    assert tb.probe({"what": "workload", "source": f"{from_dir}/rows.py:optional"})["name"] == "plain"
+
+
+@pytest.mark.slow  # the plan's probes end to end (12 s); the factory's data_dir is also checked in-process above
+def test_a_run_planned_with_data_dir_reads_the_factorys_dataset(from_dir):
+    proc = command("run", "--workloads", f"{from_dir}/rows.py:make", "--data", str(from_dir / "data"), "--threads", "1",
+                  "--dry-run")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_a_factory_that_needs_data_dir_without_data_dir_is_one_line(from_dir):
+    proc = command("run", "--workloads", f"{from_dir}/rows.py:make", "--threads", "1", "--dry-run")
+    one_line_error(proc, "make", "data_dir", "--data DIR")
+
+
+def test_a_user_workload_without_dataset_or_loader_under_data_dir_is_refused_when_planned(from_dir):
+    db = from_dir / "d.db"
+    proc = command("run", "--workloads", f"{from_dir}/rows.py:synthetic", "--data", str(from_dir / "data"),
+                  "--threads", "1", "--min-steps", "1", "--min-time", "0", "--max-time", "0.5", db=db,
+                  timeout=300)  # fmt: skip
+    one_line_error(proc, "plain", "dataset=", "loader=")
+    assert not db.exists()
