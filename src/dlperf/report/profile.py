@@ -253,13 +253,14 @@ def _verdict(bound: Bound, lvl: str, figure: str, device: str, peaks: Mapping[st
     return Verdict(bound, lvl, figure, modes, ADVICE.get(bound, ""))
 
 
-def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[str, Verdict]:
+def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord],
+             profiles: Mapping[str, ProfileRecord] | None = None) -> dict[str, Verdict]:  # fmt: skip
     """Cell key -> the verdict of its stored profile, against the peaks measured on the run's machine; a cell
     without a profile, or whose profile could not be taken, has none. The cells may come from several runs (a
-    report's): each has its own run's profile."""
+    report's): each has its own run's profile, unless `profiles` says which (the report's: the latest of each)."""
     from dlperf.report.utilization import dispatch_lookup, peak_lookup
 
-    profiles = profiles_of(store, cells)
+    profiles = profiles_of(store, cells) if profiles is None else profiles
     found = {}
     for cell in cells:
         profile = profiles.get(cell.key)
