@@ -20,8 +20,8 @@ def _finish(capsys, n):
 
 
 def test_each_finished_cell_shows_its_sample_count_and_flags_few(capsys):
-    assert _finish(capsys, 12) == "[1/2] resnet-18 torch cpu:1: median 4.200 s, n=12"
-    assert _finish(capsys, 1) == "[1/2] resnet-18 torch cpu:1: median 4.200 s, n=1 (few samples)"
+    assert _finish(capsys, 12) == "[1/2] resnet-18 torch cpu:1: median 4.20 s, n=12"
+    assert _finish(capsys, 1) == "[1/2] resnet-18 torch cpu:1: median 4.20 s, n=1 (few samples)"
 
 
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07net\x9b31m\x08\r[bold]x[/]"  # clear screen, retitle, CSI, backspace, CR, markup
@@ -65,7 +65,7 @@ def test_a_profiled_cell_shows_profiling_and_its_time_counts_in_the_eta(capsys):
         "[1/3] profiling resnet-18 torch cpu:1 ...",
         "[1/3] resnet-18 torch cpu:1: profiled in 3 s, trace /t/a.json.gz",
         "[2/3] resnet-18 torch cpu:1 ...",
-        "[2/3] resnet-18 torch cpu:1: median 4.200 s, n=12",
+        "[2/3] resnet-18 torch cpu:1: median 4.20 s, n=12",
         "[2/3] profiling resnet-18 torch cpu:1 ...",
         "[2/3] resnet-18 torch cpu:1: profile failed: RuntimeError: x",
     ]

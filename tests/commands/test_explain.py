@@ -65,7 +65,7 @@ def test_profile_prints_each_cells_shares_verdict_modes_overhead_and_trace(profi
 
     print_profiles(str(profiled_db), 1)
     out = capsys.readouterr().out
-    assert "fcn-r torch cpu:1 fp32: 800 ms per step" in out
+    assert "fcn-r torch cpu:1 fp32: 0.800 s per step" in out
     assert "  where the timed step goes: host 62%, matmul 25%, elementwise 12%" in out  # 0.5, 0.2, 0.1 of 0.8 s
     assert "  verdict: launch-bound (highly): host/dispatch 62% of the step, 4100 ops per step" in out
     assert "  try: --modes compile" in out and "  trace: /traces/fcn-r.json.gz" in out
@@ -86,7 +86,7 @@ def test_profile_prints_the_dispatch_floor_when_peak_measured_the_dispatch_cost(
         store.close()
     print_profiles(str(profiled_db), 1)
     out = capsys.readouterr().out
-    floor = "dispatch floor 410 ms (51% of the step): 4100 ops x 100 us"  # of the timed 0.8 s; the 1-thread cost
+    floor = "dispatch floor 0.410 s (51% of the step): 4100 ops x 100 µs"  # of the timed 0.8 s; the 1-thread cost
     assert f"  verdict: launch-bound (highly): host/dispatch 62% of the step, 4100 ops per step; {floor}" in out
     assert f"\n  {floor}\n" in out
 

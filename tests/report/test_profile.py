@@ -120,7 +120,7 @@ def test_a_launch_verdict_cites_the_dispatch_floor_when_a_cost_was_measured():
     profile = step(ops_per_step=4100, host=0.62, elementwise=0.2, matmul=0.18)  # a 1 s step
     v = verdict(profile, launch_cost_s=1e-4)
     assert v.figure == ("host/dispatch 62% of the step, 4100 ops per step; "
-                        "dispatch floor 410 ms (41% of the step): 4100 ops x 100 us")  # fmt: skip
+                        "dispatch floor 0.410 s (41% of the step): 4100 ops x 100 µs")  # fmt: skip
     assert verdict(profile).figure == "host/dispatch 62% of the step, 4100 ops per step"
     assert "floor" not in verdict(step(ops_per_step=10, matmul=0.95, host=0.05), launch_cost_s=1e-4).figure
 

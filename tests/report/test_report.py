@@ -189,7 +189,9 @@ def test_plot_each_kind(tmp_path, report_db, kind, charts):
     assert done.stdout == f"wrote {out} ({charts} chart{'s' if charts > 1 else ''})\n"
     # each chart 960 x 600 at the default 150 dpi; the first series in the palette's first colour, in each of two
     # charts of lines side by side
-    assert_png_draws(out, charts, colours=["#1f77b4"], columns=charts)
+    # utilization: one lying bar per cell, 9 inches wide
+    size = (1350, 600) if kind == "utilization" else (960, 600)
+    assert_png_draws(out, charts, colours=["#1f77b4"], columns=charts, chart_px=size)
 
 
 def test_plot_profile_draws_a_bar_per_profiled_cell_and_says_when_none_was(tmp_path, report_db):

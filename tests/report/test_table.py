@@ -50,7 +50,8 @@ def test_no_star_from_a_comparison_the_machine_disturbed_and_the_note_says_why()
     view = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1, warnings=[busy])])
     assert view.rows[0].best_cpu_column() is None
     assert table.row_values(view, view.rows[0])[3:] == ["0.900 n=10", "1.100 n=10"]
-    assert f"fcn-s torch: no fastest thread count starred, the machine disturbed cpu:2: {busy}" in view.notes
+    assert view.notes == [f"fcn-s torch cpu:2: {busy}", "no fastest thread count starred in fcn-s torch: a compared "
+                          "cell was disturbed (above)"]  # fmt: skip
     quiet = table.build(1, [cell("fcn-s", "cpu", 1, 0.9), cell("fcn-s", "cpu", 2, 1.1)])
     assert quiet.rows[0].best_cpu_column() == "cpu:1" and not quiet.notes
     # a wide IQR is the steps' own spread, not the machine's: the medians still compare (make run's fcn-s at 2
@@ -184,7 +185,7 @@ def test_a_cell_whose_loss_was_not_finite_is_marked_noted_and_never_the_best():
     view = table.build(1, cells)
     fp32 = next(r for r in view.rows if r.mode == "fp32")
     assert table.cell_text(fp32, "cpu:2") == f"0.500{table.LOSS_MARK} n=20" and fp32.best_cpu_column() is None
-    assert f"fcn-r torch cpu:2: {warning}" in view.notes
+    assert f"fcn-r torch cpu:2, fcn-r torch bf16 cpu:2: {warning}" in view.notes  # one warning, named once
     assert any(line.startswith(f"{table.LOSS_MARK} = the loss was not finite") for line in table.legend(view))
     assert json.loads(table.render_json(view))["rows"][0]["cells"]["cpu:2"]["loss_finite"] is False
     assert table.LOSS_MARK in table.render_markdown(view)
@@ -198,5 +199,37 @@ def test_a_table_of_cells_whose_loss_is_finite_or_unknown_has_no_loss_mark():
     view = table.build(
         1, [make_cell(threads=1, median_s=0.9, n=20, loss_finite=True), make_cell(threads=2, median_s=0.5, n=20)]
     )
-    assert table.legend(view) == [table.LEGEND]
+    assert not any(table.LOSS_MARK in line for line in table.legend(view))
     assert "loss_finite" not in table.render_json(view)
+
+
+def busy_cells(share_by_cell):
+    return [cell(w, "cpu", t, 0.5 + t / 10, warnings=[f"other processes used {share}% of the CPUs while this cell was "
+                 "timed", "noisy: IQR is 12% of the median"]) for (w, t), share in share_by_cell.items()]  # fmt: skip
+
+
+def test_each_kind_of_note_is_one_line_naming_its_cells():
+    """Issue 31, item 12: `make run` printed 39 notes for 14 cells, each disturbance twice (per cell, then per row)."""
+    cells = busy_cells({("fcn-s", 1): 40, ("fcn-s", 2): 48, ("lstm", 1): 30, ("lstm", 2): 35})
+    emulated = {"status": "unsupported", "mode": "bf16", "error": "bf16 is emulated here"}
+    cells += [cell("fcn-s", "cpu", 4, None, **emulated), cell("lstm", "cpu", 4, None, **emulated)]
+    notes = table.build(1, cells).notes
+    assert notes == [
+        "other processes used the CPUs while these cells were timed: fcn-s torch cpu:1 (40%), fcn-s torch cpu:2 "
+        "(48%), lstm torch cpu:1 (30%), lstm torch cpu:2 (35%)",
+        "noisy: the steps' IQR is wide against the median: fcn-s torch cpu:1 (12%), fcn-s torch cpu:2 (12%), "
+        "lstm torch cpu:1 (12%), lstm torch cpu:2 (12%)",
+        "fcn-s torch bf16 cpu:4, lstm torch bf16 cpu:4: unsupported: bf16 is emulated here",
+        "no fastest thread count starred in fcn-s torch, lstm torch: a compared cell was disturbed (above)",
+    ]
+
+
+def test_the_legend_explains_only_the_marks_that_appear():
+    """Issue 31, item 12: the legend explained `*` and `(N%)` when neither appeared."""
+    plain = table.legend(table.build(1, busy_cells({("fcn-s", 1): 40, ("fcn-s", 2): 48})))
+    assert len(plain) == 1 and "median of n steady-state training steps" in plain[0]
+    assert table.BEST_MARK not in plain[0] and "(N%)" not in plain[0] and table.FEW_MARK not in plain[0]
+    marked = [cell("fcn-s", "cpu", 1, 1.0, utilization=0.4), cell("fcn-s", "cpu", 2, 0.6, n=2)]
+    [line] = table.legend(table.build(1, [*marked, cell("lstm", "cpu", 1, 1.0), cell("lstm", "cpu", 2, 0.5)]))
+    assert f"{table.BEST_MARK} = fastest CPU thread count" in line and "(N%) = utilization" in line
+    assert f"{table.FEW_MARK} = fewer than" in line

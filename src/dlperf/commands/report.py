@@ -9,7 +9,10 @@ from dlperf.commands.common import db_path, warn_unreadable, write_file
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
-RUN_HELP = "run id, a comma list of ids, or all (default: the latest run); a later run's cell replaces an earlier one"
+RUN_HELP = (
+    "run id, a comma list of ids, or all (default: the latest run); each workload's cells come from the latest of "
+    "them that measured it, so that what is compared was measured together"
+)
 
 
 HELP = "a self-contained HTML report of a run (charts, paper comparison, warnings)"

@@ -41,7 +41,8 @@ class Chart:
     id: str  # stable and unique within a report: the HTML anchor and the `dlperf plot` selector
     kind: str  # "lines" (numeric x), "bars" (categories on x, one bar per series in each), "stacked" (one
     # horizontal bar per category, the series its parts, in percent) or "columns" (one upright bar per category,
-    # the series its parts stacked bottom up, in the axis' unit)
+    # the series its parts stacked bottom up, in the axis' unit) or "hbars" (one lying bar per category, its
+    # value written beside it, the labels level at the left)
     title: str
     xlabel: str
     ylabel: str
@@ -271,8 +272,8 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
     series: dict[str, Series] = {}
     categories = []
     for c in measured:
-        category = f"{c.workload} {c.column}"
         label = series_label(c, shown)
+        category = f"{c.workload} {c.column} {label}"  # a bar of its own: in groups, many series made hairlines
         headline = f"{100 * c.utilization:.1f}% of the measured peak"
         series.setdefault(label, Series(label, [])).points.append(
             Point(category, 100 * c.utilization, tip=tip(c, headline))
@@ -280,7 +281,7 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
         if category not in categories:
             categories.append(category)
     return Chart(
-        "utilization", "bars", "Utilization of the measured peak", "", "% of peak FLOP/s", list(series.values()),
+        "utilization", "hbars", "Utilization of the measured peak", "% of peak FLOP/s", "", list(series.values()),
         categories=categories, caption="the step's FLOPs at the matmul peak `dlperf peak` measured for the same "
         "device, dtype and threads, as a share of the measured step time",
     )  # fmt: skip

@@ -80,7 +80,7 @@ def _errors(points: list[Point]) -> list[list[float]]:
 
 def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | None = None) -> None:
     """Draw `chart` into matplotlib axes; `tag(artist, tip)` marks each hoverable element."""
-    drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked, "columns": _columns}[chart.kind]
+    drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked, "columns": _columns, "hbars": _hbars}[chart.kind]
     drawer(ax, chart, colors, tag or (lambda artist, text: None))
     ax.set_title(chart.title, loc="left")
     ax.set_xlabel(chart.xlabel)
@@ -106,7 +106,7 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
             handlelength=1.2,
             columnspacing=1.0,
         )  # above the bars, in the categories' order
-    elif len(handles) > 1 and chart.kind in ("bars", "columns"):
+    elif len(handles) > 1 and chart.kind in ("bars", "columns", "hbars"):
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
     elif len(handles) > 1:
         ax.legend(handles=handles, loc="best")
@@ -190,6 +190,18 @@ def _stacked(ax, chart: Chart, colors: dict, tag) -> None:
     ax.grid(axis="y", visible=False)
 
 
+def _hbars(ax, chart: Chart, colors: dict, tag) -> None:
+    """One lying bar per category, coloured by its series, its value beside it: level labels however many bars
+    (upright bars grouped by series became hairlines under tilted labels)."""
+    index, ends = _stack(ax, chart, colors, tag, upright=False)
+    for i in index.values():
+        ax.text(ends[i], i, f" {ends[i]:.1f}", va="center", fontsize=8)
+    ax.set_yticks(range(len(chart.categories)), chart.categories)
+    ax.set_xlim(0, max(ends, default=1.0) * 1.15 or 1.0)
+    ax.invert_yaxis()
+    ax.grid(axis="y", visible=False)
+
+
 def _columns(ax, chart: Chart, colors: dict, tag) -> None:
     """One upright bar per category, its parts the series stacked bottom up; each of the chart's `lines` a dashed
     reference across them (the synthetic step under the loader settings' steps)."""
@@ -203,7 +215,7 @@ def _columns(ax, chart: Chart, colors: dict, tag) -> None:
 def _size(chart: Chart) -> tuple[float, float]:
     if chart.kind == "lines":
         return (6.4, 3.8)
-    if chart.kind == "stacked":
+    if chart.kind in ("stacked", "hbars"):
         return (9.0, 1.4 + 0.32 * len(chart.categories))
     if chart.kind == "columns":
         return (min(max(5.0, 2.5 + 0.5 * len(chart.categories)), 12.0), 3.8)
@@ -249,9 +261,10 @@ def save(charts: list[Chart], path: str | Path, dpi: int = 150) -> None:
     cols = 1 if len(charts) == 1 else 2
     rows = math.ceil(len(charts) / cols)
     width = max(_size(c)[0] for c in charts)
+    height = max(4.0, *(_size(c)[1] for c in charts))  # a lying bar per cell: room for each label
     colors = palette(charts)
     with plt.rc_context({**STYLE, "svg.hashsalt": "dlperf"}):
-        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, 4.0 * rows), layout="constrained", squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), layout="constrained", squeeze=False)
         try:
             for ax, chart in zip(axes.flat, charts, strict=False):
                 draw(ax, chart, colors)

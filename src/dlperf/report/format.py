@@ -34,19 +34,32 @@ def significant(value: float, digits: int = 3) -> str:
     return f"{value:.{decimals}f}"
 
 
+def figure(value: float) -> str:
+    """A rate or a ratio to three significant figures, trailing zeros dropped, never in scientific notation: 40 GB/s,
+    2.5 FLOP/byte, 14600 GFLOP/s (`:.3g` writes 1.46e+04)."""
+    if value == 0 or not math.isfinite(value) or 1e-3 <= abs(value) < 1e3:
+        return f"{value:.3g}"
+    if abs(value) >= 1e3:
+        return f"{round(value, 2 - math.floor(math.log10(abs(value)))):.0f}"
+    text = significant(value)
+    return text.rstrip("0").rstrip(".")
+
+
 def short_time(value: float) -> str:
     """A time under 0.1 s in the unit it reads in: 21.0 ms, 850 µs (three significant figures)."""
     return f"{significant(value * 1e3)} ms" if value >= 1e-3 else f"{significant(value * 1e6)} µs"
 
 
 def seconds(value: float | None) -> str:
-    """Seconds with three significant figures, in the unit a person reads fastest."""
+    """Seconds with three significant figures, in the unit a person reads fastest: 14.6 s, 0.500 s, 21.0 ms, 850 µs,
+    and from 1000 s on 24.3 min. Every duration a view prints goes through here (or `table_seconds`), never `:.3g`,
+    which writes a 14.6 s step as 1.46e+04 ms."""
     if value is None:
         return "-"
-    if value >= 100:
-        return f"{value / 60:.1f} min"
+    if value >= 1000:
+        return f"{significant(value / 60)} min"
     if value >= 0.1:
-        return f"{value:.3f} s"
+        return f"{significant(value)} s"
     return short_time(value)
 
 

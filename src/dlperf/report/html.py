@@ -41,6 +41,7 @@ def render(data: Loaded, at: Path | None = None) -> str:
     groups = pipeline.build(cells)
     all_charts += [pipeline.chart(g) for g in groups]
     all_charts += [crossover.chart(x) for x in data.crossovers]
+    all_charts = [c for c in all_charts if c.points]  # an unsupported cell's group draws no empty chart
     forecast = predicted.rows(cells, data.predictions)
     colors = figures.palette(all_charts)
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
@@ -102,7 +103,18 @@ def _table7(data: Loaded) -> str:
             tds.append(_table_cell(row.cells.get(column), text, column == best_column))
         body.append(f"<tr>{''.join(tds)}</tr>")
     legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in table.legend(view))
-    return f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>{legend}'
+    table_html = f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    return _sources(data) + table_html + legend
+
+
+def _sources(data: Loaded) -> str:
+    """Which run each workload's cells come from, when the report holds several, and what was left out."""
+    if not data.sources:
+        return ""
+    named = ", ".join(f"{w} from run {r}" for w, r in data.sources.items())
+    lines = [f"Each workload's cells come from the latest run that measured it, all from that one run: {named}.",
+             *data.notes]  # fmt: skip
+    return "".join(f'<p class="note">{escape(line)}</p>' for line in lines)
 
 
 def _table_cell(cell: CellRecord | None, text: str, is_best: bool) -> str:
@@ -222,8 +234,9 @@ def _profiles(data: Loaded, at: Path | None) -> str:
         else:
             what, figure, tries = v.label, v.figure, "; ".join([*v.modes, *([v.advice] if v.advice else [])])
         overhead = f"{record.overhead:.2f}x" if record.overhead else "-"
-        texts = [f"{cell.workload} {cell.column} {cell.framework} {cell.mode}", seconds(cell.median_s), what, figure,
-                 tries or "-", overhead]  # fmt: skip
+        elsewhere = f", profiled in run {record.run_id}" if record.run_id != cell.run_id else ""
+        texts = [f"{cell.workload} {cell.column} {cell.framework} {cell.mode}{elsewhere}", seconds(cell.median_s),
+                 what, figure, tries or "-", overhead]  # fmt: skip
         trace = _trace_link(record.figures.trace if record.ok else None, at)
         rows.append("<tr>" + "".join(f"<td>{escape(t)}</td>" for t in texts) + f"<td>{trace}</td></tr>")
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
@@ -272,16 +285,25 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
 
 
 def _environment(data: Loaded) -> str:
-    parts = []
-    for run in data.runs:
-        rows = [[k, v] for k, v in flatten(run.env)]
-        title = f"Run {run.id}: started {run.started_at}, {run.status}"
-        if run.origin:  # copied in by `dlperf merge`
-            title += f"; merged from run {run.origin.run_id} of {run.origin.db}"
-        argv = " ".join(run.argv)
-        parts.append(f"<h3>{escape(title)}</h3><p><code>{escape(argv)}</code></p>" + _html_table(
-            ["setting", "value"], rows, "env"))  # fmt: skip
+    """The latest run's environment in full; each earlier run's command, and only the settings where it differs."""
+    last = data.runs[-1]
+    latest = dict(flatten(last.env))
+    parts = [_run_heading(last) + _html_table(["setting", "value"], [[k, v] for k, v in latest.items()], "env")]
+    for run in reversed(data.runs[:-1]):
+        own = dict(flatten(run.env))
+        differ = [[k, own.get(k, "-"), latest.get(k, "-")] for k in dict.fromkeys([*own, *latest])
+                  if own.get(k, "-") != latest.get(k, "-")]  # fmt: skip
+        parts.append(_run_heading(run) + (
+            _html_table(["setting", f"run {run.id}", f"run {last.id}"], differ, "env-diff") if differ
+            else _none(f"The same environment as run {last.id}.")))  # fmt: skip
     return "".join(parts)
+
+
+def _run_heading(run) -> str:
+    title = f"Run {run.id}: started {run.started_at}, {run.status}"
+    if run.origin:  # copied in by `dlperf merge`
+        title += f"; merged from run {run.origin.run_id} of {run.origin.db}"
+    return f"<h3>{escape(title)}</h3><p><code>{escape(' '.join(run.argv))}</code></p>"
 
 
 def flatten(env: dict, prefix: str = "") -> list[tuple[str, str]]:

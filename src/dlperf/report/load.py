@@ -12,7 +12,7 @@ from dlperf.errors import UnreadableRow, UsageError
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
 from dlperf.report.predicted import read as predictions_of
-from dlperf.report.profile import Verdict, profiles_of, verdicts
+from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
 from dlperf.store import Store
@@ -32,6 +32,8 @@ class Loaded:
     verdicts: dict[str, Verdict] = field(default_factory=dict)  # cell key -> what bounds its profiled step
     crossovers: list[Crossover] = field(default_factory=list)  # the chosen runs that are `dlperf crossover` runs
     predictions: dict[str, list[PredictionRecord]] = field(default_factory=dict)  # cell key -> its own run's
+    sources: dict[str, int] = field(default_factory=dict)  # workload -> the run its cells come from (several runs)
+    notes: list[str] = field(default_factory=list)  # what several runs' report left out, and why
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -48,7 +50,9 @@ def parse_runs(text: str | None) -> list[int] | str | None:
 
 
 def load(db: str, runs: list[int] | str | None = None) -> Loaded:
-    """Cells of the chosen runs; where two runs measured the same cell, the later run's measurement is shown.
+    """Cells of the chosen runs: each workload's from the latest run that measured it, so that what a view compares
+    (thread counts, modes, frameworks, CPU against GPU) was measured together; another run's cells of that workload
+    are left out, named in `notes`. A cell's profile is the latest the chosen runs took of it, whichever run that was.
 
     Runs from different machines are refused: one picture mixing two machines would mislead (`dlperf compare` is for
     that). A cell whose stored row no longer decodes is left out and named in `unreadable`, for the command to say."""
@@ -66,11 +70,13 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
         samples: dict[str, list[list[float]]] = {}
         predictions: dict[str, list[PredictionRecord]] = {}
         unreadable: list[UnreadableRow] = []
+        found = {run.id: store.cells(run.id, unreadable=unreadable.append) for run in rows}
+        sources = _sources(found)
         for run in rows:
             predicted = predictions_of(store, run.id, unreadable.append)
-            for cell in store.cells(run.id, unreadable=unreadable.append):
-                if cell.status is Status.PENDING and cell.key in latest:
-                    continue  # an unfinished later run does not hide an earlier measurement
+            for cell in found[run.id]:
+                if sources[cell.workload] != run.id:
+                    continue  # measured apart from the cells shown beside it
                 try:
                     per_process = [s for s in store.samples(run.id, cell.key) if s]
                 except UnreadableRow as fault:
@@ -80,20 +86,57 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
                 samples[cell.key] = per_process
                 predictions[cell.key] = predicted.get(cell.key, [])  # the shown measurement's run predicted these
         cells = list(latest.values())
-        found = attach_utilization(store, rows[-1].fingerprint, cells)
-        profiles, bounds = _profiles(store, rows[-1].fingerprint, cells, unreadable)
+        peaks = attach_utilization(store, rows[-1].fingerprint, cells)
+        profiles, bounds = _profiles(store, rows, cells, unreadable)
         crossovers = crossover.read(store, [r.id for r in rows], unreadable.append)
     finally:
         store.close()
-    return Loaded(db, rows, cells, samples, found, unreadable, profiles, bounds, crossovers, predictions)
+    shown = sources if len(rows) > 1 else {}
+    return Loaded(db, rows, cells, samples, peaks, unreadable, profiles, bounds, crossovers, predictions, shown,
+                  left_out(found, sources))  # fmt: skip
 
 
-def _profiles(store: Store, fingerprint: dict, cells: list[CellRecord], unreadable: list[UnreadableRow]
+def _sources(found: dict[int, list[CellRecord]]) -> dict[str, int]:
+    """Workload -> the latest run that measured it (a run that only planned it counts where no run measured it: an
+    unfinished later run does not hide an earlier measurement)."""
+    sources: dict[str, int] = {}
+    for measured in (False, True):
+        for run_id, cells in found.items():  # in run order: the later run wins
+            for cell in cells:
+                if not measured or cell.status is not Status.PENDING:
+                    sources[cell.workload] = run_id
+    return sources
+
+
+def left_out(found: dict[int, list[CellRecord]], sources: dict[str, int]) -> list[str]:
+    """Per workload, the cells other runs measured that its run did not: not shown, since they were measured apart
+    (a run's cell that the shown run measured again is replaced, not left out)."""
+    notes = []
+    for workload, run_id in sources.items():
+        shown = {c.key for c in found[run_id] if c.workload == workload}
+        apart = {c.key: (r, c) for r, cells in found.items() if r != run_id for c in cells
+                 if c.workload == workload and c.key not in shown and c.status is not Status.PENDING}  # fmt: skip
+        if apart:
+            named = ", ".join(f"{_short(c)} of run {r}" for r, c in apart.values())
+            flags = ", ".join(f"--run {r}" for r in sorted({r for r, _ in apart.values()}))
+            notes.append(f"{workload}: from run {run_id}; {named} left out, measured apart from run {run_id}'s cells "
+                         f"(dlperf report {flags} shows them)")  # fmt: skip
+    return notes
+
+
+def _short(cell: CellRecord) -> str:
+    return f"{cell.column} {cell.mode}" + (f" data:{cell.loader}" if cell.loader else "")
+
+
+def _profiles(store: Store, rows: list[RunRecord], cells: list[CellRecord], unreadable: list[UnreadableRow]
               ) -> tuple[dict[str, ProfileRecord], dict[str, Verdict]]:  # fmt: skip
-    """The cells' profiles and verdicts; a profile row that no longer decodes leaves the report without profiles,
-    named in `unreadable`, rather than without a report."""
+    """The cells' profiles, each the latest the chosen runs took of it (a later run that measured the cell again
+    without profiling it does not drop it), and their verdicts; a profile row that no longer decodes leaves the
+    report without profiles, named in `unreadable`, rather than without a report."""
     try:
-        return profiles_of(store, cells), verdicts(store, fingerprint, cells)
+        shown = {c.key for c in cells}
+        profiles = {k: p for run in rows for k, p in store.profiles(run.id).items() if k in shown}
+        return profiles, verdicts(store, rows[-1].fingerprint, cells, profiles)
     except UnreadableRow as fault:
         unreadable.append(fault)
         return {}, {}

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components
 from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
-from dlperf.report.format import seconds
+from dlperf.report.format import figure, seconds
 from dlperf.vocab import Bound, Category, DeviceKind
 
 if TYPE_CHECKING:
@@ -125,12 +125,12 @@ def _floor_share(profile: Profiled, cost_s: float | None, overhead: float | None
 
 
 def floor_text(profile: Profiled, cost_s: float | None, overhead: float | None) -> str | None:
-    """ "dispatch floor 2.1 ms (35% of the step): 1000 ops x 2.1 us", or None without a count or a cost."""
+    """ "dispatch floor 2.10 ms (35% of the step): 1000 ops x 2.10 µs", or None without a count or a cost."""
     if (floor := _floor(profile, cost_s, overhead)) is None:
         return None
-    (seconds, share), (count, name) = floor, floor_count(profile)
+    (floor_s, share), (count, name) = floor, floor_count(profile)
     of_step = f" ({100 * share:.0f}% of the step)" if share is not None else ""
-    return f"dispatch floor {1000 * seconds:.3g} ms{of_step}: {count} {name} x {1e6 * cost_s:.3g} us"
+    return f"dispatch floor {seconds(floor_s)}{of_step}: {count} {name} x {seconds(cost_s)}"
 
 
 def timed_categories(profile: Profiled, overhead: float | None = None) -> tuple[dict[str, float], float | None]:
@@ -263,13 +263,14 @@ def fit_of(cell: CellRecord, peaks: Mapping[str, float], env: dict | None) -> Fi
     return Fit.of(cell.device, cell.workload_spec or {}, dict(peaks), probe_speed)
 
 
-def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord]) -> dict[str, Verdict]:
+def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord],
+             profiles: Mapping[str, ProfileRecord] | None = None) -> dict[str, Verdict]:  # fmt: skip
     """Cell key -> the verdict of its stored profile, against the peaks measured on the run's machine; a cell
     without a profile, or whose profile could not be taken, has none. The cells may come from several runs (a
-    report's): each has its own run's profile."""
+    report's): each has its own run's profile, unless `profiles` says which (the report's: the latest of each)."""
     from dlperf.report.utilization import dispatch_lookup, peak_lookup
 
-    profiles = profiles_of(store, cells)
+    profiles = profiles_of(store, cells) if profiles is None else profiles
     envs = {run_id: store.run(run_id).env for run_id in {c.run_id for c in cells if c.key in profiles}}
     found = {}
     for cell in cells:
@@ -366,13 +367,13 @@ def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
         bits = []
         if a.flops_per_s:
             of = f" ({100 * a.of_peak:.0f}% of the {_dtype(mode)} peak)" if a.of_peak is not None else ""
-            bits.append(f"{a.flops_per_s / 1e9:.3g} GFLOP/s{of}")
+            bits.append(f"{figure(a.flops_per_s / 1e9)} GFLOP/s{of}")
         if a.bytes_per_s:
             cached = ": from caches" if a.of_bandwidth and a.of_bandwidth > 1 else ""  # STREAM's arrays fit in none
             of = f" ({100 * a.of_bandwidth:.0f}% of the bandwidth{cached})" if a.of_bandwidth is not None else ""
-            bits.append(f"{a.bytes_per_s / 1e9:.3g} GB/s{of}")
+            bits.append(f"{figure(a.bytes_per_s / 1e9)} GB/s{of}")
         if a.intensity is not None:
-            bits.append(f"{a.intensity:.3g} FLOP/byte")
+            bits.append(f"{figure(a.intensity)} FLOP/byte")
         parts.append(f"{a.category} {', '.join(bits)}")
     return "achieved: " + "; ".join(parts) if parts else None
 
@@ -383,7 +384,7 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, each
     category's achieved FLOP/s and bytes/s against the measured peaks and bandwidth, the dispatch floor (with
     `dlperf peak`'s dispatch cost for the cell's machine), the profiler's overhead and the trace."""
-    timed = f"{1000 * cell.median_s:.3g} ms per step" if cell.median_s else cell.status.value
+    timed = f"{seconds(cell.median_s)} per step" if cell.median_s else cell.status.value
     lines = [f"{cell.cell.label}: {timed}"]
     if profile is None:
         return [*lines, f"  not profiled: {cell.error or 'the cell was not measured'}"]

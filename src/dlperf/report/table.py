@@ -18,6 +18,7 @@ from dlperf.report import data, ddp
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
+from dlperf.report.notes import grouped
 from dlperf.report.profile import Verdict
 from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
@@ -54,14 +55,22 @@ class Row:
             return None
         return min(ok, key=lambda c: ok[c].median_s)
 
-    def star_note(self) -> str | None:
-        """Why this row has no star although it compares thread counts."""
-        ok = self.timed_cpu_cells()
-        if len(ok) < 2 or self.best_cpu_column() is not None:
-            return None
-        why = "; ".join(f"{c}: {disturbances(v)[0]}" for c, v in ok.items() if disturbances(v))
+    def unstarred(self) -> bool:
+        """Whether this row compares thread counts but stars none, a compared cell being disturbed."""
+        return len(self.timed_cpu_cells()) >= 2 and self.best_cpu_column() is None
+
+    @property
+    def label(self) -> str:
         mode = "" if self.mode_label == "fp32" else f" {self.mode_label}"
-        return f"{self.workload} {self.framework}{mode}: no fastest thread count starred, the machine disturbed {why}"
+        return f"{self.workload} {self.framework}{mode}"
+
+
+def star_notes(rows: list[Row]) -> list[str]:
+    """One line naming the rows that star no thread count; the disturbances themselves are the cells' notes."""
+    unstarred = [r.label for r in rows if r.unstarred()]
+    if not unstarred:
+        return []
+    return [f"no fastest thread count starred in {', '.join(unstarred)}: a compared cell was disturbed (above)"]
 
 
 @dataclass
@@ -84,7 +93,7 @@ def build(run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | N
         row.cells[cell.column] = cell
     columns = sorted({c.column for c in cells}, key=column_order)
     show_mode = len({(c.mode, c.loader) for c in cells}) > 1
-    notes = _notes(cells) + [n for n in (r.star_note() for r in rows.values()) if n]
+    notes = _notes(cells) + star_notes(list(rows.values()))
     if verdicts is not None and any(c.key not in verdicts for c in cells):
         notes.append("verdict: a cell without a profile shows none; `dlperf profile WORKLOAD` or `dlperf run "
                      "--profile` profiles its cells")  # fmt: skip
@@ -115,7 +124,7 @@ def environment_label(where: str | None) -> str:
 
 
 def _notes(cells: list[CellRecord]) -> list[str]:
-    notes = parameter_notes(cells) + [f"{label}: {text}" for label, _, text in cell_notes(cells)]
+    notes = parameter_notes(cells) + grouped([(label, text) for label, _, text in cell_notes(cells)])
     return notes + ddp.notes(ddp.build(cells)) + utilization_notes(cells)
 
 
@@ -235,9 +244,13 @@ def row_values(view: TableView, row: Row) -> list[str]:
 
 LEGEND = (
     "seconds per mini-batch (under 0.1 s in ms or µs): median of n steady-state training steps (forward, backward, "
-    f"update); {BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed), {FEW_MARK} = fewer "
-    f"than {FEW_SAMPLES} samples; (N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured for the same "
-    "device and threads, as a share of the step time"
+    "update)"
+)
+BEST_LEGEND = f"{BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed)"
+FEW_LEGEND = f"{FEW_MARK} = fewer than {FEW_SAMPLES} samples"
+UTILIZATION_LEGEND = (
+    "(N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured for the same device and threads, as a "
+    "share of the step time"
 )
 
 
@@ -245,9 +258,15 @@ LOSS_LEGEND = f"{LOSS_MARK} = the loss was not finite (nan or inf) after the tim
 
 
 def legend(view: TableView) -> list[str]:
-    """The marks' legend: LOSS_MARK's line only where a cell carries it."""
-    marked = any(c.loss_finite is False for r in view.rows for c in r.cells.values())
-    return [LEGEND, *([LOSS_LEGEND] if marked else [])]
+    """The table's legend, each mark explained only where a cell carries it."""
+    shown = [c for r in view.rows for c in r.cells.values() if c.ok and c.median_s is not None]
+    marks = [
+        *([BEST_LEGEND] if any(r.best_cpu_column() for r in view.rows) else []),
+        *([FEW_LEGEND] if any(c.n is not None and c.n < FEW_SAMPLES for c in shown) else []),
+        *([UTILIZATION_LEGEND] if any(c.utilization is not None for c in shown) else []),
+    ]
+    head = LEGEND + "; " + ", ".join(marks) if marks else LEGEND
+    return [head, *([LOSS_LEGEND] if any(c.loss_finite is False for c in shown) else [])]
 
 
 def render_markdown(view: TableView) -> str:

@@ -1,0 +1,63 @@
+"""The notes under a table, grouped: each kind of note once, with the cells it concerns.
+
+A sweep on a busy machine stores the same warning on most of its cells ("other processes used 48% of the CPUs ...");
+printed cell by cell, and again per row for the star it withholds, `make run` showed 39 notes for 14 cells. Here a
+kind of warning is one line naming its cells, each with its own figure (48%, n=2); any other note is one line per
+distinct text, naming the cells that carry it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from dlperf.measure.stats import FEW_SAMPLES
+
+
+@dataclass(frozen=True)
+class Kind:
+    prefix: str  # how the stored warning starts (runner/collect.py writes them)
+    headline: str  # the line's head when several cells carry it
+    figure: str = ""  # a pattern for what each cell keeps beside its label (its group 1, or the whole match)
+
+
+KINDS = (
+    Kind("other processes used", "other processes used the CPUs while these cells were timed", r"\d+%"),
+    Kind("CPU steal", "CPU steal time: another virtual machine took this machine's CPU", r"\d+%"),
+    Kind("few samples", f"few samples: a median of fewer than {FEW_SAMPLES} timed steps", r"of (\d+) timed"),
+    Kind("noisy", "noisy: the steps' IQR is wide against the median", r"\d+%"),
+    Kind("oversubscribed", "oversubscribed: more threads than usable cores"),
+)
+FIGURE_NAME = {"few samples": "n={}"}
+
+
+def kind_of(text: str) -> Kind | None:
+    return next((k for k in KINDS if text.startswith(k.prefix)), None)
+
+
+def grouped(notes: list[tuple[str, str]]) -> list[str]:
+    """(cell label, text) pairs as lines: one per kind of warning, one per other distinct text, in first-seen order;
+    a group of one cell keeps its own words ("fcn-s torch cpu:4: oversubscribed: 4 threads on 2 cores")."""
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for label, text in notes:
+        kind = kind_of(text)
+        groups.setdefault(kind.prefix if kind else text, []).append((label, text))
+    return [_line(key, members) for key, members in groups.items()]
+
+
+def _line(key: str, members: list[tuple[str, str]]) -> str:
+    labels = list(dict.fromkeys(label for label, _ in members))
+    if len(members) == 1:
+        label, text = members[0]
+        return f"{label}: {text}" if label else text
+    kind = kind_of(key)
+    if kind is None:
+        return f"{', '.join(labels)}: {key}"
+    return f"{kind.headline}: " + ", ".join(_with_figure(kind, label, text) for label, text in members)
+
+
+def _with_figure(kind: Kind, label: str, text: str) -> str:
+    if not kind.figure or not (found := re.search(kind.figure, text)):
+        return label
+    value = found.group(1) if found.groups() else found.group()
+    return f"{label} ({FIGURE_NAME.get(kind.prefix, '{}').format(value)})"
