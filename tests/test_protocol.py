@@ -75,7 +75,11 @@ def test_every_task_survives_json(task, tmp_path):
 def test_a_probe_task_names_its_question_on_the_wire_and_an_unknown_one_is_refused(tmp_path):
     write_task(ProbeTask("torch", WorkloadRequest("/x.py:make")), tmp_path / "task.json")
     wire = json.loads((tmp_path / "task.json").read_text())
-    assert wire == {"kind": "probe", "framework": "torch", "request": {"what": "workload", "source": "/x.py:make"}}
+    assert wire == {
+        "kind": "probe",
+        "framework": "torch",
+        "request": {"what": "workload", "source": "/x.py:make", "data_dir": None},
+    }
     (tmp_path / "task.json").write_text(json.dumps({**wire, "request": {"what": "nosuch"}}))
     with pytest.raises(ValueError, match="unknown probe request 'nosuch'"):
         read_task(tmp_path / "task.json")

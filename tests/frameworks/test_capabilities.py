@@ -95,7 +95,7 @@ def test_the_op_counter_is_the_row_that_counts(grant, monkeypatch):
     grant(Framework.JAX, counts_ops=True)
     asked = []
     monkeypatch.setattr(count, "interpreter_for", lambda framework: asked.append(("python", framework)) or "python")
-    monkeypatch.setattr(count.probe, "ask", lambda framework, request, *a: asked.append(("probe", framework))
+    monkeypatch.setattr(count.probe, "ask", lambda framework, request, *a, **kw: asked.append(("probe", framework))
                         or OpsAnswer([OpCount("tiny-fcn-r", "fp32", 8, error="no")]))  # fmt: skip
     assert count.counts([(BUILTIN["tiny-fcn-r"], "fp32")]) == ["no"]
     assert asked == [("python", "jax"), ("probe", "jax")]

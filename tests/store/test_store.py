@@ -137,7 +137,7 @@ def every_figure() -> tuple[CellFigures, ProcessDetail]:
         data=LoaderRecord("w2", 2, 1, 2, True, "MNIST", 60000, 900.0, 0.2, 0.01, "high"),
         settings={"torch_threads": 1}, warnings=["noisy"], steal_fraction=0.01, others_cpu_share=0.02,
         cpu_utilization=0.9, minor_faults_per_step=3.0, build_s=0.5, warmup_steady=False, per_process_medians=[1.5],
-        dimensions={"ddp": "2"}, shared_from={"flops": "other"},
+        dimensions={"ddp": "2"}, shared_from={"flops": "other"}, loss_finite=False,
         provenance=Provenance("torch", "2.13.0", "2.13.0", "dlperf"),
     )  # fmt: skip
     detail = ProcessDetail(
@@ -148,7 +148,7 @@ def every_figure() -> tuple[CellFigures, ProcessDetail]:
         loader=LoaderFigures(setting="w2", wait_s=[0.01]), notes=["no FLOP count"], steal_fraction=0.01,
         others_cpu_share=0.02, cpu_utilization=0.9, minor_faults_per_step=3.0, process_hwm_increase_bytes=8192,
         timeline=[["start", 0.1]], phases={"startup_s": 0.1}, traceback="tb", stderr_tail="err", ranks=[[1.5], [1.4]],
-        slowest_rank=0, hosts=["h"], exit_after_result="worker exited with code 1",
+        slowest_rank=0, hosts=["h"], exit_after_result="worker exited with code 1", loss="nan",
     )  # fmt: skip
     return cell, detail
 
