@@ -125,8 +125,8 @@ def crossover(
         session = Session.create(store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
         cpu = CpuSide(session, workload, progress_factory or _progress)
         notes: list[str] = []
+        threads = opts.threads
         try:
-            threads = opts.threads
             if threads is None:
                 at = search_batch(user_batch, batches, opts.max_batch)
                 threads = cpu.best_threads([c.threads for c in plan.cells], at, notes)
@@ -134,8 +134,16 @@ def crossover(
                     notes[-1] += f" (your batch {user_batch} is above --max-batch {opts.max_batch})"
             cpu.measure([(b, threads) for b in batches if not cpu.added(b, threads)], last=True)
         except Interrupted:
-            notes.append("interrupted: the answer below is what was measured before the interrupt")
-            return Result(session.run_id, _answer(session), ExitCode.INTERRUPTED, notes)
+            if threads is not None:  # the batches measured so far, each beside its GPUs' predictions
+                measured = {c.key for c in session.cells() if c.ok}
+                store.record_predictions(session.run_id, [
+                    _prediction(n, gpu, cpu.cell(n.batch, threads).key, user_batch)
+                    for n in counted for gpu in gpus if cpu.cell(n.batch, threads).key in measured
+                ])  # fmt: skip
+            answer = _answer(session)
+            notes.append("interrupted: the answer is from the batches measured before the interrupt" if answer else
+                         "interrupted before a batch was measured at the chosen thread count: no answer")  # fmt: skip
+            return Result(session.run_id, answer, ExitCode.INTERRUPTED, notes)
         except NoCpuStep as exc:
             session.complete()
             return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
