@@ -190,7 +190,9 @@ def test_optimize_end_to_end_on_a_user_workload_json(tmp_path):
     assert out["workload"].endswith("models.py:mlp") and out["baseline"]["mode"] == "fp32"
     assert out["baseline"]["median_s"] > 0
     modes = {r["mode"]: r for r in out["results"]}
-    assert {"fp32", "bf16", "fp16"} <= set(modes)  # the precision round, from fp32
+    assert "fp32" in modes
+    for precision in ("bf16", "fp16"):  # the precision round, from fp32: measured, or pruned where it has no fast path
+        assert precision in modes or any(n.startswith(f"precision: {precision} not tried: ") for n in out["notes"])
     assert any(m.endswith("checkpoint") for m in modes)  # the last round, on the best mode so far: a Sequential
     assert "channels_last" not in modes  # pruned before anything ran: no image input
     assert any("channels_last not tried" in n for n in out["notes"])
