@@ -1,6 +1,7 @@
 """`dlperf optimize`: the greedy search's pieces, the decision rule, the recipe, and one search end to end."""
 
 import json
+import time
 
 import pytest
 
@@ -474,3 +475,48 @@ def test_a_dimension_that_does_not_fit_is_tried_in_one_process_each_when_that_fi
     none = Covers(covered_processes=1)
     opt.Searcher._measure(none, "optimizer implementation", "fp32", ["foreach", "fused"])
     assert none.rounds == [] and any("not measured" in n for n in none.notes)
+
+
+@pytest.mark.slow  # a search of 1 s steps cut by a 15 s budget: about 25 s on 2 shared cores
+def test_the_budget_bounds_the_whole_search_the_baselines_profile_included(tmp_path):
+    """`optimize --budget` (issue 31): the baseline's processes and its profile ran their whole --timeout whatever
+    the budget said. Now no process outlives the budget: the command ends within it plus the stated allowance
+    (stopping the process under way, then writing and printing what was measured), and says what the budget cut."""
+    require("torch")
+    from commands.test_profile_command import SLOW_STEP
+    from dlperf.optimize import BUDGET_ALLOWANCE_S
+
+    (tmp_path / "slow.py").write_text(SLOW_STEP.format(seconds=1.0))
+    start = time.monotonic()
+    proc = dlperf("optimize", "slow.py:make", "--threads", "1", "--budget", "0.25", "--format", "json",
+                  db=tmp_path / "o.db", cwd=tmp_path)  # fmt: skip
+    wall = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert wall <= 15 + BUDGET_ALLOWANCE_S, (wall, out["notes"])
+    assert any("--budget" in note for note in out["notes"]), out["notes"]
+
+
+def test_once_the_budget_has_run_out_no_process_starts_not_even_the_baselines_second_or_its_profile(
+    tmp_path, monkeypatch
+):
+    """Issue 31: a round's later processes and the baseline's profile ran whatever the budget left. The budget runs
+    out here during the baseline's first process (its deadline moved there): nothing starts after it, and the notes
+    say what the budget left unstarted."""
+    from dlperf.protocol import Profiled
+    from dlperf.runner import sweep
+
+    given = _fake_children(monkeypatch, [Profiled(steps=3, step_s=1.0, categories={"host": 1.0}, ops_per_step=400)])
+    fake, started = sweep.run_task, []
+
+    def run_task(task, ctx, poll):
+        started.append(task.cell.mode)
+        ctx.deadline = time.monotonic() - 1  # the budget ran out while it ran
+        return fake(task, ctx, poll)
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=900.0)
+    search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
+    assert started == ["fp32"] and given == []
+    assert any(n.startswith("--budget 15 ran out: ") and "not started" in n for n in search.notes), search.notes
+    assert search.best is None and any(n.startswith("not searched") for n in search.notes)

@@ -15,9 +15,10 @@ check passed: a faster mode that no longer learns is rejected with the reason.
 
 The order of the rounds follows what bounds the step (`--order verdict`, the default): the fp32 baseline is profiled
 once, in an untimed child after its first timed process (stored in the run's profiles table, as `run --profile`
-does), and the groups holding a mode that addresses its verdict's bound go first (`search_order`). The profile's
-time counts in the budget. A profile that could not be taken falls back to SEARCH_ORDER, said in the notes;
-`--order fixed` keeps SEARCH_ORDER without profiling.
+does), and the groups holding a mode that addresses its verdict's bound go first (`search_order`). A profile that
+could not be taken falls back to SEARCH_ORDER, said in the notes; `--order fixed` keeps SEARCH_ORDER without profiling.
+The budget bounds the whole search, planning and profile included: no process runs past it (`Session.deadline`);
+beyond it, BUDGET_ALLOWANCE_S: stopping the process under way, then storing, ranking and printing the results.
 
 With real data (`--data DIR`), the loader dimension is searched last, for the best mode (`optimize_loader.py`).
 """
@@ -45,7 +46,7 @@ from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.runner.session import Budget, Session
-from dlperf.runner.sweep import Interrupted
+from dlperf.runner.sweep import Deadline, Interrupted
 from dlperf.runner.tasks import Task
 from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, RunSpec, canonical_mode, device_kind, make_spec
 from dlperf.store import Store, default_db
@@ -56,6 +57,7 @@ BASELINE = Mode.FP32.value
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
+BUDGET_ALLOWANCE_S = 10.0  # beyond --budget: the process under way stopped (SIGTERM, a grace, SIGKILL), results out
 
 
 def search_order(v: Verdict | None) -> tuple[str, ...]:
@@ -328,6 +330,7 @@ class Searcher:
             argv = ["dlperf", *sys.argv[1:]]
             self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv)
             self.budget = Budget(self.opts.budget_s, self.session, started=start)
+            self.session.deadline = start + self.opts.budget_s  # no process outlives the budget (`runner/sweep.py`)
             self.fingerprint = envinfo.fingerprint(plan.env)
             self.peaks = self._peaks()
             return self._search()
@@ -366,9 +369,22 @@ class Searcher:
         except Interrupted:
             self.notes.append("interrupted: the results below are what was measured before the interrupt")
             exit_code = ExitCode.INTERRUPTED
+        self._budget_notes()
         result = self._result()
         result.elapsed_s, result.exit_code = self.budget.spent(), exit_code
         return result
+
+    def _budget_notes(self) -> None:
+        """What the budget cut short or left unstarted, and how far past it the search ran, if it did."""
+        cut = [c.mode for c in self.session.cells() if Deadline.REASON in (c.error or "")]
+        unstarted = [c.mode for c in self.session.cells() if c.status == Status.PENDING]
+        profile = self.session.profiles().get(self.base_cell.key)
+        cut += ["the fp32 baseline's profile"] if profile and Deadline.REASON in (profile.error or "") else []
+        said = [f"{', '.join(modes)} {what}" for modes, what in ((cut, "stopped"), (unstarted, "not started")) if modes]
+        if said:
+            self.notes.append(f"--budget {self.budget.seconds / 60:g} ran out: {'; '.join(said)}")
+        if (over := self.budget.spent() - self.budget.seconds) > 0:
+            self.notes.append(f"ended {over:.1f} s past --budget, stopping what ran (allowed {BUDGET_ALLOWANCE_S:g} s)")
 
     def _check_budget(self) -> None:
         """The default budget against the baseline's step: say, before the search, when it gives a candidate fewer

@@ -33,13 +33,15 @@ class Quiet:
     def profiled(self, i, cell, row, own_item=False): ...
 
 
-def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2):
+def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2, timer=None, deadline=None):
     """Run a two-process sweep of CELL whose timed processes and profile child are faked; returns the store, the
-    run and the tasks the profile child was given."""
+    run and the tasks the profile child was given (its launch's keywords in `sweep_with.given_kw`)."""
     store = Store.open(tmp_path / "d.db", create=True)
     run_id = store.create_run({}, {}, {}, ["dlperf"], [PlannedCell(CELL, {"batch": 4})])
-    spec = RunSpec(("tiny-fcn-r",), repeats=repeats, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
+    spec = RunSpec(("tiny-fcn-r",), repeats=repeats, profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"),
+                   **({"timer": timer} if timer else {}))  # fmt: skip
     ctx = Session(store, run_id, spec, {CELL.key: {"batch": 4}}, cores=2)
+    ctx.deadline = deadline
     error = None if status == "ok" else "boom"
     measured = ProcessMeasurement(status=Status(status), error=error,
                                   samples=[0.02, 0.02, 0.02] if status == "ok" else [], duration_s=1.0)  # fmt: skip
@@ -48,6 +50,7 @@ def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2):
 
     def fake_launch(task, python, threads, timeout, **kw):
         given.append(task)
+        sweep_with.given_kw = kw
         return Launched(ChildResult(0, False, 2.5, ""), {0: events}, "")
 
     monkeypatch.setattr(launcher, "launch", fake_launch)
@@ -62,6 +65,49 @@ def test_a_measured_cell_is_profiled_once_after_its_timed_processes(tmp_path, mo
     profile = store.profiles(run_id)[CELL.key]
     assert profile.ok and profile.figures.categories == EVENT.categories and profile.figures.ops_per_step == 40
     assert profile.duration_s == 2.5 and abs(profile.overhead - 1.5) < 1e-9  # 0.03 profiled / 0.02 timed
+
+
+def test_the_profiled_steps_are_fewer_when_the_timed_median_says_they_would_not_fit_max_time(tmp_path, monkeypatch):
+    """Issue 31: `dlperf profile --max-time 10` of a 31 s step ran 5 warm-up and 5 profiled steps, 5 min, whatever
+    --max-time said. The profile child's steps now fit the timer's max_time at the timed median (0.02 s here), at
+    least one of each, and the profile says how many it took and why."""
+    from dlperf.measure.timer import TimerConfig
+
+    fits = TimerConfig(min_time=0.0, max_time=0.1)  # 5 steps of 0.02 s: 3 profiled, then 2 warm-up (of 5)
+    store, run_id, given = sweep_with(tmp_path, monkeypatch, [EVENT], repeats=1, timer=fits)
+    assert (given[0].warmup, given[0].steps) == (2, 3)
+    assert any("3 profiled steps after 2 warm-up, not --steps 3 after 5" in n
+               for n in store.profiles(run_id)[CELL.key].figures.notes)  # fmt: skip
+    tight = TimerConfig(min_time=0.0, max_time=0.01)  # not one step fits: one of each
+    (tmp_path / "b").mkdir()
+    _, _, given = sweep_with(tmp_path / "b", monkeypatch, [EVENT], repeats=1, timer=tight)
+    assert (given[0].warmup, given[0].steps) == (1, 1)
+
+
+def test_past_a_searchs_deadline_no_child_starts_and_the_one_under_way_is_stopped_saying_why(tmp_path, monkeypatch):
+    """`optimize --budget` (issue 31): the session's deadline stops a child still running when it comes, a cell's
+    or a profile's (their launch's watch says so), and starts no other."""
+    import time
+
+    from dlperf.runner.sweep import Deadline
+    from dlperf.runner.tasks import Task
+
+    run_task = sweep.run_task  # the real one: sweep_with fakes it
+    sweep_with(tmp_path, monkeypatch, [EVENT], repeats=1, deadline=time.monotonic() + 60)
+    profile_watch = sweep_with.given_kw["watch"]
+    store = Store.open(tmp_path / "d.db", create=False)
+    ctx = Session(store, store.runs()[-1].id, RunSpec(("tiny-fcn-r",)), {CELL.key: {"batch": 4}}, 2,
+                  deadline=time.monotonic() + 60)  # fmt: skip
+    seen = {}
+    monkeypatch.setattr(sweep, "launch", lambda task, *a, **kw: seen.update(kw) or Launched(
+        ChildResult(0, False, 1.0, ""), {0: []}, ""))  # fmt: skip
+    run_task(Task(CELL, 1), ctx, lambda: None)
+    assert seen["watch"]([]) is None and profile_watch([]) is None  # before the deadline
+    monkeypatch.setattr(time, "monotonic", lambda: 1e12)
+    assert seen["watch"]([]) == profile_watch([]) == Deadline.REASON  # once it has come
+    (tmp_path / "late").mkdir()
+    store, run_id, given = sweep_with(tmp_path / "late", monkeypatch, [EVENT], deadline=1e11)
+    assert given == [] and store.cells(run_id)[0].status == "pending" and store.measurements(run_id, CELL.key) == []
 
 
 CANNOT = [(Unsupported("no profiler for this mode"), "unsupported", "no profiler for this mode"),

@@ -6,13 +6,29 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from dlperf.commands.common import db_path, real, whole, whole_list
 from dlperf.commands.run import add_nvtx_flag, add_timer_flags, add_trace_cap_flag, timer
 from dlperf.spec import MAX_PROFILE_STEPS
 from dlperf.vocab import ExitCode
 
+if TYPE_CHECKING:
+    from dlperf.measure.timer import TimerConfig
+
+# the allowance beyond --max-time, per cell, besides its processes' start-up (stated in --help and README):
+ALLOWANCE_STEPS = 6  # the step under way as each third runs out (3), a second profiled one (1), FLOPs, memory (2)
+PROCESS_END_S = 1.0  # a process's end: the trace written (a small model's), the interpreter's exit, the parent's
 HELP = "measure and profile a workload's cells: where the step time goes, what bounds it, what to try"
+DESCRIPTION = (
+    f"{HELP}. --max-time bounds each cell's steps: a third for the warm-up, a third for the timed steps and a third "
+    "for the profiled steps, fewer than --steps when the timed median says they would not fit (at least one). "
+    "Beyond it, the allowance: per cell, its two processes' start-up (the interpreter, the framework's import, the "
+    f"model's build), at most {ALLOWANCE_STEPS} steps more (the one under way as each third runs out, a warm-up and "
+    "a profiled step when even one does not fit, the FLOP count's and the memory's) and about "
+    f"{PROCESS_END_S:g} s a process to end it and write its trace; before the first cell, the planning probe."
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,6 +43,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_trace_cap_flag(p)
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
     add_timer_flags(p, min_steps=10, min_time=0.5, max_time=10.0, max_warmup=30)
+    max_time = next(a for a in p._actions if a.dest == "max_time")
+    max_time.help = "seconds of each cell's steps at most: warm-up, timed and profiled, a third each (default: 10)"
     add_nvtx_flag(p)
 
 
@@ -36,7 +54,7 @@ def run(args) -> int:
     db = db_path(args)
     outcome = api.run(
         args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
-        threads=args.threads, modes=args.modes, timeout=args.timeout, loss_check=False, timer=timer(args),
+        threads=args.threads, modes=args.modes, timeout=args.timeout, loss_check=False, timer=thirds(timer(args)),
         profile=True, profile_steps=args.steps, trace_dir=args.trace_dir, nvtx=args.nvtx,
         max_trace_mib=args.max_trace_mib,
     )  # fmt: skip
@@ -45,6 +63,14 @@ def run(args) -> int:
         return outcome.exit_code
     print_profiles(db, outcome.run_id)
     return outcome.exit_code
+
+
+def thirds(timer: TimerConfig) -> TimerConfig:
+    """The timer of a profiled cell's processes: its warm-up and its timed steps each stop at a third of --max-time
+    (the timer's rule: each at the first step past it), and the profile child's steps are fitted to the last third
+    (`runner/profile.steps_that_fit`)."""
+    third = timer.max_time / 3
+    return replace(timer, max_time=third, min_time=min(timer.min_time, third))
 
 
 def print_profiles(db: str, run_id: int) -> None:

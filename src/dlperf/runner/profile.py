@@ -17,8 +17,10 @@ from dlperf.runner.outcome import outcome
 from dlperf.store.records import ProfileOutcome
 from dlperf.vocab import Status
 
+PROFILE_WARMUP = ProfileTask.warmup  # the profile child's warm-up steps, when they fit
+
 if TYPE_CHECKING:
-    from dlperf.runner.launch import ChildResult
+    from dlperf.runner.launch import ChildResult, Watch
     from dlperf.spec import RunSpec
 
 
@@ -28,27 +30,50 @@ def wanted(spec: RunSpec, repeat: int, status: str) -> bool:
     return spec.profile and repeat == spec.repeats - 1 and status == Status.OK
 
 
-def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec) -> ProfileTask:
-    """The profile child's task; the trace directory is made here, so the child only writes into it."""
+def steps_that_fit(spec: RunSpec, median_s: float | None) -> tuple[int, int]:
+    """The profile child's (warm-up, profiled) steps: PROFILE_WARMUP and --steps when their time at the cell's timed
+    median fits the timer's max_time, else as many as fit, profiled ones first, at least one of each. Asked for
+    regardless, a 31 s step made `dlperf profile --max-time 10` run ten of them (5 min) in its profile alone."""
+    if not median_s:
+        return PROFILE_WARMUP, spec.profile_steps
+    fit = int(spec.timer.max_time // median_s)
+    steps = max(1, min(spec.profile_steps, fit - 1))
+    return max(1, min(PROFILE_WARMUP, fit - steps)), steps
+
+
+def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec, median_s: float | None = None) -> ProfileTask:
+    """The profile child's task, its steps fitted to the timer's max_time at the cell's timed median
+    (`steps_that_fit`); the trace directory is made here, so the child only writes into it."""
     if spec.trace_dir is not None:
         Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
     data = spec.data if cell.loader else None
-    return ProfileTask(cell, workload, steps=spec.profile_steps, trace_dir=spec.trace_dir, nvtx=spec.nvtx, data=data,
-                       max_trace_bytes=int(spec.max_trace_mib * 2**20))  # fmt: skip
+    warmup, steps = steps_that_fit(spec, median_s)
+    return ProfileTask(cell, workload, steps=steps, warmup=warmup, trace_dir=spec.trace_dir, nvtx=spec.nvtx,
+                       data=data, max_trace_bytes=int(spec.max_trace_mib * 2**20))  # fmt: skip
 
 
 def profile(
-    cell: Cell, workload: dict[str, Any], spec: RunSpec, python: str, poll: Callable[[], None] = lambda: None
-) -> ProfileOutcome:
+    cell: Cell, workload: dict[str, Any], spec: RunSpec, python: str, poll: Callable[[], None] = lambda: None,
+    *, median_s: float | None = None, watch: Watch | None = None,
+) -> ProfileOutcome:  # fmt: skip
     """Profile one cell in a fresh child; its outcome for `Store.record_profile` (never raises for a child's
-    failure)."""
+    failure). `median_s`: the cell's timed median, which fits the profiled steps to the timer's max_time; `watch`
+    may stop the child with a reason (a search's budget running out)."""
     from dlperf.runner.launch import launch
 
+    task = task_of(cell, workload, spec, median_s)
     try:
-        launched = launch(task_of(cell, workload, spec), python, cell.threads, spec.timeout, poll=poll)
+        launched = launch(task, python, cell.threads, spec.timeout, poll=poll, watch=watch)
     finally:  # the child has ended, whole or killed (a timeout, an interrupt): a trace it did not finish goes
         remove_cut_short(spec.trace_dir)
-    return row_of(launched.main, launched.child, spec.timeout)
+    row = row_of(launched.main, launched.child, spec.timeout)
+    if row.profiled is not None and (task.steps, task.warmup) != (spec.profile_steps, PROFILE_WARMUP):
+        row.profiled.notes.append(
+            f"{task.steps} profiled step{'s' * (task.steps > 1)} after {task.warmup} warm-up, not --steps "
+            f"{spec.profile_steps} after {PROFILE_WARMUP}: at the timed median, {median_s:.3g} s, no more fit "
+            f"the {spec.timer.max_time:.3g} s the profile's steps may take"
+        )
+    return row
 
 
 def remove_cut_short(trace_dir: str | None) -> None:

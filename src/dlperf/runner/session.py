@@ -37,6 +37,7 @@ class Session:
     spec: RunSpec
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
+    deadline: float | None = None  # time.monotonic() at which a search's --budget runs out: no child outlives it
 
     @classmethod
     def create(

@@ -43,6 +43,7 @@ class SweepContext(Protocol):
     spec: RunSpec
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
+    deadline: float | None  # time.monotonic() past which no child runs (a search's --budget); None: no such end
 
 
 def interpreter_for(framework: str) -> str:
@@ -102,9 +103,10 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> Process
                           rdzv=rdzv, job_id=job, poll=poll)  # fmt: skip
         exits = collect.torchrun_exits(launched.stderr)
         return collect.ddp_measurement(launched.events, launched.child, timeout, exits)
-    watch = CompileWatch(ctx.spec.compile_timeout)
+    compiling, deadline = CompileWatch(ctx.spec.compile_timeout), Deadline(ctx.deadline)
     threads = cell.threads * max(1, cell.nproc)  # MirroredStrategy: every replica's threads, in one process
-    launched = launch(child_task(task, ctx), python, threads, timeout, poll=poll, watch=watch)
+    launched = launch(child_task(task, ctx), python, threads, timeout, poll=poll,
+                      watch=lambda new: compiling(new) or deadline(new))  # fmt: skip
     return collect.measurement(launched.main, launched.child, timeout)
 
 
@@ -116,6 +118,18 @@ def ddp_pins(threads: int, per_node: int) -> dict[str, list[int]]:
     """--pin under DDP: each process of this node its own `threads` CPUs of the allowed ones."""
     allowed = sorted(affinity_cpus())
     return {str(r): allowed[r * threads : (r + 1) * threads] or allowed for r in range(per_node)}
+
+
+class Deadline:
+    """Stops a child still running when a search's budget runs out (`Session.deadline`), saying so."""
+
+    REASON = "the search's --budget ran out"
+
+    def __init__(self, at: float | None) -> None:
+        self.at = at
+
+    def __call__(self, new: list[Event] = ()) -> str | None:
+        return self.REASON if self.at is not None and time.monotonic() >= self.at else None
 
 
 class CompileWatch:
@@ -188,6 +202,8 @@ def execute(
             for i, cell in enumerate(to_profile):
                 profile_cell(ctx, cell, progress, i, own_item=True)
             for i, task in enumerate(tasks, start=len(to_profile)):
+                if Deadline(ctx.deadline)():  # the budget has run out: the rest stay pending
+                    break
                 progress.start(i, task)
                 m = run_task(task, ctx, progress.refresh)
                 figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
@@ -205,8 +221,12 @@ def execute(
 
 def profile_cell(ctx: SweepContext, cell: Cell, progress, index: int, *, own_item: bool = False) -> None:
     """The cell's untimed profiled process, after its timed ones, stored as its profile."""
+    if Deadline(ctx.deadline)():  # the budget has run out: not profiled, and no row says it was tried
+        return
     progress.profiling(index, cell)
-    row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), progress.refresh)
+    median_s = next((c.median_s for c in ctx.store.cells(ctx.run_id) if c.key == cell.key), None)
+    row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), progress.refresh,
+                            median_s=median_s, watch=Deadline(ctx.deadline))  # fmt: skip
     ctx.store.record_profile(ctx.run_id, cell.key, row)
     progress.profiled(index, cell, row, own_item=own_item)
 
