@@ -445,7 +445,7 @@ def test_a_speedup_from_few_steps_says_how_many_it_rests_on(capsys):
 def test_the_default_budget_is_checked_against_one_step_and_names_the_budget_for_5_samples_per_candidate():
     # 31 s steps (a CNN on a busy 2-core machine), 6 candidates, 2 processes each, 20 s to start a process
     why = opt.budget_check(15 * 60, step_s=31.0, candidates=6, repeats=2, process_s=20.0)
-    assert why.startswith("the default --budget 15 gives about 2 timed steps per candidate at 31 s per step")
+    assert why.startswith("the default --budget 15 gives about 2 timed steps per candidate at 31.0 s per step")
     assert why.endswith("--budget 23 gives 5")  # (6 + the baseline) x (2 x 20 s + 5 x 31 s): 22.75 min
     assert opt.budget_check(15 * 60, step_s=0.05, candidates=6, repeats=2, process_s=20.0) is None
 

@@ -44,6 +44,7 @@ from dlperf.modes import recipe as mode_recipe
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
+from dlperf.report.format import seconds
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.runner.session import Budget, Session
 from dlperf.runner.sweep import Deadline, Interrupted
@@ -96,7 +97,7 @@ def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, 
         return None
     needed_min = math.ceil((candidates + 1) * (each + FEW_SAMPLES * step_s) / 60)
     return (
-        f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {step_s:.3g} s "
+        f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {seconds(step_s)} "
         f"per step ({candidates} candidates, {repeats} processes each): --budget {needed_min} gives {FEW_SAMPLES}"
     )
 
@@ -408,8 +409,7 @@ class Searcher:
             why = f"it did not measure ({base.status.value})" if not base.ok else "the budget left does not cover it"
             self.notes.append(f"order: the fp32 baseline was not profiled: {why}; {fixed}")
             return
-        # the baseline's untimed profiled process (`runner/profile.py`), stored as its profile in this run
-        self.session.measure([], self.progress_factory, last=False, to_profile=[self.base_cell])
+        self.session.measure([], self.progress_factory, last=False, to_profile=[self.base_cell])  # stored, untimed
         profile = self.session.profiles().get(base.key)
         self.verdict = verdicts(self.session.store, self.fingerprint, [base]).get(base.key)
         if self.verdict is None:
@@ -496,8 +496,8 @@ class Searcher:
         promising = [c for c in cells if medians.get(c.mode) and (bar_s is None or medians[c.mode] < bar_s)]
         for c in cells:
             if c not in promising and medians.get(c.mode):
-                self.notes.append(f"{c.mode}: measured in one process only: {medians[c.mode]:.4g} s per step is not "
-                                  f"faster than {bar} ({bar_s:.4g} s)")  # fmt: skip
+                self.notes.append(f"{c.mode}: measured in one process only: {seconds(medians[c.mode])} per step is not "
+                                  f"faster than {bar} ({seconds(bar_s)})")  # fmt: skip
         more = [self._task(c) for _ in range((repeats or self.opts.repeats) - 1) for c in promising]
         self.session.measure(more, self.progress_factory, last=False, compile_timeout=compile_timeout)
 

@@ -534,3 +534,23 @@ def test_a_peak_records_the_steal_it_was_measured_under_and_warns_when_the_machi
     assert {r.detail["steal_fraction"] for r in peak_records(row)} == {0.2}
     [note] = [n for n in notes([row], []) if "busy" in n]
     assert note.startswith("cpu:2: measured on a busy machine (CPU steal 20%)")
+
+
+def test_the_tables_write_no_figure_in_scientific_notation():
+    """Issue 31, item 4: a dispatch of 1.2 ms (a loaded machine) printed as `1.2e+03` µs per op."""
+    import re
+
+    from rich.console import Console
+
+    from dlperf.commands.peak import dispatch_table, matmul_table
+    from test_answers import PEAK_WIRE
+
+    wire = {**PEAK_WIRE, "dispatch": {**PEAK_WIRE["dispatch"], "median_s": 0.0012}}
+    wire["matmul"] = {**wire["matmul"], "fp32": {**wire["matmul"]["fp32"], "peak_flops_per_s": 1.46e16}}
+    row = PeakRow("torch", "cpu", 1, 3.6, Status.OK, answer=PeakAnswer.from_json(wire))
+    console = Console(width=200, record=True)
+    console.print(dispatch_table([row]))
+    console.print(matmul_table([row]))
+    text = console.export_text()
+    assert "1200" in text and "14600" in text, text
+    assert not re.search(r"\d[eE][+-]\d", text), text

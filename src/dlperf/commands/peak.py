@@ -266,12 +266,14 @@ def bandwidth_table(measured: list[PeakRow], array_bytes: int):
 def dispatch_table(measured: list[PeakRow]):
     from rich.table import Table
 
+    from dlperf.report.format import figure
+
     table = Table(title="Dispatch: one tiny operator (a chain of in-place adds on one element)")
     for name in ("device", "threads", "us per op"):
         table.add_column(name, justify="left" if name == "device" else "right")
     for r in measured:
         if r.answer.dispatch is not None:
-            table.add_row(r.device, str(r.threads), f"{1e6 * r.answer.dispatch.timed.median_s:.3g}")
+            table.add_row(r.device, str(r.threads), figure(1e6 * r.answer.dispatch.timed.median_s))
     return table
 
 
@@ -314,7 +316,9 @@ def copy_notes(measured: list[PeakRow], opts: PeakOptions, gpus: bool) -> list[s
 
 
 def _tflops(value: float) -> str:
-    return f"{value / 1e12:.3g}"
+    from dlperf.report.format import figure
+
+    return figure(value / 1e12)
 
 
 def _gbps(value: float) -> str:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from dlperf.frameworks.common import profiling
 from dlperf.protocol import Cell, Event, Profiled, ProfileTask, first
+from dlperf.report.format import seconds
 from dlperf.runner.lifeline import _alive as alive  # a process that has ended, zombies included
 from dlperf.runner.outcome import outcome
 from dlperf.store.records import ProfileOutcome
@@ -70,8 +71,8 @@ def profile(
     if row.profiled is not None and (task.steps, task.warmup) != (spec.profile_steps, PROFILE_WARMUP):
         row.profiled.notes.append(
             f"{task.steps} profiled step{'s' * (task.steps > 1)} after {task.warmup} warm-up, not --steps "
-            f"{spec.profile_steps} after {PROFILE_WARMUP}: at the timed median, {median_s:.3g} s, no more fit "
-            f"the {spec.timer.max_time:.3g} s the profile's steps may take"
+            f"{spec.profile_steps} after {PROFILE_WARMUP}: at the timed median, {seconds(median_s)}, no more fit "
+            f"the {seconds(spec.timer.max_time)} the profile's steps may take"
         )
     return row
 
