@@ -39,14 +39,14 @@ format: $(STAMP)
 # (pytest-xdist: most of their time is starting interpreters and frameworks, one core each); those marked serial
 # count the cores a step keeps busy or compare two timings, so they run after, alone.
 pytest: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not serial" -n 2 --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m "not slow and not serial" -n 2 -rs --durations=15 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest -q -m "serial and not slow" --durations=5 $(PYTEST_ARGS)
 
 test: lint pytest
 
 # The slow tests are independent sweeps in their own child processes and temporary stores: two run side by side.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -q -m slow -n 2 --durations=15 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -m slow -n 2 -rs --durations=15 $(PYTEST_ARGS)
 
 # Every test marked gpu, slow ones included, one at a time (they share the GPUs): on a GPU machine a skip is a failure.
 # The tests of 2 GPUs fail only where GPU_REQUIRE lists multi-gpu too: make gpu-test GPU_REQUIRE=cuda,multi-gpu
