@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import math
 import re
+
+from dlperf.measure.units import figure, seconds, short_time, significant  # noqa: F401 - the views' formatters
 
 # C0 and C1 controls (ESC, CSI as \x9b, BEL, backspace, carriage return, ...), DEL and the bidirectional overrides:
 # a workload name or an error from the user's model holding them could recolour, move the cursor, retitle the window
@@ -24,43 +25,6 @@ def markup(text: str) -> str:
     from rich.markup import escape
 
     return escape(terminal(text))
-
-
-def significant(value: float, digits: int = 3) -> str:
-    """`value` to `digits` significant figures, trailing zeros kept: 2.10, 21.0, 210."""
-    if value == 0 or not math.isfinite(value):
-        return f"{value:.{digits - 1}f}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
-
-
-def figure(value: float) -> str:
-    """A rate or a ratio to three significant figures, trailing zeros dropped, never in scientific notation: 40 GB/s,
-    2.5 FLOP/byte, 14600 GFLOP/s (`:.3g` writes 1.46e+04)."""
-    if value == 0 or not math.isfinite(value) or 1e-3 <= abs(value) < 1e3:
-        return f"{value:.3g}"
-    if abs(value) >= 1e3:
-        return f"{round(value, 2 - math.floor(math.log10(abs(value)))):.0f}"
-    text = significant(value)
-    return text.rstrip("0").rstrip(".")
-
-
-def short_time(value: float) -> str:
-    """A time under 0.1 s in the unit it reads in: 21.0 ms, 850 µs (three significant figures)."""
-    return f"{significant(value * 1e3)} ms" if value >= 1e-3 else f"{significant(value * 1e6)} µs"
-
-
-def seconds(value: float | None) -> str:
-    """Seconds with three significant figures, in the unit a person reads fastest: 14.6 s, 0.500 s, 21.0 ms, 850 µs,
-    and from 1000 s on 24.3 min. Every duration a view prints goes through here (or `table_seconds`), never `:.3g`,
-    which writes a 14.6 s step as 1.46e+04 ms."""
-    if value is None:
-        return "-"
-    if value >= 1000:
-        return f"{significant(value / 60)} min"
-    if value >= 0.1:
-        return f"{significant(value)} s"
-    return short_time(value)
 
 
 def table_seconds(value: float) -> str:

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf.frameworks.common import profiling
+from dlperf.measure.units import seconds
 from dlperf.protocol import Cell, Event, Profiled, ProfileTask, first
-from dlperf.report.format import seconds
 from dlperf.runner.lifeline import _alive as alive  # a process that has ended, zombies included
 from dlperf.runner.outcome import outcome
 from dlperf.store.records import ProfileOutcome
