@@ -154,3 +154,13 @@ def test_the_predictor_runs_on_every_new_gpu():
 )  # fmt: skip
 def test_what_cuda_calls_the_new_gpus_is_found(cuda, name):
     assert gpus.for_device(cuda).name == name
+
+
+def test_crossover_takes_a_users_gpu_once_the_file_is_loaded(tmp_path):
+    from dlperf import crossover
+
+    opts = crossover.Options("tiny-fcn-r", gpus=("My GPU", "T4"))
+    with pytest.raises(UsageError, match="unknown GPU"):
+        crossover.check(opts)
+    gpus.use_specs(str(write(tmp_path, MINE)))
+    assert [g.name for g in crossover.check(opts)] == ["My GPU", "T4"]

@@ -124,14 +124,14 @@ def gpu_table(table_rows):
     from rich.table import Table
 
     table = Table(title="GPUs dlperf predicts for (dense peaks; src/dlperf/data/gpu_specs.csv has the sources)")
-    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "memory", "GB/s", "host link GB/s"):
+    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "GB/s", "host link GB/s"):
         table.add_column(
             name, justify="left" if name in ("GPU", "generation") else "right", no_wrap=name == "GPU", overflow="fold"
         )  # a narrow terminal folds a figure, never cuts it
     tf = lambda v: f"{v / 1e12:g}" if v else "-"  # noqa: E731
     for g in table_rows:
         table.add_row(
-            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), f"{g.memory_gib:g} GiB",
+            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), tf(g.fp8), f"{g.memory_gib:g} GiB",
             f"{g.memory_bw / 1e9:g}", f"{g.host_link_bw / 1e9:g}",
         )  # fmt: skip
     return table
