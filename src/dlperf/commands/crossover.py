@@ -8,6 +8,7 @@ import argparse
 import sys
 
 from dlperf.commands.common import choice, db_path, real, whole, whole_list
+from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import add_timer_flags, timer
 from dlperf.errors import UsageError
 
@@ -30,6 +31,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="H100-SXM5-80GB,T4",
         help="comma list of GPUs of the table (dlperf predict --list-gpus; default: H100-SXM5-80GB,T4)",
     )
+    p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument(
         "--batches",
         type=whole_list("--batches"),
@@ -63,7 +65,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import crossover
     from dlperf.commands.common import print_rich
+    from dlperf.predict import gpus
 
+    gpus.use_specs(args.gpu_specs)  # before anything runs: a wrong file is one line, no run stored
     if args.paper:
         if args.workload:
             raise UsageError("--paper predicts the paper's seven networks: give no WORKLOAD")

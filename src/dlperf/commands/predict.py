@@ -22,6 +22,10 @@ DESCRIPTION = (
 )
 MODES = ("fp32", "tf32", "bf16", "fp16")
 TAKES_DB = False
+GPU_SPECS_HELP = (
+    "your own GPUs, in the columns of src/dlperf/data/gpu_specs.csv, merged over the built-in rows (a row of a "
+    "built-in GPU's name replaces it)"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -34,6 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships)",
     )  # fmt: skip
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
+    p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
 
 
@@ -44,6 +49,7 @@ def parse_modes(text: str) -> tuple[str, ...]:
 def run(args) -> int:
     from dlperf.predict import gpus
 
+    gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
     if args.list_gpus:
         import sys
 
@@ -118,14 +124,14 @@ def gpu_table(table_rows):
     from rich.table import Table
 
     table = Table(title="GPUs dlperf predicts for (dense peaks; src/dlperf/data/gpu_specs.csv has the sources)")
-    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "memory", "GB/s", "host link GB/s"):
+    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "GB/s", "host link GB/s"):
         table.add_column(
             name, justify="left" if name in ("GPU", "generation") else "right", no_wrap=name == "GPU", overflow="fold"
         )  # a narrow terminal folds a figure, never cuts it
     tf = lambda v: f"{v / 1e12:g}" if v else "-"  # noqa: E731
     for g in table_rows:
         table.add_row(
-            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), f"{g.memory_gib:g} GiB",
+            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), tf(g.fp8), f"{g.memory_gib:g} GiB",
             f"{g.memory_bw / 1e9:g}", f"{g.host_link_bw / 1e9:g}",
         )  # fmt: skip
     return table

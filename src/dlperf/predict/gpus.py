@@ -1,10 +1,13 @@
 """The GPUs dlperf predicts for: their published peaks, memory bandwidth and host link.
 
-The table ships as package data (`dlperf/data/gpu_specs.csv`): shared/reference/gpu_specs.csv with each GPU's
-generation added, and two GPUs the published measurements need (K20m, RTX A5000), each row with its source. Peaks are
-dense (no sparsity); `fp16`/`bf16` are the tensor-core rates with FP32 accumulation; an empty cell is a unit the GPU
-lacks. Names are matched forgivingly (case, spaces, hyphens, "NVIDIA"/"Tesla"/"GeForce"), and a name that matches
-none gets a one-line error suggesting the nearest.
+The table ships as package data (`dlperf/data/gpu_specs.csv`), each row with its source. Peaks are dense (no
+sparsity) and at the boost clock (`peak_clock` says so per row; a row's source says why where it is not);
+`fp16`/`bf16` are the tensor-core rates with FP32 accumulation, `fp8` with FP32 accumulation too; an empty cell is a
+unit the GPU lacks (a peak) or a figure no source gave (`sm_count`, `boost_clock_mhz`, `l2_mib`). `--gpu-specs
+FILE.csv` adds a user's rows in the same format (a row of a built-in GPU's name replaces it), checked as the built-in
+rows are: a wrong cell is one line naming the file, the line and the column. Names are matched forgivingly (case,
+spaces, hyphens, "NVIDIA"/"Tesla"/"GeForce"), and a name that matches none gets a one-line error suggesting the
+nearest.
 """
 
 from __future__ import annotations
@@ -20,12 +23,18 @@ from importlib import resources
 from dlperf.errors import UsageError
 
 TFLOPS, GBS = 1e12, 1e9
+GENERATIONS = ("Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
+CLOCKS = ("boost", "base", "unstated")
+REQUIRED = ("gpu", "fp32_tflops", "mem_bw_gbs", "mem_gib", "host_link", "host_link_gbs", "generation", "source")
+PEAKS = ("tf32_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops", "fp8_tensor_tflops")  # empty: no such unit
+SHAPE = ("sm_count", "boost_clock_mhz", "l2_mib")  # empty: no source gave it
+COLUMNS = (*REQUIRED[:2], *PEAKS, *REQUIRED[2:7], *SHAPE, "peak_clock", "source")
 
 
 @dataclass(frozen=True)
 class GPU:
     name: str
-    generation: str  # Kepler, Maxwell, Pascal, Volta, Turing, Ampere, Ada, Hopper, Blackwell
+    generation: str  # one of GENERATIONS
     fp32: float  # FLOP/s
     tf32: float | None  # FLOP/s on tensor cores; None: no TF32 unit (TF32 mode runs at the FP32 rate)
     fp16: float | None
@@ -35,47 +44,129 @@ class GPU:
     host_link: str
     host_link_bw: float  # bytes/s, theoretical, per direction
     source: str
+    fp8: float | None = None  # FLOP/s, FP8 inputs with FP32 accumulation; None: no FP8 unit
+    sm_count: int | None = None  # None: no source gave it
+    boost_clock_mhz: float | None = None
+    l2_mib: float | None = None
+    peak_clock: str = "boost"  # the clock the peaks are computed at: boost, base or unstated (the source's figure)
 
     def peak(self, dtype: str, tensor: bool) -> tuple[float, str]:
         """The FLOP/s a product in `dtype` runs at, and the unit it runs on. `tensor`: fp32 products may use TF32.
         A half dtype without a tensor unit for it runs at the FP32 rate (cuDNN and cuBLAS compute in FP32 there)."""
-        if dtype in ("fp16", "bf16") and getattr(self, dtype):
+        if dtype in ("fp16", "bf16", "fp8") and getattr(self, dtype):
             return getattr(self, dtype), f"{dtype} tensor"
         if dtype == "fp32" and tensor and self.tf32:
             return self.tf32, "tf32 tensor"
         return self.fp32, "fp32"
 
 
-def _number(text: str) -> float | None:
-    return float(text) if text.strip() else None
-
-
 @cache
-def table() -> tuple[GPU, ...]:
+def builtin() -> tuple[GPU, ...]:
+    """The rows dlperf ships, checked as a user's file is."""
     text = resources.files("dlperf").joinpath("data/gpu_specs.csv").read_text()
-    gpus = []
-    for row in csv.DictReader(io.StringIO(text)):
-        gpus.append(
-            GPU(
-                name=row["gpu"],
-                generation=row["generation"],
-                fp32=float(row["fp32_tflops"]) * TFLOPS,
-                tf32=_scaled(row["tf32_tflops"], TFLOPS),
-                fp16=_scaled(row["fp16_tensor_tflops"], TFLOPS),
-                bf16=_scaled(row["bf16_tensor_tflops"], TFLOPS),
-                memory_bw=float(row["mem_bw_gbs"]) * GBS,
-                memory_gib=float(row["mem_gib"]),
-                host_link=row["host_link"],
-                host_link_bw=float(row["host_link_gbs"]) * GBS,
-                source=row["source"],
-            )
-        )
+    return parse(text, "dlperf/data/gpu_specs.csv")
+
+
+_user: tuple[GPU, ...] = ()
+
+
+def use_specs(path: str | None) -> None:
+    """Merge a user's GPU file over the built-in rows for this process (None: the built-in rows only). A wrong file is
+    one UsageError naming it, the line and the column, and changes nothing."""
+    global _user
+    if path is None:
+        _user = ()
+        return
+    where = f"--gpu-specs {path}"
+    try:
+        with open(path, encoding="utf-8", newline="") as f:
+            text = f.read()
+    except FileNotFoundError:
+        raise UsageError(f"{where}: no such file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"{where}: not a CSV file in UTF-8") from None
+    except OSError as e:
+        raise UsageError(f"{where}: cannot be read ({e.strerror or e})") from None
+    _user = parse(text, where)
+
+
+def table() -> tuple[GPU, ...]:
+    """The built-in rows, a user's row of the same name in place of its built-in one, then the user's new rows."""
+    if not _user:
+        return builtin()
+    mine = {_key(g.name): g for g in _user}
+    merged = [mine.pop(_key(g.name), g) for g in builtin()]
+    return (*merged, *mine.values())
+
+
+def parse(text: str, where: str) -> tuple[GPU, ...]:
+    """Rows of the table's format; a wrong one is a UsageError `where, line N, column C: what is wrong`."""
+    reader = csv.reader(io.StringIO(text))
+    header = [h.strip() for h in next(reader, [])]
+    _check_header(header, where)
+    gpus, seen = [], {}
+    for row in reader:
+        line = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise UsageError(f"{where}, line {line}: {len(row)} fields where the header has {len(header)}")
+        cells = {h: c.strip() for h, c in zip(header, row, strict=True)}
+        gpu = _row(cells, lambda column, line=line: f"{where}, line {line}, column {column}")
+        key = _key(gpu.name)
+        if key in seen:
+            raise UsageError(f"{where}, line {line}, column gpu: {gpu.name!r} is named on line {seen[key]} already")
+        seen[key] = line
+        gpus.append(gpu)
+    if not gpus:
+        raise UsageError(f"{where}: no GPU rows (the header, then one row per GPU)")
     return tuple(gpus)
 
 
-def _scaled(text: str, unit: float) -> float | None:
-    value = _number(text)
-    return None if value is None else value * unit
+def _check_header(header: list[str], where: str) -> None:
+    unknown = [h for h in header if h not in COLUMNS]
+    if unknown:
+        raise UsageError(f"{where}, line 1: unknown column {unknown[0]!r} (the columns: {', '.join(COLUMNS)})")
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise UsageError(f"{where}, line 1: no column {', '.join(missing)} (required: {', '.join(REQUIRED)})")
+
+
+def _row(cells: dict[str, str], at) -> GPU:
+    def number(column: str, *, required: bool = False, whole: bool = False) -> float | None:
+        text = cells.get(column, "")
+        if not text:
+            if required:
+                raise UsageError(f"{at(column)}: empty (a figure is required)")
+            return None
+        try:
+            value = float(text)
+        except ValueError:
+            raise UsageError(f"{at(column)}: {text!r} is not a number") from None
+        if not value > 0 or value == float("inf"):
+            raise UsageError(f"{at(column)}: {text} (a figure must be above 0)")
+        if whole and value != int(value):
+            raise UsageError(f"{at(column)}: {text} (a whole number)")
+        return value
+
+    for column in ("gpu", "host_link", "source"):
+        if not cells.get(column):
+            raise UsageError(f"{at(column)}: empty (every row names its {column.replace('_', ' ')})")
+    if cells["generation"] not in GENERATIONS:
+        raise UsageError(f"{at('generation')}: {cells['generation']!r}, expected one of {', '.join(GENERATIONS)}")
+    clock = cells.get("peak_clock") or "boost"
+    if clock not in CLOCKS:
+        raise UsageError(f"{at('peak_clock')}: {clock!r}, expected {', '.join(CLOCKS)} (empty: boost)")
+    tera = lambda column: None if (v := number(column)) is None else v * TFLOPS  # noqa: E731
+    sm = number("sm_count", whole=True)
+    return GPU(
+        name=cells["gpu"], generation=cells["generation"], fp32=number("fp32_tflops", required=True) * TFLOPS,
+        tf32=tera("tf32_tflops"), fp16=tera("fp16_tensor_tflops"), bf16=tera("bf16_tensor_tflops"),
+        memory_bw=number("mem_bw_gbs", required=True) * GBS, memory_gib=number("mem_gib", required=True),
+        host_link=cells["host_link"], host_link_bw=number("host_link_gbs", required=True) * GBS,
+        source=cells["source"], fp8=tera("fp8_tensor_tflops"), sm_count=None if sm is None else int(sm),
+        boost_clock_mhz=number("boost_clock_mhz"), l2_mib=number("l2_mib"), peak_clock=clock,
+    )  # fmt: skip
 
 
 _NOISE = re.compile(r"\b(nvidia|tesla|geforce)\b")
@@ -142,6 +233,10 @@ def parse_gpus(text: str, flag: str = "--gpu") -> tuple[GPU, ...]:
 # What CUDA calls a device, when it does not say which variant it is: the memory says. "NVIDIA H100 80GB HBM3" is the
 # SXM5 part (the PCIe card has HBM2e); an A100 without a form factor in its name is told apart by its memory size.
 _CUDA_HINTS = (
+    (re.compile(r"gh200"), "GH200"),
+    (re.compile(r"h100.*nvl"), "H100 NVL"),
+    (re.compile(r"h200.*nvl"), "H200 NVL"),
+    (re.compile(r"gb200"), "GB200 (per GPU)"),
     (re.compile(r"h100.*(pcie|hbm2e)"), "H100-PCIe-80GB"),
     (re.compile(r"h100"), "H100-SXM5-80GB"),
     (re.compile(r"h200"), "H200-SXM-141GB"),
