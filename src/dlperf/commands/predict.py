@@ -35,6 +35,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
+    p.add_argument(
+        "--no-cache", action="store_true",
+        help="count every step again, neither reading nor writing the counts kept in DATA_DIR/cache/opcounts",
+    )  # fmt: skip
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -42,7 +46,12 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def run(args) -> int:
-    from dlperf.predict import gpus
+    from dlperf.predict import cache, gpus
+
+    if args.no_cache:  # the variable every command's count reads (`predict/cache.py`)
+        import os
+
+        os.environ[cache.BYPASS] = "1"
 
     if args.list_gpus:
         import sys
