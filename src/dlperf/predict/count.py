@@ -59,7 +59,8 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
     ask = lambda asked: probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag)  # noqa: E731
     _answer(groups, ask, first=True)  # the fits, and the batches of groups too few to fit
     _answer(groups, ask, first=False)  # what a failed fit leaves
-    cache.prune()
+    if cache.enabled():
+        cache.prune()
     found = [groups[_group_id(w, mode)].found[w.batch] for w, mode in requests]
     return [c if isinstance(c, str) else replace(c, mode=mode) for c, (_, mode) in zip(found, requests, strict=True)]
 
@@ -121,11 +122,12 @@ class Group:
         rest = [OpRequest({**w, "batch": b}, self.mode, b) for b in missing if b < SCALED_FROM]
         return [*rest, OpRequest({**w, "batch": scalable[-1]}, self.mode, scalable[-1], fit=scalable[:2])]
 
-    def answered(self, c: OpCount) -> None:
+    def answered(self, c: OpCount, batch: int) -> None:
+        """The child's answer to the request for `batch` (its answers come in the order asked)."""
         found = c.error or Count.from_json(c.to_json())
-        self.found[c.batch] = found
+        self.found[batch] = found
         if self.key is not None and not isinstance(found, str):
-            cache.write(self.key, f"b{c.batch}", found.to_json())
+            cache.write(self.key, f"b{batch}", found.to_json())
         if c.affine is not None:
             self.affine = Affine.from_json(c.affine)
             for b in self.missing():
@@ -139,8 +141,8 @@ def _answer(groups: dict[str, Group], ask, first: bool) -> None:
     """Ask one child for what the groups miss."""
     asked = [(g, r) for g in groups.values() for r in g.requests(first)]
     if asked:
-        for (g, _), c in zip(asked, ask([r for _, r in asked]).counts, strict=True):
-            g.answered(c)
+        for (g, r), c in zip(asked, ask([r for _, r in asked]).counts, strict=True):
+            g.answered(c, r.batch)
 
 
 def torch_version(counter: str, python: str) -> str | None:
