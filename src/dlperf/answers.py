@@ -89,6 +89,8 @@ class OpCount(Wire):
     ops: list[dict[str, Any]] | None = field(default=None, metadata=ABSENT)  # `frameworks.common.ops.Op` JSON
     input_bytes: int | None = field(default=None, metadata=ABSENT)
     params: int | None = field(default=None, metadata=ABSENT)
+    affine: dict[str, Any] | None = field(default=None, metadata=ABSENT)  # asked to fit: `ops.Affine` JSON
+    not_affine: str | None = field(default=None, metadata=ABSENT)  # ... or why the step is not affine in the batch
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,7 @@ class OpRequest(Wire):
     workload: dict[str, Any]  # Workload.to_json()
     mode: str
     batch: int
+    fit: list[int] | None = field(default=None, metadata=ABSENT)  # two batches: also answer the count's affine form
 
 
 @request("ops")

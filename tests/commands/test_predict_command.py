@@ -59,6 +59,7 @@ def peak_rss(*args: str) -> tuple[int, int]:
     from conftest import ROOT
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    env["DLPERF_NO_COUNT_CACHE"] = "1"  # counted, not read from the cache
     done = subprocess.run([sys.executable, "-c", PEAK_RSS, *args], capture_output=True, text=True, env=env, timeout=300)
     code, rss = done.stdout.split()
     return int(code), int(rss)
@@ -138,9 +139,9 @@ def test_ctrl_c_while_the_rows_are_counted_is_exit_130_with_no_report_and_no_pro
 
     path = tmp_path / "rows.csv"
     row = "T4,ResNet-152,ImageNet train,PyTorch,FP32,{},train_throughput,100,img/s,s,n\n"
-    path.write_text(HEADER + "".join(row.format(b) for b in range(1, 201)))  # 200 counts: a minute or more
+    path.write_text(HEADER + "".join(row.format(b) for b in range(1, 201)))  # counted at 1, then fitted at 2, 3, 200
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    cmd = [sys.executable, "-m", "dlperf", "predict", "--validate", str(path)]
+    cmd = [sys.executable, "-m", "dlperf", "predict", "--validate", str(path), "--no-cache"]  # a child counts
     parent = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     deadline, seen = time.monotonic() + 60, set()
@@ -155,3 +156,26 @@ def test_ctrl_c_while_the_rows_are_counted_is_exit_130_with_no_report_and_no_pro
     assert parent.returncode == 130 and err == "dlperf: interrupted\n" and out == "", (parent.returncode, out, err)
     assert gone(list(seen)), seen
     assert not glob.glob(os.path.join(tempfile.gettempdir(), f"dlperf-{parent.pid}-*"))
+
+
+def test_a_second_predict_reads_the_count_kept_and_no_cache_counts_again(tmp_path):
+    """The count is kept in DATA_DIR/cache/opcounts: an entry changed there (ten times the calls) is what the second
+    run predicts from, and --no-cache counts again."""
+    import json
+
+    env = {"COLUMNS": "200", "DLPERF_DATA_DIR": str(tmp_path)}
+    args = ("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", "fp32")
+
+    def kernels(proc) -> int:
+        assert proc.returncode == 0, proc.stderr
+        (row,) = [line for line in proc.stdout.splitlines() if "T4" in line]
+        return int([cell for cell in row.split("│") if cell.strip()][-1].replace(",", ""))
+
+    first = kernels(dlperf(*args, env=env))
+    (entry,) = (tmp_path / "cache" / "opcounts").glob("*.json")
+    payload = json.loads(entry.read_text())
+    for op in payload["value"]["ops"]:
+        op["calls"] *= 10
+    entry.write_text(json.dumps(payload))
+    assert kernels(dlperf(*args, env=env)) == 10 * first
+    assert kernels(dlperf(*args, "--no-cache", env=env)) == first

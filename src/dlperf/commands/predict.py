@@ -40,6 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
+    p.add_argument(
+        "--no-cache", action="store_true",
+        help="count every step again, neither reading nor writing the counts kept in DATA_DIR/cache/opcounts",
+    )  # fmt: skip
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -47,7 +51,12 @@ def parse_modes(text: str) -> tuple[str, ...]:
 
 
 def run(args) -> int:
-    from dlperf.predict import gpus
+    from dlperf.predict import cache, gpus
+
+    if args.no_cache:  # the variable every command's count reads (`predict/cache.py`)
+        import os
+
+        os.environ[cache.BYPASS] = "1"
 
     gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
     if args.list_gpus:

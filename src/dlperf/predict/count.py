@@ -1,18 +1,28 @@
 """The parent's side of an op count: the probe of the backend that counts operators (PyTorch's; its row of
 `frameworks.common.capabilities`) counts each (workload, mode, batch) step on fake tensors.
 
-One child answers every request of a command (the validation asks for dozens), so PyTorch is imported once.
+One child answers every request of a command (the validation asks for dozens), so PyTorch is imported once. Counts
+are kept between commands (`predict/cache.py`), and a (workload, mode) asked at `FIT_FROM` or more batches is
+counted at three of them: the two smallest give the count as a function of the batch, the largest checks it exactly
+(`frameworks.common.ops.Affine`), and every other batch is scaled, now and later. Where the check fails (another
+kernel, or a figure off the line) the step is not affine in the batch and each batch is counted, now and later. A
+batch of 1 is always counted: on the CPU an LSTM's products at a batch of 1 are other kernels. fp32 and tf32 build
+the same step (tf32 is the GPU's peak only): one count serves both.
 """
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from dataclasses import replace
+from importlib import metadata
 
-from dlperf.answers import OpRequest, OpsRequest
-from dlperf.envs import interpreter_for
+from dlperf.answers import OpCount, OpRequest, OpsRequest
+from dlperf.envs import import_name, interpreter_for, record
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.frameworks.common import capabilities
-from dlperf.frameworks.common.ops import Count
+from dlperf.frameworks.common.ops import Affine, Count
+from dlperf.predict import cache
 from dlperf.runner import probe
 from dlperf.workloads.base import Workload
 
@@ -31,20 +41,121 @@ def at(workload: Workload, batch: int | None = None, seq_len: int | None = None)
 def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S,
            timeout_flag: str | None = None) -> list[Count | str]:  # fmt: skip
     """Each (workload at its batch, mode) counted, in order, or why it could not be (a model the fake tensors
-    cannot run, e.g. one that reads a tensor's value); equal requests are counted once. A count that takes longer
-    than `timeout` (the command's `timeout_flag`, named in the error) is a UsageError."""
+    cannot run, e.g. one that reads a tensor's value); equal requests are counted once, from the cache where it holds
+    them. A count that takes longer than `timeout` (the command's `timeout_flag`, named in the error) is a
+    UsageError."""
     counter = capabilities.op_counter()
     python = interpreter_for(counter)
     if python is None:
         raise MissingDependency("dlperf predict counts operators with PyTorch: pip install torch==2.13.0")
-    keys = {}
+    groups: dict[str, Group] = {}
     for w, mode in requests:
-        keys.setdefault((repr(w.to_json()), mode), (w, mode))
-    asked = [OpRequest(w.to_json(), mode, w.batch) for w, mode in keys.values()]
-    answer = probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag)
-    # a row without an error is a Count's JSON
-    found = dict(zip(keys, (c.error or Count.from_json(c.to_json()) for c in answer.counts), strict=True))
-    return [found[(repr(w.to_json()), mode)] for w, mode in requests]
+        g = groups.setdefault(_group_id(w, mode), Group(w, COUNTED_AS.get(mode, mode)))
+        g.batches.add(w.batch)
+    version = torch_version(counter, python) if cache.enabled() else None
+    for g in groups.values():
+        g.key = cache.key(g.workload.to_json(), g.mode, counter, version)
+        g.look_up()
+    ask = lambda asked: probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag)  # noqa: E731
+    _answer(groups, ask, first=True)  # the fits, and the batches of groups too few to fit
+    _answer(groups, ask, first=False)  # what a failed fit leaves
+    if cache.enabled():
+        cache.prune()
+    found = [groups[_group_id(w, mode)].found[w.batch] for w, mode in requests]
+    return [c if isinstance(c, str) else replace(c, mode=mode) for c, (_, mode) in zip(found, requests, strict=True)]
+
+
+COUNTED_AS = {"tf32": "fp32"}  # the same step, another peak
+FIT_FROM = 3  # batches of one (workload, mode) counted at once that are fitted rather than each counted
+SCALED_FROM = 2  # the smallest batch scaled: a batch of 1 runs other kernels on the CPU
+
+
+def _group_id(w: Workload, mode: str) -> str:
+    return repr((replace(w, batch=0, ddp_batch=None).to_json(), COUNTED_AS.get(mode, mode)))
+
+
+class Group:
+    """One (workload, mode)'s batches asked, what is found for each, and its cache entries."""
+
+    def __init__(self, workload: Workload, mode: str) -> None:
+        self.workload, self.mode = workload, mode
+        self.batches: set[int] = set()
+        self.found: dict[int, Count | str] = {}
+        self.key: dict | None = None
+        self.affine: Affine | None = None
+        self.not_affine = False
+
+    def look_up(self) -> None:
+        if self.key is None:
+            return
+        fit = cache.read(self.key, "fit")
+        self.not_affine = isinstance(fit, dict) and isinstance(fit.get("not_affine"), str)
+        with contextlib.suppress(Exception):  # a damaged entry: counted again
+            self.affine = Affine.from_json(fit["affine"]) if isinstance(fit, dict) and "affine" in fit else None
+        for b in self.batches:
+            self._take(b, cache.read(self.key, f"b{b}"))
+
+    def _take(self, batch: int, value) -> None:
+        with contextlib.suppress(Exception):  # a damaged entry: counted again
+            self.found[batch] = self._checked(Count.from_json(value), batch)
+        if batch not in self.found and self.affine is not None and batch >= SCALED_FROM:
+            with contextlib.suppress(ValueError):
+                self.found[batch] = self.affine.at(batch)
+
+    def _checked(self, c: Count, batch: int) -> Count:
+        if c.batch != batch or c.mode != self.mode:
+            raise ValueError("another count")
+        return c
+
+    def missing(self) -> list[int]:
+        return sorted(b for b in self.batches if b not in self.found)
+
+    def requests(self, first: bool) -> list[OpRequest]:
+        """What to ask a child: first, a fit where the batches are enough (and the batches it does not scale),
+        else every batch; then, after a fit that failed, every batch it left."""
+        missing = self.missing()
+        scalable = [b for b in missing if b >= SCALED_FROM]
+        w = self.workload.to_json()
+        fit = first and not self.not_affine and self.affine is None and len(scalable) >= FIT_FROM
+        if not fit:
+            return [OpRequest({**w, "batch": b}, self.mode, b) for b in missing]
+        rest = [OpRequest({**w, "batch": b}, self.mode, b) for b in missing if b < SCALED_FROM]
+        return [*rest, OpRequest({**w, "batch": scalable[-1]}, self.mode, scalable[-1], fit=scalable[:2])]
+
+    def answered(self, c: OpCount, batch: int) -> None:
+        """The child's answer to the request for `batch` (its answers come in the order asked)."""
+        found = c.error or Count.from_json(c.to_json())
+        self.found[batch] = found
+        if self.key is not None and not isinstance(found, str):
+            cache.write(self.key, f"b{batch}", found.to_json())
+        if c.affine is not None:
+            self.affine = Affine.from_json(c.affine)
+            for b in self.missing():
+                self._take(b, None)
+        self.not_affine = self.not_affine or c.not_affine is not None
+        if self.key is not None and (c.affine is not None or c.not_affine is not None):
+            cache.write(self.key, "fit", {"affine": c.affine} if c.affine else {"not_affine": c.not_affine})
+
+
+def _answer(groups: dict[str, Group], ask, first: bool) -> None:
+    """Ask one child for what the groups miss."""
+    asked = [(g, r) for g in groups.values() for r in g.requests(first)]
+    if asked:
+        for (g, r), c in zip(asked, ask([r for _, r in asked]).counts, strict=True):
+            g.answered(c, r.batch)
+
+
+def torch_version(counter: str, python: str) -> str | None:
+    """The counting framework's version in the interpreter that counts, read without importing it: this one's
+    installed package, or a dedicated environment's install record; None where neither says (nothing is cached)."""
+    package = import_name(counter)
+    if python == sys.executable:
+        try:
+            return metadata.version(package)
+        except metadata.PackageNotFoundError:
+            return None
+    found = ((record(counter) or {}).get("versions") or {}).get(package)
+    return found if isinstance(found, str) else None
 
 
 def counted(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_S,

@@ -187,19 +187,25 @@ def test_user_workload_counts_with_its_own_optimizer(tmp_path):
     assert sum(op.calls for op in update) > 6  # Adam's foreach update is more ops than SGD's three
 
 
-def test_a_step_that_reads_values_answers_an_error_row(tmp_path):
-    source = tmp_path / "reads.py"
-    source.write_text(
+def mlp_whose_forward(path, returns: str) -> Workload:
+    """The MLP of `mlp_factory` written to `path`, its forward returning `returns` (of `y`, the MLP's output, and
+    `x`, its input), as a user workload "mini"."""
+    path.write_text(
         mlp_factory(16, 4, "clip_grad_norm=None").replace(
             "    return dlperf.user_workload(",
-            "    class Reads(torch.nn.Sequential):\n"
+            "    class Mine(torch.nn.Sequential):\n"
             "        def forward(self, x):\n"
-            "            return super().forward(x) * (1.0 if float(x.sum()) > 0 else 2.0)\n"
-            "    model = Reads(*model)\n"
+            "            y = super().forward(x)\n"
+            f"            return {returns}\n"
+            "    model = Mine(*model)\n"
             "    return dlperf.user_workload(",
         )
     )
-    user = Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:make")
+    return Workload("mini", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{path}:make")
+
+
+def test_a_step_that_reads_values_answers_an_error_row(tmp_path):
+    user = mlp_whose_forward(tmp_path / "reads.py", "y * (1.0 if float(x.sum()) > 0 else 2.0)")
     got = tb.op_count(user, "bf16", 4)
     assert (got["workload"], got["mode"], got["batch"]) == ("mini", "bf16", 4) and "error" in got and "ops" not in got
 
@@ -299,3 +305,31 @@ def test_a_custom_autograd_function_in_torch_is_counted(tmp_path):
     user = Workload("t", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=source)
     count = Count.from_json(tb.op_count(user, "fp32", 4))
     assert of(count.ops, "matmul", "forward") and len(of(count.ops, "memory", "backward")) >= 2  # its own backward
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Counted at two batches, checked at a third, scaled to any other (issue 32)
+
+
+@pytest.mark.parametrize("name", ["tiny-alexnet-r", "tiny-resnet-56", "tiny-lstm"])
+@pytest.mark.parametrize("mode", ["fp32", "fp16"])
+def test_the_scaled_count_is_the_direct_count_at_another_batch(name, mode):
+    """A conv net, a residual net with batch norm and an LSTM: fitted at 3 and 5, checked at 12, scaled to 2, 7 and
+    40, each exactly (every op's FLOPs, bytes, launches and calls, in the same order) the count made there. (Not to 1:
+    the CPU runs an LSTM's products at a batch of 1 as other kernels; dlperf counts a batch of 1 directly.)"""
+    from dlperf.frameworks.common.ops import Affine
+
+    answer = tb.op_count(BUILTIN[name], mode, 12, fit=[3, 5])
+    assert "not_affine" not in answer, answer.get("not_affine")
+    fitted = Affine.from_json(answer["affine"])
+    assert fitted.batches == (3, 5, 12)
+    assert fitted.at(12) == Count.from_json(answer)
+    for batch in (2, 7, 40):
+        assert fitted.at(batch) == Count.from_json(tb.op_count(BUILTIN[name], mode, batch)), batch
+
+
+def test_a_step_not_affine_in_the_batch_says_why(tmp_path):
+    user = mlp_whose_forward(tmp_path / "bent.py", "y * 2 if x.shape[0] > 8 else y")  # past 8: one more kernel
+    answer = tb.op_count(user, "fp32", 16, fit=[2, 4])
+    assert "affine" not in answer and "batch 16" in answer["not_affine"]
+    assert Count.from_json(answer) == Count.from_json(tb.op_count(user, "fp32", 16))  # the direct count stands

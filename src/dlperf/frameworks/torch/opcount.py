@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -35,7 +34,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import flop_registry, sdpa_backward_flop_count, sdpa_flop_count
 
-from dlperf.frameworks.common.ops import Op
+from dlperf.frameworks.common.ops import Op, grouped
 from dlperf.frameworks.torch.optimizers import rebuild_optimizer
 
 FOREACH_TENSORS_PER_LAUNCH = 110  # multi-tensor apply: the tensors one launch takes (CUDA's depth-1 chunking)
@@ -55,12 +54,22 @@ def count_ops(step, make_batch: Callable[[], tuple] | None = None) -> list[Op]:
     """The ops of one steady iteration of `step` (a `TorchStep` of step.py built on the CPU, never run), counted on
     fake tensors. The step itself is turned fake: its model, optimizer and batch; `make_batch` (inputs, targets)
     replaces the batch, made under the fake mode: a batch of any size then holds no memory."""
+    return grouped(count_calls(step, [make_batch])[0][0])
+
+
+def count_calls(step, make_batches: list[Callable[[], tuple] | None]) -> list[tuple[list[tuple], tuple]]:
+    """For each batch maker in turn, one steady iteration of `step` on its batch: (the kernel calls in the order they
+    ran, as `frameworks.common.ops.CALL` tuples; the batch as fake (inputs, targets)). The step is turned fake once
+    and counted on each batch: the iterations are alike, each starting with its gradients unset."""
+    found = []
     with unfused_rnns(step.model), FakeTensorMode() as fake:
         _fake(step, fake)
-        if make_batch is not None:
-            step.inputs, step.targets = make_batch()
         _warm_up(step)
-        return count_step(step)
+        for make_batch in make_batches:
+            if make_batch is not None:
+                step.inputs, step.targets = make_batch()
+            found.append((count_step(step), (step.inputs, step.targets)))
+    return found
 
 
 def _fake(step, fake: FakeTensorMode) -> None:
@@ -104,8 +113,8 @@ def _warm_up(step) -> None:
         step.scaler.scale(torch.zeros(()))  # makes the scale tensor
 
 
-def count_step(step) -> list[Op]:
-    """The ops of one iteration of `step` (built under a FakeTensorMode that is still active)."""
+def count_step(step) -> list[tuple]:
+    """The kernel calls of one iteration of `step`, in order (built under a FakeTensorMode that is still active)."""
     with OpRecorder() as rec, rec.watching_rnns(step.model):
         rec.phase = "optimizer"
         step.optimizer.zero_grad(set_to_none=True)
@@ -123,7 +132,7 @@ def count_step(step) -> list[Op]:
         step.optimizer.step()
         if step.scaler is not None:
             step.scaler.update()
-    return rec.ops()
+    return rec.calls
 
 
 class OpRecorder(TorchDispatchMode):
@@ -133,13 +142,12 @@ class OpRecorder(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.phase = "forward"
-        self.calls: Counter[tuple] = Counter()
+        self.calls: list[tuple] = []  # (kind, dtype, flops, bytes, launches, phase) of each kernel, in order
         self.rnn_depth = 0  # inside an RNN module's forward
         self.rnn_nodes: set = set()  # the autograd nodes RNN forwards made: their backward runs as cuDNN's
 
     def ops(self) -> list[Op]:
-        fields = ("kind", "dtype", "flops", "bytes", "launches", "phase")
-        return [Op(**dict(zip(fields, key, strict=True)), calls=n) for key, n in self.calls.items()]
+        return grouped(self.calls)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -167,7 +175,7 @@ class OpRecorder(TorchDispatchMode):
         if self.rnn_depth or (self.rnn_nodes and torch._C._current_autograd_node() in self.rnn_nodes):
             launches = 2 if kind == "matmul" else 0  # cuDNN: a step's GEMM, then its fused gate math
         traffic = sum(nbytes(t) for t in inputs) + sum(nbytes(t) for t in outputs)
-        self.calls[(kind, dtype_name(dtype), flops, traffic, launches, self.phase)] += 1
+        self.calls.append((kind, dtype_name(dtype), flops, traffic, launches, self.phase))
 
     @contextlib.contextmanager
     def watching_rnns(self, model: torch.nn.Module) -> Iterator[None]:

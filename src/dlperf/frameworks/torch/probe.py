@@ -14,8 +14,9 @@ from typing import Any
 import torch
 from torch._subclasses.fake_tensor import DataDependentOutputException
 
+from dlperf.frameworks.common.ops import Affine, grouped
 from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
-from dlperf.frameworks.torch.opcount import count_ops, nbytes, tensors_in
+from dlperf.frameworks.torch.opcount import count_calls, nbytes, tensors_in
 from dlperf.frameworks.torch.step import synthetic_batch
 from dlperf.frameworks.torch.threads import describe_device
 from dlperf.frameworks.torch.user import probe_workload, user_of
@@ -34,7 +35,7 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     if what == "data":
         return {w["name"]: probe_data(Workload.from_json(w), request["data"]) for w in request["workloads"]}
     if what == "ops":  # the GPU predictor's operator counts
-        return {"counts": [op_count(Workload.from_json(r["workload"]), r["mode"], int(r["batch"]))
+        return {"counts": [op_count(Workload.from_json(r["workload"]), r["mode"], int(r["batch"]), r.get("fit"))
                            for r in request["requests"]]}  # fmt: skip
     raise ValueError(f"unknown probe request {what!r}")
 
@@ -42,28 +43,38 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
 OP_COUNT_PRECISIONS = {"fp32": None, "tf32": None, "bf16": Mode.BF16, "fp16": Mode.FP16}  # tf32: the GPU's peak only
 
 
-def op_count(workload: Workload, mode: str, batch: int) -> dict[str, Any]:
+def op_count(workload: Workload, mode: str, batch: int, fit: list[int] | None = None) -> dict[str, Any]:
     """One training step of `workload` at `batch` in `mode`, its operators counted on fake tensors (`opcount`), as
     `dlperf.frameworks.common.ops.Count` JSON. Built as the worker builds it on the CPU, with the optimizer's foreach
     implementation (torch's default on CUDA) and the mode's autocast on the CPU (it follows the tensors' device);
     never run. The step is built at a batch of 1 and counted on a batch of `batch` made fake, so no batch size costs
     memory. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
-    "mode", "batch", "error"} instead, the reason in one line: one such row must not cost the others of the request."""
+    "mode", "batch", "error"} instead, the reason in one line: one such row must not cost the others of the request.
+
+    `fit` (two batches): the step is also counted there, and the answer adds its count as a function of the batch
+    (`affine`: `ops.Affine` JSON, through those two and checked at `batch`), or why it is not one (`not_affine`)."""
     if mode not in OP_COUNT_PRECISIONS:
         raise ValueError(f"op count: unknown mode {mode!r} (one of {', '.join(OP_COUNT_PRECISIONS)})")
     precision = OP_COUNT_PRECISIONS[mode]
+    batches = [*(fit or []), batch]
     try:
         step = build(dataclasses.replace(workload, batch=1), "cpu", "fp32")
         with contextlib.suppress(NotImplementedError):  # a user's optimizer without foreach: counted as it is
             set_optimizer_implementation(step, Mode.FOREACH.value)
         if precision is not None:
             set_autocast(step, AUTOCAST_DTYPES[precision], scaled=precision is Mode.FP16)
-        ops = count_ops(step, lambda: batch_of(workload, batch, step))
+        makers = [lambda b=b: batch_of(workload, b, step) for b in batches]
+        points = [(b, calls, sum(nbytes(t) for t in tensors_in(data)))
+                  for b, (calls, data) in zip(batches, count_calls(step, makers), strict=True)]  # fmt: skip
     except Exception as exc:  # the user's model, whatever it raises: this row's reason
         return {"workload": workload.name, "mode": mode, "batch": batch, "error": uncountable(exc)}
-    input_bytes = sum(nbytes(t) for t in tensors_in((step.inputs, step.targets)))
-    return {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in ops],
-            "input_bytes": input_bytes, "params": step.params}  # fmt: skip
+    _, calls, input_bytes = points[-1]
+    found = {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in grouped(calls)],
+             "input_bytes": input_bytes, "params": step.params}  # fmt: skip
+    if fit:
+        fitted = Affine.fit(workload.name, mode, step.params, points)
+        found.update(not_affine=fitted) if isinstance(fitted, str) else found.update(affine=fitted.to_json())
+    return found
 
 
 def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:

@@ -1,0 +1,208 @@
+"""The operator count's cache and its scaling in the batch (predict/count.py, predict/cache.py), on the parent's side:
+the probe child is replaced by a fake that counts a made-up affine step, and every question it is asked is kept."""
+
+import json
+import os
+
+import pytest
+
+from dlperf.answers import OpCount, OpsAnswer
+from dlperf.frameworks.common.ops import Affine, Op, grouped
+from dlperf.predict import cache, count
+from dlperf.workloads import BUILTIN
+
+W = BUILTIN["tiny-fcn-r"]
+
+
+def calls_at(batch: int, bend: int | None = None) -> list[tuple]:
+    """A made-up step's kernel calls at `batch`: a product and an element-wise op that grow with it, an update that
+    does not; past `bend` one more kernel (a step that is not affine in the batch)."""
+    calls = [("matmul", "fp32", 64 * batch, 40 + 8 * batch, 1, "forward")]
+    calls += [("memory", "fp32", 0, 8 * batch, 1, "forward")]
+    calls += [("memory", "fp32", 0, 400, 1, "optimizer")] * 3
+    if bend is not None and batch > bend:
+        calls.append(("memory", "fp32", 0, 4, 1, "backward"))
+    return calls
+
+
+class FakeProbe:
+    """What `probe.ask` would answer, counting `calls_at` (fitted as the child fits, `ops.fit`)."""
+
+    def __init__(self, bend: int | None = None) -> None:
+        self.asked: list = []  # every OpRequest, in order
+        self.bend = bend
+
+    def __call__(self, counter, request, python, timeout, timeout_flag=None):
+        self.asked.extend(request.requests)
+        return OpsAnswer([self.answer(r) for r in request.requests])
+
+    def answer(self, r) -> OpCount:
+        ops = [op.to_json() for op in grouped(calls_at(r.batch, self.bend))]
+        found = OpCount(r.workload["name"], r.mode, r.batch, ops=ops, input_bytes=4 * r.batch, params=100)
+        if r.fit:
+            points = [(b, calls_at(b, self.bend), 4 * b) for b in (*r.fit, r.batch)]
+            fitted = Affine.fit(r.workload["name"], r.mode, 100, points)
+            key = "not_affine" if isinstance(fitted, str) else "affine"
+            found = OpCount(**{**found.__dict__, key: fitted if isinstance(fitted, str) else fitted.to_json()})
+        return found
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv(cache.BYPASS, raising=False)
+    monkeypatch.setattr(count, "torch_version", lambda counter, python: "2.13.0")
+    probe = FakeProbe()
+    monkeypatch.setattr(count.probe, "ask", probe)
+    return probe
+
+
+def at(*batches, mode="fp32", workload=W):
+    return [(count.at(workload, b), mode) for b in batches]
+
+
+def test_the_second_count_is_read_from_the_cache(fake):
+    first = count.counts(at(8))
+    assert len(fake.asked) == 1
+    again = count.counts(at(8))
+    assert len(fake.asked) == 1 and again == first  # no probe the second time, the same count
+
+
+def test_fp32_and_tf32_are_counted_once(fake):
+    fp32, tf32 = count.counts(at(8) + at(8, mode="tf32"))
+    assert [(r.mode, r.batch) for r in fake.asked] == [("fp32", 8)]
+    assert (fp32.mode, tf32.mode) == ("fp32", "tf32") and fp32.ops == tf32.ops
+    count.counts(at(8, mode="tf32"))
+    assert len(fake.asked) == 1
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda mp: mp.setattr(cache, "VERSION", "9.9.9"),  # dlperf's version
+        lambda mp: mp.setattr(count, "torch_version", lambda counter, python: "2.14.0"),  # torch's
+        lambda mp: mp.setattr(cache, "backend_source", lambda counter: "another model definition"),  # the source
+    ],
+    ids=["dlperf", "torch", "source"],
+)
+def test_a_version_change_counts_again(fake, monkeypatch, change):
+    count.counts(at(8))
+    change(monkeypatch)
+    count.counts(at(8))
+    assert len(fake.asked) == 2
+
+
+def test_a_user_models_file_is_its_version(fake, tmp_path):
+    source = tmp_path / "mine.py"
+    source.write_text("def make(): ...\n")
+    mine = count.at(W, 8)
+    mine = type(mine)(**{**mine.__dict__, "name": "mine", "arch": "user", "source": f"{source}:make"})
+    count.counts([(mine, "fp32")])
+    count.counts([(mine, "fp32")])
+    assert len(fake.asked) == 1
+    source.write_text("def make(): ...  # changed\n")
+    count.counts([(mine, "fp32")])
+    assert len(fake.asked) == 2
+
+
+def test_a_model_named_by_its_module_is_never_cached(fake):
+    mod = type(W)(**{**W.__dict__, "name": "mod", "arch": "user", "source": "some.module:make"})
+    count.counts([(mod, "fp32")])
+    count.counts([(mod, "fp32")])
+    assert len(fake.asked) == 2
+
+
+@pytest.mark.parametrize("damage", [b"", b"{not json", b"[1, 2]", b'{"format": 1, "key": {}, "count": 3}', b"\xff\xfe"])
+def test_a_damaged_entry_is_counted_again_and_rewritten(fake, damage):
+    first = count.counts(at(8))
+    (entry,) = cache.directory().glob("*.json")
+    entry.write_bytes(damage)
+    assert count.counts(at(8)) == first and len(fake.asked) == 2
+    assert json.loads(entry.read_text())["format"] == cache.FORMAT
+    assert count.counts(at(8)) == first and len(fake.asked) == 2
+
+
+def test_an_entry_under_another_key_is_not_taken(fake):
+    """The file name is a hash of the key; the key itself is checked on reading (a collision, a copied file)."""
+    count.counts(at(8))
+    (entry,) = cache.directory().glob("*.json")
+    payload = json.loads(entry.read_text())
+    payload["key"]["torch"] = "1.0"
+    entry.write_text(json.dumps(payload))
+    count.counts(at(8))
+    assert len(fake.asked) == 2
+
+
+def test_the_cache_is_bypassed_by_its_variable(fake, monkeypatch):
+    monkeypatch.setenv(cache.BYPASS, "1")
+    count.counts(at(8))
+    count.counts(at(8))
+    assert len(fake.asked) == 2 and not cache.directory().exists()
+
+
+def test_an_unwritable_cache_still_counts(fake, monkeypatch):
+    os.makedirs(cache.directory().parent, exist_ok=True)
+    cache.directory().write_text("a file where the folder would be")
+    assert count.counts(at(8))[0].batch == 8
+
+
+def test_an_interrupted_write_leaves_nothing(fake, monkeypatch):
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cache.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        count.counts(at(8))
+    assert list(cache.directory().iterdir()) == []
+
+
+def test_the_cache_is_bounded(fake, monkeypatch):
+    monkeypatch.setattr(cache, "MAX_BYTES", 3000)
+    for b in range(1, 30):
+        count.counts(at(b))
+    sizes = [p.stat().st_size for p in cache.directory().glob("*.json")]
+    assert sum(sizes) <= 3000 and len(sizes) >= 2
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Counted at two batches, checked at a third, scaled to the others
+
+
+def test_many_batches_are_counted_at_three_and_scaled(fake):
+    batches = (16, 32, 64, 100, 7)
+    found = count.counts(at(*batches))
+    assert len(fake.asked) == 1 and fake.asked[0].fit  # one request: two batches fitted, a third checked
+    for b, c in zip(batches, found, strict=True):
+        assert c.batch == b and c.ops == tuple(grouped(calls_at(b))) and c.input_bytes == 4 * b
+    count.counts(at(3, 1000))  # any other batch, later: scaled, no probe
+    assert len(fake.asked) == 1
+
+
+def test_a_step_not_affine_in_the_batch_is_counted_batch_by_batch(fake):
+    fake.bend = 40
+    batches = (16, 32, 64, 100)
+    found = count.counts(at(*batches))
+    assert [r.batch for r in fake.asked if not r.fit] == [16, 32, 64]  # the fit's check at 100 failed: direct
+    for b, c in zip(batches, found, strict=True):
+        assert c.ops == tuple(grouped(calls_at(b, 40)))
+    count.counts(at(200))
+    assert fake.asked[-1].batch == 200 and not fake.asked[-1].fit  # known not affine: no second fit
+
+
+def test_affine_ops_scale_as_a_direct_count_groups_them():
+    """Two calls equal at one batch and apart at another stay one group where they are equal."""
+    calls = lambda b: [("memory", "fp32", 0, 8 * b, 1, "forward"), ("memory", "fp32", 0, 64 + 4 * b, 1, "forward")]  # noqa: E731
+    fitted = Affine.fit("w", "fp32", 1, [(4, calls(4), 16), (8, calls(8), 32), (20, calls(20), 80)])
+    assert fitted.at(16).ops == (Op("memory", "fp32", 0, 128, calls=2),)
+    assert fitted.at(5).ops == tuple(grouped(calls(5)))
+    assert "not affine" in Affine.fit("w", "fp32", 1, [(4, calls(4), 16), (8, calls(8), 32), (20, calls(21), 80)])
+
+
+@pytest.mark.parametrize("value", [3, {"ops": "x"}, {"workload": "w", "mode": "fp32", "batch": 9, "ops": [],
+                                                     "input_bytes": 1, "params": 1}])  # fmt: skip
+def test_an_entry_under_its_key_with_a_damaged_count_is_counted_again(fake, value):
+    first = count.counts(at(8))
+    (entry,) = cache.directory().glob("*.json")
+    payload = json.loads(entry.read_text())
+    entry.write_text(json.dumps({**payload, "value": value}))
+    assert count.counts(at(8)) == first and len(fake.asked) == 2
