@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
+from dlperf.frameworks.common.ops import Count
 from dlperf.predict import count as counting
 from dlperf.predict import roofline
 from dlperf.predict import validate as v
-from dlperf.predict.ops import Count
 from dlperf.workloads import BUILTIN
 
 NAMES = [f.name for f in fields(roofline.Efficiency)]
