@@ -6,7 +6,7 @@ from conftest import dlperf
 from dlperf.errors import UsageError
 from dlperf.frameworks.common.ops import Count, Op
 from dlperf.predict import cells as gpu_predictions
-from dlperf.predict import count
+from dlperf.predict import count, roofline
 from dlperf.protocol import Cell
 from dlperf.store import Store
 from dlperf.store.process import ProcessMeasurement
@@ -45,7 +45,8 @@ def test_each_plain_gpu_cell_is_predicted_for_its_own_gpu_as_its_precision(monke
     assert {r.gpu for r in rows} == {"H100-SXM5-80GB"} and [r.mode for r in rows] == ["fp32", "bf16"]
     assert all(r.transfer_s == 0 and r.step_s == r.device_s for r in rows)  # synthetic: on the device
     assert rows[1].detail["not_modelled"] == ["compile"] and rows[0].detail["not_modelled"] == []
-    assert rows[0].detail["uncertainty"].startswith("±")
+    assert rows[0].detail["uncertainty"] == roofline.uncertainty()
+    assert "left out of the fit" in rows[0].detail["uncertainty"]
 
 
 def test_a_gpu_not_in_the_table_and_a_failed_count_warn_and_predict_nothing(monkeypatch):

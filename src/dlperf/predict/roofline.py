@@ -1,16 +1,24 @@
 """A training step's time on a GPU from its counted operators and the GPU's published figures.
 
 The method, per operator call (one `Op`):
-- its compute time: FLOPs / (the peak of the unit it runs on x that kind's efficiency): FP32 products on the CUDA
+- its compute time: FLOPs / (the peak of the unit it runs on x that unit's efficiency): FP32 products on the CUDA
   cores, TF32 and half products on the tensor cores (`GPU.peak`), each unit with its own fitted efficiency, and
-  convolutions a fitted fraction of what a matrix product of the same work reaches;
-- its memory time: bytes read and written / (memory bandwidth x a fitted efficiency);
-- the call takes the larger of the two (a roofline), plus a fixed cost per kernel (launch latency, the tail of a
-  kernel too small to fill the GPU): small operators are bound by it; an element-wise op fused into the kernel
-  before it (`launches == 0`: a cuDNN RNN step's gate math) costs nothing of its own;
-- the host issues kernels asynchronously, at a fitted cost per kernel: when issuing takes longer than the GPU's work
-  the step is launch-bound and takes the issuing time;
-- the batch's inputs and targets cross the host link (pinned, at a fitted fraction of its bandwidth) once a step.
+  convolutions a fitted fraction (at most 1) of what a matrix product of the same work reaches: every efficiency is
+  at most 1.0 of its peak;
+- its memory time: bytes read and written / (memory bandwidth x a fitted efficiency, at most 1.0);
+- wave quantization (NeuSight's tile idea, simplified): a kernel runs as thread blocks, at most one wave of
+  `sm_count` blocks at a time, each SM at its share of the unit's rate. Without the kernel's shape, a block is a
+  fixed quantum of work (`BLOCK_FLOPS` for a product, `BLOCK_BYTES` for a memory kernel); a kernel of `b` blocks
+  takes ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block takes one
+  wave's time (one SM's share of the peak doing the whole kernel);
+- the call takes the larger of the two, plus the GPU's fixed cost per kernel (a few microseconds: launch latency, a
+  kernel's ramp and tail); an element-wise op fused into the kernel before it (`launches == 0`: a cuDNN RNN step's
+  gate math) costs nothing of its own;
+- the host issues kernels asynchronously, at a fitted cost per kernel, overlapping the GPU's work: a step is
+  max(the host's issuing, the first kernel's issue + the GPU's work). A launch-bound step takes its issuing time;
+  a large one its GPU time plus one issue;
+- the batch's inputs and targets cross the host link (pinned, at a fitted fraction of its bandwidth) once a step,
+  not overlapped.
 
 The efficiencies are general, never per model or per GPU: `benchmarks/predict_fit.py` fits them on the published
 measurements dlperf ships (dlperf/data/gpu_dev.csv) and prints the validation figures written in `FIT` below.
@@ -18,6 +26,7 @@ measurements dlperf ships (dlperf/data/gpu_dev.csv) and prints the validation fi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from dlperf.frameworks.common.ops import Count, Op
@@ -28,24 +37,33 @@ MODES = ("fp32", "tf32", "bf16", "fp16")
 
 @dataclass(frozen=True)
 class Efficiency:
-    """The fitted constants: fractions of the published peaks reached, and fixed costs in seconds."""
+    """The fitted constants: fractions of the published peaks reached (each at most 1), and fixed costs in seconds."""
 
     fp32: float  # a large FP32 matrix product on the CUDA cores
     tensor: float  # a large TF32/FP16/BF16 matrix product on the tensor cores
-    conv: float  # a convolution, relative to a matrix product of the same work on the same unit
+    conv: float  # a convolution, relative to a matrix product of the same work on the same unit (at most 1)
     memory: float  # a memory-bound kernel, of the memory bandwidth
-    kernel_s: float  # per kernel on the GPU: launch latency and a kernel's ramp and tail
-    host_s: float  # per kernel on the host: the framework's dispatch, eager PyTorch
+    kernel_s: float  # per kernel on the GPU: launch latency and a kernel's ramp and tail (1-8 us)
+    host_s: float  # per kernel on the host: the framework's dispatch, eager PyTorch (2-20 us)
     link: float  # the batch's copy, of the host link's bandwidth
 
 
+# The physical range of each constant: the fit is bounded to it, and a test holds EFFICIENCY inside it.
+LOW = Efficiency(fp32=0.2, tensor=0.05, conv=0.3, memory=0.2, kernel_s=1e-6, host_s=2e-6, link=0.2)
+HIGH = Efficiency(fp32=1.0, tensor=1.0, conv=1.0, memory=1.0, kernel_s=8e-6, host_s=2e-5, link=1.0)
+
+# A thread block's work, the simplification of wave quantization (no kernel shape is counted): a product's block a
+# 128 x 128 output tile over 512 of its depth (2 x 128 x 128 x 512 FLOPs), a memory kernel's block 64 KiB read and
+# written. Not fitted: chosen from a sweep (depth 128, 512, 2048; 8, 64, 512 KiB) on the leave-one-GPU-out error.
+BLOCK_FLOPS = 2 * 128 * 128 * 512
+BLOCK_BYTES = 64 * 1024
+FP32_LANES_PER_SM = 128  # the fallback SM count where the table has none: the FP32 peak / (128 lanes x 2 x clock)
+
 # Fitted by benchmarks/predict_fit.py on dlperf/data/gpu_dev.csv (see BENCHMARKS.md); the validation figures
-# beside them are that fit's, and give the uncertainty every prediction prints.
-# A convolution's efficiency above 1 is real: cuDNN's Winograd and FFT algorithms do fewer multiplications than the
-# direct convolution's FLOPs counted here. The fixed costs trade off against each other (the fit is flat between a
-# GPU-side and a host-side cost per kernel); bounded to physical ranges, the GPU side takes it.
-EFFICIENCY = Efficiency(fp32=0.644, tensor=0.799, conv=1.441, memory=0.420, kernel_s=2.0e-5, host_s=2.0e-6, link=1.0)
-FIT = {"rows": 209, "median_abs_pct": 20.1, "p80_abs_pct": 43.3}
+# beside them are that fit's. The printed uncertainty is the 10th to 90th percentile of the signed error with each
+# GPU left out of the fit (held out), never the in-sample error.
+EFFICIENCY = Efficiency(fp32=0.734, tensor=0.702, conv=1.0, memory=0.450, kernel_s=8.0e-6, host_s=2.0e-5, link=1.0)
+FIT: dict = {"rows": 209, "held_out": "leave-one-GPU-out", "median_abs_pct": 20.5, "p10_pct": -52.1, "p90_pct": 48.0}
 
 
 @dataclass(frozen=True)
@@ -72,16 +90,35 @@ class Prediction:
         return self.batch / self.step_s
 
 
+def sm_count(gpu: GPU) -> int:
+    """The GPU's SMs: the table's, or where it has none the FP32 peak over 128 lanes at its boost clock (1.5 GHz
+    where that is missing too)."""
+    if gpu.sm_count:
+        return gpu.sm_count
+    clock = (gpu.boost_clock_mhz or 1500) * 1e6
+    return max(1, round(gpu.fp32 / (2 * FP32_LANES_PER_SM * clock)))
+
+
+def waves_time(work: float, per_block: float, rate: float, sms: int) -> float:
+    """`work` split into blocks of `per_block`, run in waves of `sms` blocks, each SM at `rate / sms`: the time of
+    ceil(blocks / sms) waves of one block. At least the roofline `work / rate`; one block is one wave."""
+    if work <= 0:
+        return 0.0
+    blocks = math.ceil(work / per_block)
+    return math.ceil(blocks / sms) * (work / blocks) / (rate / sms)
+
+
 def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[float, float, float]:
-    """One call of `op`: its compute time, its memory time, and its fixed kernel cost."""
+    """One call of `op`: its compute time, its memory time (each quantized in waves), and its fixed kernel cost."""
+    sms = sm_count(gpu)
     compute = 0.0
     if op.flops:
         peak, unit = gpu.peak(op.dtype, tensor=mode == "tf32")
         fraction = eff.tensor if "tensor" in unit else eff.fp32
         if op.kind == "conv":
             fraction *= eff.conv
-        compute = op.flops / (peak * fraction)
-    memory = op.bytes / (gpu.memory_bw * eff.memory)
+        compute = waves_time(op.flops, BLOCK_FLOPS, peak * fraction, sms)
+    memory = waves_time(op.bytes, BLOCK_BYTES, gpu.memory_bw * eff.memory, sms)
     return compute, memory, op.launches * eff.kernel_s
 
 
@@ -104,7 +141,8 @@ def predict(
         kernels += op.calls * op.launches
     parts["host"] = kernels * eff.host_s
     gpu_s = parts["compute"] + parts["memory"] + parts["kernel"]
-    device_s = max(gpu_s, parts["host"])
+    # The host issues while the GPU runs: only the first kernel's issue is not overlapped.
+    device_s = max(parts["host"], (eff.host_s if kernels else 0.0) + gpu_s)
     if parts["host"] >= gpu_s or parts["kernel"] > max(parts["compute"], parts["memory"]):
         bound = "launch"
     else:
@@ -114,7 +152,8 @@ def predict(
 
 
 def uncertainty() -> str:
-    """The error a prediction carries, from the validation: "" before any fit."""
-    if FIT["median_abs_pct"] is None:
+    """The error a prediction carries, from the held-out validation: "" before any fit."""
+    if FIT["p10_pct"] is None:
         return ""
-    return f"±{FIT['median_abs_pct']:.0f}% (median error on {FIT['rows']} published measurements)"
+    return (f"{FIT['p10_pct']:+.0f}% to {FIT['p90_pct']:+.0f}% (10th to 90th percentile of the error on "
+            f"{FIT['rows']} published measurements, each GPU left out of the fit)")  # fmt: skip

@@ -10,6 +10,8 @@ hundred MB. One iteration runs, and a dispatch mode above the fake one records e
 - bytes: every tensor the op takes (lists of tensors too) plus every tensor it returns (an in-place op that returns
   nothing, as `_foreach_add_`: the tensors it writes), at their dtypes;
 - ops that launch nothing are not recorded: views and aliases, `detach`, metadata, allocations without a fill;
+- a cast (a copy that changes a floating dtype: autocast's `_to_copy` and its backward) is not a kernel of its own:
+  its bytes are added to the kernel before it, so a bf16 step's casts are traffic, never kernels at the fixed cost;
 - launches: 1; a `_foreach_*` op is ceil(tensors / 110) multi-tensor-apply chunks;
 - RNNs run unfused (oneDNN's fused kernel has no FLOP formula), as per-step products and gate math. cuDNN runs a
   step as its GEMM plus one fused point-wise kernel, so inside an `nn.RNNBase` (its forward, and the autograd nodes
@@ -143,6 +145,7 @@ class OpRecorder(TorchDispatchMode):
         super().__init__()
         self.phase = "forward"
         self.calls: list[tuple] = []  # (kind, dtype, flops, bytes, launches, phase) of each kernel, in order
+        self.cast_bytes = 0  # casts before the first kernel: their bytes go to it
         self.rnn_depth = 0  # inside an RNN module's forward
         self.rnn_nodes: set = set()  # the autograd nodes RNN forwards made: their backward runs as cuDNN's
 
@@ -175,7 +178,17 @@ class OpRecorder(TorchDispatchMode):
         if self.rnn_depth or (self.rnn_nodes and torch._C._current_autograd_node() in self.rnn_nodes):
             launches = 2 if kind == "matmul" else 0  # cuDNN: a step's GEMM, then its fused gate math
         traffic = sum(nbytes(t) for t in inputs) + sum(nbytes(t) for t in outputs)
-        self.calls.append((kind, dtype_name(dtype), flops, traffic, launches, self.phase))
+        if _is_cast(func, inputs, outputs):
+            # autocast's casts (and their backward's) are memory traffic, not kernels at the fixed cost: their bytes
+            # go to the kernel before them (the first kernel, where none ran before)
+            if not self.calls:
+                self.cast_bytes += traffic
+                return
+            kind0, dtype0, flops0, bytes0, launches0, phase0 = self.calls[-1]
+            self.calls[-1] = (kind0, dtype0, flops0, bytes0 + traffic, launches0, phase0)
+            return
+        self.calls.append((kind, dtype_name(dtype), flops, traffic + self.cast_bytes, launches, self.phase))
+        self.cast_bytes = 0
 
     @contextlib.contextmanager
     def watching_rnns(self, model: torch.nn.Module) -> Iterator[None]:
@@ -215,6 +228,13 @@ def _launches_kernel(func) -> bool:
     if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
         return True
     return any(r.alias_info is None and "Tensor" in str(r.type) for r in schema.returns)
+
+
+def _is_cast(func, inputs: list, outputs: list) -> bool:
+    """A copy that changes a floating tensor's dtype: what autocast inserts (`aten::_to_copy`) and its backward."""
+    if func._overloadpacket.__name__ not in ("_to_copy", "to", "copy_") or not inputs or not outputs:
+        return False
+    return inputs[0].is_floating_point() and outputs[0].is_floating_point() and inputs[0].dtype != outputs[0].dtype
 
 
 def _written(func, args: tuple, kwargs: dict) -> list:
