@@ -62,8 +62,8 @@ FP32_LANES_PER_SM = 128  # the fallback SM count where the table has none: the F
 # Fitted by benchmarks/predict_fit.py on dlperf/data/gpu_dev.csv (see BENCHMARKS.md); the validation figures
 # beside them are that fit's. The printed uncertainty is the 10th to 90th percentile of the signed error with each
 # GPU left out of the fit (held out), never the in-sample error.
-EFFICIENCY = Efficiency(fp32=0.734, tensor=0.702, conv=1.0, memory=0.450, kernel_s=8.0e-6, host_s=2.0e-5, link=1.0)
-FIT: dict = {"rows": 209, "held_out": "leave-one-GPU-out", "median_abs_pct": 20.5, "p10_pct": -52.1, "p90_pct": 48.0}
+EFFICIENCY = Efficiency(fp32=0.735, tensor=0.696, conv=1.0, memory=0.448, kernel_s=8.0e-6, host_s=2.0e-5, link=1.0)
+FIT: dict = {"rows": 209, "held_out": "leave-one-GPU-out", "median_abs_pct": 20.5, "p10_pct": -52.0, "p90_pct": 47.9}
 
 
 @dataclass(frozen=True)
