@@ -67,15 +67,15 @@ _OLD_SOFTWARE = re.compile(r"Torch7|Theano|Keras 1\.|PyTorch 0\.[0-3]\b|TensorFl
 # The rule that wrote the shipped file's `scope` column (the module's docstring): (why out, the test), first match wins.
 SCOPE_RULE: tuple[tuple[str, Callable[[dict[str, str]], bool]], ...] = (
     (
-        "an epoch's wall time: data loading, augmentation and evaluation are inside the figure",
+        "an epoch's wall time: data loading, augmentation and evaluation inside",
         lambda row: row["metric"] == "epoch_time" or row["metric"].startswith("time_to_train"),
     ),
     (
-        "2015-17 software (Torch7, Theano, Keras 1, PyTorch 0.1-0.3, TensorFlow 0.x-1.4): not today's kernels",
+        "2015-17 software (Torch7, Theano, Keras 1, PyTorch 0.1-0.3, TensorFlow 0.x-1.4)",
         lambda row: _OLD_SOFTWARE.search(row["framework"]) is not None,
     ),
     (
-        "the notes say the host's data loader bounds or may cap the figure",
+        "the notes say the data loader bounds or may cap the figure",
         lambda row: re.search(r"(input|loader|augmentation)\S*( \S+){0,3} (bound|cap)", row["notes"], re.I) is not None,
     ),
 )
