@@ -29,7 +29,8 @@ and the error of the rows in scope beside that of all rows. The shipped file's c
   inside the figure (the CIFAR rows' DAWNBench-style epochs, Keras' examples, AWD-LSTM's epochs);
 - framework Torch7, Theano, Keras 1.x, PyTorch 0.1-0.3, TensorFlow 0.x-1.4, or one dated 2015-17: software whose
   kernels (CUDA 8, cuDNN 5) are not today's;
-- notes saying the input pipeline, the loader or the augmentation bounds or may cap the figure.
+- notes stating that the input pipeline, the loader or the augmentation bounds or caps the figure ("may cap" is a
+  hedge, not a statement: such a row stays in).
 A test checks that every shipped row's `scope` is what the rule gives; a row added by hand gets the rule's verdict.
 
 The file is read as a stream, a UTF-8 byte-order mark and any line ends taken: at most `MAX_ROWS` rows of at most
@@ -75,10 +76,17 @@ SCOPE_RULE: tuple[tuple[str, Callable[[dict[str, str]], bool]], ...] = (
         lambda row: _OLD_SOFTWARE.search(row["framework"]) is not None,
     ),
     (
-        "the notes say the data loader bounds or may cap the figure",
-        lambda row: re.search(r"(input|loader|augmentation)\S*( \S+){0,3} (bound|cap)", row["notes"], re.I) is not None,
+        "the notes say the data loader bounds or caps the figure",
+        lambda row: _says_loader_bound(row["notes"]),
     ),
 )
+
+
+def _says_loader_bound(notes: str) -> bool:
+    """The notes state that the input pipeline bounds the figure; a hedge ("may cap", "might bound") is not a
+    statement, so such a row stays in scope."""
+    found = re.search(r"(input|loader|augmentation)\S*( \S+){0,3} (bound|cap)", notes, re.I)
+    return found is not None and re.search(r"\b(may|might|could|possibly)\b", found.group(), re.I) is None
 
 
 def shipped() -> Path:
