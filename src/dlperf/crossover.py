@@ -1,4 +1,4 @@
-"""`dlperf crossover`: from which batch a GPU pays, against this CPU measured.
+"""`dlperf crossover`: from which batch a GPU is predicted faster than this CPU, measured.
 
 The CPU side is measured and stored as a normal run (so `dlperf table`, `report` and `merge` see it): the workload at
 each batch, one cell per batch, all at the CPU's best thread count. Unless `--threads` names it, the best count is
@@ -37,6 +37,11 @@ from dlperf.workloads.base import Workload
 
 DEFAULT_GPUS = ("H100-SXM5-80GB", "T4")  # a data-centre GPU of today, and an inference/cloud GPU of the T4 class
 MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the predictor knows
+SMALL_BATCHES = (
+    "at small batches a GPU's step is mostly fixed costs, the copy's latency and the host issuing each kernel: with "
+    "a GPU in this machine both would be this machine's, and they are predicted from published GPU machines, not "
+    "measured here"
+)
 LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
 
 
@@ -188,6 +193,7 @@ def _notes(opts: Options, gpus, user_batch: int, batches: list[int]) -> list[str
             notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} rate")
     if user_batch not in batches:
         notes.append(f"your batch {user_batch} was not measured: add it to --batches for the speed-up there")
+    notes.append(SMALL_BATCHES)
     return notes
 
 

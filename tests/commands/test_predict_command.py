@@ -179,3 +179,36 @@ def test_a_second_predict_reads_the_count_kept_and_no_cache_counts_again(tmp_pat
     entry.write_text(json.dumps(payload))
     assert kernels(dlperf(*args, env=env)) == 10 * first
     assert kernels(dlperf(*args, "--no-cache", env=env)) == first
+
+
+def test_rows_out_of_scope_by_their_metadata_are_reported_apart_whatever_their_error(tmp_path, capsys, monkeypatch):
+    """Issue 32: the scope column decides, never the error. A row out of scope with no error at all is still reported
+    apart with its reason and its error; a row in scope 4 times too slow stays in, and in the in-scope median."""
+    from dlperf.commands import predict
+    from dlperf.predict import validate as v
+    from dlperf.predict.roofline import Prediction
+
+    path = tmp_path / "rows.csv"
+    head = HEADER.strip() + ",scope\n"
+    good = "T4,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n"
+    path.write_text(head + f"{good},out: an epoch's wall time\n{good},in\n{good},in\n")
+    cases, _ = v.read(path)
+
+    def result(case, ratio):
+        p = Prediction(case.gpu.name, case.workload, case.mode, case.batch, case.measured_s * ratio, 0.0, "compute")
+        return v.Result(case, p)
+
+    results = [result(c, r) for c, r in zip(cases, (1.0, 4.0, 1.2), strict=True)]  # out +0%; in +300%, +20%
+    monkeypatch.setenv("COLUMNS", "200")
+    predict.report(results, [])
+    out = capsys.readouterr().out
+    main = out[: out.index("Out of scope")]
+    apart = out[out.index("Out of scope") : out.index("Prediction error")]
+    assert "+300%" in main and "+20%" in main and "+0%" not in main  # the large error stays in
+    assert "+0%" in apart and "an epoch's wall time" in apart  # reported apart with its reason and its own error
+    summary = out[out.index("Prediction error") :]
+    [all_rows] = [line for line in summary.splitlines() if line.count("│") > 2 and "all rows" in line.split("│")[2]]
+    # in scope: 2 rows, median |error| (300 + 20) / 2 = 160%; all rows: 3, median 20%
+    cells = [c.strip() for c in all_rows.split("│")]
+    assert cells[3:5] == ["2", "160%"] and cells[7:9] == ["3", "20%"], all_rows
+    assert "3 rows predicted (2 in scope, 1 out of scope by its metadata), 0 not" in " ".join(out.split())

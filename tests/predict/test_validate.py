@@ -178,3 +178,65 @@ def test_rows_past_the_cap_refuse_the_file_and_a_line_past_its_cap_too(tmp_path,
     path.write_text(HEADER + GOOD + ",x" * 100 + "\n")
     with pytest.raises(UsageError, match="line 2 is longer than 200 characters"):
         v.read(path)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Out of scope by metadata, never by error (issue 32): the `scope` column, and the rule that wrote the shipped one
+
+SCOPED = "gpu,model,task,framework,precision,batch_per_gpu,metric,value,unit,source,notes,scope\n"
+
+
+def test_a_row_out_of_scope_by_its_scope_column_keeps_its_reason_and_the_others_are_in(tmp_path):
+    path = tmp_path / "rows.csv"
+    path.write_text(SCOPED + f"{GOOD},out: an epoch's time\n{GOOD},in\n{GOOD},\n")
+    cases, skipped = v.read(path)
+    assert skipped == [] and [c.scope for c in cases] == ["an epoch's time", "", ""]
+    assert [c.in_scope for c in cases] == [False, True, True]
+    path.write_text(HEADER + GOOD + "\n")  # a file without the column: every row in scope
+    [case], [] = v.read(path)
+    assert case.in_scope
+
+
+@pytest.mark.parametrize("scope", ["maybe", "out:", "out:  ", "OUT because"])
+def test_a_scope_that_is_neither_in_nor_out_with_a_reason_is_a_bad_row(tmp_path, scope):
+    path = tmp_path / "rows.csv"
+    path.write_text(SCOPED + f"{GOOD},{scope}\n")
+    [], [bad] = v.read(path)
+    assert bad.bad and "scope" in bad.reason and "'out: REASON'" in bad.reason
+
+
+def test_every_shipped_row_has_the_scope_the_stated_rule_gives_it():
+    import csv
+
+    with open(v.shipped(), newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["scope"] for r in rows] == [v.scope_rule(r) for r in rows]
+    out = [r for r in rows if r["scope"] != "in"]
+    cifar = [r for r in rows if "CIFAR" in r["task"]]
+    assert cifar and all(r["scope"].startswith("out: ") for r in cifar)  # DAWNBench-style epochs, 2017 TF, loaders
+    torch7 = [r for r in rows if r["framework"].startswith("Torch7")]
+    assert torch7 and all("2015-17 software" in r["scope"] for r in torch7)
+    ngc = [r for r in rows if r["source"].startswith("github:NVIDIA/DeepLearningExamples")]
+    assert ngc and all(r["scope"] == "in" for r in ngc)  # today's containers, throughput over a run
+    assert 0 < len(out) < len(rows)
+
+
+@pytest.mark.parametrize(
+    ("row", "reason"),
+    [
+        ({"metric": "epoch_time", "framework": "PyTorch 2.3"}, "an epoch's wall time"),
+        ({"metric": "time_to_train_24ep"}, "an epoch's wall time"),
+        ({"framework": "Torch7 + cuDNN 5.1.05"}, "2015-17 software"),
+        ({"framework": "TensorFlow 1.x (tf_cnn_benchmarks, 2017)"}, "2015-17 software"),
+        ({"framework": "PyTorch 0.3"}, "2015-17 software"),
+        ({"notes": "K80 ResNet-20/56 differ EC2 vs GCE -> host/input-pipeline bound"}, "data loader"),
+        ({"notes": "real-data loader capped throughput at 2,400 img/s"}, "data loader"),
+        ({"notes": "real-data loader may cap throughput (esp. A100 AMP)"}, ""),  # a hedge is not a statement
+        ({"framework": "PyTorch (NGC 21.03)", "notes": "real ImageNet, DLE DALI/pytorch loader"}, ""),
+        ({"framework": "TensorFlow 1.15 (NGC 20.06)"}, ""),
+    ],
+)
+def test_the_scope_rule_reads_the_metric_the_framework_and_the_notes(row, reason):
+    full = {"metric": "train_throughput", "framework": "PyTorch", "notes": "", "task": "", "source": ""} | row
+    got = v.scope_rule(full)
+    assert got == "in" if not reason else got.startswith("out: ") and reason in got

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dlperf.envinfo import fingerprint
+from dlperf.predict import roofline
 from dlperf.protocol import Cell
 from dlperf.report import crossover, figures
 from dlperf.report.crossover import pays_from
@@ -40,12 +41,14 @@ def measure(store: Store, run_id: int, c: PlannedCell, median_s: float) -> None:
     store.record(run_id, c.cell.key, 0, m, CellFigures(status=Status.OK, median_s=median_s, n=3))
 
 
-def prediction(c: PlannedCell, gpu: str, step_s: float, user_batch: int = 8) -> Prediction:
-    return Prediction(c.cell.key, gpu, "fp32", c.workload["batch"], step_s, step_s * 0.9, step_s * 0.1, "launch",
-                      {crossover.KIND: {"user_batch": user_batch}})  # fmt: skip
+def prediction(c: PlannedCell, gpu: str, step_s: float, user_batch: int = 8, copy: float = 0.1) -> Prediction:
+    return Prediction(c.cell.key, gpu, "fp32", c.workload["batch"], step_s, step_s * (1 - copy), step_s * copy,
+                      "launch", {crossover.KIND: {"user_batch": user_batch}})  # fmt: skip
 
 
-def crossover_run(path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: str = "T4") -> tuple[Store, int]:
+def crossover_run(
+    path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: str = "T4", copy: float = 0.1
+) -> tuple[Store, int]:
     """A crossover run: CPU cells at each batch (two thread counts at batch 8, the user's), predictions beside them."""
     store = Store.open(path, create=True)
     cells = {b: cell(b) for b in cpu}
@@ -55,7 +58,7 @@ def crossover_run(path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: 
     for b, c in cells.items():
         measure(store, run_id, c, cpu[b])
     measure(store, run_id, slower, cpu[8] * 3)
-    store.record_predictions(run_id, [prediction(cells[b], gpu_name, s) for b, s in gpu.items()])
+    store.record_predictions(run_id, [prediction(cells[b], gpu_name, s, copy=copy) for b, s in gpu.items()])
     store.set_run_status(run_id, "complete")
     return store, run_id
 
@@ -68,7 +71,10 @@ def test_a_crossover_run_reads_back_with_its_answer(tmp_path):
     assert x.rows[1].cpu.threads == 1  # the faster of the two thread counts at batch 8
     assert x.pays_from("T4") == 8
     lines = x.lines()
-    assert lines == ["T4: the GPU pays from batch 8", "T4: at your batch 8: GPU 1.3 times faster"]
+    assert lines == [
+        f"T4: predicted faster than this CPU from batch 8, launch-bound there; uncertainty {roofline.uncertainty()}",
+        "T4: at your batch 8: GPU predicted 1.3 times faster",
+    ]
     assert not x.rows[0].gpus["T4"].measured
 
 
@@ -93,7 +99,8 @@ def test_a_measured_cuda_cell_is_preferred_over_the_prediction(tmp_path):
     assert step.measured and abs(step.step_s - (0.005 + 0.0003)) < 1e-12  # the measured step plus the predicted copy
     assert not x.rows[0].gpus["T4"].measured  # batch 1 has no CUDA cell: still predicted
     assert x.pays_from("T4") is None
-    assert "T4: at your batch 8: GPU 1.3 times slower" in x.lines()
+    assert "T4: at your batch 8: GPU measured 1.3 times slower" in x.lines()
+    assert x.lines()[0].startswith("T4: not faster than this CPU up to batch 8 (measured there)")
     head, rows = crossover.table_rows(x)
     assert head[2:] == ["T4", "speed-up"] and rows[1][2].endswith("measured") and rows[0][2].endswith("predicted")
 
@@ -104,13 +111,13 @@ def test_the_figure_is_written_and_the_report_has_the_section(tmp_path):
     data = load(str(tmp_path / "d.db"))
     [x] = data.crossovers
     chart = crossover.chart(x)
-    assert chart.log_x and chart.log_y and chart.marks == {"T4 pays from 8": 8.0}
+    assert chart.log_x and chart.log_y and chart.marks == {"T4 predicted faster from 8": 8.0}
     assert [(s.label, s.dashed) for s in chart.series] == [("CPU, measured", False), ("T4, predicted", True)]
     png = tmp_path / "x.png"
     figures.save([chart], png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     page = render(data)
-    assert '<section id="crossover">' in page and "T4: the GPU pays from batch 8" in page
+    assert '<section id="crossover">' in page and "T4: predicted faster than this CPU from batch 8" in page
     assert f'id="chart-crossover-{run_id}"' in page
 
 
@@ -133,3 +140,25 @@ def test_a_damaged_prediction_row_leaves_the_report_without_the_crossover_and_sa
     loaded = load(str(db))
     assert loaded.crossovers == [] and any("prediction" in str(f) for f in loaded.unreadable)
     assert '<section id="crossover">' not in render(loaded)
+
+
+def test_the_answer_says_predicted_with_the_uncertainty_and_the_bound_the_copy_among_them(tmp_path):
+    """Issue 32: not "the GPU pays" but what the predictor says, its uncertainty, and what bounds the GPU's step
+    there: compute, memory, launch, or the batch's copy when the copy is most of the step."""
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003}, copy=0.6)
+    [x] = crossover.read(store, [run_id])
+    assert x.lines()[0] == (
+        f"T4: predicted faster than this CPU from batch 8, bound by the batch's copy there; uncertainty "
+        f"{roofline.uncertainty()}"
+    )
+    store, run_id = crossover_run(tmp_path / "e.db", {1: 0.001, 8: 0.002}, {1: 0.002, 8: 0.003})
+    [x] = crossover.read(store, [run_id])
+    assert x.lines()[0] == (
+        f"T4: not predicted faster than this CPU up to batch 8 (launch-bound there); uncertainty "
+        f"{roofline.uncertainty()}"
+    )
+    store, run_id = crossover_run(tmp_path / "f.db", {1: 0.001, 8: 0.002}, {1: 0.0005, 8: 0.003})
+    [x] = crossover.read(store, [run_id])
+    assert x.lines()[0].startswith(
+        "T4: not predicted faster than this CPU at batch 8, the largest measured (it is at 1; launch-bound at 8)"
+    )

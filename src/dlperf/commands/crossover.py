@@ -1,6 +1,6 @@
-"""`dlperf crossover`: from which batch a GPU pays against this CPU: the CPU measured and stored as a run, batch by
-batch at its best thread count, each GPU predicted beside it (or measured, where the store holds a CUDA cell of the
-workload at that batch); `--paper`: the predictor's GTX 1080 against the paper's own figures."""
+"""`dlperf crossover`: from which batch a GPU is predicted faster than this CPU: the CPU measured and stored as a
+run, batch by batch at its best thread count, each GPU predicted beside it (or measured, where the store holds a CUDA
+cell of the workload at that batch); `--paper`: the predictor's GTX 1080 against the paper's own figures."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import add_timer_flags, timer
 from dlperf.errors import UsageError
 
-HELP = "from which batch a GPU pays: this CPU measured against GPUs predicted (or measured)"
+HELP = "from which batch a GPU is predicted faster: this CPU measured against GPUs predicted (or measured)"
 DESCRIPTION = (
     "Measures the workload on this CPU at each batch (powers of two up to the workload's batch or 256, whichever is "
     "larger), at the fastest thread count (found at your batch first, unless --threads names it), stored as a run. "
     "Each GPU's step at each batch is predicted from its published figures (dlperf predict), including the batch's "
     "copy over the host link, and stored beside the CPU cell; a CUDA cell of the same workload and batch in the store "
-    "(a GPU machine's run merged in) is used instead. Prints the steps, the batch from which each GPU pays and the "
+    "(a GPU machine's run merged in) is used instead. Prints the steps, the batch from which each GPU is predicted "
+    "faster (with what bounds it and the predictor's uncertainty) and the "
     "speed-up at your batch. --paper: the paper's seven networks predicted on its GTX 1080, beside its own figures."
 )
 MODES = ("fp32", "bf16", "fp16")

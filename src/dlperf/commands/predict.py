@@ -18,7 +18,8 @@ DESCRIPTION = (
     "launch) and the uncertainty from the validation on published measurements. --validate CSV reads rows of "
     "published single-GPU training figures (columns gpu, model, precision, batch_per_gpu, metric, value, unit, as "
     "src/dlperf/data/gpu_dev.csv: the 225 dlperf ships, each with its source, which --validate with no CSV reads) and "
-    "prints each prediction against its figure, with the errors by GPU generation, model family and mode."
+    "prints each prediction against its figure, with the errors by GPU generation, model family and mode; rows a "
+    "scope column marks out of scope (out: REASON, from their metadata) are reported apart, their error beside."
 )
 MODES = ("fp32", "tf32", "bf16", "fp16")
 TAKES_DB = False
@@ -151,7 +152,6 @@ def gpu_table(table_rows):
 
 
 def validate(args) -> int:
-    from dlperf.commands.common import print_rich
     from dlperf.predict import count, roofline
     from dlperf.predict import validate as v
     from dlperf.workloads import BUILTIN
@@ -166,37 +166,57 @@ def validate(args) -> int:
                 skipped.append(v.Skipped(c.line, c.model, c.gpu.name, f"its operators cannot be counted ({n})"))
             else:
                 results.append(v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer)))
-    print_rich(rows_table(results))
-    if results:
-        print_rich(summary_table(results))
-    print_rich("", lines=skipped_lines(skipped), notes=[f"{len(results)} rows predicted, {len(skipped)} not"])
+    report(results, skipped)
     return 0
 
 
-def rows_table(results):
+def report(results, skipped) -> None:
+    """The rows in scope against their figures, then those out of scope by their metadata (each with its reason and
+    its error, whatever it is), the errors of both side by side, and the rows not predicted."""
+    from dlperf.commands.common import print_rich
+
+    inside = [r for r in results if r.case.in_scope]
+    outside = [r for r in results if not r.case.in_scope]
+    print_rich(rows_table(inside))
+    if outside:
+        print_rich(rows_table(outside, title="Out of scope by their metadata (the scope column): seconds per step"))
+    if results:
+        print_rich(summary_table(results))
+    predicted = f"{len(results)} rows predicted"
+    if outside:
+        predicted += f" ({len(inside)} in scope, {len(outside)} out of scope by its metadata)"
+    print_rich("", lines=skipped_lines(skipped), notes=[f"{predicted}, {len(skipped)} not"])
+
+
+def rows_table(results, title: str = "Predicted against published: seconds per step"):
     from rich.table import Table
 
     from dlperf.report.format import seconds
 
-    table = Table(title="Predicted against published: seconds per step")
+    apart = any(not r.case.in_scope for r in results)
+    table = Table(title=title)
     for name in ("line", "GPU", "model", "mode", "batch", "published", "predicted", "error", "bound"):
         table.add_column(name, justify="left" if name in ("GPU", "model", "mode", "bound") else "right")
+    if apart:
+        table.add_column("why out of scope")
     for r in results:
         c = r.case
         table.add_row(
             str(c.line), c.gpu.name, c.model, c.mode + ("" if c.phases is None else " fwd+bwd"), str(c.batch),
             seconds(c.measured_s), seconds(r.predicted_s), f"{100 * r.error:+.0f}%", r.prediction.bound,
+            *([c.scope] if apart else []),
         )  # fmt: skip
     return table
 
 
 def summary_table(results):
+    """Each group's error over the rows in scope, beside its error over all rows (out of scope included)."""
     from rich.table import Table
 
     from dlperf.predict import validate as v
 
-    table = Table(title="Prediction error: |predicted / published - 1|")
-    for name in ("by", "group", "rows", "median", "mean", "median signed"):
+    table = Table(title="Prediction error: |predicted / published - 1|, rows in scope and all rows")
+    for name in ("by", "group", "in scope", "median", "mean", "median signed", "all rows", "median", "median signed"):
         table.add_column(name, justify="left" if name in ("by", "group") else "right")
     groups = (
         ("all", lambda r: "all rows"),
@@ -205,10 +225,14 @@ def summary_table(results):
         ("mode", lambda r: r.case.mode),
     )
     for by, key in groups:
+        inside = {s.group: s for s in v.summarize([r for r in results if r.case.in_scope], key)}
         for s in v.summarize(results, key):
+            i = inside.get(s.group)
             table.add_row(
-                by, s.group, str(s.rows), f"{s.median_abs_pct:.0f}%", f"{s.mean_abs_pct:.0f}%", f"{s.median_pct:+.0f}%"
-            )
+                by, s.group, *((str(i.rows), f"{i.median_abs_pct:.0f}%", f"{i.mean_abs_pct:.0f}%",
+                                f"{i.median_pct:+.0f}%") if i else ("0", "-", "-", "-")),
+                str(s.rows), f"{s.median_abs_pct:.0f}%", f"{s.median_pct:+.0f}%",
+            )  # fmt: skip
     return table
 
 

@@ -20,6 +20,19 @@ parse (a missing column, a value that is not a positive number, a batch that is 
 `MAX_BATCH`, a name that a spreadsheet would take for a formula) is bad, with the reason and its line in the file;
 neither stops the others.
 
+A row measures what dlperf predicts (one training step of today's software) or something else: the optional `scope`
+column says which, from the row's metadata and never from its error: `in` (or empty, or no column: every row of a file
+without it), or `out: REASON`; `--validate` reports the rows out of scope apart, each with its reason and its error,
+and the error of the rows in scope beside that of all rows. The shipped file's column was written once by
+`scope_rule`, which reads a row's metric, framework and notes, first match wins:
+- metric `epoch_time` or `time_to_train_*`: an epoch's wall time, the data loading, augmentation and evaluation
+  inside the figure (the CIFAR rows' DAWNBench-style epochs, Keras' examples, AWD-LSTM's epochs);
+- framework Torch7, Theano, Keras 1.x, PyTorch 0.1-0.3, TensorFlow 0.x-1.4, or one dated 2015-17: software whose
+  kernels (CUDA 8, cuDNN 5) are not today's;
+- notes stating that the input pipeline, the loader or the augmentation bounds or caps the figure ("may cap" is a
+  hedge, not a statement: such a row stays in).
+A test checks that every shipped row's `scope` is what the rule gives; a row added by hand gets the rule's verdict.
+
 The file is read as a stream, a UTF-8 byte-order mark and any line ends taken: at most `MAX_ROWS` rows of at most
 `MAX_LINE` characters, so a file of any size costs bounded time and memory; past either, or a file that is not UTF-8
 text, the whole file is refused with one line saying why, before anything is counted.
@@ -48,7 +61,32 @@ IMAGES = {"CIFAR-10": 50_000, "MNIST": 60_000}
 MAX_ROWS = 10_000  # a file of published measurements has hundreds (the shipped one, `shipped()`: 225)
 MAX_LINE = 65_536  # characters of one line, its end included
 FORMULA_START = ("=", "+", "-", "@")  # a spreadsheet takes a cell starting so for a formula (OWASP's list, stripped)
-NAMED = ("gpu", "model", "task", "precision", "metric", "unit")  # the text columns a prediction reads
+NAMED = ("gpu", "model", "task", "precision", "metric", "unit", "scope")  # text columns a prediction reads
+
+_OLD_SOFTWARE = re.compile(r"Torch7|Theano|Keras 1\.|PyTorch 0\.[0-3]\b|TensorFlow (0\.|1\.[0-4]\b)|\b201[5-7]\b")
+
+# The rule that wrote the shipped file's `scope` column (the module's docstring): (why out, the test), first match wins.
+SCOPE_RULE: tuple[tuple[str, Callable[[dict[str, str]], bool]], ...] = (
+    (
+        "an epoch's wall time: data loading, augmentation and evaluation inside",
+        lambda row: row["metric"] == "epoch_time" or row["metric"].startswith("time_to_train"),
+    ),
+    (
+        "2015-17 software (Torch7, Theano, Keras 1, PyTorch 0.1-0.3, TensorFlow 0.x-1.4)",
+        lambda row: _OLD_SOFTWARE.search(row["framework"]) is not None,
+    ),
+    (
+        "the notes say the data loader bounds or caps the figure",
+        lambda row: _says_loader_bound(row["notes"]),
+    ),
+)
+
+
+def _says_loader_bound(notes: str) -> bool:
+    """The notes state that the input pipeline bounds the figure; a hedge ("may cap", "might bound") is not a
+    statement, so such a row stays in scope."""
+    found = re.search(r"(input|loader|augmentation)\S*( \S+){0,3} (bound|cap)", notes, re.I)
+    return found is not None and re.search(r"\b(may|might|could|possibly)\b", found.group(), re.I) is None
 
 
 def shipped() -> Path:
@@ -95,6 +133,11 @@ class Case:
     seq_len: int | None  # token models: the sequence length counted
     framework: str
     source: str
+    scope: str = ""  # why the row's figure is out of scope (its `scope` column); "" in scope
+
+    @property
+    def in_scope(self) -> bool:
+        return not self.scope
 
 
 @dataclass(frozen=True)
@@ -164,7 +207,7 @@ def _shown(text: str | None, most: int = 80) -> str:
 
 def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) -> Case | Skipped:
     """One row. ValueError: the row is bad; a Skipped: dlperf cannot predict it."""
-    get = {k: _text(row.get(k)) for k in (*COLUMNS, "task", "framework", "source", "notes")}
+    get = {k: _text(row.get(k)) for k in (*COLUMNS, "task", "framework", "source", "notes", "scope")}
     model, gpu_name = get["model"], get["gpu"]
     if not model or not gpu_name:
         raise ValueError("no model or no gpu")
@@ -172,6 +215,7 @@ def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) ->
         if get[column].startswith(FORMULA_START):
             raise ValueError(f"{column} {_shown(get[column])!r} starts as a spreadsheet formula does, not as a name")
     value = _positive(get["value"], "value")
+    scope = _scope(get["scope"])
     workload, family = _workload(model)
     if workload is None or not known(workload):
         return Skipped(line, _shown(model), _shown(gpu_name), "dlperf does not build this network")
@@ -190,8 +234,24 @@ def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) ->
     synthetic = re.search(r"synthetic|random input", get["task"], re.I) is not None
     return Case(
         line, gpu, model, workload, family, mode_of(get["precision"]), batch, seconds, phases, not synthetic,
-        seq_len, get["framework"], get["source"],
+        seq_len, get["framework"], get["source"], scope,
     )  # fmt: skip
+
+
+def scope_rule(row: dict[str, str]) -> str:
+    """The `scope` the rule gives a row of the shipped file (its metric, framework and notes): `in` or `out: REASON`."""
+    text = {k: _text(row.get(k)) for k in ("metric", "framework", "notes")}
+    return next((f"out: {reason}" for reason, test in SCOPE_RULE if test(text)), "in")
+
+
+def _scope(text: str) -> str:
+    """A `scope` cell: "" for `in` (or empty), the reason for `out: REASON`."""
+    if text.lower() in ("", "in"):
+        return ""
+    head, sep, reason = text.partition(":")
+    if head.strip().lower() != "out" or not sep or not reason.strip():
+        raise ValueError(f"scope {_shown(text)!r} is neither 'in' nor 'out: REASON'")
+    return reason.strip()
 
 
 def _text(cell: str | list | None) -> str:

@@ -1,6 +1,7 @@
-"""When a GPU pays: a `dlperf crossover` run's measured CPU steps, batch by batch, against the GPU steps predicted
-beside them (`predictions` rows on its CPU cells) or measured (a CUDA cell of the same workload and batch, from a GPU
-machine's run merged into the store). Pure functions of store records; `read` gathers them from a store.
+"""From which batch a GPU is faster than this CPU: a `dlperf crossover` run's measured CPU steps, batch by batch,
+against the GPU steps predicted beside them (`predictions` rows on its CPU cells) or measured (a CUDA cell of the
+same workload and batch, from a GPU machine's run merged into the store). Pure functions of store records; `read`
+gathers them from a store.
 
 The GPU step includes the batch's copy over the host link: on a GPU a real step waits for its inputs, while the CPU
 reads them where they already are. A measured CUDA cell of `dlperf run` trains on a batch made on the device, so its
@@ -68,7 +69,8 @@ class Crossover:
         return max((r.batch for r in self.rows if _both(r, gpu)), default=None)
 
     def lines(self) -> list[str]:
-        """The answer, one line per GPU and a line for the user's batch."""
+        """The answer, one line per GPU and a line for the user's batch: from which batch the GPU is predicted (or
+        measured) faster than this CPU, what bounds its step there, and the predictor's uncertainty."""
         out = []
         at = next((r for r in self.rows if r.batch == self.user_batch), None)
         for gpu in self.gpus:
@@ -76,26 +78,51 @@ class Crossover:
             if largest is None:
                 out.append(f"{gpu}: no batch has both a CPU and a GPU step")
                 continue
-            start = self.pays_from(gpu)
-            paid = [r.batch for r in self.rows if _both(r, gpu) and r.speedup(gpu) > 1]
-            if start is not None:
-                out.append(f"{gpu}: the GPU pays from batch {start}")
-            elif paid:
-                out.append(
-                    f"{gpu}: the GPU does not pay at batch {largest}, the largest measured (it did at "
-                    f"{', '.join(map(str, paid))})"
-                )
-            else:
-                out.append(f"{gpu}: the GPU never pays up to batch {largest}")
+            out.append(f"{gpu}: {self._verdict(gpu, largest)}")
             ratio = at.speedup(gpu) if at else None
             if ratio is not None:
+                how = "measured" if at.gpus[gpu].measured else "predicted"
                 faster = f"{ratio:.1f} times faster" if ratio >= 1 else f"{1 / ratio:.1f} times slower"
-                out.append(f"{gpu}: at your batch {self.user_batch}: GPU {faster}")
+                out.append(f"{gpu}: at your batch {self.user_batch}: GPU {how} {faster}")
         return out
+
+    def _verdict(self, gpu: str, largest: int) -> str:
+        start = self.pays_from(gpu)
+        step = self._step(gpu, start if start is not None else largest)
+        how = "measured" if step.measured else "predicted"
+        if start is not None:
+            said = f"{how} faster than this CPU from batch {start}"
+            said += "" if step.measured else f", {_bound(step)} there"
+        else:
+            faster = [r.batch for r in self.rows if _both(r, gpu) and r.speedup(gpu) > 1]
+            said = f"not {how} faster than this CPU " if not step.measured else "not faster than this CPU "
+            if faster:
+                said += f"at batch {largest}, the largest measured (it is at {', '.join(map(str, faster))}"
+                said += ")" if step.measured else f"; {_bound(step)} at {largest})"
+            else:
+                said += f"up to batch {largest} " + ("(measured there)" if step.measured else f"({_bound(step)} there)")
+        return said + _uncertainty(self, gpu)
+
+    def _step(self, gpu: str, batch: int) -> GpuStep:
+        return next(r.gpus[gpu] for r in self.rows if r.batch == batch and _both(r, gpu))
 
 
 def _both(row: Row, gpu: str) -> bool:
     return row.speedup(gpu) is not None
+
+
+def _bound(step: GpuStep) -> str:
+    """What bounds a predicted GPU step: the batch's copy over the host link when it is most of the step, else the
+    device's bound (compute, memory or launch)."""
+    return "bound by the batch's copy" if step.transfer_s > step.step_s / 2 else f"{step.bound}-bound"
+
+
+def _uncertainty(x: Crossover, gpu: str) -> str:
+    """The predictor's uncertainty, where any of the GPU's steps is predicted."""
+    from dlperf.predict import roofline
+
+    predicted = any(not r.gpus[gpu].measured for r in x.rows if _both(r, gpu))
+    return f"; uncertainty {roofline.uncertainty()}" if predicted and roofline.uncertainty() else ""
 
 
 def pays_from(points: list[tuple[int, float, float]]) -> int | None:
@@ -170,7 +197,7 @@ def table_rows(x: Crossover) -> tuple[list[str], list[list[str]]]:
 
 def chart(x: Crossover) -> Chart:
     """Step time against batch size, log-log: the CPU measured, each GPU predicted (dashed) or measured, and the
-    batch from which each GPU pays marked."""
+    batch from which each GPU is predicted faster marked."""
     series = [
         Series(
             "CPU, measured",
@@ -199,7 +226,7 @@ def chart(x: Crossover) -> Chart:
             ]
             if points:
                 series.append(Series(f"{gpu}, {'measured' if measured else 'predicted'}", points, dashed=not measured))
-    marks = {f"{gpu} pays from {b}": float(b) for gpu in x.gpus if (b := x.pays_from(gpu)) is not None}
+    marks = {f"{gpu} predicted faster from {b}": float(b) for gpu in x.gpus if (b := x.pays_from(gpu)) is not None}
     return Chart(
         f"crossover-{x.run_id}",
         "lines",
