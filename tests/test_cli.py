@@ -60,6 +60,10 @@ def test_help_runs_without_a_framework():
         (["run", "--workloads", "fcn-r", "--threads", "1,x"], ["--threads", "'x'"]),
         (["run", "--workloads", "fcn-r", "--threads", "0"], ["--threads"]),
         (["run", "--workloads", "fcn-r", "--threads", "1,,2"], ["--threads"]),
+        (
+            ["run", "--workloads", "tiny-fcn-r", "--threads", "1,100000"],
+            ["--threads 100000: at most 8 per usable core"],
+        ),
         (["run", "--workloads", "fcn-r", "--devices", "tpu"], ["unknown device 'tpu'"]),
         (["run", "--workloads", "fcn-r", "--frameworks", "caffe2"], ["unknown framework 'caffe2'"]),
         (["run", "--workloads", "fcn-r", "--modes", "fp8"], ["unknown mode 'fp8'"]),

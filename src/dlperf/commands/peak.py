@@ -32,7 +32,6 @@ COPY_SMALLEST = 4 * 2**10  # the copy sweep's first size: 4 KiB, then 4 times th
 DEFAULT_COPIES_MIB = 256  # ... up to this: from caches to DRAM on the host, from latency- to bandwidth-bound on a bus
 DEFAULT_MAX_TIME = 1.0  # seconds of warm-up and of sampling per figure, at most
 DEFAULT_TIMEOUT = 600.0  # seconds per child process
-MAX_THREADS_PER_CORE = 8  # --threads beyond this measure the oversubscription, not the machine (100000 crashed torch)
 
 
 @dataclass(frozen=True)
@@ -124,16 +123,15 @@ def options(args) -> PeakOptions:
 
 
 def fits(args) -> None:
-    """What this machine could never run, refused before anything runs: more threads than MAX_THREADS_PER_CORE per
-    usable core; matrices (three of the largest size, fp32: on the CPU), bandwidth arrays (three, on the CPU) or a
+    """What this machine could never run, refused before anything runs: more threads than `system.MAX_THREADS_PER_CORE`
+    per usable core; matrices (three of the largest size, fp32: on the CPU), bandwidth arrays (three, on the CPU) or a
     copy's two buffers (on the host, whatever the device) beyond the machine's memory."""
     from dlperf.errors import UsageError
     from dlperf.measure import system
 
     cores, memory = system.usable_cores()["cores"], system.memory_total_bytes()
-    if over := [n for n in args.threads or () if n > MAX_THREADS_PER_CORE * cores]:
-        raise UsageError(f"--threads {over[0]}: at most {MAX_THREADS_PER_CORE} per usable core "
-                         f"({MAX_THREADS_PER_CORE * cores} on this machine's {cores})")  # fmt: skip
+    if why := system.too_many_threads(args.threads, cores):
+        raise UsageError(why)
     n = max(args.sizes)
     wanted = [(f"--copies-mib {args.copies_mib}: a copy's two buffers take", 2 * args.copies_mib * 2**20)]
     if "cpu" in args.devices.lower():

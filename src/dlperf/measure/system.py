@@ -195,6 +195,20 @@ def usable_cores(root: str = "/") -> dict:
     return {"physical": physical, "affinity": affinity, "cgroup": cgroup, "cores": max(1, min(bounds))}
 
 
+# --threads beyond this many per usable core measure the oversubscription, not the machine: 100000 crashed torch's
+# thread pool (SIGSEGV) in `dlperf run` and `dlperf peak`
+MAX_THREADS_PER_CORE = 8
+
+
+def too_many_threads(requested, cores: int) -> str | None:
+    """Why a --threads list cannot run here (None: it can): a count above MAX_THREADS_PER_CORE per usable core."""
+    over = [n for n in requested or () if n > MAX_THREADS_PER_CORE * cores]
+    if not over:
+        return None
+    most = MAX_THREADS_PER_CORE * cores
+    return f"--threads {over[0]}: at most {MAX_THREADS_PER_CORE} per usable core ({most} on this machine's {cores})"
+
+
 def default_thread_counts(cores: int) -> list[int]:
     """Powers of two up to ``cores``, then ``cores`` itself: 6 -> [1, 2, 4, 6]."""
     cores = max(1, cores)

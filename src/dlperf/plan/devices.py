@@ -38,6 +38,8 @@ def resolve_devices(requested: tuple[str, ...] | None, info: dict[str, dict]) ->
 
 
 def thread_counts(requested: tuple[int, ...] | None, cores: int, warnings: list[str]) -> list[int]:
+    if why := system.too_many_threads(requested, cores):
+        raise UsageError(why)  # bad input: one line before anything runs (100000 crashed each cell's thread pool)
     counts = list(requested) if requested else system.default_thread_counts(cores)
     over = [n for n in counts if n > cores]
     if over:
