@@ -222,7 +222,7 @@ def test_device_not_present_and_dry_run(tmp_path):
         "--workloads",
         "tiny-fcn-r,tiny-lstm",
         "--threads",
-        "1,2,64",
+        "1,2,16",
         "--dry-run",
         db=db,
         env={"KMP_AFFINITY": "compact", "OMP_NUM_THREADS": "7"},
@@ -230,7 +230,7 @@ def test_device_not_present_and_dry_run(tmp_path):
     assert proc.returncode == 0
     assert "warning: inherited KMP_AFFINITY=compact changes threading" in proc.stderr
     assert "warning: inherited OMP_NUM_THREADS=7 is replaced by each cell's thread count" in proc.stderr
-    assert "--threads 64 exceeds" in proc.stderr
+    assert "--threads 16 exceeds" in proc.stderr
     assert "tiny-lstm torch cpu:2 fp32" in proc.stdout and "6 cell processes, estimated" in proc.stdout
     assert not db.exists()
 
