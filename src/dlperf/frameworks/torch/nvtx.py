@@ -41,12 +41,26 @@ def put_on(step) -> str:
     step.loss_fn = ranged(LOSS, _opening_backward(step.loss_fn))
     step._clip = ranged(OPTIMIZER, step._clip)
     step.optimizer.zero_grad = ranged(OPTIMIZER, step.optimizer.zero_grad)
-    step.optimizer.register_step_pre_hook(lambda *_: nvtx.range_push(OPTIMIZER))
-    step.optimizer.register_step_post_hook(lambda *_: nvtx.range_pop())
+    step.optimizer.register_step_pre_hook(_opening(OPTIMIZER))
+    step.optimizer.register_step_post_hook(_closing)
     if step.scaler is not None:  # fp16: unscaling and the scale's update are the optimizer's, as in the profile
         step.scaler.unscale_ = ranged(OPTIMIZER, step.scaler.unscale_)
         step.scaler.update = ranged(OPTIMIZER, step.scaler.update)
     return "on: forward, loss, backward and optimizer ranges"
+
+
+def _opening(label: str):
+    """An optimizer pre-hook opening the range `label`. It returns None: range_push returns the range's depth (an int),
+    and a pre-hook that returns anything but None or (args, kwargs) makes the optimizer's step raise."""
+
+    def hook(*_) -> None:
+        nvtx.range_push(label)
+
+    return hook
+
+
+def _closing(*_) -> None:
+    nvtx.range_pop()
 
 
 def ranged(label: str, fn):
