@@ -3,6 +3,7 @@
 #   make test   create .venv if missing, install dev extras, lint, pytest without the end-to-end sweeps marked slow
 #   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
 #   make gpu-test   on a GPU machine, the tests marked gpu (pytest -m gpu), a skip failing (DLPERF_REQUIRE=cuda)
+#   make gpu-check  on a GPU machine, the acceptance check (benchmarks/gpu_check.py): PASS/FAIL lines into GPU_CHECK_OUT
 # and one more for the other frameworks:
 #   make envs   a dedicated environment each for jax, tensorflow and mxnet (under $DLPERF_DATA_DIR, default
 #               ~/.local/share/dlperf), installed in parallel from the committed constraints files and verified
@@ -16,7 +17,7 @@ RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
 
-.PHONY: run test test-slow gpu-test lint format pytest clean envs
+.PHONY: run test test-slow gpu-test gpu-check lint format pytest clean envs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -53,6 +54,14 @@ test-slow: $(STAMP)
 GPU_REQUIRE ?= cuda
 gpu-test: $(STAMP)
 	DLPERF_REQUIRE=$(GPU_REQUIRE) $(BIN)/python -m pytest -q -m gpu -rs --durations=15 $(PYTEST_ARGS)
+
+# The GPU acceptance check, with the machine's own torch and JAX and dlperf from this tree (nothing installed): a
+# Markdown table, its JSON, the cells and a log in GPU_CHECK_OUT; GPU_CHECK_ARGS="--only table7,modes" reruns sections.
+GPU_CHECK_OUT ?= gpu-check
+GPU_PYTHON ?= python3
+gpu-check:
+	DLPERF_COMMIT=$${DLPERF_COMMIT:-$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)} PYTHONUNBUFFERED=1 \
+		$(GPU_PYTHON) benchmarks/gpu_check.py $(GPU_CHECK_OUT) $(GPU_CHECK_ARGS)
 
 # One install per framework, side by side (they download, mostly); each log is printed when it fails.
 envs: $(STAMP)

@@ -148,6 +148,20 @@ def test_a_failure_says_why_in_one_line():
     assert job.failure_reason(opts.job, crashed, [Joined()]) == "worker exited with code 1: RendezvousTimeoutError"
 
 
+def test_a_failure_of_a_rank_other_than_0_is_found():
+    """Found on an H200: with 2 processes on 1 GPU, rank 1 refused and rank 0 waited; read from rank 0's events
+    alone, the reason was torchrun's "worker exited with code 1". The job's reason reads every rank's."""
+    from dlperf.runner.launch import Launched
+
+    opts = opts_of("--timeout", "9")
+    crashed = ChildResult(1, False, 1.0, "Traceback...\nChildFailedError\n")
+    refused = Error("RuntimeError: --backend nccl: process 1 of this node has no GPU of its own", rank=1)
+    launched = Launched(crashed, {1: [refused], 0: []}, "")
+    assert launched.every_rank == [refused]
+    assert job.failure_reason(opts.job, crashed, launched.main).startswith("worker exited with code 1")
+    assert job.failure_reason(opts.job, crashed, launched.every_rank) == f"rank 1: {refused.error}"
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # The store: schema version 4
 
@@ -347,7 +361,7 @@ def test_nccl_without_cuda_is_a_clear_error_from_the_probe_and_from_the_ranks(tm
                    "--backend nccl needs CUDA GPUs")  # fmt: skip
     opts = opts_of("--backend", "nccl", "--nproc", "1", "--sizes", "4K", "--iters", "1", "--timeout", "60")
     launched = job.run_job(opts.job, sys.executable, 1)  # past the probe: the rank itself refuses
-    reason = job.failure_reason(opts.job, launched.child, launched.main)
+    reason = job.failure_reason(opts.job, launched.child, launched.every_rank)
     assert reason.startswith("rank 0: RuntimeError: --backend nccl needs CUDA GPUs"), reason
 
 
@@ -417,7 +431,7 @@ def test_nccl_over_more_processes_than_gpus_on_real_gpus(tmp_path, torch):
     assert not (tmp_path / "d.db").exists()
     opts = opts_of("--backend", "nccl", "--nproc", over, "--sizes", "4K", "--iters", "1", "--timeout", "120")
     launched = job.run_job(opts.job, sys.executable, 1)
-    reason = job.failure_reason(opts.job, launched.child, launched.main)
+    reason = job.failure_reason(opts.job, launched.child, launched.every_rank)
     assert reason.startswith(f"rank {gpus}: RuntimeError: --backend nccl: process {gpus} of this node has no GPU "
                              f"of its own ({gpus} visible): use --nproc {gpus} or fewer"), reason  # fmt: skip
 

@@ -199,7 +199,7 @@ def run(args) -> int:
     Store.open(db, create=True).close()  # a bad --db is found before the job, not after it
     with sigterm_as_interrupt():
         launched = run_job(job, python, threads)
-    events = [e for rank in sorted(launched.events) for e in launched.events[rank]]
+    events = launched.every_rank
     failure = failure_reason(job, launched.child, events)
     if failure:
         print(f"dlperf: error: comm job failed: {failure}", file=sys.stderr)

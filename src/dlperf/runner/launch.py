@@ -213,6 +213,12 @@ class Launched:
     def main(self) -> list[Event]:
         return self.events.get(0, [])
 
+    @property
+    def every_rank(self) -> list[Event]:
+        """This node's events of all its ranks, rank by rank: where a job's failure is looked for (the rank that
+        failed first need not be rank 0)."""
+        return [e for rank in sorted(self.events) for e in self.events[rank]]
+
 
 def launch(
     task: Task,

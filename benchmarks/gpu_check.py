@@ -1,0 +1,470 @@
+"""python benchmarks/gpu_check.py OUT [--only SECTIONS] [--budget SECONDS]      (make gpu-check GPU_CHECK_OUT=OUT)
+
+The GPU acceptance check (issue 27): on a machine with a CUDA GPU, dlperf's GPU paths run for real, each as a user
+would run them, into one store, and each relation they must hold becomes a PASS or FAIL line with its figures
+(benchmarks/gpu_relations.py). It runs the machine's own torch and JAX with dlperf from this source tree
+(PYTHONPATH=src: nothing is installed), and writes to OUT, after every section, so a stopped check keeps what it
+measured:
+
+    OUT/gpu_check.md     the table, with the GPU, driver, CUDA, torch, JAX and the commit
+    OUT/gpu_check.json   the same lines with their data, and the header
+    OUT/cells.jsonl      `dlperf export` of every run (the predictor's data: eager and CUDA-graph pairs, ...)
+    OUT/gpu_check.log    every command, its exit code and its output
+
+Sections, in order (--only takes a comma list of them):
+    table7     the seven networks at the paper's batch in fp32 (`dlperf run --devices cuda:0`), each against a
+               hand-written plain loop of the same model in a fresh process (this script's --plain-loop)
+    modes      fp32, tf32, bf16, bf16+channels_last, bf16+cuda_graphs on resnet-50 and resnet-56
+    profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
+    peak       `dlperf peak --devices cuda:0`: bf16 matmul and bandwidth against the datasheet, copies, launch cost
+    data       `dlperf data synth`, then loader cells w0 and w2+pin of fcn-r, resnet-56 and resnet-50 on CUDA
+    jax        `--frameworks jax` on fcn-r and resnet-56 on CUDA
+    nccl       `dlperf comm --backend nccl --nproc 1`, and --nproc 2 on one GPU refused
+    crossover  `dlperf crossover fcn-r` with the measured CUDA cell in the store: the GPU side "measured"
+    compile    bf16+compile on resnet-50 and resnet-56 (last but two: compiling takes the longest)
+    predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
+    tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda
+
+`--quick` takes the tiny workloads and short timers, and `--device cpu` runs the same commands on the CPU: how the
+script itself is tested without a GPU (its CUDA-only relations then FAIL, as they should there). Exit 0 when every
+line passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT / "src")]
+import gpu_relations as rel  # noqa: E402
+
+SECTIONS = ("table7", "modes", "profile", "peak", "data", "jax", "nccl", "crossover", "compile", "predicted", "tests")
+BIG_BATCH = f"{HERE / 'workloads' / 'big_batch.py'}"
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """What each section measures: the paper's networks on a GPU, or their tiny versions (--quick)."""
+
+    seven: tuple[str, ...]
+    modes_nets: tuple[str, ...]  # (the tf32 net, the launch-bound net)
+    modes: tuple[str, ...]
+    profiled: dict[str, tuple[str, tuple[str, ...]]]  # --workloads item -> (its name, the bounds it may be judged)
+    data: tuple[str, ...]
+    jax: tuple[str, ...]
+    crossover: tuple[str, str]  # (workload, the batches)
+    timer: tuple[str, ...]
+    loop_s: float  # seconds of plain-loop blocks
+
+
+FULL = Sizes(
+    seven=rel.SEVEN,
+    modes_nets=("resnet-50", "resnet-56"),
+    modes=rel.MODES,
+    profiled={
+        "resnet-56": ("resnet-56", ("launch",)),
+        "resnet-50": ("resnet-50", ()),
+        f"{BIG_BATCH}:resnet50_b256": ("resnet-50-b256", ("compute", "memory")),
+    },
+    data=("fcn-r", "resnet-56", "resnet-50"),
+    jax=("fcn-r", "resnet-56"),
+    crossover=("fcn-r", "256,1024"),
+    timer=("--min-time", "1", "--max-time", "2", "--max-warmup", "20"),
+    loop_s=2.0,
+)
+QUICK = Sizes(
+    seven=("tiny-fcn-r", "tiny-resnet-56", "tiny-lstm"),
+    modes_nets=("tiny-resnet-50", "tiny-resnet-56"),
+    modes=("fp32", "tf32", "bf16", "bf16+cuda_graphs", "compile"),
+    profiled={
+        "tiny-resnet-56": ("tiny-resnet-56", ("launch",)),
+        f"{BIG_BATCH}:tiny_resnet50_b64": ("tiny-resnet-50-b64", ("compute", "memory")),
+    },
+    data=("tiny-fcn-r", "tiny-resnet-56"),
+    jax=("tiny-fcn-r",),
+    crossover=("tiny-fcn-r", "8,16"),
+    timer=("--min-time", "0.1", "--max-time", "0.3", "--max-warmup", "5"),
+    loop_s=0.3,
+)
+LOADERS = ("w0", "w2+pin")
+
+
+@dataclass
+class Check:
+    out: Path
+    work: Path
+    device: str
+    sizes: Sizes
+    budget_s: float
+    header: dict = field(default_factory=dict)
+    lines: list = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def db(self) -> str:
+        return str(self.work / "check.db")
+
+    @property
+    def gpu(self) -> bool:
+        return self.device.startswith("cuda")
+
+    def left(self) -> float:
+        return self.budget_s - (time.monotonic() - self.started)
+
+    def command(self, cmd: list[str], timeout: float | None = None, env: dict | None = None, cwd: Path | None = None):
+        """Run `cmd`, logged with its exit code and output; (exit code, stdout + stderr). A command past `timeout`
+        (default: the budget left, at least 60 s) is stopped and exits 124."""
+        limit = timeout if timeout is not None else max(60.0, self.left())
+        start = time.monotonic()
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env or child_env(), cwd=cwd)
+            rc, text = done.returncode, done.stdout + done.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc, text = 124, f"{_text(exc.stdout)}{_text(exc.stderr)}\nstopped after {limit:.0f} s"
+        with open(self.out / "gpu_check.log", "a") as log:
+            log.write(f"$ {' '.join(cmd)}\n{text.rstrip()}\n[exit {rc} after {time.monotonic() - start:.1f} s]\n\n")
+        return rc, text
+
+    def dlperf(self, *args: str, timeout: float | None = None) -> tuple[int, str]:
+        return self.command([sys.executable, "-m", "dlperf", *args], timeout)
+
+    def run(self, *args: str) -> tuple[int, list[dict]]:
+        """`dlperf run ARGS` into the check's store on the check's device; (exit code, the new run's cells)."""
+        where = ("--devices", self.device) + (() if self.gpu else ("--threads", "1"))
+        rc, _ = self.dlperf("run", "--db", self.db, *where, *self.sizes.timer, *args)
+        return rc, self.cells(latest_run(self.db))
+
+    def cells(self, run: int | str) -> list[dict]:
+        if run is None:
+            return []
+        rc, text = self.command([sys.executable, "-m", "dlperf", "export", "--db", self.db, "--run", str(run),
+                                 "--format", "jsonl"])  # fmt: skip
+        return [json.loads(line) for line in text.splitlines() if line.startswith("{")] if rc == 0 else []
+
+    def write(self) -> None:
+        (self.out / "gpu_check.md").write_text(rel.markdown(self.header, self.lines))
+        data = {"header": self.header, "lines": [line.to_json() for line in self.lines]}
+        (self.out / "gpu_check.json").write_text(json.dumps(data, indent=1))
+        if Path(self.db).exists():
+            (self.out / "cells.jsonl").write_text("\n".join(json.dumps(c) for c in self.cells("all")) + "\n")
+
+
+def _text(b) -> str:
+    return b.decode(errors="replace") if isinstance(b, bytes) else (b or "")
+
+
+def child_env() -> dict[str, str]:
+    """This source tree's dlperf first on the path: nothing is installed on the GPU machine."""
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src") + (os.pathsep + path if path else "")}
+
+
+def latest_run(db: str) -> int | None:
+    if not Path(db).exists():
+        return None
+    with sqlite3.connect(db) as conn:
+        return conn.execute("SELECT max(id) FROM runs").fetchone()[0]
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Sections
+
+
+def table7(c: Check) -> list:
+    _, cells = c.run("--workloads", ",".join(c.sizes.seven), "--modes", "fp32")
+    threads = {cell["workload"]: cell.get("threads") for cell in cells}
+    loops = {w: plain_loop_child(c, w, threads.get(w)) for w in c.sizes.seven}
+    return rel.seven_lines(cells, loops, c.sizes.seven)
+
+
+def plain_loop_child(c: Check, workload: str, threads: int | None) -> dict:
+    """The plain loop in a fresh process, at the cell's own thread count."""
+    cmd = [sys.executable, __file__, "--plain-loop", workload, "--device", c.device, "--seconds", str(c.sizes.loop_s)]
+    cmd += ["--threads", str(threads)] if threads else []
+    rc, text = c.command(cmd, timeout=120)
+    found = [line for line in text.splitlines() if line.startswith("{")]
+    return json.loads(found[-1]) if rc == 0 and found else {"error": f"exit {rc}: {rel.last_line(text)}"}
+
+
+def modes(c: Check) -> list:
+    nets, chosen = c.sizes.modes_nets, tuple(m for m in c.sizes.modes if "compile" not in m)
+    _, cells = c.run("--workloads", ",".join(nets), "--modes", ",".join(chosen))
+    return rel.modes_lines(cells, nets, chosen, tf32_net=nets[0], graphs_net=nets[1])
+
+
+def compiled(c: Check) -> list:
+    nets, chosen = c.sizes.modes_nets, tuple(m for m in c.sizes.modes if "compile" in m)
+    if not chosen:
+        return []
+    _, cells = c.run("--workloads", ",".join(nets), "--modes", ",".join(chosen), "--compile-timeout", "200")
+    return rel.modes_lines(cells, nets, chosen, section="compile")
+
+
+def profile(c: Check) -> list:
+    names = list(c.sizes.profiled)
+    traces = c.work / "traces"
+    c.run("--workloads", ",".join(names), "--modes", "fp32", "--profile", "--trace-dir", str(traces))
+    run = latest_run(c.db)
+    rc, text = c.dlperf("table", "--db", c.db, "--run", str(run), "--explain", "--format", "json")
+    verdicts = {row["workload"]: cell.get("verdict") for row in (json.loads(text)["rows"] if rc == 0 else [])
+                for cell in row["cells"].values()}  # fmt: skip
+    profiles = {}
+    for key, row in profile_rows(c.db, run).items():
+        name = key.split("|")[0]
+        row["verdict"] = verdicts.get(name)
+        row["trace_events"] = trace_events(row.get("trace"))
+        profiles[name] = row
+    expected = {name: bounds for name, bounds in c.sizes.profiled.values() if bounds}
+    return rel.profile_lines(profiles, expected) + [
+        rel.Line("profile", f"{name} profiled", False, "no profile stored")
+        for name, _ in c.sizes.profiled.values()
+        if name not in profiles
+    ]
+
+
+def profile_rows(db: str, run: int) -> dict[str, dict]:
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT cell_key, status, error, trace, profile_json FROM profiles WHERE run_id = ?",
+                            (run,)).fetchall()  # fmt: skip
+    out = {}
+    for key, status, error, trace, blob in rows:
+        figures = json.loads(blob or "{}")
+        out[key] = {
+            "status": status,
+            "error": error,
+            "trace": trace,
+            "step_s": figures.get("step_s"),
+            "categories": figures.get("categories", {}),
+            "kernels_per_step": figures.get("kernels_per_step"),
+        }
+    return out
+
+
+def trace_events(path: str | None) -> int:
+    """Events in a gzip Chrome trace, 0 when it does not open."""
+    try:
+        with gzip.open(path, "rt") as f:
+            return len(json.load(f).get("traceEvents", []))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return 0
+
+
+def peak(c: Check) -> list:
+    rc, text = c.dlperf("peak", "--db", c.db, "--devices", c.device, "--dtypes", "bf16,fp32", "--max-time", "0.5",
+                        "--format", "json", *(() if c.gpu else ("--threads", "1")))  # fmt: skip
+    start = text.find("{")
+    peaks = json.loads(text[start : text.rfind("}") + 1])["peaks"] if rc == 0 and start >= 0 else []
+    return rel.peak_lines(peaks, datasheet(c.header.get("gpu")))
+
+
+def datasheet(name: str | None) -> dict | None:
+    from dlperf.predict.gpus import for_device
+
+    gpu = for_device(name) if name else None
+    if gpu is None:
+        return None
+    return {"gpu": gpu.name, "bf16_tensor_tflops": gpu.bf16_tensor_tflops, "mem_bw_gbs": gpu.mem_bw_gbs}
+
+
+def data(c: Check) -> list:
+    folder = c.work / "data"
+    c.dlperf("data", "synth", str(folder), "--only", "mnist,cifar10,imagenet")
+    _, cells = c.run("--workloads", ",".join(c.sizes.data), "--data", str(folder), "--loaders", ",".join(LOADERS))
+    return rel.data_lines(cells, c.sizes.data, LOADERS)
+
+
+def jax(c: Check) -> list:
+    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax))
+    return rel.ok_lines("jax", cells, c.sizes.jax, f"JAX on {c.device}")
+
+
+def nccl(c: Check) -> list:
+    quick = ("--sizes", "4K:1M", "--iters", "5", "--warmup", "2", "--timeout", "120")
+    one = c.dlperf("comm", "--db", c.db, "--backend", "nccl", "--nproc", "1", *quick)
+    two = c.dlperf("comm", "--db", c.db, "--backend", "nccl", "--nproc", "2", *quick)
+    return rel.nccl_lines(one, two)
+
+
+def crossover(c: Check) -> list:
+    workload, batches = c.sizes.crossover
+    gpu = (datasheet(c.header.get("gpu")) or {}).get("gpu", "H100-SXM5-80GB")
+    rc, text = c.dlperf("crossover", workload, "--db", c.db, "--gpu", gpu, "--batches", batches, "--threads",
+                        str(os.cpu_count() if c.gpu else 1), "--max-time", "1", "--min-time", "0.3")  # fmt: skip
+    return rel.crossover_lines(rc, text, gpu)
+
+
+def predicted(c: Check) -> list:
+    cells = c.cells("all")
+    runs = sorted({cell["run_id"] for cell in cells if str(cell["device"]).startswith("cuda")})
+    text = "".join(c.dlperf("table", "--db", c.db, "--run", str(r))[1] for r in runs)
+    return rel.predicted_lines(cells, text)
+
+
+def tests(c: Check) -> list:
+    env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
+    cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
+           str(ROOT / "tests")]  # fmt: skip
+    rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)
+    return rel.tests_lines(rc, text, gpus_here(c))
+
+
+def gpus_here(c: Check) -> int:
+    return len(c.header.get("gpus", [])) if c.gpu else 0
+
+
+RUNNERS = {
+    "table7": table7, "modes": modes, "profile": profile, "peak": peak, "data": data, "jax": jax, "nccl": nccl,
+    "crossover": crossover, "compile": compiled, "predicted": predicted, "tests": tests,
+}  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The machine
+
+
+def header(device: str, commit: str) -> dict:
+    """GPU, driver, CUDA, torch, JAX and the commit, read without initializing CUDA in this process."""
+    smi = shutil.which("nvidia-smi")
+    gpus = []
+    if smi:
+        done = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+                              capture_output=True, text=True)  # fmt: skip
+        gpus = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    probe = "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    torch_version, cuda = json.loads(done.stdout) if done.returncode == 0 else (None, None)
+    return {
+        "device": device,
+        "gpu": gpus[0].split(",")[0].strip() if gpus else None,
+        "gpus": gpus,
+        "driver": gpus[0].split(",")[1].strip() if gpus else None,
+        "cuda": cuda,
+        "torch": torch_version,
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
+        "python": sys.version.split()[0],
+        "commit": commit,
+        "cpus": os.cpu_count(),
+    }
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The plain loop
+
+
+def plain_loop(workload: str, device: str, seconds: float, threads: int | None = None) -> dict:
+    """The same model, optimizer, loss and batch dlperf trains (`training_parts`), stepped by a hand-written loop:
+    warm-up, then blocks of steps timed by the wall clock with the device synchronized only at each block's ends,
+    as a training loop runs. The step is the median block's mean."""
+    import torch
+
+    from dlperf import training_parts
+    from dlperf.workloads import BUILTIN
+
+    if threads:
+        torch.set_num_threads(threads)
+    model, optimizer, loss_fn, x, y = training_parts(workload, device)
+    clip = BUILTIN[workload].optimizer.clip_grad_norm if workload in BUILTIN else None
+    params = [p for p in model.parameters() if p.requires_grad]
+    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
+
+    def steps(n: int) -> float:
+        sync()
+        start = time.perf_counter()
+        for _ in range(n):
+            optimizer.zero_grad(set_to_none=True)
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            if clip is not None:
+                torch.nn.utils.clip_grad_norm_(params, clip)
+            optimizer.step()
+        sync()
+        return time.perf_counter() - start
+
+    warm = steps(10) / 10
+    per_block = max(5, int(seconds / 5 / max(warm, 1e-6)))
+    blocks = [steps(per_block) / per_block for _ in range(5)]
+    return {"workload": workload, "step_s": statistics.median(blocks), "blocks": blocks, "steps": 5 * per_block}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("out", nargs="?", help="where the table, the JSON, the cells and the log go")
+    p.add_argument("--device", default="cuda:0", help="default: cuda:0 (cpu: to test this script)")
+    p.add_argument("--only", help=f"a comma list of sections: {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--quick", action="store_true", help="the tiny workloads and short timers (to test this script)")
+    p.add_argument("--budget", type=float, default=480.0, help="seconds: sections not begun by then are not run")
+    p.add_argument("--commit", default=os.environ.get("DLPERF_COMMIT", "unknown"), help="named in the header")
+    p.add_argument("--work", help="the store, data and traces (default: a temporary folder)")
+    p.add_argument("--plain-loop", metavar="WORKLOAD", help=argparse.SUPPRESS)
+    p.add_argument("--seconds", type=float, default=2.0, help=argparse.SUPPRESS)
+    p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if not args.plain_loop and not args.out:
+        p.error("OUT is required")
+    chosen = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(","))
+    unknown = [s for s in chosen if s not in SECTIONS]
+    if unknown:
+        p.error(f"--only: unknown section(s) {', '.join(unknown)} (expected: {', '.join(SECTIONS)})")
+    args.sections = chosen
+    return args
+
+
+def main(argv: list[str]) -> int:
+    args = parse(argv)
+    if args.plain_loop:
+        print(json.dumps(plain_loop(args.plain_loop, args.device, args.seconds, args.threads)))
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_check.log").write_text("")
+    work = Path(args.work or tempfile.mkdtemp(prefix="gpu-check-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("DLPERF_DATA_DIR", str(work / "dlperf-data"))
+    check = Check(out, work, args.device, QUICK if args.quick else FULL, args.budget)
+    check.header = header(args.device, args.commit)
+    for section in args.sections:
+        if check.left() <= 0:
+            check.lines.append(rel.not_run(section, f"the {args.budget:g} s budget was spent"))
+            continue
+        begun = time.monotonic()
+        try:
+            check.lines += RUNNERS[section](check)
+        except Exception as exc:  # a section that broke is a FAIL line with its reason; the next one still runs
+            check.lines.append(rel.Line(section, f"{section} ran", False, f"{type(exc).__name__}: {exc}"))
+        check.header[f"{section}_s"] = round(time.monotonic() - begun, 1)
+        check.write()
+        print(f"{section}: {sum(x.passed for x in check.lines if x.section == section)} PASS, "
+              f"{sum(not x.passed for x in check.lines if x.section == section)} FAIL "
+              f"({check.header[f'{section}_s']} s)", flush=True)  # fmt: skip
+    check.write()
+    print((out / "gpu_check.md").read_text())
+    return 0 if all(line.passed for line in check.lines) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
