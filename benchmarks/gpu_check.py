@@ -68,6 +68,7 @@ class Sizes:
     jax: tuple[str, ...]
     crossover: tuple[str, str]  # (workload, the batches)
     timer: tuple[str, ...]
+    short: tuple[str, ...]  # where no relation needs the timer's precision: loader, JAX and compiled cells
     loop_s: float  # seconds of plain-loop blocks
 
 
@@ -84,6 +85,7 @@ FULL = Sizes(
     jax=("fcn-r", "resnet-56"),
     crossover=("fcn-r", "256,1024"),
     timer=("--min-time", "1", "--max-time", "2", "--max-warmup", "20"),
+    short=("--min-time", "0.3", "--max-time", "1", "--max-warmup", "10"),
     loop_s=2.0,
 )
 QUICK = Sizes(
@@ -98,6 +100,7 @@ QUICK = Sizes(
     jax=("tiny-fcn-r",),
     crossover=("tiny-fcn-r", "8,16"),
     timer=("--min-time", "0.1", "--max-time", "0.3", "--max-warmup", "5"),
+    short=("--min-time", "0.1", "--max-time", "0.3", "--max-warmup", "5"),
     loop_s=0.3,
 )
 LOADERS = ("w0", "w2+pin")
@@ -127,8 +130,8 @@ class Check:
 
     def command(self, cmd: list[str], timeout: float | None = None, env: dict | None = None, cwd: Path | None = None):
         """Run `cmd`, logged with its exit code and output; (exit code, stdout + stderr). A command past `timeout`
-        (default: the budget left, at least 60 s) is stopped and exits 124."""
-        limit = timeout if timeout is not None else max(60.0, self.left())
+        (default: the budget left, at least 240 s) is stopped and exits 124."""
+        limit = timeout if timeout is not None else max(240.0, self.left())
         start = time.monotonic()
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env or child_env(), cwd=cwd)
@@ -142,11 +145,14 @@ class Check:
     def dlperf(self, *args: str, timeout: float | None = None) -> tuple[int, str]:
         return self.command([sys.executable, "-m", "dlperf", *args], timeout)
 
-    def run(self, *args: str) -> tuple[int, list[dict]]:
-        """`dlperf run ARGS` into the check's store on the check's device; (exit code, the new run's cells)."""
+    def run(self, *args: str, timer: tuple[str, ...] | None = None) -> tuple[int, list[dict]]:
+        """`dlperf run ARGS` into the check's store on the check's device; (exit code, the new run's cells: none when
+        the run was refused before it began)."""
         where = ("--devices", self.device) + (() if self.gpu else ("--threads", "1"))
-        rc, _ = self.dlperf("run", "--db", self.db, *where, *self.sizes.timer, *args)
-        return rc, self.cells(latest_run(self.db))
+        before = latest_run(self.db)
+        rc, _ = self.dlperf("run", "--db", self.db, *where, *(timer or self.sizes.timer), *args)
+        after = latest_run(self.db)
+        return rc, self.cells(after) if after != before else []
 
     def cells(self, run: int | str) -> list[dict]:
         if run is None:
@@ -210,7 +216,8 @@ def compiled(c: Check) -> list:
     nets, chosen = c.sizes.modes_nets, tuple(m for m in c.sizes.modes if "compile" in m)
     if not chosen:
         return []
-    _, cells = c.run("--workloads", ",".join(nets), "--modes", ",".join(chosen), "--compile-timeout", "200")
+    _, cells = c.run("--workloads", ",".join(nets), "--modes", ",".join(chosen), "--compile-timeout", "200",
+                     timer=c.sizes.short)  # fmt: skip
     return rel.modes_lines(cells, nets, chosen, section="compile")
 
 
@@ -277,18 +284,21 @@ def datasheet(name: str | None) -> dict | None:
     gpu = for_device(name) if name else None
     if gpu is None:
         return None
-    return {"gpu": gpu.name, "bf16_tensor_tflops": gpu.bf16_tensor_tflops, "mem_bw_gbs": gpu.mem_bw_gbs}
+    bf16 = gpu.bf16 / 1e12 if gpu.bf16 else None
+    return {"gpu": gpu.name, "bf16_tensor_tflops": bf16, "mem_bw_gbs": gpu.memory_bw / 1e9}
 
 
 def data(c: Check) -> list:
     folder = c.work / "data"
     c.dlperf("data", "synth", str(folder), "--only", "mnist,cifar10,imagenet")
-    _, cells = c.run("--workloads", ",".join(c.sizes.data), "--data", str(folder), "--loaders", ",".join(LOADERS))
+    _, cells = c.run("--workloads", ",".join(c.sizes.data), "--data", str(folder), "--loaders", ",".join(LOADERS),
+                     timer=c.sizes.short)  # fmt: skip
     return rel.data_lines(cells, c.sizes.data, LOADERS)
 
 
 def jax(c: Check) -> list:
-    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax))
+    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax), timer=c.sizes.short)
+    cells = [cell for cell in cells if cell["framework"] == "jax"]
     return rel.ok_lines("jax", cells, c.sizes.jax, f"JAX on {c.device}")
 
 

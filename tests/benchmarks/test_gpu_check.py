@@ -1,0 +1,379 @@
+"""benchmarks/gpu_check.py and its relations (benchmarks/gpu_relations.py) on a CPU: each relation against
+hand-made recorded inputs shaped like `dlperf export --format jsonl` rows, once passing and once failing; the
+script's arguments and plain loop; and one end-to-end run on the CPU (slow)."""
+
+import gzip
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+HERE = ROOT / "benchmarks"
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)  # gpu_check's `import gpu_relations` finds this one
+    spec.loader.exec_module(module)
+    return module
+
+
+rel = load("gpu_relations")
+gpu_check = load("gpu_check")
+GPU = {"gpu": "H100-SXM5-80GB", "bf16_tensor_tflops": 989.4, "mem_bw_gbs": 3350}
+
+
+def cell(workload="n", mode="fp32", status="ok", median_s=0.01, error=None, device="cpu", **kw):
+    """A `dlperf export --format jsonl` row (the keys the relations read)."""
+    row = dict(workload=workload, mode=mode, device=device, status=status, error=error, n=20, loader=None, nproc=None,
+               median_s=median_s if status == "ok" else None, threads=1, h2d_bytes=None, h2d_pageable_bytes_s=None,
+               h2d_pinned_bytes_s=None, recommended_loader=None, data_recommendation=None, predicted_step_s=None,
+               predicted_gpu=None, prediction_error=None, predicted_bound=None, run_id=1)  # fmt: skip
+    return row | kw
+
+
+def by_check(lines):
+    return {line.check: line for line in lines}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The relations
+
+
+@pytest.mark.parametrize("ratio, passed", [(1.01, True), (1.19, False), (0.96, False)])
+def test_seven_lines_hold_dlperf_within_3_percent_of_the_plain_loop(ratio, passed):
+    """The ratio of dlperf's fp32 median to the loop's step is within 0.97-1.03 (1.19: the LSTM's old figure); a
+    loader or multi-process cell of the network is not the one compared."""
+    cells = [
+        cell("lstm", median_s=0.01 * ratio),
+        cell("lstm", median_s=9, loader="w0"),
+        cell("lstm", median_s=9, nproc=2),
+    ]
+    loops = {"lstm": {"step_s": 0.01, "steps": 50, "blocks": [0.01] * 5}}
+    (line,) = rel.seven_lines(cells, loops, ("lstm",))
+    assert line.passed is passed and line.data["ratio"] == pytest.approx(ratio)
+    assert f"ratio {ratio:.3f}" in line.figures and "50 steps in 5 blocks" in line.figures
+
+
+def test_seven_lines_fail_without_a_loop_figure_or_a_cell_and_say_why():
+    """No loop figure, the loop's error, an error cell or no cell at all: a FAIL line naming why."""
+    cells = [cell("fcn-r"), cell("lstm", status="error", error="RuntimeError: boom\ntraceback")]
+    lines = rel.seven_lines(cells, {"lstm": {"step_s": 0.01}, "resnet-56": {"error": "exit 1: died"}},
+                            ("fcn-r", "lstm", "resnet-56"))  # fmt: skip
+    assert [line.passed for line in lines] == [False] * 3
+    assert "no loop figure" in lines[0].figures
+    assert "error: RuntimeError: boom" in lines[1].figures and "traceback" not in lines[1].figures
+    assert "no cell" in lines[2].figures and "exit 1: died" in lines[2].figures
+
+
+def test_modes_lines_pass_ok_cells_and_reasoned_unsupported_ones_only():
+    """ok, or unsupported with its reason: PASS; unsupported without one, an error and a missing cell: FAIL."""
+    cells = [
+        cell(mode="fp32"),
+        cell(mode="tf32", status="unsupported", error="tf32 applies to CUDA GPUs only"),
+        cell(mode="bf16", status="error", error="OOM"),
+        cell(mode="bf16+cuda_graphs", status="unsupported"),
+    ]
+    modes = ("fp32", "tf32", "bf16", "bf16+cuda_graphs", "bf16+channels_last")
+    lines = rel.modes_lines(cells, ("n",), modes)
+    assert [(line.check, line.passed) for line in lines] == [(f"n {m}", m in ("fp32", "tf32")) for m in modes]
+    assert lines[3].figures == "unsupported: no reason given" and lines[4].figures == "no cell"
+
+
+@pytest.mark.parametrize("mode, base", [("tf32", "fp32"), ("bf16+cuda_graphs", "bf16")])
+@pytest.mark.parametrize("median_s, passed", [(0.005, True), (0.02, False)])
+def test_modes_lines_want_tf32_and_cuda_graphs_faster(mode, base, median_s, passed):
+    """tf32 against fp32 on the tf32 net, CUDA graphs against eager bf16 on the launch-bound net: faster passes."""
+    cells = [cell(mode=base), cell(mode=mode, median_s=median_s)]
+    net = {"tf32_net": "n"} if mode == "tf32" else {"graphs_net": "n"}
+    line = rel.modes_lines(cells, ("n",), (base, mode), **net)[-1]
+    assert line.check == f"n {mode} faster than {base}" and line.passed is passed
+    assert line.data["ratio"] == pytest.approx(median_s / 0.01)
+
+
+def test_modes_lines_label_their_section_and_fail_a_comparison_without_a_cell():
+    """`section` labels each cell's line (the compile section), and tf32 unmeasured is no PASS."""
+    lines = rel.modes_lines([cell(mode="bf16+compile")], ("n",), ("bf16+compile",), section="compile")
+    assert [(line.section, line.passed) for line in lines] == [("compile", True)]
+    assert not rel.modes_lines([cell()], ("n",), ("fp32",), tf32_net="n")[-1].passed
+
+
+def profiled(**kw):
+    return {"status": "ok", "error": None, "trace": "t.json.gz", "step_s": 0.01, "kernels_per_step": 120,
+            "categories": {"matmul": 0.006, "host": 0.004}, "trace_events": 500,
+            "verdict": {"bound": "launch", "level": "high", "figure": "host 40%"}} | kw  # fmt: skip
+
+
+@pytest.mark.parametrize("host, passed", [(0.0044, True), (0.0036, True), (0.005, False), (0.003, False)])
+def test_profile_lines_want_the_categories_to_sum_to_the_step_within_5_percent(host, passed):
+    """A sum 4% off the step passes, 10% off (either way) fails."""
+    p = profiled(categories={"matmul": 0.006, "host": host})
+    assert by_check(rel.profile_lines({"r": p}, {}))["r categories sum to the step"].passed is passed
+
+
+def test_profile_lines_fail_uncounted_kernels_an_empty_trace_and_a_wrong_verdict():
+    """Kernels counted, the trace opened, the verdict among the expected bounds; none of them: three FAILs."""
+    good = by_check(rel.profile_lines({"r": profiled()}, {"r": ("launch",)}))
+    bad = by_check(rel.profile_lines({"r": profiled(kernels_per_step=None, trace_events=0,
+                                                    verdict={"bound": "compute"})}, {"r": ("launch",)}))  # fmt: skip
+    assert len(good) == len(bad) == 4 and all(line.passed for line in good.values())
+    assert [line.passed for line in bad.values()] == [True, False, False, False]
+    assert "compute-bound" in bad["r judged launch-bound"].figures
+    assert len(rel.profile_lines({"r": profiled()}, {})) == 3  # no expected bound: no verdict line
+
+
+def test_a_profile_that_failed_is_one_fail_line():
+    """A profile row with status error: one FAIL line with its error; a step of 0 fails the sum, without raising."""
+    (line,) = rel.profile_lines({"r": profiled(status="error", error="no trace")}, {"r": ("launch",)})
+    assert not line.passed and line.figures == "error: no trace"
+    assert not rel.profile_lines({"r": profiled(step_s=0)}, {})[0].passed
+
+
+def peaks(matmul=790e12, bandwidth=3.0e12, pinned=25e9, pageable=10e9, dispatch=5e-6):
+    rows = [{"kind": "matmul", "dtype": "fp32", "value": 60e12, "detail": {}},
+            {"kind": "matmul", "dtype": "bf16", "value": matmul, "detail": {}},
+            {"kind": "bandwidth", "dtype": None, "value": bandwidth, "detail": {}},
+            {"kind": "h2d", "dtype": None, "value": 1e9, "detail": {"bytes": 2**20, "pinned": True}},
+            {"kind": "h2d", "dtype": None, "value": 2e9, "detail": {"bytes": 2**20, "pinned": False}},
+            {"kind": "h2d", "dtype": None, "value": pinned, "detail": {"bytes": 2**26, "pinned": True}},
+            {"kind": "h2d", "dtype": None, "value": pageable, "detail": {"bytes": 2**26, "pinned": False}},
+            {"kind": "h2d", "dtype": None, "value": 1e6, "detail": {"bytes": 2**28, "pinned": True}},
+            {"kind": "dispatch", "dtype": None, "value": dispatch, "detail": {}}]  # fmt: skip
+    return rows
+
+
+def test_peak_lines_pass_figures_near_the_datasheet():
+    """bf16 matmul at 80% and bandwidth at 90% of the H100's datasheet, pinned copies faster at the largest size
+    measured both ways (64 MiB: not 1 MiB, nor the 256 MiB measured pinned only), 5 µs per launch."""
+    lines = rel.peak_lines(peaks(), GPU)
+    assert [line.passed for line in lines] == [True] * 4
+    assert "790.0 of 989.4 TFLOP/s (H100-SXM5-80GB): 80%" in lines[0].figures and "90%" in lines[1].figures
+    assert lines[2].data["bytes"] == 2**26 and "at 64 MiB" in lines[2].figures
+
+
+@pytest.mark.parametrize(
+    "changed, failed",
+    [({"matmul": 400e12}, 0), ({"bandwidth": 1.0e12}, 1), ({"pinned": 5e9}, 2), ({"dispatch": 1e-6}, 3),
+     ({"dispatch": 50e-6}, 3)],
+)  # fmt: skip
+def test_peak_lines_fail_each_figure_out_of_bounds(changed, failed):
+    """A bf16 matmul at 40%, bandwidth at 30%, pinned slower than pageable, a launch of 1 or 50 µs: that line FAILs."""
+    lines = rel.peak_lines(peaks(**changed), GPU)
+    assert [line.passed for line in lines] == [i != failed for i in range(4)]
+
+
+def test_peak_lines_fail_without_a_datasheet_row_or_copies():
+    """No datasheet row for the GPU: the two fractions FAIL; no h2d rows: the copy line FAILs."""
+    lines = rel.peak_lines(peaks(), None)
+    assert [line.passed for line in lines] == [False, False, True, True] and "no datasheet row" in lines[0].figures
+    copies = rel.peak_lines([p for p in peaks() if p["kind"] != "h2d"], GPU)[2]
+    assert not copies.passed and copies.figures == "no host->device copies measured"
+
+
+def loader_cell(w="n", loader="w0", pinned=20e9, pageable=10e9, recommended="w0", advice=(), **kw):
+    return cell(w, loader=loader, h2d_bytes=2**20, h2d_pinned_bytes_s=pinned, h2d_pageable_bytes_s=pageable,
+                recommended_loader=recommended, data_recommendation={"setting": recommended, "advice": list(advice)},
+                **kw)  # fmt: skip
+
+
+def test_data_lines_want_each_loader_cell_with_its_copy_figures():
+    """Recorded h2d figures: PASS; a figure missing, or no cell: FAIL; then the group's pin advice line."""
+    cells = [loader_cell("a"), loader_cell("a", "w2+pin"), loader_cell("b", pinned=None, advice=["pin_memory: x"])]
+    lines = rel.data_lines(cells, ("a", "b"), ("w0", "w2+pin"))
+    assert [(line.check, line.passed) for line in lines] == [
+        ("a loader w0", True), ("a loader w2+pin", True), ("a pin_memory advice where pinned was faster", False),
+        ("b loader w0", False), ("b loader w2+pin", False), ("b pin_memory advice where pinned was faster", False),
+    ]  # fmt: skip
+    assert "pageable 10.0 GB/s, pinned 20.0 GB/s" in lines[0].figures
+    assert lines[3].figures.endswith("no h2d figures") and lines[4].figures == "no cell; no h2d figures"
+
+
+@pytest.mark.parametrize(
+    "pinned, recommended, advice, passed",
+    [(20e9, "w0", ["workers: w2", "pin_memory: pinned copies ran 2x faster"], True), (20e9, "w0", [], False),
+     (20e9, "w0", ["workers: pin_memory"], False), (5e9, "w0", [], True), (5e9, "w0", ["pin_memory: x"], False),
+     (20e9, "w2+pin", [], True)],
+)  # fmt: skip
+def test_pin_advice_is_given_exactly_where_pinned_copies_won_and_the_setting_is_unpinned(
+    pinned, recommended, advice, passed
+):
+    """Pinned faster than pageable with an unpinned recommendation: advice beginning "pin_memory:" is needed;
+    pinned slower, or the recommended setting pinned already: none is."""
+    line = rel.pin_advice_line("n", [loader_cell(pinned=pinned, recommended=recommended, advice=advice)])
+    assert line.passed is passed
+
+
+def test_predicted_lines_want_a_stored_prediction_that_dlperf_table_prints():
+    """An ok CUDA cell with its prediction printed by `dlperf table`: PASS; not printed, or no prediction: FAIL;
+    CPU cells, failed cells and multi-process cells are not checked."""
+    predicted = {"predicted_step_s": 0.011, "predicted_gpu": "H100-SXM5-80GB", "prediction_error": 0.1,
+                 "predicted_bound": "compute"}  # fmt: skip
+    cells = [
+        cell("a", device="cuda:0", **predicted),
+        cell("b", device="cuda:0"),
+        cell("c"),
+        cell("d", device="cuda:0", status="error", error="x"),
+        cell("e", device="cuda:0", nproc=2),
+    ]
+    text = "predicted: a fp32 on cuda:0: measured 10 ms, predicted 11 ms on H100-SXM5-80GB (+10%), compute-bound\n"
+    a, b = rel.predicted_lines(cells, text)
+    assert (a.check, a.passed, b.check, b.passed) == ("a fp32", True, "b fp32", False)
+    assert "+10%" in a.figures and "no stored prediction" in b.figures
+    assert not rel.predicted_lines(cells[:1], "")[0].passed
+
+
+def test_predicted_lines_without_any_gpu_cell_is_one_fail_line():
+    (line,) = rel.predicted_lines([cell("c")], "")
+    assert not line.passed and line.figures == "no ok GPU cell in the store"
+
+
+def test_ok_lines_want_each_workloads_fp32_cell_ok():
+    """The JAX section's lines: an ok fp32 cell passes, an error cell or none fails."""
+    cells = [cell("a", device="cuda:0"), cell("b", device="cuda:0", status="error", error="XlaRuntimeError: OOM")]
+    lines = rel.ok_lines("jax", cells, ("a", "b", "c"), "JAX on cuda:0")
+    assert [(line.check, line.passed) for line in lines] == [("a JAX on cuda:0", True), ("b JAX on cuda:0", False),
+                                                             ("c JAX on cuda:0", False)]  # fmt: skip
+
+
+def test_nccl_lines_want_one_process_ok_and_two_on_one_gpu_refused_in_one_line():
+    """--nproc 1 exits 0; --nproc 2 exits 2 with one line naming the GPU per process (comm.py's UsageError)."""
+    refusal = "dlperf comm: --backend nccl uses one GPU per process: --nproc 2, but torch sees 1\n"
+    good = rel.nccl_lines((0, "allreduce 1M: 3.1 GB/s\n"), (2, refusal))
+    assert [line.passed for line in good] == [True, True] and "3.1 GB/s" in good[0].figures
+    bad = rel.nccl_lines((1, "NCCL error"), (2, refusal + "Traceback ...\n"))
+    assert [line.passed for line in bad] == [False, False]
+    assert not rel.nccl_lines((0, ""), (1, refusal))[1].passed
+
+
+@pytest.mark.parametrize(
+    "rc, text, passed",
+    [(0, "H100: measured faster than this CPU from batch 16\n", True),
+     (0, "H100: not faster than this CPU up to batch 16 (measured there)\n", True),
+     (0, "H100: predicted faster than this CPU from batch 8, compute-bound there\n", False),
+     (0, "H100: not predicted faster than this CPU at batch 16, the largest measured (it is at 8; x)\n", False),
+     (1, "H100: measured faster than this CPU from batch 16\n", False)],
+)  # fmt: skip
+def test_crossover_lines_want_the_gpu_side_measured(rc, text, passed):
+    """A verdict line of the GPU saying "measured" (not "predicted ... measured") and exit 0."""
+    assert rel.crossover_lines(rc, "batch | CPU step\n" + text, "H100")[0].passed is passed
+
+
+def test_tests_lines_count_apart_the_skips_of_tests_needing_more_gpus(monkeypatch):
+    """conftest.cuda_gpus's own skip reason for a 2-GPU test on a 1-GPU machine matches tests_lines's pattern:
+    those skips are counted apart; any other skip, a failure or an error FAILs."""
+    import torch
+
+    import conftest
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.delenv("DLPERF_REQUIRE", raising=False)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        conftest.cuda_gpus(2)
+    more = f"SKIPPED [2] tests/conftest.py:60: {skipped.value.msg}\n"
+    (line,) = rel.tests_lines(0, f"....s.s\n{more}14 passed, 2 skipped, 900 deselected in 75.2s\n", 1)
+    assert line.passed and "14 passed, 0 failed, 0 skipped" in line.figures
+    assert not rel.tests_lines(0, f"{more}14 passed, 2 skipped in 75.2s\n", 2)[0].passed  # 2 GPUs: no excuse
+    other = "SKIPPED [1] tests/x.py:3: jax is not installed\n"
+    assert not rel.tests_lines(0, f"{more}{other}14 passed, 3 skipped in 75.2s\n", 1)[0].passed
+    failed = "FAILED tests/x.py::test_y - assert 0\n"
+    (bad,) = rel.tests_lines(1, f"{failed}{more}14 passed, 1 failed, 2 skipped in 75.2s\n", 1)
+    assert not bad.passed and bad.data["failures"] == [failed.strip()] and "1 failed" in bad.figures
+    assert not rel.tests_lines(1, "ERROR tests/x.py\n3 passed, 2 errors in 1.0s\n", 1)[0].passed
+    assert not rel.tests_lines(5, "no tests ran in 0.1s\n", 1)[0].passed
+    assert not rel.tests_lines(124, "", 1)[0].passed
+
+
+def test_markdown_renders_the_header_and_a_row_per_line():
+    """The count of PASS lines, the header's items, and one 4-column row per line with "|" in figures made "/"."""
+    lines = [rel.Line("peak", "a", True, "1 | 2\nthree"), rel.Line("data", "b", "", "x")]
+    text = rel.markdown({"gpu": "H100", "commit": "abc"}, lines)
+    assert text.startswith("## GPU check: 1 of 2 PASS\n") and "- gpu: H100\n- commit: abc\n" in text
+    rows = text.splitlines()[-2:]
+    assert rows == ["| PASS | peak | a | 1 / 2 three |", "| FAIL | data | b | x |"]
+    assert all(row.count("|") == 5 for row in rows)
+    assert json.loads(json.dumps(lines[1].to_json()))["passed"] is False  # a falsy value is a FAIL, as JSON
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The script
+
+
+def test_parse_refuses_an_unknown_section_and_wants_out(capsys):
+    """--only takes the known sections (spaces allowed), an unknown one is a usage error, and OUT is required
+    unless the script runs its plain loop."""
+    assert gpu_check.parse(["out"]).sections == gpu_check.SECTIONS
+    assert gpu_check.parse(["out", "--only", "modes, peak"]).sections == ("modes", "peak")
+    assert gpu_check.parse(["--plain-loop", "tiny-fcn-r"]).out is None
+    for argv, said in ((["out", "--only", "table7,bogus"], "unknown section(s) bogus"), ([], "OUT is required")):
+        with pytest.raises(SystemExit) as exc:
+            gpu_check.parse(argv)
+        assert exc.value.code == 2 and said in capsys.readouterr().err
+
+
+def test_the_sizes_name_builtin_workloads_and_modes():
+    """FULL only runs on a GPU: its workloads, modes and profiled factories exist, checked here without one."""
+    from dlperf.modes import mode_components
+    from dlperf.workloads import BUILTIN
+
+    for sizes in (gpu_check.FULL, gpu_check.QUICK):
+        names = {*sizes.seven, *sizes.modes_nets, *sizes.data, *sizes.jax, sizes.crossover[0]}
+        assert names <= set(BUILTIN), names - set(BUILTIN)
+        assert all(mode_components(m) for m in sizes.modes)
+        for key in sizes.profiled:
+            path, _, factory = key.rpartition(":")
+            assert key in BUILTIN or factory in Path(path).read_text(), key
+
+
+def test_the_datasheet_row_of_a_cuda_name_and_trace_events(tmp_path):
+    """CUDA's name for an H100 finds its datasheet row in the keys peak_lines reads; a trace counts its events,
+    0 when it does not open."""
+    row = gpu_check.datasheet("NVIDIA H100 80GB HBM3")
+    assert row["gpu"] == GPU["gpu"] and gpu_check.datasheet(None) is None
+    assert (row["bf16_tensor_tflops"], row["mem_bw_gbs"]) == pytest.approx((989.4, 3350))
+    trace = tmp_path / "t.json.gz"
+    with gzip.open(trace, "wt") as f:
+        json.dump({"traceEvents": [{}, {}, {}]}, f)
+    assert gpu_check.trace_events(str(trace)) == 3
+    assert gpu_check.trace_events(str(tmp_path / "none.gz")) == gpu_check.trace_events(None) == 0
+
+
+def test_plain_loop_times_five_blocks():
+    """The hand-written loop of tiny-fcn-r on the CPU: a positive step, the median of five blocks."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        loop = gpu_check.plain_loop("tiny-fcn-r", "cpu", 0.05, threads=1)
+    finally:
+        torch.set_num_threads(before)
+    assert loop["step_s"] > 0 and len(loop["blocks"]) == 5 and loop["steps"] >= 25
+    assert min(loop["blocks"]) <= loop["step_s"] <= max(loop["blocks"])
+
+
+@pytest.mark.slow
+def test_the_check_runs_end_to_end_on_the_cpu(tmp_path):
+    """`--device cpu --quick` of three sections: the four files, each line in a chosen section, tf32 and CUDA graphs
+    unsupported with their reason (PASS), and exit 1: the CUDA-only relations FAIL on a CPU."""
+    out, chosen = tmp_path / "out", ("table7", "modes", "profile")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, str(HERE / "gpu_check.py"), str(out), "--device", "cpu", "--quick",
+                           "--only", ",".join(chosen), "--work", str(tmp_path / "work")],
+                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert {p.name for p in out.iterdir()} >= {"gpu_check.md", "gpu_check.json", "cells.jsonl", "gpu_check.log"}
+    report = json.loads((out / "gpu_check.json").read_text())
+    assert report["header"]["device"] == "cpu" and {line["section"] for line in report["lines"]} == set(chosen)
+    lines = {line["check"]: line for line in report["lines"]}
+    for net in gpu_check.QUICK.modes_nets:
+        for mode in ("tf32", "bf16+cuda_graphs"):
+            assert lines[f"{net} {mode}"]["passed"] and lines[f"{net} {mode}"]["figures"].startswith("unsupported: ")
+    assert not lines[f"{gpu_check.QUICK.modes_nets[0]} tf32 faster than fp32"]["passed"]
+    assert all(json.loads(row) for row in (out / "cells.jsonl").read_text().splitlines())
+    assert "## GPU check:" in (out / "gpu_check.md").read_text() and "$ " in (out / "gpu_check.log").read_text()
