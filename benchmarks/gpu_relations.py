@@ -247,7 +247,8 @@ def predicted_lines(cells: list[dict], table_text: str) -> list[Line]:
     gpu = [c for c in cells if str(c["device"]).startswith("cuda") and c["status"] == "ok" and not c.get("nproc")]
     lines = []
     for c in gpu:
-        label = f"{c['workload']} {c['mode']}" + (f" {c['loader']}" if c.get("loader") else "")
+        framework = "" if c.get("framework", "torch") == "torch" else f" ({c['framework']})"
+        label = f"{c['workload']} {c['mode']}" + (f" {c['loader']}" if c.get("loader") else "") + framework
         if c.get("predicted_step_s") is None:
             lines.append(Line("predicted", label, False, f"measured {ms(c['median_s'])}, no stored prediction"))
             continue
