@@ -53,7 +53,8 @@ def test_a_gpu_not_in_the_table_and_a_failed_count_warn_and_predict_nothing(monk
     monkeypatch.setattr(count, "counts", fake_counts)
     rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env("Some Future Accelerator 9000"))
     assert rows == [] and warnings == [
-        "no prediction for Some Future Accelerator 9000: it is not in dlperf's GPU table (dlperf predict --list-gpus)"
+        "no prediction for Some Future Accelerator 9000: it is not in dlperf's GPU table (dlperf predict --list-gpus); "
+        "give its figures with --gpu-specs FILE.csv"
     ]
 
     def broken(requests, timeout=None):

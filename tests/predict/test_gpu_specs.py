@@ -132,7 +132,29 @@ def test_the_command_lines_refuse_a_wrong_file_before_anything_runs(tmp_path):
                    f"--gpu-specs {path}, line 2, column fp32_tflops")  # fmt: skip
     db = tmp_path / "x.db"
     one_line_error(dlperf("crossover", "tiny-fcn-r", "--gpu-specs", str(path), db=db), "line 2, column fp32_tflops")
+    one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", "--gpu-specs", str(path), db=db), "column fp32_tflops")
+    one_line_error(dlperf("run", "--resume", "--gpu-specs", str(write(tmp_path, MINE)), db=db), "a resumed run keeps")
     assert not db.exists()  # nothing measured, nothing written
+
+
+def test_a_run_on_a_gpu_the_table_lacks_is_predicted_from_the_users_row(tmp_path, monkeypatch):
+    """`dlperf run --gpu-specs`: the cells of a GPU CUDA names "NVIDIA My GPU" get their prediction from the user's
+    row (the run's own prediction step, with a fake count: no GPU here)."""
+    from dlperf.frameworks.common.ops import Count, Op
+    from dlperf.predict import cells, count
+    from dlperf.protocol import Cell
+    from dlperf.workloads import BUILTIN
+
+    w = BUILTIN["tiny-fcn-r"]
+    cell = Cell(w.name, "torch", "cuda:0", 1, "fp32")
+    machine = {"frameworks": {"torch": {"devices": [{"name": "cuda:0", "model": "NVIDIA My GPU"}]}}}
+    op = Op("matmul", "fp32", 2 * 1024**3, 4 * 1024**2)
+    monkeypatch.setattr(count, "counts", lambda requests, timeout=None: [Count(w.name, "fp32", 16, (op,), 1, 1)])
+    rows, warnings = cells.predictions([cell], {cell.key: w.to_json()}, machine)
+    assert rows == [] and "--gpu-specs FILE.csv" in warnings[0]  # not in the table: say how to add it
+    gpus.use_specs(str(write(tmp_path, MINE)))
+    rows, warnings = cells.predictions([cell], {cell.key: w.to_json()}, machine)
+    assert warnings == [] and [r.gpu for r in rows] == ["My GPU"] and rows[0].step_s > 0
 
 
 def test_the_predictor_runs_on_every_new_gpu():

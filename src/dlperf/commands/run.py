@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from dlperf.commands.common import db_path, real, whole, whole_list
+from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
 from dlperf.modes import help_text
 from dlperf.vocab import ExitCode
@@ -71,6 +72,8 @@ def add_process_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-predict", action="store_true", help="skip predicting each GPU cell's step for its GPU "
                    "before the run (one probe child; dlperf table shows measured against predicted)")  # fmt: skip
+    p.add_argument("--gpu-specs", metavar="FILE.csv", help=f"{GPU_SPECS_HELP}: a GPU cell on a GPU the built-in "
+                   "table lacks is predicted from its row")  # fmt: skip
 
 
 def add_parallel_flags(p: argparse.ArgumentParser) -> None:
@@ -185,6 +188,12 @@ def run(args) -> int:
     from dlperf.store.location import resume_command
 
     db = db_path(args)
+    if args.gpu_specs:
+        from dlperf.predict import gpus
+
+        if args.resume:  # the run's predictions were stored when it began
+            raise UsageError("--gpu-specs: a resumed run keeps the predictions it stored when it began")
+        gpus.use_specs(args.gpu_specs)  # a wrong file is one line, before anything runs
     if args.resume:
         outcome = api.resume(db)
     else:
