@@ -4,8 +4,8 @@ one-process cell (else DDP's), against DDP on the same processes, with its memor
 from __future__ import annotations
 
 import pytest
-from conftest import make_cell
 
+from conftest import make_cell
 from dlperf.report import ddp
 from dlperf.store.records import CommRecord
 
