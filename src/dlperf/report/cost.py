@@ -1,0 +1,125 @@
+"""The cost view of `dlperf predict --cost` and of the HTML report's "When a GPU pays": what the work costs on each
+GPU predicted (`predict/cost.py`), this CPU's measured time and energy beside, and the ranking. Pure functions."""
+
+from __future__ import annotations
+
+import math
+
+from dlperf.report.format import duration, seconds
+
+HEAD = ("GPU", "mode", "step", "samples/s", "time", "cost", "$ per M samples", "$/GPU-hour", "memory")
+
+
+def usd(value: float) -> str:
+    """Dollars to a person: cents from a dollar up, three significant figures below (never an exponent)."""
+    if value >= 1 or value <= 0:
+        return f"${value:,.2f}"
+    return f"${value:.{2 - math.floor(math.log10(value))}f}"
+
+
+def span(pair: tuple[float, float] | None) -> str:
+    """A low-high range of dollars, one figure where both are the same; "no price" without one."""
+    if pair is None:
+        return "no price"
+    low, high = pair
+    return usd(low) if usd(low) == usd(high) else f"{usd(low)}-{usd(high)}"
+
+
+def wall(value: float) -> str:
+    return seconds(value) if value < 90 else duration(value)
+
+
+def rows(x) -> list[list[str]]:
+    out = []
+    for r in x.rows:
+        price = None if r.price is None else (r.price.low, r.price.high)
+        out.append([r.gpu, r.mode, seconds(r.step_s), f"{r.samples_per_s:,.0f}", wall(r.time_s), span(r.cost()),
+                    span(r.per_million()), span(price), r.why.split(":")[0]])  # fmt: skip
+    return out
+
+
+def table(x):
+    from rich.table import Table
+
+    t = Table(title=f"{x.workload} at batch {x.batch}, {x.what}: time and cost predicted on each GPU")
+    for name in HEAD:
+        t.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right")
+    for line in rows(x):
+        t.add_row(*line)
+    return t
+
+
+def _pick(label: str, r) -> str:
+    return f"{label}: {r.gpu} ({r.mode}): {wall(r.time_s)}, {span(r.cost())}"
+
+
+def lines(x, how: str | None) -> list[str]:
+    """The ranking, the GPUs left out, and this CPU."""
+    out = []
+    if fastest := x.fastest():
+        out.append(_pick("Fastest", fastest))
+    cheapest = x.cheapest()
+    out.append(_pick("Cheapest", cheapest) if cheapest else "Cheapest: no GPU predicted has a price")
+    if x.deadline_s is not None:
+        within = x.cheapest(x.deadline_s)
+        label = f"Cheapest within {deadline_text(x.deadline_s)}"
+        out.append(_pick(label, within) if within else f"{label}: no priced GPU predicted finishes in time")
+    out += [f"Does not fit: {r.gpu} ({r.mode}): {r.why}" for r in x.left_out]
+    out.append(cpu_line(x.cpu) if x.cpu else f"On this CPU: {how}")
+    return out
+
+
+def cpu_line(cpu) -> str:
+    return (
+        f"On this CPU (measured, run {cpu.run_id}, {cpu.threads} threads, {cpu.mode}): {wall(cpu.time_s)} at "
+        f"{seconds(cpu.step_s)} a step; {cpu.kwh:.3g} kWh at {cpu.watts:g} W = {usd(cpu.energy_cost)} at "
+        f"${cpu.kwh_price:g}/kWh (--cpu-watts, --kwh-price)"
+    )
+
+
+def deadline_text(s: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size and s % size == 0:
+            return f"{s / size:g}{unit}"
+    return f"{s:g}s"
+
+
+def how_to_measure(workload, where: str) -> str:
+    """What to run when the store holds no measured CPU step of the workload at its batch."""
+    if workload.is_user:
+        run = f"dlperf crossover {workload.source}"
+    elif workload.batch == _default_batch(workload.name):
+        run = f"dlperf run --workloads {workload.name} --devices cpu"
+    else:
+        run = f"dlperf crossover {workload.name}"
+    return f"no measured step of {workload.name} at batch {workload.batch} in {where}: `{run}` measures one"
+
+
+def _default_batch(name: str) -> int | None:
+    from dlperf.workloads import BUILTIN
+
+    w = BUILTIN.get(name)
+    return w.batch if w else None
+
+
+def notes(x) -> list[str]:
+    """Where each price comes from, and that the GPU figures are predicted."""
+    out = [
+        "GPU times are predicted (dlperf predict), this CPU's measured; prices are on-demand US dollars per GPU-hour, "
+        "the lowest and highest seen (src/dlperf/data/gpu_prices.csv: sources, regions, dates; --prices FILE.csv or "
+        "$DLPERF_PRICES gives yours)"
+    ]
+    seen = set()
+    for r in x.rows + x.left_out:
+        if r.gpu in seen:
+            continue
+        seen.add(r.gpu)
+        if r.price is None:
+            out.append(f"{r.gpu}: no price (give one with --prices)")
+        elif r.price.user:
+            out.append(f"{r.gpu}: your price (--prices): {r.price.sources or 'no source given'}")
+        elif r.price.one_source:
+            out.append(f"{r.gpu}: one price list only, read {r.price.date}")
+    if any(r.why.startswith("memory not checked") for r in x.rows):
+        out.append("memory: not checked where no peak of this workload and batch is stored (dlperf run measures one)")
+    return out
