@@ -123,3 +123,53 @@ def notes(x) -> list[str]:
     if any(r.why.startswith("memory not checked") for r in x.rows):
         out.append("memory: not checked where no peak of this workload and batch is stored (dlperf run measures one)")
     return out
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The crossover section: beside each GPU's step, what a million samples cost at its price
+
+
+def _million(step_s: float, batch: int, gpu: str) -> tuple[float, float] | None:
+    from dlperf.errors import UsageError
+    from dlperf.predict import gpus, prices
+
+    try:
+        price = prices.price(gpus.lookup(gpu))
+    except UsageError:  # a measured GPU the table does not know: no price
+        return None
+    hours = 1e6 / batch * step_s / 3600
+    return None if price is None else (hours * price.low, hours * price.high)
+
+
+def crossover_table(x) -> tuple[list[str], list[list[str]]]:
+    """The crossover's table (`report/crossover.table_rows`) with, after each priced GPU's speed-up, the cost of a
+    million samples at that batch."""
+    from dlperf.report.crossover import table_rows
+
+    head, rows = table_rows(x)
+    priced = [g for g in x.gpus if any(_million(s.step_s, r.batch, g) for r in x.rows if (s := r.gpus.get(g)))]
+    for gpu in reversed(priced):
+        at = head.index(gpu) + 2
+        head.insert(at, f"{gpu} $ per M samples")
+        for r, line in zip(x.rows, rows, strict=True):
+            step = r.gpus.get(gpu)
+            line.insert(at, span(_million(step.step_s, r.batch, gpu)) if step else "-")
+    return head, rows
+
+
+def crossover_lines(x) -> list[str]:
+    """At the user's batch, what a million samples cost on each priced GPU."""
+    from dlperf.predict import gpus, prices
+
+    at = next((r for r in x.rows if r.batch == x.user_batch), None)
+    out = []
+    for gpu in x.gpus:
+        step = at.gpus.get(gpu) if at else None
+        cost = _million(step.step_s, at.batch, gpu) if step else None
+        if cost:
+            price = prices.price(gpus.lookup(gpu))
+            how = "measured" if step.measured else "predicted"
+            out.append(f"{gpu}: at your batch {x.user_batch}, {span(cost)} per million samples at "
+                       f"{span((price.low, price.high))} a GPU-hour ({how} step; on-demand prices, "
+                       "src/dlperf/data/gpu_prices.csv)")  # fmt: skip
+    return out
