@@ -51,4 +51,5 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
     one_line_error(dlperf("predict", "fcn-r", "--cost", "--gpu", "T4", env=env), "DLPERF_PRICES", "line 2")
     one_line_error(dlperf("predict", "alexnet-s", "--cost", "--gpu", "T4", env=NO_FILE), "--samples N")
     one_line_error(dlperf("predict", "fcn-r", "--gpu", "T4", "--deadline", "2h", env=NO_FILE), "--cost")
+    one_line_error(dlperf("predict", "fcn-r", "--gpu", "T4", "--format", "json", env=NO_FILE), "--format", "--cost")
     assert not (tmp_path / "x.db").exists()  # nothing written

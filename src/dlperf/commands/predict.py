@@ -119,7 +119,8 @@ def check_cost_flags(args) -> float | None:
     from dlperf.predict import cost, prices
 
     given = [f for f, v in (("--samples", args.samples), ("--epochs", args.epochs), ("--deadline", args.deadline),
-                            ("--prices", args.prices)) if v is not None]  # fmt: skip
+                            ("--prices", args.prices), ("--format", None if args.format == "table" else 1))
+             if v is not None]  # fmt: skip
     if given and not args.cost:
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
     if not args.cost:
