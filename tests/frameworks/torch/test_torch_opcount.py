@@ -125,6 +125,42 @@ def test_lstm_runs_as_cudnn_launches_it():
     assert lstm_flops["backward"] - proj_flops == pytest.approx(2 * forward, rel=0.1)  # no gradient for h0
 
 
+class Stacked(torch.nn.Module):
+    """A projection, then a two-layer LSTM."""
+
+    def __init__(self, i0: int, i: int, h: int) -> None:
+        super().__init__()
+        self.proj, self.lstm = torch.nn.Linear(i0, i), torch.nn.LSTM(i, h, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(self.proj(x))[0]
+
+
+def test_an_lstm_is_counted_along_cudnns_path():
+    """Per layer: the input projection of every step as one GEMM (m = seq x batch), a GEMM per step (m = batch); the
+    host issues one cuDNN call per layer forward and two backward, none of the kernels cuDNN launches itself; the
+    FLOPs are the unfused cells'."""
+    b, t, i0, i, h = 4, 6, 5, 8, 16
+    ops = opcount.count_ops(step_of(Stacked(i0, i, h), torch.randn(b, t, i0)))
+    forward = {op.shape: op.calls for op in of(ops, "matmul", "forward")}
+    assert forward == {(1, b * t, i, i0): 1, (1, b * t, 4 * h, i): 1, (1, b * t, 4 * h, h): 1, (1, b, 4 * h, h): 2 * t}
+    cudnn_calls = {(op.phase, op.issued, op.calls) for op in ops if op.launches == 0 and op.issued}
+    assert cudnn_calls == {("forward", 2, 1), ("backward", 4, 1)}  # 2 layers: forward; backward data and weights
+    lstm = [op for op in of(ops, "matmul") if op.shape not in ((1, b * t, i, i0), (1, i, i0, b * t), (1, b * t, i0, i))]
+    assert {(op.launches, op.issued) for op in lstm} == {(2, 0)}  # a step's GEMM and its fused gate math
+    assert {op.issued for op in of(ops, "matmul") if op not in lstm} == {1}  # the projection: PyTorch issues it
+    flops = sum(op.flops * op.calls for op in of(ops, "matmul", "forward"))
+    assert flops == 2 * b * t * i0 * i + 8 * b * t * h * (i + h) + 8 * b * t * h * (h + h)
+
+
+def test_a_convolution_carries_its_implicit_gemm():
+    conv, x = torch.nn.Conv2d(3, 8, 3, padding=1), torch.randn(2, 3, 16, 16, requires_grad=True)
+    ops = opcount.count_ops(step_of(conv, x))
+    assert {op.shape for op in of(ops, "conv")} == {(1, 2 * 16 * 16, 8, 3 * 3 * 3)}
+    grouped = opcount.count_ops(step_of(torch.nn.Conv2d(4, 8, 3, groups=2), torch.randn(2, 4, 10, 10)))
+    assert {op.shape for op in of(grouped, "conv", "forward")} == {(2, 2 * 8 * 8, 4, 2 * 3 * 3)}
+
+
 def test_bf16_and_fp16_products_run_in_half():
     for mode, name in (("bf16", "bf16"), ("fp16", "fp16")):
         count = Count.from_json(tb.op_count(BUILTIN["tiny-alexnet-r"], mode, 2))

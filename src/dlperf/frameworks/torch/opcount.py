@@ -13,11 +13,17 @@ hundred MB. One iteration runs, and a dispatch mode above the fake one records e
 - a cast (a copy that changes a floating dtype: autocast's `_to_copy` and its backward) is not a kernel of its own:
   its bytes are added to the kernel before it, so a bf16 step's casts are traffic, never kernels at the fixed cost;
 - launches: 1; a `_foreach_*` op is ceil(tensors / 110) multi-tensor-apply chunks;
-- RNNs run unfused (oneDNN's fused kernel has no FLOP formula), as per-step products and gate math. cuDNN runs a
-  step as its GEMM plus one fused point-wise kernel, so inside an `nn.RNNBase` (its forward, and the autograd nodes
-  it made in backward) a matrix product counts 2 launches and every other op 0 (its bytes still count). An
-  approximation: cuDNN's persistent kernels and its layer-wavefront overlap are not modelled, nor is its workspace
-  traffic; the input projection of all steps is one GEMM in both.
+- RNNs run unfused (oneDNN's fused kernel has no FLOP formula), as per-step products and gate math: the FLOPs and
+  GEMM shapes of cuDNN's RNN (per layer and direction, the input projection of all steps as one GEMM, m = seq x
+  batch, then a GEMM per step, m = batch). cuDNN runs a step as its GEMM plus one fused point-wise kernel, so inside
+  an `nn.RNNBase` (its forward, and the autograd nodes it made in backward) a matrix product counts 2 launches the
+  device runs and every other op 0 (its bytes still count); none of them is issued by the host: cuDNN launches them
+  from one call per layer and direction (forward; backward data and backward weights: 2), counted as an op of no
+  work with those issued launches (`Op.issued`). An approximation: cuDNN's persistent kernels, its layer-wavefront
+  overlap and its workspace traffic are not modelled, and its weight gradient (one GEMM over all steps) counts as
+  the unfused per-step products;
+- a product's shape (batch, m, n, k), a convolution's as its implicit GEMM, for the wave quantization of the GPU
+  model (`Op.shape`).
 
 The optimizer starts from its steady state (momentum buffers exist: one warm-up update on zero gradients makes
 them). Gradient clipping runs as on a CPU, per tensor (torch refuses foreach clipping on a CPU device), a few more
@@ -171,12 +177,12 @@ class OpRecorder(TorchDispatchMode):
             dtype = max(floating, key=lambda d: d.itemsize) if floating else tensors[0].dtype if tensors else None
         else:
             kind, dtype = _kind(func), first_floating_dtype(args)
-        launches = 1
-        if func._overloadpacket.__name__.startswith("_foreach_"):
+        launches = issued = 1
+        if func._overloadpacket.__name__.startswith(("_foreach_", "_fused_")):
             first = next((a for a in args if isinstance(a, (list, tuple))), [])
-            launches = math.ceil(len(first) / FOREACH_TENSORS_PER_LAUNCH)
+            launches = issued = math.ceil(len(first) / FOREACH_TENSORS_PER_LAUNCH)
         if self.rnn_depth or (self.rnn_nodes and torch._C._current_autograd_node() in self.rnn_nodes):
-            launches = 2 if kind == "matmul" else 0  # cuDNN: a step's GEMM, then its fused gate math
+            launches, issued = (2 if kind == "matmul" else 0), 0  # cuDNN: a step's GEMM, then its fused gate math
         traffic = sum(nbytes(t) for t in inputs) + sum(nbytes(t) for t in outputs)
         if _is_cast(func, inputs, outputs):
             # autocast's casts (and their backward's) are memory traffic, not kernels at the fixed cost: their bytes
@@ -184,11 +190,23 @@ class OpRecorder(TorchDispatchMode):
             if not self.calls:
                 self.cast_bytes += traffic
                 return
-            kind0, dtype0, flops0, bytes0, launches0, phase0 = self.calls[-1]
-            self.calls[-1] = (kind0, dtype0, flops0, bytes0 + traffic, launches0, phase0)
+            last = self.calls[-1]
+            self.calls[-1] = (*last[:3], last[3] + traffic, *last[4:])
             return
-        self.calls.append((kind, dtype_name(dtype), flops, traffic + self.cast_bytes, launches, self.phase))
+        shape = gemm_shape(func, args, out) if kind != "memory" else ()
+        call = (kind, dtype_name(dtype), flops, traffic + self.cast_bytes, launches, self.phase, issued, shape)
+        self.calls.append(call)
         self.cast_bytes = 0
+
+    def _cudnn_calls(self, module: torch.nn.RNNBase, out: Any) -> None:
+        """The host's calls into cuDNN for one run of `module`: one per layer and direction forward, and where a
+        gradient flows back, two in backward (backward data, backward weights)."""
+        calls = module.num_layers * (2 if module.bidirectional else 1)
+        floating = [t for t in tensors_in(out) if t.is_floating_point()]
+        dtype = dtype_name(floating[0].dtype) if floating else "fp32"
+        self.calls.append(("memory", dtype, 0, 0, 0, "forward", calls, ()))
+        if any(t.requires_grad for t in floating):
+            self.calls.append(("memory", dtype, 0, 0, 0, "backward", 2 * calls, ()))
 
     @contextlib.contextmanager
     def watching_rnns(self, model: torch.nn.Module) -> Iterator[None]:
@@ -200,6 +218,7 @@ class OpRecorder(TorchDispatchMode):
 
         def leave(module, args, out):
             self.rnn_depth -= 1
+            self._cudnn_calls(module, out)
             stop = {t.grad_fn for t in tensors_in(list(args)) if t.grad_fn is not None}
             todo = [t.grad_fn for t in tensors_in(out) if t.grad_fn is not None]
             while todo:
@@ -247,6 +266,26 @@ def _written(func, args: tuple, kwargs: dict) -> list:
 def _kind(func) -> str:
     name = func._overloadpacket.__name__
     return "conv" if "conv" in name else "attention" if "attention" in name else "matmul"
+
+
+def gemm_shape(func, args: tuple, out: Any) -> tuple[int, ...]:
+    """(batch, m, n, k) of a product; a convolution's implicit GEMM (groups, N x output pixels, output channels per
+    group, input channels per group x kernel size), read from its output (forward) or its output's gradient
+    (backward); () for attention and what is not read."""
+    name = func._overloadpacket.__name__
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if "conv" in name:
+        names = [a.name for a in func._schema.arguments]
+        if "weight" not in names or "groups" not in names:
+            return ()
+        y = args[0] if "backward" in name else out[0] if isinstance(out, (tuple, list)) else out
+        w, groups = args[names.index("weight")], int(args[names.index("groups")])
+        return (groups, y.shape[0] * math.prod(y.shape[2:]), y.shape[1] // groups, math.prod(w.shape[1:]))
+    if name in ("addmm", "baddbmm", "addbmm"):
+        tensors = tensors[1:]
+    if len(tensors) < 2 or not isinstance(out, torch.Tensor) or out.dim() < 2 or tensors[0].dim() < 2:
+        return ()
+    return (math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], tensors[0].shape[-1])
 
 
 def nbytes(t: torch.Tensor) -> int:
