@@ -148,7 +148,8 @@ def test_the_host_issues_the_kernels_it_is_asked_to_not_those_the_gpu_runs():
 
 def test_a_small_product_with_its_shape_fills_the_sms_with_small_tiles():
     """An LSTM step's GEMM (m = batch 128, n = 4 x 256, k = 256): a fixed 16 MFLOP block would make it 4 blocks of
-    one SM's share each; its tiles (and split-K for a long depth) spread it over the SMs."""
+    one SM's share each; its tiles (and split-K for a long depth) spread it over the SMs. A convolution of few
+    channels pays for its tiles' padding."""
     flops = 2 * 128 * 1024 * 256
     sms, rate = roofline.sm_count(H100), H100.fp32
     shaped = roofline.compute_waves(Op("matmul", "fp32", flops, 0, shape=(1, 128, 1024, 256)), rate, sms)
@@ -156,5 +157,7 @@ def test_a_small_product_with_its_shape_fills_the_sms_with_small_tiles():
     assert flops / rate < shaped < unshaped / 3
     deep = Op("matmul", "fp32", flops, 0, shape=(1, 128, 256, 1024))  # the same work, few tiles over a long k
     assert roofline.compute_waves(deep, rate, sms) == pytest.approx(shaped, rel=0.5)
+    few = Op("conv", "fp32", 2 * 131072 * 16 * 144, 0, shape=(1, 131072, 16, 144))  # 16 channels: tiles mostly padding
+    assert roofline.compute_waves(few, rate, sms) > 3 * few.flops / rate
     large = Op("matmul", "fp32", 2 * 8192**3, 0, shape=(1, 8192, 8192, 8192))
     assert roofline.compute_waves(large, rate, sms) == pytest.approx(2 * 8192**3 / rate, rel=0.05)

@@ -10,7 +10,8 @@ The method, per operator call (one `Op`):
   `sm_count` blocks at a time, each SM at its share of the unit's rate. A product or convolution with its shape
   counted (`Op.shape`: batch, m, n, k) runs as output tiles (`TILES`: the one of them that finishes first, as
   cuBLAS's heuristics pick a small tile for a small product), each tile the whole depth k, or where the tiles are
-  fewer than the SMs a part of it (split-K, parts of at least `SPLIT_K_DEPTH`); without a shape, a
+  fewer than the SMs a part of it (split-K, parts of at least `SPLIT_K_DEPTH`); a tile past the edge of m or n
+  takes a whole tile's time (the penalty of few channels); without a shape, a
   block is a fixed quantum of work (`BLOCK_FLOPS` for a product, `BLOCK_BYTES` for a memory kernel); a kernel of
   `b` blocks takes ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block
   takes one wave's time (one SM's share of the peak doing the whole kernel);
@@ -126,7 +127,8 @@ def compute_waves(op: Op, rate: float, sms: int) -> float:
     for tm, tn in TILES:
         tiles = max(1, batch * math.ceil(m / tm) * math.ceil(n / tn))
         blocks = tiles * max(1, min(sms // tiles, k // SPLIT_K_DEPTH))  # split-K: a few tiles over a long depth
-        best = min(best, math.ceil(blocks / sms) * (op.flops / blocks) / per_sm)
+        filled = m * n / (math.ceil(m / tm) * tm * math.ceil(n / tn) * tn)  # a tile past the edge computes padding
+        best = min(best, math.ceil(blocks / sms) * (op.flops / blocks) / filled / per_sm)
     return best
 
 

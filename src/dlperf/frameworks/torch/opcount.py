@@ -20,14 +20,15 @@ hundred MB. One iteration runs, and a dispatch mode above the fake one records e
   device runs and every other op 0 (its bytes still count); none of them is issued by the host: cuDNN launches them
   from one call per layer and direction (forward; backward data and backward weights: 2), counted as an op of no
   work with those issued launches (`Op.issued`). An approximation: cuDNN's persistent kernels, its layer-wavefront
-  overlap and its workspace traffic are not modelled, and its weight gradient (one GEMM over all steps) counts as
-  the unfused per-step products;
+  overlap and its workspace traffic are not modelled. Its weight gradients are one GEMM per weight over every step
+  (k = seq x batch), where the unfused cells ran one per step (`OpRecorder.weight_gradients`);
 - a product's shape (batch, m, n, k), a convolution's as its implicit GEMM, for the wave quantization of the GPU
   model (`Op.shape`).
 
 The optimizer starts from its steady state (momentum buffers exist: one warm-up update on zero gradients makes
-them). Gradient clipping runs as on a CPU, per tensor (torch refuses foreach clipping on a CPU device), a few more
-launches than CUDA's `_foreach_norm`. Imports torch and dlperf's standard-library modules, never the backend.
+them). Gradient clipping runs as CUDA's `clip_grad_norm_` runs it, foreach (`clip_as_cuda`: torch refuses foreach
+clipping on a CPU device, where it would count two kernels per tensor). Imports torch and dlperf's standard-library
+modules, never the backend.
 """
 
 from __future__ import annotations
@@ -133,14 +134,27 @@ def count_step(step) -> list[tuple]:
             loss = step.scaler.scale(loss)
         rec.phase = "backward"
         loss.backward()
+        rec.weight_gradients()
         rec.phase = "optimizer"
         if step.scaler is not None:  # scaler.step reads found_inf on the host: the update is called directly
             step.scaler.unscale_(step.optimizer)
-        step._clip()
+        clip_as_cuda(step)
         step.optimizer.step()
         if step.scaler is not None:
             step.scaler.update()
     return rec.calls
+
+
+def clip_as_cuda(step) -> None:
+    """`clip_grad_norm_` as CUDA runs it (its foreach path): every gradient's norm in one multi-tensor op, their norm,
+    the coefficient, and every gradient scaled in one more."""
+    if step.clip_grad_norm is None:
+        return
+    grads = [p.grad for p in step.trainable if p.grad is not None]
+    if not grads:
+        return
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+    torch._foreach_mul_(grads, torch.clamp(step.clip_grad_norm / (total + 1e-6), max=1.0))
 
 
 class OpRecorder(TorchDispatchMode):
@@ -154,6 +168,8 @@ class OpRecorder(TorchDispatchMode):
         self.cast_bytes = 0  # casts before the first kernel: their bytes go to it
         self.rnn_depth = 0  # inside an RNN module's forward
         self.rnn_nodes: set = set()  # the autograd nodes RNN forwards made: their backward runs as cuDNN's
+        self.rnn_weights: list[tuple] = []  # the shapes of RNN weights (and transposed), one per weight
+        self.rnn_weight_grads: dict[tuple, list[int]] = {}  # (dtype, m, n): flops, bytes read, k, bytes written
 
     def ops(self) -> list[Op]:
         return grouped(self.calls)
@@ -194,9 +210,28 @@ class OpRecorder(TorchDispatchMode):
             self.calls[-1] = (*last[:3], last[3] + traffic, *last[4:])
             return
         shape = gemm_shape(func, args, out) if kind != "memory" else ()
+        if kind == "matmul" and not self.rnn_depth and launches == 2 and tuple(out.shape) in self.rnn_weights:
+            # a weight's gradient at one step: cuDNN's backward weights computes it once over every step
+            found = self.rnn_weight_grads.setdefault((dtype_name(dtype), *shape[1:3]), [0, 0, 0, nbytes(out)])
+            found[0], found[1], found[2] = found[0] + flops, found[1] + traffic - nbytes(out), found[2] + shape[3]
+            return
         call = (kind, dtype_name(dtype), flops, traffic + self.cast_bytes, launches, self.phase, issued, shape)
         self.calls.append(call)
         self.cast_bytes = 0
+
+    def weight_gradients(self) -> None:
+        """After backward: each RNN weight's gradient as cuDNN's backward weights computes it, one GEMM over every
+        step (k: seq x batch) where the unfused cells ran one per step; their FLOPs and the bytes they read, the
+        gradient written once."""
+        for (dtype, m, n), (flops, read, k, written) in self.rnn_weight_grads.items():
+            # weights of one shape (a layer's input and recurrent weights, layers alike) share the work evenly
+            parts = self.rnn_weights.count((m, n))
+            if parts < 1 or flops % parts or read % parts or k % parts:
+                parts = 1
+            traffic = read // parts + written
+            call = ("matmul", dtype, flops // parts, traffic, 1, "backward", 0, (1, m, n, k // parts))
+            self.calls.extend([call] * parts)
+        self.rnn_weight_grads.clear()
 
     def _cudnn_calls(self, module: torch.nn.RNNBase, out: Any) -> None:
         """The host's calls into cuDNN for one run of `module`: one per layer and direction forward, and where a
@@ -229,6 +264,8 @@ class OpRecorder(TorchDispatchMode):
                 todo.extend(n for n, _ in node.next_functions if n is not None)
 
         rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+        weights = [tuple(w.shape) for m in rnns for name, w in m.named_parameters() if name.startswith("weight")]
+        self.rnn_weights = [*weights, *(w[::-1] for w in weights if w[::-1] != w)]
         handles = [h for m in rnns for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
         try:
             yield
