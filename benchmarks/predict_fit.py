@@ -68,23 +68,27 @@ class Rows:
 
     def __init__(self, cases: list[v.Case], counts: list[Count]) -> None:
         cols: dict[str, list] = {k: [] for k in ("row", "calls", "comp", "mem", "tensor", "conv", "launches")}
-        self.kernels, self.input_bytes, self.link_bw, self.measured = [], [], [], []
+        self.kernels, self.issued, self.input_bytes, self.link_bw, self.measured = [], [], [], [], []
         for i, (c, n) in enumerate(zip(cases, counts, strict=True)):
             sms = roofline.sm_count(c.gpu)
-            kernels = 0
+            kernels = issued = 0
             for op in n.ops:
-                if (c.phases is not None and op.phase not in c.phases) or op.launches == 0:
+                if c.phases is not None and op.phase not in c.phases:
+                    continue
+                issued += op.calls * op.issued
+                if op.launches == 0:
                     continue
                 peak, unit = c.gpu.peak(op.dtype, tensor=n.mode == "tf32") if op.flops else (1.0, "fp32")
                 cols["row"].append(i)
                 cols["calls"].append(op.calls)
-                cols["comp"].append(roofline.waves_time(op.flops, roofline.BLOCK_FLOPS, peak, sms))
+                cols["comp"].append(roofline.compute_waves(op, peak, sms))
                 cols["mem"].append(roofline.waves_time(op.bytes, roofline.BLOCK_BYTES, c.gpu.memory_bw, sms))
                 cols["tensor"].append("tensor" in unit)
                 cols["conv"].append(op.kind == "conv")
                 cols["launches"].append(op.launches)
                 kernels += op.calls * op.launches
             self.kernels.append(kernels)
+            self.issued.append(issued)
             self.input_bytes.append(n.input_bytes if c.transfer else 0)
             self.link_bw.append(c.gpu.host_link_bw)
             self.measured.append(c.measured_s)
@@ -92,6 +96,7 @@ class Rows:
         self.cols = {k: np.array(x, dtype=float) for k, x in cols.items()}
         self.row = np.array(cols["row"], dtype=int)
         self.kernels, self.input_bytes = np.array(self.kernels, dtype=float), np.array(self.input_bytes, dtype=float)
+        self.issued = np.array(self.issued, dtype=float)
         self.link_bw, self.measured = np.array(self.link_bw), np.array(self.measured)
 
     def step_s(self, eff: roofline.Efficiency) -> np.ndarray:
@@ -99,7 +104,7 @@ class Rows:
         fraction = np.where(c["tensor"] > 0, eff.tensor, eff.fp32) * np.where(c["conv"] > 0, eff.conv, 1.0)
         work = c["calls"] * np.maximum(c["comp"] / fraction, c["mem"] / eff.memory)
         gpu = np.bincount(self.row, work, self.n) + self.kernels * eff.kernel_s
-        device = np.maximum(self.kernels * eff.host_s, np.where(self.kernels > 0, eff.host_s, 0.0) + gpu)
+        device = np.maximum(self.issued * eff.host_s, np.where(self.issued > 0, eff.host_s, 0.0) + gpu)
         return device + self.input_bytes / (self.link_bw * eff.link)
 
     def errors(self, eff: roofline.Efficiency) -> np.ndarray:

@@ -134,3 +134,30 @@ def test_phases_leave_the_optimizer_out_and_a_slower_gpu_is_slower():
 def test_an_op_of_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="kind"):
         Op("gemm", "fp32", 1, 1)
+
+
+def test_the_host_issues_the_kernels_it_is_asked_to_not_those_the_gpu_runs():
+    """cuDNN's RNN: one host call launches a kernel per step. The host pays for the call, the GPU for each kernel."""
+    steps = Op("matmul", "fp32", 2 * 128 * 1024 * 256, 1_700_000, calls=64, launches=2, issued=0)
+    call = Op("memory", "fp32", 0, 0, calls=1, launches=0, issued=2)
+    p = roofline.predict(count(steps, call), H100, transfer=False)
+    assert (p.kernels, p.issued) == (128, 2)
+    assert p.parts["host"] == pytest.approx(2 * roofline.EFFICIENCY.host_s)
+    assert p.parts["kernel"] == pytest.approx(128 * roofline.EFFICIENCY.kernel_s)
+
+
+def test_a_small_product_with_its_shape_fills_the_sms_with_small_tiles():
+    """An LSTM step's GEMM (m = batch 128, n = 4 x 256, k = 256): a fixed 16 MFLOP block would make it 4 blocks of
+    one SM's share each; its tiles (and split-K for a long depth) spread it over the SMs. A convolution of few
+    channels pays for its tiles' padding."""
+    flops = 2 * 128 * 1024 * 256
+    sms, rate = roofline.sm_count(H100), H100.fp32
+    shaped = roofline.compute_waves(Op("matmul", "fp32", flops, 0, shape=(1, 128, 1024, 256)), rate, sms)
+    unshaped = roofline.compute_waves(Op("matmul", "fp32", flops, 0), rate, sms)
+    assert flops / rate < shaped < unshaped / 3
+    deep = Op("matmul", "fp32", flops, 0, shape=(1, 128, 256, 1024))  # the same work, few tiles over a long k
+    assert roofline.compute_waves(deep, rate, sms) == pytest.approx(shaped, rel=0.5)
+    few = Op("conv", "fp32", 2 * 131072 * 16 * 144, 0, shape=(1, 131072, 16, 144))  # 16 channels: tiles mostly padding
+    assert roofline.compute_waves(few, rate, sms) > 3 * few.flops / rate
+    large = Op("matmul", "fp32", 2 * 8192**3, 0, shape=(1, 8192, 8192, 8192))
+    assert roofline.compute_waves(large, rate, sms) == pytest.approx(2 * 8192**3 / rate, rel=0.05)

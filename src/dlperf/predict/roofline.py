@@ -7,16 +7,21 @@ The method, per operator call (one `Op`):
   at most 1.0 of its peak;
 - its memory time: bytes read and written / (memory bandwidth x a fitted efficiency, at most 1.0);
 - wave quantization (NeuSight's tile idea, simplified): a kernel runs as thread blocks, at most one wave of
-  `sm_count` blocks at a time, each SM at its share of the unit's rate. Without the kernel's shape, a block is a
-  fixed quantum of work (`BLOCK_FLOPS` for a product, `BLOCK_BYTES` for a memory kernel); a kernel of `b` blocks
-  takes ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block takes one
-  wave's time (one SM's share of the peak doing the whole kernel);
+  `sm_count` blocks at a time, each SM at its share of the unit's rate. A product or convolution with its shape
+  counted (`Op.shape`: batch, m, n, k) runs as output tiles (`TILES`: the one of them that finishes first, as
+  cuBLAS's heuristics pick a small tile for a small product), each tile the whole depth k, or where the tiles are
+  fewer than the SMs a part of it (split-K, parts of at least `SPLIT_K_DEPTH`); a tile past the edge of m or n
+  takes a whole tile's time (the penalty of few channels); without a shape, a
+  block is a fixed quantum of work (`BLOCK_FLOPS` for a product, `BLOCK_BYTES` for a memory kernel); a kernel of
+  `b` blocks takes ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block
+  takes one wave's time (one SM's share of the peak doing the whole kernel);
 - the call takes the larger of the two, plus the GPU's fixed cost per kernel (a few microseconds: launch latency, a
   kernel's ramp and tail); an element-wise op fused into the kernel before it (`launches == 0`: a cuDNN RNN step's
   gate math) costs nothing of its own;
 - the host issues kernels asynchronously, at a fitted cost per kernel, overlapping the GPU's work: a step is
-  max(the host's issuing, the first kernel's issue + the GPU's work). A launch-bound step takes its issuing time;
-  a large one its GPU time plus one issue;
+  max(the host's issuing, the first kernel's issue + the GPU's work). The kernels the host issues (`Op.issued`) are
+  not always those the GPU runs (`Op.launches`): cuDNN's RNN is one call per layer that launches a kernel per step.
+  A launch-bound step takes its issuing time; a large one its GPU time plus one issue;
 - the batch's inputs and targets cross the host link (pinned, at a fitted fraction of its bandwidth) once a step,
   not overlapped.
 
@@ -57,6 +62,8 @@ HIGH = Efficiency(fp32=1.0, tensor=1.0, conv=1.0, memory=1.0, kernel_s=8e-6, hos
 # written. Not fitted: chosen from a sweep (depth 128, 512, 2048; 8, 64, 512 KiB) on the leave-one-GPU-out error.
 BLOCK_FLOPS = 2 * 128 * 128 * 512
 BLOCK_BYTES = 64 * 1024
+TILES = ((128, 128), (128, 64), (64, 64))  # a product's output tiles (m x n) as cuBLAS and cuDNN pick them
+SPLIT_K_DEPTH = 256  # split-K: a product of fewer tiles than SMs splits its depth k into parts of at least this
 FP32_LANES_PER_SM = 128  # the fallback SM count where the table has none: the FP32 peak / (128 lanes x 2 x clock)
 
 # Fitted by benchmarks/predict_fit.py on dlperf/data/gpu_dev.csv (see BENCHMARKS.md); the validation figures
@@ -79,7 +86,8 @@ class Prediction:
     transfer_s: float  # the batch's inputs and targets, host to device
     bound: str  # compute | memory | launch
     parts: dict[str, float] = field(default_factory=dict)  # compute, memory, kernel (GPU time by what bounds it), host
-    kernels: int = 0
+    kernels: int = 0  # the GPU runs
+    issued: int = 0  # the host issues
 
     @property
     def step_s(self) -> float:
@@ -108,6 +116,22 @@ def waves_time(work: float, per_block: float, rate: float, sms: int) -> float:
     return math.ceil(blocks / sms) * (work / blocks) / (rate / sms)
 
 
+def compute_waves(op: Op, rate: float, sms: int) -> float:
+    """One call's compute time at `rate`, in waves: of its output tiles where its shape is counted (the tile that
+    finishes first), else of `BLOCK_FLOPS` blocks."""
+    if len(op.shape) != 4 or op.flops <= 0:
+        return waves_time(op.flops, BLOCK_FLOPS, rate, sms)
+    batch, m, n, k = op.shape
+    per_sm = rate / sms
+    best = math.inf
+    for tm, tn in TILES:
+        tiles = max(1, batch * math.ceil(m / tm) * math.ceil(n / tn))
+        blocks = tiles * max(1, min(sms // tiles, k // SPLIT_K_DEPTH))  # split-K: a few tiles over a long depth
+        filled = m * n / (math.ceil(m / tm) * tm * math.ceil(n / tn) * tn)  # a tile past the edge computes padding
+        best = min(best, math.ceil(blocks / sms) * (op.flops / blocks) / filled / per_sm)
+    return best
+
+
 def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[float, float, float]:
     """One call of `op`: its compute time, its memory time (each quantized in waves), and its fixed kernel cost."""
     sms = sm_count(gpu)
@@ -117,7 +141,7 @@ def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[
         fraction = eff.tensor if "tensor" in unit else eff.fp32
         if op.kind == "conv":
             fraction *= eff.conv
-        compute = waves_time(op.flops, BLOCK_FLOPS, peak * fraction, sms)
+        compute = compute_waves(op, peak * fraction, sms)
     memory = waves_time(op.bytes, BLOCK_BYTES, gpu.memory_bw * eff.memory, sms)
     return compute, memory, op.launches * eff.kernel_s
 
@@ -129,26 +153,28 @@ def predict(
     """The step of `count` on `gpu`. `phases`: only these (e.g. forward and backward, for a figure that leaves the
     optimizer out); `transfer`: whether the batch crosses the host link each step (False: data made on the GPU)."""
     parts = {"compute": 0.0, "memory": 0.0, "kernel": 0.0}
-    kernels = 0
+    kernels = issued = 0
     for op in count.ops:
         if phases is not None and op.phase not in phases:
             continue
+        issued += op.calls * op.issued
         if op.launches == 0:
             continue  # fused into the kernel before it (a cuDNN RNN step's gate math): its traffic stays on chip
         compute, memory, fixed = op_time(op, gpu, count.mode, eff)
         parts["compute" if compute >= memory else "memory"] += op.calls * max(compute, memory)
         parts["kernel"] += op.calls * fixed
         kernels += op.calls * op.launches
-    parts["host"] = kernels * eff.host_s
+    parts["host"] = issued * eff.host_s
     gpu_s = parts["compute"] + parts["memory"] + parts["kernel"]
     # The host issues while the GPU runs: only the first kernel's issue is not overlapped.
-    device_s = max(parts["host"], (eff.host_s if kernels else 0.0) + gpu_s)
+    device_s = max(parts["host"], (eff.host_s if issued else 0.0) + gpu_s)
     if parts["host"] >= gpu_s or parts["kernel"] > max(parts["compute"], parts["memory"]):
         bound = "launch"
     else:
         bound = "compute" if parts["compute"] >= parts["memory"] else "memory"
     transfer_s = count.input_bytes / (gpu.host_link_bw * eff.link) if transfer else 0.0
-    return Prediction(gpu.name, count.workload, count.mode, count.batch, device_s, transfer_s, bound, parts, kernels)
+    return Prediction(gpu.name, count.workload, count.mode, count.batch, device_s, transfer_s, bound, parts, kernels,
+                      issued)  # fmt: skip
 
 
 def uncertainty() -> str:
