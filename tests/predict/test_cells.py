@@ -139,3 +139,13 @@ def test_run_no_predict_on_the_command_line(tmp_path, planned, monkeypatch, caps
     monkeypatch.setattr(gpu_predictions, "predictions", lambda *a: pytest.fail("predicted with --no-predict"))
     assert main(["run", "--workloads", "tiny-fcn-r", "--no-predict", "--db", str(tmp_path / "p.db")]) == 0
     assert "predicted:" not in capsys.readouterr().out
+
+
+def test_a_tf32_cell_is_predicted_at_the_tensor_cores_tf32_peak(monkeypatch):
+    monkeypatch.setattr(count, "counts", fake_counts)
+    cells = [Cell(W.name, "torch", "cuda:0", 1, "fp32"), Cell(W.name, "torch", "cuda:0", 1, "tf32")]
+    rows, _ = gpu_predictions.predictions(cells, {c.key: W.to_json() for c in cells}, env())
+    fp32, tf32 = rows
+    assert tf32.mode == "tf32" and tf32.detail["not_modelled"] == []
+    assert tf32.step_s < fp32.step_s
+    assert tf32.detail["parts"]["compute"] < fp32.detail["parts"]["compute"] / 3  # the H100's TF32 peak: 7x FP32

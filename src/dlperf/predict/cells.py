@@ -37,7 +37,9 @@ def chosen(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]):
         if gpu is None:
             unknown.add(models[cell.device])
             continue
-        precision = next(p.value for p in mode_components(cell.mode) if p in PRECISIONS)
+        components = mode_components(cell.mode)
+        # tf32 is fp32's step at the tensor cores' TF32 peak: a precision to the predictor
+        precision = "tf32" if Mode.TF32 in components else next(p.value for p in components if p in PRECISIONS)
         picked.append((cell, Workload.from_json(workloads[cell.key]), gpu, precision))
     for model in sorted(unknown):
         warnings.append(f"no prediction for {model}: it is not in dlperf's GPU table (dlperf predict --list-gpus)")
@@ -63,7 +65,7 @@ def predictions(
         components = mode_components(cell.mode)
         graphs = Mode.CUDA_GRAPHS in components
         p = roofline.predict(n, gpu, transfer=bool(cell.loader), cuda_graphs=graphs)
-        extra = [c.value for c in components if c not in PRECISIONS and c != Mode.CUDA_GRAPHS]
+        extra = [c.value for c in components if c not in (*PRECISIONS, Mode.TF32, Mode.CUDA_GRAPHS)]
         detail = {
             "parts": p.parts, "kernels": p.kernels, "efficiency": asdict(roofline.EFFICIENCY),
             "uncertainty": roofline.uncertainty(), "modelled_as": precision + ("+cuda_graphs" if graphs else ""),
