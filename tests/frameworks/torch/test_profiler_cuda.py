@@ -203,3 +203,12 @@ def test_kernels_are_no_operators_in_top_ops_and_count_under_the_operator_that_l
     assert top["aten::cudnn_batch_norm_backward"]["self_s"] == pytest.approx(190e-6) and bn.kernels == []
     assert top["aten::cudnn_convolution"]["self_s"] == pytest.approx(100e-6)
     assert top["aten::cudnn_batch_norm_backward"]["calls"] == 1 and BN_KERNEL not in top
+
+
+def test_a_modules_forward_is_its_labels_host_event_not_also_its_span_on_the_device():
+    def event(device_type, device_time_total):
+        return SimpleNamespace(name="dlperf.forward.layer1", device_type=device_type, sequence_nr=-1, cpu_parent=None,
+                               device_time_total=device_time_total, cpu_time_total=500.0)  # fmt: skip
+
+    label, span = event(CPU, 300.0), event(CUDA, 310.0)  # the kernels under the label; kineto's span over them
+    assert profiler.modules([label, span], 1, True) == [{"name": "layer1", "forward_s": 300e-6, "backward_s": 0.0}]
