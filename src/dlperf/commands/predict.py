@@ -186,7 +186,9 @@ def show_memory(args, chosen, modes) -> int:
     workload = resolved(args)
     found = dict(zip(modes, memory.lines([(workload, m) for m in modes], float(args.timeout), "--timeout"),
                      strict=True))  # fmt: skip
-    verdicts = {m: [memory.verdict(g, line) for g in chosen] for m, line in found.items() if not isinstance(line, str)}
+    traced = {m: line for m, line in found.items() if not isinstance(line, str)}
+    most = memory.largest(workload, traced, chosen, float(args.timeout), "--timeout")
+    verdicts = {m: [memory.verdict(g, line, most[m][g.name]) for g in chosen] for m, line in traced.items()}
     if args.format == "json":
         import json
 
@@ -205,7 +207,8 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
 
     samples, what = work
     cells, where = stored_cells(args, workload.name)
-    x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline)
+    x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
+                   predicted_peaks(args, workload, {p.mode for p in predictions}))  # fmt: skip
     cell = cost.measured_cpu(cells, workload.batch)
     x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price) if cell else None
     how = None if cell else view.how_to_measure(workload, where)
@@ -216,6 +219,15 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
         return 0
     print_rich(view.table(x), lines=view.lines(x, how), notes=[*view.notes(x), *notes])
     return 0
+
+
+def predicted_peaks(args, workload, modes) -> dict[str, int]:
+    """The predicted allocator peak per mode (`predict/memory.py`), for the GPUs no measured peak checks."""
+    from dlperf.predict import memory
+
+    modes = sorted(modes)
+    found = memory.traces([(workload, m, workload.batch) for m in modes], float(args.timeout), "--timeout")
+    return {m: p.total for m, p in zip(modes, found, strict=True) if not isinstance(p, str)}
 
 
 def stored_cells(args, workload: str) -> tuple[list, str]:

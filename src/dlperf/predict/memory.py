@@ -26,7 +26,7 @@ from dlperf.errors import UsageError
 from dlperf.predict import MAX_BATCH
 
 GIB = 2**30
-OVERHEAD_BYTES = 70 * 2**20  # fitted on the H100's fp32/tf32/bf16 cells (benchmarks/memory_fit.py)
+OVERHEAD_BYTES = 60 * 2**20  # fitted on 14 CUDA allocator peaks of an H100 (benchmarks/memory_fit.py)
 OVERHEAD_FRACTION = 0.025  # ... idem
 CONTEXT_BYTES = 2**29  # an assumption: the CUDA context, about 0.5 GiB, outside the allocator's peak
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
@@ -108,14 +108,6 @@ class Line:
         t = self.traced(batch)
         return t + OVERHEAD_BYTES + OVERHEAD_FRACTION * t
 
-    def largest(self, gpu) -> int:
-        """The largest batch whose predicted peak fits `gpu` (0: not even a batch of 1; MAX_BATCH at most)."""
-        room = (usable(gpu) - OVERHEAD_BYTES) / (1 + OVERHEAD_FRACTION)
-        if self.per_sample <= 0:
-            return MAX_BATCH if self.traced(1) <= room else 0
-        found = math.floor((room - self.traced(0)) / self.per_sample)
-        return max(0, min(MAX_BATCH, found))
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -126,13 +118,70 @@ class Verdict:
     largest: int  # the largest batch that fits
 
 
-def verdict(gpu, line: Line) -> Verdict:
+def verdict(gpu, line: Line, largest: int) -> Verdict:
     need, have = line.at.total, usable(gpu)
     if need <= have:
         why = f"fits ({need / GIB:.2f} GiB of {have / GIB:.1f})"
     else:
         why = f"does not fit (needs {need / GIB:.1f} GiB of {have / GIB:.1f})"
-    return Verdict(gpu.name, line.at.mode, need <= have, why, line.largest(gpu))
+    return Verdict(gpu.name, line.at.mode, need <= have, why, largest)
+
+
+SEARCH_ROUNDS = 8  # children asked at most per mode; then the largest batch traced to fit is the answer
+
+
+def largest(workload, lines: dict[str, Line], gpus, timeout: float, timeout_flag: str | None = None) -> dict:
+    """Per mode, the largest batch whose traced peak fits each GPU (0: not a batch of 1; MAX_BATCH at most). The
+    peak is the largest of the step's moments, each affine in the batch, so it is convex in it: a chord between two
+    traced batches lies above it (its crossing is a batch that fits), a line beyond them below it (one that may not).
+    Each round traces every mode's and GPU's next guess and the batch after it in one child, until a batch that fits
+    is followed by one that does not."""
+    from dlperf.predict import count
+
+    known = {m: {line.at.batch: line.at.total, line.other.batch: line.other.total} for m, line in lines.items()}
+    found: dict[tuple[str, str], int] = {}
+    for _ in range(SEARCH_ROUNDS):
+        asks = set()
+        for m in lines:
+            for g in gpus:
+                guess = _guess(known[m], usable(g)) if (m, g.name) not in found else None
+                if isinstance(guess, tuple):
+                    found[(m, g.name)] = guess[0]
+                elif guess is not None:
+                    asks |= {(m, b) for b in (guess, guess + 1) if b <= MAX_BATCH and b not in known[m]}
+        if not asks:
+            break
+        asked = sorted(asks)
+        traced = traces([(count.at(workload, b), m, b) for m, b in asked], timeout, timeout_flag)
+        for (m, b), t in zip(asked, traced, strict=True):
+            if not isinstance(t, str):
+                known[m][b] = t.total
+        if any(isinstance(t, str) for t in traced):
+            break
+    return {m: {g.name: found.get((m, g.name), _bracket(known[m], usable(g))[0]) for g in gpus} for m in lines}
+
+
+def _bracket(known: dict[int, int], room: int) -> tuple[int, int | None]:
+    """The largest batch traced to fit, and the smallest traced not to (None: none yet)."""
+    lo = max((b for b, t in known.items() if t <= room), default=0)
+    hi = min((b for b, t in known.items() if t > room), default=None)
+    return lo, hi
+
+
+def _guess(known: dict[int, int], room: int) -> int | tuple[int]:
+    """The next batch to trace, or (the answer,) once a fitting batch is followed by one that does not."""
+    lo, hi = _bracket(known, room)
+    if hi == lo + 1 or lo >= MAX_BATCH or hi == 1:
+        return (lo,)
+    points = sorted(known)
+    below = [b for b in points if b <= lo] or points[:1]
+    above = [b for b in points if hi is not None and b >= hi] or points[-1:]
+    a, b = (below[-1], above[0]) if below[-1] != above[0] else (points[-2], points[-1])
+    slope = (known[b] - known[a]) / (b - a)
+    if slope <= 0:
+        return MAX_BATCH if hi is None else hi - 1
+    guess = math.floor(a + (room - known[a]) / slope)
+    return max(lo + 1, min(guess, MAX_BATCH if hi is None else hi - 1))
 
 
 def fit_rule(pairs: list[tuple[int, int]]) -> tuple[int, float]:

@@ -75,7 +75,8 @@ def notes(found: dict) -> list[str]:
         f"overhead (a rule fitted on an H100's CUDA allocator peaks, benchmarks/memory_fit.py): {mib:.0f} MiB + "
         f"{memory.OVERHEAD_FRACTION:.1%} of the traced peak; a GPU's room: its memory less "
         f"{memory.CONTEXT_BYTES / memory.GIB:g} GiB for the CUDA context",
-        "largest batch: on the line through the step traced at its batch and at twice it",
+        "largest batch: the step traced at the batches a search picks, until one that fits is followed by one that "
+        "does not",
     ]
 
 
