@@ -36,7 +36,7 @@ GPU_SPECS_HELP = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help="comma list of GPUs of the table (--list-gpus), e.g. H100-SXM5-80GB,T4")
-    p.add_argument("--modes", default="fp32,tf32,bf16,fp16", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
+    p.add_argument("--modes", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
     p.add_argument("--batch", type=whole("--batch", 1, most=MAX_BATCH), help="the mini-batch (default: the workload's)")
     p.add_argument(
         "--validate", metavar="CSV", nargs="?", const=True,
@@ -49,7 +49,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-cache", action="store_true",
         help="count every step again, neither reading nor writing the counts kept in DATA_DIR/cache/opcounts",
     )  # fmt: skip
+    p.add_argument(
+        "--memory", action="store_true",
+        help="the step's peak GPU memory (parameters, gradients, optimizer state, activations, the allocator's "
+        "overhead), whether it fits each GPU and the largest batch that does, per mode (--modes: also checkpoint, "
+        f"bf16+checkpoint; default {DEFAULT_MEMORY_MODES})",
+    )  # fmt: skip
     add_cost_arguments(p)
+
+
+DEFAULT_MEMORY_MODES = "fp32,bf16,checkpoint,bf16+checkpoint"
 
 
 def add_cost_arguments(p: argparse.ArgumentParser) -> None:
@@ -70,7 +79,7 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
         help=f"US dollars per kWh (default {cost.KWH_PRICE:g}, an assumption)",
     )  # fmt: skip
     c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
-    add_format(c, "table", "json", help="table or json (with --cost)")
+    add_format(c, "table", "json", help="table or json (with --cost or --memory)")
     c.add_argument("--db", help="the store holding this CPU's measured steps (default: $DLPERF_DB or ./dlperf.db)")
 
 
@@ -110,8 +119,12 @@ def run(args) -> int:
         raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
     if not args.gpu:
         raise UsageError("--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists them)")
-    chosen, modes = gpus.parse_gpus(args.gpu), parse_modes(args.modes)
-    return predict(args, chosen, modes, deadline)
+    chosen = gpus.parse_gpus(args.gpu)
+    if args.memory:
+        from dlperf.predict import memory
+
+        return show_memory(args, chosen, memory.parse_modes(args.modes or DEFAULT_MEMORY_MODES))
+    return predict(args, chosen, parse_modes(args.modes or ",".join(MODES)), deadline)
 
 
 def check_cost_flags(args) -> float | None:
@@ -121,7 +134,11 @@ def check_cost_flags(args) -> float | None:
     given = [f for f, v in (("--samples", args.samples), ("--epochs", args.epochs), ("--deadline", args.deadline),
                             ("--prices", args.prices), ("--format", None if args.format == "table" else 1))
              if v is not None]  # fmt: skip
-    if given and not args.cost:
+    if args.memory and args.cost:
+        raise UsageError("--memory and --cost: give one (--cost leaves out the GPUs the step does not fit)")
+    if args.memory and given and given[0] != "--format":
+        raise UsageError(f"{given[0]} is a figure of the cost: --memory takes none")
+    if given and not args.cost and not args.memory:
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
     if not args.cost:
         return None
@@ -133,13 +150,9 @@ def check_cost_flags(args) -> float | None:
 
 def predict(args, chosen, modes, deadline=None) -> int:
     from dlperf.commands.common import print_rich
-    from dlperf.frameworks.common import capabilities
-    from dlperf.plan.workloads import resolve_workload
     from dlperf.predict import count, roofline
-    from dlperf.spec import parse_workload
 
-    named = parse_workload(args.workload)  # a misspelt or incomplete name is one line before any child starts
-    workload = count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
+    workload = resolved(args)
     work = None
     if args.cost:
         from dlperf.predict import cost
@@ -153,6 +166,39 @@ def predict(args, chosen, modes, deadline=None) -> int:
     return 0
 
 
+def resolved(args):
+    """The workload named, at --batch; a misspelt or incomplete name is one line before any child starts."""
+    from dlperf.frameworks.common import capabilities
+    from dlperf.plan.workloads import resolve_workload
+    from dlperf.predict import count
+    from dlperf.spec import parse_workload
+
+    named = parse_workload(args.workload)
+    return count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
+
+
+def show_memory(args, chosen, modes) -> int:
+    """`--memory`: the step's peak and its parts per mode, whether it fits each GPU, the largest batch that does."""
+    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.predict import memory
+    from dlperf.report import memory as view
+
+    workload = resolved(args)
+    found = dict(zip(modes, memory.lines([(workload, m) for m in modes], float(args.timeout), "--timeout"),
+                     strict=True))  # fmt: skip
+    traced = {m: line for m, line in found.items() if not isinstance(line, str)}
+    most = memory.largest(workload, traced, chosen, float(args.timeout), "--timeout")
+    verdicts = {m: [memory.verdict(g, line, most[m][g.name]) for g in chosen] for m, line in traced.items()}
+    if args.format == "json":
+        import json
+
+        write_stdout(json.dumps(view.to_json(workload, found, verdicts), indent=1) + "\n", "the memory figures")
+        return 0
+    print_rich(view.parts_table(workload, found))
+    print_rich(view.gpu_table(workload, verdicts), lines=view.lines(found, verdicts), notes=view.notes(found))
+    return 0
+
+
 def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
     from dlperf.commands.common import print_rich, write_stdout
@@ -161,7 +207,8 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
 
     samples, what = work
     cells, where = stored_cells(args, workload.name)
-    x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline)
+    x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
+                   predicted_peaks(args, workload, {p.mode for p in predictions}))  # fmt: skip
     cell = cost.measured_cpu(cells, workload.batch)
     x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price) if cell else None
     how = None if cell else view.how_to_measure(workload, where)
@@ -172,6 +219,15 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
         return 0
     print_rich(view.table(x), lines=view.lines(x, how), notes=[*view.notes(x), *notes])
     return 0
+
+
+def predicted_peaks(args, workload, modes) -> dict[str, int]:
+    """The predicted allocator peak per mode (`predict/memory.py`), for the GPUs no measured peak checks."""
+    from dlperf.predict import memory
+
+    modes = sorted(modes)
+    found = memory.traces([(workload, m, workload.batch) for m in modes], float(args.timeout), "--timeout")
+    return {m: p.total for m, p in zip(modes, found, strict=True) if not isinstance(p, str)}
 
 
 def stored_cells(args, workload: str) -> tuple[list, str]:

@@ -70,12 +70,22 @@ def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str]
     return total, (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what
 
 
-def fits(gpu, workload, mode: str, peak_bytes: int | None = None) -> tuple[bool, str]:
-    """Whether a training step of `workload` at its batch fits in the GPU's memory, and why it is said so. dlperf has
-    no memory predictor yet: a peak measured for the same workload and batch (`peak_bytes`, from the store) is set
-    against the GPU's memory; without one the GPU is kept, unchecked. Replace this with a predictor when one lands."""
+def fits(
+    gpu, workload, mode: str, peak_bytes: int | None = None, predicted_bytes: int | None = None
+) -> tuple[bool, str]:
+    """Whether a training step of `workload` at its batch fits in the GPU's memory, and why it is said so: a peak
+    measured for the same workload and batch (`peak_bytes`, from the store) is set against the GPU's memory; without
+    one, the peak `predict/memory.py` predicts (`predicted_bytes`: its allocator peak) against the GPU's room for it;
+    without either the GPU is kept, unchecked."""
+    from dlperf.predict import memory
+
+    if peak_bytes is None and predicted_bytes is not None:
+        need, have = predicted_bytes / 2**30, memory.usable(gpu) / 2**30
+        if need > have:
+            return False, f"does not fit: needs {need:.1f} GiB (the predicted peak) of {have:.1f} GiB"
+        return True, f"fits: the predicted peak {need:.2f} GiB of {have:.1f} GiB"
     if peak_bytes is None:
-        return True, "memory not checked: no peak measured for this workload and batch"
+        return True, "memory not checked: no peak measured or predicted for this workload and batch"
     need, have = peak_bytes / 2**30, gpu.memory_gib
     if need > have:
         return False, f"does not fit: needs {need:.1f} GiB (the measured peak) of {have:g} GiB"
@@ -148,14 +158,16 @@ class Costs:
         return min(priced, key=lambda r: (r.cost(), r.time_s), default=None)
 
 
-def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int], deadline_s=None) -> Costs:
-    """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode ("" for any mode)."""
+def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int], deadline_s=None,
+          predicted: dict[str, int] | None = None) -> Costs:  # fmt: skip
+    """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode ("" for any mode); `predicted`: the
+    predicted peak per mode, where no peak was measured."""
     from dlperf.predict import gpus, prices
 
     kept, out = [], []
     for p in predictions:
         gpu = gpus.lookup(p.gpu)
-        ok, why = fits(gpu, workload, p.mode, peaks.get(p.mode, peaks.get("")))
+        ok, why = fits(gpu, workload, p.mode, peaks.get(p.mode, peaks.get("")), (predicted or {}).get(p.mode))
         steps = math.ceil(samples / p.batch)
         row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, steps * p.step_s, prices.price(gpu), ok, why)
         (kept if ok else out).append(row)
