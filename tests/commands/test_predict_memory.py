@@ -5,6 +5,8 @@ the predicted peak does not fit, and bad input as one line."""
 import json
 import re
 
+import pytest
+
 from conftest import dlperf, one_line_error
 
 HEADER = (
@@ -28,6 +30,7 @@ def memory_json(*args: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow  # three traces in child processes: about 30 s on 2 cores
 def test_the_parts_add_up_and_the_largest_batch_is_the_boundary(tmp_path):
     specs = str(tiny_gpus(tmp_path))
     got = memory_json("fcn-r", "--gpu", "Tiny-0.8,Tiny-1,T4", "--gpu-specs", specs, "--modes", "fp32")
@@ -48,6 +51,7 @@ def test_the_parts_add_up_and_the_largest_batch_is_the_boundary(tmp_path):
     assert at[b + 1]["modes"][0]["peak_bytes"]["total"] > at[b]["modes"][0]["peak_bytes"]["total"]
 
 
+@pytest.mark.slow  # every mode's search: about 30 s on 2 cores
 def test_bf16_and_checkpointing_lower_the_activations_and_the_table_says_how(tmp_path):
     proc = dlperf("predict", "resnet-56", "--gpu", "Tiny-1", "--gpu-specs", str(tiny_gpus(tmp_path)), "--batch", "8",
                   "--memory", env={"COLUMNS": "200"})  # fmt: skip
