@@ -11,7 +11,9 @@ The method, per operator call (one `Op`):
   counted (`Op.shape`: batch, m, n, k) runs as output tiles (`TILES`: the one of them that finishes first, as
   cuBLAS's heuristics pick a small tile for a small product), each tile the whole depth k, or where the tiles are
   fewer than the SMs a part of it (split-K, parts of at least `SPLIT_K_DEPTH`); a tile past the edge of m or n
-  takes a whole tile's time (the penalty of few channels); without a shape, a
+  takes a whole tile's time (the penalty of few channels); a batch norm with its channels counted (`Op.shape`:
+  channels, elements per channel) runs as CUDA runs it in training, one block per channel streaming that channel's
+  bytes (16 channels fill 16 SMs, at their share of the bandwidth, however large the tensor); without a shape, a
   block is a fixed quantum of work (`BLOCK_FLOPS` for a product, `BLOCK_BYTES` for a memory kernel); a kernel of
   `b` blocks takes ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block
   takes one wave's time (one SM's share of the peak doing the whole kernel);
@@ -167,8 +169,17 @@ def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[
         if op.kind == "conv":
             fraction *= eff.conv
         compute = compute_waves(op, peak * fraction, sms)
-    memory = waves_time(op.bytes, BLOCK_BYTES, gpu.memory_bw * eff.memory, sms)
-    return compute, memory, op.launches * eff.kernel_s
+    return compute, memory_waves(op, gpu.memory_bw * eff.memory, sms), op.launches * eff.kernel_s
+
+
+def memory_waves(op: Op, rate: float, sms: int) -> float:
+    """One call's memory time at `rate`, in waves: a memory kernel with its channels counted (`Op.shape`: a batch
+    norm's channels, elements per channel) runs a block per channel, each streaming its channel's share of the bytes
+    at one SM's share of the bandwidth; any other of `BLOCK_BYTES` blocks. At least the roofline."""
+    if op.kind != "memory" or len(op.shape) != 2 or op.shape[0] < 1 or op.bytes <= 0:
+        return waves_time(op.bytes, BLOCK_BYTES, rate, sms)
+    channels = op.shape[0]
+    return max(op.bytes / rate, math.ceil(channels / sms) * (op.bytes / channels) / (rate / sms))
 
 
 def predict(
