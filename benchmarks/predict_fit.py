@@ -83,7 +83,7 @@ class Rows:
                 cols["row"].append(i)
                 cols["calls"].append(op.calls)
                 cols["comp"].append(roofline.compute_waves(op, peak, sms))
-                cols["mem"].append(roofline.waves_time(op.bytes, roofline.BLOCK_BYTES, c.gpu.memory_bw, sms))
+                cols["mem"].append(roofline.memory_waves(op, c.gpu.memory_bw, sms))
                 cols["tensor"].append("tensor" in unit)
                 cols["conv"].append(op.kind == "conv")
                 cols["launches"].append(op.launches)

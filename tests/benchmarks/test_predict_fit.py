@@ -36,6 +36,14 @@ def fake_counted(requests, timeout=None, timeout_flag=None):
     return [one(w, mode) for w, mode in requests]
 
 
+def fake_counted_with_a_batch_norm(requests, timeout=None, timeout_flag=None):
+    """The step of `fake_counted` and a batch norm over 16 channels that bounds it (a block per channel)."""
+    norm = lambda w, mode: Op("memory", "fp32" if mode in ("fp32", "tf32") else mode, 0, 10**8 * w.batch,  # noqa: E731
+                              calls=KERNELS // 2, shape=(16, 10**6 * w.batch))  # fmt: skip
+    return [type(c)(**{**c.__dict__, "ops": (*c.ops, norm(w, mode))})
+            for c, (w, mode) in zip(fake_counted(requests), requests, strict=True)]  # fmt: skip
+
+
 GPU_DEV = """gpu,model,task,framework,precision,batch_per_gpu,metric,value,unit
 V100-SXM2-16GB,ResNet-50 v1.5,ImageNet,PyTorch (NGC 21.03),FP32,112,train_throughput,367,img/s
 V100-SXM2-16GB,ResNet-50 v1.5,ImageNet,PyTorch (NGC 21.03),AMP (fp16) NHWC,256,train_throughput,1200,img/s
@@ -50,7 +58,7 @@ def test_the_fit_never_reads_the_gpu_cells_dlperf_measured_and_holds_the_calibra
     tmp_path, monkeypatch, capsys
 ):
     fit = load("predict_fit")
-    monkeypatch.setattr(fit.counting, "counted", fake_counted)
+    monkeypatch.setattr(fit.counting, "counted", fake_counted_with_a_batch_norm)  # its vectorized model is checked
     csv = tmp_path / "dev.csv"
     csv.write_text(GPU_DEV)
     opened, watching = [], [True]

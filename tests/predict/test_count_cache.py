@@ -3,6 +3,7 @@ the probe child is replaced by a fake that counts a made-up affine step, and eve
 
 import json
 import os
+import shutil
 
 import pytest
 
@@ -244,3 +245,18 @@ def test_entries_written_before_shapes_and_issued_launches_load_or_are_counted_a
     assert [(r.batch, r.fit) for r in fake.asked[1:]] == [(12, None)]  # the fit is not read: batch 12 counted
     assert [(op.launches, op.issued, op.shape) for op in again.ops] == [(1, 1, ())] * len(again.ops)
     assert scaled.ops == tuple(grouped(calls_at(12)))
+
+
+def test_a_change_to_the_counting_code_is_another_key(tmp_path, monkeypatch):
+    """A count cached before the counting code changed (e.g. before batch norm recorded its channels) is never read
+    as the new code's: the key hashes frameworks/torch/opcount.py and the ops' format."""
+    shutil.copytree(cache.FRAMEWORKS, tmp_path / "frameworks", ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "FRAMEWORKS", tmp_path / "frameworks")
+    keys = []
+    for path in (None, "torch/opcount.py", "common/ops.py"):
+        cache.backend_source.cache_clear()
+        if path:
+            (tmp_path / "frameworks" / path).write_text((tmp_path / "frameworks" / path).read_text() + "# changed\n")
+        keys.append(cache.backend_source("torch"))
+    cache.backend_source.cache_clear()
+    assert len(set(keys)) == 3

@@ -181,3 +181,28 @@ def test_a_small_product_with_its_shape_fills_the_sms_with_small_tiles():
     assert roofline.compute_waves(few, rate, sms) > 3 * few.flops / rate
     large = Op("matmul", "fp32", 2 * 8192**3, 0, shape=(1, 8192, 8192, 8192))
     assert roofline.compute_waves(large, rate, sms) == pytest.approx(2 * 8192**3 / rate, rel=0.05)
+
+
+def test_a_batch_norm_over_few_channels_streams_at_their_sms_share_of_the_bandwidth():
+    """CUDA's batch-norm training kernels run one thread block per channel: over 16 channels 16 of the H100's 132
+    SMs stream the whole tensor, 132/16 times the roofline; over 512 channels about the roofline. Never below it."""
+    nbytes, sms = 16 * 2**20, roofline.sm_count(H100)
+    plain = nbytes / (H100.memory_bw * EFF.memory)
+
+    def memory(channels):
+        op = Op("memory", "fp32", 0, nbytes, shape=(channels, nbytes // 8 // channels))
+        return roofline.op_time(op, H100, "fp32")[1]
+
+    assert memory(16) == pytest.approx(plain * sms / 16, rel=0.01)
+    assert memory(16) > 4 * memory(512)
+    assert plain <= memory(512) < 1.1 * plain and plain <= memory(100_000) < 1.01 * plain
+    step = roofline.predict(count(Op("memory", "fp32", 0, nbytes, shape=(16, nbytes // 128))), H100)
+    assert step.bound == "memory" and step.parts["memory"] == pytest.approx(memory(16))
+
+
+def test_a_memory_kernel_counted_without_its_channels_keeps_the_plain_roofline():
+    """A count from before channels were recorded (an old cache entry: shape ()) predicts as it did."""
+    old = Op.from_json({"kind": "memory", "dtype": "fp32", "flops": 0, "bytes": 2 * 2**30, "launches": 1,
+                        "phase": "forward"})  # fmt: skip
+    assert old.shape == ()
+    assert roofline.op_time(old, H100, "fp32")[1] == pytest.approx(2 * 2**30 / (H100.memory_bw * EFF.memory), rel=0.01)

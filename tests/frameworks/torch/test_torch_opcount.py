@@ -410,3 +410,15 @@ def test_a_step_not_affine_in_the_batch_says_why(tmp_path):
     answer = tb.op_count(user, "fp32", 16, fit=[2, 4])
     assert "affine" not in answer and "batch 16" in answer["not_affine"]
     assert Count.from_json(answer) == Count.from_json(tb.op_count(user, "fp32", 16))  # the direct count stands
+
+
+@pytest.mark.parametrize("norm, x", [(lambda: torch.nn.BatchNorm2d(16), (8, 16, 4, 4)),
+                                     (lambda: torch.nn.BatchNorm1d(16), (8, 16))])  # fmt: skip
+def test_a_batch_norm_records_its_channels_forward_and_backward(norm, x):
+    """CUDA's batch-norm training kernels run a thread block per channel: the count keeps (channels, elements per
+    channel) for the roofline's waves, forward and backward; the kernels around it keep no shape."""
+    inputs = torch.randn(*x, requires_grad=True)
+    ops = opcount.count_ops(step_of(norm(), inputs))
+    per_channel = inputs.numel() // 16
+    shaped = [(op.phase, op.shape) for op in of(ops, "memory") if op.shape]
+    assert shaped == [("forward", (16, per_channel)), ("backward", (16, per_channel))]

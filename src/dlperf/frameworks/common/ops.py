@@ -36,7 +36,8 @@ class Op:
         cuDNN RNN, whose kernels cuDNN launches itself, one host-issued call per layer and direction standing for them
         (an op of no work, `launches` 0: forward, and backward data and weights).
     shape: a product's (batch, m, n, k), a convolution's implicit GEMM (groups, N x output pixels, output channels
-        per group, input channels per group x kernel size); () where none is counted (an older count, other kinds).
+        per group, input channels per group x kernel size); a batch norm's in training (channels, elements per
+        channel: its kernels run a thread block per channel); () where none is counted (an older count, others).
     dtype: the dtype the work runs in ("fp32", "bf16", "fp16"; for memory kernels the widest floating input).
     phase: forward (model and loss), backward, optimizer (the update, and zeroing the gradients).
     """

@@ -209,7 +209,7 @@ class OpRecorder(TorchDispatchMode):
             last = self.calls[-1]
             self.calls[-1] = (*last[:3], last[3] + traffic, *last[4:])
             return
-        shape = gemm_shape(func, args, out) if kind != "memory" else ()
+        shape = gemm_shape(func, args, out) if kind != "memory" else norm_shape(func, args, kwargs)
         if kind == "matmul" and not self.rnn_depth and launches == 2 and tuple(out.shape) in self.rnn_weights:
             # a weight's gradient at one step: cuDNN's backward weights computes it once over every step
             found = self.rnn_weight_grads.setdefault((dtype_name(dtype), *shape[1:3]), [0, 0, 0, nbytes(out)])
@@ -323,6 +323,30 @@ def gemm_shape(func, args: tuple, out: Any) -> tuple[int, ...]:
     if len(tensors) < 2 or not isinstance(out, torch.Tensor) or out.dim() < 2 or tensors[0].dim() < 2:
         return ()
     return (math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], tensors[0].shape[-1])
+
+
+# batch norm's training kernels, forward and backward: CUDA runs each as one thread block per channel (PyTorch's
+# batch_norm_collect_statistics_kernel and its backward reduce, grid = channels; cuDNN's bn_fw_tr_1C11 and bn_bw_1C11)
+BATCH_NORMS = frozenset({"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
+                         "_batch_norm_with_update", "_batch_norm_with_update_functional", "cudnn_batch_norm",
+                         "native_batch_norm_backward", "batch_norm_backward", "cudnn_batch_norm_backward"})  # fmt: skip
+
+
+def norm_shape(func, args: tuple, kwargs: dict) -> tuple[int, ...]:
+    """A batch norm's (channels, elements per channel) in training, as its kernels run: a block per channel streaming
+    that channel's N x H x W elements; () for any other memory kernel (and a batch norm in eval, element-wise)."""
+    if func._overloadpacket.__name__ not in BATCH_NORMS or not args or not isinstance(args[0], torch.Tensor):
+        return ()
+    names = [a.name for a in func._schema.arguments]
+    for flag in ("training", "train"):
+        if flag in names:
+            i = names.index(flag)
+            if not (args[i] if i < len(args) else kwargs.get(flag, True)):
+                return ()
+    x = args[0]
+    if x.dim() < 2 or x.shape[1] < 1:
+        return ()
+    return (x.shape[1], x.numel() // x.shape[1])
 
 
 def nbytes(t: torch.Tensor) -> int:
