@@ -229,9 +229,9 @@ class Search:
                 answer.ended = f"batch {batch} {tried.status}: {tried.reason}"
                 break
             fits[batch] = tried.status == Status.OK
+            answer.largest = max((b for b, ok in fits.items() if ok), default=0)  # so far: an interrupt says it
         else:
             answer.ended = "max-batch" if fits.get(max_batch) else "boundary"
-        answer.largest = max((b for b, ok in fits.items() if ok), default=0)
         if answer.ended == "boundary" and not answer.largest:
             answer.ended = "nothing fits"
         return answer

@@ -139,3 +139,34 @@ def test_a_failure_other_than_out_of_memory_stops_the_search_and_says_so(tmp_pat
     assert [t["batch"] for t in answer["tries"]] == [4, 8] and answer["largest"] == 4
     assert answer["ended"].startswith("batch 8 failed: RuntimeError: bad forward")
     assert not answer["tries"][1]["out_of_memory"]
+
+
+@pytest.mark.slow
+def test_ctrl_c_keeps_the_tries_made_says_so_and_leaves_no_process(tmp_path, wide):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from conftest import gone, rows
+
+    db, err = tmp_path / "d.db", tmp_path / "err.txt"
+    cmd = [sys.executable, "-m", "dlperf", "fit", wide, "--threads", "1", "--max-memory", "4GiB", *FAST, "--db",
+           str(db)]  # fmt: skip
+    with err.open("w") as stderr:
+        parent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+        deadline = time.monotonic() + 180
+        while "wide@b8 torch cpu:1 fp32: median" not in err.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert parent.poll() is None, err.read_text()
+        seen = [int(p) for p in subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True,
+                                               text=True).stdout.split()]  # fmt: skip
+        parent.send_signal(signal.SIGINT)
+        out, _ = parent.communicate(timeout=60)
+    assert parent.returncode == 130, err.read_text()
+    assert gone(seen), seen
+    assert "fp32: the search stopped, interrupted; the largest batch that fit so far is 8" in out, out
+    ok = {r["workload"] for r in rows(db, "SELECT workload FROM cells WHERE status = 'ok'")}
+    assert {"wide@b4", "wide@b8"} <= ok
+    assert rows(db, "SELECT status FROM runs")[0]["status"] == "interrupted"
