@@ -143,28 +143,12 @@ def test_a_failure_other_than_out_of_memory_stops_the_search_and_says_so(tmp_pat
 
 @pytest.mark.slow
 def test_ctrl_c_keeps_the_tries_made_says_so_and_leaves_no_process(tmp_path, wide):
-    import signal
-    import subprocess
-    import sys
-    import time
+    from conftest import gone, interrupt_once, rows
 
-    from conftest import gone, rows
-
-    db, err = tmp_path / "d.db", tmp_path / "err.txt"
-    cmd = [sys.executable, "-m", "dlperf", "fit", wide, "--threads", "1", "--max-memory", "4GiB", *FAST, "--db",
-           str(db)]  # fmt: skip
-    with err.open("w") as stderr:
-        parent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-        deadline = time.monotonic() + 180
-        while "wide@b8 torch cpu:1 fp32: median" not in err.read_text() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert parent.poll() is None, err.read_text()
-        seen = [int(p) for p in subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True,
-                                               text=True).stdout.split()]  # fmt: skip
-        parent.send_signal(signal.SIGINT)
-        out, _ = parent.communicate(timeout=60)
-    assert parent.returncode == 130, err.read_text()
+    db = tmp_path / "d.db"
+    args = ["fit", wide, "--threads", "1", "--max-memory", "4GiB", *FAST, "--db", str(db)]
+    code, out, seen = interrupt_once(args, tmp_path / "err.txt", "wide@b8 torch cpu:1 fp32: median")
+    assert code == 130, out
     assert gone(seen), seen
     assert "fp32: the search stopped, interrupted; the largest batch that fit so far is 8" in out, out
     ok = {r["workload"] for r in rows(db, "SELECT workload FROM cells WHERE status = 'ok'")}
