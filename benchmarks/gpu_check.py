@@ -264,6 +264,7 @@ def profile_rows(db: str, run: int) -> dict[str, dict]:
             "step_s": figures.get("step_s"),
             "categories": figures.get("categories", {}),
             "kernels_per_step": figures.get("kernels_per_step"),
+            "notes": figures.get("notes", []),
         }
     return out
 

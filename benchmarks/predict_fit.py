@@ -1,14 +1,16 @@
 """Fit the GPU predictor's general efficiencies on published measurements, and report its error held out.
 
-    python benchmarks/predict_fit.py [--csv src/dlperf/data/gpu_dev.csv] [--counts counts.json] [--h100 FILE.csv]
+    python benchmarks/predict_fit.py [--csv src/dlperf/data/gpu_dev.csv] [--counts counts.json]
 
 Every row of the CSV that dlperf can predict (predict/validate.py) is counted once (the torch probe, on fake tensors;
-`--counts FILE` keeps the counts between runs), then the seven constants of `roofline.Efficiency` are fitted by
+`--counts FILE` keeps the counts between runs), then the five efficiencies of `roofline.Efficiency` are fitted by
 least squares on log(predicted / published) with a robust loss, bounded to their physical ranges (`roofline.LOW`,
-`roofline.HIGH`): one set for every row, no constant per model or per GPU. Prints the fitted constants (what
-roofline.EFFICIENCY holds), the error in sample, with each GPU left out of the fit in turn (leave-one-GPU-out: the
-10th-90th percentile of its signed error is the uncertainty every prediction prints), and with each generation left
-out; then the second validation set, the seven networks measured on an H100 (`h100_seven.csv`), never fitted on.
+`roofline.HIGH`): one set for every row, no constant per model or per GPU. The two fixed costs per kernel are not
+fitted: they are calibrated on an H100's eager/CUDA-graph pairs (`roofline.CALIBRATED`, predict_h100.py). Prints the
+fitted constants (what roofline.EFFICIENCY holds), the error in sample, with each GPU left out of the fit in turn
+(leave-one-GPU-out: the 10th-90th percentile of its signed error is the uncertainty every prediction prints), and
+with each generation left out. The measurements dlperf made on a GPU (benchmarks/h100_check_cells.csv) are the second
+validation set, never read here: `python benchmarks/predict_h100.py` prints their error.
 
 The fit evaluates the model vectorized over every row (`Rows`); the script checks that it agrees with
 `roofline.predict` on every row at the fitted constants before printing anything.
@@ -18,10 +20,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
-from dataclasses import astuple, fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import numpy as np
@@ -34,8 +35,7 @@ from dlperf.predict import validate as v
 from dlperf.workloads import BUILTIN
 
 NAMES = [f.name for f in fields(roofline.Efficiency)]
-LOGGED = ("kernel_s", "host_s")  # fitted on a log scale: they span decades
-H100_SEVEN = Path(__file__).with_name("h100_seven.csv")
+FITTED = [n for n in NAMES if n not in roofline.CALIBRATED]
 
 
 def load_counts(cases: list[v.Case], cache: Path | None) -> list[Count]:
@@ -55,11 +55,12 @@ def load_counts(cases: list[v.Case], cache: Path | None) -> list[Count]:
 
 
 def to_vector(eff: roofline.Efficiency) -> np.ndarray:
-    return np.array([math.log(x) if n in LOGGED else x for n, x in zip(NAMES, astuple(eff), strict=True)])
+    return np.array([getattr(eff, n) for n in FITTED])
 
 
 def from_vector(x: np.ndarray) -> roofline.Efficiency:
-    return roofline.Efficiency(*(math.exp(a) if n in LOGGED else float(a) for n, a in zip(NAMES, x, strict=True)))
+    """The fitted constants `x`, the calibrated ones at their values."""
+    return replace(roofline.EFFICIENCY, **{n: float(a) for n, a in zip(FITTED, x, strict=True)})
 
 
 class Rows:
@@ -68,23 +69,27 @@ class Rows:
 
     def __init__(self, cases: list[v.Case], counts: list[Count]) -> None:
         cols: dict[str, list] = {k: [] for k in ("row", "calls", "comp", "mem", "tensor", "conv", "launches")}
-        self.kernels, self.input_bytes, self.link_bw, self.measured = [], [], [], []
+        self.kernels, self.issued, self.input_bytes, self.link_bw, self.measured = [], [], [], [], []
         for i, (c, n) in enumerate(zip(cases, counts, strict=True)):
             sms = roofline.sm_count(c.gpu)
-            kernels = 0
+            kernels = issued = 0
             for op in n.ops:
-                if (c.phases is not None and op.phase not in c.phases) or op.launches == 0:
+                if c.phases is not None and op.phase not in c.phases:
+                    continue
+                issued += op.calls * op.issued
+                if op.launches == 0:
                     continue
                 peak, unit = c.gpu.peak(op.dtype, tensor=n.mode == "tf32") if op.flops else (1.0, "fp32")
                 cols["row"].append(i)
                 cols["calls"].append(op.calls)
-                cols["comp"].append(roofline.waves_time(op.flops, roofline.BLOCK_FLOPS, peak, sms))
+                cols["comp"].append(roofline.compute_waves(op, peak, sms))
                 cols["mem"].append(roofline.waves_time(op.bytes, roofline.BLOCK_BYTES, c.gpu.memory_bw, sms))
                 cols["tensor"].append("tensor" in unit)
                 cols["conv"].append(op.kind == "conv")
                 cols["launches"].append(op.launches)
                 kernels += op.calls * op.launches
             self.kernels.append(kernels)
+            self.issued.append(issued)
             self.input_bytes.append(n.input_bytes if c.transfer else 0)
             self.link_bw.append(c.gpu.host_link_bw)
             self.measured.append(c.measured_s)
@@ -92,6 +97,7 @@ class Rows:
         self.cols = {k: np.array(x, dtype=float) for k, x in cols.items()}
         self.row = np.array(cols["row"], dtype=int)
         self.kernels, self.input_bytes = np.array(self.kernels, dtype=float), np.array(self.input_bytes, dtype=float)
+        self.issued = np.array(self.issued, dtype=float)
         self.link_bw, self.measured = np.array(self.link_bw), np.array(self.measured)
 
     def step_s(self, eff: roofline.Efficiency) -> np.ndarray:
@@ -99,7 +105,7 @@ class Rows:
         fraction = np.where(c["tensor"] > 0, eff.tensor, eff.fp32) * np.where(c["conv"] > 0, eff.conv, 1.0)
         work = c["calls"] * np.maximum(c["comp"] / fraction, c["mem"] / eff.memory)
         gpu = np.bincount(self.row, work, self.n) + self.kernels * eff.kernel_s
-        device = np.maximum(self.kernels * eff.host_s, np.where(self.kernels > 0, eff.host_s, 0.0) + gpu)
+        device = np.maximum(self.issued * eff.host_s, np.where(self.issued > 0, eff.host_s, 0.0) + gpu)
         return device + self.input_bytes / (self.link_bw * eff.link)
 
     def errors(self, eff: roofline.Efficiency) -> np.ndarray:
@@ -156,34 +162,11 @@ def side_by_side(sets: dict[str, list[v.Result]], by) -> list[str]:
     return lines
 
 
-def seven(path: Path, eff: roofline.Efficiency) -> None:
-    """The second validation set: the seven networks measured on an H100, predicted with data on the GPU."""
-    import csv
-
-    from dlperf.predict.gpus import lookup
-
-    with path.open() as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
-    gpu = lookup("H100-SXM5-80GB")
-    requests = [(counting.at(BUILTIN[r["workload"]], int(r["batch"]), None), r["mode"]) for r in rows]
-    errs = []
-    print(f"\nthe seven networks on an H100 SXM ({path.name}, never fitted on)")
-    print("| network | mode | batch | measured | predicted | error | bound |\n|---|---|---:|---:|---:|---:|---|")
-    for r, n in zip(rows, counting.counted(requests), strict=True):
-        p = roofline.predict(n, gpu, eff=eff, transfer=False)
-        err = p.step_s / (float(r["measured_ms"]) / 1000) - 1
-        errs.append(err * 100)
-        print(f"| {r['workload']} | {r['mode']} | {r['batch']} | {r['measured_ms']} ms | {p.step_s * 1000:.2f} ms "
-              f"| {err * 100:+.0f}% | {p.bound} |")  # fmt: skip
-    print(f"median absolute error {statistics.median(map(abs, errs)):.0f}% over {len(errs)} rows")
-
-
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", default=str(v.shipped()), help="published measurements (default: those dlperf ships)")
     ap.add_argument("--counts", type=Path, help="a JSON file keeping the operator counts between runs")
-    ap.add_argument("--h100", type=Path, default=H100_SEVEN, help="the second validation set (default: %(default)s)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     cases, skipped = v.read(args.csv, known=lambda name: name in BUILTIN)
     counts = load_counts(cases, args.counts)
     rows = Rows(cases, counts)
@@ -210,8 +193,6 @@ def main() -> None:
         ("mode", lambda r: r.case.mode),
     ):
         print(f"\nby {title}\n" + "\n".join(side_by_side(sets, by)))
-    if args.h100.exists():
-        seven(args.h100, eff)
 
 
 if __name__ == "__main__":

@@ -230,6 +230,43 @@ class OpsRequest(ProbeRequest[OpsAnswer]):
         return "counting the step's operators"
 
 
+@dataclass(frozen=True)
+class MemoryAsk(Wire):
+    workload: dict[str, Any]  # Workload.to_json()
+    mode: str  # fp32, tf32, bf16 or fp16, with +checkpoint
+    batches: list[int]
+
+
+@dataclass(frozen=True)
+class MemoryTrace(Wire):
+    """One step's live tensor bytes traced on fake tensors (`frameworks/torch/memcount.py`): the peak and its parts,
+    or why the step could not be traced."""
+
+    batch: int
+    error: str | None = field(default=None, metadata=ABSENT)
+    peak: int | None = field(default=None, metadata=ABSENT)
+    params: int | None = field(default=None, metadata=ABSENT)  # and buffers
+    optimizer: int | None = field(default=None, metadata=ABSENT)
+    data: int | None = field(default=None, metadata=ABSENT)
+    grads: int | None = field(default=None, metadata=ABSENT)  # alive at the peak
+    activations: int | None = field(default=None, metadata=ABSENT)
+
+
+@dataclass(frozen=True)
+class MemoryAnswer(Wire):
+    traces: list[MemoryTrace]  # each request's batches in turn
+
+
+@request("memory")
+class MemoryRequest(ProbeRequest[MemoryAnswer]):
+    """The memory predictor's traces, every step asked in one child."""
+
+    requests: list[MemoryAsk]
+
+    def subject(self) -> str:
+        return "tracing the step's memory"
+
+
 @request("selftest")
 class SelftestRequest(ProbeRequest[SelftestAnswer]):
     """Import the framework and train the tiniest workload for two steps."""

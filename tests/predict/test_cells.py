@@ -25,6 +25,7 @@ def env(model="NVIDIA H100 80GB HBM3"):
 CELLS = [
     Cell(W.name, "torch", "cuda:0", 1, "fp32"),
     Cell(W.name, "torch", "cuda:0", 1, "bf16+compile"),
+    Cell(W.name, "torch", "cuda:0", 1, "bf16+cuda_graphs"),
     Cell(W.name, "torch", "cuda:0", 1, "fp32", nproc=2, scaling="strong"),  # DDP: not predicted
     Cell(W.name, "torch", "cpu", 2, "fp32"),  # not a GPU
 ]
@@ -40,11 +41,22 @@ def test_each_plain_gpu_cell_is_predicted_for_its_own_gpu_as_its_precision(monke
     asked = []
     monkeypatch.setattr(count, "counts", lambda requests, timeout=None: asked.append(requests) or fake_counts(requests))
     rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env())
-    assert warnings == [] and len(asked) == 1 and [m for _, m in asked[0]] == ["fp32", "bf16"]
-    assert [r.cell_key for r in rows] == [CELLS[0].key, CELLS[1].key]
-    assert {r.gpu for r in rows} == {"H100-SXM5-80GB"} and [r.mode for r in rows] == ["fp32", "bf16"]
+    assert warnings == [] and len(asked) == 1 and [m for _, m in asked[0]] == ["fp32", "bf16", "bf16"]
+    assert [r.cell_key for r in rows] == [CELLS[0].key, CELLS[1].key, CELLS[2].key]
+    assert {r.gpu for r in rows} == {"H100-SXM5-80GB"} and [r.mode for r in rows] == ["fp32", "bf16", "bf16"]
     assert all(r.transfer_s == 0 and r.step_s == r.device_s for r in rows)  # synthetic: on the device
     assert rows[1].detail["not_modelled"] == ["compile"] and rows[0].detail["not_modelled"] == []
+
+
+def test_cuda_graphs_are_modelled_one_launch_a_step(monkeypatch):
+    many = Op("memory", "bf16", 0, 4096, calls=500)  # a launch-bound step: 500 tiny kernels
+    counted = lambda requests, timeout=None: [Count(w.name, m, w.batch, (many,), 0, 1) for w, m in requests]  # noqa: E731
+    monkeypatch.setattr(count, "counts", counted)
+    rows, _ = gpu_predictions.predictions(CELLS[1:3], WORKLOADS, env())
+    compiled, graphs = rows
+    assert graphs.detail["not_modelled"] == [] and graphs.detail["modelled_as"] == "bf16+cuda_graphs"
+    assert graphs.detail["parts"]["host"] == roofline.GRAPH_LAUNCH_S
+    assert graphs.step_s < compiled.step_s / 3  # eager issues 500 kernels, a graph one launch
     assert rows[0].detail["uncertainty"] == roofline.uncertainty()
     assert "left out of the fit" in rows[0].detail["uncertainty"]
 
@@ -128,3 +140,13 @@ def test_run_no_predict_on_the_command_line(tmp_path, planned, monkeypatch, caps
     monkeypatch.setattr(gpu_predictions, "predictions", lambda *a: pytest.fail("predicted with --no-predict"))
     assert main(["run", "--workloads", "tiny-fcn-r", "--no-predict", "--db", str(tmp_path / "p.db")]) == 0
     assert "predicted:" not in capsys.readouterr().out
+
+
+def test_a_tf32_cell_is_predicted_at_the_tensor_cores_tf32_peak(monkeypatch):
+    monkeypatch.setattr(count, "counts", fake_counts)
+    cells = [Cell(W.name, "torch", "cuda:0", 1, "fp32"), Cell(W.name, "torch", "cuda:0", 1, "tf32")]
+    rows, _ = gpu_predictions.predictions(cells, {c.key: W.to_json() for c in cells}, env())
+    fp32, tf32 = rows
+    assert tf32.mode == "tf32" and tf32.detail["not_modelled"] == []
+    assert tf32.step_s < fp32.step_s
+    assert tf32.detail["parts"]["compute"] < fp32.detail["parts"]["compute"] / 3  # the H100's TF32 peak: 7x FP32

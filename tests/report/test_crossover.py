@@ -162,3 +162,24 @@ def test_the_answer_says_predicted_with_the_uncertainty_and_the_bound_the_copy_a
     assert x.lines()[0].startswith(
         "T4: not predicted faster than this CPU at batch 8, the largest measured (it is at 1; launch-bound at 8)"
     )
+
+
+def test_the_report_shows_the_cost_of_a_million_samples_beside_each_priced_gpu(tmp_path):
+    """The T4 has a price row (data/gpu_prices.csv), the GTX 1080 none: its columns stay as they were."""
+    from dlperf.predict import prices
+
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004, 64: 0.03}, {1: 0.002, 8: 0.003, 64: 0.004})
+    store.record_predictions(run_id, [prediction(cell(8), "GTX 1080", 0.002)])
+    store.close()
+    page = render(load(str(tmp_path / "d.db")))
+    t4 = prices.price(crossover_gpu("T4"))
+    per_million = 1e6 * 0.004 / 64 / 3600  # hours for a million samples at batch 64
+    assert "T4 $ per M samples" in page and "GTX 1080 $ per M samples" not in page
+    assert f"${per_million * t4.low:.4f}-${per_million * t4.high:.4f}" in page  # about a cent at batch 64
+    assert "T4: at your batch 8, $" in page and "per million samples at $0.590-$0.810 a GPU-hour" in page
+
+
+def crossover_gpu(name: str):
+    from dlperf.predict import gpus
+
+    return gpus.lookup(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import picked, whole
+from dlperf.commands.common import add_format, picked, real, whole
 from dlperf.errors import UsageError
 from dlperf.predict import MAX_BATCH
 
@@ -19,7 +19,11 @@ DESCRIPTION = (
     "published single-GPU training figures (columns gpu, model, precision, batch_per_gpu, metric, value, unit, as "
     "src/dlperf/data/gpu_dev.csv: the 225 dlperf ships, each with its source, which --validate with no CSV reads) and "
     "prints each prediction against its figure, with the errors by GPU generation, model family and mode; rows a "
-    "scope column marks out of scope (out: REASON, from their metadata) are reported apart, their error beside."
+    "scope column marks out of scope (out: REASON, from their metadata) are reported apart, their error beside. "
+    "--cost adds what the work costs on each GPU (an epoch of the workload's data set, or --samples) at the on-demand "
+    "prices of src/dlperf/data/gpu_prices.csv (or --prices FILE.csv), this CPU's measured time and energy for the "
+    "same work where the store holds a step of the workload at the batch, and the fastest, the cheapest and the "
+    "cheapest within --deadline."
 )
 MODES = ("fp32", "tf32", "bf16", "fp16")
 TAKES_DB = False
@@ -32,7 +36,7 @@ GPU_SPECS_HELP = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help="comma list of GPUs of the table (--list-gpus), e.g. H100-SXM5-80GB,T4")
-    p.add_argument("--modes", default="fp32,tf32,bf16,fp16", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
+    p.add_argument("--modes", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
     p.add_argument("--batch", type=whole("--batch", 1, most=MAX_BATCH), help="the mini-batch (default: the workload's)")
     p.add_argument(
         "--validate", metavar="CSV", nargs="?", const=True,
@@ -45,6 +49,44 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-cache", action="store_true",
         help="count every step again, neither reading nor writing the counts kept in DATA_DIR/cache/opcounts",
     )  # fmt: skip
+    p.add_argument(
+        "--memory", action="store_true",
+        help="the step's peak GPU memory (parameters, gradients, optimizer state, activations, the allocator's "
+        "overhead), whether it fits each GPU and the largest batch that does, per mode (--modes: also checkpoint, "
+        f"bf16+checkpoint; default {DEFAULT_MEMORY_MODES})",
+    )  # fmt: skip
+    add_cost_arguments(p)
+
+
+DEFAULT_MEMORY_MODES = "fp32,bf16,checkpoint,bf16+checkpoint"
+
+
+def add_cost_arguments(p: argparse.ArgumentParser) -> None:
+    from dlperf.predict import cost
+
+    c = p.add_argument_group("cost (--cost)")
+    c.add_argument("--cost", action="store_true", help="the time and cost of the work on each GPU, and on this CPU")
+    c.add_argument("--samples", type=whole("--samples", 1), help="the work in samples (default: an epoch)")
+    c.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")
+    c.add_argument("--deadline", metavar="DURATION", help="rank the cheapest GPU finishing within it, e.g. 2h, 90m")
+    c.add_argument(
+        "--cpu-watts", type=real("--cpu-watts", most=1e6), default=cost.CPU_WATTS,
+        help=f"this machine's power while training, for the CPU's energy cost (default {cost.CPU_WATTS:g} W, an "
+        "assumption: a wall-socket meter gives yours)",
+    )  # fmt: skip
+    c.add_argument(
+        "--kwh-price", type=real("--kwh-price", most=1e6), default=cost.KWH_PRICE,
+        help=f"US dollars per kWh (default {cost.KWH_PRICE:g}, an assumption)",
+    )  # fmt: skip
+    c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
+    add_format(c, "table", "json", help="table or json (with --cost or --memory)")
+    c.add_argument("--db", help="the store holding this CPU's measured steps (default: $DLPERF_DB or ./dlperf.db)")
+
+
+PRICES_HELP = (
+    "your own $/GPU-hour (a negotiated rate, your hardware's amortized cost) in the columns of "
+    "src/dlperf/data/gpu_prices.csv, merged over the built-in rows (default: $DLPERF_PRICES)"
+)
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
@@ -60,6 +102,7 @@ def run(args) -> int:
         os.environ[cache.BYPASS] = "1"
 
     gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
+    deadline = check_cost_flags(args)
     if args.list_gpus:
         import sys
 
@@ -76,23 +119,134 @@ def run(args) -> int:
         raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
     if not args.gpu:
         raise UsageError("--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists them)")
-    chosen, modes = gpus.parse_gpus(args.gpu), parse_modes(args.modes)
-    return predict(args, chosen, modes)
+    chosen = gpus.parse_gpus(args.gpu)
+    if args.memory:
+        from dlperf.predict import memory
+
+        return show_memory(args, chosen, memory.parse_modes(args.modes or DEFAULT_MEMORY_MODES))
+    return predict(args, chosen, parse_modes(args.modes or ",".join(MODES)), deadline)
 
 
-def predict(args, chosen, modes) -> int:
+def check_cost_flags(args) -> float | None:
+    """The cost flags checked before anything runs; the deadline in seconds."""
+    from dlperf.predict import cost, prices
+
+    given = [f for f, v in (("--samples", args.samples), ("--epochs", args.epochs), ("--deadline", args.deadline),
+                            ("--prices", args.prices), ("--format", None if args.format == "table" else 1))
+             if v is not None]  # fmt: skip
+    if args.memory and args.cost:
+        raise UsageError("--memory and --cost: give one (--cost leaves out the GPUs the step does not fit)")
+    if args.memory and given and given[0] != "--format":
+        raise UsageError(f"{given[0]} is a figure of the cost: --memory takes none")
+    if given and not args.cost and not args.memory:
+        raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
+    if not args.cost:
+        return None
+    if args.samples is not None and args.epochs is not None:
+        raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
+    prices.use_prices(args.prices)  # --prices, else $DLPERF_PRICES: a wrong file is one line
+    return None if args.deadline is None else cost.parse_deadline(args.deadline)
+
+
+def predict(args, chosen, modes, deadline=None) -> int:
     from dlperf.commands.common import print_rich
-    from dlperf.frameworks.common import capabilities
-    from dlperf.plan.workloads import resolve_workload
     from dlperf.predict import count, roofline
-    from dlperf.spec import parse_workload
 
-    named = parse_workload(args.workload)  # a misspelt or incomplete name is one line before any child starts
-    workload = count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
+    workload = resolved(args)
+    work = None
+    if args.cost:
+        from dlperf.predict import cost
+
+        work = cost.work(workload, args.samples, args.epochs)  # synthetic data and no --samples: one line, first
     found = count.counted([(workload, m) for m in modes], float(args.timeout), "--timeout")
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
+    if work is not None:
+        return show_cost(args, workload, predictions, work, deadline, prediction_notes(chosen, modes, found))
     print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))
     return 0
+
+
+def resolved(args):
+    """The workload named, at --batch; a misspelt or incomplete name is one line before any child starts."""
+    from dlperf.frameworks.common import capabilities
+    from dlperf.plan.workloads import resolve_workload
+    from dlperf.predict import count
+    from dlperf.spec import parse_workload
+
+    named = parse_workload(args.workload)
+    return count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
+
+
+def show_memory(args, chosen, modes) -> int:
+    """`--memory`: the step's peak and its parts per mode, whether it fits each GPU, the largest batch that does."""
+    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.predict import memory
+    from dlperf.report import memory as view
+
+    workload = resolved(args)
+    found = dict(zip(modes, memory.lines([(workload, m) for m in modes], float(args.timeout), "--timeout"),
+                     strict=True))  # fmt: skip
+    traced = {m: line for m, line in found.items() if not isinstance(line, str)}
+    most = memory.largest(workload, traced, chosen, float(args.timeout), "--timeout")
+    verdicts = {m: [memory.verdict(g, line, most[m][g.name]) for g in chosen] for m, line in traced.items()}
+    if args.format == "json":
+        import json
+
+        write_stdout(json.dumps(view.to_json(workload, found, verdicts), indent=1) + "\n", "the memory figures")
+        return 0
+    print_rich(view.parts_table(workload, found))
+    print_rich(view.gpu_table(workload, verdicts), lines=view.lines(found, verdicts), notes=view.notes(found))
+    return 0
+
+
+def show_cost(args, workload, predictions, work, deadline, notes) -> int:
+    """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
+    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.predict import cost
+    from dlperf.report import cost as view
+
+    samples, what = work
+    cells, where = stored_cells(args, workload.name)
+    x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
+                   predicted_peaks(args, workload, {p.mode for p in predictions}))  # fmt: skip
+    cell = cost.measured_cpu(cells, workload.batch)
+    x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price) if cell else None
+    how = None if cell else view.how_to_measure(workload, where)
+    if args.format == "json":
+        import json
+
+        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how}, indent=1) + "\n", "the costs")
+        return 0
+    print_rich(view.table(x), lines=view.lines(x, how), notes=[*view.notes(x), *notes])
+    return 0
+
+
+def predicted_peaks(args, workload, modes) -> dict[str, int]:
+    """The predicted allocator peak per mode (`predict/memory.py`), for the GPUs no measured peak checks."""
+    from dlperf.predict import memory
+
+    modes = sorted(modes)
+    found = memory.traces([(workload, m, workload.batch) for m in modes], float(args.timeout), "--timeout")
+    return {m: p.total for m, p in zip(modes, found, strict=True) if not isinstance(p, str)}
+
+
+def stored_cells(args, workload: str) -> tuple[list, str]:
+    """Every cell of `workload` (or its crossover variants) in the store, of every run; none when there is no store."""
+    from pathlib import Path
+
+    from dlperf.commands.common import db_path, open_store
+    from dlperf.report.crossover import base_name
+
+    where = db_path(args)
+    if not Path(where).is_file():
+        return [], where
+    store = open_store(args)
+    try:
+        found = [c for r in store.runs() for c in store.cells(r.id, unreadable=lambda fault: None)
+                 if base_name(c.workload) == workload]  # fmt: skip
+    finally:
+        store.close()
+    return found, where
 
 
 def prediction_table(workload, predictions):

@@ -181,6 +181,17 @@ def timer(args):
         raise UsageError(str(exc)) from exc
 
 
+def use_gpu_specs(args) -> None:
+    """A user's GPU rows for the run's predictions; a wrong file is one line, before anything runs."""
+    if not args.gpu_specs:
+        return
+    from dlperf.predict import gpus
+
+    if args.resume:  # the run's predictions were stored when it began
+        raise UsageError("--gpu-specs: a resumed run keeps the predictions it stored when it began")
+    gpus.use_specs(args.gpu_specs)
+
+
 def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
@@ -188,12 +199,7 @@ def run(args) -> int:
     from dlperf.store.location import resume_command
 
     db = db_path(args)
-    if args.gpu_specs:
-        from dlperf.predict import gpus
-
-        if args.resume:  # the run's predictions were stored when it began
-            raise UsageError("--gpu-specs: a resumed run keeps the predictions it stored when it began")
-        gpus.use_specs(args.gpu_specs)  # a wrong file is one line, before anything runs
+    use_gpu_specs(args)
     if args.resume:
         outcome = api.resume(db)
     else:

@@ -2,8 +2,9 @@
 
 Each CUDA cell of one plain process whose device is in the GPU table gets one prediction (roofline.py) at its
 workload's batch and its mode's precision, with no copy for a cell fed on the device (dlperf's synthetic batch) and
-the host copy for a loader cell. The techniques a mode adds to its precision (compile, channels-last, CUDA graphs,
-checkpointing, fused optimizers) are not modelled: such a cell is predicted as its plain precision, and says so.
+the host copy for a loader cell. CUDA graphs are modelled (one launch a step: roofline.py); the other techniques a
+mode adds to its precision (compile, channels-last, checkpointing, fused optimizers) are not: such a cell is
+predicted as its plain precision (with CUDA graphs where it has them), and says so.
 A count that fails never fails the run: the run goes on without predictions, with a warning.
 """
 
@@ -13,7 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from dlperf.errors import UsageError
-from dlperf.modes import PRECISIONS, mode_components
+from dlperf.modes import PRECISIONS, Mode, mode_components
 from dlperf.predict import count, gpus, roofline
 from dlperf.protocol import Cell
 from dlperf.store.records import Prediction
@@ -36,7 +37,9 @@ def chosen(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]):
         if gpu is None:
             unknown.add(models[cell.device])
             continue
-        precision = next(p.value for p in mode_components(cell.mode) if p in PRECISIONS)
+        components = mode_components(cell.mode)
+        # tf32 is fp32's step at the tensor cores' TF32 peak: a precision to the predictor
+        precision = "tf32" if Mode.TF32 in components else next(p.value for p in components if p in PRECISIONS)
         picked.append((cell, Workload.from_json(workloads[cell.key]), gpu, precision))
     for model in sorted(unknown):
         warnings.append(f"no prediction for {model}: it is not in dlperf's GPU table (dlperf predict --list-gpus); "
@@ -60,11 +63,13 @@ def predictions(
         if isinstance(n, str):
             warnings.append(f"no prediction for {cell.key}: its operators cannot be counted ({n})")
             continue
-        p = roofline.predict(n, gpu, transfer=bool(cell.loader))
-        extra = [c.value for c in mode_components(cell.mode) if c not in PRECISIONS]
+        components = mode_components(cell.mode)
+        graphs = Mode.CUDA_GRAPHS in components
+        p = roofline.predict(n, gpu, transfer=bool(cell.loader), cuda_graphs=graphs)
+        extra = [c.value for c in components if c not in (*PRECISIONS, Mode.TF32, Mode.CUDA_GRAPHS)]
         detail = {
             "parts": p.parts, "kernels": p.kernels, "efficiency": asdict(roofline.EFFICIENCY),
-            "uncertainty": roofline.uncertainty(), "modelled_as": precision,
+            "uncertainty": roofline.uncertainty(), "modelled_as": precision + ("+cuda_graphs" if graphs else ""),
             "not_modelled": extra,
         }  # fmt: skip
         rows.append(Prediction(cell.key, gpu.name, precision, w.batch, p.step_s, p.device_s, p.transfer_s, p.bound,

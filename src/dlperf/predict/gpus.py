@@ -78,16 +78,21 @@ def use_specs(path: str | None) -> None:
         _user = ()
         return
     where = f"--gpu-specs {path}"
+    text = read_text(path, where)
+    _user = parse(text, where)
+
+
+def read_text(path: str, where: str) -> str:
+    """A user's CSV file as text; one that cannot be read is one UsageError starting with `where`."""
     try:
         with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
+            return f.read()
     except FileNotFoundError:
         raise UsageError(f"{where}: no such file") from None
     except UnicodeDecodeError:
         raise UsageError(f"{where}: not a CSV file in UTF-8") from None
     except OSError as e:
         raise UsageError(f"{where}: cannot be read ({e.strerror or e})") from None
-    _user = parse(text, where)
 
 
 def table() -> tuple[GPU, ...]:
@@ -101,17 +106,8 @@ def table() -> tuple[GPU, ...]:
 
 def parse(text: str, where: str) -> tuple[GPU, ...]:
     """Rows of the table's format; a wrong one is a UsageError `where, line N, column C: what is wrong`."""
-    reader = csv.reader(io.StringIO(text))
-    header = [h.strip() for h in next(reader, [])]
-    _check_header(header, where)
     gpus, seen = [], {}
-    for row in reader:
-        line = reader.line_num
-        if not any(cell.strip() for cell in row):
-            continue
-        if len(row) != len(header):
-            raise UsageError(f"{where}, line {line}: {len(row)} fields where the header has {len(header)}")
-        cells = {h: c.strip() for h, c in zip(header, row, strict=True)}
+    for line, cells in csv_rows(text, where, COLUMNS, REQUIRED):
         gpu = _row(cells, lambda column, line=line: f"{where}, line {line}, column {column}")
         key = _key(gpu.name)
         if key in seen:
@@ -123,13 +119,26 @@ def parse(text: str, where: str) -> tuple[GPU, ...]:
     return tuple(gpus)
 
 
-def _check_header(header: list[str], where: str) -> None:
-    unknown = [h for h in header if h not in COLUMNS]
+def csv_rows(text: str, where: str, columns: tuple[str, ...], required: tuple[str, ...]):
+    """(line, {column: cell}) for each row of a CSV table after its header (lines starting with # are comments), the
+    cells stripped; a header naming an unknown column or missing a required one, or a row of another length, is a
+    UsageError `where, line N: what is wrong`."""
+    lines = text.splitlines(keepends=True)
+    reader = csv.reader(io.StringIO("".join("\n" if line.startswith("#") else line for line in lines)))
+    header = [h.strip() for h in next((row for row in reader if any(c.strip() for c in row)), [])]
+    at = reader.line_num or 1
+    unknown = [h for h in header if h not in columns]
     if unknown:
-        raise UsageError(f"{where}, line 1: unknown column {unknown[0]!r} (the columns: {', '.join(COLUMNS)})")
-    missing = [c for c in REQUIRED if c not in header]
+        raise UsageError(f"{where}, line {at}: unknown column {unknown[0]!r} (the columns: {', '.join(columns)})")
+    missing = [c for c in required if c not in header]
     if missing:
-        raise UsageError(f"{where}, line 1: no column {', '.join(missing)} (required: {', '.join(REQUIRED)})")
+        raise UsageError(f"{where}, line {at}: no column {', '.join(missing)} (required: {', '.join(required)})")
+    for row in reader:
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(header):
+            raise UsageError(f"{where}, line {reader.line_num}: {len(row)} fields where the header has {len(header)}")
+        yield reader.line_num, {h: c.strip() for h, c in zip(header, row, strict=True)}
 
 
 def _row(cells: dict[str, str], at) -> GPU:

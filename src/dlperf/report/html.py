@@ -13,7 +13,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from dlperf.report import best, charts, crossover, ddp, figures, paper, predicted, profile, table
+from dlperf.report import best, charts, cost, crossover, ddp, figures, paper, predicted, profile, table
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.format import count, nbytes, seconds, table_seconds
@@ -151,8 +151,8 @@ def _crossovers(found: list[crossover.Crossover], drawn: dict[str, str]) -> str:
     """Per `dlperf crossover` run: its figure, its table and its answer."""
     parts = []
     for x in found:
-        head, rows = crossover.table_rows(x)
-        answer = "".join(f"<p>{escape(line)}</p>" for line in x.lines())
+        head, rows = cost.crossover_table(x)  # the crossover's table, a million samples' cost beside each priced GPU
+        answer = "".join(f"<p>{escape(line)}</p>" for line in [*x.lines(), *cost.crossover_lines(x)])
         parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows) + answer)
     return "".join(parts)
 

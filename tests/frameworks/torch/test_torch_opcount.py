@@ -1,6 +1,7 @@
 """The op count on fake tensors (frameworks/torch/opcount.py): FLOPs, bytes, launches and phases of known layers, a
 ResNet-50 step without its activations' memory, and the probe's `ops` request."""
 
+import contextlib
 import math
 
 import pytest
@@ -99,6 +100,28 @@ def test_sgd_momentum_is_foreach_in_chunks_of_110():
     assert lists == {2 * n * 3 * 4: 1, 3 * n * 3 * 4: 2}  # buf *= m writes buf; the adds read two lists, write one
 
 
+def test_a_fused_update_is_one_kernel_per_chunk_of_110_tensors():
+    """The fused optimizer (as a mode asks for it on CUDA): one kernel does every op of the update, over 110 tensors."""
+    n = 230
+    model = ManyTensors(n)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, fused=True)
+    step = tb.TorchStep(model, (torch.randn(2, 3), torch.zeros(2)), sum_loss, optimizer, None, torch.device("cpu"))
+    (update,) = of(opcount.count_ops(step), phase="optimizer")
+    assert (update.calls, update.launches, update.issued) == (1, math.ceil(n / 110), math.ceil(n / 110))
+
+
+def test_gradient_clipping_is_counted_foreach_as_cuda_runs_it():
+    """CUDA clips with two multi-tensor ops over every gradient, not a norm and a product per tensor (the CPU's)."""
+    n = 230
+    model = ManyTensors(n)
+    step = step_of(model, torch.randn(2, 3))
+    step.clip_grad_norm = 1.0
+    clipped = of(opcount.count_ops(step), phase="optimizer")
+    plain = of(opcount.count_ops(step_of(ManyTensors(n), torch.randn(2, 3))), phase="optimizer")
+    launches = sum(op.calls * op.issued for op in clipped) - sum(op.calls * op.issued for op in plain)
+    assert launches <= 2 * math.ceil(n / 110) + 6  # foreach norm and scale, the norm of the norms, the coefficient
+
+
 class Tagger(torch.nn.Module):
     """A projection, an LSTM over it, and the last state: what runs outside the LSTM stays one launch per op."""
 
@@ -116,13 +139,67 @@ def test_lstm_runs_as_cudnn_launches_it():
     proj_flops = 2 * b * t * i0 * i
     for phase in ("forward", "backward"):
         lstm = [op for op in of(ops, "matmul", phase) if op.flops != proj_flops]
-        assert lstm and {op.launches for op in lstm} == {2}, phase
+        assert lstm and {op.launches for op in lstm} == ({2} if phase == "forward" else {1, 2}), phase  # 1: weights
         assert {op.launches for op in of(ops, "matmul", phase) if op.flops == proj_flops} == {1}, phase
         assert any(op.launches == 0 for op in of(ops, "memory", phase)), phase
     lstm_flops = {p: sum(op.flops * op.calls for op in of(ops, "matmul", p)) for p in ("forward", "backward")}
     forward = 8 * b * t * h * (i + h)
     assert lstm_flops["forward"] - proj_flops == forward
     assert lstm_flops["backward"] - proj_flops == pytest.approx(2 * forward, rel=0.1)  # no gradient for h0
+
+
+class Stacked(torch.nn.Module):
+    """A projection, then a two-layer LSTM."""
+
+    def __init__(self, i0: int, i: int, h: int) -> None:
+        super().__init__()
+        self.proj, self.lstm = torch.nn.Linear(i0, i), torch.nn.LSTM(i, h, num_layers=2, batch_first=True)
+
+    def forward(self, x):
+        return self.lstm(self.proj(x))[0]
+
+
+@contextlib.contextmanager
+def unfused_counting():
+    """Count as the CPU runs an LSTM: no RNN marked, every product issued by the host."""
+    watching = opcount.OpRecorder.watching_rnns
+    opcount.OpRecorder.watching_rnns = lambda self, model: contextlib.nullcontext()
+    try:
+        yield
+    finally:
+        opcount.OpRecorder.watching_rnns = watching
+
+
+def test_an_lstm_is_counted_along_cudnns_path():
+    """Per layer: the input projection of every step as one GEMM (m = seq x batch), a GEMM per step (m = batch); the
+    host issues one cuDNN call per layer forward and two backward, none of the kernels cuDNN launches itself; the
+    FLOPs are the unfused cells'."""
+    b, t, i0, i, h = 4, 6, 5, 8, 16
+    ops = opcount.count_ops(step_of(Stacked(i0, i, h), torch.randn(b, t, i0)))
+    forward = {op.shape: op.calls for op in of(ops, "matmul", "forward")}
+    assert forward == {(1, b * t, i, i0): 1, (1, b * t, 4 * h, i): 1, (1, b * t, 4 * h, h): 1, (1, b, 4 * h, h): 2 * t}
+    cudnn_calls = {(op.phase, op.issued, op.calls) for op in ops if op.launches == 0 and op.issued}
+    assert cudnn_calls == {("forward", 2, 1), ("backward", 4, 1)}  # 2 layers: forward; backward data and weights
+    lstm = [op for op in of(ops, "matmul") if op.shape not in ((1, b * t, i, i0), (1, i, i0, b * t), (1, b * t, i0, i))]
+    # a step's GEMM and its fused gate math; a weight's gradient, one GEMM (below); none issued by the host
+    assert {(op.launches, op.issued) for op in lstm} == {(2, 0), (1, 0)}
+    assert {op.issued for op in of(ops, "matmul") if op not in lstm} == {1}  # the projection: PyTorch issues it
+    flops = sum(op.flops * op.calls for op in of(ops, "matmul", "forward"))
+    assert flops == 2 * b * t * i0 * i + 8 * b * t * h * (i + h) + 8 * b * t * h * (h + h)
+    weights = {op.shape: op.calls for op in of(ops, "matmul", "backward") if op.launches == 1 and not op.issued}
+    assert weights == {(1, 4 * h, h, b * t): 3, (1, 4 * h, i, b * t): 1}  # each weight's gradient over every step
+    with unfused_counting():  # the FLOPs of the unfused cells, all of them
+        unfused = opcount.count_ops(step_of(Stacked(i0, i, h), torch.randn(b, t, i0)))
+    assert sum(op.flops * op.calls for op in ops) == sum(op.flops * op.calls for op in unfused)
+    assert sum(op.calls * op.launches for op in ops) < sum(op.calls * op.launches for op in unfused)
+
+
+def test_a_convolution_carries_its_implicit_gemm():
+    conv, x = torch.nn.Conv2d(3, 8, 3, padding=1), torch.randn(2, 3, 16, 16, requires_grad=True)
+    ops = opcount.count_ops(step_of(conv, x))
+    assert {op.shape for op in of(ops, "conv")} == {(1, 2 * 16 * 16, 8, 3 * 3 * 3)}
+    grouped = opcount.count_ops(step_of(torch.nn.Conv2d(4, 8, 3, groups=2), torch.randn(2, 4, 10, 10)))
+    assert {op.shape for op in of(grouped, "conv", "forward")} == {(2, 2 * 8 * 8, 4, 2 * 3 * 3)}
 
 
 def test_bf16_and_fp16_products_run_in_half():

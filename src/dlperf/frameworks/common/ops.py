@@ -20,7 +20,8 @@ from typing import Any
 # memory: every other kernel (element-wise, norms, reductions, copies)
 KINDS = ("matmul", "conv", "attention", "memory")
 PHASES = ("forward", "backward", "optimizer")
-CALL = ("kind", "dtype", "flops", "bytes", "launches", "phase")  # one kernel call as the count records it, a tuple
+# one kernel call as the count records it, a tuple (issued and shape: see `Op`)
+CALL = ("kind", "dtype", "flops", "bytes", "launches", "phase", "issued", "shape")
 
 
 @dataclass(frozen=True)
@@ -29,8 +30,13 @@ class Op:
 
     flops: per call, multiply-adds counted as 2 (PyTorch's FLOP counter formulas); 0 for a memory kernel.
     bytes: per call, every tensor the kernel reads plus every tensor it writes, at their dtypes.
-    launches: kernels per call on a GPU: 1 for most; a foreach op is ceil(tensors / 110) multi-tensor launches; an
-        element-wise op inside a cuDNN RNN cell is 0 (cuDNN fuses a step's gate math into the kernel after its GEMM).
+    launches: kernels per call the GPU runs: 1 for most; a foreach op is ceil(tensors / 110) multi-tensor launches;
+        an element-wise op inside a cuDNN RNN cell is 0 (cuDNN fuses a step's gate math into the kernel after its GEMM).
+    issued: kernels per call the framework's host issues (its dispatch cost each): `launches` for most; 0 inside a
+        cuDNN RNN, whose kernels cuDNN launches itself, one host-issued call per layer and direction standing for them
+        (an op of no work, `launches` 0: forward, and backward data and weights).
+    shape: a product's (batch, m, n, k), a convolution's implicit GEMM (groups, N x output pixels, output channels
+        per group, input channels per group x kernel size); () where none is counted (an older count, other kinds).
     dtype: the dtype the work runs in ("fp32", "bf16", "fp16"; for memory kernels the widest floating input).
     phase: forward (model and loss), backward, optimizer (the update, and zeroing the gradients).
     """
@@ -42,8 +48,13 @@ class Op:
     calls: int = 1
     launches: int = 1
     phase: str = "forward"
+    issued: int | None = None  # None: `launches`
+    shape: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
+        if self.issued is None:
+            object.__setattr__(self, "issued", self.launches)
+        object.__setattr__(self, "shape", tuple(int(d) for d in self.shape))
         if self.kind not in KINDS:
             raise ValueError(f"unknown op kind {self.kind!r}")
         if self.phase not in PHASES:
@@ -54,7 +65,9 @@ class Op:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Op:
-        return cls(**{k: d[k] for k in ("kind", "dtype", "flops", "bytes", "calls", "launches", "phase") if k in d})
+        """Read back; a count written before `issued` and `shape` existed reads as one launch issued per kernel and
+        no shape."""
+        return cls(**{k: d[k] for k in (*CALL, "calls") if k in d})
 
 
 @dataclass(frozen=True)
@@ -89,9 +102,10 @@ def grouped(calls: Iterable[tuple]) -> list[Op]:
 
 @dataclass(frozen=True)
 class Affine:
-    """A step's count as a function of the batch: each kernel call's (kind, dtype, launches, phase) fixed, its FLOPs
-    and bytes `a + s * batch`; `calls` lists them as (kind, dtype, flops a, flops s, bytes a, bytes s, launches,
-    phase, calls). `batches`: where it was counted and found exact (the first two fitted it)."""
+    """A step's count as a function of the batch: each kernel call's (kind, dtype, launches, phase, issued) fixed, its
+    FLOPs, bytes and each dimension of its shape `a + s * batch`; `calls` lists them as (kind, dtype, flops a, flops s,
+    bytes a, bytes s, launches, phase, issued, shape a, shape s, calls). `batches`: where it was counted and found
+    exact (the first two fitted it)."""
 
     workload: str
     mode: str
@@ -109,12 +123,16 @@ class Affine:
             return f"not affine in the batch: {len(calls0)} kernels at batch {b0}, {len(calls1)} at batch {b1}"
         lines = []
         for c0, c1 in zip(calls0, calls1, strict=True):
-            if (c0[0], c0[1], c0[4], c0[5]) != (c1[0], c1[1], c1[4], c1[5]):
+            if (*c0[:2], *c0[4:7], len(c0[7])) != (*c1[:2], *c1[4:7], len(c1[7])):
                 return f"not affine in the batch: another kernel at batch {b1} than at batch {b0} ({c0[0]}, {c1[0]})"
-            lines.append((*_line(b0, c0[2], b1, c1[2]), *_line(b0, c0[3], b1, c1[3])))
-        if any(None in line for line in lines) or None in _line(b0, in0, b1, in1):
-            return f"not affine in the batch: a kernel's FLOPs or bytes grow by a fraction per sample ({b0}, {b1})"
-        grouped_calls = Counter((c[0], c[1], *line, c[4], c[5]) for c, line in zip(calls0, lines, strict=True))
+            dims = [_line(b0, d0, b1, d1) for d0, d1 in zip(c0[7], c1[7], strict=True)]
+            shape = (tuple(a for a, _ in dims), tuple(s for _, s in dims))
+            lines.append((*_line(b0, c0[2], b1, c1[2]), *_line(b0, c0[3], b1, c1[3]), *shape))
+        if any(None in line[:4] or None in line[4] for line in lines) or None in _line(b0, in0, b1, in1):
+            return (
+                f"not affine in the batch: a kernel's FLOPs, bytes or shape grow by a fraction per sample ({b0}, {b1})"
+            )
+        grouped_calls = Counter((*c[:2], *line[:4], *c[4:7], *line[4:]) for c, line in zip(calls0, lines, strict=True))
         found = cls(workload, mode, tuple((*k, n) for k, n in grouped_calls.items()), _line(b0, in0, b1, in1),
                     params, (b0, b1))  # fmt: skip
         for batch, calls, input_bytes in points[2:]:
@@ -125,16 +143,17 @@ class Affine:
     def at(self, batch: int) -> Count:
         """The count at `batch`, grouped as a direct count groups it. ValueError: a figure below 0 there."""
         ops: Counter[tuple] = Counter()
-        for kind, dtype, fa, fs, ba, bs, launches, phase, n in self.calls:
-            ops[(kind, dtype, fa + fs * batch, ba + bs * batch, launches, phase)] += n
-        if any(k[2] < 0 or k[3] < 0 for k in ops):
+        for kind, dtype, fa, fs, ba, bs, launches, phase, issued, sa, ss, n in self.calls:
+            shape = tuple(a + s * batch for a, s in zip(sa, ss, strict=True))
+            ops[(kind, dtype, fa + fs * batch, ba + bs * batch, launches, phase, issued, shape)] += n
+        if any(k[2] < 0 or k[3] < 0 or min(k[7], default=0) < 0 for k in ops):
             raise ValueError(f"the count fitted at batches {self.batches} has a figure below 0 at batch {batch}")
         op_list = tuple(Op(**dict(zip(CALL, k, strict=True)), calls=n) for k, n in ops.items())
         a, s = self.input_bytes
         return Count(self.workload, self.mode, batch, op_list, a + s * batch, self.params)
 
     def to_json(self) -> dict[str, Any]:
-        return {**asdict(self), "calls": [list(c) for c in self.calls]}
+        return {**asdict(self), "calls": [[*c[:9], list(c[9]), list(c[10]), c[11]] for c in self.calls]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Affine:
@@ -152,7 +171,9 @@ def _line(b0: int, y0: int, b1: int, y1: int) -> tuple[int, int] | tuple[None, N
 
 
 def _affine_call(c: list) -> tuple:
-    kind, dtype, fa, fs, ba, bs, launches, phase, n = c
-    if kind not in KINDS or phase not in PHASES:
+    """One call of an Affine's JSON; ValueError on another layout (an entry written by an older dlperf)."""
+    kind, dtype, fa, fs, ba, bs, launches, phase, issued, sa, ss, n = c
+    if kind not in KINDS or phase not in PHASES or len(sa) != len(ss):
         raise ValueError(f"not an affine call: {c!r}")
-    return (kind, str(dtype), int(fa), int(fs), int(ba), int(bs), int(launches), phase, int(n))
+    shape = (tuple(int(a) for a in sa), tuple(int(s) for s in ss))
+    return (kind, str(dtype), int(fa), int(fs), int(ba), int(bs), int(launches), phase, int(issued), *shape, int(n))

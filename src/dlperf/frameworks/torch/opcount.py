@@ -13,15 +13,22 @@ hundred MB. One iteration runs, and a dispatch mode above the fake one records e
 - a cast (a copy that changes a floating dtype: autocast's `_to_copy` and its backward) is not a kernel of its own:
   its bytes are added to the kernel before it, so a bf16 step's casts are traffic, never kernels at the fixed cost;
 - launches: 1; a `_foreach_*` op is ceil(tensors / 110) multi-tensor-apply chunks;
-- RNNs run unfused (oneDNN's fused kernel has no FLOP formula), as per-step products and gate math. cuDNN runs a
-  step as its GEMM plus one fused point-wise kernel, so inside an `nn.RNNBase` (its forward, and the autograd nodes
-  it made in backward) a matrix product counts 2 launches and every other op 0 (its bytes still count). An
-  approximation: cuDNN's persistent kernels and its layer-wavefront overlap are not modelled, nor is its workspace
-  traffic; the input projection of all steps is one GEMM in both.
+- RNNs run unfused (oneDNN's fused kernel has no FLOP formula), as per-step products and gate math: the FLOPs and
+  GEMM shapes of cuDNN's RNN (per layer and direction, the input projection of all steps as one GEMM, m = seq x
+  batch, then a GEMM per step, m = batch). cuDNN runs a step as its GEMM plus one fused point-wise kernel, so inside
+  an `nn.RNNBase` (its forward, and the autograd nodes it made in backward) a matrix product counts 2 launches the
+  device runs and every other op 0 (its bytes still count); none of them is issued by the host: cuDNN launches them
+  from one call per layer and direction (forward; backward data and backward weights: 2), counted as an op of no
+  work with those issued launches (`Op.issued`). An approximation: cuDNN's persistent kernels, its layer-wavefront
+  overlap and its workspace traffic are not modelled. Its weight gradients are one GEMM per weight over every step
+  (k = seq x batch), where the unfused cells ran one per step (`OpRecorder.weight_gradients`);
+- a product's shape (batch, m, n, k), a convolution's as its implicit GEMM, for the wave quantization of the GPU
+  model (`Op.shape`).
 
 The optimizer starts from its steady state (momentum buffers exist: one warm-up update on zero gradients makes
-them). Gradient clipping runs as on a CPU, per tensor (torch refuses foreach clipping on a CPU device), a few more
-launches than CUDA's `_foreach_norm`. Imports torch and dlperf's standard-library modules, never the backend.
+them). Gradient clipping runs as CUDA's `clip_grad_norm_` runs it, foreach (`clip_as_cuda`: torch refuses foreach
+clipping on a CPU device, where it would count two kernels per tensor). Imports torch and dlperf's standard-library
+modules, never the backend.
 """
 
 from __future__ import annotations
@@ -127,14 +134,27 @@ def count_step(step) -> list[tuple]:
             loss = step.scaler.scale(loss)
         rec.phase = "backward"
         loss.backward()
+        rec.weight_gradients()
         rec.phase = "optimizer"
         if step.scaler is not None:  # scaler.step reads found_inf on the host: the update is called directly
             step.scaler.unscale_(step.optimizer)
-        step._clip()
+        clip_as_cuda(step)
         step.optimizer.step()
         if step.scaler is not None:
             step.scaler.update()
     return rec.calls
+
+
+def clip_as_cuda(step) -> None:
+    """`clip_grad_norm_` as CUDA runs it (its foreach path): every gradient's norm in one multi-tensor op, their norm,
+    the coefficient, and every gradient scaled in one more."""
+    if step.clip_grad_norm is None:
+        return
+    grads = [p.grad for p in step.trainable if p.grad is not None]
+    if not grads:
+        return
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads, 2.0)), 2.0)
+    torch._foreach_mul_(grads, torch.clamp(step.clip_grad_norm / (total + 1e-6), max=1.0))
 
 
 class OpRecorder(TorchDispatchMode):
@@ -148,6 +168,8 @@ class OpRecorder(TorchDispatchMode):
         self.cast_bytes = 0  # casts before the first kernel: their bytes go to it
         self.rnn_depth = 0  # inside an RNN module's forward
         self.rnn_nodes: set = set()  # the autograd nodes RNN forwards made: their backward runs as cuDNN's
+        self.rnn_weights: list[tuple] = []  # the shapes of RNN weights (and transposed), one per weight
+        self.rnn_weight_grads: dict[tuple, list[int]] = {}  # (dtype, m, n): flops, bytes read, k, bytes written
 
     def ops(self) -> list[Op]:
         return grouped(self.calls)
@@ -171,12 +193,12 @@ class OpRecorder(TorchDispatchMode):
             dtype = max(floating, key=lambda d: d.itemsize) if floating else tensors[0].dtype if tensors else None
         else:
             kind, dtype = _kind(func), first_floating_dtype(args)
-        launches = 1
-        if func._overloadpacket.__name__.startswith("_foreach_"):
+        launches = issued = 1
+        if func._overloadpacket.__name__.startswith(("_foreach_", "_fused_")):
             first = next((a for a in args if isinstance(a, (list, tuple))), [])
-            launches = math.ceil(len(first) / FOREACH_TENSORS_PER_LAUNCH)
+            launches = issued = math.ceil(len(first) / FOREACH_TENSORS_PER_LAUNCH)
         if self.rnn_depth or (self.rnn_nodes and torch._C._current_autograd_node() in self.rnn_nodes):
-            launches = 2 if kind == "matmul" else 0  # cuDNN: a step's GEMM, then its fused gate math
+            launches, issued = (2 if kind == "matmul" else 0), 0  # cuDNN: a step's GEMM, then its fused gate math
         traffic = sum(nbytes(t) for t in inputs) + sum(nbytes(t) for t in outputs)
         if _is_cast(func, inputs, outputs):
             # autocast's casts (and their backward's) are memory traffic, not kernels at the fixed cost: their bytes
@@ -184,11 +206,42 @@ class OpRecorder(TorchDispatchMode):
             if not self.calls:
                 self.cast_bytes += traffic
                 return
-            kind0, dtype0, flops0, bytes0, launches0, phase0 = self.calls[-1]
-            self.calls[-1] = (kind0, dtype0, flops0, bytes0 + traffic, launches0, phase0)
+            last = self.calls[-1]
+            self.calls[-1] = (*last[:3], last[3] + traffic, *last[4:])
             return
-        self.calls.append((kind, dtype_name(dtype), flops, traffic + self.cast_bytes, launches, self.phase))
+        shape = gemm_shape(func, args, out) if kind != "memory" else ()
+        if kind == "matmul" and not self.rnn_depth and launches == 2 and tuple(out.shape) in self.rnn_weights:
+            # a weight's gradient at one step: cuDNN's backward weights computes it once over every step
+            found = self.rnn_weight_grads.setdefault((dtype_name(dtype), *shape[1:3]), [0, 0, 0, nbytes(out)])
+            found[0], found[1], found[2] = found[0] + flops, found[1] + traffic - nbytes(out), found[2] + shape[3]
+            return
+        call = (kind, dtype_name(dtype), flops, traffic + self.cast_bytes, launches, self.phase, issued, shape)
+        self.calls.append(call)
         self.cast_bytes = 0
+
+    def weight_gradients(self) -> None:
+        """After backward: each RNN weight's gradient as cuDNN's backward weights computes it, one GEMM over every
+        step (k: seq x batch) where the unfused cells ran one per step; their FLOPs and the bytes they read, the
+        gradient written once."""
+        for (dtype, m, n), (flops, read, k, written) in self.rnn_weight_grads.items():
+            # weights of one shape (a layer's input and recurrent weights, layers alike) share the work evenly
+            parts = self.rnn_weights.count((m, n))
+            if parts < 1 or flops % parts or read % parts or k % parts:
+                parts = 1
+            traffic = read // parts + written
+            call = ("matmul", dtype, flops // parts, traffic, 1, "backward", 0, (1, m, n, k // parts))
+            self.calls.extend([call] * parts)
+        self.rnn_weight_grads.clear()
+
+    def _cudnn_calls(self, module: torch.nn.RNNBase, out: Any) -> None:
+        """The host's calls into cuDNN for one run of `module`: one per layer and direction forward, and where a
+        gradient flows back, two in backward (backward data, backward weights)."""
+        calls = module.num_layers * (2 if module.bidirectional else 1)
+        floating = [t for t in tensors_in(out) if t.is_floating_point()]
+        dtype = dtype_name(floating[0].dtype) if floating else "fp32"
+        self.calls.append(("memory", dtype, 0, 0, 0, "forward", calls, ()))
+        if any(t.requires_grad for t in floating):
+            self.calls.append(("memory", dtype, 0, 0, 0, "backward", 2 * calls, ()))
 
     @contextlib.contextmanager
     def watching_rnns(self, model: torch.nn.Module) -> Iterator[None]:
@@ -200,6 +253,7 @@ class OpRecorder(TorchDispatchMode):
 
         def leave(module, args, out):
             self.rnn_depth -= 1
+            self._cudnn_calls(module, out)
             stop = {t.grad_fn for t in tensors_in(list(args)) if t.grad_fn is not None}
             todo = [t.grad_fn for t in tensors_in(out) if t.grad_fn is not None]
             while todo:
@@ -210,6 +264,8 @@ class OpRecorder(TorchDispatchMode):
                 todo.extend(n for n, _ in node.next_functions if n is not None)
 
         rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+        weights = [tuple(w.shape) for m in rnns for name, w in m.named_parameters() if name.startswith("weight")]
+        self.rnn_weights = [*weights, *(w[::-1] for w in weights if w[::-1] != w)]
         handles = [h for m in rnns for h in (m.register_forward_pre_hook(enter), m.register_forward_hook(leave))]
         try:
             yield
@@ -247,6 +303,26 @@ def _written(func, args: tuple, kwargs: dict) -> list:
 def _kind(func) -> str:
     name = func._overloadpacket.__name__
     return "conv" if "conv" in name else "attention" if "attention" in name else "matmul"
+
+
+def gemm_shape(func, args: tuple, out: Any) -> tuple[int, ...]:
+    """(batch, m, n, k) of a product; a convolution's implicit GEMM (groups, N x output pixels, output channels per
+    group, input channels per group x kernel size), read from its output (forward) or its output's gradient
+    (backward); () for attention and what is not read."""
+    name = func._overloadpacket.__name__
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    if "conv" in name:
+        names = [a.name for a in func._schema.arguments]
+        if "weight" not in names or "groups" not in names:
+            return ()
+        y = args[0] if "backward" in name else out[0] if isinstance(out, (tuple, list)) else out
+        w, groups = args[names.index("weight")], int(args[names.index("groups")])
+        return (groups, y.shape[0] * math.prod(y.shape[2:]), y.shape[1] // groups, math.prod(w.shape[1:]))
+    if name in ("addmm", "baddbmm", "addbmm"):
+        tensors = tensors[1:]
+    if len(tensors) < 2 or not isinstance(out, torch.Tensor) or out.dim() < 2 or tensors[0].dim() < 2:
+        return ()
+    return (math.prod(out.shape[:-2]), out.shape[-2], out.shape[-1], tensors[0].shape[-1])
 
 
 def nbytes(t: torch.Tensor) -> int:

@@ -37,6 +37,11 @@ def probe(request: dict[str, Any]) -> dict[str, Any]:
     if what == "ops":  # the GPU predictor's operator counts
         return {"counts": [op_count(Workload.from_json(r["workload"]), r["mode"], int(r["batch"]), r.get("fit"))
                            for r in request["requests"]]}  # fmt: skip
+    if what == "memory":  # the memory predictor's traces (`memcount.py`)
+        from dlperf.frameworks.torch.memcount import memory_count
+
+        asked = [(Workload.from_json(r["workload"]), r["mode"], r["batches"]) for r in request["requests"]]
+        return {"traces": [t for w, mode, batches in asked for t in memory_count(w, mode, batches)]}
     raise ValueError(f"unknown probe request {what!r}")
 
 

@@ -7,9 +7,10 @@ the optimizer, each top-level module) are put on the step for the profiled steps
 
 On a CPU the categories are the operators' self times (nested operators are not counted twice) and `host` the rest
 of the step's wall time: Python, dispatch, autograd's bookkeeping and the profiler's own cost per event. On CUDA they
-are the kernels' device times, each kernel in its launching operator's category (CUPTI's activity), scaled to the
-time the device was busy; the rest of the step is `host` where the device waited for the next launch and `idle`
-where it waited with the work already issued. Holistic Trace Analysis (0.5.0) was evaluated for this: it installs
+are the kernels' device times, each kernel in its launching operator's category (the one torch linked it to, else
+the innermost one open on the launching thread at its launch: `attribute`), scaled to the time the device was busy;
+the rest of the step is `host` where the device waited for the next launch and `idle` where it waited with the work
+already issued. Holistic Trace Analysis (0.5.0) was evaluated for this: it installs
 beside torch 2.13, but brings 82 packages (jupyterlab, a Jupyter server, pandas, plotly) into the environment a
 worker runs in, and reads a trace file from disk (a trace above the cap is not kept); its temporal breakdown is
 the same kernel-interval union (`_busy_and_gaps`), and its idle breakdown the same host-wait test, so both are here.
@@ -18,8 +19,10 @@ the same kernel-interval union (`_busy_and_gaps`), and its idle breakdown the sa
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +138,10 @@ def leaf_ops(events: list) -> int:
 
 
 def is_operator(event) -> bool:
-    """A framework operator (an ATen op or a compiled graph's call), not a label or autograd's bookkeeping."""
+    """A framework operator (an ATen op or a compiled graph's call), not a label or autograd's bookkeeping, and not a
+    kernel: torch lists each kernel as a device-side event too, and a kernel's name has "::" in it."""
+    if event.device_type != torch.autograd.DeviceType.CPU:
+        return False
     name = event.name
     if "CompiledFxGraph" in name:
         return True
@@ -254,8 +260,10 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
         events = list(prof.events())
         counted = counted_step(train, notes)
     result = {"steps": steps, "step_s": step_s, "notes": notes, **counted}
-    result.update(breakdown_cuda(prof, events, steps, step_s, notes) if cuda else breakdown_cpu(events, steps, step_s))
-    result["top_ops"] = top_ops(events, steps, cuda)
+    activity = attribute(prof, events) if cuda else None
+    breakdown = breakdown_cuda(prof, events, steps, step_s, notes, activity) if cuda else None
+    result.update(breakdown or breakdown_cpu(events, steps, step_s))
+    result["top_ops"] = top_ops(events, steps, cuda, activity)
     result["modules"] = modules(events, steps, cuda)
     result["ops_per_step"] = round(sum(1 for e in events if is_operator(e)) / steps)
     result["leaf_ops_per_step"] = round(leaf_ops(events) / steps)
@@ -323,29 +331,36 @@ def _under_data(event) -> bool:
     return parent is not None
 
 
-def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[str]) -> dict[str, Any]:
-    """Kernel time by the launching operator's category, scaled to the device's busy time (streams may overlap);
-    the device's gaps split into `host` (the next kernel was not launched yet) and `idle` (it was)."""
+def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[str], activity=None) -> dict[str, Any]:
+    """Device time by its operator's category (`attribute`), scaled to the device's busy time (streams may overlap);
+    the device's gaps split into `host` (the next work was not launched yet) and `idle` (it was)."""
+    activity = attribute(prof, events) if activity is None else activity
     forward = phases(events)
     seconds: dict[str, float] = defaultdict(float)
-    attributed = 0.0
-    for event in events:
-        for kernel in event.kernels if is_operator(event) else []:
-            category = _memcpy_kind(kernel.name) or category_of(event, forward)
-            seconds[category.value] += kernel.duration / 1e6 / steps
-            attributed += kernel.duration / 1e6 / steps
-    device, launches = _device_activity(prof)
-    kernels = sum(1 for _, _, name, _ in device if not name.startswith(("Memcpy", "Memset")))
-    busy, total, host_gaps, all_gaps = _busy_and_gaps(device, launches)
-    if total / 1e9 / steps > attributed:
-        seconds[Category.OTHER.value] += total / 1e9 / steps - attributed
-        notes.append("kernels without a launching operator (CUDA graph replay, compiled code) are under other")
+    for (start, stop, name, *_), owner in zip(activity.device, activity.owners, strict=True):
+        category = _memcpy_kind(name) or (Category.OTHER if owner is None else category_of(owner, forward))
+        seconds[category.value] += (stop - start) / 1e9 / steps
+    _note_attribution(activity, steps, notes)
+    busy, total, host_gaps, all_gaps = _busy_and_gaps(activity.device, activity.launches)
     scale = (busy / total) if total else 0.0
     busy_s = {k: v * scale for k, v in seconds.items()}
     gaps_s = max(0.0, step_s - sum(busy_s.values()))
     host_share = host_gaps / all_gaps if all_gaps else 1.0
     categories = {**busy_s, Category.HOST.value: gaps_s * host_share, Category.IDLE.value: gaps_s * (1 - host_share)}
-    return {"categories": fill_to_step(categories, step_s, Category.IDLE), "kernels_per_step": round(kernels / steps)}
+    return {"categories": fill_to_step(categories, step_s, Category.IDLE),
+            "kernels_per_step": round(activity.kernels / steps)}  # fmt: skip
+
+
+def _note_attribution(activity: CudaActivity, steps: int, notes: list[str]) -> None:
+    """How much device work torch did not link to an operator, given by its launch's time; how much has none."""
+    unowned = sum(stop - start for (start, stop, name, *_), owner in zip(activity.device, activity.owners, strict=True)
+                  if owner is None and _memcpy_kind(name) is None)  # fmt: skip
+    if activity.by_launch_ns:
+        notes.append(f"{activity.by_launch_ns / 1e6 / steps:.3g} ms per step of device work torch did not link to "
+                     "its operator is under the operator open on the launching thread at its launch")  # fmt: skip
+    if unowned:
+        notes.append(f"{unowned / 1e6 / steps:.3g} ms per step of device work launched with no operator open "
+                     "(CUDA graph replay, work issued outside ATen operators) is under other")  # fmt: skip
 
 
 def _memcpy_kind(name: str) -> Category | None:
@@ -358,16 +373,113 @@ def _memcpy_kind(name: str) -> Category | None:
     return None
 
 
-def _device_activity(prof) -> tuple[list[tuple[int, int, str, int]], dict[int, int]]:
-    """CUPTI's device activity: (start ns, end ns, name, correlation id) of every kernel, copy and memset; and the
-    start of each runtime launch call by correlation id."""
-    device, launches = [], {}
-    for e in prof.profiler.kineto_results.events():
-        if e.device_type() == torch.autograd.DeviceType.CUDA:
-            device.append((e.start_ns(), e.end_ns(), e.name(), e.correlation_id()))
-        elif e.name().startswith("cuda") and e.correlation_id():
-            launches[e.correlation_id()] = e.start_ns()
-    return sorted(device), launches
+# kineto's activity types (`activity_type()` of torch's kineto events): the device's work, and the host's calls that
+# issue it. Not work: "gpu_user_annotation", a record_function label's span over its kernels on a stream (counted, it
+# doubled the labelled kernels' time, the copy under other), nor "cuda_sync" (a wait, when enabled).
+DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
+LAUNCH_APIS = ("cuda_runtime", "cuda_driver")
+
+
+@dataclass
+class CudaActivity:
+    """CUPTI's activity over the profiled steps, each kernel, copy and memset with the operator it is attributed to."""
+
+    # (start ns, end ns, name, correlation id, the operator's id kineto linked it to or 0), by start
+    device: list[tuple[int, int, str, int, int]] = field(default_factory=list)
+    launches: dict[int, int] = field(default_factory=dict)  # correlation id -> start ns of its launch call
+    threads: dict[int, int] = field(default_factory=dict)  # correlation id -> the launching thread (system id)
+    kernels: int = 0  # not copies or memsets
+    owners: list = field(default_factory=list)  # per `device` entry: its operator (a FunctionEvent), or None
+    by_launch_ns: int = 0  # device time torch did not link, given to an operator by its launch's time
+
+
+def attribute(prof, events: list) -> CudaActivity:
+    """The device work, each with its operator: the one torch linked it to (the operator's `kernels`), else the
+    innermost operator open on the launching thread when its launch call (runtime or driver API) started. Torch links
+    through CUPTI's external correlation; where that is missing (seen with cuDNN 9's kernels in an eager step), the
+    kernel is a top-level event of its own, and would be under `other` with no launching operator."""
+    results = prof.profiler.kineto_results
+    activity = _device_activity(results.events())
+    operators = [e for e in events if is_operator(e) and not e.is_async]
+    linked = {e.id: e for e in operators}  # an operator's id is the correlation id kineto links its kernels to
+    running = _Running(operators)
+    for start, stop, _, corr, link in activity.device:
+        owner = linked.get(link) if link else None
+        if owner is None and corr in activity.launches:
+            launched_us = (activity.launches[corr] - results.trace_start_ns()) / 1e3  # FunctionEvents' clock
+            owner = running.innermost(launched_us, activity.threads.get(corr))
+            activity.by_launch_ns += 0 if owner is None else stop - start
+        activity.owners.append(owner)
+    return activity
+
+
+def _device_activity(kineto_events) -> CudaActivity:
+    """Every kernel, copy and memset; the start and thread of each launch call by correlation id: the runtime API's
+    (cudaLaunchKernel, cudaMemcpyAsync) or the driver API's (cuLaunchKernel, cuLaunchKernelEx: cuDNN 9, cuBLAS,
+    Triton), the earliest where both carry one."""
+    activity = CudaActivity()
+    for e in kineto_events:
+        kind = _kind(e)
+        if kind in DEVICE_WORK or (kind is None and e.device_type() == torch.autograd.DeviceType.CUDA):
+            activity.device.append((e.start_ns(), e.end_ns(), e.name(), e.correlation_id(), e.linked_correlation_id()))
+            activity.kernels += int(kind == "kernel" or (kind is None and _memcpy_kind(e.name()) is None))
+        elif _is_launch(e, kind) and e.start_ns() < activity.launches.get(e.correlation_id(), e.start_ns() + 1):
+            activity.launches[e.correlation_id()] = e.start_ns()
+            activity.threads[e.correlation_id()] = e.device_resource_id()
+    activity.device.sort()
+    return activity
+
+
+def _kind(e) -> str | None:
+    """kineto's activity type of an event ("kernel", "cuda_driver", ...); None where torch does not give it."""
+    kind = getattr(e, "activity_type", None)
+    return kind() if callable(kind) else None
+
+
+def _is_launch(e, kind: str | None) -> bool:
+    """A host-side runtime or driver API call with a correlation id (an operator's id is of another series)."""
+    if e.device_type() != torch.autograd.DeviceType.CPU or not e.correlation_id():
+        return False
+    return kind in LAUNCH_APIS if kind is not None else e.name().startswith("cu") and "::" not in e.name()
+
+
+class _Running:
+    """The innermost operator open at a time on a thread (kineto's resource id: the system thread id of an operator
+    and of a launch call alike). Per thread, the operators by start, an enclosing one before those it encloses, each
+    with the index of the nearest one enclosing it: a query bisects to the last one started, then climbs to the
+    first not yet ended."""
+
+    def __init__(self, operators: list) -> None:
+        by_thread: dict[Any, list] = defaultdict(list)
+        for event in operators:
+            by_thread[event.device_resource_id].append(event)
+        self.threads = {thread: _nested(ops) for thread, ops in by_thread.items()}
+
+    def innermost(self, at_us: float, thread: Any):
+        """On `thread`; on every thread where no operator ran on it (a thread kineto named otherwise)."""
+        nests = [self.threads[thread]] if thread in self.threads else list(self.threads.values())
+        found = [op for op in (_open_at(nest, at_us) for nest in nests) if op is not None]
+        return max(found, key=lambda e: e.time_range.start, default=None)
+
+
+def _nested(ops: list) -> tuple[list[float], list, list[int]]:
+    ops = sorted(ops, key=lambda e: (e.time_range.start, -e.time_range.end))
+    parents: list[int] = []
+    enclosing: list[int] = []
+    for i, event in enumerate(ops):
+        while enclosing and ops[enclosing[-1]].time_range.end < event.time_range.start:
+            enclosing.pop()
+        parents.append(enclosing[-1] if enclosing else -1)
+        enclosing.append(i)
+    return [e.time_range.start for e in ops], ops, parents
+
+
+def _open_at(nest: tuple[list[float], list, list[int]], at_us: float):
+    starts, ops, parents = nest
+    i = bisect_right(starts, at_us) - 1
+    while i >= 0 and ops[i].time_range.end < at_us:
+        i = parents[i]
+    return ops[i] if i >= 0 else None
 
 
 def _busy_and_gaps(device: list, launches: dict[int, int]) -> tuple[int, int, int, int]:
@@ -376,7 +488,7 @@ def _busy_and_gaps(device: list, launches: dict[int, int]) -> tuple[int, int, in
     the device fell idle (as HTA's idle-time breakdown calls it "host wait")."""
     busy = total = host = gaps = 0
     end = None
-    for start, stop, _, corr in device:
+    for start, stop, _, corr, *_ in device:
         total += stop - start
         if end is not None and start > end:
             gaps += start - end
@@ -388,15 +500,19 @@ def _busy_and_gaps(device: list, launches: dict[int, int]) -> tuple[int, int, in
     return busy, total, host, gaps
 
 
-def top_ops(events: list, steps: int, cuda: bool) -> list[dict[str, Any]]:
-    """The operators with the most self time (on CUDA, of their kernels): seconds and calls per step, the most
-    frequent call's input shapes."""
+def top_ops(events: list, steps: int, cuda: bool, activity: CudaActivity | None = None) -> list[dict[str, Any]]:
+    """The operators with the most self time (on CUDA, of the device work `activity` attributes to them; without it,
+    of the kernels torch linked to them): seconds and calls per step, the most frequent call's input shapes. A
+    kernel's own event is no operator: its time is its operator's."""
+    device_us: dict[int, float] = defaultdict(float)
+    for (start, stop, *_), owner in zip(activity.device, activity.owners, strict=True) if activity is not None else ():
+        device_us[id(owner)] += (stop - start) / 1e3
     self_s: dict[str, float] = defaultdict(float)
     shapes: dict[str, Counter] = defaultdict(Counter)
     for event in events:
         if is_operator(event):
             spent = event.self_device_time_total if cuda else event.self_cpu_time_total
-            self_s[event.name] += spent / 1e6 / steps
+            self_s[event.name] += (device_us[id(event)] if activity is not None else spent) / 1e6 / steps
             shapes[event.name][str(event.input_shapes)] += 1
     return [
         {"name": name, "self_s": self_s[name], "calls": sum(shapes[name].values()) / steps,
@@ -412,6 +528,8 @@ def modules(events: list, steps: int, cuda: bool) -> list[dict[str, Any]]:
     fwd: dict[str, float] = defaultdict(float)
     bwd: dict[str, float] = defaultdict(float)
     for event in events:
+        if event.device_type != torch.autograd.DeviceType.CPU:
+            continue  # a label's span on the device (gpu_user_annotation): its kernels count through its operators
         spent = (event.device_time_total if cuda else event.cpu_time_total) / 1e6 / steps
         if event.name.startswith(FORWARD):
             fwd[event.name.removeprefix(FORWARD)] += spent

@@ -1,0 +1,105 @@
+"""A training step's memory traced on fake tensors: what `dlperf predict --memory` reads (`predict/memory.py`).
+
+The step is built and turned fake as the operator count does (`opcount.py`: the mode's autocast, the foreach
+optimizer, its state made by one warm-up update), and one steady iteration runs under `LiveTensorBytes` (the tracer
+`dlperf run` measures a CPU step's live tensors with): every storage counted once from the op that made it until it
+dies, so the peak is the bytes a step holds at once, no activation ever allocated. At the peak, what is alive is split
+into the parameters and buffers, the optimizer's state, the batch, the gradients alive then, and the activations (the
+rest: what forward saved for backward, and the temporaries of the op at the peak). Not traced: kernel workspaces and
+the allocator's rounding and caching, which `predict/memory.py` adds by its stated rule.
+
+Imports torch and dlperf's standard-library modules; the backend's builder, never the backend itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+from dlperf.frameworks.torch.build import build
+from dlperf.frameworks.torch.instruments import LiveTensorBytes
+from dlperf.frameworks.torch.opcount import _fake, _warm_up, count_step, tensors_in, unfused_rnns
+from dlperf.frameworks.torch.step import synthetic_batch
+from dlperf.modes import Mode
+from dlperf.workloads.base import Workload
+
+PARTS = ("params", "optimizer", "data", "grads", "activations")
+
+
+class PeakParts(LiveTensorBytes):
+    """Live tensor bytes, and at the peak the bytes of the gradients alive then (the other fixed parts are known
+    before the step: parameters, buffers, optimizer state and batch live throughout)."""
+
+    def __init__(self, step, existing) -> None:
+        self.trainable = list(step.trainable)
+        self.grads_at_peak = 0
+        super().__init__(existing)
+
+    def _see(self, t: torch.Tensor) -> None:
+        before = self.peak
+        super()._see(t)
+        if self.peak > before:
+            self.grads_at_peak = storage_bytes(p.grad for p in self.trainable if p.grad is not None)
+
+
+def storage_bytes(tensors) -> int:
+    """The bytes of the storages behind `tensors`, each storage once."""
+    seen = {}
+    for t in tensors:
+        s = t.untyped_storage()
+        seen[id(s)] = s.nbytes()
+    return sum(seen.values())
+
+
+def memory_count(workload: Workload, mode: str, batches: list[int]) -> list[dict[str, Any]]:
+    """For each batch, one steady iteration of `workload` in `mode` (fp32, tf32, bf16 or fp16, with `+checkpoint`
+    for gradient checkpointing) traced on fake tensors: {"batch", "peak", and each of PARTS in bytes}. A step that
+    cannot be built so (checkpoint on a model without a sequential trunk) or run on fake tensors answers
+    [{"error": why}] for every batch."""
+    build_mode = "+".join("fp32" if c == "tf32" else c for c in mode.split("+"))  # tf32: the GPU's peak only
+    try:
+        step = build(dataclasses.replace(workload, batch=1), "cpu", f"{build_mode}+{Mode.FOREACH.value}")
+    except NotImplementedError as exc:
+        return [{"batch": b, "error": str(exc)} for b in batches]
+    except Exception as exc:  # the user's model, whatever it raises
+        return [{"batch": b, "error": _why(exc)} for b in batches]
+    found = []
+    try:
+        with unfused_rnns(step.model), FakeTensorMode() as fake:
+            _fake(step, fake)
+            _warm_up(step)
+            for b in batches:
+                step.inputs, step.targets = batch_of(workload, b, step)
+                found.append(_traced(step, b))
+    except Exception as exc:
+        return [{"batch": b, "error": _why(exc)} for b in batches]
+    return found
+
+
+def _why(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:
+    """The step's batch at `batch` (made under the fake mode: no memory)."""
+    cpu = torch.device("cpu")
+    if workload.arch == "user":
+        return step.user.make_batch(batch, cpu)
+    return synthetic_batch(dataclasses.replace(workload, batch=batch), cpu)
+
+
+def _traced(step, batch: int) -> dict[str, Any]:
+    params = storage_bytes([*step.model.parameters(), *step.model.buffers()])
+    optimizer = storage_bytes(tensors_in(list(step.optimizer.state.values())))
+    data = storage_bytes(tensors_in((step.inputs, step.targets)))
+    existing = [*step.model.parameters(), *step.model.buffers(), *tensors_in(list(step.optimizer.state.values())),
+                *tensors_in((step.inputs, step.targets))]  # fmt: skip
+    with PeakParts(step, existing) as live:
+        count_step(step)
+    grads = live.grads_at_peak
+    activations = live.peak - params - optimizer - data - grads
+    return {"batch": batch, "peak": live.peak, "params": params, "optimizer": optimizer, "data": data,
+            "grads": grads, "activations": activations}  # fmt: skip

@@ -1,0 +1,223 @@
+"""What the work costs on each GPU predicted, and on this CPU: `dlperf predict --cost`.
+
+The work is a number of samples: the epochs asked (`--epochs`, default 1) of the workload's data set, or `--samples`.
+A GPU's time is the predicted step (`roofline.Prediction.step_s`, the batch's copy included) times the steps the work
+takes; its cost, that time at the low and the high $/GPU-hour of its price row (`prices.py`). This CPU's time comes
+from a measured step of the same workload and batch in the store, never a prediction; its energy cost from a stated
+watt figure and an electricity price (both assumptions, overridable). Pure functions over their inputs; the command
+(`commands/predict.py`) reads the store and prints.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from dlperf.errors import UsageError
+from dlperf.predict.prices import Price
+
+# The training split of each data set the built-in workloads name (Workload.data), in samples.
+PTB_WORDS = 929_589  # the Penn Treebank's training words (workloads/datasets/ptb.py), read as sequences of seq_len
+DATASETS = {"MNIST": 60_000, "CIFAR-10": 50_000}
+CPU_WATTS = 100.0  # an assumption: a desktop or one server socket busy training (--cpu-watts gives yours)
+KWH_PRICE = 0.15  # US dollars per kWh, an assumption near a US average retail price (--kwh-price gives yours)
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h|d)", re.IGNORECASE)
+_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def parse_deadline(text: str) -> float:
+    """`--deadline 2h` -> seconds: a number and a unit (s, m, h, d), or several ("1h30m"); above zero."""
+    flag = "--deadline"
+    compact = text.strip().replace(" ", "")
+    if compact.startswith("-"):
+        raise UsageError(f"{flag} {text}: a deadline must be above zero (e.g. {flag} 2h)")
+    parts = _DURATION.findall(compact)
+    if not parts or "".join(n + u for n, u in parts).lower() != compact.lower():
+        raise UsageError(f"{flag} {text!r}: expected a duration with its unit, e.g. 2h, 90m, 3600s, 1d or 1h30m")
+    seconds = sum(float(n) * _SECONDS[u.lower()] for n, u in parts)
+    if not seconds > 0:
+        raise UsageError(f"{flag} {text}: a deadline must be above zero (e.g. {flag} 2h)")
+    return seconds
+
+
+def epoch_samples(workload) -> tuple[int, str] | None:
+    """The samples of one epoch of the workload's data set and what they are; None for synthetic data."""
+    if workload.data in DATASETS:
+        return DATASETS[workload.data], f"{workload.data}'s {DATASETS[workload.data]:,} training samples"
+    if workload.data == "Penn Treebank":
+        seq = int(workload.config.get("seq_len") or workload.input.shape[0])
+        n = PTB_WORDS // seq
+        return n, f"the Penn Treebank's {PTB_WORDS:,} training words as {n:,} sequences of {seq}"
+    return None
+
+
+def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str]:
+    """The samples to cost and how they were chosen: `--samples`, else `--epochs` (1) of the data set."""
+    if samples is not None and epochs is not None:
+        raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
+    if samples is not None:
+        return samples, f"{samples:,} samples (--samples)"
+    found = epoch_samples(workload)
+    if found is None:
+        raise UsageError(
+            f"--cost: {workload.name} trains on {workload.data} data, which has no epoch: give the work with "
+            "--samples N (e.g. your data set's size)"
+        )
+    n, what = found
+    epochs = 1.0 if epochs is None else epochs
+    total = max(1, round(n * epochs))
+    return total, (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what
+
+
+def fits(
+    gpu, workload, mode: str, peak_bytes: int | None = None, predicted_bytes: int | None = None
+) -> tuple[bool, str]:
+    """Whether a training step of `workload` at its batch fits in the GPU's memory, and why it is said so: a peak
+    measured for the same workload and batch (`peak_bytes`, from the store) is set against the GPU's memory; without
+    one, the peak `predict/memory.py` predicts (`predicted_bytes`: its allocator peak) against the GPU's room for it;
+    without either the GPU is kept, unchecked."""
+    from dlperf.predict import memory
+
+    if peak_bytes is None and predicted_bytes is not None:
+        need, have = predicted_bytes / 2**30, memory.usable(gpu) / 2**30
+        if need > have:
+            return False, f"does not fit: needs {need:.1f} GiB (the predicted peak) of {have:.1f} GiB"
+        return True, f"fits: the predicted peak {need:.2f} GiB of {have:.1f} GiB"
+    if peak_bytes is None:
+        return True, "memory not checked: no peak measured or predicted for this workload and batch"
+    need, have = peak_bytes / 2**30, gpu.memory_gib
+    if need > have:
+        return False, f"does not fit: needs {need:.1f} GiB (the measured peak) of {have:g} GiB"
+    return True, f"fits: the measured peak {need:.2f} GiB of {have:g} GiB"
+
+
+@dataclass(frozen=True)
+class Row:
+    gpu: str
+    mode: str
+    step_s: float
+    samples_per_s: float
+    time_s: float  # the whole work
+    price: Price | None
+    fits: bool
+    why: str  # fits' reason
+
+    def cost(self) -> tuple[float, float] | None:
+        """(low, high) US dollars of the whole work; None without a price."""
+        if self.price is None:
+            return None
+        hours = self.time_s / 3600
+        return hours * self.price.low, hours * self.price.high
+
+    def per_million(self) -> tuple[float, float] | None:
+        if self.price is None:
+            return None
+        hours = 1e6 / self.samples_per_s / 3600
+        return hours * self.price.low, hours * self.price.high
+
+
+@dataclass(frozen=True)
+class Cpu:
+    """This CPU's measured step for the same work, and its energy at `watts`."""
+
+    step_s: float
+    batch: int
+    threads: int
+    mode: str
+    run_id: int
+    time_s: float
+    watts: float
+    kwh_price: float
+
+    @property
+    def kwh(self) -> float:
+        return self.watts * self.time_s / 3600 / 1000
+
+    @property
+    def energy_cost(self) -> float:
+        return self.kwh * self.kwh_price
+
+
+@dataclass
+class Costs:
+    workload: str
+    batch: int
+    samples: int
+    what: str  # how the samples were chosen
+    rows: list[Row]
+    left_out: list[Row] = field(default_factory=list)  # do not fit
+    cpu: Cpu | None = None
+    deadline_s: float | None = None
+
+    def fastest(self) -> Row | None:
+        return min(self.rows, key=lambda r: r.time_s, default=None)
+
+    def cheapest(self, within_s: float | None = None) -> Row | None:
+        priced = [r for r in self.rows if r.price and (within_s is None or r.time_s <= within_s)]
+        return min(priced, key=lambda r: (r.cost(), r.time_s), default=None)
+
+
+def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int], deadline_s=None,
+          predicted: dict[str, int] | None = None) -> Costs:  # fmt: skip
+    """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode ("" for any mode); `predicted`: the
+    predicted peak per mode, where no peak was measured."""
+    from dlperf.predict import gpus, prices
+
+    kept, out = [], []
+    for p in predictions:
+        gpu = gpus.lookup(p.gpu)
+        ok, why = fits(gpu, workload, p.mode, peaks.get(p.mode, peaks.get("")), (predicted or {}).get(p.mode))
+        steps = math.ceil(samples / p.batch)
+        row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, steps * p.step_s, prices.price(gpu), ok, why)
+        (kept if ok else out).append(row)
+    return Costs(workload.name, workload.batch, samples, what, kept, out, None, deadline_s)
+
+
+def cpu_cost(cell, samples: int, watts: float, kwh_price: float) -> Cpu:
+    """A measured CPU cell (a `store.records.CellRecord`) doing the same work."""
+    steps = math.ceil(samples / cell.batch)
+    return Cpu(cell.median_s, cell.batch, cell.threads, cell.mode, cell.run_id, steps * cell.median_s, watts,
+               kwh_price)  # fmt: skip
+
+
+def measured_cpu(cells, batch: int):
+    """The fastest measured plain CPU cell at `batch` among `cells` (the workload's, of any run), or None."""
+    mine = [c for c in cells if c.device == "cpu" and c.ok and c.median_s and not c.nproc and not c.loader
+            and c.batch == batch]  # fmt: skip
+    return min(mine, key=lambda c: c.median_s, default=None)
+
+
+def measured_peaks(cells, batch: int) -> dict[str, int]:
+    """The largest peak memory measured at `batch` among `cells` (the workload's), per mode and for any mode ("")."""
+    peaks: dict[str, int] = {}
+    for c in cells:
+        if c.batch == batch and c.peak_mem_bytes and not c.nproc:
+            peaks[c.mode] = max(peaks.get(c.mode, 0), c.peak_mem_bytes)
+            peaks[""] = max(peaks.get("", 0), c.peak_mem_bytes)
+    return peaks
+
+
+def to_json(x: Costs) -> dict:
+    """What `--format json` prints: every figure by name, seconds and US dollars."""
+
+    def row(r: Row) -> dict:
+        cost, million = r.cost(), r.per_million()
+        return {
+            "gpu": r.gpu, "mode": r.mode, "step_s": r.step_s, "samples_per_s": r.samples_per_s, "time_s": r.time_s,
+            "cost_usd": cost, "usd_per_million_samples": million, "fits": r.fits, "memory": r.why,
+            "price": None if r.price is None else {k: getattr(r.price, k) for k in
+                                                   ("low", "high", "region", "date", "sources", "user")},
+        }  # fmt: skip
+
+    pick = lambda r: None if r is None else {"gpu": r.gpu, "mode": r.mode}  # noqa: E731
+    cpu = None
+    if x.cpu:
+        cpu = {**{k: getattr(x.cpu, k) for k in x.cpu.__dataclass_fields__}, "kwh": x.cpu.kwh,
+               "energy_usd": x.cpu.energy_cost}  # fmt: skip
+    return {
+        "workload": x.workload, "batch": x.batch, "samples": x.samples, "work": x.what, "predicted": True,
+        "rows": [row(r) for r in x.rows], "does_not_fit": [row(r) for r in x.left_out], "cpu_measured": cpu,
+        "fastest": pick(x.fastest()), "cheapest": pick(x.cheapest()), "deadline_s": x.deadline_s,
+        "cheapest_within_deadline": pick(x.cheapest(x.deadline_s)) if x.deadline_s else None,
+    }  # fmt: skip

@@ -1,0 +1,256 @@
+"""A training step's peak GPU memory predicted: `dlperf predict --memory`, and `predict --cost`'s memory check.
+
+The probe child traces one steady step on fake tensors (`frameworks/torch/memcount.py`): the live tensor bytes at
+the step's peak, split into parameters (and buffers), gradients alive then, optimizer state, the batch, and
+activations (the rest). What no tensor holds is added by one stated rule, fitted once on CUDA allocator peaks measured
+on an H100 (`benchmarks/memory_fit.py`, which prints the fit and both validations):
+
+    overhead = OVERHEAD_BYTES + OVERHEAD_FRACTION * traced peak
+
+a fixed part (the cuBLAS/cuDNN workspaces the allocator hands out) and a part in proportion (its 512-byte rounding,
+block splitting, and the workspaces of larger layers). The peak is `torch.cuda.max_memory_allocated`'s; a GPU fits
+the step when it is at most the GPU's memory less `CONTEXT_BYTES` (the CUDA context, outside the allocator).
+
+Every part but the fixed ones grows in proportion to the batch, so each (workload, mode) is traced at its batch and at
+twice it; the line through the two gives the peak at any batch, and the largest batch that fits on each GPU. Traces
+are cached beside the operator counts (`predict/cache.py`: the same key, the counting code's source included).
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from dlperf.errors import UsageError
+from dlperf.predict import MAX_BATCH
+
+GIB = 2**30
+OVERHEAD_BYTES = 60 * 2**20  # fitted on 14 CUDA allocator peaks of an H100 (benchmarks/memory_fit.py)
+OVERHEAD_FRACTION = 0.025  # ... idem
+CONTEXT_BYTES = 2**29  # an assumption: the CUDA context, about 0.5 GiB, outside the allocator's peak
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+DEFAULT_MODES = "fp32,bf16,checkpoint,bf16+checkpoint"
+PARTS = ("params", "grads", "optimizer", "data", "activations")
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    """`--modes` of `--memory`: a precision (fp32, tf32, bf16, fp16), `checkpoint`, or a precision+checkpoint."""
+    found = []
+    for item in (m.strip() for m in text.split(",")):
+        parts = item.split("+")
+        precisions = [p for p in parts if p in PRECISIONS]
+        if not item or len(precisions) > 1 or any(p not in (*PRECISIONS, "checkpoint") for p in parts) \
+                or len(set(parts)) != len(parts):  # fmt: skip
+            raise UsageError(
+                f"--modes: {item!r} is not a memory mode (a precision of {', '.join(PRECISIONS)}, checkpoint, or "
+                "both joined by +, e.g. bf16+checkpoint)"
+            )
+        found.append(item)
+    return tuple(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Peak:
+    """One (workload, mode, batch) step's traced peak, its parts, and the rule's overhead."""
+
+    workload: str
+    mode: str
+    batch: int
+    params: int
+    grads: int
+    optimizer: int
+    data: int
+    activations: int
+
+    @property
+    def traced(self) -> int:
+        return self.params + self.grads + self.optimizer + self.data + self.activations
+
+    @property
+    def overhead(self) -> int:
+        return overhead(self.traced)
+
+    @property
+    def total(self) -> int:
+        return self.traced + self.overhead
+
+    def to_json(self) -> dict:
+        return {**{p: getattr(self, p) for p in PARTS}, "traced": self.traced, "overhead": self.overhead,
+                "total": self.total}  # fmt: skip
+
+
+def overhead(traced: int) -> int:
+    """The rule: what the allocator's peak holds beyond the live tensors."""
+    return round(OVERHEAD_BYTES + OVERHEAD_FRACTION * traced)
+
+
+def usable(gpu) -> int:
+    """The bytes a step's allocator peak may reach on `gpu`."""
+    return int(gpu.memory_gib * GIB) - CONTEXT_BYTES
+
+
+@dataclass(frozen=True)
+class Line:
+    """A (workload, mode)'s traced peak as a function of the batch, through its traces at two batches."""
+
+    at: Peak
+    other: Peak
+
+    @property
+    def per_sample(self) -> float:
+        return (self.other.traced - self.at.traced) / (self.other.batch - self.at.batch)
+
+    def traced(self, batch: int) -> float:
+        return self.at.traced + self.per_sample * (batch - self.at.batch)
+
+    def total(self, batch: int) -> float:
+        t = self.traced(batch)
+        return t + OVERHEAD_BYTES + OVERHEAD_FRACTION * t
+
+
+@dataclass(frozen=True)
+class Verdict:
+    gpu: str
+    mode: str
+    fits: bool
+    why: str
+    largest: int  # the largest batch that fits
+
+
+def verdict(gpu, line: Line, largest: int) -> Verdict:
+    need, have = line.at.total, usable(gpu)
+    if need <= have:
+        why = f"fits ({need / GIB:.2f} GiB of {have / GIB:.1f})"
+    else:
+        why = f"does not fit (needs {need / GIB:.1f} GiB of {have / GIB:.1f})"
+    return Verdict(gpu.name, line.at.mode, need <= have, why, largest)
+
+
+SEARCH_ROUNDS = 8  # children asked at most per mode; then the largest batch traced to fit is the answer
+
+
+def largest(workload, lines: dict[str, Line], gpus, timeout: float, timeout_flag: str | None = None) -> dict:
+    """Per mode, the largest batch whose traced peak fits each GPU (0: not a batch of 1; MAX_BATCH at most). The
+    peak is the largest of the step's moments, each affine in the batch, so it is convex in it: a chord between two
+    traced batches lies above it (its crossing is a batch that fits), a line beyond them below it (one that may not).
+    Each round traces every mode's and GPU's next guess and the batch after it in one child, until a batch that fits
+    is followed by one that does not."""
+    from dlperf.predict import count
+
+    known = {m: {line.at.batch: line.at.total, line.other.batch: line.other.total} for m, line in lines.items()}
+    found: dict[tuple[str, str], int] = {}
+    for _ in range(SEARCH_ROUNDS):
+        asks = set()
+        for m in lines:
+            for g in gpus:
+                guess = _guess(known[m], usable(g)) if (m, g.name) not in found else None
+                if isinstance(guess, tuple):
+                    found[(m, g.name)] = guess[0]
+                elif guess is not None:
+                    asks |= {(m, b) for b in (guess, guess + 1) if b <= MAX_BATCH and b not in known[m]}
+        if not asks:
+            break
+        asked = sorted(asks)
+        traced = traces([(count.at(workload, b), m, b) for m, b in asked], timeout, timeout_flag)
+        for (m, b), t in zip(asked, traced, strict=True):
+            if not isinstance(t, str):
+                known[m][b] = t.total
+        if any(isinstance(t, str) for t in traced):
+            break
+    return {m: {g.name: found.get((m, g.name), _bracket(known[m], usable(g))[0]) for g in gpus} for m in lines}
+
+
+def _bracket(known: dict[int, int], room: int) -> tuple[int, int | None]:
+    """The largest batch traced to fit, and the smallest traced not to (None: none yet)."""
+    lo = max((b for b, t in known.items() if t <= room), default=0)
+    hi = min((b for b, t in known.items() if t > room), default=None)
+    return lo, hi
+
+
+def _guess(known: dict[int, int], room: int) -> int | tuple[int]:
+    """The next batch to trace, or (the answer,) once a fitting batch is followed by one that does not."""
+    lo, hi = _bracket(known, room)
+    if hi == lo + 1 or lo >= MAX_BATCH or hi == 1:
+        return (lo,)
+    points = sorted(known)
+    below = [b for b in points if b <= lo] or points[:1]
+    above = [b for b in points if hi is not None and b >= hi] or points[-1:]
+    a, b = (below[-1], above[0]) if below[-1] != above[0] else (points[-2], points[-1])
+    slope = (known[b] - known[a]) / (b - a)
+    if slope <= 0:
+        return MAX_BATCH if hi is None else hi - 1
+    guess = math.floor(a + (room - known[a]) / slope)
+    return max(lo + 1, min(guess, MAX_BATCH if hi is None else hi - 1))
+
+
+def fit_rule(pairs: list[tuple[int, int]]) -> tuple[int, float]:
+    """The rule's (OVERHEAD_BYTES, OVERHEAD_FRACTION) from (traced, measured) peaks: the pair with the least median
+    relative error, on a grid of 1 MiB and 0.1% steps (a median: one layer's large workspace does not move it)."""
+    best = (math.inf, 0, 0.0)
+    for mib in range(0, 513):
+        for per_mille in range(0, 201):
+            c, f = mib * 2**20, per_mille / 1000
+            err = median([abs(t + c + f * t - m) / m for t, m in pairs])
+            best = min(best, (err, c, f))
+    return best[1], best[2]
+
+
+def median(values: list[float]) -> float:
+    s = sorted(values)
+    n = len(s)
+    return (s[n // 2] + s[(n - 1) // 2]) / 2 if s else math.nan
+
+
+def lines(requests, timeout: float, timeout_flag: str | None = None) -> list[Line | str]:
+    """Each (workload at its batch, mode) traced at its batch and at twice it, in one child, as a `Line`; or why the
+    step could not be traced (a checkpoint mode on a model without a sequential trunk)."""
+    batches = [(w.batch, 2 * w.batch) for w, _ in requests]
+    found = traces([(w, m, b) for (w, m), bs in zip(requests, batches, strict=True) for b in bs], timeout, timeout_flag)
+    out: list[Line | str] = []
+    for i, _ in enumerate(requests):
+        a, b = found[2 * i], found[2 * i + 1]
+        out.append(a if isinstance(a, str) else b if isinstance(b, str) else Line(a, b))
+    return out
+
+
+def traces(asked, timeout: float, timeout_flag: str | None = None) -> list[Peak | str]:
+    """Each (workload, mode, batch) traced, from the cache where it holds it, the rest asked of one probe child."""
+    from dlperf.answers import MemoryAsk, MemoryRequest
+    from dlperf.envs import interpreter_for
+    from dlperf.errors import MissingDependency
+    from dlperf.frameworks.common import capabilities
+    from dlperf.predict import cache, count
+    from dlperf.runner import probe
+
+    counter = capabilities.op_counter()
+    python = interpreter_for(counter)
+    if python is None:
+        raise MissingDependency("dlperf predict traces memory with PyTorch: pip install torch==2.13.0")
+    version = count.torch_version(counter, python) if cache.enabled() else None
+    keys = [cache.key(w.to_json(), f"memory {m}", counter, version) for w, m, _ in asked]
+    found: list[Peak | str | None] = [_cached(k, w, m, b) for k, (w, m, b) in zip(keys, asked, strict=True)]
+    todo = [i for i, f in enumerate(found) if f is None]
+    if todo:
+        request = MemoryRequest([MemoryAsk(asked[i][0].to_json(), asked[i][1], [asked[i][2]]) for i in todo])
+        answer = probe.ask(counter, request, python, timeout, timeout_flag=timeout_flag)
+        for i, t in zip(todo, answer.traces, strict=True):
+            w, m, b = asked[i]
+            found[i] = t.error or Peak(w.name, m, b, t.params, t.grads, t.optimizer, t.data, t.activations)
+            if keys[i] is not None and not t.error:
+                cache.write(keys[i], f"b{b}", t.to_json())
+    return found  # type: ignore[return-value]
+
+
+def _cached(key, workload, mode: str, batch: int) -> Peak | None:
+    from dlperf.answers import MemoryTrace
+    from dlperf.predict import cache
+
+    value = cache.read(key, f"b{batch}") if key is not None else None
+    try:
+        t = MemoryTrace.from_json(value) if isinstance(value, dict) else None
+    except (KeyError, TypeError, ValueError):
+        return None
+    if t is None or t.batch != batch or t.error or t.peak is None:
+        return None
+    return Peak(workload.name, mode, batch, t.params, t.grads, t.optimizer, t.data, t.activations)

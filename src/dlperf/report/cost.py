@@ -1,0 +1,175 @@
+"""The cost view of `dlperf predict --cost` and of the HTML report's "When a GPU pays": what the work costs on each
+GPU predicted (`predict/cost.py`), this CPU's measured time and energy beside, and the ranking. Pure functions."""
+
+from __future__ import annotations
+
+import math
+
+from dlperf.report.format import duration, seconds
+
+HEAD = ("GPU", "mode", "step", "samples/s", "time", "cost", "$ per M samples", "$/GPU-hour", "memory")
+
+
+def usd(value: float) -> str:
+    """Dollars to a person: cents from a dollar up, three significant figures below (never an exponent)."""
+    if value >= 1 or value <= 0:
+        return f"${value:,.2f}"
+    return f"${value:.{2 - math.floor(math.log10(value))}f}"
+
+
+def span(pair: tuple[float, float] | None) -> str:
+    """A low-high range of dollars, one figure where both are the same; "no price" without one."""
+    if pair is None:
+        return "no price"
+    low, high = pair
+    return usd(low) if usd(low) == usd(high) else f"{usd(low)}-{usd(high)}"
+
+
+def wall(value: float) -> str:
+    return seconds(value) if value < 90 else duration(value)
+
+
+def rows(x) -> list[list[str]]:
+    out = []
+    for r in x.rows:
+        price = None if r.price is None else (r.price.low, r.price.high)
+        out.append([r.gpu, r.mode, seconds(r.step_s), f"{r.samples_per_s:,.0f}", wall(r.time_s), span(r.cost()),
+                    span(r.per_million()), span(price), r.why.split(":")[0]])  # fmt: skip
+    return out
+
+
+def table(x):
+    from rich.table import Table
+
+    t = Table(title=f"{x.workload} at batch {x.batch}, {x.what}: time and cost predicted on each GPU")
+    for name in HEAD:
+        t.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right")
+    for line in rows(x):
+        t.add_row(*line)
+    return t
+
+
+def _pick(label: str, r) -> str:
+    return f"{label}: {r.gpu} ({r.mode}): {wall(r.time_s)}, {span(r.cost())}"
+
+
+def lines(x, how: str | None) -> list[str]:
+    """The ranking, the GPUs left out, and this CPU."""
+    out = []
+    if fastest := x.fastest():
+        out.append(_pick("Fastest", fastest))
+    cheapest = x.cheapest()
+    out.append(_pick("Cheapest", cheapest) if cheapest else "Cheapest: no GPU predicted has a price")
+    if x.deadline_s is not None:
+        within = x.cheapest(x.deadline_s)
+        label = f"Cheapest within {deadline_text(x.deadline_s)}"
+        out.append(_pick(label, within) if within else f"{label}: no priced GPU predicted finishes in time")
+    out += [f"Does not fit: {r.gpu} ({r.mode}): {r.why}" for r in x.left_out]
+    out.append(cpu_line(x.cpu) if x.cpu else f"On this CPU: {how}")
+    return out
+
+
+def cpu_line(cpu) -> str:
+    return (
+        f"On this CPU (measured, run {cpu.run_id}, {cpu.threads} threads, {cpu.mode}): {wall(cpu.time_s)} at "
+        f"{seconds(cpu.step_s)} a step; {cpu.kwh:.3g} kWh at {cpu.watts:g} W = {usd(cpu.energy_cost)} at "
+        f"${cpu.kwh_price:g}/kWh (--cpu-watts, --kwh-price)"
+    )
+
+
+def deadline_text(s: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= size and s % size == 0:
+            return f"{s / size:g}{unit}"
+    return f"{s:g}s"
+
+
+def how_to_measure(workload, where: str) -> str:
+    """What to run when the store holds no measured CPU step of the workload at its batch."""
+    if workload.is_user:
+        run = f"dlperf crossover {workload.source}"
+    elif workload.batch == _default_batch(workload.name):
+        run = f"dlperf run --workloads {workload.name} --devices cpu"
+    else:
+        run = f"dlperf crossover {workload.name}"
+    return f"no measured step of {workload.name} at batch {workload.batch} in {where}: `{run}` measures one"
+
+
+def _default_batch(name: str) -> int | None:
+    from dlperf.workloads import BUILTIN
+
+    w = BUILTIN.get(name)
+    return w.batch if w else None
+
+
+def notes(x) -> list[str]:
+    """Where each price comes from, and that the GPU figures are predicted."""
+    out = [
+        "GPU times are predicted (dlperf predict), this CPU's measured; prices are on-demand US dollars per GPU-hour, "
+        "the lowest and highest seen (src/dlperf/data/gpu_prices.csv: sources, regions, dates; --prices FILE.csv or "
+        "$DLPERF_PRICES gives yours)"
+    ]
+    seen = set()
+    for r in x.rows + x.left_out:
+        if r.gpu in seen:
+            continue
+        seen.add(r.gpu)
+        if r.price is None:
+            out.append(f"{r.gpu}: no price (give one with --prices)")
+        elif r.price.user:
+            out.append(f"{r.gpu}: your price (--prices): {r.price.sources or 'no source given'}")
+        elif r.price.one_source:
+            out.append(f"{r.gpu}: one price list only, read {r.price.date}")
+    if any(r.why.startswith("memory not checked") for r in x.rows):
+        out.append("memory: not checked where no peak of this workload and batch is stored (dlperf run measures one)")
+    return out
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The crossover section: beside each GPU's step, what a million samples cost at its price
+
+
+def _million(step_s: float, batch: int, gpu: str) -> tuple[float, float] | None:
+    from dlperf.errors import UsageError
+    from dlperf.predict import gpus, prices
+
+    try:
+        price = prices.price(gpus.lookup(gpu))
+    except UsageError:  # a measured GPU the table does not know: no price
+        return None
+    hours = 1e6 / batch * step_s / 3600
+    return None if price is None else (hours * price.low, hours * price.high)
+
+
+def crossover_table(x) -> tuple[list[str], list[list[str]]]:
+    """The crossover's table (`report/crossover.table_rows`) with, after each priced GPU's speed-up, the cost of a
+    million samples at that batch."""
+    from dlperf.report.crossover import table_rows
+
+    head, rows = table_rows(x)
+    priced = [g for g in x.gpus if any(_million(s.step_s, r.batch, g) for r in x.rows if (s := r.gpus.get(g)))]
+    for gpu in reversed(priced):
+        at = head.index(gpu) + 2
+        head.insert(at, f"{gpu} $ per M samples")
+        for r, line in zip(x.rows, rows, strict=True):
+            step = r.gpus.get(gpu)
+            line.insert(at, span(_million(step.step_s, r.batch, gpu)) if step else "-")
+    return head, rows
+
+
+def crossover_lines(x) -> list[str]:
+    """At the user's batch, what a million samples cost on each priced GPU."""
+    from dlperf.predict import gpus, prices
+
+    at = next((r for r in x.rows if r.batch == x.user_batch), None)
+    out = []
+    for gpu in x.gpus:
+        step = at.gpus.get(gpu) if at else None
+        cost = _million(step.step_s, at.batch, gpu) if step else None
+        if cost:
+            price = prices.price(gpus.lookup(gpu))
+            how = "measured" if step.measured else "predicted"
+            out.append(f"{gpu}: at your batch {x.user_batch}, {span(cost)} per million samples at "
+                       f"{span((price.low, price.high))} a GPU-hour ({how} step; on-demand prices, "
+                       "src/dlperf/data/gpu_prices.csv)")  # fmt: skip
+    return out

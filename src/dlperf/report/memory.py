@@ -1,0 +1,94 @@
+"""The memory view of `dlperf predict --memory`: the step's predicted peak per mode and its parts, whether it fits
+each GPU, the largest batch that does, and how each mode changes them against the first. Pure functions over
+`predict/memory.py`'s figures."""
+
+from __future__ import annotations
+
+from dlperf.predict import memory
+
+PART_HEADS = ("parameters", "gradients", "optimizer", "batch", "activations", "overhead", "peak")
+
+
+def size(n: float) -> str:
+    return f"{n / memory.GIB:.2f} GiB" if n >= memory.GIB else f"{n / 2**20:.0f} MiB"
+
+
+def parts_table(workload, found: dict):
+    from rich.table import Table
+
+    table = Table(title=f"{workload.name} at batch {workload.batch}: a training step's peak GPU memory predicted")
+    table.add_column("mode")
+    for name in PART_HEADS:
+        table.add_column(name, justify="right")
+    table.add_column("per sample", justify="right")
+    for mode, line in found.items():
+        if isinstance(line, str):
+            table.add_row(mode, *["-"] * (len(PART_HEADS) + 1))
+            continue
+        p = line.at
+        table.add_row(mode, *(size(v) for v in (p.params, p.grads, p.optimizer, p.data, p.activations, p.overhead,
+                                                 p.total)), size(line.per_sample))  # fmt: skip
+    return table
+
+
+def gpu_table(workload, verdicts: dict):
+    from rich.table import Table
+
+    table = Table(title=f"{workload.name}: does batch {workload.batch} fit, and the largest batch that does")
+    for name in ("GPU", "mode", f"batch {workload.batch}", "largest batch"):
+        table.add_column(name, justify="right" if name == "largest batch" else "left")
+    for mode, rows in verdicts.items():
+        for v in rows:
+            table.add_row(v.gpu, mode, v.why, largest(v.largest))
+    return table
+
+
+def largest(n: int) -> str:
+    if n >= memory.MAX_BATCH:
+        return f"{memory.MAX_BATCH:,} or more"
+    return "none" if n == 0 else f"{n:,}"
+
+
+def lines(found: dict, verdicts: dict) -> list[str]:
+    """How each mode changes the peak and the largest batch against the first mode, and the modes not traced."""
+    out = [f"{mode}: not predicted: {line}" for mode, line in found.items() if isinstance(line, str)]
+    traced = [(m, line) for m, line in found.items() if not isinstance(line, str)]
+    if len(traced) < 2:
+        return out
+    (base, b), rest = traced[0], traced[1:]
+    for mode, line in rest:
+        act, peak = line.at.activations / b.at.activations - 1, line.at.total / b.at.total - 1
+        first = verdicts[mode][0] if verdicts[mode] else None
+        gain = ""
+        if first is not None:
+            was = next(v.largest for v in verdicts[base] if v.gpu == first.gpu)
+            gain = f"; the largest batch on {first.gpu} {largest(was)} -> {largest(first.largest)}"
+        out.append(f"{mode} against {base}: activations {act:+.0%}, peak {peak:+.0%}{gain}")
+    return out
+
+
+def notes(found: dict) -> list[str]:
+    mib = memory.OVERHEAD_BYTES / 2**20
+    return [
+        "the parts: live tensor bytes of one steady step traced on fake tensors at the step's peak (gradients: those "
+        "alive then; activations: the rest); predicted, never measured here",
+        f"overhead (a rule fitted on an H100's CUDA allocator peaks, benchmarks/memory_fit.py): {mib:.0f} MiB + "
+        f"{memory.OVERHEAD_FRACTION:.1%} of the traced peak; a GPU's room: its memory less "
+        f"{memory.CONTEXT_BYTES / memory.GIB:g} GiB for the CUDA context",
+        "largest batch: the step traced at the batches a search picks, until one that fits is followed by one that "
+        "does not",
+    ]
+
+
+def to_json(workload, found: dict, verdicts: dict) -> dict:
+    modes = []
+    for mode, line in found.items():
+        if isinstance(line, str):
+            modes.append({"mode": mode, "error": line})
+            continue
+        gpus = [{"gpu": v.gpu, "fits": v.fits, "why": v.why, "largest_batch": v.largest} for v in verdicts[mode]]
+        modes.append({"mode": mode, "peak_bytes": line.at.to_json(), "per_sample_bytes": line.per_sample,
+                      "gpus": gpus})  # fmt: skip
+    rule = {"overhead_bytes": memory.OVERHEAD_BYTES, "overhead_fraction": memory.OVERHEAD_FRACTION,
+            "context_bytes": memory.CONTEXT_BYTES}  # fmt: skip
+    return {"workload": workload.name, "batch": workload.batch, "predicted": True, "rule": rule, "modes": modes}

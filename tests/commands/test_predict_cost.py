@@ -1,0 +1,55 @@
+"""`dlperf predict --cost` end to end: each GPU's time and cost for an epoch, this CPU's measured time beside, the
+ranking, and bad input as one line before anything runs."""
+
+import json
+
+from conftest import dlperf, one_line_error
+
+GPUS = "H100-SXM5-80GB,T4,GTX 1080"
+NO_FILE = {"DLPERF_PRICES": ""}
+
+
+def test_the_cost_of_an_epoch_on_each_gpu_this_cpu_measured_and_the_ranking(report_db, tmp_path):
+    """fcn-r trains on MNIST: an epoch is 60,000 samples; the store holds its CPU cells at batch 1024."""
+    own = tmp_path / "mine.csv"
+    own.write_text("gpu,usd_per_hour_low,usd_per_hour_high,region,date,sources\nT4,0.05,0.05,on-prem,2026-11-01,ours\n")
+    proc = dlperf("predict", "fcn-r", "--gpu", GPUS, "--modes", "fp32", "--cost", "--deadline", "1h",
+                  "--prices", str(own), db=report_db, env={"COLUMNS": "250", **NO_FILE})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "one epoch: MNIST's 60,000 training samples" in out
+    assert "Fastest: H100-SXM5-80GB" in out and "Cheapest within 1h: " in out
+    assert "GTX 1080" in out and "no price" in out  # timed, not ranked by cost
+    assert "your price (--prices)" in out  # the T4's row came from the user's file
+    assert "On this CPU (measured" in out and "2 threads" in out and "100 W" in out  # the bf16 cell: 0.20 s/step
+
+
+def test_json_and_no_measured_cpu_step_says_how_to_measure_it(tmp_path):
+    proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--samples", "2048",
+                  "--format", "json", db=tmp_path / "none.db", env=NO_FILE)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["samples"] == 2048 and got["cpu_measured"] is None and got["fastest"]["gpu"] == "T4"
+    assert got["rows"][0]["price"]["low"] == 0.5904 and got["rows"][0]["cost_usd"][0] > 0
+    assert "dlperf run --workloads fcn-r --devices cpu" in got["cpu_how"]
+
+
+def test_bad_input_is_one_line_before_anything_runs(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gpu,usd_per_hour_low,usd_per_hour_high\nT4,cheap,1\n")
+    cases = [
+        (["--gpu", "No-Such-GPU"], ["unknown GPU"]),
+        (["--gpu", "T4", "--prices", str(bad)], [f"--prices {bad}, line 2, column usd_per_hour_low"]),
+        (["--gpu", "T4", "--deadline=-2h"], ["--deadline", "above zero"]),
+        (["--gpu", "T4", "--deadline", "0m"], ["--deadline", "above zero"]),
+        (["--gpu", "T4", "--samples", "10", "--epochs", "2"], ["--samples and --epochs"]),
+        (["--gpu", "T4", "--epochs", "0"], ["--epochs"]),
+    ]
+    for extra, fragments in cases:
+        one_line_error(dlperf("predict", "fcn-r", "--cost", *extra, db=tmp_path / "x.db", env=NO_FILE), *fragments)
+    env = {"DLPERF_PRICES": str(bad)}
+    one_line_error(dlperf("predict", "fcn-r", "--cost", "--gpu", "T4", env=env), "DLPERF_PRICES", "line 2")
+    one_line_error(dlperf("predict", "alexnet-s", "--cost", "--gpu", "T4", env=NO_FILE), "--samples N")
+    one_line_error(dlperf("predict", "fcn-r", "--gpu", "T4", "--deadline", "2h", env=NO_FILE), "--cost")
+    one_line_error(dlperf("predict", "fcn-r", "--gpu", "T4", "--format", "json", env=NO_FILE), "--format", "--cost")
+    assert not (tmp_path / "x.db").exists()  # nothing written

@@ -1,0 +1,189 @@
+"""The price table (predict/prices.py) and what the work costs (predict/cost.py): parsing, merging, the ranking."""
+
+import math
+
+import pytest
+
+from conftest import make_cell
+from dlperf.errors import UsageError
+from dlperf.predict import cost, gpus, prices
+from dlperf.predict.roofline import Prediction
+from dlperf.workloads import BUILTIN
+
+HEADER = "gpu,usd_per_hour_low,usd_per_hour_high,region,date,sources\n"
+
+
+@pytest.fixture(autouse=True)
+def no_user_files(monkeypatch):
+    monkeypatch.delenv(prices.ENV, raising=False)
+    yield
+    monkeypatch.delenv(prices.ENV, raising=False)
+    prices.use_prices(None)
+    gpus.use_specs(None)
+
+
+def write(tmp_path, text, name="prices.csv"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The shipped table
+
+
+def test_every_shipped_row_prices_a_gpu_of_the_spec_table_with_its_sources_region_and_date():
+    names = {g.name for g in gpus.builtin()}
+    rows = prices.builtin()
+    assert len(rows) >= 20
+    for p in rows:
+        assert p.gpu in names and 0 < p.low <= p.high and p.region and p.date and p.sources, p
+        figures = p.sources.count("$")
+        assert p.one_source or p.sources.startswith("one provider") or figures >= 2, p  # two prices, or says so
+        if p.one_source:
+            assert p.low == p.high, p
+
+
+def test_retired_gpus_without_a_price_list_are_left_out():
+    priced = {p.gpu for p in prices.builtin()}
+    assert not priced & {"GTX 980", "GTX 1080", "GRID K520", "K20m"}
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# A user's file
+
+
+def test_a_user_row_replaces_the_built_in_one_and_adds_a_gpu_of_their_own_spec_file(tmp_path):
+    specs = tmp_path / "specs.csv"
+    shipped = gpus.resources.files("dlperf").joinpath("data/gpu_specs.csv").read_text().splitlines()
+    h100 = next(line for line in shipped if line.startswith("H100-SXM5-80GB"))
+    specs.write_text(shipped[0] + "\n" + h100.replace("H100-SXM5-80GB", "Lab H100", 1) + "\n")
+    gpus.use_specs(str(specs))
+    prices.use_prices(write(tmp_path, HEADER + "T4,0.10,0.20,on-prem,2026-01-02,our contract\nLab H100,1,1,,,\n"))
+    t4 = prices.price(gpus.lookup("T4"))
+    assert (t4.low, t4.high, t4.user, t4.sources) == (0.10, 0.20, True, "our contract")
+    assert prices.price(gpus.lookup("Lab H100")).low == 1
+    assert prices.price(gpus.lookup("H100-SXM5-80GB")).user is False  # the other built-in rows stay
+
+
+def test_the_environment_variable_names_the_file_when_the_flag_does_not(tmp_path, monkeypatch):
+    monkeypatch.setenv(prices.ENV, write(tmp_path, HEADER + "T4,9,9,,,\n"))
+    prices.use_prices(None)
+    assert prices.price(gpus.lookup("T4")).low == 9
+
+
+@pytest.mark.parametrize(
+    ("body", "fragments"),
+    [
+        ("T4,abc,1,,,\n", ["line 2, column usd_per_hour_low", "'abc' is not a number"]),
+        ("T4,-1,1,,,\n", ["line 2, column usd_per_hour_low", "above 0"]),
+        ("T4,0,1,,,\n", ["line 2, column usd_per_hour_low", "above 0"]),
+        ("T4,2,1,,,\n", ["line 2, column usd_per_hour_high", "below"]),
+        ("T4,1,,,,\n", ["line 2, column usd_per_hour_high", "empty"]),
+        ("No Such GPU,1,1,,,\n", ["line 2, column gpu", "unknown GPU", "--gpu-specs"]),
+        ("T4,1,1,,26/11/2026,\n", ["line 2, column date", "YYYY-MM-DD"]),
+        ("T4,1,1\n", ["line 2: 3 fields where the header has 6"]),
+        ("T4,1,1,,,\nT4,2,2,,,\n", ["line 3, column gpu", "line 2 already"]),
+        ("", ["no price rows"]),
+    ],
+)
+def test_a_malformed_price_file_is_one_line_naming_the_file_line_and_column(tmp_path, body, fragments):
+    path = write(tmp_path, HEADER + body)
+    with pytest.raises(UsageError) as e:
+        prices.use_prices(path)
+    assert str(e.value).startswith(f"--prices {path}") and "\n" not in str(e.value)
+    for fragment in fragments:
+        assert fragment in str(e.value)
+    assert prices.table() == prices.builtin()  # a wrong file changes nothing
+
+
+def test_a_wrong_header_or_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(UsageError, match="unknown column 'cost'"):
+        prices.use_prices(write(tmp_path, "gpu,cost\nT4,1\n"))
+    with pytest.raises(UsageError, match="no column usd_per_hour_high"):
+        prices.use_prices(write(tmp_path, "gpu,usd_per_hour_low\nT4,1\n"))
+    with pytest.raises(UsageError, match="no such file"):
+        prices.use_prices(str(tmp_path / "absent.csv"))
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The work, the deadline, the ranking
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("2h", 7200), ("90m", 5400), ("3600s", 3600), ("1h30m", 5400),
+                                               ("1.5h", 5400), ("1d", 86400)])  # fmt: skip
+def test_a_deadline_is_a_duration_with_its_unit(text, seconds):
+    assert cost.parse_deadline(text) == seconds
+
+
+@pytest.mark.parametrize(("text", "fragment"), [("-2h", "above zero"), ("0h", "above zero"), ("0", "unit"),
+                                                ("2", "unit"), ("soon", "unit"), ("2h-1m", "unit")])  # fmt: skip
+def test_a_negative_zero_or_unitless_deadline_is_refused(text, fragment):
+    with pytest.raises(UsageError, match=fragment):
+        cost.parse_deadline(text)
+
+
+def test_the_work_is_an_epoch_of_the_data_set_or_the_samples_given_never_both():
+    fcn = BUILTIN["fcn-r"]  # MNIST
+    assert cost.work(fcn, None, None)[0] == 60_000
+    assert cost.work(fcn, None, 2.5)[0] == 150_000
+    assert cost.work(fcn, 1234, None) == (1234, "1,234 samples (--samples)")
+    lstm = next(w for w in BUILTIN.values() if w.data == "Penn Treebank")
+    assert cost.work(lstm, None, None)[0] == 929_589 // lstm.config["seq_len"]
+    with pytest.raises(UsageError, match="--samples and --epochs"):
+        cost.work(fcn, 10, 1.0)
+    synthetic = next(w for w in BUILTIN.values() if w.data == "synthetic")
+    with pytest.raises(UsageError, match="--samples N"):
+        cost.work(synthetic, None, None)
+
+
+def test_a_gpu_whose_memory_the_measured_peak_exceeds_does_not_fit():
+    t4 = gpus.lookup("T4")  # 16 GiB
+    assert cost.fits(t4, None, "fp32", 20 * 2**30) == (
+        False,
+        "does not fit: needs 20.0 GiB (the measured peak) of 16 GiB",
+    )
+    assert cost.fits(t4, None, "fp32", 2**30)[0]
+    ok, why = cost.fits(t4, None, "fp32", None)
+    assert ok and "not checked" in why
+
+
+def prediction(gpu, step_s, batch=100, mode="fp32"):
+    return Prediction(gpu, "fcn-r", mode, batch, step_s, 0.0, "compute")
+
+
+def test_fastest_cheapest_and_cheapest_within_the_deadline():
+    fcn = BUILTIN["fcn-r"]
+    found = [prediction("H100-SXM5-80GB", 0.001), prediction("T4", 0.010), prediction("GTX 1080", 0.004),
+             prediction("L4", 0.004)]  # fmt: skip
+    x = cost.costs(fcn, found, 1_000_000, "1,000,000 samples", {}, deadline_s=70)
+    by = {r.gpu: r for r in x.rows}
+    assert math.isclose(by["T4"].time_s, 10_000 * 0.010)
+    low, high = by["T4"].cost()
+    assert math.isclose(low, 100 / 3600 * 0.5904) and math.isclose(high, 100 / 3600 * 0.81)
+    assert math.isclose(by["T4"].per_million()[0], low)  # a million samples: the same work here
+    assert by["GTX 1080"].price is None and by["GTX 1080"].cost() is None  # no price: timed, never ranked by cost
+    assert x.fastest().gpu == "H100-SXM5-80GB"
+    assert x.cheapest().gpu == "L4"  # 40 s at $0.684/h beats the H100's 10 s at $3.78/h
+    assert x.cheapest(70).gpu == "L4" and x.cheapest(30).gpu == "H100-SXM5-80GB" and x.cheapest(5) is None
+
+
+def test_gpus_that_do_not_fit_are_left_out_with_the_reason():
+    fcn = BUILTIN["fcn-r"]
+    x = cost.costs(fcn, [prediction("T4", 0.01), prediction("H100-SXM5-80GB", 0.001)], 1000, "", {"": 40 * 2**30})
+    assert [r.gpu for r in x.rows] == ["H100-SXM5-80GB"]
+    assert [(r.gpu, r.why) for r in x.left_out] == [
+        ("T4", "does not fit: needs 40.0 GiB (the measured peak) of 16 GiB")
+    ]
+
+
+def test_this_cpu_from_its_fastest_measured_cell_at_the_batch_and_its_energy():
+    cells = [make_cell("fcn-r", batch=100, median_s=0.5, threads=1), make_cell("fcn-r@b100", batch=100, median_s=0.2,
+             threads=2), make_cell("fcn-r", batch=200, median_s=0.1), make_cell("fcn-r", device="cuda:0", batch=100,
+             median_s=0.01)]  # fmt: skip
+    cell = cost.measured_cpu(cells, 100)
+    assert cell.median_s == 0.2 and cell.threads == 2
+    cpu = cost.cpu_cost(cell, 1000, watts=200, kwh_price=0.30)
+    assert math.isclose(cpu.time_s, 10 * 0.2) and math.isclose(cpu.kwh, 200 * 2 / 3600 / 1000)
+    assert math.isclose(cpu.energy_cost, cpu.kwh * 0.30)
+    assert cost.measured_cpu(cells, 64) is None
