@@ -319,3 +319,23 @@ def write_datasets(directory: Path) -> Path:
             size = (rng.randint(40, 90), rng.randint(40, 90))
             Image.effect_noise(size, 60).convert("RGB").save(folder / f"n{c:08d}_{k}.JPEG", quality=75)
     return directory
+
+
+def interrupt_once(args: list[str], err: Path, said: str, within_s: float = 180) -> tuple[int, str, list[int]]:
+    """Run `dlperf ARGS`, Ctrl-C it once its stderr (into `err`) says `said`; its exit code, its stdout and the
+    children it had then."""
+    import signal
+
+    with err.open("w") as stderr:
+        default_sigint = lambda: signal.signal(signal.SIGINT, signal.SIG_DFL)  # noqa: E731 - the child's, before exec
+        parent = subprocess.Popen([sys.executable, "-m", "dlperf", *args], stdout=subprocess.PIPE, stderr=stderr,
+                                  text=True, preexec_fn=default_sigint)  # fmt: skip
+        deadline = time.monotonic() + within_s
+        while said not in err.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert parent.poll() is None, err.read_text()
+        seen = [int(p) for p in subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True,
+                                               text=True).stdout.split()]  # fmt: skip
+        parent.send_signal(signal.SIGINT)
+        out, _ = parent.communicate(timeout=60)
+    return parent.returncode, out, seen

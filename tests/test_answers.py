@@ -23,6 +23,9 @@ from dlperf.answers import (
     EnvRequest,
     MatmulPeak,
     MatmulSize,
+    MemoryAnswer,
+    MemoryAsk,
+    MemoryRequest,
     OpCount,
     OpRequest,
     OpsAnswer,
@@ -30,6 +33,8 @@ from dlperf.answers import (
     PeakAnswer,
     SelftestAnswer,
     SelftestRequest,
+    StartAnswer,
+    StartRequest,
     StreamKernel,
     StreamKernels,
     ThreadsAnswer,
@@ -154,6 +159,8 @@ REQUEST_EXAMPLES = [
     OpsRequest([OpRequest({"name": "tiny-fcn-r"}, "bf16", 8), OpRequest({"name": "w"}, "fp32", 2)]),
     SelftestRequest(),
     ThreadsRequest(2, seconds=1.5),
+    StartRequest(2),
+    MemoryRequest([MemoryAsk({"name": "tiny-fcn-r"}, "bf16+checkpoint", [8, 16])]),
 ]
 
 
@@ -164,11 +171,12 @@ def test_every_request_survives_json_with_its_kind_as_what(request_):
 
 
 def test_there_is_one_request_type_per_question_each_with_its_answer_type():
-    assert sorted(REQUESTS) == ["data", "env", "ops", "selftest", "threads", "workload"]
+    assert sorted(REQUESTS) == ["data", "env", "memory", "ops", "selftest", "start", "threads", "workload"]
     assert {r.KIND for r in REQUEST_EXAMPLES} == set(REQUESTS)
     assert {k: r.ANSWER for k, r in REQUESTS.items()} == {
         "env": EnvAnswer, "workload": WorkloadAnswer, "data": DataAnswer, "ops": OpsAnswer,
-        "selftest": SelftestAnswer, "threads": ThreadsAnswer,
+        "selftest": SelftestAnswer, "threads": ThreadsAnswer, "start": StartAnswer,
+        "memory": MemoryAnswer,
     }  # fmt: skip
     assert ThreadsRequest(2).to_json() == {"what": "threads", "threads": 2, "seconds": 1.0}
 

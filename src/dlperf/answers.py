@@ -132,6 +132,15 @@ class ThreadsAnswer(Wire):
     thread_cpu_s: list[float] | None = field(default=None, metadata=ABSENT)  # each thread's CPU time, busiest first
 
 
+@dataclass(frozen=True)
+class StartAnswer(Wire):
+    """What a process holds before it builds a model: its data segment (`measure.system.data_bytes`) with the
+    framework loaded and its threads started. `dlperf fit --max-memory` below it is refused."""
+
+    data_bytes: int
+    threads: int
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # The probe's questions
 
@@ -261,6 +270,14 @@ class MemoryRequest(ProbeRequest[MemoryAnswer]):
 @request("selftest")
 class SelftestRequest(ProbeRequest[SelftestAnswer]):
     """Import the framework and train the tiniest workload for two steps."""
+
+
+@request("start")
+class StartRequest(ProbeRequest[StartAnswer]):
+    threads: int
+
+    def subject(self) -> str:
+        return "measuring what a training process needs to start (--max-memory)"
 
 
 @request("threads")

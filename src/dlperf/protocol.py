@@ -159,6 +159,7 @@ class CellTask(_Task):
     stop: StopRule | None = None
     nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases (host calls per step; not part of the key)
     data: str | None = None  # a cell with a loader: the dataset's directory, or "dataset" (a user workload's own)
+    memory_limit: int | None = None  # `dlperf fit --max-memory`: the process's data limit in bytes, set before import
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CellTask:

@@ -40,6 +40,8 @@ MAX_PROFILE_STEPS = 100  # a profile's steps: their events are held in memory an
 TRACE_CAP_MIB = 50.0  # a profile's trace, compressed, kept up to this (--max-trace-mib); beyond it, the figures alone
 MAX_TRACE_CAP_MIB = float(2**20)  # --max-trace-mib at most 1 TiB
 CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
+FIT_TIMER = TimerConfig(min_steps=3, min_time=0.2, max_time=5.0, max_warmup=3)  # `dlperf fit`: a fit test, a rate
+FIT_MAX_BATCH = 2**16  # `dlperf fit`'s cap on the batches tried: far above any published mini-batch per device
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
@@ -77,6 +79,7 @@ class RunSpec:
     data: str = DATA_SYNTHETIC  # "synthetic", "dataset" (a user workload's own), or the datasets' directory, absolute
     loaders: tuple[str, ...] | None = None  # with real data: the loader settings measured; None: `default_loaders`
     predict: bool = True  # each plain GPU cell's step predicted for its GPU before any cell runs (predict/cells.py)
+    max_memory: int | None = None  # bytes: each CPU cell process's data limit (RLIMIT_DATA), `dlperf fit --max-memory`
 
     def __post_init__(self) -> None:
         """Every check the fields allow, each a UsageError naming the flag; what needs the machine (a device
@@ -88,6 +91,7 @@ class RunSpec:
         if self.profile:
             _check_profile(self)
         _check_data(self)
+        _check_memory(self)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -208,6 +212,35 @@ def _check_data(s: RunSpec) -> None:
     if s.data != DATA_SYNTHETIC and s.nprocs is not None:
         raise UsageError("--data: data-parallel cells (--nproc) train on synthetic data; measure the loader on "
                          "plain cells")  # fmt: skip
+
+
+def _check_memory(s: RunSpec) -> None:
+    if s.max_memory is None:
+        return
+    if not isinstance(s.max_memory, int) or not 0 < s.max_memory <= INT64_MAX:
+        raise UsageError("--max-memory must be a size above 0, e.g. 512MiB or 2GiB")
+    if s.devices is not None and any(d != DeviceKind.CPU for d in s.devices):
+        raise UsageError(f"--max-memory limits a CPU process's memory; on {', '.join(s.devices)} the GPU's own memory "
+                         "is the limit: give no --max-memory")  # fmt: skip
+
+
+_SIZE = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)\s*([KMGT]?)(I?B?)", re.ASCII | re.IGNORECASE)
+_POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
+
+
+def parse_size(text: str, flag: str) -> int:
+    """A memory size in bytes: 2GiB, 512M, 1.5G (K, M, G, T and KiB ... TiB: powers of 1024), 500MB (KB ... TB:
+    powers of 1000), or a number of bytes."""
+    found = _SIZE.fullmatch(text.strip())
+    if found is None or found[3].upper() == "I" or (found[3].upper() == "IB" and not found[2]):
+        raise UsageError(f"{flag} {text!r}: expected a size such as 512MiB, 2GiB or 1.5G (K, M, G, T: powers of 1024; "
+                         "KB, MB, GB, TB: of 1000)")  # fmt: skip
+    number, prefix, suffix = float(found[1]), found[2].upper(), found[3].upper()
+    base = 1000 if suffix == "B" and prefix else 1024
+    size = int(number * base ** _POWERS[prefix])
+    if not 0 < size <= INT64_MAX:
+        raise UsageError(f"{flag} {text!r}: a size above 0 bytes and below 8 EiB")
+    return size
 
 
 def _text(values: Sequence[object] | str | None) -> str | None:

@@ -4,15 +4,11 @@ predictions, the answer printed; the paper's check; bad input as one line before
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
-import sys
-import time
 from types import SimpleNamespace
 
 import pytest
 
-from conftest import FAST, dlperf, gone, one_line_error, rows
+from conftest import FAST, dlperf, gone, interrupt_once, one_line_error, rows
 from dlperf.predict import roofline
 from dlperf.report import crossover
 from dlperf.store import Store
@@ -158,21 +154,10 @@ def test_the_thread_count_is_searched_at_your_batch_unless_max_batch_is_below_it
 
 @pytest.mark.slow  # a crossover interrupted once its batch cells have started: 10-30 s on 2 shared cores
 def test_ctrl_c_keeps_the_cells_measured_answers_from_them_and_leaves_no_process(tmp_path):
-    db, err = tmp_path / "d.db", tmp_path / "err.txt"
-    cmd = [sys.executable, "-m", "dlperf", "crossover", "tiny-fcn-r", "--gpu", "T4", "--threads", "1", *FAST,
-           "--db", str(db)]  # fmt: skip
-    with err.open("w") as stderr:
-        parent = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=stderr, text=True,
-                                  preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
-        deadline = time.monotonic() + 180
-        while "tiny-fcn-r@b2 torch cpu:1 fp32: median" not in err.read_text() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert parent.poll() is None, err.read_text()
-        seen = [int(p) for p in subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True,
-                                               text=True).stdout.split()]  # fmt: skip
-        parent.send_signal(signal.SIGINT)
-        out, _ = parent.communicate(timeout=60)
-    assert parent.returncode == 130, err.read_text()
+    db = tmp_path / "d.db"
+    args = ["crossover", "tiny-fcn-r", "--gpu", "T4", "--threads", "1", *FAST, "--db", str(db)]
+    code, out, seen = interrupt_once(args, tmp_path / "err.txt", "tiny-fcn-r@b2 torch cpu:1 fp32: median")
+    assert code == 130, out
     assert gone(seen), seen
     assert "interrupted: the answer is from the batches measured" in out, out
     answered = r"T4: (not )?predicted faster than this CPU (from|up to|at) batch"

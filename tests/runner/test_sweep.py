@@ -126,7 +126,7 @@ def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, us
     by_name = {r["workload"]: r for r in cells(db)}
     assert by_name["segv"]["status"] == "failed" and "SIGSEGV" in by_name["segv"]["error"]
     assert by_name["raise"]["status"] == "failed" and "RuntimeError: bad forward" in by_name["raise"]["error"]
-    assert by_name["oom"]["status"] == "failed" and by_name["oom"]["error"].startswith("out of memory: ")
+    assert by_name["oom"]["status"] == "failed" and by_name["oom"]["error"].startswith("out of memory at batch 16: ")
     assert by_name["hang"]["status"] == "timeout" and "--timeout 20" in by_name["hang"]["error"]
     assert by_name["good"]["status"] == "ok"
     assert not alive(int(hang_file.read_text()))  # the hung worker's process is gone

@@ -269,6 +269,11 @@ def _kib_field(path: str, field: str) -> int | None:
     return None
 
 
+def memory_available_bytes(root: str = "/") -> int | None:
+    """Memory the kernel could give a new process now without swapping (MemAvailable)."""
+    return _kib_field(os.path.join(root, "proc/meminfo"), "MemAvailable")
+
+
 def memory_total_bytes(root: str = "/") -> int | None:
     """Physical memory the kernel manages (MemTotal)."""
     return _kib_field(os.path.join(root, "proc/meminfo"), "MemTotal")
@@ -331,6 +336,11 @@ def thread_times(root: str = "/") -> dict[int, tuple[float, float | None]]:
 def rss_bytes(root: str = "/") -> int | None:
     """Resident memory of this process now."""
     return _kib_field(os.path.join(root, "proc/self/status"), "VmRSS")
+
+
+def data_bytes(root: str = "/") -> int | None:
+    """This process's data segment now (VmData: heap and private writable mappings): what RLIMIT_DATA limits."""
+    return _kib_field(os.path.join(root, "proc/self/status"), "VmData")
 
 
 def rss_hwm_bytes(root: str = "/") -> int | None:

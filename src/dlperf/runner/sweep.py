@@ -86,7 +86,8 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     }
     on_cpu = spec.pin and cell.device == "cpu"
     if not distributed(cell.nproc, cell.parallel):  # a plain cell, or MirroredStrategy's replicas in one process
-        return CellTask(**common, pin_cpus=pin_cpus(cell.threads * max(1, cell.nproc)) if on_cpu else None)
+        pins = pin_cpus(cell.threads * max(1, cell.nproc)) if on_cpu else None
+        return CellTask(**common, pin_cpus=pins, memory_limit=spec.max_memory)
     per_node = cell.nproc // spec.nnodes
     pins = ddp_pins(cell.threads, per_node) if on_cpu else None
     return DDPTask(**common, group_timeout_s=spec.timeout, rank_cpus=pins)

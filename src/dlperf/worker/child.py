@@ -36,6 +36,14 @@ def describe(exc: BaseException) -> str:
     return text
 
 
+def out_of_memory(exc: BaseException) -> bool:
+    return isinstance(exc, MemoryError) or describe(exc).startswith("out of memory")
+
+
+class OutOfMemory(MemoryError):
+    """An out-of-memory error its catcher described (the batch, the limit): reported with its own message."""
+
+
 def start_event() -> Start:
     """Who is reporting: the process, its interpreter and, in a distributed job, its rank and host."""
     rank = own_rank()
@@ -72,8 +80,9 @@ def serve(argv: list[str], body: Body) -> int:
         body(task, emit)
     except NotImplementedError as exc:
         emit(Unsupported(str(exc) or "not supported"))
-    except MemoryError:
-        emit(Error("out of memory (MemoryError)", traceback.format_exc(), own_rank()))
+    except MemoryError as exc:
+        said = str(exc) if isinstance(exc, OutOfMemory) else "out of memory (MemoryError)"
+        emit(Error(said, traceback.format_exc(), own_rank()))
         return 1
     except Exception as exc:
         emit(Error(describe(exc), traceback.format_exc(), own_rank()))

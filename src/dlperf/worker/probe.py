@@ -10,7 +10,15 @@ from __future__ import annotations
 import os
 import sys
 
-from dlperf.answers import ProbeRequest, SelftestAnswer, SelftestRequest, ThreadsAnswer, ThreadsRequest
+from dlperf.answers import (
+    ProbeRequest,
+    SelftestAnswer,
+    SelftestRequest,
+    StartAnswer,
+    StartRequest,
+    ThreadsAnswer,
+    ThreadsRequest,
+)
 from dlperf.errors import UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, Reporter
 from dlperf.wire import Wire
@@ -27,6 +35,8 @@ def respond(framework: str, request: ProbeRequest) -> Wire:
         return selftest(fw, framework)
     if isinstance(request, ThreadsRequest):
         return thread_use(fw, request.threads, request.seconds)
+    if isinstance(request, StartRequest):
+        return start(fw, request.threads)
     return request.answer_of(fw.probe(request.to_json()))
 
 
@@ -53,6 +63,15 @@ def selftest(fw, framework: str) -> SelftestAnswer:
         step_s=round(time.perf_counter() - start, 3),
         settings=settings,
     )
+
+
+def start(fw, threads: int) -> StartAnswer:
+    """The data segment with the framework imported, its threads set and its pool started by a small product."""
+    from dlperf.measure import system
+
+    fw.configure_threads(threads)
+    fw.matmul(64)()
+    return StartAnswer(data_bytes=system.data_bytes() or 0, threads=threads)
 
 
 def _versions(packages) -> dict:

@@ -1,0 +1,114 @@
+"""`dlperf fit`: the largest batch that trains without running out of memory on this device, each try measured in
+its own child process and stored as a cell of one run; per mode."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from dlperf.commands.common import add_format, db_path, real, whole
+
+HELP = "the largest batch that trains without running out of memory on this device, measured"
+DESCRIPTION = (
+    "Trains the workload at its batch, then at double that until a try runs out of memory, then bisects between "
+    "the last batch that fit and the first that did not: the answer N was measured and N+1 ran out of memory. Each "
+    "try is its own child process, so running out of memory fails only that try; it is stored as a cell of one run "
+    "(named WORKLOAD@bN: dlperf table, report and export see them), out-of-memory tries as failed with the reason "
+    "'out of memory at batch N'. On the CPU each try's memory is limited (--max-memory, or the memory available when "
+    "fit starts); on a GPU the limit is its own memory. Prints, per mode, the largest batch that fits and each "
+    "batch tried with its peak memory and samples/s."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from dlperf.spec import FIT_MAX_BATCH
+    from dlperf.spec import FIT_TIMER as t
+
+    p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
+    p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
+    p.add_argument("--modes", default="fp32", help="comma list of modes, each searched on its own (default: fp32)")
+    p.add_argument(
+        "--max-memory",
+        metavar="SIZE",
+        help="CPU only: each try's memory limit (its data segment, RLIMIT_DATA), e.g. 2GiB, 512M, 500MB (default: "
+        "the memory available when fit starts)",
+    )
+    p.add_argument(
+        "--max-batch",
+        type=whole("--max-batch", 1),
+        default=FIT_MAX_BATCH,
+        help=f"try no batch above this (default: {FIT_MAX_BATCH})",
+    )
+    p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads of each try (default: the cores)")
+    p.add_argument("--timeout", type=real("--timeout"), default=300.0, help="seconds per try (default: 300)")
+    from dlperf.commands.run import add_timer_flags
+
+    add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    add_format(p, "text", "json")
+
+
+def run(args) -> int:
+    from dlperf import fit
+    from dlperf.commands.run import timer
+    from dlperf.errors import UsageError
+    from dlperf.spec import parse_size, split_list
+
+    if not args.workload:
+        raise UsageError("dlperf fit WORKLOAD [--device cpu|cuda:N] [--modes M,...] [--max-memory SIZE]")
+    opts = fit.Options(
+        args.workload,
+        device=args.device.lower(),
+        modes=tuple(split_list(args.modes, "--modes")),
+        max_memory=None if args.max_memory is None else parse_size(args.max_memory, "--max-memory"),
+        max_batch=args.max_batch,
+        threads=args.threads,
+        timeout=args.timeout,
+        timer=timer(args),
+    )
+    result = fit.fit(opts, db_path(args), argv=["dlperf", *sys.argv[1:]])
+    if args.format == "json":
+        print(json.dumps(as_json(result), indent=2))
+    else:
+        show(result)
+    return result.exit_code
+
+
+def as_json(result) -> dict:
+    return {
+        "run_id": result.run_id,
+        "limit": result.limit,
+        "modes": {m: a.to_json() for m, a in result.answers.items()},
+        "notes": result.notes,
+    }
+
+
+def show(result) -> None:
+    from rich.table import Table
+
+    from dlperf.commands.common import print_rich
+    from dlperf.report.format import nbytes
+
+    for mode, answer in result.answers.items():
+        table = Table(title=f"{mode}: each batch tried, in order (limit: {result.limit})")
+        for name in ("batch", "fits", "peak memory", "samples/s"):
+            table.add_column(name, justify="right")
+        for t in answer.tries:
+            fits = "yes" if t.status == "ok" else "out of memory" if t.out_of_memory else t.status
+            rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}"
+            table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), rate)
+        print_rich(table, lines=[headline(answer)])
+    print_rich("", notes=result.notes)
+
+
+def headline(answer) -> str:
+    """The answer in one line: the largest batch, and what the next one did."""
+    if answer.ended == "nothing fits":
+        return f"{answer.mode}: no batch fits: batch 1 runs out of memory"
+    if answer.ended == "max-batch":
+        return f"{answer.mode}: every batch tried fits, up to --max-batch {answer.largest}"
+    if answer.ended == "boundary":
+        return (f"{answer.mode}: the largest batch that fits is {answer.largest}; batch {answer.largest + 1} runs "
+                "out of memory")  # fmt: skip
+    found = f"the largest batch that fit so far is {answer.largest}" if answer.largest else "no batch fit so far"
+    return f"{answer.mode}: the search stopped, {answer.ended}; {found}"

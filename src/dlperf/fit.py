@@ -1,0 +1,264 @@
+"""`dlperf fit`: the largest batch that trains without running out of memory on this device, measured.
+
+Each try is one cell of one run (so `dlperf table`, `report` and `export` see them): the workload at a batch, named
+as a variant of its own (`tiny-fcn-r@b8`, as `dlperf crossover` names its batches), measured in its own child
+process with short timers. The search starts at the workload's batch and doubles it until a try runs out of memory,
+then bisects between the last batch that fit and the first that did not, so the answer N is the true boundary: N
+was measured, N+1 was tried and ran out of memory. An out-of-memory error fails only its try, stored as `failed`
+with the reason "out of memory at batch N ..."; any other failure stops the search of that mode, said as such.
+
+On the CPU the limit is the child's data segment (RLIMIT_DATA, set before the framework is imported:
+`worker/cell.py`), `--max-memory` or, without it, the memory available when fit starts; on a GPU it is the GPU's
+own memory (CUDA's OutOfMemoryError). A limit below what a process needs to start (measured by a probe child: the
+framework loaded, its threads started) is refused before anything runs.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, replace
+
+from dlperf.errors import UsageError
+from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import Cell
+from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
+from dlperf.store.records import CellRecord
+from dlperf.vocab import ExitCode, Status
+
+DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
+OUT_OF_MEMORY = "out of memory"  # how an out-of-memory try's stored reason starts (`worker/cell.oom_reason`)
+
+
+@dataclass
+class Options:
+    workload: str
+    device: str = "cpu"
+    modes: tuple[str, ...] = ("fp32",)
+    max_memory: int | None = None  # bytes, CPU only; None: the memory available when fit starts
+    max_batch: int = FIT_MAX_BATCH
+    threads: int | None = None  # None: the largest of the default thread counts (the cores)
+    timeout: float = 300.0  # seconds per try
+    timer: TimerConfig = FIT_TIMER
+
+
+@dataclass(frozen=True)
+class Try:
+    """One batch tried: fits (measured), ran out of memory, or failed otherwise (the search stops there)."""
+
+    batch: int
+    status: str  # the cell's status: ok, failed, timeout
+    out_of_memory: bool
+    peak_mem_bytes: int | None
+    peak_mem_kind: str | None
+    samples_per_s: float | None
+    reason: str | None
+
+    @classmethod
+    def of(cls, cell: CellRecord, batch: int) -> Try:
+        oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
+        rate = batch / cell.median_s if cell.ok and cell.median_s else None
+        return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error)
+
+
+@dataclass
+class ModeAnswer:
+    """One mode's search: every try in the order made, the largest batch that fits (0: none), and why it ended."""
+
+    mode: str
+    tries: list[Try] = field(default_factory=list)
+    largest: int = 0
+    ended: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "mode": self.mode,
+            "largest": self.largest,
+            "ended": self.ended,
+            "tries": [asdict(t) for t in self.tries],
+        }
+
+
+@dataclass
+class Result:
+    run_id: int | None
+    answers: dict[str, ModeAnswer]
+    exit_code: int
+    limit: str  # what bounded the tries, in words
+    notes: list[str] = field(default_factory=list)
+
+
+def next_batch(fits: dict[int, bool], start: int, max_batch: int) -> int | None:
+    """The next batch to try from what the tries so far said (batch -> fitted), or None when the answer is known:
+    `start` first; doubling while every batch fits, up to `max_batch`; then bisection between the largest batch that
+    fit (0 when none has) and the smallest that did not, until they are neighbours."""
+    if start not in fits:
+        return start
+    lo = max((b for b, ok in fits.items() if ok), default=0)
+    hi = min((b for b, ok in fits.items() if not ok), default=None)
+    if hi is None:
+        return None if lo >= max_batch else min(2 * lo, max_batch)
+    return None if hi - lo <= 1 else (lo + hi) // 2
+
+
+def check(opts: Options) -> None:
+    """What the flags allow, before anything runs: a bad value is one line."""
+    from dlperf.spec import parse_modes, parse_workload
+
+    if "," in opts.workload:
+        raise UsageError(
+            f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a user's file.py:factory"
+        )
+    parse_workload(opts.workload)
+    parse_modes(",".join(opts.modes))
+    if not DEVICE.match(opts.device):
+        raise UsageError(f"--device {opts.device!r}: expected cpu, cuda, cuda:N or mps")
+    if opts.max_batch < 1:
+        raise UsageError("--max-batch must be at least 1")
+    if opts.max_memory is not None and opts.device != "cpu":
+        raise UsageError(f"--max-memory limits a CPU process's memory; on {opts.device} the GPU's own memory is the "
+                         "limit: give no --max-memory")  # fmt: skip
+
+
+def start_bytes(framework: str, threads: int) -> int:
+    """The data segment a process holds with `framework` loaded and `threads` started, measured in a probe child:
+    below it, no try could start."""
+    from dlperf.answers import StartRequest
+    from dlperf.runner.probe import ask
+    from dlperf.runner.sweep import interpreter_for
+
+    return ask(framework, StartRequest(threads), interpreter_for(framework), threads=threads).data_bytes
+
+
+def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | None, str]:
+    """Each try's data limit in bytes (None on a GPU) and the limit in words; a `--max-memory` below what a process
+    needs to start is refused."""
+    from dlperf.measure import system
+
+    if opts.device != "cpu":
+        return None, f"the memory of {opts.device}"
+    needed = start_bytes(framework, threads)
+    if opts.max_memory is None:
+        available = system.memory_available_bytes() or system.memory_total_bytes()
+        return available, f"the memory available when fit started ({mib(available)})"
+    if opts.max_memory <= needed:
+        raise UsageError(f"--max-memory {mib(opts.max_memory)}: below what a training process needs to start here "
+                         f"({mib(needed)}: Python and {framework} loaded at {threads} threads, no model "
+                         "yet)")  # fmt: skip
+    return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)})"
+
+
+def mib(size: int | None) -> str:
+    return "?" if size is None else f"{size / 2**20:,.0f} MiB"
+
+
+def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
+        progress_factory: Callable | None = None, warn: Callable[[str], None] | None = None) -> Result:  # fmt: skip
+    """Search each mode's largest batch, every try a cell of one stored run; the answers."""
+    from dlperf.api import warn_stderr
+    from dlperf.plan import make_plan
+    from dlperf.store import Store, default_db
+    from dlperf.workloads.base import Workload
+
+    check(opts)
+    plan = make_plan(_spec(opts, None))
+    threads = opts.threads or max(c.threads for c in plan.cells)
+    limit, said = memory_limit(opts, plan.spec.frameworks[0], threads)
+    for warning in plan.warnings:  # once the request is whole: bad input stays one line
+        (warn or warn_stderr)(warning)
+    workload = Workload.from_json(plan.workloads[plan.cells[0].key])
+    spec = replace(_spec(opts, threads), max_memory=limit if opts.device == "cpu" else None)
+    store = Store.open(db or default_db(), create=True)
+    try:
+        search = Search(store, spec, plan, workload, threads, progress_factory or _progress, argv)
+        code = search.run(opts)
+        return Result(search.session.run_id, search.answers, code, said, search.notes(opts, limit))
+    finally:
+        store.close()
+
+
+def _spec(opts: Options, threads: int | None) -> RunSpec:
+    """The run: the workload on the device, each mode, at `threads` (None: the default counts, to plan with)."""
+    return make_spec(
+        [opts.workload],
+        devices=[opts.device],
+        threads=None if threads is None else [threads],
+        modes=list(opts.modes),
+        timeout=opts.timeout,
+        loss_check=False,
+        timer=opts.timer,
+        predict=False,
+    )
+
+
+class Search:
+    """The tries of every mode, each a cell of one session, each batch chosen from the tries before it."""
+
+    def __init__(self, store, spec: RunSpec, plan, workload, threads: int, progress_factory, argv) -> None:
+        from dlperf.runner.session import Session
+
+        self.session = Session.create(store, spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
+        self.workload, self.threads, self.progress_factory = workload, threads, progress_factory
+        self.answers: dict[str, ModeAnswer] = {}
+
+    def run(self, opts: Options) -> int:
+        """Every mode searched in turn; the exit code: 0 when each found its answer, 1 when a try failed otherwise
+        than out of memory, 130 on an interrupt (the tries made are kept)."""
+        from dlperf.runner.sweep import Interrupted
+
+        try:
+            for mode in self.session.spec.modes:
+                self.answers[mode] = self.search(mode, min(self.workload.batch, opts.max_batch), opts.max_batch)
+        except Interrupted:
+            for answer in self.answers.values():
+                answer.ended = answer.ended or "interrupted"
+            return ExitCode.INTERRUPTED
+        self.session.complete()
+        ended_well = all(a.ended in ("boundary", "max-batch", "nothing fits") for a in self.answers.values())
+        return ExitCode.OK if ended_well else ExitCode.CELLS_FAILED
+
+    def search(self, mode: str, start: int, max_batch: int) -> ModeAnswer:
+        answer = ModeAnswer(mode)
+        self.answers[mode] = answer  # an interrupt keeps the tries made
+        fits: dict[int, bool] = {}
+        while (batch := next_batch(fits, start, max_batch)) is not None:
+            tried = self.try_batch(mode, batch)
+            answer.tries.append(tried)
+            if tried.status != Status.OK and not tried.out_of_memory:
+                answer.ended = f"batch {batch} {tried.status}: {tried.reason}"
+                break
+            fits[batch] = tried.status == Status.OK
+            answer.largest = max((b for b, ok in fits.items() if ok), default=0)  # so far: an interrupt says it
+        else:
+            answer.ended = "max-batch" if fits.get(max_batch) else "boundary"
+        if answer.ended == "boundary" and not answer.largest:
+            answer.ended = "nothing fits"
+        return answer
+
+    def try_batch(self, mode: str, batch: int) -> Try:
+        """The workload at `batch` in `mode`: a new cell of the run, measured in its own child."""
+        from dlperf.report.crossover import variant_name
+        from dlperf.runner.tasks import schedule
+
+        spec = self.session.spec
+        cell = Cell(variant_name(self.workload.name, batch), spec.frameworks[0], spec.devices[0], self.threads, mode)
+        if cell.key not in self.session.workloads:
+            self.session.add([cell], replace(self.workload, name=cell.workload, batch=batch).to_json())
+        self.session.measure(schedule([cell], 1), self.progress_factory, last=False)
+        return Try.of(self.session.cell(cell.key), batch)
+
+    def notes(self, opts: Options, limit: int | None) -> list[str]:
+        notes = [f"stored as run {self.session.run_id}: each try a cell named {self.workload.name}@bN"]
+        if opts.device == "cpu" and opts.max_memory is None:
+            notes.append(f"no --max-memory: each try could take the memory available at the start ({mib(limit)})")
+        if opts.device == "cpu":
+            notes.append("peak memory: live tensors at the step's peak; the limit counts the whole process's data "
+                         "(Python, the framework, its threads, the allocator's slack)")  # fmt: skip
+        return notes
+
+
+def _progress(total: int):
+    from dlperf.progress import Progress
+
+    return Progress(total=total)

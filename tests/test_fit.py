@@ -1,0 +1,93 @@
+"""`dlperf fit`'s parts: the search's next batch, the size of --max-memory, and the child's memory limit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from dlperf.errors import UsageError
+from dlperf.fit import next_batch
+from dlperf.spec import parse_size
+
+
+def search(fits_up_to: int, start: int, max_batch: int = 2**16) -> list[int]:
+    """The batches tried against a device where every batch up to `fits_up_to` fits."""
+    tried: dict[int, bool] = {}
+    while (batch := next_batch(tried, start, max_batch)) is not None:
+        tried[batch] = batch <= fits_up_to
+    return list(tried)
+
+
+@pytest.mark.parametrize(
+    ("fits_up_to", "start", "max_batch", "tried"),
+    [
+        (5, 4, 2**16, [4, 8, 6, 5]),  # doubling, then bisection down to neighbours
+        (12, 4, 2**16, [4, 8, 16, 12, 14, 13]),
+        (2, 8, 2**16, [8, 4, 2, 3]),  # the workload's batch does not fit: bisection below it
+        (0, 4, 2**16, [4, 2, 1]),  # nothing fits
+        (100, 4, 20, [4, 8, 16, 20]),  # every batch fits up to --max-batch
+        (17, 4, 20, [4, 8, 16, 20, 18, 17]),
+    ],
+)
+def test_the_search_doubles_then_bisects_to_neighbours(fits_up_to, start, max_batch, tried):
+    assert search(fits_up_to, start, max_batch) == tried
+
+
+def test_the_answer_is_the_boundary_whatever_it_is():
+    for fits_up_to in range(0, 70):
+        tried = search(fits_up_to, 4, 64)
+        assert fits_up_to >= 64 or fits_up_to + 1 in tried
+        assert fits_up_to < 1 or min(fits_up_to, 64) in tried
+
+
+@pytest.mark.parametrize(
+    ("text", "size"),
+    [("2GiB", 2 * 2**30), ("512M", 512 * 2**20), ("1.5G", 3 * 2**29), ("500MB", 500 * 10**6), ("4096", 4096),
+     ("7 MiB", 7 * 2**20), ("1k", 1024)],
+)  # fmt: skip
+def test_sizes_in_binary_and_decimal_units(text, size):
+    assert parse_size(text, "--max-memory") == size
+
+
+@pytest.mark.parametrize("text", ["3XB", "", "GiB", "5i", "iB", "0", "-1G", "1e3", "nan", "2 GiB 2"])
+def test_a_bad_size_names_the_flag(text):
+    with pytest.raises(UsageError, match="--max-memory"):
+        parse_size(text, "--max-memory")
+
+
+# After a 16 MiB block is freed, glibc raises its mmap threshold to 16 MiB (up to 32 MiB it follows what is freed):
+# the blocks of 4 to 10 MiB that follow come from the heap, each below a small block still alive, so the heap cannot
+# shrink when they are freed (measured here: 10 MiB held without the fixed threshold, 0 with it).
+HISTORY = """
+from dlperf.measure.system import data_bytes
+from dlperf.worker.cell import limit_memory
+limit_memory(2**40)
+base = data_bytes()
+big = bytearray(16 * 2**20)
+del big
+kept = []
+for mib in (4, 6, 8, 10):
+    block = bytearray(mib * 2**20)
+    kept.append(bytearray(4096))  # above the block in the heap
+    del block
+print((data_bytes() - base) // 2**20)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA and glibc's mallopt are Linux's")
+def test_under_a_limit_freed_memory_leaves_the_data_segment():
+    """What a try holds follows its live memory, not the allocations before: a batch fits or not whatever ran
+    before it in the process."""
+    held = subprocess.run([sys.executable, "-c", HISTORY], capture_output=True, text=True, check=True).stdout
+    assert int(held) < 4, f"{held} MiB held after every block was freed"
+
+
+def test_an_out_of_memory_reason_names_the_batch_and_the_limit():
+    from dlperf.worker.cell import oom_reason
+
+    reason = oom_reason(RuntimeError("DefaultCPUAllocator: can't allocate memory: 64 bytes"), 16, 300 * 2**20)
+    assert reason == "out of memory at batch 16 under --max-memory 300 MiB: RuntimeError: DefaultCPUAllocator: " \
+                     "can't allocate memory: 64 bytes"  # fmt: skip
+    assert oom_reason(MemoryError(), 2, None) == "out of memory at batch 2: MemoryError"
