@@ -1,0 +1,70 @@
+"""`dlperf advise WORKLOAD` end to end: this CPU measured briefly (threads, then a short optimize), stored; the GPUs
+predicted (time, memory, cost); one screen of answers, each figure labelled measured or predicted; bad input as one
+line before anything runs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import dlperf, one_line_error
+
+ROOT = Path(__file__).resolve().parents[2]
+NO_FILE = {"DLPERF_PRICES": ""}
+
+
+def test_bad_input_is_one_line_before_anything_runs(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gpu,usd_per_hour_low,usd_per_hour_high\nT4,cheap,1\n")
+    cases = [
+        (["--gpu", "No-Such-GPU"], ["unknown GPU"]),
+        (["--prices", str(bad)], [f"--prices {bad}, line 2, column usd_per_hour_low"]),
+        (["--deadline=-2h"], ["--deadline", "above zero"]),
+        (["--samples", "10", "--epochs", "2"], ["--samples and --epochs"]),
+        (["--budget", "0"], ["--budget"]),
+        (["--gpu-specs", str(bad)], ["--gpu-specs"]),
+    ]
+    db = tmp_path / "x.db"
+    for extra, fragments in cases:
+        one_line_error(dlperf("advise", "tiny-fcn-r", *extra, db=db, env=NO_FILE), *fragments)
+    one_line_error(dlperf("advise", "no-such-net", db=db, env=NO_FILE), "no-such-net")
+    one_line_error(dlperf("advise", "tiny-fcn-r", db=db, env={"DLPERF_PRICES": str(bad)}), "DLPERF_PRICES")
+    assert not db.exists()  # nothing written
+
+
+def test_one_screen_every_figure_labelled_and_stored(tmp_path):
+    """A tiny workload and budget: every section's line, measured or predicted, the runs stored, and the JSON."""
+    db = tmp_path / "a.db"
+    proc = dlperf("advise", "tiny-fcn-r", "--budget", "30", "--gpu", "H100-SXM5-80GB,T4", "--deadline", "1h", db=db,
+                  env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "On this CPU (measured): " in out and "s/epoch at its best settings" in out and " thread" in out
+    for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
+                 "Does not fit (predicted): ", "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
+        assert line in out, line
+    assert "GPU figures' uncertainty: -" in out  # the predictor's, from its validation
+    table = dlperf("table", db=db)
+    assert table.returncode == 0 and "tiny-fcn-r" in table.stdout  # the runs are stored: the views see them
+    # a budget the thread search alone spends: the mode search is skipped, and said so
+    got = json.loads(dlperf("advise", "tiny-fcn-r", "--budget", "1", "--gpu", "T4", "--format", "json", db=db,
+                            env=NO_FILE).stdout)  # fmt: skip
+    assert got["cpu"]["measured"] is True and got["cpu"]["threads"] >= 1 and got["cpu"]["time_s"] > 0
+    assert got["fastest"]["predicted"] is True and got["fastest"]["gpu"] == "T4"
+    assert got["cheapest"]["gpu"] == "T4" and got["does_not_fit"] == []
+    assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
+    assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]
+
+
+@pytest.mark.slow
+def test_a_users_model_file_in_under_five_minutes(tmp_path):
+    """The README's guide: examples/my_model.py, the default budget and GPUs."""
+    import time
+
+    start = time.monotonic()
+    proc = dlperf("advise", f"{ROOT}/examples/my_model.py:make", "--samples", "50000", db=tmp_path / "m.db",
+                  env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    assert "On this CPU (measured): " in proc.stdout and "Fastest GPU (predicted): " in proc.stdout
+    assert took < 300, took
