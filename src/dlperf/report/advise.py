@@ -6,6 +6,7 @@ from __future__ import annotations
 from dlperf.report.cost import _pick, deadline_text, usd
 from dlperf.report.format import seconds
 
+SHOWN = 3  # the GPUs named in the crossover's line, the fastest first
 CROSSOVER_HOW = "your batch"  # the crossover measured at the user's batch only (`dlperf crossover` goes batch by batch)
 
 
@@ -63,11 +64,13 @@ def _crossover(x) -> str:
     faster = sorted((g for g, s in ratios.items() if s > 1), key=lambda g: -ratios[g])
     tail = f" (at your batch only; dlperf crossover {x.workload} measures batch by batch)"
     if faster:
-        said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster)
-        return f"a GPU pays at your batch {row.batch}: predicted faster than this CPU there: {said}" + tail
+        said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
+        more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
+        return (f"a GPU pays at your batch {row.batch}: {len(faster)} of {len(ratios)} GPUs predicted faster than "
+                f"this CPU's {x.mode} step there: {said}{more}" + tail)  # fmt: skip
     best = max(ratios, key=ratios.get)
-    return (f"no GPU is predicted faster at your batch {row.batch}: the closest, {best}, is {1 / ratios[best]:.1f} "
-            f"times slower; a larger batch may pay" + tail)  # fmt: skip
+    return (f"no GPU is predicted faster than this CPU's {x.mode} step at your batch {row.batch}: the closest, "
+            f"{best}, is {1 / ratios[best]:.1f} times slower; a larger batch may pay" + tail)  # fmt: skip
 
 
 def _pick_json(r) -> dict | None:
