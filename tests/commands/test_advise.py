@@ -11,6 +11,10 @@ from conftest import dlperf, one_line_error
 
 ROOT = Path(__file__).resolve().parents[2]
 NO_FILE = {"DLPERF_PRICES": ""}
+SPECS_HEAD = (
+    "gpu,fp32_tflops,tf32_tflops,fp16_tensor_tflops,bf16_tensor_tflops,fp8_tensor_tflops,mem_bw_gbs,mem_gib,host_link,"
+    "host_link_gbs,generation,sm_count,boost_clock_mhz,l2_mib,peak_clock,source\n"
+)
 
 
 def test_bad_input_is_one_line_before_anything_runs(tmp_path):
@@ -34,24 +38,27 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
 
 def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     """A tiny workload and budget: every section's line, measured or predicted, the runs stored, and the JSON."""
-    db = tmp_path / "a.db"
-    proc = dlperf("advise", "tiny-fcn-r", "--budget", "30", "--gpu", "H100-SXM5-80GB,T4", "--deadline", "1h", db=db,
-                  env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
+    db, specs = tmp_path / "a.db", tmp_path / "tiny.csv"
+    specs.write_text(SPECS_HEAD + "Tiny-512MB,1,,,,,50,0.5,PCIe Gen3 x16,15.75,Turing,,,,boost,a GPU nothing fits\n")
+    proc = dlperf("advise", "tiny-fcn-r", "--budget", "30", "--gpu", "H100-SXM5-80GB,T4,Tiny-512MB", "--deadline",
+                  "1h", "--gpu-specs", str(specs), db=db, env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "On this CPU (measured): " in out and "s/epoch at its best settings" in out and " thread" in out
     for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
-                 "Does not fit (predicted): ", "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
+                 "Does not fit (predicted): Tiny-512MB (fp32): does not fit: needs ",
+                 "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
         assert line in out, line
     assert "GPU figures' uncertainty: -" in out  # the predictor's, from its validation
     table = dlperf("table", db=db)
     assert table.returncode == 0 and "tiny-fcn-r" in table.stdout  # the runs are stored: the views see them
     # a budget the thread search alone spends: the mode search is skipped, and said so
-    got = json.loads(dlperf("advise", "tiny-fcn-r", "--budget", "1", "--gpu", "T4", "--format", "json", db=db,
-                            env=NO_FILE).stdout)  # fmt: skip
+    got = json.loads(dlperf("advise", "tiny-fcn-r", "--budget", "1", "--gpu", "T4,Tiny-512MB", "--gpu-specs",
+                            str(specs), "--format", "json", db=db, env=NO_FILE).stdout)  # fmt: skip
     assert got["cpu"]["measured"] is True and got["cpu"]["threads"] >= 1 and got["cpu"]["time_s"] > 0
     assert got["fastest"]["predicted"] is True and got["fastest"]["gpu"] == "T4"
-    assert got["cheapest"]["gpu"] == "T4" and got["does_not_fit"] == []
+    assert got["cheapest"]["gpu"] == "T4"
+    assert {(r["gpu"], r["predicted"]) for r in got["does_not_fit"]} == {("Tiny-512MB", True)}
     assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
     assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]
 
