@@ -49,6 +49,7 @@ class Advice:
     uncertainty: str
     notes: list[str] = field(default_factory=list)
     exit_code: int = ExitCode.OK
+    largest: dict[tuple[str, str], int] = field(default_factory=dict)  # (GPU, mode) left out -> the largest batch
 
 
 def check(opts: Options) -> tuple[tuple, float | None]:
@@ -91,6 +92,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     peaks = _predicted_peaks(workload, opts.timeout)
     costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
     notes = [] if samples != NO_EPOCH_SAMPLES or opts.samples else [NO_EPOCH_NOTE.format(workload.data)]
+    largest = _largest(workload, costs.left_out, opts.timeout)
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
@@ -100,7 +102,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     runs = [side.run_id] if side.run_id is not None else []
     if side.answer is None or not side.answer.rows or side.answer.rows[0].cpu is None:
         return Advice(workload.name, workload.batch, costs, None, None, runs, roofline.uncertainty(),
-                      [*side.notes, *notes], side.exit_code or ExitCode.CELLS_FAILED)  # fmt: skip
+                      [*side.notes, *notes], side.exit_code or ExitCode.CELLS_FAILED, largest)  # fmt: skip
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
     left = opts.budget_s - (time.monotonic() - start)
@@ -119,7 +121,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
     notes += [n for n in side.notes if n.startswith("threads:")]
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
-                  exit_code)  # fmt: skip
+                  exit_code, largest)  # fmt: skip
 
 
 NO_EPOCH_NOTE = (
@@ -149,6 +151,20 @@ def _predicted_peaks(workload, timeout: float) -> dict[str, int]:
     from dlperf.predict import memory
 
     return memory.peaks(workload, GPU_MODES, timeout, "--timeout")
+
+
+def _largest(workload, left_out, timeout: float) -> dict[tuple[str, str], int]:
+    """For each (GPU, mode) the step does not fit, the largest batch that does, predicted (`predict --memory`'s
+    search); a mode that cannot be traced is left out."""
+    from dlperf.predict import gpus, memory
+
+    modes = sorted({r.mode for r in left_out})
+    if not modes:
+        return {}
+    found = memory.lines([(workload, m) for m in modes], timeout, "--timeout")
+    lines = {m: line for m, line in zip(modes, found, strict=True) if not isinstance(line, str)}
+    most = memory.largest(workload, lines, [gpus.lookup(g) for g in sorted({r.gpu for r in left_out})], timeout)
+    return {(g, m): n for m, by_gpu in most.items() for g, n in by_gpu.items()}
 
 
 def _search(opts: Options, threads: int, budget_s: float, db: str):

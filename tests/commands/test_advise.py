@@ -43,12 +43,13 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     proc = dlperf("advise", "tiny-fcn-r", "--budget", "30", "--gpu", "H100-SXM5-80GB,T4,Tiny-512MB", "--deadline",
                   "1h", "--gpu-specs", str(specs), db=db, env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = " ".join(proc.stdout.split())  # rich wraps a long line at a word
     assert "On this CPU (measured): " in out and "s/epoch at its best settings" in out and " thread" in out
     for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
                  "Does not fit (predicted): Tiny-512MB (fp32): does not fit: needs ",
                  "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
         assert line in out, line
+    assert "the largest batch that fits: none" in out  # no room left beside the CUDA context
     assert "GPU figures' uncertainty: -" in out  # the predictor's, from its validation
     table = dlperf("table", db=db)
     assert table.returncode == 0 and "tiny-fcn-r" in table.stdout  # the runs are stored: the views see them
@@ -58,7 +59,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     assert got["cpu"]["measured"] is True and got["cpu"]["threads"] >= 1 and got["cpu"]["time_s"] > 0
     assert got["fastest"]["predicted"] is True and got["fastest"]["gpu"] == "T4"
     assert got["cheapest"]["gpu"] == "T4"
-    assert {(r["gpu"], r["predicted"]) for r in got["does_not_fit"]} == {("Tiny-512MB", True)}
+    assert {(r["gpu"], r["predicted"], r["largest_batch"]) for r in got["does_not_fit"]} == {("Tiny-512MB", True, 0)}
     assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
     assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]
 

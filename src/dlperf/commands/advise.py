@@ -52,6 +52,7 @@ def run(args) -> int:
 
         write_stdout(json.dumps(view.to_json(answer), indent=1) + "\n", "the advice")
         return answer.exit_code
-    stored = f"stored as runs {', '.join(map(str, answer.runs))} (dlperf table, dlperf report)"
+    runs = ", ".join(map(str, answer.runs))
+    stored = f"stored as run{'s' * (len(answer.runs) != 1)} {runs} (dlperf table, dlperf report)"
     print_rich("", lines=view.lines(answer), notes=[*answer.notes, stored])
     return answer.exit_code

@@ -33,13 +33,21 @@ def lines(a) -> list[str]:
         label = f"Cheapest within {deadline_text(x.deadline_s)} (predicted)"
         out.append(_pick(label, within) if within else f"{label}: no priced GPU predicted finishes in time")
     if x.left_out:
-        out.append("Does not fit (predicted): " + "; ".join(f"{r.gpu} ({r.mode}): {r.why}" for r in x.left_out))
+        out.append("Does not fit (predicted): " + "; ".join(f"{r.gpu} ({r.mode}): {r.why}{_most(a, r)}"
+                                                             for r in x.left_out))  # fmt: skip
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
     out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover)}")
     if a.uncertainty:
         out.append(f"GPU figures' uncertainty: {a.uncertainty}")
     return out
+
+
+def _most(a, r) -> str:
+    from dlperf.report.memory import largest
+
+    n = a.largest.get((r.gpu, r.mode))
+    return "" if n is None else f", the largest batch that fits: {largest(n)}"
 
 
 def _threads(n: int) -> str:
@@ -94,7 +102,8 @@ def to_json(a) -> dict:
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
         "fastest": _pick_json(x.fastest()), "cheapest": _pick_json(x.cheapest()), "deadline_s": x.deadline_s,
         "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,
-        "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "predicted": True} for r in x.left_out],
+        "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
+                          "predicted": True} for r in x.left_out],
         "crossover": {"how": CROSSOVER_HOW, "batch": row.batch if row else None,
                       "gpu_speedup": {g: row.speedup(g) for g in xo.gpus} if row else {}},
         "gpus": cost.to_json(x)["rows"], "uncertainty": a.uncertainty, "runs": a.runs, "notes": a.notes,
