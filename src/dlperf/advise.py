@@ -114,7 +114,9 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
         runs.append(search.run_id)
         exit_code = max(exit_code, search.exit_code)
         cell = _best_cell(db, search) or cell
-        notes += [n for n in search.notes if "budget" in n]
+        notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
+        if search.exit_code == ExitCode.INTERRUPTED:
+            notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
     else:
         notes.append(f"the mode search skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
     costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)

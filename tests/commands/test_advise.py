@@ -76,3 +76,45 @@ def test_a_users_model_file_in_under_five_minutes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "On this CPU (measured): " in proc.stdout and "Fastest GPU (predicted): " in proc.stdout
     assert took < 300, took
+
+
+@pytest.mark.slow
+def test_an_interrupt_in_the_mode_search_is_130_with_the_thread_search_kept(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import alive
+
+    db = tmp_path / "i.db"
+    env = {**os.environ, **NO_FILE, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "dlperf", "advise", "tiny-fcn-r", "--budget", "120", "--gpu", "T4", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in proc.stderr:  # the mode search's first cell is the run's first without a batch variant
+        seen.append(line)
+        if "tiny-fcn-r torch cpu:" in line and "@b" not in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "interrupted: the mode search stopped" in " ".join(out.split())
+    assert "On this CPU (measured): " in out  # the thread search's step, kept
+    table = dlperf("table", db=db)
+    assert table.returncode == 0 and "tiny-fcn-r" in table.stdout
+    assert not [p for p in _children(proc.pid) if alive(p)]
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
