@@ -10,5 +10,5 @@ matplotlib. Adding a command: a module here and its name in `NAMES`.
 # in the order `dlperf --help` lists them
 NAMES = (
     "run", "profile", "table", "export", "list", "optimize", "peak", "report", "plot", "compare", "merge", "comm",
-    "env", "data", "predict", "crossover", "fit",
+    "env", "data", "predict", "crossover", "fit", "advise",
 )  # fmt: skip

@@ -225,9 +225,7 @@ def predicted_peaks(args, workload, modes) -> dict[str, int]:
     """The predicted allocator peak per mode (`predict/memory.py`), for the GPUs no measured peak checks."""
     from dlperf.predict import memory
 
-    modes = sorted(modes)
-    found = memory.traces([(workload, m, workload.batch) for m in modes], float(args.timeout), "--timeout")
-    return {m: p.total for m, p in zip(modes, found, strict=True) if not isinstance(p, str)}
+    return memory.peaks(workload, modes, float(args.timeout), "--timeout")
 
 
 def stored_cells(args, workload: str) -> tuple[list, str]:

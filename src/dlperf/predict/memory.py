@@ -214,6 +214,14 @@ def lines(requests, timeout: float, timeout_flag: str | None = None) -> list[Lin
     return out
 
 
+def peaks(workload, modes, timeout: float, timeout_flag: str | None = None) -> dict[str, int]:
+    """The predicted allocator peak per mode at the workload's batch (`predict --cost`, `dlperf advise`); a mode
+    that cannot be traced is left out."""
+    modes = sorted(modes)
+    found = traces([(workload, m, workload.batch) for m in modes], timeout, timeout_flag)
+    return {m: p.total for m, p in zip(modes, found, strict=True) if not isinstance(p, str)}
+
+
 def traces(asked, timeout: float, timeout_flag: str | None = None) -> list[Peak | str]:
     """Each (workload, mode, batch) traced, from the cache where it holds it, the rest asked of one probe child."""
     from dlperf.answers import MemoryAsk, MemoryRequest

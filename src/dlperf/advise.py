@@ -1,0 +1,191 @@
+"""`dlperf advise WORKLOAD`: should I rent a GPU, and which one? One command that measures this machine briefly and
+predicts the GPUs, through the commands that each answer a part:
+
+1. the GPUs predicted first (`predict/`: the step counted on fake tensors, its time per GPU and mode by the roofline,
+   its peak memory, the cost of the work at the price table's rates, `predict/cost.py`), so a workload the counter
+   cannot take fails in seconds, before anything is measured or stored;
+2. this CPU's best thread count, measured at the user's batch and stored as a run (`crossover.py`, at that one
+   batch: its CPU step against each GPU's predicted step is the crossover at the user's batch);
+3. the fastest mode at that thread count, by a short `optimize.py` search within what the budget has left, stored as
+   a second run;
+4. the answer (`Advice`): this CPU's time for the work at its best settings, measured; the fastest and the cheapest
+   GPU (and the cheapest within the deadline), the GPUs the step does not fit, predicted, with the predictor's
+   uncertainty (`roofline.uncertainty()`). The views (`report/advise.py`) print it.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
+
+BUDGET_S = 150.0  # the default: 2.5 minutes of measuring on 2 cores, the thread search and a short optimize
+MIN_SEARCH_S = 20.0  # below this left of the budget, the mode search is skipped (fp32 eager, said so)
+GPU_MODES = ("fp32", "bf16")  # what a GPU trains in: fp32, or bf16 autocast
+NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthetic data) and --samples is not given
+
+
+@dataclass
+class Options:
+    workload: str
+    gpus: str | None = None  # comma list; None: every GPU of the table with a price
+    budget_s: float = BUDGET_S
+    deadline: str | None = None
+    samples: int | None = None
+    epochs: float | None = None
+    timeout: float = 600.0  # seconds per measuring process, and the operator count's
+
+
+@dataclass
+class Advice:
+    workload: str
+    batch: int
+    costs: object  # predict.cost.Costs: the GPUs predicted, the CPU measured (its `cpu`)
+    cpu_ci: tuple[float, float] | None  # the measured step's 95% interval
+    crossover: object | None  # report.crossover.Crossover at the user's batch
+    runs: list[int]
+    uncertainty: str
+    notes: list[str] = field(default_factory=list)
+    exit_code: int = ExitCode.OK
+    largest: dict[tuple[str, str], int] = field(default_factory=dict)  # (GPU, mode) left out -> the largest batch
+
+
+def check(opts: Options) -> tuple[tuple, float | None]:
+    """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
+    command): the workload's name, the GPUs (default: those with a price), the deadline, the work."""
+    from dlperf.predict import cost, gpus
+    from dlperf.spec import parse_workload
+
+    if "," in opts.workload:
+        raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
+    parse_workload(opts.workload)
+    if not opts.budget_s > 0:
+        raise UsageError("--budget must be above zero seconds")
+    if opts.samples is not None and opts.epochs is not None:
+        raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
+    chosen = gpus.parse_gpus(opts.gpus) if opts.gpus else default_gpus()
+    deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
+    return chosen, deadline
+
+
+def default_gpus() -> tuple:
+    """Every GPU of the spec table with a price row: those the cost can rank."""
+    from dlperf.predict import gpus, prices
+
+    priced = {p.gpu for p in prices.table()}
+    return tuple(g for g in gpus.table() if g.name in priced)
+
+
+def advise(opts: Options, db: str, argv: list[str]) -> Advice:
+    """Predict the GPUs, measure this CPU (threads, then modes), store both runs, answer."""
+    from dlperf import crossover
+    from dlperf.predict import cost, count, roofline
+
+    start = time.monotonic()
+    chosen, deadline = check(opts)
+    workload = _resolved(opts)
+    samples, what = _work(workload, opts)
+    found = count.counted([(workload, m) for m in GPU_MODES], opts.timeout, "--timeout")
+    predictions = [roofline.predict(c, g) for g in chosen for c in found]
+    peaks = _predicted_peaks(workload, opts.timeout)
+    costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
+    notes = [] if samples != NO_EPOCH_SAMPLES or opts.samples else [NO_EPOCH_NOTE.format(workload.data)]
+    largest = _largest(workload, costs.left_out, opts.timeout)
+
+    side = crossover.crossover(
+        crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
+                          timeout=opts.timeout),
+        db, argv=argv,
+    )  # fmt: skip
+    runs = [side.run_id] if side.run_id is not None else []
+    if side.answer is None or not side.answer.rows or side.answer.rows[0].cpu is None:
+        return Advice(workload.name, workload.batch, costs, None, None, runs, roofline.uncertainty(),
+                      [*side.notes, *notes], side.exit_code or ExitCode.CELLS_FAILED, largest)  # fmt: skip
+    threads = side.answer.rows[0].cpu.threads
+    cell = side.answer.rows[0].cpu
+    left = opts.budget_s - (time.monotonic() - start)
+    exit_code = side.exit_code
+    if exit_code == ExitCode.INTERRUPTED:
+        notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
+    elif left >= MIN_SEARCH_S:
+        search = _search(opts, threads, left, db)
+        runs.append(search.run_id)
+        exit_code = max(exit_code, search.exit_code)
+        cell = _best_cell(db, search) or cell
+        notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
+        if search.exit_code == ExitCode.INTERRUPTED:
+            notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
+    else:
+        notes.append(f"the mode search skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
+    costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)
+    ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
+    notes += [n for n in side.notes if n.startswith("threads:")]
+    return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
+                  exit_code, largest)  # fmt: skip
+
+
+NO_EPOCH_NOTE = (
+    f"{{}} data has no epoch: the work is {NO_EPOCH_SAMPLES:,} samples (--samples N gives your data set's size)"
+)
+
+
+def _resolved(opts: Options):
+    """The workload built in a probe child (a user's file included): its batch, its data set."""
+    from dlperf.frameworks.common import capabilities
+    from dlperf.plan.workloads import resolve_workload
+    from dlperf.spec import parse_workload
+
+    return resolve_workload(parse_workload(opts.workload), capabilities.op_counter(), opts.timeout)
+
+
+def _work(workload, opts: Options) -> tuple[int, str]:
+    """`predict --cost`'s work (`cost.work`); synthetic data without --samples: NO_EPOCH_SAMPLES."""
+    from dlperf.predict import cost
+
+    if opts.samples is None and cost.epoch_samples(workload) is None:
+        return NO_EPOCH_SAMPLES, f"{NO_EPOCH_SAMPLES:,} samples (no epoch: synthetic data)"
+    return cost.work(workload, opts.samples, opts.epochs)
+
+
+def _predicted_peaks(workload, timeout: float) -> dict[str, int]:
+    from dlperf.predict import memory
+
+    return memory.peaks(workload, GPU_MODES, timeout, "--timeout")
+
+
+def _largest(workload, left_out, timeout: float) -> dict[tuple[str, str], int]:
+    """For each (GPU, mode) the step does not fit, the largest batch that does, predicted (`predict --memory`'s
+    search); a mode that cannot be traced is left out."""
+    from dlperf.predict import gpus, memory
+
+    modes = sorted({r.mode for r in left_out})
+    if not modes:
+        return {}
+    found = memory.lines([(workload, m) for m in modes], timeout, "--timeout")
+    lines = {m: line for m, line in zip(modes, found, strict=True) if not isinstance(line, str)}
+    most = memory.largest(workload, lines, [gpus.lookup(g) for g in sorted({r.gpu for r in left_out})], timeout)
+    return {(g, m): n for m, by_gpu in most.items() for g, n in by_gpu.items()}
+
+
+def _search(opts: Options, threads: int, budget_s: float, db: str):
+    from dlperf import optimize
+
+    return optimize.optimize(
+        optimize.Options(opts.workload, threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
+                         compile_timeout=min(opts.timeout, budget_s)),
+        db,
+    )  # fmt: skip
+
+
+def _best_cell(db: str, search):
+    """The stored cell of the search's recommended mode (fp32 eager when none is)."""
+    from dlperf.store import Store
+
+    mode = (search.best or search.baseline).mode
+    store = Store.open(db, create=False)
+    try:
+        return next((c for c in store.cells(search.run_id) if c.mode == mode and c.ok and c.median_s), None)
+    finally:
+        store.close()

@@ -1,0 +1,58 @@
+"""`dlperf advise WORKLOAD`: should I rent a GPU, and which one? This CPU measured briefly, the GPUs predicted, one
+screen (`advise.py` does the work, `report/advise.py` says it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from dlperf.commands.common import add_format, db_path, real, whole
+
+HELP = "should I rent a GPU, and which one? this CPU measured briefly, time, memory and cost predicted on GPUs"
+DESCRIPTION = (
+    "Measures this machine briefly: the fastest thread count at your batch, then the fastest mode by a short "
+    "optimize within what --budget leaves; stores both runs (dlperf table and report see them). Predicts each GPU's "
+    "time, peak memory and cost for the work (dlperf predict --memory, --cost). Prints on one screen this CPU's time "
+    "at its best settings (measured), the fastest and the cheapest GPU (and within --deadline), the GPUs the step "
+    "does not fit, and whether a GPU pays at your batch (predicted), with the predictor's uncertainty."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from dlperf.advise import BUDGET_S
+    from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
+
+    p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
+    p.add_argument("--gpu", help="comma list of GPUs of the table (dlperf predict --list-gpus; default: every GPU "
+                   "with a price)")  # fmt: skip
+    p.add_argument("--budget", type=real("--budget", most=24 * 3600.0), default=BUDGET_S,
+                   help=f"seconds of measuring on this machine, about (default: {BUDGET_S:g})")  # fmt: skip
+    p.add_argument("--deadline", metavar="DURATION", help="also the cheapest GPU finishing within it, e.g. 2h, 90m")
+    p.add_argument("--samples", type=whole("--samples", 1), help="the work in samples (default: an epoch)")
+    p.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")
+    p.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
+    p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
+    p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
+    add_format(p, "text", "json")
+
+
+def run(args) -> int:
+    from dlperf import advise
+    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.predict import gpus, prices
+    from dlperf.report import advise as view
+
+    gpus.use_specs(args.gpu_specs)  # the files first: a wrong one is one line, nothing run or stored
+    prices.use_prices(args.prices)
+    opts = advise.Options(args.workload, args.gpu, args.budget, args.deadline, args.samples, args.epochs,
+                          args.timeout)  # fmt: skip
+    answer = advise.advise(opts, db_path(args), ["dlperf", *sys.argv[1:]])
+    if args.format == "json":
+        import json
+
+        write_stdout(json.dumps(view.to_json(answer), indent=1) + "\n", "the advice")
+        return answer.exit_code
+    runs = ", ".join(map(str, answer.runs))
+    stored = f"stored as run{'s' * (len(answer.runs) != 1)} {runs} (dlperf table, dlperf report)"
+    print_rich("", lines=view.lines(answer), notes=[*answer.notes, stored])
+    return answer.exit_code

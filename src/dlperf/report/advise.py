@@ -1,0 +1,110 @@
+"""`dlperf advise`'s answer on one screen, and as JSON: each figure labelled measured (this CPU, from the store) or
+predicted (the GPUs, `predict/`), with its uncertainty. The ranking's words are `report/cost.py`'s."""
+
+from __future__ import annotations
+
+from dlperf.report.cost import _pick, deadline_text, usd
+from dlperf.report.format import seconds
+
+SHOWN = 3  # the GPUs named in the crossover's line, the fastest first
+CROSSOVER_HOW = "your batch"  # the crossover measured at the user's batch only (`dlperf crossover` goes batch by batch)
+
+
+def lines(a) -> list[str]:
+    x = a.costs
+    per = "s/epoch" if x.what.startswith("one epoch") else f"s for {x.what}"
+    out = []
+    if c := x.cpu:
+        ci = f", 95% interval of the step {seconds(a.cpu_ci[0])}-{seconds(a.cpu_ci[1])}" if a.cpu_ci else ""
+        out.append(
+            f"On this CPU (measured): {c.time_s:,.1f} {per} at its best settings ({_threads(c.threads)}, {c.mode}; "
+            f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "
+            f"{c.watts:g} W, an assumption)"
+        )
+    else:
+        out.append("On this CPU: not measured (see the notes)")
+    fastest, cheapest = x.fastest(), x.cheapest()
+    out.append(_pick("Fastest GPU (predicted)", fastest) + _versus(fastest, c) if fastest else
+               "Fastest GPU (predicted): every GPU asked is left out (see Does not fit)")  # fmt: skip
+    out.append(_pick("Cheapest GPU (predicted)", cheapest) if cheapest else
+               "Cheapest GPU (predicted): no GPU predicted has a price")  # fmt: skip
+    if x.deadline_s is not None:
+        within = x.cheapest(x.deadline_s)
+        label = f"Cheapest within {deadline_text(x.deadline_s)} (predicted)"
+        out.append(_pick(label, within) if within else f"{label}: no priced GPU predicted finishes in time")
+    if x.left_out:
+        out.append("Does not fit (predicted): " + "; ".join(f"{r.gpu} ({r.mode}): {r.why}{_most(a, r)}"
+                                                             for r in x.left_out))  # fmt: skip
+    else:
+        out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
+    out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover)}")
+    if a.uncertainty:
+        out.append(f"GPU figures' uncertainty: {a.uncertainty}")
+    return out
+
+
+def _most(a, r) -> str:
+    from dlperf.report.memory import largest
+
+    n = a.largest.get((r.gpu, r.mode))
+    return "" if n is None else f", the largest batch that fits: {largest(n)}"
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread" if n == 1 else f"{n} threads"
+
+
+def _versus(r, cpu) -> str:
+    if cpu is None or not r.time_s:
+        return ""
+    ratio = cpu.time_s / r.time_s
+    return f", {1 / ratio:.1f} times slower than this CPU" if ratio < 1 else f", {ratio:.1f} times faster than this CPU"
+
+
+def _crossover(x) -> str:
+    """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is."""
+    if x is None or not x.rows:
+        return "not measured"
+    row = next((r for r in x.rows if r.batch == x.user_batch), x.rows[0])
+    ratios = {g: row.speedup(g) for g in x.gpus if row.speedup(g) is not None}
+    if not ratios:
+        return "no GPU step beside the CPU's"
+    faster = sorted((g for g, s in ratios.items() if s > 1), key=lambda g: -ratios[g])
+    tail = f" (at your batch only; dlperf crossover {x.workload} measures batch by batch)"
+    if faster:
+        said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
+        more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
+        return (f"a GPU pays at your batch {row.batch}: {len(faster)} of {len(ratios)} GPUs predicted faster than "
+                f"this CPU's {x.mode} step there: {said}{more}" + tail)  # fmt: skip
+    best = max(ratios, key=ratios.get)
+    return (f"no GPU is predicted faster than this CPU's {x.mode} step at your batch {row.batch}: the closest, "
+            f"{best}, is {1 / ratios[best]:.1f} times slower; a larger batch may pay" + tail)  # fmt: skip
+
+
+def _pick_json(r) -> dict | None:
+    return None if r is None else {"gpu": r.gpu, "mode": r.mode, "time_s": r.time_s, "cost_usd": r.cost(),
+                                   "predicted": True}  # fmt: skip
+
+
+def to_json(a) -> dict:
+    """The same answer for scripts: seconds and US dollars, each part marked measured or predicted."""
+    from dlperf.predict import cost
+
+    x = a.costs
+    c = x.cpu
+    cpu = None if c is None else {
+        "measured": True, "time_s": c.time_s, "step_s": c.step_s, "batch": c.batch, "threads": c.threads,
+        "mode": c.mode, "run_id": c.run_id, "step_ci_s": a.cpu_ci, "kwh": c.kwh, "energy_usd": c.energy_cost,
+    }  # fmt: skip
+    xo = a.crossover
+    row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
+    return {
+        "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
+        "fastest": _pick_json(x.fastest()), "cheapest": _pick_json(x.cheapest()), "deadline_s": x.deadline_s,
+        "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,
+        "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
+                          "predicted": True} for r in x.left_out],
+        "crossover": {"how": CROSSOVER_HOW, "batch": row.batch if row else None,
+                      "gpu_speedup": {g: row.speedup(g) for g in xo.gpus} if row else {}},
+        "gpus": cost.to_json(x)["rows"], "uncertainty": a.uncertainty, "runs": a.runs, "notes": a.notes,
+    }  # fmt: skip

@@ -1,0 +1,121 @@
+"""`dlperf advise WORKLOAD` end to end: this CPU measured briefly (threads, then a short optimize), stored; the GPUs
+predicted (time, memory, cost); one screen of answers, each figure labelled measured or predicted; bad input as one
+line before anything runs."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import dlperf, one_line_error
+
+ROOT = Path(__file__).resolve().parents[2]
+NO_FILE = {"DLPERF_PRICES": ""}
+SPECS_HEAD = (
+    "gpu,fp32_tflops,tf32_tflops,fp16_tensor_tflops,bf16_tensor_tflops,fp8_tensor_tflops,mem_bw_gbs,mem_gib,host_link,"
+    "host_link_gbs,generation,sm_count,boost_clock_mhz,l2_mib,peak_clock,source\n"
+)
+
+
+def test_bad_input_is_one_line_before_anything_runs(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("gpu,usd_per_hour_low,usd_per_hour_high\nT4,cheap,1\n")
+    cases = [
+        (["--gpu", "No-Such-GPU"], ["unknown GPU"]),
+        (["--prices", str(bad)], [f"--prices {bad}, line 2, column usd_per_hour_low"]),
+        (["--deadline=-2h"], ["--deadline", "above zero"]),
+        (["--samples", "10", "--epochs", "2"], ["--samples and --epochs"]),
+        (["--budget", "0"], ["--budget"]),
+        (["--gpu-specs", str(bad)], ["--gpu-specs"]),
+    ]
+    db = tmp_path / "x.db"
+    for extra, fragments in cases:
+        one_line_error(dlperf("advise", "tiny-fcn-r", *extra, db=db, env=NO_FILE), *fragments)
+    one_line_error(dlperf("advise", "no-such-net", db=db, env=NO_FILE), "no-such-net")
+    one_line_error(dlperf("advise", "tiny-fcn-r", db=db, env={"DLPERF_PRICES": str(bad)}), "DLPERF_PRICES")
+    assert not db.exists()  # nothing written
+
+
+@pytest.mark.slow  # two tiny advises, each a thread search and a short optimize: 30-70 s on 2 cores
+def test_one_screen_every_figure_labelled_and_stored(tmp_path):
+    """A tiny workload and budget: every section's line, measured or predicted, the runs stored, and the JSON."""
+    db, specs = tmp_path / "a.db", tmp_path / "tiny.csv"
+    specs.write_text(SPECS_HEAD + "Tiny-512MB,1,,,,,50,0.5,PCIe Gen3 x16,15.75,Turing,,,,boost,a GPU nothing fits\n")
+    proc = dlperf("advise", "tiny-fcn-r", "--budget", "30", "--gpu", "H100-SXM5-80GB,T4,Tiny-512MB", "--deadline",
+                  "1h", "--gpu-specs", str(specs), db=db, env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())  # rich wraps a long line at a word
+    assert "On this CPU (measured): " in out and "s/epoch at its best settings" in out and " thread" in out
+    for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
+                 "Does not fit (predicted): Tiny-512MB (fp32): does not fit: needs ",
+                 "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
+        assert line in out, line
+    assert "the largest batch that fits: none" in out  # no room left beside the CUDA context
+    assert "GPU figures' uncertainty: -" in out  # the predictor's, from its validation
+    table = dlperf("table", db=db)
+    assert table.returncode == 0 and "tiny-fcn-r" in table.stdout  # the runs are stored: the views see them
+    # a budget the thread search alone spends: the mode search is skipped, and said so
+    got = json.loads(dlperf("advise", "tiny-fcn-r", "--budget", "1", "--gpu", "T4,Tiny-512MB", "--gpu-specs",
+                            str(specs), "--format", "json", db=db, env=NO_FILE).stdout)  # fmt: skip
+    assert got["cpu"]["measured"] is True and got["cpu"]["threads"] >= 1 and got["cpu"]["time_s"] > 0
+    assert got["fastest"]["predicted"] is True and got["fastest"]["gpu"] == "T4"
+    assert got["cheapest"]["gpu"] == "T4"
+    assert {(r["gpu"], r["predicted"], r["largest_batch"]) for r in got["does_not_fit"]} == {("Tiny-512MB", True, 0)}
+    assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
+    assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]
+
+
+@pytest.mark.slow
+def test_a_users_model_file_in_under_five_minutes(tmp_path):
+    """The README's guide: examples/my_model.py, the default budget and GPUs."""
+    import time
+
+    start = time.monotonic()
+    proc = dlperf("advise", f"{ROOT}/examples/my_model.py:make", "--samples", "50000", db=tmp_path / "m.db",
+                  env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
+    took = time.monotonic() - start
+    assert proc.returncode == 0, proc.stderr
+    assert "On this CPU (measured): " in proc.stdout and "Fastest GPU (predicted): " in proc.stdout
+    assert took < 300, took
+
+
+@pytest.mark.slow
+def test_an_interrupt_in_the_mode_search_is_130_with_the_thread_search_kept(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import alive
+
+    db = tmp_path / "i.db"
+    env = {**os.environ, **NO_FILE, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    cmd = [sys.executable, "-m", "dlperf", "advise", "tiny-fcn-r", "--budget", "120", "--gpu", "T4", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    seen = []
+    for line in proc.stderr:  # the mode search's first cell is the run's first without a batch variant
+        seen.append(line)
+        if "tiny-fcn-r torch cpu:" in line and "@b" not in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, "".join(seen) + err
+    assert "interrupted: the mode search stopped" in " ".join(out.split())
+    assert "On this CPU (measured): " in out  # the thread search's step, kept
+    table = dlperf("table", db=db)
+    assert table.returncode == 0 and "tiny-fcn-r" in table.stdout
+    assert not [p for p in _children(proc.pid) if alive(p)]
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
