@@ -16,6 +16,7 @@ from `dlperf.runner`: the verifying step of an install is passed in by the calle
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import json
@@ -24,6 +25,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -88,6 +90,26 @@ def data_dir() -> Path:
         return Path(os.environ["DLPERF_DATA_DIR"]).expanduser().resolve()
     base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
     return Path(base).expanduser().resolve() / "dlperf"
+
+
+def write_whole(path: Path, data: bytes) -> None:
+    """A cache entry in DATA_DIR (`predict/cache.py`, `runner/probe_cache.py`) written whole or not at all: a
+    temporary file beside `path`, then renamed over it. A folder that cannot be written is no error: what it holds is
+    only not kept."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(temp, path)
+    except BaseException as exc:  # an interrupt too: no temporary file left behind
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        if not isinstance(exc, OSError):
+            raise
 
 
 def env_dir(framework: str) -> Path:

@@ -5,22 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from dlperf.answers import EnvRequest
 from dlperf.errors import UsageError
 from dlperf.measure import system
-from dlperf.runner import probe
+from dlperf.runner import probe_cache
 from dlperf.runner.sweep import interpreter_for
 from dlperf.spec import device_kind
 from dlperf.vocab import DeviceKind
 
 
 def framework_info(frameworks: Sequence[str]) -> dict[str, dict]:
-    """Versions and devices of each framework, from a probe child (the parent never imports a framework)."""
+    """Versions and devices of each framework, from a probe child (the parent never imports a framework), or as the
+    last probe on this machine, interpreter and version answered (`runner/probe_cache.py`)."""
     info = {}
     for name in frameworks:
-        info[name] = probe.ask(
-            name, EnvRequest(), python=interpreter_for(name)
-        ).to_json()  # MissingDependency if absent
+        info[name] = probe_cache.env_answer(name, interpreter_for(name)).to_json()  # MissingDependency if absent
     return info
 
 

@@ -20,7 +20,6 @@ import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import time
 from functools import cache
 from pathlib import Path
@@ -98,22 +97,8 @@ def read(entry_key: dict[str, Any], part: str) -> Any:
 def write(entry_key: dict[str, Any], part: str, value: Any) -> None:
     """Write an entry whole (temporary file, then rename); a folder that cannot be written is no error, the count
     stands, it is only not kept."""
-    folder = directory()
     data = json.dumps({"format": FORMAT, "key": entry_key, "value": value}, separators=(",", ":")).encode()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=folder, prefix=".tmp-", suffix=".part")
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(temp, folder / _name(entry_key, part))
-    except BaseException as exc:  # an interrupt too: no temporary file left behind
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        if not isinstance(exc, OSError):
-            raise
+    envs.write_whole(directory() / _name(entry_key, part), data)
 
 
 def prune() -> None:
