@@ -1,8 +1,18 @@
 """What a cell costs beyond its warm-up and timed steps: starting the interpreter, importing the framework,
 building the step, counting FLOPs, the memory step, the loss check, the exit, and the parent's own work.
 
+    python benchmarks/cell_cost.py --compare [--pairs 3] [--src SRC]
     python benchmarks/cell_cost.py [--src SRC] [--workloads tiny-fcn-r,fcn-r,resnet-56] [--threads 1,2]
-                                   [--modes fp32,bf16] [--repeats 1] [--db DB]
+                                   [--modes fp32,bf16] [--repeats 1] [--db DB] [--cold]
+
+`--compare` (issue 34) measures cells started cold (DLPERF_NO_WARM=1) and forked from a warm parent side by side,
+alternated pair by pair (cold first in even pairs), each pair two runs per way: a one-cell run as the issue gives it
+(`--workloads tiny-fcn-r --threads 1 --max-time 1`) and a 12-cell sweep of tiny workloads (three workloads, threads 1
+and 2, fp32 and bf16, the short timer below). A run's cost beyond its steps is its wall time minus the warm-up and
+timed steps of all its processes (from the store); a further cell's is the sweep's cost minus the one-cell run's,
+over 11. Medians over the pairs, against the issue's targets (2.5 s and 1.0 s).
+
+Without `--compare`:
 
 runs one `dlperf run` of the given cells with a short timer (3 timed steps at least, 0.5 s at most, 3 warm-up steps
 at most), from the dlperf source tree SRC (default: this checkout's src/; another checkout's src/ measures another
@@ -31,11 +41,23 @@ TIMER = ["--min-steps", "3", "--min-time", "0", "--max-time", "0.5", "--max-warm
 PHASES = ("startup_s", "framework_s", "build_s", "compile_s", "flops_s", "memory_s", "loss_check_s", "exit_s")
 
 
-def run(src: Path, db: Path, args: argparse.Namespace) -> float:
+SWEEP = ["--workloads", "tiny-fcn-r,tiny-resnet-56,tiny-alexnet-r", "--threads", "1,2", "--modes", "fp32,bf16"]
+ONE_CELL = ["--workloads", "tiny-fcn-r", "--threads", "1", "--max-time", "1"]
+
+
+def run(src: Path, db: Path, args: argparse.Namespace, cold: bool = False) -> float:
     """One `dlperf run` from `src`; its wall time."""
-    cmd = [sys.executable, "-m", "dlperf", "run", "--workloads", args.workloads, "--threads", args.threads,
-           "--modes", args.modes, "--repeats", str(args.repeats), *TIMER, "--db", str(db)]  # fmt: skip
+    flags = ["--workloads", args.workloads, "--threads", args.threads, "--modes", args.modes, *TIMER]
+    return dlperf_run(src, db, [*flags, "--repeats", str(args.repeats)], cold)
+
+
+def dlperf_run(src: Path, db: Path, flags: list[str], cold: bool) -> float:
+    """`dlperf run FLAGS --db DB` from `src`, its cells started cold or forked; its wall time."""
+    cmd = [sys.executable, "-m", "dlperf", "run", *flags, "--db", str(db)]
     env = {**os.environ, "PYTHONPATH": str(src)}
+    env.pop("DLPERF_NO_WARM", None)
+    if cold:
+        env["DLPERF_NO_WARM"] = "1"
     start = time.perf_counter()
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     wall = time.perf_counter() - start
@@ -55,9 +77,50 @@ def processes(db: Path) -> list[dict]:
         timed = sum(json.loads(samples))
         fixed = duration - warmup - timed
         out.append({"key": key, "repeat": repeat, "status": status, "duration_s": duration, "warmup_s": warmup,
-                    "timed_s": timed, "fixed_s": fixed, "phases": detail.get("phases")})  # fmt: skip
+                    "timed_s": timed, "fixed_s": fixed, "phases": detail.get("phases"),
+                    "started": detail.get("started", "cold")})  # fmt: skip
     conn.close()
     return out
+
+
+def steps_s(procs: list[dict]) -> float:
+    return sum(p["warmup_s"] + p["timed_s"] for p in procs)
+
+
+def compare(src: Path, pairs: int) -> dict:
+    """Cold and warm side by side, alternated; every figure, and the medians."""
+    figures: dict[str, dict[str, list[float]]] = {w: {"one_cell_s": [], "further_cell_s": [], "sweep_s": []}
+                                                  for w in ("cold", "warm")}  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        for pair in range(pairs):
+            for way in ("cold", "warm") if pair % 2 == 0 else ("warm", "cold"):
+                one_db, sweep_db = Path(tmp) / f"one-{pair}-{way}.db", Path(tmp) / f"sweep-{pair}-{way}.db"
+                one = dlperf_run(src, one_db, ONE_CELL, way == "cold") - steps_s(processes(one_db))
+                sweep = dlperf_run(src, sweep_db, [*SWEEP, *TIMER], way == "cold")
+                procs = processes(sweep_db)
+                beyond = sweep - steps_s(procs)
+                started = {p["started"] for p in procs}
+                figures[way]["one_cell_s"].append(one)
+                figures[way]["further_cell_s"].append((beyond - one) / (len(procs) - 1))
+                figures[way]["sweep_s"].append(sweep)
+                print(f"pair {pair + 1} {way}: one-cell run {one:.2f} s beyond its steps; 12-cell sweep {sweep:.1f} s, "
+                      f"{(beyond - one) / (len(procs) - 1):.2f} s per further cell (processes started {started})",
+                      flush=True)  # fmt: skip
+    return figures
+
+
+def compare_table(figures: dict) -> None:
+    def cell(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    print()
+    print("| | one-cell run beyond its steps (s) | each further cell of 12 beyond its steps (s) | 12-cell sweep (s) |")
+    print("|---|---:|---:|---:|")
+    for way in ("cold", "warm"):
+        f = figures[way]
+        print(f"| {way} | {cell(f['one_cell_s'])} | {cell(f['further_cell_s'])} | {cell(f['sweep_s'])} |")
+    print("| target (issue 34) | 2.5 | 1.0 | |")
+    print("\nmedian (min-max) over the pairs")
 
 
 def median(values: list[float | None]) -> str:
@@ -93,10 +156,16 @@ def main() -> None:
     parser.add_argument("--modes", default="fp32,bf16")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--db", type=Path, help="keep the store here (default: a temporary file)")
+    parser.add_argument("--cold", action="store_true", help="every cell started cold (DLPERF_NO_WARM=1)")
+    parser.add_argument("--compare", action="store_true", help="cold against warm, side by side (issue 34)")
+    parser.add_argument("--pairs", type=int, default=3, help="--compare: cold/warm pairs (default: 3)")
     args = parser.parse_args()
+    if args.compare:
+        compare_table(compare(args.src.resolve(), args.pairs))
+        return
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or Path(tmp) / "cost.db"
-        wall = run(args.src.resolve(), db, args)
+        wall = run(args.src.resolve(), db, args, args.cold)
         report(processes(db), wall)
 
 

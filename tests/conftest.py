@@ -242,6 +242,50 @@ def torch():
     return require("torch")
 
 
+# a user file of models that fail each way a worker can: a signal, a raise, out of memory, a hang (once HANG_FILE
+# exists: it writes its pid there), killed as the out-of-memory killer does (SIGKILL); `good` trains
+FAULTY_MODELS = """
+import os, signal, time
+import torch
+import dlperf
+
+class Net(torch.nn.Module):
+    def __init__(self, how):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+        self.how = how
+
+    def forward(self, x):
+        if self.how == "segv":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        if self.how == "killed":  # what the kernel's out-of-memory killer does
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.how == "raise":
+            raise RuntimeError("bad forward")
+        if self.how == "oom":
+            torch.empty(1 << 50, dtype=torch.uint8)  # a petabyte: the allocator refuses at once
+        if self.how == "hang" and os.path.exists(os.environ.get("HANG_FILE", "/nonexistent")):
+            with open(os.environ["HANG_FILE"], "w") as f:
+                f.write(str(os.getpid()))
+            time.sleep(3600)
+        return self.lin(x)
+
+def batch(n, device):
+    return torch.randn(n, 8, device=device), torch.randint(0, 4, (n,), device=device)
+
+def make(how):
+    return lambda: dlperf.user_workload(how, Net(how), batch, torch.nn.functional.cross_entropy, batch_size=16)
+
+good, segv, hang, fails, oom = make("good"), make("segv"), make("hang"), make("raise"), make("oom")
+killed = make("killed")
+
+def not_a_workload():
+    return 42
+
+raise_on_import = False
+"""
+
+
 FAST = ["--min-steps", "3", "--min-time", "0", "--max-time", "0.5", "--max-warmup", "3"]
 
 

@@ -37,6 +37,7 @@ from dlperf.measure.timer import TimerConfig
 PARENT_VAR = "DLPERF_PARENT_PID"  # the pid a child expects as its parent (`worker/lifeline.die_with_parent`)
 LAUNCH_VAR = "DLPERF_LAUNCH"  # inherited by everything a launch starts: what marks an orphan as the launch's
 LIFELINE = "dlperf.worker.lifeline"  # `python -m` it before torchrun's agent, which then dies with dlperf too
+ZYGOTE = "dlperf.worker.zygote"  # the warm parent that forks cells' children (`runner/warm.py`)
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Cells

@@ -12,54 +12,16 @@ import time
 
 import pytest
 
-from conftest import FAST, ROOT, alive, cells, dlperf, one_line_error, require, rows
+from conftest import FAST, FAULTY_MODELS, ROOT, alive, cells, dlperf, one_line_error, require, rows
 from dlperf.report.notes import kind_of
 from dlperf.report.table import DISTURBED
-
-USER_FILE = """
-import os, signal, time
-import torch
-import dlperf
-
-class Net(torch.nn.Module):
-    def __init__(self, how):
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 4)
-        self.how = how
-
-    def forward(self, x):
-        if self.how == "segv":
-            os.kill(os.getpid(), signal.SIGSEGV)
-        if self.how == "raise":
-            raise RuntimeError("bad forward")
-        if self.how == "oom":
-            torch.empty(1 << 50, dtype=torch.uint8)  # a petabyte: the allocator refuses at once
-        if self.how == "hang" and os.path.exists(os.environ.get("HANG_FILE", "/nonexistent")):
-            with open(os.environ["HANG_FILE"], "w") as f:
-                f.write(str(os.getpid()))
-            time.sleep(3600)
-        return self.lin(x)
-
-def batch(n, device):
-    return torch.randn(n, 8, device=device), torch.randint(0, 4, (n,), device=device)
-
-def make(how):
-    return lambda: dlperf.user_workload(how, Net(how), batch, torch.nn.functional.cross_entropy, batch_size=16)
-
-good, segv, hang, fails, oom = make("good"), make("segv"), make("hang"), make("raise"), make("oom")
-
-def not_a_workload():
-    return 42
-
-raise_on_import = False
-"""
 
 
 @pytest.fixture
 def user_file(tmp_path):
     require("torch")
     path = tmp_path / "models.py"
-    path.write_text(USER_FILE)
+    path.write_text(FAULTY_MODELS)
     return path
 
 

@@ -85,6 +85,8 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
         loss=done and done.loss,
         timeline=timeline(events, child),
         phases=phases(events, child),
+        started=child.started,
+        cold_because=child.cold_because,
     )
     if not result.ok:
         error_event = first(events, Error)

@@ -15,18 +15,18 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from dlperf.measure.system import descendants, thread_env
+from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
-from dlperf.protocol import LIFELINE, Event, Task, decode, read_events, write_task
-from dlperf.runner import lifeline
+from dlperf.protocol import LIFELINE, CellTask, Event, Task, decode, read_events, write_task
+from dlperf.runner import lifeline, warm
 from dlperf.runner.distributed import torchrun_command
+from dlperf.runner.environ import cache_env, child_env
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
 EVENTS = "events.jsonl"
@@ -42,29 +42,6 @@ def child_command(python: str, task: Task, task_file: str, events: str, nproc: i
     return [python, "-m", task.WORKER, task_file, events]
 
 
-def child_env(base: Mapping[str, str], threads: int, python: str = sys.executable) -> dict[str, str]:
-    """The child's environment: thread variables fixed before any framework is imported."""
-    env = dict(base)
-    env.update(thread_env(threads))
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    if python != sys.executable:  # another environment: make this dlperf importable there, nothing more
-        from dlperf.envs import worker_path
-
-        env["PYTHONPATH"] = worker_path()  # never this environment's own paths: they hold another numpy
-    return env
-
-
-def cache_env(tmpdir: Path) -> dict[str, str]:
-    """Compiler caches inside the cell's own temporary directory: every cell compiles cold, so an earlier cell
-    (or an earlier run) cannot make compiling look cheap, and nothing is left behind."""
-    return {
-        "TORCHINDUCTOR_CACHE_DIR": str(tmpdir / "inductor"),
-        "TRITON_CACHE_DIR": str(tmpdir / "triton"),
-        "CUDA_CACHE_PATH": str(tmpdir / "cuda"),
-    }
-
-
 @dataclass
 class ChildResult:
     returncode: int | None  # None when killed by us (timeout or interrupt)
@@ -73,6 +50,8 @@ class ChildResult:
     stderr_tail: str
     stop_reason: str | None = None  # why it was stopped early, when a `limit` stopped it
     started_at: float | None = None  # wall clock just before the child was started: its events' `at` count from here
+    started: str = "cold"  # "warm": forked from a warm parent (`runner/warm.py`); "cold": a fresh interpreter
+    cold_because: str | None = None  # why a cell's child started cold
 
     @property
     def crashed_reason(self) -> str | None:
@@ -136,24 +115,30 @@ def run_child(
     log_dir: Path,
     poll: Callable[[], None] = lambda: None,
     limit: Callable[[], str | None] = lambda: None,
+    parent: warm.WarmParent | None = None,
 ) -> ChildResult:
     """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display);
-    so is `limit`, which returns a reason to stop the child early (e.g. a compile timeout) or None.
+    so is `limit`, which returns a reason to stop the child early (e.g. a compile timeout) or None. With a warm
+    `parent`, the child (`python -m MODULE ARGS`) is forked from it; where it cannot fork, the child starts cold,
+    saying why.
 
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
-    stdout = open(log_dir / "stdout.log", "wb")  # noqa: SIM115 - closed below, the child holds it meanwhile
-    stderr = open(log_dir / "stderr.log", "wb")  # noqa: SIM115
     started_at, start = time.time(), time.monotonic()
-    proc = subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                            start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
+    proc, cold_because = None, None
+    if parent is not None:
+        try:
+            proc = parent.spawn(cmd[2], cmd[3:], env, log_dir)
+        except warm.WarmFailed as exc:
+            cold_because = str(exc)
+    if proc is None:
+        with open(log_dir / "stdout.log", "wb") as stdout, open(log_dir / "stderr.log", "wb") as stderr:
+            proc = subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
     try:
         timed_out, reason = _wait(proc, start, timeout, poll, limit)
     except BaseException:
         kill_tree(proc)
         raise
-    finally:
-        stdout.close()
-        stderr.close()
     return ChildResult(
         None if timed_out else proc.returncode,
         timed_out,
@@ -161,6 +146,8 @@ def run_child(
         tail(log_dir / "stderr.log"),
         reason,
         started_at,
+        "cold" if cold_because is not None or parent is None else "warm",
+        cold_because,
     )
 
 
@@ -243,8 +230,12 @@ def launch(
         env = {**child_env(os.environ, threads, python), **cache_env(tmpdir), **lifeline.child_vars(tmpdir.name)}
         follower = Follower(events)
         limit = (lambda: watch(follower.new())) if watch else (lambda: None)
+        cold = warm.why_cold(task)
+        parent = warm.parent(python, task.cell.framework) if cold is None else None
         with lifeline.reaping(tmpdir.name, KILL_GRACE_S):  # what the child left running is stopped when it ends
-            child = run_child(cmd, env, timeout, tmpdir, poll, limit)
+            child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent)
+        if parent is None and isinstance(task, CellTask):
+            child = replace(child, cold_because=cold)
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
 
 

@@ -51,6 +51,8 @@ class ProcessDetail(StoredFigures):
     loss: float | str | None = field(default=None, metadata=OPTIONAL)
     timeline: list[list] | None = None  # [event, seconds since the child was started], samples left out
     phases: dict[str, float | None] | None = None  # the process's wall-clock time by phase (`collect.phases`)
+    started: str | None = field(default=None, metadata=OPTIONAL)  # "warm" (forked: `runner/warm.py`) or "cold"
+    cold_because: str | None = field(default=None, metadata=OPTIONAL)  # why a cell's process started cold
     # a process that did not measure in full
     traceback: str | None = field(default=None, metadata=OPTIONAL)
     stderr_tail: str | None = field(default=None, metadata=OPTIONAL)

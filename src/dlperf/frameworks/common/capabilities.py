@@ -26,6 +26,8 @@ class Capabilities:
     reads_data: bool = False  # its `loader` reads real data (`--data`); elsewhere loader cells are `unsupported`
     counts_ops: bool = False  # its probe counts a step's operators on fake tensors (`predict.count`)
     also_imports: tuple[str, ...] = ()  # what else its package may import (what the framework installs with it)
+    forks: bool = False  # its CPU cells' children may fork from a warm parent (`runner/warm.py`): its import starts
+    # no thread, so a process that has imported it can fork; its backend's `preload()` imports what a step would
 
     @property
     def profilable(self) -> bool:
@@ -39,7 +41,7 @@ TABLE: dict[Framework, Capabilities] = {
         frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
                    Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}),
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
-        data_parallel=Parallel.DDP, reads_data=True, counts_ops=True,
+        data_parallel=Parallel.DDP, reads_data=True, counts_ops=True, forks=True,
         also_imports=("PIL",),  # Pillow decodes the images of --data (torchvision's wheel needs CUDA's torch)
     ),
     Framework.JAX: Capabilities(Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}),

@@ -49,6 +49,15 @@ __all__ = [  # the interface, and what the other modules, tests and recipes reac
 ]  # fmt: skip
 
 
+def preload() -> None:
+    """What a warm parent imports before it forks cells (`worker/zygote.py`): what the first step would import,
+    `torch._dynamo` above all (torch.optim imports it on first use: a second of every cold cell). Imports only: no
+    operator runs, no thread pool or device is touched."""
+    import torch._dynamo
+    import torch.optim
+    import torch.utils.data  # noqa: F401
+
+
 def loss_check(
     workload: Workload,
     device: str,

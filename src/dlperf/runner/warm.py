@@ -1,0 +1,261 @@
+"""Warm parents (issue 34): a cell's child forked from a process that has imported its framework already.
+
+A cold child pays for its interpreter, the framework's import and what the first step imports (`torch._dynamo`,
+through `torch.optim`): 1.5-6 s per cell on a 2-core machine, for a second of steps. A warm parent
+(`worker/zygote.py`) pays for them once, per interpreter, framework and environment, and forks each cell's child
+from that state. The child is still a process of its own, from a parent that holds one thread and no pool, has
+touched no device and run no operator: it sets its thread counts and affinity after the fork as a cold child does,
+and is given exactly the environment a cold child would be (`launch.child_env`); only the interpreter's start and the
+imports are shared. Which cells fork, and why the others start cold (`why_cold`):
+
+- cells only (`CellTask`): probes, peaks, profiles and multi-process jobs start cold;
+- of a backend whose row says it forks (`capabilities.forks`: PyTorch; JAX, TensorFlow and MXNet start threads at
+  import, which a fork does not copy);
+- on the CPU: CUDA is never initialized in a process that forks, and a GPU cell starts cold;
+- not compiled: a compiled cell compiles with its own empty caches, from a cold start, as before;
+- not under `--max-memory`: the limit is set before the framework is imported;
+- a parent is kept per interpreter and framework, started with this process's environment less what each cell sets
+  itself (thread counts, compiler caches, the lifeline's variables) and dlperf's own variables (`DLPERF_*`, read by
+  the parent only); when the environment changes otherwise (a variable that changes kernels, another PYTHONPATH), the
+  parent is replaced by one started in the new environment.
+
+`DLPERF_NO_WARM=1` starts every cell cold. Each measurement records which way its process started (`started`, and
+`cold_because`). A warm parent dies with dlperf (PR_SET_PDEATHSIG, armed before its exec, tied to a thread of its
+own that lives as long as it), and its children die with it; closing it (at exit, or when replaced) ends it and any
+child still running.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from dlperf import envs
+from dlperf.frameworks.common import capabilities
+from dlperf.measure.system import THREAD_COUNT_VARS
+from dlperf.modes import Mode, mode_components
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, CellTask, Task
+from dlperf.runner import lifeline
+from dlperf.runner.environ import cache_env, child_env
+
+OFF_VAR = "DLPERF_NO_WARM"
+READY_S = 120.0  # the longest a launch waits for a starting parent's imports
+ANSWER_S = 60.0  # the longest a fork's answer may take
+CELL_VARS = frozenset({*THREAD_COUNT_VARS, PARENT_VAR, LAUNCH_VAR, "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
+                       "CUDA_CACHE_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})  # fmt: skip
+OWN_PREFIXES = ("DLPERF_", "PYTEST_")  # read by dlperf's parent (or the test runner), never at a framework's import
+
+
+class WarmFailed(Exception):
+    """A warm parent could not start this child: it starts cold, with this reason recorded."""
+
+
+def why_cold(task: Task) -> str | None:
+    """Why `task`'s child must start cold; None when it may be forked from a warm parent."""
+    if not isinstance(task, CellTask):
+        return "only cells are forked"
+    cell = task.cell
+    if os.environ.get(OFF_VAR):
+        return f"{OFF_VAR} is set"
+    if not sys.platform.startswith("linux"):
+        return "a warm parent needs Linux's fork and PR_SET_PDEATHSIG"
+    if not capabilities.of(cell.framework).forks:
+        return f"the {cell.framework} backend starts every cell cold"
+    if cell.device != "cpu":
+        return "a GPU cell starts cold: CUDA is never initialized in a process that forks"
+    if Mode.COMPILE in mode_components(cell.mode):
+        return "a compiled cell starts cold, with its own empty compiler caches"
+    if task.memory_limit is not None:
+        return "--max-memory is set before the framework is imported"
+    if cell.nproc:
+        return "replicas start cold"
+    return None
+
+
+def env_key(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The environment a parent is started with: this process's, less what each cell sets itself and dlperf's own."""
+    return tuple(sorted((k, v) for k, v in environ.items() if k not in CELL_VARS and not k.startswith(OWN_PREFIXES)))
+
+
+class Forked:
+    """A forked child, as the launcher handles a `subprocess.Popen`: its pid (and process group), `wait`, `poll`."""
+
+    def __init__(self, parent: WarmParent, pid: int) -> None:
+        self.parent, self.pid, self.returncode = parent, pid, None
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self.parent.exit_code(self.pid, timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout)
+        self.returncode = code
+        return code
+
+    def poll(self) -> int | None:
+        try:
+            return self.wait(0)
+        except subprocess.TimeoutExpired:
+            return None
+
+
+class WarmParent:
+    """One `worker/zygote.py` process and the thread that owns it (started with it, ending when it ends: the
+    process's PR_SET_PDEATHSIG fires when that thread ends, so it lives exactly as long as the process)."""
+
+    def __init__(self, python: str, framework: str, key: tuple[tuple[str, str], ...]) -> None:
+        self.python, self.framework, self.key = python, framework, key
+        self.ready = threading.Event()
+        self.ended: str | None = None  # why it cannot serve (refused, or ended)
+        self.pid: int | None = None
+        self.preload_s: float | None = None
+        self.proc: subprocess.Popen | None = None
+        self.changed = threading.Condition()
+        self.answers: dict[int, dict] = {}
+        self.exits: dict[int, int] = {}
+        self.next_id = 0
+        self.writing = threading.Lock()
+        # its own directory, as a cell's, for what its imports write (the compiler's cache directory), removed with it
+        self.tmpdir = tempfile.mkdtemp(prefix=lifeline.tmp_prefix("warm"))
+        self.thread = threading.Thread(target=self._own, name=f"dlperf-warm-{framework}", daemon=True)
+        self.thread.start()
+
+    def _own(self) -> None:
+        env = {**child_env(dict(self.key), 1, self.python), **cache_env(Path(self.tmpdir)),
+               PARENT_VAR: str(os.getpid())}  # fmt: skip
+        with tempfile.TemporaryFile() as errors:
+            try:
+                self.proc = subprocess.Popen(
+                    [self.python, "-m", ZYGOTE, self.framework], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=errors, env=env, start_new_session=True, preexec_fn=lifeline.before_exec(),
+                )  # fmt: skip
+            except OSError as exc:
+                self._end(f"the warm parent could not start: {exc}")
+                return
+            for line in self.proc.stdout:
+                self._heard(json.loads(line))
+            self.proc.wait()
+            errors.seek(0)
+            said = errors.read().decode(errors="replace").strip().splitlines()
+        self._end(f"the warm parent ended (exit {self.proc.returncode}){': ' + said[-1] if said else ''}")
+
+    def _heard(self, message: dict) -> None:
+        with self.changed:
+            if "ready" in message:
+                self.pid, self.preload_s = message["ready"], message.get("preload_s")
+                self.ready.set()
+            elif "refused" in message:
+                self.ended = f"the warm parent refused: {message['refused']}"
+                self.ready.set()
+            elif "exit" in message:
+                self.exits[message["exit"]] = message["code"]
+            elif "id" in message:
+                self.answers[message["id"]] = message
+            self.changed.notify_all()
+
+    def _end(self, reason: str) -> None:
+        with self.changed:
+            self.ended = self.ended or reason
+            self.ready.set()
+            self.changed.notify_all()
+
+    def serving(self, timeout: float = READY_S) -> str | None:
+        """Wait until it is ready; None, or why it cannot serve."""
+        if not self.ready.wait(timeout):
+            return f"the warm parent was not ready within {timeout:g} s"
+        return self.ended
+
+    def spawn(self, module: str, args: list[str], env: Mapping[str, str], log_dir: Path) -> Forked:
+        """Fork a child running `python -m module *args` in `env`, its output into log_dir's stdout.log and
+        stderr.log. Raises WarmFailed when the parent cannot."""
+        reason = self.serving()
+        if reason is not None:
+            raise WarmFailed(reason)
+        with self.changed:
+            ident, self.next_id = self.next_id, self.next_id + 1
+        logs = {"stdout": str(log_dir / "stdout.log"), "stderr": str(log_dir / "stderr.log")}
+        request = {"id": ident, "module": module, "args": list(args), "env": {**env, PARENT_VAR: str(self.pid)},
+                   "cwd": os.getcwd(), **logs}  # fmt: skip
+        try:
+            with self.writing:
+                self.proc.stdin.write((json.dumps(request) + "\n").encode())
+                self.proc.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise WarmFailed(f"the warm parent is gone: {exc}") from None
+        with self.changed:
+            self.changed.wait_for(lambda: ident in self.answers or self.ended is not None, ANSWER_S)
+            answer = self.answers.pop(ident, None)
+        if answer is None:
+            raise WarmFailed(self.ended or f"the warm parent did not answer within {ANSWER_S:g} s")
+        if "error" in answer:
+            if "pid" in answer:
+                self.exit_code(answer["pid"], 10.0)
+            raise WarmFailed(f"the warm parent could not fork: {answer['error']}")
+        return Forked(self, answer["pid"])
+
+    def exit_code(self, pid: int, timeout: float | None) -> int | None:
+        """The child's exit code once it has ended (killed with the parent: SIGKILL's), or None at the timeout."""
+        with self.changed:
+            self.changed.wait_for(lambda: pid in self.exits or self.ended is not None, timeout)
+            if pid in self.exits:
+                return self.exits.pop(pid)
+            return -9 if self.ended is not None else None
+
+    def close(self) -> None:
+        """End it: its input closed, it kills any child still running and exits; killed if it does not."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            try:
+                proc.stdin.close()
+                proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+        self.thread.join(timeout=10)
+        shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+_parents: dict[tuple[str, str], WarmParent] = {}
+_lock = threading.Lock()
+
+
+def parent(python: str, framework: str) -> WarmParent:
+    """The warm parent of `framework` in `python` for this environment, started (not waited for) if there is none.
+    One whose environment no longer matches is closed and replaced; one that ended stays, saying why."""
+    key = env_key(os.environ)
+    with _lock:
+        found = _parents.get((python, framework))
+        if found is not None and found.key != key:
+            found.close()
+            found = None
+        if found is None:
+            found = _parents[(python, framework)] = WarmParent(python, framework, key)
+        return found
+
+
+def prepare(frameworks: Sequence[str], devices: Sequence[str] | None) -> None:
+    """Start the parents a run's CPU cells will fork from now, while the run plans: their imports overlap the
+    parent's own work (the probe, the environment, the store). `devices` None: the CPU among them."""
+    if devices is not None and "cpu" not in devices:
+        return
+    for framework in frameworks:
+        if capabilities.of(framework).forks and sys.platform.startswith("linux") and not os.environ.get(OFF_VAR):
+            python = envs.interpreter_for(framework)
+            if python is not None:  # a framework that is not installed: the plan says so
+                parent(python, framework)
+
+
+def close_all() -> None:
+    with _lock:
+        found = list(_parents.values())
+        _parents.clear()
+    for each in found:
+        each.close()
+
+
+atexit.register(close_all)

@@ -1,0 +1,226 @@
+"""The warm parent (issue 34): a process that imports a framework once and forks each cell's child from that state.
+
+    python -m dlperf.worker.zygote FRAMEWORK     (started by `runner/warm.py`, never by hand)
+
+It imports the framework's backend and what its first step would import (`preload`), touches no device and runs no
+operator, so it holds one thread and no thread pool, and says so on its control pipe (`ready`), or why it cannot
+serve (`refused`: another thread exists, and a fork would copy a process whose other threads may hold locks). Then it
+reads requests, one JSON line each on standard input, and answers on standard output:
+
+    {"id": N, "module": "dlperf.worker.cell", "args": [TASK, EVENTS], "env": {...}, "cwd": DIR,
+     "stdout": PATH, "stderr": PATH}   ->  {"id": N, "pid": PID}  or  {"id": N, "error": "..."}
+    a child that ended                 ->  {"exit": PID, "code": C}   (C negative: killed by signal -C, as Popen's)
+
+Each child is a fresh process of its own from its first instruction after the fork: its own session (so the
+launcher stops its whole tree with one killpg), killed with this process (PR_SET_PDEATHSIG), its standard streams
+the cell's log files, the cell's working directory, and exactly the environment a cold child would have been given
+(set before anything reads it); then it runs the worker module's `main` as `python -m` would and ends with
+`exit_now`. It sets its own thread counts and affinity as a cold child does (`worker/cell.py`), after the fork.
+The fork answers only once the child has its session, so the launcher can never signal a group that does not exist
+yet. End of input (dlperf closed the pipe, or died) kills every child still running, and this process ends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import select
+import signal
+import sys
+import time
+import traceback
+
+from dlperf.frameworks import backend
+from dlperf.measure.system import prctl
+from dlperf.worker.child import exit_now
+from dlperf.worker.lifeline import die_with_parent
+
+PR_SET_PDEATHSIG = 1
+WORKERS = ("dlperf.worker.cell",)  # the worker modules a child may run, imported here once
+
+
+def threads() -> int:
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return 1
+
+
+class Zygote:
+    def __init__(self, control_in: int, control_out: int) -> None:
+        self.control_in, self.control_out = control_in, control_out
+        self.wake_r, self.wake_w = os.pipe()
+        os.set_blocking(self.wake_w, False)
+        self.children: set[int] = set()
+        self.buffer = b""
+
+    def say(self, message: dict) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        while data:
+            data = data[os.write(self.control_out, data) :]
+
+    def serve(self) -> None:
+        """Fork for each request until the control pipe closes; report each child's end as it is reaped."""
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+        try:
+            while True:
+                try:
+                    ready, _, _ = select.select([self.control_in, self.wake_r], [], [])
+                except InterruptedError:
+                    continue
+                if self.wake_r in ready:
+                    os.read(self.wake_r, 4096)
+                    self.reap()
+                if self.control_in in ready and not self.read_requests():
+                    return
+        finally:
+            self.stop_children()
+
+    def read_requests(self) -> bool:
+        chunk = os.read(self.control_in, 1 << 16)
+        if not chunk:
+            return False
+        self.buffer += chunk
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                self.fork(json.loads(line))
+        return True
+
+    def fork(self, request: dict) -> None:
+        """One child for `request`; answered with its pid once it has its own session, or with why not."""
+        ready_r, ready_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            os.close(ready_r)
+            os.close(ready_w)
+            self.say({"id": request["id"], "error": f"fork failed: {exc}"})
+            return
+        if pid == 0:
+            os.close(ready_r)
+            self.become_child(request, ready_w)  # never returns
+        os.close(ready_w)
+        said = b""
+        while chunk := os.read(ready_r, 4096):  # the child closes its end once set up (or writes why it could not)
+            said += chunk
+        os.close(ready_r)
+        self.children.add(pid)
+        if said:
+            self.say({"id": request["id"], "pid": pid, "error": said.decode(errors="replace")})
+        else:
+            self.say({"id": request["id"], "pid": pid})
+
+    def become_child(self, request: dict, ready_w: int) -> None:
+        """The forked child: set up as a cold child would be, tell the zygote, run the worker, end."""
+        zygote = os.getppid()
+        try:
+            os.setsid()
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != zygote:
+                os._exit(1)
+            signal.set_wakeup_fd(-1)
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            for fd in (self.control_in, self.control_out, self.wake_r, self.wake_w):
+                os.close(fd)
+            redirect(request)
+            os.chdir(request["cwd"])
+            os.environ.clear()
+            os.environ.update(request["env"])
+            reseed()
+            os.close(ready_w)
+        except BaseException as exc:
+            os.write(ready_w, f"{type(exc).__name__}: {exc}".encode())
+            os._exit(1)
+        code = 1
+        try:
+            module = importlib.import_module(request["module"])
+            sys.argv = [module.__file__ or request["module"], *request["args"]]
+            if sys.path and request["cwd"]:
+                sys.path[0] = request["cwd"]  # what `python -m` puts first: the working directory
+            code = module.main(sys.argv)
+        except BaseException:
+            traceback.print_exc()
+        exit_now(code if isinstance(code, int) else 1)
+
+    def reap(self) -> None:
+        while self.children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            self.children.discard(pid)
+            self.say({"exit": pid, "code": os.waitstatus_to_exitcode(status)})
+
+    def stop_children(self) -> None:
+        """dlperf is gone or done: no child outlives this process."""
+        for pid in list(self.children):
+            for kill in (os.killpg, os.kill):
+                try:
+                    kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        deadline = time.monotonic() + 10
+        while self.children and time.monotonic() < deadline:
+            try:
+                pid, _ = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            self.children.discard(pid)
+
+
+def redirect(request: dict) -> None:
+    """Standard input from /dev/null, standard output and error into the cell's log files."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    for fd, path in ((1, request["stdout"]), (2, request["stderr"])):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(opened, fd)
+        os.close(opened)
+
+
+def reseed() -> None:
+    """What a fresh interpreter seeds from the system's entropy, seeded again (Python's `random` reseeds itself at a
+    fork): numpy's global generator, when numpy is loaded."""
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed()
+
+
+def preload(framework: str) -> None:
+    """The backend, the worker modules, and what the backend's first step imports (`preload` of the backend)."""
+    fw = backend(framework)
+    for name in WORKERS:
+        importlib.import_module(name)
+    getattr(fw, "preload", lambda: None)()
+
+
+def main(argv: list[str]) -> None:
+    die_with_parent()
+    control_in, control_out = os.dup(0), os.dup(1)  # the pipes; 0 and 1 become /dev/null and stderr for the rest
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)
+    zygote = Zygote(control_in, control_out)
+    start = time.perf_counter()
+    try:
+        preload(argv[1])
+    except BaseException as exc:
+        zygote.say({"refused": f"importing the {argv[1]} backend failed: {type(exc).__name__}: {exc}"})
+        os._exit(1)
+    if (n := threads()) > 1:
+        zygote.say({"refused": f"{n} threads after importing the {argv[1]} backend: a fork copies only one"})
+        os._exit(1)
+    zygote.say({"ready": os.getpid(), "preload_s": round(time.perf_counter() - start, 3), "modules": len(sys.modules)})
+    zygote.serve()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

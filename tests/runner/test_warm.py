@@ -1,0 +1,241 @@
+"""Warm parents (issue 34): which cells fork and why the others start cold; a forked child equal to a cold one in
+its thread settings, affinity and environment; its crash, hang or kill failing only its own cell; nothing outliving
+dlperf."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from conftest import FAST, FAULTY_MODELS, ROOT, alive, dlperf, gone, make_cell, require
+from dlperf.answers import EnvRequest
+from dlperf.measure.timer import TimerConfig
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, Sampled, first
+from dlperf.runner import launch as launching
+from dlperf.runner import warm
+from dlperf.workloads import BUILTIN
+
+
+def task(**fields) -> CellTask:
+    cell = make_cell(**{k: v for k, v in fields.items() if k in ("workload", "framework", "device", "threads", "mode")})
+    rest = {k: v for k, v in fields.items() if k in ("memory_limit", "pin_cpus")}
+    return CellTask(cell, 0, {}, TimerConfig(), **rest)
+
+
+@pytest.mark.parametrize(
+    "fields, env, why",
+    [
+        ({}, {}, None),
+        ({"threads": 2, "mode": "bf16+channels_last"}, {}, None),
+        ({"framework": "jax"}, {}, "the jax backend starts every cell cold"),
+        ({"framework": "tensorflow"}, {}, "the tensorflow backend starts every cell cold"),
+        ({"device": "cuda:0"}, {}, "a GPU cell starts cold: CUDA is never initialized in a process that forks"),
+        ({"mode": "bf16+compile"}, {}, "a compiled cell starts cold, with its own empty compiler caches"),
+        ({"memory_limit": 1 << 30}, {}, "--max-memory is set before the framework is imported"),
+        ({}, {"DLPERF_NO_WARM": "1"}, "DLPERF_NO_WARM is set"),
+    ],
+)
+def test_which_cells_fork_and_why_the_others_start_cold(monkeypatch, fields, env, why):
+    monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert warm.why_cold(task(**fields)) == why
+
+
+def test_only_cells_fork():
+    assert warm.why_cold(ProbeTask("torch", EnvRequest())) == "only cells are forked"
+
+
+def test_a_parent_is_started_in_the_environment_less_what_each_cell_sets_and_dlperfs_own():
+    base = {"PATH": "/bin", "ONEDNN_MAX_CPU_ISA": "AVX2", "DLPERF_DB": "a.db", "PYTEST_CURRENT_TEST": "x"}
+    cell_vars = {"OMP_NUM_THREADS": "2", PARENT_VAR: "1", LAUNCH_VAR: "1:d", "TORCHINDUCTOR_CACHE_DIR": "/t"}
+    key = warm.env_key({**base, **cell_vars})
+    assert key == (("ONEDNN_MAX_CPU_ISA", "AVX2"), ("PATH", "/bin"))  # a variable that changes kernels is kept
+    assert warm.env_key({**base, "DLPERF_DB": "b.db"}) == key  # another store: the same parent
+    assert warm.env_key({**base, "ONEDNN_MAX_CPU_ISA": "AVX512"}) != key  # another kernel choice: another parent
+
+
+class FakeParent:
+    started: ClassVar[list] = []
+
+    def __init__(self, python, framework, key):
+        self.python, self.framework, self.key, self.closed = python, framework, key, False
+        FakeParent.started.append(self)
+
+    def close(self):
+        self.closed = True
+
+
+def test_one_parent_per_interpreter_and_framework_replaced_when_the_environment_changes(monkeypatch):
+    monkeypatch.setattr(warm, "WarmParent", FakeParent)
+    monkeypatch.setattr(warm, "_parents", {})
+    FakeParent.started = []
+    first_one = warm.parent("/py", "torch")
+    assert warm.parent("/py", "torch") is first_one
+    monkeypatch.setenv("DLPERF_DB", "elsewhere.db")  # dlperf's own: the same parent
+    assert warm.parent("/py", "torch") is first_one
+    monkeypatch.setenv("ONEDNN_VERBOSE", "1")  # read by the framework: a new parent in the new environment
+    second = warm.parent("/py", "torch")
+    assert second is not first_one and first_one.closed and not second.closed
+    assert ("ONEDNN_VERBOSE", "1") in second.key
+
+
+def cell_task(threads: int, pin: list[int] | None) -> CellTask:
+    workload = BUILTIN["tiny-fcn-r"].to_json()
+    timer = TimerConfig(min_steps=3, min_time=0.0, max_time=0.3, max_warmup=3)
+    return CellTask(make_cell("tiny-fcn-r", threads=threads), 0, workload, timer, pin_cpus=pin,
+                    count_flops=False, measure_memory=False)  # fmt: skip
+
+
+def test_a_forked_cells_thread_settings_and_affinity_equal_a_cold_ones(monkeypatch):
+    """The same cell cold and forked: the recorded thread and kernel settings, the CPUs and inherited thread
+    variables are the same, and the forked one keeps both cores busy as the cold one does (the thread pools it sized
+    after the fork exist)."""
+    require("torch")
+    threads = min(2, len(os.sched_getaffinity(0)))
+    pin = sorted(os.sched_getaffinity(0))[:threads]
+    seen = {}
+    for way in ("cold", "warm"):
+        if way == "cold":
+            monkeypatch.setenv("DLPERF_NO_WARM", "1")
+        else:
+            monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+        launched = launching.launch(cell_task(threads, pin), sys.executable, threads, 120)
+        assert launched.child.started == way, launched.child
+        built, pinned = first(launched.main, Built), first(launched.main, Affinity)
+        assert built is not None and first(launched.main, Sampled) is not None, launched.stderr
+        seen[way] = (built.settings, pinned.cpus, pinned.thread_env)
+    assert seen["warm"] == seen["cold"]
+    assert seen["warm"][0]["torch_threads"] == threads and seen["warm"][0]["omp_max_threads"] == threads
+
+
+ENV_DUMP = """
+import json, os, sys
+
+def main(argv):
+    with open(argv[1], "w") as f:
+        json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "argv": argv[1:], "sid": os.getsid(0) == os.getpid(),
+                   "threads": len(os.listdir("/proc/self/task"))}, f)
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
+"""
+
+
+def test_a_forked_child_has_exactly_the_environment_a_cold_child_is_given(tmp_path, monkeypatch):
+    """A module run forked and cold with the same environment, working directory and arguments sees the same: the
+    environment whole (but the pid of its parent, its own by design), its own session, one thread."""
+    require("torch")
+    (tmp_path / "envdump.py").write_text(ENV_DUMP)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), str(tmp_path)]))
+    monkeypatch.chdir(tmp_path)
+    env = {**launching.child_env(os.environ, 2), "MY_SETTING": "on"}
+    parent = warm.WarmParent(sys.executable, "torch", warm.env_key(os.environ))
+    try:
+        (tmp_path / "w").mkdir()
+        forked = parent.spawn("envdump", [str(tmp_path / "warm.json")], env, tmp_path / "w")
+        assert forked.wait(60) == 0, (tmp_path / "w" / "stderr.log").read_text()
+        cold = subprocess.run([sys.executable, "-m", "envdump", str(tmp_path / "cold.json")],
+                              env={**env, PARENT_VAR: "0"}, start_new_session=True, timeout=60)  # fmt: skip
+        assert cold.returncode == 0
+    finally:
+        parent.close()
+    forked, cold = (json.loads((tmp_path / f"{w}.json").read_text()) for w in ("warm", "cold"))
+    assert forked["env"].pop(PARENT_VAR) == str(parent.pid) and cold["env"].pop(PARENT_VAR) == "0"
+    assert forked["env"] == cold["env"] and forked["env"]["OMP_NUM_THREADS"] == "2"
+    assert forked["cwd"] == cold["cwd"] == str(tmp_path)
+    assert forked["argv"] == [str(tmp_path / "warm.json")] and cold["argv"] == [str(tmp_path / "cold.json")]
+    assert forked["sid"] and cold["sid"] and forked["threads"] == 1
+    assert not alive(parent.proc.pid)
+
+
+def measurements(db: Path) -> dict[str, dict]:
+    conn = sqlite3.connect(db)
+    rows = conn.execute("SELECT c.workload, c.status, c.error, m.detail_json FROM cells c JOIN measurements m "
+                        "ON c.run_id = m.run_id AND c.key = m.cell_key").fetchall()  # fmt: skip
+    conn.close()
+    return {w: {"status": s, "error": e, **json.loads(d)} for w, s, e, d in rows}
+
+
+def test_a_forked_cells_crash_hang_or_kill_fails_only_that_cell(tmp_path):
+    require("torch")
+    models, hang_file, db = tmp_path / "faults.py", tmp_path / "hang", tmp_path / "d.db"
+    models.write_text(FAULTY_MODELS)
+    hang_file.write_text("")
+    names = ",".join(f"{models}:{n}" for n in ("segv", "killed", "hang", "good"))
+    proc = dlperf("run", "--workloads", names, "--threads", "1", "--timeout", "8", "--no-loss-check", *FAST, db=db,
+                  env={"HANG_FILE": str(hang_file)})  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    by_name = measurements(db)
+    assert {n: m["started"] for n, m in by_name.items()} == dict.fromkeys(("segv", "killed", "hang", "good"), "warm")
+    assert by_name["segv"]["status"] == "failed" and "SIGSEGV" in by_name["segv"]["error"]
+    assert by_name["killed"]["status"] == "failed" and "SIGKILL (killed: out of memory?)" in by_name["killed"]["error"]
+    assert by_name["hang"]["status"] == "timeout" and "--timeout 8" in by_name["hang"]["error"]
+    assert by_name["good"]["status"] == "ok"  # after three failures, the warm parent still serves
+    assert gone([int(hang_file.read_text())], within_s=5)
+
+
+def test_killing_dlperf_kills_its_warm_parent_and_every_forked_child(tmp_path):
+    require("torch")
+    models, hang_file = tmp_path / "faults.py", tmp_path / "hang"
+    models.write_text(FAULTY_MODELS)
+    hang_file.write_text("")
+    env = {**os.environ, "HANG_FILE": str(hang_file), "PYTHONPATH": str(ROOT / "src")}
+    env.pop("DLPERF_NO_WARM", None)
+    parent = subprocess.Popen([sys.executable, "-m", "dlperf", "run", "--db", str(tmp_path / "d.db"), "--workloads",
+                               f"{models}:hang", "--threads", "1", *FAST], env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while not hang_file.read_text() and time.monotonic() < deadline:
+            assert parent.poll() is None, parent.stderr.read()
+            time.sleep(0.1)
+        worker = int(hang_file.read_text())
+        zygote = parent_of(worker)
+        assert "dlperf.worker.zygote" in Path(f"/proc/{zygote}/cmdline").read_text().replace("\0", " ")
+        assert parent_of(zygote) == parent.pid
+        parent.send_signal(signal.SIGKILL)  # dlperf stops nothing itself: the kernel's PR_SET_PDEATHSIG does
+        parent.wait(30)
+        assert gone([zygote, worker], within_s=10)
+    finally:
+        parent.kill()
+        parent.wait(30)
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def test_a_gpu_cell_is_never_forked(monkeypatch, tmp_path):
+    """A CUDA cell goes to a cold child even with a warm parent at hand: the parent is not asked."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a GPU cell asked for a warm parent")
+
+    monkeypatch.setattr(warm, "parent", refuse)
+    monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+    launched = launching.launch(CellTask(make_cell("tiny-fcn-r", device="cuda:0"), 0, {}, TimerConfig()),
+                                sys.executable, 1, 60)  # fmt: skip
+    assert launched.child.started == "cold"
+    assert launched.child.cold_because == "a GPU cell starts cold: CUDA is never initialized in a process that forks"
+
+
+def test_a_parent_with_a_second_thread_refuses_to_fork(tmp_path):
+    """A framework whose import left a thread running cannot be forked safely: the parent says so and ends."""
+    require("torch")
+    script = ("import threading, time, sys; threading.Thread(target=time.sleep, args=(60,), daemon=True).start(); "
+              "from dlperf.worker import zygote; zygote.main(['zygote', 'torch'])")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), **launching.child_env({}, 1)}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)  # fmt: skip
+    said = json.loads(done.stdout.splitlines()[0])
+    assert said == {"refused": "2 threads after importing the torch backend: a fork copies only one"}
+    assert done.returncode == 1
