@@ -17,7 +17,7 @@ import pytest
 from conftest import FAST, FAULTY_MODELS, ROOT, alive, dlperf, gone, make_cell, require
 from dlperf.answers import EnvRequest
 from dlperf.measure.timer import TimerConfig
-from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, Sampled, first
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, ProfileTask, Sampled, first
 from dlperf.runner import launch as launching
 from dlperf.runner import warm
 from dlperf.workloads import BUILTIN
@@ -49,8 +49,9 @@ def test_which_cells_fork_and_why_the_others_start_cold(monkeypatch, fields, env
     assert warm.why_cold(task(**fields)) == why
 
 
-def test_only_cells_fork():
-    assert warm.why_cold(ProbeTask("torch", EnvRequest())) == "only cells are forked"
+def test_only_cells_and_their_profiles_fork():
+    assert warm.why_cold(ProbeTask("torch", EnvRequest())) == "only cells and their profiles are forked"
+    assert warm.why_cold(ProfileTask(make_cell("tiny-fcn-r"), {})) is None
 
 
 def test_a_parent_is_started_in_the_environment_less_what_each_cell_sets_and_dlperfs_own():
@@ -202,6 +203,8 @@ def test_killing_dlperf_kills_its_warm_parent_and_every_forked_child(tmp_path):
         zygote = parent_of(worker)
         assert "dlperf.worker.zygote" in Path(f"/proc/{zygote}/cmdline").read_text().replace("\0", " ")
         assert parent_of(zygote) == parent.pid
+        comm = {p: Path(f"/proc/{p}/comm").read_text().strip() for p in (zygote, worker)}
+        assert comm == {zygote: "dlperf-warm", worker: "dlperf-cell"}  # what `ps` and `top` show
         parent.send_signal(signal.SIGKILL)  # dlperf stops nothing itself: the kernel's PR_SET_PDEATHSIG does
         parent.wait(30)
         assert gone([zygote, worker], within_s=10)

@@ -8,7 +8,7 @@ touched no device and run no operator: it sets its thread counts and affinity af
 and is given exactly the environment a cold child would be (`launch.child_env`); only the interpreter's start and the
 imports are shared. Which cells fork, and why the others start cold (`why_cold`):
 
-- cells only (`CellTask`): probes, peaks, profiles and multi-process jobs start cold;
+- cells and their profiles only (`CellTask`, `ProfileTask`): probes, peaks and multi-process jobs start cold;
 - of a backend whose row says it forks (`capabilities.forks`: PyTorch; JAX, TensorFlow and MXNet start threads at
   import, which a fork does not copy);
 - on the CPU: CUDA is never initialized in a process that forks, and a GPU cell starts cold;
@@ -42,7 +42,7 @@ from dlperf import envs
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.system import THREAD_COUNT_VARS
 from dlperf.modes import Mode, mode_components
-from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, CellTask, Task
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, CellTask, ProfileTask, Task
 from dlperf.runner import lifeline
 from dlperf.runner.environ import cache_env, child_env
 
@@ -60,8 +60,8 @@ class WarmFailed(Exception):
 
 def why_cold(task: Task) -> str | None:
     """Why `task`'s child must start cold; None when it may be forked from a warm parent."""
-    if not isinstance(task, CellTask):
-        return "only cells are forked"
+    if not isinstance(task, CellTask | ProfileTask):
+        return "only cells and their profiles are forked"
     cell = task.cell
     if os.environ.get(OFF_VAR):
         return f"{OFF_VAR} is set"
@@ -73,7 +73,7 @@ def why_cold(task: Task) -> str | None:
         return "a GPU cell starts cold: CUDA is never initialized in a process that forks"
     if Mode.COMPILE in mode_components(cell.mode):
         return "a compiled cell starts cold, with its own empty compiler caches"
-    if task.memory_limit is not None:
+    if getattr(task, "memory_limit", None) is not None:
         return "--max-memory is set before the framework is imported"
     if cell.nproc:
         return "replicas start cold"

@@ -22,6 +22,7 @@ yet. End of input (dlperf closed the pipe, or died) kills every child still runn
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import os
@@ -36,8 +37,8 @@ from dlperf.measure.system import prctl
 from dlperf.worker.child import exit_now
 from dlperf.worker.lifeline import die_with_parent
 
-PR_SET_PDEATHSIG = 1
-WORKERS = ("dlperf.worker.cell",)  # the worker modules a child may run, imported here once
+PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
+WORKERS = ("dlperf.worker.cell", "dlperf.worker.profile")  # the worker modules a child may run, imported here once
 
 
 def threads() -> int:
@@ -119,6 +120,7 @@ class Zygote:
         try:
             os.setsid()
             prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+            name(request["module"].rsplit(".", 1)[-1])
             if os.getppid() != zygote:
                 os._exit(1)
             signal.set_wakeup_fd(-1)
@@ -173,6 +175,11 @@ class Zygote:
             self.children.discard(pid)
 
 
+def name(what: str) -> None:
+    """The process's name as `ps` and `top` show it (its command line stays the warm parent's): dlperf-cell."""
+    prctl(PR_SET_NAME, ctypes.c_char_p(f"dlperf-{what}"[:15].encode()))
+
+
 def redirect(request: dict) -> None:
     """Standard input from /dev/null, standard output and error into the cell's log files."""
     null = os.open(os.devnull, os.O_RDONLY)
@@ -207,6 +214,7 @@ def main(argv: list[str]) -> None:
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)
+    name("warm")
     zygote = Zygote(control_in, control_out)
     start = time.perf_counter()
     try:
