@@ -55,6 +55,12 @@ def cells(db: Path) -> dict[str, dict]:
     return out
 
 
+def spread(values: list[float]) -> str:
+    """The median and, over several runs, the range."""
+    text = f"{statistics.median(values):,.0f}"
+    return text if len(values) == 1 else f"{text} ({min(values):,.0f}-{max(values):,.0f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--src", type=Path, default=REPO / "src")
@@ -72,16 +78,16 @@ def main() -> None:
                 runs[way].append(cells(db))
                 print(f"pair {pair + 1}: {way} done", flush=True)
     labels = [k for k in runs["cold"][0] if all(k in r for rs in runs.values() for r in rs)]
-    print("\n| cell | cold step (s) | warm / cold step, median (range) | faults per step cold | warm |")
+    print("\n| cell | cold step (s) | warm / cold step, median (range) | faults per step, cold | warm |")
     print("|---|---:|---:|---:|---:|")
     for label in labels:
         ratios = [w[label]["median_s"] / c[label]["median_s"] for c, w in zip(runs["cold"], runs["warm"], strict=True)]
-        cold_faults = statistics.median(r[label]["faults"] for r in runs["cold"])
-        warm_faults = statistics.median(r[label]["faults"] for r in runs["warm"])
+        cold_faults = spread([r[label]["faults"] for r in runs["cold"]])
+        warm_faults = spread([r[label]["faults"] for r in runs["warm"]])
         assert all(r[label]["started"] == "warm" for r in runs["warm"]), "a cell of the warm runs started cold"
-        print(f"| {label} | {statistics.median(r[label]['median_s'] for r in runs['cold']):.4g} | "
-              f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f}) | {cold_faults:,.0f} | "
-              f"{warm_faults:,.0f} |")  # fmt: skip
+        cold_step = statistics.median(r[label]["median_s"] for r in runs["cold"])
+        ratio = f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
+        print(f"| {label} | {cold_step:.4g} | {ratio} | {cold_faults} | {warm_faults} |")
 
 
 if __name__ == "__main__":

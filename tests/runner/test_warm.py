@@ -242,3 +242,17 @@ def test_a_parent_with_a_second_thread_refuses_to_fork(tmp_path):
     said = json.loads(done.stdout.splitlines()[0])
     assert said == {"refused": "2 threads after importing the torch backend: a fork copies only one"}
     assert done.returncode == 1
+
+
+def test_a_forked_childs_end_is_read_once_and_kept():
+    """The launcher may wait again for a child that has ended (stopping its tree after a timeout): the exit code
+    the warm parent reported once is kept, as Popen keeps it."""
+
+    class Parent:
+        exits = {5: -11}
+
+        def exit_code(self, pid, timeout):
+            return self.exits.pop(pid, None)
+
+    child = warm.Forked(Parent(), 5)
+    assert child.wait(0) == -11 and child.wait(0) == -11 and child.poll() == -11

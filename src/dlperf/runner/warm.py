@@ -92,6 +92,8 @@ class Forked:
         self.parent, self.pid, self.returncode = parent, pid, None
 
     def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is not None:
+            return self.returncode
         code = self.parent.exit_code(self.pid, timeout)
         if code is None:
             raise subprocess.TimeoutExpired(f"forked child {self.pid}", timeout)
