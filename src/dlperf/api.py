@@ -118,6 +118,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
     try:
         run = _unfinished(store, db, warn or warn_stderr)
         spec = RunSpec.from_json(run.spec)
+        warm.prepare(spec.frameworks, spec.devices)  # its imports overlap reading the environment back
         env = envinfo.capture(framework_info(spec.frameworks))
         changes = envinfo.fingerprint_diff(run.fingerprint, envinfo.fingerprint(env))
         if changes:
