@@ -7,8 +7,9 @@ reached the timed steps, a forked cell would time more page faults (and maybe a 
 runs the same sweep (the seven networks of Shi et al. at the given thread counts, fp32, no loss check) with every
 cell started cold (DLPERF_NO_WARM=1) and forked, alternated pair by pair (cold first in even pairs), and compares
 per cell: the median step (warm over cold, each pair's ratio, then the median over pairs) and the minor page faults
-per timed step (`minor_faults_per_step`, both ways). Step times are noisy on a shared machine: the ratio's range over
-the pairs is printed beside it, and nothing is judged from one pair.
+per timed step (`minor_faults_per_step`, both ways), and the cores the step kept busy (`cpu_utilization`, both
+ways: a forked child that sized its thread pools after the fork keeps as many busy as a cold one). Step times are
+noisy on a shared machine: the ratio's range over the pairs is printed beside it, and nothing is judged from one pair.
 """
 
 from __future__ import annotations
@@ -50,8 +51,10 @@ def cells(db: Path) -> dict[str, dict]:
     out = {}
     for workload, threads, median_s, detail in rows:
         d = json.loads(detail)
-        out[f"{workload} t{threads}"] = {"median_s": median_s, "faults": d.get("minor_faults_per_step"),
-                                         "started": d.get("started", "cold")}  # fmt: skip
+        out[f"{workload} t{threads}"] = {
+            "median_s": median_s, "faults": d.get("minor_faults_per_step"), "started": d.get("started", "cold"),
+            "cpu": d.get("cpu_utilization"),
+        }  # fmt: skip
     return out
 
 
@@ -78,8 +81,11 @@ def main() -> None:
                 runs[way].append(cells(db))
                 print(f"pair {pair + 1}: {way} done", flush=True)
     labels = [k for k in runs["cold"][0] if all(k in r for rs in runs.values() for r in rs)]
-    print("\n| cell | cold step (s) | warm / cold step, median (range) | faults per step, cold | warm |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "\n| cell | cold step (s) | warm / cold step, median (range) | faults per step, cold | warm | "
+        "cores busy (cpu_utilization), cold | warm |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for label in labels:
         ratios = [w[label]["median_s"] / c[label]["median_s"] for c, w in zip(runs["cold"], runs["warm"], strict=True)]
         cold_faults = spread([r[label]["faults"] for r in runs["cold"]])
@@ -87,7 +93,8 @@ def main() -> None:
         assert all(r[label]["started"] == "warm" for r in runs["warm"]), "a cell of the warm runs started cold"
         cold_step = statistics.median(r[label]["median_s"] for r in runs["cold"])
         ratio = f"{statistics.median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})"
-        print(f"| {label} | {cold_step:.4g} | {ratio} | {cold_faults} | {warm_faults} |")
+        cpu = [statistics.median(r[label]["cpu"] for r in runs[way]) for way in ("cold", "warm")]
+        print(f"| {label} | {cold_step:.4g} | {ratio} | {cold_faults} | {warm_faults} | {cpu[0]:.2f} | {cpu[1]:.2f} |")
 
 
 if __name__ == "__main__":
