@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -209,7 +210,7 @@ class MirroredStep:
         }
 
 
-def communication(train: MirroredStep, agree=None, name: str = "mirrored") -> dict[str, Any]:
+def communication(train: MirroredStep, agree: Callable | None = None, name: str = "mirrored") -> dict[str, Any]:
     """Where a mirrored step's time goes (untimed, after everything else: the local steps leave the replicas'
     weights apart):
 
@@ -235,7 +236,8 @@ def communication(train: MirroredStep, agree=None, name: str = "mirrored") -> di
     allreduce_s = statistics.median(
         timed_step(lambda: allreduce(grads).numpy(), lambda: None) for _ in range(COMM_REPEATS)
     )
-    exposed = comm.measure((train.local_step, train.sync), (train.step, train.sync), **({"agree": agree} if agree else {}))
+    agreed = {"agree": agree} if agree else {}  # several workers: each figure the slowest worker's
+    exposed = comm.measure((train.local_step, train.sync), (train.step, train.sync), **agreed)
     gradient_bytes = sum(nbytes(v) for v in train.variables)
     algbw, busbw = bus_bandwidth(gradient_bytes, allreduce_s, train.replicas)
     return {

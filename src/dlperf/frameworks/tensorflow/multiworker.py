@@ -27,6 +27,7 @@ from dlperf.frameworks.tensorflow import mirrored
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
 
+
 @dataclass(frozen=True)
 class Group:
     """This worker in its job, as the DDP worker reads a process group."""
