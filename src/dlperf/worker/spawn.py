@@ -126,14 +126,15 @@ def worker_env(base: dict[str, str], workers: list[str], rank: int, local_rank: 
 
 def watch(procs: dict[int, subprocess.Popen], interval: float) -> int:
     """Wait for every worker; the first that fails stops the rest. Each bad exit code is written as torchrun does."""
-    while any(p.poll() is None for p in procs.values()):
-        if any(p.returncode not in (None, 0) for p in procs.values()):
+    while None in (codes := [p.poll() for p in procs.values()]):  # every worker polled, each time
+        if any(code not in (None, 0) for code in codes):
             _stop([p for p in procs.values() if p.poll() is None])
             break
         time.sleep(interval)
     bad = {rank: p for rank, p in procs.items() if p.returncode != 0}
-    for local, (rank, p) in enumerate(sorted(bad.items())):
-        print(f"  rank      : {rank} (local_rank: {local})\n  exitcode  : {p.returncode} (pid: {p.pid})",
+    first = min(procs)
+    for rank, p in sorted(bad.items()):
+        print(f"  rank      : {rank} (local_rank: {rank - first})\n  exitcode  : {p.returncode} (pid: {p.pid})",
               file=sys.stderr)  # fmt: skip
     return 1 if bad else 0
 
