@@ -39,11 +39,13 @@ CELL = Cell("tiny-fcn-r", TF, "cpu", 1, "fp32", nproc=2, scaling="strong", paral
 @pytest.mark.parametrize(
     "flags,said",
     [
-        (("--frameworks", "torch", "--nproc", "2"), "--parallel multiworker: tf.distribute.MultiWorkerMirroredStrategy"),
+        (("--frameworks", "torch", "--nproc", "2"), "--parallel multiworker: tf.distribute.MultiWorker"),
         (("--frameworks", TF, "--nproc", "1"), "--parallel multiworker --nproc 1: one worker has none to all-reduce"),
         (("--frameworks", TF, "--nproc", "2", "--nnodes", "2"), "--nnodes above 1 needs --rdzv-endpoint"),
-        (("--frameworks", TF, "--nproc", "2", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"),
-         "--node-rank 2"),
+        (
+            ("--frameworks", TF, "--nproc", "2", "--nnodes", "2", "--node-rank", "2", "--rdzv-endpoint", "h:1"),
+            "--node-rank 2",
+        ),
         (("--frameworks", TF, "--nproc", "2", "--rdzv-endpoint", "nohost"), "--rdzv-endpoint 'nohost'"),
         (("--frameworks", TF, "--nproc", "2", "--microbatches", "4"), "--microbatches: micro-batches are a pipeline's"),
         (("--frameworks", TF, "--nproc", "2", "--profile"), "--profile: data-parallel cells (--nproc)"),
