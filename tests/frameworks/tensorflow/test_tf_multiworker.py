@@ -231,3 +231,62 @@ def test_a_multiworker_cell_is_stored_ok(tmp_path):
     assert comm.local_step_s > 0 and comm.exposed_comm_s >= 0 and 0 <= comm.comm_share < 1
     assert comm.gradient_bytes == 4 * cell.params and comm.param_bytes_rank == [4 * cell.params] * 2
     assert len(comm.peak_bytes_rank) == 2 and min(comm.peak_bytes_rank) > 0  # each worker's own memory
+
+
+@pytest.mark.slow
+def test_two_nodes_meet_at_the_rendezvous_endpoint(tmp_path):
+    """Two `dlperf run`s, node 0 and node 1 of one job on loopback, one worker each: both store the job's ok cell."""
+    framework_python(TF)
+    endpoint = f"127.0.0.1:{spawn.free_ports(1)[0]}"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    nodes = [subprocess.Popen([sys.executable, "-m", "dlperf", "run", "--frameworks", TF, "--workloads", "tiny-fcn-r",
+                               "--threads", "1", "--parallel", "multiworker", "--nproc", "1", "--nnodes", "2",
+                               "--node-rank", str(r), "--rdzv-endpoint", endpoint, "--no-predict", *FAST, "--db",
+                               str(tmp_path / f"n{r}.db")], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for r in (0, 1)]  # fmt: skip
+    for node in nodes:
+        _, err = node.communicate(timeout=300)
+        assert node.returncode == 0, err[-3000:]
+    for r in (0, 1):
+        store = Store.open(tmp_path / f"n{r}.db", create=False)
+        [cell] = store.cells(1)
+        store.close()
+        assert cell.status == "ok" and cell.column == "multiworker:2x1" and cell.comm.world == 2
+
+
+LINGERING = """
+import os, sys, time
+from dlperf.worker.lifeline import die_with_parent
+die_with_parent()
+with open(os.path.join(sys.argv[1], f"pid{os.environ['RANK']}"), "w") as f:
+    f.write(str(os.getpid()))
+time.sleep(60)
+"""
+
+
+def test_the_workers_die_with_the_spawner(tmp_path):
+    """The spawner killed (as when dlperf is, by SIGKILL): its workers die with it, none is left."""
+    (tmp_path / "lingering.py").write_text(LINGERING)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(tmp_path)]),
+           "DLPERF_PARENT_PID": str(os.getpid())}  # fmt: skip
+    spawner = subprocess.Popen([sys.executable, "-m", "dlperf.worker.spawn", "--nproc-per-node=2", "-m", "lingering",
+                                str(tmp_path)], env=env)  # fmt: skip
+    pids = [tmp_path / f"pid{r}" for r in (0, 1)]
+    deadline = time.monotonic() + 30
+    while not all(p.exists() and p.read_text() for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = [int(p.read_text()) for p in pids]
+    spawner.kill()
+    spawner.wait()
+    deadline = time.monotonic() + 5
+    while any(os.path.exists(f"/proc/{pid}") and _alive(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(os.path.exists(f"/proc/{pid}") and _alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
