@@ -1,0 +1,157 @@
+"""The fleet view (report/fleet.py): a campaign's machines side by side in `dlperf table --campaign` / `--runs` and in
+the HTML report. Stores written through the Store API, two "machines" told apart by their fingerprints as
+`dlperf merge`'s tests fake a second one; the figures are made up for the view to lay out."""
+
+import csv
+import io
+import json
+import sqlite3
+
+import pytest
+
+from conftest import FAST, dlperf, one_line_error
+from dlperf.protocol import Cell
+from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, Prediction
+from dlperf.vocab import Status
+
+ALPHA = {"hostname": "alpha", "cpu_model": "Xeon Test", "cores": {"cores": 8}, "gpus": []}
+BETA = {"hostname": "beta", "cpu_model": "EPYC Test", "cores": {"cores": 64}, "gpus": ["NVIDIA H100 80GB HBM3"]}
+GPU = Cell("fcn-r", "torch", "cuda:0", 1, "fp32")
+
+# machine -> (cell, median seconds, 95% interval of the median)
+CELLS = {
+    "alpha": [(Cell("fcn-r", "torch", "cpu", 1, "fp32"), 0.80, (0.78, 0.82)),
+              (Cell("fcn-r", "torch", "cpu", 2, "fp32"), 0.45, (0.44, 0.46)),
+              (Cell("lstm", "torch", "cpu", 1, "fp32"), 0.300, (0.29, 0.31))],
+    "beta": [(Cell("fcn-r", "torch", "cpu", 1, "fp32"), 0.50, (0.49, 0.51)),
+             (GPU, 0.010, (0.0098, 0.0102)),
+             (Cell("lstm", "torch", "cpu", 1, "fp32"), 0.305, (0.295, 0.315))],  # overlaps alpha's lstm
+}  # fmt: skip
+
+
+def write(store: Store, fingerprint: dict, cells: list, campaign: str | None) -> int:
+    env = {"hostname": fingerprint["hostname"], "cpu": {"model": fingerprint["cpu_model"]}}
+    planned = [PlannedCell(c, {"batch": 64}) for c, _, _ in cells]
+    spec = {"spec": 1, **({"campaign": campaign} if campaign else {})}
+    run_id = store.create_run(spec, env, fingerprint, ["dlperf", "run"], planned)
+    for cell, median, (low, high) in cells:
+        m = ProcessMeasurement(status=Status.OK, samples=[median] * 20)
+        figures = CellFigures(status=Status.OK, median_s=median, ci_low_s=low, ci_high_s=high, n=20)
+        store.record(run_id, cell.key, 0, m, figures)
+    return run_id
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """Run 1 on alpha and run 2 on beta, campaign "lab" (beta's GPU cell predicted at 12.5 ms); run 3 on alpha in
+    no campaign, slower, which the campaign must not show."""
+    db = tmp_path / "lab.db"
+    store = Store.open(db, create=True)
+    write(store, ALPHA, CELLS["alpha"], "lab")
+    beta = write(store, BETA, CELLS["beta"], "lab")
+    store.record_predictions(beta, [Prediction(GPU.key, "H100-SXM5-80GB", "fp32", 64, 0.0125, 0.012, 0.0005,
+                                               "compute", {})])  # fmt: skip
+    write(store, ALPHA, [(Cell("fcn-r", "torch", "cpu", 2, "fp32"), 9.0, (8.9, 9.1))], None)
+    store.close()
+    return db
+
+
+def table(db, *args):
+    proc = dlperf("table", *args, db=db, env={"COLUMNS": "300"})  # the text view's rows on one line each
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_campaign_groups_its_machines_and_names_the_fastest_with_the_interval(lab):
+    out = json.loads(table(lab, "--campaign", "lab", "--format", "json"))
+    assert [m["label"] for m in out["machines"]] == ["alpha · Xeon Test", "beta · EPYC Test · NVIDIA H100 80GB HBM3"]
+    assert [m["runs"] for m in out["machines"]] == [[1], [2]]  # run 3 is in no campaign
+    fcn, lstm = out["rows"]
+    alpha, beta = (fcn["machines"][m["label"]] for m in out["machines"])
+    assert alpha["cpu"]["threads"] == 2 and alpha["cpu"]["median_s"] == 0.45 and alpha["gpu"] is None
+    assert beta["gpu"]["median_s"] == 0.010 and beta["gpu"]["predicted"]["step_s"] == 0.0125
+    assert fcn["verdict"] == ("fcn-r torch: fastest on beta · EPYC Test · NVIDIA H100 80GB HBM3, cuda:0: 10.0 ms "
+                              "[9.80 ms–10.2 ms], 45.00x faster than alpha · Xeon Test, 2 threads: 0.450 "
+                              "[0.440–0.460]")  # fmt: skip
+    assert "not told apart" in lstm["verdict"] and "0.300 [0.290–0.310]" in lstm["verdict"]
+
+
+def test_text_and_markdown_show_each_machine_its_best_cpu_and_gpu_with_the_prediction(lab):
+    md = table(lab, "--campaign", "lab", "--format", "md")
+    assert "| workload | framework | alpha · Xeon Test: best CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: best " \
+           "CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: GPU |" in md  # fmt: skip
+    assert "| fcn-r | torch | 0.450 (2 threads) | 0.500 (1 thread) | 10.0 ms (cuda:0; predicted 12.5 ms on " \
+           "H100-SXM5-80GB) |" in md  # fmt: skip
+    assert "- lstm torch: fastest not told apart" in md
+    text = table(lab, "--runs", "1,2")  # the same runs listed
+    assert "fastest on beta" in text and "not told apart" in text and "predicted 12.5 ms" in text
+
+
+def test_csv_has_a_line_per_workload_and_machine_in_raw_seconds(lab):
+    rows = list(csv.DictReader(io.StringIO(table(lab, "--runs", "1,2", "--format", "csv"))))
+    assert [(r["workload"], r["machine"].split(" ·")[0], r["fastest"]) for r in rows] == [
+        ("fcn-r", "alpha", "false"), ("fcn-r", "beta", "true"), ("lstm", "alpha", "false"), ("lstm", "beta", "false")]
+    assert rows[1]["gpu_s"] == "0.01" and rows[1]["gpu_predicted_s"] == "0.0125" and rows[0]["cpu_threads"] == "2"
+
+
+def test_a_campaign_of_one_machine_is_fine(lab):
+    out = json.loads(table(lab, "--runs", "1,3", "--format", "json"))
+    [alpha] = out["machines"]
+    best = out["rows"][0]["machines"][alpha["label"]]["cpu"]
+    assert alpha["runs"] == [1, 3] and (best["threads"], best["median_s"]) == (1, 0.8)  # run 3 measured 2 threads again
+    assert out["rows"][0]["verdict"].startswith("fcn-r torch: only alpha · Xeon Test, 1 thread: 0.800")
+
+
+def test_merged_stores_form_the_campaign(lab, tmp_path):
+    """A campaign's name is stored with each run, so it comes along with `dlperf merge`."""
+    other = tmp_path / "beta.db"
+    store = Store.open(other, create=True)
+    write(store, {**BETA, "hostname": "gamma"}, CELLS["beta"], "lab")
+    store.close()
+    merged = tmp_path / "all.db"
+    assert dlperf("merge", str(lab), str(other), db=merged).returncode == 0
+    out = json.loads(table(merged, "--campaign", "lab", "--format", "json"))
+    assert [m["label"].split(" ·")[0] for m in out["machines"]] == ["alpha", "beta", "gamma"]
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--campaign", "nope"], "--campaign 'nope': no run of"),
+    (["--runs", "1,9"], "--runs: no run 9 in"),
+    (["--runs", "1,x"], "--runs '1,x': expected a comma list of run ids"),
+    (["--runs", "1", "--campaign", "lab"], "not allowed with argument"),
+    (["--campaign", "lab", "--run", "1"], "--campaign shows every run it names, side by side: give no --run"),
+    (["--campaign", "lab", "--best"], "give no --best"),
+])  # fmt: skip
+def test_bad_input_is_one_line(lab, args, said):
+    one_line_error(dlperf("table", *args, db=lab), said)
+
+
+def test_the_campaigns_there_are_named_when_one_is_unknown(lab):
+    one_line_error(dlperf("table", "--campaign", "lob", db=lab), "(campaigns there: lab)")
+
+
+def test_run_refuses_a_bad_campaign_name_before_anything_runs(tmp_path):
+    db = tmp_path / "d.db"
+    one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", "--campaign", "a b", db=db), "--campaign 'a b'")
+    assert not db.exists()
+
+
+@pytest.mark.slow
+def test_two_real_runs_one_made_to_look_like_another_machine(tmp_path, torch):
+    """Two runs of a tiny workload measured here with --campaign, the second's environment rewritten to another
+    host, as `dlperf merge`'s tests fake a second machine."""
+    db = tmp_path / "d.db"
+    for _ in range(2):
+        run = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--campaign", "here", *FAST, db=db)
+        assert run.returncode == 0, run.stderr
+    conn = sqlite3.connect(db)
+    fp = json.loads(conn.execute("SELECT fingerprint_json FROM runs WHERE id = 2").fetchone()[0])
+    conn.execute("UPDATE runs SET fingerprint_json = ? WHERE id = 2", (json.dumps({**fp, "hostname": "twin"}),))
+    conn.commit()
+    conn.close()
+    out = json.loads(table(db, "--campaign", "here", "--format", "json"))
+    assert [m["runs"] for m in out["machines"]] == [[1], [2]] and out["machines"][1]["label"].startswith("twin · ")
+    [row] = out["rows"]
+    assert row["workload"] == "tiny-fcn-r" and ("fastest on" in row["verdict"] or "not told apart" in row["verdict"])
