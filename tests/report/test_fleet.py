@@ -1,6 +1,6 @@
 """The fleet view (report/fleet.py): a campaign's machines side by side in `dlperf table --campaign` / `--runs` and in
-the HTML report. Stores written through the Store API, two "machines" told apart by their fingerprints as
-`dlperf merge`'s tests fake a second one; the figures are made up for the view to lay out."""
+the HTML report. Stores written through the Store API (tests/report/campaign.py), and two runs measured here, one
+made to look like another machine."""
 
 import csv
 import io
@@ -10,52 +10,13 @@ import sqlite3
 import pytest
 
 from conftest import FAST, dlperf, one_line_error
-from dlperf.protocol import Cell
 from dlperf.store import Store
-from dlperf.store.process import ProcessMeasurement
-from dlperf.store.records import CellFigures, PlannedCell, Prediction
-from dlperf.vocab import Status
-
-ALPHA = {"hostname": "alpha", "cpu_model": "Xeon Test", "cores": {"cores": 8}, "gpus": []}
-BETA = {"hostname": "beta", "cpu_model": "EPYC Test", "cores": {"cores": 64}, "gpus": ["NVIDIA H100 80GB HBM3"]}
-GPU = Cell("fcn-r", "torch", "cuda:0", 1, "fp32")
-
-# machine -> (cell, median seconds, 95% interval of the median)
-CELLS = {
-    "alpha": [(Cell("fcn-r", "torch", "cpu", 1, "fp32"), 0.80, (0.78, 0.82)),
-              (Cell("fcn-r", "torch", "cpu", 2, "fp32"), 0.45, (0.44, 0.46)),
-              (Cell("lstm", "torch", "cpu", 1, "fp32"), 0.300, (0.29, 0.31))],
-    "beta": [(Cell("fcn-r", "torch", "cpu", 1, "fp32"), 0.50, (0.49, 0.51)),
-             (GPU, 0.010, (0.0098, 0.0102)),
-             (Cell("lstm", "torch", "cpu", 1, "fp32"), 0.305, (0.295, 0.315))],  # overlaps alpha's lstm
-}  # fmt: skip
-
-
-def write(store: Store, fingerprint: dict, cells: list, campaign: str | None) -> int:
-    env = {"hostname": fingerprint["hostname"], "cpu": {"model": fingerprint["cpu_model"]}}
-    planned = [PlannedCell(c, {"batch": 64}) for c, _, _ in cells]
-    spec = {"spec": 1, **({"campaign": campaign} if campaign else {})}
-    run_id = store.create_run(spec, env, fingerprint, ["dlperf", "run"], planned)
-    for cell, median, (low, high) in cells:
-        m = ProcessMeasurement(status=Status.OK, samples=[median] * 20)
-        figures = CellFigures(status=Status.OK, median_s=median, ci_low_s=low, ci_high_s=high, n=20)
-        store.record(run_id, cell.key, 0, m, figures)
-    return run_id
+from report.campaign import BETA, CELLS, make_lab, write
 
 
 @pytest.fixture
 def lab(tmp_path):
-    """Run 1 on alpha and run 2 on beta, campaign "lab" (beta's GPU cell predicted at 12.5 ms); run 3 on alpha in
-    no campaign, slower, which the campaign must not show."""
-    db = tmp_path / "lab.db"
-    store = Store.open(db, create=True)
-    write(store, ALPHA, CELLS["alpha"], "lab")
-    beta = write(store, BETA, CELLS["beta"], "lab")
-    store.record_predictions(beta, [Prediction(GPU.key, "H100-SXM5-80GB", "fp32", 64, 0.0125, 0.012, 0.0005,
-                                               "compute", {})])  # fmt: skip
-    write(store, ALPHA, [(Cell("fcn-r", "torch", "cpu", 2, "fp32"), 9.0, (8.9, 9.1))], None)
-    store.close()
-    return db
+    return make_lab(tmp_path / "lab.db")
 
 
 def table(db, *args):
@@ -92,7 +53,11 @@ def test_text_and_markdown_show_each_machine_its_best_cpu_and_gpu_with_the_predi
 def test_csv_has_a_line_per_workload_and_machine_in_raw_seconds(lab):
     rows = list(csv.DictReader(io.StringIO(table(lab, "--runs", "1,2", "--format", "csv"))))
     assert [(r["workload"], r["machine"].split(" ·")[0], r["fastest"]) for r in rows] == [
-        ("fcn-r", "alpha", "false"), ("fcn-r", "beta", "true"), ("lstm", "alpha", "false"), ("lstm", "beta", "false")]
+        ("fcn-r", "alpha", "false"),
+        ("fcn-r", "beta", "true"),
+        ("lstm", "alpha", "false"),
+        ("lstm", "beta", "false"),
+    ]
     assert rows[1]["gpu_s"] == "0.01" and rows[1]["gpu_predicted_s"] == "0.0125" and rows[0]["cpu_threads"] == "2"
 
 
@@ -138,7 +103,6 @@ def test_run_refuses_a_bad_campaign_name_before_anything_runs(tmp_path):
     assert not db.exists()
 
 
-@pytest.mark.slow
 def test_two_real_runs_one_made_to_look_like_another_machine(tmp_path, torch):
     """Two runs of a tiny workload measured here with --campaign, the second's environment rewritten to another
     host, as `dlperf merge`'s tests fake a second machine."""
@@ -155,3 +119,35 @@ def test_two_real_runs_one_made_to_look_like_another_machine(tmp_path, torch):
     assert [m["runs"] for m in out["machines"]] == [[1], [2]] and out["machines"][1]["label"].startswith("twin · ")
     [row] = out["rows"]
     assert row["workload"] == "tiny-fcn-r" and ("fastest on" in row["verdict"] or "not told apart" in row["verdict"])
+
+
+# The HTML report
+
+
+def report(lab, out, *args):
+    done = dlperf("report", "-o", str(out), *args, db=lab)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, out.read_text()
+
+
+def test_the_report_of_a_campaign_shows_its_machines_side_by_side_then_its_latest_run(lab, tmp_path):
+    said, page = report(lab, tmp_path / "c.html", "--campaign", "lab")
+    assert "cells of run 2, 2 machines of campaign lab" in said
+    assert 'id="campaign"' in page and 'class="fleet"' in page and "Seconds per mini-batch (run 2)" in page
+    assert page.count('class="machine"') == 2 and 'class="num best"' in page
+    assert "predicted 12.5 ms on H100-SXM5-80GB" in page and "lstm torch: fastest not told apart" in page
+
+
+def test_a_runs_report_shows_its_campaign_and_one_runs_report_is_as_before(lab, tmp_path):
+    _, page = report(lab, tmp_path / "a.html", "--run", "1")  # run 1 is in campaign lab: the section comes along
+    assert 'id="campaign"' in page and "Seconds per mini-batch (run 1)" in page
+    _, page = report(lab, tmp_path / "b.html")  # the latest run, 3, is in no campaign
+    assert 'id="campaign"' not in page and "<h2>Seconds per mini-batch</h2>" in page
+
+
+def test_the_report_refuses_two_machines_in_one_picture_and_says_how_to_set_them_side_by_side(lab, tmp_path):
+    out = tmp_path / "x.html"
+    one_line_error(dlperf("report", "--run", "1,2", "-o", str(out), db=lab), "different machines",
+                   "dlperf report --runs 1,2")  # fmt: skip
+    one_line_error(dlperf("report", "--campaign", "nope", "-o", str(out), db=lab), "--campaign 'nope'")
+    assert not out.exists()

@@ -91,10 +91,11 @@ class FleetRow:
                 per_machine[entry.machine] = entry
         return sorted(per_machine.values(), key=lambda e: e.cell.median_s)
 
-    def winner(self) -> str | None:
-        """The machine told apart from every other as the fastest; None with one machine, or where they overlap."""
+    def winner(self) -> Entry | None:
+        """The fastest machine's entry, told apart from every other machine's; None with one machine, or where they
+        overlap."""
         ranked = self.fastest()
-        return ranked[0].machine if len(ranked) > 1 and all(apart(ranked[0], e) for e in ranked[1:]) else None
+        return ranked[0] if len(ranked) > 1 and all(apart(ranked[0], e) for e in ranked[1:]) else None
 
     def verdict(self) -> str:
         """Which machine trains the row fastest, with the intervals; "not told apart" when they overlap."""
@@ -125,6 +126,10 @@ class Fleet:
     machines: list[Machine]
     rows: list[FleetRow]
     unreadable: list[UnreadableRow] = field(default_factory=list)  # cells left out: their rows no longer decode
+
+    @property
+    def latest_run(self) -> int:
+        return max(r for m in self.machines for r in m.runs)
 
     @property
     def has_gpu(self) -> dict[str, bool]:
@@ -263,12 +268,16 @@ def fixed(fleet: Fleet, row: FleetRow) -> list[str]:
     return [row.workload, row.framework, *([mode_label(row.mode, row.loader)] if show_mode(fleet) else [])]
 
 
-def row_values(fleet: Fleet, row: FleetRow) -> list[str]:
-    values = fixed(fleet, row)
+def entries(fleet: Fleet, row: FleetRow) -> list[Entry | None]:
+    """The row's entries in the machine columns' order: each machine's best CPU, then its GPU where it has one."""
+    found = []
     for machine, gpu in fleet.has_gpu.items():
-        kinds = [row.cpu, *([row.gpu] if gpu else [])]
-        values += [kind[machine].text() if machine in kind else "-" for kind in kinds]
-    return values
+        found += [kind.get(machine) for kind in [row.cpu, *([row.gpu] if gpu else [])]]
+    return found
+
+
+def row_values(fleet: Fleet, row: FleetRow) -> list[str]:
+    return fixed(fleet, row) + [e.text() if e else "-" for e in entries(fleet, row)]
 
 
 def verdicts(fleet: Fleet) -> list[str]:
@@ -295,7 +304,8 @@ def render_csv(fleet: Fleet) -> str:
                      "cpu_ci_high_s", "gpu_s", "gpu_device", "gpu_ci_low_s", "gpu_ci_high_s", "gpu_predicted_s",
                      "fastest"])  # fmt: skip
     for row in fleet.rows:
-        first = row.winner()
+        won = row.winner()
+        first = won.machine if won else None
         for m in fleet.machines:
             cpu, gpu = row.cpu.get(m.label), row.gpu.get(m.label)
             values = [*_raw(cpu, lambda e: e.cell.threads), *_raw(gpu, lambda e: e.cell.device)]
@@ -338,7 +348,7 @@ def render_rich(fleet: Fleet):
         table.add_column(markup(name), justify="left" if i < 2 + show_mode(fleet) else "right")
     for row in fleet.rows:
         best = row.winner()
-        names = [None] * (2 + show_mode(fleet)) + [m for m, gpu in fleet.has_gpu.items() for _ in range(1 + gpu)]
-        table.add_row(*(f"[bold green]{markup(v)}[/]" if n is not None and n == best else markup(v)
-                        for n, v in zip(names, row_values(fleet, row), strict=True)))  # fmt: skip
+        shown = [None] * (2 + show_mode(fleet)) + entries(fleet, row)
+        table.add_row(*(f"[bold green]{markup(v)}[/]" if e is not None and e is best else markup(v)
+                        for e, v in zip(shown, row_values(fleet, row), strict=True)))  # fmt: skip
     return table
