@@ -5,12 +5,17 @@ made to look like another machine."""
 import csv
 import io
 import json
+import shutil
 import sqlite3
 
 import pytest
 
 from conftest import FAST, dlperf, one_line_error
+from dlperf.protocol import Cell
 from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
 from report.campaign import BETA, CELLS, make_lab, write
 
 
@@ -69,6 +74,21 @@ def test_a_campaign_of_one_machine_is_fine(lab):
     assert out["rows"][0]["verdict"].startswith("fcn-r torch: only alpha · Xeon Test, 1 thread: 0.800")
 
 
+def test_a_machine_that_ran_a_workload_without_a_time_says_why(tmp_path):
+    db = make_lab(tmp_path / "lab.db")
+    store = Store.open(db, create=True)
+    lstm = Cell("lstm", "torch", "cpu", 1, "fp32")
+    run_id = store.create_run({"campaign": "lab"}, {}, {**BETA, "hostname": "gamma"}, ["dlperf", "run"],
+                              [PlannedCell(lstm, {"batch": 64})])  # fmt: skip
+    store.record(run_id, lstm.key, 0, ProcessMeasurement(status=Status.FAILED, error="killed"),
+                 CellFigures(status=Status.FAILED, error="killed"))  # fmt: skip
+    store.close()
+    md = table(db, "--campaign", "lab", "--format", "md").splitlines()
+    lstm_row = next(line for line in md if line.startswith("| lstm")).split(" | ")
+    assert lstm_row[-2:] == ["-", "failed |"]  # beta's GPU: not run; gamma's best CPU (gamma measured no GPU)
+    assert "fcn-r torch: fastest on beta" in table(db, "--campaign", "lab")
+
+
 def test_merged_stores_form_the_campaign(lab, tmp_path):
     """A campaign's name is stored with each run, so it comes along with `dlperf merge`."""
     other = tmp_path / "beta.db"
@@ -103,22 +123,24 @@ def test_run_refuses_a_bad_campaign_name_before_anything_runs(tmp_path):
     assert not db.exists()
 
 
-def test_two_real_runs_one_made_to_look_like_another_machine(tmp_path, torch):
-    """Two runs of a tiny workload measured here with --campaign, the second's environment rewritten to another
-    host, as `dlperf merge`'s tests fake a second machine."""
-    db = tmp_path / "d.db"
-    for _ in range(2):
-        run = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--campaign", "here", *FAST, db=db)
-        assert run.returncode == 0, run.stderr
-    conn = sqlite3.connect(db)
-    fp = json.loads(conn.execute("SELECT fingerprint_json FROM runs WHERE id = 2").fetchone()[0])
-    conn.execute("UPDATE runs SET fingerprint_json = ? WHERE id = 2", (json.dumps({**fp, "hostname": "twin"}),))
+def test_a_real_run_and_its_copy_made_to_look_like_another_machine_merged(tmp_path, torch):
+    """A run of a tiny workload measured here with --campaign; a copy of its file rewritten to another host, as
+    `dlperf merge`'s tests fake a second machine; the two merged form the campaign."""
+    here, twin, merged = tmp_path / "here.db", tmp_path / "twin.db", tmp_path / "all.db"
+    run = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--campaign", "here", *FAST, db=here)
+    assert run.returncode == 0, run.stderr
+    shutil.copy(here, twin)
+    conn = sqlite3.connect(twin)
+    fp = json.loads(conn.execute("SELECT fingerprint_json FROM runs").fetchone()[0])
+    conn.execute("UPDATE runs SET fingerprint_json = ?", (json.dumps({**fp, "hostname": "twin"}),))
     conn.commit()
     conn.close()
-    out = json.loads(table(db, "--campaign", "here", "--format", "json"))
+    assert dlperf("merge", str(here), str(twin), db=merged).returncode == 0
+    out = json.loads(table(merged, "--campaign", "here", "--format", "json"))
     assert [m["runs"] for m in out["machines"]] == [[1], [2]] and out["machines"][1]["label"].startswith("twin · ")
     [row] = out["rows"]
-    assert row["workload"] == "tiny-fcn-r" and ("fastest on" in row["verdict"] or "not told apart" in row["verdict"])
+    assert row["workload"] == "tiny-fcn-r" and "not told apart" in row["verdict"]  # the same samples on both
+    assert "no interval" not in row["verdict"] and row["verdict"].count(" µs–") + row["verdict"].count(" ms–") == 2
 
 
 # The HTML report

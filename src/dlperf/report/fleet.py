@@ -76,6 +76,8 @@ class FleetRow:
     loader: str
     cpu: dict[str, Entry] = field(default_factory=dict)  # machine label -> its fastest CPU thread count
     gpu: dict[str, Entry] = field(default_factory=dict)  # machine label -> its fastest GPU
+    # (machine label, "cpu" or "gpu") -> why a machine that ran the row there shows no time: failed, unsupported, ...
+    unmeasured: dict[tuple[str, str], str] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -228,7 +230,10 @@ def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]
         for cell, guess in cells[machine.label].values():
             key = (cell.workload, cell.framework, cell.mode, cell.loader)
             row = rows.setdefault(key, FleetRow(*key))
+            if cell.nproc:  # a multi-process cell measures a strategy, not the machine's one-process speed
+                continue
             if not _timed(cell):
+                row.unmeasured.setdefault((machine.label, "cpu" if cell.device == "cpu" else "gpu"), _why(cell))
                 continue
             kind = row.cpu if cell.device == "cpu" else row.gpu
             held = kind.get(machine.label)
@@ -237,9 +242,14 @@ def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]
     return list(rows.values())
 
 
+def _why(cell: CellRecord) -> str:
+    """Why a cell that ran shows no time."""
+    return cell.status.value if not cell.ok else "loss not finite" if cell.loss_finite is False else "no time"
+
+
 def _timed(cell: CellRecord) -> bool:
-    """A one-process cell measured and training: what one machine's speed is read from."""
-    return cell.ok and bool(cell.median_s) and cell.loss_finite is not False and not cell.nproc
+    """A cell measured and training: what one machine's speed is read from."""
+    return cell.ok and bool(cell.median_s) and cell.loss_finite is not False
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -258,9 +268,7 @@ def show_mode(fleet: Fleet) -> bool:
 
 
 def head(fleet: Fleet) -> list[str]:
-    columns = []
-    for machine, gpu in fleet.has_gpu.items():
-        columns += [f"{machine}: best CPU", *([f"{machine}: GPU"] if gpu else [])]
+    columns = [f"{m}: {'best CPU' if kind == 'cpu' else 'GPU'}" for m, kind in slots(fleet)]
     return ["workload", "framework", *(["mode"] if show_mode(fleet) else []), *columns]
 
 
@@ -268,16 +276,20 @@ def fixed(fleet: Fleet, row: FleetRow) -> list[str]:
     return [row.workload, row.framework, *([mode_label(row.mode, row.loader)] if show_mode(fleet) else [])]
 
 
+def slots(fleet: Fleet) -> list[tuple[str, str]]:
+    """The machine columns: (machine, "cpu"), then (machine, "gpu") where the machine measured a GPU."""
+    return [(m, kind) for m, gpu in fleet.has_gpu.items() for kind in ("cpu", "gpu")[: 1 + gpu]]
+
+
 def entries(fleet: Fleet, row: FleetRow) -> list[Entry | None]:
-    """The row's entries in the machine columns' order: each machine's best CPU, then its GPU where it has one."""
-    found = []
-    for machine, gpu in fleet.has_gpu.items():
-        found += [kind.get(machine) for kind in [row.cpu, *([row.gpu] if gpu else [])]]
-    return found
+    """The row's entries in the machine columns' order."""
+    return [(row.cpu if kind == "cpu" else row.gpu).get(m) for m, kind in slots(fleet)]
 
 
 def row_values(fleet: Fleet, row: FleetRow) -> list[str]:
-    return fixed(fleet, row) + [e.text() if e else "-" for e in entries(fleet, row)]
+    """The row's texts: a machine column without a time says why (failed, unsupported, ...), or "-" if not run."""
+    shown = zip(slots(fleet), entries(fleet, row), strict=True)
+    return fixed(fleet, row) + [e.text() if e else row.unmeasured.get(slot, "-") for slot, e in shown]
 
 
 def verdicts(fleet: Fleet) -> list[str]:
