@@ -1,7 +1,9 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    create .venv if missing, install, measure the default sweep, print the Table-7 view
-#   make test   create .venv if missing, install dev extras, lint, pytest without the end-to-end sweeps marked slow
+#   make test   create .venv if missing, install the dev and docs extras, lint, pytest without the end-to-end sweeps marked slow
 #   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
+#   make docs       the documentation site, built strictly (a warning fails it) and offline into site/;
+#   make docs-serve ... served at http://127.0.0.1:8000 while you edit docs/
 #   make gpu-test   on a GPU machine, the tests marked gpu (pytest -m gpu), a skip failing (DLPERF_REQUIRE=cuda)
 #   make gpu-check  on a GPU machine, the acceptance check (benchmarks/gpu_check.py): PASS/FAIL lines into GPU_CHECK_OUT
 # and one more for the other frameworks:
@@ -17,24 +19,24 @@ RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
 
-.PHONY: run test test-slow gpu-test gpu-check lint format pytest clean envs
+.PHONY: run test test-slow docs docs-serve gpu-test gpu-check lint format pytest clean envs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[torch,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[torch,dev,docs]'
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(BIN)/dlperf run $(RUN_ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks examples
-	$(BIN)/ruff format --check src tests benchmarks examples
+	$(BIN)/ruff check src tests benchmarks examples docs
+	$(BIN)/ruff format --check src tests benchmarks examples docs
 
 format: $(STAMP)
-	$(BIN)/ruff format src tests benchmarks examples
-	$(BIN)/ruff check --fix src tests benchmarks examples
+	$(BIN)/ruff format src tests benchmarks examples docs
+	$(BIN)/ruff check --fix src tests benchmarks examples docs
 
 # Each prints its 15 slowest tests, so a test that grows slow shows in CI's output. The fast tests run two at a time
 # (pytest-xdist: most of their time is starting interpreters and frameworks, one core each); those marked serial
@@ -48,6 +50,14 @@ test: lint pytest
 # The slow tests are independent sweeps in their own child processes and temporary stores: two run side by side.
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow -n 2 -rs --durations=15 $(PYTEST_ARGS)
+
+# The site: docs/ and mkdocs.yml, the command reference, export columns and exit codes generated from the code
+# (docs/hooks/), ARCHITECTURE.md and BENCHMARKS.md included; --strict turns a broken link or missing page into a failure.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 # Every test marked gpu, slow ones included, one at a time (they share the GPUs): on a GPU machine a skip is a failure.
 # The tests of 2 GPUs fail only where GPU_REQUIRE lists multi-gpu too: make gpu-test GPU_REQUIRE=cuda,multi-gpu
@@ -73,4 +83,4 @@ envs: $(STAMP)
 	done; exit $$status
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache site

@@ -87,6 +87,19 @@ def browser_paths() -> tuple[str, str]:
     pytest.skip(message)
 
 
+def docs_tools() -> str:
+    """The `mkdocs` command of this interpreter's environment, for the docs site's tests; skips locally with the
+    reason, fails in CI where DLPERF_REQUIRE lists `docs`, like `require`."""
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    found = importlib.util.find_spec("mkdocs") is not None and importlib.util.find_spec("material") is not None
+    if found and mkdocs.is_file():
+        return str(mkdocs)
+    message = "mkdocs and its Material theme are not installed (pip install -e '.[docs]')"
+    if "docs" in required():
+        pytest.fail(f"{message}, and DLPERF_REQUIRE lists it", pytrace=False)
+    pytest.skip(message)
+
+
 def framework_python(name: str) -> str:
     """The interpreter that runs `name`'s workers (this one, or its `dlperf env install` environment); skips locally
     with the reason, fails in CI, like `require`. The framework is never imported in the test process."""

@@ -58,11 +58,11 @@ EXAMPLES = [
 
 
 def test_there_is_one_task_type_per_kind_of_child():
-    assert sorted(TASKS) == ["cell", "comm", "ddp", "peak", "probe", "profile"]
+    assert sorted(TASKS) == ["cell", "comm", "ddp", "multiworker", "peak", "probe", "profile"]
     assert {t.WORKER for t in TASKS.values()} == {
-        f"dlperf.worker.{m}" for m in ("cell", "ddp", "peak", "comm", "probe", "profile")
+        f"dlperf.worker.{m}" for m in ("cell", "ddp", "multiworker", "peak", "comm", "probe", "profile")
     }
-    assert [k for k, t in TASKS.items() if t.DISTRIBUTED] == ["ddp", "comm"]
+    assert [k for k, t in TASKS.items() if t.DISTRIBUTED] == ["ddp", "multiworker", "comm"]
 
 
 @pytest.mark.parametrize("task", EXAMPLES, ids=lambda t: t.KIND)

@@ -2,7 +2,8 @@
 
 Standard library only: the parent plans with it, `dlperf list --parallel` prints it, the workers read a cell's
 strategy from it. A strategy is part of a cell (`protocol.Cell.parallel`, with `microbatches` for a pipeline), of its
-key and of its column: `ddp:2x1`, `fsdp:2x1`, `tp:2x1`, `gpipe.m4:2x1`, `1f1b.m8:2x1`, `mirrored:2x1`. Where the
+key and of its column: `ddp:2x1`, `fsdp:2x1`, `tp:2x1`, `gpipe.m4:2x1`, `1f1b.m8:2x1`, `mirrored:2x1`,
+`multiworker:2x1`. Where the
 processes of a job meet (`Rendezvous`: --nnodes, --node-rank, --rdzv-endpoint) is checked here too, with the spec.
 """
 
@@ -21,7 +22,8 @@ class Strategy:
     engine: str  # the engine that runs it, as its documentation names it
     splits: str  # what each process (or replica) holds and computes
     scalings: tuple[str, ...]  # the batch protocols it supports (`--scaling`)
-    processes: bool = True  # one process per rank (torchrun); False: one process, N devices (MirroredStrategy)
+    processes: bool = True  # one process per rank; False: one process, N devices (MirroredStrategy)
+    launcher: str = "torchrun"  # what starts the processes
     pipeline: bool = False  # micro-batches (`--microbatches`) over stages
 
     @property
@@ -51,6 +53,9 @@ STRATEGIES: dict[Parallel, Strategy] = {
         Strategy(Parallel.MIRRORED, "tf.distribute.MirroredStrategy (logical CPU devices, or GPUs)",
                  "the whole model on each replica of one process; its share of the batch; gradients all-reduced",
                  ("strong", "weak"), processes=False),
+        Strategy(Parallel.MULTIWORKER, "tf.distribute.MultiWorkerMirroredStrategy (RING on CPUs, NCCL on GPUs)",
+                 "the whole model on each worker process; its share of the batch; gradients all-reduced",
+                 ("strong", "weak"), launcher="dlperf's spawner (TF_CONFIG per worker)"),
     )
 }
 # fmt: on
@@ -108,7 +113,8 @@ def for_framework(strategies: tuple[Parallel, ...], framework: str) -> list[Para
 
 
 def distributed(nproc: int, strategy: str) -> bool:
-    """Whether a cell runs as processes under torchrun (every strategy but MirroredStrategy's one process)."""
+    """Whether a cell runs as processes, one per rank (every strategy but MirroredStrategy's one process): under
+    torchrun, or dlperf's spawner for MultiWorkerMirroredStrategy."""
     return bool(nproc) and STRATEGIES[Parallel(strategy or Parallel.DDP)].processes
 
 

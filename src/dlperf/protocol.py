@@ -120,6 +120,7 @@ class _Task:
     KIND: ClassVar[str]  # its name in the task file
     WORKER: ClassVar[str]  # the module the child runs
     DISTRIBUTED: ClassVar[bool]  # started through torchrun, one process per rank
+    SPAWNED: ClassVar[bool] = False  # distributed, started by dlperf's spawner instead (`worker/spawn.py`)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.KIND, **asdict(self)}  # type: ignore[call-overload]
@@ -198,6 +199,14 @@ class DDPTask(CellTask):
 
     group_timeout_s: float = 600.0  # how long a collective may wait for a peer
     rank_cpus: dict[str, list[int]] | None = None  # --pin: local rank -> its CPUs
+
+
+@task("multiworker", "dlperf.worker.multiworker", distributed=True)
+class MultiWorkerTask(DDPTask):
+    """One worker of a MultiWorkerMirroredStrategy cell: dlperf's spawner starts one per worker, each with its
+    TF_CONFIG and this same task (torchrun needs torch, which TensorFlow's environment lacks)."""
+
+    SPAWNED: ClassVar[bool] = True
 
 
 @task("peak", "dlperf.worker.peak")

@@ -171,6 +171,9 @@ def _check_strategies(s: RunSpec) -> None:
             raise UsageError(f"--parallel {','.join(chosen)}: none is {f}'s; leave {f} out of --frameworks")
     if s.nnodes > 1 and Parallel.MIRRORED in chosen:
         raise UsageError("--parallel mirrored: MirroredStrategy runs its replicas in one process on one node")
+    if Parallel.MULTIWORKER in chosen and max(s.nprocs) * s.nnodes < 2:
+        raise UsageError("--parallel multiworker --nproc 1: one worker has none to all-reduce with; add a count "
+                         "above 1 (--nproc 1,2 keeps one worker as the baseline)")  # fmt: skip
 
 
 def default_parallel(frameworks: Sequence[str]) -> tuple[Parallel, ...]:

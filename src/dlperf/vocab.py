@@ -51,6 +51,7 @@ class Parallel(StrEnum):
     ONE_F_ONE_B = "1f1b"  # pipeline parallel, the 1F1B schedule
     TP = "tp"  # tensor parallel: DTensor's parallelize_module
     MIRRORED = "mirrored"  # TensorFlow's MirroredStrategy: N replicas in one process
+    MULTIWORKER = "multiworker"  # TensorFlow's MultiWorkerMirroredStrategy: one worker process per replica
 
 
 EXPORT_FORMATS = ("jsonl", "csv")  # `dlperf export --format`

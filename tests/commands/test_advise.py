@@ -67,7 +67,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
 
 @pytest.mark.slow
 def test_a_users_model_file_in_under_five_minutes(tmp_path):
-    """The README's guide: examples/my_model.py, the default budget and GPUs."""
+    """The GPU guide's example (docs/guides/gpu.md): examples/my_model.py, the default budget and GPUs."""
     import time
 
     start = time.monotonic()

@@ -223,13 +223,13 @@ def test_a_verdict_from_fewer_than_5_timed_steps_says_how_many_it_rests_on(tmp_p
     assert "rests on" not in capsys.readouterr().out
 
 
-def test_the_readmes_advice_example_is_what_profile_prints(tmp_path, capsys):
+def test_the_profile_guides_advice_example_is_what_profile_prints(tmp_path, capsys):
     from pathlib import Path
 
     from dlperf.commands.profile import print_profiles
 
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
-    block = readme.split("trained with AdamW on a CPU where `dlperf peak` measured bf16 35x slower than fp32:")[1]
+    guide = (Path(__file__).parents[2] / "docs" / "guides" / "profile.md").read_text()
+    block = guide.split("trained with AdamW on a CPU where `dlperf peak` measured bf16 35x slower than fp32:")[1]
     example = [line.strip() for line in block.split("\n\n")[1].splitlines()]
     print_profiles(str(memory_bound_db(tmp_path / "d.db", {"fp32": 1.4e11, "bf16": 4e9})), 1)
     printed = [line.strip() for line in capsys.readouterr().out.splitlines()]

@@ -23,6 +23,7 @@ def test_every_framework_has_a_row_and_every_strategy_one_owner():
     assert {s: capabilities.owner(s) for s in STRATEGIES} == {
         **dict.fromkeys((Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP), "torch"),
         Parallel.MIRRORED: "tensorflow",
+        Parallel.MULTIWORKER: "tensorflow",
     }
     for row in capabilities.TABLE.values():
         assert row.data_parallel is None or row.data_parallel in row.strategies

@@ -249,7 +249,7 @@ def test_a_forked_childs_end_is_read_once_and_kept():
     the warm parent reported once is kept, as Popen keeps it."""
 
     class Parent:
-        exits = {5: -11}
+        exits: ClassVar[dict] = {5: -11}
 
         def exit_code(self, pid, timeout):
             return self.exits.pop(pid, None)

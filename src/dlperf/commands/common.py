@@ -50,6 +50,7 @@ def choice(flag: str, options: Sequence[str]) -> Callable[[str], str]:
             raise UsageError(f"{flag} {text!r}: expected {either(options)}")
         return text
 
+    parse.choices = tuple(options)  # the reference (docs/hooks/generated.py) lists them, as argparse's own choices
     return parse
 
 

@@ -111,7 +111,7 @@ def strategy_rows() -> list[StrategyRow]:
         rows.append(StrategyRow(
             name=str(s.name), frameworks=[s.framework], engine=s.engine, splits=s.splits, scalings=list(s.scalings),
             processes=s.processes, pipeline=s.pipeline, measurable=status.available,
-            needs=TORCH_DISTRIBUTED if s.processes else None,
+            needs=TORCH_DISTRIBUTED if s.processes and s.launcher == "torchrun" else None,
             reason=None if status.available else f"{s.framework}: {status.reason}",
         ))  # fmt: skip
     for lib in NOT_MEASURED.values():

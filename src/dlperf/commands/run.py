@@ -92,7 +92,8 @@ def add_parallel_flags(p: argparse.ArgumentParser) -> None:
         "--parallel",
         help="with --nproc, the strategies, e.g. ddp,fsdp,pipeline,tp: ddp (DistributedDataParallel), fsdp (FSDP2), "
         "pipeline (both gpipe and 1f1b schedules of torch.distributed.pipelining), tp (tensor parallel linear "
-        "layers), mirrored (TensorFlow's MirroredStrategy); dlperf list --parallel says which run here (default: "
+        "layers), mirrored (TensorFlow's MirroredStrategy), multiworker (its MultiWorkerMirroredStrategy, a process "
+        "per worker); dlperf list --parallel says which run here (default: "
         "each framework's data parallelism)",
     )
     ddp.add_argument(

@@ -1,4 +1,5 @@
-"""Multi-process jobs through torchrun (`torch.distributed.run`): the command, pure, so it is unit-tested.
+"""Multi-process jobs through torchrun (`torch.distributed.run`), or dlperf's spawner for TensorFlow's
+MultiWorkerMirroredStrategy: the commands, pure, so they are unit-tested.
 
 dlperf never writes its own communication or process-group code: torchrun starts the processes and runs the
 rendezvous, `torch.distributed` (gloo on CPUs, NCCL on CUDA) does every collective. One node runs standalone (a local
@@ -37,4 +38,20 @@ def torchrun_command(
             f"--rdzv-endpoint={rdzv.endpoint}", f"--rdzv-id={job_id}",
             f"--rdzv-conf=join_timeout={max(1, int(rdzv.join_timeout_s))}",
         ]  # fmt: skip
+    return [*cmd, "-m", module, *args]
+
+
+SPAWNER = "dlperf.worker.spawn"
+
+
+def spawn_command(
+    python: str, nproc_per_node: int, rdzv: Rendezvous, job_id: str, module: str, args: list[str]
+) -> list[str]:
+    """`python -m dlperf.worker.spawn ... -m module args`: the workers of a MultiWorkerMirroredStrategy job, each with
+    its TF_CONFIG. Not torchrun: it runs in the framework's own environment, and TensorFlow's has no torch; and
+    torchrun gives each worker the rendezvous's one address, where TF_CONFIG needs every worker's host and port."""
+    cmd = [python, "-m", SPAWNER, f"--nproc-per-node={nproc_per_node}", f"--monitor-interval={MONITOR_INTERVAL_S}"]
+    if not rdzv.standalone:
+        cmd += [f"--nnodes={rdzv.nnodes}", f"--node-rank={rdzv.node_rank}", f"--rdzv-endpoint={rdzv.endpoint}",
+                f"--rdzv-id={job_id}", f"--join-timeout={rdzv.join_timeout_s:g}"]  # fmt: skip
     return [*cmd, "-m", module, *args]

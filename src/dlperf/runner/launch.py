@@ -25,7 +25,7 @@ from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import LIFELINE, CellTask, Event, Task, decode, read_events, write_task
 from dlperf.runner import lifeline, warm
-from dlperf.runner.distributed import torchrun_command
+from dlperf.runner.distributed import spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
@@ -36,6 +36,8 @@ def child_command(python: str, task: Task, task_file: str, events: str, nproc: i
                   rdzv: Rendezvous | None = None, job_id: str = "") -> list[str]:  # fmt: skip
     """`python -m <the task's worker> TASK EVENTS`, or for a distributed task the torchrun command that starts
     `nproc` of them on this node."""
+    if task.SPAWNED:  # the spawner arms its own lifeline, first thing
+        return spawn_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
     if task.DISTRIBUTED:  # torchrun's agent, too, dies with dlperf: started through the lifeline module
         torchrun = torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
         return [python, "-m", LIFELINE, *torchrun[2:]]

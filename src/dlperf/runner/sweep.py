@@ -15,7 +15,7 @@ from dlperf.errors import MissingDependency, StoreFault
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.parallel import Rendezvous, distributed
-from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event
+from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask
 from dlperf.runner import collect
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
@@ -27,7 +27,7 @@ from dlperf.store import Store, spill
 from dlperf.store.location import resume_command
 from dlperf.store.process import ProcessMeasurement
 from dlperf.store.records import CellFigures, CellRecord
-from dlperf.vocab import Status
+from dlperf.vocab import Parallel, Status
 
 
 class Interrupted(Exception):
@@ -90,7 +90,8 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
         return CellTask(**common, pin_cpus=pins, memory_limit=spec.max_memory)
     per_node = cell.nproc // spec.nnodes
     pins = ddp_pins(cell.threads, per_node) if on_cpu else None
-    return DDPTask(**common, group_timeout_s=spec.timeout, rank_cpus=pins)
+    kind = MultiWorkerTask if cell.parallel == Parallel.MULTIWORKER else DDPTask
+    return kind(**common, group_timeout_s=spec.timeout, rank_cpus=pins)
 
 
 def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> ProcessMeasurement:

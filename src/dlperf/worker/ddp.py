@@ -16,6 +16,7 @@ import statistics
 import sys
 import time
 from dataclasses import replace
+from types import SimpleNamespace
 
 from dlperf.figures import CommFigures
 from dlperf.measure.timer import timed_step, warm_up
@@ -35,29 +36,39 @@ class AgreedClock:
         return self.elapsed
 
 
-def measure(task: DDPTask, emit: Reporter) -> None:
+def torch_engine() -> SimpleNamespace:
+    """What the worker needs of its framework's processes (TensorFlow's: `worker/multiworker.py`): threads, the
+    group joined, the step built, the framework's version, and the group's collectives outside the timed step."""
     from dlperf.frameworks.torch import backend as torch_backend
     from dlperf.frameworks.torch import ddp as torch_ddp
     from dlperf.frameworks.torch import parallel as torch_parallel
 
+    return SimpleNamespace(configure_threads=torch_backend.configure_threads, init=torch_ddp.init,
+                           build=torch_parallel.build, version=torch_backend.version, reduce=torch_ddp.reduce,
+                           barrier=lambda group: torch_ddp.barrier(), gather=torch_ddp.gather,
+                           per_rank=torch_ddp.per_rank)  # fmt: skip
+
+
+def measure(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None) -> None:
+    framework = engine or torch_engine()
     cell = task.cell
-    settings = torch_backend.configure_threads(cell.threads)
+    settings = framework.configure_threads(cell.threads)
     start = time.perf_counter()
-    group = torch_ddp.init(cell.device, task.group_timeout_s)
-    train = torch_parallel.build(Workload.from_json(task.workload), cell, group)
+    group = framework.init(cell.device, task.group_timeout_s)
+    train = framework.build(Workload.from_json(task.workload), cell, group)
     noted = {"nvtx": "not emitted: a multi-process cell has no NVTX ranges yet"} if task.nvtx else {}
     emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted},
-               torch_backend.version()))  # fmt: skip
+               framework.version()))  # fmt: skip
     clock, mine = AgreedClock(), []
 
     def run() -> float:
         """One step; its slowest time over the processes (this process's own is kept in `mine`)."""
         mine.append(timed_step(train.step, train.sync))
-        (slowest,) = torch_ddp.reduce([mine[-1]], group)  # outside the timed region
+        (slowest,) = framework.reduce([mine[-1]], group)  # outside the timed region
         clock.elapsed += slowest
         return slowest
 
-    torch_ddp.barrier()
+    framework.barrier(group)
     warm = warm_up(run, task.timer, clock=clock)
     emit(Warmup(warm.steps, warm.steady, warm.times))
     mine.clear()
@@ -71,18 +82,18 @@ def measure(task: DDPTask, emit: Reporter) -> None:
     memory = measure_memory(train)  # every rank's, always: memory per rank is what sets strategies apart
     if task.measure_memory:
         emit(memory)
-    figures = {**train.communication(), **torch_ddp.per_rank(train, group, memory.figures), "strategy": cell.parallel}
+    figures = {**train.communication(), **framework.per_rank(train, group, memory.figures), "strategy": cell.parallel}
     emit(Comm(CommFigures.of(figures)))
-    everyone = torch_ddp.gather(mine, group)
+    everyone = framework.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job
         emit(Ranks(everyone))
     emit(Done())
 
 
-def run_process(task: DDPTask, emit: Reporter) -> None:
+def run_process(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None) -> None:
     pin((task.rank_cpus or {}).get(os.environ.get("LOCAL_RANK", "0")))
     emit(affinity())
-    measure(task, emit)
+    measure(task, emit, engine)
 
 
 def main(argv: list[str]) -> int:

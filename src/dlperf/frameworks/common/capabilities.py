@@ -48,7 +48,7 @@ TABLE: dict[Framework, Capabilities] = {
                                 also_imports=("numpy",)),
     Framework.TENSORFLOW: Capabilities(
         Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
-        strategies=(Parallel.MIRRORED,), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
+        strategies=(Parallel.MIRRORED, Parallel.MULTIWORKER), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
     ),
     Framework.MXNET: Capabilities(
         Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}), also_imports=("numpy",),

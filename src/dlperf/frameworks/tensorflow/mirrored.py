@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from typing import Any
 
@@ -92,8 +93,7 @@ class MirroredStep:
     def __init__(self, workload: Workload, cell: Cell, *, seed: int = 0) -> None:
         self.workload, self.cell, self.replicas = workload, cell, cell.nproc
         self.per_replica_batch = workload.batch // cell.nproc
-        self.devices = replica_devices(cell.device, cell.nproc)
-        self.strategy = tf.distribute.MirroredStrategy(self.devices)
+        self.strategy = self._strategy()
         with self.strategy.scope():
             tf.keras.utils.set_random_seed(seed)
             self.model = build_model(workload)
@@ -108,8 +108,13 @@ class MirroredStep:
         self.compiles = True  # the first call traces: the worker times it apart
         self.loss: tf.Tensor | None = None
 
+    def _strategy(self) -> tf.distribute.Strategy:
+        self.devices = replica_devices(self.cell.device, self.cell.nproc)
+        return tf.distribute.MirroredStrategy(self.devices)
+
     def _slices(self, inputs: tf.Tensor, targets: tf.Tensor):
-        """Replica i's slice i of the batch, on its device: together they are the one device's batch."""
+        """Replica i's slice i of the batch, on its device: together they are the one device's batch (under
+        MultiWorkerMirroredStrategy the replica's id counts every worker's replicas)."""
         n = self.per_replica_batch
 
         def part(tensor: tf.Tensor):
@@ -205,7 +210,7 @@ class MirroredStep:
         }
 
 
-def communication(train: MirroredStep) -> dict[str, Any]:
+def communication(train: MirroredStep, agree: Callable | None = None, name: str = "mirrored") -> dict[str, Any]:
     """Where a mirrored step's time goes (untimed, after everything else: the local steps leave the replicas'
     weights apart):
 
@@ -231,12 +236,13 @@ def communication(train: MirroredStep) -> dict[str, Any]:
     allreduce_s = statistics.median(
         timed_step(lambda: allreduce(grads).numpy(), lambda: None) for _ in range(COMM_REPEATS)
     )
-    exposed = comm.measure((train.local_step, train.sync), (train.step, train.sync))
+    agreed = {"agree": agree} if agree else {}  # several workers: each figure the slowest worker's
+    exposed = comm.measure((train.local_step, train.sync), (train.step, train.sync), **agreed)
     gradient_bytes = sum(nbytes(v) for v in train.variables)
     algbw, busbw = bus_bandwidth(gradient_bytes, allreduce_s, train.replicas)
     return {
         "gradient_bytes": gradient_bytes, "allreduce_s": allreduce_s, "algbw_bytes_s": algbw, "busbw_bytes_s": busbw,
-        **asdict(exposed), "backend": f"mirrored: {cross_device_ops_name(train.strategy)}", "world": train.replicas,
+        **asdict(exposed), "backend": f"{name}: {cross_device_ops_name(train.strategy)}", "world": train.replicas,
         **train.held_bytes(),
     }  # fmt: skip
 
@@ -245,13 +251,18 @@ def nbytes(variable) -> int:
     return math.prod(variable.shape) * tf.as_dtype(variable.dtype).size
 
 
-def build(workload: Workload, cell: Cell, *, seed: int = 0) -> MirroredStep:
-    """The mirrored step of `workload`, its `batch` the job's total; NotImplementedError (the cell is unsupported,
-    with the reason) where it does not apply."""
+def check(workload: Workload, cell: Cell, over: str = "replicas") -> None:
+    """NotImplementedError (the cell is unsupported, with the reason) where a mirrored step does not apply."""
     if workload.arch == "user":
         raise NotImplementedError(builtin_only("tensorflow"))
     if mode_components(cell.mode) != [Mode.FP32]:
         raise NotImplementedError(f"{cell.mode} under MirroredStrategy is not measured by dlperf: graph mode only")
     if workload.batch % cell.nproc:
-        raise NotImplementedError(f"a total batch of {workload.batch} does not split evenly over {cell.nproc} replicas")
+        raise NotImplementedError(f"a total batch of {workload.batch} does not split evenly over {cell.nproc} {over}")
+
+
+def build(workload: Workload, cell: Cell, *, seed: int = 0) -> MirroredStep:
+    """The mirrored step of `workload`, its `batch` the job's total; NotImplementedError (the cell is unsupported,
+    with the reason) where it does not apply."""
+    check(workload, cell)
     return MirroredStep(workload, cell, seed=seed)

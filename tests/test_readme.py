@@ -1,0 +1,27 @@
+"""README is the short way in (issue 36): at most 150 lines, a link to every guide and concept page under docs/, and
+every file it links is in the repository (the report's picture is made by `make docs-images`, so it may be absent)."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+LINKS = {m.split("#")[0] for m in re.findall(r"\]\(([^)\s]+)\)", README) if "://" not in m}
+
+
+def test_the_readme_is_at_most_150_lines():
+    assert len(README.splitlines()) <= 150
+
+
+def test_the_readme_links_every_guide_and_concept_page():
+    docs = ROOT / "docs"
+    pages = sorted(p.relative_to(ROOT).as_posix() for d in ("guides", "concepts") for p in (docs / d).glob("*.md"))
+    assert len(pages) >= 13
+    assert [p for p in pages if p not in LINKS] == []
+
+
+def test_every_file_the_readme_links_is_in_the_repository():
+    missing = [link for link in LINKS if not link.startswith("docs/images/") and not (ROOT / link).exists()]
+    assert missing == []
