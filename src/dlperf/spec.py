@@ -80,6 +80,7 @@ class RunSpec:
     loaders: tuple[str, ...] | None = None  # with real data: the loader settings measured; None: `default_loaders`
     predict: bool = True  # each plain GPU cell's step predicted for its GPU before any cell runs (predict/cells.py)
     max_memory: int | None = None  # bytes: each CPU cell process's data limit (RLIMIT_DATA), `dlperf fit --max-memory`
+    campaign: str | None = None  # the fleet this run belongs to (`--campaign`): `dlperf table --campaign` groups them
 
     def __post_init__(self) -> None:
         """Every check the fields allow, each a UsageError naming the flag; what needs the machine (a device
@@ -92,6 +93,7 @@ class RunSpec:
             _check_profile(self)
         _check_data(self)
         _check_memory(self)
+        _check_campaign(self.campaign)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -225,6 +227,16 @@ def _check_memory(s: RunSpec) -> None:
     if s.devices is not None and any(d != DeviceKind.CPU for d in s.devices):
         raise UsageError(f"--max-memory limits a CPU process's memory; on {', '.join(s.devices)} the GPU's own memory "
                          "is the limit: give no --max-memory")  # fmt: skip
+
+
+CAMPAIGN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,63}")
+
+
+def _check_campaign(name: str | None) -> None:
+    """A campaign's name: what `dlperf table --campaign NAME` is typed with, so a word of up to 64 characters."""
+    if name is not None and not (isinstance(name, str) and CAMPAIGN.fullmatch(name)):
+        raise UsageError(f"--campaign {name!r}: expected a name of letters, digits and ._:@+- (up to 64 "
+                         "characters, starting with a letter or digit)")  # fmt: skip
 
 
 _SIZE = re.compile(r"([0-9]+\.?[0-9]*|\.[0-9]+)\s*([KMGT]?)(I?B?)", re.ASCII | re.IGNORECASE)

@@ -282,6 +282,24 @@ def test_report_in_headless_chromium(tmp_path, report_db, browser):
     assert browser.get_log("browser") == []  # hovering logged nothing either
 
 
+def test_a_campaign_in_headless_chromium(tmp_path, browser):
+    """The campaign section (report/fleet.py) renders: a column group per machine, the fastest machine's cell marked."""
+    from selenium.webdriver.common.by import By
+
+    from report.campaign import make_lab
+
+    db = make_lab(tmp_path / "lab.db")
+    report(tmp_path, db, "--campaign", "lab")
+    browser.get((tmp_path / "r.html").as_uri())
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "ERROR")] == []
+    section = browser.find_element(By.ID, "campaign")
+    groups = section.find_elements(By.CSS_SELECTOR, "table.fleet th.machine")
+    assert [g.get_attribute("colspan") for g in groups] == ["1", "2"] and all(g.is_displayed() for g in groups)
+    [best] = section.find_elements(By.CSS_SELECTOR, "td.best")
+    assert best.text.startswith("10.0 ms (cuda:0; predicted 12.5 ms") and best.size["width"] > 0
+    assert "not told apart" in section.text
+
+
 def test_where_the_time_goes_in_headless_chromium(tmp_path, report_db, browser):
     from selenium.webdriver.common.by import By
 

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from dlperf.commands.common import db_path, warn_unreadable, write_file
+from dlperf.commands.table import add_campaign, read_fleet
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -30,6 +31,7 @@ runs.number = "whole list"  # tests/test_cli.py tries every bad number on it
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=runs, help=RUN_HELP)
+    add_campaign(p)
     p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
 
 
@@ -52,11 +54,19 @@ def run_ids(data) -> str:
 
 
 def run(args) -> int:
-    from dlperf.report import html, load
+    """One machine's runs as before; with --campaign or --runs, the campaign's machines side by side first, then its
+    latest run's report (unless --run names others of one machine). A report of runs that name a campaign shows it."""
+    from dlperf.report import fleet, html, load
 
     out = writable(args.output)
-    data = load.load(db_path(args), args.run)
-    text = html.render(data, out)
+    campaign = read_fleet(args)
+    chosen = args.run if args.run is not None or campaign is None else [campaign.latest_run]
+    data = load.load(db_path(args), chosen)
+    if campaign is None and (named := load.campaign_of(data.runs)):
+        campaign = fleet.read(db_path(args), named)
+    text = html.render(data, out, campaign)
     write_file(out, text)  # a report is written whole or not at all
-    print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {len(data.cells)} cells of run {run_ids(data)})")
-    return warn_unreadable(data.unreadable, "the report") or ExitCode.OK
+    machines = f", {len(campaign.machines)} machines of {campaign.name}" if campaign else ""
+    print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {len(data.cells)} cells of run {run_ids(data)}{machines})")
+    faults = [*data.unreadable, *(campaign.unreadable if campaign else [])]
+    return warn_unreadable(faults, "the report") or ExitCode.OK

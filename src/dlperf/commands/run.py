@@ -72,6 +72,8 @@ def add_process_flags(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--no-predict", action="store_true", help="skip predicting each GPU cell's step for its GPU "
                    "before the run (one probe child; dlperf table shows measured against predicted)")  # fmt: skip
+    p.add_argument("--campaign", metavar="NAME", help="name this run as one of a campaign: runs of several "
+                   "machines that dlperf table --campaign NAME and dlperf report set side by side")  # fmt: skip
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=f"{GPU_SPECS_HELP}: a GPU cell on a GPU the built-in "
                    "table lacks is predicted from its row")  # fmt: skip
 
@@ -233,6 +235,7 @@ def run(args) -> int:
             data=args.data,
             loaders=args.loaders,
             predict=not args.no_predict,
+            campaign=args.campaign,
         )
     if args.dry_run:
         for cell in outcome.plan.cells:

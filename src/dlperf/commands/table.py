@@ -21,9 +21,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--explain", action="store_true", help="a verdict column: what bounds each profiled cell (dlperf profile)"
     )
+    add_campaign(p)
+
+
+def add_campaign(p: argparse.ArgumentParser) -> None:
+    """The fleet view's flags: a campaign by name, or its runs listed."""
+    fleet = p.add_mutually_exclusive_group()
+    fleet.add_argument("--campaign", metavar="NAME", help="the machines of a campaign side by side (the runs made "
+                       "with dlperf run --campaign NAME, merged here or measured here)")  # fmt: skip
+    fleet.add_argument("--runs", metavar="LIST", help="... or of the runs listed, e.g. 3,4,7")
 
 
 def run(args) -> int:
+    if args.campaign is not None or args.runs is not None:
+        return print_fleet(args)
     faults = print_table(db_path(args), args.run, args.format, args.modes, args.best, args.explain)
     return warn_unreadable(faults, "the table") or ExitCode.OK
 
@@ -71,6 +82,35 @@ def print_table(
     text = renderers[fmt](view)
     print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
     return faults
+
+
+def read_fleet(args):
+    """The campaign the flags name (`report/fleet.py`), or None when they name none."""
+    from dlperf.report import fleet
+
+    if args.campaign is None and args.runs is None:
+        return None
+    runs = None if args.runs is None else fleet.parse_runs(args.runs)
+    return fleet.read(db_path(args), args.campaign, runs)
+
+
+def print_fleet(args) -> int:
+    from dlperf.report import fleet
+    from dlperf.report.format import terminal
+
+    flag = "--campaign" if args.campaign is not None else "--runs"
+    taken = [f for f, on in (("--run", args.run), ("--best", args.best), ("--explain", args.explain),
+                             ("--modes", args.modes)) if on]  # fmt: skip
+    if taken:
+        raise UsageError(f"{flag} shows every run it names, side by side: give no {', '.join(taken)}")
+    view = read_fleet(args)
+    if args.format == "text":
+        print_rich(fleet.render_rich(view), [*fleet.verdicts(view), fleet.LEGEND], view.notes())
+    else:
+        renderers = {"md": fleet.render_markdown, "csv": fleet.render_csv, "json": fleet.render_json}
+        text = renderers[args.format](view)
+        print(terminal(text, newlines=True) if args.format == "md" else text, end="" if args.format == "csv" else "\n")
+    return warn_unreadable(view.unreadable, "the table") or ExitCode.OK
 
 
 def print_pipeline(groups: list) -> None:

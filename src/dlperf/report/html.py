@@ -13,9 +13,10 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
-from dlperf.report import best, charts, cost, crossover, ddp, figures, paper, predicted, profile, table
+from dlperf.report import best, charts, cost, crossover, ddp, figures, fleet, paper, predicted, profile, table
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
+from dlperf.report.fleet import Fleet
 from dlperf.report.format import count, nbytes, seconds, table_seconds
 from dlperf.report.load import Loaded
 from dlperf.store.location import resume_command
@@ -31,8 +32,9 @@ class Section:
     body: str
 
 
-def render(data: Loaded, at: Path | None = None) -> str:
-    """The page; `at`: where it will be written, so that links to the profiles' traces are relative to it."""
+def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) -> str:
+    """The page; `at`: where it will be written, so that links to the profiles' traces are relative to it;
+    `campaign`: the machines of a campaign side by side, a section before the runs' own."""
     cells = data.cells
     paper_rows, paper_notes = paper.compare(cells)
     breakdown = profile.breakdown(cells, data.profiles, data.verdicts)
@@ -47,7 +49,8 @@ def render(data: Loaded, at: Path | None = None) -> str:
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
     by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
     sections = [
-        Section("table", "Seconds per mini-batch", _table7(data)),
+        *([Section("campaign", f"The machines of {campaign.name} side by side", _fleet(campaign))] if campaign else []),
+        Section("table", "Seconds per mini-batch" + (f" (run {_ids(data)})" if campaign else ""), _table7(data)),
         *([Section("input", "Input pipeline", _pipeline(groups, drawn))] if groups else []),
         Section("scaling", "Thread scaling", by_kind("scaling-") or _none("No workload was measured at two or more "
                 "CPU thread counts in this run.")),
@@ -105,6 +108,33 @@ def _table7(data: Loaded) -> str:
     legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in table.legend(view))
     table_html = f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return _sources(data) + table_html + legend
+
+
+def _fleet(campaign: Fleet) -> str:
+    """A column group per machine (its fastest CPU thread count, its fastest GPU), the fastest machine's cells marked,
+    then per workload which machine trains it fastest."""
+    gpu = campaign.has_gpu
+    fixed = len(fleet.head(campaign)) - sum(1 + g for g in gpu.values())
+    top = "".join(f'<th rowspan="2">{escape(h)}</th>' for h in fleet.head(campaign)[:fixed])
+    top += "".join(f'<th colspan="{1 + g}" class="machine">{escape(m)}</th>' for m, g in gpu.items())
+    sub = "".join("<th>best CPU</th>" + ("<th>GPU</th>" if g else "") for g in gpu.values())
+    body = []
+    for row in campaign.rows:
+        values, best = fleet.row_values(campaign, row), row.winner()
+        shown = fleet.entries(campaign, row)
+        tds = [f"<td>{escape(v)}</td>" for v in values[:fixed]]
+        tds += [f'<td class="num{" best" * (e is not None and e is best)}">{escape(v)}</td>'
+                for e, v in zip(shown, values[fixed:], strict=True)]  # fmt: skip
+        body.append(f"<tr>{''.join(tds)}</tr>")
+    head = f"<thead><tr>{top}</tr><tr>{sub}</tr></thead>"
+    lines = [*fleet.verdicts(campaign), fleet.LEGEND, *campaign.notes()]
+    return f'<table class="fleet">{head}<tbody>{"".join(body)}</tbody></table>' + "".join(
+        f'<p class="note">{escape(line)}</p>' for line in lines
+    )
+
+
+def _ids(data: Loaded) -> str:
+    return ", ".join(str(r.id) for r in data.runs)
 
 
 def _sources(data: Loaded) -> str:
@@ -342,7 +372,7 @@ def _machine(env: dict) -> str:
 
 def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:
     last = data.runs[-1]
-    ids = ", ".join(str(r.id) for r in data.runs)
+    ids = _ids(data)
     ok = sum(c.ok for c in data.cells)
     timed = [c.median_s for c in data.cells if c.ok and c.median_s]
     span = f"; medians from {seconds(min(timed))} to {seconds(max(timed))}" if timed else ""

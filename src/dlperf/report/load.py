@@ -64,7 +64,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
             ids = ", ".join(str(r.id) for r in rows)
             raise UsageError(
                 f"--run: runs {ids} were measured on different machines; report them one at a time, or set them "
-                "side by side with dlperf compare"
+                f"side by side with dlperf report --runs {ids.replace(', ', ',')} or dlperf compare"
             )
         latest: dict[str, CellRecord] = {}
         samples: dict[str, list[list[float]]] = {}
@@ -94,6 +94,12 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
     shown = sources if len(rows) > 1 else {}
     return Loaded(db, rows, cells, samples, peaks, unreadable, profiles, bounds, crossovers, predictions, shown,
                   left_out(found, sources))  # fmt: skip
+
+
+def campaign_of(runs: list[RunRecord]) -> str | None:
+    """The campaign the reported runs name (`dlperf run --campaign`), when they name one and the same."""
+    named = {r.spec.get("campaign") for r in runs}
+    return named.pop() if len(named) == 1 else None
 
 
 def _sources(found: dict[int, list[CellRecord]]) -> dict[str, int]:

@@ -1,0 +1,366 @@
+"""The fleet view: a campaign's machines side by side (`dlperf table --campaign NAME`, `--runs 3,4,7`, and the HTML
+report's campaign section).
+
+A campaign is the runs named with `dlperf run --campaign NAME` (the name is stored in each run's spec, so it travels
+with `dlperf merge`), or the runs listed. Its runs are grouped by machine (the fingerprint each run was measured
+with); a machine's cells are those of its latest run that measured each cell. A row is a workload (framework, mode,
+loader): per machine the fastest CPU thread count and the fastest GPU, the GPU's predicted step beside it, and a line
+saying which machine trains it fastest. Two machines are told apart only when their cells' 95% confidence intervals
+of the median do not overlap; otherwise the line says "not told apart".
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from dlperf.errors import UnreadableRow, UsageError
+from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
+from dlperf.report.format import markup, table_seconds
+from dlperf.report.predicted import own
+from dlperf.report.predicted import read as predictions_of
+from dlperf.report.table import mode_label
+from dlperf.spec import whole_number
+from dlperf.store import Store
+from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
+from dlperf.vocab import Status
+
+NOT_TOLD_APART = "not told apart"
+
+
+@dataclass(frozen=True)
+class Machine:
+    label: str  # host · CPU model (· its GPUs), as a person names the machine
+    runs: tuple[int, ...]  # the campaign's runs measured on it
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A machine's fastest cell of one kind (CPU or GPU) for a row."""
+
+    machine: str
+    cell: CellRecord
+    predicted: PredictionRecord | None = None  # a GPU cell's own GPU, predicted before it ran
+
+    @property
+    def where(self) -> str:
+        if self.cell.device != "cpu":
+            return self.cell.device
+        return f"{self.cell.threads} thread{'s' * (self.cell.threads != 1)}"
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        low, high = self.cell.ci_low_s, self.cell.ci_high_s
+        return None if low is None or high is None else (low, high)
+
+    def text(self) -> str:
+        """ "450 ms (2 threads)"; a GPU's "10.0 ms (cuda:0; predicted 12.5 ms on H100-SXM5-80GB)"."""
+        guess = f"; predicted {table_seconds(self.predicted.step_s)} on {self.predicted.gpu}" if self.predicted else ""
+        return f"{table_seconds(self.cell.median_s)} ({self.where}{guess})"
+
+    def named(self) -> str:
+        """ "alpha · Xeon, 2 threads: 450 ms [440 ms–460 ms]"."""
+        span = self.interval
+        shown = f" [{table_seconds(span[0])}–{table_seconds(span[1])}]" if span else " [no interval]"
+        return f"{self.machine}, {self.where}: {table_seconds(self.cell.median_s)}{shown}"
+
+
+@dataclass
+class FleetRow:
+    workload: str
+    framework: str
+    mode: str
+    loader: str
+    cpu: dict[str, Entry] = field(default_factory=dict)  # machine label -> its fastest CPU thread count
+    gpu: dict[str, Entry] = field(default_factory=dict)  # machine label -> its fastest GPU
+    # (machine label, "cpu" or "gpu") -> why a machine that ran the row there shows no time: failed, unsupported, ...
+    unmeasured: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        shown = mode_label(self.mode, self.loader)
+        return f"{self.workload} {self.framework}" + ("" if shown == "fp32" else f" {shown}")
+
+    def fastest(self) -> list[Entry]:
+        """Each machine's fastest entry, fastest machine first."""
+        per_machine: dict[str, Entry] = {}
+        for entry in [*self.cpu.values(), *self.gpu.values()]:
+            held = per_machine.get(entry.machine)
+            if held is None or entry.cell.median_s < held.cell.median_s:
+                per_machine[entry.machine] = entry
+        return sorted(per_machine.values(), key=lambda e: e.cell.median_s)
+
+    def winner(self) -> Entry | None:
+        """The fastest machine's entry, told apart from every other machine's; None with one machine, or where they
+        overlap."""
+        ranked = self.fastest()
+        return ranked[0] if len(ranked) > 1 and all(apart(ranked[0], e) for e in ranked[1:]) else None
+
+    def verdict(self) -> str:
+        """Which machine trains the row fastest, with the intervals; "not told apart" when they overlap."""
+        ranked = self.fastest()
+        if not ranked:
+            return f"{self.label}: no machine measured it"
+        first, rest = ranked[0], ranked[1:]
+        if not rest:
+            return f"{self.label}: only {first.named()}"
+        tied = [e for e in rest if not apart(first, e)]
+        if tied:
+            return f"{self.label}: fastest {NOT_TOLD_APART}: {'; '.join(e.named() for e in [first, *tied])} overlap"
+        runner_up = rest[0]
+        ratio = runner_up.cell.median_s / first.cell.median_s
+        return f"{self.label}: fastest on {first.named()}, {ratio:.2f}x faster than {runner_up.named()}"
+
+
+def apart(a: Entry, b: Entry) -> bool:
+    """Whether two cells' 95% intervals of the median are disjoint; a cell without one is told apart from nothing."""
+    if a.interval is None or b.interval is None:
+        return False
+    return a.interval[1] < b.interval[0] or b.interval[1] < a.interval[0]
+
+
+@dataclass
+class Fleet:
+    name: str  # "campaign NAME" or "runs 3, 4, 7"
+    machines: list[Machine]
+    rows: list[FleetRow]
+    unreadable: list[UnreadableRow] = field(default_factory=list)  # cells left out: their rows no longer decode
+
+    @property
+    def latest_run(self) -> int:
+        return max(r for m in self.machines for r in m.runs)
+
+    @property
+    def has_gpu(self) -> dict[str, bool]:
+        return {m.label: any(m.label in r.gpu for r in self.rows) for m in self.machines}
+
+    def notes(self) -> list[str]:
+        lines = [f"{m.label}: run{'s' * (len(m.runs) > 1)} {', '.join(map(str, m.runs))}" for m in self.machines]
+        if any(r.gpu for r in self.rows) and not any(e.predicted for r in self.rows for e in r.gpu.values()):
+            lines.append("no GPU cell has a stored prediction (dlperf run predicts each unless --no-predict)")
+        return lines
+
+
+def parse_runs(text: str) -> list[int]:
+    """`--runs 3,4,7`: the runs of a campaign, listed."""
+    try:
+        ids = [whole_number(part, "--runs", least=1) for part in text.split(",")]
+    except UsageError:
+        raise UsageError(f"--runs {text!r}: expected a comma list of run ids, e.g. 3,4,7") from None
+    return list(dict.fromkeys(ids))
+
+
+def read(db: str, campaign: str | None = None, runs: list[int] | None = None) -> Fleet:
+    """The campaign named, or the runs listed, read from the store and grouped by machine."""
+    store = Store.open(db, create=False)
+    try:
+        chosen = select(store, campaign, runs)
+        unreadable: list[UnreadableRow] = []
+        machines = group(chosen)
+        latest = {m.label: _latest_cells(store, m.runs, unreadable.append) for m in machines}
+    finally:
+        store.close()
+    name = f"campaign {campaign}" if campaign is not None else f"runs {', '.join(str(r.id) for r in chosen)}"
+    return Fleet(name, machines, build(machines, latest), unreadable)
+
+
+def select(store: Store, campaign: str | None, runs: list[int] | None) -> list[RunRecord]:
+    if campaign is not None:
+        every = store.runs()
+        chosen = [r for r in every if r.spec.get("campaign") == campaign]
+        if not chosen:
+            known = sorted({r.spec["campaign"] for r in every if r.spec.get("campaign")})
+            held = f"campaigns there: {', '.join(known)}" if known else "no run there names one (dlperf run --campaign)"
+            raise UsageError(f"--campaign {campaign!r}: no run of {store.path} is in it ({held})")
+        return chosen
+    found, missing = [], []
+    for run_id in runs or []:
+        try:
+            found.append(store.run(run_id))
+        except UsageError:  # no such run
+            missing.append(run_id)
+    if missing:
+        raise UsageError(f"--runs: no run {', '.join(map(str, missing))} in {store.path}")
+    return sorted(found, key=lambda r: r.id)
+
+
+def group(runs: list[RunRecord]) -> list[Machine]:
+    """The runs by the machine that measured them (their fingerprint), in the order each machine first appears."""
+    by_print: dict[str, list[RunRecord]] = {}
+    for run in runs:
+        by_print.setdefault(json.dumps(run.fingerprint, sort_keys=True), []).append(run)
+    labels = [machine_label(rs[0].fingerprint) for rs in by_print.values()]
+    machines = []
+    for label, rs in zip(labels, by_print.values(), strict=True):
+        ids = tuple(r.id for r in rs)
+        if labels.count(label) > 1:  # one host and model, yet measured on machines that differ (cores, versions)
+            label += f" (run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))})"
+        machines.append(Machine(label, ids))
+    return machines
+
+
+def machine_label(fingerprint: dict) -> str:
+    """ "alpha · Xeon Test", with its GPUs where it has some: "beta · EPYC Test · NVIDIA H100"."""
+    gpus = ", ".join(dict.fromkeys(g for g in fingerprint.get("gpus") or [] if g))
+    parts = [fingerprint.get("hostname") or "unknown host", fingerprint.get("cpu_model") or "unknown CPU"]
+    return " · ".join([*parts, *([gpus] if gpus else [])])
+
+
+Measured = dict[str, tuple[CellRecord, PredictionRecord | None]]
+
+
+def _latest_cells(store: Store, runs: tuple[int, ...], unreadable: Callable[[UnreadableRow], None]) -> Measured:
+    """The machine's cells, each from the latest of its runs that measured it, with its own GPU's prediction."""
+    latest: Measured = {}
+    for run_id in runs:
+        predictions = predictions_of(store, run_id, unreadable)
+        for cell in store.cells(run_id, unreadable=unreadable):
+            if cell.status is not Status.PENDING:
+                latest[cell.key] = (cell, own(cell, predictions))
+    return latest
+
+
+def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]:
+    """A row per workload (framework, mode, loader), each machine's fastest plain CPU and GPU cell in it."""
+    rows: dict[tuple, FleetRow] = {}
+    for machine in machines:
+        for cell, guess in cells[machine.label].values():
+            key = (cell.workload, cell.framework, cell.mode, cell.loader)
+            row = rows.setdefault(key, FleetRow(*key))
+            if cell.nproc:  # a multi-process cell measures a strategy, not the machine's one-process speed
+                continue
+            if not _timed(cell):
+                row.unmeasured.setdefault((machine.label, "cpu" if cell.device == "cpu" else "gpu"), _why(cell))
+                continue
+            kind = row.cpu if cell.device == "cpu" else row.gpu
+            held = kind.get(machine.label)
+            if held is None or cell.median_s < held.cell.median_s:
+                kind[machine.label] = Entry(machine.label, cell, None if cell.device == "cpu" else guess)
+    return list(rows.values())
+
+
+def _why(cell: CellRecord) -> str:
+    """Why a cell that ran shows no time."""
+    return cell.status.value if not cell.ok else "loss not finite" if cell.loss_finite is False else "no time"
+
+
+def _timed(cell: CellRecord) -> bool:
+    """A cell measured and training: what one machine's speed is read from."""
+    return cell.ok and bool(cell.median_s) and cell.loss_finite is not False
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Laid out
+
+
+LEGEND = (
+    "per machine, the fastest CPU thread count and the fastest GPU: median seconds per mini-batch (under 0.1 s in ms "
+    "or µs), a GPU's step predicted for it before it ran beside it; a machine is fastest only where its 95% interval "
+    f"of the median and the others' do not overlap, else {NOT_TOLD_APART}"
+)
+
+
+def show_mode(fleet: Fleet) -> bool:
+    return len({(r.mode, r.loader) for r in fleet.rows}) > 1
+
+
+def head(fleet: Fleet) -> list[str]:
+    columns = [f"{m}: {'best CPU' if kind == 'cpu' else 'GPU'}" for m, kind in slots(fleet)]
+    return ["workload", "framework", *(["mode"] if show_mode(fleet) else []), *columns]
+
+
+def fixed(fleet: Fleet, row: FleetRow) -> list[str]:
+    return [row.workload, row.framework, *([mode_label(row.mode, row.loader)] if show_mode(fleet) else [])]
+
+
+def slots(fleet: Fleet) -> list[tuple[str, str]]:
+    """The machine columns: (machine, "cpu"), then (machine, "gpu") where the machine measured a GPU."""
+    return [(m, kind) for m, gpu in fleet.has_gpu.items() for kind in ("cpu", "gpu")[: 1 + gpu]]
+
+
+def entries(fleet: Fleet, row: FleetRow) -> list[Entry | None]:
+    """The row's entries in the machine columns' order."""
+    return [(row.cpu if kind == "cpu" else row.gpu).get(m) for m, kind in slots(fleet)]
+
+
+def row_values(fleet: Fleet, row: FleetRow) -> list[str]:
+    """The row's texts: a machine column without a time says why (failed, unsupported, ...), or "-" if not run."""
+    shown = zip(slots(fleet), entries(fleet, row), strict=True)
+    return fixed(fleet, row) + [e.text() if e else row.unmeasured.get(slot, "-") for slot, e in shown]
+
+
+def verdicts(fleet: Fleet) -> list[str]:
+    return [r.verdict() for r in fleet.rows]
+
+
+def render_markdown(fleet: Fleet) -> str:
+    header = head(fleet)
+    lines = [
+        f"Campaign: {fleet.name}",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join("---" for _ in header) + "|",
+    ]
+    lines += ["| " + " | ".join(row_values(fleet, r)) + " |" for r in fleet.rows]
+    return "\n".join([*lines, "", *(f"- {v}" for v in verdicts(fleet)), "", LEGEND, *fleet.notes()])
+
+
+def render_csv(fleet: Fleet) -> str:
+    """One line per row and machine, raw seconds: a spreadsheet wants numbers."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=CSV_LINE_END)
+    writer.writerow(["workload", "framework", "mode", "loader", "machine", "cpu_s", "cpu_threads", "cpu_ci_low_s",
+                     "cpu_ci_high_s", "gpu_s", "gpu_device", "gpu_ci_low_s", "gpu_ci_high_s", "gpu_predicted_s",
+                     "fastest"])  # fmt: skip
+    for row in fleet.rows:
+        won = row.winner()
+        first = won.machine if won else None
+        for m in fleet.machines:
+            cpu, gpu = row.cpu.get(m.label), row.gpu.get(m.label)
+            values = [*_raw(cpu, lambda e: e.cell.threads), *_raw(gpu, lambda e: e.cell.device)]
+            values.append(repr(gpu.predicted.step_s) if gpu and gpu.predicted else "")
+            names = [row.workload, row.framework, row.mode, row.loader, m.label]
+            writer.writerow([spreadsheet_safe(v) for v in names] + values + [str(m.label == first).lower()])
+    return out.getvalue()
+
+
+def _raw(entry: Entry | None, where: Callable[[Entry], object]) -> list[str]:
+    if entry is None:
+        return ["", "", "", ""]
+    low, high = entry.interval or ("", "")
+    return [repr(entry.cell.median_s), str(where(entry)), str(low), str(high)]
+
+
+def render_json(fleet: Fleet) -> str:
+    rows = [{"workload": r.workload, "framework": r.framework, "mode": r.mode, "loader": r.loader,
+             "machines": {m.label: {"cpu": _entry_json(r.cpu.get(m.label)), "gpu": _entry_json(r.gpu.get(m.label))}
+                          for m in fleet.machines},
+             "verdict": r.verdict()} for r in fleet.rows]  # fmt: skip
+    machines = [{"label": m.label, "runs": list(m.runs)} for m in fleet.machines]
+    return json.dumps({"campaign": fleet.name, "machines": machines, "rows": rows, "legend": LEGEND}, indent=2)
+
+
+def _entry_json(entry: Entry | None) -> dict | None:
+    if entry is None:
+        return None
+    c, p = entry.cell, entry.predicted
+    return {"key": c.key, "device": c.device, "threads": c.threads, "median_s": c.median_s, "ci_low_s": c.ci_low_s,
+            "ci_high_s": c.ci_high_s, "n": c.n,
+            "predicted": p and {"gpu": p.gpu, "step_s": p.step_s, "bound": p.bound}}  # fmt: skip
+
+
+def render_rich(fleet: Fleet):
+    from rich.table import Table
+
+    table = Table(title=f"{fleet.name}: the machines side by side")
+    for i, name in enumerate(head(fleet)):
+        table.add_column(markup(name), justify="left" if i < 2 + show_mode(fleet) else "right")
+    for row in fleet.rows:
+        best = row.winner()
+        shown = [None] * (2 + show_mode(fleet)) + entries(fleet, row)
+        table.add_row(*(f"[bold green]{markup(v)}[/]" if e is not None and e is best else markup(v)
+                        for e, v in zip(shown, row_values(fleet, row), strict=True)))  # fmt: skip
+    return table

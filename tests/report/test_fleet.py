@@ -1,0 +1,175 @@
+"""The fleet view (report/fleet.py): a campaign's machines side by side in `dlperf table --campaign` / `--runs` and in
+the HTML report. Stores written through the Store API (tests/report/campaign.py), and two runs measured here, one
+made to look like another machine."""
+
+import csv
+import io
+import json
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import FAST, dlperf, one_line_error
+from dlperf.protocol import Cell
+from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell
+from dlperf.vocab import Status
+from report.campaign import BETA, CELLS, make_lab, write
+
+
+@pytest.fixture
+def lab(tmp_path):
+    return make_lab(tmp_path / "lab.db")
+
+
+def table(db, *args):
+    proc = dlperf("table", *args, db=db, env={"COLUMNS": "300"})  # the text view's rows on one line each
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_the_campaign_groups_its_machines_and_names_the_fastest_with_the_interval(lab):
+    out = json.loads(table(lab, "--campaign", "lab", "--format", "json"))
+    assert [m["label"] for m in out["machines"]] == ["alpha · Xeon Test", "beta · EPYC Test · NVIDIA H100 80GB HBM3"]
+    assert [m["runs"] for m in out["machines"]] == [[1], [2]]  # run 3 is in no campaign
+    fcn, lstm = out["rows"]
+    alpha, beta = (fcn["machines"][m["label"]] for m in out["machines"])
+    assert alpha["cpu"]["threads"] == 2 and alpha["cpu"]["median_s"] == 0.45 and alpha["gpu"] is None
+    assert beta["gpu"]["median_s"] == 0.010 and beta["gpu"]["predicted"]["step_s"] == 0.0125
+    assert fcn["verdict"] == ("fcn-r torch: fastest on beta · EPYC Test · NVIDIA H100 80GB HBM3, cuda:0: 10.0 ms "
+                              "[9.80 ms–10.2 ms], 45.00x faster than alpha · Xeon Test, 2 threads: 0.450 "
+                              "[0.440–0.460]")  # fmt: skip
+    assert "not told apart" in lstm["verdict"] and "0.300 [0.290–0.310]" in lstm["verdict"]
+
+
+def test_text_and_markdown_show_each_machine_its_best_cpu_and_gpu_with_the_prediction(lab):
+    md = table(lab, "--campaign", "lab", "--format", "md")
+    assert "| workload | framework | alpha · Xeon Test: best CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: best " \
+           "CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: GPU |" in md  # fmt: skip
+    assert "| fcn-r | torch | 0.450 (2 threads) | 0.500 (1 thread) | 10.0 ms (cuda:0; predicted 12.5 ms on " \
+           "H100-SXM5-80GB) |" in md  # fmt: skip
+    assert "- lstm torch: fastest not told apart" in md
+    text = table(lab, "--runs", "1,2")  # the same runs listed
+    assert "fastest on beta" in text and "not told apart" in text and "predicted 12.5 ms" in text
+
+
+def test_csv_has_a_line_per_workload_and_machine_in_raw_seconds(lab):
+    rows = list(csv.DictReader(io.StringIO(table(lab, "--runs", "1,2", "--format", "csv"))))
+    assert [(r["workload"], r["machine"].split(" ·")[0], r["fastest"]) for r in rows] == [
+        ("fcn-r", "alpha", "false"),
+        ("fcn-r", "beta", "true"),
+        ("lstm", "alpha", "false"),
+        ("lstm", "beta", "false"),
+    ]
+    assert rows[1]["gpu_s"] == "0.01" and rows[1]["gpu_predicted_s"] == "0.0125" and rows[0]["cpu_threads"] == "2"
+
+
+def test_a_campaign_of_one_machine_is_fine(lab):
+    out = json.loads(table(lab, "--runs", "1,3", "--format", "json"))
+    [alpha] = out["machines"]
+    best = out["rows"][0]["machines"][alpha["label"]]["cpu"]
+    assert alpha["runs"] == [1, 3] and (best["threads"], best["median_s"]) == (1, 0.8)  # run 3 measured 2 threads again
+    assert out["rows"][0]["verdict"].startswith("fcn-r torch: only alpha · Xeon Test, 1 thread: 0.800")
+
+
+def test_a_machine_that_ran_a_workload_without_a_time_says_why(tmp_path):
+    db = make_lab(tmp_path / "lab.db")
+    store = Store.open(db, create=True)
+    lstm = Cell("lstm", "torch", "cpu", 1, "fp32")
+    run_id = store.create_run({"campaign": "lab"}, {}, {**BETA, "hostname": "gamma"}, ["dlperf", "run"],
+                              [PlannedCell(lstm, {"batch": 64})])  # fmt: skip
+    store.record(run_id, lstm.key, 0, ProcessMeasurement(status=Status.FAILED, error="killed"),
+                 CellFigures(status=Status.FAILED, error="killed"))  # fmt: skip
+    store.close()
+    md = table(db, "--campaign", "lab", "--format", "md").splitlines()
+    lstm_row = next(line for line in md if line.startswith("| lstm")).split(" | ")
+    assert lstm_row[-2:] == ["-", "failed |"]  # beta's GPU: not run; gamma's best CPU (gamma measured no GPU)
+    assert "fcn-r torch: fastest on beta" in table(db, "--campaign", "lab")
+
+
+def test_merged_stores_form_the_campaign(lab, tmp_path):
+    """A campaign's name is stored with each run, so it comes along with `dlperf merge`."""
+    other = tmp_path / "beta.db"
+    store = Store.open(other, create=True)
+    write(store, {**BETA, "hostname": "gamma"}, CELLS["beta"], "lab")
+    store.close()
+    merged = tmp_path / "all.db"
+    assert dlperf("merge", str(lab), str(other), db=merged).returncode == 0
+    out = json.loads(table(merged, "--campaign", "lab", "--format", "json"))
+    assert [m["label"].split(" ·")[0] for m in out["machines"]] == ["alpha", "beta", "gamma"]
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--campaign", "nope"], "--campaign 'nope': no run of"),
+    (["--runs", "1,9"], "--runs: no run 9 in"),
+    (["--runs", "1,x"], "--runs '1,x': expected a comma list of run ids"),
+    (["--runs", "1", "--campaign", "lab"], "not allowed with argument"),
+    (["--campaign", "lab", "--run", "1"], "--campaign shows every run it names, side by side: give no --run"),
+    (["--campaign", "lab", "--best"], "give no --best"),
+])  # fmt: skip
+def test_bad_input_is_one_line(lab, args, said):
+    one_line_error(dlperf("table", *args, db=lab), said)
+
+
+def test_the_campaigns_there_are_named_when_one_is_unknown(lab):
+    one_line_error(dlperf("table", "--campaign", "lob", db=lab), "(campaigns there: lab)")
+
+
+def test_run_refuses_a_bad_campaign_name_before_anything_runs(tmp_path):
+    db = tmp_path / "d.db"
+    one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", "--campaign", "a b", db=db), "--campaign 'a b'")
+    assert not db.exists()
+
+
+def test_a_real_run_and_its_copy_made_to_look_like_another_machine_merged(tmp_path, torch):
+    """A run of a tiny workload measured here with --campaign; a copy of its file rewritten to another host, as
+    `dlperf merge`'s tests fake a second machine; the two merged form the campaign."""
+    here, twin, merged = tmp_path / "here.db", tmp_path / "twin.db", tmp_path / "all.db"
+    run = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--campaign", "here", *FAST, db=here)
+    assert run.returncode == 0, run.stderr
+    shutil.copy(here, twin)
+    conn = sqlite3.connect(twin)
+    fp = json.loads(conn.execute("SELECT fingerprint_json FROM runs").fetchone()[0])
+    conn.execute("UPDATE runs SET fingerprint_json = ?", (json.dumps({**fp, "hostname": "twin"}),))
+    conn.commit()
+    conn.close()
+    assert dlperf("merge", str(here), str(twin), db=merged).returncode == 0
+    out = json.loads(table(merged, "--campaign", "here", "--format", "json"))
+    assert [m["runs"] for m in out["machines"]] == [[1], [2]] and out["machines"][1]["label"].startswith("twin · ")
+    [row] = out["rows"]
+    assert row["workload"] == "tiny-fcn-r" and "not told apart" in row["verdict"]  # the same samples on both
+    assert "no interval" not in row["verdict"] and row["verdict"].count(" µs–") + row["verdict"].count(" ms–") == 2
+
+
+# The HTML report
+
+
+def report(lab, out, *args):
+    done = dlperf("report", "-o", str(out), *args, db=lab)
+    assert done.returncode == 0, done.stderr
+    return done.stdout, out.read_text()
+
+
+def test_the_report_of_a_campaign_shows_its_machines_side_by_side_then_its_latest_run(lab, tmp_path):
+    said, page = report(lab, tmp_path / "c.html", "--campaign", "lab")
+    assert "cells of run 2, 2 machines of campaign lab" in said
+    assert 'id="campaign"' in page and 'class="fleet"' in page and "Seconds per mini-batch (run 2)" in page
+    assert page.count('class="machine"') == 2 and 'class="num best"' in page
+    assert "predicted 12.5 ms on H100-SXM5-80GB" in page and "lstm torch: fastest not told apart" in page
+
+
+def test_a_runs_report_shows_its_campaign_and_one_runs_report_is_as_before(lab, tmp_path):
+    _, page = report(lab, tmp_path / "a.html", "--run", "1")  # run 1 is in campaign lab: the section comes along
+    assert 'id="campaign"' in page and "Seconds per mini-batch (run 1)" in page
+    _, page = report(lab, tmp_path / "b.html")  # the latest run, 3, is in no campaign
+    assert 'id="campaign"' not in page and "<h2>Seconds per mini-batch</h2>" in page
+
+
+def test_the_report_refuses_two_machines_in_one_picture_and_says_how_to_set_them_side_by_side(lab, tmp_path):
+    out = tmp_path / "x.html"
+    one_line_error(dlperf("report", "--run", "1,2", "-o", str(out), db=lab), "different machines",
+                   "dlperf report --runs 1,2")  # fmt: skip
+    one_line_error(dlperf("report", "--campaign", "nope", "-o", str(out), db=lab), "--campaign 'nope'")
+    assert not out.exists()
