@@ -2,7 +2,7 @@
 
     python docs/images.py [--out DIR]      (default: docs/images)
 
-In a temporary store it measures tiny workloads with short timers (about two minutes on 2 cores), then writes each
+In a temporary store it measures tiny workloads with short timers (a minute or two on 2 cores), then writes each
 picture of `IMAGES` with dlperf's own commands: the HTML report's sections as screenshots in headless Chromium (found
 as the report's browser test finds it: `chromium` and `chromedriver` on PATH, selenium installed), the charts of
 `dlperf plot`, a profile's stacked bar (`dlperf plot profile`) and a crossover chart (`dlperf crossover --plot`).
@@ -33,6 +33,8 @@ OUT = ROOT / "docs" / "images"
 THREADS = "1,2"
 RUN = ["run", "--workloads", "tiny-fcn-r,tiny-resnet-56", "--threads", THREADS, "--modes", "fp32,bf16",
        "--max-time", "1"]  # fmt: skip
+# one of the paper's networks at its batch, for the report's "Against the paper" (about 20 s: 1 s a step at 1 thread)
+PAPER = ["run", "--workloads", "fcn-r", "--threads", "1", "--max-time", "1"]
 PROFILE = ["profile", "tiny-alexnet-r", "--threads", THREADS, "--max-time", "1"]
 PEAK = ["peak", "--threads", THREADS, "--dtypes", "fp32,bf16", "--sizes", "256,512", "--bandwidth-mib", "32",
         "--copies-mib", "0", "--max-time", "1"]  # fmt: skip
@@ -45,19 +47,29 @@ REPORT_SECTIONS = {  # file name -> the report's <section id>
     "report-variants.png": "variants",
     "report-utilization.png": "utilization",
     "report-profile.png": "profile",
+    "report-paper.png": "paper",
     "report-warnings.png": "warnings",
+    "report-environment.png": "environment",
 }
-PLOTS = {"plot-scaling.png": "scaling", "plot-variants.png": "variants", "plot-utilization.png": "utilization"}
+PLOTS = {
+    "plot-scaling.png": "scaling",
+    "plot-variants.png": "variants",
+    "plot-utilization.png": "utilization",
+    "plot-paper.png": "paper",
+}
 IMAGES = {
     "report-table.png": "the report's Table-7 view: seconds per mini-batch, per workload, mode and thread count",
     "report-scaling.png": "the report's thread scaling: each workload's step against the CPU threads",
     "report-variants.png": "the report's frameworks and modes: fp32 against bf16, and the best of each",
     "report-utilization.png": "the report's utilization: each cell's FLOP rate against this machine's measured peak",
     "report-profile.png": "the report's where the time goes: a profiled cell's bar, its verdict and its trace",
+    "report-paper.png": "the report's against the paper: fcn-r here beside the paper's best CPU and GPU figures",
     "report-warnings.png": "the report's warnings: every disturbed, noisy or short cell, one line each",
+    "report-environment.png": "the report's environment: the machine, the software and the command of each run",
     "plot-scaling.png": "dlperf plot scaling: step time against threads",
     "plot-variants.png": "dlperf plot variants: each mode's step side by side",
     "plot-utilization.png": "dlperf plot utilization: the share of the measured peak each cell reached",
+    "plot-paper.png": "dlperf plot paper: this machine against Shi et al. (2016)",
     "profile-bar.png": "dlperf plot profile: each profiled step, 100% long, by kind of operator",
     "crossover.png": "dlperf crossover --plot: this CPU measured against GPUs predicted, by batch",
 }
@@ -115,6 +127,7 @@ def browser() -> tuple[str, str]:
 def make(work: Path, made: Path, chromium: str, driver: str) -> None:
     db = str(work / "docs.db")
     dlperf(*PROFILE, "--db", db)
+    dlperf(*PAPER, "--db", db)
     dlperf(*RUN, "--db", db)
     dlperf(*PEAK, "--db", db)
     report = work / "report.html"

@@ -72,17 +72,17 @@ def test_the_script_makes_every_image_from_its_small_run(tmp_path):
             assert image.format == "PNG" and image.width >= 600 and image.height >= 200, (png.name, image.size)
             grey = image.convert("L")
             assert sum(grey.histogram()[:200]) > 0.01 * image.width * image.height, f"{png.name} is blank"
-    assert re.search(r"11 images, \d+ KiB in all, in \d+ s", done.stdout), done.stdout
+    assert re.search(rf"{len(script().IMAGES)} images, \d+ KiB in all, in \d+ s", done.stdout), done.stdout
 
 
-def test_a_failed_step_leaves_the_output_folder_as_it_was(tmp_path, monkeypatch):
+def test_a_failed_step_leaves_the_output_folder_as_it_was(tmp_path, monkeypatch, capsys):
     """A dlperf command of the run that fails: exit 1 naming it, and nothing copied into --out."""
     images = script()
     monkeypatch.setattr(images, "browser", lambda: ("chromium", "chromedriver"))
-    monkeypatch.setattr(images, "RUN", ["run", "--workloads", "no-such-workload"])
-    monkeypatch.setattr(images, "PROFILE", ["list"])
+    monkeypatch.setattr(images, "PROFILE", ["run", "--workloads", "no-such-workload"])  # the first step
     out = tmp_path / "out"
     out.mkdir()
     (out / "kept.png").write_bytes(b"x")
     assert images.main(["--out", str(out)]) == 1
+    assert "`dlperf run --workloads no-such-workload --db" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["kept.png"]
