@@ -4,6 +4,7 @@
 #   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
 #   make docs       the documentation site, built strictly (a warning fails it) and offline into site/;
 #   make docs-serve ... served at http://127.0.0.1:8000 while you edit docs/
+#   make docs-images  the pictures of docs/images/, made again from a small run (about 1.5 minutes; needs chromium)
 #   make gpu-test   on a GPU machine, the tests marked gpu (pytest -m gpu), a skip failing (DLPERF_REQUIRE=cuda)
 #   make gpu-check  on a GPU machine, the acceptance check (benchmarks/gpu_check.py): PASS/FAIL lines into GPU_CHECK_OUT
 # and one more for the other frameworks:
@@ -19,7 +20,7 @@ RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
 
-.PHONY: run test test-slow docs docs-serve gpu-test gpu-check lint format pytest clean envs
+.PHONY: run test test-slow docs docs-serve docs-images gpu-test gpu-check lint format pytest clean envs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -58,6 +59,12 @@ docs: $(STAMP)
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
+# The pictures the pages show (docs/images/*.png), made by docs/images.py from tiny workloads with short timers in a
+# temporary store: the report's sections screenshotted in headless Chromium, dlperf plot's charts, a profile's bar, a
+# crossover chart. Commit what it writes; tests/docs/test_images.py checks the list against the files.
+docs-images: $(STAMP)
+	$(BIN)/python docs/images.py
 
 # Every test marked gpu, slow ones included, one at a time (they share the GPUs): on a GPU machine a skip is a failure.
 # The tests of 2 GPUs fail only where GPU_REQUIRE lists multi-gpu too: make gpu-test GPU_REQUIRE=cuda,multi-gpu
