@@ -20,7 +20,14 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, ProfileTask, Sampled, first
 from dlperf.runner import launch as launching
 from dlperf.runner import warm
+from dlperf.spec import RunSpec
 from dlperf.workloads import BUILTIN
+
+
+@pytest.fixture(autouse=True)
+def warm_allowed(monkeypatch):
+    """These tests fork: a suite run with DLPERF_NO_WARM=1 (to time it cold) must not turn them off."""
+    monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
 
 
 def task(**fields) -> CellTask:
@@ -49,6 +56,32 @@ def test_which_cells_fork_and_why_the_others_start_cold(monkeypatch, fields, env
     assert warm.why_cold(task(**fields)) == why
 
 
+def spec(**fields) -> RunSpec:
+    return RunSpec(**{"workloads": ("tiny-fcn-r",), "threads": (1,), **fields})
+
+
+def test_a_run_starts_a_warm_parent_only_when_two_of_its_processes_may_fork():
+    assert warm.expected_forks(spec()) == 1  # one cell: a parent would cost what its cold start costs
+    assert warm.expected_forks(spec(profile=True)) == 2  # the cell and its profile
+    assert warm.expected_forks(spec(workloads=("tiny-fcn-r", "tiny-lstm"), threads=(1, 2), repeats=3)) == 12
+    assert warm.expected_forks(spec(modes=("fp32", "bf16+compile"))) == 1  # a compiled cell starts cold
+    assert warm.expected_forks(spec(threads=(1, 2), devices=("cuda:0",))) == 0
+    assert warm.expected_forks(spec(threads=(1, 2), nprocs=(1, 2))) == 0  # replicas start cold
+
+
+def test_one_cell_starts_cold_and_two_fork_both(tmp_path):
+    """A one-cell run starts no warm parent (its cell says why); a two-cell run forks both cells."""
+    require("torch")
+    one = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--no-loss-check", *FAST, db=tmp_path / "1.db")
+    assert one.returncode == 0, one.stderr
+    [cell] = measurements(tmp_path / "1.db").values()
+    assert cell["started"] == "cold" and cell["cold_because"] == warm.FIRST
+    two = dlperf("run", "--workloads", "tiny-fcn-r,tiny-alexnet-r", "--threads", "1", "--no-loss-check", *FAST,
+                 db=tmp_path / "2.db")  # fmt: skip
+    assert two.returncode == 0, two.stderr
+    assert [m["started"] for m in measurements(tmp_path / "2.db").values()] == ["warm", "warm"]
+
+
 def test_only_cells_and_their_profiles_fork():
     assert warm.why_cold(ProbeTask("torch", EnvRequest())) == "only cells and their profiles are forked"
     assert warm.why_cold(ProfileTask(make_cell("tiny-fcn-r"), {})) is None
@@ -74,12 +107,16 @@ class FakeParent:
         self.closed = True
 
 
-def test_one_parent_per_interpreter_and_framework_replaced_when_the_environment_changes(monkeypatch):
+def test_one_parent_per_interpreter_and_framework_from_the_second_cell_replaced_when_the_environment_changes(
+    monkeypatch,
+):
     monkeypatch.setattr(warm, "WarmParent", FakeParent)
     monkeypatch.setattr(warm, "_parents", {})
+    monkeypatch.setattr(warm, "_asked", {})
     FakeParent.started = []
-    first_one = warm.parent("/py", "torch")
-    assert warm.parent("/py", "torch") is first_one
+    assert warm.parent("/py", "torch") is None and FakeParent.started == []  # a first cell alone: cold, no parent
+    first_one = warm.parent("/py", "torch")  # the second cell asking: one is started
+    assert first_one is not None and warm.parent("/py", "torch") is first_one
     monkeypatch.setenv("DLPERF_DB", "elsewhere.db")  # dlperf's own: the same parent
     assert warm.parent("/py", "torch") is first_one
     monkeypatch.setenv("ONEDNN_VERBOSE", "1")  # read by the framework: a new parent in the new environment
@@ -108,6 +145,8 @@ def test_a_forked_cells_thread_settings_and_affinity_equal_a_cold_ones(monkeypat
             monkeypatch.setenv("DLPERF_NO_WARM", "1")
         else:
             monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+        if way == "warm":
+            warm.start(sys.executable, "torch")  # as a run of two cells or more starts it (`warm.prepare`)
         launched = launching.launch(cell_task(threads, pin), sys.executable, threads, 120)
         assert launched.child.started == way, launched.child
         built, pinned = first(launched.main, Built), first(launched.main, Affinity)
@@ -191,8 +230,9 @@ def test_killing_dlperf_kills_its_warm_parent_and_every_forked_child(tmp_path):
     hang_file.write_text("")
     env = {**os.environ, "HANG_FILE": str(hang_file), "PYTHONPATH": str(ROOT / "src")}
     env.pop("DLPERF_NO_WARM", None)
+    two = f"{models}:good,{models}:hang"  # two cells: a warm parent serves them
     parent = subprocess.Popen([sys.executable, "-m", "dlperf", "run", "--db", str(tmp_path / "d.db"), "--workloads",
-                               f"{models}:hang", "--threads", "1", *FAST], env=env, stdout=subprocess.DEVNULL,
+                               two, "--threads", "1", *FAST], env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120

@@ -234,6 +234,7 @@ def launch(
         limit = (lambda: watch(follower.new())) if watch else (lambda: None)
         cold = warm.why_cold(task)
         parent = warm.parent(python, task.cell.framework) if cold is None else None
+        cold = warm.FIRST if cold is None and parent is None else cold
         with lifeline.reaping(tmpdir.name, KILL_GRACE_S):  # what the child left running is stopped when it ends
             child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent)
         if parent is None and isinstance(task, CellTask):

@@ -14,6 +14,8 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 - on the CPU: CUDA is never initialized in a process that forks, and a GPU cell starts cold;
 - not compiled: a compiled cell compiles with its own empty caches, from a cold start, as before;
 - not under `--max-memory`: the limit is set before the framework is imported;
+- when two or more cells can use it: a parent costs what one cold start costs, so one is started as a run of two or
+  more such cells plans (`prepare`), or at the second cell asking, between cells; a run's only such cell starts cold;
 - a parent is kept per interpreter and framework, started with this process's environment less what each cell sets
   itself (thread counts, compiler caches, the lifeline's variables) and dlperf's own variables (`DLPERF_*`, read by
   the parent only); when the environment changes otherwise (a variable that changes kernels, another PYTHONPATH), the
@@ -35,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 from dlperf import envs
@@ -45,8 +47,12 @@ from dlperf.modes import Mode, mode_components
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, CellTask, ProfileTask, Task
 from dlperf.runner import lifeline
 from dlperf.runner.environ import cache_env, child_env
+from dlperf.spec import RunSpec
 
 OFF_VAR = "DLPERF_NO_WARM"
+FIRST = (
+    "the first cell of its framework here starts cold: a warm parent would cost as much (runs of two or more start one)"
+)
 READY_S = 120.0  # the longest a launch waits for a starting parent's imports
 ANSWER_S = 60.0  # the longest a fork's answer may take
 CELL_VARS = frozenset({*THREAD_COUNT_VARS, PARENT_VAR, LAUNCH_VAR, "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
@@ -223,10 +229,23 @@ class WarmParent:
 
 
 _parents: dict[tuple[str, str], WarmParent] = {}
+_asked: dict[tuple[str, str], int] = {}  # cells that asked for a parent, per interpreter and framework
 _lock = threading.Lock()
 
 
-def parent(python: str, framework: str) -> WarmParent:
+def parent(python: str, framework: str) -> WarmParent | None:
+    """The warm parent a cell of `framework` in `python` forks from, or None: that cell starts cold. A parent started
+    for this run (`prepare`), or earlier in this process, serves; else one is started from the second cell asking, as
+    the cells before it ended (so its imports never overlap a timed step): a parent costs what one cold start does, so
+    a single cell gains nothing from one."""
+    with _lock:
+        asked = _asked[(python, framework)] = _asked.get((python, framework), 0) + 1
+        if (python, framework) not in _parents and asked < 2:
+            return None
+    return start(python, framework)
+
+
+def start(python: str, framework: str) -> WarmParent:
     """The warm parent of `framework` in `python` for this environment, started (not waited for) if there is none.
     One whose environment no longer matches is closed and replaced; one that ended stays, saying why."""
     key = env_key(os.environ)
@@ -240,16 +259,25 @@ def parent(python: str, framework: str) -> WarmParent:
         return found
 
 
-def prepare(frameworks: Sequence[str], devices: Sequence[str] | None) -> None:
+def expected_forks(spec: RunSpec) -> int:
+    """How many of a run's processes may fork, at least: its CPU cells (and their profiles) but compiled ones, one
+    framework's (`why_cold` says which, cell by cell, when they launch)."""
+    if spec.nprocs or spec.max_memory is not None or (spec.devices is not None and "cpu" not in spec.devices):
+        return 0
+    modes = [m for m in spec.modes if Mode.COMPILE not in mode_components(m)]
+    return len(spec.workloads) * len(spec.threads or (1,)) * len(modes) * spec.repeats * (1 + spec.profile)
+
+
+def prepare(spec: RunSpec) -> None:
     """Start the parents a run's CPU cells will fork from now, while the run plans: their imports overlap the
-    parent's own work (the probe, the environment, the store). `devices` None: the CPU among them."""
-    if devices is not None and "cpu" not in devices:
+    parent's own work (the probe, the environment, the store). A run with one such cell starts none (`parent`)."""
+    if expected_forks(spec) < 2 or not sys.platform.startswith("linux") or os.environ.get(OFF_VAR):
         return
-    for framework in frameworks:
-        if capabilities.of(framework).forks and sys.platform.startswith("linux") and not os.environ.get(OFF_VAR):
+    for framework in spec.frameworks:
+        if capabilities.of(framework).forks:
             python = envs.interpreter_for(framework)
             if python is not None:  # a framework that is not installed: the plan says so
-                parent(python, framework)
+                start(python, framework)
 
 
 def close_all() -> None:
