@@ -23,7 +23,7 @@ from dlperf.plan.estimate import Estimate, for_plan
 from dlperf.predict import cells as gpu_predictions
 from dlperf.protocol import Cell
 from dlperf.report.format import terminal
-from dlperf.runner import lifeline, warm
+from dlperf.runner import lifeline
 from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task
@@ -64,7 +64,6 @@ def run(
         spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
     if not dry_run:  # a database that cannot be opened is the one-line error, before any probe child plans
         check_path(db, create=True)
-        warm.prepare(spec)  # the warm parents' imports overlap the planning
     plan = make_plan(spec)
     store = None if dry_run else Store.open(db, create=True)
     for warning in [*plan.warnings, *kept_measurements(db)]:
@@ -118,7 +117,6 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
     try:
         run = _unfinished(store, db, warn or warn_stderr)
         spec = RunSpec.from_json(run.spec)
-        warm.prepare(spec)  # its imports overlap reading the environment back
         env = envinfo.capture(framework_info(spec.frameworks))
         changes = envinfo.fingerprint_diff(run.fingerprint, envinfo.fingerprint(env))
         if changes:

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 from typing import ClassVar
 
@@ -20,7 +21,6 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, ProfileTask, Sampled, first
 from dlperf.runner import launch as launching
 from dlperf.runner import warm
-from dlperf.spec import RunSpec
 from dlperf.workloads import BUILTIN
 
 
@@ -56,17 +56,24 @@ def test_which_cells_fork_and_why_the_others_start_cold(monkeypatch, fields, env
     assert warm.why_cold(task(**fields)) == why
 
 
-def spec(**fields) -> RunSpec:
-    return RunSpec(**{"workloads": ("tiny-fcn-r",), "threads": (1,), **fields})
-
-
-def test_a_run_starts_a_warm_parent_only_when_two_of_its_processes_may_fork():
-    assert warm.expected_forks(spec()) == 1  # one cell: a parent would cost what its cold start costs
-    assert warm.expected_forks(spec(profile=True)) == 2  # the cell and its profile
-    assert warm.expected_forks(spec(workloads=("tiny-fcn-r", "tiny-lstm"), threads=(1, 2), repeats=3)) == 12
-    assert warm.expected_forks(spec(modes=("fp32", "bf16+compile"))) == 1  # a compiled cell starts cold
-    assert warm.expected_forks(spec(threads=(1, 2), devices=("cuda:0",))) == 0
-    assert warm.expected_forks(spec(threads=(1, 2), nprocs=(1, 2))) == 0  # replicas start cold
+def test_a_run_starts_a_warm_parent_before_the_second_process_that_may_fork(monkeypatch):
+    """`warm.prepare` counts a run's processes that may fork as they are asked for (a sweep all at once, a search
+    candidate by candidate) and starts a parent once a framework has two: one alone would gain nothing."""
+    began = []
+    monkeypatch.setattr(warm, "start", lambda python, framework: began.append(framework))
+    one, other = make_cell("tiny-fcn-r"), make_cell("tiny-alexnet-r", threads=2)
+    compiled, gpu = make_cell("tiny-fcn-r", mode="bf16+compile"), make_cell("tiny-fcn-r", device="cuda:0")
+    asked = Counter()
+    warm.prepare([one, compiled, gpu], None, asked)  # the compiled and the GPU cell start cold
+    assert began == [] and asked == {"torch": 1}
+    warm.prepare([other], None, asked)  # the run's second: a parent, before it starts
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare([one, one], None, Counter())  # two repeats (or a cell and its profile) at once
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare([one, other], 1 << 30, Counter())  # --max-memory: cold
+    assert began == []
 
 
 def test_one_cell_starts_cold_and_two_fork_both(tmp_path):
@@ -107,16 +114,15 @@ class FakeParent:
         self.closed = True
 
 
-def test_one_parent_per_interpreter_and_framework_from_the_second_cell_replaced_when_the_environment_changes(
+def test_one_parent_per_interpreter_and_framework_replaced_when_the_environment_changes(
     monkeypatch,
 ):
     monkeypatch.setattr(warm, "WarmParent", FakeParent)
     monkeypatch.setattr(warm, "_parents", {})
-    monkeypatch.setattr(warm, "_asked", {})
     FakeParent.started = []
-    assert warm.parent("/py", "torch") is None and FakeParent.started == []  # a first cell alone: cold, no parent
-    first_one = warm.parent("/py", "torch")  # the second cell asking: one is started
-    assert first_one is not None and warm.parent("/py", "torch") is first_one
+    assert warm.parent("/py", "torch") is None and FakeParent.started == []  # none started: the cell starts cold
+    first_one = warm.start("/py", "torch")  # as a run of two such processes starts it
+    assert warm.parent("/py", "torch") is first_one and warm.start("/py", "torch") is first_one
     monkeypatch.setenv("DLPERF_DB", "elsewhere.db")  # dlperf's own: the same parent
     assert warm.parent("/py", "torch") is first_one
     monkeypatch.setenv("ONEDNN_VERBOSE", "1")  # read by the framework: a new parent in the new environment

@@ -14,8 +14,9 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 - on the CPU: CUDA is never initialized in a process that forks, and a GPU cell starts cold;
 - not compiled: a compiled cell compiles with its own empty caches, from a cold start, as before;
 - not under `--max-memory`: the limit is set before the framework is imported;
-- when two or more cells can use it: a parent costs what one cold start costs, so one is started as a run of two or
-  more such cells plans (`prepare`), or at the second cell asking, between cells; a run's only such cell starts cold;
+- when two or more of a run's processes can use it: a parent costs what one cold start costs, so a run starts one
+  before the second such process (`prepare`, from `Session.measure`: a sweep before its first cell, a search before
+  its second candidate); a run's only such process starts cold;
 - a parent is kept per interpreter and framework, started with this process's environment less what each cell sets
   itself (thread counts, compiler caches, the lifeline's variables) and dlperf's own variables (`DLPERF_*`, read by
   the parent only); when the environment changes otherwise (a variable that changes kernels, another PYTHONPATH), the
@@ -37,17 +38,17 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from dlperf import envs
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.system import THREAD_COUNT_VARS
 from dlperf.modes import Mode, mode_components
-from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, CellTask, ProfileTask, Task
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, Cell, CellTask, ProfileTask, Task
 from dlperf.runner import lifeline
 from dlperf.runner.environ import cache_env, child_env
-from dlperf.spec import RunSpec
 
 OFF_VAR = "DLPERF_NO_WARM"
 FIRST = (
@@ -68,7 +69,11 @@ def why_cold(task: Task) -> str | None:
     """Why `task`'s child must start cold; None when it may be forked from a warm parent."""
     if not isinstance(task, CellTask | ProfileTask):
         return "only cells and their profiles are forked"
-    cell = task.cell
+    return why_cell_cold(task.cell, getattr(task, "memory_limit", None))
+
+
+def why_cell_cold(cell: Cell, memory_limit: int | None = None) -> str | None:
+    """Why a cell's processes (its measurements and profile) must start cold; None when they may fork."""
     if os.environ.get(OFF_VAR):
         return f"{OFF_VAR} is set"
     if not sys.platform.startswith("linux"):
@@ -79,7 +84,7 @@ def why_cold(task: Task) -> str | None:
         return "a GPU cell starts cold: CUDA is never initialized in a process that forks"
     if Mode.COMPILE in mode_components(cell.mode):
         return "a compiled cell starts cold, with its own empty compiler caches"
-    if getattr(task, "memory_limit", None) is not None:
+    if memory_limit is not None:
         return "--max-memory is set before the framework is imported"
     if cell.nproc:
         return "replicas start cold"
@@ -229,18 +234,14 @@ class WarmParent:
 
 
 _parents: dict[tuple[str, str], WarmParent] = {}
-_asked: dict[tuple[str, str], int] = {}  # cells that asked for a parent, per interpreter and framework
 _lock = threading.Lock()
 
 
 def parent(python: str, framework: str) -> WarmParent | None:
-    """The warm parent a cell of `framework` in `python` forks from, or None: that cell starts cold. A parent started
-    for this run (`prepare`), or earlier in this process, serves; else one is started from the second cell asking, as
-    the cells before it ended (so its imports never overlap a timed step): a parent costs what one cold start does, so
-    a single cell gains nothing from one."""
+    """The warm parent a cell of `framework` in `python` forks from, or None (it starts cold): one a run started
+    (`prepare`), replaced by one in this environment if it changed since."""
     with _lock:
-        asked = _asked[(python, framework)] = _asked.get((python, framework), 0) + 1
-        if (python, framework) not in _parents and asked < 2:
+        if (python, framework) not in _parents:
             return None
     return start(python, framework)
 
@@ -259,25 +260,15 @@ def start(python: str, framework: str) -> WarmParent:
         return found
 
 
-def expected_forks(spec: RunSpec) -> int:
-    """How many of a run's processes may fork, at least: its CPU cells (and their profiles) but compiled ones, one
-    framework's (`why_cold` says which, cell by cell, when they launch)."""
-    if spec.nprocs or spec.max_memory is not None or (spec.devices is not None and "cpu" not in spec.devices):
-        return 0
-    modes = [m for m in spec.modes if Mode.COMPILE not in mode_components(m)]
-    return len(spec.workloads) * len(spec.threads or (1,)) * len(modes) * spec.repeats * (1 + spec.profile)
-
-
-def prepare(spec: RunSpec) -> None:
-    """Start the parents a run's CPU cells will fork from now, while the run plans: their imports overlap the
-    parent's own work (the probe, the environment, the store). A run with one such cell starts none (`parent`)."""
-    if expected_forks(spec) < 2 or not sys.platform.startswith("linux") or os.environ.get(OFF_VAR):
-        return
-    for framework in spec.frameworks:
-        if capabilities.of(framework).forks:
-            python = envs.interpreter_for(framework)
-            if python is not None:  # a framework that is not installed: the plan says so
-                start(python, framework)
+def prepare(cells: Sequence[Cell], memory_limit: int | None, asked: Counter) -> None:
+    """Count a run's processes about to start (`cells`, one per process) that may fork into `asked`, the run's count
+    per framework, and start a parent for each framework with two or more: a parent costs what one cold start costs,
+    so a run's only such process starts cold. Called before the processes start, between cells: a parent's imports
+    never overlap a timed step."""
+    asked.update(cell.framework for cell in cells if why_cell_cold(cell, memory_limit) is None)
+    for framework, count in asked.items():
+        if count >= 2 and (python := envs.interpreter_for(framework)) is not None:
+            start(python, framework)
 
 
 def close_all() -> None:
