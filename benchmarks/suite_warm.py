@@ -39,6 +39,8 @@ def run_suite(way: str, workers: int, basetemp: Path) -> float:
     proc = subprocess.run(cmd, cwd=REPO, env=env, capture_output=True, text=True)
     wall = time.monotonic() - began
     last = proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else proc.stderr[-300:]
+    if proc.returncode not in (0, 1):  # 1: some test failed, still a timed run; else pytest did not run the suite
+        raise SystemExit(f"{way}: pytest exited {proc.returncode}: {last}")
     print(f"{way}: {wall:.1f} s  ({last})", flush=True)
     return wall
 
@@ -73,6 +75,7 @@ def main() -> None:
     p.add_argument("--keep", help="keep the basetemps here (default: a temporary folder, removed)")
     args = p.parse_args()
     root = Path(args.keep or tempfile.mkdtemp(prefix="suite-warm-"))
+    root.mkdir(parents=True, exist_ok=True)
     walls: dict[str, list[float]] = {"warm": [], "cold": []}
     for pair in range(args.pairs):
         for way in ("warm", "cold") if pair % 2 == 0 else ("cold", "warm"):
