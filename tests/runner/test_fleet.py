@@ -1,0 +1,198 @@
+"""`dlperf run --ray` (runner/fleet.py): the node selection and bad input (fast), and sweeps over a local Ray cluster
+of two nodes (slow): each node's cells a run of its own, a node lost mid-sweep, --resume, no Ray process left."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from conftest import ROOT, dlperf, gone, one_line_error, require
+
+from dlperf.errors import UsageError
+from dlperf.runner import fleet
+
+NODES = [
+    {"NodeID": "a" * 56, "Alive": True, "NodeManagerHostname": "box1", "Labels": {"gpu_type": "H100"},
+     "Resources": {"CPU": 8.0, "fast": 1.0}},
+    {"NodeID": "b" * 56, "Alive": True, "NodeManagerHostname": "box2", "Labels": {"gpu_type": "A100"},
+     "Resources": {"CPU": 4.0}},
+    {"NodeID": "c" * 56, "Alive": False, "NodeManagerHostname": "box3", "Labels": {"gpu_type": "H100"},
+     "Resources": {"CPU": 4.0}},
+]  # fmt: skip
+SWEEP = ["--workloads", "tiny-fcn-r,tiny-alexnet-r", "--threads", "1", "--no-loss-check", "--no-predict",
+         "--max-warmup", "1", "--min-steps", "2", "--min-time", "0", "--max-time", "0.5"]  # fmt: skip
+
+
+def test_nodes_are_chosen_by_label_or_resource_among_the_alive_ones():
+    hosts = lambda wanted: [n.host for n in fleet.select(NODES, fleet.parse_nodes(wanted))]  # noqa: E731
+    assert hosts("all") == ["box1", "box2"]  # box3 is dead
+    assert hosts("gpu_type=H100") == ["box1"]
+    assert hosts("fast=1") == ["box1"] and hosts("CPU=4") == ["box1", "box2"]
+    with pytest.raises(UsageError, match=r"^--nodes gpu_type=V100: no alive node .*gpu_type=A100, gpu_type=H100"):
+        fleet.select(NODES, ("gpu_type", "V100"))
+    with pytest.raises(UsageError, match="^--nodes 'gpu_type': give all, or KEY=VALUE"):
+        fleet.parse_nodes("gpu_type")
+
+
+def test_a_node_runs_the_users_flags_without_the_drivers_own():
+    argv = ["run", "--ray", "auto", "--workloads", "fcn-r", "--nodes=all", "--db", "x.db", "--threads", "1"]
+    assert fleet.node_argv(argv) == ["run", "--workloads", "fcn-r", "--threads", "1"]
+    assert fleet.node_argv(["run", "--resume", "--ray=ray://h:1", "--repeats", "2"]) == ["run", "--repeats", "2"]
+
+
+def test_the_same_kind_of_machine_ignores_only_its_name_and_memory_rounding():
+    a = {"cpu_model": "X", "cores": {"cores": 8}, "hostname": "box1", "memory_gib": 31, "gpus": []}
+    assert fleet.same_kind(a, {**a, "hostname": "box2", "memory_gib": 32})
+    assert not fleet.same_kind(a, {**a, "cores": {"cores": 4}})
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--ray", "auto", "--nproc", "2"], "--ray: --nproc is not supported"),
+        (["--ray", "auto", "--dry-run"], "--ray: --dry-run is not supported"),
+        (["--nodes", "all"], "--nodes: give --ray ADDRESS too"),
+        (["--ray", "auto", "--nodes", "gpu"], "--nodes 'gpu': give all, or KEY=VALUE"),
+    ],
+)
+def test_flags_a_fleet_does_not_take_are_one_line_before_anything_connects(tmp_path, args, fragment):
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", *args, db=tmp_path / "x.db", timeout=60)
+    one_line_error(proc, fragment)
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path):
+    require("ray")
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--ray", "127.0.0.1:9", db=tmp_path / "x.db", timeout=60)
+    one_line_error(proc, "--ray 127.0.0.1:9: unreachable")
+
+
+# --- a local cluster of two nodes ------------------------------------------------------------------------------------
+def ray_pids() -> set[int]:
+    """Processes of Ray's own (its GCS, raylets, workers), by their command lines."""
+    found = set()
+    for stat in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            with open(stat, "rb") as f:
+                cmd = f.read()
+        except OSError:
+            continue
+        if b"gcs_server" in cmd or b"raylet" in cmd or b"ray::" in cmd or b"default_worker.py" in cmd:
+            found.add(int(stat.split("/")[2]))
+    return found
+
+
+@pytest.fixture
+def no_ray_left():
+    """No Ray process or /tmp/ray session left by the test."""
+    before_pids, before_dirs = ray_pids(), set(glob.glob("/tmp/ray/session_*"))
+    had_root = os.path.exists("/tmp/ray")
+    yield
+    left = ray_pids() - before_pids
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    for d in set(glob.glob("/tmp/ray/session_*")) - before_dirs:
+        shutil.rmtree(d, ignore_errors=True)
+    if not had_root:
+        shutil.rmtree("/tmp/ray", ignore_errors=True)
+    assert gone(sorted(left), 10) and not left, f"Ray processes left: {sorted(left)}"
+
+
+@pytest.fixture
+def cluster(no_ray_left):
+    """Two Ray nodes on this machine, labelled kind=head and kind=worker."""
+    require("ray")
+    from ray.cluster_utils import Cluster
+
+    env = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env])  # the nodes' workers import this dlperf
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "labels": {"kind": "head"}})
+    c.add_node(num_cpus=1, labels={"kind": "worker"})
+    c.wait_for_nodes()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+        os.environ["PYTHONPATH"] = env
+
+
+def fleet_runs(db):
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return {r.origin.db.removeprefix("ray:"): (r, store.cells(r.id)) for r in store.runs()}
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, tmp_path):
+    db = tmp_path / "fleet.db"
+    proc = dlperf("run", *SWEEP, "--ray", cluster.address, db=db, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    runs = fleet_runs(db)
+    node_ids = {n.node_id for n in [cluster.head_node, *cluster.worker_nodes]}
+    assert set(runs) == node_ids
+    for run, cells in runs.values():
+        assert run.status == "complete" and run.env["cores"] and run.fingerprint["hostname"]
+        assert sorted(c.workload for c in cells) == ["tiny-alexnet-r", "tiny-fcn-r"]
+        assert all(c.status.value == "ok" and c.threads == 1 for c in cells)
+    one = dlperf("run", *SWEEP[:2], "--ray", cluster.address, "--nodes", "kind=worker", db=tmp_path / "w.db",
+                 timeout=300)  # fmt: skip
+    assert one.returncode == 0, one.stderr
+    assert set(fleet_runs(tmp_path / "w.db")) == {worker.node_id for worker in cluster.worker_nodes}
+    none = dlperf("run", *SWEEP, "--ray", cluster.address, "--nodes", "kind=gpu", db=tmp_path / "n.db", timeout=120)
+    one_line_error(none, "--nodes kind=gpu: no alive node has that label or resource (labels: kind=head, kind=worker)")
+    assert not (tmp_path / "n.db").exists()
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster, tmp_path):
+    db = tmp_path / "fleet.db"
+    [worker] = cluster.worker_nodes
+    longer = [*SWEEP[:2], "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "2"]
+    cmd = [sys.executable, "-m", "dlperf", *longer, "--ray", cluster.address, "--nodes", "kind=worker", "--db", str(db)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not measured(db):
+        time.sleep(0.5)
+    cluster.remove_node(worker)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    assert "was lost" in err and "not measured:" in err and "--resume --ray" in err
+    [(run, cells)] = fleet_runs(db).values()
+    assert run.status == "interrupted" and any(c.status.value == "pending" for c in cells)
+    cluster.add_node(num_cpus=1, labels={"kind": "worker"})
+    cluster.wait_for_nodes()
+    again = dlperf("run", "--resume", "--ray", cluster.address, "--nodes", "kind=worker", db=db, timeout=300)
+    assert again.returncode == 0, again.stderr
+    [(run, cells)] = fleet_runs(db).values()
+    assert run.status == "complete" and all(c.status.value == "ok" for c in cells), [c.status for c in cells]
+
+
+def measured(db) -> bool:
+    if not os.path.exists(db):
+        return False
+    try:
+        return any(any(c.status.value != "pending" for c in cells) for _, cells in fleet_runs(db).values())
+    except Exception:  # the store is being written
+        return False
+
+
+@pytest.mark.slow
+def test_a_cluster_dlperf_started_itself_is_gone_when_it_ends(no_ray_left, tmp_path):
+    require("ray")
+    before = ray_pids()
+    proc = dlperf("run", *SWEEP[:2], "tiny-fcn-r", *SWEEP[2:], "--ray", "local", db=tmp_path / "x.db", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert gone(sorted(ray_pids() - before), 15), "a Ray process outlived dlperf"
+    [(run, cells)] = fleet_runs(tmp_path / "x.db").values()
+    assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
