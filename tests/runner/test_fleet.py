@@ -12,8 +12,8 @@ import sys
 import time
 
 import pytest
-from conftest import ROOT, dlperf, gone, one_line_error, require
 
+from conftest import ROOT, dlperf, gone, one_line_error, require
 from dlperf.errors import UsageError
 from dlperf.runner import fleet
 
@@ -36,7 +36,7 @@ def test_nodes_are_chosen_by_label_or_resource_among_the_alive_ones():
     assert hosts("fast=1") == ["box1"] and hosts("CPU=4") == ["box1", "box2"]
     with pytest.raises(UsageError, match=r"^--nodes gpu_type=V100: no alive node .*gpu_type=A100, gpu_type=H100"):
         fleet.select(NODES, ("gpu_type", "V100"))
-    with pytest.raises(UsageError, match="^--nodes 'gpu_type': give all, or KEY=VALUE"):
+    with pytest.raises(UsageError, match=r"^--nodes 'gpu_type': give all, or KEY=VALUE"):
         fleet.parse_nodes("gpu_type")
 
 
@@ -165,7 +165,7 @@ def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster,
     while time.monotonic() < deadline and not measured(db):
         time.sleep(0.5)
     cluster.remove_node(worker)
-    out, err = proc.communicate(timeout=180)
+    _, err = proc.communicate(timeout=180)
     assert proc.returncode == 1, err
     assert "was lost" in err and "not measured:" in err and "--resume --ray" in err
     [(run, cells)] = fleet_runs(db).values()

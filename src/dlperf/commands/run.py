@@ -115,11 +115,18 @@ def add_parallel_flags(p: argparse.ArgumentParser) -> None:
 
 def add_fleet_flags(p: argparse.ArgumentParser) -> None:
     fleet = p.add_argument_group("a sweep over a Ray cluster's nodes (pip install 'dlperf[ray]')")
-    fleet.add_argument("--ray", metavar="ADDRESS", help="run the sweep on each chosen node of a Ray cluster, as "
-                       "dlperf run there would, each node's cells stored here as a run of its own: auto (the cluster "
-                       "this machine belongs to), HOST:PORT or ray://HOST:PORT, or local (one started for this run)")
-    fleet.add_argument("--nodes", help="with --ray: all (every alive node, the default), or KEY=VALUE: the nodes "
-                       "with that label (ray start --labels), or with at least VALUE of that custom resource")
+    fleet.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the sweep on each chosen node of a Ray cluster, as "
+        "dlperf run there would, each node's cells stored here as a run of its own: auto (the cluster "
+        "this machine belongs to), HOST:PORT or ray://HOST:PORT, or local (one started for this run)",
+    )
+    fleet.add_argument(
+        "--nodes",
+        help="with --ray: all (every alive node, the default), or KEY=VALUE: the nodes "
+        "with that label (ray start --labels), or with at least VALUE of that custom resource",
+    )
 
 
 def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,

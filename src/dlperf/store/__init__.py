@@ -454,8 +454,9 @@ class Store(MachineFigures):
         """Insert the columns of `row` this file's `table` has (an older source may lack some, and vice versa);
         `replace`: over the row with the same key."""
         columns = [c for c in row if c in self._columns(table)]
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
         cur = self.conn.execute(
-            f"INSERT{' OR REPLACE' * replace} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             tuple(row[c] for c in columns),
         )
         return cur.lastrowid
