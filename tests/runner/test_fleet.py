@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -75,7 +76,8 @@ def test_an_unreachable_cluster_is_one_line(tmp_path):
 
 # --- a local cluster of two nodes ------------------------------------------------------------------------------------
 def ray_pids() -> set[int]:
-    """Processes of Ray's own (its GCS, raylets, workers), by their command lines."""
+    """Processes of Ray's own (its GCS, raylets, workers) and the nodes' sweeps (their store is in a dlperf-ray-
+    folder), by their command lines."""
     found = set()
     for stat in glob.glob("/proc/[0-9]*/cmdline"):
         try:
@@ -83,21 +85,23 @@ def ray_pids() -> set[int]:
                 cmd = f.read()
         except OSError:
             continue
-        if b"gcs_server" in cmd or b"raylet" in cmd or b"ray::" in cmd or b"default_worker.py" in cmd:
+        if any(name in cmd for name in (b"gcs_server", b"raylet", b"ray::", b"default_worker.py", b"dlperf-ray-")):
             found.add(int(stat.split("/")[2]))
     return found
 
 
 @pytest.fixture
 def no_ray_left():
-    """No Ray process or /tmp/ray session left by the test."""
-    before_pids, before_dirs = ray_pids(), set(glob.glob("/tmp/ray/session_*"))
+    """No Ray process or /tmp/ray session left by the test; a node the test killed leaves its sweep's folder (as a
+    dead machine would), removed here."""
+    sweeps = os.path.join(tempfile.gettempdir(), "dlperf-ray-*")
+    before_pids, before_dirs = ray_pids(), set(glob.glob("/tmp/ray/session_*")) | set(glob.glob(sweeps))
     had_root = os.path.exists("/tmp/ray")
     yield
     left = ray_pids() - before_pids
     for pid in left:
         os.kill(pid, signal.SIGKILL)
-    for d in set(glob.glob("/tmp/ray/session_*")) - before_dirs:
+    for d in (set(glob.glob("/tmp/ray/session_*")) | set(glob.glob(sweeps))) - before_dirs:
         shutil.rmtree(d, ignore_errors=True)
     if not had_root:
         shutil.rmtree("/tmp/ray", ignore_errors=True)
@@ -144,8 +148,8 @@ def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, 
         assert run.status == "complete" and run.env["cores"] and run.fingerprint["hostname"]
         assert sorted(c.workload for c in cells) == ["tiny-alexnet-r", "tiny-fcn-r"]
         assert all(c.status.value == "ok" and c.threads == 1 for c in cells)
-    one = dlperf("run", *SWEEP[:2], "--ray", cluster.address, "--nodes", "kind=worker", db=tmp_path / "w.db",
-                 timeout=300)  # fmt: skip
+    one = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", cluster.address, "--nodes", "kind=worker",
+                 db=tmp_path / "w.db", timeout=300)  # fmt: skip
     assert one.returncode == 0, one.stderr
     assert set(fleet_runs(tmp_path / "w.db")) == {worker.node_id for worker in cluster.worker_nodes}
     none = dlperf("run", *SWEEP, "--ray", cluster.address, "--nodes", "kind=gpu", db=tmp_path / "n.db", timeout=120)
@@ -157,12 +161,13 @@ def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, 
 def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster, tmp_path):
     db = tmp_path / "fleet.db"
     [worker] = cluster.worker_nodes
-    longer = [*SWEEP[:2], "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "2"]
-    cmd = [sys.executable, "-m", "dlperf", *longer, "--ray", cluster.address, "--nodes", "kind=worker", "--db", str(db)]
+    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "2"]
+    cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", cluster.address, "--nodes", "kind=worker"]
+    cmd += ["--db", str(db)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and not measured(db):
+    while time.monotonic() < deadline and proc.poll() is None and not measured(db):
         time.sleep(0.5)
     cluster.remove_node(worker)
     _, err = proc.communicate(timeout=180)
@@ -190,9 +195,13 @@ def measured(db) -> bool:
 @pytest.mark.slow
 def test_a_cluster_dlperf_started_itself_is_gone_when_it_ends(no_ray_left, tmp_path):
     require("ray")
-    before = ray_pids()
-    proc = dlperf("run", *SWEEP[:2], "tiny-fcn-r", *SWEEP[2:], "--ray", "local", db=tmp_path / "x.db", timeout=300)
+    before, folders = ray_pids(), set(glob.glob(os.path.join(tempfile.gettempdir(), "dlperf-ray-*")))
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", "local", db=tmp_path / "x.db", timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert gone(sorted(ray_pids() - before), 15), "a Ray process outlived dlperf"
     [(run, cells)] = fleet_runs(tmp_path / "x.db").values()
     assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
+    assert run.argv[:2] == ["dlperf", "run"] and "--ray" in run.argv  # the command typed, not the node's
+    assert "OMP_NUM_THREADS" not in run.env["thread_env"] or "OMP_NUM_THREADS" in os.environ  # not Ray's
+    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "dlperf-ray-*"))) - folders
+    assert not left, "a session folder outlived dlperf"

@@ -16,6 +16,7 @@ Ray is imported by this module only, and this module only by `dlperf run --ray`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
@@ -128,16 +129,16 @@ def import_ray():
     return ray
 
 
-def connect(address: str):
-    """Ray, connected to the cluster at `address` (local: one started for this run); an address that does not answer
-    is a UsageError, said before anything runs."""
+def connect(address: str, temp_dir: str):
+    """Ray, connected to the cluster at `address` (local: one started for this run, its session files in
+    `temp_dir`); an address that does not answer is a UsageError, said before anything runs."""
     ray = import_ray()
     if address not in ("auto", "local"):
         _check_reachable(address)
-    quiet = {"logging_level": logging.WARNING, "log_to_driver": False}
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
         if address == "local":
-            ray.init(include_dashboard=False, **quiet)
+            ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
         else:
             ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
@@ -170,6 +171,7 @@ class NodeSweep:
         self.db = os.path.join(self.dir, "node.db")
         self.proc: subprocess.Popen | None = None
         self.sent: str | None = None
+        self.read = 0  # bytes of the sweep's stderr read by `_said`
 
     def kind(self, frameworks: list[str]) -> dict:
         """This node's fingerprint, as `dlperf run --resume` would capture it."""
@@ -183,7 +185,7 @@ class NodeSweep:
         if rows is not None:
             self._take_over(rows)
             argv = ["run", "--resume"]
-        env = {k: v for k, v in os.environ.items() if k not in NODE_ENV}
+        env = node_environ()
         with open(os.path.join(self.dir, "out"), "wb") as out, open(os.path.join(self.dir, "err"), "wb") as err:
             self.proc = subprocess.Popen([sys.executable, "-m", "dlperf", *argv, "--db", self.db], stdout=out,
                                          stderr=err, env=env, preexec_fn=lifeline.before_exec())  # fmt: skip
@@ -191,8 +193,6 @@ class NodeSweep:
     def _take_over(self, rows: RunRows) -> None:
         """The run written here as this node's, so `--resume` takes it up: this node's fingerprint replaces the dead
         one's (the same kind, `same_kind`), and its finished processes are kept."""
-        import json
-
         spec = json.loads(rows.run["spec_json"])
         mine = self.kind(spec.get("frameworks") or ["torch"])
         run = {**rows.run, "status": "interrupted", "fingerprint_json": json.dumps(mine)}
@@ -212,7 +212,17 @@ class NodeSweep:
         if rows is not None:
             signature = repr((rows.run.get("status"), rows.cells, rows.measurements, rows.profiles))
             rows, self.sent = (rows, signature) if signature != self.sent else (None, self.sent)
-        return {"rows": rows, "exit": code, "error": self._last_error() if code else None}
+        return {"rows": rows, "exit": code, "error": self._last_error() if code else None, "said": self._said()}
+
+    def _said(self) -> list[str]:
+        """The warnings the sweep printed since the last poll (its progress lines stay here)."""
+        with open(os.path.join(self.dir, "err"), "rb") as f:
+            f.seek(self.read)
+            text = f.read()
+        complete = text[: text.rfind(b"\n") + 1]
+        self.read += len(complete)
+        lines = complete.decode(errors="replace").splitlines()
+        return [x.removeprefix("dlperf: warning: ") for x in lines if x.startswith("dlperf: warning: ")]
 
     def _rows(self) -> RunRows | None:
         if not os.path.exists(self.db):
@@ -249,11 +259,27 @@ class NodeSweep:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def node_environ() -> dict[str, str]:
+    """The environment of the node's sweep: the actor's, less what Ray set in it. Ray sets OMP_NUM_THREADS=1 in an
+    actor that did not find it set (a thread variable dlperf would see as the user's); the raylet's own environment,
+    the node's as `ray start` had it, says whether it was."""
+    env = {k: v for k, v in os.environ.items() if k not in NODE_ENV}
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+            raylet = {line.partition(b"=")[0].decode(errors="replace") for line in f.read().split(b"\0")}
+    except OSError:
+        return env
+    if "OMP_NUM_THREADS" not in raylet:
+        env.pop("OMP_NUM_THREADS", None)
+    return env
+
+
 # --- the driver's side -----------------------------------------------------------------------------------------------
 @dataclass
 class Node:
     info: NodeInfo
     actor: object
+    argv: list[str]  # the driver's command, stored as the run's
     run_id: int | None = None  # the node's run in the driver's store, once its first rows arrived
     exit: int | None = None
     error: str = ""
@@ -261,6 +287,7 @@ class Node:
 
 
 def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None, run_id: int | None = None) -> Node:
+    """The node's actor, its sweep started: `dlperf ARGV`, or `rows` (a run of the driver's store) resumed."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     remote = ray.remote(num_cpus=0, max_restarts=0)(NodeSweep).options(
@@ -268,8 +295,8 @@ def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None
         runtime_env={"env_vars": NODE_ENV},
     )
     actor = remote.remote()
-    actor.start.remote(argv, rows)
-    return Node(info, actor, run_id)
+    actor.start.remote(node_argv(argv), rows)
+    return Node(info, actor, ["dlperf", *argv], run_id)
 
 
 def follow(ray, store: Store, nodes: list[Node], address: str) -> int:
@@ -301,6 +328,8 @@ def poll(ray, store: Store, node: Node) -> None:
         if node.run_id is not None:
             store.set_run_status(node.run_id, "interrupted")
         return
+    for line in answer["said"]:
+        print(f"dlperf: warning: {node.info.describe()}: {line}", file=sys.stderr, flush=True)
     if answer["rows"] is not None:
         sync(store, node, answer["rows"])
     if answer["exit"] is not None:
@@ -315,7 +344,8 @@ def sync(store: Store, node: Node, rows: RunRows) -> None:
     if node.run_id is None:
         origin = Origin(f"{ORIGIN}{node.info.node_id}", rows.run["id"], now())
         with store.transaction():
-            node.run_id = store.insert_copy({**rows.run, "status": "running"}, rows.cells, rows.measurements, origin,
+            run = {**rows.run, "status": "running", "argv": json.dumps(node.argv)}
+            node.run_id = store.insert_copy(run, rows.cells, rows.measurements, origin,
                                             rows.profiles, rows.predictions)  # fmt: skip
         store.acquire(node.run_id)
         print(f"dlperf: {node.info.describe()}: run {node.run_id}", file=sys.stderr, flush=True)
@@ -379,15 +409,22 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
     check_flags(args)
     wanted = parse_nodes(args.nodes or "all")
     check_path(db, create=not args.resume)
-    ray = connect(args.ray)
+    temp_dir = tempfile.mkdtemp(prefix="dlperf-ray-")  # a cluster started here keeps its session files in it
+    try:
+        return _run(connect(args.ray, temp_dir), args, argv, db, wanted)
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None) -> tuple[int, list[int]]:
     try:
         chosen = select(ray.nodes(), wanted)
         store = Store.open(db, create=not args.resume)
         try:
             if args.resume:
-                nodes = resume_nodes(ray, store, chosen, args.ray)
+                nodes = resume_nodes(ray, store, chosen, argv)
             else:
-                nodes = [start_node(ray, info, node_argv(argv)) for info in chosen]
+                nodes = [start_node(ray, info, argv) for info in chosen]
             code = follow(ray, store, nodes, args.ray)
             return code, [n.run_id for n in nodes if n.run_id is not None]
         finally:
@@ -400,7 +437,7 @@ def fleet_runs(store: Store) -> list[RunRecord]:
     return [r for r in store.runs() if r.status != "complete" and r.origin and str(r.origin.db).startswith(ORIGIN)]
 
 
-def resume_nodes(ray, store: Store, chosen: list[NodeInfo], address: str) -> list[Node]:
+def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> list[Node]:
     """Each unfinished run of a Ray sweep taken up on a live node of its kind; none is a UsageError."""
     runs = fleet_runs(store)
     if not runs:
@@ -410,12 +447,12 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], address: str) -> lis
     for run in runs:
         info = next((n for n in chosen if same_kind(kinds[n.node_id], run.fingerprint)), None)
         if info is None:
-            raise UsageError(f"--resume --ray {address}: no live node is of the kind that measured run {run.id} "
+            raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
                              f"({run.fingerprint.get('cpu_model')}, {run.fingerprint.get('cores')})")  # fmt: skip
         if dead := store.acquire(run.id):
             print(f"dlperf: run {run.id} was left running by {dead.describe()}: taken over", file=sys.stderr)
         store.set_run_status(run.id, "running")
-        nodes.append(start_node(ray, info, [], store.check_run(run.id), run.id))
+        nodes.append(start_node(ray, info, argv, store.check_run(run.id), run.id))
         print(f"dlperf: run {run.id} resumed on {info.describe()}", file=sys.stderr, flush=True)
     return nodes
 
