@@ -22,7 +22,7 @@ ENVS ?= jax tensorflow mxnet
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[torch,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[torch,dev,ray]'
 	touch $(STAMP)
 
 run: $(STAMP)

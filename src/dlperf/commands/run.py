@@ -273,9 +273,9 @@ def run(args) -> int:
 
 
 def run_fleet(args, db: str) -> int:
-    """`--ray`: the sweep on the cluster's nodes (`runner/fleet.py`), then each node's run's table."""
+    """`--ray`: the sweep on the cluster's nodes (`fleet.py`), then each node's run's table."""
+    from dlperf import fleet
     from dlperf.commands.table import print_table
-    from dlperf.runner import fleet
 
     fleet.check_flags(args)
     code, runs = fleet.run(args, sys.argv[1:], db)

@@ -1,4 +1,4 @@
-"""`dlperf run --ray` (runner/fleet.py): the node selection and bad input (fast), and sweeps over a local Ray cluster
+"""`dlperf run --ray` (fleet.py): the node selection and bad input (fast), and sweeps over a local Ray cluster
 of two nodes (slow): each node's cells a run of its own, a node lost mid-sweep, --resume, no Ray process left."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 import pytest
 
 from conftest import ROOT, dlperf, gone, one_line_error, require
+from dlperf import fleet
 from dlperf.errors import UsageError
-from dlperf.runner import fleet
 
 NODES = [
     {"NodeID": "a" * 56, "Alive": True, "NodeManagerHostname": "box1", "Labels": {"gpu_type": "H100"},
@@ -75,37 +75,49 @@ def test_an_unreachable_cluster_is_one_line(tmp_path):
 
 
 # --- a local cluster of two nodes ------------------------------------------------------------------------------------
-def ray_pids() -> set[int]:
-    """Processes of Ray's own (its GCS, raylets, workers) and the nodes' sweeps (their store is in a dlperf-ray-
-    folder), by their command lines."""
-    found = set()
-    for stat in glob.glob("/proc/[0-9]*/cmdline"):
+# The slow tests run two at a time (make test-slow): each one's Ray processes carry a token of its own in their
+# environment, and its Ray session files go to a folder of its own, so one test's clean-up never touches another's.
+TOKEN = "DLPERF_RAY_TEST"
+
+
+def ray_pids(token: str) -> set[int]:
+    """The processes started with `token` in their environment: Ray's (its GCS, raylets, workers) and the nodes'
+    sweeps."""
+    found, mark = set(), f"{TOKEN}={token}".encode()
+    for path in glob.glob("/proc/[0-9]*/environ"):
         try:
-            with open(stat, "rb") as f:
-                cmd = f.read()
+            with open(path, "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    found.add(int(path.split("/")[2]))
         except OSError:
             continue
-        if any(name in cmd for name in (b"gcs_server", b"raylet", b"ray::", b"default_worker.py", b"dlperf-ray-")):
-            found.add(int(stat.split("/")[2]))
-    return found
+    return found - {os.getpid()}
 
 
 @pytest.fixture
-def no_ray_left():
-    """No Ray process or /tmp/ray session left by the test; a node the test killed leaves its sweep's folder (as a
-    dead machine would), removed here."""
-    sweeps = os.path.join(tempfile.gettempdir(), "dlperf-ray-*")
-    before_pids, before_dirs = ray_pids(), set(glob.glob("/tmp/ray/session_*")) | set(glob.glob(sweeps))
-    had_root = os.path.exists("/tmp/ray")
-    yield
-    left = ray_pids() - before_pids
+def no_ray_left(monkeypatch):
+    """A token for this test's processes, and a temporary folder of its own (TMPDIR: Ray's sessions, the nodes'
+    sweeps, the one --ray local starts); none of its processes left when it ends. A node the test killed leaves its
+    sweep's folder, as a dead machine would: removed here with the rest."""
+    token, folder = f"{os.getpid()}-{time.monotonic_ns()}", tempfile.mkdtemp(prefix="rt")  # short: Ray's sockets
+    monkeypatch.setenv(TOKEN, token)
+    monkeypatch.setenv("TMPDIR", folder)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    yield token, folder
+    gone(sorted(ray_pids(token)), 10)  # what Ray's shutdown stopped may still be ending
+    left = {pid: _command(pid) for pid in ray_pids(token)}
     for pid in left:
         os.kill(pid, signal.SIGKILL)
-    for d in (set(glob.glob("/tmp/ray/session_*")) | set(glob.glob(sweeps))) - before_dirs:
-        shutil.rmtree(d, ignore_errors=True)
-    if not had_root:
-        shutil.rmtree("/tmp/ray", ignore_errors=True)
-    assert gone(sorted(left), 10) and not left, f"Ray processes left: {sorted(left)}"
+    shutil.rmtree(folder, ignore_errors=True)
+    assert not left, f"processes left: {left}"
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
 
 
 @pytest.fixture
@@ -114,16 +126,15 @@ def cluster(no_ray_left):
     require("ray")
     from ray.cluster_utils import Cluster
 
-    env = os.environ.get("PYTHONPATH", "")
-    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env])  # the nodes' workers import this dlperf
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "labels": {"kind": "head"}})
+    _, folder = no_ray_left
+    head = {"num_cpus": 1, "labels": {"kind": "head"}, "include_dashboard": False, "temp_dir": f"{folder}/ray"}
+    c = Cluster(initialize_head=True, head_node_args=head)  # no dashboard: two tests' clusters would want one port
     c.add_node(num_cpus=1, labels={"kind": "worker"})
     c.wait_for_nodes()
     try:
         yield c
     finally:
         c.shutdown()
-        os.environ["PYTHONPATH"] = env
 
 
 def fleet_runs(db):
@@ -164,8 +175,7 @@ def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster,
     longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "2"]
     cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", cluster.address, "--nodes", "kind=worker"]
     cmd += ["--db", str(db)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and proc.poll() is None and not measured(db):
         time.sleep(0.5)
@@ -195,13 +205,12 @@ def measured(db) -> bool:
 @pytest.mark.slow
 def test_a_cluster_dlperf_started_itself_is_gone_when_it_ends(no_ray_left, tmp_path):
     require("ray")
-    before, folders = ray_pids(), set(glob.glob(os.path.join(tempfile.gettempdir(), "dlperf-ray-*")))
+    token, folder = no_ray_left
     proc = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", "local", db=tmp_path / "x.db", timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert gone(sorted(ray_pids() - before), 15), "a Ray process outlived dlperf"
+    assert gone(sorted(ray_pids(token)), 15), "a Ray process outlived dlperf"
+    assert os.listdir(folder) == [], "dlperf left files of its Ray session or its node's sweep"
     [(run, cells)] = fleet_runs(tmp_path / "x.db").values()
     assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
     assert run.argv[:2] == ["dlperf", "run"] and "--ray" in run.argv  # the command typed, not the node's
     assert "OMP_NUM_THREADS" not in run.env["thread_env"] or "OMP_NUM_THREADS" in os.environ  # not Ray's
-    left = set(glob.glob(os.path.join(tempfile.gettempdir(), "dlperf-ray-*"))) - folders
-    assert not left, "a session folder outlived dlperf"
