@@ -193,7 +193,10 @@ def test_an_interrupt_exits_130_and_leaves_no_part_of_the_dataset(tmp_path):
     src = Path(data.__file__).parents[2]
     proc = subprocess.Popen([sys.executable, "-m", "dlperf", "data", "synth", str(tmp_path), "--size", "paper",
                              "--only", "imagenet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(src)})  # fmt: skip
+                            env={**os.environ, "PYTHONPATH": str(src)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    # SIGINT at its default in the child, as in a terminal: under a background shell job SIGINT starts ignored, and
+    # Python then installs no KeyboardInterrupt handler
     deadline = time.monotonic() + 60
     while not list(tmp_path.rglob("*.JPEG")) and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
