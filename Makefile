@@ -25,7 +25,7 @@ ENVS ?= jax tensorflow mxnet
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[torch,dev,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[torch,dev,docs,ray]'
 	touch $(STAMP)
 
 run: $(STAMP)

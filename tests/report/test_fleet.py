@@ -173,3 +173,23 @@ def test_the_report_refuses_two_machines_in_one_picture_and_says_how_to_set_them
                    "dlperf report --runs 1,2")  # fmt: skip
     one_line_error(dlperf("report", "--campaign", "nope", "-o", str(out), db=lab), "--campaign 'nope'")
     assert not out.exists()
+
+
+def test_two_ray_nodes_of_one_host_are_two_machines_named_by_their_node():
+    """`dlperf run --ray` on two nodes of one host: the same fingerprint, two machines to Ray (their origin
+    `ray:NODE_ID`, kept through a merge), each named by its node; runs merged from one store stay one machine."""
+    from types import SimpleNamespace
+
+    from dlperf.report import fleet
+    from dlperf.store.records import Origin
+
+    fp = {"hostname": "box", "cpu_model": "EPYC Test", "gpus": []}
+    node = lambda run_id, node_id: SimpleNamespace(id=run_id, fingerprint=fp, origin=Origin(f"ray:{node_id}", 1))  # noqa: E731
+    merged = SimpleNamespace(id=3, fingerprint=fp, origin=Origin("/x/a.db", 7, None, Origin("ray:" + "b" * 56, 2)))
+    machines = fleet.group([node(1, "a" * 56), node(2, "b" * 56), merged])
+    assert [(m.label, m.runs) for m in machines] == [
+        ("box · EPYC Test (Ray node aaaaaaaa)", (1,)),
+        ("box · EPYC Test (Ray node bbbbbbbb)", (2, 3)),
+    ]
+    plain = [SimpleNamespace(id=i, fingerprint=fp, origin=None) for i in (4, 5)]
+    assert [(m.label, m.runs) for m in fleet.group(plain)] == [("box · EPYC Test", (4, 5))]

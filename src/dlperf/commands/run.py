@@ -25,7 +25,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_trace_cap_flag(p)
     add_nvtx_flag(p)
     add_data_flags(p)
-    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run")
+    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run (with --ray: every "
+                   "unfinished run of a Ray sweep, each on a live node of the kind that measured it)")  # fmt: skip
+    add_fleet_flags(p)
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
                    "runs here, or one untimed step per workload and mode)")  # fmt: skip
 
@@ -112,6 +114,22 @@ def add_parallel_flags(p: argparse.ArgumentParser) -> None:
         "--node-rank", type=whole("--node-rank"), default=0, help="this machine's rank among --nnodes (default: 0)"
     )
     ddp.add_argument("--rdzv-endpoint", help="host:port of the c10d rendezvous, the same on every node")
+
+
+def add_fleet_flags(p: argparse.ArgumentParser) -> None:
+    fleet = p.add_argument_group("a sweep over a Ray cluster's nodes (pip install 'dlperf[ray]')")
+    fleet.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="run the sweep on each chosen node of a Ray cluster, as "
+        "dlperf run there would, each node's cells stored here as a run of its own: auto (the cluster "
+        "this machine belongs to), HOST:PORT or ray://HOST:PORT, or local (one started for this run)",
+    )
+    fleet.add_argument(
+        "--nodes",
+        help="with --ray: all (every alive node, the default), or KEY=VALUE: the nodes "
+        "with that label (ray start --labels), or with at least VALUE of that custom resource",
+    )
 
 
 def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: float, max_time: float,
@@ -203,6 +221,8 @@ def run(args) -> int:
 
     db = db_path(args)
     use_gpu_specs(args)
+    if args.ray or args.nodes:
+        return run_fleet(args, db)
     if args.resume:
         outcome = api.resume(db)
     else:
@@ -254,3 +274,32 @@ def run(args) -> int:
         return outcome.exit_code
     print_table(db, outcome.run_id, "text")
     return outcome.exit_code
+
+
+def run_fleet(args, db: str) -> int:
+    """`--ray`: the sweep on the cluster's nodes (`fleet.py`), then their runs side by side (one node's: its table)."""
+    from dlperf import fleet
+    from dlperf.commands.table import print_table, show_fleet
+
+    fleet.check_flags(args)
+    code, runs = fleet.run(args, sys.argv[1:], db)
+    if code == ExitCode.INTERRUPTED:
+        print(f"dlperf: interrupted; finished cells are stored in runs {', '.join(map(str, runs)) or 'none'}. "
+              f"Continue with: dlperf run --resume --ray {args.ray} --db {db}", file=sys.stderr)  # fmt: skip
+        return code
+    if len(runs) < 2:
+        for run_id in runs:
+            print_table(db, run_id, "text")
+        return code
+    from dlperf.report.fleet import read
+
+    show_fleet(read(db, None, runs))
+    again = f"; all of campaign {args.campaign}: dlperf table --campaign {args.campaign}" if args.campaign else ""
+    print(f"dlperf: a run per node: {', '.join(map(str, runs))} (dlperf table --run N){again}", file=sys.stderr)
+    return code
+    from dlperf.report.fleet import read
+
+    show_fleet(read(db, None, runs))  # the nodes side by side: `dlperf table --campaign NAME` shows it again
+    print(f"each node's run: dlperf table --run N ({', '.join(map(str, runs))}); the campaign: dlperf table "
+          f"--campaign {args.campaign}" if args.campaign else "", file=sys.stderr)  # fmt: skip
+    return code

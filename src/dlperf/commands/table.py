@@ -95,21 +95,25 @@ def read_fleet(args):
 
 
 def print_fleet(args) -> int:
-    from dlperf.report import fleet
-    from dlperf.report.format import terminal
-
     flag = "--campaign" if args.campaign is not None else "--runs"
     taken = [f for f, on in (("--run", args.run), ("--best", args.best), ("--explain", args.explain),
                              ("--modes", args.modes)) if on]  # fmt: skip
     if taken:
         raise UsageError(f"{flag} shows every run it names, side by side: give no {', '.join(taken)}")
-    view = read_fleet(args)
-    if args.format == "text":
+    return show_fleet(read_fleet(args), args.format)
+
+
+def show_fleet(view, fmt: str = "text") -> int:
+    """A campaign's machines side by side (`report/fleet.py`), printed as `fmt`."""
+    from dlperf.report import fleet
+    from dlperf.report.format import terminal
+
+    if fmt == "text":
         print_rich(fleet.render_rich(view), [*fleet.verdicts(view), fleet.LEGEND], view.notes())
     else:
         renderers = {"md": fleet.render_markdown, "csv": fleet.render_csv, "json": fleet.render_json}
-        text = renderers[args.format](view)
-        print(terminal(text, newlines=True) if args.format == "md" else text, end="" if args.format == "csv" else "\n")
+        text = renderers[fmt](view)
+        print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
     return warn_unreadable(view.unreadable, "the table") or ExitCode.OK
 
 

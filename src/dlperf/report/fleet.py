@@ -29,6 +29,7 @@ from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 from dlperf.vocab import Status
 
 NOT_TOLD_APART = "not told apart"
+RAY_ORIGIN = "ray:"  # the origin of a run a Ray node measured (`dlperf run --ray`, dlperf/fleet.py)
 
 
 @dataclass(frozen=True)
@@ -188,18 +189,29 @@ def select(store: Store, campaign: str | None, runs: list[int] | None) -> list[R
 
 
 def group(runs: list[RunRecord]) -> list[Machine]:
-    """The runs by the machine that measured them (their fingerprint), in the order each machine first appears."""
-    by_print: dict[str, list[RunRecord]] = {}
+    """The runs by the machine that measured them (their fingerprint, and the Ray node for a run of `dlperf run
+    --ray`: two nodes of one host are two machines to Ray), in the order each machine first appears."""
+    by_print: dict[tuple[str, str | None], list[RunRecord]] = {}
     for run in runs:
-        by_print.setdefault(json.dumps(run.fingerprint, sort_keys=True), []).append(run)
+        by_print.setdefault((json.dumps(run.fingerprint, sort_keys=True), ray_node(run)), []).append(run)
     labels = [machine_label(rs[0].fingerprint) for rs in by_print.values()]
     machines = []
-    for label, rs in zip(labels, by_print.values(), strict=True):
+    for label, ((_, node), rs) in zip(labels, by_print.items(), strict=True):
         ids = tuple(r.id for r in rs)
         if labels.count(label) > 1:  # one host and model, yet measured on machines that differ (cores, versions)
-            label += f" (run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))})"
+            label += f" (Ray node {node[:8]})" if node else f" (run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))})"
         machines.append(Machine(label, ids))
     return machines
+
+
+def ray_node(run: RunRecord) -> str | None:
+    """The Ray node that measured a run of `dlperf run --ray` (its origin `ray:NODE_ID`, merged or not); else None."""
+    origin = run.origin
+    while origin is not None:
+        if str(origin.db).startswith(RAY_ORIGIN):
+            return str(origin.db).removeprefix(RAY_ORIGIN)
+        origin = origin.origin
+    return None
 
 
 def machine_label(fingerprint: dict) -> str:

@@ -426,6 +426,17 @@ class Store(MachineFigures):
             self._insert("predictions", {**row, "run_id": new_id})
         return new_id
 
+    def update_copy(self, run_id: int, rows: RunRows) -> None:
+        """A run copied in before (`insert_copy`) brought up to date with its source's rows as they are now: its cells,
+        measurements, profiles and predictions replaced, in one transaction, while this process holds its lease
+        (`dlperf run --ray`: a node's run streamed to the driver as its cells finish)."""
+        with self._writing(f"run {run_id}'s cells"), self.conn:
+            self._still_leased(run_id)
+            for table, found in (("cells", rows.cells), ("measurements", rows.measurements),
+                                 ("profiles", rows.profiles), ("predictions", rows.predictions)):  # fmt: skip
+                for row in found:
+                    self._insert(table, {**row, "run_id": run_id}, replace=True)
+
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
         """Peaks read from another file (`rows`) that this one lacks (every column but the id equal), inside the
         caller's `transaction`; returns how many were added."""
@@ -439,11 +450,13 @@ class Store(MachineFigures):
             added += 1
         return added
 
-    def _insert(self, table: str, row: dict[str, Any]) -> int:
-        """Insert the columns of `row` this file's `table` has (an older source may lack some, and vice versa)."""
+    def _insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int:
+        """Insert the columns of `row` this file's `table` has (an older source may lack some, and vice versa);
+        `replace`: over the row with the same key."""
         columns = [c for c in row if c in self._columns(table)]
+        verb = "INSERT OR REPLACE" if replace else "INSERT"
         cur = self.conn.execute(
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+            f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
             tuple(row[c] for c in columns),
         )
         return cur.lastrowid

@@ -1,0 +1,483 @@
+"""`dlperf run --ray ADDRESS`: one sweep over the nodes of a Ray cluster, each node's cells a run of its own.
+
+Each chosen node measures its cells exactly as `dlperf run` there would: a Ray actor pinned to the node
+(`NodeSweep`, NodeAffinitySchedulingStrategy, no CPU reserved) starts `python -m dlperf run ...` with the user's own
+flags into a store file of the node's own, so the node's worker, its child per cell, its thread counts (up to its
+cores), its GPUs and its framework environments are the ones used. The driver polls each actor; an actor answers with
+its run's rows whenever they changed, and the driver writes them into its store as that node's run (the node's
+environment and fingerprint; origin `ray:NODE_ID`), leased to the driver while it streams.
+
+A node that dies keeps in the driver's store what it had sent: its run is left interrupted, its unfinished cells are
+named, and `dlperf run --resume --ray ADDRESS` measures just those on a live node of the same kind (`same_kind`).
+A cluster dlperf started itself (`--ray local`) is stopped when it ends; one it joined is left as it was.
+
+Ray is imported by this module only, and this module only by `dlperf run --ray`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+
+from dlperf.errors import MissingDependency, UsageError
+from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
+from dlperf.runner import lifeline
+from dlperf.store import RunRows, Store, now
+from dlperf.store.location import check_path
+from dlperf.store.records import Origin, RunRecord
+
+POLL_S = 0.5  # how often the driver asks each node for what finished
+STOP_GRACE_S = 30.0  # a node's sweep stopped (SIGTERM: what finished is kept) before it is killed
+# Ray hides a node's GPUs from an actor that asked for none; the node's sweep must see its own GPUs.
+NODE_ENV = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
+LOCAL_FLAGS = ("--ray", "--nodes", "--db", "--resume")  # the driver's own: a node's sweep gets its own --db
+
+
+@dataclass(frozen=True)
+class NodeInfo:
+    node_id: str
+    host: str
+    labels: dict
+    resources: dict
+
+    def describe(self) -> str:
+        return f"node {self.node_id[:8]} ({self.host})"
+
+
+def parse_nodes(text: str) -> tuple[str, str] | None:
+    """`--nodes`: all (None), or KEY=VALUE (a node label, or a custom resource of at least VALUE)."""
+    if text == "all":
+        return None
+    key, sep, value = text.partition("=")
+    if not (sep and key.strip() and value.strip()):
+        raise UsageError(f"--nodes {text!r}: give all, or KEY=VALUE (a node label or resource, e.g. gpu_type=H100)")
+    return key.strip(), value.strip()
+
+
+def select(nodes: list[dict], wanted: tuple[str, str] | None) -> list[NodeInfo]:
+    """The alive nodes of `ray.nodes()` that `--nodes` chose; none is a UsageError naming what the cluster has."""
+    alive = [
+        NodeInfo(n["NodeID"], n.get("NodeManagerHostname") or n.get("NodeManagerAddress", "?"),
+                 dict(n.get("Labels") or {}), dict(n.get("Resources") or {}))
+        for n in nodes if n.get("Alive")
+    ]  # fmt: skip
+    chosen = [n for n in alive if wanted is None or _matches(n, *wanted)]
+    if chosen:
+        return chosen
+    if not alive:
+        raise UsageError("--ray: the cluster has no alive node")
+    key, value = wanted
+    labels = sorted({f"{k}={v}" for n in alive for k, v in n.labels.items() if not k.startswith("ray.io/")})
+    raise UsageError(f"--nodes {key}={value}: no alive node has that label or resource (labels: "
+                     f"{', '.join(labels) or 'none'})")  # fmt: skip
+
+
+def _matches(node: NodeInfo, key: str, value: str) -> bool:
+    if node.labels.get(key) == value:
+        return True
+    try:
+        return node.resources.get(key, 0) >= float(value) > 0
+    except ValueError:
+        return False
+
+
+def node_argv(argv: list[str]) -> list[str]:
+    """The user's `dlperf` arguments without the driver's own flags (`LOCAL_FLAGS`): what each node runs."""
+    kept, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = token.partition("=")
+        flag = next((f for f in LOCAL_FLAGS if len(name) > 2 and f.startswith(name)), None)
+        if flag is None:
+            kept.append(token)
+            continue
+        skip = flag != "--resume" and not eq
+    return kept
+
+
+def check_flags(args) -> None:
+    """What a fleet sweep does not do, said before anything connects."""
+    if args.nodes and not args.ray:
+        raise UsageError("--nodes: give --ray ADDRESS too (the cluster whose nodes it chooses)")
+    unsupported = {
+        "--nproc": args.nproc,  # a job across one node's processes; a torchrun job across nodes is --nnodes
+        "--nnodes": args.nnodes > 1,
+        "--dry-run": args.dry_run,
+        "--profile": args.profile,  # its traces would stay on the node
+    }
+    for flag, given in unsupported.items():
+        if given:
+            raise UsageError(f"--ray: {flag} is not supported over a Ray cluster's nodes; run it on the node itself")
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise MissingDependency("--ray: Ray is not installed; pip install 'dlperf[ray]'") from None
+    return ray
+
+
+def connect(address: str, temp_dir: str):
+    """Ray, connected to the cluster at `address` (local: one started for this run, its session files in
+    `temp_dir`); an address that does not answer is a UsageError, said before anything runs."""
+    ray = import_ray()
+    if address not in ("auto", "local"):
+        _check_reachable(address)
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
+    try:
+        if address == "local":
+            ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
+        else:
+            ray.init(address=address, **quiet)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise UsageError(f"--ray {address}: cannot connect ({str(exc).splitlines()[0]})") from None
+    return ray
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--ray {address!r}: give auto, local, HOST:PORT or ray://HOST:PORT")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise UsageError(f"--ray {address}: unreachable ({exc.strerror or exc})") from None
+
+
+def same_kind(a: dict, b: dict) -> bool:
+    """Two fingerprints of the same kind of machine: equal but for the hostname and the memory (its rounding)."""
+    ignore = ("hostname", "memory_gib")
+    return {k: v for k, v in a.items() if k not in ignore} == {k: v for k, v in b.items() if k not in ignore}
+
+
+# --- the node's side: an actor pinned to it --------------------------------------------------------------------------
+class NodeSweep:
+    """One node's sweep: `dlperf run` into a store file of the node's own, its run's rows read back when they change."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="dlperf-ray-")
+        self.db = os.path.join(self.dir, "node.db")
+        self.proc: subprocess.Popen | None = None
+        self.sent: str | None = None
+        self.read = 0  # bytes of the sweep's stderr read by `_said`
+
+    def kind(self, frameworks: list[str]) -> dict:
+        """This node's fingerprint, as `dlperf run --resume` would capture it."""
+        from dlperf import envinfo
+        from dlperf.plan import framework_info
+
+        return envinfo.fingerprint(envinfo.capture(framework_info(frameworks)))
+
+    def start(self, argv: list[str], rows: RunRows | None = None) -> None:
+        """`dlperf ARGV` here; `rows`: an unfinished run of another node of this kind, resumed here."""
+        if rows is not None:
+            self._take_over(rows)
+            argv = ["run", "--resume"]
+        env = node_environ()
+        with open(os.path.join(self.dir, "out"), "wb") as out, open(os.path.join(self.dir, "err"), "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "dlperf", *argv, "--db", self.db], stdout=out,
+                                         stderr=err, env=env, preexec_fn=lifeline.before_exec())  # fmt: skip
+
+    def _take_over(self, rows: RunRows) -> None:
+        """The run written here as this node's, so `--resume` takes it up: this node's fingerprint replaces the dead
+        one's (the same kind, `same_kind`), and its finished processes are kept."""
+        spec = json.loads(rows.run["spec_json"])
+        mine = self.kind(spec.get("frameworks") or ["torch"])
+        run = {**rows.run, "status": "interrupted", "fingerprint_json": json.dumps(mine)}
+        store = Store.open(self.db, create=True)
+        try:
+            with store.transaction():
+                store.insert_copy(run, rows.cells, rows.measurements, Origin("ray driver", rows.run["id"], now()),
+                                  rows.profiles, rows.predictions)  # fmt: skip
+        finally:
+            store.close()
+
+    def poll(self) -> dict:
+        """{"rows": the run's rows if they changed since the last poll, else None; "exit": the sweep's exit code once
+        it ended; "error": its last line on stderr}."""
+        code = self.proc.poll() if self.proc else None
+        rows = self._rows()
+        if rows is not None:
+            signature = repr((rows.run.get("status"), rows.cells, rows.measurements, rows.profiles))
+            rows, self.sent = (rows, signature) if signature != self.sent else (None, self.sent)
+        return {"rows": rows, "exit": code, "error": self._last_error() if code else None, "said": self._said()}
+
+    def _said(self) -> list[str]:
+        """The warnings the sweep printed since the last poll (its progress lines stay here)."""
+        with open(os.path.join(self.dir, "err"), "rb") as f:
+            f.seek(self.read)
+            text = f.read()
+        complete = text[: text.rfind(b"\n") + 1]
+        self.read += len(complete)
+        lines = complete.decode(errors="replace").splitlines()
+        return [x.removeprefix("dlperf: warning: ") for x in lines if x.startswith("dlperf: warning: ")]
+
+    def _rows(self) -> RunRows | None:
+        if not os.path.exists(self.db):
+            return None
+        try:
+            store = Store.open(self.db, create=False)
+        except UsageError:
+            return None  # not created yet
+        try:
+            runs = store.rows("runs")
+            return store.check_run(runs[-1]["id"]) if runs else None
+        except UsageError:
+            return None  # mid-write: the next poll reads it
+        finally:
+            store.close()
+
+    def _last_error(self) -> str:
+        with open(os.path.join(self.dir, "err"), "rb") as f:
+            lines = [x for x in f.read().decode(errors="replace").splitlines() if x.strip()]
+        return lines[-1] if lines else ""
+
+    def stop(self) -> None:
+        """Interrupt the sweep as Ctrl-C would (what finished is kept), then kill it if it lingers."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def node_environ() -> dict[str, str]:
+    """The environment of the node's sweep: the actor's, less what Ray set in it. Ray sets OMP_NUM_THREADS=1 in an
+    actor that did not find it set (a thread variable dlperf would see as the user's); the raylet's own environment,
+    the node's as `ray start` had it, says whether it was."""
+    env = {k: v for k, v in os.environ.items() if k not in NODE_ENV}
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+            raylet = {line.partition(b"=")[0].decode(errors="replace") for line in f.read().split(b"\0")}
+    except OSError:
+        return env
+    if "OMP_NUM_THREADS" not in raylet:
+        env.pop("OMP_NUM_THREADS", None)
+    return env
+
+
+# --- the driver's side -----------------------------------------------------------------------------------------------
+@dataclass
+class Node:
+    info: NodeInfo
+    actor: object
+    argv: list[str]  # the driver's command, stored as the run's
+    run_id: int | None = None  # the node's run in the driver's store, once its first rows arrived
+    exit: int | None = None
+    error: str = ""
+    died: str = ""  # why the driver lost the node
+
+
+def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None, run_id: int | None = None) -> Node:
+    """The node's actor, its sweep started: `dlperf ARGV`, or `rows` (a run of the driver's store) resumed."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    remote = ray.remote(num_cpus=0, max_restarts=0)(NodeSweep).options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(info.node_id, soft=False),
+        runtime_env={"env_vars": NODE_ENV},
+    )
+    actor = remote.remote()
+    actor.start.remote(node_argv(argv), rows)
+    return Node(info, actor, ["dlperf", *argv], run_id)
+
+
+def follow(ray, store: Store, nodes: list[Node], address: str) -> int:
+    """Stream each node's run into `store` until every node ended or died; the exit code."""
+    try:
+        with lifeline.sigterm_as_interrupt():
+            while live := [n for n in nodes if n.exit is None and not n.died]:
+                for node in live:
+                    poll(ray, store, node)
+                time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        for node in nodes:
+            if node.exit is None and not node.died:
+                _stop(ray, store, node)
+        return 130
+    finally:
+        _close(ray, nodes)
+    for node in nodes:
+        if node.died:
+            say_lost(store, node, address)
+    return exit_code(nodes)
+
+
+def poll(ray, store: Store, node: Node) -> None:
+    try:
+        answer = ray.get(node.actor.poll.remote(), timeout=120)
+    except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as exc:
+        node.died = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if node.run_id is not None:
+            store.set_run_status(node.run_id, "interrupted")
+        return
+    for line in answer["said"]:
+        print(f"dlperf: warning: {node.info.describe()}: {line}", file=sys.stderr, flush=True)
+    if answer["rows"] is not None:
+        sync(store, node, answer["rows"])
+    if answer["exit"] is not None:
+        node.exit, node.error = answer["exit"], answer["error"]
+        if node.run_id is not None:
+            status = store.run(node.run_id).status
+            store.set_run_status(node.run_id, status if status != "running" else "interrupted")
+
+
+def sync(store: Store, node: Node, rows: RunRows) -> None:
+    """The node's run written into the driver's store: created (and leased here) on its first rows, then updated."""
+    if node.run_id is None:
+        origin = Origin(f"{ORIGIN}{node.info.node_id}", rows.run["id"], now())
+        with store.transaction():
+            run = {**rows.run, "status": "running", "argv": json.dumps(node.argv)}
+            node.run_id = store.insert_copy(run, rows.cells, rows.measurements, origin,
+                                            rows.profiles, rows.predictions)  # fmt: skip
+        store.acquire(node.run_id)
+        print(f"dlperf: {node.info.describe()}: run {node.run_id}", file=sys.stderr, flush=True)
+    store.update_copy(node.run_id, rows)
+    status = rows.run.get("status")
+    if status != "running":
+        store.set_run_status(node.run_id, status)
+
+
+def _stop(ray, store: Store, node: Node) -> None:
+    """Ctrl-C: the node's sweep interrupted, what it finished kept."""
+    try:
+        ray.get(node.actor.stop.remote(), timeout=STOP_GRACE_S + 10)
+        poll(ray, store, node)
+    except ray.exceptions.RayError:
+        pass
+    if node.run_id is not None and store.run(node.run_id).status == "running":
+        store.set_run_status(node.run_id, "interrupted")
+
+
+def _close(ray, nodes: list[Node]) -> None:
+    for node in nodes:
+        try:
+            ray.get(node.actor.close.remote(), timeout=STOP_GRACE_S + 10)
+        except ray.exceptions.RayError:
+            pass
+        ray.kill(node.actor)
+
+
+def unfinished(store: Store, run_id: int) -> list[str]:
+    """The labels of a run's cells with processes left to measure."""
+    from dlperf.report.format import terminal
+
+    repeats = store.run(run_id).spec.get("repeats", 1)
+    done = store.done_repeats(run_id)
+    cells = store.cells(run_id)
+    return [terminal(c.cell.label) for c in cells if any((c.key, r) not in done for r in range(repeats))]
+
+
+def say_lost(store: Store, node: Node, address: str) -> None:
+    where = f"{node.info.describe()} was lost ({node.died})"
+    if node.run_id is None:
+        print(f"dlperf: {where} before its plan arrived: nothing of it is stored", file=sys.stderr)
+        return
+    left = unfinished(store, node.run_id)
+    print(f"dlperf: {where}: run {node.run_id} keeps its finished cells; not measured: {', '.join(left)}. "
+          f"`dlperf run --resume --ray {address} --db {store.path}` measures them on a live node of the same kind",
+          file=sys.stderr)  # fmt: skip
+
+
+def exit_code(nodes: list[Node]) -> int:
+    if all(n.exit == 2 and n.run_id is None for n in nodes):  # the flags refused on every node: nothing ran
+        raise UsageError(nodes[0].error.removeprefix("dlperf: error: "))
+    if any(n.died or n.exit not in (0, None) for n in nodes):
+        return 130 if any(n.exit == 130 for n in nodes) and not any(n.died for n in nodes) else 1
+    return 0
+
+
+def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
+    """`dlperf run --ray`: the exit code and the runs it stored, one per node. A sweep given no `--campaign` names
+    one (`campaign_name`), so `dlperf table --campaign` shows its nodes side by side."""
+    check_flags(args)
+    wanted = parse_nodes(args.nodes or "all")
+    check_path(db, create=not args.resume)
+    if not args.resume and args.campaign is None:
+        args.campaign = campaign_name()
+        argv = [*argv, "--campaign", args.campaign]
+    temp_dir = tempfile.mkdtemp(prefix="dlperf-ray-")  # a cluster started here keeps its session files in it
+    try:
+        return _run(connect(args.ray, temp_dir), args, argv, db, wanted)
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None) -> tuple[int, list[int]]:
+    try:
+        chosen = select(ray.nodes(), wanted)
+        store = Store.open(db, create=not args.resume)
+        try:
+            if args.resume:
+                nodes = resume_nodes(ray, store, chosen, argv)
+            else:
+                nodes = [start_node(ray, info, argv) for info in chosen]
+            code = follow(ray, store, nodes, args.ray)
+            return code, [n.run_id for n in nodes if n.run_id is not None]
+        finally:
+            store.close()
+    finally:
+        ray.shutdown()
+
+
+def campaign_name() -> str:
+    """The campaign of a `--ray` sweep given none: ray-YYYYMMDD-HHMMSS, the driver's local time."""
+    return time.strftime("ray-%Y%m%d-%H%M%S")
+
+
+def fleet_runs(store: Store) -> list[RunRecord]:
+    return [r for r in store.runs() if r.status != "complete" and r.origin and str(r.origin.db).startswith(ORIGIN)]
+
+
+def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> list[Node]:
+    """Each unfinished run of a Ray sweep taken up on a live node of its kind; none is a UsageError."""
+    runs = fleet_runs(store)
+    if not runs:
+        raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep")
+    kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
+    nodes = []
+    for run in runs:
+        info = next((n for n in chosen if same_kind(kinds[n.node_id], run.fingerprint)), None)
+        if info is None:
+            raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
+                             f"({run.fingerprint.get('cpu_model')}, {run.fingerprint.get('cores')})")  # fmt: skip
+        if dead := store.acquire(run.id):
+            print(f"dlperf: run {run.id} was left running by {dead.describe()}: taken over", file=sys.stderr)
+        store.set_run_status(run.id, "running")
+        nodes.append(start_node(ray, info, argv, store.check_run(run.id), run.id))
+        print(f"dlperf: run {run.id} resumed on {info.describe()}", file=sys.stderr, flush=True)
+    return nodes
+
+
+def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict]:
+    """Each chosen node's fingerprint, asked of a short-lived actor there."""
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    found = {}
+    for info in chosen:
+        actor = ray.remote(num_cpus=0)(NodeSweep).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(info.node_id, soft=False)
+        ).remote()  # fmt: skip
+        try:
+            found[info.node_id] = ray.get(actor.kind.remote(frameworks), timeout=300)
+        finally:
+            ray.get(actor.close.remote())
+            ray.kill(actor)
+    return found

@@ -1,0 +1,221 @@
+"""`dlperf run --ray` (fleet.py): the node selection and bad input (fast), and sweeps over a local Ray cluster
+of two nodes (slow): each node's cells a run of its own, a node lost mid-sweep, --resume, no Ray process left."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+from conftest import ROOT, dlperf, gone, one_line_error, require
+from dlperf import fleet
+from dlperf.errors import UsageError
+
+NODES = [
+    {"NodeID": "a" * 56, "Alive": True, "NodeManagerHostname": "box1", "Labels": {"gpu_type": "H100"},
+     "Resources": {"CPU": 8.0, "fast": 1.0}},
+    {"NodeID": "b" * 56, "Alive": True, "NodeManagerHostname": "box2", "Labels": {"gpu_type": "A100"},
+     "Resources": {"CPU": 4.0}},
+    {"NodeID": "c" * 56, "Alive": False, "NodeManagerHostname": "box3", "Labels": {"gpu_type": "H100"},
+     "Resources": {"CPU": 4.0}},
+]  # fmt: skip
+SWEEP = ["--workloads", "tiny-fcn-r,tiny-alexnet-r", "--threads", "1", "--no-loss-check", "--no-predict",
+         "--max-warmup", "1", "--min-steps", "2", "--min-time", "0", "--max-time", "0.5"]  # fmt: skip
+
+
+def test_nodes_are_chosen_by_label_or_resource_among_the_alive_ones():
+    hosts = lambda wanted: [n.host for n in fleet.select(NODES, fleet.parse_nodes(wanted))]  # noqa: E731
+    assert hosts("all") == ["box1", "box2"]  # box3 is dead
+    assert hosts("gpu_type=H100") == ["box1"]
+    assert hosts("fast=1") == ["box1"] and hosts("CPU=4") == ["box1", "box2"]
+    with pytest.raises(UsageError, match=r"^--nodes gpu_type=V100: no alive node .*gpu_type=A100, gpu_type=H100"):
+        fleet.select(NODES, ("gpu_type", "V100"))
+    with pytest.raises(UsageError, match=r"^--nodes 'gpu_type': give all, or KEY=VALUE"):
+        fleet.parse_nodes("gpu_type")
+
+
+def test_a_node_runs_the_users_flags_without_the_drivers_own():
+    argv = ["run", "--ray", "auto", "--workloads", "fcn-r", "--nodes=all", "--db", "x.db", "--threads", "1"]
+    assert fleet.node_argv(argv) == ["run", "--workloads", "fcn-r", "--threads", "1"]
+    assert fleet.node_argv(["run", "--resume", "--ray=ray://h:1", "--repeats", "2"]) == ["run", "--repeats", "2"]
+
+
+def test_the_same_kind_of_machine_ignores_only_its_name_and_memory_rounding():
+    a = {"cpu_model": "X", "cores": {"cores": 8}, "hostname": "box1", "memory_gib": 31, "gpus": []}
+    assert fleet.same_kind(a, {**a, "hostname": "box2", "memory_gib": 32})
+    assert not fleet.same_kind(a, {**a, "cores": {"cores": 4}})
+
+
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (["--ray", "auto", "--nproc", "2"], "--ray: --nproc is not supported"),
+        (["--ray", "auto", "--dry-run"], "--ray: --dry-run is not supported"),
+        (["--nodes", "all"], "--nodes: give --ray ADDRESS too"),
+        (["--ray", "auto", "--nodes", "gpu"], "--nodes 'gpu': give all, or KEY=VALUE"),
+    ],
+)
+def test_flags_a_fleet_does_not_take_are_one_line_before_anything_connects(tmp_path, args, fragment):
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", *args, db=tmp_path / "x.db", timeout=60)
+    one_line_error(proc, fragment)
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path):
+    require("ray")
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--ray", "127.0.0.1:9", db=tmp_path / "x.db", timeout=60)
+    one_line_error(proc, "--ray 127.0.0.1:9: unreachable")
+
+
+# --- a local cluster of two nodes ------------------------------------------------------------------------------------
+# The slow tests run two at a time (make test-slow): each one's Ray processes carry a token of its own in their
+# environment, and its Ray session files go to a folder of its own, so one test's clean-up never touches another's.
+TOKEN = "DLPERF_RAY_TEST"
+
+
+def ray_pids(token: str) -> set[int]:
+    """The processes started with `token` in their environment: Ray's (its GCS, raylets, workers) and the nodes'
+    sweeps."""
+    found, mark = set(), f"{TOKEN}={token}".encode()
+    for path in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            with open(path, "rb") as f:
+                if mark in f.read().split(b"\0"):
+                    found.add(int(path.split("/")[2]))
+        except OSError:
+            continue
+    return found - {os.getpid()}
+
+
+@pytest.fixture
+def no_ray_left(monkeypatch):
+    """A token for this test's processes, and a temporary folder of its own (TMPDIR: Ray's sessions, the nodes'
+    sweeps, the one --ray local starts); none of its processes left when it ends. A node the test killed leaves its
+    sweep's folder, as a dead machine would: removed here with the rest."""
+    token, folder = f"{os.getpid()}-{time.monotonic_ns()}", tempfile.mkdtemp(prefix="rt")  # short: Ray's sockets
+    monkeypatch.setenv(TOKEN, token)
+    monkeypatch.setenv("TMPDIR", folder)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]))
+    yield token, folder
+    gone(sorted(ray_pids(token)), 10)  # what Ray's shutdown stopped may still be ending
+    left = {pid: _command(pid) for pid in ray_pids(token)}
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    shutil.rmtree(folder, ignore_errors=True)
+    assert not left, f"processes left: {left}"
+
+
+def _command(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")[:200]
+    except OSError:
+        return "?"
+
+
+@pytest.fixture
+def cluster(no_ray_left):
+    """Two Ray nodes on this machine, labelled kind=head and kind=worker."""
+    require("ray")
+    from ray.cluster_utils import Cluster
+
+    _, folder = no_ray_left
+    head = {"num_cpus": 1, "labels": {"kind": "head"}, "include_dashboard": False, "temp_dir": f"{folder}/ray"}
+    c = Cluster(initialize_head=True, head_node_args=head)  # no dashboard: two tests' clusters would want one port
+    c.add_node(num_cpus=1, labels={"kind": "worker"})
+    c.wait_for_nodes()
+    try:
+        yield c
+    finally:
+        c.shutdown()
+
+
+def fleet_runs(db):
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return {r.origin.db.removeprefix("ray:"): (r, store.cells(r.id)) for r in store.runs()}
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, tmp_path):
+    db = tmp_path / "fleet.db"
+    proc = dlperf("run", *SWEEP, "--ray", cluster.address, db=db, timeout=300, env={"COLUMNS": "300"})
+    assert proc.returncode == 0, proc.stderr
+    runs = fleet_runs(db)
+    node_ids = {n.node_id for n in [cluster.head_node, *cluster.worker_nodes]}
+    assert set(runs) == node_ids
+    [campaign] = {run.spec["campaign"] for run, _ in runs.values()}  # one campaign, named for the sweep
+    assert campaign.startswith("ray-")
+    assert all(f"(Ray node {node_id[:8]})" in proc.stdout for node_id in node_ids), proc.stdout  # side by side
+    again = dlperf("table", "--campaign", campaign, db=db, env={"COLUMNS": "300"})
+    assert again.returncode == 0 and all(f"(Ray node {node_id[:8]})" in again.stdout for node_id in node_ids)
+    for run, cells in runs.values():
+        assert run.status == "complete" and run.env["cores"] and run.fingerprint["hostname"]
+        assert sorted(c.workload for c in cells) == ["tiny-alexnet-r", "tiny-fcn-r"]
+        assert all(c.status.value == "ok" and c.threads == 1 for c in cells)
+    one = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", cluster.address, "--nodes", "kind=worker",
+                 db=tmp_path / "w.db", timeout=300)  # fmt: skip
+    assert one.returncode == 0, one.stderr
+    assert set(fleet_runs(tmp_path / "w.db")) == {worker.node_id for worker in cluster.worker_nodes}
+    none = dlperf("run", *SWEEP, "--ray", cluster.address, "--nodes", "kind=gpu", db=tmp_path / "n.db", timeout=120)
+    one_line_error(none, "--nodes kind=gpu: no alive node has that label or resource (labels: kind=head, kind=worker)")
+    assert not (tmp_path / "n.db").exists()
+
+
+@pytest.mark.slow
+def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster, tmp_path):
+    db = tmp_path / "fleet.db"
+    [worker] = cluster.worker_nodes
+    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "2"]
+    cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", cluster.address, "--nodes", "kind=worker"]
+    cmd += ["--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not measured(db):
+        time.sleep(0.5)
+    cluster.remove_node(worker)
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 1, err
+    assert "was lost" in err and "not measured:" in err and "--resume --ray" in err
+    [(run, cells)] = fleet_runs(db).values()
+    assert run.status == "interrupted" and any(c.status.value == "pending" for c in cells)
+    cluster.add_node(num_cpus=1, labels={"kind": "worker"})
+    cluster.wait_for_nodes()
+    again = dlperf("run", "--resume", "--ray", cluster.address, "--nodes", "kind=worker", db=db, timeout=300)
+    assert again.returncode == 0, again.stderr
+    [(run, cells)] = fleet_runs(db).values()
+    assert run.status == "complete" and all(c.status.value == "ok" for c in cells), [c.status for c in cells]
+
+
+def measured(db) -> bool:
+    if not os.path.exists(db):
+        return False
+    try:
+        return any(any(c.status.value != "pending" for c in cells) for _, cells in fleet_runs(db).values())
+    except Exception:  # the store is being written
+        return False
+
+
+@pytest.mark.slow
+def test_a_cluster_dlperf_started_itself_is_gone_when_it_ends(no_ray_left, tmp_path):
+    require("ray")
+    token, folder = no_ray_left
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", "local", db=tmp_path / "x.db", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert gone(sorted(ray_pids(token)), 15), "a Ray process outlived dlperf"
+    assert os.listdir(folder) == [], "dlperf left files of its Ray session or its node's sweep"
+    [(run, cells)] = fleet_runs(tmp_path / "x.db").values()
+    assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
+    assert run.argv[:2] == ["dlperf", "run"] and "--ray" in run.argv  # the command typed, not the node's
+    assert "OMP_NUM_THREADS" not in run.env["thread_env"] or "OMP_NUM_THREADS" in os.environ  # not Ray's
