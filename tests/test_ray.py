@@ -7,6 +7,7 @@ import glob
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -127,14 +128,22 @@ def cluster(no_ray_left):
     from ray.cluster_utils import Cluster
 
     _, folder = no_ray_left
-    head = {"num_cpus": 1, "labels": {"kind": "head"}, "include_dashboard": False, "temp_dir": f"{folder}/ray"}
+    head = {"num_cpus": 1, "labels": {"kind": "head"}, "include_dashboard": False, "temp_dir": f"{folder}/ray",
+            "ray_client_server_port": free_port()}  # fmt: skip
     c = Cluster(initialize_head=True, head_node_args=head)  # no dashboard: two tests' clusters would want one port
+    c.client_port = head["ray_client_server_port"]
     c.add_node(num_cpus=1, labels={"kind": "worker"})
     c.wait_for_nodes()
     try:
         yield c
     finally:
         c.shutdown()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def fleet_runs(db):
@@ -171,6 +180,20 @@ def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, 
     none = dlperf("run", *SWEEP, "--ray", cluster.address, "--nodes", "kind=gpu", db=tmp_path / "n.db", timeout=120)
     one_line_error(none, "--nodes kind=gpu: no alive node has that label or resource (labels: kind=head, kind=worker)")
     assert not (tmp_path / "n.db").exists()
+
+
+@pytest.mark.slow
+def test_ray_client_drives_a_sweep_from_outside_the_cluster(cluster, tmp_path):
+    """`--ray ray://HOST:PORT`: Ray Client, the driver outside the cluster; the chosen node's cells land here."""
+    db = tmp_path / "client.db"
+    address = f"ray://127.0.0.1:{cluster.client_port}"
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", address, "--nodes", "kind=worker", db=db,
+                  timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    [(run, cells)] = fleet_runs(db).values()
+    assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
+    [worker] = cluster.worker_nodes
+    assert run.origin.db == f"ray:{worker.node_id}"
 
 
 @pytest.mark.slow

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 
 from dlperf.errors import MissingDependency, UsageError
@@ -137,12 +138,18 @@ def connect(address: str, temp_dir: str):
         _check_reachable(address)
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     try:
-        if address == "local":
-            ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
-        else:
-            ray.init(address=address, **quiet)
+        with warnings.catch_warnings():  # Ray Client's own warning of a timeout repeats what the error says
+            warnings.simplefilter("ignore")
+            if address == "local":
+                ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
+            else:
+                ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ValueError) as exc:
-        raise UsageError(f"--ray {address}: cannot connect ({str(exc).splitlines()[0]})") from None
+        hint = ""
+        if address.startswith("ray://") and os.environ.get("RAY_AUTH_MODE") != "token":
+            hint = ("; a cluster `ray start` began checks a token: set RAY_AUTH_MODE=token here, with the head's "
+                    "~/.ray/auth_token")  # fmt: skip
+        raise UsageError(f"--ray {address}: cannot connect ({str(exc).splitlines()[0]}){hint}") from None
     return ray
 
 
