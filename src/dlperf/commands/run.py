@@ -216,7 +216,6 @@ def use_gpu_specs(args) -> None:
 def run(args) -> int:
     from dlperf import api
     from dlperf.commands.table import print_table
-    from dlperf.report.format import duration, terminal
     from dlperf.store.location import resume_command
 
     db = db_path(args)
@@ -258,12 +257,7 @@ def run(args) -> int:
             campaign=args.campaign,
         )
     if args.dry_run:
-        for cell in outcome.plan.cells:
-            print(terminal(cell.label))
-        e = outcome.estimate
-        print(f"{len(outcome.plan.tasks)} cell processes, estimated {duration(e.seconds)} (at most "
-              f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "
-              f"machine, the others from {e.pilots} pilot steps that took {duration(e.pilot_s)}")  # fmt: skip
+        print_estimate(outcome)
         return ExitCode.OK
     if outcome.exit_code == ExitCode.INTERRUPTED:
         print(
@@ -274,6 +268,18 @@ def run(args) -> int:
         return outcome.exit_code
     print_table(db, outcome.run_id, "text")
     return outcome.exit_code
+
+
+def print_estimate(outcome) -> None:
+    """`--dry-run`: the plan's cells, and what measuring them would take."""
+    from dlperf.report.format import duration, terminal
+
+    for cell in outcome.plan.cells:
+        print(terminal(cell.label))
+    e = outcome.estimate
+    print(f"{len(outcome.plan.tasks)} cell processes, estimated {duration(e.seconds)} (at most "
+          f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "
+          f"machine, the others from {e.pilots} pilot steps that took {duration(e.pilot_s)}")  # fmt: skip
 
 
 def run_fleet(args, db: str) -> int:
