@@ -165,6 +165,8 @@ def test_a_forked_cells_thread_settings_and_affinity_equal_a_cold_ones(monkeypat
 ENV_DUMP = """
 import json, os, sys
 
+import numpy  # noqa: F401 - loaded, as the warm parent has it: its BLAS pool's threads are a cold child's too
+
 def main(argv):
     with open(argv[1], "w") as f:
         json.dump({"env": dict(os.environ), "cwd": os.getcwd(), "argv": argv[1:], "sid": os.getsid(0) == os.getpid(),
@@ -178,7 +180,8 @@ if __name__ == "__main__":
 
 def test_a_forked_child_has_exactly_the_environment_a_cold_child_is_given(tmp_path, monkeypatch):
     """A module run forked and cold with the same environment, working directory and arguments sees the same: the
-    environment whole (but the pid of its parent, its own by design), its own session, one thread."""
+    environment whole (but the pid of its parent, its own by design), its own session, as many threads as a cold one
+    (numpy loaded in both)."""
     require("torch")
     (tmp_path / "envdump.py").write_text(ENV_DUMP)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), str(tmp_path)]))
@@ -199,8 +202,45 @@ def test_a_forked_child_has_exactly_the_environment_a_cold_child_is_given(tmp_pa
     assert forked["env"] == cold["env"] and forked["env"]["OMP_NUM_THREADS"] == "2"
     assert forked["cwd"] == cold["cwd"] == str(tmp_path)
     assert forked["argv"] == [str(tmp_path / "warm.json")] and cold["argv"] == [str(tmp_path / "cold.json")]
-    assert forked["sid"] and cold["sid"] and forked["threads"] == 1
+    assert forked["sid"] and cold["sid"] and forked["threads"] == cold["threads"]  # none of the parent's copied
     assert not alive(parent.proc.pid)
+
+
+BLAS_DUMP = """
+import json, sys
+
+def main(argv):
+    import numpy  # noqa: F401 - loaded, as a cell's step may use it
+    from threadpoolctl import threadpool_info
+
+    with open(argv[1], "w") as f:
+        json.dump(sorted(p["num_threads"] for p in threadpool_info() if p["internal_api"] == "openblas"), f)
+    return 0
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
+"""
+
+
+def test_a_forked_childs_numpy_blas_pool_is_sized_as_a_cold_ones(tmp_path, monkeypatch):
+    """The warm parent loaded numpy's OpenBLAS with one thread; a forked child's pool follows the cell's thread
+    variables, as a fresh interpreter's does."""
+    require("torch")
+    (tmp_path / "blasdump.py").write_text(BLAS_DUMP)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "src"), str(tmp_path)]))
+    threads = min(2, len(os.sched_getaffinity(0)))
+    env = launching.child_env(os.environ, threads)
+    parent = warm.WarmParent(sys.executable, "torch", warm.env_key(os.environ))
+    try:
+        (tmp_path / "w").mkdir()
+        forked = parent.spawn("blasdump", [str(tmp_path / "warm.json")], env, tmp_path / "w")
+        assert forked.wait(60) == 0, (tmp_path / "w" / "stderr.log").read_text()
+    finally:
+        parent.close()
+    cold = subprocess.run([sys.executable, "-m", "blasdump", str(tmp_path / "cold.json")], env=env, timeout=60)
+    assert cold.returncode == 0
+    forked_pool, cold_pool = (json.loads((tmp_path / f"{w}.json").read_text()) for w in ("warm", "cold"))
+    assert cold_pool and forked_pool == cold_pool == [threads] * len(cold_pool)
 
 
 def measurements(db: Path) -> dict[str, dict]:

@@ -132,6 +132,7 @@ class Zygote:
             os.environ.clear()
             os.environ.update(request["env"])
             reseed()
+            blas_threads()
             os.close(ready_w)
         except BaseException as exc:
             os.write(ready_w, f"{type(exc).__name__}: {exc}".encode())
@@ -197,6 +198,24 @@ def reseed() -> None:
     numpy = sys.modules.get("numpy")
     if numpy is not None:
         numpy.random.seed()
+
+
+def blas_threads() -> None:
+    """numpy's OpenBLAS pool sized from the environment, as loading it in a fresh interpreter sizes it: the warm parent
+    loaded it with one thread, and a cold child's pool follows OPENBLAS_NUM_THREADS (else GOTO_NUM_THREADS, else
+    OMP_NUM_THREADS), which the launcher sets to the cell's threads. PyTorch's own pools the cell sets itself."""
+    if "numpy" not in sys.modules:
+        return
+    wanted = (os.environ.get(v, "").strip() for v in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"))
+    count = next((int(v) for v in wanted if v.isdigit() and int(v) > 0), None)
+    if count is None:
+        return  # none set (the launcher sets all three): left as loaded
+    environ = dict(os.environ)
+    from threadpoolctl import ThreadpoolController  # its import sets KMP_DUPLICATE_LIB_OK: the cell's env stays exact
+
+    os.environ.clear()
+    os.environ.update(environ)
+    ThreadpoolController().select(internal_api="openblas").limit(limits=count)
 
 
 def preload(framework: str) -> None:
