@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -25,7 +26,7 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.modes import Mode, mode_components
 from dlperf.plan import Plan
 from dlperf.protocol import Cell, CellTask
-from dlperf.runner import collect
+from dlperf.runner import collect, warm
 from dlperf.runner.launch import launch
 from dlperf.runner.sweep import interpreter_for
 from dlperf.runner.tasks import Task
@@ -126,10 +127,14 @@ def estimate(
     cores: int,
     python_for: Callable[[str], str],
     on_pilot: Callable[[Cell], None] = lambda cell: None,
+    memory_limit: int | None = None,
 ) -> Estimate:
     """The sweep's time: `known` (cell key -> durations of its earlier processes here) where there is one, a pilot's
-    model otherwise. `workloads`: cell key -> workload JSON."""
+    model otherwise. `workloads`: cell key -> workload JSON. The pilots start as the run's processes will: forked
+    from a warm parent where the run would start one (`warm.prepare`), else cold."""
     unknown = [t for t in tasks if not known.get(t.cell.key)]
+    if unknown:
+        warm.prepare([t.cell for t in tasks], memory_limit, Counter())
     pilots: dict[tuple, Pilot] = {}
     pilot_s = 0.0
     for key, cell in pilot_cells([t.cell for t in unknown], cores).items():
@@ -157,7 +162,7 @@ def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell
     return estimate(
         plan.tasks, plan.workloads, known_durations(db, envinfo.fingerprint(plan.env)), timer=spec.timer,
         timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores, python_for=interpreter_for,
-        on_pilot=on_pilot,
+        on_pilot=on_pilot, memory_limit=spec.max_memory,
     )  # fmt: skip
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from dlperf import envinfo
 from dlperf.modes import Mode
 from dlperf.protocol import Cell
-from dlperf.runner import sweep, warm
+from dlperf.runner import sweep
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec
 from dlperf.store import Store
@@ -39,7 +39,7 @@ class Session:
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
     deadline: float | None = None  # time.monotonic() at which a search's --budget runs out: no child outlives it
-    forkable: Counter = field(default_factory=Counter)  # processes asked that may fork, per framework (`warm.prepare`)
+    forkable: Counter = field(default_factory=Counter)  # its processes that may fork, per framework (`warm.prepare`)
 
     @classmethod
     def create(
@@ -76,8 +76,6 @@ class Session:
         run = self
         if compile_timeout is not None:  # a view of this session: its spec is not changed in place
             run = replace(self, spec=replace(self.spec, compile_timeout=compile_timeout))
-        profiled = list(dict.fromkeys(t.cell for t in tasks)) if self.spec.profile else []
-        warm.prepare([*to_profile, *(t.cell for t in tasks), *profiled], self.spec.max_memory, self.forkable)
         progress = progress_factory(len(to_profile) + len(tasks))
         with progress:
             return sweep.execute(run, tasks, progress, last=last, to_profile=to_profile)

@@ -7,6 +7,7 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
@@ -16,7 +17,7 @@ from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.parallel import Rendezvous, distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask
-from dlperf.runner import collect
+from dlperf.runner import collect, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
 from dlperf.runner.launch import launch
@@ -44,6 +45,7 @@ class SweepContext(Protocol):
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
     deadline: float | None  # time.monotonic() past which no child runs (a search's --budget); None: no such end
+    forkable: Counter  # the run's processes so far that may fork, per framework (`warm.prepare`)
 
 
 def interpreter_for(framework: str) -> str:
@@ -201,6 +203,8 @@ def execute(
     statuses = []
     try:
         with sigterm_as_interrupt():
+            profiled = list(dict.fromkeys(t.cell for t in tasks)) if ctx.spec.profile else []
+            warm.prepare([*to_profile, *(t.cell for t in tasks), *profiled], ctx.spec.max_memory, ctx.forkable)
             for i, cell in enumerate(to_profile):
                 profile_cell(ctx, cell, progress, i, own_item=True)
             for i, task in enumerate(tasks, start=len(to_profile)):
