@@ -31,6 +31,7 @@ import signal
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 from dlperf.frameworks import backend
 from dlperf.measure.system import prctl
@@ -55,6 +56,7 @@ class Zygote:
         os.set_blocking(self.wake_w, False)
         self.children: set[int] = set()
         self.buffer = b""
+        self.after_fork: Callable[[], None] = lambda: None
 
     def say(self, message: dict) -> None:
         data = (json.dumps(message) + "\n").encode()
@@ -132,7 +134,7 @@ class Zygote:
             os.environ.clear()
             os.environ.update(request["env"])
             reseed()
-            blas_threads()
+            self.after_fork()  # the backend's own (`after_fork`): pools its import sized for the parent
             os.close(ready_w)
         except BaseException as exc:
             os.write(ready_w, f"{type(exc).__name__}: {exc}".encode())
@@ -200,30 +202,14 @@ def reseed() -> None:
         numpy.random.seed()
 
 
-def blas_threads() -> None:
-    """numpy's OpenBLAS pool sized from the environment, as loading it in a fresh interpreter sizes it: the warm parent
-    loaded it with one thread, and a cold child's pool follows OPENBLAS_NUM_THREADS (else GOTO_NUM_THREADS, else
-    OMP_NUM_THREADS), which the launcher sets to the cell's threads. PyTorch's own pools the cell sets itself."""
-    if "numpy" not in sys.modules:
-        return
-    wanted = (os.environ.get(v, "").strip() for v in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"))
-    count = next((int(v) for v in wanted if v.isdigit() and int(v) > 0), None)
-    if count is None:
-        return  # none set (the launcher sets all three): left as loaded
-    environ = dict(os.environ)
-    from threadpoolctl import ThreadpoolController  # its import sets KMP_DUPLICATE_LIB_OK: the cell's env stays exact
-
-    os.environ.clear()
-    os.environ.update(environ)
-    ThreadpoolController().select(internal_api="openblas").limit(limits=count)
-
-
-def preload(framework: str) -> None:
-    """The backend, the worker modules, and what the backend's first step imports (`preload` of the backend)."""
+def preload(framework: str) -> Callable[[], None]:
+    """The backend, the worker modules, and what the backend's first step imports (`preload` of the backend); what a
+    forked child runs first (`after_fork` of the backend, or nothing)."""
     fw = backend(framework)
     for name in WORKERS:
         importlib.import_module(name)
     getattr(fw, "preload", lambda: None)()
+    return getattr(fw, "after_fork", lambda: None)
 
 
 def main(argv: list[str]) -> None:
@@ -237,7 +223,7 @@ def main(argv: list[str]) -> None:
     zygote = Zygote(control_in, control_out)
     start = time.perf_counter()
     try:
-        preload(argv[1])
+        zygote.after_fork = preload(argv[1])
     except BaseException as exc:
         zygote.say({"refused": f"importing the {argv[1]} backend failed: {type(exc).__name__}: {exc}"})
         os._exit(1)

@@ -42,7 +42,9 @@ TABLE: dict[Framework, Capabilities] = {
                    Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}),
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
         data_parallel=Parallel.DDP, reads_data=True, counts_ops=True, forks=True,
-        also_imports=("PIL",),  # Pillow decodes the images of --data (torchvision's wheel needs CUDA's torch)
+        # Pillow decodes --data's images (torchvision's wheel needs CUDA's torch); threadpoolctl sizes numpy's BLAS pool
+        # in a cell forked from a warm parent (backend.after_fork)
+        also_imports=("PIL", "threadpoolctl"),
     ),
     Framework.JAX: Capabilities(Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}),
                                 also_imports=("numpy",)),

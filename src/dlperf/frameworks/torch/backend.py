@@ -15,6 +15,8 @@ the standard library, torch and dlperf's standard-library-only modules, nothing 
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 import torch
@@ -56,6 +58,25 @@ def preload() -> None:
     import torch._dynamo
     import torch.optim
     import torch.utils.data  # noqa: F401
+
+
+def after_fork() -> None:
+    """A cell's child forked from a warm parent (`worker/zygote.py`), before anything else: numpy's OpenBLAS pool
+    sized from the environment, as loading it in a fresh interpreter sizes it. The parent loaded it with one thread;
+    a cold child's pool follows OPENBLAS_NUM_THREADS (else GOTO_NUM_THREADS, else OMP_NUM_THREADS), which the
+    launcher sets to the cell's threads. PyTorch's own pools the cell sets itself, forked or cold."""
+    if "numpy" not in sys.modules:
+        return
+    wanted = (os.environ.get(v, "").strip() for v in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"))
+    count = next((int(v) for v in wanted if v.isdigit() and int(v) > 0), None)
+    if count is None:
+        return  # none set (the launcher sets all three): left as loaded
+    environ = dict(os.environ)
+    from threadpoolctl import ThreadpoolController  # its import sets KMP_DUPLICATE_LIB_OK: the cell's env stays exact
+
+    os.environ.clear()
+    os.environ.update(environ)
+    ThreadpoolController().select(internal_api="openblas").limit(limits=count)
 
 
 def loss_check(
