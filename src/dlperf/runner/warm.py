@@ -51,9 +51,7 @@ from dlperf.runner import lifeline
 from dlperf.runner.environ import cache_env, child_env
 
 OFF_VAR = "DLPERF_NO_WARM"
-FIRST = (
-    "the first cell of its framework here starts cold: a warm parent would cost as much (runs of two or more start one)"
-)
+FIRST = "no warm parent for this run yet: its only process so far that may fork starts cold (a parent costs as much)"
 READY_S = 120.0  # the longest a launch waits for a starting parent's imports
 ANSWER_S = 60.0  # the longest a fork's answer may take
 CELL_VARS = frozenset({*THREAD_COUNT_VARS, PARENT_VAR, LAUNCH_VAR, "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
