@@ -75,6 +75,60 @@ def test_an_unreachable_cluster_is_one_line(tmp_path):
     one_line_error(proc, "--ray 127.0.0.1:9: unreachable")
 
 
+# What Ray Client raises when the head cannot start the client's own server: the server's traceback under an empty
+# first line (ray/util/client/worker.py, _server_init).
+INIT_FAILURE = ConnectionAbortedError(
+    'Initialization failure from server:\nTraceback (most recent call last):\n  File "proxier.py", line 781\n'
+    "RuntimeError: Proxy failed to Connect to backend! Check `ray_client_server.err`\n"
+)
+
+
+class FakeRay:
+    """ray.init failing with the given exceptions, in turn, then connecting."""
+
+    def __init__(self, *failures):
+        self.failures, self.calls = list(failures), 0
+
+    def init(self, **kwargs):
+        self.calls += 1
+        if self.failures:
+            raise self.failures.pop(0)
+
+
+def test_a_ray_client_server_that_fails_to_start_is_tried_again(monkeypatch):
+    fake = FakeRay(INIT_FAILURE, INIT_FAILURE)
+    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet, "_check_reachable", lambda address: None)
+    assert fleet.connect("ray://h:10001", "/unused") is fake and fake.calls == 3
+
+
+def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypatch):
+    fake = FakeRay(*[INIT_FAILURE] * 3)
+    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet, "_check_reachable", lambda address: None)
+    with pytest.raises(UsageError) as caught:
+        fleet.connect("ray://h:10001", "/unused")
+    assert str(caught.value) == (
+        "--ray ray://h:10001: cannot connect after 3 tries: the head could not start this client's server "
+        "(Initialization failure from server: RuntimeError: Proxy failed to Connect to backend! Check "
+        "`ray_client_server.err`)")  # fmt: skip
+    assert fake.calls == 3 and "token" not in str(caught.value)  # not the token's hint: a token failure times out
+
+
+@pytest.mark.parametrize("auth_mode, hinted", [(None, True), ("token", False)])
+def test_a_client_connect_that_times_out_names_the_token_only_where_none_is_set(monkeypatch, auth_mode, hinted):
+    fake = FakeRay(ConnectionError("ray client connection timeout"))
+    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet, "_check_reachable", lambda address: None)
+    if auth_mode:
+        monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
+    else:
+        monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with pytest.raises(UsageError, match=r"^--ray ray://h:1: cannot connect \(ray client connection timeout\)") as e:
+        fleet.connect("ray://h:1", "/unused")
+    assert ("RAY_AUTH_MODE=token" in str(e.value)) == hinted and fake.calls == 1
+
+
 # --- a local cluster of two nodes ------------------------------------------------------------------------------------
 # The slow tests run two at a time (make test-slow): each one's Ray processes carry a token of its own in their
 # environment, and its Ray session files go to a folder of its own, so one test's clean-up never touches another's.
@@ -140,6 +194,16 @@ def cluster(no_ray_left):
         c.shutdown()
 
 
+def client_server_logs(folder: str, tail: int = 30) -> str:
+    """The last lines of the head's Ray Client server logs (the proxy's and each client's own server's), to say why
+    a connect failed."""
+    text = []
+    for path in sorted(glob.glob(f"{folder}/ray/session_*/logs/ray_client_server*")):
+        with open(path, errors="replace") as f:
+            text.append(f"\n--- {os.path.basename(path)}\n" + "".join(f.readlines()[-tail:]))
+    return "".join(text)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -183,13 +247,13 @@ def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, 
 
 
 @pytest.mark.slow
-def test_ray_client_drives_a_sweep_from_outside_the_cluster(cluster, tmp_path):
+def test_ray_client_drives_a_sweep_from_outside_the_cluster(cluster, no_ray_left, tmp_path):
     """`--ray ray://HOST:PORT`: Ray Client, the driver outside the cluster; the chosen node's cells land here."""
     db = tmp_path / "client.db"
     address = f"ray://127.0.0.1:{cluster.client_port}"
     proc = dlperf("run", "--workloads", "tiny-fcn-r", *SWEEP[2:], "--ray", address, "--nodes", "kind=worker", db=db,
                   timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 0, proc.stderr + client_server_logs(no_ray_left[1])
     [(run, cells)] = fleet_runs(db).values()
     assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
     [worker] = cluster.worker_nodes

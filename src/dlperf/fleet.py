@@ -130,27 +130,47 @@ def import_ray():
     return ray
 
 
-def connect(address: str, temp_dir: str):
+def connect(address: str, temp_dir: str, attempts: int = 3):
     """Ray, connected to the cluster at `address` (local: one started for this run, its session files in
-    `temp_dir`); an address that does not answer is a UsageError, said before anything runs."""
+    `temp_dir`); an address that does not answer is a UsageError, said before anything runs.
+
+    Over Ray Client (`ray://`) the head starts a server of the client's own for each connection; when that server
+    fails to come up (a cluster just started, or busy, can take longer than Ray's 30 s), the connect is tried again,
+    `attempts` times in all, and then the server's own reason is said."""
     ray = import_ray()
     if address not in ("auto", "local"):
         _check_reachable(address)
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
-    try:
-        with warnings.catch_warnings():  # Ray Client's own warning of a timeout repeats what the error says
-            warnings.simplefilter("ignore")
-            if address == "local":
-                ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
-            else:
-                ray.init(address=address, **quiet)
-    except (ConnectionError, RuntimeError, ValueError) as exc:
-        hint = ""
-        if address.startswith("ray://") and os.environ.get("RAY_AUTH_MODE") != "token":
-            hint = ("; a cluster `ray start` began checks a token: set RAY_AUTH_MODE=token here, with the head's "
-                    "~/.ray/auth_token")  # fmt: skip
-        raise UsageError(f"--ray {address}: cannot connect ({str(exc).splitlines()[0]}){hint}") from None
-    return ray
+    for attempt in range(1, attempts + 1):
+        try:
+            with warnings.catch_warnings():  # Ray Client's own warning of a timeout repeats what the error says
+                warnings.simplefilter("ignore")
+                if address == "local":
+                    ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
+                else:
+                    ray.init(address=address, **quiet)
+            return ray
+        except ConnectionAbortedError as exc:  # Ray Client: the head could not start this client's server
+            if attempt == attempts:
+                raise UsageError(f"--ray {address}: cannot connect after {attempts} tries: the head could not "
+                                 f"start this client's server ({server_reason(exc)})") from None  # fmt: skip
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            hint = ""
+            if "ray client connection timeout" in str(exc) and os.environ.get("RAY_AUTH_MODE") != "token":
+                hint = ("; a cluster `ray start` began checks a token: set RAY_AUTH_MODE=token here, with the head's "
+                        "~/.ray/auth_token")  # fmt: skip
+            raise UsageError(f"--ray {address}: cannot connect ({server_reason(exc)}){hint}") from None
+
+
+def server_reason(exc: BaseException) -> str:
+    """One line for a failed Ray connect: the message's own first line, or, where Ray Client relays the server's
+    traceback beneath an empty first line, the traceback's last line (its exception)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return type(exc).__name__
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return f"{lines[0]} {lines[-1]}"
+    return lines[0]
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
