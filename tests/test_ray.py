@@ -231,6 +231,8 @@ def test_each_node_of_a_cluster_measures_its_cells_as_a_run_of_its_own(cluster, 
     [campaign] = {run.spec["campaign"] for run, _ in runs.values()}  # one campaign, named for the sweep
     assert campaign.startswith("ray-")
     assert all(f"(Ray node {node_id[:8]})" in proc.stdout for node_id in node_ids), proc.stdout  # side by side
+    ids = sorted(run.id for run, _ in runs.values())
+    assert f"campaign {campaign} (runs {ids[0]}, {ids[1]}): the machines side by side" in proc.stdout
     again = dlperf("table", "--campaign", campaign, db=db, env={"COLUMNS": "300"})
     assert again.returncode == 0 and all(f"(Ray node {node_id[:8]})" in again.stdout for node_id in node_ids)
     for run, cells in runs.values():

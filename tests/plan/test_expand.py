@@ -1,8 +1,11 @@
+from dataclasses import replace
+
 import pytest
 
 from dlperf.errors import UsageError
 from dlperf.plan import thread_counts
 from dlperf.plan.cells import expand
+from dlperf.plan.workloads import check_names
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import schedule
 from dlperf.spec import make_spec
@@ -15,6 +18,17 @@ def test_cells_cover_the_product_and_gpus_get_one_column():
     assert [c.column for c in cells] == ["cpu:1", "cpu:2", "cuda:0"] * 2
     assert {c.mode for c in cells} == {"fp32"}
     assert len({c.key for c in cells}) == len(cells)
+
+
+def test_two_sources_that_name_one_workload_alike_are_one_line():
+    """A cell is stored under its workload's name: two user factories (or one and a built-in) named alike would be
+    one cell twice, so the plan refuses them, naming both."""
+    mine = replace(BUILTIN["fcn-r"], name="mine", source="a.py:make")
+    check_names({"fcn-r": BUILTIN["fcn-r"], "a.py:make": mine})  # distinct names: fine
+    with pytest.raises(UsageError, match=r"^--workloads: 'a.py:make' and 'b.py:make' are both named 'mine'; give"):
+        check_names({"a.py:make": mine, "b.py:make": replace(mine, source="b.py:make")})
+    with pytest.raises(UsageError, match=r"'resnet-50' and 'c.py:make' are both named 'resnet-50'"):
+        check_names({"resnet-50": BUILTIN["resnet-50"], "c.py:make": replace(mine, name="resnet-50")})
 
 
 def test_key_is_stable():

@@ -2,8 +2,10 @@
 factory meets --timeout, SIGTERM while planning is Ctrl-C. Each test kills what it started in a `finally`."""
 
 import contextlib
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -141,6 +143,67 @@ def test_nothing_a_cell_started_survives_it(tmp_path):
         one_line_error(proc, "SIGKILL")
         pids = [int(p) for p in pid_file.read_text().split()]
         assert len(pids) == 2 and gone(pids, within_s=0)  # stopped, and reaped, before dlperf ended
+    finally:
+        kill(*(int(p) for p in pid_file.read_text().split()))
+
+
+DAEMON_IN_FORWARD = """
+import os, signal, subprocess, time
+import torch
+import dlperf
+
+def note(pid):
+    with open(os.environ["PID_FILE"], "a") as f:
+        f.write(f"{pid}\\n")
+
+def daemon(run):
+    middle = os.fork()
+    if middle == 0:  # the classic daemon: a new session, forked again, the middle process gone
+        os.setsid()
+        pid = os.fork()
+        if pid == 0:
+            run()
+            os._exit(0)
+        note(pid)
+        os._exit(0)
+    os.waitpid(middle, 0)
+
+class Net(torch.nn.Linear):
+    def forward(self, x):  # the cell's process (never the probe's): its daemons, then its death
+        note(subprocess.Popen(["sleep", "600"], start_new_session=True).pid)
+        daemon(lambda: os.execvp("sleep", ["sleep", "600"]))
+        daemon(lambda: time.sleep(600))  # no exec: /proc shows the environment its process began with
+        os.kill(os.getpid(), signal.SIGKILL)
+
+def batch(n, device):
+    return torch.randn(n, 8, device=device), torch.randint(0, 4, (n,), device=device)
+
+def named(name):
+    return lambda: dlperf.user_workload(name, Net(8, 4), batch, torch.nn.functional.cross_entropy, batch_size=16)
+
+make, again = named("daemons"), named("daemons-again")
+"""
+
+
+@pytest.mark.parametrize("started", ["cold", "warm"])
+def test_nothing_a_cells_process_started_survives_it(tmp_path, started):
+    """A cell's daemons end with it, whether it started cold or was forked from a warm parent (two cells: one
+    serves them), whose environment is what /proc shows of a daemon forked without an exec."""
+    require("torch")
+    (tmp_path / "daemons.py").write_text(DAEMON_IN_FORWARD)
+    pid_file, db = tmp_path / "pids", tmp_path / "d.db"
+    names = ["make", "again"][: 1 if started == "cold" else 2]
+    try:
+        proc = dlperf("run", "--workloads", ",".join(f"{tmp_path / 'daemons.py'}:{n}" for n in names), "--threads",
+                      "1", "--no-loss-check", db=db, env={"PID_FILE": str(pid_file)}, timeout=120)  # fmt: skip
+        assert proc.returncode == 1, proc.stderr
+        pids = [int(p) for p in pid_file.read_text().split()]
+        assert len(pids) == 3 * len(names) and gone(pids, within_s=0)  # stopped, and reaped, before dlperf ended
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            rows = conn.execute("SELECT c.status, m.detail_json FROM cells c JOIN measurements m "
+                                "ON c.run_id = m.run_id AND c.key = m.cell_key").fetchall()  # fmt: skip
+        ways = [(status, json.loads(detail)["started"]) for status, detail in rows]
+        assert ways == [("failed", started)] * len(names)
     finally:
         kill(*(int(p) for p in pid_file.read_text().split()))
 

@@ -299,13 +299,10 @@ def run_fleet(args, db: str) -> int:
         return code
     from dlperf.report.fleet import read
 
-    show_fleet(read(db, None, runs))
+    fleet = read(db, None, runs)  # this sweep's runs, named by their campaign
+    if args.campaign:
+        fleet.name = f"campaign {args.campaign} ({fleet.name})"
+    show_fleet(fleet)
     again = f"; all of campaign {args.campaign}: dlperf table --campaign {args.campaign}" if args.campaign else ""
     print(f"dlperf: a run per node: {', '.join(map(str, runs))} (dlperf table --run N){again}", file=sys.stderr)
-    return code
-    from dlperf.report.fleet import read
-
-    show_fleet(read(db, None, runs))  # the nodes side by side: `dlperf table --campaign NAME` shows it again
-    print(f"each node's run: dlperf table --run N ({', '.join(map(str, runs))}); the campaign: dlperf table "
-          f"--campaign {args.campaign}" if args.campaign else "", file=sys.stderr)  # fmt: skip
     return code

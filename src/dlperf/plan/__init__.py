@@ -22,7 +22,7 @@ from dlperf.parallel import check_microbatches
 from dlperf.plan.cells import expand, expand_ddp
 from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
 from dlperf.plan.warnings import ddp_warnings, inherited_warning, loader_warnings, pin_warnings, precision_warnings
-from dlperf.plan.workloads import check_data, ddp_workload, resolve_workload
+from dlperf.plan.workloads import check_data, check_names, ddp_workload, resolve_workload
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import RunSpec, device_kind
@@ -51,6 +51,7 @@ def make_plan(spec: RunSpec) -> Plan:
     cores = env["cores"]["cores"]
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout, spec.data) for name in spec.workloads}
+    check_names(workloads)
     check_data(spec, list(workloads.values()))
     devices = resolve_devices(spec.devices, info)
     if spec.nprocs:

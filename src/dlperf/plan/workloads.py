@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dlperf.answers import DataRequest, WorkloadRequest
+from dlperf.errors import UsageError
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
 from dlperf.protocol import Cell
@@ -29,6 +30,17 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
         data="synthetic (user batch maker)", source=name, extra={"data_dir": data_dir} if data_dir else {},
     )  # fmt: skip
+
+
+def check_names(workloads: dict[str, Workload]) -> None:
+    """Each workload asked for (`--workloads` item -> its workload) names a workload of its own: a cell is stored
+    under its workload's name, so two sources that name one workload alike would be one cell twice."""
+    seen: dict[str, str] = {}
+    for asked, w in workloads.items():
+        if w.name in seen:
+            raise UsageError(f"--workloads: {seen[w.name]!r} and {asked!r} are both named {w.name!r}; give each "
+                             "user workload a name of its own (dlperf.user_workload's first argument)")  # fmt: skip
+        seen[w.name] = asked
 
 
 def ddp_workload(w: Workload, cell: Cell) -> Workload:

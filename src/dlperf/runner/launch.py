@@ -235,7 +235,7 @@ def launch(
         cold = warm.why_cold(task)
         parent = warm.parent(python, task.cell.framework) if cold is None else None
         cold = warm.FIRST if cold is None and parent is None else cold
-        with lifeline.reaping(tmpdir.name, KILL_GRACE_S):  # what the child left running is stopped when it ends
+        with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops when it ends
             child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent)
         if parent is None and isinstance(task, CellTask):
             child = replace(child, cold_because=cold)

@@ -33,8 +33,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Protocol
 
 from dlperf.measure.system import prctl
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR
@@ -78,13 +79,24 @@ def tmp_prefix(kind: str) -> str:
     return f"dlperf-{os.getpid()}-{kind}-"
 
 
+class ForkedFrom(Protocol):
+    """The warm parent a child was forked from (`runner/warm.py`): its DLPERF_LAUNCH and its process id."""
+
+    launch: str
+    pid: int | None
+
+
 _depth, _lock, _was_subreaper = 0, threading.Lock(), False
 
 
 @contextmanager
-def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
+def reaping(tmpdir_name: str, grace_s: float, forked_from: ForkedFrom | None = None) -> Iterator[None]:
     """While a child runs, be its orphans' subreaper; when it ends, stop those orphans (SIGTERM, SIGKILL after
-    `grace_s`) and reap them. Launches in several threads share one subreaper setting, dropped after the last."""
+    `grace_s`) and reap them. Launches in several threads share one subreaper setting, dropped after the last.
+
+    A child forked from a warm parent (`forked_from`) set the launch's DLPERF_LAUNCH after the fork, so what it forks
+    in turn, without an exec, still shows the warm parent's environment in /proc: those orphans are known by the warm
+    parent's own DLPERF_LAUNCH (the parent itself, this process's child too, is never one)."""
     global _depth, _was_subreaper
     known = {pid for pid, _ in children()}
     with _lock:
@@ -96,7 +108,11 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
         yield
     finally:
         try:
-            stop_orphans(child_vars(tmpdir_name)[LAUNCH_VAR], grace_s, known)
+            launches = [child_vars(tmpdir_name)[LAUNCH_VAR]]
+            if forked_from is not None:
+                launches.append(forked_from.launch)
+                known |= {forked_from.pid} if forked_from.pid is not None else set()
+            stop_orphans(launches, grace_s, known)
         finally:
             with _lock:
                 _depth -= 1
@@ -104,15 +120,17 @@ def reaping(tmpdir_name: str, grace_s: float) -> Iterator[None]:
                     prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
-def orphans(launch: str, known: set[int] = frozenset(), proc_root: str = "/proc") -> list[int]:
-    """This process's children that a launch started (DLPERF_LAUNCH in their environment) and that came back to it.
+def orphans(launches: Sequence[str], known: set[int] = frozenset(), proc_root: str = "/proc") -> list[int]:
+    """This process's children that a launch started (one of `launches` its DLPERF_LAUNCH) and that came back to it.
     A zombie's environment is gone: a zombie child not in `known` (the children before the launch) came back during
     it, typically a process the child killed as it ended."""
-    marker = f"\0{LAUNCH_VAR}={launch}\0".encode()
+    markers = [f"\0{LAUNCH_VAR}={launch}\0".encode() for launch in launches]
     found = []
     for pid, state in children(proc_root):
         try:
-            if pid not in known and (state == b"Z" or marker in b"\0" + _read(f"{proc_root}/{pid}/environ")):
+            if pid in known:
+                continue
+            if state == b"Z" or any(m in b"\0" + _read(f"{proc_root}/{pid}/environ") for m in markers):
                 found.append(pid)
         except OSError:
             continue
@@ -137,11 +155,11 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
-def stop_orphans(launch: str, grace_s: float, known: set[int] = frozenset()) -> None:
+def stop_orphans(launches: Sequence[str], grace_s: float, known: set[int] = frozenset()) -> None:
     """SIGTERM the launch's orphans, SIGKILL what is left after `grace_s`, reap them all. A stopped orphan's own
     children come back in turn, hence the rounds."""
     for _ in range(5):
-        pids = orphans(launch, known)
+        pids = orphans(launches, known)
         if not pids:
             return
         for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):

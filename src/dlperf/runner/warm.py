@@ -134,12 +134,14 @@ class WarmParent:
         self.writing = threading.Lock()
         # its own directory, as a cell's, for what its imports write (the compiler's cache directory), removed with it
         self.tmpdir = tempfile.mkdtemp(prefix=lifeline.tmp_prefix("warm"))
+        # its own DLPERF_LAUNCH: what a forked child forks without an exec shows this process's environment in /proc
+        self.launch = lifeline.child_vars(os.path.basename(self.tmpdir))[LAUNCH_VAR]
         self.thread = threading.Thread(target=self._own, name=f"dlperf-warm-{framework}", daemon=True)
         self.thread.start()
 
     def _own(self) -> None:
         env = {**child_env(dict(self.key), 1, self.python), **cache_env(Path(self.tmpdir)),
-               PARENT_VAR: str(os.getpid())}  # fmt: skip
+               PARENT_VAR: str(os.getpid()), LAUNCH_VAR: self.launch}  # fmt: skip
         with tempfile.TemporaryFile() as errors:
             try:
                 self.proc = subprocess.Popen(
