@@ -25,6 +25,12 @@ Sections, in order (--only takes a comma list of them):
     predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
     tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda
 
+`--resume DIR` continues an earlier check whose OUT is DIR (15 minutes of a lent GPU hold one full check and a
+rerun of part of it): the sections all of whose lines passed there are kept, marked with the commit they were
+measured at, and the rest run again on a copy of its store (DIR/check.db, which every check writes beside its table),
+so the sections that read earlier cells (modes, crossover, predicted) see them. `predicted` reads every GPU cell: it is
+kept only when every other section is.
+
 `--quick` takes the tiny workloads and short timers, and `--device cpu` runs the same commands on the CPU: how the
 script itself is tested without a GPU (its CUDA-only relations then FAIL, as they should there). Exit 0 when every
 line passed, 1 otherwise.
@@ -167,6 +173,8 @@ class Check:
         (self.out / "gpu_check.json").write_text(json.dumps(data, indent=1))
         if Path(self.db).exists():
             (self.out / "cells.jsonl").write_text("\n".join(json.dumps(c) for c in self.cells("all")) + "\n")
+            with sqlite3.connect(self.db) as source, sqlite3.connect(self.out / "check.db") as copy:
+                source.backup(copy)  # what a later `--resume OUT` starts from
 
 
 def _text(b) -> str:
@@ -442,6 +450,31 @@ def release(device: str) -> None:
 # ----------------------------------------------------------------------------------------------------------------------
 
 
+def previous(folder: Path, work: Path) -> list:
+    """An earlier check's lines (FOLDER/gpu_check.json), each marked with the commit it was measured at, and its
+    store copied into this check's work folder, unless that holds one already."""
+    try:
+        data = json.loads((folder / "gpu_check.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"gpu_check.py: --resume {folder}: no earlier check's gpu_check.json there ({exc})") from None
+    at = data["header"].get("commit") or "unknown"
+    if (folder / "check.db").exists() and not (work / "check.db").exists():
+        shutil.copyfile(folder / "check.db", work / "check.db")
+    return [rel.Line(**{**line, "at": line.get("at") or at}) for line in data["lines"]]
+
+
+def kept(lines: list, sections: tuple[str, ...]) -> dict[str, list]:
+    """The chosen sections a resumed check keeps, with their lines: those whose every line passed. `predicted`
+    reads every GPU cell, so it is kept only when every other chosen section is."""
+    by_section: dict[str, list] = {}
+    for line in lines:
+        by_section.setdefault(line.section, []).append(line)
+    keep = {s: found for s, found in by_section.items() if s in sections and all(x.passed for x in found)}
+    if any(s not in keep for s in sections if s != "predicted"):
+        keep.pop("predicted", None)
+    return keep
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("out", nargs="?", help="where the table, the JSON, the cells and the log go")
@@ -451,6 +484,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=480.0, help="seconds: sections not begun by then are not run")
     p.add_argument("--commit", default=os.environ.get("DLPERF_COMMIT", "unknown"), help="named in the header")
     p.add_argument("--work", help="the store, data and traces (default: a temporary folder)")
+    p.add_argument("--resume", metavar="DIR", help="an earlier check's OUT: keep its passed sections, run the rest")
     p.add_argument("--plain-loop", metavar="WORKLOAD", help=argparse.SUPPRESS)
     p.add_argument("--seconds", type=float, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
@@ -480,7 +514,14 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DLPERF_DATA_DIR", str(work / "dlperf-data"))
     check = Check(out, work, args.device, QUICK if args.quick else FULL, args.budget)
     check.header = header(args.device, args.commit)
+    keep = kept(previous(Path(args.resume), work), args.sections) if args.resume else {}
+    if keep:
+        check.header["kept"] = {section: found[0].at for section, found in keep.items()}
     for section in args.sections:
+        if section in keep:
+            check.lines += keep[section]
+            print(f"{section}: kept from {keep[section][0].at} ({len(keep[section])} PASS)", flush=True)
+            continue
         if check.left() <= 0:
             check.lines.append(rel.not_run(section, f"the {args.budget:g} s budget was spent"))
             continue

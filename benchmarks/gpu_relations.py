@@ -29,6 +29,7 @@ class Line:
     passed: bool
     figures: str
     data: dict[str, Any] = field(default_factory=dict)
+    at: str = ""  # the commit of an earlier check it was kept from (`gpu_check.py --resume`); "": measured now
 
     def __post_init__(self) -> None:
         self.passed = bool(self.passed)  # `a and b` of strings and dicts: a line is PASS or FAIL
@@ -337,5 +338,6 @@ def markdown(header: dict[str, Any], lines: list[Line]) -> str:
     out += ["", "| | section | check | figures |", "|---|---|---|---|"]
     for line in lines:
         figures = line.figures.replace("|", "/").replace("\n", " ")
-        out.append(f"| {'PASS' if line.passed else 'FAIL'} | {line.section} | {line.check} | {figures} |")
+        section = f"{line.section} (kept from {line.at})" if line.at else line.section
+        out.append(f"| {'PASS' if line.passed else 'FAIL'} | {section} | {line.check} | {figures} |")
     return "\n".join(out) + "\n"

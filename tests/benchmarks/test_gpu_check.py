@@ -310,8 +310,40 @@ def test_markdown_renders_the_header_and_a_row_per_line():
     assert json.loads(json.dumps(lines[1].to_json()))["passed"] is False  # a falsy value is a FAIL, as JSON
 
 
+def test_a_kept_line_names_the_commit_it_was_measured_at():
+    text = rel.markdown({}, [rel.Line("peak", "a", True, "x", at="abc123"), rel.Line("peak", "b", True, "y")])
+    assert text.splitlines()[-2:] == ["| PASS | peak (kept from abc123) | a | x |", "| PASS | peak | b | y |"]
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # The script
+
+
+def test_a_resumed_check_keeps_the_sections_that_passed_and_runs_the_rest():
+    line = lambda section, passed: rel.Line(section, f"{section} {passed}", passed, "")  # noqa: E731
+    earlier = [line("table7", True), line("table7", True), line("modes", True), line("modes", False),
+               line("peak", True), rel.not_run("data", "the budget was spent"), line("predicted", True)]  # fmt: skip
+    chosen = ("table7", "modes", "peak", "data", "predicted")
+    assert set(gpu_check.kept(earlier, chosen)) == {"table7", "peak"}  # predicted: modes and data measure again
+    assert [x.check for x in gpu_check.kept(earlier, chosen)["table7"]] == ["table7 True"] * 2
+    assert set(gpu_check.kept(earlier, ("table7", "peak", "predicted"))) == {"table7", "peak", "predicted"}
+    assert set(gpu_check.kept(earlier, ("modes", "tests"))) == set()  # one FAIL, and no line at all
+
+
+def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_its_store(tmp_path):
+    earlier, work = tmp_path / "earlier", tmp_path / "work"
+    earlier.mkdir(), work.mkdir()
+    lines = [rel.Line("peak", "a", True, "x"), rel.Line("data", "b", True, "y", at="old")]
+    data = {"header": {"commit": "abc123"}, "lines": [x.to_json() for x in lines]}
+    (earlier / "gpu_check.json").write_text(json.dumps(data))
+    (earlier / "check.db").write_bytes(b"the store")
+    assert [(x.check, x.at) for x in gpu_check.previous(earlier, work)] == [("a", "abc123"), ("b", "old")]
+    assert (work / "check.db").read_bytes() == b"the store"
+    (work / "check.db").write_bytes(b"this check's own")  # a store the work folder holds already is kept
+    gpu_check.previous(earlier, work)
+    assert (work / "check.db").read_bytes() == b"this check's own"
+    with pytest.raises(SystemExit, match=r"--resume .*nowhere: no earlier check's gpu_check.json there"):
+        gpu_check.previous(tmp_path / "nowhere", work)
 
 
 def test_parse_refuses_an_unknown_section_and_wants_out(capsys):
@@ -386,3 +418,22 @@ def test_the_check_runs_end_to_end_on_the_cpu(tmp_path):
     assert not lines[f"{gpu_check.QUICK.modes_nets[0]} tf32 faster than fp32"]["passed"]
     assert all(json.loads(row) for row in (out / "cells.jsonl").read_text().splitlines())
     assert "## GPU check:" in (out / "gpu_check.md").read_text() and "$ " in (out / "gpu_check.log").read_text()
+    # Resumed, with table7 made a pass: it is kept, not run again; the rest runs on a copy of the earlier store.
+    report["lines"] = [{**line, "passed": line["passed"] or line["section"] == "table7"} for line in report["lines"]]
+    (out / "gpu_check.json").write_text(json.dumps(report))
+    again = tmp_path / "again"
+    done = subprocess.run([sys.executable, str(HERE / "gpu_check.py"), str(again), "--device", "cpu", "--quick",
+                           "--only", ",".join(chosen), "--work", str(tmp_path / "work2"), "--resume", str(out),
+                           "--commit", "now"], capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert done.returncode == 1 and "table7: kept from unknown" in done.stdout, done.stdout + done.stderr
+    resumed = json.loads((again / "gpu_check.json").read_text())
+    assert resumed["header"]["kept"] == {"table7": "unknown"}
+    assert [(x["check"], x["at"]) for x in resumed["lines"] if x["section"] == "table7"] == [
+        (x["check"], "unknown") for x in report["lines"] if x["section"] == "table7"]  # fmt: skip
+    assert "--plain-loop" not in (again / "gpu_check.log").read_text()  # table7's loops did not run again
+    assert exported(out) < exported(again)  # the earlier cells, and those measured again beside them
+
+
+def exported(folder: Path) -> set[tuple]:
+    rows = map(json.loads, (folder / "cells.jsonl").read_text().splitlines())
+    return {(row["run_id"], row["workload"], row["mode"]) for row in rows}
