@@ -76,6 +76,7 @@ class Sizes:
     timer: tuple[str, ...]
     short: tuple[str, ...]  # where no relation needs the timer's precision: loader, JAX and compiled cells
     loop_s: float  # seconds of plain-loop blocks
+    expected_s: dict[str, float]  # about how long each section takes: one is begun only when that much budget is left
 
 
 FULL = Sizes(
@@ -93,6 +94,21 @@ FULL = Sizes(
     timer=("--min-time", "1", "--max-time", "2", "--max-warmup", "20"),
     short=("--min-time", "0.3", "--max-time", "1", "--max-warmup", "10"),
     loop_s=2.0,
+    # Measured on one H100 (e7d4373 and 8cca631, BENCHMARKS.md "On a GPU"), but data and compile, never measured
+    # there yet: guessed from their cells, about 15 s each, and a compile of a minute or so per network.
+    expected_s={
+        "table7": 195,
+        "modes": 140,
+        "profile": 105,
+        "peak": 15,
+        "data": 90,
+        "jax": 55,
+        "nccl": 25,
+        "crossover": 35,
+        "compile": 180,
+        "predicted": 5,
+        "tests": 100,
+    },
 )
 QUICK = Sizes(
     seven=("tiny-fcn-r", "tiny-resnet-56", "tiny-lstm"),
@@ -108,6 +124,7 @@ QUICK = Sizes(
     timer=("--min-time", "0.1", "--max-time", "0.3", "--max-warmup", "5"),
     short=("--min-time", "0.1", "--max-time", "0.3", "--max-warmup", "5"),
     loop_s=0.3,
+    expected_s={},
 )
 LOADERS = ("w0", "w2+pin")
 
@@ -136,8 +153,8 @@ class Check:
 
     def command(self, cmd: list[str], timeout: float | None = None, env: dict | None = None, cwd: Path | None = None):
         """Run `cmd`, logged with its exit code and output; (exit code, stdout + stderr). A command past `timeout`
-        (default: the budget left, at least 240 s) is stopped and exits 124."""
-        limit = timeout if timeout is not None else max(240.0, self.left())
+        (default: the budget left and a minute more, at least two) is stopped and exits 124."""
+        limit = timeout if timeout is not None else max(120.0, self.left() + 60.0)
         start = time.monotonic()
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env or child_env(), cwd=cwd)
@@ -463,6 +480,18 @@ def previous(folder: Path, work: Path) -> list:
     return [rel.Line(**{**line, "at": line.get("at") or at}) for line in data["lines"]]
 
 
+def latest(checks: list[list]) -> list:
+    """The lines of earlier checks (oldest first), each section's from the latest check that ran it: a section that
+    check did not begin (`not run`) keeps an older check's lines."""
+    by_section: dict[str, list] = {}
+    for lines in checks:
+        for section in dict.fromkeys(line.section for line in lines):
+            ran = [line for line in lines if line.section == section]
+            if any(line.check != f"{section} not run" for line in ran) or section not in by_section:
+                by_section[section] = ran
+    return [line for found in by_section.values() for line in found]
+
+
 def kept(lines: list, sections: tuple[str, ...]) -> dict[str, list]:
     """The chosen sections a resumed check keeps, with their lines: those whose every line passed. `predicted`
     reads every GPU cell, so it is kept only when every other chosen section is."""
@@ -484,7 +513,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--budget", type=float, default=480.0, help="seconds: sections not begun by then are not run")
     p.add_argument("--commit", default=os.environ.get("DLPERF_COMMIT", "unknown"), help="named in the header")
     p.add_argument("--work", help="the store, data and traces (default: a temporary folder)")
-    p.add_argument("--resume", metavar="DIR", help="an earlier check's OUT: keep its passed sections, run the rest")
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        action="append",
+        default=[],
+        help="an earlier check's OUT: keep its passed sections, run the rest (again: a later check's)",
+    )
     p.add_argument("--plain-loop", metavar="WORKLOAD", help=argparse.SUPPRESS)
     p.add_argument("--seconds", type=float, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
@@ -514,20 +549,37 @@ def main(argv: list[str]) -> int:
     os.environ.setdefault("DLPERF_DATA_DIR", str(work / "dlperf-data"))
     check = Check(out, work, args.device, QUICK if args.quick else FULL, args.budget)
     check.header = header(args.device, args.commit)
-    keep = kept(previous(Path(args.resume), work), args.sections) if args.resume else {}
+    earlier = [previous(Path(folder), work) for folder in reversed(args.resume)][::-1]  # the latest store copied
+    keep = kept(latest(earlier), args.sections)
     if keep:
         check.header["kept"] = {section: found[0].at for section, found in keep.items()}
-    for section in args.sections:
+    run_sections(check, args.sections, keep)
+    check.write()
+    print((out / "gpu_check.md").read_text())
+    return 0 if all(line.passed for line in check.lines) else 1
+
+
+def run_sections(check: Check, sections: tuple[str, ...], keep: dict[str, list], runners=None) -> None:
+    """Each section in turn, its lines written as it ends: one kept from an earlier check is taken as it was, and one
+    is begun only while the budget left holds its expected time (a shorter one after it may still fit)."""
+    runners = runners or RUNNERS
+    for section in sections:
         if section in keep:
             check.lines += keep[section]
             print(f"{section}: kept from {keep[section][0].at} ({len(keep[section])} PASS)", flush=True)
             continue
-        if check.left() <= 0:
-            check.lines.append(rel.not_run(section, f"the {args.budget:g} s budget was spent"))
+        need, left = check.sizes.expected_s.get(section, 0.0), check.left()
+        if left <= 0 or left < need:
+            why = (
+                f"the {check.budget_s:g} s budget was spent"
+                if left <= 0
+                else f"it takes about {need:g} s, and {left:.0f} s of the {check.budget_s:g} s budget were left"
+            )
+            check.lines.append(rel.not_run(section, f"{why}: run it with --resume OUT"))
             continue
         begun = time.monotonic()
         try:
-            check.lines += RUNNERS[section](check)
+            check.lines += runners[section](check)
         except Exception as exc:  # a section that broke is a FAIL line with its reason; the next one still runs
             check.lines.append(rel.Line(section, f"{section} ran", False, f"{type(exc).__name__}: {exc}"))
         check.header[f"{section}_s"] = round(time.monotonic() - begun, 1)
@@ -535,9 +587,6 @@ def main(argv: list[str]) -> int:
         print(f"{section}: {sum(x.passed for x in check.lines if x.section == section)} PASS, "
               f"{sum(not x.passed for x in check.lines if x.section == section)} FAIL "
               f"({check.header[f'{section}_s']} s)", flush=True)  # fmt: skip
-    check.write()
-    print((out / "gpu_check.md").read_text())
-    return 0 if all(line.passed for line in check.lines) else 1
 
 
 if __name__ == "__main__":

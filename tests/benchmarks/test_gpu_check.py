@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -328,6 +329,46 @@ def test_a_resumed_check_keeps_the_sections_that_passed_and_runs_the_rest():
     assert [x.check for x in gpu_check.kept(earlier, chosen)["table7"]] == ["table7 True"] * 2
     assert set(gpu_check.kept(earlier, ("table7", "peak", "predicted"))) == {"table7", "peak", "predicted"}
     assert set(gpu_check.kept(earlier, ("modes", "tests"))) == set()  # one FAIL, and no line at all
+
+
+def test_each_section_comes_from_the_latest_check_that_ran_it():
+    """Two calls of a check (the second with --only, or --resume): a section's lines are the latest call's that ran
+    it; one the latest did not begin keeps the older lines."""
+    first = [rel.Line("table7", "t", True, "", at="c1"), rel.Line("profile", "p", False, "", at="c1"),
+             rel.Line("peak", "k", True, "", at="c1")]  # fmt: skip
+    second = [rel.Line("profile", "p", True, "", at="c2"), rel.not_run("peak", "budget"), rel.not_run("data", "x")]
+    assert [(x.section, x.at, x.passed) for x in gpu_check.latest([first, second])] == [
+        ("table7", "c1", True), ("profile", "c2", True), ("peak", "c1", True), ("data", "", False)]  # fmt: skip
+
+
+def test_a_section_is_begun_only_while_the_budget_left_holds_its_expected_time(tmp_path):
+    """A section that would not fit is a `not run` line saying so (a shorter one after it still runs); a kept one is
+    taken as it was, and a section that raised is one FAIL line."""
+    sizes = replace(gpu_check.QUICK, expected_s={"a": 50, "b": 80, "c": 10})
+    check = gpu_check.Check(tmp_path, tmp_path, "cpu", sizes, budget_s=100)
+    ran = []
+
+    def took(seconds):
+        def runner(c):
+            ran.append(seconds)
+            c.started -= seconds  # as if it took that long
+            return [rel.Line("x", f"took {seconds}", True, "")]
+
+        return runner
+
+    def broken(c):
+        raise RuntimeError("no GPU")
+
+    kept = {"k": [rel.Line("k", "earlier", True, "", at="c0")]}
+    gpu_check.run_sections(check, ("k", "a", "b", "c", "d"), kept, {"a": took(45), "b": took(1), "c": took(1),
+                                                                    "d": broken})  # fmt: skip
+    assert ran == [45, 1]  # a, then not b (80 s of 55 left), then c
+    lines = [(x.section, x.check, x.passed, x.figures) for x in check.lines]
+    assert lines[0] == ("k", "earlier", True, "") and lines[1][1] == "took 45" and lines[3][1] == "took 1"
+    assert lines[2] == ("b", "b not run", False, "it takes about 80 s, and 55 s of the 100 s budget were left: run it "
+                        "with --resume OUT")  # fmt: skip
+    assert lines[4] == ("d", "d ran", False, "RuntimeError: no GPU")
+    assert set(check.header) == {"a_s", "c_s", "d_s"} and (tmp_path / "gpu_check.md").exists()
 
 
 def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_its_store(tmp_path):
