@@ -107,7 +107,7 @@ class FakeParent:
     started: ClassVar[list] = []
 
     def __init__(self, python, framework, key):
-        self.python, self.framework, self.key, self.closed = python, framework, key, False
+        self.python, self.framework, self.key, self.closed, self.died = python, framework, key, False, False
         FakeParent.started.append(self)
 
     def close(self):
@@ -129,6 +129,42 @@ def test_one_parent_per_interpreter_and_framework_replaced_when_the_environment_
     second = warm.parent("/py", "torch")
     assert second is not first_one and first_one.closed and not second.closed
     assert ("ONEDNN_VERBOSE", "1") in second.key
+
+
+def test_a_parent_that_died_is_replaced_twice_and_one_that_refused_stays(monkeypatch):
+    monkeypatch.setattr(warm, "WarmParent", FakeParent)
+    monkeypatch.setattr(warm, "_parents", {})
+    monkeypatch.setattr(warm, "_restarts", Counter())
+    first_one = warm.start("/py", "torch")
+    first_one.ended = "the warm parent refused: a thread exists"  # refused: it would refuse again
+    assert warm.parent("/py", "torch") is first_one
+    first_one.died = True  # killed after serving: replaced, twice
+    second = warm.parent("/py", "torch")
+    assert second is not first_one and first_one.closed
+    second.died = True
+    third = warm.parent("/py", "torch")
+    assert third is not second and second.closed
+    third.died = True
+    assert warm.parent("/py", "torch") is third and not third.closed  # the third death stays: its cells start cold
+    assert warm.parent("/py", "jax") is None  # another framework's count is its own, and none was started
+
+
+def test_a_real_parent_killed_after_serving_is_marked_died_and_replaced(monkeypatch):
+    """The zygote killed as the out-of-memory killer would: `died`, and the next launch's parent is a new one."""
+    require("torch")
+    monkeypatch.setattr(warm, "_parents", {})
+    monkeypatch.setattr(warm, "_restarts", Counter())
+    python = sys.executable
+    first_one = warm.start(python, "torch")
+    try:
+        assert first_one.serving() is None
+        os.kill(first_one.pid, signal.SIGKILL)
+        first_one.thread.join(30)
+        assert first_one.died and "exit -9" in first_one.ended
+        second = warm.parent(python, "torch")
+        assert second is not first_one and second.serving() is None and second.pid != first_one.pid
+    finally:
+        warm.close_all()
 
 
 def cell_task(threads: int, pin: list[int] | None) -> CellTask:

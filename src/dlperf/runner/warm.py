@@ -20,7 +20,8 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 - a parent is kept per interpreter and framework, started with this process's environment less what each cell sets
   itself (thread counts, compiler caches, the lifeline's variables) and dlperf's own variables (`DLPERF_*`, read by
   the parent only); when the environment changes otherwise (a variable that changes kernels, another PYTHONPATH), the
-  parent is replaced by one started in the new environment.
+  parent is replaced by one started in the new environment; one that died after serving is replaced (twice at
+  most), and one that refused stays refused: its cells start cold, saying why.
 
 `DLPERF_NO_WARM=1` starts every cell cold. Each measurement records which way its process started (`started`, and
 `cold_because`). A warm parent dies with dlperf (PR_SET_PDEATHSIG, armed before its exec, tied to a thread of its
@@ -124,6 +125,8 @@ class WarmParent:
         self.python, self.framework, self.key = python, framework, key
         self.ready = threading.Event()
         self.ended: str | None = None  # why it cannot serve (refused, or ended)
+        self.died = False  # it served, then ended unasked (killed, or crashed): `start` may replace it
+        self.closing = False
         self.pid: int | None = None
         self.preload_s: float | None = None
         self.proc: subprocess.Popen | None = None
@@ -156,7 +159,7 @@ class WarmParent:
             self.proc.wait()
             errors.seek(0)
             said = errors.read().decode(errors="replace").strip().splitlines()
-        self._end(f"the warm parent ended (exit {self.proc.returncode}){': ' + said[-1] if said else ''}")
+        self._end(f"the warm parent ended (exit {self.proc.returncode}){': ' + said[-1] if said else ''}", died=True)
 
     def _heard(self, message: dict) -> None:
         with self.changed:
@@ -172,8 +175,9 @@ class WarmParent:
                 self.answers[message["id"]] = message
             self.changed.notify_all()
 
-    def _end(self, reason: str) -> None:
+    def _end(self, reason: str, died: bool = False) -> None:
         with self.changed:
+            self.died = died and self.ended is None and self.pid is not None and not self.closing
             self.ended = self.ended or reason
             self.ready.set()
             self.changed.notify_all()
@@ -222,6 +226,7 @@ class WarmParent:
 
     def close(self) -> None:
         """End it: its input closed, it kills any child still running and exits; killed if it does not."""
+        self.closing = True
         proc = self.proc
         if proc is not None and proc.poll() is None:
             try:
@@ -235,6 +240,8 @@ class WarmParent:
 
 _parents: dict[tuple[str, str], WarmParent] = {}
 _lock = threading.Lock()
+RESTARTS = 2  # how many times, in this process, a warm parent that died is replaced for its interpreter and framework
+_restarts: Counter = Counter()
 
 
 def parent(python: str, framework: str) -> WarmParent | None:
@@ -248,10 +255,16 @@ def parent(python: str, framework: str) -> WarmParent | None:
 
 def start(python: str, framework: str) -> WarmParent:
     """The warm parent of `framework` in `python` for this environment, started (not waited for) if there is none.
-    One whose environment no longer matches is closed and replaced; one that ended stays, saying why."""
+    One whose environment no longer matches is closed and replaced; one that died after serving (killed: by the
+    out-of-memory killer, say) is replaced up to RESTARTS times; one that refused, or could not start, stays, saying
+    why, and cells start cold."""
     key = env_key(os.environ)
     with _lock:
         found = _parents.get((python, framework))
+        if found is not None and found.died and _restarts[(python, framework)] < RESTARTS:
+            _restarts[(python, framework)] += 1
+            found.close()
+            found = None
         if found is not None and found.key != key:
             found.close()
             found = None
