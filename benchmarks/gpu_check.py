@@ -11,6 +11,9 @@ measured:
     OUT/cells.jsonl      `dlperf export` of every run (the predictor's data: eager and CUDA-graph pairs, ...)
     OUT/gpu_check.log    every command, its exit code and its output
 
+Its `dlperf` commands run with DLPERF_WARM_GPU=1: CUDA cells fork from a warm parent that never loaded the CUDA
+driver (table7 says whether each did), which saves most of each GPU cell's start; `pytest -m gpu` runs without it.
+
 Sections, in order (--only takes a comma list of them):
     table7     the seven networks at the paper's batch in fp32 (`dlperf run --devices cuda:0`), each against a
                hand-written plain loop of the same model, the loops in one fresh process (this script's --plain-loop)
@@ -199,9 +202,24 @@ def _text(b) -> str:
 
 
 def child_env() -> dict[str, str]:
-    """This source tree's dlperf first on the path: nothing is installed on the GPU machine."""
+    """This source tree's dlperf first on the path: nothing is installed on the GPU machine. CUDA cells fork from a
+    warm parent (DLPERF_WARM_GPU=1: 7-13 s of each cold GPU cell's start was importing PyTorch and building, on the
+    H100); `pytest -m gpu` runs without it, so the default, cold, path is run too."""
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": str(ROOT / "src") + (os.pathsep + path if path else "")}
+    return {**os.environ, "PYTHONPATH": str(ROOT / "src") + (os.pathsep + path if path else ""), "DLPERF_WARM_GPU": "1"}
+
+
+def how_started(db: str, run: int) -> list[dict]:
+    """Each measurement of `run`: its workload, device, and how its process started (`started`, `cold_because`,
+    `phases`), from the store: `dlperf export` has no column for them."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT c.workload, c.device, m.detail_json FROM cells c JOIN measurements m "
+            "ON c.run_id = m.run_id AND c.key = m.cell_key WHERE c.run_id = ?",
+            (run,),
+        ).fetchall()
+    keys = ("started", "cold_because", "phases")
+    return [{"workload": w, "device": d, **{k: json.loads(j).get(k) for k in keys}} for w, d, j in rows]
 
 
 def latest_run(db: str) -> int | None:
@@ -218,7 +236,8 @@ def latest_run(db: str) -> int | None:
 def table7(c: Check) -> list:
     _, cells = c.run("--workloads", ",".join(c.sizes.seven), "--modes", "fp32")
     threads = next((cell["threads"] for cell in cells if cell.get("threads")), None)
-    return rel.seven_lines(cells, plain_loops(c, c.sizes.seven, threads), c.sizes.seven)
+    lines = rel.seven_lines(cells, plain_loops(c, c.sizes.seven, threads), c.sizes.seven)
+    return lines + ([rel.forked_line(how_started(c.db, cells[0]["run_id"]))] if c.gpu and cells else [])
 
 
 def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None) -> dict[str, dict]:
@@ -361,6 +380,7 @@ def predicted(c: Check) -> list:
 
 def tests(c: Check) -> list:
     env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
+    env.pop("DLPERF_WARM_GPU")  # the tests as a user runs them: GPU cells cold
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
            str(ROOT / "tests")]  # fmt: skip
     rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)

@@ -9,6 +9,7 @@ eager), or fractions of the GPU's datasheet figures, never absolute times.
 from __future__ import annotations
 
 import re
+import statistics
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -90,6 +91,21 @@ def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN) -> l
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Modes
+
+
+def forked_line(rows: list[dict]) -> Line:
+    """The GPU cells of a run forked from a warm parent (DLPERF_WARM_GPU=1), with the median time their processes
+    took to import the framework and build (a cold GPU cell's was 7-13 s on the H100)."""
+    gpu = [r for r in rows if str(r.get("device")).startswith("cuda")]
+    forked = [r for r in gpu if r.get("started") == "warm"]
+    setup = [(r["phases"].get("framework_s") or 0) + (r["phases"].get("build_s") or 0) for r in gpu if r.get("phases")]
+    figures = f"{len(forked)} of {len(gpu)} forked"
+    if setup:
+        figures += f"; import and build: median {statistics.median(setup):.2f} s"
+    if why := sorted({str(r.get("cold_because")) for r in gpu if r.get("started") != "warm"}):
+        figures += f"; cold: {'; '.join(why)}"
+    data = {"forked": len(forked), "gpu_cells": len(gpu), "setup_s": setup}
+    return Line("table7", "GPU cells forked from a warm parent", bool(gpu) and len(forked) == len(gpu), figures, data)
 
 
 def modes_lines(cells: list[dict], nets: tuple[str, ...], modes=MODES, tf32_net="", graphs_net="", section="modes"):

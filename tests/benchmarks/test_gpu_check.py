@@ -74,6 +74,20 @@ def test_seven_lines_fail_without_a_loop_figure_or_a_cell_and_say_why():
     assert "no cell" in lines[2].figures and "exit 1: died" in lines[2].figures
 
 
+def test_the_forked_line_wants_every_gpu_cell_forked_and_says_why_one_was_not():
+    phases = {"framework_s": 0.01, "build_s": 0.5}
+    gpu = [{"workload": w, "device": "cuda:0", "started": "warm", "cold_because": None, "phases": phases}
+           for w in ("fcn-s", "lstm")]  # fmt: skip
+    rows = [*gpu, {"workload": "x", "device": "cpu", "started": "cold", "phases": None}]
+    line = rel.forked_line(rows)
+    assert line.passed and line.figures == "2 of 2 forked; import and build: median 0.51 s"
+    rows[1] |= {"started": "cold", "cold_because": "the warm parent has loaded the CUDA driver (libcuda.so.1)"}
+    line = rel.forked_line(rows)
+    assert not line.passed and line.figures.endswith("1 of 2 forked; import and build: median 0.51 s; cold: the warm "
+                                                     "parent has loaded the CUDA driver (libcuda.so.1)")  # fmt: skip
+    assert not rel.forked_line([]).passed  # no GPU cell: nothing was shown
+
+
 def test_modes_lines_pass_ok_cells_and_reasoned_unsupported_ones_only():
     """ok, or unsupported with its reason: PASS; unsupported without one, an error and a missing cell: FAIL."""
     cells = [
@@ -459,6 +473,10 @@ def test_the_check_runs_end_to_end_on_the_cpu(tmp_path):
     assert not lines[f"{gpu_check.QUICK.modes_nets[0]} tf32 faster than fp32"]["passed"]
     assert all(json.loads(row) for row in (out / "cells.jsonl").read_text().splitlines())
     assert "## GPU check:" in (out / "gpu_check.md").read_text() and "$ " in (out / "gpu_check.log").read_text()
+    first_run = min(c["run_id"] for c in map(json.loads, (out / "cells.jsonl").read_text().splitlines()))
+    ways = gpu_check.how_started(str(tmp_path / "work" / "check.db"), first_run)
+    assert {w["workload"] for w in ways} == set(gpu_check.QUICK.seven)
+    assert all(w["started"] in ("warm", "cold") and w["phases"]["timed_s"] > 0 for w in ways)
     # Resumed, with table7 made a pass: it is kept, not run again; the rest runs on a copy of the earlier store.
     report["lines"] = [{**line, "passed": line["passed"] or line["section"] == "table7"} for line in report["lines"]]
     (out / "gpu_check.json").write_text(json.dumps(report))

@@ -30,6 +30,9 @@ def warm_allowed(monkeypatch):
     monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
 
 
+GPU_COLD = "a GPU cell starts cold unless DLPERF_WARM_GPU=1 (then it forks from a parent that never loaded CUDA)"
+
+
 def task(**fields) -> CellTask:
     cell = make_cell(**{k: v for k, v in fields.items() if k in ("workload", "framework", "device", "threads", "mode")})
     rest = {k: v for k, v in fields.items() if k in ("memory_limit", "pin_cpus")}
@@ -43,7 +46,15 @@ def task(**fields) -> CellTask:
         ({"threads": 2, "mode": "bf16+channels_last"}, {}, None),
         ({"framework": "jax"}, {}, "the jax backend starts every cell cold"),
         ({"framework": "tensorflow"}, {}, "the tensorflow backend starts every cell cold"),
-        ({"device": "cuda:0"}, {}, "a GPU cell starts cold: CUDA is never initialized in a process that forks"),
+        ({"device": "cuda:0"}, {}, GPU_COLD),
+        ({"device": "cuda:0"}, {"DLPERF_WARM_GPU": "1"}, None),  # forked from a parent that never loaded CUDA
+        (
+            {"device": "mps"},
+            {"DLPERF_WARM_GPU": "1"},
+            "a warm parent needs Linux's fork and PR_SET_PDEATHSIG"
+            if not sys.platform.startswith("linux")
+            else GPU_COLD,
+        ),
         ({"mode": "bf16+compile"}, {}, "a compiled cell starts cold, with its own empty compiler caches"),
         ({"memory_limit": 1 << 30}, {}, "--max-memory is set before the framework is imported"),
         ({}, {"DLPERF_NO_WARM": "1"}, "DLPERF_NO_WARM is set"),
@@ -51,6 +62,7 @@ def task(**fields) -> CellTask:
 )
 def test_which_cells_fork_and_why_the_others_start_cold(monkeypatch, fields, env, why):
     monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+    monkeypatch.delenv("DLPERF_WARM_GPU", raising=False)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     assert warm.why_cold(task(**fields)) == why
@@ -339,7 +351,7 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-def test_a_gpu_cell_is_never_forked(monkeypatch, tmp_path):
+def test_a_gpu_cell_is_not_forked_by_default(monkeypatch, tmp_path):
     """A CUDA cell goes to a cold child even with a warm parent at hand: the parent is not asked."""
 
     def refuse(*args, **kwargs):
@@ -347,10 +359,61 @@ def test_a_gpu_cell_is_never_forked(monkeypatch, tmp_path):
 
     monkeypatch.setattr(warm, "parent", refuse)
     monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+    monkeypatch.delenv("DLPERF_WARM_GPU", raising=False)
     launched = launching.launch(CellTask(make_cell("tiny-fcn-r", device="cuda:0"), 0, {}, TimerConfig()),
                                 sys.executable, 1, 60)  # fmt: skip
-    assert launched.child.started == "cold"
-    assert launched.child.cold_because == "a GPU cell starts cold: CUDA is never initialized in a process that forks"
+    assert launched.child.started == "cold" and launched.child.cold_because == GPU_COLD
+
+
+def test_a_gpu_cell_forks_only_from_a_parent_that_never_loaded_the_cuda_driver(monkeypatch, tmp_path):
+    """With DLPERF_WARM_GPU=1 a CUDA cell is forked, asking the parent for a GPU child: a real warm parent here
+    (no CUDA on this machine: the cell's child fails, forked), then one that loaded the driver, whose refusal makes
+    the cell start cold with its reason."""
+    require("torch")
+    monkeypatch.setenv("DLPERF_WARM_GPU", "1")
+    monkeypatch.setattr(warm, "_parents", {})
+    cell_task = CellTask(make_cell("tiny-fcn-r", device="cuda:0"), 0, BUILTIN["tiny-fcn-r"].to_json(), TimerConfig())
+    try:
+        warm.start(sys.executable, "torch")
+        launched = launching.launch(cell_task, sys.executable, 1, 60)
+        assert launched.child.started == "warm" and launched.child.cold_because is None
+    finally:
+        warm.close_all()
+    asked = []
+
+    class LoadedTheDriver:
+        launch, pid = "its-own", None
+
+        def spawn(self, module, args, env, log_dir, gpu=False):
+            asked.append(gpu)
+            raise warm.WarmFailed("the warm parent could not fork: the warm parent has loaded the CUDA driver "
+                                  "(libcuda.so.1)")  # fmt: skip
+
+    monkeypatch.setattr(warm, "parent", lambda python, framework: LoadedTheDriver())
+    launched = launching.launch(cell_task, sys.executable, 1, 60)
+    assert asked == [True] and launched.child.started == "cold"
+    assert launched.child.cold_because.endswith("has loaded the CUDA driver (libcuda.so.1)")
+
+
+def test_the_zygote_finds_the_cuda_driver_in_its_memory_map_and_refuses_a_gpu_child_then(tmp_path, monkeypatch):
+    from dlperf.worker import zygote
+
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libz.so.1.2.13\n"
+                    "7f02-7f03 rw-p 00000000 00:00 0 \n7f04-7f05 r--p 00000000 00:00 0 [vdso]\n")  # fmt: skip
+    assert zygote.cuda_driver(str(maps)) is None
+    with open(maps, "a") as f:
+        f.write("7f06-7f07 r-xp 00000000 08:01 456 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n")
+    assert zygote.cuda_driver(str(maps)) == "libcuda.so.580.159.04"
+    assert zygote.cuda_driver(str(tmp_path / "none")) == "unknown: /proc/self/maps unreadable"
+    assert zygote.cuda_driver() is None  # this test process: PyTorch's CPU build loads no CUDA driver
+    control_r, control_w = os.pipe()
+    z = zygote.Zygote(os.open(os.devnull, os.O_RDONLY), control_w)
+    monkeypatch.setattr(zygote, "cuda_driver", lambda: "libcuda.so.1")
+    z.fork({"id": 7, "gpu": True, "module": "dlperf.worker.cell", "args": []})  # refused before any fork
+    assert json.loads(os.read(control_r, 4096)) == {"id": 7, "error": "the warm parent has loaded the CUDA driver "
+                                                                      "(libcuda.so.1)"}  # fmt: skip
+    assert z.children == set()
 
 
 def test_a_parent_with_a_second_thread_refuses_to_fork(tmp_path):

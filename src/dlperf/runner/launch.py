@@ -118,6 +118,7 @@ def run_child(
     poll: Callable[[], None] = lambda: None,
     limit: Callable[[], str | None] = lambda: None,
     parent: warm.WarmParent | None = None,
+    gpu: bool = False,
 ) -> ChildResult:
     """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display);
     so is `limit`, which returns a reason to stop the child early (e.g. a compile timeout) or None. With a warm
@@ -129,7 +130,7 @@ def run_child(
     proc, cold_because = None, None
     if parent is not None:
         try:
-            proc = parent.spawn(cmd[2], cmd[3:], env, log_dir)
+            proc = parent.spawn(cmd[2], cmd[3:], env, log_dir, gpu)
         except warm.WarmFailed as exc:
             cold_because = str(exc)
     if proc is None:
@@ -235,8 +236,9 @@ def launch(
         cold = warm.why_cold(task)
         parent = warm.parent(python, task.cell.framework) if cold is None else None
         cold = warm.FIRST if cold is None and parent is None else cold
+        gpu = parent is not None and task.cell.device != "cpu"  # forked only from a parent that never loaded CUDA
         with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops when it ends
-            child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent)
+            child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
         if parent is None and isinstance(task, CellTask):
             child = replace(child, cold_because=cold)
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))

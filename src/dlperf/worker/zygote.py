@@ -93,7 +93,11 @@ class Zygote:
         return True
 
     def fork(self, request: dict) -> None:
-        """One child for `request`; answered with its pid once it has its own session, or with why not."""
+        """One child for `request`; answered with its pid once it has its own session, or with why not. A child that
+        will use a GPU (`gpu`) is forked only while this process has never loaded the CUDA driver."""
+        if request.get("gpu") and (driver := cuda_driver()) is not None:
+            self.say({"id": request["id"], "error": f"the warm parent has loaded the CUDA driver ({driver})"})
+            return
         ready_r, ready_w = os.pipe()
         try:
             pid = os.fork()
@@ -202,6 +206,21 @@ def reseed() -> None:
         numpy.random.seed()
 
 
+def cuda_driver(maps: str = "/proc/self/maps") -> str | None:
+    """The CUDA driver library this process has loaded (libcuda.so...), or None: no CUDA call can have run in a
+    process that never loaded it, so a child forked from it initializes CUDA as a fresh process does."""
+    try:
+        with open(maps) as f:
+            for line in f:
+                fields = line.split(None, 5)  # address, perms, offset, device, inode, and the path, if any
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if os.path.basename(path).startswith("libcuda.so"):
+                    return os.path.basename(path)
+    except OSError:
+        return "unknown: /proc/self/maps unreadable"
+    return None
+
+
 def preload(framework: str) -> Callable[[], None]:
     """The backend, the worker modules, and what the backend's first step imports (`preload` of the backend); what a
     forked child runs first (`after_fork` of the backend, or nothing)."""
@@ -230,7 +249,8 @@ def main(argv: list[str]) -> None:
     if (n := threads()) > 1:
         zygote.say({"refused": f"{n} threads after importing the {argv[1]} backend: a fork copies only one"})
         os._exit(1)
-    zygote.say({"ready": os.getpid(), "preload_s": round(time.perf_counter() - start, 3), "modules": len(sys.modules)})
+    zygote.say({"ready": os.getpid(), "preload_s": round(time.perf_counter() - start, 3), "modules": len(sys.modules),
+                "cuda_driver": cuda_driver()})  # fmt: skip
     zygote.serve()
     os._exit(0)
 
