@@ -52,6 +52,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -193,7 +194,7 @@ class Check:
         (self.out / "gpu_check.json").write_text(json.dumps(data, indent=1))
         if Path(self.db).exists():
             (self.out / "cells.jsonl").write_text("\n".join(json.dumps(c) for c in self.cells("all")) + "\n")
-            with sqlite3.connect(self.db) as source, sqlite3.connect(self.out / "check.db") as copy:
+            with closing(sqlite3.connect(self.db)) as source, closing(sqlite3.connect(self.out / "check.db")) as copy:
                 source.backup(copy)  # what a later `--resume OUT` starts from
 
 
@@ -211,15 +212,16 @@ def child_env() -> dict[str, str]:
 
 def how_started(db: str, run: int) -> list[dict]:
     """Each measurement of `run`: its workload, device, and how its process started (`started`, `cold_because`,
-    `phases`), from the store: `dlperf export` has no column for them."""
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute(
-            "SELECT c.workload, c.device, m.detail_json FROM cells c JOIN measurements m "
-            "ON c.run_id = m.run_id AND c.key = m.cell_key WHERE c.run_id = ?",
-            (run,),
-        ).fetchall()
-    keys = ("started", "cold_because", "phases")
-    return [{"workload": w, "device": d, **{k: json.loads(j).get(k) for k in keys}} for w, d, j in rows]
+    `phases`), read through the store: `dlperf export` has no column for them."""
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return [{"workload": c.cell.workload, "device": c.cell.device, "started": m.detail.started,
+                 "cold_because": m.detail.cold_because, "phases": m.detail.phases}
+                for c in store.cells(run) for m in store.measurements(run, c.key)]  # fmt: skip
+    finally:
+        store.close()
 
 
 def latest_run(db: str) -> int | None:

@@ -299,10 +299,10 @@ def run_fleet(args, db: str) -> int:
         return code
     from dlperf.report.fleet import read
 
-    fleet = read(db, None, runs)  # this sweep's runs, named by their campaign
+    view = read(db, None, runs)  # this sweep's runs, named by their campaign
     if args.campaign:
-        fleet.name = f"campaign {args.campaign} ({fleet.name})"
-    show_fleet(fleet)
+        view.name = f"campaign {args.campaign} ({view.name})"
+    show_fleet(view)
     again = f"; all of campaign {args.campaign}: dlperf table --campaign {args.campaign}" if args.campaign else ""
     print(f"dlperf: a run per node: {', '.join(map(str, runs))} (dlperf table --run N){again}", file=sys.stderr)
     return code

@@ -266,11 +266,9 @@ def start(python: str, framework: str) -> WarmParent:
     key = env_key(os.environ)
     with _lock:
         found = _parents.get((python, framework))
-        if found is not None and found.died and _restarts[(python, framework)] < RESTARTS:
-            _restarts[(python, framework)] += 1
-            found.close()
-            found = None
-        if found is not None and found.key != key:
+        restart = found is not None and found.died and _restarts[(python, framework)] < RESTARTS
+        if found is not None and (restart or found.key != key):
+            _restarts[(python, framework)] += restart
             found.close()
             found = None
         if found is None:

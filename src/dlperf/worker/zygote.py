@@ -249,8 +249,7 @@ def main(argv: list[str]) -> None:
     if (n := threads()) > 1:
         zygote.say({"refused": f"{n} threads after importing the {argv[1]} backend: a fork copies only one"})
         os._exit(1)
-    zygote.say({"ready": os.getpid(), "preload_s": round(time.perf_counter() - start, 3), "modules": len(sys.modules),
-                "cuda_driver": cuda_driver()})  # fmt: skip
+    zygote.say({"ready": os.getpid(), "preload_s": round(time.perf_counter() - start, 3), "modules": len(sys.modules)})
     zygote.serve()
     os._exit(0)
 
