@@ -53,7 +53,7 @@ REFUSED = {
 # Refusals that depend on the machine, not the table: the cell is built, or `unsupported` with a reason that starts
 # with the component.
 MACHINE_DEPENDENT = {
-    # torch `_kernels_exist`: oneDNN has no fp16 LSTM kernel on many CPUs, and no bf16 one without AVX-512 (an
+    # torch `_no_kernel`: oneDNN has no fp16 LSTM kernel on many CPUs, and no bf16 one without AVX-512 (an
     # AVX2-only Zen 3, say); refused at the first step, not in build
     (Mode.FP16, "tiny-lstm"): "no fp16 LSTM kernel on some CPUs",
     (Mode.BF16, "tiny-lstm"): "no bf16 LSTM kernel on AVX2-only CPUs",

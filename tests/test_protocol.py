@@ -26,6 +26,7 @@ from dlperf.protocol import (
     DDPTask,
     Done,
     Error,
+    Event,
     Joined,
     Loader,
     LossCheck,
@@ -95,6 +96,14 @@ def test_every_event_reads_back_as_its_type():
         assert decode(event.to_line()) == event
     assert set(EVENTS) >= {type(e).NAME for e in examples}
     assert all(name == cls.NAME for name, cls in EVENTS.items())
+
+
+def test_a_sample_writes_the_line_every_event_writes():
+    """Sample has a line of its own (one per timed step, without asdict); it must stay the generic line."""
+    for t in (0.25, 1e-7, float("inf")):
+        sample = Sample(t)
+        assert json.loads(sample.to_line()) == json.loads(Event.to_line(sample))
+        assert decode(sample.to_line()).at == sample.at
 
 
 def test_a_torn_line_and_an_unknown_event_are_dropped_not_misread(tmp_path):

@@ -1,9 +1,10 @@
 import math
 import random
+import statistics
 
 import pytest
 
-from dlperf.measure.stats import ci_relative_halfwidth, iqr, median_ci, median_ci_ranks, summarize
+from dlperf.measure.stats import ci_relative_halfwidth, iqr, median_ci, median_ci_ranks, sorted_median, summarize
 
 
 def binom_cdf(k: int, n: int) -> float:
@@ -17,6 +18,23 @@ def test_median_ci_covers_at_least_95_percent(n):
     coverage = binom_cdf(hi, n) - binom_cdf(lo, n)
     assert coverage >= 0.95
     assert 0 <= lo < n // 2 <= hi < n
+
+
+@pytest.mark.parametrize("confidence", [0.9, 0.95, 0.99])
+def test_the_exact_ranks_are_the_binomial_sums_for_every_n_up_to_300(confidence):
+    """The terms are built by their ratio (cheap enough for every step); the ranks are those of the exact sums."""
+    tail = (1 - confidence) / 2
+    for n in range(6, 301):
+        low = next(k for k in range(n + 1) if binom_cdf(k, n) > tail)
+        assert median_ci_ranks(n, confidence) == ((low - 1, n - low) if low >= 1 else None), n
+
+
+def test_the_median_of_a_sorted_list_is_read_by_index():
+    rng = random.Random(1)
+    for n in range(1, 40):
+        ordered = sorted(rng.random() for _ in range(n))
+        assert sorted_median(ordered) == statistics.median(ordered)
+    assert sorted_median([]) == 0.0
 
 
 def test_median_ci_is_the_tightest_exact_interval():

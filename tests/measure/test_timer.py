@@ -1,7 +1,11 @@
 import itertools
+import math
+import random
+from unittest import mock
 
 import pytest
 
+from dlperf.measure import timer
 from dlperf.measure.timer import TimerConfig, enough, is_steady, sample, timed_step, warm_up
 
 
@@ -65,6 +69,41 @@ def test_sampling_respects_min_time_and_max_time():
     noisy = itertools.cycle([0.1, 0.3])  # never tight enough: max_time ends it
     samples = sample(stepper(clock, noisy), TimerConfig(min_steps=1, min_time=0, max_time=2.0), clock=clock)
     assert 9 <= len(samples) <= 11
+
+
+def every_step(run, cfg, clock):
+    """The stopping rule checked after every step, in the plainest way: what `sample` must agree with."""
+    samples, start = [], clock()
+    while not enough(sorted(samples), clock() - start, cfg):
+        samples.append(run())
+    return samples
+
+
+@pytest.mark.parametrize("spread", [0.02, 0.2, 1.0])
+def test_the_rule_is_checked_at_most_a_sixty_fourth_apart_and_never_stops_before_every_step_would(spread):
+    """Beyond 64 samples the rule is checked each time their number has grown by 1/64: the run ends at the first
+    such check where it holds, never before the first step where it does, and the checks grow with log(n)."""
+    rng = random.Random(7)
+    durations = [1.0 + spread * rng.random() ** 3 for _ in range(200_000)]
+    cfg = TimerConfig(min_steps=10, min_time=0.0, max_time=1e9, ci_target=0.002)
+    reference = every_step(stepper(FakeClock(), iter(durations)), cfg, FakeClock()) if spread < 0.5 else None
+    clock, checked = FakeClock(), []
+    with mock.patch.object(timer, "enough", side_effect=lambda *a: checked.append(len(a[0])) or enough(*a)):
+        samples = timer.sample(stepper(clock, iter(durations)), cfg, clock=clock)
+    assert samples == durations[: len(samples)] and checked[-1] == len(samples)
+    assert enough(sorted(samples), clock.now, cfg)
+    assert all(b - a <= max(1, a // timer.SPACING) for a, b in itertools.pairwise(checked))
+    if reference is not None:
+        assert len(samples) >= len(reference)
+    n = len(samples)
+    assert len(checked) <= timer.SPACING * (2 + math.log(max(n, timer.SPACING) / timer.SPACING)), n  # 64 per e-fold
+
+
+def test_the_time_limit_is_checked_after_every_step_however_sparse_the_rule():
+    clock = FakeClock()
+    cfg = TimerConfig(min_steps=1, min_time=0.0, max_time=5000.2, ci_target=0.0)  # the rule never holds
+    samples = sample(stepper(clock, itertools.cycle([0.5, 1.5])), cfg, clock=clock)
+    assert len(samples) == 5001 and clock.now == pytest.approx(5000.5)  # the first step past the limit is the last
 
 
 def test_enough_takes_a_sorted_list():

@@ -7,7 +7,7 @@ import types
 import pytest
 
 from dlperf.measure.timer import TimerConfig, pipelined, timed_step
-from dlperf.protocol import Cell, CellTask, Done, Flops, Memory, Sample, Sampled, first
+from dlperf.protocol import Cell, CellTask, Done, Flops, Memory, Reporter, Sample, Sampled, all_of, first, read_events
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
 from dlperf.worker import cell as worker
@@ -177,3 +177,51 @@ def test_a_synchronous_step_is_bracketed_by_syncs():
 
     worker.step_timer(Synchronous())()
     assert calls == ["sync", "step", "sync"]
+
+
+class Ticks:
+    """A clock that moves only when told."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_samples_are_written_a_few_times_a_second_in_one_write_each(tmp_path):
+    """Between two timed steps the worker appends a float; every `every_s` the samples so far go out in one write,
+    so a process killed while sampling keeps all but its last `every_s`."""
+    path, clock = tmp_path / "events.jsonl", Ticks()
+    batch = worker.SampleBatch(Reporter(path), every_s=0.25, clock=clock)
+    for t in (0.1, 0.2, 0.3):
+        batch.add(t)
+        clock.now += 0.1
+    assert read_events(path) == []  # 0.2 s after the last write: nothing yet
+    batch.add(0.4)  # 0.3 s: out they go, together
+    assert [e.t for e in read_events(path)] == [0.1, 0.2, 0.3, 0.4]
+    batch.add(0.5)
+    batch.flush()
+    batch.flush()  # nothing new: nothing written
+    assert [e.t for e in read_events(path)] == [0.1, 0.2, 0.3, 0.4, 0.5]
+
+
+class FailsAtStep(Step):
+    def __init__(self):
+        self.steps = 0
+
+    def step(self):
+        self.steps += 1
+        if self.steps > 12:
+            raise RuntimeError("boom")
+        return 0.0
+
+
+def test_a_step_that_raises_keeps_the_samples_before_it(monkeypatch, tmp_path):
+    fake_backend(monkeypatch, FailsAtStep)
+    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
+                    TimerConfig(min_steps=100, min_time=0, max_time=60, max_warmup=2))  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    with pytest.raises(RuntimeError, match="boom"):
+        worker.measure(task, Reporter(path))
+    assert len(all_of(read_events(path), Sample)) == 10  # 12 steps, two of them warm-up

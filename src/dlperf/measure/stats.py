@@ -6,6 +6,7 @@ distribution, so it holds for the skewed, heavy-tailed distributions step times 
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from dataclasses import asdict, dataclass
@@ -28,22 +29,24 @@ class Summary:
 FEW_SAMPLES = 5  # a median of fewer timed steps says little, and its IQR nothing
 
 
+@functools.lru_cache(maxsize=1024)
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
     """0-based ranks (lo, hi) of the order statistics bounding the median with at least `confidence` coverage.
 
     The number of samples below the true median is Binomial(n, 1/2); the interval [x_(l), x_(n-l+1)] (1-based)
     covers the median with probability 1 - 2 P(B <= l-1). None when even the full range is not enough (n < 6).
+    The timer asks after every step, so this is cheap: the binomial's terms by their ratio, not each from scratch.
     """
     tail = (1.0 - confidence) / 2.0
     if n > 300:  # normal approximation of the binomial; exact sums get slow and the two agree closely here
         low = math.floor(n / 2 - 0.5 * 1.959964 * math.sqrt(n))
         return (low - 1, n - low) if low >= 1 else None
-    cdf, low = 0.0, 0
-    while True:
-        cdf += math.comb(n, low) / 2.0**n  # cdf = P(B <= low)
-        if cdf > tail:
-            break
+    term = 0.5**n  # P(B = 0); P(B = k+1) = P(B = k) (n-k)/(k+1)
+    cdf, low = term, 0  # cdf = P(B <= low)
+    while cdf <= tail:
+        term *= (n - low) / (low + 1)
         low += 1
+        cdf += term
     return (low - 1, n - low) if low >= 1 else None
 
 
@@ -60,10 +63,18 @@ def sorted_ci_halfwidth(ordered: list[float]) -> float:
 
     `ordered` must be sorted."""
     ranks = median_ci_ranks(len(ordered))
-    med = statistics.median(ordered) if ordered else 0.0
+    med = sorted_median(ordered)
     if ranks is None or med <= 0:
         return math.inf
     return max(med - ordered[ranks[0]], ordered[ranks[1]] - med) / med
+
+
+def sorted_median(ordered: list[float]) -> float:
+    """The median of a sorted list, by index (statistics.median sorts a copy: O(n log n) on every call)."""
+    n = len(ordered)
+    if n == 0:
+        return 0.0
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
 
 
 def ci_relative_halfwidth(samples: list[float]) -> float:

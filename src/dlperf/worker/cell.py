@@ -5,7 +5,8 @@
 It imports the standard library, dlperf's standard-library-only modules and exactly one framework (through its
 backend), so it runs in an environment that has nothing else installed. The thread variables were set by the parent
 before this interpreter started; the framework is imported only after the CPU pinning below. Every event is
-flushed as it happens: if the parent kills this process at its timeout, the samples taken so far survive.
+flushed as it happens, the timed steps' samples a few times a second (`SampleBatch`): if the parent kills this
+process at its timeout, what it measured survives.
 """
 
 from __future__ import annotations
@@ -216,7 +217,11 @@ def timed_samples(
     which is what it emits."""
     before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
     own_before, wall_before, faults_before = _own_cpu_s(), time.perf_counter(), _minor_faults()
-    samples = sample(run, cfg, on_sample=lambda t: emit(Sample(own(t))), clock=clock)
+    batch = SampleBatch(emit)
+    try:
+        samples = sample(run, cfg, on_sample=lambda t: batch.add(own(t)), clock=clock)
+    finally:
+        batch.flush()  # a step that raised keeps the samples before it
     after, own_cpu, wall = system.cpu_times(), _own_cpu_s() - own_before, time.perf_counter() - wall_before
     faults = _minor_faults() - faults_before
     return Sampled(
@@ -228,6 +233,35 @@ def timed_samples(
         minor_faults_per_step=faults / len(samples) if samples else None,
         process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
     )
+
+
+class SampleBatch:
+    """The timed steps' samples, written a few times a second rather than one line per step: between two steps the
+    worker only appends a float. Measured on tiny-fcn-r (0.21 ms steps, 1 thread, Zen 4), encoding and writing a line
+    between two steps made the next one about 10 µs (5%) slower, and a plain loop does neither. A process killed while
+    it samples (a timeout, a deadline, a crash) loses at most the last `every_s` of its samples."""
+
+    EVERY_S = 0.25
+
+    def __init__(self, emit: Reporter, every_s: float = EVERY_S, clock: Callable[[], float] = time.monotonic) -> None:
+        self.emit, self.every_s, self.clock = emit, every_s, clock
+        self.pending: list[float] = []
+        self.written = clock()
+
+    def add(self, t: float) -> None:
+        self.pending.append(t)
+        if self.clock() - self.written >= self.every_s:
+            self.flush()
+
+    def flush(self) -> None:
+        events = [Sample(t) for t in self.pending]
+        if isinstance(self.emit, Reporter):
+            self.emit.many(events)  # one write
+        else:
+            for event in events:  # a test's list
+                self.emit(event)
+        self.pending = []
+        self.written = self.clock()
 
 
 def _minor_faults() -> int:
