@@ -6,7 +6,7 @@ import re
 import pytest
 
 from dlperf.report import best, html, load, predicted, profile, table
-from dlperf.report.format import seconds
+from dlperf.report.format import interval, seconds, table_seconds
 from dlperf.store import Store
 from dlperf.store.machine import MeasuredPeak
 from report import synthetic
@@ -64,3 +64,14 @@ def test_rates_keep_three_figures_without_an_exponent():
     from dlperf.report.format import figure
 
     assert [figure(v) for v in (40.0, 2.5, 14_600.0, 123_456.0, 0.0004)] == ["40", "2.5", "14600", "123000", "0.0004"]
+
+
+def test_an_interval_has_the_figures_that_tell_its_ends_apart():
+    """Thousands of sub-millisecond steps give an interval narrower than three figures: `dlperf advise` printed
+    "95% interval of the step 189 µs-189 µs"."""
+    assert interval(189.2e-6, 189.4e-6) == "189.2 µs-189.4 µs"
+    assert interval(0.189, 0.195) == "0.189 s-0.195 s"  # three figures when they suffice
+    assert interval(0.45012, 0.45014) == "0.45012 s-0.45014 s"
+    assert interval(2.0, 2.0) == "2.00 s"  # no width at five figures: one figure
+    assert interval(0.4501, 0.4504, table_seconds, "–") == "0.4501–0.4504"
+    assert interval(0.0021, 0.00211, table_seconds, "–") == "2.10 ms–2.11 ms"

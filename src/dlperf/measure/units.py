@@ -4,6 +4,7 @@ below every folder, so that the parent's side (runner/) and the views (report/) 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 
 def significant(value: float, digits: int = 3) -> str:
@@ -25,19 +26,32 @@ def figure(value: float) -> str:
     return text.rstrip("0").rstrip(".")
 
 
-def short_time(value: float) -> str:
+def short_time(value: float, digits: int = 3) -> str:
     """A time under 0.1 s in the unit it reads in: 21.0 ms, 850 µs (three significant figures)."""
-    return f"{significant(value * 1e3)} ms" if value >= 1e-3 else f"{significant(value * 1e6)} µs"
+    if value >= 1e-3:
+        return f"{significant(value * 1e3, digits)} ms"
+    return f"{significant(value * 1e6, digits)} µs"
 
 
-def seconds(value: float | None) -> str:
+def seconds(value: float | None, digits: int = 3) -> str:
     """Seconds with three significant figures, in the unit a person reads fastest: 14.6 s, 0.500 s, 21.0 ms, 850 µs,
     and from 1000 s on 24.3 min. Every duration a view prints goes through here (or `table_seconds`), never `:.3g`,
     which writes a 14.6 s step as 1.46e+04 ms."""
     if value is None:
         return "-"
     if value >= 1000:
-        return f"{significant(value / 60)} min"
+        return f"{significant(value / 60, digits)} min"
     if value >= 0.1:
-        return f"{significant(value)} s"
-    return short_time(value)
+        return f"{significant(value, digits)} s"
+    return short_time(value, digits)
+
+
+def interval(low: float, high: float, unit: Callable[[float, int], str] = seconds, sep: str = "-") -> str:
+    """An interval's two ends with as many significant figures as tell them apart (3 to 5): a step's 95% interval
+    over thousands of steps is often narrower than three figures, and "189 µs-189 µs" reads as a mistake where
+    "188.9 µs-189.3 µs" does not. Ends that are the same to five figures are one figure, to three."""
+    for digits in range(3, 6):
+        a, b = unit(low, digits), unit(high, digits)
+        if a != b:
+            return f"{a}{sep}{b}"
+    return unit(low, 3)

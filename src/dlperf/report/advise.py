@@ -4,7 +4,7 @@ predicted (the GPUs, `predict/`), with its uncertainty. The ranking's words are 
 from __future__ import annotations
 
 from dlperf.report.cost import _pick, deadline_text, usd
-from dlperf.report.format import seconds
+from dlperf.report.format import interval, seconds
 
 SHOWN = 3  # the GPUs named in the crossover's line, the fastest first
 CROSSOVER_HOW = "your batch"  # the crossover measured at the user's batch only (`dlperf crossover` goes batch by batch)
@@ -15,7 +15,7 @@ def lines(a) -> list[str]:
     per = "s/epoch" if x.what.startswith("one epoch") else f"s for {x.what}"
     out = []
     if c := x.cpu:
-        ci = f", 95% interval of the step {seconds(a.cpu_ci[0])}-{seconds(a.cpu_ci[1])}" if a.cpu_ci else ""
+        ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
         out.append(
             f"On this CPU (measured): {c.time_s:,.1f} {per} at its best settings ({_threads(c.threads)}, {c.mode}; "
             f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
-from dlperf.report.format import markup, table_seconds
+from dlperf.report.format import interval, markup, table_seconds
 from dlperf.report.predicted import own
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.table import mode_label
@@ -65,7 +65,7 @@ class Entry:
     def named(self) -> str:
         """ "alpha · Xeon, 2 threads: 450 ms [440 ms–460 ms]"."""
         span = self.interval
-        shown = f" [{table_seconds(span[0])}–{table_seconds(span[1])}]" if span else " [no interval]"
+        shown = f" [{interval(*span, table_seconds, '–')}]" if span else " [no interval]"
         return f"{self.machine}, {self.where}: {table_seconds(self.cell.median_s)}{shown}"
 
 

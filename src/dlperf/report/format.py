@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from dlperf.measure.units import figure, seconds, short_time, significant  # noqa: F401 - the views' formatters
+from dlperf.measure.units import figure, interval, seconds, short_time, significant  # noqa: F401 - the views' formatters
 
 # C0 and C1 controls (ESC, CSI as \x9b, BEL, backspace, carriage return, ...), DEL and the bidirectional overrides:
 # a workload name or an error from the user's model holding them could recolour, move the cursor, retitle the window
@@ -27,10 +27,11 @@ def markup(text: str) -> str:
     return escape(terminal(text))
 
 
-def table_seconds(value: float) -> str:
+def table_seconds(value: float, digits: int = 3) -> str:
     """The Table-7 figure: seconds per mini-batch as the paper prints them (three decimals) from 0.1 s up; a shorter
-    step (a GPU's, a tiny network's) in ms or µs with three significant figures, where 0.0021 would show two."""
-    return f"{value:.3f}" if value >= 0.1 else short_time(value)
+    step (a GPU's, a tiny network's) in ms or µs with three significant figures, where 0.0021 would show two.
+    `digits` above 3: as many more decimals, or significant figures (an interval's ends told apart)."""
+    return f"{value:.{digits}f}" if value >= 0.1 else short_time(value, digits)
 
 
 def duration(value: float | None) -> str:
