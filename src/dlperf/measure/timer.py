@@ -6,7 +6,8 @@ The device is synchronized on both sides of every timed step, so the clock brack
 launch. Each sample is handed to `on_sample` as soon as it exists, so a child killed by a timeout keeps what it
 measured.
 
-A device that runs asynchronously and can mark points in its own queue (CUDA events) is timed without that sync:
+A device that runs asynchronously and can mark points in its own queue (CUDA events), or whose steps' outputs the
+host can wait for one by one (JAX's asynchronous dispatch, `HostClock`), is timed without that sync:
 `pipelined` lets the host launch the next steps while the device still runs the last ones, as a plain training loop
 does, and a step's time is the device's time between the ends of consecutive steps. Synchronizing every step would
 add the host's launch time to the device's whenever the two are close: on an H100 the LSTM step took 5.92 ms timed
@@ -68,6 +69,35 @@ class DeviceClock(Protocol):
     def seconds(self, start: Any, end: Any) -> float:
         """The device's time from mark `start` to mark `end`; waits until the device has reached `end`."""
         ...
+
+
+class HostClock:
+    """A `DeviceClock` for a framework that runs steps asynchronously but offers no events in the device's queue
+    (JAX's dispatch): a mark is the latest step's output, and its time is when the host finds that output ready,
+    waited for only when `pipelined` reads it, which is after the host has launched the steps behind it. While the
+    device is the slower, the host is already waiting when the output becomes ready, so the time is the device's;
+    while the host is, the output is ready before the host asks, and the time between two marks is the host's time
+    to launch a step: either way what a training loop gets. The first mark is the device idle (nothing launched
+    yet), at the time it is taken."""
+
+    def __init__(self, latest: Callable[[], Any], wait: Callable[[Any], Any], clock=time.perf_counter) -> None:
+        self.latest, self.wait, self.clock = latest, wait, clock
+        self.marked = False
+
+    def mark(self) -> list:
+        if not self.marked:
+            self.marked = True
+            return [None, self.clock()]
+        return [self.latest(), None]  # [output, when it was seen ready]
+
+    def seconds(self, start: list, end: list) -> float:
+        return self._ready(end) - self._ready(start)
+
+    def _ready(self, mark: list) -> float:
+        if mark[1] is None:
+            self.wait(mark[0])
+            mark[1] = self.clock()
+        return mark[1]
 
 
 PIPELINE_DEPTH = 2  # steps the host may launch beyond the last one whose time is read

@@ -29,6 +29,7 @@ from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.jax.models import build_model, param_deviation
 from dlperf.measure import system
+from dlperf.measure.timer import HostClock
 from dlperf.modes import Mode
 from dlperf.vocab import Framework
 from dlperf.workloads.base import OptimizerSpec, Workload
@@ -221,9 +222,11 @@ class JaxStep:
         self.state, self.loss = self.jitted(self.state, self.inputs, self.targets)
         return self.loss
 
-    def device_clock(self) -> None:
-        """None: XLA's GPU path is synchronized every step (no events to read)."""
-        return None
+    def device_clock(self) -> HostClock:
+        """JAX dispatches a step and returns at once, as CUDA does: the host launches the next steps while the last
+        ones run, and a step's time is when its loss is ready, as the host sees it (there are no device events to
+        read). Synchronizing every step cost tiny-resnet-56 on the CPU 1.12x and tiny-fcn-r 1.5x a plain loop."""
+        return HostClock(lambda: self.loss, jax.block_until_ready)
 
     def sync(self) -> None:
         """Wait for the whole updated state (parameters, BatchNorm statistics, optimizer state) and the loss."""
