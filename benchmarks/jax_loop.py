@@ -41,7 +41,8 @@ def child(workload: str, threads: int, seconds: float) -> dict:
         step.sync()
         return (time.perf_counter() - start) / n
 
-    warm = block(20)
+    block(20)  # the first step compiles
+    warm = block(50)
     n = max(10, int(seconds / 5 / warm))
     blocks = [block(n) for _ in range(5)]
     return {"step_s": statistics.median(blocks), "steps": 5 * n}
