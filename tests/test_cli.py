@@ -84,6 +84,17 @@ def test_bad_input_in_process(args, fragments, capsys, tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.parametrize("command", ["profile", "optimize", "crossover", "fit", "advise", "predict"])
+def test_a_misspelt_positional_workload_is_not_blamed_on_a_flag_it_was_not_given(command, capsys, tmp_path):
+    """`dlperf predict nope` said "--workloads: unknown workload 'nope'": that command has no --workloads."""
+    extra = ["--gpu", "T4"] if command == "predict" else []
+    code = main([command, "resnt-50", *extra, "--db", str(tmp_path / "x.db")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith("dlperf: error: unknown workload 'resnt-50'") and "'resnet-50'" in lines[0]
+    assert not (tmp_path / "x.db").exists()
+
+
 def test_views_on_missing_or_corrupt_database(tmp_path):
     one_line_error(dlperf("table", db=tmp_path / "none.db"), "no such database")
     bad = tmp_path / "bad.db"

@@ -60,7 +60,7 @@ def check(opts: Options) -> tuple[tuple, float | None]:
 
     if "," in opts.workload:
         raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
-    parse_workload(opts.workload)
+    parse_workload(opts.workload, None)
     if not opts.budget_s > 0:
         raise UsageError("--budget must be above zero seconds")
     if opts.samples is not None and opts.epochs is not None:
@@ -137,7 +137,7 @@ def _resolved(opts: Options):
     from dlperf.plan.workloads import resolve_workload
     from dlperf.spec import parse_workload
 
-    return resolve_workload(parse_workload(opts.workload), capabilities.op_counter(), opts.timeout)
+    return resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout)
 
 
 def _work(workload, opts: Options) -> tuple[int, str]:

@@ -93,7 +93,7 @@ def check(opts: Options) -> tuple:
     name = opts.workload
     if "," in name:
         raise UsageError(f"unknown workload {name!r}: one built-in name (dlperf list) or a user's file.py:factory")
-    parse_workload(name)  # a misspelt name, or a file named without its factory, is one line naming the choices
+    parse_workload(name, None)  # a misspelt name, or a file named without its factory, is one line naming the choices
     if opts.mode not in MODES:
         raise UsageError(f"--mode {opts.mode!r}: expected {', '.join(MODES)} (a CPU mode the GPU predictor knows)")
     if opts.repeats < 1:

@@ -110,7 +110,7 @@ def check(opts: Options) -> None:
         raise UsageError(
             f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a user's file.py:factory"
         )
-    parse_workload(opts.workload)
+    parse_workload(opts.workload, None)
     parse_modes(",".join(opts.modes))
     if not DEVICE.match(opts.device):
         raise UsageError(f"--device {opts.device!r}: expected cpu, cuda, cuda:N or mps")

@@ -401,22 +401,23 @@ def canonical_mode(text: str) -> str:
     return "+".join(ordered)
 
 
-def parse_workloads(text: str | None) -> tuple[str, ...]:
+def parse_workloads(text: str | None, flag: str | None = "--workloads") -> tuple[str, ...]:
+    """`flag`: the option that gave `text`, named in an error; None for a command's positional WORKLOAD."""
     if text is None:
         return tuple(w.name for w in SUITE)
-    return tuple(dict.fromkeys(parse_workload(item) for item in split_list(text, "--workloads")))
+    return tuple(dict.fromkeys(parse_workload(item, flag) for item in split_list(text, flag or "workload")))
 
 
-def parse_workload(item: str) -> str:
-    """A built-in name, or a user's `file.py:factory` with its file found and made absolute."""
+def parse_workload(item: str, flag: str | None = "--workloads") -> str:
+    """A built-in name, or a user's `file.py:factory` with its file found and made absolute. `flag`: as above."""
     if looks_like_source(item):
         return normalize_source(item)
     if item.lower() in BUILTIN:
         return item.lower()
     if item.endswith(".py"):
-        raise UsageError(f"--workloads {item!r}: {_file_without_factory(item)}")
+        raise UsageError(f"{flag or 'workload'} {item!r}: {_file_without_factory(item)}")
     form = " (a model of your own: path/to/file.py:factory or package.module:factory)" if "." in item else ""
-    raise UsageError(f"--workloads: unknown workload {item!r}{suggest(item, BUILTIN)}{form}")
+    raise UsageError(f"{flag + ': ' if flag else ''}unknown workload {item!r}{suggest(item, BUILTIN)}{form}")
 
 
 def _file_without_factory(item: str) -> str:

@@ -56,7 +56,7 @@ def run(args) -> int:
     from dlperf.loaders import parse_loaders
     from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_workloads
 
-    [workload] = parse_workloads(args.workload)
+    [workload] = parse_workloads(args.workload, None)
     [device] = parse_devices(args.device)
     opts = optimize.Options(
         workload=workload,

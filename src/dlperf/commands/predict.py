@@ -173,7 +173,7 @@ def resolved(args):
     from dlperf.predict import count
     from dlperf.spec import parse_workload
 
-    named = parse_workload(args.workload)
+    named = parse_workload(args.workload, None)
     return count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
 
 
