@@ -21,7 +21,8 @@ Sections, in order (--only takes a comma list of them):
     profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
     peak       `dlperf peak --devices cuda:0`: bf16 matmul and bandwidth against the datasheet, copies, launch cost
     data       `dlperf data synth`, then loader cells w0 and w2+pin of fcn-r, resnet-56 and resnet-50 on CUDA
-    jax        `--frameworks jax` on fcn-r and resnet-56 on CUDA
+    jax        `--frameworks jax` on fcn-r and resnet-56 on CUDA, each against a plain JAX loop of the step dlperf
+               builds (--plain-loop --framework jax)
     nccl       `dlperf comm --backend nccl --nproc 1`, and --nproc 2 on one GPU refused
     crossover  `dlperf crossover fcn-r` with the measured CUDA cell in the store: the GPU side "measured"
     compile    bf16+compile on resnet-50 and resnet-56 (last but two: compiling takes the longest)
@@ -106,7 +107,7 @@ FULL = Sizes(
         "profile": 105,
         "peak": 15,
         "data": 90,
-        "jax": 55,
+        "jax": 85,
         "nccl": 25,
         "crossover": 35,
         "compile": 180,
@@ -242,10 +243,16 @@ def table7(c: Check) -> list:
     return lines + ([rel.forked_line(how_started(c.db, cells[0]["run_id"]))] if c.gpu and cells else [])
 
 
-def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None) -> dict[str, dict]:
+def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None, framework: str = "torch") -> dict:
     """The plain loops in one fresh process of their own, one network after another, at the cells' thread count
-    (importing torch and starting CUDA once: about 8 s of each process on an H100 machine)."""
-    cmd = [sys.executable, __file__, "--plain-loop", ",".join(workloads), "--device", c.device,
+    (importing torch and starting CUDA once: about 8 s of each process on an H100 machine). JAX's in the interpreter
+    dlperf runs JAX's cells with (this one on the GPU machine; `dlperf env install jax`'s elsewhere)."""
+    python = sys.executable
+    if framework != "torch":
+        from dlperf.envs import interpreter_for
+
+        python = interpreter_for(framework) or python
+    cmd = [python, __file__, "--plain-loop", ",".join(workloads), "--framework", framework, "--device", c.device,
            "--seconds", str(c.sizes.loop_s)] + (["--threads", str(threads)] if threads else [])  # fmt: skip
     rc, text = c.command(cmd, timeout=60 + 30 * len(workloads))
     found = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
@@ -353,9 +360,16 @@ def data(c: Check) -> list:
 
 
 def jax(c: Check) -> list:
-    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax), timer=c.sizes.short)
+    """JAX's cells ok, each against a plain JAX loop of the step dlperf builds, same run (JAX's steps are pipelined
+    as a training loop runs them, timed by when the host finds each loss ready: `timer.HostClock`)."""
+    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax))
     cells = [cell for cell in cells if cell["framework"] == "jax"]
-    return rel.ok_lines("jax", cells, c.sizes.jax, f"JAX on {c.device}")
+    threads = next((cell["threads"] for cell in cells if cell.get("threads")), None)
+    loops = plain_loops(c, c.sizes.jax, threads, framework="jax")
+    label = "JAX against a plain JAX loop"
+    return rel.ok_lines("jax", cells, c.sizes.jax, f"JAX on {c.device}") + rel.seven_lines(
+        cells, loops, c.sizes.jax, section="jax", label=label
+    )
 
 
 def nccl(c: Check) -> list:
@@ -475,6 +489,33 @@ def plain_loop(workload: str, device: str, seconds: float, threads: int | None =
     return {"workload": workload, "step_s": statistics.median(blocks), "blocks": blocks, "steps": 5 * per_block}
 
 
+def plain_jax_loop(workload: str, device: str, seconds: float, threads: int | None = None) -> dict:
+    """The step dlperf builds for JAX (`frameworks/jax/backend.build`: model, batch, optax optimizer, the jitted step
+    donating its state), dispatched step after step as a training loop does, waited for only at each block's end.
+    On the CPU the same threads and CPUs as dlperf's worker (`configure_threads`). The step is the median block's
+    mean, as for PyTorch's loop."""
+    from dlperf.frameworks.jax import backend
+    from dlperf.workloads import BUILTIN
+
+    if threads:
+        backend.configure_threads(threads)
+    step = backend.build(BUILTIN[workload], device, "fp32")
+
+    def steps(n: int) -> float:
+        step.sync()
+        start = time.perf_counter()
+        for _ in range(n):
+            step.step()
+        step.sync()
+        return time.perf_counter() - start
+
+    steps(3)  # the first step compiles
+    warm = steps(10) / 10
+    per_block = max(5, int(seconds / 5 / max(warm, 1e-6)))
+    blocks = [steps(per_block) / per_block for _ in range(5)]
+    return {"workload": workload, "step_s": statistics.median(blocks), "blocks": blocks, "steps": 5 * per_block}
+
+
 def release(device: str) -> None:
     """The last network's memory back to the device before the next one is built."""
     import gc
@@ -543,6 +584,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="an earlier check's OUT: keep its passed sections, run the rest (again: a later check's)",
     )
     p.add_argument("--plain-loop", metavar="WORKLOAD", help=argparse.SUPPRESS)
+    p.add_argument("--framework", default="torch", choices=("torch", "jax"), help=argparse.SUPPRESS)
     p.add_argument("--seconds", type=float, default=2.0, help=argparse.SUPPRESS)
     p.add_argument("--threads", type=int, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -560,8 +602,10 @@ def main(argv: list[str]) -> int:
     args = parse(argv)
     if args.plain_loop:
         for workload in args.plain_loop.split(","):
-            print(json.dumps(plain_loop(workload, args.device, args.seconds, args.threads)), flush=True)
-            release(args.device)
+            loop = plain_jax_loop if args.framework == "jax" else plain_loop
+            print(json.dumps(loop(workload, args.device, args.seconds, args.threads)), flush=True)
+            if args.framework == "torch":
+                release(args.device)
         return 0
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -71,21 +71,23 @@ def said(cell: dict | None) -> str:
 # The Table-7 GPU column against a plain loop
 
 
-def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN) -> list[Line]:
-    """Per network: dlperf's fp32 median over the plain loop's step of the same model, same run: within LOOP_RATIO."""
+def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN, section="table7",
+                label="fp32 against a plain loop") -> list[Line]:  # fmt: skip
+    """Per network: dlperf's fp32 median over the plain loop's step of the same model, same run: within LOOP_RATIO.
+    `section`, `label`: the same relation for another framework's cells (JAX's)."""
     lines = []
     for w in workloads:
         cell, loop = cell_of(cells, w), loops.get(w) or {}
         ours, theirs = (cell or {}).get("median_s"), loop.get("step_s")
         if not ours or not theirs:
             why = loop.get("error") or "no loop figure"
-            lines.append(Line("table7", f"{w} fp32 against a plain loop", False, f"dlperf {said(cell)}; loop: {why}"))
+            lines.append(Line(section, f"{w} {label}", False, f"dlperf {said(cell)}; loop: {why}"))
             continue
         ratio = ours / theirs
         figures = (f"dlperf {ms(ours)} (n={cell['n']}), plain loop {ms(theirs)} ({loop.get('steps')} steps in "
                    f"{len(loop.get('blocks', []))} blocks), ratio {ratio:.3f}")  # fmt: skip
         data = {"dlperf_s": ours, "loop_s": theirs, "ratio": ratio, "loop_blocks_s": loop.get("blocks", [])}
-        lines.append(Line("table7", f"{w} fp32 against a plain loop", within(ratio, LOOP_RATIO), figures, data))
+        lines.append(Line(section, f"{w} {label}", within(ratio, LOOP_RATIO), figures, data))
     return lines
 
 

@@ -1,12 +1,13 @@
 """python benchmarks/jax_loop.py --workloads tiny-fcn-r,tiny-resnet-56,tiny-lstm --threads 1,2 --rounds 3
 
 dlperf's JAX cells against a plain JAX training loop, in the same run: for each round, workload and thread count,
-`dlperf run --frameworks jax` (its median read back with `dlperf export`) and then this file again with `--child`
-in JAX's own environment (`dlperf env install jax`): the step dlperf builds (`frameworks/jax/backend.build`: the
-same model, batch, optax optimizer and jitted, donating step), run as a training loop runs it, dispatching step
-after step and blocking only at the end of each of five blocks; its step is the median of the blocks' means. The
-child restricts itself to the same CPUs and XLA flag dlperf's worker does (`configure_threads`). The ratio is
-dlperf's median over the plain loop's; the target is 0.97-1.03, as for PyTorch (`harness_overhead.py`).
+`dlperf run --frameworks jax` (its median read back with `dlperf export`) and then the GPU check's plain JAX loop
+(`gpu_check.py --plain-loop W --framework jax`, its jax section's) in JAX's own environment (`dlperf env install
+jax`): the step dlperf builds (`frameworks/jax/backend.build`: the same model, batch, optax optimizer and jitted,
+donating step), run as a training loop runs it, dispatching step after step and blocking only at the end of each of
+five blocks; its step is the median of the blocks' means. The loop restricts itself to the same CPUs and XLA flag
+dlperf's worker does (`configure_threads`). The ratio is dlperf's median over the plain loop's; the target is
+0.97-1.03, as for PyTorch (`harness_overhead.py`).
 """
 
 from __future__ import annotations
@@ -14,38 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
-
-
-def child(workload: str, threads: int, seconds: float) -> dict:
-    sys.path.insert(0, str(SRC))
-    from dlperf.frameworks.jax import backend
-    from dlperf.workloads import BUILTIN
-
-    backend.configure_threads(threads)
-    step = backend.build(BUILTIN[workload], "cpu", "fp32")
-
-    def block(n: int) -> float:
-        step.sync()
-        start = time.perf_counter()
-        for _ in range(n):
-            step.step()
-        step.sync()
-        return (time.perf_counter() - start) / n
-
-    block(20)  # the first step compiles
-    warm = block(50)
-    n = max(10, int(seconds / 5 / warm))
-    blocks = [block(n) for _ in range(5)]
-    return {"step_s": statistics.median(blocks), "steps": 5 * n}
+GPU_CHECK = REPO / "benchmarks" / "gpu_check.py"
 
 
 def dlperf_median(workload: str, threads: int, max_time: float) -> float:
@@ -66,11 +43,7 @@ def main() -> None:
     p.add_argument("--threads", default="1,2")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--max-time", type=float, default=3.0, help="dlperf's --max-time; the plain loop's seconds")
-    p.add_argument("--child", nargs=3, metavar=("WORKLOAD", "THREADS", "SECONDS"), help=argparse.SUPPRESS)
     args = p.parse_args()
-    if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]), float(args.child[2]))))
-        return
     sys.path.insert(0, str(SRC))
     from dlperf.envs import env_python
 
@@ -80,8 +53,10 @@ def main() -> None:
         for workload in args.workloads.split(","):
             for threads in map(int, args.threads.split(",")):
                 ours = dlperf_median(workload, threads, args.max_time)
-                cmd = [python, __file__, "--child", workload, str(threads), str(args.max_time)]
-                plain = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+                cmd = [python, str(GPU_CHECK), "--plain-loop", workload, "--framework", "jax", "--device", "cpu",
+                       "--seconds", str(args.max_time), "--threads", str(threads)]  # fmt: skip
+                done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+                plain = json.loads(done.stdout.strip().splitlines()[-1])
                 print(f"| {workload} | {threads} | {r} | {ours * 1e6:.1f} µs | {plain['step_s'] * 1e6:.1f} µs "
                       f"({plain['steps']} steps) | {ours / plain['step_s']:.3f} |", flush=True)  # fmt: skip
 

@@ -266,6 +266,56 @@ def test_ok_lines_want_each_workloads_fp32_cell_ok():
                                                              ("c JAX on cuda:0", False)]  # fmt: skip
 
 
+class FakeCheck:
+    """A check whose `dlperf run` gives these cells and whose commands print these lines (recorded)."""
+
+    def __init__(self, cells, printed):
+        self.cells_, self.printed, self.commands = cells, printed, []
+        self.device, self.sizes = "cuda:0", gpu_check.FULL
+
+    def run(self, *args, timer=None):
+        self.commands.append(["dlperf", "run", *args])
+        return 0, self.cells_
+
+    def command(self, cmd, timeout=None):
+        self.commands.append(cmd)
+        return 0, self.printed
+
+
+def test_the_jax_section_holds_each_cell_against_a_plain_jax_loop(monkeypatch):
+    """Each JAX cell ok, and its median within 3% of a plain JAX loop of the same step, run in JAX's interpreter."""
+    from dlperf import envs
+
+    monkeypatch.setattr(envs, "interpreter_for", lambda framework: f"/envs/{framework}/bin/python")
+    cells = [cell("fcn-r", framework="jax", device="cuda:0", median_s=0.0021, threads=16),
+             cell("resnet-56", framework="jax", device="cuda:0", median_s=0.0150, threads=16)]  # fmt: skip
+    loops = [{"workload": "fcn-r", "step_s": 0.00208, "blocks": [0.00208] * 5, "steps": 500},
+             {"workload": "resnet-56", "step_s": 0.0120, "blocks": [0.012] * 5, "steps": 100}]  # fmt: skip
+    check = FakeCheck(cells, "".join(json.dumps(loop) + "\n" for loop in loops))
+    lines = gpu_check.jax(check)
+    assert [(line.section, line.check, line.passed) for line in lines] == [
+        ("jax", "fcn-r JAX on cuda:0", True), ("jax", "resnet-56 JAX on cuda:0", True),
+        ("jax", "fcn-r JAX against a plain JAX loop", True),  # 1.010
+        ("jax", "resnet-56 JAX against a plain JAX loop", False),  # 1.25
+    ]  # fmt: skip
+    loop_cmd = check.commands[1]
+    assert loop_cmd[0] == "/envs/jax/bin/python" and loop_cmd[loop_cmd.index("--framework") + 1] == "jax"
+    assert loop_cmd[loop_cmd.index("--plain-loop") + 1] == "fcn-r,resnet-56" and "--threads" in loop_cmd
+
+
+def test_the_plain_jax_loop_runs_the_step_dlperf_builds_in_jaxs_interpreter(tmp_path):
+    """Five blocks of tiny-fcn-r's JAX step on the CPU, in JAX's own interpreter, as the jax section runs it."""
+    from conftest import framework_python
+
+    done = subprocess.run([framework_python("jax"), str(HERE / "gpu_check.py"), "--plain-loop", "tiny-fcn-r",
+                           "--framework", "jax", "--device", "cpu", "--seconds", "0.05", "--threads", "1"],
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    loop = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loop["workload"] == "tiny-fcn-r" and loop["step_s"] > 0 and len(loop["blocks"]) == 5
+    assert min(loop["blocks"]) <= loop["step_s"] <= max(loop["blocks"]) and loop["steps"] >= 25
+
+
 def test_nccl_lines_want_one_process_ok_and_two_on_one_gpu_refused_in_one_line():
     """--nproc 1 exits 0; --nproc 2 exits 2 with one line naming the GPU per process (comm.py's UsageError)."""
     refusal = "dlperf comm: --backend nccl uses one GPU per process: --nproc 2, but torch sees 1\n"
