@@ -33,7 +33,7 @@ class Quiet:
     def profiled(self, i, cell, row, own_item=False): ...
 
 
-def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2, timer=None, deadline=None):
+def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2, timer=None, deadline=None, child=None):
     """Run a two-process sweep of CELL whose timed processes and profile child are faked; returns the store, the
     run and the tasks the profile child was given (its launch's keywords in `sweep_with.given_kw`)."""
     store = Store.open(tmp_path / "d.db", create=True)
@@ -51,7 +51,7 @@ def sweep_with(tmp_path, monkeypatch, events, status="ok", repeats=2, timer=None
     def fake_launch(task, python, threads, timeout, **kw):
         given.append(task)
         sweep_with.given_kw = kw
-        return Launched(ChildResult(0, False, 2.5, ""), {0: events}, "")
+        return Launched(child or ChildResult(0, False, 2.5, ""), {0: events}, "")
 
     monkeypatch.setattr(launcher, "launch", fake_launch)
     sweep.execute(ctx, sweep.remaining([CELL], repeats, set()), Quiet())
@@ -65,6 +65,16 @@ def test_a_measured_cell_is_profiled_once_after_its_timed_processes(tmp_path, mo
     profile = store.profiles(run_id)[CELL.key]
     assert profile.ok and profile.figures.categories == EVENT.categories and profile.figures.ops_per_step == 40
     assert profile.duration_s == 2.5 and abs(profile.overhead - 1.5) < 1e-9  # 0.03 profiled / 0.02 timed
+
+
+@pytest.mark.parametrize(("event", "started", "why"), [(EVENT, "warm", None), (EVENT, "cold", "the first of its kind"),
+                                                     (Error("RuntimeError: x"), "cold", "no warm parent")])  # fmt: skip
+def test_a_profile_keeps_how_its_process_started_as_a_cells_process_does(tmp_path, monkeypatch, event, started, why):
+    child = ChildResult(0, False, 2.5, "", started=started, cold_because=why)
+    store, run_id, _ = sweep_with(tmp_path, monkeypatch, [event], repeats=1, child=child)
+    profile = store.profiles(run_id)[CELL.key]
+    assert (profile.started, profile.cold_because) == (started, why)
+    assert profile.ok is (event is EVENT)
 
 
 def test_the_profiled_steps_are_fewer_when_the_timed_median_says_they_would_not_fit_max_time(tmp_path, monkeypatch):

@@ -89,4 +89,5 @@ def row_of(events: list[Event], child: ChildResult, timeout: float) -> ProfileOu
     profiled = first(events, Profiled)
     measured = profiled is not None and not child.timed_out
     found = outcome(events, child, timeout, result=Profiled, measured=measured, ended="ended without a profile")
-    return ProfileOutcome(found.status, found.reason, child.duration_s, profiled if found.ok else None)
+    return ProfileOutcome(found.status, found.reason, child.duration_s, profiled if found.ok else None,
+                          child.started, child.cold_because)  # fmt: skip

@@ -445,10 +445,14 @@ class ProfileOutcome:
     error: str | None = None
     duration_s: float | None = None  # the profiled process's wall-clock life
     profiled: Profiled | None = None
+    started: str | None = None  # "warm" (forked: `runner/warm.py`) or "cold", as a cell's process records it
+    cold_because: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The Profiled event's fields as stored (`profiles.profile_json`); {} without one."""
-        return {k: v for k, v in asdict(self.profiled).items() if k != "at"} if self.profiled else {}
+        """The Profiled event's fields as stored (`profiles.profile_json`), and how the process started."""
+        fields = {k: v for k, v in asdict(self.profiled).items() if k != "at"} if self.profiled else {}
+        how = {"started": self.started, "cold_because": self.cold_because}
+        return fields | {k: v for k, v in how.items() if v is not None}
 
 
 @dataclass(frozen=True)
@@ -465,6 +469,8 @@ class ProfileRecord:
     duration_s: float | None = None  # the profiled process's wall-clock life
     overhead: float | None = None  # the profiled step / the cell's timed median: what profiling cost; None without one
     figures: Profiled | None = None
+    started: str | None = None  # "warm" or "cold"; None in a profile stored before it was recorded
+    cold_because: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -474,8 +480,9 @@ class ProfileRecord:
     def from_row(cls, row: dict[str, Any]) -> ProfileRecord:
         profiled = json.loads(row.get("profile_json") or "{}")
         plain = {k: row.get(k) for k in ("run_id", "cell_key", "profiled_at", "error", "duration_s", "overhead")}
+        how = {k: profiled.pop(k, None) for k in ("started", "cold_because")}
         figures = Profiled(**_known(Profiled, profiled)) if profiled else None
-        return cls(**plain, status=Status(row.get("status")), figures=figures)
+        return cls(**plain, status=Status(row.get("status")), figures=figures, **how)
 
 
 @dataclass(frozen=True)
