@@ -188,6 +188,9 @@ EXPORT_COLUMNS = {
     "microbatches": "a pipeline's micro-batches per step",
     "framework_version": "the framework's version that measured the cell",
     "environment": "the framework's environment: dlperf's own, or a `dlperf env install` one",
+    "timing": "how each step was timed: pipelined as a training loop runs (CUDA events; JAX: when the host finds the "
+    "loss ready), or bracketed by the clock with the device synchronized on both sides (the CPU; MXNet); empty in a "
+    "cell measured before it was recorded",
     "gradient_bytes": "the bytes of gradients a data-parallel step reduces",
     "allreduce_s": "one all-reduce of the gradients alone, seconds",
     "busbw_bytes_s": "the all-reduce's bus bandwidth, bytes per second",

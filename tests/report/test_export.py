@@ -60,3 +60,14 @@ def test_run_all_and_a_list_of_runs_export_every_runs_cells_each_saying_its_run(
     assert {r["run_id"] for r in csv.DictReader(io.StringIO(latest.stdout))} == {"2"}
     one_line_error(dlperf("export", "--run", "1,x", db=db), "--run '1,x'")
     one_line_error(dlperf("export", "--run", "3", db=db), "3")
+
+
+def test_each_record_says_how_its_steps_were_timed():
+    """The worker stores how it timed the step (`timing` in the cell's settings); a cell from before has none."""
+    from dlperf.measure.timer import HostClock
+
+    jax = make_cell("fcn-r", framework="jax", median_s=0.1, n=12, settings={"timing": HostClock.HOW})
+    older = make_cell("fcn-r", median_s=0.2, n=12, settings={"threads": 1})
+    assert [export.record(c)["timing"] for c in (jax, older)] == [HostClock.HOW, None]
+    [row, _] = csv.DictReader(io.StringIO(export.render([export.record(jax), export.record(older)], "csv")))
+    assert row["timing"] == HostClock.HOW

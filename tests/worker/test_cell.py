@@ -6,8 +6,21 @@ import types
 
 import pytest
 
-from dlperf.measure.timer import HostClock, TimerConfig, pipelined, timed_step
-from dlperf.protocol import Cell, CellTask, Done, Flops, Memory, Reporter, Sample, Sampled, all_of, first, read_events
+from dlperf.measure.timer import SYNCHRONIZED, HostClock, TimerConfig, pipelined, timed_step
+from dlperf.protocol import (
+    Built,
+    Cell,
+    CellTask,
+    Done,
+    Flops,
+    Memory,
+    Reporter,
+    Sample,
+    Sampled,
+    all_of,
+    first,
+    read_events,
+)
 from dlperf.runner.collect import cell_figures, measurement
 from dlperf.runner.launch import ChildResult
 from dlperf.worker import cell as worker
@@ -54,6 +67,7 @@ def test_optional_analyses_that_fail_give_no_figure_and_a_note_never_a_failed_ce
                     TimerConfig(min_steps=3, min_time=0, max_time=0.2, max_warmup=2))  # fmt: skip
     events = []
     worker.measure(task, events.append)
+    assert first(events, Built).settings["timing"] == SYNCHRONIZED  # a CPU step: no clock of the device's own
     flops, memory = first(events, Flops), first(events, Memory)
     assert flops.flops_per_step is None and "no FLOP count" in flops.note and "NoneType" in flops.note
     assert memory.figures == {} and "no memory figure" in memory.note
@@ -177,6 +191,7 @@ def test_a_step_whose_output_the_host_sees_ready_is_timed_as_a_training_loop_run
     dispatch runs ahead of the device as CUDA's does. With the host's view of when each output is ready, the steady
     step is max(host, device), what a plain loop gets, whichever of the two is the slower."""
     run = worker.step_timer(HostSeen(AsyncDevice(host_s, device_s)))
+    assert worker.timing_of(HostSeen(AsyncDevice(host_s, device_s))) == HostClock.HOW  # stored with the cell
     times = [run() for _ in range(20)]
     assert times[5:] == [pytest.approx(max(host_s, device_s), rel=0.01)] * 15
     # from an idle device: the first step's launch and run, and where the host is the slower, its launching of the

@@ -61,8 +61,15 @@ def timed_step(step: Callable[[], None], sync: Callable[[], None], clock=time.pe
     return clock() - start
 
 
+# how a step without a DeviceClock is timed (`timed_step`); a CPU step's sync does nothing: it is over when it returns
+SYNCHRONIZED = "bracketed: the clock read around each step, the device synchronized on both sides"
+
+
 class DeviceClock(Protocol):
-    """Points in an asynchronous device's queue (CUDA events): marking one returns at once."""
+    """Points in an asynchronous device's queue (CUDA events): marking one returns at once. `HOW`: how a step is
+    timed with it, in words stored with each cell (its settings' `timing`)."""
+
+    HOW: str
 
     def mark(self) -> Any: ...
 
@@ -79,6 +86,8 @@ class HostClock:
     while the host is, the output is ready before the host asks, and the time between two marks is the host's time
     to launch a step: either way what a training loop gets. The first mark is the device idle (nothing launched
     yet), at the time it is taken."""
+
+    HOW = "pipelined: each step's end when the host finds its output ready"
 
     def __init__(self, latest: Callable[[], Any], wait: Callable[[Any], Any], clock=time.perf_counter) -> None:
         self.latest, self.wait, self.clock = latest, wait, clock

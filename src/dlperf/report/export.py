@@ -58,6 +58,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     rec["nproc"], rec["scaling"] = cell.nproc, cell.scaling or None  # multi-process cells
     rec["parallel"], rec["microbatches"] = cell.parallel or None, cell.microbatches or None
     rec["framework_version"], rec["environment"] = cell.framework_version, cell.environment
+    rec["timing"] = (cell.settings or {}).get("timing")  # how the worker timed the step (pipelined or synchronized)
     comm = cell.comm or CommRecord()
     for key in (
         "gradient_bytes",

@@ -25,7 +25,7 @@ from dlperf import loaders
 from dlperf.figures import CommFigures, LoaderFigures, LossCheckFigures
 from dlperf.frameworks import backend, build_step
 from dlperf.measure import system
-from dlperf.measure.timer import TimerConfig, pipelined, sample, timed_step, warm_up
+from dlperf.measure.timer import SYNCHRONIZED, TimerConfig, pipelined, sample, timed_step, warm_up
 from dlperf.protocol import (
     Affinity,
     Built,
@@ -61,7 +61,9 @@ def measure(task: CellTask, emit: Reporter) -> None:
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
     train, noted = build_cell(fw, task, workload)
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted}, fw.version()))
+    timing = {"timing": timing_of(train)}
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted, **timing},
+               fw.version()))  # fmt: skip
     fed = open_feed(task, fw, workload, train, emit) if task.data is not None else None
 
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
@@ -130,6 +132,12 @@ class LastLoss:
         except (TypeError, ValueError, RuntimeError):  # no loss returned, or none a float() reads
             return None
         return value if math.isfinite(value) else str(value)
+
+
+def timing_of(train) -> str:
+    """How `step_timer` times this step, in words: pipelined (and by which clock) or synchronized every step."""
+    clock = train.device_clock()
+    return getattr(clock, "HOW", "pipelined") if clock is not None else SYNCHRONIZED
 
 
 def step_timer(train, fed: feed.Feed | None = None, last: LastLoss | None = None) -> Callable[[], float]:

@@ -108,6 +108,8 @@ class DtypeFlopCounter(TorchDispatchMode):
 class CudaEvents:
     """`dlperf.measure.timer.DeviceClock` for a CUDA device: timing events recorded on its current stream."""
 
+    HOW = "pipelined: CUDA events at the ends of consecutive steps"
+
     def __init__(self, device: torch.device) -> None:
         self.stream = torch.cuda.current_stream(device)
 
