@@ -145,6 +145,7 @@ def test_strong_scaling_cells_end_to_end(tmp_path, torch):
     assert len(detail.ranks) == 2 and all(len(r) == len(detail.ranks[0]) for r in detail.ranks)
     assert m.samples == detail.ranks[detail.slowest_rank]
     assert detail.settings["world_size"] == 2 and detail.settings["per_process_batch"] == two.batch // 2
+    assert detail.settings["timing"].endswith("; the step of the slowest process")
     comm = two.comm
     assert comm.gradient_bytes == 4 * two.params and comm.world == 2 and comm.backend == "gloo"
     assert comm.allreduce_s > 0 and comm.busbw_bytes_s == pytest.approx(comm.algbw_bytes_s)

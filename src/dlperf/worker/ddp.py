@@ -19,7 +19,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from dlperf.figures import CommFigures
-from dlperf.measure.timer import timed_step, warm_up
+from dlperf.measure.timer import SYNCHRONIZED, timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
 from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, timed_samples
 from dlperf.worker.child import exit_now, serve
@@ -57,7 +57,8 @@ def measure(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None
     group = framework.init(cell.device, task.group_timeout_s)
     train = framework.build(Workload.from_json(task.workload), cell, group)
     noted = {"nvtx": "not emitted: a multi-process cell has no NVTX ranges yet"} if task.nvtx else {}
-    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted},
+    timing = {"timing": f"{SYNCHRONIZED}; the step of the slowest process"}
+    emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted, **timing},
                framework.version()))  # fmt: skip
     clock, mine = AgreedClock(), []
 
