@@ -53,6 +53,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -483,6 +484,12 @@ def plain_loop(workload: str, device: str, seconds: float, threads: int | None =
         sync()
         return time.perf_counter() - start
 
+    return in_blocks(workload, steps, seconds)
+
+
+def in_blocks(workload: str, steps: Callable[[int], float], seconds: float) -> dict:
+    """A plain loop's figure: `steps(n)` (n steps' wall time, the device synchronized at both ends) warmed up, then
+    five blocks sized to take `seconds` together; the step is the median block's mean."""
     warm = steps(10) / 10
     per_block = max(5, int(seconds / 5 / max(warm, 1e-6)))
     blocks = [steps(per_block) / per_block for _ in range(5)]
@@ -510,10 +517,7 @@ def plain_jax_loop(workload: str, device: str, seconds: float, threads: int | No
         return time.perf_counter() - start
 
     steps(3)  # the first step compiles
-    warm = steps(10) / 10
-    per_block = max(5, int(seconds / 5 / max(warm, 1e-6)))
-    blocks = [steps(per_block) / per_block for _ in range(5)]
-    return {"workload": workload, "step_s": statistics.median(blocks), "blocks": blocks, "steps": 5 * per_block}
+    return in_blocks(workload, steps, seconds)
 
 
 def release(device: str) -> None:

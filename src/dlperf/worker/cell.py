@@ -137,7 +137,7 @@ class LastLoss:
 def timing_of(train) -> str:
     """How `step_timer` times this step, in words: pipelined (and by which clock) or synchronized every step."""
     clock = train.device_clock()
-    return getattr(clock, "HOW", "pipelined") if clock is not None else SYNCHRONIZED
+    return clock.HOW if clock is not None else SYNCHRONIZED
 
 
 def step_timer(train, fed: feed.Feed | None = None, last: LastLoss | None = None) -> Callable[[], float]:
