@@ -3,7 +3,9 @@ predicts the GPUs, through the commands that each answer a part:
 
 1. the GPUs predicted first (`predict/`: the step counted on fake tensors, its time per GPU and mode by the roofline,
    its peak memory, the cost of the work at the price table's rates, `predict/cost.py`), so a workload the counter
-   cannot take fails in seconds, before anything is measured or stored;
+   cannot take fails in seconds, before anything is measured or stored. Each GPU in fp32 and in the mixed precision
+   it has a tensor unit for (`GPU.mixed`): bf16 autocast, or on a GPU without bf16 units (Volta, Turing) fp16
+   autocast with gradient scaling, as people train there;
 2. this CPU's best thread count, measured at the user's batch and stored as a run (`crossover.py`, at that one
    batch: its CPU step against each GPU's predicted step is the crossover at the user's batch);
 3. the fastest mode at that thread count, by a short `optimize.py` search within what the budget has left, stored as
@@ -23,7 +25,7 @@ from dlperf.vocab import ExitCode
 
 BUDGET_S = 150.0  # the default: 2.5 minutes of measuring on 2 cores, the thread search and a short optimize
 MIN_SEARCH_S = 20.0  # below this left of the budget, the mode search is skipped (fp32 eager, said so)
-GPU_MODES = ("fp32", "bf16")  # what a GPU trains in: fp32, or bf16 autocast
+PRECISIONS = ("fp32", "bf16", "fp16")  # a GPU trains in fp32, or in its mixed precision (`GPU.mixed`)
 NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthetic data) and --samples is not given
 
 
@@ -81,18 +83,15 @@ def default_gpus() -> tuple:
 def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     """Predict the GPUs, measure this CPU (threads, then modes), store both runs, answer."""
     from dlperf import crossover
-    from dlperf.predict import cost, count, roofline
+    from dlperf.predict import cost, roofline
 
     start = time.monotonic()
     chosen, deadline = check(opts)
     workload = _resolved(opts)
     samples, what = _work(workload, opts)
-    found = count.counted([(workload, m) for m in GPU_MODES], opts.timeout, "--timeout")
-    predictions = [roofline.predict(c, g) for g in chosen for c in found]
-    peaks = _predicted_peaks(workload, opts.timeout)
-    costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
-    notes = [] if samples != NO_EPOCH_SAMPLES or opts.samples else [NO_EPOCH_NOTE.format(workload.data)]
-    largest = _largest(workload, costs.left_out, opts.timeout)
+    costs, largest, notes = predicted(workload, chosen, samples, what, deadline, opts.timeout)
+    if samples == NO_EPOCH_SAMPLES and not opts.samples:
+        notes.append(NO_EPOCH_NOTE.format(workload.data))
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
@@ -149,10 +148,35 @@ def _work(workload, opts: Options) -> tuple[int, str]:
     return cost.work(workload, opts.samples, opts.epochs)
 
 
-def _predicted_peaks(workload, timeout: float) -> dict[str, int]:
-    from dlperf.predict import memory
+def gpu_modes(gpu) -> tuple[str, ...]:
+    """What `gpu` is predicted in: fp32, and its mixed precision where it has a tensor unit for one."""
+    return ("fp32", gpu.mixed()) if gpu.mixed() else ("fp32",)
 
-    return memory.peaks(workload, GPU_MODES, timeout, "--timeout")
+
+def predicted(workload, chosen, samples: int, what: str, deadline: float | None, timeout: float):
+    """The GPUs' part of the answer: the work's time and cost on each GPU in its modes (`gpu_modes`), the largest
+    batch that fits where the step does not, and the notes that say which GPUs are predicted in what."""
+    from dlperf.predict import cost, count, memory, roofline
+
+    modes = [m for m in PRECISIONS if any(m in gpu_modes(g) for g in chosen)]
+    found = count.counted([(workload, m) for m in modes], timeout, "--timeout")
+    predictions = [roofline.predict(c, g) for g in chosen for c in found if c.mode in gpu_modes(g)]
+    peaks = memory.peaks(workload, modes, timeout, "--timeout")
+    costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
+    return costs, _largest(workload, costs.left_out, timeout), mode_notes(chosen)
+
+
+def mode_notes(chosen) -> list[str]:
+    """The GPUs not predicted in bf16, and why: fp16 where a GPU has no bf16 unit, fp32 alone where it has neither."""
+    fp16 = [g.name for g in chosen if g.mixed() == "fp16"]
+    fp32 = [g.name for g in chosen if g.mixed() is None]
+    notes = []
+    if fp16:
+        notes.append(f"no bf16 unit: {', '.join(fp16)} predicted in fp16 (float16 autocast with gradient scaling), "
+                     "as they are trained")  # fmt: skip
+    if fp32:
+        notes.append(f"no half-precision tensor unit: {', '.join(fp32)} predicted in fp32 only")
+    return notes
 
 
 def _largest(workload, left_out, timeout: float) -> dict[tuple[str, str], int]:

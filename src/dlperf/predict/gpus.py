@@ -59,6 +59,11 @@ class GPU:
             return self.tf32, "tf32 tensor"
         return self.fp32, "fp32"
 
+    def mixed(self) -> str | None:
+        """The half precision it trains in with a tensor unit for it: bf16 (no loss scaling needed), else fp16
+        (Volta, Turing: float16 autocast with gradient scaling), else None (no half-precision tensor unit)."""
+        return "bf16" if self.bf16 else "fp16" if self.fp16 else None
+
 
 @cache
 def builtin() -> tuple[GPU, ...]:

@@ -1,0 +1,37 @@
+"""`dlperf advise`'s GPU half (advise.py): which modes each GPU is predicted in, and the costs that come of it.
+The command end to end, with this CPU measured, is tests/commands/test_advise.py."""
+
+from dlperf import advise
+from dlperf.predict import count, gpus, roofline
+from dlperf.workloads import BUILTIN
+
+H100, T4, K80 = (gpus.lookup(n) for n in ("H100-SXM5-80GB", "T4", "K80 (1 GK210 die)"))
+
+
+def test_each_gpu_is_predicted_in_fp32_and_the_mixed_precision_it_has_a_tensor_unit_for():
+    assert advise.gpu_modes(H100) == ("fp32", "bf16")
+    assert advise.gpu_modes(gpus.lookup("V100-SXM2-16GB")) == ("fp32", "fp16")  # Volta: fp16 tensor cores only
+    assert advise.gpu_modes(T4) == ("fp32", "fp16")  # Turing too
+    assert advise.gpu_modes(K80) == ("fp32",)  # no tensor unit at all
+    notes = advise.mode_notes((H100, T4, K80))
+    assert notes == [
+        "no bf16 unit: T4 predicted in fp16 (float16 autocast with gradient scaling), as they are trained",
+        "no half-precision tensor unit: K80 (1 GK210 die) predicted in fp32 only",
+    ]
+    assert advise.mode_notes((H100,)) == []
+
+
+def test_a_gpu_without_bf16_units_is_costed_in_fp16_not_at_its_fp32_rate(monkeypatch, tmp_path):
+    """fcn-r is compute-bound on a T4: in bf16 (no unit: the fp32 rate) it would be no faster than fp32, while the
+    fp16 tensor cores it is trained on there make it several times faster. The cost ranks what people would run."""
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path))
+    w = BUILTIN["fcn-r"]
+    costs, largest, notes = advise.predicted(w, (H100, T4, K80), 60_000, "an epoch", None, 120)
+    assert {(r.gpu, r.mode) for r in costs.rows} == {
+        (H100.name, "fp32"), (H100.name, "bf16"), (T4.name, "fp32"), (T4.name, "fp16"), (K80.name, "fp32"),
+    }  # fmt: skip
+    assert not costs.left_out and largest == {} and len(notes) == 2
+    bf16 = roofline.predict(count.counted([(w, "bf16")])[0], T4)
+    t4 = {r.mode: r for r in costs.rows if r.gpu == T4.name}
+    assert t4["fp16"].step_s < bf16.step_s / 2 and t4["fp16"].step_s < t4["fp32"].step_s / 2
+    assert min((r for r in costs.rows if r.gpu == T4.name), key=lambda r: r.time_s).mode == "fp16"
