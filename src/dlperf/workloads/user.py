@@ -37,7 +37,7 @@ class UserWorkload:
     name: str
     model: Any  # a torch.nn.Module
     # (batch_size, device) -> (inputs, targets) on the device: the batch the paper's protocol times. None with a
-    # dataset: its first sample repeated to the batch size (the backend's, frameworks/torch/user.py)
+    # dataset or a loader: its first sample repeated to the batch size (the backend's, frameworks/torch/user.py)
     make_batch: Callable[[int, Any], tuple[Any, Any]] | None
     loss: Callable[[Any, Any], Any]  # (outputs, targets) -> scalar loss
     batch_size: int
@@ -54,10 +54,16 @@ class UserWorkload:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
         if not callable(self.loss):
             raise ValueError("loss must be callable")
-        if not callable(self.make_batch) and not (self.make_batch is None and self.dataset is not None):
-            raise ValueError("make_batch must be callable, or pass dataset= to draw the batch from its first sample")
+        if not callable(self.make_batch) and not (self.make_batch is None and self.data_given):
+            raise ValueError(
+                "make_batch must be callable, or pass dataset= or loader= to draw the batch from its first sample"
+            )
         if self.loader is not None and not callable(self.loader):
             raise ValueError("loader must be callable: (batch_size, **DataLoader keyword arguments) -> a DataLoader")
+
+    @property
+    def data_given(self) -> bool:
+        return self.dataset is not None or self.loader is not None
 
 
 def user_workload(
@@ -76,8 +82,9 @@ def user_workload(
 
     Two kinds of cell read two things. Every cell times the paper's protocol: one batch already on the device, made
     once by `make_batch(batch_size, device)` -> (inputs, targets), so the step's own cost is measured apart from
-    loading. With `dataset=` and no `make_batch` (None), that batch is the dataset's first sample repeated to the
-    batch size: its shape and dtype, with no sample read beyond the first. The loader cells (`--data dataset` or
+    loading. With `dataset=` (or `loader=`) and no `make_batch` (None), that batch is the dataset's first sample (the
+    loader's, asked for batches of one without workers) repeated to the batch size: its shape and dtype, with no
+    sample read beyond the first. The loader cells (`--data dataset` or
     `--data DIR`) time the data as training reads it: `dataset` (a torch Dataset of (input, target) samples, batched
     and shuffled by a DataLoader of each loader setting) or `loader(batch_size, **kwargs)` (your own DataLoader, given
     num_workers, pin_memory and the rest of the setting); its batches must be shaped as the synthetic batch."""

@@ -40,6 +40,34 @@ def make():
 def neither():
     model = torch.nn.Linear(4, 2)
     return dlperf.user_workload("neither", model, None, torch.nn.functional.cross_entropy, batch_size=4)
+
+
+ASKED = []
+
+
+def loaded():
+    """Only the user's own DataLoader factory: no make_batch, no dataset."""
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(12 * 8, 50))
+
+    def loader(batch_size, **kwargs):
+        ASKED.append((batch_size, kwargs))
+        return torch.utils.data.DataLoader(Tokens(), batch_size=batch_size, **kwargs)
+
+    return dlperf.user_workload("tokens", model, None, torch.nn.functional.cross_entropy, batch_size=4, loader=loader)
+
+
+def fixed():
+    """A factory whose loader batches 5 whatever it is asked."""
+    model = torch.nn.Sequential(torch.nn.Embedding(50, 8), torch.nn.Flatten(), torch.nn.Linear(12 * 8, 50))
+    loader = lambda batch_size, **kw: torch.utils.data.DataLoader(Tokens(), batch_size=5, **kw)  # noqa: E731
+    return dlperf.user_workload("tokens", model, None, torch.nn.functional.cross_entropy, batch_size=4, loader=loader)
+
+
+def unpaired():
+    model = torch.nn.Linear(12, 2)
+    loader = lambda n, **kw: torch.utils.data.DataLoader(torch.zeros(8, 12), batch_size=n, **kw)  # noqa: E731
+    return dlperf.user_workload("unpaired", model, None, torch.nn.functional.cross_entropy, batch_size=4,
+                                loader=loader)
 '''
 
 
@@ -62,7 +90,7 @@ def test_user_workload_takes_a_dataset_without_make_batch():
 
 
 def test_neither_make_batch_nor_a_dataset_is_refused_naming_both():
-    with pytest.raises(ValueError, match="make_batch must be callable, or pass dataset="):
+    with pytest.raises(ValueError, match="make_batch must be callable, or pass dataset= or loader="):
         dlperf.user_workload("m", torch.nn.Linear(3, 2), None, torch.nn.functional.cross_entropy, batch_size=4)
 
 
@@ -84,6 +112,33 @@ def test_predicts_count_draws_the_batch_from_the_dataset_at_any_size(tokens):
     answer = tb.op_count(workload(f"{tokens}:make"), "fp32", 100_000)
     assert "error" not in answer, answer
     assert answer["input_bytes"] == 100_000 * (12 * 8 + 8)  # int64 ids and targets, on fake tensors
+
+
+@pytest.mark.parametrize("factory", ["loaded", "fixed"])
+def test_a_loader_alone_gives_the_batch_its_first_sample_repeated(tokens, factory):
+    """Only `loader=`: the synthetic batch is the loader's first sample (asked for batches of one, no worker; a
+    loader that batches more is cut to its first), repeated to the planned batch; described and counted as well."""
+    step = tb.build(workload(f"{tokens}:{factory}", batch=6), "cpu", "fp32")
+    first = (torch.arange(12) * 1) % 50
+    assert step.inputs.shape == (6, 12) and step.inputs.dtype == torch.long
+    assert all(torch.equal(row, first) for row in step.inputs) and step.targets.tolist() == [12] * 6
+    step.step()
+    if factory == "loaded":
+        import importlib
+
+        asked = importlib.import_module(step.user.loader.__module__).ASKED
+        assert asked == [(1, {"num_workers": 0, "pin_memory": False})]
+    answer = tb.probe({"what": "workload", "source": f"{tokens}:{factory}"})
+    assert answer["input_shape"] == [12] and answer["input_dtype"] == "int64"
+    counted = tb.op_count(workload(f"{tokens}:{factory}"), "fp32", 1000)
+    assert counted["input_bytes"] == 1000 * (12 * 8 + 8)
+
+
+def test_a_loader_whose_batches_are_not_pairs_is_one_line(tokens):
+    from dlperf.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"the first batch of loader\(1, num_workers=0\) must be an \(input, target\)"):
+        tb.probe({"what": "workload", "source": f"{tokens}:unpaired"})
 
 
 def test_a_factory_with_neither_is_one_line_naming_dataset(tokens):

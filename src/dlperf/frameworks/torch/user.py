@@ -54,19 +54,30 @@ def user_of(workload: Workload) -> UserWorkload | None:
 
 
 def first_sample_batches(user: UserWorkload, source: str) -> Callable[[int, torch.device], Any]:
-    """A batch maker for a user workload given a dataset and no `make_batch`: the dataset's first sample, collated as
-    a DataLoader collates it, repeated to the batch size. Repeated rather than `n` samples collated: its shape and
+    """A batch maker for a user workload given a dataset (or only its own DataLoader factory, `loader=`) and no
+    `make_batch`: the dataset's first sample, collated as a DataLoader collates it (or the loader's), repeated to the
+    batch size. Repeated rather than `n` samples collated: its shape and
     dtype are what the timed step's cost depends on, one sample is read however large the batch (a dataset that
     decodes images would decode a whole batch), and under the operator count's fake tensors a batch of any size
     holds no memory."""
+    what = "dataset[0]" if user.dataset is not None else "the first batch of loader(1, num_workers=0)"
     try:
-        first = default_collate([user.dataset[0]])
+        first = default_collate([user.dataset[0]]) if user.dataset is not None else _first_loaded(user.loader)
     except Exception as exc:
-        raise UsageError(f"--workloads {source!r}: the batch is drawn from dataset[0], which raised "
+        raise UsageError(f"--workloads {source!r}: the batch is drawn from {what}, which raised "
                          f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
     if not (isinstance(first, (list, tuple)) and len(first) == 2):
-        raise UsageError(f"--workloads {source!r}: dataset[0] must be an (input, target) pair to draw the batch from")
+        raise UsageError(f"--workloads {source!r}: {what} must be an (input, target) pair to draw the batch from")
     return partial(_repeated, tuple(first))
+
+
+def _first_loaded(loader: Callable[..., Any]) -> Any:
+    """The first sample of the user's own DataLoader, as a batch of one: the factory asked for batches of one in the
+    training process (no worker started), its first batch cut to one sample should it batch more."""
+    from dlperf.loaders import LoaderSetting
+
+    first = next(iter(loader(1, **LoaderSetting().torch_kwargs())))
+    return tree_map(lambda t: t[:1] if isinstance(t, torch.Tensor) and t.dim() else t, first)
 
 
 def _repeated(first: tuple[Any, Any], n: int, device: torch.device) -> tuple[Any, Any]:
