@@ -10,6 +10,7 @@ The flow is one-way: spec (`spec.py`: parsed, and checked by RunSpec) -> plan (`
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
+from dlperf.plan.workloads import check_data_of
 from dlperf.predict import cells as gpu_predictions
 from dlperf.protocol import Cell
 from dlperf.report.format import terminal
@@ -41,6 +43,7 @@ class Outcome:
     plan: Plan | None = None
     statuses: list[Status] = field(default_factory=list)
     estimate: Estimate | None = None
+    tasks: list[Task] | None = None  # a resumed run's dry run: the processes it has left (None: the plan's)
 
 
 def run(
@@ -107,15 +110,17 @@ def warn_stderr(message: str) -> None:
     print(f"dlperf: warning: {terminal(message)}", file=sys.stderr, flush=True)
 
 
-def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None) -> Outcome:
+def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None,
+           dry_run: bool = False) -> Outcome:  # fmt: skip
     """Continue the latest unfinished run without re-measuring what it finished. A run another live process still
     measures is refused (LeaseHeld); one whose process died is taken over, with a warning saying whose it was. Its
-    stored spec is checked as the flags were, and the machine must be the one that measured it."""
+    stored spec is checked as the flags were (its `--data` read again), and the machine must be the one that measured
+    it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing measured or taken over."""
     db = db or default_db()
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
-        run = _unfinished(store, db, warn or warn_stderr)
+        run = _latest_unfinished(store, db) if dry_run else _unfinished(store, db, warn or warn_stderr)
         spec = RunSpec.from_json(run.spec)
         env = envinfo.capture(framework_info(spec.frameworks))
         changes = envinfo.fingerprint_diff(run.fingerprint, envinfo.fingerprint(env))
@@ -126,21 +131,39 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
             )
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
+        tasks = session.remaining()
+        _check_data_again(run.id, spec, tasks, session.workloads)
+        if dry_run:
+            return Outcome(ExitCode.OK, run.id, plan, estimate=for_plan(plan, db, say_pilot, tasks), tasks=tasks)
         if kept := session.take_up_kept():
             warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {spill.path_for(db)} when the store "
                         "refused them")  # fmt: skip
-        tasks = session.remaining()
         session.reopen()
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
     finally:
         store.close()
 
 
-def _unfinished(store: Store, db: str, warn: Callable[[str], None]) -> RunRecord:
-    """The latest unfinished run, leased to this process."""
+def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: dict[str, dict]) -> None:
+    """The real data the loader cells left to measure read, as when the run was planned: a folder gone or changed
+    since is one line before anything is measured, not a failed cell."""
+    left = {json.dumps(workloads[t.cell.key], sort_keys=True): workloads[t.cell.key] for t in tasks if t.cell.loader}
+    try:
+        check_data_of(spec, list(left.values()))
+    except UsageError as exc:
+        raise UsageError(f"--resume: run {run_id}'s --data: {exc}") from None
+
+
+def _latest_unfinished(store: Store, db: str) -> RunRecord:
     run = store.latest_unfinished_run()
     if run is None:
         raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
+    return run
+
+
+def _unfinished(store: Store, db: str, warn: Callable[[str], None]) -> RunRecord:
+    """The latest unfinished run, leased to this process."""
+    run = _latest_unfinished(store, db)
     if dead := store.acquire(run.id):
         warn(f"run {run.id} was left running by {dead.describe()}, last seen {dead.seen}, which is gone: taken over")
     return run

@@ -145,6 +145,40 @@ def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, u
     one_line_error(dlperf("run", "--resume", db=db), "nothing to resume")
 
 
+def test_resume_takes_no_sweep_flag_and_its_dry_run_measures_nothing(tmp_path):
+    """--resume continues the run as planned: a flag that would change it is refused, not ignored. Its --data is read
+    again (a folder gone since is one line, not a failed cell), and --dry-run lists what is left, measuring nothing."""
+    require("torch")
+    from conftest import write_datasets
+
+    db, data = tmp_path / "d.db", write_datasets(tmp_path / "data")
+    for flags in (["--workloads", "tiny-lstm", "--threads", "2"], ["--repeats", "2"], ["--max-time", "1"]):
+        one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume", *flags[::2])
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--data", str(data), "--loaders", "w0", "--threads", "1",
+                  *FAST, db=db)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    conn = sqlite3.connect(db)  # as an interrupt leaves it: the loader cell not measured yet
+    (key,) = conn.execute("SELECT key FROM cells WHERE loader IS NOT NULL").fetchone()
+    conn.execute("DELETE FROM measurements WHERE cell_key = ?", (key,))
+    conn.execute("UPDATE cells SET status = 'pending' WHERE key = ?", (key,))
+    conn.execute("UPDATE runs SET status = 'interrupted'")
+    conn.commit()
+    conn.close()
+    before = cells(db)
+
+    data.rename(tmp_path / "moved")
+    for flags in (["--dry-run"], []):
+        one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume: run 1's --data", "no train-images")
+    (tmp_path / "moved").rename(data)
+    proc = dlperf("run", "--resume", "--dry-run", db=db)
+    assert proc.returncode == 0, proc.stderr
+    assert "data:w0" in proc.stdout and "run 1: 1 of its 2 cell processes are left to measure" in proc.stdout
+    assert cells(db) == before and rows(db, "SELECT status FROM runs") == [{"status": "interrupted"}]
+    proc = dlperf("run", "--resume", db=db)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["status"] for r in cells(db)] == ["ok", "ok"]
+
+
 @pytest.mark.slow
 def test_resume_refuses_another_machine_or_framework_version(tmp_path):
     require("torch")

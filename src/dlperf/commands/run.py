@@ -220,10 +220,11 @@ def run(args) -> int:
 
     db = db_path(args)
     use_gpu_specs(args)
+    check_resume_flags(args)
     if args.ray or args.nodes:
         return run_fleet(args, db)
     if args.resume:
-        outcome = api.resume(db)
+        outcome = api.resume(db, dry_run=args.dry_run)
     else:
         outcome = api.run(
             args.workloads,
@@ -270,14 +271,36 @@ def run(args) -> int:
     return outcome.exit_code
 
 
+RESUME_TAKES = frozenset({"resume", "dry_run", "ray", "nodes", "gpu_specs"})  # and --db; --gpu-specs says its own
+
+
+def check_resume_flags(args) -> None:
+    """`--resume` continues the stored run as it was planned: a flag that would change what it measures is refused,
+    naming it, rather than ignored."""
+    if not args.resume:
+        return
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    given = [max(a.option_strings, key=len) for a in parser._actions
+             if a.dest not in RESUME_TAKES and getattr(args, a.dest, a.default) != a.default]  # fmt: skip
+    if given:
+        raise UsageError(f"--resume continues the latest unfinished run as it was planned, so {', '.join(given)} "
+                         "cannot be given with it; without --resume they start a new run")  # fmt: skip
+
+
 def print_estimate(outcome) -> None:
-    """`--dry-run`: the plan's cells, and what measuring them would take."""
+    """`--dry-run`: the plan's cells (a resumed run's: those it has left), and what measuring them would take."""
     from dlperf.report.format import duration, terminal
 
-    for cell in outcome.plan.cells:
+    tasks = outcome.plan.tasks if outcome.tasks is None else outcome.tasks
+    cells = outcome.plan.cells if outcome.tasks is None else dict.fromkeys(t.cell for t in tasks)
+    for cell in cells:
         print(terminal(cell.label))
     e = outcome.estimate
-    print(f"{len(outcome.plan.tasks)} cell processes, estimated {duration(e.seconds)} (at most "
+    if outcome.tasks is not None:
+        print(f"run {outcome.run_id}: {len(tasks)} of its {len(outcome.plan.tasks)} cell processes are left to "
+              "measure (nothing was measured)")  # fmt: skip
+    print(f"{len(tasks)} cell process{'es' * (len(tasks) != 1)}, estimated {duration(e.seconds)} (at most "
           f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "
           f"machine, the others from {e.pilots} pilot steps that took {duration(e.pilot_s)}")  # fmt: skip
 

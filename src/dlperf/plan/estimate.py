@@ -155,14 +155,15 @@ def estimate(
     return Estimate(likely, max(likely, most), len(pilots), pilot_s, len(tasks) - len(unknown))
 
 
-def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None) -> Estimate:
-    """How long the plan will take: each cell's earlier processes on this machine where the store has them, a pilot
-    step's model otherwise."""
+def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None,
+             tasks: list[Task] | None = None) -> Estimate:  # fmt: skip
+    """How long the plan (or `tasks` of it: what a resumed run has left) will take: each cell's earlier processes on
+    this machine where the store has them, a pilot step's model otherwise."""
     spec = plan.spec
     return estimate(
-        plan.tasks, plan.workloads, known_durations(db, envinfo.fingerprint(plan.env)), timer=spec.timer,
-        timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores, python_for=interpreter_for,
-        on_pilot=on_pilot, memory_limit=spec.max_memory,
+        plan.tasks if tasks is None else tasks, plan.workloads, known_durations(db, envinfo.fingerprint(plan.env)),
+        timer=spec.timer, timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores,
+        python_for=interpreter_for, on_pilot=on_pilot, memory_limit=spec.max_memory,
     )  # fmt: skip
 
 

@@ -54,8 +54,13 @@ def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
     """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
     UsageError naming the file, and no run is stored. A backend that reads no real data has nothing to check: its
     loader cells are `unsupported` (`capabilities.reads_data`)."""
-    if spec.data == DATA_SYNTHETIC:
+    check_data_of(spec, [w.to_json() for w in workloads])
+
+
+def check_data_of(spec: RunSpec, workloads: list[dict]) -> None:
+    """`check_data` of workloads as stored (JSON): a resumed run's data is checked again before it measures."""
+    if spec.data == DATA_SYNTHETIC or not workloads:
         return
-    request = DataRequest(spec.data, [w.to_json() for w in workloads])
+    request = DataRequest(spec.data, workloads)
     for reader in capabilities.data_readers(spec.frameworks):
         probe.ask(reader, request, interpreter_for(reader), spec.timeout, timeout_flag="--timeout")
