@@ -138,6 +138,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         if kept := session.take_up_kept():
             warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {spill.path_for(db)} when the store "
                         "refused them")  # fmt: skip
+            tasks = session.remaining()  # what was kept is measured
         session.reopen()
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
     finally:
