@@ -162,7 +162,8 @@ EXPORT_COLUMNS = {
     "iqr_s": "the interquartile range of the timed steps, seconds",
     "mean_s": "the mean step time, seconds",
     "stdev_s": "the standard deviation of the step times, seconds",
-    "ci_low_s": "the low end of the median's 95% confidence interval, seconds",
+    "ci_low_s": "the low end of the median's 95% confidence interval (several processes: a hierarchical bootstrap), "
+    "seconds",
     "ci_high_s": "the high end of the median's 95% confidence interval, seconds",
     "n": "timed steps, every process's",
     "samples_s": "samples per second at the median step",

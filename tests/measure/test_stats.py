@@ -4,7 +4,16 @@ import statistics
 
 import pytest
 
-from dlperf.measure.stats import ci_relative_halfwidth, iqr, median_ci, median_ci_ranks, sorted_median, summarize
+from dlperf.measure.stats import (
+    ci_relative_halfwidth,
+    iqr,
+    median_ci,
+    median_ci_ranks,
+    processes_ci,
+    sorted_median,
+    summarize,
+    summarize_processes,
+)
 
 
 def binom_cdf(k: int, n: int) -> float:
@@ -59,9 +68,51 @@ def test_summary_and_iqr():
     s = summarize([1.0, 2.0, 3.0, 4.0, 100.0])
     assert s.median == 3.0 and s.n == 5 and s.mean == 22.0
     assert iqr([1.0, 2.0, 3.0, 4.0, 5.0]) == 2.0
-    assert summarize([1.0, 2.0, 3.0], median=7.0).median == 7.0  # median of per-process medians overrides
+    assert summarize_processes([[1.0, 2.0, 3.0], [7.0], [8.0, 9.0]]).median == 7.0  # the median of the medians
 
 
 def test_summary_needs_samples():
     with pytest.raises(ValueError):
         summarize([])
+
+
+def test_the_bootstrap_of_one_process_is_its_order_statistics_interval():
+    """A replicate's median drawn as an order statistic of Beta rank (not n steps resampled) gives the interval the
+    binomial ranks give, for odd and even n."""
+    for n, seed in ((301, 1), (2000, 2), (51, 3)):
+        rng = random.Random(seed)
+        x = [rng.lognormvariate(0, 0.3) for _ in range(n)]
+        lo, hi = median_ci(x)
+        b_lo, b_hi = processes_ci([x])
+        ordered = sorted(x)
+        assert abs(ordered.index(b_lo) - ordered.index(lo)) <= max(2, n // 100)
+        assert abs(ordered.index(b_hi) - ordered.index(hi)) <= max(2, n // 100)
+
+
+def test_the_interval_of_several_processes_covers_the_spread_between_them():
+    """Processes that differ more than their steps do (a shared machine): the interval of the median of medians
+    reaches across them, where the pooled steps' would be narrow and beside the point."""
+    rng = random.Random(4)
+    groups = [[m + rng.gauss(0, 0.001) for _ in range(500)] for m in (1.0, 1.1, 1.2)]
+    s = summarize_processes(groups)
+    assert s.median == statistics.median([statistics.median(g) for g in groups]) and s.n == 1500
+    assert s.ci_low < 1.01 and s.ci_high > 1.19 and s.ci_low <= s.median <= s.ci_high
+    assert summarize_processes([groups[0], []]) == summarize(groups[0])  # a process without steps is left out
+    assert processes_ci([]) is None
+
+
+def test_the_bootstrap_covers_the_cells_median_about_as_often_as_it_says():
+    """Coverage, simulated: processes whose medians scatter about a true value (each process's steps about its own);
+    with 5 processes the 95% interval of their median of medians holds the true value in most trials (a bootstrap of
+    5 under-covers a little), where the pooled steps' interval, narrow about whichever processes ran, rarely does."""
+    rng = random.Random(5)
+    hits = pooled_hits = trials = 0
+    for _ in range(150):
+        groups = [[1.0 + offset + rng.gauss(0, 0.01) for _ in range(201)]
+                  for offset in (rng.gauss(0, 0.05) for _ in range(5))]  # fmt: skip
+        lo, hi = processes_ci(groups, resamples=400)
+        p_lo, p_hi = median_ci([t for g in groups for t in g])
+        hits += lo <= 1.0 <= hi
+        pooled_hits += p_lo <= 1.0 <= p_hi
+        trials += 1
+    assert hits / trials > 0.8 and pooled_hits / trials < 0.5

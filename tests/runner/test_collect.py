@@ -66,6 +66,21 @@ def test_cell_is_the_median_of_process_medians():
     assert any("noisy" in w for w in fig.warnings)
 
 
+def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():
+    """Two processes whose steps differ (280 and 323 us): the pooled steps' order-statistics interval sat around one
+    process and left out the cell's own median (302 us), so a cell said "302 us, 95% interval 280.1-280.7 us". The
+    interval is now the median of medians' own (a hierarchical bootstrap): it holds the median and spans the two."""
+    rng = statistics.NormalDist(0, 2e-6)
+    a = [280e-6 + e for e in rng.samples(2001, seed=1)]
+    b = [323e-6 + e for e in rng.samples(1001, seed=2)]
+    fig = cell_figures([measurement(events(g), OK_CHILD, 60) for g in (a, b)], batch=1, threads=1, cores=2,
+                       device="cpu")  # fmt: skip
+    assert fig.ci_low_s <= fig.median_s <= fig.ci_high_s
+    assert fig.ci_low_s < 281e-6 and fig.ci_high_s > 322e-6  # as far apart as the processes
+    one = cell_figures([measurement(events(a), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
+    assert 279e-6 < one.ci_low_s <= one.median_s <= one.ci_high_s < 281e-6  # one process: its steps' interval
+
+
 def test_a_median_of_few_samples_is_flagged_and_enough_samples_are_not():
     few = cell_figures([measurement(events([1.0, 1.1]), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
     warned = few.warnings

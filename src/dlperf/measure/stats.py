@@ -7,6 +7,7 @@ distribution, so it holds for the skewed, heavy-tailed distributions step times 
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from dataclasses import asdict, dataclass
 
@@ -86,20 +87,63 @@ def iqr(samples: list[float]) -> float:
     return q3 - q1
 
 
-def summarize(samples: list[float], median: float | None = None) -> Summary:
-    """Summary of raw samples; `median` overrides the pooled median (the median of per-process medians)."""
+def summarize(samples: list[float]) -> Summary:
+    """Summary of one process's raw samples: the median and its order-statistics interval."""
     if not samples:
         raise ValueError("no samples")
-    ci = median_ci(samples)
+    return _summary(samples, statistics.median(samples), median_ci(samples))
+
+
+def summarize_processes(groups: list[list[float]]) -> Summary:
+    """Summary of a cell measured in one or more processes (each a list of step times): the median of the
+    per-process medians, its interval from a hierarchical bootstrap where there are several (`processes_ci`: two
+    processes of a cell differ more than two steps of one), the spread figures over the steps pooled."""
+    groups = [g for g in groups if g]
+    if len(groups) == 1:
+        return summarize(groups[0])
+    pooled = [t for g in groups for t in g]
+    if not pooled:
+        raise ValueError("no samples")
+    return _summary(pooled, statistics.median([statistics.median(g) for g in groups]), processes_ci(groups))
+
+
+def _summary(samples: list[float], median: float, ci: tuple[float, float] | None) -> Summary:
     return Summary(
         n=len(samples),
-        median=statistics.median(samples) if median is None else median,
+        median=median,
         iqr=iqr(samples),
         mean=statistics.fmean(samples),
         stdev=statistics.stdev(samples) if len(samples) > 1 else 0.0,
         ci_low=ci[0] if ci else None,
         ci_high=ci[1] if ci else None,
     )
+
+
+RESAMPLES = 2000  # bootstrap replicates of `processes_ci`: a few milliseconds for a cell of a few processes
+
+
+def processes_ci(groups: list[list[float]], confidence: float = 0.95, resamples: int = RESAMPLES,
+                 seed: int = 0) -> tuple[float, float] | None:  # fmt: skip
+    """The interval of the median of per-process medians by a hierarchical bootstrap (as `report/speedup.py`'s):
+    the processes resampled with replacement, then each drawn process's median resampled from its steps. That median
+    is drawn directly, not by resampling n steps: the median of n values resampled from a process's steps is its
+    ceil(n B)-th smallest, B the median of n uniforms, Beta(h, n + 1 - h) with h = (n + 1) // 2 (exact for odd n), so
+    a replicate costs a draw per process, however many steps. None without a step."""
+    ordered = [sorted(g) for g in groups if g]
+    if not ordered:
+        return None
+    rng = random.Random(seed)
+    shapes = [((len(g) + 1) // 2, len(g) + 1 - (len(g) + 1) // 2) for g in ordered]
+
+    def drawn_median(i: int) -> float:
+        g, (a, b) = ordered[i], shapes[i]
+        return g[min(len(g) - 1, max(0, math.ceil(len(g) * rng.betavariate(a, b)) - 1))]
+
+    k = len(ordered)
+    replicates = sorted(statistics.median([drawn_median(rng.randrange(k)) for _ in range(k)])
+                        for _ in range(resamples))  # fmt: skip
+    tail = (1 - confidence) / 2
+    return replicates[math.floor(tail * (resamples - 1))], replicates[math.ceil((1 - tail) * (resamples - 1))]
 
 
 def bus_bandwidth(nbytes: float, seconds: float, world: int) -> tuple[float, float]:

@@ -94,7 +94,8 @@ def tip(cell: CellRecord, headline: str = "") -> str:
     """Hover text: which cell, and how much to trust its median (IQR, steps, processes, run)."""
     lines = [headline] if headline else []
     lines.append(f"{cell.workload} {cell.column} {series_label(cell, list(dimensions(cell)))}")
-    iqr = f"IQR {seconds(cell.iqr_s)}" if cell.iqr_s is not None else "IQR -"
+    spread = cell.q3_s - cell.q1_s if cell.q1_s is not None and cell.q3_s is not None else cell.iqr_s
+    iqr = f"IQR {seconds(spread)}" if spread is not None else "IQR -"  # the error bar's width
     lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
     processes = cell.processes
     lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")

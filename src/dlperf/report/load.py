@@ -160,8 +160,13 @@ def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:
 
 
 def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:
-    pooled = [x for s in per_process for x in s]
+    """The cell's process count and its error bars' quartiles: of its steps, and with several processes the median
+    of each process's quartiles, as its median is the median of theirs (so the point lies within its bar: each
+    process's median lies between its quartiles, and a median keeps that order)."""
     cell.processes = len(per_process)
-    if len(pooled) >= 2 and cell.ok:
-        cell.q1_s, _, cell.q3_s = statistics.quantiles(pooled, n=4, method="inclusive")
+    measured = [s for s in per_process if len(s) >= 2]
+    if measured and cell.ok:
+        quartiles = [statistics.quantiles(s, n=4, method="inclusive") for s in measured]
+        cell.q1_s = statistics.median(q[0] for q in quartiles)
+        cell.q3_s = statistics.median(q[2] for q in quartiles)
     return cell

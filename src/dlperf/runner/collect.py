@@ -17,7 +17,7 @@ from pathlib import Path
 from dlperf import envs
 from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound
-from dlperf.measure.stats import FEW_SAMPLES, summarize
+from dlperf.measure.stats import FEW_SAMPLES, summarize_processes
 from dlperf.protocol import (
     MEMORY_KINDS,
     Affinity,
@@ -266,7 +266,7 @@ def cell_figures(
     warnings = []
     if measured:
         medians = [statistics.median(m.samples) for m in measured]
-        s = summarize([t for m in measured for t in m.samples], median=statistics.median(medians))
+        s = summarize_processes([m.samples for m in measured])
         figures.median_s, figures.iqr_s, figures.mean_s, figures.stdev_s = s.median, s.iqr, s.mean, s.stdev
         figures.ci_low_s, figures.ci_high_s, figures.n = s.ci_low, s.ci_high, s.n
         figures.samples_s = batch / s.median if s.median > 0 else None

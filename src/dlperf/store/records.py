@@ -317,7 +317,7 @@ class CellRecord(CellFigures):
     # attached by the views, never stored
     utilization: float | None = None  # of the peaks `dlperf peak` measured
     processes: int = 0  # measured processes
-    q1_s: float | None = None  # quartiles of the pooled steps (error bars)
+    q1_s: float | None = None  # quartiles of the steps, the median of each process's (error bars: report/load.py)
     q3_s: float | None = None
 
     @property
