@@ -71,6 +71,8 @@ def test_formats():
     view = table.build(7, CELLS)
     md = table.render_markdown(view)
     assert md.splitlines()[0] == "| workload | framework | batch | cpu:1 | cpu:2 | cpu:4 | cuda:0 |"
+    # the notes, the reasons of failed cells among them, as the text view has them (they were left out)
+    assert "- note: lstm torch cpu:1: timeout: exceeded --timeout 60 s (kept 0 samples)" in md.splitlines()
     rows = list(csv.reader(io.StringIO(table.render_csv(view))))
     assert rows[1][4] == "0.6" and rows[2][3] == "timeout"  # raw numbers, no marks
     data = json.loads(table.render_json(view))

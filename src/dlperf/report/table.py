@@ -274,7 +274,8 @@ def render_markdown(view: TableView) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
     pipeline = ["", data.render_markdown(view.pipeline)] if view.pipeline else []
-    return "\n".join([*lines, "", *legend(view), *version_lines(view), *pipeline])
+    notes = ["", *(f"- note: {note}" for note in view.notes), ""] if view.notes else []  # the text view's, as a list
+    return "\n".join([*lines, "", *legend(view), *notes, *version_lines(view), *pipeline])
 
 
 def version_lines(view: TableView) -> list[str]:
