@@ -2,6 +2,7 @@
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -71,3 +72,10 @@ def test_each_record_says_how_its_steps_were_timed():
     assert [export.record(c)["timing"] for c in (jax, older)] == [HostClock.HOW, None]
     [row, _] = csv.DictReader(io.StringIO(export.render([export.record(jax), export.record(older)], "csv")))
     assert row["timing"] == HostClock.HOW
+
+
+def test_structured_columns_are_json_in_the_csv():
+    """A dict column (flops_by_dtype) was written as Python's repr, `{'fp32': 10}`, which no JSON reader takes."""
+    c = make_cell("fcn-r", median_s=0.25, n=12, flops_by_dtype={"fp32": 10, "bf16": 5})
+    [row] = csv.DictReader(io.StringIO(export.render([export.record(c)], "csv")))
+    assert json.loads(row["flops_by_dtype"]) == {"fp32": 10, "bf16": 5}

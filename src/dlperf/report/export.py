@@ -138,5 +138,4 @@ def render(records: list[dict[str, Any]], fmt: str) -> str:
 def csv_field(key: str, value: Any) -> Any:
     if key == "warnings":
         return "; ".join(value)
-    structured = isinstance(value, list) or (key == "data_recommendation" and value is not None)
-    return json.dumps(value) if structured else value
+    return json.dumps(value) if isinstance(value, list | dict) else value  # JSON, never Python's repr
