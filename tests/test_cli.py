@@ -257,3 +257,13 @@ def test_an_error_quoting_hostile_input_reaches_the_terminal_escaped(monkeypatch
     assert main(["list"]) == 2
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err and "\\x1b]0;pwned\\x07" in err and err.count("\n") == 1
+
+
+def test_env_show_counts_the_cpus_flags_only_where_they_are(capsys):
+    """The CPU's flag list is shown as its count; a nested `cpu` (the precision speeds) gained a `flags` line."""
+    from dlperf.commands.env import print_env
+
+    print_env({"cpu": {"model": "X", "flags": ["avx2", "fma"]}, "precision_speed": {"cpu": {"bf16": 4.6}}})
+    out = capsys.readouterr().out.splitlines()
+    assert "  flags: 2 flags (see --format json)" in out
+    assert out[-2:] == ["  cpu:", "    bf16: 4.6"]

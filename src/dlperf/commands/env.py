@@ -94,9 +94,10 @@ def env_install(names: list[str], force: bool) -> int:
 
 
 def print_env(env: dict, indent: str = "") -> None:
+    """The environment as indented lines; the CPU's flag list (the top level's `cpu`) as its count."""
     for key, value in env.items():
-        if key == "cpu":
-            value = {**value, "flags": f"{len(value.get('flags', []))} flags (see --format json)"}
+        if key == "cpu" and not indent and isinstance(value, dict) and "flags" in value:
+            value = {**value, "flags": f"{len(value['flags'])} flags (see --format json)"}
         if isinstance(value, dict):
             print(f"{indent}{key}:")
             print_env(value, indent + "  ")
