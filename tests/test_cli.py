@@ -97,6 +97,7 @@ def test_a_misspelt_positional_workload_is_not_blamed_on_a_flag_it_was_not_given
 
 def test_views_on_missing_or_corrupt_database(tmp_path):
     one_line_error(dlperf("table", db=tmp_path / "none.db"), "no such database")
+    one_line_error(dlperf("table", db=tmp_path), "is a directory, not a database file")  # not "corrupt"
     bad = tmp_path / "bad.db"
     bad.write_text("garbage" * 50)
     one_line_error(dlperf("table", db=bad), "corrupt")

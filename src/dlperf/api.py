@@ -157,6 +157,8 @@ def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: 
 
 def _latest_unfinished(store: Store, db: str) -> RunRecord:
     run = store.latest_unfinished_run()
+    if run is None and not store.runs():
+        raise UsageError(f"--resume: {db} holds no run to resume (dlperf run starts one)")
     if run is None:
         raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
     return run

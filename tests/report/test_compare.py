@@ -176,6 +176,7 @@ def test_cli_reference_forms(tmp_path, capsys):
     [
         ("9", "1", [], ["A '9'", "no run 9"]),
         ("1", "{tmp}/missing.db", [], ["B '", "missing.db", "no such database file"]),
+        ("{tmp}", "1", [], ["A '", "is a directory, not a database file"]),
         ("1", "{tmp}/d.db:7", [], ["B '", "no run 7"]),
         ("{tmp}/garbage.db", "1", [], ["A '", "garbage.db", "corrupt"]),
         ("1", "1", ["--threshold", "-0.1"], ["--threshold"]),

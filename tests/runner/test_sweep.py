@@ -154,6 +154,10 @@ def test_resume_takes_no_sweep_flag_and_its_dry_run_measures_nothing(tmp_path):
     db, data = tmp_path / "d.db", write_datasets(tmp_path / "data")
     for flags in (["--workloads", "tiny-lstm", "--threads", "2"], ["--repeats", "2"], ["--max-time", "1"]):
         one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume", *flags[::2])
+    from dlperf.store import Store
+
+    Store.open(str(tmp_path / "empty.db"), create=True).close()  # a store of peaks alone, say: no run
+    one_line_error(dlperf("run", "--resume", db=tmp_path / "empty.db"), "holds no run to resume")
     proc = dlperf("run", "--workloads", "tiny-fcn-r", "--data", str(data), "--loaders", "w0", "--threads", "1",
                   *FAST, db=db)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

@@ -139,6 +139,7 @@ def test_an_interrupted_copy_leaves_no_half_run(sources, tmp_path, monkeypatch):
     ("names", "fragments"),
     [
         (["missing.db"], ["missing.db", "no such database file"]),
+        (["folder"], ["folder", "is a directory, not a database file"]),
         (["garbage.db"], ["garbage.db", "corrupt"]),
         (["a.db", "garbage.db"], ["garbage.db", "corrupt"]),  # the good one before it is not merged either
         (["all.db"], ["all.db", "target database itself"]),
@@ -146,6 +147,7 @@ def test_an_interrupted_copy_leaves_no_half_run(sources, tmp_path, monkeypatch):
 )
 def test_a_bad_source_is_refused_before_anything_is_written(sources, tmp_path, names, fragments):
     (tmp_path / "garbage.db").write_text("not a database" * 50)
+    (tmp_path / "folder").mkdir()
     target = tmp_path / "all.db"
     if "all.db" in names:
         make_db(target, BASE)

@@ -282,13 +282,14 @@ def parse_ref(text: str, default_db: str, name: str = "A") -> tuple[str, int | N
 
 def load(text: str, name: str, default_db: str) -> Side:
     from dlperf.store import Store
-    from dlperf.store.location import unreachable
+    from dlperf.store.location import not_a_database_file, unreachable
 
     path, run_id = parse_ref(text, default_db, name)
     if why := unreachable(path):
         raise UsageError(f"{name} {text!r}: {why}")
-    if not Path(path).is_file():
-        raise UsageError(f"{name} {text!r}: no such database file {path!r}")
+    if why := not_a_database_file(path, missing="no such database file"):
+        raise UsageError(f"{name} {text!r}: {why} {path!r}" if why.startswith("no such") else
+                         f"{name} {text!r}: {path!r} {why}")  # fmt: skip
     try:
         store = Store.open(path, create=False)
     except UsageError as exc:

@@ -20,6 +20,8 @@ def check_path(path: str, *, create: bool) -> None:
     directory on the way this user may not enter, no file to read, a file that cannot be read or written."""
     if why := unreachable(path):
         raise UsageError(f"--db {path!r}: {why}")
+    if why := not_a_database_file(path, missing=None):
+        raise UsageError(f"--db {path!r}: {why}")
     if not create and not Path(path).exists():
         raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
     _check_readable(path)
@@ -42,6 +44,14 @@ def unreachable(path: str | Path) -> str | None:
     return None
 
 
+def not_a_database_file(path: str | Path, missing: str | None = "no such database file") -> str | None:
+    """Why `path` is not a file to open as a database: a directory, or (`missing`) nothing there; None otherwise."""
+    p = Path(path)
+    if p.is_dir():
+        return "is a directory, not a database file"
+    return missing if missing and not p.is_file() else None
+
+
 def _check_readable(path: str) -> None:
     """What SQLite would report as a vague "unable to open" or "disk I/O error", said plainly before it runs."""
     p = Path(path)
@@ -58,8 +68,6 @@ def _check_writable(path: str) -> None:
     directory cannot take a write either."""
     p = Path(path)
     target = p if p.exists() else p.parent
-    if p.exists() and p.is_dir():
-        raise UsageError(f"--db {path!r} is a directory")
     if not target.exists():
         raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
     if not os.access(target, os.W_OK):

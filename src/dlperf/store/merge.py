@@ -21,7 +21,7 @@ from typing import Any
 
 from dlperf.errors import UsageError
 from dlperf.store import RunRows, Store, now, run_origin
-from dlperf.store.location import unreachable
+from dlperf.store.location import not_a_database_file, unreachable
 from dlperf.store.records import Origin
 
 
@@ -99,10 +99,8 @@ def read_source(source: str, target: str) -> Source:
 def _open_source(source: str, target: str) -> Store:
     """The source, opened to read."""
     path = Path(source)
-    if why := unreachable(source):
+    if why := unreachable(source) or not_a_database_file(source):
         raise UsageError(f"merge {source!r}: {why}")
-    if not path.is_file():
-        raise UsageError(f"merge {source!r}: no such database file")
     if os.path.exists(target) and os.path.samefile(path, target):  # an unreachable target is said when it opens
         raise UsageError(f"merge {source!r}: it is the target database itself (--db {target!r})")
     try:
