@@ -72,6 +72,11 @@ def test_help_runs_without_a_framework():
         (["run", "--workloads", "fcn-r", "--min-time", "9", "--max-time", "1"], ["--min-time"]),
         (["run", "--workloads", "/no/such/file.py:make"], ["no such file"]),
         (["run", "--bogus-flag"], ["unrecognized arguments"]),
+        # flags that would do nothing are refused, not ignored
+        (["run", "--workloads", "tiny-fcn-r", "--scaling", "weak"], ["--scaling weak", "--nproc"]),
+        (["run", "--workloads", "tiny-fcn-r", "--trace-dir", "t"], ["--trace-dir", "--profile"]),
+        (["list", "--frameworks", "--parallel"], ["--parallel", "not allowed with", "--frameworks"]),
+        (["env", "list", "extra"], ["env list takes no names"]),
         (["frobnicate"], ["invalid choice"]),
     ],
 )

@@ -163,6 +163,9 @@ def _check_strategies(s: RunSpec) -> None:
         if s.parallel or s.microbatches:
             flag = "--parallel" if s.parallel else "--microbatches"
             raise UsageError(f"{flag}: strategies spread a step over processes; add --nproc N")
+        if s.scaling != "strong":
+            raise UsageError(f"--scaling {s.scaling}: scaling sets the batch of a job of several processes; add "
+                             "--nproc N")  # fmt: skip
         return
     chosen = parse_parallel(_text(s.parallel)) if s.parallel else default_parallel(s.frameworks)
     strategies.check(chosen, s.frameworks, s.scaling, bool(s.microbatches))

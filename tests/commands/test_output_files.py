@@ -55,3 +55,18 @@ def test_synthetic_datasets_take_the_umask(tmp_path):
     assert len(found) > 5
     assert {oct(m) for p, m in found.items()} == {oct(0o755), oct(0o644)}
     assert all(m == (0o755 if p.is_dir() else 0o644) for p, m in found.items())
+
+
+def test_export_writes_the_format_its_file_names(tmp_path, report_db):
+    """`export -o out.csv` wrote JSON lines into a .csv file: the suffix now names the format where --format does not,
+    and a --format that contradicts it is one line."""
+    csv_out, jsonl_out = tmp_path / "e.csv", tmp_path / "e.jsonl"
+    assert dlperf("export", "-o", str(csv_out), db=report_db).returncode == 0
+    assert csv_out.read_text().startswith("run_id,")
+    assert dlperf("export", "-o", str(jsonl_out), db=report_db).returncode == 0
+    assert jsonl_out.read_text().startswith('{"run_id"')
+    from conftest import one_line_error
+
+    one_line_error(dlperf("export", "--format", "jsonl", "-o", str(tmp_path / "x.csv"), db=report_db),
+                   "-o", "x.csv", "--format jsonl")  # fmt: skip
+    assert not (tmp_path / "x.csv").exists()

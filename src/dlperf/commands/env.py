@@ -28,12 +28,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    if args.action == "list":
-        return env_list(args.format)
     if args.action == "install":
         return env_install(args.names, args.force)
     if args.names:
-        raise UsageError(f"dlperf env show takes no names (got {' '.join(args.names)}); did you mean install?")
+        raise UsageError(f"dlperf env {args.action} takes no names (got {' '.join(args.names)}); did you mean "
+                         "install?")  # fmt: skip
+    if args.action == "list":
+        return env_list(args.format)
     store = open_store(args)
     try:
         run = store.run(args.run)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from dlperf.commands.common import add_format, open_store, warn_unreadable, write_file, write_stdout
+from dlperf.commands.common import choice, open_store, warn_unreadable, write_file, write_stdout
 from dlperf.commands.report import runs
+from dlperf.errors import UsageError
 from dlperf.vocab import EXPORT_FORMATS, ExitCode
 
 HELP = "one record per cell"
@@ -14,7 +16,8 @@ HELP = "one record per cell"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=runs, help="run id, a comma list of ids, or all (default: the latest run); each "
                    "record is one run's cell and says its run_id")  # fmt: skip
-    add_format(p, *EXPORT_FORMATS)
+    p.add_argument("--format", type=choice("--format", EXPORT_FORMATS), help="jsonl or csv (default: what -o's "
+                   "suffix names, .csv or .jsonl; else jsonl)")  # fmt: skip
     p.add_argument("--samples", action="store_true", help="include every raw sample")
     p.add_argument("-o", "--output", help="write to this file, whole or not at all (default: standard output)")
 
@@ -27,15 +30,27 @@ def run(args) -> int:
     from dlperf.report import export
 
     out = writable(args.output) if args.output else None
+    fmt = output_format(args.format, args.output)
     store = open_store(args)
     faults: list[UnreadableRow] = []
     try:
         records = [r for chosen in chosen_runs(store, args.run) for r in run_records(store, chosen, args, faults)]
     finally:
         store.close()
-    text = export.render(records, args.format)
+    text = export.render(records, fmt)
     write_file(out, text) if out else write_stdout(text, "export")
     return warn_unreadable(faults, "the export") or ExitCode.OK
+
+
+SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def output_format(given: str | None, output: str | None) -> str:
+    """--format, else what -o's suffix names, else jsonl; a suffix that names the other format is one line."""
+    named = SUFFIXES.get(Path(output).suffix.lower()) if output else None
+    if given and named and given != named:
+        raise UsageError(f"-o {output}: a {Path(output).suffix} file, but --format {given}; give one that agrees")
+    return given or named or EXPORT_FORMATS[0]
 
 
 def chosen_runs(store, chosen: list[int] | str | None) -> list:

@@ -17,11 +17,12 @@ TAKES_DB = False  # reads no store
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, "text", "json")
-    p.add_argument("--all", action="store_true", help="include the tiny test variants")
-    p.add_argument(
+    what = p.add_mutually_exclusive_group()  # one list at a time
+    what.add_argument("--all", action="store_true", help="include the tiny test variants")
+    what.add_argument(
         "--frameworks", action="store_true", help="every framework of the paper and today: measurable here or why not"
     )
-    p.add_argument(
+    what.add_argument(
         "--parallel",
         action="store_true",
         help="every strategy of --parallel (and Horovod): what each rank holds, measurable here or why not",

@@ -221,6 +221,8 @@ def run(args) -> int:
     db = db_path(args)
     use_gpu_specs(args)
     check_resume_flags(args)
+    if args.trace_dir is not None and not args.profile:
+        raise UsageError("--trace-dir: the traces are --profile's; add --profile")
     if args.ray or args.nodes:
         return run_fleet(args, db)
     if args.resume:
