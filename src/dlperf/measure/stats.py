@@ -124,15 +124,22 @@ RESAMPLES = 2000  # bootstrap replicates of `processes_ci`: a few milliseconds f
 
 def processes_ci(groups: list[list[float]], confidence: float = 0.95, resamples: int = RESAMPLES,
                  seed: int = 0) -> tuple[float, float] | None:  # fmt: skip
-    """The interval of the median of per-process medians by a hierarchical bootstrap (as `report/speedup.py`'s):
-    the processes resampled with replacement, then each drawn process's median resampled from its steps. That median
-    is drawn directly, not by resampling n steps: the median of n values resampled from a process's steps is its
-    ceil(n B)-th smallest, B the median of n uniforms, Beta(h, n + 1 - h) with h = (n + 1) // 2 (exact for odd n), so
-    a replicate costs a draw per process, however many steps. None without a step."""
-    ordered = [sorted(g) for g in groups if g]
-    if not ordered:
+    """The interval of the median of per-process medians by a hierarchical bootstrap (`median_replicates`); None
+    without a step."""
+    if not any(groups):
         return None
-    rng = random.Random(seed)
+    replicates = sorted(median_replicates(groups, resamples, random.Random(seed)))
+    tail = (1 - confidence) / 2
+    return replicates[math.floor(tail * (resamples - 1))], replicates[math.ceil((1 - tail) * (resamples - 1))]
+
+
+def median_replicates(groups: list[list[float]], resamples: int, rng: random.Random) -> list[float]:
+    """`resamples` bootstrap replicates of the median of per-process medians, hierarchical: the processes resampled
+    with replacement, then each drawn process's median resampled from its steps (two processes of a cell differ more
+    than two steps of one). That median is drawn directly, not by resampling n steps: the median of n values
+    resampled from a process's steps is its ceil(n B)-th smallest, B the median of n uniforms, Beta(h, n + 1 - h) with
+    h = (n + 1) // 2 (exact for odd n), so a replicate costs a draw per process however many steps it has."""
+    ordered = [sorted(g) for g in groups if g]
     shapes = [((len(g) + 1) // 2, len(g) + 1 - (len(g) + 1) // 2) for g in ordered]
 
     def drawn_median(i: int) -> float:
@@ -140,10 +147,7 @@ def processes_ci(groups: list[list[float]], confidence: float = 0.95, resamples:
         return g[min(len(g) - 1, max(0, math.ceil(len(g) * rng.betavariate(a, b)) - 1))]
 
     k = len(ordered)
-    replicates = sorted(statistics.median([drawn_median(rng.randrange(k)) for _ in range(k)])
-                        for _ in range(resamples))  # fmt: skip
-    tail = (1 - confidence) / 2
-    return replicates[math.floor(tail * (resamples - 1))], replicates[math.ceil((1 - tail) * (resamples - 1))]
+    return [statistics.median([drawn_median(rng.randrange(k)) for _ in range(k)]) for _ in range(resamples)]
 
 
 def bus_bandwidth(nbytes: float, seconds: float, world: int) -> tuple[float, float]:
