@@ -520,3 +520,28 @@ def test_once_the_budget_has_run_out_no_process_starts_not_even_the_baselines_se
     assert started == ["fp32"] and given == []
     assert any(n.startswith("--budget 15 ran out: ") and "not started" in n for n in search.notes), search.notes
     assert search.best is None and any(n.startswith("not searched") for n in search.notes)
+
+
+def test_a_baseline_that_does_not_measure_ends_the_search_with_exit_1_and_no_recommendation(tmp_path, monkeypatch,
+                                                                                           capsys):  # fmt: skip
+    """A model whose step raises: optimize measured every candidate (each failing the same way), then said "keep
+    fp32 eager" with exit 0. Now nothing is started after the failed baseline, the exit is 1 and nothing is
+    recommended."""
+    from dlperf.runner import sweep
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import ExitCode, Status
+
+    started = []
+
+    def run_task(task, ctx, poll):
+        started.append(task.cell.mode)
+        return ProcessMeasurement(status=Status.FAILED, error="RuntimeError: bad forward", duration_s=1.0)
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    search, out = _search(tmp_path, "verdict")
+    assert started == ["fp32"] and search.exit_code == ExitCode.CELLS_FAILED and out["best"] is None
+    assert any(n.startswith("the fp32 baseline did not measure (failed: RuntimeError: bad forward)")
+               for n in out["notes"])  # fmt: skip
+    opt_cmd.print_text(search)
+    printed = capsys.readouterr().out
+    assert "Recommended: none: the fp32 baseline did not measure" in printed and "keep fp32 eager" not in printed

@@ -150,7 +150,7 @@ class Search:
     loader: LoaderChoice | None = None  # with --data DIR: the loader setting searched for the best mode
 
     def to_json(self) -> dict[str, Any]:
-        best = self.best or self.baseline
+        best = self.best or (self.baseline if self.baseline.status == Status.OK else None)  # None: nothing measured
         loader = self.loader.to_json() if self.loader else None
         return {
             "workload": self.workload,
@@ -159,8 +159,8 @@ class Search:
             "run_id": self.run_id,
             "baseline": {"mode": self.baseline.mode, "median_s": self.baseline.median_s},
             "results": [r.to_json() for r in self.results],
-            "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0},
-            "recipe": recipe(best.mode, self.device, self.workload, self.loader),
+            "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0} if best else None,
+            "recipe": recipe(best.mode, self.device, self.workload, self.loader) if best else None,
             "notes": self.notes,
             "elapsed_s": self.elapsed_s,
             "order": {"used": self.order, "groups": list(self.groups), "verdict": verdict_json(self.verdict)},
@@ -358,6 +358,13 @@ class Searcher:
         exit_code = ExitCode.OK
         try:
             self._round([BASELINE], dimension=None)
+            if not (base := next(c for c in self.session.cells() if c.mode == BASELINE)).ok:
+                self.session.complete()  # nothing to compare a candidate against: not one is started
+                self._budget_notes()
+                result = self._result()
+                cut = Deadline.REASON in (base.error or "")  # the budget's doing, said in the notes: not a failure
+                result.elapsed_s, result.exit_code = self.budget.spent(), ExitCode.OK if cut else ExitCode.CELLS_FAILED
+                return result
             self._check_budget()
             if self.opts.order == "verdict":
                 self._order_by_verdict()
@@ -552,7 +559,8 @@ class Searcher:
         by_mode = {c.mode: c for c in cands}
         base = by_mode.get(BASELINE) or Candidate(BASELINE, Status.PENDING.value)
         if base.status != Status.OK:
-            self.notes.append(f"the fp32 baseline did not measure ({base.status}: {base.error}); no speed-ups")
+            self.notes.append(f"the fp32 baseline did not measure ({base.status}: {base.error}): no candidate was "
+                              "searched, nothing to compare it against")  # fmt: skip
         best = recommend(cands)
         measured = {c.mode for c in cells if c.status != Status.PENDING}
         tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran

@@ -9,7 +9,7 @@ import sys
 
 from dlperf.commands.common import add_format, db_path, real, whole
 from dlperf.commands.run import add_data_flags, add_timer_flags, timer
-from dlperf.vocab import ExitCode
+from dlperf.vocab import ExitCode, Status
 
 HELP = "find the fastest training mode for a workload"
 
@@ -186,6 +186,8 @@ def print_text(search) -> None:
         console.print(terminal(line), highlight=False, markup=False)
     if search.best is None:
         verdict = "keep fp32 eager" if search.cells else "not searched (no candidate was measured: see the notes)"
+        if search.baseline.status != Status.OK:
+            verdict = "none: the fp32 baseline did not measure (see the notes)"
         console.print(f"Recommended: {verdict}.", highlight=False, markup=False)
         return
     b = search.best
