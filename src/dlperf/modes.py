@@ -145,6 +145,16 @@ def mode_components(mode: str) -> list[Mode]:
     return parts if any(p in PRECISIONS for p in parts) else [Mode.FP32, *parts]
 
 
+def compiles(mode: str) -> bool:
+    return Mode.COMPILE in mode_components(mode)
+
+
+def captured_eagerly(mode: str) -> bool:
+    """The eager step replayed from a CUDA graph, without compiling."""
+    parts = mode_components(mode)
+    return Mode.CUDA_GRAPHS in parts and Mode.COMPILE not in parts
+
+
 def check_device(mode: str, device_kind: DeviceKind, gpus: int = 0) -> None:
     """NotImplementedError (the cell is `unsupported`) for a component that does not run on this kind of device,
     or needs more GPUs than the machine has."""

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlperf import envinfo
+from dlperf import modes as mode_table
 from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
@@ -163,17 +164,15 @@ class Search:
             "recipe": recipe(best.mode, self.device, self.workload, self.loader) if best else None,
             "notes": self.notes,
             "elapsed_s": self.elapsed_s,
-            "order": {"used": self.order, "groups": list(self.groups), "verdict": verdict_json(self.verdict)},
+            "order": {
+                "used": self.order,
+                "groups": list(self.groups),
+                "verdict": self.verdict and self.verdict.to_json(),
+            },
             "cells": self.cells,
             "cells_to_best": self.cells_to_best,
             **({"loader": loader} if loader else {}),
         }
-
-
-def verdict_json(v: Verdict | None) -> dict[str, Any] | None:
-    if v is None:
-        return None
-    return {"bound": v.bound.value, "level": v.level, "figure": v.figure, "modes": list(v.modes)}
 
 
 def candidates_of(
@@ -248,16 +247,6 @@ def ranked(cands: list[Candidate]) -> list[Candidate]:
     """Measured modes fastest first, then those without a time (unsupported, failed)."""
     timed = sorted((c for c in cands if c.median_s is not None), key=lambda c: c.median_s)
     return timed + [c for c in cands if c.median_s is None]
-
-
-def compiles(mode: str) -> bool:
-    return Mode.COMPILE in mode_components(mode)
-
-
-def captured_eagerly(mode: str) -> bool:
-    """The eager step replayed from a CUDA graph, without compiling."""
-    parts = mode_components(mode)
-    return Mode.CUDA_GRAPHS in parts and Mode.COMPILE not in parts
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -434,11 +423,11 @@ class Searcher:
         slower than eager fp32, and bf16+compile+cuda_graphs did not finish), and compiling may spend at most the
         budget left."""
         modes = self._options(group, best)
-        eager = [m for m in modes if not compiles(m)]
-        compiled = [m for m in modes if compiles(m)]
+        eager = [m for m in modes if not mode_table.compiles(m)]
+        compiled = [m for m in modes if mode_table.compiles(m)]
         if eager:
             best = self._measure(group, best, eager)
-        if compiled and captured_eagerly(best):
+        if compiled and mode_table.captured_eagerly(best):
             why = "already captures the eager step in a CUDA graph and wins without compiling"
             self.notes.append(f"{group}: {', '.join(compiled)} not tried: {best} {why} (dlperf run --modes measures "
                               "them)")  # fmt: skip

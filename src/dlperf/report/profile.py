@@ -93,6 +93,9 @@ class Verdict:
     def label(self) -> str:
         return f"{self.bound.value}-bound ({self.level})"
 
+    def to_json(self) -> dict:
+        return {"bound": self.bound.value, "level": self.level, "figure": self.figure, "modes": list(self.modes)}
+
 
 def dispatch_floor(ops_per_step: int, cost_s: float, step_s: float | None = None) -> tuple[float, float | None]:
     """(seconds, share of `step_s`) of a step that issues `ops_per_step` operators (or kernels) at `cost_s` each:
