@@ -89,3 +89,23 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         one_line_error(dlperf("predict", "fcn-r", "--memory", *extra, db=tmp_path / "x.db", env=NO_FILE), *fragments)
     one_line_error(dlperf("predict", "no-such-net", "--memory", "--gpu", "T4", env=NO_FILE), "no-such-net")
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_step_that_cannot_be_traced_is_one_line_as_without_memory(tmp_path):
+    """A forward that reads a tensor's value (`.item()`) cannot run on fake tensors: predict without --memory said so
+    in one line (exit 2), with --memory it printed an empty table and exit 0."""
+    (tmp_path / "dyn.py").write_text(
+        "import torch, dlperf\n"
+        "class Net(torch.nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.lin = torch.nn.Linear(8, 4)\n"
+        "    def forward(self, x):\n"
+        "        return self.lin(x) * float(x.sum().item() > 0)\n"
+        "def make():\n"
+        "    batch = lambda n, d: (torch.randn(n, 8, device=d), torch.zeros(n, dtype=torch.long, device=d))\n"
+        "    return dlperf.user_workload('dyn', Net(), batch, torch.nn.functional.cross_entropy, batch_size=4)\n"
+    )
+    for extra in ([], ["--memory"]):
+        proc = dlperf("predict", f"{tmp_path}/dyn.py:make", "--gpu", "T4", "--modes", "fp32", *extra, env=NO_FILE)
+        one_line_error(proc, "dyn (fp32, batch 4)")

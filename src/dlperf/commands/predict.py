@@ -187,6 +187,9 @@ def show_memory(args, chosen, modes) -> int:
     found = dict(zip(modes, memory.lines([(workload, m) for m in modes], float(args.timeout), "--timeout"),
                      strict=True))  # fmt: skip
     traced = {m: line for m, line in found.items() if not isinstance(line, str)}
+    if not traced:  # as without --memory: a step that cannot be traced is one line, exit 2
+        mode, why = next(iter(found.items()))
+        raise UsageError(f"{workload.name} ({mode}, batch {workload.batch}): its step cannot be traced: {why}")
     most = memory.largest(workload, traced, chosen, float(args.timeout), "--timeout")
     verdicts = {m: [memory.verdict(g, line, most[m][g.name]) for g in chosen] for m, line in traced.items()}
     if args.format == "json":
