@@ -204,7 +204,7 @@ def test_a_missing_key_is_an_error_naming_it_and_an_unknown_key_is_left_out():
 
 def test_a_request_names_what_a_failed_probe_was_doing():
     assert EnvRequest().subject() == SelftestRequest().subject() == "checking the frameworks and devices"
-    assert WorkloadRequest("/x.py:make").subject() == "--workloads '/x.py:make'"
+    assert WorkloadRequest("/x.py:make").subject() == "workload '/x.py:make'"
     assert DataRequest("/data", []).subject() == "--data /data"
     assert OpsRequest([]).subject() == "counting the step's operators"
 

@@ -273,3 +273,19 @@ def test_env_show_counts_the_cpus_flags_only_where_they_are(capsys):
     out = capsys.readouterr().out.splitlines()
     assert "  flags: 2 flags (see --format json)" in out
     assert out[-2:] == ["  cpu:", "    bf16: 4.6"]
+
+
+@pytest.mark.parametrize(
+    ("args", "fragments"),
+    [
+        (["optimize", "tiny-fcn-r,tiny-lstm"], ["workload 'tiny-fcn-r,tiny-lstm': give one"]),  # was a traceback
+        (["profile", ""], ["workload '': give one"]),
+        (["optimize", "tiny-fcn-r", "--device", "tpu"], ["--device: unknown device 'tpu'"]),  # not --devices
+        (["profile", "tiny-fcn-r", "--framework", "tensorfow"], ["--framework: unknown framework"]),
+        (["run", "--workloads", "tiny-fcn-r", "--frameworks", "tensorfow"], ["--frameworks: unknown framework"]),
+    ],
+)
+def test_a_command_of_one_workload_and_its_singular_flags_are_named_as_typed(args, fragments, capsys, tmp_path):
+    code = main([*args, "--db", str(tmp_path / "x.db")])
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and all(f in lines[0] for f in fragments), lines

@@ -200,7 +200,7 @@ class WorkloadRequest(ProbeRequest[WorkloadAnswer]):
     data_dir: str | None = None  # --data DIR, given to a factory that takes `data_dir`
 
     def subject(self) -> str:
-        return f"--workloads {self.source!r}"
+        return f"workload {self.source!r}"
 
 
 @request("data")

@@ -50,10 +50,20 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
 
-        print(f"dlperf: error: {terminal(str(exc))}", file=sys.stderr)
+        print(f"dlperf: error: {terminal(own_flags(str(exc), argv))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
     except KeyboardInterrupt:
         print("dlperf: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK
+
+
+def own_flags(message: str, argv: list[str]) -> str:
+    """A message of the code `run` shares that names run's plural flag, said with the command's own where it has the
+    singular one instead (`optimize --device`, `profile --framework`): the flag the user typed."""
+    for plural, own in (("--devices", "--device"), ("--frameworks", "--framework")):
+        typed = any(a == own or a.startswith(own + "=") for a in argv) and plural not in argv
+        if typed and message.startswith(plural):
+            return own + message[len(plural) :]
+    return message

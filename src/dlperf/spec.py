@@ -411,6 +411,13 @@ def parse_workloads(text: str | None, flag: str | None = "--workloads") -> tuple
     return tuple(dict.fromkeys(parse_workload(item, flag) for item in split_list(text, flag or "workload")))
 
 
+def parse_one_workload(text: str) -> str:
+    """A command's positional WORKLOAD: one built-in name or one factory, never a list."""
+    if "," in text or not text.strip():
+        raise UsageError(f"workload {text!r}: give one built-in name (dlperf list) or one path/file.py:factory")
+    return parse_workload(text.strip(), None)
+
+
 def parse_workload(item: str, flag: str | None = "--workloads") -> str:
     """A built-in name, or a user's `file.py:factory` with its file found and made absolute. `flag`: as above."""
     if looks_like_source(item):

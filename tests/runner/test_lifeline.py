@@ -105,7 +105,7 @@ def test_a_factory_that_hangs_at_import_is_refused_at_the_timeout(tmp_path, hang
     try:
         proc = dlperf("run", "--workloads", f"{hanging_file}:make", "--timeout", "5", db=tmp_path / "d.db",
                       env={"PID_FILE": str(pid_file)}, timeout=90)  # fmt: skip  # was refused after 183 s
-        one_line_error(proc, f"--workloads '{hanging_file}:make'", "the torch probe exceeded --timeout 5 s")
+        one_line_error(proc, f"workload '{hanging_file}:make'", "the torch probe exceeded --timeout 5 s")
         assert gone([int(pid_file.read_text())])
     finally:
         kill(*(int(p) for p in pid_file.read_text().split()))

@@ -54,9 +54,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import optimize
     from dlperf.loaders import parse_loaders
-    from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_workloads
+    from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_one_workload
 
-    [workload] = parse_workloads(args.workload, None)
+    workload = parse_one_workload(args.workload)
     [device] = parse_devices(args.device)
     opts = optimize.Options(
         workload=workload,

@@ -50,9 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from dlperf import api
-    from dlperf.spec import parse_workloads
+    from dlperf.spec import parse_one_workload
 
-    parse_workloads(args.workload, None)  # a misspelt WORKLOAD is named as what it is, not as --workloads
+    parse_one_workload(args.workload)  # a misspelt WORKLOAD is named as what it is, not as --workloads
     db = db_path(args)
     outcome = api.run(
         args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,

@@ -75,5 +75,5 @@ def probe_builtin_only(framework: str, request: dict[str, Any], probe_env) -> di
     if what == "env":
         return probe_env()
     if what == "workload":
-        raise UsageError(f"--workloads {request.get('source')!r}: {builtin_only(framework)}")
+        raise UsageError(f"workload {request.get('source')!r}: {builtin_only(framework)}")
     raise ValueError(f"unknown probe request {what!r}")

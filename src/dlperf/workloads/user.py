@@ -100,7 +100,7 @@ def looks_like_source(text: str) -> bool:
 def split_source(source: str) -> tuple[str, str]:
     target, _, attr = source.rpartition(":")
     if not target or not attr.isidentifier():
-        raise UsageError(f"--workloads {source!r}: expected path/to/file.py:factory or package.module:factory")
+        raise UsageError(f"workload {source!r}: expected path/to/file.py:factory or package.module:factory")
     return target, attr
 
 
@@ -110,7 +110,7 @@ def normalize_source(source: str) -> str:
     if target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target).expanduser()
         if not path.is_file():
-            raise UsageError(f"--workloads {source!r}: no such file {str(path)!r}")
+            raise UsageError(f"workload {source!r}: no such file {str(path)!r}")
         return f"{path.resolve()}:{attr}"
     return source
 
@@ -137,13 +137,13 @@ def load_factory(source: str) -> Callable[[], Any]:
     except UsageError:
         raise
     except Exception as exc:
-        raise UsageError(f"--workloads {source!r}: importing {target} raised {type(exc).__name__}: {exc}") from exc
+        raise UsageError(f"workload {source!r}: importing {target} raised {type(exc).__name__}: {exc}") from exc
     factory = getattr(module, attr, None)
     if factory is None:
         where = Path(target).name if target.endswith(".py") else target  # the full path is in the source already
-        raise UsageError(f"--workloads {source!r}: {where} has no factory {attr!r}{choices(attr, factories(module))}")
+        raise UsageError(f"workload {source!r}: {where} has no factory {attr!r}{choices(attr, factories(module))}")
     if not callable(factory):
-        raise UsageError(f"--workloads {source!r}: {attr} is not callable")
+        raise UsageError(f"workload {source!r}: {attr} is not callable")
     return factory
 
 
@@ -196,10 +196,10 @@ def build_user_workload(source: str, data_dir: str | None = None) -> UserWorkloa
     try:
         built = factory(**kwargs)
     except Exception as exc:
-        raise UsageError(f"--workloads {source!r}: the factory raised {type(exc).__name__}: {exc}") from exc
+        raise UsageError(f"workload {source!r}: the factory raised {type(exc).__name__}: {exc}") from exc
     if not isinstance(built, UserWorkload):
         raise UsageError(
-            f"--workloads {source!r}: the factory must return dlperf.user_workload(...), got {type(built).__name__}"
+            f"workload {source!r}: the factory must return dlperf.user_workload(...), got {type(built).__name__}"
         )
     return built
 
@@ -216,8 +216,9 @@ def factory_kwargs(factory: Callable[..., Any], source: str, data_dir: str | Non
     if data_dir is not None:
         return {"data_dir": Path(data_dir)}
     if parameter.default is inspect.Parameter.empty:
-        raise UsageError(f"--workloads {source!r}: {getattr(factory, '__name__', 'the factory')} takes data_dir, the "
-                         "folder of your data: pass it with --data DIR")  # fmt: skip
+        raise UsageError(f"workload {source!r}: {getattr(factory, '__name__', 'the factory')} takes data_dir, the "
+                         "folder of your data: pass it with --data DIR (dlperf run and optimize take it), or give "
+                         "data_dir a default for the commands that do not")  # fmt: skip
     return {}
 
 

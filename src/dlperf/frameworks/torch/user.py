@@ -42,7 +42,7 @@ def load_user(source: str | None, data_dir: str | None = None) -> UserWorkload:
         raise ValueError("a user workload needs its source (file.py:factory)")
     user = build_user_workload(source, data_dir)
     if user.framework != Framework.TORCH:
-        raise UsageError(f"--workloads {source!r}: the factory describes a {user.framework} model, not a torch one")
+        raise UsageError(f"workload {source!r}: the factory describes a {user.framework} model, not a torch one")
     if user.make_batch is None:
         user.make_batch = first_sample_batches(user, source)
     return user
@@ -64,10 +64,10 @@ def first_sample_batches(user: UserWorkload, source: str) -> Callable[[int, torc
     try:
         first = default_collate([user.dataset[0]]) if user.dataset is not None else _first_loaded(user.loader)
     except Exception as exc:
-        raise UsageError(f"--workloads {source!r}: the batch is drawn from {what}, which raised "
+        raise UsageError(f"workload {source!r}: the batch is drawn from {what}, which raised "
                          f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
     if not (isinstance(first, (list, tuple)) and len(first) == 2):
-        raise UsageError(f"--workloads {source!r}: {what} must be an (input, target) pair to draw the batch from")
+        raise UsageError(f"workload {source!r}: {what} must be an (input, target) pair to draw the batch from")
     return partial(_repeated, tuple(first))
 
 
