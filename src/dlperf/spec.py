@@ -205,9 +205,12 @@ def check_trace_dir(path: str) -> None:
     """--trace-dir: a directory dlperf can write into, or one it can make (made when the first trace is written, so
     that nothing is written before anything runs): its nearest existing folder a directory dlperf may write."""
     try:
-        found = next(p for p in (Path(path), *Path(path).parents) if p.exists())
+        found = next(p for p in (Path(path), *Path(path).parents) if os.path.lexists(p))
     except OSError as exc:
         raise UsageError(f"--trace-dir {path!r}: cannot be looked at ({exc.strerror or exc})") from None
+    if found.is_symlink() and not found.exists():
+        raise UsageError(f"--trace-dir {path!r}: {str(found)!r} is a link to {os.readlink(found)!r}, which does "
+                         "not exist")  # fmt: skip
     if not found.is_dir():
         raise UsageError(f"--trace-dir {path!r}: {str(found)!r} is a file, not a directory")
     if not os.access(found, os.W_OK | os.X_OK):

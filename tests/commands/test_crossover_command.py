@@ -30,6 +30,7 @@ from report.pictures import assert_png_draws
         (["tiny-fcn-r", "--mode", "tf32"], "--mode"),
         (["tiny-fcn-r", "--paper"], "--paper"),
         (["tiny-fcn-r", "--plot", "x.gif"], "--plot"),
+        (["tiny-fcn-r", "--plot", "no/such/dir/x.png"], "--plot 'no/such/dir/x.png': directory"),  # before measuring
         ([], "WORKLOAD"),
     ],
 )

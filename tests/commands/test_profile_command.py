@@ -46,6 +46,15 @@ def test_a_trace_dir_that_is_a_file_or_under_one_is_one_line_and_writes_nothing(
         assert not db.exists() and file.read_text() == ""
 
 
+def test_a_trace_dir_through_a_link_to_nothing_is_one_line_and_writes_nothing(tmp_path, capsys):
+    """A dangling link on the way: `exists()` is false for it, so the check walked past it, and making the folder
+    raised FileExistsError after the cell was measured."""
+    db, link = tmp_path / "d.db", tmp_path / "dangling"
+    link.symlink_to(tmp_path / "gone")
+    one_line_error(main(capsys, *TINY, "--trace-dir", link / "traces", "--db", db), "--trace-dir", "a link to")
+    assert not db.exists()
+
+
 def test_a_trace_dir_missing_is_made_only_once_a_trace_is_written(tmp_path):
     from dlperf.spec import RunSpec
 

@@ -114,6 +114,9 @@ def _plot_format(path: str) -> None:
 
     if Path(path).suffix.lstrip(".").lower() not in FORMATS:
         raise UsageError(f"--plot {path!r}: expected a file ending in .{', .'.join(FORMATS)}")
+    from dlperf.commands.report import writable
+
+    writable(path, "--plot")  # before anything is measured
 
 
 def answer_table(x):

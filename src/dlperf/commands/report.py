@@ -35,17 +35,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
 
 
-def writable(path: str) -> Path:
-    """An output file whose directory exists: checked before anything is read."""
+def writable(path: str, flag: str = "-o") -> Path:
+    """An output file whose directory exists: checked before anything is read (or measured)."""
     from dlperf.store.location import unreachable
 
     out = Path(path)
     if why := unreachable(out):
-        raise UsageError(f"-o {path!r}: {why}")
+        raise UsageError(f"{flag} {path!r}: {why}")
     if out.is_dir():
-        raise UsageError(f"-o {path!r} is a directory")
+        raise UsageError(f"{flag} {path!r} is a directory")
     if not out.parent.exists():
-        raise UsageError(f"-o {path!r}: directory {str(out.parent)!r} does not exist")
+        raise UsageError(f"{flag} {path!r}: directory {str(out.parent)!r} does not exist")
     return out
 
 

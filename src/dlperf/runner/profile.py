@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dlperf.errors import UsageError
 from dlperf.frameworks.common import profiling
 from dlperf.measure.units import seconds
 from dlperf.protocol import Cell, Event, Profiled, ProfileTask, first
@@ -46,7 +47,10 @@ def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec, median_s: float
     """The profile child's task, its steps fitted to the timer's max_time at the cell's timed median
     (`steps_that_fit`); the trace directory is made here, so the child only writes into it."""
     if spec.trace_dir is not None:
-        Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
+        try:
+            Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # what the check before the run could not foresee (a root user in /proc, say)
+            raise UsageError(f"--trace-dir {spec.trace_dir!r}: cannot be made ({exc.strerror or exc})") from None
     data = spec.data if cell.loader else None
     warmup, steps = steps_that_fit(spec, median_s)
     return ProfileTask(cell, workload, steps=steps, warmup=warmup, trace_dir=spec.trace_dir, nvtx=spec.nvtx,
