@@ -35,3 +35,16 @@ def test_a_gpu_without_bf16_units_is_costed_in_fp16_not_at_its_fp32_rate(monkeyp
     t4 = {r.mode: r for r in costs.rows if r.gpu == T4.name}
     assert t4["fp16"].step_s < bf16.step_s / 2 and t4["fp16"].step_s < t4["fp32"].step_s / 2
     assert min((r for r in costs.rows if r.gpu == T4.name), key=lambda r: r.time_s).mode == "fp16"
+
+
+def test_the_crossover_it_suggests_names_the_workload_as_the_user_did():
+    """A user's model is named by its factory (`file.py:make`): `dlperf crossover small-convnet`, the model's own
+    name, said "unknown workload"."""
+    from types import SimpleNamespace
+
+    from dlperf.report.advise import _crossover
+
+    row = SimpleNamespace(batch=128, speedup=lambda g: 2.0)
+    x = SimpleNamespace(rows=[row], user_batch=128, gpus=["T4"], workload="small-convnet", mode="fp32")
+    said = _crossover(x, "examples/my model.py:make")
+    assert "dlperf crossover 'examples/my model.py:make' measures batch by batch" in said

@@ -52,6 +52,7 @@ class Advice:
     notes: list[str] = field(default_factory=list)
     exit_code: int = ExitCode.OK
     largest: dict[tuple[str, str], int] = field(default_factory=dict)  # (GPU, mode) left out -> the largest batch
+    asked: str = ""  # the workload as the user named it (a user's file.py:factory): the commands suggested name it so
 
 
 def check(opts: Options) -> tuple[tuple, float | None]:
@@ -100,8 +101,9 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     )  # fmt: skip
     runs = [side.run_id] if side.run_id is not None else []
     if side.answer is None or not side.answer.rows or side.answer.rows[0].cpu is None:
+        code = side.exit_code or ExitCode.CELLS_FAILED
         return Advice(workload.name, workload.batch, costs, None, None, runs, roofline.uncertainty(),
-                      [*side.notes, *notes], side.exit_code or ExitCode.CELLS_FAILED, largest)  # fmt: skip
+                      [*side.notes, *notes], code, largest, opts.workload)  # fmt: skip
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
     left = opts.budget_s - (time.monotonic() - start)
@@ -122,7 +124,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
     notes += [n for n in side.notes if n.startswith("threads:")]
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
-                  exit_code, largest)  # fmt: skip
+                  exit_code, largest, opts.workload)  # fmt: skip
 
 
 NO_EPOCH_NOTE = (

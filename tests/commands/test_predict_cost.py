@@ -32,6 +32,10 @@ def test_json_and_no_measured_cpu_step_says_how_to_measure_it(tmp_path):
     assert got["samples"] == 2048 and got["cpu_measured"] is None and got["fastest"]["gpu"] == "T4"
     assert got["rows"][0]["price"]["low"] == 0.5904 and got["rows"][0]["cost_usd"][0] > 0
     assert "dlperf run --workloads fcn-r --devices cpu" in got["cpu_how"]
+    # at another batch, the crossover that measures it: at that batch (its own batches are powers of two)
+    proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--samples", "2048", "--batch", "48",
+                  "--format", "json", db=tmp_path / "none.db", env=NO_FILE)  # fmt: skip
+    assert "`dlperf crossover fcn-r --batches 48` measures one" in json.loads(proc.stdout)["cpu_how"]
 
 
 def test_bad_input_is_one_line_before_anything_runs(tmp_path):

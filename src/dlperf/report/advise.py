@@ -3,6 +3,8 @@ predicted (the GPUs, `predict/`), with its uncertainty. The ranking's words are 
 
 from __future__ import annotations
 
+import shlex
+
 from dlperf.report.cost import _pick, deadline_text, usd
 from dlperf.report.format import interval, seconds
 
@@ -37,7 +39,7 @@ def lines(a) -> list[str]:
                                                              for r in x.left_out))  # fmt: skip
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
-    out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover)}")
+    out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover, a.asked or a.workload)}")
     if a.uncertainty:
         out.append(f"GPU figures' uncertainty: {a.uncertainty}")
     return out
@@ -61,8 +63,9 @@ def _versus(r, cpu) -> str:
     return f", {1 / ratio:.1f} times slower than this CPU" if ratio < 1 else f", {ratio:.1f} times faster than this CPU"
 
 
-def _crossover(x) -> str:
-    """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is."""
+def _crossover(x, asked: str) -> str:
+    """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is;
+    `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests."""
     if x is None or not x.rows:
         return "not measured"
     row = next((r for r in x.rows if r.batch == x.user_batch), x.rows[0])
@@ -70,7 +73,7 @@ def _crossover(x) -> str:
     if not ratios:
         return "no GPU step beside the CPU's"
     faster = sorted((g for g, s in ratios.items() if s > 1), key=lambda g: -ratios[g])
-    tail = f" (at your batch only; dlperf crossover {x.workload} measures batch by batch)"
+    tail = f" (at your batch only; dlperf crossover {shlex.quote(asked)} measures batch by batch)"
     if faster:
         said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
         more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""

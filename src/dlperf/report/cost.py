@@ -86,12 +86,10 @@ def deadline_text(s: float) -> str:
 
 def how_to_measure(workload, where: str) -> str:
     """What to run when the store holds no measured CPU step of the workload at its batch."""
-    if workload.is_user:
-        run = f"dlperf crossover {workload.source}"
-    elif workload.batch == _default_batch(workload.name):
+    if workload.batch == _default_batch(workload.name) and not workload.is_user:
         run = f"dlperf run --workloads {workload.name} --devices cpu"
-    else:
-        run = f"dlperf crossover {workload.name}"
+    else:  # at this batch: crossover's own batches are powers of two
+        run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batches {workload.batch}"
     return f"no measured step of {workload.name} at batch {workload.batch} in {where}: `{run}` measures one"
 
 
