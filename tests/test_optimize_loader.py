@@ -187,3 +187,11 @@ def test_data_that_is_a_file_or_an_empty_directory_is_one_line_before_anything_r
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", str(file), db=db), "--data", "not a directory")
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--data", str(empty), db=db), f"{empty}/mnist", "no train-images")
     assert not db.exists() and not list(empty.iterdir())
+
+
+def test_a_setting_stopped_before_it_measured_is_never_the_best():
+    """A trial the budget stopped keeps the median of the steps it took but no data wait: it was recommended, with
+    "still waits unknown of its step"."""
+    cut = ol.LoaderTrial("w0", "timeout", "the search's --budget ran out", median_s=0.001)
+    slower = ol.LoaderTrial("w1", "ok", median_s=0.002, wait_share=0.3)
+    assert ol.best_of([cut, slower]) is slower and ol.best_of([cut]) is None

@@ -68,12 +68,12 @@ class Result:
 
 
 def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None) -> list[int]:
-    """The batches measured, ascending: those asked for, or the powers of two up to max(user's batch, 256); at most
-    `max_batch`."""
+    """The batches measured, ascending: those asked for, or the powers of two up to max(user's batch, 256), and the
+    user's batch (the answer's own line: the thread search measures it anyway); at most `max_batch`."""
     if batches is None:
         top = max(user_batch, LEAST_LIMIT)
         batches = tuple(2**k for k in range(top.bit_length()) if 2**k <= top)
-    chosen = sorted({b for b in batches if max_batch is None or b <= max_batch})
+    chosen = sorted({b for b in (*batches, user_batch) if max_batch is None or b <= max_batch})
     if not chosen:
         raise UsageError(f"--max-batch {max_batch}: below every batch asked for ({min(batches)} and up)")
     return chosen
@@ -192,7 +192,7 @@ def _notes(opts: Options, gpus, user_batch: int, batches: list[int]) -> list[str
         if opts.mode != "fp32" and not unit.startswith(opts.mode):
             notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} rate")
     if user_batch not in batches:
-        notes.append(f"your batch {user_batch} was not measured: add it to --batches for the speed-up there")
+        notes.append(f"your batch {user_batch} was not measured: it is above --max-batch {opts.max_batch}")
     notes.append(SMALL_BATCHES)
     return notes
 

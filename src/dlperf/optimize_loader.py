@@ -106,8 +106,9 @@ def trial_of(cell: CellRecord, synthetic_s: float | None) -> LoaderTrial:
 
 
 def best_of(trials: list[LoaderTrial], with_workers: bool = False) -> LoaderTrial | None:
-    """The fastest measured trial (optionally only those with workers), None if none measured."""
-    timed = [t for t in trials if t.median_s and (not with_workers or setting(t.setting).workers)]
+    """The fastest trial that measured (optionally only those with workers), None if none did: one the budget or its
+    timeout stopped keeps a median of the steps it took, but never waited for its data a whole step."""
+    timed = [t for t in trials if t.status == "ok" and t.median_s and (not with_workers or setting(t.setting).workers)]
     return min(timed, key=lambda t: t.median_s, default=None)
 
 

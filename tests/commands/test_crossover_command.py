@@ -53,6 +53,8 @@ def test_a_crossover_is_measured_stored_and_answered(tmp_path):
         "tiny-fcn-r",
         "--batches",
         "1,8",
+        "--max-batch",
+        "8",
         "--threads",
         "1",
         "--gpu",
@@ -98,7 +100,7 @@ def test_a_crossover_is_measured_stored_and_answered(tmp_path):
     }[faster] + f"; uncertainty {roofline.uncertainty()}"
     assert [line for line in proc.stdout.splitlines() if line.startswith("T4: ")] == [f"T4: {answer}"], (cpu, gpu)
     out = " ".join(proc.stdout.split())
-    assert f"your batch {BUILTIN['tiny-fcn-r'].batch} was not measured" in out  # not among --batches
+    assert f"your batch {BUILTIN['tiny-fcn-r'].batch} was not measured: it is above --max-batch 8" in out
     assert "the copy's latency and the host issuing each kernel" in out  # at small batches: this machine's
     assert_png_draws(png, 1, colours=["#1f77b4", "#ff7f0e"])  # the CPU measured, T4 predicted
     table = dlperf("table", db=db, timeout=60)
@@ -141,6 +143,16 @@ def test_max_batch_bounds_every_batch_measured_the_thread_search_too(tmp_path):
     assert len({r["threads"] for r in measured if r["batch"] == 2}) == len(measured) - 1  # the search, then batch 1
     out = " ".join(proc.stdout.split())
     assert "at batch 2 (your batch 16 is above --max-batch 2)" in out and "your batch 16 was not measured" in out
+
+
+def test_your_batch_is_among_the_batches_measured_unless_max_batch_is_below_it():
+    """`--batches 4 --batch 32`: batch 32 was measured (the thread search's) but had no GPU beside it, and a note
+    said it was not measured."""
+    from dlperf import crossover as x
+
+    assert x.batches_for(32, (4,), None) == [4, 32]
+    assert x.batches_for(16, None, None) == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert x.batches_for(16, (1, 8), 8) == [1, 8]
 
 
 @pytest.mark.parametrize(
