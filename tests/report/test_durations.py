@@ -36,6 +36,9 @@ def slow_db(tmp_path, monkeypatch):
 def test_seconds_have_three_significant_figures_at_every_size():
     assert [seconds(v) for v in (14.6, 1.4567, 0.5, 0.0042, 146.2, 1460.0)] == [
         "14.6 s", "1.46 s", "0.500 s", "4.20 ms", "146 s", "24.3 min"]  # fmt: skip
+    # a time that rounds up to the next unit is said in it, with three figures: not "1000 µs", "100.0 ms"
+    assert [seconds(v) for v in (0.0009996, 0.09996, 9.9996e-7, 999.96, 0.00099949)] == [
+        "1.00 ms", "0.100 s", "1.00 µs", "16.7 min", "999 µs"]  # fmt: skip
 
 
 def test_no_view_writes_a_slow_step_in_scientific_notation(slow_db, capsys):

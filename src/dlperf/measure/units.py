@@ -11,8 +11,14 @@ def significant(value: float, digits: int = 3) -> str:
     """`value` to `digits` significant figures, trailing zeros kept: 2.10, 21.0, 210."""
     if value == 0 or not math.isfinite(value):
         return f"{value:.{digits - 1}f}"
+    value = rounded(value, digits)  # 99.96 is 100, not 100.0: the figures counted after rounding
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
+
+
+def rounded(value: float, digits: int = 3) -> float:
+    """`value` rounded to `digits` significant figures."""
+    return float(f"{value:.{digits - 1}e}") if math.isfinite(value) else value
 
 
 def figure(value: float) -> str:
@@ -27,8 +33,8 @@ def figure(value: float) -> str:
 
 
 def short_time(value: float, digits: int = 3) -> str:
-    """A time under 0.1 s in the unit it reads in: 21.0 ms, 850 µs (three significant figures)."""
-    if value >= 1e-3:
+    """A time under 0.1 s in the unit it reads in: 21.0 ms, 850 µs (three significant figures; 999.96 µs is 1.00 ms)."""
+    if rounded(value, digits) >= 1e-3:
         return f"{significant(value * 1e3, digits)} ms"
     return f"{significant(value * 1e6, digits)} µs"
 
@@ -39,9 +45,9 @@ def seconds(value: float | None, digits: int = 3) -> str:
     which writes a 14.6 s step as 1.46e+04 ms."""
     if value is None:
         return "-"
-    if value >= 1000:
+    if rounded(value, digits) >= 1000:
         return f"{significant(value / 60, digits)} min"
-    if value >= 0.1:
+    if rounded(value, digits) >= 0.1:
         return f"{significant(value, digits)} s"
     return short_time(value, digits)
 
