@@ -68,7 +68,7 @@ def check(opts: Options) -> tuple[tuple, float | None]:
         raise UsageError("--budget must be above zero seconds")
     if opts.samples is not None and opts.epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
-    chosen = gpus.parse_gpus(opts.gpus) if opts.gpus else default_gpus()
+    chosen = gpus.parse_gpus(opts.gpus) if opts.gpus is not None else default_gpus()  # --gpu '' is refused
     deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
     return chosen, deadline
 

@@ -22,6 +22,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
     bad.write_text("gpu,usd_per_hour_low,usd_per_hour_high\nT4,cheap,1\n")
     cases = [
         (["--gpu", "No-Such-GPU"], ["unknown GPU"]),
+        (["--gpu", ""], ["--gpu", "one or more GPU names"]),  # not every GPU of the table, silently
         (["--prices", str(bad)], [f"--prices {bad}, line 2, column usd_per_hour_low"]),
         (["--deadline=-2h"], ["--deadline", "above zero"]),
         (["--samples", "10", "--epochs", "2"], ["--samples and --epochs"]),

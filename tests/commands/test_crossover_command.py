@@ -31,6 +31,7 @@ from report.pictures import assert_png_draws
         (["tiny-fcn-r", "--paper"], "--paper"),
         (["tiny-fcn-r", "--plot", "x.gif"], "--plot"),
         (["tiny-fcn-r", "--plot", "no/such/dir/x.png"], "--plot 'no/such/dir/x.png': directory"),  # before measuring
+        (["--paper", "--gpu", "T4"], "--gpu would be ignored"),  # --paper is the paper's GTX 1080
         ([], "WORKLOAD"),
     ],
 )

@@ -208,3 +208,13 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
         console.print(terminal(line), highlight=False, markup=False)
     for note in notes:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
+
+
+def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],
+                allowed: frozenset[str] = frozenset()) -> list[str]:  # fmt: skip
+    """The options of a command's parser (`add_arguments`) given a value other than their default, each by its long
+    name, but for the destinations `allowed`: what a mode of the command that takes none of them would ignore."""
+    parser = argparse.ArgumentParser(add_help=False)
+    add_arguments(parser)
+    chosen = [a for a in parser._actions if a.option_strings and a.dest not in allowed]
+    return [max(a.option_strings, key=len) for a in chosen if getattr(args, a.dest, a.default) != a.default]

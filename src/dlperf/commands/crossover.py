@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import choice, db_path, real, whole, whole_list
+from dlperf.commands.common import choice, db_path, given_flags, real, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import add_timer_flags, timer
 from dlperf.errors import UsageError
@@ -72,6 +72,9 @@ def run(args) -> int:
     if args.paper:
         if args.workload:
             raise UsageError("--paper predicts the paper's seven networks: give no WORKLOAD")
+        if given := given_flags(args, add_arguments, frozenset({"paper", "gpu_specs"})):
+            raise UsageError(f"--paper predicts the paper's networks on its GTX 1080 and measures nothing: "
+                             f"{', '.join(given)} would be ignored; give them without --paper")  # fmt: skip
         return paper()
     if not args.workload:
         raise UsageError("dlperf crossover WORKLOAD [--gpu NAME,...] (or --paper)")

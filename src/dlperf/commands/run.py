@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import db_path, real, whole, whole_list
+from dlperf.commands.common import db_path, given_flags, real, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
 from dlperf.modes import help_text
@@ -281,11 +281,7 @@ def check_resume_flags(args) -> None:
     naming it, rather than ignored."""
     if not args.resume:
         return
-    parser = argparse.ArgumentParser(add_help=False)
-    add_arguments(parser)
-    given = [max(a.option_strings, key=len) for a in parser._actions
-             if a.dest not in RESUME_TAKES and getattr(args, a.dest, a.default) != a.default]  # fmt: skip
-    if given:
+    if given := given_flags(args, add_arguments, RESUME_TAKES):
         raise UsageError(f"--resume continues the latest unfinished run as it was planned, so {', '.join(given)} "
                          "cannot be given with it; without --resume they start a new run")  # fmt: skip
 
