@@ -145,19 +145,25 @@ def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, u
     one_line_error(dlperf("run", "--resume", db=db), "nothing to resume")
 
 
-def test_resume_takes_no_sweep_flag_and_its_dry_run_measures_nothing(tmp_path):
-    """--resume continues the run as planned: a flag that would change it is refused, not ignored. Its --data is read
-    again (a folder gone since is one line, not a failed cell), and --dry-run lists what is left, measuring nothing."""
+def test_resume_takes_no_sweep_flag_and_says_when_a_store_holds_no_run(tmp_path):
+    """--resume continues the run as planned: a flag that would change it is refused, not ignored."""
+    from dlperf.store import Store
+
+    db = tmp_path / "d.db"
+    for flags in (["--workloads", "tiny-lstm", "--threads", "2"], ["--repeats", "2"], ["--max-time", "1"]):
+        one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume", *flags[::2])
+    Store.open(str(tmp_path / "empty.db"), create=True).close()  # a store of peaks alone, say: no run
+    one_line_error(dlperf("run", "--resume", db=tmp_path / "empty.db"), "holds no run to resume")
+
+
+@pytest.mark.slow  # a run with --data, then three resumes: 17 s on 2 cores
+def test_resume_reads_its_data_again_and_its_dry_run_measures_nothing(tmp_path):
+    """A resumed run's --data is read again (a folder gone since is one line, not a failed cell), and --dry-run lists
+    what is left, measuring nothing."""
     require("torch")
     from conftest import write_datasets
 
     db, data = tmp_path / "d.db", write_datasets(tmp_path / "data")
-    for flags in (["--workloads", "tiny-lstm", "--threads", "2"], ["--repeats", "2"], ["--max-time", "1"]):
-        one_line_error(dlperf("run", "--resume", *flags, db=db), "--resume", *flags[::2])
-    from dlperf.store import Store
-
-    Store.open(str(tmp_path / "empty.db"), create=True).close()  # a store of peaks alone, say: no run
-    one_line_error(dlperf("run", "--resume", db=tmp_path / "empty.db"), "holds no run to resume")
     proc = dlperf("run", "--workloads", "tiny-fcn-r", "--data", str(data), "--loaders", "w0", "--threads", "1",
                   *FAST, db=db)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
