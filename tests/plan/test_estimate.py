@@ -72,4 +72,6 @@ def test_the_dry_run_estimate_is_near_the_time_the_run_then_takes(tmp_path):
     done = dlperf(*args, db=tmp_path / "d.db")
     took = time.monotonic() - start
     assert done.returncode == 0, done.stderr
-    assert took / 2 < estimate < 2 * took, (estimate, took)
+    # within 3x: the pilots and the run are timed at different moments on 2 shared cores, beside another slow test
+    # (CI once: estimated 16 s for a run of 6.8 s, while alone here 4 s for 3.4 s); the guesses it replaced were 5-10x
+    assert took / 3 < estimate < 3 * took, (estimate, took)
