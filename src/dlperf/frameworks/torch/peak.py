@@ -182,6 +182,12 @@ def calls_per_step(call_s: float) -> int:
     return max(1, math.ceil(MIN_STEP_S / max(call_s, 1e-9)))
 
 
+def fastest_call_s(call: Callable[[], Any], sync) -> float:
+    """One call's time to size a step by: the fastest of three, so that a call preempted on a busy machine (a 4 KiB
+    copy timed at 20 us) does not make the step too short to time (it was 24 calls, against 32 for a 1 MiB copy)."""
+    return min(timed_step(call, sync) for _ in range(3))
+
+
 def _timed(step: Callable[[], None], sync, cfg: TimerConfig, calls: int, work: float, unit: str) -> dict[str, Any]:
     """Warm up, sample and summarize one step that does `work` (FLOPs or bytes) in `calls` calls.
 
@@ -236,7 +242,7 @@ def bandwidth_peak(dev: torch.device, array_bytes: int, cfg: TimerConfig, sync) 
 def time_kernel(call: Callable[[], Any], moved: int, cfg: TimerConfig, sync) -> dict[str, Any]:
     """Figures of one bandwidth kernel moving `moved` bytes a call."""
     call()
-    calls = calls_per_step(timed_step(call, sync))
+    calls = calls_per_step(fastest_call_s(call, sync))
 
     def step() -> None:
         for _ in range(calls):
@@ -306,7 +312,7 @@ def best_copy(call: Callable[[], Any], nbytes: int, budget_s: float, sync) -> di
     """The fastest of up to COPY_REPEATS timed steps of `call` (after an untimed one), until `budget_s` is spent;
     small copies are timed several to a step, so the clock and the sync stay below ~1% of it."""
     call()
-    calls = calls_per_step(timed_step(call, sync))
+    calls = calls_per_step(fastest_call_s(call, sync))
 
     def step() -> None:
         for _ in range(calls):
