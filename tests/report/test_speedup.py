@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from dlperf.report.speedup import median_of_medians, speedup
+from dlperf.measure.stats import median_of_medians
+from dlperf.report.speedup import speedup
 
 
 def noisy(center: float, n: int, rng, spread: float = 0.02) -> list[float]:

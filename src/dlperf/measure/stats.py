@@ -104,7 +104,7 @@ def summarize_processes(groups: list[list[float]]) -> Summary:
     pooled = [t for g in groups for t in g]
     if not pooled:
         raise ValueError("no samples")
-    return _summary(pooled, statistics.median([statistics.median(g) for g in groups]), processes_ci(groups))
+    return _summary(pooled, median_of_medians(groups), processes_ci(groups))
 
 
 def _summary(samples: list[float], median: float, ci: tuple[float, float] | None) -> Summary:
@@ -128,9 +128,19 @@ def processes_ci(groups: list[list[float]], confidence: float = 0.95, resamples:
     without a step."""
     if not any(groups):
         return None
-    replicates = sorted(median_replicates(groups, resamples, random.Random(seed)))
-    tail = (1 - confidence) / 2
-    return replicates[math.floor(tail * (resamples - 1))], replicates[math.ceil((1 - tail) * (resamples - 1))]
+    return percentile_interval(median_replicates(groups, resamples, random.Random(seed)), confidence)
+
+
+def percentile_interval(replicates: list[float], confidence: float) -> tuple[float, float]:
+    """The bootstrap's percentile interval: the replicates' (1 - confidence) / 2 and (1 + confidence) / 2 quantiles."""
+    ordered, tail = sorted(replicates), (1 - confidence) / 2
+    last = len(ordered) - 1
+    return ordered[math.floor(tail * last)], ordered[math.ceil((1 - tail) * last)]
+
+
+def median_of_medians(groups) -> float:
+    """A cell's figure: the median of its processes' medians (a process without a step left out)."""
+    return statistics.median([statistics.median(g) for g in groups if len(g)])
 
 
 def median_replicates(groups: list[list[float]], resamples: int, rng: random.Random) -> list[float]:

@@ -9,13 +9,11 @@ interval shows only within-process noise; `optimize` measures the baseline once 
 
 from __future__ import annotations
 
-import math
 import random
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dlperf.measure.stats import median_replicates
+from dlperf.measure.stats import median_of_medians, median_replicates, percentile_interval
 
 RESAMPLES = 4000
 
@@ -34,10 +32,6 @@ class Speedup:
         return {"speedup": self.ratio, "ci_low": self.low, "ci_high": self.high, "confidence": self.confidence}
 
 
-def median_of_medians(groups: Sequence[Sequence[float]]) -> float:
-    return float(statistics.median([statistics.median(g) for g in groups if len(g)]))
-
-
 def speedup(
     baseline: Sequence[Sequence[float]],
     candidate: Sequence[Sequence[float]],
@@ -51,8 +45,7 @@ def speedup(
     if not baseline or not candidate:
         raise ValueError("both sides need at least one process with samples")
     rng = random.Random(seed)
-    ratios = sorted(b / c for b, c in zip(median_replicates(baseline, resamples, rng),
-                                          median_replicates(candidate, resamples, rng), strict=True))  # fmt: skip
-    tail = (1 - confidence) / 2
-    low, high = ratios[math.floor(tail * (resamples - 1))], ratios[math.ceil((1 - tail) * (resamples - 1))]
+    ratios = [b / c for b, c in zip(median_replicates(baseline, resamples, rng),
+                                    median_replicates(candidate, resamples, rng), strict=True)]  # fmt: skip
+    low, high = percentile_interval(ratios, confidence)
     return Speedup(median_of_medians(baseline) / median_of_medians(candidate), low, high, confidence)
