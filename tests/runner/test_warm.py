@@ -30,7 +30,7 @@ def warm_allowed(monkeypatch):
     monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
 
 
-GPU_COLD = "a GPU cell starts cold unless DLPERF_WARM_GPU=1 (then it forks from a parent that never loaded CUDA)"
+GPU_COLD = "a GPU cell starts cold unless DLPERF_WARM_GPU=1 (then it forks from a parent that never initialized CUDA)"
 
 
 def task(**fields) -> CellTask:
@@ -47,7 +47,7 @@ def task(**fields) -> CellTask:
         ({"framework": "jax"}, {}, "the jax backend starts every cell cold"),
         ({"framework": "tensorflow"}, {}, "the tensorflow backend starts every cell cold"),
         ({"device": "cuda:0"}, {}, GPU_COLD),
-        ({"device": "cuda:0"}, {"DLPERF_WARM_GPU": "1"}, None),  # forked from a parent that never loaded CUDA
+        ({"device": "cuda:0"}, {"DLPERF_WARM_GPU": "1"}, None),  # forked from a parent that never initialized CUDA
         (
             {"device": "mps"},
             {"DLPERF_WARM_GPU": "1"},
@@ -386,13 +386,14 @@ def test_a_gpu_cell_forks_only_from_a_parent_that_never_loaded_the_cuda_driver(m
 
         def spawn(self, module, args, env, log_dir, gpu=False):
             asked.append(gpu)
-            raise warm.WarmFailed("the warm parent could not fork: the warm parent has loaded the CUDA driver "
-                                  "(libcuda.so.1)")  # fmt: skip
+            raise warm.WarmFailed("the warm parent could not fork: the warm parent has initialized the CUDA driver "
+                                  "(libcuda.so.1: cuCtxGetCurrent answered 0)")  # fmt: skip
 
     monkeypatch.setattr(warm, "parent", lambda python, framework: LoadedTheDriver())
     launched = launching.launch(cell_task, sys.executable, 1, 60)
     assert asked == [True] and launched.child.started == "cold"
-    assert launched.child.cold_because.endswith("has loaded the CUDA driver (libcuda.so.1)")
+    assert launched.child.cold_because.endswith("has initialized the CUDA driver (libcuda.so.1: cuCtxGetCurrent "
+                                                "answered 0)")  # fmt: skip
 
 
 def test_the_zygote_finds_the_cuda_driver_in_its_memory_map_and_refuses_a_gpu_child_then(tmp_path, monkeypatch):
@@ -401,19 +402,56 @@ def test_the_zygote_finds_the_cuda_driver_in_its_memory_map_and_refuses_a_gpu_ch
     maps = tmp_path / "maps"
     maps.write_text("7f00-7f01 r-xp 00000000 08:01 123 /usr/lib/x86_64-linux-gnu/libz.so.1.2.13\n"
                     "7f02-7f03 rw-p 00000000 00:00 0 \n7f04-7f05 r--p 00000000 00:00 0 [vdso]\n")  # fmt: skip
-    assert zygote.cuda_driver(str(maps)) is None
+    assert zygote.cuda_driver(str(maps)) is None and zygote.cuda_in_use(str(maps)) is None
     with open(maps, "a") as f:
         f.write("7f06-7f07 r-xp 00000000 08:01 456 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n")
-    assert zygote.cuda_driver(str(maps)) == "libcuda.so.580.159.04"
+    assert zygote.cuda_driver(str(maps)) == "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"
     assert zygote.cuda_driver(str(tmp_path / "none")) == "unknown: /proc/self/maps unreadable"
-    assert zygote.cuda_driver() is None  # this test process: PyTorch's CPU build loads no CUDA driver
+    assert zygote.cuda_in_use(str(tmp_path / "none")).startswith("could not read whether it loaded")
+    assert zygote.cuda_driver() is None and zygote.cuda_in_use() is None  # PyTorch's CPU build maps no driver
     control_r, control_w = os.pipe()
     z = zygote.Zygote(os.open(os.devnull, os.O_RDONLY), control_w)
-    monkeypatch.setattr(zygote, "cuda_driver", lambda: "libcuda.so.1")
+    monkeypatch.setattr(zygote, "cuda_in_use", lambda: "has initialized the CUDA driver (libcuda.so.1: ...)")
     z.fork({"id": 7, "gpu": True, "module": "dlperf.worker.cell", "args": []})  # refused before any fork
-    assert json.loads(os.read(control_r, 4096)) == {"id": 7, "error": "the warm parent has loaded the CUDA driver "
-                                                                      "(libcuda.so.1)"}  # fmt: skip
+    assert json.loads(os.read(control_r, 4096)) == {"id": 7, "error": "the warm parent has initialized the CUDA "
+                                                                      "driver (libcuda.so.1: ...)"}  # fmt: skip
     assert z.children == set()
+
+
+def test_a_mapped_cuda_driver_that_was_never_initialized_does_not_stop_a_gpu_fork(tmp_path):
+    """PyTorch 2.11+cu130 maps libcuda at import (the H200 check: 0 of 7 GPU cells forked, each cold for ~9 s); only
+    a driver that a CUDA call initialized stops a fork. The driver is asked with cuCtxGetCurrent, which answers
+    CUDA_ERROR_NOT_INITIALIZED (3) before cuInit; any other answer, or a library that cannot be asked, refuses."""
+    from dlperf.worker import zygote
+
+    maps = tmp_path / "maps"
+    maps.write_text("7f06-7f07 r-xp 00000000 08:01 456 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04\n")
+    opened = []
+
+    class Driver:
+        def __init__(self, code):
+            self.code = code
+
+        def cuCtxGetCurrent(self, context):  # the driver's own name
+            return self.code
+
+    def driver(code):
+        return lambda path: opened.append(path) or Driver(code)
+
+    assert zygote.cuda_in_use(str(maps), driver(3)) is None
+    assert opened == ["/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04"]
+    assert zygote.cuda_in_use(str(maps), driver(0)) == ("has initialized the CUDA driver (libcuda.so.580.159.04: "
+                                                        "cuCtxGetCurrent answered 0)")  # fmt: skip
+    assert zygote.cuda_in_use(str(maps), lambda path: object()).startswith(
+        "has loaded the CUDA driver (libcuda.so.580.159.04) and could not ask it"
+    )
+
+    def not_loaded(path):
+        raise OSError(f"{path}: cannot open shared object file")
+
+    assert "could not ask it whether it was initialized" in zygote.cuda_in_use(str(maps), not_loaded)
+    with pytest.raises(OSError):  # the real opener loads nothing that is not mapped already
+        zygote._already_loaded(str(tmp_path / "libcuda.so.1"))
 
 
 def test_a_parent_with_a_second_thread_refuses_to_fork(tmp_path):

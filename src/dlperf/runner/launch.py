@@ -236,7 +236,7 @@ def launch(
         cold = warm.why_cold(task)
         parent = warm.parent(python, task.cell.framework) if cold is None else None
         cold = warm.FIRST if cold is None and parent is None else cold
-        gpu = parent is not None and task.cell.device != "cpu"  # forked only from a parent that never loaded CUDA
+        gpu = parent is not None and task.cell.device != "cpu"  # forked only from a parent that never initialized CUDA
         with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops when it ends
             child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
         if parent is None and isinstance(task, CellTask):

@@ -11,9 +11,10 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 - cells and their profiles only (`CellTask`, `ProfileTask`): probes, peaks and multi-process jobs start cold;
 - of a backend whose row says it forks (`capabilities.forks`: PyTorch; JAX, TensorFlow and MXNet start threads at
   import, which a fork does not copy);
-- on the CPU; a CUDA cell too with `DLPERF_WARM_GPU=1`, forked only from a parent that has never loaded the CUDA
-  driver (libcuda: the zygote reads its own memory map before each such fork, and says why not), so CUDA is
-  initialized in the child as in a fresh process: never in a process that forks. Until that is measured on a GPU
+- on the CPU; a CUDA cell too with `DLPERF_WARM_GPU=1`, forked only from a parent whose CUDA driver was never
+  initialized (before each such fork the zygote reads its own memory map for libcuda, and where a framework's import
+  mapped it, as PyTorch 2.11+cu130's does, asks the driver, which answers without initializing; it says why not), so
+  CUDA is initialized in the child as in a fresh process: never in a process that forks. Until that is measured on a GPU
   (issue 27), a GPU cell starts cold by default;
 - not compiled: a compiled cell compiles with its own empty caches, from a cold start, as before;
 - not under `--max-memory`: the limit is set before the framework is imported;
@@ -84,7 +85,7 @@ def why_cell_cold(cell: Cell, memory_limit: int | None = None) -> str | None:
     if not capabilities.of(cell.framework).forks:
         return f"the {cell.framework} backend starts every cell cold"
     if cell.device != "cpu" and not (cell.device.startswith("cuda") and os.environ.get(GPU_VAR)):
-        return f"a GPU cell starts cold unless {GPU_VAR}=1 (then it forks from a parent that never loaded CUDA)"
+        return f"a GPU cell starts cold unless {GPU_VAR}=1 (then it forks from a parent that never initialized CUDA)"
     if Mode.COMPILE in mode_components(cell.mode):
         return "a compiled cell starts cold, with its own empty compiler caches"
     if memory_limit is not None:
@@ -194,7 +195,7 @@ class WarmParent:
 
     def spawn(self, module: str, args: list[str], env: Mapping[str, str], log_dir: Path, gpu: bool = False) -> Forked:
         """Fork a child running `python -m module *args` in `env`, its output into log_dir's stdout.log and
-        stderr.log; one that will use a GPU (`gpu`) only from a parent that never loaded the CUDA driver. Raises
+        stderr.log; one that will use a GPU (`gpu`) only from a parent that never initialized the CUDA driver. Raises
         WarmFailed when the parent cannot."""
         reason = self.serving()
         if reason is not None:

@@ -94,9 +94,9 @@ class Zygote:
 
     def fork(self, request: dict) -> None:
         """One child for `request`; answered with its pid once it has its own session, or with why not. A child that
-        will use a GPU (`gpu`) is forked only while this process has never loaded the CUDA driver."""
-        if request.get("gpu") and (driver := cuda_driver()) is not None:
-            self.say({"id": request["id"], "error": f"the warm parent has loaded the CUDA driver ({driver})"})
+        will use a GPU (`gpu`) is forked only while no CUDA call has initialized the driver in this process."""
+        if request.get("gpu") and (why := cuda_in_use()) is not None:
+            self.say({"id": request["id"], "error": f"the warm parent {why}"})
             return
         ready_r, ready_w = os.pipe()
         try:
@@ -206,19 +206,49 @@ def reseed() -> None:
         numpy.random.seed()
 
 
+CUDA_ERROR_NOT_INITIALIZED = 3
+
+
 def cuda_driver(maps: str = "/proc/self/maps") -> str | None:
-    """The CUDA driver library this process has loaded (libcuda.so...), or None: no CUDA call can have run in a
-    process that never loaded it, so a child forked from it initializes CUDA as a fresh process does."""
+    """The path of the CUDA driver library this process has mapped (libcuda.so...), or None. Some CUDA builds of a
+    framework map it at import (PyTorch 2.11+cu130 does), before any CUDA call."""
     try:
         with open(maps) as f:
             for line in f:
                 fields = line.split(None, 5)  # address, perms, offset, device, inode, and the path, if any
                 path = fields[5].strip() if len(fields) == 6 else ""
                 if os.path.basename(path).startswith("libcuda.so"):
-                    return os.path.basename(path)
+                    return path
     except OSError:
         return "unknown: /proc/self/maps unreadable"
     return None
+
+
+def cuda_in_use(maps: str = "/proc/self/maps", open_library: Callable[[str], object] | None = None) -> str | None:
+    """Why a child forked now could not use CUDA as a fresh process does (the driver has been initialized here), or
+    None: the driver is not mapped, or it is and says it was never initialized. The driver is asked with
+    cuCtxGetCurrent, which initializes nothing: before cuInit it answers CUDA_ERROR_NOT_INITIALIZED; any other
+    answer, or none, counts as initialized."""
+    path = cuda_driver(maps)
+    if path is None:
+        return None
+    name = os.path.basename(path)
+    if path.startswith("unknown"):
+        return f"could not read whether it loaded the CUDA driver ({path})"
+    try:
+        library = (open_library or _already_loaded)(path)
+        context = ctypes.c_void_p()
+        code = library.cuCtxGetCurrent(ctypes.byref(context))
+    except (OSError, AttributeError) as exc:
+        return f"has loaded the CUDA driver ({name}) and could not ask it whether it was initialized: {exc}"
+    if code == CUDA_ERROR_NOT_INITIALIZED:
+        return None
+    return f"has initialized the CUDA driver ({name}: cuCtxGetCurrent answered {code})"
+
+
+def _already_loaded(path: str) -> object:
+    """The library at `path`, which this process has mapped already: opened without loading anything."""
+    return ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
 
 
 def preload(framework: str) -> Callable[[], None]:
