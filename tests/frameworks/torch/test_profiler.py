@@ -223,9 +223,9 @@ def test_device_gaps_are_the_hosts_when_the_next_work_was_launched_after_the_dev
     device idled through) and one launched late (a gap the host caused)."""
     device = [(0, 10, "k1", 1), (5, 15, "k2", 2), (20, 30, "k3", 3), (40, 50, "Memcpy HtoD (Pageable -> Device)", 4)]
     launches = {1: 0, 2: 1, 3: 12, 4: 35}
-    busy, total, host, gaps = profiler._busy_and_gaps(device, launches)
+    busy, total, host, gaps = profiler.busy_and_gaps(device, launches)
     assert (busy, total, host, gaps) == (35, 40, 10, 15)
-    assert profiler._memcpy_kind(device[3][2]) is Category.COPY_H2D
+    assert profiler.memcpy_kind(device[3][2]) is Category.COPY_H2D
 
 
 def test_operator_time_above_the_step_is_scaled_to_it():

@@ -93,6 +93,10 @@ class Trace:
             kernels=[], self_cpu_time_total=0.0, self_device_time_total=end - start,
         ))  # fmt: skip
 
+    def orphan(self, name, start, end):
+        """Device work whose launch call is not in the trace (its correlation id comes next, as if launched now)."""
+        self.kineto.append(Kineto(name, "kernel", start, end, corr=10_000 + len(self.kineto), thread=7))
+
     def annotate(self, name, start, end):
         """A record_function label's span on the device (kineto's gpu_user_annotation)."""
         self.kineto.append(Kineto(name, "gpu_user_annotation", start, end, corr=next(self.ids), thread=7))
@@ -139,8 +143,35 @@ def test_a_kernel_launched_outside_every_operator_stays_other_and_a_note_says_ho
     assert busy["other"] == pytest.approx(125e-6) and busy["normalization"] == pytest.approx(95e-6), busy
     assert [n for n in notes if "under other" in n] == [
         "0.125 ms per step of device work launched with no operator open (CUDA graph replay, work issued outside "
-        "ATen operators) is under other"
+        "ATen operators) is under other; the largest: graph_kernel 0.125 ms"
     ], notes
+
+
+def test_work_whose_launch_call_the_trace_lacks_goes_to_the_operator_that_launched_around_it():
+    """kineto keeps some API calls only; CUPTI numbers every call in order. A kernel whose launch is not in the trace
+    lay between the launches numbered around it: one operator launched both, so it launched this one (the H200
+    check's profiles had 25% of resnet-50's device time under other, launched with no operator found). Between two
+    operators' launches it stays other, and a note names its largest kernels."""
+    trace = Trace()
+    conv = trace.op("aten::convolution_backward", 0, 100)
+    trace.launch(CONV_KERNEL, 10, 200, 300, api="cuLaunchKernelEx")
+    trace.orphan("void cudnn::engines_precompiled::nchwToNhwcKernel<float>(Params)", 300, 360)
+    trace.launch(CONV_KERNEL, 30, 360, 460, api="cuLaunchKernelEx")
+    add = trace.op("aten::add_", 120, 130)
+    trace.orphan("void xmma_cudnn::gemm::kernel<sm90>(Params)", 460, 500)  # after the conv's last launch, before add's
+    trace.launch("void at::native::vectorized_elementwise_kernel<4, add>()", 125, 500, 510, by=add)
+    result, notes = trace.breakdown()
+    busy = result["categories"]
+    assert busy["matmul"] == pytest.approx(260e-6) and busy["other"] == pytest.approx(40e-6), (busy, notes)
+    assert busy["elementwise"] == pytest.approx(10e-6) and conv.kernels == []
+    assert (
+        "0.06 ms per step of device work with no launch call in the trace is under the operator that launched "
+        "the work just before and just after it"
+    ) in notes, notes
+    assert (
+        "0.04 ms per step of device work with no launch call in the trace, between launches of different "
+        "operators is under other; the largest: xmma_cudnn::gemm::kernel 0.04 ms"
+    ) in notes, notes
 
 
 def test_the_innermost_operator_open_on_the_launching_thread_wins():

@@ -8,21 +8,19 @@ the optimizer, each top-level module) are put on the step for the profiled steps
 On a CPU the categories are the operators' self times (nested operators are not counted twice) and `host` the rest
 of the step's wall time: Python, dispatch, autograd's bookkeeping and the profiler's own cost per event. On CUDA they
 are the kernels' device times, each kernel in its launching operator's category (the one torch linked it to, else
-the innermost one open on the launching thread at its launch: `attribute`), scaled to the time the device was busy;
+the innermost one open on the launching thread at its launch: `cuda_activity`), scaled to the time the device was busy;
 the rest of the step is `host` where the device waited for the next launch and `idle` where it waited with the work
 already issued. Holistic Trace Analysis (0.5.0) was evaluated for this: it installs
 beside torch 2.13, but brings 82 packages (jupyterlab, a Jupyter server, pandas, plotly) into the environment a
 worker runs in, and reads a trace file from disk (a trace above the cap is not kept); its temporal breakdown is
-the same kernel-interval union (`_busy_and_gaps`), and its idle breakdown the same host-wait test, so both are here.
+the same kernel-interval union (`cuda_activity.busy_and_gaps`), and its idle breakdown the same host-wait test.
 """
 
 from __future__ import annotations
 
 import contextlib
-from bisect import bisect_right
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +32,8 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from dlperf.frameworks.common.profiling import fill_to_step, ranked, window, within_cap
+from dlperf.frameworks.torch import cuda_activity
+from dlperf.frameworks.torch.cuda_activity import CudaActivity, busy_and_gaps, memcpy_kind, note_attribution
 from dlperf.vocab import Category
 
 LOSS, OPTIMIZER, FORWARD = "dlperf.loss", "dlperf.optimizer", "dlperf.forward."
@@ -338,10 +338,10 @@ def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[st
     forward = phases(events)
     seconds: dict[str, float] = defaultdict(float)
     for (start, stop, name, *_), owner in zip(activity.device, activity.owners, strict=True):
-        category = _memcpy_kind(name) or (Category.OTHER if owner is None else category_of(owner, forward))
+        category = memcpy_kind(name) or (Category.OTHER if owner is None else category_of(owner, forward))
         seconds[category.value] += (stop - start) / 1e9 / steps
-    _note_attribution(activity, steps, notes)
-    busy, total, host_gaps, all_gaps = _busy_and_gaps(activity.device, activity.launches)
+    note_attribution(activity, steps, notes)
+    busy, total, host_gaps, all_gaps = busy_and_gaps(activity.device, activity.launches)
     scale = (busy / total) if total else 0.0
     busy_s = {k: v * scale for k, v in seconds.items()}
     gaps_s = max(0.0, step_s - sum(busy_s.values()))
@@ -351,153 +351,10 @@ def breakdown_cuda(prof, events: list, steps: int, step_s: float, notes: list[st
             "kernels_per_step": round(activity.kernels / steps)}  # fmt: skip
 
 
-def _note_attribution(activity: CudaActivity, steps: int, notes: list[str]) -> None:
-    """How much device work torch did not link to an operator, given by its launch's time; how much has none."""
-    unowned = sum(stop - start for (start, stop, name, *_), owner in zip(activity.device, activity.owners, strict=True)
-                  if owner is None and _memcpy_kind(name) is None)  # fmt: skip
-    if activity.by_launch_ns:
-        notes.append(f"{activity.by_launch_ns / 1e6 / steps:.3g} ms per step of device work torch did not link to "
-                     "its operator is under the operator open on the launching thread at its launch")  # fmt: skip
-    if unowned:
-        notes.append(f"{unowned / 1e6 / steps:.3g} ms per step of device work launched with no operator open "
-                     "(CUDA graph replay, work issued outside ATen operators) is under other")  # fmt: skip
-
-
-def _memcpy_kind(name: str) -> Category | None:
-    if name.startswith("Memcpy HtoD"):
-        return Category.COPY_H2D
-    if name.startswith("Memcpy DtoH"):
-        return Category.COPY_D2H
-    if name.startswith(("Memcpy", "Memset")):
-        return Category.COPY
-    return None
-
-
-# kineto's activity types (`activity_type()` of torch's kineto events): the device's work, and the host's calls that
-# issue it. Not work: "gpu_user_annotation", a record_function label's span over its kernels on a stream (counted, it
-# doubled the labelled kernels' time, the copy under other), nor "cuda_sync" (a wait, when enabled).
-DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
-LAUNCH_APIS = ("cuda_runtime", "cuda_driver")
-
-
-@dataclass
-class CudaActivity:
-    """CUPTI's activity over the profiled steps, each kernel, copy and memset with the operator it is attributed to."""
-
-    # (start ns, end ns, name, correlation id, the operator's id kineto linked it to or 0), by start
-    device: list[tuple[int, int, str, int, int]] = field(default_factory=list)
-    launches: dict[int, int] = field(default_factory=dict)  # correlation id -> start ns of its launch call
-    threads: dict[int, int] = field(default_factory=dict)  # correlation id -> the launching thread (system id)
-    kernels: int = 0  # not copies or memsets
-    owners: list = field(default_factory=list)  # per `device` entry: its operator (a FunctionEvent), or None
-    by_launch_ns: int = 0  # device time torch did not link, given to an operator by its launch's time
-
-
 def attribute(prof, events: list) -> CudaActivity:
-    """The device work, each with its operator: the one torch linked it to (the operator's `kernels`), else the
-    innermost operator open on the launching thread when its launch call (runtime or driver API) started. Torch links
-    through CUPTI's external correlation; where that is missing (seen with cuDNN 9's kernels in an eager step), the
-    kernel is a top-level event of its own, and would be under `other` with no launching operator."""
-    results = prof.profiler.kineto_results
-    activity = _device_activity(results.events())
-    operators = [e for e in events if is_operator(e) and not e.is_async]
-    linked = {e.id: e for e in operators}  # an operator's id is the correlation id kineto links its kernels to
-    running = _Running(operators)
-    for start, stop, _, corr, link in activity.device:
-        owner = linked.get(link) if link else None
-        if owner is None and corr in activity.launches:
-            launched_us = (activity.launches[corr] - results.trace_start_ns()) / 1e3  # FunctionEvents' clock
-            owner = running.innermost(launched_us, activity.threads.get(corr))
-            activity.by_launch_ns += 0 if owner is None else stop - start
-        activity.owners.append(owner)
-    return activity
-
-
-def _device_activity(kineto_events) -> CudaActivity:
-    """Every kernel, copy and memset; the start and thread of each launch call by correlation id: the runtime API's
-    (cudaLaunchKernel, cudaMemcpyAsync) or the driver API's (cuLaunchKernel, cuLaunchKernelEx: cuDNN 9, cuBLAS,
-    Triton), the earliest where both carry one."""
-    activity = CudaActivity()
-    for e in kineto_events:
-        kind = _kind(e)
-        if kind in DEVICE_WORK or (kind is None and e.device_type() == torch.autograd.DeviceType.CUDA):
-            activity.device.append((e.start_ns(), e.end_ns(), e.name(), e.correlation_id(), e.linked_correlation_id()))
-            activity.kernels += int(kind == "kernel" or (kind is None and _memcpy_kind(e.name()) is None))
-        elif _is_launch(e, kind) and e.start_ns() < activity.launches.get(e.correlation_id(), e.start_ns() + 1):
-            activity.launches[e.correlation_id()] = e.start_ns()
-            activity.threads[e.correlation_id()] = e.device_resource_id()
-    activity.device.sort()
-    return activity
-
-
-def _kind(e) -> str | None:
-    """kineto's activity type of an event ("kernel", "cuda_driver", ...); None where torch does not give it."""
-    kind = getattr(e, "activity_type", None)
-    return kind() if callable(kind) else None
-
-
-def _is_launch(e, kind: str | None) -> bool:
-    """A host-side runtime or driver API call with a correlation id (an operator's id is of another series)."""
-    if e.device_type() != torch.autograd.DeviceType.CPU or not e.correlation_id():
-        return False
-    return kind in LAUNCH_APIS if kind is not None else e.name().startswith("cu") and "::" not in e.name()
-
-
-class _Running:
-    """The innermost operator open at a time on a thread (kineto's resource id: the system thread id of an operator
-    and of a launch call alike). Per thread, the operators by start, an enclosing one before those it encloses, each
-    with the index of the nearest one enclosing it: a query bisects to the last one started, then climbs to the
-    first not yet ended."""
-
-    def __init__(self, operators: list) -> None:
-        by_thread: dict[Any, list] = defaultdict(list)
-        for event in operators:
-            by_thread[event.device_resource_id].append(event)
-        self.threads = {thread: _nested(ops) for thread, ops in by_thread.items()}
-
-    def innermost(self, at_us: float, thread: Any):
-        """On `thread`; on every thread where no operator ran on it (a thread kineto named otherwise)."""
-        nests = [self.threads[thread]] if thread in self.threads else list(self.threads.values())
-        found = [op for op in (_open_at(nest, at_us) for nest in nests) if op is not None]
-        return max(found, key=lambda e: e.time_range.start, default=None)
-
-
-def _nested(ops: list) -> tuple[list[float], list, list[int]]:
-    ops = sorted(ops, key=lambda e: (e.time_range.start, -e.time_range.end))
-    parents: list[int] = []
-    enclosing: list[int] = []
-    for i, event in enumerate(ops):
-        while enclosing and ops[enclosing[-1]].time_range.end < event.time_range.start:
-            enclosing.pop()
-        parents.append(enclosing[-1] if enclosing else -1)
-        enclosing.append(i)
-    return [e.time_range.start for e in ops], ops, parents
-
-
-def _open_at(nest: tuple[list[float], list, list[int]], at_us: float):
-    starts, ops, parents = nest
-    i = bisect_right(starts, at_us) - 1
-    while i >= 0 and ops[i].time_range.end < at_us:
-        i = parents[i]
-    return ops[i] if i >= 0 else None
-
-
-def _busy_and_gaps(device: list, launches: dict[int, int]) -> tuple[int, int, int, int]:
-    """(busy ns: the union of device intervals, total ns of device events, ns of gaps the host caused, ns of all
-    gaps) between the first and last device event: a gap is the host's when the work after it was launched after
-    the device fell idle (as HTA's idle-time breakdown calls it "host wait")."""
-    busy = total = host = gaps = 0
-    end = None
-    for start, stop, _, corr, *_ in device:
-        total += stop - start
-        if end is not None and start > end:
-            gaps += start - end
-            if launches.get(corr, start) >= end:
-                host += start - end
-        if end is None or stop > end:
-            busy += stop - max(start, end if end is not None else start)
-            end = stop
-    return busy, total, host, gaps
+    """The device work of a CUDA profile, each with its operator (`cuda_activity.attribute`) among `events`'
+    operators."""
+    return cuda_activity.attribute(prof, [e for e in events if is_operator(e) and not e.is_async])
 
 
 def top_ops(events: list, steps: int, cuda: bool, activity: CudaActivity | None = None) -> list[dict[str, Any]]:
