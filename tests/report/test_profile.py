@@ -154,3 +154,23 @@ def test_each_category_is_placed_on_the_roofline_of_the_measured_peaks_in_the_ti
     assert achieved(profile, 1.5, {"bf16": 4e11}, None, "bf16")[0].of_peak == pytest.approx(0.5)
     assert "elementwise 20 GB/s (200% of the bandwidth: from caches)" in achieved_text(achieved(profile, 1.5, {}, 1e10))
     assert achieved_text(achieved(Profiled(steps=1, step_s=0.01, categories={"host": 0.01}))) is None
+
+
+def test_on_a_gpu_a_profile_whose_kernels_outgrew_the_timed_step_keeps_its_host_gaps():
+    """The H200 check, resnet-56 b128 fp32: profiled at 62.1 ms (host gaps 30.2 ms, kernels 31.9 ms), timed at 19.4
+    ms. The profiler stretched the kernels too, so its extra time is not all host time: taken out of `host`, the gaps
+    vanished and the step read compute-bound (matrix products 28%), where CUDA graphs ran it 1.8x faster."""
+    from dlperf.report.profile import timed_categories
+
+    profiled = Profiled(steps=5, step_s=0.0621, kernels_per_step=842, ops_per_step=2091, categories={
+        "host": 0.0302, "other": 0.0175, "matmul": 0.0089, "normalization": 0.0037, "elementwise": 0.0011,
+        "idle": 0.0006, "optimizer": 0.0001})  # fmt: skip
+    overhead = 0.0621 / 0.0194
+    assert timed_categories(profiled, overhead) == (profiled.categories, 0.0621)
+    v = verdict(profiled, device="cuda:0", overhead=overhead)
+    assert (v.bound, v.level) == (Bound.LAUNCH, HIGHLY) and v.figure.startswith("host and device idle 50% of the step")
+    # kernels inside the timed step: the profiler's extra time is the host's, taken out as on a CPU
+    fast = Profiled(steps=5, step_s=0.030, kernels_per_step=632, categories={"host": 0.008, "matmul": 0.02,
+                                                                            "idle": 0.002})  # fmt: skip
+    categories, timed = timed_categories(fast, overhead=1.25)
+    assert timed == pytest.approx(0.024) and categories["host"] == pytest.approx(0.002)
