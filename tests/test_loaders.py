@@ -106,3 +106,24 @@ def test_data_flags_are_checked_at_the_edge(tmp_path):
         make_spec(["tiny-fcn-r"], data=str(tmp_path), nprocs=[1])
     spec = make_spec(["tiny-fcn-r"], data=str(tmp_path), loaders="w1+pin,w0")
     assert spec.data == str(tmp_path.resolve()) and spec.loaders == ("w1+pin", "w0")
+
+
+@pytest.mark.parametrize(("setting", "samples", "warned"), [("w2", 32, True), ("w2+persist", 32, False),
+                                                            ("w0", 32, False), ("w2", 4000, False)])  # fmt: skip
+def test_workers_that_start_again_every_few_steps_are_named(setting, samples, warned):
+    """The H200 check's ImageNet-style folder held 32 images, two batches of 16: w2+pin's workers started again every
+    second step, and its step took 180 ms against w0's 75. The cell says so where the workers do not persist."""
+    from dlperf.figures import LoaderFigures
+    from dlperf.runner.collect import cell_figures
+    from dlperf.store.process import ProcessDetail, ProcessMeasurement
+    from dlperf.vocab import Status
+
+    workers = int(setting.split("+")[0][1:])
+    loader = LoaderFigures(setting=setting, workers=workers, threads=1, cores=16, samples=samples, wait_s=[0.1] * 4)
+    m = ProcessMeasurement(status=Status.OK, samples=[1.0] * 4, detail=ProcessDetail(loader=loader))
+    warnings = cell_figures([m], batch=16, threads=1, cores=16, device="cuda:0").warnings
+    said = [w for w in warnings if w.startswith("short epochs")]
+    assert bool(said) == warned, warnings
+    if warned:
+        assert said[0].startswith("short epochs: the dataset's 32 samples make 2 batches of 16, so the 2 workers "
+                                  "start again every 2 steps (persistent_workers off)")  # fmt: skip

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dlperf import envs
 from dlperf.figures import LoaderFigures
-from dlperf.loaders import input_bound
+from dlperf.loaders import input_bound, setting
 from dlperf.measure.stats import FEW_SAMPLES, summarize_processes
 from dlperf.protocol import (
     MEMORY_KINDS,
@@ -49,6 +49,8 @@ from dlperf.store.records import CellFigures, CellRecord, CompileRecord, LoaderR
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
+# Fewer batches than this in an epoch: workers that do not persist start again often enough to be timed.
+SHORT_EPOCH = 20
 SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
@@ -284,7 +286,7 @@ def cell_figures(
     warnings += diverged + _warnings(details, threads, cores, device) + _version_note(figures.provenance)
     if loader := loader_summary(measurements):
         figures.data = loader
-        warnings += loader_warnings(loader)
+        warnings += loader_warnings(loader, batch)
     figures.warnings = warnings
     return figures
 
@@ -321,12 +323,20 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
     )  # fmt: skip
 
 
-def loader_warnings(loader: LoaderRecord) -> list[str]:
-    """Loader workers and compute threads share the cores: say so when there are more of both than cores."""
-    if not loader.oversubscribed:
-        return []
-    return [f"{loader.workers} loader workers + {loader.threads} compute threads exceed the {loader.cores} "
-            "cores: they take turns, and the step waits for both"]  # fmt: skip
+def loader_warnings(loader: LoaderRecord, batch: int | None = None) -> list[str]:
+    """Loader workers and compute threads share the cores: say so when there are more of both than cores. Workers
+    that start again every few steps: say so when the dataset holds few batches and they do not persist."""
+    said = []
+    if loader.oversubscribed:
+        said.append(f"{loader.workers} loader workers + {loader.threads} compute threads exceed the {loader.cores} "
+                    "cores: they take turns, and the step waits for both")  # fmt: skip
+    epoch = -(-loader.samples // batch) if loader.samples and batch else None  # batches in an epoch, the last short
+    if epoch is not None and epoch < SHORT_EPOCH and loader.workers and not setting(loader.setting).persistent:
+        said.append(f"short epochs: the dataset's {loader.samples} samples make {epoch} batch{'es' * (epoch != 1)} "
+                    f"of {batch}, so the {loader.workers} workers start again every {epoch} step{'s' * (epoch != 1)} "
+                    "(persistent_workers off), which a full dataset does once an epoch: the wait counts their "
+                    "start; +persist keeps them, a larger dataset spreads it")  # fmt: skip
+    return said
 
 
 def share(figures: CellFigures, siblings: list[CellRecord]) -> None:
