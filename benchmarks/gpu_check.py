@@ -9,9 +9,10 @@ measured:
     OUT/gpu_check.md     the table, with the GPU, driver, CUDA, torch, JAX and the commit
     OUT/gpu_check.json   the same lines with their data, and the header
     OUT/cells.jsonl      `dlperf export` of every run (the predictor's data: eager and CUDA-graph pairs, ...)
+    OUT/trace.json.gz    the profile section's smallest trace, to study where no GPU is
     OUT/gpu_check.log    every command, its exit code and its output
 
-Its `dlperf` commands run with DLPERF_WARM_GPU=1: CUDA cells fork from a warm parent that never loaded the CUDA
+Its `dlperf` commands run with DLPERF_WARM_GPU=1: CUDA cells fork from a warm parent that never initialized the CUDA
 driver (table7 says whether each did), which saves most of each GPU cell's start; `pytest -m gpu` runs without it.
 
 Sections, in order (--only takes a comma list of them):
@@ -100,20 +101,21 @@ FULL = Sizes(
     timer=("--min-time", "1", "--max-time", "2", "--max-warmup", "20"),
     short=("--min-time", "0.3", "--max-time", "1", "--max-warmup", "10"),
     loop_s=2.0,
-    # Measured on one H100 (e7d4373 and 8cca631, BENCHMARKS.md "On a GPU"), but data and compile, never measured
-    # there yet: guessed from their cells, about 15 s each, and a compile of a minute or so per network.
+    # Measured on one H200 (e87f12b, BENCHMARKS.md "On a GPU"), every GPU cell started cold (the warm parent's fork
+    # was refused there; each cold cell spent about 9 s importing and building); compile, never measured on a GPU yet:
+    # guessed, a compile of a minute or so per network.
     expected_s={
-        "table7": 195,
-        "modes": 140,
-        "profile": 105,
-        "peak": 15,
-        "data": 90,
-        "jax": 85,
-        "nccl": 25,
-        "crossover": 35,
+        "table7": 135,
+        "modes": 135,
+        "profile": 115,
+        "peak": 10,
+        "data": 125,
+        "jax": 110,
+        "nccl": 15,
+        "crossover": 25,
         "compile": 180,
         "predicted": 5,
-        "tests": 100,
+        "tests": 90,
     },
 )
 QUICK = Sizes(
@@ -296,6 +298,7 @@ def profile(c: Check) -> list:
         row["verdict"] = verdicts.get(name)
         row["trace_events"] = trace_events(row.get("trace"))
         profiles[name] = row
+    keep_smallest_trace([row.get("trace") for row in profiles.values()], c.out)
     expected = {name: bounds for name, bounds in c.sizes.profiled.values() if bounds}
     return rel.profile_lines(profiles, expected) + [
         rel.Line("profile", f"{name} profiled", False, "no profile stored")
@@ -321,6 +324,14 @@ def profile_rows(db: str, run: int) -> dict[str, dict]:
             "notes": figures.get("notes", []),
         }
     return out
+
+
+def keep_smallest_trace(paths: list[str | None], out: Path, limit: int = 12 << 20) -> None:
+    """The smallest trace, beside the table (OUT/trace.json.gz), under the device tool's 16 MiB a file: what its
+    notes say of the device work under other can be looked at where no GPU is."""
+    found = sorted((Path(p).stat().st_size, p) for p in paths if p and Path(p).is_file())
+    if found and found[0][0] <= limit:
+        shutil.copyfile(found[0][1], out / "trace.json.gz")
 
 
 def trace_events(path: str | None) -> int:

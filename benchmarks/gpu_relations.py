@@ -84,8 +84,10 @@ def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN, sect
             lines.append(Line(section, f"{w} {label}", False, f"dlperf {said(cell)}; loop: {why}"))
             continue
         ratio = ours / theirs
+        blocks = loop.get("blocks") or []
+        spread = f", {ms(min(blocks))} to {ms(max(blocks))}" if len(blocks) > 1 else ""  # the host's steadiness
         figures = (f"dlperf {ms(ours)} (n={cell['n']}), plain loop {ms(theirs)} ({loop.get('steps')} steps in "
-                   f"{len(loop.get('blocks', []))} blocks), ratio {ratio:.3f}")  # fmt: skip
+                   f"{len(blocks)} blocks{spread}), ratio {ratio:.3f}")  # fmt: skip
         data = {"dlperf_s": ours, "loop_s": theirs, "ratio": ratio, "loop_blocks_s": loop.get("blocks", [])}
         lines.append(Line(section, f"{w} {label}", within(ratio, LOOP_RATIO), figures, data))
     return lines
@@ -111,14 +113,17 @@ def forked_line(rows: list[dict]) -> Line:
 
 
 def modes_lines(cells: list[dict], nets: tuple[str, ...], modes=MODES, tf32_net="", graphs_net="", section="modes"):
-    """Every cell ok, or unsupported with its reason; tf32 faster than fp32 on `tf32_net`, and CUDA graphs faster
-    than eager bf16 on `graphs_net` (launch-bound)."""
+    """Every cell ok and still training as fp32 does (its loss check not failed), or unsupported with its reason;
+    tf32 faster than fp32 on `tf32_net`, and CUDA graphs faster than eager bf16 on `graphs_net` (launch-bound)."""
     lines = []
     for net in nets:
         for mode in modes:
             cell = cell_of(cells, net, mode)
             ok = cell is not None and (cell["status"] == "ok" or (cell["status"] == "unsupported" and cell["error"]))
-            lines.append(Line(section, f"{net} {mode}", ok, said(cell), {"median_s": (cell or {}).get("median_s")}))
+            trains = cell is None or cell.get("loss_ok") is not False
+            figures = said(cell) + ("" if trains else f"; loss check failed: {cell.get('loss_reason')}")
+            lines.append(Line(section, f"{net} {mode}", ok and trains, figures,
+                              {"median_s": (cell or {}).get("median_s")}))  # fmt: skip
     if tf32_net:
         lines.append(faster(section, tf32_net, cell_of(cells, tf32_net, "tf32"), cell_of(cells, tf32_net, "fp32")))
     if graphs_net:
@@ -247,14 +252,16 @@ def data_lines(cells: list[dict], workloads: tuple[str, ...], loaders: tuple[str
 
 
 def pin_advice_line(workload: str, cells: list[dict]) -> Line:
-    """Where a loader cell's pinned copies beat its pageable ones and the recommended setting is unpinned, the
-    group's advice says pin_memory."""
+    """Where a loader cell's pinned copies beat its pageable ones and the recommended setting (or, where none is
+    enough, the best measured) is unpinned, the group's advice says pin_memory."""
     group = next((c["data_recommendation"] for c in cells if c.get("data_recommendation")), None) or {}
     recommended = next((c["recommended_loader"] for c in cells if c.get("recommended_loader")), None)
+    named = recommended or group.get("best")
     won = any((c.get("h2d_pinned_bytes_s") or 0) > (c.get("h2d_pageable_bytes_s") or float("inf")) for c in cells)
     advice = [a for a in group.get("advice", []) if a.startswith(PIN_ADVICE)]
-    needed = won and recommended is not None and "pin" not in recommended
-    figures = f"recommended {recommended}; pinned copies faster: {won}; " + (advice[0] if advice else "no pin advice")
+    needed = won and named is not None and "pin" not in named.split("+")
+    figures = (f"recommended {recommended}" + ("" if recommended or named is None else f" (best {named})")
+               + f"; pinned copies faster: {won}; " + (advice[0] if advice else "no pin advice"))  # fmt: skip
     return Line("data", f"{workload} pin_memory advice where pinned was faster", bool(advice) == needed, figures)
 
 

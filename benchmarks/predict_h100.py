@@ -1,7 +1,8 @@
 """The GPU cells dlperf measured on an H100 against the predictor: its second validation set, and the calibration of
-its two fixed costs per kernel.
+its two fixed costs per kernel; and on an H200, a GPU the calibration never saw.
 
     python benchmarks/predict_h100.py [--cells benchmarks/h100_check_cells.csv] [--calibrate]
+    python benchmarks/predict_h100.py --cells benchmarks/h200_check_cells.csv --gpu H200-SXM-141GB
 
 Reads `dlperf export` rows of `make gpu-check` (h100_check_cells.csv: eager and CUDA-graph modes, the seven networks),
 predicts each measured cell for the H100 SXM with its data on the GPU (dlperf's synthetic batch), and prints measured
@@ -63,18 +64,22 @@ class Measured:
 
 
 def read(path: Path) -> list[Measured]:
-    """The measured cells (status ok) of an export, each once: the median of its runs' medians."""
+    """The measured cells (status ok, the synthetic batch: a loader's cells time the input pipeline too) of an
+    export, each once: the median of its runs' medians."""
     with path.open() as f:
-        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#")) if r["status"] == "ok"]
+        rows = [r for r in csv.DictReader(line for line in f if not line.startswith("#"))
+                if r["status"] == "ok" and not r.get("loader")]  # fmt: skip
     runs: dict[tuple, list[float]] = {}
     for r in rows:
         runs.setdefault((r["framework"], r["workload"], r["mode"], int(r["batch"])), []).append(float(r["median_s"]))
     return [Measured(*key, statistics.median(s), len(s)) for key, s in runs.items()]
 
 
-def predicted(cells: list[Measured], eff: roofline.Efficiency = roofline.EFFICIENCY) -> list[roofline.Prediction]:
-    """Each cell on the H100, its batch made on the GPU; a JAX step is one compiled program, issued as a graph is."""
-    gpu = lookup(GPU)
+def predicted(cells: list[Measured], eff: roofline.Efficiency = roofline.EFFICIENCY, on: str = GPU
+              ) -> list[roofline.Prediction]:  # fmt: skip
+    """Each cell on the GPU `on`, its batch made on the GPU; a JAX step is one compiled program, issued as a graph
+    is."""
+    gpu = lookup(on)
     found = counting.counted([(counting.at(BUILTIN[c.network], c.batch), c.precision) for c in cells])
     pairs = zip(cells, found, strict=True)
     return [roofline.predict(n, gpu, eff=eff, transfer=False, cuda_graphs=c.graphs) for c, n in pairs]
@@ -162,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cells", type=Path, default=CELLS, help="dlperf export rows of a GPU run (default: %(default)s)")
     ap.add_argument("--calibrate", action="store_true", help="print the fixed costs per kernel the pairs give")
+    ap.add_argument("--gpu", default=GPU, help="the GPU the cells were measured on (default: %(default)s)")
     args = ap.parse_args(argv)
     cells = read(args.cells)
     found = calibrate(cells)
@@ -176,8 +182,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"HOST_S = {host * 1e6:.1f} us (median), KERNEL_S = {kernel * 1e6:.1f} us (smallest upper bound); "
               f"roofline holds HOST_S = {roofline.HOST_S * 1e6:.1f} us, "
               f"KERNEL_S = {roofline.KERNEL_S * 1e6:.1f} us\n")  # fmt: skip
-    preds = predicted(cells)
-    print(f"measured on an {GPU} ({args.cells.name}) against predicted; never fitted on\n")
+    preds = predicted(cells, on=args.gpu)
+    print(f"measured on an {args.gpu} ({args.cells.name}) against predicted; never fitted on\n")
     print("\n".join(report(cells, preds, calibrated)) + "\n")
     print("\n".join(medians(cells, preds, calibrated)))
 
