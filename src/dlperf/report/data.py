@@ -20,8 +20,9 @@ SYNTHETIC_LABEL = "synthetic"  # the row of the group's cell without a loader
 HEAD = ("loader", "step", "samples /s", "loader alone", "data wait", "input bound", "w+t / cores")
 LEGEND = (
     "step: median seconds per mini-batch with the loader, waiting for data included; samples /s: the step's; loader "
-    "alone: the samples /s of the loader iterated with no step; data wait: the share of the timed steps spent waiting "
-    f"for a batch (input bound from {loaders.INPUT_BOUND_MODERATE:.0%}, highly from {loaders.INPUT_BOUND_HIGH:.0%}); "
+    "alone: the samples /s of the loader iterated with no step, at its median batch; data wait: the share of the "
+    f"timed steps spent waiting for a batch (input bound from {loaders.INPUT_BOUND_MODERATE:.0%}, highly from "
+    f"{loaders.INPUT_BOUND_HIGH:.0%}); "
     "w+t / cores: the loader's workers and the step's compute threads, against the cores they share (> where they "
     "are more than the cores: oversubscribed)"
 )
