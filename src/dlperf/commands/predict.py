@@ -79,7 +79,7 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
         help=f"US dollars per kWh (default {cost.KWH_PRICE:g}, an assumption)",
     )  # fmt: skip
     c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
-    add_format(c, "table", "json", help="table or json (with --cost or --memory)")
+    add_format(c, "text", "json", help="text or json (with --cost or --memory)")
     c.add_argument("--db", help="the store holding this CPU's measured steps (default: $DLPERF_DB or ./dlperf.db)")
 
 
@@ -132,7 +132,7 @@ def check_cost_flags(args) -> float | None:
     from dlperf.predict import cost, prices
 
     given = [f for f, v in (("--samples", args.samples), ("--epochs", args.epochs), ("--deadline", args.deadline),
-                            ("--prices", args.prices), ("--format", None if args.format == "table" else 1))
+                            ("--prices", args.prices), ("--format", None if args.format == "text" else 1))
              if v is not None]  # fmt: skip
     if args.memory and args.cost:
         raise UsageError("--memory and --cost: give one (--cost leaves out the GPUs the step does not fit)")
