@@ -1,6 +1,8 @@
+import bisect
 import math
 import random
 import statistics
+from collections import Counter
 
 import pytest
 
@@ -9,6 +11,7 @@ from dlperf.measure.stats import (
     iqr,
     median_ci,
     median_ci_ranks,
+    median_replicates,
     processes_ci,
     sorted_median,
     summarize,
@@ -85,8 +88,21 @@ def test_the_bootstrap_of_one_process_is_its_order_statistics_interval():
         lo, hi = median_ci(x)
         b_lo, b_hi = processes_ci([x])
         ordered = sorted(x)
-        assert abs(ordered.index(b_lo) - ordered.index(lo)) <= max(2, n // 100)
-        assert abs(ordered.index(b_hi) - ordered.index(hi)) <= max(2, n // 100)
+        assert abs(bisect.bisect_left(ordered, b_lo) - ordered.index(lo)) <= max(2, n // 100)
+        assert abs(bisect.bisect_left(ordered, b_hi) - ordered.index(hi)) <= max(2, n // 100)
+
+
+@pytest.mark.parametrize("steps", [[1.0, 2.0, 10.0, 100.0], [1.0, 2.0, 3.0, 50.0, 60.0, 70.0], [1.0, 5.0, 9.0]])
+def test_a_drawn_median_has_the_distribution_of_a_resampled_one_for_odd_and_even_n(steps):
+    """The median of n steps resampled with replacement, drawn directly (`median_replicates`), against resampling
+    itself: every value it takes, as often. For even n it is the mean of the two middle order statistics (drawn as
+    the lower one alone, it sat half a rank low: [1, 2, 10, 100] gave 2 or less in 69% of replicates, against 31%)."""
+    n, draws = len(steps), 40_000
+    rng = random.Random(8)
+    drawn = Counter(round(v, 9) for v in median_replicates([steps], draws, rng))
+    resampled = Counter(round(statistics.median(rng.choices(steps, k=n)), 9) for _ in range(draws))
+    for value in set(drawn) | set(resampled):
+        assert abs(drawn[value] - resampled[value]) / draws < 0.012, (value, drawn[value], resampled[value])
 
 
 def test_the_interval_of_several_processes_covers_the_spread_between_them():

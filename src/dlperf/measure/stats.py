@@ -147,14 +147,23 @@ def median_replicates(groups: list[list[float]], resamples: int, rng: random.Ran
     """`resamples` bootstrap replicates of the median of per-process medians, hierarchical: the processes resampled
     with replacement, then each drawn process's median resampled from its steps (two processes of a cell differ more
     than two steps of one). That median is drawn directly, not by resampling n steps: the median of n values
-    resampled from a process's steps is its ceil(n B)-th smallest, B the median of n uniforms, Beta(h, n + 1 - h) with
-    h = (n + 1) // 2 (exact for odd n), so a replicate costs a draw per process however many steps it has."""
+    resampled from a process's steps lies at the order statistics of n uniforms, the h-th one Beta(h, n + 1 - h) with
+    h = (n + 1) // 2 for odd n; for even n the mean of the h-th and the next, drawn above the h-th as the least of the
+    n - h uniforms beyond it (1 - Beta(1, n - h) of the rest). So a replicate costs a draw or two per process however
+    many steps it has, and is exact for odd and even n."""
     ordered = [sorted(g) for g in groups if g]
-    shapes = [((len(g) + 1) // 2, len(g) + 1 - (len(g) + 1) // 2) for g in ordered]
+
+    def at(g: list[float], u: float) -> float:
+        return g[min(len(g) - 1, max(0, math.ceil(len(g) * u) - 1))]
 
     def drawn_median(i: int) -> float:
-        g, (a, b) = ordered[i], shapes[i]
-        return g[min(len(g) - 1, max(0, math.ceil(len(g) * rng.betavariate(a, b)) - 1))]
+        g = ordered[i]
+        n = len(g)
+        h = (n + 1) // 2
+        u = rng.betavariate(h, n + 1 - h)
+        if n % 2:
+            return at(g, u)
+        return (at(g, u) + at(g, u + (1 - u) * rng.betavariate(1, n - h))) / 2
 
     k = len(ordered)
     return [statistics.median([drawn_median(rng.randrange(k)) for _ in range(k)]) for _ in range(resamples)]
