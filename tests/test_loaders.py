@@ -92,7 +92,7 @@ def test_a_loader_cell_is_stored_with_its_setting_and_its_figures(tmp_path):
     # the wait share pools the timed steps that have a wait: 0.4 s of 3 s; the fourth step has none
     assert data.wait_share == pytest.approx(0.4 / 3) and data.verdict == "moderate"
     assert data.alone_samples_per_s == 800.0 and data.wait_median_s == 0.1 and data.oversubscribed
-    assert any("2 loader workers + 1 compute threads exceed the 2 cores" in w for w in stored.warnings)
+    assert any("2 loader workers + 1 compute thread exceed the 2 cores" in w for w in stored.warnings)
 
 
 def test_data_flags_are_checked_at_the_edge(tmp_path):

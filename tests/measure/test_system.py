@@ -310,3 +310,35 @@ print(json.dumps({"size": size, "peak": peak, "reset": reset, "after": system.rs
     if not out["reset"]:
         pytest.skip("writing /proc/self/clear_refs is not permitted here")
     assert out["after"] < out["peak"] - out["size"] // 2, out
+
+
+BURN = "import time, sys\nwhile time.process_time() < {cpu}: pass\nprint('burnt', flush=True)\n{after}"
+
+
+def test_a_process_familys_cpu_counts_its_running_and_its_ended_children():
+    """A DataLoader's workers are processes the cell started: their CPU is the cell's own, not another process's
+    (the H200 check's loader cells said other processes used 16-26% of the CPUs, their own two workers). A child still
+    running counts from /proc, one that ended and was waited for from the process's children times; this process's
+    own CPU time alone sees neither."""
+    own, family = os.times(), system.family_cpu_s()
+    running = subprocess.Popen([sys.executable, "-c", BURN.format(cpu=0.3, after="time.sleep(60)")],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert running.stdout.readline().strip() == "burnt"
+        assert system.family_cpu_s() - family >= 0.25
+    finally:
+        running.kill()
+        running.wait()
+    family = system.family_cpu_s()
+    subprocess.run([sys.executable, "-c", BURN.format(cpu=0.3, after="")], check=True, capture_output=True)
+    assert system.family_cpu_s() - family >= 0.25
+    now = os.times()
+    assert (now.user + now.system) - (own.user + own.system) < 0.25  # the children's CPU was not this process's
+
+
+def test_others_cpu_share_takes_the_familys_cpu_as_its_own():
+    """Busy time beyond what the family used is the others' share of the machine's capacity."""
+    cores = os.cpu_count() or 1
+    before, after = {"user": 10.0, "system": 1.0}, {"user": 10.0 + 1.5 * cores, "system": 1.0}
+    assert system.others_cpu_share(before, after, 0.5 * cores, 1.0) == pytest.approx(1.0)
+    assert system.others_cpu_share(before, after, 1.5 * cores, 1.0) == 0.0

@@ -3,6 +3,7 @@ input-bound verdict; end to end, real datasets read and stored, bad data refused
 
 from __future__ import annotations
 
+import os
 import uuid
 from pathlib import Path
 
@@ -226,3 +227,25 @@ def test_a_label_out_of_range_or_a_file_for_dir_stops_the_run_before_anything_is
     (tmp_path / "file").write_text("")
     done = dlperf("run", "--workloads", "tiny-alexnet-r", "--data", str(tmp_path / "file"), db=db, timeout=60)
     one_line_error(done, "--data", "not a directory")
+
+
+@pytest.mark.parametrize(("device", "threads", "counted"), [("cpu", 4, 4), ("cuda:0", 16, 1)])
+def test_a_device_cells_loader_shares_the_cores_with_one_launching_thread(device, threads, counted):
+    """On a GPU the step computes on the device: the host's share is the thread that launches it, not the cell's
+    compute threads (the H200 check warned "2 loader workers + 16 compute threads exceed the 16 cores" on every
+    w2+pin cell). On a CPU the compute pool is the step's."""
+
+    class Backend:
+        def loader(self, workload, data, setting, device, train):
+            return [([0.0], [0])] * 3
+
+        def h2d(self, batch, device):
+            return {"bytes": 4}
+
+    task = CellTask(Cell("loaded", "torch", device, threads, "fp32", loader="w2"), 0, {},
+                    TimerConfig(min_steps=1, min_time=0, max_time=0.1, max_warmup=1), data="dataset")  # fmt: skip
+    events = []
+    worker.open_feed(task, Backend(), None, Step(), events.append)
+    described = all_of(events, Loader)[0].figures
+    cores = len(os.sched_getaffinity(0))
+    assert described.threads == counted and described.oversubscribed is (2 + counted > cores)

@@ -303,7 +303,8 @@ BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
 def others_cpu_share(
     before: dict[str, float], after: dict[str, float], own_cpu_s: float, wall_s: float
 ) -> float | None:
-    """Share of the machine's CPU capacity that other processes used between two cpu_times() readings.
+    """Share of the machine's CPU capacity that other processes used between two cpu_times() readings; `own_cpu_s`:
+    what this process and those it started used meanwhile (`family_cpu_s`: a DataLoader's workers are ours).
 
     Steal time only shows other virtual machines; another process on this one (a second benchmark, a build) slows a
     multi-threaded step just as much, and only shows as busy time that is not ours."""
@@ -311,6 +312,40 @@ def others_cpu_share(
         return None
     busy = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in BUSY_FIELDS)
     return max(0.0, busy - own_cpu_s) / (wall_s * (os.cpu_count() or 1))
+
+
+def family_cpu_s(root: str = "/") -> float:
+    """CPU seconds of this process and of every process it started: its own, its children's that ended and were
+    waited for, and those of its descendants still running (a DataLoader's workers), read from /proc. Between two
+    readings, the CPU a process's own family used: none of it is another process's (`others_cpu_share`)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system + _living_descendants_cpu_s(os.getpid(), root)
+
+
+def _living_descendants_cpu_s(pid: int, root: str = "/") -> float:
+    """utime + stime of `pid`'s descendants still running (their own, not their ended children's), from each
+    process's stat; 0 where /proc cannot be read."""
+    proc = os.path.join(root, "proc")
+    parent_of: dict[int, int] = {}
+    cpu_of: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for name in os.listdir(proc) if os.path.isdir(proc) else []:
+        if not name.isdigit():
+            continue
+        stat = _read(os.path.join(proc, name, "stat"))
+        if not stat or ")" not in stat:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()  # after the command: state, ppid, ... utime (12th), stime (13th)
+        if len(fields) > 12:
+            parent_of[int(name)] = int(fields[1])
+            cpu_of[int(name)] = (int(fields[11]) + int(fields[12])) / tick
+    family, frontier = set(), [pid]
+    while frontier:
+        parent = frontier.pop()
+        children = [child for child, ppid in parent_of.items() if ppid == parent and child not in family]
+        family.update(children)
+        frontier += children
+    return sum(cpu_of[child] for child in family)
 
 
 def thread_times(root: str = "/") -> dict[int, tuple[float, float | None]]:

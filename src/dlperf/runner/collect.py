@@ -328,8 +328,9 @@ def loader_warnings(loader: LoaderRecord, batch: int | None = None) -> list[str]
     that start again every few steps: say so when the dataset holds few batches and they do not persist."""
     said = []
     if loader.oversubscribed:
-        said.append(f"{loader.workers} loader workers + {loader.threads} compute threads exceed the {loader.cores} "
-                    "cores: they take turns, and the step waits for both")  # fmt: skip
+        threads = f"{loader.threads} compute thread{'s' * (loader.threads != 1)}"
+        said.append(f"{loader.workers} loader workers + {threads} exceed the {loader.cores} cores: they take turns, "
+                    "and the step waits for both")  # fmt: skip
     epoch = -(-loader.samples // batch) if loader.samples and batch else None  # batches in an epoch, the last short
     if epoch is not None and epoch < SHORT_EPOCH and loader.workers and not setting(loader.setting).persistent:
         said.append(f"short epochs: the dataset's {loader.samples} samples make {epoch} batch{'es' * (epoch != 1)} "

@@ -156,7 +156,9 @@ def open_feed(task: CellTask, fw, workload: Workload, train, emit: Reporter) -> 
     cell = task.cell
     setting = loaders.setting(cell.loader)
     loader = fw.loader(workload, task.data, setting, cell.device, train)
-    emit(Loader(feed.describe(loader, setting, cell.threads)))
+    # on a device the step's compute runs there, and the host's share is the one thread that launches it: the
+    # cell's thread count (a CPU's compute pool) is no claim on the cores the workers use
+    emit(Loader(feed.describe(loader, setting, cell.threads if cell.device == "cpu" else 1)))
     figures, batch = feed.alone(loader, task.timer)
     emit(Loader(figures))
     if cell.device.startswith("cuda"):
@@ -224,6 +226,7 @@ def timed_samples(
     sums those, so the stopping rule decides alike everywhere; `own(t)` is the process's own time of that step,
     which is what it emits."""
     before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
+    family_before = system.family_cpu_s()  # with a loader's worker processes, whose CPU is no other process's
     own_before, wall_before, faults_before = _own_cpu_s(), time.perf_counter(), _minor_faults()
     batch = SampleBatch(emit)
     try:
@@ -231,12 +234,13 @@ def timed_samples(
     finally:
         batch.flush()  # a step that raised keeps the samples before it
     after, own_cpu, wall = system.cpu_times(), _own_cpu_s() - own_before, time.perf_counter() - wall_before
+    family_cpu = system.family_cpu_s() - family_before
     faults = _minor_faults() - faults_before
     return Sampled(
         n=len(samples),
         median_s=statistics.median(samples) if samples else None,
         steal_fraction=system.steal_fraction(before, after),
-        others_cpu_share=system.others_cpu_share(before, after, own_cpu, wall),
+        others_cpu_share=system.others_cpu_share(before, after, family_cpu, wall),
         cpu_utilization=own_cpu / wall if wall > 0 else None,
         minor_faults_per_step=faults / len(samples) if samples else None,
         process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
