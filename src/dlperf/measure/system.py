@@ -15,6 +15,7 @@ import os
 import platform
 import re
 import sys
+from collections import defaultdict
 
 # Instruction-set extensions that decide which CPU kernels a framework can pick (oneDNN, MKL, ATen's dispatch).
 ISA_FLAGS = (
@@ -326,26 +327,31 @@ def _living_descendants_cpu_s(pid: int, root: str = "/") -> float:
     """utime + stime of `pid`'s descendants still running (their own, not their ended children's), from each
     process's stat; 0 where /proc cannot be read."""
     proc = os.path.join(root, "proc")
-    parent_of: dict[int, int] = {}
+    children: dict[int, list[int]] = defaultdict(list)
     cpu_of: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     for name in os.listdir(proc) if os.path.isdir(proc) else []:
-        if not name.isdigit():
-            continue
-        stat = _read(os.path.join(proc, name, "stat"))
-        if not stat or ")" not in stat:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()  # after the command: state, ppid, ... utime (12th), stime (13th)
-        if len(fields) > 12:
-            parent_of[int(name)] = int(fields[1])
-            cpu_of[int(name)] = (int(fields[11]) + int(fields[12])) / tick
+        fields = _stat_fields(os.path.join(proc, name, "stat")) if name.isdigit() else None
+        if fields is not None:
+            children[int(fields[1])].append(int(name))  # the parent's id: the field after the state
+            cpu_of[int(name)] = _stat_cpu_s(fields)
     family, frontier = set(), [pid]
     while frontier:
-        parent = frontier.pop()
-        children = [child for child, ppid in parent_of.items() if ppid == parent and child not in family]
-        family.update(children)
-        frontier += children
+        young = [child for child in children[frontier.pop()] if child not in family]
+        family.update(young)
+        frontier += young
     return sum(cpu_of[child] for child in family)
+
+
+def _stat_fields(path: str) -> list[str] | None:
+    """A /proc stat file's fields after the command's closing parenthesis (state, parent, ...), or None."""
+    stat = _read(path)
+    fields = stat.rsplit(")", 1)[1].split() if stat and ")" in stat else []
+    return fields if len(fields) > 12 else None
+
+
+def _stat_cpu_s(fields: list[str]) -> float:
+    """utime + stime (the 12th and 13th of `_stat_fields`), in seconds."""
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def thread_times(root: str = "/") -> dict[int, tuple[float, float | None]]:
@@ -361,10 +367,9 @@ def thread_times(root: str = "/") -> dict[int, tuple[float, float | None]]:
         if len(schedstat) >= 2:
             found[int(task)] = (int(schedstat[0]) / 1e9, int(schedstat[1]) / 1e9)
             continue
-        stat = _read(os.path.join(task_dir, task, "stat"))
-        if stat:  # utime and stime: the 12th and 13th fields after the command's closing parenthesis
-            utime, stime = stat.rsplit(")", 1)[1].split()[11:13]
-            found[int(task)] = ((int(utime) + int(stime)) / os.sysconf("SC_CLK_TCK"), None)
+        fields = _stat_fields(os.path.join(task_dir, task, "stat"))
+        if fields is not None:
+            found[int(task)] = (_stat_cpu_s(fields), None)
     return found
 
 

@@ -323,7 +323,7 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
     )  # fmt: skip
 
 
-def loader_warnings(loader: LoaderRecord, batch: int | None = None) -> list[str]:
+def loader_warnings(loader: LoaderRecord, batch: int | None) -> list[str]:
     """Loader workers and compute threads share the cores: say so when there are more of both than cores. Workers
     that start again every few steps: say so when the dataset holds few batches and they do not persist."""
     said = []

@@ -210,17 +210,15 @@ CUDA_ERROR_NOT_INITIALIZED = 3
 
 
 def cuda_driver(maps: str = "/proc/self/maps") -> str | None:
-    """The path of the CUDA driver library this process has mapped (libcuda.so...), or None. Some CUDA builds of a
-    framework map it at import (PyTorch 2.11+cu130 does), before any CUDA call."""
-    try:
-        with open(maps) as f:
-            for line in f:
-                fields = line.split(None, 5)  # address, perms, offset, device, inode, and the path, if any
-                path = fields[5].strip() if len(fields) == 6 else ""
-                if os.path.basename(path).startswith("libcuda.so"):
-                    return path
-    except OSError:
-        return "unknown: /proc/self/maps unreadable"
+    """The path of the CUDA driver library this process has mapped (libcuda.so...), or None; OSError where the map
+    cannot be read. Some CUDA builds of a framework map it at import (PyTorch 2.11+cu130 does), before any CUDA
+    call."""
+    with open(maps) as f:
+        for line in f:
+            fields = line.split(None, 5)  # address, perms, offset, device, inode, and the path, if any
+            path = fields[5].strip() if len(fields) == 6 else ""
+            if os.path.basename(path).startswith("libcuda.so"):
+                return path
     return None
 
 
@@ -229,12 +227,13 @@ def cuda_in_use(maps: str = "/proc/self/maps", open_library: Callable[[str], obj
     None: the driver is not mapped, or it is and says it was never initialized. The driver is asked with
     cuCtxGetCurrent, which initializes nothing: before cuInit it answers CUDA_ERROR_NOT_INITIALIZED; any other
     answer, or none, counts as initialized."""
-    path = cuda_driver(maps)
+    try:
+        path = cuda_driver(maps)
+    except OSError as exc:
+        return f"could not read whether it loaded the CUDA driver ({maps}: {exc.strerror or exc})"
     if path is None:
         return None
     name = os.path.basename(path)
-    if path.startswith("unknown"):
-        return f"could not read whether it loaded the CUDA driver ({path})"
     try:
         library = (open_library or _already_loaded)(path)
         context = ctypes.c_void_p()

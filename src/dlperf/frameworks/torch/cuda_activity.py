@@ -24,22 +24,28 @@ from dlperf.vocab import Category
 def note_attribution(activity: CudaActivity, steps: int, notes: list[str]) -> None:
     """How much device work torch did not link to an operator and dlperf gave to one, by its launch's time or its
     place among the launches; how much has none, why, and its largest kernels (what to look for in the trace)."""
-    given = {"launch": activity.by_launch_ns, "order": activity.by_order_ns}
-    if given["launch"]:
-        notes.append(f"{given['launch'] / 1e6 / steps:.3g} ms per step of device work torch did not link to its "
-                     "operator is under the operator open on the launching thread at its launch")  # fmt: skip
-    if given["order"]:
-        notes.append(f"{given['order'] / 1e6 / steps:.3g} ms per step of device work with no launch call in the "
-                     "trace is under the operator that launched the work just before and just after it")  # fmt: skip
+    if activity.by_launch_ns:
+        notes.append(f"{activity.by_launch_ns / 1e6 / steps:.3g} ms per step of device work torch did not link to "
+                     "its operator is under the operator open on the launching thread at its launch")  # fmt: skip
+    if activity.by_order_ns:
+        notes.append(f"{activity.by_order_ns / 1e6 / steps:.3g} ms per step of device work with no launch call "
+                     "in the trace is under the operator that launched the work just before and just after "
+                     "it")  # fmt: skip
     unowned: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for (start, stop, name, *_), owner, why in zip(activity.device, activity.owners, activity.why, strict=True):
+    for (start, stop, name, corr, _), owner in zip(activity.device, activity.owners, strict=True):
         if owner is None and memcpy_kind(name) is None:
+            why = UNLAUNCHED if corr not in activity.launches else NO_OPERATOR
             unowned[why][_short_kernel(name)] += stop - start
     for why, kernels in unowned.items():
         top = sorted(kernels.items(), key=lambda kv: -kv[1])[:3]
         named = ", ".join(f"{kernel} {ns / 1e6 / steps:.3g} ms" for kernel, ns in top)
         notes.append(f"{sum(kernels.values()) / 1e6 / steps:.3g} ms per step of device work {why} is under other; "
                      f"the largest: {named}")  # fmt: skip
+
+
+# why device work has no operator: its launch call ran outside every operator, or the trace has no launch call for it
+NO_OPERATOR = "launched with no operator open (CUDA graph replay, work issued outside ATen operators)"
+UNLAUNCHED = "with no launch call in the trace, between launches of different operators"
 
 
 def _short_kernel(name: str) -> str:
@@ -76,7 +82,6 @@ class CudaActivity:
     threads: dict[int, int] = field(default_factory=dict)  # correlation id -> the launching thread (system id)
     kernels: int = 0  # not copies or memsets
     owners: list = field(default_factory=list)  # per `device` entry: its operator (a FunctionEvent), or None
-    why: list = field(default_factory=list)  # per `device` entry without an operator: why not; else None
     by_launch_ns: int = 0  # device time torch did not link, given to an operator by its launch's time
     by_order_ns: int = 0  # device time with no launch call in the trace, given by its neighbours' (`_between`)
 
@@ -98,17 +103,14 @@ def attribute(prof, operators: list) -> CudaActivity:
         return running.innermost(launched_us, activity.threads.get(corr))
 
     for start, stop, _, corr, link in activity.device:
-        owner, why = linked.get(link) if link else None, None
+        owner = linked.get(link) if link else None
         if owner is None and corr in activity.launches:
             owner = launched_by(corr)
             activity.by_launch_ns += 0 if owner is None else stop - start
-            why = "launched with no operator open (CUDA graph replay, work issued outside ATen operators)"
         elif owner is None:
             owner = _between(order, corr, launched_by)
             activity.by_order_ns += 0 if owner is None else stop - start
-            why = "with no launch call in the trace, between launches of different operators"
         activity.owners.append(owner)
-        activity.why.append(None if owner is not None else why)
     return activity
 
 
