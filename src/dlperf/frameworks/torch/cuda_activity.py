@@ -70,6 +70,8 @@ def memcpy_kind(name: str) -> Category | None:
 # doubled the labelled kernels' time, the copy under other), nor "cuda_sync" (a wait, when enabled).
 DEVICE_WORK = ("kernel", "gpu_memcpy", "gpu_memset")
 LAUNCH_APIS = ("cuda_runtime", "cuda_driver")
+# the record_function labels a profiled step runs under: dlperf's own (profiler.LOSS, OPTIMIZER, FORWARD) and torch's
+LABELS = ("dlperf.", "Optimizer.", "ProfilerStep#")
 
 
 @dataclass
@@ -132,6 +134,8 @@ def _device_activity(kineto_events) -> CudaActivity:
     activity = CudaActivity()
     for e in kineto_events:
         kind = _kind(e)
+        if _is_label(e, kind):
+            continue
         if kind in DEVICE_WORK or (kind is None and e.device_type() == torch.autograd.DeviceType.CUDA):
             activity.device.append((e.start_ns(), e.end_ns(), e.name(), e.correlation_id(), e.linked_correlation_id()))
             activity.kernels += int(kind == "kernel" or (kind is None and memcpy_kind(e.name()) is None))
@@ -146,6 +150,17 @@ def _kind(e) -> str | None:
     """kineto's activity type of an event ("kernel", "cuda_driver", ...); None where torch does not give it."""
     kind = getattr(e, "activity_type", None)
     return kind() if callable(kind) else None
+
+
+def _is_label(e, kind: str | None) -> bool:
+    """A record_function label's span (kineto's user_annotation, and gpu_user_annotation over its kernels on the
+    device): no work of its own. Where torch gives no activity type its device-side span looks like a kernel: the H200
+    check at 10ba3bb counted it so, and named dlperf.forward.stages the largest work under other. So a label is known
+    by its type, by torch's flag where it has one, or by its name."""
+    if kind is not None and kind.endswith("user_annotation"):
+        return True
+    flag = getattr(e, "is_user_annotation", None)
+    return bool(callable(flag) and flag()) or e.name().startswith(LABELS)
 
 
 def _is_launch(e, kind: str | None) -> bool:
