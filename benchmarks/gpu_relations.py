@@ -47,6 +47,13 @@ def within(value: float | None, bounds: tuple[float, float]) -> bool:
     return value is not None and bounds[0] <= value <= bounds[1]
 
 
+def unsteady(blocks: list[float], bounds: tuple[float, float] = LOOP_RATIO) -> bool:
+    """A plain loop's blocks spread wider than `bounds` are wide: the host's speed drifted within the loop itself (a
+    host-bound step: on the H200 at 10ba3bb, the LSTM's loop blocks in one process ran 5.3 to 7.3 ms), so a ratio to
+    a figure from another process, taken a minute apart, measures that drift as much as dlperf."""
+    return len(blocks) > 1 and max(blocks) / min(blocks) > bounds[1] / bounds[0]
+
+
 def cell_of(cells: list[dict], workload: str, mode: str = "fp32", loader: str | None = None) -> dict | None:
     """The cell of `workload` in `mode` (one process, on synthetic data unless `loader` names one): the check runs
     each section's cells on its one device."""
@@ -74,7 +81,9 @@ def said(cell: dict | None) -> str:
 def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN, section="table7",
                 label="fp32 against a plain loop") -> list[Line]:  # fmt: skip
     """Per network: dlperf's fp32 median over the plain loop's step of the same model, same run: within LOOP_RATIO.
-    `section`, `label`: the same relation for another framework's cells (JAX's)."""
+    Where the loop's own blocks were unsteady, the ratio between the two processes is shown, and the verdict is the
+    one from the loop's process: dlperf's timer and the loop in turns (`interleaved`). `section`, `label`: the same
+    relation for another framework's cells (JAX's)."""
     lines = []
     for w in workloads:
         cell, loop = cell_of(cells, w), loops.get(w) or {}
@@ -89,7 +98,14 @@ def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN, sect
         figures = (f"dlperf {ms(ours)} (n={cell['n']}), plain loop {ms(theirs)} ({loop.get('steps')} steps in "
                    f"{len(blocks)} blocks{spread}), ratio {ratio:.3f}")  # fmt: skip
         data = {"dlperf_s": ours, "loop_s": theirs, "ratio": ratio, "loop_blocks_s": loop.get("blocks", [])}
-        lines.append(Line(section, f"{w} {label}", within(ratio, LOOP_RATIO), figures, data))
+        passed = within(ratio, LOOP_RATIO)
+        if turns := loop.get("interleaved"):
+            passed = within(turns["ratio"], LOOP_RATIO)
+            figures += (f"; the loop's blocks unsteady, so judged in its process, dlperf's timer and the loop in "
+                        f"turns: ratio {turns['ratio']:.3f} over {len(turns['loop_s'])} rounds (loop "
+                        f"{ms(min(turns['loop_s']))} to {ms(max(turns['loop_s']))})")  # fmt: skip
+            data["interleaved"] = turns
+        lines.append(Line(section, f"{w} {label}", passed, figures, data))
     return lines
 
 

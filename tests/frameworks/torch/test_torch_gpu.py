@@ -37,7 +37,11 @@ def test_cuda_cells_get_their_own_column(tmp_path):
 @pytest.mark.gpu
 def test_cuda_steps_are_timed_as_a_plain_loop_runs_them():
     """Issue 14: the LSTM took 1.19x a plain loop's step when every step was synchronized; timed with CUDA events and
-    the host running ahead, dlperf's median is the loop's throughput (two figures from the same process)."""
+    the host running ahead, dlperf's median is the loop's throughput (two figures from the same process).
+
+    The LSTM's step is host-bound on a GPU, and a host's speed drifts: on the H200 (10ba3bb) one process's loop blocks
+    of 30 steps ran 5.3 to 7.3 ms, so one figure taken after the other failed by drift alone (1.18x). The two are
+    taken in turns, five rounds, and each round's ratio is of figures seconds apart; their median is held to 1.1."""
     import statistics
     import time
 
@@ -45,17 +49,19 @@ def test_cuda_steps_are_timed_as_a_plain_loop_runs_them():
 
     step = tb.build(BUILTIN["lstm"], "cuda:0", "fp32")
     assert isinstance(step.device_clock(), tb.CudaEvents)
-    run = step_timer(step)
     for _ in range(20):
-        run()
-    ours = statistics.median(run() for _ in range(50))
-    step.sync()
-    start = time.perf_counter()
-    for _ in range(50):
         step.step()
-    step.sync()
-    loop = (time.perf_counter() - start) / 50
-    assert ours < 1.1 * loop, (ours, loop)
+    ratios = []
+    for _ in range(5):
+        run = step_timer(step)  # a new pipeline each round: the last one's marks span the loop between
+        times = [run() for _ in range(33)][3:]  # the first call's step began from an idle device
+        step.sync()
+        start = time.perf_counter()
+        for _ in range(30):
+            step.step()
+        step.sync()
+        ratios.append(statistics.median(times) / ((time.perf_counter() - start) / 30))
+    assert statistics.median(ratios) < 1.1, ratios
 
 
 @mps
