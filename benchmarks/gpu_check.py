@@ -12,8 +12,8 @@ measured:
     OUT/trace.json.gz    the profile section's smallest trace, to study where no GPU is
     OUT/gpu_check.log    every command, its exit code and its output
 
-Its `dlperf` commands run with DLPERF_WARM_GPU=1: CUDA cells fork from a warm parent that never initialized the CUDA
-driver (table7 says whether each did), which saves most of each GPU cell's start; `pytest -m gpu` runs without it.
+CUDA cells fork from a warm parent that never initialized the CUDA driver, as dlperf's default is (table7 says whether
+each did), which saves most of each GPU cell's start; compiled cells start cold, so that path runs too.
 
 Sections, in order (--only takes a comma list of them):
     table7     the seven networks at the paper's batch in fp32 (`dlperf run --devices cuda:0`), each against a
@@ -209,10 +209,11 @@ def _text(b) -> str:
 
 def child_env() -> dict[str, str]:
     """This source tree's dlperf first on the path: nothing is installed on the GPU machine. CUDA cells fork from a
-    warm parent (DLPERF_WARM_GPU=1: 7-13 s of each cold GPU cell's start was importing PyTorch and building, on the
-    H100); `pytest -m gpu` runs without it, so the default, cold, path is run too."""
+    warm parent, the default, whatever this shell says (7-13 s of each cold GPU cell's start was importing PyTorch and
+    building, on the H100; 9 s on the H200)."""
     path = os.environ.get("PYTHONPATH", "")
-    return {**os.environ, "PYTHONPATH": str(ROOT / "src") + (os.pathsep + path if path else ""), "DLPERF_WARM_GPU": "1"}
+    env = {k: v for k, v in os.environ.items() if k not in ("DLPERF_WARM_GPU", "DLPERF_NO_WARM")}
+    return {**env, "PYTHONPATH": str(ROOT / "src") + (os.pathsep + path if path else "")}
 
 
 def how_started(db: str, run: int) -> list[dict]:
@@ -409,7 +410,6 @@ def predicted(c: Check) -> list:
 
 def tests(c: Check) -> list:
     env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
-    env.pop("DLPERF_WARM_GPU")  # the tests as a user runs them: GPU cells cold
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
            str(ROOT / "tests")]  # fmt: skip
     rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)

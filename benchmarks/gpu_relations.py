@@ -114,7 +114,7 @@ def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN, sect
 
 
 def forked_line(rows: list[dict]) -> Line:
-    """The GPU cells of a run forked from a warm parent (DLPERF_WARM_GPU=1), with the median time their processes
+    """The GPU cells of a run forked from a warm parent (dlperf's default), with the median time their processes
     took to import the framework and build (a cold GPU cell's was 7-13 s on the H100)."""
     gpu = [r for r in rows if str(r.get("device")).startswith("cuda")]
     forked = [r for r in gpu if r.get("started") == "warm"]

@@ -30,7 +30,7 @@ def warm_allowed(monkeypatch):
     monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
 
 
-GPU_COLD = "a GPU cell starts cold unless DLPERF_WARM_GPU=1 (then it forks from a parent that never initialized CUDA)"
+GPU_COLD = "DLPERF_WARM_GPU=0 is set: GPU cells start cold"
 
 
 def task(**fields) -> CellTask:
@@ -46,14 +46,14 @@ def task(**fields) -> CellTask:
         ({"threads": 2, "mode": "bf16+channels_last"}, {}, None),
         ({"framework": "jax"}, {}, "the jax backend starts every cell cold"),
         ({"framework": "tensorflow"}, {}, "the tensorflow backend starts every cell cold"),
-        ({"device": "cuda:0"}, {}, GPU_COLD),
-        ({"device": "cuda:0"}, {"DLPERF_WARM_GPU": "1"}, None),  # forked from a parent that never initialized CUDA
+        ({"device": "cuda:0"}, {}, None),  # forked from a parent that never initialized CUDA
+        ({"device": "cuda:0"}, {"DLPERF_WARM_GPU": "0"}, GPU_COLD),
         (
             {"device": "mps"},
-            {"DLPERF_WARM_GPU": "1"},
+            {},
             "a warm parent needs Linux's fork and PR_SET_PDEATHSIG"
             if not sys.platform.startswith("linux")
-            else GPU_COLD,
+            else "a mps cell starts cold: only CPU and CUDA cells fork",
         ),
         ({"mode": "bf16+compile"}, {}, "a compiled cell starts cold, with its own empty compiler caches"),
         ({"memory_limit": 1 << 30}, {}, "--max-memory is set before the framework is imported"),
@@ -74,11 +74,14 @@ def test_a_run_starts_a_warm_parent_before_the_second_process_that_may_fork(monk
     began = []
     monkeypatch.setattr(warm, "start", lambda python, framework: began.append(framework))
     one, other = make_cell("tiny-fcn-r"), make_cell("tiny-alexnet-r", threads=2)
-    compiled, gpu = make_cell("tiny-fcn-r", mode="bf16+compile"), make_cell("tiny-fcn-r", device="cuda:0")
+    compiled, mps = make_cell("tiny-fcn-r", mode="bf16+compile"), make_cell("tiny-fcn-r", device="mps")
     asked = Counter()
-    warm.prepare([one, compiled, gpu], None, asked)  # the compiled and the GPU cell start cold
+    warm.prepare([one, compiled, mps], None, asked)  # the compiled and the MPS cell start cold
     assert began == [] and asked == {"torch": 1}
     warm.prepare([other], None, asked)  # the run's second: a parent, before it starts
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare([one, make_cell("tiny-fcn-r", device="cuda:0")], None, Counter())  # a CUDA cell forks too
     assert began == ["torch"]
     began.clear()
     warm.prepare([one, one], None, Counter())  # two repeats (or a cell and its profile) at once
@@ -351,7 +354,7 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
-def test_a_gpu_cell_is_not_forked_by_default(monkeypatch, tmp_path):
+def test_with_dlperf_warm_gpu_0_a_gpu_cell_is_not_forked(monkeypatch, tmp_path):
     """A CUDA cell goes to a cold child even with a warm parent at hand: the parent is not asked."""
 
     def refuse(*args, **kwargs):
@@ -359,18 +362,18 @@ def test_a_gpu_cell_is_not_forked_by_default(monkeypatch, tmp_path):
 
     monkeypatch.setattr(warm, "parent", refuse)
     monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
-    monkeypatch.delenv("DLPERF_WARM_GPU", raising=False)
+    monkeypatch.setenv("DLPERF_WARM_GPU", "0")
     launched = launching.launch(CellTask(make_cell("tiny-fcn-r", device="cuda:0"), 0, {}, TimerConfig()),
                                 sys.executable, 1, 60)  # fmt: skip
     assert launched.child.started == "cold" and launched.child.cold_because == GPU_COLD
 
 
 def test_a_gpu_cell_forks_only_from_a_parent_that_never_loaded_the_cuda_driver(monkeypatch, tmp_path):
-    """With DLPERF_WARM_GPU=1 a CUDA cell is forked, asking the parent for a GPU child: a real warm parent here
-    (no CUDA on this machine: the cell's child fails, forked), then one that loaded the driver, whose refusal makes
-    the cell start cold with its reason."""
+    """By default a CUDA cell is forked, asking the parent for a GPU child: a real warm parent here (no CUDA on this
+    machine: the cell's child fails, forked), then one that loaded the driver, whose refusal makes the cell start
+    cold with its reason."""
     require("torch")
-    monkeypatch.setenv("DLPERF_WARM_GPU", "1")
+    monkeypatch.delenv("DLPERF_WARM_GPU", raising=False)
     monkeypatch.setattr(warm, "_parents", {})
     cell_task = CellTask(make_cell("tiny-fcn-r", device="cuda:0"), 0, BUILTIN["tiny-fcn-r"].to_json(), TimerConfig())
     try:

@@ -11,11 +11,13 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 - cells and their profiles only (`CellTask`, `ProfileTask`): probes, peaks and multi-process jobs start cold;
 - of a backend whose row says it forks (`capabilities.forks`: PyTorch; JAX, TensorFlow and MXNet start threads at
   import, which a fork does not copy);
-- on the CPU; a CUDA cell too with `DLPERF_WARM_GPU=1`, forked only from a parent whose CUDA driver was never
+- on the CPU or a CUDA device (not MPS), a CUDA cell forked only from a parent whose CUDA driver was never
   initialized (before each such fork the zygote reads its own memory map for libcuda, and where a framework's import
   mapped it, as PyTorch 2.11+cu130's does, asks the driver, which answers without initializing; it says why not), so
-  CUDA is initialized in the child as in a fresh process: never in a process that forks. Until that is measured on a GPU
-  (issue 27), a GPU cell starts cold by default;
+  CUDA is initialized in the child as in a fresh process: never in a process that forks. Measured on an H200 (issue
+  27, at 10ba3bb): every GPU cell of the check forked, 0.45 s to import and build against 9.06 s cold, and a forked
+  cell timed as a cold one (the LSTM 5.94 against 6.13 ms, alexnet-r 3.556 against 3.566). `DLPERF_WARM_GPU=0`
+  starts GPU cells cold;
 - not compiled: a compiled cell compiles with its own empty caches, from a cold start, as before;
 - not under `--max-memory`: the limit is set before the framework is imported;
 - when two or more of a run's processes can use it: a parent costs what one cold start costs, so a run starts one
@@ -56,7 +58,7 @@ from dlperf.runner import lifeline
 from dlperf.runner.environ import cache_env, child_env
 
 OFF_VAR = "DLPERF_NO_WARM"
-GPU_VAR = "DLPERF_WARM_GPU"  # CUDA cells fork too: not yet the default, until measured on a GPU (issue 27)
+GPU_VAR = "DLPERF_WARM_GPU"  # "0": CUDA cells start cold (they fork by default since measured on a GPU, issue 27)
 FIRST = "no warm parent for this run yet: its only process so far that may fork starts cold (a parent costs as much)"
 READY_S = 120.0  # the longest a launch waits for a starting parent's imports
 ANSWER_S = 60.0  # the longest a fork's answer may take
@@ -84,8 +86,10 @@ def why_cell_cold(cell: Cell, memory_limit: int | None = None) -> str | None:
         return "a warm parent needs Linux's fork and PR_SET_PDEATHSIG"
     if not capabilities.of(cell.framework).forks:
         return f"the {cell.framework} backend starts every cell cold"
-    if cell.device != "cpu" and not (cell.device.startswith("cuda") and os.environ.get(GPU_VAR)):
-        return f"a GPU cell starts cold unless {GPU_VAR}=1 (then it forks from a parent that never initialized CUDA)"
+    if cell.device != "cpu" and not cell.device.startswith("cuda"):
+        return f"a {cell.device.split(':')[0]} cell starts cold: only CPU and CUDA cells fork"
+    if cell.device.startswith("cuda") and os.environ.get(GPU_VAR) == "0":
+        return f"{GPU_VAR}=0 is set: GPU cells start cold"
     if Mode.COMPILE in mode_components(cell.mode):
         return "a compiled cell starts cold, with its own empty compiler caches"
     if memory_limit is not None:
