@@ -174,15 +174,15 @@ class Check:
             log.write(f"$ {' '.join(cmd)}\n{text.rstrip()}\n[exit {rc} after {time.monotonic() - start:.1f} s]\n\n")
         return rc, text
 
-    def dlperf(self, *args: str, timeout: float | None = None) -> tuple[int, str]:
-        return self.command([sys.executable, "-m", "dlperf", *args], timeout)
+    def dlperf(self, *args: str, timeout: float | None = None, env: dict | None = None) -> tuple[int, str]:
+        return self.command([sys.executable, "-m", "dlperf", *args], timeout, env)
 
-    def run(self, *args: str, timer: tuple[str, ...] | None = None) -> tuple[int, list[dict]]:
+    def run(self, *args: str, timer: tuple[str, ...] | None = None, env: dict | None = None) -> tuple[int, list[dict]]:
         """`dlperf run ARGS` into the check's store on the check's device; (exit code, the new run's cells: none when
         the run was refused before it began)."""
         where = ("--devices", self.device) + (() if self.gpu else ("--threads", "1"))
         before = latest_run(self.db)
-        rc, _ = self.dlperf("run", "--db", self.db, *where, *(timer or self.sizes.timer), *args)
+        rc, _ = self.dlperf("run", "--db", self.db, *where, *(timer or self.sizes.timer), *args, env=env)
         after = latest_run(self.db)
         return rc, self.cells(after) if after != before else []
 
@@ -248,7 +248,8 @@ def table7(c: Check) -> list:
     return lines + ([rel.forked_line(how_started(c.db, cells[0]["run_id"]))] if c.gpu and cells else [])
 
 
-def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None, framework: str = "torch") -> dict:
+def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None, framework: str = "torch",
+                env: dict | None = None) -> dict:  # fmt: skip
     """The plain loops in one fresh process of their own, one network after another, at the cells' thread count
     (importing torch and starting CUDA once: about 8 s of each process on an H100 machine). JAX's in the interpreter
     dlperf runs JAX's cells with (this one on the GPU machine; `dlperf env install jax`'s elsewhere)."""
@@ -259,7 +260,7 @@ def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None, frame
         python = interpreter_for(framework) or python
     cmd = [python, __file__, "--plain-loop", ",".join(workloads), "--framework", framework, "--device", c.device,
            "--seconds", str(c.sizes.loop_s)] + (["--threads", str(threads)] if threads else [])  # fmt: skip
-    rc, text = c.command(cmd, timeout=60 + 30 * len(workloads))
+    rc, text = c.command(cmd, timeout=60 + 30 * len(workloads), env=env)
     found = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
     loops = {loop["workload"]: loop for loop in found}
     return {w: loops.get(w) or {"error": f"exit {rc}: {rel.last_line(text)}"} for w in workloads}
@@ -376,11 +377,15 @@ def data(c: Check) -> list:
 
 def jax(c: Check) -> list:
     """JAX's cells ok, each against a plain JAX loop of the step dlperf builds, same run (JAX's steps are pipelined
-    as a training loop runs them, timed by when the host finds each loss ready: `timer.HostClock`)."""
-    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax))
+    as a training loop runs them, timed by when the host finds each loss ready: `timer.HostClock`). The loop runs
+    the executables the cells compiled, through JAX's persistent compilation cache: no second compile (the loop's
+    process took 46.5 s for two networks on the H200), and no second autotuning that could choose other kernels."""
+    env = {**child_env(), "JAX_COMPILATION_CACHE_DIR": str(c.work / "jax-cache"),
+           "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}  # fmt: skip
+    _, cells = c.run("--frameworks", "jax", "--workloads", ",".join(c.sizes.jax), env=env)
     cells = [cell for cell in cells if cell["framework"] == "jax"]
     threads = next((cell["threads"] for cell in cells if cell.get("threads")), None)
-    loops = plain_loops(c, c.sizes.jax, threads, framework="jax")
+    loops = plain_loops(c, c.sizes.jax, threads, framework="jax", env=env)
     label = "JAX against a plain JAX loop"
     return rel.ok_lines("jax", cells, c.sizes.jax, f"JAX on {c.device}") + rel.seven_lines(
         cells, loops, c.sizes.jax, section="jax", label=label

@@ -355,15 +355,17 @@ class FakeCheck:
     """A check whose `dlperf run` gives these cells and whose commands print these lines (recorded)."""
 
     def __init__(self, cells, printed):
-        self.cells_, self.printed, self.commands = cells, printed, []
-        self.device, self.sizes = "cuda:0", gpu_check.FULL
+        self.cells_, self.printed, self.commands, self.envs = cells, printed, [], []
+        self.device, self.sizes, self.work = "cuda:0", gpu_check.FULL, Path("/check")
 
-    def run(self, *args, timer=None):
+    def run(self, *args, timer=None, env=None):
         self.commands.append(["dlperf", "run", *args])
+        self.envs.append(env)
         return 0, self.cells_
 
-    def command(self, cmd, timeout=None):
+    def command(self, cmd, timeout=None, env=None):
         self.commands.append(cmd)
+        self.envs.append(env)
         return 0, self.printed
 
 
@@ -386,6 +388,8 @@ def test_the_jax_section_holds_each_cell_against_a_plain_jax_loop(monkeypatch):
     loop_cmd = check.commands[1]
     assert loop_cmd[0] == "/envs/jax/bin/python" and loop_cmd[loop_cmd.index("--framework") + 1] == "jax"
     assert loop_cmd[loop_cmd.index("--plain-loop") + 1] == "fcn-r,resnet-56" and "--threads" in loop_cmd
+    cells_env, loop_env = check.envs  # the loop runs the executables the cells compiled: one compilation cache
+    assert cells_env["JAX_COMPILATION_CACHE_DIR"] == loop_env["JAX_COMPILATION_CACHE_DIR"] == "/check/jax-cache"
 
 
 def test_the_plain_jax_loop_runs_the_step_dlperf_builds_in_jaxs_interpreter(tmp_path):
