@@ -210,3 +210,21 @@ def test_a_slow_step_is_profiled_within_max_time_plus_the_stated_allowance(tmp_p
     startup = sum(built - launched for _, launched, built, _ in children)
     allowance = planning + startup + ALLOWANCE_STEPS * cell.median_s + PROCESS_END_S * len(children)
     assert wall <= 2 + allowance, (wall, planning, startup, cell.median_s, timeline.children)
+
+
+def test_with_real_data_a_loader_cells_profile_puts_its_wait_under_data(tmp_path):
+    """`dlperf profile --data DIR --loaders w0`: the loader cell is profiled with its loader, its wait for each batch
+    a share of its own (`data`), beside the same cell on synthetic data, which waits for nothing."""
+    import re
+
+    from conftest import dlperf, write_datasets
+
+    require("torch")
+    data = write_datasets(tmp_path / "data")
+    proc = dlperf("profile", "tiny-resnet-56", "--data", str(data), "--loaders", "w0", "--threads", "1", *FAST,
+                  db=tmp_path / "d.db")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    goes = dict(re.findall(r"^tiny-resnet-56 torch cpu:1 fp32(.*): .* per step\n  where the timed step goes: (.*)$",
+                           proc.stdout, re.MULTILINE))  # fmt: skip
+    assert set(goes) == {"", " data:w0"}, proc.stdout
+    assert re.search(r"\bdata \d+%", goes[" data:w0"]) and "data" not in goes[""], goes

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dlperf.commands.common import db_path, real, whole, whole_list
-from dlperf.commands.run import add_nvtx_flag, add_timer_flags, add_trace_cap_flag, timer
+from dlperf.commands.run import add_data_flags, add_nvtx_flag, add_timer_flags, add_trace_cap_flag, timer
 from dlperf.spec import MAX_PROFILE_STEPS
 from dlperf.vocab import ExitCode
 
@@ -37,6 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cpu and every visible GPU)")
     p.add_argument("--threads", type=whole_list("--threads"), help="CPU thread counts, e.g. 1,2 (default: 1, 2, ...)")
     p.add_argument("--modes", default="fp32", help="comma list of modes, as `dlperf run --modes` (default: fp32)")
+    add_data_flags(p)  # a loader cell's profile puts its wait for each batch under `data`
     p.add_argument("--steps", type=whole("--steps", 1, most=MAX_PROFILE_STEPS), default=5,
                    help=f"profiled steps after warm-up, 1 to {MAX_PROFILE_STEPS} (default: 5)")  # fmt: skip
     p.add_argument("--trace-dir", help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")
@@ -56,7 +57,8 @@ def run(args) -> int:
     db = db_path(args)
     outcome = api.run(
         args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
-        threads=args.threads, modes=args.modes, timeout=args.timeout, loss_check=False, timer=thirds(timer(args)),
+        threads=args.threads, modes=args.modes, data=args.data, loaders=args.loaders, timeout=args.timeout,
+        loss_check=False, timer=thirds(timer(args)),
         profile=True, profile_steps=args.steps, trace_dir=args.trace_dir, nvtx=args.nvtx,
         max_trace_mib=args.max_trace_mib,
     )  # fmt: skip
