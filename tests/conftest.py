@@ -132,6 +132,18 @@ def run_in(framework: str, script: str, *args: str, threads: int = 1, timeout: f
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def benchmark(name: str):
+    """A script of benchmarks/ as a module (`gpu_check`, `gpu_relations`), loaded once: a script's own imports of its
+    neighbours (gpu_check's `import gpu_relations`) find the loaded one."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 def dlperf(*args: str, db: Path | None = None, cwd: Path | None = None, timeout: float = 600, env=None):
     """Run the real `dlperf` command line in a child process; returns the CompletedProcess."""
     cmd = [sys.executable, "-m", "dlperf", *args]

@@ -3,7 +3,6 @@ hand-made recorded inputs shaped like `dlperf export --format jsonl` rows, once 
 script's arguments and plain loop; and one end-to-end run on the CPU (slow)."""
 
 import gzip
-import importlib.util
 import json
 import os
 import subprocess
@@ -14,21 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, benchmark
 
 HERE = ROOT / "benchmarks"
 
 
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(name, module)  # gpu_check's `import gpu_relations` finds this one
-    spec.loader.exec_module(module)
-    return module
-
-
-rel = load("gpu_relations")
-gpu_check = load("gpu_check")
+rel = benchmark("gpu_relations")
+gpu_check = benchmark("gpu_check")
 GPU = {"gpu": "H100-SXM5-80GB", "bf16_tensor_tflops": 989.4, "mem_bw_gbs": 3350}
 
 

@@ -3,7 +3,7 @@ DLPERF_REQUIRE lists cuda: make gpu-test)."""
 
 import pytest
 
-from conftest import FAST, dlperf, require
+from conftest import FAST, benchmark, dlperf, require
 
 torch = require("torch")
 
@@ -41,27 +41,14 @@ def test_cuda_steps_are_timed_as_a_plain_loop_runs_them():
 
     The LSTM's step is host-bound on a GPU, and a host's speed drifts: on the H200 (10ba3bb) one process's loop blocks
     of 30 steps ran 5.3 to 7.3 ms, so one figure taken after the other failed by drift alone (1.18x). The two are
-    taken in turns, five rounds, and each round's ratio is of figures seconds apart; their median is held to 1.1."""
-    import statistics
-    import time
-
-    from dlperf.worker.cell import step_timer
-
+    taken in turns, as the GPU check takes them (`gpu_check.interleaved`), and the median round's ratio is held to
+    1.1."""
     step = tb.build(BUILTIN["lstm"], "cuda:0", "fp32")
     assert isinstance(step.device_clock(), tb.CudaEvents)
     for _ in range(20):
         step.step()
-    ratios = []
-    for _ in range(5):
-        run = step_timer(step)  # a new pipeline each round: the last one's marks span the loop between
-        times = [run() for _ in range(33)][3:]  # the first call's step began from an idle device
-        step.sync()
-        start = time.perf_counter()
-        for _ in range(30):
-            step.step()
-        step.sync()
-        ratios.append(statistics.median(times) / ((time.perf_counter() - start) / 30))
-    assert statistics.median(ratios) < 1.1, ratios
+    turns = benchmark("gpu_check").interleaved(step, 30, rounds=5)
+    assert turns["ratio"] < 1.1, turns
 
 
 @mps

@@ -40,7 +40,7 @@ LOSS, OPTIMIZER, FORWARD = "dlperf.loss", "dlperf.optimizer", "dlperf.forward."
 DATA = "dlperf.data"  # a loader cell's wait for its batch (`--data`: the feed's next batch and its copy issued)
 OPTIMIZER_LABELS = ("Optimizer.", OPTIMIZER)  # torch labels step and zero_grad itself; clipping and scaling are ours
 BACKWARD_NODE = "autograd::engine::evaluate_function:"
-NOT_OPERATORS = ("autograd::", "torch::autograd", "Optimizer.", "dlperf.", "ProfilerStep", "cuda")
+NOT_OPERATORS = ("autograd::", "torch::autograd", *cuda_activity.LABELS, "cuda")  # bookkeeping, labels, calls
 
 # Operator names (without "aten::" and a trailing "_") by category; backward ops end in "_backward" and follow
 # their forward op. Anything element-wise not listed falls to `other`, never silently to a wrong kind.
