@@ -18,7 +18,8 @@ each did), which saves most of each GPU cell's start; compiled cells start cold,
 Sections, in order (--only takes a comma list of them):
     table7     the seven networks at the paper's batch in fp32 (`dlperf run --devices cuda:0`), each against a
                hand-written plain loop of the same model, the loops in one fresh process (this script's --plain-loop)
-    modes      tf32, bf16, bf16+channels_last, bf16+cuda_graphs on resnet-50 and resnet-56, against table7's fp32
+    modes      tf32, bf16, bf16+channels_last, bf16+cuda_graphs on resnet-50 and resnet-56, against table7's fp32;
+               fp32 and tf32 on resnet-50 b256, bound by its matrix products
     profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
     peak       `dlperf peak --devices cuda:0`: bf16 matmul and bandwidth against the datasheet, copies, launch cost
     data       `dlperf data synth`, then loader cells w0 and w2+pin of fcn-r, resnet-56 and resnet-50 on CUDA
@@ -74,8 +75,9 @@ class Sizes:
     """What each section measures: the paper's networks on a GPU, or their tiny versions (--quick)."""
 
     seven: tuple[str, ...]
-    modes_nets: tuple[str, ...]  # (the tf32 net, the launch-bound net)
+    modes_nets: tuple[str, ...]  # (a host-bound net, the launch-bound net whose CUDA graphs should pay)
     modes: tuple[str, ...]
+    tf32_net: tuple[str, str]  # (--workloads item, its name): bound by its matrix products, where tf32 should pay
     profiled: dict[str, tuple[str, tuple[str, ...]]]  # --workloads item -> (its name, the bounds it may be judged)
     data: tuple[str, ...]
     jax: tuple[str, ...]
@@ -90,6 +92,9 @@ FULL = Sizes(
     seven=rel.SEVEN,
     modes_nets=("resnet-50", "resnet-56"),
     modes=rel.MODES,
+    # resnet-50 at its batch 16 is host-bound on an H200 (host 55% of the step), where tf32 against fp32 ranged from
+    # 0.55x to 1.03x the time between runs; at batch 256 matrix products are 76% of the step
+    tf32_net=(f"{BIG_BATCH}:resnet50_b256", "resnet-50-b256"),
     profiled={
         "resnet-56": ("resnet-56", ("launch",)),
         "resnet-50": ("resnet-50", ()),
@@ -101,20 +106,20 @@ FULL = Sizes(
     timer=("--min-time", "1", "--max-time", "2", "--max-warmup", "20"),
     short=("--min-time", "0.3", "--max-time", "1", "--max-warmup", "10"),
     loop_s=2.0,
-    # Measured on one H200 at 10ba3bb (BENCHMARKS.md "On a GPU"), the GPU cells forked from a warm parent: table7 61 s
-    # (and the loops in turns, for the unsteady ones), modes 81, profile 55, data 44, tests 81, compile 220 (of which
-    # 92 s the loss checks compiling batch 4 anew: now at the timed batch, reusing the cell's program); at e87f12b,
-    # cold: jax 106, crossover 20, nccl 12, peak 7, predicted 2.
+    # Measured on one H200 at 10eb4c4 (BENCHMARKS.md "On a GPU"), the GPU cells forked from a warm parent: table7
+    # 90 s (with the loops in turns for the two unsteady ones), modes 72 (before resnet-50 b256's fp32 and tf32
+    # cells joined it: not yet timed there), profile 70, peak 9, data 45, jax 92, nccl 12, crossover 22, compile 146,
+    # predicted 4, tests 85.
     expected_s={
-        "table7": 75,
-        "modes": 90,
+        "table7": 95,
+        "modes": 105,
         "profile": 65,
         "peak": 10,
         "data": 55,
         "jax": 110,
         "nccl": 15,
         "crossover": 25,
-        "compile": 140,
+        "compile": 150,
         "predicted": 5,
         "tests": 90,
     },
@@ -123,6 +128,7 @@ QUICK = Sizes(
     seven=("tiny-fcn-r", "tiny-resnet-56", "tiny-lstm"),
     modes_nets=("tiny-resnet-50", "tiny-resnet-56"),
     modes=("fp32", "tf32", "bf16", "bf16+cuda_graphs", "compile"),
+    tf32_net=(f"{BIG_BATCH}:tiny_resnet50_b64", "tiny-resnet-50-b64"),
     profiled={
         "tiny-resnet-56": ("tiny-resnet-56", ("launch",)),
         f"{BIG_BATCH}:tiny_resnet50_b64": ("tiny-resnet-50-b64", ("compute", "memory")),
@@ -267,7 +273,8 @@ def plain_loops(c: Check, workloads: tuple[str, ...], threads: int | None, frame
 
 
 def modes(c: Check) -> list:
-    """The modes but fp32, whose cells table7 measured already on this machine (measured here when it did not)."""
+    """The modes but fp32, whose cells table7 measured already on this machine (measured here when it did not);
+    then fp32 and tf32 on the net bound by its matrix products, where tf32 should be faster."""
     nets, chosen = c.sizes.modes_nets, tuple(m for m in c.sizes.modes if "compile" not in m)
     earlier = [cell for cell in c.cells("all") if cell["mode"] == "fp32" and cell["workload"] in nets
                and cell["device"] == c.device and not cell.get("loader") and cell["status"] == "ok"]  # fmt: skip
@@ -275,7 +282,11 @@ def modes(c: Check) -> list:
     asked = tuple(m for m in chosen if m != "fp32" or None in fp32)
     _, cells = c.run("--workloads", ",".join(nets), "--modes", ",".join(asked))
     cells += [cell for cell in fp32 if cell is not None and "fp32" not in asked]
-    return rel.modes_lines(cells, nets, chosen, tf32_net=nets[0], graphs_net=nets[1])
+    spec, name = c.sizes.tf32_net
+    _, big = c.run("--workloads", spec, "--modes", "fp32,tf32")
+    return rel.modes_lines(cells, nets, chosen, graphs_net=nets[1]) + rel.modes_lines(
+        big, (name,), ("fp32", "tf32"), tf32_net=name
+    )
 
 
 def compiled(c: Check) -> list:
@@ -528,15 +539,21 @@ def in_blocks(workload: str, steps: Callable[[int], float], seconds: float, dlpe
 def interleaved(step, steps: int, rounds: int = 10) -> dict:
     """dlperf's timer (`worker.cell.step_timer`, as a cell times its steps) and a plain loop on one step, in turns:
     each round `steps` timed steps, then `steps` in a loop timed by the wall clock. Each round's ratio is of figures
-    a fraction of a second apart, so the host's drift between them is small; the relation takes their median."""
+    a fraction of a second apart, so the host's drift between them is small; the relation takes their median.
+    Both sides of a round are means: the timer's steps end to end sum to its span, as the loop's do. A median of the
+    timer's steps against the loop's mean reads a host that stalls now and then as dlperf being faster (the H200's
+    JAX resnet-56 at 10eb4c4: the cell's median 15.2 ms, its mean 18.6; rounds whose median was 0.45-0.69x the
+    loop's mean); each round's median is kept beside (`dlperf_median_s`)."""
     from dlperf.worker.cell import step_timer
 
-    ours, loops = [], []
+    ours, medians, loops = [], [], []
     for _ in range(3):
         step.step()
     for _ in range(rounds):
         run = step_timer(step)  # a new pipeline each round: an older one's marks would span the loop between
-        ours.append(statistics.median([run() for _ in range(steps + 3)][3:]))  # the first began on an idle device
+        timed = [run() for _ in range(steps + 3)][3:]  # the first began on an idle device
+        ours.append(statistics.fmean(timed))
+        medians.append(statistics.median(timed))
         step.sync()
         start = time.perf_counter()
         for _ in range(steps):
@@ -544,7 +561,7 @@ def interleaved(step, steps: int, rounds: int = 10) -> dict:
         step.sync()
         loops.append((time.perf_counter() - start) / steps)
     ratios = [o / s for o, s in zip(ours, loops, strict=True)]
-    return {"dlperf_s": ours, "loop_s": loops, "ratio": statistics.median(ratios)}
+    return {"dlperf_s": ours, "dlperf_median_s": medians, "loop_s": loops, "ratio": statistics.median(ratios)}
 
 
 def plain_jax_loop(workload: str, device: str, seconds: float, threads: int | None = None) -> dict:

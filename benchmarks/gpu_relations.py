@@ -102,7 +102,7 @@ def seven_lines(cells: list[dict], loops: dict[str, dict], workloads=SEVEN, sect
         if turns := loop.get("interleaved"):
             passed = within(turns["ratio"], LOOP_RATIO)
             figures += (f"; the loop's blocks unsteady, so judged in its process, dlperf's timer and the loop in "
-                        f"turns: ratio {turns['ratio']:.3f} over {len(turns['loop_s'])} rounds (loop "
+                        f"turns: ratio {turns['ratio']:.3f} over {len(turns['loop_s'])} rounds of mean steps (loop "
                         f"{ms(min(turns['loop_s']))} to {ms(max(turns['loop_s']))})")  # fmt: skip
             data["interleaved"] = turns
         lines.append(Line(section, f"{w} {label}", passed, figures, data))
