@@ -428,7 +428,7 @@ def predicted(c: Check) -> list:
 def tests(c: Check) -> list:
     env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
-           str(ROOT / "tests")]  # fmt: skip
+           "--durations=12", str(ROOT / "tests")]  # fmt: skip
     rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)
     return rel.tests_lines(rc, text, gpus_here(c))
 

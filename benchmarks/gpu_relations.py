@@ -340,6 +340,9 @@ def crossover_lines(rc: int, text: str, gpu: str) -> list[Line]:
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|error|errors|deselected|xfailed|xpassed)")
 
 
+DURATION = re.compile(r"^(\d+\.\d+)s (setup|call|teardown) +(\S+)$", re.M)
+
+
 def tests_lines(rc: int, output: str, gpus: int) -> list[Line]:
     """`pytest -m gpu` with DLPERF_REQUIRE=cuda: 0 failed and 0 skipped, except the tests of more GPUs than the
     machine has (named in their skip reason), which are counted apart."""
@@ -360,8 +363,9 @@ def tests_lines(rc: int, output: str, gpus: int) -> list[Line]:
                f" ({more} more need more GPUs than this machine's {gpus})")  # fmt: skip
     passed = counts.get("passed", 0) > 0 and failed == 0 and other == 0
     failures = [line[:300] for line in output.splitlines() if line.startswith(("FAILED", "ERROR"))]
-    return [Line("tests", "pytest -m gpu: 0 failed, 0 skipped", passed, figures, {"failures": failures,
-                                                                                  "skips": skips})]  # fmt: skip
+    slowest = [(float(m[1]), m[2], m[3]) for m in DURATION.finditer(output)]  # --durations: where the time goes
+    data = {"failures": failures, "skips": skips, "slowest": slowest}
+    return [Line("tests", "pytest -m gpu: 0 failed, 0 skipped", passed, figures, data)]
 
 
 def not_run(section: str, why: str) -> Line:

@@ -462,6 +462,14 @@ def test_tests_lines_count_apart_the_skips_of_tests_needing_more_gpus(monkeypatc
     assert not rel.tests_lines(124, "", 1)[0].passed
 
 
+def test_tests_lines_keep_the_slowest_tests_pytest_timed():
+    output = ("....\n============ slowest 12 durations ============\n31.20s call     tests/a.py::test_compile\n"
+              "4.05s setup    tests/b.py::test_x[cuda]\n4 passed, 900 deselected in 40.1s\n")  # fmt: skip
+    (line,) = rel.tests_lines(0, output, 1)
+    assert line.passed and line.data["slowest"] == [(31.2, "call", "tests/a.py::test_compile"),
+                                                    (4.05, "setup", "tests/b.py::test_x[cuda]")]  # fmt: skip
+
+
 def test_markdown_renders_the_header_and_a_row_per_line():
     """The count of PASS lines, the header's items, and one 4-column row per line with "|" in figures made "/"."""
     lines = [rel.Line("peak", "a", True, "1 | 2\nthree"), rel.Line("data", "b", "", "x")]
