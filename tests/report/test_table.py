@@ -226,6 +226,17 @@ def test_each_kind_of_note_is_one_line_naming_its_cells():
     ]
 
 
+def test_slow_steps_are_one_note_naming_each_cell_with_its_mean_above_the_median():
+    said = "slow steps now and then: the mean step, {}, is {}% above the median; a long run pays the mean"
+    cells = [cell("lstm", "cpu", 1, 0.5, warnings=[said.format("0.600 s", 20)]),
+             cell("lstm", "cpu", 2, 0.4, warnings=[said.format("0.520 s", 30)])]  # fmt: skip
+    assert table.build(1, cells).notes == [
+        "slow steps now and then: the mean step above the median (a long run pays the mean): lstm torch cpu:1 "
+        "(20%), lstm torch cpu:2 (30%)"
+    ]
+    assert table.note_kind(said) == "noise"
+
+
 def test_the_legend_explains_only_the_marks_that_appear():
     """Issue 31, item 12: the legend explained `*` and `(N%)` when neither appeared."""
     plain = table.legend(table.build(1, busy_cells({("fcn-s", 1): 40, ("fcn-s", 2): 48})))

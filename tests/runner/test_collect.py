@@ -66,6 +66,20 @@ def test_cell_is_the_median_of_process_medians():
     assert any("noisy" in w for w in fig.warnings)
 
 
+def test_a_step_slow_now_and_then_is_said_with_its_mean_and_a_steady_one_is_not():
+    """Every fifth step four times as long: the median is the fast step's, the mean 60% above it, which a long run
+    pays; steady steps, or a few slow ones (under 10% on the mean), say nothing."""
+    stalling = [measurement(events([1.0, 1.0, 1.0, 1.0, 4.0] * 4), OK_CHILD, 60)]
+    fig = cell_figures(stalling, batch=64, threads=1, cores=2, device="cpu")
+    assert fig.median_s == 1.0 and fig.mean_s == pytest.approx(1.6)
+    assert "slow steps now and then: the mean step, 1.60 s, is 60% above the median; a long run pays the mean" in (
+        fig.warnings
+    )
+    for samples in ([1.0] * 20, [1.0] * 19 + [2.0]):
+        steady = cell_figures([measurement(events(samples), OK_CHILD, 60)], batch=64, threads=1, cores=2, device="cpu")
+        assert not any(w.startswith("slow steps") for w in steady.warnings)
+
+
 def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():
     """Two processes whose steps differ (280 and 323 us): the pooled steps' order-statistics interval sat around one
     process and left out the cell's own median (302 us), so a cell said "302 us, 95% interval 280.1-280.7 us". The

@@ -26,6 +26,7 @@ KINDS = (
     Kind("CPU steal", "CPU steal time: another virtual machine took this machine's CPU", r"\d+%"),
     Kind("few samples", f"few samples: a median of fewer than {FEW_SAMPLES} timed steps", r"of (\d+) timed"),
     Kind("noisy", "noisy: the steps' IQR is wide against the median", r"\d+%"),
+    Kind("slow steps", "slow steps now and then: the mean step above the median (a long run pays the mean)", r"\d+%"),
     Kind("oversubscribed", "oversubscribed: more threads than usable cores"),
 )
 FIGURE_NAME = {"few samples": "n={}"}

@@ -164,7 +164,7 @@ def cell_label(cell: CellRecord) -> str:
 
 def note_kind(warning: str) -> str:
     """What a stored warning is about: `noise`, `oversubscription`, or `warning`."""
-    if warning.startswith(("noisy", "CPU steal", "other processes", "few samples")):
+    if warning.startswith(("noisy", "slow steps", "CPU steal", "other processes", "few samples")):
         return "noise"
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from dlperf import envs
 from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound, setting
+from dlperf.measure import units
 from dlperf.measure.stats import FEW_SAMPLES, summarize_processes
 from dlperf.protocol import (
     MEMORY_KINDS,
@@ -49,6 +50,9 @@ from dlperf.store.records import CellFigures, CellRecord, CompileRecord, LoaderR
 from dlperf.vocab import Status
 
 NOISY_IQR_RATIO = 0.10
+# The mean step this far above the median: slow steps now and then (a host that stalls, a collector), which the
+# median leaves out and a long run pays. JAX's resnet-56 on an H200 (issue 27): median 15.2 ms, mean 18.6.
+SLOW_STEPS_RATIO = 0.10
 # Fewer batches than this in an epoch: workers that do not persist start again often enough to be timed.
 SHORT_EPOCH = 20
 SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
@@ -282,6 +286,9 @@ def cell_figures(
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
             warnings.append(f"noisy: IQR is {100 * s.iqr / s.median:.0f}% of the median")
+        if s.median > 0 and (above := s.mean / s.median - 1) > SLOW_STEPS_RATIO:
+            warnings.append(f"slow steps now and then: the mean step, {units.seconds(s.mean)}, is {100 * above:.0f}% "
+                            "above the median; a long run pays the mean")  # fmt: skip
     figures.loss_finite, diverged = loss_finite(details)
     warnings += diverged + _warnings(details, threads, cores, device) + _version_note(figures.provenance)
     if loader := loader_summary(measurements):
