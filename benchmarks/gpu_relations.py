@@ -296,16 +296,17 @@ def predicted_lines(cells: list[dict], table_text: str) -> list[Line]:
     lines = []
     for c in gpu:
         framework = "" if c.get("framework", "torch") == "torch" else f" ({c['framework']})"
-        label = f"{c['workload']} {c['mode']}" + (f" {c['loader']}" if c.get("loader") else "") + framework
+        named = f"{c['workload']} {c['mode']}" + (f" {c['loader']}" if c.get("loader") else "")
+        label = named + framework
         if c.get("predicted_step_s") is None:
             lines.append(Line("predicted", label, False, f"measured {ms(c['median_s'])}, no stored prediction"))
             continue
-        printed = f"predicted: {c['workload']} {c['mode']} on {c['device']}" in table_text
+        printed = f"predicted: {named} on {c['device']}" in table_text
         figures = (f"measured {ms(c['median_s'])}, predicted {ms(c['predicted_step_s'])} on {c.get('predicted_gpu')}"
                    f" ({100 * c['prediction_error']:+.0f}%, {c.get('predicted_bound')}-bound)"
                    + ("" if printed else "; not in dlperf table's output"))  # fmt: skip
         data = {"measured_s": c["median_s"], "predicted_s": c["predicted_step_s"], "error": c["prediction_error"]}
-        lines.append(Line("predicted", label, printed or bool(c.get("loader")), figures, data))
+        lines.append(Line("predicted", label, printed, figures, data))
     return lines or [Line("predicted", "GPU cells with predictions", False, "no ok GPU cell in the store")]
 
 

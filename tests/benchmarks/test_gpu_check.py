@@ -345,6 +345,9 @@ def test_predicted_lines_want_a_stored_prediction_that_dlperf_table_prints():
     assert (a.check, a.passed, b.check, b.passed) == ("a fp32", True, "b fp32", False)
     assert "+10%" in a.figures and "no stored prediction" in b.figures
     assert not rel.predicted_lines(cells[:1], "")[0].passed
+    fed = cell("a", device="cuda:0", loader="w0", **predicted)  # a loader cell's line names its loader
+    assert not rel.predicted_lines([fed], text)[0].passed
+    assert rel.predicted_lines([fed], text.replace("a fp32 on", "a fp32 w0 on"))[0].passed
 
 
 def test_predicted_lines_without_any_gpu_cell_is_one_fail_line():

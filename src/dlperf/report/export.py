@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from dlperf.predict.validate import relative_error
+from dlperf.report import predicted
 from dlperf.report.data import Group, h2d_bandwidths
 from dlperf.spec import DECIMAL
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord
@@ -105,9 +106,10 @@ def prediction_fields(cell: CellRecord, p: PredictionRecord | None) -> dict[str,
     """The same keys for every cell: None without a prediction; the error (predicted / measured - 1) needs both."""
     if p is None:
         return dict.fromkeys(("predicted_gpu", "predicted_step_s", "prediction_error", "predicted_bound"))
+    step_s, bound = predicted.step_and_bound(cell, p)  # a loader cell's: with its loader as measured alone
     # a failed cell has no step to set the prediction against
-    wrong = relative_error(p.step_s, cell.median_s) if cell.median_s else None
-    return {"predicted_gpu": p.gpu, "predicted_step_s": p.step_s, "prediction_error": wrong, "predicted_bound": p.bound}
+    wrong = relative_error(step_s, cell.median_s) if cell.median_s else None
+    return {"predicted_gpu": p.gpu, "predicted_step_s": step_s, "prediction_error": wrong, "predicted_bound": bound}
 
 
 def predicted_step(p: PredictionRecord) -> dict[str, Any]:

@@ -1,5 +1,12 @@
 """A GPU cell's measured step beside the step dlperf predicted for its GPU (predict/cells.py, stored with the run):
-the prediction's error, one row per cell, read by `dlperf table`, the HTML report and `dlperf export`."""
+the prediction's error, one row per cell, read by `dlperf table`, the HTML report and `dlperf export`.
+
+The predictor models the device and the batch's copy, not the loader that feeds it. A loader cell (`--data DIR`)
+measured its loader alone too (`LoaderRecord.alone_samples_per_s`), so its prediction is set against the measurement
+with that loader's batch time (`with_loader`): added to the step where the step's own process loads (w0), the larger
+of the two where workers load beside it; input-bound where the loader's time is the larger. On an H200 (issue 27,
+10eb4c4) the device alone was 46-94% under the loader cells it predicted (fcn-r w0: 2.47 against 39.2 ms); with the
+loader, fcn-r w0 38.2 ms (-3%), fcn-r w2+pin 16.2 (+3%), resnet-50 w0 102 (-6%)."""
 
 from __future__ import annotations
 
@@ -27,6 +34,40 @@ def read(store: Store, run_id: int, unreadable: Callable[[UnreadableRow], None])
         return {}
 
 
+@dataclass(frozen=True)
+class Fed:
+    """A loader cell's prediction with its loader: the step, the loader's batch alone, and whether the step's own
+    process loads (w0)."""
+
+    step_s: float
+    loader_s: float
+    serial: bool
+    bound: str
+
+    def said(self) -> str:
+        where = "in the step's process" if self.serial else "beside the step"
+        return f"with this host's loader ({seconds(self.loader_s)} a batch {where}): {seconds(self.step_s)}"
+
+
+def with_loader(cell: CellRecord, p: PredictionRecord) -> Fed | None:
+    """The predicted step of a loader cell fed by its loader as measured alone; None for a cell on synthetic data or
+    whose loader was not measured alone."""
+    data = cell.data
+    if not cell.loader or data is None or not data.alone_samples_per_s or not cell.batch:
+        return None
+    loader_s = cell.batch / data.alone_samples_per_s
+    serial = not data.workers
+    step_s = p.step_s + loader_s if serial else max(p.step_s, loader_s)
+    return Fed(step_s, loader_s, serial, "input" if loader_s > p.step_s else p.bound)
+
+
+def step_and_bound(cell: CellRecord, p: PredictionRecord) -> tuple[float, str]:
+    """What the cell's measurement is set against: the predicted step and its bound, with its loader where it has
+    one."""
+    fed = with_loader(cell, p)
+    return (fed.step_s, fed.bound) if fed else (p.step_s, p.bound)
+
+
 def own(cell: CellRecord, predictions: dict[str, list[PredictionRecord]]) -> PredictionRecord | None:
     """The cell's prediction for its own device; a crossover's predictions are for other GPUs than the cell's."""
     return next((p for p in predictions.get(cell.key, []) if not p.detail.get("crossover")), None)
@@ -41,7 +82,7 @@ class Row:
 
     @property
     def error(self) -> float:
-        return relative_error(self.prediction.step_s, self.cell.median_s)
+        return relative_error(step_and_bound(self.cell, self.prediction)[0], self.cell.median_s)
 
     @property
     def not_modelled(self) -> list[str]:
@@ -50,15 +91,20 @@ class Row:
     def line(self) -> str:
         c, p = self.cell, self.prediction
         modelled = f" (as {p.mode}: {', '.join(self.not_modelled)} not modelled)" if self.not_modelled else ""
-        return (f"predicted: {c.workload} {c.mode} on {c.device}: measured {seconds(c.median_s)}, predicted "
-                f"{seconds(p.step_s)} on {p.gpu}{modelled} ({100 * self.error:+.0f}%), {p.bound}-bound")  # fmt: skip
+        fed = with_loader(c, p)
+        loader = f" {c.loader}" if c.loader else ""
+        return (f"predicted: {c.workload} {c.mode}{loader} on {c.device}: measured {seconds(c.median_s)}, predicted "
+                f"{seconds(p.step_s)} on {p.gpu}{modelled}{f', {fed.said()}' if fed else ''} "
+                f"({100 * self.error:+.0f}%), {step_and_bound(c, p)[1]}-bound")  # fmt: skip
 
     def values(self) -> list[str]:
         """The row's texts, in HEAD's order."""
         c, p = self.cell, self.prediction
         not_modelled = f"{', '.join(self.not_modelled)} (predicted as {p.mode})" if self.not_modelled else "-"
-        return [c.workload, c.mode, c.device, p.gpu, seconds(c.median_s), seconds(p.step_s),
-                f"{100 * self.error:+.0f}%", p.bound, not_modelled]  # fmt: skip
+        step, bound = step_and_bound(c, p)
+        mode = f"{c.mode} data:{c.loader}" if c.loader else c.mode
+        return [c.workload, mode, c.device, p.gpu, seconds(c.median_s), seconds(step),
+                f"{100 * self.error:+.0f}%", bound, not_modelled]  # fmt: skip
 
 
 def rows(cells: list[CellRecord], predictions: dict[str, list[PredictionRecord]]) -> list[Row]:
