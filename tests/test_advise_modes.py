@@ -48,3 +48,35 @@ def test_the_crossover_it_suggests_names_the_workload_as_the_user_did():
     x = SimpleNamespace(rows=[row], user_batch=128, gpus=["T4"], workload="small-convnet", mode="fp32")
     said = _crossover(x, "examples/my model.py:make")
     assert "dlperf crossover 'examples/my model.py:make' measures batch by batch" in said
+
+
+def feed_advice(per_process: float, setting: str = "w2") -> advise.Advice:
+    """An answer with a fast, dear GPU and a slow, cheap one, and a loader measured alone on this CPU."""
+    from dlperf.predict import cost, prices
+
+    def row(gpu, samples_per_s, usd):
+        price = prices.Price(gpu, usd, usd)
+        return cost.Row(gpu, "bf16", 16 / samples_per_s, samples_per_s, 60_000 / samples_per_s, price, True, "fits")
+
+    costs = cost.Costs("fcn-r", 16, 60_000, "one epoch", [row("H100-SXM5-80GB", 5_000.0, 3.0), row("T4", 900.0, 0.3)])
+    workers = max(1, int(setting.removeprefix("w")))
+    feed = advise.Feed(setting, per_process * workers, per_process, run_id=2)
+    return advise.Advice("fcn-r", 16, costs, None, None, [1, 2], "±20%", feed=feed)
+
+
+def test_the_input_pipeline_says_how_many_loading_processes_each_gpu_needs():
+    """300 samples/s a loading process: the H100's predicted 5,000 samples/s need about 17 of them (16.7 rounded
+    up), the T4's 900 three; a loader faster than the GPU needs the training process alone."""
+    from dlperf.report import advise as view
+
+    a = feed_advice(300.0)
+    (line,) = [x for x in view.lines(a) if x.startswith("Input pipeline")]
+    assert "one loading process prepares 300 samples/s on this CPU (w2: 600 samples/s, the loader alone)" in line
+    assert "the fastest GPU, H100-SXM5-80GB (bf16, 5,000 samples/s), needs about 17 loading processes" in line
+    assert "the cheapest, T4 (bf16, 900 samples/s), needs about 3 loading processes" in line
+    needed = {r["gpu"]: r["processes"] for r in view.to_json(a)["input_pipeline"]["processes_needed"]}
+    assert needed == {"H100-SXM5-80GB": 17, "T4": 3}
+    fast = view.lines(feed_advice(10_000.0, "w0"))
+    assert any("needs one loading process (w0 loads in the training process)" in x for x in fast)
+    a.feed = None
+    assert not any(x.startswith("Input pipeline") for x in view.lines(a)) and view.to_json(a)["input_pipeline"] is None

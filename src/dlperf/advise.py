@@ -13,14 +13,22 @@ predicts the GPUs, through the commands that each answer a part:
 4. the answer (`Advice`): this CPU's time for the work at its best settings, measured; the fastest and the cheapest
    GPU (and the cheapest within the deadline), the GPUs the step does not fit, predicted, with the predictor's
    uncertainty (`roofline.uncertainty()`). The views (`report/advise.py`) print it.
+
+With real data (`--data DIR`) the mode search also searches the loader (`optimize_loader.py`), and the answer says
+how fast one loading process prepares batches on this CPU, the loader alone (`Feed`), and so about how many loading
+processes each GPU needs to be fed at its predicted rate: a GPU predicted 5,000 samples/s waits for data behind
+a loader of 300 samples/s a process unless about 17 processes load beside it. A rented machine's cores and disks
+decide how many it can run; the per-process rate is this machine's.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.vocab import ExitCode
 
 BUDGET_S = 150.0  # the default: 2.5 minutes of measuring on 2 cores, the thread search and a short optimize
@@ -38,6 +46,22 @@ class Options:
     samples: int | None = None
     epochs: float | None = None
     timeout: float = 600.0  # seconds per measuring process, and the operator count's
+    data: str = DATA_SYNTHETIC  # --data: a directory of datasets also measures the loader (`Feed`)
+
+
+@dataclass(frozen=True)
+class Feed:
+    """The input pipeline as this CPU ran it: the loader alone at the setting whose loading processes each prepared
+    the most (`w0` loads in the training process: one process), stored in run `run_id`."""
+
+    setting: str
+    samples_per_s: float  # the loader alone, at `setting`
+    per_process: float  # samples/s each loading process prepared
+    run_id: int
+
+    def processes_for(self, samples_per_s: float) -> int:
+        """About how many loading processes keep a step of `samples_per_s` fed (at least one)."""
+        return max(1, math.ceil(samples_per_s / self.per_process))
 
 
 @dataclass
@@ -53,13 +77,14 @@ class Advice:
     exit_code: int = ExitCode.OK
     largest: dict[tuple[str, str], int] = field(default_factory=dict)  # (GPU, mode) left out -> the largest batch
     asked: str = ""  # the workload as the user named it (a user's file.py:factory): the commands suggested name it so
+    feed: Feed | None = None  # --data DIR: the loader measured alone on this CPU
 
 
 def check(opts: Options) -> tuple[tuple, float | None]:
     """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
     command): the workload's name, the GPUs (default: those with a price), the deadline, the work."""
     from dlperf.predict import cost, gpus
-    from dlperf.spec import parse_workload
+    from dlperf.spec import parse_data, parse_workload
 
     if "," in opts.workload:
         raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
@@ -69,6 +94,7 @@ def check(opts: Options) -> tuple[tuple, float | None]:
     if opts.samples is not None and opts.epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
     chosen = gpus.parse_gpus(opts.gpus) if opts.gpus is not None else default_gpus()  # --gpu '' is refused
+    opts.data = parse_data(opts.data)
     deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
     return chosen, deadline
 
@@ -107,7 +133,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
     left = opts.budget_s - (time.monotonic() - start)
-    exit_code = side.exit_code
+    exit_code, feed = side.exit_code, None
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif left >= MIN_SEARCH_S:
@@ -115,16 +141,22 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
         runs.append(search.run_id)
         exit_code = max(exit_code, search.exit_code)
         cell = _best_cell(db, search) or cell
+        feed = _feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else None
+        if opts.data != DATA_SYNTHETIC and feed is None:
+            notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
+                         "(raise --budget)")  # fmt: skip
         notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
         if search.exit_code == ExitCode.INTERRUPTED:
             notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
     else:
         notes.append(f"the mode search skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
+        if opts.data != DATA_SYNTHETIC:
+            notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
     costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
     notes += [n for n in side.notes if n.startswith("threads:")]
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
-                  exit_code, largest, opts.workload)  # fmt: skip
+                  exit_code, largest, opts.workload, feed)  # fmt: skip
 
 
 NO_EPOCH_NOTE = (
@@ -200,9 +232,24 @@ def _search(opts: Options, threads: int, budget_s: float, db: str):
 
     return optimize.optimize(
         optimize.Options(opts.workload, threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
-                         compile_timeout=min(opts.timeout, budget_s)),
+                         compile_timeout=min(opts.timeout, budget_s), data=opts.data),
         db,
     )  # fmt: skip
+
+
+def _feed(db: str, run_id: int) -> Feed | None:
+    """The run's loader cells measured alone: the setting whose loading processes each prepared the most."""
+    from dlperf.loaders import setting
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        cells = [c for c in store.cells(run_id) if c.loader and c.ok and c.data and c.data.alone_samples_per_s]
+    finally:
+        store.close()
+    feeds = [Feed(c.loader, c.data.alone_samples_per_s, c.data.alone_samples_per_s / max(1, setting(c.loader).workers),
+                  run_id) for c in cells]  # fmt: skip
+    return max(feeds, key=lambda f: f.per_process, default=None)
 
 
 def _best_cell(db: str, search):

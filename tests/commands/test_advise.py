@@ -28,6 +28,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         (["--samples", "10", "--epochs", "2"], ["--samples and --epochs"]),
         (["--budget", "0"], ["--budget"]),
         (["--gpu-specs", str(bad)], ["--gpu-specs"]),
+        (["--data", str(tmp_path / "none")], ["--data", "no such directory"]),
     ]
     db = tmp_path / "x.db"
     for extra, fragments in cases:
@@ -122,3 +123,22 @@ def _children(pid: int) -> list[int]:
         if int(fields[1]) == pid:
             found.append(int(stat.parent.name))
     return found
+
+
+@pytest.mark.slow  # a thread search, a short optimize and its loader search: about 45 s on 2 cores
+def test_with_real_data_the_answer_says_how_fast_the_loader_feeds_each_gpu(tmp_path):
+    """--data DIR: the mode search also searches the loader, and the answer says what one loading process prepares
+    here, the loader alone, and how many each GPU would need; the loader cells are stored with the search's run."""
+    data, db = tmp_path / "data", tmp_path / "a.db"
+    assert dlperf("data", "synth", str(data), "--only", "mnist").returncode == 0
+    proc = dlperf("advise", "tiny-fcn-r", "--data", str(data), "--budget", "45", "--gpu", "H100-SXM5-80GB,T4",
+                  "--format", "json", db=db, env=NO_FILE)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    feed = got["input_pipeline"]
+    assert feed["measured"] and feed["setting"].startswith("w") and feed["per_process_samples_per_s"] > 0
+    assert feed["samples_per_s"] >= feed["per_process_samples_per_s"] and feed["run_id"] in got["runs"]
+    assert {(r["gpu"], r["mode"]) for r in feed["processes_needed"]} == {(r["gpu"], r["mode"]) for r in got["gpus"]}
+    assert all(r["processes"] >= 1 and r["predicted"] for r in feed["processes_needed"])
+    table = dlperf("table", "--run", str(feed["run_id"]), db=db, env={"COLUMNS": "200"})
+    assert table.returncode == 0 and f"data:{feed['setting']}" in table.stdout  # the loader cell it was read from

@@ -40,9 +40,32 @@ def lines(a) -> list[str]:
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
     out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover, a.asked or a.workload)}")
+    if a.feed:
+        out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
     if a.uncertainty:
         out.append(f"GPU figures' uncertainty: {a.uncertainty}")
     return out
+
+
+def _fed(feed, x) -> str:
+    """How fast one loading process prepares batches here, and about how many the fastest and the cheapest GPU need
+    to be fed at their predicted rates."""
+    fastest, cheapest = x.fastest(), x.cheapest()
+    same = fastest and cheapest and (fastest.gpu, fastest.mode) == (cheapest.gpu, cheapest.mode)
+    picks = [("the fastest and cheapest GPU" if same else "the fastest GPU", fastest)] if fastest else []
+    picks += [("the cheapest", cheapest)] if cheapest and not same else []
+    needs = [f"{label}, {r.gpu} ({r.mode}, {r.samples_per_s:,.0f} samples/s), needs {_processes(feed, r)}"
+             for label, r in picks]  # fmt: skip
+    said = f"; fed at its predicted rate, {'; '.join(needs)}" if needs else ""
+    alone = f"{feed.setting}: {feed.samples_per_s:,.0f} samples/s, the loader alone"
+    return (f"one loading process prepares {feed.per_process:,.0f} samples/s on this CPU ({alone}){said}: with "
+            "fewer, a GPU waits for data. How many a rented machine can run is its cores' and disks' doing: measure "
+            "there with dlperf run --data DIR --loaders w4,w8,...")  # fmt: skip
+
+
+def _processes(feed, r) -> str:
+    n = feed.processes_for(r.samples_per_s)
+    return "one loading process (w0 loads in the training process)" if n == 1 else f"about {n} loading processes"
 
 
 def _most(a, r) -> str:
@@ -110,4 +133,15 @@ def to_json(a) -> dict:
         "crossover": {"how": CROSSOVER_HOW, "batch": row.batch if row else None,
                       "gpu_speedup": {g: row.speedup(g) for g in xo.gpus} if row else {}},
         "gpus": cost.to_json(x)["rows"], "uncertainty": a.uncertainty, "runs": a.runs, "notes": a.notes,
+        "input_pipeline": _feed_json(a.feed, x),
     }  # fmt: skip
+
+
+def _feed_json(feed, x) -> dict | None:
+    if feed is None:
+        return None
+    return {"measured": True, "setting": feed.setting, "samples_per_s": feed.samples_per_s,
+            "per_process_samples_per_s": feed.per_process, "run_id": feed.run_id,
+            "processes_needed": [{"gpu": r.gpu, "mode": r.mode, "samples_per_s": r.samples_per_s,
+                                  "processes": feed.processes_for(r.samples_per_s), "predicted": True}
+                                 for r in x.rows]}  # fmt: skip
