@@ -2,22 +2,14 @@
 datasets at the paper's size and many minutes)."""
 
 import dataclasses
-import importlib.util
 import subprocess
 import sys
 
-from conftest import ROOT, make_cell
+from conftest import ROOT, benchmark, make_cell
 from dlperf.loaders import input_bound
 from dlperf.store.records import LoaderRecord
 
 SCRIPT = ROOT / "benchmarks" / "data_suite.py"
-
-
-def load():
-    spec = importlib.util.spec_from_file_location("data_suite", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def cell(workload, loader="", median_s=0.1, wait=None, alone=None, status="ok", error=None):
@@ -33,7 +25,7 @@ def columns(line: str) -> list[str]:
 
 
 def test_a_row_per_workload_with_the_best_setting_and_the_smallest_that_is_enough():
-    suite = load()
+    suite = benchmark("data_suite")
     cells = [
         # input-bound at w0 (40% wait); w1 waits 3%: enough, though w2 is faster still
         cell("alexnet-s"), cell("alexnet-s", "w0", 0.2, 0.40, 300), cell("alexnet-s", "w1", 0.104, 0.03, 600),

@@ -1,25 +1,16 @@
 """benchmarks/house.py: the package keeps the shape issue 28 gave it, and each count sees what it counts (a small
 package built to break every goal is found over them)."""
 
-import importlib.util
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, benchmark
 
 SCRIPT = ROOT / "benchmarks" / "house.py"
 
 
-def load():
-    spec = importlib.util.spec_from_file_location("house", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["house"] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_package_is_within_every_goal():
-    counts = load().count()
+    counts = benchmark("house").count()
     over = {name: n for name, (n, most) in counts.goals().items() if n > most}
     assert over == {}, (counts.bare_dicts, counts.long_files, counts.long_functions)
 
@@ -30,7 +21,7 @@ def test_the_script_says_so_and_exits_0():
 
 
 def test_every_goal_is_seen_broken(tmp_path):
-    house = load()
+    house = benchmark("house")
     (tmp_path / "runner").mkdir()
     keyed = "\n".join(f"x{i} = row['key{i}']" for i in range(house.KEYED_AT_START // 4 + 1))
     body = "\n".join(f"    a{i} = {i}" for i in range(house.MAX_FUNCTION_LINES))

@@ -2,26 +2,16 @@
 GPU cells measured by dlperf (the second validation set), holds the calibrated costs per kernel, and the H100 script
 predicts each measured cell (CUDA graphs as one launch, JAX apart) and calibrates from the eager/graph pairs."""
 
-import importlib.util
 import sys
 
 import pytest
 
-from conftest import ROOT
+from conftest import benchmark
 from dlperf.frameworks.common.ops import Count, Op
 from dlperf.predict import roofline
 
 pytest.importorskip("scipy")
-HERE = ROOT / "benchmarks"
 KERNELS = 100
-
-
-def load(name):
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def fake_counted(requests, timeout=None, timeout_flag=None):
@@ -57,7 +47,7 @@ T4,ResNet-50 v1.5,ImageNet,PyTorch (NGC 20.06),AMP (fp16) NCHW,128,train_through
 def test_the_fit_never_reads_the_gpu_cells_dlperf_measured_and_holds_the_calibrated_costs(
     tmp_path, monkeypatch, capsys
 ):
-    fit = load("predict_fit")
+    fit = benchmark("predict_fit")
     monkeypatch.setattr(fit.counting, "counted", fake_counted_with_a_batch_norm)  # its vectorized model is checked
     csv = tmp_path / "dev.csv"
     csv.write_text(GPU_DEV)
@@ -90,7 +80,7 @@ c,6,jax,resnet-56,fp32,128,,ok,0.0145
 
 @pytest.fixture
 def h100(tmp_path, monkeypatch):
-    module = load("predict_h100")
+    module = benchmark("predict_h100")
     asked = []
     monkeypatch.setattr(module.counting, "counted", lambda r, *a: asked.extend(r) or fake_counted(r))
     path = tmp_path / "cells.csv"
