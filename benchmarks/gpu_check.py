@@ -21,7 +21,8 @@ Sections, in order (--only takes a comma list of them):
     modes      tf32, bf16, bf16+channels_last, bf16+cuda_graphs on resnet-50 and resnet-56, against table7's fp32;
                fp32 and tf32 on resnet-50 b256, bound by its matrix products
     profile    `dlperf run --profile` of resnet-56 b128, resnet-50 b16 and b256: categories, kernels, verdicts, traces
-    peak       `dlperf peak --devices cuda:0`: bf16 matmul and bandwidth against the datasheet, copies, launch cost
+    peak       `dlperf peak --devices cuda:0`: bf16 matmul and bandwidth against the datasheet, copies, launch cost,
+               tf32 products faster than fp32's
     data       `dlperf data synth`, then loader cells w0 and w2+pin of fcn-r, resnet-56 and resnet-50 on CUDA
     jax        `--frameworks jax` on fcn-r and resnet-56 on CUDA, each against a plain JAX loop of the step dlperf
                builds (--plain-loop --framework jax)
@@ -359,7 +360,7 @@ def trace_events(path: str | None) -> int:
 
 
 def peak(c: Check) -> list:
-    rc, text = c.dlperf("peak", "--db", c.db, "--devices", c.device, "--dtypes", "bf16,fp32", "--max-time", "0.5",
+    rc, text = c.dlperf("peak", "--db", c.db, "--devices", c.device, "--dtypes", "bf16,fp32,tf32", "--max-time", "0.5",
                         "--format", "json", *(() if c.gpu else ("--threads", "1")))  # fmt: skip
     start = text.find("{")
     peaks = json.loads(text[start : text.rfind("}") + 1])["peaks"] if rc == 0 and start >= 0 else []

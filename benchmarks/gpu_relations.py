@@ -221,7 +221,18 @@ def peak_lines(peaks: list[dict], gpu: dict | None) -> list[Line]:
     cost = launch and launch["value"]
     lines.append(Line("peak", "launch cost per operator within 2-30 µs", within(cost, LAUNCH_S),
                       "-" if cost is None else f"{1e6 * cost:.2f} µs per operator", {"launch_s": cost}))  # fmt: skip
-    return lines
+    return [*lines, tf32_faster(by_kind.get(("matmul", "tf32")), by_kind.get(("matmul", "fp32")))]
+
+
+def tf32_faster(tf32: dict | None, fp32: dict | None) -> Line:
+    """The tf32 matmul peak (fp32 products on TensorFloat-32 tensor cores) above fp32's: what a tf32 cell's
+    utilization is held against is what the flag turns on."""
+    check = "tf32 matmul faster than fp32's"
+    if not (tf32 and fp32 and tf32.get("value") and fp32.get("value")):
+        return Line("peak", check, False, f"tf32 {tf32 and tf32.get('value')}, fp32 {fp32 and fp32.get('value')}")
+    ratio = tf32["value"] / fp32["value"]
+    figures = f"{tf32['value'] / 1e12:.1f} against {fp32['value'] / 1e12:.1f} TFLOP/s: {ratio:.1f}x"
+    return Line("peak", check, ratio > 1, figures, {"tf32": tf32["value"], "fp32": fp32["value"]})
 
 
 def fraction(what: str, value: float | None, sheet: float | None, unit: float, label: str, gpu: str) -> Line:

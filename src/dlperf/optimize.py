@@ -205,9 +205,9 @@ def candidates_of(
             s = speedup(base, samples[cell.key])
             cand.speedup, cand.ci_low, cand.ci_high = s.ratio, s.low, s.high
         if peaks and cell.ok:
-            from dlperf.report.utilization import utilization
+            from dlperf.report.utilization import cell_utilization
 
-            cand.utilization = utilization(cell.flops_by_dtype, cell.median_s, peaks)
+            cand.utilization = cell_utilization(cell, peaks)
         out.append(cand)
     _paybacks(out)
     return out

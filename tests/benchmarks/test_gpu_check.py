@@ -243,8 +243,9 @@ def test_a_profile_that_failed_is_one_fail_line():
     assert not rel.profile_lines({"r": profiled(step_s=0)}, {})[0].passed
 
 
-def peaks(matmul=790e12, bandwidth=3.0e12, pinned=25e9, pageable=10e9, dispatch=5e-6):
+def peaks(matmul=790e12, bandwidth=3.0e12, pinned=25e9, pageable=10e9, dispatch=5e-6, tf32=300e12):
     rows = [{"kind": "matmul", "dtype": "fp32", "value": 60e12, "detail": {}},
+            {"kind": "matmul", "dtype": "tf32", "value": tf32, "detail": {}},
             {"kind": "matmul", "dtype": "bf16", "value": matmul, "detail": {}},
             {"kind": "bandwidth", "dtype": None, "value": bandwidth, "detail": {}},
             {"kind": "h2d", "dtype": None, "value": 1e9, "detail": {"bytes": 2**20, "pinned": True}},
@@ -260,26 +261,29 @@ def test_peak_lines_pass_figures_near_the_datasheet():
     """bf16 matmul at 80% and bandwidth at 90% of the H100's datasheet, pinned copies faster at the largest size
     measured both ways (64 MiB: not 1 MiB, nor the 256 MiB measured pinned only), 5 µs per launch."""
     lines = rel.peak_lines(peaks(), GPU)
-    assert [line.passed for line in lines] == [True] * 4
+    assert [line.passed for line in lines] == [True] * 5
     assert "790.0 of 989.4 TFLOP/s (H100-SXM5-80GB): 80%" in lines[0].figures and "90%" in lines[1].figures
+    assert lines[4].figures == "300.0 against 60.0 TFLOP/s: 5.0x"
     assert lines[2].data["bytes"] == 2**26 and "at 64 MiB" in lines[2].figures
 
 
 @pytest.mark.parametrize(
     "changed, failed",
     [({"matmul": 400e12}, 0), ({"bandwidth": 1.0e12}, 1), ({"pinned": 5e9}, 2), ({"dispatch": 1e-6}, 3),
-     ({"dispatch": 50e-6}, 3)],
+     ({"dispatch": 50e-6}, 3), ({"tf32": 55e12}, 4), ({"tf32": None}, 4)],
 )  # fmt: skip
 def test_peak_lines_fail_each_figure_out_of_bounds(changed, failed):
-    """A bf16 matmul at 40%, bandwidth at 30%, pinned slower than pageable, a launch of 1 or 50 µs: that line FAILs."""
+    """A bf16 matmul at 40%, bandwidth at 30%, pinned slower than pageable, a launch of 1 or 50 µs, tf32 no faster
+    than fp32 or not measured: that line FAILs."""
     lines = rel.peak_lines(peaks(**changed), GPU)
-    assert [line.passed for line in lines] == [i != failed for i in range(4)]
+    assert [line.passed for line in lines] == [i != failed for i in range(5)]
 
 
 def test_peak_lines_fail_without_a_datasheet_row_or_copies():
     """No datasheet row for the GPU: the two fractions FAIL; no h2d rows: the copy line FAILs."""
     lines = rel.peak_lines(peaks(), None)
-    assert [line.passed for line in lines] == [False, False, True, True] and "no datasheet row" in lines[0].figures
+    assert [line.passed for line in lines] == [False, False, True, True, True]
+    assert "no datasheet row" in lines[0].figures
     copies = rel.peak_lines([p for p in peaks() if p["kind"] != "h2d"], GPU)[2]
     assert not copies.passed and copies.figures == "no host->device copies measured"
 

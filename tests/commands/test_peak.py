@@ -173,6 +173,22 @@ def test_a_size_too_slow_for_max_time_is_skipped_and_a_dtype_the_device_cannot_d
     assert entry.keys() == {"unsupported"} and "bool" in entry["unsupported"]
 
 
+def test_tf32_is_a_cuda_gpus_and_its_flag_is_set_only_for_its_own_products():
+    """On a CPU tf32 is unsupported, saying why, and cuBLAS's flag is left alone; `dlperf peak` asks for tf32 by
+    default only where a device is a CUDA GPU."""
+    torch = require("torch")
+    from dlperf.commands.peak import DEFAULT_DTYPES, default_dtypes
+    from dlperf.frameworks.torch import peak as torch_peak
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    entry = torch_peak.matmul_peak(torch.device("cpu"), "tf32", [64], torch_peak.timer_config(0.05), lambda: None)
+    assert entry == {"unsupported": "tf32 is CUDA's (fp32 products on TensorFloat-32 tensor cores), not cpu's"}
+    with torch_peak.tensor_float32(torch.device("cpu"), not before):
+        assert torch.backends.cuda.matmul.allow_tf32 == before  # not a CUDA device: untouched
+    assert default_dtypes(("cpu",)) == DEFAULT_DTYPES == ("fp32", "bf16", "fp16")
+    assert default_dtypes(("cpu", "cuda:0")) == ("fp32", "bf16", "fp16", "tf32")
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # The command line
 
@@ -299,6 +315,26 @@ def test_utilization_is_time_at_peak_over_measured_time():
     # autocast: most FLOPs in bf16 at its own peak, the rest in fp32: (8e10 / 4e11 + 1e10 / 1e11) / 0.6 s
     assert utilization({"bf16": 8e10, "fp32": 1e10}, 0.6, peaks) == pytest.approx((0.2 + 0.1) / 0.6)
     assert utilization({"bf16": 8e10, "fp16": 0}, 0.4, peaks) == pytest.approx(0.5)  # no fp16 work: no peak needed
+
+
+def test_a_tf32_cells_fp32_work_is_held_against_the_tf32_peak_on_a_gpu():
+    """The H200's resnet-50 tf32 step (388.8 GFLOP in 24.6 ms) read 31% of a 51 TFLOP/s fp32 peak; its products ran
+    on the TensorFloat-32 units: against a 400 TFLOP/s tf32 peak, 4%. Without a tf32 peak: no figure."""
+    from conftest import make_cell
+    from dlperf.report.utilization import cell_utilization, held_flops
+
+    peaks = {"fp32": 51e12, "tf32": 400e12, "bf16": 680e12}
+    tf32 = make_cell("resnet-50", device="cuda:0", mode="tf32", median_s=0.0246, flops_by_dtype={"fp32": 388.8e9})
+    assert held_flops(tf32.flops_by_dtype, tf32.mode, tf32.device) == {"tf32": 388.8e9}
+    assert cell_utilization(tf32, peaks) == pytest.approx(388.8e9 / 400e12 / 0.0246)
+    assert cell_utilization(tf32, {"fp32": 51e12}) is None  # never the fp32 peak's 31% instead
+    fp32 = replace(tf32, mode="fp32")
+    assert cell_utilization(fp32, peaks) == pytest.approx(388.8e9 / 51e12 / 0.0246)
+    mixed = replace(tf32, mode="bf16+tf32", flops_by_dtype={"bf16": 3e11, "fp32": 1e9})
+    assert held_flops(mixed.flops_by_dtype, mixed.mode, mixed.device) == {"bf16": 3e11, "tf32": 1e9}
+    on_cpu = replace(tf32, device="cpu")
+    assert held_flops(on_cpu.flops_by_dtype, on_cpu.mode, on_cpu.device) == {"fp32": 388.8e9}
+    assert cell_utilization(replace(tf32, status=Status.FAILED), peaks) is None
 
 
 def test_reduced_precision_work_is_held_against_the_faster_of_its_peak_and_fp32s():

@@ -25,7 +25,8 @@ if TYPE_CHECKING:
     from dlperf.store.machine import MeasuredPeak
 
 FRAMEWORK = "torch"  # the framework `dlperf peak` measures with
-DTYPES = ("fp32", "bf16", "fp16")
+DTYPES = ("fp32", "tf32", "bf16", "fp16")
+DEFAULT_DTYPES = ("fp32", "bf16", "fp16")  # and tf32 where a device is a CUDA GPU (`default_dtypes`)
 DEFAULT_SIZES = (1024, 2048, 4096)
 DEFAULT_BANDWIDTH_MIB = 256  # three arrays of this size: far above any last-level cache, so DRAM is what is timed
 COPY_SMALLEST = 4 * 2**10  # the copy sweep's first size: 4 KiB, then 4 times that, ...
@@ -62,7 +63,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=whole_list("--threads"),
         help="CPU thread counts, e.g. 1,2,8 (default: 1, 2, 4, ... up to the cores)",
     )
-    p.add_argument("--dtypes", default=",".join(DTYPES), help=f"matmul dtypes (default: {','.join(DTYPES)})")
+    p.add_argument(
+        "--dtypes",
+        help=f"matmul dtypes of {', '.join(DTYPES)} (tf32: fp32 products on a CUDA GPU's "
+        f"TensorFloat-32 tensor cores; default: {','.join(DEFAULT_DTYPES)}, and tf32 on a CUDA device)",
+    )
     p.add_argument(
         "--sizes",
         type=whole_list("--sizes"),
@@ -103,16 +108,22 @@ def parse_dtypes(text: str) -> tuple[str, ...]:
     return picked(text, "--dtypes", DTYPES, "dtype")
 
 
+def default_dtypes(devices: tuple[str, ...]) -> tuple[str, ...]:
+    """DEFAULT_DTYPES, with tf32 where any device is a CUDA GPU (a `tf32` cell's utilization is held against it)."""
+    return DEFAULT_DTYPES + (("tf32",) if any(d.split(":")[0] == "cuda" for d in devices) else ())
+
+
 def options(args) -> PeakOptions:
     """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
     from dlperf.runner.peak import copy_sizes
     from dlperf.spec import parse_devices
 
     fits(args)
+    devices = parse_devices(args.devices)
     return PeakOptions(
-        devices=parse_devices(args.devices),
+        devices=devices,
         threads=args.threads,
-        dtypes=parse_dtypes(args.dtypes),
+        dtypes=default_dtypes(devices) if args.dtypes is None else parse_dtypes(args.dtypes),
         sizes=tuple(sorted(args.sizes)),
         bandwidth_bytes=args.bandwidth_mib * 2**20,
         copy_sizes=tuple(copy_sizes(COPY_SMALLEST, args.copies_mib * 2**20)) if args.copies_mib else (),

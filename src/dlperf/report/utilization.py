@@ -6,6 +6,10 @@ the share of the step the model's arithmetic would take if every FLOP ran at the
 for the same device and thread count (a 1-thread cell is held against the 1-thread peak). Measured, not taken from a
 datasheet: on one CPU bf16 is several times faster than fp32, on another fp16 runs at a few GFLOP/s.
 
+A `tf32` cell's fp32 FLOPs run on a CUDA GPU's TensorFloat-32 tensor cores, so they are held against the tf32 peak
+(`dlperf peak --devices cuda --dtypes tf32`; none stored: no figure), not the fp32 one of the CUDA cores: on an H200
+resnet-50's tf32 step read 31% of the fp32 peak, 15.8 TFLOP/s where the TF32 units offer several times the fp32 rate.
+
 A reduced-precision FLOP is held against the faster of its own peak and fp32's: where bf16 has no native kernel, a
 framework may compute bf16 work in fp32 (oneDNN's convolutions do), and against the emulated bf16 matmul peak such a
 step once showed a utilization of 342%. Above 100% after that, the stored peak is too low for this machine (measured
@@ -151,8 +155,22 @@ def attach_utilization(store: Store, fingerprint: dict, cells: list[CellRecord])
         if where not in cache:
             cache[where] = peak_lookup(store, fingerprint, *where)
         found |= bool(cache[where])
-        cell.utilization = utilization(cell.flops_by_dtype, cell.median_s, cache[where]) if cell.ok else None
+        cell.utilization = cell_utilization(cell, cache[where])
     return found
+
+
+def cell_utilization(cell: CellRecord, peaks: dict) -> float | None:
+    """A cell's `utilization`, its FLOPs held against the peaks of the units its mode runs them on (`held_flops`)."""
+    if not cell.ok:
+        return None
+    return utilization(held_flops(cell.flops_by_dtype, cell.mode, cell.device), cell.median_s, peaks)
+
+
+def held_flops(flops_by_dtype: dict[str, int] | None, mode: str, device: str) -> dict[str, int] | None:
+    """The FLOPs by the peak they are held against: a CUDA `tf32` cell's fp32 FLOPs under "tf32"."""
+    if not flops_by_dtype or "tf32" not in mode.split("+") or _is_cpu(device) or "fp32" not in flops_by_dtype:
+        return flops_by_dtype
+    return {("tf32" if dtype == "fp32" else dtype): flops for dtype, flops in flops_by_dtype.items()}
 
 
 def cells_busy_notes(store: Store, fingerprint: dict, cells: list[CellRecord]) -> list[str]:

@@ -13,6 +13,7 @@ Imports the standard library, torch and dlperf's standard-library-only modules, 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -28,7 +29,8 @@ from dlperf.measure.timer import TimerConfig, sample, timed_step, warm_up
 
 __all__ = ["DTYPES", "configure_threads", "measure_peaks"]  # configure_threads: the peak worker sizes the pools
 
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+TF32 = "tf32"  # fp32 products on TensorFloat-32 tensor cores: CUDA's only
 LADDER_START = 128  # small products, doubled up to the first size: does the dtype work, and how fast?
 SLOW_CALL_FACTOR = 4  # a size whose one product would take longer than this many max_times is skipped
 MIN_STEP_S = 1e-3  # fast calls are timed several to a step, so the clock and the syncs stay below ~1% of a step
@@ -100,7 +102,29 @@ def _own_cpu_s() -> float:
 def matmul_peak(dev: torch.device, name: str, sizes: list[int], cfg: TimerConfig, sync) -> dict[str, Any]:
     """The best median throughput of `torch.mm(a, b, out=c)` over `sizes` (ascending), every size's figures kept.
 
-    An entry `{"unsupported": reason}` when the device cannot multiply this dtype."""
+    An entry `{"unsupported": reason}` when the device cannot multiply this dtype. `tf32`: fp32 operands on CUDA with
+    TensorFloat-32 allowed; every other dtype with it refused, whatever the process had set."""
+    if name == TF32 and dev.type != "cuda":
+        return {"unsupported": f"tf32 is CUDA's (fp32 products on TensorFloat-32 tensor cores), not {dev.type}'s"}
+    with tensor_float32(dev, name == TF32):
+        return _matmul_peak(dev, name, sizes, cfg, sync)
+
+
+@contextlib.contextmanager
+def tensor_float32(dev: torch.device, allowed: bool):
+    """cuBLAS's TensorFloat-32 for fp32 products on `dev` set to `allowed` for the block, then restored."""
+    if dev.type != "cuda":
+        yield
+        return
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = allowed
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
+def _matmul_peak(dev: torch.device, name: str, sizes: list[int], cfg: TimerConfig, sync) -> dict[str, Any]:
     dtype = DTYPES[name]
     longest = SLOW_CALL_FACTOR * cfg.max_time
     try:
