@@ -47,6 +47,7 @@ class Options:
     epochs: float | None = None
     timeout: float = 600.0  # seconds per measuring process, and the operator count's
     data: str = DATA_SYNTHETIC  # --data: a directory of datasets also measures the loader (`Feed`)
+    loaders: str | tuple[str, ...] | None = None  # --loaders: the settings the loader search tries
 
 
 @dataclass(frozen=True)
@@ -84,17 +85,18 @@ def check(opts: Options) -> tuple[tuple, float | None]:
     """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
     command): the workload's name, the GPUs (default: those with a price), the deadline, the work."""
     from dlperf.predict import cost, gpus
-    from dlperf.spec import parse_data, parse_workload
+    from dlperf.spec import make_spec, parse_workload
 
     if "," in opts.workload:
         raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
-    parse_workload(opts.workload, None)
+    parse_workload(opts.workload, None)  # the positional's own error, before the spec's --workloads one
+    spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders)  # --data, --loaders as `dlperf run` checks
+    opts.data, opts.loaders = spec.data, spec.loaders
     if not opts.budget_s > 0:
         raise UsageError("--budget must be above zero seconds")
     if opts.samples is not None and opts.epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
     chosen = gpus.parse_gpus(opts.gpus) if opts.gpus is not None else default_gpus()  # --gpu '' is refused
-    opts.data = parse_data(opts.data)
     deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
     return chosen, deadline
 
@@ -133,7 +135,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
     left = opts.budget_s - (time.monotonic() - start)
-    exit_code, feed = side.exit_code, None
+    exit_code, feed, real_data = side.exit_code, None, opts.data != DATA_SYNTHETIC
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif left >= MIN_SEARCH_S:
@@ -141,8 +143,8 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
         runs.append(search.run_id)
         exit_code = max(exit_code, search.exit_code)
         cell = _best_cell(db, search) or cell
-        feed = _feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else None
-        if opts.data != DATA_SYNTHETIC and feed is None:
+        feed = _feed(db, search.run_id) if real_data else None
+        if real_data and feed is None:
             notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
                          "(raise --budget)")  # fmt: skip
         notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
@@ -150,7 +152,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
             notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
     else:
         notes.append(f"the mode search skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
-        if opts.data != DATA_SYNTHETIC:
+        if real_data:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
     costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
@@ -232,7 +234,7 @@ def _search(opts: Options, threads: int, budget_s: float, db: str):
 
     return optimize.optimize(
         optimize.Options(opts.workload, threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
-                         compile_timeout=min(opts.timeout, budget_s), data=opts.data),
+                         compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders),
         db,
     )  # fmt: skip
 

@@ -29,6 +29,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         (["--budget", "0"], ["--budget"]),
         (["--gpu-specs", str(bad)], ["--gpu-specs"]),
         (["--data", str(tmp_path / "none")], ["--data", "no such directory"]),
+        (["--loaders", "w2"], ["--loaders", "--data DIR"]),  # a loader reads real data
     ]
     db = tmp_path / "x.db"
     for extra, fragments in cases:

@@ -21,6 +21,7 @@ DESCRIPTION = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.advise import BUDGET_S
     from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
+    from dlperf.commands.run import add_data_flags
 
     p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help="comma list of GPUs of the table (dlperf predict --list-gpus; default: every GPU "
@@ -33,10 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
-    p.add_argument("--data", default="synthetic", metavar="DIR", help="your dataset's directory (MNIST, CIFAR-10, "
-                   "PTB, an ImageNet folder, as `dlperf data synth DIR` writes them): the loader is also searched, and "
-                   "the answer says how fast one loading process prepares batches here and about how many each GPU "
-                   "needs (default: synthetic, no loader)")  # fmt: skip
+    add_data_flags(p)  # with real data the loader is searched too, and the answer says how many processes feed a GPU
     add_format(p, "text", "json")
 
 
@@ -49,7 +47,7 @@ def run(args) -> int:
     gpus.use_specs(args.gpu_specs)  # the files first: a wrong one is one line, nothing run or stored
     prices.use_prices(args.prices)
     opts = advise.Options(args.workload, args.gpu, args.budget, args.deadline, args.samples, args.epochs,
-                          args.timeout, args.data)  # fmt: skip
+                          args.timeout, args.data, args.loaders)  # fmt: skip
     answer = advise.advise(opts, db_path(args), ["dlperf", *sys.argv[1:]])
     if args.format == "json":
         import json

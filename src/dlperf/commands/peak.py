@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlperf.commands.common import add_format, db_path, picked, real, whole, whole_list
-from dlperf.vocab import ExitCode, Status
+from dlperf.vocab import DeviceKind, ExitCode, Status
 
 if TYPE_CHECKING:
     from dlperf.answers import CopyFigure
@@ -110,7 +110,7 @@ def parse_dtypes(text: str) -> tuple[str, ...]:
 
 def default_dtypes(devices: tuple[str, ...]) -> tuple[str, ...]:
     """DEFAULT_DTYPES, with tf32 where any device is a CUDA GPU (a `tf32` cell's utilization is held against it)."""
-    return DEFAULT_DTYPES + (("tf32",) if any(d.split(":")[0] == "cuda" for d in devices) else ())
+    return DEFAULT_DTYPES + (("tf32",) if any(d.split(":")[0] == DeviceKind.CUDA for d in devices) else ())
 
 
 def options(args) -> PeakOptions:

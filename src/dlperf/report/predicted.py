@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from dlperf.errors import UnreadableRow
 from dlperf.predict import roofline
@@ -61,10 +62,10 @@ def with_loader(cell: CellRecord, p: PredictionRecord) -> Fed | None:
     return Fed(step_s, loader_s, serial, "input" if loader_s > p.step_s else p.bound)
 
 
-def step_and_bound(cell: CellRecord, p: PredictionRecord) -> tuple[float, str]:
+def step_and_bound(cell: CellRecord, p: PredictionRecord, fed: Fed | None = None) -> tuple[float, str]:
     """What the cell's measurement is set against: the predicted step and its bound, with its loader where it has
-    one."""
-    fed = with_loader(cell, p)
+    one (`fed`, when the caller has it already)."""
+    fed = fed or with_loader(cell, p)
     return (fed.step_s, fed.bound) if fed else (p.step_s, p.bound)
 
 
@@ -80,9 +81,17 @@ class Row:
     cell: CellRecord
     prediction: PredictionRecord
 
+    @cached_property
+    def fed(self) -> Fed | None:
+        return with_loader(self.cell, self.prediction)
+
+    @property
+    def step_and_bound(self) -> tuple[float, str]:
+        return step_and_bound(self.cell, self.prediction, self.fed)
+
     @property
     def error(self) -> float:
-        return relative_error(step_and_bound(self.cell, self.prediction)[0], self.cell.median_s)
+        return relative_error(self.step_and_bound[0], self.cell.median_s)
 
     @property
     def not_modelled(self) -> list[str]:
@@ -91,17 +100,16 @@ class Row:
     def line(self) -> str:
         c, p = self.cell, self.prediction
         modelled = f" (as {p.mode}: {', '.join(self.not_modelled)} not modelled)" if self.not_modelled else ""
-        fed = with_loader(c, p)
         loader = f" {c.loader}" if c.loader else ""
         return (f"predicted: {c.workload} {c.mode}{loader} on {c.device}: measured {seconds(c.median_s)}, predicted "
-                f"{seconds(p.step_s)} on {p.gpu}{modelled}{f', {fed.said()}' if fed else ''} "
-                f"({100 * self.error:+.0f}%), {step_and_bound(c, p)[1]}-bound")  # fmt: skip
+                f"{seconds(p.step_s)} on {p.gpu}{modelled}{f', {self.fed.said()}' if self.fed else ''} "
+                f"({100 * self.error:+.0f}%), {self.step_and_bound[1]}-bound")  # fmt: skip
 
     def values(self) -> list[str]:
         """The row's texts, in HEAD's order."""
         c, p = self.cell, self.prediction
         not_modelled = f"{', '.join(self.not_modelled)} (predicted as {p.mode})" if self.not_modelled else "-"
-        step, bound = step_and_bound(c, p)
+        step, bound = self.step_and_bound
         mode = f"{c.mode} data:{c.loader}" if c.loader else c.mode
         return [c.workload, mode, c.device, p.gpu, seconds(c.median_s), seconds(step),
                 f"{100 * self.error:+.0f}%", bound, not_modelled]  # fmt: skip
