@@ -13,7 +13,7 @@ measured:
     OUT/gpu_check.log    every command, its exit code and its output
 
 CUDA cells fork from a warm parent that never initialized the CUDA driver, as dlperf's default is (table7 says whether
-each did), which saves most of each GPU cell's start; compiled cells start cold, so that path runs too.
+each did), which saves most of each GPU cell's start, compiled cells' included; JAX's cells start cold.
 
 Sections, in order (--only takes a comma list of them):
     table7     the seven networks at the paper's batch in fp32 (`dlperf run --devices cuda:0`), each against a
@@ -208,6 +208,25 @@ class Check:
             (self.out / "cells.jsonl").write_text("\n".join(json.dumps(c) for c in self.cells("all")) + "\n")
             with closing(sqlite3.connect(self.db)) as source, closing(sqlite3.connect(self.out / "check.db")) as copy:
                 source.backup(copy)  # what a later `--resume OUT` starts from
+        copy_new(data_dir() / "cache", self.out / "cache")  # and the answers it need not ask again
+
+
+def data_dir() -> Path:
+    from dlperf import envs
+
+    return envs.data_dir()
+
+
+def copy_new(source: Path, target: Path) -> None:
+    """Every file under `source` that `target` lacks, copied there: dlperf's caches (`cache/probe`, the planning
+    probe's answers, and `cache/opcounts`, the predictions' operator counts; each under a key that is checked when it
+    is read), so a resumed check neither imports PyTorch to ask what the machine has nor counts again what was
+    counted (on the H200, 6-18 s of each run's start)."""
+    for path in source.rglob("*"):
+        to = target / path.relative_to(source)
+        if path.is_file() and not to.exists() and not path.name.startswith("."):
+            to.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, to)
 
 
 def _text(b) -> str:
@@ -429,9 +448,15 @@ def predicted(c: Check) -> list:
 def tests(c: Check) -> list:
     env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--durations=12", str(ROOT / "tests")]  # fmt: skip
+           "--durations=12", *map(str, gpu_test_files(ROOT / "tests"))]  # fmt: skip
     rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)
     return rel.tests_lines(rc, text, gpus_here(c))
+
+
+def gpu_test_files(tests: Path) -> list[Path]:
+    """The test files that mark a test `gpu` (`pytest.mark.gpu`, `mark.gpu(2)`, `marks=pytest.mark.gpu`): pytest
+    collects only these, not the 2,000 other tests' files and what they import (8 s of collection on 2 cores)."""
+    return sorted(p for p in tests.rglob("test_*.py") if "mark.gpu" in p.read_text())
 
 
 def gpus_here(c: Check) -> int:
@@ -605,7 +630,8 @@ def release(device: str) -> None:
 
 def previous(folder: Path, work: Path) -> list:
     """An earlier check's lines (FOLDER/gpu_check.json), each marked with the commit it was measured at, and its
-    store copied into this check's work folder, unless that holds one already."""
+    store copied into this check's work folder, unless that holds one already; its caches (FOLDER/cache) join this
+    check's."""
     try:
         data = json.loads((folder / "gpu_check.json").read_text())
     except (OSError, ValueError) as exc:
@@ -613,6 +639,7 @@ def previous(folder: Path, work: Path) -> list:
     at = data["header"].get("commit") or "unknown"
     if (folder / "check.db").exists() and not (work / "check.db").exists():
         shutil.copyfile(folder / "check.db", work / "check.db")
+    copy_new(folder / "cache", data_dir() / "cache")
     return [rel.Line(**{**line, "at": line.get("at") or at}) for line in data["lines"]]
 
 

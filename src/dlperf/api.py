@@ -76,6 +76,7 @@ def run(
     try:
         session = Session.create(store, spec, plan.env, plan.cores, argv or sys.argv, plan.cells, plan.workloads)
         if spec.predict:
+            session.warm_up(plan.tasks)  # its imports overlap the predictions' operator count (issue 27: ~9 s a run)
             predict(session, plan, warn)
         return _execute(session, plan.tasks, plan, progress)
     finally:

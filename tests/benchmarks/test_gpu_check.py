@@ -564,6 +564,42 @@ def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_it
         gpu_check.previous(tmp_path / "nowhere", work)
 
 
+def test_a_check_keeps_dlperfs_caches_beside_its_table_and_a_resumed_one_takes_them(tmp_path, monkeypatch):
+    """The planning probe's answers and the operator counts go to OUT/cache with the table; `--resume OUT` adds
+    those its own caches lack (an entry of the same name it holds is its own), not the writers' temporary files."""
+    data, out, later = tmp_path / "data", tmp_path / "out", tmp_path / "later"
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(data))
+    (data / "cache" / "opcounts").mkdir(parents=True)
+    (data / "cache" / "opcounts" / "abc.b16.json").write_text("count")
+    (data / "cache" / "opcounts" / ".tmp-123").write_text("half")
+    check = gpu_check.Check(out, tmp_path / "work", "cpu", gpu_check.QUICK, 10.0)
+    out.mkdir()
+    check.write()
+    assert sorted(p.name for p in (out / "cache").rglob("*") if p.is_file()) == ["abc.b16.json"]
+    (out / "gpu_check.json").write_text(json.dumps({"header": {"commit": "abc"}, "lines": []}))
+    (out / "cache" / "probe").mkdir()
+    (out / "cache" / "probe" / "torch-1.json").write_text("answer")
+    (out / "cache" / "opcounts" / "abc.b16.json").write_text("the earlier count")
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(later))
+    (later / "cache" / "opcounts").mkdir(parents=True)
+    (later / "cache" / "opcounts" / "abc.b16.json").write_text("its own")
+    gpu_check.previous(out, tmp_path / "work")
+    assert (later / "cache" / "probe" / "torch-1.json").read_text() == "answer"
+    assert (later / "cache" / "opcounts" / "abc.b16.json").read_text() == "its own"
+
+
+@pytest.mark.slow  # pytest collects every test
+def test_the_tests_section_collects_only_the_files_that_mark_a_test_gpu():
+    """Every test pytest selects with `-m gpu` is in a file the tests section names, and those files are few."""
+    files = gpu_check.gpu_test_files(ROOT / "tests")
+    collect = ["--collect-only", "-q", "-m", "gpu", "-p", "no:cacheprovider", "-o", "addopts=", str(ROOT / "tests")]
+    done = subprocess.run([sys.executable, "-m", "pytest", *collect], capture_output=True, text=True, cwd=ROOT,
+                          timeout=300)  # fmt: skip
+    marked = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+    assert marked and {ROOT / m for m in marked} <= set(files), done.stdout[-2000:]
+    assert len(files) < 20
+
+
 def test_parse_refuses_an_unknown_section_and_wants_out(capsys):
     """--only takes the known sections (spaces allowed), an unknown one is a usage error, and OUT is required
     unless the script runs its plain loop."""

@@ -21,6 +21,7 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, ProfileTask, Sampled, first
 from dlperf.runner import launch as launching
 from dlperf.runner import warm
+from dlperf.runner.tasks import Task, processes
 from dlperf.workloads import BUILTIN
 
 
@@ -55,7 +56,7 @@ def task(**fields) -> CellTask:
             if not sys.platform.startswith("linux")
             else "a mps cell starts cold: only CPU and CUDA cells fork",
         ),
-        ({"mode": "bf16+compile"}, {}, "a compiled cell starts cold, with its own empty compiler caches"),
+        ({"mode": "bf16+compile"}, {}, None),  # it compiles with its own empty caches all the same
         ({"memory_limit": 1 << 30}, {}, "--max-memory is set before the framework is imported"),
         ({}, {"DLPERF_NO_WARM": "1"}, "DLPERF_NO_WARM is set"),
     ],
@@ -70,25 +71,51 @@ def test_which_cells_fork_and_why_the_others_start_cold(monkeypatch, fields, env
 
 def test_a_run_starts_a_warm_parent_before_the_second_process_that_may_fork(monkeypatch):
     """`warm.prepare` counts a run's processes that may fork as they are asked for (a sweep all at once, a search
-    candidate by candidate) and starts a parent once a framework has two: one alone would gain nothing."""
+    candidate by candidate; a process asked again is counted once) and starts a parent once a framework has two: one
+    alone would gain nothing."""
     began = []
     monkeypatch.setattr(warm, "start", lambda python, framework: began.append(framework))
     one, other = make_cell("tiny-fcn-r"), make_cell("tiny-alexnet-r", threads=2)
-    compiled, mps = make_cell("tiny-fcn-r", mode="bf16+compile"), make_cell("tiny-fcn-r", device="mps")
-    asked = Counter()
-    warm.prepare([one, compiled, mps], None, asked)  # the compiled and the MPS cell start cold
-    assert began == [] and asked == {"torch": 1}
-    warm.prepare([other], None, asked)  # the run's second: a parent, before it starts
-    assert began == ["torch"]
-    began.clear()
-    warm.prepare([one, make_cell("tiny-fcn-r", device="cuda:0")], None, Counter())  # a CUDA cell forks too
-    assert began == ["torch"]
-    began.clear()
-    warm.prepare([one, one], None, Counter())  # two repeats (or a cell and its profile) at once
-    assert began == ["torch"]
-    began.clear()
-    warm.prepare([one, other], 1 << 30, Counter())  # --max-memory: cold
+    mps, replicas = make_cell("tiny-fcn-r", device="mps"), make_cell("tiny-fcn-r", nproc=2)
+    asked = {}
+    warm.prepare({1: one, 2: mps, 3: replicas}, None, asked)  # the MPS cell and the replicas start cold
+    assert began == [] and asked == {1: "torch"}
+    warm.prepare({1: one}, None, asked)  # the same process asked again (the run's start, then its sweep)
     assert began == []
+    warm.prepare({4: other}, None, asked)  # the run's second: a parent, before it starts
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare({1: one, 2: make_cell("tiny-fcn-r", device="cuda:0")}, None, {})  # a CUDA cell forks too
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare(processes([Task(one, 0), Task(one, 1)]), None, {})  # two repeats of one cell
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare(processes([Task(one, 0)], profile=True), None, {})  # a cell and its profile
+    assert began == ["torch"]
+    began.clear()
+    warm.prepare({1: one, 2: other}, 1 << 30, {})  # --max-memory: cold
+    assert began == []
+
+
+def test_dlperf_run_starts_its_warm_parent_before_predicting(monkeypatch, tmp_path):
+    """A run's warm parent imports while the run predicts its GPU cells (a probe child counting their operators: on
+    the H200, 10-18 s that the parent's 9 s of imports then followed), not after."""
+    from dlperf import api
+
+    require("torch")
+    started = []
+    monkeypatch.setattr(warm, "start", lambda python, framework: started.append(framework))
+    seen = []
+
+    def predictions(cells, workloads, env):
+        seen.append(list(started))
+        raise KeyboardInterrupt  # nothing is measured: what matters is what had started by now
+
+    monkeypatch.setattr(api.gpu_predictions, "predictions", predictions)
+    with pytest.raises(KeyboardInterrupt):
+        api.run(["tiny-fcn-r", "tiny-alexnet-r"], db=str(tmp_path / "t.db"), threads=[1], devices=["cpu"])
+    assert seen == [["torch"]]
 
 
 def test_one_cell_starts_cold_and_two_fork_both(tmp_path):

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ from dlperf.protocol import Cell, CellTask
 from dlperf.runner import collect, warm
 from dlperf.runner.launch import launch
 from dlperf.runner.sweep import interpreter_for
-from dlperf.runner.tasks import Task
+from dlperf.runner.tasks import Task, processes
 from dlperf.store import Store
 
 PILOT_TIMER = TimerConfig(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1)  # one step each, whatever it takes
@@ -134,7 +133,7 @@ def estimate(
     from a warm parent where the run would start one (`warm.prepare`), else cold."""
     unknown = [t for t in tasks if not known.get(t.cell.key)]
     if unknown:
-        warm.prepare([t.cell for t in tasks], memory_limit, Counter())
+        warm.prepare(processes(tasks), memory_limit, {})
     pilots: dict[tuple, Pilot] = {}
     pilot_s = 0.0
     for key, cell in pilot_cells([t.cell for t in unknown], cores).items():

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -39,7 +38,7 @@ class Session:
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
     deadline: float | None = None  # time.monotonic() at which a search's --budget runs out: no child outlives it
-    forkable: Counter = field(default_factory=Counter)  # its processes that may fork, per framework (`warm.prepare`)
+    forkable: dict = field(default_factory=dict)  # its processes that may fork: identity -> framework (`warm.prepare`)
 
     @classmethod
     def create(
@@ -79,6 +78,11 @@ class Session:
         progress = progress_factory(len(to_profile) + len(tasks))
         with progress:
             return sweep.execute(run, tasks, progress, last=last, to_profile=to_profile)
+
+    def warm_up(self, tasks: list[Task]) -> None:
+        """Start now the warm parents `tasks` will fork from (none where fewer than two may fork): their imports
+        overlap what comes before the first process (`dlperf run`'s predictions). Else `measure` starts them."""
+        sweep.warm_up(self, tasks)
 
     def take_up_kept(self) -> int:
         """Store what a refusing store kept beside it for this run (`store/spill.py`); how many."""

@@ -7,7 +7,6 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from collections.abc import Callable
 from typing import Protocol
 
@@ -22,7 +21,7 @@ from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
 from dlperf.runner.launch import launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
-from dlperf.runner.tasks import Task, schedule
+from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
 from dlperf.store.location import resume_command
@@ -45,7 +44,7 @@ class SweepContext(Protocol):
     workloads: dict[str, dict]  # cell key -> workload JSON
     cores: int
     deadline: float | None  # time.monotonic() past which no child runs (a search's --budget); None: no such end
-    forkable: Counter  # the run's processes so far that may fork, per framework (`warm.prepare`)
+    forkable: dict  # the run's processes so far that may fork: identity -> framework (`warm.prepare`)
 
 
 def interpreter_for(framework: str) -> str:
@@ -194,6 +193,13 @@ def take_up_kept(ctx: SweepContext) -> int:
     return len(entries)
 
 
+def warm_up(ctx: SweepContext, tasks: list[Task], to_profile: list[Cell] = ()) -> None:
+    """Start the warm parents these tasks' processes (and their profiles) will fork from, where the run has two or
+    more that may fork (`warm.prepare`); a process counted earlier is not counted again."""
+    found = processes(tasks, profile=ctx.spec.profile, to_profile=to_profile)
+    warm.prepare(found, ctx.spec.max_memory, ctx.forkable)
+
+
 def execute(
     ctx: SweepContext, tasks: list[Task], progress, *, last: bool = True, to_profile: list[Cell] = ()
 ) -> list[Status]:
@@ -203,8 +209,7 @@ def execute(
     statuses = []
     try:
         with sigterm_as_interrupt():
-            profiled = list(dict.fromkeys(t.cell for t in tasks)) if ctx.spec.profile else []
-            warm.prepare([*to_profile, *(t.cell for t in tasks), *profiled], ctx.spec.max_memory, ctx.forkable)
+            warm_up(ctx, tasks, to_profile)
             for i, cell in enumerate(to_profile):
                 profile_cell(ctx, cell, progress, i, own_item=True)
             for i, task in enumerate(tasks, start=len(to_profile)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dlperf.protocol import Cell, StopRule
@@ -21,3 +22,13 @@ def schedule(cells: list[Cell], repeats: int) -> list[Task]:
     """Repeats interleaved with the other cells: processes of one cell are spread over the run, not back to back,
     so a slow spell of a shared machine does not land on one cell."""
     return [Task(cell, r) for r in range(repeats) for cell in cells]
+
+
+def processes(tasks: Sequence[Task], *, profile: bool = False, to_profile: Sequence[Cell] = ()) -> dict[tuple, Cell]:
+    """The child processes a sweep of `tasks` starts, each by its identity: a task's measurement, and with `profile`
+    each cell's untimed profile after them (`to_profile`: cells whose profile an interrupt cut off, profiled first)."""
+    profiled = [*to_profile, *(t.cell for t in tasks)] if profile else list(to_profile)
+    return {
+        **{("measure", t.cell.key, t.repeat): t.cell for t in tasks},
+        **{("profile", cell.key): cell for cell in profiled},
+    }
