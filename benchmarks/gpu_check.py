@@ -36,7 +36,9 @@ Sections, in order (--only takes a comma list of them):
 rerun of part of it): the sections all of whose lines passed there are kept, marked with the commit they were
 measured at, and the rest run again on a copy of its store (DIR/check.db, which every check writes beside its table),
 so the sections that read earlier cells (modes, crossover, predicted) see them. `predicted` reads every GPU cell: it is
-kept only when every other section is.
+kept only when every other section is. dlperf's caches (the planning probe's answers, the predictions' operator counts)
+are kept in OUT/cache and taken up by the resumed check. Once every section has a time, here or in the checks it
+resumed (whatever --only chose), a last line (`time`) holds the whole check to 8 minutes with where the time went.
 
 `--quick` takes the tiny workloads and short timers, and `--device cpu` runs the same commands on the CPU: how the
 script itself is tested without a GPU (its CUDA-only relations then FAIL, as they should there). Exit 0 when every
@@ -719,10 +721,38 @@ def main(argv: list[str]) -> int:
     keep = kept(latest(earlier), args.sections)
     if keep:
         check.header["kept"] = {section: found[0].at for section, found in keep.items()}
+    if args.resume:
+        check.header["earlier_s"] = earlier_seconds([Path(folder) for folder in args.resume], SECTIONS)
     run_sections(check, args.sections, keep)
+    if line := time_line(check):
+        check.lines.append(line)
     check.write()
     print((out / "gpu_check.md").read_text())
     return 0 if all(line.passed for line in check.lines) else 1
+
+
+def earlier_seconds(folders: list[Path], sections) -> dict[str, float]:
+    """How long each of `sections` took in the latest of the earlier checks (`--resume`, oldest first) that ran it,
+    those checks' own earlier ones included."""
+    found: dict[str, float] = {}
+    for folder in folders:
+        header = json.loads((folder / "gpu_check.json").read_text())["header"]
+        found.update({s: t for s, t in header.get("earlier_s", {}).items() if s in sections})
+        found.update({s: header[f"{s}_s"] for s in sections if f"{s}_s" in header})
+    return found
+
+
+def time_line(check: Check):
+    """The whole check's time and where it went, once every section has run (here, or in the checks it resumed: the
+    store holds their cells too)."""
+    ran = {s: check.header[f"{s}_s"] for s in SECTIONS if f"{s}_s" in check.header}
+    took = {**check.header.get("earlier_s", {}), **ran}
+    if set(took) != set(SECTIONS) or not Path(check.db).exists():
+        return None
+    with closing(sqlite3.connect(check.db)) as conn:
+        rows = conn.execute("SELECT duration_s, detail_json FROM measurements").fetchall()
+    phases = [json.loads(detail).get("phases") or {} for _, detail in rows]
+    return rel.time_line(took, phases, sum(duration or 0.0 for duration, _ in rows))
 
 
 def run_sections(check: Check, sections: tuple[str, ...], keep: dict[str, list], runners=None) -> None:

@@ -21,6 +21,12 @@ PEAK_FRACTION = (0.6, 1.0)  # of the datasheet's dense figure
 LAUNCH_S = (2e-6, 30e-6)  # the cost per operator launched
 PIN_ADVICE = "pin_memory:"  # how report/data.py's advice begins
 OTHER_SHARE = 0.10  # of an eager step, the device work no operator owns (it was 25-29% on an H100 before 9896fc4)
+CHECK_S = 480.0  # the whole check, so that a rerun fits in the 15 minutes a GPU machine is lent for
+PHASES = {  # a cell process's phases (`runner/collect.phases`), in words
+    "startup_s": "starting (a warm parent's imports, waited for)", "framework_s": "importing the framework",
+    "build_s": "building", "compile_s": "compiling", "warmup_s": "warming up", "timed_s": "timed steps",
+    "flops_s": "counting FLOPs", "memory_s": "the memory step", "loss_check_s": "loss checks", "exit_s": "exiting",
+}  # fmt: skip
 
 
 @dataclass
@@ -378,6 +384,21 @@ def tests_lines(rc: int, output: str, gpus: int) -> list[Line]:
     slowest = [(float(m[1]), m[2], m[3]) for m in DURATION.finditer(output)]  # --durations: where the time goes
     data = {"failures": failures, "skips": skips, "slowest": slowest}
     return [Line("tests", "pytest -m gpu: 0 failed, 0 skipped", passed, figures, data)]
+
+
+def time_line(sections_s: dict[str, float], phases: list[dict], processes_s: float) -> Line:
+    """The whole check within CHECK_S, with where its time went: each section's seconds (those of an earlier check
+    it kept included), and of dlperf's cell processes (`processes_s` in all), each phase's seconds summed over them
+    (`phases`: each process's `collect.phases`); the rest is outside them (planning and predicting, plain loops,
+    pytest, dlperf peak, comm and crossover's own)."""
+    total = sum(sections_s.values())
+    by_phase = {name: sum(p.get(name) or 0.0 for p in phases) for name in PHASES}
+    parts = ", ".join(f"{s} {t:.0f}" for s, t in sorted(sections_s.items(), key=lambda st: -st[1]))
+    spent = ", ".join(f"{PHASES[n]} {t:.0f}" for n, t in sorted(by_phase.items(), key=lambda nt: -nt[1]) if t >= 0.5)
+    figures = (f"{total:.0f} s against {CHECK_S:.0f}: {parts}; in {len(phases)} cell processes {processes_s:.0f} s "
+               f"({spent}); outside them {max(0.0, total - processes_s):.0f} s")  # fmt: skip
+    data = {"total_s": total, "sections_s": sections_s, "phases_s": by_phase, "processes_s": processes_s}
+    return Line("time", f"the whole check within {CHECK_S / 60:.0f} minutes", total <= CHECK_S, figures, data)
 
 
 def not_run(section: str, why: str) -> Line:

@@ -5,10 +5,12 @@ script's arguments and plain loop; and one end-to-end run on the CPU (slow)."""
 import gzip
 import json
 import os
+import sqlite3
 import statistics
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import replace
 from pathlib import Path
 
@@ -598,6 +600,49 @@ def test_the_tests_section_collects_only_the_files_that_mark_a_test_gpu():
     marked = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
     assert marked and {ROOT / m for m in marked} <= set(files), done.stdout[-2000:]
     assert len(files) < 20
+
+
+def test_the_time_line_wants_the_whole_check_within_8_minutes_and_says_where_the_time_went():
+    phases = [{"startup_s": 9.0, "compile_s": 45.0, "timed_s": 2.0}, {"startup_s": 0.1, "timed_s": 1.0, "exit_s": None}]
+    line = rel.time_line({"table7": 90.0, "compile": 146.0, "tests": 85.0}, phases, 60.0)
+    assert (line.section, line.check, line.passed) == ("time", "the whole check within 8 minutes", True)
+    assert line.figures == (
+        "321 s against 480: compile 146, table7 90, tests 85; in 2 cell processes 60 s (compiling 45, starting (a warm "
+        "parent's imports, waited for) 9, timed steps 3); outside them 261 s"
+    )
+    assert line.data["phases_s"]["startup_s"] == pytest.approx(9.1) and line.data["total_s"] == 321.0
+    assert not rel.time_line({"compile": 400.0, "jax": 81.0}, [], 0.0).passed
+
+
+def test_a_check_adds_the_time_line_once_every_section_has_a_time(tmp_path):
+    """Run now or in the check it resumed (with that check's time): the line sums them, and reads the cell processes'
+    phases from the store; a section without a time (not run anywhere yet) leaves the line out."""
+    check = gpu_check.Check(tmp_path, tmp_path, "cpu", gpu_check.QUICK, 10.0)
+    with closing(sqlite3.connect(check.db)) as conn:
+        conn.execute("CREATE TABLE measurements (duration_s REAL, detail_json TEXT)")
+        first = json.dumps({"phases": {"startup_s": 11.2, "timed_s": 1.0}})
+        conn.executemany("INSERT INTO measurements VALUES (?, ?)", [(14.2, first), (3.1, "{}")])
+        conn.commit()
+    check.header = {f"{s}_s": 10.0 for s in gpu_check.SECTIONS[:-2]}
+    assert gpu_check.time_line(check) is None
+    check.header["earlier_s"] = {"predicted": 4.0, "tests": 85.0, "table7": 1000.0}  # table7 ran again now
+    line = gpu_check.time_line(check)
+    assert line.data["total_s"] == 10.0 * (len(gpu_check.SECTIONS) - 2) + 89.0
+    assert line.data["processes_s"] == pytest.approx(17.3) and line.data["phases_s"]["startup_s"] == 11.2
+
+
+def test_a_resumed_check_takes_each_sections_time_from_the_latest_check_that_ran_it(tmp_path):
+    first, second = tmp_path / "1", tmp_path / "2"
+    headers = [
+        {"table7_s": 90.0, "jax_s": 92.0, "earlier_s": {"tests": 85.0}},
+        {"jax_s": 80.0, "earlier_s": {"jax": 7.0}},  # its own time is later than its earlier check's
+    ]
+    for folder, header in zip((first, second), headers, strict=True):
+        folder.mkdir()
+        (folder / "gpu_check.json").write_text(json.dumps({"header": header, "lines": []}))
+    assert gpu_check.earlier_seconds([first, second], ["table7", "jax", "tests"]) == {
+        "table7": 90.0, "jax": 80.0, "tests": 85.0}  # fmt: skip
+    assert gpu_check.earlier_seconds([first, second], ["jax"]) == {"jax": 80.0}
 
 
 def test_parse_refuses_an_unknown_section_and_wants_out(capsys):
