@@ -89,3 +89,34 @@ def test_the_python_api_refuses_the_numbers_the_flags_refuse(bad):
     # issue 15: --timeout nan disabled the timeout; the flag is typed now, and dlperf.run(timeout=nan) must not do it
     with pytest.raises(UsageError, match=next(iter(bad)).replace("_", "-")):
         make_spec("tiny-fcn-r", **bad)
+
+
+def test_a_loader_whose_workers_start_again_every_few_steps_is_warned_of():
+    """Workers that do not persist start again each epoch: on a dataset of few batches, every few steps."""
+    from dlperf.answers import DataCheck
+    from dlperf.plan.warnings import epoch_warnings
+    from dlperf.protocol import Cell
+
+    cells = [Cell("resnet-50", "torch", "cuda:0", 16, "fp32", loader=loader) for loader in ("", "w0", "w2+pin",
+             "w2+pin+persist", "w4")]  # fmt: skip
+    [warning] = epoch_warnings(cells, {"resnet-50": 16}, {"resnet-50": DataCheck(samples=32)})
+    assert warning == (
+        "--data: resnet-50's dataset holds 32 samples, 2 batches of 16 an epoch: w2+pin, w4 start their workers again "
+        "every 2 steps, and their steps carry it (+persist keeps them, or more data spreads it); measured anyway"
+    )
+    assert epoch_warnings(cells, {"resnet-50": 16}, {"resnet-50": DataCheck(samples=16 * 8)}) == []  # 8 batches
+    assert epoch_warnings(cells, {"resnet-50": 16}, {"resnet-50": DataCheck(samples=None)}) == []  # a size unknown
+    assert epoch_warnings(cells, {"resnet-50": 16}, {}) == []  # synthetic data: nothing was checked
+    assert epoch_warnings(cells[:2] + cells[3:4], {"resnet-50": 16}, {"resnet-50": DataCheck(samples=32)}) == []
+
+
+def test_a_plan_on_a_small_dataset_warns_before_anything_runs(tmp_path):
+    """The probe that checks `--data` reads each dataset's size: the plan says what a short epoch will cost."""
+    from conftest import dlperf, require
+    from dlperf.plan import make_plan
+    from dlperf.spec import make_spec
+
+    require("torch")
+    assert dlperf("data", "synth", str(tmp_path / "d"), "--only", "imagenet").returncode == 0
+    plan = make_plan(make_spec(["resnet-50"], data=str(tmp_path / "d"), loaders="w0,w1", threads=[1]))
+    assert any("resnet-50's dataset holds 32 samples, 2 batches of 16 an epoch: w1 start" in w for w in plan.warnings)

@@ -94,3 +94,24 @@ def test_existing_names_what_a_reader_would_take(tmp_path):
     assert synth.existing(tmp_path, "imagenet") == [tmp_path / "imagenet" / "val"]
     synth.remove([*synth.existing(tmp_path, "mnist"), *synth.existing(tmp_path, "imagenet")])
     assert all(synth.existing(tmp_path, d) == [] for d in synth.DATASETS)
+
+
+def test_medium_holds_16_batches_an_epoch_at_each_networks_batch():
+    """`--size medium`: each of the paper's networks that reads a dataset gets 16 batches an epoch or more, so a
+    loader's workers that do not persist start again every 16 steps at most (the plan warns below 8)."""
+    require("torch")
+    from dlperf.frameworks.torch.data import dataset_name
+    from dlperf.workloads import SUITE
+
+    medium = synth.SIZES["medium"]
+    samples = {"mnist": medium.mnist[0], "cifar-10": 5 * medium.cifar_per_batch,
+               "imagenet": medium.classes * medium.train_per_class}  # fmt: skip
+    found = {}
+    for w in SUITE:
+        try:
+            name = dataset_name(w)
+        except NotImplementedError:  # synthetic only (fcn-s)
+            continue
+        held = medium.ptb_words[0] // w.input.shape[0] if name == "ptb" else samples[name]
+        found[w.name] = held // w.batch
+    assert len(found) == 6 and min(found.values()) >= 16, found

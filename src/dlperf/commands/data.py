@@ -17,8 +17,10 @@ DESCRIPTION = (
     "synth DIR: write random datasets in the files `dlperf run --data DIR` reads: DIR/mnist (IDX), "
     "DIR/cifar-10-batches-py (python batches), DIR/ptb (text), DIR/imagenet/{train,val}/<wnid>/*.JPEG. "
     "--size small writes in seconds (MNIST 1000 + 200 images, CIFAR-10 6 x 200, PTB 20k words, ImageNet-style "
-    "4 classes x 8 + 2 JPEGs); --size paper writes the paper's sizes (MNIST 60k + 10k, CIFAR-10 5 x 10k + 10k, PTB "
-    "929k words of a 10k vocabulary) and ImageNet-style 10 classes x 260 JPEGs + 50 each to validate (about 300 MB, "
+    "4 classes x 8 + 2 JPEGs); --size medium 16 batches an epoch or more at each network's batch (MNIST 20k + 2k, "
+    "CIFAR-10 6 x 4,000, PTB 200k words, ImageNet-style 8 classes x 32 + 4); --size paper writes the paper's sizes "
+    "(MNIST 60k + 10k, CIFAR-10 5 x 10k + 10k, PTB 929k words of a 10k vocabulary) and ImageNet-style 10 classes "
+    "x 260 JPEGs + 50 each to validate (about 300 MB, "
     "not ImageNet's 1.28 M images: minutes of loading), about 400x350 pixels and 100 KB each, like ImageNet's. "
     "Other files in DIR are left alone; a dataset already there is refused unless --overwrite. Each dataset is "
     "written whole or not at all (staged in a hidden folder, then renamed into place): a full disk or Ctrl-C leaves "
@@ -34,8 +36,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--size",
         default="small",
-        type=choice("--size", ("small", "paper")),
-        help="small (seconds: for tests and trying it out) or paper (the paper's sizes) (default: small)",
+        type=choice("--size", ("small", "medium", "paper")),
+        help="small (seconds: for tests and trying it out), medium (enough batches an epoch for steady loader workers) "
+        "or paper (the paper's sizes) (default: small)",
     )
     p.add_argument("--seed", default=0, type=whole("--seed"), help="the same seed writes the same files (default: 0)")
     p.add_argument("--only", help=f"a comma list of {', '.join(DATASETS)} (default: all)")

@@ -21,7 +21,14 @@ from dlperf.measure import system
 from dlperf.parallel import check_microbatches
 from dlperf.plan.cells import expand, expand_ddp
 from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
-from dlperf.plan.warnings import ddp_warnings, inherited_warning, loader_warnings, pin_warnings, precision_warnings
+from dlperf.plan.warnings import (
+    ddp_warnings,
+    epoch_warnings,
+    inherited_warning,
+    loader_warnings,
+    pin_warnings,
+    precision_warnings,
+)
 from dlperf.plan.workloads import check_data, check_names, ddp_workload, resolve_workload
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import Task, schedule
@@ -52,7 +59,7 @@ def make_plan(spec: RunSpec) -> Plan:
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout, spec.data) for name in spec.workloads}
     check_names(workloads)
-    check_data(spec, list(workloads.values()))
+    data = check_data(spec, list(workloads.values()))
     devices = resolve_devices(spec.devices, info)
     if spec.nprocs:
         cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
@@ -68,6 +75,7 @@ def make_plan(spec: RunSpec) -> Plan:
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
     by_name = {w.name: w.to_json() for w in workloads.values()}
     warnings += precision_warnings(cells, env) + loader_warnings(cells, cores)
+    warnings += epoch_warnings(cells, {w.name: w.batch for w in workloads.values()}, data)
     return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from dlperf.answers import DataRequest, WorkloadRequest
+from dlperf.answers import DataCheck, DataRequest, WorkloadRequest
 from dlperf.errors import UsageError
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
@@ -50,17 +50,20 @@ def ddp_workload(w: Workload, cell: Cell) -> Workload:
     return replace(w, batch=total)
 
 
-def check_data(spec: RunSpec, workloads: list[Workload]) -> None:
+def check_data(spec: RunSpec, workloads: list[Workload]) -> dict[str, DataCheck]:
     """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
     UsageError naming the file, and no run is stored. A backend that reads no real data has nothing to check: its
-    loader cells are `unsupported` (`capabilities.reads_data`)."""
-    check_data_of(spec, [w.to_json() for w in workloads])
+    loader cells are `unsupported` (`capabilities.reads_data`). Returns what was found of each workload's data, by
+    workload name."""
+    return check_data_of(spec, [w.to_json() for w in workloads])
 
 
-def check_data_of(spec: RunSpec, workloads: list[dict]) -> None:
+def check_data_of(spec: RunSpec, workloads: list[dict]) -> dict[str, DataCheck]:
     """`check_data` of workloads as stored (JSON): a resumed run's data is checked again before it measures."""
     if spec.data == DATA_SYNTHETIC or not workloads:
-        return
-    request = DataRequest(spec.data, workloads)
+        return {}
+    request, found = DataRequest(spec.data, workloads), {}
     for reader in capabilities.data_readers(spec.frameworks):
-        probe.ask(reader, request, interpreter_for(reader), spec.timeout, timeout_flag="--timeout")
+        answer = probe.ask(reader, request, interpreter_for(reader), spec.timeout, timeout_flag="--timeout")
+        found = {**answer.checks, **found}
+    return found
