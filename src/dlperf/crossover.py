@@ -10,7 +10,7 @@ batch, and stored beside the CPU cell of that batch; a CUDA cell of the same wor
 machine's run merged in) is used instead, labelled measured (`report/crossover.py`).
 
 The operators are counted before anything is measured: a workload the counter cannot take fails in seconds, and no
-run is stored for it.
+run is stored for it. The warm parent its cells fork from is started first, its imports overlapping the count.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from dataclasses import dataclass, field, replace
 from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
-from dlperf.plan import make_plan
+from dlperf.plan import Plan, make_plan
 from dlperf.predict import MAX_BATCH
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
+from dlperf.runner import warm
 from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
-from dlperf.runner.tasks import schedule
+from dlperf.runner.tasks import processes, schedule
 from dlperf.spec import CROSSOVER_TIMER, RunSpec, make_spec
 from dlperf.store import Store, default_db
 from dlperf.store.records import Prediction
@@ -122,12 +123,14 @@ def crossover(
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
     user_batch = opts.batch or workload.batch
     batches = batches_for(user_batch, opts.batches, opts.max_batch)
+    forkable = warm_up(plan, workload, batches, opts)
     counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.timeout, "--timeout")
     for warning in plan.warnings:  # once the request is whole: bad input stays one line
         (warn or warn_stderr)(warning)
     store = Store.open(db, create=True)
     try:
         session = Session.create(store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
+        session.forkable = forkable  # the processes its warm parent was started for
         cpu = CpuSide(session, workload, progress_factory or _progress)
         notes: list[str] = []
         threads = opts.threads
@@ -159,6 +162,27 @@ def crossover(
         return Result(session.run_id, _answer(session), ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
     finally:
         store.close()
+
+
+def warm_up(plan: Plan, workload: Workload, batches: list[int], opts: Options) -> dict:
+    """Start the warm parent the cells measured will fork from (the thread counts at the search batch, then the other
+    batches at the count found; or each batch at --threads) before the operators are counted, so that its imports
+    overlap the count's; the processes counted for it (`warm.prepare`), which the session goes on from."""
+    if opts.threads is None:
+        at = search_batch(opts.batch or workload.batch, batches, opts.max_batch)
+        first = [cpu_cell(plan.spec, workload, at, c.threads) for c in plan.cells]
+        threads = plan.cells[0].threads  # one of the counts: which the search finds is not known yet
+        first += [cpu_cell(plan.spec, workload, b, threads) for b in batches if b != at]
+    else:
+        first = [cpu_cell(plan.spec, workload, b, opts.threads) for b in batches]
+    forkable: dict = {}
+    warm.prepare(processes(schedule(first, plan.spec.repeats)), plan.spec.max_memory, forkable)
+    return forkable
+
+
+def cpu_cell(spec: RunSpec, workload: Workload, batch: int, threads: int) -> Cell:
+    """The CPU's cell of `workload` at `batch` and `threads`: a variant of its own name per batch."""
+    return Cell(view.variant_name(workload.name, batch), spec.frameworks[0], "cpu", threads, spec.modes[0])
 
 
 def _spec(opts: Options) -> RunSpec:
@@ -210,13 +234,7 @@ class CpuSide:
     progress_factory: Callable
 
     def cell(self, batch: int, threads: int) -> Cell:
-        return Cell(
-            view.variant_name(self.workload.name, batch),
-            self.session.spec.frameworks[0],
-            "cpu",
-            threads,
-            self.session.spec.modes[0],
-        )
+        return cpu_cell(self.session.spec, self.workload, batch, threads)
 
     def added(self, batch: int, threads: int) -> bool:
         return self.cell(batch, threads).key in self.session.workloads

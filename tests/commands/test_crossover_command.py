@@ -179,3 +179,23 @@ def test_ctrl_c_keeps_the_cells_measured_answers_from_them_and_leaves_no_process
     ok = {r["workload"] for r in rows(db, "SELECT workload FROM cells WHERE status = 'ok'")}
     assert {"tiny-fcn-r@b1", "tiny-fcn-r@b2"} <= ok  # what was measured is kept
     assert "tiny-fcn-r@b256" not in ok
+
+
+@pytest.mark.parametrize("threads", [1, None])  # each batch at --threads, or the thread counts searched first
+def test_the_warm_parent_starts_before_the_operators_are_counted(tmp_path, monkeypatch, threads):
+    """Its imports overlap the count's (on a GPU machine's host, 9 s that the first cell waited after the count)."""
+    from dlperf import crossover as xo
+    from dlperf.predict import count
+    from dlperf.runner import warm
+
+    started, seen = [], []
+    monkeypatch.setattr(warm, "start", lambda python, framework: started.append(framework))
+
+    def counted(*args, **kwargs):
+        seen.append(list(started))
+        raise KeyboardInterrupt  # nothing is measured: what matters is what had started by now
+
+    monkeypatch.setattr(count, "counted", counted)
+    with pytest.raises(KeyboardInterrupt):
+        xo.crossover(xo.Options("tiny-fcn-r", gpus=("T4",), batches=(1, 8), threads=threads), str(tmp_path / "d.db"))
+    assert seen == [["torch"]] and not (tmp_path / "d.db").exists()
