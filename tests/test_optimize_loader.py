@@ -71,7 +71,7 @@ def _fake(monkeypatch, loaders: dict[str, tuple[float, float] | str], duration_s
 
     monkeypatch.setattr(sweep, "run_task", run_task)
     # the data itself is not read here (tmp_path holds none): its check by a probe child is tested in test_feed.py
-    monkeypatch.setattr(plan, "check_data", lambda spec, workloads: None)
+    monkeypatch.setattr(plan, "check_data", lambda spec, workloads: {})  # no dataset read: nothing to warn of
     return measured
 
 

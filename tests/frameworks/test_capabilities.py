@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from dlperf import api, parallel
-from dlperf.answers import DataRequest, OpCount, OpsAnswer
+from dlperf.answers import DataAnswer, DataRequest, OpCount, OpsAnswer
 from dlperf.errors import UsageError
 from dlperf.frameworks.common import capabilities
 from dlperf.parallel import STRATEGIES
@@ -79,7 +79,9 @@ def test_a_backend_that_reads_data_has_its_data_checked_by_its_own_probe(grant, 
     asked = []
     from dlperf.plan import workloads
 
-    monkeypatch.setattr(workloads.probe, "ask", lambda framework, request, *a, **k: asked.append((framework, request)))
+    answer = DataAnswer({})  # each probe's answer, by workload: what the plan warns from
+    monkeypatch.setattr(workloads.probe, "ask", lambda framework, request, *a, **k: asked.append((framework, request))
+                        or answer)  # fmt: skip
     monkeypatch.setattr(workloads, "interpreter_for", lambda framework: f"python-of-{framework}")
     spec = replace(api.make_spec("tiny-fcn-r", frameworks="torch,jax"), data=str(tmp_path))
     workloads.check_data(spec, [BUILTIN["tiny-fcn-r"]])
