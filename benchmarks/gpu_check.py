@@ -400,7 +400,7 @@ def datasheet(name: str | None) -> dict | None:
 
 def data(c: Check) -> list:
     folder = c.work / "data"
-    # on a GPU, 16 batches an epoch or more at each network's batch: the small folder's 32 JPEGs were 2 of resnet-50's
+    # on a GPU, 20 batches an epoch or more at each network's batch: the small folder's 32 JPEGs were 2 of resnet-50's
     # 16, and w2+pin's workers, started again every second step, took it to 145 ms a step against w0's 109 (H200)
     size = ("--size", "medium") if c.gpu else ()
     c.dlperf("data", "synth", str(folder), "--only", "mnist,cifar10,imagenet", *size)

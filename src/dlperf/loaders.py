@@ -26,6 +26,8 @@ INPUT_BOUND_HIGH = 0.20
 # A loader setting is enough when its data wait is under INPUT_BOUND_MODERATE of the step, or when the step with it
 # reaches this share of the synthetic step's throughput.
 ENOUGH_OF_SYNTHETIC = 0.95
+# Fewer batches than this in an epoch: workers that do not persist start again often enough to be timed.
+SHORT_EPOCH = 20
 
 _PART = re.compile(r"^(w(?P<workers>[0-9]+)|(?P<pin>pin)|pf(?P<prefetch>[0-9]+)|(?P<persist>persist))$", re.ASCII)
 MAX_WORKERS = 256
@@ -137,3 +139,13 @@ def input_bound(wait_share: float | None) -> str | None:
     if wait_share >= INPUT_BOUND_HIGH:
         return "high"
     return "moderate" if wait_share >= INPUT_BOUND_MODERATE else None
+
+
+def restarts_every(samples: int | None, batch: int | None, loader: str) -> int | None:
+    """The batches of an epoch (the last one short) where the dataset holds fewer than SHORT_EPOCH and `loader`'s
+    workers do not persist: they start again every that many steps. None otherwise, or where a size is unknown."""
+    epoch = -(-samples // batch) if samples and batch else None
+    found = setting(loader)
+    if epoch is None or epoch >= SHORT_EPOCH or not found.workers or found.persistent:
+        return None
+    return epoch

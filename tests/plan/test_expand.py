@@ -104,7 +104,7 @@ def test_a_loader_whose_workers_start_again_every_few_steps_is_warned_of():
         "--data: resnet-50's dataset holds 32 samples, 2 batches of 16 an epoch: w2+pin, w4 start their workers again "
         "every 2 steps, and their steps carry it (+persist keeps them, or more data spreads it); measured anyway"
     )
-    assert epoch_warnings(cells, {"resnet-50": 16}, {"resnet-50": DataCheck(samples=16 * 8)}) == []  # 8 batches
+    assert epoch_warnings(cells, {"resnet-50": 16}, {"resnet-50": DataCheck(samples=16 * 20)}) == []  # 20 batches
     assert epoch_warnings(cells, {"resnet-50": 16}, {"resnet-50": DataCheck(samples=None)}) == []  # a size unknown
     assert epoch_warnings(cells, {"resnet-50": 16}, {}) == []  # synthetic data: nothing was checked
     assert epoch_warnings(cells[:2] + cells[3:4], {"resnet-50": 16}, {"resnet-50": DataCheck(samples=32)}) == []

@@ -5,7 +5,7 @@ loader workers that take the compute threads' cores."""
 from __future__ import annotations
 
 from dlperf.answers import DataCheck
-from dlperf.loaders import oversubscribed, setting
+from dlperf.loaders import oversubscribed, restarts_every, setting
 from dlperf.measure import system
 from dlperf.modes import mode_components
 from dlperf.protocol import Cell
@@ -15,7 +15,6 @@ SLOW_PRECISION = 0.8  # a reduced precision whose matrix products run below this
 TRAP_PRECISION = 0.25  # ... and below this one it is emulated (on an AVX2-only CPU bf16 ran 12-16x slower than fp32)
 NATIVE_FLAGS = {"bf16": ("avx512_bf16", "amx_bf16"), "fp16": ("avx512_fp16", "amx_fp16")}
 BF16_CAPABILITY = (8, 0)  # bf16 tensor cores arrived with Ampere; before it CUDA emulates bf16
-SHORT_EPOCH = 8  # batches an epoch: fewer, and starting a loader's workers again each epoch weighs on its steps
 
 
 def inherited_warning(name: str, value: str) -> str:
@@ -82,18 +81,20 @@ def loader_warnings(cells: list[Cell], cores: int) -> list[str]:
 
 
 def epoch_warnings(cells: list[Cell], batches: dict[str, int], data: dict[str, DataCheck]) -> list[str]:
-    """Loader settings whose workers do not persist, on a dataset of fewer than SHORT_EPOCH batches: each epoch ends
-    within a few steps and starts the workers again, and the steps carry it (on an H200, resnet-50 fed by two pinned
-    workers from a 32-image folder, an epoch every 2 steps: 145 ms a step against 109 ms loading in the process)."""
+    """Loader settings whose workers do not persist, on a dataset of fewer than `loaders.SHORT_EPOCH` batches: each
+    epoch ends within a few steps and starts the workers again, and the steps carry it (each such cell says so too,
+    once measured). On an H200, resnet-50 fed by two pinned workers from a 32-image folder, an epoch every 2 steps:
+    145 ms a step against 109 ms loading in the training process."""
     warnings = []
     for workload in sorted({c.workload for c in cells if c.loader}):
         samples, batch = (data.get(workload) or DataCheck(None)).samples, batches.get(workload)
-        restarting = sorted({c.loader for c in cells if c.workload == workload and c.loader
-                             and setting(c.loader).workers and not setting(c.loader).persistent})  # fmt: skip
-        if not (samples and batch and restarting) or not 1 <= samples // batch < SHORT_EPOCH:
-            continue
-        warnings.append(f"--data: {workload}'s dataset holds {samples:,} samples, {samples // batch} batches of "
-                        f"{batch} an epoch: {', '.join(restarting)} start their workers again every "
-                        f"{samples // batch} steps, and their steps carry it (+persist keeps them, or more data "
-                        "spreads it); measured anyway")  # fmt: skip
+        loaders = sorted({c.loader for c in cells if c.workload == workload and c.loader})
+        restarting = [loader for loader in loaders if restarts_every(samples, batch, loader)]
+        if restarting:
+            epoch = restarts_every(samples, batch, restarting[0])
+            warnings.append(
+                f"--data: {workload}'s dataset holds {samples:,} samples, {epoch} batches of {batch} an "
+                f"epoch: {', '.join(restarting)} start their workers again every {epoch} steps, and "
+                "their steps carry it (+persist keeps them, or more data spreads it); measured anyway"
+            )
     return warnings

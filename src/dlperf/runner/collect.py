@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dlperf import envs
 from dlperf.figures import LoaderFigures
-from dlperf.loaders import input_bound, setting
+from dlperf.loaders import input_bound, restarts_every
 from dlperf.measure import units
 from dlperf.measure.stats import FEW_SAMPLES, summarize_processes
 from dlperf.protocol import (
@@ -53,8 +53,6 @@ NOISY_IQR_RATIO = 0.10
 # The mean step this far above the median: slow steps now and then (a host that stalls, a collector), which the
 # median leaves out and a long run pays. JAX's resnet-56 on an H200 (issue 27): median 15.2 ms, mean 18.6.
 SLOW_STEPS_RATIO = 0.10
-# Fewer batches than this in an epoch: workers that do not persist start again often enough to be timed.
-SHORT_EPOCH = 20
 SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 
@@ -338,8 +336,7 @@ def loader_warnings(loader: LoaderRecord, batch: int | None) -> list[str]:
         threads = f"{loader.threads} compute thread{'s' * (loader.threads != 1)}"
         said.append(f"{loader.workers} loader workers + {threads} exceed the {loader.cores} cores: they take turns, "
                     "and the step waits for both")  # fmt: skip
-    epoch = -(-loader.samples // batch) if loader.samples and batch else None  # batches in an epoch, the last short
-    if epoch is not None and epoch < SHORT_EPOCH and loader.workers and not setting(loader.setting).persistent:
+    if epoch := restarts_every(loader.samples, batch, loader.setting):
         said.append(f"short epochs: the dataset's {loader.samples} samples make {epoch} batch{'es' * (epoch != 1)} "
                     f"of {batch}, so the {loader.workers} workers start again every {epoch} step{'s' * (epoch != 1)} "
                     "(persistent_workers off), which a full dataset does once an epoch: the wait counts their "

@@ -9,7 +9,7 @@ file format and at a realistic size, so anyone can measure the input path withou
 `paper` is the paper's sizes (MNIST 60k + 10k, CIFAR-10 5 x 10k + 10k, PTB 929k words of a 10k vocabulary), but
 ImageNet-style is 10 classes of 260 images and 50 each to validate (about 300 MB in all), not 1.28 M images: enough
 for minutes of loading. `small` writes in seconds, for tests and trying it out; `medium`, in seconds more, holds enough
-batches an epoch at each network's batch (16 or more) for a loader's workers to run steadily.
+batches an epoch at each network's batch (20 or more) for a loader's workers to run steadily.
 
 The JPEGs look like grainy photos, not noise: a smooth colour field, a few soft blobs, a grey texture and colour
 grain, 300-500 x 250-450 pixels (ImageNet's mean is about 400x350), quality 88-95 with 4:2:0 chroma, about 100 KB a
@@ -59,10 +59,10 @@ class Size:
 
 SIZES = {
     "small": Size((1000, 200), 200, (20_000, 2_000, 2_000), 1_000, 4, 8, 2),
-    # at each network's paper batch, 16 batches an epoch or more (a loader's workers then start once every 16 steps
-    # or fewer, `plan.warnings.SHORT_EPOCH`): fcn-r's 1024 19, alexnet-r's 1024 19, resnet-56's 128 156, the LSTM's
-    # 128 x 32 48, resnet-50's and alexnet-s's 16 16 (256 JPEGs, about 25 MB)
-    "medium": Size((20_000, 2_000), 4_000, (200_000, 20_000, 20_000), 10_000, 8, 32, 4),
+    # at each network's paper batch, 20 batches an epoch or more (`loaders.SHORT_EPOCH`: workers that do not persist
+    # then start again every 20 steps or fewer): fcn-r's 1024 24, alexnet-r's 1024 22, resnet-56's 128 172, the LSTM's
+    # 128 x 32 49, resnet-50's and alexnet-s's 16 20 (320 JPEGs, about 30 MB)
+    "medium": Size((24_000, 2_000), 4_400, (200_000, 20_000, 20_000), 10_000, 8, 40, 4),
     "paper": Size((60_000, 10_000), 10_000, (ptb.PAPER_WORDS, 73_760, 82_430), ptb.PAPER_VOCAB, 10, 260, 50),
 }
 
