@@ -57,7 +57,7 @@ def test_a_dataset_already_there_is_refused_unless_overwrite(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("flags", "words"),
     [
-        (["--size", "huge"], ["--size 'huge'", "small or paper"]),
+        (["--size", "huge"], ["--size 'huge'", "small, medium or paper"]),
         (["--only", "mnist,imagnet"], ["--only", "'imagnet'", "did you mean 'imagenet'"]),
         (["--only", "mnist,,ptb"], ["--only", "comma-separated"]),
         (["--seed", "-1"], ["--seed"]),
