@@ -451,9 +451,18 @@ def predicted(c: Check) -> list:
 def tests(c: Check) -> list:
     env = {**child_env(), "DLPERF_REQUIRE": "cuda", "DLPERF_DATA_DIR": str(c.work / "tests-data")}
     cmd = [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-rfEs", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--durations=12", *map(str, gpu_test_files(ROOT / "tests"))]  # fmt: skip
+           "--durations=12", *xdist_args(), *map(str, gpu_test_files(ROOT / "tests"))]  # fmt: skip
     rc, text = c.command(cmd, timeout=max(120.0, c.left()), env=env, cwd=ROOT)
     return rel.tests_lines(rc, text, gpus_here(c))
+
+
+def xdist_args() -> list[str]:
+    """Two pytest workers, each taking a whole test file at a time, where pytest-xdist is installed (the GPU
+    machine's own Python may lack it: then one process, as before): the compiled test and the one that times steps
+    share a file, so they never run side by side. The H200's 17 GPU tests took 85 s in one process."""
+    from importlib.util import find_spec
+
+    return ["-n", "2", "--dist", "loadfile"] if find_spec("xdist") is not None else []
 
 
 def gpu_test_files(tests: Path) -> list[Path]:
@@ -496,6 +505,7 @@ def header(device: str, commit: str) -> dict:
         "torch": torch_version,
         "jax": _version("jax"),
         "jaxlib": _version("jaxlib"),
+        "pytest_xdist": _version("pytest-xdist"),  # the tests section's two workers, where installed
         "python": sys.version.split()[0],
         "commit": commit,
         "cpus": os.cpu_count(),

@@ -590,6 +590,15 @@ def test_a_check_keeps_dlperfs_caches_beside_its_table_and_a_resumed_one_takes_t
     assert (later / "cache" / "opcounts" / "abc.b16.json").read_text() == "its own"
 
 
+def test_the_tests_section_runs_two_workers_a_file_each_only_where_xdist_is_installed(monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    assert gpu_check.xdist_args() == ["-n", "2", "--dist", "loadfile"]  # make test's own venv has it
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "xdist" else real(name, *a))
+    assert gpu_check.xdist_args() == []
+
+
 @pytest.mark.slow  # pytest collects every test
 def test_the_tests_section_collects_only_the_files_that_mark_a_test_gpu():
     """Every test pytest selects with `-m gpu` is in a file the tests section names, and those files are few."""
