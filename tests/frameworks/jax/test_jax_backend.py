@@ -214,6 +214,31 @@ def test_xla_counts_the_flops_and_plans_the_memory_of_the_step():
     assert memory["process_rss_peak_bytes"] > memory["xla_argument_bytes"]
 
 
+NO_FIGURE = (
+    PRELUDE
+    + """
+import jax
+train = jb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+own = train.count_flops()
+real, calls = jax.stages.Lowered.cost_analysis, []
+def first_none(self):
+    calls.append(1)
+    return None if len(calls) == 1 else real(self)
+jax.stages.Lowered.cost_analysis = first_none
+print(json.dumps({"own": own, "fallback": train.count_flops(), "calls": len(calls)}))
+"""
+)
+
+
+@pytest.mark.timeout(240)
+def test_a_device_whose_analysis_has_no_figure_is_counted_on_the_step_lowered_for_the_cpu():
+    """jax 0.11.2 on CUDA: `cost_analysis()` gave None (an H200 check's JAX cells had no FLOP count): the step is
+    lowered for the CPU from its shapes and counted there, the same figure, said so."""
+    out = run_in("jax", NO_FIGURE)
+    assert out["calls"] == 2 and "counted_on" not in out["own"]
+    assert out["fallback"] == {**out["own"], "counted_on": "cpu"}
+
+
 MODES = (
     PRELUDE
     + """
