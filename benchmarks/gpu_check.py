@@ -30,7 +30,7 @@ Sections, in order (--only takes a comma list of them):
     crossover  `dlperf crossover fcn-r` with the measured CUDA cell in the store: the GPU side "measured"
     compile    bf16+compile on resnet-50 and resnet-56 (last but two: compiling takes the longest)
     predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
-    tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda
+    tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda (two workers, a file each, where pytest-xdist is installed)
 
 `--resume DIR` continues an earlier check whose OUT is DIR (15 minutes of a lent GPU hold one full check and a
 rerun of part of it): the sections all of whose lines passed there are kept, marked with the commit they were
