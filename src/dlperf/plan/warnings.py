@@ -87,13 +87,14 @@ def epoch_warnings(cells: list[Cell], batches: dict[str, int], data: dict[str, D
     145 ms a step against 109 ms loading in the training process."""
     warnings = []
     for workload in sorted({c.workload for c in cells if c.loader}):
-        samples, batch = (data.get(workload) or DataCheck(None)).samples, batches.get(workload)
-        loaders = sorted({c.loader for c in cells if c.workload == workload and c.loader})
-        restarting = [loader for loader in loaders if restarts_every(samples, batch, loader)]
+        found, batch = data.get(workload), batches.get(workload)
+        every = {c.loader: restarts_every(found and found.samples, batch, c.loader)
+                 for c in cells if c.workload == workload and c.loader}  # fmt: skip
+        restarting = sorted(loader for loader, epoch in every.items() if epoch)
         if restarting:
-            epoch = restarts_every(samples, batch, restarting[0])
+            epoch = every[restarting[0]]  # the dataset's batches an epoch: the same for each setting
             warnings.append(
-                f"--data: {workload}'s dataset holds {samples:,} samples, {epoch} batches of {batch} an "
+                f"--data: {workload}'s dataset holds {found.samples:,} samples, {epoch} batches of {batch} an "
                 f"epoch: {', '.join(restarting)} start their workers again every {epoch} steps, and "
                 "their steps carry it (+persist keeps them, or more data spreads it); measured anyway"
             )
