@@ -733,7 +733,8 @@ def main(argv: list[str]) -> int:
     if keep:
         check.header["kept"] = {section: found[0].at for section, found in keep.items()}
     if args.resume:
-        check.header["earlier_s"] = earlier_seconds([Path(folder) for folder in args.resume], SECTIONS)
+        folders = [Path(folder) for folder in args.resume]
+        check.header.update({f"earlier{x}": earlier_figures(folders, x) for x in ("_s", "_runs")})
     run_sections(check, args.sections, keep)
     if line := time_line(check):
         check.lines.append(line)
@@ -742,28 +743,40 @@ def main(argv: list[str]) -> int:
     return 0 if all(line.passed for line in check.lines) else 1
 
 
-def earlier_seconds(folders: list[Path], sections) -> dict[str, float]:
-    """How long each of `sections` took in the latest of the earlier checks (`--resume`, oldest first) that ran it,
-    those checks' own earlier ones included."""
-    found: dict[str, float] = {}
+def earlier_figures(folders: list[Path], suffix: str) -> dict:
+    """Each section's header figure `<section><suffix>` (its seconds "_s", the ids of the runs it made "_runs") from
+    the latest of the earlier checks (`--resume`, oldest first) that ran it, those checks' own earlier ones included
+    (their `earlier<suffix>`)."""
+    found: dict = {}
     for folder in folders:
         header = json.loads((folder / "gpu_check.json").read_text())["header"]
-        found.update({s: t for s, t in header.get("earlier_s", {}).items() if s in sections})
-        found.update({s: header[f"{s}_s"] for s in sections if f"{s}_s" in header})
+        found.update(header.get(f"earlier{suffix}", {}))
+        found.update({s: header[f"{s}{suffix}"] for s in SECTIONS if f"{s}{suffix}" in header})
     return found
 
 
 def time_line(check: Check):
     """The whole check's time and where it went, once every section has run (here, or in the checks it resumed: the
-    store holds their cells too)."""
-    ran = {s: check.header[f"{s}_s"] for s in SECTIONS if f"{s}_s" in check.header}
-    took = {**check.header.get("earlier_s", {}), **ran}
+    store holds their cells too). The cell processes are those of the runs each counted section made, where every
+    section says which (a section run again leaves its earlier runs in the store); else every one in the store."""
+    took = {**check.header.get("earlier_s", {}), **by_section(check.header, "_s")}
     if set(took) != set(SECTIONS) or not Path(check.db).exists():
         return None
-    with closing(sqlite3.connect(check.db)) as conn:
-        rows = conn.execute("SELECT duration_s, detail_json FROM measurements").fetchall()
+    runs = {**check.header.get("earlier_runs", {}), **by_section(check.header, "_runs")}
+    rows = processes(check.db, {r for ids in runs.values() for r in ids} if set(runs) == set(SECTIONS) else None)
     phases = [json.loads(detail).get("phases") or {} for _, detail in rows]
     return rel.time_line(took, phases, sum(duration or 0.0 for duration, _ in rows))
+
+
+def processes(db: str, runs: set[int] | None) -> list[tuple]:
+    """(duration_s, detail_json) of every process the store measured in `runs` (None: in every run)."""
+    with closing(sqlite3.connect(db)) as conn:
+        rows = conn.execute("SELECT run_id, duration_s, detail_json FROM measurements").fetchall()
+    return [(duration, detail) for run, duration, detail in rows if runs is None or run in runs]
+
+
+def by_section(header: dict, suffix: str) -> dict:
+    return {s: header[f"{s}{suffix}"] for s in SECTIONS if f"{s}{suffix}" in header}
 
 
 def run_sections(check: Check, sections: tuple[str, ...], keep: dict[str, list], runners=None) -> None:
@@ -784,12 +797,13 @@ def run_sections(check: Check, sections: tuple[str, ...], keep: dict[str, list],
             )
             check.lines.append(rel.not_run(section, f"{why}: run it with --resume OUT"))
             continue
-        begun = time.monotonic()
+        begun, first = time.monotonic(), latest_run(check.db) or 0
         try:
             check.lines += runners[section](check)
         except Exception as exc:  # a section that broke is a FAIL line with its reason; the next one still runs
             check.lines.append(rel.Line(section, f"{section} ran", False, f"{type(exc).__name__}: {exc}"))
         check.header[f"{section}_s"] = round(time.monotonic() - begun, 1)
+        check.header[f"{section}_runs"] = list(range(first + 1, (latest_run(check.db) or 0) + 1))
         check.write()
         print(f"{section}: {sum(x.passed for x in check.lines if x.section == section)} PASS, "
               f"{sum(not x.passed for x in check.lines if x.section == section)} FAIL "

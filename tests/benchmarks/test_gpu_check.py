@@ -547,7 +547,8 @@ def test_a_section_is_begun_only_while_the_budget_left_holds_its_expected_time(t
     assert lines[2] == ("b", "b not run", False, "it takes about 80 s, and 55 s of the 100 s budget were left: run it "
                         "with --resume OUT")  # fmt: skip
     assert lines[4] == ("d", "d ran", False, "RuntimeError: no GPU")
-    assert set(check.header) == {"a_s", "c_s", "d_s"} and (tmp_path / "gpu_check.md").exists()
+    assert set(check.header) == {f"{s}{x}" for s in "acd" for x in ("_s", "_runs")}  # no store here: no runs made
+    assert check.header["a_runs"] == [] and (tmp_path / "gpu_check.md").exists()
 
 
 def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_its_store(tmp_path):
@@ -625,33 +626,38 @@ def test_the_time_line_wants_the_whole_check_within_8_minutes_and_says_where_the
 
 def test_a_check_adds_the_time_line_once_every_section_has_a_time(tmp_path):
     """Run now or in the check it resumed (with that check's time): the line sums them, and reads the cell processes'
-    phases from the store; a section without a time (not run anywhere yet) leaves the line out."""
+    phases from the store: those of the runs each counted section made, where every section says which (a section
+    run again leaves its earlier run in the store), else all; a section without a time leaves the line out."""
     check = gpu_check.Check(tmp_path, tmp_path, "cpu", gpu_check.QUICK, 10.0)
     with closing(sqlite3.connect(check.db)) as conn:
-        conn.execute("CREATE TABLE measurements (duration_s REAL, detail_json TEXT)")
+        conn.execute("CREATE TABLE measurements (run_id INTEGER, duration_s REAL, detail_json TEXT)")
         first = json.dumps({"phases": {"startup_s": 11.2, "timed_s": 1.0}})
-        conn.executemany("INSERT INTO measurements VALUES (?, ?)", [(14.2, first), (3.1, "{}")])
+        conn.executemany(
+            "INSERT INTO measurements VALUES (?, ?, ?)", [(1, 14.2, first), (2, 3.1, "{}"), (3, 50.0, "{}")]
+        )
         conn.commit()
     check.header = {f"{s}_s": 10.0 for s in gpu_check.SECTIONS[:-2]}
     assert gpu_check.time_line(check) is None
     check.header["earlier_s"] = {"predicted": 4.0, "tests": 85.0, "table7": 1000.0}  # table7 ran again now
     line = gpu_check.time_line(check)
     assert line.data["total_s"] == 10.0 * (len(gpu_check.SECTIONS) - 2) + 89.0
-    assert line.data["processes_s"] == pytest.approx(17.3) and line.data["phases_s"]["startup_s"] == 11.2
+    assert line.data["processes_s"] == pytest.approx(67.3) and line.data["phases_s"]["startup_s"] == 11.2
+    check.header |= {f"{s}_runs": [] for s in gpu_check.SECTIONS[:-2]} | {"table7_runs": [1, 2]}
+    check.header["earlier_runs"] = {"predicted": [], "tests": [], "table7": [3]}  # its earlier run, not counted
+    assert gpu_check.time_line(check).data["processes_s"] == pytest.approx(17.3)
 
 
-def test_a_resumed_check_takes_each_sections_time_from_the_latest_check_that_ran_it(tmp_path):
+def test_a_resumed_check_takes_each_sections_figures_from_the_latest_check_that_ran_it(tmp_path):
     first, second = tmp_path / "1", tmp_path / "2"
     headers = [
-        {"table7_s": 90.0, "jax_s": 92.0, "earlier_s": {"tests": 85.0}},
-        {"jax_s": 80.0, "earlier_s": {"jax": 7.0}},  # its own time is later than its earlier check's
+        {"table7_s": 90.0, "jax_s": 92.0, "earlier_s": {"tests": 85.0}, "jax_runs": [5]},
+        {"jax_s": 80.0, "earlier_s": {"jax": 7.0}, "jax_runs": [8]},  # its own figures are later than its earlier's
     ]
     for folder, header in zip((first, second), headers, strict=True):
         folder.mkdir()
         (folder / "gpu_check.json").write_text(json.dumps({"header": header, "lines": []}))
-    assert gpu_check.earlier_seconds([first, second], ["table7", "jax", "tests"]) == {
-        "table7": 90.0, "jax": 80.0, "tests": 85.0}  # fmt: skip
-    assert gpu_check.earlier_seconds([first, second], ["jax"]) == {"jax": 80.0}
+    assert gpu_check.earlier_figures([first, second], "_s") == {"table7": 90.0, "jax": 80.0, "tests": 85.0}
+    assert gpu_check.earlier_figures([first, second], "_runs") == {"jax": [8]}
 
 
 def test_parse_refuses_an_unknown_section_and_wants_out(capsys):
