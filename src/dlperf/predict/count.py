@@ -1,7 +1,9 @@
 """The parent's side of an op count: the probe of the backend that counts operators (PyTorch's; its row of
 `frameworks.common.capabilities`) counts each (workload, mode, batch) step on fake tensors.
 
-One child answers every request of a command (the validation asks for dozens), so PyTorch is imported once. Counts
+A command's requests are shared among a few children counting at once (`children`: one per usable core, as memory
+allows), each importing PyTorch once and counting its share on one thread: `dlperf run`'s seven networks or the
+validation's dozens are counted in a fraction of the time one child takes on a machine with cores to spare. Counts
 are kept between commands (`predict/cache.py`), and a (workload, mode) asked at `FIT_FROM` or more batches is
 counted at three of them: the two smallest give the count as a function of the batch, the largest checks it exactly
 (`frameworks.common.ops.Affine`), and every other batch is scaled, now and later. Where the check fails (another
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from importlib import metadata
 
@@ -22,6 +25,7 @@ from dlperf.envs import import_name, interpreter_for, record
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.common.ops import Affine, Count
+from dlperf.measure import system
 from dlperf.predict import cache
 from dlperf.runner import probe
 from dlperf.workloads.base import Workload
@@ -138,11 +142,34 @@ class Group:
 
 
 def _answer(groups: dict[str, Group], ask, first: bool) -> None:
-    """Ask one child for what the groups miss."""
+    """Ask children, counting at once, for what the groups miss: each a share of the requests (round robin, in the
+    order asked), its answers in the order of its share."""
     asked = [(g, r) for g in groups.values() for r in g.requests(first)]
-    if asked:
-        for (g, r), c in zip(asked, ask([r for _, r in asked]).counts, strict=True):
+    if not asked:
+        return
+    n = children(len(asked), [g.workload.params for g, _ in asked])
+    shares = [asked[i::n] for i in range(n)]
+    with ThreadPoolExecutor(n) as pool:
+        answers = list(pool.map(lambda share: ask([r for _, r in share]).counts, shares))
+    for share, found in zip(shares, answers, strict=True):
+        for (g, r), c in zip(share, found, strict=True):
             g.answered(c, r.batch)
+
+
+MAX_CHILDREN = 8
+CHILD_BYTES = 512 << 20  # a count child with PyTorch imported, before its model (about 300 MiB measured)
+PARAM_BYTES = 6  # a model's weights, built at a batch of 1 before they are made fake (fcn-s: 118M, 745 MiB at most)
+UNKNOWN_PARAMS = 100_000_000  # a user's model, whose size only its probe knows
+
+
+def children(requests: int, params: list[int | None], cores: int | None = None, free: int | None = None) -> int:
+    """How many children count at once: one per usable core (each counts on one thread), no more than the requests,
+    MAX_CHILDREN, or what the memory available holds, each child taken as holding the largest model asked."""
+    cores = system.usable_cores()["cores"] if cores is None else cores
+    free = system.memory_available_bytes() if free is None else free
+    largest = max((p or UNKNOWN_PARAMS for p in params), default=0)
+    held = free // (CHILD_BYTES + PARAM_BYTES * largest) if free is not None else 1
+    return max(1, min(requests, cores, MAX_CHILDREN, held))
 
 
 def torch_version(counter: str, python: str) -> str | None:
