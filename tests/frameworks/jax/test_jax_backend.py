@@ -168,6 +168,53 @@ def test_sync_waits_for_every_array_of_the_updated_state():
     assert found["pending_after_sync"] == 0
 
 
+PLACED = """
+import json
+import jax
+jax.config.update("jax_num_cpu_devices", 2)  # a second device, as a GPU is beside the CPU, before the backend starts
+from dlperf.frameworks.jax import backend as jb
+from dlperf.workloads import BUILTIN
+jb.configure_threads(1)
+w = BUILTIN["tiny-resnet-56"]
+here = jb.build(w, "cpu", "fp32")
+other = jax.devices("cpu")[1]
+jb._device = lambda device: other  # "cuda:0" here is the second CPU device
+made_on = set()
+def spied(make):
+    def made(*args, **kwargs):
+        found = make(*args, **kwargs)
+        made_on.update(d.id for a in jax.tree.leaves(found) for d in a.devices())
+        return found
+    return made
+jb.build_model, jb.synthetic_batch = spied(jb.build_model), spied(jb.synthetic_batch)
+there = jb.build(w, "cuda:0", "fp32")
+arrays = jax.tree.leaves((there.state, there.inputs, there.targets))
+devices = sorted({d.id for a in arrays for d in a.devices()})
+same = all(bool((jax.device_get(a) == jax.device_get(b)).all())
+           for a, b in zip(jax.tree.leaves((here.state, here.inputs, here.targets)), arrays, strict=True))
+losses = [float(there.step()) for _ in range(2)]  # the step donates the state: its old arrays are gone
+there.sync()
+print(json.dumps({
+    "devices": devices, "same": same, "made_on": sorted(made_on), "first": [float(here.step()), losses[0]],
+    "after": sorted({d.id for a in jax.tree.leaves((there.state, there.loss)) for d in a.devices()}),
+    "graphs": there.compile_stats()["graphs"],
+}))
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_step_for_another_device_is_made_on_the_cpu_and_moved_there_whole():
+    """On a GPU every initializer made there is an XLA program compiled for it (a JAX cell's build took 8.3-8.8 s on
+    an H200): the weights, the optimizer's buffers and the batch are made on the CPU and moved to the device at once.
+    A second CPU device stands in for the GPU: everything lives there, steps there, and starts from the weights and
+    the loss a CPU cell has."""
+    found = run_in("jax", PLACED)
+    assert found["made_on"] == [0]  # the model and the batch were made on the first (the CPU)
+    assert found["devices"] == found["after"] == [1]  # then lived and stepped on the second
+    assert found["same"] and found["first"][0] == found["first"][1]
+    assert found["graphs"] == 1
+
+
 COUNTS = (
     PRELUDE
     + """
