@@ -4,6 +4,7 @@ the probe child is replaced by a fake that counts a made-up affine step, and eve
 import json
 import os
 import shutil
+import threading
 
 import pytest
 
@@ -33,7 +34,7 @@ class FakeProbe:
         self.asked: list = []  # every OpRequest, in order
         self.bend = bend
 
-    def __call__(self, counter, request, python, timeout, timeout_flag=None):
+    def __call__(self, counter, request, python, timeout, timeout_flag=None, stopped=None):
         self.asked.extend(request.requests)
         return OpsAnswer([self.answer(r) for r in request.requests])
 
@@ -304,3 +305,34 @@ def test_children_read_this_machines_cores_and_memory(monkeypatch):
     assert count.children(10, [1_000_000]) == 3
     monkeypatch.setattr(count.system, "memory_available_bytes", lambda: None)  # not known (not Linux): one
     assert count.children(10, [1_000_000]) == 1
+
+
+def test_a_child_that_fails_stops_the_others_before_the_error_goes_on(fake, monkeypatch):
+    """A share whose child fails (here at once) ends the command: the other children are told to stop (the `stopped`
+    each polls, as `probe.ask` does for its child), and the error is the command's."""
+    seen = []
+
+    def ask(counter, request, python, timeout, timeout_flag=None, stopped=None):
+        if request.requests[0].batch == 4:
+            raise count.UsageError("tiny-fcn-r: the torch probe failed")
+        for _ in range(200):  # as a child still counting, polled until told to stop
+            if stopped():
+                seen.append("stopped")
+                break
+            threading.Event().wait(0.05)
+        return fake(counter, request, python, timeout)
+
+    monkeypatch.setattr(count, "children", lambda requests, params: 2)
+    monkeypatch.setattr(count.probe, "ask", ask)
+    with pytest.raises(count.UsageError, match="probe failed"):
+        count.counts(at(4, 8))
+    assert seen == ["stopped"]
+
+
+def test_a_probe_told_to_stop_stops_its_child_and_says_so():
+    """The real launcher: a probe child stopped by `stopped` (before PyTorch is even imported) is a UsageError
+    saying so, not an answer."""
+    from dlperf.answers import EnvRequest
+
+    with pytest.raises(count.UsageError, match="stopped: the command ended"):
+        count.probe.ask("torch", EnvRequest(), stopped=lambda: True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from importlib import metadata
@@ -60,7 +61,10 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
     for g in groups.values():
         g.key = cache.key(g.workload.to_json(), g.mode, counter, version)
         g.look_up()
-    ask = lambda asked: probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag)  # noqa: E731
+
+    def ask(asked: list[OpRequest], stopped=None):
+        return probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag, stopped=stopped)
+
     _answer(groups, ask, first=True)  # the fits, and the batches of groups too few to fit
     _answer(groups, ask, first=False)  # what a failed fit leaves
     if cache.enabled():
@@ -149,11 +153,27 @@ def _answer(groups: dict[str, Group], ask, first: bool) -> None:
         return
     n = children(len(asked), [g.workload.params for g, _ in asked])
     shares = [asked[i::n] for i in range(n)]
-    with ThreadPoolExecutor(n) as pool:
-        answers = list(pool.map(lambda share: ask([r for _, r in share]).counts, shares))
-    for share, found in zip(shares, answers, strict=True):
+    for share, found in zip(shares, _asked_at_once(ask, [[r for _, r in share] for share in shares]), strict=True):
         for (g, r), c in zip(share, found, strict=True):
             g.answered(c, r.batch)
+
+
+def _asked_at_once(ask, shares: list[list[OpRequest]]) -> list[list[OpCount]]:
+    """Each share's counts, a child each, asked from threads of this process. Ctrl-C, SIGTERM (as an interrupt) and
+    a child that fails reach this thread only: then every other child is stopped (`probe.ask`'s `stopped`) before
+    the error goes on, so no child counts on after its command ended."""
+    if len(shares) == 1:
+        return [ask(shares[0]).counts]
+    ended = threading.Event()
+    pool = ThreadPoolExecutor(len(shares))
+    try:
+        futures = [pool.submit(ask, share, ended.is_set) for share in shares]
+        return [f.result().counts for f in futures]
+    except BaseException:
+        ended.set()
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 MAX_CHILDREN = 8

@@ -9,6 +9,7 @@ This is the parent's side; the child's is `worker/probe.py`.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 
 from dlperf.answers import A, ProbeRequest
 from dlperf.errors import UsageError
@@ -21,14 +22,17 @@ PROBE_TIMEOUT_S = 180.0
 
 def ask(
     framework: str, request: ProbeRequest[A], python: str = sys.executable, timeout: float = PROBE_TIMEOUT_S,
-    threads: int = 1, *, timeout_flag: str | None = None,
+    threads: int = 1, *, timeout_flag: str | None = None, stopped: Callable[[], bool] | None = None,
 ) -> A:  # fmt: skip
     """Run the probe (with the thread variables of `threads`) and return its answer, typed by the request. A user
     error in the child (a bad factory) becomes a UsageError here, and so does a probe that gives no answer;
-    `timeout_flag` is the flag that set `timeout`, named when the probe runs out of it."""
+    `timeout_flag` is the flag that set `timeout`, named when the probe runs out of it. `stopped` (asked a few
+    times a second) stops the child's tree once it says so: how a probe asked from a thread, which an interrupt
+    never reaches, is stopped with the command."""
     from dlperf.runner.launch import launch
 
-    launched = launch(ProbeTask(framework, request), python, threads, timeout)
+    watch = (lambda new: "stopped: the command ended" if stopped() else None) if stopped else None
+    launched = launch(ProbeTask(framework, request), python, threads, timeout, watch=watch)
     answer, error = first(launched.main, Answer), first(launched.main, Error)
     if error is not None and error.usage:
         raise UsageError(error.error)
