@@ -24,7 +24,8 @@ OTHER_SHARE = 0.10  # of an eager step, the device work no operator owns (it was
 CHECK_S = 480.0  # the whole check, so that a rerun fits in the 15 minutes a GPU machine is lent for
 PHASES = {  # a cell process's phases (`runner/collect.phases`), in words
     "startup_s": "starting (a warm parent's imports, waited for)", "framework_s": "importing the framework",
-    "build_s": "building", "compile_s": "compiling", "warmup_s": "warming up", "timed_s": "timed steps",
+    "build_s": "building", "compile_s": "compiling", "gate_s": "waiting to be timed alone (compiled at once)",
+    "warmup_s": "warming up", "timed_s": "timed steps",
     "flops_s": "counting FLOPs", "memory_s": "the memory step", "loss_check_s": "loss checks", "exit_s": "exiting",
 }  # fmt: skip
 

@@ -70,3 +70,16 @@ def test_a_profiled_cell_shows_profiling_and_its_time_counts_in_the_eta(capsys):
         "[2/3] resnet-18 torch cpu:1: profile failed: RuntimeError: x",
     ]
     assert progress.eta_s(2) == (3.0 + 12.0) / 2  # two items done: the profile alone, the cell with its profile
+
+
+def test_cells_compiling_at_once_are_announced_together_and_each_finishes_under_its_own_name(capsys):
+    tasks = [SimpleNamespace(cell=SimpleNamespace(label=f"{w} torch compile cpu:1"), repeat=0) for w in ("a", "b")]
+    progress = Progress(total=3, console=Console(stderr=True, force_terminal=False))
+    progress.start_together(0, tasks)
+    progress.finish(1, tasks[1], OK, CellFigures(median_s=4.2, n=12))
+    progress.finish(0, tasks[0], OK, CellFigures(median_s=4.2, n=12))
+    assert capsys.readouterr().err.splitlines() == [
+        "[1-2/3] a torch compile cpu:1, b torch compile cpu:1 (compiling at once, each timed alone) ...",
+        "[2/3] b torch compile cpu:1: median 4.20 s, n=12",
+        "[1/3] a torch compile cpu:1: median 4.20 s, n=12",
+    ]

@@ -58,22 +58,23 @@ class Progress:
         )
 
     def start(self, index: int, task) -> None:
-        self._index = index
-        self._current = terminal(task.cell.label) + (f" (repeat {task.repeat + 1})" if task.repeat else "")
-        self._started = time.monotonic()
+        self._begin(index, label(task), f"{index + 1}")
+
+    def start_together(self, index: int, tasks: list) -> None:
+        """Cells that compile at once (`run --compile-at-once`), items index to index + len(tasks) - 1."""
+        current = f"{', '.join(map(label, tasks))} (compiling at once, each timed alone)"
+        self._begin(index, current, f"{index + 1}-{index + len(tasks)}")
+
+    def _begin(self, index: int, current: str, items: str) -> None:
+        self._index, self._current, self._started = index, current, time.monotonic()
         if not self.live:
-            print(f"[{index + 1}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
+            print(f"[{items}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
         self.refresh()
 
     def profiling(self, index: int, cell) -> None:
         """A cell's untimed profiled process starts (`run --profile`): after the cell's last timed process, or as an
         item of its own when a resumed run profiles a cell it had measured."""
-        self._index = index
-        self._current = f"profiling {terminal(cell.label)}"
-        self._started = time.monotonic()
-        if not self.live:
-            print(f"[{index + 1}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
-        self.refresh()
+        self._begin(index, f"profiling {terminal(cell.label)}", f"{index + 1}")
 
     def profiled(self, index: int, cell, profile: ProfileOutcome, *, own_item: bool = False) -> None:
         """The profile is stored (`runner.profile.row_of`). Its process's time joins its cell's item, so the ETA
@@ -108,4 +109,9 @@ class Progress:
         outcome = terminal(outcome)  # the error comes from the user's model
         if ok and median and n is not None:
             outcome += f", n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
-        self._say(f"[{index + 1}/{self.total}] {self._current}: {outcome}")
+        self._say(f"[{index + 1}/{self.total}] {label(task)}: {outcome}")
+
+
+def label(task) -> str:
+    """A task's cell as the progress names it, with its repeat after the first."""
+    return terminal(task.cell.label) + (f" (repeat {task.repeat + 1})" if task.repeat else "")

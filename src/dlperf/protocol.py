@@ -162,6 +162,8 @@ class CellTask(_Task):
     nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases (host calls per step; not part of the key)
     data: str | None = None  # a cell with a loader: the dataset's directory, or "dataset" (a user workload's own)
     memory_limit: int | None = None  # `dlperf fit --max-memory`: the process's data limit in bytes, set before import
+    gate: str | None = None  # `run --compile-at-once`: the lock file of the cells compiling at once (`worker/gate.py`)
+    gate_group: int = 1  # how many cells share that lock: compiled side by side, each timed alone
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CellTask:
@@ -325,6 +327,13 @@ class Compiling(Event):
 class Compiled(Event):
     first_step_s: float
     stats: dict[str, Any] = field(default_factory=dict)  # the backend's compile_stats() after the first step
+
+
+@event("gated")
+class Gated(Event):
+    """The cell holds its group's device alone from now to its last timed step (`worker/gate.py`)."""
+
+    waited_s: float  # for the group's other compilations, or another cell's timing
 
 
 @event("warmup")

@@ -47,6 +47,7 @@ _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
+MAX_COMPILE_AT_ONCE = 16  # --compile-at-once: each is a process holding its model on the device while it waits
 INT64_MAX = 2**63 - 1  # SQLite's largest integer: a stored count or id beyond it cannot be written
 MAX_SECONDS = threading.TIMEOUT_MAX  # the longest wait the platform can make (about 292 years)
 
@@ -61,6 +62,7 @@ class RunSpec:
     repeats: int = 1  # fresh processes per cell, interleaved with the other cells
     timeout: float = 600.0  # seconds per child process, start-up included
     compile_timeout: float | None = None  # seconds for a compiled cell's first step (compilation); None: no own limit
+    compile_at_once: int = 1  # consecutive compiled cells on one device compiling side by side, each timed alone
     pin: bool = False  # pin each child to `threads` cores of the allowed affinity mask
     loss_check: bool = True  # every mode but fp32 also checks that it still trains (untimed)
     timer: TimerConfig = field(default_factory=TimerConfig)
@@ -121,6 +123,8 @@ def _check_limits(s: RunSpec) -> None:
         raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
     if s.compile_timeout is not None and not 0 < s.compile_timeout <= MAX_SECONDS:
         raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
+    if not isinstance(s.compile_at_once, int) or not 1 <= s.compile_at_once <= MAX_COMPILE_AT_ONCE:
+        raise UsageError(f"--compile-at-once must be a whole number from 1 to {MAX_COMPILE_AT_ONCE}")
 
 
 def _check_lists(s: RunSpec) -> None:

@@ -647,6 +647,14 @@ def test_a_check_adds_the_time_line_once_every_section_has_a_time(tmp_path):
     assert gpu_check.time_line(check).data["processes_s"] == pytest.approx(17.3)
 
 
+def test_processes_that_ran_at_once_count_their_wall_time_once():
+    """`run --compile-at-once`: two compiled cells' processes overlap; the time within cell processes is the union
+    of their lives where each says when it started, and a process that does not say adds its own."""
+    rows = [(60.0, ""), (70.0, ""), (5.0, ""), (3.0, "")]
+    details = [{"started_at": 1000.0}, {"started_at": 1000.5}, {"started_at": 1100.0}, {}]
+    assert gpu_check.busy_s(rows, details) == pytest.approx(70.5 + 5.0 + 3.0)
+
+
 def test_a_resumed_check_takes_each_sections_figures_from_the_latest_check_that_ran_it(tmp_path):
     first, second = tmp_path / "1", tmp_path / "2"
     headers = [

@@ -175,7 +175,7 @@ def test_phases_say_where_a_process_spent_its_time():
            Memory({}, at=t0 + 3.1), Done(at=t0 + 3.1)]  # fmt: skip
     got = phases(evs, ChildResult(0, False, 3.2, "", started_at=t0))
     assert got == pytest.approx({"startup_s": 0.1, "framework_s": 1.0, "build_s": 0.5, "compile_s": None,
-                                 "warmup_s": 0.2, "timed_s": 1.0, "flops_s": 0.1, "memory_s": 0.2,
+                                 "gate_s": None, "warmup_s": 0.2, "timed_s": 1.0, "flops_s": 0.1, "memory_s": 0.2,
                                  "loss_check_s": None, "exit_s": 0.1})  # fmt: skip
 
 
@@ -213,3 +213,18 @@ def test_a_loss_not_finite_in_one_process_of_several_marks_the_cell_and_says_how
     assert figures.status == "ok" and figures.loss_finite is False
     assert "loss not finite: inf after the timed steps (in 1 of 3 processes); the time is kept" in figures.warnings[0]
     assert cell_figures([process(None)], batch=8, threads=1, cores=2, device="cpu").loss_finite is None
+
+
+def test_a_compiled_cells_wait_for_the_device_alone_is_a_phase_of_its_own():
+    """`run --compile-at-once`: between its compilation and its warm-up a cell waited for the group's other cells
+    (`gated`); the warm-up counts from the moment it held the device alone."""
+    from dlperf.protocol import Affinity, Compiled, Compiling, Gated, Start
+    from dlperf.runner.collect import phases
+
+    t0 = 1000.0
+    evs = [Start(1, "py", at=t0 + 0.1), Affinity([0], {}, at=t0 + 0.1), Built(1, 0.5, {}, at=t0 + 1.6),
+           Compiling(at=t0 + 1.6), Compiled(20.0, at=t0 + 21.6), Gated(9.5, at=t0 + 31.1),
+           Warmup(3, True, [], at=t0 + 31.3), Sampled(5, 1.0, at=t0 + 32.3), Done(at=t0 + 32.3)]  # fmt: skip
+    got = phases(evs, ChildResult(0, False, 32.4, "", started_at=t0))
+    assert got["compile_s"] == pytest.approx(20.0) and got["gate_s"] == pytest.approx(9.5)
+    assert got["warmup_s"] == pytest.approx(0.2) and got["timed_s"] == pytest.approx(1.0)

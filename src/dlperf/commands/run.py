@@ -9,6 +9,7 @@ from dlperf.commands.common import db_path, given_flags, real, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
 from dlperf.modes import help_text
+from dlperf.spec import MAX_COMPILE_AT_ONCE
 from dlperf.vocab import ExitCode
 
 HELP = "measure a sweep and print the table"
@@ -65,6 +66,15 @@ def add_process_flags(p: argparse.ArgumentParser) -> None:
         type=real("--compile-timeout"),
         help="seconds a compiled cell may spend compiling (its first step) before it is stopped as a timeout "
         "(default: only --timeout)",
+    )
+    p.add_argument(
+        "--compile-at-once",
+        type=whole("--compile-at-once", 1, most=MAX_COMPILE_AT_ONCE),
+        default=1,
+        metavar="N",
+        help="up to N consecutive compiled cells on one device compile side by side, each timed alone: no timed step "
+        "runs beside another cell's import, build, compilation or checks; their compile times are then not lone "
+        "ones, and each process's --timeout is N times as long, for its waits (default: 1: one cell at a time)",
     )
     p.add_argument("--pin", action="store_true", help="pin each cell to as many cores as it has threads")
     p.add_argument(
@@ -240,6 +250,7 @@ def run(args) -> int:
             repeats=args.repeats,
             timeout=args.timeout,
             compile_timeout=args.compile_timeout,
+            compile_at_once=args.compile_at_once,
             pin=args.pin,
             loss_check=not args.no_loss_check,
             timer=timer(args),

@@ -88,6 +88,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
         loss=done and done.loss,
         timeline=timeline(events, child),
+        started_at=child.started_at,
         phases=phases(events, child),
         started=child.started,
         cold_because=child.cold_because,
@@ -110,8 +111,9 @@ def timeline(events: list[Event], child: ChildResult) -> list[list] | None:
 
 def phases(events: list[Event], child: ChildResult) -> dict[str, float | None] | None:
     """A process's wall-clock time by phase, from its events' times (None where a phase did not happen):
-    startup (interpreter and dlperf), framework (its import and thread setup), build, compile (the first step),
-    warm-up, timed steps, FLOP counting, the memory step, the loss check, and exit (teardown after the last event)."""
+    startup (interpreter and dlperf), framework (its import and thread setup), build, compile (the first step), the
+    wait for the device alone (`run --compile-at-once`), warm-up, timed steps, FLOP counting, the memory step, the
+    loss check, and exit (teardown after the last event)."""
     if child.started_at is None:
         return None
     at: dict[str, float] = {}
@@ -133,7 +135,8 @@ def phases(events: list[Event], child: ChildResult) -> dict[str, float | None] |
         "framework_s": round(framework_s - build_s, 4) if framework_s is not None and build_s is not None else None,
         "build_s": build_s,
         "compile_s": gap("compiling", "compiled"),
-        "warmup_s": gap("compiled" if "compiled" in at else "built", "warmup"),
+        "gate_s": gap("compiled", "gated"),
+        "warmup_s": gap(before("gated", "compiled", "built"), "warmup"),
         "timed_s": gap("warmup", "sampled"),
         "flops_s": gap(before("compile_end", "sampled"), "flops"),
         "memory_s": gap(before("flops", "compile_end", "sampled"), "memory"),

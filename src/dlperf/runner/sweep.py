@@ -6,8 +6,14 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 
 from __future__ import annotations
 
+import fcntl
+import os
+import tempfile
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import Protocol
 
 from dlperf import envs
@@ -15,11 +21,11 @@ from dlperf.errors import MissingDependency, StoreFault
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.parallel import Rendezvous, distributed
-from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask
-from dlperf.runner import collect, warm
+from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask, Start
+from dlperf.runner import collect, lifeline, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
-from dlperf.runner.launch import launch
+from dlperf.runner.launch import Watch, launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
@@ -95,8 +101,11 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     return kind(**common, group_timeout_s=spec.timeout, rank_cpus=pins)
 
 
-def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> ProcessMeasurement:
-    """Measure one task in a fresh child; return the measurement (never raises for a child's failure)."""
+def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: Together | None = None,
+             k: int = 0) -> ProcessMeasurement:  # fmt: skip
+    """Measure one task in a fresh child; return the measurement (never raises for a child's failure). `group_of`:
+    the group of cells compiling at once it is the k-th of (`run_together`), whose child tasks were made in the
+    sweep's thread, the one that may read the store."""
     cell, timeout = task.cell, ctx.spec.timeout
     python = interpreter_for(cell.framework)
     if distributed(cell.nproc, cell.parallel):
@@ -108,9 +117,97 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None]) -> Process
         return collect.ddp_measurement(launched.events, launched.child, timeout, exits)
     compiling, deadline = CompileWatch(ctx.spec.compile_timeout), Deadline(ctx.deadline)
     threads = cell.threads * max(1, cell.nproc)  # MirroredStrategy: every replica's threads, in one process
-    launched = launch(child_task(task, ctx), python, threads, timeout, poll=poll,
-                      watch=lambda new: compiling(new) or deadline(new))  # fmt: skip
+    child, watch = group_of.tasks[k] if group_of else child_task(task, ctx), lambda new: compiling(new) or deadline(new)
+    if group_of is not None:  # its --timeout covers the waits for the group's other cells as well
+        timeout, watch = timeout * len(group_of.tasks), group_of.watch(k, watch)
+    launched = launch(child, python, threads, timeout, poll=poll, watch=watch)
     return collect.measurement(launched.main, launched.child, timeout)
+
+
+def compiled_alone(cell: Cell) -> bool:
+    """A cell that may compile beside others (`--compile-at-once`): a compiled mode in one plain process."""
+    return Mode.COMPILE in mode_components(cell.mode) and not cell.nproc
+
+
+def together(tasks: list[Task], at: int, spec: RunSpec) -> list[Task]:
+    """The tasks from `at` on that compile at once: up to `--compile-at-once` consecutive compiled cells on one
+    device (none of a profiled run: its profiles come between its cells); else the task at `at` alone."""
+    first = tasks[at]
+    if spec.compile_at_once < 2 or spec.profile or not compiled_alone(first.cell):
+        return [first]
+    group = [first]
+    for task in tasks[at + 1 : at + spec.compile_at_once]:
+        if not compiled_alone(task.cell) or task.cell.device != first.cell.device:
+            break
+        group.append(task)
+    return group
+
+
+class Together:
+    """A group compiling at once: its lock file (`worker/gate.py`), held shared by this process until each child
+    holds its own (the child's first event says so), and a stop that every child's watch sees."""
+
+    STOPPED = "stopped: the sweep ended (interrupted, or another cell's process failed to be stored)"
+
+    def __init__(self, path: str, tasks: list[CellTask]) -> None:
+        self.path = path
+        self.tasks = [replace(task, gate=path, gate_group=len(tasks)) for task in tasks]
+        self.started = [threading.Event() for _ in tasks]
+        self.ended = threading.Event()
+        self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_SH)
+
+    def watch(self, k: int, inner: Watch) -> Watch:
+        def seen(new: list[Event]) -> str | None:
+            if any(not isinstance(e, Start) for e in new):  # its first event after `start` comes once it holds its own
+                self.started[k].set()
+            return self.STOPPED if self.ended.is_set() else inner(new)
+
+        return seen
+
+    def let_go(self) -> None:
+        """The parent's own hold released, once every child holds its lock or has ended."""
+        if self.fd is not None and all(s.is_set() for s in self.started):
+            os.close(self.fd)
+            self.fd = None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def run_together(
+    ctx: SweepContext, group: list[Task], poll: Callable[[], None]
+) -> Iterator[tuple[int, ProcessMeasurement]]:
+    """The group's tasks, each in its child, launched at once from threads of this process (`--compile-at-once`):
+    their builds and compilations side by side, each warm-up and timed steps alone (`worker/gate.py`). Yields (k,
+    measurement) as each ends. An interrupt, or an error storing a measurement, stops every child still running
+    before it goes on."""
+    with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix("gate")) as tmp:
+        group_of = Together(os.path.join(tmp, "gate"), [child_task(task, ctx) for task in group])
+        pool = ThreadPoolExecutor(len(group))
+
+        def one(k: int) -> ProcessMeasurement:
+            try:
+                return run_task(group[k], ctx, lambda: None, group_of, k)
+            finally:
+                group_of.started[k].set()  # a child that never started holds nothing
+
+        try:
+            pending = {pool.submit(one, k): k for k in range(len(group))}
+            while pending:
+                group_of.let_go()
+                poll()
+                done, _ = wait(pending, timeout=0.25)
+                for future in sorted(done, key=pending.__getitem__):
+                    yield pending.pop(future), future.result()
+        except BaseException:
+            group_of.ended.set()
+            raise
+        finally:
+            pool.shutdown(wait=True)
+            group_of.close()
 
 
 def rendezvous(spec: RunSpec) -> Rendezvous:
@@ -212,9 +309,18 @@ def execute(
             warm_up(ctx, tasks, to_profile)
             for i, cell in enumerate(to_profile):
                 profile_cell(ctx, cell, progress, i, own_item=True)
-            for i, task in enumerate(tasks, start=len(to_profile)):
-                if Deadline(ctx.deadline)():  # the budget has run out: the rest stay pending
-                    break
+            at = 0
+            while at < len(tasks) and not Deadline(ctx.deadline)():  # past the budget: the rest stay pending
+                group, i = together(tasks, at, ctx.spec), at + len(to_profile)
+                at += len(group)
+                if len(group) > 1:
+                    progress.start_together(i, group)
+                    for k, m in run_together(ctx, group, progress.refresh):
+                        figures = store_or_keep(ctx, group[k], m)
+                        statuses.append(m.status)
+                        progress.finish(i + k, group[k], m, figures)
+                    continue
+                task = group[0]
                 progress.start(i, task)
                 m = run_task(task, ctx, progress.refresh)
                 figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it

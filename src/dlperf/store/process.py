@@ -50,6 +50,9 @@ class ProcessDetail(StoredFigures):
     # the last timed step's loss; "nan", "inf" or "-inf" when not finite (`protocol.Sampled`)
     loss: float | str | None = field(default=None, metadata=OPTIONAL)
     timeline: list[list] | None = None  # [event, seconds since the child was started], samples left out
+    # the wall clock (seconds since the epoch) as the child was started: its timeline's origin, so the timelines of
+    # processes that ran at once (`run --compile-at-once`) can be set side by side
+    started_at: float | None = field(default=None, metadata=OPTIONAL)
     phases: dict[str, float | None] | None = None  # the process's wall-clock time by phase (`collect.phases`)
     started: str | None = field(default=None, metadata=OPTIONAL)  # "warm" (forked: `runner/warm.py`) or "cold"
     cold_because: str | None = field(default=None, metadata=OPTIONAL)  # why a cell's process started cold

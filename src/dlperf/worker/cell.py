@@ -37,6 +37,7 @@ from dlperf.protocol import (
     Compiling,
     Done,
     Flops,
+    Gated,
     Loader,
     LossCheck,
     Memory,
@@ -47,10 +48,11 @@ from dlperf.protocol import (
 )
 from dlperf.worker import feed
 from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, serve
+from dlperf.worker.gate import Gate
 from dlperf.workloads import Workload
 
 
-def measure(task: CellTask, emit: Reporter) -> None:
+def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     """build -> (compile) -> warm up -> timed steps -> FLOPs, memory and the loss check (untimed).
 
     The timed loop sees exactly the history a plain training loop has: the FLOP-counting and memory-tracking steps
@@ -62,6 +64,8 @@ def measure(task: CellTask, emit: Reporter) -> None:
     workload = Workload.from_json(task.workload)
     train, noted = build_cell(fw, task, workload)
     timing = {"timing": timing_of(train)}
+    if task.gate:  # compiled beside the group's other cells: its compile time is not a lone one
+        timing["compiled_at_once"] = task.gate_group
     emit(Built(train.params, time.perf_counter() - start, {**settings, **train.settings(), **noted, **timing},
                fw.version()))  # fmt: skip
     fed = open_feed(task, fw, workload, train, emit) if task.data is not None else None
@@ -69,6 +73,8 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())
         emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
+    if gate is not None and task.gate:
+        emit(Gated(gate.timing()))
     last = LastLoss()
     run = step_timer(train, fed, last)
     warm = warm_up(run, task.timer)
@@ -83,6 +89,8 @@ def measure(task: CellTask, emit: Reporter) -> None:
     if train.compiles:
         emit(CompileEnd(train.compile_stats()))  # frames compiled since the first step are recompiles
     train.sync()  # the steps launched beyond the last one read (pipelined) finish before anything else runs
+    if gate is not None:
+        gate.work()  # the untimed extras may run beside the group's other work
     if task.stop is not None and task.stop.applies(sampled.median_s):
         stop_early(task, sampled.median_s, emit)
         return
@@ -295,11 +303,13 @@ def affinity() -> Affinity:
 
 
 def run_cell(task: CellTask, emit: Reporter) -> None:
+    gate = Gate(task.gate)
+    gate.work()  # first: beside the group's other cells' work, never beside their timing (the parent waits for this)
     pin(task.pin_cpus)
     emit(affinity())
     limit_memory(task.memory_limit)
     try:
-        measure(task, emit)
+        measure(task, emit, gate)
     except Exception as exc:
         if not out_of_memory(exc):
             raise
