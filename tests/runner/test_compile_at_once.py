@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from conftest import FAST, cells, dlperf, require, rows
-from dlperf.errors import UsageError
+from dlperf.errors import StoreFault, UsageError
 from dlperf.protocol import Cell
 from dlperf.runner import sweep
 from dlperf.runner.session import Session
@@ -125,6 +125,28 @@ def test_an_interrupt_stops_every_child_of_the_group(session, monkeypatch):
         session.measure([Task(A, 0), Task(B, 0)], lambda total: Interrupting())
     assert told == [sweep.Together.STOPPED] * 2
     assert session.store.run(session.run_id).status == "interrupted"
+
+
+def test_a_measurement_the_store_refuses_stops_the_groups_other_children(session, monkeypatch):
+    told = []
+
+    def run_task(task, ctx, poll, group_of=None, k=0):
+        stop = group_of.watch(k, lambda new: None)
+        for _ in range(0 if k == 0 else 600):  # the first ends at once, the second runs until told to stop
+            if reason := stop([]):
+                told.append(reason)
+                break
+            threading.Event().wait(0.05)
+        return ProcessMeasurement(status=Status.OK, samples=[0.01] * 3, duration_s=1.0)
+
+    def refused(ctx, task, m):
+        raise StoreFault("the disk is full")
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    monkeypatch.setattr(sweep, "store_or_keep", refused)
+    with pytest.raises(StoreFault, match="disk is full"):
+        session.measure([Task(A, 0), Task(B, 0)], lambda total: Shown())
+    assert told == [sweep.Together.STOPPED]
 
 
 def intervals(detail: dict) -> dict[str, tuple[float, float]]:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
+from contextlib import closing
 from dataclasses import replace
 from typing import Protocol
 
@@ -124,7 +125,7 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
     return collect.measurement(launched.main, launched.child, timeout)
 
 
-def compiled_alone(cell: Cell) -> bool:
+def may_compile_at_once(cell: Cell) -> bool:
     """A cell that may compile beside others (`--compile-at-once`): a compiled mode in one plain process."""
     return Mode.COMPILE in mode_components(cell.mode) and not cell.nproc
 
@@ -133,11 +134,11 @@ def together(tasks: list[Task], at: int, spec: RunSpec) -> list[Task]:
     """The tasks from `at` on that compile at once: up to `--compile-at-once` consecutive compiled cells on one
     device (none of a profiled run: its profiles come between its cells); else the task at `at` alone."""
     first = tasks[at]
-    if spec.compile_at_once < 2 or spec.profile or not compiled_alone(first.cell):
+    if spec.compile_at_once < 2 or spec.profile or not may_compile_at_once(first.cell):
         return [first]
     group = [first]
     for task in tasks[at + 1 : at + spec.compile_at_once]:
-        if not compiled_alone(task.cell) or task.cell.device != first.cell.device:
+        if not may_compile_at_once(task.cell) or task.cell.device != first.cell.device:
             break
         group.append(task)
     return group
@@ -315,10 +316,11 @@ def execute(
                 at += len(group)
                 if len(group) > 1:
                     progress.start_together(i, group)
-                    for k, m in run_together(ctx, group, progress.refresh):
-                        figures = store_or_keep(ctx, group[k], m)
-                        statuses.append(m.status)
-                        progress.finish(i + k, group[k], m, figures)
+                    with closing(run_together(ctx, group, progress.refresh)) as ended:  # a store's fault stops them
+                        for k, m in ended:
+                            figures = store_or_keep(ctx, group[k], m)
+                            statuses.append(m.status)
+                            progress.finish(i + k, group[k], m, figures)
                     continue
                 task = group[0]
                 progress.start(i, task)
