@@ -74,7 +74,9 @@ def add_process_flags(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="up to N consecutive compiled cells on one device compile side by side, each timed alone: no timed step "
         "runs beside another cell's import, build, compilation or checks; their compile times are then not lone "
-        "ones, and each process's --timeout is N times as long, for its waits (default: 1: one cell at a time)",
+        "ones, and each process's --timeout is N times as long, for its waits; on a GPU the kernels a compiler "
+        "times at their first call (Inductor's launch settings) may be timed beside another cell's compilation "
+        "(default: 1: one cell at a time)",
     )
     p.add_argument("--pin", action="store_true", help="pin each cell to as many cores as it has threads")
     p.add_argument(
