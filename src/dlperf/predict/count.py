@@ -1,7 +1,7 @@
 """The parent's side of an op count: the probe of the backend that counts operators (PyTorch's; its row of
 `frameworks.common.capabilities`) counts each (workload, mode, batch) step on fake tensors.
 
-A command's requests are shared among a few children counting at once (`children`: one per usable core, as memory
+A command's requests are shared among a few children counting at once (`children`: one per idle core, as memory
 allows), each importing PyTorch once and counting its share on one thread: `dlperf run`'s seven networks or the
 validation's dozens are counted in a fraction of the time one child takes on a machine with cores to spare. Counts
 are kept between commands (`predict/cache.py`), and a (workload, mode) asked at `FIT_FROM` or more batches is
@@ -15,6 +15,7 @@ the same step (tf32 is the GPU's peak only): one count serves both.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -182,14 +183,26 @@ PARAM_BYTES = 6  # a model's weights, built at a batch of 1 before they are made
 UNKNOWN_PARAMS = 100_000_000  # a user's model, whose size only its probe knows
 
 
-def children(requests: int, params: list[int | None], cores: int | None = None, free: int | None = None) -> int:
-    """How many children count at once: one per usable core (each counts on one thread), no more than the requests,
-    MAX_CHILDREN, or what the memory available holds, each child taken as holding the largest model asked."""
+def children(requests: int, params: list[int | None], cores: int | None = None, free: int | None = None,
+             busy: float | None = None) -> int:  # fmt: skip
+    """How many children count at once: one per idle core (each counts on one thread; `busy`, the cores' load, one
+    minute's average: on cores other work keeps busy, every child's PyTorch import would only slow that work and
+    the others), no more than the requests, MAX_CHILDREN, or what the memory available holds, each child taken as
+    holding the largest model asked."""
     cores = system.usable_cores()["cores"] if cores is None else cores
     free = system.memory_available_bytes() if free is None else free
+    busy = load() if busy is None else busy
     largest = max((p or UNKNOWN_PARAMS for p in params), default=0)
     held = free // (CHILD_BYTES + PARAM_BYTES * largest) if free is not None else 1
-    return max(1, min(requests, cores, MAX_CHILDREN, held))
+    return max(1, min(requests, cores - round(busy), MAX_CHILDREN, held))
+
+
+def load() -> float:
+    """The machine's load average over the last minute (0 where the system does not say)."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return 0.0
 
 
 def torch_version(counter: str, python: str) -> str | None:
