@@ -15,6 +15,7 @@ the same step (tf32 is the GPU's peak only): one count serves both.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import threading
@@ -194,7 +195,7 @@ def children(requests: int, params: list[int | None], cores: int | None = None, 
     busy = load() if busy is None else busy
     largest = max((p or UNKNOWN_PARAMS for p in params), default=0)
     held = free // (CHILD_BYTES + PARAM_BYTES * largest) if free is not None else 1
-    return max(1, min(requests, cores - round(busy), MAX_CHILDREN, held))
+    return max(1, min(requests, cores - math.floor(busy), MAX_CHILDREN, held))  # a fraction of a core's load is idle
 
 
 def load() -> float:
