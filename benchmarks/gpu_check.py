@@ -29,7 +29,8 @@ Sections, in order (--only takes a comma list of them):
     nccl       `dlperf comm --backend nccl --nproc 1`, and --nproc 2 on one GPU refused
     crossover  `dlperf crossover fcn-r` with the measured CUDA cell in the store: the GPU side "measured"
     compile    bf16+compile on resnet-50 and resnet-56, compiling side by side and each timed alone (`run
-               --compile-at-once 2`; last but two: compiling takes the longest)
+               --compile-at-once 2`, which the processes' stored timelines must show; last but two: compiling
+               takes the longest)
     predicted  every GPU cell of the check's runs with its stored prediction and error (data, no threshold)
     tests      `pytest -m gpu` with DLPERF_REQUIRE=cuda (two workers, a file each, where pytest-xdist is installed)
 
@@ -256,14 +257,16 @@ def child_env() -> dict[str, str]:
 
 
 def how_started(db: str, run: int) -> list[dict]:
-    """Each measurement of `run`: its workload, device, and how its process started (`started`, `cold_because`,
-    `phases`), read through the store: `dlperf export` has no column for them."""
+    """Each measurement of `run`: its workload, device, how its process started (`started`, `cold_because`,
+    `phases`) and when its events came (`timeline` from `started_at`), read through the store: `dlperf export` has
+    no column for them."""
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
     try:
-        return [{"workload": c.cell.workload, "device": c.cell.device, "started": m.detail.started,
-                 "cold_because": m.detail.cold_because, "phases": m.detail.phases}
+        return [{"workload": c.cell.workload, "mode": c.cell.mode, "device": c.cell.device, "started": m.detail.started,
+                 "cold_because": m.detail.cold_because, "phases": m.detail.phases, "timeline": m.detail.timeline,
+                 "started_at": m.detail.started_at}
                 for c in store.cells(run) for m in store.measurements(run, c.key)]  # fmt: skip
     finally:
         store.close()
@@ -332,7 +335,8 @@ def compiled(c: Check) -> list:
     # of mostly one thread, one after the other
     at_once = ("--compile-at-once", str(len(nets)))
     _, cells = c.run("--workloads", ",".join(nets), "--modes", ",".join(chosen), "--compile-timeout", "200", *at_once)
-    return rel.modes_lines(cells, nets, chosen, section="compile")
+    at_once_line = [rel.at_once_line(how_started(c.db, cells[0]["run_id"]))] if cells else []
+    return rel.modes_lines(cells, nets, chosen, section="compile") + at_once_line
 
 
 def profile(c: Check) -> list:

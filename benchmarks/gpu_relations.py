@@ -135,6 +135,50 @@ def forked_line(rows: list[dict]) -> Line:
     return Line("table7", "GPU cells forked from a warm parent", bool(gpu) and len(forked) == len(gpu), figures, data)
 
 
+def spans(row: dict) -> dict[str, tuple[float, float]] | None:
+    """A compiled process's phases as wall-clock intervals (its `timeline` from its `started_at`): its work before
+    (import, build, compilation), its compilation, its warm-up and timed steps (from `gated`), and its work after
+    (FLOP count, memory step, loss check); None where its timeline lacks any of them."""
+    at = {name: row["started_at"] + t for name, t in row.get("timeline") or []} if row.get("started_at") else {}
+    if not {"affinity", "compiling", "compiled", "gated", "sampled"} <= set(at):
+        return None
+    return {
+        "before": (at["affinity"], at["compiled"]),
+        "compiling": (at["compiling"], at["compiled"]),
+        "timed": (at["gated"], at["sampled"]),
+        "after": (at.get("compile_end", at["sampled"]), max(at.values())),
+    }
+
+
+def overlap_s(a: tuple[float, float], b: tuple[float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))
+
+
+def at_once_line(rows: list[dict]) -> Line:
+    """Compiled cells of one `--compile-at-once` run (`how_started`'s rows): their compilations side by side (every
+    two overlap), and each timed alone: no cell's warm-up and timed steps overlap another's work before or after."""
+    label = {id(r): f"{r['workload']} {r.get('mode') or ''}".strip() for r in rows}
+    found = {label[id(r)]: spans(r) for r in rows}
+    missing = sorted(w for w, s in found.items() if s is None)
+    if len(found) < 2 or missing:
+        why = f"no timeline with a wait to be timed alone: {', '.join(missing)}" if missing else "fewer than 2 cells"
+        return Line("compile", "compiled side by side, each timed alone", False, why)
+    names = sorted(found)
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
+    side = {f"{a}/{b}": overlap_s(found[a]["compiling"], found[b]["compiling"]) for a, b in pairs}
+    clashes = {f"{a} timed beside {b}'s work": overlap_s(found[a]["timed"], found[b][part])
+               for a in names for b in names if a != b for part in ("before", "after")}  # fmt: skip
+    clashes = {k: v for k, v in clashes.items() if v > 0}
+    waits = {label[id(r)]: (r.get("phases") or {}).get("gate_s") for r in rows}
+    figures = (f"compilations side by side {', '.join(f'{k} {v:.1f} s' for k, v in side.items())}; waited to be "
+               f"timed alone: {', '.join(f'{w} {s or 0:.1f} s' for w, s in sorted(waits.items()))}")  # fmt: skip
+    if clashes:
+        figures += f"; overlaps: {', '.join(f'{k} {v:.2f} s' for k, v in clashes.items())}"
+    passed = all(v > 0 for v in side.values()) and not clashes
+    data = {"side_by_side_s": side, "overlaps_s": clashes, "waits_s": waits}
+    return Line("compile", "compiled side by side, each timed alone", passed, figures, data)
+
+
 def modes_lines(cells: list[dict], nets: tuple[str, ...], modes=MODES, tf32_net="", graphs_net="", section="modes"):
     """Every cell ok and still training as fp32 does (its loss check not failed), or unsupported with its reason;
     tf32 faster than fp32 on `tf32_net`, and CUDA graphs faster than eager bf16 on `graphs_net` (launch-bound)."""

@@ -163,6 +163,37 @@ def test_the_forked_line_wants_every_gpu_cell_forked_and_says_why_one_was_not():
     assert not rel.forked_line([]).passed  # no GPU cell: nothing was shown
 
 
+def compiled_process(workload: str, start: float, compiled: float, gated: float, sampled: float, done: float) -> dict:
+    """`how_started`'s row of a compiled process (seconds from its start), its timeline as `collect.timeline`."""
+    events = [["start", 0.1], ["affinity", 0.2], ["built", 1.0], ["compiling", 1.0], ["compiled", compiled],
+              ["gated", gated], ["warmup", gated + 0.5], ["sampled", sampled], ["compile_end", sampled],
+              ["flops", done - 0.5], ["done", done]]  # fmt: skip
+    return {"workload": workload, "mode": "bf16+compile", "started_at": start, "timeline": events,
+            "phases": {"gate_s": gated - compiled}}  # fmt: skip
+
+
+def test_the_at_once_line_wants_compilations_side_by_side_and_each_cell_timed_alone():
+    """resnet-56 compiles 47 s, resnet-50 45 s beside it and then waits for resnet-56's timing and checks."""
+    first = compiled_process("resnet-56", 1000.0, compiled=47.0, gated=47.0, sampled=50.0, done=52.0)
+    second = compiled_process("resnet-50", 1000.2, compiled=45.0, gated=52.0, sampled=55.0, done=57.0)
+    line = rel.at_once_line([first, second])
+    assert line.passed and line.section == "compile", line.figures
+    assert line.data["side_by_side_s"] == {"resnet-50 bf16+compile/resnet-56 bf16+compile": pytest.approx(44.0)}
+    assert "resnet-50 bf16+compile 7.0 s" in line.figures
+    # the second timed while the first still counted its FLOPs: a clash, said with its length
+    early = compiled_process("resnet-50", 1000.2, compiled=45.0, gated=50.5, sampled=53.0, done=57.0)
+    clash = rel.at_once_line([first, early])
+    assert not clash.passed
+    assert "resnet-50 bf16+compile timed beside resnet-56 bf16+compile's work 1.30 s" in clash.figures
+    # one after the other: no compilation side by side
+    later = compiled_process("resnet-50", 1052.5, compiled=45.0, gated=45.0, sampled=48.0, done=50.0)
+    assert not rel.at_once_line([first, later]).passed
+    # a process that never waited for the lock (run without --compile-at-once), or a single cell
+    alone = {**second, "timeline": [e for e in second["timeline"] if e[0] != "gated"]}
+    assert "no timeline with a wait" in rel.at_once_line([first, alone]).figures
+    assert not rel.at_once_line([first]).passed
+
+
 def test_modes_lines_pass_ok_cells_and_reasoned_unsupported_ones_only():
     """ok, or unsupported with its reason: PASS; unsupported without one, an error and a missing cell: FAIL."""
     cells = [
