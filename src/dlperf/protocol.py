@@ -162,7 +162,7 @@ class CellTask(_Task):
     nvtx: bool = False  # --nvtx: NVTX ranges around the step's phases (host calls per step; not part of the key)
     data: str | None = None  # a cell with a loader: the dataset's directory, or "dataset" (a user workload's own)
     memory_limit: int | None = None  # `dlperf fit --max-memory`: the process's data limit in bytes, set before import
-    gate: str | None = None  # `run --compile-at-once`: the lock file of the cells compiling at once (`worker/gate.py`)
+    gate: str | None = None  # `run --compile-at-once`: the lock file of the cells compiling at once (`measure/gate.py`)
     gate_group: int = 1  # how many cells share that lock: compiled side by side, each timed alone
 
     @classmethod
@@ -331,9 +331,8 @@ class Compiled(Event):
 
 @event("gated")
 class Gated(Event):
-    """The cell holds its group's device alone from now to its last timed step (`worker/gate.py`)."""
-
-    waited_s: float  # for the group's other compilations, or another cell's timing
+    """The cell holds its group's device alone from now to its last timed step (`measure/gate.py`); its wait for
+    that since `compiled` is its `gate_s` phase."""
 
 
 @event("warmup")

@@ -223,7 +223,7 @@ def test_a_compiled_cells_wait_for_the_device_alone_is_a_phase_of_its_own():
 
     t0 = 1000.0
     evs = [Start(1, "py", at=t0 + 0.1), Affinity([0], {}, at=t0 + 0.1), Built(1, 0.5, {}, at=t0 + 1.6),
-           Compiling(at=t0 + 1.6), Compiled(20.0, at=t0 + 21.6), Gated(9.5, at=t0 + 31.1),
+           Compiling(at=t0 + 1.6), Compiled(20.0, at=t0 + 21.6), Gated(at=t0 + 31.1),
            Warmup(3, True, [], at=t0 + 31.3), Sampled(5, 1.0, at=t0 + 32.3), Done(at=t0 + 32.3)]  # fmt: skip
     got = phases(evs, ChildResult(0, False, 32.4, "", started_at=t0))
     assert got["compile_s"] == pytest.approx(20.0) and got["gate_s"] == pytest.approx(9.5)

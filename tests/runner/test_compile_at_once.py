@@ -1,4 +1,4 @@
-"""`dlperf run --compile-at-once N` (runner/sweep.py's groups, worker/gate.py's lock): consecutive compiled cells on
+"""`dlperf run --compile-at-once N` (runner/sweep.py's groups, measure/gate.py's lock): consecutive compiled cells on
 one device compile side by side, each timed alone; an interrupt stops every child of the group."""
 
 from __future__ import annotations

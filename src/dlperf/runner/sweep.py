@@ -6,7 +6,6 @@ cell pending (so `dlperf run --resume` measures it), and the run ends with exit 
 
 from __future__ import annotations
 
-import fcntl
 import os
 import tempfile
 import threading
@@ -19,6 +18,7 @@ from typing import Protocol
 
 from dlperf import envs
 from dlperf.errors import MissingDependency, StoreFault
+from dlperf.measure.gate import Gate
 from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.parallel import Rendezvous, distributed
@@ -145,7 +145,7 @@ def together(tasks: list[Task], at: int, spec: RunSpec) -> list[Task]:
 
 
 class Together:
-    """A group compiling at once: its lock file (`worker/gate.py`), held shared by this process until each child
+    """A group compiling at once: its lock file (`measure/gate.py`), held shared by this process until each child
     holds its own (the child's first event says so), and a stop that every child's watch sees."""
 
     STOPPED = "stopped: the sweep ended (interrupted, or another cell's process failed to be stored)"
@@ -155,8 +155,8 @@ class Together:
         self.tasks = [replace(task, gate=path, gate_group=len(tasks)) for task in tasks]
         self.started = [threading.Event() for _ in tasks]
         self.ended = threading.Event()
-        self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        fcntl.flock(self.fd, fcntl.LOCK_SH)
+        self.held = Gate(path)
+        self.held.work()
 
     def watch(self, k: int, inner: Watch) -> Watch:
         def seen(new: list[Event]) -> str | None:
@@ -168,21 +168,15 @@ class Together:
 
     def let_go(self) -> None:
         """The parent's own hold released, once every child holds its lock or has ended."""
-        if self.fd is not None and all(s.is_set() for s in self.started):
-            os.close(self.fd)
-            self.fd = None
-
-    def close(self) -> None:
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+        if all(s.is_set() for s in self.started):
+            self.held.release()
 
 
 def run_together(
     ctx: SweepContext, group: list[Task], poll: Callable[[], None]
 ) -> Iterator[tuple[int, ProcessMeasurement]]:
     """The group's tasks, each in its child, launched at once from threads of this process (`--compile-at-once`):
-    their builds and compilations side by side, each warm-up and timed steps alone (`worker/gate.py`). Yields (k,
+    their builds and compilations side by side, each warm-up and timed steps alone (`measure/gate.py`). Yields (k,
     measurement) as each ends. An interrupt, or an error storing a measurement, stops every child still running
     before it goes on."""
     with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix("gate")) as tmp:
@@ -208,7 +202,7 @@ def run_together(
             raise
         finally:
             pool.shutdown(wait=True)
-            group_of.close()
+            group_of.held.release()
 
 
 def rendezvous(spec: RunSpec) -> Rendezvous:

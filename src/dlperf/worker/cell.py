@@ -25,6 +25,7 @@ from dlperf import loaders
 from dlperf.figures import CommFigures, LoaderFigures, LossCheckFigures
 from dlperf.frameworks import backend, build_step
 from dlperf.measure import system
+from dlperf.measure.gate import Gate
 from dlperf.measure.timer import SYNCHRONIZED, TimerConfig, pipelined, sample, timed_step, warm_up
 from dlperf.protocol import (
     Affinity,
@@ -48,7 +49,6 @@ from dlperf.protocol import (
 )
 from dlperf.worker import feed
 from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, serve
-from dlperf.worker.gate import Gate
 from dlperf.workloads import Workload
 
 
@@ -74,7 +74,8 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
         emit(Compiling())
         emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
     if gate is not None and task.gate:
-        emit(Gated(gate.timing()))
+        gate.timing()
+        emit(Gated())
     last = LastLoss()
     run = step_timer(train, fed, last)
     warm = warm_up(run, task.timer)

@@ -1,20 +1,19 @@
-"""The device gate of `run --compile-at-once` (worker/gate.py): shared holds go side by side, the exclusive one
+"""The device gate of `run --compile-at-once` (measure/gate.py): shared holds go side by side, the exclusive one
 waits for every other hold and holds off every new one. Each hold is a process of its own, as a cell's is."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 
 from conftest import ROOT
-from dlperf.worker.gate import Gate
+from dlperf.measure.gate import Gate
 
 HOLD = """
 import sys, time
-from dlperf.worker.gate import Gate
+from dlperf.measure.gate import Gate
 gate = Gate(sys.argv[1])
-waited = gate.timing() if sys.argv[2] == "timing" else gate.work()
+gate.timing() if sys.argv[2] == "timing" else gate.work()
 print("held", flush=True)
 time.sleep(float(sys.argv[3]))
 """
@@ -48,7 +47,7 @@ def test_timing_waits_for_every_shared_hold_and_holds_off_new_ones(tmp_path):
     here.work()  # a cell still compiling
     timer = hold(tmp_path / "gate", "timing", seconds=1.0)
     assert still_waiting(timer)
-    os.close(here.fd)  # the compiling cell is done (or ended): the timer goes
+    here.release()  # the compiling cell is done (or ended): the timer goes
     assert timer.stdout.readline() == "held\n"
     late = hold(tmp_path / "gate", "work")  # a cell that would compile while the other times
     assert still_waiting(late, 0.3) and timer.wait(timeout=60) == 0
@@ -58,4 +57,6 @@ def test_timing_waits_for_every_shared_hold_and_holds_off_new_ones(tmp_path):
 def test_a_cell_of_no_group_holds_nothing_and_waits_for_nothing():
     gate = Gate(None)
     gate.work()
-    assert gate.timing() == 0.0 and gate.fd is None
+    gate.timing()
+    gate.release()
+    assert gate.fd is None

@@ -7,14 +7,14 @@ memory step, loss check) until it ends. So a timed step never runs beside anothe
 compilation or extras, while compilations, which take most of a compiled cell's time and mostly one thread each,
 run side by side. The parent holds the lock shared as well until every child of the group holds its own, so a child
 that starts late cannot find it free while another times. It is a `flock`: the kernel releases it when a process
-ends, however it ends. Standard library only.
+ends, however it ends. Both sides use it (a child's `worker/cell.py`, the parent's `runner/sweep.py`): standard
+library only.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import time
 
 
 class Gate:
@@ -28,11 +28,14 @@ class Gate:
         if self.fd is not None:
             fcntl.flock(self.fd, fcntl.LOCK_SH)
 
-    def timing(self) -> float:
-        """Exclusive, for the warm-up and the timed steps; returns the seconds waited for it (the other cells'
-        compilations still running, or another's timing)."""
-        if self.fd is None:
-            return 0.0
-        start = time.perf_counter()
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-        return time.perf_counter() - start
+    def timing(self) -> None:
+        """Exclusive, for the warm-up and the timed steps: waits while the group's other cells compile, build or
+        check, or another is timed."""
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def release(self) -> None:
+        """No hold any longer (a process's end releases it too)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
