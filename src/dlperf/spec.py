@@ -62,7 +62,7 @@ class RunSpec:
     repeats: int = 1  # fresh processes per cell, interleaved with the other cells
     timeout: float = 600.0  # seconds per child process, start-up included
     compile_timeout: float | None = None  # seconds for a compiled cell's first step (compilation); None: no own limit
-    compile_at_once: int = 1  # consecutive compiled cells on one device compiling side by side, each timed alone
+    compile_at_once: int = 1  # compiled cells on one device compiling side by side, each timed alone
     pin: bool = False  # pin each child to `threads` cores of the allowed affinity mask
     loss_check: bool = True  # every mode but fp32 also checks that it still trains (untimed)
     timer: TimerConfig = field(default_factory=TimerConfig)

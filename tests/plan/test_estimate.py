@@ -75,3 +75,20 @@ def test_the_dry_run_estimate_is_near_the_time_the_run_then_takes(tmp_path):
     # within 3x: the pilots and the run are timed at different moments on 2 shared cores, beside another slow test
     # (CI once: estimated 16 s for a run of 6.8 s, while alone here 4 s for 3.4 s); the guesses it replaced were 5-10x
     assert took / 3 < estimate < 3 * took, (estimate, took)
+
+
+@pytest.mark.parametrize(("at_once", "mode", "noted"), [(2, "bf16+compile", True), (1, "compile", False),
+                                                          (2, "fp32", False)])  # fmt: skip
+def test_the_dry_run_says_its_estimate_counts_cells_compiling_at_once_one_after_another(capsys, at_once, mode, noted):
+    from types import SimpleNamespace
+
+    from dlperf.commands.run import print_estimate
+    from dlperf.spec import RunSpec
+
+    cells = [Cell("tiny-fcn-r", "torch", "cpu", 1, mode), Cell("tiny-lstm", "torch", "cpu", 1, mode)]
+    plan = SimpleNamespace(spec=RunSpec(("tiny-fcn-r",), compile_at_once=at_once), tasks=schedule(cells, 1),
+                           cells=cells)  # fmt: skip
+    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(60.0, 90.0, 2, 10.0, 0)))
+    said = capsys.readouterr().out
+    assert "2 cell processes, estimated" in said
+    assert ("--compile-at-once 2: the estimate counts the compiled cells' processes one after another" in said) is noted

@@ -1,5 +1,5 @@
-"""`dlperf run --compile-at-once N` (runner/sweep.py's groups, measure/gate.py's lock): consecutive compiled cells on
-one device compile side by side, each timed alone; an interrupt stops every child of the group."""
+"""`dlperf run --compile-at-once N` (runner/sweep.py's groups, measure/gate.py's lock): compiled cells on one
+device compile side by side, each timed alone; an interrupt stops every child of the group."""
 
 from __future__ import annotations
 
@@ -29,19 +29,24 @@ ELSEWHERE = Cell("tiny-resnet-56", "torch", "cuda:0", 1, "compile")
 @pytest.mark.parametrize(
     ("cells", "at_once", "profile", "expected"),
     [
-        ([A, B, C], 2, False, 2),  # up to N
-        ([A, B, C], 3, False, 3),
-        ([A, EAGER, B], 3, False, 1),  # consecutive compiled cells only
-        ([A, ELSEWHERE], 2, False, 1),  # on one device
-        ([EAGER, A], 2, False, 1),  # an eager cell is timed alone, as always
-        ([A, B], 1, False, 1),  # the default: one at a time
-        ([A, B], 2, True, 1),  # a profiled run's profiles come between its cells
+        ("ABC", 2, False, ["AB", "C"]),  # up to N
+        ("ABC", 3, False, ["ABC"]),
+        ("AEB", 3, False, ["AB", "E"]),  # a compiled cell takes the next ones along; the eager one runs after
+        ("EAEBEC", 2, False, ["E", "AB", "E", "E", "C"]),  # `--modes fp32,compile`: every workload's eager cell
+        ("AXB", 2, False, ["AB", "X"]),  # on one device
+        ("XAB", 2, False, ["X", "AB"]),
+        ("EA", 2, False, ["E", "A"]),  # an eager cell is timed alone, as always
+        ("AB", 1, False, ["A", "B"]),  # the default: one at a time
+        ("AB", 2, True, ["A", "B"]),  # a profiled run's profiles come between its cells
     ],
 )
-def test_a_group_is_consecutive_compiled_cells_on_one_device(cells, at_once, profile, expected):
+def test_a_compiled_cell_takes_the_next_compiled_cells_on_its_device_along(cells, at_once, profile, expected):
+    named = {"A": A, "B": B, "C": C, "E": EAGER, "X": ELSEWHERE}
     spec = RunSpec(("tiny-fcn-r",), compile_at_once=at_once, profile=profile)
-    tasks = [Task(c, 0) for c in cells]
-    assert sweep.together(tasks, 0, spec) == tasks[:expected]
+    tasks = [Task(named[c], r) for r, c in enumerate(cells)]  # repeats tell apart the same cell's processes
+    found = sweep.groups(tasks, spec)
+    assert ["".join(next(k for k, c in named.items() if c == t.cell) for t in g) for g in found] == expected
+    assert sorted(t.repeat for g in found for t in g) == list(range(len(cells)))  # every task once
 
 
 @pytest.mark.parametrize("n", [0, 17, 1.5, "2"])
@@ -95,7 +100,8 @@ def test_a_group_runs_at_once_each_child_given_the_lock_and_is_stored_in_order(s
 
     monkeypatch.setattr(sweep, "run_task", run_task)
     shown = Shown()
-    assert session.measure([Task(A, 0), Task(B, 0), Task(EAGER, 0)], lambda total: shown) == ["ok"] * 3
+    tasks = [Task(A, 0), Task(EAGER, 0), Task(B, 0)]  # the eager cell between them runs after the group
+    assert session.measure(tasks, lambda total: shown) == ["ok"] * 3
     (gate_a, n_a, main_a), (gate_b, n_b, main_b) = seen[A.key], seen[B.key]
     assert gate_a == gate_b and gate_a.endswith("gate") and n_a == n_b == 2 and not (main_a or main_b)
     assert shown.said == [("together", 0, [A.key, B.key]), ("finish", 0, A.key), ("finish", 1, B.key),

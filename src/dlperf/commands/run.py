@@ -72,7 +72,8 @@ def add_process_flags(p: argparse.ArgumentParser) -> None:
         type=whole("--compile-at-once", 1, most=MAX_COMPILE_AT_ONCE),
         default=1,
         metavar="N",
-        help="up to N consecutive compiled cells on one device compile side by side, each timed alone: no timed step "
+        help="up to N compiled cells on one device (the next ones in the run's order; eager cells between them run "
+        "after) compile side by side, each timed alone: no timed step "
         "runs beside another cell's import, build, compilation or checks; their compile times are then not lone "
         "ones, and each process's --timeout is N times as long, for its waits; on a GPU the kernels a compiler "
         "times at their first call (Inductor's launch settings) may be timed beside another cell's compilation "
@@ -302,6 +303,7 @@ def check_resume_flags(args) -> None:
 def print_estimate(outcome) -> None:
     """`--dry-run`: the plan's cells (a resumed run's: those it has left), and what measuring them would take."""
     from dlperf.report.format import duration, terminal
+    from dlperf.runner.sweep import may_compile_at_once
 
     tasks = outcome.plan.tasks if outcome.tasks is None else outcome.tasks
     cells = outcome.plan.cells if outcome.tasks is None else dict.fromkeys(t.cell for t in tasks)
@@ -314,6 +316,10 @@ def print_estimate(outcome) -> None:
     print(f"{len(tasks)} cell process{'es' * (len(tasks) != 1)}, estimated {duration(e.seconds)} (at most "
           f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "
           f"machine, the others from {e.pilots} pilot steps that took {duration(e.pilot_s)}")  # fmt: skip
+    at_once = outcome.plan.spec.compile_at_once
+    if at_once > 1 and any(may_compile_at_once(t.cell) for t in tasks):
+        print(f"--compile-at-once {at_once}: the estimate counts the compiled cells' processes one after another, "
+              "as if none overlapped, so it errs long")  # fmt: skip
 
 
 def run_fleet(args, db: str) -> int:

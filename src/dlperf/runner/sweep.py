@@ -130,18 +130,23 @@ def may_compile_at_once(cell: Cell) -> bool:
     return Mode.COMPILE in mode_components(cell.mode) and not cell.nproc
 
 
-def together(tasks: list[Task], at: int, spec: RunSpec) -> list[Task]:
-    """The tasks from `at` on that compile at once: up to `--compile-at-once` consecutive compiled cells on one
-    device (none of a profiled run: its profiles come between its cells); else the task at `at` alone."""
-    first = tasks[at]
-    if spec.compile_at_once < 2 or spec.profile or not may_compile_at_once(first.cell):
-        return [first]
-    group = [first]
-    for task in tasks[at + 1 : at + spec.compile_at_once]:
-        if not may_compile_at_once(task.cell) or task.cell.device != first.cell.device:
-            break
-        group.append(task)
-    return group
+def groups(tasks: list[Task], spec: RunSpec) -> list[list[Task]]:
+    """The tasks in the order they run, each group in one step: with `--compile-at-once N`, a compiled cell takes
+    the next N-1 compiled cells on its device along with it, from wherever they come later in the run (an eager
+    cell between them runs after the group); every other task runs alone, in the run's order. A profiled run
+    groups none: its profiles come between its cells."""
+    if spec.compile_at_once < 2 or spec.profile:
+        return [[task] for task in tasks]
+    left, found = list(tasks), []
+    while left:
+        first = left.pop(0)
+        group = [first]
+        if may_compile_at_once(first.cell):
+            mates = [t for t in left if may_compile_at_once(t.cell) and t.cell.device == first.cell.device]
+            group += mates[: spec.compile_at_once - 1]
+            left = [t for t in left if not any(t is g for g in group)]
+        found.append(group)
+    return found
 
 
 class Together:
@@ -305,9 +310,10 @@ def execute(
             for i, cell in enumerate(to_profile):
                 profile_cell(ctx, cell, progress, i, own_item=True)
             at = 0
-            while at < len(tasks) and not Deadline(ctx.deadline)():  # past the budget: the rest stay pending
-                group, i = together(tasks, at, ctx.spec), at + len(to_profile)
-                at += len(group)
+            for group in groups(tasks, ctx.spec):
+                if Deadline(ctx.deadline)():  # past the budget: the rest stay pending
+                    break
+                i, at = at + len(to_profile), at + len(group)
                 if len(group) > 1:
                     progress.start_together(i, group)
                     with closing(run_together(ctx, group, progress.refresh)) as ended:  # a store's fault stops them
