@@ -120,3 +120,35 @@ def test_a_plan_on_a_small_dataset_warns_before_anything_runs(tmp_path):
     assert dlperf("data", "synth", str(tmp_path / "d"), "--only", "imagenet").returncode == 0
     plan = make_plan(make_spec(["resnet-50"], data=str(tmp_path / "d"), loaders="w0,w1", threads=[1]))
     assert any("resnet-50's dataset holds 32 samples, 2 batches of 16 an epoch: w1 start" in w for w in plan.warnings)
+
+
+def test_the_warm_parents_start_before_the_data_is_opened_and_only_for_real_data(tmp_path, monkeypatch):
+    """`make_plan(before_data=)`: a run starts its warm parents there (`api.start_warm_parents`), so their imports
+    overlap the probe child's that opens `--data` (issue 27: a run on real data paid both, one after the other)."""
+    import dlperf.plan as planning
+    from conftest import require
+    from dlperf.spec import make_spec
+
+    require("torch")
+    said = []
+    monkeypatch.setattr(planning, "check_data", lambda spec, workloads: said.append("data opened") or {})
+    planning.make_plan(make_spec(["tiny-fcn-r"], data=str(tmp_path), loaders="w0", threads=[1]),
+                       before_data=lambda plan: said.append(("warm", [c.loader for c in plan.cells])))  # fmt: skip
+    assert said == [("warm", ["", "w0"]), "data opened"]  # the plan's cells given first, loader cells included
+    said.clear()
+    planning.make_plan(make_spec(["tiny-fcn-r"], threads=[1]), before_data=lambda plan: said.append("warm"))
+    assert said == ["data opened"]  # synthetic data: no probe to overlap, the run warms up as before
+
+
+def test_a_run_on_real_data_starts_its_warm_parent_before_the_probe_that_opens_it(tmp_path, monkeypatch):
+    import dlperf.api as api
+    import dlperf.plan as planning
+    from conftest import require
+
+    require("torch")
+    said = []
+    monkeypatch.setattr(api.warm, "prepare", lambda processes, limit, asked: said.append(("warm", len(processes))))
+    monkeypatch.setattr(planning, "check_data", lambda spec, workloads: said.append("data opened") or {})
+    monkeypatch.setattr(api, "_execute", lambda *args, **kw: said.append("measured"))
+    api.run(["tiny-fcn-r"], db=str(tmp_path / "r.db"), data=str(tmp_path), loaders="w0", threads=[1], predict=False)
+    assert said == [("warm", 2), "data opened", "measured"]

@@ -112,7 +112,7 @@ def planned(monkeypatch):
     """`dlperf run` up to its cells: the plan is the GPU cell of an H100 (no probe child), and no cell runs."""
     from dlperf import api
 
-    def plan(spec):
+    def plan(spec, before_data=None):
         return api.Plan(spec, CELLS[:1], {CELLS[0].key: WORKLOADS[CELLS[0].key]}, env(), cores=2)
 
     monkeypatch.setattr(api, "make_plan", plan)

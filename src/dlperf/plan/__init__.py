@@ -13,10 +13,12 @@ measures, with what to warn about before anything runs and what it will cost (`e
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.parallel import check_microbatches
 from dlperf.plan.cells import expand, expand_ddp
@@ -51,15 +53,16 @@ class Plan:
         return schedule(self.cells, self.spec.repeats)
 
 
-def make_plan(spec: RunSpec) -> Plan:
-    """Everything that needs checking before anything is written: frameworks, devices, user workloads."""
+def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda plan: None) -> Plan:
+    """Everything that needs checking before anything is written: frameworks, devices, user workloads, real data.
+    `before_data`: given the plan before its real data (`--data`) is opened in a probe child, the one check left
+    that starts a framework: a run starts its warm parents there, so their imports overlap the probe's."""
     info = framework_info(spec.frameworks)
     env = envinfo.capture(info)
     cores = env["cores"]["cores"]
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout, spec.data) for name in spec.workloads}
     check_names(workloads)
-    data = check_data(spec, list(workloads.values()))
     devices = resolve_devices(spec.devices, info)
     if spec.nprocs:
         cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
@@ -69,14 +72,26 @@ def make_plan(spec: RunSpec) -> Plan:
             if c.microbatches:
                 check_microbatches(c.microbatches, c.workload, chosen[c.key].batch, c.nproc)
         workloads_of = {key: w.to_json() for key, w in chosen.items()}
-        return Plan(spec, cells, workloads_of, env, cores, warnings + precision_warnings(cells, env))
+        plan = Plan(spec, cells, workloads_of, env, cores, warnings + precision_warnings(cells, env))
+        check_data_after(plan, list(workloads.values()), before_data)
+        return plan
     counts = thread_counts(spec.threads, cores, warnings)
     warnings += pin_warnings(spec, counts, len(system.affinity_cpus()))
     cells = expand(spec, list(workloads.values()), devices, counts, host_threads=cores)
     by_name = {w.name: w.to_json() for w in workloads.values()}
     warnings += precision_warnings(cells, env) + loader_warnings(cells, cores)
-    warnings += epoch_warnings(cells, {w.name: w.batch for w in workloads.values()}, data)
-    return Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+    plan = Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
+    data = check_data_after(plan, list(workloads.values()), before_data)
+    plan.warnings += epoch_warnings(cells, {w.name: w.batch for w in workloads.values()}, data)
+    return plan
+
+
+def check_data_after(plan: Plan, workloads: list[Workload], before_data: Callable[[Plan], None]) -> dict:
+    """What the real data's probe found of each workload's data (`check_data`), `before_data(plan)` first; a plan
+    on synthetic data opens none."""
+    if plan.spec.data != DATA_SYNTHETIC:
+        before_data(plan)
+    return check_data(plan.spec, workloads)
 
 
 def _ddp_cells(

@@ -24,7 +24,8 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 - not under `--max-memory`: the limit is set before the framework is imported;
 - when two or more of a run's processes can use it: a parent costs what one cold start costs, so a run starts one
   before the second such process (`prepare`, from `sweep.execute`: a sweep before its first cell, a search before
-  its second candidate); a run's only such process starts cold;
+  its second candidate; a run on real data while the probe child opens its data, `api.start_warm_parents`); a
+  run's only such process starts cold;
 - a parent is kept per interpreter and framework, started with this process's environment less what each cell sets
   itself (thread counts, compiler caches, the lifeline's variables) and dlperf's own variables (`DLPERF_*`, read by
   the parent only); when the environment changes otherwise (a variable that changes kernels, another PYTHONPATH), the
