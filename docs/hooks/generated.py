@@ -259,7 +259,7 @@ EXIT_CODES = {
     "`dlperf compare`: a cell significantly slower by more than `--threshold`; a view (`export`, `report`, `plot`, "
     "`table`): a stored row that no longer reads, left out with a warning",
     "BAD_INPUT": "bad input, said in one line on stderr: nothing ran and nothing was written; `dlperf compare`: the "
-    "two runs share no cell measured on both sides",
+    "two runs share no cell measured on both sides, or none of their shared cells could be tested (too little data)",
     "INTERRUPTED": "interrupted (Ctrl-C or SIGTERM): what had finished is kept, no process is left, and "
     "`dlperf run --resume` goes on",
 }

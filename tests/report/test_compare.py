@@ -215,9 +215,28 @@ def test_cli_text_lists_unmatched_cells_and_too_little_data(tmp_path):
     db = tmp_path / "d.db"
     make_db(db, {"fcn-r": processes(30, 1, 0.1), "alexnet-r": processes(31, 3, 0.1)}, {"fcn-r": processes(32, 1, 0.1)})
     proc = dlperf("compare", "1", "2", db=db)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 2, proc.stderr  # the only shared cell could not be tested: no verdict, never a pass
     assert "too little data" in proc.stdout and "A has 1 process" in proc.stdout
     assert "alexnet-r torch cpu:1 fp32 (only in A)" in proc.stdout
+    assert "no verdict: none of the 1 cell compared could be tested" in proc.stdout
+    assert "no regression" not in proc.stdout
+
+
+def test_a_comparison_where_no_cell_could_be_tested_is_no_verdict_and_names_the_untested_slowdown(tmp_path, capsys):
+    """A user's CI once passed on a 3.8x slowdown: each side had one process, so no cell was tested."""
+    db = tmp_path / "d.db"
+    make_db(db, {"fcn-r": processes(50, 1, 0.1)}, {"fcn-r": processes(51, 1, 0.38)})
+    code, out = in_process(capsys, "1", "2", "--db", str(db))
+    assert code == 2 and "no verdict" in out and "no regression" not in out
+    assert "note: untested, yet slower by more than 5%: fcn-r torch cpu:1 fp32 x3.8" in out
+    code, out = in_process(capsys, "1", "2", "--db", str(db), "--format", "json")
+    report = json.loads(out)
+    assert code == 2 and report["outcome"] == "no verdict" and report["summary"]["tested"] == 0
+    make_db(db, {"fcn-r": processes(52, 3, 0.1), "alexnet-r": processes(54, 1, 0.1)},
+            {"fcn-r": processes(53, 3, 0.1), "alexnet-r": processes(55, 1, 0.1)})  # fmt: skip
+    code, out = in_process(capsys, "3", "4", "--db", str(db))  # a tested cell, the other untested and the same
+    assert code == 0 and "no regression: no tested cell significantly slower by more than 5%" in out
+    assert "untested, yet slower" not in out
 
 
 @pytest.mark.slow

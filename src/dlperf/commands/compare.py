@@ -17,7 +17,8 @@ HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regressi
 DESCRIPTION = (
     "Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
     "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
-    "slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to compare)."
+    "slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to compare), or "
+    "none could be tested (each side needs two processes of a cell: --repeats 3 or more)."
 )
 
 
@@ -53,7 +54,9 @@ def run(args) -> int:
         print(terminal(render_markdown(result, a, b), newlines=True))
     else:
         print_wide(render_rich(result, a, b))
-    return EXIT_REGRESSION if result.regressions() else ExitCode.OK
+    if result.regressions():
+        return EXIT_REGRESSION
+    return ExitCode.OK if result.tested() else ExitCode.BAD_INPUT  # no cell tested: no verdict, never a pass
 
 
 def nothing_compared(result, a, b) -> str:

@@ -94,6 +94,20 @@ class Comparison:
     def regressions(self) -> list[CellResult]:
         return [c for c in self.cells if c.regression]
 
+    def tested(self) -> list[CellResult]:
+        """The cells the test could judge: faster, slower or no significant change."""
+        return [c for c in self.cells if c.verdict in (Verdict.FASTER, Verdict.SLOWER, Verdict.SAME)]
+
+    def untested_slower(self) -> list[CellResult]:
+        """Cells without a verdict whose ratio alone is beyond the threshold: what a gate cannot judge but must say."""
+        return [c for c in self.cells if c not in self.tested() and c.ratio > 1 + self.threshold]
+
+    def outcome(self) -> str:
+        """What a CI gate reads: a regression, no regression among the tested cells, or no verdict (none tested)."""
+        if self.regressions():
+            return "regression"
+        return "no regression" if self.tested() else "no verdict"
+
     def counts(self) -> dict[str, int]:
         found = Counter(c.verdict for c in self.cells)
         return {v.value: found[v] for v in Verdict}
@@ -348,13 +362,19 @@ def summary_lines(result: Comparison) -> list[str]:
     lines = [
         f"{plural(len(result.cells), 'cell')} compared: {counts or 'none'} (alpha {result.alpha:g}, Holm-adjusted)"
     ]
-    regressions = result.regressions()
-    beyond = f"slower by more than {100 * result.threshold:g}%"
+    regressions, untested = result.regressions(), result.untested_slower()
+    beyond = f"significantly slower by more than {100 * result.threshold:g}%"
     if regressions:
         listed = "; ".join(f"{c.label} x{c.ratio:.3f}" for c in regressions)
         lines.append(f"{plural(len(regressions), 'regression')} ({beyond}): {listed}")
+    elif result.outcome() == "no verdict":
+        lines.append(f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the "
+                     "notes say why), and that is not a pass")  # fmt: skip
     else:
-        lines.append(f"no regression ({beyond})")
+        lines.append(f"no regression: no tested cell {beyond}")
+    if untested:
+        listed = "; ".join(f"{c.label} x{c.ratio:.3f}" for c in untested)
+        lines.append(f"note: untested, yet slower by more than {100 * result.threshold:g}%: {listed}")
     lines += [f"note: {c.label}: not comparable: {c.reason}" for c in result.cells if c.verdict == "not comparable"]
     lines += [f"note: {note}" for note in result.notes()]
     if result.unmatched:
@@ -416,7 +436,13 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         "confidence": CONFIDENCE,
         "cells": [{**asdict(c), "verdict": c.verdict.value, "label": c.label} for c in result.cells],
         "unmatched": [asdict(u) for u in result.unmatched],
-        "summary": {**result.counts(), "compared": len(result.cells), "not_compared": len(result.unmatched)},
+        "summary": {
+            **result.counts(),
+            "compared": len(result.cells),
+            "tested": len(result.tested()),
+            "not_compared": len(result.unmatched),
+        },
+        "outcome": result.outcome(),
         "regressions": [
             {k: getattr(c, k) for k in ("key", "label", "ratio", "ci_low", "ci_high", "p_holm")}
             for c in result.regressions()
