@@ -20,3 +20,23 @@ class UnreadableRow(StoreFault):
     def __init__(self, run_id: int, key: str, what: str, reason: str) -> None:
         super().__init__(f"run {run_id}, cell {key}: its stored {what} cannot be read ({reason})")
         self.run_id, self.key = run_id, key
+
+
+def where_in_user_code(exc: BaseException) -> str:
+    """' (at FILE:LINE, in FUNCTION)': the deepest frame of `exc`'s traceback in the user's own code (not in the
+    standard library, an installed package or dlperf), where a failure in the user's model or factory can be looked
+    at; '' where there is none (a built-in workload). Standard library only: the worker uses it too."""
+    import os
+    import sysconfig
+    import traceback
+
+    paths = sysconfig.get_paths()
+    libraries = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    libraries.add(os.path.realpath(os.path.dirname(__file__)))  # dlperf's own package
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        real = os.path.realpath(frame.filename)
+        if frame.filename.startswith("<") or "-packages" + os.sep in real:  # '<frozen ...>', another environment's
+            continue
+        if not any(real == lib or real.startswith(lib + os.sep) for lib in libraries):
+            return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
+    return ""

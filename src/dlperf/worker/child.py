@@ -20,6 +20,7 @@ import sys
 import traceback
 from collections.abc import Callable
 
+from dlperf.errors import where_in_user_code
 from dlperf.measure.system import descendants
 from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
 from dlperf.worker.lifeline import die_with_parent
@@ -85,6 +86,6 @@ def serve(argv: list[str], body: Body) -> int:
         emit(Error(said, traceback.format_exc(), own_rank()))
         return 1
     except Exception as exc:
-        emit(Error(describe(exc), traceback.format_exc(), own_rank()))
+        emit(Error(describe(exc) + where_in_user_code(exc), traceback.format_exc(), own_rank()))
         return 1
     return 0

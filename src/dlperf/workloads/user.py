@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dlperf.errors import UsageError
+from dlperf.errors import UsageError, where_in_user_code
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -137,7 +137,9 @@ def load_factory(source: str) -> Callable[[], Any]:
     except UsageError:
         raise
     except Exception as exc:
-        raise UsageError(f"workload {source!r}: importing {target} raised {type(exc).__name__}: {exc}") from exc
+        raise UsageError(
+            f"workload {source!r}: importing {target} raised {type(exc).__name__}: {exc}{where_in_user_code(exc)}"
+        ) from exc
     factory = getattr(module, attr, None)
     if factory is None:
         where = Path(target).name if target.endswith(".py") else target  # the full path is in the source already
@@ -196,7 +198,9 @@ def build_user_workload(source: str, data_dir: str | None = None) -> UserWorkloa
     try:
         built = factory(**kwargs)
     except Exception as exc:
-        raise UsageError(f"workload {source!r}: the factory raised {type(exc).__name__}: {exc}") from exc
+        raise UsageError(
+            f"workload {source!r}: the factory raised {type(exc).__name__}: {exc}{where_in_user_code(exc)}"
+        ) from exc
     if not isinstance(built, UserWorkload):
         raise UsageError(
             f"workload {source!r}: the factory must return dlperf.user_workload(...), got {type(built).__name__}"
