@@ -8,6 +8,8 @@ import stat
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from conftest import dlperf
 
 
@@ -70,3 +72,15 @@ def test_export_writes_the_format_its_file_names(tmp_path, report_db):
     one_line_error(dlperf("export", "--format", "jsonl", "-o", str(tmp_path / "x.csv"), db=report_db),
                    "-o", "x.csv", "--format jsonl")  # fmt: skip
     assert not (tmp_path / "x.csv").exists()
+
+
+@pytest.mark.parametrize("name", ["x.json", "x.parquet", "x.txt"])
+def test_export_refuses_a_file_whose_suffix_names_neither_format_unless_told(tmp_path, report_db, name):
+    """`export -o x.json` wrote JSON Lines, which `json.load` then refused, and `x.parquet` was not Parquet."""
+    from conftest import one_line_error
+
+    one_line_error(dlperf("export", "-o", str(tmp_path / name), db=report_db), "-o", name, ".csv", ".jsonl")
+    assert not (tmp_path / name).exists()
+    told = dlperf("export", "--format", "jsonl", "-o", str(tmp_path / name), db=report_db)
+    assert told.returncode == 0 and (tmp_path / name).read_text().startswith('{"run_id"')
+    assert told.stderr.startswith(f"wrote {tmp_path / name} (") and ", jsonl)" in told.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from dlperf.commands.common import choice, open_store, warn_unreadable, write_file, write_stdout
@@ -38,7 +39,11 @@ def run(args) -> int:
     finally:
         store.close()
     text = export.render(records, fmt)
-    write_file(out, text) if out else write_stdout(text, "export")
+    if out:
+        write_file(out, text)
+        print(f"wrote {out} ({len(records)} record{'s' * (len(records) != 1)}, {fmt})", file=sys.stderr)
+    else:
+        write_stdout(text, "export")
     return warn_unreadable(faults, "the export") or ExitCode.OK
 
 
@@ -46,10 +51,16 @@ SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
 def output_format(given: str | None, output: str | None) -> str:
-    """--format, else what -o's suffix names, else jsonl; a suffix that names the other format is one line."""
-    named = SUFFIXES.get(Path(output).suffix.lower()) if output else None
+    """--format, else what -o's suffix names, else jsonl; a suffix that names the other format, or one that names
+    neither without --format (`x.json` would not load as one JSON document, `x.parquet` is not Parquet), is one
+    line."""
+    suffix = Path(output).suffix.lower() if output else ""
+    named = SUFFIXES.get(suffix)
     if given and named and given != named:
-        raise UsageError(f"-o {output}: a {Path(output).suffix} file, but --format {given}; give one that agrees")
+        raise UsageError(f"-o {output}: a {suffix} file, but --format {given}; give one that agrees")
+    if suffix and not named and not given:
+        raise UsageError(f"-o {output}: dlperf export writes CSV (.csv) or JSON Lines (.jsonl, one JSON object a "
+                         f"line), not {suffix}; name one of those, or give --format to write it anyway")  # fmt: skip
     return given or named or EXPORT_FORMATS[0]
 
 
