@@ -77,7 +77,7 @@ def test_help_runs_without_a_framework():
         (["run", "--workloads", "tiny-fcn-r", "--trace-dir", "t"], ["--trace-dir", "--profile"]),
         (["list", "--frameworks", "--parallel"], ["--parallel", "not allowed with", "--frameworks"]),
         (["env", "list", "extra"], ["env list takes no names"]),
-        (["frobnicate"], ["invalid choice"]),
+        (["frobnicate"], ["unknown command 'frobnicate'"]),
     ],
 )
 def test_bad_input_in_process(args, fragments, capsys, tmp_path):
@@ -213,9 +213,7 @@ def test_a_bad_number_is_one_line_naming_the_flag(command, flag, kind):
 def test_a_nan_timeout_stops_before_anything_runs(capsys, tmp_path):
     """`--timeout nan` once disabled the timeout: every comparison with nan is false."""
     assert main(["run", "--workloads", "tiny-fcn-r", "--timeout", "nan", "--db", str(tmp_path / "x.db")]) == 2
-    assert capsys.readouterr().err.strip() == (
-        "dlperf: error: --timeout 'nan': expected a finite number above 0 and at most 9.22337e+09 in ASCII digits"
-    )
+    assert capsys.readouterr().err.strip() == "dlperf: error: --timeout 'nan': expected a number of seconds above 0"
     assert not (tmp_path / "x.db").exists()
 
 
@@ -244,9 +242,10 @@ def test_compare_refuses_a_run_id_beyond_sqlites_integers(tmp_path):
 
 
 def test_a_cell_without_a_sample_fails_the_run(tmp_path):
-    """Exit 0 means every cell measured (README): a cell that took no timed step is failed, and the run exits 1."""
+    """Exit 0 means every cell measured (README): a cell that took no timed step is failed, and the run exits 1.
+    --max-time 0 is refused: a nanosecond is over before the first step starts."""
     proc = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--no-loss-check", "--max-warmup", "0",
-                  "--min-time", "0", "--max-time", "0", db=tmp_path / "x.db", timeout=120)  # fmt: skip
+                  "--min-time", "0", "--max-time", "1e-9", db=tmp_path / "x.db", timeout=120)  # fmt: skip
     assert proc.returncode == 1, proc.stderr
     assert "failed: no timed step" in proc.stderr
 

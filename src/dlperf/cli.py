@@ -30,7 +30,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"dlperf {VERSION}")
     common = Parser(add_help=False)
     common.add_argument("--db", help="SQLite store (default: $DLPERF_DB or ./dlperf.db)")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)  # none: `main` prints the help
     for name in NAMES:
         module = command(name)
         parents = [common] if getattr(module, "TAKES_DB", True) else []
@@ -42,7 +42,11 @@ def build_parser() -> Parser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if args.command is None:  # `dlperf` alone: what it can do, where argparse would say "command" is required
+            parser.print_help(sys.stderr)
+            raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
         from dlperf.runner.lifeline import sigterm_as_interrupt  # after parsing: `--help` loads no runner code
 
         with sigterm_as_interrupt():  # in every command, planning included: as Ctrl-C

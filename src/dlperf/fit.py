@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field, replace
 
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
+from dlperf.measure.units import plural
 from dlperf.protocol import Cell
 from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
@@ -144,7 +145,7 @@ def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | Non
         return available, f"the memory available when fit started ({mib(available)})"
     if opts.max_memory <= needed:
         raise UsageError(f"--max-memory {mib(opts.max_memory)}: below what a training process needs to start here "
-                         f"({mib(needed)}: Python and {framework} loaded at {threads} threads, no model "
+                         f"({mib(needed)}: Python and {framework} loaded at {plural(threads, 'thread')}, no model "
                          "yet)")  # fmt: skip
     return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)})"
 

@@ -40,6 +40,7 @@ from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.measure.timer import TimerConfig
+from dlperf.measure.units import plural
 from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
@@ -97,9 +98,10 @@ def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, 
     if steps >= FEW_SAMPLES:
         return None
     needed_min = math.ceil((candidates + 1) * (each + FEW_SAMPLES * step_s) / 60)
+    each_text = f"{plural(candidates, 'candidate')}, {plural(repeats, 'process', 'es')} each"
     return (
         f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {seconds(step_s)} "
-        f"per step ({candidates} candidates, {repeats} processes each): --budget {needed_min} gives {FEW_SAMPLES}"
+        f"per step ({each_text}): --budget {needed_min} gives {FEW_SAMPLES}"
     )
 
 

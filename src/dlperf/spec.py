@@ -320,38 +320,65 @@ def make_spec(
 
 def split_list(text: str, flag: str) -> list[str]:
     items = [part.strip() for part in text.split(",")]
-    if not text.strip() or any(not item for item in items):
-        raise UsageError(f"{flag} {text!r}: expected a comma-separated list")
+    if not text.strip():
+        raise UsageError(f"{flag} {text!r}: expected a comma-separated list, got nothing")
+    if "" in items:
+        where = "a trailing" if items[-1] == "" else "a leading" if items[0] == "" else "a doubled"
+        raise UsageError(f"{flag} {text!r}: an empty item ({where} comma)")
     return items
+
+
+SAID_UP_TO = 10**6  # an upper bound beyond this (a sanity cap, no setting's) is named only to a value above it
 
 
 def whole_number(text: str, flag: str, least: int = 0, most: int = INT64_MAX) -> int:
     """A whole number in ASCII digits from `least` to `most`; anything else is a UsageError naming the flag."""
-    value = int(text) if _WHOLE.fullmatch(text.strip()) else None
-    if value is None or not least <= value <= most:
-        bounds = f"from {least} to {most}" if most < INT64_MAX else f"of at least {least}"
-        if value is not None and value > most == INT64_MAX:
-            bounds = f"at most {most} (SQLite's largest integer)"
-        raise UsageError(f"{flag} {text!r}: expected a whole number {bounds} in ASCII digits")
+    value, wanted = _whole_within(text, least, most)
+    if value is None:
+        raise UsageError(f"{flag} {text!r}: expected {wanted}")
     return value
+
+
+def _whole_within(text: str, least: int, most: int) -> tuple[int | None, str]:
+    """The whole number `text` holds from `least` to `most`, or None and what was expected, in words."""
+    value = int(text) if _WHOLE.fullmatch(text.strip()) else None
+    if value is not None and least <= value <= most:
+        return value, ""
+    if value is not None and value > most == INT64_MAX:
+        return None, f"a whole number at most {most} (SQLite's largest integer)"
+    shown = most < SAID_UP_TO or (value is not None and value > most)
+    return None, f"a whole number {f'from {least} to {most}' if shown else f'of at least {least}'}{_digits(text)}"
 
 
 def real_number(text: str, flag: str, least: float = 0.0, most: float = MAX_SECONDS, above: bool = True) -> float:
-    """A finite decimal number in ASCII digits, above `least` (or from it, when not `above`) and at most `most`."""
+    """A finite decimal number in ASCII digits, above `least` (or from it, when not `above`) and at most `most`;
+    seconds when `most` is the platform's longest wait."""
     value = float(text) if DECIMAL.fullmatch(text.strip()) else math.nan
-    if not (math.isfinite(value) and (value > least if above else value >= least) and value <= most):
-        bounds = f"{'above' if above else 'of at least'} {least:g} and at most {most:g}"
-        raise UsageError(f"{flag} {text!r}: expected a finite number {bounds} in ASCII digits")
-    return value
+    if math.isfinite(value) and (value > least if above else value >= least) and value <= most:
+        return value
+    bounds = f"{'above' if above else 'of at least'} {least:g}"
+    if most == MAX_SECONDS and value > most:  # 1e400 too: inf
+        bounds += f" and at most {most:.0f} (the longest wait the platform can make)"
+    elif most < SAID_UP_TO or value > most:
+        bounds += f" and at most {most:g}"
+    what = "a number of seconds" if most == MAX_SECONDS else "a number"
+    raise UsageError(f"{flag} {text!r}: expected {what} {bounds}{_digits(text)}")
+
+
+def _digits(text: str) -> str:
+    """What a number typed in other digits ('٣', '３') lacks: int() and float() take them, a flag does not."""
+    return "" if text.isascii() else " in ASCII digits"
 
 
 def positive_ints(text: str, flag: str) -> list[int]:
+    items = split_list(text, flag)
     values = []
-    for item in split_list(text, flag):
-        try:
-            values.append(whole_number(item, flag, least=1))
-        except UsageError:
-            raise UsageError(f"{flag} {text!r}: {item!r} is not a positive whole number") from None
+    for item in items:
+        value, wanted = _whole_within(item, 1, INT64_MAX)
+        if value is None:
+            said = f"expected {wanted}" if len(items) == 1 else f"{item!r} is not {wanted}"
+            raise UsageError(f"{flag} {text!r}: {said}")
+        values.append(value)
     return values
 
 
@@ -401,7 +428,9 @@ def canonical_mode(text: str) -> str:
     parts = [p.strip().lower() for p in text.split("+")]
     for part in parts:
         if part not in known:
-            raise UsageError(f"--modes: unknown mode {part!r} in {text!r} (components: {', '.join(known)})")
+            within = f" in {text!r}" if len(parts) > 1 else ""
+            raise UsageError(f"--modes: unknown mode {part!r}{within}{suggest(part, known)} (components: "
+                             f"{', '.join(known)})")  # fmt: skip
     for group, members in exclusive_groups().items():
         if sum(p in members for p in parts) > 1:
             raise UsageError(f"--modes {text!r}: at most one {group} ({', '.join(m.value for m in members)})")

@@ -286,7 +286,7 @@ def test_two_nodes_on_one_machine_meet_over_loopback(tmp_path, torch):
     result = json.loads(outs[0][0])
     assert (result["world"], result["nnodes"], result["nproc"]) == (2, 2, 1)
     assert all(s["wrong"] == 0 for s in result["sizes"])
-    assert "world size 2 = 2 nodes x 1 process" in outs[1][0] and "1 sizes stored" in outs[1][0]
+    assert "world size 2 = 2 nodes x 1 process" in outs[1][0] and "1 size stored" in outs[1][0]
 
 
 def node(tmp_path, rank: int, endpoint: str, *flags: str) -> subprocess.Popen:

@@ -249,8 +249,8 @@ def test_cli_text_output(tmp_path):
         (["--sizes", "64,0"], "--sizes"),
         (["--threads", "x"], "--threads"),
         (["--devices", "tpu"], "unknown device 'tpu'"),
-        (["--bandwidth-mib", "0"], "--bandwidth-mib '0': expected a whole number from 1"),
-        (["--max-time", "-1"], "--max-time '-1': expected a finite number above 0"),
+        (["--bandwidth-mib", "0"], "--bandwidth-mib '0': expected a whole number of at least 1"),
+        (["--max-time", "-1"], "--max-time '-1': expected a number of seconds above 0"),
         (["--copies-mib", "-1"], "--copies-mib '-1'"),
         (["--format", "xml"], "--format 'xml'"),
         # absurd: nothing this machine could run (a million threads crashed the child; the arrays did not fit)

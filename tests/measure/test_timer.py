@@ -141,7 +141,7 @@ def test_config_rejects_nonsense_with_the_flag_name():
 @pytest.mark.parametrize(
     ("flags", "blamed"),
     [
-        (["--max-time", "0"], "--max-time 0 is below --min-time 1 (its default)"),
+        (["--max-time", "0.5"], "--max-time 0.5 is below --min-time 1 (its default)"),
         (["--min-time", "90"], "--min-time 90 is above --max-time 60 (its default)"),
         (["--min-time", "9", "--max-time", "1"], "--min-time 9 is above --max-time 1"),
         (["--max-time", "1", "--min-time", "9"], "--min-time 9 is above --max-time 1"),
@@ -161,5 +161,5 @@ def test_every_command_with_the_timer_flags_blames_the_one_given(tmp_path, capsy
     from dlperf.cli import main
 
     for command in (["optimize", "fcn-r"], ["profile", "fcn-r"]):  # their own defaults: --min-time 2 and 0.5
-        assert main([*command, "--max-time", "0", "--db", str(tmp_path / "x.db")]) == 2
-        assert capsys.readouterr().err.startswith("dlperf: error: --max-time 0 is below --min-time "), command
+        assert main([*command, "--max-time", "0.1", "--db", str(tmp_path / "x.db")]) == 2
+        assert capsys.readouterr().err.startswith("dlperf: error: --max-time 0.1 is below --min-time "), command

@@ -241,12 +241,14 @@ def render(answer: CommAnswer, ids: list[int], db: str, fmt: str) -> None:
         return
     from rich.console import Console
 
+    from dlperf.measure.units import plural
+
     console = Console()
     sizes = answer.sizes
     mean = sum(s.busbw for s in sizes) / len(sizes)
     after = [f"average bus bandwidth: {mean / 1e9:.3g} GB/s"]
     after += [f"note: {s.bytes} bytes: {s.wrong} elements summed wrong" for s in sizes if s.wrong]
-    after.append(f"{len(ids)} sizes stored in {db}")
+    after.append(f"{plural(len(ids), 'size')} stored in {db}")
     for line in header(answer):
         console.print(line, highlight=False, markup=False)
     console.print(table(sizes))

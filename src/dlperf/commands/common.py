@@ -19,10 +19,69 @@ if TYPE_CHECKING:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a bad flag is one line on stderr and exit code 2, like every other bad input."""
+    """argparse, but a bad flag is one line on stderr and exit code 2, like every other bad input, said in the
+    user's words: a misspelt command, choice or option is named with the closest one there is."""
 
     def error(self, message: str):
         raise UsageError(message)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        # argparse's own says "argument action: invalid choice", naming the destination, not what was typed
+        if action.choices is not None and value not in action.choices:
+            raise UsageError(unknown_choice(self, action, value))
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            raise UsageError(unrecognized(extras, chosen(self, parsed)))
+        return parsed
+
+
+def unknown_choice(parser: argparse.ArgumentParser, action: argparse.Action, value: Any) -> str:
+    """A value outside an argparse `choices`: a command, a positional (`dlperf env lsit`) or an option."""
+    from dlperf.spec import suggest
+
+    options = [str(c) for c in action.choices]
+    close = suggest(str(value), options)
+    if isinstance(action, argparse._SubParsersAction):
+        return f"unknown command {value!r}{close or ' (dlperf --help lists them)'}"
+    if action.option_strings:
+        return expected(max(action.option_strings, key=len), str(value), options)
+    noun = " ".join([*parser.prog.split()[1:], (action.metavar or action.dest).lower().replace("_", " ")])
+    return f"unknown {noun} {value!r}{close} (known: {either(options)})"
+
+
+def expected(flag: str, text: str, options: Sequence[str]) -> str:
+    """`--format 'jsn': expected text or json (did you mean 'json'?)`."""
+    from dlperf.spec import suggest
+
+    return f"{flag} {text!r}: expected {either(options)}{suggest(text, options)}"
+
+
+def chosen(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command that `parsed` went through: whose options an unrecognized flag missed."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and getattr(parsed, action.dest, None) in action.choices:
+            return chosen(action.choices[getattr(parsed, action.dest)], parsed)
+    return parser
+
+
+def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments", with the command's closest option to each misspelt one (`--devices`:
+    did you mean --device?), else where its options are listed."""
+    import difflib
+
+    known = {o.lstrip("-"): o for a in parser._actions for o in a.option_strings if o.startswith("--")}
+    hints = {}
+    for flag in (e.split("=", 1)[0] for e in extras if e.startswith("--")):
+        if close := difflib.get_close_matches(flag.lstrip("-"), list(known), n=1, cutoff=0.7):
+            hints[flag] = known[close[0]]
+    said = f"unrecognized arguments: {' '.join(extras)}"
+    if len(hints) == 1:
+        return f"{said} (did you mean {next(iter(hints.values()))}?)"
+    if hints:
+        return f"{said} (did you mean {', '.join(f'{own} for {typed}' for typed, own in hints.items())}?)"
+    return f"{said} ({parser.prog} --help lists its options)" if any(e.startswith("-") for e in extras) else said
 
 
 def either(options: Sequence[str]) -> str:
@@ -47,7 +106,7 @@ def choice(flag: str, options: Sequence[str]) -> Callable[[str], str]:
 
     def parse(text: str) -> str:
         if text not in options:
-            raise UsageError(f"{flag} {text!r}: expected {either(options)}")
+            raise UsageError(expected(flag, text, options))
         return text
 
     parse.choices = tuple(options)  # the reference (docs/hooks/generated.py) lists them, as argparse's own choices

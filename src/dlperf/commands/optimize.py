@@ -89,11 +89,11 @@ def render_json(search) -> str:
 def render_rich(search):
     from rich.table import Table
 
+    from dlperf.measure.units import plural
     from dlperf.report.format import markup, nbytes, table_seconds
 
-    table = Table(
-        title=f"optimize {markup(search.workload)} on {search.device}, {search.threads} threads (run {search.run_id})"
-    )
+    threads = plural(search.threads, "thread")
+    table = Table(title=f"optimize {markup(search.workload)} on {search.device}, {threads} (run {search.run_id})")
     for name in ("mode", "step", "speed-up [95% CI]", "peak memory", "utilization", "loss check", "payback"):
         table.add_column(name, justify="left" if name in ("mode", "loss check") else "right", no_wrap=name == "mode")
     best = search.best.mode if search.best else None
@@ -107,7 +107,7 @@ def render_rich(search):
         loss = (
             "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
         )
-        payback = f"{c.payback_steps} steps" if c.payback_steps is not None else ("never" if c.compile_s else "")
+        payback = plural(c.payback_steps, "step") if c.payback_steps is not None else ("never" if c.compile_s else "")
         mode = f"[bold green]{markup(c.mode)}[/]" if c.mode == best else markup(c.mode)
         table.add_row(mode, table_seconds(c.median_s), speed, memory, util, markup(loss), payback)
     return table
@@ -127,10 +127,11 @@ def _speed_text(c) -> str:
 def few_steps(best, baseline) -> str:
     """ " (rests on 3 steps of bf16 and 4 of fp32)" when either side has fewer than FEW_SAMPLES timed steps."""
     from dlperf.measure.stats import FEW_SAMPLES
+    from dlperf.measure.units import plural
 
     if min(best.samples, baseline.samples) >= FEW_SAMPLES:
         return ""
-    return f" (rests on {best.samples} steps of {best.mode} and {baseline.samples} of {baseline.mode})"
+    return f" (rests on {plural(best.samples, 'step')} of {best.mode} and {baseline.samples} of {baseline.mode})"
 
 
 def _cells_text(search) -> str:

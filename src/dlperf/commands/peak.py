@@ -230,6 +230,8 @@ def _report_progress(done: int, total: int, device: str, threads: int, row: Peak
 def _print_text(measured: list[PeakRow], failed: list[PeakRow], stored: int, opts: PeakOptions, db: str, gpus: bool):
     from rich.console import Console
 
+    from dlperf.measure.units import plural
+
     console = Console()
     if measured:
         console.print(matmul_table(measured))
@@ -239,7 +241,7 @@ def _print_text(measured: list[PeakRow], failed: list[PeakRow], stored: int, opt
             console.print(copy_table(measured))
     for note in [*notes(measured, failed), *copy_notes(measured, opts, gpus)]:
         console.print(f"  note: {note}", highlight=False, markup=False)
-    console.print(f"{stored} peaks stored in {db}", highlight=False, markup=False)
+    console.print(f"{plural(stored, 'peak')} stored in {db}", highlight=False, markup=False)
 
 
 def matmul_table(measured: list[PeakRow]):

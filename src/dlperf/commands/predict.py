@@ -329,6 +329,7 @@ def report(results, skipped) -> None:
     """The rows in scope against their figures, then those out of scope by their metadata (each with its reason and
     its error, whatever it is), the errors of both side by side, and the rows not predicted."""
     from dlperf.commands.common import print_rich
+    from dlperf.measure.units import plural
 
     inside = [r for r in results if r.case.in_scope]
     outside = [r for r in results if not r.case.in_scope]
@@ -337,7 +338,7 @@ def report(results, skipped) -> None:
         print_rich(rows_table(outside, title="Out of scope by their metadata (the scope column): seconds per step"))
     if results:
         print_rich(summary_table(results))
-    predicted = f"{len(results)} rows predicted"
+    predicted = f"{plural(len(results), 'row')} predicted"
     if outside:
         predicted += f" ({len(inside)} in scope, {len(outside)} out of scope by its metadata)"
     print_rich("", lines=skipped_lines(skipped), notes=[f"{predicted}, {len(skipped)} not"])

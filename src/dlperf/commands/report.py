@@ -56,6 +56,7 @@ def run_ids(data) -> str:
 def run(args) -> int:
     """One machine's runs as before; with --campaign or --runs, the campaign's machines side by side first, then its
     latest run's report (unless --run names others of one machine). A report of runs that name a campaign shows it."""
+    from dlperf.measure.units import plural
     from dlperf.report import fleet, html, load
 
     out = writable(args.output)
@@ -66,7 +67,8 @@ def run(args) -> int:
         campaign = fleet.read(db_path(args), named)
     text = html.render(data, out, campaign)
     write_file(out, text)  # a report is written whole or not at all
-    machines = f", {len(campaign.machines)} machines of {campaign.name}" if campaign else ""
-    print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {len(data.cells)} cells of run {run_ids(data)}{machines})")
+    machines = f", {plural(len(campaign.machines), 'machine')} of {campaign.name}" if campaign else ""
+    runs = f"run{'s' * (len(data.runs) > 1)} {run_ids(data)}"
+    print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {plural(len(data.cells), 'cell')} of {runs}{machines})")
     faults = [*data.unreadable, *(campaign.unreadable if campaign else [])]
     return warn_unreadable(faults, "the report") or ExitCode.OK

@@ -42,6 +42,8 @@ class TimerConfig:
                 raise ValueError(f"--{name.replace('_', '-')} must not be negative")
         if self.min_time < 0:
             raise ValueError("--min-time must not be negative")
+        if not self.max_time > 0:  # nan too: sampling would end before its first step; the cell would measure nothing
+            raise ValueError(f"--max-time {self.max_time:g}: expected a number of seconds above 0")
         if self.min_time > self.max_time:  # the command line says which of the two was typed (`commands/run.timer`)
             raise ValueError(f"--min-time {self.min_time:g} is above --max-time {self.max_time:g}")
 

@@ -61,3 +61,8 @@ def interval(low: float, high: float, unit: Callable[[float, int], str] = second
         if a != b:
             return f"{a}{sep}{b}"
     return unit(low, 3)
+
+
+def plural(n: int, word: str, suffix: str = "s") -> str:
+    """A count and its noun, singular for one: "1 thread", "2 threads", "3 processes" (suffix "es")."""
+    return f"{n:,} {word}{suffix * (n != 1)}"

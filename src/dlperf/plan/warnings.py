@@ -7,6 +7,7 @@ from __future__ import annotations
 from dlperf.answers import DataCheck
 from dlperf.loaders import oversubscribed, restarts_every, setting
 from dlperf.measure import system
+from dlperf.measure.units import plural
 from dlperf.modes import mode_components
 from dlperf.protocol import Cell
 from dlperf.spec import RunSpec
@@ -75,7 +76,7 @@ def loader_warnings(cells: list[Cell], cores: int) -> list[str]:
                    and oversubscribed(setting(c.loader).workers, c.threads, cores)})  # fmt: skip
     if not over:
         return []
-    pairs = ", ".join(f"{loader} with {threads} threads" for loader, threads in over)
+    pairs = ", ".join(f"{loader} with {plural(threads, 'thread')}" for loader, threads in over)
     return [f"--data: loader workers + compute threads exceed the {cores} cores in {pairs}: they take turns; "
             "measured anyway"]  # fmt: skip
 

@@ -1,0 +1,215 @@
+"""Bad input said in the user's words: no command prints the help, a misspelt command, choice or option is named with
+the closest one, a timer flag that cannot work is refused before anything runs, numbers and lists say what was wrong
+with them, and a count of one reads as one."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from dlperf.cli import build_parser, main
+from dlperf.errors import UsageError
+
+
+def error_line(args: list[str], capsys, tmp_path) -> str:
+    """The one line a bad command line prints, after checking its exit code 2 and that nothing was written."""
+    db = tmp_path / "x.db"
+    assert main([*args, "--db", str(db)] if args and args[0] == "run" else args) == 2
+    out, err = capsys.readouterr()
+    [line] = err.strip().splitlines()
+    assert out == "" and line.startswith("dlperf: error: ") and not db.exists(), err
+    return line.removeprefix("dlperf: error: ")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Commands, choices and options
+
+
+def test_no_command_prints_the_help_and_exits_2(capsys):
+    """`dlperf` alone said only "the following arguments are required: command"."""
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("usage: dlperf")
+    assert all(f"\n    {name} " in err for name in ("run", "profile", "advise")), err  # each command, its help after
+    assert err.strip().splitlines()[-1].startswith("dlperf: error: no command given")
+
+
+CHOICES = [
+    (["rnu"], "unknown command 'rnu' (did you mean 'run'?)"),
+    (["frobnicate"], "unknown command 'frobnicate' (dlperf --help lists them)"),
+    (["env", "lsit"], "unknown env action 'lsit' (did you mean 'list'?) (known: show, list or install)"),
+    (["plot", "scalling", "-o", "x.png"], "unknown plot kind 'scalling' (did you mean 'scaling'?) (known: "),
+    (["data", "make", "d"], "unknown data action 'make' (known: synth)"),
+    (["optimize", "x", "--order", "verdct"], "--order 'verdct': expected verdict or fixed (did you mean 'verdict'?)"),
+    (["table", "--format", "jsn"], "--format 'jsn': expected text, md, csv or json (did you mean 'json'?)"),
+    (["crossover", "x", "--mode", "bf61"], "--mode 'bf61': expected fp32, bf16 or fp16 (did you mean 'bf16'?)"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), CHOICES)
+def test_a_choice_not_known_names_what_was_typed_and_the_closest(args, said, capsys, tmp_path):
+    """argparse said "argument command: invalid choice: 'rnu' (choose from ...)": its destination's name, no hint."""
+    line = error_line(args, capsys, tmp_path)
+    assert line.startswith(said) and "argument" not in line and "invalid choice" not in line, line
+
+
+OPTIONS = [
+    (["profile", "x", "--devices", "cpu"], "unrecognized arguments: --devices cpu (did you mean --device?)"),
+    (["crossover", "x", "--modes", "bf16"], "unrecognized arguments: --modes bf16 (did you mean --mode?)"),
+    (["run", "--workloads", "x", "--treads=2"], "unrecognized arguments: --treads=2 (did you mean --threads?)"),
+    (
+        ["fit", "x", "--devices", "cpu", "--treads", "1"],
+        "(did you mean --device for --devices, --threads for --treads?)",
+    ),
+    (["--verison"], "unrecognized arguments: --verison (did you mean --version?)"),
+    (["run", "--bogus-flag"], "unrecognized arguments: --bogus-flag (dlperf run --help lists its options)"),
+]
+
+
+@pytest.mark.parametrize(("args", "said"), OPTIONS)
+def test_an_unknown_option_names_the_commands_closest(args, said, capsys, tmp_path):
+    line = error_line(args, capsys, tmp_path)
+    assert said in line, line
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# --max-time 0
+
+POSITIONALS = {
+    "profile": ["tiny-fcn-r"],
+    "optimize": ["tiny-fcn-r"],
+    "crossover": ["tiny-fcn-r"],
+    "fit": ["tiny-fcn-r"],
+}
+
+
+def timed_commands() -> list[str]:
+    from argparse import _SubParsersAction
+
+    [sub] = [a for a in build_parser()._actions if isinstance(a, _SubParsersAction)]
+    found = [name for name, p in sub.choices.items() if any("--max-time" in a.option_strings for a in p._actions)]
+    assert {"run", "profile", "optimize", "crossover", "fit", "peak"} <= set(found)
+    return found
+
+
+@pytest.mark.parametrize("command", timed_commands())
+def test_max_time_0_is_refused_by_every_command_before_anything_runs(command):
+    """`run --min-time 0 --max-time 0` passed, then every cell failed: "no timed step: sampling ended before the first
+    one"."""
+    with pytest.raises(UsageError) as caught:
+        build_parser().parse_args([command, *POSITIONALS.get(command, []), "--max-time=0"])
+    assert str(caught.value) == "--max-time '0': expected a number of seconds above 0"
+
+
+def test_the_timer_refuses_no_time_and_keeps_the_pilots_thousandth_of_a_second(tmp_path):
+    from dlperf.measure.timer import TimerConfig
+    from dlperf.plan.estimate import PILOT_TIMER
+    from dlperf.spec import RunSpec, make_spec
+
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match=r"^--max-time .*: expected a number of seconds above 0$"):
+            TimerConfig(min_time=0.0, max_time=bad)
+    assert PILOT_TIMER.max_time == 0.001
+    stored = make_spec(["tiny-fcn-r"]).to_json()
+    stored["timer"].update(min_time=0.0, max_time=0.0)  # a run stored before the check, resumed
+    with pytest.raises(UsageError, match=r"^--max-time 0: "):
+        RunSpec.from_json(stored)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Numbers and lists
+
+LONGEST = "9223372036 (the longest wait the platform can make)"  # threading.TIMEOUT_MAX, the bound of every timeout
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--max-time", "-1"], "--max-time '-1': expected a number of seconds above 0"),
+        (["--min-time", "-1"], "--min-time '-1': expected a number of seconds of at least 0"),
+        (["--timeout", "1e400"], f"--timeout '1e400': expected a number of seconds above 0 and at most {LONGEST}"),
+        (["--timeout", "٣"], "--timeout '٣': expected a number of seconds above 0 in ASCII digits"),
+        (["--threads", "-1"], "--threads '-1': expected a whole number of at least 1"),
+        (["--threads", "1,-1"], "--threads '1,-1': '-1' is not a whole number of at least 1"),
+        (["--threads", "1,٣"], "--threads '1,٣': '٣' is not a whole number of at least 1 in ASCII digits"),
+        (["--repeats", "1.5"], "--repeats '1.5': expected a whole number of at least 1"),
+        (["--compile-at-once", "99"], "--compile-at-once '99': expected a whole number from 1 to 16"),
+        (["--workloads", "tiny-fcn-r,"], "--workloads 'tiny-fcn-r,': an empty item (a trailing comma)"),
+        (["--workloads", ",tiny-fcn-r"], "--workloads ',tiny-fcn-r': an empty item (a leading comma)"),
+        (["--workloads", "tiny-fcn-r,,fcn-r"], "--workloads 'tiny-fcn-r,,fcn-r': an empty item (a doubled comma)"),
+        (["--workloads", " "], "--workloads ' ': expected a comma-separated list, got nothing"),
+    ],
+)
+def test_a_bad_number_or_list_says_what_was_wrong_with_it(flags, said, capsys, tmp_path):
+    """Once "expected a finite number of at least 0 and at most 9.22337e+09 in ASCII digits" for '-1', and "expected
+    a comma-separated list" for one with a trailing comma."""
+    assert error_line(["run", "--workloads", "tiny-fcn-r", *flags], capsys, tmp_path) == said
+
+
+def test_an_unknown_mode_names_the_closest_and_its_combination_only_when_there_is_one(capsys, tmp_path):
+    """Once "unknown mode 'fp23' in 'fp23'", with no hint."""
+    alone = error_line(["run", "--workloads", "tiny-fcn-r", "--modes", "fp23"], capsys, tmp_path)
+    assert alone.startswith("--modes: unknown mode 'fp23' (did you mean 'fp32'?) (components: fp32, bf16, "), alone
+    combined = error_line(["run", "--workloads", "tiny-fcn-r", "--modes", "bf16+chanels_last"], capsys, tmp_path)
+    assert combined.startswith("--modes: unknown mode 'chanels_last' in 'bf16+chanels_last' (did you mean "
+                               "'channels_last'?)"), combined  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# One of a kind
+
+
+def test_plural_reads_one_as_one():
+    from dlperf.measure.units import plural
+
+    assert [plural(n, "thread") for n in (0, 1, 2)] == ["0 threads", "1 thread", "2 threads"]
+    assert plural(1, "process", "es") == "1 process" and plural(1200, "process", "es") == "1,200 processes"
+
+
+def test_optimize_says_one_thread_and_one_step(monkeypatch):
+    """The title read "optimize tiny-fcn-r on cpu, 1 threads"."""
+    from dlperf import optimize
+    from dlperf.commands.optimize import few_steps, render_rich
+
+    search = SimpleNamespace(workload="tiny-fcn-r", device="cpu", threads=1, run_id=9, results=[], best=None)
+    assert render_rich(search).title == "optimize tiny-fcn-r on cpu, 1 thread (run 9)"
+    rested = few_steps(SimpleNamespace(samples=1, mode="bf16"), SimpleNamespace(samples=4, mode="fp32"))
+    assert rested == " (rests on 1 step of bf16 and 4 of fp32)"
+    said = optimize.budget_check(60.0, 30.0, candidates=1, repeats=1, process_s=20.0)
+    assert "(1 candidate, 1 process each)" in said, said
+
+
+def test_peak_and_predict_count_one_as_one(monkeypatch, capsys):
+    from dlperf.commands import common
+    from dlperf.commands import predict as predict_command
+    from dlperf.commands.peak import _print_text
+
+    _print_text([], [], 1, SimpleNamespace(copy_sizes=()), "x.db", gpus=False)
+    assert "1 peak stored in x.db" in capsys.readouterr().out
+    said = []
+    monkeypatch.setattr(common, "print_rich", lambda table, lines=(), notes=(): said.extend(notes))
+    for name in ("rows_table", "summary_table"):
+        monkeypatch.setattr(predict_command, name, lambda *args, **kwargs: None)
+    predict_command.report([SimpleNamespace(case=SimpleNamespace(in_scope=True))], [])
+    assert said == ["1 row predicted, 0 not"]
+
+
+def test_a_loader_warning_says_one_thread():
+    from dlperf.plan.warnings import loader_warnings
+    from dlperf.protocol import Cell
+
+    [warning] = loader_warnings([Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32", loader="w2")], cores=2)
+    assert "w2 with 1 thread:" in warning, warning
+
+
+def test_the_report_of_one_cell_on_one_machine_says_so(tmp_path, capsys):
+    """`dlperf report` said "wrote ... (1 cells of run 1, 1 machines of solo)"."""
+    from dlperf.store import Store
+    from report.campaign import ALPHA, CELLS, write
+
+    db = tmp_path / "solo.db"
+    store = Store.open(db, create=True)
+    write(store, ALPHA, CELLS["alpha"][:1], "solo")
+    store.close()
+    assert main(["report", "-o", str(tmp_path / "r.html"), "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "1 cell of run 1, 1 machine of " in out, out
