@@ -83,4 +83,4 @@ def test_export_refuses_a_file_whose_suffix_names_neither_format_unless_told(tmp
     assert not (tmp_path / name).exists()
     told = dlperf("export", "--format", "jsonl", "-o", str(tmp_path / name), db=report_db)
     assert told.returncode == 0 and (tmp_path / name).read_text().startswith('{"run_id"')
-    assert told.stderr.startswith(f"wrote {tmp_path / name} (") and ", jsonl)" in told.stderr
+    assert told.stdout.startswith(f"wrote {tmp_path / name} (") and ", jsonl)" in told.stdout

@@ -325,9 +325,9 @@ def test_export_to_a_full_stdout_says_it_is_cut_short(report_db, tmp_path):
     assert out.stat().st_size <= 4096
 
 
-@pytest.mark.parametrize("command", [["export", "--samples"], ["report"]])
-def test_an_output_file_is_whole_or_absent(report_db, tmp_path, command):
-    out = tmp_path / "out" / "file.html"
+@pytest.mark.parametrize(("command", "name"), [(["export", "--samples"], "file.jsonl"), (["report"], "file.html")])
+def test_an_output_file_is_whole_or_absent(report_db, tmp_path, command, name):
+    out = tmp_path / "out" / name
     out.parent.mkdir()
     proc = dlperf(*command, "-o", out, "--db", report_db, preexec=file_limit(4096))
     one_line_error(proc, str(out), "nothing was written")

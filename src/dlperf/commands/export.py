@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from dlperf.commands.common import choice, open_store, warn_unreadable, write_file, write_stdout
@@ -41,7 +40,7 @@ def run(args) -> int:
     text = export.render(records, fmt)
     if out:
         write_file(out, text)
-        print(f"wrote {out} ({len(records)} record{'s' * (len(records) != 1)}, {fmt})", file=sys.stderr)
+        print(f"wrote {out} ({len(records)} record{'s' * (len(records) != 1)}, {fmt})")
     else:
         write_stdout(text, "export")
     return warn_unreadable(faults, "the export") or ExitCode.OK

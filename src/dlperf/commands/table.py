@@ -39,6 +39,25 @@ def run(args) -> int:
     return warn_unreadable(faults, "the table") or ExitCode.OK
 
 
+def unfinished_note(store, run, cells: list, db: str) -> list[str]:
+    """A run whose cells are not all measured says so, and how it goes on: still measured by a live process, or
+    resumable (the resume command takes the latest unfinished run: named only where that is this one)."""
+    from dlperf.measure.units import plural
+    from dlperf.store.location import resume_command
+    from dlperf.vocab import Status
+
+    pending = sum(c.status == Status.PENDING for c in cells)
+    if run.status == "complete" or not pending:
+        return []
+    left = f"{pending} of its {plural(len(cells), 'cell')} pending"
+    if holder := store.measured_by(run.id):
+        return [f"run {run.id} is being measured by {holder.describe()}: {left}"]
+    latest = store.latest_unfinished_run()
+    if latest and latest.id == run.id:
+        return [f"run {run.id} is unfinished ({run.status}): {left}; `{resume_command(db)}` measures them"]
+    return [f"run {run.id} is unfinished ({run.status}): {left}; --resume takes the latest unfinished run, {latest.id}"]
+
+
 def print_table(
     db: str, run_id: int | None, fmt: str, modes: str | None = None, best: bool = False, explain: bool = False
 ) -> list:
@@ -65,13 +84,14 @@ def print_table(
         busy = cells_busy_notes(store, run.fingerprint, cells)  # utilization held against a busy machine's peak
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
+        unfinished = unfinished_note(store, run, cells, db)
     finally:
         store.close()
     if best:
         print_best(run.id, cells, samples, fmt)
         return faults
     view = table.build(run.id, cells, verdicts)
-    view.notes += busy
+    view.notes += busy + unfinished
     if fmt == "text":
         print_rich(table.render_rich(view), [*table.legend(view), *table.version_lines(view)], view.notes)
         print_pipeline(view.pipeline)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from dlperf.measure.units import plural
 from dlperf.report.format import duration, seconds
 
 HEAD = ("GPU", "mode", "step", "samples/s", "time", "cost", "$ per M samples", "$/GPU-hour", "memory")
@@ -71,7 +72,7 @@ def lines(x, how: str | None) -> list[str]:
 
 def cpu_line(cpu) -> str:
     return (
-        f"On this CPU (measured, run {cpu.run_id}, {cpu.threads} threads, {cpu.mode}): {wall(cpu.time_s)} at "
+        f"On this CPU (measured, run {cpu.run_id}, {plural(cpu.threads, 'thread')}, {cpu.mode}): {wall(cpu.time_s)} at "
         f"{seconds(cpu.step_s)} a step; {cpu.kwh:.3g} kWh at {cpu.watts:g} W = {usd(cpu.energy_cost)} at "
         f"${cpu.kwh_price:g}/kWh (--cpu-watts, --kwh-price)"
     )

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow
+from dlperf.measure.units import plural
 from dlperf.report.charts import Chart, Point, Series
 from dlperf.report.format import seconds
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
@@ -205,7 +206,7 @@ def chart(x: Crossover) -> Chart:
                 Point(
                     r.batch,
                     r.cpu.median_s,
-                    tip=f"batch {r.batch}: CPU {seconds(r.cpu.median_s)} at {r.cpu.threads} threads",
+                    tip=f"batch {r.batch}: CPU {seconds(r.cpu.median_s)} at {plural(r.cpu.threads, 'thread')}",
                 )
                 for r in x.rows
                 if r.cpu

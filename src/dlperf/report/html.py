@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from dlperf.measure.units import plural
 from dlperf.report import best, charts, cost, crossover, ddp, figures, fleet, paper, predicted, profile, table
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
@@ -306,7 +307,9 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
             rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with "
                          f"{resume_command(data.db)}"])  # fmt: skip
     if pending:
-        rows.append(["", "pending", f"{len(pending)} cells were never measured"])
+        rows.append(
+            ["", "pending", f"{plural(len(pending), 'cell')} {'was' if len(pending) == 1 else 'were'} never measured"]
+        )
     if not rows:
         return _none("None: no noisy, oversubscribed, failed or skipped cell.")
     kinds = {r[1] for r in rows}
@@ -378,7 +381,7 @@ def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:
     span = f"; medians from {seconds(min(timed))} to {seconds(max(timed))}" if timed else ""
     summary = (
         f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last.status} · started {last.started_at} · "
-        f"{_machine(last.env)} · {ok} of {len(data.cells)} cells measured{span} · {n_charts} charts"
+        f"{_machine(last.env)} · {ok} of {plural(len(data.cells), 'cell')} measured{span} · {plural(n_charts, 'chart')}"
     )
     nav = "".join(f'<a href="#{s.id}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)

@@ -256,7 +256,9 @@ def _outcome(events: list[Event], child: ChildResult, timeout: float, n: int) ->
     cut_short = (child.timed_out or child.crashed_reason) and first(events, Checking) and not first(events, LossCheck)
     found = outcome(events, child, timeout, measured=bool(cut_short), kept=f" (kept {n} samples)")
     if found.ok and not cut_short and n == 0:
-        return Outcome(Status.FAILED, "no timed step: sampling ended before the first one (is --max-time 0?)")
+        return Outcome(
+            Status.FAILED, "no timed step: sampling ended before the first one (a --max-time shorter than one step?)"
+        )
     return found
 
 

@@ -155,6 +155,13 @@ class Store(MachineFigures):
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
         return stale
 
+    def measured_by(self, run_id: int) -> lease.Holder | None:
+        """The live process measuring the run now, if any (a dead holder's lease is no one's)."""
+        if self.version < LEASES:
+            return None
+        holder = lease.holder_of(self.conn, run_id)
+        return holder if holder is not None and lease.alive(holder) else None
+
     def _still_leased(self, run_id: int) -> None:
         """Inside a write to `run_id`: refresh this process's lease, or stop if another process took it over (after
         this one was unheard of for lease.STALE_AFTER_S)."""

@@ -1,0 +1,62 @@
+"""`dlperf table` of a run whose cells are not all measured says so, and how it goes on: a user once read the
+`pending` cells of an interrupted run as a finished table (exit 0, no word of it)."""
+
+from __future__ import annotations
+
+from conftest import dlperf
+from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.vocab import Status
+from report.runs import MACHINE, cell, measured
+
+
+def planned_run(store: Store, measure: int, status: str | None) -> int:
+    """A run of three cells, the first `measure` of them measured; `status` set (None: left as created)."""
+    plan = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56")]
+    run_id = store.create_run({"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}}, MACHINE,
+                              ["dlperf", "run"], plan)  # fmt: skip
+    for c in plan[:measure]:
+        m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
+        store.record(run_id, c.cell.key, 0, m, measured([[0.01] * 5]))
+    if status:
+        store.set_run_status(run_id, status)
+    return run_id
+
+
+def test_an_interrupted_run_says_how_many_cells_are_left_and_how_to_resume(tmp_path):
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    store.close()  # its lease released: no one measures it now
+    said = dlperf("table", db=db)
+    assert said.returncode == 0, said.stderr
+    flat = " ".join(said.stdout.split())
+    assert f"run 1 is unfinished (interrupted): 2 of its 3 cells pending; `dlperf run --resume --db {db}`" in flat
+
+
+def test_an_older_unfinished_run_does_not_offer_the_resume_that_takes_a_later_one(tmp_path):
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    planned_run(store, 2, "interrupted")
+    store.close()
+    flat = " ".join(dlperf("table", "--run", "1", "--format", "md", db=db).stdout.split())
+    assert (
+        "run 1 is unfinished (interrupted): 2 of its 3 cells pending; --resume takes the latest unfinished run, 2"
+        in flat
+    )
+
+
+def test_a_run_still_measured_names_its_process_and_a_complete_run_says_nothing(tmp_path):
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    try:
+        planned_run(store, 1, None)  # this process holds its lease, as a running sweep does
+        holder = store.measured_by(1)
+        flat = " ".join(dlperf("table", db=db).stdout.split())
+        assert f"run 1 is being measured by {holder.describe()}: 2 of its 3 cells pending" in flat
+        planned_run(store, 3, "complete")
+        complete = dlperf("table", db=db).stdout
+        assert "unfinished" not in complete and "being measured" not in complete
+    finally:
+        store.close()
