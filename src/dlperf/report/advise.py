@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import shlex
 
+from dlperf.measure.units import plural
 from dlperf.report.cost import _pick, deadline_text, usd
 from dlperf.report.format import interval, seconds
 
@@ -19,7 +20,8 @@ def lines(a) -> list[str]:
     if c := x.cpu:
         ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
         out.append(
-            f"On this CPU (measured): {c.time_s:,.1f} {per} at its best settings ({_threads(c.threads)}, {c.mode}; "
+            f"On this CPU (measured): {c.time_s:,.1f} {per} at its best settings "
+            f"({plural(c.threads, 'thread')}, {c.mode}; "
             f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "
             f"{c.watts:g} W, an assumption)"
         )
@@ -73,10 +75,6 @@ def _most(a, r) -> str:
 
     n = a.largest.get((r.gpu, r.mode))
     return "" if n is None else f", the largest batch that fits: {largest(n)}"
-
-
-def _threads(n: int) -> str:
-    return f"{n} thread" if n == 1 else f"{n} threads"
 
 
 def _versus(r, cpu) -> str:

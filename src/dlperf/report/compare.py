@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.measure.units import plural
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.spec import whole_number
@@ -120,10 +121,6 @@ class Comparison:
 
 # ----------------------------------------------------------------------------------------------------------------------
 # The statistics: pure
-
-
-def plural(n: int, word: str, suffix: str = "s") -> str:
-    return f"{n} {word}{suffix * (n != 1)}"
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:
