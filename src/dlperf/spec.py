@@ -365,6 +365,31 @@ def real_number(text: str, flag: str, least: float = 0.0, most: float = MAX_SECO
     raise UsageError(f"{flag} {text!r}: expected {what} {bounds}{_digits(text)}")
 
 
+DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(s|sec|m|min|h|d)", re.IGNORECASE)
+UNIT_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str, flag: str, bare_s: float | None, most_s: float = MAX_SECONDS) -> float:
+    """`--budget 15m` -> 900.0: a number and its unit (s, m, h, d) or several (1h30m), above zero and at most
+    `most_s`; a bare number counts `bare_s` seconds a unit (None: a unit is required)."""
+    compact = text.strip().replace(" ", "")
+    units = "s, m, h or d: 90s, 15m, 2h, 1h30m"
+    if compact.startswith("-"):
+        raise UsageError(f"{flag} {text!r}: expected a duration above zero ({units})")
+    if bare_s is not None and DECIMAL.fullmatch(compact):
+        seconds = float(compact) * bare_s
+    else:
+        parts = DURATION_PART.findall(compact)
+        if not parts or "".join(n + u for n, u in parts).lower() != compact.lower():
+            bare = f"a number of {'seconds' if bare_s == 1 else 'minutes'}, or " if bare_s in (1, 60) else ""
+            raise UsageError(f"{flag} {text!r}: expected {bare}a duration with its unit ({units}){_digits(text)}")
+        seconds = sum(float(n) * UNIT_SECONDS[u.lower()] for n, u in parts)
+    if not (math.isfinite(seconds) and 0 < seconds <= most_s):
+        limit = f" and at most {most_s:g} s" if seconds > most_s else ""
+        raise UsageError(f"{flag} {text!r}: expected a duration above zero{limit} ({units})")
+    return seconds
+
+
 def _digits(text: str) -> str:
     """What a number typed in other digits ('٣', '３') lacks: int() and float() take them, a flag does not."""
     return "" if text.isascii() else " in ASCII digits"

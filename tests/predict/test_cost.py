@@ -187,3 +187,26 @@ def test_this_cpu_from_its_fastest_measured_cell_at_the_batch_and_its_energy():
     assert math.isclose(cpu.time_s, 10 * 0.2) and math.isclose(cpu.kwh, 200 * 2 / 3600 / 1000)
     assert math.isclose(cpu.energy_cost, cpu.kwh * 0.30)
     assert cost.measured_cpu(cells, 64) is None
+
+
+@pytest.mark.parametrize(
+    ("command", "typed", "value"),
+    [("advise", "150", 150.0), ("advise", "5m", 300.0), ("advise", "1h30m", 5400.0), ("advise", "90s", 90.0),
+     ("optimize", "15", 15.0), ("optimize", "90s", 1.5), ("optimize", "2h", 120.0), ("optimize", "0.25", 0.25)],
+)  # fmt: skip
+def test_a_budget_is_a_bare_number_in_its_commands_unit_or_a_duration_with_its_own(command, typed, value):
+    """`advise --budget` counts seconds and `optimize --budget` minutes: a user who meant 15 minutes got 15 s of
+    advice; a unit (15m) now says which."""
+    from dlperf.cli import build_parser
+
+    args = build_parser().parse_args([command, "tiny-fcn-r", "--budget", typed])
+    assert args.budget == pytest.approx(value)
+
+
+@pytest.mark.parametrize("typed", ["0", "-5m", "15 minutes", "nan", "2x", "25h"])
+def test_a_bad_budget_is_one_line_naming_the_units(typed):
+    from dlperf.cli import build_parser
+
+    with pytest.raises(UsageError, match=r"^--budget .*(duration|seconds)") as caught:
+        build_parser().parse_args(["advise", "tiny-fcn-r", f"--budget={typed}"])
+    assert "\n" not in str(caught.value)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import add_format, db_path, real, whole
+from dlperf.commands.common import add_format, db_path, duration, real, whole
 
 HELP = "should I rent a GPU, and which one? this CPU measured briefly, time, memory and cost predicted on GPUs"
 DESCRIPTION = (
@@ -26,8 +26,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help="comma list of GPUs of the table (dlperf predict --list-gpus; default: every GPU "
                    "with a price)")  # fmt: skip
-    p.add_argument("--budget", type=real("--budget", most=24 * 3600.0), default=BUDGET_S,
-                   help=f"seconds of measuring on this machine, about (default: {BUDGET_S:g})")  # fmt: skip
+    p.add_argument("--budget", type=duration("--budget", 1.0, most_s=24 * 3600.0), default=BUDGET_S,
+                   help=f"seconds of measuring on this machine, about, or a duration with its unit: 90s, 5m "
+                   f"(default: {BUDGET_S:g})")  # fmt: skip
     p.add_argument("--deadline", metavar="DURATION", help="also the cheapest GPU finishing within it, e.g. 2h, 90m")
     p.add_argument("--samples", type=whole("--samples", 1), help="the work in samples (default: an epoch)")
     p.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")

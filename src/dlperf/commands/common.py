@@ -125,6 +125,19 @@ def whole(flag: str, least: int = 0, **most: int) -> Callable[[str], int]:
     return parse
 
 
+def duration(flag: str, per: float, most_s: float) -> Callable[[str], float]:
+    """An argparse `type` for a duration in units of `per` seconds (1: seconds, 60: minutes): a bare number in that
+    unit, or a number and its own unit (90s, 15m, 2h, 1h30m), above zero; the value returned is in `per` units."""
+
+    def parse(text: str) -> float:
+        from dlperf.spec import duration_seconds
+
+        return duration_seconds(text, flag, bare_s=per, most_s=most_s) / per
+
+    parse.number = "real"
+    return parse
+
+
 def real(flag: str, least: float = 0.0, above: bool = True, **most: float) -> Callable[[str], float]:
     """An argparse `type` for a finite number above `least` (from it, when not `above`); seconds by default, so
     at most the longest wait the platform can make (`most=`: another bound)."""

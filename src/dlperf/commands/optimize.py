@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, db_path, real, whole
+from dlperf.commands.common import add_format, db_path, duration, real, whole
 from dlperf.commands.run import add_data_flags, add_timer_flags, timer
 from dlperf.vocab import ExitCode, Status
 
@@ -22,9 +22,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads (default: every usable core)")
     p.add_argument(
         "--budget",
-        type=real("--budget", most=MAX_SECONDS / 60),
+        type=duration("--budget", 60.0, most_s=MAX_SECONDS),
         default=None,
-        help=f"minutes the search may take, the baseline's profile included; a dimension that does not fit is tried "
+        help=f"minutes the search may take, or a duration with its unit (90s, 2h), the baseline's profile included; "
+        "a dimension that does not fit is tried "
         "in one process per mode when that fits, else skipped, and said so "
         f"(default: {OPTIMIZE_BUDGET_MIN:g})",
     )

@@ -11,7 +11,6 @@ watt figure and an electricity price (both assumptions, overridable). Pure funct
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
@@ -22,23 +21,13 @@ PTB_WORDS = 929_589  # the Penn Treebank's training words (workloads/datasets/pt
 DATASETS = {"MNIST": 60_000, "CIFAR-10": 50_000}
 CPU_WATTS = 100.0  # an assumption: a desktop or one server socket busy training (--cpu-watts gives yours)
 KWH_PRICE = 0.15  # US dollars per kWh, an assumption near a US average retail price (--kwh-price gives yours)
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(s|sec|m|min|h|d)", re.IGNORECASE)
-_SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 
 
 def parse_deadline(text: str) -> float:
     """`--deadline 2h` -> seconds: a number and a unit (s, m, h, d), or several ("1h30m"); above zero."""
-    flag = "--deadline"
-    compact = text.strip().replace(" ", "")
-    if compact.startswith("-"):
-        raise UsageError(f"{flag} {text}: a deadline must be above zero (e.g. {flag} 2h)")
-    parts = _DURATION.findall(compact)
-    if not parts or "".join(n + u for n, u in parts).lower() != compact.lower():
-        raise UsageError(f"{flag} {text!r}: expected a duration with its unit, e.g. 2h, 90m, 3600s, 1d or 1h30m")
-    seconds = sum(float(n) * _SECONDS[u.lower()] for n, u in parts)
-    if not seconds > 0:
-        raise UsageError(f"{flag} {text}: a deadline must be above zero (e.g. {flag} 2h)")
-    return seconds
+    from dlperf.spec import duration_seconds
+
+    return duration_seconds(text, "--deadline", bare_s=None)
 
 
 def epoch_samples(workload) -> tuple[int, str] | None:
