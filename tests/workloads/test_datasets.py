@@ -475,3 +475,8 @@ def test_a_dataset_not_found_names_every_place_searched(tmp_path, read, places):
     assert "\n" not in message and "searched" in message
     for place in places:
         assert f"{tmp_path / place}" in message, (place, message)
+    name = {idx.read_mnist: "mnist", cifar.read_cifar10: "cifar10", ptb.read_words: "ptb"}[read]
+    assert message.endswith(f"; `dlperf data synth {tmp_path} --only {name}` writes a random one to try"), message
+    from dlperf.workloads.datasets.synth import DATASETS
+
+    assert name in DATASETS  # the name `data synth --only` takes

@@ -11,6 +11,9 @@ from pathlib import Path
 
 from dlperf.errors import UsageError
 
+# `dlperf data synth --only` names of the datasets the readers look for (`synth.DATASETS`)
+SYNTH_NAMES = {"MNIST": "mnist", "CIFAR-10": "cifar10", "the Penn Treebank": "ptb"}
+
 
 def missing(directory: Path, wanted: str, dataset: str, expected: Sequence[str]) -> UsageError:
     return UsageError(f"{directory}: no {wanted} ({dataset} expects {', '.join(expected)})")
@@ -24,7 +27,9 @@ def find(directory: Path, places: Sequence[str], holds: Callable[[Path], bool], 
         if holds(candidate := directory / place):
             return candidate
     searched = ", ".join(str(directory / place) for place in places)
-    raise UsageError(f"{directory}: no {wanted}; searched {searched} ({dataset} expects {', '.join(expected)})")
+    synth = SYNTH_NAMES.get(dataset)
+    hint = f"; `dlperf data synth {directory} --only {synth}` writes a random one to try" if synth else ""
+    raise UsageError(f"{directory}: no {wanted}; searched {searched} ({dataset} expects {', '.join(expected)}){hint}")
 
 
 def malformed(path: Path, why: str) -> UsageError:
