@@ -239,11 +239,10 @@ def render(answer: CommAnswer, ids: list[int], db: str, fmt: str) -> None:
         sizes = [{"id": i, **s.to_json()} for i, s in zip(ids, answer.sizes, strict=True)]
         print(json.dumps({"db": db, **answer.to_json(), "sizes": sizes}, indent=2))
         return
-    from rich.console import Console
-
+    from dlperf.commands.common import console as wide
     from dlperf.measure.units import plural
 
-    console = Console()
+    console = wide()
     sizes = answer.sizes
     mean = sum(s.busbw for s in sizes) / len(sizes)
     after = [f"average bus bandwidth: {mean / 1e9:.3g} GB/s"]

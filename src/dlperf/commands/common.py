@@ -267,19 +267,31 @@ def warn(message: str) -> None:
     print(f"dlperf: warning: {terminal(message)}", file=sys.stderr, flush=True)
 
 
+LOG_WIDTH = 160  # characters of a text table written to a file, a pipe or a CI log
+
+
+def console(width: int | None = None):
+    """A rich console for standard output: on a terminal as wide as it is; in a file, a pipe or a CI log (where rich
+    would take 80 columns and cut figures short with an ellipsis) LOG_WIDTH wide, unless $COLUMNS or `width` says."""
+    from rich.console import Console
+
+    made = Console(width=width)
+    if width is None and not made.is_terminal and "COLUMNS" not in os.environ:
+        made = Console(width=max(made.width, LOG_WIDTH))
+    return made
+
+
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:
     """A rich table, then plain lines and notes (never read as markup, control characters escaped: they hold names
     and errors from the store)."""
-    from rich.console import Console
-
     from dlperf.report.format import terminal
 
-    console = Console(width=width)
-    console.print(renderable)
+    out = console(width)
+    out.print(renderable)
     for line in lines:
-        console.print(terminal(line), highlight=False, markup=False)
+        out.print(terminal(line), highlight=False, markup=False)
     for note in notes:
-        console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
+        out.print(f"  note: {terminal(note)}", highlight=False, markup=False)
 
 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],

@@ -10,7 +10,6 @@ from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
 EXIT_REGRESSION = 1  # what a CI job gates on
-LOG_WIDTH = 160  # characters of a text table written to a file or pipe
 
 
 HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regression)"
@@ -72,9 +71,6 @@ def nothing_compared(result, a, b) -> str:
 
 def print_wide(renderable) -> None:
     """On a terminal, as wide as it is; in a file or a CI log, wide enough that the ten columns need not fold."""
-    from rich.console import Console
+    from dlperf.commands.common import console
 
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=max(console.width, LOG_WIDTH))
-    console.print(renderable)
+    console().print(renderable)

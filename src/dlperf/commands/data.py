@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dlperf.commands.common import choice, picked, whole
+from dlperf.commands.common import console as wide
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -144,7 +145,6 @@ def write_all(directory: Path, stage: Path, datasets: tuple[str, ...], size, see
 
 
 def print_table(written: list[Written], directory: Path) -> None:
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"Synthetic datasets in {directory}")
@@ -152,7 +152,7 @@ def print_table(written: list[Written], directory: Path) -> None:
         table.add_column(name, justify="left" if name in ("dataset", "folder") else "right")
     for w in written:
         table.add_row(w.dataset, w.folder.name, str(w.files), f"{w.bytes / 1e6:.1f}", f"{w.seconds:.1f}")
-    console = Console()
+    console = wide()
     console.print(table)
     console.print(f"dlperf run --data {directory} reads them (README.txt says what they are)", highlight=False,
                   markup=False, soft_wrap=True)  # fmt: skip

@@ -8,6 +8,7 @@ import json
 import sys
 
 from dlperf.commands.common import add_format, db_path, duration, real, whole
+from dlperf.commands.common import console as wide
 from dlperf.commands.run import add_data_flags, add_timer_flags, timer
 from dlperf.vocab import ExitCode, Status
 
@@ -172,12 +173,11 @@ MEMORY_LEGEND = (
 
 
 def print_text(search) -> None:
-    from rich.console import Console
 
     from dlperf.optimize import recipe
     from dlperf.report.format import terminal
 
-    console = Console(width=None if sys.stdout.isatty() else 160)
+    console = wide()
     console.print(render_rich(search))
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:

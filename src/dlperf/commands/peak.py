@@ -228,11 +228,10 @@ def _report_progress(done: int, total: int, device: str, threads: int, row: Peak
 
 
 def _print_text(measured: list[PeakRow], failed: list[PeakRow], stored: int, opts: PeakOptions, db: str, gpus: bool):
-    from rich.console import Console
-
+    from dlperf.commands.common import console as wide
     from dlperf.measure.units import plural
 
-    console = Console()
+    console = wide()
     if measured:
         console.print(matmul_table(measured))
         console.print(bandwidth_table(measured, opts.bandwidth_bytes))

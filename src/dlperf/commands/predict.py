@@ -104,12 +104,11 @@ def run(args) -> int:
     gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
     deadline = check_cost_flags(args)
     if args.list_gpus:
-        import sys
 
         from dlperf.commands.common import print_rich
 
         # through a pipe rich draws 80 columns and cuts what does not fit: the whole table instead (names are typed)
-        print_rich(gpu_table(gpus.table()), width=None if sys.stdout.isatty() else 160)
+        print_rich(gpu_table(gpus.table()))
         return 0
     if args.validate:
         if args.workload:

@@ -1,0 +1,22 @@
+"""Tables written to a file, a pipe or a CI log are wide enough for their figures: rich takes 80 columns there, and
+`dlperf predict --cost` once showed every price as `$0.00…`, `dlperf table --best` the workload as `tiny-fcn…`."""
+
+from __future__ import annotations
+
+from conftest import dlperf
+from dlperf.commands.common import LOG_WIDTH, console
+
+
+def test_a_console_not_on_a_terminal_is_log_wide_unless_columns_says(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert console().width == LOG_WIDTH  # pytest's standard output is not a terminal
+    assert console(100).width == 100
+    monkeypatch.setenv("COLUMNS", "90")
+    assert console().width == 90  # the user's choice
+
+
+def test_the_price_columns_of_a_prediction_are_whole_in_a_pipe(tmp_path, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    said = dlperf("predict", "tiny-resnet-56", "--gpu", "T4", "--cost", db=tmp_path / "p.db")
+    assert said.returncode == 0, said.stderr
+    assert "…" not in said.stdout and "$/GPU-hour" in said.stdout, said.stdout
