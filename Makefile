@@ -4,6 +4,7 @@
 #   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
 #   make docs       the documentation site, built strictly (a warning fails it) and offline into site/;
 #   make docs-serve ... served at http://127.0.0.1:8000 while you edit docs/
+#   make docs-reference  the reference pages' generated text (commands, flags, export columns, exit codes) made again
 #   make docs-images  the pictures of docs/images/, made again from a small run (about 1.5 minutes; needs chromium)
 #   make gpu-test   on a GPU machine, the tests marked gpu (pytest -m gpu), a skip failing (DLPERF_REQUIRE=cuda)
 #   make gpu-check  on a GPU machine, the acceptance check (benchmarks/gpu_check.py): PASS/FAIL lines into GPU_CHECK_OUT
@@ -20,7 +21,7 @@ RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
 
-.PHONY: run test test-slow docs docs-serve docs-images gpu-test gpu-check lint format pytest clean envs
+.PHONY: run test test-slow docs docs-reference docs-serve docs-images gpu-test gpu-check lint format pytest clean envs
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -56,6 +57,11 @@ test-slow: $(STAMP)
 # (docs/hooks/), ARCHITECTURE.md and BENCHMARKS.md included; --strict turns a broken link or missing page into a failure.
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
+
+# The reference pages' generated text (docs/reference/: every command and flag, export column and exit code), written
+# again from the code between its markers; tests/docs/test_reference.py fails while what is committed is stale.
+docs-reference: $(STAMP)
+	$(BIN)/python docs/hooks/generated.py
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve

@@ -5,6 +5,11 @@ argparse parsers of `dlperf.cli`), `<!-- dlperf:export-columns -->` (the columns
 order, from a record `dlperf.report.export` builds), `<!-- dlperf:exit-codes -->` (`dlperf.vocab.ExitCode`) and
 `<!-- dlperf:include FILE.md -->` (a Markdown file of the repository's root, as it is, its relative links made to
 work on the site). An unknown marker, a column or an exit code without its meaning here fails the build.
+
+The reference pages hold their generated text between two markers (`<!-- dlperf:cli -->` ... `<!-- /dlperf:cli -->`),
+committed, so that a reader of the repository sees it as the site does: `make docs-reference` (this file run as a
+script) writes it again from the code, and tests/docs/test_reference.py fails while a committed text is stale. The
+site makes it again at build time whatever was committed.
 """
 
 from __future__ import annotations
@@ -19,6 +24,9 @@ if str(ROOT / "src") not in sys.path:
     sys.path.insert(0, str(ROOT / "src"))  # this checkout's dlperf, whatever is installed
 
 MARKER = re.compile(r"^<!-- dlperf:(?P<name>[\w-]+)(?: (?P<arg>\S+))? -->$", re.MULTILINE)
+# a generated text committed between its two markers, so that a reader of the repository sees it too
+BLOCK = re.compile(r"^<!-- dlperf:(?P<name>[\w-]+) -->\n(?P<body>.*?)^<!-- /dlperf:(?P=name) -->$\n?",
+                   re.MULTILINE | re.DOTALL)  # fmt: skip
 
 # the root files the site includes, and the page each is (a link between them stays a link on the site)
 ROOT_PAGES = {"README.md": "index.md", "ARCHITECTURE.md": "architecture.md", "BENCHMARKS.md": "benchmarks.md"}
@@ -30,6 +38,8 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def fill(markdown: str, src_uri: str) -> str:
+    markdown = BLOCK.sub(lambda m: generate(m["name"], src_uri), markdown)  # the committed text, made again
+
     def replace(match: re.Match) -> str:
         name, arg = match["name"], match["arg"]
         if name == "include":
@@ -317,3 +327,31 @@ def relinked(match: re.Match, depth: int) -> str:
 
 
 GENERATORS = {"cli": cli_markdown, "export-columns": export_markdown, "exit-codes": exit_codes_markdown}
+
+
+def generate(name: str, src_uri: str) -> str:
+    if name not in GENERATORS:
+        raise ValueError(f"{src_uri}: unknown block {name!r} (known: {', '.join(GENERATORS)})")
+    return GENERATORS[name]()
+
+
+def written(markdown: str, src_uri: str) -> str:
+    """The page with each block's text between its markers made again from the code, the markers kept."""
+    return BLOCK.sub(lambda m: f"<!-- dlperf:{m['name']} -->\n{generate(m['name'], src_uri)}"
+                               f"<!-- /dlperf:{m['name']} -->\n", markdown)  # fmt: skip
+
+
+def stale_pages(docs: Path = ROOT / "docs") -> dict[Path, str]:
+    """Each page whose committed blocks differ from what the code makes now -> its text made again."""
+    found = {}
+    for path in sorted(docs.rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        if BLOCK.search(text) and (again := written(text, str(path.relative_to(docs)))) != text:
+            found[path] = again
+    return found
+
+
+if __name__ == "__main__":  # `make docs-reference`: the committed blocks made again from the code
+    for path, text in stale_pages().items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")

@@ -138,3 +138,20 @@ def test_the_root_files_are_included_as_they_are(generated):
             == generated.relink((ROOT / name).read_text(), 0).strip()
             == (ROOT / name).read_text().strip()
         )
+
+
+def test_the_committed_reference_text_is_what_the_code_makes_now(generated):
+    """The reference pages hold their generated text between markers, committed, so a reader of the repository sees
+    it (the pages once held only the markers, filled in when the site was built)."""
+    stale = generated.stale_pages()
+    assert not stale, f"stale: {', '.join(str(p.relative_to(ROOT)) for p in stale)}: run `make docs-reference`"
+    for page in ("cli.md", "export.md", "exit-codes.md"):
+        text = (ROOT / "docs/reference" / page).read_text()
+        assert generated.BLOCK.search(text) and "|---|" in text, page
+
+
+def test_the_site_makes_a_block_again_whatever_was_committed(generated):
+    page = "# x\n<!-- dlperf:exit-codes -->\nsomething old\n<!-- /dlperf:exit-codes -->\nafter\n"
+    built = generated.fill(page, "reference/x.md")
+    assert "something old" not in built and "<!--" not in built and "| 130 |" in built and built.endswith("after\n")
+    assert generated.written(page, "reference/x.md").startswith("# x\n<!-- dlperf:exit-codes -->\n| code |")
