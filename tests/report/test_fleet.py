@@ -106,10 +106,21 @@ def test_merged_stores_form_the_campaign(lab, tmp_path):
     (["--runs", "1,9"], "--runs: no run 9 in"),
     (["--runs", "1,x"], "--runs '1,x': expected a comma list of run ids"),
     (["--runs", "1", "--campaign", "lab"], "not allowed with argument"),
-    (["--campaign", "lab", "--run", "1"], "--campaign shows every run it names, side by side: give no --run"),
+    (["--campaign", "lab", "--run", "1"], "--campaign shows the machines of its runs side by side: give no --run"),
     (["--campaign", "lab", "--best"], "give no --best"),
 ])  # fmt: skip
 def test_bad_input_is_one_line(lab, args, said):
+    one_line_error(dlperf("table", *args, db=lab), said)
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--run", "1,2"], "--run '1,2': the table shows one run; `dlperf report --run 1,2` shows several"),
+    (["--run", "all"], "`dlperf compare A B` tests two"),
+    (["--best", "--explain"], "--explain: the verdict column is the run's table's; --best shows no verdicts"),
+])  # fmt: skip
+def test_a_table_of_one_run_names_the_views_of_several(lab, args, said):
+    """`table --run 1,6` said only "expected a whole number" while report, export and plot take lists, and
+    `--best --explain` dropped --explain without a word."""
     one_line_error(dlperf("table", *args, db=lab), said)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, db_path, print_rich, warn_unreadable, whole
+from dlperf.commands.common import add_format, db_path, print_rich, warn_unreadable
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -12,7 +12,7 @@ HELP = "the Table-7 view of a run"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=whole("--run", 1), help="run id (default: the latest)")
+    p.add_argument("--run", type=one_run, help="run id (default: the latest)")
     add_format(p, "text", "md", "csv", "json")
     p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
     p.add_argument(
@@ -29,10 +29,27 @@ def add_campaign(p: argparse.ArgumentParser) -> None:
     fleet = p.add_mutually_exclusive_group()
     fleet.add_argument("--campaign", metavar="NAME", help="the machines of a campaign side by side (the runs made "
                        "with dlperf run --campaign NAME, merged here or measured here)")  # fmt: skip
-    fleet.add_argument("--runs", metavar="LIST", help="... or of the runs listed, e.g. 3,4,7")
+    fleet.add_argument("--runs", metavar="LIST", help="... or the machines of the runs listed, e.g. 3,4,7 (a "
+                       "machine's runs share its column: each cell as its latest run measured it)")  # fmt: skip
+
+
+def one_run(text: str) -> int:
+    """`--run`: one run id; a list or `all` is refused with the views that take several runs."""
+    from dlperf.spec import whole_number
+
+    if "," in text or text.strip() == "all":
+        raise UsageError(f"--run {text!r}: the table shows one run; `dlperf report --run {text}` shows several in one "
+                         f"report, `dlperf compare A B` tests two cell by cell, `--runs LIST` sets machines side by "
+                         "side")  # fmt: skip
+    return whole_number(text, "--run", least=1)
+
+
+one_run.number = "whole"  # tests/test_cli.py tries every bad number on it
 
 
 def run(args) -> int:
+    if args.best and args.explain:
+        raise UsageError("--explain: the verdict column is the run's table's; --best shows no verdicts (give one)")
     if args.campaign is not None or args.runs is not None:
         return print_fleet(args)
     faults = print_table(db_path(args), args.run, args.format, args.modes, args.best, args.explain)
@@ -119,7 +136,7 @@ def print_fleet(args) -> int:
     taken = [f for f, on in (("--run", args.run), ("--best", args.best), ("--explain", args.explain),
                              ("--modes", args.modes)) if on]  # fmt: skip
     if taken:
-        raise UsageError(f"{flag} shows every run it names, side by side: give no {', '.join(taken)}")
+        raise UsageError(f"{flag} shows the machines of its runs side by side: give no {', '.join(taken)}")
     return show_fleet(read_fleet(args), args.format)
 
 
