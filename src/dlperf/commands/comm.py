@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -31,8 +30,6 @@ DEFAULT_ITERS = 20
 DEFAULT_WARMUP = 5
 DEFAULT_TIMEOUT = 300.0  # seconds for the whole job, the rendezvous included
 FP32_BYTES = 4
-UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30}
-_SIZE = re.compile(r"([0-9]+)\s*([KMG]?)B?", re.IGNORECASE | re.ASCII)  # not int()'s other digits
 
 
 @dataclass(frozen=True)
@@ -59,8 +56,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--sizes",
         default=DEFAULT_SIZES,
-        help=f"message bytes per rank: MIN:MAX (times --factor from MIN) or a comma list; units K, M, G "
-        f"(powers of 1024) (default: {DEFAULT_SIZES})",
+        help=f"message bytes per rank: MIN:MAX (times --factor from MIN) or a comma list; units K, M, G or KiB, "
+        f"MiB, GiB (powers of 1024), KB, MB, GB (of 1000) (default: {DEFAULT_SIZES})",
     )
     p.add_argument(
         "--factor",
@@ -103,16 +100,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_size(text: str, flag: str = "--sizes") -> int:
-    """`4096`, `4K`, `64M`, `1G` (powers of 1024) -> bytes: positive and whole float32 elements."""
-    from dlperf.spec import INT64_MAX
+    """`4096`, `4K`, `64MiB`, `1G` (powers of 1024), `4KB` (of 1000, as everywhere in dlperf: `spec.parse_size`) ->
+    bytes: positive and whole float32 elements."""
+    from dlperf.spec import parse_size as size
 
-    match = _SIZE.fullmatch(text.strip())
-    if not match:
-        raise UsageError(f"{flag} {text!r}: expected a size such as 4096, 4K, 64M or 1G")
-    nbytes = int(match.group(1)) * UNITS[match.group(2).upper()]
-    if nbytes > INT64_MAX:
-        raise UsageError(f"{flag} {text!r}: at most {INT64_MAX} bytes (SQLite's largest integer)")
-    if nbytes <= 0 or nbytes % FP32_BYTES:
+    nbytes = size(text, flag)
+    if nbytes % FP32_BYTES:
         raise UsageError(f"{flag} {text!r}: a size must be a positive multiple of {FP32_BYTES} bytes (float32)")
     return nbytes
 
