@@ -2,6 +2,7 @@
 
 import re
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -80,8 +81,6 @@ def test_the_dry_run_estimate_is_near_the_time_the_run_then_takes(tmp_path):
 @pytest.mark.parametrize(("at_once", "mode", "noted"), [(2, "bf16+compile", True), (1, "compile", False),
                                                           (2, "fp32", False)])  # fmt: skip
 def test_the_dry_run_says_its_estimate_counts_cells_compiling_at_once_one_after_another(capsys, at_once, mode, noted):
-    from types import SimpleNamespace
-
     from dlperf.commands.run import print_estimate
     from dlperf.spec import RunSpec
 
@@ -92,3 +91,34 @@ def test_the_dry_run_says_its_estimate_counts_cells_compiling_at_once_one_after_
     said = capsys.readouterr().out
     assert "2 cell processes, estimated" in said
     assert ("--compile-at-once 2: the estimate counts the compiled cells' processes one after another" in said) is noted
+
+
+def test_the_dry_run_marks_the_cells_its_pilots_found_unsupported_and_says_where_its_figures_come_from(capsys):
+    """`--dry-run` listed and estimated a channels_last cell of an FCN that the run then records `unsupported`."""
+    from dlperf.commands.run import print_estimate
+    from dlperf.spec import RunSpec
+
+    cells = [Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32"), Cell("tiny-fcn-r", "torch", "cpu", 1, "channels_last")]
+    plan = SimpleNamespace(spec=RunSpec(("tiny-fcn-r",)), tasks=schedule(cells, 1), cells=cells)
+    why = {est.pilot_key(cells[1]): "tiny-fcn-r has no Conv2d on a 4-d input"}
+    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(6.0, 9.0, 2, 4.0, 0, why)))
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["tiny-fcn-r torch cpu:1 fp32",
+                         "tiny-fcn-r torch cpu:1 channels_last  (unsupported here: tiny-fcn-r has no Conv2d on a 4-d "
+                         "input)"]  # fmt: skip
+    assert lines[2].endswith("if every cell runs to --max-time): all from 2 pilot steps that took 4 s")
+    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(6.0, 9.0, 0, 0.0, 2)))
+    assert capsys.readouterr().out.splitlines()[2].endswith("): 2 from earlier runs on this machine")
+
+
+def test_a_pilot_of_an_unsupported_cell_says_why(monkeypatch):
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import Status
+
+    said = ProcessMeasurement(status=Status.UNSUPPORTED, error="no Conv2d", samples=[], duration_s=1.0)
+    monkeypatch.setattr(
+        est, "launch", lambda *a, **k: SimpleNamespace(main=None, child=SimpleNamespace(duration_s=1.5))
+    )
+    monkeypatch.setattr(est.collect, "measurement", lambda *a: said)
+    pilot = est.run_pilot(Cell("tiny-fcn-r", "torch", "cpu", 1, "channels_last"), {"batch": 4}, "python", 60)
+    assert (pilot.step_s, pilot.unsupported) == (None, "no Conv2d")

@@ -302,20 +302,27 @@ def check_resume_flags(args) -> None:
 
 def print_estimate(outcome) -> None:
     """`--dry-run`: the plan's cells (a resumed run's: those it has left), and what measuring them would take."""
+    from dlperf.measure.units import plural
     from dlperf.report.format import duration, terminal
     from dlperf.runner.sweep import may_compile_at_once
 
     tasks = outcome.plan.tasks if outcome.tasks is None else outcome.tasks
     cells = outcome.plan.cells if outcome.tasks is None else dict.fromkeys(t.cell for t in tasks)
-    for cell in cells:
-        print(terminal(cell.label))
+    from dlperf.plan.estimate import pilot_key
+
     e = outcome.estimate
+    for cell in cells:
+        why = e.unsupported.get(pilot_key(cell))
+        print(terminal(cell.label + (f"  (unsupported here: {why})" if why else "")))
     if outcome.tasks is not None:
         print(f"run {outcome.run_id}: {len(tasks)} of its {len(outcome.plan.tasks)} cell processes are left to "
               "measure (nothing was measured)")  # fmt: skip
-    print(f"{len(tasks)} cell process{'es' * (len(tasks) != 1)}, estimated {duration(e.seconds)} (at most "
-          f"{duration(e.at_most_s)} if every cell runs to --max-time): {e.known} from earlier runs on this "
-          f"machine, the others from {e.pilots} pilot steps that took {duration(e.pilot_s)}")  # fmt: skip
+    sources = [f"{e.known} from earlier runs on this machine"] if e.known else []
+    if e.pilots:
+        others = "the others" if e.known else "all"
+        sources.append(f"{others} from {plural(e.pilots, 'pilot step')} that took {duration(e.pilot_s)}")
+    print(f"{plural(len(tasks), 'cell process', 'es')}, estimated {duration(e.seconds)} (at most "
+          f"{duration(e.at_most_s)} if every cell runs to --max-time): {', '.join(sources)}")  # fmt: skip
     at_once = outcome.plan.spec.compile_at_once
     if at_once > 1 and any(may_compile_at_once(t.cell) for t in tasks):
         print(f"--compile-at-once {at_once}: the estimate counts the compiled cells' processes one after another, "

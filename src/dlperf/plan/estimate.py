@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlperf import envinfo
 from dlperf.measure.timer import TimerConfig
@@ -30,6 +30,7 @@ from dlperf.runner.launch import launch
 from dlperf.runner.sweep import interpreter_for
 from dlperf.runner.tasks import Task, processes
 from dlperf.store import Store
+from dlperf.vocab import Status
 
 PILOT_TIMER = TimerConfig(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1)  # one step each, whatever it takes
 PILOT_TIMEOUT_S = 300.0
@@ -45,6 +46,7 @@ class Pilot:
     fixed_s: float  # its life beyond the warm-up and timed steps (interpreter, import, build, compile, exit)
     threads: int
     duration_s: float  # its whole life
+    unsupported: str | None = None  # why the pilot's cell is unsupported here, as the run would record it
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,7 @@ class Estimate:
     pilots: int  # pilot processes run for it
     pilot_s: float  # their wall time
     known: int  # processes estimated from earlier runs on this machine
+    unsupported: dict[tuple, str] = field(default_factory=dict)  # pilot key -> why its cells will be unsupported
 
 
 def pilot_key(cell: Cell) -> tuple:
@@ -78,7 +81,8 @@ def run_pilot(cell: Cell, workload: dict, python: str, timeout: float) -> Pilot:
     steps = list(m.detail.warmup_times or []) + list(m.samples)
     step_s = m.samples[0] if m.samples else None
     life = launched.child.duration_s
-    return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life)
+    why = (m.error or "not supported") if m.status is Status.UNSUPPORTED else None
+    return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life, why)
 
 
 def steps_s(step_s: float, timer: TimerConfig) -> tuple[float, float]:
@@ -151,7 +155,8 @@ def estimate(
             continue
         one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
         likely, most = likely + one, most + bound
-    return Estimate(likely, max(likely, most), len(pilots), pilot_s, len(tasks) - len(unknown))
+    unsupported = {key: p.unsupported for key, p in pilots.items() if p.unsupported}
+    return Estimate(likely, max(likely, most), len(pilots), pilot_s, len(tasks) - len(unknown), unsupported)
 
 
 def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None,
