@@ -104,7 +104,6 @@ def run(args) -> int:
     gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
     deadline = check_cost_flags(args)
     if args.list_gpus:
-
         from dlperf.commands.common import print_rich
 
         # through a pipe rich draws 80 columns and cuts what does not fit: the whole table instead (names are typed)
