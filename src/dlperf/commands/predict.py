@@ -106,7 +106,7 @@ def run(args) -> int:
     if args.list_gpus:
         from dlperf.commands.common import print_rich
 
-        # through a pipe rich draws 80 columns and cuts what does not fit: the whole table instead (names are typed)
+        # in a pipe, 160 columns (commands.common.console): the names are typed, so the table is whole
         print_rich(gpu_table(gpus.table()))
         return 0
     if args.validate:
