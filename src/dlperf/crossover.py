@@ -7,7 +7,9 @@ batch is a variant of its own name (`tiny-fcn-r@b8`); the cells table keeps its 
 
 The GPU side is predicted (`predict/roofline.py`, the batch crossing the host link every step) for each GPU at each
 batch, and stored beside the CPU cell of that batch; a CUDA cell of the same workload and batch in the store (a GPU
-machine's run merged in) is used instead, labelled measured (`report/crossover.py`).
+machine's run merged in) is used instead, labelled measured (`report/crossover.py`). The predictions are stored before
+the batches are measured: a crossover interrupted after its thread search is finished by `dlperf run --resume`, which
+prints the crossover (`commands/run.show_resumed`).
 
 The operators are counted before anything is measured: a workload the counter cannot take fails in seconds, and no
 run is stored for it. The warm parent its cells fork from is started first, its imports overlapping the count.
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field, replace
 from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
+from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
 from dlperf.predict import MAX_BATCH
 from dlperf.protocol import Cell
@@ -66,6 +69,7 @@ class Result:
     answer: view.Crossover | None
     exit_code: int
     notes: list[str] = field(default_factory=list)
+    resumable: bool = False  # interrupted with every batch's cell in the run: `dlperf run --resume` measures the rest
 
 
 def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None) -> list[int]:
@@ -131,37 +135,45 @@ def crossover(
     try:
         session = Session.create(store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
         session.forkable = forkable  # the processes its warm parent was started for
-        cpu = CpuSide(session, workload, progress_factory or _progress)
+        counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]
+        searched = 0 if opts.threads else len(counts) - 1  # the search batch at the other thread counts
+        cpu = CpuSide(session, workload, progress_factory or _progress((len(batches) + searched) * opts.repeats))
         notes: list[str] = []
         threads = opts.threads
         try:
-            if threads is None:
-                at = search_batch(user_batch, batches, opts.max_batch)
-                threads = cpu.best_threads([c.threads for c in plan.cells], at, notes)
-                if at != user_batch:
-                    notes[-1] += f" (your batch {user_batch} is above --max-batch {opts.max_batch})"
-            cpu.measure([(b, threads) for b in batches if not cpu.added(b, threads)], last=True)
+            threads = threads or cpu.best_threads(counts, user_batch, batches, opts.max_batch, notes)
+            left = cpu.add([(b, threads) for b in batches if not cpu.added(b, threads)])
+            # each batch's GPU steps beside its cell before it is measured: a run cut short keeps them, and
+            # `dlperf run --resume` measuring the cells left makes the crossover whole
+            store.record_predictions(session.run_id, [
+                _prediction(n, gpu, cpu.cell(n.batch, threads).key, user_batch) for n in counted for gpu in gpus
+            ])  # fmt: skip
+            cpu.measure(left, last=True)
         except Interrupted:
-            if threads is not None:  # the batches measured so far, each beside its GPUs' predictions
-                measured = {c.key for c in session.cells() if c.ok}
-                store.record_predictions(session.run_id, [
-                    _prediction(n, gpu, cpu.cell(n.batch, threads).key, user_batch)
-                    for n in counted for gpu in gpus if cpu.cell(n.batch, threads).key in measured
-                ])  # fmt: skip
-            answer = _answer(session)
-            notes.append("interrupted: the answer is from the batches measured before the interrupt" if answer else
-                         "interrupted before a batch was measured at the chosen thread count: no answer")  # fmt: skip
-            return Result(session.run_id, answer, ExitCode.INTERRUPTED, notes)
+            return _interrupted(session, threads is not None, notes)
         except NoCpuStep as exc:
             session.complete()
             return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
-        rows = [_prediction(n, gpu, cpu.cell(n.batch, threads).key, user_batch) for n in counted for gpu in gpus]
-        store.record_predictions(session.run_id, rows)
         failed = any(not c.ok for c in session.cells())
         notes += _notes(opts, gpus, user_batch, batches)
         return Result(session.run_id, _answer(session), ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
     finally:
         store.close()
+
+
+def _interrupted(session: Session, planned: bool, notes: list[str]) -> Result:
+    """What an interrupt left: the answer from the batches measured; `planned`: the thread search had ended and
+    every batch's cell was in the run, for `dlperf run --resume` to measure those left."""
+    answer = _answer(session)
+    done = sum(1 for r in answer.rows if r.cpu) if answer else 0
+    if not planned:
+        notes.append("interrupted during the thread search, before the batches were measured: no answer")
+    elif not done:
+        notes.append("interrupted before a batch was measured: no answer")
+    else:
+        notes.append(f"interrupted: the answer is from the {done} of {plural(len(answer.rows), 'batch', 'es')} "
+                     "measured before the interrupt")  # fmt: skip
+    return Result(session.run_id, answer if done else None, ExitCode.INTERRUPTED, notes, resumable=planned)
 
 
 def warm_up(plan: Plan, workload: Workload, batches: list[int], opts: Options) -> dict:
@@ -239,30 +251,38 @@ class CpuSide:
     def added(self, batch: int, threads: int) -> bool:
         return self.cell(batch, threads).key in self.session.workloads
 
-    def measure(self, pairs: list[tuple[int, int]], *, last: bool) -> None:
-        """Each (batch, threads) a new cell of the run, measured; `last`: the run is complete after them."""
+    def add(self, pairs: list[tuple[int, int]]) -> list[Cell]:
+        """Each (batch, threads) a new cell of the run, pending; those cells."""
         new = [self.cell(b, threads) for b, threads in pairs]
         for cell, (b, _) in zip(new, pairs, strict=True):
             self.session.add([cell], replace(self.workload, name=cell.workload, batch=b).to_json())
-        self.session.measure(schedule(new, self.session.spec.repeats), self.progress_factory, last=last)
+        return new
 
-    def best_threads(self, counts: list[int], batch: int, notes: list[str]) -> int:
-        """Measure `batch` at each thread count; the fastest count, said in `notes`."""
-        self.measure([(batch, t) for t in counts], last=False)
+    def measure(self, cells: list[Cell], *, last: bool) -> None:
+        """`cells` measured, each in --repeats processes; `last`: the run is complete after them."""
+        self.session.measure(schedule(cells, self.session.spec.repeats), self.progress_factory, last=last)
+
+    def best_threads(self, counts: list[int], user_batch: int, batches: list[int], max_batch: int | None,
+                     notes: list[str]) -> int:  # fmt: skip
+        """Measure the search batch (`search_batch`) at each thread count; the fastest count, said in `notes`."""
+        batch = search_batch(user_batch, batches, max_batch)
+        self.measure(self.add([(batch, t) for t in counts]), last=False)
         keys = {self.cell(batch, t).key: t for t in counts}
         measured = [c for c in self.session.cells() if c.key in keys and c.ok and c.median_s]
         if not measured:
             errors = "; ".join(sorted({c.error or c.status.value for c in self.session.cells()}))
             raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
         threads = keys[min(measured, key=lambda c: c.median_s).key]
-        notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, counts))} at batch {batch}")
+        above = f" (your batch {user_batch} is above --max-batch {max_batch})" if batch != user_batch else ""
+        notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, counts))} at batch {batch}{above}")
         return threads
 
 
-def _progress(total: int):
-    from dlperf.progress import Progress
+def _progress(items: int):
+    """One count over the thread search's processes and the batches': `[3/9]` on from the search's `[2/9]`."""
+    from dlperf.progress import Running
 
-    return Progress(total=total)
+    return Running(items)
 
 
 def _answer(session: Session) -> view.Crossover | None:

@@ -71,13 +71,16 @@ class ModeAnswer:
     tries: list[Try] = field(default_factory=list)
     largest: int = 0
     ended: str = ""
+    trying: int | None = None  # the batch of the try under way; an interrupt leaves it: the try it cut short
 
     def to_json(self) -> dict:
+        cut = {"interrupted_try": self.trying} if self.ended == "interrupted" else {}
         return {
             "mode": self.mode,
             "largest": self.largest,
             "ended": self.ended,
             "tries": [asdict(t) for t in self.tries],
+            **cut,
         }
 
 
@@ -172,7 +175,7 @@ def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
     spec = replace(_spec(opts, threads), max_memory=limit if opts.device == "cpu" else None)
     store = Store.open(db or default_db(), create=True)
     try:
-        search = Search(store, spec, plan, workload, threads, progress_factory or _progress, argv)
+        search = Search(store, spec, plan, workload, threads, progress_factory or _progress(), argv)
         code = search.run(opts)
         return Result(search.session.run_id, search.answers, code, said, search.notes(opts, limit))
     finally:
@@ -212,7 +215,8 @@ class Search:
             for mode in self.session.spec.modes:
                 self.answers[mode] = self.search(mode, min(self.workload.batch, opts.max_batch), opts.max_batch)
         except Interrupted:
-            for answer in self.answers.values():
+            for mode in self.session.spec.modes:  # a mode not started yet is said so, not left out
+                answer = self.answers.setdefault(mode, ModeAnswer(mode))
                 answer.ended = answer.ended or "interrupted"
             return ExitCode.INTERRUPTED
         self.session.complete()
@@ -224,8 +228,10 @@ class Search:
         self.answers[mode] = answer  # an interrupt keeps the tries made
         fits: dict[int, bool] = {}
         while (batch := next_batch(fits, start, max_batch)) is not None:
+            answer.trying = batch
             tried = self.try_batch(mode, batch)
             answer.tries.append(tried)
+            answer.trying = None
             if tried.status != Status.OK and not tried.out_of_memory:
                 answer.ended = f"batch {batch} {tried.status}: {tried.reason}"
                 break
@@ -259,7 +265,8 @@ class Search:
         return notes
 
 
-def _progress(total: int):
-    from dlperf.progress import Progress
+def _progress():
+    """One count over every try of every mode: how many tries the search takes is not known in advance."""
+    from dlperf.progress import Running
 
-    return Progress(total=total)
+    return Running()

@@ -38,9 +38,7 @@ from dlperf.api import warn_stderr
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
-from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.measure.timer import TimerConfig
-from dlperf.measure.units import plural
 from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
 from dlperf.modes import recipe as mode_recipe
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
@@ -48,7 +46,7 @@ from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.format import seconds
 from dlperf.report.profile import Verdict, verdicts
-from dlperf.runner.session import Budget, Session
+from dlperf.runner.session import Budget, Session, budget_check
 from dlperf.runner.sweep import Deadline, Interrupted
 from dlperf.runner.tasks import Task
 from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, RunSpec, canonical_mode, device_kind, make_spec
@@ -87,22 +85,6 @@ def not_applicable(option: str, fit: Fit) -> str | None:
     planning probe) timed slower than fp32's here: fp16 on a CPU without fp16 units runs at about 1 GFLOP/s, and
     measuring it on a large network takes minutes of the budget to learn the same thing."""
     return left_out(option, fit)
-
-
-def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, process_s: float) -> str | None:
-    """What the default budget gives each candidate at `step_s` per step, and the budget that gives FEW_SAMPLES
-    timed steps each, when it gives fewer; None when it gives enough. Each of the candidates and the baseline takes
-    `repeats` processes of `process_s` (start, build, warm-up) plus its timed steps."""
-    each = repeats * process_s
-    steps = max(0, int((budget_s / (candidates + 1) - each) / step_s))
-    if steps >= FEW_SAMPLES:
-        return None
-    needed_min = math.ceil((candidates + 1) * (each + FEW_SAMPLES * step_s) / 60)
-    each_text = f"{plural(candidates, 'candidate')}, {plural(repeats, 'process', 'es')} each"
-    return (
-        f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {seconds(step_s)} "
-        f"per step ({each_text}): --budget {needed_min} gives {FEW_SAMPLES}"
-    )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -151,6 +133,8 @@ class Search:
     cells: int = 0  # candidate cells measured (modes other than fp32 whose first process ran)
     cells_to_best: int = 0  # of those, how many had run when the best mode's first process ran; 0: fp32 is best
     loader: LoaderChoice | None = None  # with --data DIR: the loader setting searched for the best mode
+    interrupted: str | None = None  # what an interrupt cut short: the baseline, its profile, a round, the loaders
+    reached: tuple[str, ...] = ()  # the rounds begun, in order: all of `groups` unless an interrupt came first
 
     def to_json(self) -> dict[str, Any]:
         best = self.best or (self.baseline if self.baseline.status == Status.OK else None)  # None: nothing measured
@@ -304,6 +288,8 @@ class Searcher:
         self.order, self.groups, self.verdict = "fixed", SEARCH_ORDER, None
         self.loader: LoaderChoice | None = None
         self.env: dict = {}  # the plan's environment: the probe's precision speeds
+        self.under_way, self.reached = "the fp32 baseline", []  # what an interrupt would cut short; the rounds begun
+        self.interrupted: str | None = None
 
     def run(self) -> Search:
         start = time.monotonic()  # planning counts in the budget
@@ -358,15 +344,22 @@ class Searcher:
                 return result
             self._check_budget()
             if self.opts.order == "verdict":
+                self.under_way = "the fp32 baseline's profile"
                 self._order_by_verdict()
             best = BASELINE
             for group in self.groups:
+                self.under_way = f"the {group} round"
+                self.reached.append(group)
                 best = self._dimension(group, best)
             if self.opts.data != DATA_SYNTHETIC:
+                self.under_way = "the loader search"
                 self.loader = self._loader_search(best).run()
             self.session.complete()
         except Interrupted:
-            self.notes.append("interrupted: the results below are what was measured before the interrupt")
+            self.interrupted = self.under_way
+            pending = [c.mode for c in self.session.cells() if c.status == Status.PENDING]  # cut short, or after
+            left = f"; {', '.join(pending)} not measured" if pending else ""
+            self.notes.append(f"interrupted during {self.under_way}: the results are what was measured before it{left}")
             exit_code = ExitCode.INTERRUPTED
         self._budget_notes()
         result = self._result()
@@ -376,7 +369,7 @@ class Searcher:
     def _budget_notes(self) -> None:
         """What the budget cut short or left unstarted, and how far past it the search ran, if it did."""
         cut = [c.mode for c in self.session.cells() if Deadline.REASON in (c.error or "")]
-        unstarted = [c.mode for c in self.session.cells() if c.status == Status.PENDING]
+        unstarted = [] if self.interrupted else [c.mode for c in self.session.cells() if c.status == Status.PENDING]
         profile = self.session.profiles().get(self.base_cell.key)
         cut += ["the fp32 baseline's profile"] if profile and Deadline.REASON in (profile.error or "") else []
         said = [f"{', '.join(modes)} {what}" for modes, what in ((cut, "stopped"), (unstarted, "not started")) if modes]
@@ -555,17 +548,17 @@ class Searcher:
         best = recommend(cands)
         measured = {c.mode for c in cells if c.status != Status.PENDING}
         tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran
-        if not tried:
+        if not tried and not self.interrupted:  # an interrupt's own note says why none was
             self.notes.append("not searched: no mode other than fp32 was measured (the notes above say why)")
-        elif best is None and base.status == Status.OK:
-            self.notes.append(
-                f"no mode was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager and still trained: "
-                "keep fp32 eager"
-            )
+        elif tried and best is None and base.status == Status.OK:
+            so_far, keep = (" measured before the interrupt", "") if self.interrupted else ("", ": keep fp32 eager")
+            self.notes.append(f"no mode{so_far} was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager "
+                              f"and still trained{keep}")  # fmt: skip
         return Search(
             self.opts.workload, self.base_cell.device, self.base_cell.threads, self.session.run_id, base,
             ranked(cands), best, self.notes, order=self.order, groups=self.groups, verdict=self.verdict,
             cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
+            interrupted=self.interrupted, reached=tuple(self.reached),
         )  # fmt: skip
 
     def _fit(self) -> Fit:
@@ -590,10 +583,7 @@ def optimize(opts: Options, db: str | None = None, *, progress_factory=None, war
     if opts.order not in ORDERS:
         raise UsageError(f"--order must be {' or '.join(ORDERS)}, not {opts.order!r}")
 
-    def default_progress(total: int):
-        from dlperf.progress import Progress
+    from dlperf.progress import Running  # one count over the search's processes, whose total it does not know
 
-        return Progress(total=total)
-
-    searcher = Searcher(opts, db or default_db(), progress_factory or default_progress, warn or warn_stderr)
+    searcher = Searcher(opts, db or default_db(), progress_factory or Running(), warn or warn_stderr)
     return searcher.run()

@@ -1,10 +1,13 @@
 """Live progress of a sweep: the current cell, cells done of total, and an ETA.
 
 A rich live display on a terminal; plain lines (one per finished cell) when stderr is not a terminal, as in CI logs.
+A search (`dlperf fit`, `optimize`, `crossover`) measures in several calls, a display each: `Running` numbers them on
+from one count, against a total the search may not know in advance (`[3/?]`).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 
@@ -20,8 +23,10 @@ from dlperf.vocab import Status
 
 
 class Progress:
-    def __init__(self, total: int, console: Console | None = None) -> None:
-        self.total = total
+    def __init__(self, total: int | None, console: Console | None = None, first: int = 0) -> None:
+        """`total`: the items of the whole sweep or search, None where a search does not know it yet (shown as `?`);
+        `first`: the items an earlier display of the same search counted (`Running`)."""
+        self.total, self.first = total, first
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
         self._done_durations: list[float] = []
@@ -41,40 +46,55 @@ class Progress:
             self._display.__exit__(*exc)
 
     def eta_s(self, done: int) -> float | None:
-        if not self._done_durations:
+        """Seconds left when this display has `done` items done; None before one is, or with no total."""
+        if not self._done_durations or self.total is None:
             return None
         per_task = sum(self._done_durations) / len(self._done_durations)
-        return per_task * (self.total - done)
+        return per_task * (self.total - self.first - done)
+
+    def _number(self, index: int) -> int:
+        return self.first + index + 1
+
+    def _out_of(self) -> str:
+        return "?" if self.total is None else str(self.total)
+
+    def _of(self, items: str) -> str:
+        """`[3/9]`, or `[3/?]` for a search whose total is not known."""
+        return f"[{items}/{self._out_of()}]"
+
+    def _item(self, index: int) -> str:
+        return self._of(str(self._number(index)))
 
     def _render(self) -> Text:
         done = len(self._done_durations)
         eta = self.eta_s(done)
         elapsed = time.monotonic() - self._started
+        shown = min(self._number(self._index), self.total or self._number(self._index))
         return Text.assemble(
-            (f"cell {min(self._index + 1, self.total)} of {self.total}: ", "bold"),
+            (f"cell {shown} of {self._out_of()}: ", "bold"),
             (self._current, "cyan"),
-            f"  {duration(elapsed)} so far · {done} done",
+            f"  {duration(elapsed)} so far · {self.first + done} done",
             f" · about {duration(eta)} left" if eta is not None else "",
         )
 
     def start(self, index: int, task) -> None:
-        self._begin(index, label(task), f"{index + 1}")
+        self._begin(index, label(task), f"{self._number(index)}")
 
     def start_together(self, index: int, tasks: list) -> None:
         """Cells that compile at once (`run --compile-at-once`), items index to index + len(tasks) - 1."""
         current = f"{', '.join(map(label, tasks))} (compiling at once, each timed alone)"
-        self._begin(index, current, f"{index + 1}-{index + len(tasks)}")
+        self._begin(index, current, f"{self._number(index)}-{self._number(index + len(tasks) - 1)}")
 
     def _begin(self, index: int, current: str, items: str) -> None:
         self._index, self._current, self._started = index, current, time.monotonic()
         if not self.live:
-            print(f"[{items}/{self.total}] {self._current} ...", file=sys.stderr, flush=True)
+            print(f"{self._of(items)} {self._current} ...", file=sys.stderr, flush=True)
         self.refresh()
 
     def profiling(self, index: int, cell) -> None:
         """A cell's untimed profiled process starts (`run --profile`): after the cell's last timed process, or as an
         item of its own when a resumed run profiles a cell it had measured."""
-        self._begin(index, f"profiling {terminal(cell.label)}", f"{index + 1}")
+        self._begin(index, f"profiling {terminal(cell.label)}", f"{self._number(index)}")
 
     def profiled(self, index: int, cell, profile: ProfileOutcome, *, own_item: bool = False) -> None:
         """The profile is stored (`runner.profile.row_of`). Its process's time joins its cell's item, so the ETA
@@ -86,10 +106,10 @@ class Progress:
             self._done_durations[-1] += spent
         trace = profile.profiled.trace if profile.profiled else None
         if profile.status is Status.OK:
-            outcome = f"profiled in {duration(spent)}" + (f", trace {trace}" if trace else "")
+            said = f"profiled in {duration(spent)}" + (f", trace {trace}" if trace else "")
         else:
-            outcome = f"profile {profile.status.value}: {profile.error}"
-        self._say(f"[{index + 1}/{self.total}] {terminal(cell.label)}: {terminal(outcome)}")
+            said = f"profile {profile.status.value}: {profile.error}"
+        self._say(f"{self._item(index)} {terminal(cell.label)}: {terminal(said)}")
 
     def _say(self, line: str) -> None:
         if self.live:
@@ -104,12 +124,39 @@ class Progress:
 
     def finish(self, index: int, task, measurement: ProcessMeasurement, figures: CellFigures) -> None:
         self._done_durations.append(measurement.duration_s or 0.0)
-        ok, median, n = measurement.ok, figures.median_s, figures.n
-        outcome = f"median {seconds(median)}" if ok and median else f"{measurement.status.value}: {measurement.error}"
-        outcome = terminal(outcome)  # the error comes from the user's model
-        if ok and median and n is not None:
-            outcome += f", n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
-        self._say(f"[{index + 1}/{self.total}] {label(task)}: {outcome}")
+        self._say(f"{self._item(index)} {label(task)}: {outcome(measurement, figures)}")
+
+
+class Running:
+    """The displays of one search numbered on from one count (`[4/?]` after `[3/?]`), where each of its `measure`
+    calls opens a display of its own (`Session.measure`): `total`, the search's items when it knows them."""
+
+    def __init__(self, total: int | None = None) -> None:
+        self.total, self.counted = total, 0
+
+    def __call__(self, items: int) -> Progress:
+        progress = Progress(self.total, first=self.counted)
+        self.counted += items
+        return progress
+
+
+def outcome(measurement: ProcessMeasurement, figures: CellFigures) -> str:
+    """A finished process as its line says it: the cell's median; after a repeat, this process's own beside the
+    cell's so far (the median of its processes' medians, over their steps pooled); or why it did not measure."""
+    if not (measurement.ok and figures.median_s):
+        return terminal(f"{measurement.status.value}: {measurement.error}")  # the error comes from the user's model
+    cell = _median(figures.median_s, figures.n)
+    processes = len(figures.per_process_medians)
+    if processes < 2 or not measurement.samples:
+        return cell
+    own = _median(statistics.median(measurement.samples), len(measurement.samples))
+    return f"this process: {own}; the cell so far ({processes} processes): {cell}"
+
+
+def _median(median: float, n: int | None) -> str:
+    if n is None:
+        return f"median {seconds(median)}"
+    return f"median {seconds(median)}, n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
 
 
 def label(task) -> str:

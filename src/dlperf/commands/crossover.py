@@ -9,8 +9,9 @@ import sys
 
 from dlperf.commands.common import choice, db_path, given_flags, real, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
-from dlperf.commands.run import add_timer_flags, timer
+from dlperf.commands.run import add_timer_flags, again, print_answer, say_interrupted, timer
 from dlperf.errors import UsageError
+from dlperf.vocab import ExitCode
 
 HELP = "from which batch a GPU is predicted faster: this CPU measured against GPUs predicted (or measured)"
 DESCRIPTION = (
@@ -92,22 +93,35 @@ def run(args) -> int:
         timeout=args.timeout,
         timer=timer(args),
     )
-    result = crossover.crossover(opts, db_path(args), argv=["dlperf", *sys.argv[1:]])
+    db = db_path(args)
+    result = crossover.crossover(opts, db, argv=["dlperf", *sys.argv[1:]])
     if result.answer is None:
         print_rich("", lines=result.notes)
-        return result.exit_code
-    print_rich(
-        answer_table(result.answer),
-        lines=result.answer.lines(),
-        notes=[*result.notes, f"stored as run {result.run_id}; GPU steps include the batch's copy over the host link"],
-    )
-    if args.plot:
+    else:
+        print_answer(result.answer, result.notes, result.run_id)
+    if args.plot and result.answer is not None:
         from dlperf.report import figures
         from dlperf.report.crossover import chart
 
         figures.save([chart(result.answer)], args.plot)
         print(f"wrote {args.plot}")
+    if result.exit_code == ExitCode.INTERRUPTED:
+        say_interrupted_crossover(result, db)
     return result.exit_code
+
+
+def say_interrupted_crossover(result, db: str) -> None:
+    """What to do after an interrupt: resume the run when every batch's cell is in it, else run the command again."""
+    from dlperf.store.location import resume_command
+
+    if result.resumable:
+        say_interrupted(f"the batches measured are stored in run {result.run_id}",
+                        f"Continue with: {resume_command(db)} (it measures the batches left and prints the whole "
+                        "crossover)")  # fmt: skip
+        return
+    say_interrupted(f"the thread search's cells are stored in run {result.run_id}",
+                    f"For the crossover, run it again: {again()} (dlperf run --resume would only finish the thread "
+                    "search)")  # fmt: skip
 
 
 def _plot_format(path: str) -> None:
@@ -120,20 +134,6 @@ def _plot_format(path: str) -> None:
     from dlperf.commands.report import writable
 
     writable(path, "--plot")  # before anything is measured
-
-
-def answer_table(x):
-    from rich.table import Table
-
-    from dlperf.report.crossover import table_rows
-
-    head, rows = table_rows(x)
-    table = Table(title=f"{x.workload} ({x.mode}): one training step, this CPU against GPUs, by batch")
-    for name in head:
-        table.add_column(name, justify="right")
-    for row in rows:
-        table.add_row(*row)
-    return table
 
 
 def paper() -> int:

@@ -8,6 +8,8 @@ import json
 import sys
 
 from dlperf.commands.common import add_format, db_path, real, whole
+from dlperf.commands.run import add_timer_flags, again, say_interrupted, timer
+from dlperf.vocab import ExitCode
 
 HELP = "the largest batch that trains without running out of memory on this device, measured"
 DESCRIPTION = (
@@ -42,15 +44,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads of each try (default: the cores)")
     p.add_argument("--timeout", type=real("--timeout"), default=300.0, help="seconds per try (default: 300)")
-    from dlperf.commands.run import add_timer_flags
-
     add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
     add_format(p, "text", "json")
 
 
 def run(args) -> int:
     from dlperf import fit
-    from dlperf.commands.run import timer
     from dlperf.errors import UsageError
     from dlperf.spec import parse_size, split_list
 
@@ -71,6 +70,10 @@ def run(args) -> int:
         print(json.dumps(as_json(result), indent=2))
     else:
         show(result)
+    if result.exit_code == ExitCode.INTERRUPTED:
+        say_interrupted(f"the tries that finished are stored in run {result.run_id}",
+                        f"To finish the search, run it again (it starts over): {again()} (dlperf run --resume would "
+                        "only measure the try cut short)")  # fmt: skip
     return result.exit_code
 
 
@@ -90,6 +93,9 @@ def show(result) -> None:
     from dlperf.report.format import nbytes
 
     for mode, answer in result.answers.items():
+        if not answer.tries:  # interrupted before one finished: a table would read as "nothing fits"
+            print(headline(answer))
+            continue
         table = Table(title=f"{mode}: each batch tried, in order (limit: {result.limit})")
         for name in ("batch", "fits", "peak memory", "samples/s"):
             table.add_column(name, justify="right")
@@ -110,5 +116,21 @@ def headline(answer) -> str:
     if answer.ended == "boundary":
         return (f"{answer.mode}: the largest batch that fits is {answer.largest}; batch {answer.largest + 1} runs "
                 "out of memory")  # fmt: skip
+    if answer.ended == "interrupted":
+        return interrupted(answer)
     found = f"the largest batch that fit so far is {answer.largest}" if answer.largest else "no batch fit so far"
     return f"{answer.mode}: the search stopped, {answer.ended}; {found}"
+
+
+def interrupted(answer) -> str:
+    """An interrupted mode's line: how far its search had got, never read as "no batch fits"."""
+    if not answer.tries and answer.trying is None:
+        return f"{answer.mode}: not searched: interrupted before its first try"
+    during = f" during its try of batch {answer.trying}" if answer.trying else ""
+    if answer.largest:
+        found = f"the largest batch that fit so far is {answer.largest}"
+    elif answer.tries:
+        found = f"every batch tried so far ran out of memory ({', '.join(str(t.batch) for t in answer.tries)})"
+    else:
+        found = "no try had finished, so whether any batch fits is not known yet"
+    return f"{answer.mode}: the search stopped, interrupted{during}; {found}"

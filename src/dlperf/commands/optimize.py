@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
 from dlperf.commands.common import add_format, db_path, duration, real, whole
 from dlperf.commands.common import console as wide
-from dlperf.commands.run import add_data_flags, add_timer_flags, timer
+from dlperf.commands.run import add_data_flags, add_timer_flags, again, say_interrupted, timer
 from dlperf.vocab import ExitCode, Status
 
 HELP = "find the fastest training mode for a workload"
@@ -80,7 +79,8 @@ def run(args) -> int:
     else:
         print_text(search)
     if search.exit_code == ExitCode.INTERRUPTED:
-        print(f"dlperf: interrupted; what was measured is stored in run {search.run_id}", file=sys.stderr)
+        say_interrupted(f"what was measured is stored in run {search.run_id}", f"To search again, run it again (it "
+                        f"starts over): {again()} (dlperf run --resume would not go on with the search)")  # fmt: skip
     return search.exit_code
 
 
@@ -142,6 +142,18 @@ def _cells_text(search) -> str:
     return f"the best mode was measured after {search.cells_to_best} of {search.cells} candidate cells"
 
 
+def searched(search) -> str:
+    """The rounds searched, in order; an interrupted search's, those it began and those it did not reach."""
+    if search.interrupted is None:
+        return f"Searched ({search.order} order): {', '.join(search.groups)}; {_cells_text(search)}"
+    if not search.reached:
+        return f"Not searched: interrupted during {search.interrupted}, before the first round"
+    left = [g for g in search.groups if g not in search.reached]
+    not_reached = f"; not reached: {', '.join(left)}" if left else ""
+    return (f"Searched ({search.order} order) until interrupted during {search.interrupted}: "
+            f"{', '.join(search.reached)}{not_reached}; {_cells_text(search)}")  # fmt: skip
+
+
 def loader_lines(loader) -> list[str]:
     """The loader search (`--data`): each setting tried, in order, and the one chosen as the call to write."""
     from dlperf.optimize_loader import dataloader_call
@@ -182,19 +194,21 @@ def print_text(search) -> None:
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
-    console.print(f"Searched ({search.order} order): {', '.join(search.groups)}; {_cells_text(search)}",
-                  highlight=False, markup=False)  # fmt: skip
+    console.print(searched(search), highlight=False, markup=False)
     for line in loader_lines(search.loader):
         console.print(terminal(line), highlight=False, markup=False)
+    recommended = "Recommended so far (interrupted)" if search.interrupted else "Recommended"
     if search.best is None:
         verdict = "keep fp32 eager" if search.cells else "not searched (no candidate was measured: see the notes)"
         if search.baseline.status != Status.OK:
             verdict = "none: the fp32 baseline did not measure (see the notes)"
-        console.print(f"Recommended: {verdict}.", highlight=False, markup=False)
+        if search.interrupted and not search.cells:
+            verdict = "none: interrupted before a candidate was measured"
+        console.print(f"{recommended}: {verdict}.", highlight=False, markup=False)
         return
     b = search.best
     console.print(
-        f"Recommended: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]"
+        f"{recommended}: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]"
         f"{few_steps(b, search.baseline)}:",
         highlight=False,
         markup=False,

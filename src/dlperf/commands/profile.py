@@ -10,7 +10,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from dlperf.commands.common import db_path, real, whole, whole_list
-from dlperf.commands.run import add_data_flags, add_nvtx_flag, add_timer_flags, add_trace_cap_flag, timer
+from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` prints it too
+    add_data_flags,
+    add_nvtx_flag,
+    add_timer_flags,
+    add_trace_cap_flag,
+    print_profiles,
+    say_interrupted,
+    timer,
+)
 from dlperf.spec import MAX_PROFILE_STEPS
 from dlperf.vocab import ExitCode
 
@@ -52,6 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import api
     from dlperf.spec import parse_one_workload
+    from dlperf.store.location import resume_command
 
     parse_one_workload(args.workload)  # a misspelt WORKLOAD is named as what it is, not as --workloads
     db = db_path(args)
@@ -63,7 +72,8 @@ def run(args) -> int:
         max_trace_mib=args.max_trace_mib,
     )  # fmt: skip
     if outcome.exit_code == ExitCode.INTERRUPTED:
-        print(f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}", file=sys.stderr)
+        say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)} "
+                        "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
         return outcome.exit_code
     print_profiles(db, outcome.run_id)
     return outcome.exit_code
@@ -75,29 +85,3 @@ def thirds(timer: TimerConfig) -> TimerConfig:
     (`runner/profile.steps_that_fit`)."""
     third = timer.max_time / 3
     return replace(timer, max_time=third, min_time=min(timer.min_time, third))
-
-
-def print_profiles(db: str, run_id: int) -> None:
-    """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
-    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace."""
-    from dlperf.report.format import terminal
-    from dlperf.report.profile import describe
-    from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
-    from dlperf.store import Store
-
-    store = Store.open(db, create=False)
-    try:
-        run = store.run(run_id)
-        profiles = store.profiles(run.id)
-        lines, busy = [], {}
-        for cell in store.cells(run.id):
-            peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
-            cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
-            bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env)
-            busy.update(dict.fromkeys(busy_notes(peaks, cell.column)))
-    finally:
-        store.close()
-    lines += [f"note: {note}" for note in busy]
-    for line in lines:
-        print(terminal(line))

@@ -277,14 +277,91 @@ def run(args) -> int:
         print_estimate(outcome)
         return ExitCode.OK
     if outcome.exit_code == ExitCode.INTERRUPTED:
-        print(
-            f"dlperf: interrupted; finished cells are stored in run {outcome.run_id}. "
-            f"Continue with: {resume_command(db)}",
-            file=sys.stderr,
-        )
+        say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)}")
         return outcome.exit_code
-    print_table(db, outcome.run_id, "text")
+    if args.resume:
+        show_resumed(db, outcome.run_id)
+    else:
+        print_table(db, outcome.run_id, "text")
     return outcome.exit_code
+
+
+def say_interrupted(stored: str, then: str) -> None:
+    """An interrupted command's last line (it exits 130): what is stored, and what to do next."""
+    from dlperf.report.format import terminal
+
+    print(terminal(f"dlperf: interrupted; {stored}. {then}"), file=sys.stderr)
+
+
+def again() -> str:
+    """This command line, to run it again as typed (a search cannot be resumed: it starts over)."""
+    import shlex
+
+    return shlex.join(["dlperf", *sys.argv[1:]])
+
+
+def show_resumed(db: str, run_id: int) -> None:
+    """A resumed run, finished, shown as the command that began it shows it: a `dlperf crossover` run its crossover, a
+    `dlperf profile` run its profiles; any other its table (`dlperf fit` and `optimize` choose each cell from the
+    ones before: their runs cannot be resumed as searches)."""
+    from dlperf.commands.table import print_table
+    from dlperf.report.crossover import read
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        argv, crossovers = store.run(run_id).argv, read(store, [run_id])
+    finally:
+        store.close()
+    if argv[1:2] == ["profile"]:
+        print_profiles(db, run_id)
+    elif crossovers:
+        print_answer(crossovers[0], [], run_id)
+    else:
+        print_table(db, run_id, "text")
+
+
+def print_answer(answer, notes: list[str], run_id: int) -> None:
+    """A crossover's table (`dlperf crossover`), its answer and its notes."""
+    from rich.table import Table
+
+    from dlperf.commands.common import print_rich
+    from dlperf.report.crossover import table_rows
+
+    head, rows = table_rows(answer)
+    table = Table(title=f"{answer.workload} ({answer.mode}): one training step, this CPU against GPUs, by batch")
+    for name in head:
+        table.add_column(name, justify="right")
+    for row in rows:
+        table.add_row(*row)
+    stored = f"stored as run {run_id}; GPU steps include the batch's copy over the host link"
+    print_rich(table, lines=answer.lines(), notes=[*notes, stored])
+
+
+def print_profiles(db: str, run_id: int) -> None:
+    """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
+    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace."""
+    from dlperf.report.format import terminal
+    from dlperf.report.profile import describe
+    from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        run = store.run(run_id)
+        profiles = store.profiles(run.id)
+        lines, busy = [], {}
+        for cell in store.cells(run.id):
+            peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
+            cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
+            bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
+            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env)
+            busy.update(dict.fromkeys(busy_notes(peaks, cell.column)))
+    finally:
+        store.close()
+    lines += [f"note: {note}" for note in busy]
+    for line in lines:
+        print(terminal(line))
 
 
 RESUME_TAKES = frozenset({"resume", "dry_run", "ray", "nodes", "gpu_specs"})  # and --db; --gpu-specs says its own

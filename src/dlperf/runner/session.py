@@ -6,17 +6,22 @@ it adds cells, measures tasks through the sweep (`sweep.execute`), reads its own
 `dlperf optimize`'s searches and `dlperf crossover` all measure through one; they keep only their policy.
 
 A `Budget` is a search's clock, started when the search began, and its estimate of what the next processes cost,
-from the processes the session has measured so far.
+from the processes the session has measured so far; `budget_check`, what `optimize`'s default budget gives each of its
+candidates.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from dlperf import envinfo
+from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.units import plural
+from dlperf.measure.units import seconds as in_seconds
 from dlperf.modes import Mode
 from dlperf.protocol import Cell
 from dlperf.runner import sweep
@@ -175,3 +180,19 @@ def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int
     for mode in modes:
         total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager)
     return total
+
+
+def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, process_s: float) -> str | None:
+    """What the default budget gives each candidate at `step_s` per step, and the budget that gives FEW_SAMPLES
+    timed steps each, when it gives fewer; None when it gives enough. Each of the candidates and the baseline takes
+    `repeats` processes of `process_s` (start, build, warm-up) plus its timed steps."""
+    each = repeats * process_s
+    steps = max(0, int((budget_s / (candidates + 1) - each) / step_s))
+    if steps >= FEW_SAMPLES:
+        return None
+    needed_min = math.ceil((candidates + 1) * (each + FEW_SAMPLES * step_s) / 60)
+    each_text = f"{plural(candidates, 'candidate')}, {plural(repeats, 'process', 'es')} each"
+    return (
+        f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {in_seconds(step_s)} "
+        f"per step ({each_text}): --budget {needed_min} gives {FEW_SAMPLES}"
+    )
