@@ -272,12 +272,12 @@ LOG_WIDTH = 160  # characters of a text table written to a file, a pipe or a CI 
 
 def console(width: int | None = None):
     """A rich console for standard output: on a terminal as wide as it is; in a file, a pipe or a CI log (where rich
-    would take 80 columns, or $COLUMNS, and cut figures short with an ellipsis) at least LOG_WIDTH wide, unless
-    `width` says."""
+    would take 80 columns and cut figures short with an ellipsis) LOG_WIDTH wide, unless $COLUMNS or `width` says
+    (pytest-xdist's workers set COLUMNS=80: a test of a wide table sets its own)."""
     from rich.console import Console
 
     made = Console(width=width)
-    if width is None and not made.is_terminal:
+    if width is None and not made.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
         made = Console(width=max(made.width, LOG_WIDTH))
     return made
 
