@@ -217,8 +217,7 @@ def test_a_precision_whose_measured_peak_is_far_below_fp32_is_not_tried():
     assert opt.not_applicable("fp16", Fit.of("cpu", vector, {})) is None  # without measured peaks: measure it
 
 
-def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "300")  # one line each, whatever width the runner sets (pytest-xdist: 80)
+def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys):
     cells = [cell("fp32", 1.0), cell("bf16", 0.5), cell("fp16", None, status="unsupported"),
              cell("compile", 0.7, compile_s=30.0, loss_ok=None)]  # fmt: skip
     samples = {"fp32": steps(1.0), "bf16": steps(0.5), "compile": steps(0.7)}
@@ -432,8 +431,7 @@ def test_a_search_that_measured_no_candidate_says_not_searched_never_keep_fp32(c
     assert "Recommended: not searched" in out and "keep fp32 eager" not in out
 
 
-def test_a_speedup_from_few_steps_says_how_many_it_rests_on(capsys, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "300")  # one line each, whatever width the runner sets (pytest-xdist: 80)
+def test_a_speedup_from_few_steps_says_how_many_it_rests_on(capsys):
     cells = [cell("fp32", 1.0), cell("bf16", 0.5)]
     cands = opt.candidates_of(cells, {"fp32": steps(1.0, 2, 2), "bf16": steps(0.5, 1, 3)}, {})
     best = next(c for c in cands if c.mode == "bf16")

@@ -15,6 +15,8 @@ def test_a_console_not_on_a_terminal_is_log_wide_unless_columns_says(monkeypatch
     assert console().width == 100
     monkeypatch.setenv("COLUMNS", "")  # set but empty: as if not set
     assert console().width == LOG_WIDTH
+    monkeypatch.setenv("COLUMNS", "80")  # as pytest-xdist's workers have it
+    assert console().width == 80 and console(at_least=LOG_WIDTH).width == LOG_WIDTH  # compare's, optimize's tables
 
 
 def test_the_price_columns_of_a_prediction_are_whole_in_a_pipe(tmp_path, monkeypatch):

@@ -270,15 +270,17 @@ def warn(message: str) -> None:
 LOG_WIDTH = 160  # characters of a text table written to a file, a pipe or a CI log
 
 
-def console(width: int | None = None):
+def console(width: int | None = None, at_least: int = 0):
     """A rich console for standard output: on a terminal as wide as it is; in a file, a pipe or a CI log (where rich
-    would take 80 columns and cut figures short with an ellipsis) LOG_WIDTH wide, unless $COLUMNS or `width` says
-    (pytest-xdist's workers set COLUMNS=80: a test of a wide table sets its own)."""
+    would take 80 columns and cut figures short with an ellipsis) LOG_WIDTH wide, unless $COLUMNS or `width` says;
+    `at_least` columns there whatever $COLUMNS says (a table of ten columns that must not fold: `compare`, `optimize`;
+    pytest-xdist's workers set COLUMNS=80)."""
     from rich.console import Console
 
     made = Console(width=width)
-    if width is None and not made.is_terminal and not os.environ.get("COLUMNS", "").strip().isdigit():
-        made = Console(width=max(made.width, LOG_WIDTH))
+    if width is None and not made.is_terminal:
+        wide = made.width if os.environ.get("COLUMNS", "").strip().isdigit() else LOG_WIDTH
+        made = Console(width=max(wide, at_least))
     return made
 
 

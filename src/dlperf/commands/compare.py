@@ -71,6 +71,6 @@ def nothing_compared(result, a, b) -> str:
 
 def print_wide(renderable) -> None:
     """On a terminal, as wide as it is; in a file or a CI log, wide enough that the ten columns need not fold."""
-    from dlperf.commands.common import console
+    from dlperf.commands.common import LOG_WIDTH, console
 
-    console().print(renderable)
+    console(at_least=LOG_WIDTH).print(renderable)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlperf.commands.common import add_format, db_path, duration, real, whole
+from dlperf.commands.common import LOG_WIDTH, add_format, db_path, duration, real, whole
 from dlperf.commands.common import console as wide
 from dlperf.commands.run import add_data_flags, add_timer_flags, again, say_interrupted, timer
 from dlperf.vocab import ExitCode, Status
@@ -189,7 +189,7 @@ def print_text(search) -> None:
     from dlperf.optimize import recipe
     from dlperf.report.format import terminal
 
-    console = wide()
+    console = wide(at_least=LOG_WIDTH)
     console.print(render_rich(search))
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:
