@@ -40,7 +40,9 @@ def run(args) -> int:
     text = export.render(records, fmt)
     if out:
         write_file(out, text)
-        print(f"wrote {out} ({len(records)} record{'s' * (len(records) != 1)}, {fmt})")
+        from dlperf.measure.units import plural
+
+        print(f"wrote {out} ({plural(len(records), 'record')}, {fmt})")
     else:
         write_stdout(text, "export")
     return warn_unreadable(faults, "the export") or ExitCode.OK
