@@ -8,6 +8,7 @@ import pytest
 
 from dlperf.cli import build_parser, main
 from dlperf.errors import UsageError
+from dlperf.store import Store
 
 
 def error_line(args: list[str], capsys, tmp_path) -> str:
@@ -43,6 +44,44 @@ CHOICES = [
     (["table", "--format", "jsn"], "--format 'jsn': expected text, md, csv or json (did you mean 'json'?)"),
     (["crossover", "x", "--mode", "bf61"], "--mode 'bf61': expected fp32, bf16 or fp16 (did you mean 'bf16'?)"),
 ]
+
+
+def test_a_store_named_before_the_command_is_the_commands_own(tmp_path, capsys):
+    """`dlperf --db X table` said "unknown command 'X'": --db is each command's, and people write it first (git -C)."""
+    db = tmp_path / "mine.db"
+    Store.open(str(db), create=True).close()
+    first = build_parser().parse_args(["--db", str(db), "table", "--run", "2"])
+    assert first.db_first == str(db) and first.command == "table"
+    assert main(["--db", str(db), "table"]) == 2
+    assert f"{db}: no runs yet" in capsys.readouterr().err  # the store named, opened
+    assert main(["--db", str(tmp_path / "none.db"), "table"]) == 2
+    assert f"--db '{tmp_path / 'none.db'}': no such database" in capsys.readouterr().err
+    assert main([f"--db={db}", "export", "--db", str(db), "--run", "7"]) == 2  # the same store twice is one store
+    assert f"--run 7: no such run in {db}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["plot"], "dlperf plot needs KIND and -o/--output (see dlperf plot --help)"),
+        (["plot", "scaling"], "dlperf plot needs -o/--output (see dlperf plot --help)"),
+        (["data", "synth"], "dlperf data needs DIR (see dlperf data --help)"),
+    ],
+)
+def test_what_a_command_needs_and_was_not_given_is_named_as_its_help_names_it(args, said, capsys, tmp_path):
+    """argparse said "the following arguments are required: kind, -o/--output": a destination, not --help's KIND."""
+    assert error_line(args, capsys, tmp_path) == said
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--db", "a.db", "data", "synth", "d"], "--db: dlperf data reads and writes no store"),
+        (["--db", "a.db", "table", "--db", "b.db"], "--db given twice, before and after table: 'a.db' and 'b.db'"),
+    ],
+)
+def test_a_store_named_before_a_command_that_has_none_or_twice_is_one_line(args, said, capsys, tmp_path):
+    assert error_line(args, capsys, tmp_path) == said
 
 
 @pytest.mark.parametrize(("args", "said"), CHOICES)

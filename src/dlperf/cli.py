@@ -28,6 +28,7 @@ def build_parser() -> Parser:
         "benchmark on your machine, and your own models.",
     )
     parser.add_argument("--version", action="version", version=f"dlperf {VERSION}")
+    parser.add_argument("--db", dest="db_first", metavar="DB", help="SQLite store: the command's own --db, put first")
     common = Parser(add_help=False)
     common.add_argument("--db", help="SQLite store (default: $DLPERF_DB or ./dlperf.db)")
     sub = parser.add_subparsers(dest="command", parser_class=Parser)  # none: `main` prints the help
@@ -43,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         parser = build_parser()
-        args = parser.parse_args(argv)
+        args = db_first(parser.parse_args(argv))
         if args.command is None:  # `dlperf` alone: what it can do, where argparse would say "command" is required
             parser.print_help(sys.stderr)
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
@@ -61,6 +62,19 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK
+
+
+def db_first(args):
+    """`dlperf --db X table` as `dlperf table --db X`: where a store is named before the command, the command's own."""
+    first = vars(args).pop("db_first")
+    if first is None or args.command is None:
+        return args
+    if not hasattr(args, "db"):
+        raise UsageError(f"--db: dlperf {args.command} reads and writes no store")
+    if args.db not in (None, first):
+        raise UsageError(f"--db given twice, before and after {args.command}: {first!r} and {args.db!r}")
+    args.db = first
+    return args
 
 
 def own_flags(message: str, argv: list[str]) -> str:

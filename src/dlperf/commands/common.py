@@ -23,6 +23,11 @@ class Parser(argparse.ArgumentParser):
     user's words: a misspelt command, choice or option is named with the closest one there is."""
 
     def error(self, message: str):
+        missing = "the following arguments are required: "
+        if message.startswith(missing):  # argparse's words, naming positionals by their destination
+            names = [n if n.startswith("-") else n.upper() for n in message.removeprefix(missing).split(", ")]
+            both = " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
+            message = f"{self.prog} needs {both} (see {self.prog} --help)"
         raise UsageError(message)
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
