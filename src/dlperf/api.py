@@ -34,6 +34,7 @@ from dlperf.store import Store, default_db, spill
 from dlperf.store.location import check_path, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.vocab import ExitCode, Status
+from dlperf.workloads.user import changed_sources
 
 
 @dataclass
@@ -136,6 +137,9 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
                 f"--resume: run {run.id} was measured on a different machine or software "
                 f"({'; '.join(changes)}); start a new run instead"
             )
+        if edited := changed_sources(run.env.get("sources", {})):
+            raise UsageError(f"--resume: run {run.id}'s model: {'; '.join(edited)} since the run began, so what is "
+                             "left would train another model; start a new run instead")  # fmt: skip
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
         tasks = session.remaining()

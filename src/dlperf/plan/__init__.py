@@ -37,6 +37,7 @@ from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import RunSpec, device_kind
 from dlperf.vocab import DeviceKind
 from dlperf.workloads import Workload
+from dlperf.workloads.user import source_digests
 
 
 @dataclass
@@ -63,6 +64,8 @@ def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda pla
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
     workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout, spec.data) for name in spec.workloads}
     check_names(workloads)
+    if sources := source_digests(workloads.values()):
+        env = {**env, "sources": sources}  # what --resume checks: the model files as they were (workloads/user.py)
     devices = resolve_devices(spec.devices, info)
     if spec.nprocs:
         cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)

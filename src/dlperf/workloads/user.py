@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import importlib
 import importlib.util
 import inspect
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,29 @@ def source_of(factory: Callable[[], Any]) -> str:
     if path is None:
         raise UsageError(f"{factory!r}: cannot find the file that defines it")
     return f"{Path(path).resolve()}:{name}"
+
+
+def source_digests(workloads: Iterable[Any]) -> dict[str, str]:
+    """The SHA-256 of each user workload's factory file (`file.py:make`), by source: a run keeps them with its
+    environment, and `--resume` checks that what is left would train the model the run began with. A module source
+    (`package.module:make`) is not read: finding its file would import its package."""
+    digests = {}
+    for w in workloads:
+        if w.is_user and (path := Path(split_source(w.source)[0])).suffix == ".py" and path.is_file():
+            digests[w.source] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+def changed_sources(digests: dict[str, str]) -> list[str]:
+    """Of the factory files `source_digests` read, those edited or removed since: "PATH changed", "PATH is gone"."""
+    changed = []
+    for source, digest in digests.items():
+        path = Path(split_source(source)[0])
+        if not path.is_file():
+            changed.append(f"{path} is gone")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            changed.append(f"{path} changed")
+    return changed
 
 
 def load_factory(source: str) -> Callable[[], Any]:

@@ -1,0 +1,72 @@
+"""A run keeps the SHA-256 of each user model file it was planned with, and `--resume` refuses to finish it with an
+edited one: a user edited the model between an interrupt and `dlperf run --resume`, and the table then mixed two
+models under one name, the faster one starred as the best thread count."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from conftest import require
+from dlperf import api
+from dlperf.errors import UsageError
+from dlperf.plan import make_plan
+from dlperf.runner.session import Session
+from dlperf.spec import make_spec
+from dlperf.store import Store
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+from dlperf.workloads.user import changed_sources, source_digests
+
+MODEL = """
+import torch, dlperf
+SLOW = {slow}
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 2)
+    def forward(self, x):
+        for _ in range(SLOW):
+            x = torch.tanh(x)
+        return self.fc(x)
+def make():
+    return dlperf.user_workload("edited-net", Net(), lambda: (torch.randn(4, 8), torch.randint(0, 2, (4,))),
+                                torch.nn.functional.cross_entropy, batch_size=4)
+"""
+
+
+def user(source: str) -> Workload:
+    return Workload("m", "user", {}, InputSpec("user", ()), 0, 4, OptimizerSpec("user"), source=source)
+
+
+def test_a_model_files_digest_is_kept_and_an_edit_or_removal_is_named(tmp_path):
+    path = tmp_path / "m.py"
+    path.write_text("A = 1\n")
+    digests = source_digests([user(f"{path}:make"), user("package.module:make"), user(f"{tmp_path}/gone.py:make")])
+    assert digests == {f"{path}:make": hashlib.sha256(b"A = 1\n").hexdigest()}  # a module's file is never looked up
+    assert changed_sources(digests) == []
+    path.write_text("A = 2\n")
+    assert changed_sources(digests) == [f"{path} changed"]
+    path.unlink()
+    assert changed_sources(digests) == [f"{path} is gone"]
+
+
+def test_resume_refuses_a_run_whose_model_file_was_edited_since(tmp_path):
+    require("torch")
+    path, db = tmp_path / "m.py", tmp_path / "r.db"
+    path.write_text(MODEL.format(slow=6))
+    plan = make_plan(make_spec([f"{path}:make"], threads=[1]))
+    assert plan.env["sources"] == {f"{path}:make": hashlib.sha256(path.read_bytes()).hexdigest()}
+    store = Store.open(str(db), create=True)
+    session = Session.create(store, plan.spec, plan.env, plan.cores, ["dlperf", "run"], plan.cells, plan.workloads)
+    run_id = session.run_id
+    store.set_run_status(run_id, "interrupted")
+    store.close()
+    assert api.resume(str(db), dry_run=True).tasks  # unedited: what is left is planned again
+    path.write_text(MODEL.format(slow=0))
+    with pytest.raises(UsageError) as refused:
+        api.resume(str(db), dry_run=True)
+    assert str(refused.value) == (
+        f"--resume: run {run_id}'s model: {path} changed since the run began, so what is left would train another "
+        "model; start a new run instead"
+    )
