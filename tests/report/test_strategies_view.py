@@ -58,3 +58,32 @@ def test_export_carries_the_strategy_and_its_figures():
     )
     plain = export.record(make_cell("fcn-r", median_s=1.0))
     assert plain["parallel"] is None and plain["microbatches"] is None and plain["bubble"] is None
+
+
+def test_the_exposed_share_names_the_step_it_is_of_not_the_median():
+    """The exposed communication is the step minus the compute alone, both timed apart after the timed steps
+    (`frameworks/common/comm.py`); its share is of that step, which can be far from the cell's median: a shrunk run
+    printed "exposed communication 4.47 ms (88%) of the step" for a 1.47 ms median step."""
+    ddp_cell = cell("ddp", 2, 1.47e-3, gradient_bytes=107496, allreduce_s=4.2e-4, busbw_bytes_s=2.6e8,
+                    local_step_s=0.61e-3, step_s=5.08e-3, exposed_comm_s=4.47e-3, comm_share=4.47 / 5.08,
+                    bound="communication")  # fmt: skip
+    fsdp_cell = cell("fsdp", 2, 29.3e-3, local_step_s=1e-3, step_s=33e-3, exposed_comm_s=32e-3, comm_share=32 / 33)
+    rows = {r.column: r for r in ddp.build([cell("ddp", 1, 0.4e-3), ddp_cell, fsdp_cell])}
+    column = dict(zip(ddp.HEAD, ddp.values(rows["ddp:2x1"]), strict=True))
+    assert column["step"] == "1.47 ms" and column["exposed comm"] == "4.47 ms of 5.08 ms (88%)"
+    notes = ddp.notes(list(rows.values()))
+    [ddp_note] = [n for n in notes if "ddp:2x1" in n]
+    assert "exposed communication 4.47 ms (88%) of a 5.08 ms step timed apart, beside its compute alone (610 µs)" in (
+        ddp_note
+    )
+    assert "of the step" not in ddp_note
+    [fsdp_note] = [n for n in notes if "fsdp:2x1" in n]
+    assert "exposed communication 32.0 ms (97%) of a 33.0 ms step timed apart" in fsdp_note
+
+
+def test_an_exposed_share_without_its_step_says_so_without_a_figure():
+    [row] = ddp.build([cell("tp", 2, 0.5, exposed_comm_s=0.1, comm_share=0.2)])  # a record without step_s
+    assert dict(zip(ddp.HEAD, ddp.values(row), strict=True))["exposed comm"] == "0.100 s (20%)"
+    assert "exposed communication 0.100 s (20%) of the step timed beside its compute alone" in ddp.notes([row])[0]
+    [bare] = ddp.build([cell("tp", 2, 0.5)])
+    assert dict(zip(ddp.HEAD, ddp.values(bare), strict=True))["exposed comm"] == "-"

@@ -101,7 +101,7 @@ HEAD = ("workload", "mode", "scaling", "column", "step", "vs 1 process", "speed-
 
 def values(r: Scaling) -> list[str]:
     comm = r.comm
-    share, bw = comm.comm_share, comm.busbw_bytes_s
+    bw = comm.busbw_bytes_s
     bubble = "-"
     if comm.bubble is not None:
         theory = f" ({100 * comm.bubble_theory:.0f}%)" if comm.bubble_theory is not None else ""
@@ -115,9 +115,29 @@ def values(r: Scaling) -> list[str]:
         nbytes(r.param_bytes), nbytes(r.peak_bytes), bubble,
         nbytes(comm.gradient_bytes), seconds(comm.allreduce_s),
         f"{bw / 1e9:.2f} GB/s" if bw else "-",
-        f"{seconds(comm.exposed_comm_s)} ({100 * share:.0f}%)" if share is not None else "-",
+        exposed_comm(comm),
         f"{comm.bound}-bound" if comm.bound else "-",
     ]  # fmt: skip
+
+
+def exposed_comm(comm: CommRecord) -> str:
+    """The exposed communication and its share of the step it was measured against: `comm.step_s`, the strategy's
+    step timed in alternated pairs with its compute alone after the timed steps (`frameworks/common/comm.py`), not
+    the cell's median step, which the table shows and which a noisy machine can put far from it."""
+    if comm.comm_share is None or comm.exposed_comm_s is None:
+        return "-"
+    of = f" of {seconds(comm.step_s)}" if comm.step_s else ""
+    return f"{seconds(comm.exposed_comm_s)}{of} ({100 * comm.comm_share:.0f}%)"
+
+
+def _exposed_note(comm: CommRecord) -> str:
+    """The exposed communication for the notes, naming the step it is a share of (the table shows the median)."""
+    if comm.comm_share is None or comm.exposed_comm_s is None:
+        return "exposed communication -"
+    step = f"a {seconds(comm.step_s)} step timed apart," if comm.step_s else "the step timed"
+    alone = f" ({seconds(comm.local_step_s)})" if comm.local_step_s is not None else ""
+    exposed = f"{seconds(comm.exposed_comm_s)} ({100 * comm.comm_share:.0f}%)"
+    return f"exposed communication {exposed} of {step} beside its compute alone{alone}"
 
 
 def notes(rows: list[Scaling]) -> list[str]:
@@ -130,13 +150,13 @@ def notes(rows: list[Scaling]) -> list[str]:
         against = (
             f"{v['speed-up']} of {r.t1_column}, efficiency {v['efficiency']}" if r.t1_column else "no 1-process cell"
         )
+        where = _exposed_note(r.comm)
         if r.strategy == Parallel.DDP:
-            where = (f"all-reduce of {v['gradients']} takes {v['all-reduce']} ({v['bus bandwidth']} bus bandwidth), "
-                     f"exposed communication {v['exposed comm']} of the step")  # fmt: skip
-        else:
-            where = f"exposed communication {v['exposed comm']} of the step"
-            if r.comm.bubble is not None:
-                where += f", pipeline bubble {v['bubble (theory)']}"
+            where = (
+                f"all-reduce of {v['gradients']} takes {v['all-reduce']} ({v['bus bandwidth']} bus bandwidth), {where}"
+            )
+        elif r.comm.bubble is not None:
+            where += f", pipeline bubble {v['bubble (theory)']}"
         ddp = f"; {v['vs DDP']} the speed of DDP on the same processes" if r.vs_ddp is not None else ""
         memory = f"; parameters {v['params/rank']} per rank" if r.param_bytes else ""
         memory += f", peak {v['peak/rank']}" if r.param_bytes and r.peak_bytes else ""

@@ -215,7 +215,8 @@ def _ddp(data: Loaded) -> str:
         "the largest rank's parameters (a shard under FSDP, a stage in a pipeline) and its peak during a step. "
         "bubble: the share of a pipeline step its busiest stage idles, measured, and (N-1)/(M+N-1) for N stages and "
         "M micro-batches. All-reduce: DDP's gradient buckets all-reduced alone; exposed communication: the step "
-        "minus the same rank's compute alone (DDP: under no_sync).</p>"
+        "minus the same rank's compute alone (DDP: under no_sync), both timed in alternated pairs after the timed "
+        "steps, and its share of that step, shown after 'of' (not the median step of the step column).</p>"
     )
     return _html_table(list(ddp.HEAD), [ddp.values(r) for r in rows], "ddp") + legend
 
