@@ -522,7 +522,7 @@ def test_once_the_budget_has_run_out_no_process_starts_not_even_the_baselines_se
     opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=900.0)
     search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
     assert started == ["fp32"] and given == []
-    assert any(n.startswith("--budget 15 ran out: ") and "not started" in n for n in search.notes), search.notes
+    assert any(n.startswith("--budget 15 min ran out: ") and "not started" in n for n in search.notes), search.notes
     assert search.best is None and any(n.startswith("not searched") for n in search.notes)
 
 
@@ -544,8 +544,8 @@ def test_a_baseline_that_does_not_measure_ends_the_search_with_exit_1_and_no_rec
     monkeypatch.setattr(sweep, "run_task", run_task)
     search, out = _search(tmp_path, "verdict")
     assert started == ["fp32"] and search.exit_code == ExitCode.CELLS_FAILED and out["best"] is None
-    assert any(n.startswith("the fp32 baseline did not measure (failed: RuntimeError: bad forward)")
+    assert any(n.startswith("the fp32 baseline was not measured (failed: RuntimeError: bad forward)")
                for n in out["notes"])  # fmt: skip
     opt_cmd.print_text(search)
     printed = capsys.readouterr().out
-    assert "Recommended: none: the fp32 baseline did not measure" in printed and "keep fp32 eager" not in printed
+    assert "Recommended: none: the fp32 baseline was not measured" in printed and "keep fp32 eager" not in printed

@@ -18,7 +18,8 @@ once, in an untimed child after its first timed process (stored in the run's pro
 does), and the groups holding a mode that addresses its verdict's bound go first (`search_order`). A profile that
 could not be taken falls back to SEARCH_ORDER, said in the notes; `--order fixed` keeps SEARCH_ORDER without profiling.
 The budget bounds the whole search, planning and profile included: no process runs past it (`Session.deadline`);
-beyond it, BUDGET_ALLOWANCE_S: stopping the process under way, then storing, ranking and printing the results.
+beyond it, BUDGET_ALLOWANCE_S: stopping the process under way, then storing, ranking and printing the results. The
+recipe a recommendation prints is `optimize_loader.recipe`.
 
 With real data (`--data DIR`), the loader dimension is searched last, for the best mode (`optimize_loader.py`).
 """
@@ -40,8 +41,7 @@ from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
-from dlperf.modes import recipe as mode_recipe
-from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe_lines
+from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.format import seconds
@@ -174,7 +174,7 @@ def candidates_of(
             mode=cell.mode,
             status=cell.status.value,
             error=cell.error,
-            median_s=cell.median_s,
+            median_s=cell.median_s if cell.ok else None,  # a process stopped (by the budget) kept steps: no time
             processes=len(samples.get(cell.key, [])),
             samples=sum(len(s) for s in samples.get(cell.key, [])),
             peak_mem_bytes=cell.peak_mem_bytes,
@@ -233,27 +233,6 @@ def ranked(cands: list[Candidate]) -> list[Candidate]:
     """Measured modes fastest first, then those without a time (unsupported, failed)."""
     timed = sorted((c for c in cands if c.median_s is not None), key=lambda c: c.median_s)
     return timed + [c for c in cands if c.median_s is None]
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# The recipe
-
-
-def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None) -> list[str]:
-    """A runnable script that trains `workload` in `mode`: dlperf's own model, optimizer, loss and batch for it
-    (`training_parts`: the user's factory, for a user workload), the loader setting chosen (`--data`), then the
-    modes table's lines for `mode`."""
-    chosen = loader.chosen if loader else None
-    return [
-        "import torch",
-        "from dlperf import training_parts",
-        "",
-        "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
-        f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r})",
-        "steps = 100",
-        *(recipe_lines(chosen.setting, chosen.enough) if chosen else []),
-        *mode_recipe(mode, device_kind(device)),
-    ]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -374,7 +353,7 @@ class Searcher:
         cut += ["the fp32 baseline's profile"] if profile and Deadline.REASON in (profile.error or "") else []
         said = [f"{', '.join(modes)} {what}" for modes, what in ((cut, "stopped"), (unstarted, "not started")) if modes]
         if said:
-            self.notes.append(f"--budget {self.budget.seconds / 60:g} ran out: {'; '.join(said)}")
+            self.notes.append(f"--budget {self.budget.text()} ran out: {'; '.join(said)}")
         if (over := self.budget.spent() - self.budget.seconds) > 0:
             self.notes.append(f"ended {over:.1f} s past --budget, stopping what ran (allowed {BUDGET_ALLOWANCE_S:g} s)")
 
@@ -483,7 +462,7 @@ class Searcher:
         first += [self._task(c, bar_s) for c in cells]
         self.session.measure(first, self.progress_factory, last=False, compile_timeout=compile_timeout)
         # the other processes only for modes that may win: one process already shows a mode slower than the bar
-        medians = {c.mode: c.median_s for c in self.session.cells()}
+        medians = {c.mode: c.median_s for c in self.session.cells() if c.ok}  # a stopped one's steps: no time
         promising = [c for c in cells if medians.get(c.mode) and (bar_s is None or medians[c.mode] < bar_s)]
         for c in cells:
             if c not in promising and medians.get(c.mode):
@@ -543,7 +522,7 @@ class Searcher:
         by_mode = {c.mode: c for c in cands}
         base = by_mode.get(BASELINE) or Candidate(BASELINE, Status.PENDING.value)
         if base.status != Status.OK:
-            self.notes.append(f"the fp32 baseline did not measure ({base.status}: {base.error}): no candidate was "
+            self.notes.append(f"the fp32 baseline was not measured ({self._unmeasured(base)}): no candidate was "
                               "searched, nothing to compare it against")  # fmt: skip
         best = recommend(cands)
         measured = {c.mode for c in cells if c.status != Status.PENDING}
@@ -560,6 +539,16 @@ class Searcher:
             cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
             interrupted=self.interrupted, reached=tuple(self.reached),
         )  # fmt: skip
+
+    def _unmeasured(self, c: Candidate) -> str:
+        """Why a candidate has no time, in words: stopped or not started by the budget or an interrupt, or failed."""
+        if Deadline.REASON in (c.error or ""):
+            return f"stopped: {Deadline.REASON}"
+        if c.status != Status.PENDING:
+            return f"{c.status}: {c.error}" if c.error else c.status
+        if self.interrupted:
+            return "not started: interrupted"
+        return f"not started: --budget {self.budget.text()} ran out" if self.budget.left() <= 0 else "not started"
 
     def _fit(self) -> Fit:
         """What the workload and the device allow: the same `modes.Fit` `dlperf profile` advises from."""

@@ -7,7 +7,8 @@ the mode search's cell). Settings are measured in order of `LoaderSetting.cost` 
 memory from the step, so the smallest is what to recommend. When none is, and `--loaders` did not fix the list, the
 best of them with workers is tried with more prefetching and persistent workers. Each setting is a cell of the
 search's run, measured in `repeats` processes through the same launcher and store; it stops when the budget left
-does not cover the next one, and says so.
+does not cover the next one, and says so. `recipe` is the script a recommendation prints: the workload's parts, the
+loader setting chosen, the mode's lines.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
+from dlperf.modes import recipe as mode_recipe
 from dlperf.protocol import Cell
 from dlperf.report.data import dominates
 from dlperf.runner.session import Budget, Session
 from dlperf.runner.tasks import Task
+from dlperf.spec import device_kind
 from dlperf.vocab import DeviceKind, Status
 
 if TYPE_CHECKING:
@@ -209,3 +212,20 @@ def recipe_lines(name: str, enough: bool) -> list[str]:
 def dataloader_call(name: str) -> str:
     """`DataLoader(num_workers=2, pin_memory=True)`: the setting as the call a user writes."""
     return f"DataLoader({', '.join(f'{k}={v!r}' for k, v in setting(name).torch_kwargs().items())})"
+
+
+def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None) -> list[str]:
+    """A runnable script that trains `workload` in `mode`: dlperf's own model, optimizer, loss and batch for it
+    (`training_parts`: the user's factory, for a user workload), the loader setting chosen (`--data`), then the
+    modes table's lines for `mode`."""
+    chosen = loader.chosen if loader else None
+    return [
+        "import torch",
+        "from dlperf import training_parts",
+        "",
+        "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
+        f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r})",
+        "steps = 100",
+        *(recipe_lines(chosen.setting, chosen.enough) if chosen else []),
+        *mode_recipe(mode, device_kind(device)),
+    ]

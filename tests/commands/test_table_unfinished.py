@@ -10,11 +10,11 @@ from dlperf.vocab import Status
 from report.runs import MACHINE, cell, measured
 
 
-def planned_run(store: Store, measure: int, status: str | None) -> int:
+def planned_run(store: Store, measure: int, status: str | None, argv: tuple[str, ...] = ("dlperf", "run")) -> int:
     """A run of three cells, the first `measure` of them measured; `status` set (None: left as created)."""
     plan = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56")]
     run_id = store.create_run({"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}}, MACHINE,
-                              ["dlperf", "run"], plan)  # fmt: skip
+                              list(argv), plan)  # fmt: skip
     for c in plan[:measure]:
         m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
         store.record(run_id, c.cell.key, 0, m, measured([[0.01] * 5]))
@@ -58,5 +58,50 @@ def test_a_run_still_measured_names_its_process_and_a_complete_run_says_nothing(
         planned_run(store, 3, "complete")
         complete = dlperf("table", db=db).stdout
         assert "unfinished" not in complete and "being measured" not in complete
+    finally:
+        store.close()
+
+
+def test_a_search_s_interrupted_run_says_to_run_the_search_again_as_the_search_did(tmp_path):
+    """An interrupted `dlperf optimize` said "run it again (it starts over)", then `dlperf table` offered `dlperf run
+    --resume`, which would not go on with the search. The table now says what the search said, with its command
+    line as stored (here with --db before the command, which names no command)."""
+    db = tmp_path / "t.db"
+    argv = ("dlperf", "--db", str(db), "optimize", "mymodel.py:make", "--threads", "1", "--budget", "60s")
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted", argv)
+    store.close()
+    flat = " ".join(dlperf("table", db=db).stdout.split())
+    assert (
+        "run 1 is unfinished (interrupted): 2 of its 3 cells pending; it is the run of a `dlperf optimize` search"
+        in flat
+    )
+    assert (
+        f"run it again (it starts over): `dlperf --db {db} optimize mymodel.py:make --threads 1 --budget 60s`" in flat
+    )
+    assert "measures them" not in flat
+
+
+def test_the_command_that_made_a_run_is_the_first_argv_item_naming_one():
+    from dlperf.commands.table import made_by
+
+    assert made_by(["dlperf", "fit", "m.py:make"]) == "fit"
+    assert made_by(["/venv/bin/dlperf", "--db", "fit", "run", "fcn-r"]) == "run"  # a store named fit is no command
+    assert made_by(["dlperf", "--db=x.db", "optimize", "fit"]) == "optimize"
+    assert made_by([]) is None and made_by(["dlperf"]) is None
+
+
+def test_a_fit_or_a_crossover_cut_in_its_thread_search_is_a_search_a_crossover_with_its_batches_planned_resumes(
+    tmp_path,
+):
+    from dlperf.commands.table import searched_by
+
+    store = Store.open(tmp_path / "t.db", create=True)
+    try:
+        fit = store.run(planned_run(store, 1, "interrupted", ("dlperf", "fit", "m.py:make")))
+        crossover = store.run(planned_run(store, 1, "interrupted", ("dlperf", "crossover", "m.py:make")))
+        plain = store.run(planned_run(store, 1, "interrupted"))
+        assert searched_by(store, fit) == "fit" and searched_by(store, crossover) == "crossover"
+        assert searched_by(store, plain) is None
     finally:
         store.close()

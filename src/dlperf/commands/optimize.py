@@ -101,18 +101,32 @@ def render_rich(search):
     best = search.best.mode if search.best else None
     for c in search.results:
         if c.median_s is None:
-            table.add_row(markup(c.mode), f"[dim]{markup(c.status)}[/]", "", "", "", markup(c.error or ""), "")
+            status, why = unmeasured(c)
+            table.add_row(markup(c.mode), f"[dim]{markup(status)}[/]", "", "", "", markup(why), "")
             continue
         speed = _speed_text(c)
         memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
         util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
-        loss = (
-            "ok" if c.loss_ok else (c.loss_reason or "not checked") if c.loss_ok is None else f"FAILED: {c.loss_reason}"
-        )
+        loss = "ok" if c.loss_ok else (c.loss_reason or NO_CHECK) if c.loss_ok is None else f"FAILED: {c.loss_reason}"
         payback = plural(c.payback_steps, "step") if c.payback_steps is not None else ("never" if c.compile_s else "")
         mode = f"[bold green]{markup(c.mode)}[/]" if c.mode == best else markup(c.mode)
         table.add_row(mode, table_seconds(c.median_s), speed, memory, util, markup(loss), payback)
     return table
+
+
+NO_CHECK = "not checked: its first process recorded no check"  # the worker says why when it skips one
+
+
+def unmeasured(c) -> tuple[str, str]:
+    """A candidate without a time: what its step column says, and why (in its loss check's). One whose process the
+    search's budget stopped is "stopped", whatever steps it timed: the time of a cut measurement is no result."""
+    from dlperf.runner.sweep import Deadline
+
+    if Deadline.REASON in (c.error or ""):
+        return "stopped", "stopped: --budget ran out"
+    if c.status == Status.PENDING:
+        return "not started", ""
+    return c.status, c.error or ""
 
 
 def _speed_text(c) -> str:
@@ -201,7 +215,7 @@ def print_text(search) -> None:
     if search.best is None:
         verdict = "keep fp32 eager" if search.cells else "not searched (no candidate was measured: see the notes)"
         if search.baseline.status != Status.OK:
-            verdict = "none: the fp32 baseline did not measure (see the notes)"
+            verdict = "none: the fp32 baseline was not measured (see the notes)"
         if search.interrupted and not search.cells:
             verdict = "none: interrupted before a candidate was measured"
         console.print(f"{recommended}: {verdict}.", highlight=False, markup=False)

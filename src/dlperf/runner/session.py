@@ -152,6 +152,12 @@ class Budget:
     def covers(self, seconds: float) -> bool:
         return seconds <= self.left()
 
+    def text(self) -> str:
+        """The budget as a person reads it, whatever unit --budget was given in: 60 s, 15 min, 2.5 min."""
+        if self.seconds < 120:
+            return f"{self.seconds:.3g} s"
+        return f"{self.seconds / 60:.3g} min"
+
     def per_process(self) -> float:
         """Seconds one process of this search takes: the median of its processes so far."""
         durations = [d for ds in self.session.durations().values() for d in ds]
