@@ -15,7 +15,8 @@ def test_each_gpu_is_predicted_in_fp32_and_the_mixed_precision_it_has_a_tensor_u
     assert advise.gpu_modes(K80) == ("fp32",)  # no tensor unit at all
     notes = advise.mode_notes((H100, T4, K80))
     assert notes == [
-        "no bf16 unit: T4 predicted in fp16 (float16 autocast with gradient scaling), as they are trained",
+        "no bf16 unit: T4 predicted in fp32 and fp16 (float16 autocast with gradient scaling, as they are trained), "
+        "not bf16; each GPU above is named with the mode of its figures",
         "no half-precision tensor unit: K80 (1 GK210 die) predicted in fp32 only",
     ]
     assert advise.mode_notes((H100,)) == []
@@ -80,3 +81,56 @@ def test_the_input_pipeline_says_how_many_loading_processes_each_gpu_needs():
     assert any("needs one loading process (w0 loads in the training process)" in x for x in fast)
     a.feed = None
     assert not any(x.startswith("Input pipeline") for x in view.lines(a)) and view.to_json(a)["input_pipeline"] is None
+
+
+def _run(store, cells):
+    """A stored run of (threads, median seconds, warnings, processes) CPU cells of tiny-fcn-r at batch 32."""
+    from dlperf.envinfo import fingerprint
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures
+    from dlperf.vocab import Status
+    from report.synthetic import ENV, spec
+
+    planned = [spec("tiny-fcn-r", "torch", "cpu", t, "fp32", {"batch": 32}) for t, *_ in cells]
+    run_id = store.create_run({"workloads": "tiny-fcn-r"}, ENV, fingerprint(ENV), ["dlperf", "advise"], planned)
+    for p, (_, median, warnings, processes) in zip(planned, cells, strict=True):
+        figures = CellFigures(status=Status.OK, median_s=median, n=20 * processes, warnings=warnings,
+                              ci_low_s=median * 0.9, ci_high_s=median * 1.1)  # fmt: skip
+        for repeat in range(processes):
+            store.record(run_id, p.cell.key, repeat, ProcessMeasurement(status=Status.OK, samples=[median] * 20),
+                         figures)  # fmt: skip
+    return run_id
+
+
+def test_the_cells_it_quotes_carry_the_notes_dlperf_table_gives_them(tmp_path):
+    """The thread search's disturbed cell and the star it withholds, the quoted cell's noise, and an interval over
+    one process's steps: the answer's CPU figures come with what `dlperf table` says of them."""
+    from dlperf.store import Store
+
+    db = tmp_path / "a.db"
+    store = Store.open(db, create=True)
+    try:
+        busy = "other processes used 21% of the CPUs while this cell was timed"
+        threads = _run(store, [(1, 0.02, [], 1), (2, 0.01, [busy], 1)])
+        search = _run(store, [(2, 0.008, ["noisy: IQR is 30% of the median"], 1)])
+        quoted = store.cells(search)[0]
+    finally:
+        store.close()
+    notes = advise.quoted_notes(str(db), threads, quoted, with_ci=True)
+    assert f"tiny-fcn-r torch cpu:2: {busy}" in notes
+    assert any(n.startswith("no fastest thread count starred in tiny-fcn-r torch") for n in notes)
+    assert "tiny-fcn-r torch cpu:2: noisy: IQR is 30% of the median" in notes
+    assert any(n.startswith("the CPU step's 95% interval is over the steps of one process") for n in notes)
+    # the quoted cell of the thread search itself: its notes once; no interval quoted, none said of it
+    again = advise.quoted_notes(str(db), threads, store_cell(db, threads, 1), with_ci=False)
+    assert sum(busy in n for n in again) == 1 and not any("95% interval" in n for n in again)
+
+
+def store_cell(db, run_id, position):
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return store.cells(run_id)[position]
+    finally:
+        store.close()

@@ -157,6 +157,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
     notes += [n for n in side.notes if n.startswith("threads:")]
+    notes += quoted_notes(db, side.run_id, cell, ci is not None)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
                   exit_code, largest, opts.workload, feed)  # fmt: skip
 
@@ -208,8 +209,9 @@ def mode_notes(chosen) -> list[str]:
     fp32 = [g.name for g in chosen if g.mixed() is None]
     notes = []
     if fp16:
-        notes.append(f"no bf16 unit: {', '.join(fp16)} predicted in fp16 (float16 autocast with gradient scaling), "
-                     "as they are trained")  # fmt: skip
+        notes.append(f"no bf16 unit: {', '.join(fp16)} predicted in fp32 and fp16 (float16 autocast with gradient "
+                     "scaling, as they are trained), not bf16; each GPU above is named with the mode of its "
+                     "figures")  # fmt: skip
     if fp32:
         notes.append(f"no half-precision tensor unit: {', '.join(fp32)} predicted in fp32 only")
     return notes
@@ -252,6 +254,29 @@ def _feed(db: str, run_id: int) -> Feed | None:
     feeds = [Feed(c.loader, c.data.alone_samples_per_s, c.data.alone_samples_per_s / max(1, setting(c.loader).workers),
                   run_id) for c in cells]  # fmt: skip
     return max(feeds, key=lambda f: f.per_process, default=None)
+
+
+def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[str]:
+    """`dlperf table`'s notes (`report/table.py`) on what the answer quotes: the thread search's cells (their load,
+    noise, the fastest thread count it does not star) and the quoted cell's own; and, where the quoted step's 95%
+    interval comes from one process, that it is over that process's steps alone."""
+    from dlperf.report import table
+    from dlperf.report.notes import grouped
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        compared = store.cells(threads_run, unreadable=lambda fault: None) if threads_run is not None else []
+        processes = len(store.samples(cell.run_id, cell.key))
+    finally:
+        store.close()
+    found = table.build(threads_run, compared).notes if compared else []
+    if cell.run_id != threads_run:
+        found += grouped([(label, text) for label, _, text in table.cell_notes([cell])])
+    if with_ci and processes == 1:
+        found.append("the CPU step's 95% interval is over the steps of one process: another process may differ more "
+                     "(dlperf run --repeats 3 measures several)")  # fmt: skip
+    return found
 
 
 def _best_cell(db: str, search):

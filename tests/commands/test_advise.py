@@ -64,7 +64,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     assert got["fastest"]["predicted"] is True and got["fastest"]["gpu"] == "T4"
     assert got["cheapest"]["gpu"] == "T4"
     assert {r["mode"] for r in got["gpus"] if r["gpu"] == "T4"} == {"fp32", "fp16"}  # no bf16 unit: as it is trained
-    assert any(n.startswith("no bf16 unit: T4 predicted in fp16") for n in got["notes"])
+    assert any(n.startswith("no bf16 unit: T4 predicted in fp32 and fp16") for n in got["notes"])
     assert {(r["gpu"], r["predicted"], r["largest_batch"]) for r in got["does_not_fit"]} == {("Tiny-512MB", True, 0)}
     assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
     assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]

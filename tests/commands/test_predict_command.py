@@ -212,3 +212,36 @@ def test_rows_out_of_scope_by_their_metadata_are_reported_apart_whatever_their_e
     cells = [c.strip() for c in all_rows.split("│")]
     assert cells[3:5] == ["2", "160%"] and cells[7:9] == ["3", "20%"], all_rows
     assert "3 rows predicted (2 in scope, 1 out of scope by its metadata), 0 not" in " ".join(out.split())
+
+
+WRONG_MODEL = """
+import torch
+from torch import nn
+import dlperf
+
+
+class Wrong(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(32, 3072), nn.Linear(7, 10)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+
+
+def make_batch(n, device):
+    return torch.randn(n, 32, device=device), torch.randint(0, 10, (n,), device=device)
+
+
+def make_wrong():
+    return dlperf.user_workload("wrong", Wrong(), make_batch, nn.functional.cross_entropy, batch_size=16)
+"""
+
+
+def test_a_model_whose_step_raises_is_the_models_error_at_the_users_line(tmp_path, torch):
+    """A shape mismatch is the user's: said in torch's own words, at the line of their forward, as run says it."""
+    path = tmp_path / "mymodel.py"
+    path.write_text(WRONG_MODEL)
+    proc = dlperf("predict", f"{path}:make_wrong", "--gpu", "T4", "--modes", "fp32", "--no-cache")
+    one_line_error(proc, "the model's own step raises RuntimeError: mat1 and mat2 shapes cannot be multiplied",
+                   f"(at {path}:13, in forward)", "the model's error, not the counter's")  # fmt: skip

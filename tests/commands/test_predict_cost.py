@@ -55,5 +55,27 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
     one_line_error(dlperf("predict", "fcn-r", "--cost", "--gpu", "T4", env=env), "DLPERF_PRICES", "line 2")
     one_line_error(dlperf("predict", "alexnet-s", "--cost", "--gpu", "T4", env=NO_FILE), "--samples N")
     one_line_error(dlperf("predict", "fcn-r", "--gpu", "T4", "--deadline", "2h", env=NO_FILE), "--cost")
-    one_line_error(dlperf("predict", "fcn-r", "--gpu", "T4", "--format", "json", env=NO_FILE), "--format", "--cost")
+    one_line_error(
+        dlperf("predict", "fcn-r", "--gpu", "T4", "--format", "json", env=NO_FILE),
+        "--format is for --cost and --memory only",
+    )  # --help says both take it
     assert not (tmp_path / "x.db").exists()  # nothing written
+
+
+def test_a_cell_of_another_model_stored_under_the_name_is_never_quoted(report_db):
+    """A user's factory named like a built-in (or two factories named alike): its stored step is another model's,
+    so neither its CPU time nor its peak is used, and a note says why."""
+    import sqlite3
+
+    conn = sqlite3.connect(report_db)
+    with conn:
+        for key, spec in conn.execute("SELECT key, workload_json FROM cells WHERE workload = 'fcn-r'").fetchall():
+            other = {**json.loads(spec), "params": 263338, "source": "/home/u/mymodel.py:make_slow"}
+            conn.execute("UPDATE cells SET workload_json = ? WHERE key = ?", (json.dumps(other), key))
+    conn.close()
+    proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", db=report_db,
+                  env={"COLUMNS": "250", **NO_FILE})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "On this CPU (measured" not in proc.stdout and "no measured step of fcn-r at batch" in proc.stdout
+    assert "was a different model (the workloads differ: params 263338 -> " in proc.stdout
+    assert "so it was not used" in proc.stdout

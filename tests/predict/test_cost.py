@@ -210,3 +210,23 @@ def test_a_bad_budget_is_one_line_naming_the_units(typed):
     with pytest.raises(UsageError, match=r"^--budget .*(duration|seconds)") as caught:
         build_parser().parse_args(["advise", "tiny-fcn-r", f"--budget={typed}"])
     assert "\n" not in str(caught.value)
+
+
+def test_a_stored_cell_of_another_model_of_the_same_name_is_not_used_and_said():
+    """Two user factories named alike, or one named like a built-in: a cell is the workload's only when its stored
+    workload is the same model (`dlperf compare`'s notion: params, source, ...), whatever its batch."""
+    from dataclasses import replace
+
+    mine = replace(BUILTIN["fcn-r"], batch=100)
+    other = {**mine.to_json(), "params": 7, "source": "/home/u/mymodel.py:make"}
+    cells = [make_cell("fcn-r", batch=100, median_s=0.5, workload_spec=mine.to_json()),
+             make_cell("fcn-r", batch=100, median_s=0.00944, workload_spec=other, run_id=3, peak_mem_bytes=2**40),
+             make_cell("fcn-r@b100", batch=100, median_s=0.4, workload_spec={**mine.to_json(), "name": "fcn-r@b100"}),
+             make_cell("fcn-r", batch=100, median_s=0.3)]  # fmt: skip  # stored without its workload: kept
+    kept, notes = cost.same_model(cells, BUILTIN["fcn-r"])
+    assert [c.median_s for c in kept] == [0.5, 0.4, 0.3]
+    assert cost.measured_cpu(kept, 100).median_s == 0.3 and cost.measured_peaks(kept, 100) == {}
+    (note,) = notes
+    assert note.startswith("the store's fcn-r of run 3 was a different model (the workloads differ: params ")
+    assert "source None -> " not in note and "source /home/u/mymodel.py:make -> None" in note
+    assert note.endswith("so it was not used")

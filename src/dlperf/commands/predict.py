@@ -137,6 +137,8 @@ def check_cost_flags(args) -> float | None:
     if args.memory and given and given[0] != "--format":
         raise UsageError(f"{given[0]} is a figure of the cost: --memory takes none")
     if given and not args.cost and not args.memory:
+        if given[0] == "--format":
+            raise UsageError("--format is for --cost and --memory only (their figures as JSON): add one of them")
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
     if not args.cost:
         return None
@@ -208,6 +210,7 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
 
     samples, what = work
     cells, where = stored_cells(args, workload.name)
+    cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
     x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
                    predicted_peaks(args, workload, {p.mode for p in predictions}))  # fmt: skip
     cell = cost.measured_cpu(cells, workload.batch)
@@ -216,9 +219,10 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     if args.format == "json":
         import json
 
-        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how}, indent=1) + "\n", "the costs")
+        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "not_used": others}, indent=1) + "\n",
+                     "the costs")  # fmt: skip
         return 0
-    print_rich(view.table(x), lines=view.lines(x, how), notes=[*view.notes(x), *notes])
+    print_rich(view.table(x), lines=view.lines(x, how), notes=[*others, *view.notes(x), *notes])
     return 0
 
 

@@ -3,8 +3,9 @@
 The work is a number of samples: the epochs asked (`--epochs`, default 1) of the workload's data set, or `--samples`.
 A GPU's time is the predicted step (`roofline.Prediction.step_s`, the batch's copy included) times the steps the work
 takes; its cost, that time at the low and the high $/GPU-hour of its price row (`prices.py`). This CPU's time comes
-from a measured step of the same workload and batch in the store, never a prediction; its energy cost from a stated
-watt figure and an electricity price (both assumptions, overridable). Pure functions over their inputs; the command
+from a measured step of the same workload (the same model, not only its name: `same_model`) and batch in the store,
+never a prediction; its energy cost from a stated watt figure and an electricity price (both assumptions,
+overridable). Pure functions over their inputs; the command
 (`commands/predict.py`) reads the store and prints.
 """
 
@@ -170,15 +171,46 @@ def cpu_cost(cell, samples: int, watts: float, kwh_price: float) -> Cpu:
                kwh_price)  # fmt: skip
 
 
+# What names, sizes or feeds a workload rather than what model it is: the rest of its `Workload.to_json` identifies it,
+# as `dlperf compare` reads it (`report.compare.workload_diff`); the batch is matched on its own.
+NOT_IDENTITY = ("name", "batch", "ddp_batch", "notes", "hidden", "paper", "data", "extra")
+
+
+def same_model(cells, workload) -> tuple[list, list[str]]:
+    """The stored `cells` of `workload`'s name that are `workload` (the same model, whatever their batch), and a note
+    for each other model stored under its name (another user's factory of the same name, one named like a built-in),
+    whose cells are not used. Only what the stored workload says is compared (an older store's lacks newer fields; a
+    cell stored without its workload cannot be told apart and is kept), both as the store's JSON reads."""
+    import json
+
+    from dlperf.report.compare import workload_diff
+
+    as_stored = lambda d: json.loads(json.dumps(d))  # noqa: E731  (a tuple reads back a list)
+    mine, spec, others = [], as_stored(workload.to_json()), {}
+    for c in cells:
+        unsaid = [k for k in spec if k not in c.workload_spec]
+        differs = workload_diff(as_stored(c.workload_spec), spec, (*NOT_IDENTITY, *unsaid)) if c.workload_spec else ""
+        if differs:
+            others.setdefault(differs, set()).add(c.run_id)
+        else:
+            mine.append(c)
+    notes = [f"the store's {workload.name} of run{'s' * (len(runs) > 1)} {', '.join(map(str, sorted(runs)))} was a "
+             f"different model (the workloads differ: {differs}), so it was not used"
+             for differs, runs in others.items()]  # fmt: skip
+    return mine, notes
+
+
 def measured_cpu(cells, batch: int):
-    """The fastest measured plain CPU cell at `batch` among `cells` (the workload's, of any run), or None."""
+    """The fastest measured plain CPU cell at `batch` among `cells` (the workload's, of any run: `same_model`'s), or
+    None."""
     mine = [c for c in cells if c.device == "cpu" and c.ok and c.median_s and not c.nproc and not c.loader
             and c.batch == batch]  # fmt: skip
     return min(mine, key=lambda c: c.median_s, default=None)
 
 
 def measured_peaks(cells, batch: int) -> dict[str, int]:
-    """The largest peak memory measured at `batch` among `cells` (the workload's), per mode and for any mode ("")."""
+    """The largest peak memory measured at `batch` among `cells` (the workload's: `same_model`'s), per mode and for any
+    mode ("")."""
     peaks: dict[str, int] = {}
     for c in cells:
         if c.batch == batch and c.peak_mem_bytes and not c.nproc:

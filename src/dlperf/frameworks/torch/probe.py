@@ -72,7 +72,8 @@ def op_count(workload: Workload, mode: str, batch: int, fit: list[int] | None = 
         points = [(b, calls, sum(nbytes(t) for t in tensors_in(data)))
                   for b, (calls, data) in zip(batches, count_calls(step, makers), strict=True)]  # fmt: skip
     except Exception as exc:  # the user's model, whatever it raises: this row's reason
-        return {"workload": workload.name, "mode": mode, "batch": batch, "error": uncountable(exc)}
+        why = own_error(workload) or uncountable(exc)  # a user's step that fails for real too: the model's error
+        return {"workload": workload.name, "mode": mode, "batch": batch, "error": why}
     _, calls, input_bytes = points[-1]
     found = {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in grouped(calls)],
              "input_bytes": input_bytes, "params": step.params}  # fmt: skip
@@ -88,6 +89,21 @@ def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:
     if workload.arch == "user":
         return step.user.make_batch(batch, cpu)
     return synthetic_batch(dataclasses.replace(workload, batch=batch), cpu)
+
+
+def own_error(workload: Workload) -> str | None:
+    """What a user's step raises run for real, on a batch of 2 on the CPU, in the user's words and at the user's line
+    (`where_in_user_code`): a step the counter cannot take is first the model's own error where it has one."""
+    from dlperf.errors import where_in_user_code
+
+    if workload.arch != "user":
+        return None
+    try:
+        build(dataclasses.replace(workload, batch=2), "cpu", "fp32").step()
+    except Exception as exc:
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return f"the model's own step raises {text}{where_in_user_code(exc)} (run for real on a batch of 2)"
+    return None
 
 
 def uncountable(exc: BaseException) -> str:
