@@ -1,5 +1,5 @@
-"""ARCHITECTURE.md matches the tree: every path it names exists (but those where wave 2 will go), and every module
-and folder of the package, and every module of `runner/`, `worker/` and `plan/`, is in its map."""
+"""ARCHITECTURE.md matches the tree: every path it names exists, and every module and folder of the package, and
+every module of `runner/`, `worker/` and `plan/`, is in its map."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ PACKAGE = ROOT / "src" / "dlperf"
 
 
 def named_paths() -> set[str]:
-    """Every `path/like.py` or `folder/` the page writes in backticks, before the section on what is to come."""
-    tokens = re.findall(r"`([A-Za-z0-9_./<>-]+)`", DOC[: DOC.index("## Where wave 2 goes")])
+    """Every `path/like.py` or `folder/` the page writes in backticks."""
+    tokens = re.findall(r"`([A-Za-z0-9_./<>-]+)`", DOC)
     return {t for t in tokens if (t.endswith((".py", "/")) or "/" in t) and "<" not in t and not t.startswith("-")}
 
 

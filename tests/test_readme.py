@@ -25,3 +25,16 @@ def test_the_readme_links_every_guide_and_concept_page():
 def test_every_file_the_readme_links_is_in_the_repository():
     missing = [link for link in LINKS if not link.startswith("docs/images/") and not (ROOT / link).exists()]
     assert missing == []
+
+
+def commands_table(text: str) -> list[str]:
+    """The rows of the table under a page's "## The commands" heading."""
+    section = text.split("\n## The commands\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("|")]
+
+
+def test_the_sites_home_page_carries_the_readmes_table_of_commands():
+    """docs/index.md holds a copy of README's table (the site does not include README): the two stay the same."""
+    index = (ROOT / "docs/index.md").read_text()
+    assert len(commands_table(README)) >= 10
+    assert commands_table(index) == commands_table(README)
