@@ -265,6 +265,18 @@ def test_runs_without_a_common_cell_are_an_error_not_no_regression(tmp_path, cap
         )
 
 
+def test_runs_of_two_files_are_named_with_their_file(tmp_path, capsys):
+    """Two database files' latest runs were both "run 2": which file is which was not said."""
+    x, y = tmp_path / "x.db", tmp_path / "y.db"
+    make_db(x, {"fcn-r": processes(40, 3, 0.1)}, {"fcn-r": processes(40, 3, 0.1)})
+    make_db(y, {"alexnet-r": processes(41, 3, 0.1)}, {"alexnet-r": processes(41, 3, 0.1)})
+    assert main(["compare", str(x), str(y)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dlperf: error: A (run 2 of {x}) and B (run 2 of {y}) share no cell measured on both sides: nothing "
+        "compared (1 only in A, 1 only in B)"
+    )
+
+
 def test_hostile_workload_names_reach_the_terminal_escaped(tmp_path, capsys):
     hostile = "\x1b[2J\x1b]0;pwned\x07net\x9b31m[bold]x[/]"
     db = tmp_path / "d.db"

@@ -95,6 +95,7 @@ def test_number_formats():
     assert seconds(0.5) == "0.500 s" and seconds(0.0042) == "4.20 ms" and seconds(None) == "-"
     assert count(25_557_032) == "25,557,032"
     assert duration(23.4) == "23 s" and duration(720) == "12 min" and duration(7300) == "2 h 01 min"
+    assert duration(0.4) == "0.4 s" and duration(0) == "0 s"  # "profiled in 0 s" said of a 0.4 s profile
 
 
 def test_frameworks_training_different_parameter_counts_are_named_with_the_documented_reason():

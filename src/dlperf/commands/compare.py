@@ -17,7 +17,7 @@ DESCRIPTION = (
     "Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
     "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
     "slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to compare), or "
-    "none could be tested (each side needs two processes of a cell: --repeats 3 or more)."
+    "none could be tested (each side needs two processes of a cell, --repeats 2; 3 or more to tell small changes)."
 )
 
 
@@ -64,9 +64,8 @@ def nothing_compared(result, a, b) -> str:
 
     whys = Counter(u.why if u.why.startswith("only in") else "not ok on a side" for u in result.unmatched)
     listed = ", ".join(f"{n} {why}" for why, n in whys.items()) or "both runs are empty"
-    return (
-        f"A (run {a.run_id}) and B (run {b.run_id}) share no cell measured on both sides: nothing compared ({listed})"
-    )
+    where = (lambda side: f"run {side.run_id}") if a.db == b.db else (lambda side: f"run {side.run_id} of {side.db}")
+    return f"A ({where(a)}) and B ({where(b)}) share no cell measured on both sides: nothing compared ({listed})"
 
 
 def print_wide(renderable) -> None:

@@ -38,6 +38,8 @@ def duration(value: float | None) -> str:
     """A wall-clock span for a person: 45 s, 12 min, 1 h 05 min."""
     if value is None:
         return "-"
+    if 0 < value < 0.95:
+        return f"{value:.1f} s"  # never "0 s" for a span that took time
     if value < 90:
         return f"{value:.0f} s"
     if value < 5400:
