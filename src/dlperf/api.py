@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from dlperf import envinfo
@@ -169,12 +170,45 @@ def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: 
 
 
 def _latest_unfinished(store: Store, db: str) -> RunRecord:
-    run = store.latest_unfinished_run()
+    run = latest_resumable(store)
     if run is None and not store.runs():
         raise UsageError(f"--resume: {db} holds no run to resume (dlperf run starts one)")
+    if run is None and (search := store.latest_unfinished_run()):
+        raise UsageError(f"--resume: {db}'s unfinished runs are searches' (the latest, run {search.id}, of dlperf "
+                         f"{made_by(search.argv)}), which --resume cannot go on with: run the search again (it starts "
+                         "over)")  # fmt: skip
     if run is None:
         raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
     return run
+
+
+SEARCHES = ("optimize", "fit", "crossover")  # each chooses its next cells from those before: resumed, it starts over
+
+
+def latest_resumable(store: Store) -> RunRecord | None:
+    """The run `--resume` finishes: the latest unfinished one that is not a search's (`searched_by`)."""
+    return next((r for r in reversed(store.runs()) if r.status != "complete" and not searched_by(store, r)), None)
+
+
+def made_by(argv: list[str]) -> str | None:
+    """The dlperf command that made a run, from its stored argv: its first word after the program's that is not an
+    option (`dlperf --db X optimize`: the store's path is never taken for it); None for an argv without one."""
+    words = [a for before, a in pairwise(argv) if not a.startswith("-") and before != "--db"]
+    return words[0] if words else None
+
+
+def searched_by(store: Store, run: RunRecord) -> str | None:
+    """The search command (SEARCHES) whose run `run` is, where `dlperf run --resume` would not finish what it began;
+    None for any other run, and for a crossover whose thread search ended (every batch's cell is in the run, its
+    GPU steps beside them: resumed, the crossover is whole, as its interrupt said)."""
+    from dlperf.report import predicted
+
+    command = made_by(run.argv)
+    if command not in SEARCHES:
+        return None
+    if command == "crossover" and predicted.read(store, run.id, lambda fault: None):
+        return None
+    return command
 
 
 def _unfinished(store: Store, db: str, warn: Callable[[str], None]) -> RunRecord:

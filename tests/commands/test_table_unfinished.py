@@ -83,7 +83,7 @@ def test_a_search_s_interrupted_run_says_to_run_the_search_again_as_the_search_d
 
 
 def test_the_command_that_made_a_run_is_the_first_argv_item_naming_one():
-    from dlperf.commands.table import made_by
+    from dlperf.api import made_by
 
     assert made_by(["dlperf", "fit", "m.py:make"]) == "fit"
     assert made_by(["/venv/bin/dlperf", "--db", "fit", "run", "fcn-r"]) == "run"  # a store named fit is no command
@@ -94,7 +94,7 @@ def test_the_command_that_made_a_run_is_the_first_argv_item_naming_one():
 def test_a_fit_or_a_crossover_cut_in_its_thread_search_is_a_search_a_crossover_with_its_batches_planned_resumes(
     tmp_path,
 ):
-    from dlperf.commands.table import searched_by
+    from dlperf.api import searched_by
 
     store = Store.open(tmp_path / "t.db", create=True)
     try:
@@ -105,3 +105,28 @@ def test_a_fit_or_a_crossover_cut_in_its_thread_search_is_a_search_a_crossover_w
         assert searched_by(store, plain) is None
     finally:
         store.close()
+
+
+def test_resume_takes_the_latest_unfinished_run_that_is_not_a_search_and_says_when_only_searches_are_left(tmp_path):
+    """An interrupted `dlperf optimize` after an interrupted sweep: `dlperf run --resume` took the optimize run (its
+    baseline cells), and the sweep the user meant was left unfinished."""
+    from dlperf.api import latest_resumable
+
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    planned_run(store, 1, "interrupted", ("dlperf", "optimize", "m.py:make"))
+    assert latest_resumable(store).id == 1
+    store.close()
+    flat = " ".join(dlperf("table", "--run", "1", db=db).stdout.split())
+    assert f"`dlperf run --resume --db {db}` measures them" in flat  # run 1 is the one --resume finishes
+
+    only = tmp_path / "s.db"
+    store = Store.open(only, create=True)
+    planned_run(store, 1, "interrupted", ("dlperf", "fit", "m.py:make"))
+    store.close()
+    said = dlperf("run", "--resume", db=only)
+    assert said.returncode == 2 and said.stderr.strip() == (
+        f"dlperf: error: --resume: {only}'s unfinished runs are searches' (the latest, run 1, of dlperf fit), which "
+        "--resume cannot go on with: run the search again (it starts over)"
+    )

@@ -60,6 +60,7 @@ def run(args) -> int:
 def unfinished_note(store, run, cells: list, db: str) -> list[str]:
     """A run whose cells are not all measured says so, and how it goes on: still measured by a live process, or
     resumable (the resume command takes the latest unfinished run: named only where that is this one)."""
+    from dlperf.api import latest_resumable, searched_by
     from dlperf.measure.units import plural
     from dlperf.store.location import resume_command
     from dlperf.vocab import Status
@@ -74,37 +75,10 @@ def unfinished_note(store, run, cells: list, db: str) -> list[str]:
         return [f"run {run.id} is unfinished ({run.status}): {left}; it is the run of a `dlperf {search}` search, "
                 f"which `dlperf run --resume` would not go on with: to search again, run it again (it starts over): "
                 f"`{shlex.join(run.argv)}`"]  # fmt: skip
-    latest = store.latest_unfinished_run()
+    latest = latest_resumable(store)
     if latest and latest.id == run.id:
         return [f"run {run.id} is unfinished ({run.status}): {left}; `{resume_command(db)}` measures them"]
     return [f"run {run.id} is unfinished ({run.status}): {left}; --resume takes the latest unfinished run, {latest.id}"]
-
-
-SEARCHES = ("optimize", "fit", "crossover")  # each chooses its next cells from those before: resumed, it starts over
-
-
-def made_by(argv: list[str]) -> str | None:
-    """The dlperf command that made a run, from its stored argv: the first item that names one (`dlperf --db X
-    optimize` names it after the store's path, which is never taken for it); None for an argv without one."""
-    from itertools import pairwise
-
-    from dlperf.commands import NAMES
-
-    return next((a for before, a in pairwise(argv) if a in NAMES and before != "--db"), None)
-
-
-def searched_by(store, run) -> str | None:
-    """The search command (SEARCHES) whose run `run` is, where `dlperf run --resume` would not finish what it began;
-    None for any other run, and for a crossover whose thread search ended (every batch's cell is in the run, its
-    GPU steps beside them: resumed, the crossover is whole, as its interrupt said)."""
-    from dlperf.report import predicted
-
-    command = made_by(run.argv)
-    if command not in SEARCHES:
-        return None
-    if command == "crossover" and predicted.read(store, run.id, lambda fault: None):
-        return None
-    return command
 
 
 def print_table(
