@@ -183,7 +183,7 @@ def same_model(cells, workload) -> tuple[list, list[str]]:
     cell stored without its workload cannot be told apart and is kept), both as the store's JSON reads."""
     import json
 
-    from dlperf.report.compare import workload_diff
+    from dlperf.workloads.base import workload_diff
 
     as_stored = lambda d: json.loads(json.dumps(d))  # noqa: E731  (a tuple reads back a list)
     mine, spec, others = [], as_stored(workload.to_json()), {}

@@ -33,6 +33,7 @@ from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.spec import whole_number
 from dlperf.store.records import CellRecord
+from dlperf.workloads.base import workload_diff
 
 CONFIDENCE = 0.95  # of the interval of each ratio
 MIN_PROCESSES = 2  # per side, for a test at all
@@ -232,13 +233,6 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
 def _workload_diff(a: CellRecord, b: CellRecord) -> str:
     """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same."""
     return workload_diff(a.workload_spec, b.workload_spec)
-
-
-def workload_diff(wa: dict[str, Any], wb: dict[str, Any], ignore: Sequence[str] = ()) -> str:
-    """How two workloads (`Workload.to_json`) differ, e.g. "params 263338 -> 270298"; "" when they are the same but
-    for the keys in `ignore`. What identifies a workload here and in `dlperf predict --cost` (`predict/cost.py`)."""
-    keys = [k for k in dict.fromkeys([*wa, *wb]) if k not in ignore and wa.get(k) != wb.get(k)]
-    return ", ".join(f"{k} {wa.get(k)} -> {wb.get(k)}" for k in keys)
 
 
 def _decide(result: Comparison) -> None:

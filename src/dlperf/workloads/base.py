@@ -6,6 +6,7 @@ the rows of two frameworks comparable. Nothing in this module imports a framewor
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -72,3 +73,10 @@ class Workload:
         d["input"] = InputSpec(**{**d["input"], "shape": tuple(d["input"]["shape"])})
         d["optimizer"] = OptimizerSpec(**d["optimizer"])
         return cls(**d)
+
+
+def workload_diff(wa: dict[str, Any], wb: dict[str, Any], ignore: Sequence[str] = ()) -> str:
+    """How two workloads (`Workload.to_json`) differ, e.g. "params 263338 -> 270298"; "" when they are the same but
+    for the keys in `ignore`. What identifies a workload in `dlperf compare` and `dlperf predict --cost`."""
+    keys = [k for k in dict.fromkeys([*wa, *wb]) if k not in ignore and wa.get(k) != wb.get(k)]
+    return ", ".join(f"{k} {wa.get(k)} -> {wb.get(k)}" for k in keys)
