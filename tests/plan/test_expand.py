@@ -31,6 +31,27 @@ def test_two_sources_that_name_one_workload_alike_are_one_line():
         check_names({"resnet-50": BUILTIN["resnet-50"], "c.py:make": replace(mine, name="resnet-50")})
 
 
+def test_a_users_factory_named_like_a_built_in_is_refused(tmp_path):
+    """A factory named `fcn-r` was stored as fcn-r: `predict --cost` then quoted its CPU step as the built-in's."""
+    from conftest import require
+    from dlperf.plan.workloads import resolve_workload
+
+    require("torch")
+    path = tmp_path / "m.py"
+    path.write_text(
+        "import torch, dlperf\n"
+        "def make():\n"
+        "    return dlperf.user_workload('fcn-r', torch.nn.Linear(4, 2), lambda: (torch.randn(2, 4), "
+        "torch.tensor([0, 1])), torch.nn.functional.cross_entropy, batch_size=2)\n"
+    )
+    with pytest.raises(UsageError) as refused:
+        resolve_workload(f"{path}:make", "torch", 120)
+    assert str(refused.value) == (
+        f"workload '{path}:make' is named 'fcn-r', as a built-in workload: give it a name of its own "
+        "(dlperf.user_workload's first argument)"
+    )
+
+
 def test_key_is_stable():
     assert Cell("fcn-r", "torch", "cpu", 2, "fp32").key == "fcn-r|torch|cpu|2|fp32"
 

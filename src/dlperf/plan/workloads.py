@@ -25,6 +25,9 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
     data_dir = data if data not in (DATA_SYNTHETIC, DATA_DATASET) else None
     request = WorkloadRequest(name, data_dir)
     answer = probe.ask(framework, request, interpreter_for(framework), timeout, timeout_flag="--timeout")
+    if answer.name in BUILTIN:  # stored under its name, its cells would read as the built-in's (predict, compare)
+        raise UsageError(f"workload {name!r} is named {answer.name!r}, as a built-in workload: give it a name of its "
+                         "own (dlperf.user_workload's first argument)")  # fmt: skip
     return Workload(
         name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
