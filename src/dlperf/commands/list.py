@@ -1,6 +1,6 @@
 """`dlperf list`: the workloads, or with --frameworks every framework of the paper and today's, measurable here or
 why not, or with --parallel every strategy of a multi-process cell (and Horovod), what each rank holds and whether it
-is measurable here."""
+is measurable here, or with --runs the runs a store holds (their ids, for --run, compare and report)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,13 @@ import argparse
 import json
 from dataclasses import asdict, dataclass
 
-from dlperf.commands.common import add_format
+from dlperf.commands.common import add_format, db_path
 from dlperf.vocab import ExitCode
 
-HELP = "the workloads, or with --frameworks the frameworks, or with --parallel the strategies of --nproc cells"
-TAKES_DB = False  # reads no store
+HELP = (
+    "the workloads, or with --frameworks the frameworks, with --parallel the strategies of --nproc cells, or "
+    "with --runs the runs of --db"
+)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -27,6 +29,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every strategy of --parallel (and Horovod): what each rank holds, measurable here or why not",
     )
+    what.add_argument(
+        "--runs", action="store_true", help="the runs of --db: id, start, status, cells, the command and the machine"
+    )
 
 
 def run(args) -> int:
@@ -36,6 +41,8 @@ def run(args) -> int:
         return list_frameworks(args.format)
     if args.parallel:
         return list_parallel(args.format)
+    if args.runs:
+        return list_runs(db_path(args), args.format)
     published = {w.name for w in PUBLISHED}
     workloads = [w for w in BUILTIN.values() if args.all or not w.hidden]
     if args.format == "json":
@@ -139,3 +146,47 @@ def list_parallel(fmt: str) -> int:
         here = "measurable" + (f"; {r.needs}" if r.needs else "") if r.measurable else f"no: {r.reason}"
         print(f"  here          {here}")
     return ExitCode.OK
+
+
+def list_runs(db: str, fmt: str) -> int:
+    """Every run of the store, oldest first: its id (what --run, compare and report take), when it started, its
+    status, its cells by status, the command that made it and the machine; a merged run says where it came from."""
+    from dlperf.measure.units import plural
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        runs, counts = store.runs(), store.cell_counts()
+    finally:
+        store.close()
+    rows = [run_row(r, counts.get(r.id, {})) for r in runs]
+    if fmt == "json":
+        print(json.dumps(rows, indent=2))
+        return ExitCode.OK
+    from rich.table import Table
+    from rich.text import Text
+
+    from dlperf.commands.common import print_rich
+    from dlperf.report.format import terminal
+
+    table = Table(title=f"{plural(len(rows), 'run')} in {terminal(db)}")
+    for name in ("run", "started", "status", "cells", "command", "machine"):
+        table.add_column(name, justify="right" if name == "run" else "left", overflow="fold")
+    for r in rows:
+        cells = ", ".join(f"{n} {status}" for status, n in r["cells"].items()) or "none"
+        started = r["started"][:19].replace("T", " ")
+        machine = r["machine"] + (f" (merged from {r['merged_from']})" if r["merged_from"] else "")
+        table.add_row(*(Text(terminal(str(v))) for v in (r["run"], started, r["status"], cells, r["command"],
+                                                            machine)))  # fmt: skip
+    print_rich(table)
+    return ExitCode.OK
+
+
+def run_row(run, cells: dict[str, int]) -> dict:
+    import shlex
+
+    f = run.fingerprint
+    machine = ", ".join(str(x) for x in (f.get("cpu_model"), f.get("hostname")) if x) or "?"
+    origin = f"{run.origin.db}:{run.origin.run_id}" if run.origin else None
+    return {"run": run.id, "started": run.started_at, "status": run.status, "cells": dict(sorted(cells.items())),
+            "command": shlex.join(run.argv or []), "machine": machine, "merged_from": origin}  # fmt: skip

@@ -217,6 +217,13 @@ class Store(MachineFigures):
     def runs(self) -> list[RunRecord]:
         return [_run_record(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY id")]
 
+    def cell_counts(self) -> dict[int, dict[str, int]]:
+        """Each run's cells by status: {run_id: {"ok": 12, "pending": 2, ...}}."""
+        counts: dict[int, dict[str, int]] = {}
+        for run_id, status, n in self.conn.execute("SELECT run_id, status, COUNT(*) FROM cells GROUP BY 1, 2"):
+            counts.setdefault(run_id, {})[status] = n
+        return counts
+
     def latest_unfinished_run(self) -> RunRecord | None:
         row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
         return None if row is None else _run_record(row)
