@@ -24,6 +24,7 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework, Parallel
 from dlperf.workloads import BUILTIN, SUITE
+from dlperf.workloads.base import split_variant
 from dlperf.workloads.user import (
     choices,
     factories_in_file,
@@ -130,10 +131,10 @@ def _check_limits(s: RunSpec) -> None:
 def _check_lists(s: RunSpec) -> None:
     """Each list field as its flag's parser takes it: the values a parser gives back parse again."""
     for name in s.workloads:
-        if looks_like_source(name):
-            split_source(name)  # its file is looked for by the probe that builds it: the machine's check
+        if looks_like_source(base := split_variant(name)[0]):
+            split_source(base)  # its file is looked for by the probe that builds it: the machine's check
         else:
-            parse_workload(name)
+            parse_workload(name, variant=True)
     parse_frameworks(_text(s.frameworks))
     parse_modes(_text(s.modes))
     parse_scaling(s.scaling)
@@ -469,18 +470,27 @@ def parse_workloads(text: str | None, flag: str | None = "--workloads") -> tuple
     """`flag`: the option that gave `text`, named in an error; None for a command's positional WORKLOAD."""
     if text is None:
         return tuple(w.name for w in SUITE)
-    return tuple(dict.fromkeys(parse_workload(item, flag) for item in split_list(text, flag or "workload")))
+    return tuple(dict.fromkeys(parse_workload(item, flag, True) for item in split_list(text, flag or "workload")))
 
 
 def parse_one_workload(text: str) -> str:
     """A command's positional WORKLOAD: one built-in name or one factory, never a list."""
     if "," in text or not text.strip():
         raise UsageError(f"workload {text!r}: give one built-in name (dlperf list) or one path/file.py:factory")
-    return parse_workload(text.strip(), None)
+    return parse_workload(text.strip(), None, variant=True)
 
 
-def parse_workload(item: str, flag: str | None = "--workloads") -> str:
-    """A built-in name, or a user's `file.py:factory` with its file found and made absolute. `flag`: as above."""
+def parse_workload(item: str, flag: str | None = "--workloads", variant: bool = False) -> str:
+    """A built-in name, or a user's `file.py:factory` with its file found and made absolute. `flag`: as above.
+    `variant`: either may take a batch of its own (`resnet-50@b64`), where the command measures what it is given."""
+    base, batch = split_variant(item)
+    if batch is not None:
+        if not variant:
+            raise UsageError(f"{flag or 'workload'} {item!r}: a batch of its own (NAME@bN) is for run, profile and "
+                             f"optimize; here name {base} (with --batch where the command has one)")  # fmt: skip
+        if not 1 <= batch <= FIT_MAX_BATCH:
+            raise UsageError(f"{flag or 'workload'} {item!r}: the batch after @b must be from 1 to {FIT_MAX_BATCH:,}")
+        return f"{parse_workload(base, flag)}@b{batch}"
     if looks_like_source(item):
         return normalize_source(item)
     if item.lower() in BUILTIN:

@@ -17,7 +17,7 @@ HELP = "find the fastest training mode for a workload"
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.spec import MAX_SECONDS, OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
 
-    p.add_argument("workload", help="a built-in name or path/file.py:factory")
+    p.add_argument("workload", help="a built-in name or path/file.py:factory (at another batch: NAME@bN)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
     p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads (default: every usable core)")
     p.add_argument(

@@ -40,7 +40,8 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("workload", help="a built-in name, or path/file.py:factory, or module:factory")
+    p.add_argument("workload", help="a built-in name, or path/file.py:factory, or module:factory (at another "
+                   "batch: NAME@bN)")  # fmt: skip
     p.add_argument("--framework", default="torch", help="default: torch")
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cpu and every visible GPU)")
     p.add_argument("--threads", type=whole_list("--threads"), help="CPU thread counts, e.g. 1,2 (default: 1, 2, ...)")

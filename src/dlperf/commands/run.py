@@ -37,8 +37,8 @@ def add_sweep_flags(p: argparse.ArgumentParser) -> None:
     """What the sweep measures: its cells' workloads, frameworks, devices, thread counts and modes."""
     p.add_argument(
         "--workloads",
-        help="comma list of built-in names, or path/file.py:factory, or module:factory "
-        "(default: the seven networks of Shi et al. 2016)",
+        help="comma list of built-in names, or path/file.py:factory, or module:factory, each at a batch of its own "
+        "with @bN (resnet-50@b64) (default: the seven networks of Shi et al. 2016)",
     )
     p.add_argument("--frameworks", default="torch", help="comma list (default: torch)")
     p.add_argument("--devices", help="comma list of cpu, cuda, cuda:N, mps (default: cpu and every visible GPU)")

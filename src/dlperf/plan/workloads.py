@@ -14,12 +14,17 @@ from dlperf.runner import probe
 from dlperf.runner.sweep import interpreter_for
 from dlperf.spec import RunSpec
 from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
+from dlperf.workloads.base import split_variant
 
 
 def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA_SYNTHETIC) -> Workload:
     """A built-in workload, or a user's: its factory is imported and built in a probe, for at most `timeout` (the
     cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped). Under `--data DIR`, DIR is
     given to a factory that takes `data_dir`, in the probe and in every child that builds it (`extra`)."""
+    base, batch = split_variant(name)
+    if batch is not None:  # `resnet-50@b64`: the workload at that batch, under a name of its own (as fit names its)
+        w = resolve_workload(base, framework, timeout, data)
+        return replace(w, name=f"{w.name}@b{batch}", batch=batch, ddp_batch=None, paper=None)
     if name in BUILTIN:
         return BUILTIN[name]
     data_dir = data if data not in (DATA_SYNTHETIC, DATA_DATASET) else None

@@ -6,6 +6,7 @@ the rows of two frameworks comparable. Nothing in this module imports a framewor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -80,3 +81,12 @@ def workload_diff(wa: dict[str, Any], wb: dict[str, Any], ignore: Sequence[str] 
     for the keys in `ignore`. What identifies a workload in `dlperf compare` and `dlperf predict --cost`."""
     keys = [k for k in dict.fromkeys([*wa, *wb]) if k not in ignore and wa.get(k) != wb.get(k)]
     return ", ".join(f"{k} {wa.get(k)} -> {wb.get(k)}" for k in keys)
+
+
+VARIANT = re.compile(r"(.+)@b(\d+)")  # at a batch of its own: `resnet-50@b64`, as fit and crossover name theirs
+
+
+def split_variant(name: str) -> tuple[str, int | None]:
+    """`resnet-50@b64` -> ("resnet-50", 64); a plain name -> (name, None)."""
+    found = VARIANT.fullmatch(name)
+    return (found.group(1), int(found.group(2))) if found else (name, None)

@@ -15,6 +15,7 @@ the standard library, torch and dlperf's standard-library-only modules, nothing 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import Any
@@ -132,19 +133,24 @@ def h2d(batch: Any, device: str) -> dict[str, Any]:
 
 def training_parts(workload: str, device: str = "cpu") -> tuple:
     """(model, optimizer, loss_fn, x, y): what dlperf trains for `workload` (a built-in name, or a factory
-    `file.py:make`) in fp32 eager on `device`, the user's own optimizer included. `dlperf optimize`'s recipe starts
-    from these, so it runs as printed; in one's own code, one's own objects take their place."""
+    `file.py:make`; either at a batch of its own, `resnet-50@b64`) in fp32 eager on `device`, the user's own optimizer
+    included. `dlperf optimize`'s recipe starts from these, so it runs as printed; in one's own code, one's own
+    objects take their place."""
     from dlperf.workloads import BUILTIN
+    from dlperf.workloads.base import split_variant
     from dlperf.workloads.user import looks_like_source, normalize_source
 
-    if workload in BUILTIN:
-        chosen = BUILTIN[workload]
-    elif looks_like_source(workload):
-        source = normalize_source(workload)
+    name, batch = split_variant(workload)
+    if name in BUILTIN:
+        chosen = BUILTIN[name]
+    elif looks_like_source(name):
+        source = normalize_source(name)
         user = load_user(source)
         chosen = Workload(user.name, "user", {}, InputSpec("user", ()), 0, user.batch_size, OptimizerSpec("user"),
                           source=source)  # fmt: skip
     else:
         raise UsageError(f"{workload!r}: neither a built-in workload nor a factory (file.py:make)")
+    if batch is not None:
+        chosen = dataclasses.replace(chosen, batch=batch)
     step = build(chosen, device, "fp32")
     return step.model, step.optimizer, step.loss_fn, step.inputs, step.targets
