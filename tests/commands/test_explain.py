@@ -175,7 +175,7 @@ def test_profile_advises_no_mode_a_slow_bf16_peak_or_a_model_without_image_input
     print_profiles(str(db), 1)
     out = capsys.readouterr().out
     assert "  verdict: memory-bound (highly)" in out
-    assert "  try: --modes fused\n" in out  # AdamW has a fused implementation
+    assert "  try: --modes fused (with dlperf run or profile; dlperf optimize tries each)\n" in out  # AdamW: fused
     assert "  left out: bf16: no fast path for bf16 here: `dlperf peak` measured its matrix product 35x slower " in out
     assert "channels_last: needs an image input (channels, height, width)" in out
     table = json.loads(dlperf("table", "--explain", "--format", "json", db=db).stdout)
@@ -194,7 +194,7 @@ def test_without_peaks_the_planning_probes_timing_rules_bf16_out_and_a_busy_peak
     db = memory_bound_db(tmp_path / "d.db", {"fp32": (1.8e10, 0.55)}, env)  # measured while others held the CPUs
     print_profiles(str(db), 1)
     out = capsys.readouterr().out
-    assert "  try: --modes fused\n" in out
+    assert "  try: --modes fused (with dlperf run or profile; dlperf optimize tries each)\n" in out
     assert "bf16: no fast path for bf16 here: the planning probe timed its matrix product 14x slower" in out
     assert "cpu:2 fp32: only a peak measured on a busy machine (other processes used 55% of the CPUs)" in out
     notes = json.loads(dlperf("table", "--format", "json", db=db).stdout)["notes"]

@@ -413,7 +413,8 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
         few = f" (rests on {cell.n} timed steps)" if cell.n is not None and cell.n < FEW_SAMPLES else ""
         lines.append(f"  verdict: {v.label}: {v.figure}{few}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
-        lines.append(f"  try: {'; '.join(tries) if tries else 'no mode addresses it on this device'}")
+        where = " (with dlperf run or profile; dlperf optimize tries each)" if v.modes else ""
+        lines.append(f"  try: {'; '.join(tries) + where if tries else 'no mode addresses it on this device'}")
         if v.left_out:
             lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
     if line := achieved_text(achieved(figures, profile.overhead, peaks, bandwidth, cell.mode), cell.mode):
