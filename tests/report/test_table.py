@@ -247,3 +247,10 @@ def test_the_legend_explains_only_the_marks_that_appear():
     [line] = table.legend(table.build(1, [*marked, cell("lstm", "cpu", 1, 1.0), cell("lstm", "cpu", 2, 0.5)]))
     assert f"{table.BEST_MARK} = fastest CPU thread count" in line and "(N%) = utilization" in line
     assert f"{table.FEW_MARK} = fewer than" in line
+
+
+def test_the_memory_views_sizes_are_never_zero_mib_for_a_small_figure():
+    """`predict --memory` printed a small model's batch and per-sample figures as "0 MiB"."""
+    from dlperf.report.memory import size
+
+    assert [size(n) for n in (300, 300_000, 5 * 2**20, 3 * 2**30)] == ["300 B", "293 KiB", "5 MiB", "3.00 GiB"]

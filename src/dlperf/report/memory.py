@@ -5,12 +5,16 @@ each GPU, the largest batch that does, and how each mode changes them against th
 from __future__ import annotations
 
 from dlperf.predict import memory
+from dlperf.report.format import nbytes
 
 PART_HEADS = ("parameters", "gradients", "optimizer", "batch", "activations", "overhead", "peak")
 
 
 def size(n: float) -> str:
-    return f"{n / memory.GIB:.2f} GiB" if n >= memory.GIB else f"{n / 2**20:.0f} MiB"
+    """GiB to two decimals, else whole MiB; under 1 MiB in KiB or bytes (a small batch was "0 MiB")."""
+    if n >= memory.GIB:
+        return f"{n / memory.GIB:.2f} GiB"
+    return f"{n / 2**20:.0f} MiB" if n >= 2**20 - 2**19 else nbytes(round(n))
 
 
 def parts_table(workload, found: dict):
