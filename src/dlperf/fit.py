@@ -154,7 +154,12 @@ def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | Non
 
 
 def mib(size: int | None) -> str:
-    return "?" if size is None else f"{size / 2**20:,.0f} MiB"
+    """Whole MiB; under half a MiB in KiB or bytes (`--max-memory 1KB` was echoed as "0 MiB")."""
+    from dlperf.report.format import nbytes
+
+    if size is None:
+        return "?"
+    return f"{size / 2**20:,.0f} MiB" if size >= 2**19 else nbytes(size)
 
 
 def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,

@@ -52,6 +52,7 @@ def wide(tmp_path):
         (["tiny-fcn-r", "--max-memory", "3XB"], "--max-memory '3XB'"),
         (["tiny-fcn-r", "--max-memory", "0"], "--max-memory"),
         (["tiny-fcn-r", "--max-memory", "1MiB"], "below what a training process needs to start"),
+        (["tiny-fcn-r", "--max-memory", "1KB"], "--max-memory 1000 B: below what"),  # was "0 MiB"
         (["tiny-fcn-r", "--device", "cuda:0", "--max-memory", "1GiB"], "the GPU's own memory is the limit"),
         (["no-such-net"], "unknown workload 'no-such-net'"),
         (["tiny-fcn-r", "--modes", "fp33"], "--modes"),
