@@ -40,3 +40,15 @@ def where_in_user_code(exc: BaseException) -> str:
         if not any(real == lib or real.startswith(lib + os.sep) for lib in libraries):
             return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
     return ""
+
+
+def why_unwritable(path: object) -> str:
+    """Why an existing folder or file cannot be written, in a few words: "its file system is read-only" where it is
+    mounted so (no permission would help), else "permission denied". Standard library only."""
+    import os
+
+    try:
+        read_only = bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except (OSError, AttributeError):  # AttributeError: a platform without statvfs
+        read_only = False
+    return "its file system is read-only" if read_only else "permission denied"

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dlperf import parallel as strategies
-from dlperf.errors import UsageError
+from dlperf.errors import UsageError, why_unwritable
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
 from dlperf.measure.timer import TimerConfig
@@ -219,7 +219,8 @@ def check_trace_dir(path: str) -> None:
     if not found.is_dir():
         raise UsageError(f"--trace-dir {path!r}: {str(found)!r} is a file, not a directory")
     if not os.access(found, os.W_OK | os.X_OK):
-        raise UsageError(f"--trace-dir {path!r}: {str(found)!r} cannot be written (its permissions); name another")
+        raise UsageError(f"--trace-dir {path!r}: {str(found)!r} cannot be written ({why_unwritable(found)}); name "
+                         "another")  # fmt: skip
 
 
 def _check_data(s: RunSpec) -> None:

@@ -85,7 +85,7 @@ def test_read_only_directory_new_and_existing_database(report_db, tmp_path, mode
     existing.write_bytes(report_db.read_bytes())
     folder.chmod(0o555)
     try:
-        one_line_error(dlperf("run", *TINY, "--db", folder / "new.db", preexec=modes_apply), "not writable")
+        one_line_error(dlperf("run", *TINY, "--db", folder / "new.db", preexec=modes_apply), "not writable (permission")
         before = existing.read_bytes()
         proc = dlperf("run", *TINY, "--db", existing, preexec=modes_apply)
         one_line_error(proc, "old.db", "is not writable", "journal")
@@ -428,3 +428,15 @@ def test_the_resume_hint_names_the_same_database_as_the_user_did(monkeypatch, db
     if from_env:
         monkeypatch.setenv("DLPERF_DB", db)
     assert resume_command(db) == hint
+
+
+def test_a_read_only_file_system_is_named_as_such_not_as_permissions(tmp_path, monkeypatch):
+    """A store on a read-only mount said "not writable", and --trace-dir "(its permissions)": no chmod would help."""
+    import os
+    from types import SimpleNamespace
+
+    from dlperf.errors import why_unwritable
+
+    assert why_unwritable(tmp_path) == "permission denied"  # a writable mount: only permissions could refuse here
+    monkeypatch.setattr(os, "statvfs", lambda path: SimpleNamespace(f_flag=os.ST_RDONLY))
+    assert why_unwritable(tmp_path) == "its file system is read-only"

@@ -7,7 +7,7 @@ import os
 import shlex
 from pathlib import Path
 
-from dlperf.errors import UsageError
+from dlperf.errors import UsageError, why_unwritable
 
 
 def default_db() -> str:
@@ -71,11 +71,11 @@ def _check_writable(path: str) -> None:
     if not target.exists():
         raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
     if not os.access(target, os.W_OK):
-        raise UsageError(f"--db {path!r}: not writable")
+        raise UsageError(f"--db {path!r}: not writable ({why_unwritable(target)})")
     folder = p.absolute().parent
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable, and SQLite writes its "
-                         "journal there")  # fmt: skip
+        raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable ({why_unwritable(folder)}), "
+                         "and SQLite writes its journal there")  # fmt: skip
 
 
 def resume_command(db: str) -> str:
