@@ -554,6 +554,7 @@ def test_the_views_take_the_best_undisturbed_peak_and_say_when_only_disturbed_on
     assert bandwidth_lookup(store, MACHINE, "cpu", 2) == 2e10
     [note] = busy_notes(peaks, "cpu:2")
     assert note.startswith("cpu:2 bf16: only a peak measured on a busy machine (CPU steal 30%)")
+    assert busy_notes(peaks, "cpu:2", "fp32") == [] and busy_notes(peaks, "cpu:2", "bf16+channels_last") == [note]
     store.record_peaks(MACHINE, {}, [busy(matmul("cpu", 1, "fp32", 1.8e10), others=0.55)])
     only_busy = peak_lookup(store, MACHINE, "cpu", 1)
     assert only_busy == {"fp32": 1.8e10}  # still used, and said

@@ -356,7 +356,7 @@ def print_profiles(db: str, run_id: int) -> None:
             cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
             bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
             lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env)
-            busy.update(dict.fromkeys(busy_notes(peaks, cell.column)))
+            busy.update(dict.fromkeys(busy_notes(peaks, cell.column, cell.mode)))  # its own dtypes' peaks only
     finally:
         store.close()
     lines += [f"note: {note}" for note in busy]

@@ -57,11 +57,13 @@ def disturbance(detail: dict) -> str | None:
     return ", ".join(found) or None
 
 
-def busy_notes(peaks: Peaks | dict, where: str) -> list[str]:
-    """One note per dtype whose only peak was measured on a busy machine: the figures held against it read high."""
+def busy_notes(peaks: Peaks | dict, where: str, mode: str | None = None) -> list[str]:
+    """One note per dtype whose only peak was measured on a busy machine: the figures held against it read high.
+    `mode`: only the dtypes a cell of that mode is held against (fp32, and its autocast dtype)."""
+    used = None if mode is None else {"fp32", *(d for d in ("bf16", "fp16") if d in mode.split("+"))}
     return [f"{where} {dtype}: only a peak measured on a busy machine ({why}) exists: utilization and shares of the "
             "peak held against it read high; run `dlperf peak` on a quiet machine"
-            for dtype, why in getattr(peaks, "disturbed", {}).items()]  # fmt: skip
+            for dtype, why in getattr(peaks, "disturbed", {}).items() if used is None or dtype in used]  # fmt: skip
 
 
 def _is_cpu(device: str) -> bool:
