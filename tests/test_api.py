@@ -64,3 +64,14 @@ def test_a_real_run_with_predict_false_never_asks_the_predictor(tmp_path, monkey
     outcome = dl.run("tiny-fcn-r", threads=[1], devices="cpu", db=str(tmp_path / "n.db"), timer=TINY_TIMER,
                      predict=False)  # fmt: skip
     assert outcome.exit_code == 0 and [s.value for s in outcome.statuses] == ["ok"]
+
+
+def test_the_timer_is_part_of_the_api_and_a_bad_flag_is_named_before_anything_runs(tmp_path):
+    """The API page's example imported `dlperf.measure.timer.TimerConfig`, an internal path: `dlperf.TimerConfig`."""
+    import dlperf
+    from dlperf.errors import UsageError
+
+    assert dlperf.TimerConfig is TimerConfig and "TimerConfig" in dlperf.__all__
+    with pytest.raises(UsageError, match="--threads"):
+        dlperf.run("tiny-fcn-r", threads="one", timer=dlperf.TimerConfig(max_time=1), db=str(tmp_path / "a.db"))
+    assert not (tmp_path / "a.db").exists()

@@ -6,7 +6,7 @@ imported only inside the child process that measures a cell.
 
 from dlperf.version import VERSION as __version__
 
-__all__ = ["Outcome", "__version__", "resume", "run", "training_parts", "user_workload"]
+__all__ = ["Outcome", "TimerConfig", "__version__", "resume", "run", "training_parts", "user_workload"]
 
 
 def __getattr__(name: str):
@@ -15,6 +15,10 @@ def __getattr__(name: str):
         from dlperf import api
 
         return getattr(api, name)
+    if name == "TimerConfig":  # how each cell is timed: `dlperf.run(..., timer=dlperf.TimerConfig(max_time=2))`
+        from dlperf.measure.timer import TimerConfig
+
+        return TimerConfig
     if name == "user_workload":
         from dlperf.workloads.user import user_workload
 

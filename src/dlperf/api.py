@@ -56,12 +56,28 @@ def run(
     progress: Any = None,
     argv: list[str] | None = None,
     warn: Callable[[str], None] | None = None,
-    **spec_kwargs,
+    **spec_kwargs: Any,
 ) -> Outcome:
-    """Plan, measure and store a sweep. Returns the outcome; `outcome.exit_code` follows the CLI's convention.
+    """Plan, measure and store a sweep, as `dlperf run` does. Returns the outcome; `outcome.exit_code` follows the
+    CLI's convention.
 
     Warnings about the plan (oversubscription, inherited thread variables) go to `warn` before anything runs;
-    by default to stderr."""
+    by default to stderr.
+
+    Args:
+        workloads: built-in names, `file.py:factory` strings or factory functions (a list, or one comma list as
+            `--workloads` takes it; `NAME@bN` at a batch of its own); None: the seven networks of Shi et al. (2016).
+        db: the SQLite store (default: $DLPERF_DB or ./dlperf.db).
+        dry_run: plan and estimate only (`outcome.tasks`, `outcome.estimate`); nothing is measured or stored.
+        progress: a progress display in place of the default one.
+        argv: the command line stored with the run (default: this process's).
+        warn: called with each warning about the plan.
+        **spec_kwargs: `dlperf run`'s flags, each a list or its comma text: `frameworks`, `devices`, `threads`
+            (`[1, 2]` or `"1,2"`), `modes`, `nprocs`, `scaling`, `parallel`, `microbatches`, `data`, `loaders`,
+            `trace_dir`; `timer=dlperf.TimerConfig(max_time=2)` for how each cell is timed; and as they are
+            `repeats`, `timeout`, `compile_timeout`, `compile_at_once`, `pin`, `loss_check`, `profile`, `predict`,
+            `max_memory`, `campaign`. A bad value raises UsageError naming its flag, before anything runs.
+    """
     db, warn = db or default_db(), warn or warn_stderr
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)

@@ -28,6 +28,10 @@ from dlperf.measure.stats import sorted_ci_halfwidth
 
 @dataclass(frozen=True)
 class TimerConfig:
+    """How each cell's steps are timed (`dlperf run`'s --min-steps, --min-time, --max-time, ...): the warm-up is
+    discarded until the step is steady, then steps are sampled until the median's 95% interval is within
+    `ci_target`, at least `min_steps` steps and `min_time` seconds, at most `max_time` seconds."""
+
     min_steps: int = 10  # sample at least this many steps ...
     min_time: float = 1.0  # ... and for at least this many seconds
     max_time: float = 60.0  # stop sampling here even if the median is not yet tight
