@@ -278,7 +278,8 @@ def dispatch_table(measured: list[PeakRow]):
 
     from dlperf.report.format import figure
 
-    table = Table(title="Dispatch: one tiny operator (a chain of in-place adds on one element)")
+    title = "Dispatch: one tiny operator (a chain of in-place adds on one element)"
+    table = Table(title=title, min_width=len(title))  # three narrow columns folded the title into three lines
     for name in ("device", "threads", "us per op"):
         table.add_column(name, justify="left" if name == "device" else "right")
     for r in measured:
