@@ -39,7 +39,7 @@ def test_each_run_is_listed_with_its_status_cells_and_command(tmp_path):
         1, "complete", {"ok": 2, "pending": 1}, "dlperf run --threads 1")  # fmt: skip
     assert (second["run"], second["status"], second["cells"]) == (2, "interrupted", {"ok": 1, "pending": 1})
     assert second["command"] == f"dlperf --db {db} optimize m.py:make" and second["merged_from"] is None
-    text = " ".join(dlperf("list", "--runs", db=db).stdout.split())
+    text = " ".join(dlperf("list", "--runs", db=db, env={"COLUMNS": "200"}).stdout.split())  # xdist sets 80
     assert "2 runs in" in text and "1 ok, 1 pending" in text and "interrupted" in text
 
 
