@@ -191,7 +191,7 @@ def _latest_unfinished(store: Store, db: str) -> RunRecord:
         raise UsageError(f"--resume: {db} holds no run to resume (dlperf run starts one)")
     if run is None and (search := store.latest_unfinished_run()):
         raise UsageError(f"--resume: {db}'s unfinished runs are searches' (the latest, run {search.id}, of dlperf "
-                         f"{made_by(search.argv)}), which --resume cannot go on with: run the search again (it starts "
+                         f"{made_by(search)}), which --resume cannot go on with: run the search again (it starts "
                          "over)")  # fmt: skip
     if run is None:
         raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
@@ -206,11 +206,17 @@ def latest_resumable(store: Store) -> RunRecord | None:
     return next((r for r in reversed(store.runs()) if r.status != "complete" and not searched_by(store, r)), None)
 
 
-def made_by(argv: list[str]) -> str | None:
+def command_of(argv: list[str]) -> str | None:
     """The dlperf command that made a run, from its stored argv: its first word after the program's that is not an
-    option (`dlperf --db X optimize`: the store's path is never taken for it); None for an argv without one."""
+    option (`dlperf --db X optimize`: the store's path is never taken for it); None for an argv without one. Only
+    for runs stored before their environment kept `made_by`: a script calling the API stores its own argv."""
     words = [a for before, a in pairwise(argv) if not a.startswith("-") and before != "--db"]
     return words[0] if words else None
+
+
+def made_by(run: RunRecord) -> str | None:
+    """The dlperf command whose run `run` is: as its environment keeps it (`Session.create`), else from its argv."""
+    return run.env.get("made_by") or command_of(run.argv)
 
 
 def searched_by(store: Store, run: RunRecord) -> str | None:
@@ -219,7 +225,7 @@ def searched_by(store: Store, run: RunRecord) -> str | None:
     GPU steps beside them: resumed, the crossover is whole, as its interrupt said)."""
     from dlperf.report import predicted
 
-    command = made_by(run.argv)
+    command = made_by(run)
     if command not in SEARCHES:
         return None
     if command == "crossover" and predicted.read(store, run.id, lambda fault: None):

@@ -133,7 +133,9 @@ def crossover(
         (warn or warn_stderr)(warning)
     store = Store.open(db, create=True)
     try:
-        session = Session.create(store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
+        session = Session.create(
+            store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by="crossover"
+        )
         session.forkable = forkable  # the processes its warm parent was started for
         counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]
         searched = 0 if opts.threads else len(counts) - 1  # the search batch at the other thread counts

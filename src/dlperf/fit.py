@@ -207,7 +207,9 @@ class Search:
     def __init__(self, store, spec: RunSpec, plan, workload, threads: int, progress_factory, argv) -> None:
         from dlperf.runner.session import Session
 
-        self.session = Session.create(store, spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]])
+        self.session = Session.create(
+            store, spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by="fit"
+        )
         self.workload, self.threads, self.progress_factory = workload, threads, progress_factory
         self.answers: dict[str, ModeAnswer] = {}
 

@@ -285,7 +285,7 @@ class Searcher:
         store = Store.open(self.db, create=True)
         try:
             argv = ["dlperf", *sys.argv[1:]]
-            self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv)
+            self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv, made_by="optimize")
             self.budget = Budget(self.opts.budget_s, self.session, started=start)
             self.session.deadline = start + self.opts.budget_s  # no process outlives the budget (`runner/sweep.py`)
             self.fingerprint = envinfo.fingerprint(plan.env)

@@ -10,10 +10,13 @@ from dlperf.vocab import Status
 from report.runs import MACHINE, cell, measured
 
 
-def planned_run(store: Store, measure: int, status: str | None, argv: tuple[str, ...] = ("dlperf", "run")) -> int:
-    """A run of three cells, the first `measure` of them measured; `status` set (None: left as created)."""
+def planned_run(
+    store: Store, measure: int, status: str | None, argv: tuple[str, ...] = ("dlperf", "run"), **env
+) -> int:
+    """A run of three cells, the first `measure` of them measured; `status` set (None: left as created); `env`: more
+    of its environment (`made_by`)."""
     plan = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56")]
-    run_id = store.create_run({"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}}, MACHINE,
+    run_id = store.create_run({"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}, **env}, MACHINE,
                               list(argv), plan)  # fmt: skip
     for c in plan[:measure]:
         m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
@@ -83,12 +86,12 @@ def test_a_search_s_interrupted_run_says_to_run_the_search_again_as_the_search_d
 
 
 def test_the_command_that_made_a_run_is_the_first_argv_item_naming_one():
-    from dlperf.api import made_by
+    from dlperf.api import command_of
 
-    assert made_by(["dlperf", "fit", "m.py:make"]) == "fit"
-    assert made_by(["/venv/bin/dlperf", "--db", "fit", "run", "fcn-r"]) == "run"  # a store named fit is no command
-    assert made_by(["dlperf", "--db=x.db", "optimize", "fit"]) == "optimize"
-    assert made_by([]) is None and made_by(["dlperf"]) is None
+    assert command_of(["dlperf", "fit", "m.py:make"]) == "fit"
+    assert command_of(["/venv/bin/dlperf", "--db", "fit", "run", "fcn-r"]) == "run"  # a store named fit is no command
+    assert command_of(["dlperf", "--db=x.db", "optimize", "fit"]) == "optimize"
+    assert command_of([]) is None and command_of(["dlperf"]) is None
 
 
 def test_a_fit_or_a_crossover_cut_in_its_thread_search_is_a_search_a_crossover_with_its_batches_planned_resumes(
@@ -103,6 +106,10 @@ def test_a_fit_or_a_crossover_cut_in_its_thread_search_is_a_search_a_crossover_w
         plain = store.run(planned_run(store, 1, "interrupted"))
         assert searched_by(store, fit) == "fit" and searched_by(store, crossover) == "crossover"
         assert searched_by(store, plain) is None
+        # the API stores the calling script's argv: the run's own made_by is what counts, where it has one
+        script = store.run(planned_run(store, 1, "interrupted", ("bench.py", "fit"), made_by="run"))
+        api_fit = store.run(planned_run(store, 1, "interrupted", ("dlperf",), made_by="fit"))
+        assert searched_by(store, script) is None and searched_by(store, api_fit) == "fit"
     finally:
         store.close()
 

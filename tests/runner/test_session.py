@@ -77,3 +77,18 @@ def test_the_budget_counts_from_when_the_search_began_and_estimates_from_the_ses
 def test_a_fake_session_is_enough_for_the_clock():
     budget = Budget(10.0, SimpleNamespace(), started=time.monotonic())
     assert budget.covers(5.0) and not budget.covers(11.0)
+
+
+def test_a_run_keeps_the_command_that_made_it_whatever_argv_a_calling_script_had(tmp_path):
+    """`dlperf.fit(...)` from `python bench.py` stores bench.py's argv: `--resume` must still know a fit's run."""
+    from dlperf.api import searched_by
+
+    store = Store.open(tmp_path / "m.db", create=True)
+    spec = RunSpec(("tiny-fcn-r",), threads=(1,))
+    try:
+        fit = Session.create(store, spec, {"cores": {"cores": 2}}, 2, ["bench.py"], made_by="fit")
+        run = Session.create(store, spec, {"cores": {"cores": 2}}, 2, ["bench.py", "fit"])
+        assert store.run(fit.run_id).env["made_by"] == "fit" and searched_by(store, store.run(fit.run_id)) == "fit"
+        assert store.run(run.run_id).env["made_by"] == "run" and searched_by(store, store.run(run.run_id)) is None
+    finally:
+        store.close()

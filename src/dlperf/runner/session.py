@@ -48,11 +48,13 @@ class Session:
     @classmethod
     def create(
         cls, store: Store, spec: RunSpec, env: dict, cores: int, argv: list[str],
-        cells: list[Cell] = (), workloads: dict[str, dict] | None = None,
+        cells: list[Cell] = (), workloads: dict[str, dict] | None = None, made_by: str = "run",
     ) -> Session:  # fmt: skip
         """A new run leased to this process, `cells` pending (`workloads`: cell key -> workload JSON); a search
-        starts with none and adds them as it goes."""
+        starts with none and adds them as it goes. `made_by`: the command whose run it is (`run`, or a search's),
+        kept with its environment for `api.searched_by`: the argv stored is a script's own where the API made it."""
         workloads = dict(workloads or {})
+        env = {**env, "made_by": made_by}
         fingerprint = envinfo.fingerprint(env)
         run_id = store.create_run(spec.to_json(), env, fingerprint, argv, _pending(cells, workloads))
         return cls(store, run_id, spec, workloads, cores)
