@@ -156,9 +156,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: int, device: str, out: dict) -> None:
-    """A rank: one pipeline step; its loss (last stage), its stage's parameters after the update and the batch it
-    drew. On CUDA (NCCL, one GPU per rank) also whether its sync waits for the GPU, and its memory figure."""
+def one_step(rank: int, world: int, port: int, name: str, schedules: tuple[str, ...], micro: int, device: str,
+             out: dict) -> None:  # fmt: skip
+    """A rank: one pipeline step of each schedule, built afresh in one process group; for each, its loss (last
+    stage), its stage's parameters after the update and the batch it drew. On CUDA (NCCL, one GPU per rank) also
+    whether its sync waits for the GPU, and its memory figure."""
     torch.set_num_threads(1)
     backend = "nccl" if device == "cuda" else "gloo"
     if backend == "nccl":
@@ -166,21 +168,26 @@ def one_step(rank: int, world: int, port: int, name: str, parallel: str, micro: 
     dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
     try:
         group = ddp.Group(rank, world, rank, backend)
-        cell = Cell(name, "torch", device, 1, "fp32", nproc=world, scaling="strong", parallel=parallel,
-                    microbatches=micro)  # fmt: skip
-        train = pp.build(stepped(name), cell, group)
-        loss = train.step()
-        found = {"loss": None if loss is None else loss.item(), "split": train.decided.split,
-                 "params": {k: v.detach().cpu().clone() for k, v in train.module.named_parameters()},
-                 "batch": (train.inputs.cpu(), train.targets.cpu())}  # fmt: skip
-        if backend == "nccl":
-            found["sync_waits"] = sync_waits(train)
-            found["stage_bytes"] = sum(p.numel() * p.element_size() for p in train.module.parameters())
-            found["memory"] = train.memory_of_step()  # one more pipeline step: every rank takes it
-        out[rank] = found
+        for parallel in schedules:
+            out[(parallel, rank)] = pipeline_step(name, parallel, micro, device, world, group)
     finally:
         dist.destroy_process_group()
     exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
+
+
+def pipeline_step(name: str, parallel: str, micro: int, device: str, world: int, group: ddp.Group) -> dict:
+    cell = Cell(name, "torch", device, 1, "fp32", nproc=world, scaling="strong", parallel=parallel,
+                microbatches=micro)  # fmt: skip
+    train = pp.build(stepped(name), cell, group)
+    loss = train.step()
+    found = {"loss": None if loss is None else loss.item(), "split": train.decided.split,
+             "params": {k: v.detach().cpu().clone() for k, v in train.module.named_parameters()},
+             "batch": (train.inputs.cpu(), train.targets.cpu())}  # fmt: skip
+    if device == "cuda":
+        found["sync_waits"] = sync_waits(train)
+        found["stage_bytes"] = sum(p.numel() * p.element_size() for p in train.module.parameters())
+        found["memory"] = train.memory_of_step()  # one more pipeline step: every rank takes it
+    return found
 
 
 def sync_waits(train: pp.PipelineStep) -> bool:
@@ -234,11 +241,13 @@ def test_a_pipeline_step_is_the_unsplit_step(name, micro, device):
     (CUDA's generator is not the CPU's), within float32's differences between the two; and each rank's sync waits for
     its GPU, and its memory figure is the CUDA allocator's peak, above its stage's parameters and their gradients."""
     rtol, atol = (1e-5, 1e-6) if device == "cpu" else (1e-4, 1e-5)
-    for parallel in ("gpipe", "1f1b"):
-        with mp.Manager() as manager:
-            out = manager.dict()
-            mp.spawn(one_step, args=(2, free_port(), name, parallel, micro, device, out), nprocs=2)
-            ranks = dict(out)
+    schedules = ("gpipe", "1f1b")
+    with mp.Manager() as manager:  # one pair of processes steps both, each schedule's stages built afresh
+        out = manager.dict()
+        mp.spawn(one_step, args=(2, free_port(), name, schedules, micro, device, out), nprocs=2)
+        stepped_by = dict(out)
+    for parallel in schedules:
+        ranks = {rank: stepped_by[(parallel, rank)] for rank in (0, 1)}
         drawn = (ranks[0]["batch"][0], ranks[1]["batch"][1]) if device == "cuda" else None
         want_loss, want = reference(name, micro, drawn)
         assert ranks[0]["loss"] is None and ranks[1]["loss"] == pytest.approx(want_loss, rel=rtol)
