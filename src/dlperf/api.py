@@ -198,7 +198,7 @@ def _latest_unfinished(store: Store, db: str) -> RunRecord:
     return run
 
 
-SEARCHES = ("optimize", "fit", "crossover")  # each chooses its next cells from those before: resumed, it starts over
+SEARCHES = ("optimize", "fit", "crossover", "advise")  # each picks its cells from those before: resumed, it starts over
 
 
 def latest_resumable(store: Store) -> RunRecord | None:

@@ -26,7 +26,7 @@ from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
-from dlperf.predict import MAX_BATCH
+from dlperf.predict import MAX_BATCH, roofline
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
 from dlperf.runner import warm
@@ -41,11 +41,7 @@ from dlperf.workloads.base import Workload
 
 DEFAULT_GPUS = ("H100-SXM5-80GB", "T4")  # a data-centre GPU of today, and an inference/cloud GPU of the T4 class
 MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the predictor knows
-SMALL_BATCHES = (
-    "at small batches a GPU's step is mostly fixed costs, the copy's latency and the host issuing each kernel: with "
-    "a GPU in this machine both would be this machine's, and they are predicted from published GPU machines, not "
-    "measured here"
-)
+SMALL_BATCHES = f"at small batches a GPU's step is mostly fixed costs, the copy's latency and {roofline.HOST_ISSUING}"
 LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
 
 
@@ -117,8 +113,10 @@ def crossover(
     argv: list[str] | None = None,
     progress_factory: Callable | None = None,
     warn: Callable[[str], None] | None = None,
+    made_by: str = "crossover",
 ) -> Result:
-    """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer."""
+    """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer. `made_by`: the
+    command whose run it is (`dlperf advise` measures through this one)."""
     from dlperf.predict import count
 
     db = db or default_db()
@@ -134,7 +132,7 @@ def crossover(
     store = Store.open(db, create=True)
     try:
         session = Session.create(
-            store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by="crossover"
+            store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by=made_by
         )
         session.forkable = forkable  # the processes its warm parent was started for
         counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]

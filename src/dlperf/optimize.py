@@ -269,6 +269,7 @@ class Searcher:
         self.env: dict = {}  # the plan's environment: the probe's precision speeds
         self.under_way, self.reached = "the fp32 baseline", []  # what an interrupt would cut short; the rounds begun
         self.interrupted: str | None = None
+        self.made_by = "optimize"  # the command whose run it is (`Session.create`)
 
     def run(self) -> Search:
         start = time.monotonic()  # planning counts in the budget
@@ -285,7 +286,7 @@ class Searcher:
         store = Store.open(self.db, create=True)
         try:
             argv = ["dlperf", *sys.argv[1:]]
-            self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv, made_by="optimize")
+            self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv, made_by=self.made_by)
             self.budget = Budget(self.opts.budget_s, self.session, started=start)
             self.session.deadline = start + self.opts.budget_s  # no process outlives the budget (`runner/sweep.py`)
             self.fingerprint = envinfo.fingerprint(plan.env)
@@ -563,8 +564,11 @@ class Searcher:
         return peak_lookup(self.session.store, self.fingerprint, self.base_cell.device, self.base_cell.threads)
 
 
-def optimize(opts: Options, db: str | None = None, *, progress_factory=None, warn=None) -> Search:
-    """Search the modes for `opts.workload`; returns the ranked results and the recommendation."""
+def optimize(
+    opts: Options, db: str | None = None, *, progress_factory=None, warn=None, made_by: str = "optimize"
+) -> Search:
+    """Search the modes for `opts.workload`; returns the ranked results and the recommendation. `made_by`: the
+    command whose search it is, kept with its run (`dlperf advise` searches through this one)."""
     if opts.budget_s <= 0:
         raise UsageError("--budget must be positive")
     if opts.repeats < 1:
@@ -575,4 +579,5 @@ def optimize(opts: Options, db: str | None = None, *, progress_factory=None, war
     from dlperf.progress import Running  # one count over the search's processes, whose total it does not know
 
     searcher = Searcher(opts, db or default_db(), progress_factory or Running(), warn or warn_stderr)
+    searcher.made_by = made_by
     return searcher.run()
