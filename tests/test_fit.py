@@ -91,3 +91,27 @@ def test_an_out_of_memory_reason_names_the_batch_and_the_limit():
     assert reason == "out of memory at batch 16 under --max-memory 300 MiB: RuntimeError: DefaultCPUAllocator: " \
                      "can't allocate memory: 64 bytes"  # fmt: skip
     assert oom_reason(MemoryError(), 2, None) == "out of memory at batch 2: MemoryError"
+
+
+def test_a_batch_whose_try_would_outlast_the_timeout_is_not_tried_and_the_answer_so_far_stands():
+    """A CPU fit without --max-memory doubles up to batches whose steps take minutes: at the pace of the largest
+    batch that fitted, the next try's process would outlast --timeout, so it is not started (it was, and timed out
+    after --timeout: 5 minutes lost to say what the pace said)."""
+    from types import SimpleNamespace
+
+    from dlperf.fit import NOT_TRIED, Search, Try
+
+    class Paced(Search):
+        def __init__(self, timeout: float) -> None:
+            self.session, self.answers, self.made = SimpleNamespace(spec=SimpleNamespace(timeout=timeout)), {}, []
+
+        def try_batch(self, mode: str, batch: int) -> Try:
+            self.made.append(batch)
+            return Try(batch, "ok", False, batch * 2**20, "live", 10.0, None, 3, 0.25 * batch)  # 0.25 s a sample
+
+    search = Paced(timeout=300)
+    answer = search.search("fp32", 64, 2**16)
+    assert search.made == [64, 128, 256, 512, 1024]  # 1024: 256 s; 2048 would take 512 s
+    assert answer.largest == 1024 and answer.ended.startswith(f"batch 2048 {NOT_TRIED}: at batch 1024's pace")
+    assert "about 9 min, past --timeout 5 min" in answer.ended
+    assert Paced(timeout=1e6).search("fp32", 64, 4096).ended == "max-batch"  # within the timeout: tried as before

@@ -24,6 +24,7 @@ from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.protocol import Cell
+from dlperf.report.format import duration
 from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
 from dlperf.vocab import ExitCode, Status
@@ -55,12 +56,33 @@ class Try:
     peak_mem_kind: str | None
     samples_per_s: float | None
     reason: str | None
+    steps: int = 0  # timed steps behind samples_per_s
+    duration_s: float | None = None  # the try's process, start to end
 
     @classmethod
-    def of(cls, cell: CellRecord, batch: int) -> Try:
+    def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None) -> Try:
         oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
         rate = batch / cell.median_s if cell.ok and cell.median_s else None
-        return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error)
+        return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,
+                   cell.n if rate else 0, duration_s)  # fmt: skip
+
+
+NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit reached, as --max-batch is
+
+
+def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
+    """Why `batch` is not tried: its process, at the time per sample of the largest batch that fitted (whose steps
+    take the most of its time), would outlast --timeout; None to try it."""
+    fitted = [t for t in tries if t.status == Status.OK and t.duration_s and t.batch < batch]
+    if not fitted:
+        return None
+    last = max(fitted, key=lambda t: t.batch)
+    expected = last.duration_s * batch / last.batch
+    if expected <= timeout:
+        return None
+    pace = f"at batch {last.batch}'s pace ({duration(last.duration_s)} a try)"
+    return (f"batch {batch} {NOT_TRIED}: {pace} it would take about {duration(expected)}, past --timeout "
+            f"{duration(timeout)} (a longer --timeout tries it)")  # fmt: skip
 
 
 @dataclass
@@ -227,7 +249,8 @@ class Search:
                 answer.ended = answer.ended or "interrupted"
             return ExitCode.INTERRUPTED
         self.session.complete()
-        ended_well = all(a.ended in ("boundary", "max-batch", "nothing fits") for a in self.answers.values())
+        ended_well = all(a.ended in ("boundary", "max-batch", "nothing fits") or NOT_TRIED in a.ended
+                         for a in self.answers.values())  # fmt: skip
         return ExitCode.OK if ended_well else ExitCode.CELLS_FAILED
 
     def search(self, mode: str, start: int, max_batch: int) -> ModeAnswer:
@@ -235,6 +258,9 @@ class Search:
         self.answers[mode] = answer  # an interrupt keeps the tries made
         fits: dict[int, bool] = {}
         while (batch := next_batch(fits, start, max_batch)) is not None:
+            if why := too_long(answer.tries, batch, self.session.spec.timeout):
+                answer.ended = why
+                break
             answer.trying = batch
             tried = self.try_batch(mode, batch)
             answer.tries.append(tried)
@@ -260,7 +286,7 @@ class Search:
         if cell.key not in self.session.workloads:
             self.session.add([cell], replace(self.workload, name=cell.workload, batch=batch).to_json())
         self.session.measure(schedule([cell], 1), self.progress_factory, last=False)
-        return Try.of(self.session.cell(cell.key), batch)
+        return Try.of(self.session.cell(cell.key), batch, max(self.session.durations().get(cell.key, []), default=None))
 
     def notes(self, opts: Options, limit: int | None) -> list[str]:
         notes = [f"stored as run {self.session.run_id}: each try a cell named {self.workload.name}@bN"]
