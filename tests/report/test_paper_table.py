@@ -1,0 +1,62 @@
+"""`dlperf table --paper`: a run's Table-7 cells beside the paper's figures at the same thread count and tool."""
+
+import csv
+import io
+import json
+from dataclasses import replace
+
+from conftest import make_cell
+from dlperf.report import paper_table
+
+
+def cell(workload="fcn-r", framework="torch", device="cpu", threads=1, median=1.0, batch=1024, paper="FCN-R", **f):
+    return make_cell(workload, framework=framework, device=device, threads=threads, batch=batch, median_s=median,
+                     iqr_s=0.01, n=f.pop("n", 10), workload_spec={"paper": paper}, **f)  # fmt: skip
+
+
+def test_each_cell_stands_beside_its_tools_figures_at_its_thread_count_and_the_fastest_tools():
+    rows, notes = paper_table.build([cell(threads=2, median=0.5), cell(device="cuda:0", median=0.01)])
+    cpu, gpu = rows
+    # FCN-R at 2 threads in the paper's Table 7: Torch 0.926 (desktop), 0.915 (server); fastest CNTK 0.857 (server)
+    assert [(f.tool, f.seconds, f.where) for f in cpu.same] == [("Torch", 0.926, "desktop"), ("Torch", 0.915, "server")]
+    assert (cpu.fastest.tool, cpu.fastest.seconds, cpu.fastest.where) == ("CNTK", 0.857, "server")
+    assert cpu.ratio == 0.926 / 0.5  # the paper's desktop Torch over this machine: 1.85x faster here
+    assert [(f.tool, f.seconds, f.where) for f in gpu.same] == [("Torch", 0.016, "GTX 1080")]
+    assert (gpu.fastest.tool, gpu.fastest.seconds) == ("Torch", 0.016)  # ahead of Caffe's and CNTK's 0.017
+    assert notes == []
+    text = paper_table.render_markdown(rows, notes)
+    assert "| fcn-r | torch | 1024 | cpu:2 | 0.500 n=10 | Torch 0.926 desktop, 0.915 server | CNTK 0.857 (server) " \
+           "| 1.85x |" in text  # fmt: skip
+    assert "arXiv:1608.07249" in text and "Lua Torch7" in text
+
+
+def test_jax_has_no_counterpart_and_a_thread_count_the_paper_did_not_measure_has_no_figure():
+    jax, three = paper_table.build([cell(framework="jax"), cell(threads=3)])[0]
+    assert jax.same == [] and jax.fastest.seconds == 1.379 and jax.ratio is None  # the fastest there still stands
+    assert "none: JAX is not in the paper" in paper_table.values(jax)
+    assert three.same == [] and three.fastest is None and paper_table.values(three)[5:7] == ["-", "-"]
+
+
+def test_only_fp32_single_process_synthetic_cells_at_the_papers_batch_stand_beside_it_and_the_rest_is_said():
+    busy = ["other processes used 70% of the CPUs"]
+    cells = [cell(batch=64), cell(mode="bf16"), replace(cell(), loader="w2"), cell(nproc=2, scaling="strong"),
+             cell(workload="mine", paper=None), cell(status="failed", median=None),
+             cell(threads=2, n=2, warnings=busy)]  # fmt: skip
+    rows, notes = paper_table.build(cells)
+    assert [(r.cell.threads, r.cell.n) for r in rows] == [(2, 2)]
+    assert "fcn-r: batch 64, the paper's 1024: not beside it" in notes
+    assert any("only such cells stand beside it" in n for n in notes)
+    assert any(n.startswith("fcn-r torch cpu:2") and "other processes" in n for n in notes)  # the table's notes
+    assert "0.500? n=2" not in paper_table.values(rows[0]) and paper_table.values(rows[0])[4] == "1.000? n=2"
+    assert "? = fewer than 5 samples" in paper_table.legend(rows)[0]
+
+
+def test_json_and_csv_carry_the_numbers():
+    rows, notes = paper_table.build([cell(threads=1, median=2.0)])
+    record = json.loads(paper_table.render_json(3, rows, notes))["rows"][0]
+    assert record["median_s"] == 2.0 and record["paper_same_tool"][0] == {"seconds": 1.67, "tool": "Torch",
+                                                                          "where": "desktop"}  # fmt: skip
+    assert record["speed_up"] == 1.67 / 2.0
+    line = next(csv.DictReader(io.StringIO(paper_table.render_csv(rows))))
+    assert (line["paper_tool"], line["paper_desktop_s"], line["paper_server_s"]) == ("Torch", "1.67", "1.379")
+    assert float(line["median_s"]) == 2.0
