@@ -51,6 +51,29 @@ def test_a_model_files_digest_is_kept_and_an_edit_or_removal_is_named(tmp_path):
     assert changed_sources(digests) == [f"{path} is gone"]
 
 
+def test_the_modules_a_model_file_imports_from_its_directory_are_kept_too_and_read_not_run(tmp_path):
+    """A model whose layers live in a neighbour module (`from layers import Block`): editing layers.py changes the
+    model as much as editing the factory's file does. Its imports are read, never run (a module that would raise)."""
+    tmp_path = tmp_path.resolve()  # the paths kept are resolved
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from . import blocks\n")
+    (tmp_path / "pkg" / "blocks.py").write_text("WIDTH = 8\n")
+    (tmp_path / "layers.py").write_text("import pkg\nraise SystemExit('never run')\n")
+    (tmp_path / "unused.py").write_text("")
+    path = tmp_path / "m.py"
+    path.write_text("import os\nimport torch\nimport layers\ndef make(): pass\n")
+    digests = source_digests([user(f"{path}:make")])
+    kept = {k.removeprefix("file:") for k in digests if k.startswith("file:")}
+    assert kept == {str(tmp_path / f) for f in ("layers.py", "pkg/__init__.py", "pkg/blocks.py")}
+    assert changed_sources(digests) == []
+    (tmp_path / "pkg" / "blocks.py").write_text("WIDTH = 16\n")
+    assert changed_sources(digests) == [f"{tmp_path / 'pkg' / 'blocks.py'} changed"]
+    (tmp_path / "layers.py").unlink()
+    assert f"{tmp_path / 'layers.py'} is gone" in changed_sources(digests)
+    path.write_text("def make(: pass\n")  # a syntax error: no neighbours read, the factory's import says it
+    assert list(source_digests([user(f"{path}:make")])) == [f"{path}:make"]
+
+
 def test_resume_refuses_a_run_whose_model_file_was_edited_since(tmp_path):
     require("torch")
     path, db = tmp_path / "m.py", tmp_path / "r.db"

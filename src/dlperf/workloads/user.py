@@ -130,25 +130,48 @@ def source_of(factory: Callable[[], Any]) -> str:
     return f"{Path(path).resolve()}:{name}"
 
 
+NEIGHBOUR = "file:"  # a digest's key for a module the factory's file imports from its own directory
+
+
 def source_digests(workloads: Iterable[Any]) -> dict[str, str]:
-    """The SHA-256 of each user workload's factory file (`file.py:make`), by source: a run keeps them with its
-    environment, and `--resume` checks that what is left would train the model the run began with. A module source
-    (`package.module:make`) is not read: finding its file would import its package."""
+    """The SHA-256 of each user workload's factory file (`file.py:make`), by source, and of the modules that file
+    imports from its own directory (its neighbours, as `_import_file` lets it), by `NEIGHBOUR` and path: a run keeps
+    them with its environment, and `--resume` checks that what is left would train the model the run began with. A
+    module source (`package.module:make`) is not read: finding its file would import its package."""
     digests = {}
     for w in workloads:
         if w.is_user and (path := Path(split_source(w.source)[0])).suffix == ".py" and path.is_file():
-            digests[w.source] = hashlib.sha256(path.read_bytes()).hexdigest()
+            digests[w.source] = _digest(path)
+            digests |= {f"{NEIGHBOUR}{n}": _digest(n) for n in neighbours(path)}
     return digests
 
 
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def neighbours(path: Path) -> list[Path]:
+    """The files of the modules `path` imports, directly or through each other, from its own directory, found by
+    reading their code (`modulefinder`), never by running it."""
+    import modulefinder
+
+    finder = modulefinder.ModuleFinder(path=[str(path.parent.resolve())])
+    try:
+        finder.run_script(str(path))
+    except (SyntaxError, OSError, ImportError):  # the factory's import says what is wrong, with its line
+        return []
+    found = {Path(m.__file__).resolve() for name, m in finder.modules.items() if name != "__main__" and m.__file__}
+    return sorted(found - {path.resolve()})
+
+
 def changed_sources(digests: dict[str, str]) -> list[str]:
-    """Of the factory files `source_digests` read, those edited or removed since: "PATH changed", "PATH is gone"."""
+    """Of the files `source_digests` read, those edited or removed since: "PATH changed", "PATH is gone"."""
     changed = []
     for source, digest in digests.items():
-        path = Path(split_source(source)[0])
+        path = Path(source.removeprefix(NEIGHBOUR) if source.startswith(NEIGHBOUR) else split_source(source)[0])
         if not path.is_file():
             changed.append(f"{path} is gone")
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+        elif _digest(path) != digest:
             changed.append(f"{path} changed")
     return changed
 
