@@ -84,3 +84,95 @@ def test_export_refuses_a_file_whose_suffix_names_neither_format_unless_told(tmp
     told = dlperf("export", "--format", "jsonl", "-o", str(tmp_path / name), db=report_db)
     assert told.returncode == 0 and (tmp_path / name).read_text().startswith('{"run_id"')
     assert told.stdout.startswith(f"wrote {tmp_path / name} (") and ", jsonl)" in told.stdout
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# No output over a store (a user's `report -o x.db` replaced their measurements with HTML and said "wrote x.db")
+
+WRITERS = {
+    "report": ["report"],
+    "export": ["export"],
+    "export csv": ["export", "--format", "csv"],
+    "plot": ["plot", "scaling"],
+}
+
+
+def refused(capsys, *args: str) -> str:
+    """The one line `dlperf ARGS` refused with (exit code 2)."""
+    from dlperf.cli import main
+
+    assert main(list(args)) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("dlperf: error:"), err
+    return err
+
+
+def another_name(db: Path, how: str) -> Path:
+    """The store `db` under another name: a symlink, a hard link, a path through its directory's `.`, or itself."""
+    other = db.parent / f"{how}.db"
+    if how == "symlink":
+        other.symlink_to(db.name)
+    elif how == "hardlink":
+        os.link(db, other)
+    elif how == "dotted":
+        return db.parent / "." / db.name
+    return db if how == "itself" else other
+
+
+NAMES = [*((w, "itself") for w in WRITERS), *(("export csv", h) for h in ("symlink", "hardlink", "dotted"))]
+
+
+@pytest.mark.parametrize(("writer", "how"), NAMES)
+def test_no_command_writes_its_output_over_its_own_store(tmp_path, report_db, capsys, writer, how):
+    before = report_db.read_bytes()
+    out = another_name(report_db, how)
+    err = refused(capsys, *WRITERS[writer], "--db", str(report_db), "-o", str(out))
+    assert f"-o {str(out)!r} is the store this command reads" in err and "would destroy it" in err
+    assert "--format" not in err  # nothing invites writing it anyway
+    assert report_db.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted({report_db.name, out.name})  # no temporary left
+
+
+@pytest.mark.parametrize("writer", ["report", "plot"])
+def test_no_command_writes_over_any_sqlite_file_nor_its_stores_journal(tmp_path, report_db, capsys, writer):
+    other = tmp_path / "other.sqlite"
+    other.write_bytes(report_db.read_bytes()[:4096])  # a database by its header, whatever its name
+    err = refused(capsys, *WRITERS[writer], "--db", str(report_db), "-o", str(other))
+    assert f"-o {str(other)!r} is a SQLite database" in err
+    assert other.read_bytes() == report_db.read_bytes()[:4096]
+    wal = f"{report_db}-wal"  # where SQLite would look for the store's unwritten pages
+    assert "a file SQLite keeps for the store" in refused(capsys, *WRITERS[writer], "--db", str(report_db), "-o", wal)
+    assert not Path(wal).exists()
+
+
+def test_the_store_refused_is_told_apart_from_a_text_file_of_that_name(tmp_path, report_db, capsys):
+    """A file that merely starts like text is written over as before; only a database's header refuses it."""
+    from dlperf.cli import main
+
+    out = tmp_path / "old.csv"
+    out.write_text("SQLite format 2 is not a database\n")
+    assert main(["export", "--db", str(report_db), "-o", str(out)]) == 0
+    assert out.read_text().startswith("run_id,")
+
+
+def test_export_to_a_new_database_name_does_not_invite_format(tmp_path, report_db, capsys):
+    """`export -o x.db` was refused with "give --format to write it anyway": a text file where a store belongs."""
+    err = refused(capsys, "export", "--db", str(report_db), "-o", str(tmp_path / "new.db"))
+    assert "not .db" in err and "--format" not in err
+    assert "--format" in refused(capsys, "export", "--db", str(report_db), "-o", str(tmp_path / "x.txt"))
+
+
+@pytest.mark.parametrize("name", ["r.pdf", "r.png", "r.txt", "report"])
+def test_report_writes_html_files_only(tmp_path, report_db, capsys, name):
+    """`report -o r.pdf` wrote HTML into a .pdf, which no PDF reader opens."""
+    err = refused(capsys, "report", "--db", str(report_db), "-o", str(tmp_path / name))
+    assert "dlperf report writes HTML; name a .html or .htm file" in err
+    assert ("dlperf plot" in err) == name.endswith((".pdf", ".png"))
+    assert not (tmp_path / name).exists()
+
+
+@pytest.mark.parametrize("writer", list(WRITERS))
+def test_an_empty_output_name_is_said_to_be_empty(report_db, capsys, writer):
+    """`report -o ''` said "-o '' is a directory" (Path('') is the current directory); export wrote to stdout."""
+    err = refused(capsys, *WRITERS[writer], "--db", str(report_db), "-o", "")
+    assert err == "dlperf: error: -o '' is empty: name the file to write"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from dlperf.commands.common import choice, open_store, warn_unreadable, write_file, write_stdout
+from dlperf.commands.common import choice, db_path, open_store, warn_unreadable, write_file, write_stdout
 from dlperf.commands.report import runs
 from dlperf.errors import UsageError
 from dlperf.vocab import EXPORT_FORMATS, ExitCode
@@ -29,7 +29,7 @@ def run(args) -> int:
     from dlperf.errors import UnreadableRow
     from dlperf.report import export
 
-    out = writable(args.output) if args.output else None
+    out = writable(args.output, db=db_path(args)) if args.output is not None else None
     fmt = output_format(args.format, args.output)
     store = open_store(args)
     faults: list[UnreadableRow] = []
@@ -49,6 +49,7 @@ def run(args) -> int:
 
 
 SUFFIXES = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+DATABASE_SUFFIXES = (".db", ".sqlite", ".sqlite3")
 
 
 def output_format(given: str | None, output: str | None) -> str:
@@ -60,8 +61,10 @@ def output_format(given: str | None, output: str | None) -> str:
     if given and named and given != named:
         raise UsageError(f"-o {output}: a {suffix} file, but --format {given}; give one that agrees")
     if suffix and not named and not given:
+        # a database's name is no place for a text file, --format or not: `--db` would find text where a store was
+        anyway = "" if suffix in DATABASE_SUFFIXES else ", or give --format to write it anyway"
         raise UsageError(f"-o {output}: dlperf export writes CSV (.csv) or JSON Lines (.jsonl, one JSON object a "
-                         f"line), not {suffix}; name one of those, or give --format to write it anyway")  # fmt: skip
+                         f"line), not {suffix}; name one of those{anyway}")  # fmt: skip
     return given or named or EXPORT_FORMATS[0]
 
 

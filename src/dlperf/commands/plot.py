@@ -41,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf.report import charts, figures, load, paper, profile
 
-    out = writable(args.output)
+    out = writable(args.output, db=db_path(args))
     if out.suffix.lstrip(".").lower() not in figures.FORMATS:
         raise UsageError(f"-o {args.output!r}: expected a .png, .svg or .pdf file")
     data = load.load(db_path(args), args.run)

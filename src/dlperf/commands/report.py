@@ -16,6 +16,7 @@ RUN_HELP = (
 )
 
 
+SUFFIXES = (".html", ".htm")
 HELP = "a self-contained HTML report of a run (charts, paper comparison, warnings)"
 
 
@@ -35,10 +36,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
 
 
-def writable(path: str, flag: str = "-o") -> Path:
-    """An output file whose directory exists: checked before anything is read (or measured)."""
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+SQLITE_SIDES = ("-journal", "-wal", "-shm")  # the files SQLite keeps beside a database while it writes
+
+
+def writable(path: str, flag: str = "-o", db: str | None = None) -> Path:
+    """An output file whose directory exists, and no database: checked before anything is read (or measured).
+    `db`: the store the command reads, refused under any name (a symlink, a hard link, another path to it)."""
     from dlperf.store.location import unreachable
 
+    if not path:
+        raise UsageError(f"{flag} '' is empty: name the file to write")
     out = Path(path)
     if why := unreachable(out):
         raise UsageError(f"{flag} {path!r}: {why}")
@@ -46,7 +54,48 @@ def writable(path: str, flag: str = "-o") -> Path:
         raise UsageError(f"{flag} {path!r} is a directory")
     if not out.parent.exists():
         raise UsageError(f"{flag} {path!r}: directory {str(out.parent)!r} does not exist")
+    if what := a_database(out, db):
+        raise UsageError(f"{flag} {path!r} is {what}: writing there would destroy it; name another file")
     return out
+
+
+def a_database(out: Path, db: str | None) -> str | None:
+    """What `out` is if writing it would destroy measurements: the store `db` itself or a file SQLite keeps beside
+    it, or any SQLite database (its first 16 bytes); None otherwise. A FIFO or device is never opened to look."""
+    if db and _same_file(out, Path(db)):
+        return f"the store this command reads (--db {db!r})"
+    if db and any(_same_file(out, Path(db + side)) for side in SQLITE_SIDES):
+        return f"a file SQLite keeps for the store this command reads (--db {db!r})"
+    try:
+        if out.is_file():
+            with out.open("rb") as f:
+                return "a SQLite database" if f.read(len(SQLITE_HEADER)) == SQLITE_HEADER else None
+    except OSError:  # unreadable: not known to be a database; writing it says what stops it
+        pass
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """One file by inode (symlinks followed, hard links alike) where both exist, else by resolved path."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        pass
+    try:
+        return a.resolve() == b.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python 3.11)
+        return False
+
+
+def html_file(out: Path) -> Path:
+    """`out` when its suffix names HTML: a report written into `r.pdf` opened as no PDF."""
+    from dlperf.report.figures import FORMATS
+
+    suffix = out.suffix.lower()
+    if suffix in SUFFIXES:
+        return out
+    plotted = f" (dlperf plot writes a chart as {suffix[1:].upper()})" if suffix[1:] in FORMATS else ""
+    raise UsageError(f"-o {str(out)!r}: dlperf report writes HTML; name a .html or .htm file{plotted}")
 
 
 def run_ids(data) -> str:
@@ -59,7 +108,7 @@ def run(args) -> int:
     from dlperf.measure.units import plural
     from dlperf.report import fleet, html, load
 
-    out = writable(args.output)
+    out = html_file(writable(args.output, db=db_path(args)))
     campaign = read_fleet(args)
     chosen = args.run if args.run is not None or campaign is None else [campaign.latest_run]
     data = load.load(db_path(args), chosen)
