@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.report.columns import column_order
 from dlperf.report.format import count, seconds
 from dlperf.store.records import CellRecord
@@ -26,6 +27,7 @@ class Point:
     low: float | None = None  # error bar: the first and third quartile of the steps
     high: float | None = None
     tip: str = ""  # what hovering shows
+    doubtful: bool = False  # a figure not to rely on (the chart's `doubt` says why): drawn hollow, with a "?"
 
 
 @dataclass
@@ -54,6 +56,7 @@ class Chart:
     labels: dict[str, str] = field(default_factory=dict)  # stacked: category -> the text beside its bar
     lines: dict[str, float] = field(default_factory=dict)  # columns: a reference's label -> its height, drawn dashed
     marks: dict[str, float] = field(default_factory=dict)  # lines: a marked x's label -> x, drawn as a dotted upright
+    doubt: str = ""  # what a doubtful point is, for the legend and the caption ("fewer than 5 samples")
 
     @property
     def points(self) -> list[Point]:
@@ -86,6 +89,25 @@ def series_label(cell: CellRecord, shown: list[str]) -> str:
     return " ".join(dims[k] if k in ("framework", "mode") else f"{k}:{dims[k]}" for k in keys if k in dims)
 
 
+DOUBT_MARK = "?"  # beside a doubtful point, as beside a table's cell of few samples (report/table.py's FEW_MARK)
+FEW = f"fewer than {FEW_SAMPLES} samples"
+
+
+def few_samples(cell: CellRecord) -> bool:
+    """A median of fewer than FEW_SAMPLES timed steps: its error bar, from as few steps, says nothing of its spread
+    (none at all for one step)."""
+    return cell.n is not None and cell.n < FEW_SAMPLES
+
+
+def doubted(chart: Chart, doubt: str = FEW) -> Chart:
+    """`chart` with `doubt` in its legend and caption, when any point it draws is doubtful."""
+    if any(p.doubtful for p in chart.points):
+        chart.doubt = doubt
+        said = f"{'hollow' if chart.kind == 'lines' else 'hatched'}, with {DOUBT_MARK}: {doubt}"
+        chart.caption = f"{chart.caption}; {said}" if chart.caption else said
+    return chart
+
+
 def timed(cells: list[CellRecord]) -> list[CellRecord]:
     return [c for c in cells if c.ok and c.median_s]
 
@@ -103,7 +125,7 @@ def tip(cell: CellRecord, headline: str = "") -> str:
 
 
 def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:
-    return Point(x, cell.median_s, cell.q1_s, cell.q3_s, tip(cell, headline))
+    return Point(x, cell.median_s, cell.q1_s, cell.q3_s, tip(cell, headline), few_samples(cell))
 
 
 def _by(cells: list[CellRecord], *keys) -> dict[tuple, list[CellRecord]]:
@@ -148,13 +170,13 @@ def scaling(cells: list[CellRecord]) -> list[Chart]:
             continue
         threads = sorted({c.threads for c in group})
         charts.append(
-            Chart(
+            doubted(Chart(
                 f"scaling-{_slug(workload)}", "lines", f"{workload}: thread scaling", "CPU threads",
                 "seconds per mini-batch", series, log_x=threads[-1] / threads[0] >= 4,
                 log_y=_spread([c.median_s for c in group]) >= 10,
                 caption="median step time (error bars: interquartile range of the steps); dashed: ideal scaling "
                 "from the fewest threads measured",
-            )
+            ))
         )  # fmt: skip
     return charts
 
@@ -180,9 +202,9 @@ def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
             series.append(Series(f"{name} ideal", ideal, ideal=True))
         if series:
             charts.append(
-                Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: multi-process scaling", "processes",
-                      "seconds per step", series, caption="median step of the slowest process (error bars: "
-                      "interquartile range); dashed: ideal (strong: time / processes, weak: flat)")
+                doubted(Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: multi-process scaling", "processes",
+                              "seconds per step", series, caption="median step of the slowest process (error bars: "
+                              "interquartile range); dashed: ideal (strong: time / processes, weak: flat)"))
             )  # fmt: skip
     return charts
 
@@ -206,11 +228,11 @@ def variants(cells: list[CellRecord]) -> list[Chart]:
             )  # fmt: skip
         dims = " and ".join(shown) or "variant"
         charts.append(
-            Chart(
+            doubted(Chart(
                 f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", "", "seconds per mini-batch",
                 series, categories=columns, log_y=_spread([c.median_s for c in group]) >= 20,
                 caption="median step time per column (error bars: interquartile range of the steps)",
-            )
+            ))
         )  # fmt: skip
     return charts
 
@@ -251,16 +273,19 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
             name = f"{label} {gpu_cell.device}"
             ratio = best.median_s / gpu_cell.median_s
             headline = f"{ratio:.1f}x faster than the best CPU cell ({best.column}, {seconds(best.median_s)})"
-            series.setdefault(name, Series(name, [])).points.append(Point(workload, ratio, tip=tip(gpu_cell, headline)))
+            point = Point(
+                workload, ratio, tip=tip(gpu_cell, headline), doubtful=few_samples(best) or few_samples(gpu_cell)
+            )
+            series.setdefault(name, Series(name, [])).points.append(point)
             if workload not in categories:
                 categories.append(workload)
     if not series:
         return None
-    return Chart(
+    return doubted(Chart(
         "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "", "speed-up (x)",
         list(series.values()), categories=categories, log_y=True,
         caption="best CPU median / GPU median, per workload",
-    )  # fmt: skip
+    ), f"from {FEW}")  # fmt: skip
 
 
 def utilization(cells: list[CellRecord]) -> Chart | None:
@@ -277,15 +302,15 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
         category = f"{c.workload} {c.column} {label}"  # a bar of its own: in groups, many series made hairlines
         headline = f"{100 * c.utilization:.1f}% of the measured peak"
         series.setdefault(label, Series(label, [])).points.append(
-            Point(category, 100 * c.utilization, tip=tip(c, headline))
+            Point(category, 100 * c.utilization, tip=tip(c, headline), doubtful=few_samples(c))
         )
         if category not in categories:
             categories.append(category)
-    return Chart(
+    return doubted(Chart(
         "utilization", "hbars", "Utilization of the measured peak", "% of peak FLOP/s", "", list(series.values()),
         categories=categories, caption="the step's FLOPs at the matmul peak `dlperf peak` measured for the same "
         "device, dtype and threads, as a share of the measured step time",
-    )  # fmt: skip
+    ))  # fmt: skip
 
 
 def all_charts(cells: list[CellRecord]) -> list[Chart]:

@@ -13,9 +13,10 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from dlperf.report.charts import Chart, Point
+from dlperf.report.charts import DOUBT_MARK, Chart, Point
 
 FORMATS = ("png", "svg", "pdf")
+HATCH = "////"  # a doubtful bar's fill: told apart in print and in grey, not by colour alone
 STYLE = {
     "svg.fonttype": "none",
     "text.parse_math": False,
@@ -92,11 +93,7 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
-    handles, _ = ax.get_legend_handles_labels()
-    if any(s.ideal for s in chart.series):
-        from matplotlib.lines import Line2D
-
-        handles.append(Line2D([], [], ls="--", color="grey", label="ideal scaling"))
+    handles = _handles(ax, chart, colors)
     if chart.kind == "stacked":
         ax.legend(
             handles=handles,
@@ -112,6 +109,41 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
         ax.legend(handles=handles, loc="best")
 
 
+def _handles(ax, chart: Chart, colors: dict) -> list:
+    """The legend's entries: the series drawn, then the ideal line's and a doubtful point's where there are any."""
+    handles, labels = ax.get_legend_handles_labels()
+    if chart.doubt and chart.kind in ("bars", "hbars"):  # a series' first bar may be hatched: its entry is its colour
+        from matplotlib.patches import Patch
+
+        handles = [Patch(facecolor=colors.get(label, "grey"), label=label) for label in labels]
+    if any(s.ideal for s in chart.series):
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], ls="--", color="grey", label="ideal scaling"))
+    if chart.doubt and any(p.doubtful for p in chart.points):
+        handles.append(_doubt_handle(chart))
+    return handles
+
+
+def _doubt_handle(chart: Chart):
+    """The legend's entry for a doubtful point: a hollow marker, or a hatched bar, named by the chart's `doubt`."""
+    label = f"{DOUBT_MARK} {chart.doubt}"
+    if chart.kind == "lines":
+        from matplotlib.lines import Line2D
+
+        return Line2D([], [], marker="o", ls="", ms=6, mfc="white", color="grey", label=label)
+    from matplotlib.patches import Patch
+
+    return Patch(facecolor="white", edgecolor="grey", hatch=HATCH, label=label)
+
+
+def _mark_doubt(ax, x, y, colour, above: bool = False) -> None:
+    """A "?" beside (x, y), up and to the right (a point), or just above it (a bar's top), offset in points: the same
+    on a linear or a log axis."""
+    ax.annotate(DOUBT_MARK, (x, y), xytext=(0, 2) if above else (4, 3), textcoords="offset points", color=colour,
+                ha="center" if above else "left", fontsize=9, fontweight="bold", annotation_clip=False)  # fmt: skip
+
+
 def _lines(ax, chart: Chart, colors: dict, tag) -> None:
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
@@ -125,9 +157,11 @@ def _lines(ax, chart: Chart, colors: dict, tag) -> None:
             continue
         ax.errorbar(xs, ys, yerr=_errors(s.points), color=colour, lw=1.5, capsize=3, label=s.label,
                     ls="--" if s.dashed else "-")  # fmt: skip
-        for p in s.points:
-            (marker,) = ax.plot([p.x], [p.y], "o", ms=6, color=colour, zorder=3)  # above every line
+        for p in s.points:  # above every line; a doubtful point hollow: its error bar says nothing
+            (marker,) = ax.plot([p.x], [p.y], "o", ms=6, color=colour, mfc="white" if p.doubtful else colour, zorder=3)
             tag(marker, p.tip)
+            if p.doubtful:
+                _mark_doubt(ax, p.x, p.y, colour)
     for i, (label, x) in enumerate(chart.marks.items()):
         ax.axvline(x, ls=":", lw=1.2, color="black", alpha=0.4 + 0.6 / (i + 1), label=label)
     if chart.log_x:
@@ -151,11 +185,22 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
         )  # fmt: skip
         for bar, p in zip(bars, points, strict=True):
             tag(bar, p.tip)
+            if p.doubtful:
+                _hatch(bar, colors.get(s.label, "grey"))
+                top = max(p.y, p.high or p.y)  # above its error bar
+                _mark_doubt(ax, bar.get_x() + bar.get_width() / 2, top, colors.get(s.label, "grey"), above=True)
     tilt = max((len(c) for c in chart.categories), default=0) > 9
     ax.set_xticks(
         range(len(chart.categories)), chart.categories, rotation=30 if tilt else 0, ha="right" if tilt else "center"
     )
     ax.grid(axis="x", visible=False)
+
+
+def _hatch(bar, colour) -> None:
+    """A doubtful bar: its outline and hatching in its colour, over white."""
+    bar.set_facecolor("white")
+    bar.set_edgecolor(colour)
+    bar.set_hatch(HATCH)
 
 
 def _stack(ax, chart: Chart, colors: dict, tag, upright: bool) -> tuple[dict[str, int], list[float]]:
@@ -173,6 +218,8 @@ def _stack(ax, chart: Chart, colors: dict, tag, upright: bool) -> tuple[dict[str
             else:
                 (bar,) = ax.barh([i], [p.y], left=[ends[i]], height=0.6, color=colour, label=label)
             tag(bar, p.tip)
+            if p.doubtful:
+                _hatch(bar, colour)
             ends[i] += p.y
     return index, ends
 
@@ -194,8 +241,9 @@ def _hbars(ax, chart: Chart, colors: dict, tag) -> None:
     """One lying bar per category, coloured by its series, its value beside it: level labels however many bars
     (upright bars grouped by series became hairlines under tilted labels)."""
     index, ends = _stack(ax, chart, colors, tag, upright=False)
-    for i in index.values():
-        ax.text(ends[i], i, f" {ends[i]:.1f}", va="center", fontsize=8)
+    doubtful = {p.x for p in chart.points if p.doubtful}
+    for name, i in index.items():
+        ax.text(ends[i], i, f" {ends[i]:.1f}{DOUBT_MARK * (name in doubtful)}", va="center", fontsize=8)
     ax.set_yticks(range(len(chart.categories)), chart.categories)
     ax.set_xlim(0, max(ends, default=1.0) * 1.15 or 1.0)
     ax.invert_yaxis()

@@ -18,7 +18,7 @@ from dlperf.report import best, charts, cost, crossover, ddp, figures, fleet, pa
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.fleet import Fleet
-from dlperf.report.format import count, nbytes, seconds, table_seconds
+from dlperf.report.format import count, nbytes, seconds
 from dlperf.report.load import Loaded
 from dlperf.store.location import resume_command
 from dlperf.store.records import CellRecord
@@ -227,30 +227,9 @@ def _paper(rows: list[paper.Row], notes: list[str], chart_html: str) -> str:
         why = " ".join(notes) or "This run holds no fp32 cell of the paper's seven networks."
         return _none(why) + cite
 
-    def ours(cell: CellRecord | None) -> str:
-        if cell is None:
-            return "-"
-        return f"{table_seconds(cell.median_s)} ({cell.framework} {cell.column})"
-
-    def theirs(fig: paper.Figure | None) -> str:
-        return f"{table_seconds(fig.seconds)} ({fig.tool}, {fig.where})" if fig else "-"
-
-    def ratio(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}x"
-
-    head = ["network", "batch", "here, best CPU", "paper, best CPU", "here vs paper CPU", "paper, best GPU",
-            "here (CPU) vs paper GPU", "here, best GPU"]  # fmt: skip
-    body = [
-        [r.network, str(r.batch), ours(r.ours_cpu), theirs(r.paper_cpu), ratio(r.ratio(r.ours_cpu, r.paper_cpu)),
-         theirs(r.paper_gpu), ratio(r.ratio(r.ours_cpu, r.paper_gpu)), ours(r.ours_gpu)]
-        for r in rows
-    ]  # fmt: skip
-    explain = (
-        '<p class="legend">seconds per mini-batch in fp32 at the paper\'s batch; "1.50x" means this machine is 1.5 '
-        'times as fast, "0.50x" half as fast.</p>'
-    )
+    explain = "".join(f'<p class="legend">{escape(line)}</p>' for line in paper.legend(rows))
     extra = "".join(f'<p class="note">{escape(n)}</p>' for n in notes)
-    return chart_html + _html_table(head, body, "paper") + explain + extra + cite
+    return chart_html + _html_table(list(paper.HEAD), [paper.values(r) for r in rows], "paper") + explain + extra + cite
 
 
 def _profiles(data: Loaded, at: Path | None) -> str:
