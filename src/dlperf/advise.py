@@ -79,6 +79,7 @@ class Advice:
     largest: dict[tuple[str, str], int] = field(default_factory=dict)  # (GPU, mode) left out -> the largest batch
     asked: str = ""  # the workload as the user named it (a user's file.py:factory): the commands suggested name it so
     feed: Feed | None = None  # --data DIR: the loader measured alone on this CPU
+    searched: bool = False  # this CPU's step is the mode search's best (else the thread search's fp32 step)
 
 
 def check(opts: Options) -> tuple[tuple, float | None]:
@@ -135,31 +136,49 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
     left = opts.budget_s - (time.monotonic() - start)
-    exit_code, feed, real_data = side.exit_code, None, opts.data != DATA_SYNTHETIC
+    exit_code, feed, searched = side.exit_code, None, False
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif left >= MIN_SEARCH_S:
         search = _search(opts, threads, left, db)
         runs.append(search.run_id)
         exit_code = max(exit_code, search.exit_code)
-        cell = _best_cell(db, search) or cell
-        feed = _feed(db, search.run_id) if real_data else None
-        if real_data and feed is None:
-            notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
-                         "(raise --budget)")  # fmt: skip
-        notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
-        if search.exit_code == ExitCode.INTERRUPTED:
-            notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
+        best = _best_cell(db, search)
+        cell, searched = best or cell, best is not None
+        feed, found = _searched_notes(opts, db, search, best)
+        notes += found
     else:
-        notes.append(f"the mode search skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
-        if real_data:
+        notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
+        if opts.data != DATA_SYNTHETIC:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
     costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
     notes += [n for n in side.notes if n.startswith("threads:")]
     notes += quoted_notes(db, side.run_id, cell, ci is not None)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
-                  exit_code, largest, opts.workload, feed)  # fmt: skip
+                  exit_code, largest, opts.workload, feed, searched)  # fmt: skip
+
+
+NO_SEARCH = "the mode search"  # each note on a mode search that gave the answer nothing starts so
+
+
+def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, list[str]]:
+    """After the mode search: the loader it measured (with real data), and the notes on what it did not measure:
+    nothing at all (its baseline failed or ran out of budget), the loader, what a larger budget would add."""
+    notes = []
+    if best is None:
+        b = search.baseline
+        why = f"{b.status}: {b.error}" if b.error else b.status
+        notes.append(f"{NO_SEARCH} measured nothing ({b.mode}: {why}): this CPU's figure is the thread search's "
+                     f"{b.mode} step; what it stored is run {search.run_id} (raise --budget)")  # fmt: skip
+    feed = _feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else None
+    if opts.data != DATA_SYNTHETIC and feed is None:
+        notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
+                     "(raise --budget)")  # fmt: skip
+    notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
+    if search.exit_code == ExitCode.INTERRUPTED:
+        notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
+    return feed, notes
 
 
 NO_EPOCH_NOTE = (
@@ -200,7 +219,20 @@ def predicted(workload, chosen, samples: int, what: str, deadline: float | None,
     predictions = [roofline.predict(c, g) for g in chosen for c in found if c.mode in gpu_modes(g)]
     peaks = memory.peaks(workload, modes, timeout, "--timeout")
     costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
-    return costs, _largest(workload, costs.left_out, timeout), mode_notes(chosen)
+    costs.largest = memory.largest_left_out(workload, costs.left_out, timeout)
+    return costs, costs.largest, [*mode_notes(chosen), *gpu_notes(workload, chosen, predictions)]
+
+
+def gpu_notes(workload, chosen, predictions) -> list[str]:
+    """Where the predictions lie outside what their uncertainty was measured on, what fp32 means on a GPU with TF32,
+    and the GPUs whose step the host's launches bound (`dlperf predict`'s notes)."""
+    from dlperf.predict import roofline, validate
+
+    notes = [validate.scope_note(workload, chosen, [p.mode for p in predictions])]
+    notes.append(roofline.fp32_note([g.name for g in chosen if g.tf32]) if any(g.tf32 for g in chosen) else None)
+    launch = list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch"))
+    notes.append(roofline.launch_note(launch) if launch else None)
+    return [n for n in notes if n]
 
 
 def mode_notes(chosen) -> list[str]:
@@ -215,20 +247,6 @@ def mode_notes(chosen) -> list[str]:
     if fp32:
         notes.append(f"no half-precision tensor unit: {', '.join(fp32)} predicted in fp32 only")
     return notes
-
-
-def _largest(workload, left_out, timeout: float) -> dict[tuple[str, str], int]:
-    """For each (GPU, mode) the step does not fit, the largest batch that does, predicted (`predict --memory`'s
-    search); a mode that cannot be traced is left out."""
-    from dlperf.predict import gpus, memory
-
-    modes = sorted({r.mode for r in left_out})
-    if not modes:
-        return {}
-    found = memory.lines([(workload, m) for m in modes], timeout, "--timeout")
-    lines = {m: line for m, line in zip(modes, found, strict=True) if not isinstance(line, str)}
-    most = memory.largest(workload, lines, [gpus.lookup(g) for g in sorted({r.gpu for r in left_out})], timeout)
-    return {(g, m): n for m, by_gpu in most.items() for g, n in by_gpu.items()}
 
 
 def _search(opts: Options, threads: int, budget_s: float, db: str):

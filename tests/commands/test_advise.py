@@ -48,9 +48,9 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
                   "1h", "--gpu-specs", str(specs), db=db, env={"COLUMNS": "200", **NO_FILE})  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())  # rich wraps a long line at a word
-    assert "On this CPU (measured): " in out and "s/epoch at its best settings" in out and " thread" in out
+    assert "On this CPU (measured): " in out and " s for one epoch at its best " in out and " thread" in out
     for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
-                 "Does not fit (predicted): Tiny-512MB (fp32): does not fit: needs ",
+                 "Does not fit (predicted): Tiny-512MB (fp32): needs ",
                  "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
         assert line in out, line
     assert "the largest batch that fits: none" in out  # no room left beside the CUDA context
@@ -67,6 +67,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     assert any(n.startswith("no bf16 unit: T4 predicted in fp32 and fp16") for n in got["notes"])
     assert {(r["gpu"], r["predicted"], r["largest_batch"]) for r in got["does_not_fit"]} == {("Tiny-512MB", True, 0)}
     assert any("mode search skipped" in n for n in got["notes"]) and got["cpu"]["mode"] == "fp32"
+    assert got["mode_searched"] is False
     assert got["crossover"]["how"] in ("batches", "your batch") and got["uncertainty"]
 
 

@@ -138,14 +138,39 @@ def test_the_work_is_an_epoch_of_the_data_set_or_the_samples_given_never_both():
 
 
 def test_a_gpu_whose_memory_the_measured_peak_exceeds_does_not_fit():
-    t4 = gpus.lookup("T4")  # 16 GiB
+    t4 = gpus.lookup("T4")  # sold as 16 GB, 14.56 GiB to CUDA, 14.06 GiB less the CUDA context
     assert cost.fits(t4, None, "fp32", 20 * 2**30) == (
         False,
-        "does not fit: needs 20.0 GiB (the measured peak) of 16 GiB",
+        "does not fit: needs 20.0 GiB (the measured peak) of 14.1 GiB",
     )
     assert cost.fits(t4, None, "fp32", 2**30)[0]
     ok, why = cost.fits(t4, None, "fp32", None)
     assert ok and "not checked" in why
+
+
+def test_a_measured_peak_is_set_against_the_room_predict_memory_uses_with_the_same_overhead():
+    """Issue: --cost set a measured peak against the GPU's whole memory, --memory a predicted one against what CUDA
+    leaves the allocator: a 15 GiB peak fitted a T4 for one and not the other."""
+    from dlperf.predict import memory
+
+    t4 = gpus.lookup("T4")
+    traced = memory.usable(t4) + 2**25
+    line = memory.Line(
+        memory.Peak("w", "fp32", 1, 0, 0, 0, 0, traced), memory.Peak("w", "fp32", 2, 0, 0, 0, 0, 2 * traced)
+    )
+    need = line.at.total
+    assert need < t4.memory_gib * 2**30  # within the 16 GB the T4 is sold with, past the room its allocator has
+    assert memory.verdict(t4, line, 1).fits is False
+    assert cost.fits(t4, None, "fp32", None, need)[0] is False  # predicted
+    assert cost.fits(t4, None, "fp32", need)[0] is False  # measured: the same figure, the same answer
+    # a CPU cell's live-tensor peak gets the rule's overhead, as a predicted trace does; a CUDA peak is kept as it is;
+    # a process's RSS (the interpreter's too) is no step's peak
+    traced = 10 * 2**30
+    cells = [make_cell("w", batch=8, peak_mem_bytes=traced, peak_mem_kind="live_tensors"),
+             make_cell("w", batch=8, mode="bf16", peak_mem_bytes=traced, peak_mem_kind="cuda_allocator"),
+             make_cell("w", batch=8, mode="fp16", peak_mem_bytes=2**40, peak_mem_kind="process_rss")]  # fmt: skip
+    peaks = cost.measured_peaks(cells, 8)
+    assert peaks == {"fp32": traced + memory.overhead(traced), "bf16": traced, "": traced + memory.overhead(traced)}
 
 
 def prediction(gpu, step_s, batch=100, mode="fp32"):
@@ -173,7 +198,7 @@ def test_gpus_that_do_not_fit_are_left_out_with_the_reason():
     x = cost.costs(fcn, [prediction("T4", 0.01), prediction("H100-SXM5-80GB", 0.001)], 1000, "", {"": 40 * 2**30})
     assert [r.gpu for r in x.rows] == ["H100-SXM5-80GB"]
     assert [(r.gpu, r.why) for r in x.left_out] == [
-        ("T4", "does not fit: needs 40.0 GiB (the measured peak) of 16 GiB")
+        ("T4", "does not fit: needs 40.0 GiB (the measured peak) of 14.1 GiB")
     ]
 
 
@@ -230,3 +255,18 @@ def test_a_stored_cell_of_another_model_of_the_same_name_is_not_used_and_said():
     assert note.startswith("the store's fcn-r of run 3 was a different model (the workloads differ: params ")
     assert "source None -> " not in note and "source /home/u/mymodel.py:make -> None" in note
     assert note.endswith("so it was not used")
+
+
+def test_gpus_predicted_alike_are_a_tie_and_the_cheapest_of_them_is_the_fastest():
+    """Issue: A100 and H100 both 16.5 ms (launch-bound: the host decides), "Fastest" named the H100 at 1.5-5 times the
+    A100's price. Times within `TIE` are a tie (an exact one included), the cheapest of the tied is the pick."""
+    fcn = BUILTIN["fcn-r"]
+    found = [prediction("H100-SXM5-80GB", 0.01650), prediction("A100-SXM4-80GB", 0.01652),
+             prediction("GTX 1080", 0.0165), prediction("T4", 0.03)]  # fmt: skip
+    x = cost.costs(fcn, found, 1_000_000, "", {})
+    assert x.fastest().gpu == "A100-SXM4-80GB"  # priced and cheaper than the H100; the GTX 1080 has no price
+    assert x.tied_with() == ["H100-SXM5-80GB", "GTX 1080"]
+    assert cost.to_json(x)["fastest_tied_with"] == ["H100-SXM5-80GB", "GTX 1080"]
+    # past the tolerance, the faster wins whatever it costs
+    apart = cost.costs(fcn, [prediction("H100-SXM5-80GB", 0.0100), prediction("A100-SXM4-80GB", 0.0102)], 1000, "", {})
+    assert apart.fastest().gpu == "H100-SXM5-80GB" and apart.tied_with() == []

@@ -75,8 +75,8 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
         "assumption: a wall-socket meter gives yours)",
     )  # fmt: skip
     c.add_argument(
-        "--kwh-price", type=real("--kwh-price", most=1e6), default=cost.KWH_PRICE,
-        help=f"US dollars per kWh (default {cost.KWH_PRICE:g}, an assumption)",
+        "--kwh-price", type=real("--kwh-price", above=False, most=1e6), default=cost.KWH_PRICE,
+        help=f"US dollars per kWh, 0 for free power (default {cost.KWH_PRICE:g}, an assumption)",
     )  # fmt: skip
     c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
     add_format(c, "text", "json", help="text or json (with --cost or --memory)")
@@ -160,10 +160,30 @@ def predict(args, chosen, modes, deadline=None) -> int:
         work = cost.work(workload, args.samples, args.epochs)  # synthetic data and no --samples: one line, first
     found = count.counted([(workload, m) for m in modes], float(args.timeout), "--timeout")
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
+    notes = prediction_notes(workload, chosen, modes, predictions)
     if work is not None:
-        return show_cost(args, workload, predictions, work, deadline, prediction_notes(chosen, modes, found))
-    print_rich(prediction_table(workload, predictions), notes=prediction_notes(chosen, modes, found))
+        return show_cost(args, workload, predictions, work, deadline, notes)
+    peaks = predicted_peaks(args, workload, modes, quiet=True)
+    print_rich(prediction_table(workload, predictions), notes=[*memory_notes(workload, chosen, peaks), *notes])
     return 0
+
+
+def memory_notes(workload, chosen, peaks) -> list[str]:
+    """For plain `predict`: the GPUs the step at its batch does not fit, by mode, with the memory it needs, or why
+    memory was not checked (`peaks`: the predicted allocator peak per mode, or the reason none was traced)."""
+    from dlperf.predict import memory
+
+    if isinstance(peaks, str):
+        return [f"memory: not checked ({peaks}); dlperf predict --memory says what fits"]
+    out = []
+    for mode, need in peaks.items():
+        short = [g for g in chosen if need > memory.usable(g)]
+        if short:
+            names = ", ".join(f"{g.name} ({memory.usable(g) / memory.GIB:.1f} GiB)" for g in short)
+            out.append(f"does not fit: at batch {workload.batch} the {mode} step needs {need / memory.GIB:.1f} GiB "
+                       f"(predicted peak), more than {names} has for it: its times above are for a step that cannot "
+                       "run there; dlperf predict --memory gives the largest batch that fits")  # fmt: skip
+    return out
 
 
 def resolved(args):
@@ -205,32 +225,43 @@ def show_memory(args, chosen, modes) -> int:
 def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
     from dlperf.commands.common import print_rich, write_stdout
-    from dlperf.predict import cost
+    from dlperf.measure.system import memory_total_bytes
+    from dlperf.predict import cost, memory
     from dlperf.report import cost as view
 
     samples, what = work
     cells, where = stored_cells(args, workload.name)
     cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
+    predicted = predicted_peaks(args, workload, {p.mode for p in predictions})
     x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
-                   predicted_peaks(args, workload, {p.mode for p in predictions}))  # fmt: skip
+                   predicted)  # fmt: skip
+    x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
     cell = cost.measured_cpu(cells, workload.batch)
     x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price) if cell else None
-    how = None if cell else view.how_to_measure(workload, where)
+    need = predicted.get("fp32") or max(predicted.values(), default=None)  # the CPU measures fp32 unless told
+    how = None if cell else view.how_to_measure(workload, where, need, memory_total_bytes())
     if args.format == "json":
         import json
 
         write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "not_used": others}, indent=1) + "\n",
                      "the costs")  # fmt: skip
         return 0
-    print_rich(view.table(x), lines=view.lines(x, how), notes=[*others, *view.notes(x), *notes])
+    # every GPU left out: no empty table, the lines say why
+    print_rich(view.table(x) if x.rows else "", lines=view.lines(x, how), notes=[*others, *view.notes(x), *notes])
     return 0
 
 
-def predicted_peaks(args, workload, modes) -> dict[str, int]:
-    """The predicted allocator peak per mode (`predict/memory.py`), for the GPUs no measured peak checks."""
+def predicted_peaks(args, workload, modes, quiet: bool = False) -> dict[str, int] | str:
+    """The predicted allocator peak per mode (`predict/memory.py`), for the GPUs no measured peak checks; `quiet`
+    (plain predict, where memory is a note): a trace that fails is its reason, not the command's error."""
     from dlperf.predict import memory
 
-    return memory.peaks(workload, modes, float(args.timeout), "--timeout")
+    try:
+        return memory.peaks(workload, modes, float(args.timeout), "--timeout")
+    except UsageError as e:
+        if not quiet:
+            raise
+        return str(e)
 
 
 def stored_cells(args, workload: str) -> tuple[list, str]:
@@ -268,18 +299,26 @@ def prediction_table(workload, predictions):
     return table
 
 
-def prediction_notes(chosen, modes, found) -> list[str]:
-    from dlperf.predict import roofline
+def prediction_notes(workload, chosen, modes, predictions) -> list[str]:
+    """The predictions' uncertainty and where it was not measured, the units a GPU lacks, what fp32 means on a GPU
+    with TF32, and the GPUs whose step the host's launches bound."""
+    from dlperf.predict import roofline, validate
 
     notes = []
     if roofline.uncertainty():
         notes.append(f"uncertainty: {roofline.uncertainty()}")
+    if scope := validate.scope_note(workload, chosen, modes):
+        notes.append(scope)
     for g in chosen:
         for m in modes:
             dtype = {"tf32": "fp32"}.get(m, m)
             _, unit = g.peak(dtype, tensor=m == "tf32")
             if m != "fp32" and not unit.startswith(m):
                 notes.append(f"{g.name} has no {m} unit: its {m} products are predicted at the {unit} rate")
+    if tf32 := [g.name for g in chosen if g.tf32] if "fp32" in modes else []:
+        notes.append(roofline.fp32_note(tf32))
+    if launch := list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch")):
+        notes.append(roofline.launch_note(launch))
     notes.append(
         "on the GPU: the step with its inputs already there (what `dlperf run` measures); host copy: the batch "
         "over the host link, pinned; step: both, not overlapped"
@@ -290,16 +329,18 @@ def prediction_notes(chosen, modes, found) -> list[str]:
 def gpu_table(table_rows):
     from rich.table import Table
 
-    table = Table(title="GPUs dlperf predicts for (dense peaks; src/dlperf/data/gpu_specs.csv has the sources)")
-    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "GB/s", "host link GB/s"):
+    table = Table(title="GPUs dlperf predicts for (dense peaks; memory as sold, and as CUDA reports it where a source "
+                  "gave it; src/dlperf/data/gpu_specs.csv has the sources)")  # fmt: skip
+    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "CUDA GiB", "GB/s",
+                 "host link GB/s"):  # fmt: skip
         table.add_column(
             name, justify="left" if name in ("GPU", "generation") else "right", no_wrap=name == "GPU", overflow="fold"
         )  # a narrow terminal folds a figure, never cuts it
     tf = lambda v: f"{v / 1e12:g}" if v else "-"  # noqa: E731
     for g in table_rows:
         table.add_row(
-            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), tf(g.fp8), f"{g.memory_gib:g} GiB",
-            f"{g.memory_bw / 1e9:g}", f"{g.host_link_bw / 1e9:g}",
+            g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), tf(g.fp8), f"{g.memory_gib:g} GB",
+            f"{g.cuda_gib:g}" if g.cuda_gib else "-", f"{g.memory_bw / 1e9:g}", f"{g.host_link_bw / 1e9:g}",
         )  # fmt: skip
     return table
 

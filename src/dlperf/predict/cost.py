@@ -64,22 +64,24 @@ def fits(
     gpu, workload, mode: str, peak_bytes: int | None = None, predicted_bytes: int | None = None
 ) -> tuple[bool, str]:
     """Whether a training step of `workload` at its batch fits in the GPU's memory, and why it is said so: a peak
-    measured for the same workload and batch (`peak_bytes`, from the store) is set against the GPU's memory; without
-    one, the peak `predict/memory.py` predicts (`predicted_bytes`: its allocator peak) against the GPU's room for it;
-    without either the GPU is kept, unchecked."""
+    measured for the same workload and batch (`peak_bytes`, from the store, as the allocator peak it stands for:
+    `measured_peaks`), else the peak `predict/memory.py` predicts (`predicted_bytes`: its allocator peak), set against
+    the room `predict --memory` sets it against (`memory.usable`: what CUDA has on the GPU less its context); without
+    either the GPU is kept, unchecked."""
     from dlperf.predict import memory
 
-    if peak_bytes is None and predicted_bytes is not None:
-        need, have = predicted_bytes / 2**30, memory.usable(gpu) / 2**30
-        if need > have:
-            return False, f"does not fit: needs {need:.1f} GiB (the predicted peak) of {have:.1f} GiB"
-        return True, f"fits: the predicted peak {need:.2f} GiB of {have:.1f} GiB"
-    if peak_bytes is None:
+    if peak_bytes is None and predicted_bytes is None:
         return True, "memory not checked: no peak measured or predicted for this workload and batch"
-    need, have = peak_bytes / 2**30, gpu.memory_gib
-    if need > have:
-        return False, f"does not fit: needs {need:.1f} GiB (the measured peak) of {have:g} GiB"
-    return True, f"fits: the measured peak {need:.2f} GiB of {have:g} GiB"
+    measured = peak_bytes is not None
+    need, what = (peak_bytes, "the measured peak") if measured else (predicted_bytes, "the predicted peak")
+    need_gib, have = need / 2**30, memory.usable(gpu) / 2**30
+    if need_gib > have:
+        return False, f"{NO_FIT}: needs {need_gib:.1f} GiB ({what}) of {have:.1f} GiB"
+    return True, f"fits: {what} {need_gib:.2f} GiB of {have:.1f} GiB"
+
+
+NO_FIT = "does not fit"
+TIE = 0.01  # times within 1% are a tie: well inside the predictor's own error (roofline.uncertainty(): -52% to +45%)
 
 
 @dataclass(frozen=True)
@@ -139,9 +141,22 @@ class Costs:
     left_out: list[Row] = field(default_factory=list)  # do not fit
     cpu: Cpu | None = None
     deadline_s: float | None = None
+    largest: dict[tuple[str, str], int] = field(default_factory=dict)  # (GPU, mode) left out -> the largest batch
+
+    def tied(self) -> list[Row]:
+        """The rows predicted as fast as the fastest, within `TIE`: the predictor cannot tell them apart."""
+        best = min((r.time_s for r in self.rows), default=None)
+        return [r for r in self.rows if r.time_s <= best * (1 + TIE)] if best is not None else []
 
     def fastest(self) -> Row | None:
-        return min(self.rows, key=lambda r: r.time_s, default=None)
+        """Of the rows tied for the fastest, the cheapest (a priced one before one without a price), then the
+        fastest of those."""
+        return min(self.tied(), key=lambda r: (r.cost() is None, r.cost() or (0.0, 0.0), r.time_s), default=None)
+
+    def tied_with(self) -> list[str]:
+        """The other GPUs tied with the fastest pick (its own other modes left out)."""
+        pick = self.fastest()
+        return list(dict.fromkeys(r.gpu for r in self.tied() if pick and r.gpu != pick.gpu))
 
     def cheapest(self, within_s: float | None = None) -> Row | None:
         priced = [r for r in self.rows if r.price and (within_s is None or r.time_s <= within_s)]
@@ -210,12 +225,16 @@ def measured_cpu(cells, batch: int):
 
 def measured_peaks(cells, batch: int) -> dict[str, int]:
     """The largest peak memory measured at `batch` among `cells` (the workload's: `same_model`'s), per mode and for any
-    mode ("")."""
+    mode (""), as the CUDA allocator peak it stands for (`memory.allocator_peak`: a live-tensor peak with the rule's
+    overhead, as `predict --memory` predicts one); a process's RSS, no step's tensors, is not used."""
+    from dlperf.predict import memory
+
     peaks: dict[str, int] = {}
     for c in cells:
-        if c.batch == batch and c.peak_mem_bytes and not c.nproc:
-            peaks[c.mode] = max(peaks.get(c.mode, 0), c.peak_mem_bytes)
-            peaks[""] = max(peaks.get("", 0), c.peak_mem_bytes)
+        peak = memory.allocator_peak(c.peak_mem_bytes, c.peak_mem_kind) if c.peak_mem_bytes else None
+        if c.batch == batch and peak and not c.nproc:
+            peaks[c.mode] = max(peaks.get(c.mode, 0), peak)
+            peaks[""] = max(peaks.get("", 0), peak)
     return peaks
 
 
@@ -238,7 +257,9 @@ def to_json(x: Costs) -> dict:
                "energy_usd": x.cpu.energy_cost}  # fmt: skip
     return {
         "workload": x.workload, "batch": x.batch, "samples": x.samples, "work": x.what, "predicted": True,
-        "rows": [row(r) for r in x.rows], "does_not_fit": [row(r) for r in x.left_out], "cpu_measured": cpu,
-        "fastest": pick(x.fastest()), "cheapest": pick(x.cheapest()), "deadline_s": x.deadline_s,
+        "rows": [row(r) for r in x.rows], "cpu_measured": cpu,
+        "does_not_fit": [{**row(r), "largest_batch": x.largest.get((r.gpu, r.mode))} for r in x.left_out],
+        "fastest": pick(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": pick(x.cheapest()),
+        "deadline_s": x.deadline_s,
         "cheapest_within_deadline": pick(x.cheapest(x.deadline_s)) if x.deadline_s else None,
     }  # fmt: skip

@@ -3,7 +3,11 @@
 The table ships as package data (`dlperf/data/gpu_specs.csv`), each row with its source. Peaks are dense (no
 sparsity) and at the boost clock (`peak_clock` says so per row; a row's source says why where it is not);
 `fp16`/`bf16` are the tensor-core rates with FP32 accumulation, `fp8` with FP32 accumulation too; an empty cell is a
-unit the GPU lacks (a peak) or a figure no source gave (`sm_count`, `boost_clock_mhz`, `l2_mib`). `--gpu-specs
+unit the GPU lacks (a peak) or a figure no source gave (`sm_count`, `boost_clock_mhz`, `l2_mib`, `cuda_gib`). The
+memory is two figures: `mem_gib`, the size the GPU is sold by (its name's "80GB", read as GiB), and `cuda_gib`, the
+total CUDA reports for it (PyTorch's "total capacity"), which is less: ECC holds a sixteenth of a data-centre GDDR
+card (a T4's 16 GB is 14.56 GiB to CUDA), the driver some of every card; the room a step has is `cuda_gib` where a
+source gave it (`GPU.device_gib`), else `mem_gib`, an upper bound. `--gpu-specs
 FILE.csv` adds a user's rows in the same format (a row of a built-in GPU's name replaces it), checked as the built-in
 rows are: a wrong cell is one line naming the file, the line and the column. Names are matched forgivingly (case,
 spaces, hyphens, "NVIDIA"/"Tesla"/"GeForce"), and a name that matches none gets a one-line error suggesting the
@@ -28,7 +32,7 @@ CLOCKS = ("boost", "base", "unstated")
 REQUIRED = ("gpu", "fp32_tflops", "mem_bw_gbs", "mem_gib", "host_link", "host_link_gbs", "generation", "source")
 PEAKS = ("tf32_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops", "fp8_tensor_tflops")  # empty: no such unit
 SHAPE = ("sm_count", "boost_clock_mhz", "l2_mib")  # empty: no source gave it
-COLUMNS = (*REQUIRED[:2], *PEAKS, *REQUIRED[2:7], *SHAPE, "peak_clock", "source")
+COLUMNS = (*REQUIRED[:2], *PEAKS, *REQUIRED[2:4], "cuda_gib", *REQUIRED[4:7], *SHAPE, "peak_clock", "source")
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class GPU:
     fp16: float | None
     bf16: float | None
     memory_bw: float  # bytes/s
-    memory_gib: float
+    memory_gib: float  # as sold: the "80GB" of its name, read as GiB
     host_link: str
     host_link_bw: float  # bytes/s, theoretical, per direction
     source: str
@@ -49,6 +53,12 @@ class GPU:
     boost_clock_mhz: float | None = None
     l2_mib: float | None = None
     peak_clock: str = "boost"  # the clock the peaks are computed at: boost, base or unstated (the source's figure)
+    cuda_gib: float | None = None  # the total CUDA reports (PyTorch's "total capacity"); None: no source gave it
+
+    @property
+    def device_gib(self) -> float:
+        """The memory CUDA has on the device: `cuda_gib`, else the size it is sold by (an upper bound)."""
+        return self.cuda_gib or self.memory_gib
 
     def peak(self, dtype: str, tensor: bool) -> tuple[float, str]:
         """The FLOP/s a product in `dtype` runs at, and the unit it runs on. `tensor`: fp32 products may use TF32.
@@ -173,13 +183,16 @@ def _row(cells: dict[str, str], at) -> GPU:
         raise UsageError(f"{at('peak_clock')}: {clock!r}, expected {', '.join(CLOCKS)} (empty: boost)")
     tera = lambda column: None if (v := number(column)) is None else v * TFLOPS  # noqa: E731
     sm = number("sm_count", whole=True)
+    cuda = number("cuda_gib")
+    if cuda is not None and cuda > number("mem_gib", required=True):
+        raise UsageError(f"{at('cuda_gib')}: {cuda:g} is above mem_gib (CUDA reports at most the memory sold)")
     return GPU(
         name=cells["gpu"], generation=cells["generation"], fp32=number("fp32_tflops", required=True) * TFLOPS,
         tf32=tera("tf32_tflops"), fp16=tera("fp16_tensor_tflops"), bf16=tera("bf16_tensor_tflops"),
         memory_bw=number("mem_bw_gbs", required=True) * GBS, memory_gib=number("mem_gib", required=True),
         host_link=cells["host_link"], host_link_bw=number("host_link_gbs", required=True) * GBS,
         source=cells["source"], fp8=tera("fp8_tensor_tflops"), sm_count=None if sm is None else int(sm),
-        boost_clock_mhz=number("boost_clock_mhz"), l2_mib=number("l2_mib"), peak_clock=clock,
+        boost_clock_mhz=number("boost_clock_mhz"), l2_mib=number("l2_mib"), peak_clock=clock, cuda_gib=cuda,
     )  # fmt: skip
 
 

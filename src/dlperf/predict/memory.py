@@ -9,7 +9,10 @@ on an H100 (`benchmarks/memory_fit.py`, which prints the fit and both validation
 
 a fixed part (the cuBLAS/cuDNN workspaces the allocator hands out) and a part in proportion (its 512-byte rounding,
 block splitting, and the workspaces of larger layers). The peak is `torch.cuda.max_memory_allocated`'s; a GPU fits
-the step when it is at most the GPU's memory less `CONTEXT_BYTES` (the CUDA context, outside the allocator).
+the step when it is at most the memory CUDA has on the GPU (`GPU.device_gib`: what CUDA reports, not the size it is sold
+by) less `CONTEXT_BYTES` (the CUDA context, outside the allocator): `usable`. A peak measured in a run is set against
+the same room with the same rule: a live-tensor peak (a CPU cell's) plus the rule's overhead, a CUDA allocator peak as
+it is (`allocator_peak`), so `--memory` and `--cost` say the same of the same peak.
 
 Every part but the fixed ones grows in proportion to the batch, so each (workload, mode) is traced at its batch and at
 twice it; the line through the two gives the peak at any batch, and the largest batch that fits on each GPU. Traces
@@ -86,8 +89,22 @@ def overhead(traced: int) -> int:
 
 
 def usable(gpu) -> int:
-    """The bytes a step's allocator peak may reach on `gpu`."""
-    return int(gpu.memory_gib * GIB) - CONTEXT_BYTES
+    """The bytes a step's allocator peak may reach on `gpu`: what CUDA has on it, less its context."""
+    return int(gpu.device_gib * GIB) - CONTEXT_BYTES
+
+
+# A measured peak's kind (`protocol.MEMORY_KINDS`) -> whether the rule's overhead is added to reach an allocator peak.
+# A process's RSS is the interpreter's and the libraries' too, not a step's: it is not set against a GPU.
+WITH_OVERHEAD = {"live_tensors": True, "xla_buffers": True, "cuda_allocator": False}
+
+
+def allocator_peak(measured: int, kind: str | None) -> int | None:
+    """A peak measured in a run as the CUDA allocator's peak it stands for (what `usable` is set against): a CUDA
+    allocator peak as it is, live tensors (a CPU cell's) with the rule's overhead; None for a kind that is no step's
+    tensors (a process's RSS)."""
+    if kind not in WITH_OVERHEAD:
+        return None
+    return measured + overhead(measured) if WITH_OVERHEAD[kind] else measured
 
 
 @dataclass(frozen=True)
@@ -159,6 +176,20 @@ def largest(workload, lines: dict[str, Line], gpus, timeout: float, timeout_flag
         if any(isinstance(t, str) for t in traced):
             break
     return {m: {g.name: found.get((m, g.name), _bracket(known[m], usable(g))[0]) for g in gpus} for m in lines}
+
+
+def largest_left_out(workload, left_out, timeout: float) -> dict[tuple[str, str], int]:
+    """For each (GPU, mode) of `left_out` (rows with `gpu` and `mode`: `predict/cost.py`'s that do not fit), the largest
+    batch that fits, predicted (`largest`'s search); a mode that cannot be traced is left out."""
+    from dlperf.predict import gpus
+
+    modes = sorted({r.mode for r in left_out})
+    if not modes:
+        return {}
+    found = lines([(workload, m) for m in modes], timeout, "--timeout")
+    traced = {m: line for m, line in zip(modes, found, strict=True) if not isinstance(line, str)}
+    most = largest(workload, traced, [gpus.lookup(g) for g in sorted({r.gpu for r in left_out})], timeout, "--timeout")
+    return {(g, m): n for m, by_gpu in most.items() for g, n in by_gpu.items()}
 
 
 def _bracket(known: dict[int, int], room: int) -> tuple[int, int | None]:

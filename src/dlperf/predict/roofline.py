@@ -218,6 +218,34 @@ def predict(
                       issued)  # fmt: skip
 
 
+# What bounds a launch-bound step, in the words `dlperf crossover`'s note on small batches uses too (crossover.py).
+HOST_ISSUING = (
+    "the host issuing each kernel: with the GPU in a machine, that machine's CPU decides it, and it is predicted from "
+    "published GPU machines, not measured"
+)
+
+
+def named(gpus: list[str], most: int = 4) -> str:
+    """GPUs a note is about: their names, or how many where they are more than `most` (advise asks 26)."""
+    return ", ".join(gpus) if len(gpus) <= most else f"{len(gpus)} of the GPUs asked"
+
+
+def launch_note(gpus: list[str]) -> str:
+    """What a step bound by its launches on `gpus` means: the host's CPU decides it, not the GPU."""
+    return (f"bound: launch ({named(gpus)}): the step is {HOST_ISSUING}; a faster GPU does not shorten it (a "
+            "faster host CPU, a larger batch, CUDA graphs or torch.compile do): any GPU fast enough predicts the "
+            "same step")  # fmt: skip
+
+
+def fp32_note(gpus: list[str]) -> str:
+    """fp32 as dlperf measures and predicts it on GPUs with TF32 units (Ampere and newer): TF32 off
+    (`frameworks/torch/build.py`), not PyTorch's default."""
+    return (f"fp32 is TF32 off ({named(gpus)}: TF32 units, Ampere and newer): dlperf's fp32 turns TF32 off for "
+            "cuDNN and matrix products alike, where PyTorch's default runs convolutions in TF32 on these GPUs: a "
+            "plain PyTorch fp32 run of a convolutional network there can be faster than predicted here (dlperf "
+            "predict --modes tf32 predicts it with TF32)")  # fmt: skip
+
+
 def uncertainty() -> str:
     """The error a prediction carries, from the held-out validation: "" before any fit."""
     if FIT["p10_pct"] is None:

@@ -46,6 +46,7 @@ import re
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from dlperf.errors import UsageError
@@ -371,3 +372,40 @@ def summarize(results: Iterable[Result], key: Callable[[Result], str] = lambda r
 def percentile_abs(results: Iterable[Result], q: float) -> float:
     errs = sorted(abs(r.error) * 100 for r in results)
     return errs[min(len(errs) - 1, max(0, math.ceil(q * len(errs)) - 1))] if errs else float("nan")
+
+
+@cache
+def coverage() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """What the predictor's uncertainty (`roofline.uncertainty()`, fitted on the shipped measurements) was measured on:
+    the networks (their `Workload.arch`: resnet-50 is the ResNet the rows' resnet-50-v1.5 is), their families, the GPU
+    generations and the modes of the shipped rows dlperf predicts."""
+    from dlperf.predict.gpus import GENERATIONS
+    from dlperf.workloads import BUILTIN
+
+    cases, _ = read(shipped(), known=lambda name: name in BUILTIN)
+    generations = {c.gpu.generation for c in cases}
+    return (frozenset(BUILTIN[c.workload].arch for c in cases), tuple(sorted({c.family for c in cases})),
+            tuple(g for g in GENERATIONS if g in generations), tuple(sorted({c.mode for c in cases})))  # fmt: skip
+
+
+def scope_note(workload, gpus, modes) -> str | None:
+    """One note where a prediction lies outside what the uncertainty was measured on (`coverage`): a user's model or a
+    network no published row measures, a GPU of a generation none of the rows is, a mode none is in; None inside."""
+    from dlperf.predict.roofline import named
+
+    archs, families, generations, measured_modes = coverage()
+    outside = []
+    if workload.is_user or workload.arch not in archs:
+        outside.append(f"{workload.name} ({'your model' if workload.is_user else 'a network none of them is'})")
+    by_generation: dict[str, list[str]] = {}
+    for g in gpus:
+        if g.generation not in generations:
+            by_generation.setdefault(g.generation, []).append(g.name)
+    outside += [f"{gen} ({named(names, 3)}: no GPU of it measured)" for gen, names in by_generation.items()]
+    unmeasured = [m for m in dict.fromkeys(modes) if m not in measured_modes]
+    outside += [f"{m} (no row in it)" for m in unmeasured]
+    if not outside:
+        return None
+    return (f"the uncertainty was measured on published steps of {', '.join(families)} networks on "
+            f"{', '.join(generations)} GPUs in {', '.join(measured_modes)}; outside that here: {'; '.join(outside)}: "
+            "there the error is not known and may be larger")  # fmt: skip

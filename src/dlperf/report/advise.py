@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 
 from dlperf.measure.units import plural
-from dlperf.report.cost import _pick, deadline_text, usd
+from dlperf.report.cost import cheapest_lines, fastest_line, left_out, usd, wall
 from dlperf.report.format import interval, seconds
 
 SHOWN = 3  # the GPUs named in the crossover's line, the fastest first
@@ -15,30 +15,12 @@ CROSSOVER_HOW = "your batch"  # the crossover measured at the user's batch only 
 
 def lines(a) -> list[str]:
     x = a.costs
-    per = "s/epoch" if x.what.startswith("one epoch") else f"s for {x.what}"
-    out = []
-    if c := x.cpu:
-        ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
-        out.append(
-            f"On this CPU (measured): {c.time_s:,.1f} {per} at its best settings "
-            f"({plural(c.threads, 'thread')}, {c.mode}; "
-            f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "
-            f"{c.watts:g} W, an assumption)"
-        )
-    else:
-        out.append("On this CPU: not measured (see the notes)")
-    fastest, cheapest = x.fastest(), x.cheapest()
-    out.append(_pick("Fastest GPU (predicted)", fastest) + _versus(fastest, c) if fastest else
-               "Fastest GPU (predicted): every GPU asked is left out (see Does not fit)")  # fmt: skip
-    out.append(_pick("Cheapest GPU (predicted)", cheapest) if cheapest else
-               "Cheapest GPU (predicted): no GPU predicted has a price")  # fmt: skip
-    if x.deadline_s is not None:
-        within = x.cheapest(x.deadline_s)
-        label = f"Cheapest within {deadline_text(x.deadline_s)} (predicted)"
-        out.append(_pick(label, within) if within else f"{label}: no priced GPU predicted finishes in time")
+    out = [_cpu_line(a)]
+    fastest = x.fastest()
+    out.append(fastest_line("Fastest GPU (predicted)", x) + (_versus(fastest, x.cpu) if fastest else ""))
+    out += cheapest_lines(x, "Cheapest", " GPU", " (predicted)")
     if x.left_out:
-        out.append("Does not fit (predicted): " + "; ".join(f"{r.gpu} ({r.mode}): {r.why}{_most(a, r)}"
-                                                             for r in x.left_out))  # fmt: skip
+        out.append("Does not fit (predicted): " + "; ".join(left_out(x, r) for r in x.left_out))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
     out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover, a.asked or a.workload)}")
@@ -47,6 +29,21 @@ def lines(a) -> list[str]:
     if a.uncertainty:
         out.append(f"GPU figures' uncertainty: {a.uncertainty}")
     return out
+
+
+def _cpu_line(a) -> str:
+    """This CPU's time for the work, in `predict --cost`'s words (a duration a person reads), at the settings it was
+    measured at: the mode search's best, or the thread search's step where the search gave nothing (said in the
+    notes)."""
+    c, x = a.costs.cpu, a.costs
+    if c is None:
+        return "On this CPU: not measured (see the notes)"
+    work = "one epoch" if x.what.startswith("one epoch") else x.what
+    ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
+    how = "at its best settings" if a.searched else "at its best thread count with no mode searched"
+    return (f"On this CPU (measured): {wall(c.time_s)} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}; "
+            f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "
+            f"{c.watts:g} W, an assumption)")  # fmt: skip
 
 
 def _fed(feed, x) -> str:
@@ -68,13 +65,6 @@ def _fed(feed, x) -> str:
 def _processes(feed, r) -> str:
     n = feed.processes_for(r.samples_per_s)
     return "one loading process (w0 loads in the training process)" if n == 1 else f"about {n} loading processes"
-
-
-def _most(a, r) -> str:
-    from dlperf.report.memory import largest
-
-    n = a.largest.get((r.gpu, r.mode))
-    return "" if n is None else f", the largest batch that fits: {largest(n)}"
 
 
 def _versus(r, cpu) -> str:
@@ -124,7 +114,8 @@ def to_json(a) -> dict:
     row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
     return {
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
-        "fastest": _pick_json(x.fastest()), "cheapest": _pick_json(x.cheapest()), "deadline_s": x.deadline_s,
+        "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
+        "deadline_s": x.deadline_s, "mode_searched": a.searched,
         "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,
         "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
                           "predicted": True} for r in x.left_out],

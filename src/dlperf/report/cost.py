@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from dlperf.measure.units import plural
+from dlperf.predict.cost import TIE
 from dlperf.report.format import duration, seconds
 
 HEAD = ("GPU", "mode", "step", "samples/s", "time", "cost", "$ per M samples", "$/GPU-hour", "memory")
@@ -54,18 +55,59 @@ def _pick(label: str, r) -> str:
     return f"{label}: {r.gpu} ({r.mode}): {wall(r.time_s)}, {span(r.cost())}"
 
 
-def lines(x, how: str | None) -> list[str]:
-    """The ranking, the GPUs left out, and this CPU."""
-    out = []
-    if fastest := x.fastest():
-        out.append(_pick("Fastest", fastest))
+def fastest_line(label: str, x) -> str:
+    """The fastest GPU, or why there is none; GPUs tied with it (`Costs.tied`) named, the cheapest of them picked."""
+    r = x.fastest()
+    if r is None:
+        return f"{label}: {no_pick(x, priced=False)}"
+    tied = x.tied_with()
+    if not tied:
+        return _pick(label, r)
+    return (_pick(label, r) + f"; tied with {', '.join(tied)} (predicted within {TIE:.0%}, well inside the "
+            "uncertainty), so the cheapest of them")  # fmt: skip
+
+
+def no_pick(x, within_s: float | None = None, priced: bool = True) -> str:
+    """Why no GPU is picked: every GPU asked left out for memory, none that fits with a price, or none in time."""
+    if not x.rows:
+        if x.left_out:
+            return f"none: the step at batch {x.batch} fits none of the GPUs asked (see Does not fit)"
+        return "none: no GPU was predicted"
+    candidates = [r for r in x.rows if r.price] if priced else x.rows
+    if not candidates:
+        return "none: no GPU that fits has a price (--prices gives one)"
+    best = min(candidates, key=lambda r: r.time_s)
+    what = "priced GPU" if priced else "GPU"
+    return (f"none: no {what} predicted finishes in time; the fastest, {best.gpu} ({best.mode}), takes "
+            f"{wall(best.time_s)}")  # fmt: skip
+
+
+def cheapest_lines(x, label: str = "Cheapest", what: str = "", suffix: str = "") -> list[str]:
+    """The cheapest GPU, and the cheapest within the deadline, or why there is none."""
     cheapest = x.cheapest()
-    out.append(_pick("Cheapest", cheapest) if cheapest else "Cheapest: no GPU predicted has a price")
+    first = f"{label}{what}{suffix}"
+    out = [_pick(first, cheapest) if cheapest else f"{first}: {no_pick(x)}"]
     if x.deadline_s is not None:
         within = x.cheapest(x.deadline_s)
-        label = f"Cheapest within {deadline_text(x.deadline_s)}"
-        out.append(_pick(label, within) if within else f"{label}: no priced GPU predicted finishes in time")
-    out += [f"Does not fit: {r.gpu} ({r.mode}): {r.why}" for r in x.left_out]
+        at = f"{label} within {deadline_text(x.deadline_s)}{suffix}"
+        out.append(_pick(at, within) if within else f"{at}: {no_pick(x, x.deadline_s)}")
+    return out
+
+
+def left_out(x, r) -> str:
+    """Why a (GPU, mode) is left out, without repeating "does not fit", and the largest batch that fits there."""
+    from dlperf.predict.cost import NO_FIT
+    from dlperf.report.memory import largest
+
+    why = r.why.removeprefix(f"{NO_FIT}: ")
+    n = x.largest.get((r.gpu, r.mode))
+    return f"{r.gpu} ({r.mode}): {why}" + ("" if n is None else f"; the largest batch that fits: {largest(n)}")
+
+
+def lines(x, how: str | None) -> list[str]:
+    """The ranking, the GPUs left out, and this CPU."""
+    out = [fastest_line("Fastest", x), *cheapest_lines(x)]
+    out += [f"Does not fit: {left_out(x, r)}" for r in x.left_out]
     out.append(cpu_line(x.cpu) if x.cpu else f"On this CPU: {how}")
     return out
 
@@ -85,13 +127,18 @@ def deadline_text(s: float) -> str:
     return f"{s:g}s"
 
 
-def how_to_measure(workload, where: str) -> str:
-    """What to run when the store holds no measured CPU step of the workload at its batch."""
+def how_to_measure(workload, where: str, need_bytes: int | None = None, have_bytes: int | None = None) -> str:
+    """What to run when the store holds no measured CPU step of the workload at its batch; nothing to run where the
+    step's predicted peak (`need_bytes`) is above this machine's memory (`have_bytes`): it cannot run here."""
+    missing = f"no measured step of {workload.name} at batch {workload.batch} in {where}"
+    if need_bytes and have_bytes and need_bytes > have_bytes:
+        return (f"{missing}, and none can be measured here: the step needs about {need_bytes / 2**30:.1f} GiB "
+                f"(predicted), this machine has {have_bytes / 2**30:.1f} GiB")  # fmt: skip
     if workload.batch == _default_batch(workload.name) and not workload.is_user:
         run = f"dlperf run --workloads {workload.name} --devices cpu"
     else:  # at this batch: crossover's own batches are powers of two
         run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batches {workload.batch}"
-    return f"no measured step of {workload.name} at batch {workload.batch} in {where}: `{run}` measures one"
+    return f"{missing}: `{run}` measures one"
 
 
 def _default_batch(name: str) -> int | None:

@@ -1,0 +1,81 @@
+"""`dlperf advise`'s screen (report/advise.py) in `predict --cost`'s words: this CPU's time as a duration a person
+reads, ties and the reasons no GPU is picked, a GPU left out said once with its largest batch; and a mode search
+that gave nothing is said, never hidden behind "its best settings" (advise.py)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from dlperf import advise
+from dlperf.loaders import DATA_SYNTHETIC
+from dlperf.predict import cost
+from dlperf.predict.roofline import Prediction
+from dlperf.report import advise as view
+from dlperf.workloads import BUILTIN
+
+CNN = BUILTIN["resnet-56"]
+
+
+def prediction(gpu, step_s, mode="bf16"):
+    return Prediction(gpu, CNN.name, mode, CNN.batch, step_s, 0.0, "launch")
+
+
+def answer(predictions, searched=True, predicted=None, largest=None):
+    x = cost.costs(CNN, predictions, 50_000, "50,000 samples (--samples)", {}, predicted=predicted)
+    x.largest = largest or {}
+    steps = -(-50_000 // CNN.batch)
+    x.cpu = cost.Cpu(4485.2 / steps, CNN.batch, 1, "fp32", 1, 4485.2, 100.0, 0.15)
+    return advise.Advice(CNN.name, CNN.batch, x, None, None, [1], "", [], 0, x.largest, CNN.name, None, searched)
+
+
+def test_this_cpus_time_is_a_duration_and_says_whether_a_mode_was_searched():
+    """Issue: "4,485.2 s for 50,000 samples" where predict --cost says "75 min"."""
+    line = view.lines(answer([prediction("T4", 0.01)]))[0]
+    assert line.startswith("On this CPU (measured): 75 min for 50,000 samples (--samples) at its best settings (")
+    assert "4,485.2" not in line
+    unsearched = view.lines(answer([prediction("T4", 0.01)], searched=False))[0]
+    assert "at its best thread count with no mode searched (1 thread, fp32; " in unsearched
+    assert "best settings" not in unsearched
+
+
+def test_tied_gpus_are_named_and_the_cheapest_of_them_is_the_fastest():
+    """Issue: advise named the H100 fastest when the H200 and B200 predict the same time."""
+    from dlperf.predict import gpus, prices
+
+    names = ["H100-SXM5-80GB", "H200-SXM-141GB", "B200"]
+    lines = view.lines(answer([prediction(name, 0.0165) for name in names]))
+    fastest = next(line for line in lines if line.startswith("Fastest GPU (predicted): "))
+    cheapest = min(names, key=lambda n: (prices.price(gpus.lookup(n)).low, prices.price(gpus.lookup(n)).high))
+    assert cheapest != names[0]  # the first of the tied, which "fastest" named before
+    assert fastest.startswith(f"Fastest GPU (predicted): {cheapest} (bf16)")
+    assert f"tied with {', '.join(n for n in names if n != cheapest)}" in fastest
+    assert "times faster than this CPU" in fastest
+
+
+def test_every_gpu_left_out_is_the_reason_and_each_says_does_not_fit_once():
+    gib = 2**30
+    a = answer([prediction("T4", 0.5, "fp16")], predicted={"fp16": 85 * gib}, largest={("T4", "fp16"): 166})
+    lines = view.lines(a)
+    assert (
+        "Fastest GPU (predicted): none: the step at batch 128 fits none of the GPUs asked (see Does not fit)" in lines
+    )
+    assert (
+        "Cheapest GPU (predicted): none: the step at batch 128 fits none of the GPUs asked (see Does not fit)" in lines
+    )
+    (left,) = [line for line in lines if line.startswith("Does not fit")]
+    assert left == ("Does not fit (predicted): T4 (fp16): needs 85.0 GiB (the predicted peak) of 14.1 GiB; the largest "
+                    "batch that fits: 166")  # fmt: skip
+    assert view.to_json(a)["does_not_fit"][0]["largest_batch"] == 166
+
+
+def test_a_mode_search_that_measured_nothing_is_said():
+    """Issue: "[1/?] ... timeout: the search's --budget ran out", then "at its best settings" and no note."""
+    baseline = SimpleNamespace(mode="fp32", status="timeout", error="the search's --budget ran out")
+    search = SimpleNamespace(baseline=baseline, best=None, run_id=2, notes=[], exit_code=0)
+    opts = advise.Options("tfm.py:make", data=DATA_SYNTHETIC)
+    feed, notes = advise._searched_notes(opts, "unused.db", search, None)
+    assert feed is None
+    assert notes == ["the mode search measured nothing (fp32: timeout: the search's --budget ran out): this CPU's "
+                     "figure is the thread search's fp32 step; what it stored is run 2 (raise --budget)"]  # fmt: skip
+    found = SimpleNamespace(mode="fp32")  # a stored cell: the search gave the answer its step
+    assert advise._searched_notes(opts, "unused.db", search, found)[1] == []

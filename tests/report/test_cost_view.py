@@ -1,0 +1,63 @@
+"""`dlperf predict --cost`'s lines (report/cost.py): the ranking says why it has no pick, names ties, and a GPU left out
+says so once, with the largest batch that fits; what to run to measure this CPU is never something that cannot run."""
+
+from __future__ import annotations
+
+from dlperf.predict import cost
+from dlperf.predict.roofline import Prediction
+from dlperf.report import cost as view
+from dlperf.workloads import BUILTIN
+
+RESNET = BUILTIN["resnet-50"]  # batch 16
+GIB = 2**30
+
+
+def prediction(gpu, step_s, mode="fp32", batch=16):
+    return Prediction(gpu, "resnet-50", mode, batch, step_s, 0.0, "compute")
+
+
+def test_every_gpu_left_out_for_memory_is_said_so_not_that_none_has_a_price():
+    """Issue: resnet-50 at batch 4096 on a T4: "no GPU predicted has a price", "no priced GPU finishes in time"; the
+    truth was that it fits none (175 GiB)."""
+    x = cost.costs(
+        RESNET, [prediction("T4", 1.0, "fp16")], 1000, "", {}, deadline_s=3600, predicted={"fp16": 175 * GIB}
+    )
+    x.largest = {("T4", "fp16"): 321}
+    out = view.lines(x, "not measured")
+    said = " ".join(out)
+    assert "has a price" not in said and "finishes in time" not in said
+    assert out[:3] == [f"{label}: none: the step at batch 16 fits none of the GPUs asked (see Does not fit)"
+                       for label in ("Fastest", "Cheapest", "Cheapest within 1h")]  # fmt: skip
+    (left,) = [line for line in out if line.startswith("Does not fit")]
+    assert (
+        left
+        == "Does not fit: T4 (fp16): needs 175.0 GiB (the predicted peak) of 14.1 GiB; the largest batch that fits: 321"
+    )
+    assert left.count("does not fit") + left.count("Does not fit") == 1
+
+
+def test_no_price_and_no_gpu_in_time_each_say_their_own_reason():
+    unpriced = cost.costs(RESNET, [prediction("GTX 1080", 0.1)], 1000, "", {}, deadline_s=60)
+    assert view.no_pick(unpriced) == "none: no GPU that fits has a price (--prices gives one)"
+    slow = cost.costs(RESNET, [prediction("T4", 10.0), prediction("GTX 1080", 1.0)], 16_000, "", {}, deadline_s=60)
+    lines = view.lines(slow, "not measured")
+    assert "Cheapest within 1m: none: no priced GPU predicted finishes in time; the fastest, T4 (fp32), takes" in (
+        " ".join(lines))  # fmt: skip
+
+
+def test_the_fastest_line_names_the_gpus_tied_with_it_and_picks_the_cheapest():
+    x = cost.costs(RESNET, [prediction("H100-SXM5-80GB", 0.0165), prediction("A100-SXM4-80GB", 0.0165),
+                            prediction("T4", 0.05)], 1_000_000, "", {})  # fmt: skip
+    line = view.lines(x, "not measured")[0]
+    assert line.startswith("Fastest: A100-SXM4-80GB (fp32): ")
+    assert "tied with H100-SXM5-80GB" in line and "the cheapest of them" in line
+
+
+def test_no_command_is_suggested_that_cannot_run_on_this_machine():
+    from dataclasses import replace
+
+    big = replace(RESNET, batch=1024)
+    runs = view.how_to_measure(big, "dlperf.db", need_bytes=85 * GIB, have_bytes=16 * GIB)
+    assert "`" not in runs and "none can be measured here" in runs and "85.0 GiB" in runs and "16.0 GiB" in runs
+    fits = view.how_to_measure(big, "dlperf.db", need_bytes=2 * GIB, have_bytes=16 * GIB)
+    assert "`dlperf crossover resnet-50 --batches 1024` measures one" in fits
