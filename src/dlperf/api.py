@@ -148,7 +148,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         run = _latest_unfinished(store, db) if dry_run else _unfinished(store, db, warn or warn_stderr)
         spec = RunSpec.from_json(run.spec)
         env = envinfo.capture(framework_info(spec.frameworks))
-        changes = envinfo.fingerprint_diff(run.fingerprint, envinfo.fingerprint(env))
+        changes = envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env))
         if changes:
             raise UsageError(
                 f"--resume: run {run.id} was measured on a different machine or software "

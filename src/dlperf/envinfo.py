@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -18,6 +19,12 @@ from dlperf.measure import system
 from dlperf.version import VERSION
 
 NVIDIA_SMI_QUERY = ["--query-gpu=name,driver_version,memory.total", "--format=csv,noheader,nounits"]
+
+# The instruction-set extensions a framework's CPU kernels are chosen by: x86's SIMD and matrix units, ARM's NEON
+# (asimd), SVE and SME. Only these of the CPU's flags guard --resume: a kernel update adds or renames the others
+# (mitigations, virtualization) on the same CPU. Not smep: x86's supervisor-mode execution prevention, no ARM SME.
+KERNEL_ISA = re.compile(r"(?!smep$)(sse|ssse|avx|amx|fma|f16c|sve|sme|asimd|bf16|i8mm)")
+CPU_ID = ("vendor", "family", "model_number", "stepping")  # what names a CPU when its model string does not (a VM's)
 
 
 def gpu_info(timeout: float = 10.0) -> list[dict] | None:
@@ -39,11 +46,53 @@ def _parse_gpu_line(line: str) -> dict:
     return {"name": name, "driver_version": driver, "memory_total_mib": int(memory) if memory.isdigit() else None}
 
 
+def _number(text: str | None) -> int | None:
+    """A /proc/cpuinfo number: decimal on x86 ("cpu family : 26"), hexadecimal on ARM ("CPU part : 0xd0c")."""
+    try:
+        return int(text, 16) if text.lower().startswith("0x") else int(text)
+    except (AttributeError, ValueError):
+        return None
+
+
+def _clock_mhz(text: str | None) -> float | None:
+    try:
+        return round(float(text), 1)
+    except (TypeError, ValueError):
+        return None
+
+
+def cpu_identity(root: str = "/") -> dict:
+    """Which CPU this is where its model string does not say (a VM's "AMD EPYC"): vendor, family, model number and
+    stepping (ARM's implementer, part and revision; None where the kernel gives none), microcode, the clock when read
+    and the highest (MHz, None without cpufreq, as in most VMs)."""
+    block = next(iter(system._cpuinfo_blocks(root)), {})
+    max_khz = system._read_int(os.path.join(root, "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq"))
+    return {
+        "vendor": block.get("vendor_id") or block.get("CPU implementer"),
+        "family": _number(block.get("cpu family")),
+        "model_number": _number(block.get("model") or block.get("CPU part")),
+        "stepping": _number(block.get("stepping") or block.get("CPU revision")),
+        "microcode": block.get("microcode"),
+        "clock_mhz": _clock_mhz(block.get("cpu MHz")),
+        "max_clock_mhz": max_khz / 1000 if max_khz else None,
+    }
+
+
+def kernel_isa(flags: list[str]) -> list[str]:
+    """The flags of `KERNEL_ISA`, sorted."""
+    return sorted(f for f in flags if KERNEL_ISA.match(f))
+
+
 def capture(framework_info: dict | None = None, *, root: str = "/", environ: dict[str, str] | None = None) -> dict:
     """The environment of a run; ``framework_info`` is {framework name: what its probe child reported}."""
     flags = system.cpu_flags(root)
     return {
-        "cpu": {"model": system.cpu_model(root), "isa": system.isa_summary(flags), "flags": flags},
+        "cpu": {
+            "model": system.cpu_model(root),
+            **cpu_identity(root),
+            "isa": system.isa_summary(flags),
+            "flags": flags,
+        },
         "cores": system.usable_cores(root),
         "memory_total_bytes": system.memory_total_bytes(root),
         "os": {"platform": platform.platform(), "system": platform.system(), "kernel": platform.release()},
@@ -57,24 +106,54 @@ def capture(framework_info: dict | None = None, *, root: str = "/", environ: dic
     }
 
 
+NEWER = ("cpu_id", "cpu_isa", "python")  # fingerprint keys a run recorded before them lacks
+
+
 def fingerprint(env: dict) -> dict:
-    """What must not change for ``dlperf run --resume`` to add cells to a run captured as ``env``.
+    """What must not change for ``dlperf run --resume`` to add cells to a run captured as ``env``: the machine (its
+    CPU by name, numbers and kernel-choosing extensions; cores, memory, hostname, GPUs) and the software (Python, the
+    frameworks). A `NEWER` key of which ``env`` holds nothing (recorded before it existed) is left out, as from the
+    fingerprint stored then: `fingerprint_diff` compares only the keys both sides have.
 
     Memory is rounded to GiB because MemTotal moves by a few MiB between boots of the same machine.
     """
-    memory = env.get("memory_total_bytes")
-    return {
-        "cpu_model": (env.get("cpu") or {}).get("model"),
+    memory, cpu = env.get("memory_total_bytes"), env.get("cpu") or {}
+    found = {
+        "cpu_model": cpu.get("model"),
+        "cpu_id": {key: cpu.get(key) for key in CPU_ID} if "family" in cpu else None,
+        "cpu_isa": kernel_isa(cpu["flags"]) if "flags" in cpu else None,
         "cores": dict(env.get("cores") or {}),
         "memory_gib": round(memory / 2**30) if memory else None,
         "hostname": env.get("hostname"),
         "gpus": [gpu.get("name") for gpu in env.get("gpus") or []],
+        "python": _python_version(env.get("python")),
         "frameworks": {name: (info or {}).get("version") for name, info in (env.get("frameworks") or {}).items()},
     }
+    return {key: value for key, value in found.items() if value is not None or key not in NEWER}
+
+
+def _python_version(python: dict | str | None) -> str | None:
+    """The major and minor version ("3.11"): frameworks' wheels are built for one and the interpreter's speed changes
+    between them, while a patch release (3.11.7 -> 3.11.9, an OS update) changes neither."""
+    version = python.get("version") if isinstance(python, dict) else python  # {"version": ...}, as `capture` records
+    return ".".join(str(version).split(".")[:2]) if version else None
+
+
+def recorded(stored: dict, env: dict) -> dict:
+    """The fingerprint a stored run is resumed against: the one stored with it, and of the keys it lacks (stored by an
+    older dlperf) what its stored environment holds (the CPU's flags and Python were recorded from the start). The
+    stored one wins where both have a key: `dlperf run --resume --ray` stores the fingerprint of the node of the same
+    kind that takes a run up beside the environment of the node that began it."""
+    return fingerprint(env) | stored
 
 
 _LABELS = {
     "cpu_model": "CPU model",
+    "vendor": "CPU vendor",
+    "family": "CPU family",
+    "model_number": "CPU model number",
+    "stepping": "CPU stepping",
+    "python": "Python",
     "memory_gib": "memory (GiB)",
     "hostname": "hostname",
     "gpus": "GPUs",
@@ -92,13 +171,17 @@ def _show(value) -> str:
 
 
 def fingerprint_diff(old: dict, new: dict) -> list[str]:
-    """Human-readable differences between two fingerprints, e.g. "torch version 2.13.0 -> 2.14.1"; [] if equal."""
+    """Human-readable differences between two fingerprints, e.g. "torch version 2.13.0 -> 2.14.1"; [] if equal. Only
+    the keys both have are compared: one recorded by an older dlperf lacks the newer keys, and its run stays
+    resumable on the machine that measured it."""
     diffs = []
-    for key in dict.fromkeys([*old, *new]):  # union, in first-seen order
-        a, b = old.get(key), new.get(key)
+    for key in (k for k in old if k in new):
+        a, b = old[key], new[key]
         if a == b:
             continue
-        if key == "frameworks":
+        if key == "cpu_isa":
+            diffs.append(_isa_diff(a or [], b or []))
+        elif key == "frameworks":
             diffs += _nested_diff(a or {}, b or {}, "{} version")
         elif isinstance(a, dict) or isinstance(b, dict):
             diffs += _nested_diff(a or {}, b or {}, "{}")
@@ -114,3 +197,10 @@ def _nested_diff(old: dict, new: dict, template: str) -> list[str]:
         for k in keys
         if old.get(k) != new.get(k)
     ]
+
+
+def _isa_diff(old: list[str], new: list[str]) -> str:
+    """What changed of the CPU's `KERNEL_ISA` extensions: "CPU extensions lost avx512bw, avx512f; gained amx_tile"."""
+    lost, gained = sorted(set(old) - set(new)), sorted(set(new) - set(old))
+    parts = [f"{what} {', '.join(names)}" for what, names in (("lost", lost), ("gained", gained)) if names]
+    return f"CPU extensions {'; '.join(parts)}"

@@ -11,6 +11,7 @@ from dlperf.commands.common import add_format, open_store, whole
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
+CPU_NUMBERS = ("family", "model_number")
 HELP = "a run's stored environment (show), or the frameworks' own environments (list, install)"
 DESCRIPTION = (
     "show: the environment a run was measured in. list: each framework's dedicated environment. "
@@ -95,12 +96,20 @@ def env_install(names: list[str], force: bool) -> int:
 
 
 def print_env(env: dict, indent: str = "") -> None:
-    """The environment as indented lines; the CPU's flag list (the top level's `cpu`) as its count."""
+    """The environment as indented lines; of the top level's `cpu`, the flag list as its count, the family and model
+    number in hexadecimal too, as vendors' documents name them (AMD's family 1Ah: Zen 5)."""
     for key, value in env.items():
-        if key == "cpu" and not indent and isinstance(value, dict) and "flags" in value:
-            value = {**value, "flags": f"{len(value['flags'])} flags (see --format json)"}
+        if key == "cpu" and not indent and isinstance(value, dict):
+            value = _cpu_lines(value)
         if isinstance(value, dict):
             print(f"{indent}{key}:")
             print_env(value, indent + "  ")
         else:
             print(f"{indent}{key}: {value}")
+
+
+def _cpu_lines(cpu: dict) -> dict:
+    shown = {k: f"{v} (0x{v:x})" if k in CPU_NUMBERS and isinstance(v, int) else v for k, v in cpu.items()}
+    if "flags" in cpu:
+        shown["flags"] = f"{len(cpu['flags'])} flags (see --format json)"
+    return shown

@@ -1,0 +1,66 @@
+"""`dlperf run --resume` refuses a run measured on another machine or software, by what its store recorded: a tester
+edited a stored run's environment (no AVX-512, Python 3.10.0) and `--resume --dry-run` accepted it, since only the
+fingerprint stored beside it, which an older dlperf wrote without the CPU's extensions or Python, was compared."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from conftest import require
+from dlperf import api, envinfo
+from dlperf.errors import UsageError
+from dlperf.plan import make_plan
+from dlperf.runner.session import Session
+from dlperf.spec import make_spec
+from dlperf.store import Store
+
+# what dlperf stored as a run's fingerprint before it recorded the CPU's numbers, extensions and Python
+OLD_KEYS = ("cpu_model", "cores", "memory_gib", "hostname", "gpus", "frameworks")
+
+
+def stored_by_an_older_dlperf(db: str, edit=lambda env: None) -> int:
+    """An interrupted run of this machine, its fingerprint as an older dlperf stored it, its environment `edit`ed."""
+    plan = make_plan(make_spec(["tiny-fcn-r"], threads=[1]))
+    store = Store.open(db, create=True)
+    session = Session.create(store, plan.spec, plan.env, plan.cores, ["dlperf", "run"], plan.cells, plan.workloads)
+    store.set_run_status(session.run_id, "interrupted")
+    store.close()
+    env = json.loads(json.dumps(plan.env))
+    for key in envinfo.CPU_ID:
+        env["cpu"].pop(key, None)  # not recorded then either
+    old = {k: v for k, v in envinfo.fingerprint(env).items() if k in OLD_KEYS}
+    edit(env)
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE runs SET env_json = ?, fingerprint_json = ? WHERE id = ?",
+                    (json.dumps(env), json.dumps(old), session.run_id))  # fmt: skip
+    con.close()
+    return session.run_id
+
+
+def test_an_older_run_of_this_machine_stays_resumable(tmp_path):
+    require("torch")
+    db = str(tmp_path / "r.db")
+    stored_by_an_older_dlperf(db)
+    assert api.resume(db, dry_run=True).tasks
+
+
+def test_an_older_run_of_other_cpu_extensions_or_python_is_refused(tmp_path):
+    require("torch")
+    db = str(tmp_path / "r.db")
+    here = envinfo.capture()
+    extension = envinfo.kernel_isa(here["cpu"]["flags"])[0]  # sse2 at least, on any x86-64 CPU
+
+    def edit(env: dict) -> None:
+        env["cpu"]["flags"].remove(extension)
+        env["python"]["version"] = "3.10.0"
+
+    run_id = stored_by_an_older_dlperf(db, edit)
+    with pytest.raises(UsageError) as refused:
+        api.resume(db, dry_run=True)
+    assert str(refused.value) == (
+        f"--resume: run {run_id} was measured on a different machine or software (CPU extensions gained {extension}; "
+        f"Python 3.10 -> {envinfo.fingerprint(here)['python']}); start a new run instead"
+    )
