@@ -126,7 +126,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
                           timeout=opts.timeout),
-        db, argv=argv,
+        db, argv=argv, made_by="advise",
     )  # fmt: skip
     runs = [side.run_id] if side.run_id is not None else []
     if side.answer is None or not side.answer.rows or side.answer.rows[0].cpu is None:
@@ -255,7 +255,7 @@ def _search(opts: Options, threads: int, budget_s: float, db: str):
     return optimize.optimize(
         optimize.Options(opts.workload, threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
                          compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders),
-        db,
+        db, made_by="advise",
     )  # fmt: skip
 
 

@@ -111,6 +111,13 @@ def test_an_interrupt_in_the_mode_search_is_130_with_the_thread_search_kept(tmp_
     table = dlperf("table", db=db)
     assert table.returncode == 0 and "tiny-fcn-r" in table.stdout
     assert not [p for p in _children(proc.pid) if alive(p)]
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    assert [r.env["made_by"] for r in store.runs()] == ["advise", "advise"]  # its thread search's, its mode search's
+    store.close()
+    resumed = dlperf("run", "--resume", db=db)  # a search's run: run advise again, --resume does not go on with it
+    assert resumed.returncode == 2 and "of dlperf advise" in resumed.stderr, resumed.stderr
 
 
 def _children(pid: int) -> list[int]:
