@@ -68,8 +68,8 @@ def test_fit_cut_short_in_its_first_try_says_nothing_is_known_yet_not_that_nothi
     assert "no batch fit" not in out
     assert err.splitlines()[-1] == (
         f"dlperf: interrupted; the tries that finished are stored in run 1. To finish the search, run it again (it "
-        f"starts over): dlperf fit tiny-fcn-r --threads 1 --db {db} (dlperf run --resume would only measure the try "
-        "cut short)"
+        f"starts over): dlperf fit tiny-fcn-r --threads 1 --db {db} (dlperf run --resume would not go on with the "
+        "search)"
     )
 
 

@@ -11,13 +11,13 @@ from report.runs import MACHINE, cell, measured
 
 
 def planned_run(
-    store: Store, measure: int, status: str | None, argv: tuple[str, ...] = ("dlperf", "run"), **env
+    store: Store, measure: int, status: str | None, argv: tuple[str, ...] = ("dlperf", "run"), spec=None, **env
 ) -> int:
-    """A run of three cells, the first `measure` of them measured; `status` set (None: left as created); `env`: more
-    of its environment (`made_by`)."""
+    """A run of three cells, the first `measure` of them measured in their first process; `status` set (None: left as
+    created); `spec`: its stored spec (`repeats`, `profile`); `env`: more of its environment (`made_by`)."""
     plan = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56")]
-    run_id = store.create_run({"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}, **env}, MACHINE,
-                              list(argv), plan)  # fmt: skip
+    run_id = store.create_run(spec or {"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}, **env},
+                              MACHINE, list(argv), plan)  # fmt: skip
     for c in plan[:measure]:
         m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
         store.record(run_id, c.cell.key, 0, m, measured([[0.01] * 5]))

@@ -161,8 +161,10 @@ def test_text_view_shows_hostile_names_and_errors_escaped(capsys):
 def test_csv_text_that_starts_a_formula_is_quoted_for_spreadsheets():
     cells = [cell("-fcn", "cpu", 1, 1.0), cell("-fcn", "cpu", 2, 0.5), *HOSTILE_CELLS[2:]]
     rows = list(csv.reader(io.StringIO(table.render_csv(table.build(1, cells)))))
-    assert [r[0] for r in rows[1:]] == ["'-fcn", '\'=HYPERLINK("http://e","y")']
-    assert rows[1][3:] == ["1.0", "0.5"]  # numbers stay numbers
+    assert [r[0] for r in rows[1:3]] == ["'-fcn", '\'=HYPERLINK("http://e","y")']
+    assert rows[1][3:5] == ["1.0", "0.5"]  # numbers stay numbers
+    notes = [r[1] for r in rows if r[0] == "note"]  # the notes, after the rows, quoted as the names are
+    assert notes and all(not n.startswith(("=", "+", "-", "@")) for n in notes)
 
 
 def test_terminal_escapes_controls_and_keeps_ordinary_unicode():

@@ -14,9 +14,10 @@ data/schema11.sqlite.gz was measured with that commit's code, into one file, on 
 data/schema11.expected.json.gz holds what that commit's code read from it: every cell's record fields, every
 measurement's status, error, sample count and sum and its detail, the profiles, the output of `dlperf table`
 (text at 100 columns, json, csv, --explain) and `dlperf export` (jsonl with the samples, csv) of each run, and the
-SHA-256 of `dlperf report --run all` (`normalized`). One intended change since: run 2's table renders (text, json,
---explain) name the step its exposed communication is a share of (ad3af0a), regenerated with every other render
-checked unchanged.
+SHA-256 of `dlperf report --run all` (`normalized`). Intended changes since, each regenerated with every other render
+checked unchanged: run 2's table renders (text, json, --explain) name the step its exposed communication is a share of
+(ad3af0a); every run's `table --format csv` adds each device column's n and marks after the columns it had, then the
+legend of its marks and its notes, a row each.
 """
 
 from __future__ import annotations

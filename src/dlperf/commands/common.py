@@ -174,10 +174,43 @@ def add_format(p: argparse.ArgumentParser, *options: str, help: str | None = Non
 
 
 def db_path(args: argparse.Namespace) -> str:
-    """--db, else $DLPERF_DB, else ./dlperf.db."""
+    """--db, else $DLPERF_DB, else ./dlperf.db; an empty --db names no file, and is refused rather than read as the
+    default (`--db "$OUT"` with $OUT unset)."""
     from dlperf.store import default_db
 
-    return getattr(args, "db", None) or default_db()
+    given = getattr(args, "db", None)
+    if given == "":
+        raise UsageError("--db '': an empty path names no database; give a file, or leave --db out for "
+                         "$DLPERF_DB or ./dlperf.db")  # fmt: skip
+    return given or default_db()
+
+
+def warn_if_measured(db: str, resuming: bool = False) -> None:
+    """A command about to measure into `db` while another process of this host measures a run of it goes on, but
+    says so in one line first: the two share the CPU, each timing the other's load, and the views then default to the
+    later run. `resuming`: the run --resume takes is left to its own refusal (`store.lease.LeaseHeld`)."""
+    from dlperf.report.format import terminal
+    from dlperf.store import Store
+    from dlperf.store.state import measured_here
+
+    if not os.path.isfile(db):  # False, never an error, where a directory on the way cannot be entered
+        return
+    try:
+        store = Store.open(db, create=False)
+    except UsageError:  # the command itself says what stops it
+        return
+    try:
+        busy = measured_here(store)
+        if resuming and busy:
+            from dlperf.api import latest_resumable
+
+            taken = latest_resumable(store)
+            busy.pop(taken.id if taken else 0, None)
+    finally:
+        store.close()
+    for run_id, holder in busy.items():
+        print(terminal(f"dlperf: warning: run {run_id} of {db} is being measured by pid {holder.pid}: the two runs "
+                       "share the CPU, and their timings disturb each other"), file=sys.stderr, flush=True)  # fmt: skip
 
 
 def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, db_path, real, whole
+from dlperf.commands.common import add_format, db_path, real, warn_if_measured, whole
 from dlperf.commands.run import add_timer_flags, again, say_interrupted, timer
 from dlperf.vocab import ExitCode
 
@@ -65,6 +65,7 @@ def run(args) -> int:
         timeout=args.timeout,
         timer=timer(args),
     )
+    warn_if_measured(db_path(args))
     result = fit.fit(opts, db_path(args), argv=["dlperf", *sys.argv[1:]])
     if args.format == "json":
         print(json.dumps(as_json(result), indent=2))
@@ -73,7 +74,7 @@ def run(args) -> int:
     if result.exit_code == ExitCode.INTERRUPTED:
         say_interrupted(f"the tries that finished are stored in run {result.run_id}",
                         f"To finish the search, run it again (it starts over): {again()} (dlperf run --resume would "
-                        "only measure the try cut short)")  # fmt: skip
+                        "not go on with the search)")  # fmt: skip
     return result.exit_code
 
 

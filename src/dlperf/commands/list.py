@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from dlperf.commands.common import add_format, db_path
 from dlperf.vocab import ExitCode
@@ -150,16 +150,18 @@ def list_parallel(fmt: str) -> int:
 
 def list_runs(db: str, fmt: str) -> int:
     """Every run of the store, oldest first: its id (what --run, compare and report take), when it started, its
-    status, its cells by status, the command that made it and the machine; a merged run says where it came from."""
+    state (`store/state.py`: a run whose process is gone is stopped, not running), its cells by status, the command
+    that made it and the machine; a merged run says where it came from."""
     from dlperf.measure.units import plural
     from dlperf.store import Store
+    from dlperf.store.state import run_states
 
     store = Store.open(db, create=False)
     try:
-        runs, counts = store.runs(), store.cell_counts()
+        states, counts = run_states(store), store.cell_counts()
     finally:
         store.close()
-    rows = [run_row(r, counts.get(r.id, {})) for r in runs]
+    rows = [run_row(s, counts.get(s.run.id, {})) for s in states.values()]
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
@@ -176,17 +178,31 @@ def list_runs(db: str, fmt: str) -> int:
         cells = ", ".join(f"{n} {status}" for status, n in r["cells"].items()) or "none"
         started = r["started"][:19].replace("T", " ")
         machine = r["machine"] + (f" (merged from {r['merged_from']})" if r["merged_from"] else "")
-        table.add_row(*(Text(terminal(str(v))) for v in (r["run"], started, r["status"], cells, r["command"],
+        table.add_row(*(Text(terminal(str(v))) for v in (r["run"], started, status_text(r), cells, r["command"],
                                                             machine)))  # fmt: skip
     print_rich(table)
     return ExitCode.OK
 
 
-def run_row(run, cells: dict[str, int]) -> dict:
+def status_text(row: dict) -> str:
+    """ "stopped (its process is gone); 1 process of a measured cell left"; "complete, measured in 2 sessions"."""
+    label = row.get("state_label")
+    left = f"; {row.get('left')}" if row.get("left") else ""
+    sessions = row.get("sessions")
+    return f"{label}{left}" + (f", measured in {sessions} sessions" if sessions and sessions > 1 else "")
+
+
+def run_row(state, cells: dict[str, int]) -> dict:
+    """The JSON row of a run: `status` is its state (running, stopped, interrupted, complete, copied), `left` what
+    --resume would measure of it beyond its pending cells, `sessions` how many measured it (null: cannot tell)."""
     import shlex
 
+    run = state.run
     f = run.fingerprint
     machine = ", ".join(str(x) for x in (f.get("cpu_model"), f.get("hostname")) if x) or "?"
     origin = f"{run.origin.db}:{run.origin.run_id}" if run.origin else None
-    return {"run": run.id, "started": run.started_at, "status": run.status, "cells": dict(sorted(cells.items())),
+    beyond = replace(state.left, pending=0)  # the pending cells are in the cells column
+    return {"run": run.id, "started": run.started_at, "status": state.state, "state_label": state.label,
+            "measured_by": state.holder and state.holder.describe(), "left": beyond.text() if beyond else None,
+            "sessions": state.sessions and state.sessions.count, "cells": dict(sorted(cells.items())),
             "command": shlex.join(run.argv or []), "machine": machine, "merged_from": origin}  # fmt: skip

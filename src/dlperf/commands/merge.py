@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from dlperf.commands.common import db_path
 from dlperf.vocab import ExitCode
 
-HELP = "copy every run of other database files into --db, skipping runs it already holds"
+HELP = (
+    "copy every run of other database files into --db; one it already holds is skipped, or brought up to date if it "
+    "has moved on"
+)
 DESCRIPTION = (
     "Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
     "--db database, created if missing, under new run ids; each copied run records where it came from. All or "
@@ -21,7 +25,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from dlperf.report.format import terminal
     from dlperf.store.merge import merge
 
-    merge(args.sources, db_path(args), report=lambda line: print(line, flush=True))
+    def warn(line: str) -> None:
+        print(f"dlperf: warning: {terminal(line)}", file=sys.stderr, flush=True)
+
+    merge(args.sources, db_path(args), report=lambda line: print(line, flush=True), warn=warn)
     return ExitCode.OK

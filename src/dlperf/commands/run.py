@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import db_path, given_flags, real, whole, whole_list
+from dlperf.commands.common import db_path, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
 from dlperf.modes import help_text
@@ -238,6 +238,8 @@ def run(args) -> int:
         raise UsageError("--trace-dir: the traces are --profile's; add --profile")
     if args.ray or args.nodes:
         return run_fleet(args, db)
+    if not args.dry_run:
+        warn_if_measured(db, resuming=args.resume)
     if args.resume:
         outcome = api.resume(db, dry_run=args.dry_run)
     else:
@@ -274,7 +276,7 @@ def run(args) -> int:
             campaign=args.campaign,
         )
     if args.dry_run:
-        print_estimate(outcome)
+        print_estimate(outcome, db)
         return ExitCode.OK
     if outcome.exit_code == ExitCode.INTERRUPTED:
         say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)}")
@@ -377,8 +379,9 @@ def check_resume_flags(args) -> None:
                          "cannot be given with it; without --resume they start a new run")  # fmt: skip
 
 
-def print_estimate(outcome) -> None:
-    """`--dry-run`: the plan's cells (a resumed run's: those it has left), and what measuring them would take."""
+def print_estimate(outcome, db: str | None = None) -> None:
+    """`--dry-run`: the plan's cells (a resumed run's: those it has left, its profiles cut off included), and what
+    measuring them would take."""
     from dlperf.measure.units import plural
     from dlperf.report.format import duration, terminal
     from dlperf.runner.sweep import may_compile_at_once
@@ -392,8 +395,7 @@ def print_estimate(outcome) -> None:
         why = e.unsupported.get(pilot_key(cell))
         print(terminal(cell.label + (f"  (unsupported here: {why})" if why else "")))
     if outcome.tasks is not None:
-        print(f"run {outcome.run_id}: {len(tasks)} of its {len(outcome.plan.tasks)} cell processes are left to "
-              "measure (nothing was measured)")  # fmt: skip
+        print(resume_left(outcome, db))
     sources = [f"{e.known} from earlier runs on this machine"] if e.known else []
     if e.pilots:
         others = "the others" if e.known else "all"
@@ -404,6 +406,22 @@ def print_estimate(outcome) -> None:
     if at_once > 1 and any(may_compile_at_once(t.cell) for t in tasks):
         print(f"--compile-at-once {at_once}: the estimate counts the compiled cells' processes one after another, "
               "as if none overlapped, so it errs long")  # fmt: skip
+
+
+def resume_left(outcome, db: str | None) -> str:
+    """What `--resume` would measure of a run: its cell processes left, and the profiles an interrupt cut off
+    (`store/state.py` counts them as `sweep.unprofiled` does)."""
+    from dlperf.store import Store, default_db
+    from dlperf.store.state import run_state
+
+    store = Store.open(db or default_db(), create=False)
+    try:
+        profiles = run_state(store, store.run(outcome.run_id)).left.profiles
+    finally:
+        store.close()
+    also = f", and {'1 cell' if profiles == 1 else f'{profiles} cells'} to profile" if profiles else ""
+    return (f"run {outcome.run_id}: {len(outcome.tasks)} of its {len(outcome.plan.tasks)} cell processes are left to "
+            f"measure{also} (a dry run: it measured nothing)")  # fmt: skip
 
 
 def run_fleet(args, db: str) -> int:

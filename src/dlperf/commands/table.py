@@ -57,28 +57,50 @@ def run(args) -> int:
     return warn_unreadable(faults, "the table") or ExitCode.OK
 
 
-def unfinished_note(store, run, cells: list, db: str) -> list[str]:
-    """A run whose cells are not all measured says so, and how it goes on: still measured by a live process, or
-    resumable (the resume command takes the latest unfinished run: named only where that is this one)."""
-    from dlperf.api import latest_resumable, searched_by
-    from dlperf.measure.units import plural
-    from dlperf.store.location import resume_command
-    from dlperf.vocab import Status
+def unfinished_note(store, state, db: str) -> list[str]:
+    """A run not finished says so (`store/state.py`: stopped where its process is gone), with what is left (cells,
+    the processes and profiles of measured cells) and how it goes on: still measured by a live process, merged here
+    while it ran, a search to run again, or resumable (the resume command takes the latest unfinished run: named only
+    where that is this one)."""
+    from dataclasses import replace
 
-    pending = sum(c.status == Status.PENDING for c in cells)
-    if run.status == "complete" or not pending:
+    from dlperf.api import latest_resumable, searched_by
+    from dlperf.store.location import resume_command
+
+    run = state.run
+    if not state.unfinished:
         return []
-    left = f"{pending} of its {plural(len(cells), 'cell')} pending"
-    if holder := store.measured_by(run.id):
-        return [f"run {run.id} is being measured by {holder.describe()}: {left}"]
-    if search := searched_by(store, run):
-        return [f"run {run.id} is unfinished ({run.status}): {left}; it is the run of a `dlperf {search}` search, "
-                f"which `dlperf run --resume` would not go on with: to search again, run it again (it starts over): "
-                f"`{shlex.join(run.argv)}`"]  # fmt: skip
+    if state.holder is not None:
+        return [state.summary()]
+    if state.state == "copied":
+        return [f"{state.summary()}; merging its file again brings this copy up to date"]
+    if search := searched_by(store, run):  # a search decides its processes as it goes: only its cells are counted
+        state = replace(state, left=replace(state.left, processes=0, profiles=0))
+        return [
+            f"{state.summary()}; it is the run of a `dlperf {search}` search, which `dlperf run --resume` "
+            f"would not go on with: to search again, run it again (it starts over): `{shlex.join(run.argv)}`"
+        ]
     latest = latest_resumable(store)
     if latest and latest.id == run.id:
-        return [f"run {run.id} is unfinished ({run.status}): {left}; `{resume_command(db)}` measures them"]
-    return [f"run {run.id} is unfinished ({run.status}): {left}; --resume takes the latest unfinished run, {latest.id}"]
+        return [f"{state.summary()}; `{resume_command(db)}` {'measures them' if state.left else 'marks it complete'}"]
+    return [f"{state.summary()}; --resume takes the latest unfinished run, {latest.id}"]
+
+
+def sessions_note(state, cells: list) -> list[str]:
+    """A run measured in more than one session (resumed after an interrupt or a crash) says so: its cells, or one
+    cell's processes, may have met different states of the machine, hours apart."""
+    from dlperf.report.table import cell_label
+
+    sessions = state.sessions
+    if sessions is None or sessions.count < 2:
+        return []
+    spanning = [cell_label(c) for c in cells if c.key in sessions.spanning]
+    within = f"; the processes of {', '.join(spanning)} span sessions" if spanning else ""
+    return [
+        f"run {state.run.id} was measured in {sessions.count} sessions (resumed after it stopped): cells of "
+        f"different sessions, a row's thread counts among them, may have met different states of the machine"
+        f"{within}"
+    ]
 
 
 def print_table(
@@ -91,6 +113,7 @@ def print_table(
     from dlperf.report.utilization import attach_utilization, cells_busy_notes
     from dlperf.spec import parse_modes
     from dlperf.store import Store
+    from dlperf.store.state import run_state
 
     if best and fmt == "csv":
         raise UsageError("--best: --format must be text, md or json")
@@ -107,13 +130,14 @@ def print_table(
         busy = cells_busy_notes(store, run.fingerprint, cells)  # utilization held against a busy machine's peak
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
-        unfinished = unfinished_note(store, run, cells, db)
+        state = run_state(store, run)
+        unfinished = unfinished_note(store, state, db) + sessions_note(state, cells)
     finally:
         store.close()
     if best:
         print_best(run.id, cells, samples, fmt)
         return faults
-    view = table.build(run.id, cells, verdicts)
+    view = table.build(run.id, cells, verdicts, profiles_left=state.unfinished and state.left.profiles > 0)
     view.notes += busy + unfinished
     if fmt == "text":
         print_rich(table.render_rich(view), [*table.legend(view), *table.version_lines(view)], view.notes)
@@ -193,4 +217,4 @@ def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
     elif fmt == "md":
         print(terminal(best.render_markdown(rows), newlines=True))
     else:
-        print_rich(best.render_rich(rows, run_id), [], best.notes(rows))
+        print_rich(best.render_rich(rows, run_id), best.legend(rows), best.notes(rows))

@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.modes import Mode
+from dlperf.report.table import FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
 
 BASELINE = Mode.FP32.value
@@ -28,6 +30,14 @@ class Best:
     ci_low: float | None
     ci_high: float | None
     rejected: list[str]  # modes left out: their loss check failed, or their loss was not finite
+    baseline_n: int | None = None  # the timed steps behind each median
+    n: int | None = None
+    timed: int = 0  # the modes timed (besides those rejected): 1 means fp32 alone, nothing to compare
+
+    @property
+    def few(self) -> bool:
+        """A median of fewer than FEW_SAMPLES steps on either side: the speed-up gets no interval."""
+        return any(n is not None and n < FEW_SAMPLES for n in (self.baseline_n, self.n))
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -45,12 +55,13 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
         base = next((c for c in group if c.mode == BASELINE and c.ok and c.median_s and c.mode not in rejected), None)
         timed = [c for c in group if c.ok and c.median_s and c.mode not in rejected]
         best = min(timed, key=lambda c: c.median_s, default=None)
-        row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected)
+        row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected,
+                   base and base.n, timed=len(timed))  # fmt: skip
         if best is not None:
-            row.mode, row.median_s = best.mode, best.median_s
+            row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
         if best is not None and base is not None:
             row.speedup = base.median_s / best.median_s
-            if samples.get(base.key) and samples.get(best.key) and best is not base:
+            if samples.get(base.key) and samples.get(best.key) and best is not base and not row.few:
                 from dlperf.report.speedup import speedup
 
                 s = speedup(samples[base.key], samples[best.key])
@@ -64,10 +75,15 @@ def render_json(rows: list[Best]) -> str:
 
 
 def _speed(r: Best) -> str:
+    """ "1.42x [1.38-1.47]"; no interval where either median is of too few steps, or the best is fp32 itself."""
     if r.speedup is None:
         return "-"
-    interval = f" [{r.ci_low:.2f}-{r.ci_high:.2f}]" if r.ci_low is not None else ""
-    return f"{r.speedup:.2f}x{interval}"
+    if r.mode == BASELINE:
+        return "1.00x: fp32 is the fastest" if r.timed > 1 else "-: fp32 alone was measured"
+    if r.ci_low is not None:
+        return f"{r.speedup:.2f}x [{r.ci_low:.2f}-{r.ci_high:.2f}]"
+    why = f"a median of under {FEW_SAMPLES} steps" if r.few else "no samples"
+    return f"{r.speedup:.2f}x [no interval: {why}]"
 
 
 HEAD = ("workload", "framework", "column", "fp32 step", "best mode", "best step", "speed-up [95% CI]")
@@ -76,15 +92,22 @@ HEAD = ("workload", "framework", "column", "fp32 step", "best mode", "best step"
 def values(r: Best) -> list[str]:
     from dlperf.report.format import table_seconds
 
-    def secs(v):
-        return table_seconds(v) if v else "-"
+    def secs(v, n):
+        return table_seconds(v) + (FEW_MARK if n is not None and n < FEW_SAMPLES else "") if v else "-"
 
-    return [r.workload, r.framework, r.column, secs(r.baseline_s), r.mode or "-", secs(r.median_s), _speed(r)]
+    base, best = secs(r.baseline_s, r.baseline_n), secs(r.median_s, r.n)
+    return [r.workload, r.framework, r.column, base, r.mode or "-", best, _speed(r)]
+
+
+def legend(rows: list[Best]) -> list[str]:
+    """The `?` explained, where a step carries it."""
+    return [FEW_LEGEND] if any(r.few for r in rows) else []
 
 
 def render_markdown(rows: list[Best]) -> str:
     lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
-    return "\n".join(lines + ["| " + " | ".join(values(r)) + " |" for r in rows])
+    legend_lines = ["", *legend(rows)] if legend(rows) else []
+    return "\n".join(lines + ["| " + " | ".join(values(r)) + " |" for r in rows] + legend_lines)
 
 
 def render_rich(rows: list[Best], run_id: int):

@@ -26,16 +26,17 @@ from dlperf.report.table import mode_label
 from dlperf.spec import whole_number
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
+from dlperf.store.state import RAY_ORIGIN  # the origin of a run a Ray node measured (`dlperf run --ray`)
 from dlperf.vocab import Status
 
 NOT_TOLD_APART = "not told apart"
-RAY_ORIGIN = "ray:"  # the origin of a run a Ray node measured (`dlperf run --ray`, dlperf/fleet.py)
 
 
 @dataclass(frozen=True)
 class Machine:
     label: str  # host · CPU model (· its GPUs), as a person names the machine
     runs: tuple[int, ...]  # the campaign's runs measured on it
+    host: str  # the machine itself, whatever its software (its runs of other versions are columns of their own)
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,14 @@ class Fleet:
     unreadable: list[UnreadableRow] = field(default_factory=list)  # cells left out: their rows no longer decode
 
     @property
+    def title(self) -> str:
+        """ "runs 3, 4: the machines side by side", or where every column is one machine's (its runs of other
+        software or settings), "runs 1, 2: one machine, its runs side by side"."""
+        if len({m.host for m in self.machines}) > 1:
+            return f"{self.name}: the machines side by side"
+        return f"{self.name}: {'one machine' if len(self.machines) == 1 else 'one machine, its runs side by side'}"
+
+    @property
     def latest_run(self) -> int:
         return max(r for m in self.machines for r in m.runs)
 
@@ -198,9 +207,10 @@ def group(runs: list[RunRecord]) -> list[Machine]:
     machines = []
     for label, ((_, node), rs) in zip(labels, by_print.items(), strict=True):
         ids = tuple(r.id for r in rs)
+        host = label + (f" (Ray node {node[:8]})" if node else "")  # two Ray nodes of one host are two machines
         if labels.count(label) > 1:  # one host and model, yet measured on machines that differ (cores, versions)
             label += f" (Ray node {node[:8]})" if node else f" (run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))})"
-        machines.append(Machine(label, ids))
+        machines.append(Machine(label, ids, host))
     return machines
 
 
@@ -367,7 +377,7 @@ def _entry_json(entry: Entry | None) -> dict | None:
 def render_rich(fleet: Fleet):
     from rich.table import Table
 
-    table = Table(title=f"{fleet.name}: the machines side by side")
+    table = Table(title=fleet.title)
     for i, name in enumerate(head(fleet)):
         table.add_column(markup(name), justify="left" if i < 2 + show_mode(fleet) else "right")
     for row in fleet.rows:

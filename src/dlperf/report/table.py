@@ -85,7 +85,10 @@ class TableView:
     pipeline: list[data.Group] = field(default_factory=list)  # the loader cells' groups (the input pipeline view)
 
 
-def build(run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | None = None) -> TableView:
+def build(
+    run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | None = None, profiles_left: bool = False
+) -> TableView:
+    """`profiles_left`: the run is unfinished, with profiles of measured cells still to take (`store/state.py`)."""
     rows: dict[tuple, Row] = {}
     for cell in cells:
         key = (cell.workload, cell.framework, cell.mode, cell.loader)
@@ -95,8 +98,9 @@ def build(run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | N
     show_mode = len({(c.mode, c.loader) for c in cells}) > 1
     notes = _notes(cells) + star_notes(list(rows.values()))
     if verdicts is not None and any(c.key not in verdicts for c in cells):
-        notes.append("verdict: a cell without a profile shows none; `dlperf profile WORKLOAD` or `dlperf run "
-                     "--profile` profiles its cells")  # fmt: skip
+        how = ("this unfinished run profiles its cells when it goes on (below)" if profiles_left else
+               "`dlperf profile WORKLOAD` or `dlperf run --profile` profiles its cells")  # fmt: skip
+        notes.append(f"verdict: a cell without a profile shows none; {how}")
     view = TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
     view.pipeline = data.build(cells)
     return view
@@ -213,17 +217,24 @@ def parameter_notes(cells: list[CellRecord]) -> list[str]:
     return notes
 
 
+def marks(row: Row, column: str) -> str:
+    """The marks of a timed cell, as the text view puts them after its median: `!` or `*`, then `?`."""
+    cell = row.cells.get(column)
+    if cell is None or not cell.ok or cell.median_s is None:
+        return ""
+    mark = LOSS_MARK if cell.loss_finite is False else BEST_MARK if column == row.best_cpu_column() else ""
+    return mark + (FEW_MARK if cell.n is not None and cell.n < FEW_SAMPLES else "")
+
+
 def cell_text(row: Row, column: str) -> str:
     cell = row.cells.get(column)
     if cell is None:
         return ""
     if not cell.ok or cell.median_s is None:
         return cell.status.value
-    mark = LOSS_MARK if cell.loss_finite is False else BEST_MARK if column == row.best_cpu_column() else ""
-    few = FEW_MARK if cell.n is not None and cell.n < FEW_SAMPLES else ""
     n = f" n={cell.n}" if cell.n is not None else ""
     util = f" ({100 * cell.utilization:.0f}%)" if cell.utilization is not None else ""
-    return f"{table_seconds(cell.median_s)}{mark}{few}{n}{util}"
+    return f"{table_seconds(cell.median_s)}{marks(row, column)}{n}{util}"
 
 
 def head(view: TableView) -> list[str]:
@@ -257,16 +268,23 @@ UTILIZATION_LEGEND = (
 LOSS_LEGEND = f"{LOSS_MARK} = the loss was not finite (nan or inf) after the timed steps: timed, but not training"
 
 
-def legend(view: TableView) -> list[str]:
-    """The table's legend, each mark explained only where a cell carries it."""
+def mark_legends(view: TableView) -> list[str]:
+    """Each mark a timed cell of the view carries, explained."""
     shown = [c for r in view.rows for c in r.cells.values() if c.ok and c.median_s is not None]
-    marks = [
+    return [
         *([BEST_LEGEND] if any(r.best_cpu_column() for r in view.rows) else []),
         *([FEW_LEGEND] if any(c.n is not None and c.n < FEW_SAMPLES for c in shown) else []),
         *([UTILIZATION_LEGEND] if any(c.utilization is not None for c in shown) else []),
+        *([LOSS_LEGEND] if any(c.loss_finite is False for c in shown) else []),
     ]
-    head = LEGEND + "; " + ", ".join(marks) if marks else LEGEND
-    return [head, *([LOSS_LEGEND] if any(c.loss_finite is False for c in shown) else [])]
+
+
+def legend(view: TableView) -> list[str]:
+    """The table's legend, each mark explained only where a cell carries it."""
+    found = mark_legends(view)
+    inline = [m for m in found if m != LOSS_LEGEND]
+    head = LEGEND + "; " + ", ".join(inline) if inline else LEGEND
+    return [head, *([LOSS_LEGEND] if LOSS_LEGEND in found else [])]
 
 
 def render_markdown(view: TableView) -> str:
@@ -283,15 +301,26 @@ def version_lines(view: TableView) -> list[str]:
 
 
 def render_csv(view: TableView) -> str:
+    """The text view for a spreadsheet or a script: a device column holds the raw median (a number) or the cell's
+    status, as it always has; after the view's own columns, each device column's n and marks (`*`, `?`, `!`, as the
+    text view shows them); then the legend of the marks shown and the notes, one row each, "legend" or "note" first."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
-    writer.writerow(head(view))
-    for row in view.rows:  # raw medians, no marks: a spreadsheet wants numbers
+    writer.writerow([*head(view), *(f"{c} {what}" for c in view.columns for what in ("n", "marks"))])
+    for row in view.rows:
         values = row_values(view, row)
         fixed, explain = values[: fixed_count(view)], values[fixed_count(view) + len(view.columns) :]
         raw = [_raw(row.cells.get(c)) for c in view.columns]
-        writer.writerow([spreadsheet_safe(v) for v in fixed] + raw + [spreadsheet_safe(v) for v in explain])
+        counted = [v for c in view.columns for v in (_n(row.cells.get(c)), marks(row, c))]
+        writer.writerow([spreadsheet_safe(v) for v in fixed] + raw + [spreadsheet_safe(v) for v in explain] + counted)
+    shown = [line for line in mark_legends(view) if line != UTILIZATION_LEGEND]  # no utilization in these columns
+    writer.writerows(["legend", spreadsheet_safe(line)] for line in shown)
+    writer.writerows(["note", spreadsheet_safe(note)] for note in view.notes)
     return out.getvalue()
+
+
+def _n(cell: CellRecord | None) -> str:
+    return "" if cell is None or cell.n is None or not cell.ok else str(cell.n)
 
 
 def _raw(cell: CellRecord | None) -> str:

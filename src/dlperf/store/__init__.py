@@ -38,7 +38,7 @@ from dlperf.store.records import (
     ProfileRecord,
     RunRecord,
 )
-from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, SCHEMA_VERSION
+from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, SCHEMA_VERSION, SESSIONS
 from dlperf.vocab import Status
 
 
@@ -64,6 +64,7 @@ class Store(MachineFigures):
         self.conn, self.path = conn, path
         self.version = SCHEMA_VERSION  # lower only for an old file a reader could not upgrade
         self.leases: dict[int, lease.Heartbeat] = {}  # run id -> the heartbeat of the lease this process holds
+        self.sessions: dict[int, int] = {}  # run id -> the session of it this process measures (1: its first)
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
@@ -141,6 +142,7 @@ class Store(MachineFigures):
             self._insert_cells(cur.lastrowid, cells)
             if self.version >= LEASES:
                 lease.take(self.conn, cur.lastrowid, holder)
+        self.sessions[cur.lastrowid] = 1
         if self.version >= LEASES:
             self.leases[cur.lastrowid] = lease.Heartbeat(self.path, cur.lastrowid, holder)
         return cur.lastrowid
@@ -153,7 +155,15 @@ class Store(MachineFigures):
         holder = lease.me()
         stale = lease.acquire(self.conn, run_id, holder)
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
+        self.sessions[run_id] = self._latest_session(run_id) + 1
         return stale
+
+    def _latest_session(self, run_id: int) -> int:
+        """The latest session that measured a process of the run; 0 before any (or in a file that cannot tell)."""
+        if self.version < SESSIONS:
+            return 0
+        (found,) = self.conn.execute("SELECT MAX(session) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()
+        return found or 0
 
     def measured_by(self, run_id: int) -> lease.Holder | None:
         """The live process measuring the run now, if any (a dead holder's lease is no one's)."""
@@ -274,11 +284,11 @@ class Store(MachineFigures):
         m = measurement
         with self._writing(f"cell {key} of run {run_id}"), self.conn:
             self._still_leased(run_id)
-            self.conn.execute(
-                "INSERT OR REPLACE INTO measurements VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, key, repeat, m.status.value, m.error, now(), m.duration_s, json.dumps(m.samples),
-                 json.dumps(m.detail.to_json())),
-            )  # fmt: skip
+            row = {"run_id": run_id, "cell_key": key, "repeat": repeat, "status": m.status.value, "error": m.error,
+                   "finished_at": now(), "duration_s": m.duration_s, "samples_json": json.dumps(m.samples),
+                   "detail_json": json.dumps(m.detail.to_json()),
+                   "session": self.sessions.get(run_id) or max(self._latest_session(run_id), 1)}  # fmt: skip
+            self._insert("measurements", row, replace=True)  # an older file has no session column
             columns = cell.columns()
             sets = ", ".join(f"{c} = ?" for c in columns)
             self.conn.execute(
@@ -400,9 +410,10 @@ class Store(MachineFigures):
 
     def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: Origin) -> int | None:
         """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
-        was copied from the same source run (`origin`) or has the same raw samples. The start is only to the second:
-        two runs started in one second with one command (parallel jobs) are still two runs; and a file made afresh
-        at a path merged before (a CI job's) holds new runs under the same ids."""
+        was copied from the same source run (`origin`) or whose raw samples are the run's, or some of them (copied
+        before the run was resumed). The start is only to the second: two runs started in one second with one command
+        (parallel jobs) are still two runs; and a file made afresh at a path merged before (a CI job's) holds new runs
+        under the same ids."""
         same = self.conn.execute(
             "SELECT id, origin_json FROM runs"
             " WHERE started_at = ? AND argv IS ? AND spec_json = ? AND fingerprint_json = ?",
@@ -412,7 +423,8 @@ class Store(MachineFigures):
             theirs = Origin.of(json.loads(origin_json)) if origin_json else None
             if theirs and (theirs.db, theirs.run_id) == (origin.db, origin.run_id):
                 return found
-            if _measured(self.rows("measurements", found)) == _measured(measurements):
+            held, measured = _measured(self.rows("measurements", found)), _measured(measurements)
+            if held == measured or (held and set(held) <= set(measured)):
                 return found
         return None
 
@@ -446,10 +458,20 @@ class Store(MachineFigures):
         (`dlperf run --ray`: a node's run streamed to the driver as its cells finish)."""
         with self._writing(f"run {run_id}'s cells"), self.conn:
             self._still_leased(run_id)
-            for table, found in (("cells", rows.cells), ("measurements", rows.measurements),
-                                 ("profiles", rows.profiles), ("predictions", rows.predictions)):  # fmt: skip
-                for row in found:
-                    self._insert(table, {**row, "run_id": run_id}, replace=True)
+            self._replace_rows(run_id, rows)
+
+    def refresh_copy(self, run_id: int, rows: RunRows) -> None:
+        """A run copied in before brought up to date with its source's run as it is now (`dlperf merge` of a run
+        resumed since), inside the caller's `transaction`: its status and end, its rows replaced, none removed."""
+        status, finished = rows.run.get("status"), rows.run.get("finished_at")
+        self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
+        self._replace_rows(run_id, rows)
+
+    def _replace_rows(self, run_id: int, rows: RunRows) -> None:
+        for table, found in (("cells", rows.cells), ("measurements", rows.measurements),
+                             ("profiles", rows.profiles), ("predictions", rows.predictions)):  # fmt: skip
+            for row in found:
+                self._insert(table, {**row, "run_id": run_id}, replace=True)
 
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
         """Peaks read from another file (`rows`) that this one lacks (every column but the id equal), inside the

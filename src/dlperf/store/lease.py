@@ -87,6 +87,12 @@ def holder_of(conn: sqlite3.Connection, run_id: int) -> Holder | None:
     return None if row is None else Holder(*row)
 
 
+def holders(conn: sqlite3.Connection) -> dict[int, Holder]:
+    """Run id -> the holder of its lease, for every leased run, alive or not."""
+    rows = conn.execute("SELECT run_id, pid, host, token, since, seen FROM leases ORDER BY run_id")
+    return {run_id: Holder(*rest) for run_id, *rest in rows}
+
+
 def take(conn: sqlite3.Connection, run_id: int, holder: Holder) -> None:
     """Write `holder`'s lease, inside the caller's transaction."""
     when = stamp()

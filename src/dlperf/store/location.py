@@ -11,8 +11,12 @@ from dlperf.errors import UsageError, why_unwritable
 
 
 def default_db() -> str:
-    """Where a command reads and writes when no --db is given: $DLPERF_DB, else ./dlperf.db."""
-    return os.environ.get("DLPERF_DB") or "dlperf.db"
+    """Where a command reads and writes when no --db is given: $DLPERF_DB, else ./dlperf.db. A $DLPERF_DB set but empty
+    is refused, as an empty --db is: `DLPERF_DB=$OUT dlperf run` with $OUT unset means no store, not ./dlperf.db."""
+    found = os.environ.get("DLPERF_DB")
+    if found == "":
+        raise UsageError("$DLPERF_DB is set but empty: set it to a database file, or unset it for ./dlperf.db")
+    return found or "dlperf.db"
 
 
 def check_path(path: str, *, create: bool) -> None:

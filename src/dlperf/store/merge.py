@@ -4,10 +4,13 @@
 
 Every run of each source (its runs row, all cells, all measurements with their raw samples, its profiles and
 predictions) is copied under a new id and records where it came from (`runs.origin_json`). A run already in the target
-(same start, command, plan and machine, or copied before from the same source run) is skipped, so merging twice adds
-nothing. The sources' measured peaks are copied too, each once. All or nothing: every source is read whole and each row
-decoded before the target is opened (a damaged source is a one-line error naming it, and the run and cell), and the
-copy is one transaction.
+(same start, command, plan and machine, and copied before from the same source run, or holding processes the source
+run holds too) is skipped, so merging twice adds nothing; unless the source's run has moved on since its copy was made
+(resumed: more cells, processes or profiles, another status), when the copy is brought up to date. An unfinished run
+(interrupted, stopped, or measured by a live process as it is read) is copied with a warning saying so. The sources'
+measured peaks are copied too, each once. All or nothing: every source is read whole and each row decoded before the
+target is opened (a damaged source is a one-line error naming it, and the run and cell), and the copy is one
+transaction.
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.measure.units import plural
 from dlperf.store import RunRows, Store, now, run_origin
 from dlperf.store.location import not_a_database_file, unreachable
 from dlperf.store.records import Origin
+from dlperf.store.state import run_state
 
 
 @dataclass(frozen=True)
@@ -32,10 +37,15 @@ class Copied:
     target_run: int
     cells: int
     skipped: bool  # already present as `target_run`
+    updated: str | None = None  # already present, and brought up to date: what the source's run had since
+    warning: str | None = None  # copied unfinished: said so, beside the line
 
     def line(self) -> str:
+        present = f"{self.source} run {self.source_run} already present as run {self.target_run}"
+        if self.updated:
+            return f"{present}: brought up to date ({self.updated})"
         if self.skipped:
-            return f"{self.source} run {self.source_run} already present as run {self.target_run}: skipped"
+            return f"{present}: skipped"
         return (
             f"{self.source} run {self.source_run} -> run {self.target_run} ({self.cells} cell{'s' * (self.cells != 1)})"
         )
@@ -49,12 +59,15 @@ class Source:
     path: str  # resolved: where the copied runs came from
     runs: list[RunRows]
     peaks: list[dict[str, Any]]
+    unfinished: dict[int, str] = field(default_factory=dict)  # run id -> what is unfinished about it, in a sentence
 
 
-def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None) -> list[Copied]:
-    """Copy every run of each source not yet in `target`, then the peaks it lacks, in one transaction; one entry per
-    run, and a line for `report` for each once all is written. Every source is read and checked before the target
-    is opened: a bad one stops the merge before anything is written."""
+def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None,
+          warn: Callable[[str], None] = lambda line: None) -> list[Copied]:  # fmt: skip
+    """Copy every run of each source not yet in `target` (or bring up to date its copy there), then the peaks it
+    lacks, in one transaction; one entry per run, and a line for `report` for each once all is written, and one for
+    `warn` for each run copied unfinished. Every source is read and checked before the target is opened: a bad one
+    stops the merge before anything is written."""
     read = [read_source(source, target) for source in sources]
     dst = Store.open(target, create=True)
     try:
@@ -65,6 +78,9 @@ def merge(sources: list[str], target: str, report: Callable[[str], None] = lambd
         dst.close()
     for line in lines:
         report(line)
+    for copied in done:
+        if copied.warning:
+            warn(copied.warning)
     return done
 
 
@@ -87,13 +103,15 @@ def read_source(source: str, target: str) -> Source:
             runs = [src.check_run(run.get("id")) for run in src.rows("runs")]
             peaks = src.rows("peaks")
             src.check_file()
+            states = [run_state(src, record) for record in src.runs()]
+            unfinished = {s.run.id: s.summary() for s in states if s.unfinished}
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"unreadable ({exc})") from exc
     except UsageError as exc:
         raise UsageError(f"merge {source!r}: {exc}") from exc
     finally:
         src.close()
-    return Source(source, str(Path(source).resolve()), runs, peaks)
+    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished)
 
 
 def _open_source(source: str, target: str) -> Store:
@@ -114,7 +132,35 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
     # a run merged before keeps the trail back to where it was measured
     origin = Origin(source.path, run_id, now(), run_origin(run))
     present = dst.find_copy(run, rows.measurements, origin)
+    warning = None
+    if why := source.unfinished.get(run_id):
+        warning = (f"{source.name}: {why}; copied as it is: merging this file again once the run is finished brings "
+                   "its copy up to date")  # fmt: skip
     if present is not None:
-        return Copied(source.name, run_id, present, 0, skipped=True)
+        news = news_since_copy(dst, present, rows)
+        if news:
+            dst.refresh_copy(present, rows)
+        return Copied(source.name, run_id, present, 0, skipped=True, updated=news, warning=news and warning)
     new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles, rows.predictions)
-    return Copied(source.name, run_id, new_id, len(rows.cells), skipped=False)
+    return Copied(source.name, run_id, new_id, len(rows.cells), skipped=False, warning=warning)
+
+
+def news_since_copy(dst: Store, copy_id: int, rows: RunRows) -> str | None:
+    """What the source's run has that its copy here lacks, in words ("3 more processes, 1 more profile, interrupted ->
+    complete"); None when the copy is up to date (or ahead: a source is never taken back)."""
+    held = {_process(m) for m in dst.rows("measurements", copy_id)}
+    processes = sum(_process(m) not in held for m in rows.measurements)
+    profiled = {p.get("cell_key") for p in dst.rows("profiles", copy_id)}
+    profiles = sum(p.get("cell_key") not in profiled for p in rows.profiles)
+    planned = {c.get("key") for c in dst.rows("cells", copy_id)}
+    cells = sum(c.get("key") not in planned for c in rows.cells)
+    was, became = dst.run(copy_id).status, rows.run.get("status")
+    counted = ((cells, "more cell", "s"), (processes, "more process", "es"), (profiles, "more profile", "s"))
+    parts = [plural(n, word, suffix) for n, word, suffix in counted if n]
+    if was != became and was != "complete":
+        parts.append(f"{was} -> {became}")
+    return ", ".join(parts) or None
+
+
+def _process(measurement: dict[str, Any]) -> tuple:
+    return tuple(measurement.get(k) for k in ("cell_key", "repeat", "samples_json"))

@@ -2,13 +2,14 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 11
+SCHEMA_VERSION = 12
 LEASES = 6  # the version that has the leases table
 PROFILES = 7  # the version that has the profiles table
 DISPATCH = 8  # the version whose peaks may be a dispatch cost
 LOADERS = 9  # the version whose cells may read real data through a loader, and whose peaks may be copies
 PREDICTIONS = 10  # the version that has the predictions table
 STRATEGIES = 11  # the version whose multi-process cells name their strategy (`--parallel`)
+SESSIONS = 12  # the version whose measurements name the session of their run that took them
 PEAK_KINDS = ("matmul", "bandwidth", "dispatch", "memcpy", "h2d", "d2h")
 
 
@@ -191,6 +192,11 @@ MIGRATIONS: dict[int, list[str]] = {
         "UPDATE cells SET parallel = 'ddp' WHERE nproc > 0",
         # a pipeline's micro-batches per step; NULL for every other cell
         "ALTER TABLE cells ADD COLUMN microbatches INTEGER",
+    ],
+    SESSIONS: [
+        # Which session of its run measured a process: 1 for the command that created the run, one more each time
+        # `--resume` took it up; NULL for a process stored before, so a run's sessions are told apart from here on.
+        "ALTER TABLE measurements ADD COLUMN session INTEGER",
     ],
 }
 

@@ -1,0 +1,63 @@
+"""The store a measuring command writes: an empty `--db ''` (or `$DLPERF_DB`) is refused, where it silently meant
+./dlperf.db; a sweep started while another run of the store is being measured on this host says so first; an
+interrupted `fit` says truly what `--resume` does with its run."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import dlperf, one_line_error
+from dlperf.store import Store
+from report.runs import MACHINE, cell
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("run", "--workloads", "tiny-fcn-r", "--dry-run", "--db", ""), ("merge", "--db", "", "base.db"),
+     ("--db", "", "table"), ("list", "--runs", "--db", "")],
+)  # fmt: skip
+def test_an_empty_db_is_refused_and_writes_no_default_store(tmp_path, args):
+    (tmp_path / "base.db").touch()
+    said = dlperf(*args, cwd=tmp_path)
+    one_line_error(said, "--db ''", "an empty path names no database")
+    assert not (tmp_path / "dlperf.db").exists()
+
+
+def test_an_empty_dlperf_db_is_refused_too(tmp_path):
+    said = dlperf("run", "--workloads", "tiny-fcn-r", "--dry-run", cwd=tmp_path, env={"DLPERF_DB": ""})
+    one_line_error(said, "$DLPERF_DB is set but empty")
+    assert not (tmp_path / "dlperf.db").exists()
+
+
+def test_a_sweep_started_beside_a_run_being_measured_warns_in_one_line_and_goes_on(tmp_path):
+    """This test's process measures run 1 (it holds the lease); a second `dlperf run` on the store warns first, then
+    goes on: here to refuse its own bad workload, after the warning."""
+    db = tmp_path / "b.db"
+    store = Store.open(db, create=True)
+    try:
+        store.create_run({}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], [cell()])
+        said = dlperf("run", "--workloads", "no-such-net", db=db)
+        pid = store.measured_by(1).pid
+    finally:
+        store.close()
+    first, *rest = said.stderr.strip().splitlines()
+    assert first == (
+        f"dlperf: warning: run 1 of {db} is being measured by pid {pid}: the two runs share the CPU, and their "
+        "timings disturb each other"
+    )
+    assert rest and "unknown workload 'no-such-net'" in rest[-1]
+    quiet = dlperf("run", "--workloads", "no-such-net", db=db)  # the run ended: nothing to say
+    assert "warning" not in quiet.stderr
+
+
+def test_an_interrupted_fit_says_resume_would_not_go_on_with_it(tmp_path, monkeypatch, capsys):
+    from dlperf import fit
+    from dlperf.cli import main
+    from dlperf.vocab import ExitCode
+
+    stopped = fit.Result(run_id=1, answers={}, exit_code=ExitCode.INTERRUPTED, limit="2 GiB")
+    monkeypatch.setattr(fit, "fit", lambda *a, **k: stopped)
+    assert main(["fit", "tiny-fcn-r", "--db", str(tmp_path / "f.db")]) == ExitCode.INTERRUPTED
+    err = " ".join(capsys.readouterr().err.split())
+    assert "run it again (it starts over)" in err and "(dlperf run --resume would not go on with the search)" in err
+    assert "only measure" not in err

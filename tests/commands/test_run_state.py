@@ -1,0 +1,116 @@
+"""What the views say of a run's state (`store/state.py`, read by `dlperf list --runs`, `table` and `run --resume
+--dry-run`): a user killed dlperf (SIGKILL, SIGHUP) and every view still called its run "running"; an interrupt in a
+cell's second process (`--repeats 2`) or in its profile left nothing pending, so the table said nothing was left,
+and the dry run said "0 of its 2 cell processes are left (nothing was measured)" of a run --resume would profile."""
+
+from __future__ import annotations
+
+import json
+import os
+from types import SimpleNamespace
+
+from commands.test_table_unfinished import planned_run as table_run
+from conftest import dlperf
+from dlperf.store import Store
+from dlperf.store.records import ProfileOutcome
+from dlperf.vocab import Status
+from report.runs import cell
+
+NAMES = ("fcn-r", "alexnet-r", "resnet-56")
+
+
+def planned_run(store: Store, measure: int, status: str | None, repeats: int = 1, profile: bool = False) -> int:
+    """A run of three cells, the first `measure` measured in their first process of `repeats`; `status` set (None:
+    left running, leased to this process)."""
+    return table_run(store, measure, status, spec={"repeats": repeats, "profile": profile})
+
+
+def killed_while_measuring(db) -> None:
+    """A run made by a process that then dies without a word (as SIGKILL leaves it): its status still "running", its
+    lease the dead process's."""
+    pid = os.fork()
+    if pid == 0:  # the child: no cleanup, no lease released
+        try:
+            planned_run(Store.open(db, create=True), 1, None)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_a_run_whose_process_died_is_stopped_not_running_in_the_list_and_the_table(tmp_path):
+    db = tmp_path / "t.db"
+    killed_while_measuring(db)
+    [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
+    assert (row["status"], row["state_label"], row["measured_by"]) == ("stopped", "stopped (its process is gone)", None)
+    listed = flat(dlperf("list", "--runs", db=db, env={"COLUMNS": "200"}).stdout)
+    assert "stopped (its process is gone)" in listed and "running" not in listed
+    said = flat(dlperf("table", db=db).stdout)
+    assert (
+        f"run 1 is unfinished (stopped: its process is gone): 2 of its 3 cells pending; `dlperf run --resume --db "
+        f"{db}` measures them" in said
+    )
+
+
+def test_a_live_process_s_run_is_running_and_names_it(tmp_path):
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    try:
+        planned_run(store, 1, None)
+        [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
+        holder = store.measured_by(1).describe()
+        assert (row["status"], row["state_label"], row["measured_by"]) == ("running", f"running ({holder})", holder)
+    finally:
+        store.close()
+
+
+def test_a_cell_short_of_its_repeats_is_left_to_measure(tmp_path):
+    """Interrupted in the second process of every cell: none pending, yet three processes left."""
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 3, "interrupted", repeats=2)
+    store.close()
+    said = flat(dlperf("table", db=db).stdout)
+    assert f"run 1 is unfinished (interrupted): 3 processes of 3 measured cells left; `dlperf run --resume --db {db}`" \
+        in said  # fmt: skip
+    [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
+    assert row["left"] == "3 processes of 3 measured cells left"
+
+
+def test_a_profile_cut_off_is_left_to_take_and_explain_says_resume_takes_it(tmp_path):
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    run_id = planned_run(store, 3, None, profile=True)
+    store.record_profile(run_id, cell(NAMES[0]).cell.key, ProfileOutcome(status=Status.FAILED, error="no profiler"))
+    store.set_run_status(run_id, "interrupted")
+    store.close()
+    said = flat(dlperf("table", "--explain", db=db).stdout)
+    assert "run 1 is unfinished (interrupted): 2 cells' profiles left;" in said
+    assert "dlperf profile WORKLOAD" not in said and "this unfinished run profiles its cells when it goes on" in said
+
+
+def test_the_dry_run_counts_the_profiles_left_and_says_it_measured_nothing(tmp_path, capsys):
+    from dlperf.commands.run import resume_left
+
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 3, "interrupted", profile=True)
+    store.close()
+    outcome = SimpleNamespace(run_id=1, tasks=[], plan=SimpleNamespace(tasks=[1, 2, 3]))
+    assert resume_left(outcome, str(db)) == (
+        "run 1: 0 of its 3 cell processes are left to measure, and 3 cells to profile (a dry run: it measured nothing)"
+    )
+
+
+def test_a_complete_run_says_nothing_left(tmp_path):
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "complete", repeats=2, profile=True)
+    store.close()
+    said = dlperf("table", db=db).stdout
+    assert "unfinished" not in said and "left" not in said
+    [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
+    assert (row["status"], row["left"], row["sessions"]) == ("complete", None, 1)

@@ -1,0 +1,106 @@
+"""`dlperf merge` of an unfinished run: a user merged an interrupted run (3 cells pending), resumed it to the end in its
+own file, merged again, and read "already present as run 1: skipped": the copy kept the stale run for good, and the
+first merge had copied it without a word."""
+
+from __future__ import annotations
+
+import shutil
+
+from conftest import dlperf
+from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.vocab import Status
+from report.runs import MACHINE, cell, measured
+
+PLAN = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56", "lstm")]
+
+
+def process(store: Store, run_id: int, index: int) -> None:
+    samples = [0.01 * (index + 1)] * 5
+    m = ProcessMeasurement(status=Status.OK, samples=samples, duration_s=1.0)
+    store.record(run_id, PLAN[index].cell.key, 0, m, measured([samples]))
+
+
+def interrupted(db) -> None:
+    """Run 1: one cell of four measured, then Ctrl-C."""
+    store = Store.open(db, create=True)
+    run_id = store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
+    process(store, run_id, 0)
+    store.set_run_status(run_id, "interrupted")
+    store.close()
+
+
+def resumed(db) -> None:
+    """`dlperf run --resume` measuring the three cells left."""
+    store = Store.open(db, create=False)
+    store.acquire(1)
+    store.set_run_status(1, "running")
+    for index in (1, 2, 3):
+        process(store, 1, index)
+    store.set_run_status(1, "complete")
+    store.close()
+
+
+def rows(db, table: str) -> list[dict]:
+    store = Store.open(db, create=False)
+    try:
+        return [{k: v for k, v in r.items() if k not in ("run_id", "id", "origin_json")} for r in store.rows(table)]
+    finally:
+        store.close()
+
+
+def test_an_unfinished_run_is_copied_with_a_warning_and_its_copy_brought_up_to_date_once_resumed(tmp_path):
+    src, target = tmp_path / "src.db", tmp_path / "m.db"
+    interrupted(src)
+    first = dlperf("merge", str(src), db=target)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == [f"{src} run 1 -> run 1 (4 cells)"]
+    assert first.stderr.strip() == (
+        f"dlperf: warning: {src}: run 1 is unfinished (interrupted): 3 of its 4 cells pending; copied as it is: "
+        "merging this file again once the run is finished brings its copy up to date"
+    )
+
+    resumed(src)
+    second = dlperf("merge", str(src), db=target)
+    assert second.returncode == 0, second.stderr
+    assert second.stdout.splitlines() == [
+        f"{src} run 1 already present as run 1: brought up to date (3 more processes, interrupted -> complete)"
+    ]
+    assert second.stderr == ""
+    for table in ("runs", "cells", "measurements"):
+        assert rows(target, table) == rows(src, table), table
+
+    third = dlperf("merge", str(src), db=target)
+    assert third.stdout.splitlines() == [f"{src} run 1 already present as run 1: skipped"]
+
+
+def test_a_copy_of_the_file_elsewhere_is_recognized_by_its_processes_and_updated_not_copied_twice(tmp_path):
+    """The first merge was of a copy of the file (another path: no origin in common); the resumed original still
+    holds every process that copy had, so it is the same run."""
+    src, early, target = tmp_path / "src.db", tmp_path / "early.db", tmp_path / "m.db"
+    interrupted(src)
+    shutil.copy(src, early)
+    assert dlperf("merge", str(early), db=target).returncode == 0
+    resumed(src)
+    said = dlperf("merge", str(src), db=target)
+    assert said.stdout.splitlines() == [
+        f"{src} run 1 already present as run 1: brought up to date (3 more processes, interrupted -> complete)"
+    ]
+    assert [r["status"] for r in rows(target, "runs")] == ["complete"]
+
+
+def test_a_run_being_measured_is_copied_with_a_warning_naming_its_process(tmp_path):
+    src, target = tmp_path / "src.db", tmp_path / "m.db"
+    store = Store.open(src, create=True)  # this process measures it
+    try:
+        store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
+        process(store, 1, 0)
+        said = dlperf("merge", str(src), db=target)
+        holder = store.measured_by(1).describe()
+    finally:
+        store.close()
+    assert said.returncode == 0, said.stderr
+    assert f"{src}: run 1 is being measured by {holder}: 3 of its 4 cells pending; copied as it is" in said.stderr
+    table = " ".join(dlperf("table", db=target).stdout.split())
+    assert f"run 1 is unfinished (running in {src.resolve()} (run 1) when it was copied here)" in table
+    assert "merging its file again brings this copy up to date" in table
