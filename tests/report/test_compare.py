@@ -207,7 +207,9 @@ def test_cli_shows_both_machines_when_they_differ(tmp_path, capsys):
     assert "A: Xeon Test, 8 cores (alpha)" in proc.stdout and "B: EPYC Test, 64 cores (beta)" in proc.stdout
     assert "CPU model Xeon Test -> EPYC Test" in proc.stdout
     assert not json.loads(in_process(capsys, str(a), str(b), "--format", "json")[1])["same_machine"]
-    code, out = in_process(capsys, str(a), str(a))
+    again = tmp_path / "again.db"  # another run of a's machine, as a measured it (a run against itself is refused)
+    make_db(again, BASE)
+    code, out = in_process(capsys, str(a), str(again))
     assert code == 0 and "Xeon Test, 8 cores" not in out and "no significant change" in out
 
 

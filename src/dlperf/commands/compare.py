@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 from dlperf.commands.common import add_format, db_path, real
 from dlperf.errors import UsageError
@@ -44,6 +45,9 @@ def run(args) -> int:
         raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
     db = db_path(args)
     a, b = load(args.A, "A", db), load(args.B, "B", db)
+    if a.run_id == b.run_id and os.path.samefile(a.db, b.db):
+        raise UsageError(f"A {args.A!r} and B {args.B!r} are both run {a.run_id} of {a.db}: a run compared with "
+                         "itself tells nothing; name two runs (dlperf list --runs shows them)")  # fmt: skip
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
     if not result.cells:
         raise UsageError(nothing_compared(result, a, b))

@@ -380,13 +380,21 @@ def summary_lines(result: Comparison) -> list[str]:
 
 
 def machine_lines(a: Side, b: Side) -> list[str]:
-    """Both machines when the runs come from different ones (or different software): what the ratios compare."""
+    """Both machines when the runs come from different ones (or different software): what the ratios compare. Only
+    the frameworks both runs measured count: one that a run did not use changed none of its numbers."""
     from dlperf.envinfo import fingerprint_diff
 
-    differences = fingerprint_diff(a.fingerprint, b.fingerprint)
+    used = {c.framework for c in a.cells} & {c.framework for c in b.cells}
+    differences = fingerprint_diff(_with_only(a.fingerprint, used), _with_only(b.fingerprint, used))
     if not differences:
         return []
     return [f"{a.name}: {a.machine()}", f"{b.name}: {b.machine()}", f"differences: {'; '.join(differences)}"]
+
+
+def _with_only(fingerprint: dict[str, Any], frameworks: set[str]) -> dict[str, Any]:
+    """The fingerprint with these frameworks' versions alone."""
+    found = fingerprint.get("frameworks") or {}
+    return {**fingerprint, "frameworks": {k: v for k, v in found.items() if k in frameworks}}
 
 
 VERDICT_STYLE = {
