@@ -8,6 +8,7 @@ and XLA's compilations, so the checks are grouped into a few children on the che
 from __future__ import annotations
 
 import math
+import os
 from itertools import pairwise
 
 import pytest
@@ -337,6 +338,7 @@ def test_unsupported_modes_devices_and_user_workloads_say_why():
 THREADS = """
 import json, os, sys, threading
 os.environ["XLA_FLAGS"] = "--xla_cpu_enable_fast_math=false"  # the user's own flag
+os.environ["PJRT_NPROC"] = "7"  # inherited: replaced by the cell's count
 done = threading.Event()
 threading.Thread(target=done.wait).start()  # a thread already running, as a library's pool may be
 from dlperf.frameworks.jax import backend as jb
@@ -353,14 +355,17 @@ print(json.dumps({"before": before, "configured": configured, "settings": train.
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, 2, "above the CPUs"])
 def test_threads_restrict_the_affinity_keep_the_users_flags_and_size_xlas_pool(threads):
+    """XLA's pool is the cell's thread count, above the CPUs the process may use too: `--threads 4` on 2 CPUs ran 2
+    threads, and its cells were labelled oversubscribed."""
+    threads = len(os.sched_getaffinity(0)) + 2 if threads == "above the CPUs" else threads
     found = run_in("jax", THREADS, str(threads), threads=threads)
     usable = min(threads, len(found["before"]))
     settings = found["settings"]
     assert settings["cpu_affinity"] == found["before"][:usable]
     assert found["threads"] == [found["before"][:usable]]  # every thread, those started before too
-    assert settings["xla_pool_threads"] == usable  # XLA sized its pool from the CPUs it may use
+    assert settings["xla_pool_threads"] == threads and settings["PJRT_NPROC"] == str(threads)
     assert settings["xla_backend_started_before_configure"] is False
     flags = settings["XLA_FLAGS"].split()
     assert flags[0] == "--xla_cpu_enable_fast_math=false"

@@ -37,14 +37,18 @@ from dlperf.workloads.base import OptimizerSpec, Workload
 # ----------------------------------------------------------------------------------------------------------------------
 # Threads
 
-# XLA:CPU has no thread-count setting. Its intra-op pool (threads named tf_XLAEigen) gets one thread per CPU the process
-# may use, counted when the backend starts: restricting the CPU affinity first is what sets the threads. XLA_FLAGS
-# cannot: measured with jax 0.10.2 on 2 CPUs, a 1024^2 fp32 matrix product and a 3x3 convolution keep 1.92 cores busy
-# with `--xla_cpu_multi_thread_eigen=false` as without it. It is set at one thread all the same, as the documented
-# single-thread setting, harmless where the affinity already holds the process to one CPU. Its often-quoted companion
-# `intra_op_parallelism_threads=1` is no XLA flag: XLA drops it as a positional argument without `--` and aborts at
-# "Unknown flag in XLA_FLAGS" with it, so it is not set.
+# XLA:CPU's intra-op pool (threads named tf_XLAEigen) is sized once, when the backend starts: from PJRT_NPROC where it
+# is set (XLA's DefaultThreadPoolSize), else one thread per CPU the process may use. PJRT_NPROC is set to the cell's
+# count, so a cell above the usable CPUs runs that many threads, oversubscribed as the other frameworks' are (on 2
+# CPUs, `--threads 4` ran 2 threads before it: restricting the affinity was all that set them); the affinity is still
+# restricted to the first N CPUs where there are more, so that the process's other threads share the pool's CPUs.
+# XLA_FLAGS cannot set the count: measured with jax 0.10.2 on 2 CPUs, a 1024^2 fp32 matrix product and a 3x3
+# convolution keep 1.92 cores busy with `--xla_cpu_multi_thread_eigen=false` as without it. It is set at one thread
+# all the same, as the documented single-thread setting. Its often-quoted companion `intra_op_parallelism_threads=1`
+# is no XLA flag: XLA drops it as a positional argument without `--` and aborts at "Unknown flag in XLA_FLAGS" with
+# it, so it is not set.
 SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"
+POOL_SIZE_VAR = "PJRT_NPROC"
 POOL_THREAD_NAME = "tf_XLAEigen"
 
 
@@ -63,11 +67,13 @@ def version() -> str:
 
 
 def configure_threads(threads: int) -> dict[str, Any]:
-    """Restrict the process to `threads` CPUs of its affinity set (the first ones), and add XLA's single-thread flag
-    at one thread, before XLA starts. The user's own XLA_FLAGS are kept, their own setting of that flag included."""
+    """Size XLA's pool at `threads` and restrict the process to `threads` CPUs of its affinity set (the first ones)
+    where it has more, and add XLA's single-thread flag at one thread, before XLA starts. The user's own XLA_FLAGS are
+    kept, their own setting of that flag included; an inherited PJRT_NPROC is replaced, as OMP_NUM_THREADS is."""
     flags = os.environ.get("XLA_FLAGS", "")
     if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_FLAG}".strip()
+    os.environ[POOL_SIZE_VAR] = str(threads)
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) > threads:
         _set_affinity(cpus[:threads])
@@ -101,6 +107,7 @@ def thread_settings() -> dict[str, Any]:
         "threads_requested": _threads.get("requested"),
         "cpu_affinity": sorted(os.sched_getaffinity(0)),
         "XLA_FLAGS": os.environ.get("XLA_FLAGS"),
+        POOL_SIZE_VAR: os.environ.get(POOL_SIZE_VAR),
         "xla_backend_started_before_configure": _threads.get("backend_started_before"),
         "xla_pool_threads": _pool_threads() if _backend_started() else None,
     }
