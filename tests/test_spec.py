@@ -53,3 +53,30 @@ def test_resume_refuses_a_stored_spec_with_a_bad_value_in_one_line(tmp_path, cap
         assert store.run(run_id).status == "running"  # nothing measured, nothing changed
     finally:
         store.close()
+
+
+@pytest.mark.parametrize(
+    ("frameworks", "says"),
+    [
+        ("torch,caffe", "caffe is one of the paper's tools and cannot be measured: no release installs on a supported "
+                        "Python (last release 1.0, 2017; never on PyPI)"),
+        ("Torch7", "torch7 is one of the paper's tools and cannot be measured: Lua, not Python"),
+        ("cntk", "cntk is one of the paper's tools and cannot be measured: no release installs on a supported Python"),
+        ("horovod", "horovod cannot be measured: no release builds against the pinned frameworks"),
+    ],
+)  # fmt: skip
+def test_a_paper_tool_that_cannot_be_installed_is_refused_saying_why(frameworks, says):
+    """`dlperf list --frameworks` knows why Caffe, CNTK and Torch7 cannot be measured: --frameworks says it too, in
+    one line, instead of a bare "unknown framework 'caffe'"."""
+    with pytest.raises(UsageError) as refused:
+        make_spec(["tiny-fcn-r"], frameworks=frameworks)
+    message = str(refused.value)
+    assert message.startswith(f"--frameworks: {says}") and message.endswith("; dlperf list --frameworks lists what can")
+    assert "\n" not in message
+
+
+def test_an_unknown_framework_is_still_named_with_the_closest():
+    with pytest.raises(
+        UsageError, match=r"^--frameworks: unknown framework 'tensorfow' \(did you mean 'tensorflow'\?\)$"
+    ):
+        make_spec(["tiny-fcn-r"], frameworks="tensorfow")

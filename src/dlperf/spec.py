@@ -441,8 +441,20 @@ def parse_frameworks(text: str) -> tuple[str, ...]:
     known = [f.value for f in Framework]
     for name in names:
         if name not in known:
-            raise UsageError(f"--frameworks: unknown framework {name!r}{suggest(name, known)}")
+            raise UsageError(f"--frameworks: {not_measured(name, known)}")
     return names
+
+
+def not_measured(name: str, known: list[str]) -> str:
+    """Why `name` is not measured: one of the paper's tools that cannot be installed, or a library that cannot, says
+    why, as `dlperf list --frameworks` does; any other name is unknown."""
+    from dlperf.envs import PAPER_TOOLS, UNINSTALLABLE  # standard library only, like this module
+
+    key = name.lower()
+    if key not in UNINSTALLABLE:
+        return f"unknown framework {name!r}{suggest(name, known)}"
+    what = f"{key} is one of the paper's tools and" if key in PAPER_TOOLS else key
+    return f"{what} cannot be measured: {UNINSTALLABLE[key]}; dlperf list --frameworks lists what can"
 
 
 def parse_modes(text: str) -> tuple[str, ...]:
