@@ -80,3 +80,24 @@ def test_an_unknown_framework_is_still_named_with_the_closest():
         UsageError, match=r"^--frameworks: unknown framework 'tensorfow' \(did you mean 'tensorflow'\?\)$"
     ):
         make_spec(["tiny-fcn-r"], frameworks="tensorfow")
+
+
+def test_max_time_help_says_it_bounds_the_warm_up_too():
+    """The one timer stops a warm-up that never settles at --max-time, as it stops the timed steps; every command's
+    help of the flag said "seconds of timed steps at most" only."""
+    import argparse
+    import itertools
+
+    from dlperf.cli import build_parser
+    from dlperf.measure.timer import TimerConfig, warm_up
+
+    ticks = itertools.count()  # a second a look at the clock
+    unsettled = itertools.cycle([1.0, 2.0])
+    found = warm_up(lambda: next(unsettled), TimerConfig(max_time=5.0, max_warmup=1000), clock=lambda: next(ticks))
+    assert not found.steady and found.steps < 10
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+    helps = {name: next((a.help for a in p._actions if "--max-time" in a.option_strings), None)
+             for name, p in commands.items()}  # fmt: skip
+    timed = {name: text for name, text in helps.items() if text and "timed steps" in text}
+    assert {"run", "optimize", "fit", "crossover"} <= set(timed)
+    assert all("warm-up" in text for text in timed.values()), timed
