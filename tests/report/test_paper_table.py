@@ -60,3 +60,33 @@ def test_json_and_csv_carry_the_numbers():
     line = next(csv.DictReader(io.StringIO(paper_table.render_csv(rows))))
     assert (line["paper_tool"], line["paper_desktop_s"], line["paper_server_s"]) == ("Torch", "1.67", "1.379")
     assert float(line["median_s"]) == 2.0
+
+
+def test_the_command_prints_the_view_in_every_format_and_refuses_what_it_cannot_show(tmp_path):
+    from conftest import dlperf
+    from dlperf.protocol import Cell
+    from dlperf.store import Store
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures, PlannedCell
+    from dlperf.vocab import Status
+
+    db, other = tmp_path / "p.db", tmp_path / "o.db"
+    for path, batch in ((db, 1024), (other, 64)):
+        store = Store.open(path, create=True)
+        planned = PlannedCell(Cell("fcn-r", "torch", "cpu", 2, "fp32"), {"batch": batch, "paper": "FCN-R"})
+        run_id = store.create_run({"spec": 1}, {"cores": {"cores": 2}}, {}, ["dlperf", "run"], [planned])
+        steps = ProcessMeasurement(status=Status.OK, samples=[0.5] * 9, duration_s=5.0)
+        store.record(run_id, planned.cell.key, 0, steps, CellFigures(status=Status.OK, median_s=0.5, n=9))
+        store.close()
+    text = dlperf("table", "--paper", db=db, env={"COLUMNS": "200"})
+    assert text.returncode == 0, text.stderr
+    assert "beside Shi et al. (2016)" in text.stdout and "Torch 0.926 desktop, 0.915 server" in text.stdout
+    assert "1.85x" in text.stdout
+    rows = json.loads(dlperf("table", "--paper", "--format", "json", db=db).stdout)["rows"]
+    assert [(r["threads"], r["speed_up"]) for r in rows] == [(2, 0.926 / 0.5)]
+    assert "| fcn-r | torch | 1024 | cpu:2 |" in dlperf("table", "--paper", "--format", "md", db=db).stdout
+    assert "paper_desktop_s" in dlperf("table", "--paper", "--format", "csv", db=db).stdout
+    refused = dlperf("table", "--paper", "--best", db=db)
+    assert refused.returncode == 2 and "give no --best" in refused.stderr
+    none = dlperf("table", "--paper", db=other)  # its only cell is at another batch
+    assert none.returncode == 2 and "batch 64, the paper's 1024" in none.stderr and len(none.stderr.splitlines()) == 1

@@ -22,6 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--explain", action="store_true", help="a verdict column: what bounds each profiled cell (dlperf profile)"
     )
+    p.add_argument("--paper", action="store_true", help="each cell of the paper's networks beside Shi et al.'s Table "
+                   "7: its framework's tool there (Torch, TF, MXNet) at the same thread count on the paper's desktop "
+                   "and server CPUs, or on its GTX 1080, and the fastest of its five tools")  # fmt: skip
     add_campaign(p)
 
 
@@ -51,6 +54,8 @@ one_run.number = "whole"  # tests/test_cli.py tries every bad number on it
 def run(args) -> int:
     if args.best and args.explain:
         raise UsageError("--explain: the verdict column is the run's table's; --best shows no verdicts (give one)")
+    if args.paper:
+        return print_paper(args)
     if args.campaign is not None or args.runs is not None:
         return print_fleet(args)
     faults = print_table(db_path(args), args.run, args.format, args.modes, args.best, args.explain)
@@ -149,6 +154,37 @@ def print_table(
     text = renderers[fmt](view)
     print(terminal(text, newlines=True) if fmt == "md" else text, end="" if fmt == "csv" else "\n")
     return faults
+
+
+def print_paper(args) -> int:
+    """The run's fp32 cells of the paper's networks beside the paper's figures (`report/paper_table.py`)."""
+    from dlperf.report import paper_table
+    from dlperf.report.format import terminal
+    from dlperf.store import Store
+
+    flags = (("--best", args.best), ("--explain", args.explain), ("--modes", args.modes),
+             ("--campaign", args.campaign is not None), ("--runs", args.runs is not None))  # fmt: skip
+    taken = [flag for flag, given in flags if given]
+    if taken:
+        raise UsageError(f"--paper sets one run's fp32 cells beside the paper's: give no {', '.join(taken)}")
+    store = Store.open(db_path(args), create=False)
+    faults: list = []
+    try:
+        run = store.run(args.run)
+        rows, notes = paper_table.build(store.cells(run.id, unreadable=faults.append))
+    finally:
+        store.close()
+    if not rows:
+        why = f" ({notes[-1]})" if notes else ""
+        raise UsageError(f"--paper: run {run.id} has no fp32 cell of the paper's seven networks at its batch{why}: "
+                         "`dlperf run` measures them (the default sweep)")  # fmt: skip
+    if args.format == "text":
+        print_rich(paper_table.render_rich(run.id, rows), paper_table.legend(rows), notes)
+    else:
+        text = {"md": lambda: paper_table.render_markdown(rows, notes), "csv": lambda: paper_table.render_csv(rows),
+                "json": lambda: paper_table.render_json(run.id, rows, notes)}[args.format]()  # fmt: skip
+        print(terminal(text, newlines=True) if args.format == "md" else text, end="" if args.format == "csv" else "\n")
+    return warn_unreadable(faults, "the table") or ExitCode.OK
 
 
 def read_fleet(args):
