@@ -154,7 +154,8 @@ def add_timer_flags(p: argparse.ArgumentParser, *, min_steps: int, min_time: flo
     p.add_argument("--min-time", type=real("--min-time", above=False), default=min_time, action=Typed,
                    help=f"seconds of timed steps at least (default: {min_time:g})")  # fmt: skip
     p.add_argument("--max-time", type=real("--max-time"), default=max_time, action=Typed,  # 0: not one timed step
-                   help=f"seconds of timed steps at most, and separately of warm-up (default: {max_time:g})")  # fmt: skip
+                   help=f"seconds of timed steps at most, and separately of warm-up (default: "
+                   f"{max_time:g})")  # fmt: skip
     p.add_argument(
         "--max-warmup",
         type=whole("--max-warmup"),
