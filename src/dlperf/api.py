@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from typing import Any
 
 from dlperf import envinfo
@@ -34,6 +33,7 @@ from dlperf.spec import RunSpec, make_spec
 from dlperf.store import Store, default_db, spill
 from dlperf.store.location import check_path, resume_command
 from dlperf.store.records import RunRecord
+from dlperf.store.state import made_by, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.user import changed_sources
 
@@ -198,39 +198,17 @@ def _latest_unfinished(store: Store, db: str) -> RunRecord:
     return run
 
 
-SEARCHES = ("optimize", "fit", "crossover", "advise")  # each picks its cells from those before: resumed, it starts over
-
-
 def latest_resumable(store: Store) -> RunRecord | None:
     """The run `--resume` finishes: the latest unfinished one that is not a search's (`searched_by`)."""
     return next((r for r in reversed(store.runs()) if r.status != "complete" and not searched_by(store, r)), None)
 
 
-def command_of(argv: list[str]) -> str | None:
-    """The dlperf command that made a run, from its stored argv: its first word after the program's that is not an
-    option (`dlperf --db X optimize`: the store's path is never taken for it); None for an argv without one. Only
-    for runs stored before their environment kept `made_by`: a script calling the API stores its own argv."""
-    words = [a for before, a in pairwise(argv) if not a.startswith("-") and before != "--db"]
-    return words[0] if words else None
-
-
-def made_by(run: RunRecord) -> str | None:
-    """The dlperf command whose run `run` is: as its environment keeps it (`Session.create`), else from its argv."""
-    return run.env.get("made_by") or command_of(run.argv)
-
-
 def searched_by(store: Store, run: RunRecord) -> str | None:
-    """The search command (SEARCHES) whose run `run` is, where `dlperf run --resume` would not finish what it began;
-    None for any other run, and for a crossover whose thread search ended (every batch's cell is in the run, its
-    GPU steps beside them: resumed, the crossover is whole, as its interrupt said)."""
+    """The search command whose run `run` is, where `dlperf run --resume` would not finish what it began
+    (`store/state.search_of`); None for any other run."""
     from dlperf.report import predicted
 
-    command = made_by(run)
-    if command not in SEARCHES:
-        return None
-    if command == "crossover" and predicted.read(store, run.id, lambda fault: None):
-        return None
-    return command
+    return search_of(run, lambda: bool(predicted.read(store, run.id, lambda fault: None)))
 
 
 def _unfinished(store: Store, db: str, warn: Callable[[str], None]) -> RunRecord:

@@ -86,7 +86,7 @@ def test_a_search_s_interrupted_run_says_to_run_the_search_again_as_the_search_d
 
 
 def test_the_command_that_made_a_run_is_the_first_argv_item_naming_one():
-    from dlperf.api import command_of
+    from dlperf.store.state import command_of
 
     assert command_of(["dlperf", "fit", "m.py:make"]) == "fit"
     assert command_of(["/venv/bin/dlperf", "--db", "fit", "run", "fcn-r"]) == "run"  # a store named fit is no command

@@ -80,6 +80,26 @@ def test_an_unfinished_run_says_how_to_resume_it_in_the_same_database(report_db)
     assert f"continue it with dlperf run --resume --db {report_db}" in html.render(load.load(str(report_db)))
 
 
+def test_a_run_whose_process_is_gone_is_stopped_and_a_searchs_run_is_searched_again_not_resumed(report_db):
+    """A dlperf killed (SIGKILL, a lost terminal) leaves `running` stored: the report said "the run is running;
+    continue it with ...", as `dlperf table` now does not (store/state.py)."""
+    import json
+
+    from dlperf.report import html, load
+
+    store = Store.open(report_db, create=False)
+    store.conn.execute("UPDATE runs SET status = 'running'")  # no lease: no live process holds it
+    store.conn.commit()
+    page = " ".join(html.render(load.load(str(report_db))).split())
+    assert "unfinished (stopped: its process is gone)" in page and "the run is running" not in page
+    env = {**store.run(None).env, "made_by": "fit"}
+    store.conn.execute("UPDATE runs SET env_json = ?", (json.dumps(env),))
+    store.conn.commit()
+    store.close()
+    page = " ".join(html.render(load.load(str(report_db))).split())
+    assert "a `dlperf fit` search&#x27;s run: run the search again" in page and "--resume" not in page
+
+
 def test_report_of_several_runs_and_bad_input(tmp_path, report_db):
     store = Store.open(report_db, create=False)
     fill(store, seed=1)

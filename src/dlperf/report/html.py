@@ -283,9 +283,8 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
     rows += [["", "parameters", n] for n in table.parameter_notes(data.cells)]
     pending = [c for c in data.cells if c.status is Status.PENDING]
     for run in data.runs:
-        if run.status != "complete":
-            rows.append([f"run {run.id}", "incomplete", f"the run is {run.status}; continue it with "
-                         f"{resume_command(data.db)}"])  # fmt: skip
+        if (state := data.states.get(run.id)) is not None and state.unfinished:
+            rows.append([f"run {run.id}", "incomplete", unfinished_text(data, state)])
     if pending:
         rows.append(
             ["", "pending", f"{plural(len(pending), 'cell')} {'was' if len(pending) == 1 else 'were'} never measured"]
@@ -295,6 +294,18 @@ def _warnings(data: Loaded, paper_notes: list[str]) -> str:
     kinds = {r[1] for r in rows}
     summary = ", ".join(f"{sum(r[1] == k for r in rows)} {k}" for k in sorted(kinds))
     return f"<p>{escape(summary)}</p>" + _html_table(["cell", "kind", "message"], rows, "warnings")
+
+
+def unfinished_text(data: Loaded, state) -> str:
+    """An unfinished run as the table says it (`store/state.py`), and how it goes on: nothing to do while a process
+    measures it; merged while it ran, merging again; a search's, running it again; else --resume."""
+    if state.holder is not None:
+        return state.summary()
+    if state.state == "copied":
+        return f"{state.summary()}; merging its file again brings this copy up to date"
+    if search := data.searches.get(state.run.id):
+        return f"{state.summary()}; it is a `dlperf {search}` search's run: run the search again (it starts over)"
+    return f"{state.summary()}; continue it with {resume_command(data.db)}"
 
 
 def _environment(data: Loaded) -> str:

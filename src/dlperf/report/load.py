@@ -17,6 +17,7 @@ from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord
+from dlperf.store.state import RunState, run_state, search_of
 from dlperf.vocab import Status
 
 
@@ -34,6 +35,8 @@ class Loaded:
     predictions: dict[str, list[PredictionRecord]] = field(default_factory=dict)  # cell key -> its own run's
     sources: dict[str, int] = field(default_factory=dict)  # workload -> the run its cells come from (several runs)
     notes: list[str] = field(default_factory=list)  # what several runs' report left out, and why
+    states: dict[int, RunState] = field(default_factory=dict)  # run id -> its state (`store/state.py`)
+    searches: dict[int, str] = field(default_factory=dict)  # run id -> the search command it is a run of (api)
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -89,11 +92,15 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
         peaks = attach_utilization(store, rows[-1].fingerprint, cells)
         profiles, bounds = _profiles(store, rows, cells, unreadable)
         crossovers = crossover.read(store, [r.id for r in rows], unreadable.append)
+        states = {r.id: run_state(store, r) for r in rows}
+        searches = {
+            r.id: s for r in rows if (s := search_of(r, lambda r=r: bool(predictions_of(store, r.id, _ignore))))
+        }
     finally:
         store.close()
     shown = sources if len(rows) > 1 else {}
     return Loaded(db, rows, cells, samples, peaks, unreadable, profiles, bounds, crossovers, predictions, shown,
-                  left_out(found, sources))  # fmt: skip
+                  left_out(found, sources), states, searches)  # fmt: skip
 
 
 def campaign_of(runs: list[RunRecord]) -> str | None:
@@ -170,3 +177,7 @@ def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:
         cell.q1_s = statistics.median(q[0] for q in quartiles)
         cell.q3_s = statistics.median(q[2] for q in quartiles)
     return cell
+
+
+def _ignore(fault: UnreadableRow) -> None:
+    """A prediction row that no longer decodes: the cells' own read reports it."""

@@ -12,7 +12,9 @@ the machine (`measurements.session`, kept since schema version 12).
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from dlperf.measure.units import plural
@@ -103,6 +105,32 @@ class RunState:
     def resumed(self) -> bool:
         """Whether its processes came from more than one session (False where the store cannot tell)."""
         return self.sessions is not None and self.sessions.count > 1
+
+
+SEARCHES = ("optimize", "fit", "crossover", "advise")  # each picks its cells from those before: resumed, it starts over
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The dlperf command that made a run, from its stored argv: its first word after the program's that is not an
+    option (`dlperf --db X optimize`: the store's path is never taken for it); None for an argv without one. Only
+    for runs stored before their environment kept `made_by`: a script calling the API stores its own argv."""
+    words = [a for before, a in pairwise(argv) if not a.startswith("-") and before != "--db"]
+    return words[0] if words else None
+
+
+def made_by(run: RunRecord) -> str | None:
+    """The dlperf command whose run `run` is: as its environment keeps it (`Session.create`), else from its argv."""
+    return run.env.get("made_by") or command_of(run.argv)
+
+
+def search_of(run: RunRecord, predicted: Callable[[], bool]) -> str | None:
+    """The search command (SEARCHES) whose run `run` is, where `dlperf run --resume` would not finish what it began;
+    None for any other run, and for a crossover whose thread search ended (`predicted()`: its GPU steps are stored
+    beside every batch's cell: resumed, the crossover is whole, as its interrupt said)."""
+    command = made_by(run)
+    if command not in SEARCHES or (command == "crossover" and predicted()):
+        return None
+    return command
 
 
 def run_state(store: Store, run: RunRecord) -> RunState:
