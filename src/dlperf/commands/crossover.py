@@ -120,8 +120,8 @@ def say_interrupted_crossover(result, db: str) -> None:
                         "crossover)")  # fmt: skip
         return
     say_interrupted(f"the thread search's cells are stored in run {result.run_id}",
-                    f"For the crossover, run it again: {again()} (dlperf run --resume would only finish the thread "
-                    "search)")  # fmt: skip
+                    f"For the crossover, run it again (it starts over): {again()} (dlperf run --resume would not go "
+                    "on with the thread search)")  # fmt: skip
 
 
 def _plot_format(path: str) -> None:
