@@ -50,6 +50,24 @@ def test_a_sweep_started_beside_a_run_being_measured_warns_in_one_line_and_goes_
     assert "warning" not in quiet.stderr
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("optimize", "tiny-fcn-r", "--device", "cuda:3"), ("crossover", "no-such-net"), ("advise", "no-such-net"),
+     ("fit", "no-such-net"), ("profile", "tiny-fcn-r", "--modes", "no-such-mode")],
+)  # fmt: skip
+def test_every_measuring_command_warns_of_a_run_being_measured_beside_it(tmp_path, args):
+    db = tmp_path / "b.db"
+    store = Store.open(db, create=True)
+    try:
+        store.create_run({}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], [cell()])
+        said = dlperf(*args, db=db)
+    finally:
+        store.close()
+    first, *rest = said.stderr.strip().splitlines()
+    assert first.startswith(f"dlperf: warning: run 1 of {db} is being measured by pid "), said.stderr
+    assert said.returncode == 2 and rest  # then its own refusal
+
+
 def test_an_interrupted_fit_says_resume_would_not_go_on_with_it(tmp_path, monkeypatch, capsys):
     from dlperf import fit
     from dlperf.cli import main

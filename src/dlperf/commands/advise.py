@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import add_format, db_path, duration, real, whole
+from dlperf.commands.common import add_format, db_path, duration, real, warn_if_measured, whole
 
 HELP = "should I rent a GPU, and which one? this CPU measured briefly, time, memory and cost predicted on GPUs"
 DESCRIPTION = (
@@ -50,6 +50,7 @@ def run(args) -> int:
     prices.use_prices(args.prices)
     opts = advise.Options(args.workload, args.gpu, args.budget, args.deadline, args.samples, args.epochs,
                           args.timeout, args.data, args.loaders)  # fmt: skip
+    warn_if_measured(db_path(args))
     answer = advise.advise(opts, db_path(args), ["dlperf", *sys.argv[1:]])
     if args.format == "json":
         import json

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import choice, db_path, given_flags, real, whole, whole_list
+from dlperf.commands.common import choice, db_path, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import add_timer_flags, again, print_answer, say_interrupted, timer
 from dlperf.errors import UsageError
@@ -94,6 +94,7 @@ def run(args) -> int:
         timer=timer(args),
     )
     db = db_path(args)
+    warn_if_measured(db)
     result = crossover.crossover(opts, db, argv=["dlperf", *sys.argv[1:]])
     if result.answer is None:
         print_rich("", lines=result.notes)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from dlperf.commands.common import LOG_WIDTH, add_format, db_path, duration, real, whole
+from dlperf.commands.common import LOG_WIDTH, add_format, db_path, duration, real, warn_if_measured, whole
 from dlperf.commands.common import console as wide
 from dlperf.commands.run import add_data_flags, add_timer_flags, again, say_interrupted, timer
 from dlperf.vocab import ExitCode, Status
@@ -73,6 +73,7 @@ def run(args) -> int:
         data=args.data,
         loaders=None if args.loaders is None else parse_loaders(args.loaders),
     )
+    warn_if_measured(db_path(args))
     search = optimize.optimize(opts, db_path(args))
     if args.format == "json":
         print(render_json(search))

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import db_path, real, whole, whole_list
+from dlperf.commands.common import db_path, real, warn_if_measured, whole, whole_list
 from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` prints it too
     add_data_flags,
     add_nvtx_flag,
@@ -65,6 +65,7 @@ def run(args) -> int:
 
     parse_one_workload(args.workload)  # a misspelt WORKLOAD is named as what it is, not as --workloads
     db = db_path(args)
+    warn_if_measured(db)
     outcome = api.run(
         args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
         threads=args.threads, modes=args.modes, data=args.data, loaders=args.loaders, timeout=args.timeout,
