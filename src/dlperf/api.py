@@ -30,8 +30,8 @@ from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec
-from dlperf.store import Store, default_db, spill
-from dlperf.store.location import check_path, resume_command
+from dlperf.store import Store, spill
+from dlperf.store.location import check_path, given_db, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.store.state import made_by, search_of
 from dlperf.vocab import ExitCode, Status
@@ -78,7 +78,7 @@ def run(
             `repeats`, `timeout`, `compile_timeout`, `compile_at_once`, `pin`, `loss_check`, `profile`, `predict`,
             `max_memory`, `campaign`. A bad value raises UsageError naming its flag, before anything runs.
     """
-    db, warn = db or default_db(), warn or warn_stderr
+    db, warn = given_db(db), warn or warn_stderr
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)
     if spec.profile and spec.trace_dir is None:  # beside the database
@@ -141,7 +141,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
     measures is refused (LeaseHeld); one whose process died is taken over, with a warning saying whose it was. Its
     stored spec is checked as the flags were (its `--data` read again), and the machine must be the one that measured
     it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing measured or taken over."""
-    db = db or default_db()
+    db = given_db(db)
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:

@@ -34,7 +34,8 @@ from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import processes, schedule
 from dlperf.spec import CROSSOVER_TIMER, RunSpec, make_spec
-from dlperf.store import Store, default_db
+from dlperf.store import Store
+from dlperf.store.location import given_db
 from dlperf.store.records import Prediction
 from dlperf.vocab import ExitCode
 from dlperf.workloads.base import Workload
@@ -119,7 +120,7 @@ def crossover(
     command whose run it is (`dlperf advise` measures through this one)."""
     from dlperf.predict import count
 
-    db = db or default_db()
+    db = given_db(db)
     gpus = check(opts)
     plan = make_plan(_spec(opts))
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])

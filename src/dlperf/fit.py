@@ -189,7 +189,8 @@ def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
     """Search each mode's largest batch, every try a cell of one stored run; the answers."""
     from dlperf.api import warn_stderr
     from dlperf.plan import make_plan
-    from dlperf.store import Store, default_db
+    from dlperf.store import Store
+    from dlperf.store.location import given_db
     from dlperf.workloads.base import Workload
 
     check(opts)
@@ -200,7 +201,7 @@ def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
         (warn or warn_stderr)(warning)
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
     spec = replace(_spec(opts, threads), max_memory=limit if opts.device == "cpu" else None)
-    store = Store.open(db or default_db(), create=True)
+    store = Store.open(given_db(db), create=True)
     try:
         search = Search(store, spec, plan, workload, threads, progress_factory or _progress(), argv)
         code = search.run(opts)

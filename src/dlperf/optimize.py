@@ -50,7 +50,8 @@ from dlperf.runner.session import Budget, Session, budget_check
 from dlperf.runner.sweep import Deadline, Interrupted
 from dlperf.runner.tasks import Task
 from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, RunSpec, canonical_mode, device_kind, make_spec
-from dlperf.store import Store, default_db
+from dlperf.store import Store
+from dlperf.store.location import given_db
 from dlperf.store.records import CellRecord
 from dlperf.vocab import ExitCode, Status
 
@@ -578,6 +579,6 @@ def optimize(
 
     from dlperf.progress import Running  # one count over the search's processes, whose total it does not know
 
-    searcher = Searcher(opts, db or default_db(), progress_factory or Running(), warn or warn_stderr)
+    searcher = Searcher(opts, given_db(db), progress_factory or Running(), warn or warn_stderr)
     searcher.made_by = made_by
     return searcher.run()

@@ -79,3 +79,15 @@ def test_an_interrupted_fit_says_resume_would_not_go_on_with_it(tmp_path, monkey
     err = " ".join(capsys.readouterr().err.split())
     assert "run it again (it starts over)" in err and "(dlperf run --resume would not go on with the search)" in err
     assert "only measure" not in err
+
+
+def test_the_api_refuses_an_empty_db_as_the_command_line_does(tmp_path, monkeypatch):
+    import dlperf
+    from dlperf.errors import UsageError
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"^db='': an empty path names no database"):
+        dlperf.run(["tiny-fcn-r"], db="", dry_run=True)
+    with pytest.raises(UsageError, match=r"^db='': an empty path names no database"):
+        dlperf.resume(db="")
+    assert not (tmp_path / "dlperf.db").exists()

@@ -19,6 +19,16 @@ def default_db() -> str:
     return found or "dlperf.db"
 
 
+def given_db(db) -> str:
+    """The store an API call names: `db`, or `default_db()` where it names none (None); an empty one is refused as
+    an empty --db is (a `db=os.environ.get("OUT", "")` left empty means no store, not ./dlperf.db)."""
+    if db is None:
+        return default_db()
+    if str(db) == "":
+        raise UsageError("db='': an empty path names no database; give a file, or None for the default store")
+    return str(db)
+
+
 def check_path(path: str, *, create: bool) -> None:
     """What opening `path` would meet, said in one line before anything opens it (or, for `dlperf run`, plans): a
     directory on the way this user may not enter, no file to read, a file that cannot be read or written."""
