@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from itertools import pairwise
 
 import pytest
@@ -308,6 +309,34 @@ def test_thread_probe_keeps_about_n_cores_busy(threads):
     # too (2.31 at 2 threads on 2 cores, fresh-clone CI)
     if threads < cores:
         assert got["cores"] < threads + 0.3, got
+
+
+STEP_THREADS = """
+from dlperf.measure import system
+tb.configure_threads(int(sys.argv[1]))
+train = tb.build(BUILTIN["fcn-r"], "cpu", "fp32")
+train.step(); train.sync()
+before = system.thread_times()
+for _ in range(2):
+    train.step(); train.sync()
+after = system.thread_times()
+work = sorted((after[t][0] - before.get(t, (0.0, None))[0] for t in after), reverse=True)
+out({"busy": sum(w > 0.2 * work[0] for w in work), "cpu_s": [round(w, 3) for w in work[:6]],
+     "settings": tb.thread_settings()})
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("threads", [1, 2, "above the CPUs"])
+def test_a_training_step_runs_on_that_many_threads(threads):
+    """The threads that did the work of two fcn-r steps, from their own CPU times (which other processes do not
+    change): at one thread one, TensorFlow's inter-op thread and oneDNN's kernels included (oneDNN, on by default on
+    x86, runs on the intra-op pool, no OpenMP pool of its own); above the CPUs the process may use, as many as asked,
+    so such a cell is oversubscribed as it says."""
+    threads = len(os.sched_getaffinity(0)) + 2 if threads == "above the CPUs" else threads
+    got = tf_run(STEP_THREADS, str(threads), threads=threads)
+    assert got["settings"]["tf_intra_op_threads"] == threads, got
+    assert got["busy"] == threads, got
 
 
 def test_probe_env():
