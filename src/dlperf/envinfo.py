@@ -170,6 +170,13 @@ def _show(value) -> str:
     return str(value) if value not in (None, "") else "none"
 
 
+def alike(a: dict, b: dict, ignore: tuple[str, ...] = ()) -> bool:
+    """Whether two fingerprints are of one machine and software, on the keys both have (`fingerprint_diff`): a run
+    an older dlperf recorded, without the newer keys, is still of the machine that measured it. `ignore`: keys left
+    out of the comparison."""
+    return not fingerprint_diff(*({k: v for k, v in f.items() if k not in ignore} for f in (a, b)))
+
+
 def fingerprint_diff(old: dict, new: dict) -> list[str]:
     """Human-readable differences between two fingerprints, e.g. "torch version 2.13.0 -> 2.14.1"; [] if equal. Only
     the keys both have are compared: one recorded by an older dlperf lacks the newer keys, and its run stays

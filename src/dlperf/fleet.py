@@ -29,6 +29,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
+from dlperf import envinfo
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
@@ -184,9 +185,9 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 def same_kind(a: dict, b: dict) -> bool:
-    """Two fingerprints of the same kind of machine: equal but for the hostname and the memory (its rounding)."""
-    ignore = ("hostname", "memory_gib")
-    return {k: v for k, v in a.items() if k not in ignore} == {k: v for k, v in b.items() if k not in ignore}
+    """Two fingerprints of the same kind of machine: equal but for the hostname and the memory (its rounding), on the
+    keys both have (`envinfo.alike`: a run an older dlperf began lacks the newer ones)."""
+    return envinfo.alike(a, b, ignore=("hostname", "memory_gib"))
 
 
 # --- the node's side: an actor pinned to it --------------------------------------------------------------------------
@@ -202,7 +203,6 @@ class NodeSweep:
 
     def kind(self, frameworks: list[str]) -> dict:
         """This node's fingerprint, as `dlperf run --resume` would capture it."""
-        from dlperf import envinfo
         from dlperf.plan import framework_info
 
         return envinfo.fingerprint(envinfo.capture(framework_info(frameworks)))

@@ -177,7 +177,7 @@ def known_durations(db: str, fingerprint: dict) -> dict[str, list[float]]:
         return {}
     store = Store.open(db, create=False)
     try:
-        runs = [r.id for r in store.runs() if r.fingerprint == fingerprint]
+        runs = [r.id for r in store.runs() if envinfo.alike(r.fingerprint, fingerprint)]
         return store.durations(runs)
     finally:
         store.close()

@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import interval, markup, table_seconds
@@ -201,8 +202,11 @@ def group(runs: list[RunRecord]) -> list[Machine]:
     """The runs by the machine that measured them (their fingerprint, and the Ray node for a run of `dlperf run
     --ray`: two nodes of one host are two machines to Ray), in the order each machine first appears."""
     by_print: dict[tuple[str, str | None], list[RunRecord]] = {}
-    for run in runs:
-        by_print.setdefault((json.dumps(run.fingerprint, sort_keys=True), ray_node(run)), []).append(run)
+    for run in runs:  # a machine's runs: fingerprints alike on the keys both have (an older run lacks the newer ones)
+        node = ray_node(run)
+        seen = next((k for k, rs in by_print.items() if k[1] == node and all(alike(r.fingerprint, run.fingerprint)
+                                                                             for r in rs)), None)  # fmt: skip
+        by_print.setdefault(seen or (json.dumps(run.fingerprint, sort_keys=True), node), []).append(run)
     labels = [machine_label(rs[0].fingerprint) for rs in by_print.values()]
     machines = []
     for label, ((_, node), rs) in zip(labels, by_print.items(), strict=True):

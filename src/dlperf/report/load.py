@@ -4,10 +4,11 @@ for the cells (predict/cells.py)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass, field
+from itertools import combinations
 
+from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
@@ -62,8 +63,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
     store = Store.open(db, create=False)
     try:
         rows = _runs(store, runs)
-        machines = {json.dumps(r.fingerprint, sort_keys=True) for r in rows}
-        if len(machines) > 1:
+        if not all(alike(a.fingerprint, b.fingerprint) for a, b in combinations(rows, 2)):
             ids = ", ".join(str(r.id) for r in rows)
             raise UsageError(
                 f"--run: runs {ids} were measured on different machines; report them one at a time, or set them "

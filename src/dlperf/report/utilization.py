@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 # the machine part of envinfo.fingerprint; of its cores only the physical count: the affinity mask and the cgroup limit
 # belong to a job (two jobs on one machine may be given different CPUs), and the thread count is matched on its own
-MACHINE_KEYS = ("cpu_model", "memory_gib", "hostname", "gpus")
+MACHINE_KEYS = ("cpu_model", "memory_gib", "hostname", "gpus", "cpu_id")  # cpu_id: compared where both have it
 REDUCED = ("bf16", "fp16")
 BUSY_SHARE = 0.10  # of the CPUs used by other processes: above it, a peak was measured on a busy machine
 BUSY_STEAL = 0.02  # ... or of its CPU time taken by other virtual machines (the cells' own threshold)
@@ -97,7 +97,7 @@ def same_machine(stored: dict, fingerprint: dict, framework: str, version: str |
     """Whether a peak measured with fingerprint `stored` applies to a run with `fingerprint`: the same machine and,
     when both recorded one, the same version of the framework that measured the peak (its kernels are what reaches
     the peak; a run of other frameworks only did not record it)."""
-    if any(stored.get(k) != fingerprint.get(k) for k in MACHINE_KEYS):
+    if any(stored.get(k) != fingerprint.get(k) for k in MACHINE_KEYS if k in stored and k in fingerprint):
         return False
     if (stored.get("cores") or {}).get("physical") != (fingerprint.get("cores") or {}).get("physical"):
         return False
