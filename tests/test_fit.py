@@ -115,3 +115,18 @@ def test_a_batch_whose_try_would_outlast_the_timeout_is_not_tried_and_the_answer
     assert answer.largest == 1024 and answer.ended.startswith(f"batch 2048 {NOT_TRIED}: at batch 1024's pace")
     assert "about 9 min, past --timeout 5 min" in answer.ended
     assert Paced(timeout=1e6).search("fp32", 64, 4096).ended == "max-batch"  # within the timeout: tried as before
+
+
+def test_the_table_marks_a_rate_of_few_steps_and_says_its_limit_on_a_line_of_its_own(capsys, monkeypatch):
+    from dlperf.commands.fit import show
+    from dlperf.fit import ModeAnswer, Result, Try
+
+    monkeypatch.setenv("COLUMNS", "200")
+    tries = [Try(64, "ok", False, 2**20, "live", 24.3, None, 12, 17.0), Try(1024, "ok", False, 2**30, "live", 16.4,
+             None, 1, 230.0), Try(2048, "failed", True, None, None, None, "out of memory at batch 2048")]  # fmt: skip
+    limit = "the memory available when fit started (23,273 MiB)"
+    show(Result(1, {"fp32": ModeAnswer("fp32", tries, 1024, "boundary")}, 0, limit))
+    out = capsys.readouterr().out
+    assert "24.3?" not in out and "16.4?" in out  # 12 steps behind one rate, one step behind the other
+    assert "? = a rate of fewer than 5 timed steps" in out
+    assert f"limit: {limit}" in out.splitlines()  # whole, not folded into the table's title

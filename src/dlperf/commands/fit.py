@@ -91,20 +91,28 @@ def show(result) -> None:
     from rich.table import Table
 
     from dlperf.commands.common import print_rich
+    from dlperf.measure.stats import FEW_SAMPLES
     from dlperf.report.format import nbytes
+    from dlperf.report.table import FEW_MARK
+
+    FEW_LEGEND = f"{FEW_MARK} = a rate of fewer than {FEW_SAMPLES} timed steps: a fit test, not a figure to rely on"
 
     for mode, answer in result.answers.items():
         if not answer.tries:  # interrupted before one finished: a table would read as "nothing fits"
             print(headline(answer))
             continue
-        table = Table(title=f"{mode}: each batch tried, in order (limit: {result.limit})")
+        table = Table(title=f"{mode}: each batch tried, in order")  # the limit below: a long title folds mid-phrase
         for name in ("batch", "fits", "peak memory", "samples/s"):
             table.add_column(name, justify="right")
         for t in answer.tries:
             fits = "yes" if t.status == "ok" else "out of memory" if t.out_of_memory else t.status
-            rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}"
+            few = FEW_MARK if t.samples_per_s is not None and 0 < t.steps < FEW_SAMPLES else ""
+            rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{few}"
             table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), rate)
-        print_rich(table, lines=[headline(answer)])
+        legend = (
+            [FEW_LEGEND] if any(t.samples_per_s is not None and 0 < t.steps < FEW_SAMPLES for t in answer.tries) else []
+        )
+        print_rich(table, lines=[f"limit: {result.limit}", *legend, headline(answer)])
     print_rich("", notes=result.notes)
 
 
