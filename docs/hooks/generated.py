@@ -270,8 +270,11 @@ EXIT_CODES = {
     "`table`): a stored row that no longer reads, left out with a warning",
     "BAD_INPUT": "bad input, said in one line on stderr: nothing ran and nothing was written; `dlperf compare`: the "
     "two runs share no cell measured on both sides, or none of their shared cells could be tested (too little data)",
-    "INTERRUPTED": "interrupted (Ctrl-C or SIGTERM): what had finished is kept, no process is left, and "
-    "`dlperf run --resume` goes on",
+    "OUTPUT_FAILED": "standard output could not be written (a full disk, a closed terminal), said in one line on "
+    "stderr where it can be: the output is cut short, and what the command stored is stored (a run's cells "
+    "included); a failing stderr alone is no failure: warnings and the progress display are dropped",
+    "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes): what had finished is kept, no "
+    "process is left, and `dlperf run --resume` goes on",
 }
 
 

@@ -6,13 +6,17 @@ a framework runs in a child process.
 
 from __future__ import annotations
 
+import argparse
+import errno
 import importlib
+import os
+import re
 import sys
 from types import ModuleType
 
 from dlperf.commands import NAMES
-from dlperf.commands.common import Parser
-from dlperf.errors import UsageError
+from dlperf.commands.common import Parser, chosen, unrecognized
+from dlperf.errors import OutputFailed, UsageError
 from dlperf.version import VERSION
 from dlperf.vocab import ExitCode
 
@@ -42,26 +46,139 @@ def build_parser() -> Parser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = Stream(out, fails=True), Stream(err, fails=False)
+    try:
+        try:
+            return finish(dispatch(argv))
+        except SystemExit:  # --help, --version: what argparse printed must have been written too
+            finish(ExitCode.OK)
+            raise
+    except OutputFailed as exc:
+        if exc.errno == errno.EPIPE:  # the reader went away (`| head`): not a fault
+            return ExitCode.OK
+        print(f"dlperf: error: {exc.strerror}", file=sys.stderr)
+        return ExitCode.OUTPUT_FAILED
+    finally:
+        sys.stdout, sys.stderr = out, err
+
+
+def dispatch(argv: list[str]) -> int:
+    """The command's exit code: a bad input is one line and 2; an interrupt one line and 130."""
     try:
         parser = build_parser()
-        args = db_first(parser.parse_args(argv))
+        args = db_first(parse(parser, argv))
         if args.command is None:  # `dlperf` alone: what it can do, where argparse would say "command" is required
             parser.print_help(sys.stderr)
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
         from dlperf.runner.lifeline import sigterm_as_interrupt  # after parsing: `--help` loads no runner code
 
-        with sigterm_as_interrupt():  # in every command, planning included: as Ctrl-C
-            return command(args.command).run(args)
+        with sigterm_as_interrupt():  # in every command, planning included: as Ctrl-C; a second one is dropped
+            try:
+                return finish(command(args.command).run(args))
+            except KeyboardInterrupt:
+                print("dlperf: interrupted", file=sys.stderr)
+                return ExitCode.INTERRUPTED
     except UsageError as exc:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
 
         print(f"dlperf: error: {terminal(own_flags(str(exc), argv))}", file=sys.stderr)
         return ExitCode.BAD_INPUT
-    except KeyboardInterrupt:
-        print("dlperf: interrupted", file=sys.stderr)
-        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         return ExitCode.OK
+
+
+def finish(code: int) -> int:
+    """`code`, once standard output is written: OutputFailed where any of it could not be (said once, even where
+    the writer caught the error, as argparse's help does)."""
+    sys.stdout.flush()
+    if isinstance(sys.stdout, Stream) and sys.stdout.failed is not None:
+        raise sys.stdout.failed
+    return code
+
+
+class Stream:
+    """A standard stream whose failing write (a full disk, a closed terminal, a reader gone) fails once: its file
+    descriptor is /dev/null's from then on, so nothing written later, nor the interpreter's last flush, fails again.
+    Standard output's failure is raised, as OutputFailed (`fails`): the command's output is cut short, and it says
+    so. Standard error's is not: warnings and the progress display degrade to nothing, and the measurement goes on
+    (whose terminal was closed mid-run)."""
+
+    def __init__(self, stream, fails: bool) -> None:
+        self.stream, self.fails = stream, fails
+        self.failed: OutputFailed | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as exc:
+            self._lost(exc)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as exc:
+            self._lost(exc)
+
+    def _lost(self, exc: OSError) -> None:
+        if self.failed is not None:
+            return
+        why = exc.strerror or str(exc)
+        self.failed = OutputFailed(exc.errno, f"could not write to standard output ({why}): the output is cut short")
+        to_devnull(self.stream)
+        if self.fails:
+            raise self.failed from None
+
+    def __getattr__(self, name: str):  # isatty, fileno, encoding, ...: the stream's own
+        return getattr(self.stream, name)
+
+
+def to_devnull(stream) -> None:
+    """Point `stream`'s file descriptor at /dev/null; nothing where it has none (a test's captured stream)."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+def parse(parser: Parser, argv: list[str]):
+    """The parsed flags; where an unrecognized argument follows a flag that takes a comma list (`--threads 1 2`),
+    the error says how that flag takes several."""
+    parsed, extras = parser.parse_known_args(argv)
+    if extras:
+        own = chosen(parser, parsed)
+        raise UsageError(comma_list(argv, extras, own) or unrecognized(extras, own))
+    return parsed
+
+
+def comma_list(argv: list[str], extras: list[str], parser: argparse.ArgumentParser) -> str | None:
+    """`--threads takes a comma list: --threads 1,2` for `--threads 1 2`, where the flag's help says it takes a
+    comma list (or shows one, e.g. 1,2,8); None otherwise."""
+    takes = {o: a for a in parser._actions for o in a.option_strings if a.nargs is None and _lists(a.help or "")}
+    for i, word in enumerate(argv[1:], 1):
+        if word not in extras or word.startswith("-"):
+            continue
+        j = i - 1  # back over the values the flag was given, to the flag
+        while j > 0 and not argv[j].startswith("-"):
+            j -= 1
+        flag, _, first = argv[j].partition("=")
+        if flag in takes and (first or j + 1 < i):
+            end = i + 1  # and the unrecognized values after it
+            while end < len(argv) and argv[end] in extras and not argv[end].startswith("-"):
+                end += 1
+            values = [first] * bool(first) + argv[j + 1 : end]
+            return f"{flag} takes a comma list: {flag} {','.join(values)}"
+    return None
+
+
+def _lists(help_text: str) -> bool:
+    return "comma list" in help_text or re.search(r"e\.g\. \S*\w,\w", help_text) is not None
 
 
 def db_first(args):

@@ -5,6 +5,12 @@ class UsageError(Exception):
     """Bad input: nothing ran, nothing was written."""
 
 
+class OutputFailed(OSError):
+    """Standard output could not be written (a full disk, a closed terminal): the command's output is cut short. The
+    CLI says so in one line on stderr, where it can, and exits 74 (`ExitCode.OUTPUT_FAILED`); what the command
+    stored is stored."""
+
+
 class MissingDependency(UsageError):
     """An optional dependency is absent; the message says what to install."""
 

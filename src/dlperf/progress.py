@@ -1,6 +1,7 @@
 """Live progress of a sweep: the current cell, cells done of total, and an ETA.
 
 A rich live display on a terminal; plain lines (one per finished cell) when stderr is not a terminal, as in CI logs.
+A display whose stream fails (its terminal closed, a full disk) ends there, and the sweep goes on without it.
 A search (`dlperf fit`, `optimize`, `crossover`) measures in several calls, a display each: `Running` numbers them on
 from one count, against a total the search may not know in advance (`[3/?]`).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 from rich.console import Console
 from rich.live import Live
@@ -34,16 +36,32 @@ class Progress:
         self._index = 0  # the item shown: a task, or a profile of its own (a resumed run's)
         self._started = time.monotonic()
         self._display: Live | None = None
+        self.lost = False  # its stream failed: nothing more is shown
 
     def __enter__(self) -> Progress:
         if self.live:
             self._display = Live(self._render(), console=self.console, refresh_per_second=4, transient=True)
-            self._display.__enter__()
+            self._shown(lambda: self._display.start(refresh=True))
         return self
 
     def __exit__(self, *exc) -> None:
         if self._display is not None:
-            self._display.__exit__(*exc)
+            self._shown(self._display.stop)
+
+    def _shown(self, write: Callable[[], object]) -> None:
+        """`write` to the display's stream; where it fails, the display ends for good (its auto-refresh stopped
+        first, by `Live.stop`) and the sweep goes on: a progress display never stops a measurement."""
+        if self.lost:
+            return
+        try:
+            write()
+        except OSError:
+            self.lost, display, self._display = True, self._display, None
+            if display is not None:
+                try:
+                    display.stop()
+                except OSError:
+                    pass
 
     def eta_s(self, done: int) -> float | None:
         """Seconds left when this display has `done` items done; None before one is, or with no total."""
@@ -88,7 +106,7 @@ class Progress:
     def _begin(self, index: int, current: str, items: str) -> None:
         self._index, self._current, self._started = index, current, time.monotonic()
         if not self.live:
-            print(f"{self._of(items)} {self._current} ...", file=sys.stderr, flush=True)
+            self._shown(lambda: print(f"{self._of(items)} {self._current} ...", file=sys.stderr, flush=True))
         self.refresh()
 
     def profiling(self, index: int, cell) -> None:
@@ -113,9 +131,9 @@ class Progress:
 
     def _say(self, line: str) -> None:
         if self.live:
-            self.console.print(line, highlight=False, markup=False)
+            self._shown(lambda: self.console.print(line, highlight=False, markup=False))
         else:
-            print(line, file=sys.stderr, flush=True)
+            self._shown(lambda: print(line, file=sys.stderr, flush=True))
         self.refresh()
 
     def refresh(self) -> None:

@@ -32,6 +32,7 @@ class ExitCode:
     OK = 0
     CELLS_FAILED = 1
     BAD_INPUT = 2
+    OUTPUT_FAILED = 74  # sysexits.h's EX_IOERR
     INTERRUPTED = 130
 
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dlperf.errors import UsageError
+from dlperf.errors import OutputFailed, UsageError
 
 if TYPE_CHECKING:
     from dlperf.store import Store
@@ -271,15 +271,16 @@ def write_file(path: str | Path, text: str) -> None:
 
 def write_stdout(text: str, what: str) -> None:
     """`text` on standard output; a write that fails (a full disk, `ulimit -f` on a redirected file) is one line
-    saying the output was cut short, where a silent exit 0 would leave a truncated file that looks whole."""
+    saying the output was cut short (exit code 74), where a silent exit 0 would leave a truncated file that looks
+    whole."""
     try:
         sys.stdout.flush()
         write_all(sys.stdout.fileno(), text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
     except BrokenPipeError:
         raise  # the reader went away (`| head`): not a fault
     except OSError as exc:
-        why = exc.strerror or exc
-        raise UsageError(f"could not write the {what} to standard output ({why}): it is cut short") from None
+        said = f"could not write the {what} to standard output ({exc.strerror or exc}): it is cut short"
+        raise OutputFailed(exc.errno, said) from None
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 from dlperf.commands.common import db_path, given_flags, real, warn_if_measured, whole, whole_list
@@ -229,7 +230,6 @@ def use_gpu_specs(args) -> None:
 
 def run(args) -> int:
     from dlperf import api
-    from dlperf.commands.table import print_table
     from dlperf.store.location import resume_command
 
     db = db_path(args)
@@ -282,11 +282,24 @@ def run(args) -> int:
     if outcome.exit_code == ExitCode.INTERRUPTED:
         say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)}")
         return outcome.exit_code
-    if args.resume:
-        show_resumed(db, outcome.run_id)
-    else:
-        print_table(db, outcome.run_id, "text")
-    return outcome.exit_code
+    return show_finished(db, outcome.run_id, args.resume, outcome.exit_code)
+
+
+def show_finished(db: str, run_id: int, resumed: bool, code: int) -> int:
+    """A finished run's table (a resumed run's as its command shows it), and the run's exit code `code`; an
+    interrupt while it prints says the run is whole."""
+    from dlperf.commands.table import print_table
+
+    try:
+        if resumed:
+            show_resumed(db, run_id)
+        else:
+            print_table(db, run_id, "text")
+    except KeyboardInterrupt:  # only the table was cut short
+        say_interrupted(f"run {run_id} is complete and stored", f"See it with: dlperf table --run {run_id} --db "
+                        f"{shlex.quote(db)}")  # fmt: skip
+        return ExitCode.INTERRUPTED
+    return code
 
 
 def say_interrupted(stored: str, then: str) -> None:

@@ -1,0 +1,172 @@
+"""A command's output that cannot be written (a full disk, a closed terminal, a reader gone): standard output's
+failure is one line on stderr and exit code 74 (`ExitCode.OUTPUT_FAILED`), never a traceback; standard error's is
+no failure at all: the warnings and the progress display are dropped and the measurement goes on."""
+
+import os
+import pty
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import FAST, ROOT, cells, require, rows
+from dlperf.vocab import ExitCode
+
+FULL = "/dev/full"  # every write fails with ENOSPC
+needs_full = pytest.mark.skipif(not os.path.exists(FULL), reason="no /dev/full here to make a write fail")
+
+
+def start(*args: str, **popen) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "dlperf", *args], env=env, text=True, **popen)
+
+
+def to_full(*args: str) -> subprocess.CompletedProcess:
+    with open(FULL, "w") as full:
+        proc = start(*args, stdout=full, stderr=subprocess.PIPE)
+        _, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(args, proc.returncode, "", err)
+
+
+def said_once(proc: subprocess.CompletedProcess) -> str:
+    assert proc.returncode == ExitCode.OUTPUT_FAILED == 74, proc.stderr
+    [line] = proc.stderr.strip().splitlines()[-1:]
+    assert line.startswith("dlperf: error: could not write") and "standard output" in line, proc.stderr
+    assert "Traceback" not in proc.stderr
+    return line
+
+
+@needs_full
+@pytest.mark.parametrize("view", [["table"], ["list", "--runs"], ["env", "show"], ["export"], ["run", "--help"]])
+def test_a_command_whose_stdout_fails_says_so_in_one_line(view, report_db):
+    proc = to_full(*view, "--db", str(report_db))
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    said_once(proc)
+
+
+def test_a_reader_gone_is_no_fault(report_db):
+    """`dlperf table | head -0`: the pipe's reader left before the table was written (rich would exit 1)."""
+    read, write = os.pipe()
+    proc = start("table", "--db", str(report_db), stdout=write, stderr=subprocess.PIPE)
+    os.close(read)
+    os.close(write)
+    _, err = proc.communicate(timeout=120)
+    assert (proc.returncode, err) == (0, "")
+
+
+@needs_full
+def test_a_run_whose_stdout_fails_is_stored_complete_and_says_so(tmp_path):
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = to_full("run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1", *FAST)
+    said_once(proc)  # 74, not 1: no cell failed
+    assert [r["status"] for r in rows(db, "SELECT status FROM runs")] == ["complete"]
+    assert [c["status"] for c in cells(db)] == ["ok"]
+
+
+def test_a_run_whose_terminal_closes_measures_on_and_stores_its_run(tmp_path):
+    """stderr a terminal that goes away after the first lines (an SSH session closed): each later write to it fails
+    with EIO. The live display and the warnings stop; the run is measured, stored complete, its table printed."""
+    require("torch")
+    db = tmp_path / "d.db"
+    master, slave = pty.openpty()
+    proc = start("run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1,2", *FAST,
+                 stdout=subprocess.PIPE, stderr=slave)  # fmt: skip
+    os.close(slave)
+    seen, deadline = b"", time.monotonic() + 120
+    while b"cell 1 of 2" not in seen and b"[1/2]" not in seen and time.monotonic() < deadline:
+        seen += os.read(master, 4096)
+    os.close(master)  # the terminal is gone
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0, seen.decode(errors="replace")
+    assert [r["status"] for r in rows(db, "SELECT status FROM runs")] == ["complete"]
+    assert [c["status"] for c in cells(db)] == ["ok", "ok"]
+    assert "tiny-fcn-r" in out
+
+
+def test_the_progress_display_ends_where_its_stream_fails_and_the_sweep_goes_on(monkeypatch):
+    from rich.console import Console
+
+    from dlperf.progress import Progress
+
+    class Gone:
+        """A terminal closed: every write fails with EIO."""
+
+        def write(self, text):
+            raise OSError(5, "Input/output error")
+
+        def flush(self):
+            pass
+
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stderr", Gone())
+    for console in (Console(file=Gone(), force_terminal=True), Console(file=Gone(), force_terminal=False)):
+        progress = Progress(2, console)
+        with progress:
+            progress.start(0, Task())
+            progress.refresh()
+            progress._say("a line")
+        assert progress.lost
+
+
+class Task:
+    repeat = 0
+
+    class cell:
+        label = "tiny-fcn-r torch cpu:1 fp32"
+
+
+@needs_full
+def test_a_failing_stream_fails_once_and_then_writes_nowhere():
+    from dlperf.cli import Stream
+    from dlperf.errors import OutputFailed
+
+    with open(FULL, "w") as full:
+        err = Stream(full, fails=False)
+        err.write("x" * 100_000)  # past the buffer: the write itself fails
+        err.flush()
+        assert err.failed is not None and os.readlink(f"/proc/self/fd/{full.fileno()}") == os.devnull
+        full.write("y" * 100_000)  # what is written later goes nowhere, and no flush fails, at exit neither
+        full.flush()
+    with open(FULL, "w") as full:
+        out = Stream(full, fails=True)
+        out.write("x")  # buffered: the flush finds it out
+        with pytest.raises(OutputFailed, match="No space left on device"):
+            out.flush()
+        out.write("more")  # said once: the command then ends
+        out.flush()
+
+
+def test_an_unrecognized_value_after_a_comma_list_flag_says_how_to_give_several(capsys, tmp_path):
+    from dlperf.cli import main
+
+    for args, said in [
+        (["run", "--threads", "1", "2"], "--threads takes a comma list: --threads 1,2"),
+        (["run", "--threads=1", "2", "4", "--max-time", "1"], "--threads takes a comma list: --threads 1,2,4"),
+        (["run", "--modes", "fp32", "bf16"], "--modes takes a comma list: --modes fp32,bf16"),
+        (["table", "--runs", "1", "2"], "--runs takes a comma list: --runs 1,2"),
+    ]:
+        assert main([*args, "--db", str(tmp_path / "d.db")]) == ExitCode.BAD_INPUT
+        assert capsys.readouterr().err.strip() == f"dlperf: error: {said}"
+    assert main(["table", "5", "--db", str(tmp_path / "d.db")]) == ExitCode.BAD_INPUT  # no flag before it
+    assert capsys.readouterr().err.strip() == "dlperf: error: unrecognized arguments: 5"
+
+
+def test_ctrl_c_while_a_finished_runs_table_prints_says_the_run_is_stored(monkeypatch, capsys, tmp_path):
+    from dlperf import api
+    from dlperf.cli import main
+    from dlperf.commands import table
+
+    def cut_short(*args, **kwargs):
+        print("Run 3: seconds per mini-batch")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "run", lambda *args, **kwargs: api.Outcome(ExitCode.OK, run_id=3))
+    monkeypatch.setattr(table, "print_table", cut_short)
+    db = tmp_path / "my runs.db"
+    assert main(["run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1"]) == ExitCode.INTERRUPTED
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "run 3 is complete and stored" in last and f"dlperf table --run 3 --db '{db}'" in last, last
