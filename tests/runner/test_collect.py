@@ -5,6 +5,7 @@ import pytest
 from dlperf.protocol import (
     Built,
     Checking,
+    Compiled,
     Compiling,
     Done,
     Error,
@@ -12,6 +13,7 @@ from dlperf.protocol import (
     Memory,
     Sample,
     Sampled,
+    Start,
     Unsupported,
     Warmup,
 )
@@ -228,3 +230,21 @@ def test_a_compiled_cells_wait_for_the_device_alone_is_a_phase_of_its_own():
     got = phases(evs, ChildResult(0, False, 32.4, "", started_at=t0))
     assert got["compile_s"] == pytest.approx(20.0) and got["gate_s"] == pytest.approx(9.5)
     assert got["warmup_s"] == pytest.approx(0.2) and got["timed_s"] == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    ("reported", "said"),
+    [
+        ([], "while starting (before the worker's first event)"),
+        ([Start(1, "py")], "while importing the framework and building the step"),
+        ([Start(1, "py"), Built(10, 0.1, {})], "in the warm-up"),
+        ([Start(1, "py"), Built(10, 0.1, {}), Compiling()], "while compiling (the first step)"),
+        ([Start(1, "py"), Built(10, 0.1, {}), Compiling(), Compiled(9.0)], "in the warm-up"),
+        ([Start(1, "py"), *events([1.0, 2.0])[:3]], "in the timed steps"),
+        ([Start(1, "py"), *events([1.0, 2.0])[:-3]], "after the timed steps (counting FLOPs, measuring memory)"),
+    ],
+)
+def test_a_timeout_says_what_the_cell_was_doing(reported, said):
+    m = measurement(reported, ChildResult(None, True, 12.0, ""), timeout=12)
+    n = sum(isinstance(e, Sample) for e in reported)
+    assert m.status == "timeout" and m.error == f"exceeded --timeout 12 s {said} (kept {n} samples)"

@@ -3,8 +3,11 @@ import signal
 import sys
 import time
 
+import pytest
+
 from conftest import gone
 from dlperf.answers import EnvRequest
+from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, ProbeTask
@@ -154,3 +157,79 @@ def test_compile_watch_stops_only_a_compilation_that_runs_too_long():
     assert watch([]) == "compilation exceeded --compile-timeout 0.2 s"
     assert watch([Compiled(1.0)]) is None  # compiled: the limit no longer applies
     assert CompileWatch(None)([Compiling()]) is None
+
+
+def sigkilled(tmp_path) -> ChildResult:
+    """A child SIGKILLed by another process: this one, as soon as it runs."""
+    pid_file = tmp_path / "pid"
+    pid_file.unlink(missing_ok=True)
+    script = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(120)"
+
+    def kill_it():
+        if pid_file.exists() and pid_file.read_text():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    return run_child([sys.executable, "-c", script], dict(os.environ), 60, tmp_path, poll=kill_it)
+
+
+KILLED = "worker killed by SIGKILL"
+
+
+@pytest.mark.parametrize(
+    ("counts", "said"),
+    [
+        ([3, 3], f"{KILLED} (sent by a process: the kernel's out-of-memory killer counted no kill while it ran)"),
+        ([3, 4], f"{KILLED} (out of memory: the kernel's out-of-memory killer killed a process while it ran)"),
+        ([None, None], f"{KILLED} (killed: out of memory?)"),  # no counter to read: it may be
+    ],
+)
+def test_a_sigkill_is_out_of_memory_only_where_the_kernels_oom_killer_counted_a_kill(tmp_path, monkeypatch, counts,
+                                                                                     said):  # fmt: skip
+    reads = iter(counts)  # before the child, after it
+    monkeypatch.setattr(system, "oom_kills", lambda: next(reads))
+    assert sigkilled(tmp_path).crashed_reason == said
+
+
+def test_a_sigkill_from_another_process_is_not_called_out_of_memory_where_the_kernel_counts(tmp_path):
+    """The machine's own counter, as the launcher reads it: no out-of-memory kill counted, none claimed."""
+    if system.oom_kills() is None:
+        pytest.skip("no out-of-memory counter readable here (cgroup memory.events or oom_control, /proc/vmstat)")
+    result = sigkilled(tmp_path)
+    assert result.returncode == -signal.SIGKILL and result.oom_kills is not None
+    assert "out of memory?" not in result.crashed_reason
+    # "out of memory" only where a kill was counted meanwhile, of another process of this cgroup say
+    assert ("sent by a process" in result.crashed_reason) == (result.oom_kills == 0), result
+
+
+@pytest.mark.parametrize(
+    ("files", "want"),
+    [
+        ({"proc/self/cgroup": "0::/user/me\n", "sys/fs/cgroup/user/me/memory.events": "oom 2\noom_kill 7\n"}, 7),
+        # a container without a cgroup namespace: its own cgroup mounted at the root, a deeper path named
+        ({"proc/self/cgroup": "0::/docker/abc\n", "sys/fs/cgroup/memory.events": "oom_kill 1\n"}, 1),
+        ({"proc/self/cgroup": "4:memory:/jobs/9\n0::/\n",
+          "sys/fs/cgroup/memory/jobs/9/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 5\n"}, 5),
+        ({"proc/self/cgroup": "0::/\n", "proc/vmstat": "nr_free_pages 10\noom_kill 12\n"}, 12),  # the machine's
+        ({"proc/self/cgroup": "0::/\n"}, None),  # nothing readable: unknown, never 0
+    ],
+)  # fmt: skip
+def test_the_oom_counter_is_the_cgroups_else_the_machines(tmp_path, files, want):
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert system.oom_kills(str(tmp_path)) == want
+
+
+def test_a_suspended_childs_pause_is_not_counted_against_its_timeout(tmp_path, monkeypatch):
+    """dlperf stopped with its child (Ctrl-Z) for longer than the child's timeout: the child is not timed out for it."""
+    from dlperf.runner import lifeline
+
+    paused_s = [0.0]
+    monkeypatch.setattr(lifeline, "paused", lambda: (0, paused_s[0]))
+
+    def pause():  # as if each poll came after a long suspension
+        paused_s[0] += 10.0
+
+    script = "import time; time.sleep(1.5)"
+    result = run_child([sys.executable, "-c", script], dict(os.environ), 1.0, tmp_path, poll=pause)
+    assert not result.timed_out and result.returncode == 0

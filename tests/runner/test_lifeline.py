@@ -321,3 +321,51 @@ def test_what_a_child_killed_as_it_ended_is_reaped_not_left_a_zombie(tmp_path):
             kill(pid)
         with contextlib.suppress(ChildProcessError, TypeError):
             os.waitpid(pid, os.WNOHANG)
+
+
+SUSPENDS = """
+import json, os, signal, subprocess, sys, time
+from dlperf.measure.system import descendants
+from dlperf.runner import lifeline
+
+def state(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]
+forks = "import subprocess, sys, time; subprocess.Popen(%r, start_new_session=True); time.sleep(60)" % (sleeper,)
+cell = subprocess.Popen([sys.executable, "-c", forks], start_new_session=True)  # a cell, its own daemon under it
+held = subprocess.Popen(sleeper)
+os.kill(held.pid, signal.SIGSTOP)  # stopped by someone else before: left so
+while len(descendants(os.getpid())) < 3:
+    time.sleep(0.02)
+during = {}
+
+def stopped():  # as dlperf would stop now: a SIGSTOP takes effect once its process is out of the kernel (state D)
+    deadline = time.monotonic() + 10
+    while any(state(p) != "T" for p in descendants(os.getpid())) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    during.update({p: state(p) for p in descendants(os.getpid())})
+    time.sleep(0.1)  # until a shell's `fg`
+
+lifeline.suspend(stop_self=stopped)
+after = {p: state(p) for p in descendants(os.getpid())}
+lifeline.suspend(stop_self=lambda: None)  # SIGTSTP ignored, as a process group no shell continues does: no pause
+suspensions = lifeline.paused()[0]
+print(json.dumps({"during": during, "after": after, "held": held.pid, "suspensions": suspensions}))
+for p in after:
+    os.kill(int(p), signal.SIGKILL)
+"""
+
+
+def test_ctrl_z_stops_every_child_and_grandchild_with_dlperf_and_continues_them_with_it():
+    """The children run in sessions of their own, which the terminal's SIGTSTP does not reach: `suspend` stops each
+    before dlperf stops, and continues each when dlperf is continued, but one stopped before, which stays so."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", SUSPENDS], capture_output=True, text=True, timeout=60, env=env)
+    found = json.loads(proc.stdout)
+    held = str(found["held"])
+    assert len(found["during"]) == 3 and set(found["during"].values()) == {"T"}, found
+    assert {p: s for p, s in found["after"].items() if p != held} and found["after"][held] == "T", found
+    assert all(s != "T" for p, s in found["after"].items() if p != held), found
+    assert found["suspensions"] == 1  # the second stop returned at once: it did not stop, and nothing is measured again

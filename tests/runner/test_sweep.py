@@ -373,3 +373,31 @@ def test_a_workload_whose_loss_is_nan_is_timed_marked_and_its_modes_not_checked(
     assert fp32["status"] == bf16["status"] == "ok" and fp32["median_s"] and bf16["median_s"]
     assert any(w.startswith("loss not finite: nan") for w in fp32["warnings"])
     assert bf16["loss_ok"] is None and bf16["loss_reason"] == "not checked: the fp32 reference's loss is nan at step 1"
+
+
+def test_a_process_suspended_while_it_ran_is_launched_again_and_the_cell_says_so(monkeypatch):
+    """Ctrl-Z while a cell's process ran (`lifeline.suspend` counts it): its times hold the pause, so it is launched
+    again; a job of several nodes, whose other nodes ran on, is kept and noted instead."""
+    from dlperf.runner import lifeline, sweep
+
+    count = {"n": 0, "s": 0.0}
+    monkeypatch.setattr(lifeline, "paused", lambda: (count["n"], count["s"]))
+
+    def launches(suspended: int):
+        made = []
+
+        def start():
+            made.append(len(made) + 1)
+            if len(made) <= suspended:  # Ctrl-Z, then fg, while this one ran
+                count["n"], count["s"] = count["n"] + 1, count["s"] + 2.5
+            return f"process {made[-1]}"
+
+        return start
+
+    assert sweep.unsuspended(launches(0)) == ("process 1", [])
+    assert sweep.unsuspended(launches(1)) == (
+        "process 2", ["measured again: 1 process suspended (Ctrl-Z) for 2.5 s while it ran was left out"])  # fmt: skip
+    assert sweep.unsuspended(launches(2))[1] == [
+        "measured again: 2 processes suspended (Ctrl-Z) while they ran, 5.0 s in all, were left out"]  # fmt: skip
+    assert sweep.unsuspended(launches(1), again=False) == (
+        "process 1", ["suspended (Ctrl-Z) for 2.5 s while it ran: its times include the pause"])  # fmt: skip

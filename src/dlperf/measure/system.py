@@ -122,8 +122,8 @@ def affinity_cpus() -> list[int]:
         return list(range(os.cpu_count() or 1))
 
 
-def _own_cgroups(root: str) -> tuple[str, str]:
-    """This process's (cgroup v1 cpu controller path, cgroup v2 path); "/" when unknown."""
+def _own_cgroups(root: str, controller: str = "cpu") -> tuple[str, str]:
+    """This process's (cgroup v1 `controller` path, cgroup v2 path); "/" when unknown."""
     v1 = v2 = "/"
     for line in (_read(os.path.join(root, "proc/self/cgroup")) or "").splitlines():
         fields = line.split(":", 2)
@@ -134,7 +134,7 @@ def _own_cgroups(root: str) -> tuple[str, str]:
         path = "/" if ".." in path else path
         if hierarchy == "0" and not controllers:
             v2 = path
-        elif "cpu" in controllers.split(","):
+        elif controller in controllers.split(","):
             v1 = path
     return v1, v2
 
@@ -399,6 +399,40 @@ def reset_rss_hwm(root: str = "/") -> bool:
     except OSError:
         return False
     return True
+
+
+# --- the out-of-memory killer ----------------------------------------------------------------------------------------
+
+
+def oom_kills(root: str = "/") -> int | None:
+    """How many processes the kernel's out-of-memory killer has killed, a counter to read before and after a child:
+    of this process's memory cgroup where it is readable (v2 memory.events, v1 memory.oom_control: a child is in
+    this cgroup, whose count takes in its descendants'), else of the machine (/proc/vmstat, Linux >= 4.13, where
+    every OOM kill counts); None where none is readable."""
+    v1, v2 = _own_cgroups(root, "memory")
+    places = [os.path.join(root, mount, rel, "memory.events") for mount in ("sys/fs/cgroup", "sys/fs/cgroup/unified")
+              for rel in _own_or_mounted(v2)]  # fmt: skip
+    places += [os.path.join(root, "sys/fs/cgroup/memory", rel, "memory.oom_control") for rel in _own_or_mounted(v1)]
+    for path in [*places, os.path.join(root, "proc/vmstat")]:
+        if (count := _counter(_read(path), "oom_kill")) is not None:
+            return count
+    return None
+
+
+def _own_or_mounted(path: str) -> list[str]:
+    """The cgroup's directory relative to its mount, then the mount's root: a container without a cgroup namespace
+    sees its own cgroup mounted there while /proc/self/cgroup names a deeper path."""
+    own = path.strip("/")
+    return [own, ""] if own else [""]
+
+
+def _counter(text: str | None, name: str) -> int | None:
+    """The value of `name` in a "name value" per line file (memory.events, /proc/vmstat), or None."""
+    for line in (text or "").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0] == name and fields[1].isdigit():
+            return int(fields[1])
+    return None
 
 
 # --- environment variables -------------------------------------------------------------------------------------------

@@ -145,6 +145,26 @@ def phases(events: list[Event], child: ChildResult) -> dict[str, float | None] |
     }
 
 
+# what a cell's worker is doing once it has reported each of these events, until the next of them
+DOING = {
+    "start": "while importing the framework and building the step",
+    "built": "in the warm-up",
+    "compiling": "while compiling (the first step)",
+    "compiled": "in the warm-up",
+    "warmup": "in the timed steps",
+    "sampled": "after the timed steps (counting FLOPs, measuring memory)",
+    "done": "as it exited, after its result",
+}
+
+
+def during(events: list[Event]) -> str:
+    """What a cell's worker was doing when it was stopped, from the last of its phase events (`DOING`)."""
+    doing = "while starting (before the worker's first event)"
+    for event in events:
+        doing = DOING.get(event.NAME, doing)
+    return doing
+
+
 # what the machine did while the cell was timed, from the `Sampled` event
 MACHINE_FIGURES = (
     "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "process_hwm_increase_bytes",
@@ -254,7 +274,7 @@ def _outcome(events: list[Event], child: ChildResult, timeout: float, n: int) ->
     was cut short (see `_loss_check`); `ok` means measured, so a process without a timed step has no figure to stand
     for it."""
     cut_short = (child.timed_out or child.crashed_reason) and first(events, Checking) and not first(events, LossCheck)
-    found = outcome(events, child, timeout, measured=bool(cut_short), kept=f" (kept {n} samples)")
+    found = outcome(events, child, timeout, measured=bool(cut_short), kept=f" {during(events)} (kept {n} samples)")
     if found.ok and not cut_short and n == 0:
         return Outcome(
             Status.FAILED, "no timed step: sampling ended before the first one (a --max-time shorter than one step?)"

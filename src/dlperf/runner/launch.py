@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dlperf.measure import system
 from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import LIFELINE, CellTask, Event, Task, decode, read_events, write_task
@@ -54,6 +55,7 @@ class ChildResult:
     started_at: float | None = None  # wall clock just before the child was started: its events' `at` count from here
     started: str = "cold"  # "warm": forked from a warm parent (`runner/warm.py`); "cold": a fresh interpreter
     cold_because: str | None = None  # why a cell's child started cold
+    oom_kills: int | None = None  # the kernel's out-of-memory kills while it ran (`system.oom_kills`); None: unknown
 
     @property
     def crashed_reason(self) -> str | None:
@@ -61,19 +63,29 @@ class ChildResult:
         if self.timed_out or self.returncode in (0, None):
             return None
         if self.returncode < 0:
-            return signal_reason(-self.returncode)
+            return signal_reason(-self.returncode, self.oom_kills)
         return f"worker exited with code {self.returncode}"
 
 
-def signal_reason(signum: int) -> str:
+def signal_reason(signum: int, oom_kills: int | None = None) -> str:
+    """Why a child died of `signum`, in words. A SIGKILL is out of memory only where the kernel's out-of-memory killer
+    counted a kill while the child ran (`oom_kills`); with no count to read, it may be."""
     name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else f"signal {signum}"
     hints = {
-        signal.SIGKILL: " (killed: out of memory?)",
+        signal.SIGKILL: _killed(oom_kills),
         signal.SIGSEGV: " (segmentation fault)",
         signal.SIGABRT: " (aborted)",
         signal.SIGBUS: " (bus error)",
     }
     return f"worker killed by {name}{hints.get(signum, '')}"
+
+
+def _killed(oom_kills: int | None) -> str:
+    if oom_kills is None:
+        return " (killed: out of memory?)"
+    if oom_kills > 0:
+        return " (out of memory: the kernel's out-of-memory killer killed a process while it ran)"
+    return " (sent by a process: the kernel's out-of-memory killer counted no kill while it ran)"
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
@@ -126,7 +138,7 @@ def run_child(
     saying why.
 
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
-    started_at, start = time.time(), time.monotonic()
+    started_at, start, oom_before = time.time(), time.monotonic(), system.oom_kills()
     proc, cold_because = None, None
     if parent is not None:
         try:
@@ -138,10 +150,11 @@ def run_child(
             proc = subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
                                     start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
     try:
-        timed_out, reason = _wait(proc, start, timeout, poll, limit)
+        timed_out, reason = _wait(proc, start, timeout, poll, limit, lifeline.paused()[1])
     except BaseException:
         kill_tree(proc)
         raise
+    oom_after = system.oom_kills() if proc.returncode == -signal.SIGKILL else None
     return ChildResult(
         None if timed_out else proc.returncode,
         timed_out,
@@ -151,10 +164,14 @@ def run_child(
         started_at,
         "cold" if cold_because is not None or parent is None else "warm",
         cold_because,
+        None if oom_before is None or oom_after is None else oom_after - oom_before,
     )
 
 
-def _wait(proc: subprocess.Popen, start: float, timeout: float, poll, limit) -> tuple[bool, str | None]:
+def _wait(proc: subprocess.Popen, start: float, timeout: float, poll, limit, paused_s: float = 0.0
+          ) -> tuple[bool, str | None]:  # fmt: skip
+    """Until the child ends, or `limit` or the timeout stops it; time dlperf spent suspended (Ctrl-Z, from `paused_s`
+    on) is not the child's."""
     while True:
         try:
             proc.wait(timeout=0.25)
@@ -163,7 +180,7 @@ def _wait(proc: subprocess.Popen, start: float, timeout: float, poll, limit) -> 
             pass
         poll()
         reason = limit()
-        if reason is not None or time.monotonic() - start > timeout:
+        if reason is not None or time.monotonic() - start - (lifeline.paused()[1] - paused_s) > timeout:
             kill_tree(proc)
             return True, reason
 

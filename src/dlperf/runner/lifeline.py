@@ -18,6 +18,8 @@ The parent's side; the child's is `worker/lifeline.py`:
   in another thread while a launch ran (a zombie's environment is gone), which is reaped with the launch's.
 - each child's temporary directory is named after the dlperf process that made it (`tmp_prefix`), so a later run
   removes those left by a dlperf that was killed (`remove_stale_dirs`).
+- SIGTERM and SIGHUP are Ctrl-C (`sigterm_as_interrupt`): the child's tree stopped, the run left resumable. Ctrl-Z
+  stops the children too, which are in sessions of their own, and continues them with dlperf (`suspend`).
 
 Both prctl calls are Linux's; elsewhere they do nothing, and a killed dlperf's children or a cell's daemons live on.
 """
@@ -37,7 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
-from dlperf.measure.system import prctl
+from dlperf.measure.system import descendants, prctl
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR
 
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER, PR_GET_CHILD_SUBREAPER = 1, 36, 37
@@ -208,25 +210,107 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:  # another user's process
         return True
-    try:
-        return _read(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[0] != b"Z"  # a zombie has ended
-    except OSError:
-        return True
+    return _state(pid) != b"Z"  # a zombie has ended; unreadable (None): it lives
+
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # Ctrl-C, a job scheduler or `kill`, the terminal closed
+_interrupted: int | None = None  # the signal being handled as an interrupt, until the outermost handling ends
+_handling = 0  # `sigterm_as_interrupt` blocks entered and not left (the CLI's, a sweep's within it)
+_paused = [0, 0.0]  # suspensions (Ctrl-Z) so far, and their seconds
+# a stop that returns sooner did not happen: a process group no shell continues (orphaned) ignores SIGTSTP; a real one
+# waits for another process's SIGCONT
+NO_PAUSE_S = 0.01
 
 
 @contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a job scheduler, `kill`) is handled like Ctrl-C, so the run is left resumable either way, and the
-    running child's tree is stopped as for Ctrl-C. Only the main thread can set a handler: elsewhere, nothing."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
+    """SIGTERM (a job scheduler, `kill`) and SIGHUP (the terminal closed) are handled like Ctrl-C, so the run is left
+    resumable either way, and the running child's tree is stopped as for Ctrl-C. The first of them raises
+    KeyboardInterrupt; one more while it is handled (a second Ctrl-C a moment later) is dropped, so the children's
+    end, the run's state and the command's last line are not cut short. Ctrl-Z stops the children with this process
+    (`suspend`). A signal the process was started ignoring (nohup's SIGHUP, a background job's SIGINT) stays ignored.
+    Only the main thread can set a handler: elsewhere, nothing."""
+    global _handling, _interrupted
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.getsignal(sig) for sig in (*INTERRUPTS, signal.SIGTSTP)}
+    for sig, handler in previous.items():
+        if handler is not signal.SIG_IGN:
+            signal.signal(sig, suspend if sig == signal.SIGTSTP else _interrupt)
+    _handling += 1
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        _handling -= 1
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: a handler set outside Python
+        if _handling == 0:
+            _interrupted = None
+
+
+def _interrupt(signum: int, frame) -> None:
+    global _interrupted
+    if _interrupted is not None:  # the first is being handled: its cleanup goes on
+        return
+    _interrupted = signum
+    raise KeyboardInterrupt
+
+
+def suspend(signum: int = signal.SIGTSTP, frame=None, stop_self: Callable[[], None] | None = None) -> None:
+    """Ctrl-Z (SIGTSTP): every child is stopped (SIGSTOP: each runs in a session of its own, which the terminal's
+    SIGTSTP does not reach, and would go on being timed), then this process stops as it would have (SIGTSTP at its
+    default action: a shell sees a stopped job); when it is continued (`fg`, `bg`, SIGCONT), so are they. A process
+    that was stopped already is left as it was. The pause is counted (`paused`): a cell timed across it is measured
+    again, and a child's --timeout does not count it. `stop_self`: in place of stopping this process (a test's)."""
+    stopped, began = stop_children(), time.monotonic()
+    try:
+        (stop_self or _stop_self)()
+    finally:
+        for pid in reversed(stopped):  # children first: a parent continued finds its children running
+            _signal(pid, signal.SIGCONT)
+        if (took := time.monotonic() - began) >= NO_PAUSE_S:
+            _paused[0] += 1
+            _paused[1] += took
+
+
+def paused() -> tuple[int, float]:
+    """The suspensions of this process so far (Ctrl-Z, `suspend`), and their seconds in all."""
+    return _paused[0], _paused[1]
+
+
+def stop_children() -> list[int]:
+    """SIGSTOP every running descendant, parents before their children, again while one forked meanwhile shows; the
+    ones stopped."""
+    stopped: list[int] = []
+    for _ in range(5):
+        new = [p for p in descendants(os.getpid()) if p not in stopped and _state(p) not in (b"T", b"t", b"Z", b"X")]
+        for pid in new:
+            if _signal(pid, signal.SIGSTOP):
+                stopped.append(pid)
+        if not new:
+            break
+    return stopped
+
+
+def _stop_self() -> None:
+    previous = signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+    try:  # delivered before kill returns; a process group without a shell to continue it (orphaned) ignores it
+        os.kill(os.getpid(), signal.SIGTSTP)
+    finally:
+        signal.signal(signal.SIGTSTP, previous)
+
+
+def _signal(pid: int, sig: int) -> bool:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _state(pid: int) -> bytes | None:
+    try:
+        return _read(f"/proc/{pid}/stat").rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None

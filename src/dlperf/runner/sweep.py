@@ -1,7 +1,8 @@
 """Execute a planned sweep: one child per task, each result stored as soon as it is in.
 
-Ctrl-C or SIGTERM stops the running child's process tree, keeps every finished measurement, leaves the interrupted
-cell pending (so `dlperf run --resume` measures it), and the run ends with exit code 130.
+Ctrl-C, SIGTERM or SIGHUP stops the running child's process tree, keeps every finished measurement, leaves the
+interrupted cell pending (so `dlperf run --resume` measures it), and the run ends with exit code 130. Ctrl-Z stops the
+children with dlperf; a process suspended while it ran is measured again (`unsuspended`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event,
 from dlperf.runner import collect, lifeline, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
-from dlperf.runner.launch import Watch, launch
+from dlperf.runner.launch import Launched, Watch, launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
@@ -38,7 +39,7 @@ from dlperf.vocab import Parallel, Status
 
 
 class Interrupted(Exception):
-    """Ctrl-C or SIGTERM during a sweep."""
+    """Ctrl-C, SIGTERM or SIGHUP during a sweep."""
 
 
 class SweepContext(Protocol):
@@ -112,17 +113,48 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
     if distributed(cell.nproc, cell.parallel):
         rdzv = rendezvous(ctx.spec)
         job = rendezvous_id(cell.key, task.repeat, rdzv.endpoint)
-        launched = launch(child_task(task, ctx), python, cell.threads, timeout, nproc=cell.nproc // rdzv.nnodes,
-                          rdzv=rdzv, job_id=job, poll=poll)  # fmt: skip
+        launched, notes = unsuspended(lambda: launch(child_task(task, ctx), python, cell.threads, timeout,
+                                                     nproc=cell.nproc // rdzv.nnodes, rdzv=rdzv, job_id=job,
+                                                     poll=poll), again=rdzv.nnodes == 1)  # fmt: skip
         exits = collect.torchrun_exits(launched.stderr)
-        return collect.ddp_measurement(launched.events, launched.child, timeout, exits)
+        return noted(collect.ddp_measurement(launched.events, launched.child, timeout, exits), notes)
     compiling, deadline = CompileWatch(ctx.spec.compile_timeout), Deadline(ctx.deadline)
     threads = cell.threads * max(1, cell.nproc)  # MirroredStrategy: every replica's threads, in one process
     child, watch = group_of.tasks[k] if group_of else child_task(task, ctx), lambda new: compiling(new) or deadline(new)
     if group_of is not None:  # its --timeout covers the waits for the group's other cells as well
         timeout, watch = timeout * len(group_of.tasks), group_of.watch(k, watch)
-    launched = launch(child, python, threads, timeout, poll=poll, watch=watch)
-    return collect.measurement(launched.main, launched.child, timeout)
+    launched, notes = unsuspended(lambda: launch(child, python, threads, timeout, poll=poll, watch=watch))
+    return noted(collect.measurement(launched.main, launched.child, timeout), notes)
+
+
+def unsuspended(start: Callable[[], Launched], again: bool = True) -> tuple[Launched, list[str]]:
+    """The process `start` launches, and the notes on it. One suspended while it ran (Ctrl-Z: dlperf stopped it with
+    itself, `lifeline.suspend`) timed the pause into whatever it was doing, so it is launched again, and said so;
+    where it cannot be alone (`again` False: a job of several nodes, whose other nodes ran on), it is kept, noted."""
+    retimed, paused_s = 0, 0.0
+    while True:
+        count, seconds = lifeline.paused()
+        launched = start()
+        if lifeline.paused()[0] == count:
+            break
+        paused_s += lifeline.paused()[1] - seconds
+        if not again:
+            return launched, [f"suspended (Ctrl-Z) for {paused_s:.1f} s while it ran: its times include the pause"]
+        retimed += 1
+    if not retimed:
+        return launched, []
+    if retimed == 1:
+        said = f"1 process suspended (Ctrl-Z) for {paused_s:.1f} s while it ran was left out"
+    else:
+        said = f"{retimed} processes suspended (Ctrl-Z) while they ran, {paused_s:.1f} s in all, were left out"
+    return launched, [f"measured again: {said}"]
+
+
+def noted(m: ProcessMeasurement, notes: list[str]) -> ProcessMeasurement:
+    """`m` with `notes` beside its own (its detail's: the cell's warnings say them)."""
+    if notes:
+        m.detail.notes = [*m.detail.notes, *notes]
+    return m
 
 
 def may_compile_at_once(cell: Cell) -> bool:
@@ -303,39 +335,44 @@ def execute(
     """Run every task; returns the statuses. Raises Interrupted after storing what finished. `last=False` leaves
     the run open for more tasks (a search adds cells as it goes). `to_profile`: measured cells whose profile an
     interrupt cut off (`unprofiled`), profiled first; the progress display counts each as an item."""
-    statuses = []
-    try:
-        with sigterm_as_interrupt():
-            warm_up(ctx, tasks, to_profile)
-            for i, cell in enumerate(to_profile):
-                profile_cell(ctx, cell, progress, i, own_item=True)
-            at = 0
-            for group in groups(tasks, ctx.spec):
-                if Deadline(ctx.deadline)():  # past the budget: the rest stay pending
-                    break
-                i, at = at + len(to_profile), at + len(group)
-                if len(group) > 1:
-                    progress.start_together(i, group)
-                    with closing(run_together(ctx, group, progress.refresh)) as ended:  # a store's fault stops them
-                        for k, m in ended:
-                            figures = store_or_keep(ctx, group[k], m)
-                            statuses.append(m.status)
-                            progress.finish(i + k, group[k], m, figures)
-                    continue
-                task = group[0]
-                progress.start(i, task)
-                m = run_task(task, ctx, progress.refresh)
-                figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
-                statuses.append(m.status)
-                progress.finish(i, task, m, figures)
-                if profiling.wanted(ctx.spec, task.repeat, figures.status):
-                    profile_cell(ctx, task.cell, progress, i)
-    except KeyboardInterrupt:
-        ctx.store.set_run_status(ctx.run_id, "interrupted")
-        raise Interrupted from None
-    if last:
-        ctx.store.set_run_status(ctx.run_id, "complete")
+    statuses: list[Status] = []
+    with sigterm_as_interrupt():  # the run's state is written within it: a second Ctrl-C does not cut that short
+        try:
+            measure_all(ctx, tasks, progress, to_profile, statuses)
+        except KeyboardInterrupt:
+            ctx.store.set_run_status(ctx.run_id, "interrupted")
+            raise Interrupted from None
+        if last:
+            ctx.store.set_run_status(ctx.run_id, "complete")
     return statuses
+
+
+def measure_all(ctx: SweepContext, tasks: list[Task], progress, to_profile: list[Cell], statuses: list[Status]) -> None:
+    """Every task, each measurement stored as it ends and its status appended to `statuses`."""
+    warm_up(ctx, tasks, to_profile)
+    for i, cell in enumerate(to_profile):
+        profile_cell(ctx, cell, progress, i, own_item=True)
+    at = 0
+    for group in groups(tasks, ctx.spec):
+        if Deadline(ctx.deadline)():  # past the budget: the rest stay pending
+            break
+        i, at = at + len(to_profile), at + len(group)
+        if len(group) > 1:
+            progress.start_together(i, group)
+            with closing(run_together(ctx, group, progress.refresh)) as ended:  # a store's fault stops them
+                for k, m in ended:
+                    figures = store_or_keep(ctx, group[k], m)
+                    statuses.append(m.status)
+                    progress.finish(i + k, group[k], m, figures)
+            continue
+        task = group[0]
+        progress.start(i, task)
+        m = run_task(task, ctx, progress.refresh)
+        figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
+        statuses.append(m.status)
+        progress.finish(i, task, m, figures)
+        if profiling.wanted(ctx.spec, task.repeat, figures.status):
+            profile_cell(ctx, task.cell, progress, i)
 
 
 def profile_cell(ctx: SweepContext, cell: Cell, progress, index: int, *, own_item: bool = False) -> None:

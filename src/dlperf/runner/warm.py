@@ -48,8 +48,9 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections import Counter
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 
 from dlperf import envs
@@ -216,7 +217,7 @@ class WarmParent:
         except (OSError, ValueError) as exc:
             raise WarmFailed(f"the warm parent is gone: {exc}") from None
         with self.changed:
-            self.changed.wait_for(lambda: ident in self.answers or self.ended is not None, ANSWER_S)
+            waited(self.changed, lambda: ident in self.answers or self.ended is not None, ANSWER_S)
             answer = self.answers.pop(ident, None)
         if answer is None:
             raise WarmFailed(self.ended or f"the warm parent did not answer within {ANSWER_S:g} s")
@@ -246,6 +247,19 @@ class WarmParent:
                 proc.kill()
         self.thread.join(timeout=10)
         shutil.rmtree(self.tmpdir, ignore_errors=True)
+
+
+def waited(changed: threading.Condition, done: Callable[[], bool], timeout: float) -> bool:
+    """`changed.wait_for(done, timeout)` (its lock held), but for the time dlperf spent suspended (Ctrl-Z,
+    `lifeline.paused`): the warm parent, stopped with dlperf, answers once both go on, and an answer that came after a
+    wait given up would leave its forked child to no one."""
+    end, paused_s = time.monotonic() + timeout, lifeline.paused()[1]
+    while not done():
+        left = end + (lifeline.paused()[1] - paused_s) - time.monotonic()
+        if left <= 0:
+            return False
+        changed.wait(min(left, 0.5))
+    return True
 
 
 _parents: dict[tuple[str, str], WarmParent] = {}

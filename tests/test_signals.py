@@ -1,0 +1,144 @@
+"""What dlperf does on each signal a terminal or a scheduler sends: SIGHUP (the terminal closed) is an interrupt as
+Ctrl-C and SIGTERM are, unless dlperf was started ignoring it (nohup); a second interrupt while the first is handled
+is dropped; Ctrl-Z (SIGTSTP) stops the cells' processes with dlperf, and a cell suspended while it ran is measured
+again. Each test kills what it started in a `finally`."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from conftest import FAST, FAULTY_MODELS, ROOT, cells, gone, require, rows
+from dlperf.measure.system import descendants
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads process states in /proc")
+
+
+def child_env(extra: dict | None = None) -> dict[str, str]:
+    """This environment and `extra`, dlperf's own source first on the path."""
+    path = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, **(extra or {}), "PYTHONPATH": path}
+
+
+def start(*args: str, env: dict | None = None, **popen) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "dlperf", *args], env=child_env(env), text=True, **popen)
+
+
+def state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def wait_until(ready, what: str, within_s: float = 120) -> None:
+    deadline = time.monotonic() + within_s
+    while not ready():
+        assert time.monotonic() < deadline, f"never: {what}"
+        time.sleep(0.02)
+
+
+def in_a_child(script: str) -> subprocess.CompletedProcess:
+    """`script` in a fresh interpreter's main thread, where signal handlers are set (a test runner's may not be)."""
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          timeout=60, env=child_env())  # fmt: skip
+
+
+def test_a_second_interrupt_while_the_first_is_handled_is_dropped_and_sighup_is_one():
+    proc = in_a_child("""
+        import os, signal, time
+        from dlperf.runner.lifeline import sigterm_as_interrupt
+
+        def send(sig):
+            os.kill(os.getpid(), sig)
+            time.sleep(0.05)  # its handler runs
+
+        for first in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            with sigterm_as_interrupt():
+                try:
+                    send(first)
+                    raise SystemExit(f"{first!r} was no interrupt")
+                except KeyboardInterrupt:
+                    for again in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the cleanup goes on
+                        send(again)
+            print("handled", first.name)
+        try:  # outside, Ctrl-C is Python's again
+            send(signal.SIGINT)
+        except KeyboardInterrupt:
+            print("restored")
+    """)
+    assert proc.stdout.split() == ["handled", "SIGINT", "handled", "SIGTERM", "handled", "SIGHUP", "restored"], proc
+
+
+def test_a_signal_dlperf_was_started_ignoring_stays_ignored():
+    """nohup's SIGHUP, a shell's background job's SIGINT: dlperf goes on."""
+    proc = in_a_child("""
+        import os, signal, time
+        from dlperf.runner.lifeline import sigterm_as_interrupt
+
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        with sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGHUP)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)
+        assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+        print("went on")
+    """)
+    assert proc.stdout.strip() == "went on", proc
+
+
+def test_sighup_during_a_cell_interrupts_the_run_resumably_and_leaves_nothing(tmp_path):
+    require("torch")
+    models, hang_file, tmp, db = tmp_path / "models.py", tmp_path / "hang", tmp_path / "tmp", tmp_path / "d.db"
+    models.write_text(FAULTY_MODELS)
+    hang_file.write_text("")
+    tmp.mkdir()
+    env = {"HANG_FILE": str(hang_file), "TMPDIR": str(tmp)}
+    parent = start("run", "--db", str(db), "--threads", "1", *FAST, "--workloads", f"{models}:hang", env=env,
+                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        wait_until(lambda: hang_file.read_text() or parent.poll() is not None, "the cell's worker hangs")
+        worker = int(hang_file.read_text())
+        parent.send_signal(signal.SIGHUP)  # the terminal closed
+        _, err = parent.communicate(timeout=60)
+    finally:
+        parent.kill()
+    assert parent.returncode == 130, err
+    assert err.strip().splitlines()[-1].endswith(f"Continue with: dlperf run --resume --db {db}"), err
+    assert gone([worker])
+    assert [r["status"] for r in rows(db, "SELECT status FROM runs")] == ["interrupted"]
+    assert [c["status"] for c in cells(db)] == ["pending"] and rows(db, "SELECT * FROM leases") == []
+    assert not [n for n in os.listdir(tmp) if n.startswith(f"dlperf-{parent.pid}-")]  # the children's directories
+
+
+def test_ctrl_z_stops_the_cells_process_with_dlperf_and_the_cell_is_measured_again(tmp_path):
+    """SIGTSTP to dlperf, in a process group of its own as a shell's job: the cell's process, in a session of its
+    own that the terminal's SIGTSTP does not reach, stops too, and goes on with dlperf at SIGCONT (`fg`); the
+    process timed across the pause is not kept."""
+    require("torch")
+    db, err = tmp_path / "d.db", tmp_path / "err"
+    with err.open("w") as stderr:
+        parent = start("run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1", "--min-time", "0",
+                       "--max-time", "2", "--no-loss-check", stdout=subprocess.DEVNULL, stderr=stderr,
+                       process_group=0)  # fmt: skip
+    try:
+        wait_until(lambda: "[1/1]" in err.read_text() and descendants(parent.pid), "the cell's process runs")
+        parent.send_signal(signal.SIGTSTP)
+        wait_until(lambda: state(parent.pid) == "T", "dlperf stops", 30)
+        children = [p for p in descendants(parent.pid) if state(p) not in (None, "Z")]
+        assert children
+        wait_until(lambda: all(state(p) == "T" for p in children), "the children are stopped", 10)
+        parent.send_signal(signal.SIGCONT)
+        wait_until(lambda: all(state(p) != "T" for p in children), "the children go on with dlperf", 30)
+        assert parent.wait(timeout=300) == 0, err.read_text()
+    finally:
+        parent.kill()
+    [cell] = cells(db)
+    assert cell["status"] == "ok"
+    assert "measured again: 1 process suspended (Ctrl-Z)" in cell["extra_json"], cell["extra_json"]
