@@ -75,6 +75,30 @@ def test_a_second_interrupt_while_the_first_is_handled_is_dropped_and_sighup_is_
     assert proc.stdout.split() == ["handled", "SIGINT", "handled", "SIGTERM", "handled", "SIGHUP", "restored"], proc
 
 
+def test_once_the_cli_is_interrupted_more_interrupts_are_dropped_to_its_exit():
+    """The CLI's handling lasts to the process's end: its exit closes the warm parents (atexit), which a second
+    Ctrl-C would cut short with a traceback."""
+    proc = in_a_child("""
+        import atexit, os, signal, time
+        from dlperf.runner.lifeline import sigterm_as_interrupt
+
+        def send(sig):
+            os.kill(os.getpid(), sig)
+            time.sleep(0.05)
+
+        atexit.register(lambda: (send(signal.SIGINT), print("exit's cleanup done")))
+        with sigterm_as_interrupt(to_the_end=True):
+            try:
+                send(signal.SIGTERM)
+            except KeyboardInterrupt:
+                print("interrupted")
+        send(signal.SIGINT)
+        print("dropped")
+    """)
+    assert proc.stdout.split("\n")[:3] == ["interrupted", "dropped", "exit's cleanup done"], proc
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc
+
+
 def test_a_signal_dlperf_was_started_ignoring_stays_ignored():
     """nohup's SIGHUP, a shell's background job's SIGINT: dlperf goes on."""
     proc = in_a_child("""

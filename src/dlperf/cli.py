@@ -73,7 +73,7 @@ def dispatch(argv: list[str]) -> int:
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
         from dlperf.runner.lifeline import sigterm_as_interrupt  # after parsing: `--help` loads no runner code
 
-        with sigterm_as_interrupt():  # in every command, planning included: as Ctrl-C; a second one is dropped
+        with sigterm_as_interrupt(to_the_end=True):  # in every command, planning included; a second one is dropped
             try:
                 return finish(command(args.command).run(args))
             except KeyboardInterrupt:

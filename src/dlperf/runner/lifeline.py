@@ -223,13 +223,14 @@ NO_PAUSE_S = 0.01
 
 
 @contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt(to_the_end: bool = False) -> Iterator[None]:
     """SIGTERM (a job scheduler, `kill`) and SIGHUP (the terminal closed) are handled like Ctrl-C, so the run is left
     resumable either way, and the running child's tree is stopped as for Ctrl-C. The first of them raises
     KeyboardInterrupt; one more while it is handled (a second Ctrl-C a moment later) is dropped, so the children's
     end, the run's state and the command's last line are not cut short. Ctrl-Z stops the children with this process
     (`suspend`). A signal the process was started ignoring (nohup's SIGHUP, a background job's SIGINT) stays ignored.
-    Only the main thread can set a handler: elsewhere, nothing."""
+    `to_the_end`: the process ends after it (the CLI's), so once interrupted it drops more to its exit, whose cleanup
+    (the warm parents closed) goes on. Only the main thread can set a handler: elsewhere, nothing."""
     global _handling, _interrupted
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -243,10 +244,11 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         _handling -= 1
-        for sig, handler in previous.items():
-            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: a handler set outside Python
-        if _handling == 0:
-            _interrupted = None
+        if not (to_the_end and _interrupted is not None):
+            for sig, handler in previous.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+            if _handling == 0:
+                _interrupted = None
 
 
 def _interrupt(signum: int, frame) -> None:
