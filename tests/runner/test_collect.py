@@ -247,4 +247,5 @@ def test_a_compiled_cells_wait_for_the_device_alone_is_a_phase_of_its_own():
 def test_a_timeout_says_what_the_cell_was_doing(reported, said):
     m = measurement(reported, ChildResult(None, True, 12.0, ""), timeout=12)
     n = sum(isinstance(e, Sample) for e in reported)
-    assert m.status == "timeout" and m.error == f"exceeded --timeout 12 s {said} (kept {n} samples)"
+    kept = "1 sample" if n == 1 else f"{n} samples"  # "kept 1 samples" before
+    assert m.status == "timeout" and m.error == f"exceeded --timeout 12 s {said} (kept {kept})"
