@@ -274,7 +274,8 @@ def _outcome(events: list[Event], child: ChildResult, timeout: float, n: int) ->
     was cut short (see `_loss_check`); `ok` means measured, so a process without a timed step has no figure to stand
     for it."""
     cut_short = (child.timed_out or child.crashed_reason) and first(events, Checking) and not first(events, LossCheck)
-    found = outcome(events, child, timeout, measured=bool(cut_short), kept=f" {during(events)} (kept {units.plural(n, 'sample')})")
+    kept = f" {during(events)} (kept {units.plural(n, 'sample')})"
+    found = outcome(events, child, timeout, measured=bool(cut_short), kept=kept)
     if found.ok and not cut_short and n == 0:
         return Outcome(
             Status.FAILED, "no timed step: sampling ended before the first one (a --max-time shorter than one step?)"
