@@ -130,3 +130,28 @@ def test_the_table_marks_a_rate_of_few_steps_and_says_its_limit_on_a_line_of_its
     assert "24.3?" not in out and "16.4?" in out  # 12 steps behind one rate, one step behind the other
     assert "? = a rate of fewer than 5 timed steps" in out
     assert f"limit: {limit}" in out.splitlines()  # whole, not folded into the table's title
+
+
+def test_a_ctrl_c_between_two_tries_ends_the_search_as_one_during_a_try_does():
+    """The interrupt can land after a try's cell is stored and before the next one's sweep begins (a store read):
+    it raised out of fit, which then printed no table, only 'dlperf: interrupted' (seen in CI)."""
+    from types import SimpleNamespace
+
+    from dlperf.fit import Search, Try
+    from dlperf.vocab import ExitCode
+
+    class Cut(Search):
+        def __init__(self) -> None:
+            self.answers, self.workload, self.ended = {}, SimpleNamespace(batch=8), []
+            self.session = SimpleNamespace(spec=SimpleNamespace(modes=("fp32",), timeout=300),
+                                           interrupted=lambda: self.ended.append("interrupted"))  # fmt: skip
+
+        def try_batch(self, mode: str, batch: int) -> Try:
+            if batch > 8:
+                raise KeyboardInterrupt
+            return Try(batch, "ok", False, 2**20, "live", 10.0, None, 9, 1.0)
+
+    search = Cut()
+    assert search.run(SimpleNamespace(max_batch=2**16)) == ExitCode.INTERRUPTED
+    assert search.ended == ["interrupted"] and search.answers["fp32"].largest == 8
+    assert search.answers["fp32"].ended == "interrupted"

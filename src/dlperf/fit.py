@@ -244,7 +244,8 @@ class Search:
         try:
             for mode in self.session.spec.modes:
                 self.answers[mode] = self.search(mode, min(self.workload.batch, opts.max_batch), opts.max_batch)
-        except Interrupted:
+        except (Interrupted, KeyboardInterrupt):  # KeyboardInterrupt: a Ctrl-C between two tries, outside a sweep
+            self.session.interrupted()
             for mode in self.session.spec.modes:  # a mode not started yet is said so, not left out
                 answer = self.answers.setdefault(mode, ModeAnswer(mode))
                 answer.ended = answer.ended or "interrupted"

@@ -134,13 +134,13 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.slow  # a thread search, a short optimize and its loader search: about 45 s on 2 cores
+@pytest.mark.slow  # a thread search, a short optimize and its loader search: about 75 s on 2 cores
 def test_with_real_data_the_answer_says_how_fast_the_loader_feeds_each_gpu(tmp_path):
     """--data DIR: the mode search also searches the loader, and the answer says what one loading process prepares
     here, the loader alone, and how many each GPU would need; the loader cells are stored with the search's run."""
     data, db = tmp_path / "data", tmp_path / "a.db"
     assert dlperf("data", "synth", str(data), "--only", "mnist").returncode == 0
-    proc = dlperf("advise", "tiny-fcn-r", "--data", str(data), "--budget", "45", "--gpu", "H100-SXM5-80GB,T4",
+    proc = dlperf("advise", "tiny-fcn-r", "--data", str(data), "--budget", "75", "--gpu", "H100-SXM5-80GB,T4",
                   "--format", "json", db=db, env=NO_FILE)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
