@@ -337,6 +337,37 @@ def test_the_process_that_was_killed_is_named_not_the_one_that_lost_its_peer():
     assert without.error == "rank 0: RuntimeError: Connection reset by peer"  # all there is to go by
 
 
+@pytest.mark.parametrize(
+    ("oom_kills", "said"),
+    [
+        (0, "(sent by a process: the kernel's out-of-memory killer counted no kill while it ran)"),
+        (2, "(out of memory: the kernel's out-of-memory killer killed a process while it ran)"),
+        (None, "(killed: out of memory?)"),  # no counter to read: it may be
+    ],
+)
+def test_a_killed_rank_is_out_of_memory_only_where_the_kernels_oom_killer_counted_a_kill(oom_kills, said):
+    """A rank SIGKILLed by another process was said "out of memory?" though the counter, read, had not risen: the
+    rule of a one-process cell (`launch.signal_reason`) holds for a rank too."""
+    from dlperf.runner.launch import Launched
+    from dlperf.runner.sweep import ddp_outcome
+
+    lost = _events(0, [1.0], done=False, error="RuntimeError: Connection reset by peer")
+    agent = ChildResult(1, False, 1.0, "", oom_kills=oom_kills)  # torchrun's agent exits 1 when a rank dies
+    m = ddp_outcome(Launched(agent, {0: lost, 1: _events(1, [1.0], done=False)}, TORCHRUN_SUMMARY), 60)
+    assert m.status == "failed" and m.error == f"rank 1: worker killed by SIGKILL {said}"
+
+
+def test_a_failed_jobs_out_of_memory_count_is_read_though_its_agent_was_not_killed(tmp_path, monkeypatch):
+    """torchrun's agent exits 1 where a rank was killed: the count is read for it, not only for a SIGKILLed child."""
+    from dlperf.measure import system
+    from dlperf.runner.launch import run_child
+
+    reads = iter([5, 5])  # before the child, after it
+    monkeypatch.setattr(system, "oom_kills", lambda: next(reads))
+    done = run_child([sys.executable, "-c", "raise SystemExit(1)"], {}, 60, tmp_path)
+    assert done.returncode == 1 and done.oom_kills == 0
+
+
 @pytest.mark.slow
 @pytest.mark.gpu(2)
 def test_nccl_cells_one_gpu_per_process(tmp_path, torch):

@@ -30,6 +30,7 @@ from dlperf.runner.distributed import spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
+UNCOUNTED = " (killed: out of memory?)"  # a SIGKILL where no out-of-memory counter could be read
 EVENTS = "events.jsonl"
 
 
@@ -81,11 +82,20 @@ def signal_reason(signum: int, oom_kills: int | None = None) -> str:
 
 
 def _killed(oom_kills: int | None) -> str:
-    if oom_kills is None:
-        return " (killed: out of memory?)"
+    if oom_kills is None:  # `counted` finds these words in a rank's reason, to say them with the count
+        return UNCOUNTED
     if oom_kills > 0:
         return " (out of memory: the kernel's out-of-memory killer killed a process while it ran)"
     return " (sent by a process: the kernel's out-of-memory killer counted no kill while it ran)"
+
+
+def counted(reason: str | None, oom_kills: int | None) -> str | None:
+    """`reason` with a SIGKILL said without a count (a rank of a multi-process job: its exit code comes from
+    torchrun's summary, `collect.ddp_measurement`) said by the same rule as a one-process child's: out of memory only
+    where the kernel's counter rose while the job ran (`oom_kills`, the job's `ChildResult.oom_kills`)."""
+    if reason is None or oom_kills is None or not reason.endswith(f"SIGKILL{UNCOUNTED}"):
+        return reason
+    return reason.removesuffix(UNCOUNTED) + _killed(oom_kills)
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
@@ -154,7 +164,8 @@ def run_child(
     except BaseException:
         kill_tree(proc)
         raise
-    oom_after = system.oom_kills() if proc.returncode == -signal.SIGKILL else None
+    # any failure: a job's agent (torchrun) exits 1 where one of its ranks was killed, whose death `counted` words
+    oom_after = system.oom_kills() if proc.returncode != 0 else None
     return ChildResult(
         None if timed_out else proc.returncode,
         timed_out,

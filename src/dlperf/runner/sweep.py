@@ -27,7 +27,7 @@ from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event,
 from dlperf.runner import collect, lifeline, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
-from dlperf.runner.launch import Launched, Watch, launch
+from dlperf.runner.launch import Launched, Watch, counted, launch
 from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
@@ -116,8 +116,7 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
         launched, notes = unsuspended(lambda: launch(child_task(task, ctx), python, cell.threads, timeout,
                                                      nproc=cell.nproc // rdzv.nnodes, rdzv=rdzv, job_id=job,
                                                      poll=poll), again=rdzv.nnodes == 1)  # fmt: skip
-        exits = collect.torchrun_exits(launched.stderr)
-        return noted(collect.ddp_measurement(launched.events, launched.child, timeout, exits), notes)
+        return noted(ddp_outcome(launched, timeout), notes)
     compiling, deadline = CompileWatch(ctx.spec.compile_timeout), Deadline(ctx.deadline)
     threads = cell.threads * max(1, cell.nproc)  # MirroredStrategy: every replica's threads, in one process
     child, watch = group_of.tasks[k] if group_of else child_task(task, ctx), lambda new: compiling(new) or deadline(new)
@@ -125,6 +124,14 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
         timeout, watch = timeout * len(group_of.tasks), group_of.watch(k, watch)
     launched, notes = unsuspended(lambda: launch(child, python, threads, timeout, poll=poll, watch=watch))
     return noted(collect.measurement(launched.main, launched.child, timeout), notes)
+
+
+def ddp_outcome(launched: Launched, timeout: float) -> ProcessMeasurement:
+    """A multi-process job's measurement (`collect.ddp_measurement`), a rank's SIGKILL said as out of memory only
+    where the kernel's out-of-memory counter rose while the job ran (`launch.counted`), as a one-process cell's is."""
+    exits = collect.torchrun_exits(launched.stderr)
+    m = collect.ddp_measurement(launched.events, launched.child, timeout, exits)
+    return replace(m, error=counted(m.error, launched.child.oom_kills))
 
 
 def unsuspended(start: Callable[[], Launched], again: bool = True) -> tuple[Launched, list[str]]:
