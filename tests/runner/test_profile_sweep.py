@@ -120,6 +120,34 @@ def test_past_a_searchs_deadline_no_child_starts_and_the_one_under_way_is_stoppe
     assert given == [] and store.cells(run_id)[0].status == "pending" and store.measurements(run_id, CELL.key) == []
 
 
+def test_a_profile_suspended_while_it_ran_is_taken_again_and_says_so(tmp_path, monkeypatch):
+    """Ctrl-Z while the profile child ran: the pause is in its profiled steps' wall time (put down to the host, or
+    the device's idle time) and in its trace, so it is profiled again, as a timed process is measured again, and the
+    suspended one's trace is removed."""
+    from dlperf.runner import lifeline
+    from dlperf.runner import profile as profiling
+
+    paused = {"n": 0, "s": 0.0}
+    monkeypatch.setattr(lifeline, "paused", lambda: (paused["n"], paused["s"]))
+    traces = []
+
+    def fake_launch(task, python, threads, timeout, **kw):
+        traces.append(tmp_path / f"trace{len(traces)}.json.gz")
+        traces[-1].write_bytes(b"trace")
+        if len(traces) == 1:  # Ctrl-Z, then fg, while the first ran
+            paused["n"], paused["s"] = 1, 4.0
+        event = Profiled(steps=3, step_s=4.03 if len(traces) == 1 else 0.03, categories={"host": 0.03},
+                         trace=str(traces[-1]))  # fmt: skip
+        return Launched(ChildResult(0, False, 2.5, ""), {0: [event]}, "")
+
+    monkeypatch.setattr(launcher, "launch", fake_launch)
+    spec = RunSpec(("tiny-fcn-r",), profile=True, profile_steps=3, trace_dir=str(tmp_path / "tr"))
+    row = profiling.profile(CELL, {"batch": 4}, spec, "python")
+    assert len(traces) == 2 and not traces[0].exists() and traces[1].exists()
+    assert row.profiled.step_s == 0.03 and row.profiled.trace == str(traces[1])
+    assert "profiled again: 1 process suspended (Ctrl-Z) for 4.0 s while it ran was left out" in row.profiled.notes
+
+
 CANNOT = [(Unsupported("no profiler for this mode"), "unsupported", "no profiler for this mode"),
           (Error("RuntimeError: x"), "failed", "RuntimeError: x")]  # fmt: skip
 

@@ -272,6 +272,37 @@ def launch(
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
 
 
+def unsuspended(
+    start: Callable[[], Launched],
+    again: bool = True,
+    *,
+    discard: Callable[[Launched], None] = lambda _: None,
+    did: str = "measured",
+) -> tuple[Launched, list[str]]:
+    """The process `start` launches, and the notes on it. One suspended while it ran (Ctrl-Z: dlperf stopped it with
+    itself, `lifeline.suspend`) timed the pause into whatever it was doing, so it is launched again, and said so
+    (`did` again), what it left given to `discard`; where it cannot be alone (`again` False: a job of several nodes,
+    whose other nodes ran on), it is kept, noted."""
+    retimed, paused_s = 0, 0.0
+    while True:
+        count, seconds = lifeline.paused()
+        launched = start()
+        if lifeline.paused()[0] == count:
+            break
+        paused_s += lifeline.paused()[1] - seconds
+        if not again:
+            return launched, [f"suspended (Ctrl-Z) for {paused_s:.1f} s while it ran: its times include the pause"]
+        discard(launched)
+        retimed += 1
+    if not retimed:
+        return launched, []
+    if retimed == 1:
+        said = f"1 process suspended (Ctrl-Z) for {paused_s:.1f} s while it ran was left out"
+    else:
+        said = f"{retimed} processes suspended (Ctrl-Z) while they ran, {paused_s:.1f} s in all, were left out"
+    return launched, [f"{did} again: {said}"]
+
+
 def events_by_rank(tmpdir: Path, distributed: bool) -> dict[int, list[Event]]:
     if not distributed:
         return {0: read_events(tmpdir / EVENTS)}

@@ -22,7 +22,7 @@ from dlperf.vocab import Status
 PROFILE_WARMUP = ProfileTask.warmup  # the profile child's warm-up steps, when they fit
 
 if TYPE_CHECKING:
-    from dlperf.runner.launch import ChildResult, Watch
+    from dlperf.runner.launch import ChildResult, Launched, Watch
     from dlperf.spec import RunSpec
 
 
@@ -63,15 +63,20 @@ def profile(
 ) -> ProfileOutcome:  # fmt: skip
     """Profile one cell in a fresh child; its outcome for `Store.record_profile` (never raises for a child's
     failure). `median_s`: the cell's timed median, which fits the profiled steps to the timer's max_time; `watch`
-    may stop the child with a reason (a search's budget running out)."""
-    from dlperf.runner.launch import launch
+    may stop the child with a reason (a search's budget running out). A child suspended while it ran (Ctrl-Z) is
+    launched again, as a timed one is (`launch.unsuspended`): the pause would be in its profiled steps' wall time, put
+    down to the host or the device's idle time, and in its trace; the suspended one's trace is removed."""
+    from dlperf.runner.launch import launch, unsuspended
 
     task = task_of(cell, workload, spec, median_s)
     try:
-        launched = launch(task, python, cell.threads, spec.timeout, poll=poll, watch=watch)
+        launched, notes = unsuspended(lambda: launch(task, python, cell.threads, spec.timeout, poll=poll, watch=watch),
+                                      discard=remove_trace, did="profiled")  # fmt: skip
     finally:  # the child has ended, whole or killed (a timeout, an interrupt): a trace it did not finish goes
         remove_cut_short(spec.trace_dir)
     row = row_of(launched.main, launched.child, spec.timeout)
+    if row.profiled is not None:
+        row.profiled.notes.extend(notes)
     if row.profiled is not None and (task.steps, task.warmup) != (spec.profile_steps, PROFILE_WARMUP):
         row.profiled.notes.append(
             f"{task.steps} profiled step{'s' * (task.steps > 1)} after {task.warmup} warm-up, not --steps "
@@ -79,6 +84,13 @@ def profile(
             f"the {seconds(spec.timer.max_time)} the profile's steps may take"
         )
     return row
+
+
+def remove_trace(launched: Launched) -> None:
+    """Remove the trace of a profile that is not kept (suspended while it ran)."""
+    profiled = first(launched.main, Profiled)
+    if profiled is not None and profiled.trace:
+        Path(profiled.trace).unlink(missing_ok=True)
 
 
 def remove_cut_short(trace_dir: str | None) -> None:

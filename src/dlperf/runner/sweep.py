@@ -2,7 +2,7 @@
 
 Ctrl-C, SIGTERM or SIGHUP stops the running child's process tree, keeps every finished measurement, leaves the
 interrupted cell pending (so `dlperf run --resume` measures it), and the run ends with exit code 130. Ctrl-Z stops the
-children with dlperf; a process suspended while it ran is measured again (`unsuspended`).
+children with dlperf; a process suspended while it ran is measured again (`launch.unsuspended`), as is a profile.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event,
 from dlperf.runner import collect, lifeline, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
-from dlperf.runner.launch import Launched, Watch, counted, launch
+from dlperf.runner.launch import Launched, Watch, counted, launch, unsuspended
 from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
@@ -132,29 +132,6 @@ def ddp_outcome(launched: Launched, timeout: float) -> ProcessMeasurement:
     exits = collect.torchrun_exits(launched.stderr)
     m = collect.ddp_measurement(launched.events, launched.child, timeout, exits)
     return replace(m, error=counted(m.error, launched.child.oom_kills))
-
-
-def unsuspended(start: Callable[[], Launched], again: bool = True) -> tuple[Launched, list[str]]:
-    """The process `start` launches, and the notes on it. One suspended while it ran (Ctrl-Z: dlperf stopped it with
-    itself, `lifeline.suspend`) timed the pause into whatever it was doing, so it is launched again, and said so;
-    where it cannot be alone (`again` False: a job of several nodes, whose other nodes ran on), it is kept, noted."""
-    retimed, paused_s = 0, 0.0
-    while True:
-        count, seconds = lifeline.paused()
-        launched = start()
-        if lifeline.paused()[0] == count:
-            break
-        paused_s += lifeline.paused()[1] - seconds
-        if not again:
-            return launched, [f"suspended (Ctrl-Z) for {paused_s:.1f} s while it ran: its times include the pause"]
-        retimed += 1
-    if not retimed:
-        return launched, []
-    if retimed == 1:
-        said = f"1 process suspended (Ctrl-Z) for {paused_s:.1f} s while it ran was left out"
-    else:
-        said = f"{retimed} processes suspended (Ctrl-Z) while they ran, {paused_s:.1f} s in all, were left out"
-    return launched, [f"measured again: {said}"]
 
 
 def noted(m: ProcessMeasurement, notes: list[str]) -> ProcessMeasurement:
