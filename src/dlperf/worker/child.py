@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
 
@@ -71,9 +72,18 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+def own_temp(folder: str) -> None:
+    """Temporary files in `folder`, the one the launcher gave this child and removes however the child ends. A child
+    ends without the interpreter's teardown (`exit_now`), so what a framework removes only at exit would stay in /tmp:
+    TensorFlow's AutoGraph left two .py files there per process. TMPDIR covers what the child's own children write."""
+    tempfile.tempdir = folder
+    os.environ["TMPDIR"] = folder
+
+
 def serve(argv: list[str], body: Body) -> int:
     """Run `body` on the task of argv[1], reporting to argv[2] (one file per rank in a distributed job)."""
     die_with_parent()  # before anything slow: a parent killed meanwhile is noticed here
+    own_temp(os.path.dirname(os.path.abspath(argv[1])))
     task = read_task(argv[1])
     emit = Reporter(events_file(argv[2], own_rank()))
     emit(start_event())

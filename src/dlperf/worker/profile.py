@@ -14,7 +14,6 @@ import contextlib
 import os
 import re
 import sys
-import tempfile
 import time
 
 from dlperf import loaders
@@ -81,9 +80,8 @@ def trace_path(task: ProfileTask) -> str | None:
 
 
 def main(argv: list[str]) -> int:
-    # a profiler's temporary files (torch writes the whole trace uncompressed first) in the folder the launcher gave
-    # this child, which it removes however the child ends: killed or interrupted, nothing of it is left elsewhere
-    tempfile.tempdir = os.path.dirname(os.path.abspath(argv[1]))
+    # a profiler's temporary files (torch writes the whole trace uncompressed first) go in the folder the launcher
+    # gave this child (`child.own_temp`), which it removes however the child ends: nothing is left elsewhere
     return serve(argv, run_profile)
 
 
