@@ -37,6 +37,31 @@ PRECISIONS = ("fp32", "bf16", "fp16")  # a GPU trains in fp32, or in its mixed p
 NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthetic data) and --samples is not given
 
 
+@dataclass(frozen=True)
+class Clock:
+    """--budget as one deadline over the whole command, counted from its start. The predictions count in it (they
+    come first and are not stopped: a child counting the operators); the thread search measures within it, its first
+    process excepted (the answer's one CPU step: `crossover.CpuSide.best_threads`); the mode search is given what is
+    left, and skipped below MIN_SEARCH_S. A process under way at the deadline is stopped (SIGTERM, a grace, SIGKILL)
+    and the results stored: advise ends within optimize's BUDGET_ALLOWANCE_S (10 s) past the budget, unless the
+    predictions and that first process alone spent more than it."""
+
+    budget_s: float
+    started: float  # time.monotonic() at the command's start
+
+    @property
+    def deadline(self) -> float:
+        return self.started + self.budget_s
+
+    def left(self, now: float) -> float:
+        return self.deadline - now
+
+    def search_s(self, now: float) -> float | None:
+        """The mode search's budget at `now`: what is left, ending at the deadline; None: too little to search."""
+        left = self.left(now)
+        return left if left >= MIN_SEARCH_S else None
+
+
 @dataclass
 class Options:
     workload: str
@@ -115,7 +140,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     from dlperf import crossover
     from dlperf.predict import cost, roofline
 
-    start = time.monotonic()
+    clock = Clock(opts.budget_s, time.monotonic())
     chosen, deadline = check(opts)
     workload = _resolved(opts)
     samples, what = _work(workload, opts)
@@ -125,7 +150,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
-                          timeout=opts.timeout),
+                          timeout=opts.timeout, deadline=clock.deadline),
         db, argv=argv, made_by="advise",
     )  # fmt: skip
     runs = [side.run_id] if side.run_id is not None else []
@@ -135,12 +160,11 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
                       [*side.notes, *notes], code, largest, opts.workload)  # fmt: skip
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
-    left = opts.budget_s - (time.monotonic() - start)
     exit_code, feed, searched = side.exit_code, None, False
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
-    elif left >= MIN_SEARCH_S:
-        search = _search(opts, threads, left, db)
+    elif clock.search_s(time.monotonic()) is not None:
+        search = _search(opts, threads, clock, db)
         runs.append(search.run_id)
         exit_code = max(exit_code, search.exit_code)
         best = _best_cell(db, search)
@@ -148,6 +172,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
         feed, found = _searched_notes(opts, db, search, best)
         notes += found
     else:
+        left = clock.left(time.monotonic())
         notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
         if opts.data != DATA_SYNTHETIC:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
@@ -249,9 +274,10 @@ def mode_notes(chosen) -> list[str]:
     return notes
 
 
-def _search(opts: Options, threads: int, budget_s: float, db: str):
+def _search(opts: Options, threads: int, clock: Clock, db: str):
     from dlperf import optimize
 
+    budget_s = clock.left(time.monotonic())  # taken last: the search's deadline is the command's
     return optimize.optimize(
         optimize.Options(opts.workload, threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
                          compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders),

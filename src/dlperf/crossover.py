@@ -31,13 +31,13 @@ from dlperf.protocol import Cell
 from dlperf.report import crossover as view
 from dlperf.runner import warm
 from dlperf.runner.session import Session
-from dlperf.runner.sweep import Interrupted
+from dlperf.runner.sweep import Deadline, Interrupted
 from dlperf.runner.tasks import processes, schedule
 from dlperf.spec import CROSSOVER_TIMER, RunSpec, make_spec
 from dlperf.store import Store
 from dlperf.store.location import given_db
 from dlperf.store.records import Prediction
-from dlperf.vocab import ExitCode
+from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
 
 DEFAULT_GPUS = ("H100-SXM5-80GB", "T4")  # a data-centre GPU of today, and an inference/cloud GPU of the T4 class
@@ -58,6 +58,7 @@ class Options:
     repeats: int = 1
     timeout: float = 600.0  # seconds per process: each cell's, and the operator count's
     timer: TimerConfig = CROSSOVER_TIMER
+    deadline: float | None = None  # time.monotonic() past which the thread search stops (`CpuSide.best_threads`)
 
 
 @dataclass
@@ -138,7 +139,8 @@ def crossover(
         session.forkable = forkable  # the processes its warm parent was started for
         counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]
         searched = 0 if opts.threads else len(counts) - 1  # the search batch at the other thread counts
-        cpu = CpuSide(session, workload, progress_factory or _progress((len(batches) + searched) * opts.repeats))
+        cpu = CpuSide(session, workload, progress_factory or _progress((len(batches) + searched) * opts.repeats),
+                      opts.deadline)  # fmt: skip
         notes: list[str] = []
         threads = opts.threads
         try:
@@ -155,7 +157,7 @@ def crossover(
         except NoCpuStep as exc:
             session.complete()
             return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
-        failed = any(not c.ok for c in session.cells())
+        failed = any(not c.ok and not budget_cut(c) for c in session.cells())
         notes += _notes(opts, gpus, user_batch, batches)
         return Result(session.run_id, _answer(session), ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
     finally:
@@ -234,6 +236,11 @@ def _notes(opts: Options, gpus, user_batch: int, batches: list[int]) -> list[str
     return notes
 
 
+def budget_cut(cell) -> bool:
+    """A cell the thread search's deadline stopped or left unstarted (`dlperf advise`'s --budget): not a failure."""
+    return cell.status == Status.PENDING or Deadline.REASON in (cell.error or "")
+
+
 class NoCpuStep(Exception):
     """The user's batch measured at no thread count: there is nothing to choose the others' count from."""
 
@@ -245,6 +252,7 @@ class CpuSide:
     session: Session
     workload: Workload
     progress_factory: Callable
+    deadline: float | None = None  # `Options.deadline`
 
     def cell(self, batch: int, threads: int) -> Cell:
         return cpu_cell(self.session.spec, self.workload, batch, threads)
@@ -265,17 +273,30 @@ class CpuSide:
 
     def best_threads(self, counts: list[int], user_batch: int, batches: list[int], max_batch: int | None,
                      notes: list[str]) -> int:  # fmt: skip
-        """Measure the search batch (`search_batch`) at each thread count; the fastest count, said in `notes`."""
+        """Measure the search batch (`search_batch`) at each thread count; the fastest count, said in `notes`. With
+        a deadline the largest count goes first, always measured whole (the answer's one CPU step), and the others
+        within the deadline: stopped at it, or not started past it."""
         batch = search_batch(user_batch, batches, max_batch)
-        self.measure(self.add([(batch, t) for t in counts]), last=False)
-        keys = {self.cell(batch, t).key: t for t in counts}
-        measured = [c for c in self.session.cells() if c.key in keys and c.ok and c.median_s]
+        order = sorted(counts, reverse=True) if self.deadline is not None else counts
+        cells = self.add([(batch, t) for t in order])
+        self.measure(cells[:1], last=False)
+        self.session.deadline = self.deadline  # the others: no process outlives it (`runner/sweep.py`)
+        try:
+            self.measure(cells[1:], last=False)
+        finally:
+            self.session.deadline = None
+        keys = {self.cell(batch, t).key: t for t in order}
+        mine = [c for c in self.session.cells() if c.key in keys]
+        measured = [c for c in mine if c.ok and c.median_s]
         if not measured:
             errors = "; ".join(sorted({c.error or c.status.value for c in self.session.cells()}))
             raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
         threads = keys[min(measured, key=lambda c: c.median_s).key]
         above = f" (your batch {user_batch} is above --max-batch {max_batch})" if batch != user_batch else ""
-        notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, counts))} at batch {batch}{above}")
+        cut = [keys[c.key] for c in mine if budget_cut(c)]
+        tried = [t for t in order if t not in cut]
+        left = f"; {', '.join(map(str, cut))} not measured: the budget ran out (raise --budget)" if cut else ""
+        notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, tried))} at batch {batch}{above}{left}")
         return threads
 
 

@@ -151,3 +151,64 @@ def test_with_real_data_the_answer_says_how_fast_the_loader_feeds_each_gpu(tmp_p
     assert all(r["processes"] >= 1 and r["predicted"] for r in feed["processes_needed"])
     table = dlperf("table", "--run", str(feed["run_id"]), db=db, env={"COLUMNS": "200"})
     assert table.returncode == 0 and f"data:{feed['setting']}" in table.stdout  # the loader cell it was read from
+
+
+def test_the_budget_is_one_deadline_from_the_start_the_mode_search_given_what_is_left():
+    """`advise.Clock`: the thread search's deadline is the command's start plus --budget (`crossover.Options`); the
+    mode search is given what is left when it starts, so its own deadline (`optimize`) is the same one, and it is
+    skipped when less than MIN_SEARCH_S is left. (The thread search against the deadline: test_crossover_budget.py.)"""
+    from dlperf.advise import MIN_SEARCH_S, Clock
+
+    clock = Clock(60.0, started=1000.0)
+    assert clock.deadline == 1060.0
+    assert clock.left(1025.0) == 35.0 and 1025.0 + clock.search_s(1025.0) == clock.deadline
+    assert clock.search_s(1060.0 - MIN_SEARCH_S) == MIN_SEARCH_S
+    assert clock.search_s(1060.0 - MIN_SEARCH_S + 0.1) is None  # too little left: skipped, said so
+    assert clock.search_s(1090.0) is None and clock.left(1090.0) == -30.0  # the thread search spent it all
+
+
+class Stopped(Exception):
+    """Raised by the stand-in mode search: what it was given is all these tests want."""
+
+
+def parts_seen(monkeypatch) -> dict:
+    """advise's parts stood in for (the predictions, the thread search, the mode search) on a clock of its own, each
+    taking the seconds it says: what each was given, and the time the mode search would end."""
+    from types import SimpleNamespace
+
+    from dlperf import advise, crossover, optimize
+    from dlperf.vocab import ExitCode
+
+    seen: dict = {"now": 1000.0}
+    monkeypatch.setattr(advise, "time", SimpleNamespace(monotonic=lambda: seen["now"]))
+
+    def predicted(workload, *args):
+        seen["now"] += 20.0
+        seen["predicted"] = workload.batch
+        return SimpleNamespace(), {}, []
+
+    def threads(opts, db, **kw):
+        seen["now"] += 25.0
+        seen["threads"] = {"batch": opts.batch, "batches": opts.batches, "deadline": opts.deadline}
+        row = SimpleNamespace(cpu=SimpleNamespace(threads=2))
+        return crossover.Result(1, SimpleNamespace(rows=[row]), ExitCode.OK, [])
+
+    def modes(opts, db, **kw):
+        seen["modes"] = {"workload": opts.workload, "ends": seen["now"] + opts.budget_s}
+        raise Stopped
+
+    monkeypatch.setattr(advise, "predicted", predicted)
+    monkeypatch.setattr(crossover, "crossover", threads)
+    monkeypatch.setattr(optimize, "optimize", modes)
+    return seen
+
+
+def test_the_thread_search_and_the_mode_search_end_at_the_commands_deadline(monkeypatch, tmp_path):
+    """--budget 150 from the command's start (1000 on the stand-in clock): the thread search is given 1150 as its
+    deadline, the mode search, begun at 1045 after the predictions and the thread search, the 105 s left."""
+    from dlperf import advise
+
+    seen = parts_seen(monkeypatch)
+    with pytest.raises(Stopped):
+        advise.advise(advise.Options("tiny-fcn-r", gpus="T4", budget_s=150.0), str(tmp_path / "a.db"), [])
+    assert seen["threads"]["deadline"] == 1150.0 and seen["modes"]["ends"] == 1150.0

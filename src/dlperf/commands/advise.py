@@ -27,9 +27,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", help="comma list of GPUs of the table (dlperf predict --list-gpus; default: every GPU "
                    "with a price)")  # fmt: skip
     p.add_argument("--budget", type=duration("--budget", 1.0, most_s=24 * 3600.0), default=BUDGET_S,
-                   help=f"seconds of measuring on this machine, about, or a duration with its unit: 90s, 5m "
-                   f"(default: {BUDGET_S:g}); a bare number is seconds here but minutes in optimize --budget: give "
-                   "the unit")  # fmt: skip
+                   help=f"seconds for the whole command, or a duration with its unit: 90s, 5m (default: {BUDGET_S:g}); "
+                   "a process running at its end is stopped (about 10 s more), the first thread count measured whole; "
+                   "a bare number is seconds here but minutes in optimize --budget: give the unit")  # fmt: skip
     p.add_argument("--deadline", metavar="DURATION", help="also the cheapest GPU finishing within it, e.g. 2h, 90m")
     p.add_argument("--samples", type=whole("--samples", 1), help="the work in samples (default: an epoch)")
     p.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")

@@ -1,0 +1,74 @@
+"""The thread search within a deadline (`crossover.CpuSide.best_threads`, `dlperf advise`'s --budget): the largest
+count first and always measured whole (the answer's one CPU step), the others stopped at the deadline or not
+started past it, and a cell the deadline cut is no failure. No process runs: the session is a stand-in."""
+
+from types import SimpleNamespace
+
+from dlperf import crossover
+from dlperf.runner.sweep import Deadline
+from dlperf.vocab import Status
+from dlperf.workloads import BUILTIN
+
+DEADLINE = 1234.5
+
+
+class Session:
+    """Measures a cell as told: `steps` (threads -> seconds a step); past the deadline, after `within` processes,
+    the first process is stopped by it and the rest stay pending, as `runner/sweep.py` does."""
+
+    def __init__(self, steps: dict[int, float], within: int) -> None:
+        self.spec = SimpleNamespace(frameworks=["torch"], modes=["fp32"], repeats=1)
+        self.steps, self.within = steps, within
+        self.workloads: dict[str, dict] = {}
+        self.records: dict[str, SimpleNamespace] = {}
+        self.deadline = None
+        self.started: list[tuple[int, float | None]] = []  # (threads, the deadline it ran under)
+
+    def add(self, cells, workload: dict) -> None:
+        for c in cells:
+            self.workloads[c.key] = workload
+            self.records[c.key] = SimpleNamespace(key=c.key, status=Status.PENDING, error=None, ok=False, median_s=None)
+
+    def measure(self, tasks, progress_factory, *, last: bool) -> None:
+        for task in tasks:
+            record = self.records[task.cell.key]
+            if self.deadline is not None and len(self.started) > self.within:
+                return  # past the deadline: not started
+            self.started.append((task.cell.threads, self.deadline))
+            if self.deadline is not None and len(self.started) > self.within:
+                record.status, record.error = Status.FAILED, f"stopped: {Deadline.REASON}"
+                continue
+            record.status, record.ok, record.median_s = Status.OK, True, self.steps[task.cell.threads]
+
+    def cells(self):
+        return list(self.records.values())
+
+
+def side(session: Session, deadline: float | None) -> crossover.CpuSide:
+    return crossover.CpuSide(session, BUILTIN["fcn-r"], lambda n: None, deadline)
+
+
+def test_with_a_deadline_the_largest_count_goes_first_whole_and_the_others_within_it():
+    session, notes = Session({1: 0.3, 2: 0.2, 4: 0.1}, within=1), []
+    threads = side(session, DEADLINE).best_threads([1, 2, 4], 64, [64], None, notes)
+    # 4 threads with no deadline (the answer's step), 2 under it and stopped by it, 1 not started
+    assert session.started == [(4, None), (2, DEADLINE)]
+    assert threads == 4 and session.deadline is None  # the session is left as it was
+    assert notes == ["threads: 4, the fastest of 4 at batch 64; 2, 1 not measured: the budget ran out (raise --budget)"]
+    cut = [c for c in session.cells() if crossover.budget_cut(c)]
+    assert len(cut) == 2  # stopped and not started: neither is a failed cell (the exit code stays 0)
+    assert not crossover.budget_cut(SimpleNamespace(status=Status.FAILED, error="out of memory"))
+
+
+def test_the_first_count_runs_whole_even_when_the_budget_is_spent_before_it():
+    session, notes = Session({1: 0.3, 2: 0.2}, within=0), []
+    assert side(session, DEADLINE).best_threads([1, 2], 64, [64], None, notes) == 2
+    assert session.started[0] == (2, None)
+    assert notes[0].startswith("threads: 2, the fastest of 2 at batch 64; 1 not measured: the budget ran out")
+
+
+def test_without_a_deadline_every_count_is_measured_in_order_as_dlperf_crossover_does():
+    session, notes = Session({1: 0.3, 2: 0.1, 4: 0.2}, within=0), []
+    assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 2
+    assert session.started == [(1, None), (2, None), (4, None)]
+    assert notes == ["threads: 2, the fastest of 1, 2, 4 at batch 64"]
