@@ -170,3 +170,59 @@ def test_ctrl_c_while_a_finished_runs_table_prints_says_the_run_is_stored(monkey
     assert main(["run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1"]) == ExitCode.INTERRUPTED
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert "run 3 is complete and stored" in last and f"dlperf table --run 3 --db '{db}'" in last, last
+
+
+def _searched(monkeypatch, command: str, code: int):
+    """`dlperf COMMAND` whose search (or run) ended with `code` in run 3, faked, and whose printing is cut short by a
+    Ctrl-C: the command line to give `main`."""
+    from types import SimpleNamespace
+
+    from dlperf import api, fit, optimize
+    from dlperf.commands import fit as fit_command
+    from dlperf.commands import optimize as optimize_command
+    from dlperf.commands import profile as profile_command
+
+    def cut_short(*args, **kwargs):
+        print("the final table, its first line")
+        raise KeyboardInterrupt
+
+    found = SimpleNamespace(exit_code=code, run_id=3)
+    if command == "optimize":
+        monkeypatch.setattr(optimize, "optimize", lambda *args, **kwargs: found)
+        monkeypatch.setattr(optimize_command, "print_text", cut_short)
+    elif command == "fit":
+        monkeypatch.setattr(fit, "fit", lambda *args, **kwargs: found)
+        monkeypatch.setattr(fit_command, "show", cut_short)
+    else:
+        monkeypatch.setattr(api, "run", lambda *args, **kwargs: api.Outcome(code, run_id=3))
+        monkeypatch.setattr(profile_command, "print_profiles", cut_short)
+    return [command, "tiny-fcn-r", "--threads", "1"]
+
+
+@pytest.mark.parametrize(
+    ("command", "stored", "then"),
+    [
+        ("optimize", "the search is complete and stored in run 3", "See it with: dlperf table --run 3 --db"),
+        ("fit", "the search is complete and its tries are stored in run 3", "See it with: dlperf table --run 3 --db"),
+        ("profile", "run 3 is complete and stored", "See it with: dlperf table --run 3 --explain --db"),
+    ],
+)
+def test_ctrl_c_while_a_finished_search_prints_says_what_is_stored(monkeypatch, capsys, tmp_path, command, stored,
+                                                                     then):  # fmt: skip
+    """It said only "dlperf: interrupted", as if nothing had been kept."""
+    from dlperf.cli import main
+
+    db = tmp_path / "my runs.db"
+    assert main([*_searched(monkeypatch, command, ExitCode.OK), "--db", str(db)]) == ExitCode.INTERRUPTED
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == f"dlperf: interrupted; {stored}. {then} '{db}'", last
+
+
+@pytest.mark.parametrize("command", ["optimize", "fit"])
+def test_ctrl_c_while_an_interrupted_search_prints_says_how_to_search_again(monkeypatch, capsys, tmp_path, command):
+    from dlperf.cli import main
+
+    argv = [*_searched(monkeypatch, command, ExitCode.INTERRUPTED), "--db", str(tmp_path / "d.db")]
+    assert main(argv) == ExitCode.INTERRUPTED
+    [last] = [line for line in capsys.readouterr().err.splitlines() if "interrupted" in line]  # said once
+    assert "stored in run 3" in last and "run it again (it starts over)" in last, last

@@ -76,8 +76,8 @@ def dispatch(argv: list[str]) -> int:
         with sigterm_as_interrupt(to_the_end=True):  # in every command, planning included; a second one is dropped
             try:
                 return finish(command(args.command).run(args))
-            except KeyboardInterrupt:
-                print("dlperf: interrupted", file=sys.stderr)
+            except KeyboardInterrupt:  # before anything was stored: a command that kept a run says what it kept,
+                print("dlperf: interrupted", file=sys.stderr)  # its printing included (`commands.run.printed`)
                 return ExitCode.INTERRUPTED
     except UsageError as exc:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error

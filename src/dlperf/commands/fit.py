@@ -8,8 +8,7 @@ import json
 import sys
 
 from dlperf.commands.common import add_format, db_path, real, warn_if_measured, whole
-from dlperf.commands.run import add_timer_flags, again, say_interrupted, timer
-from dlperf.vocab import ExitCode
+from dlperf.commands.run import add_timer_flags, again, printed, see_it, timer
 
 HELP = "the largest batch that trains without running out of memory on this device, measured"
 DESCRIPTION = (
@@ -65,17 +64,14 @@ def run(args) -> int:
         timeout=args.timeout,
         timer=timer(args),
     )
-    warn_if_measured(db_path(args))
-    result = fit.fit(opts, db_path(args), argv=["dlperf", *sys.argv[1:]])
-    if args.format == "json":
-        print(json.dumps(as_json(result), indent=2))
-    else:
-        show(result)
-    if result.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted(f"the tries that finished are stored in run {result.run_id}",
-                        f"To finish the search, run it again (it starts over): {again()} (dlperf run --resume would "
-                        "not go on with the search)")  # fmt: skip
-    return result.exit_code
+    db = db_path(args)
+    warn_if_measured(db)
+    result = fit.fit(opts, db, argv=["dlperf", *sys.argv[1:]])
+    shown = (lambda: print(json.dumps(as_json(result), indent=2))) if args.format == "json" else (lambda: show(result))
+    stopped = (f"the tries that finished are stored in run {result.run_id}", f"To finish the search, run it again (it "
+               f"starts over): {again()} (dlperf run --resume would not go on with the search)")  # fmt: skip
+    finished = (f"the search is complete and its tries are stored in run {result.run_id}", see_it(db, result.run_id))
+    return printed(shown, result.exit_code, finished=finished, interrupted=stopped)
 
 
 def as_json(result) -> dict:

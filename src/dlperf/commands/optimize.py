@@ -8,8 +8,8 @@ import json
 
 from dlperf.commands.common import LOG_WIDTH, add_format, db_path, duration, real, warn_if_measured, whole
 from dlperf.commands.common import console as wide
-from dlperf.commands.run import add_data_flags, add_timer_flags, again, say_interrupted, timer
-from dlperf.vocab import ExitCode, Status
+from dlperf.commands.run import add_data_flags, add_timer_flags, again, printed, see_it, timer
+from dlperf.vocab import Status
 
 HELP = "find the fastest training mode for a workload"
 
@@ -73,16 +73,14 @@ def run(args) -> int:
         data=args.data,
         loaders=None if args.loaders is None else parse_loaders(args.loaders),
     )
-    warn_if_measured(db_path(args))
-    search = optimize.optimize(opts, db_path(args))
-    if args.format == "json":
-        print(render_json(search))
-    else:
-        print_text(search)
-    if search.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted(f"what was measured is stored in run {search.run_id}", f"To search again, run it again (it "
-                        f"starts over): {again()} (dlperf run --resume would not go on with the search)")  # fmt: skip
-    return search.exit_code
+    db = db_path(args)
+    warn_if_measured(db)
+    search = optimize.optimize(opts, db)
+    show = (lambda: print(render_json(search))) if args.format == "json" else (lambda: print_text(search))
+    stopped = (f"what was measured is stored in run {search.run_id}", f"To search again, run it again (it starts "
+               f"over): {again()} (dlperf run --resume would not go on with the search)")  # fmt: skip
+    finished = (f"the search is complete and stored in run {search.run_id}", see_it(db, search.run_id))
+    return printed(show, search.exit_code, finished=finished, interrupted=stopped)
 
 
 def render_json(search) -> str:

@@ -16,7 +16,9 @@ from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` print
     add_timer_flags,
     add_trace_cap_flag,
     print_profiles,
+    printed,
     say_interrupted,
+    see_it,
     timer,
 )
 from dlperf.spec import MAX_PROFILE_STEPS
@@ -77,8 +79,8 @@ def run(args) -> int:
         say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)} "
                         "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
         return outcome.exit_code
-    print_profiles(db, outcome.run_id)
-    return outcome.exit_code
+    finished = (f"run {outcome.run_id} is complete and stored", see_it(db, outcome.run_id, "--explain"))
+    return printed(lambda: print_profiles(db, outcome.run_id), outcome.exit_code, finished=finished)
 
 
 def thirds(timer: TimerConfig) -> TimerConfig:

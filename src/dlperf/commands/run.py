@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 
 from dlperf.commands.common import db_path, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
@@ -14,6 +15,7 @@ from dlperf.spec import MAX_COMPILE_AT_ONCE
 from dlperf.vocab import ExitCode
 
 HELP = "measure a sweep and print the table"
+Said = tuple[str, str]  # an interrupted command's last line (`say_interrupted`): what is stored, what to do next
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -290,16 +292,33 @@ def show_finished(db: str, run_id: int, resumed: bool, code: int) -> int:
     interrupt while it prints says the run is whole."""
     from dlperf.commands.table import print_table
 
-    try:
+    def show() -> None:
         if resumed:
             show_resumed(db, run_id)
         else:
             print_table(db, run_id, "text")
-    except KeyboardInterrupt:  # only the table was cut short
-        say_interrupted(f"run {run_id} is complete and stored", f"See it with: dlperf table --run {run_id} --db "
-                        f"{shlex.quote(db)}")  # fmt: skip
-        return ExitCode.INTERRUPTED
+
+    return printed(show, code, finished=(f"run {run_id} is complete and stored", see_it(db, run_id)))
+
+
+def printed(show: Callable[[], None], code: int, *, finished: Said, interrupted: Said | None = None) -> int:
+    """Print what a command found with `show`; its exit code, `code` where the printing was not cut short. An
+    interrupted command (`code` 130) ends with `interrupted`: what it stored, and what to do next; a Ctrl-C while it
+    prints (its final table) says the same, or `finished` where the command had finished (only the printing was
+    cut short): never a bare "interrupted" after a run was stored."""
+    said = interrupted if code == ExitCode.INTERRUPTED else None
+    try:
+        show()
+    except KeyboardInterrupt:
+        said, code = said or finished, ExitCode.INTERRUPTED
+    if said is not None:
+        say_interrupted(*said)
     return code
+
+
+def see_it(db: str, run_id: int, *flags: str) -> str:
+    """What shows a stored run again: its table."""
+    return f"See it with: {shlex.join(['dlperf', 'table', '--run', str(run_id), *flags, '--db', db])}"
 
 
 def say_interrupted(stored: str, then: str) -> None:
