@@ -16,7 +16,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # The default sweep: the seven networks at the paper's batch sizes, every thread count up to the cores,
-# each cell capped so the whole sweep takes minutes, not hours. Override: make run RUN_ARGS="--threads 1,2,4".
+# each cell capped so the whole sweep takes minutes, not hours. RUN_ARGS replaces these flags, caps included:
+# make run RUN_ARGS="--max-time 20 --timeout 300 --threads 1,2,4".
 RUN_ARGS ?= --max-time 20 --timeout 300
 
 ENVS ?= jax tensorflow mxnet
