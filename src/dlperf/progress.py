@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.stats import few
 from dlperf.report.format import duration, seconds, terminal
 from dlperf.store.process import ProcessMeasurement
 from dlperf.store.records import CellFigures, ProfileOutcome
@@ -174,7 +174,7 @@ def outcome(measurement: ProcessMeasurement, figures: CellFigures) -> str:
 def _median(median: float, n: int | None) -> str:
     if n is None:
         return f"median {seconds(median)}"
-    return f"median {seconds(median)}, n={n}" + (" (few samples)" if n < FEW_SAMPLES else "")
+    return f"median {seconds(median)}, n={n}" + (" (few samples)" if few(n) else "")
 
 
 def label(task) -> str:

@@ -7,7 +7,9 @@ from collections import Counter
 import pytest
 
 from dlperf.measure.stats import (
+    FEW_SAMPLES,
     ci_relative_halfwidth,
+    few,
     iqr,
     median_ci,
     median_ci_ranks,
@@ -58,6 +60,12 @@ def test_too_few_samples_have_no_interval():
     assert median_ci_ranks(5) is None
     assert median_ci([1.0, 2.0]) is None
     assert ci_relative_halfwidth([1.0, 2.0]) == math.inf
+
+
+def test_few_is_a_known_count_under_few_samples():
+    assert few(0) and few(1) and few(FEW_SAMPLES - 1)
+    assert not few(FEW_SAMPLES) and not few(100)
+    assert not few(None)  # not known: nothing is said of it
 
 
 def test_interval_tightens_with_more_samples():

@@ -29,6 +29,11 @@ class Summary:
 FEW_SAMPLES = 5  # a median of fewer timed steps says little, and its IQR nothing
 
 
+def few(n: int | None) -> bool:
+    """A median of `n` timed steps is of too few to rely on (fewer than FEW_SAMPLES); None, not known, is not few."""
+    return n is not None and n < FEW_SAMPLES
+
+
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
     """0-based ranks (lo, hi) of the order statistics bounding the median with at least `confidence` coverage.
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import Mode
 from dlperf.report.table import FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
@@ -37,7 +37,7 @@ class Best:
     @property
     def few(self) -> bool:
         """A median of fewer than FEW_SAMPLES steps on either side: the speed-up gets no interval."""
-        return any(n is not None and n < FEW_SAMPLES for n in (self.baseline_n, self.n))
+        return few(self.baseline_n) or few(self.n)
 
     def to_json(self) -> dict:
         return dict(self.__dict__)
@@ -93,7 +93,7 @@ def values(r: Best) -> list[str]:
     from dlperf.report.format import table_seconds
 
     def secs(v, n):
-        return table_seconds(v) + (FEW_MARK if n is not None and n < FEW_SAMPLES else "") if v else "-"
+        return table_seconds(v) + (FEW_MARK if few(n) else "") if v else "-"
 
     base, best = secs(r.baseline_s, r.baseline_n), secs(r.median_s, r.n)
     return [r.workload, r.framework, r.column, base, r.mode or "-", best, _speed(r)]

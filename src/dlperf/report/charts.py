@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.report.columns import column_order
 from dlperf.report.format import count, seconds
 from dlperf.store.records import CellRecord
@@ -90,13 +90,13 @@ def series_label(cell: CellRecord, shown: list[str]) -> str:
 
 
 DOUBT_MARK = "?"  # beside a doubtful point, as beside a table's cell of few samples (report/table.py's FEW_MARK)
-FEW = f"fewer than {FEW_SAMPLES} samples"
+FEW = f"fewer than {FEW_SAMPLES} samples"  # what the mark says, here and in the tables' legends
 
 
 def few_samples(cell: CellRecord) -> bool:
     """A median of fewer than FEW_SAMPLES timed steps: its error bar, from as few steps, says nothing of its spread
     (none at all for one step)."""
-    return cell.n is not None and cell.n < FEW_SAMPLES
+    return few(cell.n)
 
 
 def doubted(chart: Chart, doubt: str = FEW) -> Chart:

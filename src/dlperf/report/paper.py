@@ -45,7 +45,7 @@ LEGEND = (
 class Figure:
     seconds: float
     tool: str
-    where: str  # "server CPU, 16 threads", "GTX 1080"
+    where: str  # "server CPU, 16 threads", "GTX 1080"; `paper_table`'s "desktop", "server"
 
 
 @dataclass
@@ -77,16 +77,22 @@ def _where(column: str) -> str:
     return f"{machine.replace('_cpu', '')} CPU, {threads} thread{'s' if threads != '1' else ''}"
 
 
-def best(network: str, gpu: bool) -> Figure | None:
-    """The paper's fastest figure for `network` over every tool, on CPUs or on GPUs."""
-    figures = [
-        Figure(float(value), row["tool"], _where(column))
+def figures_in(network: str, columns: dict[str, str]) -> list[Figure]:
+    """Every tool's figure for `network` in `columns` (the table's column -> where it stands), in the table's order;
+    a column the table does not have, or leaves blank for a tool, gives none."""
+    return [
+        Figure(float(row[column]), row["tool"], where)
         for row in table7()
         if row["network"] == network
-        for column, value in row.items()
-        if value and column not in ("network", "batch", "tool") and (column in GPUS) == gpu
+        for column, where in columns.items()
+        if row.get(column)
     ]
-    return min(figures, key=lambda f: f.seconds, default=None)
+
+
+def best(network: str, gpu: bool) -> Figure | None:
+    """The paper's fastest figure for `network` over every tool, on CPUs or on GPUs."""
+    columns = {c: _where(c) for c in table7()[0] if c not in ("network", "batch", "tool") and (c in GPUS) == gpu}
+    return min(figures_in(network, columns), key=lambda f: f.seconds, default=None)
 
 
 def batch_of(network: str) -> int | None:

@@ -14,25 +14,18 @@ import io
 import json
 from dataclasses import dataclass
 
-from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.stats import few
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
-from dlperf.report.paper import CITATION, table7
-from dlperf.report.table import cell_notes
+from dlperf.report.paper import CITATION, Figure, batch_of, figures_in
+from dlperf.report.table import FEW_LEGEND, FEW_MARK, cell_notes
 from dlperf.store.records import CellRecord
 
 COUNTERPART = {"torch": "Torch", "tensorflow": "TF", "mxnet": "MXNet"}  # the paper's tool each framework follows
 MACHINES = {"desktop": "i7-3820, 4 cores", "server": "2x Xeon E5-2630 v3, 16 cores"}
 GPU_COLUMN, GPU_NAME = "gtx1080", "GTX 1080"  # the paper's fastest GPU
 HEAD = ["workload", "framework", "batch", "where", "here", "paper, same tool", "paper, fastest tool", "speed-up"]
-
-
-@dataclass(frozen=True)
-class Figure:
-    seconds: float
-    tool: str
-    where: str  # "desktop", "server" or the GPU's name
 
 
 @dataclass
@@ -57,13 +50,7 @@ def _columns(cell: CellRecord) -> list[tuple[str, str]]:
 
 def figures(network: str, cell: CellRecord) -> tuple[list[Figure], Figure | None]:
     """The paper's figures for `network` where `cell` ran: its counterpart tool's, and the fastest tool's."""
-    there = [
-        Figure(float(row[column]), row["tool"], where)
-        for row in table7()
-        if row["network"] == network
-        for column, where in _columns(cell)
-        if row.get(column)
-    ]
+    there = figures_in(network, dict(_columns(cell)))
     tool = COUNTERPART.get(cell.framework)
     return [f for f in there if f.tool == tool], min(there, key=lambda f: f.seconds, default=None)
 
@@ -71,7 +58,6 @@ def figures(network: str, cell: CellRecord) -> tuple[list[Figure], Figure | None
 def build(cells: list[CellRecord]) -> tuple[list[PaperRow], list[str]]:
     """Rows for the cells the paper has a figure beside, and notes: those of the table on the rows' cells (noise,
     other processes' load, few samples), and on the paper networks' cells left out."""
-    batches = {r["network"]: int(r["batch"]) for r in table7()}
     rows, notes = [], set()
     for c in cells:
         network = c.workload_spec.get("paper")
@@ -80,8 +66,8 @@ def build(cells: list[CellRecord]) -> tuple[list[PaperRow], list[str]]:
         if c.mode != "fp32" or c.loader or c.nproc:
             notes.add("the paper trained in fp32, one process, on synthetic batches: only such cells stand beside it")
             continue
-        if c.batch != batches.get(network):
-            notes.add(f"{c.workload}: batch {c.batch}, the paper's {batches.get(network)}: not beside it")
+        if c.batch != (batch := batch_of(network)):
+            notes.add(f"{c.workload}: batch {c.batch}, the paper's {batch}: not beside it")
             continue
         same, fastest = figures(network, c)
         rows.append(PaperRow(c, network, same, fastest))
@@ -90,8 +76,8 @@ def build(cells: list[CellRecord]) -> tuple[list[PaperRow], list[str]]:
 
 
 def _here(cell: CellRecord) -> str:
-    few = "?" if cell.n is not None and cell.n < FEW_SAMPLES else ""
-    return f"{table_seconds(cell.median_s)}{few} n={cell.n}" if cell.n is not None else table_seconds(cell.median_s)
+    mark = FEW_MARK if few(cell.n) else ""
+    return f"{table_seconds(cell.median_s)}{mark} n={cell.n}" if cell.n is not None else table_seconds(cell.median_s)
 
 
 def _figure(f: Figure) -> str:
@@ -114,10 +100,9 @@ def values(row: PaperRow) -> list[str]:
 
 
 def legend(rows: list[PaperRow]) -> list[str]:
-    few = any(r.cell.n is not None and r.cell.n < FEW_SAMPLES for r in rows)
     return [
         "seconds per mini-batch; here: the median of n steady-state steps"
-        + (f", ? = fewer than {FEW_SAMPLES} samples" if few else ""),
+        + (f", {FEW_LEGEND}" if any(few(r.cell.n) for r in rows) else ""),
         f"paper: {CITATION}; desktop = {MACHINES['desktop']}, server = {MACHINES['server']}, GPU = {GPU_NAME}; "
         "its Torch is Lua Torch7, its TF and MXNet the 2016 releases",
         "speed-up: the paper's same tool (on its desktop, or its GPU) over here: above 1x, this machine is faster",

@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.stats import few
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components
 from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
 from dlperf.report.format import figure, seconds
@@ -410,8 +410,8 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
                 launch_cost_s=launch_cost_s, fit=fit_of(cell, peaks, env))  # fmt: skip
     if v is not None:
-        few = f" (rests on {cell.n} timed steps)" if cell.n is not None and cell.n < FEW_SAMPLES else ""
-        lines.append(f"  verdict: {v.label}: {v.figure}{few}")
+        rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
+        lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
         where = " (with dlperf run or profile; dlperf optimize tries each)" if v.modes else ""
         lines.append(f"  try: {'; '.join(tries) + where if tries else 'no mode addresses it on this device'}")

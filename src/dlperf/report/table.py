@@ -13,8 +13,9 @@ import io
 import json
 from dataclasses import dataclass, field
 
-from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.stats import few
 from dlperf.report import data, ddp
+from dlperf.report.charts import FEW
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
@@ -223,7 +224,7 @@ def marks(row: Row, column: str) -> str:
     if cell is None or not cell.ok or cell.median_s is None:
         return ""
     mark = LOSS_MARK if cell.loss_finite is False else BEST_MARK if column == row.best_cpu_column() else ""
-    return mark + (FEW_MARK if cell.n is not None and cell.n < FEW_SAMPLES else "")
+    return mark + (FEW_MARK if few(cell.n) else "")
 
 
 def cell_text(row: Row, column: str) -> str:
@@ -258,7 +259,7 @@ LEGEND = (
     "update)"
 )
 BEST_LEGEND = f"{BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed)"
-FEW_LEGEND = f"{FEW_MARK} = fewer than {FEW_SAMPLES} samples"
+FEW_LEGEND = f"{FEW_MARK} = {FEW}"
 UTILIZATION_LEGEND = (
     "(N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured for the same device and threads, as a "
     "share of the step time"
@@ -273,7 +274,7 @@ def mark_legends(view: TableView) -> list[str]:
     shown = [c for r in view.rows for c in r.cells.values() if c.ok and c.median_s is not None]
     return [
         *([BEST_LEGEND] if any(r.best_cpu_column() for r in view.rows) else []),
-        *([FEW_LEGEND] if any(c.n is not None and c.n < FEW_SAMPLES for c in shown) else []),
+        *([FEW_LEGEND] if any(few(c.n) for c in shown) else []),
         *([UTILIZATION_LEGEND] if any(c.utilization is not None for c in shown) else []),
         *([LOSS_LEGEND] if any(c.loss_finite is False for c in shown) else []),
     ]

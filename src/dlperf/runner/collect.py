@@ -18,7 +18,7 @@ from dlperf import envs
 from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound, restarts_every
 from dlperf.measure import units
-from dlperf.measure.stats import FEW_SAMPLES, summarize_processes
+from dlperf.measure.stats import FEW_SAMPLES, few, summarize_processes
 from dlperf.protocol import (
     MEMORY_KINDS,
     Affinity,
@@ -305,7 +305,7 @@ def cell_figures(
             # the first step's time beyond a steady step is what compiling (or capturing) cost
             figures.compile = replace(compiled, compile_s=max(0.0, compiled.first_step_s - s.median))
             warnings += compile_warnings(figures.compile, s.median)
-        if s.n < FEW_SAMPLES:
+        if few(s.n):
             warnings.append(f"few samples: the median of {s.n} timed step{'s' * (s.n != 1)} (fewer than "
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
         if s.median > 0 and s.iqr / s.median > NOISY_IQR_RATIO:
