@@ -73,6 +73,7 @@ class Options:
     timeout: float = 600.0  # seconds per measuring process, and the operator count's
     data: str = DATA_SYNTHETIC  # --data: a directory of datasets also measures the loader (`Feed`)
     loaders: str | tuple[str, ...] | None = None  # --loaders: the settings the loader search tries
+    batch: int | None = None  # --batch: the user's batch, measured, searched and predicted at (None: the workload's)
 
 
 @dataclass(frozen=True)
@@ -109,13 +110,15 @@ class Advice:
 
 def check(opts: Options) -> tuple[tuple, float | None]:
     """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
-    command): the workload's name, the GPUs (default: those with a price), the deadline, the work."""
+    command): the workload's name, its batch, the GPUs (default: those with a price), the deadline, the work."""
     from dlperf.predict import cost, gpus
-    from dlperf.spec import make_spec, parse_workload
+    from dlperf.spec import FIT_MAX_BATCH, make_spec, parse_workload
 
     if "," in opts.workload:
         raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
-    parse_workload(opts.workload, None)  # the positional's own error, before the spec's --workloads one
+    parse_workload(opts.workload, None)  # the positional's own error (NAME@bN: "with --batch"), before the spec's
+    if opts.batch is not None and not 1 <= opts.batch <= FIT_MAX_BATCH:  # the mode search measures NAME@bN
+        raise UsageError(f"--batch {opts.batch}: expected a whole number from 1 to {FIT_MAX_BATCH:,} (measured here)")
     spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders)  # --data, --loaders as `dlperf run` checks
     opts.data, opts.loaders = spec.data, spec.loaders
     if not opts.budget_s > 0:
@@ -150,7 +153,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
-                          timeout=opts.timeout, deadline=clock.deadline),
+                          batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline),
         db, argv=argv, made_by="advise",
     )  # fmt: skip
     runs = [side.run_id] if side.run_id is not None else []
@@ -212,12 +215,20 @@ NO_EPOCH_NOTE = (
 
 
 def _resolved(opts: Options):
-    """The workload built in a probe child (a user's file included): its batch, its data set."""
+    """The workload built in a probe child (a user's file included), at --batch: its batch, its data set."""
     from dlperf.frameworks.common import capabilities
     from dlperf.plan.workloads import resolve_workload
+    from dlperf.predict import count
     from dlperf.spec import parse_workload
 
-    return resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout)
+    found = resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout)
+    return count.at(found, opts.batch)
+
+
+def searched(opts: Options) -> str:
+    """The workload the mode search measures: at --batch, as a variant of its own name (`NAME@bN`, as `dlperf
+    optimize` takes it and the thread search names its cells)."""
+    return opts.workload if opts.batch is None else f"{opts.workload}@b{opts.batch}"
 
 
 def _work(workload, opts: Options) -> tuple[int, str]:
@@ -279,7 +290,7 @@ def _search(opts: Options, threads: int, clock: Clock, db: str):
 
     budget_s = clock.left(time.monotonic())  # taken last: the search's deadline is the command's
     return optimize.optimize(
-        optimize.Options(opts.workload, threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
+        optimize.Options(searched(opts), threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
                          compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders),
         db, made_by="advise",
     )  # fmt: skip

@@ -30,11 +30,15 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         (["--gpu-specs", str(bad)], ["--gpu-specs"]),
         (["--data", str(tmp_path / "none")], ["--data", "no such directory"]),
         (["--loaders", "w2"], ["--loaders", "--data DIR"]),  # a loader reads real data
+        (["--batch", "0"], ["--batch"]),
+        (["--batch", "65537"], ["--batch", "65536"]),  # the mode search measures NAME@bN, up to fit's largest batch
     ]
     db = tmp_path / "x.db"
     for extra, fragments in cases:
         one_line_error(dlperf("advise", "tiny-fcn-r", *extra, db=db, env=NO_FILE), *fragments)
     one_line_error(dlperf("advise", "no-such-net", db=db, env=NO_FILE), "no-such-net")
+    # a batch of its own is for run, profile and optimize; here, as predict and crossover take it, --batch
+    one_line_error(dlperf("advise", "tiny-fcn-r@b8", db=db, env=NO_FILE), "tiny-fcn-r@b8", "--batch")
     one_line_error(dlperf("advise", "tiny-fcn-r", db=db, env={"DLPERF_PRICES": str(bad)}), "DLPERF_PRICES")
     assert not db.exists()  # nothing written
 
@@ -212,3 +216,19 @@ def test_the_thread_search_and_the_mode_search_end_at_the_commands_deadline(monk
     with pytest.raises(Stopped):
         advise.advise(advise.Options("tiny-fcn-r", gpus="T4", budget_s=150.0), str(tmp_path / "a.db"), [])
     assert seen["threads"]["deadline"] == 1150.0 and seen["modes"]["ends"] == 1150.0
+
+
+def test_your_batch_is_what_the_gpus_the_thread_search_and_the_mode_search_use(monkeypatch, tmp_path):
+    """--batch 64 (tiny-fcn-r's own is 16): the GPUs predicted at 64, the thread search measures 64 alone, the mode
+    search measures the workload at 64 (`NAME@bN`, as optimize takes it); without it, the workload's own batch."""
+    from dlperf import advise
+
+    seen = parts_seen(monkeypatch)
+    with pytest.raises(Stopped):
+        advise.advise(advise.Options("tiny-fcn-r", gpus="T4", batch=64), str(tmp_path / "a.db"), [])
+    assert seen["predicted"] == 64 and seen["modes"]["workload"] == "tiny-fcn-r@b64"
+    assert (seen["threads"]["batch"], seen["threads"]["batches"]) == (64, (64,))
+    with pytest.raises(Stopped):
+        advise.advise(advise.Options("tiny-fcn-r", gpus="T4"), str(tmp_path / "a.db"), [])
+    assert seen["predicted"] == 16 and seen["modes"]["workload"] == "tiny-fcn-r"
+    assert (seen["threads"]["batch"], seen["threads"]["batches"]) == (16, (16,))

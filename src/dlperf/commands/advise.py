@@ -10,7 +10,7 @@ from dlperf.commands.common import add_format, db_path, duration, real, warn_if_
 
 HELP = "should I rent a GPU, and which one? this CPU measured briefly, time, memory and cost predicted on GPUs"
 DESCRIPTION = (
-    "Measures this machine briefly: the fastest thread count at your batch, then the fastest mode by a short "
+    "Measures this machine briefly: the fastest thread count at your batch (--batch), then the fastest mode by a short "
     "optimize within what --budget leaves; stores both runs (dlperf table and report see them). Predicts each GPU's "
     "time, peak memory and cost for the work (dlperf predict --memory, --cost). Prints on one screen this CPU's time "
     "at its best settings (measured), the fastest and the cheapest GPU (and within --deadline), the GPUs the step "
@@ -22,8 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.advise import BUDGET_S
     from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
     from dlperf.commands.run import add_data_flags
+    from dlperf.spec import FIT_MAX_BATCH
 
     p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
+    p.add_argument("--batch", type=whole("--batch", 1, most=FIT_MAX_BATCH),
+                   help="your batch: measured, searched and predicted at it (default: the workload's)")  # fmt: skip
     p.add_argument("--gpu", help="comma list of GPUs of the table (dlperf predict --list-gpus; default: every GPU "
                    "with a price)")  # fmt: skip
     p.add_argument("--budget", type=duration("--budget", 1.0, most_s=24 * 3600.0), default=BUDGET_S,
@@ -49,7 +52,7 @@ def run(args) -> int:
     gpus.use_specs(args.gpu_specs)  # the files first: a wrong one is one line, nothing run or stored
     prices.use_prices(args.prices)
     opts = advise.Options(args.workload, args.gpu, args.budget, args.deadline, args.samples, args.epochs,
-                          args.timeout, args.data, args.loaders)  # fmt: skip
+                          args.timeout, args.data, args.loaders, args.batch)  # fmt: skip
     warn_if_measured(db_path(args))
     answer = advise.advise(opts, db_path(args), ["dlperf", *sys.argv[1:]])
     if args.format == "json":
