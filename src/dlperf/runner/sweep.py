@@ -269,15 +269,16 @@ class CompileWatch:
         return None
 
 
-def store_result(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellFigures:
-    """Store one process's measurement with its cell's figures recomputed over every process measured so far."""
+def store_result(ctx: SweepContext, task: Task, m: ProcessMeasurement, session: int | None = None) -> CellFigures:
+    """Store one process's measurement with its cell's figures recomputed over every process measured so far;
+    `session`: the session of the run that measured it, where not this one (a measurement a refusing store kept)."""
     cell = task.cell
     earlier = [e for e in ctx.store.measurements(ctx.run_id, cell.key) if e.repeat != task.repeat]
     batch = ctx.workloads[cell.key].get("batch")
     busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
     figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device, cell.framework)
     collect.share(figures, [c for c in siblings(cell, ctx.store.cells(ctx.run_id)) if c.key != cell.key])
-    ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures)
+    ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures, session)
     return figures
 
 
@@ -289,19 +290,22 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
     except StoreFault as exc:
         what = f"the measurement of {task.cell.label} (process {task.repeat + 1})"
         try:
-            kept = spill.keep(ctx.store.path, ctx.run_id, task.cell.key, task.repeat, m)
+            kept = spill.keep(
+                ctx.store.path, ctx.run_id, task.cell.key, task.repeat, m, ctx.store.sessions.get(ctx.run_id)
+            )
         except OSError as lost:
             raise StoreFault(f"{exc}; {what} is lost: it could not be kept either ({lost.strerror or lost})") from None
         raise StoreFault(f"{exc}; {what} is kept in {kept}: `{resume_command(ctx.store.path)}` stores it") from None
 
 
 def take_up_kept(ctx: SweepContext) -> int:
-    """Store the run's measurements a refusing store left beside it, then remove them; returns how many."""
+    """Store the run's measurements a refusing store left beside it, each under the session that measured it where
+    its line says (one kept before lines said it: this one's), then remove them; returns how many."""
     entries = spill.kept(ctx.store.path, ctx.run_id)
     planned = {c.key: c.cell for c in ctx.store.cells(ctx.run_id)}
     for entry in entries:
         if entry.key in planned:
-            store_result(ctx, Task(planned[entry.key], entry.repeat), entry.measurement)
+            store_result(ctx, Task(planned[entry.key], entry.repeat), entry.measurement, entry.session)
     spill.forget(ctx.store.path, ctx.run_id)
     return len(entries)
 

@@ -278,16 +278,18 @@ class Store(MachineFigures):
         rows = self.conn.execute("SELECT cell_key, repeat FROM measurements WHERE run_id = ?", (run_id,))
         return {(key, repeat) for key, repeat in rows}
 
-    def record(self, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement, cell: CellFigures) -> None:
+    def record(self, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement, cell: CellFigures,
+               session: int | None = None) -> None:  # fmt: skip
         """One finished process's measurement and the cell's updated figures: one transaction, written only while
-        this process holds the run's lease (if it took one)."""
+        this process holds the run's lease (if it took one). `session`: the session of the run that measured it,
+        where not this process's (one kept beside a refusing store, `spill.py`)."""
         m = measurement
         with self._writing(f"cell {key} of run {run_id}"), self.conn:
             self._still_leased(run_id)
             row = {"run_id": run_id, "cell_key": key, "repeat": repeat, "status": m.status.value, "error": m.error,
                    "finished_at": now(), "duration_s": m.duration_s, "samples_json": json.dumps(m.samples),
                    "detail_json": json.dumps(m.detail.to_json()),
-                   "session": self.sessions.get(run_id) or max(self._latest_session(run_id), 1)}  # fmt: skip
+                   "session": session or self.sessions.get(run_id) or max(self._latest_session(run_id), 1)}  # fmt: skip
             self._insert("measurements", row, replace=True)  # an older file has no session column
             columns = cell.columns()
             sets = ", ".join(f"{c} = ?" for c in columns)

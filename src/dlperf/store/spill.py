@@ -2,8 +2,9 @@
 
 When SQLite refuses a finished process's measurement (a full disk, a file grown past `ulimit -f`, a file made
 read-only), what the process measured is appended to `<db>.unsaved.jsonl`, one JSON line per process:
-{"run_id", "key", "repeat", "measurement"}. A line is small beside the database's pages, so it is often still
-written when the database cannot grow. `--resume` stores the run's lines and removes them.
+{"run_id", "key", "repeat", "measurement", "session"}. A line is small beside the database's pages, so it is often
+still written when the database cannot grow. `--resume` stores the run's lines, each under the session of its run that
+measured it (`measurements.session`), and removes them.
 """
 
 from __future__ import annotations
@@ -27,16 +28,20 @@ class Kept:
     key: str  # the cell's
     repeat: int
     measurement: ProcessMeasurement
+    session: int | None = None  # the session of its run that measured it; None in a line kept before it was recorded
 
 
 def path_for(db: str | Path) -> Path:
     return Path(f"{db}{SUFFIX}")
 
 
-def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement) -> Path:
-    """Append one measurement, on disk before this returns (raises OSError when it cannot be)."""
+def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement,
+         session: int | None = None) -> Path:  # fmt: skip
+    """Append one measurement, measured by `session` of its run, on disk before this returns (raises OSError when it
+    cannot be)."""
     path = path_for(db)
-    line = json.dumps({"run_id": run_id, "key": key, "repeat": repeat, "measurement": measurement.to_json()})
+    line = json.dumps({"run_id": run_id, "key": key, "repeat": repeat, "measurement": measurement.to_json(),
+                       "session": session})  # fmt: skip
     with open(path, "a", encoding="utf-8") as f:
         f.write("\n" + line + "\n")  # the leading newline ends a line a failed earlier write cut short
         f.flush()
@@ -46,7 +51,7 @@ def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: Proces
 
 def kept(db: str | Path, run_id: int) -> list[Kept]:
     """The run's kept measurements, in the order they were kept; a line cut short is not one of them."""
-    return [Kept(run_id, e.get("key"), e.get("repeat"), ProcessMeasurement.of(e.get("measurement")))
+    return [Kept(run_id, e.get("key"), e.get("repeat"), ProcessMeasurement.of(e.get("measurement")), e.get("session"))
             for e in _entries(path_for(db)) if e.get("run_id") == run_id]  # fmt: skip
 
 
