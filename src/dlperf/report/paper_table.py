@@ -94,7 +94,7 @@ def _same(row: PaperRow) -> str:
 def values(row: PaperRow) -> list[str]:
     c = row.cell
     where = c.column
-    ratio = f"{row.ratio:.2f}x" if row.ratio else ""
+    ratio = f"{row.ratio:.2f}x" + (FEW_MARK if few(c.n) else "") if row.ratio else ""  # rests on the same median
     fastest = _figure(row.fastest) if row.fastest else "-"
     return [c.workload, c.framework, str(c.batch), where, _here(c), _same(row), fastest, ratio]
 
