@@ -65,7 +65,7 @@ class Clock:
 @dataclass
 class Options:
     workload: str
-    gpus: str | None = None  # comma list; None: every GPU of the table with a price
+    gpus: str | None = None  # comma list; None: every GPU of the table with a price (`prices.priced`)
     budget_s: float = BUDGET_S
     deadline: str | None = None
     samples: int | None = None
@@ -111,7 +111,7 @@ class Advice:
 def check(opts: Options) -> tuple[tuple, float | None]:
     """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
     command): the workload's name, its batch, the GPUs (default: those with a price), the deadline, the work."""
-    from dlperf.predict import cost, gpus
+    from dlperf.predict import cost, gpus, prices
     from dlperf.spec import FIT_MAX_BATCH, make_spec, parse_workload
 
     if "," in opts.workload:
@@ -125,17 +125,9 @@ def check(opts: Options) -> tuple[tuple, float | None]:
         raise UsageError("--budget must be above zero seconds")
     if opts.samples is not None and opts.epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
-    chosen = gpus.parse_gpus(opts.gpus) if opts.gpus is not None else default_gpus()  # --gpu '' is refused
+    chosen = gpus.parse_gpus(opts.gpus) if opts.gpus is not None else prices.priced()  # --gpu '' is refused
     deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
     return chosen, deadline
-
-
-def default_gpus() -> tuple:
-    """Every GPU of the spec table with a price row: those the cost can rank."""
-    from dlperf.predict import gpus, prices
-
-    priced = {p.gpu for p in prices.table()}
-    return tuple(g for g in gpus.table() if g.name in priced)
 
 
 def advise(opts: Options, db: str, argv: list[str]) -> Advice:

@@ -27,6 +27,7 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
 from dlperf.predict import MAX_BATCH, roofline
+from dlperf.predict.gpus import BRACKET
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
 from dlperf.runner import warm
@@ -40,7 +41,6 @@ from dlperf.store.records import Prediction
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
 
-DEFAULT_GPUS = ("H100-SXM5-80GB", "T4")  # a data-centre GPU of today, and an inference/cloud GPU of the T4 class
 MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the predictor knows
 SMALL_BATCHES = f"at small batches a GPU's step is mostly fixed costs, the copy's latency and {roofline.HOST_ISSUING}"
 LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
@@ -49,7 +49,7 @@ LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, 
 @dataclass
 class Options:
     workload: str
-    gpus: tuple[str, ...] = DEFAULT_GPUS
+    gpus: tuple[str, ...] = BRACKET  # a data-centre GPU of today and a T4-class cloud GPU: why, in `gpus.BRACKET`
     batches: tuple[int, ...] | None = None  # None: powers of two up to max(the workload's batch, 256)
     max_batch: int | None = None
     batch: int | None = None  # the user's batch (None: the workload's)

@@ -93,3 +93,27 @@ def test_peaks_fall_back_to_the_fp32_rate_without_a_unit():
     a100 = gpus.lookup("A100-SXM4-80GB")
     assert a100.peak("fp32", tensor=True) == (156e12, "tf32 tensor")
     assert a100.peak("fp32", tensor=False) == (19.5e12, "fp32")
+
+
+COMMANDS = ("advise", "crossover", "predict")
+
+
+def test_each_commands_default_gpus_come_from_one_place_and_its_help_says_why():
+    """advise ranks every GPU with a price (`prices.priced`), crossover draws a column per GPU for two that bracket
+    what one rents (`gpus.BRACKET`), predict names its GPUs: the defaults differ on purpose, each held in predict/
+    and said with its reason in the command's --gpu help."""
+    import argparse
+
+    from dlperf import advise, crossover
+    from dlperf.cli import build_parser
+    from dlperf.predict import prices
+
+    priced = {p.gpu for p in prices.table()}
+    assert prices.priced() and {g.name for g in prices.priced()} == priced & set(gpus.names())
+    assert crossover.Options("tiny-fcn-r").gpus == gpus.BRACKET
+    assert advise.Options("tiny-fcn-r").gpus is None  # None: prices.priced(), at check()
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {c: next(a for a in sub.choices[c]._actions if "--gpu" in a.option_strings) for c in COMMANDS}
+    assert helps["advise"].default is None and gpus.PRICED_HELP in helps["advise"].help
+    assert helps["crossover"].default == ",".join(gpus.BRACKET) and gpus.BRACKET_HELP in helps["crossover"].help
+    assert helps["predict"].default is None and gpus.NAMED_HELP in helps["predict"].help

@@ -22,13 +22,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.advise import BUDGET_S
     from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
     from dlperf.commands.run import add_data_flags
+    from dlperf.predict.gpus import PRICED_HELP
     from dlperf.spec import FIT_MAX_BATCH
 
     p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--batch", type=whole("--batch", 1, most=FIT_MAX_BATCH),
                    help="your batch: measured, searched and predicted at it (default: the workload's)")  # fmt: skip
-    p.add_argument("--gpu", help="comma list of GPUs of the table (dlperf predict --list-gpus; default: every GPU "
-                   "with a price)")  # fmt: skip
+    p.add_argument("--gpu", help=f"comma list of GPUs of the table (dlperf predict --list-gpus; "
+                   f"{PRICED_HELP})")  # fmt: skip
     p.add_argument("--budget", type=duration("--budget", 1.0, most_s=24 * 3600.0), default=BUDGET_S,
                    help=f"seconds for the whole command, or a duration with its unit: 90s, 5m (default: {BUDGET_S:g}); "
                    "a process running at its end is stopped (about 10 s more), the first thread count measured whole; "

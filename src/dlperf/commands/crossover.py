@@ -28,10 +28,12 @@ MODES = ("fp32", "bf16", "fp16")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
+    from dlperf.predict.gpus import BRACKET, BRACKET_HELP
+
     p.add_argument(
         "--gpu",
-        default="H100-SXM5-80GB,T4",
-        help="comma list of GPUs of the table (dlperf predict --list-gpus; default: H100-SXM5-80GB,T4)",
+        default=",".join(BRACKET),
+        help=f"comma list of GPUs of the table (dlperf predict --list-gpus; {BRACKET_HELP})",
     )
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument(

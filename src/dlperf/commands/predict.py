@@ -34,8 +34,11 @@ GPU_SPECS_HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    from dlperf.predict import gpus
+
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
-    p.add_argument("--gpu", help="comma list of GPUs of the table (--list-gpus), e.g. H100-SXM5-80GB,T4")
+    p.add_argument("--gpu", help=f"comma list of GPUs of the table (--list-gpus), e.g. {','.join(gpus.BRACKET)}; "
+                   f"{gpus.NAMED_HELP}")  # fmt: skip
     p.add_argument("--modes", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
     p.add_argument("--batch", type=whole("--batch", 1, most=MAX_BATCH), help="the mini-batch (default: the workload's)")
     p.add_argument(

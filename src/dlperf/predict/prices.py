@@ -70,6 +70,13 @@ def price(gpu: gpus.GPU) -> Price | None:
     return next((p for p in table() if p.gpu == gpu.name), None)
 
 
+def priced() -> tuple[gpus.GPU, ...]:
+    """Every GPU of the spec table with a price row: those the cost can rank, `dlperf advise`'s default GPUs (each
+    command's default and why it differs: gpus.py, above `BRACKET`)."""
+    have = {p.gpu for p in table()}
+    return tuple(g for g in gpus.table() if g.name in have)
+
+
 def parse(text: str, where: str) -> tuple[Price, ...]:
     """Rows of the table's format (lines starting with # are comments); a wrong one is a UsageError
     `where, line N, column C: what is wrong`."""
