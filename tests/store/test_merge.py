@@ -180,10 +180,20 @@ def test_an_old_file_upgrades_to_v3_and_keeps_its_runs(tmp_path, version):
     assert [r.origin for r in store.runs()] == [None]  # measured here
     assert store.samples(1, "fcn-r|torch|cpu|1|fp32") == processes(50, 2, 0.1) and store.peaks() == []
     store.close()
+    assert schema_version(path) == str(version)  # a reader reads it as it is, and writes nothing
+    Store.open(path, create=True).close()  # a command that writes upgrades it first
+    assert schema_version(path) == str(SCHEMA_VERSION)
     conn = sqlite3.connect(path)
-    assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
     assert "origin_json" in {r[1] for r in conn.execute("PRAGMA table_info(runs)")}
     conn.close()
+
+
+def schema_version(path) -> str:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+    finally:
+        conn.close()
 
 
 def test_a_v2_source_merges(tmp_path, monkeypatch):

@@ -158,3 +158,30 @@ def test_merge_of_the_old_file_copies_every_run_whole(db, expected, tmp_path):
         store.close()
     for run_id, want in expected["runs"].items():
         assert export(target, run_id, tmp_path) == (want["export_jsonl"], want["export_csv"])
+
+
+def test_reading_the_old_file_leaves_it_as_it_was_and_the_first_write_upgrades_it(db, tmp_path):
+    """`table`, `report`, `export` and `list --runs` upgraded an old file in place: a read wrote to the user's file
+    (and an older dlperf could read it no more). They read it as it is; the first command that writes upgrades it."""
+    import sqlite3
+
+    from dlperf.store.schema import SCHEMA_VERSION
+
+    before = db.read_bytes()
+    cli("table", "--db", str(db), "--run", "2")
+    cli("list", "--runs", "--db", str(db))
+    cli("report", "--db", str(db), "--run", "all", "-o", str(tmp_path / "r.html"))
+    export(db, "1", tmp_path)
+    assert db.read_bytes() == before
+    store = Store.open(db, create=False)
+    try:
+        assert store.version == 11 and store.runs()  # read as it is
+        store.set_run_status(1, "complete")  # a write: the file is upgraded first
+        assert store.version == SCHEMA_VERSION
+    finally:
+        store.close()
+    conn = sqlite3.connect(db)
+    try:
+        assert conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+    finally:
+        conn.close()

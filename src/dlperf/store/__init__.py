@@ -2,7 +2,8 @@
 
 One writer (the parent process), one transaction per finished measurement. Typed columns for what every cell has,
 and a JSON column (`extra_json`) for what later measurements add. `meta.schema_version` plus `MIGRATIONS` upgrade
-older files in place, also when a read-only command opens them. A run keeps its environment and its plan beside its
+older files in place, when a command first writes to one: a command that only reads (`table`, `report`, `export`,
+`list`) reads an old file as it is, and never writes to it. A run keeps its environment and its plan beside its
 cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
 and each collective bandwidth (`dlperf comm`); a profiled cell keeps where its time went (`profiles`). A running
 run is leased to the one process measuring it (`store/lease.py`). Reads return the typed records of
@@ -62,7 +63,8 @@ class Store(MachineFigures):
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
-        self.version = SCHEMA_VERSION  # lower only for an old file a reader could not upgrade
+        self.version = SCHEMA_VERSION  # lower only for an old file read as it is (not written to yet)
+        self.upgrade_on_write = False  # an old file, upgraded before this process first writes to it
         self.leases: dict[int, lease.Heartbeat] = {}  # run id -> the heartbeat of the lease this process holds
         self.sessions: dict[int, int] = {}  # run id -> the session of it this process measures (1: its first)
 
@@ -83,7 +85,9 @@ class Store(MachineFigures):
         if version == 0 and not create:
             raise UsageError(f"--db {path!r}: no dlperf runs in it (schema version {version})")
         if version < SCHEMA_VERSION:
-            store._upgrade(version, create)
+            store.version, store.upgrade_on_write = version, True
+            if create:
+                store._ready_to_write()
         conn.execute("PRAGMA foreign_keys = ON")
         return store
 
@@ -97,17 +101,20 @@ class Store(MachineFigures):
                 pass
         self.conn.close()
 
-    def _upgrade(self, version: int, create: bool) -> None:
-        """Migrate an older file in place. A reader that may not write (a read-only file or directory) still reads
-        the runs of an old file: it keeps the old schema, and the tables it lacks read as empty."""
+    def _ready_to_write(self) -> None:
+        """Migrate an older file in place before the first write to it. Until then it is read as it is: the old
+        schema, whose tables and columns it lacks read as empty (every read checks `version`), so a command that
+        only reads never writes to the user's file, nor fails where it may not (a read-only file system)."""
+        if not self.upgrade_on_write:
+            return
+        self.upgrade_on_write = False  # `_migrate`'s own transaction comes back here
         try:
             self._migrate()
         except sqlite3.OperationalError as exc:  # read-only, its directory read-only, or locked beyond the timeout
-            if create:
-                raise UsageError(
-                    f"--db {self.path!r}: cannot upgrade it to schema version {SCHEMA_VERSION} ({exc})"
-                ) from exc
-            self.version = version
+            raise StoreFault(
+                f"--db {self.path!r}: cannot upgrade it to schema version {SCHEMA_VERSION} ({exc})"
+            ) from exc
+        self.version = SCHEMA_VERSION
 
     def _migrate(self) -> None:
         """One transaction, taken before the version is read again: two processes opening an old file at once
@@ -124,6 +131,7 @@ class Store(MachineFigures):
         """A write SQLite refuses (a full disk, a file or directory made read-only, a damaged page) is one line
         naming the file and what was being stored; the transaction is rolled back, so the file holds all of it or
         none of it."""
+        self._ready_to_write()
         try:
             yield
         except sqlite3.Error as exc:
@@ -150,7 +158,8 @@ class Store(MachineFigures):
     def acquire(self, run_id: int) -> lease.Holder | None:
         """Lease the run to this process (`--resume`); returns the dead holder it took over from, if any. A live
         holder's run raises LeaseHeld, and nothing is written."""
-        if self.version < LEASES:  # a file that could not be upgraded: it cannot be written to either
+        self._ready_to_write()
+        if self.version < LEASES:  # a file kept at an old version (written as an older dlperf did): no leases
             return None
         holder = lease.me()
         stale = lease.acquire(self.conn, run_id, holder)
@@ -402,6 +411,7 @@ class Store(MachineFigures):
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction around several writes (`insert_copy`, `insert_missing_peaks`): all or none."""
+        self._ready_to_write()
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             yield
