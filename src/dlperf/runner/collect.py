@@ -185,8 +185,10 @@ def torchrun_exits(text: str) -> dict[int, int]:
     return {int(rank): int(code) for rank, code in re.findall(r"rank\s*:\s*(\d+).*?\n\s*exitcode\s*:\s*(-?\d+)", text)}
 
 
-def _died(code: int) -> str:
-    return signal_reason(-code) if code < 0 else f"worker exited with code {code}"
+def _died(code: int, oom_kills: int | None = None) -> str:
+    """A process's exit `code` in words; a SIGKILL by the rule of `launch.signal_reason`, with the job's count of the
+    kernel's out-of-memory kills (a rank's exit comes from torchrun's summary; the count is its agent's)."""
+    return signal_reason(-code, oom_kills) if code < 0 else f"worker exited with code {code}"
 
 
 def ddp_measurement(
@@ -208,7 +210,7 @@ def ddp_measurement(
     if finished and child.crashed_reason:
         for m in per.values():
             m.detail.exit_after_result = child.crashed_reason
-    first_bad = _first_failure(per, started, exits or {})
+    first_bad = _first_failure(per, started, exits or {}, child.oom_kills)
     if first_bad is not None:
         return first_bad
     slowest = max(per, key=lambda r: statistics.median(per[r].samples) if per[r].samples else 0.0)
@@ -221,7 +223,7 @@ def ddp_measurement(
 
 
 def _first_failure(
-    per: dict[int, ProcessMeasurement], events: dict[int, list[Event]], exits: dict[int, int]
+    per: dict[int, ProcessMeasurement], events: dict[int, list[Event]], exits: dict[int, int], oom_kills: int | None
 ) -> ProcessMeasurement | None:
     """The measurement that says why the job failed, naming its rank: `unsupported` first; then a process killed
     by a signal (not torchrun's SIGTERM to the rest) before it could say anything, since the others' errors
@@ -233,7 +235,7 @@ def _first_failure(
     for rank, code in sorted(exits.items()):
         silent = rank in per and not first(events[rank], Error) and not first(events[rank], Done)
         if silent and code < 0 and code != -signal.SIGTERM:
-            return replace(per[rank], status=Status.FAILED, error=f"rank {rank}: {_died(code)}")
+            return replace(per[rank], status=Status.FAILED, error=f"rank {rank}: {_died(code, oom_kills)}")
     for wanted in (Status.FAILED, Status.TIMEOUT):
         for rank, m in per.items():
             if m.status is wanted and (wanted is not Status.FAILED or first(events[rank], Error)):

@@ -82,20 +82,11 @@ def signal_reason(signum: int, oom_kills: int | None = None) -> str:
 
 
 def _killed(oom_kills: int | None) -> str:
-    if oom_kills is None:  # `counted` finds these words in a rank's reason, to say them with the count
+    if oom_kills is None:
         return UNCOUNTED
     if oom_kills > 0:
         return " (out of memory: the kernel's out-of-memory killer killed a process while it ran)"
     return " (sent by a process: the kernel's out-of-memory killer counted no kill while it ran)"
-
-
-def counted(reason: str | None, oom_kills: int | None) -> str | None:
-    """`reason` with a SIGKILL said without a count (a rank of a multi-process job: its exit code comes from
-    torchrun's summary, `collect.ddp_measurement`) said by the same rule as a one-process child's: out of memory only
-    where the kernel's counter rose while the job ran (`oom_kills`, the job's `ChildResult.oom_kills`)."""
-    if reason is None or oom_kills is None or not reason.endswith(f"SIGKILL{UNCOUNTED}"):
-        return reason
-    return reason.removesuffix(UNCOUNTED) + _killed(oom_kills)
 
 
 def kill_tree(proc: subprocess.Popen) -> None:
@@ -164,7 +155,8 @@ def run_child(
     except BaseException:
         kill_tree(proc)
         raise
-    # any failure: a job's agent (torchrun) exits 1 where one of its ranks was killed, whose death `counted` words
+    # any failure: a job's agent (torchrun) exits 1 where one of its ranks was killed (`collect.ddp_measurement` says
+    # that rank's death with the count)
     oom_after = system.oom_kills() if proc.returncode != 0 else None
     return ChildResult(
         None if timed_out else proc.returncode,

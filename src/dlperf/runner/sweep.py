@@ -27,7 +27,7 @@ from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event,
 from dlperf.runner import collect, lifeline, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
-from dlperf.runner.launch import Launched, Watch, counted, launch, unsuspended
+from dlperf.runner.launch import Launched, Watch, launch, unsuspended
 from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
@@ -127,11 +127,9 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
 
 
 def ddp_outcome(launched: Launched, timeout: float) -> ProcessMeasurement:
-    """A multi-process job's measurement (`collect.ddp_measurement`), a rank's SIGKILL said as out of memory only
-    where the kernel's out-of-memory counter rose while the job ran (`launch.counted`), as a one-process cell's is."""
+    """A multi-process job's measurement (`collect.ddp_measurement`), with the ranks' exit codes torchrun printed."""
     exits = collect.torchrun_exits(launched.stderr)
-    m = collect.ddp_measurement(launched.events, launched.child, timeout, exits)
-    return replace(m, error=counted(m.error, launched.child.oom_kills))
+    return collect.ddp_measurement(launched.events, launched.child, timeout, exits)
 
 
 def noted(m: ProcessMeasurement, notes: list[str]) -> ProcessMeasurement:
