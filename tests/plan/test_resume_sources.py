@@ -74,6 +74,22 @@ def test_the_modules_a_model_file_imports_from_its_directory_are_kept_too_and_re
     assert list(source_digests([user(f"{path}:make")])) == [f"{path}:make"]
 
 
+def test_a_neighbour_folder_without_init_is_followed_as_python_imports_it(tmp_path):
+    """`from models import layers` with no models/__init__.py imports as a namespace package; modulefinder's own lookup
+    raised AttributeError there, out of `dlperf run` as a traceback, and layers.py was never kept."""
+    tmp_path = tmp_path.resolve()
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "layers.py").write_text("import helpers\nWIDTH = 8\n")
+    (tmp_path / "helpers.py").write_text("")
+    path = tmp_path / "m.py"
+    path.write_text("from models import layers\nimport models.layers\ndef make(): pass\n")
+    digests = source_digests([user(f"{path}:make")])
+    kept = {k.removeprefix("file:") for k in digests if k.startswith("file:")}
+    assert kept == {str(tmp_path / "models" / "layers.py"), str(tmp_path / "helpers.py")}
+    (tmp_path / "models" / "layers.py").write_text("import helpers\nWIDTH = 16\n")
+    assert changed_sources(digests) == [f"{tmp_path / 'models' / 'layers.py'} changed"]
+
+
 def test_resume_refuses_a_run_whose_model_file_was_edited_since(tmp_path):
     require("torch")
     path, db = tmp_path / "m.py", tmp_path / "r.db"

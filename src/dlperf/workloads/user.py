@@ -153,15 +153,42 @@ def _digest(path: Path) -> str:
 def neighbours(path: Path) -> list[Path]:
     """The files of the modules `path` imports, directly or through each other, from its own directory, found by
     reading their code (`modulefinder`), never by running it."""
-    import modulefinder
-
-    finder = modulefinder.ModuleFinder(path=[str(path.parent.resolve())])
+    finder = _finder(str(path.parent.resolve()))
     try:
         finder.run_script(str(path))
     except (SyntaxError, OSError, ImportError):  # the factory's import says what is wrong, with its line
         return []
     found = {Path(m.__file__).resolve() for name, m in finder.modules.items() if name != "__main__" and m.__file__}
     return sorted(found - {path.resolve()})
+
+
+def _finder(folder: str):
+    """A `modulefinder.ModuleFinder` over `folder` that also follows a folder without an __init__.py (a namespace
+    package: `from models import layers` imports models/layers.py), which modulefinder's own lookup fails on with an
+    AttributeError."""
+    import importlib.machinery
+    import modulefinder
+
+    class Finder(modulefinder.ModuleFinder):
+        def __init__(self, path: list[str]) -> None:
+            super().__init__(path=path)
+            self.namespaces: set[str] = set()
+
+        def find_module(self, name, path, parent=None):
+            spec = importlib.machinery.PathFinder.find_spec(name, self.path if path is None else path)
+            if spec is not None and spec.loader is None and spec.submodule_search_locations:
+                self.namespaces.add(where := next(iter(spec.submodule_search_locations)))
+                return None, where, ("", "", modulefinder._PKG_DIRECTORY)
+            return super().find_module(name, path, parent)
+
+        def load_package(self, fqname, pathname):
+            if pathname not in self.namespaces:
+                return super().load_package(fqname, pathname)
+            module = self.add_module(fqname)  # no __init__ to read: its __file__ stays None
+            module.__path__ = [pathname]
+            return module
+
+    return Finder(path=[folder])
 
 
 def changed_sources(digests: dict[str, str]) -> list[str]:
