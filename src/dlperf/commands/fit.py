@@ -87,11 +87,14 @@ def show(result) -> None:
     from rich.table import Table
 
     from dlperf.commands.common import print_rich
-    from dlperf.measure.stats import FEW_SAMPLES
+    from dlperf.measure.stats import FEW_SAMPLES, few
     from dlperf.report.format import nbytes
     from dlperf.report.table import FEW_MARK
 
     FEW_LEGEND = f"{FEW_MARK} = a rate of fewer than {FEW_SAMPLES} timed steps: a fit test, not a figure to rely on"
+
+    def rough(t) -> bool:  # a rate of few timed steps (0 steps: no rate to mark)
+        return t.samples_per_s is not None and few(t.steps or None)
 
     for mode, answer in result.answers.items():
         if not answer.tries:  # interrupted before one finished: a table would read as "nothing fits"
@@ -102,12 +105,9 @@ def show(result) -> None:
             table.add_column(name, justify="right")
         for t in answer.tries:
             fits = "yes" if t.status == "ok" else "out of memory" if t.out_of_memory else t.status
-            few = FEW_MARK if t.samples_per_s is not None and 0 < t.steps < FEW_SAMPLES else ""
-            rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{few}"
+            rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{FEW_MARK if rough(t) else ''}"
             table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), rate)
-        legend = (
-            [FEW_LEGEND] if any(t.samples_per_s is not None and 0 < t.steps < FEW_SAMPLES for t in answer.tries) else []
-        )
+        legend = [FEW_LEGEND] if any(rough(t) for t in answer.tries) else []
         print_rich(table, lines=[f"limit: {result.limit}", *legend, headline(answer)])
     print_rich("", notes=result.notes)
 

@@ -141,10 +141,10 @@ def _speed_text(c) -> str:
 
 def few_steps(best, baseline) -> str:
     """ " (rests on 3 steps of bf16 and 4 of fp32)" when either side has fewer than FEW_SAMPLES timed steps."""
-    from dlperf.measure.stats import FEW_SAMPLES
+    from dlperf.measure.stats import few
     from dlperf.measure.units import plural
 
-    if min(best.samples, baseline.samples) >= FEW_SAMPLES:
+    if not few(min(best.samples, baseline.samples)):
         return ""
     return f" (rests on {plural(best.samples, 'step')} of {best.mode} and {baseline.samples} of {baseline.mode})"
 
