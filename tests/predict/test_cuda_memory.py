@@ -8,17 +8,7 @@ import pytest
 
 from dlperf.errors import UsageError
 from dlperf.predict import gpus, memory
-
-HEADER = (
-    "gpu,fp32_tflops,tf32_tflops,fp16_tensor_tflops,bf16_tensor_tflops,fp8_tensor_tflops,mem_bw_gbs,mem_gib,cuda_gib,"
-    "host_link,host_link_gbs,generation,sm_count,boost_clock_mhz,l2_mib,peak_clock,source"
-)
-
-
-@pytest.fixture(autouse=True)
-def no_user_specs():
-    yield
-    gpus.use_specs(None)
+from predict.conftest import BEFORE_CUDA_GIB, HEADER
 
 
 def test_a_t4_has_the_memory_cuda_reports_for_it_not_the_16_gb_it_is_sold_with():
@@ -47,7 +37,7 @@ def write(tmp_path, row: str, header: str = HEADER):
 def test_a_users_file_may_give_the_cuda_figure_or_leave_it_out(tmp_path):
     gpus.use_specs(write(tmp_path, "Lab GPU,50,100,200,200,,1000,32,30.5,PCIe Gen5 x16,63,Hopper,,,,boost,ours"))
     assert gpus.lookup("Lab GPU").device_gib == 30.5
-    old = HEADER.replace("cuda_gib,", "")  # a file in the columns of before: still read, the size sold taken
+    old = BEFORE_CUDA_GIB  # a file in the columns of before: still read, the size sold taken
     gpus.use_specs(write(tmp_path, "Lab GPU,50,100,200,200,,1000,32,PCIe Gen5 x16,63,Hopper,,,,boost,ours", old))
     assert gpus.lookup("Lab GPU").device_gib == 32
 

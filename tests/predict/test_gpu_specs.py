@@ -8,6 +8,7 @@ import pytest
 from conftest import dlperf, one_line_error
 from dlperf.errors import UsageError
 from dlperf.predict import gpus
+from predict.conftest import BEFORE_CUDA_GIB
 
 NEW = (
     "B200", "GB200 (per GPU)", "B300", "GH200", "H200 NVL", "H100 NVL", "H20", "H800-SXM5-80GB",
@@ -17,17 +18,7 @@ NEW = (
 TENSOR = ("Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
 BF16_TF32 = ("Ampere", "Ada", "Hopper", "Blackwell")
 FP8 = ("Ada", "Hopper", "Blackwell")
-HEADER = (
-    "gpu,fp32_tflops,tf32_tflops,fp16_tensor_tflops,bf16_tensor_tflops,fp8_tensor_tflops,mem_bw_gbs,mem_gib,"
-    "host_link,host_link_gbs,generation,sm_count,boost_clock_mhz,l2_mib,peak_clock,source"
-)
-
-
-@pytest.fixture(autouse=True)
-def no_user_specs():
-    """A test that loads a user's file leaves the built-in table for the next."""
-    yield
-    gpus.use_specs(None)
+HEADER = BEFORE_CUDA_GIB  # the rows below leave cuda_gib out, as a file of before may
 
 
 def test_the_table_covers_todays_gpus():
