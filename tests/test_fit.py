@@ -117,6 +117,19 @@ def test_a_batch_whose_try_would_outlast_the_timeout_is_not_tried_and_the_answer
     assert Paced(timeout=1e6).search("fp32", 64, 4096).ended == "max-batch"  # within the timeout: tried as before
 
 
+def test_only_a_tries_time_in_steps_grows_with_the_batch_not_its_processs_start():
+    """A fast model's try is the framework's start and --max-time's timing at any batch: 6 s at batch 64, of which
+    0.6 s in steps. Scaling the whole 6 s said batch 128 would take 11 s, past --timeout 10, and the search ended
+    there (`dlperf fit tiny-fcn-r --timeout 10`: every try took 6 s)."""
+    from dlperf.fit import Try, too_long
+
+    fast = Try(64, "ok", False, 2**20, "live", 64 / 0.0006, None, 997, 6.0, 3)  # 1,000 steps of 0.6 ms
+    assert too_long([fast], 128, timeout=10) is None
+    assert too_long([fast], 2**16, timeout=10).startswith("batch 65536 not tried")  # 1,024x the steps: 620 s
+    slow = Try(1024, "ok", False, 2**30, "live", 1024 / 62, None, 1, 240.0, 1)  # two 62 s steps and a 116 s start
+    assert "it would take about 6 min" in too_long([slow], 2048, timeout=300)  # 116 s + 2 x 124 s
+
+
 def test_the_table_marks_a_rate_of_few_steps_and_says_its_limit_on_a_line_of_its_own(capsys, monkeypatch):
     from dlperf.commands.fit import show
     from dlperf.fit import ModeAnswer, Result, Try

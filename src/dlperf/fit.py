@@ -58,26 +58,31 @@ class Try:
     reason: str | None
     steps: int = 0  # timed steps behind samples_per_s
     duration_s: float | None = None  # the try's process, start to end
+    warmup_steps: int = 0  # the steps before the timed ones
 
     @classmethod
     def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None) -> Try:
         oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
         rate = batch / cell.median_s if cell.ok and cell.median_s else None
         return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,
-                   cell.n if rate else 0, duration_s)  # fmt: skip
+                   cell.n if rate else 0, duration_s, cell.warmup_steps or 0)  # fmt: skip
 
 
 NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit reached, as --max-batch is
 
 
 def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
-    """Why `batch` is not tried: its process, at the time per sample of the largest batch that fitted (whose steps
-    take the most of its time), would outlast --timeout; None to try it."""
+    """Why `batch` is not tried: its process, its steps at the time per sample of the largest batch that fitted,
+    would outlast --timeout; None to try it. Only the time in steps grows with the batch: the process's start (the
+    framework's import, the model's build) does not, and a try of fast steps is as long at any batch (its timer
+    stops at --max-time)."""
     fitted = [t for t in tries if t.status == Status.OK and t.duration_s and t.batch < batch]
     if not fitted:
         return None
     last = max(fitted, key=lambda t: t.batch)
-    expected = last.duration_s * batch / last.batch
+    step_s = last.batch / last.samples_per_s if last.samples_per_s else last.duration_s
+    stepping = min(last.duration_s, (last.warmup_steps + last.steps) * step_s)
+    expected = last.duration_s + stepping * (batch / last.batch - 1)
     if expected <= timeout:
         return None
     pace = f"at batch {last.batch}'s pace ({duration(last.duration_s)} a try)"
