@@ -46,10 +46,10 @@ def test_the_crossover_it_suggests_names_the_workload_as_the_user_did():
 
     from dlperf.report.advise import _crossover
 
-    row = SimpleNamespace(batch=128, speedup=lambda g: 2.0)
-    x = SimpleNamespace(rows=[row], user_batch=128, gpus=["T4"], workload="small-convnet", mode="fp32")
-    said = _crossover(x, "examples/my model.py:make")
-    assert "dlperf crossover 'examples/my model.py:make' measures batch by batch" in said
+    row = SimpleNamespace(batch=64, speedup=lambda g: 2.0)
+    x = SimpleNamespace(rows=[row], user_batch=64, gpus=["T4"], workload="small-convnet", mode="fp32")
+    said = _crossover(x, "examples/my model.py:make")  # at the batch advised (advise --batch 64): crossover's too
+    assert "dlperf crossover 'examples/my model.py:make' --batch 64 measures batch by batch" in said
 
 
 def feed_advice(per_process: float, setting: str = "w2") -> advise.Advice:

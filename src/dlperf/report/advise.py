@@ -84,7 +84,8 @@ def _crossover(x, asked: str) -> str:
     if not ratios:
         return "no GPU step beside the CPU's"
     faster = sorted((g for g, s in ratios.items() if s > 1), key=lambda g: -ratios[g])
-    tail = f" (at your batch only; dlperf crossover {shlex.quote(asked)} measures batch by batch)"
+    command = f"dlperf crossover {shlex.quote(asked)} --batch {x.user_batch}"  # its speed-up at the batch advised
+    tail = f" (at your batch only; {command} measures batch by batch)"
     if faster:
         said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
         more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
