@@ -51,3 +51,15 @@ def test_the_fleet_groups_one_machines_old_and_new_runs_and_peaks_apply_across_t
     assert [m.runs for m in machines] == [(1, 2), (3,)]
     assert same_machine(MACHINE, NEW, "torch", None)  # a peak measured before the CPU's identity was kept
     assert not same_machine(NEW, OTHER_CPU, "torch", None)
+
+
+def test_runs_of_other_frameworks_on_one_machine_are_one_machines():
+    """A fingerprint records the frameworks its run used: a torch run and a jax run of one machine were 'measured on
+    different machines' to `dlperf report --run 1,2`, and two machines of one label to `--runs 1,2`. Only a framework
+    both used, at two versions, tells them apart."""
+    torch_run = {**NEW, "frameworks": {"torch": "2.13.0"}}
+    jax_run = {**NEW, "frameworks": {"jax": "0.10.2"}}
+    both = {**NEW, "frameworks": {"torch": "2.13.0", "jax": "0.10.2"}}
+    assert alike(torch_run, jax_run) and alike(both, jax_run) and alike(torch_run, both)
+    assert not alike(torch_run, {**NEW, "frameworks": {"torch": "2.14.0", "jax": "0.10.2"}})
+    assert [m.runs for m in fleet.group([_run(1, torch_run), _run(2, jax_run)])] == [(1, 2)]

@@ -172,9 +172,13 @@ def _show(value) -> str:
 
 def alike(a: dict, b: dict, ignore: tuple[str, ...] = ()) -> bool:
     """Whether two fingerprints are of one machine and software, on the keys both have (`fingerprint_diff`): a run
-    an older dlperf recorded, without the newer keys, is still of the machine that measured it. `ignore`: keys left
-    out of the comparison."""
-    return not fingerprint_diff(*({k: v for k, v in f.items() if k not in ignore} for f in (a, b)))
+    an older dlperf recorded, without the newer keys, is still of the machine that measured it; and on the frameworks
+    both runs used (a torch run and a jax run of one machine record different ones). `ignore`: keys left out of the
+    comparison."""
+    both = set(a.get("frameworks") or {}) & set(b.get("frameworks") or {})
+    kept = [{k: {n: v[n] for n in both} if k == "frameworks" and isinstance(v, dict) else v for k, v in f.items()
+             if k not in ignore} for f in (a, b)]  # fmt: skip
+    return not fingerprint_diff(*kept)
 
 
 def fingerprint_diff(old: dict, new: dict) -> list[str]:
