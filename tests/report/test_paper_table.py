@@ -92,3 +92,13 @@ def test_the_command_prints_the_view_in_every_format_and_refuses_what_it_cannot_
     assert refused.returncode == 2 and "give no --best" in refused.stderr
     none = dlperf("table", "--paper", db=other)  # its only cell is at another batch
     assert none.returncode == 2 and "batch 64, the paper's 1024" in none.stderr and len(none.stderr.splitlines()) == 1
+
+
+def test_a_speed_up_over_the_papers_server_says_so():
+    """Where the paper's desktop has no figure (16 threads; FCN-S's Torch at 8), the speed-up stands over its server:
+    it was shown as over the desktop, as the legend said of every CPU speed-up."""
+    rows, _ = paper_table.build([cell(threads=16, median=0.5), cell(threads=2, median=0.5)])
+    server, desktop = (paper_table.values(r)[-1] for r in rows)
+    assert rows[0].ratio == 0.402 / 0.5 and server == "0.80x (server)"
+    assert desktop == "1.85x"
+    assert "on its server where marked so" in paper_table.legend(rows)[-1]
