@@ -176,3 +176,12 @@ def test_an_empty_output_name_is_said_to_be_empty(report_db, capsys, writer):
     """`report -o ''` said "-o '' is a directory" (Path('') is the current directory); export wrote to stdout."""
     err = refused(capsys, *WRITERS[writer], "--db", str(report_db), "-o", "")
     assert err == "dlperf: error: -o '' is empty: name the file to write"
+
+
+def test_export_writes_no_text_under_a_databases_name_even_with_format(tmp_path, report_db, capsys):
+    """`export --format csv -o new.db` wrote CSV into new.db, where `--db new.db` then found no store: the name is
+    refused with --format as without it."""
+    for name in ("new.db", "new.sqlite3"):
+        err = refused(capsys, "export", "--db", str(report_db), "--format", "csv", "-o", str(tmp_path / name))
+        assert f"not {name[3:]}" in err and "--format" not in err.split("not ")[-1]
+        assert not (tmp_path / name).exists()

@@ -60,7 +60,7 @@ def output_format(given: str | None, output: str | None) -> str:
     named = SUFFIXES.get(suffix)
     if given and named and given != named:
         raise UsageError(f"-o {output}: a {suffix} file, but --format {given}; give one that agrees")
-    if suffix and not named and not given:
+    if suffix in DATABASE_SUFFIXES or (suffix and not named and not given):
         # a database's name is no place for a text file, --format or not: `--db` would find text where a store was
         anyway = "" if suffix in DATABASE_SUFFIXES else ", or give --format to write it anyway"
         raise UsageError(f"-o {output}: dlperf export writes CSV (.csv) or JSON Lines (.jsonl, one JSON object a "
