@@ -109,7 +109,8 @@ def test_gpu_info_hanging_nvidia_smi(tmp_path, monkeypatch):
 
 ENV = {
     "cpu": {"model": "AMD EPYC", "vendor": "AuthenticAMD", "family": 25, "model_number": 1, "stepping": 1,
-            "microcode": "0xa0011d1", "isa": {}, "flags": ["avx2", "avx512f", "fma", "smep", "sse2", "vmx"]},
+            "microcode": "0xa0011d1", "isa": {},
+            "flags": ["avx2", "avx512f", "fma", "sme", "sme_coherent", "smep", "sse2", "vmx"]},
     "cores": {"physical": 4, "affinity": 4, "cgroup": None, "cores": 4},
     "memory_total_bytes": int(15.8 * 2**30),
     "hostname": "box",
@@ -124,7 +125,7 @@ def test_fingerprint():
     assert envinfo.fingerprint(ENV) == {
         "cpu_model": "AMD EPYC",
         "cpu_id": {"vendor": "AuthenticAMD", "family": 25, "model_number": 1, "stepping": 1},
-        "cpu_isa": ["avx2", "avx512f", "fma", "sse2"],  # not vmx nor smep (x86's, not ARM's SME)
+        "cpu_isa": ["avx2", "avx512f", "fma", "sse2"],  # not vmx, smep nor sme (x86's memory encryption, not ARM's SME)
         "cores": {"physical": 4, "affinity": 4, "cgroup": None, "cores": 4},
         "memory_gib": 16,
         "hostname": "box",
@@ -132,6 +133,17 @@ def test_fingerprint():
         "python": "3.11",
         "frameworks": {"torch": "2.13.0"},
     }
+
+
+def test_a_run_stored_with_x86s_memory_encryption_flags_compares_alike():
+    """`sme` on x86 is AMD's Secure Memory Encryption, switched by firmware: a fingerprint stored when it was still
+    counted as a CPU extension is of the same machine, and one whose extensions truly changed is not."""
+    now = envinfo.fingerprint(ENV)
+    stored = {**now, "cpu_isa": ["avx2", "avx512f", "fma", "sme", "sme_coherent", "sse2"]}
+    assert envinfo.fingerprint_diff(stored, now) == []
+    assert envinfo.fingerprint_diff({**stored, "cpu_isa": ["avx2", "fma", "sse2"]}, now) == [
+        "CPU extensions gained avx512f"
+    ]
 
 
 def test_fingerprint_ignores_what_may_change():

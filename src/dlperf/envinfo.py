@@ -79,8 +79,10 @@ def cpu_identity(root: str = "/") -> dict:
 
 
 def kernel_isa(flags: list[str]) -> list[str]:
-    """The flags of `KERNEL_ISA`, sorted."""
-    return sorted(f for f in flags if KERNEL_ISA.match(f))
+    """The flags of `KERNEL_ISA`, sorted. On x86 (sse2 among them) `sme` and `sme_coherent` are AMD's Secure Memory
+    Encryption, which firmware and kernel settings switch, not the Arm matrix extension of that name: left out."""
+    x86 = "sse2" in flags
+    return sorted(f for f in flags if KERNEL_ISA.match(f) and not (x86 and f.startswith("sme")))
 
 
 def capture(framework_info: dict | None = None, *, root: str = "/", environ: dict[str, str] | None = None) -> dict:
@@ -190,8 +192,9 @@ def fingerprint_diff(old: dict, new: dict) -> list[str]:
         a, b = old[key], new[key]
         if a == b:
             continue
-        if key == "cpu_isa":
-            diffs.append(_isa_diff(a or [], b or []))
+        if key == "cpu_isa":  # filtered again: a run stored before x86's `sme` was left out still compares alike
+            if kernel_isa(a or []) != kernel_isa(b or []):
+                diffs.append(_isa_diff(kernel_isa(a or []), kernel_isa(b or [])))
         elif key == "frameworks":
             diffs += _nested_diff(a or {}, b or {}, "{} version")
         elif isinstance(a, dict) or isinstance(b, dict):
