@@ -226,3 +226,21 @@ def test_ctrl_c_while_an_interrupted_search_prints_says_how_to_search_again(monk
     assert main(argv) == ExitCode.INTERRUPTED
     [last] = [line for line in capsys.readouterr().err.splitlines() if "interrupted" in line]  # said once
     assert "stored in run 3" in last and "run it again (it starts over)" in last, last
+
+
+def test_a_stream_that_cannot_write_unicode_gets_ascii_look_alikes_not_a_traceback(report_db):
+    """PYTHONIOENCODING=ascii: "µs" in a table raised UnicodeEncodeError out of rich, mid-table, with a traceback."""
+    import io
+
+    from dlperf.cli import encodable
+
+    stream = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    encodable(stream)
+    stream.write("12.3 µs → 4.5 ms ✓")
+    stream.flush()
+    assert stream.buffer.getvalue() == b"12.3 us -> 4.5 ms ?"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run([sys.executable, "-m", "dlperf", "table", "--db", str(report_db), "--explain"], env=env,
+                          capture_output=True, text=True, encoding="ascii", timeout=120)  # fmt: skip
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert " us " in proc.stdout  # its medians under a millisecond, "µs" in UTF-8

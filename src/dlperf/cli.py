@@ -7,6 +7,7 @@ a framework runs in a child process.
 from __future__ import annotations
 
 import argparse
+import codecs
 import errno
 import importlib
 import os
@@ -44,9 +45,37 @@ def build_parser() -> Parser:
     return parser
 
 
+PLAIN = {"µ": "u", "→": "->", "×": "x", "±": "+/-", "≤": "<=", "≥": ">=", "≈": "~", "—": "-", "–": "-", "…": "...",
+         "│": "|", "─": "-"}  # fmt: skip
+
+
+def plain(exc: UnicodeError) -> tuple[str, int]:
+    """What a character a stream's encoding lacks (PYTHONIOENCODING=ascii) is written as: its ASCII look-alike ("µs" as
+    "us"), else "?" as `errors="replace"` would; never a traceback in the middle of a table."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start : exc.end]
+    return "".join(PLAIN.get(ch, "?") for ch in text), exc.end
+
+
+codecs.register_error("dlperf.plain", plain)
+
+
+def encodable(stream) -> None:
+    """`stream` writes what its encoding lacks as `plain` does; one that can write "µ" (UTF-8, Latin-1) is kept."""
+    try:
+        "µ→".encode(stream.encoding or "utf-8")
+    except UnicodeEncodeError:
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="dlperf.plain")
+    except (LookupError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out, err = sys.stdout, sys.stderr
+    encodable(out), encodable(err)
     sys.stdout, sys.stderr = Stream(out, fails=True), Stream(err, fails=False)
     try:
         try:
