@@ -1,6 +1,7 @@
 import csv
 import io
 import json
+import random
 
 from conftest import make_cell
 from dlperf.report import table
@@ -256,3 +257,31 @@ def test_the_memory_views_sizes_are_never_zero_mib_for_a_small_figure():
     from dlperf.report.memory import size
 
     assert [size(n) for n in (300, 300_000, 5 * 2**20, 3 * 2**30)] == ["300 B", "293 KiB", "5 MiB", "3.00 GiB"]
+
+
+def test_the_fastest_framework_is_named_with_its_speed_up_over_the_next():
+    # a run of four frameworks showed their medians side by side, but nothing said which was fastest, nor by how much
+    cells = [make_cell("fcn-r", framework=fw, threads=t, batch=16, median_s=m, n=50, key=f"{fw}{t}")
+             for fw, t, m in (("torch", 1, 0.4), ("jax", 1, 0.1), ("mxnet", 1, 0.9), ("torch", 2, 0.3),
+                              ("jax", 2, 0.303))]  # fmt: skip
+    rng = random.Random(0)
+    samples = {c.key: [[c.median_s * rng.uniform(0.6, 1.4) for _ in range(50)]] for c in cells}
+    view = table.build(1, cells, samples=samples)
+    (line,) = view.fastest
+    assert "cpu:1: jax, 4.00x [" in line and "as fast as torch (of 3)" in line
+    assert "cpu:2: torch, 1.01x [" in line and "as fast as jax, not told apart" in line
+    assert "each cell one process" in line
+    assert line in table.render_markdown(view)
+    first, _ = json.loads(table.render_json(view))["fastest"]
+    assert (first["framework"], first["next"], first["column"]) == ("jax", "torch", "cpu:1")
+    assert first["ci_low"] < first["speedup"] < first["ci_high"]
+    assert any(r[0] == "fastest" for r in csv.reader(io.StringIO(table.render_csv(view))))
+
+
+def test_the_fastest_framework_without_steps_or_with_few_has_no_interval_and_one_framework_names_none():
+    cells = [make_cell("fcn-r", framework=fw, batch=16, median_s=m, n=n, key=fw, warnings=w)
+             for fw, m, n, w in (("torch", 2.0, 2, ["few samples: the median of 2 timed steps"]),
+                                 ("jax", 1.0, 9, []))]  # fmt: skip
+    (line,) = table.build(1, cells).fastest
+    assert "jax, 2.00x [no interval: a median of under 5 steps] as fast as torch, a compared cell disturbed" in line
+    assert table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 2, 0.6)]).fastest == []

@@ -130,7 +130,7 @@ def print_table(
         cells = [c for c in store.cells(run.id, unreadable=faults.append) if wanted is None or c.mode in wanted]
         if wanted and not cells and not faults:
             raise UsageError(f"--modes {modes!r}: run {run.id} has no cells in these modes")
-        samples = _samples(store, run.id, cells, faults) if best else {}
+        samples = _samples(store, run.id, cells, faults) if best else _framework_samples(store, run.id, cells)
         attach_utilization(store, run.fingerprint, cells)
         busy = cells_busy_notes(store, run.fingerprint, cells)  # utilization held against a busy machine's peak
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
@@ -142,10 +142,13 @@ def print_table(
     if best:
         print_best(run.id, cells, samples, fmt)
         return faults
-    view = table.build(run.id, cells, verdicts, profiles_left=state.unfinished and state.left.profiles > 0)
+    left = state.unfinished and state.left.profiles > 0
+    view = table.build(run.id, cells, verdicts, profiles_left=left, samples=samples)
     view.notes += busy + unfinished
     if fmt == "text":
-        print_rich(table.render_rich(view), [*table.legend(view), *table.version_lines(view)], view.notes)
+        print_rich(
+            table.render_rich(view), [*table.legend(view), *view.fastest, *table.version_lines(view)], view.notes
+        )
         print_pipeline(view.pipeline)
         if lines := predicted.lines(predicted.rows(cells, predictions)):
             print_rich("", lines)
@@ -240,6 +243,22 @@ def _samples(store, run_id: int, cells: list, faults: list) -> dict[str, list[li
         except UnreadableRow as fault:
             faults.append(fault)
             cells.remove(cell)
+    return samples
+
+
+def _framework_samples(store, run_id: int, cells: list) -> dict[str, list[list[float]]]:
+    """Where the run measured several frameworks, each cell's steps, for the fastest framework's interval; a cell
+    whose samples no longer decode just has none (it keeps its place in the table)."""
+    from dlperf.errors import UnreadableRow
+
+    if len({c.framework for c in cells}) < 2:
+        return {}
+    samples = {}
+    for cell in cells:
+        try:
+            samples[cell.key] = store.samples(run_id, cell.key)
+        except UnreadableRow:
+            continue
     return samples
 
 

@@ -95,7 +95,7 @@ def _tip_attr(cell: CellRecord) -> str:
 
 
 def _table7(data: Loaded) -> str:
-    view = table.build(data.runs[-1].id, data.cells)
+    view = table.build(data.runs[-1].id, data.cells, samples=data.samples)
     fixed = len(table.head(view)) - len(view.columns)
     head = "".join(f"<th>{escape(h)}</th>" for h in table.head(view))
     body = []
@@ -106,7 +106,8 @@ def _table7(data: Loaded) -> str:
         for column, text in zip(view.columns, values[fixed:], strict=True):
             tds.append(_table_cell(row.cells.get(column), text, column == best_column))
         body.append(f"<tr>{''.join(tds)}</tr>")
-    legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in table.legend(view))
+    lines = [*table.legend(view), *view.fastest]
+    legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in lines)
     table_html = f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return _sources(data) + table_html + legend
 

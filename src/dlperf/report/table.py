@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 
 from dlperf.measure.stats import few
-from dlperf.report import data, ddp
+from dlperf.report import data, ddp, fastest
 from dlperf.report.charts import FEW
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
@@ -84,12 +84,19 @@ class TableView:
     versions: list[str] = field(default_factory=list)  # which framework versions measured the cells, from where
     verdicts: dict[str, Verdict] | None = None  # cell key -> what bounds it (`--explain`); None: no verdict column
     pipeline: list[data.Group] = field(default_factory=list)  # the loader cells' groups (the input pipeline view)
+    fastest: list[str] = field(default_factory=list)  # which framework is fastest where several measured a cell
+    fastest_json: list[dict] = field(default_factory=list)
 
 
 def build(
-    run_id: int, cells: list[CellRecord], verdicts: dict[str, Verdict] | None = None, profiles_left: bool = False
+    run_id: int,
+    cells: list[CellRecord],
+    verdicts: dict[str, Verdict] | None = None,
+    profiles_left: bool = False,
+    samples: dict[str, list[list[float]]] | None = None,
 ) -> TableView:
-    """`profiles_left`: the run is unfinished, with profiles of measured cells still to take (`store/state.py`)."""
+    """`profiles_left`: the run is unfinished, with profiles of measured cells still to take (`store/state.py`);
+    `samples`: cell key -> per-process step times, for the fastest framework's interval (none without them)."""
     rows: dict[tuple, Row] = {}
     for cell in cells:
         key = (cell.workload, cell.framework, cell.mode, cell.loader)
@@ -104,7 +111,21 @@ def build(
         notes.append(f"verdict: a cell without a profile shows none; {how}")
     view = TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
     view.pipeline = data.build(cells)
+    found = fastest.build(framework_groups(view), samples or {}, lambda c: bool(disturbances(c)))
+    view.fastest, view.fastest_json = fastest.lines(found, samples or {}), [f.to_json() for f in found]
     return view
+
+
+def framework_groups(view: TableView) -> dict[tuple[str, str, str], list[CellRecord]]:
+    """(workload, mode label, column) -> the timed cells that trained, one per framework (`report/fastest.py`)."""
+    groups: dict[tuple[str, str, str], list[CellRecord]] = {}
+    for row in view.rows:
+        mode = row.mode_label if view.show_mode else ""
+        for column in view.columns:
+            c = row.cells.get(column)
+            if c is not None and c.ok and c.median_s and c.loss_finite is not False and not c.nproc:
+                groups.setdefault((row.workload, mode, column), []).append(c)
+    return groups
 
 
 def verdict_text(view: TableView, row: Row) -> str:
@@ -294,7 +315,7 @@ def render_markdown(view: TableView) -> str:
     lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
     pipeline = ["", data.render_markdown(view.pipeline)] if view.pipeline else []
     notes = ["", *(f"- note: {note}" for note in view.notes), ""] if view.notes else []  # the text view's, as a list
-    return "\n".join([*lines, "", *legend(view), *notes, *version_lines(view), *pipeline])
+    return "\n".join([*lines, "", *legend(view), *view.fastest, *notes, *version_lines(view), *pipeline])
 
 
 def version_lines(view: TableView) -> list[str]:
@@ -316,6 +337,7 @@ def render_csv(view: TableView) -> str:
         writer.writerow([spreadsheet_safe(v) for v in fixed] + raw + [spreadsheet_safe(v) for v in explain] + counted)
     shown = [line for line in mark_legends(view) if line != UTILIZATION_LEGEND]  # no utilization in these columns
     writer.writerows(["legend", spreadsheet_safe(line)] for line in shown)
+    writer.writerows(["fastest", spreadsheet_safe(line)] for line in view.fastest)
     writer.writerows(["note", spreadsheet_safe(note)] for note in view.notes)
     return out.getvalue()
 
@@ -349,6 +371,7 @@ def render_json(view: TableView) -> str:
         "rows": rows,
         "notes": view.notes,
         "versions": view.versions,
+        **({"fastest": view.fastest_json} if view.fastest_json else {}),
         **({"input_pipeline": [g.to_json() for g in view.pipeline]} if view.pipeline else {}),
     }
     return json.dumps(data, indent=2)

@@ -1,0 +1,90 @@
+"""Which framework trains each workload fastest, per column: the Table-7 view's answer to "which framework", with by
+how much and how sure.
+
+Where a run measured one workload, mode and column under two or more frameworks, the fastest is named with its
+speed-up over the next fastest (the runner-up's median over its own) and, where both cells' steps are at hand and
+neither median is of too few steps, the 95% interval of that speed-up (`report/speedup.py`). A comparison that rests on
+a disturbed cell (other processes' load, steal time, few samples: `table.disturbances`) says so: its order may be the
+machine's, not the frameworks'. An interval from one process per cell holds only the noise within that process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dlperf.measure.stats import FEW_SAMPLES, few
+from dlperf.report.columns import column_order
+from dlperf.report.speedup import Speedup, speedup
+from dlperf.store.records import CellRecord
+
+HEAD = "fastest framework per workload and column (its speed-up over the next fastest, 95% interval)"
+
+
+@dataclass(frozen=True)
+class Fastest:
+    workload: str
+    mode: str  # the mode label ("fp32", "bf16", "fp32 · data:w2"), "" when the view shows no mode column
+    column: str
+    cell: CellRecord  # the fastest framework's cell
+    next: CellRecord  # the runner-up's
+    compared: int  # how many frameworks measured it
+    interval: Speedup | None  # None: a side without samples, or a median of too few steps
+    disturbed: bool  # a compared cell was disturbed (`table.disturbances`)
+
+    @property
+    def ratio(self) -> float:
+        return self.next.median_s / self.cell.median_s
+
+    def text(self) -> str:
+        where = " ".join(p for p in (self.workload, self.mode, self.column) if p)
+        if self.interval:
+            told = f" [{self.interval.low:.2f}-{self.interval.high:.2f}]"
+        else:
+            told = f" [no interval: a median of under {FEW_SAMPLES} steps]" if self.few else " [no interval]"
+        line = f"{where}: {self.cell.framework}, {self.ratio:.2f}x{told} as fast as {self.next.framework}"
+        line += f" (of {self.compared})" if self.compared > 2 else ""
+        if self.interval and not self.interval.excludes_one():
+            line += ", not told apart"
+        return line + (", a compared cell disturbed" if self.disturbed else "")
+
+    @property
+    def few(self) -> bool:
+        return few(self.cell.n) or few(self.next.n)
+
+    def to_json(self) -> dict:
+        return {
+            "workload": self.workload, "mode": self.mode, "column": self.column,
+            "framework": self.cell.framework, "median_s": self.cell.median_s,
+            "next": self.next.framework, "next_median_s": self.next.median_s, "speedup": self.ratio,
+            "ci_low": self.interval and self.interval.low, "ci_high": self.interval and self.interval.high,
+            "frameworks": self.compared, "disturbed": self.disturbed,
+        }  # fmt: skip
+
+
+def build(
+    groups: dict[tuple[str, str, str], list[CellRecord]], samples: dict[str, list[list[float]]], disturbed
+) -> list[Fastest]:
+    """`groups`: (workload, mode label, column) -> its timed, training cells, one per framework; `disturbed(cell)`:
+    whether the cell's median is not only the model's. Groups of one framework compare nothing and are left out."""
+    out = []
+    for (workload, mode, column), cells in groups.items():
+        if len({c.framework for c in cells}) < 2:
+            continue
+        first, second = sorted(cells, key=lambda c: c.median_s)[:2]
+        interval = None
+        if samples.get(first.key) and samples.get(second.key) and not (few(first.n) or few(second.n)):
+            interval = speedup(samples[second.key], samples[first.key])
+        out.append(Fastest(workload, mode, column, first, second, len(cells), interval, any(map(disturbed, cells))))
+    order = list(dict.fromkeys((w, m) for w, m, _ in groups))  # the rows' order, then the columns'
+    return sorted(out, key=lambda f: (order.index((f.workload, f.mode)), column_order(f.column)))
+
+
+def lines(found: list[Fastest], samples: dict[str, list[list[float]]]) -> list[str]:
+    """The view's line: its head, then each comparison; where every interval rests on one process a side, that
+    said."""
+    if not found:
+        return []
+    told = [f for f in found if f.interval]
+    one_process = told and all(len(samples[c.key]) == 1 for f in told for c in (f.cell, f.next))
+    noise = "; each cell one process: its interval holds only that process's noise (--repeats 3 for more)"
+    return [f"{HEAD}{noise if one_process else ''}: " + "; ".join(f.text() for f in found)]
