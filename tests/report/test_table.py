@@ -285,3 +285,18 @@ def test_the_fastest_framework_without_steps_or_with_few_has_no_interval_and_one
     (line,) = table.build(1, cells).fastest
     assert "jax, 2.00x [no interval: a median of under 5 steps] as fast as torch, a compared cell disturbed" in line
     assert table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 2, 0.6)]).fastest == []
+
+
+def test_a_cell_that_kept_more_cores_busy_than_its_threads_is_noted():
+    # tiny-resnet-56 mxnet at 1 thread kept 1.43 cores busy (its engine worker beside the Python thread) and nothing
+    # said so: beside torch's 0.99 cores the two cpu:1 cells did not run on the same number of cores
+    cells = [make_cell("tiny-lstm", framework=fw, batch=4, median_s=0.001, n=50, cpu_utilization=u)
+             for fw, u in (("torch", 0.99), ("mxnet", 1.43), ("jax", 1.1))]  # fmt: skip
+    cells.append(make_cell("tiny-lstm", framework="mxnet", threads=2, batch=4, median_s=0.001, n=50,
+                           cpu_utilization=1.9))  # fmt: skip
+    notes = [n for n in table.build(1, cells).notes if "more cores busy" in n]
+    assert notes == ["tiny-lstm mxnet cpu:1: more cores busy than threads: 1.43 cores at 1 thread(s)"]
+    cells.append(make_cell("tiny-fcn-r", framework="mxnet", batch=4, median_s=0.001, n=50, cpu_utilization=1.34))
+    (line,) = [n for n in table.build(1, cells).notes if "more cores busy" in n]
+    assert line.endswith("tiny-lstm mxnet cpu:1 (1.43 cores), tiny-fcn-r mxnet cpu:1 (1.34 cores)")
+    assert ("tiny-lstm mxnet cpu:1", "threads") in [(label, kind) for label, kind, _ in table.cell_notes(cells)]

@@ -28,8 +28,14 @@ KINDS = (
     Kind("noisy", "noisy: the steps' IQR is wide against the median", r"\d+%"),
     Kind("slow steps", "slow steps now and then: the mean step above the median (a long run pays the mean)", r"\d+%"),
     Kind("oversubscribed", "oversubscribed: more threads than usable cores"),
+    Kind(
+        "more cores busy",
+        "more cores busy than threads: the framework ran work on threads beside those asked, "
+        "so these cells' thread counts are not alike across frameworks",
+        r"(\d+\.\d+) cores",
+    ),
 )
-FIGURE_NAME = {"few samples": "n={}"}
+FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores"}
 
 
 def kind_of(text: str) -> Kind | None:

@@ -206,7 +206,8 @@ def disturbances(cell: CellRecord) -> list[str]:
 
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
     """(cell label, kind, text) for every stored warning and every cell that was not measured, with its reason.
-    Kinds: noise, oversubscription, warning, and the statuses failed, timeout, unsupported."""
+    Kinds: noise, oversubscription, warning, threads (more cores busy than threads), and the statuses failed,
+    timeout, unsupported."""
     notes = []
     for c in cells:
         label = cell_label(c)
@@ -214,7 +215,23 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
             notes.append((label, note_kind(warning), warning))
         if c.status in (Status.FAILED, Status.TIMEOUT, Status.UNSUPPORTED) and c.error:
             notes.append((label, c.status.value, f"{c.status}: {c.error}"))
+        if busy := cores_beyond_threads(c):
+            notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
     return notes
+
+
+BEYOND_THREADS = 1.25  # cores kept busy over the threads asked: above it, the framework ran work on threads of its own
+CORES_NOTE = "more cores busy than threads:"
+
+
+def cores_beyond_threads(cell: CellRecord) -> float | None:
+    """The cores a CPU cell's timed steps kept busy, where that is well above its thread count: the framework ran
+    work on threads beside the N asked (MXNet's engine worker beside the Python thread that feeds it, say), so the
+    cell's thread count does not mean the same as another framework's."""
+    used = cell.cpu_utilization
+    if cell.device != "cpu" or not cell.ok or not cell.threads or used is None or cell.nproc:
+        return None
+    return used if used > BEYOND_THREADS * cell.threads else None
 
 
 def parameter_notes(cells: list[CellRecord]) -> list[str]:
