@@ -34,7 +34,16 @@ def test_jax_has_no_counterpart_and_a_thread_count_the_paper_did_not_measure_has
     jax, three = paper_table.build([cell(framework="jax"), cell(threads=3)])[0]
     assert jax.same == [] and jax.fastest.seconds == 1.379 and jax.ratio is None  # the fastest there still stands
     assert "none: JAX is not in the paper" in paper_table.values(jax)
-    assert three.same == [] and three.fastest is None and paper_table.values(three)[5:7] == ["-", "-"]
+    assert three.same == [] and three.fastest is None
+    assert paper_table.values(three)[5:7] == ["none: the paper has no Torch figure at cpu:3", "-"]
+
+
+def test_a_tool_the_paper_has_but_without_a_figure_there_says_so():
+    # `table --paper` showed a bare "-" beside resnet-56 tensorflow on CPUs, a blank a reader took for missing data:
+    # the paper's TF has no CPU figure for ResNet-56
+    (tf,) = paper_table.build([cell("resnet-56", framework="tensorflow", batch=128, paper="ResNet-56")])[0]
+    assert tf.same == [] and tf.fastest.tool == "Torch"
+    assert paper_table.values(tf)[5] == "none: the paper has no TF figure at cpu:1"
 
 
 def test_only_fp32_single_process_synthetic_cells_at_the_papers_batch_stand_beside_it_and_the_rest_is_said():

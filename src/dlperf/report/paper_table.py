@@ -87,7 +87,9 @@ def _figure(f: Figure) -> str:
 def _same(row: PaperRow) -> str:
     """Its counterpart's figures: "Torch 1.670 desktop, 1.379 server"."""
     if not row.same:
-        return "none: JAX is not in the paper" if row.cell.framework == "jax" else "-"
+        if (tool := COUNTERPART.get(row.cell.framework)) is None:
+            return f"none: {'JAX' if row.cell.framework == 'jax' else row.cell.framework} is not in the paper"
+        return f"none: the paper has no {tool} figure at {row.cell.column}"  # its TF did not train ResNet-56 on CPUs
     return f"{row.same[0].tool} " + ", ".join(f"{table_seconds(f.seconds)} {f.where}" for f in row.same)
 
 
