@@ -348,3 +348,25 @@ def test_the_command_line_loads_no_plotting_or_statistics_library():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_reports_table_says_which_framework_versions_measured_it_and_from_which_environment():
+    # `dlperf table` printed "measured with: jax 0.10.2 (its own environment, ...)" under the table; the report's
+    # table did not, and its Environment section named versions but not the environment each framework came from
+    from types import SimpleNamespace
+
+    from conftest import make_cell
+    from dlperf.report import html
+    from dlperf.report.load import Loaded
+    from dlperf.store.records import Provenance
+
+    versions = (("torch", 0.4, "2.13.0+cpu", "dlperf"), ("jax", 0.1, "0.10.2", "/envs/jax"))
+    cells = [
+        make_cell(framework=fw, median_s=m, n=9, provenance=Provenance(fw, v, None, e)) for fw, m, v, e in versions
+    ]
+    data = Loaded("x.db", [SimpleNamespace(id=1)], cells, {}, False, [])
+    page = html._table7(data)
+    assert (
+        "measured with: torch 2.13.0+cpu (dlperf&#x27;s environment); jax 0.10.2 (its own environment, /envs/jax)"
+        in page
+    )

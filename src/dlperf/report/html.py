@@ -106,7 +106,7 @@ def _table7(data: Loaded) -> str:
         for column, text in zip(view.columns, values[fixed:], strict=True):
             tds.append(_table_cell(row.cells.get(column), text, column == best_column))
         body.append(f"<tr>{''.join(tds)}</tr>")
-    lines = [*table.legend(view), *view.fastest]
+    lines = [*table.legend(view), *view.fastest, *table.version_lines(view)]  # which versions, from where
     legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in lines)
     table_html = f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return _sources(data) + table_html + legend
