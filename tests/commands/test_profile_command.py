@@ -228,3 +228,12 @@ def test_with_real_data_a_loader_cells_profile_puts_its_wait_under_data(tmp_path
                            proc.stdout, re.MULTILINE))  # fmt: skip
     assert set(goes) == {"", " data:w0"}, proc.stdout
     assert re.search(r"\bdata \d+%", goes[" data:w0"]) and "data" not in goes[""], goes
+
+
+def test_profile_takes_frameworks_as_run_does():
+    """`dlperf profile --frameworks jax,torch` said "unrecognized arguments: --frameworks" (run's spelling)."""
+    from dlperf.cli import build_parser
+
+    parser = build_parser()
+    assert parser.parse_args(["profile", "tiny-fcn-r", "--frameworks", "jax,torch"]).framework == "jax,torch"
+    assert parser.parse_args(["profile", "tiny-fcn-r", "--framework", "jax"]).framework == "jax"
