@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a built-in name, or path/file.py:factory, or module:factory (at another "
                    "batch: NAME@bN)")  # fmt: skip
     p.add_argument("--framework", "--frameworks", dest="framework", default="torch",
-                   help="comma list, as for run --frameworks (default: torch)")
+                   help="comma list, as for run --frameworks (default: torch)")  # fmt: skip
     p.add_argument("--device", help="cpu, cuda, cuda:N or mps (default: cpu and every visible GPU)")
     p.add_argument("--threads", type=whole_list("--threads"), help="CPU thread counts, e.g. 1,2 (default: 1, 2, ...)")
     p.add_argument("--modes", default="fp32", help="comma list of modes, as `dlperf run --modes` (default: fp32)")
