@@ -129,6 +129,57 @@ def test_a_client_connect_that_times_out_names_the_token_only_where_none_is_set(
     assert ("RAY_AUTH_MODE=token" in str(e.value)) == hinted and fake.calls == 1
 
 
+class Remote:
+    """An actor method as `follow` calls it: .remote() gives what ray.get returns."""
+
+    def __init__(self, result):
+        self.result = result
+
+    def remote(self):
+        return self.result
+
+
+class EndedActor:
+    def __init__(self, code: int, error: str = ""):
+        answer = {"rows": None, "exit": code, "error": error, "said": []}
+        self.poll, self.close = Remote(answer), Remote(None)
+
+
+class PollingRay:
+    """Ray as `follow` uses it, each actor answering at once."""
+
+    class exceptions:
+        RayError = GetTimeoutError = RuntimeError
+
+    @staticmethod
+    def get(result, timeout=None):
+        return result
+
+    @staticmethod
+    def kill(actor):
+        pass
+
+
+def test_a_node_whose_sweep_could_not_start_is_named_with_its_reason(capsys):
+    """One node without torch among nodes that measured: its sweep's own error is said, naming the node; it used
+    to vanish (exit 1, the other nodes' table, not a word of it)."""
+    bare = "dlperf: error: checking the frameworks and devices: the torch probe failed: ImportError: No module"
+    ended = [(NODES[0], EndedActor(0)), (NODES[1], EndedActor(2, bare))]
+    nodes = [fleet.Node(fleet.select([n], None)[0], actor, ["dlperf", "run"]) for n, actor in ended]
+    assert fleet.follow(PollingRay, None, nodes, "auto") == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"dlperf: node bbbbbbbb (box2): its sweep failed (exit 2; nothing of it is stored): "
+                    f"{bare.removeprefix('dlperf: error: ')}")  # fmt: skip
+
+
+def test_flags_every_node_refused_are_said_once(capsys):
+    nodes = [fleet.Node(info, EndedActor(2, "dlperf: error: --threads 0: bad"), ["dlperf", "run"])
+             for info in fleet.select(NODES, None)]  # fmt: skip
+    with pytest.raises(UsageError, match=r"^--threads 0: bad$"):
+        fleet.follow(PollingRay, None, nodes, "auto")
+    assert capsys.readouterr().err == ""
+
+
 # --- a local cluster of two nodes ------------------------------------------------------------------------------------
 # The slow tests run two at a time (make test-slow): each one's Ray processes carry a token of its own in their
 # environment, and its Ray session files go to a folder of its own, so one test's clean-up never touches another's.

@@ -344,6 +344,8 @@ def follow(ray, store: Store, nodes: list[Node], address: str) -> int:
     for node in nodes:
         if node.died:
             say_lost(store, node, address)
+        elif failed(node) and not refused_everywhere(nodes):
+            say_failed(node)
     return exit_code(nodes)
 
 
@@ -423,8 +425,26 @@ def say_lost(store: Store, node: Node, address: str) -> None:
           file=sys.stderr)  # fmt: skip
 
 
+def failed(node: Node) -> bool:
+    """A node's sweep that ended in an error of its own, not in cells that failed (exit 1: its table shows them)."""
+    return node.exit not in (0, None) and (node.run_id is None or node.exit != 1)
+
+
+def say_failed(node: Node) -> None:
+    """A node whose sweep ended in an error: its own last line, so a node that could not run (no framework, a
+    different dlperf) is not lost silently among the others."""
+    stored = "nothing of it is stored" if node.run_id is None else f"run {node.run_id} keeps what it finished"
+    reason = node.error.removeprefix("dlperf: error: ") or "no message"
+    print(f"dlperf: {node.info.describe()}: its sweep failed (exit {node.exit}; {stored}): {reason}", file=sys.stderr)
+
+
+def refused_everywhere(nodes: list[Node]) -> bool:
+    """Every node refused the sweep before it began (the flags, say): `exit_code` says it once."""
+    return all(n.exit == 2 and n.run_id is None for n in nodes)
+
+
 def exit_code(nodes: list[Node]) -> int:
-    if all(n.exit == 2 and n.run_id is None for n in nodes):  # the flags refused on every node: nothing ran
+    if refused_everywhere(nodes):  # the flags refused on every node: nothing ran
         raise UsageError(nodes[0].error.removeprefix("dlperf: error: "))
     if any(n.died or n.exit not in (0, None) for n in nodes):
         return 130 if any(n.exit == 130 for n in nodes) and not any(n.died for n in nodes) else 1
