@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -73,6 +74,70 @@ def test_an_unreachable_cluster_is_one_line(tmp_path):
     require("ray")
     proc = dlperf("run", "--workloads", "tiny-fcn-r", "--ray", "127.0.0.1:9", db=tmp_path / "x.db", timeout=60)
     one_line_error(proc, "--ray 127.0.0.1:9: unreachable")
+
+
+def test_a_port_that_is_not_a_ray_cluster_is_one_line_not_a_hang(tmp_path):
+    """A port that takes the connection but says nothing (not Ray's GCS): Ray's own connect retried it for 12
+    minutes, deaf to Ctrl-C and SIGTERM, a warning every 35 s."""
+    require("ray")
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # the kernel takes connections; nothing answers them
+        address = f"127.0.0.1:{silent.getsockname()[1]}"
+        proc = dlperf("run", "--workloads", "tiny-fcn-r", "--ray", address, db=tmp_path / "x.db", timeout=120)
+    one_line_error(proc, f"--ray {address}: not a Ray cluster's address")
+    assert not (tmp_path / "x.db").exists()
+
+
+@pytest.fixture
+def grpc_answering():
+    """A gRPC server on a free port answering every call with the status given (`code[0]`): a Ray GCS that wants a
+    token (UNAUTHENTICATED), or a gRPC service that is not a GCS (UNIMPLEMENTED: Ray Client's port)."""
+    require("ray")
+    import grpc
+
+    code = [grpc.StatusCode.UNAUTHENTICATED]
+
+    class Refuse(grpc.GenericRpcHandler):
+        def service(self, details):
+            return grpc.unary_unary_rpc_method_handler(lambda request, context: context.abort(code[0], "no"))
+
+    server = grpc.server(ThreadPoolExecutor(1), handlers=[Refuse()])
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", code
+    finally:
+        server.stop(None)
+
+
+@pytest.mark.parametrize("auth_mode", [None, "token"])
+def test_a_cluster_that_wants_a_token_says_so_at_once(monkeypatch, grpc_answering, auth_mode):
+    """Ray's own connect printed 20 s of InvalidAuthToken warnings, then "Failed to connect to Ray cluster at ...",
+    naming no token; with RAY_AUTH_MODE=token set, Ray sends it and the probe lets it."""
+    address, _ = grpc_answering
+    fake = FakeRay()
+    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    if auth_mode:
+        monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
+        assert fleet.connect(address, "/unused") is fake and fake.calls == 1
+        return
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with pytest.raises(UsageError, match=rf"^--ray {address}: the cluster checks a token: set RAY_AUTH_MODE=token"):
+        fleet.connect(address, "/unused")
+    assert fake.calls == 0
+
+
+def test_ray_clients_port_without_ray_scheme_is_not_a_cluster(monkeypatch, grpc_answering):
+    import grpc
+
+    address, code = grpc_answering
+    code[0] = grpc.StatusCode.UNIMPLEMENTED
+    fake = FakeRay()
+    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    with pytest.raises(UsageError, match=r"not a Ray cluster's address .*ray://HOST:PORT"):
+        fleet.connect(address, "/unused")
+    assert fake.calls == 0
 
 
 # What Ray Client raises when the head cannot start the client's own server: the server's traceback under an empty

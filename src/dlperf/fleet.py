@@ -141,6 +141,8 @@ def connect(address: str, temp_dir: str, attempts: int = 3):
     ray = import_ray()
     if address not in ("auto", "local"):
         _check_reachable(address)
+    if address not in ("auto", "local") and not address.startswith("ray://"):
+        _check_gcs(address)
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     for attempt in range(1, attempts + 1):
         try:
@@ -158,8 +160,7 @@ def connect(address: str, temp_dir: str, attempts: int = 3):
         except (ConnectionError, RuntimeError, ValueError) as exc:
             hint = ""
             if "ray client connection timeout" in str(exc) and os.environ.get("RAY_AUTH_MODE") != "token":
-                hint = ("; a cluster `ray start` began checks a token: set RAY_AUTH_MODE=token here, with the head's "
-                        "~/.ray/auth_token")  # fmt: skip
+                hint = f"; a cluster `ray start` began checks a token: {TOKEN_HINT}"
             raise UsageError(f"--ray {address}: cannot connect ({server_reason(exc)}){hint}") from None
 
 
@@ -182,6 +183,32 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
         socket.create_connection((host, int(port)), timeout=timeout_s).close()
     except OSError as exc:
         raise UsageError(f"--ray {address}: unreachable ({exc.strerror or exc})") from None
+
+
+GCS_PROBE = "/ray.rpc.NodeInfoGcsService/GetClusterId"  # the first call `ray.init` makes of a cluster's GCS
+TOKEN_HINT = "set RAY_AUTH_MODE=token here, with the head's ~/.ray/auth_token"
+
+
+def _check_gcs(address: str, timeout_s: float = 5.0) -> None:
+    """`HOST:PORT` answers as a Ray cluster's GCS, asked once with a short timeout: Ray's own connect retries a port
+    that is not one (a dashboard's, Ray Client's) for minutes, deaf to Ctrl-C, and one refusing a missing token for
+    20 s, printing a warning a second, before an error that names neither."""
+    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+        return  # a TLS cluster: the plain channel would not answer; Ray's own connect says why
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    try:
+        channel.unary_unary(GCS_PROBE)(b"", timeout=timeout_s)
+    except grpc.RpcError as exc:
+        code = exc.code()
+        if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
+            raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}") from None
+        if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+            raise UsageError(f"--ray {address}: not a Ray cluster's address (the head's `ray start --head --port`, "
+                             f"6379 by default; Ray Client's port is ray://HOST:PORT)") from None  # fmt: skip
+    finally:
+        channel.close()
 
 
 def same_kind(a: dict, b: dict) -> bool:
