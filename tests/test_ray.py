@@ -13,6 +13,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import pytest
 
@@ -53,6 +54,32 @@ def test_the_same_kind_of_machine_ignores_only_its_name_and_memory_rounding():
     a = {"cpu_model": "X", "cores": {"cores": 8}, "hostname": "box1", "memory_gib": 31, "gpus": []}
     assert fleet.same_kind(a, {**a, "hostname": "box2", "memory_gib": 32})
     assert not fleet.same_kind(a, {**a, "cores": {"cores": 4}})
+
+
+def lost_run(run_id: int, node: str, campaign: str = "c"):
+    return SimpleNamespace(id=run_id, origin=SimpleNamespace(db=f"ray:{node * 56}"), spec={"campaign": campaign},
+                           fingerprint={"cpu_model": "X", "hostname": node})  # fmt: skip
+
+
+def test_resumed_runs_get_a_node_each_their_own_first():
+    """Two runs of a sweep Ctrl-C stopped, both nodes alive: each resumes on the node that measured it. Both used to
+    resume on the first node of their kind at once, timing each other, one node's column measured by the other."""
+    infos = fleet.select(NODES, None)  # box1 (a...), box2 (b...): one kind
+    kinds = {n.node_id: {"cpu_model": "X", "hostname": n.host} for n in infos}
+    placed = fleet.place([lost_run(1, "b"), lost_run(2, "a")], infos, kinds, {"c": {"a" * 56, "b" * 56}})
+    assert [(run.id, info.host) for run, info in placed] == [(1, "box2"), (2, "box1")]
+    one_free = fleet.place([lost_run(1, "a"), lost_run(2, "b")], infos[:1], kinds, {})
+    assert [(run.id, info and info.host) for run, info in one_free] == [(1, "box1"), (2, None)]  # 2 waits
+
+
+def test_a_lost_nodes_run_prefers_a_node_outside_its_campaign():
+    """Node d lost: its run goes to the new node c, not to a (a column of its own in the same comparison)."""
+    infos = fleet.select([NODES[0], {**NODES[2], "Alive": True}], None)
+    kinds = {n.node_id: {"cpu_model": "X"} for n in infos}
+    [(_, info)] = fleet.place([lost_run(7, "d")], infos, kinds, {"c": {"a" * 56, "d" * 56}})
+    assert info.host == "box3"
+    with pytest.raises(UsageError, match="no live node is of the kind that measured run 7"):
+        fleet.place([lost_run(7, "d")], infos, {n.node_id: {"cpu_model": "Y"} for n in infos}, {})
 
 
 @pytest.mark.parametrize(

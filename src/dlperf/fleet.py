@@ -499,11 +499,13 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None) ->
         chosen = select(ray.nodes(), wanted)
         store = Store.open(db, create=not args.resume)
         try:
+            waiting = 0
             if args.resume:
-                nodes = resume_nodes(ray, store, chosen, argv)
+                nodes, waiting = resume_nodes(ray, store, chosen, argv)
             else:
                 nodes = [start_node(ray, info, argv) for info in chosen]
             code = follow(ray, store, nodes, args.ray)
+            code = 1 if waiting and code == 0 else code
             return code, [n.run_id for n in nodes if n.run_id is not None]
         finally:
             store.close()
@@ -520,24 +522,55 @@ def fleet_runs(store: Store) -> list[RunRecord]:
     return [r for r in store.runs() if r.status != "complete" and r.origin and str(r.origin.db).startswith(ORIGIN)]
 
 
-def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> list[Node]:
-    """Each unfinished run of a Ray sweep taken up on a live node of its kind; none is a UsageError."""
+def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> tuple[list[Node], int]:
+    """Each unfinished run of a Ray sweep taken up on a live node of its kind, one run to a node; none of its kind is
+    a UsageError. The runs left without a free node wait (their count returned): a second sweep on a node would
+    time the two against each other."""
     runs = fleet_runs(store)
     if not runs:
         raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep")
     kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
-    nodes = []
-    for run in runs:
-        info = next((n for n in chosen if same_kind(kinds[n.node_id], run.fingerprint)), None)
+    nodes, waiting = [], []
+    for run, info in place(runs, chosen, kinds, measured_by(store)):
         if info is None:
-            raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
-                             f"({run.fingerprint.get('cpu_model')}, {run.fingerprint.get('cores')})")  # fmt: skip
+            waiting.append(run.id)
+            continue
         if dead := store.acquire(run.id):
             print(f"dlperf: run {run.id} was left running by {dead.describe()}: taken over", file=sys.stderr)
         store.set_run_status(run.id, "running")
         nodes.append(start_node(ray, info, argv, store.check_run(run.id), run.id))
         print(f"dlperf: run {run.id} resumed on {info.describe()}", file=sys.stderr, flush=True)
-    return nodes
+    if waiting:
+        print(f"dlperf: runs {', '.join(map(str, waiting))} wait: every live node of their kind resumes another run "
+              "(one sweep to a node); `dlperf run --resume --ray` again takes them up", file=sys.stderr)  # fmt: skip
+    return nodes, len(waiting)
+
+
+def measured_by(store: Store) -> dict[str, set[str]]:
+    """Per campaign, the nodes whose runs are in it (their Ray node ids)."""
+    found: dict[str, set[str]] = {}
+    for run in store.runs():
+        if run.origin and str(run.origin.db).startswith(ORIGIN):
+            found.setdefault(run.spec.get("campaign") or "", set()).add(str(run.origin.db).removeprefix(ORIGIN))
+    return found
+
+
+def place(runs: list[RunRecord], chosen: list[NodeInfo], kinds: dict[str, dict],
+          campaigns: dict[str, set[str]]) -> list[tuple[RunRecord, NodeInfo | None]]:  # fmt: skip
+    """Each run's node: of its kind and not given another run; the node that measured it first, then one that
+    measured none of its campaign (its column would mix two machines), then any; None when every one is taken."""
+    taken, placed, alive = set(), [], {n.node_id for n in chosen}
+    for run in sorted(runs, key=lambda r: str(r.origin.db).removeprefix(ORIGIN) not in alive):  # own nodes first
+        fits = [n for n in chosen if same_kind(kinds[n.node_id], run.fingerprint)]
+        if not fits:
+            raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
+                             f"({run.fingerprint.get('cpu_model')}, {run.fingerprint.get('cores')})")  # fmt: skip
+        own, others = str(run.origin.db).removeprefix(ORIGIN), campaigns.get(run.spec.get("campaign") or "", set())
+        free = sorted([n for n in fits if n.node_id not in taken], key=lambda n: (n.node_id != own,
+                                                                                  n.node_id in others))  # fmt: skip
+        placed.append((run, free[0] if free else None))
+        taken.update(n.node_id for n in free[:1])
+    return sorted(placed, key=lambda p: p[0].id)
 
 
 def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict]:
