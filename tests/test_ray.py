@@ -272,6 +272,47 @@ def test_flags_every_node_refused_are_said_once(capsys):
     assert capsys.readouterr().err == ""
 
 
+class TaskError(RuntimeError):
+    """Ray's RayTaskError as `_kinds` meets it: the node's own exception under `cause`."""
+
+    def __init__(self, cause):
+        super().__init__(f"\x1b[36mray::NodeSweep.kind()\x1b[39m (pid=1)\n  File ...\n{cause!r}")
+        self.cause = cause
+
+
+class KindRay(PollingRay):
+    """Ray whose actor on each node answers `kind` with what `answers` gives that node (an exception: raised)."""
+
+    def __init__(self, answers: dict):
+        self.answers = answers
+
+    def remote(self, **resources):
+        return lambda cls: SimpleNamespace(options=self.options)
+
+    def options(self, scheduling_strategy, **kwargs):
+        answer = self.answers[scheduling_strategy.node_id]
+        return SimpleNamespace(remote=lambda: SimpleNamespace(kind=SimpleNamespace(remote=lambda fw: answer),
+                                                              close=Remote(None)))  # fmt: skip
+
+    def get(self, result, timeout=None):
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+
+def test_resume_passes_over_a_node_that_cannot_say_its_kind(capsys):
+    """A node without torch among the live ones: --resume used to end on its Ray traceback (ANSI codes and all, as
+    one error line); it is now warned of and passed over, the others taken."""
+    require("ray")
+    infos = fleet.select(NODES, None)
+    bare = UsageError("checking the frameworks and devices: the torch probe failed: ImportError: No module")
+    kinds = fleet._kinds(KindRay({"a" * 56: TaskError(bare), "b" * 56: {"cpu_model": "X"}}), infos, ["torch"])
+    assert kinds == {"a" * 56: None, "b" * 56: {"cpu_model": "X"}}
+    assert capsys.readouterr().err == f"dlperf: warning: node aaaaaaaa (box1) is passed over: {bare}\n"
+    [(_, info)] = fleet.place([lost_run(1, "a")], infos, kinds, {})
+    assert info.host == "box2"
+
+
 # --- a local cluster of two nodes ------------------------------------------------------------------------------------
 # The slow tests run two at a time (make test-slow): each one's Ray processes carry a token of its own in their
 # environment, and its Ray session files go to a folder of its own, so one test's clean-up never touches another's.

@@ -424,11 +424,15 @@ def _stop(ray, store: Store, node: Node) -> None:
 
 def _close(ray, nodes: list[Node]) -> None:
     for node in nodes:
-        try:
-            ray.get(node.actor.close.remote(), timeout=STOP_GRACE_S + 10)
-        except ray.exceptions.RayError:
-            pass
-        ray.kill(node.actor)
+        close_actor(ray, node.actor)
+
+
+def close_actor(ray, actor) -> None:
+    try:
+        ray.get(actor.close.remote(), timeout=STOP_GRACE_S + 10)
+    except ray.exceptions.RayError:
+        pass
+    ray.kill(actor)
 
 
 def unfinished(store: Store, run_id: int) -> list[str]:
@@ -561,7 +565,7 @@ def place(runs: list[RunRecord], chosen: list[NodeInfo], kinds: dict[str, dict],
     measured none of its campaign (its column would mix two machines), then any; None when every one is taken."""
     taken, placed, alive = set(), [], {n.node_id for n in chosen}
     for run in sorted(runs, key=lambda r: str(r.origin.db).removeprefix(ORIGIN) not in alive):  # own nodes first
-        fits = [n for n in chosen if same_kind(kinds[n.node_id], run.fingerprint)]
+        fits = [n for n in chosen if kinds[n.node_id] is not None and same_kind(kinds[n.node_id], run.fingerprint)]
         if not fits:
             raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
                              f"({run.fingerprint.get('cpu_model')}, {run.fingerprint.get('cores')})")  # fmt: skip
@@ -573,8 +577,9 @@ def place(runs: list[RunRecord], chosen: list[NodeInfo], kinds: dict[str, dict],
     return sorted(placed, key=lambda p: p[0].id)
 
 
-def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict]:
-    """Each chosen node's fingerprint, asked of a short-lived actor there."""
+def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict | None]:
+    """Each chosen node's fingerprint, asked of a short-lived actor there; None for a node that cannot say it (the
+    framework missing there, say): warned, and no run resumes on it."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     found = {}
@@ -584,7 +589,10 @@ def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict
         ).remote()  # fmt: skip
         try:
             found[info.node_id] = ray.get(actor.kind.remote(frameworks), timeout=300)
+        except ray.exceptions.RayError as exc:  # a timeout included
+            found[info.node_id] = None
+            why = server_reason(getattr(exc, "cause", None) or exc)  # a task's error: the node's own exception
+            print(f"dlperf: warning: {info.describe()} is passed over: {why}", file=sys.stderr)
         finally:
-            ray.get(actor.close.remote())
-            ray.kill(actor)
+            close_actor(ray, actor)
     return found
