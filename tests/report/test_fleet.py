@@ -124,6 +124,13 @@ def test_a_table_of_one_run_names_the_views_of_several(lab, args, said):
     one_line_error(dlperf("table", *args, db=lab), said)
 
 
+def test_a_table_of_one_campaign_run_names_the_others_and_the_view_of_them(lab):
+    """After a --ray sweep, `dlperf table` showed the latest node's run with no word of the other node's run."""
+    said = table(lab, "--run", "2")
+    assert "run 2 is one of campaign lab's 2 runs (also 1): `dlperf table --campaign lab` shows" in said
+    assert "is one of campaign" not in table(lab, "--run", "3")  # a run of no campaign
+
+
 def test_the_campaigns_there_are_named_when_one_is_unknown(lab):
     one_line_error(dlperf("table", "--campaign", "lob", db=lab), "(campaigns there: lab)")
 

@@ -91,6 +91,19 @@ def unfinished_note(store, state, db: str) -> list[str]:
     return [f"{state.summary()}; --resume takes the latest unfinished run, {latest.id}"]
 
 
+def campaign_note(store, run) -> list[str]:
+    """A run of a campaign of several (`dlperf run --campaign`, a --ray sweep's run per node) says the others exist,
+    and which view shows the machines side by side: the table shows one run, the latest by default."""
+    name = run.spec.get("campaign")
+    if not name:
+        return []
+    others = [r.id for r in store.runs() if r.spec.get("campaign") == name and r.id != run.id]
+    if not others:
+        return []
+    return [f"run {run.id} is one of campaign {name}'s {len(others) + 1} runs (also {', '.join(map(str, others))}): "
+            f"`dlperf table --campaign {shlex.quote(name)}` shows its machines side by side"]  # fmt: skip
+
+
 def sessions_note(state, cells: list) -> list[str]:
     """A run measured in more than one session (resumed after an interrupt or a crash) says so: its cells, or one
     cell's processes, may have met different states of the machine, hours apart."""
@@ -136,7 +149,7 @@ def print_table(
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
         state = run_state(store, run)
-        unfinished = unfinished_note(store, state, db) + sessions_note(state, cells)
+        unfinished = unfinished_note(store, state, db) + sessions_note(state, cells) + campaign_note(store, run)
     finally:
         store.close()
     if best:
