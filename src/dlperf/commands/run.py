@@ -474,10 +474,23 @@ def run_fleet(args, db: str) -> int:
         return code
     from dlperf.report.fleet import read
 
-    view = read(db, None, runs)  # this sweep's runs, named by their campaign
-    if args.campaign:
-        view.name = f"campaign {args.campaign} ({view.name})"
+    view = read(db, None, runs)  # this sweep's runs, named by their campaign (a resumed sweep's: the runs' own)
+    campaign = args.campaign or _campaign(db, runs)
+    if campaign:
+        view.name = f"campaign {campaign} ({view.name})"
     show_fleet(view)
-    again = f"; all of campaign {args.campaign}: dlperf table --campaign {args.campaign}" if args.campaign else ""
+    again = f"; all of campaign {campaign}: dlperf table --campaign {shlex.quote(campaign)}" if campaign else ""
     print(f"dlperf: a run per node: {', '.join(map(str, runs))} (dlperf table --run N){again}", file=sys.stderr)
     return code
+
+
+def _campaign(db: str, runs: list[int]) -> str | None:
+    """The campaign `runs` name (stored in their spec), when they name one and the same."""
+    from dlperf.report.load import campaign_of
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return campaign_of([r for r in store.runs() if r.id in runs])
+    finally:
+        store.close()
