@@ -192,7 +192,9 @@ def table(framework: str, implemented: frozenset[Mode], cells: dict[tuple[str, s
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize(  # JAX's and TensorFlow's: over ten seconds each, with the slow tests (CI runs both)
+    "framework", [pytest.param(f, marks=pytest.mark.slow) if f in ("jax", "tensorflow") else f for f in FRAMEWORKS]
+)
 def test_every_mode_builds_or_is_unsupported(framework):
     implemented, cells = results(framework)
     assert Mode.FP32 in implemented, f"{framework}: every backend runs the reference mode"

@@ -232,8 +232,9 @@ def test_a_v3_file_is_upgraded_and_gets_the_comm_table(tmp_path):
 # End to end: torchrun, gloo, CPU
 
 
+@pytest.mark.slow
 def test_two_processes_measure_every_size_correctly_and_store_it(tmp_path, torch):
-    """In the fast run (make test): the gloo all-reduce of every size summed right on both ranks, and stored."""
+    """The gloo all-reduce of every size summed right on both ranks, and stored."""
     db = tmp_path / "tmp.db"
     proc = dlperf("comm", "--nproc", "2", *QUICK, "--sizes", "4K:1M", "--factor", "16", "--format", "json", db=db)
     assert proc.returncode == 0, proc.stderr

@@ -70,6 +70,7 @@ def test_bad_input_is_one_line_and_stores_nothing(tmp_path, capsys, args, fragme
     assert not db.exists()
 
 
+@pytest.mark.slow
 def test_the_largest_batch_under_max_memory_is_the_true_boundary(tmp_path, wide):
     """The limit is the process's own start (measured as fit measures it) and room for about six samples: the answer
     N fits and is stored measured, N+1 was tried and is stored as out of memory at its batch, not as a crash."""

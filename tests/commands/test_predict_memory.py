@@ -94,6 +94,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
     assert not (tmp_path / "x.db").exists()
 
 
+@pytest.mark.slow
 def test_a_step_that_cannot_be_traced_is_one_line_as_without_memory(tmp_path):
     """A forward that reads a tensor's value (`.item()`) cannot run on fake tensors: predict without --memory said so
     in one line (exit 2), with --memory it printed an empty table and exit 0."""

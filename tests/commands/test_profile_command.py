@@ -212,6 +212,7 @@ def test_a_slow_step_is_profiled_within_max_time_plus_the_stated_allowance(tmp_p
     assert wall <= 2 + allowance, (wall, planning, startup, cell.median_s, timeline.children)
 
 
+@pytest.mark.slow
 def test_with_real_data_a_loader_cells_profile_puts_its_wait_under_data(tmp_path):
     """`dlperf profile --data DIR --loaders w0`: the loader cell is profiled with its loader, its wait for each batch
     a share of its own (`data`), beside the same cell on synthetic data, which waits for nothing."""

@@ -46,6 +46,10 @@ print(json.dumps(out))
 """
 
 
+# every backend trains a model of each kind in its own interpreter: minutes; run by `make test-slow` (CI)
+pytestmark = pytest.mark.slow
+
+
 @pytest.fixture(scope="module", params=FRAMEWORKS)
 def described(request):
     framework = request.param

@@ -330,6 +330,7 @@ def measurements(db: Path) -> dict[str, dict]:
     return {w: {"status": s, "error": e, **json.loads(d)} for w, s, e, d in rows}
 
 
+@pytest.mark.slow
 def test_a_forked_cells_crash_hang_or_kill_fails_only_that_cell(tmp_path):
     require("torch")
     models, hang_file, db = tmp_path / "faults.py", tmp_path / "hang", tmp_path / "d.db"

@@ -363,6 +363,7 @@ start = time.perf_counter(); result = run(); out({"result": result, "s": time.pe
 # The loss check
 
 
+@pytest.mark.slow
 def test_xla_trains_like_graph_mode():
     got = tf_run("""
 out({name: tb.loss_check(BUILTIN[name], "cpu", "compile") for name in ("tiny-fcn-r", "tiny-resnet-56")})

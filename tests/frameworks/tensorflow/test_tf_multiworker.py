@@ -181,6 +181,7 @@ print(json.dumps({"loss": loss, "weights": [v.numpy().ravel().tolist() for v in 
 """
 
 
+@pytest.mark.slow
 def test_two_workers_step_as_one_device_on_the_whole_batch(tmp_path):
     """Two workers on loopback, each on its half of a batch of 8, against one device on all of it, from the same
     weights: the same loss and the same weights after a step, within fp32 rounding."""
@@ -208,6 +209,7 @@ def test_two_workers_step_as_one_device_on_the_whole_batch(tmp_path):
 # End to end
 
 
+@pytest.mark.slow
 def test_a_multiworker_cell_is_stored_ok(tmp_path):
     framework_python(TF)
     db = tmp_path / "m.db"

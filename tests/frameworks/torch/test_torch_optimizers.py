@@ -171,6 +171,7 @@ def test_predicts_operator_count_of_an_adamw_model(adamw_user):
     assert any(op["phase"] == "optimizer" for op in answer["ops"])
 
 
+@pytest.mark.slow
 def test_predict_of_an_adamw_model_end_to_end(tmp_path):
     source = tmp_path / "mine.py"
     source.write_text(mlp_factory(16, 4, ADAMW))
