@@ -441,6 +441,7 @@ def test_the_jax_section_holds_each_cell_against_a_plain_jax_loop(monkeypatch):
     assert cells_env["JAX_COMPILATION_CACHE_DIR"] == loop_env["JAX_COMPILATION_CACHE_DIR"] == "/check/jax-cache"
 
 
+@pytest.mark.slow
 def test_the_plain_jax_loop_runs_the_step_dlperf_builds_in_jaxs_interpreter(tmp_path):
     """Five blocks of tiny-fcn-r's JAX step on the CPU, in JAX's own interpreter, as the jax section runs it."""
     from conftest import framework_python

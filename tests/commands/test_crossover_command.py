@@ -121,6 +121,7 @@ def test_the_paper_check_sets_seven_predictions_beside_the_papers_gtx_1080(tmp_p
     assert not list(tmp_path.iterdir())  # no store: nothing was measured
 
 
+@pytest.mark.slow
 def test_a_count_that_never_ends_is_stopped_at_the_timeout_and_stores_nothing(tmp_path):
     """The operators are counted before anything is measured, within --timeout as every process of the command."""
     from commands.test_predict_command import SLEEPY

@@ -2,6 +2,8 @@
 
 import os
 
+import pytest
+
 from conftest import dlperf, one_line_error
 
 HEADER = "gpu,model,task,framework,precision,batch_per_gpu,metric,value,unit,source,notes\n"
@@ -65,6 +67,7 @@ def peak_rss(*args: str) -> tuple[int, int]:
     return int(code), int(rss)
 
 
+@pytest.mark.slow
 def test_the_largest_batch_counts_in_the_memory_of_a_small_one():
     """tiny-fcn-r at a batch of 2**20 would hold 3.3 GB of real inputs; counted on fake tensors it holds none."""
     small, large = (peak_rss("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", "fp32", "--batch", str(b))
@@ -158,6 +161,7 @@ def test_ctrl_c_while_the_rows_are_counted_is_exit_130_with_no_report_and_no_pro
     assert not glob.glob(os.path.join(tempfile.gettempdir(), f"dlperf-{parent.pid}-*"))
 
 
+@pytest.mark.slow
 def test_a_second_predict_reads_the_count_kept_and_no_cache_counts_again(tmp_path):
     """The count is kept in DATA_DIR/cache/opcounts: an entry changed there (ten times the calls) is what the second
     run predicts from, and --no-cache counts again."""

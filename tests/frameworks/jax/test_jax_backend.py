@@ -94,6 +94,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_full_size_networks_have_the_reference_parameters_and_shapes():
     found = run_in("jax", FULL_SIZE, *(w.name for w in SUITE))
@@ -133,6 +134,7 @@ print(json.dumps({
 )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_steps_learn_update_the_whole_state_in_place_and_compile_once():
     found = run_in("jax", STEPS)
@@ -161,6 +163,7 @@ print(json.dumps({"leaves": len(leaves), "pending_after_step": pending,
 )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_sync_waits_for_every_array_of_the_updated_state():
     found = run_in("jax", SYNC)
@@ -203,6 +206,7 @@ print(json.dumps({
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_a_step_for_another_device_is_made_on_the_cpu_and_moved_there_whole():
     """On a GPU every initializer made there is an XLA program compiled for it (a JAX cell's build took 8.3-8.8 s on
@@ -245,6 +249,7 @@ def matrix_product_flops(name: str) -> int:
     return head + c["layers"] * layer
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_xla_counts_the_flops_and_plans_the_memory_of_the_step():
     found = run_in("jax", COUNTS, "tiny-fcn-r", "tiny-lstm")

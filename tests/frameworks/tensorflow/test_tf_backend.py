@@ -43,6 +43,7 @@ def tensorflow_present():
 # Models
 
 
+@pytest.mark.slow
 def test_parameter_counts_equal_the_reference_but_the_lstm_bias():
     got = tf_run("""
 out({w.name: [sum(math.prod(v.shape) for v in tf_models.build_model(w).trainable_variables),
@@ -57,6 +58,7 @@ out({w.name: [sum(math.prod(v.shape) for v in tf_models.build_model(w).trainable
     assert got["lstm"][0] == 6_180_624
 
 
+@pytest.mark.slow
 def test_padding_follows_pytorch_and_inputs_are_nhwc():
     got = tf_run("""
 shapes = {}
@@ -101,6 +103,7 @@ out({"kernel": extent(fcn, "dense/kernel"), "bias": extent(fcn, "dense/bias"),
     assert got["embedding_std"] == pytest.approx(1.0, abs=0.1)
 
 
+@pytest.mark.slow
 def test_batchnorm_trains_with_pytorchs_momentum_and_epsilon_and_resnet50_has_no_conv_bias():
     got = tf_run("""
 train = tb.build(BUILTIN["tiny-resnet-50"], "cpu", "fp32")
@@ -119,6 +122,7 @@ out({"momentum": sorted({l.momentum for l in bns}), "epsilon": sorted({l.epsilon
 # The step, the optimizer and synchronization
 
 
+@pytest.mark.slow
 def test_step_then_sync_leaves_the_weights_updated_by_pytorchs_sgd_formula():
     """Two steps of SGD with momentum: after step()+sync() every weight holds p - lr * b, b = momentum * b + g (the
     PyTorch formula), with g computed here, eagerly, from the weights before each step."""
@@ -141,6 +145,7 @@ out({"max_error": max(errors), "traces": train.function.experimental_get_tracing
     assert got["max_error"] < 1e-6 and got["traces"] == 1
 
 
+@pytest.mark.slow
 def test_same_seed_same_weights_and_the_batch_never_depends_on_it():
     got = tf_run("""
 a, b, c = (tb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32", seed=s) for s in (0, 0, 1))
@@ -165,6 +170,7 @@ out({"shapes": [list(train.inputs.shape), list(train.targets.shape)], "losses": 
     assert got["settings"]["param_deviation"] == -4 * 16 * 2
 
 
+@pytest.mark.slow
 def test_embedding_gradient_is_made_dense_so_the_clipped_norm_is_the_true_norm():
     """A token that occurs twice gets two gradient rows in tf.gather's IndexedSlices: the norm of those rows is not
     the norm of the gradient. The step clips as PyTorch does, on the dense gradient."""
@@ -193,6 +199,7 @@ out({"max_error": max(got), "sparse": isinstance(grads[0], tf.IndexedSlices),
 # Modes
 
 
+@pytest.mark.slow
 def test_graph_mode_and_xla_set_jit_compile_explicitly_and_trace_once():
     got = tf_run("""
 res = {}
@@ -263,6 +270,7 @@ out({"ours": train.count_flops(), "profiler_matmul": profiler["MatMul"]})
     assert got["ours"]["flops_by_dtype"] == {"fp32": expected}
 
 
+@pytest.mark.slow
 def test_conv_flops_skip_the_first_convolutions_input_gradient_and_lstm_counts_every_time_step():
     got = tf_run("""
 out({name: tb.build(BUILTIN[name], "cpu", "fp32").count_flops()["flops_by_op"]
@@ -284,6 +292,7 @@ out({name: tb.build(BUILTIN[name], "cpu", "fp32").count_flops()["flops_by_op"]
 # Memory, threads, probe
 
 
+@pytest.mark.slow
 def test_memory_of_step_reports_the_resident_set_peak():
     got = tf_run("""
 train = tb.build(BUILTIN["tiny-fcn-s"], "cpu", "fp32")
@@ -326,6 +335,7 @@ out({"busy": sum(w > 0.2 * work[0] for w in work), "cpu_s": [round(w, 3) for w i
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("threads", [1, 2, "above the CPUs"])
 def test_a_training_step_runs_on_that_many_threads(threads):
@@ -375,6 +385,7 @@ out({name: tb.loss_check(BUILTIN[name], "cpu", "compile") for name in ("tiny-fcn
         assert check["first_update_difference"] < 1e-4 and check["loss_difference"] < 1e-4
 
 
+@pytest.mark.slow
 def test_an_xla_step_with_a_learning_rate_ten_percent_off_fails():
     got = tf_run("""
 import dataclasses

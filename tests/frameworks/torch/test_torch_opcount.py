@@ -227,6 +227,7 @@ print(json.dumps({"rss": rss, "forward": forward, "reference": reference.get_tot
 """
 
 
+@pytest.mark.slow
 def test_resnet50_at_256_counts_without_its_activations():
     got = run_in("torch", RESNET50, timeout=120)
     assert got["rss"] < 3 * 2**30  # real activations would be about 25 GB
