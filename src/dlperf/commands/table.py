@@ -245,8 +245,9 @@ def print_pipeline(groups: list) -> None:
         print_rich(data.render_rich(group), [*data.lines(group), *legend])
 
 
-def _samples(store, run_id: int, cells: list, faults: list) -> dict[str, list[list[float]]]:
-    """Each cell's raw steps; a cell whose samples no longer decode is dropped from `cells` and named in `faults`."""
+def _samples(store, run_id: int, cells: list, faults: list | None) -> dict[str, list[list[float]]]:
+    """Each cell's raw steps. A cell whose samples no longer decode is dropped from `cells` and named in `faults`;
+    with `faults` None it just has none and keeps its place (the fastest framework's interval goes without it)."""
     from dlperf.errors import UnreadableRow
 
     samples = {}
@@ -254,25 +255,15 @@ def _samples(store, run_id: int, cells: list, faults: list) -> dict[str, list[li
         try:
             samples[cell.key] = store.samples(run_id, cell.key)
         except UnreadableRow as fault:
-            faults.append(fault)
-            cells.remove(cell)
+            if faults is not None:
+                faults.append(fault)
+                cells.remove(cell)
     return samples
 
 
 def _framework_samples(store, run_id: int, cells: list) -> dict[str, list[list[float]]]:
-    """Where the run measured several frameworks, each cell's steps, for the fastest framework's interval; a cell
-    whose samples no longer decode just has none (it keeps its place in the table)."""
-    from dlperf.errors import UnreadableRow
-
-    if len({c.framework for c in cells}) < 2:
-        return {}
-    samples = {}
-    for cell in cells:
-        try:
-            samples[cell.key] = store.samples(run_id, cell.key)
-        except UnreadableRow:
-            continue
-    return samples
+    """Where the run measured several frameworks, each cell's steps, for the fastest framework's interval."""
+    return _samples(store, run_id, cells, None) if len({c.framework for c in cells}) > 1 else {}
 
 
 def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
