@@ -62,7 +62,8 @@ codecs.register_error("dlperf.plain", plain)
 
 
 def encodable(stream) -> None:
-    """`stream` writes what its encoding lacks as `plain` does; one that can write "µ" (UTF-8, Latin-1) is kept."""
+    """`stream` writes what its encoding lacks as `plain` does (Latin-1 keeps "µ", only "→" becomes "->"); a stream
+    that can write both (UTF-8) is left as it is."""
     try:
         "µ→".encode(stream.encoding or "utf-8")
     except UnicodeEncodeError:
@@ -75,7 +76,8 @@ def encodable(stream) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     out, err = sys.stdout, sys.stderr
-    encodable(out), encodable(err)
+    encodable(out)
+    encodable(err)
     sys.stdout, sys.stderr = Stream(out, fails=True), Stream(err, fails=False)
     try:
         try:
