@@ -442,3 +442,16 @@ def test_a_read_only_file_system_is_named_as_such_not_as_permissions(tmp_path, m
     assert why_unwritable(tmp_path) == "permission denied"  # a writable mount: only permissions could refuse here
     monkeypatch.setattr(os, "statvfs", lambda path: SimpleNamespace(f_flag=os.ST_RDONLY))
     assert why_unwritable(tmp_path) == "its file system is read-only"
+
+
+def test_a_resume_the_store_cannot_lease_is_one_line_and_writes_nothing(tmp_path):
+    """--resume takes the run's lease first, its first write: on a full disk (or a store locked past the timeout)
+    that was a traceback from SQLite (sqlite3.OperationalError: disk I/O error), now one line naming the lease."""
+    db = tmp_path / "d.db"
+    store = Store.open(db, create=True)
+    store.create_run({}, {}, {}, ["dlperf", "run"], [])
+    store.close()  # released: its process is gone, as a killed dlperf's
+    before = db.read_bytes()
+    proc = dlperf("run", "--resume", "--db", db, preexec=file_limit(1000))  # no journal fits
+    one_line_error(proc, f"--db '{db}'", "could not store run 1's lease")
+    assert db.read_bytes() == before

@@ -162,7 +162,8 @@ class Store(MachineFigures):
         if self.version < LEASES:  # a file kept at an old version (written as an older dlperf did): no leases
             return None
         holder = lease.me()
-        stale = lease.acquire(self.conn, run_id, holder)
+        with self._writing(f"run {run_id}'s lease"):  # a full disk, or a writer holding the file past the timeout
+            stale = lease.acquire(self.conn, run_id, holder)
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
         self.sessions[run_id] = self._latest_session(run_id) + 1
         return stale
