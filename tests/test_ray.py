@@ -448,41 +448,73 @@ def test_ray_client_drives_a_sweep_from_outside_the_cluster(cluster, no_ray_left
 
 @pytest.mark.slow
 def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster, tmp_path):
+    """The worker's raylet killed mid-sweep (a crash), the head's sweep going on: the driver says which node was lost
+    in its own words, Ray's pages of the raylet's log go to DB.ray.log, not the terminal; resumed on a new node, the
+    cells left are that node's run (they used to be credited to the lost node's), the lost run kept as it was."""
     db = tmp_path / "fleet.db"
     [worker] = cluster.worker_nodes
-    longer = [
-        "--workloads",
-        "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56",
-        *SWEEP[2:],
-        "--repeats",
-        "3",
-        "--min-time",
-        "1",
-        "--max-time",
-        "1",
-    ]  # 9 processes of a second or more: the node dies mid-sweep
-    cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", cluster.address, "--nodes", "kind=worker"]
-    cmd += ["--db", str(db)]
+    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r,tiny-resnet-56", *SWEEP[2:], "--repeats", "3",
+              "--min-time", "1", "--max-time", "1"]  # fmt: skip
+    cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", cluster.address, "--db", str(db)]
+    # 9 processes of a second or more: the node dies mid-sweep
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and proc.poll() is None and not measured(db):
+    while time.monotonic() < deadline and proc.poll() is None and not measured(db, worker.node_id):
         time.sleep(0.5)
-    cluster.remove_node(worker)
-    _, err = proc.communicate(timeout=180)
+    crash(worker)
+    out, err = proc.communicate(timeout=240)
+    cluster.remove_node(worker, allow_graceful=False)
     assert proc.returncode == 1, err
-    assert "was lost" in err and "not measured:" in err and "--resume --ray" in err
-    [(run, cells)] = fleet_runs(db).values()
-    assert run.status == "interrupted"
-    left = unfinished(
-        db, run.id
-    )  # cells with a repeat to measure (a cell with one of its repeats is no longer pending)
+    assert "state-dump" not in out + err and "(raylet)" not in out + err and "rpc_code" not in err, out + err
+    assert f"dlperf: Ray's own messages of this sweep are in {db}.ray.log" in err
+    assert f"node {worker.node_id[:8]} (host " in err and "was lost at" in err and "left to measure:" in err
+    lost, _ = fleet_runs(db)[worker.node_id]
+    assert lost.status == "interrupted"
+    left, kept = unfinished(db, lost.id), processes(db, lost.id)
     assert left and all(label in err for label in left), (left, err)
     cluster.add_node(num_cpus=1, labels={"kind": "worker"})
     cluster.wait_for_nodes()
     again = dlperf("run", "--resume", "--ray", cluster.address, "--nodes", "kind=worker", db=db, timeout=300)
     assert again.returncode == 0, again.stderr
-    [(run, cells)] = fleet_runs(db).values()
+    runs = fleet_runs(db)
+    [new] = set(runs) - {cluster.head_node.node_id, worker.node_id}
+    (run, cells), (lost, _) = runs[new], runs[worker.node_id]
     assert run.status == "complete" and all(c.status.value == "ok" for c in cells), [c.status for c in cells]
+    assert run.env["continues"] == lost.id and sorted(c.cell.label for c in cells) == sorted(
+        label.rpartition(" (")[0] for label in left)  # fmt: skip
+    assert lost.status == "interrupted" and processes(db, lost.id) == kept  # nothing of the new node's in it
+
+
+def crash(node) -> None:
+    """The node's raylet and its sweep's actor killed, as the OOM killer would (an actor outlives its raylet for
+    a while: it answers the driver directly); its agent lives on, to publish the raylet's end to every driver."""
+    raylet = node.all_processes["raylet"][0].process
+    actors = [pid for pid in children(raylet.pid) if _command(pid).startswith("ray::NodeSweep")]
+    raylet.kill()
+    for pid in actors:
+        os.kill(pid, signal.SIGKILL)
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for path in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(path) as f:
+                if int(f.read().rpartition(")")[2].split()[1]) == pid:
+                    found.append(int(path.split("/")[2]))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def processes(db, run_id: int) -> set:
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return store.done_repeats(run_id)
+    finally:
+        store.close()
 
 
 def unfinished(db, run_id: int) -> list[str]:
@@ -495,11 +527,12 @@ def unfinished(db, run_id: int) -> list[str]:
         store.close()
 
 
-def measured(db) -> bool:
+def measured(db, node_id: str) -> bool:
     if not os.path.exists(db):
         return False
     try:
-        return any(any(c.status.value != "pending" for c in cells) for _, cells in fleet_runs(db).values())
+        _, cells = fleet_runs(db).get(node_id, (None, []))
+        return any(c.status.value != "pending" for c in cells)
     except Exception:  # the store is being written
         return False
 

@@ -1,15 +1,18 @@
 """`dlperf run --ray ADDRESS`: one sweep over the nodes of a Ray cluster, each node's cells a run of its own.
 
 Each chosen node measures its cells exactly as `dlperf run` there would: a Ray actor pinned to the node
-(`NodeSweep`, NodeAffinitySchedulingStrategy, no CPU reserved) starts `python -m dlperf run ...` with the user's own
-flags into a store file of the node's own, so the node's worker, its child per cell, its thread counts (up to its
-cores), its GPUs and its framework environments are the ones used. The driver polls each actor; an actor answers with
-its run's rows whenever they changed, and the driver writes them into its store as that node's run (the node's
-environment and fingerprint; origin `ray:NODE_ID`), leased to the driver while it streams.
+(`fleet_node.NodeSweep`, NodeAffinitySchedulingStrategy, no CPU reserved) starts `python -m dlperf run ...` with the
+user's own flags into a store file of the node's own, so the node's worker, its child per cell, its thread counts (up
+to its cores), its GPUs and its framework environments are the ones used. The driver polls each actor; an actor
+answers with its run's rows whenever they changed, and the driver writes them into its store as that node's run (the
+node's environment and fingerprint; origin `ray:NODE_ID`), leased to the driver while it streams.
 
-A node that dies keeps in the driver's store what it had sent: its run is left interrupted, its unfinished cells are
-named, and `dlperf run --resume --ray ADDRESS` measures just those on a live node of the same kind (`same_kind`).
-A cluster dlperf started itself (`--ray local`) is stopped when it ends; one it joined is left as it was.
+A node that dies keeps in the driver's store what it had sent: its run is left interrupted, and the driver says in
+its own words which node was lost, when, and the cells it left; Ray's own words, and what Ray prints of the cluster's
+errors, go to a log beside the store (`RayLog`). `dlperf run --resume --ray ADDRESS` measures what is left on a live
+node of the same kind (`same_kind`): in the run itself on its own node, else as a run of the node that measures it
+(`fleet_node.continuation`). A cluster dlperf started itself (`--ray local`) is stopped when it ends; one it joined is
+left as it was.
 
 Ray is imported by this module only, and this module only by `dlperf run --ray`.
 """
@@ -20,17 +23,18 @@ import json
 import logging
 import os
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from dlperf import envinfo
 from dlperf.errors import MissingDependency, UsageError
+from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
@@ -38,9 +42,6 @@ from dlperf.store.location import check_path
 from dlperf.store.records import Origin, RunRecord
 
 POLL_S = 0.5  # how often the driver asks each node for what finished
-STOP_GRACE_S = 30.0  # a node's sweep stopped (SIGTERM: what finished is kept) before it is killed
-# Ray hides a node's GPUs from an actor that asked for none; the node's sweep must see its own GPUs.
-NODE_ENV = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
 LOCAL_FLAGS = ("--ray", "--nodes", "--db", "--resume")  # the driver's own: a node's sweep gets its own --db
 
 
@@ -50,9 +51,15 @@ class NodeInfo:
     host: str
     labels: dict
     resources: dict
+    address: str = ""  # the node's IP, as Ray reaches it
 
     def describe(self) -> str:
         return f"node {self.node_id[:8]} ({self.host})"
+
+    def where(self) -> str:
+        """ "node 2a16eca0 (host vm, address 10.0.0.2)": which machine, to find it by."""
+        address = f", address {self.address}" if self.address and self.address != self.host else ""
+        return f"node {self.node_id[:8]} (host {self.host}{address})"
 
 
 def parse_nodes(text: str) -> tuple[str, str] | None:
@@ -69,7 +76,7 @@ def select(nodes: list[dict], wanted: tuple[str, str] | None) -> list[NodeInfo]:
     """The alive nodes of `ray.nodes()` that `--nodes` chose; none is a UsageError naming what the cluster has."""
     alive = [
         NodeInfo(n["NodeID"], n.get("NodeManagerHostname") or n.get("NodeManagerAddress", "?"),
-                 dict(n.get("Labels") or {}), dict(n.get("Resources") or {}))
+                 dict(n.get("Labels") or {}), dict(n.get("Resources") or {}), n.get("NodeManagerAddress") or "")
         for n in nodes if n.get("Alive")
     ]  # fmt: skip
     chosen = [n for n in alive if wanted is None or _matches(n, *wanted)]
@@ -217,117 +224,6 @@ def same_kind(a: dict, b: dict) -> bool:
     return envinfo.alike(a, b, ignore=("hostname", "memory_gib"))
 
 
-# --- the node's side: an actor pinned to it --------------------------------------------------------------------------
-class NodeSweep:
-    """One node's sweep: `dlperf run` into a store file of the node's own, its run's rows read back when they change."""
-
-    def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="dlperf-ray-")
-        self.db = os.path.join(self.dir, "node.db")
-        self.proc: subprocess.Popen | None = None
-        self.sent: str | None = None
-        self.read = 0  # bytes of the sweep's stderr read by `_said`
-
-    def kind(self, frameworks: list[str]) -> dict:
-        """This node's fingerprint, as `dlperf run --resume` would capture it."""
-        from dlperf.plan import framework_info
-
-        return envinfo.fingerprint(envinfo.capture(framework_info(frameworks)))
-
-    def start(self, argv: list[str], rows: RunRows | None = None) -> None:
-        """`dlperf ARGV` here; `rows`: an unfinished run of another node of this kind, resumed here."""
-        if rows is not None:
-            self._take_over(rows)
-            argv = ["run", "--resume"]
-        env = node_environ()
-        with open(os.path.join(self.dir, "out"), "wb") as out, open(os.path.join(self.dir, "err"), "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "dlperf", *argv, "--db", self.db], stdout=out,
-                                         stderr=err, env=env, preexec_fn=lifeline.before_exec())  # fmt: skip
-
-    def _take_over(self, rows: RunRows) -> None:
-        """The run written here as this node's, so `--resume` takes it up: this node's fingerprint replaces the dead
-        one's (the same kind, `same_kind`), and its finished processes are kept."""
-        spec = json.loads(rows.run["spec_json"])
-        mine = self.kind(spec.get("frameworks") or ["torch"])
-        run = {**rows.run, "status": "interrupted", "fingerprint_json": json.dumps(mine)}
-        store = Store.open(self.db, create=True)
-        try:
-            with store.transaction():
-                store.insert_copy(run, rows.cells, rows.measurements, Origin("ray driver", rows.run["id"], now()),
-                                  rows.profiles, rows.predictions)  # fmt: skip
-        finally:
-            store.close()
-
-    def poll(self) -> dict:
-        """{"rows": the run's rows if they changed since the last poll, else None; "exit": the sweep's exit code once
-        it ended; "error": its last line on stderr}."""
-        code = self.proc.poll() if self.proc else None
-        rows = self._rows()
-        if rows is not None:
-            signature = repr((rows.run.get("status"), rows.cells, rows.measurements, rows.profiles))
-            rows, self.sent = (rows, signature) if signature != self.sent else (None, self.sent)
-        return {"rows": rows, "exit": code, "error": self._last_error() if code else None, "said": self._said()}
-
-    def _said(self) -> list[str]:
-        """The warnings the sweep printed since the last poll (its progress lines stay here)."""
-        with open(os.path.join(self.dir, "err"), "rb") as f:
-            f.seek(self.read)
-            text = f.read()
-        complete = text[: text.rfind(b"\n") + 1]
-        self.read += len(complete)
-        lines = complete.decode(errors="replace").splitlines()
-        return [x.removeprefix("dlperf: warning: ") for x in lines if x.startswith("dlperf: warning: ")]
-
-    def _rows(self) -> RunRows | None:
-        if not os.path.exists(self.db):
-            return None
-        try:
-            store = Store.open(self.db, create=False)
-        except UsageError:
-            return None  # not created yet
-        try:
-            runs = store.rows("runs")
-            return store.check_run(runs[-1]["id"]) if runs else None
-        except UsageError:
-            return None  # mid-write: the next poll reads it
-        finally:
-            store.close()
-
-    def _last_error(self) -> str:
-        with open(os.path.join(self.dir, "err"), "rb") as f:
-            lines = [x for x in f.read().decode(errors="replace").splitlines() if x.strip()]
-        return lines[-1] if lines else ""
-
-    def stop(self) -> None:
-        """Interrupt the sweep as Ctrl-C would (what finished is kept), then kill it if it lingers."""
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def close(self) -> None:
-        self.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def node_environ() -> dict[str, str]:
-    """The environment of the node's sweep: the actor's, less what Ray set in it. Ray sets OMP_NUM_THREADS=1 in an
-    actor that did not find it set (a thread variable dlperf would see as the user's); the raylet's own environment,
-    the node's as `ray start` had it, says whether it was."""
-    env = {k: v for k, v in os.environ.items() if k not in NODE_ENV}
-    try:
-        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
-            raylet = {line.partition(b"=")[0].decode(errors="replace") for line in f.read().split(b"\0")}
-    except OSError:
-        return env
-    if "OMP_NUM_THREADS" not in raylet:
-        env.pop("OMP_NUM_THREADS", None)
-    return env
-
-
 # --- the driver's side -----------------------------------------------------------------------------------------------
 @dataclass
 class Node:
@@ -337,11 +233,16 @@ class Node:
     run_id: int | None = None  # the node's run in the driver's store, once its first rows arrived
     exit: int | None = None
     error: str = ""
-    died: str = ""  # why the driver lost the node
+    died: str = ""  # why the driver lost the node, in dlperf's words (Ray's own: `raw`, for the Ray log)
+    lost_at: str = ""  # when, the driver's local time
+    raw: str = ""
+    continues: int | None = None  # the lost node's run whose cells left this node measures, as a run of its own
 
 
-def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None, run_id: int | None = None) -> Node:
-    """The node's actor, its sweep started: `dlperf ARGV`, or `rows` (a run of the driver's store) resumed."""
+def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None, run_id: int | None = None,
+               continues: int | None = None) -> Node:  # fmt: skip
+    """The node's actor, its sweep started: `dlperf ARGV`, or `rows` (a run of the driver's store) resumed: the
+    node's own run `run_id`, or what the lost node's run `continues` left (`continuation`)."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     remote = ray.remote(num_cpus=0, max_restarts=0)(NodeSweep).options(
@@ -350,11 +251,12 @@ def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None
     )
     actor = remote.remote()
     actor.start.remote(node_argv(argv), rows)
-    return Node(info, actor, ["dlperf", *argv], run_id)
+    return Node(info, actor, ["dlperf", *argv], run_id, continues=continues)
 
 
-def follow(ray, store: Store, nodes: list[Node], address: str) -> int:
-    """Stream each node's run into `store` until every node ended or died; the exit code."""
+def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | None = None) -> int:
+    """Stream each node's run into `store` until every node ended or died; the exit code. A lost node's line is
+    dlperf's; Ray's own words for it go to `log`."""
     try:
         with lifeline.sigterm_as_interrupt():
             while live := [n for n in nodes if n.exit is None and not n.died]:
@@ -370,6 +272,8 @@ def follow(ray, store: Store, nodes: list[Node], address: str) -> int:
         _close(ray, nodes)
     for node in nodes:
         if node.died:
+            if log is not None:
+                log.write(f"{node.info.where()}, lost at {node.lost_at}: Ray said", node.raw.splitlines())
             say_lost(store, node, address)
         elif failed(node) and not refused_everywhere(nodes):
             say_failed(node)
@@ -380,7 +284,9 @@ def poll(ray, store: Store, node: Node) -> None:
     try:
         answer = ray.get(node.actor.poll.remote(), timeout=120)
     except (ray.exceptions.RayError, ray.exceptions.GetTimeoutError) as exc:
-        node.died = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        timeout = isinstance(exc, ray.exceptions.GetTimeoutError)
+        node.died = "it gave no answer for 120 s" if timeout else "its Ray actor stopped answering"
+        node.lost_at, node.raw = time.strftime("%H:%M:%S"), str(exc) or type(exc).__name__
         if node.run_id is not None:
             store.set_run_status(node.run_id, "interrupted")
         return
@@ -404,7 +310,8 @@ def sync(store: Store, node: Node, rows: RunRows) -> None:
             node.run_id = store.insert_copy(run, rows.cells, rows.measurements, origin,
                                             rows.profiles, rows.predictions)  # fmt: skip
         store.acquire(node.run_id)
-        print(f"dlperf: {node.info.describe()}: run {node.run_id}", file=sys.stderr, flush=True)
+        left = f" (what run {node.continues} left)" if node.continues is not None else ""
+        print(f"dlperf: {node.info.describe()}: run {node.run_id}{left}", file=sys.stderr, flush=True)
     store.update_copy(node.run_id, rows)
     status = rows.run.get("status")
     if status != "running":
@@ -436,24 +343,32 @@ def close_actor(ray, actor) -> None:
 
 
 def unfinished(store: Store, run_id: int) -> list[str]:
-    """The labels of a run's cells with processes left to measure."""
+    """Each of a run's cells with processes left to measure, and how many of its own it has: "tiny-fcn-r torch cpu:1
+    fp32 (1 of 4 processes)", "tiny-alexnet-r torch cpu:1 fp32 (not begun)"."""
     from dlperf.report.format import terminal
 
-    repeats = store.run(run_id).spec.get("repeats", 1)
+    repeats = int(store.run(run_id).spec.get("repeats") or 1)
     done = store.done_repeats(run_id)
-    cells = store.cells(run_id)
-    return [terminal(c.cell.label) for c in cells if any((c.key, r) not in done for r in range(repeats))]
+    found = []
+    for c in store.cells(run_id):
+        have = sum((c.key, r) in done for r in range(repeats))
+        if have < repeats:
+            found.append(f"{terminal(c.cell.label)} ({f'{have} of {repeats} processes' if have else 'not begun'})")
+    return found
 
 
 def say_lost(store: Store, node: Node, address: str) -> None:
-    where = f"{node.info.describe()} was lost ({node.died})"
+    """A lost node in dlperf's words: which machine, when, what its run keeps and lacks, and how to go on."""
+    where = f"{node.info.where()} was lost at {node.lost_at}: {node.died} (the node, or its network, went down)"
     if node.run_id is None:
-        print(f"dlperf: {where} before its plan arrived: nothing of it is stored", file=sys.stderr)
+        print(f"dlperf: {where}, before its plan arrived: nothing of it is stored", file=sys.stderr)
         return
     left = unfinished(store, node.run_id)
-    print(f"dlperf: {where}: run {node.run_id} keeps its finished cells; not measured: {', '.join(left)}. "
-          f"`dlperf run --resume --ray {address} --db {store.path}` measures them on a live node of the same kind",
-          file=sys.stderr)  # fmt: skip
+    planned = len(store.cells(node.run_id)) * int(store.run(node.run_id).spec.get("repeats") or 1)
+    kept = len(store.done_repeats(node.run_id))
+    print(f"dlperf: {where}. Run {node.run_id} keeps {kept} of its {planned} processes; left to measure: "
+          f"{', '.join(left)}. `dlperf run --resume --ray {address} --db {store.path}` measures them on a live node "
+          "of the same kind, as a run of that node's own", file=sys.stderr)  # fmt: skip
 
 
 def failed(node: Node) -> bool:
@@ -492,29 +407,76 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
         args.campaign = campaign_name()
         argv = [*argv, "--campaign", args.campaign]
     temp_dir = tempfile.mkdtemp(prefix="dlperf-ray-")  # a cluster started here keeps its session files in it
+    log = RayLog(db)
+    undo = log.divert(import_ray())
     try:
-        return _run(connect(args.ray, temp_dir), args, argv, db, wanted)
+        return _run(connect(args.ray, temp_dir), args, argv, db, wanted, log)
     finally:
+        undo()
         shutil.rmtree(temp_dir, ignore_errors=True)
+        log.say()
 
 
-def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None) -> tuple[int, list[int]]:
+def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, log: RayLog) -> tuple[int, list[int]]:
     try:
         chosen = select(ray.nodes(), wanted)
         store = Store.open(db, create=not args.resume)
+        nodes: list[Node] = []
         try:
             waiting = 0
             if args.resume:
                 nodes, waiting = resume_nodes(ray, store, chosen, argv)
             else:
                 nodes = [start_node(ray, info, argv) for info in chosen]
-            code = follow(ray, store, nodes, args.ray)
+            code = follow(ray, store, nodes, args.ray, log)
             code = 1 if waiting and code == 0 else code
             return code, [n.run_id for n in nodes if n.run_id is not None]
         finally:
+            for node in nodes:  # a lost node's run, leased while another node measured what it left
+                if node.continues is not None:
+                    store.set_run_status(node.continues, "interrupted")
             store.close()
     finally:
         ray.shutdown()
+
+
+class RayLog:
+    """Ray's own messages during a sweep, in a file beside the store (DB.ray.log) instead of on the terminal: the
+    cluster's errors Ray's driver prints whatever `log_to_driver` says (a raylet's end with the last 20 lines of its
+    log, published by the node's agent to every driver; a node marked dead), and Ray's own text for a lost node."""
+
+    def __init__(self, db: str) -> None:
+        self.path, self.lines, self.lock = f"{db}.ray.log", 0, threading.Lock()
+
+    def write(self, what: str, lines: list[str]) -> None:
+        with self.lock:
+            try:
+                with open(self.path, "a", encoding="utf-8") as f:
+                    if not self.lines:
+                        f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(['dlperf', *sys.argv[1:]])}\n")
+                    f.write(f"{time.strftime('%H:%M:%S')} {what}:\n" + "".join(f"    {x}\n" for x in lines))
+            except OSError:
+                return  # a log that cannot be written: Ray's messages are dropped, not printed
+            self.lines += 1 + len(lines)
+
+    def divert(self, ray) -> Callable[[], None]:
+        """Ray's driver prints the cluster's errors from a thread of its own through `print_to_stdstream`, which it
+        looks up as it prints: pointed at this log until the returned function undoes it. A Ray without it (another
+        version) is left as it is."""
+        worker = sys.modules.get("ray._private.worker")
+        printer = getattr(worker, "print_to_stdstream", None)
+        if printer is None:
+            return lambda: None
+
+        def to_log(data: dict, ignore_prefix: bool = False) -> None:
+            self.write(f"Ray ({data.get('pid') or 'driver'})", [str(x) for x in data.get("lines") or []])
+
+        worker.print_to_stdstream = to_log
+        return lambda: setattr(worker, "print_to_stdstream", printer)
+
+    def say(self) -> None:
+        if self.lines:
+            print(f"dlperf: Ray's own messages of this sweep are in {self.path}", file=sys.stderr)
 
 
 def campaign_name() -> str:
@@ -523,13 +485,22 @@ def campaign_name() -> str:
 
 
 def fleet_runs(store: Store) -> list[RunRecord]:
-    return [r for r in store.runs() if r.status != "complete" and r.origin and str(r.origin.db).startswith(ORIGIN)]
+    """The unfinished runs of Ray sweeps that no later run goes on with (`continuation`)."""
+    runs = store.runs()
+    continued = {r.env.get(CONTINUES) for r in runs}
+    return [r for r in runs if r.status != "complete" and r.id not in continued and node_of(r) is not None]
+
+
+def node_of(run: RunRecord) -> str | None:
+    """The Ray node that measured a run of a `--ray` sweep; None for any other run."""
+    return str(run.origin.db).removeprefix(ORIGIN) if run.origin and str(run.origin.db).startswith(ORIGIN) else None
 
 
 def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> tuple[list[Node], int]:
     """Each unfinished run of a Ray sweep taken up on a live node of its kind, one run to a node; none of its kind is
-    a UsageError. The runs left without a free node wait (their count returned): a second sweep on a node would
-    time the two against each other."""
+    a UsageError. A run goes on in itself on its own node; on another, what it left is measured as that node's run
+    (`continuation`), a measurement staying with the machine that made it. The runs left without a free node wait
+    (their count returned): a second sweep on a node would time the two against each other."""
     runs = fleet_runs(store)
     if not runs:
         raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep")
@@ -541,9 +512,16 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
             continue
         if dead := store.acquire(run.id):
             print(f"dlperf: run {run.id} was left running by {dead.describe()}: taken over", file=sys.stderr)
-        store.set_run_status(run.id, "running")
-        nodes.append(start_node(ray, info, argv, store.check_run(run.id), run.id))
-        print(f"dlperf: run {run.id} resumed on {info.describe()}", file=sys.stderr, flush=True)
+        if info.node_id == node_of(run):
+            store.set_run_status(run.id, "running")
+            nodes.append(start_node(ray, info, argv, store.check_run(run.id), run.id))
+            print(f"dlperf: run {run.id} resumed on {info.describe()}", file=sys.stderr, flush=True)
+            continue
+        node = start_node(ray, info, argv, continuation(store.check_run(run.id)), continues=run.id)
+        node.argv = run.argv  # the sweep's command, as the lost run's
+        nodes.append(node)
+        print(f"dlperf: run {run.id}'s node is gone: what it left is measured on {info.describe()}, as a run of that "
+              "node's own", file=sys.stderr, flush=True)  # fmt: skip
     if waiting:
         print(f"dlperf: runs {', '.join(map(str, waiting))} wait: every live node of their kind resumes another run "
               "(one sweep to a node); `dlperf run --resume --ray` again takes them up", file=sys.stderr)  # fmt: skip

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from dlperf.store import Store
 
 RAY_ORIGIN = "ray:"  # a run a Ray node measured, streamed into this file and leased here (`dlperf run --ray`)
+CONTINUES = "continues"  # in a Ray node's run's env: the lost node's run whose cells left it measured (--resume)
 
 
 @dataclass(frozen=True)

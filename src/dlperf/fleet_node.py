@@ -1,0 +1,165 @@
+"""The node's side of `dlperf run --ray` (`fleet.py`): a Ray actor pinned to a node runs `NodeSweep`, which starts
+`python -m dlperf run ...` there into a store file of the node's own and reads its run's rows back for the driver.
+
+Also what a node is given to resume (`continuation`): a run of a lost node goes on elsewhere as a run of the node
+that measures it, never in the lost node's run. Ray is not imported here: the driver makes `NodeSweep` an actor.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+
+from dlperf import envinfo
+from dlperf.errors import UsageError
+from dlperf.runner import lifeline
+from dlperf.store import RunRows, Store, now
+from dlperf.store.records import Origin
+from dlperf.store.state import CONTINUES  # the env key linking a run to the lost node's run whose cells it measured
+
+STOP_GRACE_S = 30.0  # a node's sweep stopped (SIGTERM: what finished is kept) before it is killed
+# Ray hides a node's GPUs from an actor that asked for none; the node's sweep must see its own GPUs.
+NODE_ENV = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
+# a cell's columns as planned (`Store._insert_cells`): what a cell pending again keeps of its row
+PLANNED = ("key", "position", "workload", "framework", "device", "threads", "mode", "batch", "workload_json", "nproc",
+           "scaling", "loader", "parallel", "microbatches")  # fmt: skip
+
+
+class NodeSweep:
+    """One node's sweep: `dlperf run` into a store file of the node's own, its run's rows read back when they change."""
+
+    def __init__(self) -> None:
+        self.dir = tempfile.mkdtemp(prefix="dlperf-ray-")
+        self.db = os.path.join(self.dir, "node.db")
+        self.proc: subprocess.Popen | None = None
+        self.sent: str | None = None
+        self.read = 0  # bytes of the sweep's stderr read by `_said`
+
+    def environment(self, frameworks: list[str]) -> dict:
+        """This node's environment, as `dlperf run` would capture it."""
+        from dlperf.plan import framework_info
+
+        return envinfo.capture(framework_info(frameworks))
+
+    def kind(self, frameworks: list[str]) -> dict:
+        """This node's fingerprint, as `dlperf run --resume` would capture it."""
+        return envinfo.fingerprint(self.environment(frameworks))
+
+    def start(self, argv: list[str], rows: RunRows | None = None) -> None:
+        """`dlperf ARGV` here; `rows`: a run of the driver's store resumed here (this node's own, or what a lost
+        node's run left: `continuation`)."""
+        if rows is not None:
+            self._take_over(rows)
+            argv = ["run", "--resume"]
+        env = node_environ()
+        with open(os.path.join(self.dir, "out"), "wb") as out, open(os.path.join(self.dir, "err"), "wb") as err:
+            self.proc = subprocess.Popen([sys.executable, "-m", "dlperf", *argv, "--db", self.db], stdout=out,
+                                         stderr=err, env=env, preexec_fn=lifeline.before_exec())  # fmt: skip
+
+    def _take_over(self, rows: RunRows) -> None:
+        """The run written here, so `--resume` takes it up, with this node's environment and fingerprint (a node of
+        the same kind, `same_kind`, passes the resume's check) and its finished processes kept."""
+        spec = json.loads(rows.run["spec_json"])
+        env = self.environment(spec.get("frameworks") or ["torch"])
+        mine = {**json.loads(rows.run["env_json"]), **env}  # what the session added (made_by, sources) kept
+        run = {**rows.run, "status": "interrupted", "env_json": json.dumps(mine),
+               "fingerprint_json": json.dumps(envinfo.fingerprint(env))}  # fmt: skip
+        store = Store.open(self.db, create=True)
+        try:
+            with store.transaction():
+                store.insert_copy(run, rows.cells, rows.measurements, Origin("ray driver", rows.run["id"], now()),
+                                  rows.profiles, rows.predictions)  # fmt: skip
+        finally:
+            store.close()
+
+    def poll(self) -> dict:
+        """{"rows": the run's rows if they changed since the last poll, else None; "exit": the sweep's exit code once
+        it ended; "error": its last line on stderr}."""
+        code = self.proc.poll() if self.proc else None
+        rows = self._rows()
+        if rows is not None:
+            signature = repr((rows.run.get("status"), rows.cells, rows.measurements, rows.profiles))
+            rows, self.sent = (rows, signature) if signature != self.sent else (None, self.sent)
+        return {"rows": rows, "exit": code, "error": self._last_error() if code else None, "said": self._said()}
+
+    def _said(self) -> list[str]:
+        """The warnings the sweep printed since the last poll (its progress lines stay here)."""
+        with open(os.path.join(self.dir, "err"), "rb") as f:
+            f.seek(self.read)
+            text = f.read()
+        complete = text[: text.rfind(b"\n") + 1]
+        self.read += len(complete)
+        lines = complete.decode(errors="replace").splitlines()
+        return [x.removeprefix("dlperf: warning: ") for x in lines if x.startswith("dlperf: warning: ")]
+
+    def _rows(self) -> RunRows | None:
+        if not os.path.exists(self.db):
+            return None
+        try:
+            store = Store.open(self.db, create=False)
+        except UsageError:
+            return None  # not created yet
+        try:
+            runs = store.rows("runs")
+            return store.check_run(runs[-1]["id"]) if runs else None
+        except UsageError:
+            return None  # mid-write: the next poll reads it
+        finally:
+            store.close()
+
+    def _last_error(self) -> str:
+        with open(os.path.join(self.dir, "err"), "rb") as f:
+            lines = [x for x in f.read().decode(errors="replace").splitlines() if x.strip()]
+        return lines[-1] if lines else ""
+
+    def stop(self) -> None:
+        """Interrupt the sweep as Ctrl-C would (what finished is kept), then kill it if it lingers."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def close(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def node_environ() -> dict[str, str]:
+    """The environment of the node's sweep: the actor's, less what Ray set in it. Ray sets OMP_NUM_THREADS=1 in an
+    actor that did not find it set (a thread variable dlperf would see as the user's); the raylet's own environment,
+    the node's as `ray start` had it, says whether it was."""
+    env = {k: v for k, v in os.environ.items() if k not in NODE_ENV}
+    try:
+        with open(f"/proc/{os.getppid()}/environ", "rb") as f:
+            raylet = {line.partition(b"=")[0].decode(errors="replace") for line in f.read().split(b"\0")}
+    except OSError:
+        return env
+    if "OMP_NUM_THREADS" not in raylet:
+        env.pop("OMP_NUM_THREADS", None)
+    return env
+
+
+def continuation(rows: RunRows) -> RunRows:
+    """What a lost node's run left, as another node measures it: a run of its own (the same spec and campaign), its
+    cells those the lost node did not finish, each pending again (a cell's processes all come from one machine, so a
+    cell the lost node began is measured whole), none of the lost node's processes, and linked to the lost run by
+    `CONTINUES`. The node that takes it up writes its own environment and fingerprint into it (`_take_over`)."""
+    spec, env = json.loads(rows.run["spec_json"]), json.loads(rows.run["env_json"])
+    repeats = int(spec.get("repeats") or 1)
+    done: dict[str, int] = {}
+    for m in rows.measurements:
+        done[m["cell_key"]] = done.get(m["cell_key"], 0) + 1
+    left = [c for c in rows.cells if c["status"] == "pending" or done.get(c["key"], 0) < repeats]
+    keys = {c["key"] for c in left}
+    env_json = json.dumps({**env, CONTINUES: rows.run["id"]})
+    run = {**rows.run, "started_at": now(), "finished_at": None, "env_json": env_json}
+    cells = [{**{k: c[k] for k in PLANNED if k in c}, "status": "pending"} for c in left]
+    return RunRows(run, cells, [], [], [p for p in rows.predictions if p.get("cell_key") in keys])

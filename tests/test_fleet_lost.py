@@ -1,0 +1,157 @@
+"""A Ray node lost mid-sweep (fleet.py, fleet_node.py), without a cluster: what its resume credits to whom, what the
+driver says of it, and where Ray's own messages go. The same on a real cluster: tests/test_ray.py (slow)."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+from conftest import require
+from dlperf import fleet
+from dlperf.fleet_node import continuation
+from dlperf.store import Store, now
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import Origin
+from dlperf.vocab import Status
+from report.runs import cell, measured
+from test_ray import NODES, PollingRay, Remote
+
+A, B = "a" * 56, "b" * 56  # the lost node, the live one
+ALPHA = {"cpu_model": "Xeon Test", "cores": {"cores": 8}, "hostname": "alpha"}
+BETA = {**ALPHA, "hostname": "beta"}
+PLAN = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56")]
+
+
+def measure(store: Store, run_id: int, planned, repeat: int) -> None:
+    m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
+    store.record(run_id, planned.cell.key, repeat, m, measured([[0.01] * 5]))
+
+
+def node_run(store: Store, fingerprint: dict, measured_by: dict[int, int], status: str) -> int:
+    """A node's run of the sweep (2 processes a cell), measured as `measured_by` says (cell index -> processes)."""
+    env = {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}, "hostname": fingerprint["hostname"]}
+    run_id = store.create_run({"repeats": 2, "campaign": "c"}, env, fingerprint, ["dlperf", "run", "--ray", "x"], PLAN)
+    for index, count in measured_by.items():
+        for repeat in range(count):
+            measure(store, run_id, PLAN[index], repeat)
+    store.set_run_status(run_id, status)
+    return run_id
+
+
+def lost_sweep(db) -> Store:
+    """The driver's store after node A was lost: its run 1 holds fcn-r whole, alexnet-r's first process, and no
+    resnet-56."""
+    store = Store.open(db, create=True)
+    local = Store.open(db.with_name("a.db"), create=True)
+    rows = local.check_run(node_run(local, ALPHA, {0: 2, 1: 1}, "interrupted"))
+    local.close()
+    with store.transaction():
+        store.insert_copy(rows.run, rows.cells, rows.measurements, Origin(f"ray:{A}", 1, now()))
+    return store
+
+
+def measured_on_b(tmp_path, given) -> object:
+    """What node B's sweep sends back once it measured the run it was given (`given`), as B's own: its store
+    file, the run copied in with B's fingerprint, every pending cell measured."""
+    store = Store.open(tmp_path / "b.db", create=True)
+    try:
+        run = {**given.run, "fingerprint_json": json.dumps(BETA)}
+        with store.transaction():
+            run_id = store.insert_copy(run, given.cells, given.measurements, Origin("ray driver", 1, now()))
+        done = store.done_repeats(run_id)
+        for planned in PLAN:
+            for repeat in range(2):
+                if any(c["key"] == planned.cell.key for c in given.cells) and (planned.cell.key, repeat) not in done:
+                    measure(store, run_id, planned, repeat)
+        store.set_run_status(run_id, "complete")
+        return store.check_run(run_id)
+    finally:
+        store.close()
+
+
+def test_cells_a_lost_node_left_are_credited_to_the_node_that_measured_them(tmp_path, monkeypatch, capsys):
+    """Resumed on node B, the cells lost node A left used to be measured into A's run (A's column in the fleet
+    view, A's fingerprint), mixing two machines' processes in one cell; they are now B's run, A's kept as it was."""
+    store = lost_sweep(tmp_path / "driver.db")
+    started = []
+
+    def start_node(ray, info, argv, rows=None, run_id=None, continues=None):
+        started.append(rows)
+        actor = SimpleNamespace(poll=Remote({"rows": measured_on_b(tmp_path, rows), "exit": 0, "error": None,
+                                             "said": []}), close=Remote(None))  # fmt: skip
+        return fleet.Node(info, actor, ["dlperf", *argv], run_id, continues=continues)
+
+    monkeypatch.setattr(fleet, "start_node", start_node)
+    monkeypatch.setattr(fleet, "_kinds", lambda ray, chosen, frameworks: {n.node_id: ALPHA for n in chosen})
+    [info] = fleet.select([NODES[1]], None)  # box2, node b...
+    nodes, _ = fleet.resume_nodes(PollingRay, store, [info], ["run", "--resume"])
+    [given] = started
+    assert [c["status"] for c in given.cells] == ["pending", "pending"] and given.measurements == []  # begun: whole
+    assert fleet.follow(PollingRay, store, nodes, "auto") == 0
+    lost, new = store.runs()
+    assert (lost.status, lost.origin.db, lost.fingerprint["hostname"]) == ("interrupted", f"ray:{A}", "alpha")
+    assert sorted(store.done_repeats(lost.id)) == sorted([(PLAN[0].cell.key, 0), (PLAN[0].cell.key, 1),
+                                                          (PLAN[1].cell.key, 0)])  # fmt: skip
+    assert (new.status, new.origin.db, new.fingerprint["hostname"], new.env["continues"]) == (
+        "complete", f"ray:{B}", "beta", lost.id)  # fmt: skip
+    assert sorted(c.workload for c in store.cells(new.id)) == ["alexnet-r", "resnet-56"]
+    assert len(store.done_repeats(new.id)) == 4 and new.argv == lost.argv
+    assert fleet.fleet_runs(store) == []  # nothing left to resume: the lost run went on in run 2
+    assert "run 1's node is gone: what it left is measured on node bbbbbbbb (box2)" in capsys.readouterr().err
+    store.close()
+
+
+def test_continuation_keeps_a_gpu_cells_prediction_and_the_spec():
+    rows = SimpleNamespace(
+        run={"id": 3, "spec_json": json.dumps({"repeats": 3, "campaign": "c"}), "env_json": "{}", "started_at": "x"},
+        cells=[{"key": "k1", "status": "ok", "median_s": 1.0, "workload": "w"},
+               {"key": "k2", "status": "ok", "median_s": 2.0, "workload": "w"}],
+        measurements=[{"cell_key": "k1", "repeat": r} for r in range(3)] + [{"cell_key": "k2", "repeat": 0}],
+        predictions=[{"cell_key": "k1", "gpu": "H100"}, {"cell_key": "k2", "gpu": "H100"}],
+    )  # fmt: skip
+    left = continuation(rows)
+    assert left.cells == [{"key": "k2", "status": "pending", "workload": "w"}] and left.measurements == []
+    assert left.predictions == [{"cell_key": "k2", "gpu": "H100"}]
+    assert json.loads(left.run["env_json"]) == {"continues": 3} and left.run["started_at"] != "x"
+
+
+def test_a_lost_node_is_said_in_dlperfs_words_ray_s_text_in_the_log(tmp_path, capsys):
+    """The line used to quote Ray's RPC error ("The actor 7bd4... is unavailable: ... RpcError: RPC error: Socket
+    closed rpc_code: 14 ..."); it now names the node's host and address, when, each cell's processes and how to go
+    on, and Ray's text is in the log."""
+    store = lost_sweep(tmp_path / "driver.db")
+    raw = "The actor 7bd4 is unavailable: RpcError: RPC error: Socket closed rpc_code: 14."
+
+    class Lost:
+        close = Remote(None)
+        poll = SimpleNamespace(remote=lambda: (_ for _ in ()).throw(RuntimeError(raw)))
+
+    info = fleet.NodeInfo(A, "alpha", {}, {}, "10.0.0.7")
+    log = fleet.RayLog(str(tmp_path / "driver.db"))
+    assert fleet.follow(PollingRay, store, [fleet.Node(info, Lost(), ["dlperf"], 1)], "auto", log) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("dlperf: node aaaaaaaa (host alpha, address 10.0.0.7) was lost at ")
+    assert "Run 1 keeps 3 of its 6 processes; left to measure: alexnet-r torch cpu:1 fp32 (1 of 2 processes), " \
+        "resnet-56 torch cpu:1 fp32 (not begun)." in line and "rpc_code" not in line  # fmt: skip
+    assert f"dlperf run --resume --ray auto --db {tmp_path / 'driver.db'}`" in line
+    assert raw in (tmp_path / "driver.db.ray.log").read_text()
+    store.close()
+
+
+def test_rays_messages_to_the_driver_go_to_the_log(tmp_path, capsys):
+    """Ray's driver prints the cluster's errors (a killed raylet's last 20 log lines, published to every driver)
+    whatever log_to_driver says; during a sweep they go to DB.ray.log, named in one line."""
+    ray = require("ray")
+    import ray._private.worker as worker
+
+    printer = worker.print_to_stdstream
+    log = fleet.RayLog(str(tmp_path / "x.db"))
+    undo = log.divert(ray)
+    dump = ["Raylet is terminated. Termination is unexpected.", "    [state-dump] NodeManager..."]
+    worker.print_to_stdstream({"lines": dump, "pid": "raylet", "is_err": False}, ignore_prefix=False)
+    undo()
+    log.say()
+    out, err = capsys.readouterr()
+    assert out == "" and err == f"dlperf: Ray's own messages of this sweep are in {tmp_path / 'x.db'}.ray.log\n"
+    assert worker.print_to_stdstream is printer
+    assert all(line in (tmp_path / "x.db.ray.log").read_text() for line in dump)
