@@ -1,12 +1,15 @@
 """A Ray node lost mid-sweep (fleet.py, fleet_node.py), without a cluster: what its resume credits to whom, what the
-driver says of it, and where Ray's own messages go. The same on a real cluster: tests/test_ray.py (slow)."""
+driver says of it, where Ray's own messages go, and how `dlperf list --runs` shows the runs. The same on a real
+cluster: tests/test_ray.py (slow)."""
 
 from __future__ import annotations
 
 import json
 from types import SimpleNamespace
 
-from conftest import require
+import pytest
+
+from conftest import dlperf, require
 from dlperf import fleet
 from dlperf.fleet_node import continuation
 from dlperf.store import Store, now
@@ -155,3 +158,38 @@ def test_rays_messages_to_the_driver_go_to_the_log(tmp_path, capsys):
     assert out == "" and err == f"dlperf: Ray's own messages of this sweep are in {tmp_path / 'x.db'}.ray.log\n"
     assert worker.print_to_stdstream is printer
     assert all(line in (tmp_path / "x.db.ray.log").read_text() for line in dump)
+
+
+@pytest.fixture
+def two_nodes_one_host(tmp_path):
+    """Two Ray nodes of host alpha: node A lost (run 1: 3 of 6 processes), node B resumed what it left (run 2)."""
+    db = tmp_path / "driver.db"
+    store = lost_sweep(db)
+    local = Store.open(tmp_path / "b.db", create=True)
+    rows = local.check_run(node_run(local, {**ALPHA}, {0: 2, 1: 2}, "complete"))
+    local.close()
+    with store.transaction():
+        run = {**rows.run, "env_json": json.dumps({**json.loads(rows.run["env_json"]), "continues": 1})}
+        store.insert_copy(run, rows.cells[:2], rows.measurements, Origin(f"ray:{B}", 1, now()))
+    store.close()
+    return db
+
+
+def test_list_runs_tells_two_nodes_of_one_host_apart_and_says_what_is_done(two_nodes_one_host):
+    """Both used to be "Xeon Test, alpha (merged from ray:...:1)", and the lost run's status "interrupted; 1 process
+    of a measured cell left"."""
+    first, second = json.loads(dlperf("list", "--runs", "--format", "json", db=two_nodes_one_host).stdout)
+    assert first["machine"] == f"alpha · Xeon Test (Ray node {A[:8]})" and first["merged_from"] is None
+    assert second["machine"] == f"alpha · Xeon Test (Ray node {B[:8]})" and second["ray_node"] == B
+    assert (first["processes"], first["continued_by"]) == ({"done": 3, "planned": 6}, 2)
+    text = " ".join(dlperf("list", "--runs", db=two_nodes_one_host, env={"COLUMNS": "250"}).stdout.split())
+    assert f"interrupted: 3 of 6 processes done; the rest measured by run 2 (Ray node {B[:8]})" in text
+    assert "merged from" not in text
+
+
+def test_list_runs_says_what_is_left_plainly(tmp_path):
+    store = Store.open(tmp_path / "t.db", create=True)
+    node_run(store, ALPHA, {0: 2, 1: 1}, "interrupted")
+    store.close()
+    text = " ".join(dlperf("list", "--runs", db=tmp_path / "t.db", env={"COLUMNS": "250"}).stdout.split())
+    assert "interrupted: 3 of 6 processes done; 3 left, in 2 cells" in text and "alpha · Xeon Test" in text

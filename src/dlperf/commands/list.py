@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from dlperf.commands.common import add_format, db_path
 from dlperf.vocab import ExitCode
@@ -150,9 +150,11 @@ def list_parallel(fmt: str) -> int:
 
 def list_runs(db: str, fmt: str) -> int:
     """Every run of the store, oldest first: its id (what --run, compare and report take), when it started, its
-    state (`store/state.py`: a run whose process is gone is stopped, not running), its cells by status, the command
-    that made it and the machine; a merged run says where it came from."""
+    state (`store/state.py`: a run whose process is gone is stopped, not running) and what of it is done and left,
+    its cells by status, the command that made it and the machine (`report/run_list.py`); a merged run says where it
+    came from."""
     from dlperf.measure.units import plural
+    from dlperf.report.run_list import continued_by, run_row, status_text
     from dlperf.store import Store
     from dlperf.store.state import run_states
 
@@ -161,7 +163,8 @@ def list_runs(db: str, fmt: str) -> int:
         states, counts = run_states(store), store.cell_counts()
     finally:
         store.close()
-    rows = [run_row(s, counts.get(s.run.id, {})) for s in states.values()]
+    later = continued_by([s.run for s in states.values()])
+    rows = [run_row(s, counts.get(s.run.id, {}), later.get(s.run.id)) for s in states.values()]
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
@@ -182,27 +185,3 @@ def list_runs(db: str, fmt: str) -> int:
                                                             machine)))  # fmt: skip
     print_rich(table)
     return ExitCode.OK
-
-
-def status_text(row: dict) -> str:
-    """ "stopped (its process is gone); 1 process of a measured cell left"; "complete, measured in 2 sessions"."""
-    label = row.get("state_label")
-    left = f"; {row.get('left')}" if row.get("left") else ""
-    sessions = row.get("sessions")
-    return f"{label}{left}" + (f", measured in {sessions} sessions" if sessions and sessions > 1 else "")
-
-
-def run_row(state, cells: dict[str, int]) -> dict:
-    """The JSON row of a run: `status` is its state (running, stopped, interrupted, complete, copied), `left` what
-    --resume would measure of it beyond its pending cells, `sessions` how many measured it (null: cannot tell)."""
-    import shlex
-
-    run = state.run
-    f = run.fingerprint
-    machine = ", ".join(str(x) for x in (f.get("cpu_model"), f.get("hostname")) if x) or "?"
-    origin = f"{run.origin.db}:{run.origin.run_id}" if run.origin else None
-    beyond = replace(state.left, pending=0)  # the pending cells are in the cells column
-    return {"run": run.id, "started": run.started_at, "status": state.state, "state_label": state.label,
-            "measured_by": state.holder and state.holder.describe(), "left": beyond.text() if beyond else None,
-            "sessions": state.sessions and state.sessions.count, "cells": dict(sorted(cells.items())),
-            "command": shlex.join(run.argv or []), "machine": machine, "merged_from": origin}  # fmt: skip

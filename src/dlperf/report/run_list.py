@@ -1,0 +1,88 @@
+"""The runs of a store as `dlperf list --runs` shows them: each run's state, what of it is done and what is left in
+plain words, the command that made it, and the machine that measured it (a Ray node by its id: two nodes of one host
+are two machines, as in the fleet view).
+
+A run of a lost Ray node whose cells left another node measured (`dlperf run --resume --ray`) names that run: its
+own processes stay its own, and nothing is left of it to resume."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import replace
+
+from dlperf.measure.units import plural
+from dlperf.report.fleet import machine_label, ray_node
+from dlperf.store.records import RunRecord
+from dlperf.store.state import CONTINUES, RAY_ORIGIN, RunState
+
+
+def continued_by(runs: list[RunRecord]) -> dict[int, RunRecord]:
+    """Run id -> the run that measured what it left on another Ray node."""
+    found = {}
+    for run in runs:
+        if isinstance(run.env.get(CONTINUES), int):
+            found[run.env[CONTINUES]] = run
+    return found
+
+
+def machine(run: RunRecord) -> str:
+    """ "vm · AMD EPYC", a Ray node's "vm · AMD EPYC (Ray node 8df37c2f)"."""
+    node = ray_node(run)
+    return machine_label(run.fingerprint) + (f" (Ray node {node[:8]})" if node else "")
+
+
+def merged_from(run: RunRecord) -> str | None:
+    """Where `dlperf merge` copied the run from ("FILE:RUN"); None for a run measured here, a Ray node's included."""
+    origin = run.origin
+    if origin is None or str(origin.db).startswith(RAY_ORIGIN):
+        return None
+    return f"{origin.db}:{origin.run_id}"
+
+
+def processes(state: RunState) -> tuple[int, int]:
+    """(done, planned): the run's timed processes, `--repeats` per cell."""
+    repeats = int(state.run.spec.get("repeats") or 1)
+    left = state.left.pending * repeats + state.left.processes
+    planned = state.left.cells * repeats
+    return planned - left, planned
+
+
+def progress(state: RunState, later: RunRecord | None = None) -> str:
+    """What is done and what is left, plainly: "3 of 12 processes done; 9 left, in 3 cells"; "...; the rest
+    measured by run 4 (Ray node 4b380b56)"; a complete run's: ""."""
+    if not state.unfinished:
+        return ""
+    done, planned = processes(state)
+    text = f"{done} of {plural(planned, 'process', 'es')} done"
+    if later is not None:
+        node = ray_node(later)
+        return f"{text}; the rest measured by run {later.id}" + (f" (Ray node {node[:8]})" if node else "")
+    left, cells = planned - done, state.left.pending + state.left.short
+    parts = [f"{left} left, in {plural(cells, 'cell')}"] if left else []
+    if state.left.profiles:
+        parts.append(f"{plural(state.left.profiles, 'profile')} left")
+    return f"{text}; {', '.join(parts) or 'nothing left'}"
+
+
+def status_text(row: dict) -> str:
+    """ "interrupted: 3 of 12 processes done; 9 left, in 3 cells"; "complete, measured in 2 sessions"."""
+    label = row.get("state_label")
+    done = f": {row['progress']}" if row.get("progress") else ""
+    sessions = row.get("sessions")
+    return f"{label}{done}" + (f", measured in {sessions} sessions" if sessions and sessions > 1 else "")
+
+
+def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = None) -> dict:
+    """The JSON row of a run: `status` is its state (running, stopped, interrupted, complete, copied), `progress` its
+    processes done and left in words (`processes`: the counts), `left` what --resume would measure of it beyond its
+    pending cells, `continued_by` the run that measured what it left on another Ray node, `sessions` how many
+    measured it (null: cannot tell)."""
+    run = state.run
+    beyond = replace(state.left, pending=0)  # the pending cells are in the cells column
+    done, planned = processes(state)
+    return {"run": run.id, "started": run.started_at, "status": state.state, "state_label": state.label,
+            "measured_by": state.holder and state.holder.describe(), "left": beyond.text() if beyond else None,
+            "progress": progress(state, later), "processes": {"done": done, "planned": planned},
+            "continued_by": later and later.id, "sessions": state.sessions and state.sessions.count,
+            "cells": dict(sorted(cells.items())), "command": shlex.join(run.argv or []), "machine": machine(run),
+            "ray_node": ray_node(run), "merged_from": merged_from(run)}  # fmt: skip
