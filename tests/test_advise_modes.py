@@ -27,7 +27,7 @@ def test_a_gpu_without_bf16_units_is_costed_in_fp16_not_at_its_fp32_rate(monkeyp
     fp16 tensor cores it is trained on there make it several times faster. The cost ranks what people would run."""
     monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path))
     w = BUILTIN["fcn-r"]
-    costs, largest, notes = advise.predicted(w, (H100, T4, K80), 60_000, "an epoch", None, 120)
+    costs, largest, notes, _ = advise.predicted(w, (H100, T4, K80), 60_000, "an epoch", None, 120)
     assert {(r.gpu, r.mode) for r in costs.rows} == {
         (H100.name, "fp32"), (H100.name, "bf16"), (T4.name, "fp32"), (T4.name, "fp16"), (K80.name, "fp32"),
     }  # fmt: skip

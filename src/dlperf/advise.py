@@ -106,6 +106,7 @@ class Advice:
     asked: str = ""  # the workload as the user named it (a user's file.py:factory): the commands suggested name it so
     feed: Feed | None = None  # --data DIR: the loader measured alone on this CPU
     searched: bool = False  # this CPU's step is the mode search's best (else the thread search's fp32 step)
+    cpu_why: str = ""  # why this CPU was not measured (its step does not fit this machine's memory)
 
 
 def check(opts: Options) -> tuple[tuple, float | None]:
@@ -139,9 +140,13 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     chosen, deadline = check(opts)
     workload = _resolved(opts)
     samples, what = _work(workload, opts)
-    costs, largest, notes = predicted(workload, chosen, samples, what, deadline, opts.timeout)
+    costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout)
     if samples == NO_EPOCH_SAMPLES and not opts.samples:
         notes.append(NO_EPOCH_NOTE.format(workload.data))
+    too_large = no_room_here(workload, peaks.get("fp32"))
+    if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
+        return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
+                      ExitCode.OK, largest, opts.workload, cpu_why=too_large)  # fmt: skip
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
@@ -237,9 +242,25 @@ def gpu_modes(gpu) -> tuple[str, ...]:
     return ("fp32", gpu.mixed()) if gpu.mixed() else ("fp32",)
 
 
+def no_room_here(workload, need: int | None) -> str:
+    """Why this CPU is not measured, where the step's predicted fp32 peak (`need`: the allocator peak `predict
+    --memory` predicts) is more than the memory this machine has available now; "" where it fits or is not known."""
+    from dlperf.measure.system import memory_available_bytes, memory_total_bytes
+    from dlperf.predict.memory import GIB
+
+    have, total = memory_available_bytes(), memory_total_bytes()
+    if not need or not have or need <= have:
+        return ""
+    of = f" of {total / GIB:.1f}" if total else ""
+    return (f"not measured: the fp32 step at batch {workload.batch} needs about {need / GIB:.1f} GiB (predicted), "
+            f"more than the {have / GIB:.1f} GiB{of} this machine has available, so it cannot train here at this batch "
+            "(dlperf fit finds the largest batch that does)")  # fmt: skip
+
+
 def predicted(workload, chosen, samples: int, what: str, deadline: float | None, timeout: float):
     """The GPUs' part of the answer: the work's time and cost on each GPU in its modes (`gpu_modes`), the largest
-    batch that fits where the step does not, and the notes that say which GPUs are predicted in what."""
+    batch that fits where the step does not, the notes that say which GPUs are predicted in what, and the step's
+    predicted peak per mode (`memory.peaks`)."""
     from dlperf.predict import cost, count, memory, roofline
 
     modes = [m for m in PRECISIONS if any(m in gpu_modes(g) for g in chosen)]
@@ -248,7 +269,7 @@ def predicted(workload, chosen, samples: int, what: str, deadline: float | None,
     peaks = memory.peaks(workload, modes, timeout, "--timeout")
     costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
     costs.largest = memory.largest_left_out(workload, costs.left_out, timeout)
-    return costs, costs.largest, [*mode_notes(chosen), *gpu_notes(workload, chosen, predictions)]
+    return costs, costs.largest, [*mode_notes(chosen), *gpu_notes(workload, chosen, predictions)], peaks
 
 
 def gpu_notes(workload, chosen, predictions) -> list[str]:

@@ -189,7 +189,7 @@ def parts_seen(monkeypatch) -> dict:
     def predicted(workload, *args):
         seen["now"] += 20.0
         seen["predicted"] = workload.batch
-        return SimpleNamespace(), {}, []
+        return SimpleNamespace(), {}, [], {}
 
     def threads(opts, db, **kw):
         seen["now"] += 25.0
@@ -232,3 +232,34 @@ def test_your_batch_is_what_the_gpus_the_thread_search_and_the_mode_search_use(m
         advise.advise(advise.Options("tiny-fcn-r", gpus="T4"), str(tmp_path / "a.db"), [])
     assert seen["predicted"] == 16 and seen["modes"]["workload"] == "tiny-fcn-r"
     assert (seen["threads"]["batch"], seen["threads"]["batches"]) == (16, (16,))
+
+
+def test_a_step_this_machine_cannot_hold_is_not_measured_and_the_answer_says_why(monkeypatch, tmp_path):
+    """A model whose fp32 step needs more memory than this machine has available (a 1.3B-parameter LM at batch 8:
+    45.7 GiB predicted, against 20 GiB here) was measured anyway: the thread search started a process that could only
+    swap or be killed by the kernel's out-of-memory killer. Now nothing is measured, and the CPU and crossover lines
+    say why, with the figures, while the GPUs are still ranked."""
+    from types import SimpleNamespace
+
+    from dlperf import advise, crossover
+    from dlperf.measure import system
+    from dlperf.report import advise as view
+
+    gib = 2**30
+    costs = SimpleNamespace(cpu=None, fastest=lambda: None, left_out=[], batch=16, what="an epoch")
+    monkeypatch.setattr(advise, "predicted", lambda *a: (costs, {}, [], {"fp32": int(45.7 * gib), "bf16": 9}))
+    monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 20 * gib)
+    monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 23 * gib)
+    monkeypatch.setattr(crossover, "crossover", lambda *a, **k: pytest.fail("measured a step that cannot fit"))
+    a = advise.advise(advise.Options("tiny-fcn-r", gpus="T4"), str(tmp_path / "a.db"), [])
+    assert a.runs == [] and a.exit_code == 0 and not (tmp_path / "a.db").exists()
+    assert view._cpu_line(a) == (
+        "On this CPU: not measured: the fp32 step at batch 16 needs about 45.7 GiB (predicted), more than the 20.0 GiB "
+        "of 23.0 this machine has available, so it cannot train here at this batch (dlperf fit finds the largest batch "
+        "that does)"
+    )
+    assert view.NO_ROOM.startswith("not measured: the step does not fit this machine's memory")
+    # room enough: measured as before
+    monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 50 * gib)
+    assert advise.no_room_here(SimpleNamespace(batch=16), int(45.7 * gib)) == ""
+    assert advise.no_room_here(SimpleNamespace(batch=16), None) == ""  # not traced: measured, as before

@@ -79,3 +79,24 @@ def test_a_mode_search_that_measured_nothing_is_said():
                      "figure is the thread search's fp32 step; what it stored is run 2 (raise --budget)"]  # fmt: skip
     found = SimpleNamespace(mode="fp32")  # a stored cell: the search gave the answer its step
     assert advise._searched_notes(opts, "unused.db", search, found)[1] == []
+
+
+def test_the_dollars_of_the_gpus_picked_say_where_and_when_their_prices_were_read(monkeypatch):
+    """Issue: advise printed "$0.0199-$0.0350" for the cheapest GPU with no word of whose price that was or when it
+    was read (predict --cost names the price file; advise said nothing). The note names each picked GPU's price a
+    GPU-hour, the day it was read, its region, and a price with one source or given by the user as such."""
+    from dlperf.predict import gpus, prices
+
+    a = answer([prediction("H100-SXM5-80GB", 0.01), prediction("T4", 0.02, "fp16")])  # the fastest, the cheapest
+    h100, t4 = (prices.price(gpus.lookup(n)) for n in ("H100-SXM5-80GB", "T4"))
+    note = view.price_note(a.costs)
+    assert note.startswith("prices: on-demand US dollars per GPU-hour, the lowest and highest seen: H100-SXM5-80GB ")
+    assert f"(read {h100.date}, {h100.region})" in note and f"T4 $0.590-$0.810 (read {t4.date}, {t4.region})" in note
+    assert note.endswith("each price's sources are in src/dlperf/data/gpu_prices.csv (--prices FILE.csv gives yours)")
+    mine = prices.Price("T4", 0.3, 0.3, sources="our reserved rate", user=True)
+    monkeypatch.setattr(prices, "_user", (mine,))
+    a = answer([prediction("T4", 0.5, "fp16")])
+    assert "T4 $0.300 (no date given, your --prices)" in view.price_note(a.costs)
+    a = answer([prediction("A10", 0.5)])  # one source
+    assert "one source" in view.price_note(a.costs)
+    assert view.price_note(cost.costs(CNN, [], 1, "1 sample", {})) is None  # nothing picked, nothing to say

@@ -63,5 +63,7 @@ def run(args) -> int:
         return answer.exit_code
     runs = ", ".join(map(str, answer.runs))
     stored = f"stored as run{'s' * (len(answer.runs) != 1)} {runs} (dlperf table, dlperf report)"
-    print_rich("", lines=view.lines(answer), notes=[*answer.notes, stored])
+    stored = stored if answer.runs else "nothing measured here, nothing stored"
+    prices = [n for n in [view.price_note(answer.costs)] if n]
+    print_rich("", lines=view.lines(answer), notes=[*prices, *answer.notes, stored])
     return answer.exit_code

@@ -6,11 +6,15 @@ from __future__ import annotations
 import shlex
 
 from dlperf.measure.units import plural
-from dlperf.report.cost import cheapest_lines, fastest_line, left_out, usd, wall
+from dlperf.report.cost import cheapest_lines, fastest_line, left_out, span, usd, wall
 from dlperf.report.format import interval, seconds
 
 SHOWN = 3  # the GPUs named in the crossover's line, the fastest first
 CROSSOVER_HOW = "your batch"  # the crossover measured at the user's batch only (`dlperf crossover` goes batch by batch)
+NO_ROOM = (  # where this CPU's memory cannot hold the step (`advise.no_room_here`)
+    "not measured: the step does not fit this machine's memory (On this CPU, above): at this batch only a GPU it "
+    "fits can train it"
+)
 
 
 def lines(a) -> list[str]:
@@ -23,7 +27,8 @@ def lines(a) -> list[str]:
         out.append("Does not fit (predicted): " + "; ".join(left_out(x, r) for r in x.left_out))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
-    out.append(f"Crossover (CPU measured, GPUs predicted): {_crossover(a.crossover, a.asked or a.workload)}")
+    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload)
+    out.append(f"Crossover (CPU measured, GPUs predicted): {said}")
     if a.feed:
         out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
     if a.uncertainty:
@@ -37,13 +42,28 @@ def _cpu_line(a) -> str:
     notes)."""
     c, x = a.costs.cpu, a.costs
     if c is None:
-        return "On this CPU: not measured (see the notes)"
+        return f"On this CPU: {a.cpu_why or 'not measured (see the notes)'}"
     work = "one epoch" if x.what.startswith("one epoch") else x.what
     ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
     how = "at its best settings" if a.searched else "at its best thread count with no mode searched"
     return (f"On this CPU (measured): {wall(c.time_s)} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}; "
             f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "
             f"{c.watts:g} W, an assumption)")  # fmt: skip
+
+
+def price_note(x) -> str | None:
+    """Where the dollars of the GPUs picked (fastest, cheapest, cheapest within the deadline) come from: each one's
+    price a GPU-hour, the day it was read, the region, and a row with one source or the user's own said so."""
+    picks = [x.fastest(), x.cheapest(), x.cheapest(x.deadline_s) if x.deadline_s else None]
+    said = []
+    for p in dict.fromkeys(r.price for r in picks if r is not None and r.price is not None):
+        how = "your --prices" if p.user else ("one source" if p.one_source else "")
+        when = ", ".join(w for w in (f"read {p.date}" if p.date else "no date given", p.region, how) if w)
+        said.append(f"{p.gpu} {span((p.low, p.high))} ({when})")
+    if not said:
+        return None
+    return (f"prices: on-demand US dollars per GPU-hour, the lowest and highest seen: {'; '.join(said)}; each "
+            "price's sources are in src/dlperf/data/gpu_prices.csv (--prices FILE.csv gives yours)")  # fmt: skip
 
 
 def _fed(feed, x) -> str:
@@ -116,7 +136,7 @@ def to_json(a) -> dict:
     return {
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
         "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
-        "deadline_s": x.deadline_s, "mode_searched": a.searched,
+        "cpu_not_measured": a.cpu_why or None, "deadline_s": x.deadline_s, "mode_searched": a.searched,
         "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,
         "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
                           "predicted": True} for r in x.left_out],
