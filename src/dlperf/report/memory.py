@@ -48,9 +48,13 @@ def gpu_table(workload, verdicts: dict):
 
 
 def largest(n: int) -> str:
+    """The largest batch that fits, as a person reads it; 0: even a batch of one needs more than the GPU has."""
     if n >= memory.MAX_BATCH:
         return f"{memory.MAX_BATCH:,} or more"
-    return "none" if n == 0 else f"{n:,}"
+    return NONE if n == 0 else f"{n:,}"
+
+
+NONE = "none, not even 1"
 
 
 def lines(found: dict, verdicts: dict) -> list[str]:
@@ -62,11 +66,11 @@ def lines(found: dict, verdicts: dict) -> list[str]:
     (base, b), rest = traced[0], traced[1:]
     for mode, line in rest:
         act, peak = line.at.activations / b.at.activations - 1, line.at.total / b.at.total - 1
-        first = verdicts[mode][0] if verdicts[mode] else None
+        was = {v.gpu: v.largest for v in verdicts[base]}  # the first GPU some batch fits in either mode
+        first = next((v for v in verdicts[mode] if v.largest or was.get(v.gpu)), None)
         gain = ""
         if first is not None:
-            was = next(v.largest for v in verdicts[base] if v.gpu == first.gpu)
-            gain = f"; the largest batch on {first.gpu} {largest(was)} -> {largest(first.largest)}"
+            gain = f"; the largest batch on {first.gpu} {largest(was[first.gpu])} -> {largest(first.largest)}"
         out.append(f"{mode} against {base}: activations {act:+.0%}, peak {peak:+.0%}{gain}")
     return out
 
