@@ -57,3 +57,23 @@ def test_predict_notes_name_the_launch_bound_gpus_and_fp32_without_tf32():
     assert tf32 == [roofline.fp32_note(["A100-SXM4-80GB"])]  # the T4 has no TF32 unit: nothing to say of it
     assert not any(n.startswith("fp32 is TF32 off") for n in prediction_notes(BUILTIN["resnet-50"], chosen, ["bf16"],
                                                                               []))  # fmt: skip
+
+
+def test_the_count_every_gpu_is_predicted_from_is_said_so_a_hand_count_can_check_it():
+    """Issue: a user's transformer encoder (4 layers, d 256, 128 tokens, batch 32) counts 27.92 GFLOP forward, as a
+    hand count gives (4 layers x 4096 tokens x 851,968 multiply-adds x 2), but predict printed only times: the FLOPs,
+    the bytes and the parameters behind them were in no output, only in the count cache's JSON."""
+    from dlperf.commands.predict import count_note
+    from dlperf.frameworks.common.ops import Count, Op
+
+    mm = Op("matmul", "fp32", 27_920_000_000, 1_000, phase="forward")
+    back = replace(mm, flops=2 * mm.flops, phase="backward")
+    update = Op("memory", "fp32", 0, 912_000_000, phase="optimizer")
+    fp32 = Count("enc", "fp32", 32, (mm, back, update), 33_024, 10_873_093)
+    bf16 = replace(fp32, mode="bf16", ops=(replace(mm, dtype="bf16", bytes=500), back, update))
+    assert count_note([fp32, bf16]) == (
+        "counted at batch 32 (the work each GPU above is predicted from): 83.76 GFLOP (forward 27.92, backward 55.84) "
+        "a step, a multiply-add 2 FLOPs; fp32 0.912, bf16 0.912 GB read and written by its kernels; 10.87 M parameters"
+    )
+    fp16 = replace(fp32, mode="fp16", ops=(*fp32.ops, Op("memory", "fp16", 1_000_000_000, 8, phase="optimizer")))
+    assert "fp32 83.76, fp16 84.76 GFLOP (fp32: forward 27.92, backward 55.84) a step" in count_note([fp32, fp16])

@@ -163,7 +163,7 @@ def predict(args, chosen, modes, deadline=None) -> int:
         work = cost.work(workload, args.samples, args.epochs)  # synthetic data and no --samples: one line, first
     found = count.counted([(workload, m) for m in modes], float(args.timeout), "--timeout")
     predictions = [roofline.predict(c, g) for g in chosen for c in found]
-    notes = prediction_notes(workload, chosen, modes, predictions)
+    notes = [*prediction_notes(workload, chosen, modes, predictions), count_note(found)]
     if work is not None:
         return show_cost(args, workload, predictions, work, deadline, notes)
     peaks = predicted_peaks(args, workload, modes, quiet=True)
@@ -327,6 +327,25 @@ def prediction_notes(workload, chosen, modes, predictions) -> list[str]:
         "over the host link, pinned; step: both, not overlapped"
     )
     return notes
+
+
+def count_note(found) -> str:
+    """What every GPU's step above is predicted from, for a hand count to check: the step's FLOPs (by phase, and per
+    mode where they differ), the bytes its kernels read and write per mode, and the parameters (`Count`s)."""
+    from dlperf.frameworks.common.ops import PHASES
+
+    def gflop(c, phase=None) -> float:
+        return sum(o.flops * o.calls for o in c.ops if phase in (None, o.phase)) / 1e9
+
+    first = found[0]
+    phases = ", ".join(f"{p} {gflop(first, p):.4g}" for p in PHASES if gflop(first, p))
+    flops = f"{gflop(first):.4g} GFLOP ({phases})"
+    if len({round(gflop(c), 3) for c in found}) > 1:
+        flops = ", ".join(f"{c.mode} {gflop(c):.4g}" for c in found) + f" GFLOP ({first.mode}: {phases})"
+    moved = ", ".join(f"{c.mode} {sum(o.bytes * o.calls for o in c.ops) / 1e9:.3g}" for c in found)
+    return (f"counted at batch {first.batch} (the work each GPU above is predicted from): {flops} a step, a "
+            f"multiply-add 2 FLOPs; {moved} GB read and written by its kernels; {first.params / 1e6:.4g} M "
+            "parameters")  # fmt: skip
 
 
 def gpu_table(table_rows):
