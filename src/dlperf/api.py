@@ -127,8 +127,9 @@ def kept_measurements(db: str) -> list[str]:
     if not kept:
         return []
     runs = ", ".join(f"run {run_id}: {n}" for run_id, n in sorted(kept.items()))
-    return [f"{spill.path_for(db)} keeps measurements the store refused ({runs}); `{resume_command(db)}` stores "
-            "those of the latest unfinished run"]  # fmt: skip
+    where = spill.holding(db)
+    return [f"{', '.join(map(str, where))} keep{'s' * (len(where) == 1)} measurements the store refused ({runs}); "
+            f"`{resume_command(db)}` stores those of the latest unfinished run"]  # fmt: skip
 
 
 def warn_stderr(message: str) -> None:
@@ -165,9 +166,9 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         _check_data_again(run.id, spec, tasks, session.workloads)
         if dry_run:
             return Outcome(ExitCode.OK, run.id, plan, estimate=for_plan(plan, db, say_pilot, tasks), tasks=tasks)
+        where = ", ".join(map(str, spill.holding(db, run.id)))
         if kept := session.take_up_kept():
-            warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {spill.path_for(db)} when the store "
-                        "refused them")  # fmt: skip
+            warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")
             tasks = session.remaining()  # what was kept is measured
         session.reopen()
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))

@@ -455,3 +455,62 @@ def test_a_resume_the_store_cannot_lease_is_one_line_and_writes_nothing(tmp_path
     proc = dlperf("run", "--resume", "--db", db, preexec=file_limit(1000))  # no journal fits
     one_line_error(proc, f"--db '{db}'", "could not store run 1's lease")
     assert db.read_bytes() == before
+
+
+@pytest.mark.slow
+def test_a_cell_refused_by_a_directory_made_read_only_is_kept_in_the_data_dir(tmp_path, modes_apply, monkeypatch):
+    """Nothing could be written beside the database (its directory made read-only mid-run), so the spill line could
+    not be either, and the measurement was lost ("it could not be kept either"); it is now kept in DATA_DIR/unsaved/,
+    and --resume, once the directory is writable again, stores it from there."""
+    folder, data = tmp_path / "runs", tmp_path / "data"
+    folder.mkdir()
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(data))
+    db = folder / "s.db"
+    cmd = [sys.executable, "-m", "dlperf", "run", *TINY, "--max-time", "0.1", "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env(),
+                            preexec_fn=modes_apply)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not (planned(db) and worker_runs(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.01)
+        folder.chmod(0o555)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        folder.chmod(0o755)
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 2 and stderr.strip().splitlines()[-1].startswith("dlperf: error: "), stderr
+    assert "is kept in" in stderr and "is lost" not in stderr, stderr
+    (kept,) = spill.holding(db)
+    assert kept.parent == data / "unsaved" and sorted(p.name for p in folder.iterdir()) == ["s.db"]
+    assert f"is kept in {kept}: `dlperf run --resume --db {db}` stores it" in stderr and "Traceback" not in stderr
+    (line,) = spill.kept(db, 1)
+    resumed = dlperf("run", "--resume", "--db", db)
+    assert resumed.returncode == 0 and f"stored 1 measurement kept in {kept}" in resumed.stderr, resumed.stderr
+    assert not kept.exists() and spill.holding(db) == []
+    (stored,) = rows(db, "SELECT * FROM measurements")
+    assert stored["samples_json"] == json.dumps(line.measurement.samples) and cells(db)[0]["status"] == "ok"
+
+
+def test_a_line_that_cannot_be_kept_beside_the_store_goes_to_the_data_dir_else_the_temporary_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    (tmp_path / "data").write_text("")  # a file where the data dir should be: nothing can be kept there
+    db, m = tmp_path / "gone" / "d.db", ProcessMeasurement(status=Status.OK, samples=[0.1])  # no folder beside it
+    in_tmp = spill.keep(db, 1, "a", 0, m)
+    (tmp_path / "data").unlink()
+    in_data = spill.keep(db, 2, "b", 1, m, session=2)
+    assert in_tmp.parent == tmp_path / "tmp" and in_data.parent == tmp_path / "data" / "unsaved"
+    assert spill.holding(db) == [in_data, in_tmp] and spill.runs_kept(db) == {1: 1, 2: 1}
+    assert [(k.key, k.repeat, k.session) for k in spill.kept(db, 2)] == [("b", 1, 2)]
+    spill.forget(db, 1)
+    assert not in_tmp.exists() and spill.holding(db) == [in_data]
+    link = spill.places(db)[2]
+    link.symlink_to(tmp_path / "elsewhere")  # never written through a link in the shared temporary directory
+    (tmp_path / "data").rename(tmp_path / "moved")
+    (tmp_path / "data").write_text("")
+    with pytest.raises(FileNotFoundError):
+        spill.keep(db, 3, "c", 0, m)
+    assert not (tmp_path / "elsewhere").exists()
