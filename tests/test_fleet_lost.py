@@ -193,3 +193,17 @@ def test_list_runs_says_what_is_left_plainly(tmp_path):
     store.close()
     text = " ".join(dlperf("list", "--runs", db=tmp_path / "t.db", env={"COLUMNS": "250"}).stdout.split())
     assert "interrupted: 3 of 6 processes done; 3 left, in 2 cells" in text and "alpha · Xeon Test" in text
+
+
+def test_the_table_and_report_resume_a_ray_nodes_run_over_the_cluster(tmp_path, two_nodes_one_host):
+    """A lost node's run said `dlperf run --resume --db DB measures them`, which measures its cells on this machine
+    into the node's run; it now gives the sweep's own --ray, or names the run that measured the rest."""
+    store = lost_sweep(tmp_path / "one.db")
+    store.close()
+    said = " ".join(dlperf("table", "--run", "1", db=tmp_path / "one.db", env={"COLUMNS": "250"}).stdout.split())
+    assert f"`dlperf run --resume --ray x --db {tmp_path / 'one.db'}` measures them on a live Ray node" in said
+    said = " ".join(dlperf("table", "--run", "1", db=two_nodes_one_host, env={"COLUMNS": "250"}).stdout.split())
+    lost = f"run 1 is unfinished (interrupted): Ray node {A[:8]} was lost; run 2 (Ray node {B[:8]}) measured what it"
+    assert lost in said and "dlperf run --resume" not in said
+    assert dlperf("report", "--run", "1", "-o", str(tmp_path / "r.html"), db=two_nodes_one_host).returncode == 0
+    assert lost in " ".join((tmp_path / "r.html").read_text().split())

@@ -70,6 +70,7 @@ def unfinished_note(store, state, db: str) -> list[str]:
     from dataclasses import replace
 
     from dlperf.api import latest_resumable, searched_by
+    from dlperf.report.run_list import continued_by, ray_resume
     from dlperf.store.location import resume_command
 
     run = state.run
@@ -79,6 +80,8 @@ def unfinished_note(store, state, db: str) -> list[str]:
         return [state.summary()]
     if state.state == "copied":
         return [f"{state.summary()}; merging its file again brings this copy up to date"]
+    if said := ray_resume(state, continued_by(store.runs()).get(run.id), db):  # a Ray node's: over the cluster
+        return [said]
     if search := searched_by(store, run):  # a search decides its processes as it goes: only its cells are counted
         state = replace(state, left=replace(state.left, processes=0, profiles=0))
         return [

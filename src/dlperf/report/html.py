@@ -20,6 +20,7 @@ from dlperf.report.charts import Chart
 from dlperf.report.fleet import Fleet
 from dlperf.report.format import count, nbytes, seconds
 from dlperf.report.load import Loaded
+from dlperf.report.run_list import ray_resume
 from dlperf.store.location import resume_command
 from dlperf.store.records import CellRecord
 from dlperf.version import VERSION
@@ -304,6 +305,8 @@ def unfinished_text(data: Loaded, state) -> str:
         return state.summary()
     if state.state == "copied":
         return f"{state.summary()}; merging its file again brings this copy up to date"
+    if said := ray_resume(state, data.continued.get(state.run.id), data.db):  # a Ray node's: over the cluster
+        return said
     if search := data.searches.get(state.run.id):
         return f"{state.summary()}; it is a `dlperf {search}` search's run: run the search again (it starts over)"
     return f"{state.summary()}; continue it with {resume_command(data.db)}"

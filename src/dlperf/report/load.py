@@ -14,6 +14,7 @@ from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, verdicts
+from dlperf.report.run_list import continued_by
 from dlperf.report.utilization import attach_utilization
 from dlperf.spec import whole_number
 from dlperf.store import Store
@@ -38,6 +39,7 @@ class Loaded:
     notes: list[str] = field(default_factory=list)  # what several runs' report left out, and why
     states: dict[int, RunState] = field(default_factory=dict)  # run id -> its state (`store/state.py`)
     searches: dict[int, str] = field(default_factory=dict)  # run id -> the search command it is a run of (api)
+    continued: dict[int, RunRecord] = field(default_factory=dict)  # a lost Ray node's run -> the run measuring the rest
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -96,11 +98,12 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
         searches = {
             r.id: s for r in rows if (s := search_of(r, lambda r=r: bool(predictions_of(store, r.id, _ignore))))
         }
+        continued = {k: v for k, v in continued_by(store.runs()).items() if k in states}
     finally:
         store.close()
     shown = sources if len(rows) > 1 else {}
     return Loaded(db, rows, cells, samples, peaks, unreadable, profiles, bounds, crossovers, predictions, shown,
-                  left_out(found, sources), states, searches)  # fmt: skip
+                  left_out(found, sources), states, searches, continued)  # fmt: skip
 
 
 def campaign_of(runs: list[RunRecord]) -> str | None:

@@ -86,3 +86,28 @@ def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = No
             "continued_by": later and later.id, "sessions": state.sessions and state.sessions.count,
             "cells": dict(sorted(cells.items())), "command": shlex.join(run.argv or []), "machine": machine(run),
             "ray_node": ray_node(run), "merged_from": merged_from(run)}  # fmt: skip
+
+
+def ray_resume(state: RunState, later: RunRecord | None, db: str) -> str | None:
+    """How a Ray node's unfinished run goes on, as the table and the report say it: over the cluster, its cells on a
+    node of its kind (a plain `--resume` would measure them on this machine into the node's run); or, where another
+    node measured what it left (`later`), which run did. None for any other run, and while a process measures it."""
+    node = ray_node(state.run)
+    if node is None or state.holder is not None:
+        return None
+    if later is not None:
+        on = ray_node(later)
+        return (f"run {state.run.id} is unfinished ({state.why}): Ray node {node[:8]} was lost; run {later.id}"
+                + (f" (Ray node {on[:8]})" if on else "") + " measured what it left")  # fmt: skip
+    command = shlex.join(["dlperf", "run", "--resume", "--ray", ray_address(state.run.argv), "--db", db])
+    return f"{state.summary()}; `{command}` measures them on a live Ray node of its kind"
+
+
+def ray_address(argv: list[str]) -> str:
+    """The cluster a `--ray` sweep was given (its stored command); ADDRESS where it cannot be read."""
+    for flag, value in zip(argv, [*argv[1:], ""], strict=True):
+        if flag == "--ray" and value:
+            return value
+        if flag.startswith("--ray="):
+            return flag.removeprefix("--ray=")
+    return "ADDRESS"
