@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import dlperf, require
+from conftest import dlperf, one_line_error, require
 from dlperf import fleet
 from dlperf.fleet_node import continuation
 from dlperf.store import Store, now
@@ -207,3 +207,14 @@ def test_the_table_and_report_resume_a_ray_nodes_run_over_the_cluster(tmp_path, 
     assert lost in said and "dlperf run --resume" not in said
     assert dlperf("report", "--run", "1", "-o", str(tmp_path / "r.html"), db=two_nodes_one_host).returncode == 0
     assert lost in " ".join((tmp_path / "r.html").read_text().split())
+
+
+def test_a_plain_resume_of_a_ray_nodes_run_is_refused_naming_the_cluster(tmp_path, two_nodes_one_host):
+    """`dlperf run --resume` took a lost node's run up on this machine, its processes going into the node's run."""
+    store = lost_sweep(tmp_path / "one.db")
+    store.close()
+    for dry in ([], ["--dry-run"]):
+        said = dlperf("run", "--resume", *dry, db=tmp_path / "one.db", timeout=120)
+        mine = f"--resume: run 1, the latest unfinished, is Ray node {A[:8]}'s (a --ray sweep): "
+        one_line_error(said, mine + f"`dlperf run --resume --ray x --db {tmp_path / 'one.db'}` measures what it left")
+    one_line_error(dlperf("run", "--resume", db=two_nodes_one_host, timeout=120), "and run 2 measured what it left")
