@@ -110,6 +110,12 @@ def dispatch(argv: list[str]) -> int:
             except KeyboardInterrupt:  # before anything was stored: a command that kept a run says what it kept,
                 print("dlperf: interrupted", file=sys.stderr)  # its printing included (`commands.run.printed`)
                 return ExitCode.INTERRUPTED
+            except Exception as exc:  # a store damaged, or cut short under the command: one line, not SQLite's trace
+                from dlperf.store.location import unreadable
+
+                if (why := unreadable(exc, store_of(args))) is None:
+                    raise
+                raise UsageError(why) from None
     except UsageError as exc:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
 
@@ -223,6 +229,15 @@ def db_first(args):
         raise UsageError(f"--db given twice, before and after {args.command}: {first!r} and {args.db!r}")
     args.db = first
     return args
+
+
+def store_of(args) -> str | None:
+    """The store a command opened, where --db (or its default) is its only one; None for merge's and compare's."""
+    if not hasattr(args, "db") or args.command in ("merge", "compare"):
+        return None
+    from dlperf.commands.common import db_path
+
+    return db_path(args)
 
 
 def own_flags(message: str, argv: list[str]) -> str:

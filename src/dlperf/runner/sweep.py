@@ -284,7 +284,8 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
     """Store a measurement; when the store refuses it, keep it beside the database (`store/spill.py`) for
     `dlperf run --resume`, and stop the sweep with one line that says where it is."""
     try:
-        return store_result(ctx, task, m)
+        with ctx.store.writing(f"cell {task.cell.key} of run {ctx.run_id}"):  # its reads too: a file damaged mid-run
+            return store_result(ctx, task, m)
     except StoreFault as exc:
         what = f"the measurement of {task.cell.label} (process {task.repeat + 1})"
         try:

@@ -137,6 +137,8 @@ class Store(MachineFigures):
         except sqlite3.Error as exc:
             raise StoreFault(f"--db {self.path!r}: could not store {what} ({exc})") from None
 
+    writing = _writing  # the reads and writes that store one thing, as one (`sweep.store_or_keep`)
+
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[PlannedCell]) -> int:
         """The run and its whole plan, every cell pending, leased to this process, in one transaction."""

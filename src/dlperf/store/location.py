@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import sqlite3
 from pathlib import Path
 
 from dlperf.errors import UsageError, why_unwritable
@@ -99,3 +100,14 @@ def resume_command(db: str) -> str:
     if os.environ.get("DLPERF_DB") == db:
         return f"DLPERF_DB={shlex.quote(db)} dlperf run --resume"
     return f"dlperf run --resume --db {shlex.quote(db)}"
+
+
+def unreadable(exc: BaseException, db: str | None) -> str | None:
+    """SQLite's own error under a command that had opened the store `db` (None: a store the command named otherwise)
+    said in one line: a page damaged, the file cut short or replaced while the command ran, a lock held past the
+    timeout. None for any other error."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return None
+    where, file = (f"--db {db!r}", shlex.quote(db)) if db else ("a store", "FILE")
+    return (f"{where}: SQLite could not read it ({exc}): damaged, or changed by another program while this command "
+            f"ran; `sqlite3 {file} 'PRAGMA integrity_check'` says what is damaged")  # fmt: skip
