@@ -75,3 +75,27 @@ def test_the_timer_is_part_of_the_api_and_a_bad_flag_is_named_before_anything_ru
     with pytest.raises(UsageError, match="--threads"):
         dlperf.run("tiny-fcn-r", threads="one", timer=dlperf.TimerConfig(max_time=1), db=str(tmp_path / "a.db"))
     assert not (tmp_path / "a.db").exists()
+
+
+def test_an_interrupt_while_the_run_is_predicted_leaves_it_interrupted_and_says_how_to_resume(
+    tmp_path, monkeypatch, capsys
+):
+    """Ctrl-C between the run's creation and its first cell (its GPU predictions' operator count: ~9 s on the H200)
+    ended with a bare "dlperf: interrupted", the run left "running" with nothing said of it; it is now marked
+    interrupted, and the command names it and the resume command, as an interrupt mid-sweep does."""
+    require("torch")
+    from dlperf import cli
+    from dlperf.predict import cells
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cells, "predictions", interrupted)
+    db = tmp_path / "p.db"
+    again = f"dlperf run --resume --db {db}"
+    code = cli.main(["run", "--workloads", "tiny-fcn-r", "--threads", "1", "--devices", "cpu", *FAST, "--db", str(db)])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 130 and last == f"dlperf: interrupted; finished cells are stored in run 1. Continue with: {again}"
+    conn = sqlite3.connect(db)
+    assert conn.execute("SELECT id, status FROM runs").fetchall() == [(1, "interrupted")]
+    assert conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)

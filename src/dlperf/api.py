@@ -93,9 +93,13 @@ def run(
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
     try:
         session = Session.create(store, spec, plan.env, plan.cores, argv or sys.argv, plan.cells, plan.workloads)
-        if spec.predict:
-            session.warm_up(plan.tasks)  # its imports overlap the predictions' operator count (issue 27: ~9 s a run)
-            predict(session, plan, warn)
+        try:
+            if spec.predict:
+                session.warm_up(plan.tasks)  # its imports overlap the predictions' operator count (issue 27: ~9 s)
+                predict(session, plan, warn)
+        except KeyboardInterrupt:  # the run is stored: it is resumable, and the command says how
+            session.interrupted()
+            return Outcome(ExitCode.INTERRUPTED, session.run_id, plan)
         return _execute(session, plan.tasks, plan, progress)
     finally:
         store.close()
