@@ -109,3 +109,23 @@ def test_resume_refuses_a_run_whose_model_file_was_edited_since(tmp_path):
         f"--resume: run {run_id}'s model: {path} changed since the run began, so what is left would train another "
         "model; start a new run instead"
     )
+
+
+def test_a_neighbour_with_a_syntax_error_behind_a_guarded_import_is_kept_and_the_others_too(tmp_path):
+    """The suspicion that one neighbour failing to parse (behind `try: import x / except ...`, so the model still
+    loads) dropped every neighbour is refuted: modulefinder sets the bad one aside and reads on. But the bad one was
+    not kept itself, so fixing it (the guarded import now succeeds: another model) went unseen by --resume."""
+    tmp_path = tmp_path.resolve()
+    (tmp_path / "helper.py").write_text("import deep\nWIDTH = 8\n")
+    (tmp_path / "deep.py").write_text("")
+    (tmp_path / "fast.py").write_text("def fused(:\n")  # a syntax error
+    (tmp_path / "other.py").write_text("X = (\n")
+    path = tmp_path / "m.py"
+    path.write_text("try:\n    import fast\nexcept (ImportError, SyntaxError):\n    fast = None\n"
+                    "try:\n    from other import X\nexcept Exception:\n    X = None\n"
+                    "import helper\ndef make(): pass\n")  # fmt: skip
+    digests = source_digests([user(f"{path}:make")])
+    kept = {k.removeprefix("file:") for k in digests if k.startswith("file:")}
+    assert kept == {str(tmp_path / f) for f in ("helper.py", "deep.py", "fast.py", "other.py")}
+    (tmp_path / "fast.py").write_text("def fused(x):\n    return x\n")
+    assert changed_sources(digests) == [f"{tmp_path / 'fast.py'} changed"]

@@ -159,7 +159,7 @@ def neighbours(path: Path) -> list[Path]:
     except (SyntaxError, OSError, ImportError):  # the factory's import says what is wrong, with its line
         return []
     found = {Path(m.__file__).resolve() for name, m in finder.modules.items() if name != "__main__" and m.__file__}
-    return sorted(found - {path.resolve()})
+    return sorted((found | finder.files) - {path.resolve()})
 
 
 def _finder(folder: str):
@@ -173,13 +173,19 @@ def _finder(folder: str):
         def __init__(self, path: list[str]) -> None:
             super().__init__(path=path)
             self.namespaces: set[str] = set()
+            # every module file found, those that could not be read too (a syntax error behind a guarded import:
+            # fixed, it changes what the model's file imports)
+            self.files: set[Path] = set()
 
         def find_module(self, name, path, parent=None):
             spec = importlib.machinery.PathFinder.find_spec(name, self.path if path is None else path)
             if spec is not None and spec.loader is None and spec.submodule_search_locations:
                 self.namespaces.add(where := next(iter(spec.submodule_search_locations)))
                 return None, where, ("", "", modulefinder._PKG_DIRECTORY)
-            return super().find_module(name, path, parent)
+            found = super().find_module(name, path, parent)
+            if found[1] and Path(found[1]).is_file():
+                self.files.add(Path(found[1]).resolve())
+            return found
 
         def load_package(self, fqname, pathname):
             if pathname not in self.namespaces:
