@@ -203,7 +203,7 @@ def resolved(args):
 def show_memory(args, chosen, modes) -> int:
     """`--memory`: the step's peak and its parts per mode, whether it fits each GPU, the largest batch that does."""
     from dlperf.commands.common import print_rich, write_stdout
-    from dlperf.predict import memory
+    from dlperf.predict import count, memory
     from dlperf.report import memory as view
 
     workload = resolved(args)
@@ -212,7 +212,7 @@ def show_memory(args, chosen, modes) -> int:
     traced = {m: line for m, line in found.items() if not isinstance(line, str)}
     if not traced:  # as without --memory: a step that cannot be traced is one line, exit 2
         mode, why = next(iter(found.items()))
-        raise UsageError(f"{workload.name} ({mode}, batch {workload.batch}): its step cannot be traced: {why}")
+        raise count.refused(workload, mode, why, "its step cannot be traced", "the tracer's")
     most = memory.largest(workload, traced, chosen, float(args.timeout), "--timeout")
     verdicts = {m: [memory.verdict(g, line, most[m][g.name]) for g in chosen] for m, line in traced.items()}
     if args.format == "json":

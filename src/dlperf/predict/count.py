@@ -226,7 +226,13 @@ def counted(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT
     found = counts(requests, timeout, timeout_flag)
     for (w, mode), c in zip(requests, found, strict=True):
         if isinstance(c, str):
-            if c.startswith(OWN_ERROR):
-                raise UsageError(f"{w.name} ({mode}, batch {w.batch}): {c}: the model's error, not the counter's")
-            raise UsageError(f"{w.name} ({mode}, batch {w.batch}): its operators cannot be counted: {c}")
+            raise refused(w, mode, c, "its operators cannot be counted", "the counter's")
     return found  # type: ignore[return-value]
+
+
+def refused(w: Workload, mode: str, why: str, cannot: str, tool: str) -> UsageError:
+    """A step the predictor cannot take, in one line: the model's own error as such (at the user's line, `OWN_ERROR`),
+    else what `tool` could not do (`cannot`) and why; the same words for the operator count and the memory trace."""
+    if why.startswith(OWN_ERROR):
+        return UsageError(f"{w.name} ({mode}, batch {w.batch}): {why}: the model's error, not {tool}")
+    return UsageError(f"{w.name} ({mode}, batch {w.batch}): {cannot}: {why}")

@@ -53,6 +53,9 @@ class UserWorkload:
             raise ValueError(f"workload name {self.name!r}: use letters, digits and . _ + - (starting with a letter)")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.model is None:
+            raise ValueError("model is None: pass your model (a torch.nn.Module) as dlperf.user_workload's second "
+                             "argument, model")  # fmt: skip
         if not callable(self.loss):
             raise ValueError("loss must be callable")
         if not callable(self.make_batch) and not (self.make_batch is None and self.data_given):

@@ -1,7 +1,8 @@
 """A training step's memory traced on fake tensors: what `dlperf predict --memory` reads (`predict/memory.py`).
 
-The step is built and turned fake as the operator count does (`opcount.py`: the mode's autocast, the foreach
-optimizer, its state made by one warm-up update), and one steady iteration runs under `LiveTensorBytes` (the tracer
+The step is built as the operator count builds it (`opcount.py`: the mode's autocast, the foreach optimizer, its
+state made by one warm-up update), under the fake mode where the user's factory runs so (else for real, then turned
+fake), once per (workload, mode) in a process, and one steady iteration runs under `LiveTensorBytes` (the tracer
 `dlperf run` measures a CPU step's live tensors with): every storage counted once from the op that made it until it
 dies, so the peak is the bytes a step holds at once, no activation ever allocated. At the peak, what is alive is split
 into the parameters and buffers, the optimizer's state, the batch, the gradients alive then, and the activations (the
@@ -14,6 +15,8 @@ Imports torch and dlperf's standard-library modules; the backend's builder, neve
 from __future__ import annotations
 
 import dataclasses
+import json
+import warnings
 from typing import Any
 
 import torch
@@ -38,6 +41,11 @@ class PeakParts(LiveTensorBytes):
         self.grads_at_peak = 0
         super().__init__(existing)
 
+    def _resized(self) -> None:
+        """Nothing to read again: a step traced on fake tensors resizes no storage but through an op that returns it
+        (FSDP's `resize_(0)` of a layer is not traced here), and reading every live storage before each op made the
+        trace quadratic: a 1.3B-parameter model's step took about 40 s, its optimizer state and activations alive."""
+
     def _see(self, t: torch.Tensor) -> None:
         before = self.peak
         super()._see(t)
@@ -58,29 +66,75 @@ def memory_count(workload: Workload, mode: str, batches: list[int]) -> list[dict
     """For each batch, one steady iteration of `workload` in `mode` (fp32, tf32, bf16 or fp16, with `+checkpoint`
     for gradient checkpointing) traced on fake tensors: {"batch", "peak", and each of PARTS in bytes}. A step that
     cannot be built so (checkpoint on a model without a sequential trunk) or run on fake tensors answers
-    [{"error": why}] for every batch."""
-    build_mode = "+".join("fp32" if c == "tf32" else c for c in mode.split("+"))  # tf32: the GPU's peak only
+    [{"error": why}] for every batch: the user's own error where the step fails run for real too (`own_error`)."""
     try:
-        step = build(dataclasses.replace(workload, batch=1), "cpu", f"{build_mode}+{Mode.FOREACH.value}")
+        step, fake = _built(workload, mode)
     except NotImplementedError as exc:
         return [{"batch": b, "error": str(exc)} for b in batches]
     except Exception as exc:  # the user's model, whatever it raises
-        return [{"batch": b, "error": _why(exc)} for b in batches]
+        return [{"batch": b, "error": _why(workload, exc)} for b in batches]
     found = []
     try:
-        with unfused_rnns(step.model), FakeTensorMode() as fake:
-            _fake(step, fake)
-            _warm_up(step)
+        with unfused_rnns(step.model), fake:
             for b in batches:
                 step.inputs, step.targets = batch_of(workload, b, step)
                 found.append(_traced(step, b))
     except Exception as exc:
-        return [{"batch": b, "error": _why(exc)} for b in batches]
+        _STEPS.pop(_key(workload, mode), None)  # a trace cut short may leave the step half-way: built again if asked
+        return [{"batch": b, "error": _why(workload, exc)} for b in batches]
     return found
 
 
-def _why(exc: BaseException) -> str:
-    return " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+# (workload, mode) -> its step, made fake and steady, and its fake mode: a probe child is asked for one (workload,
+# mode) at several batches (`predict.memory.largest`'s rounds), and builds it once; each trace starts with its
+# gradients unset, as the operator count's batches do (`opcount.count_calls`)
+_STEPS: dict[tuple[str, str], tuple[Any, FakeTensorMode]] = {}
+
+
+def _built(workload: Workload, mode: str) -> tuple[Any, FakeTensorMode]:
+    key = _key(workload, mode)
+    if key not in _STEPS:
+        build_mode = "+".join("fp32" if c == "tf32" else c for c in mode.split("+"))  # tf32: the GPU's peak only
+        fake = FakeTensorMode()
+        step = _fake_built(workload, f"{build_mode}+{Mode.FOREACH.value}", fake)
+        with unfused_rnns(step.model), fake:
+            _fake(step, fake)  # a step built for real: its weights and batch turned fake
+            _warm_up(step)
+        _STEPS[key] = (step, fake)
+    return _STEPS[key]
+
+
+def _key(workload: Workload, mode: str) -> tuple[str, str]:
+    return json.dumps(dataclasses.replace(workload, batch=1).to_json(), sort_keys=True), mode
+
+
+def _fake_built(workload: Workload, mode: str, fake: FakeTensorMode):
+    """The step at a batch of 1, built under the fake mode: its weights never allocated nor initialized (a
+    1.3B-parameter model's 5 GB, 7 s each time); built for real where the user's factory cannot run on fake tensors
+    (it reads a value, loads a checkpoint). The tensors' shapes, dtypes and sharing are the same either way."""
+    small = dataclasses.replace(workload, batch=1)
+    try:
+        with fake, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fake tensor's data pointer, read by deepcopy (nn.TransformerEncoder)
+            return build(small, "cpu", mode)
+    except NotImplementedError:
+        raise
+    except Exception:  # built again for real: what it raises then is the user's own error
+        return build(small, "cpu", mode)
+
+
+def _why(workload: Workload, exc: BaseException) -> str:
+    """Why the step cannot be traced, in one line: first the user's own error, at the user's line, where the step
+    fails run for real too (as the operator count says it: `probe.own_error`), asked once per workload."""
+    from dlperf.frameworks.torch.probe import own_error
+
+    key = _key(workload, "")[0]
+    if key not in _OWN_ERRORS:
+        _OWN_ERRORS[key] = own_error(workload)
+    return _OWN_ERRORS[key] or " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+
+
+_OWN_ERRORS: dict[str, str | None] = {}  # a workload's own error run for real (None: it runs), by workload
 
 
 def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:

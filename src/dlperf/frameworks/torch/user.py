@@ -25,7 +25,7 @@ from dlperf.workloads.user import UserWorkload, build_user_workload
 def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
     torch.manual_seed(seed)
     user = user_of(workload)
-    model = user.model.to(device).train()
+    model = _on(user.model, device).train()
     torch.manual_seed(DATA_SEED)
     batch = user.make_batch(workload.batch, device)  # the planned batch size (the factory's, unless swept)
     make_optimizer: Callable = user.optimizer or partial(torch.optim.SGD, lr=0.01)
@@ -33,6 +33,13 @@ def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep
     step = TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
     step.user = user
     return step
+
+
+def _on(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """`model` moved to `device` where any of its tensors is elsewhere: a model built under a fake mode (the memory
+    trace's, `memcount.py`) is already there, and `.to` would try to swap its fake parameters, which torch refuses."""
+    tensors = [*model.parameters(), *model.buffers()]
+    return model.to(device) if any(t.device != device for t in tensors) else model
 
 
 def load_user(source: str | None, data_dir: str | None = None) -> UserWorkload:
@@ -43,9 +50,39 @@ def load_user(source: str | None, data_dir: str | None = None) -> UserWorkload:
     user = build_user_workload(source, data_dir)
     if user.framework != Framework.TORCH:
         raise UsageError(f"workload {source!r}: the factory describes a {user.framework} model, not a torch one")
+    if not isinstance(user.model, torch.nn.Module):
+        raise UsageError(f"workload {source!r}: dlperf.user_workload's model must be a torch.nn.Module, got "
+                         f"{type(user.model).__name__}")  # fmt: skip
     if user.make_batch is None:
         user.make_batch = first_sample_batches(user, source)
+    else:
+        user.make_batch = partial(_pair_made, user.make_batch, source)
     return user
+
+
+def _pair_made(make_batch: Callable[[int, Any], Any], source: str, n: int, device: torch.device) -> tuple[Any, Any]:
+    """The user's `make_batch(n, device)`, refused in one line unless it made an (inputs, targets) pair: a lone tensor
+    of a batch of 2 would otherwise be taken apart as inputs and targets, and fail as the loss's dtype error."""
+    made = make_batch(n, device)
+    if isinstance(made, (tuple, list)) and len(made) == 2:
+        return made
+    raise UsageError(f"workload {source!r}: make_batch ({_where(make_batch)}) must return an (inputs, targets) pair; "
+                     f"asked for a batch of {n}, it returned {_described(made)}")  # fmt: skip
+
+
+def _where(function: Callable) -> str:
+    """'NAME at FILE:LINE' of a function, as far as Python knows it."""
+    name = getattr(function, "__qualname__", None) or repr(function)
+    code = getattr(function, "__code__", None)
+    return f"{name} at {code.co_filename}:{code.co_firstlineno}" if code is not None else name
+
+
+def _described(made: Any) -> str:
+    if isinstance(made, torch.Tensor):
+        return f"one {type(made).__name__} of shape {list(made.shape)}"
+    if isinstance(made, (tuple, list)):
+        return f"a {type(made).__name__} of {len(made)}"
+    return f"a {type(made).__name__}"
 
 
 def user_of(workload: Workload) -> UserWorkload | None:
@@ -111,6 +148,8 @@ def _input_of(user: UserWorkload) -> dict[str, Any]:
     """Per-sample shape and dtype of the input, from one small batch (None if it is not a single tensor)."""
     try:
         inputs, _ = user.make_batch(1, torch.device("cpu"))
+    except UsageError:  # it made no (inputs, targets) pair: said before anything runs
+        raise
     except Exception as exc:  # e.g. a batch maker written for the GPU only: the workers will tell
         return {"input_shape": None, "input_dtype": None, "batch_error": f"{type(exc).__name__}: {exc}"}
     if not isinstance(inputs, torch.Tensor):

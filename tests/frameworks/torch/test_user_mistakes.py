@@ -1,0 +1,151 @@
+"""A user's own model file with a mistake in it says what is wrong in one line, naming the user's function or line:
+a `make_batch` that returns one tensor (a batch of 2 was taken apart as inputs and targets, and failed as 'expected
+target dtype to be Long'), `user_workload(model=None)` ('torch probe failed: AttributeError'), and a forward that
+raises under `predict --memory` (which named neither file nor line, where plain `predict` did). And the memory trace
+builds a (workload, mode) once per process, on fake tensors: a 1.3B-parameter model's search rebuilt its 5 GB of
+weights for every batch asked."""
+
+from dataclasses import replace
+
+import pytest
+
+from conftest import dlperf as command
+from conftest import one_line_error, require
+
+torch = require("torch")
+
+from dlperf.errors import UsageError  # noqa: E402
+from dlperf.frameworks.torch import memcount  # noqa: E402
+from dlperf.frameworks.torch.user import load_user, probe_workload  # noqa: E402
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
+
+MISTAKES = """
+import os
+
+import torch
+from torch import nn
+from torch._subclasses.fake_tensor import is_fake
+import dlperf
+
+
+class Boom(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.l(x[:, :7])
+
+
+class Counted(nn.Linear):
+    def __init__(self):
+        with open(os.environ["MISTAKES_BUILT"], "a") as f:  # each build, and whether its tensors are fake
+            f.write("fake\\n" if is_fake(torch.empty(1)) else "real\\n")
+        super().__init__(8, 2)
+
+
+def pair(b, device):
+    return torch.randn(b, 8, device=device), torch.randint(0, 2, (b,), device=device)
+
+
+def one_tensor(b, device):
+    return torch.randn(b, 8, device=device)
+
+
+def forward_raises():
+    return dlperf.user_workload("boom", Boom(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def batch_wrong():
+    return dlperf.user_workload("single", nn.Linear(8, 2), one_tensor, nn.functional.cross_entropy, batch_size=4)
+
+
+def no_model():
+    return dlperf.user_workload("nomodel", None, pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def counted():
+    return dlperf.user_workload("counted", Counted(), pair, nn.functional.cross_entropy, batch_size=4)
+"""
+
+
+@pytest.fixture
+def mistakes(tmp_path):
+    path = tmp_path / "mistakes.py"
+    path.write_text(MISTAKES)
+    return path
+
+
+def line_of(text: str) -> int:
+    return next(i for i, line in enumerate(MISTAKES.splitlines(), 1) if text in line)
+
+
+def user(source: str) -> Workload:
+    a = probe_workload(source)
+    return Workload(name=a["name"], arch="user", config={}, input=InputSpec("user", tuple(a["input_shape"] or ())),
+                    outputs=0, batch=a["batch"], optimizer=OptimizerSpec("user"), params=a["params"],
+                    data="synthetic (user batch maker)", source=source)  # fmt: skip
+
+
+def test_a_batch_maker_that_returns_one_tensor_is_named_with_what_it_returned(mistakes):
+    source = f"{mistakes}:batch_wrong"
+    with pytest.raises(UsageError) as caught:
+        probe_workload(source)  # the plan's probe: before any cell or count
+    said = str(caught.value)
+    assert said == (
+        f"workload {source!r}: make_batch (one_tensor at {mistakes}:{line_of('def one_tensor')}) must "
+        "return an (inputs, targets) pair; asked for a batch of 1, it returned one Tensor of shape [1, 8]"
+    )
+    with pytest.raises(UsageError, match=r"asked for a batch of 2, it returned one Tensor of shape \[2, 8\]"):
+        load_user(source).make_batch(2, torch.device("cpu"))  # a batch of 2 is no pair either
+
+
+def test_no_model_names_the_argument(mistakes):
+    with pytest.raises(UsageError) as caught:
+        probe_workload(f"{mistakes}:no_model")
+    said = str(caught.value)
+    assert "model is None: pass your model (a torch.nn.Module) as dlperf.user_workload's second argument" in said
+    assert said.endswith(f"(at {mistakes}:{line_of('nomodel')}, in no_model)") and "AttributeError" not in said
+
+
+def test_the_memory_trace_names_the_users_line_as_the_operator_count_does(mistakes):
+    w = user(f"{mistakes}:forward_raises")
+    [a, b] = memcount.memory_count(w, "fp32", [4, 8])
+    assert a["error"] == b["error"]
+    assert a["error"].startswith("the model's own step raises RuntimeError: mat1 and mat2 shapes cannot be multiplied")
+    assert f"(at {mistakes}:{line_of('x[:, :7]')}, in forward)" in a["error"]
+
+
+@pytest.mark.slow
+def test_predict_memory_says_the_models_error_as_plain_predict_does(mistakes, tmp_path):
+    source = f"{mistakes}:forward_raises"
+    where = f"(at {mistakes}:{line_of('x[:, :7]')}, in forward)"
+    env = {"DLPERF_NO_COUNT_CACHE": "1"}
+    for memory in ((), ("--memory",)):
+        proc = command("predict", source, "--gpu", "T4", *memory, env=env, db=tmp_path / "p.db")
+        one_line_error(proc, "boom (fp32, batch 4): the model's own step raises RuntimeError: mat1 and mat2", where)
+
+
+def test_the_trace_builds_each_workload_and_mode_once_in_a_process_on_fake_tensors(mistakes, tmp_path, monkeypatch):
+    built = tmp_path / "built.txt"
+    monkeypatch.setenv("MISTAKES_BUILT", str(built))
+    w = user(f"{mistakes}:counted")
+    built.unlink()
+    first = memcount.memory_count(w, "fp32", [3])
+    again = [memcount.memory_count(w, "fp32", [b]) for b in (3, 5)]
+    assert built.read_text().split() == ["fake"]  # once for the three asks, its weights never allocated
+    assert again[0] == first and again[1][0]["batch"] == 5 and "error" not in again[1][0]
+    memcount.memory_count(w, "bf16", [3])  # another mode: built again
+    assert built.read_text().split() == ["fake", "fake"]
+
+
+def test_a_trace_equals_the_one_of_a_step_built_for_real(mistakes, tmp_path, monkeypatch):
+    """The fake build is a shortcut: the figures are those of the real build, which a factory that cannot run on fake
+    tensors still gets."""
+    monkeypatch.setenv("MISTAKES_BUILT", str(tmp_path / "built.txt"))
+    w = replace(user(f"{mistakes}:counted"), batch=2)
+    fake = memcount.memory_count(w, "fp32", [2, 6])
+    monkeypatch.setattr(memcount, "_STEPS", {})
+    monkeypatch.setattr(memcount, "_fake_built", lambda w, mode, _: memcount.build(replace(w, batch=1), "cpu", mode))
+    assert memcount.memory_count(w, "fp32", [2, 6]) == fake
+    assert (tmp_path / "built.txt").read_text().split()[-1] == "real"
