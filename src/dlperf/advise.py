@@ -113,13 +113,13 @@ def check(opts: Options) -> tuple[tuple, float | None]:
     """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
     command): the workload's name, its batch, the GPUs (default: those with a price), the deadline, the work."""
     from dlperf.predict import cost, gpus, prices
-    from dlperf.spec import FIT_MAX_BATCH, make_spec, parse_workload
+    from dlperf.spec import batch_number, make_spec, parse_workload
 
     if "," in opts.workload:
         raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
     parse_workload(opts.workload, None)  # the positional's own error (NAME@bN: "with --batch"), before the spec's
-    if opts.batch is not None and not 1 <= opts.batch <= FIT_MAX_BATCH:  # the mode search measures NAME@bN
-        raise UsageError(f"--batch {opts.batch}: expected a whole number from 1 to {FIT_MAX_BATCH:,} (measured here)")
+    if opts.batch is not None:  # as the command line's parser says it (a Python caller's value)
+        batch_number(str(opts.batch), "--batch")
     spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders)  # --data, --loaders as `dlperf run` checks
     opts.data, opts.loaders = spec.data, spec.loaders
     if not opts.budget_s > 0:

@@ -26,7 +26,7 @@ from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
-from dlperf.predict import MAX_BATCH, roofline
+from dlperf.predict import roofline
 from dlperf.predict.gpus import BRACKET
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
@@ -91,7 +91,7 @@ def search_batch(user_batch: int, batches: list[int], max_batch: int | None) -> 
 def check(opts: Options) -> tuple:
     """The GPUs looked up, the workload and the mode checked, before anything runs: a bad name is one line."""
     from dlperf.predict import gpus
-    from dlperf.spec import parse_workload
+    from dlperf.spec import batch_number, parse_workload
 
     name = opts.workload
     if "," in name:
@@ -102,9 +102,10 @@ def check(opts: Options) -> tuple:
     if opts.repeats < 1:
         raise UsageError("--repeats must be at least 1")
     asked = {"--batches": opts.batches or (), "--max-batch": [opts.max_batch], "--batch": [opts.batch]}
-    for flag, values in asked.items():
-        if any(b is not None and b > MAX_BATCH for b in values):
-            raise UsageError(f"{flag}: at most {MAX_BATCH:,} (the largest batch dlperf counts for the GPUs)")
+    for flag, values in asked.items():  # as the command line's parser says it (a Python caller's values)
+        for b in values:
+            if b is not None:
+                batch_number(str(b), flag)
     return gpus.parse_gpus(",".join(opts.gpus))
 
 

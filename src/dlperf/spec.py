@@ -397,6 +397,21 @@ def _digits(text: str) -> str:
     return "" if text.isascii() else " in ASCII digits"
 
 
+def batch_number(text: str, flag: str, most: int = FIT_MAX_BATCH) -> int:
+    """A batch flag's value (--batch, --max-batch, each of --batches), one parser for every command: a whole number
+    from 1 to `most`, the range said whatever was typed. `most`: FIT_MAX_BATCH where the batch is measured here (as
+    NAME@bN is); the predictor's larger MAX_BATCH where it is only counted on fake tensors (`dlperf predict`)."""
+    value = int(text) if _WHOLE.fullmatch(text.strip()) else None
+    if value is None or not 1 <= value <= most:
+        raise UsageError(f"{flag} {text!r}: expected a batch, a whole number from 1 to {most:,}{_digits(text)}")
+    return value
+
+
+def batch_numbers(text: str, flag: str) -> tuple[int, ...]:
+    """A comma list of batches (`batch_number` each), in order, without repeats."""
+    return tuple(dict.fromkeys(batch_number(item, flag) for item in split_list(text, flag)))
+
+
 def positive_ints(text: str, flag: str) -> list[int]:
     items = split_list(text, flag)
     values = []

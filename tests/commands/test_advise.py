@@ -31,7 +31,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         (["--data", str(tmp_path / "none")], ["--data", "no such directory"]),
         (["--loaders", "w2"], ["--loaders", "--data DIR"]),  # a loader reads real data
         (["--batch", "0"], ["--batch"]),
-        (["--batch", "65537"], ["--batch", "65536"]),  # the mode search measures NAME@bN, up to fit's largest batch
+        (["--batch", "65537"], ["--batch", "65,536"]),  # the mode search measures NAME@bN, up to fit's largest batch
     ]
     db = tmp_path / "x.db"
     for extra, fragments in cases:

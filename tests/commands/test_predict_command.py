@@ -78,7 +78,7 @@ def test_the_largest_batch_counts_in_the_memory_of_a_small_one():
 
 def test_a_batch_past_the_largest_counted_is_one_line():
     for batch in (str(2**20 + 1), str(2**63 - 1)):
-        one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--batch", batch), "--batch", "1048576")
+        one_line_error(dlperf("predict", "tiny-fcn-r", "--gpu", "T4", "--batch", batch), "--batch", "1,048,576")
 
 
 def test_a_million_rows_are_refused_in_the_time_a_few_take(tmp_path):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import add_format, db_path, duration, real, warn_if_measured, whole
+from dlperf.commands.common import add_format, batch, db_path, duration, real, warn_if_measured, whole
 
 HELP = "should I rent a GPU, and which one? this CPU measured briefly, time, memory and cost predicted on GPUs"
 DESCRIPTION = (
@@ -23,10 +23,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
     from dlperf.commands.run import add_data_flags
     from dlperf.predict.gpus import PRICED_HELP
-    from dlperf.spec import FIT_MAX_BATCH
 
     p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
-    p.add_argument("--batch", type=whole("--batch", 1, most=FIT_MAX_BATCH),
+    p.add_argument("--batch", type=batch("--batch"),
                    help="your batch: measured, searched and predicted at it (default: the workload's)")  # fmt: skip
     p.add_argument("--gpu", help=f"comma list of GPUs of the table (dlperf predict --list-gpus; "
                    f"{PRICED_HELP})")  # fmt: skip

@@ -168,6 +168,30 @@ def whole_list(flag: str) -> Callable[[str], tuple[int, ...]]:
     return parse
 
 
+def batch(flag: str, most: int | None = None) -> Callable[[str], int]:
+    """An argparse `type` for a batch flag, every command's (`spec.batch_number`: 1 to 65,536 unless `most`)."""
+
+    def parse(text: str) -> int:
+        from dlperf.spec import batch_number
+
+        return batch_number(text, flag) if most is None else batch_number(text, flag, most)
+
+    parse.number = "whole"
+    return parse
+
+
+def batch_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    """An argparse `type` for a comma list of batches (`spec.batch_numbers`)."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        from dlperf.spec import batch_numbers
+
+        return batch_numbers(text, flag)
+
+    parse.number = "whole list"
+    return parse
+
+
 def add_format(p: argparse.ArgumentParser, *options: str, help: str | None = None) -> None:
     """`--format`, the first option the default."""
     p.add_argument("--format", default=options[0], type=choice("--format", options), help=help or either(options))

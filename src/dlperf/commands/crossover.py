@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import choice, db_path, given_flags, real, warn_if_measured, whole, whole_list
+from dlperf.commands.common import batch, batch_list, choice, db_path, given_flags, real, warn_if_measured, whole
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import add_timer_flags, again, print_answer, say_interrupted, timer
 from dlperf.errors import UsageError
@@ -38,12 +38,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument(
         "--batches",
-        type=whole_list("--batches"),
+        type=batch_list("--batches"),
         help="the batches, e.g. 1,8,64 (default: powers of two up to the workload's batch or 256)",
     )
-    p.add_argument("--max-batch", type=whole("--max-batch", 1), help="measure no batch above this")
+    p.add_argument("--max-batch", type=batch("--max-batch"), help="measure no batch above this")
     p.add_argument(
-        "--batch", type=whole("--batch", 1), help="your batch: the speed-up is given there (default: the workload's)"
+        "--batch", type=batch("--batch"), help="your batch: the speed-up is given there (default: the workload's)"
     )
     p.add_argument(
         "--threads",

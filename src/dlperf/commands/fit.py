@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from dlperf.commands.common import add_format, db_path, real, warn_if_measured, whole
+from dlperf.commands.common import add_format, batch, db_path, real, warn_if_measured, whole
 from dlperf.commands.run import add_timer_flags, again, printed, see_it, timer
 
 HELP = "the largest batch that trains without running out of memory on this device, measured"
@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--max-batch",
-        type=whole("--max-batch", 1),
+        type=batch("--max-batch"),
         default=FIT_MAX_BATCH,
         help=f"try no batch above this (default: {FIT_MAX_BATCH})",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, picked, real, whole
+from dlperf.commands.common import add_format, batch, picked, real, whole
 from dlperf.errors import UsageError
 from dlperf.predict import MAX_BATCH
 
@@ -35,12 +35,15 @@ GPU_SPECS_HELP = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     from dlperf.predict import gpus
+    from dlperf.spec import FIT_MAX_BATCH
 
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--gpu", help=f"comma list of GPUs of the table (--list-gpus), e.g. {','.join(gpus.BRACKET)}; "
                    f"{gpus.NAMED_HELP}")  # fmt: skip
     p.add_argument("--modes", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
-    p.add_argument("--batch", type=whole("--batch", 1, most=MAX_BATCH), help="the mini-batch (default: the workload's)")
+    p.add_argument("--batch", type=batch("--batch", most=MAX_BATCH),
+                   help=f"the mini-batch (default: the workload's), 1 to {MAX_BATCH:,}: counted on fake tensors, not "
+                   f"measured here, so past the {FIT_MAX_BATCH:,} of advise, crossover and fit")  # fmt: skip
     p.add_argument(
         "--validate", metavar="CSV", nargs="?", const=True,
         help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships)",
