@@ -134,7 +134,7 @@ def check(opts: Options) -> tuple[tuple, float | None]:
 def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     """Predict the GPUs, measure this CPU (threads, then modes), store both runs, answer."""
     from dlperf import crossover
-    from dlperf.predict import cost, roofline
+    from dlperf.predict import cost, memory, roofline
 
     clock = Clock(opts.budget_s, time.monotonic())
     chosen, deadline = check(opts)
@@ -143,7 +143,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout)
     if samples == NO_EPOCH_SAMPLES and not opts.samples:
         notes.append(NO_EPOCH_NOTE.format(workload.data))
-    too_large = no_room_here(workload, peaks.get("fp32"))
+    too_large = memory.no_room_here(workload, peaks.get("fp32"))
     if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
         return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
                       ExitCode.OK, largest, opts.workload, cpu_why=too_large)  # fmt: skip
@@ -240,21 +240,6 @@ def _work(workload, opts: Options) -> tuple[int, str]:
 def gpu_modes(gpu) -> tuple[str, ...]:
     """What `gpu` is predicted in: fp32, and its mixed precision where it has a tensor unit for one."""
     return ("fp32", gpu.mixed()) if gpu.mixed() else ("fp32",)
-
-
-def no_room_here(workload, need: int | None) -> str:
-    """Why this CPU is not measured, where the step's predicted fp32 peak (`need`: the allocator peak `predict
-    --memory` predicts) is more than the memory this machine has available now; "" where it fits or is not known."""
-    from dlperf.measure.system import memory_available_bytes, memory_total_bytes
-    from dlperf.predict.memory import GIB
-
-    have, total = memory_available_bytes(), memory_total_bytes()
-    if not need or not have or need <= have:
-        return ""
-    of = f" of {total / GIB:.1f}" if total else ""
-    return (f"not measured: the fp32 step at batch {workload.batch} needs about {need / GIB:.1f} GiB (predicted), "
-            f"more than the {have / GIB:.1f} GiB{of} this machine has available, so it cannot train here at this batch "
-            "(dlperf fit finds the largest batch that does)")  # fmt: skip
 
 
 def predicted(workload, chosen, samples: int, what: str, deadline: float | None, timeout: float):

@@ -130,6 +130,7 @@ def crossover(
     batches = batches_for(user_batch, opts.batches, opts.max_batch)
     forkable = warm_up(plan, workload, batches, opts)
     counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.timeout, "--timeout")
+    check_room(workload, batches, opts)
     for warning in plan.warnings:  # once the request is whole: bad input stays one line
         (warn or warn_stderr)(warning)
     store = Store.open(db, create=True)
@@ -194,6 +195,21 @@ def warm_up(plan: Plan, workload: Workload, batches: list[int], opts: Options) -
     forkable: dict = {}
     warm.prepare(processes(schedule(first, plan.spec.repeats)), plan.spec.max_memory, forkable)
     return forkable
+
+
+def check_room(workload: Workload, batches: list[int], opts: Options) -> None:
+    """A batch whose step this machine's memory cannot hold (its peak predicted, as `dlperf advise` checks its own:
+    `memory.no_room_here`) is refused in one line before anything is measured or stored: the smallest batch, else the
+    largest (every batch is measured); a step that cannot be traced is measured as before."""
+    from dlperf.predict import count, memory
+
+    asked = [count.at(workload, b) for b in sorted({min(batches), max(batches)})]
+    traced = memory.traces([(w, opts.mode, w.batch) for w in asked], opts.timeout, "--timeout")
+    for w, peak in zip(asked, traced, strict=True):
+        why = memory.no_room_here(w, None if isinstance(peak, str) else peak.total, opts.mode)
+        if why:
+            fewer = f"; --max-batch below {w.batch} measures the batches that fit" if w.batch > min(batches) else ""
+            raise UsageError(f"{workload.name}: {why}{fewer}")
 
 
 def cpu_cell(spec: RunSpec, workload: Workload, batch: int, threads: int) -> Cell:

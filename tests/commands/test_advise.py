@@ -243,6 +243,7 @@ def test_a_step_this_machine_cannot_hold_is_not_measured_and_the_answer_says_why
 
     from dlperf import advise, crossover
     from dlperf.measure import system
+    from dlperf.predict import memory
     from dlperf.report import advise as view
 
     gib = 2**30
@@ -261,5 +262,5 @@ def test_a_step_this_machine_cannot_hold_is_not_measured_and_the_answer_says_why
     assert view.NO_ROOM.startswith("not measured: the step does not fit this machine's memory")
     # room enough: measured as before
     monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 50 * gib)
-    assert advise.no_room_here(SimpleNamespace(batch=16), int(45.7 * gib)) == ""
-    assert advise.no_room_here(SimpleNamespace(batch=16), None) == ""  # not traced: measured, as before
+    assert memory.no_room_here(SimpleNamespace(batch=16), int(45.7 * gib)) == ""
+    assert memory.no_room_here(SimpleNamespace(batch=16), None) == ""  # not traced: measured, as before

@@ -215,6 +215,22 @@ def _guess(known: dict[int, int], room: int) -> int | tuple[int]:
     return max(lo + 1, min(guess, MAX_BATCH if hi is None else hi - 1))
 
 
+def no_room_here(workload, need: int | None, mode: str = "fp32") -> str:
+    """Why this machine does not measure `workload`'s step at its batch in `mode`, where its predicted peak (`need`:
+    the allocator peak `peaks` predicts) is more than the memory this machine has available now; "" where it fits
+    or is not known. `dlperf advise` and `dlperf crossover` check a step so before they measure it: a process that
+    could only swap or meet the kernel's out-of-memory killer."""
+    from dlperf.measure.system import memory_available_bytes, memory_total_bytes
+
+    have, total = memory_available_bytes(), memory_total_bytes()
+    if not need or not have or need <= have:
+        return ""
+    of = f" of {total / GIB:.1f}" if total else ""
+    return (f"not measured: the {mode} step at batch {workload.batch} needs about {need / GIB:.1f} GiB (predicted), "
+            f"more than the {have / GIB:.1f} GiB{of} this machine has available, so it cannot train here at this batch "
+            "(dlperf fit finds the largest batch that does)")  # fmt: skip
+
+
 def fit_rule(pairs: list[tuple[int, int]]) -> tuple[int, float]:
     """The rule's (OVERHEAD_BYTES, OVERHEAD_FRACTION) from (traced, measured) peaks: the pair with the least median
     relative error, on a grid of 1 MiB and 0.1% steps (a median: one layer's large workspace does not move it)."""

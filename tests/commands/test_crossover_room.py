@@ -1,0 +1,61 @@
+"""`dlperf crossover` on a model this machine cannot hold (a 1.3B-parameter LM: batch 1 needs 26.4 GiB, predicted, with
+about 20 GiB free) started measuring anyway, a process that could only swap or meet the out-of-memory killer. It now
+checks the step's predicted peak first, as `dlperf advise` does (`memory.no_room_here`, one check for both): one line
+with both figures, and nothing measured or stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from dlperf.errors import UsageError
+
+GIB = 2**30
+
+
+@pytest.fixture
+def machine(monkeypatch):
+    """20 GiB available of 23; the GPUs' side and the warm parent left out; each batch's peak from `per_batch`."""
+    from dlperf import crossover
+    from dlperf.measure import system
+    from dlperf.predict import count, memory
+
+    asked = []
+
+    def traces(requests, timeout, flag=None):
+        asked.extend(b for _, _, b in requests)
+        return [memory.Peak(w.name, m, b, 0, 0, 0, 0, machine.fixed + b * machine.per_batch) for w, m, b in requests]
+
+    machine.fixed, machine.per_batch, machine.asked = 0, 0, asked
+    monkeypatch.setattr(memory, "traces", traces)
+    monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 20 * GIB)
+    monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 23 * GIB)
+    monkeypatch.setattr(crossover, "warm_up", lambda *a: {})
+    monkeypatch.setattr(count, "counted", lambda *a, **k: [])
+    return machine
+
+
+def refused(tmp_path) -> str:
+    from dlperf import crossover
+
+    db = tmp_path / "x.db"
+    with pytest.raises(UsageError) as caught:
+        crossover.crossover(crossover.Options("tiny-fcn-r", batches=(1, 2, 8), batch=8), str(db))
+    assert not db.exists()  # nothing measured, nothing stored
+    return str(caught.value)
+
+
+def test_a_model_no_batch_of_fits_here_is_refused_with_both_figures(machine, tmp_path):
+    machine.fixed = int(26.4 * GIB)
+    assert refused(tmp_path) == (
+        "tiny-fcn-r: not measured: the fp32 step at batch 1 needs about 27.1 GiB (predicted), more than the 20.0 GiB "
+        "of 23.0 this machine has available, so it cannot train here at this batch (dlperf fit finds the largest batch "
+        "that does)"
+    )
+    assert machine.asked == [1, 8]  # the smallest and the largest batch, in one child
+
+
+def test_a_largest_batch_that_does_not_fit_says_to_lower_max_batch(machine, tmp_path):
+    machine.per_batch = 3 * GIB  # batch 8: 24 GiB
+    said = refused(tmp_path)
+    assert said.startswith("tiny-fcn-r: not measured: the fp32 step at batch 8 needs about 24.7 GiB (predicted)")
+    assert said.endswith("; --max-batch below 8 measures the batches that fit") and "\n" not in said
