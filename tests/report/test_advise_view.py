@@ -11,6 +11,7 @@ from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.predict import cost
 from dlperf.predict.roofline import Prediction
 from dlperf.report import advise as view
+from dlperf.report import format
 from dlperf.workloads import BUILTIN
 
 CNN = BUILTIN["resnet-56"]
@@ -100,3 +101,24 @@ def test_the_dollars_of_the_gpus_picked_say_where_and_when_their_prices_were_rea
     a = answer([prediction("A10", 0.5)])  # one source
     assert "one source" in view.price_note(a.costs)
     assert view.price_note(cost.costs(CNN, [], 1, "1 sample", {})) is None  # nothing picked, nothing to say
+
+
+def test_the_crossover_rests_on_the_cpu_step_the_screen_gives():
+    """Issue: one screen said a GPU 148x faster than this CPU (the mode search's step, 2.42 s) and 261x (the thread
+    search's, 4.27 s, the same setting measured again on a loaded machine). The crossover line now divides the CPU
+    line's step, and names it; the JSON says which step it used."""
+    from dlperf.report.crossover import Crossover, Row
+
+    a = answer([prediction("T4", 0.01, "fp32")])
+    mine = a.costs.cpu.step_s  # the CPU line's step
+    thread_search = SimpleNamespace(median_s=mine * 1.8, threads=1)  # the crossover's own cell, measured apart
+    row = Row(CNN.batch, thread_search, {"T4": SimpleNamespace(step_s=0.01)})
+    a.crossover = Crossover(1, CNN.name, "fp32", CNN.batch, ["T4"], [row])
+    lines = view.lines(a)
+    fastest = next(line for line in lines if line.startswith("Fastest GPU"))
+    crossover = next(line for line in lines if line.startswith("Crossover"))
+    assert f"{mine / 0.01:.1f} times faster than this CPU" in fastest
+    assert f"T4 {mine / 0.01:.1f}x" in crossover and f"{mine * 1.8 / 0.01:.1f}x" not in crossover
+    assert f"faster than this CPU's step above (fp32, {format.seconds(mine)}) there" in crossover
+    said = view.to_json(a)["crossover"]
+    assert said["gpu_speedup"] == {"T4": mine / 0.01} and said["cpu_step_s"] == mine

@@ -27,7 +27,7 @@ def lines(a) -> list[str]:
         out.append("Does not fit (predicted): " + "; ".join(left_out(x, r) for r in x.left_out))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
-    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload)
+    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, x.cpu)
     out.append(f"Crossover (CPU measured, GPUs predicted): {said}")
     if a.feed:
         out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
@@ -94,26 +94,47 @@ def _versus(r, cpu) -> str:
     return f", {1 / ratio:.1f} times slower than this CPU" if ratio < 1 else f", {ratio:.1f} times faster than this CPU"
 
 
-def _crossover(x, asked: str) -> str:
+def _crossover(x, asked: str, cpu=None) -> str:
     """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is;
-    `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests."""
+    `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests; `cpu`: the
+    CPU line's step (`speedups`)."""
     if x is None or not x.rows:
         return "not measured"
-    row = next((r for r in x.rows if r.batch == x.user_batch), x.rows[0])
-    ratios = {g: row.speedup(g) for g in x.gpus if row.speedup(g) is not None}
+    row = _row(x)
+    ratios = speedups(x, row, cpu)
     if not ratios:
         return "no GPU step beside the CPU's"
     faster = sorted((g for g, s in ratios.items() if s > 1), key=lambda g: -ratios[g])
     command = f"dlperf crossover {shlex.quote(asked)} --batch {x.user_batch}"  # its speed-up at the batch advised
     tail = f" (at your batch only; {command} measures batch by batch)"
+    one = _one_step(cpu, row)  # the CPU line's step, named as such
+    mine = f"this CPU's step above ({cpu.mode}, {seconds(cpu.step_s)})" if one else f"this CPU's {x.mode} step"
     if faster:
         said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
         more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
         return (f"a GPU pays at your batch {row.batch}: {len(faster)} of {len(ratios)} GPUs predicted faster than "
-                f"this CPU's {x.mode} step there: {said}{more}" + tail)  # fmt: skip
+                f"{mine} there: {said}{more}" + tail)  # fmt: skip
     best = max(ratios, key=ratios.get)
-    return (f"no GPU is predicted faster than this CPU's {x.mode} step at your batch {row.batch}: the closest, "
+    return (f"no GPU is predicted faster than {mine} at your batch {row.batch}: the closest, "
             f"{best}, is {1 / ratios[best]:.1f} times slower; a larger batch may pay" + tail)  # fmt: skip
+
+
+def _row(x):
+    return next((r for r in x.rows if r.batch == x.user_batch), x.rows[0])
+
+
+def _one_step(cpu, row) -> bool:
+    return cpu is not None and cpu.batch == row.batch and bool(cpu.step_s)
+
+
+def speedups(x, row, cpu) -> dict[str, float]:
+    """Each GPU's predicted step at `row`'s batch against this CPU's: the CPU line's step (`cpu`: the mode search's
+    best, or the thread search's), so that one screen rests on one CPU measurement, the fastest GPU's speed-up and
+    the crossover's alike (two measurements of one setting differ on a loaded machine: 148x and 261x once); the
+    crossover's own cell where the CPU line has no step at that batch."""
+    if not _one_step(cpu, row):
+        return {g: s for g in x.gpus if (s := row.speedup(g)) is not None}
+    return {g: cpu.step_s / row.gpus[g].step_s for g in x.gpus if g in row.gpus and row.gpus[g].step_s}
 
 
 def _pick_json(r) -> dict | None:
@@ -133,6 +154,8 @@ def to_json(a) -> dict:
     }  # fmt: skip
     xo = a.crossover
     row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
+    speedup = speedups(xo, row, c) if row else {}
+    cpu_step = c.step_s if row and _one_step(c, row) else row.cpu.median_s if row and row.cpu else None
     return {
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
         "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
@@ -141,7 +164,8 @@ def to_json(a) -> dict:
         "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
                           "predicted": True} for r in x.left_out],
         "crossover": {"how": CROSSOVER_HOW, "batch": row.batch if row else None,
-                      "gpu_speedup": {g: row.speedup(g) for g in xo.gpus} if row else {}},
+                      "gpu_speedup": {g: speedup.get(g) for g in xo.gpus} if row else {},
+                      "cpu_step_s": cpu_step},
         "gpus": cost.to_json(x)["rows"], "uncertainty": a.uncertainty, "runs": a.runs, "notes": a.notes,
         "input_pipeline": _feed_json(a.feed, x),
     }  # fmt: skip
