@@ -5,12 +5,14 @@ cluster: tests/test_ray.py (slow)."""
 from __future__ import annotations
 
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
 
 from conftest import dlperf, one_line_error, require
-from dlperf import fleet
+from dlperf import fleet, fleet_watch
+from dlperf.errors import UsageError
 from dlperf.fleet_node import continuation
 from dlperf.store import Store, now
 from dlperf.store.process import ProcessMeasurement
@@ -218,3 +220,31 @@ def test_a_plain_resume_of_a_ray_nodes_run_is_refused_naming_the_cluster(tmp_pat
         mine = f"--resume: run 1, the latest unfinished, is Ray node {A[:8]}'s (a --ray sweep): "
         one_line_error(said, mine + f"`dlperf run --resume --ray x --db {tmp_path / 'one.db'}` measures what it left")
     one_line_error(dlperf("run", "--resume", db=two_nodes_one_host, timeout=120), "and run 2 measured what it left")
+
+
+def test_a_driver_ray_ends_is_said_and_its_runs_left_interrupted(tmp_path, capsys):
+    """Ray ends the driver's process itself (from C++: no exception, not a word) when this machine's node loses its
+    raylet or object store; dlperf used to vanish with exit 1, its runs left 'running'."""
+    db = tmp_path / "driver.db"
+    lost_sweep(db).close()
+
+    def driver():  # what Ray does to the driver: a run streaming, then the process gone
+        store = Store.open(db, create=False)
+        store.acquire(1)
+        store.set_run_status(1, "running")
+        os._exit(1)
+
+    code, runs = fleet_watch.watched(driver, str(db), "HEAD:6379")
+    assert (code, runs) == (1, [1])
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("dlperf: Ray ended this sweep's driver (exit 1) at ") and "runs 1 keep what" in line
+    assert f"`dlperf run --resume --ray HEAD:6379 --db {db}` goes on once this machine is a node again" in line
+    store = Store.open(db, create=False)
+    assert store.run(1).status == "interrupted" and store.measured_by(1) is None
+    store.close()
+
+
+def test_the_drivers_answer_or_error_comes_back_from_its_process(tmp_path):
+    assert fleet_watch.watched(lambda: (0, [os.getpid()]), str(tmp_path / "x.db"), "auto")[1] != [os.getpid()]
+    with pytest.raises(UsageError, match=r"^--ray x: cannot connect$"):
+        fleet_watch.watched(lambda: (_ for _ in ()).throw(UsageError("--ray x: cannot connect")), "x.db", "x")

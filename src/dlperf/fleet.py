@@ -26,15 +26,14 @@ import shutil
 import socket
 import sys
 import tempfile
-import threading
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from dlperf import envinfo
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
+from dlperf.fleet_watch import RayLog, watched
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
@@ -407,13 +406,20 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
         args.campaign = campaign_name()
         argv = [*argv, "--campaign", args.campaign]
     temp_dir = tempfile.mkdtemp(prefix="dlperf-ray-")  # a cluster started here keeps its session files in it
+    try:  # the driver in a process of its own, which Ray may end
+        sweep = None if args.resume else args.campaign
+        return watched(lambda: _driver(args, argv, db, wanted, temp_dir), db, args.ray, sweep)
+    finally:
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _driver(args, argv: list[str], db: str, wanted: tuple[str, str] | None, temp_dir: str) -> tuple[int, list[int]]:
     log = RayLog(db)
     undo = log.divert(import_ray())
     try:
         return _run(connect(args.ray, temp_dir), args, argv, db, wanted, log)
     finally:
         undo()
-        shutil.rmtree(temp_dir, ignore_errors=True)
         log.say()
 
 
@@ -430,7 +436,7 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
                 nodes = [start_node(ray, info, argv) for info in chosen]
             code = follow(ray, store, nodes, args.ray, log)
             code = 1 if waiting and code == 0 else code
-            return code, [n.run_id for n in nodes if n.run_id is not None]
+            return code, sorted(n.run_id for n in nodes if n.run_id is not None)
         finally:
             for node in nodes:  # a lost node's run, leased while another node measured what it left
                 if node.continues is not None:
@@ -438,45 +444,6 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
             store.close()
     finally:
         ray.shutdown()
-
-
-class RayLog:
-    """Ray's own messages during a sweep, in a file beside the store (DB.ray.log) instead of on the terminal: the
-    cluster's errors Ray's driver prints whatever `log_to_driver` says (a raylet's end with the last 20 lines of its
-    log, published by the node's agent to every driver; a node marked dead), and Ray's own text for a lost node."""
-
-    def __init__(self, db: str) -> None:
-        self.path, self.lines, self.lock = f"{db}.ray.log", 0, threading.Lock()
-
-    def write(self, what: str, lines: list[str]) -> None:
-        with self.lock:
-            try:
-                with open(self.path, "a", encoding="utf-8") as f:
-                    if not self.lines:
-                        f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(['dlperf', *sys.argv[1:]])}\n")
-                    f.write(f"{time.strftime('%H:%M:%S')} {what}:\n" + "".join(f"    {x}\n" for x in lines))
-            except OSError:
-                return  # a log that cannot be written: Ray's messages are dropped, not printed
-            self.lines += 1 + len(lines)
-
-    def divert(self, ray) -> Callable[[], None]:
-        """Ray's driver prints the cluster's errors from a thread of its own through `print_to_stdstream`, which it
-        looks up as it prints: pointed at this log until the returned function undoes it. A Ray without it (another
-        version) is left as it is."""
-        worker = sys.modules.get("ray._private.worker")
-        printer = getattr(worker, "print_to_stdstream", None)
-        if printer is None:
-            return lambda: None
-
-        def to_log(data: dict, ignore_prefix: bool = False) -> None:
-            self.write(f"Ray ({data.get('pid') or 'driver'})", [str(x) for x in data.get("lines") or []])
-
-        worker.print_to_stdstream = to_log
-        return lambda: setattr(worker, "print_to_stdstream", printer)
-
-    def say(self) -> None:
-        if self.lines:
-            print(f"dlperf: Ray's own messages of this sweep are in {self.path}", file=sys.stderr)
 
 
 def campaign_name() -> str:

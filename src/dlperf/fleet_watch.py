@@ -1,0 +1,158 @@
+"""What a person sees of Ray during `dlperf run --ray` (`fleet.py`): Ray's own messages in a log beside the store
+(`RayLog`), and a driver Ray ended said in dlperf's words (`watched`).
+
+Ray ends the driver's process itself (from C++, no Python exception, no message on the terminal) when the node it is
+attached to loses its raylet or object store: the sweep's driver therefore runs in a child of dlperf, which says what
+happened and leaves its runs interrupted. Ray is not imported here.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dlperf.store import Store
+from dlperf.store.state import RAY_ORIGIN, run_states
+
+
+class RayLog:
+    """Ray's own messages during a sweep, in a file beside the store (DB.ray.log) instead of on the terminal: the
+    cluster's errors Ray's driver prints whatever `log_to_driver` says (a raylet's end with the last 20 lines of its
+    log, published by the node's agent to every driver; a node marked dead), and Ray's own text for a lost node."""
+
+    def __init__(self, db: str) -> None:
+        self.path, self.lines, self.lock = f"{db}.ray.log", 0, threading.Lock()
+
+    def write(self, what: str, lines: list[str]) -> None:
+        with self.lock:
+            try:
+                with open(self.path, "a", encoding="utf-8") as f:
+                    if not self.lines:
+                        f.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(['dlperf', *sys.argv[1:]])}\n")
+                    f.write(f"{time.strftime('%H:%M:%S')} {what}:\n" + "".join(f"    {x}\n" for x in lines))
+            except OSError:
+                return  # a log that cannot be written: Ray's messages are dropped, not printed
+            self.lines += 1 + len(lines)
+
+    def divert(self, ray) -> Callable[[], None]:
+        """Ray's driver prints the cluster's errors from a thread of its own through `print_to_stdstream`, which it
+        looks up as it prints: pointed at this log until the returned function undoes it. A Ray without it (another
+        version) is left as it is."""
+        worker = sys.modules.get("ray._private.worker")
+        printer = getattr(worker, "print_to_stdstream", None)
+        if printer is None:
+            return lambda: None
+
+        def to_log(data: dict, ignore_prefix: bool = False) -> None:
+            self.write(f"Ray ({data.get('pid') or 'driver'})", [str(x) for x in data.get("lines") or []])
+
+        worker.print_to_stdstream = to_log
+        return lambda: setattr(worker, "print_to_stdstream", printer)
+
+    def say(self) -> None:
+        if self.lines:
+            print(f"dlperf: Ray's own messages of this sweep are in {self.path}", file=sys.stderr)
+
+
+def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | None = None) -> Any:
+    """`driver()` in a child process, its result (or exception) returned (raised) here; a child Ray ended before it
+    answered is said in one line, the runs it left measuring marked interrupted, and ends as exit code 1 with them
+    and the sweep's other unfinished runs (those of its `campaign`)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the driver
+        os.close(read)
+        _answer(driver, write)
+    os.close(write)
+    with _forwarding(pid):
+        answer = _read_all(read)
+        _, status = os.waitpid(pid, 0)
+    if answer:
+        kind, value = pickle.loads(answer)
+        if kind == "raise":
+            raise value
+        return value
+    return 1, _ended(db, address, os.waitstatus_to_exitcode(status), campaign)
+
+
+def _answer(driver: Callable[[], Any], write: int) -> None:
+    """The child's side: the driver's result, or its exception, pickled to the parent; then gone without running
+    the parent's exit handlers."""
+    code = 0
+    try:
+        result = ("return", driver())
+    except BaseException as exc:
+        result = ("raise", exc)
+    try:
+        data = pickle.dumps(result)
+        pickle.loads(data)  # an exception whose constructor takes other arguments would not load in the parent
+    except Exception:  # its text, then
+        data = pickle.dumps(("raise", RuntimeError(str(result[1]))))
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.write(write, data)  # a pipe takes it whole or blocks until the parent reads
+    except OSError:
+        code = 1
+    os._exit(code)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 65536):
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
+class _forwarding:
+    """While the driver runs: Ctrl-C reaches it from the terminal (the parent waits it out), SIGTERM and SIGHUP are
+    passed on to it."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.before = pid, {}
+
+    def __enter__(self):
+        self.before[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            self.before[sig] = signal.signal(sig, lambda signum, frame: os.kill(self.pid, signum))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self.before.items():
+            signal.signal(sig, handler)
+
+
+def _ended(db: str, address: str, code: int, campaign: str | None) -> list[int]:
+    """The driver gone without an answer: its runs (a Ray node's, left running by a process now gone) interrupted,
+    and said with the sweep's others left unfinished."""
+    store = Store.open(db, create=False) if os.path.exists(db) else None
+    left = []
+    try:
+        for state in run_states(store).values() if store else []:
+            run = state.run
+            if not (run.origin and str(run.origin.db).startswith(RAY_ORIGIN)) or not state.unfinished:
+                continue
+            if state.state == "stopped":
+                store.acquire(run.id)
+                store.set_run_status(run.id, "interrupted")
+            if state.state == "stopped" or (campaign is not None and run.spec.get("campaign") == campaign):
+                left.append(run.id)
+    finally:
+        if store:
+            store.close()
+    kept = f"runs {', '.join(map(str, left))} keep what they stored" if left else "nothing of it is stored"
+    log = f" (Ray's own messages: {db}.ray.log)" if os.path.exists(f"{db}.ray.log") else ""
+    print(f"dlperf: Ray ended this sweep's driver (exit {code}) at {time.strftime('%H:%M:%S')}: the Ray node this "
+          f"machine is attached to lost its raylet or object store{log}; {kept}. `dlperf run --resume --ray {address} "
+          f"--db {db}` goes on once this machine is a node again (ray start), or from outside over ray://",
+          file=sys.stderr)  # fmt: skip
+    return left
