@@ -248,3 +248,15 @@ def test_the_drivers_answer_or_error_comes_back_from_its_process(tmp_path):
     assert fleet_watch.watched(lambda: (0, [os.getpid()]), str(tmp_path / "x.db"), "auto")[1] != [os.getpid()]
     with pytest.raises(UsageError, match=r"^--ray x: cannot connect$"):
         fleet_watch.watched(lambda: (_ for _ in ()).throw(UsageError("--ray x: cannot connect")), "x.db", "x")
+
+
+def test_an_interrupted_sweep_says_what_its_runs_keep_not_finished_cells(monkeypatch, capsys):
+    """'finished cells are stored in runs 1, 2, 3' was said of a sweep stopped before any process ended."""
+    from dlperf.commands.run import run_fleet
+
+    monkeypatch.setattr(fleet, "check_flags", lambda args: None)
+    monkeypatch.setattr(fleet, "run", lambda args, argv, db: (130, [1, 2]))
+    assert run_fleet(SimpleNamespace(ray="auto"), "f.db") == 130
+    assert capsys.readouterr().err == (
+        "dlperf: interrupted; runs 1, 2 keep the processes that finished (dlperf list --runs says what each has "
+        "left). Continue with: dlperf run --resume --ray auto --db f.db\n")  # fmt: skip

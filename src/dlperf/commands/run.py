@@ -465,8 +465,12 @@ def run_fleet(args, db: str) -> int:
     fleet.check_flags(args)
     code, runs = fleet.run(args, sys.argv[1:], db)
     if code == ExitCode.INTERRUPTED:
-        print(f"dlperf: interrupted; finished cells are stored in runs {', '.join(map(str, runs)) or 'none'}. "
-              f"Continue with: dlperf run --resume --ray {args.ray} --db {db}", file=sys.stderr)  # fmt: skip
+        if not runs:
+            print("dlperf: interrupted before any node's plan arrived: nothing is stored", file=sys.stderr)
+            return code
+        print(f"dlperf: interrupted; runs {', '.join(map(str, runs))} keep the processes that finished (dlperf list "
+              f"--runs says what each has left). Continue with: dlperf run --resume --ray {args.ray} --db {db}",
+              file=sys.stderr)  # fmt: skip
         return code
     if len(runs) < 2:
         for run_id in runs:
