@@ -75,7 +75,7 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
     return [c if isinstance(c, str) else replace(c, mode=mode) for c, (_, mode) in zip(found, requests, strict=True)]
 
 
-OWN_ERROR = "the model's own step raises"  # a user's step that fails run for real too (`frameworks/torch/probe.py`)
+OWN_ERROR = "the model's own step raises"  # a user's step that fails run for real too (`frameworks/torch/memcount.py`)
 COUNTED_AS = {"tf32": "fp32"}  # the same step, another peak
 FIT_FROM = 3  # batches of one (workload, mode) counted at once that are fitted rather than each counted
 SCALED_FROM = 2  # the smallest batch scaled: a batch of 1 runs other kernels on the CPU

@@ -125,9 +125,7 @@ def _fake_built(workload: Workload, mode: str, fake: FakeTensorMode):
 
 def _why(workload: Workload, exc: BaseException) -> str:
     """Why the step cannot be traced, in one line: first the user's own error, at the user's line, where the step
-    fails run for real too (as the operator count says it: `probe.own_error`), asked once per workload."""
-    from dlperf.frameworks.torch.probe import own_error
-
+    fails run for real too (as the operator count says it: `own_error`), asked once per workload."""
     key = _key(workload, "")[0]
     if key not in _OWN_ERRORS:
         _OWN_ERRORS[key] = own_error(workload)
@@ -135,6 +133,22 @@ def _why(workload: Workload, exc: BaseException) -> str:
 
 
 _OWN_ERRORS: dict[str, str | None] = {}  # a workload's own error run for real (None: it runs), by workload
+
+
+def own_error(workload: Workload) -> str | None:
+    """What a user's step raises run for real, on a batch of 2 on the CPU, in the user's words and at the user's line
+    (`where_in_user_code`): a step the operator count (`probe.op_count`) or the memory trace cannot take is first the
+    model's own error where it has one."""
+    from dlperf.errors import where_in_user_code
+
+    if workload.arch != "user":
+        return None
+    try:
+        build(dataclasses.replace(workload, batch=2), "cpu", "fp32").step()
+    except Exception as exc:
+        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+        return f"the model's own step raises {text}{where_in_user_code(exc)} (run for real on a batch of 2)"
+    return None
 
 
 def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:

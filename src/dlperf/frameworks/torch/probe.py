@@ -16,6 +16,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException
 
 from dlperf.frameworks.common.ops import Affine, grouped
 from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
+from dlperf.frameworks.torch.memcount import own_error
 from dlperf.frameworks.torch.opcount import count_calls, nbytes, tensors_in
 from dlperf.frameworks.torch.step import synthetic_batch
 from dlperf.frameworks.torch.threads import describe_device
@@ -89,21 +90,6 @@ def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:
     if workload.arch == "user":
         return step.user.make_batch(batch, cpu)
     return synthetic_batch(dataclasses.replace(workload, batch=batch), cpu)
-
-
-def own_error(workload: Workload) -> str | None:
-    """What a user's step raises run for real, on a batch of 2 on the CPU, in the user's words and at the user's line
-    (`where_in_user_code`): a step the counter cannot take is first the model's own error where it has one."""
-    from dlperf.errors import where_in_user_code
-
-    if workload.arch != "user":
-        return None
-    try:
-        build(dataclasses.replace(workload, batch=2), "cpu", "fp32").step()
-    except Exception as exc:
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        return f"the model's own step raises {text}{where_in_user_code(exc)} (run for real on a batch of 2)"
-    return None
 
 
 def uncountable(exc: BaseException) -> str:
