@@ -150,18 +150,10 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
-        run = _latest_unfinished(store, db) if dry_run else _unfinished(store, db, warn or warn_stderr)
-        spec = RunSpec.from_json(run.spec)
-        env = envinfo.capture(framework_info(spec.frameworks))
-        changes = envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env))
-        if changes:
-            raise UsageError(
-                f"--resume: run {run.id} was measured on a different machine or software "
-                f"({'; '.join(changes)}); start a new run instead"
-            )
-        if edited := changed_sources(run.env.get("sources", {})):
-            raise UsageError(f"--resume: run {run.id}'s model: {'; '.join(edited)} since the run began, so what is "
-                             "left would train another model; start a new run instead")  # fmt: skip
+        run = _latest_unfinished(store, db)
+        spec, env = _resumable(run)
+        if not dry_run:
+            _take_over(store, run, warn or warn_stderr)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
         tasks = session.remaining()
@@ -178,6 +170,27 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
     finally:
         store.close()
+
+
+def _resumable(run: RunRecord) -> tuple[RunSpec, dict]:
+    """The run's spec, and this machine's environment where what the run has left can be measured as it was planned:
+    its frameworks still here (one removed since is one line naming the run), the same machine and software, its model
+    files unedited. Checked before the run is taken over: a run refused stays as it was."""
+    spec = RunSpec.from_json(run.spec)
+    try:
+        env = envinfo.capture(framework_info(spec.frameworks))
+    except UsageError as exc:
+        raise UsageError(f"--resume: run {run.id}'s {exc}") from None
+    changes = envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env))
+    if changes:
+        raise UsageError(
+            f"--resume: run {run.id} was measured on a different machine or software "
+            f"({'; '.join(changes)}); start a new run instead"
+        )
+    if edited := changed_sources(run.env.get("sources", {})):
+        raise UsageError(f"--resume: run {run.id}'s model: {'; '.join(edited)} since the run began, so what is "
+                         "left would train another model; start a new run instead")  # fmt: skip
+    return spec, env
 
 
 def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: dict[str, dict]) -> None:
@@ -232,12 +245,10 @@ def searched_by(store: Store, run: RunRecord) -> str | None:
     return search_of(run, lambda: bool(predicted.read(store, run.id, lambda fault: None)))
 
 
-def _unfinished(store: Store, db: str, warn: Callable[[str], None]) -> RunRecord:
-    """The latest unfinished run, leased to this process."""
-    run = _latest_unfinished(store, db)
+def _take_over(store: Store, run: RunRecord, warn: Callable[[str], None]) -> None:
+    """Lease the run to this process (LeaseHeld while another live one measures it), saying whose it was."""
     if dead := store.acquire(run.id):
         warn(f"run {run.id} was left running by {dead.describe()}, last seen {dead.seen}, which is gone: taken over")
-    return run
 
 
 def _execute(session: Session, tasks: list[Task], plan: Plan, progress, to_profile: list[Cell] = ()) -> Outcome:
