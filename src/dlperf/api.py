@@ -163,9 +163,8 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         if dry_run:
             return Outcome(ExitCode.OK, run.id, plan, estimate=for_plan(plan, db, say_pilot, tasks), tasks=tasks)
         where = ", ".join(map(str, spill.holding(db, run.id)))
-        if kept := session.take_up_kept():
+        if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)
             warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")
-            tasks = session.remaining()  # what was kept is measured
         session.reopen()
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
     finally:

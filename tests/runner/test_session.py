@@ -92,3 +92,16 @@ def test_a_run_keeps_the_command_that_made_it_whatever_argv_a_calling_script_had
         assert store.run(run.run_id).env["made_by"] == "run" and searched_by(store, store.run(run.run_id)) is None
     finally:
         store.close()
+
+
+def test_what_is_left_leaves_out_a_process_kept_beside_a_store_that_refused_it(session):
+    """`run --resume --dry-run` counted a process kept beside the store (`store/spill.py`) as left to measure, and
+    estimated its time, though --resume stores it without measuring it again."""
+    from dlperf.store import spill
+
+    other = Cell("tiny-fcn-r", "torch", "cpu", 2, "fp32")
+    session.add([CELL, other], {"batch": 8})
+    assert [t.cell for t in session.remaining()] == [CELL, other]
+    spill.keep(session.store.path, session.run_id, other.key, 0, measured(1.0))
+    assert [t.cell for t in session.remaining()] == [CELL]
+    assert session.take_up_kept() == 1 and [t.cell for t in session.remaining()] == [CELL]

@@ -27,7 +27,7 @@ from dlperf.protocol import Cell
 from dlperf.runner import sweep
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec
-from dlperf.store import Store
+from dlperf.store import Store, spill
 from dlperf.store.records import CellRecord, PlannedCell, ProfileRecord
 from dlperf.vocab import Status
 
@@ -96,8 +96,12 @@ class Session:
         return sweep.take_up_kept(self)
 
     def remaining(self) -> list[Task]:
-        """The processes of a resumed run not measured yet, in the order the plan gave them."""
-        return sweep.remaining([c.cell for c in self.cells()], self.spec.repeats, self.store.done_repeats(self.run_id))
+        """The processes of a resumed run not measured yet, in the order the plan gave them: neither stored nor kept
+        beside a store that refused them (`take_up_kept` stores those)."""
+        kept = {(k.key, k.repeat) for k in spill.kept(self.store.path, self.run_id)}
+        return sweep.remaining(
+            [c.cell for c in self.cells()], self.spec.repeats, self.store.done_repeats(self.run_id) | kept
+        )
 
     def unprofiled(self, tasks: list[Task]) -> list[Cell]:
         return sweep.unprofiled(self, tasks)
