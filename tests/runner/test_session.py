@@ -105,3 +105,25 @@ def test_what_is_left_leaves_out_a_process_kept_beside_a_store_that_refused_it(s
     spill.keep(session.store.path, session.run_id, other.key, 0, measured(1.0))
     assert [t.cell for t in session.remaining()] == [CELL]
     assert session.take_up_kept() == 1 and [t.cell for t in session.remaining()] == [CELL]
+
+
+def test_an_interrupt_while_a_finished_process_is_stored_comes_once_it_is_stored(session, monkeypatch):
+    """Ctrl-C raised inside the store's transaction rolled it back: a process that had finished (after minutes,
+    perhaps) was not stored, and --resume measured it again. The interrupt now waits for the store (milliseconds)."""
+    import os
+    import signal
+
+    session.add([CELL], {"batch": 8})
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, refresh, *rest: measured(1.0))
+    monkeypatch.setattr(sweep, "warm_up", lambda *args: None)
+    real = session.store.record
+
+    def record(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the measurement's transaction begins
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session.store, "record", record)
+    with pytest.raises(sweep.Interrupted):
+        session.measure(session.remaining(), quiet)
+    assert session.store.done_repeats(session.run_id) == {(CELL.key, 0)}
+    assert session.store.run(session.run_id).status == "interrupted"

@@ -252,11 +252,33 @@ def sigterm_as_interrupt(to_the_end: bool = False) -> Iterator[None]:
 
 
 def _interrupt(signum: int, frame) -> None:
-    global _interrupted
+    global _interrupted, _deferred
     if _interrupted is not None:  # the first is being handled: its cleanup goes on
+        return
+    if _holding:  # a finished measurement is being stored: the interrupt comes once it is
+        _deferred = _deferred or signum
         return
     _interrupted = signum
     raise KeyboardInterrupt
+
+
+_holding, _deferred = 0, None  # `held` blocks entered and not left; the interrupt that came meanwhile
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """An interrupt (Ctrl-C, SIGTERM, SIGHUP) that comes while a finished process's measurement is stored takes effect
+    once it is stored (a few milliseconds): raised inside the store's transaction, it rolled the transaction back, and
+    a process that had finished, perhaps after minutes, was measured again by --resume."""
+    global _holding, _deferred
+    _holding += 1
+    try:
+        yield
+    finally:
+        _holding -= 1
+        signum, _deferred = (_deferred, None) if _holding == 0 else (None, _deferred)
+    if signum is not None:
+        _interrupt(signum, None)
 
 
 def suspend(signum: int = signal.SIGTSTP, frame=None, stop_self: Callable[[], None] | None = None) -> None:

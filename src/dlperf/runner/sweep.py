@@ -348,14 +348,16 @@ def measure_all(ctx: SweepContext, tasks: list[Task], progress, to_profile: list
             progress.start_together(i, group)
             with closing(run_together(ctx, group, progress.refresh)) as ended:  # a store's fault stops them
                 for k, m in ended:
-                    figures = store_or_keep(ctx, group[k], m)
+                    with lifeline.held():
+                        figures = store_or_keep(ctx, group[k], m)
                     statuses.append(m.status)
                     progress.finish(i + k, group[k], m, figures)
             continue
         task = group[0]
         progress.start(i, task)
         m = run_task(task, ctx, progress.refresh)
-        figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
+        with lifeline.held():  # an interrupt now comes once it is stored
+            figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
         statuses.append(m.status)
         progress.finish(i, task, m, figures)
         if profiling.wanted(ctx.spec, task.repeat, figures.status):
@@ -370,7 +372,8 @@ def profile_cell(ctx: SweepContext, cell: Cell, progress, index: int, *, own_ite
     median_s = next((c.median_s for c in ctx.store.cells(ctx.run_id) if c.key == cell.key), None)
     row = profiling.profile(cell, ctx.workloads[cell.key], ctx.spec, interpreter_for(cell.framework), progress.refresh,
                             median_s=median_s, watch=Deadline(ctx.deadline))  # fmt: skip
-    ctx.store.record_profile(ctx.run_id, cell.key, row)
+    with lifeline.held():
+        ctx.store.record_profile(ctx.run_id, cell.key, row)
     progress.profiled(index, cell, row, own_item=own_item)
 
 
