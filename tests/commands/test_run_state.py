@@ -50,8 +50,8 @@ def test_a_run_whose_process_died_is_stopped_not_running_in_the_list_and_the_tab
     assert "stopped (its process is gone)" in listed and "running" not in listed
     said = flat(dlperf("table", db=db).stdout)
     assert (
-        f"run 1 is unfinished (stopped: its process is gone): 2 of its 3 cells pending; `dlperf run --resume --db "
-        f"{db}` measures them" in said
+        f"run 1 is unfinished (stopped: its process is gone): 1 of 3 processes done; 2 left, in 2 cells; "
+        f"`dlperf run --resume --db {db}` measures them" in said
     )
 
 
@@ -74,10 +74,24 @@ def test_a_cell_short_of_its_repeats_is_left_to_measure(tmp_path):
     planned_run(store, 3, "interrupted", repeats=2)
     store.close()
     said = flat(dlperf("table", db=db).stdout)
-    assert f"run 1 is unfinished (interrupted): 3 processes of 3 measured cells left; `dlperf run --resume --db {db}`" \
-        in said  # fmt: skip
+    assert f"run 1 is unfinished (interrupted): 3 of 6 processes done; 3 left, in 3 cells; `dlperf run --resume " \
+        f"--db {db}`" in said  # fmt: skip
     [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
-    assert row["left"] == "3 processes of 3 measured cells left"
+    assert row["left"] == "3 left, in 3 cells"
+
+
+def test_the_table_and_the_list_say_what_is_left_in_the_same_words(tmp_path):
+    """The table's note said "3 processes of 3 measured cells left" where `list --runs` said "3 of 12 processes done;
+    9 left, in 3 cells" of the same run: one wording (`Left.text`), the table's and the list's."""
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 3, "interrupted", repeats=4)
+    store.close()
+    words = "3 of 12 processes done; 9 left, in 3 cells"
+    assert f"run 1 is unfinished (interrupted): {words};" in flat(dlperf("table", db=db).stdout)
+    assert f"interrupted: {words}" in flat(dlperf("list", "--runs", db=db, env={"COLUMNS": "250"}).stdout)
+    [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
+    assert (row["progress"], row["left"], row["processes"]) == (words, "9 left, in 3 cells", {"done": 3, "planned": 12})
 
 
 def test_a_profile_cut_off_is_left_to_take_and_explain_says_resume_takes_it(tmp_path):
@@ -88,7 +102,7 @@ def test_a_profile_cut_off_is_left_to_take_and_explain_says_resume_takes_it(tmp_
     store.set_run_status(run_id, "interrupted")
     store.close()
     said = flat(dlperf("table", "--explain", db=db).stdout)
-    assert "run 1 is unfinished (interrupted): 2 cells' profiles left;" in said
+    assert "run 1 is unfinished (interrupted): 3 of 3 processes done; 2 profiles left;" in said
     assert "dlperf profile WORKLOAD" not in said and "this unfinished run profiles its cells when it goes on" in said
 
 

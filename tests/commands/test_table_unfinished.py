@@ -34,7 +34,8 @@ def test_an_interrupted_run_says_how_many_cells_are_left_and_how_to_resume(tmp_p
     said = dlperf("table", db=db)
     assert said.returncode == 0, said.stderr
     flat = " ".join(said.stdout.split())
-    assert f"run 1 is unfinished (interrupted): 2 of its 3 cells pending; `dlperf run --resume --db {db}`" in flat
+    left = "1 of 3 processes done; 2 left, in 2 cells"
+    assert f"run 1 is unfinished (interrupted): {left}; `dlperf run --resume --db {db}`" in flat
 
 
 def test_an_older_unfinished_run_does_not_offer_the_resume_that_takes_a_later_one(tmp_path):
@@ -45,8 +46,8 @@ def test_an_older_unfinished_run_does_not_offer_the_resume_that_takes_a_later_on
     store.close()
     flat = " ".join(dlperf("table", "--run", "1", "--format", "md", db=db).stdout.split())
     assert (
-        "run 1 is unfinished (interrupted): 2 of its 3 cells pending; --resume takes the latest unfinished run, 2"
-        in flat
+        "run 1 is unfinished (interrupted): 1 of 3 processes done; 2 left, in 2 cells; --resume takes the latest "
+        "unfinished run, 2" in flat
     )
 
 
@@ -57,7 +58,7 @@ def test_a_run_still_measured_names_its_process_and_a_complete_run_says_nothing(
         planned_run(store, 1, None)  # this process holds its lease, as a running sweep does
         holder = store.measured_by(1)
         flat = " ".join(dlperf("table", db=db).stdout.split())
-        assert f"run 1 is being measured by {holder.describe()}: 2 of its 3 cells pending" in flat
+        assert f"run 1 is being measured by {holder.describe()}: 1 of 3 processes done; 2 left, in 2 cells" in flat
         planned_run(store, 3, "complete")
         complete = dlperf("table", db=db).stdout
         assert "unfinished" not in complete and "being measured" not in complete
@@ -76,8 +77,8 @@ def test_a_search_s_interrupted_run_says_to_run_the_search_again_as_the_search_d
     store.close()
     flat = " ".join(dlperf("table", db=db).stdout.split())
     assert (
-        "run 1 is unfinished (interrupted): 2 of its 3 cells pending; it is the run of a `dlperf optimize` search"
-        in flat
+        "run 1 is unfinished (interrupted): 1 of 3 processes done; 2 left, in 2 cells; it is the run of a "
+        "`dlperf optimize` search" in flat
     )
     assert (
         f"run it again (it starts over): `dlperf --db {db} optimize mymodel.py:make --threads 1 --budget 60s`" in flat

@@ -56,7 +56,8 @@ def test_an_unfinished_run_is_copied_with_a_warning_and_its_copy_brought_up_to_d
     assert first.returncode == 0, first.stderr
     assert first.stdout.splitlines() == [f"{src} run 1 -> run 1 (4 cells)"]
     assert first.stderr.strip() == (
-        f"dlperf: warning: {src}: run 1 is unfinished (interrupted): 3 of its 4 cells pending; copied as it is: "
+        f"dlperf: warning: {src}: run 1 is unfinished (interrupted): 1 of 4 processes done; 3 left, in 3 cells; "
+        "copied as it is: "
         "merging this file again once the run is finished brings its copy up to date"
     )
 
@@ -100,7 +101,8 @@ def test_a_run_being_measured_is_copied_with_a_warning_naming_its_process(tmp_pa
     finally:
         store.close()
     assert said.returncode == 0, said.stderr
-    assert f"{src}: run 1 is being measured by {holder}: 3 of its 4 cells pending; copied as it is" in said.stderr
+    left = "1 of 4 processes done; 3 left, in 3 cells"
+    assert f"{src}: run 1 is being measured by {holder}: {left}; copied as it is" in said.stderr
     table = " ".join(dlperf("table", db=target).stdout.split())
     assert f"run 1 is unfinished (running in {src.resolve()} (run 1) when it was copied here)" in table
     assert "merging its file again brings this copy up to date" in table

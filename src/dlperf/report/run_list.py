@@ -8,7 +8,6 @@ own processes stay its own, and nothing is left of it to resume."""
 from __future__ import annotations
 
 import shlex
-from dataclasses import replace
 
 from dlperf.measure.units import plural
 from dlperf.report.fleet import machine_label, ray_node
@@ -39,29 +38,17 @@ def merged_from(run: RunRecord) -> str | None:
     return f"{origin.db}:{origin.run_id}"
 
 
-def processes(state: RunState) -> tuple[int, int]:
-    """(done, planned): the run's timed processes, `--repeats` per cell."""
-    repeats = int(state.run.spec.get("repeats") or 1)
-    left = state.left.pending * repeats + state.left.processes
-    planned = state.left.cells * repeats
-    return planned - left, planned
-
-
 def progress(state: RunState, later: RunRecord | None = None) -> str:
-    """What is done and what is left, plainly: "3 of 12 processes done; 9 left, in 3 cells"; "...; the rest
-    measured by run 4 (Ray node 4b380b56)"; a complete run's: ""."""
+    """What is done and what is left, as the table's note says it (`Left.text`): "3 of 12 processes done; 9 left, in
+    3 cells"; "...; the rest measured by run 4 (Ray node 4b380b56)"; a complete run's: ""."""
     if not state.unfinished:
         return ""
-    done, planned = processes(state)
-    text = f"{done} of {plural(planned, 'process', 'es')} done"
-    if later is not None:
-        node = ray_node(later)
-        return f"{text}; the rest measured by run {later.id}" + (f" (Ray node {node[:8]})" if node else "")
-    left, cells = planned - done, state.left.pending + state.left.short
-    parts = [f"{left} left, in {plural(cells, 'cell')}"] if left else []
-    if state.left.profiles:
-        parts.append(f"{plural(state.left.profiles, 'profile')} left")
-    return f"{text}; {', '.join(parts) or 'nothing left'}"
+    if later is None:
+        return state.left.text()
+    done, planned = state.left.done
+    node = ray_node(later)
+    return (f"{done} of {plural(planned, 'process', 'es')} done; the rest measured by run {later.id}"
+            + (f" (Ray node {node[:8]})" if node else ""))  # fmt: skip
 
 
 def status_text(row: dict) -> str:
@@ -74,14 +61,13 @@ def status_text(row: dict) -> str:
 
 def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = None) -> dict:
     """The JSON row of a run: `status` is its state (running, stopped, interrupted, complete, copied), `progress` its
-    processes done and left in words (`processes`: the counts), `left` what --resume would measure of it beyond its
-    pending cells, `continued_by` the run that measured what it left on another Ray node, `sessions` how many
+    processes done and left in words (`processes`: the counts), `left` what --resume would measure of it (null:
+    nothing), `continued_by` the run that measured what it left on another Ray node, `sessions` how many
     measured it (null: cannot tell)."""
     run = state.run
-    beyond = replace(state.left, pending=0)  # the pending cells are in the cells column
-    done, planned = processes(state)
+    done, planned = state.left.done
     return {"run": run.id, "started": run.started_at, "status": state.state, "state_label": state.label,
-            "measured_by": state.holder and state.holder.describe(), "left": beyond.text() if beyond else None,
+            "measured_by": state.holder and state.holder.describe(), "left": state.left.remaining() or None,
             "progress": progress(state, later), "processes": {"done": done, "planned": planned},
             "continued_by": later and later.id, "sessions": state.sessions and state.sessions.count,
             "cells": dict(sorted(cells.items())), "command": shlex.join(run.argv or []), "machine": machine(run),

@@ -39,19 +39,31 @@ class Left:
     processes: int  # timed processes that measured cells still lack (`--repeats`)
     short: int  # the measured cells that lack them
     profiles: int  # measured cells whose profile is missing (`--profile`)
+    repeats: int = 1  # timed processes per cell
 
     def __bool__(self) -> bool:
         return bool(self.pending or self.processes or self.profiles)
 
-    def text(self) -> str:
-        """ "2 of its 3 cells pending, 1 process of a measured cell left, 1 cell's profile left"."""
-        parts = [f"{self.pending} of its {plural(self.cells, 'cell')} pending"] if self.pending else []
-        if self.processes:
-            cells = "a measured cell" if self.short == 1 else f"{self.short} measured cells"
-            parts.append(f"{plural(self.processes, 'process', 'es')} of {cells} left")
+    @property
+    def done(self) -> tuple[int, int]:
+        """(done, planned): the run's timed processes, `repeats` per cell."""
+        planned = self.cells * self.repeats
+        return planned - self.pending * self.repeats - self.processes, planned
+
+    def remaining(self) -> str:
+        """What is left, plainly: "9 left, in 3 cells, 2 profiles left"; "" where nothing is."""
+        done, planned = self.done
+        cells = self.pending + (self.short if self.processes else 0)
+        parts = [f"{planned - done} left, in {plural(cells, 'cell')}"] if planned > done else []
         if self.profiles:
-            parts.append("1 cell's profile left" if self.profiles == 1 else f"{self.profiles} cells' profiles left")
+            parts.append(f"{plural(self.profiles, 'profile')} left")
         return ", ".join(parts)
+
+    def text(self) -> str:
+        """What is done and what is left, as every view says it (the table's note, `dlperf list --runs`, the report,
+        merge's warning): "3 of 12 processes done; 9 left, in 3 cells"; "...; nothing left"."""
+        done, planned = self.done
+        return f"{done} of {plural(planned, 'process', 'es')} done; {self.remaining() or 'nothing left'}"
 
 
 @dataclass(frozen=True)
@@ -95,9 +107,10 @@ class RunState:
         return {"stopped": "stopped: its process is gone", "running": "running"}.get(self.state, self.state)
 
     def summary(self) -> str:
-        """An unfinished run in a sentence, what is left included: "run 1 is unfinished (stopped: its process is
-        gone): 2 of its 3 cells pending"; "run 1 is being measured by pid 12 on alpha: ..."."""
-        left = self.left.text() or "nothing is left to measure"
+        """An unfinished run in a sentence, what is done and left included (`Left.text`): "run 1 is unfinished
+        (stopped: its process is gone): 1 of 3 processes done; 2 left, in 2 cells"; "run 1 is being measured by pid 12
+        on alpha: ..."."""
+        left = self.left.text()
         if self.holder is not None:
             return f"run {self.run.id} is being measured by {self.holder.describe()}: {left}"
         return f"run {self.run.id} is unfinished ({self.why}): {left}"
@@ -166,16 +179,17 @@ def _state(store: Store, run: RunRecord, holder: lease.Holder | None) -> str:
 def _left(store: Store, run: RunRecord) -> Left:
     """What an unfinished run lacks (a complete one lacks nothing: a search may leave cells pending by design)."""
     cells = store.cells(run.id, unreadable=lambda fault: None)
+    repeats = int(run.spec.get("repeats") or 1)
     if run.status == "complete":
-        return Left(len(cells), 0, 0, 0, 0)
-    repeats, done = int(run.spec.get("repeats") or 1), store.done_repeats(run.id)
+        return Left(len(cells), 0, 0, 0, 0, repeats)
+    done = store.done_repeats(run.id)
     measured = [c for c in cells if c.status is not Status.PENDING]
     lacking = {c.key: sum((c.key, r) not in done for r in range(repeats)) for c in measured}
     profiled = store.profiles(run.id) if run.spec.get("profile") else None
     unprofiled = [c for c in measured if profiled is not None and c.status is Status.OK and not lacking[c.key]
                   and c.key not in profiled]  # fmt: skip
     short = sum(n > 0 for n in lacking.values())
-    return Left(len(cells), len(cells) - len(measured), sum(lacking.values()), short, len(unprofiled))
+    return Left(len(cells), len(cells) - len(measured), sum(lacking.values()), short, len(unprofiled), repeats)
 
 
 def _sessions(store: Store, run_id: int) -> Sessions | None:
