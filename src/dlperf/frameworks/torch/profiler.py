@@ -19,6 +19,7 @@ the same kernel-interval union (`cuda_activity.busy_and_gaps`), and its idle bre
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -248,12 +249,19 @@ def _close(ranges: list) -> None:
 # Profiling
 
 
+# torch 2.11's profiler (the GPU machines') warns as it starts its first cycle that it "clears events at the end of each
+# cycle" (torch 2.13 warns from the second cycle on): a profile is one cycle, and the warning, on the profile child's
+# stderr, would be the last line a crash of that child is reported with
+CYCLE_WARNING = "Warning: Profiler clears events at the end of each cycle"
+
+
 def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict[str, Any]:
     """`steps` steady steps of `train` (a step.TorchStep, warmed up) under torch.profiler: the fields of
     `dlperf.protocol.Profiled`."""
     cuda = train.device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
-    with labelled(train) as notes:
+    with labelled(train) as notes, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", CYCLE_WARNING, UserWarning)
         train.sync()
         with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
             step_s = window(train.step, train.sync, steps)
