@@ -260,3 +260,23 @@ def test_an_interrupted_sweep_says_what_its_runs_keep_not_finished_cells(monkeyp
     assert capsys.readouterr().err == (
         "dlperf: interrupted; runs 1, 2 keep the processes that finished (dlperf list --runs says what each has "
         "left). Continue with: dlperf run --resume --ray auto --db f.db\n")  # fmt: skip
+
+
+def test_every_line_that_names_the_ray_resume_quotes_the_store_as_a_shell_reads_it(tmp_path, capsys):
+    """The table's note quoted a store's path and the driver's lines did not: `--db my runs/one.db`, followed
+    literally, resumed no store (four copies of the command, one function now: location.ray_resume_command)."""
+    folder = tmp_path / "my runs"
+    folder.mkdir()
+    db = folder / "one.db"
+    lost_sweep(db).close()
+    quoted = f"`dlperf run --resume --ray x --db '{db}'`"
+    assert quoted in " ".join(dlperf("table", "--run", "1", db=db, env={"COLUMNS": "250"}).stdout.split())
+
+    def driver():  # Ray ends the driver while its run streams
+        store = Store.open(db, create=False)
+        store.acquire(1)
+        store.set_run_status(1, "running")
+        os._exit(1)
+
+    fleet_watch.watched(driver, str(db), "x")
+    assert quoted in capsys.readouterr().err

@@ -221,14 +221,15 @@ def _not_a_ray_nodes(store: Store, run: RunRecord, db: str) -> None:
     the node's run."""
     from dlperf.report.fleet import ray_node
     from dlperf.report.run_list import continued_by, ray_address
+    from dlperf.store.location import ray_resume_command
 
     if (node := ray_node(run)) is None:
         return
     mine = f"--resume: run {run.id}, the latest unfinished, is Ray node {node[:8]}'s (a --ray sweep)"
     if later := continued_by(store.runs()).get(run.id):
         raise UsageError(f"{mine}, and run {later.id} measured what it left; nothing to resume here")
-    raise UsageError(f"{mine}: `dlperf run --resume --ray {ray_address(run.argv)} --db {db}` measures what it left on "
-                     "a node of its kind, not on this machine")  # fmt: skip
+    raise UsageError(f"{mine}: `{ray_resume_command(ray_address(run.argv), db)}` measures what it left on a node of "
+                     "its kind, not on this machine")  # fmt: skip
 
 
 def latest_resumable(store: Store) -> RunRecord | None:

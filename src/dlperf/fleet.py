@@ -37,7 +37,7 @@ from dlperf.fleet_watch import RayLog, watched
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
-from dlperf.store.location import check_path
+from dlperf.store.location import check_path, ray_resume_command
 from dlperf.store.records import Origin, RunRecord
 
 POLL_S = 0.5  # how often the driver asks each node for what finished
@@ -366,7 +366,7 @@ def say_lost(store: Store, node: Node, address: str) -> None:
     planned = len(store.cells(node.run_id)) * int(store.run(node.run_id).spec.get("repeats") or 1)
     kept = len(store.done_repeats(node.run_id))
     print(f"dlperf: {where}. Run {node.run_id} keeps {kept} of its {planned} processes; left to measure: "
-          f"{', '.join(left)}. `dlperf run --resume --ray {address} --db {store.path}` measures them on a live node "
+          f"{', '.join(left)}. `{ray_resume_command(address, store.path)}` measures them on a live node "
           "of the same kind, as a run of that node's own", file=sys.stderr)  # fmt: skip
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dlperf.store import Store
+from dlperf.store.location import ray_resume_command
 from dlperf.store.state import RAY_ORIGIN, run_states
 
 
@@ -152,7 +153,7 @@ def _ended(db: str, address: str, code: int, campaign: str | None) -> list[int]:
     kept = f"runs {', '.join(map(str, left))} keep what they stored" if left else "nothing of it is stored"
     log = f" (Ray's own messages: {db}.ray.log)" if os.path.exists(f"{db}.ray.log") else ""
     print(f"dlperf: Ray ended this sweep's driver (exit {code}) at {time.strftime('%H:%M:%S')}: the Ray node this "
-          f"machine is attached to lost its raylet or object store{log}; {kept}. `dlperf run --resume --ray {address} "
-          f"--db {db}` goes on once this machine is a node again (ray start), or from outside over ray://",
+          f"machine is attached to lost its raylet or object store{log}; {kept}. `{ray_resume_command(address, db)}` "
+          f"goes on once this machine is a node again (ray start), or from outside over ray://",
           file=sys.stderr)  # fmt: skip
     return left

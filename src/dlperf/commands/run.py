@@ -461,6 +461,7 @@ def run_fleet(args, db: str) -> int:
     """`--ray`: the sweep on the cluster's nodes (`fleet.py`), then their runs side by side (one node's: its table)."""
     from dlperf import fleet
     from dlperf.commands.table import print_table, show_fleet
+    from dlperf.store.location import ray_resume_command
 
     fleet.check_flags(args)
     code, runs = fleet.run(args, sys.argv[1:], db)
@@ -469,7 +470,7 @@ def run_fleet(args, db: str) -> int:
             print("dlperf: interrupted before any node's plan arrived: nothing is stored", file=sys.stderr)
             return code
         print(f"dlperf: interrupted; runs {', '.join(map(str, runs))} keep the processes that finished (dlperf list "
-              f"--runs says what each has left). Continue with: dlperf run --resume --ray {args.ray} --db {db}",
+              f"--runs says what each has left). Continue with: {ray_resume_command(args.ray, db)}",
               file=sys.stderr)  # fmt: skip
         return code
     if len(runs) < 2:

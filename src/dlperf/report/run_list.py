@@ -11,6 +11,7 @@ import shlex
 
 from dlperf.measure.units import plural
 from dlperf.report.fleet import machine_label, ray_node
+from dlperf.store.location import ray_resume_command
 from dlperf.store.records import RunRecord
 from dlperf.store.state import CONTINUES, RAY_ORIGIN, RunState
 
@@ -85,7 +86,7 @@ def ray_resume(state: RunState, later: RunRecord | None, db: str) -> str | None:
         on = ray_node(later)
         return (f"run {state.run.id} is unfinished ({state.why}): Ray node {node[:8]} was lost; run {later.id}"
                 + (f" (Ray node {on[:8]})" if on else "") + " measured what it left")  # fmt: skip
-    command = shlex.join(["dlperf", "run", "--resume", "--ray", ray_address(state.run.argv), "--db", db])
+    command = ray_resume_command(ray_address(state.run.argv), db)
     return f"{state.summary()}; `{command}` measures them on a live Ray node of its kind"
 
 

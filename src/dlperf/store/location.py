@@ -102,6 +102,12 @@ def resume_command(db: str) -> str:
     return f"dlperf run --resume --db {shlex.quote(db)}"
 
 
+def ray_resume_command(address: str, db: str | Path) -> str:
+    """The command that goes on with a `--ray` sweep's unfinished runs over the cluster at `address`, quoted for a
+    shell: every line that names it (the interrupt's, a lost node's, a driver Ray ended, the table's note)."""
+    return shlex.join(["dlperf", "run", "--resume", "--ray", address, "--db", str(db)])
+
+
 def unreadable(exc: BaseException, db: str | None) -> str | None:
     """SQLite's own error under a command that had opened the store `db` (None: a store the command named otherwise)
     said in one line: a page damaged, the file cut short or replaced while the command ran, a lock held past the
