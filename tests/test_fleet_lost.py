@@ -219,7 +219,33 @@ def test_a_plain_resume_of_a_ray_nodes_run_is_refused_naming_the_cluster(tmp_pat
         said = dlperf("run", "--resume", *dry, db=tmp_path / "one.db", timeout=120)
         mine = f"--resume: run 1, the latest unfinished, is Ray node {A[:8]}'s (a --ray sweep): "
         one_line_error(said, mine + f"`dlperf run --resume --ray x --db {tmp_path / 'one.db'}` measures what it left")
-    one_line_error(dlperf("run", "--resume", db=two_nodes_one_host, timeout=120), "and run 2 measured what it left")
+    nothing = f"--resume: nothing to resume in {two_nodes_one_host}: run 1, the latest unfinished, was a lost Ray"
+    one_line_error(dlperf("run", "--resume", db=two_nodes_one_host, timeout=120), nothing)
+
+
+def test_resume_passes_over_a_lost_nodes_run_another_node_went_on_with(tmp_path):
+    """A plain sweep's interrupted run 1, then a --ray sweep whose node A was lost (run 2) and node B measured what it
+    left (run 3): `--resume` refused ("run 2 ... nothing to resume here") and run 1's note said "--resume takes the
+    latest unfinished run, 2", though nothing is left of run 2 and run 1 is the one to finish."""
+    from commands.test_table_unfinished import planned_run
+    from dlperf.api import latest_resumable
+
+    db = tmp_path / "driver.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    local = Store.open(tmp_path / "nodes.db", create=True)
+    lost = local.check_run(node_run(local, ALPHA, {0: 2, 1: 1}, "interrupted"))
+    went_on = local.check_run(node_run(local, ALPHA, {0: 2, 1: 2}, "complete"))
+    local.close()
+    with store.transaction():
+        store.insert_copy(lost.run, lost.cells, lost.measurements, Origin(f"ray:{A}", 1, now()))
+    with store.transaction():
+        run = {**went_on.run, "env_json": json.dumps({**json.loads(went_on.run["env_json"]), "continues": 2})}
+        store.insert_copy(run, went_on.cells[:2], went_on.measurements, Origin(f"ray:{B}", 2, now()))
+    assert latest_resumable(store).id == 1
+    store.close()
+    said = " ".join(dlperf("table", "--run", "1", db=db, env={"COLUMNS": "250"}).stdout.split())
+    assert f"`dlperf run --resume --db {db}` measures them" in said and "takes the latest" not in said
 
 
 def test_a_driver_ray_ends_is_said_and_its_runs_left_interrupted(tmp_path, capsys):

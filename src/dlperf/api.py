@@ -207,6 +207,7 @@ def _latest_unfinished(store: Store, db: str) -> RunRecord:
     if run is None and not store.runs():
         raise UsageError(f"--resume: {db} holds no run to resume (dlperf run starts one)")
     if run is None and (search := store.latest_unfinished_run()):
+        _not_continued(store, search, db)
         raise UsageError(f"--resume: {db}'s unfinished runs are searches' (the latest, run {search.id}, of dlperf "
                          f"{made_by(search)}), which --resume cannot go on with: run the search again (it starts "
                          "over)")  # fmt: skip
@@ -220,21 +221,34 @@ def _not_a_ray_nodes(store: Store, run: RunRecord, db: str) -> None:
     """A Ray node's run is resumed over the cluster (`--resume --ray`): here, this machine's processes would go into
     the node's run."""
     from dlperf.report.fleet import ray_node
-    from dlperf.report.run_list import continued_by, ray_address
+    from dlperf.report.run_list import ray_address
     from dlperf.store.location import ray_resume_command
 
     if (node := ray_node(run)) is None:
         return
     mine = f"--resume: run {run.id}, the latest unfinished, is Ray node {node[:8]}'s (a --ray sweep)"
-    if later := continued_by(store.runs()).get(run.id):
-        raise UsageError(f"{mine}, and run {later.id} measured what it left; nothing to resume here")
     raise UsageError(f"{mine}: `{ray_resume_command(ray_address(run.argv), db)}` measures what it left on a node of "
                      "its kind, not on this machine")  # fmt: skip
 
 
 def latest_resumable(store: Store) -> RunRecord | None:
-    """The run `--resume` finishes: the latest unfinished one that is not a search's (`searched_by`)."""
-    return next((r for r in reversed(store.runs()) if r.status != "complete" and not searched_by(store, r)), None)
+    """The run `--resume` finishes: the latest unfinished one that is not a search's (`searched_by`), nor a lost Ray
+    node's whose cells another run measured (nothing is left of it: an older unfinished run is the one to finish)."""
+    from dlperf.report.run_list import continued_by
+
+    runs = store.runs()
+    elsewhere = continued_by(runs)
+    return next((r for r in reversed(runs) if r.status != "complete" and r.id not in elsewhere
+                 and not searched_by(store, r)), None)  # fmt: skip
+
+
+def _not_continued(store: Store, run: RunRecord, db: str) -> None:
+    """Nothing to resume where the latest unfinished run is a lost Ray node's that another node's run went on with."""
+    from dlperf.report.run_list import continued_by
+
+    if later := continued_by(store.runs()).get(run.id):
+        raise UsageError(f"--resume: nothing to resume in {db}: run {run.id}, the latest unfinished, was a lost Ray "
+                         f"node's, and run {later.id} measured what it left")  # fmt: skip
 
 
 def searched_by(store: Store, run: RunRecord) -> str | None:
