@@ -29,8 +29,11 @@ from pathlib import Path
 import pytest
 
 from conftest import FAST, ROOT, cells, one_line_error, rows
+from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.measure.system import descendants
+from dlperf.plan import framework_info
+from dlperf.spec import make_spec
 from dlperf.store import Store, spill
 from dlperf.store.process import ProcessMeasurement
 from dlperf.vocab import Status
@@ -449,7 +452,9 @@ def test_a_resume_the_store_cannot_lease_is_one_line_and_writes_nothing(tmp_path
     that was a traceback from SQLite (sqlite3.OperationalError: disk I/O error), now one line naming the lease."""
     db = tmp_path / "d.db"
     store = Store.open(db, create=True)
-    store.create_run({}, {}, {}, ["dlperf", "run"], [])
+    spec = make_spec("tiny-fcn-r", threads=[1])  # a run --resume can take up (`api._resumable`, before the lease)
+    here = envinfo.capture(framework_info(spec.frameworks))
+    store.create_run(spec.to_json(), here, envinfo.fingerprint(here), ["dlperf", "run"], [])
     store.close()  # released: its process is gone, as a killed dlperf's
     before = db.read_bytes()
     proc = dlperf("run", "--resume", "--db", db, preexec=file_limit(1000))  # no journal fits
@@ -514,3 +519,23 @@ def test_a_line_that_cannot_be_kept_beside_the_store_goes_to_the_data_dir_else_t
     with pytest.raises(FileNotFoundError):
         spill.keep(db, 3, "c", 0, m)
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_place_of_kept_measurements_that_cannot_be_read_keeps_nothing(tmp_path, monkeypatch):
+    """Reading what a refusing store left (every command's end, `table`, `--resume`) went through each place: a
+    directory where the DATA_DIR file goes, or a file of bytes that are not UTF-8 beside the store, was a traceback
+    (IsADirectoryError, UnicodeDecodeError), and the line the third place kept was never taken up."""
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    db = tmp_path / "t.db"
+    beside, in_data, in_tmp = spill.places(db)
+    beside.write_bytes(b"\xff\xfe not a line\n")
+    in_data.mkdir(parents=True)
+    m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
+    try:
+        in_tmp.write_text(json.dumps({"run_id": 1, "key": "k", "repeat": 0, "measurement": m.to_json()}) + "\n")
+        assert spill.runs_kept(db) == {1: 1} and spill.holding(db, 1) == [in_tmp]
+        assert [k.key for k in spill.kept(db, 1)] == ["k"]
+        spill.forget(db, 1)
+        assert not in_tmp.exists() and beside.exists()
+    finally:
+        in_tmp.unlink(missing_ok=True)

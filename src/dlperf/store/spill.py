@@ -114,9 +114,9 @@ def forget(db: str | Path, run_id: int) -> None:
 
 
 def _entries(path: Path) -> list[dict[str, Any]]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (FileNotFoundError, NotADirectoryError):
+    try:  # a place this user cannot read (another's file of the same name in the shared temporary directory), or a
+        text = path.read_text(encoding="utf-8", errors="replace")  # file damaged, keeps nothing for this store
+    except OSError:
         return []
     entries = []
     for line in text.splitlines():
