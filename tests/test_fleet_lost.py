@@ -263,7 +263,9 @@ def test_a_driver_ray_ends_is_said_and_its_runs_left_interrupted(tmp_path, capsy
     code, runs = fleet_watch.watched(driver, str(db), "HEAD:6379")
     assert (code, runs) == (1, [1])
     [line] = capsys.readouterr().err.splitlines()
-    assert line.startswith("dlperf: Ray ended this sweep's driver (exit 1) at ") and "runs 1 keep what" in line
+    assert (
+        line.startswith("dlperf: Ray ended this sweep's driver (exit 1) at ") and "run 1 keeps what it stored" in line
+    )
     assert f"`dlperf run --resume --ray HEAD:6379 --db {db}` goes on once this machine is a node again" in line
     store = Store.open(db, create=False)
     assert store.run(1).status == "interrupted" and store.measured_by(1) is None
@@ -286,6 +288,9 @@ def test_an_interrupted_sweep_says_what_its_runs_keep_not_finished_cells(monkeyp
     assert capsys.readouterr().err == (
         "dlperf: interrupted; runs 1, 2 keep the processes that finished (dlperf list --runs says what each has "
         "left). Continue with: dlperf run --resume --ray auto --db f.db\n")  # fmt: skip
+    monkeypatch.setattr(fleet, "run", lambda args, argv, db: (130, [3]))
+    assert run_fleet(SimpleNamespace(ray="auto"), "f.db") == 130
+    assert capsys.readouterr().err.startswith("dlperf: interrupted; run 3 keeps the processes that finished (")
 
 
 def test_every_line_that_names_the_ray_resume_quotes_the_store_as_a_shell_reads_it(tmp_path, capsys):

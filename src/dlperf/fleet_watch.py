@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dlperf.measure.units import named
 from dlperf.store import Store
 from dlperf.store.location import ray_resume_command
 from dlperf.store.state import RAY_ORIGIN, run_states
@@ -150,7 +151,12 @@ def _ended(db: str, address: str, code: int, campaign: str | None) -> list[int]:
     finally:
         if store:
             store.close()
-    kept = f"runs {', '.join(map(str, left))} keep what they stored" if left else "nothing of it is stored"
+    one = len(left) == 1
+    kept = (
+        f"{named('run', left)} {'keeps what it' if one else 'keep what they'} stored"
+        if left
+        else "nothing of it is stored"
+    )
     log = f" (Ray's own messages: {db}.ray.log)" if os.path.exists(f"{db}.ray.log") else ""
     print(f"dlperf: Ray ended this sweep's driver (exit {code}) at {time.strftime('%H:%M:%S')}: the Ray node this "
           f"machine is attached to lost its raylet or object store{log}; {kept}. `{ray_resume_command(address, db)}` "

@@ -66,3 +66,9 @@ def interval(low: float, high: float, unit: Callable[[float, int], str] = second
 def plural(n: int, word: str, suffix: str = "s") -> str:
     """A count and its noun, singular for one: "1 thread", "2 threads", "3 processes" (suffix "es")."""
     return f"{n:,} {word}{suffix * (n != 1)}"
+
+
+def named(word: str, ids) -> str:
+    """Things named by their numbers, the noun singular for one: "run 3", "runs 1, 2"."""
+    ids = list(ids)
+    return f"{word}{'s' * (len(ids) != 1)} {', '.join(map(str, ids))}"
