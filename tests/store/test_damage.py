@@ -62,3 +62,14 @@ def test_a_store_damaged_while_a_process_ran_keeps_its_measurement(tmp_path):
         store.close()
     (line,) = spill.kept(db, run_id)
     assert (line.key, line.repeat, line.measurement.samples) == (PLAN[0].cell.key, 0, [0.01] * 5)
+
+
+def test_a_lock_held_past_the_timeout_is_not_called_damage():
+    """A store another program held locked past SQLite's timeout was said to be damaged, with an integrity check to
+    run; it is a lock, and the command can simply be run again."""
+    from dlperf.store.location import unreadable
+
+    said = unreadable(sqlite3.OperationalError("database is locked"), "runs.db")
+    assert said.startswith("--db 'runs.db': another program held it locked past the timeout (database is locked)")
+    assert "damaged" not in said and "integrity_check" not in said
+    assert "damaged" in unreadable(sqlite3.DatabaseError("database disk image is malformed"), "runs.db")
