@@ -117,6 +117,6 @@ def unreadable(exc: BaseException, db: str | None) -> str | None:
     where, file = (f"--db {db!r}", shlex.quote(db)) if db else ("a store", "FILE")
     if "locked" in str(exc):  # SQLITE_BUSY: another program's transaction held it past the timeout; nothing damaged
         return (f"{where}: another program held it locked past the timeout ({exc}), a dlperf writing it or a sqlite3 "
-                "shell left in a transaction; nothing was written: run the command again once it is done")  # fmt: skip
+                "shell left in a transaction; nothing is damaged: run the command again once that is done")  # fmt: skip
     return (f"{where}: SQLite could not read it ({exc}): damaged, or changed by another program while this command "
             f"ran; `sqlite3 {file} 'PRAGMA integrity_check'` says what is damaged")  # fmt: skip
