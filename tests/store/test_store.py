@@ -78,6 +78,26 @@ def test_newer_schema_is_refused(tmp_path):
         Store.open(tmp_path / "d.db", create=True)
 
 
+def test_a_run_into_a_newer_stores_file_is_refused_before_planning(tmp_path, monkeypatch):
+    """`dlperf run` (and `dlperf.run`) planned first (probe children, the warm parents started: seconds on a GPU
+    machine) and refused only as the store opened; the file's version is now read, read-only, before the plan."""
+    import dlperf.api
+
+    store = Store.open(tmp_path / "d.db", create=True)
+    with store.conn:
+        store.conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    store.close()
+    before = (tmp_path / "d.db").read_bytes()
+
+    def planned(*args, **kwargs):
+        raise AssertionError("planned before the store's version was read")
+
+    monkeypatch.setattr(dlperf.api, "make_plan", planned)
+    with pytest.raises(UsageError, match=r"d\.db': schema version 999 is newer than this dlperf \(\d+\): upgrade"):
+        dlperf.api.run(["tiny-fcn-r"], db=str(tmp_path / "d.db"), frameworks="torch", threads="1")
+    assert (tmp_path / "d.db").read_bytes() == before
+
+
 def test_unwritable_location(tmp_path):
     with pytest.raises(UsageError, match="does not exist"):
         Store.open(tmp_path / "nope" / "d.db", create=True)

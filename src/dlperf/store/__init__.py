@@ -24,7 +24,7 @@ from typing import Any
 
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
-from dlperf.store.location import check_path
+from dlperf.store.location import check_path, newer_schema
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
@@ -79,8 +79,8 @@ class Store(MachineFigures):
             version = _schema_version(conn)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"--db {path!r}: not a dlperf database or corrupt ({exc})") from exc
-        if version > SCHEMA_VERSION:
-            raise UsageError(f"--db {path!r}: schema version {version} is newer than this dlperf ({SCHEMA_VERSION})")
+        if why := newer_schema(path, version):
+            raise UsageError(f"--db {path!r}: {why}")
         store = cls(conn, path)
         if version == 0 and not create:
             raise UsageError(f"--db {path!r}: no dlperf runs in it (schema version {version})")

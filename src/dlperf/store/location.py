@@ -9,6 +9,7 @@ import sqlite3
 from pathlib import Path
 
 from dlperf.errors import UsageError, why_unwritable
+from dlperf.store.schema import SCHEMA_VERSION
 
 
 def default_db() -> str:
@@ -40,6 +41,8 @@ def check_path(path: str, *, create: bool) -> None:
     if not create and not Path(path).exists():
         raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
     _check_readable(path)
+    if why := newer_schema(path):
+        raise UsageError(f"--db {path!r}: {why}")
     if create:
         _check_writable(path)
 
@@ -65,6 +68,24 @@ def not_a_database_file(path: str | Path, missing: str | None = "no such databas
     if p.is_dir():
         return "is a directory, not a database file"
     return missing if missing and not p.is_file() else None
+
+
+def newer_schema(path: str, version: int | None = None) -> str | None:
+    """Why this dlperf may not use the store at `path`: a newer dlperf's schema (`version`, else read from the file,
+    read-only and without waiting on a lock); None for any other file, which opening it judges."""
+    if version is None:
+        try:
+            conn = sqlite3.connect(f"{Path(path).absolute().as_uri()}?mode=ro", uri=True, timeout=0)
+            try:
+                row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            finally:
+                conn.close()
+        except (sqlite3.Error, ValueError):  # not there, no meta table, damaged, locked: opening it says what
+            return None
+        version = int(row[0]) if row and str(row[0]).isdigit() else 0
+    if version <= SCHEMA_VERSION:
+        return None
+    return f"schema version {version} is newer than this dlperf ({SCHEMA_VERSION}): upgrade dlperf to use it"
 
 
 def _check_readable(path: str) -> None:
