@@ -290,6 +290,36 @@ def test_tracker_sees_a_storage_resized_in_place_as_fsdp_frees_and_regathers():
     del layer, y, z
 
 
+def test_tracker_reads_no_storage_again_but_what_an_op_returns_or_writes(monkeypatch):
+    """Before each op every live storage's size was read again (for a resize no op returns): a traced step of a big
+    model, its weights, optimizer state and activations alive, cost ops x storages reads."""
+    reads = []
+    nbytes = torch.UntypedStorage.nbytes
+    held = [torch.zeros(4) for _ in range(500)]  # 500 live storages, as a model's parameters and state
+    with tb.LiveTensorBytes(held) as live:
+        monkeypatch.setattr(torch.UntypedStorage, "nbytes", lambda s: reads.append(1) or nbytes(s))
+        x = torch.ones(10)
+        for _ in range(20):
+            x = x + 1
+        monkeypatch.undo()
+    assert len(reads) < 100  # each op's result, not 500 storages per op
+    assert live.peak == 500 * 16 + 2 * 40
+    del held, x
+
+
+def test_tracker_sees_a_resize_at_once_and_one_an_op_writes_without_returning_it():
+    layer = torch.zeros(1000)
+    with tb.LiveTensorBytes([layer]) as live:
+        layer.untyped_storage().resize_(0)  # seen at once, before any op
+        assert live.now == 0
+        layer.untyped_storage().resize_(4000)
+        assert live.now == live.peak == 4000
+        torch.ops.inductor.resize_storage_bytes_(layer, 0)  # compiled FSDP's free: writes its argument, returns ()
+        assert live.now == 0
+    assert "resize_" not in vars(torch.UntypedStorage)  # PyTorch's own resize_ again once no tracker is active
+    del layer
+
+
 def measured_peak(workload: Workload) -> tuple[int, tb.TorchStep]:
     train = tb.build(workload, "cpu", "fp32")
     train.step()  # gradients and optimizer state exist, as they do after the worker's FLOP count

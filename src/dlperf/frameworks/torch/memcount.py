@@ -41,16 +41,8 @@ class PeakParts(LiveTensorBytes):
         self.grads_at_peak = 0
         super().__init__(existing)
 
-    def _resized(self) -> None:
-        """Nothing to read again: a step traced on fake tensors resizes no storage but through an op that returns it
-        (FSDP's `resize_(0)` of a layer is not traced here), and reading every live storage before each op made the
-        trace quadratic: a 1.3B-parameter model's step took about 40 s, its optimizer state and activations alive."""
-
-    def _see(self, t: torch.Tensor) -> None:
-        before = self.peak
-        super()._see(t)
-        if self.peak > before:
-            self.grads_at_peak = storage_bytes(p.grad for p in self.trainable if p.grad is not None)
+    def _peaked(self) -> None:
+        self.grads_at_peak = storage_bytes(p.grad for p in self.trainable if p.grad is not None)
 
 
 def storage_bytes(tensors) -> int:
