@@ -223,6 +223,20 @@ def test_a_plain_resume_of_a_ray_nodes_run_is_refused_naming_the_cluster(tmp_pat
     one_line_error(dlperf("run", "--resume", db=two_nodes_one_host, timeout=120), nothing)
 
 
+def lost_and_continued(store: Store, nodes_db) -> None:
+    """Node A's run lost (interrupted) and node B's run that went on with it ('continues': the lost run's id here),
+    added to `store`."""
+    local = Store.open(nodes_db, create=True)
+    lost = local.check_run(node_run(local, ALPHA, {0: 2, 1: 1}, "interrupted"))
+    went_on = local.check_run(node_run(local, ALPHA, {0: 2, 1: 2}, "complete"))
+    local.close()
+    with store.transaction():
+        lost_id = store.insert_copy(lost.run, lost.cells, lost.measurements, Origin(f"ray:{A}", 1, now()))
+        env = {**json.loads(went_on.run["env_json"]), "continues": lost_id}
+        run = {**went_on.run, "env_json": json.dumps(env), "started_at": "2030-01-01T00:00:00"}  # began later
+        store.insert_copy(run, went_on.cells[:2], went_on.measurements, Origin(f"ray:{B}", 2, now()))
+
+
 def test_resume_passes_over_a_lost_nodes_run_another_node_went_on_with(tmp_path):
     """A plain sweep's interrupted run 1, then a --ray sweep whose node A was lost (run 2) and node B measured what it
     left (run 3): `--resume` refused ("run 2 ... nothing to resume here") and run 1's note said "--resume takes the
@@ -233,15 +247,7 @@ def test_resume_passes_over_a_lost_nodes_run_another_node_went_on_with(tmp_path)
     db = tmp_path / "driver.db"
     store = Store.open(db, create=True)
     planned_run(store, 1, "interrupted")
-    local = Store.open(tmp_path / "nodes.db", create=True)
-    lost = local.check_run(node_run(local, ALPHA, {0: 2, 1: 1}, "interrupted"))
-    went_on = local.check_run(node_run(local, ALPHA, {0: 2, 1: 2}, "complete"))
-    local.close()
-    with store.transaction():
-        store.insert_copy(lost.run, lost.cells, lost.measurements, Origin(f"ray:{A}", 1, now()))
-    with store.transaction():
-        run = {**went_on.run, "env_json": json.dumps({**json.loads(went_on.run["env_json"]), "continues": 2})}
-        store.insert_copy(run, went_on.cells[:2], went_on.measurements, Origin(f"ray:{B}", 2, now()))
+    lost_and_continued(store, tmp_path / "nodes.db")
     assert latest_resumable(store).id == 1
     store.close()
     said = " ".join(dlperf("table", "--run", "1", db=db, env={"COLUMNS": "250"}).stdout.split())
@@ -311,3 +317,28 @@ def test_every_line_that_names_the_ray_resume_quotes_the_store_as_a_shell_reads_
 
     fleet_watch.watched(driver, str(db), "x")
     assert quoted in capsys.readouterr().err
+
+
+def test_merge_carries_a_continuing_runs_link_to_the_lost_run(tmp_path):
+    """A run that went on with a lost node's run names it by its id in the same store ('continues'); `dlperf merge`
+    renumbered the runs and kept the id, so in the merged store the link pointed at another run (or none) and the
+    lost run was --resume's again. The merge now points it at the lost run's copy."""
+    from commands.test_table_unfinished import planned_run
+    from dlperf.api import latest_resumable
+    from dlperf.report.run_list import continued_by
+    from dlperf.store.merge import merge
+
+    source = tmp_path / "driver.db"
+    store = Store.open(source, create=True)
+    lost_and_continued(store, tmp_path / "nodes.db")
+    store.close()
+    target = tmp_path / "all.db"
+    held = Store.open(target, create=True)
+    planned_run(held, 1, "complete")  # the target's run 1: the source's runs become 2 and 3
+    held.close()
+    for _ in range(2):  # and merging again changes nothing
+        merge([str(source)], str(target))
+        merged = Store.open(target, create=False)
+        assert {lost: run.id for lost, run in continued_by(merged.runs()).items()} == {2: 3}
+        assert latest_resumable(merged) is None
+        merged.close()

@@ -7,14 +7,15 @@ predictions) is copied under a new id and records where it came from (`runs.orig
 (same start, command, plan and machine, and copied before from the same source run, or holding processes the source
 run holds too) is skipped, so merging twice adds nothing; unless the source's run has moved on since its copy was made
 (resumed: more cells, processes or profiles, another status), when the copy is brought up to date. An unfinished run
-(interrupted, stopped, or measured by a live process as it is read) is copied with a warning saying so. The sources'
-measured peaks are copied too, each once. All or nothing: every source is read whole and each row decoded before the
-target is opened (a damaged source is a one-line error naming it, and the run and cell), and the copy is one
-transaction.
+(interrupted, stopped, or measured by a live process as it is read) is copied with a warning saying so. A Ray node's
+run that went on with a lost node's run names the lost run's copy (`relink`). The sources' measured peaks are copied
+too, each once. All or nothing: every source is read whole and each row decoded before the target is opened (a damaged
+source is a one-line error naming it, and the run and cell), and the copy is one transaction.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from dlperf.measure.units import plural
 from dlperf.store import RunRows, Store, now, run_origin
 from dlperf.store.location import not_a_database_file, unreachable
 from dlperf.store.records import Origin
-from dlperf.store.state import run_state
+from dlperf.store.state import CONTINUES, run_state
 
 
 @dataclass(frozen=True)
@@ -89,9 +90,22 @@ def _merge_one(source: Source, dst: Store, lines: list[str]) -> list[Copied]:
     for rows in source.runs:
         done.append(copy_run(rows, dst, source))
         lines.append(done[-1].line())
+    relink(source, dst, {c.source_run: c.target_run for c in done})
     if added := dst.insert_missing_peaks(source.peaks):
         lines.append(f"{source.name}: {added} measured peak{'s' * (added != 1)} copied")
     return done
+
+
+def relink(source: Source, dst: Store, ids: dict[int, int]) -> None:
+    """A Ray node's run that went on with a lost node's run names it by its id (`CONTINUES`): in the target that id
+    is the lost run's copy's (`ids`: source run -> target run), or none where the source did not hold it."""
+    for rows in source.runs:
+        env = json.loads(rows.run.get("env_json") or "{}")
+        if CONTINUES not in env:
+            continue
+        lost = ids.get(env.pop(CONTINUES)) if isinstance(env[CONTINUES], int) else None
+        linked = json.dumps(env if lost is None else {**env, CONTINUES: lost})
+        dst.conn.execute("UPDATE runs SET env_json = ? WHERE id = ?", (linked, ids[rows.run.get("id")]))
 
 
 def read_source(source: str, target: str) -> Source:
