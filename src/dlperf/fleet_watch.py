@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dlperf.measure.units import named
+from dlperf.runner.lifeline import INTERRUPTS
 from dlperf.store import Store
 from dlperf.store.location import ray_resume_command
 from dlperf.store.state import RAY_ORIGIN, run_states
@@ -69,12 +70,18 @@ def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | No
     sys.stdout.flush()
     sys.stderr.flush()
     read, write = os.pipe()
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)  # until each side handles them as it should
     pid = os.fork()
     if pid == 0:  # the driver
         os.close(read)
+        if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # a background job's: the parent passes interrupts on
+            terminate = signal.getsignal(signal.SIGTERM)
+            signal.signal(signal.SIGINT, terminate if callable(terminate) else signal.default_int_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         _answer(driver, write)
     os.close(write)
     with _forwarding(pid):
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         answer = _read_all(read)
         _, status = os.waitpid(pid, 0)
     if answer:
@@ -116,21 +123,31 @@ def _read_all(fd: int) -> bytes:
 
 
 class _forwarding:
-    """While the driver runs: Ctrl-C reaches it from the terminal (the parent waits it out), SIGTERM and SIGHUP are
-    passed on to it."""
+    """While the driver runs, each interrupt dlperf is sent (Ctrl-C, SIGTERM, SIGHUP; to its own pid, as a script or
+    a job scheduler sends it, or to its process group) is passed on to the driver as Ctrl-C's SIGINT, which it takes
+    as an interrupt wherever it is (Ray's driver takes SIGTERM as sys.exit). A Ctrl-C from the terminal reaches the
+    driver twice, and it drops the second (`lifeline.sigterm_as_interrupt`, the CLI's, is in force there too). A
+    signal dlperf was started ignoring (nohup's SIGHUP) stays ignored."""
 
     def __init__(self, pid: int) -> None:
         self.pid, self.before = pid, {}
 
     def __enter__(self):
-        self.before[signal.SIGINT] = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            self.before[sig] = signal.signal(sig, lambda signum, frame: os.kill(self.pid, signum))
+        for sig in INTERRUPTS:
+            self.before[sig] = signal.getsignal(sig)
+            if self.before[sig] is not signal.SIG_IGN:
+                signal.signal(sig, self._pass_on)
         return self
+
+    def _pass_on(self, signum: int, frame) -> None:
+        try:
+            os.kill(self.pid, signal.SIGINT)
+        except ProcessLookupError:  # it has ended: its answer, or its end, is read next
+            pass
 
     def __exit__(self, *exc) -> None:
         for sig, handler in self.before.items():
-            signal.signal(sig, handler)
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
 
 def _ended(db: str, address: str, code: int, campaign: str | None) -> list[int]:

@@ -1,0 +1,58 @@
+"""The driver of `dlperf run --ray` in a child of dlperf (fleet_watch.watched): the interrupts dlperf is sent reach
+it, and a driver gone without an answer is said for what it is known to be. Without a cluster: the driver here is a
+function that behaves as Ray's does; the same on a real cluster: tests/test_ray.py (slow)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+# dlperf's CLI around the sweep (its interrupt handling), and a driver that, as Ray's, takes SIGTERM as sys.exit
+DRIVER = textwrap.dedent("""
+    import signal, sys, time
+    from dlperf.fleet_watch import watched
+    from dlperf.runner.lifeline import sigterm_as_interrupt
+
+    def driver():
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(signum))  # what ray.init sets in a driver
+        try:
+            print("ready", flush=True)
+            while True:
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            time.sleep(0.5)  # the nodes stopped, the runs left interrupted: a second interrupt must not cut it short
+            return 130, [7]
+
+    with sigterm_as_interrupt(to_the_end=True):
+        try:
+            print("answer", watched(driver, sys.argv[1], "auto"), flush=True)
+        except KeyboardInterrupt:
+            print("dlperf: interrupted", flush=True)
+""")
+
+
+@pytest.mark.parametrize(
+    ("to", "sig"),
+    [("pid", signal.SIGINT), ("pid", signal.SIGTERM), ("pid", signal.SIGHUP), ("group", signal.SIGINT)],
+)
+def test_an_interrupt_sent_to_dlperf_stops_the_driver_as_ctrl_c_does(tmp_path, to, sig):
+    """`kill -INT <dlperf's pid>` (a script, a job scheduler) never reached the driver: the parent ignored SIGINT and
+    only a terminal's Ctrl-C, sent to the whole process group, did; SIGTERM was passed on as SIGTERM, which Ray's
+    driver takes as sys.exit (exit 15, no resume line). Each now stops the sweep as Ctrl-C does; Ctrl-C itself
+    (`group`: the driver gets it twice) still does."""
+    proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(tmp_path / "x.db")], stdout=subprocess.PIPE,
+                            text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert proc.stdout.readline() == "ready\n"
+        os.kill(proc.pid, sig) if to == "pid" else os.killpg(proc.pid, sig)
+        out, _ = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert (proc.returncode, out) == (0, "answer (130, [7])\n")
