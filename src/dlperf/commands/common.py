@@ -4,6 +4,8 @@ flags, the database path, and printing a rich table with the lines under it."""
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import os
 import sys
 import tempfile
@@ -338,13 +340,155 @@ def console(width: int | None = None, at_least: int = 0):
     would take 80 columns and cut figures short with an ellipsis) LOG_WIDTH wide, unless $COLUMNS or `width` says;
     `at_least` columns there whatever $COLUMNS says (a table of ten columns that must not fold: `compare`, `optimize`;
     pytest-xdist's workers set COLUMNS=80)."""
-    from rich.console import Console
-
-    made = Console(width=width)
+    made = _whole_console()(width=width)
     if width is None and not made.is_terminal:
         wide = made.width if os.environ.get("COLUMNS", "").strip().isdigit() else LOG_WIDTH
-        made = Console(width=max(wide, at_least))
+        made = _whole_console()(width=max(wide, at_least))
     return made
+
+
+@functools.cache
+def _whole_console() -> type:
+    """rich's Console, but every table it prints is printed `Whole`, inside a Group too."""
+    from rich.console import Console, Group
+    from rich.table import Table
+
+    def whole(renderable: Any) -> Any:
+        if isinstance(renderable, Table):
+            return Whole(renderable)
+        if isinstance(renderable, Group):
+            return Group(*(whole(r) for r in renderable.renderables), fit=renderable.fit)
+        return renderable
+
+    class WholeConsole(Console):
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            super().print(*(whole(o) for o in objects), **kwargs)
+
+    return WholeConsole
+
+
+class Whole:
+    """A rich table printed with every figure and word whole, however narrow the screen. rich shrinks a table too
+    wide by cutting its widest columns short ("$0.092…"); here a numeric column (right-justified, or no_wrap) keeps
+    each cell on one line and a text column is never narrower than its longest word (it wraps between words). Where
+    even that is too wide, the table is printed in parts, each repeating the row's key columns (the leading text
+    columns) with as many of the others, in order, as fit; a part still too wide (one column wider than the screen)
+    folds its cells, never an ellipsis. A table rich lays out with every figure and word whole is printed as rich
+    prints it."""
+
+    def __init__(self, table: Any):
+        self.table = table
+
+    def __rich_measure__(self, console: Any, options: Any) -> Any:
+        from rich.measure import Measurement
+
+        return Measurement.get(console, options, self.table)
+
+    def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        table, width = self.table, options.max_width
+        needs = [_column_need(table, console, options, c) for c in table.columns]
+        laid_out = table._calculate_column_widths(console, options.update_width(width - table._extra_width))
+        if all(w >= need for w, need in zip(laid_out, needs, strict=True)):
+            yield table  # rich's own layout keeps every figure and word whole
+            return
+        full = [table._measure_column(console, options, c).maximum for c in table.columns]
+        groups = _column_groups(table, needs, width)
+        for n, group in enumerate(groups):
+            part = _part(table, group, first=n == 0, last=n == len(groups) - 1)
+            yield _sized(part, [needs[i] for i in group], [full[i] for i in group], width)
+
+
+def _column_need(table: Any, console: Any, options: Any, column: Any) -> int:
+    """The least width of a column with every figure and word whole, its padding included: a numeric column's
+    widest cell, a text column's longest word (a header's words may wrap, each whole)."""
+    from rich.measure import Measurement
+
+    one_line = column.justify == "right" or column.no_wrap
+    head = Measurement.get(console, options, column.header).minimum if table.show_header else 0
+    cells = [Measurement.get(console, options, cell) for cell in column._cells]
+    widest = max([m.maximum if one_line else m.minimum for m in cells], default=0)
+    return max(head, widest, column.min_width or 0) + table._get_padding_width(column._index)
+
+
+def _column_groups(table: Any, needs: list[int], width: int) -> list[list[int]]:
+    """The columns of each part: the key columns, then the others in order, in as few parts as fit beside them,
+    as even as can be (no part of one lone column where two could be shared)."""
+    columns = table.columns
+    keys = 1
+    while keys < len(columns) and columns[keys - 1].justify != "right" and columns[keys].justify != "right":
+        keys += 1
+    if columns[0].justify == "right" or keys == len(columns):
+        keys = 1 if len(columns) > 1 else 0
+    border = 1 if table.box else 0
+    edges = 2 * border if table.show_edge else 0
+    widest = max(needs[keys:], default=0)
+    while keys > 1 and sum(needs[:keys]) + widest + edges + keys * border > width:
+        keys -= 1  # fewer key columns, so that each other column fits beside them
+    room = width - sum(needs[:keys]) - edges - (keys - 1) * border
+    others = [needs[i] + border for i in range(keys, len(columns))]
+    cuts = _even_cuts(others, room)
+    return [[*range(keys), *range(keys + a, keys + b)] for a, b in itertools.pairwise([0, *cuts, len(others)])]
+
+
+def _even_cuts(widths: list[int], room: int) -> list[int]:
+    """Where to cut `widths` into the fewest runs that each fit in `room` (one wider is a run of its own), the
+    widest run as narrow as can be: the narrowest limit that packs them, greedily, into no more runs."""
+
+    def packed(limit: int) -> list[int]:
+        cuts, run = [], 0
+        for i, w in enumerate(widths):
+            if run and run + w > limit:
+                cuts.append(i)
+                run = 0
+            run += w
+        return cuts
+
+    fewest = len(packed(room))
+    low, high = max(min(widths, default=0), 1), max(room, 1)
+    while low < high:  # the narrowest limit that needs no more runs than `room` itself
+        middle = (low + high) // 2
+        low, high = (low, middle) if len(packed(middle)) <= fewest else (middle + 1, high)
+    return packed(low)
+
+
+def _part(table: Any, group: list[int], first: bool, last: bool) -> Any:
+    """`table` with the columns `group` only (the whole table when it is all of them)."""
+    import copy
+    import dataclasses
+
+    if len(group) == len(table.columns):
+        return table
+    part = copy.copy(table)
+    part.columns = [dataclasses.replace(table.columns[i], _index=n) for n, i in enumerate(group)]
+    if not first:
+        part.title = f"{table.title} (continued)" if isinstance(table.title, str) else table.title
+    if not last:
+        part.caption = None
+    return part
+
+
+def _sized(table: Any, needs: list[int], full: list[int], width: int) -> Any:
+    """`table` with each column's width set: its need, then the room left given to the columns short of their
+    widest cell, the shortest shortfall first (the fewest cells wrap); every column folds rather than cut a word."""
+    import copy
+    import dataclasses
+
+    room = width - table._extra_width - sum(needs)
+    widths = list(needs)
+    if room < 0:  # even one column beside the keys is wider than the screen: rich shares it out, folding
+        sized = copy.copy(table)
+        sized.columns = [dataclasses.replace(c, overflow="fold", no_wrap=False) for c in table.columns]
+        return sized
+    for i in sorted(range(len(widths)), key=lambda i: full[i] - needs[i]):
+        more = min(max(full[i] - needs[i], 0), room)
+        widths[i] += more
+        room -= more
+    sized = copy.copy(table)
+    sized.columns = [
+        dataclasses.replace(c, width=w - table._get_padding_width(c._index), overflow="fold", no_wrap=False)
+        for c, w in zip(table.columns, widths, strict=True)
+    ]
+    return sized
 
 
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:

@@ -1,0 +1,113 @@
+"""Tables read whole at 80 and 60 columns: rich shrank a table too wide by cutting its widest columns short, so
+`dlperf predict --cost` at 80 columns showed each price as "$0.00…" and each GPU as "H100-SX…"; every table printed
+through commands/common.py's console now keeps each figure on one line and each word whole, in parts where it must."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.console import Console, Group
+from rich.table import Table
+
+from conftest import dlperf
+from dlperf.commands.common import console
+
+HEAD = ("GPU", "mode", "step", "samples/s", "time", "cost", "$ per M samples", "$/GPU-hour", "memory")
+ROWS = [
+    ("H100-SXM5-80GB", "fp32", "1.62 ms", "9,847", "6.09 s", "$0.00640-$0.0208", "$0.107-$0.347", "$3.78-$12.29",
+     "fits"),
+    ("T4", "fp16", "2.08 ms", "7,710", "7.78 s", "$0.00128-$0.00175", "$0.0213-$0.0292", "$0.590-$0.810", "fits"),
+]  # fmt: skip
+
+
+def cost_table() -> Table:
+    """The shape of `dlperf predict --cost`'s table (report/cost.py)."""
+    table = Table(title="tiny-fcn-r at batch 16, one epoch: time and cost predicted on each GPU")
+    for name in HEAD:
+        table.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right")
+    for row in ROWS:
+        table.add_row(*row)
+    return table
+
+
+def printed(renderable, width: int) -> str:
+    out = console(width)
+    with out.capture() as captured:
+        out.print(renderable)
+    return captured.get()
+
+
+def cells(text: str) -> list[str]:
+    """Each cell of each table row, stripped (a part's rows too)."""
+    return [c.strip() for line in text.splitlines() if line.startswith("│") for c in line.strip("│").split("│")]
+
+
+@pytest.mark.parametrize("width", [80, 60])
+def test_a_table_too_wide_prints_in_parts_each_figure_whole_and_the_key_columns_repeated(width):
+    text = printed(cost_table(), width)
+    assert "…" not in text, text
+    assert max(len(line) for line in text.splitlines()) <= width
+    found = cells(text)
+    for row in ROWS:
+        for value in row:
+            assert value in found, (value, text)  # on one line, in a cell of its own
+    parts = text.count("┏")
+    assert parts >= 2 and found.count("H100-SXM5-80GB") == parts  # each part names the row
+    assert "(continued)" in text
+
+
+def test_the_old_layout_cut_these_figures():
+    """What the test above guards against: rich's own layout at 80 columns."""
+    plain = Console(width=80)
+    with plain.capture() as captured:
+        plain.print(cost_table())
+    assert "…" in captured.get()
+
+
+def test_a_table_that_fits_is_printed_as_rich_prints_it():
+    table = Table(title="small")
+    table.add_column("workload")
+    table.add_column("cpu:1", justify="right")
+    table.add_row("tiny-fcn-r", "236 µs n=2161")
+    plain = Console(width=80)
+    with plain.capture() as captured:
+        plain.print(table)
+    assert printed(table, 80) == captured.get()
+
+
+def test_a_text_column_wraps_between_words_and_a_numeric_one_stays_on_one_line():
+    table = Table()
+    table.add_column("GPU")
+    table.add_column("batch 16")
+    table.add_column("largest batch", justify="right")
+    table.add_row("A100-SXM4-80GB", "fits (0.06 GiB of 78.6) with some room to spare on this one", "1,048,576 or more")
+    text = printed(table, 60)
+    assert "…" not in text and "1,048,576 or more" in text and "A100-SXM4-80GB" in text
+    assert text.count("┏") == 1  # wrapping the text column was enough
+    words = " ".join(cells(text)).split()
+    assert {"(0.06", "GiB", "78.6)"} <= set(words)
+
+
+def test_tables_inside_a_group_are_whole_too():
+    """compare prints its table in a Group between lines of text."""
+    text = printed(Group("B / A", cost_table(), "summary"), 80)
+    assert "…" not in text and "$0.00128-$0.00175" in cells(text) and text.rstrip().endswith("summary")
+
+
+def test_a_column_wider_than_the_screen_folds_rather_than_cut():
+    table = Table()
+    table.add_column("key")
+    table.add_column("figure", justify="right")
+    table.add_row("a", "1234567890" * 5)
+    text = printed(table, 30)
+    assert "…" not in text and "".join(re.findall(r"\d+", text)) == "1234567890" * 5
+
+
+def test_predict_cost_at_80_columns_prints_every_price_whole(tmp_path):
+    said = dlperf("predict", "tiny-fcn-r", "--gpu", "H100-SXM5-80GB,T4", "--cost", db=tmp_path / "p.db",
+                  env={"COLUMNS": "80", "DLPERF_PRICES": ""})  # fmt: skip
+    assert said.returncode == 0, said.stderr
+    assert "…" not in said.stdout, said.stdout
+    assert max(len(line) for line in said.stdout.splitlines()) <= 80
+    assert re.search(r"│ +\$\d+\.\d+-\$\d+\.\d+ │", said.stdout)  # a price range, whole in its cell
