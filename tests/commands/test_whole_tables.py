@@ -111,3 +111,18 @@ def test_predict_cost_at_80_columns_prints_every_price_whole(tmp_path):
     assert "…" not in said.stdout, said.stdout
     assert max(len(line) for line in said.stdout.splitlines()) <= 80
     assert re.search(r"│ +\$\d+\.\d+-\$\d+\.\d+ │", said.stdout)  # a price range, whole in its cell
+
+
+def test_a_rich_without_the_private_measures_prints_the_table_as_rich_does(monkeypatch):
+    """`Whole` reads rich's private column measures (rich 15); a rich without them prints the table as rich would,
+    not a traceback in the middle of a command's output."""
+    from dlperf.commands import common
+
+    def older_rich(*args):
+        raise AttributeError("'Table' object has no attribute '_get_padding_width'")
+
+    monkeypatch.setattr(common, "_column_need", older_rich)
+    table = Table("GPU", "step")
+    table.add_row("H100-SXM5-80GB", "1.62 ms")
+    text = printed(table, 80)
+    assert "H100-SXM5-80GB" in text and "1.62 ms" in text

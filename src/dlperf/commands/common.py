@@ -385,17 +385,25 @@ class Whole:
         return Measurement.get(console, options, self.table)
 
     def __rich_console__(self, console: Any, options: Any) -> Iterator[Any]:
+        try:
+            parts = self._parts(console, options)
+        except (AttributeError, TypeError):  # a rich whose Table lacks the private measures read here: as rich prints
+            parts = [self.table]
+        yield from parts
+
+    def _parts(self, console: Any, options: Any) -> list[Any]:
         table, width = self.table, options.max_width
         needs = [_column_need(table, console, options, c) for c in table.columns]
         laid_out = table._calculate_column_widths(console, options.update_width(width - table._extra_width))
         if all(w >= need for w, need in zip(laid_out, needs, strict=True)):
-            yield table  # rich's own layout keeps every figure and word whole
-            return
+            return [table]  # rich's own layout keeps every figure and word whole
         full = [table._measure_column(console, options, c).maximum for c in table.columns]
         groups = _column_groups(table, needs, width)
-        for n, group in enumerate(groups):
-            part = _part(table, group, first=n == 0, last=n == len(groups) - 1)
-            yield _sized(part, [needs[i] for i in group], [full[i] for i in group], width)
+        return [
+            _sized(_part(table, group, first=n == 0, last=n == len(groups) - 1), [needs[i] for i in group],
+                   [full[i] for i in group], width)
+            for n, group in enumerate(groups)
+        ]  # fmt: skip
 
 
 def _column_need(table: Any, console: Any, options: Any, column: Any) -> int:
