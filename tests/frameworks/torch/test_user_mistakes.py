@@ -66,6 +66,31 @@ def no_model():
 
 def counted():
     return dlperf.user_workload("counted", Counted(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
+class CountedBoom(Boom):
+    def __init__(self):
+        super().__init__()
+        Counted()  # notes the build, fake or real
+
+
+class Reads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 2)
+
+    def forward(self, x):
+        if x.sum().item() > -1e9:  # a value read: no fake tensor has one
+            raise ValueError(f"read a value at a batch of {len(x)}")
+        return self.l(x)
+
+
+def counted_boom():
+    return dlperf.user_workload("cboom", CountedBoom(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def reads():
+    return dlperf.user_workload("reads", Reads(), pair, nn.functional.cross_entropy, batch_size=4)
 """
 
 
@@ -149,3 +174,29 @@ def test_a_trace_equals_the_one_of_a_step_built_for_real(mistakes, tmp_path, mon
     monkeypatch.setattr(memcount, "_fake_built", lambda w, mode, _: memcount.build(replace(w, batch=1), "cpu", mode))
     assert memcount.memory_count(w, "fp32", [2, 6]) == fake
     assert (tmp_path / "built.txt").read_text().split()[-1] == "real"
+
+
+def test_the_models_own_error_is_found_on_fake_tensors_once_per_workload_and_mode(mistakes, tmp_path, monkeypatch):
+    """own_error ran one real step at a batch of 2: a 1.3B-parameter model's held 10 GB, more than some machines have,
+    for the line of an error the fake step shows as well; and once per workload, in fp32 whatever the mode failed."""
+    built = tmp_path / "built.txt"
+    monkeypatch.setenv("MISTAKES_BUILT", str(built))
+    w = user(f"{mistakes}:counted_boom")
+    built.unlink()
+    [a] = memcount.memory_count(w, "fp32", [4])
+    [b] = memcount.memory_count(w, "fp32", [8])
+    assert a["error"] == b["error"] and f"(at {mistakes}:{line_of('x[:, :7]')}, in forward)" in a["error"]
+    assert "RuntimeError: mat1 and mat2 shapes cannot be multiplied (2x7 and 8x2)" in a["error"]  # the CPU's words
+    assert a["error"].endswith("(run on fake tensors, a batch of 2)")
+    assert set(built.read_text().split()) == {"fake"}  # nothing built for real
+    builds = len(built.read_text().split())
+    memcount.memory_count(w, "bf16", [4])  # another mode: its own step, once
+    memcount.memory_count(w, "bf16", [8])
+    assert set(built.read_text().split()) == {"fake"} and len(built.read_text().split()) == 2 * builds
+
+
+def test_a_step_that_reads_a_value_is_run_for_real_on_a_batch_of_1(mistakes):
+    w = user(f"{mistakes}:reads")
+    said = memcount.own_error(w, "fp32")
+    assert said.startswith("the model's own step raises ValueError: read a value at a batch of 1")
+    assert said.endswith(f"(at {mistakes}:{line_of('read a value')}, in forward) (run for real on a batch of 1)")

@@ -17,10 +17,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import warnings
+from functools import partial
 from typing import Any
 
 import torch
+from torch._subclasses import fake_tensor
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map
 
 from dlperf.frameworks.torch.build import build
 from dlperf.frameworks.torch.instruments import LiveTensorBytes
@@ -64,7 +68,7 @@ def memory_count(workload: Workload, mode: str, batches: list[int]) -> list[dict
     except NotImplementedError as exc:
         return [{"batch": b, "error": str(exc)} for b in batches]
     except Exception as exc:  # the user's model, whatever it raises
-        return [{"batch": b, "error": _why(workload, exc)} for b in batches]
+        return [{"batch": b, "error": _why(workload, mode, exc)} for b in batches]
     found = []
     try:
         with unfused_rnns(step.model), fake:
@@ -73,7 +77,7 @@ def memory_count(workload: Workload, mode: str, batches: list[int]) -> list[dict
                 found.append(_traced(step, b))
     except Exception as exc:
         _STEPS.pop(_key(workload, mode), None)  # a trace cut short may leave the step half-way: built again if asked
-        return [{"batch": b, "error": _why(workload, exc)} for b in batches]
+        return [{"batch": b, "error": _why(workload, mode, exc)} for b in batches]
     return found
 
 
@@ -86,14 +90,18 @@ _STEPS: dict[tuple[str, str], tuple[Any, FakeTensorMode]] = {}
 def _built(workload: Workload, mode: str) -> tuple[Any, FakeTensorMode]:
     key = _key(workload, mode)
     if key not in _STEPS:
-        build_mode = "+".join("fp32" if c == "tf32" else c for c in mode.split("+"))  # tf32: the GPU's peak only
         fake = FakeTensorMode()
-        step = _fake_built(workload, f"{build_mode}+{Mode.FOREACH.value}", fake)
+        step = _fake_built(workload, f"{_cpu_mode(mode)}+{Mode.FOREACH.value}", fake)
         with unfused_rnns(step.model), fake:
             _fake(step, fake)  # a step built for real: its weights and batch turned fake
             _warm_up(step)
         _STEPS[key] = (step, fake)
     return _STEPS[key]
+
+
+def _cpu_mode(mode: str) -> str:
+    """`mode` as the CPU builds it: tf32 is the GPU's peak only, fp32 here."""
+    return "+".join("fp32" if c == "tf32" else c for c in mode.split("+"))
 
 
 def _key(workload: Workload, mode: str) -> tuple[str, str]:
@@ -115,32 +123,114 @@ def _fake_built(workload: Workload, mode: str, fake: FakeTensorMode):
         return build(small, "cpu", mode)
 
 
-def _why(workload: Workload, exc: BaseException) -> str:
+def _why(workload: Workload, mode: str, exc: BaseException) -> str:
     """Why the step cannot be traced, in one line: first the user's own error, at the user's line, where the step
-    fails run for real too (as the operator count says it: `own_error`), asked once per workload."""
-    key = _key(workload, "")[0]
-    if key not in _OWN_ERRORS:
-        _OWN_ERRORS[key] = own_error(workload)
-    return _OWN_ERRORS[key] or " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    fails on its own too (as the operator count says it: `own_error`)."""
+    return own_error(workload, mode) or " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
 
 
-_OWN_ERRORS: dict[str, str | None] = {}  # a workload's own error run for real (None: it runs), by workload
+_OWN_ERRORS: dict[tuple[str, str], str | None] = {}  # (workload, mode) -> its own error (None: its step runs)
 
 
-def own_error(workload: Workload) -> str | None:
-    """What a user's step raises run for real, on a batch of 2 on the CPU, in the user's words and at the user's line
+def own_error(workload: Workload, mode: str = "fp32") -> str | None:
+    """What a user's step in `mode` raises on its own, in the user's words and at the user's line
     (`where_in_user_code`): a step the operator count (`probe.op_count`) or the memory trace cannot take is first the
-    model's own error where it has one."""
-    from dlperf.errors import where_in_user_code
-
+    model's own error where it has one. Asked once per (workload, mode) in a process. The step is built and run on
+    fake tensors (no weight nor activation allocated: a 1.3B-parameter model's real step at a batch of 2 held 10 GB,
+    more than some machines have), at a batch of 2 (a batch of 1 fails BatchNorm's training check, no user's error);
+    the failing operator is run again for real on tensors of its arguments' shapes that hold one element each, so the
+    error is in the words `dlperf run` says it in. Where fake tensors cannot run the step (it reads a value, an
+    operator has no fake kernel), it is run for real, on a batch of 1."""
     if workload.arch != "user":
         return None
+    key = (_key(workload, "")[0], _cpu_mode(mode))
+    if key not in _OWN_ERRORS:
+        _OWN_ERRORS[key] = _own_error(workload, key[1])
+    return _OWN_ERRORS[key]
+
+
+def _own_error(workload: Workload, mode: str) -> str | None:
+    failing = _FailingOp()
     try:
-        build(dataclasses.replace(workload, batch=2), "cpu", "fp32").step()
+        with FakeTensorMode(), failing, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # a fake tensor's data pointer, read by deepcopy (nn.TransformerEncoder)
+            step = build(dataclasses.replace(workload, batch=2), "cpu", mode)
+            with unfused_rnns(step.model):
+                count_step(step)
+        return None
     except Exception as exc:
-        text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-        return f"the model's own step raises {text}{where_in_user_code(exc)} (run for real on a batch of 2)"
+        if not _fake_only(exc):
+            return _said(failing.real_error(exc), "run on fake tensors, a batch of 2")
+    try:  # as the user would run it, as small as it goes
+        step = build(dataclasses.replace(workload, batch=1), "cpu", mode)
+    except NotImplementedError:  # dlperf's refusal of the mode (checkpoint without a sequential trunk): said by it
+        return None
+    except Exception as exc:
+        return _said(exc, "run for real on a batch of 1")
+    try:
+        step.step()
+    except Exception as exc:
+        return _said(exc, "run for real on a batch of 1")
     return None
+
+
+def _said(exc: BaseException, how: str) -> str:
+    from dlperf.errors import where_in_user_code
+
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return f"the model's own step raises {text}{where_in_user_code(exc)} ({how})"
+
+
+FAKE_LIMITS = (*(getattr(fake_tensor, n) for n in dir(fake_tensor) if n.endswith("Exception")), NotImplementedError)
+
+
+def _fake_only(exc: BaseException) -> bool:
+    """Whether `exc` (or what it was raised from) is what fake tensors cannot do, not what the step does wrong: a
+    value read, an operator without a fake kernel, a tensor's data asked for."""
+    while exc is not None:
+        said = str(exc).lower()
+        if isinstance(exc, FAKE_LIMITS) or any(w in said for w in ("fake", "subclass", "data pointer", "meta")):
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+class _FailingOp(TorchDispatchMode):
+    """The first operator that raised under the fake mode, with its arguments: its error comes from the operator's
+    fake (meta) kernel, in words of its own ('a and b must have same reduction dim' where the CPU's kernel says
+    'mat1 and mat2 shapes cannot be multiplied (4x7 and 8x2)')."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failed: tuple | None = None
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        try:
+            return func(*args, **(kwargs or {}))
+        except Exception:
+            self.failed = self.failed or (func, args, kwargs or {})
+            raise
+
+    def real_error(self, exc: BaseException) -> BaseException:
+        """`exc` in the CPU kernel's words: the failing operator run for real on tensors of its arguments' shapes and
+        dtypes, each one element expanded (no memory, nothing computed before the kernel's checks); `exc` itself
+        where that raises nothing or something else. The traceback stays `exc`'s: the user's line."""
+        if self.failed is None or not isinstance(exc, RuntimeError):
+            return exc
+        func, args, kwargs = self.failed
+        shaped = [t for t in tensors_in([list(args), kwargs]) if isinstance(t, torch.Tensor)]
+        if sum(t.numel() for t in shaped) > 2**28:  # were the kernel to compute after all: a bounded product
+            return exc
+        real = partial(tree_map, lambda x: _one_element(x) if isinstance(x, torch.Tensor) else x)
+        try:
+            func(*real(args), **real(kwargs))
+        except Exception as own:
+            return own.with_traceback(exc.__traceback__) if type(own) is type(exc) else exc
+        return exc
+
+
+def _one_element(t: torch.Tensor) -> torch.Tensor:
+    return torch.zeros((), dtype=t.dtype).expand(t.shape)
 
 
 def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:

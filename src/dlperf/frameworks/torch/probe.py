@@ -73,7 +73,7 @@ def op_count(workload: Workload, mode: str, batch: int, fit: list[int] | None = 
         points = [(b, calls, sum(nbytes(t) for t in tensors_in(data)))
                   for b, (calls, data) in zip(batches, count_calls(step, makers), strict=True)]  # fmt: skip
     except Exception as exc:  # the user's model, whatever it raises: this row's reason
-        why = own_error(workload) or uncountable(exc)  # a user's step that fails for real too: the model's error
+        why = own_error(workload, mode) or uncountable(exc)  # a user's step that fails for real too: the model's error
         return {"workload": workload.name, "mode": mode, "batch": batch, "error": why}
     _, calls, input_bytes = points[-1]
     found = {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in grouped(calls)],
