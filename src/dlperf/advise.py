@@ -150,7 +150,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
-                          batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline),
+                          batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline, flags=True),
         db, argv=argv, made_by="advise",
     )  # fmt: skip
     runs = [side.run_id] if side.run_id is not None else []

@@ -11,8 +11,12 @@ machine's run merged in) is used instead, labelled measured (`report/crossover.p
 the batches are measured: a crossover interrupted after its thread search is finished by `dlperf run --resume`, which
 prints the crossover (`commands/run.show_resumed`).
 
-The operators are counted before anything is measured: a workload the counter cannot take fails in seconds, and no
-run is stored for it. The warm parent its cells fork from is started first, its imports overlapping the count.
+Before anything is measured, the step's memory is checked (a batch this machine cannot hold is refused in seconds,
+with the largest batch that fits), then the operators are counted: a workload the counter cannot take fails, and no
+run is stored for it. The warm parent its cells fork from is started before the count, its imports overlapping it.
+
+Errors and notes name `dlperf crossover`'s flags where the command asks (`Options.flags`), a Python caller's own
+arguments (`max_batch=8`) otherwise.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from dlperf.workloads.base import Workload
 MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the predictor knows
 SMALL_BATCHES = f"at small batches a GPU's step is mostly fixed costs, the copy's latency and {roofline.HOST_ISSUING}"
 LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
+FLAGS = {"gpus": "--gpu", "batches": "--batches", "max_batch": "--max-batch", "batch": "--batch", "mode": "--mode",
+         "repeats": "--repeats", "timeout": "--timeout"}  # fmt: skip
 
 
 @dataclass
@@ -59,6 +65,15 @@ class Options:
     timeout: float = 600.0  # seconds per process: each cell's, and the operator count's
     timer: TimerConfig = CROSSOVER_TIMER
     deadline: float | None = None  # time.monotonic() past which the thread search stops (`CpuSide.best_threads`)
+    flags: bool = False  # errors and notes name the command's flags (`dlperf crossover`, `advise`), else these fields
+
+    def named(self, field_name: str) -> str:
+        """How the caller gave a field: its flag on the command line (`--max-batch`), else its own name."""
+        return FLAGS[field_name] if self.flags else field_name
+
+    def said(self, field_name: str, value) -> str:
+        """A field's value as the caller gave it: `--max-batch 8` on the command line, `max_batch=8` in Python."""
+        return f"{FLAGS[field_name]} {value!r}" if self.flags else f"{field_name}={value!r}"
 
 
 @dataclass
@@ -70,15 +85,18 @@ class Result:
     resumable: bool = False  # interrupted with every batch's cell in the run: `dlperf run --resume` measures the rest
 
 
-def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None) -> list[int]:
+def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None, opts: Options | None = None
+                ) -> list[int]:  # fmt: skip
     """The batches measured, ascending: those asked for, or the powers of two up to max(user's batch, 256), and the
-    user's batch (the answer's own line: the thread search measures it anyway); at most `max_batch`."""
+    user's batch (the answer's own line: the thread search measures it anyway); at most `max_batch` (`opts`: how the
+    caller named it; the command line's flag by default)."""
     if batches is None:
         top = max(user_batch, LEAST_LIMIT)
         batches = tuple(2**k for k in range(top.bit_length()) if 2**k <= top)
     chosen = sorted({b for b in (*batches, user_batch) if max_batch is None or b <= max_batch})
     if not chosen:
-        raise UsageError(f"--max-batch {max_batch}: below every batch asked for ({min(batches)} and up)")
+        said = (opts or Options("", flags=True)).said("max_batch", max_batch)
+        raise UsageError(f"{said}: below every batch asked for ({min(batches)} and up)")
     return chosen
 
 
@@ -91,22 +109,36 @@ def search_batch(user_batch: int, batches: list[int], max_batch: int | None) -> 
 def check(opts: Options) -> tuple:
     """The GPUs looked up, the workload and the mode checked, before anything runs: a bad name is one line."""
     from dlperf.predict import gpus
-    from dlperf.spec import batch_number, parse_workload
+    from dlperf.spec import parse_workload
 
     name = opts.workload
     if "," in name:
         raise UsageError(f"unknown workload {name!r}: one built-in name (dlperf list) or a user's file.py:factory")
     parse_workload(name, None)  # a misspelt name, or a file named without its factory, is one line naming the choices
     if opts.mode not in MODES:
-        raise UsageError(f"--mode {opts.mode!r}: expected {', '.join(MODES)} (a CPU mode the GPU predictor knows)")
+        raise UsageError(f"{opts.said('mode', opts.mode)}: expected {', '.join(MODES)} (a CPU mode the GPU predictor "
+                         "knows)")  # fmt: skip
     if opts.repeats < 1:
-        raise UsageError("--repeats must be at least 1")
-    asked = {"--batches": opts.batches or (), "--max-batch": [opts.max_batch], "--batch": [opts.batch]}
-    for flag, values in asked.items():  # as the command line's parser says it (a Python caller's values)
+        raise UsageError(f"{opts.named('repeats')} must be at least 1")
+    asked = {"batches": opts.batches or (), "max_batch": [opts.max_batch], "batch": [opts.batch]}
+    for name, values in asked.items():  # as the command line's parser says it, a Python caller's value named so
         for b in values:
             if b is not None:
-                batch_number(str(b), flag)
-    return gpus.parse_gpus(",".join(opts.gpus))
+                _batch_checked(opts, name, b)
+    return gpus.parse_gpus(",".join(opts.gpus), opts.named("gpus"))
+
+
+def _batch_checked(opts: Options, name: str, b) -> None:
+    """`spec.batch_number`'s check of a batch field: its error names the flag and the text typed, or a Python
+    caller's argument and value (`max_batch=0`)."""
+    from dlperf.spec import batch_number
+
+    try:
+        batch_number(str(b), FLAGS[name])
+    except UsageError as exc:
+        if opts.flags:
+            raise
+        raise UsageError(str(exc).replace(f"{FLAGS[name]} {str(b)!r}", opts.said(name, b), 1)) from None
 
 
 def crossover(
@@ -127,10 +159,10 @@ def crossover(
     plan = make_plan(_spec(opts))
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
     user_batch = opts.batch or workload.batch
-    batches = batches_for(user_batch, opts.batches, opts.max_batch)
+    batches = batches_for(user_batch, opts.batches, opts.max_batch, opts)
+    check_room(workload, batches, opts)  # first: a step this machine cannot hold is refused in seconds
     forkable = warm_up(plan, workload, batches, opts)
-    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.timeout, "--timeout")
-    check_room(workload, batches, opts)
+    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.timeout, opts.named("timeout"))
     for warning in plan.warnings:  # once the request is whole: bad input stays one line
         (warn or warn_stderr)(warning)
     store = Store.open(db, create=True)
@@ -142,7 +174,7 @@ def crossover(
         counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]
         searched = 0 if opts.threads else len(counts) - 1  # the search batch at the other thread counts
         cpu = CpuSide(session, workload, progress_factory or _progress((len(batches) + searched) * opts.repeats),
-                      opts.deadline)  # fmt: skip
+                      opts.deadline, opts)  # fmt: skip
         notes: list[str] = []
         threads = opts.threads
         try:
@@ -199,17 +231,21 @@ def warm_up(plan: Plan, workload: Workload, batches: list[int], opts: Options) -
 
 def check_room(workload: Workload, batches: list[int], opts: Options) -> None:
     """A batch whose step this machine's memory cannot hold (its peak predicted, as `dlperf advise` checks its own:
-    `memory.no_room_here`) is refused in one line before anything is measured or stored: the smallest batch, else the
-    largest (every batch is measured); a step that cannot be traced is measured as before."""
+    `memory.no_room_here`) is refused in one line before anything is started, measured or stored: the smallest batch,
+    else the largest (every batch is measured), then with the largest batch that fits, searched as `predict --memory`
+    searches a GPU's (`memory.largest_here`); a step that cannot be traced is measured as before."""
     from dlperf.predict import count, memory
 
     asked = [count.at(workload, b) for b in sorted({min(batches), max(batches)})]
-    traced = memory.traces([(w, opts.mode, w.batch) for w in asked], opts.timeout, "--timeout")
+    traced = memory.traces([(w, opts.mode, w.batch) for w in asked], opts.timeout, opts.named("timeout"))
     for w, peak in zip(asked, traced, strict=True):
         why = memory.no_room_here(w, None if isinstance(peak, str) else peak.total, opts.mode)
+        if why and w.batch > min(batches):
+            known = {w.batch: p.total for w, p in zip(asked, traced, strict=True) if not isinstance(p, str)}
+            most = memory.largest_here(workload, opts.mode, known, opts.timeout, opts.named("timeout"))
+            why += f"; {opts.said('max_batch', most)} measures the batches that fit ({most}: the largest predicted to)"
         if why:
-            fewer = f"; --max-batch below {w.batch} measures the batches that fit" if w.batch > min(batches) else ""
-            raise UsageError(f"{workload.name}: {why}{fewer}")
+            raise UsageError(f"{workload.name}: {why}")
 
 
 def cpu_cell(spec: RunSpec, workload: Workload, batch: int, threads: int) -> Cell:
@@ -248,7 +284,7 @@ def _notes(opts: Options, gpus, user_batch: int, batches: list[int]) -> list[str
         if opts.mode != "fp32" and not unit.startswith(opts.mode):
             notes.append(f"{gpu.name} has no {opts.mode} unit: its {opts.mode} steps are predicted at the {unit} rate")
     if user_batch not in batches:
-        notes.append(f"your batch {user_batch} was not measured: it is above --max-batch {opts.max_batch}")
+        notes.append(f"your batch {user_batch} was not measured: it is above {opts.said('max_batch', opts.max_batch)}")
     notes.append(SMALL_BATCHES)
     return notes
 
@@ -270,6 +306,7 @@ class CpuSide:
     workload: Workload
     progress_factory: Callable
     deadline: float | None = None  # `Options.deadline`
+    opts: Options | None = None  # how the caller named its options (the command line's flags by default)
 
     def cell(self, batch: int, threads: int) -> Cell:
         return cpu_cell(self.session.spec, self.workload, batch, threads)
@@ -309,10 +346,14 @@ class CpuSide:
             errors = "; ".join(sorted({c.error or c.status.value for c in self.session.cells()}))
             raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
         threads = keys[min(measured, key=lambda c: c.median_s).key]
-        above = f" (your batch {user_batch} is above --max-batch {max_batch})" if batch != user_batch else ""
+        opts = self.opts or Options("", flags=True)
+        above = (
+            f" (your batch {user_batch} is above {opts.said('max_batch', max_batch)})" if batch != user_batch else ""
+        )
         cut = [keys[c.key] for c in mine if budget_cut(c)]
         tried = [t for t in order if t not in cut]
-        left = f"; {', '.join(map(str, cut))} not measured: the budget ran out (raise --budget)" if cut else ""
+        more = "raise --budget" if opts.flags else "a later deadline"
+        left = f"; {', '.join(map(str, cut))} not measured: the budget ran out ({more})" if cut else ""
         notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, tried))} at batch {batch}{above}{left}")
         return threads
 

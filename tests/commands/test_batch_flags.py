@@ -37,7 +37,7 @@ def test_the_python_api_checks_a_batch_as_the_command_line_does():
 
     with pytest.raises(UsageError, match=f"^--batch '0': {MEASURED}$"):
         advise.check(advise.Options("tiny-fcn-r", batch=0))
-    with pytest.raises(UsageError, match=f"^--batches '70000': {MEASURED}$"):
+    with pytest.raises(UsageError, match=f"^batches=70000: {MEASURED}$"):  # the argument, not the flag
         crossover.check(crossover.Options("tiny-fcn-r", batches=(8, 70000)))
 
 

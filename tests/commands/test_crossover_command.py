@@ -201,3 +201,25 @@ def test_the_warm_parent_starts_before_the_operators_are_counted(tmp_path, monke
     with pytest.raises(KeyboardInterrupt):
         xo.crossover(xo.Options("tiny-fcn-r", gpus=("T4",), batches=(1, 8), threads=threads), str(tmp_path / "d.db"))
     assert seen == [["torch"]] and not (tmp_path / "d.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"max_batch": 0}, "max_batch=0: expected a batch, a whole number from 1 to 65,536"),
+        ({"batches": (1, 2**62)}, f"batches={2**62}: expected a batch"),
+        ({"batches": (4, 8), "max_batch": 2}, "max_batch=2: below every batch asked for (4 and up)"),
+        ({"mode": "tf32"}, "mode='tf32': expected fp32, bf16, fp16"),
+        ({"repeats": 0}, "repeats must be at least 1"),
+        ({"gpus": ("Z9000",)}, "gpus 'Z9000': unknown GPU"),
+    ],
+)
+def test_the_python_api_names_its_arguments_not_the_flags(tmp_path, options, said):
+    """dlperf.crossover's errors named --max-batch, --mode, ...: flags a Python caller never typed."""
+    from dlperf import crossover as x
+    from dlperf.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        x.crossover(x.Options("tiny-fcn-r", **options), str(tmp_path / "d.db"))
+    assert str(caught.value).startswith(said) and not any(flag in str(caught.value) for flag in x.FLAGS.values())
+    assert not (tmp_path / "d.db").exists()

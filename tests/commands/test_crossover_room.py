@@ -25,12 +25,12 @@ def machine(monkeypatch):
         asked.extend(b for _, _, b in requests)
         return [memory.Peak(w.name, m, b, 0, 0, 0, 0, machine.fixed + b * machine.per_batch) for w, m, b in requests]
 
-    machine.fixed, machine.per_batch, machine.asked = 0, 0, asked
+    machine.fixed, machine.per_batch, machine.asked, machine.started = 0, 0, asked, []
     monkeypatch.setattr(memory, "traces", traces)
     monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 20 * GIB)
     monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 23 * GIB)
-    monkeypatch.setattr(crossover, "warm_up", lambda *a: {})
-    monkeypatch.setattr(count, "counted", lambda *a, **k: [])
+    monkeypatch.setattr(crossover, "warm_up", lambda *a: machine.started.append("warm parent") or {})
+    monkeypatch.setattr(count, "counted", lambda *a, **k: machine.started.append("operator count") or [])
     return machine
 
 
@@ -52,10 +52,25 @@ def test_a_model_no_batch_of_fits_here_is_refused_with_both_figures(machine, tmp
         "that does)"
     )
     assert machine.asked == [1, 8]  # the smallest and the largest batch, in one child
+    assert machine.started == []  # refused before the warm parent or the (much longer) operator count started
 
 
-def test_a_largest_batch_that_does_not_fit_says_to_lower_max_batch(machine, tmp_path):
-    machine.per_batch = 3 * GIB  # batch 8: 24 GiB
+def test_a_largest_batch_that_does_not_fit_says_the_largest_that_does(machine, tmp_path):
+    """It said '--max-batch below 8', which left 7 (21 GiB) to fail; and a Python caller never typed --max-batch."""
+    machine.per_batch = 3 * GIB  # batch 8: 24 GiB; 6: 18 GiB and the allocator's part, 7: 21 GiB
     said = refused(tmp_path)
     assert said.startswith("tiny-fcn-r: not measured: the fp32 step at batch 8 needs about 24.7 GiB (predicted)")
-    assert said.endswith("; --max-batch below 8 measures the batches that fit") and "\n" not in said
+    assert said.endswith("; max_batch=6 measures the batches that fit (6: the largest predicted to)")
+    assert "\n" not in said and machine.started == []
+    assert {6, 7} <= set(machine.asked)  # traced on either side of the answer
+
+
+def test_the_command_names_its_flag(machine, tmp_path, capsys):
+    from dlperf.cli import main
+
+    machine.per_batch = 3 * GIB
+    code = main(["crossover", "tiny-fcn-r", "--batches", "1,2,8", "--batch", "8", "--db", str(tmp_path / "x.db")])
+    assert (
+        code == 2
+        and "; --max-batch 6 measures the batches that fit (6: the largest predicted to)" in capsys.readouterr().err
+    )

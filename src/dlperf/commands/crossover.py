@@ -94,6 +94,7 @@ def run(args) -> int:
         repeats=args.repeats,
         timeout=args.timeout,
         timer=timer(args),
+        flags=True,  # errors and notes name the flags
     )
     db = db_path(args)
     warn_if_measured(db)

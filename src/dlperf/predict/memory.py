@@ -153,17 +153,33 @@ def largest(workload, lines: dict[str, Line], gpus, timeout: float, timeout_flag
     traced batches lies above it (its crossing is a batch that fits), a line beyond them below it (one that may not).
     Each round traces every mode's and GPU's next guess and the batch after it in one child, until a batch that fits
     is followed by one that does not."""
+    known = {m: {line.at.batch: line.at.total, line.other.batch: line.other.total} for m, line in lines.items()}
+    return fitting(workload, known, {g.name: usable(g) for g in gpus}, timeout, timeout_flag)
+
+
+def largest_here(workload, mode: str, known: dict[int, int], timeout: float, timeout_flag: str | None = None) -> int:
+    """The largest batch whose predicted peak in `mode` fits the memory this machine has available now (`known`: the
+    peaks traced so far, by batch; `fitting`'s search): what `no_room_here` sets a step against."""
+    from dlperf.measure.system import memory_available_bytes
+
+    found = fitting(workload, {mode: known}, {"here": memory_available_bytes() or 0}, timeout, timeout_flag)
+    return found[mode]["here"]
+
+
+def fitting(workload, known: dict[str, dict[int, int]], rooms: dict[str, int], timeout: float,
+            timeout_flag: str | None = None) -> dict[str, dict[str, int]]:  # fmt: skip
+    """`largest`'s search: per mode (`known`: its peaks traced, by batch; more are added) and room (bytes, by name),
+    the largest batch traced to fit."""
     from dlperf.predict import count
 
-    known = {m: {line.at.batch: line.at.total, line.other.batch: line.other.total} for m, line in lines.items()}
     found: dict[tuple[str, str], int] = {}
     for _ in range(SEARCH_ROUNDS):
         asks = set()
-        for m in lines:
-            for g in gpus:
-                guess = _guess(known[m], usable(g)) if (m, g.name) not in found else None
+        for m in known:
+            for g, room in rooms.items():
+                guess = _guess(known[m], room) if (m, g) not in found else None
                 if isinstance(guess, tuple):
-                    found[(m, g.name)] = guess[0]
+                    found[(m, g)] = guess[0]
                 elif guess is not None:
                     asks |= {(m, b) for b in (guess, guess + 1) if b <= MAX_BATCH and b not in known[m]}
         if not asks:
@@ -175,7 +191,7 @@ def largest(workload, lines: dict[str, Line], gpus, timeout: float, timeout_flag
                 known[m][b] = t.total
         if any(isinstance(t, str) for t in traced):
             break
-    return {m: {g.name: found.get((m, g.name), _bracket(known[m], usable(g))[0]) for g in gpus} for m in lines}
+    return {m: {g: found.get((m, g), _bracket(known[m], room)[0]) for g, room in rooms.items()} for m in known}
 
 
 def largest_left_out(workload, left_out, timeout: float) -> dict[tuple[str, str], int]:
