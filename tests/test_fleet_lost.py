@@ -4,8 +4,12 @@ cluster: tests/test_ray.py (slow)."""
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import re
+import signal
+import subprocess
 from types import SimpleNamespace
 
 import pytest
@@ -266,12 +270,19 @@ def test_a_driver_ray_ends_is_said_and_its_runs_left_interrupted(tmp_path, capsy
         store.set_run_status(1, "running")
         os._exit(1)
 
-    code, runs = fleet_watch.watched(driver, str(db), "HEAD:6379")
+    raylet = tmp_path / "raylet.pid"  # the raylet the driver was attached to, ended
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    raylet.write_text(str(gone.pid))
+    code, runs = fleet_watch.watched(driver, str(db), "HEAD:6379", raylet=str(raylet))
     assert (code, runs) == (1, [1])
     [line] = capsys.readouterr().err.splitlines()
-    assert (
-        line.startswith("dlperf: Ray ended this sweep's driver (exit 1) at ") and "run 1 keeps what it stored" in line
-    )
+    assert re.match(
+        rf"dlperf: Ray ended this sweep's driver \(exit 1\) at \d\d:\d\d:\d\d: the raylet of the Ray node "
+        rf"this machine is attached to \(pid {gone.pid}\) has ended; ",
+        line,
+    ), line
+    assert "run 1 keeps what it stored" in line
     assert f"`dlperf run --resume --ray HEAD:6379 --db {db}` goes on once this machine is a node again" in line
     store = Store.open(db, create=False)
     assert store.run(1).status == "interrupted" and store.measured_by(1) is None
@@ -342,3 +353,48 @@ def test_merge_carries_a_continuing_runs_link_to_the_lost_run(tmp_path):
         assert {lost: run.id for lost, run in continued_by(merged.runs()).items()} == {2: 3}
         assert latest_resumable(merged) is None
         merged.close()
+
+
+STILL_RUNS = f"; the raylet it was attached to \\(pid {os.getpid()}\\) still runs"
+OOM = "the kernel's out-of-memory killer ended this sweep's driver (SIGKILL)"
+
+
+@pytest.mark.parametrize(
+    ("ended", "ooms", "said", "then"),
+    [
+        (signal.SIGKILL, [3, 4], OOM, ""),
+        (
+            signal.SIGKILL,
+            [3, 3],
+            "this sweep's driver was killed by SIGKILL",
+            "; the kernel's out-of-memory count did not",
+        ),
+        (signal.SIGSEGV, [None, None], "this sweep's driver was killed by SIGSEGV", ""),
+        ("raylet running", [0, 0], "this sweep's driver ended (exit 1)", f" without an answer{STILL_RUNS}"),
+        ("no raylet known", [0, 0], "this sweep's driver ended (exit 1)", " without an answer; run 1"),
+    ],
+)
+def test_a_driver_gone_without_an_answer_is_said_for_what_ended_it(tmp_path, monkeypatch, capsys, ended, ooms, said,
+                                                                   then):  # fmt: skip
+    """Every death of the driver without an answer, an out-of-memory kill included, was said as 'the Ray node this
+    machine is attached to lost its raylet or object store'; what ended it is now said as far as it is known: the
+    exit signal, the kernel's OOM counter (before and after), the raylet it was attached to."""
+    db = tmp_path / "driver.db"
+    lost_sweep(db).close()
+    counts = iter(ooms)
+    monkeypatch.setattr(fleet_watch, "oom_kills", lambda: next(counts))
+    raylet = tmp_path / "raylet.pid"
+    if ended == "raylet running":
+        raylet.write_text(str(os.getpid()))
+
+    def driver():
+        store = Store.open(db, create=False)
+        store.acquire(1)
+        store.set_run_status(1, "running")
+        faulthandler.disable()  # pytest's: a traceback of its own for SIGSEGV
+        os.kill(os.getpid(), ended) if isinstance(ended, signal.Signals) else os._exit(1)
+
+    assert fleet_watch.watched(driver, str(db), "x", raylet=str(raylet)) == (1, [1])
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"dlperf: {said} at ") and re.search(rf"at \d\d:\d\d:\d\d{then}", line), line
+    assert line.endswith("run 1 keeps what it stored. `dlperf run --resume --ray x --db " + f"{db}` goes on")

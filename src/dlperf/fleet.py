@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from dlperf import envinfo
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
-from dlperf.fleet_watch import RayLog, watched
+from dlperf.fleet_watch import RayLog, note_raylet, watched
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
@@ -408,7 +408,8 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
     temp_dir = tempfile.mkdtemp(prefix="dlperf-ray-")  # a cluster started here keeps its session files in it
     try:  # the driver in a process of its own, which Ray may end
         sweep = None if args.resume else args.campaign
-        return watched(lambda: _driver(args, argv, db, wanted, temp_dir), db, args.ray, sweep)
+        raylet = os.path.join(temp_dir, "raylet.pid")  # the driver's raylet, asked after if the driver ends unheard
+        return watched(lambda: _driver(args, argv, db, wanted, temp_dir), db, args.ray, sweep, raylet)
     finally:
         shutil.rmtree(temp_dir, ignore_errors=True)
 
@@ -417,7 +418,9 @@ def _driver(args, argv: list[str], db: str, wanted: tuple[str, str] | None, temp
     log = RayLog(db)
     undo = log.divert(import_ray())
     try:
-        return _run(connect(args.ray, temp_dir), args, argv, db, wanted, log)
+        ray = connect(args.ray, temp_dir)
+        note_raylet(ray, os.path.join(temp_dir, "raylet.pid"))
+        return _run(ray, args, argv, db, wanted, log)
     finally:
         undo()
         log.say()

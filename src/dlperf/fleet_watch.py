@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from dlperf.measure.system import oom_kills
 from dlperf.measure.units import named
 from dlperf.runner.lifeline import INTERRUPTS
 from dlperf.store import Store
@@ -63,10 +64,13 @@ class RayLog:
             print(f"dlperf: Ray's own messages of this sweep are in {self.path}", file=sys.stderr)
 
 
-def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | None = None) -> Any:
-    """`driver()` in a child process, its result (or exception) returned (raised) here; a child Ray ended before it
-    answered is said in one line, the runs it left measuring marked interrupted, and ends as exit code 1 with them
-    and the sweep's other unfinished runs (those of its `campaign`)."""
+def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | None = None,
+            raylet: str | None = None) -> Any:  # fmt: skip
+    """`driver()` in a child process, its result (or exception) returned (raised) here; a child that ended before it
+    answered is said in one line, with what ended it as far as it is known (`_cause`: the file `raylet` holds the pid
+    of the raylet the driver attached to, `note_raylet`), the runs it left measuring marked interrupted, and ends as
+    exit code 1 with them and the sweep's other unfinished runs (those of its `campaign`)."""
+    ooms = oom_kills()
     sys.stdout.flush()
     sys.stderr.flush()
     read, write = os.pipe()
@@ -89,7 +93,67 @@ def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | No
         if kind == "raise":
             raise value
         return value
-    return 1, _ended(db, address, os.waitstatus_to_exitcode(status), campaign)
+    cause = _cause(os.waitstatus_to_exitcode(status), time.strftime("%H:%M:%S"), ooms, raylet)
+    return 1, _ended(db, address, cause, campaign)
+
+
+def note_raylet(ray, path: str) -> None:
+    """The driver's side: the pid of the raylet it is attached to (this machine's node), written to `path`, which the
+    parent reads if the driver ends without an answer; nothing over Ray Client, where no raylet is this machine's."""
+    try:
+        socket = ray._private.worker.global_worker.node.raylet_socket_name
+    except Exception:  # Ray Client, or another Ray: not known
+        return
+    flag = f"--raylet_socket_name={socket}".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                found = flag in f.read().split(b"\0")
+        except OSError:
+            continue
+        if found:
+            with open(path, "w") as f:
+                f.write(pid)
+            return
+
+
+def _cause(code: int, at: str, ooms: int | None, raylet: str | None) -> tuple[str, str]:
+    """What ended the driver (its exit code, or -signal) `at` a time, as far as it is known, and when `--resume --ray`
+    goes on:
+    killed, by the kernel's out-of-memory killer where its counter moved; Ray's own exit, where the raylet it was
+    attached to has ended (Ray ends a driver whose node lost its raylet or object store)."""
+    if code < 0:
+        name = signal.Signals(-code).name if -code in signal.valid_signals() else f"signal {-code}"
+        now = oom_kills()
+        if -code == signal.SIGKILL and ooms is not None and now is not None and now > ooms:
+            return f"the kernel's out-of-memory killer ended this sweep's driver ({name}) at {at}", "goes on"
+        moved = "; the kernel's out-of-memory count did not move" if ooms is not None and now == ooms else ""
+        return f"this sweep's driver was killed by {name} at {at}{moved}", "goes on"
+    pid = _read_pid(raylet)
+    if pid is None:
+        return f"this sweep's driver ended (exit {code}) at {at} without an answer", "goes on"
+    if _running(pid):
+        return (f"this sweep's driver ended (exit {code}) at {at} without an answer; the raylet it was attached to "
+                f"(pid {pid}) still runs", "goes on")  # fmt: skip
+    return (f"Ray ended this sweep's driver (exit {code}) at {at}: the raylet of the Ray node this machine is "
+            f"attached to (pid {pid}) has ended", "goes on once this machine is a node again (ray start), or from "
+            "outside over ray://")  # fmt: skip
+
+
+def _read_pid(path: str | None) -> int | None:
+    try:
+        with open(path or "", encoding="utf-8") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return None
+
+
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _answer(driver: Callable[[], Any], write: int) -> None:
@@ -150,9 +214,9 @@ class _forwarding:
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
 
 
-def _ended(db: str, address: str, code: int, campaign: str | None) -> list[int]:
-    """The driver gone without an answer: its runs (a Ray node's, left running by a process now gone) interrupted,
-    and said with the sweep's others left unfinished."""
+def _ended(db: str, address: str, cause: tuple[str, str], campaign: str | None) -> list[int]:
+    """The driver gone without an answer (`cause`: what ended it, and when the resume goes on): its runs (a Ray
+    node's, left running by a process now gone) interrupted, and said with the sweep's others left unfinished."""
     store = Store.open(db, create=False) if os.path.exists(db) else None
     left = []
     try:
@@ -175,8 +239,7 @@ def _ended(db: str, address: str, code: int, campaign: str | None) -> list[int]:
         else "nothing of it is stored"
     )
     log = f" (Ray's own messages: {db}.ray.log)" if os.path.exists(f"{db}.ray.log") else ""
-    print(f"dlperf: Ray ended this sweep's driver (exit {code}) at {time.strftime('%H:%M:%S')}: the Ray node this "
-          f"machine is attached to lost its raylet or object store{log}; {kept}. `{ray_resume_command(address, db)}` "
-          f"goes on once this machine is a node again (ray start), or from outside over ray://",
-          file=sys.stderr)  # fmt: skip
+    what, goes_on = cause
+    print(f"dlperf: {what}{log}; {kept}. `{ray_resume_command(address, db)}` "
+          f"{goes_on}", file=sys.stderr)  # fmt: skip
     return left
