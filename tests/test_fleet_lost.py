@@ -398,3 +398,28 @@ def test_a_driver_gone_without_an_answer_is_said_for_what_ended_it(tmp_path, mon
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith(f"dlperf: {said} at ") and re.search(rf"at \d\d:\d\d:\d\d{then}", line), line
     assert line.endswith("run 1 keeps what it stored. `dlperf run --resume --ray x --db " + f"{db}` goes on")
+
+
+def test_a_node_sweeps_folder_left_by_a_killed_actor_is_removed_by_the_next_never_one_in_use(tmp_path, monkeypatch):
+    """A node's /tmp/dlperf-ray-* folder (its store file, the sweep's output) stayed on the node when Ray killed the
+    actor or the driver: nothing removed it. The next actor on the node removes those whose lock no one holds."""
+    import tempfile
+
+    from dlperf.fleet_node import NODE_DIR, NodeSweep
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    live = NodeSweep()  # an actor of another sweep, still running
+    left = tmp_path / f"{NODE_DIR}killed"  # an actor killed: its lock released with its process
+    left.mkdir()
+    (left / "lock").touch()
+    (left / "node.db").write_bytes(b"x")
+    starting, other = tmp_path / f"{NODE_DIR}starting", tmp_path / "dlperf-ray-driver"  # no lock yet; not a node's
+    starting.mkdir()
+    other.mkdir()
+    mine = NodeSweep()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [os.path.basename(live.dir), os.path.basename(mine.dir), starting.name, other.name]
+    )
+    for sweep in (live, mine):
+        sweep.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, starting.name]

@@ -7,6 +7,7 @@ that measures it, never in the lost node's run. Ray is not imported here: the dr
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -30,11 +31,19 @@ PLANNED = ("key", "position", "workload", "framework", "device", "threads", "mod
            "scaling", "loader", "parallel", "microbatches")  # fmt: skip
 
 
+NODE_DIR = "dlperf-ray-node-"  # a node's sweep's folder in the node's temporary directory, locked while in use
+
+
 class NodeSweep:
-    """One node's sweep: `dlperf run` into a store file of the node's own, its run's rows read back when they change."""
+    """One node's sweep: `dlperf run` into a store file of the node's own, its run's rows read back when they change.
+    Its folder is locked while the actor lives; one left by an actor that was killed, or whose node's sweep died, is
+    removed by the next actor on the node (`remove_stale`)."""
 
     def __init__(self) -> None:
-        self.dir = tempfile.mkdtemp(prefix="dlperf-ray-")
+        self.dir = tempfile.mkdtemp(prefix=NODE_DIR)
+        self.lock = os.open(os.path.join(self.dir, "lock"), os.O_WRONLY | os.O_CREAT, 0o600)  # held for its life
+        fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        remove_stale(os.path.dirname(self.dir))
         self.db = os.path.join(self.dir, "node.db")
         self.proc: subprocess.Popen | None = None
         self.sent: str | None = None
@@ -130,6 +139,25 @@ class NodeSweep:
     def close(self) -> None:
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+        os.close(self.lock)
+
+
+def remove_stale(root: str) -> list[str]:
+    """The folders of node sweeps under `root` whose lock no one holds (their actor is gone: the kernel released it)
+    removed; returns their paths. One without its lock file yet (an actor starting) or held (in use) is left."""
+    removed = []
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        if not name.startswith(NODE_DIR):
+            continue
+        try:
+            with open(os.path.join(path, "lock"), "rb") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:  # no lock file (starting, or not a node's), another user's, or held: in use
+            continue
+        removed.append(path)
+    return removed
 
 
 def node_environ() -> dict[str, str]:
