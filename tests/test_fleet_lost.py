@@ -423,3 +423,26 @@ def test_a_node_sweeps_folder_left_by_a_killed_actor_is_removed_by_the_next_neve
     for sweep in (live, mine):
         sweep.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == [other.name, starting.name]
+
+
+def test_a_starting_actors_folder_is_never_taken_for_stale(tmp_path, monkeypatch):
+    """Another actor's remove_stale between this actor's creating its lock file and locking it found the file
+    unlocked and removed the folder in use: the file is named "lock" only once it is locked."""
+    import fcntl
+    import tempfile
+
+    from dlperf import fleet_node
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    real, raced = fcntl.flock, []
+
+    def flock(fd, op):  # another actor on the node starts just as this one locks its folder
+        if isinstance(fd, int) and not raced:
+            raced.extend(fleet_node.remove_stale(str(tmp_path)))
+        return real(fd, op)
+
+    monkeypatch.setattr(fleet_node.fcntl, "flock", flock)
+    sweep = fleet_node.NodeSweep()
+    assert raced == [] and os.path.isfile(os.path.join(sweep.dir, "lock"))
+    assert fleet_node.remove_stale(str(tmp_path)) == []  # held: in use
+    sweep.close()

@@ -41,8 +41,10 @@ class NodeSweep:
 
     def __init__(self) -> None:
         self.dir = tempfile.mkdtemp(prefix=NODE_DIR)
-        self.lock = os.open(os.path.join(self.dir, "lock"), os.O_WRONLY | os.O_CREAT, 0o600)  # held for its life
+        locking = os.path.join(self.dir, "lock.new")  # a name remove_stale never opens: locked before it is "lock"
+        self.lock = os.open(locking, os.O_WRONLY | os.O_CREAT, 0o600)  # held for its life
         fcntl.flock(self.lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(locking, os.path.join(self.dir, "lock"))
         remove_stale(os.path.dirname(self.dir))
         self.db = os.path.join(self.dir, "node.db")
         self.proc: subprocess.Popen | None = None
