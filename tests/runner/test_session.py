@@ -127,3 +127,37 @@ def test_an_interrupt_while_a_finished_process_is_stored_comes_once_it_is_stored
         session.measure(session.remaining(), quiet)
     assert session.store.done_repeats(session.run_id) == {(CELL.key, 0)}
     assert session.store.run(session.run_id).status == "interrupted"
+
+
+def test_an_interrupt_while_the_store_refuses_a_process_ends_the_sweep_with_the_fault_and_is_not_dropped(
+    session, monkeypatch
+):
+    """Ctrl-C postponed while a finished process was stored was dropped when storing raised: the fault ended the
+    sweep, but the interrupt was never handled, so one more Ctrl-C cut the command's cleanup short. The fault's line
+    (where the measurement is kept) ends the sweep, the interrupt handled with it."""
+    import os
+    import signal
+
+    from dlperf.errors import StoreFault
+    from dlperf.runner import lifeline
+
+    session.add([CELL], {"batch": 8})
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, refresh, *rest: measured(1.0))
+    monkeypatch.setattr(sweep, "warm_up", lambda *args: None)
+
+    def record(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the measurement's transaction begins; then the disk is full
+        raise StoreFault("the store's disk is full")
+
+    monkeypatch.setattr(session.store, "record", record)
+    # the CLI's block, once interrupted, leaves its handlers set (its process ends): put back after
+    previous = {sig: signal.getsignal(sig) for sig in (*lifeline.INTERRUPTS, signal.SIGTSTP)}
+    with lifeline.sigterm_as_interrupt(to_the_end=True):  # the CLI's
+        with pytest.raises(StoreFault, match=r"kept in .*unsaved\.jsonl.*--resume"):
+            session.measure(session.remaining(), quiet)
+        assert lifeline._interrupted == signal.SIGINT
+        os.kill(os.getpid(), signal.SIGINT)  # a second Ctrl-C during the cleanup: dropped, as for any interrupt
+    assert lifeline._deferred is None and lifeline._holding == 0
+    monkeypatch.setattr(lifeline, "_interrupted", None)  # the CLI's process would end here
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)

@@ -269,16 +269,27 @@ _holding, _deferred = 0, None  # `held` blocks entered and not left; the interru
 def held() -> Iterator[None]:
     """An interrupt (Ctrl-C, SIGTERM, SIGHUP) that comes while a finished process's measurement is stored takes effect
     once it is stored (a few milliseconds): raised inside the store's transaction, it rolled the transaction back, and
-    a process that had finished, perhaps after minutes, was measured again by --resume."""
-    global _holding, _deferred
+    a process that had finished, perhaps after minutes, was measured again by --resume. Where storing fails (a
+    StoreFault), the fault ends the sweep and says where the measurement is kept: the interrupt is handled with it, so
+    one more (a second Ctrl-C) does not cut its cleanup short, as for any interrupt."""
+    global _holding, _interrupted
     _holding += 1
     try:
         yield
-    finally:
-        _holding -= 1
-        signum, _deferred = (_deferred, None) if _holding == 0 else (None, _deferred)
-    if signum is not None:
+    except BaseException:
+        if (signum := _let_go()) is not None and _handling:
+            _interrupted = _interrupted or signum
+        raise
+    if (signum := _let_go()) is not None:
         _interrupt(signum, None)
+
+
+def _let_go() -> int | None:
+    """Leave a `held` block: the interrupt it postponed, once the outermost is left."""
+    global _holding, _deferred
+    _holding -= 1
+    signum, _deferred = (_deferred, None) if _holding == 0 else (None, _deferred)
+    return signum
 
 
 def suspend(signum: int = signal.SIGTSTP, frame=None, stop_self: Callable[[], None] | None = None) -> None:
