@@ -89,6 +89,21 @@ def counted_boom():
     return dlperf.user_workload("cboom", CountedBoom(), pair, nn.functional.cross_entropy, batch_size=4)
 
 
+class ReadsNormed(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l, self.norm = nn.Linear(8, 2), nn.BatchNorm1d(2)
+
+    def forward(self, x):
+        if x.sum().item() != x.sum().item():  # a value read (NaN only): fake tensors cannot run the step
+            raise ValueError("NaN input")
+        return self.norm(self.l(x))
+
+
+def reads_normed():
+    return dlperf.user_workload("rnorm", ReadsNormed(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
 def reads():
     return dlperf.user_workload("reads", Reads(), pair, nn.functional.cross_entropy, batch_size=4)
 """
@@ -195,8 +210,14 @@ def test_the_models_own_error_is_found_on_fake_tensors_once_per_workload_and_mod
     assert set(built.read_text().split()) == {"fake"} and len(built.read_text().split()) == 2 * builds
 
 
-def test_a_step_that_reads_a_value_is_run_for_real_on_a_batch_of_1(mistakes):
+def test_a_step_that_reads_a_value_is_run_for_real_on_a_batch_of_2(mistakes):
     w = user(f"{mistakes}:reads")
     said = memcount.own_error(w, "fp32")
-    assert said.startswith("the model's own step raises ValueError: read a value at a batch of 1")
-    assert said.endswith(f"(at {mistakes}:{line_of('read a value')}, in forward) (run for real on a batch of 1)")
+    assert said.startswith("the model's own step raises ValueError: read a value at a batch of 2")
+    assert said.endswith(f"(at {mistakes}:{line_of('read a value')}, in forward) (run for real on a batch of 2)")
+
+
+def test_a_step_run_for_real_is_no_error_of_batchnorms_at_a_batch_of_1(mistakes):
+    """The real step where fake tensors cannot run one was at a batch of 1, which BatchNorm refuses in training
+    ('Expected more than 1 value per channel'): a model that runs was said to raise that error."""
+    assert memcount.own_error(user(f"{mistakes}:reads_normed"), "fp32") is None

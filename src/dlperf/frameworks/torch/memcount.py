@@ -140,7 +140,7 @@ def own_error(workload: Workload, mode: str = "fp32") -> str | None:
     more than some machines have), at a batch of 2 (a batch of 1 fails BatchNorm's training check, no user's error);
     the failing operator is run again for real on tensors of its arguments' shapes that hold one element each, so the
     error is in the words `dlperf run` says it in. Where fake tensors cannot run the step (it reads a value, an
-    operator has no fake kernel), it is run for real, on a batch of 1."""
+    operator has no fake kernel), it is run for real, on the same batch of 2."""
     if workload.arch != "user":
         return None
     key = (_key(workload, "")[0], _cpu_mode(mode))
@@ -161,16 +161,16 @@ def _own_error(workload: Workload, mode: str) -> str | None:
     except Exception as exc:
         if not _fake_only(exc):
             return _said(failing.real_error(exc), "run on fake tensors, a batch of 2")
-    try:  # as the user would run it, as small as it goes
-        step = build(dataclasses.replace(workload, batch=1), "cpu", mode)
+    try:  # as the user would run it, as small as BatchNorm lets a training step go
+        step = build(dataclasses.replace(workload, batch=2), "cpu", mode)
     except NotImplementedError:  # dlperf's refusal of the mode (checkpoint without a sequential trunk): said by it
         return None
     except Exception as exc:
-        return _said(exc, "run for real on a batch of 1")
+        return _said(exc, "run for real on a batch of 2")
     try:
         step.step()
     except Exception as exc:
-        return _said(exc, "run for real on a batch of 1")
+        return _said(exc, "run for real on a batch of 2")
     return None
 
 
