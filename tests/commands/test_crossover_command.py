@@ -211,7 +211,9 @@ def test_the_warm_parent_starts_before_the_operators_are_counted(tmp_path, monke
         ({"batches": (4, 8), "max_batch": 2}, "max_batch=2: below every batch asked for (4 and up)"),
         ({"mode": "tf32"}, "mode='tf32': expected fp32, bf16, fp16"),
         ({"repeats": 0}, "repeats must be at least 1"),
-        ({"gpus": ("Z9000",)}, "gpus 'Z9000': unknown GPU"),
+        ({"gpus": ("Z9000",)}, "'Z9000' in gpus: unknown GPU"),
+        ({"gpus": ("H100",)}, "'H100' in gpus is ambiguous: H100-SXM5-80GB"),
+        ({"gpus": ()}, "gpus: expected one or more GPU names, e.g. gpus=('H100-SXM5-80GB', 'T4')"),
     ],
 )
 def test_the_python_api_names_its_arguments_not_the_flags(tmp_path, options, said):

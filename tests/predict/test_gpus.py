@@ -117,3 +117,14 @@ def test_each_commands_default_gpus_come_from_one_place_and_its_help_says_why():
     assert helps["advise"].default is None and gpus.PRICED_HELP in helps["advise"].help
     assert helps["crossover"].default == ",".join(gpus.BRACKET) and gpus.BRACKET_HELP in helps["crossover"].help
     assert helps["predict"].default is None and gpus.NAMED_HELP in helps["predict"].help
+
+
+@pytest.mark.parametrize(
+    ("flag", "said"),
+    [("--gpu", "--gpu 'Z9000': unknown GPU"), ("gpus", "'Z9000' in gpus: unknown GPU"), ("", "'Z9000': unknown GPU")],
+)
+def test_an_unknown_gpu_is_named_as_its_caller_gave_it(flag, said):
+    """`gpus 'Z9000': unknown GPU` read as a flag a Python caller never typed: the argument is named as an argument."""
+    with pytest.raises(UsageError) as caught:
+        gpus.lookup("Z9000", flag)
+    assert str(caught.value).startswith(said)

@@ -211,7 +211,8 @@ def names() -> list[str]:
 def lookup(name: str, flag: str = "--gpu") -> GPU:
     """The GPU called `name`: an exact match after normalizing, else the only GPU that every word of `name` fits (in
     any order, each the start of a word of its name or its memory: "4090", "A100 80GB", "h100 sxm"); else a one-line
-    UsageError listing every candidate (several fit) or the nearest names (none does)."""
+    UsageError listing every candidate (several fit) or the nearest names (none does), naming `flag`: a command's
+    (`--gpu 'Z9000'`), a Python caller's argument (`'Z9000' in gpus`), or none ('')."""
     key = _key(name)
     by_key = {_key(g.name): g for g in table()}
     if key in by_key:
@@ -220,10 +221,15 @@ def lookup(name: str, flag: str = "--gpu") -> GPU:
     if len(fitting) == 1:
         return fitting[0]
     if fitting:
-        raise UsageError(f"{flag} {name!r} is ambiguous: {', '.join(g.name for g in fitting)} (name one of them)")
+        raise UsageError(f"{_said(name, flag)} is ambiguous: {', '.join(g.name for g in fitting)} (name one of them)")
     near = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(by_key[k].name for k in near)}?" if near else ""
-    raise UsageError(f"{flag} {name!r}: unknown GPU{hint} (`dlperf predict --list-gpus` lists the {len(by_key)})")
+    raise UsageError(f"{_said(name, flag)}: unknown GPU{hint} (`dlperf predict --list-gpus` lists the {len(by_key)})")
+
+
+def _said(name: str, flag: str) -> str:
+    """A name as the caller gave it: after its flag (`--gpu 'Z9000'`), in a Python argument (`'Z9000' in gpus`)."""
+    return f"{flag} {name!r}" if flag.startswith("-") else f"{name!r} in {flag}" if flag else repr(name)
 
 
 _MEMORY = re.compile(r"\b(\d+)\s*(?:gib|gb|g)\b")
@@ -252,7 +258,8 @@ def parse_gpus(text: str, flag: str = "--gpu") -> tuple[GPU, ...]:
     """`--gpu A,B`: each looked up, in order, each once."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
-        raise UsageError(f"{flag}: expected one or more GPU names, e.g. {flag} H100-SXM5-80GB,T4")
+        example = f"{flag} H100-SXM5-80GB,T4" if flag.startswith("-") else f"{flag}=('H100-SXM5-80GB', 'T4')"
+        raise UsageError(f"{flag}: expected one or more GPU names, e.g. {example}")
     found = [lookup(p, flag) for p in parts]
     return tuple(dict.fromkeys(found))
 
