@@ -320,6 +320,32 @@ def test_tracker_sees_a_resize_at_once_and_one_an_op_writes_without_returning_it
     del layer
 
 
+def test_a_tracker_that_cannot_be_entered_leaves_pytorchs_resize_and_a_nested_one_its_outers(monkeypatch):
+    """The watch on UntypedStorage.resize_ was installed before the mode was entered: a mode that raised as it was
+    entered left it installed, and the tracker in the active list, for the rest of the process."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from dlperf.frameworks.torch import instruments
+
+    def refused(self):
+        raise RuntimeError("no mode here")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TorchDispatchMode, "__enter__", refused)
+        with pytest.raises(RuntimeError, match="no mode here"), tb.LiveTensorBytes():
+            pass
+    assert "resize_" not in vars(torch.UntypedStorage) and instruments._ACTIVE == []
+    layer = torch.zeros(1000)
+    with tb.LiveTensorBytes([layer]) as outer:
+        with tb.LiveTensorBytes([layer]) as inner:
+            layer.untyped_storage().resize_(0)
+        assert inner.now == outer.now == 0
+        layer.untyped_storage().resize_(4000)  # the inner one left: the outer one still watches
+        assert outer.now == 4000 and inner.now == 0
+    assert "resize_" not in vars(torch.UntypedStorage) and instruments._ACTIVE == []
+    del layer
+
+
 def measured_peak(workload: Workload) -> tuple[int, tb.TorchStep]:
     train = tb.build(workload, "cpu", "fp32")
     train.step()  # gradients and optimizer state exist, as they do after the worker's FLOP count

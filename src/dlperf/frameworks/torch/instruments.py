@@ -44,9 +44,10 @@ class LiveTensorBytes(TorchDispatchMode):
             self._see(t)
 
     def __enter__(self):
+        entered = super().__enter__()  # first: a mode that cannot be entered leaves no watch installed
         _ACTIVE.append(self)
         _watching_resizes(True)
-        return super().__enter__()
+        return entered
 
     def __exit__(self, *exc):
         try:
