@@ -56,3 +56,20 @@ def test_an_interrupt_sent_to_dlperf_stops_the_driver_as_ctrl_c_does(tmp_path, t
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     assert (proc.returncode, out) == (0, "answer (130, [7])\n")
+
+
+def test_a_fork_refused_leaves_dlperfs_interrupts_unblocked(tmp_path, monkeypatch):
+    """The interrupts were blocked across the fork and unblocked only by each side: a fork refused (no process to be
+    had) left Ctrl-C and SIGTERM blocked in dlperf for good."""
+    from dlperf import fleet_watch
+
+    def refused():
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(fleet_watch.os, "fork", refused)
+    try:
+        with pytest.raises(BlockingIOError):
+            fleet_watch.watched(lambda: None, str(tmp_path / "runs.db"), "auto")
+        assert not set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(fleet_watch.INTERRUPTS)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, fleet_watch.INTERRUPTS)

@@ -75,7 +75,13 @@ def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | No
     sys.stderr.flush()
     read, write = os.pipe()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)  # until each side handles them as it should
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except OSError:  # no process to be had: dlperf's interrupts as they were, its pipe closed
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:  # the driver
         os.close(read)
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # a background job's: the parent passes interrupts on
