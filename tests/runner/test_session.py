@@ -161,3 +161,17 @@ def test_an_interrupt_while_the_store_refuses_a_process_ends_the_sweep_with_the_
     monkeypatch.setattr(lifeline, "_interrupted", None)  # the CLI's process would end here
     for sig, handler in previous.items():
         signal.signal(sig, handler)
+
+
+def test_a_kept_measurement_does_not_overwrite_the_process_measured_again_meanwhile(session, monkeypatch):
+    """A line kept beside a refusing store was stored on --resume with INSERT OR REPLACE: where the process had been
+    measured again meanwhile (a --resume that did not see the file), the older kept line overwrote the newer."""
+    from dlperf.store import spill
+
+    session.add([CELL], {"batch": 8})
+    spill.keep(session.store.path, session.run_id, CELL.key, 0, measured(9.0))  # the older, kept
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, refresh, *rest: measured(1.0))
+    monkeypatch.setattr(sweep, "warm_up", lambda *args: None)
+    session.measure([Task(CELL, 0)], quiet, last=False)  # measured again, by a --resume not seeing the line
+    assert session.take_up_kept() == 0
+    assert session.durations() == {CELL.key: [1.0]} and not spill.holding(session.store.path, session.run_id)

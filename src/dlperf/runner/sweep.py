@@ -299,14 +299,17 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
 
 def take_up_kept(ctx: SweepContext) -> int:
     """Store the run's measurements a refusing store left beside it, each under the session that measured it where
-    its line says (one kept before lines said it: this one's), then remove them; returns how many."""
+    its line says (one kept before lines said it: this one's), then remove them; returns how many were stored. A
+    process the store has already (measured again by a --resume that did not see the line) keeps its stored, newer,
+    measurement."""
     entries = spill.kept(ctx.store.path, ctx.run_id)
     planned = {c.key: c.cell for c in ctx.store.cells(ctx.run_id)}
-    for entry in entries:
-        if entry.key in planned:
-            store_result(ctx, Task(planned[entry.key], entry.repeat), entry.measurement, entry.session)
+    stored = ctx.store.done_repeats(ctx.run_id)
+    taken = [e for e in entries if e.key in planned and (e.key, e.repeat) not in stored]
+    for entry in taken:
+        store_result(ctx, Task(planned[entry.key], entry.repeat), entry.measurement, entry.session)
     spill.forget(ctx.store.path, ctx.run_id)
-    return len(entries)
+    return len(taken)
 
 
 def warm_up(ctx: SweepContext, tasks: list[Task], to_profile: list[Cell] = ()) -> None:
