@@ -73,3 +73,51 @@ def test_a_fork_refused_leaves_dlperfs_interrupts_unblocked(tmp_path, monkeypatc
         assert not set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) & set(fleet_watch.INTERRUPTS)
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, fleet_watch.INTERRUPTS)
+
+
+ORPHANED = textwrap.dedent("""
+    import os, sys, time
+    from dlperf.fleet_watch import watched
+    from dlperf.runner.lifeline import sigterm_as_interrupt
+
+    def driver():
+        try:
+            print(os.getpid(), flush=True)
+            while True:
+                time.sleep(0.05)
+        except KeyboardInterrupt:
+            with open(sys.argv[2], "w") as f:
+                f.write("interrupted")
+            return 130, []
+
+    with sigterm_as_interrupt(to_the_end=True):
+        watched(driver, sys.argv[1], "auto")
+""")
+
+
+def test_dlperf_killed_outright_interrupts_its_driver(tmp_path):
+    """dlperf killed by SIGKILL (nothing left to pass an interrupt on) left its driver measuring on, an orphan
+    nobody read: the driver now takes its parent's end as Ctrl-C (PR_SET_PDEATHSIG), stops the sweep and leaves."""
+    import time
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("PR_SET_PDEATHSIG is Linux's")
+    marker = tmp_path / "driver.out"
+    proc = subprocess.Popen([sys.executable, "-c", ORPHANED, str(tmp_path / "x.db"), str(marker)],
+                            stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    try:
+        driver = int(proc.stdout.readline())
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while not marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.read_text() == "interrupted"
+        while os.path.exists(f"/proc/{driver}") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not os.path.exists(f"/proc/{driver}"), "the driver lived on after dlperf was killed"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

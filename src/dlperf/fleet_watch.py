@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dlperf.measure.system import oom_kills
+from dlperf.measure.system import oom_kills, prctl
 from dlperf.measure.units import named
-from dlperf.runner.lifeline import INTERRUPTS
+from dlperf.runner.lifeline import INTERRUPTS, PR_SET_PDEATHSIG
 from dlperf.store import Store
 from dlperf.store.location import ray_resume_command
 from dlperf.store.state import RAY_ORIGIN, run_states
@@ -75,6 +75,7 @@ def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | No
     sys.stderr.flush()
     read, write = os.pipe()
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, INTERRUPTS)  # until each side handles them as it should
+    parent = os.getpid()
     try:
         pid = os.fork()
     except OSError:  # no process to be had: dlperf's interrupts as they were, its pipe closed
@@ -84,6 +85,7 @@ def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | No
         raise
     if pid == 0:  # the driver
         os.close(read)
+        _interrupted_when_orphaned(parent)
         if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:  # a background job's: the parent passes interrupts on
             terminate = signal.getsignal(signal.SIGTERM)
             signal.signal(signal.SIGINT, terminate if callable(terminate) else signal.default_int_handler)
@@ -101,6 +103,14 @@ def watched(driver: Callable[[], Any], db: str, address: str, campaign: str | No
         return value
     cause = _cause(os.waitstatus_to_exitcode(status), time.strftime("%H:%M:%S"), ooms, raylet)
     return 1, _ended(db, address, cause, campaign)
+
+
+def _interrupted_when_orphaned(parent: int) -> None:
+    """The driver's side: dlperf killed (SIGKILL too, where nothing can pass an interrupt on) reaches the driver as
+    Ctrl-C's SIGINT (PR_SET_PDEATHSIG), which stops the sweep's nodes and leaves its runs interrupted, where it would
+    have gone on measuring with no one to read it; delivered at once where dlperf ended before this was armed."""
+    if prctl(PR_SET_PDEATHSIG, signal.SIGINT) and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGINT)  # pending while blocked: taken once the driver's handlers are in place
 
 
 def note_raylet(ray, path: str) -> None:
