@@ -258,6 +258,23 @@ def test_resume_passes_over_a_lost_nodes_run_another_node_went_on_with(tmp_path)
     assert f"`dlperf run --resume --db {db}` measures them" in said and "takes the latest" not in said
 
 
+def test_the_run_a_node_is_given_to_go_on_with_is_resumable_in_the_nodes_own_store(tmp_path):
+    """The lost run's cells, copied into the new node's own store as its run 1, carry the link to the driver's run 1
+    ('continues': 1): read in the node's store it named the run itself as the lost one another run went on with, so
+    the node's `--resume` found 'nothing to resume' and the resumed sweep failed (tests/test_ray.py, slow)."""
+    from dlperf.api import latest_resumable
+
+    store = Store.open(tmp_path / "node.db", create=True)
+    try:
+        run_id = node_run(store, BETA, {0: 2}, "interrupted")
+        store.conn.execute("UPDATE runs SET env_json = json_set(env_json, '$.continues', ?) WHERE id = ?",
+                           (run_id, run_id))  # fmt: skip
+        store.conn.commit()
+        assert latest_resumable(store).id == run_id
+    finally:
+        store.close()
+
+
 def test_a_driver_ray_ends_is_said_and_its_runs_left_interrupted(tmp_path, capsys):
     """Ray ends the driver's process itself (from C++: no exception, not a word) when this machine's node loses its
     raylet or object store; dlperf used to vanish with exit 1, its runs left 'running'."""

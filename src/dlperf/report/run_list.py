@@ -17,11 +17,13 @@ from dlperf.store.state import CONTINUES, RAY_ORIGIN, RunState
 
 
 def continued_by(runs: list[RunRecord]) -> dict[int, RunRecord]:
-    """Run id -> the run that measured what it left on another Ray node."""
+    """Run id -> the run that measured what it left on another Ray node. The link names a run of the driver's store,
+    always older than the run that went on with it: in the node's own store, where that run is copied to measure
+    what was left (as run 1, say), the same number names no run of it, or itself, and is no link."""
     found = {}
     for run in runs:
-        if isinstance(run.env.get(CONTINUES), int):
-            found[run.env[CONTINUES]] = run
+        if isinstance(lost := run.env.get(CONTINUES), int) and lost < run.id:
+            found[lost] = run
     return found
 
 
