@@ -7,7 +7,8 @@ older files in place, when a command first writes to one: a command that only re
 cells, so a number is never separated from the machine that produced it; so does each measured peak (`dlperf peak`)
 and each collective bandwidth (`dlperf comm`); a profiled cell keeps where its time went (`profiles`). A running
 run is leased to the one process measuring it (`store/lease.py`). Reads return the typed records of
-`store/records.py`; `merge.py` copies runs between files.
+`store/records.py`, decoded by `decode.py`; `copies.py` reads and writes whole rows, and `merge.py` copies runs
+between files with them.
 """
 
 from __future__ import annotations
@@ -17,13 +18,15 @@ import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
 from dlperf.store import lease
+from dlperf.store.copies import Copies
+from dlperf.store.copies import RunRows as RunRows  # where the fleet and merge import them from
+from dlperf.store.copies import run_origin as run_origin
+from dlperf.store.decode import decoded, run_record, text_factory
 from dlperf.store.location import check_path, newer_schema
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
@@ -31,7 +34,6 @@ from dlperf.store.process import MeasurementRecord, ProcessMeasurement
 from dlperf.store.records import (
     CellFigures,
     CellRecord,
-    Origin,
     PlannedCell,
     Prediction,
     PredictionRecord,
@@ -43,22 +45,11 @@ from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, SCHEM
 from dlperf.vocab import Status
 
 
-@dataclass(frozen=True)
-class RunRows:
-    """A run's raw rows (`Store.rows`), every one of them read and decoded: what a copy to another file takes."""
-
-    run: dict[str, Any]
-    cells: list[dict[str, Any]]
-    measurements: list[dict[str, Any]]
-    profiles: list[dict[str, Any]] = field(default_factory=list)
-    predictions: list[dict[str, Any]] = field(default_factory=list)
-
-
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class Store(MachineFigures):
+class Store(Copies, MachineFigures):
     """Open with `Store.open(path, create=...)`; read-only commands never create a file."""
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
@@ -75,7 +66,7 @@ class Store(MachineFigures):
         try:
             conn = sqlite3.connect(path, timeout=30)
             conn.row_factory = sqlite3.Row
-            conn.text_factory = _text
+            conn.text_factory = text_factory
             version = _schema_version(conn)
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"--db {path!r}: not a dlperf database or corrupt ({exc})") from exc
@@ -230,14 +221,14 @@ class Store(MachineFigures):
             row = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
                 raise UsageError(f"{self.path}: no runs yet (run `dlperf run` first)")
-            return _run_record(row)
+            return run_record(row)
         row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"--run {run_id}: no such run in {self.path}")
-        return _run_record(row)
+        return run_record(row)
 
     def runs(self) -> list[RunRecord]:
-        return [_run_record(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY id")]
+        return [run_record(r) for r in self.conn.execute("SELECT * FROM runs ORDER BY id")]
 
     def cell_counts(self) -> dict[int, dict[str, int]]:
         """Each run's cells by status: {run_id: {"ok": 12, "pending": 2, ...}}."""
@@ -248,7 +239,7 @@ class Store(MachineFigures):
 
     def latest_unfinished_run(self) -> RunRecord | None:
         row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
-        return None if row is None else _run_record(row)
+        return None if row is None else run_record(row)
 
     # --- cells and measurements -----------------------------------------------------------------------------------
     def cells(self, run_id: int, unreadable: Callable[[UnreadableRow], None] | None = None) -> list[CellRecord]:
@@ -258,7 +249,7 @@ class Store(MachineFigures):
         cells = []
         for row in rows:
             try:
-                cells.append(_decoded(CellRecord.from_row, dict(row), run_id, "figures"))
+                cells.append(decoded(CellRecord.from_row, dict(row), run_id, "figures"))
             except UnreadableRow as exc:
                 if unreadable is None:
                     raise
@@ -273,7 +264,7 @@ class Store(MachineFigures):
         rows = self.conn.execute(
             "SELECT * FROM measurements WHERE run_id = ? AND cell_key = ? ORDER BY repeat", (run_id, key)
         )
-        return [_decoded(MeasurementRecord.from_row, dict(r), run_id, "samples") for r in rows]
+        return [decoded(MeasurementRecord.from_row, dict(r), run_id, "samples") for r in rows]
 
     def durations(self, run_ids: list[int]) -> dict[str, list[float]]:
         """Cell key -> the wall-clock seconds of each of its finished processes in these runs (for estimates)."""
@@ -333,7 +324,7 @@ class Store(MachineFigures):
         if self.version < PROFILES:
             return {}
         rows = self.conn.execute("SELECT * FROM profiles WHERE run_id = ?", (run_id,))
-        found = (_decoded(ProfileRecord.from_row, dict(r), run_id, "profile") for r in rows)
+        found = (decoded(ProfileRecord.from_row, dict(r), run_id, "profile") for r in rows)
         return {p.cell_key: p for p in found}
 
     # --- predictions (predict/roofline.py: a GPU cell's own GPU, or `dlperf crossover`'s) ---------------------------
@@ -356,51 +347,9 @@ class Store(MachineFigures):
             return {}
         found: dict[str, list[PredictionRecord]] = {}
         for r in self.conn.execute("SELECT * FROM predictions WHERE run_id = ? ORDER BY rowid", (run_id,)):
-            record = _decoded(PredictionRecord.from_row, dict(r), run_id, "prediction")
+            record = decoded(PredictionRecord.from_row, dict(r), run_id, "prediction")
             found.setdefault(record.cell_key, []).append(record)
         return found
-
-    # --- copies between files (`dlperf merge`) ----------------------------------------------------------------------
-    def rows(self, table: str, run_id: int | None = None) -> list[dict[str, Any]]:
-        """Raw rows of `table` ("runs", "cells", "measurements", "peaks") as dicts, JSON undecoded: what a copy
-        to another file needs. `run_id`: only that run's rows. A table an old file lacks reads as empty."""
-        too_old = {"peaks": 2, "profiles": PROFILES, "predictions": PREDICTIONS}
-        if self.version < too_old.get(table, 0):
-            return []
-        by_run = ("cells", "measurements", "profiles", "predictions")
-        column = "id" if table == "runs" else "run_id" if table in by_run else None
-        where = f" WHERE {column} = ?" if run_id is not None and column else ""
-        args = (run_id,) if where else ()
-        return [dict(r) for r in self.conn.execute(f"SELECT * FROM {table}{where} ORDER BY rowid", args)]
-
-    def check_run(self, run_id: int) -> RunRows:
-        """Every row of a run read and decoded as the views decode it (a damaged page, text that is not JSON, a
-        status or sample that is not one), before anything relies on it; returns the raw rows. A row that does not
-        read or decode is a UsageError naming the run, and the cell and process where it can."""
-        part = f"run {run_id}"
-        try:
-            [run] = self.rows("runs", run_id)
-            RunRecord.from_row(_whole(run))
-            cells, measurements = self.rows("cells", run_id), self.rows("measurements", run_id)
-            for row in cells:
-                part = f"run {run_id}, cell {row.get('key')}"
-                CellRecord.from_row(_whole(row))
-            for row in measurements:
-                part = f"run {run_id}, cell {row.get('cell_key')}, process {row.get('repeat')}"
-                m = MeasurementRecord.from_row(_whole(row))
-                if not isinstance(m.samples, list) or not all(isinstance(x, int | float) for x in m.samples):
-                    raise ValueError("its samples are not a list of numbers")
-            profiles = self.rows("profiles", run_id)
-            for row in profiles:
-                part = f"run {run_id}, cell {row.get('cell_key')}, profile"
-                ProfileRecord.from_row(_whole(row))
-            predictions = self.rows("predictions", run_id)
-            for row in predictions:
-                part = f"run {run_id}, cell {row.get('cell_key')}, prediction for {row.get('gpu')}"
-                PredictionRecord.from_row(_whole(row))
-        except (sqlite3.DatabaseError, ValueError, TypeError, KeyError) as exc:
-            raise UsageError(f"{part}: unreadable ({exc})") from exc
-        return RunRows(run, cells, measurements, profiles, predictions)
 
     def check_file(self) -> None:
         """SQLite's own check of the file's structure (`PRAGMA quick_check`): damage that reading rows may miss."""
@@ -422,160 +371,6 @@ class Store(MachineFigures):
             self.conn.rollback()
             raise
         self.conn.commit()
-
-    def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: Origin) -> int | None:
-        """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
-        was copied from the same source run (`origin`) or whose raw samples are the run's, or some of them (copied
-        before the run was resumed). The start is only to the second: two runs started in one second with one command
-        (parallel jobs) are still two runs; and a file made afresh at a path merged before (a CI job's) holds new runs
-        under the same ids."""
-        same = self.conn.execute(
-            "SELECT id, origin_json FROM runs"
-            " WHERE started_at = ? AND argv IS ? AND spec_json = ? AND fingerprint_json = ?",
-            tuple(run.get(k) for k in ("started_at", "argv", "spec_json", "fingerprint_json")),
-        )
-        for found, origin_json in same.fetchall():
-            theirs = Origin.of(json.loads(origin_json)) if origin_json else None
-            if theirs and (theirs.db, theirs.run_id) == (origin.db, origin.run_id):
-                return found
-            held, measured = _measured(self.rows("measurements", found)), _measured(measurements)
-            if held == measured or (held and set(held) <= set(measured)):
-                return found
-        return None
-
-    def insert_copy(
-        self,
-        run: dict[str, Any],
-        cells: list[dict[str, Any]],
-        measurements: list[dict[str, Any]],
-        origin: Origin,
-        profiles: list[dict[str, Any]] = (),
-        predictions: list[dict[str, Any]] = (),
-    ) -> int:
-        """A run read from another file (`rows`), with its cells, measurements, profiles and predictions, under a new
-        id and with its origin, inside the caller's `transaction`, so an interrupted copy leaves no half run. Returns
-        the new id."""
-        fields = {k: v for k, v in run.items() if k not in ("id", "origin_json")}
-        new_id = self._insert("runs", {**fields, "origin_json": json.dumps(origin.to_json())})
-        for row in cells:
-            self._insert("cells", {**row, "run_id": new_id})
-        for row in measurements:
-            self._insert("measurements", {**row, "run_id": new_id})
-        for row in profiles:
-            self._insert("profiles", {**row, "run_id": new_id})
-        for row in predictions:
-            self._insert("predictions", {**row, "run_id": new_id})
-        return new_id
-
-    def update_copy(self, run_id: int, rows: RunRows) -> None:
-        """A run copied in before (`insert_copy`) brought up to date with its source's rows as they are now: its cells,
-        measurements, profiles and predictions replaced, in one transaction, while this process holds its lease
-        (`dlperf run --ray`: a node's run streamed to the driver as its cells finish)."""
-        with self._writing(f"run {run_id}'s cells"), self.conn:
-            self._still_leased(run_id)
-            self._replace_rows(run_id, rows)
-
-    def refresh_copy(self, run_id: int, rows: RunRows) -> None:
-        """A run copied in before brought up to date with its source's run as it is now (`dlperf merge` of a run
-        resumed since), inside the caller's `transaction`: its status and end, its rows replaced, none removed."""
-        status, finished = rows.run.get("status"), rows.run.get("finished_at")
-        self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
-        self._replace_rows(run_id, rows)
-
-    def _replace_rows(self, run_id: int, rows: RunRows) -> None:
-        for table, found in (("cells", rows.cells), ("measurements", rows.measurements),
-                             ("profiles", rows.profiles), ("predictions", rows.predictions)):  # fmt: skip
-            for row in found:
-                self._insert(table, {**row, "run_id": run_id}, replace=True)
-
-    def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
-        """Peaks read from another file (`rows`) that this one lacks (every column but the id equal), inside the
-        caller's `transaction`; returns how many were added."""
-        added = 0
-        for peak in peaks:
-            fields = {k: v for k, v in peak.items() if k != "id"}
-            match = " AND ".join(f"{k} IS ?" for k in fields)
-            if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
-                continue
-            self._insert("peaks", fields)
-            added += 1
-        return added
-
-    def _insert(self, table: str, row: dict[str, Any], *, replace: bool = False) -> int:
-        """Insert the columns of `row` this file's `table` has (an older source may lack some, and vice versa);
-        `replace`: over the row with the same key."""
-        columns = [c for c in row if c in self._columns(table)]
-        verb = "INSERT OR REPLACE" if replace else "INSERT"
-        cur = self.conn.execute(
-            f"{verb} INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-            tuple(row[c] for c in columns),
-        )
-        return cur.lastrowid
-
-    def _columns(self, table: str) -> set[str]:
-        return {name for _, name, *_ in self.conn.execute(f"PRAGMA table_info({table})")}
-
-
-def _measured(measurements: list[dict[str, Any]]) -> list[tuple]:
-    """What identifies a run's measurements: no two measured processes give the same raw samples."""
-    return sorted(tuple(m.get(k) for k in ("cell_key", "repeat", "samples_json")) for m in measurements)
-
-
-def run_origin(run: sqlite3.Row | dict) -> Origin | None:
-    """Where a merged run came from (`dlperf merge`); None for a run measured into its file (or a file too old to
-    record it)."""
-    raw = dict(run).get("origin_json")
-    return Origin.of(json.loads(raw)) if raw else None
-
-
-class Undecodable:
-    """A stored text whose bytes are not UTF-8 (a damaged page), read in its place (`_text`): the row it is in is
-    then named and left out like any other damaged row, where SQLite's own decoding stopped the whole read ("Could not
-    decode to UTF-8 column ...") and could not say which row."""
-
-    def __init__(self, raw: bytes) -> None:
-        self.raw = raw
-
-    def __repr__(self) -> str:
-        return f"<{len(self.raw)} bytes that are not UTF-8>"
-
-
-def _text(raw: bytes) -> str | Undecodable:
-    """The connection's text factory: UTF-8, as SQLite's default, but a text that is not UTF-8 becomes an Undecodable
-    (its row is refused where it is decoded: `_whole`)."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return Undecodable(raw)
-
-
-def _whole(row: dict[str, Any]) -> dict[str, Any]:
-    """The row, when every text in it is UTF-8; a ValueError naming the first column that is not."""
-    bad = next((column for column, value in row.items() if isinstance(value, Undecodable)), None)
-    if bad is not None:
-        raise ValueError(f"its column {bad!r} is not UTF-8 text")
-    return row
-
-
-def _decoded(from_row: Callable, row: dict[str, Any], run_id: int, what: str):
-    """A record from its row; a row whose text no longer decodes (a damaged page: `PRAGMA integrity_check` can
-    still say ok), as JSON or as UTF-8, is an UnreadableRow naming its run and cell."""
-    try:
-        return from_row(_whole(row))
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:  # JSONDecodeError and a bad status are ValueErrors
-        key = row.get("key") or row.get("cell_key")
-        raise UnreadableRow(run_id, str(key), what, f"{type(exc).__name__}: {exc}") from None
-
-
-def _run_record(row: sqlite3.Row) -> RunRecord:
-    """A run from its row; one that no longer decodes stops the command with one line naming the run (a run without
-    its spec or environment cannot be shown in part)."""
-    found = dict(row)
-    try:
-        return RunRecord.from_row(_whole(found))
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        why = f"{type(exc).__name__}: {exc}"
-        raise StoreFault(f"run {found.get('id')}: its stored row cannot be read ({why})") from None
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:
