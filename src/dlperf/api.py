@@ -19,6 +19,7 @@ from typing import Any
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
+from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
 from dlperf.plan.workloads import check_data_of
@@ -132,7 +133,8 @@ def kept_measurements(db: str) -> list[str]:
         return []
     runs = ", ".join(f"run {run_id}: {n}" for run_id, n in sorted(kept.items()))
     where = spill.holding(db)
-    return [f"{', '.join(map(str, where))} keep{'s' * (len(where) == 1)} measurements the store refused ({runs}); "
+    keep = agreeing(len(where), "keeps", "keep")
+    return [f"{', '.join(map(str, where))} {keep} measurements the store refused ({runs}); "
             f"`{resume_command(db)}` stores those of the latest unfinished run"]  # fmt: skip
 
 

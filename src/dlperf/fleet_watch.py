@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dlperf.measure.system import oom_kills, prctl
-from dlperf.measure.units import named
+from dlperf.measure.units import agreeing, named
 from dlperf.runner.lifeline import INTERRUPTS, PR_SET_PDEATHSIG
 from dlperf.store import Store
 from dlperf.store.location import ray_resume_command
@@ -248,12 +248,9 @@ def _ended(db: str, address: str, cause: tuple[str, str], campaign: str | None) 
     finally:
         if store:
             store.close()
-    one = len(left) == 1
-    kept = (
-        f"{named('run', left)} {'keeps what it' if one else 'keep what they'} stored"
-        if left
-        else "nothing of it is stored"
-    )
+    kept = "nothing of it is stored"
+    if left:
+        kept = f"{named('run', left)} {agreeing(len(left), 'keeps what it', 'keep what they')} stored"
     log = f" (Ray's own messages: {db}.ray.log)" if os.path.exists(f"{db}.ray.log") else ""
     what, goes_on = cause
     print(f"dlperf: {what}{log}; {kept}. `{ray_resume_command(address, db)}` "

@@ -220,3 +220,11 @@ def test_a_resumed_ray_sweeps_closing_line_names_its_runs_campaign(lab):
 
     assert _campaign(str(lab), [1, 2]) == "lab"
     assert _campaign(str(lab), [1, 3]) is None  # run 3 is of no campaign: the runs name none alike
+
+
+def test_the_runs_listed_are_named_with_the_singular_for_one(lab):
+    """`--runs 3` titled its view "runs 3: one machine": the name was plural whatever the count."""
+    from dlperf.report.fleet import read
+
+    assert read(str(lab), runs=[3]).title.startswith("run 3: one machine")
+    assert read(str(lab), runs=[1, 3]).title.startswith("runs 1, 3: one machine")

@@ -46,6 +46,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import advise
     from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.measure.units import named
     from dlperf.predict import gpus, prices
     from dlperf.report import advise as view
 
@@ -60,8 +61,7 @@ def run(args) -> int:
 
         write_stdout(json.dumps(view.to_json(answer), indent=1) + "\n", "the advice")
         return answer.exit_code
-    runs = ", ".join(map(str, answer.runs))
-    stored = f"stored as run{'s' * (len(answer.runs) != 1)} {runs} (dlperf table, dlperf report)"
+    stored = f"stored as {named('run', answer.runs)} (dlperf table, dlperf report)"
     stored = stored if answer.runs else "nothing measured here, nothing stored"
     prices = [n for n in [view.price_note(answer.costs)] if n]
     print_rich("", lines=view.lines(answer), notes=[*prices, *answer.notes, stored])

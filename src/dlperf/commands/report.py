@@ -105,19 +105,19 @@ def run_ids(data) -> str:
 def run(args) -> int:
     """One machine's runs as before; with --campaign or --runs, the campaign's machines side by side first, then its
     latest run's report (unless --run names others of one machine). A report of runs that name a campaign shows it."""
-    from dlperf.measure.units import plural
+    from dlperf.measure.units import named, plural
     from dlperf.report import fleet, html, load
 
     out = html_file(writable(args.output, db=db_path(args)))
     campaign = read_fleet(args)
     chosen = args.run if args.run is not None or campaign is None else [campaign.latest_run]
     data = load.load(db_path(args), chosen)
-    if campaign is None and (named := load.campaign_of(data.runs)):
-        campaign = fleet.read(db_path(args), named)
+    if campaign is None and (its := load.campaign_of(data.runs)):
+        campaign = fleet.read(db_path(args), its)
     text = html.render(data, out, campaign)
     write_file(out, text)  # a report is written whole or not at all
     machines = f", {plural(len(campaign.machines), 'machine')} of {campaign.name}" if campaign else ""
-    runs = f"run{'s' * (len(data.runs) > 1)} {run_ids(data)}"
+    runs = named("run", (r.id for r in data.runs))
     print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {plural(len(data.cells), 'cell')} of {runs}{machines})")
     faults = [*data.unreadable, *(campaign.unreadable if campaign else [])]
     return warn_unreadable(faults, "the report") or ExitCode.OK

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dlperf.commands.common import db_path, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
-from dlperf.measure.units import named
+from dlperf.measure.units import agreeing, named
 from dlperf.modes import help_text
 from dlperf.spec import MAX_COMPILE_AT_ONCE
 from dlperf.vocab import ExitCode
@@ -470,7 +470,8 @@ def run_fleet(args, db: str) -> int:
         if not runs:
             print("dlperf: interrupted before any node's plan arrived: nothing is stored", file=sys.stderr)
             return code
-        print(f"dlperf: interrupted; {named('run', runs)} keep{'s' * (len(runs) == 1)} the processes that finished "
+        keep = agreeing(len(runs), "keeps", "keep")
+        print(f"dlperf: interrupted; {named('run', runs)} {keep} the processes that finished "
               f"(dlperf list --runs says what each has left). Continue with: {ray_resume_command(args.ray, db)}",
               file=sys.stderr)  # fmt: skip
         return code

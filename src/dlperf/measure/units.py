@@ -72,3 +72,8 @@ def named(word: str, ids) -> str:
     """Things named by their numbers, the noun singular for one: "run 3", "runs 1, 2"."""
     ids = list(ids)
     return f"{word}{'s' * (len(ids) != 1)} {', '.join(map(str, ids))}"
+
+
+def agreeing(n: int, one: str, many: str) -> str:
+    """The verb (or words) that agree with `n` things: `one` for one, `many` for none or several ("keeps", "keep")."""
+    return one if n == 1 else many

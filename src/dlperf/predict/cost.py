@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
+from dlperf.measure.units import named
 from dlperf.predict.prices import Price
 
 # The training split of each data set the built-in workloads name (Workload.data), in samples.
@@ -209,7 +210,7 @@ def same_model(cells, workload) -> tuple[list, list[str]]:
             others.setdefault(differs, set()).add(c.run_id)
         else:
             mine.append(c)
-    notes = [f"the store's {workload.name} of run{'s' * (len(runs) > 1)} {', '.join(map(str, sorted(runs)))} was a "
+    notes = [f"the store's {workload.name} of {named('run', sorted(runs))} was a "
              f"different model (the workloads differ: {differs}), so it was not used"
              for differs, runs in others.items()]  # fmt: skip
     return mine, notes

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
+from dlperf.measure.units import named
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import interval, markup, table_seconds
 from dlperf.report.predicted import own
@@ -149,7 +150,7 @@ class Fleet:
         return {m.label: any(m.label in r.gpu for r in self.rows) for m in self.machines}
 
     def notes(self) -> list[str]:
-        lines = [f"{m.label}: run{'s' * (len(m.runs) > 1)} {', '.join(map(str, m.runs))}" for m in self.machines]
+        lines = [f"{m.label}: {named('run', m.runs)}" for m in self.machines]
         if any(r.gpu for r in self.rows) and not any(e.predicted for r in self.rows for e in r.gpu.values()):
             lines.append("no GPU cell has a stored prediction (dlperf run predicts each unless --no-predict)")
         return lines
@@ -174,7 +175,7 @@ def read(db: str, campaign: str | None = None, runs: list[int] | None = None) ->
         latest = {m.label: _latest_cells(store, m.runs, unreadable.append) for m in machines}
     finally:
         store.close()
-    name = f"campaign {campaign}" if campaign is not None else f"runs {', '.join(str(r.id) for r in chosen)}"
+    name = f"campaign {campaign}" if campaign is not None else named("run", (r.id for r in chosen))
     return Fleet(name, machines, build(machines, latest), unreadable)
 
 
@@ -213,7 +214,7 @@ def group(runs: list[RunRecord]) -> list[Machine]:
         ids = tuple(r.id for r in rs)
         host = label + (f" (Ray node {node[:8]})" if node else "")  # two Ray nodes of one host are two machines
         if labels.count(label) > 1:  # one host and model, yet measured on machines that differ (cores, versions)
-            label += f" (Ray node {node[:8]})" if node else f" (run{'s' * (len(ids) > 1)} {', '.join(map(str, ids))})"
+            label += f" (Ray node {node[:8]})" if node else f" ({named('run', ids)})"
         machines.append(Machine(label, ids, host))
     return machines
 
