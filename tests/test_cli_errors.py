@@ -252,3 +252,23 @@ def test_the_report_of_one_cell_on_one_machine_says_so(tmp_path, capsys):
     assert main(["report", "-o", str(tmp_path / "r.html"), "--db", str(db)]) == 0
     out = capsys.readouterr().out
     assert "1 cell of run 1, 1 machine of " in out, out
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Paths
+
+
+def test_a_path_too_long_to_look_up_is_one_line_naming_its_flag(tmp_path, capsys):
+    """A name past NAME_MAX raised OSError (ENAMETOOLONG) out of Path.is_dir(): a traceback for --db, -o and merge."""
+    db = tmp_path / "store.db"
+    Store.open(db, create=True).close()
+    long = str(tmp_path / ("y" * 300))
+    too_long = "a name longer than this system allows"
+    for args, flag in [
+        (["table", "--db", long + ".db"], "--db"),
+        (["export", "--db", str(db), "-o", long + ".csv"], "-o"),
+        (["plot", "scaling", "--db", str(db), "-o", long + ".png"], "-o"),
+        (["merge", long + ".db", "--db", str(db)], "merge"),
+    ]:
+        line = error_line(args, capsys, tmp_path)
+        assert line.startswith(f"{flag} '{long}") and too_long in line, line

@@ -3,6 +3,7 @@ SQLite's vaguer "unable to open" or "disk I/O error", and the command that finds
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import sqlite3
@@ -49,16 +50,17 @@ def check_path(path: str, *, create: bool) -> None:
 
 def unreachable(path: str | Path) -> str | None:
     """Why this user cannot reach `path`: the first directory on the way they may not enter (where Python 3.11's
-    Path.exists() raises PermissionError and SQLite says "unable to open"); None when nothing on the way stops them,
-    whether or not the path exists."""
+    Path.exists() raises PermissionError and SQLite says "unable to open"), or a name too long to look up; None when
+    nothing on the way stops them, whether or not the path exists."""
     try:
         os.stat(path)
     except PermissionError:
         full = Path(path).absolute()
         blocked = next((d for d in reversed(full.parents) if not os.access(d, os.X_OK)), full.parent)
         return f"this user may not enter directory {str(blocked)!r} (permission denied)"
-    except OSError:  # not there, or not a directory on the way: the caller says so
-        pass
+    except OSError as exc:  # not there, or not a directory on the way: the caller says so
+        if exc.errno == errno.ENAMETOOLONG:  # where Path.is_dir() and SQLite would raise it again
+            return f"a name longer than this system allows ({exc.strerror})"
     return None
 
 
