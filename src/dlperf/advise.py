@@ -74,6 +74,7 @@ class Options:
     data: str = DATA_SYNTHETIC  # --data: a directory of datasets also measures the loader (`Feed`)
     loaders: str | tuple[str, ...] | None = None  # --loaders: the settings the loader search tries
     batch: int | None = None  # --batch: the user's batch, measured, searched and predicted at (None: the workload's)
+    flags: bool = False  # a GPU name is said as the command's --gpu (`dlperf advise`), else as this `gpus` argument
 
 
 @dataclass(frozen=True)
@@ -126,7 +127,8 @@ def check(opts: Options) -> tuple[tuple, float | None]:
         raise UsageError("--budget must be above zero seconds")
     if opts.samples is not None and opts.epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
-    chosen = gpus.parse_gpus(opts.gpus) if opts.gpus is not None else prices.priced()  # --gpu '' is refused
+    said = ("--gpu", "") if opts.flags else ("gpus", "gpus='H100-SXM5-80GB,T4'")
+    chosen = gpus.parse_gpus(opts.gpus, *said) if opts.gpus is not None else prices.priced()  # --gpu '' is refused
     deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
     return chosen, deadline
 

@@ -376,7 +376,7 @@ def paper(timeout: float = 1800.0) -> list[view.PaperRow]:
     from dlperf.predict import count, gpus, roofline
     from dlperf.workloads import SUITE
 
-    gpu = gpus.lookup(view.PAPER_GPU)
+    gpu = gpus.own(view.PAPER_GPU)
     counted = count.counted([(w, "fp32") for w in SUITE], timeout)
     predicted = [roofline.predict(n, gpu, transfer=False) for n in counted]
     return view.paper_rows(

@@ -53,7 +53,7 @@ def run(args) -> int:
     gpus.use_specs(args.gpu_specs)  # the files first: a wrong one is one line, nothing run or stored
     prices.use_prices(args.prices)
     opts = advise.Options(args.workload, args.gpu, args.budget, args.deadline, args.samples, args.epochs,
-                          args.timeout, args.data, args.loaders, args.batch)  # fmt: skip
+                          args.timeout, args.data, args.loaders, args.batch, flags=True)  # fmt: skip
     warn_if_measured(db_path(args))
     answer = advise.advise(opts, db_path(args), ["dlperf", *sys.argv[1:]])
     if args.format == "json":

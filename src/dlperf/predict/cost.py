@@ -172,7 +172,7 @@ def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int],
 
     kept, out = [], []
     for p in predictions:
-        gpu = gpus.lookup(p.gpu)
+        gpu = gpus.lookup(p.gpu, "predictions")  # a Python caller's own prediction: its argument named
         ok, why = fits(gpu, workload, p.mode, peaks.get(p.mode, peaks.get("")), (predicted or {}).get(p.mode))
         steps = math.ceil(samples / p.batch)
         row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, steps * p.step_s, prices.price(gpu), ok, why)

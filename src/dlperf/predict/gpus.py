@@ -227,6 +227,23 @@ def lookup(name: str, flag: str = "--gpu") -> GPU:
     raise UsageError(f"{_said(name, flag)}: unknown GPU{hint} (`dlperf predict --list-gpus` lists the {len(by_key)})")
 
 
+def known(name: str) -> GPU | None:
+    """The table's GPU of `name` as dlperf wrote it (a stored prediction's, a prediction's own): matched as the table
+    spells it after normalizing, never forgivingly as what a person types is (`lookup`); None where the table has no
+    such GPU (one a run's --gpu-specs added, not given now)."""
+    return {_key(g.name): g for g in table()}.get(_key(name))
+
+
+def own(name: str) -> GPU:
+    """A GPU dlperf names itself (the paper's GTX 1080, what CUDA calls a device): one the table lacks is a bug in
+    dlperf, said as one, not as a --gpu the user never typed."""
+    gpu = known(name)
+    if gpu is None:
+        raise RuntimeError(f"dlperf's own GPU name {name!r} is not in its GPU table (dlperf/data/gpu_specs.csv): a bug "
+                           "in dlperf, please report it")  # fmt: skip
+    return gpu
+
+
 def _said(name: str, flag: str) -> str:
     """A name as the caller gave it: after its flag (`--gpu 'Z9000'`), in a Python argument (`'Z9000' in gpus`)."""
     return f"{flag} {name!r}" if flag.startswith("-") else f"{name!r} in {flag}" if flag else repr(name)
@@ -254,11 +271,13 @@ def candidates(name: str) -> list[GPU]:
     return [g for g in table() if fits(g)]
 
 
-def parse_gpus(text: str, flag: str = "--gpu") -> tuple[GPU, ...]:
-    """`--gpu A,B`: each looked up, in order, each once."""
+def parse_gpus(text: str, flag: str = "--gpu", example: str = "") -> tuple[GPU, ...]:
+    """`--gpu A,B`: each looked up, in order, each once; `example`: how a Python caller gives them, where not a tuple
+    (`flag=('H100-SXM5-80GB', 'T4')`)."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
     if not parts:
-        example = f"{flag} H100-SXM5-80GB,T4" if flag.startswith("-") else f"{flag}=('H100-SXM5-80GB', 'T4')"
+        listed = f"{flag} H100-SXM5-80GB,T4" if flag.startswith("-") else f"{flag}=('H100-SXM5-80GB', 'T4')"
+        example = example or listed
         raise UsageError(f"{flag}: expected one or more GPU names, e.g. {example}")
     found = [lookup(p, flag) for p in parts]
     return tuple(dict.fromkeys(found))
@@ -314,7 +333,7 @@ def for_device(cuda_name: str) -> GPU | None:
     spaced = _NOISE.sub("", cuda_name.lower())
     for pattern, name in _CUDA_HINTS:
         if pattern.search(spaced):
-            return lookup(name)
+            return own(name)
     # "NVIDIA GeForce RTX 3090" and the like: the table's name is the device's name without the vendor words.
     matches = [g for k, g in by_key.items() if key.startswith(k) or k.startswith(key)]
     return max(matches, key=lambda g: len(g.name)) if matches else None

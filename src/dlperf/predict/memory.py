@@ -202,9 +202,10 @@ def largest_left_out(workload, left_out, timeout: float) -> dict[tuple[str, str]
     modes = sorted({r.mode for r in left_out})
     if not modes:
         return {}
+    chosen = [gpus.lookup(g, "left_out") for g in sorted({r.gpu for r in left_out})]  # a Python caller's, named so
     found = lines([(workload, m) for m in modes], timeout, "--timeout")
     traced = {m: line for m, line in zip(modes, found, strict=True) if not isinstance(line, str)}
-    most = largest(workload, traced, [gpus.lookup(g) for g in sorted({r.gpu for r in left_out})], timeout, "--timeout")
+    most = largest(workload, traced, chosen, timeout, "--timeout")
     return {(g, m): n for m, by_gpu in most.items() for g, n in by_gpu.items()}
 
 

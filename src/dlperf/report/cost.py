@@ -175,14 +175,17 @@ def notes(x) -> list[str]:
 # The crossover section: beside each GPU's step, what a million samples cost at its price
 
 
-def _million(step_s: float, batch: int, gpu: str) -> tuple[float, float] | None:
-    from dlperf.errors import UsageError
+def _price(gpu: str):
+    """The price of a GPU the store names (a crossover's prediction, a measured GPU): the table's GPU of that name,
+    not the one a person's typing of it would find; None for one the table does not know (or has no price for)."""
     from dlperf.predict import gpus, prices
 
-    try:
-        price = prices.price(gpus.lookup(gpu))
-    except UsageError:  # a measured GPU the table does not know: no price
-        return None
+    found = gpus.known(gpu)
+    return prices.price(found) if found else None
+
+
+def _million(step_s: float, batch: int, gpu: str) -> tuple[float, float] | None:
+    price = _price(gpu)
     hours = 1e6 / batch * step_s / 3600
     return None if price is None else (hours * price.low, hours * price.high)
 
@@ -205,15 +208,13 @@ def crossover_table(x) -> tuple[list[str], list[list[str]]]:
 
 def crossover_lines(x) -> list[str]:
     """At the user's batch, what a million samples cost on each priced GPU."""
-    from dlperf.predict import gpus, prices
-
     at = next((r for r in x.rows if r.batch == x.user_batch), None)
     out = []
     for gpu in x.gpus:
         step = at.gpus.get(gpu) if at else None
         cost = _million(step.step_s, at.batch, gpu) if step else None
         if cost:
-            price = prices.price(gpus.lookup(gpu))
+            price = _price(gpu)
             how = "measured" if step.measured else "predicted"
             out.append(f"{gpu}: at your batch {x.user_batch}, {span(cost)} per million samples at "
                        f"{span((price.low, price.high))} a GPU-hour ({how} step; on-demand prices, "
