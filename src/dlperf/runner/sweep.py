@@ -32,7 +32,7 @@ from dlperf.runner.lifeline import sigterm_as_interrupt
 from dlperf.runner.tasks import Task, processes, schedule
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
-from dlperf.store.location import resume_command
+from dlperf.store.location import StoreGone, resume_command
 from dlperf.store.process import ProcessMeasurement
 from dlperf.store.records import CellFigures, CellRecord
 from dlperf.vocab import Parallel, Status
@@ -288,13 +288,13 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
             return store_result(ctx, task, m)
     except StoreFault as exc:
         what = f"the measurement of {task.cell.label} (process {task.repeat + 1})"
+        db = str(exc.now_at) if isinstance(exc, StoreGone) and exc.now_at else ctx.store.path  # the file moved on
         try:
-            kept = spill.keep(
-                ctx.store.path, ctx.run_id, task.cell.key, task.repeat, m, ctx.store.sessions.get(ctx.run_id)
-            )
+            kept = spill.keep(db, ctx.run_id, task.cell.key, task.repeat, m, ctx.store.sessions.get(ctx.run_id))
         except OSError as lost:
             raise StoreFault(f"{exc}; {what} is lost: it could not be kept either ({lost.strerror or lost})") from None
-        raise StoreFault(f"{exc}; {what} is kept in {kept}: `{resume_command(ctx.store.path)}` stores it") from None
+        hint = "" if isinstance(exc, StoreGone) and not exc.now_at else f": `{resume_command(db)}` stores it"
+        raise StoreFault(f"{exc}; {what} is kept in {kept}{hint}") from None
 
 
 def take_up_kept(ctx: SweepContext) -> int:

@@ -22,12 +22,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from dlperf.errors import StoreFault, UnreadableRow, UsageError
-from dlperf.store import lease
+from dlperf.store import lease, spill
 from dlperf.store.copies import Copies
 from dlperf.store.copies import RunRows as RunRows  # where the fleet and merge import them from
 from dlperf.store.copies import run_origin as run_origin
 from dlperf.store.decode import decoded, run_record, text_factory
-from dlperf.store.location import check_path, newer_schema
+from dlperf.store.location import StoreGone, check_path, gone, identity, newer_schema
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
@@ -54,6 +54,8 @@ class Store(Copies, MachineFigures):
 
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
+        self.held = identity(path)  # the file opened, told from another put at its path while this process writes
+        self.vanished: tuple[str, str, Path | None] | None = None  # the file gone: what happened, where its rows are
         self.version = SCHEMA_VERSION  # lower only for an old file read as it is (not written to yet)
         self.upgrade_on_write = False  # an old file, upgraded before this process first writes to it
         self.leases: dict[int, lease.Heartbeat] = {}  # run id -> the heartbeat of the lease this process holds
@@ -126,7 +128,29 @@ class Store(Copies, MachineFigures):
         try:
             yield
         except sqlite3.Error as exc:
+            if fault := self._gone(what, exc):
+                raise fault from None
             raise StoreFault(f"--db {self.path!r}: could not store {what} ({exc})") from None
+
+    def _gone(self, what: str, exc: sqlite3.Error) -> StoreGone | None:
+        """Where the file this process opened is no longer at its path (SQLite then refuses every write as "attempt
+        to write a readonly database"), what happened, said once, and where what it held is now: its new name, or a
+        copy of it made from the file still open (`spill.rescue`). None where the path still names the file."""
+        if self.vanished is None and (found := gone(self.path, self.held)):
+            why, now_at = found
+            note = ""
+            if now_at is None:
+                try:
+                    now_at = spill.rescue(self.conn, self.path)
+                    note = f"; what it held until then is copied to {str(now_at)!r}"
+                except (OSError, sqlite3.Error) as lost:
+                    note = f"; what it held could not be copied ({lost}) and is lost with it"
+            self.vanished = why, note, now_at
+        if self.vanished is None:
+            return None
+        why, note, now_at = self.vanished
+        return StoreGone(f"--db {self.path!r}: {why} while this command ran, so SQLite could not store {what} "
+                         f"({exc}){note}", now_at)  # fmt: skip
 
     writing = _writing  # the reads and writes that store one thing, as one (`sweep.store_or_keep`)
 

@@ -9,7 +9,7 @@ import shlex
 import sqlite3
 from pathlib import Path
 
-from dlperf.errors import UsageError, why_unwritable
+from dlperf.errors import StoreFault, UsageError, why_unwritable
 from dlperf.store.schema import SCHEMA_VERSION
 
 
@@ -114,6 +114,63 @@ def _check_writable(path: str) -> None:
     if not os.access(folder, os.W_OK | os.X_OK):
         raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable ({why_unwritable(folder)}), "
                          "and SQLite writes its journal there")  # fmt: skip
+
+
+class StoreGone(StoreFault):
+    """A write refused because the store file a command opened is no longer at its path (deleted, moved, replaced,
+    its directory deleted: SQLite's "attempt to write a readonly database"); `now_at`: where what it held is now (the
+    file's new name, or a copy made of it), None where it could not be copied."""
+
+    def __init__(self, message: str, now_at: Path | None) -> None:
+        super().__init__(message)
+        self.now_at = now_at
+
+
+def identity(path: str | Path) -> tuple[int, int] | None:
+    """The file at `path` as the file system knows it (device, inode); None where there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
+
+
+def gone(path: str | Path, held: tuple[int, int] | None) -> tuple[str, Path | None] | None:
+    """What became of the store file a command opened at `path` (`held`: its `identity` then), where the path no
+    longer names it: what happened, in words, and the file's new name where it was moved (as this process's open file
+    is named in /proc/self/fd); None while the path still names it (or nothing was held)."""
+    if held is None or identity(path) == held:
+        return None
+    if (moved := open_name(held)) is not None:
+        if not Path(path).is_absolute() and moved.is_relative_to(Path.cwd()):
+            moved = moved.relative_to(Path.cwd())  # named as the user named it
+        return f"the file was moved to {str(moved)!r}", moved
+    folder = Path(path).absolute().parent
+    if not folder.is_dir():
+        return f"its directory {str(folder)!r} was deleted", None
+    if os.path.lexists(path):
+        return "the file was replaced by another one", None
+    return "the file was deleted", None
+
+
+def open_name(held: tuple[int, int]) -> Path | None:
+    """The name the file `held` has now, read from the link of this process's descriptor open on it; None where it
+    has none (deleted) or this system does not say (no /proc)."""
+    try:
+        fds = os.listdir("/proc/self/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        link = f"/proc/self/fd/{fd}"
+        try:
+            if identity(link) != held:
+                continue
+            name = os.readlink(link)
+        except OSError:
+            continue
+        if not name.endswith(" (deleted)") and identity(name) == held:
+            return Path(name)
+    return None
 
 
 def resume_command(db: str) -> str:

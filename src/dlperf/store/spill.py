@@ -7,6 +7,10 @@ still written when the database cannot grow. Where nothing can be written beside
 read-only), the line goes to a file named after the database's full path in DATA_DIR/unsaved/, else in the temporary
 directory (`places`). `--resume` stores the run's lines from each place, each under the session of its run that
 measured it (`measurements.session`), and removes them.
+
+Where the database itself is gone from its path while a command writes to it (deleted, replaced, its directory
+deleted), what the open file held is copied (`rescue`) beside its path as NAME-rescued.db, else into DATA_DIR/unsaved/,
+and a measurement it refuses is kept for the copy, which `--resume --db COPY` takes up.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +49,53 @@ def places(db: str | Path) -> list[Path]:
     """Where a measurement the store refused is kept, in the order tried: beside the database, then (its directory
     refusing a new file) a file named after the database's full path in DATA_DIR/unsaved/, then in the temporary
     directory."""
-    full = Path(db).absolute()
-    name = f"{full.name}-{hashlib.sha256(str(full).encode()).hexdigest()[:12]}{SUFFIX}"
+    name = _named_after(db, SUFFIX)
     return [path_for(db), data_dir() / "unsaved" / name, Path(tempfile.gettempdir()) / f"dlperf-unsaved-{name}"]
+
+
+def _named_after(db: str | Path, suffix: str) -> str:
+    """A file name for a file kept away from the database, unique to the database's full path."""
+    full = Path(db).absolute()
+    return f"{full.name}-{hashlib.sha256(str(full).encode()).hexdigest()[:12]}{suffix}"
+
+
+def rescue(conn: sqlite3.Connection, db: str | Path) -> Path:
+    """Copy what the open store `conn` holds, its file gone from the path `db`, into a new file beside that path
+    (NAME-rescued.db, numbered past those there), else in DATA_DIR/unsaved/; the copy. Raises OSError or
+    sqlite3.Error (the first place's) when neither takes it; nothing is left of a copy cut short."""
+    p = Path(db)
+    first: Exception | None = None
+    for folder, stem in ((p.parent, f"{p.stem}-rescued"), (data_dir() / "unsaved", _named_after(db, "-rescued"))):
+        try:
+            if folder != p.parent:  # dlperf's own; the database's folder, deleted, is not made again
+                folder.mkdir(parents=True, exist_ok=True)
+            target = _new_file(folder, stem, p.suffix or ".db")
+        except OSError as exc:
+            first = first or exc
+            continue
+        try:
+            copy = sqlite3.connect(target)
+            try:
+                conn.backup(copy)
+            finally:
+                copy.close()
+            return target
+        except (OSError, sqlite3.Error) as exc:
+            target.unlink(missing_ok=True)
+            first = first or exc
+    raise first
+
+
+def _new_file(folder: Path, stem: str, suffix: str) -> Path:
+    """A file made in `folder`, empty, that no one had: STEM.SUFFIX, else STEM-2.SUFFIX, and so on."""
+    n = 1
+    while True:
+        path = folder / f"{stem}{'' if n == 1 else f'-{n}'}{suffix}"
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            return path
+        except FileExistsError:
+            n += 1
 
 
 def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement,
