@@ -134,3 +134,25 @@ def test_a_store_deleted_mid_run_keeps_the_measurement_for_its_copy_which_resume
     assert resumed.returncode == 0 and "stored 1 measurement kept in" in resumed.stderr, resumed.stderr
     assert cells(copy)[0]["status"] == "ok" and len(rows(copy, "SELECT * FROM measurements")) == 1
     assert not db.exists() and spill.holding(copy) == []
+
+
+def test_a_place_that_cannot_take_the_line_is_not_left_behind(tmp_path, monkeypatch):
+    """On a full disk the file beside the store was made but took no line: left empty, it outlived --resume (nothing
+    of the run in it to forget), and a line whose fsync failed stayed in it as well as in the next place."""
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    db, m = tmp_path / "d.db", ProcessMeasurement(status=Status.OK, samples=[0.1])
+    fsync, calls, failing = os.fsync, [], {1, 4}
+
+    def full_now_and_then(fd):
+        calls.append(fd)
+        if len(calls) in failing:
+            raise OSError(28, "No space left on device")
+        fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", full_now_and_then)
+    kept = spill.keep(db, 1, "a", 0, m)
+    beside, in_data, _ = spill.places(db)
+    assert kept == in_data and not beside.exists() and spill.holding(db) == [in_data]
+    assert spill.keep(db, 1, "b", 0, m) == beside
+    assert spill.keep(db, 1, "c", 0, m) == in_data  # a file that was there before is never removed
+    assert [k.key for k in spill.kept(db, 1)] == ["b", "c", "a", "c"]

@@ -106,11 +106,14 @@ def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: Proces
                        "session": session})  # fmt: skip
     first: OSError | None = None
     for k, path in enumerate(places(db)):
+        made = not os.path.lexists(path)
         try:
             _append(path, line, fallback=k > 0)
             return path
         except OSError as exc:
             first = first or exc
+            if made:  # a file made here that could not take the line (a full disk): not left behind, empty or cut
+                path.unlink(missing_ok=True)
     raise first
 
 
