@@ -73,7 +73,9 @@ def test_the_count_every_gpu_is_predicted_from_is_said_so_a_hand_count_can_check
     bf16 = replace(fp32, mode="bf16", ops=(replace(mm, dtype="bf16", bytes=500), back, update))
     assert count_note([fp32, bf16]) == (
         "counted at batch 32 (the work each GPU above is predicted from): 83.76 GFLOP (forward 27.92, backward 55.84) "
-        "a step, a multiply-add 2 FLOPs; fp32 0.912, bf16 0.912 GB read and written by its kernels; 10.87 M parameters"
-    )
+        "a step, a multiply-add 2 FLOPs; fp32 0.912, bf16 0.912 GB read and written by its kernels (3 kernels a step); "
+        "10.87 M parameters"
+    )  # the kernels, the same on every GPU, were a column of the table, which then needed 87 columns
     fp16 = replace(fp32, mode="fp16", ops=(*fp32.ops, Op("memory", "fp16", 1_000_000_000, 8, phase="optimizer")))
     assert "fp32 83.76, fp16 84.76 GFLOP (fp32: forward 27.92, backward 55.84) a step" in count_note([fp32, fp16])
+    assert "by its kernels (fp32 3, fp16 4 kernels a step)" in count_note([fp32, fp16])

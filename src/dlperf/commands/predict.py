@@ -289,18 +289,27 @@ def stored_cells(args, workload: str) -> tuple[list, str]:
     return found, where
 
 
+# Its columns fit 80 columns with a GPU name of up to 17 characters (all but one of the table's): the kernels a step,
+# the same on every GPU, are the count's (`count_note`), the columns' words are `STEP_NOTE`'s.
+PREDICTION_HEAD = ("GPU", "mode", "step", "samples/s", "bound", "on GPU", "copy")
+STEP_NOTE = (
+    "step: on GPU (the step with its inputs already there: what `dlperf run` measures) plus copy (the batch over the "
+    "host link, pinned), not overlapped"
+)
+
+
 def prediction_table(workload, predictions):
     from rich.table import Table
 
     from dlperf.report.format import seconds
 
     table = Table(title=f"{workload.name} at batch {workload.batch}: one training step predicted")
-    for name in ("GPU", "mode", "step", "samples/s", "bound", "on the GPU", "host copy", "kernels"):
+    for name in PREDICTION_HEAD:
         table.add_column(name, justify="left" if name in ("GPU", "mode", "bound") else "right")
     for p in predictions:
         table.add_row(
             p.gpu, p.mode, seconds(p.step_s), f"{p.samples_per_s:,.0f}", p.bound, seconds(p.device_s),
-            seconds(p.transfer_s), f"{p.kernels:,}",
+            seconds(p.transfer_s),
         )  # fmt: skip
     return table
 
@@ -325,16 +334,14 @@ def prediction_notes(workload, chosen, modes, predictions) -> list[str]:
         notes.append(roofline.fp32_note(tf32))
     if launch := list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch")):
         notes.append(roofline.launch_note(launch))
-    notes.append(
-        "on the GPU: the step with its inputs already there (what `dlperf run` measures); host copy: the batch "
-        "over the host link, pinned; step: both, not overlapped"
-    )
+    notes.append(STEP_NOTE)
     return notes
 
 
 def count_note(found) -> str:
     """What every GPU's step above is predicted from, for a hand count to check: the step's FLOPs (by phase, and per
-    mode where they differ), the bytes its kernels read and write per mode, and the parameters (`Count`s)."""
+    mode where they differ), the bytes its kernels read and write per mode, the kernels a step (the same on every GPU,
+    so not a column of the table), and the parameters (`Count`s)."""
     from dlperf.frameworks.common.ops import PHASES
 
     def gflop(c, phase=None) -> float:
@@ -346,9 +353,11 @@ def count_note(found) -> str:
     if len({round(gflop(c), 3) for c in found}) > 1:
         flops = ", ".join(f"{c.mode} {gflop(c):.4g}" for c in found) + f" GFLOP ({first.mode}: {phases})"
     moved = ", ".join(f"{c.mode} {sum(o.bytes * o.calls for o in c.ops) / 1e9:.3g}" for c in found)
+    kernels = [(c.mode, sum(o.calls * o.launches for o in c.ops)) for c in found]  # what runs, the same on every GPU
+    launched = ", ".join(f"{m} {k:,}" for m, k in kernels) if len({k for _, k in kernels}) > 1 else f"{kernels[0][1]:,}"
     return (f"counted at batch {first.batch} (the work each GPU above is predicted from): {flops} a step, a "
-            f"multiply-add 2 FLOPs; {moved} GB read and written by its kernels; {first.params / 1e6:.4g} M "
-            "parameters")  # fmt: skip
+            f"multiply-add 2 FLOPs; {moved} GB read and written by its kernels ({launched} kernels a step); "
+            f"{first.params / 1e6:.4g} M parameters")  # fmt: skip
 
 
 def gpu_table(table_rows):
