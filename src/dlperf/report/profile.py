@@ -49,6 +49,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import few
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components
 from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
@@ -187,12 +188,13 @@ def verdict(
     overhead: float | None = None,
     launch_cost_s: float | None = None,
     fit: Fit | None = None,
+    framework: str | None = None,
 ) -> Verdict | None:
     """The bound of a profiled step (module docstring), with its figure and the modes to try on `device`. `peaks`:
     dtype -> the matmul FLOP/s `dlperf peak` measured for the cell's machine, device and threads; `overhead`: the
     profiled step / the cell's timed median (`timed_categories`); `launch_cost_s`: `dlperf peak`'s dispatch cost
     there, for the launch figure's floor; `fit`: what the workload and the device allow (`modes.Fit`: without it,
-    only the peaks)."""
+    only the peaks); `framework`: the cell's, whose backend must implement a mode to advise it (None: any mode)."""
     fit = fit or Fit.of(device, {}, dict(peaks or {}))
     share = shares(profile, overhead)
     if not share:
@@ -216,12 +218,12 @@ def verdict(
     if chosen is None and device_level != HIGHLY and flagged:
         chosen = flagged[0]
     if chosen is None:
-        return _verdict(device_bound, device_level, device_figure, fit, mode)
+        return _verdict(device_bound, device_level, device_figure, fit, mode, framework)
     bound, s, lvl, what = chosen
     figure = _figure(what, s, bound, profile)
     if bound is Bound.LAUNCH and (floor := floor_text(profile, launch_cost_s, overhead)):
         figure += f"; {floor}"
-    return _verdict(bound, lvl, figure, fit, mode)
+    return _verdict(bound, lvl, figure, fit, mode, framework)
 
 
 def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, overhead: float | None
@@ -261,12 +263,25 @@ def _figure(what: str, share: float, bound: Bound, profile: Profiled) -> str:
     return figure
 
 
-def _verdict(bound: Bound, lvl: str, figure: str, fit: Fit, mode: str = "fp32") -> Verdict:
+def _verdict(bound: Bound, lvl: str, figure: str, fit: Fit, mode: str = "fp32", framework: str | None = None
+             ) -> Verdict:  # fmt: skip
     """The modes that address `bound`, run on the device and are not in the cell's `mode` already, those that may
-    pay off there (`modes.advisable`: they apply to the model and have a fast path) apart from those that cannot."""
+    pay off there (`modes.advisable`: they apply to the model and have a fast path) apart from those that cannot,
+    and those the cell's framework does not implement (a jax cell is never told to try --modes bf16)."""
     runs_here = {row.mode for row in ROWS if fit.device in row.devices} - set(mode_components(mode))
-    kept, out = advisable([m.value for m in REMEDIES[bound] if m in runs_here], fit)
-    return Verdict(bound, lvl, figure, tuple(kept), ADVICE.get(bound, ""), tuple(out.items()))
+    addressing = [m for m in REMEDIES[bound] if m in runs_here]
+    implemented = capabilities.of(framework).modes if framework else frozenset(addressing)
+    kept, out = advisable([m.value for m in addressing if m in implemented], fit)
+    missing = {m.value: not_implemented(framework, implemented) for m in addressing if m not in implemented}
+    return Verdict(bound, lvl, figure, tuple(kept), ADVICE.get(bound, ""), tuple({**missing, **out}.items()))
+
+
+def not_implemented(framework: str | None, modes: frozenset[Mode]) -> str:
+    """Why a mode is not advised to a framework's cell: its backend does not implement it (what it runs instead)."""
+    runs = sorted(m.value for m in modes)
+    if len(runs) == 1:
+        return f"the {framework} backend runs {runs[0]} only"
+    return f"the {framework} backend does not implement it (its modes: {', '.join(runs)})"
 
 
 def fit_of(cell: CellRecord, peaks: Mapping[str, float], env: dict | None) -> Fit:
@@ -293,7 +308,8 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord],
             peaks = peak_lookup(store, fingerprint, cell.device, cell.threads)
             cost = dispatch_lookup(store, fingerprint, cell.device, cell.threads)
             if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
-                            launch_cost_s=cost, fit=fit_of(cell, peaks, envs[cell.run_id])):  # fmt: skip
+                            launch_cost_s=cost, fit=fit_of(cell, peaks, envs[cell.run_id]),
+                            framework=cell.framework):  # fmt: skip
                 found[cell.key] = v
     return found
 
@@ -408,7 +424,7 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     parts = sorted(shares(figures, profile.overhead).items(), key=lambda kv: -kv[1])
     lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
     v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
-                launch_cost_s=launch_cost_s, fit=fit_of(cell, peaks, env))  # fmt: skip
+                launch_cost_s=launch_cost_s, fit=fit_of(cell, peaks, env), framework=cell.framework)  # fmt: skip
     if v is not None:
         rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
         lines.append(f"  verdict: {v.label}: {v.figure}{rests}")

@@ -1,0 +1,54 @@
+"""The modes a profile's verdict advises are those the cell's framework runs (`report/profile.py`): a jax cell,
+whose backend runs fp32 only, was told to try --modes bf16, channels_last and fused."""
+
+from dlperf.envinfo import fingerprint
+from dlperf.protocol import Cell, Profiled
+from dlperf.report.profile import describe, verdict, verdicts
+from dlperf.store import Store
+from dlperf.store.process import ProcessMeasurement
+from dlperf.store.records import CellFigures, PlannedCell, ProfileOutcome
+from dlperf.vocab import Bound, Status
+
+MEMORY_BOUND = {"matmul": 0.43, "elementwise": 0.29, "pooling": 0.25, "copy": 0.02, "host": 0.01}
+LAUNCH_BOUND = {"host": 0.62, "elementwise": 0.2, "matmul": 0.18}
+IMAGES = {"batch": 16, "input": {"kind": "image", "shape": [3, 32, 32]}, "optimizer": {"name": "sgd"}}
+
+
+def profiled(categories: dict[str, float]) -> Profiled:
+    return Profiled(steps=5, step_s=sum(categories.values()), categories=categories, ops_per_step=4100)
+
+
+def test_a_backend_that_runs_fp32_only_is_advised_no_mode_and_told_why():
+    v = verdict(profiled(MEMORY_BOUND), framework="jax")
+    assert v.bound is Bound.MEMORY and v.modes == ()
+    assert dict(v.left_out) == dict.fromkeys(("bf16", "channels_last", "fused"), "the jax backend runs fp32 only")
+
+
+def test_a_backend_is_advised_the_modes_it_runs_and_torch_every_one():
+    v = verdict(profiled(LAUNCH_BOUND), framework="tensorflow")
+    assert v.bound is Bound.LAUNCH and v.modes == ("compile",)  # TensorFlow's XLA step
+    assert verdict(profiled(MEMORY_BOUND), framework="mxnet").modes == ()
+    assert verdict(profiled(MEMORY_BOUND), framework="torch").modes == ("bf16", "channels_last", "fused")
+    assert verdict(profiled(MEMORY_BOUND)).modes == ("bf16", "channels_last", "fused")  # no framework: any mode
+
+
+def test_dlperf_profile_and_table_explain_advise_a_jax_cell_only_what_jax_runs(tmp_path):
+    env = {"cpu": {"model": "Test CPU"}, "frameworks": {"jax": {"version": "0.10.2"}}}
+    planned = PlannedCell(Cell("alexnet-r", "jax", "cpu", 1, "fp32"), IMAGES)
+    store = Store.open(tmp_path / "p.db", create=True)
+    try:
+        run_id = store.create_run({}, env, fingerprint(env), ["dlperf", "profile"], [planned])
+        samples = [0.0110, 0.0112, 0.0108, 0.0111, 0.0109]
+        figures = CellFigures(status=Status.OK, median_s=0.011, n=len(samples))
+        store.record(run_id, planned.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=samples), figures)
+        store.record_profile(run_id, planned.cell.key, ProfileOutcome(Status.OK, None, 1.0, profiled(MEMORY_BOUND)))
+        [cell] = store.cells(run_id)
+        profile = store.profiles(run_id)[cell.key]
+        lines = describe(cell, profile, {}, env=env)
+        found = verdicts(store, fingerprint(env), [cell])[cell.key]
+    finally:
+        store.close()
+    text = "\n".join(lines)
+    assert "--modes" not in text, text
+    assert "left out: bf16: the jax backend runs fp32 only" in text
+    assert found.modes == ()
