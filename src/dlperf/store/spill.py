@@ -15,6 +15,7 @@ and a measurement it refuses is kept for the copy, which `--resume --db COPY` ta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -113,7 +114,8 @@ def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: Proces
         except OSError as exc:
             first = first or exc
             if made:  # a file made here that could not take the line (a full disk): not left behind, empty or cut
-                path.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # never made (no folder), or not to be removed either
+                    path.unlink()
     raise first
 
 
