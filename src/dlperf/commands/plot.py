@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from dlperf.commands.common import db_path, replacing, warn_unreadable, whole
-from dlperf.commands.report import RUN_HELP, run_ids, runs, writable
+from dlperf.commands.report import RUN_HELP, runs, writable
 from dlperf.errors import UsageError
+from dlperf.measure.units import named
 from dlperf.vocab import ExitCode
 
 MAX_DPI = 1200  # print quality; far beyond it a figure's pixels no longer fit in memory
@@ -52,7 +53,7 @@ def run(args) -> int:
     drawn = [*charts.all_charts(cells), *([paper.chart(rows)] if rows else []), *([breakdown] if breakdown else [])]
     chosen = [c for c in drawn if c.id.startswith(prefix)]
     if not chosen:
-        raise UsageError(f"plot {args.kind}: nothing to draw in run {run_ids(data)}: {why_none}")
+        raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: {why_none}")
     with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it
         figures.save(chosen, tmp, dpi=args.dpi)
     print(f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")

@@ -98,10 +98,6 @@ def html_file(out: Path) -> Path:
     raise UsageError(f"-o {str(out)!r}: dlperf report writes HTML; name a .html or .htm file{plotted}")
 
 
-def run_ids(data) -> str:
-    return ", ".join(str(r.id) for r in data.runs)
-
-
 def run(args) -> int:
     """One machine's runs as before; with --campaign or --runs, the campaign's machines side by side first, then its
     latest run's report (unless --run names others of one machine). A report of runs that name a campaign shows it."""
