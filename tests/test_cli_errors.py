@@ -272,3 +272,33 @@ def test_a_path_too_long_to_look_up_is_one_line_naming_its_flag(tmp_path, capsys
     ]:
         line = error_line(args, capsys, tmp_path)
         assert line.startswith(f"{flag} '{long}") and too_long in line, line
+
+
+DATA_EXPECTED = "(expected synthetic, dataset, or a directory of datasets, as `dlperf data synth DIR` writes)"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--workloads", "tiny-fcn-r", "--gpu-specs", ""], "--gpu-specs '': expected a CSV file, got nothing"),
+        (["run", "--workloads", "tiny-fcn-r", "--ray", ""],
+         "--ray '': expected auto, HOST:PORT, ray://HOST:PORT or local, got nothing"),
+        (["run", "--workloads", "tiny-fcn-r", "--nodes", " "], "--nodes ' ': expected all or KEY=VALUE, got nothing"),
+        (["run", "--workloads", "tiny-fcn-r", "--data", ""], f"--data '': an empty path {DATA_EXPECTED}"),
+        (["run", "--workloads", "tiny-fcn-r", "--data", "d" * 300],
+         f"--data '{'d' * 300}': cannot be looked at (File name too long) {DATA_EXPECTED}"),
+        (["profile", "tiny-fcn-r", "--trace-dir", ""], "--trace-dir '': expected a directory, got nothing"),
+        (["data", "synth", ""], "DIR '': expected the folder to write the datasets in, got nothing"),
+        (["export", "--run", "1,,2"], "--run '1,,2': an empty item (a doubled comma)"),
+        (["report", "--run", "1,"], "--run '1,': an empty item (a trailing comma)"),
+        (["table", "--modes", ""], "--modes '': expected a comma-separated list, got nothing"),
+        (["run", "--workloads", "tiny-fcn-r", "--max-trace-mib", "5"],
+         "--max-trace-mib 5: the traces are --profile's; add --profile"),
+    ],
+)  # fmt: skip
+def test_an_empty_value_or_a_flag_without_its_partner_is_refused_not_taken_as_not_given(args, said, capsys, tmp_path):
+    """Each was taken as not given, or as the current folder (`--gpu-specs "$SPECS"` with $SPECS unset ran with the
+    built-in GPUs; `--data ''` searched the current folder; `data synth ''` wrote there; `--run 1,,2` read past the
+    blank, `table --modes ''` showed every mode), or a traceback (a --data name too long to look up); --max-trace-mib
+    without --profile was ignored, where --trace-dir without it is refused."""
+    assert error_line(args, capsys, tmp_path) == said

@@ -120,6 +120,18 @@ def choice(flag: str, options: Sequence[str]) -> Callable[[str], str]:
     return parse
 
 
+def given(flag: str, what: str) -> Callable[[str], str]:
+    """An argparse `type` for a flag that names something (a file, a folder, an address): an empty or blank value
+    (`--gpu-specs "$SPECS"` with $SPECS unset) is a UsageError, where it would be taken as not given, or as `.`."""
+
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise UsageError(f"{flag} {text!r}: expected {what}, got nothing")
+        return text
+
+    return parse
+
+
 def whole(flag: str, least: int = 0, **most: int) -> Callable[[str], int]:
     """An argparse `type` for a whole number from `least` (`most=`: an upper bound below SQLite's integer)."""
 

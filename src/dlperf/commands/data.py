@@ -63,7 +63,13 @@ def parse_only(text: str | None) -> tuple[str, ...]:
 
 
 def target(text: str) -> Path:
+    from dlperf.store.location import unreachable
+
+    if not text.strip():  # `dlperf data synth "$DIR"` with $DIR unset: not the current folder
+        raise UsageError(f"DIR {text!r}: expected the folder to write the datasets in, got nothing")
     directory = Path(text).expanduser().absolute()
+    if why := unreachable(directory):
+        raise UsageError(f"DIR {text!r}: {why}")
     if directory.exists() and not directory.is_dir():
         raise UsageError(f"{directory}: not a directory")
     return directory

@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import db_path, real, warn_if_measured, whole, whole_list
+from dlperf.commands.common import db_path, given, real, warn_if_measured, whole, whole_list
 from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` prints it too
     add_data_flags,
     add_nvtx_flag,
@@ -52,7 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_data_flags(p)  # a loader cell's profile puts its wait for each batch under `data`
     p.add_argument("--steps", type=whole("--steps", 1, most=MAX_PROFILE_STEPS), default=5,
                    help=f"profiled steps after warm-up, 1 to {MAX_PROFILE_STEPS} (default: 5)")  # fmt: skip
-    p.add_argument("--trace-dir", help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")
+    p.add_argument("--trace-dir", type=given("--trace-dir", "a directory"),
+                   help="where the gzip Chrome traces go (default: beside the database, <db>.traces)")  # fmt: skip
     add_trace_cap_flag(p)
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
     add_timer_flags(p, min_steps=10, min_time=0.5, max_time=10.0, max_warmup=30)

@@ -7,12 +7,12 @@ import shlex
 import sys
 from collections.abc import Callable
 
-from dlperf.commands.common import db_path, given_flags, real, warn_if_measured, whole, whole_list
+from dlperf.commands.common import db_path, given, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
 from dlperf.measure.units import agreeing, named
 from dlperf.modes import help_text
-from dlperf.spec import MAX_COMPILE_AT_ONCE
+from dlperf.spec import MAX_COMPILE_AT_ONCE, TRACE_CAP_MIB
 from dlperf.vocab import ExitCode
 
 HELP = "measure a sweep and print the table"
@@ -26,7 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_parallel_flags(p)
     p.add_argument("--profile", action="store_true", help="after each cell's timed processes, profile it in one "
                    "untimed process: where the step goes and what bounds it (dlperf table --explain)")  # fmt: skip
-    p.add_argument("--trace-dir", help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")
+    p.add_argument("--trace-dir", type=given("--trace-dir", "a directory"),
+                   help="with --profile: where the gzip Chrome traces go (default: <db>.traces)")  # fmt: skip
     add_trace_cap_flag(p)
     add_nvtx_flag(p)
     add_data_flags(p)
@@ -93,8 +94,9 @@ def add_process_flags(p: argparse.ArgumentParser) -> None:
                    "before the run (one probe child; dlperf table shows measured against predicted)")  # fmt: skip
     p.add_argument("--campaign", metavar="NAME", help="name this run as one of a campaign: runs of several "
                    "machines that dlperf table --campaign NAME and dlperf report set side by side")  # fmt: skip
-    p.add_argument("--gpu-specs", metavar="FILE.csv", help=f"{GPU_SPECS_HELP}: a GPU cell on a GPU the built-in "
-                   "table lacks is predicted from its row")  # fmt: skip
+    p.add_argument("--gpu-specs", metavar="FILE.csv", type=given("--gpu-specs", "a CSV file"),
+                   help=f"{GPU_SPECS_HELP}: a GPU cell on a GPU the built-in table lacks is predicted from its "
+                   "row")  # fmt: skip
 
 
 def add_parallel_flags(p: argparse.ArgumentParser) -> None:
@@ -138,12 +140,14 @@ def add_fleet_flags(p: argparse.ArgumentParser) -> None:
     fleet.add_argument(
         "--ray",
         metavar="ADDRESS",
+        type=given("--ray", "auto, HOST:PORT, ray://HOST:PORT or local"),
         help="run the sweep on each chosen node of a Ray cluster, as "
         "dlperf run there would, each node's cells stored here as a run of its own: auto (the cluster "
         "this machine belongs to), HOST:PORT or ray://HOST:PORT, or local (one started for this run)",
     )
     fleet.add_argument(
         "--nodes",
+        type=given("--nodes", "all or KEY=VALUE"),
         help="with --ray: all (every alive node, the default), or KEY=VALUE: the nodes "
         "with that label (ray start --labels), or with at least VALUE of that custom resource",
     )
@@ -240,6 +244,8 @@ def run(args) -> int:
     check_resume_flags(args)
     if args.trace_dir is not None and not args.profile:
         raise UsageError("--trace-dir: the traces are --profile's; add --profile")
+    if args.max_trace_mib != TRACE_CAP_MIB and not args.profile:  # its default given is the same run: not refused
+        raise UsageError(f"--max-trace-mib {args.max_trace_mib:g}: the traces are --profile's; add --profile")
     if args.ray or args.nodes:
         return run_fleet(args, db)
     if not args.dry_run:

@@ -138,7 +138,7 @@ def print_table(
 
     if best and fmt == "csv":
         raise UsageError("--best: --format must be text, md or json")
-    wanted = parse_modes(modes) if modes else None
+    wanted = parse_modes(modes) if modes is not None else None
     store = Store.open(db, create=False)
     faults: list = []
     try:

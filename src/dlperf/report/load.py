@@ -16,7 +16,7 @@ from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.run_list import continued_by
 from dlperf.report.utilization import attach_utilization
-from dlperf.spec import whole_number
+from dlperf.spec import split_list, whole_number
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord
 from dlperf.store.state import RunState, run_state, search_of
@@ -46,8 +46,9 @@ def parse_runs(text: str | None) -> list[int] | str | None:
     """`--run`: None (the latest), "all", or a comma list of ids."""
     if text is None or text == "all":
         return text
+    parts = split_list(text, "--run")  # a blank (1,,2) said as every list flag says it, not read past
     try:
-        ids = [whole_number(part, "--run", least=1) for part in text.split(",") if part.strip()]
+        ids = [whole_number(part, "--run", least=1) for part in parts]
     except UsageError:
         raise UsageError(f"--run {text!r}: expected a run id, a comma list of ids, or all") from None
     if not ids:
