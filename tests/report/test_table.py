@@ -267,11 +267,11 @@ def test_the_fastest_framework_is_named_with_its_speed_up_over_the_next():
     rng = random.Random(0)
     samples = {c.key: [[c.median_s * rng.uniform(0.6, 1.4) for _ in range(50)]] for c in cells}
     view = table.build(1, cells, samples=samples)
-    (line,) = view.fastest
-    assert "cpu:1: jax, 4.00x [" in line and "as fast as torch (of 3)" in line
-    assert "cpu:2: torch, 1.01x [" in line and "as fast as jax, not told apart" in line
-    assert "each cell one process" in line
-    assert line in table.render_markdown(view)
+    head, one, two = view.fastest  # a line each: the comparisons of a run were one paragraph, hard to read
+    assert one.startswith("- fcn-r cpu:1: jax, 4.00x [") and one.endswith("as fast as torch (of 3)")
+    assert two.startswith("- fcn-r cpu:2: torch, 1.01x [") and two.endswith("as fast as jax, not told apart")
+    assert "each cell one process" in head and head.endswith(":")
+    assert "\n".join(view.fastest) + "\n" in table.render_markdown(view)  # a Markdown list too
     first, _ = json.loads(table.render_json(view))["fastest"]
     assert (first["framework"], first["next"], first["column"]) == ("jax", "torch", "cpu:1")
     assert first["ci_low"] < first["speedup"] < first["ci_high"]
@@ -282,7 +282,7 @@ def test_the_fastest_framework_without_steps_or_with_few_has_no_interval_and_one
     cells = [make_cell("fcn-r", framework=fw, batch=16, median_s=m, n=n, key=fw, warnings=w)
              for fw, m, n, w in (("torch", 2.0, 2, ["few samples: the median of 2 timed steps"]),
                                  ("jax", 1.0, 9, []))]  # fmt: skip
-    (line,) = table.build(1, cells).fastest
+    _, line = table.build(1, cells).fastest
     assert "jax, 2.00x [no interval: a median of under 5 steps] as fast as torch, a compared cell disturbed" in line
     assert table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 2, 0.6)]).fastest == []
 

@@ -80,11 +80,12 @@ def build(
 
 
 def lines(found: list[Fastest], samples: dict[str, list[list[float]]]) -> list[str]:
-    """The view's line: its head, then each comparison; where every interval rests on one process a side, that
-    said."""
+    """The view's lines: its head (where every interval rests on one process a side, that said), then one line per
+    comparison, a list item ("- ") in text and Markdown alike: four workloads at two thread counts were eight
+    comparisons run together in one paragraph, the answer to "which framework" the hardest line to read."""
     if not found:
         return []
     told = [f for f in found if f.interval]
     one_process = told and all(len(samples[c.key]) == 1 for f in told for c in (f.cell, f.next))
     noise = "; each cell one process: its interval holds only that process's noise (--repeats 3 for more)"
-    return [f"{HEAD}{noise if one_process else ''}: " + "; ".join(f.text() for f in found)]
+    return [f"{HEAD}{noise if one_process else ''}:", *(f"- {f.text()}" for f in found)]

@@ -332,7 +332,8 @@ def render_markdown(view: TableView) -> str:
     lines += ["| " + " | ".join(row_values(view, r)) + " |" for r in view.rows]
     pipeline = ["", data.render_markdown(view.pipeline)] if view.pipeline else []
     notes = ["", *(f"- note: {note}" for note in view.notes), ""] if view.notes else []  # the text view's, as a list
-    return "\n".join([*lines, "", *legend(view), *view.fastest, *notes, *version_lines(view), *pipeline])
+    fastest = [*view.fastest, ""] if view.fastest and not notes else view.fastest  # its list ends before what follows
+    return "\n".join([*lines, "", *legend(view), *fastest, *notes, *version_lines(view), *pipeline])
 
 
 def version_lines(view: TableView) -> list[str]:
