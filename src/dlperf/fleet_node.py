@@ -10,11 +10,14 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
+import time
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
@@ -145,21 +148,76 @@ class NodeSweep:
 
 
 def remove_stale(root: str) -> list[str]:
-    """The folders of node sweeps under `root` whose lock no one holds (their actor is gone: the kernel released it)
-    removed; returns their paths. One without its lock file yet (an actor starting) or held (in use) is left."""
+    """The folders of node sweeps under `root` that no actor uses removed; returns their paths. A folder of this
+    dlperf's whose lock no one holds (its actor is gone: the kernel released it); one without its lock file yet (an
+    actor starting) or held (in use) is left. A folder an older dlperf left, which has no lock, is removed only where
+    `left_by_older` says."""
     removed = []
     for name in os.listdir(root):
         path = os.path.join(root, name)
-        if not name.startswith(NODE_DIR):
-            continue
-        try:
-            with open(os.path.join(path, "lock"), "rb") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                shutil.rmtree(path, ignore_errors=True)
-        except OSError:  # no lock file (starting, or not a node's), another user's, or held: in use
-            continue
-        removed.append(path)
+        if name.startswith(NODE_DIR) and _removed_unlocked(path):
+            removed.append(path)
+        elif OLDER_DIR.fullmatch(name) and left_by_older(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
     return removed
+
+
+def _removed_unlocked(path: str) -> bool:
+    """The folder removed if its lock file is there and no one holds it, while this process holds it."""
+    try:
+        with open(os.path.join(path, "lock"), "rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(path, ignore_errors=True)
+            return True
+    except OSError:  # no lock file (starting, or not a node's), another user's, or held: in use
+        return False
+
+
+# A node's sweep's folder as dlperf named it before its folders were locked (tempfile.mkdtemp(prefix="dlperf-ray-")),
+# and the files its actor and sweep wrote in it. `run --ray`'s driver names its own folder alike: it holds other files
+# (raylet.pid, a local cluster's Ray session) or none.
+OLDER_DIR = re.compile(r"dlperf-ray-[a-z0-9_]{8}")
+OLDER_FILES = frozenset({"node.db", "node.db-journal", "node.db-wal", "node.db-shm", "out", "err"})
+OLDER_IDLE_S = 24 * 3600.0  # unchanged for a day: no sweep writes in it, no driver has its last rows still to read
+
+
+def left_by_older(path: str, idle_s: float = OLDER_IDLE_S) -> bool:
+    """An older dlperf's node folder that no one uses: this user's, with a node sweep's files only (none: a
+    driver's, or an actor's that never started), nothing in it changed for `idle_s`, and no process holding a file
+    in it open, working in it or naming it in its command line. A running sweep holds its out and err files for its
+    life and names its store file; an older actor alive after its sweep ended holds nothing there, but its driver read
+    the sweep's last rows within a second of its end, and the actor's own close ignores a folder already gone."""
+    try:
+        info, names = os.lstat(path), set(os.listdir(path))
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or not names or not names <= OLDER_FILES:
+            return False
+        changed = max([info.st_mtime] + [os.lstat(os.path.join(path, name)).st_mtime for name in names])
+    except OSError:  # gone meanwhile, or not readable: not ours to remove
+        return False
+    return time.time() - changed > idle_s and not in_use(path)
+
+
+def in_use(path: str) -> bool:
+    """A process this user can see holds a file under `path` open, works in it, or names it in its command line."""
+    inside, mark = path.rstrip("/") + "/", path.rstrip("/").encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read()
+            if mark + b"/" in argv or mark + b"\0" in argv:  # `--db DIR/node.db`, `--db=DIR/node.db`, DIR
+                return True
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:  # ended meanwhile, or another user's
+            continue
+        for link in [f"/proc/{pid}/cwd", *(f"/proc/{pid}/fd/{fd}" for fd in fds)]:
+            try:
+                target = os.readlink(link)
+            except OSError:  # closed meanwhile (listing the folder opened one)
+                continue
+            if target == inside[:-1] or target.startswith(inside):
+                return True
+    return False
 
 
 def node_environ() -> dict[str, str]:
