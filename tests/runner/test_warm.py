@@ -120,6 +120,7 @@ def test_dlperf_run_starts_its_warm_parent_before_predicting(monkeypatch, tmp_pa
     assert seen == [["torch"]]
 
 
+@pytest.mark.slow  # its cost is the two runs' imports of torch (a cold cell's, a warm parent's), not their steps
 @pytest.mark.timeout(600)  # two end-to-end runs, each importing torch twice or more: minutes on a loaded 2-core machine
 def test_one_cell_starts_cold_and_two_fork_both(tmp_path):
     """A one-cell run starts no warm parent (its cell says why); a two-cell run forks both cells. Nothing here is
