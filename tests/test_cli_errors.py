@@ -302,3 +302,21 @@ def test_an_empty_value_or_a_flag_without_its_partner_is_refused_not_taken_as_no
     blank, `table --modes ''` showed every mode), or a traceback (a --data name too long to look up); --max-trace-mib
     without --profile was ignored, where --trace-dir without it is refused."""
     assert error_line(args, capsys, tmp_path) == said
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["env", "list", "--force"], "--force: only dlperf env install takes it, not env list"),
+        (["env", "list", "--run", "3"], "--run: only dlperf env show takes it, not env list"),
+        (["env", "show", "--force"], "--force: only dlperf env install takes it, not env show"),
+        (
+            ["env", "install", "jax", "--format", "json"],
+            "--format: only dlperf env show and list take it, not env install",
+        ),
+        (["--db", "x.db", "env", "list"], "--db: only dlperf env show takes it, not env list"),
+    ],
+)
+def test_a_flag_of_another_env_action_is_refused_not_ignored(args, said, capsys, tmp_path):
+    """`env list --run 3` listed the environments, `env show --force` showed the run: the flag was ignored."""
+    assert error_line(args, capsys, tmp_path) == said

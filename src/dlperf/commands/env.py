@@ -28,7 +28,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, "text", "json")
 
 
+ACTION_FLAGS = (("--force", "force", ("install",)), ("--run", "run", ("show",)), ("--db", "db", ("show",)),
+                ("--format", "format", ("show", "list")))  # fmt: skip
+
+
+def check_action_flags(args) -> None:
+    """A flag of another action is refused, naming whose it is, where it would be ignored (`env list --run 3`)."""
+    for flag, dest, actions in ACTION_FLAGS:
+        value = getattr(args, dest)
+        if args.action not in actions and value not in (None, False, "text"):
+            takes = "takes" if len(actions) == 1 else "take"
+            raise UsageError(f"{flag}: only dlperf env {' and '.join(actions)} {takes} it, not env {args.action}")
+
+
 def run(args) -> int:
+    check_action_flags(args)
     if args.action == "install":
         return env_install(args.names, args.force)
     if args.names:
