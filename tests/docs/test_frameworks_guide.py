@@ -26,3 +26,10 @@ def test_the_own_model_guide_says_it_before_its_first_command():
     text = flat(GUIDES / "own-model.md")
     head = text[: text.index("```")]
     assert "with a PyTorch model" in head and "(frameworks.md)" in head
+
+
+def test_the_frameworks_guide_shows_the_fastest_framework_lines_as_the_table_prints_them():
+    from dlperf.report.fastest import HEAD
+
+    text = (GUIDES / "frameworks.md").read_text()
+    assert HEAD in text and "\n- tiny-fcn-r cpu:1: jax, " in text  # its head, then a line per comparison
