@@ -447,6 +447,39 @@ def test_ray_client_drives_a_sweep_from_outside_the_cluster(cluster, no_ray_left
 
 
 @pytest.mark.slow
+def test_ray_clients_connection_lost_mid_sweep_is_one_line_and_resume_goes_on(cluster, no_ray_left, tmp_path):
+    """The head's server of this client (Ray Client's own, one per connection) killed mid-sweep: the driver ended on
+    a traceback (ConnectionError, then ValueError from ray.kill), Ray's "ERROR dataclient.py" line on the terminal,
+    its run left running; now one line, the run interrupted, and `--resume` over ray:// measures the rest."""
+    token, folder = no_ray_left
+    db, address = tmp_path / "client.db", f"ray://127.0.0.1:{cluster.client_port}"
+    longer = ["--workloads", "tiny-fcn-r,tiny-alexnet-r", *SWEEP[2:], "--repeats", "3", "--min-time", "1",
+              "--max-time", "1"]  # fmt: skip
+    cmd = [sys.executable, "-m", "dlperf", "run", *longer, "--ray", address, "--nodes", "kind=worker", "--db", str(db)]
+    env = {**os.environ, "RAY_CLIENT_RECONNECT_GRACE_PERIOD": "3"}  # Ray Client tries a lost connection again 30 s
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    [worker] = cluster.worker_nodes
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and proc.poll() is None and not measured(db, worker.node_id):
+        time.sleep(0.5)
+    servers = [pid for pid in ray_pids(token) if "--mode=specific-server" in _command(pid)]
+    assert servers, client_server_logs(folder)
+    for pid in servers:
+        os.kill(pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=240)
+    assert proc.returncode == 1, err
+    assert "Traceback" not in err and "ERROR" not in out + err, out + err
+    assert f"dlperf: the connection to the cluster at {address} was lost at " in err and "run 1 keeps" in err, err
+    assert f"dlperf: Ray's own messages of this sweep are in {db}.ray.log" in err
+    [(run, _)] = fleet_runs(db).values()
+    assert run.status == "interrupted"
+    again = dlperf("run", "--resume", "--ray", address, "--nodes", "kind=worker", db=db, timeout=300)
+    assert again.returncode == 0, again.stderr + client_server_logs(folder)
+    [(run, cells)] = fleet_runs(db).values()
+    assert run.status == "complete" and all(c.status.value == "ok" for c in cells)
+
+
+@pytest.mark.slow
 def test_a_node_lost_mid_sweep_names_its_cells_and_resume_measures_them(cluster, tmp_path):
     """The worker's raylet killed mid-sweep (a crash), the head's sweep going on: the driver says which node was lost
     in its own words, Ray's pages of the raylet's log go to DB.ray.log, not the terminal; resumed on a new node, the

@@ -34,10 +34,11 @@ from dlperf import envinfo
 from dlperf.errors import MissingDependency, UsageError
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
 from dlperf.fleet_watch import RayLog, note_raylet, watched
+from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
-from dlperf.store.location import check_path, ray_resume_command
+from dlperf.store.location import check_path, ray_resume_command, resume_command
 from dlperf.store.records import Origin, RunRecord
 
 POLL_S = 0.5  # how often the driver asks each node for what finished
@@ -84,6 +85,9 @@ def select(nodes: list[dict], wanted: tuple[str, str] | None) -> list[NodeInfo]:
     if not alive:
         raise UsageError("--ray: the cluster has no alive node")
     key, value = wanted
+    most = max((n.resources[key] for n in alive if key in n.resources), default=None)
+    if most is not None:  # a resource the nodes have, too little of it: `ray start --num-cpus 2` and CPU=4, say
+        raise UsageError(f"--nodes {key}={value}: no alive node has that much {key} (the most a node has: {most:g})")
     labels = sorted({f"{k}={v}" for n in alive for k, v in n.labels.items() if not k.startswith("ray.io/")})
     raise UsageError(f"--nodes {key}={value}: no alive node has that label or resource (labels: "
                      f"{', '.join(labels) or 'none'})")  # fmt: skip
@@ -147,7 +151,9 @@ def connect(address: str, temp_dir: str, attempts: int = 3):
     ray = import_ray()
     if address not in ("auto", "local"):
         _check_reachable(address)
-    if address not in ("auto", "local") and not address.startswith("ray://"):
+    if address.startswith("ray://"):
+        _check_client(address)
+    elif address not in ("auto", "local"):
         _check_gcs(address)
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     for attempt in range(1, attempts + 1):
@@ -195,24 +201,45 @@ GCS_PROBE = "/ray.rpc.NodeInfoGcsService/GetClusterId"  # the first call `ray.in
 TOKEN_HINT = "set RAY_AUTH_MODE=token here, with the head's ~/.ray/auth_token"
 
 
-def _check_gcs(address: str, timeout_s: float = 5.0) -> None:
+def _check_gcs(address: str) -> None:
     """`HOST:PORT` answers as a Ray cluster's GCS, asked once with a short timeout: Ray's own connect retries a port
     that is not one (a dashboard's, Ray Client's) for minutes, deaf to Ctrl-C, and one refusing a missing token for
     20 s, printing a warning a second, before an error that names neither."""
+    import grpc
+
+    code = _gcs_answer(address)
+    if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
+        raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}")
+    if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+        raise UsageError(f"--ray {address}: not a Ray cluster's address (the head's `ray start --head --port`, "
+                         f"6379 by default; Ray Client's port is ray://HOST:PORT)")  # fmt: skip
+
+
+def _check_client(address: str) -> None:
+    """`ray://HOST:PORT` is not the cluster's GCS: Ray Client's connect to that port waits out its 30 s and says only
+    "ray client connection timeout"."""
+    import grpc
+
+    if _gcs_answer(address.removeprefix("ray://")) in (grpc.StatusCode.OK, grpc.StatusCode.UNAUTHENTICATED):
+        raise UsageError(f"--ray {address}: that port is the cluster's own (its GCS), not Ray Client's: give it "
+                         f"without ray:// ({address.removeprefix('ray://')}) on a machine of the cluster, or Ray "
+                         "Client's port (`ray start --head --ray-client-server-port`, often 10001)")  # fmt: skip
+
+
+def _gcs_answer(address: str, timeout_s: float = 5.0):
+    """How `HOST:PORT` answers the first call `ray.init` makes of a cluster's GCS (`GCS_PROBE`), asked once with a
+    short timeout: grpc's status code; None on a TLS cluster (the plain channel would not answer; Ray's own connect
+    says why)."""
     if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
-        return  # a TLS cluster: the plain channel would not answer; Ray's own connect says why
+        return None
     import grpc
 
     channel = grpc.insecure_channel(address)
     try:
         channel.unary_unary(GCS_PROBE)(b"", timeout=timeout_s)
+        return grpc.StatusCode.OK
     except grpc.RpcError as exc:
-        code = exc.code()
-        if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
-            raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}") from None
-        if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
-            raise UsageError(f"--ray {address}: not a Ray cluster's address (the head's `ray start --head --port`, "
-                             f"6379 by default; Ray Client's port is ray://HOST:PORT)") from None  # fmt: skip
+        return exc.code()
     finally:
         channel.close()
 
@@ -256,6 +283,7 @@ def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None
 def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | None = None) -> int:
     """Stream each node's run into `store` until every node ended or died; the exit code. A lost node's line is
     dlperf's; Ray's own words for it go to `log`."""
+    reachable = True
     try:
         with lifeline.sigterm_as_interrupt():
             while live := [n for n in nodes if n.exit is None and not n.died]:
@@ -267,8 +295,12 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
             if node.exit is None and not node.died:
                 _stop(ray, store, node)
         return 130
+    except ConnectionError as exc:  # Ray Client's connection to the cluster lost: every node out of reach at once
+        reachable = False  # nothing to close: the actors ended with it
+        return cut_off(store, nodes, address, exc, log)
     finally:
-        _close(ray, nodes)
+        if reachable:
+            _close(ray, nodes)
     for node in nodes:
         if node.died:
             if log is not None:
@@ -339,6 +371,25 @@ def close_actor(ray, actor) -> None:
     except ray.exceptions.RayError:
         pass
     ray.kill(actor)
+
+
+def cut_off(store: Store, nodes: list[Node], address: str, exc: ConnectionError, log: RayLog | None) -> int:
+    """Ray Client's connection to the cluster lost (its server on the head ended, or the network to the head went
+    down; Ray tries it again for 30 s first): every node's sweep ends with it (its actor belonged to that server), its
+    run left interrupted, said in one line; Ray's own words go to `log`. Exit code 1."""
+    at = time.strftime("%H:%M:%S")
+    if log is not None:
+        log.write(f"the connection to {address}, lost at {at}: Ray said", str(exc).splitlines())
+    for node in nodes:
+        if node.run_id is not None and store.run(node.run_id).status == "running":
+            store.set_run_status(node.run_id, "interrupted")
+    runs = [n.run_id for n in nodes if n.run_id is not None and store.run(n.run_id).status != "complete"]
+    kept = f"{named('run', runs)} {agreeing(len(runs), 'keeps', 'keep')} what the nodes sent" if runs else (
+        "nothing unfinished is stored")  # fmt: skip
+    print(f"dlperf: the connection to the cluster at {address} was lost at {at} (Ray Client's server on the head "
+          f"ended, or the network to it went down): the nodes' sweeps ended with it; {kept}. "
+          f"`{ray_resume_command(address, store.path)}` goes on once the cluster answers", file=sys.stderr)  # fmt: skip
+    return 1
 
 
 def unfinished(store: Store, run_id: int) -> list[str]:
@@ -473,7 +524,9 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
     (their count returned): a second sweep on a node would time the two against each other."""
     runs = fleet_runs(store)
     if not runs:
-        raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep")
+        plain = [r.id for r in store.runs() if r.status != "complete" and node_of(r) is None]
+        other = f" ({named('run', plain)}, not a Ray sweep's: `{resume_command(str(store.path))}`)" if plain else ""
+        raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep{other}")
     kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
     nodes, waiting = [], []
     for run, info in place(runs, chosen, kinds, measured_by(store)):

@@ -8,6 +8,7 @@ happened and leaves its runs interrupted. Ray is not imported here.
 
 from __future__ import annotations
 
+import logging
 import os
 import pickle
 import signal
@@ -23,6 +24,23 @@ from dlperf.runner.lifeline import INTERRUPTS, PR_SET_PDEATHSIG
 from dlperf.store import Store
 from dlperf.store.location import ray_resume_command
 from dlperf.store.state import RAY_ORIGIN, run_states
+
+RAY_LOGGERS = ("ray", "ray.util.client.logsclient")  # the loggers whose records Ray does not pass up
+
+
+class _ToLog(logging.Handler):
+    """A Ray logger's warnings and errors, tracebacks included, as lines of a `RayLog`."""
+
+    def __init__(self, log: RayLog) -> None:
+        super().__init__(logging.WARNING)
+        self.log = log
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            text = self.format(record)
+        except Exception:  # a message whose arguments do not format: its template
+            text = str(record.msg)
+        self.log.write(f"Ray ({record.name})", text.splitlines())
 
 
 class RayLog:
@@ -45,19 +63,44 @@ class RayLog:
             self.lines += 1 + len(lines)
 
     def divert(self, ray) -> Callable[[], None]:
-        """Ray's driver prints the cluster's errors from a thread of its own through `print_to_stdstream`, which it
-        looks up as it prints: pointed at this log until the returned function undoes it. A Ray without it (another
-        version) is left as it is."""
+        """Ray's messages pointed at this log until the returned function undoes it: the cluster's errors, which
+        Ray's driver prints from a thread of its own (`_divert_printer`), and Ray's Python logging (`_divert_logging`),
+        where Ray Client's own errors (its connection lost: "Unrecoverable error in data channel") and the warnings of
+        its server's driver on the head, streamed to the client, are written."""
+        undo = [self._divert_printer(), self._divert_logging()]
+        return lambda: [step() for step in reversed(undo)]
+
+    def _divert_printer(self) -> Callable[[], None]:
+        """Ray's driver prints the cluster's errors through `print_to_stdstream`, which it looks up as it prints. A
+        Ray without it (another version) is left as it is."""
         worker = sys.modules.get("ray._private.worker")
         printer = getattr(worker, "print_to_stdstream", None)
         if printer is None:
             return lambda: None
 
         def to_log(data: dict, ignore_prefix: bool = False) -> None:
-            self.write(f"Ray ({data.get('pid') or 'driver'})", [str(x) for x in data.get("lines") or []])
+            if data.get("lines"):
+                self.write(f"Ray ({data.get('pid') or 'driver'})", [str(x) for x in data["lines"]])
 
         worker.print_to_stdstream = to_log
         return lambda: setattr(worker, "print_to_stdstream", printer)
+
+    def _divert_logging(self) -> Callable[[], None]:
+        """The handlers of Ray's loggers (`RAY_LOGGERS`: its root logger, and Ray Client's log stream, which does not
+        pass its records up) replaced by one writing here, warnings and errors only (the stream relays the head's
+        INFO too)."""
+        handler = _ToLog(self)
+        before = {}
+        for name in RAY_LOGGERS:
+            logger = logging.getLogger(name)
+            before[name] = logger.handlers[:]
+            logger.handlers[:] = [handler]
+
+        def undo() -> None:
+            for name, handlers in before.items():
+                logging.getLogger(name).handlers[:] = handlers
+
+        return undo
 
     def say(self) -> None:
         if self.lines:
