@@ -75,7 +75,7 @@ def test_help_runs_without_a_framework():
         # flags that would do nothing are refused, not ignored
         (["run", "--workloads", "tiny-fcn-r", "--scaling", "weak"], ["--scaling weak", "--nproc"]),
         (["run", "--workloads", "tiny-fcn-r", "--trace-dir", "t"], ["--trace-dir", "--profile"]),
-        (["list", "--frameworks", "--parallel"], ["--parallel", "not allowed with", "--frameworks"]),
+        (["list", "--frameworks", "--parallel"], ["--parallel", "cannot be given together", "--frameworks"]),
         (["env", "list", "extra"], ["env list takes no names"]),
         (["frobnicate"], ["unknown command 'frobnicate'"]),
     ],

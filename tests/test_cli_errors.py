@@ -320,3 +320,31 @@ def test_an_empty_value_or_a_flag_without_its_partner_is_refused_not_taken_as_no
 def test_a_flag_of_another_env_action_is_refused_not_ignored(args, said, capsys, tmp_path):
     """`env list --run 3` listed the environments, `env show --force` showed the run: the flag was ignored."""
     assert error_line(args, capsys, tmp_path) == said
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["fit", "x", "--max-memory", "-1G"], "--max-memory needs a value (one that starts with '-' is written "
+                                               "--max-memory=VALUE)"),
+        (["plot", "scaling", "-o"], "--output needs a value (one that starts with '-' is written --output=VALUE)"),
+        (["run", "--profile=yes"], "--profile takes no value (got 'yes')"),
+        (["list", "--frameworks", "--runs"], "--runs and --frameworks cannot be given together"),
+    ],
+)  # fmt: skip
+def test_argparse_own_errors_name_the_flag_as_typed_not_as_an_argument(args, said, capsys, tmp_path):
+    """argparse said "argument --max-memory: expected one argument" for `--max-memory -1G`, which it read as a flag."""
+    assert error_line(args, capsys, tmp_path) == said
+
+
+def test_export_to_dash_writes_standard_output_not_a_file_named_dash(tmp_path, capfd, monkeypatch):
+    """`dlperf export -o -` wrote a file named '-' in the current folder."""
+    from report.campaign import ALPHA, CELLS, write
+
+    db = tmp_path / "one.db"
+    store = Store.open(db, create=True)
+    write(store, ALPHA, CELLS["alpha"][:1], "solo")
+    store.close()
+    monkeypatch.chdir(tmp_path)
+    assert main(["export", "-o", "-", "--format", "csv", "--db", str(db)]) == 0
+    assert capfd.readouterr().out.startswith("run_id,") and not (tmp_path / "-").exists()

@@ -105,7 +105,7 @@ def test_merged_stores_form_the_campaign(lab, tmp_path):
     (["--campaign", "nope"], "--campaign 'nope': no run of"),
     (["--runs", "1,9"], "--runs: no run 9 in"),
     (["--runs", "1,x"], "--runs '1,x': expected a comma list of run ids"),
-    (["--runs", "1", "--campaign", "lab"], "not allowed with argument"),
+    (["--runs", "1", "--campaign", "lab"], "--campaign and --runs cannot be given together"),
     (["--campaign", "lab", "--run", "1"], "--campaign shows the machines of its runs side by side: give no --run"),
     (["--campaign", "lab", "--best"], "give no --best"),
 ])  # fmt: skip

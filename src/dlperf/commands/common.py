@@ -30,7 +30,7 @@ class Parser(argparse.ArgumentParser):
             names = [n if n.startswith("-") else n.upper() for n in message.removeprefix(missing).split(", ")]
             both = " and ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} and {names[-1]}"
             message = f"{self.prog} needs {both} (see {self.prog} --help)"
-        raise UsageError(message)
+        raise UsageError(plain_argparse(message))
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         # argparse's own says "argument action: invalid choice", naming the destination, not what was typed
@@ -42,6 +42,25 @@ class Parser(argparse.ArgumentParser):
         if extras:
             raise UsageError(unrecognized(extras, chosen(self, parsed)))
         return parsed
+
+
+def plain_argparse(message: str) -> str:
+    """argparse's "argument -o/--output: expected one argument", said with the flag as typed and what to do: a value
+    that starts with '-' (`--max-memory -1G`) is read as another flag, so it goes after '='."""
+    import re
+
+    if not (found := re.fullmatch(r"argument (\S+): (.*)", message)):
+        return message
+    flag, said = max(found[1].split("/"), key=len), found[2]
+    if said == "expected one argument":
+        return f"{flag} needs a value (one that starts with '-' is written {flag}=VALUE)"
+    if said.startswith("expected at least one argument"):
+        return f"{flag} needs at least one value"
+    if (given := re.fullmatch(r"ignored explicit argument (.*)", said)) is not None:
+        return f"{flag} takes no value (got {given[1]})"
+    if (other := re.fullmatch(r"not allowed with argument (\S+)", said)) is not None:
+        return f"{flag} and {max(other[1].split('/'), key=len)} cannot be given together"
+    return f"{flag}: {said}"
 
 
 def unknown_choice(parser: argparse.ArgumentParser, action: argparse.Action, value: Any) -> str:

@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", type=choice("--format", EXPORT_FORMATS), help="jsonl or csv (default: what -o's "
                    "suffix names, .csv or .jsonl; else jsonl)")  # fmt: skip
     p.add_argument("--samples", action="store_true", help="include every raw sample")
-    p.add_argument("-o", "--output", help="write to this file, whole or not at all (default: standard output)")
+    p.add_argument("-o", "--output", help="write to this file, whole or not at all (default, or -: standard output)")
 
 
 def run(args) -> int:
@@ -29,6 +29,8 @@ def run(args) -> int:
     from dlperf.errors import UnreadableRow
     from dlperf.report import export
 
+    if args.output == "-":  # the usual name of standard output, not a file named '-' written in this folder
+        args.output = None
     out = writable(args.output, db=db_path(args)) if args.output is not None else None
     fmt = output_format(args.format, args.output)
     store = open_store(args)
