@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import require
-from dlperf import fleet
+from dlperf import fleet, fleet_connect
 from dlperf.errors import UsageError
 from test_fleet_lost import A, lost_sweep
 from test_ray import FakeRay, PollingRay, grpc_answering  # noqa: F401 (a fixture)
@@ -84,7 +84,7 @@ def test_the_clusters_own_port_given_as_ray_clients_is_said_at_once(monkeypatch,
 
     address, code = grpc_answering  # a GCS that wants a token
     fake = FakeRay()
-    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
     with pytest.raises(UsageError) as caught:
         fleet.connect(f"ray://{address}", "/unused")
     assert str(caught.value).startswith(f"--ray ray://{address}: that port is the cluster's own (its GCS), not Ray "
@@ -115,3 +115,15 @@ def test_resume_over_ray_of_a_run_measured_without_ray_names_the_plain_resume(tm
     store.close()
     assert str(caught.value) == (f"--resume --ray: {tmp_path / 'x.db'} has no unfinished run of a Ray sweep (run 1, "
                                  f"not a Ray sweep's: `dlperf run --resume --db {tmp_path / 'x.db'}`)")  # fmt: skip
+
+
+def test_ray_auto_on_a_machine_in_no_cluster_says_what_to_do_in_dlperfs_words(monkeypatch):
+    """Ray's own text named a flag dlperf does not have: "... by setting `--address` flag or `RAY_ADDRESS` ..."."""
+    said = "Could not find any running Ray instance. Please specify the one to connect to by setting `--address` flag"
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: FakeRay(ConnectionError(said)))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    with pytest.raises(UsageError) as caught:
+        fleet.connect("auto", "/unused")
+    assert str(caught.value).startswith("--ray auto: this machine is in no Ray cluster (`ray start --head` starts one")
+    assert "--address` flag" not in str(caught.value) and str(caught.value).endswith("or --ray local for one of this "
+                                                                                     "run's own")  # fmt: skip

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, dlperf, gone, one_line_error, require
-from dlperf import fleet
+from dlperf import fleet, fleet_connect
 from dlperf.errors import UsageError
 
 NODES = [
@@ -144,7 +144,7 @@ def test_a_cluster_that_wants_a_token_says_so_at_once(monkeypatch, grpc_answerin
     naming no token; with RAY_AUTH_MODE=token set, Ray sends it and the probe lets it."""
     address, _ = grpc_answering
     fake = FakeRay()
-    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
     if auth_mode:
         monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
         assert fleet.connect(address, "/unused") is fake and fake.calls == 1
@@ -161,7 +161,7 @@ def test_ray_clients_port_without_ray_scheme_is_not_a_cluster(monkeypatch, grpc_
     address, code = grpc_answering
     code[0] = grpc.StatusCode.UNIMPLEMENTED
     fake = FakeRay()
-    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
     with pytest.raises(UsageError, match=r"not a Ray cluster's address .*ray://HOST:PORT"):
         fleet.connect(address, "/unused")
     assert fake.calls == 0
@@ -189,15 +189,15 @@ class FakeRay:
 
 def test_a_ray_client_server_that_fails_to_start_is_tried_again(monkeypatch):
     fake = FakeRay(INIT_FAILURE, INIT_FAILURE)
-    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
-    monkeypatch.setattr(fleet, "_check_reachable", lambda address: None)
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
     assert fleet.connect("ray://h:10001", "/unused") is fake and fake.calls == 3
 
 
 def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypatch):
     fake = FakeRay(*[INIT_FAILURE] * 3)
-    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
-    monkeypatch.setattr(fleet, "_check_reachable", lambda address: None)
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
     with pytest.raises(UsageError) as caught:
         fleet.connect("ray://h:10001", "/unused")
     assert str(caught.value) == (
@@ -210,8 +210,8 @@ def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypat
 @pytest.mark.parametrize("auth_mode, hinted", [(None, True), ("token", False)])
 def test_a_client_connect_that_times_out_names_the_token_only_where_none_is_set(monkeypatch, auth_mode, hinted):
     fake = FakeRay(ConnectionError("ray client connection timeout"))
-    monkeypatch.setattr(fleet, "import_ray", lambda: fake)
-    monkeypatch.setattr(fleet, "_check_reachable", lambda address: None)
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
+    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
     if auth_mode:
         monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
     else:

@@ -14,24 +14,23 @@ node of the same kind (`same_kind`): in the run itself on its own node, else as 
 (`fleet_node.continuation`). A cluster dlperf started itself (`--ray local`) is stopped when it ends; one it joined is
 left as it was.
 
-Ray is imported by this module only, and this module only by `dlperf run --ray`.
+Ray is imported by this module and `fleet_connect` (where the cluster is reached) only, and they only by `dlperf run
+--ray`.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
-import socket
 import sys
 import tempfile
 import time
-import warnings
 from dataclasses import dataclass
 
 from dlperf import envinfo
-from dlperf.errors import MissingDependency, UsageError
+from dlperf.errors import UsageError
+from dlperf.fleet_connect import connect, import_ray, server_reason
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
 from dlperf.fleet_watch import RayLog, note_raylet, watched
 from dlperf.measure.units import agreeing, named
@@ -131,117 +130,6 @@ def check_flags(args) -> None:
     for flag, given in unsupported.items():
         if given:
             raise UsageError(f"--ray: {flag} is not supported over a Ray cluster's nodes; run it on the node itself")
-
-
-def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise MissingDependency("--ray: Ray is not installed; pip install 'dlperf[ray]'") from None
-    return ray
-
-
-def connect(address: str, temp_dir: str, attempts: int = 3):
-    """Ray, connected to the cluster at `address` (local: one started for this run, its session files in
-    `temp_dir`); an address that does not answer is a UsageError, said before anything runs.
-
-    Over Ray Client (`ray://`) the head starts a server of the client's own for each connection; when that server
-    fails to come up (a cluster just started, or busy, can take longer than Ray's 30 s), the connect is tried again,
-    `attempts` times in all, and then the server's own reason is said."""
-    ray = import_ray()
-    if address not in ("auto", "local"):
-        _check_reachable(address)
-    if address.startswith("ray://"):
-        _check_client(address)
-    elif address not in ("auto", "local"):
-        _check_gcs(address)
-    quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
-    for attempt in range(1, attempts + 1):
-        try:
-            with warnings.catch_warnings():  # Ray Client's own warning of a timeout repeats what the error says
-                warnings.simplefilter("ignore")
-                if address == "local":
-                    ray.init(include_dashboard=False, _temp_dir=temp_dir, **quiet)
-                else:
-                    ray.init(address=address, **quiet)
-            return ray
-        except ConnectionAbortedError as exc:  # Ray Client: the head could not start this client's server
-            if attempt == attempts:
-                raise UsageError(f"--ray {address}: cannot connect after {attempts} tries: the head could not "
-                                 f"start this client's server ({server_reason(exc)})") from None  # fmt: skip
-        except (ConnectionError, RuntimeError, ValueError) as exc:
-            hint = ""
-            if "ray client connection timeout" in str(exc) and os.environ.get("RAY_AUTH_MODE") != "token":
-                hint = f"; a cluster `ray start` began checks a token: {TOKEN_HINT}"
-            raise UsageError(f"--ray {address}: cannot connect ({server_reason(exc)}){hint}") from None
-
-
-def server_reason(exc: BaseException) -> str:
-    """One line for a failed Ray connect: the message's own first line, or, where Ray Client relays the server's
-    traceback beneath an empty first line, the traceback's last line (its exception)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    if not lines:
-        return type(exc).__name__
-    if len(lines) > 1 and lines[0].endswith(":"):
-        return f"{lines[0]} {lines[-1]}"
-    return lines[0]
-
-
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"--ray {address!r}: give auto, local, HOST:PORT or ray://HOST:PORT")
-    try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
-    except OSError as exc:
-        raise UsageError(f"--ray {address}: unreachable ({exc.strerror or exc})") from None
-
-
-GCS_PROBE = "/ray.rpc.NodeInfoGcsService/GetClusterId"  # the first call `ray.init` makes of a cluster's GCS
-TOKEN_HINT = "set RAY_AUTH_MODE=token here, with the head's ~/.ray/auth_token"
-
-
-def _check_gcs(address: str) -> None:
-    """`HOST:PORT` answers as a Ray cluster's GCS, asked once with a short timeout: Ray's own connect retries a port
-    that is not one (a dashboard's, Ray Client's) for minutes, deaf to Ctrl-C, and one refusing a missing token for
-    20 s, printing a warning a second, before an error that names neither."""
-    import grpc
-
-    code = _gcs_answer(address)
-    if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
-        raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}")
-    if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
-        raise UsageError(f"--ray {address}: not a Ray cluster's address (the head's `ray start --head --port`, "
-                         f"6379 by default; Ray Client's port is ray://HOST:PORT)")  # fmt: skip
-
-
-def _check_client(address: str) -> None:
-    """`ray://HOST:PORT` is not the cluster's GCS: Ray Client's connect to that port waits out its 30 s and says only
-    "ray client connection timeout"."""
-    import grpc
-
-    if _gcs_answer(address.removeprefix("ray://")) in (grpc.StatusCode.OK, grpc.StatusCode.UNAUTHENTICATED):
-        raise UsageError(f"--ray {address}: that port is the cluster's own (its GCS), not Ray Client's: give it "
-                         f"without ray:// ({address.removeprefix('ray://')}) on a machine of the cluster, or Ray "
-                         "Client's port (`ray start --head --ray-client-server-port`, often 10001)")  # fmt: skip
-
-
-def _gcs_answer(address: str, timeout_s: float = 5.0):
-    """How `HOST:PORT` answers the first call `ray.init` makes of a cluster's GCS (`GCS_PROBE`), asked once with a
-    short timeout: grpc's status code; None on a TLS cluster (the plain channel would not answer; Ray's own connect
-    says why)."""
-    if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
-        return None
-    import grpc
-
-    channel = grpc.insecure_channel(address)
-    try:
-        channel.unary_unary(GCS_PROBE)(b"", timeout=timeout_s)
-        return grpc.StatusCode.OK
-    except grpc.RpcError as exc:
-        return exc.code()
-    finally:
-        channel.close()
 
 
 def same_kind(a: dict, b: dict) -> bool:
