@@ -348,3 +348,15 @@ def test_export_to_dash_writes_standard_output_not_a_file_named_dash(tmp_path, c
     monkeypatch.chdir(tmp_path)
     assert main(["export", "-o", "-", "--format", "csv", "--db", str(db)]) == 0
     assert capfd.readouterr().out.startswith("run_id,") and not (tmp_path / "-").exists()
+
+
+def test_an_empty_gpu_or_price_file_is_refused_by_every_command_that_reads_one(capsys, tmp_path, monkeypatch):
+    """predict and crossover said "--gpu-specs : no such file"; advise --prices '' went on with the built-in prices
+    (or $DLPERF_PRICES) and measured for a minute."""
+    from dlperf.predict import prices
+
+    line = error_line(["predict", "tiny-fcn-r", "--gpu", "T4", "--gpu-specs", ""], capsys, tmp_path)
+    assert line == "--gpu-specs '': expected a CSV file, got nothing"
+    monkeypatch.setenv(prices.ENV, str(tmp_path / "mine.csv"))
+    with pytest.raises(UsageError, match=r"^--prices '': expected a CSV file, got nothing$"):
+        prices.use_prices("")

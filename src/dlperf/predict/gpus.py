@@ -92,6 +92,8 @@ def use_specs(path: str | None) -> None:
     if path is None:
         _user = ()
         return
+    if not path.strip():  # `--gpu-specs "$SPECS"` with $SPECS unset: no file named, not the built-in rows
+        raise UsageError(f"--gpu-specs {path!r}: expected a CSV file, got nothing")
     where = f"--gpu-specs {path}"
     text = read_text(path, where)
     _user = parse(text, where)

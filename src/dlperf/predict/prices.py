@@ -49,6 +49,8 @@ def use_prices(path: str | None) -> None:
     """Merge a user's price file over the built-in rows for this process: `path`, else $DLPERF_PRICES, else none.
     Read after `gpus.use_specs`, so a row may price a GPU the user's spec file adds."""
     global _user
+    if path is not None and not path.strip():  # `--prices "$FILE"` with $FILE unset: not $DLPERF_PRICES or none
+        raise UsageError(f"--prices {path!r}: expected a CSV file, got nothing")
     flag = "--prices" if path else ENV
     path = path or os.environ.get(ENV) or None
     if path is None:
