@@ -278,6 +278,19 @@ def test_the_fastest_framework_is_named_with_its_speed_up_over_the_next():
     assert any(r[0] == "fastest" for r in csv.reader(io.StringIO(table.render_csv(view))))
 
 
+def test_a_fastest_framework_that_kept_more_cores_busy_than_its_threads_says_so():
+    # mxnet at 1 thread kept 1.43 cores busy (its engine worker beside the Python thread): named fastest at cpu:1
+    # against torch's one core, nothing said its speed-up came from a second core
+    cells = [make_cell("tiny-lstm", framework=fw, batch=4, median_s=m, n=50, key=fw, cpu_utilization=u)
+             for fw, m, u in (("torch", 0.002, 0.99), ("mxnet", 0.001, 1.43))]  # fmt: skip
+    view = table.build(1, cells)
+    _, line = view.fastest
+    assert line.endswith("as fast as torch, mxnet kept 1.43 cores busy at 1 thread(s)")
+    assert view.fastest_json[0]["cores_busy_beyond_threads"] == 1.43
+    cells[1] = make_cell("tiny-lstm", framework="mxnet", batch=4, median_s=0.001, n=50, key="m", cpu_utilization=1.1)
+    assert "cores busy" not in table.build(1, cells).fastest[1]  # within the threads' cores: nothing to say
+
+
 def test_the_fastest_framework_without_steps_or_with_few_has_no_interval_and_one_framework_names_none():
     cells = [make_cell("fcn-r", framework=fw, batch=16, median_s=m, n=n, key=fw, warnings=w)
              for fw, m, n, w in (("torch", 2.0, 2, ["few samples: the median of 2 timed steps"]),

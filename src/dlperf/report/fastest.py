@@ -5,7 +5,9 @@ Where a run measured one workload, mode and column under two or more frameworks,
 speed-up over the next fastest (the runner-up's median over its own) and, where both cells' steps are at hand and
 neither median is of too few steps, the 95% interval of that speed-up (`report/speedup.py`). A comparison that rests on
 a disturbed cell (other processes' load, steal time, few samples: `table.disturbances`) says so: its order may be the
-machine's, not the frameworks'. An interval from one process per cell holds only the noise within that process.
+machine's, not the frameworks'. So does a fastest cell that kept more cores busy than its threads (MXNet's engine worker
+beside the Python thread: `table.cores_beyond_threads`): it was not faster on the same cores. An interval from one
+process per cell holds only the noise within that process.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class Fastest:
     compared: int  # how many frameworks measured it
     interval: Speedup | None  # None: a side without samples, or a median of too few steps
     disturbed: bool  # a compared cell was disturbed (`table.disturbances`)
+    busy: float | None = None  # the cores the fastest cell kept busy, where well above its threads; else None
 
     @property
     def ratio(self) -> float:
@@ -45,6 +48,8 @@ class Fastest:
         line += f" (of {self.compared})" if self.compared > 2 else ""
         if self.interval and not self.interval.excludes_one():
             line += ", not told apart"
+        if self.busy:
+            line += f", {self.cell.framework} kept {self.busy:.2f} cores busy at {self.cell.threads} thread(s)"
         return line + (", a compared cell disturbed" if self.disturbed else "")
 
     @property
@@ -57,15 +62,19 @@ class Fastest:
             "framework": self.cell.framework, "median_s": self.cell.median_s,
             "next": self.next.framework, "next_median_s": self.next.median_s, "speedup": self.ratio,
             "ci_low": self.interval and self.interval.low, "ci_high": self.interval and self.interval.high,
-            "frameworks": self.compared, "disturbed": self.disturbed,
+            "frameworks": self.compared, "disturbed": self.disturbed, "cores_busy_beyond_threads": self.busy,
         }  # fmt: skip
 
 
 def build(
-    groups: dict[tuple[str, str, str], list[CellRecord]], samples: dict[str, list[list[float]]], disturbed
+    groups: dict[tuple[str, str, str], list[CellRecord]],
+    samples: dict[str, list[list[float]]],
+    disturbed,
+    beyond=lambda cell: None,
 ) -> list[Fastest]:
     """`groups`: (workload, mode label, column) -> its timed, training cells, one per framework; `disturbed(cell)`:
-    whether the cell's median is not only the model's. Groups of one framework compare nothing and are left out."""
+    whether the cell's median is not only the model's; `beyond(cell)`: the cores it kept busy where well above its
+    threads, else None. Groups of one framework compare nothing and are left out."""
     out = []
     for (workload, mode, column), cells in groups.items():
         if len({c.framework for c in cells}) < 2:
@@ -74,7 +83,10 @@ def build(
         interval = None
         if samples.get(first.key) and samples.get(second.key) and not (few(first.n) or few(second.n)):
             interval = speedup(samples[second.key], samples[first.key])
-        out.append(Fastest(workload, mode, column, first, second, len(cells), interval, any(map(disturbed, cells))))
+        busy = beyond(first)
+        out.append(
+            Fastest(workload, mode, column, first, second, len(cells), interval, any(map(disturbed, cells)), busy)
+        )
     order = list(dict.fromkeys((w, m) for w, m, _ in groups))  # the rows' order, then the columns'
     return sorted(out, key=lambda f: (order.index((f.workload, f.mode)), column_order(f.column)))
 

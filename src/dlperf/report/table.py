@@ -111,7 +111,7 @@ def build(
         notes.append(f"verdict: a cell without a profile shows none; {how}")
     view = TableView(run_id, columns, list(rows.values()), show_mode, notes, versions(cells), verdicts)
     view.pipeline = data.build(cells)
-    found = fastest.build(framework_groups(view), samples or {}, lambda c: bool(disturbances(c)))
+    found = fastest.build(framework_groups(view), samples or {}, lambda c: bool(disturbances(c)), cores_beyond_threads)
     view.fastest, view.fastest_json = fastest.lines(found, samples or {}), [f.to_json() for f in found]
     return view
 
