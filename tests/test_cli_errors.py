@@ -360,3 +360,11 @@ def test_an_empty_gpu_or_price_file_is_refused_by_every_command_that_reads_one(c
     monkeypatch.setenv(prices.ENV, str(tmp_path / "mine.csv"))
     with pytest.raises(UsageError, match=r"^--prices '': expected a CSV file, got nothing$"):
         prices.use_prices("")
+
+
+def test_merging_a_store_with_no_runs_says_so(tmp_path, capsys):
+    """`dlperf merge empty.db --db all.db` printed nothing and exited 0: the wrong file named looked like a merge."""
+    empty = tmp_path / "empty.db"
+    Store.open(empty, create=True).close()
+    assert main(["merge", str(empty), "--db", str(tmp_path / "all.db")]) == 0
+    assert capsys.readouterr().out == f"{empty}: nothing to copy (it holds no run and no peak)\n"

@@ -93,6 +93,8 @@ def _merge_one(source: Source, dst: Store, lines: list[str]) -> list[Copied]:
     relink(source, dst, {c.source_run: c.target_run for c in done})
     if added := dst.insert_missing_peaks(source.peaks):
         lines.append(f"{source.name}: {added} measured peak{'s' * (added != 1)} copied")
+    elif not source.runs:  # said, where nothing at all was: the wrong file named, or one dlperf only created
+        lines.append(f"{source.name}: nothing to copy (it holds no run{' and no peak' * (not source.peaks)})")
     return done
 
 
