@@ -368,3 +368,21 @@ def test_merging_a_store_with_no_runs_says_so(tmp_path, capsys):
     Store.open(empty, create=True).close()
     assert main(["merge", str(empty), "--db", str(tmp_path / "all.db")]) == 0
     assert capsys.readouterr().out == f"{empty}: nothing to copy (it holds no run and no peak)\n"
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("folder", "'{t}' is a directory, not a Python file"),
+        ("notes.txt", "'{t}' is not a Python file (expected path/to/file.py)"),
+        ("m" * 300 + ".py", "'{t}' cannot be looked at (File name too long)"),
+    ],
+)
+def test_a_factory_file_that_is_no_python_file_is_named_so(target, said, capsys, tmp_path):
+    """A folder was "no such file", a .txt was imported as a module named after its path ("No module named
+    '/x/notes'"), and a name too long to look up was a traceback (ENAMETOOLONG out of Path.is_file)."""
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "notes.txt").write_text("def make():\n    pass\n")
+    full = str(tmp_path / target)
+    line = error_line(["run", "--workloads", f"{full}:make"], capsys, tmp_path)
+    assert line == f"workload '{full}:make': " + said.format(t=full), line

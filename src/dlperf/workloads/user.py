@@ -113,10 +113,21 @@ def normalize_source(source: str) -> str:
     target, attr = split_source(source)
     if target.endswith(".py") or "/" in target or "\\" in target:
         path = Path(target).expanduser()
-        if not path.is_file():
-            raise UsageError(f"workload {source!r}: no such file {str(path)!r}")
+        if why := not_a_source_file(path):
+            raise UsageError(f"workload {source!r}: {why}")
         return f"{path.resolve()}:{attr}"
     return source
+
+
+def not_a_source_file(path: Path) -> str | None:
+    """Why `path` is no Python file to import a factory from (a folder, another kind of file, nothing there, a name
+    too long to look up); None where it is one."""
+    try:
+        if path.is_file():
+            return None if path.suffix == ".py" else f"{str(path)!r} is not a Python file (expected path/to/file.py)"
+        return f"{str(path)!r} is a directory, not a Python file" if path.is_dir() else f"no such file {str(path)!r}"
+    except OSError as exc:  # ENAMETOOLONG, which Path.is_file() raises
+        return f"{str(path)!r} cannot be looked at ({exc.strerror or exc})"
 
 
 def source_of(factory: Callable[[], Any]) -> str:
