@@ -80,7 +80,6 @@ def test_rays_logging_goes_to_the_log_and_comes_back_after(tmp_path, capsys):
 def test_the_clusters_own_port_given_as_ray_clients_is_said_at_once(monkeypatch, grpc_answering):  # noqa: F811
     """`ray://HOST:6379` (the GCS's port): Ray Client waited out its 30 s, then said "ray client connection timeout"
     and suggested a token; now one line before any connect. Ray Client's own port (UNIMPLEMENTED) is let through."""
-    import grpc
 
     address, code = grpc_answering  # a GCS that wants a token
     fake = FakeRay()
@@ -90,8 +89,31 @@ def test_the_clusters_own_port_given_as_ray_clients_is_said_at_once(monkeypatch,
     assert str(caught.value).startswith(f"--ray ray://{address}: that port is the cluster's own (its GCS), not Ray "
                                         f"Client's: give it without ray:// ({address})")  # fmt: skip
     assert fake.calls == 0
-    code[0] = grpc.StatusCode.UNIMPLEMENTED  # Ray Client's proxy
+    code[0] = {fleet_connect.CLIENT_PROBE: b""}  # Ray Client's proxy: it answers its PING, not the GCS's call
     assert fleet.connect(f"ray://{address}", "/unused") is fake and fake.calls == 1
+
+
+@pytest.mark.parametrize("auth_mode", [None, "token"])
+def test_ray_clients_port_that_wants_a_token_says_so_at_once(monkeypatch, grpc_answering, auth_mode):  # noqa: F811
+    """Ray Client's server refusing a missing token: its connect waited out 30 s, then "ray client connection
+    timeout"; with RAY_AUTH_MODE=token set, Ray sends the token and the probe lets it through."""
+    import grpc
+
+    address, code = grpc_answering
+    code[0] = {fleet_connect.CLIENT_PROBE: grpc.StatusCode.UNAUTHENTICATED}
+    fake = FakeRay()
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
+    if auth_mode:
+        monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
+        assert fleet.connect(f"ray://{address}", "/unused") is fake
+        return
+    monkeypatch.delenv("RAY_AUTH_MODE", raising=False)
+    with pytest.raises(UsageError, match=rf"^--ray ray://{address}: the cluster checks a token: set RAY_AUTH_MODE"):
+        fleet.connect(f"ray://{address}", "/unused")
+    code[0] = {}  # a gRPC service that is not Ray Client's
+    with pytest.raises(UsageError, match=rf"^--ray ray://{address}: not Ray Client's port"):
+        fleet.connect(f"ray://{address}", "/unused")
+    assert fake.calls == 0
 
 
 def test_too_little_of_a_resource_says_how_much_the_nodes_have():

@@ -119,15 +119,20 @@ def test_a_port_that_is_not_a_ray_cluster_is_one_line_not_a_hang(tmp_path):
 @pytest.fixture
 def grpc_answering():
     """A gRPC server on a free port answering every call with the status given (`code[0]`): a Ray GCS that wants a
-    token (UNAUTHENTICATED), or a gRPC service that is not a GCS (UNIMPLEMENTED: Ray Client's port)."""
+    token (UNAUTHENTICATED), or a gRPC service that is not a GCS (UNIMPLEMENTED: Ray Client's port). `code[0]` a dict:
+    each method's own answer (a status, or bytes: answered), UNIMPLEMENTED for a method it does not name."""
     require("ray")
     import grpc
 
     code = [grpc.StatusCode.UNAUTHENTICATED]
 
+    def answer(method: str):
+        given = code[0].get(method, grpc.StatusCode.UNIMPLEMENTED) if isinstance(code[0], dict) else code[0]
+        return lambda request, context: given if isinstance(given, bytes) else context.abort(given, "no")
+
     class Refuse(grpc.GenericRpcHandler):
         def service(self, details):
-            return grpc.unary_unary_rpc_method_handler(lambda request, context: context.abort(code[0], "no"))
+            return grpc.unary_unary_rpc_method_handler(answer(details.method))
 
     server = grpc.server(ThreadPoolExecutor(1), handlers=[Refuse()])
     port = server.add_insecure_port("127.0.0.1:0")

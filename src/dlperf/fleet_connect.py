@@ -91,6 +91,7 @@ def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
 
 
 GCS_PROBE = "/ray.rpc.NodeInfoGcsService/GetClusterId"  # the first call `ray.init` makes of a cluster's GCS
+CLIENT_PROBE = "/ray.rpc.RayletDriver/ClusterInfo"  # Ray Client's first call: a PING its server answers itself
 TOKEN_HINT = "set RAY_AUTH_MODE=token here, with the head's ~/.ray/auth_token"
 
 
@@ -100,7 +101,7 @@ def _check_gcs(address: str) -> None:
     20 s, printing a warning a second, before an error that names neither."""
     import grpc
 
-    code = _gcs_answer(address)
+    code = _answer(address, GCS_PROBE)
     if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
         raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}")
     if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
@@ -109,27 +110,35 @@ def _check_gcs(address: str) -> None:
 
 
 def _check_client(address: str) -> None:
-    """`ray://HOST:PORT` is not the cluster's GCS: Ray Client's connect to that port waits out its 30 s and says only
-    "ray client connection timeout"."""
+    """`ray://HOST:PORT` answers as Ray Client's server, asked as `_check_gcs` asks: Ray Client's connect to another
+    port, or to one that wants a token it was not given, waits out its 30 s and says only "ray client connection
+    timeout"."""
     import grpc
+    from ray.core.generated.ray_client_pb2 import ClusterInfoRequest, ClusterInfoType
 
-    if _gcs_answer(address.removeprefix("ray://")) in (grpc.StatusCode.OK, grpc.StatusCode.UNAUTHENTICATED):
+    where = address.removeprefix("ray://")
+    if _answer(where, GCS_PROBE) in (grpc.StatusCode.OK, grpc.StatusCode.UNAUTHENTICATED):
         raise UsageError(f"--ray {address}: that port is the cluster's own (its GCS), not Ray Client's: give it "
-                         f"without ray:// ({address.removeprefix('ray://')}) on a machine of the cluster, or Ray "
-                         "Client's port (`ray start --head --ray-client-server-port`, often 10001)")  # fmt: skip
+                         f"without ray:// ({where}) on a machine of the cluster, or Ray Client's port (`ray start "
+                         "--head --ray-client-server-port`, often 10001)")  # fmt: skip
+    code = _answer(where, CLIENT_PROBE, ClusterInfoRequest(type=ClusterInfoType.PING).SerializeToString())
+    if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
+        raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}")
+    if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED):
+        raise UsageError(f"--ray {address}: not Ray Client's port (`ray start --head --ray-client-server-port`, "
+                         "often 10001)")  # fmt: skip
 
 
-def _gcs_answer(address: str, timeout_s: float = 5.0):
-    """How `HOST:PORT` answers the first call `ray.init` makes of a cluster's GCS (`GCS_PROBE`), asked once with a
-    short timeout: grpc's status code; None on a TLS cluster (the plain channel would not answer; Ray's own connect
-    says why)."""
+def _answer(address: str, method: str, request: bytes = b"", timeout_s: float = 5.0):
+    """How `HOST:PORT` answers a call of `method` (`GCS_PROBE`, `CLIENT_PROBE`), asked once with a short timeout:
+    grpc's status code; None on a TLS cluster (the plain channel would not answer; Ray's own connect says why)."""
     if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
         return None
     import grpc
 
     channel = grpc.insecure_channel(address)
     try:
-        channel.unary_unary(GCS_PROBE)(b"", timeout=timeout_s)
+        channel.unary_unary(method)(request, timeout=timeout_s)
         return grpc.StatusCode.OK
     except grpc.RpcError as exc:
         return exc.code()
