@@ -386,3 +386,20 @@ def test_a_factory_file_that_is_no_python_file_is_named_so(target, said, capsys,
     full = str(tmp_path / target)
     line = error_line(["run", "--workloads", f"{full}:make"], capsys, tmp_path)
     assert line == f"workload '{full}:make': " + said.format(t=full), line
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["compare", "", "1"], "A '': expected a run id, a database file or path.db:ID, got nothing"),
+        (["merge", ""], "merge '': expected a database file, got nothing"),
+        (["plot", "scaling", "-o", "x.png", "--workloads", ""], "--workloads '': expected a comma-separated list, got "
+                                                                 "nothing"),
+        (["plot", "scaling", "-o", "x.png", "--workloads", "a,,b"], "--workloads 'a,,b': an empty item (a doubled "
+                                                                    "comma)"),
+    ],
+)  # fmt: skip
+def test_an_empty_run_store_or_workload_list_is_named_as_empty(args, said, capsys, tmp_path):
+    """compare and merge said "'' is a directory, not a database file" (the current folder), plot --workloads ''
+    drew every workload."""
+    assert error_line(args, capsys, tmp_path) == said

@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 
-from dlperf.commands.common import add_format, db_path, real
+from dlperf.commands.common import add_format, db_path, given, real
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -24,7 +24,8 @@ DESCRIPTION = (
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     for name in ("A", "B"):
-        p.add_argument(name, help="a run id of --db, a database file (its latest run), or path.db:ID")
+        p.add_argument(name, type=given(name, "a run id, a database file or path.db:ID"),
+                       help="a run id of --db, a database file (its latest run), or path.db:ID")  # fmt: skip
     p.add_argument(
         "--threshold",
         type=real("--threshold", above=False, most=1e6),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import db_path
+from dlperf.commands.common import db_path, given
 from dlperf.vocab import ExitCode
 
 HELP = (
@@ -21,7 +21,8 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("sources", nargs="+", metavar="SOURCE", help="database files to copy from")
+    p.add_argument("sources", nargs="+", metavar="SOURCE", type=given("merge", "a database file"),
+                   help="database files to copy from")  # fmt: skip
 
 
 def run(args) -> int:

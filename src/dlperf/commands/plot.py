@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("kind", choices=list(KINDS), help="which charts")
     p.add_argument("-o", "--output", required=True, help="file.png, file.svg or file.pdf (format from the suffix)")
     p.add_argument("--run", type=runs, help=RUN_HELP)
-    p.add_argument("--workloads", help="comma list: only these workloads (default: every workload of the run)")
+    p.add_argument("--workloads", type=workload_list,
+                   help="comma list: only these workloads (default: every workload of the run)")  # fmt: skip
     p.add_argument(
         "--dpi",
         type=whole("--dpi", 10, most=MAX_DPI),
@@ -60,10 +61,16 @@ def run(args) -> int:
     return warn_unreadable(data.unreadable, "the charts") or ExitCode.OK
 
 
-def only(cells: list, workloads: str | None) -> list:
-    if not workloads:
+def workload_list(text: str) -> list[str]:
+    """--workloads, checked before the store is read: a blank item is refused, not read past."""
+    from dlperf.spec import split_list
+
+    return split_list(text, "--workloads")
+
+
+def only(cells: list, wanted: list[str] | None) -> list:
+    if wanted is None:
         return cells
-    wanted = [w.strip() for w in workloads.split(",") if w.strip()]
     known = list(dict.fromkeys(c.workload for c in cells))
     missing = [w for w in wanted if w not in known]
     if missing:
