@@ -52,3 +52,24 @@ def test_dlperf_profile_and_table_explain_advise_a_jax_cell_only_what_jax_runs(t
     assert "--modes" not in text, text
     assert "left out: bf16: the jax backend runs fp32 only" in text
     assert found.modes == ()
+
+
+def test_only_a_pytorch_cell_is_told_that_dlperf_optimize_tries_the_modes(tmp_path):
+    # a tensorflow cell read "try: --modes compile (with dlperf run or profile; dlperf optimize tries each)", but
+    # optimize measures PyTorch only: it has no --framework
+    env = {"cpu": {"model": "Test CPU"}, "frameworks": {}}
+    lines = {}
+    store = Store.open(tmp_path / "p.db", create=True)
+    try:
+        for framework in ("tensorflow", "torch"):
+            planned = PlannedCell(Cell("tiny-alexnet-r", framework, "cpu", 1, "fp32"), IMAGES)
+            run_id = store.create_run({}, env, fingerprint(env), ["dlperf", "profile"], [planned])
+            figures = CellFigures(status=Status.OK, median_s=1.0, n=50)
+            store.record(run_id, planned.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[1.0]), figures)
+            store.record_profile(run_id, planned.cell.key, ProfileOutcome(Status.OK, None, 1.0, profiled(LAUNCH_BOUND)))
+            [cell] = store.cells(run_id)
+            lines[framework] = describe(cell, store.profiles(run_id)[cell.key], {}, env=env)
+    finally:
+        store.close()
+    assert "  try: --modes compile (with dlperf run or profile)" in lines["tensorflow"]
+    assert "  try: --modes compile (with dlperf run or profile; dlperf optimize tries each)" in lines["torch"]

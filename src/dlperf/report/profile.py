@@ -54,7 +54,7 @@ from dlperf.measure.stats import few
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components
 from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
 from dlperf.report.format import figure, seconds
-from dlperf.vocab import Bound, Category, DeviceKind
+from dlperf.vocab import Bound, Category, DeviceKind, Framework
 
 if TYPE_CHECKING:
     from dlperf.protocol import Profiled
@@ -284,6 +284,12 @@ def not_implemented(framework: str | None, modes: frozenset[Mode]) -> str:
     return f"the {framework} backend does not implement it (its modes: {', '.join(runs)})"
 
 
+def searched(framework: str) -> tuple[str, ...]:
+    """Who searches the modes of a framework's cell: `dlperf optimize` measures PyTorch (its spec's framework) only, so
+    a tensorflow cell told to try --modes compile is not told that optimize would."""
+    return ("dlperf optimize tries each",) if framework == Framework.TORCH else ()
+
+
 def fit_of(cell: CellRecord, peaks: Mapping[str, float], env: dict | None) -> Fit:
     """What the cell's workload (as planned) and device allow, from the peaks measured there and, for a dtype without
     one, the speed the run's planning probe timed (`EnvAnswer.precision_speed`)."""
@@ -429,7 +435,7 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
         rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
         lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
-        where = " (with dlperf run or profile; dlperf optimize tries each)" if v.modes else ""
+        where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if v.modes else ""
         lines.append(f"  try: {'; '.join(tries) + where if tries else 'no mode addresses it on this device'}")
         if v.left_out:
             lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
