@@ -149,3 +149,23 @@ def test_ray_auto_on_a_machine_in_no_cluster_says_what_to_do_in_dlperfs_words(mo
     assert str(caught.value).startswith("--ray auto: this machine is in no Ray cluster (`ray start --head` starts one")
     assert "--address` flag" not in str(caught.value) and str(caught.value).endswith("or --ray local for one of this "
                                                                                      "run's own")  # fmt: skip
+
+
+def test_a_client_connection_lost_before_the_sweep_began_is_one_line(tmp_path):
+    """Lost while the nodes were asked for (or their kinds, or their actors started): a ConnectionError traceback."""
+
+    class Gone:
+        shut = False
+
+        def nodes(self):
+            raise CUT
+
+        def shutdown(self):
+            self.shut = True
+
+    ray, args = Gone(), SimpleNamespace(resume=False, ray="ray://head:10001")
+    with pytest.raises(UsageError) as caught:
+        fleet._run(ray, args, ["run"], str(tmp_path / "x.db"), None, fleet.RayLog(str(tmp_path / "x.db")))
+    assert str(caught.value).startswith("--ray ray://head:10001: the connection to the cluster was lost before the "
+                                        "sweep began (Request can't be sent")  # fmt: skip
+    assert ray.shut and not (tmp_path / "x.db").exists()

@@ -384,6 +384,9 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
                 if node.continues is not None:
                     store.set_run_status(node.continues, "interrupted")
             store.close()
+    except ConnectionError as exc:  # Ray Client's connection lost before the nodes began (`follow` says it after)
+        raise UsageError(f"--ray {args.ray}: the connection to the cluster was lost before the sweep began "
+                         f"({server_reason(exc)})") from None  # fmt: skip
     finally:
         ray.shutdown()
 
