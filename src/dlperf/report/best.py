@@ -80,8 +80,9 @@ def _speed(r: Best) -> str:
         return "-"
     if r.mode == BASELINE:
         return "1.00x: fp32 is the fastest" if r.timed > 1 else "-: fp32 alone was measured"
-    if r.ci_low is not None:
-        return f"{r.speedup:.2f}x [{r.ci_low:.2f}-{r.ci_high:.2f}]"
+    if r.ci_low is not None:  # an interval that holds 1x does not tell the best mode from fp32 (as `fastest` says)
+        apart = "" if r.ci_low > 1 or r.ci_high < 1 else ", not told apart"
+        return f"{r.speedup:.2f}x [{r.ci_low:.2f}-{r.ci_high:.2f}]{apart}"
     why = f"a median of under {FEW_SAMPLES} steps" if r.few else "no samples"
     return f"{r.speedup:.2f}x [no interval: {why}]"
 

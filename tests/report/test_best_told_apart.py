@@ -1,0 +1,26 @@
+"""The best-mode view (`dlperf table --best`) names a mode whose speed-up's interval holds 1x as not told apart from
+fp32, as the fastest-framework lines do: tensorflow's compile on tiny-alexnet-s read "1.06x [0.95-1.26]" as the best."""
+
+import random
+
+from conftest import make_cell
+from dlperf.report import best
+
+
+def rows(spread: float):
+    cells = [make_cell("tiny-alexnet-s", framework="tensorflow", mode=m, median_s=s, n=50, key=m)
+             for m, s in (("fp32", 0.00724), ("compile", 0.00685))]  # fmt: skip
+    rng = random.Random(0)
+    samples = {c.key: [[c.median_s * rng.uniform(1 - spread, 1 + spread) for _ in range(50)]] for c in cells}
+    return best.build(cells, samples)
+
+
+def test_a_best_mode_whose_interval_holds_one_is_not_told_apart_from_fp32():
+    [row] = rows(0.5)
+    assert row.mode == "compile" and row.ci_low < 1 < row.ci_high
+    assert best.values(row)[-1].endswith("], not told apart")
+
+
+def test_a_best_mode_told_apart_reads_as_before():
+    [row] = rows(0.01)
+    assert row.ci_low > 1 and best.values(row)[-1] == f"{row.speedup:.2f}x [{row.ci_low:.2f}-{row.ci_high:.2f}]"
