@@ -7,6 +7,7 @@ import errno
 import os
 import shlex
 import sqlite3
+import stat
 from pathlib import Path
 
 from dlperf.errors import StoreFault, UsageError, why_unwritable
@@ -64,11 +65,25 @@ def unreachable(path: str | Path) -> str | None:
     return None
 
 
+NOT_FILES = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+             stat.S_IFSOCK: "a socket"}  # fmt: skip
+
+
 def not_a_database_file(path: str | Path, missing: str | None = "no such database file") -> str | None:
-    """Why `path` is not a file to open as a database: a directory, or (`missing`) nothing there; None otherwise."""
+    """Why `path` is not a file to open as a database: a directory, something else that is no file (a FIFO, on which
+    SQLite's open would wait for a writer, past SIGTERM; a device such as /dev/null, which takes no schema), a link
+    to nothing whose directory is not there, or (`missing`) nothing there; None otherwise."""
     p = Path(path)
     if p.is_dir():
         return "is a directory, not a database file"
+    try:
+        kind = NOT_FILES.get(stat.S_IFMT(os.stat(p).st_mode))
+    except OSError:
+        kind = None
+    if kind:
+        return f"is {kind}, not a database file"
+    if p.is_symlink() and not p.exists() and not (target := Path(os.path.realpath(p))).parent.is_dir():
+        return f"is a link to {str(target)!r}, whose directory does not exist"
     return missing if missing and not p.is_file() else None
 
 
