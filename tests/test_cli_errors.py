@@ -403,3 +403,10 @@ def test_an_empty_run_store_or_workload_list_is_named_as_empty(args, said, capsy
     """compare and merge said "'' is a directory, not a database file" (the current folder), plot --workloads ''
     drew every workload."""
     assert error_line(args, capsys, tmp_path) == said
+
+
+def test_optimize_given_two_devices_says_it_searches_one(capsys, tmp_path):
+    """`optimize --device cpu,cuda` was a traceback: "too many values to unpack (expected 1)"."""
+    line = error_line(["optimize", "tiny-fcn-r", "--device", "cpu,cuda"], capsys, tmp_path)
+    assert line == ("--device 'cpu,cuda': optimize searches one device's modes; give one (dlperf run --devices "
+                    "cpu,cuda measures each)")  # fmt: skip

@@ -54,11 +54,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from dlperf import optimize
+    from dlperf.errors import UsageError
     from dlperf.loaders import parse_loaders
     from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_one_workload
 
     workload = parse_one_workload(args.workload)
-    [device] = parse_devices(args.device)
+    devices = parse_devices(args.device)
+    if len(devices) > 1:  # a search of one device's modes: `run --devices` measures several
+        raise UsageError(f"--device {args.device!r}: optimize searches one device's modes; give one (dlperf run "
+                         f"--devices {','.join(devices)} measures each)")  # fmt: skip
+    [device] = devices
     opts = optimize.Options(
         workload=workload,
         device=device,
