@@ -156,3 +156,15 @@ def test_a_place_that_cannot_take_the_line_is_not_left_behind(tmp_path, monkeypa
     assert spill.keep(db, 1, "b", 0, m) == beside
     assert spill.keep(db, 1, "c", 0, m) == in_data  # a file that was there before is never removed
     assert [k.key for k in spill.kept(db, 1)] == ["b", "c", "a", "c"]
+
+
+def test_a_transaction_on_a_store_gone_says_so_not_that_it_is_damaged(running, tmp_path):
+    """`dlperf merge` into a target deleted meanwhile read 'SQLite could not read it (attempt to write a readonly
+    database): damaged, or changed by another program'; the copy is rolled back and what the target held copied."""
+    store, run_id = running
+    os.unlink(store.path)
+    said = "the file was deleted while this command ran, so SQLite could not store what it copied"
+    with pytest.raises(StoreGone, match=said), store.transaction():
+        store.conn.execute("UPDATE runs SET status = 'complete' WHERE id = ?", (run_id,))
+    copy = tmp_path / "runs" / "a-rescued.db"
+    assert rows(copy, "SELECT status FROM runs")[0]["status"] == "running"

@@ -385,16 +385,22 @@ class Store(Copies, MachineFigures):
             raise UsageError(f"damaged ({found[0]})")
 
     @contextmanager
-    def transaction(self) -> Iterator[None]:
-        """One write transaction around several writes (`insert_copy`, `insert_missing_peaks`): all or none."""
+    def transaction(self, what: str = "what it copied") -> Iterator[None]:
+        """One write transaction around several writes (`insert_copy`, `insert_missing_peaks`): all or none. The file
+        gone from its path meanwhile is said as a write is (`_gone`), not as a damaged file."""
         self._ready_to_write()
-        self.conn.execute("BEGIN IMMEDIATE")
         try:
-            yield
-        except BaseException:
-            self.conn.rollback()
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self.conn.rollback()
+                raise
+            self.conn.commit()
+        except sqlite3.Error as exc:
+            if fault := self._gone(what, exc):
+                raise fault from None
             raise
-        self.conn.commit()
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:
