@@ -44,6 +44,25 @@ def test_nodes_are_chosen_by_label_or_resource_among_the_alive_ones():
         fleet.parse_nodes("gpu_type")
 
 
+@pytest.mark.parametrize("text", ["CPU=lots", "GPU=one", "CPU=0", "CPU=-2", "memory=nan", "CPU=inf", "CPU=\uff14"])
+def test_a_ray_resource_that_is_no_number_is_refused_before_any_cluster(text):
+    """`--nodes CPU=lots` started a cluster, then said 'no alive node has that much CPU'."""
+    key = text.partition("=")[0]
+    with pytest.raises(UsageError, match=rf"^--nodes '{text}': {key} is a Ray resource, the least .* above zero"):
+        fleet.parse_nodes(text)
+    assert fleet.parse_nodes("CPU=2.5") == ("CPU", "2.5") and fleet.parse_nodes("gpu_type=lots") == ("gpu_type", "lots")
+
+
+def test_a_custom_resource_given_as_a_word_asks_for_a_number():
+    with pytest.raises(UsageError, match=r"^--nodes fast=yes: fast is a resource of the nodes, .* a number above zero"):
+        fleet.select(NODES, fleet.parse_nodes("fast=yes"))
+
+
+def test_the_command_refuses_a_ray_resource_that_is_no_number_in_one_line():
+    one_line_error(dlperf("run", "--ray", "local", "--nodes", "CPU=lots", "--workloads", "tiny-fcn-r"),
+                   "--nodes 'CPU=lots'", "a number above zero")  # fmt: skip
+
+
 def test_a_node_runs_the_users_flags_without_the_drivers_own():
     argv = ["run", "--ray", "auto", "--workloads", "fcn-r", "--nodes=all", "--db", "x.db", "--threads", "1"]
     assert fleet.node_argv(argv) == ["run", "--workloads", "fcn-r", "--threads", "1"]

@@ -61,14 +61,30 @@ class NodeInfo:
         return f"node {self.node_id[:8]} (host {self.host}{address})"
 
 
+RAY_RESOURCES = ("CPU", "GPU", "TPU", "memory", "object_store_memory")  # Ray's own: a count, never a label
+
+
 def parse_nodes(text: str) -> tuple[str, str] | None:
-    """`--nodes`: all (None), or KEY=VALUE (a node label, or a custom resource of at least VALUE)."""
+    """`--nodes`: all (None), or KEY=VALUE (a node label, or a custom resource of at least VALUE). One of Ray's own
+    resources takes a number above zero, refused otherwise before any cluster starts (CPU=lots)."""
     if text == "all":
         return None
     key, sep, value = text.partition("=")
     if not (sep and key.strip() and value.strip()):
         raise UsageError(f"--nodes {text!r}: give all, or KEY=VALUE (a node label or resource, e.g. gpu_type=H100)")
-    return key.strip(), value.strip()
+    key, value = key.strip(), value.strip()
+    if key in RAY_RESOURCES and not _amount(value):
+        raise UsageError(f"--nodes {text!r}: {key} is a Ray resource, the least a node has: a number above zero "
+                         f"(e.g. {key}=4)")  # fmt: skip
+    return key, value
+
+
+def _amount(value: str) -> bool:
+    """A resource's amount: a number above zero, finite, in ASCII digits."""
+    try:
+        return value.isascii() and 0 < float(value) < float("inf")
+    except ValueError:
+        return False
 
 
 def select(nodes: list[dict], wanted: tuple[str, str] | None) -> list[NodeInfo]:
@@ -85,6 +101,9 @@ def select(nodes: list[dict], wanted: tuple[str, str] | None) -> list[NodeInfo]:
         raise UsageError("--ray: the cluster has no alive node")
     key, value = wanted
     most = max((n.resources[key] for n in alive if key in n.resources), default=None)
+    if most is not None and not _amount(value):  # a custom resource the nodes have, given as a word
+        raise UsageError(f"--nodes {key}={value}: {key} is a resource of the nodes, the least a node has: a number "
+                         f"above zero (the most a node has: {most:g})")  # fmt: skip
     if most is not None:  # a resource the nodes have, too little of it: `ray start --num-cpus 2` and CPU=4, say
         raise UsageError(f"--nodes {key}={value}: no alive node has that much {key} (the most a node has: {most:g})")
     labels = sorted({f"{k}={v}" for n in alive for k, v in n.labels.items() if not k.startswith("ray.io/")})
