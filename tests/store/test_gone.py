@@ -38,10 +38,14 @@ def running(tmp_path, monkeypatch):
 
 
 def refused(store, run_id) -> StoreGone:
+    return refused_as(store, run_id, "attempt to write a readonly database")
+
+
+def refused_as(store, run_id, sqlite_said: str) -> StoreGone:
     with pytest.raises(StoreGone) as caught:
         store.record(run_id, KEY, 0, M, FIGURES)
     message = str(caught.value)
-    assert "\n" not in message and f"--db {store.path!r}: " in message and "readonly database" in message
+    assert "\n" not in message and f"--db {store.path!r}: " in message and sqlite_said in message
     return caught.value
 
 
@@ -168,3 +172,13 @@ def test_a_transaction_on_a_store_gone_says_so_not_that_it_is_damaged(running, t
         store.conn.execute("UPDATE runs SET status = 'complete' WHERE id = ?", (run_id,))
     copy = tmp_path / "runs" / "a-rescued.db"
     assert rows(copy, "SELECT status FROM runs")[0]["status"] == "running"
+
+
+def test_a_store_emptied_mid_run_says_its_runs_went_with_it(running, tmp_path):
+    """Truncated to nothing (`: > a.db`), the same file at the same path read 'could not store ... (no such table:
+    measurements)', and the resume it named found no run to resume."""
+    store, run_id = running
+    open(store.path, "w").close()
+    fault = refused_as(store, run_id, "no such table")
+    assert "the file was emptied while this command ran" in str(fault) and "the runs it held went with" in str(fault)
+    assert fault.now_at is None and sorted(p.name for p in (tmp_path / "runs").iterdir()) == ["a.db"]

@@ -27,7 +27,7 @@ from dlperf.store.copies import Copies
 from dlperf.store.copies import RunRows as RunRows  # where the fleet and merge import them from
 from dlperf.store.copies import run_origin as run_origin
 from dlperf.store.decode import decoded, run_record, text_factory
-from dlperf.store.location import StoreGone, check_path, gone, identity, newer_schema
+from dlperf.store.location import EMPTIED, StoreGone, check_path, gone, identity, newer_schema
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
@@ -139,7 +139,9 @@ class Store(Copies, MachineFigures):
         if self.vanished is None and (found := gone(self.path, self.held)):
             why, now_at = found
             note = ""
-            if now_at is None:
+            if why == EMPTIED:  # nothing left in it to copy
+                note = "; the runs it held went with what was in it"
+            elif now_at is None:
                 try:
                     now_at = spill.rescue(self.conn, self.path)
                     note = f"; what it held until then is copied to {str(now_at)!r}"

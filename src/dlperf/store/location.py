@@ -150,12 +150,20 @@ def identity(path: str | Path) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
+EMPTIED = "the file was emptied"
+
+
 def gone(path: str | Path, held: tuple[int, int] | None) -> tuple[str, Path | None] | None:
     """What became of the store file a command opened at `path` (`held`: its `identity` then), where the path no
-    longer names it: what happened, in words, and the file's new name where it was moved (as this process's open file
-    is named in /proc/self/fd); None while the path still names it (or nothing was held)."""
-    if held is None or identity(path) == held:
+    longer names it, or names it emptied: what happened, in words, and the file's new name where it was moved (as this
+    process's open file is named in /proc/self/fd); None while the path still names it (or nothing was held)."""
+    if held is None:
         return None
+    if identity(path) == held:  # still its file: gone only where its content went (truncated to nothing)
+        try:
+            return (EMPTIED, None) if os.path.getsize(path) == 0 else None
+        except OSError:  # gone just now: the next write says so
+            return None
     if (moved := open_name(held)) is not None:
         if not Path(path).is_absolute() and moved.is_relative_to(Path.cwd()):
             moved = moved.relative_to(Path.cwd())  # named as the user named it
