@@ -24,6 +24,7 @@ decide how many it can run; the per-process rate is this machine's.
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 
@@ -110,9 +111,25 @@ class Advice:
     cpu_why: str = ""  # why this CPU was not measured (its step does not fit this machine's memory)
 
 
+FLAGS = {"batch": "--batch", "data": "--data", "loaders": "--loaders", "budget_s": "--budget", "samples": "--samples",
+         "epochs": "--epochs", "timeout": "--timeout", "deadline": "--deadline"}  # fmt: skip
+MOST_BUDGET_S = 24 * 3600.0  # the command's --budget bound
+MOST_EPOCHS = 1e9  # the command's --epochs bound
+
+
 def check(opts: Options) -> tuple[tuple, float | None]:
     """Everything the flags say, checked before any child starts (the spec and price files are read before, by the
-    command): the workload's name, its batch, the GPUs (default: those with a price), the deadline, the work."""
+    command): the workload's name, its batch, the GPUs (default: those with a price), the deadline, the work. An
+    error names the command's flag (`--batch '0'`), or a Python caller's argument (`batch=0`: `Options.flags`)."""
+    try:
+        return _checked(opts)
+    except UsageError as exc:
+        if opts.flags:
+            raise
+        raise UsageError(_as_arguments(str(exc), opts)) from None
+
+
+def _checked(opts: Options) -> tuple[tuple, float | None]:
     from dlperf.predict import cost, gpus, prices
     from dlperf.spec import batch_number, make_spec, parse_workload
 
@@ -123,14 +140,46 @@ def check(opts: Options) -> tuple[tuple, float | None]:
         batch_number(str(opts.batch), "--batch")
     spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders)  # --data, --loaders as `dlperf run` checks
     opts.data, opts.loaders = spec.data, spec.loaders
-    if not opts.budget_s > 0:
-        raise UsageError("--budget must be above zero seconds")
-    if opts.samples is not None and opts.epochs is not None:
-        raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
+    _check_numbers(opts)
     said = ("--gpu", "") if opts.flags else ("gpus", "gpus='H100-SXM5-80GB,T4'")
     chosen = gpus.parse_gpus(opts.gpus, *said) if opts.gpus is not None else prices.priced()  # --gpu '' is refused
-    deadline = None if opts.deadline is None else cost.parse_deadline(opts.deadline)
+    deadline = None if opts.deadline is None else cost.parse_deadline(str(opts.deadline))
     return chosen, deadline
+
+
+def _check_numbers(opts: Options) -> None:
+    """--budget, --samples, --epochs, --timeout within the command line's bounds (a Python caller's values are not
+    parsed by it), each said as the command says it."""
+    from dlperf.spec import MAX_SECONDS
+
+    if not _number(opts.budget_s, above=0, most=MOST_BUDGET_S):
+        raise UsageError(f"--budget {str(opts.budget_s)!r}: expected seconds above zero and at most {MOST_BUDGET_S:g}")
+    if opts.samples is not None and not (_number(opts.samples, above=0) and isinstance(opts.samples, int)):
+        raise UsageError(f"--samples {str(opts.samples)!r}: expected a whole number of at least 1")
+    if opts.epochs is not None and not _number(opts.epochs, above=0, most=MOST_EPOCHS):
+        raise UsageError(f"--epochs {str(opts.epochs)!r}: expected a number above 0 and at most {MOST_EPOCHS:g}")
+    if opts.samples is not None and opts.epochs is not None:
+        raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
+    if not _number(opts.timeout, above=0, most=MAX_SECONDS):
+        raise UsageError(f"--timeout {str(opts.timeout)!r}: expected a number of seconds above 0")
+
+
+def _number(value, above: float, most: float = math.inf) -> bool:
+    """A finite int or float (not a bool, not text) above `above` and at most `most`."""
+    real = isinstance(value, int | float) and not isinstance(value, bool)
+    return real and math.isfinite(value) and above < value <= most
+
+
+def _as_arguments(message: str, opts: Options) -> str:
+    """A check's error as a Python caller gave the values: `--batch '0'` as `batch=0`, `--data DIR` as `data=DIR`,
+    a flag alone as its argument's name."""
+    for name, flag in FLAGS.items():
+        value = getattr(opts, name)
+        message = message.replace(f"{flag} {str(value)!r}", f"{name}={value!r}")
+        message = re.sub(
+            rf"{flag}(?![\w-])(?: ([A-Z]{{2,}})\b)?", lambda m, n=name: f"{n}={m[1]}" if m[1] else n, message
+        )
+    return message
 
 
 def advise(opts: Options, db: str, argv: list[str]) -> Advice:

@@ -35,8 +35,10 @@ def test_each_batch_flag_says_its_range_whatever_the_value(head, flag, said):
 def test_the_python_api_checks_a_batch_as_the_command_line_does():
     from dlperf import advise, crossover
 
-    with pytest.raises(UsageError, match=f"^--batch '0': {MEASURED}$"):
+    with pytest.raises(UsageError, match=f"^batch=0: {MEASURED}$"):  # the argument, not the flag
         advise.check(advise.Options("tiny-fcn-r", batch=0))
+    with pytest.raises(UsageError, match=f"^--batch '0': {MEASURED}$"):  # the command's
+        advise.check(advise.Options("tiny-fcn-r", batch=0, flags=True))
     with pytest.raises(UsageError, match=f"^batches=70000: {MEASURED}$"):  # the argument, not the flag
         crossover.check(crossover.Options("tiny-fcn-r", batches=(8, 70000)))
 
