@@ -168,3 +168,54 @@ def test_a_ctrl_c_between_two_tries_ends_the_search_as_one_during_a_try_does():
     assert search.run(SimpleNamespace(max_batch=2**16)) == ExitCode.INTERRUPTED
     assert search.ended == ["interrupted"] and search.answers["fp32"].largest == 8
     assert search.answers["fp32"].ended == "interrupted"
+
+
+OTHERS = "other processes used 82% of the CPUs while this cell was timed"
+
+
+def test_a_try_keeps_the_median_and_what_run_notes_of_its_timing_not_its_other_warnings():
+    """fit printed a rate per batch and nothing of how it was timed: on a busy machine the rates jumped 450x between
+    batches (210.8 to 93,597.9 samples/s) while each cell's stored notes said other processes used 80% of the CPUs."""
+    from types import SimpleNamespace
+
+    from dlperf.fit import Try
+    from dlperf.vocab import Status
+
+    warnings = [OTHERS, "noisy: IQR is 244% of the median", "oversubscribed: 4 threads on 2 cores",
+                "warm-up did not settle within --max-warmup steps or --max-time"]  # fmt: skip
+    cell = SimpleNamespace(status=Status.OK, ok=True, error=None, median_s=0.02, n=40, warmup_steps=3,
+                           peak_mem_bytes=2**20, peak_mem_kind="live", warnings=warnings)  # fmt: skip
+    tried = Try.of(cell, 512, 6.0)
+    assert tried.samples_per_s == 512 / 0.02 and tried.median_s == 0.02 and tried.steps == 40
+    assert tried.timing == (OTHERS, "noisy: IQR is 244% of the median")
+    assert tried.disturbed == list(tried.timing)
+    few = Try.of(SimpleNamespace(**{**vars(cell), "n": 3, "warnings": ["few samples: the median of 3 timed ..."]}), 512)
+    assert few.timing and not few.disturbed  # few steps has its own mark
+
+
+def test_the_table_marks_a_disturbed_rate_and_names_why_under_it(capsys, monkeypatch):
+    from dlperf.commands.fit import show
+    from dlperf.fit import ModeAnswer, Result, Try
+
+    monkeypatch.setenv("COLUMNS", "200")
+    quiet = Try(32, "ok", False, 2**20, "live", 40_000.0, None, 73, 5.0, 3, 0.0008)
+    busy = Try(64, "ok", False, 2**20, "live", 421.1, None, 23, 6.0, 3, 0.152, (OTHERS, "noisy: IQR is 244% of the "
+               "median"))  # fmt: skip
+    oom = Try(128, "failed", True, None, None, None, "out of memory at batch 128")
+    show(Result(1, {"fp32": ModeAnswer("fp32", [quiet, busy, oom], 64, "boundary")}, 0, "--max-memory 1 GiB"))
+    out = capsys.readouterr().out
+    rows = {line.split()[1]: line for line in out.splitlines() if line.startswith("│")}
+    assert "40,000.0 │" in rows["32"] and "800 µs" in rows["32"] and " 73 " in rows["32"]
+    assert "421.1~ │" in rows["64"] and "0.152 s" in rows["64"]
+    assert "~ = a rate timed while other processes used the CPUs, or of widely varying steps" in out
+    assert f"note: batch 64: {OTHERS}" in out and "note: batch 64: noisy: IQR is 244% of the median" in out
+    assert "fp32: the largest batch that fits is 64; batch 65 runs out of memory" in out  # the answer as it was
+
+
+def test_a_batch_not_tried_at_a_disturbed_pace_says_the_pace_was_disturbed():
+    from dlperf.fit import Try, too_long
+
+    calm = Try(1024, "ok", False, 2**30, "live", 1024 / 62, None, 1, 240.0, 1)
+    assert "disturbed" not in too_long([calm], 2048, timeout=300)
+    busy = Try(1024, "ok", False, 2**30, "live", 1024 / 62, None, 1, 240.0, 1, 62.0, (OTHERS,))
+    assert f"(4 min a try; its steps timed while disturbed: {OTHERS})" in too_long([busy], 2048, timeout=300)

@@ -59,13 +59,28 @@ class Try:
     steps: int = 0  # timed steps behind samples_per_s
     duration_s: float | None = None  # the try's process, start to end
     warmup_steps: int = 0  # the steps before the timed ones
+    median_s: float | None = None  # the median timed step, of `steps`: samples_per_s is batch / median_s
+    timing: tuple[str, ...] = ()  # what dlperf run notes of the steps' timing (other processes' load, noisy, ...)
 
     @classmethod
     def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None) -> Try:
+        from dlperf.report.table import note_kind
+
         oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
         rate = batch / cell.median_s if cell.ok and cell.median_s else None
+        timing = tuple(w for w in cell.warnings if note_kind(w) == "noise") if rate else ()
         return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,
-                   cell.n if rate else 0, duration_s, cell.warmup_steps or 0)  # fmt: skip
+                   cell.n if rate else 0, duration_s, cell.warmup_steps or 0, cell.median_s if rate else None,
+                   timing)  # fmt: skip
+
+    @property
+    def disturbed(self) -> list[str]:
+        """What says the rate is not the batch's own speed: other processes or another machine took the CPUs while
+        its steps were timed, or the steps varied widely (run's notes; a rate of few steps is marked on its own)."""
+        return [w for w in self.timing if w.startswith(UNSTEADY)]
+
+
+UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
 
 
 NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit reached, as --max-batch is
@@ -85,7 +100,8 @@ def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
     expected = last.duration_s + stepping * (batch / last.batch - 1)
     if expected <= timeout:
         return None
-    pace = f"at batch {last.batch}'s pace ({duration(last.duration_s)} a try)"
+    disturbed = f"; its steps timed while disturbed: {'; '.join(last.disturbed)}" if last.disturbed else ""
+    pace = f"at batch {last.batch}'s pace ({duration(last.duration_s)} a try{disturbed})"
     return (f"batch {batch} {NOT_TRIED}: {pace} it would take about {duration(expected)}, past --timeout "
             f"{duration(timeout)} (a longer --timeout tries it)")  # fmt: skip
 

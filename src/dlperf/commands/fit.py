@@ -83,33 +83,52 @@ def as_json(result) -> dict:
     }
 
 
+DISTURBED_MARK = "~"  # a rate timed while other processes took the CPUs, or of widely varying steps
+
+
 def show(result) -> None:
-    from rich.table import Table
-
     from dlperf.commands.common import print_rich
-    from dlperf.measure.stats import FEW_SAMPLES, few
-    from dlperf.report.format import nbytes
-    from dlperf.report.table import FEW_MARK
-
-    FEW_LEGEND = f"{FEW_MARK} = a rate of fewer than {FEW_SAMPLES} timed steps: a fit test, not a figure to rely on"
-
-    def rough(t) -> bool:  # a rate of few timed steps (0 steps: no rate to mark)
-        return t.samples_per_s is not None and few(t.steps or None)
 
     for mode, answer in result.answers.items():
         if not answer.tries:  # interrupted before one finished: a table would read as "nothing fits"
             print(headline(answer))
             continue
-        table = Table(title=f"{mode}: each batch tried, in order")  # the limit below: a long title folds mid-phrase
-        for name in ("batch", "fits", "peak memory", "samples/s"):
-            table.add_column(name, justify="right")
-        for t in answer.tries:
-            fits = "yes" if t.status == "ok" else "out of memory" if t.out_of_memory else t.status
-            rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{FEW_MARK if rough(t) else ''}"
-            table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), rate)
-        legend = [FEW_LEGEND] if any(rough(t) for t in answer.tries) else []
-        print_rich(table, lines=[f"limit: {result.limit}", *legend, headline(answer)])
+        table, legends, timing = tries_table(mode, answer.tries)
+        print_rich(table, lines=[f"limit: {result.limit}", *legends, headline(answer)], notes=timing)
     print_rich("", notes=result.notes)
+
+
+def tries_table(mode: str, tries: list):
+    """A mode's tries as a table, the legends of the marks it shows, and what dlperf run notes of each rate's
+    timing (other processes' load, noise, few steps), one line per kind naming its batches."""
+    from rich.table import Table
+
+    from dlperf.measure.stats import FEW_SAMPLES, few
+    from dlperf.measure.units import seconds
+    from dlperf.report.format import nbytes
+    from dlperf.report.notes import grouped
+    from dlperf.report.table import FEW_MARK
+
+    def marks(t) -> str:  # 0 steps: no rate to mark
+        rated = t.samples_per_s is not None
+        return (FEW_MARK if rated and few(t.steps or None) else "") + (DISTURBED_MARK if rated and t.disturbed else "")
+
+    table = Table(title=f"{mode}: each batch tried, in order")  # the limit below: a long title folds mid-phrase
+    for name in ("batch", "fits", "peak memory", "median step", "n", "samples/s"):
+        table.add_column(name, justify="right")
+    for t in tries:
+        fits = "yes" if t.status == "ok" else "out of memory" if t.out_of_memory else t.status
+        rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{marks(t)}"
+        steps = str(t.steps) if t.samples_per_s is not None else "-"
+        table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), seconds(t.median_s), steps, rate)
+    shown = "".join(marks(t) for t in tries)
+    legends = {
+        FEW_MARK: f"a rate of fewer than {FEW_SAMPLES} timed steps: a fit test, not a figure to rely on",
+        DISTURBED_MARK: "a rate timed while other processes used the CPUs, or of widely varying steps (notes "
+        "below): not this batch's own speed, nor one to compare batches by",
+    }
+    said = [f"{mark} = {legend}" for mark, legend in legends.items() if mark in shown]
+    return table, said, grouped([(f"batch {t.batch}", w) for t in tries for w in t.timing])
 
 
 def headline(answer) -> str:
