@@ -43,7 +43,19 @@ def test_a_tool_the_paper_has_but_without_a_figure_there_says_so():
     # the paper's TF has no CPU figure for ResNet-56
     (tf,) = paper_table.build([cell("resnet-56", framework="tensorflow", batch=128, paper="ResNet-56")])[0]
     assert tf.same == [] and tf.fastest.tool == "Torch"
-    assert paper_table.values(tf)[5] == "none: the paper has no TF figure at cpu:1"
+    assert paper_table.values(tf)[5] == "none: the paper has no TF CPU figure for ResNet-56 at any thread count"
+
+
+def test_a_tool_without_a_figure_at_any_thread_count_is_said_so_not_as_missing_at_this_one():
+    # the paper view said "the paper has no MXNet figure at cpu:1" for the LSTM, as if another thread count had one:
+    # the paper's MXNet has no CPU figure for the LSTM at all (its GPUs' only)
+    lstm = {"batch": 128, "paper": "LSTM"}
+    (cpu, gpu) = paper_table.build([cell("lstm", framework="mxnet", threads=4, **lstm),
+                                    cell("lstm", framework="mxnet", device="cuda:0", **lstm)])[0]  # fmt: skip
+    assert paper_table.values(cpu)[5] == "none: the paper has no MXNet CPU figure for LSTM at any thread count"
+    assert [(f.tool, f.seconds) for f in gpu.same] == [("MXNet", 0.079)]
+    (three,) = paper_table.build([cell("lstm", framework="tensorflow", threads=3, **lstm)])[0]
+    assert paper_table.values(three)[5] == "none: the paper has no TF figure at cpu:3"  # TF has LSTM at 1, 2, 4...
 
 
 def test_only_fp32_single_process_synthetic_cells_at_the_papers_batch_stand_beside_it_and_the_rest_is_said():

@@ -89,10 +89,14 @@ def figures_in(network: str, columns: dict[str, str]) -> list[Figure]:
     ]
 
 
+def columns(gpu: bool) -> dict[str, str]:
+    """The table's CPU columns (every machine and thread count), or its GPU columns: column -> where it stands."""
+    return {c: _where(c) for c in table7()[0] if c not in ("network", "batch", "tool") and (c in GPUS) == gpu}
+
+
 def best(network: str, gpu: bool) -> Figure | None:
     """The paper's fastest figure for `network` over every tool, on CPUs or on GPUs."""
-    columns = {c: _where(c) for c in table7()[0] if c not in ("network", "batch", "tool") and (c in GPUS) == gpu}
-    return min(figures_in(network, columns), key=lambda f: f.seconds, default=None)
+    return min(figures_in(network, columns(gpu)), key=lambda f: f.seconds, default=None)
 
 
 def batch_of(network: str) -> int | None:

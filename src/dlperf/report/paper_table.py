@@ -18,7 +18,7 @@ from dlperf.measure.stats import few
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
-from dlperf.report.paper import CITATION, Figure, batch_of, figures_in
+from dlperf.report.paper import CITATION, Figure, batch_of, columns, figures_in
 from dlperf.report.table import FEW_LEGEND, FEW_MARK, cell_notes
 from dlperf.store.records import CellRecord
 
@@ -89,7 +89,11 @@ def _same(row: PaperRow) -> str:
     if not row.same:
         if (tool := COUNTERPART.get(row.cell.framework)) is None:
             return f"none: {'JAX' if row.cell.framework == 'jax' else row.cell.framework} is not in the paper"
-        return f"none: the paper has no {tool} figure at {row.cell.column}"  # its TF did not train ResNet-56 on CPUs
+        gpu = row.cell.device != "cpu"
+        if not any(f.tool == tool for f in figures_in(row.network, columns(gpu))):  # its MXNet: no LSTM on CPUs
+            where, at_all = ("GPU", "") if gpu else ("CPU", " at any thread count")
+            return f"none: the paper has no {tool} {where} figure for {row.network}{at_all}"
+        return f"none: the paper has no {tool} figure at {row.cell.column}"
     return f"{row.same[0].tool} " + ", ".join(f"{table_seconds(f.seconds)} {f.where}" for f in row.same)
 
 
