@@ -41,7 +41,7 @@ MAX_PROFILE_STEPS = 100  # a profile's steps: their events are held in memory an
 TRACE_CAP_MIB = 50.0  # a profile's trace, compressed, kept up to this (--max-trace-mib); beyond it, the figures alone
 MAX_TRACE_CAP_MIB = float(2**20)  # --max-trace-mib at most 1 TiB
 CROSSOVER_TIMER = TimerConfig(min_steps=5, min_time=0.5, max_time=10.0, max_warmup=10)  # `dlperf crossover`: many cells
-FIT_TIMER = TimerConfig(min_steps=3, min_time=0.2, max_time=5.0, max_warmup=3)  # `dlperf fit`: a fit test, a rate
+FIT_TIMER = TimerConfig(min_steps=3, min_time=0.2, max_time=5.0, max_warmup=6)  # `dlperf fit`: 6 can settle
 FIT_MAX_BATCH = 2**16  # `dlperf fit`'s cap on the batches tried: far above any published mini-batch per device
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
@@ -191,11 +191,8 @@ def default_parallel(frameworks: Sequence[str]) -> tuple[Parallel, ...]:
 
 
 def _check_profile(s: RunSpec) -> None:
-    """--profile needs a framework dlperf can profile, plain cells, from 1 to MAX_PROFILE_STEPS profiled steps and a
-    trace directory it can write."""
-    for name in s.frameworks:
-        if (why := capabilities.of(name).unprofilable) is not None:
-            raise UsageError(f"--profile: {name} cannot be profiled ({why}); profile another framework")
+    """--profile needs a profilable framework, plain cells, 1 to MAX_PROFILE_STEPS steps, a writable trace directory."""
+    check_profilable(s.frameworks)
     if s.nprocs is not None:
         raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
     if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= MAX_PROFILE_STEPS:
@@ -204,6 +201,13 @@ def _check_profile(s: RunSpec) -> None:
         raise UsageError(f"--max-trace-mib must be a number of MiB above 0 and at most {MAX_TRACE_CAP_MIB:.0f}")
     if s.trace_dir is not None:
         check_trace_dir(s.trace_dir)
+
+
+def check_profilable(frameworks: Sequence[str], asked: Callable[[str], str] = lambda name: "--profile") -> None:
+    """A UsageError naming the first of `frameworks` dlperf cannot profile and what asked for it (`asked(name)`)."""
+    for name in frameworks:
+        if (why := capabilities.of(name).unprofilable) is not None:
+            raise UsageError(f"{asked(name)}: {name} cannot be profiled ({why}); profile another framework")
 
 
 def check_trace_dir(path: str) -> None:

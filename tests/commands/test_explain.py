@@ -95,8 +95,8 @@ def test_profile_prints_the_dispatch_floor_when_peak_measured_the_dispatch_cost(
     ("args", "fragments"),
     [
         (["profile", "no-such-net"], ["unknown workload 'no-such-net'"]),
-        (["profile", "tiny-fcn-r", "--framework", "mxnet"], ["--profile: mxnet cannot be profiled"]),
-        (["run", "--profile", "--workloads", "tiny-fcn-r", "--frameworks", "mxnet"], ["mxnet cannot be profiled"]),
+        (["profile", "tiny-fcn-r", "--framework", "mxnet"], ["--framework mxnet: mxnet cannot be profiled"]),
+        (["run", "--profile", "--workloads", "tiny-fcn-r", "--frameworks", "mxnet"], ["--profile: mxnet cannot be"]),
         (["run", "--profile", "--workloads", "tiny-fcn-r", "--nproc", "2"], ["--profile: data-parallel"]),
         (["profile", "tiny-fcn-r", "--steps", "0"], ["--steps"]),
     ],

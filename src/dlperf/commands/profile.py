@@ -64,10 +64,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from dlperf import api
-    from dlperf.spec import parse_one_workload
+    from dlperf.spec import check_profilable, parse_frameworks, parse_one_workload
     from dlperf.store.location import resume_command
 
     parse_one_workload(args.workload)  # a misspelt WORKLOAD is named as what it is, not as --workloads
+    check_profilable(parse_frameworks(args.framework), lambda name: f"--framework {name}")  # not run's --profile
     db = db_path(args)
     warn_if_measured(db)
     outcome = api.run(
