@@ -219,3 +219,13 @@ def test_a_batch_not_tried_at_a_disturbed_pace_says_the_pace_was_disturbed():
     assert "disturbed" not in too_long([calm], 2048, timeout=300)
     busy = Try(1024, "ok", False, 2**30, "live", 1024 / 62, None, 1, 240.0, 1, 62.0, (OTHERS,))
     assert f"(4 min a try; its steps timed while disturbed: {OTHERS})" in too_long([busy], 2048, timeout=300)
+
+
+def test_a_tries_warm_up_can_settle():
+    """fit warmed up at most 3 steps, but the warm-up is steady only when the median of the last 3 steps matches the
+    3 before (6 steps): every try of every fit was stored 'warm-up did not settle', its first timed steps possibly
+    still warming (`dlperf table` of a fit's run printed the note for each batch)."""
+    from dlperf.measure.timer import warm_up
+    from dlperf.spec import FIT_TIMER
+
+    assert warm_up(lambda: 0.001, FIT_TIMER, clock=lambda: 0.0).steady  # steps of one time: steady at once
