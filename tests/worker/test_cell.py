@@ -275,3 +275,29 @@ def test_a_step_that_raises_keeps_the_samples_before_it(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError, match="boom"):
         worker.measure(task, Reporter(path))
     assert len(all_of(read_events(path), Sample)) == 10  # 12 steps, two of them warm-up
+
+
+def test_a_cell_whose_backend_pins_itself_stores_the_cpus_it_ran_on(monkeypatch):
+    """A JAX cell stored the affinity taken before its backend pinned it to its threads' CPUs ([0, 1] for a cell that
+    ran on [0]; its settings' cpu_affinity was right): the affinity stored is the one the cell ran on."""
+    import os
+
+    before = sorted(os.sched_getaffinity(0))
+    if len(before) < 2:
+        pytest.skip("needs two CPUs to pin one of")
+
+    def pins_itself(threads):  # as the jax backend's configure_threads does at one thread
+        os.sched_setaffinity(0, before[:threads])
+        return {"cpu_affinity": sorted(os.sched_getaffinity(0))}
+
+    fake_backend(monkeypatch)
+    monkeypatch.setattr(worker.backend("fake"), "configure_threads", pins_itself)
+    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
+                    TimerConfig(min_steps=3, min_time=0, max_time=0.2, max_warmup=2))  # fmt: skip
+    events = []
+    try:
+        worker.run_cell(task, events.append)
+    finally:
+        os.sched_setaffinity(0, before)
+    m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
+    assert m.detail.affinity == before[:1] == first(events, Built).settings["cpu_affinity"]

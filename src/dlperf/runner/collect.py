@@ -63,7 +63,8 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
     result = _outcome(events, child, timeout, len(samples))
     built, warm, done = first(events, Built), first(events, Warmup), first(events, Sampled)
     flops, memory, start = first(events, Flops), first(events, Memory), first(events, Start)
-    pinned, comm, finished = first(events, Affinity), first(events, Comm), first(events, Done)
+    comm, finished = first(events, Comm), first(events, Done)
+    pinned = last(events, Affinity)  # the last: what the cell ran on, where its backend pinned itself (jax)
     detail = ProcessDetail(
         params=built and built.params,
         build_s=built and built.build_s,
@@ -100,6 +101,12 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
     return ProcessMeasurement(
         status=result.status, error=result.reason, samples=samples, detail=detail, duration_s=child.duration_s
     )
+
+
+def last(events: list[Event], kind: type[Event]) -> Event | None:
+    """The latest of `kind` in `events`; None without one."""
+    found = all_of(events, kind)
+    return found[-1] if found else None
 
 
 def timeline(events: list[Event], child: ChildResult) -> list[list] | None:

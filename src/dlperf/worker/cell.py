@@ -59,7 +59,10 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
     cell = task.cell
     fw = backend(cell.framework)  # the framework is imported here, thread settings already in place
+    cpus = os.sched_getaffinity(0)
     settings = fw.configure_threads(cell.threads)
+    if os.sched_getaffinity(0) != cpus:  # the backend pinned itself (jax: to its threads' CPUs): what the cell runs on
+        emit(affinity())
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
     train, noted = build_cell(fw, task, workload)
