@@ -7,6 +7,7 @@ import shlex
 
 from dlperf.commands.common import add_format, db_path, print_rich, warn_unreadable
 from dlperf.errors import UsageError
+from dlperf.frameworks.common import capabilities
 from dlperf.vocab import ExitCode
 
 HELP = "the Table-7 view of a run"
@@ -16,9 +17,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", type=one_run, help="run id (default: the latest)")
     add_format(p, "text", "md", "csv", "json")
     p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
-    p.add_argument(
-        "--best", action="store_true", help="per workload, the fastest mode and its speed-up over fp32 eager"
-    )
+    p.add_argument("--best", action="store_true", help="per workload, the fastest mode and its speed-up over its "
+                   f"framework's fp32 step ({capabilities.fp32_steps()})")  # fmt: skip
     p.add_argument(
         "--explain", action="store_true", help="a verdict column: what bounds each profiled cell (dlperf profile)"
     )

@@ -1,4 +1,6 @@
-"""The best-mode view: per workload, framework and column, the fastest mode and its speed-up over fp32 eager.
+"""The best-mode view: per workload, framework and column, the fastest mode and its speed-up over the framework's
+fp32 step, which is not eager everywhere: PyTorch's is eager, TensorFlow's a tf.function graph (without XLA), JAX's
+compiled by jax.jit, MXNet's a hybridized graph (`capabilities.fp32_step`, said under the table).
 
 Only modes measured in the same run as their fp32 baseline are compared, and a mode whose loss check failed is never
 "best": it is faster because it stopped learning properly; nor is a cell whose timed steps' loss was not finite, which
@@ -10,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import Mode
 from dlperf.report.table import FEW_LEGEND, FEW_MARK
@@ -101,8 +104,11 @@ def values(r: Best) -> list[str]:
 
 
 def legend(rows: list[Best]) -> list[str]:
-    """The `?` explained, where a step carries it."""
-    return [FEW_LEGEND] if any(r.few for r in rows) else []
+    """What the baseline is, for the frameworks shown (each framework's fp32 step); the `?` explained, where a step
+    carries it."""
+    shown = list(dict.fromkeys(r.framework for r in rows))
+    said = [f"speed-up over each framework's fp32 step: {capabilities.fp32_steps(shown)}"] if shown else []
+    return said + ([FEW_LEGEND] if any(r.few for r in rows) else [])
 
 
 def render_markdown(rows: list[Best]) -> str:

@@ -3,8 +3,9 @@
 The parent's checks ask this table, never a framework's name: `--profile` (is the backend profilable, and why not),
 `--nproc` without `--parallel` (its data-parallel strategy), whose engine runs a strategy (`parallel.STRATEGIES`),
 who reads real data (`--data`), who counts a step's operators for the GPU predictor (`dlperf predict`, `dlperf
-crossover`), and which mode components a backend implements (the backend's `MODES` is its row's `modes`). A backend
-gains a capability by a change to its row here and the implementation beside its backend; no other place names it.
+crossover`), which mode components a backend implements (the backend's `MODES` is its row's `modes`), and how its
+fp32 step runs (the baseline of `table --best`). A backend gains a capability by a change to its row here and the
+implementation beside its backend; no other place names it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class Capabilities:
     framework: Framework
     packages: tuple[str, ...]  # the framework's own top-level modules, the first found to tell it is installed
     modes: frozenset[Mode]  # the mode components its `build` implements; any other component is `unsupported`
+    fp32_step: str  # how its fp32 cell's step runs: the baseline its modes' speed-ups are over (`table --best`)
     unprofilable: str | None = None  # why `--profile` is refused for it; None: its `profile` maps its profiler
     strategies: tuple[Parallel, ...] = ()  # the `--parallel` strategies its engine runs
     data_parallel: Parallel | None = None  # what `--nproc` measures without `--parallel`; None: no multi-process cell
@@ -40,20 +42,24 @@ TABLE: dict[Framework, Capabilities] = {
         Framework.TORCH, ("torch",),
         frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
                    Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}),
+        "eager",
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
         data_parallel=Parallel.DDP, reads_data=True, counts_ops=True, forks=True,
         # Pillow decodes --data's images (torchvision's wheel needs CUDA's torch); threadpoolctl sizes numpy's BLAS pool
         # in a cell forked from a warm parent (backend.after_fork)
         also_imports=("PIL", "threadpoolctl"),
     ),
-    Framework.JAX: Capabilities(Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}),
-                                also_imports=("numpy",)),
+    Framework.JAX: Capabilities(
+        Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}), "compiled by jax.jit",
+        also_imports=("numpy",),
+    ),
     Framework.TENSORFLOW: Capabilities(
         Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
+        "a tf.function graph, without XLA",
         strategies=(Parallel.MIRRORED, Parallel.MULTIWORKER), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
     ),
     Framework.MXNET: Capabilities(
-        Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}), also_imports=("numpy",),
+        Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}), "a hybridized gluon graph", also_imports=("numpy",),
         unprofilable="MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
     ),
 }
@@ -62,6 +68,12 @@ TABLE: dict[Framework, Capabilities] = {
 
 def of(framework: str) -> Capabilities:
     return TABLE[Framework(framework)]
+
+
+def fp32_steps(frameworks: list[str] | None = None) -> str:
+    """How each framework's fp32 step runs (of `frameworks`, else of every backend): "torch: eager; jax: ..."."""
+    return "; ".join(f"{row.framework}: {row.fp32_step}" for row in TABLE.values()
+                     if frameworks is None or row.framework in frameworks)  # fmt: skip
 
 
 def owner(strategy: Parallel) -> Framework:

@@ -1,0 +1,24 @@
+"""`dlperf table --best`'s speed-up is over each framework's own fp32 step, which is not eager everywhere: its help and
+the table said "over fp32 eager" for TensorFlow's graph and JAX's jax.jit-compiled step alike."""
+
+import subprocess
+import sys
+
+from conftest import make_cell
+from dlperf.report import best
+
+
+def test_the_best_table_says_each_frameworks_baseline_for_the_frameworks_it_shows():
+    measured = (("tensorflow", "fp32", 0.2), ("tensorflow", "compile", 0.1), ("jax", "fp32", 0.1))
+    cells = [make_cell("tiny-fcn-r", framework=f, mode=m, median_s=s, n=50, key=f + m) for f, m, s in measured]
+    [said] = best.legend(best.build(cells, {}))
+    assert said == ("speed-up over each framework's fp32 step: jax: compiled by jax.jit; "
+                    "tensorflow: a tf.function graph, without XLA")  # fmt: skip
+    assert "eager" not in said and best.legend([]) == []
+
+
+def test_the_help_of_table_best_says_what_each_frameworks_fp32_step_is():
+    out = subprocess.run([sys.executable, "-m", "dlperf", "table", "--help"], capture_output=True, text=True,
+                         check=True, env={"COLUMNS": "400", "PATH": ""}).stdout  # fmt: skip
+    assert "speed-up over its framework's fp32 step (torch: eager; jax: compiled by jax.jit; tensorflow: a " in out
+    assert "over fp32 eager" not in out
