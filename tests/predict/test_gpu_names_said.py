@@ -41,7 +41,7 @@ def test_a_name_dlperf_gives_itself_that_the_table_lacks_is_a_bug_not_a_flag(mon
     monkeypatch.setattr(crossover_view, "PAPER_GPU", "GTX 1090")
     with pytest.raises(RuntimeError, match=re.escape("dlperf's own GPU name 'GTX 1090' is not in its GPU table")):
         crossover.paper()  # before the paper's networks are counted
-    monkeypatch.setattr(gpus, "_CUDA_HINTS", ((re.compile("h100"), "H100-SXM9"),))
+    monkeypatch.setattr(gpus, "_CUDA_NAMES", {"NVIDIA H100 80GB HBM3": "H100-SXM9"})
     with pytest.raises(RuntimeError, match="a bug in dlperf, please report it"):
         gpus.for_device("NVIDIA H100 80GB HBM3")
 

@@ -11,7 +11,7 @@ source gave it (`GPU.device_gib`), else `mem_gib`, an upper bound. `--gpu-specs
 FILE.csv` adds a user's rows in the same format (a row of a built-in GPU's name replaces it), checked as the built-in
 rows are: a wrong cell is one line naming the file, the line and the column. Names are matched forgivingly (case,
 spaces, hyphens, "NVIDIA"/"Tesla"/"GeForce"), and a name that matches none gets a one-line error suggesting the
-nearest.
+nearest. What CUDA calls a device is matched whole (`for_device`): a laptop, Max-Q or MIG part is no row of the table.
 """
 
 from __future__ import annotations
@@ -302,40 +302,49 @@ BRACKET_HELP = (
 NAMED_HELP = "no default: a row per GPU and mode; dlperf advise ranks every GPU with a price"  # predict
 
 
-# What CUDA calls a device, when it does not say which variant it is: the memory says. "NVIDIA H100 80GB HBM3" is the
-# SXM5 part (the PCIe card has HBM2e); an A100 without a form factor in its name is told apart by its memory size.
-_CUDA_HINTS = (
-    (re.compile(r"gh200"), "GH200"),
-    (re.compile(r"h100.*nvl"), "H100 NVL"),
-    (re.compile(r"h200.*nvl"), "H200 NVL"),
-    (re.compile(r"gb200"), "GB200 (per GPU)"),
-    (re.compile(r"h100.*(pcie|hbm2e)"), "H100-PCIe-80GB"),
-    (re.compile(r"h100"), "H100-SXM5-80GB"),
-    (re.compile(r"h200"), "H200-SXM-141GB"),
-    (re.compile(r"a100.*pcie.*80"), "A100-PCIe-80GB"),
-    (re.compile(r"a100.*pcie"), "A100-PCIe-40GB"),
-    (re.compile(r"a100.*80"), "A100-SXM4-80GB"),
-    (re.compile(r"a100"), "A100-SXM4-40GB"),
-    (re.compile(r"v100.*pcie"), "V100-PCIe-16GB"),
-    (re.compile(r"v100.*sxm3"), "V100-SXM3-32GB"),
-    (re.compile(r"v100.*32"), "V100-SXM2-32GB"),
-    (re.compile(r"v100"), "V100-SXM2-16GB"),
-    (re.compile(r"p100.*pcie"), "P100-PCIe-16GB"),
-    (re.compile(r"p100"), "P100-SXM2-16GB"),
-    (re.compile(r"k80"), "K80 (1 GK210 die)"),
-)
+# What CUDA calls the table's GPUs (torch.cuda.get_device_name, nvidia-smi's name) where it is not the table's name
+# after normalizing (`_key`: "Tesla T4", "NVIDIA A100-SXM4-40GB", "NVIDIA GeForce RTX 3090" need no line here), each
+# name as users report it. A name is matched whole, never by a part of it: "NVIDIA GeForce RTX 4090 Laptop GPU" is no
+# RTX 4090, "NVIDIA H100 64GB HBM3" no H100-SXM5-80GB, "NVIDIA A100-SXM4-40GB MIG 1g.5gb" a slice of a GPU, "NVIDIA
+# GH200 144G HBM3e" not the 96 GB GH200: each has other clocks, memory or power, and gets no prediction (`unmatched`
+# says why).
+_CUDA_NAMES = {
+    "NVIDIA H100 80GB HBM3": "H100-SXM5-80GB",  # the SXM5 part: the PCIe card has HBM2e and is named so
+    "NVIDIA H100 PCIe": "H100-PCIe-80GB",
+    "NVIDIA H200": "H200-SXM-141GB",  # the NVL card is "NVIDIA H200 NVL", the table's name
+    "NVIDIA H800": "H800-SXM5-80GB",  # the PCIe card is "NVIDIA H800 PCIe"
+    "NVIDIA GH200 480GB": "GH200",  # 96 GB HBM3 beside Grace's 480 GB
+    "NVIDIA GB200": "GB200 (per GPU)",
+    "NVIDIA B300 SXM6 AC": "B300",
+    "NVIDIA A100-SXM-80GB": "A100-SXM4-80GB",  # an HGX board's name for the SXM4 part
+    "NVIDIA A100 80GB PCIe": "A100-PCIe-80GB",
+    "NVIDIA A16": "A16 (1 of 4 GPUs)",
+    "NVIDIA RTX 6000 Ada Generation": "RTX 6000 Ada",
+    "NVIDIA RTX 4000 Ada Generation": "RTX 4000 Ada",  # the 70 W "RTX 4000 SFF Ada Generation" is another card
+    "NVIDIA RTX PRO 6000 Blackwell Workstation Edition": "RTX PRO 6000 Blackwell",  # not the Max-Q nor the Server one
+    "Tesla K80": "K80 (1 GK210 die)",  # each of the board's two dies is a device
+    "GeForce GTX TITAN X": "Titan X (Maxwell)",  # the Pascal card is "NVIDIA TITAN X (Pascal)"
+}
 
 
 def for_device(cuda_name: str) -> GPU | None:
-    """The table's GPU for a name CUDA reports (torch.cuda.get_device_name), or None when it is not in the table."""
-    key = _key(cuda_name)
-    by_key = {_key(g.name): g for g in table()}
-    if key in by_key:
-        return by_key[key]
-    spaced = _NOISE.sub("", cuda_name.lower())
-    for pattern, name in _CUDA_HINTS:
-        if pattern.search(spaced):
-            return own(name)
-    # "NVIDIA GeForce RTX 3090" and the like: the table's name is the device's name without the vendor words.
-    matches = [g for k, g in by_key.items() if key.startswith(k) or k.startswith(key)]
-    return max(matches, key=lambda g: len(g.name)) if matches else None
+    """The table's GPU for a name CUDA reports (torch.cuda.get_device_name): the row of that name after normalizing
+    (a user's --gpu-specs row too), or the one `_CUDA_NAMES` says; None for any other name, a variant of one of the
+    table's GPUs included (`unmatched` says why)."""
+    found = known(cuda_name)
+    if found is not None:
+        return found
+    aliases = {_key(cuda): name for cuda, name in _CUDA_NAMES.items()}
+    return own(aliases[_key(cuda_name)]) if _key(cuda_name) in aliases else None
+
+
+def unmatched(cuda_name: str) -> str:
+    """Why a device `for_device` does not find is none of the table's GPUs, where the table has its kind: a MIG slice
+    of a GPU, or another part of a GPU's name ("RTX 4090 Laptop GPU": "whose RTX 4090 is another part"); '' else."""
+    if re.search(r"\bMIG\b", cuda_name, re.IGNORECASE):
+        return ", a MIG slice of a GPU (the table's figures are a whole GPU's)"
+    model = next((w for w in _words(cuda_name) if re.search(r"\d", w) and not w.endswith("gb")), None)
+    near = [g.name for g in table() if model and model in _words(g.name)[:3]]
+    if not near:
+        return ""
+    return f", whose {', '.join(near)} {'is another part' if len(near) == 1 else 'are other parts'}"
