@@ -410,3 +410,15 @@ def test_optimize_given_two_devices_says_it_searches_one(capsys, tmp_path):
     line = error_line(["optimize", "tiny-fcn-r", "--device", "cpu,cuda"], capsys, tmp_path)
     assert line == ("--device 'cpu,cuda': optimize searches one device's modes; give one (dlperf run --devices "
                     "cpu,cuda measures each)")  # fmt: skip
+
+
+def test_comm_refuses_buffers_beyond_the_machines_memory_before_the_job(capsys, tmp_path, monkeypatch):
+    """`comm --sizes 4K:1T` started torchrun, and each rank then failed "can't allocate memory"."""
+    from dlperf.measure import system
+    from dlperf.runner import comm
+
+    monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 16 * 10**9)
+    monkeypatch.setattr(comm, "run_job", lambda *args: pytest.fail("the job was launched"))
+    line = error_line(["comm", "--sizes", "4K,8G", "--db", str(tmp_path / "c.db")], capsys, tmp_path)
+    assert line == ("--sizes 4K,8G: 2 processes' buffers of 8.59 GB take 17.2 GB, more than this machine's 16 GB "
+                    "of memory")  # fmt: skip

@@ -143,7 +143,20 @@ def options(args) -> CommOptions:
         timeout=args.timeout,
         rdzv=Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, join_timeout_s=args.timeout),
     )
+    check_memory(job, args.sizes)
     return CommOptions(job, args.threads, args.format)
+
+
+def check_memory(job, sizes_text: str) -> None:
+    """gloo's buffers, one of the largest size in each of this node's processes, beyond the machine's memory: refused
+    before the job, where each rank would fail to allocate it (NCCL's are in the GPUs' own memory)."""
+    from dlperf.measure import system
+
+    memory, largest = system.memory_total_bytes(), max(job.sizes)
+    if job.backend == CommBackend.GLOO and memory and job.nproc * largest > memory:
+        raise UsageError(f"--sizes {sizes_text}: {job.nproc} processes' buffers of {largest / 1e9:.3g} GB take "
+                         f"{job.nproc * largest / 1e9:.3g} GB, more than this machine's {memory / 1e9:.3g} GB of "
+                         "memory")  # fmt: skip
 
 
 def threads_per_process(requested: int | None, nproc: int, cores: int, warnings: list[str]) -> int:
