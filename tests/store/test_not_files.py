@@ -48,3 +48,15 @@ def test_a_named_pipe_is_refused_and_never_waited_on(tmp_path, command):
                           env=env(), timeout=60)  # fmt: skip
     assert proc.returncode == 2 and proc.stderr.strip().endswith("is a named pipe (FIFO), not a database file")
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_a_store_named_by_dlperf_db_is_said_as_such(tmp_path, monkeypatch):
+    """A store that $DLPERF_DB named was said as '--db ...', a flag the user never typed."""
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    monkeypatch.setenv("DLPERF_DB", str(folder))
+    with pytest.raises(UsageError, match=r"^\$DLPERF_DB '.*adir': is a directory, not a database file$"):
+        Store.open(str(folder), create=False)
+    monkeypatch.setenv("DLPERF_DB", str(tmp_path / "other.db"))
+    with pytest.raises(UsageError, match=r"^--db '.*adir': is a directory"):
+        Store.open(str(folder), create=False)

@@ -27,7 +27,7 @@ from dlperf.store.copies import Copies
 from dlperf.store.copies import RunRows as RunRows  # where the fleet and merge import them from
 from dlperf.store.copies import run_origin as run_origin
 from dlperf.store.decode import decoded, run_record, text_factory
-from dlperf.store.location import EMPTIED, StoreGone, check_path, gone, identity, newer_schema
+from dlperf.store.location import EMPTIED, StoreGone, check_path, gone, identity, named, newer_schema
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
@@ -71,12 +71,12 @@ class Store(Copies, MachineFigures):
             conn.text_factory = text_factory
             version = _schema_version(conn)
         except sqlite3.DatabaseError as exc:
-            raise UsageError(f"--db {path!r}: not a dlperf database or corrupt ({exc})") from exc
+            raise UsageError(f"{named(path)}: not a dlperf database or corrupt ({exc})") from exc
         if why := newer_schema(path, version):
-            raise UsageError(f"--db {path!r}: {why}")
+            raise UsageError(f"{named(path)}: {why}")
         store = cls(conn, path)
         if version == 0 and not create:
-            raise UsageError(f"--db {path!r}: no dlperf runs in it (schema version {version})")
+            raise UsageError(f"{named(path)}: no dlperf runs in it (schema version {version})")
         if version < SCHEMA_VERSION:
             store.version, store.upgrade_on_write = version, True
             if create:
@@ -105,7 +105,7 @@ class Store(Copies, MachineFigures):
             self._migrate()
         except sqlite3.OperationalError as exc:  # read-only, its directory read-only, or locked beyond the timeout
             raise StoreFault(
-                f"--db {self.path!r}: cannot upgrade it to schema version {SCHEMA_VERSION} ({exc})"
+                f"{named(self.path)}: cannot upgrade it to schema version {SCHEMA_VERSION} ({exc})"
             ) from exc
         self.version = SCHEMA_VERSION
 
@@ -130,7 +130,7 @@ class Store(Copies, MachineFigures):
         except sqlite3.Error as exc:
             if fault := self._gone(what, exc):
                 raise fault from None
-            raise StoreFault(f"--db {self.path!r}: could not store {what} ({exc})") from None
+            raise StoreFault(f"{named(self.path)}: could not store {what} ({exc})") from None
 
     def _gone(self, what: str, exc: sqlite3.Error) -> StoreGone | None:
         """Where the file this process opened is no longer at its path (SQLite then refuses every write as "attempt
@@ -151,7 +151,7 @@ class Store(Copies, MachineFigures):
         if self.vanished is None:
             return None
         why, note, now_at = self.vanished
-        return StoreGone(f"--db {self.path!r}: {why} while this command ran, so SQLite could not store {what} "
+        return StoreGone(f"{named(self.path)}: {why} while this command ran, so SQLite could not store {what} "
                          f"({exc}){note}", now_at)  # fmt: skip
 
     writing = _writing  # the reads and writes that store one thing, as one (`sweep.store_or_keep`)

@@ -33,18 +33,24 @@ def given_db(db) -> str:
     return str(db)
 
 
+def named(path: str | Path) -> str:
+    """The store as the user named it, for the start of a line about it: --db 'PATH', or $DLPERF_DB 'PATH' where that
+    is what named it."""
+    return f"{'$DLPERF_DB' if os.environ.get('DLPERF_DB') == str(path) else '--db'} {str(path)!r}"
+
+
 def check_path(path: str, *, create: bool) -> None:
     """What opening `path` would meet, said in one line before anything opens it (or, for `dlperf run`, plans): a
     directory on the way this user may not enter, no file to read, a file that cannot be read or written."""
     if why := unreachable(path):
-        raise UsageError(f"--db {path!r}: {why}")
+        raise UsageError(f"{named(path)}: {why}")
     if why := not_a_database_file(path, missing=None):
-        raise UsageError(f"--db {path!r}: {why}")
+        raise UsageError(f"{named(path)}: {why}")
     if not create and not Path(path).exists():
-        raise UsageError(f"--db {path!r}: no such database (run `dlperf run` first)")
+        raise UsageError(f"{named(path)}: no such database (run `dlperf run` first)")
     _check_readable(path)
     if why := newer_schema(path):
-        raise UsageError(f"--db {path!r}: {why}")
+        raise UsageError(f"{named(path)}: {why}")
     if create:
         _check_writable(path)
 
@@ -109,10 +115,10 @@ def _check_readable(path: str) -> None:
     """What SQLite would report as a vague "unable to open" or "disk I/O error", said plainly before it runs."""
     p = Path(path)
     if p.is_file() and not os.access(p, os.R_OK):
-        raise UsageError(f"--db {path!r}: cannot read it (permission denied)")
+        raise UsageError(f"{named(path)}: cannot read it (permission denied)")
     for side in (Path(f"{path}-journal"), Path(f"{path}-wal")):
         if side.is_dir():
-            raise UsageError(f"--db {path!r}: {str(side)!r} is a directory, where SQLite keeps the database's "
+            raise UsageError(f"{named(path)}: {str(side)!r} is a directory, where SQLite keeps the database's "
                              "journal: move it away")  # fmt: skip
 
 
@@ -122,12 +128,12 @@ def _check_writable(path: str) -> None:
     p = Path(path)
     target = p if p.exists() else p.parent
     if not target.exists():
-        raise UsageError(f"--db {path!r}: directory {str(target)!r} does not exist")
+        raise UsageError(f"{named(path)}: directory {str(target)!r} does not exist")
     if not os.access(target, os.W_OK):
-        raise UsageError(f"--db {path!r}: not writable ({why_unwritable(target)})")
+        raise UsageError(f"{named(path)}: not writable ({why_unwritable(target)})")
     folder = p.absolute().parent
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"--db {path!r}: its directory {str(folder)!r} is not writable ({why_unwritable(folder)}), "
+        raise UsageError(f"{named(path)}: its directory {str(folder)!r} is not writable ({why_unwritable(folder)}), "
                          "and SQLite writes its journal there")  # fmt: skip
 
 
@@ -217,7 +223,7 @@ def unreadable(exc: BaseException, db: str | None) -> str | None:
     timeout. None for any other error."""
     if not isinstance(exc, sqlite3.DatabaseError):
         return None
-    where, file = (f"--db {db!r}", shlex.quote(db)) if db else ("a store", "FILE")
+    where, file = (named(db), shlex.quote(db)) if db else ("a store", "FILE")
     if "locked" in str(exc):  # SQLITE_BUSY: another program's transaction held it past the timeout; nothing damaged
         return (f"{where}: another program held it locked past the timeout ({exc}), a dlperf writing it or a sqlite3 "
                 "shell left in a transaction; nothing is damaged: run the command again once that is done")  # fmt: skip
