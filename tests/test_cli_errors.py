@@ -422,3 +422,20 @@ def test_comm_refuses_buffers_beyond_the_machines_memory_before_the_job(capsys, 
     line = error_line(["comm", "--sizes", "4K,8G", "--db", str(tmp_path / "c.db")], capsys, tmp_path)
     assert line == ("--sizes 4K,8G: 2 processes' buffers of 8.59 GB take 17.2 GB, more than this machine's 16 GB "
                     "of memory")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--workloads", "tiny-fcn-r", "--timeout", "1", "--min-time", "5"], "--timeout 1 is not above "
+         "--min-time 5"),
+        (["profile", "tiny-fcn-r", "--timeout", "0.5"], "--timeout 0.5 is not above --min-time 0.5"),
+        (["fit", "tiny-fcn-r", "--timeout", "0.1"], "--timeout 0.1 is not above --min-time 0.2"),
+    ],
+)  # fmt: skip
+def test_a_timeout_no_cell_can_meet_is_refused_before_anything_runs(args, said, capsys, tmp_path):
+    """`run --timeout 1 --min-time 5` ran every cell into its timeout: "exceeded --timeout 1 s ... (kept 0
+    samples)"."""
+    line = error_line([*args, "--db", str(tmp_path / "t.db")] if args[0] != "run" else args, capsys, tmp_path)
+    assert line == f"{said}: each cell process times steps for at least --min-time seconds; raise --timeout or " \
+                   "lower --min-time"  # fmt: skip

@@ -122,6 +122,10 @@ def _check_limits(s: RunSpec) -> None:
     # written so that nan fails too: every comparison with nan is False
     if not 0 < s.timeout <= MAX_SECONDS:
         raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
+    if s.timeout <= s.timer.min_time:  # every cell process killed before its last timed step, certainly
+        raise UsageError(f"--timeout {s.timeout:g} is not above --min-time {s.timer.min_time:g}: each cell "
+                         "process times steps for at least --min-time seconds; raise --timeout or lower "
+                         "--min-time")  # fmt: skip
     if s.compile_timeout is not None and not 0 < s.compile_timeout <= MAX_SECONDS:
         raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
     if not isinstance(s.compile_at_once, int) or not 1 <= s.compile_at_once <= MAX_COMPILE_AT_ONCE:
