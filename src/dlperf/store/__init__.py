@@ -27,7 +27,7 @@ from dlperf.store.copies import Copies
 from dlperf.store.copies import RunRows as RunRows  # where the fleet and merge import them from
 from dlperf.store.copies import run_origin as run_origin
 from dlperf.store.decode import decoded, run_record, text_factory
-from dlperf.store.location import EMPTIED, StoreGone, check_path, gone, identity, named, newer_schema
+from dlperf.store.location import EMPTIED, StoreGone, check_path, gone, identity, named, newer_schema, read_only_wal
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
@@ -66,10 +66,12 @@ class Store(Copies, MachineFigures):
         path = str(path)
         check_path(path, create=create)
         try:
-            conn = sqlite3.connect(path, timeout=30)
-            conn.row_factory = sqlite3.Row
-            conn.text_factory = text_factory
-            version = _schema_version(conn)
+            try:
+                conn, version = _connected(path)
+            except sqlite3.DatabaseError:
+                if create or (uri := read_only_wal(path)) is None:
+                    raise
+                conn, version = _connected(uri)  # read as it is: nothing this command reads can change it
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"{named(path)}: not a dlperf database or corrupt ({exc})") from exc
         if why := newer_schema(path, version):
@@ -403,6 +405,14 @@ class Store(Copies, MachineFigures):
             if fault := self._gone(what, exc):
                 raise fault from None
             raise
+
+
+def _connected(target: str) -> tuple[sqlite3.Connection, int]:
+    """A connection to the file or URI `target`, decoding as `decode.py` does, and its schema version."""
+    conn = sqlite3.connect(target, timeout=30, uri=target.startswith("file:"))
+    conn.row_factory = sqlite3.Row
+    conn.text_factory = text_factory
+    return conn, _schema_version(conn)
 
 
 def _schema_version(conn: sqlite3.Connection) -> int:

@@ -111,6 +111,26 @@ def newer_schema(path: str, version: int | None = None) -> str | None:
     return f"schema version {version} is newer than this dlperf ({SCHEMA_VERSION}): upgrade dlperf to use it"
 
 
+def read_only_wal(path: str) -> str | None:
+    """A store in WAL mode (`PRAGMA journal_mode=WAL`, set by another program) that SQLite cannot read as it is, as it
+    may not make its -shm file beside it (a read-only directory or file system): the URI that reads it unchanging
+    (`immutable`), where no -wal file beside it holds changes not yet in it; None for any other file. A UsageError
+    where a -wal file holds changes, which only a writable place can read."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(20)
+    except OSError:
+        return None
+    if header[:16] != b"SQLite format 3\x00" or header[18:20] != b"\x02\x02":  # the read and write versions: 2 is WAL
+        return None
+    wal = Path(f"{path}-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        raise UsageError(f"{named(path)}: in WAL mode, with changes in {str(wal)!r} that SQLite reads only where "
+                         "it may write beside them: open it once where it is writable, or copy it with its -wal file "
+                         "there")  # fmt: skip
+    return f"{Path(path).absolute().as_uri()}?immutable=1"
+
+
 def _check_readable(path: str) -> None:
     """What SQLite would report as a vague "unable to open" or "disk I/O error", said plainly before it runs."""
     p = Path(path)
