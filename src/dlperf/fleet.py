@@ -198,9 +198,13 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
                     poll(ray, store, node)
                 time.sleep(POLL_S)
     except KeyboardInterrupt:
-        for node in nodes:
-            if node.exit is None and not node.died:
-                _stop(ray, store, node)
+        try:
+            for node in nodes:
+                if node.exit is None and not node.died:
+                    _stop(ray, store, node)
+        except ConnectionError as exc:  # lost as well (Ctrl-C while Ray Client retried it): said as below
+            reachable = False
+            cut_off(store, nodes, address, exc, log)
         return 130
     except ConnectionError as exc:  # Ray Client's connection to the cluster lost: every node out of reach at once
         reachable = False  # nothing to close: the actors ended with it
@@ -268,8 +272,11 @@ def _stop(ray, store: Store, node: Node) -> None:
 
 
 def _close(ray, nodes: list[Node]) -> None:
-    for node in nodes:
-        close_actor(ray, node.actor)
+    try:
+        for node in nodes:
+            close_actor(ray, node.actor)
+    except ConnectionError:  # Ray Client's connection lost as the sweep ended: the actors ended with it
+        pass
 
 
 def close_actor(ray, actor) -> None:
