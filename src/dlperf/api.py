@@ -22,6 +22,7 @@ from dlperf.errors import UsageError
 from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
+from dlperf.plan.unsupported import marked
 from dlperf.plan.workloads import check_data_of
 from dlperf.predict import cells as gpu_predictions
 from dlperf.protocol import Cell
@@ -158,7 +159,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
             _take_over(store, run, warn or warn_stderr)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
-        tasks = session.remaining()
+        tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
         if not dry_run and any(t.cell.loader for t in tasks):
             session.warm_up(tasks)  # its imports overlap the data's probe
         _check_data_again(run.id, spec, tasks, session.workloads)

@@ -437,8 +437,10 @@ def print_estimate(outcome, db: str | None = None) -> None:
     if outcome.tasks is not None:
         print(resume_left(outcome, db))
     sources = [f"{e.known} from earlier runs on this machine"] if e.known else []
+    if refused := sum(t.unsupported is not None for t in tasks):  # plan/unsupported.py
+        sources.append(f"{refused} known to be unsupported (no process is started)")
     if e.pilots:
-        others = "the others" if e.known else "all"
+        others = "the others" if sources else "all"
         sources.append(f"{others} from {plural(e.pilots, 'pilot step')} that took {duration(e.pilot_s)}")
     print(f"{plural(len(tasks), 'cell process', 'es')}, estimated {duration(e.seconds)} (at most "
           f"{duration(e.at_most_s)} if every cell runs to --max-time): {', '.join(sources)}")  # fmt: skip

@@ -52,10 +52,16 @@ def build_step(fw: ModuleType, framework: str, workload: Any, device: str, mode:
 def check_mode(framework: str, supported: frozenset[Mode], mode: str, reasons: dict[Mode, str]) -> None:
     """NotImplementedError (the cell is `unsupported`) naming the first component of `mode` the backend does not
     implement, with the backend's reason for it, or a plain one for a component it has never heard of."""
+    if why := mode_refusal(framework, supported, mode, reasons):
+        raise NotImplementedError(why)
+
+
+def mode_refusal(framework: str, supported: frozenset[Mode], mode: str, reasons: dict[Mode, str]) -> str | None:
+    """Why `check_mode` refuses `mode`, in its words; None where the backend implements every component."""
     for component in mode_components(mode):
         if component not in supported:
-            why = reasons.get(component) or f"the {framework} backend does not implement it"
-            raise NotImplementedError(f"{component.value}: {why}")
+            return f"{component.value}: {reasons.get(component) or f'the {framework} backend does not implement it'}"
+    return None
 
 
 def builtin_only(framework: str) -> str:

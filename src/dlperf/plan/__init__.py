@@ -5,6 +5,7 @@ measures, with what to warn about before anything runs and what it will cost (`e
     workloads.py  built-in or a user's factory (built in a probe child), a DDP cell's batch, the real data opened
     warnings.py   what is measured anyway, and said first: oversubscription, slow precisions, inherited variables
     cells.py      the sweep expanded into cells
+    unsupported.py  the cells known to be unsupported before any child starts, and why
     estimate.py   the plan's time before it runs (--dry-run)
 
 `plan/` may import `runner/` (the probe asks a child, the pilot launches one); `runner/` never imports `plan/`.
@@ -23,6 +24,7 @@ from dlperf.measure import system
 from dlperf.parallel import check_microbatches
 from dlperf.plan.cells import expand, expand_ddp
 from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
+from dlperf.plan.unsupported import marked
 from dlperf.plan.warnings import (
     ddp_warnings,
     epoch_warnings,
@@ -51,7 +53,8 @@ class Plan:
 
     @property
     def tasks(self) -> list[Task]:
-        return schedule(self.cells, self.spec.repeats)
+        """One per process, those of a cell known to be unsupported saying why (no child is started for them)."""
+        return marked(schedule(self.cells, self.spec.repeats), self.workloads)
 
 
 def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda plan: None) -> Plan:

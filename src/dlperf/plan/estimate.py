@@ -135,7 +135,7 @@ def estimate(
     """The sweep's time: `known` (cell key -> durations of its earlier processes here) where there is one, a pilot's
     model otherwise. `workloads`: cell key -> workload JSON. The pilots start as the run's processes will: forked
     from a warm parent where the run would start one (`warm.prepare`), else cold."""
-    unknown = [t for t in tasks if not known.get(t.cell.key)]
+    unknown = [t for t in tasks if not known.get(t.cell.key) and t.unsupported is None]  # such a task costs nothing
     if unknown:
         warm.prepare(processes(tasks), memory_limit, {})
     pilots: dict[tuple, Pilot] = {}
@@ -148,6 +148,8 @@ def estimate(
     likely = most = 0.0
     seen: set[tuple] = set()
     for task in tasks:
+        if task.unsupported is not None:  # known before it starts: no process
+            continue
         extras = extras_of(task, seen, loss_check)
         if known.get(task.cell.key):
             earlier = statistics.median(known[task.cell.key])
@@ -156,7 +158,9 @@ def estimate(
         one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
         likely, most = likely + one, most + bound
     unsupported = {key: p.unsupported for key, p in pilots.items() if p.unsupported}
-    return Estimate(likely, max(likely, most), len(pilots), pilot_s, len(tasks) - len(unknown), unsupported)
+    unsupported |= {pilot_key(t.cell): t.unsupported for t in tasks if t.unsupported is not None}
+    known_here = sum(1 for t in tasks if known.get(t.cell.key) and t.unsupported is None)
+    return Estimate(likely, max(likely, most), len(pilots), pilot_s, known_here, unsupported)
 
 
 def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None,

@@ -103,6 +103,13 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
     )
 
 
+def known_unsupported(reason: str, python: str) -> ProcessMeasurement:
+    """The measurement of a cell known to be unsupported before any child starts (`Task.unsupported`): what its
+    child would have recorded, its reason and interpreter, without the child's life."""
+    detail = ProcessDetail(python=python, environment=environment_of(python))
+    return ProcessMeasurement(status=Status.UNSUPPORTED, error=reason, detail=detail, duration_s=0.0)
+
+
 def last(events: list[Event], kind: type[Event]) -> Event | None:
     """The latest of `kind` in `events`; None without one."""
     found = all_of(events, kind)

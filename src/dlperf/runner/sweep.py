@@ -110,6 +110,8 @@ def run_task(task: Task, ctx: SweepContext, poll: Callable[[], None], group_of: 
     sweep's thread, the one that may read the store."""
     cell, timeout = task.cell, ctx.spec.timeout
     python = interpreter_for(cell.framework)
+    if task.unsupported is not None:  # known before any child starts: stored as its child would have said it
+        return collect.known_unsupported(task.unsupported, python)
     if distributed(cell.nproc, cell.parallel):
         rdzv = rendezvous(ctx.spec)
         job = rendezvous_id(cell.key, task.repeat, rdzv.endpoint)
@@ -155,8 +157,9 @@ def groups(tasks: list[Task], spec: RunSpec) -> list[list[Task]]:
     while left:
         first = left.pop(0)
         group = [first]
-        if may_compile_at_once(first.cell):
-            mates = [t for t in left if may_compile_at_once(t.cell) and t.cell.device == first.cell.device]
+        if may_compile_at_once(first.cell) and first.unsupported is None:
+            mates = [t for t in left if may_compile_at_once(t.cell) and t.cell.device == first.cell.device
+                     and t.unsupported is None]  # fmt: skip
             group += mates[: spec.compile_at_once - 1]
             left = [t for t in left if not any(t is g for g in group)]
         found.append(group)

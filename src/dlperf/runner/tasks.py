@@ -16,6 +16,8 @@ class Task:
     repeat: int
     check_if_faster_than_s: float | None = None  # run the loss check only when the step is faster than this
     stop: StopRule | None = None  # skip the untimed extras of a cell far slower than it could win with
+    unsupported: str | None = None  # why the cell is known unsupported before a child starts (`plan/unsupported.py`):
+    # stored as its child would have said it, and no child is started
 
 
 def schedule(cells: list[Cell], repeats: int) -> list[Task]:

@@ -28,8 +28,13 @@ DAWN_CIFAR = (
 def torch_only(workload: Workload) -> None:
     """NotImplementedError (the cell is `unsupported`) for a network only PyTorch defines: a backend other than the
     torch one calls this before building."""
-    if workload.extra.get("torch_only"):
-        raise NotImplementedError(f"{workload.name} is defined for PyTorch only")
+    if why := torch_only_refusal(workload):
+        raise NotImplementedError(why)
+
+
+def torch_only_refusal(workload: Workload) -> str | None:
+    """Why `torch_only` refuses `workload` on another backend; None for a network every backend defines."""
+    return f"{workload.name} is defined for PyTorch only" if workload.extra.get("torch_only") else None
 
 
 def _image(name, arch, config, batch, params, *, data="ImageNet", outputs=1000, opt=SGD_M, notes):

@@ -10,7 +10,7 @@ implementation beside its backend; no other place names it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlperf.modes import Mode
 from dlperf.vocab import Framework, Parallel
@@ -22,6 +22,9 @@ class Capabilities:
     packages: tuple[str, ...]  # the framework's own top-level modules, the first found to tell it is installed
     modes: frozenset[Mode]  # the mode components its `build` implements; any other component is `unsupported`
     fp32_step: str  # how its fp32 cell's step runs: the baseline its modes' speed-ups are over (`table --best`)
+    # why each other component is not implemented, in the words its cell records (one missing: said plainly); here,
+    # not in the backend, so the plan knows such a cell is unsupported before any child imports the framework
+    why_not: dict[Mode, str] = field(default_factory=dict, compare=False)
     unprofilable: str | None = None  # why `--profile` is refused for it; None: its `profile` maps its profiler
     strategies: tuple[Parallel, ...] = ()  # the `--parallel` strategies its engine runs
     data_parallel: Parallel | None = None  # what `--nproc` measures without `--parallel`; None: no multi-process cell
@@ -35,6 +38,10 @@ class Capabilities:
     def profilable(self) -> bool:
         return self.unprofilable is None
 
+
+MXNET_AGGREGATED = (
+    "mxnet's Trainer already updates several parameters per kernel (multi_sgd_update, multi_sgd_mom_update)"
+)
 
 # fmt: off
 TABLE: dict[Framework, Capabilities] = {
@@ -52,15 +59,53 @@ TABLE: dict[Framework, Capabilities] = {
     Framework.JAX: Capabilities(
         Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}), "compiled by jax.jit",
         also_imports=("numpy",),
+        why_not={
+            Mode.BF16: "the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
+            Mode.FP16: "the jax backend runs fp32 only (no loss scaling)",
+            Mode.TF32: "the jax backend has no such mode; its fp32 cells multiply at full fp32 precision",
+            Mode.CHANNELS_LAST: "the jax backend has no such mode; its convolutions are NHWC already",
+            Mode.FOREACH: "the jax backend has no such mode; XLA fuses the whole optax update already",
+            Mode.FUSED: "the jax backend has no such mode; XLA fuses the whole optax update already",
+            Mode.CHECKPOINT: "the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
+            Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
+            Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
+            Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
+        },
     ),
     Framework.TENSORFLOW: Capabilities(
         Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
         "a tf.function graph, without XLA",
         strategies=(Parallel.MIRRORED, Parallel.MULTIWORKER), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
+        why_not={
+            Mode.BF16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
+            Mode.FP16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
+            Mode.TF32: "TensorFloat-32 is a CUDA mode, not implemented in dlperf's tensorflow backend",
+            Mode.CHANNELS_LAST: "tensorflow runs NHWC (its native CPU layout) in every mode here: there is nothing to "
+                                "switch",
+            Mode.FOREACH: "foreach is a PyTorch optimizer implementation; Keras' SGD on tensorflow has no such variant",
+            Mode.FUSED: "fused is a PyTorch optimizer implementation; Keras' SGD on tensorflow has no such variant",
+            Mode.CHECKPOINT: "gradient checkpointing (tf.recompute_grad) is not implemented in dlperf's tensorflow "
+                             "backend",
+            Mode.CUDA_GRAPHS: "CUDA graphs are a PyTorch feature; tensorflow has no equivalent to measure",
+            Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the tensorflow backend runs one device",
+        },
     ),
     Framework.MXNET: Capabilities(
         Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}), "a hybridized gluon graph", also_imports=("numpy",),
         unprofilable="MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
+        why_not={
+            Mode.BF16: "the mxnet backend trains in fp32 only (MXNet 1.x has bf16 only through its contrib AMP)",
+            Mode.FP16: "the mxnet backend trains in fp32 only (MXNet 1.x has fp16 only through its contrib AMP)",
+            Mode.TF32: "the mxnet backend has no TensorFloat-32 mode (CUDA only; the backend measures fp32)",
+            Mode.CHANNELS_LAST: "the mxnet backend runs MXNet's native NCHW layout only",
+            Mode.FOREACH: MXNET_AGGREGATED,
+            Mode.FUSED: MXNET_AGGREGATED,
+            Mode.CHECKPOINT: "the mxnet backend has no gradient checkpointing mode",
+            Mode.COMPILE: "the mxnet fp32 cell is already hybridized (a static graph); there is nothing more to "
+                          "compile",
+            Mode.CUDA_GRAPHS: "the mxnet backend has no CUDA-graphs mode (CUDA only)",
+            Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the mxnet backend runs one device",
+        },
     ),
 }
 # fmt: on

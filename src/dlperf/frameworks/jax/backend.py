@@ -30,7 +30,6 @@ from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.jax.models import build_model, param_deviation
 from dlperf.measure import system
 from dlperf.measure.timer import HostClock
-from dlperf.modes import Mode
 from dlperf.vocab import Framework
 from dlperf.workloads.base import OptimizerSpec, Workload
 
@@ -128,19 +127,7 @@ def _pool_threads() -> int:
 # Modes
 
 MODES = capabilities.of(Framework.JAX).modes  # the mode components implemented here
-# Why each other component does not apply; a component missing here is unsupported all the same, in plain words.
-UNSUPPORTED = {
-    Mode.BF16: "the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
-    Mode.FP16: "the jax backend runs fp32 only (no loss scaling)",
-    Mode.TF32: "the jax backend has no such mode; its fp32 cells multiply at full fp32 precision",
-    Mode.CHANNELS_LAST: "the jax backend has no such mode; its convolutions are NHWC already",
-    Mode.FOREACH: "the jax backend has no such mode; XLA fuses the whole optax update already",
-    Mode.FUSED: "the jax backend has no such mode; XLA fuses the whole optax update already",
-    Mode.CHECKPOINT: "the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
-    Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
-    Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
-    Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
-}
+UNSUPPORTED = capabilities.of(Framework.JAX).why_not  # the table says why, so the plan knows it too
 
 
 def _check_mode(mode: str) -> None:

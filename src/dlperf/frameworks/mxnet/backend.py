@@ -38,7 +38,6 @@ from typing import Any
 from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
 from dlperf.frameworks.common import capabilities
 from dlperf.measure import system
-from dlperf.modes import Mode
 from dlperf.vocab import Framework
 from dlperf.workloads.base import Workload
 
@@ -46,20 +45,7 @@ DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weig
 EXECUTION = "gluon hybridized (static_alloc, static_shape)"
 
 MODES = capabilities.of(Framework.MXNET).modes  # the mode components implemented here
-# Why each other mode component is not measured with MXNet; a component missing here is unsupported all the same.
-AGGREGATED = "mxnet's Trainer already updates several parameters per kernel (multi_sgd_update, multi_sgd_mom_update)"
-UNSUPPORTED = {
-    Mode.BF16: "the mxnet backend trains in fp32 only (MXNet 1.x has bf16 only through its contrib AMP)",
-    Mode.FP16: "the mxnet backend trains in fp32 only (MXNet 1.x has fp16 only through its contrib AMP)",
-    Mode.TF32: "the mxnet backend has no TensorFloat-32 mode (CUDA only; the backend measures fp32)",
-    Mode.CHANNELS_LAST: "the mxnet backend runs MXNet's native NCHW layout only",
-    Mode.FOREACH: AGGREGATED,
-    Mode.FUSED: AGGREGATED,
-    Mode.CHECKPOINT: "the mxnet backend has no gradient checkpointing mode",
-    Mode.COMPILE: "the mxnet fp32 cell is already hybridized (a static graph); there is nothing more to compile",
-    Mode.CUDA_GRAPHS: "the mxnet backend has no CUDA-graphs mode (CUDA only)",
-    Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the mxnet backend runs one device",
-}
+UNSUPPORTED = capabilities.of(Framework.MXNET).why_not  # the table says why, so the plan knows it too
 
 # Variables MXNet reads when it is loaded; reported as they are, None where MXNet uses its default.
 MXNET_VARS = (

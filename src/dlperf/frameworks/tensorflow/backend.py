@@ -62,18 +62,7 @@ if keras.backend.backend() != "tensorflow":
     )
 
 MODES = capabilities.of(Framework.TENSORFLOW).modes  # the mode components implemented here
-# Why each other component does not apply; a component missing here is unsupported all the same, in plain words.
-UNSUPPORTED = {
-    Mode.BF16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
-    Mode.FP16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
-    Mode.TF32: "TensorFloat-32 is a CUDA mode, not implemented in dlperf's tensorflow backend",
-    Mode.CHANNELS_LAST: "tensorflow runs NHWC (its native CPU layout) in every mode here: there is nothing to switch",
-    Mode.FOREACH: "foreach is a PyTorch optimizer implementation; Keras' SGD on tensorflow has no such variant",
-    Mode.FUSED: "fused is a PyTorch optimizer implementation; Keras' SGD on tensorflow has no such variant",
-    Mode.CHECKPOINT: "gradient checkpointing (tf.recompute_grad) is not implemented in dlperf's tensorflow backend",
-    Mode.CUDA_GRAPHS: "CUDA graphs are a PyTorch feature; tensorflow has no equivalent to measure",
-    Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the tensorflow backend runs one device",
-}
+UNSUPPORTED = capabilities.of(Framework.TENSORFLOW).why_not  # the table says why, so the plan knows it too
 
 # ----------------------------------------------------------------------------------------------------------------------
 # Threads and settings

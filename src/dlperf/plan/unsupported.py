@@ -1,0 +1,47 @@
+"""The cells known to be unsupported before any child starts: what a backend refuses whatever the machine, in the
+words its child records, so the run stores the same status and reason without a process that imports the framework
+(1.9-7.5 s each): a user's model (PyTorch only) on another backend, a mode the backend does not implement (the
+capability table says which, and why), a network only PyTorch defines.
+
+What depends on the machine is still asked of the child: PyTorch's refusals (bf16 on a CPU without it, CUDA's modes),
+a GPU cell's, a multi-process cell's. Each backend's checks are followed in the order its `build` makes them, as far
+as none depends on the machine: jax asks of the workload, then the mode; tensorflow and mxnet the mode first; each
+then its device, mxnet first its optimizer, and only then of the network (`torch_only`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from dlperf.frameworks import builtin_only, mode_refusal
+from dlperf.frameworks.common import capabilities
+from dlperf.protocol import Cell
+from dlperf.runner.tasks import Task
+from dlperf.vocab import Framework
+from dlperf.workloads import Workload
+from dlperf.workloads.published import torch_only_refusal
+
+
+def reason(cell: Cell, workload: Workload) -> str | None:
+    """Why `cell`'s child would find it unsupported whatever the machine, as it would say it; None: ask the child."""
+    if cell.framework == Framework.TORCH or cell.nproc or cell.parallel:
+        return None
+    row = capabilities.of(cell.framework)
+    user = builtin_only(cell.framework) if workload.arch == "user" else None
+    mode = mode_refusal(cell.framework, row.modes, cell.mode, row.why_not)
+    checks = (user, mode) if row.framework is Framework.JAX else (mode, user)  # in the order its build asks them
+    if found := next(filter(None, checks), None):
+        return found
+    if cell.device != "cpu" or (row.framework is Framework.MXNET and workload.optimizer.name != "sgd"):
+        return None  # its device is asked of the framework (mxnet's optimizer is refused in words of its own) first
+    return torch_only_refusal(workload)
+
+
+def marked(tasks: list[Task], workloads: dict[str, dict]) -> list[Task]:
+    """`tasks`, each of a cell known to be unsupported carrying why (`Task.unsupported`: no child is started for it).
+    `workloads`: cell key -> workload JSON."""
+    found: dict[str, str | None] = {}
+    for t in tasks:
+        if t.cell.key not in found:
+            found[t.cell.key] = reason(t.cell, Workload.from_json(workloads[t.cell.key]))
+    return [replace(t, unsupported=found[t.cell.key]) if found[t.cell.key] else t for t in tasks]

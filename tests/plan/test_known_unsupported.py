@@ -1,0 +1,122 @@
+"""Cells known to be unsupported before any child starts (`plan/unsupported.py`): a user's model on a backend other
+than PyTorch's, a mode the backend lacks, a network only PyTorch defines. Each started a child that imported its
+framework (1.9-7.5 s) to say what the parent could know; they are stored with the same status and reason, without
+one. What depends on the machine (a device, PyTorch's refusals, multi-process cells) is still asked of the child."""
+
+import json
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import run_in
+from dlperf.measure.timer import TimerConfig
+from dlperf.plan import Plan
+from dlperf.plan import estimate as est
+from dlperf.plan.unsupported import reason
+from dlperf.protocol import Cell
+from dlperf.runner import sweep
+from dlperf.spec import make_spec
+from dlperf.vocab import Status
+from dlperf.workloads import BUILTIN
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+
+USER = Workload("mine", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source="m.py:make")
+ADAM_PUBLISHED = Workload("pub", "fcn", {"widths": [4, 2]}, InputSpec("vector", (4,)), 2, 4, OptimizerSpec("adam"),
+                          extra={"torch_only": True})  # fmt: skip
+USER_REASON = "user workloads are PyTorch models; the {} backend trains the built-in workloads only"
+# (workload, framework, device, mode): what each backend's build raises first, in its order
+CASES = [
+    (USER, "jax", "cpu", "fp32"), (USER, "tensorflow", "cpu", "fp32"), (USER, "mxnet", "cpu", "fp32"),
+    (BUILTIN["tiny-fcn-r"], "jax", "cpu", "bf16"), (BUILTIN["tiny-fcn-r"], "jax", "cpu", "compile"),
+    (BUILTIN["tiny-fcn-r"], "tensorflow", "cpu", "bf16+compile"), (BUILTIN["tiny-fcn-r"], "mxnet", "cpu", "compile"),
+    (USER, "jax", "cpu", "bf16"), (USER, "tensorflow", "cpu", "bf16"), (USER, "mxnet", "cpu", "bf16"),
+    (BUILTIN["resnet-18"], "jax", "cpu", "fp32"), (BUILTIN["resnet-18"], "tensorflow", "cpu", "fp32"),
+    (BUILTIN["resnet-18"], "mxnet", "cpu", "fp32"), (BUILTIN["resnet-18"], "jax", "cpu", "bf16"),
+]  # fmt: skip
+
+
+def said(w, framework, device, mode):
+    return reason(Cell(w.name, framework, device, 1, mode), w)
+
+
+def test_what_a_backend_refuses_whatever_the_machine_is_known_in_its_words_and_order():
+    for fw in ("jax", "tensorflow", "mxnet"):
+        assert said(USER, fw, "cpu", "fp32") == USER_REASON.format(fw)
+        assert said(BUILTIN["resnet-18"], fw, "cpu", "fp32") == "resnet-18 is defined for PyTorch only"
+    assert said(BUILTIN["tiny-fcn-r"], "jax", "cpu", "compile") == (
+        "compile: jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one"
+    )
+    assert said(USER, "jax", "cpu", "bf16") == USER_REASON.format("jax")  # jax asks of the workload first
+    assert said(USER, "tensorflow", "cpu", "bf16").startswith("bf16: mixed precision")  # tensorflow of the mode
+    assert said(BUILTIN["resnet-18"], "jax", "cpu", "bf16").startswith("bf16: the jax backend runs fp32 only")
+
+
+def test_what_depends_on_the_machine_is_still_asked_of_the_child():
+    assert said(BUILTIN["tiny-fcn-r"], "jax", "cpu", "fp32") is None
+    assert said(USER, "torch", "cpu", "bf16") is None and said(BUILTIN["tiny-fcn-r"], "torch", "cpu", "tf32") is None
+    assert said(BUILTIN["resnet-18"], "jax", "cuda:0", "fp32") is None  # the device is asked first: is there one?
+    assert said(ADAM_PUBLISHED, "mxnet", "cpu", "fp32") is None  # mxnet refuses the optimizer first, in its words
+    assert reason(Cell("tiny-fcn-r", "tensorflow", "cpu", 1, "fp32", 2, "", "", "mirrored"), BUILTIN["tiny-fcn-r"]) \
+        is None  # fmt: skip
+
+
+def plan_of(frameworks: str, workload: Workload) -> Plan:
+    spec = make_spec(["tiny-fcn-r"], frameworks=frameworks, threads=[1], repeats=2)  # the cells train `workload`
+    cells = [Cell(workload.name, f, "cpu", 1, "fp32") for f in spec.frameworks]
+    return Plan(spec, cells, {c.key: workload.to_json() for c in cells}, {}, 2)
+
+
+def test_a_known_unsupported_cell_starts_no_child_and_is_stored_as_its_child_said_it(monkeypatch):
+    plan = plan_of("torch,jax", USER)
+    tasks = plan.tasks
+    assert [t.unsupported for t in tasks] == [None, USER_REASON.format("jax")] * 2  # each process of the cell
+    monkeypatch.setattr(sweep, "interpreter_for", lambda framework: sys.executable)
+    monkeypatch.setattr(sweep, "launch", lambda *a, **k: pytest.fail("a child was started"))
+    m = sweep.run_task(tasks[1], SimpleNamespace(spec=plan.spec), lambda: None)
+    assert (m.status, m.error) == (Status.UNSUPPORTED, USER_REASON.format("jax"))
+    assert m.detail.python == sys.executable and m.samples == [] and m.duration_s == 0.0
+
+
+def test_the_dry_run_starts_no_pilot_for_them_and_says_why(monkeypatch):
+    plan = plan_of("jax", USER)
+    monkeypatch.setattr(est, "run_pilot", lambda *a: pytest.fail("a pilot was started"))
+    e = est.estimate(plan.tasks, plan.workloads, {}, timer=TimerConfig(), timeout=60, loss_check=False, cores=2,
+                     python_for=lambda f: sys.executable)  # fmt: skip
+    assert (e.seconds, e.pilots) == (0.0, 0)
+    assert e.unsupported == {est.pilot_key(plan.cells[0]): USER_REASON.format("jax")}
+
+
+def test_the_dry_run_says_which_processes_are_known_unsupported(capsys):
+    from dlperf.commands.run import print_estimate
+
+    plan = plan_of("jax", USER)
+    why = {est.pilot_key(plan.cells[0]): USER_REASON.format("jax")}
+    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(0.0, 0.0, 0, 0.0, 0, why)))
+    assert capsys.readouterr().out.splitlines()[-1].endswith("): 2 known to be unsupported (no process is started)")
+
+
+BUILD = """
+import json, sys
+from dlperf.frameworks import backend
+from dlperf.workloads.base import Workload
+fw = backend(sys.argv[1])
+fw.configure_threads(1)
+out = []
+for w, device, mode in json.loads(sys.argv[2]):
+    try:
+        fw.build(Workload.from_json(w), device, mode)
+        out.append(None)
+    except NotImplementedError as exc:
+        out.append(str(exc))
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.slow  # imports each framework in its own interpreter
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("framework", ["jax", "tensorflow", "mxnet"])
+def test_the_plan_says_what_the_backend_itself_says(framework):
+    cases = [(w, d, m) for w, f, d, m in CASES if f == framework]
+    found = run_in(framework, BUILD, framework, json.dumps([(w.to_json(), d, m) for w, d, m in cases]))
+    assert found == [said(w, framework, d, m) for w, d, m in cases]
