@@ -61,6 +61,7 @@ class Try:
     warmup_steps: int = 0  # the steps before the timed ones
     median_s: float | None = None  # the median timed step, of `steps`: samples_per_s is batch / median_s
     timing: tuple[str, ...] = ()  # what dlperf run notes of the steps' timing (other processes' load, noisy, ...)
+    faults_per_step: float | None = None  # a CPU try's page faults a timed step: memory mapped afresh
 
     @classmethod
     def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None) -> Try:
@@ -69,9 +70,10 @@ class Try:
         oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
         rate = batch / cell.median_s if cell.ok and cell.median_s else None
         timing = tuple(w for w in cell.warnings if note_kind(w) == "noise") if rate else ()
+        faults = cell.minor_faults_per_step if rate and cell.device == "cpu" else None
         return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,
                    cell.n if rate else 0, duration_s, cell.warmup_steps or 0, cell.median_s if rate else None,
-                   timing)  # fmt: skip
+                   timing, faults)  # fmt: skip
 
     @property
     def disturbed(self) -> list[str]:
@@ -79,8 +81,18 @@ class Try:
         its steps were timed, or the steps varied widely (run's notes; a rate of few steps is marked on its own)."""
         return [w for w in self.timing if w.startswith(UNSTEADY)]
 
+    @property
+    def mapped_afresh(self) -> bool:
+        """Whether the steps faulted in pages of memory mapped afresh each step: under a CPU try's limit every
+        allocation above 128 KiB is mapped and unmapped each time (`worker/cell.fixed_mmap_threshold`, so that
+        whether a batch fits does not depend on the steps before it), which a plain process's allocator does not do:
+        its rate is below the batch's own. tiny-fcn-r on 2 busy cores: 0.03 faults a step up to batch 256, 195 at
+        1024, 1,275 at 4096; `dlperf run` of batch 1024, 0.5."""
+        return (self.faults_per_step or 0) >= FAULTED_PAGES
+
 
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
+FAULTED_PAGES = 32  # page faults a step: at least one allocation of 128 KiB (the mmap threshold) mapped afresh
 
 
 NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit reached, as --max-batch is
