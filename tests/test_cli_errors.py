@@ -439,3 +439,26 @@ def test_a_timeout_no_cell_can_meet_is_refused_before_anything_runs(args, said, 
     line = error_line([*args, "--db", str(tmp_path / "t.db")] if args[0] != "run" else args, capsys, tmp_path)
     assert line == f"{said}: each cell process times steps for at least --min-time seconds; raise --timeout or " \
                    "lower --min-time"  # fmt: skip
+
+
+def test_export_into_a_fifo_writes_through_it_and_leaves_it_a_fifo(tmp_path, capsys):
+    """The output was a temporary file renamed over the path: a FIFO became a regular file, and, as root,
+    `export -o /dev/null` replaced /dev/null itself with one."""
+    import os
+    import stat
+    import threading
+
+    from report.campaign import ALPHA, CELLS, write
+
+    db = tmp_path / "one.db"
+    store = Store.open(db, create=True)
+    write(store, ALPHA, CELLS["alpha"][:1], "solo")
+    store.close()
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    assert main(["export", "-o", str(fifo), "--db", str(db)]) == 0
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and got[0].startswith(b"run_id,"), got

@@ -572,21 +572,15 @@ def parse_data(text: str) -> str:
     if text in (DATA_SYNTHETIC, DATA_DATASET):
         return text
     path = Path(text).expanduser()
-    what = "an empty path" if not text.strip() else _not_a_directory(path)  # '' would be `.`: an unset variable's
+    try:  # '' would be `.`: an unset variable's, not a folder chosen
+        what = "an empty path" if not text.strip() else None if path.is_dir() else (
+            "not a directory" if path.exists() else "no such directory")  # fmt: skip
+    except OSError as exc:  # a name too long to look up (ENAMETOOLONG), which Path.is_dir() raises
+        what = f"cannot be looked at ({exc.strerror or exc})"
     if what is not None:
         raise UsageError(f"--data {text!r}: {what} (expected synthetic, dataset, or a directory of datasets, as "
                          "`dlperf data synth DIR` writes)")  # fmt: skip
     return str(path.resolve())
-
-
-def _not_a_directory(path: Path) -> str | None:
-    """Why `path` is not a directory to read; None where it is one."""
-    try:
-        if path.is_dir():
-            return None
-        return "not a directory" if path.exists() else "no such directory"
-    except OSError as exc:  # a name too long to look up (ENAMETOOLONG), which Path.is_dir() raises
-        return f"cannot be looked at ({exc.strerror or exc})"
 
 
 def suggest(word: str, choices) -> str:

@@ -7,6 +7,7 @@ import argparse
 import functools
 import itertools
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
@@ -280,8 +281,12 @@ def open_store(args: argparse.Namespace, *, create: bool = False) -> Store:
 def replacing(path: str | Path) -> Iterator[Path]:
     """A temporary file beside `path` to write, renamed over `path` when the block ends: an output file is whole or
     absent, never cut short. A write that fails (a full disk, `ulimit -f`) removes the temporary file and is one
-    line naming the file."""
+    line naming the file. A device or a FIFO (/dev/null, /dev/stdout), or a link to one, is written in place: renamed
+    over, it would be replaced by a regular file (as root, /dev/null itself)."""
     out = Path(path)
+    if not_a_regular_file(out):
+        yield out
+        return
     try:
         fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=f".tmp{out.suffix}", dir=out.parent)
     except OSError as exc:
@@ -298,6 +303,15 @@ def replacing(path: str | Path) -> Iterator[Path]:
         raise _unwritten(path, exc) from None
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def not_a_regular_file(path: Path) -> bool:
+    """Whether `path` is there (through any link) as something other than a file or a folder: a device, a FIFO."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def umask() -> int:
@@ -321,7 +335,8 @@ def write_file(path: str | Path, text: str) -> None:
         fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
         try:
             write_all(fd, text.encode("utf-8"))
-            os.fsync(fd)
+            if not not_a_regular_file(tmp):  # a device or a FIFO has nothing to sync (EINVAL)
+                os.fsync(fd)
         finally:
             os.close(fd)
 
