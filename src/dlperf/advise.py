@@ -66,7 +66,7 @@ class Clock:
 @dataclass
 class Options:
     workload: str
-    gpus: str | None = None  # comma list; None: every GPU of the table with a price (`prices.priced`)
+    gpus: str | tuple[str, ...] | None = None  # comma list or names; None: every GPU with a price (`prices.priced`)
     budget_s: float = BUDGET_S
     deadline: str | None = None
     samples: int | None = None
@@ -138,11 +138,15 @@ def _checked(opts: Options) -> tuple[tuple, float | None]:
     parse_workload(opts.workload, None)  # the positional's own error (NAME@bN: "with --batch"), before the spec's
     if opts.batch is not None:  # as the command line's parser says it (a Python caller's value)
         batch_number(str(opts.batch), "--batch")
+        if not isinstance(opts.batch, int):  # "4": text, later predicted and measured as text
+            kind = type(opts.batch).__name__
+            raise UsageError(f"--batch {opts.batch!r}: expected a batch, a whole number, not {kind}")
     spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders)  # --data, --loaders as `dlperf run` checks
     opts.data, opts.loaders = spec.data, spec.loaders
     _check_numbers(opts)
     said = ("--gpu", "") if opts.flags else ("gpus", "gpus='H100-SXM5-80GB,T4'")
-    chosen = gpus.parse_gpus(opts.gpus, *said) if opts.gpus is not None else prices.priced()  # --gpu '' is refused
+    names = opts.gpus if opts.gpus is None or isinstance(opts.gpus, str) else ",".join(opts.gpus)  # as crossover's
+    chosen = gpus.parse_gpus(names, *said) if names is not None else prices.priced()  # --gpu '' is refused
     deadline = None if opts.deadline is None else cost.parse_deadline(str(opts.deadline))
     return chosen, deadline
 
