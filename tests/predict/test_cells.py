@@ -66,7 +66,7 @@ def test_a_gpu_not_in_the_table_and_a_failed_count_warn_and_predict_nothing(monk
     rows, warnings = gpu_predictions.predictions(CELLS, WORKLOADS, env("Some Future Accelerator 9000"))
     assert rows == [] and warnings == [
         "no prediction for Some Future Accelerator 9000: it is not in dlperf's GPU table (dlperf predict --list-gpus); "
-        "give its figures with --gpu-specs FILE.csv"
+        "give its figures with --gpu-specs FILE.csv, in a row named 'Some Future Accelerator 9000'"
     ]
 
     def broken(requests, timeout=None):

@@ -84,5 +84,5 @@ def test_a_laptop_gpus_run_is_not_predicted_as_the_desktop_part(monkeypatch):
     rows, warnings = cells.predictions([cell], {cell.key: w.to_json()}, machine)
     assert rows == [] and warnings == [
         f"no prediction for {model}: it is not in dlperf's GPU table, whose RTX 4090 is another part (dlperf predict "
-        "--list-gpus); give its figures with --gpu-specs FILE.csv"
+        f"--list-gpus); give its figures with --gpu-specs FILE.csv, in a row named {model!r}"
     ]

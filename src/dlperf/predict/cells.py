@@ -42,8 +42,10 @@ def chosen(cells: list[Cell], workloads: dict[str, dict], env: dict[str, Any]):
         precision = "tf32" if Mode.TF32 in components else next(p.value for p in components if p in PRECISIONS)
         picked.append((cell, Workload.from_json(workloads[cell.key]), gpu, precision))
     for model in sorted(unknown):
-        warnings.append(f"no prediction for {model}: it is not in dlperf's GPU table{gpus.unmatched(model)} (dlperf "
-                        "predict --list-gpus); give its figures with --gpu-specs FILE.csv")  # fmt: skip
+        warnings.append(
+            f"no prediction for {model}: it is not in dlperf's GPU table{gpus.unmatched(model)} (dlperf "
+            f"predict --list-gpus); give its figures with --gpu-specs FILE.csv, in a row named {model!r}"
+        )
     return picked, warnings
 
 
