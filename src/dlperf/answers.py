@@ -244,6 +244,7 @@ class MemoryTrace(Wire):
 
     batch: int
     error: str | None = field(default=None, metadata=ABSENT)
+    refused: bool | None = field(default=None, metadata=ABSENT)  # the error is dlperf's refusal of the mode: kept
     peak: int | None = field(default=None, metadata=ABSENT)
     params: int | None = field(default=None, metadata=ABSENT)  # and buffers
     optimizer: int | None = field(default=None, metadata=ABSENT)

@@ -16,7 +16,9 @@ it is (`allocator_peak`), so `--memory` and `--cost` say the same of the same pe
 
 Every part but the fixed ones grows in proportion to the batch, so each (workload, mode) is traced at its batch and at
 twice it; the line through the two gives the peak at any batch, and the largest batch that fits on each GPU. Traces
-are cached beside the operator counts (`predict/cache.py`: the same key, the counting code's source included).
+are cached beside the operator counts (`predict/cache.py`: the same key, the counting code's source included), and
+so is dlperf's refusal of a mode for a model (the child's `refused`), never a failure of this machine (a crash, a
+timeout, out of its memory), which is asked again.
 Standard library only.
 """
 
@@ -309,12 +311,14 @@ def traces(asked, timeout: float, timeout_flag: str | None = None) -> list[Peak 
         for i, t in zip(todo, answer.traces, strict=True):
             w, m, b = asked[i]
             found[i] = t.error or Peak(w.name, m, b, t.params, t.grads, t.optimizer, t.data, t.activations)
-            if keys[i] is not None and not t.error:
+            if keys[i] is not None and (not t.error or t.refused):
                 cache.write(keys[i], f"b{b}", t.to_json())
     return found  # type: ignore[return-value]
 
 
-def _cached(key, workload, mode: str, batch: int) -> Peak | None:
+def _cached(key, workload, mode: str, batch: int) -> Peak | str | None:
+    """The trace kept of (workload, mode, batch), or dlperf's refusal of the mode kept (a checkpoint mode on a model
+    without a sequential trunk: asked again, the child would refuse it again); None: asked of a child."""
     from dlperf.answers import MemoryTrace
     from dlperf.predict import cache
 
@@ -323,6 +327,8 @@ def _cached(key, workload, mode: str, batch: int) -> Peak | None:
         t = MemoryTrace.from_json(value) if isinstance(value, dict) else None
     except (KeyError, TypeError, ValueError):
         return None
+    if t is not None and t.batch == batch and isinstance(t.error, str) and t.refused is True:
+        return t.error
     if t is None or t.batch != batch or t.error or t.peak is None:
         return None
     return Peak(workload.name, mode, batch, t.params, t.grads, t.optimizer, t.data, t.activations)

@@ -62,11 +62,13 @@ def memory_count(workload: Workload, mode: str, batches: list[int]) -> list[dict
     """For each batch, one steady iteration of `workload` in `mode` (fp32, tf32, bf16 or fp16, with `+checkpoint`
     for gradient checkpointing) traced on fake tensors: {"batch", "peak", and each of PARTS in bytes}. A step that
     cannot be built so (checkpoint on a model without a sequential trunk) or run on fake tensors answers
-    [{"error": why}] for every batch: the user's own error where the step fails run for real too (`own_error`)."""
+    [{"error": why}] for every batch: the user's own error where the step fails run for real too (`own_error`); dlperf's
+    refusal of the mode for this model (NotImplementedError) is marked `refused`: the same whenever it is asked again
+    of the same model, which the parent keeps (a failure of the machine, out of its memory, is never so marked)."""
     try:
         step, fake = _built(workload, mode)
     except NotImplementedError as exc:
-        return [{"batch": b, "error": str(exc)} for b in batches]
+        return [{"batch": b, "error": str(exc), "refused": True} for b in batches]
     except Exception as exc:  # the user's model, whatever it raises
         return [{"batch": b, "error": _why(workload, mode, exc)} for b in batches]
     found = []
