@@ -83,3 +83,21 @@ def test_cells_compiling_at_once_are_announced_together_and_each_finishes_under_
         "[2/3] b torch compile cpu:1: median 4.20 s, n=12",
         "[1/3] a torch compile cpu:1: median 4.20 s, n=12",
     ]
+
+
+def test_a_cell_known_unsupported_before_any_child_is_one_line(capsys):
+    """No child starts for it (`Task.unsupported`, plan/unsupported.py): its result is its only line, with no `...`
+    line for a process that never runs; a cell whose child starts keeps both."""
+    why = "bf16: the jax backend runs fp32 only"
+    known = SimpleNamespace(cell=SimpleNamespace(label="tiny-fcn-r jax cpu:1 bf16"), repeat=0, unsupported=why)
+    task = SimpleNamespace(cell=SimpleNamespace(label="tiny-fcn-r torch cpu:1"), repeat=0, unsupported=None)
+    progress = Progress(total=2, console=Console(stderr=True, force_terminal=False))
+    progress.start(0, known)
+    progress.finish(0, known, ProcessMeasurement(status=Status.UNSUPPORTED, error=why), CellFigures())
+    progress.start(1, task)
+    progress.finish(1, task, OK, CellFigures(median_s=4.2, n=12))
+    assert capsys.readouterr().err.splitlines() == [
+        f"[1/2] tiny-fcn-r jax cpu:1 bf16: unsupported: {why}",
+        "[2/2] tiny-fcn-r torch cpu:1 ...",
+        "[2/2] tiny-fcn-r torch cpu:1: median 4.20 s, n=12",
+    ]

@@ -96,16 +96,18 @@ class Progress:
         )
 
     def start(self, index: int, task) -> None:
-        self._begin(index, label(task), f"{self._number(index)}")
+        """A task's process starts. A cell known unsupported before any child starts (`Task.unsupported`) ends at
+        once: its one line is `finish`'s, with no `...` line before it."""
+        self._begin(index, label(task), f"{self._number(index)}", said=getattr(task, "unsupported", None) is None)
 
     def start_together(self, index: int, tasks: list) -> None:
         """Cells that compile at once (`run --compile-at-once`), items index to index + len(tasks) - 1."""
         current = f"{', '.join(map(label, tasks))} (compiling at once, each timed alone)"
         self._begin(index, current, f"{self._number(index)}-{self._number(index + len(tasks) - 1)}")
 
-    def _begin(self, index: int, current: str, items: str) -> None:
+    def _begin(self, index: int, current: str, items: str, *, said: bool = True) -> None:
         self._index, self._current, self._started = index, current, time.monotonic()
-        if not self.live:
+        if said and not self.live:
             self._shown(lambda: print(f"{self._of(items)} {self._current} ...", file=sys.stderr, flush=True))
         self.refresh()
 
