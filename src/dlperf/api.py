@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from dlperf import envinfo
@@ -165,13 +166,29 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         _check_data_again(run.id, spec, tasks, session.workloads)
         if dry_run:
             return Outcome(ExitCode.OK, run.id, plan, estimate=for_plan(plan, db, say_pilot, tasks), tasks=tasks)
-        where = ", ".join(map(str, spill.holding(db, run.id)))
+        where = ", ".join(map(str, spill.holding(db, run.id, store.mark(run.id))))
         if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)
             warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")
+        if aside := spill.aside(db, run.id, store.mark(run.id)):
+            warn_stderr(_left_aside(run, aside))
         session.reopen()
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
     finally:
         store.close()
+
+
+def _left_aside(run: RunRecord, aside: dict[Path, list[spill.Kept]]) -> str:
+    """One line on the lines kept under the run's id that --resume did not take up: another run's of that id (a
+    store deleted and made again at the path), or an earlier dlperf's line that cannot show it is this run's."""
+    n = sum(map(len, aside.values()))
+    theirs = sorted({k.run["started_at"] for lines in aside.values() for k in lines if k.run})
+    whose = [f"another run {run.id}'s, started {', '.join(theirs)}"] if theirs else []
+    if any(k.run is None for lines in aside.values() for k in lines):
+        whose.append("an earlier dlperf's, whose process did not start after this run did")
+    return (
+        f"left {n} measurement{'s' * (n != 1)} kept for a run {run.id} in {', '.join(map(str, aside))} where "
+        f"{agreeing(n, 'it is', 'they are')}: not this run's (started {run.started_at}) but {' and '.join(whose)}"
+    )
 
 
 def _resumable(run: RunRecord) -> tuple[RunSpec, dict]:

@@ -102,7 +102,7 @@ def test_what_is_left_leaves_out_a_process_kept_beside_a_store_that_refused_it(s
     other = Cell("tiny-fcn-r", "torch", "cpu", 2, "fp32")
     session.add([CELL, other], {"batch": 8})
     assert [t.cell for t in session.remaining()] == [CELL, other]
-    spill.keep(session.store.path, session.run_id, other.key, 0, measured(1.0))
+    spill.keep(session.store.path, session.run_id, other.key, 0, measured(1.0), run=session.store.mark(session.run_id))
     assert [t.cell for t in session.remaining()] == [CELL]
     assert session.take_up_kept() == 1 and [t.cell for t in session.remaining()] == [CELL]
 
@@ -169,7 +169,8 @@ def test_a_kept_measurement_does_not_overwrite_the_process_measured_again_meanwh
     from dlperf.store import spill
 
     session.add([CELL], {"batch": 8})
-    spill.keep(session.store.path, session.run_id, CELL.key, 0, measured(9.0))  # the older, kept
+    mark = session.store.mark(session.run_id)
+    spill.keep(session.store.path, session.run_id, CELL.key, 0, measured(9.0), run=mark)  # the older, kept
     monkeypatch.setattr(sweep, "run_task", lambda task, ctx, refresh, *rest: measured(1.0))
     monkeypatch.setattr(sweep, "warm_up", lambda *args: None)
     session.measure([Task(CELL, 0)], quiet, last=False)  # measured again, by a --resume not seeing the line

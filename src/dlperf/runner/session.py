@@ -98,7 +98,7 @@ class Session:
     def remaining(self) -> list[Task]:
         """The processes of a resumed run not measured yet, in the order the plan gave them: neither stored nor kept
         beside a store that refused them (`take_up_kept` stores those)."""
-        kept = {(k.key, k.repeat) for k in spill.kept(self.store.path, self.run_id)}
+        kept = {(k.key, k.repeat) for k in spill.kept(self.store.path, self.run_id, self.store.mark(self.run_id))}
         return sweep.remaining(
             [c.cell for c in self.cells()], self.spec.repeats, self.store.done_repeats(self.run_id) | kept
         )

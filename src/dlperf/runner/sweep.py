@@ -293,7 +293,10 @@ def store_or_keep(ctx: SweepContext, task: Task, m: ProcessMeasurement) -> CellF
         what = f"the measurement of {task.cell.label} (process {task.repeat + 1})"
         db = str(exc.now_at) if isinstance(exc, StoreGone) and exc.now_at else ctx.store.path  # the file moved on
         try:
-            kept = spill.keep(db, ctx.run_id, task.cell.key, task.repeat, m, ctx.store.sessions.get(ctx.run_id))
+            run_id, store = ctx.run_id, ctx.store
+            kept = spill.keep(
+                db, run_id, task.cell.key, task.repeat, m, store.sessions.get(run_id), store.marks.get(run_id)
+            )
         except OSError as lost:
             raise StoreFault(f"{exc}; {what} is lost: it could not be kept either ({lost.strerror or lost})") from None
         hint = "" if isinstance(exc, StoreGone) and not exc.now_at else f": `{resume_command(db)}` stores it"
@@ -305,13 +308,13 @@ def take_up_kept(ctx: SweepContext) -> int:
     its line says (one kept before lines said it: this one's), then remove them; returns how many were stored. A
     process the store has already (measured again by a --resume that did not see the line) keeps its stored, newer,
     measurement."""
-    entries = spill.kept(ctx.store.path, ctx.run_id)
+    entries = spill.kept(ctx.store.path, ctx.run_id, ctx.store.mark(ctx.run_id))  # not another run's of its id
     planned = {c.key: c.cell for c in ctx.store.cells(ctx.run_id)}
     stored = ctx.store.done_repeats(ctx.run_id)
     taken = [e for e in entries if e.key in planned and (e.key, e.repeat) not in stored]
     for entry in taken:
         store_result(ctx, Task(planned[entry.key], entry.repeat), entry.measurement, entry.session)
-    spill.forget(ctx.store.path, ctx.run_id)
+    spill.forget(ctx.store.path, ctx.run_id, ctx.store.mark(ctx.run_id))
     return len(taken)
 
 

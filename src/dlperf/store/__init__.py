@@ -60,6 +60,7 @@ class Store(Copies, MachineFigures):
         self.upgrade_on_write = False  # an old file, upgraded before this process first writes to it
         self.leases: dict[int, lease.Heartbeat] = {}  # run id -> the heartbeat of the lease this process holds
         self.sessions: dict[int, int] = {}  # run id -> the session of it this process measures (1: its first)
+        self.marks: dict[int, dict[str, str]] = {}  # run id -> what tells it from another of its id (`spill.mark`)
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool) -> Store:
@@ -161,17 +162,18 @@ class Store(Copies, MachineFigures):
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[PlannedCell]) -> int:
         """The run and its whole plan, every cell pending, leased to this process, in one transaction."""
-        holder = lease.me()
+        holder, started, spec_json, fingerprint_json = lease.me(), now(), json.dumps(spec), json.dumps(fingerprint)
         with self._writing("the run"), self.conn:
             cur = self.conn.execute(
                 "INSERT INTO runs (started_at, status, argv, spec_json, env_json, fingerprint_json)"
                 " VALUES (?, 'running', ?, ?, ?, ?)",
-                (now(), json.dumps(argv), json.dumps(spec), json.dumps(env), json.dumps(fingerprint)),
+                (started, json.dumps(argv), spec_json, json.dumps(env), fingerprint_json),
             )
             self._insert_cells(cur.lastrowid, cells)
             if self.version >= LEASES:
                 lease.take(self.conn, cur.lastrowid, holder)
         self.sessions[cur.lastrowid] = 1
+        self.marks[cur.lastrowid] = spill.mark(started, spec_json, fingerprint_json)
         if self.version >= LEASES:
             self.leases[cur.lastrowid] = lease.Heartbeat(self.path, cur.lastrowid, holder)
         return cur.lastrowid
@@ -187,7 +189,15 @@ class Store(Copies, MachineFigures):
             stale = lease.acquire(self.conn, run_id, holder)
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
         self.sessions[run_id] = self._latest_session(run_id) + 1
+        self.mark(run_id)  # read while the store reads: a line kept when it refuses says which run it is
         return stale
+
+    def mark(self, run_id: int) -> dict[str, str]:
+        """What tells the run from another given its id in a store made again at this path (`spill.mark`)."""
+        if run_id not in self.marks:
+            row = self.conn.execute("SELECT started_at, spec_json, fingerprint_json FROM runs WHERE id = ?", (run_id,))
+            self.marks[run_id] = spill.mark(*row.fetchone())
+        return self.marks[run_id]
 
     def _latest_session(self, run_id: int) -> int:
         """The latest session that measured a process of the run; 0 before any (or in a file that cannot tell)."""

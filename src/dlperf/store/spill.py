@@ -2,11 +2,12 @@
 
 When SQLite refuses a finished process's measurement (a full disk, a file grown past `ulimit -f`, a file made
 read-only), what the process measured is appended to `<db>.unsaved.jsonl`, one JSON line per process:
-{"run_id", "key", "repeat", "measurement", "session"}. A line is small beside the database's pages, so it is often
+{"run_id", "key", "repeat", "measurement", "session", "run"}, "run" telling its run from another of the same id in a
+store deleted and made again at the path (`mark`). A line is small beside the database's pages, so it is often
 still written when the database cannot grow. Where nothing can be written beside the database (its directory made
 read-only), the line goes to a file named after the database's full path in DATA_DIR/unsaved/, else in the temporary
 directory (`places`). `--resume` stores the run's lines from each place, each under the session of its run that
-measured it (`measurements.session`), and removes them.
+measured it (`measurements.session`), and removes them; a line of another run of that id stays where it is (`aside`).
 
 Where the database itself is gone from its path while a command writes to it (deleted, replaced, its directory
 deleted), what the open file held is copied (`rescue`) beside its path as NAME-rescued.db, else into DATA_DIR/unsaved/,
@@ -22,6 +23,7 @@ import os
 import sqlite3
 import tempfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +42,26 @@ class Kept:
     repeat: int
     measurement: ProcessMeasurement
     session: int | None = None  # the session of its run that measured it; None in a line kept before it was recorded
+    run: dict[str, str] | None = None  # its run's `mark`; None in a line kept before it was recorded
+
+
+def mark(started_at: str, spec_json: str, fingerprint_json: str) -> dict[str, str]:
+    """What tells a run from another given the same id by a store deleted and made again at the same path: when it
+    started, and a digest of its spec and its machine's fingerprint as the runs table holds them."""
+    digest = hashlib.sha256(f"{spec_json}\0{fingerprint_json}".encode()).hexdigest()[:16]
+    return {"started_at": started_at, "digest": digest}
+
+
+def belongs(entry: Kept, run: dict[str, str]) -> bool:
+    """Whether a kept line is the measurement of the run marked `run`. A line kept before lines were marked is only
+    where its process started after the run did: one that started earlier, or cannot say when, is another's."""
+    if entry.run is not None:
+        return entry.run == run
+    started = entry.measurement.detail.started_at
+    try:
+        return isinstance(started, int | float) and started >= datetime.fromisoformat(run["started_at"]).timestamp()
+    except (KeyError, TypeError, ValueError):
+        return False
 
 
 def path_for(db: str | Path) -> Path:
@@ -100,11 +122,11 @@ def _new_file(folder: Path, stem: str, suffix: str) -> Path:
 
 
 def keep(db: str | Path, run_id: int, key: str, repeat: int, measurement: ProcessMeasurement,
-         session: int | None = None) -> Path:  # fmt: skip
-    """Append one measurement, measured by `session` of its run, to the first of `places` that takes it, on disk
-    before this returns; the file it is in. Raises OSError (the first place's) when none can take it."""
+         session: int | None = None, run: dict[str, str] | None = None) -> Path:  # fmt: skip
+    """Append one measurement, measured by `session` of the run marked `run`, to the first of `places` that takes
+    it, on disk before this returns; the file it is in. Raises OSError (the first place's) when none can take it."""
     line = json.dumps({"run_id": run_id, "key": key, "repeat": repeat, "measurement": measurement.to_json(),
-                       "session": session})  # fmt: skip
+                       "session": session, "run": run})  # fmt: skip
     first: OSError | None = None
     for k, path in enumerate(places(db)):
         made = not os.path.lexists(path)
@@ -132,10 +154,24 @@ def _append(path: Path, line: str, fallback: bool) -> None:
         os.fsync(f.fileno())
 
 
-def kept(db: str | Path, run_id: int) -> list[Kept]:
-    """The run's kept measurements, in the order they were kept (place by place); a line cut short is not one."""
-    return [Kept(run_id, e.get("key"), e.get("repeat"), ProcessMeasurement.of(e.get("measurement")), e.get("session"))
-            for path in places(db) for e in _entries(path) if e.get("run_id") == run_id]  # fmt: skip
+def kept(db: str | Path, run_id: int, run: dict[str, str] | None = None) -> list[Kept]:
+    """The measurements kept under the run's id (those that `belong` to the run marked `run`, where given), in the
+    order they were kept (place by place); a line cut short is not one."""
+    found = [_kept(e) for path in places(db) for e in _entries(path) if e.get("run_id") == run_id]
+    return [k for k in found if run is None or belongs(k, run)]
+
+
+def aside(db: str | Path, run_id: int, run: dict[str, str]) -> dict[Path, list[Kept]]:
+    """The lines kept under the run's id that are not the run marked `run`'s, by the file they are in."""
+    found = {path: [k for e in _entries(path) if e.get("run_id") == run_id and not belongs(k := _kept(e), run)]
+             for path in places(db)}  # fmt: skip
+    return {path: lines for path, lines in found.items() if lines}
+
+
+def _kept(e: dict[str, Any]) -> Kept:
+    run = e.get("run") if isinstance(e.get("run"), dict) else None
+    measurement = ProcessMeasurement.of(e.get("measurement"))
+    return Kept(e.get("run_id"), e.get("key"), e.get("repeat"), measurement, e.get("session"), run)
 
 
 def runs_kept(db: str | Path) -> dict[int, int]:
@@ -147,16 +183,19 @@ def runs_kept(db: str | Path) -> dict[int, int]:
     return counts
 
 
-def holding(db: str | Path, run_id: int | None = None) -> list[Path]:
-    """The files that keep measurements for this database (of `run_id`, where given)."""
-    return [p for p in places(db) if any(run_id in (None, e.get("run_id")) for e in _entries(p))]
+def holding(db: str | Path, run_id: int | None = None, run: dict[str, str] | None = None) -> list[Path]:
+    """The files that keep measurements for this database (of `run_id`, where given; of the run marked `run`
+    among those, where given too)."""
+    return [p for p in places(db) if any(run_id in (None, e.get("run_id")) and (run is None or belongs(_kept(e), run))
+                                         for e in _entries(p))]  # fmt: skip
 
 
-def forget(db: str | Path, run_id: int) -> None:
-    """Drop the run's lines (they are stored now) from every place; a file goes when no other run's line is left."""
+def forget(db: str | Path, run_id: int, run: dict[str, str] | None = None) -> None:
+    """Drop the run's lines (they are stored now) from every place, only those of the run marked `run` where given;
+    a file goes when no other line is left."""
     for path in places(db):
         entries = _entries(path)
-        others = [entry for entry in entries if entry.get("run_id") != run_id]
+        others = [e for e in entries if e.get("run_id") != run_id or (run is not None and not belongs(_kept(e), run))]
         if len(others) == len(entries):
             continue
         if not others:

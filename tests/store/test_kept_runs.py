@@ -1,0 +1,121 @@
+"""Measurements kept beside a store that refused them (`store/spill.py`) were matched to their run by its id alone:
+a store deleted and made again at the same path starts again at run 1, and its `--resume` took up the old run 1's
+kept lines as its own, measurements of another run (perhaps another machine or code). Each line now carries its
+run's mark (start and a digest of its spec and machine), and a line of another run stays where it is."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+import pytest
+
+import dlperf.store as stores
+from dlperf import api
+from dlperf.errors import StoreFault
+from dlperf.runner import sweep
+from dlperf.runner.session import Session
+from dlperf.runner.tasks import Task
+from dlperf.spec import RunSpec
+from dlperf.store import Store, spill
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
+from dlperf.vocab import Status
+from report.runs import MACHINE, cell
+
+PLAN = [cell("fcn-r", threads=1), cell("fcn-r", threads=2)]
+M = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
+
+
+def a_run(db, started: str, monkeypatch) -> tuple[Store, Session]:
+    monkeypatch.setattr(stores, "now", lambda: started)
+    store = Store.open(db, create=True)
+    run_id = store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
+    return store, Session(store, run_id, RunSpec(("fcn-r",)), {c.cell.key: {"batch": 4} for c in PLAN}, cores=8)
+
+
+def refused(ctx: Session, monkeypatch) -> None:
+    """cpu:2's process measured while the store refuses it: kept beside the store."""
+    with monkeypatch.context() as refusing:
+        refusing.setattr(ctx.store, "record", lambda *args, **kwargs: (_ for _ in ()).throw(StoreFault("disk full")))
+        with pytest.raises(StoreFault, match="is kept in"):
+            sweep.store_or_keep(ctx, Task(PLAN[1].cell, 0), M)
+
+
+def resumed(db) -> tuple[Store, Session]:
+    store = Store.open(db, create=False)
+    store.acquire(1)  # what --resume does
+    return store, Session.resume(store, 1, RunSpec(("fcn-r",)), 8)
+
+
+def test_a_store_made_again_at_the_path_does_not_take_up_the_old_runs_kept_lines(tmp_path, monkeypatch):
+    db = tmp_path / "t.db"
+    store, ctx = a_run(db, "2026-12-01T10:00:00+00:00", monkeypatch)
+    refused(ctx, monkeypatch)
+    store.close()
+    (line,) = spill.kept(db, 1)
+    assert line.run == {"started_at": "2026-12-01T10:00:00+00:00", "digest": line.run["digest"]}
+    db.unlink()  # deleted, then made again: its first run is run 1 too
+    store, _ = a_run(db, "2026-12-02T09:00:00+00:00", monkeypatch)
+    store.set_run_status(1, "interrupted")
+    store.close()
+    store, ctx = resumed(db)
+    try:
+        assert [t.cell for t in ctx.remaining()] == [c.cell for c in PLAN]  # cpu:2 is measured again, not taken up
+        assert sweep.take_up_kept(ctx) == 0 and store.done_repeats(1) == set()
+        (kept,) = spill.holding(db)  # left where it was
+        assert {p: [k.key for k in lines] for p, lines in spill.aside(db, 1, store.mark(1)).items()} == {
+            kept: [PLAN[1].cell.key]
+        }
+        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)))
+    finally:
+        store.close()
+    assert said == (f"left 1 measurement kept for a run 1 in {kept} where it is: not this run's (started "
+                    "2026-12-02T09:00:00+00:00) but another run 1's, started 2026-12-01T10:00:00+00:00")  # fmt: skip
+
+
+def test_the_runs_own_kept_line_is_taken_up_and_another_runs_stays(tmp_path, monkeypatch):
+    db = tmp_path / "t.db"
+    store, ctx = a_run(db, "2026-12-02T09:00:00+00:00", monkeypatch)
+    refused(ctx, monkeypatch)
+    other = {"started_at": "2026-12-01T10:00:00+00:00", "digest": "0123456789abcdef"}
+    spill.keep(db, 1, PLAN[0].cell.key, 0, M, 1, other)  # an older store's run 1, kept in the same file
+    store.set_run_status(1, "interrupted")
+    store.close()
+    store, ctx = resumed(db)
+    try:
+        assert [t.cell for t in ctx.remaining()] == [PLAN[0].cell]
+        assert sweep.take_up_kept(ctx) == 1 and store.done_repeats(1) == {(PLAN[1].cell.key, 0)}
+        assert [k.run for k in spill.kept(db, 1)] == [other]  # the other's line stays; the run's own is gone
+    finally:
+        store.close()
+
+
+def old_line(db, key: str, started_at: float | None) -> None:
+    """A line as the previous dlperf kept it: no mark of its run."""
+    m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, detail=ProcessDetail(started_at=started_at))
+    entry = {"run_id": 1, "key": key, "repeat": 0, "measurement": m.to_json(), "session": 1}
+    with open(spill.path_for(db), "a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def test_an_earlier_dlperfs_line_is_taken_up_only_where_its_process_started_after_the_run(tmp_path, monkeypatch):
+    """Such a line says no more than its run's id: it is the run's only where its process started after the run did
+    (one measured before cannot be), and one that does not say when it started is left where it is."""
+    db = tmp_path / "t.db"
+    start = "2026-12-02T09:00:00+00:00"
+    at = datetime.fromisoformat(start).astimezone(UTC).timestamp()
+    store, _ = a_run(db, start, monkeypatch)
+    store.set_run_status(1, "interrupted")
+    store.close()
+    old_line(db, PLAN[0].cell.key, at + 5)  # this run's
+    old_line(db, PLAN[1].cell.key, at - 3600)  # a store's of an hour before
+    old_line(db, PLAN[1].cell.key, None)  # cannot tell
+    store, ctx = resumed(db)
+    try:
+        assert sweep.take_up_kept(ctx) == 1 and store.done_repeats(1) == {(PLAN[0].cell.key, 0)}
+        assert [k.measurement.detail.started_at for k in spill.kept(db, 1)] == [at - 3600, None]
+        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)))
+    finally:
+        store.close()
+    assert said.startswith(f"left 2 measurements kept for a run 1 in {spill.path_for(db)} where they are: not this ")
+    assert said.endswith("but an earlier dlperf's, whose process did not start after this run did")
