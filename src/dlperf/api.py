@@ -86,8 +86,8 @@ def run(
     spec = make_spec(workloads, **spec_kwargs)
     if spec.profile and spec.trace_dir is None:  # beside the database
         spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
-    if not dry_run:  # a database that cannot be opened is the one-line error, before any probe child plans
-        check_path(db, create=True)
+    check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
+    # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
     for warning in [*plan.warnings, *kept_measurements(db)]:

@@ -91,3 +91,16 @@ def test_the_api_refuses_an_empty_db_as_the_command_line_does(tmp_path, monkeypa
     with pytest.raises(UsageError, match=r"^db='': an empty path names no database"):
         dlperf.resume(db="")
     assert not (tmp_path / "dlperf.db").exists()
+
+
+@pytest.mark.parametrize("where", ["nope/x.db", "link.db"])
+def test_a_dry_run_refuses_a_store_the_run_could_not_open_with_the_runs_line(tmp_path, where):
+    """`dlperf run --dry-run --db nope/x.db` (a missing folder, or a link into one) planned and estimated, and said
+    nothing of the store the run it stands for refuses; it refuses it, with the run's line, before planning."""
+    (tmp_path / "link.db").symlink_to(tmp_path / "gone" / "x.db")
+    said = {dry: dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", *dry, "--db", where, cwd=tmp_path)
+            for dry in ((), ("--dry-run",))}  # fmt: skip
+    real, dry = said[()], said[("--dry-run",)]
+    assert dry.returncode == real.returncode == 2 and dry.stderr == real.stderr, (dry.stderr, real.stderr)
+    one_line_error(dry, f"--db {where!r}", "does not exist")
+    assert "estimat" not in dry.stdout + dry.stderr
