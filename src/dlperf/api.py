@@ -34,7 +34,7 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec
 from dlperf.store import Store, spill
-from dlperf.store.location import check_path, given_db, resume_command
+from dlperf.store.location import check_path, db_said_as, given_db, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.store.state import made_by, search_of
 from dlperf.vocab import ExitCode, Status
@@ -51,6 +51,7 @@ class Outcome:
     tasks: list[Task] | None = None  # a resumed run's dry run: the processes it has left (None: the plan's)
 
 
+@db_said_as("db")
 def run(
     workloads: Sequence[str | Callable] | str | None = None,
     *,
@@ -144,6 +145,7 @@ def warn_stderr(message: str) -> None:
     print(f"dlperf: warning: {terminal(message)}", file=sys.stderr, flush=True)
 
 
+@db_said_as("db")
 def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None,
            dry_run: bool = False) -> Outcome:  # fmt: skip
     """Continue the latest unfinished run without re-measuring what it finished. A run another live process still

@@ -104,3 +104,30 @@ def test_a_dry_run_refuses_a_store_the_run_could_not_open_with_the_runs_line(tmp
     assert dry.returncode == real.returncode == 2 and dry.stderr == real.stderr, (dry.stderr, real.stderr)
     one_line_error(dry, f"--db {where!r}", "does not exist")
     assert "estimat" not in dry.stdout + dry.stderr
+
+
+def test_a_python_caller_reads_its_store_named_as_its_db_argument(tmp_path, monkeypatch):
+    """dlperf.run(..., db=...) and dlperf.resume(db=...) said `--db 'PATH'`, a flag the caller never typed; the
+    line names `db='PATH'`, and $DLPERF_DB where that is what named it. The command line's lines keep --db
+    (`test_a_dry_run_refuses_...`, and `dlperf profile`'s below)."""
+    import dlperf
+    from dlperf.errors import UsageError
+    from dlperf.store.location import named, said_as
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("DLPERF_DB", raising=False)
+    with pytest.raises(UsageError, match=r"^db='nope/x.db': directory 'nope' does not exist$"):
+        dlperf.run(["tiny-fcn-r"], db="nope/x.db", dry_run=True)
+    with pytest.raises(UsageError, match=r"^db='none.db': no such database \(run `dlperf run` first\)$"):
+        dlperf.resume(db="none.db")
+    monkeypatch.setenv("DLPERF_DB", "none.db")
+    with pytest.raises(UsageError, match=r"^\$DLPERF_DB 'none.db': no such database"):
+        dlperf.resume()
+    assert named("x.db") == "--db 'x.db'"  # outside a Python API call: a command's
+    with said_as("--db"), said_as("db"):  # a command calling the API: the outermost caller's
+        assert named("x.db") == "--db 'x.db'"
+
+
+def test_dlperf_profile_names_its_store_as_its_flag(tmp_path):
+    said = dlperf("profile", "tiny-fcn-r", "--db", "nope/x.db", cwd=tmp_path)
+    one_line_error(said, "--db 'nope/x.db': directory 'nope' does not exist")

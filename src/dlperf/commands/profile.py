@@ -63,6 +63,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from dlperf.store.location import said_as
+
+    with said_as("--db"):  # the store's lines name --db, as the command line's, in the Python API it calls too
+        return _run(args)
+
+
+def _run(args) -> int:
     from dlperf import api
     from dlperf.spec import check_profilable, parse_frameworks, parse_one_workload
     from dlperf.store.location import resume_command

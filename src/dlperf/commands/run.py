@@ -236,6 +236,13 @@ def use_gpu_specs(args) -> None:
 
 
 def run(args) -> int:
+    from dlperf.store.location import said_as
+
+    with said_as("--db"):  # the store's lines name --db, as the command line's, in the Python API it calls too
+        return _run(args)
+
+
+def _run(args) -> int:
     from dlperf import api
     from dlperf.store.location import resume_command
 

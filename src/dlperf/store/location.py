@@ -4,14 +4,22 @@ SQLite's vaguer "unable to open" or "disk I/O error", and the command that finds
 from __future__ import annotations
 
 import errno
+import functools
 import os
 import shlex
 import sqlite3
 import stat
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from dlperf.errors import StoreFault, UsageError, why_unwritable
 from dlperf.store.schema import SCHEMA_VERSION
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 def default_db() -> str:
@@ -33,10 +41,42 @@ def given_db(db) -> str:
     return str(db)
 
 
+_SAID_AS: ContextVar[str | None] = ContextVar("dlperf_db_said_as", default=None)  # `said_as`'s; None: "--db"
+
+
+@contextmanager
+def said_as(flag: str) -> Iterator[None]:
+    """Inside, a line about a store names its path as the caller gave it: "--db" (a command's flag, as outside) or
+    "db" (a Python caller's argument: `db='PATH'`). The outermost caller's: a command calling the Python API (`dlperf
+    run` calls `api.run`) keeps its flag."""
+    token = _SAID_AS.set(_SAID_AS.get() or flag)
+    try:
+        yield
+    finally:
+        _SAID_AS.reset(token)
+
+
+def db_said_as(flag: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
+    """A function whose store is named as `flag` in its lines (`said_as`): "db" for a Python API function
+    (`dlperf.run`), "--db" for a command's."""
+
+    def wrap(function: Callable[P, R]) -> Callable[P, R]:
+        @functools.wraps(function)
+        def called(*args: P.args, **kwargs: P.kwargs) -> R:
+            with said_as(flag):
+                return function(*args, **kwargs)
+
+        return called
+
+    return wrap
+
+
 def named(path: str | Path) -> str:
-    """The store as the user named it, for the start of a line about it: --db 'PATH', or $DLPERF_DB 'PATH' where that
-    is what named it."""
-    return f"{'$DLPERF_DB' if os.environ.get('DLPERF_DB') == str(path) else '--db'} {str(path)!r}"
+    """The store as the user named it, for the start of a line about it: --db 'PATH' (db='PATH' to a Python caller,
+    `said_as`), or $DLPERF_DB 'PATH' where that is what named it."""
+    if os.environ.get("DLPERF_DB") == str(path):
+        return f"$DLPERF_DB {str(path)!r}"
+    return f"db={str(path)!r}" if _SAID_AS.get() == "db" else f"--db {str(path)!r}"
 
 
 def check_path(path: str, *, create: bool) -> None:
