@@ -285,9 +285,11 @@ def choices(word: str, names: list[str]) -> str:
     return f" ({mean}{listed})"
 
 
-def build_user_workload(source: str, data_dir: str | None = None) -> UserWorkload:
-    """The factory's workload; `data_dir` (--data DIR) given to a factory that takes a `data_dir` argument."""
-    factory = load_factory(source)
+def build_user_workload(source: str, data_dir: str | None = None, factory: Callable[..., Any] | None = None
+                        ) -> UserWorkload:  # fmt: skip
+    """The factory's workload; `data_dir` (--data DIR) given to a factory that takes a `data_dir` argument;
+    `factory`: the one `load_factory(source)` gave, called again without the file run again."""
+    factory = factory if factory is not None else load_factory(source)
     kwargs = factory_kwargs(factory, source, data_dir)
     try:
         built = factory(**kwargs)

@@ -42,12 +42,13 @@ def _on(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
     return model.to(device) if any(t.device != device for t in tensors) else model
 
 
-def load_user(source: str | None, data_dir: str | None = None) -> UserWorkload:
+def load_user(source: str | None, data_dir: str | None = None, factory: Callable[..., Any] | None = None
+              ) -> UserWorkload:  # fmt: skip
     """The user's workload (`data_dir`: --data DIR, for a factory that takes it), its `make_batch` the factory's or
-    drawn from its dataset (`first_sample_batches`)."""
+    drawn from its dataset (`first_sample_batches`); `factory`: one already loaded, its file not run again."""
     if source is None:
         raise ValueError("a user workload needs its source (file.py:factory)")
-    user = build_user_workload(source, data_dir)
+    user = build_user_workload(source, data_dir, factory)
     if user.framework != Framework.TORCH:
         raise UsageError(f"workload {source!r}: the factory describes a {user.framework} model, not a torch one")
     if not isinstance(user.model, torch.nn.Module):
@@ -135,23 +136,28 @@ def probe_workload(source: str, data_dir: str | None = None) -> dict[str, Any]:
     worker, not the planning of the whole sweep; and a model too large for this machine is refused by the memory
     check after the probe (`crossover.check_room`), so the probe allocates none of its weights: a 1.3B-parameter
     LM's real build took 12 to 17 s here, its meta one a fraction of a second (FakeTensorMode's first use imports
-    torch._dynamo, 3 s). The parameters' count, the batch's shape and dtype are the same either way."""
+    torch._dynamo, 3 s). The parameters' count, the batch's shape and dtype are the same either way.
+
+    Only the factory runs on the meta device: the file (and its neighbours) is run once, for real, and its factory
+    called from it. Its module-level code may write files, seed, read data: run on the meta device, a tensor it
+    computes and saves (a cache beside the data) would be written without its values, and read back so by every
+    later run. So a model built at module level is built for real here (own-model.md: build it in the factory)."""
     from dlperf.workloads.user import load_factory
 
-    load_factory(source)  # the file's neighbours imported for real: their module-level tensors on the CPU
+    factory = load_factory(source)  # the file run once, for real: its module-level tensors on the CPU
     try:
         with torch.device("meta"):
-            described = _description(source, data_dir)
+            described = _description(source, data_dir, factory)
     except Exception:  # built again for real: what it raises then is the user's own error
         described = None
     if described is not None and described.get("batch_error") is None:
         return described
-    return _description(source, data_dir)  # a batch maker's error on the meta device may be the device's, too
+    return _description(source, data_dir, factory)  # a batch maker's error on the meta device may be the device's
 
 
-def _description(source: str, data_dir: str | None) -> dict[str, Any]:
+def _description(source: str, data_dir: str | None, factory: Callable[..., Any]) -> dict[str, Any]:
     torch.manual_seed(0)
-    user = load_user(source, data_dir)
+    user = load_user(source, data_dir, factory)
     return {
         "name": user.name,
         "framework": user.framework,
