@@ -6,9 +6,15 @@ run's mark (start and a digest of its spec and machine), and a line of another r
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from datetime import UTC, datetime
 
 import pytest
+from test_faults import TINY, dlperf, env, planned
 
 import dlperf.store as stores
 from dlperf import api
@@ -119,3 +125,42 @@ def test_an_earlier_dlperfs_line_is_taken_up_only_where_its_process_started_afte
         store.close()
     assert said.startswith(f"left 2 measurements kept for a run 1 in {spill.path_for(db)} where they are: not this ")
     assert said.endswith("but an earlier dlperf's, whose process did not start after this run did")
+
+
+@pytest.mark.slow
+def test_resume_leaves_the_kept_line_of_the_deleted_stores_run_1_and_says_so(tmp_path):
+    """End to end: run 1 of a.db has a measurement kept beside it; a.db is deleted, and a new run 1 made there is cut
+    off (its process killed). `dlperf run --resume` measures the new run's cell itself, and one line says the kept
+    line, the old run 1's, is left where it is."""
+    db = tmp_path / "a.db"
+    assert dlperf("run", *TINY, "--db", db).returncode == 0
+    store = Store.open(db, create=False)
+    try:
+        key, old = store.cells(1)[0].key, store.mark(1)
+    finally:
+        store.close()
+    kept = spill.keep(db, 1, key, 0, ProcessMeasurement(status=Status.OK, samples=[9.0] * 3), 1, old)
+    db.unlink()
+    cmd = [sys.executable, "-m", "dlperf", "run", *TINY, "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env(),
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        while not planned(db):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    resumed = dlperf("run", "--resume", "--db", db)
+    assert resumed.returncode == 0, resumed.stderr
+    store = Store.open(db, create=False)
+    try:
+        started = store.run(1).started_at
+        (m,) = store.measurements(1, key)
+    finally:
+        store.close()
+    assert m.samples != [9.0] * 3 and "stored 1 measurement" not in resumed.stderr
+    assert (f"dlperf: warning: left 1 measurement kept for a run 1 in {kept} where it is: not this run's (started "
+            f"{started}) but another run 1's, started {old['started_at']}") in resumed.stderr.splitlines()  # fmt: skip
+    assert [k.run for k in spill.kept(db, 1)] == [old]
