@@ -91,7 +91,7 @@ def run(
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
-    for warning in [*plan.warnings, *kept_measurements(db)]:
+    for warning in [*plan.warnings, *kept_measurements(db, store)]:
         warn(warning)
     if store is None:
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
@@ -129,16 +129,25 @@ def say_pilot(cell: Cell) -> None:
     print(f"estimating: one untimed step of {terminal(cell.label)}", file=sys.stderr, flush=True)
 
 
-def kept_measurements(db: str) -> list[str]:
-    """A reminder of the measurements a failing store left beside it (`store/spill.py`), until --resume takes them."""
+def kept_measurements(db: str, store: Store | None = None) -> list[str]:
+    """A reminder of the measurements a failing store left beside it (`store/spill.py`), until --resume takes them;
+    given the store, those of no run in it (a store deleted and made again at the path) are told apart."""
     kept = spill.runs_kept(db)
     if not kept:
         return []
     runs = ", ".join(f"run {run_id}: {n}" for run_id, n in sorted(kept.items()))
     where = spill.holding(db)
     keep = agreeing(len(where), "keeps", "keep")
+    but = ""
+    if store is not None and (gone := _of_no_run(db, store)):
+        but = f", not the {gone} of runs no longer in it (a store made before at this path), which it leaves"
     return [f"{', '.join(map(str, where))} {keep} measurements the store refused ({runs}); "
-            f"`{resume_command(db)}` stores those of the latest unfinished run"]  # fmt: skip
+            f"`{resume_command(db)}` stores those of the latest unfinished run{but}"]  # fmt: skip
+
+
+def _of_no_run(db: str, store: Store) -> int:
+    ids = {r.id for r in store.runs()}
+    return spill.of_no_run(db, lambda run_id: store.mark(run_id) if run_id in ids else None)
 
 
 def warn_stderr(message: str) -> None:

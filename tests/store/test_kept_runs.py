@@ -164,3 +164,21 @@ def test_resume_leaves_the_kept_line_of_the_deleted_stores_run_1_and_says_so(tmp
     assert (f"dlperf: warning: left 1 measurement kept for a run 1 in {kept} where it is: not this run's (started "
             f"{started}) but another run 1's, started {old['started_at']}") in resumed.stderr.splitlines()  # fmt: skip
     assert [k.run for k in spill.kept(db, 1)] == [old]
+
+
+def test_a_new_runs_reminder_tells_apart_the_kept_lines_of_runs_no_longer_in_the_store(tmp_path, monkeypatch):
+    """The reminder said `--resume` stores every kept line, though it leaves those of a store deleted and made again
+    at the path (another run 1, a run 5 the new store does not have)."""
+    db = tmp_path / "t.db"
+    store, _ = a_run(db, "2026-12-02T09:00:00+00:00", monkeypatch)
+    try:
+        spill.keep(db, 1, PLAN[0].cell.key, 0, M, 1, store.mark(1))  # run 1's own
+        assert api.kept_measurements(str(db), store)[0].endswith("stores those of the latest unfinished run")
+        spill.keep(db, 1, PLAN[1].cell.key, 0, M, 1, {"started_at": "2026-12-01T10:00:00+00:00", "digest": "0"})
+        spill.keep(db, 5, PLAN[1].cell.key, 0, M, 1, {"started_at": "2026-12-01T11:00:00+00:00", "digest": "0"})
+        (said,) = api.kept_measurements(str(db), store)
+    finally:
+        store.close()
+    assert said == (f"{spill.path_for(db)} keeps measurements the store refused (run 1: 2, run 5: 1); `dlperf run "
+                    f"--resume --db {db}` stores those of the latest unfinished run, not the 2 of runs no longer in it "
+                    "(a store made before at this path), which it leaves")  # fmt: skip

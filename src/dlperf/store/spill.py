@@ -22,6 +22,7 @@ import json
 import os
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -181,6 +182,13 @@ def runs_kept(db: str | Path) -> dict[int, int]:
         run_id = entry.get("run_id")
         counts[run_id] = counts.get(run_id, 0) + 1
     return counts
+
+
+def of_no_run(db: str | Path, mark_of: Callable[[int], dict[str, str] | None]) -> int:
+    """How many kept lines are of no run of the store: its run of their id has no `mark_of` (none there), or is
+    another (`belongs`)."""
+    return sum(1 for path in places(db) for e in _entries(path)
+               if (run := mark_of(e.get("run_id"))) is None or not belongs(_kept(e), run))  # fmt: skip
 
 
 def holding(db: str | Path, run_id: int | None = None, run: dict[str, str] | None = None) -> list[Path]:
