@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import add_format, batch, picked, real, whole
+from dlperf.commands.common import add_format, batch, given, picked, real, whole
 from dlperf.errors import UsageError
 from dlperf.predict import MAX_BATCH
 
@@ -45,7 +45,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help=f"the mini-batch (default: the workload's), 1 to {MAX_BATCH:,}: counted on fake tensors, not "
                    f"measured here, so past the {FIT_MAX_BATCH:,} of advise, crossover and fit")  # fmt: skip
     p.add_argument(
-        "--validate", metavar="CSV", nargs="?", const=True,
+        "--validate", metavar="CSV", nargs="?", const=True, type=given("--validate", "a CSV file"),
         help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships)",
     )  # fmt: skip
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
@@ -107,6 +107,7 @@ def run(args) -> int:
 
         os.environ[cache.BYPASS] = "1"
 
+    check_listing(args)
     gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
     deadline = check_cost_flags(args)
     if args.list_gpus:
@@ -131,6 +132,16 @@ def run(args) -> int:
     return predict(args, chosen, parse_modes(args.modes or ",".join(MODES)), deadline)
 
 
+def check_listing(args) -> None:
+    """--list-gpus lists the table and predicts nothing: a workload or GPUs named beside it are refused, not dropped."""
+    if not args.list_gpus:
+        return
+    beside = (("WORKLOAD", args.workload), ("--gpu", args.gpu), ("--validate", args.validate),
+              ("--memory", args.memory), ("--cost", args.cost))  # fmt: skip
+    if extra := next((flag for flag, value in beside if value), None):
+        raise UsageError(f"--list-gpus lists the GPUs of the table and predicts nothing: give no {extra}")
+
+
 def check_cost_flags(args) -> float | None:
     """The cost flags checked before anything runs; the deadline in seconds."""
     from dlperf.predict import cost, prices
@@ -146,12 +157,27 @@ def check_cost_flags(args) -> float | None:
         if given[0] == "--format":
             raise UsageError("--format is for --cost and --memory only (their figures as JSON): add one of them")
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
+    if args.db is not None and not args.cost:
+        raise UsageError("--db is the store --cost reads this CPU's measured steps from: add --cost")
     if not args.cost:
         return None
+    check_cost_store(args)
     if args.samples is not None and args.epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
     prices.use_prices(args.prices)  # --prices, else $DLPERF_PRICES: a wrong file is one line
     return None if args.deadline is None else cost.parse_deadline(args.deadline)
+
+
+def check_cost_store(args) -> None:
+    """The store --cost reads, checked before anything is counted: one this user cannot reach, or that is no database
+    file (a directory), is refused, as a --db named but not there is; the default store may be missing (no step)."""
+    from dlperf.commands.common import db_path
+    from dlperf.store.location import named, not_a_database_file, unreachable
+
+    where = db_path(args)
+    missing = "no such database file (leave --db out to predict without this CPU's steps)" if args.db else None
+    if why := unreachable(where) or not_a_database_file(where, missing=missing):
+        raise UsageError(f"{named(where)}: {why}")
 
 
 def predict(args, chosen, modes, deadline=None) -> int:
