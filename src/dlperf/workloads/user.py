@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -240,7 +241,47 @@ def load_factory(source: str) -> Callable[[], Any]:
         raise UsageError(f"workload {source!r}: {where} has no factory {attr!r}{choices(attr, factories(module))}")
     if not callable(factory):
         raise UsageError(f"workload {source!r}: {attr} is not callable")
+    if why := not_a_factory(factory):
+        raise UsageError(f"workload {source!r}: {attr} {why}; {WHAT_A_FACTORY}")
     return factory
+
+
+WHAT_A_FACTORY = (
+    "a factory is a function of your own, in your file or module, that takes no arguments (or data_dir) and returns "
+    "dlperf.user_workload(...)"
+)
+# packages whose functions are no one's factory: dlperf itself (dlperf:run would run a sweep inside the probe)
+FOREIGN = frozenset({"dlperf"}) | frozenset(sys.stdlib_module_names)
+
+
+def not_a_factory(factory: Callable[..., Any]) -> str | None:
+    """Why `factory` cannot be a user's factory, checked before it is called: a class, a builtin, a generator or
+    coroutine function, a function of dlperf or of the standard library (calling `dlperf:run` or `subprocess:run`
+    would run what it does inside the probe), one that requires arguments a factory is not given; None where none."""
+    function = inspect.unwrap(factory.func if isinstance(factory, functools.partial) else factory)
+    function = function.__func__ if inspect.ismethod(function) else function
+    if inspect.isclass(function):
+        return "is a class"
+    if inspect.isroutine(function) and not inspect.isfunction(function):
+        return "is a builtin function, not a Python one"
+    owner = function if inspect.isfunction(function) else type(function)  # or a callable object: its class's
+    if (module := (owner.__module__ or "").partition(".")[0]) in FOREIGN:
+        return f"is {owner.__module__}.{owner.__qualname__}, {module}'s own, not yours"
+    if (
+        inspect.isgeneratorfunction(function)
+        or inspect.iscoroutinefunction(function)
+        or inspect.isasyncgenfunction(function)
+    ):
+        return "is a generator or async function"
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    required = [p.name for p in parameters if p.default is p.empty and p.kind not in kinds]
+    if extra := [name for name in required if name not in FACTORY_ARGUMENTS]:
+        return f"requires {', '.join(extra)}, which dlperf cannot give it"
+    return None
 
 
 # what a factory may require: the --data DIR it is given, where it takes one
