@@ -55,3 +55,33 @@ def test_predict_refuses_what_list_gpus_or_validate_would_drop(args, said, capsy
     """predict --list-gpus listed the table over a WORKLOAD or --gpu given beside it, and --validate '' (an unset
     $CSV) said "dlperf predict WORKLOAD --gpu NAME..." as if no --validate were given."""
     assert error_line(["predict", *args], capsys) == said
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--batch", "1024", "--max-batch", "4"],
+            "--batch 1024 is above --max-batch 4: your batch is measured, for the speed-up there; give a --max-batch "
+            "from 1024, or a smaller --batch",
+        ),
+        (
+            ["--batches", "1,2", "--batch", "4"],
+            "--batch 4 is not among --batches 1,2: your batch is measured, for the speed-up there; add it to --batches",
+        ),
+        (
+            ["--batches", "1,2", "--max-batch", "4"],
+            "--batches and --max-batch: give one (--batches names each batch measured, --max-batch caps the default "
+            "powers of two)",
+        ),
+    ],
+)
+def test_crossover_refuses_batch_flags_that_contradict_each_other(args, said, capsys, tmp_path, monkeypatch):
+    """`--batch 1024 --max-batch 4` and `--batches 1,2 --batch 4` both measured (the first without the user's batch,
+    the second with a batch --batches left out), and `--batches 1,2 --max-batch 4` took --batches over the cap."""
+    from dlperf import crossover
+
+    monkeypatch.setattr(crossover, "make_plan", lambda spec: pytest.fail("planned before the flags were checked"))
+    db = tmp_path / "x.db"
+    assert error_line(["crossover", "tiny-fcn-r", "--gpu", "T4", *args, "--db", str(db)], capsys) == said
+    assert not db.exists()

@@ -125,7 +125,27 @@ def check(opts: Options) -> tuple:
         for b in values:
             if b is not None:
                 _batch_checked(opts, name, b)
+    _batches_agree(opts)
     return gpus.parse_gpus(",".join(opts.gpus), opts.named("gpus"))
+
+
+def _batches_agree(opts: Options) -> None:
+    """The batch fields that contradict each other, refused rather than one of them dropped: the batches named one by
+    one and a cap on the default ones, and a batch of the user's (measured, for the speed-up there) outside them."""
+    batches, most, mine = opts.named("batches"), opts.named("max_batch"), opts.named("batch")
+    if opts.batches and opts.max_batch is not None:
+        raise UsageError(f"{batches} and {most}: give one ({batches} names each batch measured, {most} caps the "
+                         f"default powers of two)")  # fmt: skip
+    if opts.batch is None:
+        return
+    if opts.batches and opts.batch not in opts.batches:
+        listed = ",".join(map(str, opts.batches))
+        raise UsageError(f"{opts.said('batch', opts.batch)} is not among {batches} {listed}: your batch is measured, "
+                         f"for the speed-up there; add it to {batches}")  # fmt: skip
+    if opts.max_batch is not None and opts.batch > opts.max_batch:
+        raise UsageError(f"{opts.said('batch', opts.batch)} is above {opts.said('max_batch', opts.max_batch)}: your "
+                         f"batch is measured, for the speed-up there; give a {most} from {opts.batch}, or a smaller "
+                         f"{mine}")  # fmt: skip
 
 
 def _batch_checked(opts: Options, name: str, b) -> None:
@@ -243,9 +263,18 @@ def check_room(workload: Workload, batches: list[int], opts: Options) -> None:
         if why and w.batch > min(batches):
             known = {w.batch: p.total for w, p in zip(asked, traced, strict=True) if not isinstance(p, str)}
             most = memory.largest_here(workload, opts.mode, known, opts.timeout, opts.named("timeout"))
-            why += f"; {opts.said('max_batch', most)} measures the batches that fit ({most}: the largest predicted to)"
+            why += f"; {_fitting(opts, most)} measures the batches that fit ({most}: the largest predicted to)"
         if why:
             raise UsageError(f"{workload.name}: {why}")
+
+
+def _fitting(opts: Options, most: int) -> str:
+    """The batch fields that measure no batch above `most`, as `_batches_agree` takes them: --max-batch, or --batches
+    up to it where the batches were named (and a --batch of the user's above it brought down to it)."""
+    fix = f"{opts.named('batches')} up to {most}" if opts.batches else opts.said("max_batch", most)
+    if opts.batch is not None and opts.batch > most:
+        fix += f" with {opts.named('batch')} up to {most}"
+    return fix
 
 
 def cpu_cell(spec: RunSpec, workload: Workload, batch: int, threads: int) -> Cell:

@@ -60,7 +60,10 @@ def test_a_largest_batch_that_does_not_fit_says_the_largest_that_does(machine, t
     machine.per_batch = 3 * GIB  # batch 8: 24 GiB; 6: 18 GiB and the allocator's part, 7: 21 GiB
     said = refused(tmp_path)
     assert said.startswith("tiny-fcn-r: not measured: the fp32 step at batch 8 needs about 24.7 GiB (predicted)")
-    assert said.endswith("; max_batch=6 measures the batches that fit (6: the largest predicted to)")
+    # the batches named, so not max_batch=6, which `_batches_agree` refuses beside them
+    assert said.endswith(
+        "; batches up to 6 with batch up to 6 measures the batches that fit (6: the largest predicted to)"
+    )
     assert "\n" not in said and machine.started == []
     assert {6, 7} <= set(machine.asked)  # traced on either side of the answer
 
@@ -72,5 +75,6 @@ def test_the_command_names_its_flag(machine, tmp_path, capsys):
     code = main(["crossover", "tiny-fcn-r", "--batches", "1,2,8", "--batch", "8", "--db", str(tmp_path / "x.db")])
     assert (
         code == 2
-        and "; --max-batch 6 measures the batches that fit (6: the largest predicted to)" in capsys.readouterr().err
+        and "; --batches up to 6 with --batch up to 6 measures the batches that fit (6: the largest predicted to)"
+        in capsys.readouterr().err
     )
