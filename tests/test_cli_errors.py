@@ -462,3 +462,17 @@ def test_export_into_a_fifo_writes_through_it_and_leaves_it_a_fifo(tmp_path, cap
     assert main(["export", "-o", str(fifo), "--db", str(db)]) == 0
     reader.join(timeout=30)
     assert stat.S_ISFIFO(os.stat(fifo).st_mode) and got and got[0].startswith(b"run_id,"), got
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "--thread", "2", "--dry-run"], "unrecognized arguments: --thread 2 (did you mean --threads?)"),
+        (["table", "--for", "md"], "unrecognized arguments: --for md (did you mean --format?)"),
+        (["run", "--max-t", "3"], "unrecognized arguments: --max-t 3 (did you mean --max-time?)"),
+    ],
+)
+def test_an_option_is_taken_only_as_spelt_in_full(args, said, capsys, tmp_path):
+    """argparse took `--thread 2` for `--threads 2`: a typo passed unseen, and an abbreviation in a user's script
+    would break, or change meaning, the day a longer option begins the same way. It is refused, naming the option."""
+    assert error_line(args, capsys, tmp_path) == said

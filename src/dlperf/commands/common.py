@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a bad flag is one line on stderr and exit code 2, like every other bad input, said in the
-    user's words: a misspelt command, choice or option is named with the closest one there is."""
+    user's words: a misspelt command, choice or option is named with the closest one there is. An option is taken
+    only as spelt in full: argparse's own would take `--thread 2` for `--threads 2`, so a typo passed unseen, and an
+    abbreviation a user's script relies on would break, or change its meaning, the day a longer option begins so."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **{"allow_abbrev": False, **kwargs})
 
     def error(self, message: str):
         missing = "the following arguments are required: "
@@ -101,7 +106,11 @@ def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
     known = {o.lstrip("-"): o for a in parser._actions for o in a.option_strings if o.startswith("--")}
     hints = {}
     for flag in (e.split("=", 1)[0] for e in extras if e.startswith("--")):
-        if close := difflib.get_close_matches(flag.lstrip("-"), list(known), n=1, cutoff=0.7):
+        typed = flag.lstrip("-")
+        starting = [name for name in known if name.startswith(typed)] if typed else []
+        if len(starting) == 1:  # an abbreviation (argparse's own would have taken it): the one option it begins
+            hints[flag] = known[starting[0]]
+        elif close := difflib.get_close_matches(typed, list(known), n=1, cutoff=0.7):
             hints[flag] = known[close[0]]
     said = f"unrecognized arguments: {' '.join(extras)}"
     if len(hints) == 1:
