@@ -20,6 +20,7 @@ from dlperf import parallel as strategies
 from dlperf.errors import UsageError, why_unwritable
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
+from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework, Parallel
@@ -189,8 +190,7 @@ def _check_strategies(s: RunSpec) -> None:
 
 
 def default_parallel(frameworks: Sequence[str]) -> tuple[Parallel, ...]:
-    """What --nproc measures without --parallel: each framework's data parallelism (`_check_processes` names a
-    framework that has none)."""
+    """What --nproc measures without --parallel: each framework's data parallelism (`_check_processes`: none)."""
     return tuple(p for f in frameworks if (p := capabilities.of(f).data_parallel) is not None)
 
 
@@ -437,7 +437,9 @@ def parse_threads(text: str) -> tuple[int, ...]:
 
 
 def parse_nprocs(text: str) -> tuple[int, ...]:
-    return tuple(dict.fromkeys(positive_ints(text, "--nproc")))
+    if why := system.too_many_processes(nprocs := tuple(dict.fromkeys(positive_ints(text, "--nproc")))):
+        raise UsageError(why)
+    return nprocs
 
 
 SCALING = ("strong", "weak")

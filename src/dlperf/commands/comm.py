@@ -130,6 +130,7 @@ def parse_sizes(text: str, factor: int) -> tuple[int, ...]:
 
 
 def options(args) -> CommOptions:
+    from dlperf.measure import system
     from dlperf.parallel import Rendezvous
     from dlperf.runner.comm import CommJob
 
@@ -143,6 +144,8 @@ def options(args) -> CommOptions:
         timeout=args.timeout,
         rdzv=Rendezvous(args.nnodes, args.node_rank, args.rdzv_endpoint, join_timeout_s=args.timeout),
     )
+    if why := system.too_many_processes([job.nproc]):
+        raise UsageError(why)
     check_memory(job, args.sizes)
     return CommOptions(job, args.threads, args.format)
 

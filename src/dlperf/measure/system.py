@@ -210,6 +210,22 @@ def too_many_threads(requested, cores: int) -> str | None:
     return f"--threads {over[0]}: at most {MAX_THREADS_PER_CORE} per usable core ({most} on this machine's {cores})"
 
 
+# --nproc beyond this many per usable core: processes that each import a framework and hold its memory, past any
+# oversubscription worth measuring (--nproc 10000 would start them all)
+MAX_PROCESSES_PER_CORE = 4
+
+
+def too_many_processes(requested, cores: int | None = None) -> str | None:
+    """Why a --nproc list cannot run on this machine (None: it can): a count above MAX_PROCESSES_PER_CORE per usable
+    core (`cores`: this machine's, read when None)."""
+    cores = usable_cores()["cores"] if cores is None else cores
+    most = MAX_PROCESSES_PER_CORE * cores
+    if not (over := [n for n in requested or () if n > most]):
+        return None
+    return (f"--nproc {over[0]}: at most {most} processes on this machine ({MAX_PROCESSES_PER_CORE} per usable core, "
+            f"of its {cores})")  # fmt: skip
+
+
 def default_thread_counts(cores: int) -> list[int]:
     """Powers of two up to ``cores``, then ``cores`` itself: 6 -> [1, 2, 4, 6]."""
     cores = max(1, cores)
