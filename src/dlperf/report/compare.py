@@ -295,15 +295,16 @@ def load(text: str, name: str, default_db: str) -> Side:
     from dlperf.store.location import not_a_database_file, unreachable
 
     path, run_id = parse_ref(text, default_db, name)
+    side = f"{name} {text!r}" if path in text else f"{name} {text!r}: {path!r}"  # `ID`: a run of --db, named
     if why := unreachable(path):
-        raise UsageError(f"{name} {text!r}: {why}")
+        raise UsageError(f"{side}: {why}")
     if why := not_a_database_file(path, missing="no such database file"):
         raise UsageError(f"{name} {text!r}: {why} {path!r}" if why.startswith("no such") else
                          f"{name} {text!r}: {path!r} {why}")  # fmt: skip
     try:
         store = Store.open(path, create=False)
     except UsageError as exc:
-        raise UsageError(f"{name} {text!r}: {str(exc).removeprefix(f'--db {path!r}: ')}") from exc
+        raise UsageError(f"{side}: {str(exc).removeprefix(f'--db {path!r}: ')}") from exc
     try:
         run = _run(store, text, name, run_id)
         cells = store.cells(run.id)
