@@ -27,7 +27,17 @@ from dlperf.store.copies import Copies
 from dlperf.store.copies import RunRows as RunRows  # where the fleet and merge import them from
 from dlperf.store.copies import run_origin as run_origin
 from dlperf.store.decode import decoded, run_record, text_factory
-from dlperf.store.location import EMPTIED, StoreGone, check_path, gone, identity, named, newer_schema, read_only_wal
+from dlperf.store.location import (
+    EMPTIED,
+    StoreGone,
+    check_path,
+    gone,
+    identity,
+    named,
+    newer_schema,
+    not_sqlite,
+    read_only_wal,
+)
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
 from dlperf.store.process import MeasurementRecord, ProcessMeasurement
@@ -79,7 +89,7 @@ class Store(Copies, MachineFigures):
             raise UsageError(f"{named(path)}: {why}")
         store = cls(conn, path)
         if version == 0 and not create:
-            raise UsageError(f"{named(path)}: no dlperf runs in it (schema version {version})")
+            raise UsageError(f"{named(path)}: {not_sqlite(path) or 'no dlperf runs in it (schema version 0)'}")
         if version < SCHEMA_VERSION:
             store.version, store.upgrade_on_write = version, True
             if create:

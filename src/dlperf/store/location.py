@@ -133,6 +133,20 @@ def not_a_database_file(path: str | Path, missing: str | None = "no such databas
     return missing if missing and not p.is_file() else None
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"
+
+
+def not_sqlite(path: str | Path) -> str | None:
+    """Why a file SQLite opened as an empty database is none: it holds bytes, but not SQLite's header (a /proc file
+    such as /proc/self/status, whose size reads 0); None for an empty file or an SQLite one, or one not readable."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return None
+    return "not a dlperf database (not an SQLite file)" if head and head != SQLITE_HEADER else None
+
+
 def newer_schema(path: str, version: int | None = None) -> str | None:
     """Why this dlperf may not use the store at `path`: a newer dlperf's schema (`version`, else read from the file,
     read-only and without waiting on a lock); None for any other file, which opening it judges."""
