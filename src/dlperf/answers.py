@@ -86,6 +86,7 @@ class OpCount(Wire):
     mode: str
     batch: int
     error: str | None = field(default=None, metadata=ABSENT)
+    refused: bool | None = field(default=None, metadata=ABSENT)  # a limit of the count, not this run's: kept
     ops: list[dict[str, Any]] | None = field(default=None, metadata=ABSENT)  # `frameworks.common.ops.Op` JSON
     input_bytes: int | None = field(default=None, metadata=ABSENT)
     params: int | None = field(default=None, metadata=ABSENT)

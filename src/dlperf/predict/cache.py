@@ -1,7 +1,8 @@
 """Operator counts kept between commands: one JSON file per entry in DATA_DIR/cache/opcounts (`envs.data_dir`:
 $DLPERF_DATA_DIR, else $XDG_DATA_HOME/dlperf, else ~/.local/share/dlperf).
 
-An entry is a (model, mode) step's count at one batch (`<key>.b<batch>.json`), or its count as a function of the
+An entry is a (model, mode) step's count at one batch (`<key>.b<batch>.json`), or a limit of the count there (the
+child's `refused` answer: asked again, it would say the same), or its count as a function of the
 batch, or why it is not one (`<key>.fit.json`). The key is a hash of what makes a count: dlperf's version, the
 counting framework's version, the source of its backend (the model definitions and the counting code, every .py
 of `frameworks/<name>/`), a user's model file (its bytes), the workload's description (batch aside) and the mode.

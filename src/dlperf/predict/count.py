@@ -4,12 +4,14 @@
 A command's requests are shared among a few children counting at once (`children`: one per idle core, as memory
 allows), each importing PyTorch once and counting its share on one thread: `dlperf run`'s seven networks or the
 validation's dozens are counted in a fraction of the time one child takes on a machine with cores to spare. Counts
-are kept between commands (`predict/cache.py`), and a (workload, mode) asked at `FIT_FROM` or more batches is
-counted at three of them: the two smallest give the count as a function of the batch, the largest checks it exactly
-(`frameworks.common.ops.Affine`), and every other batch is scaled, now and later. Where the check fails (another
-kernel, or a figure off the line) the step is not affine in the batch and each batch is counted, now and later. A
-batch of 1 is always counted: on the CPU an LSTM's products at a batch of 1 are other kernels. fp32 and tf32 build
-the same step (tf32 is the GPU's peak only): one count serves both.
+are kept between commands (`predict/cache.py`), and so is a limit of the count (the child's `refused`: a step that
+reads a tensor's value; asked of the same model again, the child would say the same), never the model's own error or
+a failure of this machine (a crash, a timeout, out of its memory), which is asked again. A (workload, mode) asked at
+`FIT_FROM` or more batches is counted at three of them: the two smallest give the count as a function of the batch,
+the largest checks it exactly (`frameworks.common.ops.Affine`), and every other batch is scaled, now and later.
+Where the check fails (another kernel, or a figure off the line) the step is not affine in the batch and each batch
+is counted, now and later. A batch of 1 is always counted: on the CPU an LSTM's products at a batch of 1 are other
+kernels. fp32 and tf32 build the same step (tf32 is the GPU's peak only): one count serves both.
 """
 
 from __future__ import annotations
@@ -108,10 +110,17 @@ class Group:
 
     def _take(self, batch: int, value) -> None:
         with contextlib.suppress(Exception):  # a damaged entry: counted again
-            self.found[batch] = self._checked(Count.from_json(value), batch)
+            self.found[batch] = self._refusal(value, batch) or self._checked(Count.from_json(value), batch)
         if batch not in self.found and self.affine is not None and batch >= SCALED_FROM:
             with contextlib.suppress(ValueError):
                 self.found[batch] = self.affine.at(batch)
+
+    def _refusal(self, value, batch: int) -> str | None:
+        """The limit of the count kept for `batch` (a child's `refused`: asked again, it would answer the same)."""
+        if not (isinstance(value, dict) and value.get("refused") is True and isinstance(value.get("error"), str)):
+            return None
+        c = OpCount.from_json(value)
+        return c.error if c.batch == batch and c.mode == self.mode else None
 
     def _checked(self, c: Count, batch: int) -> Count:
         if c.batch != batch or c.mode != self.mode:
@@ -137,8 +146,8 @@ class Group:
         """The child's answer to the request for `batch` (its answers come in the order asked)."""
         found = c.error or Count.from_json(c.to_json())
         self.found[batch] = found
-        if self.key is not None and not isinstance(found, str):
-            cache.write(self.key, f"b{batch}", found.to_json())
+        if self.key is not None and (not isinstance(found, str) or c.refused):
+            cache.write(self.key, f"b{batch}", found.to_json() if not isinstance(found, str) else c.to_json())
         if c.affine is not None:
             self.affine = Affine.from_json(c.affine)
             for b in self.missing():

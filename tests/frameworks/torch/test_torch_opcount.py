@@ -423,3 +423,27 @@ def test_a_batch_norm_records_its_channels_forward_and_backward(norm, x):
     per_channel = inputs.numel() // 16
     shaped = [(op.phase, op.shape) for op in of(ops, "memory") if op.shape]
     assert shaped == [("forward", (16, per_channel)), ("backward", (16, per_channel))]
+
+
+@pytest.mark.parametrize(("factory", "refused"), [("branchy", True), ("item", True), ("raises", False)])
+def test_a_limit_of_the_count_is_marked_refused_and_the_models_own_error_is_not(tmp_path, factory, refused):
+    """A value read is what fake tensors cannot do, whenever the same model is asked (the parent keeps it,
+    predict/count.py); the model's own error is the user's to fix, asked again."""
+    source = tmp_path / "untraceable.py"
+    source.write_text(UNTRACEABLE)
+    user = Workload(factory, "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:{factory}")
+    got = tb.op_count(user, "fp32", 4, fit=[2, 3])
+    assert "error" in got and got.get("refused", False) is refused, got
+
+
+@pytest.mark.parametrize(("raised", "refused"), [(MemoryError("this machine ran out of memory"), False),
+                                                 (NotImplementedError("no fake kernel here"), True)])  # fmt: skip
+def test_this_machines_out_of_memory_is_no_refusal_and_dlperfs_refusal_is(monkeypatch, raised, refused):
+    from dlperf.frameworks.torch import probe
+
+    def fails(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(probe, "count_calls", fails)
+    got = tb.op_count(BUILTIN["tiny-fcn-r"], "fp32", 4)
+    assert type(raised).__name__ in got["error"] and got.get("refused", False) is refused

@@ -16,7 +16,7 @@ from torch._subclasses.fake_tensor import DataDependentOutputException
 
 from dlperf.frameworks.common.ops import Affine, grouped
 from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
-from dlperf.frameworks.torch.memcount import own_error
+from dlperf.frameworks.torch.memcount import FAKE_LIMITS, own_error
 from dlperf.frameworks.torch.opcount import count_calls, nbytes, tensors_in
 from dlperf.frameworks.torch.step import synthetic_batch
 from dlperf.frameworks.torch.threads import describe_device
@@ -56,6 +56,9 @@ def op_count(workload: Workload, mode: str, batch: int, fit: list[int] | None = 
     never run. The step is built at a batch of 1 and counted on a batch of `batch` made fake, so no batch size costs
     memory. A step that cannot run on fake tensors (a user's model that reads its values) answers {"workload",
     "mode", "batch", "error"} instead, the reason in one line: one such row must not cost the others of the request.
+    Where the reason is a limit of the count itself (a value read, an operator without a fake kernel, dlperf's
+    refusal: NotImplementedError), the same whenever the same model is asked again, it is marked `refused`, which the
+    parent keeps; the model's own error, and a failure of this machine (out of its memory), never are.
 
     `fit` (two batches): the step is also counted there, and the answer adds its count as a function of the batch
     (`affine`: `ops.Affine` JSON, through those two and checked at `batch`), or why it is not one (`not_affine`)."""
@@ -73,8 +76,9 @@ def op_count(workload: Workload, mode: str, batch: int, fit: list[int] | None = 
         points = [(b, calls, sum(nbytes(t) for t in tensors_in(data)))
                   for b, (calls, data) in zip(batches, count_calls(step, makers), strict=True)]  # fmt: skip
     except Exception as exc:  # the user's model, whatever it raises: this row's reason
-        why = own_error(workload, mode) or uncountable(exc)  # a user's step that fails for real too: the model's error
-        return {"workload": workload.name, "mode": mode, "batch": batch, "error": why}
+        own = own_error(workload, mode)  # a user's step that fails for real too: the model's error
+        found = {"workload": workload.name, "mode": mode, "batch": batch, "error": own or uncountable(exc)}
+        return found if own or not isinstance(exc, FAKE_LIMITS) else {**found, "refused": True}
     _, calls, input_bytes = points[-1]
     found = {"workload": workload.name, "mode": mode, "batch": batch, "ops": [op.to_json() for op in grouped(calls)],
              "input_bytes": input_bytes, "params": step.params}  # fmt: skip
