@@ -54,11 +54,21 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
     if not isinstance(user.model, torch.nn.Module):
         raise UsageError(f"workload {source!r}: dlperf.user_workload's model must be a torch.nn.Module, got "
                          f"{type(user.model).__name__}")  # fmt: skip
+    if lazy := [f"{n or 'model'} ({type(m).__name__})" for n, m in user.model.named_modules() if _unmaterialised(m)]:
+        raise UsageError(f"workload {source!r}: lazy modules {', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''}"
+                         " have no parameters yet: materialise them in the factory with one forward on a dummy batch "
+                         "(model(make_batch(1, 'cpu')[0])) before returning dlperf.user_workload(...)")  # fmt: skip
     if user.make_batch is None:
         user.make_batch = first_sample_batches(user, source)
     else:
         user.make_batch = partial(_pair_made, user.make_batch, source)
     return user
+
+
+def _unmaterialised(module: torch.nn.Module) -> bool:
+    """A lazy module (torch.nn.LazyLinear...) whose parameters wait for its first forward: counting them, moving them
+    or handing them to an optimizer raises torch's 'uninitialized parameter' ValueError."""
+    return isinstance(module, torch.nn.modules.lazy.LazyModuleMixin) and module.has_uninitialized_params()
 
 
 def _pair_made(make_batch: Callable[[int, Any], Any], source: str, n: int, device: torch.device) -> tuple[Any, Any]:
