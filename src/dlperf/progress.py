@@ -31,7 +31,8 @@ class Progress:
         self.total, self.first = total, first
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
-        self._done_durations: list[float] = []
+        self._done = 0  # items done
+        self._done_durations: list[float] = []  # of the items whose process ran: the ETA's average
         self._current = ""
         self._index = 0  # the item shown: a task, or a profile of its own (a resumed run's)
         self._started = time.monotonic()
@@ -64,7 +65,9 @@ class Progress:
                     pass
 
     def eta_s(self, done: int) -> float | None:
-        """Seconds left when this display has `done` items done; None before one is, or with no total."""
+        """Seconds left when this display has `done` items done: the items left at the average of those whose process
+        ran (a cell known unsupported before any child starts took no time, and says nothing of a measurement's);
+        None before one has, or with no total."""
         if not self._done_durations or self.total is None:
             return None
         per_task = sum(self._done_durations) / len(self._done_durations)
@@ -84,7 +87,7 @@ class Progress:
         return self._of(str(self._number(index)))
 
     def _render(self) -> Text:
-        done = len(self._done_durations)
+        done = self._done
         eta = self.eta_s(done)
         elapsed = time.monotonic() - self._started
         shown = min(self._number(self._index), self.total or self._number(self._index))
@@ -120,6 +123,7 @@ class Progress:
         """The profile is stored (`runner.profile.row_of`). Its process's time joins its cell's item, so the ETA
         counts the profiles still to come; `own_item`: it was an item of its own."""
         spent = profile.duration_s or 0.0
+        self._done += own_item
         if own_item or not self._done_durations:
             self._done_durations.append(spent)
         else:
@@ -143,7 +147,9 @@ class Progress:
             self._display.update(self._render())
 
     def finish(self, index: int, task, measurement: ProcessMeasurement, figures: CellFigures) -> None:
-        self._done_durations.append(measurement.duration_s or 0.0)
+        self._done += 1
+        if getattr(task, "unsupported", None) is None:  # a cell known unsupported: no child, no time to average
+            self._done_durations.append(measurement.duration_s or 0.0)
         self._say(f"{self._item(index)} {label(task)}: {outcome(measurement, figures)}")
 
 
