@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import warnings
+from urllib.parse import urlsplit
 
 from dlperf.errors import MissingDependency, UsageError
 
@@ -80,12 +81,28 @@ def server_reason(exc: BaseException) -> str:
     return lines[0]
 
 
-def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():
-        raise UsageError(f"--ray {address!r}: give auto, local, HOST:PORT or ray://HOST:PORT")
+def host_port(address: str) -> tuple[str, int]:
+    """The host and port of `HOST:PORT` or `ray://HOST:PORT`, an IPv6 host without the brackets it is written in
+    (`[::1]:6379`: the address lookup takes `::1`); anything else, an IPv6 host without brackets among it, is a
+    UsageError."""
+    where = address.removeprefix("ray://")
+    usage = UsageError(f"--ray {address!r}: give auto, local, HOST:PORT or ray://HOST:PORT (an IPv6 host in "
+                       "brackets, [::1]:6379)")  # fmt: skip
     try:
-        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+        parts = urlsplit(f"//{where}")
+        host, port = parts.hostname, parts.port
+    except ValueError:  # a port that is no number or out of range; a bracket left open
+        raise usage from None
+    if not host or port is None or parts.netloc != where or "@" in where:
+        raise usage
+    if where.startswith("[") and not where.rpartition(":")[0].endswith("]"):  # [::1]x:6379
+        raise usage
+    return host, port
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    try:
+        socket.create_connection(host_port(address), timeout=timeout_s).close()
     except OSError as exc:
         raise UsageError(f"--ray {address}: unreachable ({exc.strerror or exc})") from None
 
