@@ -494,8 +494,8 @@ def test_the_budget_bounds_the_whole_search_the_baselines_profile_included(tmp_p
     proc = dlperf("optimize", "slow.py:make", "--threads", "1", "--budget", "0.25", "--format", "json",
                   db=tmp_path / "o.db", cwd=tmp_path)  # fmt: skip
     wall = time.monotonic() - start
-    assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
+    assert proc.returncode == (1 if out["best"] is None else 0), proc.stderr  # a baseline the budget stopped: exit 1
     # The search's own clock, from the budget's start to its results (every process stopped, the results ranked):
     # the command's wall time also holds the interpreter's start and exit, which the budget does not cover, and
     # which a loaded machine stretched (25.5 s in a CI run beside the slow suite, against 17.7 s quiet).

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from dlperf import optimize as opt
 from dlperf.commands import optimize as opt_cmd
+from dlperf.errors import UsageError
+from dlperf.measure.timer import TimerConfig
 from dlperf.runner.session import Budget
 from dlperf.runner.sweep import Deadline
 from dlperf.store import Store
-from dlperf.vocab import Status
+from dlperf.vocab import ExitCode, Status
 from test_optimize import _fake_children, _Quiet, steps
 
 
@@ -30,9 +34,10 @@ def test_a_baseline_the_budget_left_unstarted_says_so_without_a_none(tmp_path, m
     _fake_children(monkeypatch, [])
     started = []
     monkeypatch.setattr(sweep, "run_task", lambda task, ctx, poll: started.append(task) or None)
-    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=0.001)
+    quick = TimerConfig(min_steps=1, min_time=0.0)  # --budget's least is the baseline's --min-time: none here
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=0.001, timer=quick)
     search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
-    assert started == [] and search.best is None
+    assert started == [] and search.best is None and search.exit_code == ExitCode.CELLS_FAILED
     assert "--budget 0.001 s ran out: fp32 not started" in search.notes, search.notes
     assert any(n.startswith("the fp32 baseline was not measured (not started: --budget 0.001 s ran out)")
                for n in search.notes), search.notes  # fmt: skip
@@ -58,6 +63,26 @@ def _stopped_search(tmp_path, monkeypatch, stopped_mode: str):
     monkeypatch.setattr(sweep, "run_task", run_task)
     opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=900.0, order="fixed")
     return opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
+
+
+def test_a_baseline_the_budget_stopped_is_exit_1_as_one_it_left_unstarted_is(tmp_path, monkeypatch):
+    """`optimize --budget 1s` measured nothing either way, but exited 0 where the budget stopped the fp32 baseline and
+    1 where it left it unstarted, by the machine's pace: nothing measured is exit 1 (a timeout, docs' exit codes)."""
+    search = _stopped_search(tmp_path, monkeypatch, "fp32")
+    assert search.baseline.status == Status.TIMEOUT and search.best is None and search.results == [search.baseline]
+    assert search.exit_code == ExitCode.CELLS_FAILED
+
+
+def test_a_budget_below_what_the_baseline_is_timed_is_refused_before_anything_runs(tmp_path, monkeypatch):
+    """`optimize --budget 1s` planned and started the baseline, which its --repeats 2 processes of --min-time 2 s
+    cannot fit: the least is said in one line, nothing stored."""
+    _fake_children(monkeypatch, [])
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=1.0)
+    with pytest.raises(UsageError) as caught:
+        opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
+    assert str(caught.value) == ("--budget 1 s: below the 4 s the fp32 baseline alone is timed at the least (--repeats "
+                                 "2 processes of --min-time 2 s each): give at least 4s")  # fmt: skip
+    assert not (tmp_path / "o.db").exists()
 
 
 def test_a_candidate_the_budget_stopped_shows_as_stopped_not_as_a_measured_time(tmp_path, monkeypatch, capsys):

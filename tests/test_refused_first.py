@@ -27,12 +27,11 @@ LISTING = "--list-gpus lists the GPUs of the table and predicts nothing: give no
             "--db '{tmp}/nope/x.db': no such database file (leave --db out to predict without this CPU's steps)",
         ),
         (["--cost", "--db", "{tmp}"], "--db '{tmp}': is a directory, not a database file"),
-        (["--db", "{tmp}/x.db"], "--db is the store --cost reads this CPU's measured steps from: add --cost"),
     ],
 )
 def test_predicts_store_is_checked_before_anything_is_counted(args, said, capsys, tmp_path, monkeypatch):
     """predict --cost --db <300 characters> was a traceback from Path.is_file (ENAMETOOLONG) after the count, and a
-    --db that is missing or a directory was passed over without a word, as was --db without --cost."""
+    --db that is missing or a directory was passed over without a word."""
     from dlperf.commands import predict
 
     monkeypatch.setattr(predict, "resolved", lambda args: pytest.fail("counted before the store was checked"))
@@ -85,3 +84,50 @@ def test_crossover_refuses_batch_flags_that_contradict_each_other(args, said, ca
     db = tmp_path / "x.db"
     assert error_line(["crossover", "tiny-fcn-r", "--gpu", "T4", *args, "--db", str(db)], capsys) == said
     assert not db.exists()
+
+
+def test_advise_refuses_a_budget_below_its_first_cpu_process(capsys, tmp_path, monkeypatch):
+    """`advise --budget 1s` ran 23 s and exited 0: its first CPU process is never stopped, and its steps may be timed
+    for 10 s (crossover's --max-time), so a budget below that is refused, the least said, before anything runs."""
+    from dlperf import advise
+
+    monkeypatch.setattr(advise, "_resolved", lambda opts: pytest.fail("resolved before the budget was checked"))
+    db = tmp_path / "x.db"
+    line = error_line(["advise", "tiny-fcn-r", "--gpu", "T4", "--budget", "1s", "--db", str(db)], capsys)
+    assert line == ("--budget 1s: advise measures this CPU's first thread count whole, its steps timed for up to 10 s, "
+                    "after the predictions: give at least 10s")  # fmt: skip
+    with pytest.raises(advise.UsageError, match=r"^budget_s=9\.5: advise .* give budget_s=10 or more$"):
+        advise.check(advise.Options("tiny-fcn-r", gpus="T4", budget_s=9.5))
+    assert not db.exists()
+    advise.check(advise.Options("tiny-fcn-r", gpus="T4", budget_s=10.0))  # the least is taken
+
+
+def test_optimize_refuses_a_budget_below_what_its_baseline_is_timed(capsys, tmp_path):
+    """`optimize --budget 1s` measured nothing, exit 1 or 0 by the machine's pace; the least is said before it plans
+    (the baseline's --repeats processes of --min-time each), and a budget the flags lower is taken."""
+    db = tmp_path / "x.db"
+    line = error_line(["optimize", "tiny-fcn-r", "--budget", "1s", "--db", str(db)], capsys)
+    assert line == ("--budget 1 s: below the 4 s the fp32 baseline alone is timed at the least (--repeats 2 processes "
+                    "of --min-time 2 s each): give at least 4s")  # fmt: skip
+    line = error_line(["optimize", "tiny-fcn-r", "--budget", "1s", "--repeats", "1", "--min-time", "1.5", "--db",
+                       str(db)], capsys)  # fmt: skip
+    assert line.startswith("--budget 1 s: below the 1.5 s") and line.endswith("give at least 1.5s")
+    assert not db.exists()
+
+
+def test_advise_is_exit_0_when_its_budget_left_the_mode_search_nothing_and_1_when_the_baseline_failed():
+    """optimize's measured-nothing is exit 1 whatever stopped its baseline; advise, whose answer then stands on the
+    thread search's step, kept 0 for a baseline the budget stopped (1 for one it left unstarted, by the pace): both
+    are 0 there, a note saying to raise --budget, and a baseline that failed on its own 1."""
+    from types import SimpleNamespace
+
+    from dlperf import advise, optimize
+    from dlperf.runner.sweep import Deadline
+    from dlperf.vocab import ExitCode
+
+    def code(status, error=None):
+        baseline = optimize.Candidate("fp32", status, error=error)
+        return advise._search_code(SimpleNamespace(baseline=baseline, exit_code=ExitCode.CELLS_FAILED))
+
+    assert code("pending") == code("timeout", Deadline.REASON) == ExitCode.OK
+    assert code("failed", "RuntimeError: boom") == code("timeout", "ran past --timeout") == ExitCode.CELLS_FAILED

@@ -30,9 +30,11 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
+from dlperf.spec import CROSSOVER_TIMER
 from dlperf.vocab import ExitCode
 
 BUDGET_S = 150.0  # the default: 2.5 minutes of measuring on 2 cores, the thread search and a short optimize
+LEAST_BUDGET_S = CROSSOVER_TIMER.max_time  # --budget's least: the first CPU process, never stopped, may time this long
 MIN_SEARCH_S = 20.0  # below this left of the budget, the mode search is skipped (fp32 eager, said so)
 PRECISIONS = ("fp32", "bf16", "fp16")  # a GPU trains in fp32, or in its mixed precision (`GPU.mixed`)
 NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthetic data) and --samples is not given
@@ -158,6 +160,11 @@ def _check_numbers(opts: Options) -> None:
 
     if not _number(opts.budget_s, above=0, most=MOST_BUDGET_S):
         raise UsageError(f"--budget {str(opts.budget_s)!r}: expected seconds above zero and at most {MOST_BUDGET_S:g}")
+    if opts.budget_s < LEAST_BUDGET_S:  # said as typed: 1s (the command line's), budget_s=1 (a Python caller's)
+        said, least = ((f"--budget {opts.budget_s:g}s", f"at least {LEAST_BUDGET_S:g}s") if opts.flags else
+                       (f"--budget {str(opts.budget_s)!r}", f"budget_s={LEAST_BUDGET_S:g} or more"))  # fmt: skip
+        raise UsageError(f"{said}: advise measures this CPU's first thread count whole, its steps timed for up to "
+                         f"{LEAST_BUDGET_S:g} s, after the predictions: give {least}")  # fmt: skip
     if opts.samples is not None and not (_number(opts.samples, above=0) and isinstance(opts.samples, int)):
         raise UsageError(f"--samples {str(opts.samples)!r}: expected a whole number of at least 1")
     if opts.epochs is not None and not _number(opts.epochs, above=0, most=MOST_EPOCHS):
@@ -221,7 +228,7 @@ def advise(opts: Options, db: str, argv: list[str]) -> Advice:
     elif clock.search_s(time.monotonic()) is not None:
         search = _search(opts, threads, clock, db)
         runs.append(search.run_id)
-        exit_code = max(exit_code, search.exit_code)
+        exit_code = max(exit_code, _search_code(search))
         best = _best_cell(db, search)
         cell, searched = best or cell, best is not None
         feed, found = _searched_notes(opts, db, search, best)
@@ -336,6 +343,19 @@ def mode_notes(chosen) -> list[str]:
     if fp32:
         notes.append(f"no half-precision tensor unit: {', '.join(fp32)} predicted in fp32 only")
     return notes
+
+
+def _search_code(search) -> int:
+    """The mode search's exit code, for advise's: one whose fp32 baseline the budget stopped or left unstarted
+    (optimize's exit 1, nothing measured) is 0 here, as a search skipped for the budget is: the answer stands on the
+    thread search's step, and a note says to raise --budget; a baseline that failed on its own is 1."""
+    from dlperf.runner.sweep import Deadline
+    from dlperf.vocab import Status
+
+    b = search.baseline
+    if b.status == Status.PENDING or (b.status == Status.TIMEOUT and Deadline.REASON in (b.error or "")):
+        return ExitCode.OK
+    return search.exit_code
 
 
 def _search(opts: Options, threads: int, clock: Clock, db: str):

@@ -316,12 +316,11 @@ class Searcher:
         exit_code = ExitCode.OK
         try:
             self._round([BASELINE], dimension=None)
-            if not (base := next(c for c in self.session.cells() if c.mode == BASELINE)).ok:
+            if not next(c for c in self.session.cells() if c.mode == BASELINE).ok:
                 self.session.complete()  # nothing to compare a candidate against: not one is started
                 self._budget_notes()
-                result = self._result()
-                cut = Deadline.REASON in (base.error or "")  # the budget's doing, said in the notes: not a failure
-                result.elapsed_s, result.exit_code = self.budget.spent(), ExitCode.OK if cut else ExitCode.CELLS_FAILED
+                result = self._result()  # measured nothing: exit 1 whether it failed, the budget stopped it or
+                result.elapsed_s, result.exit_code = self.budget.spent(), ExitCode.CELLS_FAILED  # left it unstarted
                 return result
             self._check_budget()
             if self.opts.order == "verdict":
@@ -574,6 +573,10 @@ def optimize(
         raise UsageError("--budget must be positive")
     if opts.repeats < 1:
         raise UsageError("--repeats must be at least 1")
+    if opts.budget_s < (least := opts.repeats * opts.timer.min_time):  # the baseline's processes, each timed so long
+        raise UsageError(f"--budget {opts.budget_s:g} s: below the {least:g} s the fp32 baseline alone is timed at the "
+                         f"least (--repeats {opts.repeats} processes of --min-time {opts.timer.min_time:g} s each): "
+                         f"give at least {least:g}s")  # fmt: skip
     if opts.order not in ORDERS:
         raise UsageError(f"--order must be {' or '.join(ORDERS)}, not {opts.order!r}")
 

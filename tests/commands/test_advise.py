@@ -62,7 +62,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     table = dlperf("table", db=db)
     assert table.returncode == 0 and "tiny-fcn-r" in table.stdout  # the runs are stored: the views see them
     # a budget the thread search alone spends: the mode search is skipped, and said so
-    got = json.loads(dlperf("advise", "tiny-fcn-r", "--budget", "1", "--gpu", "T4,Tiny-512MB", "--gpu-specs",
+    got = json.loads(dlperf("advise", "tiny-fcn-r", "--budget", "10", "--gpu", "T4,Tiny-512MB", "--gpu-specs",
                             str(specs), "--format", "json", db=db, env=NO_FILE).stdout)  # fmt: skip
     assert got["cpu"]["measured"] is True and got["cpu"]["threads"] >= 1 and got["cpu"]["time_s"] > 0
     assert got["fastest"]["predicted"] is True and got["fastest"]["gpu"] == "T4"

@@ -19,7 +19,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.advise import BUDGET_S
+    from dlperf.advise import BUDGET_S, LEAST_BUDGET_S
     from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
     from dlperf.commands.run import add_data_flags
     from dlperf.predict.gpus import PRICED_HELP
@@ -30,7 +30,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu", help=f"comma list of GPUs of the table (dlperf predict --list-gpus; "
                    f"{PRICED_HELP})")  # fmt: skip
     p.add_argument("--budget", type=duration("--budget", 1.0, most_s=24 * 3600.0), default=BUDGET_S,
-                   help=f"seconds for the whole command, or a duration with its unit: 90s, 5m (default: {BUDGET_S:g}); "
+                   help=f"seconds for the whole command, or a duration with its unit: 90s, 5m (default: {BUDGET_S:g}, "
+                   f"at least {LEAST_BUDGET_S:g}: the first thread count's steps may be timed so long); "
                    "a process running at its end is stopped (about 10 s more), the first thread count measured whole; "
                    "a bare number is seconds here but minutes in optimize --budget: give the unit")  # fmt: skip
     p.add_argument("--deadline", metavar="DURATION", help="also the cheapest GPU finishing within it, e.g. 2h, 90m")

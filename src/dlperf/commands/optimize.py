@@ -26,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=None,
         help=f"minutes the search may take, or a duration with its unit (90s, 2h), the baseline's profile included; "
         "a dimension that does not fit is tried "
-        "in one process per mode when that fits, else skipped, and said so "
-        f"(default: {OPTIMIZE_BUDGET_MIN:g})",
+        "in one process per mode when that fits, else skipped, and said so; at least --repeats times --min-time, "
+        f"what the fp32 baseline is timed; exit 1 when it measured nothing (default: {OPTIMIZE_BUDGET_MIN:g})",
     )
     p.add_argument(
         "--repeats", type=whole("--repeats", 1), default=2, help="fresh processes per candidate mode (default: 2)"

@@ -157,8 +157,6 @@ def check_cost_flags(args) -> float | None:
         if given[0] == "--format":
             raise UsageError("--format is for --cost and --memory only (their figures as JSON): add one of them")
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
-    if args.db is not None and not args.cost:
-        raise UsageError("--db is the store --cost reads this CPU's measured steps from: add --cost")
     if not args.cost:
         return None
     check_cost_store(args)
