@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from dlperf import fleet_node
 
@@ -46,6 +47,10 @@ def test_an_older_folder_in_use_or_another_users_is_never_removed(tmp_path, monk
     with open(held / "err", "ab"):
         sweep = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "--db", str(named / "node.db")])
         try:
+            # Popen can return before /proc shows the new command line (seen under load): as a sweep long under way
+            cmdline, deadline = Path(f"/proc/{sweep.pid}/cmdline"), time.monotonic() + 30
+            while str(named).encode() not in cmdline.read_bytes() and time.monotonic() < deadline:
+                time.sleep(0.01)
             assert fleet_node.remove_stale(str(tmp_path)) == []
         finally:
             sweep.kill()
