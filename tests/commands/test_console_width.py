@@ -21,6 +21,6 @@ def test_a_console_not_on_a_terminal_is_log_wide_unless_columns_says(monkeypatch
 
 def test_the_price_columns_of_a_prediction_are_whole_in_a_pipe(tmp_path, monkeypatch):
     monkeypatch.delenv("COLUMNS", raising=False)
-    said = dlperf("predict", "tiny-resnet-56", "--gpu", "T4", "--cost", db=tmp_path / "p.db")
+    said = dlperf("predict", "tiny-resnet-56", "--gpu", "T4", "--cost", cwd=tmp_path)
     assert said.returncode == 0, said.stderr
     assert "…" not in said.stdout and "$/GPU-hour" in said.stdout, said.stdout

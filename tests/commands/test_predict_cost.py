@@ -26,7 +26,7 @@ def test_the_cost_of_an_epoch_on_each_gpu_this_cpu_measured_and_the_ranking(repo
 
 def test_json_and_no_measured_cpu_step_says_how_to_measure_it(tmp_path):
     proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--samples", "2048",
-                  "--format", "json", db=tmp_path / "none.db", env=NO_FILE)  # fmt: skip
+                  "--format", "json", cwd=tmp_path, env=NO_FILE)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert got["samples"] == 2048 and got["cpu_measured"] is None and got["fastest"]["gpu"] == "T4"
@@ -34,7 +34,7 @@ def test_json_and_no_measured_cpu_step_says_how_to_measure_it(tmp_path):
     assert "dlperf run --workloads fcn-r --devices cpu" in got["cpu_how"]
     # at another batch, the crossover that measures it: at that batch (its own batches are powers of two)
     proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--samples", "2048", "--batch", "48",
-                  "--format", "json", db=tmp_path / "none.db", env=NO_FILE)  # fmt: skip
+                  "--format", "json", cwd=tmp_path, env=NO_FILE)  # fmt: skip
     assert "`dlperf crossover fcn-r --batches 48` measures one" in json.loads(proc.stdout)["cpu_how"]
 
 
@@ -50,7 +50,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         (["--gpu", "T4", "--epochs", "0"], ["--epochs"]),
     ]
     for extra, fragments in cases:
-        one_line_error(dlperf("predict", "fcn-r", "--cost", *extra, db=tmp_path / "x.db", env=NO_FILE), *fragments)
+        one_line_error(dlperf("predict", "fcn-r", "--cost", *extra, cwd=tmp_path, env=NO_FILE), *fragments)
     env = {"DLPERF_PRICES": str(bad)}
     one_line_error(dlperf("predict", "fcn-r", "--cost", "--gpu", "T4", env=env), "DLPERF_PRICES", "line 2")
     one_line_error(dlperf("predict", "alexnet-s", "--cost", "--gpu", "T4", env=NO_FILE), "--samples N")
@@ -59,7 +59,7 @@ def test_bad_input_is_one_line_before_anything_runs(tmp_path):
         dlperf("predict", "fcn-r", "--gpu", "T4", "--format", "json", env=NO_FILE),
         "--format is for --cost and --memory only",
     )  # --help says both take it
-    assert not (tmp_path / "x.db").exists()  # nothing written
+    assert not (tmp_path / "dlperf.db").exists()  # nothing written
 
 
 def test_a_cell_of_another_model_stored_under_the_name_is_never_quoted(report_db):

@@ -73,7 +73,7 @@ def test_bf16_and_checkpointing_lower_the_activations_and_the_table_says_how(tmp
 def test_cost_leaves_out_a_gpu_the_predicted_peak_does_not_fit(tmp_path):
     proc = dlperf("predict", "fcn-r", "--gpu", "Tiny-0.8,T4", "--gpu-specs", str(tiny_gpus(tmp_path)), "--modes",
                   "fp32", "--batch", "4096", "--cost", "--samples", "8192", "--format", "json",
-                  db=tmp_path / "none.db", env=NO_FILE)  # fmt: skip
+                  cwd=tmp_path, env=NO_FILE)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
     assert [r["gpu"] for r in got["does_not_fit"]] == ["Tiny-0.8"]

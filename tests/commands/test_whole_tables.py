@@ -105,7 +105,7 @@ def test_a_column_wider_than_the_screen_folds_rather_than_cut():
 
 
 def test_predict_cost_at_80_columns_prints_every_price_whole(tmp_path):
-    said = dlperf("predict", "tiny-fcn-r", "--gpu", "H100-SXM5-80GB,T4", "--cost", db=tmp_path / "p.db",
+    said = dlperf("predict", "tiny-fcn-r", "--gpu", "H100-SXM5-80GB,T4", "--cost", cwd=tmp_path,
                   env={"COLUMNS": "80", "DLPERF_PRICES": ""})  # fmt: skip
     assert said.returncode == 0, said.stderr
     assert "…" not in said.stdout, said.stdout
