@@ -84,6 +84,42 @@ def test_under_a_limit_freed_memory_leaves_the_data_segment():
     assert int(held) < 4, f"{held} MiB held after every block was freed"
 
 
+# A step that allocates (and touches) a 1 MiB tensor and frees it: under the limit its pages are mapped afresh.
+STEPS = """
+import resource
+from types import SimpleNamespace
+from dlperf.worker.cell import fit_verdict, limit_memory
+
+def step():
+    tensor = b"x" * 2**20
+    del tensor
+
+def faults_a_step():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(50):
+        step()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 50
+
+limit_memory(2**40)
+under = faults_a_step()
+fit_verdict(SimpleNamespace(step=step, sync=lambda: None))
+soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+print(under, faults_a_step(), soft == hard)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA and glibc's mallopt are Linux's")
+def test_a_try_is_timed_after_its_verdict_with_the_limit_lifted_and_no_memory_mapped_afresh():
+    """fit timed its steps under the limit's fixed mmap threshold, which maps every allocation above 128 KiB afresh
+    each step: tiny-fcn-r at batch 4096 faulted 1,350 pages a step and took 16-17 ms against 9 ms in dlperf run,
+    tiny-resnet-56 at 256 21,170 and 88 ms against 31 ms. The verdict's steps run under the limit; the timed ones
+    after it, as a plain process's allocator runs them."""
+    out = subprocess.run([sys.executable, "-c", STEPS], capture_output=True, text=True, check=True).stdout.split()
+    under, after, lifted = float(out[0]), float(out[1]), out[2] == "True"
+    assert under >= 200, f"{under} page faults a step under the limit: the 1 MiB block was not mapped afresh"
+    assert after < 10 and lifted, f"{after} page faults a step after the verdict; limit lifted: {lifted}"
+
+
 def test_an_out_of_memory_reason_names_the_batch_and_the_limit():
     from dlperf.worker.cell import oom_reason
 
@@ -240,21 +276,15 @@ def test_a_tries_warm_up_can_settle():
     assert warm_up(lambda: 0.001, FIT_TIMER, clock=lambda: 0.0).steady  # steps of one time: steady at once
 
 
-def test_a_rate_of_memory_mapped_afresh_each_step_is_marked_with_its_page_faults(capsys, monkeypatch):
-    """Under fit's limit every allocation above 128 KiB is mapped and unmapped each step: tiny-fcn-r's steps faulted
-    195 pages at batch 1024 (0.5 in dlperf run's process) and its fit rate was 0.256 s a step against run's 2.42 ms;
-    the table gave the rate as the batch's own."""
-    from types import SimpleNamespace
-
+def test_a_rate_of_many_page_faults_is_not_marked_nor_noted(capsys, monkeypatch):
+    """The rate is timed after the verdict, the limit lifted: a step's page faults are those of a plain process (a
+    tensor above glibc's 32 MiB ceiling is mapped afresh there too), not fit's, and are no reason for ~."""
     from dlperf.commands.fit import show
     from dlperf.fit import ModeAnswer, Result, Try
 
     monkeypatch.setenv("COLUMNS", "200")
-    cell = stored(median_s=0.2, n=20, warmup_steps=6, warnings=[], minor_faults_per_step=194.9)
-    mapped, small = Try.of(cell, 1024), Try.of(SimpleNamespace(**{**vars(cell), "minor_faults_per_step": 0.03}), 256)
-    assert mapped.mapped_afresh and not small.mapped_afresh
-    assert not Try.of(SimpleNamespace(**{**vars(cell), "device": "cuda:0"}), 1024).mapped_afresh  # no limit there
-    show(Result(1, {"fp32": ModeAnswer("fp32", [small, mapped], 1024, "max-batch")}, 0, "--max-memory 1 GiB"))
+    faulted = Try.of(stored(median_s=0.2, n=20, warmup_steps=6, warnings=[], minor_faults_per_step=9437.9), 1024)
+    assert faulted.faults_per_step == 9437.9
+    show(Result(1, {"fp32": ModeAnswer("fp32", [faulted], 1024, "max-batch")}, 0, "--max-memory 1 GiB"))
     out = capsys.readouterr().out
-    assert "1,280.0 │" in out and "5,120.0~ │" in out
-    assert "note: page faults a step: batch 1024 (195): under fit's memory limit each allocation above 128 KiB" in out
+    assert "5,120.0 │" in out and "~" not in out and "page faults" not in out

@@ -61,7 +61,7 @@ class Try:
     warmup_steps: int = 0  # the steps before the timed ones
     median_s: float | None = None  # the median timed step, of `steps`: samples_per_s is batch / median_s
     timing: tuple[str, ...] = ()  # what dlperf run notes of the steps' timing (other processes' load, noisy, ...)
-    faults_per_step: float | None = None  # a CPU try's page faults a timed step: memory mapped afresh
+    faults_per_step: float | None = None  # a CPU try's page faults a timed step (the limit lifted by then)
 
     @classmethod
     def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None) -> Try:
@@ -81,18 +81,8 @@ class Try:
         its steps were timed, or the steps varied widely (run's notes; a rate of few steps is marked on its own)."""
         return [w for w in self.timing if w.startswith(UNSTEADY)]
 
-    @property
-    def mapped_afresh(self) -> bool:
-        """Whether the steps faulted in pages of memory mapped afresh each step: under a CPU try's limit every
-        allocation above 128 KiB is mapped and unmapped each time (`worker/cell.fixed_mmap_threshold`, so that
-        whether a batch fits does not depend on the steps before it), which a plain process's allocator does not do:
-        its rate is below the batch's own. tiny-fcn-r on 2 busy cores: 0.03 faults a step up to batch 256, 195 at
-        1024, 1,275 at 4096; `dlperf run` of batch 1024, 0.5."""
-        return (self.faults_per_step or 0) >= FAULTED_PAGES
-
 
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
-FAULTED_PAGES = 32  # page faults a step: at least one allocation of 128 KiB (the mmap threshold) mapped afresh
 
 
 NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit reached, as --max-batch is

@@ -12,14 +12,15 @@ from dlperf.commands.run import add_timer_flags, again, printed, see_it, timer
 
 HELP = "the largest batch that trains without running out of memory on this device, measured"
 DESCRIPTION = (
-    "Trains the workload at its batch, then at double that until a try runs out of memory, then bisects between "
-    "the last batch that fit and the first that did not: the answer N was measured and N+1 ran out of memory. Each "
-    "try is its own child process, so running out of memory fails only that try; it is stored as a cell of one run "
-    "(named WORKLOAD@bN: dlperf table, report and export see them), out-of-memory tries as failed with the reason "
-    "'out of memory at batch N'. On the CPU each try's memory is limited (--max-memory, or the memory available when "
-    "fit starts); on a GPU the limit is its own memory. Prints, per mode, the largest batch that fits and each "
-    "batch tried with its peak memory, median step, timed steps and samples/s, a rate marked ~ when its steps were "
-    "timed while other processes used the CPUs, varied widely or mapped memory afresh (the notes under the table)."
+    "Trains the workload at its batch, then at double that until a try runs out of memory, then bisects between the "
+    "last batch that fit and the first that did not: the answer N was measured and N+1 ran out of memory. Each try is "
+    "its own child process, so running out of memory fails only that try; it is stored as a cell of one run (named "
+    "WORKLOAD@bN: dlperf table, report and export see them), out-of-memory tries as failed with the reason 'out of "
+    "memory at batch N'. On the CPU each try's memory is limited (--max-memory, or the memory available when fit "
+    "starts) for its first steps, which say whether it fits, and lifted before its steps are timed; on a GPU the "
+    "limit is its own memory. Prints, per mode, the largest batch that fits and each batch tried with its peak "
+    "memory, median step, timed steps and samples/s, a rate marked ~ when its steps were timed while other "
+    "processes used the CPUs or varied widely (the notes under the table)."
 )
 
 
@@ -112,8 +113,7 @@ def tries_table(mode: str, tries: list):
 
     def marks(t) -> str:  # 0 steps: no rate to mark
         rated = t.samples_per_s is not None
-        unsteady = rated and (t.disturbed or t.mapped_afresh)
-        return (FEW_MARK if rated and few(t.steps or None) else "") + (DISTURBED_MARK if unsteady else "")
+        return (FEW_MARK if rated and few(t.steps or None) else "") + (DISTURBED_MARK if rated and t.disturbed else "")
 
     table = Table(title=f"{mode}: each batch tried, in order")  # the limit below: a long title folds mid-phrase
     for name in ("batch", "fits", "peak memory", "median step", "n", "samples/s"):
@@ -127,20 +127,10 @@ def tries_table(mode: str, tries: list):
     legends = {
         FEW_MARK: f"a rate of fewer than {FEW_SAMPLES} timed steps: a fit test, not a figure to rely on",
         DISTURBED_MARK: "not this batch's own speed, nor a rate to compare batches by (notes below): timed while "
-        "other processes used the CPUs, of widely varying steps, or of memory mapped afresh each step",
+        "other processes used the CPUs, or of widely varying steps",
     }
     said = [f"{mark} = {legend}" for mark, legend in legends.items() if mark in shown]
-    return table, said, grouped([(f"batch {t.batch}", w) for t in tries for w in t.timing]) + mapped_note(tries)
-
-
-def mapped_note(tries: list) -> list[str]:
-    """The tries whose steps mapped memory afresh (`fit.Try.mapped_afresh`), with their page faults, and why."""
-    mapped = [f"batch {t.batch} ({t.faults_per_step:,.0f})" for t in tries if t.samples_per_s and t.mapped_afresh]
-    if not mapped:
-        return []
-    return [f"page faults a step: {', '.join(mapped)}: under fit's memory limit each allocation above 128 KiB is "
-            "mapped afresh every step (so whether a batch fits does not depend on the steps before it), which a "
-            "dlperf run process does not do: these rates are below the batch's own"]  # fmt: skip
+    return table, said, grouped([(f"batch {t.batch}", w) for t in tries for w in t.timing])
 
 
 def headline(answer) -> str:
