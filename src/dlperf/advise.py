@@ -348,11 +348,14 @@ def mode_notes(chosen) -> list[str]:
 def _search_code(search) -> int:
     """The mode search's exit code, for advise's: one whose fp32 baseline the budget stopped or left unstarted
     (optimize's exit 1, nothing measured) is 0 here, as a search skipped for the budget is: the answer stands on the
-    thread search's step, and a note says to raise --budget; a baseline that failed on its own is 1."""
+    thread search's step, and a note says to raise --budget; a baseline that failed on its own is 1, and an
+    interrupted search 130."""
     from dlperf.runner.sweep import Deadline
     from dlperf.vocab import Status
 
     b = search.baseline
+    if search.exit_code == ExitCode.INTERRUPTED:  # Ctrl-C left the baseline pending: an interrupt, not the budget
+        return search.exit_code
     if b.status == Status.PENDING or (b.status == Status.TIMEOUT and Deadline.REASON in (b.error or "")):
         return ExitCode.OK
     return search.exit_code
