@@ -1,6 +1,7 @@
 """`dlperf predict` end to end: the operator count in a probe child, the prediction, --validate on a small CSV."""
 
 import os
+import re
 
 import pytest
 
@@ -170,10 +171,10 @@ def test_a_second_predict_reads_the_count_kept_and_no_cache_counts_again(tmp_pat
     env = {"COLUMNS": "200", "DLPERF_DATA_DIR": str(tmp_path)}
     args = ("predict", "tiny-fcn-r", "--gpu", "T4", "--modes", "fp32")
 
-    def kernels(proc) -> int:
+    def kernels(proc) -> int:  # the count note's: "(29 kernels a step)", or a count per mode "(fp32 29, ...)"
         assert proc.returncode == 0, proc.stderr
-        (row,) = [line for line in proc.stdout.splitlines() if line.startswith("│ T4 ")]  # the table's, not a note's
-        return int([cell for cell in row.split("│") if cell.strip()][-1].replace(",", ""))
+        (count,) = re.findall(r"\((?:fp32 )?([\d,]+)[^()]* kernels a step\)", " ".join(proc.stdout.split()))
+        return int(count.replace(",", ""))
 
     first = kernels(dlperf(*args, env=env))
     # the count's entry: plain predict also keeps its memory trace there (the note on a step no GPU holds)
