@@ -69,15 +69,15 @@ def test_predict_refuses_what_list_gpus_or_validate_would_drop(args, said, capsy
             "--batch 4 is not among --batches 1,2: your batch is measured, for the speed-up there; add it to --batches",
         ),
         (
-            ["--batches", "1,2", "--max-batch", "4"],
-            "--batches and --max-batch: give one (--batches names each batch measured, --max-batch caps the default "
-            "powers of two)",
+            ["--batches", "1,8,64", "--max-batch", "4"],
+            "--batches 1,8,64 names 8,64, above --max-batch 4: give the batches up to it, or a larger --max-batch",
         ),
     ],
 )
 def test_crossover_refuses_batch_flags_that_contradict_each_other(args, said, capsys, tmp_path, monkeypatch):
     """`--batch 1024 --max-batch 4` and `--batches 1,2 --batch 4` both measured (the first without the user's batch,
-    the second with a batch --batches left out), and `--batches 1,2 --max-batch 4` took --batches over the cap."""
+    the second with a batch --batches left out), and `--batches 1,8,64 --max-batch 4` dropped 8 and 64 unsaid
+    (beside --batches, the cap keeps out the workload's own batch: that stays)."""
     from dlperf import crossover
 
     monkeypatch.setattr(crossover, "make_plan", lambda spec: pytest.fail("planned before the flags were checked"))

@@ -130,12 +130,14 @@ def check(opts: Options) -> tuple:
 
 
 def _batches_agree(opts: Options) -> None:
-    """The batch fields that contradict each other, refused rather than one of them dropped: the batches named one by
-    one and a cap on the default ones, and a batch of the user's (measured, for the speed-up there) outside them."""
+    """The batch fields that contradict each other, refused rather than one of them dropped: a batch named one by
+    one above the cap (beside them, the cap keeps out the workload's own batch), and a batch of the user's (measured,
+    for the speed-up there) outside them."""
     batches, most, mine = opts.named("batches"), opts.named("max_batch"), opts.named("batch")
-    if opts.batches and opts.max_batch is not None:
-        raise UsageError(f"{batches} and {most}: give one ({batches} names each batch measured, {most} caps the "
-                         f"default powers of two)")  # fmt: skip
+    if opts.batches and opts.max_batch is not None and (over := [b for b in opts.batches if b > opts.max_batch]):
+        raise UsageError(f"{batches} {','.join(map(str, opts.batches))} names {','.join(map(str, over))}, above "
+                         f"{opts.said('max_batch', opts.max_batch)}: give the batches up to it, or a larger "
+                         f"{most}")  # fmt: skip
     if opts.batch is None:
         return
     if opts.batches and opts.batch not in opts.batches:

@@ -42,7 +42,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the batches, e.g. 1,8,64 (default: powers of two up to the workload's batch or 256)",
     )
     p.add_argument(
-        "--max-batch", type=batch("--max-batch"), help="measure no default batch above this (not with --batches)"
+        "--max-batch", type=batch("--max-batch"), help="measure no batch above this (the workload's own batch included)"
     )
     p.add_argument(
         "--batch", type=batch("--batch"), help="your batch: the speed-up is given there (default: the workload's)"
