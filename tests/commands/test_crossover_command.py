@@ -208,7 +208,7 @@ def test_the_warm_parent_starts_before_the_operators_are_counted(tmp_path, monke
     [
         ({"max_batch": 0}, "max_batch=0: expected a batch, a whole number from 1 to 65,536"),
         ({"batches": (1, 2**62)}, f"batches={2**62}: expected a batch"),
-        ({"batches": (4, 8), "max_batch": 2}, "batches and max_batch: give one (batches names each batch measured"),
+        ({"batches": (4, 8), "max_batch": 2}, "batches 4,8 names 4,8, above max_batch=2: give the batches up to it"),
         ({"batches": (4, 8), "batch": 2}, "batch=2 is not among batches 4,8: your batch is measured"),
         ({"batch": 32, "max_batch": 8}, "batch=32 is above max_batch=8: your batch is measured"),
         ({"mode": "tf32"}, "mode='tf32': expected fp32, bf16, fp16"),
