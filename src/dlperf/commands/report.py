@@ -8,6 +8,7 @@ from pathlib import Path
 from dlperf.commands.common import db_path, warn_unreadable, write_file
 from dlperf.commands.table import add_campaign, read_fleet
 from dlperf.errors import UsageError
+from dlperf.store.location import SQLITE_HEADER
 from dlperf.vocab import ExitCode
 
 RUN_HELP = (
@@ -36,7 +37,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-o", "--output", default="dlperf-report.html", help="HTML file (default: dlperf-report.html)")
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 SQLITE_SIDES = ("-journal", "-wal", "-shm")  # the files SQLite keeps beside a database while it writes
 
 

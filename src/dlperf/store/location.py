@@ -133,7 +133,7 @@ def not_a_database_file(path: str | Path, missing: str | None = "no such databas
     return missing if missing and not p.is_file() else None
 
 
-SQLITE_HEADER = b"SQLite format 3\x00"
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
 
 
 def not_sqlite(path: str | Path) -> str | None:
@@ -175,7 +175,7 @@ def read_only_wal(path: str) -> str | None:
             header = f.read(20)
     except OSError:
         return None
-    if header[:16] != b"SQLite format 3\x00" or header[18:20] != b"\x02\x02":  # the read and write versions: 2 is WAL
+    if not header.startswith(SQLITE_HEADER) or header[18:20] != b"\x02\x02":  # the read and write versions: 2 is WAL
         return None
     wal = Path(f"{path}-wal")
     if wal.is_file() and wal.stat().st_size > 0:
