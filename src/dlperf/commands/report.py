@@ -8,7 +8,6 @@ from pathlib import Path
 from dlperf.commands.common import db_path, warn_unreadable, write_file
 from dlperf.commands.table import add_campaign, read_fleet
 from dlperf.errors import UsageError
-from dlperf.store.location import SQLITE_HEADER
 from dlperf.vocab import ExitCode
 
 RUN_HELP = (
@@ -62,6 +61,8 @@ def writable(path: str, flag: str = "-o", db: str | None = None) -> Path:
 def a_database(out: Path, db: str | None) -> str | None:
     """What `out` is if writing it would destroy measurements: the store `db` itself or a file SQLite keeps beside
     it, or any SQLite database (its first 16 bytes); None otherwise. A FIFO or device is never opened to look."""
+    from dlperf.store.location import SQLITE_HEADER  # not at import: `dlperf --help` builds this parser
+
     if db and _same_file(out, Path(db)):
         return f"the store this command reads (--db {db!r})"
     if db and any(_same_file(out, Path(db + side)) for side in SQLITE_SIDES):
