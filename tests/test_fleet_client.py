@@ -5,6 +5,8 @@ for `--nodes`. On a real cluster: tests/test_ray.py (slow)."""
 from __future__ import annotations
 
 import logging
+import socket
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -114,6 +116,39 @@ def test_ray_clients_port_that_wants_a_token_says_so_at_once(monkeypatch, grpc_a
     with pytest.raises(UsageError, match=rf"^--ray ray://{address}: not Ray Client's port"):
         fleet.connect(f"ray://{address}", "/unused")
     assert fake.calls == 0
+
+
+@pytest.mark.parametrize("reply", [b"", b"HTTP/1.1 400 Bad Request\r\n\r\n"], ids=["closes", "http1"])
+def test_a_listener_that_is_no_grpc_server_is_said_at_once(monkeypatch, reply):
+    """`ray://HOST:PORT` at a port that takes the connection and then closes it, or answers as a web server: the
+    probes' calls end UNAVAILABLE at once, and Ray Client's connect was let through to wait out its 30 s for "ray
+    client connection timeout" and a token hint. Now one line naming the address; Ray's connect is never called."""
+    require("ray")
+    fake = FakeRay()
+    monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        threading.Thread(target=_answer_and_close, args=(listener, reply), daemon=True).start()
+        address = f"ray://127.0.0.1:{listener.getsockname()[1]}"
+        with pytest.raises(UsageError) as caught:
+            fleet.connect(address, "/unused")
+    assert str(caught.value) == (f"--ray {address}: not Ray Client's port (what listens there took the connection but "
+                                 "speaks no gRPC); Ray Client's is `ray start --head --ray-client-server-port`, often "
+                                 "10001")  # fmt: skip
+    assert fake.calls == 0
+
+
+def _answer_and_close(listener: socket.socket, reply: bytes) -> None:
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:  # the test closed the listener
+            return
+        with conn:
+            if reply:
+                conn.recv(4096)
+                conn.sendall(reply)
 
 
 def test_too_little_of_a_resource_says_how_much_the_nodes_have():

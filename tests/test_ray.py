@@ -211,17 +211,24 @@ class FakeRay:
             raise self.failures.pop(0)
 
 
+def answering_client(monkeypatch) -> None:
+    """`ray://h:...` as a Ray Client server that took the connection and answered the probe's PING: what follows is
+    Ray's own connect (FakeRay)."""
+    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
+    monkeypatch.setattr(fleet_connect, "_check_client", lambda address: None)
+
+
 def test_a_ray_client_server_that_fails_to_start_is_tried_again(monkeypatch):
     fake = FakeRay(INIT_FAILURE, INIT_FAILURE)
     monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
-    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
+    answering_client(monkeypatch)
     assert fleet.connect("ray://h:10001", "/unused") is fake and fake.calls == 3
 
 
 def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypatch):
     fake = FakeRay(*[INIT_FAILURE] * 3)
     monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
-    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
+    answering_client(monkeypatch)
     with pytest.raises(UsageError) as caught:
         fleet.connect("ray://h:10001", "/unused")
     assert str(caught.value) == (
@@ -235,7 +242,7 @@ def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypat
 def test_a_client_connect_that_times_out_names_the_token_only_where_none_is_set(monkeypatch, auth_mode, hinted):
     fake = FakeRay(ConnectionError("ray client connection timeout"))
     monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
-    monkeypatch.setattr(fleet_connect, "_check_reachable", lambda address: None)
+    answering_client(monkeypatch)
     if auth_mode:
         monkeypatch.setenv("RAY_AUTH_MODE", auth_mode)
     else:

@@ -129,7 +129,7 @@ def _check_gcs(address: str) -> None:
 def _check_client(address: str) -> None:
     """`ray://HOST:PORT` answers as Ray Client's server, asked as `_check_gcs` asks: Ray Client's connect to another
     port, or to one that wants a token it was not given, waits out its 30 s and says only "ray client connection
-    timeout"."""
+    timeout" (a listener that is no gRPC server at all, UNAVAILABLE here, too)."""
     import grpc
     from ray.core.generated.ray_client_pb2 import ClusterInfoRequest, ClusterInfoType
 
@@ -141,9 +141,11 @@ def _check_client(address: str) -> None:
     code = _answer(where, CLIENT_PROBE, ClusterInfoRequest(type=ClusterInfoType.PING).SerializeToString())
     if code == grpc.StatusCode.UNAUTHENTICATED and os.environ.get("RAY_AUTH_MODE") != "token":
         raise UsageError(f"--ray {address}: the cluster checks a token: {TOKEN_HINT}")
-    if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED):
-        raise UsageError(f"--ray {address}: not Ray Client's port (`ray start --head --ray-client-server-port`, "
-                         "often 10001)")  # fmt: skip
+    if code in (grpc.StatusCode.UNIMPLEMENTED, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+        no_grpc = code == grpc.StatusCode.UNAVAILABLE  # the TCP connection taken (`_check_reachable`), then no HTTP/2
+        what = " (what listens there took the connection but speaks no gRPC)" if no_grpc else ""
+        raise UsageError(f"--ray {address}: not Ray Client's port{what}; Ray Client's is `ray start --head "
+                         "--ray-client-server-port`, often 10001")  # fmt: skip
 
 
 def _answer(address: str, method: str, request: bytes = b"", timeout_s: float = 5.0):
