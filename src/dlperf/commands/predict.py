@@ -53,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
     p.add_argument(
         "--no-cache", action="store_true",
-        help="count every step again, neither reading nor writing the counts kept in DATA_DIR/cache/opcounts",
+        help="describe your model and count every step again, neither reading nor writing what is kept in "
+        "DATA_DIR/cache/opcounts",
     )  # fmt: skip
     p.add_argument(
         "--memory", action="store_true",
@@ -218,13 +219,11 @@ def memory_notes(workload, chosen, peaks) -> list[str]:
 
 def resolved(args):
     """The workload named, at --batch; a misspelt or incomplete name is one line before any child starts."""
-    from dlperf.frameworks.common import capabilities
-    from dlperf.plan.workloads import resolve_workload
-    from dlperf.predict import count
+    from dlperf.predict import count, workload
     from dlperf.spec import parse_workload
 
     named = parse_workload(args.workload, None)
-    return count.at(resolve_workload(named, capabilities.op_counter(), float(args.timeout)), args.batch)
+    return count.at(workload.resolve(named, float(args.timeout)), args.batch)
 
 
 def show_memory(args, chosen, modes) -> int:

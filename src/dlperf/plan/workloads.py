@@ -17,19 +17,20 @@ from dlperf.workloads import BUILTIN, InputSpec, OptimizerSpec, Workload
 from dlperf.workloads.base import split_variant
 
 
-def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA_SYNTHETIC) -> Workload:
+def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA_SYNTHETIC, ask=None) -> Workload:
     """A built-in workload, or a user's: its factory is imported and built in a probe, for at most `timeout` (the
     cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped). Under `--data DIR`, DIR is
-    given to a factory that takes `data_dir`, in the probe and in every child that builds it (`extra`)."""
+    given to a factory that takes `data_dir`, in the probe and in every child that builds it (`extra`). `ask`: how
+    the probe is asked (default `probe.ask`; `dlperf predict` keeps its answer, `predict/workload.py`)."""
     base, batch = split_variant(name)
     if batch is not None:  # `resnet-50@b64`: the workload at that batch, under a name of its own (as fit names its)
-        w = resolve_workload(base, framework, timeout, data)
+        w = resolve_workload(base, framework, timeout, data, ask)
         return replace(w, name=f"{w.name}@b{batch}", batch=batch, ddp_batch=None, paper=None)
     if name in BUILTIN:
         return BUILTIN[name]
     data_dir = data if data not in (DATA_SYNTHETIC, DATA_DATASET) else None
     request = WorkloadRequest(name, data_dir)
-    answer = probe.ask(framework, request, interpreter_for(framework), timeout, timeout_flag="--timeout")
+    answer = (ask or probe.ask)(framework, request, interpreter_for(framework), timeout, timeout_flag="--timeout")
     if answer.name in BUILTIN:  # stored under its name, its cells would read as the built-in's (predict, compare)
         raise UsageError(f"workload {name!r} is named {answer.name!r}, as a built-in workload: give it a name of its "
                          "own (dlperf.user_workload's first argument)")  # fmt: skip

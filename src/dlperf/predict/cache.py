@@ -3,7 +3,8 @@ $DLPERF_DATA_DIR, else $XDG_DATA_HOME/dlperf, else ~/.local/share/dlperf).
 
 An entry is a (model, mode) step's count at one batch (`<key>.b<batch>.json`), or a limit of the count there (the
 child's `refused` answer: asked again, it would say the same), or its count as a function of the
-batch, or why it is not one (`<key>.fit.json`). The key is a hash of what makes a count: dlperf's version, the
+batch, or why it is not one (`<key>.fit.json`), or a user's model as the probe describes it (`<key>.workload.json`,
+`predict/workload.py`). The key is a hash of what makes a count: dlperf's version, the
 counting framework's version, the source of its backend (the model definitions and the counting code, every .py
 of `frameworks/<name>/`), a user's model file (its bytes), the workload's description (batch aside) and the mode.
 A change to any of them is another key, so an entry is never read again once one changes. A model named by its
