@@ -6,12 +6,14 @@ Part of the PyTorch backend (`backend.py`), imported only in child processes.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
 import torch
 from torch._guards import detect_fake_mode
+from torch.utils._python_dispatch import _disable_current_modes
 from torch.utils._pytree import tree_map
 from torch.utils.data import default_collate
 
@@ -48,7 +50,7 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
     drawn from its dataset (`first_sample_batches`); `factory`: one already loaded, its file not run again."""
     if source is None:
         raise ValueError("a user workload needs its source (file.py:factory)")
-    user = build_user_workload(source, data_dir, factory)
+    user = build_user_workload(source, data_dir, factory or factory_for_real(source))
     if user.framework != Framework.TORCH:
         raise UsageError(f"workload {source!r}: the factory describes a {user.framework} model, not a torch one")
     if not isinstance(user.model, torch.nn.Module):
@@ -63,6 +65,18 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
     else:
         user.make_batch = partial(_pair_made, user.make_batch, source)
     return user
+
+
+def factory_for_real(source: str) -> Callable[..., Any]:
+    """The factory of `source`, its file run for real whatever mode is active: the memory trace and the own-error
+    check build the step under a fake mode (`memcount.py`), and the file's module-level code run there would compute
+    fake tensors, and save them: `torch.save` of a fake tensor leaves a broken file where the user's good one was,
+    before it raises. Only the factory is then called under the mode, as the probe calls it on the meta device."""
+    from dlperf.workloads.user import load_factory
+
+    meta = torch.get_default_device().type == "meta"
+    with _disable_current_modes(), torch.device("cpu") if meta else contextlib.nullcontext():
+        return load_factory(source)
 
 
 def _unmaterialised(module: torch.nn.Module) -> bool:
