@@ -288,3 +288,89 @@ def test_a_rate_of_many_page_faults_is_not_marked_nor_noted(capsys, monkeypatch)
     show(Result(1, {"fp32": ModeAnswer("fp32", [faulted], 1024, "max-batch")}, 0, "--max-memory 1 GiB"))
     out = capsys.readouterr().out
     assert "5,120.0 │" in out and "~" not in out and "page faults" not in out
+
+
+def test_the_timeout_guard_counts_a_cpu_tries_verdict_steps():
+    """A CPU try's first 3 steps run under the limit (the verdict), every allocation above 128 KiB mapped afresh:
+    slower than its timed steps (tiny-resnet-56 at 256: 88 ms against 20-24), and neither warm-up nor timed steps.
+    The guard scaled only the warm-up's and timed steps' time, so it started a try that ran past --timeout and was
+    killed: the search ended 'batch 512 timeout' (exit 1) where the pace said 'not tried'. Each try here is a
+    process on a counted clock: a 20 s start, 3 verdict steps at 4 times the pace, 1 warm-up and 1 timed step."""
+    from types import SimpleNamespace
+
+    from dlperf.fit import NOT_TRIED, Search, Try
+
+    class Clocked(Search):
+        def __init__(self, timeout: float) -> None:
+            self.session, self.answers, self.made = SimpleNamespace(spec=SimpleNamespace(timeout=timeout)), {}, []
+
+        def try_batch(self, mode: str, batch: int) -> Try:
+            self.made.append(batch)
+            step = 0.05 * batch
+            phases = {"compile_s": None, "warmup_s": 3 * 4 * step + step, "timed_s": step}
+            took = 20 + sum(p or 0 for p in phases.values())
+            if took > self.session.spec.timeout:  # killed at --timeout
+                return Try(batch, "timeout", False, None, None, None, "timed out", duration_s=300.0)
+            return Try.of(stored(median_s=step, n=1, warmup_steps=1, warnings=[], minor_faults_per_step=0.0), batch,
+                          took, phases)  # fmt: skip
+
+    search = Clocked(timeout=300)
+    answer = search.search("fp32", 64, 2**16)
+    assert search.made == [64, 128, 256]  # 256: 199 s; 512 would take 378 s, which the old guard said was 225 s
+    assert answer.largest == 256 and answer.ended.startswith(f"batch 512 {NOT_TRIED}: at batch 256's pace")
+
+
+def test_a_tries_time_in_steps_is_its_processs_from_the_first_step_to_the_last_timed_one():
+    from dlperf.fit import stepping
+
+    assert stepping({"build_s": 9.0, "compile_s": 2.0, "gate_s": 5.0, "warmup_s": 3.0, "timed_s": 1.0}) == 6.0
+    assert stepping({"compile_s": None, "warmup_s": 3.0, "timed_s": 1.0}) == 4.0
+    assert stepping(None) is None and stepping({"compile_s": 1.0, "warmup_s": None}) is None  # failed before
+
+
+# A fit try's step on a counted number of steps: after the verdict's 3 steps, `held.check` after the timed ones.
+HELD = """
+import sys
+from types import SimpleNamespace
+from dlperf.measure.system import data_bytes
+from dlperf.worker.cell import GrewPastTheLimit, fit_verdict, held_bytes, limit_memory
+
+limit_memory(data_bytes() + 48 * 2**20)
+kept = []
+
+def grows():  # a cache that fills: 1 MiB kept each step
+    kept.append(bytearray(2**20))
+
+def steady():  # 24 MiB each step and freed: kept in the heap once the limit is lifted (below glibc's 32 MiB)
+    block = bytearray(24 * 2**20)
+    kept.append(bytearray(64))  # above it in the heap: the heap cannot shrink below it
+    del block
+
+step = {"grows": grows, "steady": steady}[sys.argv[1]]
+held = fit_verdict(SimpleNamespace(step=step, sync=lambda: None))
+before = data_bytes(), held_bytes()
+for _ in range(100):
+    step()
+grew = (data_bytes() - before[0]) // 2**20, (held_bytes() - before[1]) // 2**20
+try:
+    held.check(100)
+except GrewPastTheLimit as exc:
+    print(*grew, exc)
+else:
+    print(*grew, "fits")
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA and glibc's mallinfo2 are Linux's")
+def test_a_try_whose_memory_grows_past_the_limit_once_it_is_lifted_does_not_fit():
+    """The limit holds for the verdict's 3 steps only: a try whose memory grew later (a cache that fills) was
+    reported as fitting. What it holds between steps at the end of its timed steps, past the limit, is the batch
+    not fitting; a step's memory that the heap keeps once the limit is lifted is not held (the data segment is)."""
+
+    def run(kind: str) -> list[str]:
+        return subprocess.run([sys.executable, "-c", HELD, kind], capture_output=True, text=True, check=True).stdout
+
+    data, held, *said = run("grows").split(maxsplit=2)
+    assert int(held) >= 99 and said[0].startswith("its memory grew past the limit over its 100 timed steps")
+    data, held, said = run("steady").split()
+    assert int(data) >= 20 and int(held) < 4 and said == "fits"  # 24 MiB in the data segment, not held

@@ -62,9 +62,10 @@ class Try:
     median_s: float | None = None  # the median timed step, of `steps`: samples_per_s is batch / median_s
     timing: tuple[str, ...] = ()  # what dlperf run notes of the steps' timing (other processes' load, noisy, ...)
     faults_per_step: float | None = None  # a CPU try's page faults a timed step (the limit lifted by then)
+    stepping_s: float | None = None  # the process's time in steps, measured (`stepping`); None: not known
 
     @classmethod
-    def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None) -> Try:
+    def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None, phases: dict | None = None) -> Try:
         from dlperf.report.table import note_kind
 
         oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
@@ -73,13 +74,22 @@ class Try:
         faults = cell.minor_faults_per_step if rate and cell.device == "cpu" else None
         return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,
                    cell.n if rate else 0, duration_s, cell.warmup_steps or 0, cell.median_s if rate else None,
-                   timing, faults)  # fmt: skip
+                   timing, faults, stepping(phases))  # fmt: skip
 
     @property
     def disturbed(self) -> list[str]:
         """What says the rate is not the batch's own speed: other processes or another machine took the CPUs while
         its steps were timed, or the steps varied widely (run's notes; a rate of few steps is marked on its own)."""
         return [w for w in self.timing if w.startswith(UNSTEADY)]
+
+
+def stepping(phases: dict[str, float | None] | None) -> float | None:
+    """A try's time in steps from its process's phases (`collect.phases`): the first step of a compiled mode, then
+    from there to the warm-up's end, which holds a CPU try's verdict (`worker/cell.fit_verdict`: its steps under the
+    limit, slower than the timed ones, and neither warm-up nor timed steps), then the timed steps. None without them."""
+    if not phases or phases.get("warmup_s") is None:
+        return None
+    return sum(phases.get(name) or 0.0 for name in ("compile_s", "warmup_s", "timed_s"))
 
 
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
@@ -92,13 +102,15 @@ def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
     """Why `batch` is not tried: its process, its steps at the time per sample of the largest batch that fitted,
     would outlast --timeout; None to try it. Only the time in steps grows with the batch: the process's start (the
     framework's import, the model's build) does not, and a try of fast steps is as long at any batch (its timer
-    stops at --max-time)."""
+    stops at --max-time). The time in steps is the one measured (`Try.stepping_s`: a CPU try's verdict steps under
+    the limit too, which its counts of warm-up and timed steps leave out), else those counts at the timed pace."""
     fitted = [t for t in tries if t.status == Status.OK and t.duration_s and t.batch < batch]
     if not fitted:
         return None
     last = max(fitted, key=lambda t: t.batch)
     step_s = last.batch / last.samples_per_s if last.samples_per_s else last.duration_s
-    stepping = min(last.duration_s, (last.warmup_steps + last.steps) * step_s)
+    counted = (last.warmup_steps + last.steps) * step_s
+    stepping = min(last.duration_s, counted if last.stepping_s is None else last.stepping_s)
     expected = last.duration_s + stepping * (batch / last.batch - 1)
     if expected <= timeout:
         return None
@@ -311,7 +323,9 @@ class Search:
         if cell.key not in self.session.workloads:
             self.session.add([cell], replace(self.workload, name=cell.workload, batch=batch).to_json())
         self.session.measure(schedule([cell], 1), self.progress_factory, last=False)
-        return Try.of(self.session.cell(cell.key), batch, max(self.session.durations().get(cell.key, []), default=None))
+        done = self.session.store.measurements(self.session.run_id, cell.key)[-1:]  # one process: this try's
+        duration, phases = (done[0].duration_s, done[0].detail.phases) if done else (None, None)
+        return Try.of(self.session.cell(cell.key), batch, duration, phases)
 
     def notes(self, opts: Options, limit: int | None) -> list[str]:
         notes = [f"stored as run {self.session.run_id}: each try a cell named {self.workload.name}@bN"]

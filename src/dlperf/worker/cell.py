@@ -76,8 +76,7 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())
         emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
-    if task.memory_limit is not None:
-        fit_verdict(train)
+    held = fit_verdict(train) if task.memory_limit is not None else None  # dlperf fit: the memory held after it
     if gate is not None and task.gate:
         gate.timing()
         emit(Gated())
@@ -95,6 +94,8 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     if train.compiles:
         emit(CompileEnd(train.compile_stats()))  # frames compiled since the first step are recompiles
     train.sync()  # the steps launched beyond the last one read (pipelined) finish before anything else runs
+    if held is not None:
+        held.check(sampled.n)
     if gate is not None:
         gate.work()  # the untimed extras may run beside the group's other work
     if task.stop is not None and task.stop.applies(sampled.median_s):
@@ -347,17 +348,67 @@ def fixed_mmap_threshold() -> None:
     _mallopt((M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
-def fit_verdict(train) -> None:
+def fit_verdict(train) -> Held:
     """`dlperf fit`'s verdict, before the warm-up: `FIT_STEPS` steps under the limit with the fixed threshold (an
     out-of-memory error here is the batch not fitting), then the limit is lifted and large allocations kept in the
     heap as a long-running process's allocator keeps them, so the warm-up and timed steps give the batch's own
     speed. Timed under the fixed threshold, each step mapped its tensors afresh: tiny-fcn-r at batch 4096, 1,350
     page faults a step and 16.1-17.0 ms against 0-2 and 7.0-13.2 ms (9.1-9.2 ms in a plain process); tiny-resnet-56
-    at 256, 21,170 and 88 ms against 10-25 and 20-24 ms (31 ms plain), 1 thread of 2 busy cores."""
+    at 256, 21,170 and 88 ms against 10-25 and 20-24 ms (31 ms plain), 1 thread of 2 busy cores. Returns what the
+    process holds between steps then, and its limit, which the timed steps' end is checked against (`Held.check`)."""
     for _ in range(FIT_STEPS):
         train.step()
     train.sync()
+    held = Held(held_bytes(), resource.getrlimit(resource.RLIMIT_DATA)[0])
     lift_memory_limit()
+    return held
+
+
+class Held:
+    """The memory a fit try holds between two steps after its verdict, and the limit the verdict was made under. The
+    timed steps run without the limit: a try whose memory grows step by step (a cache that fills, a list of losses
+    kept as tensors) fits its verdict's steps and would have run out of memory later. After the timed steps,
+    memory held past the limit is the batch not fitting: raised as out of memory, as the verdict's would be."""
+
+    def __init__(self, after_verdict: int | None, limit: int) -> None:
+        self.after_verdict, self.limit = after_verdict, limit
+
+    def check(self, steps: int) -> None:
+        now = held_bytes()
+        if now is None or self.after_verdict is None or self.limit == resource.RLIM_INFINITY or now <= self.limit:
+            return
+        raise GrewPastTheLimit(f"its memory grew past the limit over its {steps} timed steps (run without it): "
+                               f"{now / 2**20:,.0f} MiB held between steps at their end, "
+                               f"{self.after_verdict / 2**20:,.0f} MiB after the {FIT_STEPS} that fitted")  # fmt: skip
+
+
+class GrewPastTheLimit(MemoryError):
+    """A fit try whose memory grew past its limit once the limit was lifted (`Held.check`): said in its own words."""
+
+
+def held_bytes() -> int | None:
+    """The data segment (what RLIMIT_DATA counts) less the memory glibc's malloc holds free in it: what the process
+    holds whatever the allocator's thresholds, so a figure taken after the limit is lifted (freed tensors kept in the
+    heap) reads as one taken under it. Two reads of /proc and one of mallinfo2, outside any timed step. None where
+    either is not known (not Linux; not glibc 2.33+)."""
+    data, free = system.data_bytes(), malloc_free_bytes()
+    return None if data is None or free is None else data - free
+
+
+def malloc_free_bytes() -> int | None:
+    """glibc's free bytes in its arenas (mallinfo2's fordblks), which stay in the data segment; None without it."""
+    import ctypes
+
+    class Mallinfo2(ctypes.Structure):
+        _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                         "fsmblks", "uordblks", "fordblks", "keepcost")]  # fmt: skip
+
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = Mallinfo2
+    return mallinfo2().fordblks
 
 
 def lift_memory_limit() -> None:
@@ -385,6 +436,8 @@ def oom_reason(exc: BaseException, batch: int | None, limit: int | None) -> str:
     text = (
         "MemoryError"
         if isinstance(exc, MemoryError) and not str(exc)
+        else str(exc)
+        if isinstance(exc, GrewPastTheLimit)
         else describe(exc).removeprefix("out of memory: ")
     )
     return f"out of memory at batch {batch}{under}: {text}"
