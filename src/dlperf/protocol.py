@@ -359,7 +359,9 @@ class Sampled(Event):
     steal_fraction: float | None = None
     others_cpu_share: float | None = None
     cpu_utilization: float | None = None  # cores kept busy on average: ~threads when it scales
-    minor_faults_per_step: float | None = None  # memory mapped afresh each step
+    # the process's minor page faults (all its threads) over the timed steps, a step: faults served without the disk,
+    # a page touched first since it was mapped (memory mapped afresh, a grown heap), copied on write, or file-cached
+    minor_faults_per_step: float | None = None
     process_hwm_increase_bytes: int | None = None
     # the last timed step's loss, read once the steps were over; "nan", "inf" or "-inf" when not finite (JSON has no
     # such numbers): a step whose loss is not finite was timed, but it did not train
