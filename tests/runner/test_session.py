@@ -129,6 +129,32 @@ def test_an_interrupt_while_a_finished_process_is_stored_comes_once_it_is_stored
     assert session.store.run(session.run_id).status == "interrupted"
 
 
+def test_a_process_stored_as_an_interrupt_came_has_its_line_said_before_the_sweep_ends(session, monkeypatch):
+    """The interrupt postponed while a finished process was stored came before its progress line: the run stored the
+    cell, but its last line ended at `[2/4] cell ...` then `interrupted`, as if the cell had been cut off."""
+    import os
+    import signal
+
+    session.add([CELL], {"batch": 8})
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, refresh, *rest: measured(1.0))
+    monkeypatch.setattr(sweep, "warm_up", lambda *args: None)
+    real, said = session.store.record, []
+
+    def record(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as the measurement's transaction begins
+        return real(*args, **kwargs)
+
+    class Said(_Quiet):
+        def finish(self, i, task, m, figures):
+            said.append((task.cell.key, figures.status))
+
+    monkeypatch.setattr(session.store, "record", record)
+    with pytest.raises(sweep.Interrupted):
+        session.measure(session.remaining(), lambda total: Said())
+    assert said == [(CELL.key, Status.OK)]
+    assert session.store.done_repeats(session.run_id) == {(CELL.key, 0)}
+
+
 def test_an_interrupt_while_the_store_refuses_a_process_ends_the_sweep_with_the_fault_and_is_not_dropped(
     session, monkeypatch
 ):

@@ -357,18 +357,18 @@ def measure_all(ctx: SweepContext, tasks: list[Task], progress, to_profile: list
             progress.start_together(i, group)
             with closing(run_together(ctx, group, progress.refresh)) as ended:  # a store's fault stops them
                 for k, m in ended:
-                    with lifeline.held():
+                    with lifeline.held():  # its line too: an interrupt while it is stored comes after both
                         figures = store_or_keep(ctx, group[k], m)
-                    statuses.append(m.status)
-                    progress.finish(i + k, group[k], m, figures)
+                        statuses.append(m.status)
+                        progress.finish(i + k, group[k], m, figures)
             continue
         task = group[0]
         progress.start(i, task)
         m = run_task(task, ctx, progress.refresh)
-        with lifeline.held():  # an interrupt now comes once it is stored
-            figures = store_or_keep(ctx, task, m)  # one transaction: all of it or none of it
-        statuses.append(m.status)
-        progress.finish(i, task, m, figures)
+        with lifeline.held():  # an interrupt comes once it is stored (one transaction: all or none) and its line said
+            figures = store_or_keep(ctx, task, m)
+            statuses.append(m.status)
+            progress.finish(i, task, m, figures)
         if profiling.wanted(ctx.spec, task.repeat, figures.status):
             profile_cell(ctx, task.cell, progress, i)
 
@@ -383,7 +383,7 @@ def profile_cell(ctx: SweepContext, cell: Cell, progress, index: int, *, own_ite
                             median_s=median_s, watch=Deadline(ctx.deadline))  # fmt: skip
     with lifeline.held():
         ctx.store.record_profile(ctx.run_id, cell.key, row)
-    progress.profiled(index, cell, row, own_item=own_item)
+        progress.profiled(index, cell, row, own_item=own_item)
 
 
 def unprofiled(ctx: SweepContext, tasks: list[Task]) -> list[Cell]:
