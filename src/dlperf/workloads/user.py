@@ -22,6 +22,7 @@ import importlib.util
 import inspect
 import re
 import sys
+import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -238,7 +239,8 @@ def load_factory(source: str) -> Callable[[], Any]:
     factory = getattr(module, attr, None)
     if factory is None:
         where = Path(target).name if target.endswith(".py") else target  # the full path is in the source already
-        raise UsageError(f"workload {source!r}: {where} has no factory {attr!r}{choices(attr, factories(module))}")
+        found = shadowed(target, attr, module) or choices(attr, factories(module))
+        raise UsageError(f"workload {source!r}: {where} has no factory {attr!r}{found}")
     if not callable(factory):
         raise UsageError(f"workload {source!r}: {attr} is not callable")
     if why := not_a_factory(factory):
@@ -250,14 +252,13 @@ WHAT_A_FACTORY = (
     "a factory is a function of your own, in your file or module, that takes no arguments (or data_dir) and returns "
     "dlperf.user_workload(...)"
 )
-# packages whose functions are no one's factory: dlperf itself (dlperf:run would run a sweep inside the probe)
-FOREIGN = frozenset({"dlperf"}) | frozenset(sys.stdlib_module_names)
 
 
 def not_a_factory(factory: Callable[..., Any]) -> str | None:
     """Why `factory` cannot be a user's factory, checked before it is called: a class, a builtin, a generator or
-    coroutine function, a function of dlperf or of the standard library (calling `dlperf:run` or `subprocess:run`
-    would run what it does inside the probe), one that requires arguments a factory is not given; None where none."""
+    coroutine function, a function of dlperf, of the standard library or of an installed package that never uses
+    dlperf (calling `dlperf:run`, `subprocess:run` or `IPython:embed` would run what it does inside the probe), one
+    that requires arguments a factory is not given; None where none."""
     function = inspect.unwrap(factory.func if isinstance(factory, functools.partial) else factory)
     function = function.__func__ if inspect.ismethod(function) else function
     if inspect.isclass(function):
@@ -265,8 +266,8 @@ def not_a_factory(factory: Callable[..., Any]) -> str | None:
     if inspect.isroutine(function) and not inspect.isfunction(function):
         return "is a builtin function, not a Python one"
     owner = function if inspect.isfunction(function) else type(function)  # or a callable object: its class's
-    if (module := (owner.__module__ or "").partition(".")[0]) in FOREIGN:
-        return f"is {owner.__module__}.{owner.__qualname__}, {module}'s own, not yours"
+    if why := whose(owner):
+        return f"is {owner.__module__}.{owner.__qualname__}, {why}"
     if (
         inspect.isgeneratorfunction(function)
         or inspect.iscoroutinefunction(function)
@@ -286,6 +287,68 @@ def not_a_factory(factory: Callable[..., Any]) -> str | None:
 
 # what a factory may require: the --data DIR it is given, where it takes one
 FACTORY_ARGUMENTS = frozenset({"data_dir"})
+
+
+def whose(owner: Any) -> str | None:
+    """Whose `owner` (a function, or a callable object's class) is where it is not the user's: dlperf's, the standard
+    library's, an installed package's that never uses dlperf (`rich:print`); None where it may be the user's. Told
+    by where its module was imported from, not by its name: a user's statistics.py is the user's."""
+    name = owner.__module__ or ""
+    top = name.partition(".")[0]
+    if top == "dlperf":
+        return "dlperf's own, not yours"
+    origin = origin_of(sys.modules.get(name), name)
+    if origin == STANDARD:
+        return f"{top}'s own, not yours"
+    if origin == INSTALLED and not uses_dlperf(owner, sys.modules[name]):
+        return f"of the installed package {top}, which never uses dlperf: no model factory"
+    return None
+
+
+STANDARD, INSTALLED = "the standard library", "an installed package"
+_STANDARD_DIRS = frozenset(Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "platstdlib"))
+
+
+def origin_of(module: Any, name: str) -> str | None:
+    """`STANDARD` where `module` (imported as `name`) is the standard library's: built in, frozen, or a file under
+    its folder; `INSTALLED` where it is a file of an installed package (site-packages, dist-packages); None where it
+    is neither (the user's). A module not imported (None) or of no file (a namespace package) is told by its name."""
+    spec = getattr(module, "__spec__", None)
+    if getattr(spec, "origin", None) in ("built-in", "frozen"):
+        return STANDARD
+    if not (file := getattr(module, "__file__", None)):
+        return STANDARD if name.partition(".")[0] in sys.stdlib_module_names else None
+    path = Path(file).resolve()
+    if {"site-packages", "dist-packages"} & set(path.parts):
+        return INSTALLED
+    return STANDARD if any(path.is_relative_to(d) for d in _STANDARD_DIRS) else None
+
+
+def uses_dlperf(owner: Any, module: Any) -> bool:
+    """Whether an installed package's function can build a workload: its module holds dlperf or something of it
+    (`import dlperf`, `from dlperf import user_workload`), or its own code names dlperf (imported in the function)."""
+    held = (v.__name__ if inspect.ismodule(v) else v.__module__ for v in vars(module).values()
+            if inspect.ismodule(v) or inspect.isfunction(v) or inspect.isclass(v))  # fmt: skip
+    if any((n or "").partition(".")[0] == "dlperf" for n in held):
+        return True
+    return "dlperf" in _names(getattr(owner, "__code__", None))
+
+
+def _names(code: Any) -> set[str]:
+    """The global and attribute names `code` uses, its nested functions' too."""
+    if code is None:
+        return set()
+    return set(code.co_names).union(*(_names(c) for c in code.co_consts if inspect.iscode(c)))
+
+
+def shadowed(target: str, attr: str, module: Any) -> str:
+    """' (TARGET is the standard library's module, at FILE: ...)' where the module imported for `target` is the
+    standard library's, which a module of the user's of the same name does not replace; '' where it is not."""
+    if target.endswith(".py") or origin_of(module, target) != STANDARD:
+        return ""
+    where = f", at {module.__file__}" if getattr(module, "__file__", None) else ""
+    return (f" ({target} is the standard library's module{where}, the one imported here, not a module of yours of "
+            f"that name: name your file instead, path/to/{target.replace('.', '/')}.py:{attr})")  # fmt: skip
 
 
 def factories(module) -> list[str]:
