@@ -243,7 +243,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from dlperf import api
     from dlperf.store.location import resume_command
 
     db = db_path(args)
@@ -257,41 +256,16 @@ def _run(args) -> int:
         return run_fleet(args, db)
     if not args.dry_run:
         warn_if_measured(db, resuming=args.resume)
-    if args.resume:
-        outcome = api.resume(db, dry_run=args.dry_run)
-    else:
-        outcome = api.run(
-            args.workloads,
-            db=db,
-            dry_run=args.dry_run,
-            argv=["dlperf", *sys.argv[1:]],
-            frameworks=args.frameworks,
-            devices=args.devices,
-            threads=args.threads,
-            modes=args.modes,
-            repeats=args.repeats,
-            timeout=args.timeout,
-            compile_timeout=args.compile_timeout,
-            compile_at_once=args.compile_at_once,
-            pin=args.pin,
-            loss_check=not args.no_loss_check,
-            timer=timer(args),
-            nprocs=args.nproc,
-            scaling=args.scaling,
-            parallel=args.parallel,
-            microbatches=args.microbatches,
-            nnodes=args.nnodes,
-            node_rank=args.node_rank,
-            rdzv_endpoint=args.rdzv_endpoint,
-            profile=args.profile,
-            trace_dir=args.trace_dir,
-            max_trace_mib=args.max_trace_mib,
-            nvtx=args.nvtx,
-            data=args.data,
-            loaders=args.loaders,
-            predict=not args.no_predict,
-            campaign=args.campaign,
-        )
+    try:
+        outcome = measure(args, db)
+    except KeyboardInterrupt:  # planning (a new run's, before it is stored; --resume's, before its first process)
+        if args.dry_run:
+            raise
+        if args.resume:
+            say_interrupted("nothing more was measured", f"Continue with: {resume_command(db)}")
+        else:
+            say_interrupted("nothing is stored: no cell was measured yet", "Run the same command to start again")
+        return ExitCode.INTERRUPTED
     if args.dry_run:
         print_estimate(outcome, db)
         return ExitCode.OK
@@ -299,6 +273,46 @@ def _run(args) -> int:
         say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)}")
         return outcome.exit_code
     return show_finished(db, outcome.run_id, args.resume, outcome.exit_code)
+
+
+def measure(args, db: str):
+    """The sweep the flags ask for, or the run --resume continues: its `api.Outcome`."""
+    from dlperf import api
+
+    if args.resume:
+        return api.resume(db, dry_run=args.dry_run)
+    return api.run(
+        args.workloads,
+        db=db,
+        dry_run=args.dry_run,
+        argv=["dlperf", *sys.argv[1:]],
+        frameworks=args.frameworks,
+        devices=args.devices,
+        threads=args.threads,
+        modes=args.modes,
+        repeats=args.repeats,
+        timeout=args.timeout,
+        compile_timeout=args.compile_timeout,
+        compile_at_once=args.compile_at_once,
+        pin=args.pin,
+        loss_check=not args.no_loss_check,
+        timer=timer(args),
+        nprocs=args.nproc,
+        scaling=args.scaling,
+        parallel=args.parallel,
+        microbatches=args.microbatches,
+        nnodes=args.nnodes,
+        node_rank=args.node_rank,
+        rdzv_endpoint=args.rdzv_endpoint,
+        profile=args.profile,
+        trace_dir=args.trace_dir,
+        max_trace_mib=args.max_trace_mib,
+        nvtx=args.nvtx,
+        data=args.data,
+        loaders=args.loaders,
+        predict=not args.no_predict,
+        campaign=args.campaign,
+    )
 
 
 def show_finished(db: str, run_id: int, resumed: bool, code: int) -> int:
