@@ -46,7 +46,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    f"measured here, so past the {FIT_MAX_BATCH:,} of advise, crossover and fit")  # fmt: skip
     p.add_argument(
         "--validate", metavar="CSV", nargs="?", const=True, type=given("--validate", "a CSV file"),
-        help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships)",
+        help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships); with --gpu or "
+        "--modes, the rows on those GPUs, in those modes",
     )  # fmt: skip
     p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
@@ -87,7 +88,8 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
     )  # fmt: skip
     c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
     add_format(c, "text", "json", help="text or json (with --cost or --memory)")
-    c.add_argument("--db", help="the store holding this CPU's measured steps (default: $DLPERF_DB or ./dlperf.db)")
+    c.add_argument("--db", help="the store holding this CPU's measured steps, read with --cost only (default: "
+                   "$DLPERF_DB or ./dlperf.db)")  # fmt: skip
 
 
 PRICES_HELP = (
@@ -109,6 +111,7 @@ def run(args) -> int:
         os.environ[cache.BYPASS] = "1"
 
     check_listing(args)
+    check_validating(args)
     gpus.use_specs(args.gpu_specs)  # a wrong file is one line before anything runs
     deadline = check_cost_flags(args)
     if args.list_gpus:
@@ -118,8 +121,6 @@ def run(args) -> int:
         print_rich(gpu_table(gpus.table()))
         return 0
     if args.validate:
-        if args.workload:
-            raise UsageError("--validate CSV predicts the CSV's rows: give no WORKLOAD")
         return validate(args)
     if not args.workload:
         raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
@@ -143,6 +144,17 @@ def check_listing(args) -> None:
         raise UsageError(f"--list-gpus lists the GPUs of the table and predicts nothing: give no {extra}")
 
 
+def check_validating(args) -> None:
+    """--validate predicts the CSV's rows, each at its own batch (--gpu and --modes pick the rows on those GPUs, in
+    those modes): a workload, --batch, --memory or --cost beside it are refused, not dropped."""
+    if not args.validate:
+        return
+    beside = (("WORKLOAD", args.workload), ("--batch", args.batch), ("--memory", args.memory), ("--cost", args.cost))
+    if extra := next((flag for flag, value in beside if value), None):
+        raise UsageError(f"--validate CSV predicts the CSV's rows, each at its own batch (--gpu and --modes pick "
+                         f"rows): give no {extra}")  # fmt: skip
+
+
 def check_cost_flags(args) -> float | None:
     """The cost flags checked before anything runs; the deadline in seconds."""
     from dlperf.predict import cost, prices
@@ -158,6 +170,9 @@ def check_cost_flags(args) -> float | None:
         if given[0] == "--format":
             raise UsageError("--format is for --cost and --memory only (their figures as JSON): add one of them")
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
+    if args.db is not None and not args.cost:  # --memory and the plain prediction read no store
+        fix = "give no --db" if args.validate or args.memory else "add --cost, or give no --db"
+        raise UsageError(f"--db is read only with --cost (this CPU's measured steps): {fix}")
     if not args.cost:
         return None
     check_cost_store(args)
@@ -407,12 +422,17 @@ def gpu_table(table_rows):
 
 
 def validate(args) -> int:
-    from dlperf.predict import count, roofline
+    from dlperf.predict import count, gpus, roofline
     from dlperf.predict import validate as v
     from dlperf.workloads import BUILTIN
 
     path = v.shipped() if args.validate is True else args.validate
+    chosen = gpus.parse_gpus(args.gpu) if args.gpu else None  # a wrong name or mode is one line, before the file
+    modes = parse_modes(args.modes) if args.modes else None
     cases, skipped = v.read(path, known=lambda name: name in BUILTIN)
+    notes = rows_picked(args, path, cases, skipped, chosen, modes)
+    if notes:
+        cases, skipped = v.pick(cases, skipped, chosen, modes)
     results = []
     if cases:
         requests = [(count.at(BUILTIN[c.workload], c.batch, c.seq_len), c.mode) for c in cases]
@@ -421,11 +441,30 @@ def validate(args) -> int:
                 skipped.append(v.Skipped(c.line, c.model, c.gpu.name, f"its operators cannot be counted ({n})"))
             else:
                 results.append(v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer)))
-    report(results, skipped)
+    report(results, skipped, notes)
     return 0
 
 
-def report(results, skipped) -> None:
+def rows_picked(args, path, cases, skipped, chosen, modes) -> list[str]:
+    """With --gpu or --modes, the note saying which rows they picked; none picked is one line (exit 2)."""
+    from pathlib import Path
+
+    from dlperf.measure.units import plural
+    from dlperf.predict import validate as v
+
+    if chosen is None and modes is None:
+        return []
+    flags = " ".join(f"{f} {t}" for f, t in (("--gpu", args.gpu), ("--modes", args.modes)) if t)
+    where = " ".join(([f"on {', '.join(g.name for g in chosen)}"] if chosen else []) +
+                     ([f"in {', '.join(modes)}"] if modes else []))  # fmt: skip
+    rows = len(cases) + len(skipped)
+    kept, left = v.pick(cases, skipped, chosen, modes)
+    if not (found := len(kept) + sum(not s.bad for s in left)):  # a row that does not parse is said in any case
+        raise UsageError(f"{flags}: none of the {rows} rows of {Path(path).name} is {where}")
+    return [f"{flags}: {plural(found, 'row')} {where} of the {rows} of {Path(path).name}, the others left out"]
+
+
+def report(results, skipped, notes=()) -> None:
     """The rows in scope against their figures, then those out of scope by their metadata (each with its reason and
     its error, whatever it is), the errors of both side by side, and the rows not predicted."""
     from dlperf.commands.common import print_rich
@@ -441,7 +480,7 @@ def report(results, skipped) -> None:
     predicted = f"{plural(len(results), 'row')} predicted"
     if outside:
         predicted += f" ({len(inside)} in scope, {len(outside)} out of scope by its metadata)"
-    print_rich("", lines=skipped_lines(skipped), notes=[f"{predicted}, {len(skipped)} not"])
+    print_rich("", lines=skipped_lines(skipped), notes=[*notes, f"{predicted}, {len(skipped)} not"])
 
 
 def rows_table(results, title: str = "Predicted against published: seconds per step"):

@@ -148,6 +148,7 @@ class Skipped:
     gpu: str
     reason: str
     bad: bool = False  # the row does not parse (else: dlperf cannot predict it)
+    mode: str = ""  # its precision's mode (`mode_of`), where the row parses
 
 
 def read(path: str | Path, known: Callable[[str], bool] = lambda name: True) -> tuple[list[Case], list[Skipped]]:
@@ -218,25 +219,45 @@ def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) ->
     value = _positive(get["value"], "value")
     scope = _scope(get["scope"])
     workload, family = _workload(model)
+    mode = mode_of(get["precision"])
     if workload is None or not known(workload):
-        return Skipped(line, _shown(model), _shown(gpu_name), "dlperf does not build this network")
+        return Skipped(line, _shown(model), _shown(gpu_name), "dlperf does not build this network", mode=mode)
     if not get["batch_per_gpu"]:
-        return Skipped(line, _shown(model), _shown(gpu_name), "no batch size published")
+        return Skipped(line, _shown(model), _shown(gpu_name), "no batch size published", mode=mode)
     batch = _batch(get["batch_per_gpu"])
     try:
         gpu = lookup(gpu_name, "gpu")
     except UsageError:
-        return Skipped(line, _shown(model), _shown(gpu_name), "the GPU is not in dlperf's table")
+        return Skipped(line, _shown(model), _shown(gpu_name), "the GPU is not in dlperf's table", mode=mode)
     seq_len = GNMT_TOKENS if workload == "gnmt" else BPTT if workload == "awd-lstm" else None
     converted = _seconds_per_step(get, value, batch, seq_len)
     if isinstance(converted, str):
-        return Skipped(line, _shown(model), _shown(gpu_name), converted)
+        return Skipped(line, _shown(model), _shown(gpu_name), converted, mode=mode)
     seconds, phases = converted
     synthetic = re.search(r"synthetic|random input", get["task"], re.I) is not None
     return Case(
-        line, gpu, model, workload, family, mode_of(get["precision"]), batch, seconds, phases, not synthetic,
-        seq_len, get["framework"], get["source"], scope,
+        line, gpu, model, workload, family, mode, batch, seconds, phases, not synthetic, seq_len, get["framework"],
+        get["source"], scope,
     )  # fmt: skip
+
+
+def pick(cases: list[Case], skipped: list[Skipped], gpus=None, modes=None) -> tuple[list[Case], list[Skipped]]:
+    """The rows on one of `gpus` and in one of `modes` (None: any), as --gpu and --modes pick them beside --validate;
+    a row that does not parse is kept whatever it names: the file's fault, said however the rows are picked."""
+    names = None if gpus is None else {g.name for g in gpus}
+
+    def wanted(gpu: str, mode: str) -> bool:
+        return (names is None or _table_name(gpu) in names) and (modes is None or mode in modes)
+
+    return [c for c in cases if wanted(c.gpu.name, c.mode)], [s for s in skipped if s.bad or wanted(s.gpu, s.mode)]
+
+
+def _table_name(gpu: str) -> str | None:
+    """The name of the table's GPU a row names, None where it names none."""
+    try:
+        return lookup(gpu, "gpu").name
+    except UsageError:
+        return None
 
 
 def scope_rule(row: dict[str, str]) -> str:

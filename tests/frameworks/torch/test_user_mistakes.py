@@ -162,7 +162,7 @@ def test_predict_memory_says_the_models_error_as_plain_predict_does(mistakes, tm
     where = f"(at {mistakes}:{line_of('x[:, :7]')}, in forward)"
     env = {"DLPERF_NO_COUNT_CACHE": "1"}
     for memory in ((), ("--memory",)):
-        proc = command("predict", source, "--gpu", "T4", *memory, env=env, db=tmp_path / "p.db")
+        proc = command("predict", source, "--gpu", "T4", *memory, env=env)
         one_line_error(proc, "boom (fp32, batch 4): the model's own step raises RuntimeError: mat1 and mat2", where)
 
 
