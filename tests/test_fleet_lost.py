@@ -112,7 +112,8 @@ def test_cells_a_lost_node_left_are_credited_to_the_node_that_measured_them(tmp_
 
 def test_continuation_keeps_a_gpu_cells_prediction_and_the_spec():
     rows = SimpleNamespace(
-        run={"id": 3, "spec_json": json.dumps({"repeats": 3, "campaign": "c"}), "env_json": "{}", "started_at": "x"},
+        run={"id": 3, "spec_json": json.dumps({"repeats": 3, "campaign": "c"}), "env_json": "{}", "started_at": "x",
+             "token": "t"},
         cells=[{"key": "k1", "status": "ok", "median_s": 1.0, "workload": "w"},
                {"key": "k2", "status": "ok", "median_s": 2.0, "workload": "w"}],
         measurements=[{"cell_key": "k1", "repeat": r} for r in range(3)] + [{"cell_key": "k2", "repeat": 0}],
@@ -122,6 +123,7 @@ def test_continuation_keeps_a_gpu_cells_prediction_and_the_spec():
     assert left.cells == [{"key": "k2", "status": "pending", "workload": "w"}] and left.measurements == []
     assert left.predictions == [{"cell_key": "k2", "gpu": "H100"}]
     assert json.loads(left.run["env_json"]) == {"continues": 3} and left.run["started_at"] != "x"
+    assert left.run["token"] not in ("t", None)  # a run of its own
 
 
 def test_a_lost_node_is_said_in_dlperfs_words_ray_s_text_in_the_log(tmp_path, capsys):
@@ -145,6 +147,44 @@ def test_a_lost_node_is_said_in_dlperfs_words_ray_s_text_in_the_log(tmp_path, ca
     assert f"dlperf run --resume --ray auto --db {tmp_path / 'driver.db'}`" in line
     assert raw in (tmp_path / "driver.db.ray.log").read_text()
     store.close()
+
+
+@pytest.mark.parametrize("address", ["ray://head:10001", "10.0.0.1:6379"])
+def test_a_lost_nodes_ray_logs_are_named_on_the_machines_that_keep_them(tmp_path, capsys, address):
+    """Ray's account of a lost node is in logs on other machines than the driver's: the node's raylet log, on the
+    node; and over Ray Client, the driver is a server on the head, so what Ray told it of the node (the raylet's end
+    and its log's last lines, which a HOST:PORT driver gets in DB.ray.log) stays in that server's log on the head.
+    The log beside the store named neither; it names each as a path on its machine, never as one of this one."""
+    session = "/tmp/ray/session_2026-12-02_10-41-18_176742_5829"  # Ray's own folder name
+    listed = [{**NODES[0], "NodeManagerAddress": "10.0.0.1", "RayletSocketName": f"{session}/sockets/raylet",
+               "Resources": {"CPU": 8.0, "node:__internal_head__": 1.0}},
+              {"NodeID": B, "Alive": True, "NodeManagerHostname": "beta", "NodeManagerAddress": "10.0.0.7",
+               "RayletSocketName": "/var/ray/session_b/sockets/raylet.1", "Resources": {"CPU": 4.0}}]  # fmt: skip
+    head, info = fleet.select(listed, None)
+    assert (head.head, head.session, info.head, info.session) == (True, session, False, "/var/ray/session_b")
+    assert head.raylet_log == f"{session}/logs/raylet.out"  # a second raylet of the folder: raylet.1.out
+    store = lost_sweep(tmp_path / "driver.db")
+
+    class Lost:
+        close = Remote(None)
+        poll = SimpleNamespace(remote=lambda: (_ for _ in ()).throw(RuntimeError("The actor 7bd4 is unavailable")))
+
+    log = fleet.RayLog(str(tmp_path / "driver.db"))
+    assert fleet.follow(PollingRay, store, [fleet.Node(info, Lost(), ["dlperf"], 1)], address, log, head) == 1
+    store.close()
+    text = (tmp_path / "driver.db.ray.log").read_text()
+    assert ("node bbbbbbbb (host beta, address 10.0.0.7): Ray's logs of it, on other machines than this one:\n"
+            "    its raylet's log, on that node: /var/ray/session_b/logs/raylet.1.out\n") in text  # fmt: skip
+    on_head = (f"stays on the head node, node {head.node_id[:8]} (host box1, address 10.0.0.1): {session}/logs/"
+               "ray_client_server_*.out (the file of this client's server)")  # fmt: skip
+    assert (on_head in text) == address.startswith("ray://")
+    assert "/var/ray" not in capsys.readouterr().err  # the terminal's line names the log beside the store
+
+
+def test_a_node_whose_raylet_socket_is_elsewhere_names_no_session():
+    """A raylet started with a socket path of its own (--raylet-socket-name) says nothing of its session folder."""
+    [info] = fleet.select([{**NODES[1], "RayletSocketName": "/run/raylet.sock"}], None)
+    assert info.session == info.raylet_log == info.log_file("ray_client_server_*.out") == "" and not info.head
 
 
 def test_rays_messages_to_the_driver_go_to_the_log(tmp_path, capsys):

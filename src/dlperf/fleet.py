@@ -51,6 +51,9 @@ class NodeInfo:
     labels: dict
     resources: dict
     address: str = ""  # the node's IP, as Ray reaches it
+    session: str = ""  # the node's Ray session folder, on that machine ("" where its raylet's socket does not say)
+    raylet_log: str = ""  # its raylet's log, on that machine: SESSION/logs/raylet.out, raylet.1.out for a second
+    head: bool = False
 
     def describe(self) -> str:
         return f"node {self.node_id[:8]} ({self.host})"
@@ -59,6 +62,27 @@ class NodeInfo:
         """ "node 2a16eca0 (host vm, address 10.0.0.2)": which machine, to find it by."""
         address = f", address {self.address}" if self.address and self.address != self.host else ""
         return f"node {self.node_id[:8]} (host {self.host}{address})"
+
+    def log_file(self, name: str) -> str:
+        """The path of one of the node's Ray logs, on that machine (/tmp/ray/session_.../logs/raylet.out); "" where
+        its session is not known."""
+        return f"{self.session}/logs/{name}" if self.session else ""
+
+
+def node_info(node: dict) -> NodeInfo:
+    """A node of `ray.nodes()`, its Ray session folder and its raylet's log read off its raylet's socket: Ray names
+    SESSION/sockets/raylet and SESSION/logs/raylet.out alike, raylet.1 and raylet.1.out for a second raylet that
+    shares the folder (two nodes of one machine)."""
+    socket = node.get("RayletSocketName") or ""
+    folder, name = os.path.split(socket)
+    session, log = "", ""
+    if os.path.basename(folder) == "sockets" and name.startswith("raylet"):
+        session = os.path.dirname(folder)
+        log = f"{session}/logs/{name}.out"
+    resources = dict(node.get("Resources") or {})
+    return NodeInfo(node["NodeID"], node.get("NodeManagerHostname") or node.get("NodeManagerAddress", "?"),
+                    dict(node.get("Labels") or {}), resources, node.get("NodeManagerAddress") or "", session, log,
+                    "node:__internal_head__" in resources)  # fmt: skip
 
 
 RAY_RESOURCES = ("CPU", "GPU", "TPU", "memory", "object_store_memory")  # Ray's own: a count, never a label
@@ -89,11 +113,7 @@ def _amount(value: str) -> bool:
 
 def select(nodes: list[dict], wanted: tuple[str, str] | None) -> list[NodeInfo]:
     """The alive nodes of `ray.nodes()` that `--nodes` chose; none is a UsageError naming what the cluster has."""
-    alive = [
-        NodeInfo(n["NodeID"], n.get("NodeManagerHostname") or n.get("NodeManagerAddress", "?"),
-                 dict(n.get("Labels") or {}), dict(n.get("Resources") or {}), n.get("NodeManagerAddress") or "")
-        for n in nodes if n.get("Alive")
-    ]  # fmt: skip
+    alive = [node_info(n) for n in nodes if n.get("Alive")]
     chosen = [n for n in alive if wanted is None or _matches(n, *wanted)]
     if chosen:
         return chosen
@@ -187,9 +207,11 @@ def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None
     return Node(info, actor, ["dlperf", *argv], run_id, continues=continues)
 
 
-def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | None = None) -> int:
+def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | None = None,
+           head: NodeInfo | None = None) -> int:  # fmt: skip
     """Stream each node's run into `store` until every node ended or died; the exit code. A lost node's line is
-    dlperf's; Ray's own words for it go to `log`."""
+    dlperf's; Ray's own words for it go to `log`, with where Ray's logs of it are on other machines (`elsewhere`:
+    the node's, and over Ray Client the cluster's `head`)."""
     reachable = True
     try:
         with lifeline.sigterm_as_interrupt():
@@ -216,10 +238,26 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
         if node.died:
             if log is not None:
                 log.write(f"{node.info.where()}, lost at {node.lost_at}: Ray said", node.raw.splitlines())
+                if kept := elsewhere(node.info, address, head):
+                    log.write(f"{node.info.where()}: Ray's logs of it, on other machines than this one", kept)
             say_lost(store, node, address)
         elif failed(node) and not refused_everywhere(nodes):
             say_failed(node)
     return exit_code(nodes)
+
+
+def elsewhere(lost: NodeInfo, address: str, head: NodeInfo | None) -> list[str]:
+    """Where Ray's own account of a lost node is kept, on machines other than this one, each said as a path there:
+    the node's raylet log, on the node; over Ray Client (`ray://`) the sweep's driver is a server of this client's on
+    the head, and what Ray told it of the node (the raylet's end, with its log's last lines) stays in that server's
+    log on the head, where it never reaches this machine."""
+    found = []
+    if lost.raylet_log:
+        found.append(f"its raylet's log, on that node: {lost.raylet_log}")
+    if address.startswith("ray://") and head is not None and (path := head.log_file("ray_client_server_*.out")):
+        found.append(f"what Ray told this sweep's driver of it (a raylet's end, with its log's last lines) stays on "
+                     f"the head node, {head.where()}: {path} (the file of this client's server)")  # fmt: skip
+    return found
 
 
 def poll(ray, store: Store, node: Node) -> None:
@@ -393,7 +431,9 @@ def _driver(args, argv: list[str], db: str, wanted: tuple[str, str] | None, temp
 
 def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, log: RayLog) -> tuple[int, list[int]]:
     try:
-        chosen = select(ray.nodes(), wanted)
+        listed = ray.nodes()
+        chosen = select(listed, wanted)
+        head = next((n for n in map(node_info, listed) if n.head), None)  # Ray Client's server runs there
         store = Store.open(db, create=not args.resume)
         nodes: list[Node] = []
         try:
@@ -402,7 +442,7 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
                 nodes, waiting = resume_nodes(ray, store, chosen, argv)
             else:
                 nodes = [start_node(ray, info, argv) for info in chosen]
-            code = follow(ray, store, nodes, args.ray, log)
+            code = follow(ray, store, nodes, args.ray, log, head)
             code = 1 if waiting and code == 0 else code
             return code, sorted(n.run_id for n in nodes if n.run_id is not None)
         finally:
