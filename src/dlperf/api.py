@@ -36,7 +36,7 @@ from dlperf.spec import RunSpec, make_spec
 from dlperf.store import Store, spill
 from dlperf.store.location import check_path, db_said_as, given_db, resume_command
 from dlperf.store.records import RunRecord
-from dlperf.store.state import made_by, search_of
+from dlperf.store.state import made_by, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.user import changed_sources
 
@@ -91,7 +91,7 @@ def run(
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
-    for warning in [*plan.warnings, *kept_measurements(db, store)]:
+    for warning in [*plan.warnings, *kept_measurements(db, store), *left_alike(db, store, spec, plan.env)]:
         warn(warning)
     if store is None:
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
@@ -143,6 +143,24 @@ def kept_measurements(db: str, store: Store | None = None) -> list[str]:
         but = f", not the {gone} of runs no longer in it (a store made before at this path), which it leaves"
     return [f"{', '.join(map(str, where))} {keep} measurements the store refused ({runs}); "
             f"`{resume_command(db)}` stores those of the latest unfinished run{but}"]  # fmt: skip
+
+
+def left_alike(db: str, store: Store | None, spec: RunSpec, env: dict) -> list[str]:
+    """The same sweep run again where --resume would finish it: the run it takes up is unfinished, its process gone,
+    its spec this one, on this machine. --resume measures only what that run left; this starts a run of its own and
+    measures every cell again (a rerun after Ctrl-C, or a crash, was silently measured whole)."""
+    run = latest_resumable(store) if store is not None else None
+    if run is None or envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env)):
+        return []
+    try:
+        alike = RunSpec.from_json(run.spec) == spec
+    except (UsageError, TypeError):  # a spec an older dlperf stored
+        alike = False
+    state = run_state(store, run)
+    if not alike or state.holder is not None:  # one being measured: `warn_if_measured` says so
+        return []
+    return [f"{state.summary()}; it is this same sweep: `{resume_command(db)}` measures only what it left, while this "
+            "command starts a new run and measures every cell again"]  # fmt: skip
 
 
 def _of_no_run(db: str, store: Store) -> int:

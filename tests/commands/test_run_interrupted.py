@@ -1,8 +1,10 @@
-"""`dlperf run` interrupted before its first cell: a new run's planning stores nothing, and said only a bare
-"dlperf: interrupted"; a --resume's planning leaves the run as it was, and said nothing of how to go on with it."""
+"""`dlperf run` interrupted, and run again. Before its first cell: a new run's planning stores nothing, and said only
+a bare "dlperf: interrupted"; a --resume's planning leaves the run as it was, and said nothing of how to go on with it.
+After: the same command run again measures every cell anew, and says that --resume would not."""
 
 from dlperf import api
 from dlperf.cli import main
+from dlperf.protocol import Cell
 from dlperf.runner.session import Session
 from dlperf.spec import RunSpec
 from dlperf.store import Store
@@ -43,5 +45,31 @@ def test_an_interrupt_while_resume_plans_names_the_resume_command(monkeypatch, c
     store = Store.open(db, create=False)
     try:
         assert store.run(session.run_id).status == "interrupted"  # as it was: resumable
+    finally:
+        store.close()
+
+
+def test_the_same_sweep_run_again_over_an_unfinished_one_says_resume_would_measure_only_what_it_left(tmp_path):
+    """Run again as typed after Ctrl-C (or a crash), the sweep started a run of its own and measured every cell again,
+    saying nothing of the run --resume would have finished."""
+    db = tmp_path / "d.db"
+    env, spec = {"cores": {"cores": 2}, "hostname": "here"}, RunSpec(("tiny-fcn-r",), threads=(1,))
+    store = Store.open(db, create=True)
+    run_id = Session.create(store, spec, env, 2, ["dlperf", "run"], [Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")],
+                            {Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32").key: {"batch": 8}}).run_id  # fmt: skip
+    assert api.left_alike(str(db), store, spec, env) == []  # its own process measures it: another line says so
+    store.close()  # its process is gone
+    store = Store.open(db, create=False)
+    try:
+        [said] = api.left_alike(str(db), store, spec, env)
+        assert said == (
+            f"run {run_id} is unfinished (stopped: its process is gone): 0 of 1 process done; 1 left, in 1 cell; it is "
+            f"this same sweep: `dlperf run --resume --db {db}` measures only what it left, while this command starts "
+            "a new run and measures every cell again"
+        )
+        assert api.left_alike(str(db), store, RunSpec(("tiny-fcn-r",), threads=(2,)), env) == []  # another sweep
+        assert api.left_alike(str(db), store, spec, {**env, "hostname": "there"}) == []  # --resume refuses it there
+        store.set_run_status(run_id, "complete")
+        assert api.left_alike(str(db), store, spec, env) == []
     finally:
         store.close()
