@@ -46,3 +46,15 @@ def test_a_cell_whose_child_said_unsupported_took_its_time_and_is_averaged(capsy
     refused = ProcessMeasurement(status=Status.UNSUPPORTED, error="no CUDA device", duration_s=2.0)
     progress.finish(1, _task(), refused, CellFigures(status=Status.UNSUPPORTED))
     assert progress.eta_s(2) == (10.0 + 2.0) / 2
+
+
+def test_cells_known_unsupported_still_to_come_get_no_time_left():
+    """The time left counted every item still to come at the measured average, those known unsupported (0 s each)
+    included: a sweep of torch and jax cells whose jax modes are refused said twice the time it took."""
+    progress = _progress()
+    progress.ahead([_task(), _task("jax has no bf16 here"), _task("jax has no bf16 here"), _task(), _task()])
+    progress.finish(0, _task(), MEASURED, CellFigures(median_s=1.0, n=10))
+    assert progress.eta_s(1) == 2 * 10.0  # the two measured cells left, not the four items
+    for i in (1, 2):
+        progress.finish(i, _task("jax has no bf16 here"), KNOWN, CellFigures(status=Status.UNSUPPORTED))
+    assert progress.eta_s(3) == 2 * 10.0

@@ -33,6 +33,7 @@ class Progress:
         self.live = self.console.is_terminal
         self._done = 0  # items done
         self._done_durations: list[float] = []  # of the items whose process ran: the ETA's average
+        self._instant = 0  # items still to come known unsupported before any child starts: no time left for them
         self._current = ""
         self._index = 0  # the item shown: a task, or a profile of its own (a resumed run's)
         self._started = time.monotonic()
@@ -64,14 +65,19 @@ class Progress:
                 except OSError:
                     pass
 
+    def ahead(self, tasks: list) -> None:
+        """The tasks this display will show: those known unsupported before any child starts (`Task.unsupported`)
+        take no time, so the time left counts none for them."""
+        self._instant = sum(getattr(t, "unsupported", None) is not None for t in tasks)
+
     def eta_s(self, done: int) -> float | None:
-        """Seconds left when this display has `done` items done: the items left at the average of those whose process
-        ran (a cell known unsupported before any child starts took no time, and says nothing of a measurement's);
-        None before one has, or with no total."""
+        """Seconds left when this display has `done` items done: the items left whose process will run, at the
+        average of those whose process ran (a cell known unsupported before any child starts takes no time, and says
+        nothing of a measurement's); None before one has, or with no total."""
         if not self._done_durations or self.total is None:
             return None
         per_task = sum(self._done_durations) / len(self._done_durations)
-        return per_task * (self.total - self.first - done)
+        return per_task * max(0, self.total - self.first - done - self._instant)
 
     def _number(self, index: int) -> int:
         return self.first + index + 1
@@ -150,6 +156,8 @@ class Progress:
         self._done += 1
         if getattr(task, "unsupported", None) is None:  # a cell known unsupported: no child, no time to average
             self._done_durations.append(measurement.duration_s or 0.0)
+        else:
+            self._instant = max(0, self._instant - 1)
         self._say(f"{self._item(index)} {label(task)}: {outcome(measurement, figures)}")
 
 

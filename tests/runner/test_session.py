@@ -155,6 +155,26 @@ def test_a_process_stored_as_an_interrupt_came_has_its_line_said_before_the_swee
     assert session.store.done_repeats(session.run_id) == {(CELL.key, 0)}
 
 
+def test_the_progress_display_is_told_the_tasks_ahead_and_one_without_the_call_is_still_shown(session, monkeypatch):
+    """The display's time left leaves out the cells known unsupported still to come (`Progress.ahead`); an API
+    caller's own display, which lacks the call, is shown as before."""
+    from dataclasses import replace
+
+    session.add([CELL], {"batch": 8})
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, refresh, *rest: measured(1.0))
+    monkeypatch.setattr(sweep, "warm_up", lambda *args: None)
+    told = []
+
+    class Told(_Quiet):
+        def ahead(self, tasks):
+            told.append([t.unsupported for t in tasks])
+
+    tasks = [Task(CELL, 0), replace(Task(CELL, 1), unsupported="no such mode")]
+    session.measure(tasks, lambda total: Told(), last=False)
+    assert told == [[None, "no such mode"]]
+    assert session.measure([Task(CELL, 2)], quiet) == [Status.OK]
+
+
 def test_an_interrupt_while_the_store_refuses_a_process_ends_the_sweep_with_the_fault_and_is_not_dropped(
     session, monkeypatch
 ):

@@ -346,6 +346,8 @@ def execute(
 def measure_all(ctx: SweepContext, tasks: list[Task], progress, to_profile: list[Cell], statuses: list[Status]) -> None:
     """Every task, each measurement stored as it ends and its status appended to `statuses`."""
     warm_up(ctx, tasks, to_profile)
+    if (ahead := getattr(progress, "ahead", None)) is not None:  # a display of the API caller's own may not ask
+        ahead(tasks)
     for i, cell in enumerate(to_profile):
         profile_cell(ctx, cell, progress, i, own_item=True)
     at = 0
