@@ -8,15 +8,18 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
+from unittest.mock import ANY
 
 import pytest
 from test_faults import TINY, dlperf, env, planned
 
 import dlperf.store as stores
+from conftest import old_store
 from dlperf import api
 from dlperf.errors import StoreFault
 from dlperf.runner import sweep
@@ -39,12 +42,12 @@ def a_run(db, started: str, monkeypatch) -> tuple[Store, Session]:
     return store, Session(store, run_id, RunSpec(("fcn-r",)), {c.cell.key: {"batch": 4} for c in PLAN}, cores=8)
 
 
-def refused(ctx: Session, monkeypatch) -> None:
-    """cpu:2's process measured while the store refuses it: kept beside the store."""
+def refused(ctx: Session, monkeypatch, planned=PLAN[1]) -> None:
+    """A process of `planned` (cpu:2) measured while the store refuses it: kept beside the store."""
     with monkeypatch.context() as refusing:
         refusing.setattr(ctx.store, "record", lambda *args, **kwargs: (_ for _ in ()).throw(StoreFault("disk full")))
         with pytest.raises(StoreFault, match="is kept in"):
-            sweep.store_or_keep(ctx, Task(PLAN[1].cell, 0), M)
+            sweep.store_or_keep(ctx, Task(planned.cell, 0), M)
 
 
 def resumed(db) -> tuple[Store, Session]:
@@ -59,7 +62,8 @@ def test_a_store_made_again_at_the_path_does_not_take_up_the_old_runs_kept_lines
     refused(ctx, monkeypatch)
     store.close()
     (line,) = spill.kept(db, 1)
-    assert line.run == {"started_at": "2026-12-01T10:00:00+00:00", "digest": line.run["digest"]}
+    assert line.run == {"started_at": "2026-12-01T10:00:00+00:00", "digest": line.run["digest"], "token": ANY}
+    assert line.run == store.mark(1) and len(line.run["token"]) == 32
     db.unlink()  # deleted, then made again: its first run is run 1 too
     store, _ = a_run(db, "2026-12-02T09:00:00+00:00", monkeypatch)
     store.set_run_status(1, "interrupted")
@@ -96,6 +100,19 @@ def test_the_runs_own_kept_line_is_taken_up_and_another_runs_stays(tmp_path, mon
         store.close()
 
 
+def an_earlier_run(db, started: str, monkeypatch, version: int = 12) -> None:
+    """Run 1 begun, then interrupted, by an earlier dlperf, in a store at schema `version`: a run with no token."""
+    monkeypatch.setattr(stores, "now", lambda: started)
+    conn = old_store(db, version)
+    conn.commit()
+    conn.close()
+    old = Store(sqlite3.connect(db), str(db))
+    old.conn.row_factory, old.version = sqlite3.Row, version
+    old.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
+    old.set_run_status(1, "interrupted")
+    old.close()
+
+
 def old_line(db, key: str, started_at: float | None) -> None:
     """A line as the previous dlperf kept it: no mark of its run."""
     m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, detail=ProcessDetail(started_at=started_at))
@@ -105,19 +122,19 @@ def old_line(db, key: str, started_at: float | None) -> None:
 
 
 def test_an_earlier_dlperfs_line_is_taken_up_only_where_its_process_started_after_the_run(tmp_path, monkeypatch):
-    """Such a line says no more than its run's id: it is the run's only where its process started after the run did
-    (one measured before cannot be), and one that does not say when it started is left where it is."""
+    """Such a line says no more than its run's id: it is the run's (one an earlier dlperf began, schema version 12)
+    only where its process started after the run did (one measured before cannot be), and one that does not say when
+    it started is left where it is."""
     db = tmp_path / "t.db"
     start = "2026-12-02T09:00:00+00:00"
     at = datetime.fromisoformat(start).astimezone(UTC).timestamp()
-    store, _ = a_run(db, start, monkeypatch)
-    store.set_run_status(1, "interrupted")
-    store.close()
+    an_earlier_run(db, start, monkeypatch)
     old_line(db, PLAN[0].cell.key, at + 5)  # this run's
     old_line(db, PLAN[1].cell.key, at - 3600)  # a store's of an hour before
     old_line(db, PLAN[1].cell.key, None)  # cannot tell
     store, ctx = resumed(db)
     try:
+        assert "token" not in store.mark(1)
         assert sweep.take_up_kept(ctx) == 1 and store.done_repeats(1) == {(PLAN[0].cell.key, 0)}
         assert [k.measurement.detail.started_at for k in spill.kept(db, 1)] == [at - 3600, None]
         said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)))
@@ -182,3 +199,75 @@ def test_a_new_runs_reminder_tells_apart_the_kept_lines_of_runs_no_longer_in_the
     assert said == (f"{spill.path_for(db)} keeps measurements the store refused (run 1: 2, run 5: 1); `dlperf run "
                     f"--resume --db {db}` stores those of the latest unfinished run, not the 2 of runs no longer in it "
                     "(a store made before at this path), which it leaves")  # fmt: skip
+
+
+@pytest.mark.parametrize("overlapping", [False, True])
+def test_two_runs_of_one_spec_and_machine_started_in_one_second_keep_their_own_lines(tmp_path, monkeypatch,
+                                                                                      overlapping):  # fmt: skip
+    """A run's mark was its start, to the second, and a digest of its spec and machine: two runs of one command on
+    one machine started in the same second at one path (the store deleted and made again at once, `overlapping`:
+    while the first run still measures) had the same mark, and the second's --resume took up the first's kept
+    line as its own. Each run now has a token of its own, in its mark."""
+    db, start = tmp_path / "t.db", "2026-12-02T09:00:00+00:00"
+    first, first_ctx = a_run(db, start, monkeypatch)
+    if not overlapping:
+        refused(first_ctx, monkeypatch)
+        first.close()
+    db.unlink()  # made again within the same second: its first run is run 1 too
+    store, ctx = a_run(db, start, monkeypatch)
+    if overlapping:
+        refused(first_ctx, monkeypatch)  # kept beside the path, where the second run's store is now
+        first.close()
+    assert first.mark(1) != store.mark(1)
+    refused(ctx, monkeypatch, PLAN[0])  # the second run's own
+    store.set_run_status(1, "interrupted")
+    store.close()
+    store, ctx = resumed(db)
+    try:
+        assert [t.cell for t in ctx.remaining()] == [PLAN[1].cell]  # cpu:2 is measured again, not taken up
+        assert sweep.take_up_kept(ctx) == 1 and store.done_repeats(1) == {(PLAN[0].cell.key, 0)}
+        (left,) = spill.kept(db, 1)
+        assert (left.key, left.run) == (PLAN[1].cell.key, first.mark(1))  # the first run's stays where it is
+    finally:
+        store.close()
+
+
+def test_a_line_the_previous_dlperf_marked_is_taken_up_by_its_run_once_the_store_is_upgraded(tmp_path, monkeypatch):
+    """The previous dlperf marked a line with its run's start and digest, no token: a run it began (no token, at
+    schema version 12) takes it up after the upgrade, as it did."""
+    db, start = tmp_path / "t.db", "2026-12-02T09:00:00+00:00"
+    an_earlier_run(db, start, monkeypatch)
+    digest = spill.mark(start, json.dumps({"repeats": 1}), json.dumps(MACHINE))["digest"]
+    spill.keep(db, 1, PLAN[1].cell.key, 0, M, 1, {"started_at": start, "digest": digest})  # as it kept it
+    store, ctx = resumed(db)  # upgraded
+    try:
+        assert store.version == stores.SCHEMA_VERSION and store.mark(1) == {"started_at": start, "digest": digest}
+        assert [t.cell for t in ctx.remaining()] == [PLAN[0].cell]
+        assert sweep.take_up_kept(ctx) == 1 and store.done_repeats(1) == {(PLAN[1].cell.key, 0)}
+        assert spill.holding(db) == []
+    finally:
+        store.close()
+
+
+def test_a_run_with_a_token_takes_up_no_line_an_earlier_dlperf_kept_in_the_same_second(tmp_path, monkeypatch):
+    """An earlier dlperf's run 1 began in the same second as this dlperf's run 1 of a store made again at the path:
+    its lines (marked without a token, or not marked and started after the second the new run's start reads) are
+    not the new run's, whose dlperf marks every line it keeps with its token."""
+    db, start = tmp_path / "t.db", "2026-12-02T09:00:00+00:00"
+    an_earlier_run(db, start, monkeypatch)
+    digest = spill.mark(start, json.dumps({"repeats": 1}), json.dumps(MACHINE))["digest"]
+    spill.keep(db, 1, PLAN[1].cell.key, 0, M, 1, {"started_at": start, "digest": digest})
+    old_line(db, PLAN[0].cell.key, datetime.fromisoformat(start).timestamp() + 0.5)
+    kept = spill.path_for(db).read_text()
+    db.unlink()
+    store, _ = a_run(db, start, monkeypatch)
+    store.set_run_status(1, "interrupted")
+    store.close()
+    store, ctx = resumed(db)
+    try:
+        assert [t.cell for t in ctx.remaining()] == [c.cell for c in PLAN]
+        assert sweep.take_up_kept(ctx) == 0 and store.done_repeats(1) == set()
+        assert sum(map(len, spill.aside(db, 1, store.mark(1)).values())) == 2
+    finally:
+        store.close()
+    assert spill.path_for(db).read_text() == kept

@@ -178,6 +178,7 @@ def test_reading_the_old_file_leaves_it_as_it_was_and_the_first_write_upgrades_i
         assert store.version == 11 and store.runs()  # read as it is
         store.set_run_status(1, "complete")  # a write: the file is upgraded first
         assert store.version == SCHEMA_VERSION
+        assert {r["token"] for r in store.rows("runs")} == {None} and "token" not in store.mark(1)  # none made up
     finally:
         store.close()
     conn = sqlite3.connect(db)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -51,12 +52,17 @@ from dlperf.store.records import (
     ProfileRecord,
     RunRecord,
 )
-from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, SCHEMA_VERSION, SESSIONS
+from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, RUN_TOKENS, SCHEMA_VERSION, SESSIONS
 from dlperf.vocab import Status
 
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def new_token() -> str:
+    """A run's token (`runs.token`): random, so no two runs have the same one, whenever and wherever begun."""
+    return uuid.uuid4().hex
 
 
 class Store(Copies, MachineFigures):
@@ -171,22 +177,22 @@ class Store(Copies, MachineFigures):
 
     # --- runs -----------------------------------------------------------------------------------------------------
     def create_run(self, spec: dict, env: dict, fingerprint: dict, argv: list[str], cells: list[PlannedCell]) -> int:
-        """The run and its whole plan, every cell pending, leased to this process, in one transaction."""
+        """The run and its whole plan, every cell pending, leased to this process, in one transaction; the run gets a
+        token no other run has (`new_token`), in its mark (`spill.mark`)."""
         holder, started, spec_json, fingerprint_json = lease.me(), now(), json.dumps(spec), json.dumps(fingerprint)
         with self._writing("the run"), self.conn:
-            cur = self.conn.execute(
-                "INSERT INTO runs (started_at, status, argv, spec_json, env_json, fingerprint_json)"
-                " VALUES (?, 'running', ?, ?, ?, ?)",
-                (started, json.dumps(argv), spec_json, json.dumps(env), fingerprint_json),
-            )
-            self._insert_cells(cur.lastrowid, cells)
+            token = new_token() if self.version >= RUN_TOKENS else None  # the file upgraded by now, where it can be
+            run = {"started_at": started, "status": "running", "argv": json.dumps(argv), "spec_json": spec_json,
+                   "env_json": json.dumps(env), "fingerprint_json": fingerprint_json, "token": token}  # fmt: skip
+            run_id = self._insert("runs", run)
+            self._insert_cells(run_id, cells)
             if self.version >= LEASES:
-                lease.take(self.conn, cur.lastrowid, holder)
-        self.sessions[cur.lastrowid] = 1
-        self.marks[cur.lastrowid] = spill.mark(started, spec_json, fingerprint_json)
+                lease.take(self.conn, run_id, holder)
+        self.sessions[run_id] = 1
+        self.marks[run_id] = spill.mark(started, spec_json, fingerprint_json, token)
         if self.version >= LEASES:
-            self.leases[cur.lastrowid] = lease.Heartbeat(self.path, cur.lastrowid, holder)
-        return cur.lastrowid
+            self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
+        return run_id
 
     def acquire(self, run_id: int) -> lease.Holder | None:
         """Lease the run to this process (`--resume`); returns the dead holder it took over from, if any. A live
@@ -205,7 +211,9 @@ class Store(Copies, MachineFigures):
     def mark(self, run_id: int) -> dict[str, str]:
         """What tells the run from another given its id in a store made again at this path (`spill.mark`)."""
         if run_id not in self.marks:
-            row = self.conn.execute("SELECT started_at, spec_json, fingerprint_json FROM runs WHERE id = ?", (run_id,))
+            token = ", token" if self.version >= RUN_TOKENS else ""  # an older file read as it is has none
+            row = self.conn.execute(f"SELECT started_at, spec_json, fingerprint_json{token} FROM runs WHERE id = ?",
+                                    (run_id,))  # fmt: skip
             self.marks[run_id] = spill.mark(*row.fetchone())
         return self.marks[run_id]
 

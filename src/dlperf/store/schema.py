@@ -2,7 +2,7 @@
 version before. A file is upgraded in place, one version after the other, in one transaction (`Store._migrate`);
 an older file is never rewritten any other way."""
 
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 LEASES = 6  # the version that has the leases table
 PROFILES = 7  # the version that has the profiles table
 DISPATCH = 8  # the version whose peaks may be a dispatch cost
@@ -10,6 +10,7 @@ LOADERS = 9  # the version whose cells may read real data through a loader, and 
 PREDICTIONS = 10  # the version that has the predictions table
 STRATEGIES = 11  # the version whose multi-process cells name their strategy (`--parallel`)
 SESSIONS = 12  # the version whose measurements name the session of their run that took them
+RUN_TOKENS = 13  # the version whose runs carry a token of their own (`runs.token`)
 PEAK_KINDS = ("matmul", "bandwidth", "dispatch", "memcpy", "h2d", "d2h")
 
 
@@ -197,6 +198,12 @@ MIGRATIONS: dict[int, list[str]] = {
         # Which session of its run measured a process: 1 for the command that created the run, one more each time
         # `--resume` took it up; NULL for a process stored before, so a run's sessions are told apart from here on.
         "ALTER TABLE measurements ADD COLUMN session INTEGER",
+    ],
+    RUN_TOKENS: [
+        # A random token each run gets when it is begun, which no other run has: what tells it from another of its id
+        # (a store made again at the path) begun in the same second with the same spec on the same machine
+        # (`spill.mark`). NULL for a run begun before; a copy (`dlperf merge`, a rescued file) keeps its run's.
+        "ALTER TABLE runs ADD COLUMN token TEXT",
     ],
 }
 

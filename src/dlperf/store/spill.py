@@ -1,13 +1,14 @@
 """Measurements the store could not take: kept beside the database until `dlperf run --resume` stores them.
 
 When SQLite refuses a finished process's measurement (a full disk, a file grown past `ulimit -f`, a file made
-read-only), what the process measured is appended to `<db>.unsaved.jsonl`, one JSON line per process:
-{"run_id", "key", "repeat", "measurement", "session", "run"}, "run" telling its run from another of the same id in a
-store deleted and made again at the path (`mark`). A line is small beside the database's pages, so it is often
-still written when the database cannot grow. Where nothing can be written beside the database (its directory made
-read-only), the line goes to a file named after the database's full path in DATA_DIR/unsaved/, else in the temporary
-directory (`places`). `--resume` stores the run's lines from each place, each under the session of its run that
-measured it (`measurements.session`), and removes them; a line of another run of that id stays where it is (`aside`).
+read-only), what the process measured is appended to `<db>.unsaved.jsonl`, one JSON line per process: {"run_id", "key",
+"repeat", "measurement", "session", "run"}, "run" telling its run from another of the same id in a store deleted and
+made again at the path, even one begun in the same second (`mark`). A line is small beside the database's pages, so it
+is often still written when the database cannot grow. Where nothing can be written beside the database (its directory
+made read-only), the line goes to a file named after the database's full path in DATA_DIR/unsaved/, else in the
+temporary directory (`places`). `--resume` stores the run's lines from each place, each under the session of its run
+that measured it (`measurements.session`), and removes them; a line of another run of that id stays where it is
+(`aside`).
 
 Where the database itself is gone from its path while a command writes to it (deleted, replaced, its directory
 deleted), what the open file held is copied (`rescue`) beside its path as NAME-rescued.db, else into DATA_DIR/unsaved/,
@@ -46,18 +47,25 @@ class Kept:
     run: dict[str, str] | None = None  # its run's `mark`; None in a line kept before it was recorded
 
 
-def mark(started_at: str, spec_json: str, fingerprint_json: str) -> dict[str, str]:
+def mark(started_at: str, spec_json: str, fingerprint_json: str, token: str | None = None) -> dict[str, str]:
     """What tells a run from another given the same id by a store deleted and made again at the same path: when it
-    started, and a digest of its spec and its machine's fingerprint as the runs table holds them."""
+    started, a digest of its spec and its machine's fingerprint as the runs table holds them, and its token (`runs.
+    token`: two runs of one spec on one machine begun in the same second differ by it alone); a run begun before runs
+    had tokens has none."""
     digest = hashlib.sha256(f"{spec_json}\0{fingerprint_json}".encode()).hexdigest()[:16]
-    return {"started_at": started_at, "digest": digest}
+    found = {"started_at": started_at, "digest": digest}
+    return found if token is None else {**found, "token": token}
 
 
 def belongs(entry: Kept, run: dict[str, str]) -> bool:
-    """Whether a kept line is the measurement of the run marked `run`. A line kept before lines were marked is only
-    where its process started after the run did: one that started earlier, or cannot say when, is another's."""
+    """Whether a kept line is the measurement of the run marked `run`: the same mark, so a line without a token is
+    only a run's without one (begun by an earlier dlperf). A line kept before lines were marked is only where its
+    process started after the run did: one that started earlier, or cannot say when, is another's; and never a run
+    with a token's (its dlperf marks every line it keeps)."""
     if entry.run is not None:
         return entry.run == run
+    if "token" in run:
+        return False
     started = entry.measurement.detail.started_at
     try:
         return isinstance(started, int | float) and started >= datetime.fromisoformat(run["started_at"]).timestamp()
