@@ -14,7 +14,7 @@ from dlperf.errors import UsageError
 from dlperf.store.decode import whole
 from dlperf.store.process import MeasurementRecord
 from dlperf.store.records import CellRecord, Origin, PredictionRecord, ProfileRecord, RunRecord
-from dlperf.store.schema import PREDICTIONS, PROFILES
+from dlperf.store.schema import PREDICTIONS, PROFILES, RUN_TOKENS
 
 
 @dataclass(frozen=True)
@@ -73,17 +73,23 @@ class Copies:
         return RunRows(run, cells, measurements, profiles, predictions)
 
     def find_copy(self, run: dict[str, Any], measurements: list[dict[str, Any]], origin: Origin) -> int | None:
-        """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, that
-        was copied from the same source run (`origin`) or whose raw samples are the run's, or some of them (copied
-        before the run was resumed). The start is only to the second: two runs started in one second with one command
-        (parallel jobs) are still two runs; and a file made afresh at a path merged before (a CI job's) holds new runs
-        under the same ids."""
+        """The id of a run here that is `run`, or None: one with the same start, command, plan and machine, and the
+        same token where both have one (`runs.token`: different tokens are different runs), that was copied from the
+        same source run (`origin`) or whose raw samples are the run's, or some of them (copied before the run was
+        resumed). The start is only to the second: two runs started in one second with one command (parallel jobs)
+        are still two runs; and a file made afresh at a path merged before (a CI job's) holds new runs under the same
+        ids."""
+        token = ", token" if self.version >= RUN_TOKENS else ", NULL"
         same = self.conn.execute(
-            "SELECT id, origin_json FROM runs"
+            f"SELECT id, origin_json{token} FROM runs"
             " WHERE started_at = ? AND argv IS ? AND spec_json = ? AND fingerprint_json = ?",
             tuple(run.get(k) for k in ("started_at", "argv", "spec_json", "fingerprint_json")),
         )
-        for found, origin_json in same.fetchall():
+        for found, origin_json, held_token in same.fetchall():
+            if held_token and run.get("token"):  # both runs begun with tokens: these say it
+                if held_token == run.get("token"):
+                    return found
+                continue
             theirs = Origin.of(json.loads(origin_json)) if origin_json else None
             if theirs and (theirs.db, theirs.run_id) == (origin.db, origin.run_id):
                 return found
