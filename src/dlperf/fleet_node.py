@@ -22,7 +22,7 @@ import time
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.runner import lifeline
-from dlperf.store import RunRows, Store, now
+from dlperf.store import RunRows, Store, new_token, now
 from dlperf.store.records import Origin
 from dlperf.store.state import CONTINUES  # the env key linking a run to the lost node's run whose cells it measured
 
@@ -236,10 +236,11 @@ def node_environ() -> dict[str, str]:
 
 
 def continuation(rows: RunRows) -> RunRows:
-    """What a lost node's run left, as another node measures it: a run of its own (the same spec and campaign), its
-    cells those the lost node did not finish, each pending again (a cell's processes all come from one machine, so a
-    cell the lost node began is measured whole), none of the lost node's processes, and linked to the lost run by
-    `CONTINUES`. The node that takes it up writes its own environment and fingerprint into it (`_take_over`)."""
+    """What a lost node's run left, as another node measures it: a run of its own (the same spec and campaign, a
+    token of its own), its cells those the lost node did not finish, each pending again (a cell's processes all come
+    from one machine, so a cell the lost node began is measured whole), none of the lost node's processes, and linked
+    to the lost run by `CONTINUES`. The node that takes it up writes its own environment and fingerprint into it
+    (`_take_over`)."""
     spec, env = json.loads(rows.run["spec_json"]), json.loads(rows.run["env_json"])
     repeats = int(spec.get("repeats") or 1)
     done: dict[str, int] = {}
@@ -248,6 +249,6 @@ def continuation(rows: RunRows) -> RunRows:
     left = [c for c in rows.cells if c["status"] == "pending" or done.get(c["key"], 0) < repeats]
     keys = {c["key"] for c in left}
     env_json = json.dumps({**env, CONTINUES: rows.run["id"]})
-    run = {**rows.run, "started_at": now(), "finished_at": None, "env_json": env_json}
+    run = {**rows.run, "started_at": now(), "finished_at": None, "env_json": env_json, "token": new_token()}
     cells = [{**{k: c[k] for k in PLANNED if k in c}, "status": "pending"} for c in left]
     return RunRows(run, cells, [], [], [p for p in rows.predictions if p.get("cell_key") in keys])
