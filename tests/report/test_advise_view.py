@@ -122,3 +122,18 @@ def test_the_crossover_rests_on_the_cpu_step_the_screen_gives():
     assert f"faster than this CPU's step above (fp32, {format.seconds(mine)}) there" in crossover
     said = view.to_json(a)["crossover"]
     assert said["gpu_speedup"] == {"T4": mine / 0.01} and said["cpu_step_s"] == mine
+
+
+def test_a_gpu_asked_that_fits_but_has_no_price_is_named_not_dropped_from_the_ranking_silently():
+    """Issue: `advise resnet-50 --gpu V100-SXM2-16GB,T4,RTX 3080,RTX 4090` ranked the cheapest among the priced GPUs
+    and never said that the V100 and the RTX 3080 (no row in gpu_prices.csv) were left out of it; `predict --cost`
+    says "V100-SXM2-16GB: no price (give one with --prices)"."""
+    a = answer([prediction("T4", 0.02, "fp16"), prediction("V100-SXM2-16GB", 0.03, "fp16"),
+                prediction("RTX 3080", 0.04)])  # fmt: skip
+    note = view.price_note(a.costs)
+    assert note.startswith("prices: on-demand US dollars per GPU-hour, the lowest and highest seen: T4 ")
+    assert note.endswith("; no price for V100-SXM2-16GB, RTX 3080: predicted, but not ranked by cost (--prices "
+                         "FILE.csv gives one)")  # fmt: skip
+    alone = view.price_note(answer([prediction("V100-SXM2-16GB", 0.03, "fp16")]).costs)
+    assert alone == ("prices: no price for V100-SXM2-16GB: predicted, but not ranked by cost (--prices FILE.csv gives "
+                     "one)")  # fmt: skip

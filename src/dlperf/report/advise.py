@@ -53,17 +53,22 @@ def _cpu_line(a) -> str:
 
 def price_note(x) -> str | None:
     """Where the dollars of the GPUs picked (fastest, cheapest, cheapest within the deadline) come from: each one's
-    price a GPU-hour, the day it was read, the region, and a row with one source or the user's own said so."""
+    price a GPU-hour, the day it was read, the region, and a row with one source or the user's own said so; and the
+    GPUs that fit but have no price, which the cost cannot rank (`predict --cost` names them too)."""
     picks = [x.fastest(), x.cheapest(), x.cheapest(x.deadline_s) if x.deadline_s else None]
     said = []
     for p in dict.fromkeys(r.price for r in picks if r is not None and r.price is not None):
         how = "your --prices" if p.user else ("one source" if p.one_source else "")
         when = ", ".join(w for w in (f"read {p.date}" if p.date else "no date given", p.region, how) if w)
         said.append(f"{p.gpu} {span((p.low, p.high))} ({when})")
+    unpriced = list(dict.fromkeys(r.gpu for r in x.rows if r.price is None))
+    none = (f"no price for {', '.join(unpriced)}: predicted, but not ranked by cost (--prices FILE.csv gives "
+            "one)") if unpriced else ""  # fmt: skip
     if not said:
-        return None
+        return f"prices: {none}" if none else None
     return (f"prices: on-demand US dollars per GPU-hour, the lowest and highest seen: {'; '.join(said)}; each "
-            "price's sources are in src/dlperf/data/gpu_prices.csv (--prices FILE.csv gives yours)")  # fmt: skip
+            "price's sources are in src/dlperf/data/gpu_prices.csv (--prices FILE.csv gives yours)"
+            + (f"; {none}" if none else ""))  # fmt: skip
 
 
 def _fed(feed, x) -> str:
