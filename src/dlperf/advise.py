@@ -24,7 +24,6 @@ decide how many it can run; the per-process rate is this machine's.
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass, field
 
@@ -128,7 +127,9 @@ def check(opts: Options) -> tuple[tuple, float | None]:
     except UsageError as exc:
         if opts.flags:
             raise
-        raise UsageError(_as_arguments(str(exc), opts)) from None
+        from dlperf.store.location import as_arguments
+
+        raise UsageError(as_arguments(str(exc), FLAGS, opts)) from None
 
 
 def _checked(opts: Options) -> tuple[tuple, float | None]:
@@ -181,20 +182,18 @@ def _number(value, above: float, most: float = math.inf) -> bool:
     return real and math.isfinite(value) and above < value <= most
 
 
-def _as_arguments(message: str, opts: Options) -> str:
-    """A check's error as a Python caller gave the values: `--batch '0'` as `batch=0`, `--data DIR` as `data=DIR`,
-    a flag alone as its argument's name."""
-    for name, flag in FLAGS.items():
-        value = getattr(opts, name)
-        message = message.replace(f"{flag} {str(value)!r}", f"{name}={value!r}")
-        message = re.sub(
-            rf"{flag}(?![\w-])(?: ([A-Z]{{2,}})\b)?", lambda m, n=name: f"{n}={m[1]}" if m[1] else n, message
-        )
-    return message
-
-
 def advise(opts: Options, db: str, argv: list[str]) -> Advice:
-    """Predict the GPUs, measure this CPU (threads, then modes), store both runs, answer."""
+    """Predict the GPUs, measure this CPU (threads, then modes), store both runs, answer. Its errors and notes name
+    what the caller gave: the command's flags (`Options.flags`), else a Python caller's arguments (`said_to`)."""
+    from dlperf.store.location import said_to
+
+    with said_to(opts, FLAGS) as say:
+        answer = _advise(opts, db, argv)
+    answer.notes = [say(n) for n in answer.notes]
+    return answer
+
+
+def _advise(opts: Options, db: str, argv: list[str]) -> Advice:
     from dlperf import crossover
     from dlperf.predict import cost, memory, roofline
 
@@ -367,7 +366,8 @@ def _search(opts: Options, threads: int, clock: Clock, db: str):
     budget_s = clock.left(time.monotonic())  # taken last: the search's deadline is the command's
     return optimize.optimize(
         optimize.Options(searched(opts), threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
-                         compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders),
+                         compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders,
+                         flags=opts.flags),
         db, made_by="advise",
     )  # fmt: skip
 

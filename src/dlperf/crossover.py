@@ -40,7 +40,7 @@ from dlperf.runner.sweep import Deadline, Interrupted
 from dlperf.runner.tasks import processes, schedule
 from dlperf.spec import CROSSOVER_TIMER, RunSpec, make_spec
 from dlperf.store import Store
-from dlperf.store.location import given_db
+from dlperf.store.location import given_db, said_to
 from dlperf.store.records import Prediction
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
@@ -49,7 +49,7 @@ MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the 
 SMALL_BATCHES = f"at small batches a GPU's step is mostly fixed costs, the copy's latency and {roofline.HOST_ISSUING}"
 LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
 FLAGS = {"gpus": "--gpu", "batches": "--batches", "max_batch": "--max-batch", "batch": "--batch", "mode": "--mode",
-         "repeats": "--repeats", "timeout": "--timeout"}  # fmt: skip
+         "repeats": "--repeats", "timeout": "--timeout", "threads": "--threads"}  # fmt: skip
 
 
 @dataclass
@@ -173,7 +173,15 @@ def crossover(
     made_by: str = "crossover",
 ) -> Result:
     """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer. `made_by`: the
-    command whose run it is (`dlperf advise` measures through this one)."""
+    command whose run it is (`dlperf advise` measures through this one). What the search's checks say beyond its
+    own lines (a thread count, the store) names a Python caller's arguments too (`said_to`)."""
+    with said_to(opts, FLAGS) as say:
+        result = _crossover(opts, db, argv, progress_factory, warn, made_by)
+    result.notes = [say(n) for n in result.notes]
+    return result
+
+
+def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made_by: str) -> Result:
     from dlperf.predict import count
 
     db = given_db(db)

@@ -43,6 +43,11 @@ class Options:
     threads: int | None = None  # None: the largest of the default thread counts (the cores)
     timeout: float = 300.0  # seconds per try
     timer: TimerConfig = FIT_TIMER
+    flags: bool = False  # errors and notes name the command's flags (`dlperf fit`), else these fields (`said_to`)
+
+
+FLAGS = {"device": "--device", "modes": "--modes", "max_memory": "--max-memory", "max_batch": "--max-batch",
+         "threads": "--threads", "timeout": "--timeout"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -221,7 +226,19 @@ def mib(size: int | None) -> str:
 
 def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
         progress_factory: Callable | None = None, warn: Callable[[str], None] | None = None) -> Result:  # fmt: skip
-    """Search each mode's largest batch, every try a cell of one stored run; the answers."""
+    """Search each mode's largest batch, every try a cell of one stored run; the answers. Its errors and notes name
+    the command's flags (`Options.flags`), else a Python caller's arguments (`max_batch`, `db='PATH'`)."""
+    from dlperf.store.location import said_to
+
+    with said_to(opts, FLAGS) as say:
+        result = _fit(opts, db, argv, progress_factory, warn)
+    result.limit, result.notes = say(result.limit), [say(n) for n in result.notes]
+    for answer in result.answers.values():
+        answer.ended = say(answer.ended)
+    return result
+
+
+def _fit(opts: Options, db: str | None, argv, progress_factory, warn) -> Result:
     from dlperf.api import warn_stderr
     from dlperf.plan import make_plan
     from dlperf.store import Store

@@ -254,6 +254,12 @@ class Options:
     data: str = DATA_SYNTHETIC  # --data: a directory (or "dataset") also searches the loader for the best mode
     loaders: tuple[str, ...] | None = None  # --loaders: the loader settings to try (None: w0 up to the cores)
     budget_default: bool = False  # --budget not given: checked against the baseline's step (`budget_check`)
+    flags: bool = False  # errors and notes name the command's flags (`dlperf optimize`), else these fields (`said_to`)
+
+
+FLAGS = {"device": "--device", "threads": "--threads", "budget_s": "--budget", "repeats": "--repeats",
+         "timeout": "--timeout", "compile_timeout": "--compile-timeout", "order": "--order", "data": "--data",
+         "loaders": "--loaders", "timer.min_time": "--min-time"}  # fmt: skip
 
 
 class Searcher:
@@ -568,20 +574,24 @@ def optimize(
     opts: Options, db: str | None = None, *, progress_factory=None, warn=None, made_by: str = "optimize"
 ) -> Search:
     """Search the modes for `opts.workload`; returns the ranked results and the recommendation. `made_by`: the
-    command whose search it is, kept with its run (`dlperf advise` searches through this one)."""
-    if opts.budget_s <= 0:
-        raise UsageError("--budget must be positive")
-    if opts.repeats < 1:
-        raise UsageError("--repeats must be at least 1")
-    if opts.budget_s < (least := opts.repeats * opts.timer.min_time):  # the baseline's processes, each timed so long
-        raise UsageError(f"--budget {opts.budget_s:g} s: below the {least:g} s the fp32 baseline alone is timed at the "
-                         f"least (--repeats {opts.repeats} processes of --min-time {opts.timer.min_time:g} s each): "
-                         f"give at least {least:g}s")  # fmt: skip
-    if opts.order not in ORDERS:
-        raise UsageError(f"--order must be {' or '.join(ORDERS)}, not {opts.order!r}")
-
+    command whose search it is, kept with its run (`dlperf advise` searches through this one). Its errors and notes
+    name the command's flags (`Options.flags`), else a Python caller's arguments (`budget_s`, `db='PATH'`)."""
     from dlperf.progress import Running  # one count over the search's processes, whose total it does not know
+    from dlperf.store.location import said_to
 
-    searcher = Searcher(opts, given_db(db), progress_factory or Running(), warn or warn_stderr)
-    searcher.made_by = made_by
-    return searcher.run()
+    with said_to(opts, FLAGS) as say:
+        if opts.budget_s <= 0:
+            raise UsageError("--budget must be positive")
+        if opts.repeats < 1:
+            raise UsageError("--repeats must be at least 1")
+        if opts.budget_s < (least := opts.repeats * opts.timer.min_time):  # the baseline's processes, timed so long
+            raise UsageError(f"--budget {opts.budget_s:g} s: below the {least:g} s the fp32 baseline alone is timed "
+                             f"at the least (--repeats {opts.repeats} processes of --min-time {opts.timer.min_time:g} "
+                             f"s each): give at least {least:g}s")  # fmt: skip
+        if opts.order not in ORDERS:
+            raise UsageError(f"--order must be {' or '.join(ORDERS)}, not {opts.order!r}")
+        searcher = Searcher(opts, given_db(db), progress_factory or Running(), warn or warn_stderr)
+        searcher.made_by = made_by
+        search = searcher.run()
+    search.notes = [say(n) for n in search.notes]
+    return search

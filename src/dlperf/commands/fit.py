@@ -65,6 +65,7 @@ def run(args) -> int:
         threads=args.threads,
         timeout=args.timeout,
         timer=timer(args),
+        flags=True,  # errors and notes name the flags
     )
     db = db_path(args)
     warn_if_measured(db)

@@ -77,6 +77,7 @@ def run(args) -> int:
         order=args.order,
         data=args.data,
         loaders=None if args.loaders is None else parse_loaders(args.loaders),
+        flags=True,  # errors and notes name the flags
     )
     db = db_path(args)
     warn_if_measured(db)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import errno
 import functools
+import operator
 import os
+import re
 import shlex
 import sqlite3
 import stat
@@ -69,6 +71,32 @@ def db_said_as(flag: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
         return called
 
     return wrap
+
+
+def as_arguments(line: str, flags: dict[str, str], given: object) -> str:
+    """A line as a Python caller gave the values: `--batch '0'` as `batch=0`, `--data DIR` as `data=DIR`, a flag
+    alone as its argument's name. `flags`: each argument's flag (a dotted name: `timer.min_time`), `given` what holds
+    the caller's values (its Options)."""
+    for name, flag in flags.items():
+        value = operator.attrgetter(name)(given)
+        line = line.replace(f"{flag} {str(value)!r}", f"{name}={value!r}")
+        line = re.sub(rf"{flag}(?![\w-])(?: ([A-Z]+)\b)?", lambda m, n=name: f"{n}={m[1]}" if m[1] else n, line)
+    return line
+
+
+@contextmanager
+def said_to(opts, flags: dict[str, str]) -> Iterator[Callable[[str], str]]:
+    """Inside, what a search says names what its caller gave as it gave it: the command's flags where `opts.flags`
+    (the command sets it), else a Python caller's arguments (`as_arguments`), its store too (`said_as`). A one-line
+    error raised inside is said so; yields the same wording for the lines returned (notes)."""
+    say = (lambda line: line) if opts.flags else (lambda line: as_arguments(line, flags, opts))
+    with said_as("--db" if opts.flags else "db"):
+        try:
+            yield say
+        except UsageError as exc:
+            if opts.flags:
+                raise
+            raise UsageError(say(str(exc))) from None
 
 
 def named(path: str | Path) -> str:
