@@ -259,7 +259,7 @@ class Options:
 
 FLAGS = {"device": "--device", "threads": "--threads", "budget_s": "--budget", "repeats": "--repeats",
          "timeout": "--timeout", "compile_timeout": "--compile-timeout", "order": "--order", "data": "--data",
-         "loaders": "--loaders", "timer.min_time": "--min-time"}  # fmt: skip
+         "loaders": "--loaders", "timer.min_time": "--min-time", "workload": "--workloads"}  # fmt: skip
 
 
 class Searcher:

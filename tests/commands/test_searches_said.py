@@ -37,10 +37,11 @@ def test_fit_from_the_command_keeps_its_flags():
     ("given", "said"),
     [({"budget_s": 0}, "budget_s must be positive"), ({"repeats": 0}, "repeats must be at least 1"),
      ({"budget_s": 1}, "budget_s 1 s: below the 4 s the fp32 baseline alone is timed at the least (repeats 2 "
-      "processes of timer.min_time 2 s each)"), ({"order": "x"}, "order must be verdict or fixed, not 'x'")],
+      "processes of timer.min_time 2 s each)"), ({"order": "x"}, "order must be verdict or fixed, not 'x'"),
+     ({"workload": "nosuch"}, "workload: unknown workload 'nosuch'")],
 )  # fmt: skip
 def test_optimize_from_python_names_its_arguments(given, said):
-    message = refused(lambda: optimize.optimize(optimize.Options("tiny-fcn-r", **given), "unused.db"))
+    message = refused(lambda: optimize.optimize(optimize.Options(**{"workload": "tiny-fcn-r", **given}), "unused.db"))
     assert message.startswith(said) and "--" not in message, message
 
 
