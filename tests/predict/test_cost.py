@@ -83,6 +83,9 @@ def test_the_environment_variable_names_the_file_when_the_flag_does_not(tmp_path
         ("No Such GPU,1,1,,,\n", ["line 2, column gpu", "unknown GPU", "--gpu-specs"]),
         ("T4,1,1,,26/11/2026,\n", ["line 2, column date", "YYYY-MM-DD"]),
         ("T4,1,1\n", ["line 2: 3 fields where the header has 6"]),
+        ("T4,nan,1,,,\n", ["line 2, column usd_per_hour_low", "'nan' is not a number"]),
+        ("T4,1,inf,,,\n", ["line 2, column usd_per_hour_high", "'inf' is not a number"]),
+        ("T4,1e400,1e400,,,\n", ["line 2, column usd_per_hour_low", "'1e400' is not a number"]),
         ("T4,1,1,,,\nT4,2,2,,,\n", ["line 3, column gpu", "line 2 already"]),
         ("", ["no price rows"]),
     ],
@@ -270,3 +273,13 @@ def test_gpus_predicted_alike_are_a_tie_and_the_cheapest_of_them_is_the_fastest(
     # past the tolerance, the faster wins whatever it costs
     apart = cost.costs(fcn, [prediction("H100-SXM5-80GB", 0.0100), prediction("A100-SXM4-80GB", 0.0102)], 1000, "", {})
     assert apart.fastest().gpu == "H100-SXM5-80GB" and apart.tied_with() == []
+
+
+def test_a_price_file_saved_by_a_spreadsheet_with_a_byte_order_mark_is_read(tmp_path):
+    """Issue: a price file saved as "CSV UTF-8" by a spreadsheet starts with a BOM, and was refused with "unknown column
+    '\\ufeffgpu'"; its rows are read as any other file's (and a --gpu-specs file's alike, through gpus.read_text)."""
+    path = tmp_path / "prices.csv"
+    path.write_bytes(b"\xef\xbb\xbfgpu,usd_per_hour_low,usd_per_hour_high\r\nT4,0.3,0.4\r\n")
+    prices.use_prices(str(path))
+    t4 = prices.price(gpus.lookup("T4"))
+    assert (t4.low, t4.high, t4.user) == (0.3, 0.4, True)

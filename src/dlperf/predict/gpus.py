@@ -102,7 +102,7 @@ def use_specs(path: str | None) -> None:
 def read_text(path: str, where: str) -> str:
     """A user's CSV file as text; one that cannot be read is one UsageError starting with `where`."""
     try:
-        with open(path, encoding="utf-8", newline="") as f:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # -sig: a spreadsheet's "CSV UTF-8" starts with a BOM
             return f.read()
     except FileNotFoundError:
         raise UsageError(f"{where}: no such file") from None

@@ -6,6 +6,7 @@ file, the line and the column; a GPU the spec table lacks is one line too (add i
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass
@@ -117,7 +118,9 @@ def _dollars(cells: dict[str, str], column: str, at) -> float:
     try:
         value = float(text.removeprefix("$"))
     except ValueError:
-        raise UsageError(f"{at(column)}: {text!r} is not a number (US dollars per GPU-hour)") from None
-    if not 0 < value < float("inf"):
+        value = math.nan
+    if not math.isfinite(value):  # float() takes "nan", "inf" and 1e400 too
+        raise UsageError(f"{at(column)}: {text!r} is not a number (US dollars per GPU-hour)")
+    if not value > 0:
         raise UsageError(f"{at(column)}: {text} (a price must be above 0)")
     return value
