@@ -22,7 +22,6 @@ import importlib.util
 import inspect
 import re
 import sys
-import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -306,7 +305,14 @@ def whose(owner: Any) -> str | None:
 
 
 STANDARD, INSTALLED = "the standard library", "an installed package"
-_STANDARD_DIRS = frozenset(Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "platstdlib"))
+
+
+@functools.cache
+def _standard_dirs() -> frozenset[Path]:
+    """The standard library's folders; sysconfig is imported here, not at load (`dlperf --help` loads this module)."""
+    import sysconfig
+
+    return frozenset(Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "platstdlib"))
 
 
 def origin_of(module: Any, name: str) -> str | None:
@@ -321,7 +327,7 @@ def origin_of(module: Any, name: str) -> str | None:
     path = Path(file).resolve()
     if {"site-packages", "dist-packages"} & set(path.parts):
         return INSTALLED
-    return STANDARD if any(path.is_relative_to(d) for d in _STANDARD_DIRS) else None
+    return STANDARD if any(path.is_relative_to(d) for d in _standard_dirs()) else None
 
 
 def uses_dlperf(owner: Any, module: Any) -> bool:
