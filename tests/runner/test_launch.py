@@ -233,3 +233,25 @@ def test_a_suspended_childs_pause_is_not_counted_against_its_timeout(tmp_path, m
     script = "import time; time.sleep(1.5)"
     result = run_child([sys.executable, "-c", script], dict(os.environ), 1.0, tmp_path, poll=pause)
     assert not result.timed_out and result.returncode == 0
+
+
+@pytest.mark.parametrize(("died", "code", "orphaned"), [(True, -9, True), (False, -9, False), (True, 0, False)])
+def test_a_forked_child_killed_with_its_warm_parent_is_told_from_one_killed_alone(tmp_path, died, code, orphaned):
+    """Its process group's SIGKILL came from its parent's death (`WarmParent.exit_code`), not from the cell:
+    `unsuspended` launches it again."""
+
+    class Forked:
+        pid, returncode = os.getpid(), code
+
+        def wait(self, timeout=None):
+            return code
+
+    class Parent:
+        def __init__(self):
+            self.died = died
+
+        def spawn(self, module, args, env, log_dir, gpu=False):
+            return Forked()
+
+    child = run_child([sys.executable, "-m", "dlperf.worker.cell"], {}, 60, tmp_path, parent=Parent())
+    assert child.started == "warm" and child.orphaned is orphaned

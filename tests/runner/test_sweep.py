@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -375,6 +376,37 @@ def test_a_workload_whose_loss_is_nan_is_timed_marked_and_its_modes_not_checked(
     assert bf16["loss_ok"] is None and bf16["loss_reason"] == "not checked: the fp32 reference's loss is nan at step 1"
 
 
+class Process(str):
+    """A launch as `unsuspended` reads it: not killed with a warm parent."""
+
+    child = SimpleNamespace(orphaned=False)
+
+
+def test_a_process_killed_with_its_warm_parent_is_launched_again_once_and_the_cell_says_so():
+    """The warm parent a cell's process was forked from died while it ran (killed, or out of memory): its process
+    died with it (PR_SET_PDEATHSIG), and the cell was stored failed, 'worker killed by SIGKILL (sent by a process)',
+    which --resume never measures again. It is launched again, once."""
+    from dlperf.runner import sweep
+
+    def launches(orphaned: int):
+        made, discarded = [], []
+
+        def start():
+            made.append(SimpleNamespace(child=SimpleNamespace(orphaned=len(made) < orphaned), n=len(made) + 1))
+            return made[-1]
+
+        return start, discarded
+
+    start, discarded = launches(1)
+    launched, notes = sweep.unsuspended(start, discard=discarded.append)
+    assert launched.n == 2 and [d.n for d in discarded] == [1]
+    assert notes == ["measured again: its first process was killed with the warm parent it was forked from, which "
+                     "died while it ran"]  # fmt: skip
+    start, _ = launches(2)  # its parent died twice: the machine's doing, kept as it ended
+    launched, notes = sweep.unsuspended(start)
+    assert launched.n == 2 and launched.child.orphaned and len(notes) == 1
+
+
 def test_a_process_suspended_while_it_ran_is_launched_again_and_the_cell_says_so(monkeypatch):
     """Ctrl-Z while a cell's process ran (`lifeline.suspend` counts it): its times hold the pause, so it is launched
     again; a job of several nodes, whose other nodes ran on, is kept and noted instead."""
@@ -390,7 +422,7 @@ def test_a_process_suspended_while_it_ran_is_launched_again_and_the_cell_says_so
             made.append(len(made) + 1)
             if len(made) <= suspended:  # Ctrl-Z, then fg, while this one ran
                 count["n"], count["s"] = count["n"] + 1, count["s"] + 2.5
-            return f"process {made[-1]}"
+            return Process(f"process {made[-1]}")
 
         return start
 

@@ -57,6 +57,7 @@ class ChildResult:
     started: str = "cold"  # "warm": forked from a warm parent (`runner/warm.py`); "cold": a fresh interpreter
     cold_because: str | None = None  # why a cell's child started cold
     oom_kills: int | None = None  # the kernel's out-of-memory kills while it ran (`system.oom_kills`); None: unknown
+    orphaned: bool = False  # killed with the warm parent it was forked from, which died while it ran
 
     @property
     def crashed_reason(self) -> str | None:
@@ -158,6 +159,8 @@ def run_child(
     # any failure: a job's agent (torchrun) exits 1 where one of its ranks was killed (`collect.ddp_measurement` says
     # that rank's death with the count)
     oom_after = system.oom_kills() if proc.returncode != 0 else None
+    forked = parent is not None and cold_because is None
+    orphaned = forked and parent.died and proc.returncode == -signal.SIGKILL  # as `WarmParent.exit_code` says it
     return ChildResult(
         None if timed_out else proc.returncode,
         timed_out,
@@ -168,6 +171,7 @@ def run_child(
         "cold" if cold_because is not None or parent is None else "warm",
         cold_because,
         None if oom_before is None or oom_after is None else oom_after - oom_before,
+        orphaned,
     )
 
 
@@ -274,25 +278,34 @@ def unsuspended(
     """The process `start` launches, and the notes on it. One suspended while it ran (Ctrl-Z: dlperf stopped it with
     itself, `lifeline.suspend`) timed the pause into whatever it was doing, so it is launched again, and said so
     (`did` again), what it left given to `discard`; where it cannot be alone (`again` False: a job of several nodes,
-    whose other nodes ran on), it is kept, noted."""
-    retimed, paused_s = 0, 0.0
+    whose other nodes ran on), it is kept, noted. One killed with the warm parent it was forked from (`orphaned`: the
+    parent died, not the cell) is launched again once, from a parent started anew or cold."""
+    retimed, paused_s, orphans = 0, 0.0, []
     while True:
         count, seconds = lifeline.paused()
         launched = start()
+        if launched.child.orphaned and not orphans:
+            orphans.append(f"{did} again: its first process was killed with the warm parent it was forked from, which "
+                           "died while it ran")  # fmt: skip
+            discard(launched)
+            continue
         if lifeline.paused()[0] == count:
             break
         paused_s += lifeline.paused()[1] - seconds
         if not again:
-            return launched, [f"suspended (Ctrl-Z) for {paused_s:.1f} s while it ran: its times include the pause"]
+            return launched, [
+                *orphans,
+                f"suspended (Ctrl-Z) for {paused_s:.1f} s while it ran: its times include the pause",
+            ]
         discard(launched)
         retimed += 1
     if not retimed:
-        return launched, []
+        return launched, orphans
     if retimed == 1:
         said = f"1 process suspended (Ctrl-Z) for {paused_s:.1f} s while it ran was left out"
     else:
         said = f"{retimed} processes suspended (Ctrl-Z) while they ran, {paused_s:.1f} s in all, were left out"
-    return launched, [f"{did} again: {said}"]
+    return launched, [*orphans, f"{did} again: {said}"]
 
 
 def events_by_rank(tmpdir: Path, distributed: bool) -> dict[int, list[Event]]:
