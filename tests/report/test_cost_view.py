@@ -61,3 +61,13 @@ def test_no_command_is_suggested_that_cannot_run_on_this_machine():
     assert "`" not in runs and "none can be measured here" in runs and "85.0 GiB" in runs and "16.0 GiB" in runs
     fits = view.how_to_measure(big, "dlperf.db", need_bytes=2 * GIB, have_bytes=16 * GIB)
     assert "`dlperf crossover resnet-50 --batches 1024` measures one" in fits
+
+
+def test_a_slow_steps_samples_a_second_keep_three_figures():
+    """Issue: lm-1.3b at batch 8 on an A100 (fp32, 5.40 s a step) read "1" sample/s, and the H100's 1.71 s "5": the
+    column said 1 against 5 where the steps differ 3.2 times; below 100 a rate keeps three significant figures."""
+    x = cost.costs(RESNET, [prediction("A100-SXM4-80GB", 5.40, batch=8), prediction("T4", 0.01)], 1000, "", {})
+    (slow, fast) = view.rows(x)
+    assert slow[3] == "1.48" and fast[3] == "1,600"
+    assert [view.rate(v) for v in (0.05, 4.678, 27.71, 99.94, 100.4, 12345.6)] == [
+        "0.05", "4.68", "27.7", "99.9", "100", "12,346"]  # fmt: skip

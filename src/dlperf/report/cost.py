@@ -27,6 +27,12 @@ def span(pair: tuple[float, float] | None) -> str:
     return usd(low) if usd(low) == usd(high) else f"{usd(low)}-{usd(high)}"
 
 
+def rate(value: float) -> str:
+    """Samples a second: whole from 100 up, three significant figures below (a 1.3B LM's 1.48 and 4.68 a second, not
+    "1" and "5")."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def wall(value: float) -> str:
     return seconds(value) if value < 90 else duration(value)
 
@@ -35,7 +41,7 @@ def rows(x) -> list[list[str]]:
     out = []
     for r in x.rows:
         price = None if r.price is None else (r.price.low, r.price.high)
-        out.append([r.gpu, r.mode, seconds(r.step_s), f"{r.samples_per_s:,.0f}", wall(r.time_s), span(r.cost()),
+        out.append([r.gpu, r.mode, seconds(r.step_s), rate(r.samples_per_s), wall(r.time_s), span(r.cost()),
                     span(r.per_million()), span(price), r.why.split(":")[0]])  # fmt: skip
     return out
 
