@@ -33,10 +33,10 @@ from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec
-from dlperf.store import Store, spill
+from dlperf.store import Store, now, spill
 from dlperf.store.location import check_path, db_said_as, given_db, resume_command
 from dlperf.store.records import RunRecord
-from dlperf.store.state import made_by, run_state, search_of
+from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.user import changed_sources
 
@@ -82,7 +82,7 @@ def run(
             `repeats`, `timeout`, `compile_timeout`, `compile_at_once`, `pin`, `loss_check`, `profile`, `predict`,
             `max_memory`, `campaign`. A bad value raises UsageError naming its flag, before anything runs.
     """
-    db, warn = given_db(db), warn or warn_stderr
+    db, warn, began = given_db(db), warn or warn_stderr, now()
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)
     if spec.profile and spec.trace_dir is None:  # beside the database
@@ -91,7 +91,8 @@ def run(
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
-    for warning in [*plan.warnings, *kept_measurements(db, store), *left_alike(db, store, spec, plan.env)]:
+    said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env), *began_beside(db, store, began)]
+    for warning in [*plan.warnings, *said]:
         warn(warning)
     if store is None:
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
@@ -143,6 +144,17 @@ def kept_measurements(db: str, store: Store | None = None) -> list[str]:
         but = f", not the {gone} of runs no longer in it (a store made before at this path), which it leaves"
     return [f"{', '.join(map(str, where))} {keep} measurements the store refused ({runs}); "
             f"`{resume_command(db)}` stores those of the latest unfinished run{but}"]  # fmt: skip
+
+
+def began_beside(db: str, store: Store | None, began: str) -> list[str]:
+    """The runs another process of this host began measuring in `db` while this one was planned (since `began`):
+    the check before planning (`commands.common.warn_if_measured`) could not see them, so two sweeps started together
+    each timed the other's load unwarned."""
+    if store is None:
+        return []
+    return [f"run {run_id} of {db} began beside this one while it was planned ({holder.describe()}): the two runs "
+            "share the CPU, and their timings disturb each other"
+            for run_id, holder in measured_here(store).items() if holder.since >= began]  # fmt: skip
 
 
 def left_alike(db: str, store: Store | None, spec: RunSpec, env: dict) -> list[str]:

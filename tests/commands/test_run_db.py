@@ -50,6 +50,29 @@ def test_a_sweep_started_beside_a_run_being_measured_warns_in_one_line_and_goes_
     assert "warning" not in quiet.stderr
 
 
+def test_a_run_begun_beside_a_sweep_while_it_was_planned_is_said_once_it_is_planned(tmp_path):
+    """Two `dlperf run` started together on one store: each looked for a run being measured before planning, when
+    neither had stored its run yet, so neither said the other timed its load. What began while it planned is said
+    after (`api.began_beside`); what was there before, the check before planning says."""
+    from dlperf import api
+    from dlperf.store import now
+
+    db = tmp_path / "b.db"
+    store = Store.open(db, create=True)
+    try:
+        began = now()
+        store.create_run({}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], [cell()])  # leased to this process
+        pid = store.measured_by(1).pid
+        assert api.began_beside(str(db), store, began) == [
+            f"run 1 of {db} began beside this one while it was planned (pid {pid} on {store.measured_by(1).host}): "
+            "the two runs share the CPU, and their timings disturb each other"
+        ]
+        assert api.began_beside(str(db), store, "9999-01-01T00:00:00+00:00") == []  # there before: said already
+        assert api.began_beside(str(db), None, began) == []  # a dry run stores nothing
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize(
     "args",
     [("optimize", "tiny-fcn-r", "--device", "cuda:3"), ("crossover", "no-such-net"), ("advise", "no-such-net"),
