@@ -119,7 +119,7 @@ def test_the_crossover_rests_on_the_cpu_step_the_screen_gives():
     crossover = next(line for line in lines if line.startswith("Crossover"))
     assert f"{mine / 0.01:.1f} times faster than this CPU" in fastest
     assert f"T4 {mine / 0.01:.1f}x" in crossover and f"{mine * 1.8 / 0.01:.1f}x" not in crossover
-    assert f"faster than this CPU's step above (fp32, {format.seconds(mine)}) there" in crossover
+    assert f"faster in fp32 than this CPU's step above (fp32, {format.seconds(mine)}) there" in crossover
     said = view.to_json(a)["crossover"]
     assert said["gpu_speedup"] == {"T4": mine / 0.01} and said["cpu_step_s"] == mine
 
@@ -137,3 +137,20 @@ def test_a_gpu_asked_that_fits_but_has_no_price_is_named_not_dropped_from_the_ra
     alone = view.price_note(answer([prediction("V100-SXM2-16GB", 0.03, "fp16")]).costs)
     assert alone == ("prices: no price for V100-SXM2-16GB: predicted, but not ranked by cost (--prices FILE.csv gives "
                      "one)")  # fmt: skip
+
+
+def test_the_crossover_names_the_mode_its_gpus_are_predicted_in():
+    """Issue: advise resnet-50 --batch 64 said "Fastest GPU (predicted): RTX 4090 (bf16): ..., 911.3 times faster than
+    this CPU", then "Crossover ...: RTX 4090 500.4x": the crossover's GPUs are predicted in fp32, which it did not say,
+    so one screen gave one GPU two speed-ups with no word of why."""
+    from dlperf.report.crossover import Crossover, Row
+
+    a = answer([prediction("RTX 4090", 0.01, "bf16")])
+    cpu = SimpleNamespace(median_s=a.costs.cpu.step_s, threads=1)
+    a.crossover = Crossover(1, CNN.name, "fp32", CNN.batch, ["RTX 4090"], [Row(CNN.batch, cpu, {
+        "RTX 4090": SimpleNamespace(step_s=0.02)})])  # fmt: skip
+    crossover = next(line for line in view.lines(a) if line.startswith("Crossover"))
+    assert "1 of 1 GPUs predicted faster in fp32 than this CPU's step above (fp32, " in crossover
+    a.crossover.rows[0].gpus["RTX 4090"] = SimpleNamespace(step_s=1e3)  # slower than the CPU
+    crossover = next(line for line in view.lines(a) if line.startswith("Crossover"))
+    assert "no GPU is predicted faster in fp32 than this CPU's step above (fp32, " in crossover

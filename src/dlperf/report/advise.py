@@ -100,7 +100,8 @@ def _versus(r, cpu) -> str:
 
 
 def _crossover(x, asked: str, cpu=None) -> str:
-    """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is;
+    """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is,
+    the GPUs' mode named (the crossover's, fp32, where the Fastest line's GPU may be in bf16: two speed-ups);
     `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests; `cpu`: the
     CPU line's step (`speedups`)."""
     if x is None or not x.rows:
@@ -117,10 +118,10 @@ def _crossover(x, asked: str, cpu=None) -> str:
     if faster:
         said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
         more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
-        return (f"a GPU pays at your batch {row.batch}: {len(faster)} of {len(ratios)} GPUs predicted faster than "
-                f"{mine} there: {said}{more}" + tail)  # fmt: skip
+        return (f"a GPU pays at your batch {row.batch}: {len(faster)} of {len(ratios)} GPUs predicted faster in "
+                f"{x.mode} than {mine} there: {said}{more}" + tail)  # fmt: skip
     best = max(ratios, key=ratios.get)
-    return (f"no GPU is predicted faster than {mine} at your batch {row.batch}: the closest, "
+    return (f"no GPU is predicted faster in {x.mode} than {mine} at your batch {row.batch}: the closest, "
             f"{best}, is {1 / ratios[best]:.1f} times slower; a larger batch may pay" + tail)  # fmt: skip
 
 
