@@ -71,3 +71,16 @@ def test_a_slow_steps_samples_a_second_keep_three_figures():
     assert slow[3] == "1.48" and fast[3] == "1,600"
     assert [view.rate(v) for v in (0.05, 4.678, 27.71, 99.94, 100.4, 12345.6)] == [
         "0.05", "4.68", "27.7", "99.9", "100", "12,346"]  # fmt: skip
+
+
+def test_the_day_the_shipped_prices_were_read_is_said():
+    """Issue: predict --cost named the price file but not when its prices were read (advise names it for the GPUs it
+    picks): a person renting now cannot tell how old $0.590-$0.810 is without opening the file."""
+    from dlperf.predict import gpus, prices
+
+    x = cost.costs(RESNET, [prediction("T4", 0.1), prediction("H100-SXM5-80GB", 0.01)], 1000, "", {})
+    first = view.notes(x)[0]
+    read = {prices.price(gpus.lookup(n)).date for n in ("T4", "H100-SXM5-80GB")}
+    assert len(read) == 1 and f"the lowest and highest seen, read {read.pop()} (src/dlperf/data/gpu_prices.csv" in first
+    unpriced = cost.costs(RESNET, [prediction("GTX 1080", 0.1)], 1000, "", {})
+    assert "the lowest and highest seen (src/dlperf/data/gpu_prices.csv" in view.notes(unpriced)[0]

@@ -155,11 +155,12 @@ def _default_batch(name: str) -> int | None:
 
 
 def notes(x) -> list[str]:
-    """Where each price comes from, and that the GPU figures are predicted."""
+    """Where each price comes from and when the shipped ones were read, and that the GPU figures are predicted."""
+    read = sorted({r.price.date for r in x.rows + x.left_out if r.price and not r.price.user and r.price.date})
     out = [
         "GPU times are predicted (dlperf predict), this CPU's measured; prices are on-demand US dollars per GPU-hour, "
-        "the lowest and highest seen (src/dlperf/data/gpu_prices.csv: sources, regions, dates; --prices FILE.csv or "
-        "$DLPERF_PRICES gives yours)"
+        f"the lowest and highest seen{', read ' + ', '.join(read) if read else ''} (src/dlperf/data/gpu_prices.csv: "
+        "sources, regions, dates; --prices FILE.csv or $DLPERF_PRICES gives yours)"
     ]
     seen = set()
     for r in x.rows + x.left_out:
