@@ -56,9 +56,17 @@ def run(args) -> int:
     if not chosen:
         raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: {why_none}")
     with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it
-        figures.save(chosen, tmp, dpi=args.dpi)
+        figures.save(chosen, tmp, dpi=args.dpi, where=where(data.runs))
     print(f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")
     return warn_unreadable(data.unreadable, "the charts") or ExitCode.OK
+
+
+def where(runs: list) -> str:
+    """The file's heading: "run 3 on vm · AMD EPYC", each machine of the runs once, for a figure shown on its own."""
+    from dlperf.report.run_list import machine
+
+    machines = "; ".join(dict.fromkeys(machine(r) for r in runs))
+    return f"{named('run', (r.id for r in runs))} on {machines}"
 
 
 def workload_list(text: str) -> list[str]:

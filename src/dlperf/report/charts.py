@@ -229,12 +229,20 @@ def variants(cells: list[CellRecord]) -> list[Chart]:
         dims = " and ".join(shown) or "variant"
         charts.append(
             doubted(Chart(
-                f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", "", "seconds per mini-batch",
+                f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", column_axis(columns),
+                "seconds per mini-batch",
                 series, categories=columns, log_y=_spread([c.median_s for c in group]) >= 20,
                 caption="median step time per column (error bars: interquartile range of the steps)",
             ))
         )  # fmt: skip
     return charts
+
+
+def column_axis(columns: list[str]) -> str:
+    """The axis of columns named: what `cpu:2` means, and the other kinds of column where there are some."""
+    if all(c.startswith("cpu:") for c in columns):
+        return "CPU threads (cpu:N)"
+    return "device (cpu:N: N CPU threads)"
 
 
 def _vs_baseline(cell: CellRecord, group: list[CellRecord]) -> str:
@@ -282,7 +290,7 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
     if not series:
         return None
     return doubted(Chart(
-        "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "", "speed-up (x)",
+        "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "workload", "speed-up (x)",
         list(series.values()), categories=categories, log_y=True,
         caption="best CPU median / GPU median, per workload",
     ), f"from {FEW}")  # fmt: skip

@@ -103,10 +103,10 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
             handlelength=1.2,
             columnspacing=1.0,
         )  # above the bars, in the categories' order
-    elif len(handles) > 1 and chart.kind in ("bars", "columns", "hbars"):
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars, never over them
-    elif len(handles) > 1:
-        ax.legend(handles=handles, loc="best")
+    elif handles and (len(handles) > 1 or chart.kind != "lines"):
+        # beside the axes, never over the data (inside, ten lines' entries hid the fastest); a bar chart's one series
+        # named too: the GPU of a speed-up's bars is said only there
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def _handles(ax, chart: Chart, colors: dict) -> list:
@@ -300,8 +300,9 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
     return text, len(tips)
 
 
-def save(charts: list[Chart], path: str | Path, dpi: int = 150) -> None:
-    """One file with every chart, in a grid of two columns when there are several: for papers and slides."""
+def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "") -> None:
+    """One file with every chart, in a grid of two columns when there are several: for papers and slides. `where`,
+    the machine and run the figures come from, heads the file: a chart's own title says only what it shows."""
     plt = _pyplot()
     fmt = Path(path).suffix.lstrip(".").lower()
     if fmt not in FORMATS:
@@ -318,6 +319,8 @@ def save(charts: list[Chart], path: str | Path, dpi: int = 150) -> None:
                 draw(ax, chart, colors)
             for ax in list(axes.flat)[len(charts) :]:
                 ax.set_visible(False)
+            if where:
+                fig.suptitle(where, x=0.01, ha="left", fontsize=STYLE["font.size"], color="dimgrey")
             fig.savefig(path, format=fmt, dpi=dpi, metadata={"Date": None} if fmt in ("svg", "pdf") else None)
         finally:
             plt.close(fig)

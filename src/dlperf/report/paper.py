@@ -220,7 +220,7 @@ def chart(rows: list[Row]) -> Chart:
                 text = f"{name}: {seconds(theirs.seconds)}\n{theirs.tool}, {theirs.where}\n{CITATION}"
                 series[name].points.append(Point(r.network, theirs.seconds, tip=text))
     return doubted(Chart(
-        "paper", "bars", "This machine against Shi et al. (2016)", "", "seconds per mini-batch (fp32)",
+        "paper", "bars", "This machine against Shi et al. (2016)", "network", "seconds per mini-batch (fp32)",
         [s for s in series.values() if s.points], categories=[r.network for r in rows], log_y=True,
         caption=f"fastest reliable fp32 cell here against the fastest tool and configuration in {CITATION}",
     ), DISTURBED)  # fmt: skip

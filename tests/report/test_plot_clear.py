@@ -1,0 +1,69 @@
+"""What makes a drawn chart readable on its own: where it was measured, each axis named, the legend beside the data
+and never over it, and every series named, a lone one too. Checked on the figure objects, not on pixels."""
+
+import pytest
+
+from conftest import dlperf, make_cell
+from dlperf.report import charts, figures, paper
+from dlperf.report.charts import Chart, Point, Series
+
+
+@pytest.fixture
+def plt():
+    plt = figures._pyplot()
+    yield plt
+    plt.close("all")
+
+
+def cell(threads=1, mode="fp32", device="cpu", median=1.0, workload="fcn-r", batch=1024):
+    return make_cell(workload, "torch", device, threads, mode, batch=batch, median_s=median, iqr_s=0.1 * median,
+                     n=30, processes=1, run_id=1, q1_s=0.95 * median, q3_s=1.05 * median,
+                     workload_spec={"batch": batch, "paper": "FCN-R"})  # fmt: skip
+
+
+def drawn(plt, chart: Chart):
+    with plt.rc_context(figures.STYLE):
+        fig, ax = plt.subplots(figsize=figures._size(chart), layout="constrained")
+        figures.draw(ax, chart, figures.palette([chart]))
+        fig.canvas.draw()
+    return ax
+
+
+def test_ten_lines_legend_stands_beside_the_axes_not_over_them(plt):
+    """Inside the axes ("best"), ten series' entries covered the fastest lines at the lower left."""
+    labels = [f"torch mode{i}" for i in range(10)]
+    series = [Series(label, [Point(t, (1 + i) / t) for t in (1, 2, 4, 8)]) for i, label in enumerate(labels)]
+    ax = drawn(plt, Chart("scaling-x", "lines", "x: thread scaling", "CPU threads", "seconds", series))
+    legend, box = ax.get_legend(), ax.get_window_extent()
+    assert [t.get_text() for t in legend.get_texts()] == labels
+    assert legend.get_window_extent().x0 >= box.x1 - 1  # right of the axes, overlapping none of the data
+
+
+def test_a_lone_series_of_bars_is_named(plt):
+    """The GPU speed-up of one GPU drew one bar and no legend: which GPU it was said nowhere on the figure."""
+    chart = charts.gpu_speedup([cell(threads=1), cell(threads=2, median=0.6), cell(device="cuda", median=0.01)])
+    ax = drawn(plt, chart)
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["torch fp32 cuda"]
+    assert ax.get_xlabel() == "workload" and ax.get_ylabel() == "speed-up (x)"
+
+
+def test_a_single_line_needs_no_legend(plt):
+    chart = Chart("x", "lines", "t", "CPU threads", "seconds", [Series("torch fp32", [Point(1, 1.0), Point(2, 0.5)])])
+    assert drawn(plt, chart).get_legend() is None  # the title says the workload; nothing to tell apart
+
+
+def test_the_category_axes_are_named():
+    """The variants' bars stood over cpu:1, cpu:2 with nothing to say those are thread counts; the paper's over
+    its networks with no axis label."""
+    [cpu] = charts.variants([cell(threads=t, mode=m) for t in (1, 2) for m in ("fp32", "bf16")])
+    assert cpu.xlabel == "CPU threads (cpu:N)"
+    [mixed] = charts.variants([cell(mode=m) for m in ("fp32", "bf16")] + [cell(device="cuda", median=0.1)])
+    assert mixed.xlabel == "device (cpu:N: N CPU threads)"
+    assert paper.chart(paper.compare([cell()])[0]).xlabel == "network"
+
+
+def test_plot_heads_its_file_with_the_run_and_the_machine(tmp_path, report_db):
+    """A PNG shown on a slide said what each chart was, never where it was measured."""
+    out = tmp_path / "s.svg"
+    assert dlperf("plot", "scaling", "-o", str(out), db=report_db).returncode == 0
+    assert "run 1 on testhost · Test CPU &lt;v2&gt; · Test GPU" in out.read_text()
