@@ -67,3 +67,17 @@ def test_plot_heads_its_file_with_the_run_and_the_machine(tmp_path, report_db):
     out = tmp_path / "s.svg"
     assert dlperf("plot", "scaling", "-o", str(out), db=report_db).returncode == 0
     assert "run 1 on testhost · Test CPU &lt;v2&gt; · Test GPU" in out.read_text()
+
+
+def test_a_crossover_plot_is_headed_by_its_run_and_machine(tmp_path):
+    from dlperf.commands.crossover import plot
+    from dlperf.report import crossover
+    from dlperf.report.run_list import machine
+    from report.test_crossover import crossover_run
+
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003})
+    [answer] = crossover.read(store, [run_id])
+    where = f"run {run_id} on {machine(store.run(run_id))}"
+    store.close()
+    plot(answer, str(tmp_path / "x.svg"), str(tmp_path / "d.db"), run_id)
+    assert where in (tmp_path / "x.svg").read_text() and " · " in where

@@ -106,14 +106,26 @@ def run(args) -> int:
     else:
         print_answer(result.answer, result.notes, result.run_id)
     if args.plot and result.answer is not None:
-        from dlperf.report import figures
-        from dlperf.report.crossover import chart
-
-        figures.save([chart(result.answer)], args.plot)
+        plot(result.answer, args.plot, db, result.run_id)
         print(f"wrote {args.plot}")
     if result.exit_code == ExitCode.INTERRUPTED:
         say_interrupted_crossover(result, db)
     return result.exit_code
+
+
+def plot(answer, path: str, db: str, run_id: int) -> None:
+    """The answer's chart, headed by the run and the machine the CPU was measured on (`dlperf plot`'s heading)."""
+    from dlperf.commands.plot import where
+    from dlperf.report import figures
+    from dlperf.report.crossover import chart
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        heading = where([store.run(run_id)])
+    finally:
+        store.close()
+    figures.save([chart(answer)], path, where=heading)
 
 
 def say_interrupted_crossover(result, db: str) -> None:
