@@ -89,9 +89,9 @@ def test_bus_bandwidth_is_the_algorithm_bandwidth_times_2_n_minus_1_over_n(world
 
 def test_torchrun_command_standalone_and_multi_node():
     one = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.comm", ["t.json", "r.json"])
-    assert one[:3] == ["py", "-m", "torch.distributed.run"]
+    assert one[:4] == ["py", "-P", "-m", "torch.distributed.run"]
     assert {"--nproc-per-node=2", "--max-restarts=0", "--standalone"} <= set(one)
-    assert one[-4:] == ["-m", "dlperf.worker.comm", "t.json", "r.json"]
+    assert one[-5:] == ["-P", "-m", "dlperf.worker.comm", "t.json", "r.json"]
     assert not [a for a in one if a.startswith("--rdzv")]
     rdzv = Rendezvous(2, 1, "10.0.0.1:29400", join_timeout_s=20)
     two = torchrun_command("py", 4, rdzv, "job", "m", [])

@@ -46,9 +46,9 @@ def test_the_protocol_sets_the_total_batch():
 
 def test_torchrun_command_never_restarts_and_meets_where_told():
     single = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.ddp", ["t.json", "r"])
-    assert single[:3] == ["py", "-m", "torch.distributed.run"] and "--standalone" in single
+    assert single[:4] == ["py", "-P", "-m", "torch.distributed.run"] and "--standalone" in single
     assert "--nproc-per-node=2" in single and "--max-restarts=0" in single
-    assert single[-4:] == ["-m", "dlperf.worker.ddp", "t.json", "r"]
+    assert single[-8:] == ["--no-python", "py", "-u", "-P", "-m", "dlperf.worker.ddp", "t.json", "r"]
     multi = torchrun_command("py", 1, Rendezvous(2, 1, "10.0.0.1:29400", 30), "job", "m", [])
     for flag in ("--nnodes=2", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400",
                  "--rdzv-id=job", "--rdzv-conf=join_timeout=30"):  # fmt: skip

@@ -26,7 +26,7 @@ from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
 from dlperf.protocol import LIFELINE, CellTask, Event, Task, decode, read_events, write_task
 from dlperf.runner import lifeline, warm
-from dlperf.runner.distributed import spawn_command, torchrun_command
+from dlperf.runner.distributed import python_module, spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
@@ -36,14 +36,14 @@ EVENTS = "events.jsonl"
 
 def child_command(python: str, task: Task, task_file: str, events: str, nproc: int = 1,
                   rdzv: Rendezvous | None = None, job_id: str = "") -> list[str]:  # fmt: skip
-    """`python -m <the task's worker> TASK EVENTS`, or for a distributed task the torchrun command that starts
-    `nproc` of them on this node."""
+    """`python -P -m <the task's worker> TASK EVENTS` (`distributed.python_module`), or for a distributed task the
+    torchrun command that starts `nproc` of them on this node."""
     if task.SPAWNED:  # the spawner arms its own lifeline, first thing
         return spawn_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
     if task.DISTRIBUTED:  # torchrun's agent, too, dies with dlperf: started through the lifeline module
         torchrun = torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
-        return [python, "-m", LIFELINE, *torchrun[2:]]
-    return [python, "-m", task.WORKER, task_file, events]
+        return [*python_module(python, LIFELINE), *torchrun[3:]]  # python -P -m: torch.distributed.run ...
+    return [*python_module(python, task.WORKER), task_file, events]
 
 
 @dataclass
@@ -136,7 +136,7 @@ def run_child(
 ) -> ChildResult:
     """Run `cmd` in its own session with a timeout. `poll` is called a few times a second (progress display);
     so is `limit`, which returns a reason to stop the child early (e.g. a compile timeout) or None. With a warm
-    `parent`, the child (`python -m MODULE ARGS`) is forked from it; where it cannot fork, the child starts cold,
+    `parent`, the child (`python -P -m MODULE ARGS`) is forked from it; where it cannot fork, the child starts cold,
     saying why.
 
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
@@ -144,7 +144,8 @@ def run_child(
     proc, cold_because = None, None
     if parent is not None:
         try:
-            proc = parent.spawn(cmd[2], cmd[3:], env, log_dir, gpu)
+            module = cmd.index("-m") + 1  # python -P -m MODULE ARGS
+            proc = parent.spawn(cmd[module], cmd[module + 1 :], env, log_dir, gpu)
         except warm.WarmFailed as exc:
             cold_because = str(exc)
     if proc is None:

@@ -58,6 +58,7 @@ from dlperf.frameworks.common import capabilities
 from dlperf.measure.system import THREAD_COUNT_VARS
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, Cell, CellTask, ProfileTask, Task
 from dlperf.runner import lifeline
+from dlperf.runner.distributed import python_module
 from dlperf.runner.environ import cache_env, child_env
 
 OFF_VAR = "DLPERF_NO_WARM"
@@ -158,8 +159,9 @@ class WarmParent:
         with tempfile.TemporaryFile() as errors:
             try:
                 self.proc = subprocess.Popen(
-                    [self.python, "-m", ZYGOTE, self.framework], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=errors, env=env, start_new_session=True, preexec_fn=lifeline.before_exec(),
+                    [*python_module(self.python, ZYGOTE), self.framework], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=errors, env=env, start_new_session=True,
+                    preexec_fn=lifeline.before_exec(),
                 )  # fmt: skip
             except OSError as exc:
                 self._end(f"the warm parent could not start: {exc}")

@@ -173,7 +173,7 @@ def main(argv: list[str]) -> int:
     procs = {}
     for local in range(n):
         env = worker_env(dict(os.environ), workers, first + local, local, n)
-        procs[first + local] = subprocess.Popen([sys.executable, "-m", a.module, *a.args], env=env,
+        procs[first + local] = subprocess.Popen([sys.executable, "-P", "-m", a.module, *a.args], env=env,
                                                 stdin=subprocess.DEVNULL)  # fmt: skip
     return watch(procs, a.monitor_interval)
 

@@ -1,6 +1,6 @@
 """The warm parent (issue 34): a process that imports a framework once and forks each cell's child from that state.
 
-    python -m dlperf.worker.zygote FRAMEWORK     (started by `runner/warm.py`, never by hand)
+    python -P -m dlperf.worker.zygote FRAMEWORK     (started by `runner/warm.py`, never by hand)
 
 It imports the framework's backend and what its first step would import (`preload`), touches no device and runs no
 operator, so it holds one thread and no thread pool, and says so on its control pipe (`ready`), or why it cannot
@@ -14,7 +14,8 @@ reads requests, one JSON line each on standard input, and answers on standard ou
 Each child is a fresh process of its own from its first instruction after the fork: its own session (so the
 launcher stops its whole tree with one killpg), killed with this process (PR_SET_PDEATHSIG), its standard streams
 the cell's log files, the cell's working directory, and exactly the environment a cold child would have been given
-(set before anything reads it); then it runs the worker module's `main` as `python -m` would and ends with
+(set before anything reads it); then it runs the worker module's `main` as `python -P -m` would (sys.path as this
+process's, started so: no working directory first, `workloads/user.py` puts it last) and ends with
 `exit_now`. It sets its own thread counts and affinity as a cold child does (`worker/cell.py`), after the fork.
 The fork answers only once the child has its session, so the launcher can never signal a group that does not exist
 yet. End of input (dlperf closed the pipe, or died) kills every child still running, and this process ends.
@@ -147,8 +148,6 @@ class Zygote:
         try:
             module = importlib.import_module(request["module"])
             sys.argv = [module.__file__ or request["module"], *request["args"]]
-            if sys.path and request["cwd"]:
-                sys.path[0] = request["cwd"]  # what `python -m` puts first: the working directory
             code = module.main(sys.argv)
         except BaseException:
             traceback.print_exc()

@@ -20,6 +20,7 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable
@@ -228,7 +229,7 @@ def load_factory(source: str) -> Callable[[], Any]:
     """Import the factory named by `source`. Raises UsageError with one line on any failure."""
     target, attr = split_source(source)
     try:
-        module = _import_file(target) if target.endswith(".py") else importlib.import_module(target)
+        module = _import_file(target) if target.endswith(".py") else _import_module(target)
     except UsageError:
         raise
     except Exception as exc:
@@ -432,7 +433,25 @@ def factory_kwargs(factory: Callable[..., Any], source: str, data_dir: str | Non
     return {}
 
 
-def _import_file(path_text: str):
+def _import_module(target: str):
+    """The module `target` names, found on sys.path with the working directory last: dlperf's children start with
+    `python -P` (`runner/launch.py`), so a user's statistics.py there never replaces the standard library's for
+    dlperf's own imports, and is put back here for the user's `module:function`. A module of the working directory
+    named as one the standard library has already imported (`statistics:make`) is the user's, imported by its file."""
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.append(cwd)
+    module = importlib.import_module(target)
+    if "." in target or origin_of(module, target) != STANDARD:
+        return module
+    from importlib.machinery import PathFinder
+
+    mine = PathFinder.find_spec(target, [cwd])
+    found = mine is not None and mine.has_location and str(mine.origin).endswith(".py")
+    return _import_file(mine.origin, search=False) if found else module
+
+
+def _import_file(path_text: str, search: bool = True):
     path = Path(path_text)
     if not path.is_file():
         raise UsageError(f"no such file {path_text!r}")
@@ -442,6 +461,7 @@ def _import_file(path_text: str):
         raise UsageError(f"cannot import {path_text!r}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    sys.path.insert(0, str(path.parent))  # let the user's file import its neighbours
+    if search:
+        sys.path.insert(0, str(path.parent))  # let the user's file import its neighbours
     spec.loader.exec_module(module)
     return module

@@ -70,11 +70,11 @@ def test_a_multiworker_task_is_started_by_the_spawner_not_torchrun():
     the rendezvous of every node passed on."""
     task = MultiWorkerTask(cell=CELL, repeat=0, workload=BUILTIN["tiny-fcn-r"].to_json(), timer=TimerConfig())
     alone = child_command("/tf/python", task, "t.json", "e.jsonl", 2, Rendezvous(), "job")
-    assert alone == ["/tf/python", "-m", "dlperf.worker.spawn", "--nproc-per-node=2", "--monitor-interval=0.2",
+    assert alone == ["/tf/python", "-P", "-m", "dlperf.worker.spawn", "--nproc-per-node=2", "--monitor-interval=0.2",
                      "-m", "dlperf.worker.multiworker", "t.json", "e.jsonl"]  # fmt: skip
     rdzv = Rendezvous(2, 1, "10.0.0.1:29400", join_timeout_s=30)
     two = child_command("/tf/python", task, "t.json", "e.jsonl", 2, rdzv, "job")
-    assert "torch.distributed.run" not in two and two[:3] == ["/tf/python", "-m", "dlperf.worker.spawn"]
+    assert "torch.distributed.run" not in two and two[:4] == ["/tf/python", "-P", "-m", "dlperf.worker.spawn"]
     assert {"--nnodes=2", "--node-rank=1", "--rdzv-endpoint=10.0.0.1:29400", "--rdzv-id=job", "--join-timeout=30"} <= {
         *two
     }
