@@ -211,21 +211,28 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)
             warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")
         if aside := spill.aside(db, run.id, store.mark(run.id)):
-            warn_stderr(_left_aside(run, aside))
+            warn_stderr(_left_aside(run, aside, store.mark(run.id)))
         session.reopen()
         return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
     finally:
         store.close()
 
 
-def _left_aside(run: RunRecord, aside: dict[Path, list[spill.Kept]]) -> str:
+def _left_aside(run: RunRecord, aside: dict[Path, list[spill.Kept]], mark: dict[str, str]) -> str:
     """One line on the lines kept under the run's id that --resume did not take up: another run's of that id (a
-    store deleted and made again at the path), or an earlier dlperf's line that cannot show it is this run's."""
+    store deleted and made again at the path), or an earlier dlperf's unmarked line (`spill.belongs`): never a run
+    with a token's (`mark`: its dlperf marks every line it keeps), and a run without one's only where its process
+    started after the run did."""
     n = sum(map(len, aside.values()))
     theirs = sorted({k.run["started_at"] for lines in aside.values() for k in lines if k.run})
     whose = [f"another run {run.id}'s, started {', '.join(theirs)}"] if theirs else []
-    if any(k.run is None for lines in aside.values() for k in lines):
-        whose.append("an earlier dlperf's, whose process did not start after this run did")
+    unmarked = [k for lines in aside.values() for k in lines if k.run is None]
+    if unmarked and "token" in mark:
+        whose.append("an earlier dlperf's, unmarked (every line this run keeps carries its mark)")
+    elif unmarked:
+        untimed = any(not isinstance(k.measurement.detail.started_at, int | float) for k in unmarked)
+        unknown = " (or does not say when)" if untimed else ""
+        whose.append(f"an earlier dlperf's, whose process did not start after this run did{unknown}")
     return (
         f"left {n} measurement{'s' * (n != 1)} kept for a run {run.id} in {', '.join(map(str, aside))} where "
         f"{agreeing(n, 'it is', 'they are')}: not this run's (started {run.started_at}) but {' and '.join(whose)}"

@@ -76,7 +76,7 @@ def test_a_store_made_again_at_the_path_does_not_take_up_the_old_runs_kept_lines
         assert {p: [k.key for k in lines] for p, lines in spill.aside(db, 1, store.mark(1)).items()} == {
             kept: [PLAN[1].cell.key]
         }
-        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)))
+        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)), store.mark(1))
     finally:
         store.close()
     assert said == (f"left 1 measurement kept for a run 1 in {kept} where it is: not this run's (started "
@@ -137,11 +137,32 @@ def test_an_earlier_dlperfs_line_is_taken_up_only_where_its_process_started_afte
         assert "token" not in store.mark(1)
         assert sweep.take_up_kept(ctx) == 1 and store.done_repeats(1) == {(PLAN[0].cell.key, 0)}
         assert [k.measurement.detail.started_at for k in spill.kept(db, 1)] == [at - 3600, None]
-        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)))
+        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)), store.mark(1))
     finally:
         store.close()
     assert said.startswith(f"left 2 measurements kept for a run 1 in {spill.path_for(db)} where they are: not this ")
-    assert said.endswith("but an earlier dlperf's, whose process did not start after this run did")
+    assert said.endswith("but an earlier dlperf's, whose process did not start after this run did (or does not say "
+                         "when)")  # fmt: skip
+
+
+def test_a_run_with_a_token_leaves_an_earlier_dlperfs_line_and_says_why_by_its_mark(tmp_path, monkeypatch):
+    """A run begun with a token (schema 13) never takes an unmarked line, whenever its process started: it was said
+    to be left as one 'whose process did not start after this run did', though this one started after."""
+    db = tmp_path / "t.db"
+    start = "2026-12-02T09:00:00+00:00"
+    store, _ = a_run(db, start, monkeypatch)
+    store.set_run_status(1, "interrupted")
+    store.close()
+    old_line(db, PLAN[1].cell.key, datetime.fromisoformat(start).astimezone(UTC).timestamp() + 5)
+    store, ctx = resumed(db)
+    try:
+        assert "token" in store.mark(1) and sweep.take_up_kept(ctx) == 0
+        said = api._left_aside(store.run(1), spill.aside(db, 1, store.mark(1)), store.mark(1))
+    finally:
+        store.close()
+    assert said == (f"left 1 measurement kept for a run 1 in {spill.path_for(db)} where it is: not this run's "
+                    f"(started {start}) but an earlier dlperf's, unmarked (every line this run keeps carries its "
+                    "mark)")  # fmt: skip
 
 
 @pytest.mark.slow
