@@ -116,10 +116,13 @@ def test_svg_tags_every_point_and_keeps_hostile_names_as_text():
 
 def saved(tmp_path, suffix: str) -> Path:
     """Two charts saved side by side: fcn-r's thread scaling (two points) and the paper comparison (three bars)."""
-    charts_ = [*charts.scaling([cell(threads=1), cell(threads=2, median=0.5)]), paper.chart(paper.compare([cell()])[0])]
     out = tmp_path / f"fig.{suffix}"
-    figures.save(charts_, out)
+    figures.save(two_charts(), out)
     return out
+
+
+def two_charts() -> list[charts.Chart]:
+    return [*charts.scaling([cell(threads=1), cell(threads=2, median=0.5)]), paper.chart(paper.compare([cell()])[0])]
 
 
 SCALING_TEXT = {"fcn-r: thread scaling", "CPU threads", "seconds per mini-batch", "torch fp32", "ideal scaling"}
@@ -128,7 +131,9 @@ TAB10 = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728"]  # the palette's first colo
 
 
 def test_save_writes_a_png_with_each_chart_drawn(tmp_path):
-    assert_png_draws(saved(tmp_path, "png"), charts=2, colours=TAB10)  # 1920 x 600 at 150 dpi; a line and 3 bars
+    # each chart as wide as the widest (the chart of lines, its legend beside it) and 600 pixels high at 150 dpi
+    wide = round(150 * max(figures._size(c)[0] for c in two_charts()))
+    assert_png_draws(saved(tmp_path, "png"), charts=2, colours=TAB10, chart_px=(wide, 600))  # a line and 3 bars
 
 
 def test_save_writes_an_svg_with_each_charts_text_and_series(tmp_path):

@@ -39,6 +39,20 @@ def test_ten_lines_legend_stands_beside_the_axes_not_over_them(plt):
     assert legend.get_window_extent().x0 >= box.x1 - 1  # right of the axes, overlapping none of the data
 
 
+def test_a_long_legend_widens_the_figure_not_squeezes_the_axes(plt):
+    """A crossover's legend ('H100-SXM5-80GB predicted faster from 1024') beside its axes left them half the
+    figure: the figure grows by the legend's width, the axes keep theirs, and nothing is cut off at the edge."""
+    series = [
+        Series(f"{gpu}, predicted", [Point(b, 0.001 * b) for b in (1, 16, 256)]) for gpu in ("H100-SXM5-80GB", "T4")
+    ]
+    marks = {"H100-SXM5-80GB predicted faster from 1024": 256.0, "T4 predicted faster from 4096": 16.0}
+    ax = drawn(plt, Chart("crossover", "lines", "x: CPU against GPU", "batch size", "seconds per step", series,
+                          log_x=True, marks=marks))  # fmt: skip
+    fig = ax.get_figure()
+    assert ax.get_window_extent().width / fig.dpi >= 5.0
+    assert ax.get_legend().get_window_extent().x1 <= fig.bbox.x1
+
+
 def test_a_lone_series_of_bars_is_named(plt):
     """The GPU speed-up of one GPU drew one bar and no legend: which GPU it was said nowhere on the figure."""
     chart = charts.gpu_speedup([cell(threads=1), cell(threads=2, median=0.6), cell(device="cuda", median=0.01)])
