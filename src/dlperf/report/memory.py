@@ -77,7 +77,7 @@ def lines(found: dict, verdicts: dict) -> list[str]:
 
 def notes(found: dict) -> list[str]:
     mib = memory.OVERHEAD_BYTES / 2**20
-    return [
+    said = [
         "the parts: live tensor bytes of one steady step traced on fake tensors at the step's peak (gradients: those "
         "alive then; activations: the rest); predicted, never measured here",
         f"overhead (a rule fitted on an H100's CUDA allocator peaks, benchmarks/memory_fit.py): {mib:.0f} MiB + "
@@ -86,6 +86,11 @@ def notes(found: dict) -> list[str]:
         "largest batch: the step traced at the batches a search picks, until one that fits is followed by one that "
         "does not",
     ]
+    if gradless := [mode for mode, line in found.items() if not isinstance(line, str) and line.at.grads == 0]:
+        said.insert(1, f"gradients 0 B ({', '.join(gradless)}): the step peaks before any parameter's gradient is "
+                       "made (the last step's are freed as it starts, zero_grad(set_to_none=True)), so none is alive "
+                       "then")  # fmt: skip
+    return said
 
 
 def to_json(workload, found: dict, verdicts: dict) -> dict:
