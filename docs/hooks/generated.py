@@ -159,6 +159,11 @@ def plain(text: str) -> str:
 # what each column of `dlperf export` holds; tests/docs/test_reference.py checks every column has one, and no more
 EXPORT_COLUMNS = {
     "run_id": "the run the cell belongs to",
+    "hostname": "the host of the machine that measured the run (a merged store holds several)",
+    "cpu_model": "that machine's CPU model",
+    "cores": "the cores that machine let dlperf use",
+    "gpus": "that machine's GPUs, by name; empty without",
+    "dlperf_version": "the dlperf that measured the run",
     "key": "the cell's identity: workload|framework|device|threads|mode, and what a cell adds (processes, loader)",
     "workload": "the workload's name (`dlperf list`)",
     "framework": "torch, jax, tensorflow or mxnet",

@@ -87,7 +87,7 @@ def test_help_text_is_plain_text_in_a_table_cell_and_code_stays_code(generated):
 
 def test_every_export_column_has_its_meaning_and_no_more(generated):
     columns = generated.export_columns()
-    assert columns[:3] == ["run_id", "key", "workload"] and "samples" in columns
+    assert columns[:3] == ["run_id", "hostname", "cpu_model"] and "key" in columns and "samples" in columns
     assert set(columns) == set(generated.EXPORT_COLUMNS), set(columns) ^ set(generated.EXPORT_COLUMNS)
     rows = [line for line in generated.export_markdown().splitlines() if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == columns  # in the order export writes them

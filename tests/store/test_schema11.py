@@ -17,7 +17,9 @@ measurement's status, error, sample count and sum and its detail, the profiles, 
 SHA-256 of `dlperf report --run all` (`normalized`). Intended changes since, each regenerated with every other render
 checked unchanged: run 2's table renders (text, json, --explain) name the step its exposed communication is a share of
 (ad3af0a); every run's `table --format csv` adds each device column's n and marks after the columns it had, then the
-legend of its marks and its notes, a row each.
+legend of its marks and its notes, a row each; the table (text, json, --explain) names the machine that measured the
+run ("measured on: vm · AMD EPYC, 2 cores"), each export record its run's hostname, CPU model, cores, GPUs and dlperf
+version, and the report's heading the host (a merged store holds several machines).
 """
 
 from __future__ import annotations

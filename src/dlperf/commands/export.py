@@ -93,7 +93,7 @@ def run_records(store, run, args, faults: list) -> list[dict]:
         try:
             samples = store.samples(run.id, c.key) if args.samples else None
             own, every = predicted.own(c, predictions), predictions.get(c.key, [])
-            records.append(export.record(c, samples, groups.get(c.key), own, every))
+            records.append(export.record(c, samples, groups.get(c.key), own, every, run))
         except UnreadableRow as fault:
             faults.append(fault)
     return records

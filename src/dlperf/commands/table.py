@@ -129,7 +129,7 @@ def print_table(
 ) -> list:
     """Print the view (`explain`: with each profiled cell's verdict); returns the cells left out because their stored
     rows no longer decode (UnreadableRow)."""
-    from dlperf.report import predicted, profile, table
+    from dlperf.report import predicted, profile, run_list, table
     from dlperf.report.format import terminal
     from dlperf.report.utilization import attach_utilization, cells_busy_notes
     from dlperf.spec import parse_modes
@@ -161,6 +161,7 @@ def print_table(
     left = state.unfinished and state.left.profiles > 0
     view = table.build(run.id, cells, verdicts, profiles_left=left, samples=samples)
     view.notes += busy + unfinished
+    view.machine = run_list.machine(run, cores=True)
     if fmt == "text":
         print_rich(
             table.render_rich(view), [*table.legend(view), *view.fastest, *table.version_lines(view)], view.notes

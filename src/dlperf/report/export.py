@@ -11,7 +11,7 @@ from dlperf.predict.validate import relative_error
 from dlperf.report import predicted
 from dlperf.report.data import Group, h2d_bandwidths
 from dlperf.spec import DECIMAL
-from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord
+from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord, RunRecord
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
@@ -42,12 +42,14 @@ H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s
 
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None,
-           prediction: PredictionRecord | None = None,
-           predictions: list[PredictionRecord] = ()) -> dict[str, Any]:  # fmt: skip
+           prediction: PredictionRecord | None = None, predictions: list[PredictionRecord] = (),
+           run: RunRecord | None = None) -> dict[str, Any]:  # fmt: skip
     """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries;
     `prediction`: the step predicted for the cell's own GPU (`predicted.own`), set against its measurement;
-    `predictions`: every step predicted for the cell, a crossover's for other GPUs included."""
+    `predictions`: every step predicted for the cell, a crossover's for other GPUs included; `run`: the cell's run,
+    whose machine and dlperf every record names (a merged store's runs come from several)."""
     rec = {f: getattr(cell, f) for f in FIELDS}
+    rec = {"run_id": rec.pop("run_id"), **machine_fields(run), **rec}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
     for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "flops_by_dtype"):
@@ -85,6 +87,16 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
     return rec
+
+
+def machine_fields(run: RunRecord | None) -> dict[str, Any]:
+    """The machine that measured the run, as its fingerprint names it, and the dlperf that measured it: the same keys
+    for every record, None where a run does not say."""
+    found = run.fingerprint if run else {}
+    cores = (found.get("cores") or {}).get("cores")
+    gpus = [g for g in found.get("gpus") or [] if g]
+    return {"hostname": found.get("hostname"), "cpu_model": found.get("cpu_model"), "cores": cores,
+            "gpus": gpus or None, "dlperf_version": run.env.get("dlperf_version") if run else None}  # fmt: skip
 
 
 def loader_fields(cell: CellRecord, group: Group | None) -> dict[str, Any]:

@@ -229,10 +229,14 @@ def ray_node(run: RunRecord) -> str | None:
     return None
 
 
-def machine_label(fingerprint: dict) -> str:
-    """ "alpha · Xeon Test", with its GPUs where it has some: "beta · EPYC Test · NVIDIA H100"."""
+def machine_label(fingerprint: dict, cores: bool = False) -> str:
+    """ "alpha · Xeon Test", with its GPUs where it has some: "beta · EPYC Test · NVIDIA H100"; `cores`: with the
+    cores it let dlperf use, "beta · EPYC Test, 64 cores · NVIDIA H100"."""
     gpus = ", ".join(dict.fromkeys(g for g in fingerprint.get("gpus") or [] if g))
-    parts = [fingerprint.get("hostname") or "unknown host", fingerprint.get("cpu_model") or "unknown CPU"]
+    cpu = fingerprint.get("cpu_model") or "unknown CPU"
+    if cores and (count := (fingerprint.get("cores") or {}).get("cores")):
+        cpu += f", {count} cores"
+    parts = [fingerprint.get("hostname") or "unknown host", cpu]
     return " · ".join([*parts, *([gpus] if gpus else [])])
 
 

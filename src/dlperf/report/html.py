@@ -365,7 +365,8 @@ def _machine(env: dict) -> str:
     cores = (env.get("cores") or {}).get("cores")
     gpus = env.get("gpus") or []
     gpu = f", {', '.join(g.get('name', '?') for g in gpus)}" if gpus else ", no GPU"
-    return f"{cpu}, {count(cores)} cores, {nbytes(env.get('memory_total_bytes'))}{gpu}"
+    host = f"{env['hostname']} · " if env.get("hostname") else ""  # runs merged from two hosts of one CPU model
+    return f"{host}{cpu}, {count(cores)} cores, {nbytes(env.get('memory_total_bytes'))}{gpu}"
 
 
 def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:

@@ -27,10 +27,10 @@ def continued_by(runs: list[RunRecord]) -> dict[int, RunRecord]:
     return found
 
 
-def machine(run: RunRecord) -> str:
-    """ "vm · AMD EPYC", a Ray node's "vm · AMD EPYC (Ray node 8df37c2f)"."""
+def machine(run: RunRecord, cores: bool = False) -> str:
+    """ "vm · AMD EPYC", a Ray node's "vm · AMD EPYC (Ray node 8df37c2f)"; `cores`: "vm · AMD EPYC, 2 cores"."""
     node = ray_node(run)
-    return machine_label(run.fingerprint) + (f" (Ray node {node[:8]})" if node else "")
+    return machine_label(run.fingerprint, cores) + (f" (Ray node {node[:8]})" if node else "")
 
 
 def merged_from(run: RunRecord) -> str | None:

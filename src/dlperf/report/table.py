@@ -86,6 +86,7 @@ class TableView:
     pipeline: list[data.Group] = field(default_factory=list)  # the loader cells' groups (the input pipeline view)
     fastest: list[str] = field(default_factory=list)  # which framework is fastest where several measured a cell
     fastest_json: list[dict] = field(default_factory=list)
+    machine: str = ""  # the machine that measured the run (`run_list.machine`): a store may hold several
 
 
 def build(
@@ -337,7 +338,9 @@ def render_markdown(view: TableView) -> str:
 
 
 def version_lines(view: TableView) -> list[str]:
-    return [f"measured with: {'; '.join(view.versions)}"] if view.versions else []
+    """The machine and the frameworks' versions that measured the cells."""
+    on = [f"measured on: {view.machine}"] if view.machine else []
+    return on + ([f"measured with: {'; '.join(view.versions)}"] if view.versions else [])
 
 
 def render_csv(view: TableView) -> str:
@@ -389,6 +392,7 @@ def render_json(view: TableView) -> str:
         "rows": rows,
         "notes": view.notes,
         "versions": view.versions,
+        **({"machine": view.machine} if view.machine else {}),
         **({"fastest": view.fastest_json} if view.fastest_json else {}),
         **({"input_pipeline": [g.to_json() for g in view.pipeline]} if view.pipeline else {}),
     }

@@ -1,0 +1,47 @@
+"""Each figure beside the machine that measured it, in a store that holds several (`dlperf merge`'s): export's
+records, the table of one run, and compare's note. Two "machines" written through the Store API
+(tests/report/campaign.py): a simulation, their figures made up for the views to lay out."""
+
+import csv
+import io
+import json
+
+import pytest
+
+from conftest import dlperf
+from report.campaign import make_lab
+
+
+@pytest.fixture
+def lab(tmp_path):
+    return make_lab(tmp_path / "lab.db")
+
+
+def test_every_exported_record_names_its_runs_machine(lab):
+    """Before, a record named its run_id alone: a merged store's CSV could not say which machine measured a row."""
+    proc = dlperf("export", "--run", "all", "--format", "csv", db=lab)
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    machines = {(r["run_id"], r["hostname"], r["cpu_model"], r["cores"], r["gpus"]) for r in rows}
+    assert machines == {("1", "alpha", "Xeon Test", "8", ""), ("3", "alpha", "Xeon Test", "8", ""),
+                        ("2", "beta", "EPYC Test", "64", '["NVIDIA H100 80GB HBM3"]')}  # fmt: skip
+    jsonl = [json.loads(line) for line in dlperf("export", "--run", "2", db=lab).stdout.splitlines()]
+    assert {(r["hostname"], r["cores"], tuple(r["gpus"])) for r in jsonl} == {("beta", 64, ("NVIDIA H100 80GB HBM3",))}
+
+
+def test_the_table_of_one_run_names_its_machine(lab):
+    """Before, `dlperf table` of one run of a merged store named its framework versions and no machine."""
+    machines = {"1": "alpha · Xeon Test, 8 cores", "2": "beta · EPYC Test, 64 cores · NVIDIA H100 80GB HBM3"}
+    for run, machine in machines.items():
+        text = dlperf("table", "--run", run, db=lab, env={"COLUMNS": "200"})
+        assert text.returncode == 0, text.stderr
+        assert f"measured on: {machine}\n" in text.stdout
+        assert f"measured on: {machine}\n" in dlperf("table", "--run", run, "--format", "md", db=lab).stdout
+        assert json.loads(dlperf("table", "--run", run, "--format", "json", db=lab).stdout)["machine"] == machine
+
+
+def test_the_reports_heading_names_the_host(lab, tmp_path):
+    """Two hosts of one CPU model (two cloud machines of one type) had the same heading."""
+    proc = dlperf("report", "--run", "2", "-o", str(tmp_path / "r.html"), db=lab)
+    assert proc.returncode == 0, proc.stderr
+    assert "beta · EPYC Test, " in (tmp_path / "r.html").read_text()  # the heading: host · CPU, cores, memory
