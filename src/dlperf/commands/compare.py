@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 
 from dlperf.commands.common import add_format, db_path, given, real
 from dlperf.errors import UsageError
@@ -39,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from dlperf.report.compare import compare, load, render_markdown, render_rich, to_json
+    from dlperf.report.compare import compare, load, machine_warning, render_markdown, render_rich, to_json
     from dlperf.report.format import terminal
 
     if not 0 < args.alpha < 1:
@@ -52,6 +53,8 @@ def run(args) -> int:
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
     if not result.cells:
         raise UsageError(nothing_compared(result, a, b))
+    if warning := machine_warning(a, b):  # on stderr: a CI log shows it, a script's JSON on stdout stays whole
+        print(f"dlperf: warning: {terminal(warning)}", file=sys.stderr, flush=True)
     if args.format == "json":
         print(json.dumps(to_json(result, a, b), indent=2))
     elif args.format == "md":

@@ -311,7 +311,9 @@ def load(text: str, name: str, default_db: str) -> Side:
         samples = {c.key: store.samples(run.id, c.key) for c in cells if _usable(c)}
     finally:
         store.close()
-    return Side(name, path, run.id, run.started_at, run.fingerprint, cells, samples)
+    version = run.env.get("dlperf_version")  # the dlperf that measured the run, set beside its machine
+    return Side(name, path, run.id, run.started_at, {**run.fingerprint, **({"dlperf": version} if version else {})},
+                cells, samples)  # fmt: skip
 
 
 def _run(store, text: str, name: str, run_id: int | None):
@@ -392,6 +394,28 @@ def machine_lines(a: Side, b: Side) -> list[str]:
     return [f"{a.name}: {a.machine()}", f"{b.name}: {b.machine()}", f"differences: {'; '.join(differences)}"]
 
 
+# a fingerprint's keys of the machine's hardware, as the warning names them
+HARDWARE = {"cpu_model": "CPU model", "cpu_id": "CPU identity", "cpu_isa": "instruction sets", "cores": "cores",
+            "memory_gib": "memory", "gpus": "GPUs"}  # fmt: skip
+
+
+def machine_warning(a: Side, b: Side) -> str | None:
+    """One line when the runs ran on different hardware: each ratio then measures the machines as much as anything
+    that changed between the runs, and a regression may be the machine's. A hostname alone (a CI runner's, a fresh
+    cloud machine of the same kind) is no different hardware."""
+    from dlperf.envinfo import fingerprint_diff
+
+    fa, fb = a.fingerprint, b.fingerprint
+    differ = [name for key, name in HARDWARE.items() if key in fa and key in fb and fingerprint_diff(
+        {key: fa[key]}, {key: fb[key]})]  # fmt: skip
+    if not differ:
+        return None
+    return (
+        f"A and B ran on different hardware ({', '.join(differ)}): each ratio compares the machines as much as "
+        "the runs; compare two runs of one machine to judge a change"
+    )
+
+
 def _with_only(fingerprint: dict[str, Any], frameworks: set[str]) -> dict[str, Any]:
     """The fingerprint with these frameworks' versions alone."""
     found = fingerprint.get("frameworks") or {}
@@ -436,6 +460,7 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         "a": a.to_json(),
         "b": b.to_json(),
         "same_machine": not machine_lines(a, b),
+        "hardware_warning": machine_warning(a, b),
         "alpha": result.alpha,
         "threshold": result.threshold,
         "confidence": CONFIDENCE,
