@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from dlperf.commands.common import db_path, given
+from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
 HELP = (
@@ -23,6 +24,8 @@ DESCRIPTION = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("sources", nargs="+", metavar="SOURCE", type=given("merge", "a database file"),
                    help="database files to copy from")  # fmt: skip
+    p.add_argument("-o", "--output", metavar="DB", type=given("-o", "a database file"),
+                   help="the database to copy into, as --db names it (give one of the two)")  # fmt: skip
 
 
 def run(args) -> int:
@@ -32,5 +35,14 @@ def run(args) -> int:
     def warn(line: str) -> None:
         print(f"dlperf: warning: {terminal(line)}", file=sys.stderr, flush=True)
 
-    merge(args.sources, db_path(args), report=lambda line: print(line, flush=True), warn=warn)
+    merge(args.sources, target(args), report=lambda line: print(line, flush=True), warn=warn)
     return ExitCode.OK
+
+
+def target(args) -> str:
+    """-o, the name a user reaches for first, or --db as every command that writes a store takes it; not both."""
+    if args.output is None:
+        return db_path(args)
+    if args.db is not None:
+        raise UsageError(f"-o {args.output!r} and --db {args.db!r} both name the database to copy into: give one")
+    return args.output
