@@ -407,7 +407,7 @@ def test_order_must_be_verdict_or_fixed():
     from conftest import one_line_error
 
     one_line_error(dlperf("optimize", "tiny-fcn-r", "--order", "best"), "--order")
-    with pytest.raises(opt.UsageError, match="--order"):
+    with pytest.raises(opt.UsageError, match=r"^order must be verdict or fixed, not 'best'"):  # a Python caller's
         opt.optimize(opt.Options("tiny-fcn-r", order="best"), "unused.db")
 
 
@@ -525,7 +525,7 @@ def test_once_the_budget_has_run_out_no_process_starts_not_even_the_baselines_se
     opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=900.0)
     search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
     assert started == ["fp32"] and given == []
-    assert any(n.startswith("--budget 15 min ran out: ") and "not started" in n for n in search.notes), search.notes
+    assert any(n.startswith("budget_s 15 min ran out: ") and "not started" in n for n in search.notes), search.notes
     assert search.best is None and any(n.startswith("not searched") for n in search.notes)
 
 
