@@ -21,7 +21,9 @@ arguments (`max_batch=8`) otherwise.
 
 from __future__ import annotations
 
+import statistics
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -65,6 +67,9 @@ class Options:
     timeout: float = 600.0  # seconds per process: each cell's, and the operator count's
     timer: TimerConfig = CROSSOVER_TIMER
     deadline: float | None = None  # time.monotonic() past which the thread search stops (`CpuSide.best_threads`)
+    # with a deadline: told, just before the first thread count's process (which the deadline does not stop), about
+    # how long it takes: its cell's earlier processes on this machine, their median (None: none ran here)
+    first: Callable[[float | None], None] | None = None
     flags: bool = False  # errors and notes name the command's flags (`dlperf crossover`, `advise`), else these fields
 
     def named(self, field_name: str) -> str:
@@ -83,6 +88,7 @@ class Result:
     exit_code: int
     notes: list[str] = field(default_factory=list)
     resumable: bool = False  # interrupted with every batch's cell in the run: `dlperf run --resume` measures the rest
+    first_s: float | None = None  # with a deadline: the first thread count's process, measured whole (its seconds)
 
 
 def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None, opts: Options | None = None
@@ -175,8 +181,8 @@ def crossover(
     """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer. `made_by`: the
     command whose run it is (`dlperf advise` measures through this one). What the search's checks say beyond its
     own lines (a thread count, the store) names a Python caller's arguments too (`said_to`)."""
-    with said_to(opts, FLAGS) as say:
-        result = _crossover(opts, db, argv, progress_factory, warn, made_by)
+    with said_to(opts, FLAGS) as say:  # the plan's warnings too (`--threads 64 exceeds the cores`)
+        result = _crossover(opts, db, argv, progress_factory, lambda line: (warn or warn_stderr)(say(line)), made_by)
     result.notes = [say(n) for n in result.notes]
     return result
 
@@ -204,7 +210,7 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
         counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]
         searched = 0 if opts.threads else len(counts) - 1  # the search batch at the other thread counts
         cpu = CpuSide(session, workload, progress_factory or _progress((len(batches) + searched) * opts.repeats),
-                      opts.deadline, opts)  # fmt: skip
+                      opts.deadline, opts, _earlier(db, plan) if opts.first else {})  # fmt: skip
         notes: list[str] = []
         threads = opts.threads
         try:
@@ -217,15 +223,24 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
             ])  # fmt: skip
             cpu.measure(left, last=True)
         except Interrupted:
-            return _interrupted(session, threads is not None, notes)
+            return replace(_interrupted(session, threads is not None, notes), first_s=cpu.first_s)
         except NoCpuStep as exc:
             session.complete()
-            return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)])
+            return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)], first_s=cpu.first_s)
         failed = any(not c.ok and not budget_cut(c) for c in session.cells())
         notes += _notes(opts, gpus, user_batch, batches)
-        return Result(session.run_id, _answer(session), ExitCode.CELLS_FAILED if failed else ExitCode.OK, notes)
+        code = ExitCode.CELLS_FAILED if failed else ExitCode.OK
+        return Result(session.run_id, _answer(session), code, notes, first_s=cpu.first_s)
     finally:
         store.close()
+
+
+def _earlier(db: str, plan: Plan) -> dict[str, list[float]]:
+    """Cell key -> the seconds of its earlier processes on this machine (`plan.estimate`), for `CpuSide.known`."""
+    from dlperf import envinfo
+    from dlperf.plan.estimate import known_durations
+
+    return known_durations(db, envinfo.fingerprint(plan.env))
 
 
 def _interrupted(session: Session, planned: bool, notes: list[str]) -> Result:
@@ -346,6 +361,8 @@ class CpuSide:
     progress_factory: Callable
     deadline: float | None = None  # `Options.deadline`
     opts: Options | None = None  # how the caller named its options (the command line's flags by default)
+    known: dict[str, list[float]] = field(default_factory=dict)  # cell key -> its earlier processes' seconds here
+    first_s: float | None = None  # the first thread count's process under a deadline, as long as it took
 
     def cell(self, batch: int, threads: int) -> Cell:
         return cpu_cell(self.session.spec, self.workload, batch, threads)
@@ -367,12 +384,18 @@ class CpuSide:
     def best_threads(self, counts: list[int], user_batch: int, batches: list[int], max_batch: int | None,
                      notes: list[str]) -> int:  # fmt: skip
         """Measure the search batch (`search_batch`) at each thread count; the fastest count, said in `notes`. With
-        a deadline the largest count goes first, always measured whole (the answer's one CPU step), and the others
-        within the deadline: stopped at it, or not started past it."""
+        a deadline the largest count goes first, always measured whole (the answer's one CPU step: `first_s`, its
+        time, announced to `Options.first` with its earlier processes' median here), and the others within the
+        deadline: stopped at it, or not started past it."""
         batch = search_batch(user_batch, batches, max_batch)
         order = sorted(counts, reverse=True) if self.deadline is not None else counts
         cells = self.add([(batch, t) for t in order])
+        if self.deadline is not None and self.opts is not None and self.opts.first is not None:
+            earlier = self.known.get(cells[0].key)
+            self.opts.first(statistics.median(earlier) if earlier else None)
+        began = time.monotonic()
         self.measure(cells[:1], last=False)
+        self.first_s = time.monotonic() - began if self.deadline is not None else None
         self.session.deadline = self.deadline  # the others: no process outlives it (`runner/sweep.py`)
         try:
             self.measure(cells[1:], last=False)

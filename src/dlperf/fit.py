@@ -169,19 +169,26 @@ def next_batch(fits: dict[int, bool], start: int, max_batch: int) -> int | None:
 
 
 def check(opts: Options) -> None:
-    """What the flags allow, before anything runs: a bad value is one line."""
-    from dlperf.spec import parse_modes, parse_workload
+    """What the flags allow, before anything runs: a bad value is one line. A Python caller's numbers are checked
+    as the command line's parser checks the flags' (`threads=0` is no default: the command refuses --threads 0)."""
+    from dlperf.spec import batch_number, parse_modes, parse_workload, whole_number
+    from dlperf.workloads.base import split_variant
 
     if "," in opts.workload:
         raise UsageError(
             f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a user's file.py:factory"
         )
+    base, batch = split_variant(opts.workload)
+    if batch is not None:  # fit has no batch to give it with: it searches the batch
+        raise UsageError(f"workload {opts.workload!r}: fit searches the batch itself, from the workload's own up to "
+                         f"--max-batch; name {base}")  # fmt: skip
     parse_workload(opts.workload, None)
     parse_modes(",".join(opts.modes))
     if not DEVICE.match(opts.device):
         raise UsageError(f"--device {opts.device!r}: expected cpu, cuda, cuda:N or mps")
-    if opts.max_batch < 1:
-        raise UsageError("--max-batch must be at least 1")
+    batch_number(str(opts.max_batch), "--max-batch")
+    if opts.threads is not None:
+        whole_number(str(opts.threads), "--threads", 1)
     if opts.max_memory is not None and opts.device != "cpu":
         raise UsageError(f"--max-memory limits a CPU process's memory; on {opts.device} the GPU's own memory is the "
                          "limit: give no --max-memory")  # fmt: skip

@@ -307,7 +307,7 @@ class Searcher:
         return make_spec(
             [self.opts.workload],
             devices=[self.opts.device],
-            threads=[self.opts.threads or system.usable_cores()["cores"]],
+            threads=[system.usable_cores()["cores"] if self.opts.threads is None else self.opts.threads],
             modes=[BASELINE],
             repeats=self.opts.repeats,
             timeout=self.opts.timeout,
@@ -370,9 +370,9 @@ class Searcher:
         base = next(c for c in self.session.cells() if c.mode == BASELINE)
         if not self.opts.budget_default or not base.ok or not base.median_s:
             return
-        fit, kind = self._fit(), device_kind(self.opts.device)
+        fit, kind, budget, opts = self._fit(), device_kind(self.opts.device), self.budget, self.opts
         candidates = sum(1 for g in SEARCH_ORDER for o in options_of(g, kind) if not_applicable(o, fit) is None)
-        why = budget_check(self.budget.seconds, base.median_s, candidates, self.opts.repeats, self.budget.per_process())
+        why = budget_check(budget.seconds, base.median_s, candidates, opts.repeats, budget.per_process(), opts.flags)
         if why:
             self.warn(why)
             self.notes.append(why)
@@ -577,10 +577,12 @@ def optimize(
     command whose search it is, kept with its run (`dlperf advise` searches through this one). Its errors and notes
     name the command's flags (`Options.flags`), else a Python caller's arguments (`budget_s`, `db='PATH'`)."""
     from dlperf.progress import Running  # one count over the search's processes, whose total it does not know
+    from dlperf.spec import parse_devices
     from dlperf.store.location import said_to
 
     with said_to(opts, FLAGS) as say:
-        if opts.budget_s <= 0:
+        parse_devices(opts.device, "--device")  # make_spec's says the flag of `dlperf run`
+        if not opts.budget_s > 0:  # nan too
             raise UsageError("--budget must be positive")
         if opts.repeats < 1:
             raise UsageError("--repeats must be at least 1")
@@ -590,7 +592,8 @@ def optimize(
                              f"s each): give at least {least:g}s")  # fmt: skip
         if opts.order not in ORDERS:
             raise UsageError(f"--order must be {' or '.join(ORDERS)}, not {opts.order!r}")
-        searcher = Searcher(opts, given_db(db), progress_factory or Running(), warn or warn_stderr)
+        told = warn or warn_stderr  # the plan's warnings and the budget's, said as the caller gave them too
+        searcher = Searcher(opts, given_db(db), progress_factory or Running(), lambda line: told(say(line)))
         searcher.made_by = made_by
         search = searcher.run()
     search.notes = [say(n) for n in search.notes]

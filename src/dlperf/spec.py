@@ -451,12 +451,12 @@ def parse_scaling(text: str) -> str:
     return text
 
 
-def parse_devices(text: str) -> tuple[str, ...]:
+def parse_devices(text: str, flag: str = "--devices") -> tuple[str, ...]:
     devices = []
-    for item in split_list(text, "--devices"):
+    for item in split_list(text, flag):
         item = item.lower()
         if not _DEVICE.match(item):
-            raise UsageError(f"--devices: unknown device {item!r} (expected cpu, cuda, cuda:N or mps)")
+            raise UsageError(f"{flag}: unknown device {item!r} (expected cpu, cuda, cuda:N or mps)")
         devices.append(item)
     return tuple(dict.fromkeys(devices))
 

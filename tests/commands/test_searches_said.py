@@ -20,7 +20,8 @@ def refused(call) -> str:
 @pytest.mark.parametrize(
     ("given", "said"),
     [({"device": "tpu"}, "device='tpu': expected cpu, cuda, cuda:N or mps"),
-     ({"max_batch": 0}, "max_batch must be at least 1"), ({"modes": ("fp99",)}, "modes: unknown mode 'fp99'"),
+     ({"max_batch": 0}, "max_batch=0: expected a batch, a whole number from 1 to 65,536"),
+     ({"modes": ("fp99",)}, "modes: unknown mode 'fp99'"),
      ({"device": "cuda", "max_memory": 2**30}, "max_memory limits a CPU process's memory; on cuda the GPU's own "
       "memory is the limit: give no max_memory")],
 )  # fmt: skip

@@ -194,17 +194,19 @@ def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int
     return total
 
 
-def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, process_s: float) -> str | None:
+def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, process_s: float, flags: bool = True
+                 ) -> str | None:  # fmt: skip
     """What the default budget gives each candidate at `step_s` per step, and the budget that gives FEW_SAMPLES
     timed steps each, when it gives fewer; None when it gives enough. Each of the candidates and the baseline takes
-    `repeats` processes of `process_s` (start, build, warm-up) plus its timed steps."""
+    `repeats` processes of `process_s` (start, build, warm-up) plus its timed steps. Said as `dlperf optimize`'s
+    --budget in minutes (`flags`), else as a Python caller's budget_s in seconds."""
     each = repeats * process_s
     steps = max(0, int((budget_s / (candidates + 1) - each) / step_s))
     if steps >= FEW_SAMPLES:
         return None
     needed_min = math.ceil((candidates + 1) * (each + FEW_SAMPLES * step_s) / 60)
     each_text = f"{plural(candidates, 'candidate')}, {plural(repeats, 'process', 'es')} each"
-    return (
-        f"the default --budget {budget_s / 60:g} gives about {steps} timed steps per candidate at {in_seconds(step_s)} "
-        f"per step ({each_text}): --budget {needed_min} gives {FEW_SAMPLES}"
-    )
+    given, needed = (f"--budget {budget_s / 60:g}", f"--budget {needed_min}") if flags else \
+        (f"budget_s={budget_s:g}", f"budget_s={needed_min * 60}")  # fmt: skip
+    return (f"the default {given} gives about {steps} timed steps per candidate at {in_seconds(step_s)} per step "
+            f"({each_text}): {needed} gives {FEW_SAMPLES}")  # fmt: skip
