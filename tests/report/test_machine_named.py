@@ -10,6 +10,7 @@ import pytest
 
 from conftest import dlperf
 from report.campaign import make_lab
+from report.runs import BASE, make_db
 
 
 @pytest.fixture
@@ -45,3 +46,13 @@ def test_the_reports_heading_names_the_host(lab, tmp_path):
     proc = dlperf("report", "--run", "2", "-o", str(tmp_path / "r.html"), db=lab)
     assert proc.returncode == 0, proc.stderr
     assert "beta · EPYC Test, " in (tmp_path / "r.html").read_text()  # the heading: host · CPU, cores, memory
+
+
+def test_the_table_of_a_store_of_several_machines_says_so_and_names_the_view_of_them_all(lab, tmp_path):
+    """Before, the latest run's table alone, with no word that the store held another machine's runs."""
+    text = dlperf("table", db=lab, env={"COLUMNS": "300"}).stdout
+    assert "note: run 3 is one machine's: this store holds runs of 2 machines" in text
+    assert "`dlperf table --runs 1,2,3` sets them side by side" in text
+    one = tmp_path / "one.db"
+    make_db(one, BASE, BASE)  # two runs of one machine
+    assert "machines" not in dlperf("table", db=one, env={"COLUMNS": "300"}).stdout

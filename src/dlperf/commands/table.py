@@ -107,6 +107,20 @@ def campaign_note(store, run) -> list[str]:
             f"`dlperf table --campaign {shlex.quote(name)}` shows its machines side by side"]  # fmt: skip
 
 
+def machines_note(store, run) -> list[str]:
+    """A store holding runs of several machines (`dlperf merge`) says so, and which view sets them side by side: the
+    table shows one run, one machine's."""
+    from dlperf.report.fleet import group
+
+    runs = store.runs()
+    hosts = {m.host for m in group(runs)}
+    if len(hosts) < 2:
+        return []
+    ids = ",".join(str(r.id) for r in runs)
+    return [f"run {run.id} is one machine's: this store holds runs of {len(hosts)} machines (`dlperf list --runs`); "
+            f"`dlperf table --runs {ids}` sets them side by side"]  # fmt: skip
+
+
 def sessions_note(state, cells: list) -> list[str]:
     """A run measured in more than one session (resumed after an interrupt or a crash) says so: its cells, or one
     cell's processes, may have met different states of the machine, hours apart."""
@@ -152,7 +166,8 @@ def print_table(
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
         state = run_state(store, run)
-        unfinished = unfinished_note(store, state, db) + sessions_note(state, cells) + campaign_note(store, run)
+        unfinished = unfinished_note(store, state, db) + sessions_note(state, cells)
+        unfinished += campaign_note(store, run) or machines_note(store, run)
     finally:
         store.close()
     if best:
