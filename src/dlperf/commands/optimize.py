@@ -59,7 +59,7 @@ def run(args) -> int:
     from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_one_workload
 
     workload = parse_one_workload(args.workload)
-    devices = parse_devices(args.device)
+    devices = parse_devices(args.device, "--device")
     if len(devices) > 1:  # a search of one device's modes: `run --devices` measures several
         raise UsageError(f"--device {args.device!r}: optimize searches one device's modes; give one (dlperf run "
                          f"--devices {','.join(devices)} measures each)")  # fmt: skip
