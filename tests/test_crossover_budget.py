@@ -72,3 +72,33 @@ def test_without_a_deadline_every_count_is_measured_in_order_as_dlperf_crossover
     assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 2
     assert session.started == [(1, None), (2, None), (4, None)]
     assert notes == ["threads: 2, the fastest of 1, 2, 4 at batch 64"]
+
+
+def test_the_first_process_is_announced_with_its_earlier_ones_here_and_timed(monkeypatch):
+    """`Options.first` (advise's line before it) is told, just before the first count's process, the median of that
+    cell's earlier processes on this machine (None where none ran), and `first_s` is how long it took; without a
+    deadline (`dlperf crossover`) nothing is told or timed."""
+    clock = {"now": 500.0}
+    monkeypatch.setattr(crossover, "time", SimpleNamespace(monotonic=lambda: clock["now"]))
+    told: list = []
+
+    class Timed(Session):
+        def measure(self, tasks, progress_factory, *, last):
+            told.append("measured")
+            clock["now"] += 99.5 if self.deadline is None else 1.0
+            super().measure(tasks, progress_factory, last=last)
+
+    opts = crossover.Options("fcn-r", first=told.append, flags=True)
+    key = crossover.cpu_cell(Timed({}, 0).spec, BUILTIN["fcn-r"], 64, 2).key
+    cpu = crossover.CpuSide(Timed({1: 0.3, 2: 0.2}, within=0), BUILTIN["fcn-r"], lambda n: None, DEADLINE, opts,
+                            {key: [90.0, 110.0, 99.4]})  # fmt: skip
+    assert cpu.best_threads([1, 2], 64, [64], None, []) == 2
+    assert told[:2] == [99.4, "measured"] and cpu.first_s == 99.5
+    told.clear()
+    cpu = crossover.CpuSide(Timed({1: 0.3, 2: 0.2}, within=0), BUILTIN["fcn-r"], lambda n: None, DEADLINE, opts)
+    cpu.best_threads([1, 2], 64, [64], None, [])
+    assert told[0] is None  # no earlier process of its cell here
+    told.clear()
+    cpu = crossover.CpuSide(Timed({1: 0.3, 2: 0.2}, within=0), BUILTIN["fcn-r"], lambda n: None, None, opts)
+    cpu.best_threads([1, 2], 64, [64], None, [])
+    assert None not in told and cpu.first_s is None

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
+from dlperf.measure.units import seconds
 from dlperf.spec import CROSSOVER_TIMER
 from dlperf.vocab import ExitCode
 
@@ -37,19 +38,25 @@ LEAST_BUDGET_S = CROSSOVER_TIMER.max_time  # --budget's least: the first CPU pro
 MIN_SEARCH_S = 20.0  # below this left of the budget, the mode search is skipped (fp32 eager, said so)
 PRECISIONS = ("fp32", "bf16", "fp16")  # a GPU trains in fp32, or in its mixed precision (`GPU.mixed`)
 NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthetic data) and --samples is not given
+OVERRUN = 1.2  # past this many times --budget, the answer says where the time went (`Clock.overrun`)
+PREDICTIONS = "the predictions and checks"  # what --budget does not cut, named as the lines say it: what comes first,
+FIRST = "this CPU's first thread count"  # ... then the thread search's first process (`crossover.Options.first`)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Clock:
     """--budget as one deadline over the whole command, counted from its start. The predictions count in it (they
     come first and are not stopped: a child counting the operators); the thread search measures within it, its first
     process excepted (the answer's one CPU step: `crossover.CpuSide.best_threads`); the mode search is given what is
     left, and skipped below MIN_SEARCH_S. A process under way at the deadline is stopped (SIGTERM, a grace, SIGKILL)
     and the results stored: advise ends within optimize's BUDGET_ALLOWANCE_S (10 s) past the budget, unless the
-    predictions and that first process alone spent more than it."""
+    predictions and that first process alone spent more than it. Those two are measured as they end (`uncut`), said
+    before that process where they will overrun the budget (`ahead`), and in the answer where the command took more
+    than OVERRUN times the budget (`overrun`): a --budget 10s that took 100 s says where they went."""
 
     budget_s: float
     started: float  # time.monotonic() at the command's start
+    uncut: dict[str, float] = field(default_factory=dict)  # PREDICTIONS, FIRST -> the seconds each took
 
     @property
     def deadline(self) -> float:
@@ -62,6 +69,36 @@ class Clock:
         """The mode search's budget at `now`: what is left, ending at the deadline; None: too little to search."""
         left = self.left(now)
         return left if left >= MIN_SEARCH_S else None
+
+    def ahead(self, now: float, first_s: float | None) -> str | None:
+        """Just before the first thread count's process, at `now`: one line where the parts the budget does not cut
+        will overrun it, the predictions (measured) and that process (`first_s`: about as long as its earlier ones
+        here; None: none ran here, said only where the predictions alone overran); None where they will not."""
+        spent = now - self.started
+        if spent + (first_s or 0.0) <= self.budget_s:
+            return None
+        over = f"past --budget ({seconds(self.budget_s)}), which does not cut them"
+        if first_s is None:
+            return (f"{PREDICTIONS} took {seconds(spent)}, {over}: {FIRST} is measured whole after them, the other "
+                    "thread counts and the mode search skipped")  # fmt: skip
+        return (f"{PREDICTIONS} ({seconds(spent)}) and {FIRST}, measured whole (about {seconds(first_s)}, as its "
+                f"earlier processes here), take about {seconds(spent + first_s)}, {over}: the other thread counts and "
+                "the mode search get what is left, if anything")  # fmt: skip
+
+    def overrun(self, now: float) -> str | None:
+        """At the end, where the command took more than OVERRUN times the budget: how long, and where it went (the
+        parts the budget does not cut, each as long as it took; then the rest, a second or more, and how far past the
+        budget it ended where the searches ran past it, stopping the process under way)."""
+        took = now - self.started
+        if took <= OVERRUN * self.budget_s or not self.uncut:
+            return None
+        parts = " and ".join(f"{name} {seconds(s)}" for name, s in self.uncut.items())
+        rest = took - sum(self.uncut.values())
+        late = now - max(self.deadline, self.started + sum(self.uncut.values()))
+        stopped = f", ending {seconds(late)} past the budget (a process under way is stopped)" if late >= 1.0 else ""
+        rest_said = f"; the rest {seconds(rest)}{stopped}" if rest >= 1.0 else ""
+        return (f"advise took {seconds(took)} against --budget ({seconds(self.budget_s)}): {parts}, which it does not "
+                f"cut{rest_said}")  # fmt: skip
 
 
 @dataclass
@@ -182,26 +219,29 @@ def _number(value, above: float, most: float = math.inf) -> bool:
     return real and math.isfinite(value) and above < value <= most
 
 
-def advise(opts: Options, db: str, argv: list[str]) -> Advice:
+def advise(opts: Options, db: str, argv: list[str], warn=None) -> Advice:
     """Predict the GPUs, measure this CPU (threads, then modes), store both runs, answer. Its errors and notes name
-    what the caller gave: the command's flags (`Options.flags`), else a Python caller's arguments (`said_to`)."""
+    what the caller gave: the command's flags (`Options.flags`), else a Python caller's arguments (`said_to`); a
+    line said while it runs (the budget overrun ahead: `Clock.ahead`) goes to `warn` (default: stderr)."""
+    from dlperf.api import warn_stderr
     from dlperf.store.location import said_to
 
     with said_to(opts, FLAGS) as say:
-        answer = _advise(opts, db, argv)
-    answer.notes = [say(n) for n in answer.notes]
+        clock = Clock(opts.budget_s, time.monotonic())
+        answer = _advise(opts, db, argv, clock, lambda line: (warn or warn_stderr)(say(line)))
+    answer.notes = [say(n) for n in [*answer.notes, clock.overrun(time.monotonic())] if n]
     return answer
 
 
-def _advise(opts: Options, db: str, argv: list[str]) -> Advice:
+def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advice:
     from dlperf import crossover
     from dlperf.predict import cost, memory, roofline
 
-    clock = Clock(opts.budget_s, time.monotonic())
     chosen, deadline = check(opts)
     workload = _resolved(opts)
     samples, what = _work(workload, opts)
     costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout)
+    clock.uncut[PREDICTIONS] = time.monotonic() - clock.started
     if samples == NO_EPOCH_SAMPLES and not opts.samples:
         notes.append(NO_EPOCH_NOTE.format(workload.data))
     too_large = memory.no_room_here(workload, peaks.get("fp32"))
@@ -211,9 +251,12 @@ def _advise(opts: Options, db: str, argv: list[str]) -> Advice:
 
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
-                          batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline, flags=True),
+                          batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline,
+                          first=lambda first_s: _first(clock, first_s, warn), flags=True),
         db, argv=argv, made_by="advise",
     )  # fmt: skip
+    if side.first_s is not None:
+        clock.uncut[FIRST] = side.first_s
     runs = [side.run_id] if side.run_id is not None else []
     if side.answer is None or not side.answer.rows or side.answer.rows[0].cpu is None:
         code = side.exit_code or ExitCode.CELLS_FAILED
@@ -243,6 +286,15 @@ def _advise(opts: Options, db: str, argv: list[str]) -> Advice:
     notes += quoted_notes(db, side.run_id, cell, ci is not None)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
                   exit_code, largest, opts.workload, feed, searched)  # fmt: skip
+
+
+def _first(clock: Clock, first_s: float | None, warn) -> None:
+    """Just before the thread search's first process: what came before it is the predictions' and checks' (the
+    memory check and operator count of crossover's, cached by advise's), said where the budget will be overrun."""
+    now = time.monotonic()
+    clock.uncut[PREDICTIONS] = now - clock.started
+    if line := clock.ahead(now, first_s):
+        warn(line)
 
 
 NO_SEARCH = "the mode search"  # each note on a mode search that gave the answer nothing starts so
