@@ -42,7 +42,7 @@ CHOICES = [
     (["data", "make", "d"], "unknown data action 'make' (known: synth)"),
     (["optimize", "x", "--order", "verdct"], "--order 'verdct': expected verdict or fixed (did you mean 'verdict'?)"),
     # optimize's flag is --device, one device; the message named run's --devices
-    (["optimize", "x", "--device", "tpu"], "--device: unknown device 'tpu' (expected cpu, cuda, cuda:N or mps)"),
+    (["optimize", "fcn-r", "--device", "tpu"], "--device: unknown device 'tpu' (expected cpu, cuda, cuda:N or mps)"),
     (["table", "--format", "jsn"], "--format 'jsn': expected text, md, csv or json (did you mean 'json'?)"),
     (["crossover", "x", "--mode", "bf61"], "--mode 'bf61': expected fp32, bf16 or fp16 (did you mean 'bf16'?)"),
 ]
