@@ -49,7 +49,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="predict every row of a CSV of published measurements (no CSV: the 225 dlperf ships); with --gpu or "
         "--modes, the rows on those GPUs, in those modes",
     )  # fmt: skip
-    p.add_argument("--list-gpus", action="store_true", help="list the GPUs of the table with their figures")
+    p.add_argument("--list-gpus", action="store_true",
+                   help="list the GPUs of the table with their figures and $/GPU-hour (--prices: yours)")  # fmt: skip
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument("--timeout", type=whole("--timeout", 1), default=1800, help="seconds the operator count may take")
     p.add_argument(
@@ -116,9 +117,13 @@ def run(args) -> int:
     deadline = check_cost_flags(args)
     if args.list_gpus:
         from dlperf.commands.common import print_rich
+        from dlperf.predict import prices
+        from dlperf.report.cost import listed_notes
 
+        prices.use_prices(args.prices)  # the prices --cost would use: --prices, else $DLPERF_PRICES
+        listed = [prices.price(g) for g in gpus.table()]
         # in a pipe, 160 columns (commands.common.console): the names are typed, so the table is whole
-        print_rich(gpu_table(gpus.table()))
+        print_rich(gpu_table(gpus.table(), listed), notes=listed_notes(listed))
         return 0
     if args.validate:
         return validate(args)
@@ -160,7 +165,8 @@ def check_cost_flags(args) -> float | None:
     from dlperf.predict import cost, prices
 
     given = [f for f, v in (("--samples", args.samples), ("--epochs", args.epochs), ("--deadline", args.deadline),
-                            ("--prices", args.prices), ("--format", None if args.format == "text" else 1))
+                            ("--prices", None if args.list_gpus else args.prices),  # the listing's column
+                            ("--format", None if args.format == "text" else 1))
              if v is not None]  # fmt: skip
     if args.memory and args.cost:
         raise UsageError("--memory and --cost: give one (--cost leaves out the GPUs the step does not fit)")
@@ -269,7 +275,6 @@ def show_memory(args, chosen, modes) -> int:
 def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
     from dlperf.commands.common import print_rich, write_stdout
-    from dlperf.measure.system import memory_total_bytes
     from dlperf.predict import cost, memory
     from dlperf.report import cost as view
 
@@ -282,8 +287,7 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
     cell = cost.measured_cpu(cells, workload.batch)
     x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price) if cell else None
-    need = predicted.get("fp32") or max(predicted.values(), default=None)  # the CPU measures fp32 unless told
-    how = None if cell else view.how_to_measure(workload, where, need, memory_total_bytes())
+    how = None if cell else view.how_to_measure(workload, where, no_room_here(workload, predicted))
     if args.format == "json":
         import json
 
@@ -293,6 +297,16 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     # every GPU left out: no empty table, the lines say why
     print_rich(view.table(x) if x.rows else "", lines=view.lines(x, how), notes=[*others, *view.notes(x), *notes])
     return 0
+
+
+def no_room_here(workload, predicted: dict[str, int]) -> str:
+    """Why this CPU cannot measure the step (`memory.no_room_here`: its predicted peak against the memory available
+    now, the check `advise` and `crossover` make before they measure), "" where it can: the CPU measures fp32 unless
+    told, so fp32's peak, else the largest predicted."""
+    from dlperf.predict import memory
+
+    mode = "fp32" if "fp32" in predicted else max(predicted, key=predicted.get, default="fp32")
+    return memory.no_room_here(workload, predicted.get(mode), mode)
 
 
 def predicted_peaks(args, workload, modes, quiet: bool = False) -> dict[str, int] | str:
@@ -339,6 +353,7 @@ STEP_NOTE = (
 def prediction_table(workload, predictions):
     from rich.table import Table
 
+    from dlperf.report.cost import rate
     from dlperf.report.format import seconds
 
     table = Table(title=f"{workload.name} at batch {workload.batch}: one training step predicted")
@@ -346,7 +361,7 @@ def prediction_table(workload, predictions):
         table.add_column(name, justify="left" if name in ("GPU", "mode", "bound") else "right")
     for p in predictions:
         table.add_row(
-            p.gpu, p.mode, seconds(p.step_s), f"{p.samples_per_s:,.0f}", p.bound, seconds(p.device_s),
+            p.gpu, p.mode, seconds(p.step_s), rate(p.samples_per_s), p.bound, seconds(p.device_s),
             seconds(p.transfer_s),
         )  # fmt: skip
     return table
@@ -398,21 +413,25 @@ def count_note(found) -> str:
             f"{first.params / 1e6:.4g} M parameters")  # fmt: skip
 
 
-def gpu_table(table_rows):
+def gpu_table(table_rows, listed=None):
+    """The GPU table's figures, each GPU's $/GPU-hour beside its memory (`listed`: its price or None, in order)."""
     from rich.table import Table
+
+    from dlperf.report.cost import listed_price
 
     table = Table(title="GPUs dlperf predicts for (dense peaks; memory as sold, and as CUDA reports it where a source "
                   "gave it; src/dlperf/data/gpu_specs.csv has the sources)")  # fmt: skip
-    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "CUDA GiB", "GB/s",
-                 "host link GB/s"):  # fmt: skip
+    for name in ("GPU", "generation", "fp32", "tf32", "fp16", "bf16", "fp8", "memory", "CUDA GiB", "$/GPU-hour",
+                 "GB/s", "host link GB/s"):  # fmt: skip
         table.add_column(
             name, justify="left" if name in ("GPU", "generation") else "right", no_wrap=name == "GPU", overflow="fold"
         )  # a narrow terminal folds a figure, never cuts it
     tf = lambda v: f"{v / 1e12:g}" if v else "-"  # noqa: E731
-    for g in table_rows:
+    for g, price in zip(table_rows, listed or [None] * len(table_rows), strict=True):
         table.add_row(
             g.name, g.generation, tf(g.fp32), tf(g.tf32), tf(g.fp16), tf(g.bf16), tf(g.fp8), f"{g.memory_gib:g} GB",
-            f"{g.cuda_gib:g}" if g.cuda_gib else "-", f"{g.memory_bw / 1e9:g}", f"{g.host_link_bw / 1e9:g}",
+            f"{g.cuda_gib:g}" if g.cuda_gib else "-", listed_price(price), f"{g.memory_bw / 1e9:g}",
+            f"{g.host_link_bw / 1e9:g}",
         )  # fmt: skip
     return table
 

@@ -133,13 +133,13 @@ def deadline_text(s: float) -> str:
     return f"{s:g}s"
 
 
-def how_to_measure(workload, where: str, need_bytes: int | None = None, have_bytes: int | None = None) -> str:
+def how_to_measure(workload, where: str, no_room: str = "") -> str:
     """What to run when the store holds no measured CPU step of the workload at its batch; nothing to run where the
-    step's predicted peak (`need_bytes`) is above this machine's memory (`have_bytes`): it cannot run here."""
+    step does not fit the memory this machine has available (`no_room`: `predict.memory.no_room_here`'s reason, the
+    one check `advise` and `crossover` make before they measure)."""
     missing = f"no measured step of {workload.name} at batch {workload.batch} in {where}"
-    if need_bytes and have_bytes and need_bytes > have_bytes:
-        return (f"{missing}, and none can be measured here: the step needs about {need_bytes / 2**30:.1f} GiB "
-                f"(predicted), this machine has {have_bytes / 2**30:.1f} GiB")  # fmt: skip
+    if no_room:
+        return f"{missing}, and none can be measured here: {no_room.removeprefix('not measured: ')}"
     if workload.batch == _default_batch(workload.name) and not workload.is_user:
         run = f"dlperf run --workloads {workload.name} --devices cpu"
     else:  # at this batch: crossover's own batches are powers of two
@@ -156,11 +156,9 @@ def _default_batch(name: str) -> int | None:
 
 def notes(x) -> list[str]:
     """Where each price comes from and when the shipped ones were read, and that the GPU figures are predicted."""
-    read = sorted({r.price.date for r in x.rows + x.left_out if r.price and not r.price.user and r.price.date})
     out = [
-        "GPU times are predicted (dlperf predict), this CPU's measured; prices are on-demand US dollars per GPU-hour, "
-        f"the lowest and highest seen{', read ' + ', '.join(read) if read else ''} (src/dlperf/data/gpu_prices.csv: "
-        "sources, regions, dates; --prices FILE.csv or $DLPERF_PRICES gives yours)"
+        "GPU times are predicted (dlperf predict), this CPU's measured; prices are "
+        + prices_said([r.price for r in x.rows + x.left_out])
     ]
     seen = set()
     for r in x.rows + x.left_out:
@@ -175,6 +173,28 @@ def notes(x) -> list[str]:
             out.append(f"{r.gpu}: one price list only, read {r.price.date}")
     if any(r.why.startswith("memory not checked") for r in x.rows):
         out.append("memory: not checked where no peak of this workload and batch is stored (dlperf run measures one)")
+    return out
+
+
+def prices_said(prices) -> str:
+    """What the dollars are and where they come from, with the days the shipped ones among `prices` were read."""
+    read = sorted({p.date for p in prices if p and not p.user and p.date})
+    when = f", read {', '.join(read)}" if read else ""
+    return (f"on-demand US dollars per GPU-hour, the lowest and highest seen{when} (src/dlperf/data/gpu_prices.csv: "
+            "sources, regions, dates; --prices FILE.csv or $DLPERF_PRICES gives yours)")  # fmt: skip
+
+
+def listed_price(price) -> str:
+    """`predict --list-gpus`'s $/GPU-hour cell: the range, "-" for a GPU with no price (`listed_notes`)."""
+    return "-" if price is None else span((price.low, price.high))
+
+
+def listed_notes(prices) -> list[str]:
+    """Under `predict --list-gpus`: what its $/GPU-hour column is, what "-" there means, and the user's own rows."""
+    out = [f"$/GPU-hour: {prices_said(prices)}; - where no price was found: predict --cost times such a GPU but "
+           "ranks it by no cost, and advise asks it only where --gpu names it"]  # fmt: skip
+    if mine := [p.gpu for p in prices if p and p.user]:
+        out.append(f"your prices (--prices or $DLPERF_PRICES): {', '.join(mine)}")
     return out
 
 
