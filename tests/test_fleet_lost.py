@@ -225,8 +225,8 @@ def test_list_runs_tells_two_nodes_of_one_host_apart_and_says_what_is_done(two_n
     """Both used to be "Xeon Test, alpha (merged from ray:...:1)", and the lost run's status "interrupted; 1 process
     of a measured cell left"."""
     first, second = json.loads(dlperf("list", "--runs", "--format", "json", db=two_nodes_one_host).stdout)
-    assert first["machine"] == f"alpha · Xeon Test (Ray node {A[:8]})" and first["merged_from"] is None
-    assert second["machine"] == f"alpha · Xeon Test (Ray node {B[:8]})" and second["ray_node"] == B
+    assert first["machine"] == f"alpha · Xeon Test, 8 cores (Ray node {A[:8]})" and first["merged_from"] is None
+    assert second["machine"] == f"alpha · Xeon Test, 8 cores (Ray node {B[:8]})" and second["ray_node"] == B
     assert (first["processes"], first["continued_by"]) == ({"done": 3, "planned": 6}, 2)
     text = " ".join(dlperf("list", "--runs", db=two_nodes_one_host, env={"COLUMNS": "250"}).stdout.split())
     assert f"interrupted: 3 of 6 processes done; the rest measured by run 2 (Ray node {B[:8]})" in text

@@ -4,7 +4,8 @@ refused: 'unrecognized arguments: -o all.db')."""
 import json
 
 from conftest import dlperf, one_line_error
-from report.runs import BASE, OTHER_MACHINE, SLOWER, make_db
+from dlperf.store import Store
+from report.runs import BASE, MACHINE, OTHER_MACHINE, SLOWER, make_db, write_run
 
 
 def test_o_names_the_database_merged_into(tmp_path):
@@ -15,7 +16,11 @@ def test_o_names_the_database_merged_into(tmp_path):
     assert proc.returncode == 0, proc.stderr
     listed = dlperf("list", "--runs", "--format", "json", db=into)
     assert listed.returncode == 0, listed.stderr
-    assert [r["machine"] for r in json.loads(listed.stdout)] == ["alpha · Xeon Test", "beta · EPYC Test"]
+    machines = [r["machine"] for r in json.loads(listed.stdout)]
+    assert machines == [
+        "alpha · Xeon Test, 8 cores",
+        "beta · EPYC Test, 64 cores",
+    ]  # its cores: since 'list --runs' names them
 
 
 def test_o_and_db_together_are_one_line(tmp_path):
@@ -23,3 +28,14 @@ def test_o_and_db_together_are_one_line(tmp_path):
     proc = dlperf("merge", str(tmp_path / "a.db"), "-o", str(tmp_path / "x.db"), "--db", str(tmp_path / "y.db"))
     one_line_error(proc, "-o", "--db", "give one")
     assert not (tmp_path / "x.db").exists() and not (tmp_path / "y.db").exists()
+
+
+def test_list_runs_names_each_machines_cores(tmp_path):
+    """Before, 'alpha · Xeon Test' alone: two containers of one host and CPU given 2 and 8 cores read alike."""
+    db = tmp_path / "two.db"
+    make_db(db, BASE)
+    store = Store.open(db, create=False)
+    write_run(store, SLOWER, {**MACHINE, "cores": {"cores": 2}})  # the same host and CPU, limited to 2 cores
+    store.close()
+    text = dlperf("list", "--runs", db=db, env={"COLUMNS": "300"}).stdout
+    assert "alpha · Xeon Test, 8 cores" in text and "alpha · Xeon Test, 2 cores" in text

@@ -73,8 +73,9 @@ def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = No
             "measured_by": state.holder and state.holder.describe(), "left": state.left.remaining() or None,
             "progress": progress(state, later), "processes": {"done": done, "planned": planned},
             "continued_by": later and later.id, "sessions": state.sessions and state.sessions.count,
-            "cells": dict(sorted(cells.items())), "command": shlex.join(run.argv or []), "machine": machine(run),
-            "ray_node": ray_node(run), "merged_from": merged_from(run)}  # fmt: skip
+            "cells": dict(sorted(cells.items())), "command": shlex.join(run.argv or []),
+            "machine": machine(run, cores=True), "ray_node": ray_node(run),
+            "merged_from": merged_from(run)}  # fmt: skip
 
 
 def ray_resume(state: RunState, later: RunRecord | None, db: str) -> str | None:
