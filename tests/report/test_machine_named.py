@@ -56,3 +56,10 @@ def test_the_table_of_a_store_of_several_machines_says_so_and_names_the_view_of_
     one = tmp_path / "one.db"
     make_db(one, BASE, BASE)  # two runs of one machine
     assert "machines" not in dlperf("table", db=one, env={"COLUMNS": "300"}).stdout
+
+
+def test_the_best_view_names_its_machine_too(lab):
+    for fmt in ("text", "md"):
+        proc = dlperf("table", "--run", "2", "--best", "--format", fmt, db=lab, env={"COLUMNS": "200"})
+        assert proc.returncode == 0, proc.stderr
+        assert "measured on: beta · EPYC Test, 64 cores · NVIDIA H100 80GB HBM3" in proc.stdout, fmt

@@ -171,7 +171,7 @@ def print_table(
     finally:
         store.close()
     if best:
-        print_best(run.id, cells, samples, fmt)
+        print_best(run.id, cells, samples, fmt, run_list.machine(run, cores=True))
         return faults
     left = state.unfinished and state.left.profiles > 0
     view = table.build(run.id, cells, verdicts, profiles_left=left, samples=samples)
@@ -285,7 +285,8 @@ def _framework_samples(store, run_id: int, cells: list) -> dict[str, list[list[f
     return _samples(store, run_id, cells, None) if len({c.framework for c in cells}) > 1 else {}
 
 
-def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
+def print_best(run_id: int, cells: list, samples: dict, fmt: str, machine: str) -> None:
+    """`machine`: the machine that measured the run (`run_list.machine`), said under the text and md views."""
     from dlperf.report import best
     from dlperf.report.format import terminal
 
@@ -293,6 +294,6 @@ def print_best(run_id: int, cells: list, samples: dict, fmt: str) -> None:
     if fmt == "json":
         print(best.render_json(rows))
     elif fmt == "md":
-        print(terminal(best.render_markdown(rows), newlines=True))
+        print(terminal(f"{best.render_markdown(rows)}\n\nmeasured on: {machine}", newlines=True))
     else:
-        print_rich(best.render_rich(rows, run_id), best.legend(rows), best.notes(rows))
+        print_rich(best.render_rich(rows, run_id), [*best.legend(rows), f"measured on: {machine}"], best.notes(rows))
