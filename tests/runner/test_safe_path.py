@@ -90,3 +90,26 @@ def test_a_users_statistics_py_in_the_working_directory_trains_forked_and_cold(t
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         way = "cold" if extra else "warm"
         assert started(tmp_path / db) == {"stat": ("ok", None, way), "mine": ("ok", None, way)}, done.stdout
+
+
+@pytest.mark.parametrize("package", ["test", "code"])  # the standard library's package, and its module
+def test_a_users_package_named_as_the_standard_librarys_still_resolves(cwd_off_path, package):
+    """`test.model:make` found the user's test/ first under `python -m`; with the working directory last, `test` is
+    the standard library's, which has no `model` ('No module named test.model'): the user's package is imported by
+    its folder, under a name of its own, as a user's statistics.py is, its relative imports working."""
+    (cwd_off_path / package).mkdir()
+    (cwd_off_path / package / "__init__.py").write_text("")
+    (cwd_off_path / package / "layers.py").write_text('OWN = "the user\'s own"\n')
+    (cwd_off_path / package / "model.py").write_text("from .layers import OWN\n\ndef make():\n    return OWN\n")
+    stdlib = __import__(package)
+    assert load_factory(f"{package}.model:make")() == "the user's own"
+    assert sys.modules[package] is stdlib  # dlperf's own is untouched
+
+
+def test_a_users_package_named_as_a_standard_module_is_the_users(cwd_off_path):
+    """`statistics:make` where statistics/ is the user's package (its __init__.py importing a neighbour)."""
+    (cwd_off_path / "statistics").mkdir()
+    (cwd_off_path / "statistics" / "own.py").write_text('OWN = "the user\'s own"\n')
+    (cwd_off_path / "statistics" / "__init__.py").write_text("from .own import OWN\n\ndef make():\n    return OWN\n")
+    assert load_factory("statistics:make")() == "the user's own"
+    assert sys.modules["statistics"] is statistics

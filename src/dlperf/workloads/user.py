@@ -437,18 +437,44 @@ def _import_module(target: str):
     """The module `target` names, found on sys.path with the working directory last: dlperf's children start with
     `python -P` (`runner/launch.py`), so a user's statistics.py there never replaces the standard library's for
     dlperf's own imports, and is put back here for the user's `module:function`. A module of the working directory
-    named as one the standard library has already imported (`statistics:make`) is the user's, imported by its file."""
+    named as one the standard library has already imported (`statistics:make`) is the user's, imported by its file;
+    a package of it so named (`test.model:make`, `code.model:make`), by its folder."""
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.append(cwd)
-    module = importlib.import_module(target)
-    if "." in target or origin_of(module, target) != STANDARD:
-        return module
+    top, _, rest = target.partition(".")
+    module = importlib.import_module(top)
+    if origin_of(module, top) != STANDARD:
+        return importlib.import_module(target)
     from importlib.machinery import PathFinder
 
-    mine = PathFinder.find_spec(target, [cwd])
-    found = mine is not None and mine.has_location and str(mine.origin).endswith(".py")
-    return _import_file(mine.origin, search=False) if found else module
+    mine = PathFinder.find_spec(top, [cwd])
+    if mine is not None and mine.submodule_search_locations:  # a package: `test.model:make` from the user's test/
+        package = _import_package(mine)
+        return importlib.import_module(f"{package.__name__}.{rest}") if rest else package
+    found = not rest and mine is not None and mine.has_location and str(mine.origin).endswith(".py")
+    return _import_file(mine.origin, search=False) if found else importlib.import_module(target)
+
+
+def _import_package(spec):
+    """The user's package `spec` found, named as one of the standard library's: under a name of its own, as
+    `_import_file` imports a file, its modules then imported below it (their relative imports work)."""
+    places = list(spec.submodule_search_locations)
+    name = f"dlperf_user_{abs(hash(str(Path(places[0]).resolve())))}"
+    if name in sys.modules:
+        return sys.modules[name]
+    if spec.has_location:
+        mine = importlib.util.spec_from_file_location(name, spec.origin, submodule_search_locations=places)
+    else:  # a folder with no __init__.py
+        from importlib.machinery import ModuleSpec
+
+        mine = ModuleSpec(name, None, is_package=True)
+        mine.submodule_search_locations = places
+    module = importlib.util.module_from_spec(mine)
+    sys.modules[name] = module
+    if mine.loader is not None:
+        mine.loader.exec_module(module)
+    return module
 
 
 def _import_file(path_text: str, search: bool = True):
