@@ -1,5 +1,5 @@
 """The node's side of `dlperf run --ray` (`fleet.py`): a Ray actor pinned to a node runs `NodeSweep`, which starts
-`python -m dlperf run ...` there into a store file of the node's own and reads its run's rows back for the driver.
+`python -P -m dlperf run ...` there into a store file of the node's own and reads its run's rows back for the driver.
 
 Also what a node is given to resume (`continuation`): a run of a lost node goes on elsewhere as a run of the node
 that measures it, never in the lost node's run. Ray is not imported here: the driver makes `NodeSweep` an actor.
@@ -22,6 +22,7 @@ import time
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.runner import lifeline
+from dlperf.runner.distributed import python_module
 from dlperf.store import RunRows, Store, new_token, now
 from dlperf.store.records import Origin
 from dlperf.store.state import CONTINUES  # the env key linking a run to the lost node's run whose cells it measured
@@ -72,7 +73,7 @@ class NodeSweep:
             argv = ["run", "--resume"]
         env = node_environ()
         with open(os.path.join(self.dir, "out"), "wb") as out, open(os.path.join(self.dir, "err"), "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "dlperf", *argv, "--db", self.db], stdout=out,
+            self.proc = subprocess.Popen([*python_module(sys.executable, "dlperf"), *argv, "--db", self.db], stdout=out,
                                          stderr=err, env=env, preexec_fn=lifeline.before_exec())  # fmt: skip
 
     def _take_over(self, rows: RunRows) -> None:
