@@ -34,11 +34,14 @@ from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec
 from dlperf.store import Store, now, spill
-from dlperf.store.location import check_path, db_said_as, given_db, resume_command
+from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.user import changed_sources
+
+# the flags the plan's warnings name (`--threads 8 exceeds the cores`), said to a Python caller as its arguments
+WARNED_FLAGS = {"threads": "--threads", "nprocs": "--nproc", "pin": "--pin", "data": "--data"}
 
 
 @dataclass
@@ -66,7 +69,7 @@ def run(
     CLI's convention.
 
     Warnings about the plan (oversubscription, inherited thread variables) go to `warn` before anything runs;
-    by default to stderr.
+    by default to stderr. They name the arguments (`threads 8 exceeds the 2 usable cores`), `dlperf run`'s its flags.
 
     Args:
         workloads: built-in names, `file.py:factory` strings or factory functions (a list, or one comma list as
@@ -92,7 +95,7 @@ def run(
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
     said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env), *began_beside(db, store, began)]
-    for warning in [*plan.warnings, *said]:
+    for warning in [*(as_called(w, WARNED_FLAGS, spec) for w in plan.warnings), *said]:
         warn(warning)
     if store is None:
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))

@@ -192,6 +192,16 @@ def check(opts: Options) -> None:
     if opts.max_memory is not None and opts.device != "cpu":
         raise UsageError(f"--max-memory limits a CPU process's memory; on {opts.device} the GPU's own memory is the "
                          "limit: give no --max-memory")  # fmt: skip
+    if opts.max_memory is not None and not _size(opts.max_memory):  # before the probe that measures a start
+        raise UsageError(f"--max-memory {str(opts.max_memory)!r}: expected a size above 0, a whole number of bytes "
+                         "below 8 EiB")  # fmt: skip
+
+
+def _size(value: object) -> bool:
+    """A memory size a Python caller gave: a whole number of bytes (not a bool) above 0 and below 8 EiB."""
+    from dlperf.spec import INT64_MAX
+
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= INT64_MAX
 
 
 def start_bytes(framework: str, threads: int) -> int:
@@ -253,7 +263,7 @@ def _fit(opts: Options, db: str | None, argv, progress_factory, warn) -> Result:
     from dlperf.workloads.base import Workload
 
     check(opts)
-    plan = make_plan(_spec(opts, None))
+    plan = make_plan(_spec(opts, opts.threads), devices_flag="--device")  # its threads: said if past the cores
     threads = opts.threads or max(c.threads for c in plan.cells)
     limit, said = memory_limit(opts, plan.spec.frameworks[0], threads)
     for warning in plan.warnings:  # once the request is whole: bad input stays one line
@@ -270,7 +280,8 @@ def _fit(opts: Options, db: str | None, argv, progress_factory, warn) -> Result:
 
 
 def _spec(opts: Options, threads: int | None) -> RunSpec:
-    """The run: the workload on the device, each mode, at `threads` (None: the default counts, to plan with)."""
+    """The run: the workload on the device, each mode, at `threads` (None: the default counts, to plan with where
+    the caller gave none)."""
     return make_spec(
         [opts.workload],
         devices=[opts.device],

@@ -280,7 +280,7 @@ class Searcher:
 
     def run(self) -> Search:
         start = time.monotonic()  # planning counts in the budget
-        plan = make_plan(self._spec())
+        plan = make_plan(self._spec(), devices_flag="--device")
         for warning in plan.warnings:
             self.warn(warning)
         synthetic = [c for c in plan.cells if not c.loader]  # the loader cells come after the mode search

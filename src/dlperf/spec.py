@@ -118,17 +118,16 @@ class RunSpec:
 
 
 def _check_limits(s: RunSpec) -> None:
-    if not isinstance(s.repeats, int) or not 1 <= s.repeats <= INT64_MAX:
-        raise UsageError("--repeats must be a whole number of at least 1")
-    # written so that nan fails too: every comparison with nan is False
-    if not 0 < s.timeout <= MAX_SECONDS:
-        raise UsageError(f"--timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
+    # no bool: Python counts True as 1 (a Python caller's timeout=True was one second); nan fails every comparison
+    if isinstance(s.repeats, bool) or not isinstance(s.repeats, int) or not 1 <= s.repeats <= INT64_MAX:
+        raise UsageError(f"--repeats {str(s.repeats)!r}: expected a whole number of at least 1")
+    for flag, value in (("--timeout", s.timeout), ("--compile-timeout", s.compile_timeout)):
+        if value is not None and (isinstance(value, bool) or not 0 < value <= MAX_SECONDS):
+            raise UsageError(f"{flag} {str(value)!r}: expected a number of seconds above 0, at most {MAX_SECONDS:.0f}")
     if s.timeout <= s.timer.min_time:  # every cell process killed before its last timed step, certainly
         raise UsageError(f"--timeout {s.timeout:g} is not above --min-time {s.timer.min_time:g}: each cell "
                          "process times steps for at least --min-time seconds; raise --timeout or lower "
                          "--min-time")  # fmt: skip
-    if s.compile_timeout is not None and not 0 < s.compile_timeout <= MAX_SECONDS:
-        raise UsageError(f"--compile-timeout must be a positive number of seconds, at most {MAX_SECONDS:.0f}")
     if not isinstance(s.compile_at_once, int) or not 1 <= s.compile_at_once <= MAX_COMPILE_AT_ONCE:
         raise UsageError(f"--compile-at-once must be a whole number from 1 to {MAX_COMPILE_AT_ONCE}")
 

@@ -1,20 +1,27 @@
 """What fit, optimize and crossover take from a Python caller: a zero where the command refuses one (`threads=0`
 ran a whole search at the default counts, as `--threads` not given), and what they say to one: the device
-(`--devices: unknown device`, make_spec's flag), a batch fit has no argument for (`with --batch`), the plan's
-warnings (`--threads 8 exceeds the cores`), the default budget's (`--budget 23`, minutes). The commands keep their
-flags."""
+(`--devices: unknown device`, make_spec's flag; a device not present, the plan's), a batch fit has no argument for
+(`with --batch`), the plan's warnings (`--threads 8 exceeds the cores`; dlperf.run's too), the default budget's
+(`--budget 23`, minutes). A bool where a number is expected (Python's True is 1) and fit's max_memory of 0 or below
+are refused before anything runs, and fit's --threads past the cores is warned of as run warns. The commands keep
+their flags."""
 
 from __future__ import annotations
 
 import math
+import re
 from types import SimpleNamespace
 
 import pytest
 
-from dlperf import crossover, fit, optimize
+import dlperf
+from dlperf import api, crossover, fit, optimize
 from dlperf.cli import main
 from dlperf.errors import UsageError
+from dlperf.measure import system
+from dlperf.plan.devices import resolve_devices
 from dlperf.runner.session import budget_check
+from dlperf.spec import MAX_SECONDS
 
 
 class Planned(Exception):
@@ -95,7 +102,7 @@ OVER = (
 @pytest.mark.parametrize(("flags", "said"), [(False, OVER.replace("--threads", "threads")), (True, OVER)])
 def test_optimize_says_the_plans_warnings_as_the_caller_gave_its_arguments(flags, said, monkeypatch):
     heard = []
-    monkeypatch.setattr(optimize, "make_plan", lambda spec: SimpleNamespace(warnings=[OVER], cells=[]))
+    monkeypatch.setattr(optimize, "make_plan", lambda spec, **_: SimpleNamespace(warnings=[OVER], cells=[]))
     opts = optimize.Options("tiny-fcn-r", threads=8, flags=flags)
     refused(lambda: optimize.optimize(opts, "unused.db", warn=heard.append))  # no cell planned: refused after
     assert heard == [said]
@@ -122,3 +129,92 @@ def test_the_default_budgets_check_says_seconds_to_a_python_caller():
     assert python.endswith("(6 candidates, 2 processes each): budget_s=1380 gives 5") and "--" not in python
     command = budget_check(15 * 60, step_s=31.0, candidates=6, repeats=2, process_s=20.0)
     assert command.startswith("the default --budget 15 gives") and command.endswith(": --budget 23 gives 5")
+
+
+ABSENT = "cuda:99"  # no machine that runs these has a hundred GPUs
+SECONDS = f"expected a number of seconds above 0, at most {MAX_SECONDS:.0f}"
+
+
+def over_the_cores() -> int:
+    return system.usable_cores()["cores"] + 1
+
+
+def test_a_device_not_present_is_named_as_the_request_named_it():
+    info = {"torch": {"devices": [{"name": "cpu"}]}}
+    assert refused(lambda: resolve_devices((ABSENT,), info)).startswith(f"--devices: {ABSENT!r} is not present")
+    said = refused(lambda: resolve_devices((ABSENT,), info, "--device"))
+    assert said == f"--device: {ABSENT!r} is not present on this machine (present: cpu)"
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda db: fit.fit(fit.Options("tiny-fcn-r", device=ABSENT), db),
+     lambda db: optimize.optimize(optimize.Options("tiny-fcn-r", device=ABSENT), db)],
+    ids=["fit", "optimize"],
+)  # fmt: skip
+def test_a_python_caller_of_fit_or_optimize_hears_of_its_device_argument(call, tmp_path):
+    """The plan said run's --devices to them (`device=`): it is told what the devices came from."""
+    message = refused(lambda: call(str(tmp_path / "x.db")))
+    assert message.startswith(f"device: {ABSENT!r} is not present on this machine"), message
+
+
+@pytest.mark.parametrize("command", ["fit", "optimize"])
+def test_fit_and_optimize_from_the_command_line_name_their_device_flag(command, capsys, tmp_path):
+    line = command_line([command, "tiny-fcn-r", "--device", ABSENT], capsys, tmp_path)
+    assert line.startswith(f"--device: {ABSENT!r} is not present on this machine"), line
+
+
+def test_dlperf_run_from_python_says_the_plans_warnings_as_its_arguments(monkeypatch, tmp_path):
+    heard, n = [], over_the_cores()
+    monkeypatch.setattr(api, "for_plan", lambda *args: None)  # no pilot step: the warnings come before it
+    dlperf.run(["tiny-fcn-r"], threads=[n], dry_run=True, db=str(tmp_path / "x.db"), warn=heard.append)
+    [over] = [w for w in heard if "exceeds" in w]
+    assert re.fullmatch(rf"threads {n} exceeds the \d+ usable cores: expect oversubscription .*", over), over
+
+
+def test_dlperf_run_from_the_command_line_keeps_its_flags(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(api, "for_plan", never_planned)  # the estimate, after the warnings
+    n = over_the_cores()
+    with pytest.raises(Planned):
+        main(["run", "--workloads", "tiny-fcn-r", "--threads", str(n), "--dry-run", "--db", str(tmp_path / "x.db")])
+    assert f"dlperf: warning: --threads {n} exceeds the" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [(lambda: fit.Options("tiny-fcn-r", timeout=True), f"timeout=True: {SECONDS}"),
+     (lambda: optimize.Options("tiny-fcn-r", repeats=True), "repeats=True: expected a whole number of at least 1"),
+     (lambda: optimize.Options("tiny-fcn-r", timeout=True), f"timeout=True: {SECONDS}"),
+     (lambda: optimize.Options("tiny-fcn-r", compile_timeout=True), f"compile_timeout=True: {SECONDS}"),
+     (lambda: crossover.Options("tiny-fcn-r", repeats=True), "repeats=True: expected a whole number of at least 1"),
+     (lambda: crossover.Options("tiny-fcn-r", timeout=False), f"timeout=False: {SECONDS}")],
+)  # fmt: skip
+def test_a_bool_is_no_number_to_a_search(call, said, unplanned, monkeypatch, tmp_path):
+    """Python counts True as 1: fit's timeout=True was one second, optimize's repeats=True one process."""
+    opts = call()
+    search = {fit.Options: fit.fit, optimize.Options: optimize.optimize, crossover.Options: crossover.crossover}
+    monkeypatch.setattr(crossover, "make_plan", never_planned)
+    assert refused(lambda: search[type(opts)](opts, str(tmp_path / "x.db"))) == said
+
+
+def test_dlperf_run_refuses_a_bool_naming_its_flag():
+    said = refused(lambda: dlperf.run(["tiny-fcn-r"], repeats=True, dry_run=True, db="unused.db"))
+    assert said == "--repeats 'True': expected a whole number of at least 1"
+
+
+@pytest.mark.parametrize("size", [0, -1, math.nan, True, 2.5e9])
+def test_fit_refuses_a_memory_limit_of_no_size_before_its_probe(size, unplanned, monkeypatch, tmp_path):
+    """It was refused once the probe had measured a start, as 'below what a training process needs'."""
+    monkeypatch.setattr(fit, "start_bytes", lambda *args: pytest.fail("the probe ran"))
+    message = refused(lambda: fit.fit(fit.Options("tiny-fcn-r", max_memory=size), str(tmp_path / "x.db")))
+    assert message == f"max_memory={size!r}: expected a size above 0, a whole number of bytes below 8 EiB"
+
+
+def test_fit_warns_of_threads_past_the_cores_as_run_does(monkeypatch, capsys, tmp_path):
+    """fit planned at the default thread counts, so its --threads was never said to be past the cores."""
+    monkeypatch.setattr(fit, "memory_limit", lambda *args: (2**30, "1 GiB"))  # no probe child
+    monkeypatch.setattr(fit, "Search", never_planned)  # the tries, after the warnings
+    n = over_the_cores()
+    with pytest.raises(Planned):
+        main(["fit", "tiny-fcn-r", "--threads", str(n), "--db", str(tmp_path / "x.db")])
+    assert re.search(rf"dlperf: warning: --threads {n} exceeds the \d+ usable cores", capsys.readouterr().err)

@@ -57,10 +57,12 @@ class Plan:
         return marked(schedule(self.cells, self.spec.repeats), self.workloads)
 
 
-def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda plan: None) -> Plan:
+def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda plan: None,
+              devices_flag: str = "--devices") -> Plan:  # fmt: skip
     """Everything that needs checking before anything is written: frameworks, devices, user workloads, real data.
     `before_data`: given the plan before its real data (`--data`) is opened in a probe child, the one check left
-    that starts a framework: a run starts its warm parents there, so their imports overlap the probe's."""
+    that starts a framework: a run starts its warm parents there, so their imports overlap the probe's.
+    `devices_flag`: what the devices came from, named where one is not present (fit's and optimize's --device)."""
     info = framework_info(spec.frameworks)
     env = envinfo.capture(info)
     cores = env["cores"]["cores"]
@@ -69,7 +71,7 @@ def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda pla
     check_names(workloads)
     if sources := source_digests(workloads.values()):
         env = {**env, "sources": sources}  # what --resume checks: the model files as they were (workloads/user.py)
-    devices = resolve_devices(spec.devices, info)
+    devices = resolve_devices(spec.devices, info, devices_flag)
     if spec.nprocs:
         cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
         named = {w.name: w for w in workloads.values()}  # a user workload is asked for by its source

@@ -22,7 +22,9 @@ def framework_info(frameworks: Sequence[str]) -> dict[str, dict]:
     return info
 
 
-def resolve_devices(requested: tuple[str, ...] | None, info: dict[str, dict]) -> list[str]:
+def resolve_devices(requested: tuple[str, ...] | None, info: dict[str, dict], flag: str = "--devices") -> list[str]:
+    """The devices of the frameworks' that the request names (every one present where it names none); a device not
+    present is refused naming `flag`, what the request came from (`--device` of fit and optimize)."""
     present = list(dict.fromkeys(d["name"] for fw in info.values() for d in fw.get("devices", [])))
     if requested is None:
         return present or ["cpu"]
@@ -30,7 +32,7 @@ def resolve_devices(requested: tuple[str, ...] | None, info: dict[str, dict]) ->
     for dev in requested:
         matches = [p for p in present if p == dev or (dev == "cuda" and device_kind(p) is DeviceKind.CUDA)]
         if not matches:
-            raise UsageError(f"--devices: {dev!r} is not present on this machine (present: {', '.join(present)})")
+            raise UsageError(f"{flag}: {dev!r} is not present on this machine (present: {', '.join(present)})")
         chosen += matches
     return list(dict.fromkeys(chosen))
 

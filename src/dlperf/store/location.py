@@ -84,6 +84,12 @@ def as_arguments(line: str, flags: dict[str, str], given: object) -> str:
     return line
 
 
+def as_called(line: str, flags: dict[str, str], given: object) -> str:
+    """`line` as the outermost caller gave the values: unchanged under a command (`said_as("--db")`: `dlperf run`
+    calling `api.run`), else as a Python caller's arguments (`as_arguments`)."""
+    return as_arguments(line, flags, given) if _SAID_AS.get() == "db" else line
+
+
 @contextmanager
 def said_to(opts, flags: dict[str, str]) -> Iterator[Callable[[str], str]]:
     """Inside, what a search says names what its caller gave as it gave it: the command's flags where `opts.flags`
