@@ -3,13 +3,17 @@
     dlperf compare 3 4                      # two runs of --db
     dlperf compare laptop.db server.db:2    # the latest run of one file against run 2 of another
 
-Cells are matched by key (workload|framework|device|threads|mode). The ratio is B's median over A's: above 1, B is
-slower. Whether the difference is real is decided on the per-process medians, never on raw steps: consecutive steps
-of one process are correlated, and on a shared machine two processes of one cell differ more than the steps within
-one, so a test on raw steps calls that process-to-process noise significant. The test is Welch's t-test on the logs
-of the per-process medians (a ratio becomes a difference), its 95% interval turned back into one for the ratio; the
-p-values of one comparison are adjusted together with Holm's step-down method, since among many cells some would
-pass alpha by chance. With fewer than 2 processes per side there is nothing to test: the verdict says so.
+Cells are matched by key (workload|framework|device|threads|mode). Whether B differs from A is decided on the
+per-process medians, never on raw steps: consecutive steps of one process are correlated, and on a shared machine two
+processes of one cell differ more than the steps within one, so a test on raw steps calls that process-to-process
+noise significant. The test is Welch's t-test on the logs of the per-process medians (a ratio becomes a difference),
+its 95% interval turned back into one for the ratio; the p-values of one comparison are adjusted together with Holm's
+step-down method, since among many cells some would pass alpha by chance. With fewer than 2 processes per side there
+is nothing to test: the verdict says so. The ratio B/A (above 1, B is slower) is the estimate that test and interval
+are built around, exp(mean log B - mean log A) of the per-process medians (the ratio of their geometric means), so it
+always lies inside its interval and the threshold judges what the test judged; with one process a side it is B's
+median over A's. (B's median over A's, the cells' medians, can lie outside: processes whose medians split into two
+groups put the median at one group and the mean of the logs between them.)
 
 `compare` is the pure part (cells and samples in, results out); `load` reads a side from a store; `render_*` lay the
 result out; `dlperf compare` itself is `commands/compare.py`. scipy is imported only inside the test.
@@ -61,7 +65,7 @@ class CellResult:
     b_median_s: float
     a_process_medians: list[float]  # the median step time of each process with samples
     b_process_medians: list[float]
-    ratio: float  # b_median_s / a_median_s: above 1, B is slower
+    ratio: float  # B/A of the per-process medians' geometric means (`log_ratio`): above 1, B is slower
     ci_low: float | None = None  # 95% interval of the ratio (Welch, on log per-process medians)
     ci_high: float | None = None
     p: float | None = None  # Welch's p-value, and Holm-adjusted over the comparison's tested cells
@@ -141,6 +145,12 @@ def process_medians(processes: Sequence[Sequence[float]]) -> list[float]:
     return [statistics.median(p) for p in processes if len(p)]
 
 
+def log_ratio(a: Sequence[float], b: Sequence[float]) -> float:
+    """exp(mean log b - mean log a): the ratio of the geometric means, the point estimate of `welch_log`'s test, at
+    the centre (on the log scale) of its interval. With one value a side, b over a."""
+    return math.exp(statistics.fmean(map(math.log, b)) - statistics.fmean(map(math.log, a)))
+
+
 def welch_log(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float, int] | None:
     """Welch's t-test of log(b) against log(a): (p, ratio CI low, ratio CI high, sign of the difference), or None
     when the values have no spread on either side (no test is possible)."""
@@ -210,6 +220,8 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
         a.key, a.workload, a.framework, a.column, a.mode, a.median_s, b.median_s,
         process_medians(a_processes), process_medians(b_processes), ratio=b.median_s / a.median_s, loader=a.loader,
     )  # fmt: skip
+    if cell.a_process_medians and cell.b_process_medians and min(cell.a_process_medians + cell.b_process_medians) > 0:
+        cell.ratio = log_ratio(cell.a_process_medians, cell.b_process_medians)  # what the test and interval are about
     differs = _workload_diff(a, b)
     if differs:
         cell.verdict, cell.reason = Verdict.NOT_COMPARABLE, f"the workloads differ: {differs}"
