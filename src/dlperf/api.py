@@ -86,6 +86,7 @@ def run(
             `max_memory`, `campaign`. A bad value raises UsageError naming its flag, before anything runs.
     """
     db, warn, began = given_db(db), warn or warn_stderr, now()
+    measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **spec_kwargs)
     if spec.profile and spec.trace_dir is None:  # beside the database
@@ -94,7 +95,8 @@ def run(
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
-    said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env), *began_beside(db, store, began)]
+    said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env),
+            *began_beside(db, store, began, measured)]  # fmt: skip
     for warning in [*(as_called(w, WARNED_FLAGS, spec) for w in plan.warnings), *said]:
         warn(warning)
     if store is None:
@@ -149,15 +151,32 @@ def kept_measurements(db: str, store: Store | None = None) -> list[str]:
             f"`{resume_command(db)}` stores those of the latest unfinished run{but}"]  # fmt: skip
 
 
-def began_beside(db: str, store: Store | None, began: str) -> list[str]:
-    """The runs another process of this host began measuring in `db` while this one was planned (since `began`):
-    the check before planning (`commands.common.warn_if_measured`) could not see them, so two sweeps started together
-    each timed the other's load unwarned."""
+def began_beside(db: str, store: Store | None, began: str, before: frozenset[int] = frozenset()) -> list[str]:
+    """The runs another process of this host began measuring in `db` while this one was planned (since `began`, and
+    not among `before`, those measured when it started): the check before planning
+    (`commands.common.warn_if_measured`) could not see them, so two sweeps started together each timed the other's
+    load unwarned. A lease's start is kept to the second, so `before` tells apart one begun in `began`'s second."""
     if store is None:
         return []
     return [f"run {run_id} of {db} began beside this one while it was planned ({holder.describe()}): the two runs "
             "share the CPU, and their timings disturb each other"
-            for run_id, holder in measured_here(store).items() if holder.since >= began]  # fmt: skip
+            for run_id, holder in measured_here(store).items()
+            if holder.since >= began and run_id not in before]  # fmt: skip
+
+
+def measured_ids(db: str) -> frozenset[int]:
+    """The runs of `db` a live process of this host measures now; none where there is no store yet, or one the run
+    itself will refuse in its own words."""
+    if not os.path.isfile(db):
+        return frozenset()
+    try:
+        store = Store.open(db, create=False)
+    except UsageError:
+        return frozenset()
+    try:
+        return frozenset(measured_here(store))
+    finally:
+        store.close()
 
 
 def left_alike(db: str, store: Store | None, spec: RunSpec, env: dict) -> list[str]:

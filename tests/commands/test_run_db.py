@@ -73,6 +73,25 @@ def test_a_run_begun_beside_a_sweep_while_it_was_planned_is_said_once_it_is_plan
         store.close()
 
 
+def test_a_run_measured_when_this_one_started_is_not_said_to_have_begun_beside_it_in_the_same_second(tmp_path):
+    """A lease's start is kept to the second: a run leased in the second this `dlperf run` started was said twice,
+    "is being measured by" before planning and "began beside this one while it was planned" after (helper 109)."""
+    from dlperf import api
+
+    db = tmp_path / "b.db"
+    store = Store.open(db, create=True)
+    try:
+        store.create_run({}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], [cell()])  # leased to this process
+        began = store.measured_by(1).since  # this run starts in the very second the other was leased
+        before = api.measured_ids(str(db))
+        assert before == {1}
+        assert api.began_beside(str(db), store, began, before) == []
+        assert len(api.began_beside(str(db), store, began)) == 1  # what the same second said without `before`
+        assert api.measured_ids(str(tmp_path / "none.db")) == frozenset()  # no store yet: nothing measured
+    finally:
+        store.close()
+
+
 @pytest.mark.parametrize(
     "args",
     [("optimize", "tiny-fcn-r", "--device", "cuda:3"), ("crossover", "no-such-net"), ("advise", "no-such-net"),
