@@ -122,7 +122,8 @@ def _check_limits(s: RunSpec) -> None:
     if isinstance(s.repeats, bool) or not isinstance(s.repeats, int) or not 1 <= s.repeats <= INT64_MAX:
         raise UsageError(f"--repeats {str(s.repeats)!r}: expected a whole number of at least 1")
     for flag, value in (("--timeout", s.timeout), ("--compile-timeout", s.compile_timeout)):
-        if value is not None and (isinstance(value, bool) or not 0 < value <= MAX_SECONDS):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
+                                  or not 0 < value <= MAX_SECONDS):  # fmt: skip
             raise UsageError(f"{flag} {str(value)!r}: expected a number of seconds above 0, at most {MAX_SECONDS:.0f}")
     if s.timeout <= s.timer.min_time:  # every cell process killed before its last timed step, certainly
         raise UsageError(f"--timeout {s.timeout:g} is not above --min-time {s.timer.min_time:g}: each cell "

@@ -202,6 +202,13 @@ def test_dlperf_run_refuses_a_bool_naming_its_flag():
     assert said == "--repeats 'True': expected a whole number of at least 1"
 
 
+@pytest.mark.parametrize("text", ["30", [30]])
+def test_dlperf_run_refuses_a_timeout_of_no_number_in_one_line(text):
+    """timeout="30" (text) was a TypeError, '<' not supported between 'int' and 'str'."""
+    said = refused(lambda: dlperf.run(["tiny-fcn-r"], timeout=text, dry_run=True, db="unused.db"))
+    assert said.startswith(f"--timeout {str(text)!r}: expected a number of seconds above 0")
+
+
 @pytest.mark.parametrize("size", [0, -1, math.nan, True, 2.5e9])
 def test_fit_refuses_a_memory_limit_of_no_size_before_its_probe(size, unplanned, monkeypatch, tmp_path):
     """It was refused once the probe had measured a start, as 'below what a training process needs'."""
