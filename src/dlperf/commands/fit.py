@@ -17,8 +17,9 @@ DESCRIPTION = (
     "its own child process, so running out of memory fails only that try; it is stored as a cell of one run (named "
     "WORKLOAD@bN: dlperf table, report and export see them), out-of-memory tries as failed with the reason 'out of "
     "memory at batch N'. On the CPU each try's memory is limited (--max-memory, or the memory available when fit "
-    "starts) for its first steps, which say whether it fits, and lifted before its steps are timed; on a GPU the "
-    "limit is its own memory. Prints, per mode, the largest batch that fits and each batch tried with its peak "
+    "starts) for its first steps, which say whether it fits, and lifted before its steps are timed; a try whose "
+    "memory grows past the limit over its timed steps (a cache that fills) does not fit either. On a GPU the limit "
+    "is its own memory. Prints, per mode, the largest batch that fits and each batch tried with its peak "
     "memory, median step, timed steps and samples/s, a rate marked ~ when its steps were timed while other "
     "processes used the CPUs or varied widely (the notes under the table)."
 )
