@@ -49,16 +49,31 @@ class Row:
                 if c.startswith("cpu:") and v.ok and v.median_s and v.loss_finite is not False}  # fmt: skip
 
     def best_cpu_column(self) -> str | None:
-        """The fastest thread count, only when no compared cell was disturbed (other load, steal, few samples): a
-        recommendation from a disturbed comparison would be the machine's, not the thread count's."""
+        """The fastest thread count, only when no compared cell was disturbed (other load, steal, few samples, a
+        warm-up that did not settle) and it is told apart from every other (`tied`): a recommendation from a
+        disturbed comparison would be the machine's, not the thread count's, and one within the noise a coin's."""
         ok = self.timed_cpu_cells()
-        if len(ok) < 2 or any(disturbances(v) for v in ok.values()):
+        if len(ok) < 2 or any(disturbances(v) for v in ok.values()) or self.tied():
             return None
         return min(ok, key=lambda c: ok[c].median_s)
 
-    def unstarred(self) -> bool:
-        """Whether this row compares thread counts but stars none, a compared cell being disturbed."""
-        return len(self.timed_cpu_cells()) >= 2 and self.best_cpu_column() is None
+    def tied(self) -> list[str]:
+        """The fastest CPU column and those it is not told apart from, their 95% intervals of the median overlapping
+        (a cell without an interval, from an older store, is judged on its median); [] where the fastest stands
+        apart, or nothing is compared."""
+        ok = self.timed_cpu_cells()
+        if len(ok) < 2:
+            return []
+        first, *rest = sorted(ok, key=lambda c: ok[c].median_s)
+        close = [c for c in rest if overlap(ok[first], ok[c])]
+        return [first, *close] if close else []
+
+    def unstarred(self) -> str:
+        """Why this row compares thread counts but stars none ("disturbed", "tied"), or "" where it stars one or
+        compares nothing."""
+        if len(self.timed_cpu_cells()) < 2 or self.best_cpu_column() is not None:
+            return ""
+        return "disturbed" if any(disturbances(v) for v in self.timed_cpu_cells().values()) else "tied"
 
     @property
     def label(self) -> str:
@@ -66,12 +81,30 @@ class Row:
         return f"{self.workload} {self.framework}{mode}"
 
 
+def overlap(a: CellRecord, b: CellRecord) -> bool:
+    """Whether two cells' 95% intervals of the median overlap: neither is told apart as the faster."""
+    (a_low, a_high), (b_low, b_high) = span(a), span(b)
+    return a_low <= b_high and b_low <= a_high
+
+
+def span(cell: CellRecord) -> tuple[float, float]:
+    """A cell's 95% interval of the median; its median alone where it has none (an older store's cell)."""
+    if cell.ci_low_s is None or cell.ci_high_s is None:
+        return cell.median_s, cell.median_s
+    return cell.ci_low_s, cell.ci_high_s
+
+
 def star_notes(rows: list[Row]) -> list[str]:
-    """One line naming the rows that star no thread count; the disturbances themselves are the cells' notes."""
-    unstarred = [r.label for r in rows if r.unstarred()]
-    if not unstarred:
-        return []
-    return [f"no fastest thread count starred in {', '.join(unstarred)}: a compared cell was disturbed (above)"]
+    """One line naming the rows that star no thread count for a disturbed cell (the disturbances themselves are the
+    cells' notes), one naming those whose fastest is not told apart, with the columns tied."""
+    disturbed = [r.label for r in rows if r.unstarred() == "disturbed"]
+    tied = [f"{r.label} ({', '.join(r.tied())})" for r in rows if r.unstarred() == "tied"]
+    return [
+        *([f"no fastest thread count starred in {', '.join(disturbed)}: a compared cell was disturbed (above)"]
+          if disturbed else []),
+        *([f"no fastest thread count starred in {', '.join(tied)}: a tie, their 95% intervals of the median overlap, "
+           "so none is told apart as the fastest"] if tied else []),
+    ]  # fmt: skip
 
 
 @dataclass
@@ -196,12 +229,13 @@ def note_kind(warning: str) -> str:
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
 
 
-DISTURBED = ("CPU steal", "other processes", "few samples")
+DISTURBED = ("CPU steal", "other processes", "few samples", "warm-up did not settle")
 
 
 def disturbances(cell: CellRecord) -> list[str]:
     """The cell's warnings that say its median is not only the model's: other processes' load, steal time, too few
-    samples. A wide IQR alone is not one: steps vary, and the star compares medians."""
+    samples, a warm-up that did not settle (the timed steps may still drift). A wide IQR alone is not one: steps
+    vary, and the star compares medians (their intervals, which a wide spread widens, say when they tie)."""
     return [w for w in cell.warnings if w.startswith(DISTURBED)]
 
 
@@ -297,7 +331,7 @@ LEGEND = (
     "seconds per mini-batch (under 0.1 s in ms or µs): median of n steady-state training steps (forward, backward, "
     "update)"
 )
-BEST_LEGEND = f"{BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed)"
+BEST_LEGEND = f"{BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed, nor tied with it)"
 FEW_LEGEND = f"{FEW_MARK} = {FEW}"
 UTILIZATION_LEGEND = (
     "(N%) = utilization: the step's FLOPs at the peak `dlperf peak` measured for the same device and threads, as a "
