@@ -51,3 +51,10 @@ def test_disturbed_and_tied_rows_are_one_note_each():
         "no fastest thread count starred in fcn-s torch (cpu:2, cpu:1): a tie, their 95% intervals of the median "
         "overlap, so none is told apart as the fastest",
     ]
+
+
+def test_the_fastest_framework_line_says_a_compared_cell_whose_warm_up_did_not_settle_was_disturbed():
+    cells = [make_cell("fcn-s", framework=fw, batch=64, median_s=m, n=20, key=fw, warnings=w)
+             for fw, m, w in (("torch", 0.5, []), ("jax", 0.4, [UNSETTLED]))]  # fmt: skip
+    _, line = table.build(1, cells).fastest
+    assert line.endswith("as fast as torch, a compared cell disturbed")

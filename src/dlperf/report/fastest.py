@@ -4,10 +4,10 @@ how much and how sure.
 Where a run measured one workload, mode and column under two or more frameworks, the fastest is named with its
 speed-up over the next fastest (the runner-up's median over its own) and, where both cells' steps are at hand and
 neither median is of too few steps, the 95% interval of that speed-up (`report/speedup.py`). A comparison that rests on
-a disturbed cell (other processes' load, steal time, few samples: `table.disturbances`) says so: its order may be the
-machine's, not the frameworks'. So does a fastest cell that kept more cores busy than its threads (MXNet's engine worker
-beside the Python thread: `table.cores_beyond_threads`): it was not faster on the same cores. An interval from one
-process per cell holds only the noise within that process.
+a disturbed cell (other processes' load, steal time, few samples, an unsettled warm-up: `table.disturbances`) says
+so: its order may be the machine's, not the frameworks'. So does a fastest cell that kept more cores busy than its
+threads (MXNet's engine worker beside the Python thread: `table.cores_beyond_threads`): it was not faster on the same
+cores. An interval from one process per cell holds only the noise within that process.
 """
 
 from __future__ import annotations
