@@ -10,7 +10,8 @@ of `frameworks/<name>/`), a user's model file (its bytes), the workload's descri
 A change to any of them is another key, so an entry is never read again once one changes. A model named by its
 module (`package.module:factory`) is never cached: its source is not read without importing it.
 
-Written whole or not at all (a temporary file in the folder, then renamed over the entry); read defensively: an entry
+Written whole or not at all (a temporary file in the folder, then renamed over the entry: `runner/kept.py`, which
+keeps a run's counted figures the same way); read defensively: an entry
 that does not parse, or whose key is not the one asked, is a miss, counted again and written over. The folder is
 bounded: past `MAX_BYTES` the oldest-written entries go first. `DLPERF_NO_COUNT_CACHE=1` (or `dlperf predict
 --no-cache`) neither reads nor writes it. Standard library only.
@@ -18,22 +19,20 @@ bounded: past `MAX_BYTES` the oldest-written entries go first. `DLPERF_NO_COUNT_
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import time
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from dlperf import envs
+from dlperf.runner import kept
 from dlperf.version import VERSION
 
-FORMAT = 1  # of an entry's JSON
+FORMAT = kept.FORMAT  # of an entry's JSON
 MAX_BYTES = 64 * 2**20  # the folder's bound: the 225 shipped rows' counts take 332 kB (35 entries, each under 25 kB)
-STALE_TEMP_S = 3600.0  # a temporary file older than this was left by a process that died mid-write
-BYPASS = "DLPERF_NO_COUNT_CACHE"
+BYPASS = kept.BYPASS
 FRAMEWORKS = Path(__file__).resolve().parent.parent / "frameworks"
 
 
@@ -80,48 +79,17 @@ def key(workload: dict[str, Any], mode: str, counter: str, framework_version: st
     return json.loads(json.dumps(found))  # as it reads back: tuples as lists
 
 
-def _name(entry_key: dict[str, Any], part: str) -> str:
-    text = json.dumps(entry_key, sort_keys=True, separators=(",", ":"))
-    return f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.{part}.json"
-
-
 def read(entry_key: dict[str, Any], part: str) -> Any:
     """The entry's value, or None: absent, unreadable, damaged, or under another key."""
-    try:
-        payload = json.loads((directory() / _name(entry_key, part)).read_bytes())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(payload, dict) or payload.get("format") != FORMAT or payload.get("key") != entry_key:
-        return None
-    return payload.get("value")
+    return kept.read(directory(), entry_key, part)
 
 
 def write(entry_key: dict[str, Any], part: str, value: Any) -> None:
     """Write an entry whole (temporary file, then rename); a folder that cannot be written is no error, the count
     stands, it is only not kept."""
-    data = json.dumps({"format": FORMAT, "key": entry_key, "value": value}, separators=(",", ":")).encode()
-    envs.write_whole(directory() / _name(entry_key, part), data)
+    kept.write(directory(), entry_key, part, value)
 
 
 def prune() -> None:
-    """Keep the folder under MAX_BYTES, the oldest-written entries removed first (down to three quarters of it, so
-    that every command does not prune again); temporary files of dead writers go too."""
-    try:
-        found = [(p, p.stat()) for p in directory().iterdir()]
-    except OSError:
-        return
-    now = time.time()
-    for p, st in found:
-        if p.name.startswith(".tmp-") and now - st.st_mtime > STALE_TEMP_S:
-            with contextlib.suppress(OSError):
-                p.unlink()
-    entries = sorted(((st.st_mtime, st.st_size, p) for p, st in found if p.suffix == ".json"), key=lambda e: e[0])
-    total = sum(size for _, size, _ in entries)
-    if total <= MAX_BYTES:
-        return
-    for _, size, p in entries:
-        if total <= MAX_BYTES * 3 // 4:
-            break
-        with contextlib.suppress(OSError):
-            p.unlink()
-            total -= size
+    """Keep the folder under MAX_BYTES, the oldest-written entries removed first."""
+    kept.prune(directory(), MAX_BYTES)

@@ -24,7 +24,7 @@ from dlperf.measure.system import affinity_cpus, pin_cpus
 from dlperf.modes import Mode, mode_components
 from dlperf.parallel import Rendezvous, distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask, Start
-from dlperf.runner import collect, lifeline, warm
+from dlperf.runner import collect, kept, lifeline, warm
 from dlperf.runner import profile as profiling
 from dlperf.runner.distributed import rendezvous_id
 from dlperf.runner.launch import Launched, Watch, launch, unsuspended
@@ -76,17 +76,23 @@ def siblings(cell: Cell, stored: list[CellRecord]) -> list[CellRecord]:
 def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     """What the child of `task` receives. The loss check runs once per cell, in its first process (it trains from
     fixed seeds: another process would repeat it), for every mode but fp32 (the reference), unless --no-loss-check
-    or a sibling cell has its verdict; FLOPs and the memory of a step are measured once per sibling group."""
+    or a sibling cell has its verdict; FLOPs and the memory of a step are measured once per sibling group, and not
+    at all where an earlier run's are kept (`kept`: counted, not read from the machine's state)."""
     cell, spec = task.cell, ctx.spec
     group = siblings(cell, ctx.store.cells(ctx.run_id))
     wants_check = spec.loss_check and task.repeat == 0 and mode_components(cell.mode) != [Mode.FP32]
+    count_flops = not any(c.flops_per_step is not None for c in group)
+    measure_memory = not any(c.peak_mem_bytes is not None for c in group)
+    if count_flops or measure_memory:
+        flops, memory = kept.extras(kept.key(cell, ctx.workloads[cell.key]))
+        count_flops, measure_memory = count_flops and flops is None, measure_memory and memory is None
     common = {
         "cell": cell,
         "repeat": task.repeat,
         "workload": ctx.workloads[cell.key],
         "timer": spec.timer,
-        "count_flops": not any(c.flops_per_step is not None for c in group),
-        "measure_memory": not any(c.peak_mem_bytes is not None for c in group),
+        "count_flops": count_flops,
+        "measure_memory": measure_memory,
         "loss_check": wants_check and not any(c.loss_check and c.loss_check.ok is not None for c in group),
         "check_if_faster_than_s": task.check_if_faster_than_s,
         "stop": task.stop,
@@ -279,7 +285,11 @@ def store_result(ctx: SweepContext, task: Task, m: ProcessMeasurement, session: 
     busy = cell.threads * (cell.nproc // ctx.spec.nnodes if cell.nproc else 1)  # threads of this node's processes
     figures = collect.cell_figures([*earlier, m], batch, busy, ctx.cores, cell.device, cell.framework)
     collect.share(figures, [c for c in siblings(cell, ctx.store.cells(ctx.run_id)) if c.key != cell.key])
+    entry = kept.key(cell, ctx.workloads[cell.key])
+    if figures.flops_per_step is None or figures.peak_mem_bytes is None:
+        kept.take(figures, *kept.extras(entry))
     ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures, session)
+    kept.keep(entry, m.detail, f"run {ctx.run_id} of {ctx.store.path}")
     return figures
 
 

@@ -1,0 +1,191 @@
+"""What is kept between commands in DATA_DIR/cache (`envs.data_dir`): entries named by a hash of their key, written
+whole, read defensively, each folder bounded; and a cell's figures that do not depend on the machine's state, kept
+there so that a new run of the same cell does not measure them again (`extras`, `take`).
+
+An entry is one JSON file, `<hash of its key>.<part>.json`, holding its key and value: an entry that does not parse,
+or whose key is not the one asked, is a miss, measured again and written over. Written whole or not at all (a
+temporary file, then renamed). Past `MAX_BYTES` a folder's oldest-written entries go first. `predict/cache.py`
+keeps the operator counts this way (DATA_DIR/cache/opcounts); this module keeps the figures (DATA_DIR/cache/figures),
+under the same switch: `DLPERF_NO_COUNT_CACHE=1` (`dlperf predict --no-cache`) neither reads nor writes either.
+
+A cell's FLOPs per step and the memory of its step (the live tensors' peak, XLA's buffer plan) are counted by the
+framework on one step of the model: the same for the same dlperf, framework version, backend and model source (a
+user's file by its bytes), workload (its batch included), mode, device, machine (CPU model and flags, GPU nodes and
+driver) and the variables that change what the framework runs. Every one of them is in the key. What depends on the
+machine's state (a resident-set peak, a CUDA allocator's peak, any time) is never kept: a process whose cell finds
+its figures here skips the FLOP count and the memory step, and so has no resident-set peak of one step (its timed
+steps' high-water mark is its own). Kept only for a plain cell (one process, no --data): a multi-process cell's
+figures are each rank's, a dataset can change under the same path. A model named by its module
+(`package.module:factory`) is never kept: its source is not read without importing it.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from dlperf import envs
+from dlperf.protocol import MEMORY_KINDS, Cell
+from dlperf.runner import probe_cache
+from dlperf.store.records import CellFigures
+from dlperf.version import VERSION
+
+FORMAT = 1  # of an entry's JSON
+MAX_BYTES = 64 * 2**20
+STALE_TEMP_S = 3600.0  # a temporary file older than this was left by a process that died mid-write
+BYPASS = "DLPERF_NO_COUNT_CACHE"
+SRC = Path(__file__).resolve().parent.parent
+# The memory figures counted from the step's tensors or its compiled plan, not read from the process or an allocator.
+COUNTED_MEMORY = ("live_tensor_peak_bytes", "xla_buffer_peak_bytes", "xla_argument_bytes", "xla_output_bytes",
+                  "xla_alias_bytes", "xla_temp_bytes")  # fmt: skip
+COUNTED_KINDS = ("live_tensors", "xla_buffers")
+
+
+def enabled() -> bool:
+    return os.environ.get(BYPASS, "") in ("", "0")
+
+
+def entry_name(entry_key: dict[str, Any], part: str) -> str:
+    text = json.dumps(entry_key, sort_keys=True, separators=(",", ":"))
+    return f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.{part}.json"
+
+
+def read(folder: Path, entry_key: dict[str, Any], part: str) -> Any:
+    """The entry's value, or None: absent, unreadable, damaged, or under another key."""
+    try:
+        payload = json.loads((folder / entry_name(entry_key, part)).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(payload, dict) or payload.get("format") != FORMAT or payload.get("key") != entry_key:
+        return None
+    return payload.get("value")
+
+
+def write(folder: Path, entry_key: dict[str, Any], part: str, value: Any) -> None:
+    """Write an entry whole; a folder that cannot be written is no error, the figure stands, it is only not kept."""
+    data = json.dumps({"format": FORMAT, "key": entry_key, "value": value}, separators=(",", ":")).encode()
+    envs.write_whole(folder / entry_name(entry_key, part), data)
+
+
+def prune(folder: Path, max_bytes: int = MAX_BYTES) -> None:
+    """Keep `folder` under `max_bytes`, the oldest-written entries removed first (down to three quarters of it, so
+    that every command does not prune again); temporary files of dead writers go too."""
+    try:
+        found = [(p, p.stat()) for p in folder.iterdir()]
+    except OSError:
+        return
+    now = time.time()
+    for p, st in found:
+        if p.name.startswith(".tmp-") and now - st.st_mtime > STALE_TEMP_S:
+            with contextlib.suppress(OSError):
+                p.unlink()
+    entries = sorted(((st.st_mtime, st.st_size, p) for p, st in found if p.suffix == ".json"), key=lambda e: e[0])
+    total = sum(size for _, size, _ in entries)
+    if total <= max_bytes:
+        return
+    for _, size, p in entries:
+        if total <= max_bytes * 3 // 4:
+            break
+        with contextlib.suppress(OSError):
+            p.unlink()
+            total -= size
+
+
+# --- a cell's counted figures --------------------------------------------------------------------------------------
+def directory() -> Path:
+    return envs.data_dir() / "cache" / "figures"
+
+
+@cache
+def _backend_source(framework: str) -> str:
+    """A hash of what counts a cell's figures: the framework's backend (its models too), what every backend shares,
+    and the worker that asks for them."""
+    digest = hashlib.sha256()
+    paths = [*sorted((SRC / "frameworks" / framework).glob("*.py")), *sorted((SRC / "frameworks" / "common").glob(
+        "*.py")), SRC / "worker" / "cell.py"]  # fmt: skip
+    for path in paths:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def _user_source(workload: dict[str, Any]) -> str | None:
+    """A user's model file by its bytes ("" for a built-in workload); None where it is not read (a module path)."""
+    source = workload.get("source")
+    if source is None:
+        return ""
+    path = source.rpartition(":")[0]
+    if not path.endswith(".py"):
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def key(cell: Cell, workload: dict[str, Any]) -> dict[str, Any] | None:
+    """The key of a cell's counted figures, its thread count aside; None: not kept (turned off, a multi-process or
+    --data cell, a framework not installed or of unknown version, a model whose source is not read)."""
+    python = envs.interpreter_for(cell.framework)
+    if not enabled() or cell.nproc or cell.loader or python is None:
+        return None
+    version, user = probe_cache.framework_version(cell.framework, python), _user_source(workload)
+    if version is None or user is None:
+        return None
+    found = {"dlperf": VERSION, "framework": cell.framework, "version": version, "python": python,
+             "source": _backend_source(cell.framework), "user": user, "workload": workload, "mode": cell.mode,
+             "device": cell.device, "machine": _machine(), "env": probe_cache.environment()}  # fmt: skip
+    return json.loads(json.dumps(found))  # as it reads back: tuples as lists
+
+
+def _machine() -> dict[str, Any]:
+    """The machine as the figures depend on it: which CPU (its kernels) and GPUs, not its cores or memory."""
+    found = probe_cache.machine()
+    return {k: found[k] for k in ("cpu_model", "cpu_flags", "device_nodes", "nvidia_driver")}
+
+
+def extras(entry_key: dict[str, Any] | None) -> tuple[dict | None, dict | None]:
+    """The kept (FLOPs, memory) of a cell's key, each None where none is kept."""
+    if entry_key is None:
+        return None, None
+    flops, memory = read(directory(), entry_key, "flops"), read(directory(), entry_key, "memory")
+    return (flops if isinstance(flops, dict) else None), (memory if isinstance(memory, dict) else None)
+
+
+def keep(entry_key: dict[str, Any] | None, detail, origin: str) -> None:
+    """Keep what one process counted itself (`detail`: its `ProcessDetail`), `origin` saying where: its FLOPs, and
+    its memory figures where the step's peak is a counted one (never a resident-set or allocator peak)."""
+    memory = detail.memory or {}
+    headline = next((kind for name, kind in MEMORY_KINDS.items() if memory.get(name) is not None), None)
+    if entry_key is None or (detail.flops_per_step is None and headline not in COUNTED_KINDS):
+        return
+    if detail.flops_per_step is not None:
+        value = {"flops_per_step": detail.flops_per_step, "flops_by_dtype": detail.flops_by_dtype, "from": origin}
+        write(directory(), entry_key, "flops", value)
+    if headline in COUNTED_KINDS:
+        counted = {k: memory[k] for k in COUNTED_MEMORY if memory.get(k) is not None}
+        write(directory(), entry_key, "memory", {"figures": counted, "from": origin})
+    prune(directory())
+
+
+def take(figures: CellFigures, flops: dict | None, memory: dict | None) -> None:
+    """Fill what a cell has not measured, nor a sibling shared, from what is kept, and say where it came from."""
+    if figures.flops_per_step is None and flops is not None:
+        figures.flops_per_step, figures.flops_by_dtype = flops.get("flops_per_step"), flops.get("flops_by_dtype")
+        figures.shared_from.update(flops=f"cached from {flops.get('from')}")
+    if figures.peak_mem_bytes is None and memory is not None:
+        kept = memory.get("figures") or {}
+        kind, peak = next(((kind, kept[k]) for k, kind in MEMORY_KINDS.items() if kept.get(k) is not None),
+                          (None, None))  # fmt: skip
+        if peak is None:
+            return
+        own = {k: v for k, v in figures.memory_figures.items() if v is not None}
+        figures.peak_mem_bytes, figures.peak_mem_kind = peak, kind
+        figures.memory_figures = {**kept, **own}
+        figures.shared_from.update(memory=f"cached from {memory.get('from')}")
