@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError, where_in_user_code
+from dlperf.workloads import userfiles
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -295,6 +296,8 @@ def whose(owner: Any) -> str | None:
     by where its module was imported from, not by its name: a user's statistics.py is the user's."""
     name = owner.__module__ or ""
     top = name.partition(".")[0]
+    if name.startswith(f"{userfiles.PACKAGE}."):  # a file of the user's, as dlperf imports it
+        return None
     if top == "dlperf":
         return "dlperf's own, not yours"
     origin = origin_of(sys.modules.get(name), name)
@@ -459,17 +462,11 @@ def _import_module(target: str):
 def _import_package(spec):
     """The user's package `spec` found, named as one of the standard library's: under a name of its own, as
     `_import_file` imports a file, its modules then imported below it (their relative imports work)."""
-    places = list(spec.submodule_search_locations)
-    name = f"dlperf_user_{abs(hash(str(Path(places[0]).resolve())))}"
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    name = userfiles.module_name(folder)
     if name in sys.modules:
         return sys.modules[name]
-    if spec.has_location:
-        mine = importlib.util.spec_from_file_location(name, spec.origin, submodule_search_locations=places)
-    else:  # a folder with no __init__.py
-        from importlib.machinery import ModuleSpec
-
-        mine = ModuleSpec(name, None, is_package=True)
-        mine.submodule_search_locations = places
+    mine = userfiles.spec_for(name, folder.resolve())
     module = importlib.util.module_from_spec(mine)
     sys.modules[name] = module
     if mine.loader is not None:
@@ -481,7 +478,7 @@ def _import_file(path_text: str, search: bool = True):
     path = Path(path_text)
     if not path.is_file():
         raise UsageError(f"no such file {path_text!r}")
-    name = f"dlperf_user_{abs(hash(str(path.resolve())))}"
+    name = userfiles.module_name(path)  # importable again by a DataLoader's spawned workers
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise UsageError(f"cannot import {path_text!r}")
