@@ -63,3 +63,15 @@ def test_the_best_view_names_its_machine_too(lab):
         proc = dlperf("table", "--run", "2", "--best", "--format", fmt, db=lab, env={"COLUMNS": "200"})
         assert proc.returncode == 0, proc.stderr
         assert "measured on: beta · EPYC Test, 64 cores · NVIDIA H100 80GB HBM3" in proc.stdout, fmt
+
+
+def test_a_machine_of_one_core_reads_one_core():
+    """`taskset -c 0` read "1 cores" in the table's machine line, list --runs and the report's heading."""
+    from dlperf.report.fleet import machine_label
+    from dlperf.report.html import _machine
+
+    one = {"hostname": "small", "cpu_model": "EPYC Test", "cores": {"cores": 1}}
+    assert machine_label(one, cores=True) == "small · EPYC Test, 1 core"
+    assert machine_label({**one, "cores": {"cores": 2}}, cores=True) == "small · EPYC Test, 2 cores"
+    heading = _machine({"hostname": "small", "cpu": {"model": "EPYC Test"}, "cores": {"cores": 1}})
+    assert heading.startswith("small · EPYC Test, 1 core, ") and "cores" not in heading

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
-from dlperf.measure.units import named
+from dlperf.measure.units import named, plural
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import interval, markup, table_seconds
 from dlperf.report.predicted import own
@@ -235,7 +235,7 @@ def machine_label(fingerprint: dict, cores: bool = False) -> str:
     gpus = ", ".join(dict.fromkeys(g for g in fingerprint.get("gpus") or [] if g))
     cpu = fingerprint.get("cpu_model") or "unknown CPU"
     if cores and (count := (fingerprint.get("cores") or {}).get("cores")):
-        cpu += f", {count} cores"
+        cpu += f", {plural(count, 'core')}"
     parts = [fingerprint.get("hostname") or "unknown host", cpu]
     return " · ".join([*parts, *([gpus] if gpus else [])])
 

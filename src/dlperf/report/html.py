@@ -366,7 +366,8 @@ def _machine(env: dict) -> str:
     gpus = env.get("gpus") or []
     gpu = f", {', '.join(g.get('name', '?') for g in gpus)}" if gpus else ", no GPU"
     host = f"{env['hostname']} · " if env.get("hostname") else ""  # runs merged from two hosts of one CPU model
-    return f"{host}{cpu}, {count(cores)} cores, {nbytes(env.get('memory_total_bytes'))}{gpu}"
+    cores_said = plural(cores, "core") if isinstance(cores, int) else f"{count(cores)} cores"
+    return f"{host}{cpu}, {cores_said}, {nbytes(env.get('memory_total_bytes'))}{gpu}"
 
 
 def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:
