@@ -16,11 +16,13 @@ Without `--compare`:
 
 runs one `dlperf run` of the given cells with a short timer (3 timed steps at least, 0.5 s at most, 3 warm-up steps
 at most), from the dlperf source tree SRC (default: this checkout's src/; another checkout's src/ measures another
-commit the same way), then reads every process back from the store it wrote. Per process, the fixed cost is its
-wall-clock life minus its warm-up and timed steps (the sums of the stored warm-up times and samples), so the figure
-is the same for a commit that records phases and one that does not; where the process recorded its phases
-(`detail["phases"]`), they are printed too. The run's own cost beyond its processes (planning, the probe, storing,
-printing) is the run's wall time minus every process's. Figures are seconds, medians over the cells.
+commit the same way), with the figures kept between runs turned off (DLPERF_NO_COUNT_CACHE=1: every run counts its
+FLOPs and memory step as a cell's first run does), then reads every process back from the store it wrote. Per
+process, the fixed cost is its wall-clock life minus its warm-up and timed steps (the sums of the stored warm-up
+times and samples), so the figure is the same for a commit that records phases and one that does not; where the
+process recorded its phases (`detail["phases"]`), they are printed too. The run's own cost beyond its processes
+(planning, the probe, storing, printing) is the run's wall time minus every process's. Figures are seconds, medians
+over the cells.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def dlperf_run(src: Path, db: Path, flags: list[str], cold: bool) -> float:
     cmd = [sys.executable, "-m", "dlperf", "run", *flags, "--db", str(db)]
     env = {**os.environ, "PYTHONPATH": str(src)}
     env.pop("DLPERF_NO_WARM", None)
+    env["DLPERF_NO_COUNT_CACHE"] = "1"  # every run pays its first process's extras, as a first run of a cell does
     if cold:
         env["DLPERF_NO_WARM"] = "1"
     start = time.perf_counter()
