@@ -3,6 +3,9 @@ FLOP count and no memory step, and stores the first run's figures, marked as cac
 changed (the batch, the model's file, the framework's version) is counted afresh; a figure read from the machine's
 state (a resident-set or allocator peak) is never kept."""
 
+import os
+import time
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -11,11 +14,12 @@ from conftest import FAST, dlperf, require
 from dlperf import envs
 from dlperf.protocol import Cell
 from dlperf.runner import kept, probe_cache
-from dlperf.runner.sweep import child_task
+from dlperf.runner.sweep import child_task, store_result
 from dlperf.runner.tasks import Task
 from dlperf.store import Store
-from dlperf.store.process import ProcessDetail
+from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import CellFigures
+from dlperf.vocab import Status
 
 CELL = Cell("fcn-r", "torch", "cpu", 1, "fp32")
 WORKLOAD = {"name": "fcn-r", "batch": 1024}
@@ -84,10 +88,38 @@ def test_a_users_model_file_changed_is_counted_afresh(here, tmp_path):
     model.write_text("def make(): ...\n")
     workload = {"name": "mine", "batch": 8, "source": f"{model}:make"}
     cell = Cell("mine", "torch", "cpu", 1, "fp32")
-    kept.keep(entry(workload, cell), COUNTED, "run 1 of /tmp/a.db")
+    kept.keep(entry(workload, cell), replace(COUNTED, started_at=time.time()), "run 1 of /tmp/a.db")
     assert asked(context(workload, cell), cell) == (False, False)
     model.write_text("def make(): ...  # changed\n")
     assert asked(context(workload, cell), cell) == (True, True)
+
+
+def test_a_model_file_edited_while_its_process_ran_is_not_kept(here, tmp_path):
+    """The key is the file's bytes as the figures are stored, after the process: a file written since the process
+    started (edited during a run of several minutes) is not what it counted, and its figures are not kept for it."""
+    model = tmp_path / "models.py"
+    model.write_text("def make(): ...  # as the process imported it\n")
+    started = time.time()
+    model.write_text("def make(): ...  # edited while it ran\n")
+    os.utime(model, (started + 5, started + 5))
+    workload = {"name": "mine", "batch": 8, "source": f"{model}:make"}
+    cell = Cell("mine", "torch", "cpu", 1, "fp32")
+    kept.keep(entry(workload, cell), replace(COUNTED, started_at=started), "run 1 of /tmp/a.db")
+    assert kept.extras(entry(workload, cell)) == (None, None)
+    assert asked(context(workload, cell), cell) == (True, True)
+
+
+def test_the_origin_names_the_database_by_its_whole_path(here, tmp_path, monkeypatch):
+    """A later run reads the origin from any folder: a store opened as `--db a.db` is named by its whole path."""
+    monkeypatch.chdir(tmp_path)
+    ctx = context()
+    ctx.store = SimpleNamespace(cells=lambda run_id: [], measurements=lambda run_id, key: [], path="a.db",
+                                record=lambda *args: None)  # fmt: skip
+    ctx.spec.nnodes, ctx.cores = 1, 2
+    measured = ProcessMeasurement(status=Status.OK, samples=[0.01] * 9, detail=replace(COUNTED, started_at=time.time()))
+    store_result(ctx, Task(CELL, 0), measured)
+    flops, _ = kept.extras(entry())
+    assert flops["from"] == f"run 1 of {tmp_path / 'a.db'}"
 
 
 def test_a_figure_of_the_machines_state_is_never_kept(here):

@@ -9,14 +9,14 @@ keeps the operator counts this way (DATA_DIR/cache/opcounts); this module keeps 
 under the same switch: `DLPERF_NO_COUNT_CACHE=1` (`dlperf predict --no-cache`) neither reads nor writes either.
 
 A cell's FLOPs per step and the memory of its step (the live tensors' peak, XLA's buffer plan) are counted by the
-framework on one step of the model: the same for the same dlperf, framework version, backend and model source (a
-user's file by its bytes), workload (its batch included), mode, device, machine (CPU model and flags, GPU nodes and
-driver) and the variables that change what the framework runs. Every one of them is in the key. What depends on the
-machine's state (a resident-set peak, a CUDA allocator's peak, any time) is never kept: a process whose cell finds
-its figures here skips the FLOP count and the memory step, and so has no resident-set peak of one step (its timed
-steps' high-water mark is its own). Kept only for a plain cell (one process, no --data): a multi-process cell's
-figures are each rank's, a dataset can change under the same path. A model named by its module
-(`package.module:factory`) is never kept: its source is not read without importing it.
+framework on one step of the model: the same for the same dlperf, framework version, backend and model source (a user's
+file by its bytes, kept only where unchanged since the process started), workload (its batch included), mode, device,
+machine (CPU model and flags, GPU nodes and driver) and the variables that change what the framework runs. Every one of
+them is in the key. What depends on the machine's state (a resident-set peak, a CUDA allocator's peak, any time) is
+never kept: a process whose cell finds its figures here skips the FLOP count and the memory step, and so has no
+resident-set peak of one step (its timed steps' high-water mark is its own). Kept only for a plain cell (one process, no
+--data): a multi-process cell's figures are each rank's, a dataset can change under the same path. A model named by its
+module (`package.module:factory`) is never kept: its source is not read without importing it.
 Standard library only.
 """
 
@@ -165,6 +165,8 @@ def keep(entry_key: dict[str, Any] | None, detail, origin: str) -> None:
     headline = next((kind for name, kind in MEMORY_KINDS.items() if memory.get(name) is not None), None)
     if entry_key is None or (detail.flops_per_step is None and headline not in COUNTED_KINDS):
         return
+    if not _read_as_keyed(entry_key["workload"], detail.started_at):
+        return
     if detail.flops_per_step is not None:
         value = {"flops_per_step": detail.flops_per_step, "flops_by_dtype": detail.flops_by_dtype, "from": origin}
         write(directory(), entry_key, "flops", value)
@@ -172,6 +174,19 @@ def keep(entry_key: dict[str, Any] | None, detail, origin: str) -> None:
         counted = {k: memory[k] for k in COUNTED_MEMORY if memory.get(k) is not None}
         write(directory(), entry_key, "memory", {"figures": counted, "from": origin})
     prune(directory())
+
+
+def _read_as_keyed(workload: dict[str, Any], started_at: float | None) -> bool:
+    """Whether the process read the user's model file as the key has it (its bytes now): not where the file was
+    written after the process started (edited during a run, or before a --resume stored an interrupted run's
+    process), whose figures are of the bytes it had then."""
+    path = (workload.get("source") or "").rpartition(":")[0]
+    if not path:
+        return True
+    try:
+        return started_at is not None and Path(path).stat().st_mtime <= started_at
+    except OSError:
+        return False
 
 
 def take(figures: CellFigures, flops: dict | None, memory: dict | None) -> None:

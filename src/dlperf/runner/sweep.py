@@ -289,7 +289,7 @@ def store_result(ctx: SweepContext, task: Task, m: ProcessMeasurement, session: 
     if figures.flops_per_step is None or figures.peak_mem_bytes is None:
         kept.take(figures, *kept.extras(entry))
     ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures, session)
-    kept.keep(entry, m.detail, f"run {ctx.run_id} of {ctx.store.path}")
+    kept.keep(entry, m.detail, f"run {ctx.run_id} of {os.path.abspath(ctx.store.path)}")  # read from any folder
     return figures
 
 
