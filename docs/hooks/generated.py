@@ -221,6 +221,9 @@ EXPORT_COLUMNS = {
     "split": "how the pipeline cut the model into stages",
     "loss_ok": "whether the mode's loss followed the fp32 reference (the loss check); empty when not checked",
     "loss_reason": "why the loss check failed",
+    "shared_from": "where a figure the cell's processes did not measure came from, by figure (flops, memory, "
+    "loss_check): the key of the run's cell of another thread count, or `cached from run N of DB` (DATA_DIR/cache/"
+    "figures, counted by an earlier run); empty where it measured all",
     "loader": "the loader setting of a `--data` cell (workers, pin); empty on synthetic data",
     "dataset": "the dataset the loader read",
     "dataset_samples": "the dataset's samples",

@@ -19,7 +19,8 @@ checked unchanged: run 2's table renders (text, json, --explain) name the step i
 (ad3af0a); every run's `table --format csv` adds each device column's n and marks after the columns it had, then the
 legend of its marks and its notes, a row each; the table (text, json, --explain) names the machine that measured the
 run ("measured on: vm · AMD EPYC, 2 cores"), each export record its run's hostname, CPU model, cores, GPUs and dlperf
-version, and the report's heading the host (a merged store holds several machines).
+version, and the report's heading the host (a merged store holds several machines); each export record says where
+a figure its processes did not measure came from (`shared_from`: run 3's loader cells, their synthetic cell's).
 """
 
 from __future__ import annotations
