@@ -32,20 +32,27 @@ def where_in_user_code(exc: BaseException) -> str:
     """' (at FILE:LINE, in FUNCTION)': the deepest frame of `exc`'s traceback in the user's own code (not in the
     standard library, an installed package or dlperf), where a failure in the user's model or factory can be looked
     at; '' where there is none (a built-in workload). Standard library only: the worker uses it too."""
+    import traceback
+
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if in_user_code(frame.filename):
+            return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
+    return ""
+
+
+def in_user_code(filename: str) -> bool:
+    """Whether a traceback frame's file is the user's own: not '<frozen ...>' nor '<string>', not in the standard
+    library, an installed package (this environment's or another's) or dlperf."""
     import os
     import sysconfig
-    import traceback
 
     paths = sysconfig.get_paths()
     libraries = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
     libraries.add(os.path.realpath(os.path.dirname(__file__)))  # dlperf's own package
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        real = os.path.realpath(frame.filename)
-        if frame.filename.startswith("<") or "-packages" + os.sep in real:  # '<frozen ...>', another environment's
-            continue
-        if not any(real == lib or real.startswith(lib + os.sep) for lib in libraries):
-            return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
-    return ""
+    real = os.path.realpath(filename)
+    if filename.startswith("<") or "-packages" + os.sep in real:
+        return False
+    return not any(real == lib or real.startswith(lib + os.sep) for lib in libraries)
 
 
 def why_unwritable(path: object) -> str:

@@ -12,6 +12,10 @@ exist`), so RandomResizedCrop is written here as torchvision does it.
 from __future__ import annotations
 
 import math
+import os
+import re
+import signal
+import stat
 import statistics
 import time
 import warnings
@@ -22,7 +26,7 @@ import torch
 from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
-from dlperf.errors import UsageError
+from dlperf.errors import UsageError, in_user_code
 from dlperf.loaders import DATA_DATASET, LoaderSetting
 from dlperf.workloads.base import Workload
 from dlperf.workloads.datasets import cifar, idx, imagefolder, ptb
@@ -224,7 +228,8 @@ def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.
     if user is not None:
         dataset, factory = user_data(user)
         if factory is not None:
-            return factory(workload.batch, **kwargs)
+            built = factory(workload.batch, **kwargs)
+            return Batches(built) if isinstance(built, DataLoader) else built
     elif data == DATA_DATASET:
         raise NotImplementedError(f"--data dataset reads a user workload's own Dataset; {workload.name} is built in "
                                   "(--data DIR reads its dataset)")  # fmt: skip
@@ -233,23 +238,37 @@ def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.
     if len(dataset) < workload.batch:
         raise UsageError(f"--data: the dataset of {workload.name} has {len(dataset)} samples, fewer than one batch of "
                          f"{workload.batch}")  # fmt: skip
-    return Loader(dataset, batch_size=workload.batch, shuffle=True, drop_last=True, **kwargs)
+    return Batches(DataLoader(dataset, batch_size=workload.batch, shuffle=True, drop_last=True, **kwargs))
 
 
-class Loader(DataLoader):
-    """A DataLoader whose workers' errors read as the worker raised them. torch raises a worker's exception again in
-    the loading process as `Caught UsageError in DataLoader worker process 0.` followed by the worker's traceback, so
-    a cell's reason (an error's first line) would not name the file that failed mid-run."""
+class Batches:
+    """A DataLoader, dlperf's or a user's, whose workers' failures read as the workers met them (`worker_error`,
+    `worker_death`): torch raises a worker's exception again as `Caught ZeroDivisionError in DataLoader worker
+    process 0.` and the worker's traceback, so a cell's reason (an error's first line) named neither the error nor
+    the file; and a worker that died without raising (an import its spawned process could not make, os._exit, a
+    signal) only as `DataLoader worker (pid(s) N) exited unexpectedly`, its own traceback in the cell's log."""
 
-    def __iter__(self):
-        return _Unwrapped(super().__iter__())
+    def __init__(self, loader: DataLoader) -> None:
+        self.loader = loader
+
+    def __iter__(self) -> _Unwrapped:
+        return _Unwrapped(self.loader)
+
+    def __len__(self) -> int:
+        return len(self.loader)
+
+    def __getattr__(self, name: str) -> Any:  # dataset, batch_size, ...: the loader's
+        if name == "loader":
+            raise AttributeError(name)
+        return getattr(self.loader, name)
 
 
 class _Unwrapped:
-    """A DataLoader's iterator, its workers' exceptions raised with the worker's own message."""
+    """A DataLoader's iterator, its workers' failures raised in their own words."""
 
-    def __init__(self, batches: Any) -> None:
-        self.batches = batches  # holds the worker processes: dropped with this iterator
+    def __init__(self, loader: DataLoader) -> None:
+        self.since = stderr_offset()  # before the workers start: what they write comes after
+        self.batches = iter(loader)  # holds the worker processes: dropped with this iterator
 
     def __iter__(self) -> _Unwrapped:
         return self
@@ -264,6 +283,7 @@ class _Unwrapped:
             raise
         except Exception as exc:
             named = worker_error(exc)
+            named = worker_death(exc, self.batches, self.since) if named is exc else named
             if named is exc:
                 raise
             raise named from exc
@@ -272,7 +292,8 @@ class _Unwrapped:
 def worker_error(exc: Exception) -> Exception:
     """The exception a DataLoader worker raised, as `exc` carries it (its type, the message torch wraps in
     `Caught <type> in DataLoader worker process <n>.` and the worker's traceback), with its own message first and
-    the worker named last; `exc` itself when it is not a worker's."""
+    the worker named last, with the line of the user's code it was raised from; `exc` itself when it is not a
+    worker's."""
     first, _, traceback = str(exc).partition("\n")
     caught = f"Caught {type(exc).__name__} "
     if not (first.startswith(caught) and " DataLoader worker process " in first and traceback.strip()):
@@ -280,10 +301,95 @@ def worker_error(exc: Exception) -> Exception:
     last = traceback.strip().splitlines()[-1]  # "<module>.<type>: <message>", as the worker's traceback ends
     for name in (f"{type(exc).__module__}.{type(exc).__qualname__}: ", f"{type(exc).__qualname__}: "):
         last = last.removeprefix(name)
+    where = ", ".join([first.removeprefix(caught).rstrip("."), *user_frame(traceback)])
     try:
-        return type(exc)(f"{last} ({first.removeprefix(caught).rstrip('.')})")
+        return type(exc)(f"{last} ({where})")
     except Exception:  # a type that takes other arguments: left as torch raised it
         return exc
+
+
+def worker_death(exc: Exception, batches: Any, since: int | None) -> Exception:
+    """A worker that died without raising, said with how it ended (an exit code, a signal) and the last error its
+    process wrote to stderr since the iterator began (a spawned worker's failed import of the Dataset's module), where
+    a traceback says one; `exc` itself when it is no such death. torch says it three ways: `DataLoader worker (pid(s)
+    N) exited unexpectedly`, `... (pid N) exited unexpectedly with exit code 3. Details are lost ...` and `... (pid N)
+    is killed by signal: Killed.`"""
+    text = str(exc)
+    if not (isinstance(exc, RuntimeError) and text.startswith(DIED)):
+        return exc
+    said = text.split(". Details are lost")[0].strip().rstrip(".")
+    if said.endswith("exited unexpectedly"):
+        pids = {int(pid) for pid in re.findall(r"\d+", said)}
+        ends = [w.exitcode for w in getattr(batches, "_workers", []) if w.pid in pids and w.exitcode]
+        said += f" ({ended(ends[0])})" if ends else ""
+    elif said.endswith("signal: Killed"):
+        said += f" ({KILLED})"
+    return RuntimeError(said + last_error(stderr_since(since)))
+
+
+DIED = "DataLoader worker (pid"
+KILLED = "SIGKILL, which the kernel sends when memory runs out"
+
+
+def ended(exitcode: int) -> str:
+    """A process's exit code in words: 'exit code 3', 'killed by SIGSEGV'."""
+    if exitcode > 0:
+        return f"exit code {exitcode}"
+    name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
+    return f"killed by {KILLED}" if name == "SIGKILL" else f"killed by {name}"
+
+
+FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.MULTILINE)
+
+
+def user_frame(traceback: str) -> list[str]:
+    """['at FILE:LINE, in FUNCTION']: a traceback's deepest frame in the user's own code (`in_user_code`); [] where
+    none is."""
+    for file, line, function in reversed(FRAME.findall(traceback)):
+        if in_user_code(file):
+            return [f"at {file}:{line}, in {function}"]
+    return []
+
+
+def last_error(text: str) -> str:
+    """': <type>: <message> (at FILE:LINE, in FUNCTION)': the error that ends the last Python traceback of `text`,
+    with its deepest frame in the user's code; '' where `text` holds no traceback."""
+    start = text.rfind("Traceback (most recent call last):")
+    if start < 0:
+        return ""
+    traceback = text[start:]
+    said = [line.strip() for line in traceback.splitlines()[1:] if line.strip() and not line[0].isspace()]
+    if not said:
+        return ""
+    where = user_frame(traceback)
+    return f": {said[0][:ERROR_CHARS]}" + (f" ({where[0]})" if where else "")
+
+
+ERROR_CHARS = 300  # of a dead worker's error, in a cell's reason
+STDERR_READ = 1 << 16  # the last bytes of what the workers wrote, read for their error
+
+
+def stderr_offset() -> int | None:
+    """Where this process's stderr is now, when it is a file (a cell's log, which DataLoader workers inherit); None
+    for a terminal or a pipe, which cannot be read back."""
+    try:
+        return os.lseek(2, 0, os.SEEK_CUR) if stat.S_ISREG(os.fstat(2).st_mode) else None
+    except OSError:
+        return None
+
+
+def stderr_since(offset: int | None) -> str:
+    """What this process and its children wrote to stderr since `offset` (its last STDERR_READ bytes), read back
+    through /proc; '' where it cannot be."""
+    if offset is None:
+        return ""
+    try:
+        with open("/proc/self/fd/2", "rb") as written:
+            end = written.seek(0, os.SEEK_END)
+            written.seek(max(offset, end - STDERR_READ))
+            return written.read().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
