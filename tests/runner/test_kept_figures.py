@@ -83,6 +83,19 @@ def test_what_the_figures_depend_on_changed_is_counted_afresh(here, change):
     assert asked(context(change(here, WORKLOAD))) == (True, True)
 
 
+def test_another_jaxlib_or_flax_is_counted_afresh(here, monkeypatch):
+    """jax's figures are XLA's (jaxlib) on flax's model and optax's state: a dedicated environment whose jaxlib or
+    flax changed under the same jax counts again."""
+    installed = {"jax": "0.4.30", "jaxlib": "0.4.30", "flax": "0.8.5", "optax": "0.2.3"}
+    monkeypatch.setattr(envs, "record", lambda framework: {"versions": dict(installed)})
+    cell, workload = Cell("fcn-r", "jax", "cpu", 1, "fp32"), dict(WORKLOAD)
+    kept.keep(entry(workload, cell), COUNTED, "run 1 of /tmp/a.db")
+    assert asked(context(workload, cell), cell) == (False, False)
+    for package, version in (("jaxlib", "0.4.31"), ("flax", "0.10.0")):
+        installed[package] = version
+        assert asked(context(workload, cell), cell) == (True, True), package
+
+
 def test_a_users_model_file_changed_is_counted_afresh(here, tmp_path):
     model = tmp_path / "models.py"
     model.write_text("def make(): ...\n")

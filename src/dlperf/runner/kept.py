@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import time
 from functools import cache
 from pathlib import Path
@@ -139,9 +140,28 @@ def key(cell: Cell, workload: dict[str, Any]) -> dict[str, Any] | None:
     if version is None or user is None:
         return None
     found = {"dlperf": VERSION, "framework": cell.framework, "version": version, "python": python,
-             "source": _backend_source(cell.framework), "user": user, "workload": workload, "mode": cell.mode,
-             "device": cell.device, "machine": _machine(), "env": probe_cache.environment()}  # fmt: skip
+             "packages": _packages(cell.framework, python), "source": _backend_source(cell.framework), "user": user,
+             "workload": workload, "mode": cell.mode, "device": cell.device, "machine": _machine(),
+             "env": probe_cache.environment()}  # fmt: skip
     return json.loads(json.dumps(found))  # as it reads back: tuples as lists
+
+
+def _packages(framework: str, python: str) -> dict[str, str | None]:
+    """The versions of the packages beside the framework that build and compile its models (jax's jaxlib, which is
+    XLA, flax and optax; tensorflow's keras), read as `probe_cache.framework_version` reads the framework's."""
+    names = envs.PACKAGES.get(framework, ())
+    if python != sys.executable:
+        versions = (envs.record(framework) or {}).get("versions") or {}
+        return {name: versions.get(name) for name in names}
+    from importlib import metadata
+
+    found: dict[str, str | None] = {}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
 
 
 def _machine() -> dict[str, Any]:
