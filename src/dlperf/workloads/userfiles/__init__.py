@@ -25,9 +25,9 @@ _NAME = re.compile(r"(?P<stem>\w+)_(?P<digest>[0-9a-f]{10})")
 
 
 def module_name(path: Path) -> str:
-    """The name `path` (a .py file, or a package's folder) is imported under, the same in every process."""
-    path = path.resolve()
-    return f"{PACKAGE}.{_stem(path.name)}_{_digest(path)}"
+    """The name `path` (a .py file, or a package's folder) is imported under, the same in every process: the stem of
+    the name it was given by (a link's, which is what `sys.path`'s folder holds), the digest of the file it is."""
+    return f"{PACKAGE}.{_stem(path.absolute().name)}_{_digest(path.resolve())}"
 
 
 def _stem(name: str) -> str:
