@@ -35,7 +35,9 @@ def test_a_baseline_the_budget_left_unstarted_says_so_without_a_none(tmp_path, m
     started = []
     monkeypatch.setattr(sweep, "run_task", lambda task, ctx, poll: started.append(task) or None)
     quick = TimerConfig(min_steps=1, min_time=0.0)  # --budget's least is the baseline's --min-time: none here
-    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=0.001, timer=quick)
+    opts = opt.Options(
+        "tiny-fcn-r", threads=1, repeats=1, budget_s=0.001, timer=quick, flags=True
+    )  # as dlperf optimize
     search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
     assert started == [] and search.best is None and search.exit_code == ExitCode.CELLS_FAILED
     assert "--budget 0.001 s ran out: fp32 not started" in search.notes, search.notes
@@ -61,7 +63,7 @@ def _stopped_search(tmp_path, monkeypatch, stopped_mode: str):
                                   duration_s=1.0)  # fmt: skip
 
     monkeypatch.setattr(sweep, "run_task", run_task)
-    opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=900.0, order="fixed")
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=900.0, order="fixed", flags=True)
     return opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
 
 
@@ -77,7 +79,7 @@ def test_a_budget_below_what_the_baseline_is_timed_is_refused_before_anything_ru
     """`optimize --budget 1s` planned and started the baseline, which its --repeats 2 processes of --min-time 2 s
     cannot fit: the least is said in one line, nothing stored."""
     _fake_children(monkeypatch, [])
-    opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=1.0)
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=2, budget_s=1.0, flags=True)  # the command's words
     with pytest.raises(UsageError) as caught:
         opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
     assert str(caught.value) == ("--budget 1 s: below the 4 s the fp32 baseline alone is timed at the least (--repeats "
