@@ -124,7 +124,7 @@ def run_in(framework: str, script: str, *args: str, threads: int = 1, timeout: f
     python = framework_python(framework)
     env = child_env(os.environ, threads, python)
     if python == sys.executable:
-        env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH", "")]))
     done = subprocess.run(
         [python, "-c", script, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT
     )
@@ -150,7 +150,8 @@ def dlperf(*args: str, db: Path | None = None, cwd: Path | None = None, timeout:
     if db is not None:
         cmd += ["--db", str(db)]
     full_env = {**os.environ, **(env or {})}
-    full_env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), full_env.get("PYTHONPATH", "")])
+    # no empty entry: "src:" would put the working directory before the standard library in every child
+    full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), full_env.get("PYTHONPATH", "")]))
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env)
 
 
