@@ -16,10 +16,11 @@ EXIT_REGRESSION = 1  # what a CI job gates on
 
 HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regression)"
 DESCRIPTION = (
-    "Compare two runs cell by cell: the ratio of medians B/A with a 95% interval, and a verdict "
-    "from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is significantly "
-    "slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to compare), or "
-    "none could be tested (each side needs two processes of a cell, --repeats 2; 3 or more to tell small changes)."
+    "Compare two runs cell by cell: the ratio B/A of the per-process medians' geometric means with a 95% interval, "
+    "and a verdict from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is "
+    "significantly slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to "
+    "compare), or none could be tested (each side needs two processes of a cell, --repeats 2; 3 or more to tell small "
+    "changes)."
 )
 
 

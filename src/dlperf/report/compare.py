@@ -351,6 +351,20 @@ def p_text(p: float | None) -> str:
     return f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+RATIO_LEGEND = (
+    "B/A: the ratio of the processes' geometric means (of each process's median step), what the test and interval "
+    "judge; it can differ from B median / A median"
+)
+VISIBLE = 0.01  # a B/A this far from B median / A median: beyond what the medians' three figures shown explain
+
+
+def ratio_legend(result: Comparison) -> list[str]:
+    """The line saying what B/A is, where a cell's reads visibly unlike its B median / A median (the medians' quotient
+    is B/A itself with one process a side, and close to it where the processes agree)."""
+    differs = any(abs(c.ratio * c.a_median_s / c.b_median_s - 1) > VISIBLE for c in result.cells)
+    return [RATIO_LEGEND] if differs else []
+
+
 HEAD = ["workload", "framework", "column", "mode", "A median", "B median", "B/A [95% CI]", "processes A/B", "p (Holm)"]
 
 
@@ -456,7 +470,8 @@ def render_rich(result: Comparison, a: Side, b: Side):
         style = ("bold " if cell.regression else "") + VERDICT_STYLE[cell.verdict]
         table.add_row(*(markup(v) for v in row_values(cell)), f"[{style}]{markup(cell.verdict.value)}[/]")
     lines = [a.heading(), b.heading(), *machine_lines(a, b)]
-    return Group(*(Text(terminal(line)) for line in lines), table, *(Text(terminal(s)) for s in summary_lines(result)))
+    after = [*ratio_legend(result), *summary_lines(result)]
+    return Group(*(Text(terminal(line)) for line in lines), table, *(Text(terminal(s)) for s in after))
 
 
 def render_markdown(result: Comparison, a: Side, b: Side) -> str:
@@ -464,7 +479,7 @@ def render_markdown(result: Comparison, a: Side, b: Side) -> str:
     lines = [f"- {line}" for line in (a.heading(), b.heading(), *machine_lines(a, b))]
     lines += ["", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join([*row_values(c), c.verdict.value]) + " |" for c in result.cells]
-    return "\n".join([*lines, "", *summary_lines(result)])
+    return "\n".join([*lines, "", *ratio_legend(result), *summary_lines(result)])
 
 
 def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:

@@ -1,0 +1,45 @@
+"""`dlperf compare`'s B/A is the ratio of the processes' geometric means (4f8e4b2), its "A median" and "B median"
+the cells' medians of process medians: where the two read visibly apart (A 288 µs, B 2.52 ms, B/A 8.221), one line
+under the table says which the ratio is; where they agree (one process a side), no line."""
+
+import json
+
+import pytest
+
+from dlperf.cli import main
+from dlperf.report import compare as cmp
+from report.runs import at_levels, make_db
+
+SPLIT = {  # B's processes in two groups: its median at the slow one, the mean of the logs between them
+    "a": {"fcn-r": at_levels(1, [0.100, 0.101, 0.099])},
+    "b": {"fcn-r": at_levels(2, [0.100, 0.150, 0.151])},
+}
+ONE_EACH = {"a": {"fcn-r": at_levels(3, [0.100])}, "b": {"fcn-r": at_levels(4, [0.150])}}
+
+
+def compared(tmp_path, capsys, runs, *flags: str) -> str:
+    db = tmp_path / "d.db"
+    make_db(db, runs["a"], runs["b"])
+    main(["compare", "1", "2", "--db", str(db), *flags])
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("form", ["text", "md"])
+def test_a_ratio_unlike_the_medians_quotient_is_said_to_be_the_geometric_means(tmp_path, capsys, form):
+    out = compared(tmp_path, capsys, SPLIT, "--format", form)
+    [line] = [line for line in out.splitlines() if line.startswith("B/A: ")]
+    assert line == cmp.RATIO_LEGEND and "geometric means" in line and "B median / A median" in line
+    lines = out.splitlines()
+    assert lines.index(line) < next(i for i, t in enumerate(lines) if "compared:" in t)  # under the table, first
+
+
+def test_the_json_ratio_is_the_one_the_line_explains(tmp_path, capsys):
+    cell = json.loads(compared(tmp_path, capsys, SPLIT, "--format", "json"))["cells"][0]
+    assert cell["b_median_s"] / cell["a_median_s"] == pytest.approx(1.5, rel=0.02)
+    assert cell["ratio"] == pytest.approx((1.5 * 1.51) ** (1 / 3), rel=0.02)  # visibly not 1.5
+
+
+@pytest.mark.parametrize("form", ["text", "md"])
+def test_no_line_where_the_ratio_is_the_medians_quotient(tmp_path, capsys, form):
+    out = compared(tmp_path, capsys, ONE_EACH, "--format", form)
+    assert "B median" in out and "B/A: " not in out and "geometric" not in out
