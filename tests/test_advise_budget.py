@@ -11,7 +11,7 @@ from dlperf import advise, crossover
 from dlperf.advise import FIRST, PREDICTIONS, Clock
 from dlperf.vocab import ExitCode
 
-BEFORE = ("the predictions and checks (0.300 s) and this CPU's first thread count, measured whole (about 99.4 s, as "
+BEFORE = ("the predictions and checks (0.300 s) and this CPU's first thread count, measured whole (about 99.4 s, from "
           "its earlier processes here), take about 99.7 s, past --budget (10.0 s), which does not cut them: the other "
           "thread counts and the mode search get what is left, if anything")  # fmt: skip
 

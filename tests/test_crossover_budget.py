@@ -5,6 +5,7 @@ started past it, and a cell the deadline cut is no failure. No process runs: the
 from types import SimpleNamespace
 
 from dlperf import crossover
+from dlperf.plan.estimate import Earlier
 from dlperf.runner.sweep import Deadline
 from dlperf.vocab import Status
 from dlperf.workloads import BUILTIN
@@ -91,7 +92,7 @@ def test_the_first_process_is_announced_with_its_earlier_ones_here_and_timed(mon
     opts = crossover.Options("fcn-r", first=told.append, flags=True)
     key = crossover.cpu_cell(Timed({}, 0).spec, BUILTIN["fcn-r"], 64, 2).key
     cpu = crossover.CpuSide(Timed({1: 0.3, 2: 0.2}, within=0), BUILTIN["fcn-r"], lambda n: None, DEADLINE, opts,
-                            {key: [90.0, 110.0, 99.4]})  # fmt: skip
+                            {key: [Earlier(90.0), Earlier(110.0), Earlier(99.4)]})  # fmt: skip
     assert cpu.best_threads([1, 2], 64, [64], None, []) == 2
     assert told[:2] == [99.4, "measured"] and cpu.first_s == 99.5
     told.clear()

@@ -72,8 +72,9 @@ class Clock:
 
     def ahead(self, now: float, first_s: float | None) -> str | None:
         """Just before the first thread count's process, at `now`: one line where the parts the budget does not cut
-        will overrun it, the predictions (measured) and that process (`first_s`: about as long as its earlier ones
-        here; None: none ran here, said only where the predictions alone overran); None where they will not."""
+        will overrun it, the predictions (measured) and that process (`first_s`: from its earlier ones here, less
+        the FLOP count and the memory step it takes kept, `estimate.first_process_s`; None: none ran here, said only
+        where the predictions alone overran); None where they will not."""
         spent = now - self.started
         if spent + (first_s or 0.0) <= self.budget_s:
             return None
@@ -81,7 +82,7 @@ class Clock:
         if first_s is None:
             return (f"{PREDICTIONS} took {seconds(spent)}, {over}: {FIRST} is measured whole after them, the other "
                     "thread counts and the mode search skipped")  # fmt: skip
-        return (f"{PREDICTIONS} ({seconds(spent)}) and {FIRST}, measured whole (about {seconds(first_s)}, as its "
+        return (f"{PREDICTIONS} ({seconds(spent)}) and {FIRST}, measured whole (about {seconds(first_s)}, from its "
                 f"earlier processes here), take about {seconds(spent + first_s)}, {over}: the other thread counts and "
                 "the mode search get what is left, if anything")  # fmt: skip
 

@@ -21,7 +21,6 @@ arguments (`max_batch=8`) otherwise.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -32,6 +31,7 @@ from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
+from dlperf.plan.estimate import Earlier, first_process_s, known_durations
 from dlperf.predict import roofline
 from dlperf.predict.gpus import BRACKET
 from dlperf.protocol import Cell
@@ -68,7 +68,8 @@ class Options:
     timer: TimerConfig = CROSSOVER_TIMER
     deadline: float | None = None  # time.monotonic() past which the thread search stops (`CpuSide.best_threads`)
     # with a deadline: told, just before the first thread count's process (which the deadline does not stop), about
-    # how long it takes: its cell's earlier processes on this machine, their median (None: none ran here)
+    # how long it takes: from its cell's earlier processes on this machine, the FLOP count and the memory step left
+    # out where kept (`estimate.first_process_s`; None: none ran here)
     first: Callable[[float | None], None] | None = None
     flags: bool = False  # errors and notes name the command's flags (`dlperf crossover`, `advise`), else these fields
 
@@ -235,10 +236,9 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
         store.close()
 
 
-def _earlier(db: str, plan: Plan) -> dict[str, list[float]]:
-    """Cell key -> the seconds of its earlier processes on this machine (`plan.estimate`), for `CpuSide.known`."""
+def _earlier(db: str, plan: Plan) -> dict[str, list[Earlier]]:
+    """Cell key -> its earlier processes on this machine (`plan.estimate`), for `CpuSide.known`."""
     from dlperf import envinfo
-    from dlperf.plan.estimate import known_durations
 
     return known_durations(db, envinfo.fingerprint(plan.env))
 
@@ -361,7 +361,7 @@ class CpuSide:
     progress_factory: Callable
     deadline: float | None = None  # `Options.deadline`
     opts: Options | None = None  # how the caller named its options (the command line's flags by default)
-    known: dict[str, list[float]] = field(default_factory=dict)  # cell key -> its earlier processes' seconds here
+    known: dict[str, list[Earlier]] = field(default_factory=dict)  # cell key -> its earlier processes here
     first_s: float | None = None  # the first thread count's process under a deadline, as long as it took
 
     def cell(self, batch: int, threads: int) -> Cell:
@@ -385,14 +385,15 @@ class CpuSide:
                      notes: list[str]) -> int:  # fmt: skip
         """Measure the search batch (`search_batch`) at each thread count; the fastest count, said in `notes`. With
         a deadline the largest count goes first, always measured whole (the answer's one CPU step: `first_s`, its
-        time, announced to `Options.first` with its earlier processes' median here), and the others within the
+        time, announced to `Options.first` as its earlier processes here say it: `estimate.first_process_s`, the
+        FLOP count and the memory step left out where kept), and the others within the
         deadline: stopped at it, or not started past it."""
         batch = search_batch(user_batch, batches, max_batch)
         order = sorted(counts, reverse=True) if self.deadline is not None else counts
         cells = self.add([(batch, t) for t in order])
         if self.deadline is not None and self.opts is not None and self.opts.first is not None:
-            earlier = self.known.get(cells[0].key)
-            self.opts.first(statistics.median(earlier) if earlier else None)
+            first = cells[0]
+            self.opts.first(first_process_s(self.known.get(first.key), first, self.session.workloads[first.key]))
         began = time.monotonic()
         self.measure(cells[:1], last=False)
         self.first_s = time.monotonic() - began if self.deadline is not None else None

@@ -53,9 +53,9 @@ def test_extras_once_per_cell_and_its_thread_siblings_and_the_loss_check_only_of
 
 def test_cells_measured_before_here_use_their_earlier_time_and_need_no_pilot():
     cells = [Cell("fcn-r", "torch", "cpu", 1, "fp32")]
-    known = {cells[0].key: [30.0, 40.0, 35.0]}
-    got = est.estimate(schedule(cells, 1), {}, known, timer=TIMER, timeout=600, loss_check=True, cores=2,
-                       python_for=lambda fw: pytest.fail("no pilot needed"))  # fmt: skip
+    known = {cells[0].key: [est.Earlier(30.0), est.Earlier(40.0), est.Earlier(35.0)]}
+    got = est.estimate(schedule(cells, 1), {cells[0].key: {"batch": 64}}, known, timer=TIMER, timeout=600,
+                       loss_check=True, cores=2, python_for=lambda fw: pytest.fail("no pilot needed"))  # fmt: skip
     assert (got.seconds, got.at_most_s, got.pilots, got.known) == (35.0, 40.0, 0, 1)
 
 

@@ -1,12 +1,17 @@
 """How long a planned sweep will take, said before it runs (`dlperf run --dry-run`).
 
-A cell measured before on this machine takes its earlier processes' median life. Any other cell is estimated from a
-pilot: one untimed process per workload, framework, device and mode (at the most threads the plan gives them) that
-builds the step, runs it once to warm up and once more to time it, and nothing else. A cell's process then costs
+A cell measured before on this machine takes its earlier processes' median life (`from_earlier`). Any other cell is
+estimated from a pilot: one untimed process per workload, framework, device and mode (at the most threads the plan
+gives them) that builds the step, runs it once to warm up and once more to time it, and nothing else. A cell's process
+then costs
 
     its fixed part (the pilot's life beyond its two steps, compiling included)
     + the warm-up and the timed steps the timer will take at that step time
     + once per cell and its thread-count siblings, the untimed extras (FLOPs, the memory of a step, the loss check)
+
+where the FLOPs and the memory of a step are not kept from an earlier run (`runner/kept.py`: the process skips them).
+A cell measured before takes its earlier processes' lives less the extras they ran (their stored phases), plus
+those this process will run, each as long as it took them.
 
 The step time at t threads is the pilot's scaled by (pilot threads / t): linear scaling, which errs long where a
 sweep spends most of its time (one thread). A pilot that fails or times out costs its cells what it cost itself.
@@ -25,7 +30,7 @@ from dlperf.measure.timer import TimerConfig
 from dlperf.modes import Mode, mode_components
 from dlperf.plan import Plan
 from dlperf.protocol import Cell, CellTask
-from dlperf.runner import collect, warm
+from dlperf.runner import collect, kept, warm
 from dlperf.runner.launch import launch
 from dlperf.runner.sweep import interpreter_for
 from dlperf.runner.tasks import Task, processes
@@ -37,6 +42,7 @@ PILOT_TIMEOUT_S = 300.0
 # the untimed extras, in steps of the cell (benchmarks/cell_cost.py: the FLOP count is one step under a dispatch
 # mode, the memory figures one such step and one plain step, the loss check two short trainings of a smaller batch)
 EXTRA_STEPS = {"flops": 1.0, "memory": 2.0, "loss_check": 2.5}
+EXTRA_PHASES = {"flops": "flops_s", "memory": "memory_s", "loss_check": "loss_check_s"}  # `collect.phases`
 DDP_EXTRA_S = 5.0  # torchrun and its rendezvous, beyond one process's life
 
 
@@ -57,6 +63,30 @@ class Estimate:
     pilot_s: float  # their wall time
     known: int  # processes estimated from earlier runs on this machine
     unsupported: dict[tuple, str] = field(default_factory=dict)  # pilot key -> why its cells will be unsupported
+
+
+@dataclass(frozen=True)
+class Earlier:
+    """One earlier process of a cell on this machine: its whole life, and the untimed extras it ran, by their seconds
+    (its stored phases: `collect.phases`)."""
+
+    duration_s: float
+    extras_s: dict[str, float] = field(default_factory=dict)  # EXTRA_PHASES' names
+
+    @classmethod
+    def of(cls, duration_s: float, phases: dict[str, float]) -> Earlier:
+        ran = {name: phases[phase] for name, phase in EXTRA_PHASES.items() if phases.get(phase) is not None}
+        return cls(duration_s, ran)
+
+
+def from_earlier(earlier: list[Earlier], extras: list[str]) -> tuple[float, float]:
+    """(likely, at most) seconds of a process from its cell's earlier ones here: their lives less the extras each
+    ran, plus the `extras` this one will run, each as long as it took them (nothing where none of them ran it). A
+    cell's first process that counted the FLOPs and the memory step is no guide to one that takes them kept."""
+    bare = [max(0.0, e.duration_s - sum(e.extras_s.values())) for e in earlier]
+    runs = [[e.extras_s[name] for e in earlier if name in e.extras_s] for name in extras]
+    extra = sum(statistics.median(found) for found in runs if found)
+    return statistics.median(bare) + extra, max(bare) + extra
 
 
 def pilot_key(cell: Cell) -> tuple:
@@ -108,21 +138,34 @@ def process_s(task: Task, pilot: Pilot, timer: TimerConfig, extras: list[str], t
     return min(timeout, likely + extra), min(timeout, most + extra)
 
 
-def extras_of(task: Task, seen: set[tuple], loss_check: bool) -> list[str]:
+def extras_of(task: Task, seen: set[tuple], loss_check: bool,
+              kept_of: Callable[[Cell], tuple[str, ...]] = lambda cell: ()) -> list[str]:  # fmt: skip
     """The untimed extras this process will run: the first process of a cell and its thread-count siblings counts
-    the FLOPs and measures the memory; a cell's first process checks the loss of a mode other than fp32."""
+    the FLOPs and measures the memory, those not kept from an earlier run (`kept_of`: `kept.has`); a cell's first
+    process checks the loss of a mode other than fp32."""
     group = (*pilot_key(task.cell), task.cell.nproc, task.cell.scaling)
-    extras = [] if group in seen else ["flops", "memory"]
+    if group in seen:
+        return []
     seen.add(group)
-    if loss_check and task.repeat == 0 and mode_components(task.cell.mode) != [Mode.FP32] and extras:
+    found = kept_of(task.cell)
+    extras = [name for name in ("flops", "memory") if name not in found]
+    if loss_check and task.repeat == 0 and mode_components(task.cell.mode) != [Mode.FP32]:
         extras.append("loss_check")
     return extras
+
+
+def first_process_s(earlier: list[Earlier] | None, cell: Cell, workload: dict) -> float | None:
+    """About how long a cell's first process in a new run takes (no loss check), from its earlier ones here: the
+    FLOPs and the memory step counted unless kept; None where none ran here."""
+    if not earlier:
+        return None
+    return from_earlier(earlier, extras_of(Task(cell, 0), set(), False, lambda c: kept.has(c, workload)))[0]
 
 
 def estimate(
     tasks: list[Task],
     workloads: dict[str, dict],
-    known: dict[str, list[float]],
+    known: dict[str, list[Earlier]],
     *,
     timer: TimerConfig,
     timeout: float,
@@ -132,9 +175,10 @@ def estimate(
     on_pilot: Callable[[Cell], None] = lambda cell: None,
     memory_limit: int | None = None,
 ) -> Estimate:
-    """The sweep's time: `known` (cell key -> durations of its earlier processes here) where there is one, a pilot's
-    model otherwise. `workloads`: cell key -> workload JSON. The pilots start as the run's processes will: forked
-    from a warm parent where the run would start one (`warm.prepare`), else cold."""
+    """The sweep's time: `known` (cell key -> its earlier processes here) where there is one, a pilot's model
+    otherwise; each cell's first process without the figures kept from an earlier run (`kept.has`). `workloads`:
+    cell key -> workload JSON. The pilots start as the run's processes will: forked from a warm parent where the run
+    would start one (`warm.prepare`), else cold."""
     unknown = [t for t in tasks if not known.get(t.cell.key) and t.unsupported is None]  # such a task costs nothing
     if unknown:
         warm.prepare(processes(tasks), memory_limit, {})
@@ -150,12 +194,11 @@ def estimate(
     for task in tasks:
         if task.unsupported is not None:  # known before it starts: no process
             continue
-        extras = extras_of(task, seen, loss_check)
+        extras = extras_of(task, seen, loss_check, lambda cell: kept.has(cell, workloads[cell.key]))
         if known.get(task.cell.key):
-            earlier = statistics.median(known[task.cell.key])
-            likely, most = likely + earlier, most + max(known[task.cell.key])
-            continue
-        one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
+            one, bound = from_earlier(known[task.cell.key], extras)
+        else:
+            one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
         likely, most = likely + one, most + bound
     unsupported = {key: p.unsupported for key, p in pilots.items() if p.unsupported}
     unsupported |= {pilot_key(t.cell): t.unsupported for t in tasks if t.unsupported is not None}
@@ -175,13 +218,13 @@ def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell
     )  # fmt: skip
 
 
-def known_durations(db: str, fingerprint: dict) -> dict[str, list[float]]:
-    """Cell key -> the durations of its processes in earlier runs on this machine."""
+def known_durations(db: str, fingerprint: dict) -> dict[str, list[Earlier]]:
+    """Cell key -> its processes in earlier runs on this machine, each its life and the extras it ran."""
     if not os.path.exists(db):
         return {}
     store = Store.open(db, create=False)
     try:
         runs = [r.id for r in store.runs() if envinfo.alike(r.fingerprint, fingerprint)]
-        return store.durations(runs)
+        return {key: [Earlier.of(*life) for life in lives] for key, lives in store.lives(runs).items()}
     finally:
         store.close()

@@ -178,6 +178,13 @@ def extras(entry_key: dict[str, Any] | None) -> tuple[dict | None, dict | None]:
     return (flops if isinstance(flops, dict) else None), (memory if isinstance(memory, dict) else None)
 
 
+def has(cell: Cell, workload: dict[str, Any]) -> tuple[str, ...]:
+    """Which of a cell's counted figures are kept ("flops", "memory"): the ones its first process in a new run does
+    not count again (`runner/sweep.child_task`), for the estimates of that process's time."""
+    flops, memory = extras(key(cell, workload))
+    return tuple(name for name, found in (("flops", flops), ("memory", memory)) if found is not None)
+
+
 def keep(entry_key: dict[str, Any] | None, detail, origin: str) -> None:
     """Keep what one process counted itself (`detail`: its `ProcessDetail`), `origin` saying where: its FLOPs, and
     its memory figures where the step's peak is a counted one (never a resident-set or allocator peak)."""

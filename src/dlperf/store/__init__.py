@@ -333,6 +333,17 @@ class Store(Copies, MachineFigures):
                 found.setdefault(key, []).append(duration)
         return found
 
+    def lives(self, run_ids: list[int]) -> dict[str, list[tuple[float, dict[str, float]]]]:
+        """Cell key -> (wall-clock seconds, its time by phase: `collect.phases`, {} where not stored) of each of its
+        finished processes in these runs: the estimates take out the untimed extras a new process will not run."""
+        found: dict[str, list[tuple[float, dict[str, float]]]] = {}
+        for run_id in run_ids:
+            rows = self.conn.execute("SELECT cell_key, duration_s, detail_json FROM measurements WHERE run_id = ? "
+                                     "AND duration_s IS NOT NULL", (run_id,))  # fmt: skip
+            for key, duration, detail in rows:
+                found.setdefault(key, []).append((duration, _phases(detail)))
+        return found
+
     def done_repeats(self, run_id: int) -> set[tuple[str, int]]:
         rows = self.conn.execute("SELECT cell_key, repeat FROM measurements WHERE run_id = ?", (run_id,))
         return {(key, repeat) for key, repeat in rows}
@@ -455,3 +466,12 @@ def _schema_version(conn: sqlite3.Connection) -> int:
     if not re.fullmatch(r"[0-9]{1,9}", str(row[0])):  # a garbled value: no version dlperf wrote, none to migrate from
         raise sqlite3.DatabaseError(f"its schema version {row[0]!r} is not one dlperf writes")
     return int(row[0])
+
+
+def _phases(detail_json: str | None) -> dict[str, float]:
+    """A stored process's time by phase, {} where its detail has none or does not read (an older or damaged row)."""
+    try:
+        phases = (json.loads(detail_json or "{}") or {}).get("phases")
+    except (ValueError, AttributeError):
+        return {}
+    return {k: v for k, v in phases.items() if isinstance(v, int | float)} if isinstance(phases, dict) else {}
