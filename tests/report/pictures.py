@@ -39,13 +39,18 @@ def png_colours(path: Path, colours: list[str], columns: int = 1) -> tuple[tuple
     return image.size, inked, strips
 
 
-def assert_png_draws(path: Path, charts: int, colours: list[str], columns: int = 1, chart_px=(960, 600)) -> None:
+def assert_png_draws(path: Path, charts: int, colours: list[str], columns: int = 1, chart_px=(960, 600),
+                     legend_beside: bool = False) -> None:  # fmt: skip
     """A PNG of `charts` charts of `chart_px` pixels each in `figures.save`'s grid, inked (2% of its pixels or more)
     and with each of `colours` drawn in each of `columns` strips (0.05% of a strip or more: one line of two points is
-    about 0.3% of a chart of lines)."""
+    about 0.3% of a chart of lines). `legend_beside`: a chart of lines whose legend stands beside its axes, the figure
+    wider by the legend's width (its entries' text), so at least `chart_px` wide."""
     cols, rows = grid(charts)
     size, inked, strips = png_colours(path, colours, columns)
-    assert size == (cols * chart_px[0], rows * chart_px[1]), size
+    if legend_beside:
+        assert size[0] >= cols * chart_px[0] and size[1] == rows * chart_px[1], size
+    else:
+        assert size == (cols * chart_px[0], rows * chart_px[1]), size
     assert inked > 0.02, f"{inked:.1%} of the picture inked"
     for k, shares in enumerate(strips):
         assert min(shares) > 0.0005, f"strip {k + 1} of {columns}: {dict(zip(colours, shares, strict=True))}"
