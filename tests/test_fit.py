@@ -374,3 +374,19 @@ def test_a_try_whose_memory_grows_past_the_limit_once_it_is_lifted_does_not_fit(
     assert int(held) >= 99 and said[0].startswith("its memory grew past the limit over its 100 timed steps")
     data, held, said = run("steady").split()
     assert int(data) >= 20 and int(held) < 4 and said == "fits"  # 24 MiB in the data segment, not held
+
+
+def test_a_mode_that_fitted_smaller_refused_by_onednn_at_a_larger_batch_did_not_fit():
+    """Under the limit, oneDNN's "could not create a primitive" is also memory it could not get: fit tiny bf16 at
+    batch 16 (batch 8 had fitted) was 'unsupported: no bf16 kernel', and the search ended there, exit 1 (fresh-clone
+    CI, test_each_mode_is_searched_on_its_own_and_stored_with_its_mode)."""
+    from dlperf.fit import OUT_OF_MEMORY, Try, no_kernel_is_memory
+
+    refused = "bf16: no bf16 kernel for this op on this device (could not create a primitive)"
+    tried = Try(16, "unsupported", False, None, None, None, refused)
+    said = no_kernel_is_memory(tried, {4: True, 8: True})
+    assert said.out_of_memory and said.status == "failed" and said.reason.startswith(f"{OUT_OF_MEMORY} at batch 16")
+    assert no_kernel_is_memory(tried, {}) is tried  # nothing ran: no kernel for this dtype here, unsupported
+    assert no_kernel_is_memory(tried, {32: False, 64: False}) is tried  # nothing smaller fitted
+    other = Try(16, "unsupported", False, None, None, None, "compile: needs a C++ compiler")
+    assert no_kernel_is_memory(other, {8: True}) is other

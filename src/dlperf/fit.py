@@ -97,6 +97,21 @@ def stepping(phases: dict[str, float | None] | None) -> float | None:
     return sum(phases.get(name) or 0.0 for name in ("compile_s", "warmup_s", "timed_s"))
 
 
+def no_kernel_is_memory(tried: Try, fits: dict[int, bool]) -> Try:
+    """oneDNN says "could not create a primitive" where it has no kernel for a dtype (`unsupported`, naming the mode's
+    precision: frameworks/torch/step.py), and also where the limit leaves no memory to create one. A mode that fitted
+    at a smaller batch has its kernels: at a larger batch that refusal is the batch not fitting (seen: bf16 at batch 16
+    under the limit, after batch 8 fitted)."""
+    if tried.status != Status.UNSUPPORTED or NO_KERNEL not in (tried.reason or ""):
+        return tried
+    if not any(ok for b, ok in fits.items() if b < tried.batch):
+        return tried
+    return replace(tried, status=Status.FAILED.value, out_of_memory=True,
+                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}: oneDNN could not create its primitive under the "
+                          f"limit, where a smaller batch ran ({tried.reason})")  # fmt: skip
+
+
+NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
 
 
@@ -334,7 +349,7 @@ class Search:
                 answer.ended = why
                 break
             answer.trying = batch
-            tried = self.try_batch(mode, batch)
+            tried = no_kernel_is_memory(self.try_batch(mode, batch), fits)
             answer.tries.append(tried)
             answer.trying = None
             if tried.status != Status.OK and not tried.out_of_memory:
