@@ -148,14 +148,16 @@ def run_child(
             proc = parent.spawn(cmd[module], cmd[module + 1 :], env, log_dir, gpu)
         except warm.WarmFailed as exc:
             cold_because = str(exc)
-    if proc is None:
-        with open(log_dir / "stdout.log", "wb") as stdout, open(log_dir / "stderr.log", "wb") as stderr:
-            proc = subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
-                                    start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
     try:
+        if proc is None:
+            # the fork runs the at-fork handlers (logging's), and an interrupt raised in one is printed and lost
+            # ("Exception ignored in"), every later one then dropped as a second: held until the child has started
+            with lifeline.held():
+                proc = start_cold(cmd, env, log_dir)
         timed_out, reason = _wait(proc, start, timeout, poll, limit, lifeline.paused()[1])
     except BaseException:
-        kill_tree(proc)
+        if proc is not None:
+            kill_tree(proc)
         raise
     # any failure: a job's agent (torchrun) exits 1 where one of its ranks was killed (`collect.ddp_measurement` says
     # that rank's death with the count)
@@ -267,6 +269,13 @@ def launch(
         if parent is None and isinstance(task, CellTask):
             child = replace(child, cold_because=cold)
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))
+
+
+def start_cold(cmd: list[str], env: Mapping[str, str], log_dir: Path) -> subprocess.Popen:
+    """`cmd` started in its own session, its output into `log_dir`, killed with this process (`lifeline`)."""
+    with open(log_dir / "stdout.log", "wb") as stdout, open(log_dir / "stderr.log", "wb") as stderr:
+        return subprocess.Popen(cmd, env=dict(env), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL,
+                                start_new_session=True, preexec_fn=lifeline.before_exec())  # fmt: skip
 
 
 def unsuspended(
