@@ -292,6 +292,36 @@ def test_a_device_whose_analysis_has_no_figure_is_counted_on_the_step_lowered_fo
     assert out["fallback"] == {**out["own"], "counted_on": "cpu"}
 
 
+GPU_DEFAULT = (
+    PRELUDE
+    + """
+import jax
+from jax._src import config
+train = jb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+own = train.count_flops()
+real = jax.stages.Lowered.cost_analysis
+def plugin_default(self):  # as jax 0.11 on CUDA: the default device's backend is asked, and a GPU plugin has none
+    default = config.default_device.value
+    return real(self) if default is not None and default.platform == "cpu" else None
+jax.stages.Lowered.cost_analysis = plugin_default
+try:
+    print(json.dumps({"own": own, "fallback": train.count_flops()}))
+except RuntimeError as exc:
+    print(json.dumps({"own": own, "error": str(exc)}))
+"""
+)
+
+
+@pytest.mark.timeout(240)
+def test_the_cpu_count_asks_the_cpu_backend_where_the_default_device_is_a_gpu():
+    """jax 0.11 asks the cost analysis of the default device's backend for shapes without a sharding, whatever
+    `lowering_platforms` says (`pxla.MeshComputation.cost_analysis`); on a GPU machine that is the CUDA plugin's,
+    which has none. Here the default device is taken for a GPU unless the CPU is set as it."""
+    out = run_in("jax", GPU_DEFAULT)
+    assert "error" not in out, out
+    assert out["fallback"] == {**out["own"], "counted_on": "cpu"}
+
+
 MODES = (
     PRELUDE
     + """

@@ -257,9 +257,13 @@ class JaxStep:
 
     def _counted_on_the_cpu(self, counted: Callable) -> int:
         """The same step lowered for the CPU from its shapes alone, and counted there: the unoptimized HLO's FLOPs
-        do not depend on the backend that would compile it (raises as `cost_flops` does where that has none too)."""
+        do not depend on the backend that would compile it (raises as `cost_flops` does where that has none too).
+        The CPU is made the default device for it: shapes without a sharding are lowered for the default device's
+        backend, whose analysis is asked whatever `lowering_platforms` says (jax 0.11's `MeshComputation.
+        cost_analysis`), and a GPU's, a PJRT plugin, has none."""
         shapes = jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape, x.dtype), self._args())
-        return cost_flops(counted.trace(*shapes).lower(lowering_platforms=("cpu",)).cost_analysis())
+        with jax.default_device(jax.devices("cpu")[0]):
+            return cost_flops(counted.trace(*shapes).lower(lowering_platforms=("cpu",)).cost_analysis())
 
     def _unrolled_graphdef(self) -> nnx.GraphDef:
         steps = self.workload.input.shape[0]
