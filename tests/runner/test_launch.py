@@ -252,6 +252,9 @@ def test_a_forked_child_killed_with_its_warm_parent_is_told_from_one_killed_alon
         def __init__(self):
             self.died = died
 
+        def serving(self):
+            return None
+
         def spawn(self, module, args, env, log_dir, gpu=False):
             return Forked()
 
@@ -287,3 +290,46 @@ def test_an_interrupt_as_a_child_is_forked_is_not_lost_in_the_at_fork_handlers(t
                           cwd=tmp_path)  # fmt: skip
     assert (done.returncode, done.stdout.strip()) == (130, "interrupted"), done.stderr
     assert "Exception ignored" not in done.stderr, done.stderr
+
+
+INTERRUPTED_AS_A_WARM_PARENT_FORKS = """
+import os, signal, subprocess, sys, tempfile, time
+from pathlib import Path
+from dlperf.runner import launch, lifeline
+
+class Parent:  # a warm parent whose fork is under way when Ctrl-C comes: the child runs, its pid not yet answered
+    died = False
+
+    def serving(self):
+        return None
+
+    def spawn(self, module, args, env, log_dir, gpu=False):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        print(child.pid, flush=True)
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.5)  # the answer awaited
+        return child
+
+with lifeline.sigterm_as_interrupt(to_the_end=True):
+    try:
+        launch.run_child([sys.executable, "-m", "dlperf.worker.cell"], dict(os.environ), 60.0,
+                         Path(tempfile.mkdtemp()), parent=Parent())
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+        sys.exit(130)
+print("not interrupted")
+"""
+
+
+def test_an_interrupt_while_a_warm_parent_forks_the_child_kills_the_child(tmp_path):
+    """Ctrl-C while dlperf awaited the warm parent's answer (the child forked, its pid not yet told) was raised there,
+    and the forked child measured on to its end, dlperf's launch gone (a Python host's run interrupted: minutes of a
+    cell on the CPUs). It is held until the answer came, then raised, and the child is killed."""
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-c", INTERRUPTED_AS_A_WARM_PARENT_FORKS], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path)  # fmt: skip
+    pid, said = done.stdout.split()
+    assert (done.returncode, said) == (130, "interrupted"), done.stderr
+    assert gone([int(pid)], 5.0)

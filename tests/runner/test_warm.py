@@ -424,6 +424,9 @@ def test_a_gpu_cell_forks_only_from_a_parent_that_never_loaded_the_cuda_driver(m
     class LoadedTheDriver:
         launch, pid = "its-own", None
 
+        def serving(self):
+            return None
+
         def spawn(self, module, args, env, log_dir, gpu=False):
             asked.append(gpu)
             raise warm.WarmFailed("the warm parent could not fork: the warm parent has initialized the CUDA driver "

@@ -143,16 +143,20 @@ def run_child(
     started_at, start, oom_before = time.time(), time.monotonic(), system.oom_kills()
     proc, cold_because = None, None
     if parent is not None:
-        try:
-            module = cmd.index("-m") + 1  # python -P -m MODULE ARGS
-            proc = parent.spawn(cmd[module], cmd[module + 1 :], env, log_dir, gpu)
-        except warm.WarmFailed as exc:
-            cold_because = str(exc)
+        cold_because = parent.serving()  # its imports awaited, an interrupt meanwhile taken at once
     try:
-        if proc is None:
-            # the fork runs the at-fork handlers (logging's), and an interrupt raised in one is printed and lost
-            # ("Exception ignored in"), every later one then dropped as a second: held until the child has started
-            with lifeline.held():
+        # an interrupt while the child starts is held until it has, then raised and the child killed: a cold fork runs
+        # the at-fork handlers (logging's), where one raised is printed and lost ("Exception ignored in"), every later
+        # one then dropped as a second; one raised while the warm parent's answer was awaited left the forked child
+        # running, its pid never known here
+        with lifeline.held():
+            if cold_because is None and parent is not None:
+                try:
+                    module = cmd.index("-m") + 1  # python -P -m MODULE ARGS
+                    proc = parent.spawn(cmd[module], cmd[module + 1 :], env, log_dir, gpu)
+                except warm.WarmFailed as exc:
+                    cold_because = str(exc)
+            if proc is None:
                 proc = start_cold(cmd, env, log_dir)
         timed_out, reason = _wait(proc, start, timeout, poll, limit, lifeline.paused()[1])
     except BaseException:
