@@ -4,6 +4,13 @@ A rich live display on a terminal; plain lines (one per finished cell) when stde
 A display whose stream fails (its terminal closed, a full disk) ends there, and the sweep goes on without it.
 A search (`dlperf fit`, `optimize`, `crossover`) measures in several calls, a display each: `Running` numbers them on
 from one count, against a total the search may not know in advance (`[3/?]`).
+
+The time left is the items left at the time of a process without the untimed extras (the FLOP count, the memory
+step, the loss check: only the first process of a cell and its thread-count siblings runs them, `runner/sweep.py`)
+and without the warm parent's start (its framework's import, which the first process forked from it waits for once),
+from those that ran neither where there are any; plus, for each sibling group still to start, the extras as long as
+the processes that ran them took them. Averaging a first process into every one over-estimated the rest: fcn-r at 1
+thread, 4 repeats, said 102 s left after a first process of 34 s (12.6 s startup, 9.2 s of extras); the rest took 28.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.live import Live
@@ -19,9 +27,37 @@ from rich.text import Text
 
 from dlperf.measure.stats import few
 from dlperf.report.format import duration, seconds, terminal
-from dlperf.store.process import ProcessMeasurement
+from dlperf.store.process import ProcessMeasurement, untimed_extras
 from dlperf.store.records import CellFigures, ProfileOutcome
 from dlperf.vocab import Status
+
+GROUP = ("workload", "framework", "device", "mode", "nproc", "scaling", "parallel", "microbatches")  # `sweep.siblings`
+
+
+@dataclass
+class Life:
+    """An item's time: its process's less what it ran once for the whole sweep (`bare_s`); the untimed extras its
+    sibling group's first process runs (`extras_s`); the warm parent's start its framework's first forked process
+    waits for (`once_s`: its startup, the framework's import, `runner/warm.py`)."""
+
+    bare_s: float
+    extras_s: float = 0.0
+    once_s: float = 0.0
+
+    @classmethod
+    def of(cls, measurement: ProcessMeasurement, first_warm: bool = False) -> Life:
+        """`first_warm`: its framework's first process forked from a warm parent in this display."""
+        duration = measurement.duration_s or 0.0
+        extras = min(duration, sum(untimed_extras(measurement.detail.phases).values()))
+        once = ((measurement.detail.phases or {}).get("startup_s") or 0.0) if first_warm else 0.0
+        once = min(once, duration - extras)
+        return cls(duration - extras - once, extras, once)
+
+
+def group_of(task) -> tuple:
+    """The sibling group of `task`'s cell: its cells differ at most in their thread count, and the group's first
+    process runs the untimed extras for all of them (`sweep.siblings`)."""
+    return tuple(getattr(task.cell, name, None) for name in GROUP)
 
 
 class Progress:
@@ -32,7 +68,9 @@ class Progress:
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
         self._done = 0  # items done
-        self._done_durations: list[float] = []  # of the items whose process ran: the ETA's average
+        self._lives: list[Life] = []  # of the items whose process ran: the ETA's
+        self._groups: set[tuple] = set()  # sibling groups whose first process is still to start (`ahead`)
+        self._warm: set[str] = set()  # the frameworks whose first process forked from a warm parent has ended
         self._instant = 0  # items still to come known unsupported before any child starts: no time left for them
         self._current = ""
         self._index = 0  # the item shown: a task, or a profile of its own (a resumed run's)
@@ -67,17 +105,24 @@ class Progress:
 
     def ahead(self, tasks: list) -> None:
         """The tasks this display will show: those known unsupported before any child starts (`Task.unsupported`)
-        take no time, so the time left counts none for them."""
+        take no time, so the time left counts none for them; each sibling group's first process runs the extras."""
         self._instant = sum(getattr(t, "unsupported", None) is not None for t in tasks)
+        self._groups = {group_of(t) for t in tasks if getattr(t, "unsupported", None) is None}
 
     def eta_s(self, done: int) -> float | None:
-        """Seconds left when this display has `done` items done: the items left whose process will run, at the
-        average of those whose process ran (a cell known unsupported before any child starts takes no time, and says
-        nothing of a measurement's); None before one has, or with no total."""
-        if not self._done_durations or self.total is None:
+        """Seconds left when this display has `done` items done: the items left whose process will run, each at the
+        average of the processes that ran no untimed extras and waited for no warm parent (where none has, of those
+        that did, less both), plus the extras' average once for each sibling group still to start (a cell known
+        unsupported before any child starts takes no time, and says nothing of a measurement's); None before one
+        has, or with no total."""
+        if not self._lives or self.total is None:
             return None
-        per_task = sum(self._done_durations) / len(self._done_durations)
-        return per_task * max(0, self.total - self.first - done - self._instant)
+        plain = [life.bare_s for life in self._lives if not (life.extras_s or life.once_s)]
+        plain = plain or [life.bare_s for life in self._lives]
+        extras = [life.extras_s for life in self._lives if life.extras_s]
+        left = max(0, self.total - self.first - done - self._instant)
+        extra = statistics.fmean(extras) * min(left, len(self._groups)) if extras else 0.0
+        return statistics.fmean(plain) * left + extra
 
     def _number(self, index: int) -> int:
         return self.first + index + 1
@@ -107,11 +152,13 @@ class Progress:
     def start(self, index: int, task) -> None:
         """A task's process starts. A cell known unsupported before any child starts (`Task.unsupported`) ends at
         once: its one line is `finish`'s, with no `...` line before it."""
+        self._groups.discard(group_of(task))
         self._begin(index, label(task), f"{self._number(index)}", said=getattr(task, "unsupported", None) is None)
 
     def start_together(self, index: int, tasks: list) -> None:
         """Cells that compile at once (`run --compile-at-once`), items index to index + len(tasks) - 1."""
         current = f"{', '.join(map(label, tasks))} (compiling at once, each timed alone)"
+        self._groups.difference_update(map(group_of, tasks))
         self._begin(index, current, f"{self._number(index)}-{self._number(index + len(tasks) - 1)}")
 
     def _begin(self, index: int, current: str, items: str, *, said: bool = True) -> None:
@@ -130,10 +177,10 @@ class Progress:
         counts the profiles still to come; `own_item`: it was an item of its own."""
         spent = profile.duration_s or 0.0
         self._done += own_item
-        if own_item or not self._done_durations:
-            self._done_durations.append(spent)
+        if own_item or not self._lives:
+            self._lives.append(Life(spent))
         else:
-            self._done_durations[-1] += spent
+            self._lives[-1].bare_s += spent
         trace = profile.profiled.trace if profile.profiled else None
         if profile.status is Status.OK:
             said = f"profiled in {duration(spent)}" + (f", trace {trace}" if trace else "")
@@ -154,8 +201,12 @@ class Progress:
 
     def finish(self, index: int, task, measurement: ProcessMeasurement, figures: CellFigures) -> None:
         self._done += 1
+        self._groups.discard(group_of(task))
         if getattr(task, "unsupported", None) is None:  # a cell known unsupported: no child, no time to average
-            self._done_durations.append(measurement.duration_s or 0.0)
+            warm = measurement.detail.started == "warm" and task.cell.framework not in self._warm
+            self._lives.append(Life.of(measurement, first_warm=warm))
+            if measurement.detail.started == "warm":
+                self._warm.add(task.cell.framework)
         else:
             self._instant = max(0, self._instant - 1)
         self._say(f"{self._item(index)} {label(task)}: {outcome(measurement, figures)}")

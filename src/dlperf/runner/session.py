@@ -28,6 +28,7 @@ from dlperf.runner import sweep
 from dlperf.runner.tasks import Task
 from dlperf.spec import RunSpec
 from dlperf.store import Store, spill
+from dlperf.store.process import UNTIMED_EXTRAS, untimed_extras
 from dlperf.store.records import CellRecord, PlannedCell, ProfileRecord
 from dlperf.vocab import Status
 
@@ -120,6 +121,10 @@ class Session:
         """Cell key -> the seconds of each of its finished processes."""
         return self.store.durations([self.run_id])
 
+    def lives(self) -> dict[str, list[tuple[float, dict[str, float]]]]:
+        """Cell key -> the seconds of each of its finished processes and their time by phase (`Store.lives`)."""
+        return self.store.lives([self.run_id])
+
     def profiles(self) -> dict[str, ProfileRecord]:
         return self.store.profiles(self.run_id)
 
@@ -165,32 +170,53 @@ class Budget:
         return f"{self.seconds / 60:.3g} min"
 
     def per_process(self) -> float:
-        """Seconds one process of this search takes: the median of its processes so far."""
-        durations = [d for ds in self.session.durations().values() for d in ds]
-        return statistics.median(durations) if durations else FIRST_PROCESS_S
+        """Seconds one more process of this search takes: the median of its processes so far that ran none of the
+        untimed extras (where none has, of those that did, less them: `later`)."""
+        lives = [life for ls in self.session.lives().values() for life in ls]
+        return statistics.median(later(lives)) if lives else FIRST_PROCESS_S
 
     def modes_s(self, modes: list[str], repeats: int) -> float:
-        """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process (`estimate_s`)."""
+        """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process (`estimate_s`),
+        each mode's first process its untimed extras as long as this search's took them (`extras_s`)."""
         mode_of = {c.key: c.mode for c in self.session.cells()}
-        by_mode: dict[str, list[float]] = {}
-        for key, seconds in self.session.durations().items():
-            by_mode.setdefault(mode_of.get(key, Mode.FP32.value), []).extend(seconds)
-        return estimate_s(modes, by_mode, repeats)
+        compiled: list[tuple[float, dict[str, float]]] = []
+        eager: list[tuple[float, dict[str, float]]] = []
+        for key, lives in self.session.lives().items():
+            is_compiled = Mode.COMPILE.value in mode_of.get(key, Mode.FP32.value).split("+")
+            (compiled if is_compiled else eager).extend(lives)
+        by_kind = {m: later(lives) for m, lives in ((Mode.COMPILE.value, compiled), (Mode.FP32.value, eager)) if lives}
+        return estimate_s(modes, by_kind, repeats, extras_s([*eager, *compiled]))
 
 
-def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int) -> float:
+def later(lives: list[tuple[float, dict[str, float]]]) -> list[float]:
+    """The seconds of these processes (life, phases) that ran none of the untimed extras (a sibling group's later
+    ones); where none did, of all of them less their extras. A first process's FLOP count and memory step (2-3 s of a
+    fcn-r process at 1 thread) taken as every process's over-estimated the rest."""
+    plain = [life for life, phases in lives if not untimed_extras(phases)]
+    return plain or [max(0.0, life - sum(untimed_extras(phases).values())) for life, phases in lives]
+
+
+def extras_s(lives: list[tuple[float, dict[str, float]]]) -> float:
+    """Seconds of the untimed extras a new cell's first process runs: each as long as these processes that ran it
+    took it (the median); nothing for one none of them ran (kept from an earlier run, or never asked)."""
+    ran = [untimed_extras(phases) for _, phases in lives]
+    found = [[r[name] for r in ran if name in r] for name in UNTIMED_EXTRAS]
+    return sum(statistics.median(seconds) for seconds in found if seconds)
+
+
+def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int, extras: float = 0.0) -> float:
     """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process, from the process
-    durations measured so far (mode -> seconds). A compiled mode's process takes what this search's compiled
-    processes took, once there are some; before, an eager one's plus COMPILE_GUESS_S. (Guessing on after compile was
-    measured kept a search whose first round chose compile from every later round: 9.5 min wanted for two
-    candidates whose processes took 30 s.)"""
+    durations measured so far (mode -> seconds), and `extras` once for each mode (its first process's untimed
+    extras). A compiled mode's process takes what this search's compiled processes took, once there are some;
+    before, an eager one's plus COMPILE_GUESS_S. (Guessing on after compile was measured kept a search whose first
+    round chose compile from every later round: 9.5 min wanted for two candidates whose processes took 30 s.)"""
     compiled = [d for m, ds in durations.items() if Mode.COMPILE.value in m.split("+") for d in ds]
     eager_ones = [d for m, ds in durations.items() if Mode.COMPILE.value not in m.split("+") for d in ds]
     eager = statistics.median(eager_ones or compiled) if eager_ones or compiled else FIRST_PROCESS_S
     per_compiled = statistics.median(compiled) if compiled else eager + COMPILE_GUESS_S
     total = eager  # the baseline's extra process
     for mode in modes:
-        total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager)
+        total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager) + extras
     return total
 
 

@@ -15,6 +15,14 @@ from dlperf.figures import CommFigures, LoaderFigures
 from dlperf.store.records import OPTIONAL, CompileRecord, LossCheckRecord, StoredFigures, comm_of, stored
 from dlperf.vocab import Status
 
+# `collect.phases`' untimed extras: what a sibling group's first process runs besides its steps (`sweep.child_task`)
+UNTIMED_EXTRAS = ("flops_s", "memory_s", "loss_check_s")
+
+
+def untimed_extras(phases: dict[str, float | None] | None) -> dict[str, float]:
+    """The untimed extras a process ran, by phase, in seconds: none where it ran none or its phases are not stored."""
+    return {name: phases[name] for name in UNTIMED_EXTRAS if phases and phases.get(name)}
+
 
 @dataclass(kw_only=True)
 class ProcessDetail(StoredFigures):
@@ -41,6 +49,8 @@ class ProcessDetail(StoredFigures):
     comm: CommFigures | None = field(default=None, metadata=stored(of=comm_of))  # multi-process cells
     loader: LoaderFigures | None = field(default=None, metadata=stored(of=LoaderFigures.of))  # cells with a loader
     notes: list[str] = field(default_factory=list)  # optional analyses that failed, and why
+    # the user's own source files the process imported, its figures counted: path -> [size, mtime_ns, sha256]
+    sources: dict[str, list] | None = field(default=None, metadata=OPTIONAL)  # (`worker/sources.py`, `runner/kept.py`)
     # what the machine did while the cell was timed (`protocol.Sampled`)
     steal_fraction: float | None = None
     others_cpu_share: float | None = None

@@ -1,0 +1,33 @@
+"""A search's budget estimates its next processes from its own: a sibling group's first process counts the FLOPs and
+measures the memory step (fcn-r at 1 thread: 9.2 s of a 34 s process, later ones none), so it is no guide to a
+later one; a new mode's first process runs them again, once."""
+
+from types import SimpleNamespace
+
+from dlperf.runner.session import Budget, extras_s, later
+
+FIRST = (20.0, {"startup_s": 0.5, "timed_s": 5.0, "flops_s": 4.0, "memory_s": 5.0})
+LATER = (10.0, {"startup_s": 0.2, "timed_s": 5.0})
+
+
+def _budget(lives: dict[str, list[tuple[float, dict]]], modes: dict[str, str]) -> Budget:
+    cells = [SimpleNamespace(key=key, mode=mode) for key, mode in modes.items()]
+    return Budget(600.0, SimpleNamespace(lives=lambda: lives, cells=lambda: cells))
+
+
+def test_a_later_process_is_estimated_from_the_later_ones():
+    assert later([FIRST, LATER]) == [10.0]
+    assert later([FIRST]) == [11.0]  # none later yet: the first less its extras
+    assert _budget({"a": [FIRST, LATER]}, {"a": "fp32"}).per_process() == 10.0  # the median of both was 15 s
+
+
+def test_each_new_mode_is_charged_its_first_process_extras_once():
+    budget = _budget({"a": [FIRST, LATER, LATER]}, {"a": "fp32"})
+    assert extras_s([FIRST, LATER, LATER]) == 9.0
+    # the baseline's extra process, then per mode: 2 processes of 10 s and the first one's 9 s of extras
+    assert budget.modes_s(["bf16", "fused"], 2) == 10.0 + 2 * (2 * 10.0 + 9.0)
+
+
+def test_extras_kept_from_an_earlier_run_are_charged_nothing():
+    assert extras_s([LATER, LATER]) == 0.0
+    assert _budget({"a": [LATER]}, {"a": "fp32"}).modes_s(["bf16"], 3) == 10.0 + 3 * 10.0
