@@ -393,6 +393,14 @@ class Memory(Event):
     note: str | None = None  # why there is no figure, when the measurement failed
 
 
+@event("sources")
+class Sources(Event):
+    """The user's own source files the child imported (`worker/sources.py`), once its figures are counted: path ->
+    [size, mtime_ns, sha256]; None where there were too many to say."""
+
+    files: dict[str, list] | None
+
+
 @event("profiled")
 class Profiled(Event):
     """Where a profiled step's time goes. Every time is seconds per step (the mean over the profiled steps).

@@ -24,7 +24,8 @@ from dlperf.vocab import Status
 CELL = Cell("fcn-r", "torch", "cpu", 1, "fp32")
 WORKLOAD = {"name": "fcn-r", "batch": 1024}
 COUNTED = ProcessDetail(flops_per_step=840, flops_by_dtype={"fp32": 840},
-                        memory={"live_tensor_peak_bytes": 2000, "process_rss_peak_bytes": 9000})  # fmt: skip
+                        memory={"live_tensor_peak_bytes": 2000, "process_rss_peak_bytes": 9000},
+                        sources={}, started_at=time.time())  # fmt: skip
 
 
 @pytest.fixture

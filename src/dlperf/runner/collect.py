@@ -38,6 +38,7 @@ from dlperf.protocol import (
     Ranks,
     Sample,
     Sampled,
+    Sources,
     Start,
     Warmup,
     all_of,
@@ -86,6 +87,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
         comm=comm.figures if comm else None,  # multi-process cells
         loader=LoaderFigures.merged([e.figures for e in all_of(events, Loader)]),  # cells with a loader (--data DIR)
         notes=[n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
+        sources=(sources := first(events, Sources)) and sources.files,  # the user's files its figures came from
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
         loss=done and done.loss,
         timeline=timeline(events, child),

@@ -12,11 +12,15 @@ A cell's FLOPs per step and the memory of its step (the live tensors' peak, XLA'
 framework on one step of the model: the same for the same dlperf, framework version, backend and model source (a user's
 file by its bytes, kept only where unchanged since the process started), workload (its batch included), mode, device,
 machine (CPU model and flags, GPU nodes and driver) and the variables that change what the framework runs. Every one of
-them is in the key. What depends on the machine's state (a resident-set peak, a CUDA allocator's peak, any time) is
-never kept: a process whose cell finds its figures here skips the FLOP count and the memory step, and so has no
-resident-set peak of one step (its timed steps' high-water mark is its own). Kept only for a plain cell (one process, no
---data): a multi-process cell's figures are each rank's, a dataset can change under the same path. A model named by its
-module (`package.module:factory`) is never kept: its source is not read without importing it.
+them is in the key; and the user's own files the process imported (`worker/sources.py`: the model's neighbours, a
+package of theirs, each by size, time and digest) are in the entry, which is no longer taken once one of them changed or
+is gone (`unchanged`), as a build system's dependency file. An installed package is known by its version alone, and what
+the model reads that is no module (a config file) not at all: `DLPERF_NO_COUNT_CACHE=1` after changing those. What
+depends on the machine's state (a resident-set peak, a CUDA allocator's peak, any time) is never kept: a process whose
+cell finds its figures here skips the FLOP count and the memory step, and so has no resident-set peak of one step (its
+timed steps' high-water mark is its own). Kept only for a plain cell (one process, no --data): a multi-process cell's
+figures are each rank's, a dataset can change under the same path. A model named by its module
+(`package.module:factory`) is never kept: its source is not read without importing it.
 Standard library only.
 """
 
@@ -38,7 +42,7 @@ from dlperf.runner import probe_cache
 from dlperf.store.records import CellFigures
 from dlperf.version import VERSION
 
-FORMAT = 1  # of an entry's JSON
+FORMAT = 2  # of an entry's JSON (2: a cell's figures hold the user's files they were counted from)
 MAX_BYTES = 64 * 2**20
 STALE_TEMP_S = 3600.0  # a temporary file older than this was left by a process that died mid-write
 BYPASS = "DLPERF_NO_COUNT_CACHE"
@@ -171,11 +175,38 @@ def _machine() -> dict[str, Any]:
 
 
 def extras(entry_key: dict[str, Any] | None) -> tuple[dict | None, dict | None]:
-    """The kept (FLOPs, memory) of a cell's key, each None where none is kept."""
+    """The kept (FLOPs, memory) of a cell's key, each None where none is kept, or where a user's file it was counted
+    from has changed or is gone since (`unchanged`)."""
     if entry_key is None:
         return None, None
     flops, memory = read(directory(), entry_key, "flops"), read(directory(), entry_key, "memory")
-    return (flops if isinstance(flops, dict) else None), (memory if isinstance(memory, dict) else None)
+    return tuple(v if isinstance(v, dict) and unchanged(v.get("sources")) else None for v in (flops, memory))
+
+
+def unchanged(sources: Any) -> bool:
+    """Whether the files of `sources` (`worker/sources.py`: path -> [size, mtime_ns, sha256]) are as they were: each
+    by its size and time, one whose time alone moved by its bytes' digest (read once per process: `_digest_of`), as
+    a build system decides what to make again. A file gone, or no list, is a change."""
+    return isinstance(sources, dict) and all(_same(path, recorded) for path, recorded in sources.items())
+
+
+def _same(path: str, recorded: Any) -> bool:
+    try:
+        size, mtime_ns, digest = recorded
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return False
+    return st.st_size == size and (st.st_mtime_ns == mtime_ns or _digest_of(path, size, st.st_mtime_ns) == digest)
+
+
+@cache
+def _digest_of(path: str, size: int, mtime_ns: int) -> str | None:
+    """The SHA-256 of a file as it is at this size and time (the two in the cache's key: the file read once while
+    they stay)."""
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def has(cell: Cell, workload: dict[str, Any]) -> tuple[str, ...]:
@@ -192,14 +223,15 @@ def keep(entry_key: dict[str, Any] | None, detail, origin: str) -> None:
     headline = next((kind for name, kind in MEMORY_KINDS.items() if memory.get(name) is not None), None)
     if entry_key is None or (detail.flops_per_step is None and headline not in COUNTED_KINDS):
         return
-    if not _read_as_keyed(entry_key["workload"], detail.started_at):
+    if not _read_as_keyed(entry_key["workload"], detail.started_at) or not _sources_as_read(detail):
         return
+    sources = detail.sources
     if detail.flops_per_step is not None:
         value = {"flops_per_step": detail.flops_per_step, "flops_by_dtype": detail.flops_by_dtype, "from": origin}
-        write(directory(), entry_key, "flops", value)
+        write(directory(), entry_key, "flops", {**value, "sources": sources})
     if headline in COUNTED_KINDS:
         counted = {k: memory[k] for k in COUNTED_MEMORY if memory.get(k) is not None}
-        write(directory(), entry_key, "memory", {"figures": counted, "from": origin})
+        write(directory(), entry_key, "memory", {"figures": counted, "from": origin, "sources": sources})
     prune(directory())
 
 
@@ -214,6 +246,17 @@ def _read_as_keyed(workload: dict[str, Any], started_at: float | None) -> bool:
         return started_at is not None and Path(path).stat().st_mtime <= started_at
     except OSError:
         return False
+
+
+def _sources_as_read(detail) -> bool:
+    """Whether the user's files the process imported (`ProcessDetail.sources`) were last written before it started
+    and are as it read them now: not where it did not say which (too many, or it died first), nor where one was
+    edited during the run (before a --resume stored an interrupted run's process too)."""
+    sources, started_at = detail.sources, detail.started_at
+    if not isinstance(sources, dict) or started_at is None:
+        return False
+    written_before = all(isinstance(s, list) and len(s) == 3 and s[1] <= started_at * 1e9 for s in sources.values())
+    return written_before and unchanged(sources)
 
 
 def take(figures: CellFigures, flops: dict | None, memory: dict | None) -> None:

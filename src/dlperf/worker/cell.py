@@ -45,9 +45,10 @@ from dlperf.protocol import (
     Reporter,
     Sample,
     Sampled,
+    Sources,
     Warmup,
 )
-from dlperf.worker import feed
+from dlperf.worker import feed, sources
 from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, serve
 from dlperf.workloads import Workload
 
@@ -105,6 +106,8 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
         emit(count_flops(train))
     if task.measure_memory:
         emit(measure_memory(train))
+    if task.count_flops or task.measure_memory:  # what they were counted from, for `runner/kept.py`
+        emit(Sources(sources.imported()))
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
     if cell.nproc:  # last: measuring where the step's time goes may leave the replicas' weights apart

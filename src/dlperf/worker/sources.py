@@ -1,0 +1,62 @@
+"""The source files a child imported that are neither the interpreter's, an installed package's nor dlperf's: the user's
+own modules (the model file, the neighbours it imports, a module of the working directory, which `python -P` puts last
+on sys.path, a package of theirs installed editable), as a build system's dependency file lists what a target was made
+from. A cell's counted figures are kept with them (`runner/kept.py`) and no longer taken once any of them changes:
+the model's file alone by its bytes would keep the FLOP count of a model whose layers.py was edited. Standard library
+only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import site
+import stat
+import sys
+import sysconfig
+
+MAX_FILES = 1000  # beyond it (a framework installed editable, say) nothing is said, and the figures are not kept
+DLPERF = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # dlperf's own package
+
+
+def imported() -> dict[str, list] | None:
+    """{path: [size, mtime_ns, sha256]} of the user's own source files among the modules imported (`sys.modules`),
+    each read whole, its size and time taken after the read: a file edited while it was read has a time after the
+    process started, which `kept.keep` refuses. None: more than `MAX_FILES`."""
+    installed = _installed()
+    found: dict[str, list] = {}
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or (path := os.path.abspath(path)) in found or _under(path, installed):
+            continue
+        if (state := described(path)) is not None:
+            found[path] = state
+            if len(found) > MAX_FILES:
+                return None
+    return found
+
+
+def described(path: str) -> list | None:
+    """[size, mtime_ns, sha256] of a regular file, None where it is not one or cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+            st = os.fstat(f.fileno())
+    except OSError:
+        return None
+    return [st.st_size, st.st_mtime_ns, digest] if stat.S_ISREG(st.st_mode) else None
+
+
+def _installed() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The folders whose files are not the user's, as named and with their links resolved: the standard library,
+    every site-packages (the user's own too), dist-packages, and dlperf."""
+    places = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    places |= set(site.getsitepackages()) | {site.getusersitepackages(), DLPERF}
+    places |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
+    named = tuple(os.path.join(os.path.abspath(p), "") for p in places if p)
+    return named, tuple(os.path.join(os.path.realpath(p), "") for p in places if p)
+
+
+def _under(path: str, installed: tuple[tuple[str, ...], tuple[str, ...]]) -> bool:
+    named, resolved = installed
+    return path.startswith(named) or os.path.realpath(path).startswith(resolved)
