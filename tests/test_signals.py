@@ -99,6 +99,32 @@ def test_once_the_cli_is_interrupted_more_interrupts_are_dropped_to_its_exit():
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc
 
 
+
+def test_one_more_interrupt_as_the_interpreter_ends_does_not_kill_the_cli():
+    """The interpreter's end sets every handler Python set back to the default before it frees the modules (100s of ms
+    for dlperf's): a second Ctrl-C then killed the interrupted CLI, its exit -2 in place of 130 (seen in a loop of
+    double Ctrl-C on dlperf fit). Once interrupted, the CLI ignores them."""
+    for again in ("SIGINT", "SIGTERM", "SIGHUP"):
+        proc = in_a_child(f"""
+            import os, signal, sys, time
+            from dlperf.runner.lifeline import sigterm_as_interrupt
+
+            class Late:
+                def __del__(self):  # run as the modules are freed, after the handlers were set back
+                    os.kill(os.getpid(), signal.{again})
+
+            late = Late()
+            with sigterm_as_interrupt(to_the_end=True):
+                try:
+                    os.kill(os.getpid(), signal.SIGINT)
+                    time.sleep(5)
+                except KeyboardInterrupt:
+                    print("interrupted")
+            sys.exit(130)
+        """)
+        assert (proc.returncode, proc.stdout.strip()) == (130, "interrupted"), (again, proc)
+
+
 def test_a_signal_dlperf_was_started_ignoring_stays_ignored():
     """nohup's SIGHUP, a shell's background job's SIGINT: dlperf goes on."""
     proc = in_a_child("""

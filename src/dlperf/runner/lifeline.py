@@ -244,7 +244,11 @@ def sigterm_as_interrupt(to_the_end: bool = False) -> Iterator[None]:
         yield
     finally:
         _handling -= 1
-        if not (to_the_end and _interrupted is not None):
+        if to_the_end and _interrupted is not None:
+            for sig in INTERRUPTS:  # ignored, not ours: the interpreter's end sets its own handlers back to the
+                if previous[sig] is not signal.SIG_IGN:  # default first, and one more then killed dlperf (exit -2)
+                    signal.signal(sig, signal.SIG_IGN)
+        else:
             for sig, handler in previous.items():
                 signal.signal(sig, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
             if _handling == 0:
