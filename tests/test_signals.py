@@ -99,7 +99,6 @@ def test_once_the_cli_is_interrupted_more_interrupts_are_dropped_to_its_exit():
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc
 
 
-
 def test_one_more_interrupt_as_the_interpreter_ends_does_not_kill_the_cli():
     """The interpreter's end sets every handler Python set back to the default before it frees the modules (100s of ms
     for dlperf's): a second Ctrl-C then killed the interrupted CLI, its exit -2 in place of 130 (seen in a loop of
