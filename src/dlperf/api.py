@@ -367,12 +367,12 @@ def _execute(session: Session, tasks: list[Task], plan: Plan, progress, to_profi
     return Outcome(ExitCode.CELLS_FAILED if failed else ExitCode.OK, session.run_id, plan, statuses)
 
 
-def training_parts(workload: str, device: str = "cpu") -> tuple:
+def training_parts(workload: str, device: str = "cpu", data_dir: str | None = None) -> tuple:
     """(model, optimizer, loss_fn, x, y): what dlperf trains for `workload` (a built-in name, or a factory
     `file.py:make` or `package.module:make`) in fp32 eager on `device`, the factory's own optimizer included, with
-    one synthetic batch already on the device. `dlperf optimize`'s recipe starts from these (`from dlperf import
-    training_parts`), so it runs as printed; in your own code, your own objects take their place. PyTorch is imported
-    on the first call, not before."""
+    one synthetic batch already on the device; `data_dir`: the folder a factory that takes `data_dir` is given, as
+    `--data DIR`. `dlperf optimize`'s recipe starts from these (`from dlperf import training_parts`), so it runs as
+    printed; in your own code, your own objects take their place. PyTorch is imported on the first call, not before."""
     from dlperf.frameworks import backend
 
-    return backend("torch").training_parts(workload, device)
+    return backend("torch").training_parts(workload, device, data_dir)

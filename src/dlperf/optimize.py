@@ -136,10 +136,12 @@ class Search:
     loader: LoaderChoice | None = None  # with --data DIR: the loader setting searched for the best mode
     interrupted: str | None = None  # what an interrupt cut short: the baseline, its profile, a round, the loaders
     reached: tuple[str, ...] = ()  # the rounds begun, in order: all of `groups` unless an interrupt came first
+    data_dir: str | None = None  # --data DIR, absolute: the recipe gives it to a factory that takes data_dir
 
     def to_json(self) -> dict[str, Any]:
         best = self.best or (self.baseline if self.baseline.status == Status.OK else None)  # None: nothing measured
         loader = self.loader.to_json() if self.loader else None
+        order = {"used": self.order, "groups": list(self.groups), "verdict": self.verdict and self.verdict.to_json()}
         return {
             "workload": self.workload,
             "device": self.device,
@@ -148,14 +150,10 @@ class Search:
             "baseline": {"mode": self.baseline.mode, "median_s": self.baseline.median_s},
             "results": [r.to_json() for r in self.results],
             "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0} if best else None,
-            "recipe": recipe(best.mode, self.device, self.workload, self.loader) if best else None,
+            "recipe": recipe(best.mode, self.device, self.workload, self.loader, self.data_dir) if best else None,
             "notes": self.notes,
             "elapsed_s": self.elapsed_s,
-            "order": {
-                "used": self.order,
-                "groups": list(self.groups),
-                "verdict": self.verdict and self.verdict.to_json(),
-            },
+            "order": order,
             "cells": self.cells,
             "cells_to_best": self.cells_to_best,
             **({"loader": loader} if loader else {}),
@@ -545,6 +543,7 @@ class Searcher:
             ranked(cands), best, self.notes, order=self.order, groups=self.groups, verdict=self.verdict,
             cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
             interrupted=self.interrupted, reached=tuple(self.reached),
+            data_dir=(self.workload.get("extra") or {}).get("data_dir"),  # --data DIR, absolute, as the plan gave it
         )  # fmt: skip
 
     def _unmeasured(self, c: Candidate) -> str:

@@ -214,17 +214,19 @@ def dataloader_call(name: str) -> str:
     return f"DataLoader({', '.join(f'{k}={v!r}' for k, v in setting(name).torch_kwargs().items())})"
 
 
-def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None) -> list[str]:
+def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None, data_dir: str | None = None
+           ) -> list[str]:  # fmt: skip
     """A runnable script that trains `workload` in `mode`: dlperf's own model, optimizer, loss and batch for it
-    (`training_parts`: the user's factory, for a user workload), the loader setting chosen (`--data`), then the
-    modes table's lines for `mode`."""
+    (`training_parts`: the user's factory, for a user workload, given `data_dir`, --data DIR, where the search had
+    it), the loader setting chosen (`--data`), then the modes table's lines for `mode`."""
     chosen = loader.chosen if loader else None
+    folder = f", data_dir={data_dir!r}" if data_dir else ""
     return [
         "import torch",
         "from dlperf import training_parts",
         "",
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",
-        f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r})",
+        f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r}{folder})",
         "steps = 100",
         *(recipe_lines(chosen.setting, chosen.enough) if chosen else []),
         *mode_recipe(mode, device_kind(device)),

@@ -178,7 +178,7 @@ def loader_lines(loader) -> list[str]:
     from dlperf.optimize_loader import dataloader_call
     from dlperf.report.format import seconds
 
-    if loader is None:
+    if loader is None or not loader.trials:  # none tried: the notes say why
         return []
     lines = [f"Loaders tried for {loader.mode} (synthetic step {seconds(loader.synthetic_s)}):"]
     for t in loader.trials:
@@ -232,5 +232,5 @@ def print_text(search) -> None:
         highlight=False,
         markup=False,
     )
-    for line in recipe(b.mode, search.device, search.workload):
+    for line in recipe(b.mode, search.device, search.workload, data_dir=search.data_dir):
         console.print(f"    {terminal(line)}", highlight=False, markup=False)

@@ -131,11 +131,11 @@ def h2d(batch: Any, device: str) -> dict[str, Any]:
     return datasets.h2d(batch, torch.device(device))
 
 
-def training_parts(workload: str, device: str = "cpu") -> tuple:
+def training_parts(workload: str, device: str = "cpu", data_dir: str | None = None) -> tuple:
     """(model, optimizer, loss_fn, x, y): what dlperf trains for `workload` (a built-in name, or a factory
     `file.py:make`; either at a batch of its own, `resnet-50@b64`) in fp32 eager on `device`, the user's own optimizer
-    included. `dlperf optimize`'s recipe starts from these, so it runs as printed; in one's own code, one's own
-    objects take their place."""
+    included, `data_dir` given to a factory that takes it. `dlperf optimize`'s recipe starts from these, so it runs as
+    printed; in one's own code, one's own objects take their place."""
     from dlperf.workloads import BUILTIN
     from dlperf.workloads.base import split_variant
     from dlperf.workloads.user import looks_like_source, normalize_source
@@ -145,9 +145,9 @@ def training_parts(workload: str, device: str = "cpu") -> tuple:
         chosen = BUILTIN[name]
     elif looks_like_source(name):
         source = normalize_source(name)
-        user = load_user(source)
+        user = load_user(source, data_dir)
         chosen = Workload(user.name, "user", {}, InputSpec("user", ()), 0, user.batch_size, OptimizerSpec("user"),
-                          source=source)  # fmt: skip
+                          source=source, extra={"data_dir": data_dir} if data_dir else {})  # fmt: skip
     else:
         raise UsageError(f"{workload!r}: neither a built-in workload nor a factory (file.py:make)")
     if batch is not None:

@@ -1,0 +1,54 @@
+"""`dlperf optimize FILE:make --data DIR` for a factory that takes `data_dir`: the recipe it prints gives
+`training_parts` that folder (without it the pasted recipe raised 'make takes data_dir'), and a loader search that
+tried no setting prints no empty 'Loaders tried' heading."""
+
+import textwrap
+
+from dlperf.commands.optimize import loader_lines
+from dlperf.optimize_loader import LoaderChoice, recipe
+
+FACTORY = """
+import torch
+import dlperf
+
+
+class Rows(torch.utils.data.Dataset):
+    def __init__(self, root):
+        self.width = len((root / "width.txt").read_text())
+
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        return torch.randn(self.width), i % 2
+
+
+def make(data_dir):
+    rows = Rows(data_dir)
+    model = torch.nn.Linear(rows.width, 2)
+    return dlperf.user_workload("rows", model, None, torch.nn.functional.cross_entropy, batch_size=4, dataset=rows)
+"""
+
+
+def test_the_recipe_gives_a_factory_its_data_dir():
+    lines = recipe("bf16", "cpu", "/m/mine.py:make", None, "/data/tokens")
+    assert (
+        "model, optimizer, loss_fn, x, y = training_parts('/m/mine.py:make', 'cpu', data_dir='/data/tokens')" in lines
+    )
+    assert "model, optimizer, loss_fn, x, y = training_parts('resnet-56', 'cpu')" in recipe("bf16", "cpu", "resnet-56")
+
+
+def test_the_recipes_first_lines_run_for_a_factory_that_takes_data_dir(tmp_path):
+    from conftest import run_in
+
+    (tmp_path / "mine.py").write_text(FACTORY)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "width.txt").write_text("abcdef")
+    head = recipe("fp32", "cpu", f"{tmp_path}/mine.py:make", None, str(tmp_path / "data"))[:5]
+    script = "\n".join([*head, "import json", "print(json.dumps(list(x.shape)))"])
+    assert run_in("torch", textwrap.dedent(script)) == [4, 6]
+
+
+def test_a_loader_search_that_tried_nothing_prints_no_heading():
+    assert loader_lines(LoaderChoice("bf16", 0.845, [])) == []
+    assert loader_lines(None) == []
