@@ -34,7 +34,12 @@ def test_a_ratio_unlike_the_medians_quotient_is_said_to_be_the_geometric_means(t
 
 
 def test_the_json_ratio_is_the_one_the_line_explains(tmp_path, capsys):
-    cell = json.loads(compared(tmp_path, capsys, SPLIT, "--format", "json"))["cells"][0]
+    """The JSON says it too: `ratio_of` beside the cells (the text and md tables have their line; a script had no
+    word of which ratio `ratio` is)."""
+    out = json.loads(compared(tmp_path, capsys, SPLIT, "--format", "json"))
+    assert out["ratio_of"] == cmp.RATIO_OF and "geometric means of the per-process medians" in out["ratio_of"]
+    assert "b_median_s / a_median_s" in out["ratio_of"]  # the fields it may differ from, by their JSON names
+    cell = out["cells"][0]
     assert cell["b_median_s"] / cell["a_median_s"] == pytest.approx(1.5, rel=0.02)
     assert cell["ratio"] == pytest.approx((1.5 * 1.51) ** (1 / 3), rel=0.02)  # visibly not 1.5
 

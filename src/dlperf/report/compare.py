@@ -355,6 +355,11 @@ RATIO_LEGEND = (
     "B/A: the ratio of the processes' geometric means (of each process's median step), what the test and interval "
     "judge; it can differ from B median / A median"
 )
+# what each cell's `ratio` (and `ci_low`, `ci_high`) is, in the JSON output: the field beside it that says so
+RATIO_OF = (
+    "B/A of the geometric means of the per-process medians (exp(mean log B - mean log A)), what the test and its "
+    "interval judge; it can differ from b_median_s / a_median_s (the cells' medians of process medians)"
+)
 VISIBLE = 0.01  # a B/A this far from B median / A median: beyond what the medians' three figures shown explain
 
 
@@ -491,6 +496,7 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         "alpha": result.alpha,
         "threshold": result.threshold,
         "confidence": CONFIDENCE,
+        "ratio_of": RATIO_OF,
         "cells": [{**asdict(c), "verdict": c.verdict.value, "label": c.label} for c in result.cells],
         "unmatched": [asdict(u) for u in result.unmatched],
         "summary": {
