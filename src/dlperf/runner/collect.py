@@ -375,16 +375,15 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
 def loader_warnings(loader: LoaderRecord, batch: int | None) -> list[str]:
     """Loader workers and compute threads share the cores: say so when there are more of both than cores. Workers
     that start again every few steps: say so when the dataset holds few batches and they do not persist."""
-    said = []
+    said, workers = [], units.plural(loader.workers, "worker")
     if loader.oversubscribed:
-        threads = f"{loader.threads} compute thread{'s' * (loader.threads != 1)}"
-        said.append(f"{loader.workers} loader workers + {threads} exceed the {loader.cores} cores: they take turns, "
-                    "and the step waits for both")  # fmt: skip
+        both = f"{units.plural(loader.workers, 'loader worker')} + {units.plural(loader.threads, 'compute thread')}"
+        said.append(f"{both} exceed the {loader.cores} cores: they take turns, and the step waits for both")
     if epoch := restarts_every(loader.samples, batch, loader.setting):
         said.append(f"short epochs: the dataset's {loader.samples} samples make {epoch} batch{'es' * (epoch != 1)} "
-                    f"of {batch}, so the {loader.workers} workers start again every {epoch} step{'s' * (epoch != 1)} "
-                    "(persistent_workers off), which a full dataset does once an epoch: the wait counts their "
-                    "start; +persist keeps them, a larger dataset spreads it")  # fmt: skip
+                    f"of {batch}, so the {workers} start{'s' * (loader.workers == 1)} again every {epoch} "
+                    f"step{'s' * (epoch != 1)} (persistent_workers off), which a full dataset does once an epoch: the "
+                    "wait counts their start; +persist keeps them, a larger dataset spreads it")  # fmt: skip
     return said
 
 
