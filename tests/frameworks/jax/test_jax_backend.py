@@ -7,6 +7,7 @@ and XLA's compilations, so the checks are grouped into a few children on the che
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from itertools import pairwise
@@ -267,6 +268,43 @@ def test_xla_counts_the_flops_and_plans_the_memory_of_the_step():
     assert memory["process_rss_peak_bytes"] > memory["xla_argument_bytes"]
 
 
+# The small checks below share one child: each part is its script, run in order with its own arguments and namespace;
+# what a part patches of JAX is put back before the next, and a part that raises is that part's failure alone.
+PARTS = """
+import contextlib, io, json, sys, traceback
+import jax
+from jax._src import config
+real = jax.stages.Lowered.cost_analysis
+out = {}
+for name, script, args in json.loads(sys.argv[1]):
+    sys.argv, printed = ["-c", *args], io.StringIO()
+    out[name] = {"default_device_before": str(config.default_device.value)}
+    try:
+        with contextlib.redirect_stdout(printed):
+            exec(script, {"__name__": "__main__"})
+        out[name] |= json.loads(printed.getvalue().strip().splitlines()[-1])
+    except Exception:
+        out[name]["raised"] = traceback.format_exc()
+    jax.stages.Lowered.cost_analysis = real
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def parts():
+    """Each small check's printed JSON by name, from one JAX child (each child pays JAX's import)."""
+    scripts = [("gpu_default", GPU_DEFAULT, []), ("no_figure", NO_FIGURE, []), ("cost_shapes", COST_SHAPES, []),
+               ("modes", MODES, ["fp32", *OTHER_MODES, "bf16+compile"])]  # fmt: skip
+    return run_in("jax", PARTS, json.dumps(scripts))
+
+
+def part(parts: dict, name: str) -> dict:
+    found = parts[name]
+    assert "raised" not in found, found["raised"]
+    assert found.pop("default_device_before") == "None"  # no part before it left a default device set
+    return found
+
+
 NO_FIGURE = (
     PRELUDE
     + """
@@ -284,10 +322,10 @@ print(json.dumps({"own": own, "fallback": train.count_flops(), "calls": len(call
 
 
 @pytest.mark.timeout(240)
-def test_a_device_whose_analysis_has_no_figure_is_counted_on_the_step_lowered_for_the_cpu():
+def test_a_device_whose_analysis_has_no_figure_is_counted_on_the_step_lowered_for_the_cpu(parts):
     """jax 0.11.2 on CUDA: `cost_analysis()` gave None (an H200 check's JAX cells had no FLOP count): the step is
     lowered for the CPU from its shapes and counted there, the same figure, said so."""
-    out = run_in("jax", NO_FIGURE)
+    out = part(parts, "no_figure")
     assert out["calls"] == 2 and "counted_on" not in out["own"]
     assert out["fallback"] == {**out["own"], "counted_on": "cpu"}
 
@@ -313,11 +351,11 @@ except RuntimeError as exc:
 
 
 @pytest.mark.timeout(240)
-def test_the_cpu_count_asks_the_cpu_backend_where_the_default_device_is_a_gpu():
+def test_the_cpu_count_asks_the_cpu_backend_where_the_default_device_is_a_gpu(parts):
     """jax 0.11 asks the cost analysis of the default device's backend for shapes without a sharding, whatever
     `lowering_platforms` says (`pxla.MeshComputation.cost_analysis`); on a GPU machine that is the CUDA plugin's,
     which has none. Here the default device is taken for a GPU unless the CPU is set as it."""
-    out = run_in("jax", GPU_DEFAULT)
+    out = part(parts, "gpu_default")
     assert "error" not in out, out
     assert out["fallback"] == {**out["own"], "counted_on": "cpu"}
 
@@ -355,8 +393,8 @@ OTHER_MODES = ["bf16", "fp16", "tf32", "channels_last", "foreach", "fused", "che
 
 
 @pytest.mark.timeout(240)
-def test_unsupported_modes_devices_and_user_workloads_say_why():
-    found = run_in("jax", MODES, "fp32", *OTHER_MODES, "bf16+compile")
+def test_unsupported_modes_devices_and_user_workloads_say_why(parts):
+    found = part(parts, "modes")
     assert found.pop("fp32") is None
     for mode in [*OTHER_MODES, "bf16+compile"]:
         assert found[mode] and "jax" in found[mode], mode
@@ -422,9 +460,9 @@ print(json.dumps(out))
 )
 
 
-def test_every_shape_of_xlas_cost_analysis_gives_a_count_or_a_reason():
+def test_every_shape_of_xlas_cost_analysis_gives_a_count_or_a_reason(parts):
     """jax 0.11.2 on CUDA gave None where 0.10.2 gives a dict: a TypeError failed every cell. Now a list is summed,
     and no figure is an exception the worker turns into a note (tests/runner/test_worker.py)."""
-    out = run_in("jax", COST_SHAPES)
+    out = part(parts, "cost_shapes")
     assert out["dict"] == 5 and out["list"] == 3
     assert all(out[k] and "no FLOP figure" in out[k] for k in ("none", "no_key", "empty")), out
