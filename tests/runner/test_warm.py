@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -550,3 +551,39 @@ def test_a_wait_on_the_warm_parent_does_not_count_a_suspension(monkeypatch):
         monkeypatch.setattr(lifeline, "paused", lambda: (0, 0.0))
         assert not warm.waited(changed, lambda: False, 0.2)  # no suspension: the timeout is the timeout
     timer.cancel()
+
+
+def test_a_parent_closed_while_it_imports_is_killed_at_once_and_one_closed_as_it_starts_too(monkeypatch):
+    """A parent reads its input only once its imports are done: closed meanwhile (Ctrl-C within a second of a run's
+    start, dlperf's exit closing it), it was waited for 10 s, every such Ctrl-C took 10.5 s to end dlperf on a busy
+    2-core machine (4 of 4 tries). It has no child yet: killed at once. One closed before its process was known to
+    `close` (the start under way in its thread) is killed as the start returns."""
+    importing = [sys.executable, "-c", "import time; time.sleep(120)"]  # a framework's import that takes long
+    monkeypatch.setattr(warm, "python_module", lambda python, module: importing)
+    parent = warm.WarmParent(sys.executable, "torch", warm.env_key(os.environ))
+    try:
+        while parent.proc is None:
+            time.sleep(0.01)
+        began = time.monotonic()
+        parent.close()
+        assert time.monotonic() - began < 5.0  # 10 s and more, waited for
+        assert parent.proc.poll() is not None and not parent.thread.is_alive()
+    finally:
+        parent.proc.kill()
+    started, made = threading.Event(), []
+
+    def popen(*args, **kwargs):  # `close` comes while the start is under way
+        while not made:
+            time.sleep(0.01)
+        threading.Thread(target=made[0].close).start()
+        while not made[0].closing:
+            time.sleep(0.01)
+        started.set()
+        return real_popen(*args, **kwargs)
+
+    real_popen = subprocess.Popen
+    monkeypatch.setattr(warm.subprocess, "Popen", popen)
+    made.append(warm.WarmParent(sys.executable, "torch", warm.env_key(os.environ)))
+    assert started.wait(30)
+    made[0].thread.join(30)
+    assert not made[0].thread.is_alive() and gone([made[0].proc.pid], 5.0)

@@ -66,6 +66,7 @@ GPU_VAR = "DLPERF_WARM_GPU"  # "0": CUDA cells start cold (they fork by default 
 FIRST = "no warm parent for this run yet: its only process so far that may fork starts cold (a parent costs as much)"
 READY_S = 120.0  # the longest a launch waits for a starting parent's imports
 ANSWER_S = 60.0  # the longest a fork's answer may take
+CLOSE_S = 10.0  # the longest a ready parent may take to end its children and exit once closed
 CELL_VARS = frozenset({*THREAD_COUNT_VARS, PARENT_VAR, LAUNCH_VAR, "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
                        "CUDA_CACHE_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})  # fmt: skip
 OWN_PREFIXES = ("DLPERF_", "PYTEST_")  # read by dlperf's parent (or the test runner), never at a framework's import
@@ -166,6 +167,8 @@ class WarmParent:
             except OSError as exc:
                 self._end(f"the warm parent could not start: {exc}")
                 return
+            if self.closing:  # closed while it started, before `close` could see it
+                self.proc.kill()
             for line in self.proc.stdout:
                 self._heard(json.loads(line))
             self.proc.wait()
@@ -238,13 +241,15 @@ class WarmParent:
             return -9 if self.ended is not None else None
 
     def close(self) -> None:
-        """End it: its input closed, it kills any child still running and exits; killed if it does not."""
+        """End it: its input closed, it kills any child still running and exits; killed if it does not within
+        CLOSE_S, or at once while it imports (it has no child yet, and reads its input only once ready: Ctrl-C
+        within a second of a run's start waited 10 s for its imports on a busy 2-core machine)."""
         self.closing = True
         proc = self.proc
         if proc is not None and proc.poll() is None:
             try:
                 proc.stdin.close()
-                proc.wait(timeout=10)
+                proc.wait(timeout=CLOSE_S if self.ready.is_set() else 0)
             except (OSError, subprocess.TimeoutExpired):
                 proc.kill()
         self.thread.join(timeout=10)
