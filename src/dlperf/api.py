@@ -228,7 +228,8 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
             session.warm_up(tasks)  # its imports overlap the data's probe
         _check_data_again(run.id, spec, tasks, session.workloads)
         if dry_run:
-            return Outcome(ExitCode.OK, run.id, plan, estimate=for_plan(plan, db, say_pilot, tasks), tasks=tasks)
+            estimate = for_plan(plan, db, say_pilot, tasks, session.cells())  # extras its cells stored: not again
+            return Outcome(ExitCode.OK, run.id, plan, estimate=estimate, tasks=tasks)
         where = ", ".join(map(str, spill.holding(db, run.id, store.mark(run.id))))
         if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)
             warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")

@@ -9,7 +9,8 @@ then costs
     + the warm-up and the timed steps the timer will take at that step time
     + once per cell and its thread-count siblings, the untimed extras (FLOPs, the memory of a step, the loss check)
 
-where the FLOPs and the memory of a step are not kept from an earlier run (`runner/kept.py`: the process skips them).
+where the FLOPs and the memory of a step are not kept from an earlier run (`runner/kept.py`: the process skips them)
+and, for a resumed run (`--resume --dry-run`), none of the extras its cell's sibling group has stored already.
 A cell measured before takes its earlier processes' lives less the extras they ran (their stored phases), plus
 those this process will run, each as long as it took them.
 
@@ -32,9 +33,10 @@ from dlperf.plan import Plan
 from dlperf.protocol import Cell, CellTask
 from dlperf.runner import collect, kept, warm
 from dlperf.runner.launch import launch
-from dlperf.runner.sweep import interpreter_for
+from dlperf.runner.sweep import interpreter_for, siblings
 from dlperf.runner.tasks import Task, processes
 from dlperf.store import Store
+from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
 PILOT_TIMER = TimerConfig(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1)  # one step each, whatever it takes
@@ -141,17 +143,31 @@ def process_s(task: Task, pilot: Pilot, timer: TimerConfig, extras: list[str], t
 def extras_of(task: Task, seen: set[tuple], loss_check: bool,
               kept_of: Callable[[Cell], tuple[str, ...]] = lambda cell: ()) -> list[str]:  # fmt: skip
     """The untimed extras this process will run: the first process of a cell and its thread-count siblings counts
-    the FLOPs and measures the memory, those not kept from an earlier run (`kept_of`: `kept.has`); a cell's first
-    process checks the loss of a mode other than fp32."""
+    the FLOPs and measures the memory, those not kept from an earlier run (`kept_of`: `kept.has`, and what a resumed
+    run has stored: `stored_in`); a cell's first process checks the loss of a mode other than fp32, unless stored."""
     group = (*pilot_key(task.cell), task.cell.nproc, task.cell.scaling)
     if group in seen:
         return []
     seen.add(group)
     found = kept_of(task.cell)
     extras = [name for name in ("flops", "memory") if name not in found]
-    if loss_check and task.repeat == 0 and mode_components(task.cell.mode) != [Mode.FP32]:
+    if loss_check and task.repeat == 0 and mode_components(task.cell.mode) != [Mode.FP32] and "loss_check" not in found:
         extras.append("loss_check")
     return extras
+
+
+def stored_in(cells: list[CellRecord]) -> Callable[[Cell], tuple[str, ...]]:
+    """Which extras a cell's sibling group has stored in the run being resumed (`cells`: its cells): "flops",
+    "memory", "loss_check" (a verdict), which its processes left do not run again (`sweep.child_task`)."""
+
+    def found(cell: Cell) -> tuple[str, ...]:
+        group = siblings(cell, cells)
+        has = {"flops": any(c.flops_per_step is not None for c in group),
+               "memory": any(c.peak_mem_bytes is not None for c in group),
+               "loss_check": any(c.loss_check is not None and c.loss_check.ok is not None for c in group)}  # fmt: skip
+        return tuple(name for name, stored in has.items() if stored)
+
+    return found
 
 
 def first_process_s(earlier: list[Earlier] | None, cell: Cell, workload: dict) -> float | None:
@@ -174,11 +190,12 @@ def estimate(
     python_for: Callable[[str], str],
     on_pilot: Callable[[Cell], None] = lambda cell: None,
     memory_limit: int | None = None,
+    stored: Callable[[Cell], tuple[str, ...]] = lambda cell: (),
 ) -> Estimate:
     """The sweep's time: `known` (cell key -> its earlier processes here) where there is one, a pilot's model
-    otherwise; each cell's first process without the figures kept from an earlier run (`kept.has`). `workloads`:
-    cell key -> workload JSON. The pilots start as the run's processes will: forked from a warm parent where the run
-    would start one (`warm.prepare`), else cold."""
+    otherwise; each cell's first process without the figures kept from an earlier run (`kept.has`) or stored in the
+    run being resumed (`stored`: `stored_in`). `workloads`: cell key -> workload JSON. The pilots start as the run's
+    processes will: forked from a warm parent where the run would start one (`warm.prepare`), else cold."""
     unknown = [t for t in tasks if not known.get(t.cell.key) and t.unsupported is None]  # such a task costs nothing
     if unknown:
         warm.prepare(processes(tasks), memory_limit, {})
@@ -194,7 +211,7 @@ def estimate(
     for task in tasks:
         if task.unsupported is not None:  # known before it starts: no process
             continue
-        extras = extras_of(task, seen, loss_check, lambda cell: kept.has(cell, workloads[cell.key]))
+        extras = extras_of(task, seen, loss_check, lambda cell: (*kept.has(cell, workloads[cell.key]), *stored(cell)))
         if known.get(task.cell.key):
             one, bound = from_earlier(known[task.cell.key], extras)
         else:
@@ -207,14 +224,15 @@ def estimate(
 
 
 def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None,
-             tasks: list[Task] | None = None) -> Estimate:  # fmt: skip
-    """How long the plan (or `tasks` of it: what a resumed run has left) will take: each cell's earlier processes on
-    this machine where the store has them, a pilot step's model otherwise."""
+             tasks: list[Task] | None = None, stored: list[CellRecord] = ()) -> Estimate:  # fmt: skip
+    """How long the plan (or `tasks` of it: what a resumed run has left, `stored` its cells) will take: each cell's
+    earlier processes on this machine where the store has them, a pilot step's model otherwise; the extras a resumed
+    run's cells stored are not run again."""
     spec = plan.spec
     return estimate(
         plan.tasks if tasks is None else tasks, plan.workloads, known_durations(db, envinfo.fingerprint(plan.env)),
         timer=spec.timer, timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores,
-        python_for=interpreter_for, on_pilot=on_pilot, memory_limit=spec.max_memory,
+        python_for=interpreter_for, on_pilot=on_pilot, memory_limit=spec.max_memory, stored=stored_in(list(stored)),
     )  # fmt: skip
 
 
