@@ -227,3 +227,34 @@ def test_the_python_api_names_its_arguments_not_the_flags(tmp_path, options, sai
         x.crossover(x.Options("tiny-fcn-r", **options), str(tmp_path / "d.db"))
     assert str(caught.value).startswith(said) and not any(flag in str(caught.value) for flag in x.FLAGS.values())
     assert not (tmp_path / "d.db").exists()
+
+
+def test_the_plot_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """--plot wrote the picture in place (savefig to the path), so Ctrl-C, a kill or a full disk while it was drawn
+    left part of one, an earlier picture there lost; written beside and renamed, as `dlperf plot` does."""
+    from dlperf.commands import crossover as command
+    from dlperf.commands import plot
+    from dlperf.report import crossover as view
+    from dlperf.report import figures
+
+    class Stored:
+        def run(self, run_id):
+            return run_id
+
+        def close(self):
+            pass
+
+    def cut_short(charts, path, **_):
+        with open(path, "wb") as f:
+            f.write(b"\x89PNG part of one")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Store, "open", lambda *a, **k: Stored())
+    monkeypatch.setattr(plot, "where", lambda runs: "run 1")
+    monkeypatch.setattr(view, "chart", lambda answer: answer)
+    monkeypatch.setattr(figures, "save", cut_short)
+    png = tmp_path / "x.png"
+    png.write_bytes(b"an earlier picture")
+    with pytest.raises(KeyboardInterrupt):
+        command.plot("answer", str(png), str(tmp_path / "d.db"), 1)
+    assert png.read_bytes() == b"an earlier picture" and [p.name for p in tmp_path.iterdir()] == ["x.png"]

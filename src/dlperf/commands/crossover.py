@@ -7,7 +7,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from dlperf.commands.common import batch, batch_list, choice, db_path, given_flags, real, warn_if_measured, whole
+from dlperf.commands.common import (
+    batch,
+    batch_list,
+    choice,
+    db_path,
+    given_flags,
+    real,
+    replacing,
+    warn_if_measured,
+    whole,
+)
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import add_timer_flags, again, print_answer, say_interrupted, timer
 from dlperf.errors import UsageError
@@ -125,7 +135,8 @@ def plot(answer, path: str, db: str, run_id: int) -> None:
         heading = where([store.run(run_id)])
     finally:
         store.close()
-    figures.save([chart(answer)], path, where=heading)
+    with replacing(path) as tmp:  # whole or absent, as `dlperf plot`'s: Ctrl-C while it is drawn leaves no part of one
+        figures.save([chart(answer)], tmp, where=heading)
 
 
 def say_interrupted_crossover(result, db: str) -> None:
