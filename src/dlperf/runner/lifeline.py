@@ -255,6 +255,23 @@ def sigterm_as_interrupt(to_the_end: bool = False) -> Iterator[None]:
                 _interrupted = None
 
 
+@contextmanager
+def interrupts_dropped() -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP ignored for the block (the main thread's; elsewhere, nothing): for what runs as the
+    process ends, once its command is over (the warm parents closed at exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.getsignal(sig) for sig in INTERRUPTS}
+    for sig in INTERRUPTS:
+        signal.signal(sig, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
 def _interrupt(signum: int, frame) -> None:
     global _interrupted, _deferred
     if _interrupted is not None:  # the first is being handled: its cleanup goes on

@@ -323,4 +323,12 @@ def close_all() -> None:
         each.close()
 
 
-atexit.register(close_all)
+def _at_exit() -> None:
+    """`close_all` as the process ends, deaf to Ctrl-C: one that came meanwhile (a command's output all written, its
+    parents being closed) was raised in the atexit callback, printed as a traceback ('Exception ignored in atexit
+    callback') and a second killed the process; the close is bounded (CLOSE_S) and kills what lingers."""
+    with lifeline.interrupts_dropped():
+        close_all()
+
+
+atexit.register(_at_exit)
