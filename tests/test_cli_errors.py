@@ -478,3 +478,16 @@ def test_an_option_is_taken_only_as_spelt_in_full(args, said, capsys, tmp_path):
     """argparse took `--thread 2` for `--threads 2`: a typo passed unseen, and an abbreviation in a user's script
     would break, or change meaning, the day a longer option begins the same way. It is refused, naming the option."""
     assert error_line(args, capsys, tmp_path) == said
+
+
+def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_130(monkeypatch, capsys):
+    """Ctrl-C before dlperf's own handler is set (the parser built with its commands' modules imported: about a
+    second on a busy machine) was Python's traceback and exit -2 (3 of 10 interrupts of dlperf data synth)."""
+    from dlperf import cli
+
+    def interrupted():
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "build_parser", interrupted)
+    assert main(["data", "synth", "x"]) == 130
+    assert capsys.readouterr().err == "dlperf: interrupted\n"

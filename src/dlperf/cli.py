@@ -116,6 +116,9 @@ def dispatch(argv: list[str]) -> int:
                 if (why := unreadable(exc, store_of(args))) is None:
                     raise
                 raise UsageError(why) from None
+    except KeyboardInterrupt:  # while the parser was built or read, before the handler above: nothing ran yet
+        print("dlperf: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     except UsageError as exc:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
 
