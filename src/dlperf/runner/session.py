@@ -194,7 +194,7 @@ def later(lives: list[tuple[float, dict[str, float]]]) -> list[float]:
     for a warm parent's import of the framework, once a run (`runner/warm.py`). A first process's FLOP count and
     memory step (2-3 s of a fcn-r process at 1 thread) taken as every process's over-estimated the rest, as did the
     process that waited 15.4 s for the warm parent (0.1-0.2 s the others)."""
-    starts = [phases["startup_s"] for _, phases in lives if phases.get("startup_s") is not None]
+    starts = [start for _, phases in lives if (start := phases.get("startup_s")) is not None]
     usual = statistics.median(starts) if starts else 0.0
 
     def bare(life: float, phases: dict[str, float]) -> float:
