@@ -3,6 +3,7 @@ first process that skips both, so the --dry-run estimate, the progress ETA and a
 process leave them out; earlier processes' lives lose the extras they ran (their stored phases) and gain those the
 new process will run. Fakes only: stated phases, a DATA_DIR of the test's own, no process run."""
 
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -20,7 +21,9 @@ from dlperf.workloads import BUILTIN
 
 CELL = Cell("resnet-50", "torch", "cpu", 2, "fp32")
 WORKLOAD = {"name": "resnet-50", "batch": 64}
-COUNTED = ProcessDetail(flops_per_step=8e11, memory={"live_tensor_peak_bytes": 2000})
+COUNTED = ProcessDetail(
+    flops_per_step=8e11, memory={"live_tensor_peak_bytes": 2000}, sources={}, started_at=time.time()
+)  # no file of the user's
 # resnet-50 b64 on 2 cores (3100dc1): a first process of 99.5 s, 27.5 s of it the FLOP count, 30.5 s the memory step
 FIRST = est.Earlier(99.5, {"flops": 27.5, "memory": 30.5})
 TIMER = SimpleNamespace(min_steps=1, min_time=0.0, max_time=0.001, max_warmup=1, warmup_window=1)

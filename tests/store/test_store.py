@@ -170,7 +170,7 @@ def every_figure() -> tuple[CellFigures, ProcessDetail]:
         timeline=[["start", 0.1]], started_at=1795812491.1, phases={"startup_s": 0.1}, traceback="tb",
         stderr_tail="err", ranks=[[1.5], [1.4]],
         slowest_rank=0, hosts=["h"], exit_after_result="worker exited with code 1", loss="nan", started="cold",
-        cold_because="a GPU cell starts cold",
+        cold_because="a GPU cell starts cold", sources={"/m/layers.py": [9, 1795812490000000000, "ab12"]},
     )  # fmt: skip
     return cell, detail
 
