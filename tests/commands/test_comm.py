@@ -442,3 +442,31 @@ def test_a_size_is_ascii_digits_within_sqlites_integer(text):
     """The regex's \\d took any Unicode digit ('٣K' was 3 KiB), and no bound stopped a size SQLite cannot store."""
     with pytest.raises(UsageError, match="--sizes"):
         comm.parse_size(text)
+
+
+def test_an_interrupt_while_the_jobs_figures_are_stored_comes_once_they_are(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while a finished job's figures were written was raised inside the store's transaction, which rolled
+    them back: the job measured for nothing. It comes once they are stored."""
+    import signal
+
+    from dlperf.cli import main
+    from dlperf.store.machine import MachineFigures
+    from test_answers import COMM_WIRE
+
+    real = MachineFigures.record_comm
+
+    def interrupted(self, *args):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as they are written
+        return real(self, *args)
+
+    monkeypatch.setattr(job, "run_job", lambda *args: SimpleNamespace(every_rank={}, child=None))
+    monkeypatch.setattr(job, "failure_reason", lambda *args: None)
+    monkeypatch.setattr(job, "result_of", lambda events: CommAnswer.from_json(COMM_WIRE))
+    monkeypatch.setattr(MachineFigures, "record_comm", interrupted)
+    db = tmp_path / "d.db"
+    assert main(["comm", "--nproc", "2", "--threads", "1", "--db", str(db)]) == 130
+    store = Store.open(db, create=False)
+    try:
+        assert len(store.comm_results()) == 1  # COMM_WIRE's one size
+    finally:
+        store.close()

@@ -591,3 +591,37 @@ def test_the_tables_write_no_figure_in_scientific_notation():
     text = console.export_text()
     assert "1200" in text and "14600" in text, text
     assert not re.search(r"\d[eE][+-]\d", text), text
+
+
+def test_an_interrupt_while_a_processs_peaks_are_stored_comes_once_they_are(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while a finished process's peaks were written was raised inside the store's transaction, which rolled
+    them back: the process measured for nothing. It comes once they are stored."""
+    import os
+    import signal
+
+    from dlperf.cli import main
+    from dlperf.runner import peak
+    from dlperf.store.machine import MachineFigures
+    from test_answers import PEAK_WIRE
+
+    def measure(framework, devices, threads, *args):
+        progress = args[5]
+        progress(0, 1, "cpu", 1, None)
+        progress(1, 1, "cpu", 1, PeakRow("torch", "cpu", 1, 3.6, Status.OK, answer=PeakAnswer.from_json(PEAK_WIRE)))
+        return []
+
+    real = MachineFigures.record_peaks
+
+    def interrupted(self, *args):
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C as they are written
+        return real(self, *args)
+
+    monkeypatch.setattr(peak, "measure", measure)
+    monkeypatch.setattr(MachineFigures, "record_peaks", interrupted)
+    db = tmp_path / "d.db"
+    assert main(["peak", "--threads", "1", "--db", str(db)]) == 130
+    store = Store.open(db, create=False)
+    try:
+        assert len(store.peaks()) == 7  # PEAK_WIRE's figures
+    finally:
+        store.close()

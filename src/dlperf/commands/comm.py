@@ -190,6 +190,7 @@ def run(args) -> int:
     from dlperf.answers import EnvAnswer
     from dlperf.commands.common import warn
     from dlperf.plan.devices import framework_info
+    from dlperf.runner import lifeline
     from dlperf.runner.comm import comm_records, failure_reason, result_of, run_job
     from dlperf.runner.sweep import interpreter_for, sigterm_as_interrupt
     from dlperf.store import Store
@@ -217,7 +218,8 @@ def run(args) -> int:
     assert answer is not None, "a job that did not fail answered"
     store = Store.open(db, create=True)
     try:
-        ids = store.record_comm(envinfo.fingerprint(env), env, comm_records(answer, job))
+        with lifeline.held():  # Ctrl-C meanwhile comes once they are stored: raised inside, it rolled the job's back
+            ids = store.record_comm(envinfo.fingerprint(env), env, comm_records(answer, job))
     finally:
         store.close()
     render(answer, ids, db, opts.format)

@@ -158,6 +158,7 @@ def run(args) -> int:
     """Measure, store each (device, threads) as soon as it is in, print. Exit 1 if a child failed or timed out."""
     from dlperf import envinfo
     from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
+    from dlperf.runner import lifeline
     from dlperf.runner.peak import measure, peak_records
     from dlperf.runner.sweep import sigterm_as_interrupt
     from dlperf.store import Store
@@ -180,10 +181,11 @@ def run(args) -> int:
         if row is not None and row.status == Status.OK and (why := busy_while(row)):
             print(f"dlperf: warning: {busy_warning(_where(device, n), why)}", file=sys.stderr, flush=True)
         if row is not None and row.status == Status.OK:
-            records = peak_records(row)
-            ids = store.record_peaks(envinfo.fingerprint(env), env, records)
-            stored.extend(zip(ids, records, strict=True))
-            measured.append(row)
+            with lifeline.held():  # Ctrl-C meanwhile comes once they are stored: raised inside, it rolled them back
+                records = peak_records(row)
+                ids = store.record_peaks(envinfo.fingerprint(env), env, records)
+                stored.extend(zip(ids, records, strict=True))
+                measured.append(row)
 
     try:
         with sigterm_as_interrupt():
