@@ -71,8 +71,8 @@ def test_every_gpu_left_out_is_the_reason_and_each_says_does_not_fit_once():
 
 def test_a_mode_search_that_measured_nothing_is_said():
     """Issue: "[1/?] ... timeout: the search's --budget ran out", then "at its best settings" and no note."""
-    baseline = SimpleNamespace(mode="fp32", status="timeout", error="the search's --budget ran out")
-    search = SimpleNamespace(baseline=baseline, best=None, run_id=2, notes=[], exit_code=0)
+    baseline = SimpleNamespace(mode="fp32", status="timeout", error="the search's --budget ran out", median_s=None)
+    search = SimpleNamespace(baseline=baseline, best=None, run_id=2, notes=[], exit_code=0, results=[])
     opts = advise.Options("tfm.py:make", data=DATA_SYNTHETIC)
     feed, notes = advise._searched_notes(opts, "unused.db", search, None)
     assert feed is None
