@@ -80,3 +80,13 @@ def test_resume_dry_run_leaves_out_the_extras_its_run_stored(tmp_path, monkeypat
     got = api.resume(db, dry_run=True)
     assert [t.repeat for t in got.tasks] == [1]
     assert got.estimate.seconds == pytest.approx(34.1 - 4.7 - 4.5)  # not 34.1: both are stored
+
+
+def test_cells_of_two_strategies_each_run_their_extras():
+    """The run counts the FLOPs and memory of each strategy's cells apart (`sweep.siblings`: its group has the
+    strategy and micro-batches); the estimate charged them to the first strategy's cell alone."""
+    ddp, fsdp = (
+        Cell("fcn-r", "torch", "cpu", 1, "fp32", nproc=2, scaling="strong", parallel=p) for p in ("ddp", "fsdp")
+    )
+    seen: set[tuple] = set()
+    assert [est.extras_of(Task(c, 0), seen, False) for c in (ddp, fsdp)] == [["flops", "memory"]] * 2

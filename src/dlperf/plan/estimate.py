@@ -145,7 +145,8 @@ def extras_of(task: Task, seen: set[tuple], loss_check: bool,
     """The untimed extras this process will run: the first process of a cell and its thread-count siblings counts
     the FLOPs and measures the memory, those not kept from an earlier run (`kept_of`: `kept.has`, and what a resumed
     run has stored: `stored_in`); a cell's first process checks the loss of a mode other than fp32, unless stored."""
-    group = (*pilot_key(task.cell), task.cell.nproc, task.cell.scaling)
+    cell = task.cell
+    group = (*pilot_key(cell), cell.nproc, cell.scaling, cell.parallel, cell.microbatches)  # `sweep.siblings`
     if group in seen:
         return []
     seen.add(group)
