@@ -23,11 +23,20 @@ times and samples), so the figure is the same for a commit that records phases a
 process recorded its phases (`detail["phases"]`), they are printed too. The run's own cost beyond its processes
 (planning, the probe, storing, printing) is the run's wall time minus every process's. Figures are seconds, medians
 over the cells.
+
+Either way, each source tree's runs keep their data in a directory of their own (`data_dir`: the probe's answer is
+kept under a key that holds PYTHONPATH, one entry per interpreter, so two trees alternated in one directory, or any
+other dlperf run between them, would write over each other's entry and every run after a switch would probe again:
+about 2 s of a one-cell run, which a user's second run does not pay), primed by one short run first; and the tree's
+bytecode is written first (a fresh worktree under PYTHONDONTWRITEBYTECODE=1 would compile every dlperf module in every
+process, the larger tree the longer). The cells are PyTorch's, in this interpreter.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import hashlib
 import json
 import os
 import sqlite3
@@ -56,7 +65,7 @@ def run(src: Path, db: Path, args: argparse.Namespace, cold: bool = False) -> fl
 def dlperf_run(src: Path, db: Path, flags: list[str], cold: bool) -> float:
     """`dlperf run FLAGS --db DB` from `src`, its cells started cold or forked; its wall time."""
     cmd = [sys.executable, "-m", "dlperf", "run", *flags, "--db", str(db)]
-    env = {**os.environ, "PYTHONPATH": str(src)}
+    env = {**os.environ, "PYTHONPATH": str(src), "DLPERF_DATA_DIR": str(data_dir(src))}
     env.pop("DLPERF_NO_WARM", None)
     env["DLPERF_NO_COUNT_CACHE"] = "1"  # every run pays its first process's extras, as a first run of a cell does
     if cold:
@@ -67,6 +76,18 @@ def dlperf_run(src: Path, db: Path, flags: list[str], cold: bool) -> float:
     if done.returncode not in (0, 1):
         sys.exit(f"dlperf run failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return wall
+
+
+def data_dir(src: Path) -> Path:
+    """The data directory of `src`'s runs: one per source tree, kept between invocations of this script."""
+    return Path(tempfile.gettempdir()) / f"dlperf-cell-cost-{hashlib.sha256(str(src).encode()).hexdigest()[:12]}"
+
+
+def prepare(src: Path) -> None:
+    """`src`'s bytecode written, and one short untimed run, so that every measured run finds the probe's answer kept."""
+    compileall.compile_dir(src, quiet=1)
+    with tempfile.TemporaryDirectory() as tmp:
+        dlperf_run(src, Path(tmp) / "prime.db", ["--workloads", "tiny-fcn-r", "--threads", "1", *TIMER], cold=True)
 
 
 def processes(db: Path) -> list[dict]:
@@ -163,6 +184,7 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="cold against warm, side by side (issue 34)")
     parser.add_argument("--pairs", type=int, default=3, help="--compare: cold/warm pairs (default: 3)")
     args = parser.parse_args()
+    prepare(args.src.resolve())
     if args.compare:
         compare_table(compare(args.src.resolve(), args.pairs))
         return
