@@ -625,3 +625,24 @@ def test_an_interrupt_while_a_processs_peaks_are_stored_comes_once_they_are(tmp_
         assert len(store.peaks()) == 7  # PEAK_WIRE's figures
     finally:
         store.close()
+
+
+def test_an_interrupted_peak_says_which_peaks_it_stored(tmp_path, monkeypatch, capsys):
+    """Ctrl-C after cpu:1's peaks were stored, while cpu:2's were measured, said only 'dlperf: interrupted'."""
+    from dlperf.cli import main
+    from dlperf.runner import peak
+    from test_answers import PEAK_WIRE
+
+    def measure(framework, devices, threads, *args):
+        progress = args[5]
+        progress(1, 2, "cpu", 1, PeakRow("torch", "cpu", 1, 3.6, Status.OK, answer=PeakAnswer.from_json(PEAK_WIRE)))
+        progress(1, 2, "cpu", 2, None)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(peak, "measure", measure)
+    db = tmp_path / "d.db"
+    assert main(["peak", "--threads", "1,2", "--db", str(db)]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"dlperf: interrupted; the peaks of cpu:1 are stored in {db}. To measure the rest, run it again (it measures "
+        "each again)"
+    )

@@ -201,6 +201,10 @@ def run(args) -> int:
                 on_progress,
                 list(opts.copy_sizes),
             )
+    except KeyboardInterrupt:
+        if not measured:
+            raise
+        return _interrupted(measured, db)
     finally:
         store.close()
     failed = [r for r in rows if r.status != Status.OK]
@@ -210,6 +214,14 @@ def run(args) -> int:
     else:
         _print_text(measured, failed, len(stored), opts, db, gpus=bool(env.get("gpus")))
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
+
+
+def _interrupted(measured: list[PeakRow], db: str) -> int:
+    """Ctrl-C after some processes' peaks were stored: which, and how to go on."""
+    kept = ", ".join(_where(r.device, r.threads) for r in measured)
+    print(f"dlperf: interrupted; the peaks of {kept} are stored in {db}. To measure the rest, run it again (it "
+          "measures each again)", file=sys.stderr)  # fmt: skip
+    return ExitCode.INTERRUPTED
 
 
 def _where(device: str, threads: int) -> str:
