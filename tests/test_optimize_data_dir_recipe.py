@@ -52,3 +52,13 @@ def test_the_recipes_first_lines_run_for_a_factory_that_takes_data_dir(tmp_path)
 def test_a_loader_search_that_tried_nothing_prints_no_heading():
     assert loader_lines(LoaderChoice("bf16", 0.845, [])) == []
     assert loader_lines(None) == []
+
+
+def test_what_the_budget_lacks_is_said_in_seconds_under_a_minute():
+    """`loader: w0 and after not measured: about 0.0 min needed, 0.0 min of the budget left` read as needing nothing
+    (a 3-minute optimize of a JPEG CNN here); under a minute it is said in seconds."""
+    from dlperf.optimize_loader import needed_and_left
+
+    assert needed_and_left(2.4, -0.3) == "about 2 s needed, 0 s of the budget left"
+    assert needed_and_left(102, 18) == "about 1.7 min needed, 18 s of the budget left"
+    assert needed_and_left(192, 72) == "about 3.2 min needed, 1.2 min of the budget left"

@@ -41,7 +41,7 @@ from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
-from dlperf.optimize_loader import LoaderChoice, LoaderSearch, recipe
+from dlperf.optimize_loader import LoaderChoice, LoaderSearch, needed_and_left, recipe
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.format import seconds
@@ -439,10 +439,8 @@ class Searcher:
                               f"(about {needed / 60:.1f} min) did not fit the budget left")  # fmt: skip
             needed, repeats = self.budget.modes_s(modes, 1), 1
         if not self.budget.covers(needed):
-            self.notes.append(
-                f"{group}: {', '.join(modes)} not measured: about {needed / 60:.1f} min needed, "
-                f"{max(0.0, self.budget.left()) / 60:.1f} min of the budget left (raise --budget)"
-            )
+            short = needed_and_left(needed, self.budget.left())
+            self.notes.append(f"{group}: {', '.join(modes)} not measured: {short} (raise --budget)")
             return best
         self._round(modes, dimension=group, bar=best, compile_timeout=compile_timeout, repeats=repeats)
         return self._choose(best, modes, group)

@@ -156,8 +156,8 @@ class LoaderSearch:
             needed = self.repeats * self.budget.per_process()  # a setting's processes, as long as the search's
             if not self.budget.covers(needed):
                 left = max(0.0, self.budget.left())
-                self.notes.append(f"loader: {name} and after not measured: about {needed / 60:.1f} min needed, "
-                                  f"{left / 60:.1f} min of the budget left (raise --budget)")  # fmt: skip
+                self.notes.append(f"loader: {name} and after not measured: {needed_and_left(needed, left)} (raise "
+                                  "--budget)")  # fmt: skip
                 return None
             trial = self._measure(name, synthetic_s)
             self.trials.append(trial)
@@ -194,6 +194,16 @@ class LoaderSearch:
         cells = [c for c in self.session.cells() if c.mode == self.mode]
         loaded = [c for c in cells if c.loader]
         return dominates(next((c for c in cells if not c.loader), None), loaded)
+
+
+def needed_and_left(needed_s: float, left_s: float) -> str:
+    """What a search's next cells need against the budget left: 'about 1.7 min needed, 0.3 min of the budget left',
+    under a minute in seconds ('about 2 s needed, 1 s ...'), where '0.0 min needed' read as needing nothing."""
+
+    def said(s: float) -> str:
+        return f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+
+    return f"about {said(needed_s)} needed, {said(max(0.0, left_s))} of the budget left"
 
 
 def recipe_lines(name: str, enough: bool) -> list[str]:
