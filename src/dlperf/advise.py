@@ -31,7 +31,7 @@ from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure.units import seconds
 from dlperf.spec import CROSSOVER_TIMER
-from dlperf.vocab import ExitCode, Status
+from dlperf.vocab import ExitCode
 
 BUDGET_S = 150.0  # the default: 2.5 minutes of measuring on 2 cores, the thread search and a short optimize
 LEAST_BUDGET_S = CROSSOVER_TIMER.max_time  # --budget's least: the first CPU process, never stopped, may time this long
@@ -301,33 +301,11 @@ def _first(clock: Clock, first_s: float | None, warn) -> None:
 NO_SEARCH = "the mode search"  # each note on a mode search that gave the answer nothing starts so
 
 
-def faster_not_taken(search) -> list[str]:
-    """A mode the search timed faster than the answer's but could not recommend, and why: its loss check did not
-    finish (the budget ran out), it no longer trains, or its interval does not exclude fp32's step. Without this the
-    answer read 'fp32' with no word of a bf16 timed at half its step."""
-    chosen = search.best or search.baseline
-    if not chosen.median_s:
-        return []
-    notes = []
-    for c in search.results:
-        if c.mode == chosen.mode or c.status != Status.OK or not c.median_s or c.median_s >= chosen.median_s:
-            continue
-        if c.loss_ok is False:
-            why = f"it no longer trains ({c.loss_reason})" if c.loss_reason else "it no longer trains"
-        elif c.loss_ok is None:
-            why = f"no loss check passed ({c.loss_reason})" if c.loss_reason else "its loss was not checked"
-        elif c.ci_low is not None and c.ci_high is not None:
-            why = f"not reliably faster than fp32 eager (95% interval of the speed-up {c.ci_low:.2f}-{c.ci_high:.2f}x)"
-        else:
-            why = "not reliably faster than fp32 eager"
-        notes.append(f"{NO_SEARCH} timed {c.mode} at {seconds(c.median_s)} a step, under {chosen.mode}'s "
-                     f"{seconds(chosen.median_s)}, and did not take it: {why}")  # fmt: skip
-    return notes
-
-
 def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, list[str]]:
     """After the mode search: the loader it measured (with real data), and the notes on what it did not measure:
     nothing at all (its baseline failed or ran out of budget), the loader, what a larger budget would add."""
+    from dlperf.optimize_loader import faster_not_taken
+
     notes = []
     if best is None:
         b = search.baseline
@@ -339,7 +317,7 @@ def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, 
         notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
                      "(raise --budget)")  # fmt: skip
     notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
-    notes += faster_not_taken(search)
+    notes += faster_not_taken(search.best or search.baseline, search.results)
     if search.exit_code == ExitCode.INTERRUPTED:
         notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
     return feed, notes
@@ -428,6 +406,7 @@ def _search_code(search) -> int:
     thread search's step, and a note says to raise --budget; a baseline that failed on its own is 1, and an
     interrupted search 130."""
     from dlperf.runner.sweep import Deadline
+    from dlperf.vocab import Status
 
     b = search.baseline
     if search.exit_code == ExitCode.INTERRUPTED:  # Ctrl-C left the baseline pending: an interrupt, not the budget

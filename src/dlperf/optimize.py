@@ -41,7 +41,7 @@ from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
-from dlperf.optimize_loader import LoaderChoice, LoaderSearch, needed_and_left, recipe
+from dlperf.optimize_loader import LoaderChoice, LoaderSearch, faster_not_taken, needed_and_left, recipe
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
 from dlperf.report.format import seconds
@@ -536,6 +536,7 @@ class Searcher:
             so_far, keep = (" measured before the interrupt", "") if self.interrupted else ("", ": keep fp32 eager")
             self.notes.append(f"no mode{so_far} was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager "
                               f"and still trained{keep}")  # fmt: skip
+        self.notes += faster_not_taken(best or base, cands) if base.status == Status.OK else []
         return Search(
             self.opts.workload, self.base_cell.device, self.base_cell.threads, self.session.run_id, base,
             ranked(cands), best, self.notes, order=self.order, groups=self.groups, verdict=self.verdict,

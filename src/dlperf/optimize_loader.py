@@ -196,6 +196,31 @@ class LoaderSearch:
         return dominates(next((c for c in cells if not c.loader), None), loaded)
 
 
+def faster_not_taken(chosen, results) -> list[str]:
+    """Each mode the search timed faster than `chosen` (the answer's candidate) but could not recommend, and why: its
+    loss check did not finish (the budget ran out), it no longer trains, or its interval does not exclude fp32's step.
+    Without this, advise's answer read 'fp32' with no word of a bf16 timed at half its step."""
+    from dlperf.measure.units import seconds
+
+    if not chosen.median_s:
+        return []
+    notes = []
+    for c in results:
+        if c.mode == chosen.mode or c.status != Status.OK or not c.median_s or c.median_s >= chosen.median_s:
+            continue
+        if c.loss_ok is False:
+            why = f"it no longer trains ({c.loss_reason})" if c.loss_reason else "it no longer trains"
+        elif c.loss_ok is None:
+            why = f"no loss check passed ({c.loss_reason})" if c.loss_reason else "its loss was not checked"
+        elif c.ci_low is not None and c.ci_high is not None:
+            why = f"not reliably faster than fp32 eager (95% interval of the speed-up {c.ci_low:.2f}-{c.ci_high:.2f}x)"
+        else:
+            why = "not reliably faster than fp32 eager"
+        notes.append(f"the mode search timed {c.mode} at {seconds(c.median_s)} a step, under {chosen.mode}'s "
+                     f"{seconds(chosen.median_s)}, and did not take it: {why}")  # fmt: skip
+    return notes
+
+
 def needed_and_left(needed_s: float, left_s: float) -> str:
     """What a search's next cells need against the budget left: 'about 1.7 min needed, 0.3 min of the budget left',
     under a minute in seconds ('about 2 s needed, 1 s ...'), where '0.0 min needed' read as needing nothing."""
