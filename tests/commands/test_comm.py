@@ -449,6 +449,8 @@ def test_an_interrupt_while_the_jobs_figures_are_stored_comes_once_they_are(tmp_
     them back: the job measured for nothing. It comes once they are stored."""
     import signal
 
+    from test_peak import handlers_put_back
+
     from dlperf.cli import main
     from dlperf.store.machine import MachineFigures
     from test_answers import COMM_WIRE
@@ -464,7 +466,8 @@ def test_an_interrupt_while_the_jobs_figures_are_stored_comes_once_they_are(tmp_
     monkeypatch.setattr(job, "result_of", lambda events: CommAnswer.from_json(COMM_WIRE))
     monkeypatch.setattr(MachineFigures, "record_comm", interrupted)
     db = tmp_path / "d.db"
-    assert main(["comm", "--nproc", "2", "--threads", "1", "--db", str(db)]) == 130
+    with handlers_put_back():
+        assert main(["comm", "--nproc", "2", "--threads", "1", "--db", str(db)]) == 130
     store = Store.open(db, create=False)
     try:
         assert len(store.comm_results()) == 1  # COMM_WIRE's one size

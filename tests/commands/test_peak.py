@@ -1,9 +1,12 @@
 """`dlperf peak`: measured matmul and bandwidth peaks, stored by machine, and the utilization held against them."""
 
 import json
+import os
+import signal
 import sqlite3
 import statistics
 import time
+from contextlib import contextmanager
 from dataclasses import astuple, replace
 
 import pytest
@@ -596,9 +599,6 @@ def test_the_tables_write_no_figure_in_scientific_notation():
 def test_an_interrupt_while_a_processs_peaks_are_stored_comes_once_they_are(tmp_path, monkeypatch, capsys):
     """Ctrl-C while a finished process's peaks were written was raised inside the store's transaction, which rolled
     them back: the process measured for nothing. It comes once they are stored."""
-    import os
-    import signal
-
     from dlperf.cli import main
     from dlperf.runner import peak
     from dlperf.store.machine import MachineFigures
@@ -619,7 +619,8 @@ def test_an_interrupt_while_a_processs_peaks_are_stored_comes_once_they_are(tmp_
     monkeypatch.setattr(peak, "measure", measure)
     monkeypatch.setattr(MachineFigures, "record_peaks", interrupted)
     db = tmp_path / "d.db"
-    assert main(["peak", "--threads", "1", "--db", str(db)]) == 130
+    with handlers_put_back():
+        assert main(["peak", "--threads", "1", "--db", str(db)]) == 130
     store = Store.open(db, create=False)
     try:
         assert len(store.peaks()) == 7  # PEAK_WIRE's figures
@@ -646,3 +647,18 @@ def test_an_interrupted_peak_says_which_peaks_it_stored(tmp_path, monkeypatch, c
         f"dlperf: interrupted; the peaks of cpu:1 are stored in {db}. To measure the rest, run it again (it measures "
         "each again)"
     )
+
+
+@contextmanager
+def handlers_put_back():
+    """The CLI's signal handling as it was before the block: interrupted, the CLI ignores interrupts to its process's
+    end (`lifeline.sigterm_as_interrupt(to_the_end=True)`), which in this process would outlast the test."""
+    from dlperf.runner import lifeline
+
+    previous = {sig: signal.getsignal(sig) for sig in (*lifeline.INTERRUPTS, signal.SIGTSTP)}
+    try:
+        yield
+    finally:
+        lifeline._interrupted = None
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
