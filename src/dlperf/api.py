@@ -270,7 +270,7 @@ def _resumable(run: RunRecord) -> tuple[RunSpec, dict]:
     try:
         env = envinfo.capture(framework_info(spec.frameworks))
     except UsageError as exc:
-        raise UsageError(f"--resume: run {run.id}'s {exc}") from None
+        raise type(exc)(f"--resume: run {run.id}'s {exc}") from None  # a probe killed stays one (exit 1)
     changes = envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env))
     if changes:
         raise UsageError(

@@ -17,7 +17,7 @@ from types import ModuleType
 
 from dlperf.commands import NAMES
 from dlperf.commands.common import Parser, chosen, unrecognized
-from dlperf.errors import OutputFailed, UsageError
+from dlperf.errors import OutputFailed, ProbeFailed, UsageError
 from dlperf.version import VERSION
 from dlperf.vocab import ExitCode
 
@@ -123,7 +123,7 @@ def dispatch(argv: list[str]) -> int:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
 
         print(f"dlperf: error: {terminal(own_flags(str(exc), argv))}", file=sys.stderr)
-        return ExitCode.BAD_INPUT
+        return ExitCode.CELLS_FAILED if isinstance(exc, ProbeFailed) else ExitCode.BAD_INPUT  # a probe killed: no input
     except BrokenPipeError:
         return ExitCode.OK
 

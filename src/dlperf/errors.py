@@ -15,6 +15,12 @@ class MissingDependency(UsageError):
     """An optional dependency is absent; the message says what to install."""
 
 
+class ProbeFailed(UsageError):
+    """A probe child killed by a signal (named in the message: by hand, the kernel's out-of-memory killer): nothing
+    the user gave was wrong, so the CLI says it in one line and exits 1 (`ExitCode.CELLS_FAILED`), not 2; a
+    UsageError still for the callers that go on without the probe's answer."""
+
+
 class StoreFault(UsageError):
     """The store's file could not be read or written (permissions, a full disk, a damaged row): one line, exit 2."""
 
