@@ -53,6 +53,8 @@ class WorkloadAnswer(Wire):
     input_shape: list[int] | None  # per sample; None when the input is not one tensor
     input_dtype: str | None
     batch_error: str | None = field(default=None, metadata=ABSENT)  # the batch maker failed here: the workers will say
+    # the user's files the child imported (`worker/sources.py`): what the kept answer was made from (`predict/cache.py`)
+    sources: dict[str, list] | None = field(default=None, metadata=ABSENT)
 
 
 @dataclass(frozen=True)
@@ -97,6 +99,7 @@ class OpCount(Wire):
 @dataclass(frozen=True)
 class OpsAnswer(Wire):
     counts: list[OpCount]  # in the order asked
+    sources: dict[str, list] | None = field(default=None, metadata=ABSENT)  # as `WorkloadAnswer.sources`
 
 
 @dataclass(frozen=True)
@@ -257,6 +260,7 @@ class MemoryTrace(Wire):
 @dataclass(frozen=True)
 class MemoryAnswer(Wire):
     traces: list[MemoryTrace]  # each request's batches in turn
+    sources: dict[str, list] | None = field(default=None, metadata=ABSENT)  # as `WorkloadAnswer.sources`
 
 
 @request("memory")

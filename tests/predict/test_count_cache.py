@@ -11,6 +11,7 @@ import pytest
 from dlperf.answers import OpCount, OpsAnswer
 from dlperf.frameworks.common.ops import Affine, Op, grouped
 from dlperf.predict import cache, count
+from dlperf.worker import sources
 from dlperf.workloads import BUILTIN
 
 W = BUILTIN["tiny-fcn-r"]
@@ -36,7 +37,8 @@ class FakeProbe:
 
     def __call__(self, counter, request, python, timeout, timeout_flag=None, stopped=None):
         self.asked.extend(request.requests)
-        return OpsAnswer([self.answer(r) for r in request.requests])
+        files = {r.workload["source"].rpartition(":")[0] for r in request.requests if r.workload.get("source")}
+        return OpsAnswer([self.answer(r) for r in request.requests], {f: sources.described(f) for f in files})
 
     def answer(self, r) -> OpCount:
         ops = [op.to_json() for op in grouped(calls_at(r.batch, self.bend))]

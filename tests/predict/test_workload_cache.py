@@ -10,6 +10,7 @@ import pytest
 from dlperf.answers import WorkloadAnswer
 from dlperf.errors import UsageError
 from dlperf.predict import cache, count, workload
+from dlperf.worker import sources
 from dlperf.workloads import BUILTIN
 
 MODEL = textwrap.dedent(
@@ -46,7 +47,9 @@ class Describing:
         if request.source.endswith(":broken"):
             raise UsageError(f"workload {request.source!r}: no function 'broken' in it")
         name = "other-two" if request.source.endswith(":other") else "two-layers"
-        return WorkloadAnswer(name, "torch", 90, 4, None, [6], "float32")
+        path = request.source.rpartition(":")[0]  # the user's file the child imported, as `worker/sources.py` says
+        imported = {path: sources.described(path)} if path.endswith(".py") else {}
+        return WorkloadAnswer(name, "torch", 90, 4, None, [6], "float32", sources=imported)
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ import math
 import os
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from importlib import metadata
@@ -66,8 +67,10 @@ def counts(requests: list[tuple[Workload, str]], timeout: float = COUNT_TIMEOUT_
         g.key = cache.key(g.workload.to_json(), g.mode, counter, version)
         g.look_up()
 
-    def ask(asked: list[OpRequest], stopped=None):
-        return probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag, stopped=stopped)
+    def ask(asked: list[OpRequest], stopped=None) -> tuple[list[OpCount], cache.Origin]:
+        at = time.time()
+        found = probe.ask(counter, OpsRequest(asked), python, timeout, timeout_flag=timeout_flag, stopped=stopped)
+        return found.counts, cache.Origin(found.sources, at)
 
     _answer(groups, ask, first=True)  # the fits, and the batches of groups too few to fit
     _answer(groups, ask, first=False)  # what a failed fit leaves
@@ -142,19 +145,20 @@ class Group:
         rest = [OpRequest({**w, "batch": b}, self.mode, b) for b in missing if b < SCALED_FROM]
         return [*rest, OpRequest({**w, "batch": scalable[-1]}, self.mode, scalable[-1], fit=scalable[:2])]
 
-    def answered(self, c: OpCount, batch: int) -> None:
-        """The child's answer to the request for `batch` (its answers come in the order asked)."""
+    def answered(self, c: OpCount, batch: int, origin: cache.Origin) -> None:
+        """The child's answer to the request for `batch` (its answers come in the order asked), and what the child
+        counted from (`origin`)."""
         found = c.error or Count.from_json(c.to_json())
         self.found[batch] = found
         if self.key is not None and (not isinstance(found, str) or c.refused):
-            cache.write(self.key, f"b{batch}", found.to_json() if not isinstance(found, str) else c.to_json())
+            cache.write(self.key, f"b{batch}", c.to_json() if isinstance(found, str) else found.to_json(), origin)
         if c.affine is not None:
             self.affine = Affine.from_json(c.affine)
             for b in self.missing():
                 self._take(b, None)
         self.not_affine = self.not_affine or c.not_affine is not None
         if self.key is not None and (c.affine is not None or c.not_affine is not None):
-            cache.write(self.key, "fit", {"affine": c.affine} if c.affine else {"not_affine": c.not_affine})
+            cache.write(self.key, "fit", {"affine": c.affine} if c.affine else {"not_affine": c.not_affine}, origin)
 
 
 def _answer(groups: dict[str, Group], ask, first: bool) -> None:
@@ -165,22 +169,23 @@ def _answer(groups: dict[str, Group], ask, first: bool) -> None:
         return
     n = children(len(asked), [g.workload.params for g, _ in asked])
     shares = [asked[i::n] for i in range(n)]
-    for share, found in zip(shares, _asked_at_once(ask, [[r for _, r in share] for share in shares]), strict=True):
+    answers = _asked_at_once(ask, [[r for _, r in share] for share in shares])
+    for share, (found, origin) in zip(shares, answers, strict=True):
         for (g, r), c in zip(share, found, strict=True):
-            g.answered(c, r.batch)
+            g.answered(c, r.batch, origin)
 
 
-def _asked_at_once(ask, shares: list[list[OpRequest]]) -> list[list[OpCount]]:
-    """Each share's counts, a child each, asked from threads of this process. Ctrl-C, SIGTERM (as an interrupt) and
-    a child that fails reach this thread only: then every other child is stopped (`probe.ask`'s `stopped`) before
-    the error goes on, so no child counts on after its command ended."""
+def _asked_at_once(ask, shares: list[list[OpRequest]]) -> list[tuple[list[OpCount], cache.Origin]]:
+    """Each share's counts and what they were counted from (`cache.Origin`), a child each, asked from threads of this
+    process. Ctrl-C, SIGTERM (as an interrupt) and a child that fails reach this thread only: then every other child
+    is stopped (`probe.ask`'s `stopped`) before the error goes on, so no child counts on after its command ended."""
     if len(shares) == 1:
-        return [ask(shares[0]).counts]
+        return [ask(shares[0])]
     ended = threading.Event()
     pool = ThreadPoolExecutor(len(shares))
     try:
         futures = [pool.submit(ask, share, ended.is_set) for share in shares]
-        return [f.result().counts for f in futures]
+        return [f.result() for f in futures]
     except BaseException:
         ended.set()
         raise

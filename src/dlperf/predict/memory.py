@@ -25,6 +25,7 @@ Standard library only.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 from dlperf.errors import UsageError
@@ -307,12 +308,14 @@ def traces(asked, timeout: float, timeout_flag: str | None = None) -> list[Peak 
     todo = [i for i, f in enumerate(found) if f is None]
     if todo:
         request = MemoryRequest([MemoryAsk(asked[i][0].to_json(), asked[i][1], [asked[i][2]]) for i in todo])
+        at = time.time()
         answer = probe.ask(counter, request, python, timeout, timeout_flag=timeout_flag)
+        origin = cache.Origin(answer.sources, at)  # the user's files traced: kept with the traces
         for i, t in zip(todo, answer.traces, strict=True):
             w, m, b = asked[i]
             found[i] = t.error or Peak(w.name, m, b, t.params, t.grads, t.optimizer, t.data, t.activations)
             if keys[i] is not None and (not t.error or t.refused):
-                cache.write(keys[i], f"b{b}", t.to_json())
+                cache.write(keys[i], f"b{b}", t.to_json(), origin)
     return found  # type: ignore[return-value]
 
 

@@ -1,13 +1,18 @@
 """The workload `dlperf predict` predicts: a built-in one, or a user's `file.py:factory` as the probe child describes it
 (its name, batch, input shape and parameters), that description kept between commands beside the operator counts
 (`predict/cache.py`: dlperf's version, the counting framework's and its backend's source, the file's bytes and the
-factory's name make its key), so a warm predict of an unchanged file starts no child at all. A factory that fails is
+factory's name make its key; the user's files the child imported, a module beside it too, are kept with it: one
+changed, it is asked again), so a warm predict of an unchanged model starts no child at all. A factory that fails is
 asked again (its error is not kept); a model named by its module (`package.module:factory`), or --no-cache, is asked
-every time. What the file reads besides itself (a module beside it, an environment variable) is not in the key: after
-changing only that, --no-cache describes the model afresh, as it counts its steps afresh.
+every time. What the model reads that is no module of the user's (a config file, an environment variable, an
+installed package changed in place) is not seen: after changing only that, --no-cache describes the model afresh, as
+it counts its steps afresh.
 """
 
 from __future__ import annotations
+
+import time
+from dataclasses import replace
 
 from dlperf.answers import WorkloadAnswer, WorkloadRequest
 from dlperf.predict import cache, count
@@ -34,9 +39,10 @@ def kept(framework: str, request: WorkloadRequest, python: str, timeout: float, 
             return WorkloadAnswer.from_json(cache.read(key, PART))
         except (TypeError, ValueError):  # absent or damaged: asked again, and written over
             pass
+    at = time.time()
     answer = probe.ask(framework, request, python, timeout, **how)
-    if key is not None:
-        cache.write(key, PART, answer.to_json())
+    if key is not None:  # kept with the user's files the child imported
+        cache.write(key, PART, replace(answer, sources=None).to_json(), cache.Origin(answer.sources, at))
     return answer
 
 

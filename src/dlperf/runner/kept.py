@@ -120,7 +120,7 @@ def _backend_source(framework: str) -> str:
     return digest.hexdigest()
 
 
-def _user_source(workload: dict[str, Any]) -> str | None:
+def user_source(workload: dict[str, Any]) -> str | None:
     """A user's model file by its bytes ("" for a built-in workload); None where it is not read (a module path)."""
     source = workload.get("source")
     if source is None:
@@ -140,7 +140,7 @@ def key(cell: Cell, workload: dict[str, Any]) -> dict[str, Any] | None:
     python = envs.interpreter_for(cell.framework)
     if not enabled() or cell.nproc or cell.loader or python is None:
         return None
-    version, user = probe_cache.framework_version(cell.framework, python), _user_source(workload)
+    version, user = probe_cache.framework_version(cell.framework, python), user_source(workload)
     if version is None or user is None:
         return None
     found = {"dlperf": VERSION, "framework": cell.framework, "version": version, "python": python,
@@ -223,9 +223,9 @@ def keep(entry_key: dict[str, Any] | None, detail, origin: str) -> None:
     headline = next((kind for name, kind in MEMORY_KINDS.items() if memory.get(name) is not None), None)
     if entry_key is None or (detail.flops_per_step is None and headline not in COUNTED_KINDS):
         return
-    if not _read_as_keyed(entry_key["workload"], detail.started_at) or not _sources_as_read(detail):
-        return
     sources = detail.sources
+    if not _read_as_keyed(entry_key["workload"], detail.started_at) or not sources_as_read(sources, detail.started_at):
+        return
     if detail.flops_per_step is not None:
         value = {"flops_per_step": detail.flops_per_step, "flops_by_dtype": detail.flops_by_dtype, "from": origin}
         write(directory(), entry_key, "flops", {**value, "sources": sources})
@@ -248,11 +248,10 @@ def _read_as_keyed(workload: dict[str, Any], started_at: float | None) -> bool:
         return False
 
 
-def _sources_as_read(detail) -> bool:
-    """Whether the user's files the process imported (`ProcessDetail.sources`) were last written before it started
-    and are as it read them now: not where it did not say which (too many, or it died first), nor where one was
-    edited during the run (before a --resume stored an interrupted run's process too)."""
-    sources, started_at = detail.sources, detail.started_at
+def sources_as_read(sources: Any, started_at: float | None) -> bool:
+    """Whether the user's files a process imported (`ProcessDetail.sources`, a count child's answer) were last written
+    before it started and are as it read them now: not where it did not say which (too many, or it died first), nor
+    where one was edited during the run (before a --resume stored an interrupted run's process too)."""
     if not isinstance(sources, dict) or started_at is None:
         return False
     written_before = all(isinstance(s, list) and len(s) == 3 and s[1] <= started_at * 1e9 for s in sources.values())

@@ -7,6 +7,7 @@ The parent's side, which asks and reads the answer, is `runner/probe.py`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
@@ -22,6 +23,7 @@ from dlperf.answers import (
 from dlperf.errors import UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, Reporter
 from dlperf.wire import Wire
+from dlperf.worker import sources
 from dlperf.worker.child import exit_now, serve
 
 
@@ -37,7 +39,10 @@ def respond(framework: str, request: ProbeRequest) -> Wire:
         return thread_use(fw, request.threads, request.seconds)
     if isinstance(request, StartRequest):
         return start(fw, request.threads)
-    return request.answer_of(fw.probe(request.to_json()))
+    found = request.answer_of(fw.probe(request.to_json()))
+    if hasattr(found, "sources"):  # a count, a trace, a description: kept with the user's files it was made from
+        return dataclasses.replace(found, sources=sources.imported())
+    return found
 
 
 def selftest(fw, framework: str) -> SelftestAnswer:
