@@ -118,14 +118,15 @@ def test_a_death_without_a_log_file_is_said_without_its_error(monkeypatch):
 
 def test_how_a_worker_ended_and_what_its_log_says():
     assert data.ended(3) == "exit code 3" and data.ended(-11) == "killed by SIGSEGV"
-    assert data.ended(-9) == "killed by SIGKILL, which the kernel sends when memory runs out"
+    assert data.ended(-9) == "killed by SIGKILL: by the kernel when memory runs out, or by hand"
     log = f'a warning\nTraceback (most recent call last):\n  File "{multiprocessing.spawn.__file__}", '
     log += "line 132, in _main\n    self = reduction.pickle.load(from_parent)\n           ^^^^^^\nOSError: gone\n"
     assert data.last_error(log) == ": OSError: gone"  # no frame of the user's: none named
     assert data.last_error("a warning\n") == ""
     died = RuntimeError("DataLoader worker (pid 12) is killed by signal: Killed. ")
     assert str(data.worker_death(died, None, None)) == (
-        "DataLoader worker (pid 12) is killed by signal: Killed (SIGKILL, which the kernel sends when memory runs out)"
+        "DataLoader worker (pid 12) is killed by signal: Killed (SIGKILL: by the kernel when memory runs out, "
+        "or by hand)"
     )
     lost = RuntimeError("DataLoader worker (pid 12) exited unexpectedly with exit code 3. Details are lost due to "
                         "multiprocessing. Rerunning with num_workers=0 may give better error trace.")  # fmt: skip
@@ -162,3 +163,27 @@ def test_a_spawned_worker_that_cannot_import_says_what(tmp_path, monkeypatch):
     said = first_batch_error(loader, tmp_path / "stderr.log")
     assert said.endswith("exited unexpectedly (exit code 1): ModuleNotFoundError: No module named "
                          "'a_module_only_the_parent_had'"), said  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "said"),
+    [
+        (
+            3,
+            3,
+            "SIGKILL: sent by a process, by hand say: the kernel's out-of-memory killer counted no kill while it ran",
+        ),
+        (3, 4, "SIGKILL: out of memory, the kernel's out-of-memory killer killed a process while the loader ran"),
+        (None, None, "SIGKILL: by the kernel when memory runs out, or by hand"),  # no count to read: either
+    ],
+)
+def test_a_worker_killed_by_sigkill_is_said_out_of_memory_only_where_the_kernel_counted_it(monkeypatch, before, now,
+                                                                                           said):  # fmt: skip
+    """A worker killed by hand (kill -9) was said '(SIGKILL, which the kernel sends when memory runs out)'."""
+    monkeypatch.setattr(data.system, "oom_kills", lambda: now)
+    died = RuntimeError("DataLoader worker (pid 12) is killed by signal: Killed. ")
+    assert (
+        str(data.worker_death(died, None, None, before))
+        == f"DataLoader worker (pid 12) is killed by signal: Killed ({said})"
+    )
+    assert data.ended(-9, before) == f"killed by {said}"

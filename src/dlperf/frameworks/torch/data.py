@@ -28,6 +28,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from dlperf.errors import UsageError, in_user_code
 from dlperf.loaders import DATA_DATASET, LoaderSetting
+from dlperf.measure import system
 from dlperf.workloads.base import Workload
 from dlperf.workloads.datasets import cifar, idx, imagefolder, ptb
 
@@ -268,6 +269,7 @@ class _Unwrapped:
 
     def __init__(self, loader: DataLoader) -> None:
         self.since = stderr_offset()  # before the workers start: what they write comes after
+        self.oom_kills = system.oom_kills()  # a worker's SIGKILL is the kernel's only where this count moves
         self.batches = iter(loader)  # holds the worker processes: dropped with this iterator
 
     def __iter__(self) -> _Unwrapped:
@@ -283,7 +285,7 @@ class _Unwrapped:
             raise
         except Exception as exc:
             named = worker_error(exc)
-            named = worker_death(exc, self.batches, self.since) if named is exc else named
+            named = worker_death(exc, self.batches, self.since, self.oom_kills) if named is exc else named
             if named is exc:
                 raise
             raise named from exc
@@ -308,12 +310,13 @@ def worker_error(exc: Exception) -> Exception:
         return exc
 
 
-def worker_death(exc: Exception, batches: Any, since: int | None) -> Exception:
+def worker_death(exc: Exception, batches: Any, since: int | None, oom_kills: int | None = None) -> Exception:
     """A worker that died without raising, said with how it ended (an exit code, a signal) and the last error its
     process wrote to stderr since the iterator began (a spawned worker's failed import of the Dataset's module), where
     a traceback says one; `exc` itself when it is no such death. torch says it three ways: `DataLoader worker (pid(s)
     N) exited unexpectedly`, `... (pid N) exited unexpectedly with exit code 3. Details are lost ...` and `... (pid N)
-    is killed by signal: Killed.`"""
+    is killed by signal: Killed.`; a SIGKILL is said as the out-of-memory killer's only where its count (`oom_kills`
+    before the workers started, `measure.system.oom_kills`) moved, else as by hand or the kernel."""
     text = str(exc)
     if not (isinstance(exc, RuntimeError) and text.startswith(DIED)):
         return exc
@@ -321,22 +324,32 @@ def worker_death(exc: Exception, batches: Any, since: int | None) -> Exception:
     if said.endswith("exited unexpectedly"):
         pids = {int(pid) for pid in re.findall(r"\d+", said)}
         ends = [w.exitcode for w in getattr(batches, "_workers", []) if w.pid in pids and w.exitcode]
-        said += f" ({ended(ends[0])})" if ends else ""
+        said += f" ({ended(ends[0], oom_kills)})" if ends else ""
     elif said.endswith("signal: Killed"):
-        said += f" ({KILLED})"
+        said += f" ({killed(oom_kills)})"
     return RuntimeError(said + last_error(stderr_since(since)))
 
 
 DIED = "DataLoader worker (pid"
-KILLED = "SIGKILL, which the kernel sends when memory runs out"
 
 
-def ended(exitcode: int) -> str:
+def ended(exitcode: int, oom_kills: int | None = None) -> str:
     """A process's exit code in words: 'exit code 3', 'killed by SIGSEGV'."""
     if exitcode > 0:
         return f"exit code {exitcode}"
     name = signal.Signals(-exitcode).name if -exitcode in signal.valid_signals() else f"signal {-exitcode}"
-    return f"killed by {KILLED}" if name == "SIGKILL" else f"killed by {name}"
+    return f"killed by {killed(oom_kills)}" if name == "SIGKILL" else f"killed by {name}"
+
+
+def killed(oom_kills: int | None) -> str:
+    """Who sent a worker its SIGKILL, as far as the kernel's out-of-memory count (read before, `oom_kills`, and now)
+    tells: its killer where the count moved, a process where it did not, either where there is no count to read."""
+    now = system.oom_kills() if oom_kills is not None else None
+    if now is None:
+        return "SIGKILL: by the kernel when memory runs out, or by hand"
+    if now > oom_kills:
+        return "SIGKILL: out of memory, the kernel's out-of-memory killer killed a process while the loader ran"
+    return "SIGKILL: sent by a process, by hand say: the kernel's out-of-memory killer counted no kill while it ran"
 
 
 FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (.+)$', re.MULTILINE)
