@@ -62,3 +62,19 @@ def test_what_the_budget_lacks_is_said_in_seconds_under_a_minute():
     assert needed_and_left(2.4, -0.3) == "about 2 s needed, 0 s of the budget left"
     assert needed_and_left(102, 18) == "about 1.7 min needed, 18 s of the budget left"
     assert needed_and_left(192, 72) == "about 3.2 min needed, 1.2 min of the budget left"
+
+
+def test_a_loader_searched_for_another_mode_than_the_recommended_one_says_so():
+    """A CNN's search here ended its rounds on fp32 (channels_last not yet reliably faster), searched the loader for
+    fp32, then recommended channels_last against all five fp32 processes: 'Loaders tried for fp32' stood above
+    'Recommended: channels_last' with no word between them."""
+    from dlperf.optimize_loader import LoaderTrial
+
+    tried = LoaderTrial("w1", "ok", None, 0.446, wait_share=0.026, of_synthetic=0.71, enough=True)
+    loader = LoaderChoice("fp32", 0.315, [tried], tried)
+    lines = loader_lines(loader, "channels_last")
+    assert lines[-1] == (
+        "    (searched for fp32, the best mode when the rounds ended; channels_last, recommended below against every "
+        "fp32 process, was not measured with a loader)"
+    )
+    assert not loader_lines(loader, "fp32")[-1].startswith("    (searched for")

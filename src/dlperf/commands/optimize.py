@@ -173,8 +173,10 @@ def searched(search) -> str:
             f"{', '.join(search.reached)}{not_reached}; {_cells_text(search)}")  # fmt: skip
 
 
-def loader_lines(loader) -> list[str]:
-    """The loader search (`--data`): each setting tried, in order, and the one chosen as the call to write."""
+def loader_lines(loader, recommended: str | None = None) -> list[str]:
+    """The loader search (`--data`): each setting tried, in order, and the one chosen as the call to write; said when
+    it was searched for another mode than the one `recommended` (the rounds' best when they ended, where the final
+    ranking, against every baseline process, chose another)."""
     from dlperf.optimize_loader import dataloader_call
     from dlperf.report.format import seconds
 
@@ -192,6 +194,9 @@ def loader_lines(loader) -> list[str]:
     if c := loader.chosen:
         which = "enough" if c.enough else "the best measured, not enough"
         lines.append(f"Loader: {c.setting} ({which}): {dataloader_call(c.setting)}")
+    if recommended and recommended != loader.mode:
+        lines.append(f"    (searched for {loader.mode}, the best mode when the rounds ended; {recommended}, "
+                     "recommended below against every fp32 process, was not measured with a loader)")  # fmt: skip
     return lines
 
 
@@ -214,7 +219,7 @@ def print_text(search) -> None:
     for note in search.notes:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
     console.print(searched(search), highlight=False, markup=False)
-    for line in loader_lines(search.loader):
+    for line in loader_lines(search.loader, (search.best or search.baseline).mode):
         console.print(terminal(line), highlight=False, markup=False)
     recommended = "Recommended so far (interrupted)" if search.interrupted else "Recommended"
     if search.best is None:
