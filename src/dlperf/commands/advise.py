@@ -47,6 +47,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import advise
     from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.commands.run import again, printed
     from dlperf.measure.units import named
     from dlperf.predict import gpus, prices
     from dlperf.report import advise as view
@@ -57,13 +58,19 @@ def run(args) -> int:
                           args.timeout, args.data, args.loaders, args.batch, flags=True)  # fmt: skip
     warn_if_measured(db_path(args))
     answer = advise.advise(opts, db_path(args), ["dlperf", *sys.argv[1:]])
-    if args.format == "json":
-        import json
 
-        write_stdout(json.dumps(view.to_json(answer), indent=1) + "\n", "the advice")
-        return answer.exit_code
-    stored = f"stored as {named('run', answer.runs)} (dlperf table, dlperf report)"
-    stored = stored if answer.runs else "nothing measured here, nothing stored"
-    prices = [n for n in [view.price_note(answer.costs)] if n]
-    print_rich("", lines=view.lines(answer), notes=[*prices, *answer.notes, stored])
-    return answer.exit_code
+    def show() -> None:
+        if args.format == "json":
+            import json
+
+            write_stdout(json.dumps(view.to_json(answer), indent=1) + "\n", "the advice")
+            return
+        stored = f"stored as {named('run', answer.runs)} (dlperf table, dlperf report)"
+        stored = stored if answer.runs else "nothing measured here, nothing stored"
+        priced = [n for n in [view.price_note(answer.costs)] if n]
+        print_rich("", lines=view.lines(answer), notes=[*priced, *answer.notes, stored])
+
+    kept = f"what it measured is stored as {named('run', answer.runs)}" if answer.runs else "nothing is stored"
+    stopped = (kept, f"For the whole advice, run it again (it starts over): {again()}")
+    finished = (f"the advice is complete; {kept}", f"To see it again, run it again (it measures again): {again()}")
+    return printed(show, answer.exit_code, finished=finished, interrupted=stopped)
