@@ -19,7 +19,7 @@ from dlperf.commands.common import (
     whole,
 )
 from dlperf.commands.predict import GPU_SPECS_HELP
-from dlperf.commands.run import add_timer_flags, again, print_answer, say_interrupted, timer
+from dlperf.commands.run import Said, add_timer_flags, again, print_answer, printed, see_it, timer
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -111,16 +111,36 @@ def run(args) -> int:
     db = db_path(args)
     warn_if_measured(db)
     result = crossover.crossover(opts, db, argv=["dlperf", *sys.argv[1:]])
-    if result.answer is None:
-        print_rich("", lines=result.notes)
-    else:
-        print_answer(result.answer, result.notes, result.run_id)
-    if args.plot and result.answer is not None:
-        plot(result.answer, args.plot, db, result.run_id)
-        print(f"wrote {args.plot}")
-    if result.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted_crossover(result, db)
-    return result.exit_code
+    drawing = []  # the picture being drawn: a Ctrl-C then leaves the file as it was
+
+    def show() -> None:
+        if result.answer is None:
+            print_rich("", lines=result.notes)
+        else:
+            print_answer(result.answer, result.notes, result.run_id)
+        if args.plot and result.answer is not None:
+            drawing.append(args.plot)
+            plot(result.answer, args.plot, db, result.run_id)
+            print(f"wrote {args.plot}")
+
+    stopped = interrupted_crossover(result, db) if result.exit_code == ExitCode.INTERRUPTED else None
+    return printed(
+        show, result.exit_code, finished=lambda: finished_crossover(result, db, drawing), interrupted=stopped
+    )
+
+
+def finished_crossover(result, db: str, drawing: list[str]) -> Said:
+    """A Ctrl-C while a finished crossover was printed or drawn: what is stored, and what shows or draws it again."""
+    import shlex
+
+    run_id = result.run_id
+    if result.answer is None:  # no crossover to show: what its failed cells left
+        return f"what was measured is stored in run {run_id}", see_it(db, run_id)
+    report = shlex.join(["dlperf", "report", "--run", str(run_id), "-o", "report.html", "--db", db])
+    if not drawing:
+        return f"the crossover is complete and stored in run {run_id}", f"{see_it(db, run_id)}; {report} draws it"
+    return (f"the crossover is complete and stored in run {run_id}; its picture was not drawn ({drawing[0]} left as "
+            f"it was)", f"Draw it with: {report} (or --plot again, which measures it again)")  # fmt: skip
 
 
 def plot(answer, path: str, db: str, run_id: int) -> None:
@@ -139,18 +159,17 @@ def plot(answer, path: str, db: str, run_id: int) -> None:
         figures.save([chart(answer)], tmp, where=heading)
 
 
-def say_interrupted_crossover(result, db: str) -> None:
+def interrupted_crossover(result, db: str) -> Said:
     """What to do after an interrupt: resume the run when every batch's cell is in it, else run the command again."""
     from dlperf.store.location import resume_command
 
     if result.resumable:
-        say_interrupted(f"the batches measured are stored in run {result.run_id}",
-                        f"Continue with: {resume_command(db)} (it measures the batches left and prints the whole "
-                        "crossover)")  # fmt: skip
-        return
-    say_interrupted(f"the thread search's cells are stored in run {result.run_id}",
-                    f"For the crossover, run it again (it starts over): {again()} (dlperf run --resume would not go "
-                    "on with the thread search)")  # fmt: skip
+        return (f"the batches measured are stored in run {result.run_id}",
+                f"Continue with: {resume_command(db)} (it measures the batches left and prints the whole "
+                "crossover)")  # fmt: skip
+    return (f"the thread search's cells are stored in run {result.run_id}",
+            f"For the crossover, run it again (it starts over): {again()} (dlperf run --resume would not go on with "
+            "the thread search)")  # fmt: skip
 
 
 def _plot_format(path: str) -> None:

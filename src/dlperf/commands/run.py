@@ -329,16 +329,18 @@ def show_finished(db: str, run_id: int, resumed: bool, code: int) -> int:
     return printed(show, code, finished=(f"run {run_id} is complete and stored", see_it(db, run_id)))
 
 
-def printed(show: Callable[[], None], code: int, *, finished: Said, interrupted: Said | None = None) -> int:
+def printed(show: Callable[[], None], code: int, *, finished: Said | Callable[[], Said],
+            interrupted: Said | None = None) -> int:  # fmt: skip
     """Print what a command found with `show`; its exit code, `code` where the printing was not cut short. An
     interrupted command (`code` 130) ends with `interrupted`: what it stored, and what to do next; a Ctrl-C while it
     prints (its final table) says the same, or `finished` where the command had finished (only the printing was
-    cut short): never a bare "interrupted" after a run was stored."""
+    cut short; a callable: asked then, what the printing had got to): never a bare "interrupted" after a run was
+    stored."""
     said = interrupted if code == ExitCode.INTERRUPTED else None
     try:
         show()
     except KeyboardInterrupt:
-        said, code = said or finished, ExitCode.INTERRUPTED
+        said, code = said or (finished() if callable(finished) else finished), ExitCode.INTERRUPTED
     if said is not None:
         say_interrupted(*said)
     return code
