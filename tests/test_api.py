@@ -95,7 +95,8 @@ def test_an_interrupt_while_the_run_is_predicted_leaves_it_interrupted_and_says_
     again = f"dlperf run --resume --db {db}"
     code = cli.main(["run", "--workloads", "tiny-fcn-r", "--threads", "1", "--devices", "cpu", *FAST, "--db", str(db)])
     last = capsys.readouterr().err.strip().splitlines()[-1]
-    assert code == 130 and last == f"dlperf: interrupted; finished cells are stored in run 1. Continue with: {again}"
+    said = "no cell was measured yet: run 1 holds its plan of 1 cell"  # was 'finished cells are stored', none being
+    assert code == 130 and last == f"dlperf: interrupted; {said}. Continue with: {again}"
     conn = sqlite3.connect(db)
     assert conn.execute("SELECT id, status FROM runs").fetchall() == [(1, "interrupted")]
     assert conn.execute("SELECT count(*) FROM leases").fetchone() == (0,)

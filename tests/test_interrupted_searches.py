@@ -244,7 +244,8 @@ def test_profile_cut_short_is_resumed_and_prints_every_cells_profile(tmp_path, m
     code, _, err = _main(monkeypatch, capsys, "profile", "tiny-fcn-r", "--threads", "1,2", "--db", db)
     assert code == ExitCode.INTERRUPTED
     assert err.splitlines()[-1] == (
-        f"dlperf: interrupted; finished cells are stored in run 1. Continue with: dlperf run --resume --db {db} (it "
+        f"dlperf: interrupted; 1 of 2 cells measured, 1 of them profiled, is stored in run 1. Continue with: dlperf "
+        f"run --resume --db {db} (it "
         "measures and profiles the cells left, then prints every cell's profile)"
     )
     code, out, _ = _main(monkeypatch, capsys, "run", "--resume", "--db", db)
@@ -252,3 +253,19 @@ def test_profile_cut_short_is_resumed_and_prints_every_cells_profile(tmp_path, m
     for label in ("tiny-fcn-r torch cpu:1 fp32", "tiny-fcn-r torch cpu:2 fp32"):
         assert f"{label}: " in out and out.count("where the timed step goes") == 2, out
     assert "seconds per mini-batch" not in out  # the profiles, not the run's table
+
+
+def test_profile_cut_short_before_any_cell_finished_says_none_is_stored(tmp_path, monkeypatch, capsys):
+    """It said 'finished cells are stored in run 1' when none had finished."""
+
+    def run_task(task, ctx, poll):
+        raise KeyboardInterrupt
+
+    _fake_children(monkeypatch, [])
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    db = str(tmp_path / "p.db")
+    code, _, err = _main(monkeypatch, capsys, "profile", "tiny-fcn-r", "--threads", "1,2", "--db", db)
+    assert code == ExitCode.INTERRUPTED
+    assert err.splitlines()[-1].startswith(
+        "dlperf: interrupted; no cell was measured yet: run 1 holds its plan of 2 cells. Continue with: "
+    ), err

@@ -19,6 +19,7 @@ from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` print
     printed,
     say_interrupted,
     see_it,
+    stored_cells,
     timer,
 )
 from dlperf.spec import MAX_PROFILE_STEPS
@@ -86,7 +87,7 @@ def _run(args) -> int:
         max_trace_mib=args.max_trace_mib,
     )  # fmt: skip
     if outcome.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)} "
+        say_interrupted(stored_cells(db, outcome.run_id, profiled=True), f"Continue with: {resume_command(db)} "
                         "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
         return outcome.exit_code
     finished = (f"run {outcome.run_id} is complete and stored", see_it(db, outcome.run_id, "--explain"))

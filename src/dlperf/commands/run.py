@@ -270,7 +270,7 @@ def _run(args) -> int:
         print_estimate(outcome, db)
         return ExitCode.OK
     if outcome.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted(f"finished cells are stored in run {outcome.run_id}", f"Continue with: {resume_command(db)}")
+        say_interrupted(stored_cells(db, outcome.run_id), f"Continue with: {resume_command(db)}")
         return outcome.exit_code
     return show_finished(db, outcome.run_id, args.resume, outcome.exit_code)
 
@@ -349,6 +349,28 @@ def printed(show: Callable[[], None], code: int, *, finished: Said | Callable[[]
 def see_it(db: str, run_id: int, *flags: str) -> str:
     """What shows a stored run again: its table."""
     return f"See it with: {shlex.join(['dlperf', 'table', '--run', str(run_id), *flags, '--db', db])}"
+
+
+def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
+    """What an interrupted run kept, counted from its store: '2 of 4 cells measured are stored in run 3' (`profiled`:
+    '..., 1 of them profiled, ...'), or that none was, the run holding its plan for --resume."""
+    from dlperf.measure.units import plural
+    from dlperf.store import Store
+    from dlperf.vocab import Status
+
+    try:
+        store = Store.open(db, create=False)
+    except UsageError:  # gone or unreadable since: the count is not to be had, the line still is
+        return f"what had finished is stored in run {run_id}"
+    try:
+        cells, profiles = store.cells(run_id, unreadable=lambda exc: None), store.profiles(run_id)
+    finally:
+        store.close()
+    done = sum(c.status != Status.PENDING for c in cells)
+    if not done:
+        return f"no cell was measured yet: run {run_id} holds its plan of {plural(len(cells), 'cell')}"
+    them = f", {len(profiles)} of them profiled," if profiled else ""
+    return f"{done} of {plural(len(cells), 'cell')} measured{them} {agreeing(done, 'is', 'are')} stored in run {run_id}"
 
 
 def say_interrupted(stored: str, then: str) -> None:
