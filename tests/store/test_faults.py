@@ -61,13 +61,29 @@ def file_limit(nbytes: int):
 
 
 def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])}
+    """No bytecode written: under RLIMIT_FSIZE, importlib's _write_atomic takes write(2)'s partial count as done and
+    renames a .pyc cut at the limit into place, and every later import of that module (the checkout's, other tests')
+    fails with 'EOFError: marshal data too short' (a 4096-byte peak.cpython-311.pyc broke every command once)."""
+    path = os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")])
+    return {**os.environ, "PYTHONPATH": path, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def dlperf(*args, preexec=None, stdout=subprocess.PIPE, timeout: float = 120):
     cmd = [sys.executable, "-m", "dlperf", *map(str, args)]
     return subprocess.run(cmd, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=timeout, env=env(),
                           preexec_fn=preexec)  # fmt: skip
+
+
+def test_a_child_under_a_file_size_limit_leaves_no_bytecode_cut_short(tmp_path, monkeypatch):
+    """A module first imported by a capped child: the next plain import of it, which reads bytecode, still works."""
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    (tmp_path / "big.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n" for i in range(400)))
+    capped = {**env(), "PYTHONPATH": str(tmp_path)}
+    subprocess.run([sys.executable, "-c", "import big"], env=capped, preexec_fn=file_limit(4096), check=True,
+                   timeout=60)  # fmt: skip
+    plain = subprocess.run([sys.executable, "-c", "import big; print(big.f399(1))"], env={**os.environ,
+                           "PYTHONPATH": str(tmp_path)}, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert plain.returncode == 0 and plain.stdout == "400\n", plain.stderr
 
 
 @pytest.fixture
