@@ -237,7 +237,7 @@ EXPORT_COLUMNS = {
     "h2d_pageable_bytes_s": "that copy from pageable memory, bytes per second",
     "h2d_pinned_bytes_s": "that copy from pinned memory, bytes per second",
     "h2d_pinned_non_blocking_bytes_s": "that copy from pinned memory with non_blocking, bytes per second",
-    "recommended_loader": "the smallest loader setting that feeds the step, for the cell's group",
+    "recommended_loader": "the group's loader setting to use: the smallest not measurably slower than the fastest",
     "data_recommendation": "that recommendation in full, with its advice (JSON)",
     "predicted_gpu": "the GPU the cell's step was predicted for (its own device's)",
     "predicted_step_s": "the predicted step, seconds",

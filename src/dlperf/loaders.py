@@ -55,8 +55,8 @@ class LoaderSetting:
 
     @property
     def cost(self) -> tuple[int, int, int, int]:
-        """Smallest first: fewer workers, then no pinning, then less prefetch, then no persistent workers. The
-        recommended setting is the smallest that is enough, since workers take cores and memory from the step."""
+        """Smallest first: fewer workers, then no pinning, then less prefetch, then no persistent workers. Of settings
+        whose steps are not told apart the smallest is recommended: workers take cores and memory from the step."""
         return (self.workers, int(self.pin), self.prefetch or 0, int(self.persistent))
 
     def torch_kwargs(self) -> dict[str, object]:

@@ -21,10 +21,12 @@ def synthetic(median=0.10, threads=1):
     return make_cell("fcn-r", threads=threads, batch=BATCH, median_s=median, n=20)
 
 
-def loaded(name, median, wait=None, alone=None, status="ok", threads=1, cores=CORES, h2d=None):
-    """A loader cell as `Store.cells` gives it back: its key has the loader, its figures a LoaderRecord."""
+def loaded(name, median, wait=None, alone=None, status="ok", threads=1, cores=CORES, h2d=None, ci=(None, None)):
+    """A loader cell as `Store.cells` gives it back: its key has the loader, its figures a LoaderRecord; `ci` its 95%
+    interval of the median (none: judged on its median)."""
     workers = setting(name).workers
     cell = make_cell("fcn-r", threads=threads, batch=BATCH, median_s=median, n=20, status=status,
+                     ci_low_s=ci[0], ci_high_s=ci[1],
                      key=Cell("fcn-r", "torch", "cpu", threads, "fp32", loader=name).key)  # fmt: skip
     cell.loader = name
     cell.data = LoaderRecord(name, workers, threads, cores, oversubscribed(workers, threads, cores), "mnist", 60000,
@@ -37,31 +39,61 @@ def one_group(cells):
     return group
 
 
-def test_the_recommendation_is_the_smallest_measured_setting_that_is_enough():
+def test_the_recommendation_is_the_smallest_setting_not_measurably_slower_than_the_fastest():
     # given out of order: the view orders settings by cost, smallest first
     cells = [
-        loaded("w4", 0.100, wait=0.01),  # enough, but larger
-        loaded("w1", 0.120, wait=0.15),  # waits 15%, and 83% of the synthetic throughput: not enough
+        loaded("w4", 0.100, wait=0.01, ci=(0.097, 0.106)),  # the fastest, but larger
+        loaded("w1", 0.120, wait=0.15, ci=(0.115, 0.125)),  # measurably slower
         synthetic(0.100),
-        loaded("w2", 0.104, wait=0.08),  # waits 8%, but reaches 96% of the synthetic step's samples/s
+        loaded("w2", 0.104, wait=0.08, ci=(0.101, 0.108)),  # its interval overlaps w4's: a tie, and w2 is smaller
         loaded("w0", 0.200, wait=0.50),
     ]
     group = one_group(cells)
     assert [c.loader for c in group.cells] == ["w0", "w1", "w2", "w4"]
-    assert group.recommendation.setting == "w2" and "96% of the synthetic" in group.recommendation.why
-    assert data.recommendation_line(group).startswith("recommended: w2")
-    # a wait under 5% is enough on its own, the synthetic step aside
+    r = group.recommendation
+    assert r.setting == "w2" and "96% of the synthetic" in r.enough and "the smallest of w2, w4" in r.why
+    assert data.recommendation_line(group).startswith("recommended: w2 (the smallest of w2, w4, not told apart")
+    # equal medians without intervals tie too; a wait under 5% is enough on its own, the synthetic step aside
     group = one_group([loaded("w1+pin", 0.5, wait=0.02), loaded("w1", 0.5, wait=0.04), loaded("w2", 0.5, wait=0.0)])
-    assert group.recommendation.setting == "w1" and "data wait 4.0%" in group.recommendation.why
+    assert group.recommendation.setting == "w1" and group.recommendation.enough == "data wait 4.0% of the step"
 
 
-def test_when_no_measured_setting_is_enough_it_says_so_and_names_the_best():
+def test_a_setting_that_waits_less_for_data_but_steps_slower_is_not_recommended():
+    # helper 124's CNN over 200 JPEGs on 2 cores: w1 waits 4.9% (enough by its wait) but its worker shares the cores
+    # with the step, which runs 65% slower than w0's; the old rule recommended w1, 1.65x slower to train with
+    h124 = [synthetic(0.508), loaded("w0", 0.543, wait=0.17, cores=2), loaded("w1", 0.897, wait=0.049, cores=2)]
+    group = one_group(h124)
+    r = group.recommendation
+    assert r.setting == "w0" and r.enough is None and r.slower == ["w1"]
+    line = data.recommendation_line(group)
+    assert line.startswith("recommended: w0 (the fastest measured, 118 samples/s, on medians alone, with no 95% "
+                           "intervals to tell a tie); not enough: its step waits 17% of it for data")  # fmt: skip
+    assert "; w1 waits less for data (4.9%) but steps slower (0.897 s)" in line
+    assert not any("fewer workers" in a for a in group.advice)  # no advice against the setting it recommends
+    # the same with intervals of the median, told apart: judged on them, and said no more to rest on medians alone
+    apart = one_group([synthetic(0.508), loaded("w0", 0.543, wait=0.17, cores=2, ci=(0.52, 0.56)),
+                       loaded("w1", 0.897, wait=0.049, cores=2, ci=(0.85, 0.95))])  # fmt: skip
+    assert apart.recommendation.setting == "w0" and apart.recommendation.why == "the fastest measured, 118 samples/s"
+    # a true win, faster and waiting less, is still taken
+    win = one_group([*h124, loaded("w2", 0.450, wait=0.02, cores=2)])
+    assert win.recommendation.setting == "w2" and win.recommendation.enough == "data wait 2.0% of the step"
+    assert win.recommendation.slower == []
+    # a tie (intervals overlapping) goes to the smaller setting, even where the larger waits less
+    tie = one_group([synthetic(0.45), loaded("w0", 0.50, wait=0.06, ci=(0.48, 0.53)),
+                     loaded("w1", 0.49, wait=0.01, ci=(0.47, 0.52))])  # fmt: skip
+    assert tie.recommendation.setting == "w0" and tie.recommendation.slower == []
+    line = data.recommendation_line(tie)
+    assert "the smallest of w0, w1, not told apart from the fastest, w1 at 131 samples/s" in line
+
+
+def test_when_no_measured_setting_is_enough_it_recommends_the_fastest_and_says_it_is_not():
     group = one_group([synthetic(0.10), loaded("w0", 0.30, wait=0.6), loaded("w1", 0.15, wait=0.3),
                        loaded("w2", 0.18, wait=0.4)])  # fmt: skip
-    assert group.recommendation.setting is None and group.recommendation.best == "w1"
+    assert group.recommendation.setting == "w1" and group.recommendation.enough is None
     line = data.recommendation_line(group)
-    assert line.startswith("no measured setting is enough") and "the best measured: w1" in line
-    assert "data wait 30%" in line and "recommended" not in line
+    assert line.startswith("recommended: w1 (the fastest measured, 427 samples/s, on medians alone")
+    assert "; not enough: its step waits 30% of it for data" in line
+    assert "reaches 67% of the synthetic step's samples/s" in line and line.endswith("--loaders measures more settings")
 
 
 def test_a_failed_or_unsupported_loader_cell_is_never_recommended():
@@ -126,7 +158,8 @@ def test_a_loader_cell_is_a_row_of_its_own_in_the_table_beside_its_synthetic_row
     assert "### Input pipeline: fcn-r torch cpu:1" in table.render_markdown(view)
     as_json = json.loads(table.render_json(view))
     assert as_json["rows"][1]["loader"] == "w2" and "loader" not in as_json["rows"][0]
-    assert [g["recommendation"]["setting"] for g in as_json["input_pipeline"]] == [None, None]
+    assert [g["recommendation"]["setting"] for g in as_json["input_pipeline"]] == ["w2", "w2"]
+    assert [g["recommendation"]["enough"] for g in as_json["input_pipeline"]] == [None, None]
     # a run on synthetic data only: no mode column, no input pipeline
     plain = table.build(1, [synthetic(0.10), synthetic(0.06, threads=2)])
     assert not plain.show_mode and plain.pipeline == [] and "input_pipeline" not in table.render_json(plain)
@@ -185,7 +218,8 @@ def test_dlperf_table_prints_the_input_pipeline_under_the_table(tmp_path, capsys
     print_table(str(tmp_path / "d.db"), None, "text")
     out = capsys.readouterr().out
     assert "fp32 · data:w0" in out and "Input pipeline: fcn-r torch cpu:1" in out
-    assert "recommended: w1 (data wait 1.0% of the step)" in out and "high" in out
+    assert "recommended: w1 (the fastest measured" in out and "enough: data wait 1.0% of the step" in out
+    assert "high" in out
 
 
 def test_the_html_report_has_an_input_pipeline_section_with_its_chart(tmp_path):
@@ -196,7 +230,7 @@ def test_the_html_report_has_an_input_pipeline_section_with_its_chart(tmp_path):
     page = html.render(load(str(tmp_path / "d.db")))
     assert '<section id="input"><h2>Input pipeline</h2>' in page
     assert 'data-chart="input-fcn-r-torch-cpu-1"' in page and "synthetic step" in page
-    assert "recommended: w1 (data wait 1.0% of the step)" in page
+    assert "recommended: w1 (the fastest measured" in page and "enough: data wait 1.0% of the step" in page
 
 
 def test_compare_matches_loader_cells_cell_by_cell_and_names_their_loader():

@@ -1,5 +1,6 @@
 """The input pipeline's view (`--data DIR`): per group of cells that differ only in their loader, the synthetic step
-beside each loader setting, the step's wait for data, the input-bound verdict, and the smallest setting that is enough.
+beside each loader setting, the step's wait for data, the input-bound verdict, and the recommended setting: the smallest
+whose step is not measurably slower than the fastest's, and whether it is enough.
 
 A pure function of stored cells: it never measures, and it recommends only a setting that was measured (an `ok`
 cell), never one it guesses would do.
@@ -32,9 +33,10 @@ H2D_COPIES = (("pageable_s", "pageable"), ("pinned_s", "pinned"), ("pinned_async
 
 @dataclass
 class Recommendation:
-    setting: str | None  # the smallest enough setting; None: no measured setting was enough
-    why: str  # what made it enough, or that none was
-    best: str | None = None  # none enough: the measured setting whose step has the most samples/s
+    setting: str | None  # the smallest measured setting not measurably slower than the fastest; None: none measured
+    why: str  # why that one: the fastest, or tied with it; or why none
+    enough: str | None = None  # why its loader keeps up with the step (`enough`); None: the step still waits on it
+    slower: list[str] = field(default_factory=list)  # settings enough by their wait, but measurably slower steps
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -119,21 +121,36 @@ def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
 
 
 def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommendation:
-    """The smallest measured setting that is enough; else none, with the best measured one."""
-    for c in cells:
-        why = enough(c, synthetic)
-        if why:
-            return Recommendation(c.loader, why)
-    timed = [c for c in cells if throughput(c)]
+    """Among the measured settings, the smallest (`LoaderSetting.cost`) whose step is not measurably slower than the
+    fastest's: their 95% intervals of the median overlap, the tie the table's star withholds on (`table.overlap`). A
+    setting that waits less for data but whose step is slower is never it (on a CPU its workers took the compute
+    threads' cores: following it trains slower). Whether it is `enough` says if the loader still holds the step back."""
+    from dlperf.report.table import overlap  # table imports this module
+
+    timed = sorted((c for c in cells if throughput(c)), key=lambda c: loaders.setting(c.loader).cost)
     if not timed:
         return Recommendation(None, "no loader setting was measured")
-    best = max(timed, key=throughput)
-    return Recommendation(
-        None,
-        f"no measured setting brings the data wait under {loaders.INPUT_BOUND_MODERATE:.0%} of the step or reaches "
-        f"{loaders.ENOUGH_OF_SYNTHETIC:.0%} of the synthetic step's samples/s",
-        best.loader,
-    )
+    fastest = min(timed, key=lambda c: c.median_s)
+    tied = [c for c in timed if c is fastest or overlap(c, fastest)]
+    chosen = tied[0]
+    if len(timed) == 1:
+        why = "the only setting measured"
+    elif chosen is fastest:
+        why = f"the fastest measured, {_per_s(throughput(chosen))} samples/s"
+    else:
+        why = (f"the smallest of {', '.join(c.loader for c in tied)}, not told apart from the fastest, "
+               f"{fastest.loader} at {_per_s(throughput(fastest))} samples/s: their 95% intervals of the median "
+               "overlap")  # fmt: skip
+    if len(timed) > 1 and any(c.ci_low_s is None or c.ci_high_s is None for c in timed):
+        why += ", on medians alone, with no 95% intervals to tell a tie"
+    slower = [c.loader for c in timed if c not in tied and enough(c, synthetic) and waits_less(c, chosen)]
+    return Recommendation(chosen.loader, why, enough(chosen, synthetic), slower)
+
+
+def waits_less(cell: CellRecord, than: CellRecord) -> bool:
+    """Whether `cell`'s step waits a smaller share of it for data than `than`'s (False where either is unknown)."""
+    ours, theirs = (c.data.wait_share if c.data else None for c in (cell, than))
+    return ours is not None and theirs is not None and ours < theirs
 
 
 def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str]:
@@ -164,9 +181,11 @@ def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str
 def shared_cores(synthetic: CellRecord | None, recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
     """On a CPU, workers load on the cores the step computes on: a step can wait little for data and still run slower
     than on synthetic data, the workers taking the compute threads' time. Without workers the loading is all in the
-    wait, and the gap is the step's own. Said of the recommended setting when its step is under ENOUGH_OF_SYNTHETIC
-    of the synthetic step's samples/s."""
+    wait, and the gap is the step's own. Said of the recommended setting when it is enough yet its step is under
+    ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s (one not enough waits for data: its line says so)."""
     cell = next((c for c in cells if c.loader == recommendation.setting), None)
+    if recommendation.enough is None:
+        return []
     ours, theirs = throughput(cell), throughput(synthetic)
     if cell is None or cell.device != "cpu" or not ours or not theirs or ours >= loaders.ENOUGH_OF_SYNTHETIC * theirs:
         return []
@@ -193,7 +212,7 @@ def h2d_bandwidths(h2d: dict[str, Any] | None) -> dict[str, float]:
 
 def pin_advice(recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
     """On a GPU: pin_memory, when pinned copies ran faster than pageable ones and the recommendation is unpinned."""
-    name = recommendation.setting or recommendation.best
+    name = recommendation.setting
     if name is None or loaders.setting(name).pin:
         return []
     for c in cells:
@@ -247,15 +266,25 @@ def rows(group: Group) -> list[list[str]]:
 
 def recommendation_line(group: Group) -> str:
     r = group.recommendation
-    if r.setting:
-        return f"recommended: {r.setting} ({r.why}), the smallest measured setting that is enough"
-    if r.best is None:
+    if r.setting is None:
         return f"no recommendation: {r.why}"
-    best = next(c for c in group.cells if c.loader == r.best)
-    share = best.data.wait_share if best.data else None
-    wait = f", data wait {percent(share)}" if share is not None else ""
-    return (f"no measured setting is enough: {r.why}; the best measured: {r.best} ({_per_s(throughput(best))} "
-            f"samples/s{wait}); --loaders measures more settings")  # fmt: skip
+    head = f"recommended: {r.setting} ({r.why})"
+    slower = "".join(slower_text(group, name) for name in r.slower)
+    if r.enough:
+        return f"{head}; enough: {r.enough}{slower}"
+    cell = next(c for c in group.cells if c.loader == r.setting)
+    share, ours, theirs = cell.data.wait_share if cell.data else None, throughput(cell), throughput(group.synthetic)
+    said = [f"its step waits {percent(share)} of it for data"] if share is not None else []
+    said += [f"reaches {percent(ours / theirs)} of the synthetic step's samples/s"] if ours and theirs else []
+    return (f"{head}; not enough: {' and '.join(said) or 'its data wait was not measured'} (enough: a wait under "
+            f"{loaders.INPUT_BOUND_MODERATE:.0%}, or {loaders.ENOUGH_OF_SYNTHETIC:.0%} of the synthetic step's)"
+            f"{slower}; --loaders measures more settings")  # fmt: skip
+
+
+def slower_text(group: Group, name: str) -> str:
+    """'; w1 waits less for data (4.9%) but steps slower (0.897 s)': why a setting enough by its wait is not it."""
+    cell = next(c for c in group.cells if c.loader == name)
+    return f"; {name} waits less for data ({percent(cell.data.wait_share)}) but steps slower ({seconds(cell.median_s)})"
 
 
 def h2d_lines(group: Group) -> list[str]:
