@@ -107,6 +107,23 @@ def test_the_search_stops_at_the_first_enough_setting_and_recommends_it(tmp_path
     assert "Loader: w1 (enough): DataLoader(num_workers=1, pin_memory=False, persistent_workers=False)" in text
 
 
+def test_the_first_enough_setting_is_not_recommended_when_a_smaller_one_measured_steps_faster(
+    tmp_path, monkeypatch, capsys
+):
+    # helper 124's CNN on 2 cores: w0 waits 17% of its step, w1 4.9% (enough) but its worker takes the step's cores
+    measured = _fake(monkeypatch, {"w0": (1.07, 0.17), "w1": (1.77, 0.049), "w2": (2.0, 0.02)})
+    search, out, _ = _search(tmp_path)
+    assert measured == ["w0", "w1"]  # the search still stops at the first enough
+    loader = out["loader"]
+    assert (loader["setting"], loader["enough"]) == ("w0", False)  # not w1, 1.65x slower to train with
+    [note] = [n for n in out["notes"] if n.startswith("loader: w0 recommended")]
+    assert note.endswith("waits 17% of its step for data: w1 waited less but stepped slower")
+    assert not any(n.startswith("loader: no setting measured was enough") for n in out["notes"])  # w1 was
+    assert "num_workers=0" in "\n".join(out["recipe"])
+    opt_cmd.print_text(search)
+    assert "Loader: w0 (the best measured, not enough): DataLoader(num_workers=0" in capsys.readouterr().out
+
+
 def test_an_unsupported_setting_is_skipped_and_said(tmp_path, monkeypatch):
     measured = _fake(monkeypatch, {"w0": "no dataset for this workload", "w1": (1.0, 0.01)})
     _, out, _ = _search(tmp_path)

@@ -1,14 +1,16 @@
-"""`dlperf optimize --data DIR`: after the mode search, the smallest loader setting that feeds the best mode enough.
+"""`dlperf optimize --data DIR`: after the mode search, the loader setting to feed the best mode with.
 
 A loader setting is enough when the step waits less than INPUT_BOUND_MODERATE of its time for data, or when the step
 with it reaches ENOUGH_OF_SYNTHETIC of the throughput of the same mode on synthetic data (measured in the same run:
 the mode search's cell). Settings are measured in order of `LoaderSetting.cost` (w0, w1, ... up to the cores, each
 +pin on a GPU; or those of `--loaders`), and the search stops at the first that is enough: workers take cores and
-memory from the step, so the smallest is what to recommend. When none is, and `--loaders` did not fix the list, the
-best of them with workers is tried with more prefetching and persistent workers. Each setting is a cell of the
-search's run, measured in `repeats` processes through the same launcher and store; it stops when the budget left
-does not cover the next one, and says so. `recipe` is the script a recommendation prints: the workload's parts, the
-loader setting chosen, the mode's lines.
+memory from the step. When none is, and `--loaders` did not fix the list, the best of them with workers is tried with
+more prefetching and persistent workers. The one chosen is what the view recommends of those measured
+(`report.data.recommend`): the smallest whose step is not measurably slower than the fastest's, which the first
+enough need not be (waiting less for data, its workers can slow the step more on a CPU's shared cores). Each setting
+is a cell of the search's run, measured in `repeats` processes through the same launcher and store; it stops when the
+budget left does not cover the next one, and says so. `recipe` is the script a recommendation prints: the workload's
+parts, the loader setting chosen, the mode's lines.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
 from dlperf.modes import recipe as mode_recipe
 from dlperf.protocol import Cell
-from dlperf.report.data import dominates
+from dlperf.report.data import dominates, recommend
 from dlperf.runner.session import Budget, Session
 from dlperf.runner.tasks import Task
 from dlperf.spec import device_kind
@@ -51,7 +53,8 @@ class LoaderTrial:
 
 @dataclass
 class LoaderChoice:
-    """The loader search's answer: the first setting that was enough, else the best measured (`enough` False)."""
+    """The loader search's answer: of the settings measured, the one `report.data.recommend` takes (`enough`: whether
+    its loader keeps up with the step)."""
 
     mode: str
     synthetic_s: float | None
@@ -144,7 +147,7 @@ class LoaderSearch:
         found = self._until_enough(candidates(self.session.cores, gpu, self.loaders), choice.synthetic_s)
         if found is None and self.loaders is None and (base := best_of(self.trials, with_workers=True)):
             found = self._until_enough(variants(base.setting), choice.synthetic_s)
-        choice.chosen = found or best_of(self.trials)
+        choice.chosen = self._recommended()
         self._note(choice)
         return choice
 
@@ -179,6 +182,8 @@ class LoaderSearch:
         if c is None:
             why = "none of those tried measured" if self.trials else "none tried"
             self.notes.append(f"loader: no setting recommended: {why}")
+        elif not c.enough and (fed := [t.setting for t in self.trials if t.enough]):
+            self.notes.append(self._not_taken(c, fed))
         elif not c.enough:
             wait = f"{100 * c.wait_share:.0f}%" if c.wait_share is not None else "unknown"
             self.notes.append(
@@ -188,12 +193,34 @@ class LoaderSearch:
             )
             self.notes += [f"loader: {advice}" for advice in self._dominates()]
 
+    def _not_taken(self, chosen: LoaderTrial, fed: list[str]) -> str:
+        """Why the settings that were enough are not the one recommended: they waited less for data but stepped
+        slower (on a CPU, their workers on the step's cores), or were not told apart from it (the smaller taken)."""
+        slower = recommend(*self._cells()).slower
+        said = [f"{name} waited less but stepped slower" for name in slower]
+        said += [
+            f"{name}, enough, was not told apart from it (the smaller is taken)" for name in fed if name not in slower
+        ]
+        wait = f"{100 * chosen.wait_share:.0f}%" if chosen.wait_share is not None else "an unmeasured share"
+        return f"loader: {chosen.setting} recommended though it waits {wait} of its step for data: {'; '.join(said)}"
+
+    def _recommended(self) -> LoaderTrial | None:
+        """The trial the view would recommend (`report.data.recommend`): of those measured, the smallest whose step
+        is not measurably slower than the fastest's. The search stops at the first enough, and that one, waiting
+        less for data, can step slower than a smaller one measured before it (its workers on the step's cores)."""
+        rec = recommend(*self._cells())
+        return next((t for t in self.trials if t.setting == rec.setting), None)
+
     def _dominates(self) -> list[str]:
         """The view's word on it (`report.data.dominates`): data preparation dominates when even the fastest loader
         alone is slower than the synthetic step, with what would change it."""
+        return dominates(*self._cells())
+
+    def _cells(self) -> tuple[CellRecord | None, list[CellRecord]]:
+        """The best mode's synthetic cell and its loader cells, smallest setting first, as the view groups them."""
         cells = [c for c in self.session.cells() if c.mode == self.mode]
-        loaded = [c for c in cells if c.loader]
-        return dominates(next((c for c in cells if not c.loader), None), loaded)
+        loaded = sorted((c for c in cells if c.loader), key=lambda c: setting(c.loader).cost)
+        return next((c for c in cells if not c.loader), None), loaded
 
 
 def faster_not_taken(chosen, results) -> list[str]:
