@@ -14,6 +14,7 @@ from typing import Any
 
 from dlperf import loaders
 from dlperf.report.charts import Chart, Point, Series, _slug, tip
+from dlperf.report.fastest import overlap
 from dlperf.report.format import nbytes, seconds, significant
 from dlperf.store.records import CellRecord
 
@@ -122,10 +123,9 @@ def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
 
 def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommendation:
     """Among the measured settings, the smallest (`LoaderSetting.cost`) whose step is not measurably slower than the
-    fastest's: their 95% intervals of the median overlap, the tie the table's star withholds on (`table.overlap`). A
+    fastest's: their 95% intervals of the median overlap, the tie the table's star withholds on (`fastest.overlap`). A
     setting that waits less for data but whose step is slower is never it (on a CPU its workers took the compute
     threads' cores: following it trains slower). Whether it is `enough` says if the loader still holds the step back."""
-    from dlperf.report.table import overlap  # table imports this module
 
     timed = sorted((c for c in cells if throughput(c)), key=lambda c: loaders.setting(c.loader).cost)
     if not timed:

@@ -101,3 +101,16 @@ def lines(found: list[Fastest], samples: dict[str, list[list[float]]]) -> list[s
     one_process = told and all(len(samples[c.key]) == 1 for f in told for c in (f.cell, f.next))
     noise = "; each cell one process: its interval holds only that process's noise (--repeats 3 for more)"
     return [f"{HEAD}{noise if one_process else ''}:", *(f"- {f.text()}" for f in found)]
+
+
+def overlap(a: CellRecord, b: CellRecord) -> bool:
+    """Whether two cells' 95% intervals of the median overlap: neither is told apart as the faster."""
+    (a_low, a_high), (b_low, b_high) = span(a), span(b)
+    return a_low <= b_high and b_low <= a_high
+
+
+def span(cell: CellRecord) -> tuple[float, float]:
+    """A cell's 95% interval of the median; its median alone where it has none (an older store's cell)."""
+    if cell.ci_low_s is None or cell.ci_high_s is None:
+        return cell.median_s, cell.median_s
+    return cell.ci_low_s, cell.ci_high_s

@@ -18,6 +18,7 @@ from dlperf.report import data, ddp, fastest
 from dlperf.report.charts import FEW
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
+from dlperf.report.fastest import overlap
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
 from dlperf.report.profile import Verdict
@@ -79,19 +80,6 @@ class Row:
     def label(self) -> str:
         mode = "" if self.mode_label == "fp32" else f" {self.mode_label}"
         return f"{self.workload} {self.framework}{mode}"
-
-
-def overlap(a: CellRecord, b: CellRecord) -> bool:
-    """Whether two cells' 95% intervals of the median overlap: neither is told apart as the faster."""
-    (a_low, a_high), (b_low, b_high) = span(a), span(b)
-    return a_low <= b_high and b_low <= a_high
-
-
-def span(cell: CellRecord) -> tuple[float, float]:
-    """A cell's 95% interval of the median; its median alone where it has none (an older store's cell)."""
-    if cell.ci_low_s is None or cell.ci_high_s is None:
-        return cell.median_s, cell.median_s
-    return cell.ci_low_s, cell.ci_high_s
 
 
 def star_notes(rows: list[Row]) -> list[str]:
