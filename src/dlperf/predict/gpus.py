@@ -114,11 +114,18 @@ def read_text(path: str, where: str) -> str:
 
 def table() -> tuple[GPU, ...]:
     """The built-in rows, a user's row of the same name in place of its built-in one, then the user's new rows."""
+    global _merged
+    base = builtin()
     if not _user:
-        return builtin()
-    mine = {_key(g.name): g for g in _user}
-    merged = [mine.pop(_key(g.name), g) for g in builtin()]
-    return (*merged, *mine.values())
+        return base
+    if _merged[0] is not _user or _merged[1] is not base:  # merged once a file: `_by_key` keeps its map meanwhile
+        mine = {_key(g.name): g for g in _user}
+        merged = [mine.pop(_key(g.name), g) for g in base]
+        _merged = (_user, base, (*merged, *mine.values()))
+    return _merged[2]
+
+
+_merged: tuple = ((), (), ())  # (the user's rows, the built-in rows, the table merged of them)
 
 
 def parse(text: str, where: str) -> tuple[GPU, ...]:
@@ -206,6 +213,19 @@ def _key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", _NOISE.sub("", name.lower()))
 
 
+def _by_key() -> dict[str, GPU]:
+    """The table by normalized name (`_key`), built once per table: a prediction's scope note looks up each of the
+    225 shipped rows' GPU, and rebuilding it for each was half the note's time."""
+    global _index
+    rows = table()
+    if _index[0] is not rows:
+        _index = (rows, {_key(g.name): g for g in rows})
+    return _index[1]
+
+
+_index: tuple[tuple[GPU, ...] | None, dict[str, GPU]] = (None, {})
+
+
 def names() -> list[str]:
     return [g.name for g in table()]
 
@@ -216,7 +236,7 @@ def lookup(name: str, flag: str = "--gpu") -> GPU:
     UsageError listing every candidate (several fit) or the nearest names (none does), naming `flag`: a command's
     (`--gpu 'Z9000'`), a Python caller's argument (`'Z9000' in gpus`), or none ('')."""
     key = _key(name)
-    by_key = {_key(g.name): g for g in table()}
+    by_key = _by_key()
     if key in by_key:
         return by_key[key]
     fitting = candidates(name) or [g for k, g in by_key.items() if key and k.startswith(key)]
@@ -233,7 +253,7 @@ def known(name: str) -> GPU | None:
     """The table's GPU of `name` as dlperf wrote it (a stored prediction's, a prediction's own): matched as the table
     spells it after normalizing, never forgivingly as what a person types is (`lookup`); None where the table has no
     such GPU (one a run's --gpu-specs added, not given now)."""
-    return {_key(g.name): g for g in table()}.get(_key(name))
+    return _by_key().get(_key(name))
 
 
 def own(name: str) -> GPU:
