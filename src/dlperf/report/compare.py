@@ -96,6 +96,7 @@ class Comparison:
     threshold: float
     cells: list[CellResult] = field(default_factory=list)
     unmatched: list[Unmatched] = field(default_factory=list)
+    data: list[str] = field(default_factory=list)  # per workload read from different folders: what each side read
 
     def regressions(self) -> list[CellResult]:
         return [c for c in self.cells if c.regression]
@@ -121,7 +122,7 @@ class Comparison:
     def notes(self) -> list[str]:
         """One line per distinct reason cells got no verdict, with how many."""
         reasons = Counter(c.reason for c in self.cells if c.verdict == Verdict.TOO_LITTLE_DATA)
-        return [f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()]
+        return [*(f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()), *self.data]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -192,6 +193,7 @@ def compare(
             result.unmatched.append(Unmatched(key, _label(a or b), why))
         else:
             result.cells.append(_cell(a, b, a_samples.get(key, []), b_samples.get(key, [])))
+            result.data += [line for line in [data_note(a, b)] if line and line not in result.data]
     _decide(result)
     return result
 
@@ -243,8 +245,50 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
 
 
 def _workload_diff(a: CellRecord, b: CellRecord) -> str:
-    """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same."""
-    return workload_diff(a.workload_spec, b.workload_spec)
+    """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same. The folder of
+    the data (--data DIR, `extra.data_dir`) is no part of the model: `data_note` says when it differs."""
+    return workload_diff(_without_data(a.workload_spec), _without_data(b.workload_spec))
+
+
+def _without_data(spec: dict[str, Any]) -> dict[str, Any]:
+    extra = {k: v for k, v in (spec.get("extra") or {}).items() if k != "data_dir"}
+    return {**spec, "extra": extra}
+
+
+def data_note(a: CellRecord, b: CellRecord) -> str | None:
+    """One line when the two cells read different folders: a user workload's --data DIR, or without it the folder
+    its factory defaults to (`factory_default_data`). None when both read the same folder."""
+    folders = [_data_folder(c.workload_spec) for c in (a, b)]
+    if folders[0] == folders[1]:
+        return None
+    read = [folder or "the factory's default folder, which the source does not say" for folder in folders]
+    return f"{a.workload}: the data differs: A read {read[0]}, B read {read[1]}; each ratio compares the data too"
+
+
+def _data_folder(spec: dict[str, Any]) -> str | None:
+    given = (spec.get("extra") or {}).get("data_dir") or factory_default_data(spec.get("source") or "")
+    return os.path.realpath(given) if given else None
+
+
+def factory_default_data(source: str) -> str | None:
+    """The absolute folder a factory `file.py:name` defaults its `data_dir` to when no --data DIR was given, read from
+    its source without running it (`def make(data_dir="/data/photos")`); None when it cannot be read so."""
+    import ast
+
+    path, _, name = source.rpartition(":")
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8")) if path.endswith(".py") else None
+    except (OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body if tree else ():
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            arguments = [*node.args.posonlyargs, *node.args.args]
+            pairs = [*zip(arguments[len(arguments) - len(node.args.defaults) :], node.args.defaults, strict=True),
+                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]  # fmt: skip
+            found = next((d for a, d in pairs if a.arg == "data_dir"), None)
+            if isinstance(found, ast.Constant) and isinstance(found.value, str) and os.path.isabs(found.value):
+                return found.value
+    return None
 
 
 def _decide(result: Comparison) -> None:
