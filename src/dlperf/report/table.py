@@ -204,10 +204,10 @@ def mode_label(mode: str, loader: str) -> str:
 
 
 def cell_label(cell: CellRecord) -> str:
-    """A cell as a person names it: workload, framework, the mode unless fp32, its loader, and its column."""
-    mode = "" if cell.mode == "fp32" else f" {cell.mode}"
-    loader = f" data:{cell.loader}" if cell.loader else ""
-    return f"{cell.workload} {cell.framework}{mode}{loader} {cell.column}"
+    """A cell as a person names it: workload, framework, the mode unless fp32 on synthetic data, and its column. A
+    cell over real data names its mode as the table's mode column does (`fp32 · data:w0`, `mode_label`)."""
+    mode = "" if cell.mode == "fp32" and not cell.loader else f" {mode_label(cell.mode, cell.loader)}"
+    return f"{cell.workload} {cell.framework}{mode} {cell.column}"
 
 
 def note_kind(warning: str) -> str:
