@@ -95,3 +95,30 @@ def test_a_damaged_or_foreign_entry_reprobes_and_is_written_over(launches, damag
     plan_info()
     assert len(launches) == 2  # written over: kept again
     assert [p.name for p in probe_cache.directory().iterdir()] == [entry.name]  # no temporary file left
+
+
+def test_two_keys_taken_in_turn_each_keep_their_entry(launches, monkeypatch):
+    """A user switching PYTHONPATH back and forth (two checkouts, a benchmark alternating trees) probes each once."""
+    for _ in range(3):
+        for tree in ("/work/a/src", "/work/b/src"):
+            monkeypatch.setenv("PYTHONPATH", tree)
+            assert plan_info() == {"torch": ANSWER.to_json()}
+    assert len(launches) == 2  # before: one entry an interpreter, written over at each switch, 6 probes
+
+
+def test_the_folder_keeps_the_most_recently_used_entries(launches, monkeypatch):
+    monkeypatch.setattr(probe_cache, "KEEP", 3)
+    probe_cache.directory().mkdir(parents=True)
+    old_format = probe_cache.directory() / "torch-33f93a6bdb3aa98c.json"  # /opt/py/bin/python's, as 0d35089 named it
+    old_format.write_text("{}")  # an entry of the earlier format, one an interpreter: dropped at the next write
+    for tree in ("a", "b", "c", "a", "d"):  # a used again after c: b is the least recently used when d comes
+        monkeypatch.setenv("PYTHONPATH", tree)
+        plan_info()
+    assert len(launches) == 4 and len(list(probe_cache.directory().iterdir())) == 3 and not old_format.exists()
+    for tree in ("a", "c", "d"):
+        monkeypatch.setenv("PYTHONPATH", tree)
+        plan_info()
+    assert len(launches) == 4  # each still kept
+    monkeypatch.setenv("PYTHONPATH", "b")
+    plan_info()
+    assert len(launches) == 5  # dropped

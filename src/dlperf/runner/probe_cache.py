@@ -13,9 +13,11 @@ depends on the user's files and is always asked. The entry is reused only while 
 - every variable of this environment that changes the answer: the threading and kernel variables a run records
   (`system.inherited_thread_env`, CUDA_VISIBLE_DEVICES among them), the GPU runtimes' and frameworks' own
   (CUDA_*, NVIDIA_*, TORCH_*, ...), and what changes which package is imported (PYTHONPATH, LD_LIBRARY_PATH, ...).
-A change to any of them re-probes and writes over the entry (one per framework and interpreter: the folder does not
-grow). Written whole (a temporary file, then renamed); read defensively: an entry that does not parse, is under
-another key, or is not an answer of this framework is a miss. `DLPERF_NO_PROBE_CACHE=1` neither reads nor writes it.
+A change to any of them re-probes and writes an entry of its own, named by the interpreter and a hash of the key: a
+user switching PYTHONPATH, or between two checkouts, back and forth finds each one's entry still there. The folder is
+bounded: `KEEP` entries a framework and interpreter, the least recently used dropped (a hit touches its entry).
+Written whole (a temporary file, then renamed); read defensively: an entry that does not parse, is under another key,
+or is not an answer of this framework is a miss. `DLPERF_NO_PROBE_CACHE=1` neither reads nor writes it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import os
 import platform
 import socket
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +47,7 @@ ENV_PREFIXES = ("CUDA_", "NVIDIA_", "TORCH_", "PYTORCH_", "HIP_", "ROCR_", "ROCM
 ENV_NAMES = ("PYTHONPATH", "PYTHONHOME", "PYTHONNOUSERSITE", "LD_LIBRARY_PATH", "VIRTUAL_ENV", "CONDA_PREFIX")
 DEVICE_NODES = ("/dev/nvidia*", "/dev/kfd", "/dev/dri/*", "/dev/accel*")
 SRC = Path(__file__).resolve().parent.parent
+KEEP = 8  # entries a framework and interpreter keeps: one a key (PYTHONPATH, a variable, a driver), the oldest dropped
 
 
 def enabled() -> bool:
@@ -118,26 +122,57 @@ def key(framework: str, python: str) -> dict[str, Any] | None:
     return json.loads(json.dumps(found))  # as it reads back: tuples as lists
 
 
-def _path(framework: str, python: str) -> Path:
-    return directory() / f"{framework}-{hashlib.sha256(python.encode()).hexdigest()[:16]}.json"
+def _stem(framework: str, python: str) -> str:
+    return f"{framework}-{hashlib.sha256(python.encode()).hexdigest()[:16]}"
+
+
+def _path(framework: str, python: str, entry_key: dict[str, Any]) -> Path:
+    text = json.dumps(entry_key, sort_keys=True, separators=(",", ":"))
+    return directory() / f"{_stem(framework, python)}-{hashlib.sha256(text.encode()).hexdigest()[:16]}.json"
+
+
+def _touch(path: Path) -> None:
+    """Mark the entry used now, to the nanosecond (a file's own time may be a clock tick's, the same for several)."""
+    now = time.time_ns()
+    with contextlib.suppress(OSError):
+        os.utime(path, ns=(now, now))
 
 
 def read(framework: str, python: str, entry_key: dict[str, Any]) -> EnvAnswer | None:
     """The kept answer, or None: absent, unreadable, damaged, under another key, or not this framework's."""
+    path = _path(framework, python, entry_key)
     try:
-        payload = json.loads(_path(framework, python).read_bytes())
+        payload = json.loads(path.read_bytes())
         if payload.get("format") != FORMAT or payload.get("key") != entry_key:
             return None
         found = EnvAnswer.from_json(payload["answer"])
     except Exception:  # whatever a damaged or foreign file holds is a miss, never an error
         return None
-    return found if found.framework == framework and found.to_json() == payload["answer"] else None
+    if found.framework != framework or found.to_json() != payload["answer"]:
+        return None
+    _touch(path)
+    return found
 
 
 def write(framework: str, python: str, entry_key: dict[str, Any], answer: EnvAnswer) -> None:
-    """Write the entry whole (temporary file, then rename); a folder that cannot be written is no error."""
+    """Write the entry whole (temporary file, then rename), then drop what is past `KEEP` of this framework and
+    interpreter, the least recently used first, and an entry of the earlier format (one per interpreter, no key in its
+    name). A folder that cannot be written is no error."""
     data = json.dumps({"format": FORMAT, "key": entry_key, "answer": answer.to_json()}).encode()
-    envs.write_whole(_path(framework, python), data)
+    path = _path(framework, python, entry_key)
+    envs.write_whole(path, data)
+    _touch(path)
+    stem = _stem(framework, python)
+    used = []
+    for entry in directory().glob(f"{stem}*.json"):
+        with contextlib.suppress(OSError):
+            if entry.name == f"{stem}.json":
+                entry.unlink()
+            else:
+                used.append((entry.stat().st_mtime_ns, entry))
+    for _, entry in sorted(used, reverse=True)[KEEP:]:
+        with contextlib.suppress(OSError):
+            entry.unlink()
 
 
 def env_answer(framework: str, python: str) -> EnvAnswer:
