@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dlperf.measure.units import plural
-from dlperf.report import best, charts, cost, crossover, ddp, figures, fleet, paper, predicted, profile, table
+from dlperf.report import best, charts, cost, crossover, ddp, figures, fit, fleet, paper, predicted, profile, table
 from dlperf.report import data as pipeline
 from dlperf.report.charts import Chart
 from dlperf.report.fleet import Fleet
@@ -47,11 +47,13 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
     all_charts += [crossover.chart(x) for x in data.crossovers]
     all_charts = [c for c in all_charts if c.points]  # an unsupported cell's group draws no empty chart
     forecast = predicted.rows(cells, data.predictions)
+    fits = fit.searches(data.runs, cells)
     colors = figures.palette(all_charts)
     drawn = {c.id: _figure(c, colors, f"c{i}") for i, c in enumerate(all_charts)}
     by_kind = lambda prefix: "".join(v for k, v in drawn.items() if k.startswith(prefix))  # noqa: E731
     sections = [
         *([Section("campaign", f"The machines of {campaign.name} side by side", _fleet(campaign))] if campaign else []),
+        *([Section("fit", "The largest batch that fits", _fit(fits))] if fits else []),
         Section("table", "Seconds per mini-batch" + (f" (run {_ids(data)})" if campaign else ""), _table7(data)),
         *([Section("input", "Input pipeline", _pipeline(groups, drawn))] if groups else []),
         Section("scaling", "Thread scaling", by_kind("scaling-") or _none("No workload was measured at two or more "
@@ -68,10 +70,10 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
         *([Section("profile", "Where the time goes", drawn.get("profile", "") + _profiles(data, at))]
           if data.profiles else []),
         Section("paper", "Against the paper", _paper(paper_rows, paper_notes, drawn.get("paper", ""))),
-        Section("warnings", "Warnings", _warnings(data, paper_notes)),
+        Section("warnings", "Warnings", _warnings(data, paper_notes, fit.tries_of(fits))),
         Section("environment", "Environment", _environment(data)),
     ]  # fmt: skip
-    return _page(data, sections, len(all_charts))
+    return _page(data, sections, len(all_charts), len(fit.tries_of(fits)))
 
 
 def _figure(chart: Chart, colors: dict, prefix: str) -> str:
@@ -153,7 +155,9 @@ def _sources(data: Loaded) -> str:
 def _table_cell(cell: CellRecord | None, text: str, is_best: bool) -> str:
     if cell is None:
         return '<td class="empty"></td>'
-    classes = ["num", cell.status.value, *(["best"] if is_best else [])]
+    oom = fit.out_of_memory(cell)  # a batch that did not fit: what it says, not "failed"
+    text = fit.OUT_OF_MEMORY if oom else text
+    classes = ["num", "oom" if oom else cell.status.value, *(["best"] if is_best else [])]
     attrs = f' class="{" ".join(classes)}" data-key="{escape(cell.key, quote=True)}"'
     if cell.ok and cell.median_s is not None:
         attrs += f' data-tip="{_tip_attr(cell)}" tabindex="0"'
@@ -280,8 +284,21 @@ def _trace_link(trace: str | None, at: Path | None) -> str:
     return f'<a class="trace" href="{escape(href, quote=True)}" title="{escape(str(path))}">{escape(path.name)}</a>'
 
 
-def _warnings(data: Loaded, paper_notes: list[str]) -> str:
-    rows = [[label, kind, text] for label, kind, text in table.cell_notes(data.cells)]
+def _fit(found: list[fit.Search]) -> str:
+    """Per fit search: its answer, the limit, then every try in the order made."""
+    parts = []
+    for search in found:
+        lines = f'<p class="note">{escape(search.answer())}</p><p class="legend">{escape(search.limit_line())}</p>'
+        parts.append(lines + _html_table(fit.HEAD, search.rows(), "fit"))
+    note = ("peak memory: live tensors at the step's peak; the limit counts the whole process's data. A batch that ran "
+            "out of memory is a try of the search, its answer's evidence, not a failure.")  # fmt: skip
+    return "".join(parts) + f'<p class="legend">{escape(note)}</p>'
+
+
+def _warnings(data: Loaded, paper_notes: list[str], tries: set[str] = frozenset()) -> str:
+    """`tries`: the keys of fit tries that ran out of memory, shown as tries in their own section."""
+    cells = [c for c in data.cells if c.key not in tries]
+    rows = [[label, kind, text] for label, kind, text in table.cell_notes(cells)]
     rows += [["", "parameters", n] for n in table.parameter_notes(data.cells)]
     pending = [c for c in data.cells if c.status is Status.PENDING]
     for run in data.runs:
@@ -370,12 +387,13 @@ def _machine(env: dict) -> str:
     return f"{host}{cpu}, {cores_said}, {nbytes(env.get('memory_total_bytes'))}{gpu}"
 
 
-def _page(data: Loaded, sections: list[Section], n_charts: int) -> str:
+def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0) -> str:
     last = data.runs[-1]
     ids = _ids(data)
     ok = sum(c.ok for c in data.cells)
     timed = [c.median_s for c in data.cells if c.ok and c.median_s]
     span = f"; medians from {seconds(min(timed))} to {seconds(max(timed))}" if timed else ""
+    span += f"; {plural(out, 'batch', 'es')} tried by dlperf fit ran out of memory, as its search's do" if out else ""
     summary = (
         f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last.status} · started {last.started_at} · "
         f"{_machine(last.env)} · {ok} of {plural(len(data.cells), 'cell')} measured{span} · {plural(n_charts, 'chart')}"
@@ -413,7 +431,7 @@ main{padding:0 24px 24px} footer{padding:12px 24px;color:#6a747d;font-size:12px;
 table{border-collapse:collapse;margin:6px 0;font-variant-numeric:tabular-nums}
 th,td{border-bottom:1px solid #e6e9ec;padding:3px 10px;text-align:left;vertical-align:top}
 th{background:#f4f6f8;font-weight:600} td.num{text-align:right}
-td.best{font-weight:700;color:#19692c} td.failed,td.timeout{color:#b3261e} td.unsupported{color:#8a9299}
+td.best{font-weight:700;color:#19692c} td.failed,td.timeout{color:#b3261e} td.unsupported,td.oom{color:#8a9299}
 td.pending{color:#a86b00} [data-tip]{cursor:default}
 figure.chart{display:inline-block;margin:8px 16px 16px 0;vertical-align:top;max-width:100%}
 figure.chart svg{max-width:100%;height:auto;display:block}

@@ -1,0 +1,105 @@
+"""The answer of a `dlperf fit` run in the report: per workload, framework and mode, the largest batch that fits, its
+peak memory, the first batch tried above it that did not fit, and every try in the order made, as `dlperf fit` printed
+them. A try that ran out of memory is stored `failed` with the reason "out of memory at batch N ..."
+(`worker/cell.oom_reason`): in a fit run it is the answer's evidence, read here as a try, not a failure. Pure
+functions over the stored runs and cells."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dlperf.report.format import nbytes, seconds
+from dlperf.store.records import CellRecord, RunRecord
+from dlperf.vocab import Status
+from dlperf.workloads.base import split_variant
+
+OUT_OF_MEMORY = "out of memory"  # how an out-of-memory try's stored reason starts (`worker/cell.oom_reason`)
+HEAD = ["batch", "fits", "peak memory", "median step", "n"]
+
+
+def out_of_memory(cell: CellRecord) -> bool:
+    """A cell that failed by running out of memory at its batch."""
+    return cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
+
+
+def is_fit_run(run: RunRecord) -> bool:
+    return run.env.get("made_by") == "fit"
+
+
+@dataclass
+class Search:
+    """One workload's search in one mode of a fit run: its tries (cells `name@bN`) in the order made."""
+
+    run_id: int
+    workload: str  # without its @bN
+    framework: str
+    column: str
+    mode: str
+    limit: int | None  # --max-memory in bytes (CPU); None: the device's own memory
+    tries: list[CellRecord] = field(default_factory=list)
+
+    @staticmethod
+    def batch(cell: CellRecord) -> int:
+        return split_variant(cell.workload)[1] or cell.batch or 0
+
+    @property
+    def largest(self) -> CellRecord | None:
+        return max((c for c in self.tries if c.ok), key=self.batch, default=None)
+
+    @property
+    def first_out(self) -> CellRecord | None:
+        """The smallest batch above the largest that fits which ran out of memory."""
+        floor = self.batch(self.largest) if self.largest else 0
+        out = [c for c in self.tries if out_of_memory(c) and self.batch(c) > floor]
+        return min(out, key=self.batch, default=None)
+
+    @property
+    def label(self) -> str:
+        return f"{self.workload} {self.framework} {self.column} {self.mode}"
+
+    def answer(self) -> str:
+        """The answer in one line, in `dlperf fit`'s words, with the largest batch's peak memory."""
+        largest, out = self.largest, self.first_out
+        if largest is None:
+            tried = f"batch {self.batch(out)} runs out of memory" if out else "no try ran"
+            return f"{self.label}: no batch tried fits: {tried}"
+        n = self.batch(largest)
+        peak = f" (peak memory {nbytes(largest.peak_mem_bytes)})" if largest.peak_mem_bytes else ""
+        if out is None:
+            return f"{self.label}: every batch tried fits; the largest tried is {n}{peak}"
+        beyond = f"batch {n + 1}" if self.batch(out) == n + 1 else f"the next batch tried, {self.batch(out)},"
+        return f"{self.label}: the largest batch that fits is {n}{peak}; {beyond} runs out of memory"
+
+    def rows(self) -> list[list[str]]:
+        """Each try, in order: batch, fits (yes, out of memory, or the status of another failure), peak, median."""
+        return [
+            [
+                str(self.batch(c)),
+                "yes" if c.ok else OUT_OF_MEMORY if out_of_memory(c) else c.status.value,
+                nbytes(c.peak_mem_bytes) if c.ok else "-",
+                seconds(c.median_s) if c.ok and c.median_s else "-",
+                str(c.n) if c.ok and c.n is not None else "-",
+            ]
+            for c in self.tries
+        ]
+
+    def limit_line(self) -> str:
+        return f"limit: --max-memory {nbytes(self.limit)}" if self.limit else "limit: the device's own memory"
+
+
+def searches(runs: list[RunRecord], cells: list[CellRecord]) -> list[Search]:
+    """The searches of the fit runs among `runs`, each with its tries in the order made."""
+    fits = {r.id: r for r in runs if is_fit_run(r)}
+    found: dict[tuple, Search] = {}
+    for c in sorted((c for c in cells if c.run_id in fits), key=lambda c: (c.run_id, c.position)):
+        workload = split_variant(c.workload)[0]
+        limit = fits[c.run_id].spec.get("max_memory")
+        search = found.setdefault((c.run_id, workload, c.framework, c.column, c.mode),
+                                  Search(c.run_id, workload, c.framework, c.column, c.mode, limit))  # fmt: skip
+        search.tries.append(c)
+    return list(found.values())
+
+
+def tries_of(found: list[Search]) -> set[str]:
+    """The keys of the tries that ran out of memory: the answers' evidence, not failures."""
+    return {c.key for s in found for c in s.tries if out_of_memory(c)}

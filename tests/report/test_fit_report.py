@@ -1,0 +1,59 @@
+"""`dlperf report` of a `dlperf fit` run: the answer (largest batch, its peak, the first batch that did not fit) and the
+tries as tries; the batches that ran out of memory are the answer's evidence, not failed cells (helper 124: the report
+of a fit run showed 4 "failed" cells and not the answer, 102)."""
+
+from conftest import make_cell
+from dlperf.report import fit, html
+from dlperf.report.load import Loaded
+from dlperf.store.records import RunRecord
+
+MIB = 2**20
+TRIED = [(16, 141), (32, 257), (64, 489), (128, None), (96, 721), (112, None), (104, None), (100, 751), (102, 765),
+         (103, None)]  # fmt: skip
+
+
+def fit_run(made_by: str = "fit") -> Loaded:
+    env = {"made_by": made_by, "cpu": {"model": "AMD EPYC"}, "cores": {"cores": 2}}
+    run = RunRecord(4, "2026-12-02T14:37:33+00:00", None, "complete", ["dlperf", "fit", "gpt.py:make"],
+                    {"max_memory": 1024 * MIB}, env, {})  # fmt: skip
+    cells = []
+    for position, (batch, peak) in enumerate(TRIED):
+        fits = (
+            {"median_s": batch / 8.1, "n": 1, "peak_mem_bytes": peak * MIB}
+            if peak
+            else {
+                "status": "failed",
+                "error": f"out of memory at batch {batch} under --max-memory 1,024 MiB: RuntimeError",
+            }
+        )
+        cells.append(make_cell(f"tiny-gpt@b{batch}", run_id=4, position=position, batch=batch, **fits))
+    return Loaded("h.db", [run], cells, {}, False, [])
+
+
+def test_the_answer_is_the_largest_batch_with_its_peak_and_the_first_that_did_not_fit():
+    [search] = fit.searches(fit_run().runs, fit_run().cells)
+    assert search.answer() == ("tiny-gpt torch cpu:1 fp32: the largest batch that fits is 102 (peak memory 765 MiB); "
+                               "batch 103 runs out of memory")  # fmt: skip
+    assert [row[:2] for row in search.rows()] == [[str(b), "yes" if p else "out of memory"] for b, p in TRIED]
+    assert search.limit_line() == "limit: --max-memory 1 GiB"
+
+
+def test_the_report_of_a_fit_run_shows_the_answer_and_no_failed_cell():
+    page = html.render(fit_run())
+    assert "The largest batch that fits" in page
+    assert "the largest batch that fits is 102 (peak memory 765 MiB); batch 103 runs out of memory" in page
+    assert "num failed" not in page and ">failed<" not in page and "failed:" not in page and " failed," not in page
+    assert "4 batches tried by dlperf fit ran out of memory" in page
+    assert page.count(">out of memory<") == 8  # each try, in the answer's table and in the seconds table
+
+
+def test_a_run_that_is_no_fit_has_no_fit_section():
+    assert fit.searches(fit_run("run").runs, fit_run("run").cells) == []
+    assert "The largest batch that fits" not in html.render(fit_run("run"))
+
+
+def test_no_batch_tried_fits_says_so():
+    search = fit.Search(1, "w", "torch", "cpu:1", "fp32", None, [make_cell("w@b1", batch=1, status="failed",
+                        error="out of memory at batch 1")])  # fmt: skip
+    assert search.answer() == "w torch cpu:1 fp32: no batch tried fits: batch 1 runs out of memory"
+    assert search.limit_line() == "limit: the device's own memory"
