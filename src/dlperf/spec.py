@@ -20,7 +20,6 @@ from dlperf import parallel as strategies
 from dlperf.errors import UsageError, why_unwritable
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
-from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework, Parallel
@@ -264,8 +263,7 @@ _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 
 
 def parse_size(text: str, flag: str) -> int:
-    """A memory size in bytes: 2GiB, 512M, 1.5G (K, M, G, T and KiB ... TiB: powers of 1024), 500MB (KB ... TB:
-    powers of 1000), or a number of bytes."""
+    """A memory size in bytes: 2GiB, 512M, 1.5G (K ... T, KiB ... TiB: 1024s), 500MB (KB ... TB: 1000s), or bytes."""
     found = _SIZE.fullmatch(text.strip())
     if found is None or found[3].upper() == "I" or (found[3].upper() == "IB" and not found[2]):
         raise UsageError(f"{flag} {text!r}: expected a size such as 512MiB, 2GiB or 1.5G (K, M, G, T: powers of 1024; "
@@ -437,6 +435,8 @@ def parse_threads(text: str) -> tuple[int, ...]:
 
 
 def parse_nprocs(text: str) -> tuple[int, ...]:
+    from dlperf.measure import system  # ctypes, platform, glob: not for the parsers `dlperf --help` builds
+
     if why := system.too_many_processes(nprocs := tuple(dict.fromkeys(positive_ints(text, "--nproc")))):
         raise UsageError(why)
     return nprocs

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -29,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError, where_in_user_code
-from dlperf.workloads import userfiles
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 
@@ -164,6 +162,8 @@ def source_digests(workloads: Iterable[Any]) -> dict[str, str]:
 
 
 def _digest(path: Path) -> str:
+    import hashlib  # the user's files' digests and names (userfiles): not for the parsers `dlperf --help` builds
+
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
@@ -294,6 +294,8 @@ def whose(owner: Any) -> str | None:
     """Whose `owner` (a function, or a callable object's class) is where it is not the user's: dlperf's, the standard
     library's, an installed package's that never uses dlperf (`rich:print`); None where it may be the user's. Told
     by where its module was imported from, not by its name: a user's statistics.py is the user's."""
+    from dlperf.workloads import userfiles
+
     name = owner.__module__ or ""
     top = name.partition(".")[0]
     if name.startswith(f"{userfiles.PACKAGE}."):  # a file of the user's, as dlperf imports it
@@ -462,6 +464,8 @@ def _import_module(target: str):
 def _import_package(spec):
     """The user's package `spec` found, named as one of the standard library's: under a name of its own, as
     `_import_file` imports a file, its modules then imported below it (their relative imports work)."""
+    from dlperf.workloads import userfiles
+
     folder = Path(next(iter(spec.submodule_search_locations)))
     name = userfiles.module_name(folder)
     if name in sys.modules:
@@ -475,6 +479,8 @@ def _import_package(spec):
 
 
 def _import_file(path_text: str, search: bool = True):
+    from dlperf.workloads import userfiles
+
     path = Path(path_text)
     if not path.is_file():
         raise UsageError(f"no such file {path_text!r}")
