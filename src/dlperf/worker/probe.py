@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import tempfile
 
 from dlperf.answers import (
     ProbeRequest,
@@ -41,7 +42,7 @@ def respond(framework: str, request: ProbeRequest) -> Wire:
         return start(fw, request.threads)
     found = request.answer_of(fw.probe(request.to_json()))
     if hasattr(found, "sources"):  # a count, a trace, a description: kept with the user's files it was made from
-        return dataclasses.replace(found, sources=sources.imported())
+        return dataclasses.replace(found, sources=sources.imported(tempfile.gettempdir()))
     return found
 
 

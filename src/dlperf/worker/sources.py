@@ -19,11 +19,14 @@ MAX_FILES = 1000  # beyond it (a framework installed editable, say) nothing is s
 DLPERF = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # dlperf's own package
 
 
-def imported() -> dict[str, list] | None:
+def imported(scratch: str | None = None) -> dict[str, list] | None:
     """{path: [size, mtime_ns, sha256]} of the user's own source files among the modules imported (`sys.modules`),
     each read whole, its size and time taken after the read: a file edited while it was read has a time after the
-    process started, which `kept.keep` refuses. None: more than `MAX_FILES`."""
-    installed = _installed()
+    process started, which `kept.keep` refuses. None: more than `MAX_FILES`. `scratch`: the child's own temporary
+    folder (`child.own_temp`), whose modules the process wrote itself (TensorFlow's AutoGraph, TorchInductor's
+    compiled code), never the user's: counted, they were written after it started, and no TensorFlow or compiled
+    cell's figures were kept."""
+    installed = _installed(scratch)
     found: dict[str, list] = {}
     for module in list(sys.modules.values()):
         path = getattr(module, "__file__", None)
@@ -47,11 +50,11 @@ def described(path: str) -> list | None:
     return [st.st_size, st.st_mtime_ns, digest] if stat.S_ISREG(st.st_mode) else None
 
 
-def _installed() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _installed(scratch: str | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The folders whose files are not the user's, as named and with their links resolved: the standard library,
-    every site-packages (the user's own too), dist-packages, and dlperf."""
+    every site-packages (the user's own too), dist-packages, dlperf, and the child's own temporary folder."""
     places = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    places |= set(site.getsitepackages()) | {site.getusersitepackages(), DLPERF}
+    places |= set(site.getsitepackages()) | {site.getusersitepackages(), DLPERF, scratch}
     places |= {p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")}
     named = tuple(os.path.join(os.path.abspath(p), "") for p in places if p)
     return named, tuple(os.path.join(os.path.realpath(p), "") for p in places if p)
