@@ -27,10 +27,9 @@ from dlperf.protocol import Cell
 from dlperf.report.format import duration
 from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
-from dlperf.vocab import ExitCode, Status
+from dlperf.vocab import OUT_OF_MEMORY, ExitCode, Status
 
 DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
-OUT_OF_MEMORY = "out of memory"  # how an out-of-memory try's stored reason starts (`worker/cell.oom_reason`)
 
 
 @dataclass
@@ -71,9 +70,10 @@ class Try:
 
     @classmethod
     def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None, phases: dict | None = None) -> Try:
+        from dlperf.report.fit import out_of_memory
         from dlperf.report.table import note_kind
 
-        oom = cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
+        oom = out_of_memory(cell)
         rate = batch / cell.median_s if cell.ok and cell.median_s else None
         timing = tuple(w for w in cell.warnings if note_kind(w) == "noise") if rate else ()
         faults = cell.minor_faults_per_step if rate and cell.device == "cpu" else None

@@ -28,6 +28,9 @@ class Status(StrEnum):
         return self in (Status.FAILED, Status.TIMEOUT)
 
 
+OUT_OF_MEMORY = "out of memory"  # the start of a stored reason of a cell out of memory (`worker/cell.oom_reason`)
+
+
 class ExitCode:
     OK = 0
     CELLS_FAILED = 1

@@ -10,10 +10,9 @@ from dataclasses import dataclass, field
 
 from dlperf.report.format import nbytes, seconds
 from dlperf.store.records import CellRecord, RunRecord
-from dlperf.vocab import Status
+from dlperf.vocab import OUT_OF_MEMORY, Status
 from dlperf.workloads.base import split_variant
 
-OUT_OF_MEMORY = "out of memory"  # how an out-of-memory try's stored reason starts (`worker/cell.oom_reason`)
 HEAD = ["batch", "fits", "peak memory", "median step", "n"]
 
 

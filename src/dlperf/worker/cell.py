@@ -49,6 +49,7 @@ from dlperf.protocol import (
     Sources,
     Warmup,
 )
+from dlperf.vocab import OUT_OF_MEMORY
 from dlperf.worker import feed, sources
 from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, serve
 from dlperf.workloads import Workload
@@ -444,7 +445,7 @@ def oom_reason(exc: BaseException, batch: int | None, limit: int | None) -> str:
         if isinstance(exc, GrewPastTheLimit)
         else describe(exc).removeprefix("out of memory: ")
     )
-    return f"out of memory at batch {batch}{under}: {text}"
+    return f"{OUT_OF_MEMORY} at batch {batch}{under}: {text}"
 
 
 def main(argv: list[str]) -> int:
