@@ -4,9 +4,11 @@
 
 import re
 
-from conftest import ROOT
+from test_fit_report import fit_run
+
+from conftest import ROOT, make_cell
 from dlperf import vocab
-from dlperf.report import fit
+from dlperf.report import fit, table
 
 
 def test_out_of_memory_is_defined_once_and_the_worker_writes_it():
@@ -18,3 +20,14 @@ def test_out_of_memory_is_defined_once_and_the_worker_writes_it():
     assert defined == [ROOT / "src" / "dlperf" / "vocab.py"]
     assert fit.OUT_OF_MEMORY is vocab.OUT_OF_MEMORY and fit_command.OUT_OF_MEMORY is vocab.OUT_OF_MEMORY
     assert oom_reason(MemoryError(), 8, None).startswith(vocab.OUT_OF_MEMORY)
+
+
+def test_the_table_says_out_of_memory_where_the_store_says_so_and_its_csv_and_json_keep_the_status():
+    cells = [*fit_run().cells, make_cell("other@b8", run_id=4, position=10, batch=8, status="failed", error="boom")]
+    view = table.build(4, cells)
+    said = {row.workload: table.cell_text(row, "cpu:1") for row in view.rows}
+    assert said["tiny-gpt@b128"] == said["tiny-gpt@b103"] == "out of memory"
+    assert said["other@b8"] == "failed"  # any other failure stays one
+    assert said["tiny-gpt@b102"].startswith("12.593")
+    assert "tiny-gpt@b128,torch,128,failed," in table.render_csv(view)  # the export's status values stay as stored
+    assert '"status": "failed"' in table.render_json(view) and 'out of memory"' not in table.render_json(view)

@@ -19,11 +19,12 @@ from dlperf.report.charts import FEW
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import overlap
+from dlperf.report.fit import out_of_memory
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
 from dlperf.report.profile import Verdict
 from dlperf.store.records import CellRecord
-from dlperf.vocab import Status
+from dlperf.vocab import OUT_OF_MEMORY, Status
 
 BEST_MARK = "*"
 FEW_MARK = "?"  # a median of few samples
@@ -293,7 +294,7 @@ def cell_text(row: Row, column: str) -> str:
     if cell is None:
         return ""
     if not cell.ok or cell.median_s is None:
-        return cell.status.value
+        return OUT_OF_MEMORY if out_of_memory(cell) else cell.status.value  # a batch that did not fit, as it says
     n = f" n={cell.n}" if cell.n is not None else ""
     util = f" ({100 * cell.utilization:.0f}%)" if cell.utilization is not None else ""
     return f"{table_seconds(cell.median_s)}{marks(row, column)}{n}{util}"
@@ -448,5 +449,6 @@ def render_rich(view: TableView):
 
 
 def _style(text: str) -> str:
-    colour = {"failed": "red", "timeout": "red", "unsupported": "dim", "pending": "yellow"}.get(text)
+    quiet = {"unsupported": "dim", OUT_OF_MEMORY: "dim", "pending": "yellow"}  # out of memory: a fit's try, as it says
+    colour = {"failed": "red", "timeout": "red", **quiet}.get(text)
     return f"[{colour}]{markup(text)}[/]" if colour else markup(text)
