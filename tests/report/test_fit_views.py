@@ -2,6 +2,7 @@
 `dlperf report` said so, but `list --runs` counted "4 failed, 6 ok" and `dlperf table` showed "failed"), and the words
 "out of memory" that mark such a try are defined once, where the worker that writes them and the views can import."""
 
+import json
 import re
 
 from test_fit_report import fit_run
@@ -31,3 +32,35 @@ def test_the_table_says_out_of_memory_where_the_store_says_so_and_its_csv_and_js
     assert said["tiny-gpt@b102"].startswith("12.593")
     assert "tiny-gpt@b128,torch,128,failed," in table.render_csv(view)  # the export's status values stay as stored
     assert '"status": "failed"' in table.render_json(view) and 'out of memory"' not in table.render_json(view)
+
+
+def test_list_runs_counts_the_tries_that_ran_out_of_memory_as_such(tmp_path, capsys, monkeypatch):
+    from dataclasses import replace
+
+    from dlperf.cli import main
+    from dlperf.store import Store
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import Status
+    from report.runs import MACHINE, cell, measured
+
+    db = tmp_path / "f.db"
+    store = Store.open(db, create=True)
+    batches = (16, 32, 64, 48)
+    plan = [cell(f"fcn-r@b{b}", batch=b) for b in batches]
+    run_id = store.create_run({"max_memory": 2**28}, {"made_by": "fit"}, MACHINE, ["dlperf", "fit", "fcn-r"], plan)
+    said = {16: "ok", 32: "ok", 64: "out of memory at batch 64 under --max-memory 256 MiB: MemoryError", 48: "boom"}
+    for c, batch in zip(plan, batches, strict=True):
+        error = said[batch]
+        status = Status.OK if error == "ok" else Status.FAILED
+        m = ProcessMeasurement(status=status, samples=[0.01] * 5 if status is Status.OK else [], error=error)
+        figures = replace(measured([m.samples], status.value), error=None if status is Status.OK else error)
+        store.record(run_id, c.cell.key, 0, m, figures)
+    store.set_run_status(run_id, "complete")
+    store.close()
+    assert main(["list", "--runs", "--format", "json", "--db", str(db)]) == 0
+    [row] = json.loads(capsys.readouterr().out)
+    assert row["cells"] == {"failed": 2, "ok": 2} and row["out_of_memory"] == 1  # the statuses as stored
+    monkeypatch.setenv("COLUMNS", "200")
+    assert main(["list", "--runs", "--db", str(db)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "1 failed, 2 ok, 1 out of memory" in text

@@ -154,17 +154,17 @@ def list_runs(db: str, fmt: str) -> int:
     its cells by status, the command that made it and the machine (`report/run_list.py`); a merged run says where it
     came from."""
     from dlperf.measure.units import plural
-    from dlperf.report.run_list import continued_by, run_row, status_text
+    from dlperf.report.run_list import cells_text, continued_by, run_row, status_text
     from dlperf.store import Store
     from dlperf.store.state import run_states
 
     store = Store.open(db, create=False)
     try:
-        states, counts = run_states(store), store.cell_counts()
+        states, counts, oom = run_states(store), store.cell_counts(), store.out_of_memory_counts()
     finally:
         store.close()
     later = continued_by([s.run for s in states.values()])
-    rows = [run_row(s, counts.get(s.run.id, {}), later.get(s.run.id)) for s in states.values()]
+    rows = [run_row(s, counts.get(s.run.id, {}), later.get(s.run.id), oom.get(s.run.id, 0)) for s in states.values()]
     if fmt == "json":
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
@@ -178,7 +178,7 @@ def list_runs(db: str, fmt: str) -> int:
     for name in ("run", "started", "status", "cells", "command", "machine"):
         table.add_column(name, justify="right" if name == "run" else "left", overflow="fold")
     for r in rows:
-        cells = ", ".join(f"{n} {status}" for status, n in r["cells"].items()) or "none"
+        cells = cells_text(r)
         started = r["started"][:19].replace("T", " ")
         machine = r["machine"] + (f" (merged from {r['merged_from']})" if r["merged_from"] else "")
         table.add_row(*(Text(terminal(str(v))) for v in (r["run"], started, status_text(r), cells, r["command"],

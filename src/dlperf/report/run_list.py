@@ -14,6 +14,7 @@ from dlperf.report.fleet import machine_label, ray_node
 from dlperf.store.location import ray_resume_command
 from dlperf.store.records import RunRecord
 from dlperf.store.state import CONTINUES, RAY_ORIGIN, RunState
+from dlperf.vocab import OUT_OF_MEMORY, Status
 
 
 def continued_by(runs: list[RunRecord]) -> dict[int, RunRecord]:
@@ -54,6 +55,15 @@ def progress(state: RunState, later: RunRecord | None = None) -> str:
             + (f" (Ray node {node[:8]})" if node else ""))  # fmt: skip
 
 
+def cells_text(row: dict) -> str:
+    """ "6 ok, 4 out of memory": the cells by status, those that ran out of memory as such, not among the failed."""
+    counts = {**row["cells"]}
+    if oom := row.get("out_of_memory"):
+        counts[Status.FAILED.value] -= oom
+        counts = {**{k: n for k, n in counts.items() if n}, OUT_OF_MEMORY: oom}
+    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "none"
+
+
 def status_text(row: dict) -> str:
     """ "interrupted: 3 of 12 processes done; 9 left, in 3 cells"; "complete, measured in 2 sessions"."""
     label = row.get("state_label")
@@ -62,18 +72,19 @@ def status_text(row: dict) -> str:
     return f"{label}{done}" + (f", measured in {sessions} sessions" if sessions and sessions > 1 else "")
 
 
-def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = None) -> dict:
+def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = None, out_of_memory: int = 0) -> dict:
     """The JSON row of a run: `status` is its state (running, stopped, interrupted, complete, copied), `progress` its
     processes done and left in words (`processes`: the counts), `left` what --resume would measure of it (null:
     nothing), `continued_by` the run that measured what it left on another Ray node, `sessions` how many
-    measured it (null: cannot tell)."""
+    measured it (null: cannot tell); `cells` its cells by stored status, `out_of_memory` how many of the failed ran
+    out of memory (a fit's tries that did not fit)."""
     run = state.run
     done, planned = state.left.done
     return {"run": run.id, "started": run.started_at, "status": state.state, "state_label": state.label,
             "measured_by": state.holder and state.holder.describe(), "left": state.left.remaining() or None,
             "progress": progress(state, later), "processes": {"done": done, "planned": planned},
             "continued_by": later and later.id, "sessions": state.sessions and state.sessions.count,
-            "cells": dict(sorted(cells.items())), "command": shlex.join(run.argv or []),
+            "cells": dict(sorted(cells.items())), "out_of_memory": out_of_memory, "command": shlex.join(run.argv or []),
             "machine": machine(run, cores=True), "ray_node": ray_node(run),
             "merged_from": merged_from(run)}  # fmt: skip
 

@@ -53,7 +53,7 @@ from dlperf.store.records import (
     RunRecord,
 )
 from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, RUN_TOKENS, SCHEMA_VERSION, SESSIONS
-from dlperf.vocab import Status
+from dlperf.vocab import OUT_OF_MEMORY, Status
 
 
 def now() -> str:
@@ -292,6 +292,12 @@ class Store(Copies, MachineFigures):
         for run_id, status, n in self.conn.execute("SELECT run_id, status, COUNT(*) FROM cells GROUP BY 1, 2"):
             counts.setdefault(run_id, {})[status] = n
         return counts
+
+    def out_of_memory_counts(self) -> dict[int, int]:
+        """Each run's failed cells whose reason says they ran out of memory (`worker/cell.oom_reason`): a fit's tries
+        that did not fit. {run_id: 4}; a run with none is left out."""
+        sql = "SELECT run_id, COUNT(*) FROM cells WHERE status = ? AND substr(error, 1, ?) = ? GROUP BY 1"
+        return dict(self.conn.execute(sql, (Status.FAILED.value, len(OUT_OF_MEMORY), OUT_OF_MEMORY)).fetchall())
 
     def latest_unfinished_run(self) -> RunRecord | None:
         row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
