@@ -51,12 +51,13 @@ def test_help_builds_the_parsers_without_the_code_behind_the_commands():
 def test_help_loads_no_module_only_a_command_needs():
     """`dlperf --help` loaded 14 modules more than at 0ef0231: spec.py imported measure.system at its top (ctypes,
     struct, platform, glob), workloads.user the digests of the user's files (hashlib, _hashlib, _blake2); they load
-    where a command parses --nproc or reads a user's file."""
+    where a command parses --nproc or reads a user's file. shlex (commands run and table's tops) and measure.units
+    (commands run and plot's, advise's, predict.cost's) load where a command quotes a line or words a figure."""
     code = (
         "import sys, dlperf.cli; dlperf.cli.build_parser().format_help();"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in"
-        " ('ctypes', 'struct', 'platform', 'glob', 'hashlib', '_hashlib', '_blake2')"
-        " or m in ('dlperf.measure.system', 'dlperf.workloads.userfiles')))"
+        " ('ctypes', 'struct', 'platform', 'glob', 'hashlib', '_hashlib', '_blake2', 'shlex')"
+        " or m in ('dlperf.measure.system', 'dlperf.workloads.userfiles', 'dlperf.measure.units')))"
     )
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT / "src")})  # fmt: skip

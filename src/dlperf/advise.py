@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
-from dlperf.measure.units import seconds
 from dlperf.spec import CROSSOVER_TIMER
 from dlperf.vocab import ExitCode
 
@@ -75,6 +74,8 @@ class Clock:
         will overrun it, the predictions (measured) and that process (`first_s`: from its earlier ones here, less
         the FLOP count and the memory step it takes kept, `estimate.first_process_s`; None: none ran here, said only
         where the predictions alone overran); None where they will not."""
+        from dlperf.measure.units import seconds
+
         spent = now - self.started
         if spent + (first_s or 0.0) <= self.budget_s:
             return None
@@ -90,6 +91,8 @@ class Clock:
         """At the end, where the command took more than OVERRUN times the budget: how long, and where it went (the
         parts the budget does not cut, each as long as it took; then the rest, a second or more, and how far past the
         budget it ended where the searches ran past it, stopping the process under way)."""
+        from dlperf.measure.units import seconds
+
         took = now - self.started
         if took <= OVERRUN * self.budget_s or not self.uncut:
             return None

@@ -7,7 +7,6 @@ import argparse
 from dlperf.commands.common import db_path, replacing, warn_unreadable, whole
 from dlperf.commands.report import RUN_HELP, runs, writable
 from dlperf.errors import UsageError
-from dlperf.measure.units import named
 from dlperf.vocab import ExitCode
 
 MAX_DPI = 1200  # print quality; far beyond it a figure's pixels no longer fit in memory
@@ -41,6 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from dlperf.measure.units import named
     from dlperf.report import charts, figures, load, paper, profile
 
     out = writable(args.output, db=db_path(args))
@@ -63,6 +63,7 @@ def run(args) -> int:
 
 def where(runs: list) -> str:
     """The file's heading: "run 3 on vm · AMD EPYC", each machine of the runs once, for a figure shown on its own."""
+    from dlperf.measure.units import named
     from dlperf.report.run_list import machine
 
     machines = "; ".join(dict.fromkeys(machine(r) for r in runs))

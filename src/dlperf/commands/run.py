@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from collections.abc import Callable
 
 from dlperf.commands.common import db_path, given, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.errors import UsageError
-from dlperf.measure.units import agreeing, named
 from dlperf.modes import help_text
 from dlperf.spec import MAX_COMPILE_AT_ONCE, TRACE_CAP_MIB
 from dlperf.vocab import ExitCode
@@ -348,13 +346,15 @@ def printed(show: Callable[[], None], code: int, *, finished: Said | Callable[[]
 
 def see_it(db: str, run_id: int, *flags: str) -> str:
     """What shows a stored run again: its table."""
+    import shlex
+
     return f"See it with: {shlex.join(['dlperf', 'table', '--run', str(run_id), *flags, '--db', db])}"
 
 
 def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
     """What an interrupted run kept, counted from its store: '2 of 4 cells measured are stored in run 3' (`profiled`:
     '..., 1 of them profiled, ...'), or that none was, the run holding its plan for --resume."""
-    from dlperf.measure.units import plural
+    from dlperf.measure.units import agreeing, plural
     from dlperf.store import Store
     from dlperf.vocab import Status
 
@@ -513,8 +513,11 @@ def resume_left(outcome, db: str | None) -> str:
 
 def run_fleet(args, db: str) -> int:
     """`--ray`: the sweep on the cluster's nodes (`fleet.py`), then their runs side by side (one node's: its table)."""
+    import shlex
+
     from dlperf import fleet
     from dlperf.commands.table import print_table, show_fleet
+    from dlperf.measure.units import agreeing, named
     from dlperf.store.location import ray_resume_command
 
     fleet.check_flags(args)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 
 from dlperf.commands.common import add_format, db_path, print_rich, warn_unreadable
 from dlperf.errors import UsageError
@@ -67,6 +66,7 @@ def unfinished_note(store, state, db: str) -> list[str]:
     the processes and profiles of measured cells) and how it goes on: still measured by a live process, merged here
     while it ran, a search to run again, or resumable (the resume command takes the latest unfinished run: named only
     where that is this one)."""
+    import shlex
     from dataclasses import replace
 
     from dlperf.api import latest_resumable, searched_by
@@ -97,6 +97,8 @@ def unfinished_note(store, state, db: str) -> list[str]:
 def campaign_note(store, run) -> list[str]:
     """A run of a campaign of several (`dlperf run --campaign`, a --ray sweep's run per node) says the others exist,
     and which view shows the machines side by side: the table shows one run, the latest by default."""
+    import shlex
+
     name = run.spec.get("campaign")
     if not name:
         return []

@@ -15,7 +15,6 @@ import math
 from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
-from dlperf.measure.units import named
 from dlperf.predict.prices import Price
 
 # The training split of each data set the built-in workloads name (Workload.data), in samples.
@@ -199,6 +198,7 @@ def same_model(cells, workload) -> tuple[list, list[str]]:
     cell stored without its workload cannot be told apart and is kept), both as the store's JSON reads."""
     import json
 
+    from dlperf.measure.units import named
     from dlperf.workloads.base import workload_diff
 
     as_stored = lambda d: json.loads(json.dumps(d))  # noqa: E731  (a tuple reads back a list)
