@@ -9,8 +9,9 @@ run it on this machine's CPU, at its cores' threads:
 `--data DIR` measures every cell on the paper's synthetic batch and then with each default loader setting (w0 up to
 the cores). Then a markdown table per workload of what the store holds: the synthetic step, the best real-data step
 and its loader setting, the loader alone in samples/s (at w0 and at its best), the data-wait share at w0 and at the
-recommended setting (the smallest that waits under 5% of the step or reaches 95% of the synthetic step's
-throughput), and the verdict. fcn-s has no dataset in the paper: its loader cells are unsupported.
+recommended setting (`report.data.recommend`: the smallest not measurably slower than the fastest), and the
+verdict: whether that setting is enough (waits under 5% of the step or reaches 95% of the synthetic step's
+throughput). fcn-s has no dataset in the paper: its loader cells are unsupported.
 
 Run it on an otherwise idle machine: loader workers and the step's threads share the cores.
 """
@@ -64,16 +65,16 @@ def rate(value: float | None) -> str:
 
 
 def recommended(synthetic, loaded: list):
-    """The smallest measured loader setting that is enough (`report.data.recommend`: data wait under 5% of the step,
-    or 95% of the synthetic step's throughput; measured, not guessed), or None."""
+    """The recommended loader setting's cell (`report.data.recommend`: the smallest not measurably slower than the
+    fastest) and whether it is enough (data wait under 5% of the step, or 95% of the synthetic step's throughput)."""
     from dlperf.loaders import setting
     from dlperf.report.data import recommend
 
-    chosen = recommend(synthetic, sorted(loaded, key=lambda c: setting(c.loader).cost)).setting
-    return next((c for c in loaded if c.loader == chosen), None)
+    chosen = recommend(synthetic, sorted(loaded, key=lambda c: setting(c.loader).cost))
+    return next((c for c in loaded if c.loader == chosen.setting), None), chosen.enough is not None
 
 
-def verdict(w0, enough, best) -> str:
+def verdict(w0, enough, best) -> str:  # enough: the recommended setting where it is enough, else None
     """Input-bound or not at w0, and whether a setting measured here cures it."""
     if w0 is None or w0.data is None or w0.data.wait_share is None:
         return "w0 not measured"
@@ -97,12 +98,13 @@ def row(cells: list) -> str:
     w0 = next((c for c in loaded if c.loader == "w0"), None)
     alone = [c for c in loaded if c.data and c.data.alone_samples_per_s]
     fastest = max(alone, key=lambda c: c.data.alone_samples_per_s, default=None)
-    enough = recommended(synthetic, loaded)
+    chosen, is_enough = recommended(synthetic, loaded)
+    enough = chosen if is_enough else None
     return head + (
         f"| {ms(best.median_s)} | {best.loader} | {rate(w0.data.alone_samples_per_s if w0 and w0.data else None)} "
         f"| {rate(fastest.data.alone_samples_per_s) + f' ({fastest.loader})' if fastest else '-'} "
-        f"| {share(w0.data.wait_share if w0 and w0.data else None)} | {enough.loader if enough else 'none'} "
-        f"| {share(enough.data.wait_share if enough and enough.data else None)} | {verdict(w0, enough, best)} |"
+        f"| {share(w0.data.wait_share if w0 and w0.data else None)} | {chosen.loader if chosen else 'none'} "
+        f"| {share(chosen.data.wait_share if chosen and chosen.data else None)} | {verdict(w0, enough, best)} |"
     )
 
 

@@ -20,7 +20,10 @@ checked unchanged: run 2's table renders (text, json, --explain) name the step i
 legend of its marks and its notes, a row each; the table (text, json, --explain) names the machine that measured the
 run ("measured on: vm · AMD EPYC, 2 cores"), each export record its run's hostname, CPU model, cores, GPUs and dlperf
 version, and the report's heading the host (a merged store holds several machines); each export record says where
-a figure its processes did not measure came from (`shared_from`: run 3's loader cells, their synthetic cell's).
+a figure its processes did not measure came from (`shared_from`: run 3's loader cells, their synthetic cell's); run
+3's loader recommendation is the smallest setting not measurably slower than the fastest, w0, said not enough
+(cd40d41: table text, json, --explain, export's data_recommendation and recommended_loader), and its notes name a
+loader cell with its row's mode ("torch fp32 · data:w1", 66a37ea).
 """
 
 from __future__ import annotations
