@@ -16,7 +16,6 @@ import os
 import resource
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -51,7 +50,7 @@ from dlperf.protocol import (
 )
 from dlperf.vocab import OUT_OF_MEMORY
 from dlperf.worker import feed, sources
-from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, serve
+from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, own_temp_folder, serve
 from dlperf.workloads import Workload
 
 
@@ -109,7 +108,7 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     if task.measure_memory:
         emit(measure_memory(train))
     if task.count_flops or task.measure_memory:  # what they were counted from, for `runner/kept.py`
-        emit(Sources(sources.imported(tempfile.gettempdir())))  # its own folder's are generated
+        emit(Sources(sources.imported(own_temp_folder())))  # its own folder's are generated
     if task.loss_check:
         check_loss(task, sampled.median_s, fw, workload, emit)
     if cell.nproc:  # last: measuring where the step's time goes may leave the replicas' weights apart

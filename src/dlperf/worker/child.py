@@ -72,12 +72,22 @@ def exit_now(code: int) -> None:
     os._exit(code)
 
 
+_OWN_TEMP: list[str] = []  # the folder `own_temp` set, once a child serves a task
+
+
 def own_temp(folder: str) -> None:
     """Temporary files in `folder`, the one the launcher gave this child and removes however the child ends. A child
     ends without the interpreter's teardown (`exit_now`), so what a framework removes only at exit would stay in /tmp:
     TensorFlow's AutoGraph left two .py files there per process. TMPDIR covers what the child's own children write."""
     tempfile.tempdir = folder
     os.environ["TMPDIR"] = folder
+    _OWN_TEMP[:] = [folder]
+
+
+def own_temp_folder() -> str | None:
+    """The child's own temporary folder, where `own_temp` set one; None in any other process (a test calling a
+    worker function in place), whose temporary folder, /tmp itself, holds users' files as well."""
+    return _OWN_TEMP[0] if _OWN_TEMP else None
 
 
 def serve(argv: list[str], body: Body) -> int:

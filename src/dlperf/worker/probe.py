@@ -10,7 +10,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import tempfile
 
 from dlperf.answers import (
     ProbeRequest,
@@ -25,7 +24,7 @@ from dlperf.errors import UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, Reporter
 from dlperf.wire import Wire
 from dlperf.worker import sources
-from dlperf.worker.child import exit_now, serve
+from dlperf.worker.child import exit_now, own_temp_folder, serve
 
 
 def respond(framework: str, request: ProbeRequest) -> Wire:
@@ -42,7 +41,7 @@ def respond(framework: str, request: ProbeRequest) -> Wire:
         return start(fw, request.threads)
     found = request.answer_of(fw.probe(request.to_json()))
     if hasattr(found, "sources"):  # a count, a trace, a description: kept with the user's files it was made from
-        return dataclasses.replace(found, sources=sources.imported(tempfile.gettempdir()))
+        return dataclasses.replace(found, sources=sources.imported(own_temp_folder()))
     return found
 
 
