@@ -57,3 +57,37 @@ def test_no_batch_tried_fits_says_so():
                         error="out of memory at batch 1")])  # fmt: skip
     assert search.answer() == "w torch cpu:1 fp32: no batch tried fits: batch 1 runs out of memory"
     assert search.limit_line() == "limit: the device's own memory"
+
+
+def search_of(*tries) -> fit.Search:
+    return fit.Search(1, "w", "torch", "cpu:1", "fp32", None, [make_cell(f"w@b{t['batch']}", **t) for t in tries])
+
+
+FITS = {"median_s": 0.1, "n": 1, "peak_mem_bytes": MIB}
+
+
+def test_a_search_stopped_by_another_failure_says_so_not_that_every_batch_fits():
+    """fit stops a mode's search at a failure other than out of memory: the report read 'every batch tried fits; the
+    largest tried is 8' where batch 16 timed out, and 'no batch tried fits: no try ran' where batch 8 failed."""
+    timed_out = search_of({"batch": 8, **FITS}, {"batch": 16, "status": "timeout", "error": "timed out after 600 s"})
+    assert timed_out.answer() == ("w torch cpu:1 fp32: the search stopped, batch 16 timeout: timed out after 600 s; "
+                                  "the largest batch that fit so far is 8 (peak memory 1 MiB)")  # fmt: skip
+    failed = search_of({"batch": 8, "status": "failed", "error": "RuntimeError: shapes"})
+    said = "w torch cpu:1 fp32: the search stopped, batch 8 failed: RuntimeError: shapes; no batch fit so far"
+    assert failed.answer() == said
+
+
+def test_a_search_interrupted_during_a_try_says_so():
+    cut = search_of({"batch": 8, **FITS}, {"batch": 16, "status": "pending"})
+    assert cut.answer() == ("w torch cpu:1 fp32: the search stopped, interrupted during its try of batch 16; the "
+                            "largest batch that fit so far is 8 (peak memory 1 MiB)")  # fmt: skip
+
+
+def test_a_try_the_search_went_on_after_did_not_fit():
+    """oneDNN's refusal under the limit after a smaller batch fitted is stored unsupported, and fit took it as the batch
+    not fitting (fit.no_kernel_is_memory), bisecting below it: it is the first batch that did not fit."""
+    refused = {"status": "unsupported", "error": "bf16: oneDNN could not create a primitive"}
+    found = search_of({"batch": 8, **FITS}, {"batch": 16, **refused}, {"batch": 12, **FITS}, {"batch": 14, **FITS},
+                      {"batch": 15, **FITS})  # fmt: skip
+    assert found.answer() == ("w torch cpu:1 fp32: the largest batch that fits is 15 (peak memory 1 MiB); batch 16 "
+                              "runs out of memory")  # fmt: skip

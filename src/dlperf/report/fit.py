@@ -47,10 +47,19 @@ class Search:
 
     @property
     def first_out(self) -> CellRecord | None:
-        """The smallest batch above the largest that fits which ran out of memory."""
+        """The smallest batch above the largest that fits which ran out of memory: stored so, or a try the search went
+        on after that did not run (fit goes on only after a batch that did not fit: oneDNN's refusal of a primitive
+        under the limit, stored unsupported, is one: `fit.no_kernel_is_memory`)."""
         floor = self.batch(self.largest) if self.largest else 0
-        out = [c for c in self.tries if out_of_memory(c) and self.batch(c) > floor]
-        return min(out, key=self.batch, default=None)
+        out = [c for c in self.tries[:-1] if not c.ok] + [c for c in self.tries[-1:] if out_of_memory(c)]
+        return min((c for c in out if self.batch(c) > floor), key=self.batch, default=None)
+
+    @property
+    def stopped(self) -> CellRecord | None:
+        """The try that ended the search otherwise than by fitting or running out of memory (fit stops a mode's search
+        at any other failure, a timeout, a refusal, and an interrupt leaves its try pending): its last, where so."""
+        last = self.tries[-1] if self.tries else None
+        return last if last is not None and not last.ok and not out_of_memory(last) else None
 
     @property
     def label(self) -> str:
@@ -59,11 +68,17 @@ class Search:
     def answer(self) -> str:
         """The answer in one line, in `dlperf fit`'s words, with the largest batch's peak memory."""
         largest, out = self.largest, self.first_out
+        n = self.batch(largest) if largest else 0
+        peak = f" (peak memory {nbytes(largest.peak_mem_bytes)})" if largest and largest.peak_mem_bytes else ""
+        if (stop := self.stopped) is not None:  # as `dlperf fit` said it: the search stopped, and why
+            b, reason = self.batch(stop), stop.error or "no reason stored"
+            why = (f"interrupted during its try of batch {b}" if stop.status is Status.PENDING
+                   else f"batch {b} {stop.status.value}: {reason}")  # fmt: skip
+            found = f"the largest batch that fit so far is {n}{peak}" if largest else "no batch fit so far"
+            return f"{self.label}: the search stopped, {why}; {found}"
         if largest is None:
             tried = f"batch {self.batch(out)} runs out of memory" if out else "no try ran"
             return f"{self.label}: no batch tried fits: {tried}"
-        n = self.batch(largest)
-        peak = f" (peak memory {nbytes(largest.peak_mem_bytes)})" if largest.peak_mem_bytes else ""
         if out is None:
             return f"{self.label}: every batch tried fits; the largest tried is {n}{peak}"
         beyond = f"batch {n + 1}" if self.batch(out) == n + 1 else f"the next batch tried, {self.batch(out)},"
