@@ -116,6 +116,26 @@ def test_the_worker_names_the_users_modules_not_the_installed_ones(tmp_path, mon
     assert kept.__file__ not in found  # dlperf's own
 
 
+def test_a_lazily_imported_module_is_named_without_importing_it(tmp_path, monkeypatch):
+    """A module in sys.modules under importlib's LazyLoader (the lazy_loader package of scikit-image and others puts
+    them there) runs its import at any attribute asked: the worker's getattr(module, "__file__") ran it, and one whose
+    import fails (an optional dependency missing) failed the cell once its steps were timed, or the predictor's probe.
+    Its file is named, its import left for when the model asks."""
+    import importlib.util
+
+    ran = tmp_path / "ran"
+    (tmp_path / "h142_lazy.py").write_text(f"open({str(ran)!r}, 'w').close()\nraise ImportError('pooch missing')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    spec = importlib.util.find_spec("h142_lazy")
+    spec.loader = importlib.util.LazyLoader(spec.loader)
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "h142_lazy", module)
+    spec.loader.exec_module(module)  # as lazy_loader.load does: nothing runs until an attribute is asked
+
+    assert str(tmp_path / "h142_lazy.py") in sources.imported()
+    assert not ran.exists()
+
+
 def test_past_so_many_files_the_worker_says_none(monkeypatch):
     monkeypatch.setattr(sources, "MAX_FILES", 0)
     monkeypatch.setitem(sys.modules, "h122_fake", SimpleNamespace(__file__=__file__))

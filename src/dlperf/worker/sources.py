@@ -29,7 +29,7 @@ def imported(scratch: str | None = None) -> dict[str, list] | None:
     installed = _installed(scratch)
     found: dict[str, list] = {}
     for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
+        path = _file_of(module)
         if not isinstance(path, str) or (path := os.path.abspath(path)) in found or _under(path, installed):
             continue
         if (state := described(path)) is not None:
@@ -37,6 +37,17 @@ def imported(scratch: str | None = None) -> dict[str, list] | None:
             if len(found) > MAX_FILES:
                 return None
     return found
+
+
+def _file_of(module: object) -> object:
+    """A module's `__file__` as its namespace holds it, read without the module's own attribute lookup: a lazily
+    imported module (`importlib.util.LazyLoader`, which the lazy_loader package of scikit-image and others puts in
+    sys.modules) runs its import at any attribute asked, and one that failed there (an optional dependency missing)
+    failed the cell after its steps were timed; None for what has no namespace."""
+    try:
+        return object.__getattribute__(module, "__dict__").get("__file__")
+    except Exception:  # not a module, or a namespace that is no dict: no file of the user's said
+        return None
 
 
 def described(path: str) -> list | None:
