@@ -1,24 +1,38 @@
 """`dlperf compare`: the folder a user workload read (--data DIR, or its factory's default) is its data, not its model:
 two runs of one factory over the same folder compare, and over different folders they compare with a line saying so
 (helper 124: a run with --data photos against one without, whose factory defaulted to that folder, was refused as
-"not comparable: the workloads differ: extra {'data_dir': ...} -> {}")."""
+"not comparable: the workloads differ: extra {'data_dir': ...} -> {}"). The factory's default is what the run
+recorded of it (the probe evaluates the `data_dir` default, `extra.default_data_dir`), not its source read again at
+compare time, which saw only a literal absolute path."""
 
+import os
+from dataclasses import replace
+
+from conftest import require
 from dlperf.protocol import Cell
-from dlperf.report.compare import Verdict, compare, factory_default_data, summary_lines
+from dlperf.report.compare import Verdict, compare, summary_lines
 from dlperf.store.records import PlannedCell
 from report.runs import processes, record
 
+FACTORY = """import os
+from pathlib import Path
 
-def user_cell(source: str, data_dir: str | None) -> PlannedCell:
-    workload = {"batch": 32, "source": source, "extra": {"data_dir": data_dir} if data_dir else {}}
-    return PlannedCell(Cell("jpeg-cnn", "torch", "cpu", 1, "fp32"), workload)
+import torch
+import dlperf
 
 
-def factory(tmp_path, default: str | None) -> str:
-    path = tmp_path / "cnn.py"
-    argument = f"data_dir={default!r}" if default else "data_dir"
-    path.write_text(f"import dlperf\n\n\ndef make({argument}):\n    return None\n")
-    return f"{path}:make"
+def make(data_dir=Path(os.environ.get("H137_DATA_ROOT", Path(__file__).parent)) / "photos"):
+    def batch(n, device):
+        return torch.randn(n, 4, device=device), torch.randint(0, 2, (n,), device=device)
+
+    return dlperf.user_workload("jpeg-cnn", torch.nn.Linear(4, 2), batch, torch.nn.functional.cross_entropy,
+                                batch_size=8)
+"""
+
+
+def user_cell(source: str, data_dir: str | None = None, default: str | None = None) -> PlannedCell:
+    extra = {"data_dir": data_dir} if data_dir else {"default_data_dir": default} if default else {}
+    return PlannedCell(Cell("jpeg-cnn", "torch", "cpu", 1, "fp32"), {"batch": 32, "source": source, "extra": extra})
 
 
 def compared(a, b):
@@ -26,19 +40,40 @@ def compared(a, b):
     return compare([record(a, pa)], [record(b, pb)], {a.cell.key: pa}, {b.cell.key: pb})
 
 
-def test_data_given_against_the_factorys_default_of_the_same_folder_compares_without_a_note(tmp_path):
-    photos = tmp_path / "photos"
-    photos.mkdir()
-    source = factory(tmp_path, str(photos))
-    result = compared(user_cell(source, str(photos)), user_cell(source, None))
+def test_a_computed_default_folder_is_recorded_by_the_probe_and_compares_as_data_dir(tmp_path, monkeypatch):
+    """A factory whose default folder is computed (from its file's folder and an environment variable), which no
+    reading of its source can tell: --data <that folder> against the default is one folder, no note."""
+    from dlperf.plan.workloads import resolve_workload
+
+    require("torch")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "cnn.py").write_text(FACTORY)
+    source = f"{tmp_path / 'model' / 'cnn.py'}:make"
+    monkeypatch.setenv("H137_DATA_ROOT", str(tmp_path / "elsewhere"))  # the probe child reads it as the user's shell
+    photos = tmp_path / "elsewhere" / "photos"
+    photos.mkdir(parents=True)
+    default = resolve_workload(source, "torch", 120)  # the probe child builds the factory
+    assert default.extra == {"default_data_dir": str(photos)}
+    given = replace(default, extra={"data_dir": str(photos)})  # --data DIR: the folder given, as stored before
+    cell = Cell("jpeg-cnn", "torch", "cpu", 1, "fp32")
+    result = compared(PlannedCell(cell, given.to_json()), PlannedCell(cell, default.to_json()))
     [only] = result.cells
     assert only.verdict == Verdict.SAME and not only.reason
     assert not result.data and not any("data" in line for line in summary_lines(result))
 
 
+def test_data_given_against_the_recorded_default_of_the_same_folder_compares_without_a_note(tmp_path):
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    os.symlink(photos, tmp_path / "link")  # one folder by two names
+    result = compared(user_cell("cnn.py:make", str(tmp_path / "link")), user_cell("cnn.py:make", default=str(photos)))
+    [only] = result.cells
+    assert only.verdict == Verdict.SAME and not only.reason and not result.data
+
+
 def test_different_folders_compare_with_one_line_naming_both(tmp_path):
-    source = factory(tmp_path, None)
-    result = compared(user_cell(source, str(tmp_path / "photos")), user_cell(source, str(tmp_path / "more")))
+    result = compared(user_cell("cnn.py:make", str(tmp_path / "photos")),
+                      user_cell("cnn.py:make", default=str(tmp_path / "more")))  # fmt: skip
     [only] = result.cells
     assert only.verdict == Verdict.SAME
     [line] = [line for line in summary_lines(result) if "data differs" in line]
@@ -46,25 +81,35 @@ def test_different_folders_compare_with_one_line_naming_both(tmp_path):
                     "each ratio compares the data too")  # fmt: skip
 
 
-def test_a_default_the_source_does_not_say_is_named_as_such(tmp_path):
-    source = factory(tmp_path, None)
-    result = compared(user_cell(source, str(tmp_path / "photos")), user_cell(source, None))
+def test_a_default_the_run_did_not_record_is_named_as_such(tmp_path):
+    # a factory defaulting to None (its folder chosen in its body), or a run stored before the default was recorded
+    result = compared(user_cell("cnn.py:make", str(tmp_path / "photos")), user_cell("cnn.py:make"))
     assert result.cells[0].verdict == Verdict.SAME
-    assert result.data == [f"jpeg-cnn: the data differs: A read {tmp_path / 'photos'}, B read the factory's default "
-                           "folder, which the source does not say; each ratio compares the data too"]  # fmt: skip
+    assert result.data == [f"jpeg-cnn: the data may differ: A read {tmp_path / 'photos'}, B read the folder its "
+                           "factory chose, which the run does not record; each ratio compares the data "
+                           "too"]  # fmt: skip
+    assert not compared(user_cell("cnn.py:make"), user_cell("cnn.py:make")).data  # neither says: no note
 
 
-def test_the_factorys_default_is_read_from_its_source_without_running_it(tmp_path):
-    assert factory_default_data(factory(tmp_path, "/data/photos")) == "/data/photos"
-    assert factory_default_data(factory(tmp_path, "photos")) is None  # relative: to a folder the source cannot say
-    assert factory_default_data(factory(tmp_path, None)) is None
-    assert factory_default_data("package.module:make") is None
-    assert factory_default_data(f"{tmp_path / 'gone.py'}:make") is None
+def test_the_default_is_the_data_dir_parameters_as_evaluated_and_absolute(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from dlperf.workloads.user import default_data_dir
+
+    monkeypatch.chdir(tmp_path)
+
+    def literal(data_dir="/data/photos"): ...
+    def relative(data_dir=Path("photos")): ...  # from the working directory, where every child builds the factory
+    def unsaid(data_dir=None): ...
+    def number(data_dir=3): ...
+    def none(): ...
+
+    assert [default_data_dir(f) for f in (literal, relative, unsaid, number, none, print)] == [
+        "/data/photos", str(tmp_path / "photos"), None, None, None, None]  # fmt: skip
 
 
 def test_a_model_that_differs_besides_the_data_is_still_not_comparable(tmp_path):
-    source = factory(tmp_path, None)
-    a, b = user_cell(source, str(tmp_path / "a")), user_cell(source, str(tmp_path / "b"))
+    a, b = user_cell("cnn.py:make", str(tmp_path / "a")), user_cell("cnn.py:make", default=str(tmp_path / "b"))
     b = PlannedCell(b.cell, {**b.workload, "batch": 64})
     [only] = compared(a, b).cells
     assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == "the workloads differ: batch 32 -> 64"

@@ -20,8 +20,10 @@ from dlperf.workloads.base import split_variant
 def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA_SYNTHETIC, ask=None) -> Workload:
     """A built-in workload, or a user's: its factory is imported and built in a probe, for at most `timeout` (the
     cell's --timeout: a factory that hangs is refused as soon as a cell would be stopped). Under `--data DIR`, DIR is
-    given to a factory that takes `data_dir`, in the probe and in every child that builds it (`extra`). `ask`: how
-    the probe is asked (default `probe.ask`; `dlperf predict` keeps its answer, `predict/workload.py`)."""
+    given to a factory that takes `data_dir`, in the probe and in every child that builds it (`extra.data_dir`);
+    without it, the folder that `data_dir` defaults to, as the probe evaluated it, is kept (`extra.default_data_dir`:
+    what `dlperf compare` reads of the data). `ask`: how the probe is asked (default `probe.ask`; `dlperf predict`
+    keeps its answer, `predict/workload.py`)."""
     base, batch = split_variant(name)
     if batch is not None:  # `resnet-50@b64`: the workload at that batch, under a name of its own (as fit names its)
         w = resolve_workload(base, framework, timeout, data, ask)
@@ -34,10 +36,12 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
     if answer.name in BUILTIN:  # stored under its name, its cells would read as the built-in's (predict, compare)
         raise UsageError(f"workload {name!r} is named {answer.name!r}, as a built-in workload: give it a name of its "
                          "own (dlperf.user_workload's first argument)")  # fmt: skip
+    # the folder the factory reads: --data DIR, or its default (absolute; none where it cannot be known)
+    folder = {"data_dir": data_dir} if data_dir else {"default_data_dir": answer.default_data_dir}
     return Workload(
         name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
-        data="synthetic (user batch maker)", source=name, extra={"data_dir": data_dir} if data_dir else {},
+        data="synthetic (user batch maker)", source=name, extra={k: v for k, v in folder.items() if v},
     )  # fmt: skip
 
 

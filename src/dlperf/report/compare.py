@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
+from dlperf.flagtext import whole_number
 from dlperf.measure.units import plural
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
-from dlperf.spec import whole_number
 from dlperf.store.records import CellRecord
 from dlperf.workloads.base import workload_diff
 
@@ -246,49 +246,35 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
 
 def _workload_diff(a: CellRecord, b: CellRecord) -> str:
     """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same. The folder of
-    the data (--data DIR, `extra.data_dir`) is no part of the model: `data_note` says when it differs."""
+    the data (`DATA_FOLDER`) is no part of the model: `data_note` says when it differs."""
     return workload_diff(_without_data(a.workload_spec), _without_data(b.workload_spec))
 
 
+# where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
+DATA_FOLDER = ("data_dir", "default_data_dir")
+
+
 def _without_data(spec: dict[str, Any]) -> dict[str, Any]:
-    extra = {k: v for k, v in (spec.get("extra") or {}).items() if k != "data_dir"}
+    extra = {k: v for k, v in (spec.get("extra") or {}).items() if k not in DATA_FOLDER}
     return {**spec, "extra": extra}
 
 
 def data_note(a: CellRecord, b: CellRecord) -> str | None:
     """One line when the two cells read different folders: a user workload's --data DIR, or without it the folder
-    its factory defaults to (`factory_default_data`). None when both read the same folder."""
+    its factory's `data_dir` defaulted to, as the run recorded it (`plan.workloads.resolve_workload`). None when both
+    read the same folder, or neither run says which."""
     folders = [_data_folder(c.workload_spec) for c in (a, b)]
     if folders[0] == folders[1]:
         return None
-    read = [folder or "the factory's default folder, which the source does not say" for folder in folders]
-    return f"{a.workload}: the data differs: A read {read[0]}, B read {read[1]}; each ratio compares the data too"
+    read = [folder or "the folder its factory chose, which the run does not record" for folder in folders]
+    differs = "differs" if all(folders) else "may differ"
+    return f"{a.workload}: the data {differs}: A read {read[0]}, B read {read[1]}; each ratio compares the data too"
 
 
 def _data_folder(spec: dict[str, Any]) -> str | None:
-    given = (spec.get("extra") or {}).get("data_dir") or factory_default_data(spec.get("source") or "")
+    extra = spec.get("extra") or {}
+    given = next((extra[k] for k in DATA_FOLDER if extra.get(k)), None)
     return os.path.realpath(given) if given else None
-
-
-def factory_default_data(source: str) -> str | None:
-    """The absolute folder a factory `file.py:name` defaults its `data_dir` to when no --data DIR was given, read from
-    its source without running it (`def make(data_dir="/data/photos")`); None when it cannot be read so."""
-    import ast
-
-    path, _, name = source.rpartition(":")
-    try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8")) if path.endswith(".py") else None
-    except (OSError, SyntaxError, ValueError):
-        return None
-    for node in tree.body if tree else ():
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            arguments = [*node.args.posonlyargs, *node.args.args]
-            pairs = [*zip(arguments[len(arguments) - len(node.args.defaults) :], node.args.defaults, strict=True),
-                     *zip(node.args.kwonlyargs, node.args.kw_defaults, strict=True)]  # fmt: skip
-            found = next((d for a, d in pairs if a.arg == "data_dir"), None)
-            if isinstance(found, ast.Constant) and isinstance(found.value, str) and os.path.isabs(found.value):
-                return found.value
-    return None
 
 
 def _decide(result: Comparison) -> None:

@@ -438,6 +438,20 @@ def factory_kwargs(factory: Callable[..., Any], source: str, data_dir: str | Non
     return {}
 
 
+def default_data_dir(factory: Callable[..., Any]) -> str | None:
+    """The folder a factory reads without --data DIR: its `data_dir` parameter's default as Python evaluated it when
+    the factory's file ran (`Path(__file__).parent / "photos"`, `os.environ.get("PHOTOS", ...)`: what its source
+    does not say), absolute from this working directory, where every child builds the factory. None where it takes no
+    `data_dir`, or its default is no path (`None`, chosen in the factory's body, which dlperf cannot see)."""
+    try:
+        parameter = inspect.signature(factory).parameters.get("data_dir")
+    except (TypeError, ValueError):
+        return None
+    default = None if parameter is None else parameter.default
+    folder = os.fspath(default) if isinstance(default, (str, os.PathLike)) else None
+    return os.path.abspath(folder) if isinstance(folder, str) and folder else None
+
+
 def _import_module(target: str):
     """The module `target` names, found on sys.path with the working directory last: dlperf's children start with
     `python -P` (`runner/launch.py`), so a user's statistics.py there never replaces the standard library's for

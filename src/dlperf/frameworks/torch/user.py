@@ -21,7 +21,7 @@ from dlperf.errors import UsageError
 from dlperf.frameworks.torch.step import DATA_SEED, TorchStep
 from dlperf.vocab import Framework
 from dlperf.workloads.base import Workload
-from dlperf.workloads.user import UserWorkload, build_user_workload
+from dlperf.workloads.user import UserWorkload, build_user_workload, default_data_dir
 
 
 def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep:
@@ -189,6 +189,7 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         "batch": user.batch_size,
         "clip_grad_norm": user.clip_grad_norm,
         **_input_of(user),
+        **({"default_data_dir": folder} if data_dir is None and (folder := default_data_dir(factory)) else {}),
     }
 
 
