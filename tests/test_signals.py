@@ -124,6 +124,38 @@ def test_one_more_interrupt_as_the_interpreter_ends_does_not_kill_the_cli():
         assert (proc.returncode, proc.stdout.strip()) == (130, "interrupted"), (again, proc)
 
 
+def test_the_cli_called_in_process_gives_the_callers_handlers_back_once_interrupted():
+    """`dlperf.cli.main([...])` in a test or a program embedding it left SIGINT, SIGTERM and SIGHUP ignored after an
+    interrupt (the console script's drop to its exit, 16c577b): the caller's Ctrl-C did nothing, and the next
+    command could not be interrupted. Given argv, the caller's handlers are back when it returns; called as the
+    console script is (`main()`, this process's command line), it still ignores them to the exit."""
+    proc = in_a_child("""
+        import signal, sys, time
+        from dlperf import cli
+        from dlperf.commands import env
+
+        def ctrl_c(args):
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(3)
+
+        env.run = ctrl_c
+        signal.signal(signal.SIGTERM, lambda *a: print("the host's own"))
+        interrupts = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+        before = [signal.getsignal(s) for s in interrupts]
+        print(cli.main(["env"]), [signal.getsignal(s) for s in interrupts] == before)
+        print(cli.main(["env"]))  # interrupted again
+        signal.raise_signal(signal.SIGTERM)
+        try:
+            signal.raise_signal(signal.SIGINT)
+            time.sleep(3)
+        except KeyboardInterrupt:
+            print("the host's Ctrl-C")
+        sys.argv = ["dlperf", "env"]
+        print(cli.main(), [signal.getsignal(s) for s in interrupts] == [signal.SIG_IGN] * 3)
+    """)
+    assert proc.stdout.splitlines() == ["130 True", "130", "the host's own", "the host's Ctrl-C", "130 True"], proc
+
+
 def test_a_signal_dlperf_was_started_ignoring_stays_ignored():
     """nohup's SIGHUP, a shell's background job's SIGINT: dlperf goes on."""
     proc = in_a_child("""

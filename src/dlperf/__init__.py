@@ -6,7 +6,17 @@ imported only inside the child process that measures a cell.
 
 from dlperf.version import VERSION as __version__
 
-__all__ = ["Outcome", "TimerConfig", "__version__", "resume", "run", "training_parts", "user_workload"]
+__all__ = [
+    "Outcome",
+    "RunInterrupted",
+    "TimerConfig",
+    "UsageError",
+    "__version__",
+    "resume",
+    "run",
+    "training_parts",
+    "user_workload",
+]
 
 
 def __getattr__(name: str):
@@ -19,6 +29,10 @@ def __getattr__(name: str):
         from dlperf.measure.timer import TimerConfig
 
         return TimerConfig
+    if name in ("UsageError", "RunInterrupted"):  # what `run` and `resume` raise: bad input, an interrupt once stored
+        from dlperf import errors
+
+        return getattr(errors, name)
     if name == "user_workload":
         from dlperf.workloads.user import user_workload
 

@@ -10,16 +10,19 @@ The flow is one-way: spec (`spec.py`: parsed, and checked by RunSpec) -> plan (`
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 from dlperf import envinfo
-from dlperf.errors import UsageError
+from dlperf.errors import RunInterrupted, UsageError
+from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
@@ -46,6 +49,10 @@ WARNED_FLAGS = {"threads": "--threads", "nprocs": "--nproc", "pin": "--pin", "da
 
 @dataclass
 class Outcome:
+    """What `run` and `resume` did: `exit_code` as `dlperf run`'s, 0 when every cell measured, 1 when some failed or
+    timed out (`statuses`: each task's); `run_id`, the run's in the store (None for a new run's dry run); `plan`, its
+    cells; a dry run's `estimate`, and `tasks`. An interrupt raises RunInterrupted instead, bad input UsageError."""
+
     exit_code: int
     run_id: int | None = None
     plan: Plan | None = None
@@ -66,7 +73,9 @@ def run(
     **spec_kwargs: Any,
 ) -> Outcome:
     """Plan, measure and store a sweep, as `dlperf run` does. Returns the outcome; `outcome.exit_code` follows the
-    CLI's convention.
+    CLI's convention (0, or 1 where a cell failed). Ctrl-C (SIGTERM, SIGHUP) raises KeyboardInterrupt, once what
+    had finished is stored and every child stopped: `dlperf.RunInterrupted` (its `run_id`) where the run was stored,
+    to go on with by `resume`; a plain KeyboardInterrupt while it was planned, nothing stored.
 
     Warnings about the plan (oversubscription, inherited thread variables) go to `warn` before anything runs;
     by default to stderr. They name the arguments (`threads 8 exceeds the 2 usable cores`), `dlperf run`'s its flags.
@@ -88,7 +97,7 @@ def run(
     db, warn, began = given_db(db), warn or warn_stderr, now()
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
-    spec = make_spec(workloads, **spec_kwargs)
+    spec = make_spec(as_listed(workloads), **checked_arguments(spec_kwargs))
     if spec.profile and spec.trace_dir is None:  # beside the database
         spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
     check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
@@ -109,10 +118,34 @@ def run(
                 predict(session, plan, warn)
         except KeyboardInterrupt:  # the run is stored: it is resumable, and the command says how
             session.interrupted()
-            return Outcome(ExitCode.INTERRUPTED, session.run_id, plan)
-        return _execute(session, plan.tasks, plan, progress)
+            raise RunInterrupted(session.run_id, db) from None
+        return _execute(session, plan.tasks, plan, progress, db)
     finally:
         store.close()
+
+
+def as_listed(workloads: Any) -> Any:
+    """`workloads` as `make_spec` takes them: one factory function (`dlperf.run(make)`, as one name is taken) in a
+    list of its own, as is anything else that is not a list (an int: said in one line by `source_of`, not a
+    TypeError from deep inside)."""
+    if workloads is None or isinstance(workloads, str) or (isinstance(workloads, Iterable) and not callable(workloads)):
+        return workloads
+    return [workloads]
+
+
+def checked_arguments(spec_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """`run`'s keyword arguments, each one it takes: a misspelt one is a TypeError naming `run` and the closest
+    (not RunSpec's own constructor), and a timer not a TimerConfig a UsageError naming `timer` (not an
+    AttributeError from inside)."""
+    known = {f.name for f in fields(RunSpec) if f.init} | set(inspect.signature(make_spec).parameters) - {"fields"}
+    for name in spec_kwargs:
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise TypeError(f"run() got an unexpected keyword argument {name!r}{hint}")
+    if (timer := spec_kwargs.get("timer")) is not None and not isinstance(timer, TimerConfig):
+        raise UsageError(f"timer={timer!r}: expected a dlperf.TimerConfig, e.g. timer=dlperf.TimerConfig(max_time=2)")
+    return spec_kwargs
 
 
 def start_warm_parents(plan: Plan) -> None:
@@ -210,17 +243,19 @@ def warn_stderr(message: str) -> None:
 def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None,
            dry_run: bool = False) -> Outcome:  # fmt: skip
     """Continue the latest unfinished run without re-measuring what it finished. A run another live process still
-    measures is refused (LeaseHeld); one whose process died is taken over, with a warning saying whose it was. Its
-    stored spec is checked as the flags were (its `--data` read again), and the machine must be the one that measured
-    it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing measured or taken over."""
-    db = given_db(db)
+    measures is refused (LeaseHeld, a UsageError); one whose process died is taken over, with a warning to `warn`
+    saying whose it was. Its stored spec is checked as the flags were (its `--data` read again), and the machine must
+    be the one that measured it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing
+    measured or taken over. Interrupted, it raises KeyboardInterrupt as `run` does (RunInterrupted once it measured,
+    the run resumable again); bad input raises UsageError."""
+    db, warn = given_db(db), warn or warn_stderr
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
         run = _latest_unfinished(store, db)
         spec, env = _resumable(run)
         if not dry_run:
-            _take_over(store, run, warn or warn_stderr)
+            _take_over(store, run, warn)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
         tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
@@ -232,11 +267,11 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
             return Outcome(ExitCode.OK, run.id, plan, estimate=estimate, tasks=tasks)
         where = ", ".join(map(str, spill.holding(db, run.id, store.mark(run.id))))
         if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)
-            warn_stderr(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")
+            warn(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")
         if aside := spill.aside(db, run.id, store.mark(run.id)):
-            warn_stderr(_left_aside(run, aside, store.mark(run.id)))
+            warn(_left_aside(run, aside, store.mark(run.id)))
         session.reopen()
-        return _execute(session, tasks, plan, progress, session.unprofiled(tasks))
+        return _execute(session, tasks, plan, progress, db, session.unprofiled(tasks))
     finally:
         store.close()
 
@@ -356,14 +391,16 @@ def _take_over(store: Store, run: RunRecord, warn: Callable[[str], None]) -> Non
         warn(f"run {run.id} was left running by {dead.describe()}, last seen {dead.seen}, which is gone: taken over")
 
 
-def _execute(session: Session, tasks: list[Task], plan: Plan, progress, to_profile: list[Cell] = ()) -> Outcome:
-    """`to_profile`: measured cells a resumed run profiles first (`sweep.unprofiled`)."""
+def _execute(session: Session, tasks: list[Task], plan: Plan, progress, db: str, to_profile: list[Cell] = ()
+             ) -> Outcome:  # fmt: skip
+    """`to_profile`: measured cells a resumed run profiles first (`sweep.unprofiled`). Interrupted: RunInterrupted,
+    raised once the sweep stored what had finished and marked the run interrupted."""
     from dlperf.progress import Progress
 
     try:
         statuses = session.measure(tasks, lambda total: progress or Progress(total=total), to_profile=to_profile)
     except Interrupted:
-        return Outcome(ExitCode.INTERRUPTED, session.run_id, plan)
+        raise RunInterrupted(session.run_id, db) from None
     failed = any(s.is_failure for s in statuses)
     return Outcome(ExitCode.CELLS_FAILED if failed else ExitCode.OK, session.run_id, plan, statuses)
 

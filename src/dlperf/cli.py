@@ -74,14 +74,18 @@ def encodable(stream) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The command's exit code. `argv` None: this process's command line, as the `dlperf` script and `python -m
+    dlperf` call it, the process ending after it: once interrupted, it ignores more interrupts to its exit (its
+    cleanup, the interpreter's end). Given `argv` (a test, a program embedding the CLI), the caller's handlers of
+    SIGINT, SIGTERM and SIGHUP are its own again when it returns, interrupted or not."""
+    ends, argv = argv is None, sys.argv[1:] if argv is None else argv
     out, err = sys.stdout, sys.stderr
     encodable(out)
     encodable(err)
     sys.stdout, sys.stderr = Stream(out, fails=True), Stream(err, fails=False)
     try:
         try:
-            return finish(dispatch(argv))
+            return finish(dispatch(argv, ends))
         except SystemExit:  # --help, --version: what argparse printed must have been written too
             finish(ExitCode.OK)
             raise
@@ -94,8 +98,9 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout, sys.stderr = out, err
 
 
-def dispatch(argv: list[str]) -> int:
-    """The command's exit code: a bad input is one line and 2; an interrupt one line and 130."""
+def dispatch(argv: list[str], ends: bool = False) -> int:
+    """The command's exit code: a bad input is one line and 2; an interrupt one line and 130. `ends`: the process
+    ends after it (`main`)."""
     try:
         parser = build_parser()
         args = db_first(parse(parser, argv))
@@ -104,7 +109,7 @@ def dispatch(argv: list[str]) -> int:
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
         from dlperf.runner.lifeline import sigterm_as_interrupt  # after parsing: `--help` loads no runner code
 
-        with sigterm_as_interrupt(to_the_end=True):  # in every command, planning included; a second one is dropped
+        with sigterm_as_interrupt(to_the_end=ends):  # in every command, planning included; a second one is dropped
             try:
                 return finish(command(args.command).run(args))
             except KeyboardInterrupt:  # before anything was stored: a command that kept a run says what it kept,

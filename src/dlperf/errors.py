@@ -25,6 +25,17 @@ class StoreFault(UsageError):
     """The store's file could not be read or written (permissions, a full disk, a damaged row): one line, exit 2."""
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, SIGHUP) stopped a stored run: what had finished is kept, no child is left, the run is
+    marked interrupted and `dlperf.resume` (`dlperf run --resume`) goes on with it. A KeyboardInterrupt, so a
+    caller's loop of `dlperf.run` stops as Python code does at Ctrl-C; `run_id` and `db` name the run."""
+
+    def __init__(self, run_id: int, db: str) -> None:
+        super().__init__(f"run {run_id} of {db!r} was interrupted: what had finished is stored, and "
+                         f"dlperf.resume(db={db!r}) goes on with it")  # fmt: skip
+        self.run_id, self.db = run_id, db
+
+
 class UnreadableRow(StoreFault):
     """A stored row that no longer decodes (a damaged data page): names its run and cell, so a view can leave the
     cell out and say so, or stop."""

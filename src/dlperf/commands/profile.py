@@ -72,6 +72,7 @@ def run(args) -> int:
 
 def _run(args) -> int:
     from dlperf import api
+    from dlperf.errors import RunInterrupted
     from dlperf.spec import check_profilable, parse_frameworks, parse_one_workload
     from dlperf.store.location import resume_command
 
@@ -79,17 +80,18 @@ def _run(args) -> int:
     check_profilable(parse_frameworks(args.framework), lambda name: f"--framework {name}")  # not run's --profile
     db = db_path(args)
     warn_if_measured(db)
-    outcome = api.run(
-        args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
-        threads=args.threads, modes=args.modes, data=args.data, loaders=args.loaders, timeout=args.timeout,
-        loss_check=False, timer=thirds(timer(args)),
-        profile=True, profile_steps=args.steps, trace_dir=args.trace_dir, nvtx=args.nvtx,
-        max_trace_mib=args.max_trace_mib,
-    )  # fmt: skip
-    if outcome.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted(stored_cells(db, outcome.run_id, profiled=True), f"Continue with: {resume_command(db)} "
+    try:
+        outcome = api.run(
+            args.workload, db=db, argv=["dlperf", *sys.argv[1:]], frameworks=args.framework, devices=args.device,
+            threads=args.threads, modes=args.modes, data=args.data, loaders=args.loaders, timeout=args.timeout,
+            loss_check=False, timer=thirds(timer(args)),
+            profile=True, profile_steps=args.steps, trace_dir=args.trace_dir, nvtx=args.nvtx,
+            max_trace_mib=args.max_trace_mib,
+        )  # fmt: skip
+    except RunInterrupted as stopped:
+        say_interrupted(stored_cells(db, stopped.run_id, profiled=True), f"Continue with: {resume_command(db)} "
                         "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
-        return outcome.exit_code
+        return ExitCode.INTERRUPTED
     finished = (f"run {outcome.run_id} is complete and stored", see_it(db, outcome.run_id, "--explain"))
     return printed(lambda: print_profiles(db, outcome.run_id), outcome.exit_code, finished=finished)
 

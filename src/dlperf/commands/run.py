@@ -241,6 +241,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from dlperf.errors import RunInterrupted
     from dlperf.store.location import resume_command
 
     db = db_path(args)
@@ -256,6 +257,9 @@ def _run(args) -> int:
         warn_if_measured(db, resuming=args.resume)
     try:
         outcome = measure(args, db)
+    except RunInterrupted as stopped:  # the run stored: what it keeps, and how to go on
+        say_interrupted(stored_cells(db, stopped.run_id), f"Continue with: {resume_command(db)}")
+        return ExitCode.INTERRUPTED
     except KeyboardInterrupt:  # planning (a new run's, before it is stored; --resume's, before its first process)
         if args.dry_run:
             raise
@@ -267,9 +271,6 @@ def _run(args) -> int:
     if args.dry_run:
         print_estimate(outcome, db)
         return ExitCode.OK
-    if outcome.exit_code == ExitCode.INTERRUPTED:
-        say_interrupted(stored_cells(db, outcome.run_id), f"Continue with: {resume_command(db)}")
-        return outcome.exit_code
     return show_finished(db, outcome.run_id, args.resume, outcome.exit_code)
 
 
