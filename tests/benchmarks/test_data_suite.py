@@ -27,9 +27,10 @@ def columns(line: str) -> list[str]:
 def test_a_row_per_workload_with_the_best_setting_and_the_smallest_that_is_enough():
     suite = benchmark("data_suite")
     cells = [
-        # input-bound at w0 (40% wait); w1 waits 3%, enough, but w2 is faster (medians alone: no intervals)
+        # input-bound at w0 (40% wait); w1 waits 3%, enough, but w2 is faster by more than the 5% that medians alone
+        # (no intervals) tie within
         cell("alexnet-s"), cell("alexnet-s", "w0", 0.2, 0.40, 300), cell("alexnet-s", "w1", 0.104, 0.03, 600),
-        cell("alexnet-s", "w2", 0.102, 0.02, 900),
+        cell("alexnet-s", "w2", 0.094, 0.02, 900),
         # not input-bound
         cell("fcn-r", median_s=0.01), cell("fcn-r", "w0", 0.0101, 0.01, 50_000),
         # input-bound everywhere, though w1's step is within 95% of the synthetic one's throughput
@@ -42,7 +43,7 @@ def test_a_row_per_workload_with_the_best_setting_and_the_smallest_that_is_enoug
     assert len(columns(lines[0])) == len(columns(lines[1])) == 11 and set(lines[1]) == {"|", "-"}
     rows = {columns(line)[0]: columns(line) for line in lines[2:]}
     assert list(rows) == ["alexnet-s", "fcn-r", "resnet-50", "lstm", "fcn-s"]  # plan order
-    assert rows["alexnet-s"] == ["alexnet-s", "2", "100.0", "102.0", "w2", "300", "900 (w2)", "40.0%", "w2", "2.0%",
+    assert rows["alexnet-s"] == ["alexnet-s", "2", "100.0", "94.0", "w2", "300", "900 (w2)", "40.0%", "w2", "2.0%",
                                  "input-bound at w0 (high); w2 is enough"]  # fmt: skip
     assert rows["fcn-r"][-3:] == ["w0", "1.0%", "not input-bound (w0 waits 1.0%)"]
     assert rows["resnet-50"][-3:] == ["w1", "6.0%", "input-bound at w0 (high); w1 is enough"]

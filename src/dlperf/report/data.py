@@ -14,7 +14,7 @@ from typing import Any
 
 from dlperf import loaders
 from dlperf.report.charts import Chart, Point, Series, _slug, tip
-from dlperf.report.fastest import overlap
+from dlperf.report.fastest import MEDIANS_APART, has_interval, told_apart
 from dlperf.report.format import nbytes, seconds, significant
 from dlperf.store.records import CellRecord
 
@@ -121,28 +121,32 @@ def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
     return f"{percent(ours / theirs)} of the synthetic step's samples/s"
 
 
+# said where a setting was judged without 95% intervals (`fastest.told_apart`)
+MEDIANS_ALONE = f"on medians alone, with no 95% intervals: within {MEDIANS_APART:.0%} or the steps' IQR, a tie"
+
+
 def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommendation:
     """Among the measured settings, the smallest (`LoaderSetting.cost`) whose step is not measurably slower than the
-    fastest's: their 95% intervals of the median overlap, the tie the table's star withholds on (`fastest.overlap`). A
-    setting that waits less for data but whose step is slower is never it (on a CPU its workers took the compute
-    threads' cores: following it trains slower). Whether it is `enough` says if the loader still holds the step back."""
+    fastest's (`fastest.told_apart`: their 95% intervals of the median overlap, the tie the table's star withholds on;
+    without intervals, medians within MEDIANS_APART or the steps' IQR). A setting that waits less for data but whose
+    step is slower is never it (on a CPU its workers took the compute threads' cores: following it trains slower).
+    Whether it is `enough` says if the loader still holds the step back."""
 
     timed = sorted((c for c in cells if throughput(c)), key=lambda c: loaders.setting(c.loader).cost)
     if not timed:
         return Recommendation(None, "no loader setting was measured")
     fastest = min(timed, key=lambda c: c.median_s)
-    tied = [c for c in timed if c is fastest or overlap(c, fastest)]
-    chosen = tied[0]
+    tied = [c for c in timed if c is fastest or not told_apart(c, fastest)]
+    chosen, alone = tied[0], len(timed) > 1 and not all(map(has_interval, timed))
     if len(timed) == 1:
         why = "the only setting measured"
     elif chosen is fastest:
         why = f"the fastest measured, {_per_s(throughput(chosen))} samples/s"
     else:
         why = (f"the smallest of {', '.join(c.loader for c in tied)}, not told apart from the fastest, "
-               f"{fastest.loader} at {_per_s(throughput(fastest))} samples/s: their 95% intervals of the median "
-               "overlap")  # fmt: skip
-    if len(timed) > 1 and any(c.ci_low_s is None or c.ci_high_s is None for c in timed):
-        why += ", on medians alone, with no 95% intervals to tell a tie"
+               f"{fastest.loader} at {_per_s(throughput(fastest))} samples/s")  # fmt: skip
+        why += "" if alone else ": their 95% intervals of the median overlap"
+    why += f", {MEDIANS_ALONE}" if alone else ""
     slower = [c.loader for c in timed if c not in tied and enough(c, synthetic) and waits_less(c, chosen)]
     return Recommendation(chosen.loader, why, enough(chosen, synthetic), slower)
 

@@ -109,6 +109,26 @@ def overlap(a: CellRecord, b: CellRecord) -> bool:
     return a_low <= b_high and b_low <= a_high
 
 
+# Two medians without a 95% interval to judge them by (a cell of under 6 timed steps has none, nor an older store's) are
+# told apart only this far apart, as a share of the faster's, and beyond either cell's IQR (the spread its timer
+# recorded): two processes on a shared machine differ by a few percent, and a few steps cannot say which is which.
+MEDIANS_APART = 0.05
+
+
+def has_interval(cell: CellRecord) -> bool:
+    return cell.ci_low_s is not None and cell.ci_high_s is not None
+
+
+def told_apart(a: CellRecord, b: CellRecord) -> bool:
+    """Whether one of two cells' steps is measurably slower than the other's: their 95% intervals of the median do not
+    overlap; where either has none, their medians differ by more than MEDIANS_APART of the faster's and by more
+    than either cell's IQR. What the loader recommendation ties on (`report.data.recommend`, `optimize_loader`)."""
+    if has_interval(a) and has_interval(b):
+        return not overlap(a, b)
+    noise = max(MEDIANS_APART * min(a.median_s, b.median_s), a.iqr_s or 0.0, b.iqr_s or 0.0)
+    return abs(a.median_s - b.median_s) > noise
+
+
 def span(cell: CellRecord) -> tuple[float, float]:
     """A cell's 95% interval of the median; its median alone where it has none (an older store's cell)."""
     if cell.ci_low_s is None or cell.ci_high_s is None:
