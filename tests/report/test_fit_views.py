@@ -64,3 +64,29 @@ def test_list_runs_counts_the_tries_that_ran_out_of_memory_as_such(tmp_path, cap
     assert main(["list", "--runs", "--db", str(db)]) == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "1 failed, 2 ok, 1 out of memory" in text
+
+
+def test_the_tables_notes_say_a_try_ran_out_of_memory_as_its_row_does():
+    """The rows read 'out of memory' (2c53e7e) and the notes under them still 'failed: out of memory at batch 128 ...'
+    for each such try; any other failure keeps its status."""
+    cells = [*fit_run().cells, make_cell("other@b8", run_id=4, position=10, batch=8, status="failed", error="boom")]
+    notes = table.build(4, cells).notes
+    assert "tiny-gpt@b128 torch cpu:1: out of memory at batch 128 under --max-memory 1,024 MiB: RuntimeError" in notes
+    assert not [n for n in notes if "failed: out of memory" in n]
+    assert "other@b8 torch cpu:1: failed: boom" in notes
+    kinds = {label: kind for label, kind, _ in table.cell_notes(cells)}
+    assert kinds["tiny-gpt@b128 torch cpu:1"] == vocab.OUT_OF_MEMORY and kinds["other@b8 torch cpu:1"] == "failed"
+
+
+def test_a_tries_progress_line_says_out_of_memory_as_the_table_does():
+    """fit's progress said '[2/?] wide@b8 torch cpu:1 fp32: failed: out of memory at batch 8 under ...'."""
+    from dlperf.progress import outcome
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures
+    from dlperf.vocab import Status
+
+    said = "out of memory at batch 8 under --max-memory 316 MiB: MemoryError"
+    oom = ProcessMeasurement(status=Status.FAILED, error=said, duration_s=1.0)
+    assert outcome(oom, CellFigures(status=Status.FAILED)) == said
+    other = ProcessMeasurement(status=Status.FAILED, error="RuntimeError: boom", duration_s=1.0)
+    assert outcome(other, CellFigures(status=Status.FAILED)) == "failed: RuntimeError: boom"

@@ -231,13 +231,16 @@ def disturbances(cell: CellRecord) -> list[str]:
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
     """(cell label, kind, text) for every stored warning and every cell that was not measured, with its reason.
     Kinds: noise, oversubscription, warning, threads (more cores busy than threads), and the statuses failed,
-    timeout, unsupported."""
+    timeout, unsupported; a fit try that ran out of memory is kind and text "out of memory ..." (its reason says so),
+    as its row says, not "failed"."""
     notes = []
     for c in cells:
         label = cell_label(c)
         for warning in c.warnings:
             notes.append((label, note_kind(warning), warning))
-        if c.status in (Status.FAILED, Status.TIMEOUT, Status.UNSUPPORTED) and c.error:
+        if out_of_memory(c):
+            notes.append((label, OUT_OF_MEMORY, c.error))
+        elif c.status in (Status.FAILED, Status.TIMEOUT, Status.UNSUPPORTED) and c.error:
             notes.append((label, c.status.value, f"{c.status}: {c.error}"))
         if busy := cores_beyond_threads(c):
             notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
