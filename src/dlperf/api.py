@@ -325,7 +325,7 @@ def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: 
     try:
         check_data_of(spec, list(left.values()))
     except UsageError as exc:
-        raise UsageError(f"--resume: run {run_id}'s --data: {exc}") from None
+        raise type(exc)(f"--resume: run {run_id}'s --data: {exc}") from None  # a probe killed stays one (exit 1)
 
 
 def _latest_unfinished(store: Store, db: str) -> RunRecord:

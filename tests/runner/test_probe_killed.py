@@ -23,3 +23,16 @@ def test_a_probe_killed_by_a_signal_exits_1_saying_which(tmp_path, monkeypatch, 
     err = capsys.readouterr().err.strip().splitlines()
     assert got == code, err
     assert len(err) == 1 and said in err[0], err
+
+
+def test_a_data_probe_killed_on_resume_stays_a_failed_measurement(monkeypatch):
+    """`--resume` checks the loader cells' data again; a probe killed there says so with exit 1, as at the start."""
+    from dlperf import api
+    from dlperf.errors import ProbeFailed
+
+    def killed(spec, workloads):
+        raise ProbeFailed("photos: the torch probe failed: worker killed by SIGKILL")
+
+    monkeypatch.setattr(api, "check_data_of", killed)
+    with pytest.raises(ProbeFailed, match=r"--resume: run 3's --data: photos: .* killed by SIGKILL"):
+        api._check_data_again(3, None, [], {})
