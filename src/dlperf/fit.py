@@ -97,21 +97,18 @@ def stepping(phases: dict[str, float | None] | None) -> float | None:
     return sum(phases.get(name) or 0.0 for name in ("compile_s", "warmup_s", "timed_s"))
 
 
-def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = None) -> Try:
+def no_kernel_is_memory(tried: Try, fits: dict[int, bool]) -> Try:
     """oneDNN says "could not create a primitive" where it has no kernel for a dtype (`unsupported`, naming the mode's
     precision: frameworks/torch/step.py), and also where the limit leaves no memory to create one. A mode that fitted
     at a smaller batch has its kernels: at a larger batch that refusal is the batch not fitting (seen: bf16 at batch 16
-    under the limit, after batch 8 fitted), said as the worker says a try out of memory (`worker/cell.oom_reason`),
-    with oneDNN's own words. `limit`: the try's, in bytes."""
+    under the limit, after batch 8 fitted)."""
     if tried.status != Status.UNSUPPORTED or NO_KERNEL not in (tried.reason or ""):
         return tried
-    if not (ran := [b for b, ok in fits.items() if ok and b < tried.batch]):
+    if not any(ok for b, ok in fits.items() if b < tried.batch):
         return tried
-    under = "" if limit is None else f" under --max-memory {limit / 2**20:,.0f} MiB"
-    said = re.search(rf"\(({NO_KERNEL}[^)]*)\)", tried.reason or "")
     return replace(tried, status=Status.FAILED.value, out_of_memory=True,
-                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}{under}: oneDNN refused under the limit, where batch "
-                          f"{max(ran)} of this mode ran ({said.group(1) if said else tried.reason})")  # fmt: skip
+                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}: oneDNN could not create its primitive under the "
+                          f"limit, where a smaller batch ran ({tried.reason})")  # fmt: skip
 
 
 NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)
@@ -352,7 +349,7 @@ class Search:
                 answer.ended = why
                 break
             answer.trying = batch
-            tried = self.try_batch(mode, batch, fits)
+            tried = no_kernel_is_memory(self.try_batch(mode, batch), fits)
             answer.tries.append(tried)
             answer.trying = None
             if tried.status != Status.OK and not tried.out_of_memory:
@@ -366,9 +363,8 @@ class Search:
             answer.ended = "nothing fits"
         return answer
 
-    def try_batch(self, mode: str, batch: int, fits: dict[int, bool]) -> Try:
-        """The workload at `batch` in `mode`: a new cell of the run, measured in its own child; a refusal that was
-        the batch not fitting (`no_kernel_is_memory`, from the mode's tries so far: `fits`) stored as such."""
+    def try_batch(self, mode: str, batch: int) -> Try:
+        """The workload at `batch` in `mode`: a new cell of the run, measured in its own child."""
         from dlperf.report.crossover import variant_name
         from dlperf.runner.tasks import schedule
 
@@ -379,11 +375,7 @@ class Search:
         self.session.measure(schedule([cell], 1), self.progress_factory, last=False)
         done = self.session.store.measurements(self.session.run_id, cell.key)[-1:]  # one process: this try's
         duration, phases = (done[0].duration_s, done[0].detail.phases) if done else (None, None)
-        seen = Try.of(self.session.cell(cell.key), batch, duration, phases)
-        tried = no_kernel_is_memory(seen, fits, spec.max_memory)
-        if tried is not seen:  # the table, the report and list --runs read it as fit does
-            self.session.restate(cell.key, Status.FAILED, tried.reason)
-        return tried
+        return Try.of(self.session.cell(cell.key), batch, duration, phases)
 
     def notes(self, opts: Options, limit: int | None) -> list[str]:
         notes = [f"stored as run {self.session.run_id}: each try a cell named {self.workload.name}@bN"]
