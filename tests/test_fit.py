@@ -9,7 +9,7 @@ import pytest
 
 from dlperf.errors import UsageError
 from dlperf.fit import next_batch
-from dlperf.spec import parse_size
+from dlperf.flagtext import parse_size
 
 
 def search(fits_up_to: int, start: int, max_batch: int = 2**16) -> list[int]:

@@ -62,7 +62,7 @@ def test_the_deepest_frame_in_the_users_own_file_is_named(tmp_path):
 def test_nothing_is_named_where_no_frame_is_the_users():
     import json
 
-    from dlperf.spec import whole_number
+    from dlperf.flagtext import whole_number
 
     for call in (lambda: json.loads("{"), lambda: whole_number("x", "--n")):  # the standard library's, dlperf's
         exc = raised(call)

@@ -27,13 +27,11 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from dlperf.defaults import BUDGET_S, CPU_WATTS, KWH_PRICE, LEAST_BUDGET_S
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
-from dlperf.spec import CROSSOVER_TIMER
 from dlperf.vocab import ExitCode
 
-BUDGET_S = 150.0  # the default: 2.5 minutes of measuring on 2 cores, the thread search and a short optimize
-LEAST_BUDGET_S = CROSSOVER_TIMER.max_time  # --budget's least: the first CPU process, never stopped, may time this long
 MIN_SEARCH_S = 20.0  # below this left of the budget, the mode search is skipped (fp32 eager, said so)
 PRECISIONS = ("fp32", "bf16", "fp16")  # a GPU trains in fp32, or in its mixed precision (`GPU.mixed`)
 NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthetic data) and --samples is not given
@@ -174,8 +172,9 @@ def check(opts: Options) -> tuple[tuple, float | None]:
 
 
 def _checked(opts: Options) -> tuple[tuple, float | None]:
+    from dlperf.flagtext import batch_number
     from dlperf.predict import cost, gpus, prices
-    from dlperf.spec import batch_number, make_spec, parse_workload
+    from dlperf.spec import make_spec, parse_workload
 
     if "," in opts.workload:
         raise UsageError(f"unknown workload {opts.workload!r}: one built-in name (dlperf list) or a file.py:factory")
@@ -284,7 +283,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
         if opts.data != DATA_SYNTHETIC:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
-    costs.cpu = cost.cpu_cost(cell, samples, cost.CPU_WATTS, cost.KWH_PRICE)
+    costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE)
     ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
     notes += [n for n in side.notes if n.startswith("threads:")]
     notes += quoted_notes(db, side.run_id, cell, ci is not None)

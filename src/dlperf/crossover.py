@@ -27,13 +27,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from dlperf.api import warn_stderr
+from dlperf.defaults import BRACKET
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
 from dlperf.plan.estimate import Earlier, first_process_s, known_durations
 from dlperf.predict import roofline
-from dlperf.predict.gpus import BRACKET
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
 from dlperf.runner import warm
@@ -57,7 +57,7 @@ FLAGS = {"gpus": "--gpu", "batches": "--batches", "max_batch": "--max-batch", "b
 @dataclass
 class Options:
     workload: str
-    gpus: tuple[str, ...] = BRACKET  # a data-centre GPU of today and a T4-class cloud GPU: why, in `gpus.BRACKET`
+    gpus: tuple[str, ...] = BRACKET  # a data-centre GPU of today and a T4-class cloud GPU: why, in `defaults.BRACKET`
     batches: tuple[int, ...] | None = None  # None: powers of two up to max(the workload's batch, 256)
     max_batch: int | None = None
     batch: int | None = None  # the user's batch (None: the workload's)
@@ -158,9 +158,9 @@ def _batches_agree(opts: Options) -> None:
 
 
 def _batch_checked(opts: Options, name: str, b) -> None:
-    """`spec.batch_number`'s check of a batch field: its error names the flag and the text typed, or a Python
+    """`flagtext.batch_number`'s check of a batch field: its error names the flag and the text typed, or a Python
     caller's argument and value (`max_batch=0`)."""
-    from dlperf.spec import batch_number
+    from dlperf.flagtext import batch_number
 
     try:
         batch_number(str(b), FLAGS[name])

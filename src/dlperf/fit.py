@@ -186,7 +186,8 @@ def next_batch(fits: dict[int, bool], start: int, max_batch: int) -> int | None:
 def check(opts: Options) -> None:
     """What the flags allow, before anything runs: a bad value is one line. A Python caller's numbers are checked
     as the command line's parser checks the flags' (`threads=0` is no default: the command refuses --threads 0)."""
-    from dlperf.spec import batch_number, parse_modes, parse_workload, whole_number
+    from dlperf.flagtext import batch_number, whole_number
+    from dlperf.spec import parse_modes, parse_workload
     from dlperf.workloads.base import split_variant
 
     if "," in opts.workload:

@@ -36,6 +36,7 @@ from typing import Any
 from dlperf import envinfo
 from dlperf import modes as mode_table
 from dlperf.api import warn_stderr
+from dlperf.defaults import OPTIMIZE_BUDGET_MIN
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
@@ -49,7 +50,7 @@ from dlperf.report.profile import Verdict, verdicts
 from dlperf.runner.session import Budget, Session, budget_check
 from dlperf.runner.sweep import Deadline, Interrupted
 from dlperf.runner.tasks import Task
-from dlperf.spec import OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER, RunSpec, canonical_mode, device_kind, make_spec
+from dlperf.spec import OPTIMIZE_TIMER, RunSpec, canonical_mode, device_kind, make_spec
 from dlperf.store import Store
 from dlperf.store.location import given_db
 from dlperf.store.records import CellRecord

@@ -100,23 +100,23 @@ COMMANDS = ("advise", "crossover", "predict")
 
 def test_each_commands_default_gpus_come_from_one_place_and_its_help_says_why():
     """advise ranks every GPU with a price (`prices.priced`), crossover draws a column per GPU for two that bracket
-    what one rents (`gpus.BRACKET`), predict names its GPUs: the defaults differ on purpose, each held in predict/
-    and said with its reason in the command's --gpu help."""
+    what one rents (`defaults.BRACKET`), predict names its GPUs: the defaults differ on purpose, each held in
+    defaults.py (which --help reads without the predictor) and said with its reason in the command's --gpu help."""
     import argparse
 
-    from dlperf import advise, crossover
+    from dlperf import advise, crossover, defaults
     from dlperf.cli import build_parser
     from dlperf.predict import prices
 
     priced = {p.gpu for p in prices.table()}
     assert prices.priced() and {g.name for g in prices.priced()} == priced & set(gpus.names())
-    assert crossover.Options("tiny-fcn-r").gpus == gpus.BRACKET
+    assert crossover.Options("tiny-fcn-r").gpus == defaults.BRACKET
     assert advise.Options("tiny-fcn-r").gpus is None  # None: prices.priced(), at check()
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     helps = {c: next(a for a in sub.choices[c]._actions if "--gpu" in a.option_strings) for c in COMMANDS}
-    assert helps["advise"].default is None and gpus.PRICED_HELP in helps["advise"].help
-    assert helps["crossover"].default == ",".join(gpus.BRACKET) and gpus.BRACKET_HELP in helps["crossover"].help
-    assert helps["predict"].default is None and gpus.NAMED_HELP in helps["predict"].help
+    assert helps["advise"].default is None and defaults.PRICED_HELP in helps["advise"].help
+    assert helps["crossover"].default == ",".join(defaults.BRACKET) and defaults.BRACKET_HELP in helps["crossover"].help
+    assert helps["predict"].default is None and defaults.NAMED_HELP in helps["predict"].help
 
 
 @pytest.mark.parametrize(

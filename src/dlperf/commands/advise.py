@@ -19,10 +19,9 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.advise import BUDGET_S, LEAST_BUDGET_S
     from dlperf.commands.predict import GPU_SPECS_HELP, PRICES_HELP
     from dlperf.commands.run import add_data_flags
-    from dlperf.predict.gpus import PRICED_HELP
+    from dlperf.defaults import BUDGET_S, LEAST_BUDGET_S, PRICED_HELP
 
     p.add_argument("workload", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--batch", type=batch("--batch"),

@@ -100,9 +100,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def parse_size(text: str, flag: str = "--sizes") -> int:
-    """`4096`, `4K`, `64MiB`, `1G` (powers of 1024), `4KB` (of 1000, as everywhere in dlperf: `spec.parse_size`) ->
+    """`4096`, `4K`, `64MiB`, `1G` (powers of 1024), `4KB` (of 1000, as everywhere in dlperf: `flagtext.parse_size`) ->
     bytes: positive and whole float32 elements."""
-    from dlperf.spec import parse_size as size
+    from dlperf.flagtext import parse_size as size
 
     nbytes = size(text, flag)
     if nbytes % FP32_BYTES:

@@ -9,15 +9,15 @@ import itertools
 import os
 import stat
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dlperf.errors import OutputFailed, UsageError
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dlperf.store import Store
 
 
@@ -71,7 +71,7 @@ def plain_argparse(message: str) -> str:
 
 def unknown_choice(parser: argparse.ArgumentParser, action: argparse.Action, value: Any) -> str:
     """A value outside an argparse `choices`: a command, a positional (`dlperf env lsit`) or an option."""
-    from dlperf.spec import suggest
+    from dlperf.flagtext import suggest
 
     options = [str(c) for c in action.choices]
     close = suggest(str(value), options)
@@ -85,7 +85,7 @@ def unknown_choice(parser: argparse.ArgumentParser, action: argparse.Action, val
 
 def expected(flag: str, text: str, options: Sequence[str]) -> str:
     """`--format 'jsn': expected text or json (did you mean 'json'?)`."""
-    from dlperf.spec import suggest
+    from dlperf.flagtext import suggest
 
     return f"{flag} {text!r}: expected {either(options)}{suggest(text, options)}"
 
@@ -128,7 +128,7 @@ def either(options: Sequence[str]) -> str:
 def picked(text: str, flag: str, known: Sequence[str], noun: str) -> tuple[str, ...]:
     """A comma list of names from a closed set, lower-cased, each once, in the order given; a name outside it is a
     UsageError naming the flag, the nearest name and the set."""
-    from dlperf.spec import split_list, suggest
+    from dlperf.flagtext import split_list, suggest
 
     names = tuple(dict.fromkeys(item.lower() for item in split_list(text, flag)))
     for name in names:
@@ -165,7 +165,7 @@ def whole(flag: str, least: int = 0, **most: int) -> Callable[[str], int]:
     """An argparse `type` for a whole number from `least` (`most=`: an upper bound below SQLite's integer)."""
 
     def parse(text: str) -> int:
-        from dlperf.spec import whole_number
+        from dlperf.flagtext import whole_number
 
         return whole_number(text, flag, least, **most)
 
@@ -178,7 +178,7 @@ def duration(flag: str, per: float, most_s: float) -> Callable[[str], float]:
     unit, or a number and its own unit (90s, 15m, 2h, 1h30m), above zero; the value returned is in `per` units."""
 
     def parse(text: str) -> float:
-        from dlperf.spec import duration_seconds
+        from dlperf.flagtext import duration_seconds
 
         return duration_seconds(text, flag, bare_s=per, most_s=most_s) / per
 
@@ -191,7 +191,7 @@ def real(flag: str, least: float = 0.0, above: bool = True, **most: float) -> Ca
     at most the longest wait the platform can make (`most=`: another bound)."""
 
     def parse(text: str) -> float:
-        from dlperf.spec import real_number
+        from dlperf.flagtext import real_number
 
         return real_number(text, flag, least, above=above, **most)
 
@@ -203,7 +203,7 @@ def whole_list(flag: str) -> Callable[[str], tuple[int, ...]]:
     """An argparse `type` for a comma list of positive whole numbers (1,2,8), in order, without repeats."""
 
     def parse(text: str) -> tuple[int, ...]:
-        from dlperf.spec import positive_ints
+        from dlperf.flagtext import positive_ints
 
         return tuple(dict.fromkeys(positive_ints(text, flag)))
 
@@ -212,10 +212,10 @@ def whole_list(flag: str) -> Callable[[str], tuple[int, ...]]:
 
 
 def batch(flag: str, most: int | None = None) -> Callable[[str], int]:
-    """An argparse `type` for a batch flag, every command's (`spec.batch_number`: 1 to 65,536 unless `most`)."""
+    """An argparse `type` for a batch flag, every command's (`flagtext.batch_number`: 1 to 65,536 unless `most`)."""
 
     def parse(text: str) -> int:
-        from dlperf.spec import batch_number
+        from dlperf.flagtext import batch_number
 
         return batch_number(text, flag) if most is None else batch_number(text, flag, most)
 
@@ -224,10 +224,10 @@ def batch(flag: str, most: int | None = None) -> Callable[[str], int]:
 
 
 def batch_list(flag: str) -> Callable[[str], tuple[int, ...]]:
-    """An argparse `type` for a comma list of batches (`spec.batch_numbers`)."""
+    """An argparse `type` for a comma list of batches (`flagtext.batch_numbers`)."""
 
     def parse(text: str) -> tuple[int, ...]:
-        from dlperf.spec import batch_numbers
+        from dlperf.flagtext import batch_numbers
 
         return batch_numbers(text, flag)
 
@@ -292,6 +292,9 @@ def replacing(path: str | Path) -> Iterator[Path]:
     absent, never cut short. A write that fails (a full disk, `ulimit -f`) removes the temporary file and is one
     line naming the file. A device or a FIFO (/dev/null, /dev/stdout), or a link to one, is written in place: renamed
     over, it would be replaced by a regular file (as root, /dev/null itself)."""
+    import tempfile  # here: `dlperf --help` and a bad flag's error load neither (random, shutil, bz2, lzma, urllib)
+    from pathlib import Path
+
     out = Path(path)
     if not_a_regular_file(out):
         yield out

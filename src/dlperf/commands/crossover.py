@@ -38,7 +38,7 @@ MODES = ("fp32", "bf16", "fp16")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
-    from dlperf.predict.gpus import BRACKET, BRACKET_HELP
+    from dlperf.defaults import BRACKET, BRACKET_HELP, CROSSOVER_TIMING
 
     p.add_argument(
         "--gpu",
@@ -65,9 +65,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mode", default="fp32", type=choice("--mode", MODES), help="fp32, bf16 or fp16 (default: fp32)")
     p.add_argument("--repeats", type=whole("--repeats", 1), default=1, help="processes per cell (default: 1)")
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per cell process (default: 600)")
-    from dlperf.spec import CROSSOVER_TIMER as t
-
-    add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    add_timer_flags(p, **CROSSOVER_TIMING)
     p.add_argument(
         "--plot", metavar="FILE.png", help="also draw step time against batch into this file (png, svg, pdf)"
     )

@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlperf.commands.common import choice, picked, whole
 from dlperf.commands.common import console as wide
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 HELP = "write synthetic datasets in their real formats (MNIST, CIFAR-10, PTB, ImageNet-style JPEGs) for --data DIR"
 DESCRIPTION = (
@@ -63,6 +66,8 @@ def parse_only(text: str | None) -> tuple[str, ...]:
 
 
 def target(text: str) -> Path:
+    from pathlib import Path
+
     from dlperf.store.location import unreachable
 
     if not text.strip():  # `dlperf data synth "$DIR"` with $DIR unset: not the current folder
@@ -100,6 +105,8 @@ def run(args) -> int:
 
 def failed(exc: OSError, directory: Path, datasets: tuple[str, ...], written: list[Written]) -> str:
     """What could not be written, named where it was going (not in the staging folder), and what was kept."""
+    from pathlib import Path
+
     from dlperf.workloads.datasets import synth
 
     path = Path(exc.filename) if exc.filename else directory

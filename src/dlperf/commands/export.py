@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from dlperf.commands.common import choice, db_path, open_store, warn_unreadable, write_file, write_stdout
 from dlperf.commands.report import runs
@@ -58,6 +57,8 @@ def output_format(given: str | None, output: str | None) -> str:
     """--format, else what -o's suffix names, else jsonl; a suffix that names the other format, or one that names
     neither without --format (`x.json` would not load as one JSON document, `x.parquet` is not Parquet), is one
     line."""
+    from pathlib import Path
+
     suffix = Path(output).suffix.lower() if output else ""
     named = SUFFIXES.get(suffix)
     if given and named and given != named:

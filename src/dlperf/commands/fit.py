@@ -26,8 +26,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import FIT_MAX_BATCH
-    from dlperf.spec import FIT_TIMER as t
+    from dlperf.defaults import FIT_MAX_BATCH, FIT_TIMING
 
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
@@ -46,14 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--threads", type=whole("--threads", 1), help="CPU threads of each try (default: the cores)")
     p.add_argument("--timeout", type=real("--timeout"), default=300.0, help="seconds per try (default: 300)")
-    add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    add_timer_flags(p, **FIT_TIMING)
     add_format(p, "text", "json")
 
 
 def run(args) -> int:
     from dlperf import fit
     from dlperf.errors import UsageError
-    from dlperf.spec import parse_size, split_list
+    from dlperf.flagtext import parse_size, split_list
 
     if not args.workload:
         raise UsageError("dlperf fit WORKLOAD [--device cpu|cuda:N] [--modes M,...] [--max-memory SIZE]")

@@ -15,7 +15,7 @@ HELP = "find the fastest training mode for a workload"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import MAX_SECONDS, OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMER
+    from dlperf.defaults import MAX_SECONDS, OPTIMIZE_BUDGET_MIN, OPTIMIZE_TIMING
 
     p.add_argument("workload", help="a built-in name or path/file.py:factory (at another batch: NAME@bN)")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
@@ -46,17 +46,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="verdict: profile fp32 once and search first the dimensions that address what bounds its step; "
         "fixed: precision, memory format, optimizer implementation, compilation, checkpointing (default: verdict)",
     )
-    t = OPTIMIZE_TIMER
-    add_timer_flags(p, min_steps=t.min_steps, min_time=t.min_time, max_time=t.max_time, max_warmup=t.max_warmup)
+    add_timer_flags(p, **OPTIMIZE_TIMING)
     add_data_flags(p)  # with real data, the loader is searched for the best mode (`optimize_loader.py`)
     add_format(p, "text", "json")
 
 
 def run(args) -> int:
     from dlperf import optimize
+    from dlperf.defaults import OPTIMIZE_BUDGET_MIN
     from dlperf.errors import UsageError
     from dlperf.loaders import parse_loaders
-    from dlperf.spec import OPTIMIZE_BUDGET_MIN, parse_devices, parse_one_workload
+    from dlperf.spec import parse_devices, parse_one_workload
 
     workload = parse_one_workload(args.workload)
     devices = parse_devices(args.device, "--device")

@@ -55,7 +55,7 @@ HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import INT64_MAX
+    from dlperf.defaults import INT64_MAX
 
     p.add_argument("--devices", default="cpu", help="comma list of cpu, cuda, cuda:N, mps (default: cpu)")
     p.add_argument(

@@ -72,7 +72,7 @@ def where(runs: list) -> str:
 
 def workload_list(text: str) -> list[str]:
     """--workloads, checked before the store is read: a blank item is refused, not read past."""
-    from dlperf.spec import split_list
+    from dlperf.flagtext import split_list
 
     return split_list(text, "--workloads")
 

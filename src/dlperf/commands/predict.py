@@ -34,12 +34,11 @@ GPU_SPECS_HELP = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.predict import gpus
-    from dlperf.spec import FIT_MAX_BATCH
+    from dlperf.defaults import BRACKET, FIT_MAX_BATCH, NAMED_HELP
 
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
-    p.add_argument("--gpu", help=f"comma list of GPUs of the table (--list-gpus), e.g. {','.join(gpus.BRACKET)}; "
-                   f"{gpus.NAMED_HELP}")  # fmt: skip
+    p.add_argument("--gpu", help=f"comma list of GPUs of the table (--list-gpus), e.g. {','.join(BRACKET)}; "
+                   f"{NAMED_HELP}")  # fmt: skip
     p.add_argument("--modes", help="comma list of fp32, tf32, bf16, fp16 (default: all)")
     p.add_argument("--batch", type=batch("--batch", most=MAX_BATCH),
                    help=f"the mini-batch (default: the workload's), 1 to {MAX_BATCH:,}: counted on fake tensors, not "
@@ -71,7 +70,7 @@ DEFAULT_MEMORY_MODES = "fp32,bf16,checkpoint,bf16+checkpoint"
 
 
 def add_cost_arguments(p: argparse.ArgumentParser) -> None:
-    from dlperf.predict import cost
+    from dlperf.defaults import CPU_WATTS, KWH_PRICE
 
     c = p.add_argument_group("cost (--cost)")
     c.add_argument("--cost", action="store_true", help="the time and cost of the work on each GPU, and on this CPU")
@@ -79,13 +78,13 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")
     c.add_argument("--deadline", metavar="DURATION", help="rank the cheapest GPU finishing within it, e.g. 2h, 90m")
     c.add_argument(
-        "--cpu-watts", type=real("--cpu-watts", most=1e6), default=cost.CPU_WATTS,
-        help=f"this machine's power while training, for the CPU's energy cost (default {cost.CPU_WATTS:g} W, an "
+        "--cpu-watts", type=real("--cpu-watts", most=1e6), default=CPU_WATTS,
+        help=f"this machine's power while training, for the CPU's energy cost (default {CPU_WATTS:g} W, an "
         "assumption: a wall-socket meter gives yours)",
     )  # fmt: skip
     c.add_argument(
-        "--kwh-price", type=real("--kwh-price", above=False, most=1e6), default=cost.KWH_PRICE,
-        help=f"US dollars per kWh, 0 for free power (default {cost.KWH_PRICE:g}, an assumption)",
+        "--kwh-price", type=real("--kwh-price", above=False, most=1e6), default=KWH_PRICE,
+        help=f"US dollars per kWh, 0 for free power (default {KWH_PRICE:g}, an assumption)",
     )  # fmt: skip
     c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
     add_format(c, "text", "json", help="text or json (with --cost or --memory)")

@@ -22,7 +22,7 @@ from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` print
     stored_cells,
     timer,
 )
-from dlperf.spec import MAX_PROFILE_STEPS
+from dlperf.defaults import MAX_PROFILE_STEPS
 from dlperf.vocab import ExitCode
 
 if TYPE_CHECKING:

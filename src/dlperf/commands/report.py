@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dlperf.commands.common import db_path, warn_unreadable, write_file
 from dlperf.commands.table import add_campaign, read_fleet
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 RUN_HELP = (
     "run id, a comma list of ids, or all (default: the latest run); each workload's cells come from the latest of "
@@ -42,6 +45,8 @@ SQLITE_SIDES = ("-journal", "-wal", "-shm")  # the files SQLite keeps beside a d
 def writable(path: str, flag: str = "-o", db: str | None = None) -> Path:
     """An output file whose directory exists, and no database: checked before anything is read (or measured).
     `db`: the store the command reads, refused under any name (a symlink, a hard link, another path to it)."""
+    from pathlib import Path
+
     from dlperf.store.location import unreachable
 
     if not path:
@@ -61,7 +66,9 @@ def writable(path: str, flag: str = "-o", db: str | None = None) -> Path:
 def a_database(out: Path, db: str | None) -> str | None:
     """What `out` is if writing it would destroy measurements: the store `db` itself or a file SQLite keeps beside
     it, or any SQLite database (its first 16 bytes); None otherwise. A FIFO or device is never opened to look."""
-    from dlperf.store.location import SQLITE_HEADER  # not at import: `dlperf --help` builds this parser
+    from pathlib import Path  # neither at import: `dlperf --help` builds this parser
+
+    from dlperf.store.location import SQLITE_HEADER
 
     if db and _same_file(out, Path(db)):
         return f"the store this command reads (--db {db!r})"

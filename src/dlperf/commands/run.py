@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 from dlperf.commands.common import db_path, given, given_flags, real, warn_if_measured, whole, whole_list
 from dlperf.commands.predict import GPU_SPECS_HELP
+from dlperf.defaults import MAX_COMPILE_AT_ONCE, MAX_TRACE_CAP_MIB, TRACE_CAP_MIB
 from dlperf.errors import UsageError
 from dlperf.modes import help_text
-from dlperf.spec import MAX_COMPILE_AT_ONCE, TRACE_CAP_MIB
 from dlperf.vocab import ExitCode
 
 HELP = "measure a sweep and print the table"
@@ -181,8 +181,6 @@ def add_data_flags(p: argparse.ArgumentParser) -> None:
 
 
 def add_trace_cap_flag(p: argparse.ArgumentParser) -> None:
-    from dlperf.spec import MAX_TRACE_CAP_MIB, TRACE_CAP_MIB
-
     p.add_argument("--max-trace-mib", type=real("--max-trace-mib", most=MAX_TRACE_CAP_MIB), default=TRACE_CAP_MIB,
                    help="a profile's trace larger than this, gzipped, is not kept (its figures are, with a note "
                    f"saying so) (default: {TRACE_CAP_MIB:g})")  # fmt: skip

@@ -38,7 +38,7 @@ def add_campaign(p: argparse.ArgumentParser) -> None:
 
 def one_run(text: str) -> int:
     """`--run`: one run id; a list or `all` is refused with the views that take several runs."""
-    from dlperf.spec import whole_number
+    from dlperf.flagtext import whole_number
 
     if "," in text or text.strip() == "all":
         raise UsageError(f"--run {text!r}: the table shows one run; `dlperf report --run {text}` shows several in one "

@@ -20,13 +20,11 @@ from dlperf.predict.prices import Price
 # The training split of each data set the built-in workloads name (Workload.data), in samples.
 PTB_WORDS = 929_589  # the Penn Treebank's training words (workloads/datasets/ptb.py), read as sequences of seq_len
 DATASETS = {"MNIST": 60_000, "CIFAR-10": 50_000}
-CPU_WATTS = 100.0  # an assumption: a desktop or one server socket busy training (--cpu-watts gives yours)
-KWH_PRICE = 0.15  # US dollars per kWh, an assumption near a US average retail price (--kwh-price gives yours)
 
 
 def parse_deadline(text: str) -> float:
     """`--deadline 2h` -> seconds: a number and a unit (s, m, h, d), or several ("1h30m"); above zero."""
-    from dlperf.spec import duration_seconds
+    from dlperf.flagtext import duration_seconds
 
     return duration_seconds(text, "--deadline", bare_s=None)
 

@@ -305,21 +305,7 @@ def parse_gpus(text: str, flag: str = "--gpu", example: str = "") -> tuple[GPU, 
     return tuple(dict.fromkeys(found))
 
 
-# The GPUs a command predicts when --gpu is not given. They differ by what each command prints, on purpose:
-# - `dlperf advise` ranks GPUs by time and cost to answer which one to rent: every GPU with a price
-#   (`prices.priced`), the only ones the cost can rank;
-# - `dlperf crossover` prints a column per GPU at each batch, and stores a prediction per GPU beside each batch's cell:
-#   two GPUs that bracket what one rents (`BRACKET`), a data-centre GPU of today and an inference/cloud GPU of the T4
-#   class, keep the table readable;
-# - `dlperf predict` prints a row per GPU and mode (four modes): it has no default, the GPUs are named.
-# Each command's --gpu help says its default and why:
-BRACKET = ("H100-SXM5-80GB", "T4")
-PRICED_HELP = "default: every GPU with a price, as the answer ranks them by time and cost"  # advise
-BRACKET_HELP = (
-    f"default: {','.join(BRACKET)}, a data-centre GPU and a T4-class cloud GPU, a column each; dlperf advise ranks "
-    "every GPU with a price"
-)  # crossover
-NAMED_HELP = "no default: a row per GPU and mode; dlperf advise ranks every GPU with a price"  # predict
+# The GPUs each command predicts when --gpu is not given, and why they differ: `defaults.BRACKET`.
 
 
 # What CUDA calls the table's GPUs (torch.cuda.get_device_name, nvidia-smi's name) where it is not the table's name

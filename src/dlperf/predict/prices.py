@@ -75,7 +75,7 @@ def price(gpu: gpus.GPU) -> Price | None:
 
 def priced() -> tuple[gpus.GPU, ...]:
     """Every GPU of the spec table with a price row: those the cost can rank, `dlperf advise`'s default GPUs (each
-    command's default and why it differs: gpus.py, above `BRACKET`)."""
+    command's default and why it differs: defaults.py, above `BRACKET`)."""
     have = {p.gpu for p in table()}
     return tuple(g for g in gpus.table() if g.name in have)
 

@@ -7,10 +7,10 @@ import io
 import json
 from typing import Any
 
+from dlperf.flagtext import DECIMAL
 from dlperf.predict.validate import relative_error
 from dlperf.report import predicted
 from dlperf.report.data import Group, h2d_bandwidths
-from dlperf.spec import DECIMAL
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord, RunRecord
 
 FIELDS = (

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 
 from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
+from dlperf.flagtext import whole_number
 from dlperf.measure.units import named, plural
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import interval, markup, table_seconds
 from dlperf.report.predicted import own
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.table import mode_label
-from dlperf.spec import whole_number
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 from dlperf.store.state import RAY_ORIGIN  # the origin of a run a Ray node measured (`dlperf run --ray`)

@@ -10,13 +10,13 @@ from itertools import combinations
 
 from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
+from dlperf.flagtext import split_list, whole_number
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.run_list import continued_by
 from dlperf.report.utilization import attach_utilization
-from dlperf.spec import split_list, whole_number
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord
 from dlperf.store.state import RunState, run_state, search_of
