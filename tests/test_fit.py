@@ -384,9 +384,66 @@ def test_a_mode_that_fitted_smaller_refused_by_onednn_at_a_larger_batch_did_not_
 
     refused = "bf16: no bf16 kernel for this op on this device (could not create a primitive)"
     tried = Try(16, "unsupported", False, None, None, None, refused)
-    said = no_kernel_is_memory(tried, {4: True, 8: True})
-    assert said.out_of_memory and said.status == "failed" and said.reason.startswith(f"{OUT_OF_MEMORY} at batch 16")
+    said = no_kernel_is_memory(tried, {4: True, 8: True}, 316 * 2**20)
+    assert said.out_of_memory and said.status == "failed"
+    assert said.reason == (f"{OUT_OF_MEMORY} at batch 16 under --max-memory 316 MiB: oneDNN refused under the limit, "
+                           "where batch 8 of this mode ran (could not create a primitive)")  # fmt: skip
     assert no_kernel_is_memory(tried, {}) is tried  # nothing ran: no kernel for this dtype here, unsupported
     assert no_kernel_is_memory(tried, {32: False, 64: False}) is tried  # nothing smaller fitted
     other = Try(16, "unsupported", False, None, None, None, "compile: needs a C++ compiler")
     assert no_kernel_is_memory(other, {8: True}) is other
+
+
+class Refused:
+    """A fit search's session over a real store, its tries measured without a child: a batch up to `fits_up_to` fits,
+    a larger one oneDNN refuses, as under the memory limit (frameworks/torch/step.py words it)."""
+
+    REASON = "fp32: no fp32 kernel for this op on this device (could not create a primitive descriptor for a conv)"
+
+    def __init__(self, store, fits_up_to: int) -> None:
+        self.store, self.fits_up_to = store, fits_up_to
+
+    def measure(self, session, tasks) -> None:
+        from dlperf.runner.sweep import store_result
+        from dlperf.store.process import ProcessMeasurement
+        from dlperf.vocab import Status
+
+        [task] = tasks
+        if session.workloads[task.cell.key]["batch"] <= self.fits_up_to:
+            m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
+        else:
+            m = ProcessMeasurement(status=Status.UNSUPPORTED, error=self.REASON, duration_s=1.0)
+        store_result(session, task, m)
+
+
+def test_a_refusal_fit_reads_as_out_of_memory_is_stored_as_such(tmp_path, monkeypatch):
+    """fit went on past oneDNN's refusal under the limit as past a batch that did not fit (305db77), but the try stayed
+    stored 'unsupported' ('fp32: no fp32 kernel ...'): dlperf table and its notes said unsupported, list --runs
+    '3 ok, 1 unsupported', where fit said 'batch 8 runs out of memory'. It is stored as fit reads it."""
+    from contextlib import nullcontext
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dlperf.fit import Options, Search, _spec
+    from dlperf.report.run_list import cells_text
+    from dlperf.store import Store
+    from dlperf.workloads import BUILTIN
+
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))  # the kept figures' cache: none of the shared one's
+    store = Store.open(tmp_path / "f.db", create=True)
+    spec = replace(_spec(Options("tiny-fcn-r"), 1), max_memory=316 * 2**20)
+    workload = replace(BUILTIN["tiny-fcn-r"], batch=4)
+    plan = SimpleNamespace(env={}, cores=2)
+    search = Search(store, spec, plan, workload, 1, lambda items: nullcontext(), ["dlperf", "fit"])
+    fake = Refused(store, fits_up_to=7)
+    monkeypatch.setattr(search.session, "measure", lambda tasks, *a, **k: fake.measure(search.session, tasks))
+    answer = search.search("fp32", 4, 64)
+    assert answer.largest == 7 and answer.ended == "boundary"
+    stored = {c.batch: c for c in store.cells(search.session.run_id)}
+    assert stored[8].status.value == "failed" and stored[8].error == answer.tries[1].reason
+    assert stored[8].error.startswith("out of memory at batch 8 under --max-memory 316 MiB: oneDNN refused")
+    [m] = store.measurements(search.session.run_id, stored[8].key)
+    assert (m.status.value, m.error) == ("failed", stored[8].error)
+    row = {"cells": store.cell_counts()[1], "out_of_memory": store.out_of_memory_counts().get(1, 0)}
+    assert cells_text(row) == "3 ok, 1 out of memory"  # batches 4, 8 (refused), 6, 7
+    store.close()

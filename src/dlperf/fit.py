@@ -97,18 +97,21 @@ def stepping(phases: dict[str, float | None] | None) -> float | None:
     return sum(phases.get(name) or 0.0 for name in ("compile_s", "warmup_s", "timed_s"))
 
 
-def no_kernel_is_memory(tried: Try, fits: dict[int, bool]) -> Try:
+def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = None) -> Try:
     """oneDNN says "could not create a primitive" where it has no kernel for a dtype (`unsupported`, naming the mode's
     precision: frameworks/torch/step.py), and also where the limit leaves no memory to create one. A mode that fitted
     at a smaller batch has its kernels: at a larger batch that refusal is the batch not fitting (seen: bf16 at batch 16
-    under the limit, after batch 8 fitted)."""
+    under the limit, after batch 8 fitted), said as the worker says a try out of memory (`worker/cell.oom_reason`),
+    with oneDNN's own words. `limit`: the try's, in bytes."""
     if tried.status != Status.UNSUPPORTED or NO_KERNEL not in (tried.reason or ""):
         return tried
-    if not any(ok for b, ok in fits.items() if b < tried.batch):
+    if not (ran := [b for b, ok in fits.items() if ok and b < tried.batch]):
         return tried
+    under = "" if limit is None else f" under --max-memory {limit / 2**20:,.0f} MiB"
+    said = re.search(rf"\(({NO_KERNEL}[^)]*)\)", tried.reason or "")
     return replace(tried, status=Status.FAILED.value, out_of_memory=True,
-                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}: oneDNN could not create its primitive under the "
-                          f"limit, where a smaller batch ran ({tried.reason})")  # fmt: skip
+                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}{under}: oneDNN refused under the limit, where batch "
+                          f"{max(ran)} of this mode ran ({said.group(1) if said else tried.reason})")  # fmt: skip
 
 
 NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)
@@ -321,6 +324,7 @@ class Search:
         )
         self.workload, self.threads, self.progress_factory = workload, threads, progress_factory
         self.answers: dict[str, ModeAnswer] = {}
+        self.fits: dict[int, bool] = {}  # the batches of the mode being searched tried so far: fitted or not
 
     def run(self, opts: Options) -> int:
         """Every mode searched in turn; the exit code: 0 when each found its answer, 1 when a try failed otherwise
@@ -344,13 +348,13 @@ class Search:
     def search(self, mode: str, start: int, max_batch: int) -> ModeAnswer:
         answer = ModeAnswer(mode)
         self.answers[mode] = answer  # an interrupt keeps the tries made
-        fits: dict[int, bool] = {}
+        fits = self.fits = {}  # this mode's, which `try_batch` reads a refusal by
         while (batch := next_batch(fits, start, max_batch)) is not None:
             if why := too_long(answer.tries, batch, self.session.spec.timeout):
                 answer.ended = why
                 break
             answer.trying = batch
-            tried = no_kernel_is_memory(self.try_batch(mode, batch), fits)
+            tried = self.try_batch(mode, batch)
             answer.tries.append(tried)
             answer.trying = None
             if tried.status != Status.OK and not tried.out_of_memory:
@@ -365,7 +369,8 @@ class Search:
         return answer
 
     def try_batch(self, mode: str, batch: int) -> Try:
-        """The workload at `batch` in `mode`: a new cell of the run, measured in its own child."""
+        """The workload at `batch` in `mode`: a new cell of the run, measured in its own child; a refusal that was
+        the batch not fitting (`no_kernel_is_memory`, from the mode's tries so far) stored as such."""
         from dlperf.report.crossover import variant_name
         from dlperf.runner.tasks import schedule
 
@@ -376,7 +381,11 @@ class Search:
         self.session.measure(schedule([cell], 1), self.progress_factory, last=False)
         done = self.session.store.measurements(self.session.run_id, cell.key)[-1:]  # one process: this try's
         duration, phases = (done[0].duration_s, done[0].detail.phases) if done else (None, None)
-        return Try.of(self.session.cell(cell.key), batch, duration, phases)
+        seen = Try.of(self.session.cell(cell.key), batch, duration, phases)
+        tried = no_kernel_is_memory(seen, self.fits, spec.max_memory)
+        if tried is not seen:  # the table, the report and list --runs read it as fit does
+            self.session.restate(cell.key, Status.FAILED, tried.reason)
+        return tried
 
     def notes(self, opts: Options, limit: int | None) -> list[str]:
         notes = [f"stored as run {self.session.run_id}: each try a cell named {self.workload.name}@bN"]

@@ -107,6 +107,10 @@ class Session:
     def unprofiled(self, tasks: list[Task]) -> list[Cell]:
         return sweep.unprofiled(self, tasks)
 
+    def restate(self, key: str, status: Status, reason: str) -> None:
+        """A measured cell stored again as its search reads it (`Store.restate`)."""
+        self.store.restate(self.run_id, key, status, reason)
+
     # --- the store's reads of this run ------------------------------------------------------------------------------
     def cells(self) -> list[CellRecord]:
         return self.store.cells(self.run_id)

@@ -374,6 +374,16 @@ class Store(Copies, MachineFigures):
                 (*columns.values(), json.dumps(cell.to_json()), now(), run_id, key),
             )
 
+    def restate(self, run_id: int, key: str, status: Status, error: str) -> None:
+        """A measured cell and its processes said again as the search that measured it read them, in one transaction
+        while this process holds the run's lease: a `dlperf fit` try that oneDNN refused under the memory limit, where
+        a smaller batch of its mode ran, did not fit (`fit.no_kernel_is_memory`), and is stored so."""
+        with self._writing(f"cell {key} of run {run_id}"), self.conn:
+            self._still_leased(run_id)
+            for table, column in (("measurements", "cell_key"), ("cells", "key")):
+                self.conn.execute(f"UPDATE {table} SET status = ?, error = ? WHERE run_id = ? AND {column} = ?",
+                                  (status.value, error, run_id, key))  # fmt: skip
+
     # --- profiles (`dlperf profile`, `run --profile`) ---------------------------------------------------------------
     def record_profile(self, run_id: int, key: str, profile: ProfileOutcome) -> None:
         """A cell's profiled process, in one transaction, replacing an earlier profile of the cell in this run. The
