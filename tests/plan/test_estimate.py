@@ -117,7 +117,7 @@ def test_a_pilot_of_an_unsupported_cell_says_why(monkeypatch):
 
     said = ProcessMeasurement(status=Status.UNSUPPORTED, error="no Conv2d", samples=[], duration_s=1.0)
     monkeypatch.setattr(
-        est, "launch", lambda *a, **k: SimpleNamespace(main=None, child=SimpleNamespace(duration_s=1.5))
+        est, "launch", lambda *a, **k: SimpleNamespace(main=None, child=SimpleNamespace(duration_s=1.5, started="cold"))
     )
     monkeypatch.setattr(est.collect, "measurement", lambda *a: said)
     pilot = est.run_pilot(Cell("tiny-fcn-r", "torch", "cpu", 1, "channels_last"), {"batch": 4}, "python", 60)

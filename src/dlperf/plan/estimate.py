@@ -14,6 +14,13 @@ and, for a resumed run (`--resume --dry-run`), none of the extras its cell's sib
 A cell measured before takes its earlier processes' lives less the extras they ran (their stored phases), plus
 those this process will run, each as long as it took them.
 
+A process's start depends on how it starts (`runner/warm.py`): forked from a warm parent (a fraction of a second), or
+cold (the interpreter and the framework's imports), and a run's first forked process waits for its warm parent's
+imports, once a run and framework. Each process's start (an earlier one's, a pilot's) is taken out of its life, the
+wait told apart (`told_apart`), and each new process is charged the start this machine's processes took its way
+(`Starts`), the parent's once. Charging every process the life of one that waited (a cell's one earlier process, the
+first pilot) put 59 s on a sweep that took 20.
+
 The step time at t threads is the pilot's scaled by (pilot threads / t): linear scaling, which errs long where a
 sweep spends most of its time (one thread). A pilot that fails or times out costs its cells what it cost itself.
 A user once got "2.7 min" for a sweep that took 31: a fixed guess per cell knew nothing of a 12x slower bf16 step.
@@ -23,8 +30,9 @@ from __future__ import annotations
 
 import os
 import statistics
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import Counter
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field, replace
 
 from dlperf import envinfo
 from dlperf.measure.timer import TimerConfig
@@ -55,6 +63,10 @@ class Pilot:
     threads: int
     duration_s: float  # its whole life
     unsupported: str | None = None  # why the pilot's cell is unsupported here, as the run would record it
+    start_s: float | None = None  # its own start, part of fixed_s (`Earlier.start_s`); None: not told
+    waited_s: float = 0.0  # the warm parent's start it waited for, part of fixed_s (the dry run's first forked pilot)
+    started: str | None = None  # "warm" or "cold", as the run's process will
+    phases: dict = field(default_factory=dict, compare=False)  # its time by phase (`collect.phases`)
 
 
 @dataclass(frozen=True)
@@ -69,26 +81,85 @@ class Estimate:
 
 @dataclass(frozen=True)
 class Earlier:
-    """One earlier process of a cell on this machine: its whole life, and the untimed extras it ran, by their seconds
-    (its stored phases: `collect.phases`)."""
+    """One earlier process of a cell on this machine: its whole life, the untimed extras it ran, by their seconds
+    (its stored phases: `collect.phases`), and its start: its own (the interpreter or the fork, dlperf's and the
+    framework's imports) and the wait for the warm parent it forked from, with how it started."""
 
     duration_s: float
     extras_s: dict[str, float] = field(default_factory=dict)  # EXTRA_PHASES' names
+    start_s: float | None = None  # its own start, the wait left out; None: its phases do not say
+    waited_s: float = 0.0  # the warm parent's start it waited for (a run's first forked process: `told_apart`)
+    started: str | None = None  # "warm" (forked) or "cold"; None where not recorded
 
     @classmethod
-    def of(cls, duration_s: float, phases: dict[str, float]) -> Earlier:
+    def of(cls, duration_s: float, phases: dict[str, float], started: str | None = None,
+           start: tuple[float | None, float] = (None, 0.0)) -> Earlier:  # fmt: skip
         ran = {name: phases[phase] for name, phase in EXTRA_PHASES.items() if phases.get(phase) is not None}
-        return cls(duration_s, ran)
+        return cls(duration_s, ran, *start, started)
 
 
-def from_earlier(earlier: list[Earlier], extras: list[str]) -> tuple[float, float]:
+def from_earlier(earlier: list[Earlier], extras: list[str], start_s: float | None = None) -> tuple[float, float]:
     """(likely, at most) seconds of a process from its cell's earlier ones here: their lives less the extras each
     ran, plus the `extras` this one will run, each as long as it took them (nothing where none of them ran it). A
-    cell's first process that counted the FLOPs and the memory step is no guide to one that takes them kept."""
-    bare = [max(0.0, e.duration_s - sum(e.extras_s.values())) for e in earlier]
+    cell's first process that counted the FLOPs and the memory step is no guide to one that takes them kept.
+    `start_s`: this process's start (`Starts`), in place of each one's own and its wait for a warm parent, which a run
+    waits once (`estimate` charges it so); None: each one's start as it was."""
+    swap = start_s is not None and all(e.start_s is not None for e in earlier)
+    bare = [max(0.0, e.duration_s - sum(e.extras_s.values()) - (e.start_s + e.waited_s if swap else 0.0))
+            for e in earlier]  # fmt: skip
     runs = [[e.extras_s[name] for e in earlier if name in e.extras_s] for name in extras]
-    extra = sum(statistics.median(found) for found in runs if found)
+    extra = sum(statistics.median(found) for found in runs if found) + (start_s if swap else 0.0)
     return statistics.median(bare) + extra, max(bare) + extra
+
+
+def own_start(phases: dict[str, float | None] | None) -> float | None:
+    """A process's start by its phases: to its first event (the interpreter, or the fork and any wait for the warm
+    parent, and dlperf's imports), then the framework's import; None where not stored."""
+    startup, framework = (phases or {}).get("startup_s"), (phases or {}).get("framework_s")
+    return None if startup is None or framework is None else startup + framework
+
+
+def told_apart(rows: list[tuple[Hashable, str | None, dict]]) -> list[tuple[float | None, float]]:
+    """(its own start, its wait for a warm parent's start) of each process of `rows` ((its run and framework, how it
+    started, its phases), each run's in the order they started). A run's first process forked from its framework's
+    warm parent waits for that parent's imports (`runner/warm.py`); its start beyond a forked process's usual one
+    (the median of the others forked) is that wait. The dry run's pilots are such a run."""
+    first: dict[Hashable, int] = {}
+    for i, (group, how, _) in enumerate(rows):
+        if how == "warm":
+            first.setdefault(group, i)
+    waiting = set(first.values())
+    forks = [s for i, (_, how, phases) in enumerate(rows) if how == "warm" and i not in waiting
+             and (s := own_start(phases)) is not None]  # fmt: skip
+    usual = statistics.median(forks) if forks else 0.0
+    found = []
+    for i, (_, _, phases) in enumerate(rows):
+        start = own_start(phases)
+        waited = max(0.0, start - usual) if i in waiting and start is not None else 0.0
+        found.append((None if start is None else start - waited, waited))
+    return found
+
+
+@dataclass(frozen=True)
+class Starts:
+    """How long a process's start takes here (a framework's): forked from a warm parent, cold, and the warm parent's
+    own start, which a run's first forked process waits for; None where no process here said."""
+
+    warm_s: float | None = None
+    cold_s: float | None = None
+    parent_s: float | None = None
+
+    @classmethod
+    def of(cls, earlier: list[Earlier]) -> Starts:
+        def median(values: list[float]) -> float | None:
+            return statistics.median(values) if values else None
+
+        own = [(e.started, e.start_s) for e in earlier if e.start_s is not None]
+        return cls(median([s for how, s in own if how == "warm"]), median([s for how, s in own if how == "cold"]),
+                   median([e.waited_s for e in earlier if e.waited_s > 0]))  # fmt: skip
+
+    def of_process(self, forks: bool) -> float | None:
+        return self.warm_s if forks else self.cold_s
 
 
 def pilot_key(cell: Cell) -> tuple:
@@ -114,7 +185,16 @@ def run_pilot(cell: Cell, workload: dict, python: str, timeout: float) -> Pilot:
     step_s = m.samples[0] if m.samples else None
     life = launched.child.duration_s
     why = (m.error or "not supported") if m.status is Status.UNSUPPORTED else None
-    return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life, why)
+    return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life, why, own_start(m.detail.phases), 0.0,
+                 launched.child.started, m.detail.phases or {})  # fmt: skip
+
+
+def told_pilots(pilots: dict[tuple, Pilot]) -> dict[tuple, Pilot]:
+    """The pilots, in the order they ran, each its own start told from its wait for a warm parent (`told_apart`):
+    they start as a run's processes do, the first forked one waiting for its framework's parent."""
+    told = told_apart([(key[1], p.started, p.phases) for key, p in pilots.items()])
+    pairs = zip(pilots.items(), told, strict=True)
+    return {key: replace(p, start_s=own, waited_s=waited) for (key, p), (own, waited) in pairs}
 
 
 def steps_s(step_s: float, timer: TimerConfig) -> tuple[float, float]:
@@ -130,13 +210,18 @@ def steps_s(step_s: float, timer: TimerConfig) -> tuple[float, float]:
     return warm + timed, warm_most + timed_most
 
 
-def process_s(task: Task, pilot: Pilot, timer: TimerConfig, extras: list[str], timeout: float) -> tuple[float, float]:
-    """(likely, at most) seconds of one process of `task`'s cell, from its pilot."""
+def process_s(task: Task, pilot: Pilot, timer: TimerConfig, extras: list[str], timeout: float,
+              start_s: float | None = None) -> tuple[float, float]:  # fmt: skip
+    """(likely, at most) seconds of one process of `task`'s cell, from its pilot; `start_s`: this process's start
+    (`Starts`), in place of the pilot's own and its wait for a warm parent (None: the pilot's as it was)."""
     if pilot.step_s is None:
         return pilot.fixed_s, pilot.fixed_s
     step = pilot.step_s * pilot.threads / max(1, task.cell.threads) if task.cell.device == "cpu" else pilot.step_s
     likely, most = steps_s(step, timer)
-    extra = pilot.fixed_s + sum(EXTRA_STEPS[e] for e in extras) * step + (DDP_EXTRA_S if task.cell.nproc else 0.0)
+    fixed = pilot.fixed_s
+    if start_s is not None and pilot.start_s is not None:
+        fixed = max(0.0, fixed - pilot.start_s - pilot.waited_s) + start_s
+    extra = fixed + sum(EXTRA_STEPS[e] for e in extras) * step + (DDP_EXTRA_S if task.cell.nproc else 0.0)
     return min(timeout, likely + extra), min(timeout, most + extra)
 
 
@@ -207,16 +292,25 @@ def estimate(
         source = next(t.cell.key for t in unknown if pilot_key(t.cell) == key)
         pilots[key] = run_pilot(cell, workloads[source], python_for(cell.framework), min(timeout, PILOT_TIMEOUT_S))
         pilot_s += pilots[key].duration_s
+    pilots = told_pilots(pilots)
+    starts, forks, waited = starts_here(known, pilots), forking(tasks, memory_limit), set()
     likely = most = 0.0
     seen: set[tuple] = set()
     for task in tasks:
         if task.unsupported is not None:  # known before it starts: no process
             continue
         extras = extras_of(task, seen, loss_check, lambda cell: (*kept.has(cell, workloads[cell.key]), *stored(cell)))
+        framework = task.cell.framework
+        fork = framework in forks and warm.why_cell_cold(task.cell, memory_limit) is None
+        start = starts.get(framework, Starts()).of_process(fork)
         if known.get(task.cell.key):
-            one, bound = from_earlier(known[task.cell.key], extras)
+            one, bound = from_earlier(known[task.cell.key], extras, start)
         else:
-            one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout)
+            one, bound = process_s(task, pilots[pilot_key(task.cell)], timer, extras, timeout, start)
+        if fork and start is not None and framework not in waited:  # its first forked process waits for the parent
+            waited.add(framework)
+            parent = starts[framework].parent_s or 0.0
+            one, bound = one + parent, bound + parent
         likely, most = likely + one, most + bound
     unsupported = {key: p.unsupported for key, p in pilots.items() if p.unsupported}
     unsupported |= {pilot_key(t.cell): t.unsupported for t in tasks if t.unsupported is not None}
@@ -238,12 +332,40 @@ def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell
 
 
 def known_durations(db: str, fingerprint: dict) -> dict[str, list[Earlier]]:
-    """Cell key -> its processes in earlier runs on this machine, each its life and the extras it ran."""
+    """Cell key -> its processes in earlier runs on this machine, each its life, the extras it ran and its start
+    (its own, and its wait for a warm parent: `told_apart`)."""
     if not os.path.exists(db):
         return {}
     store = Store.open(db, create=False)
     try:
         runs = [r.id for r in store.runs() if envinfo.alike(r.fingerprint, fingerprint)]
-        return {key: [Earlier.of(*life) for life in lives] for key, lives in store.lives(runs).items()}
+        rows = store.started_lives(runs)
     finally:
         store.close()
+    told = told_apart([((run, framework_of(key)), how, phases) for run, key, _, phases, how in rows])
+    found: dict[str, list[Earlier]] = {}
+    for (_, key, duration, phases, how), start in zip(rows, told, strict=True):
+        found.setdefault(key, []).append(Earlier.of(duration, phases, how, start))
+    return found
+
+
+def framework_of(key: str) -> str:
+    """The framework of a cell by its key (`protocol.Cell.key`: workload|framework|device|threads|mode...)."""
+    return key.split("|")[1] if key.count("|") >= 1 else ""
+
+
+def forking(tasks: list[Task], memory_limit: int | None) -> set[str]:
+    """The frameworks whose processes of `tasks` fork from a warm parent: two or more that may (`warm.prepare`)."""
+    may = Counter(t.cell.framework for t in tasks
+                  if t.unsupported is None and warm.why_cell_cold(t.cell, memory_limit) is None)  # fmt: skip
+    return {framework for framework, n in may.items() if n >= 2}
+
+
+def starts_here(known: dict[str, list[Earlier]], pilots: dict[tuple, Pilot]) -> dict[str, Starts]:
+    """Each framework's starts on this machine, from every earlier process here and the pilots just run."""
+    by: dict[str, list[Earlier]] = {}
+    for key, earlier in known.items():
+        by.setdefault(framework_of(key), []).extend(earlier)
+    for key, p in pilots.items():
+        by.setdefault(key[1], []).append(Earlier(p.duration_s, {}, p.start_s, p.waited_s, p.started))
+    return {framework: Starts.of(earlier) for framework, earlier in by.items()}

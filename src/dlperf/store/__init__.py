@@ -350,6 +350,22 @@ class Store(Copies, MachineFigures):
                 found.setdefault(key, []).append((duration, _phases(detail)))
         return found
 
+    def started_lives(self, run_ids: list[int]) -> list[tuple[int, str, float, dict[str, float], str | None]]:
+        """Each finished process of these runs, a run's in the order they started: (run, cell key, wall-clock seconds,
+        its time by phase as `lives` gives it, how it started: "warm" (forked: `runner/warm.py`), "cold", or None where
+        not recorded). The estimates tell a process's own start from its wait for the warm parent it forked from."""
+        found = []
+        for run_id in run_ids:
+            rows = self.conn.execute("SELECT cell_key, duration_s, detail_json FROM measurements WHERE run_id = ? "
+                                     "AND duration_s IS NOT NULL", (run_id,))  # fmt: skip
+            for key, duration, text in rows:
+                detail = _detail(text)
+                began, how = detail.get("started_at"), detail.get("started")
+                found.append((run_id, began if isinstance(began, int | float) else 0.0, key, duration,
+                              _phases_in(detail), how if how in ("warm", "cold") else None))  # fmt: skip
+        in_order = sorted(found, key=lambda row: row[:2])
+        return [(run, key, duration, phases, how) for run, _, key, duration, phases, how in in_order]
+
     def done_repeats(self, run_id: int) -> set[tuple[str, int]]:
         rows = self.conn.execute("SELECT cell_key, repeat FROM measurements WHERE run_id = ?", (run_id,))
         return {(key, repeat) for key, repeat in rows}
@@ -484,10 +500,20 @@ def _schema_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+def _detail(detail_json: str | None) -> dict:
+    """A stored process's detail as a dict, {} where it does not read (a damaged row)."""
+    try:
+        detail = json.loads(detail_json or "{}")
+    except ValueError:
+        return {}
+    return detail if isinstance(detail, dict) else {}
+
+
 def _phases(detail_json: str | None) -> dict[str, float]:
     """A stored process's time by phase, {} where its detail has none or does not read (an older or damaged row)."""
-    try:
-        phases = (json.loads(detail_json or "{}") or {}).get("phases")
-    except (ValueError, AttributeError):
-        return {}
+    return _phases_in(_detail(detail_json))
+
+
+def _phases_in(detail: dict) -> dict[str, float]:
+    phases = detail.get("phases")
     return {k: v for k, v in phases.items() if isinstance(v, int | float)} if isinstance(phases, dict) else {}
