@@ -381,7 +381,7 @@ class Searcher:
         profile cannot be taken or the budget left does not cover it."""
         fixed = f"searched in the fixed order ({', '.join(SEARCH_ORDER)})"
         base = next(c for c in self.session.cells() if c.mode == BASELINE)
-        if not base.ok or not self.budget.covers(self.budget.per_process()):
+        if not base.ok or not self.budget.covers(self.budget.per_process(BASELINE)):
             why = f"it did not measure ({base.status.value})" if not base.ok else "the budget left does not cover it"
             self.notes.append(f"order: the fp32 baseline was not profiled: {why}; {fixed}")
             return

@@ -156,7 +156,7 @@ class LoaderSearch:
         for name in names:
             if any(t.setting == name for t in self.trials):
                 continue
-            needed = self.repeats * self.budget.per_process()  # a setting's processes, as long as the search's
+            needed = self.repeats * self.budget.per_process(self.mode)  # as long as its mode's processes so far
             if not self.budget.covers(needed):
                 left = max(0.0, self.budget.left())
                 self.notes.append(f"loader: {name} and after not measured: {needed_and_left(needed, left)} (raise "

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from dlperf.runner.session import Budget, extras_s, later
+from dlperf.runner.session import COMPILE_GUESS_S, Budget, extras_s, later
 
 FIRST = (20.0, {"startup_s": 0.5, "timed_s": 5.0, "flops_s": 4.0, "memory_s": 5.0})
 LATER = (10.0, {"startup_s": 0.2, "timed_s": 5.0})
@@ -43,3 +43,17 @@ def test_the_wait_for_a_warm_parent_is_no_process_cost():
     usual = (0.14 + 0.5) / 2  # the median start of the four
     assert later(lives) == pytest.approx([26.3 - (15.4 - usual), 11.3, 9.2])
     assert _budget({"a": lives}, {"a": "fp32"}).per_process() == pytest.approx(26.3 - (15.4 - usual))  # not 26.3
+
+
+def test_each_mode_is_charged_the_processes_of_the_mode_it_builds_on_not_fp32s():
+    """optimize alexnet-r@b256, 2 threads: the channels_last round's processes took 5.4 s, the baseline's 4.6-12.4 s
+    (its first waited for the warm parent); every candidate was charged the eager processes' median (6.3 s), fp32's
+    mostly, so channels_last+foreach and +fused were charged 48.4 s for a round that took 32.1 s (42.5 s now)."""
+    fp32, fast = (12.0, {"startup_s": 0.1}), (4.0, {"startup_s": 0.1})
+    budget = _budget({"a": [fp32, fp32, fp32], "b": [fast, fast]}, {"a": "fp32", "b": "bf16"})
+    assert budget.modes_s(["bf16+channels_last"], 2) == 12.0 + 2 * 4.0  # the baseline's extra process is fp32's
+    assert budget.modes_s(["channels_last"], 2) == 12.0 + 2 * 12.0  # it builds on fp32
+    assert budget.modes_s(["bf16"], 1) == 12.0 + 4.0  # measured: its own
+    assert budget.modes_s(["bf16+compile"], 1) == 12.0 + 4.0 + COMPILE_GUESS_S  # no compiled process yet
+    assert budget.per_process("bf16") == 4.0 and budget.per_process("fp32") == 12.0  # a loader setting of bf16's
+    assert budget.per_process() == 12.0 and budget.per_process("fused") == 12.0  # all of them: none of its own

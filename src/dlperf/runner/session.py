@@ -22,7 +22,7 @@ from dlperf import envinfo
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.measure.units import plural
 from dlperf.measure.units import seconds as in_seconds
-from dlperf.modes import Mode
+from dlperf.modes import Mode, compiles, mode_components
 from dlperf.protocol import Cell
 from dlperf.runner import sweep
 from dlperf.runner.tasks import Task
@@ -173,33 +173,48 @@ class Budget:
             return f"{self.seconds:.3g} s"
         return f"{self.seconds / 60:.3g} min"
 
-    def per_process(self) -> float:
+    def per_process(self, mode: str | None = None) -> float:
         """Seconds one more process of this search takes: the median of its processes so far that ran none of the
-        untimed extras (where none has, of those that did, less them: `later`)."""
-        lives = [life for ls in self.session.lives().values() for life in ls]
-        return statistics.median(later(lives)) if lives else FIRST_PROCESS_S
+        untimed extras (where none has, of those that did, less them: `later`), `mode`'s own where the session has
+        measured it (a loader setting of the best mode, the fp32 baseline's profile), else all of them."""
+        lives = self.mode_lives()
+        usual = usual_start([life for ls in lives.values() for life in ls])
+        mine = lives.get(mode) or [life for ls in lives.values() for life in ls]
+        return statistics.median(later(mine, usual)) if mine else FIRST_PROCESS_S
+
+    def mode_lives(self) -> dict[str, list[tuple[float, dict[str, float]]]]:
+        """Mode -> the lives (seconds, phases) of this session's processes of its cells, in the order stored."""
+        mode_of = {c.key: c.mode for c in self.session.cells()}
+        found: dict[str, list[tuple[float, dict[str, float]]]] = {}
+        for key, lives in self.session.lives().items():
+            found.setdefault(mode_of.get(key, Mode.FP32.value), []).extend(lives)
+        return found
 
     def modes_s(self, modes: list[str], repeats: int) -> float:
         """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process (`estimate_s`),
-        each mode's first process its untimed extras as long as this search's took them (`extras_s`)."""
-        mode_of = {c.key: c.mode for c in self.session.cells()}
-        compiled: list[tuple[float, dict[str, float]]] = []
-        eager: list[tuple[float, dict[str, float]]] = []
-        for key, lives in self.session.lives().items():
-            is_compiled = Mode.COMPILE.value in mode_of.get(key, Mode.FP32.value).split("+")
-            (compiled if is_compiled else eager).extend(lives)
-        by_kind = {m: later(lives) for m, lives in ((Mode.COMPILE.value, compiled), (Mode.FP32.value, eager)) if lives}
-        return estimate_s(modes, by_kind, repeats, extras_s([*eager, *compiled]))
+        each mode's processes as long as its own or those of the mode it builds on (`process_s`), each mode's first
+        process its untimed extras as long as this search's took them (`extras_s`)."""
+        lives = self.mode_lives()
+        everyone = [life for ls in lives.values() for life in ls]
+        usual = usual_start(everyone)
+        return estimate_s(modes, {mode: later(ls, usual) for mode, ls in lives.items()}, repeats, extras_s(everyone))
 
 
-def later(lives: list[tuple[float, dict[str, float]]]) -> list[float]:
-    """The seconds of these processes (life, phases) that ran none of the untimed extras (a sibling group's later
-    ones); where none did, of all of them less their extras. Each less a start longer than theirs usually is: the wait
-    for a warm parent's import of the framework, once a run (`runner/warm.py`). A first process's FLOP count and
-    memory step (2-3 s of a fcn-r process at 1 thread) taken as every process's over-estimated the rest, as did the
-    process that waited 15.4 s for the warm parent (0.1-0.2 s the others)."""
+def usual_start(lives: list[tuple[float, dict[str, float]]]) -> float:
+    """The median start of these processes (phases' startup_s): a forked process's usual one, which the wait for a
+    warm parent's import comes on top of (`later`)."""
     starts = [start for _, phases in lives if (start := phases.get("startup_s")) is not None]
-    usual = statistics.median(starts) if starts else 0.0
+    return statistics.median(starts) if starts else 0.0
+
+
+def later(lives: list[tuple[float, dict[str, float]]], usual: float | None = None) -> list[float]:
+    """The seconds of these processes (life, phases) that ran none of the untimed extras (a sibling group's later
+    ones); where none did, of all of them less their extras. Each less a start longer than theirs usually is (`usual`,
+    of the whole search where given: one mode's few processes do not say it): the wait for a warm parent's import of
+    the framework, once a run (`runner/warm.py`). A first process's FLOP count and memory step (2-3 s of a fcn-r
+    process at 1 thread) taken as every process's over-estimated the rest, as did the process that waited 15.4 s for
+    the warm parent (0.1-0.2 s the others)."""
+    usual = usual_start(lives) if usual is None else usual
 
     def bare(life: float, phases: dict[str, float]) -> float:
         waited = max(0.0, (phases.get("startup_s") or 0.0) - usual)
@@ -218,19 +233,35 @@ def extras_s(lives: list[tuple[float, dict[str, float]]]) -> float:
 
 
 def estimate_s(modes: list[str], durations: dict[str, list[float]], repeats: int, extras: float = 0.0) -> float:
-    """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process, from the process
-    durations measured so far (mode -> seconds), and `extras` once for each mode (its first process's untimed
-    extras). A compiled mode's process takes what this search's compiled processes took, once there are some;
-    before, an eager one's plus COMPILE_GUESS_S. (Guessing on after compile was measured kept a search whose first
-    round chose compile from every later round: 9.5 min wanted for two candidates whose processes took 30 s.)"""
-    compiled = [d for m, ds in durations.items() if Mode.COMPILE.value in m.split("+") for d in ds]
-    eager_ones = [d for m, ds in durations.items() if Mode.COMPILE.value not in m.split("+") for d in ds]
-    eager = statistics.median(eager_ones or compiled) if eager_ones or compiled else FIRST_PROCESS_S
-    per_compiled = statistics.median(compiled) if compiled else eager + COMPILE_GUESS_S
-    total = eager  # the baseline's extra process
+    """Seconds to measure `modes` in `repeats` processes each, plus the baseline's extra process (fp32's), from the
+    process durations measured so far (mode -> seconds: `process_s`), and `extras` once for each mode (its first
+    process's untimed extras)."""
+    total = process_s(Mode.FP32.value, durations)  # the baseline's extra process
     for mode in modes:
-        total += repeats * (per_compiled if Mode.COMPILE.value in mode.split("+") else eager) + extras
+        total += repeats * process_s(mode, durations) + extras
     return total
+
+
+def process_s(mode: str, durations: dict[str, list[float]]) -> float:
+    """Seconds of one process of `mode`, from the durations of this search's processes so far (mode -> seconds): its
+    own where measured; else those of the measured mode it builds on (the most of its components: bf16 for
+    bf16+channels_last, else the fp32 baseline), where its step is (every mode was charged the eager processes'
+    median, fp32's mostly: a slow-stepping best mode's candidates were charged a fast one's). A compiled mode takes
+    what this search's compiled processes took, once there are some; before, the mode it builds on's plus
+    COMPILE_GUESS_S. (Guessing on after compile was measured kept a search whose first round chose compile from every
+    later round: 9.5 min wanted for two candidates whose processes took 30 s.)"""
+    if durations.get(mode):
+        return statistics.median(durations[mode])
+    compiled = [d for m, ds in durations.items() if compiles(m) for d in ds]
+    if compiles(mode) and compiled:
+        return statistics.median(compiled)
+    parts = set(mode_components(mode))
+    bases = [m for m, ds in durations.items() if ds and not compiles(m) and set(mode_components(m)) <= parts]
+    base = max(bases, key=lambda m: len(mode_components(m)), default=Mode.FP32.value)
+    eager_ones = [d for m, ds in durations.items() if not compiles(m) for d in ds]
+    found = durations.get(base) or eager_ones or compiled
+    eager = statistics.median(found) if found else FIRST_PROCESS_S
+    return eager + (COMPILE_GUESS_S if compiles(mode) else 0.0)
 
 
 def budget_check(budget_s: float, step_s: float, candidates: int, repeats: int, process_s: float, flags: bool = True
