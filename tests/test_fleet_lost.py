@@ -110,6 +110,27 @@ def test_cells_a_lost_node_left_are_credited_to_the_node_that_measured_them(tmp_
     store.close()
 
 
+def test_a_run_left_without_a_node_is_said_in_the_singular(tmp_path, monkeypatch, capsys):
+    """Runs 1 (node A's) and 2 (node B's) of one kind, node A alone alive: run 1 resumes on it and run 2 waits. It
+    said 'runs 2 wait: every live node of their kind ... takes them up'."""
+    store = lost_sweep(tmp_path / "driver.db")
+    local = Store.open(tmp_path / "b.db", create=True)
+    rows = local.check_run(node_run(local, BETA, {0: 1}, "interrupted"))
+    local.close()
+    with store.transaction():
+        store.insert_copy(rows.run, rows.cells, rows.measurements, Origin(f"ray:{B}", 1, now()))
+    started = []
+    monkeypatch.setattr(fleet, "start_node", lambda ray, info, argv, rows=None, run_id=None, continues=None: (
+        started.append(run_id) or fleet.Node(info, None, ["dlperf"], run_id)))  # fmt: skip
+    monkeypatch.setattr(fleet, "_kinds", lambda ray, chosen, frameworks: {n.node_id: ALPHA for n in chosen})
+    _, waiting = fleet.resume_nodes(PollingRay, store, fleet.select([NODES[0]], None), ["run", "--resume"])
+    store.close()
+    assert (started, waiting) == ([1], 1)
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "dlperf: run 2 waits: every live node of its kind resumes another run (one sweep to a node); `dlperf run "
+        "--resume --ray` again takes it up")  # fmt: skip
+
+
 def test_continuation_keeps_a_gpu_cells_prediction_and_the_spec():
     rows = SimpleNamespace(
         run={"id": 3, "spec_json": json.dumps({"repeats": 3, "campaign": "c"}), "env_json": "{}", "started_at": "x",

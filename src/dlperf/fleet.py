@@ -32,7 +32,7 @@ from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.fleet_connect import connect, import_ray, server_reason
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
-from dlperf.fleet_watch import RayLog, note_raylet, watched
+from dlperf.fleet_watch import RayLog, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
 from dlperf.runner import lifeline
@@ -208,10 +208,11 @@ def start_node(ray, info: NodeInfo, argv: list[str], rows: RunRows | None = None
 
 
 def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | None = None,
-           head: NodeInfo | None = None) -> int:  # fmt: skip
+           head: NodeInfo | None = None, raylet: str | None = None) -> int:  # fmt: skip
     """Stream each node's run into `store` until every node ended or died; the exit code. A lost node's line is
     dlperf's; Ray's own words for it go to `log`, with where Ray's logs of it are on other machines (`elsewhere`:
-    the node's, and over Ray Client the cluster's `head`)."""
+    the node's, and over Ray Client the cluster's `head`). Nodes lost once the raylet this machine's node had (its
+    pid in the file `raylet`) ended are said as that end (`say_own_node_ended`), not each as a node gone down."""
     reachable = True
     try:
         with lifeline.sigterm_as_interrupt():
@@ -234,15 +235,19 @@ def follow(ray, store: Store, nodes: list[Node], address: str, log: RayLog | Non
     finally:
         if reachable:
             _close(ray, nodes)
+    own = ended_raylet(raylet) if any(n.died for n in nodes) else None
     for node in nodes:
         if node.died:
             if log is not None:
                 log.write(f"{node.info.where()}, lost at {node.lost_at}: Ray said", node.raw.splitlines())
                 if kept := elsewhere(node.info, address, head):
                     log.write(f"{node.info.where()}: Ray's logs of it, on other machines than this one", kept)
-            say_lost(store, node, address)
+            if own is None:
+                say_lost(store, node, address)
         elif failed(node) and not refused_everywhere(nodes):
             say_failed(node)
+    if own is not None:
+        say_own_node_ended(store, [n for n in nodes if n.died], address, own)
     return exit_code(nodes)
 
 
@@ -373,6 +378,20 @@ def say_lost(store: Store, node: Node, address: str) -> None:
           "of the same kind, as a run of that node's own", file=sys.stderr)  # fmt: skip
 
 
+def say_own_node_ended(store: Store, lost: list[Node], address: str, pid: int) -> None:
+    """The raylet of this machine's node (`pid`) ended while the driver lived on (Ray does not always end the driver
+    itself, `fleet_watch`): Ray takes the driver for dead with its node and ends every actor it owns, so the nodes'
+    sweeps stopped, a node that is alive among them; one line, not a node said gone down that is not."""
+    runs = [n.run_id for n in lost if n.run_id is not None]
+    kept = "nothing of them is stored"
+    if runs:
+        kept = f"{named('run', runs)} {agreeing(len(runs), 'keeps what it', 'keep what they')} stored"
+    nodes, resume = ", ".join(n.info.where() for n in lost), ray_resume_command(address, store.path)
+    print(f"dlperf: the raylet of the Ray node this machine is attached to (pid {pid}) has ended, and Ray stopped "
+          f"this sweep's actors with it, on {nodes}, alive or not; {kept}. `{resume}` goes on once this machine is a "
+          "node again (ray start), or from outside over ray://", file=sys.stderr)  # fmt: skip
+
+
 def failed(node: Node) -> bool:
     """A node's sweep that ended in an error of its own, not in cells that failed (exit 1: its table shows them)."""
     return node.exit not in (0, None) and (node.run_id is None or node.exit != 1)
@@ -422,14 +441,16 @@ def _driver(args, argv: list[str], db: str, wanted: tuple[str, str] | None, temp
     undo = log.divert(import_ray())
     try:
         ray = connect(args.ray, temp_dir)
-        note_raylet(ray, os.path.join(temp_dir, "raylet.pid"))
-        return _run(ray, args, argv, db, wanted, log)
+        raylet = os.path.join(temp_dir, "raylet.pid")  # the raylet of this machine's node, its pid
+        note_raylet(ray, raylet)
+        return _run(ray, args, argv, db, wanted, log, raylet)
     finally:
         undo()
         log.say()
 
 
-def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, log: RayLog) -> tuple[int, list[int]]:
+def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, log: RayLog,
+         raylet: str | None = None) -> tuple[int, list[int]]:  # fmt: skip
     try:
         listed = ray.nodes()
         chosen = select(listed, wanted)
@@ -442,7 +463,7 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
                 nodes, waiting = resume_nodes(ray, store, chosen, argv)
             else:
                 nodes = [start_node(ray, info, argv) for info in chosen]
-            code = follow(ray, store, nodes, args.ray, log, head)
+            code = follow(ray, store, nodes, args.ray, log, head, raylet)
             code = 1 if waiting and code == 0 else code
             return code, sorted(n.run_id for n in nodes if n.run_id is not None)
         finally:
@@ -503,8 +524,10 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
         print(f"dlperf: run {run.id}'s node is gone: what it left is measured on {info.describe()}, as a run of that "
               "node's own", file=sys.stderr, flush=True)  # fmt: skip
     if waiting:
-        print(f"dlperf: runs {', '.join(map(str, waiting))} wait: every live node of their kind resumes another run "
-              "(one sweep to a node); `dlperf run --resume --ray` again takes them up", file=sys.stderr)  # fmt: skip
+        n = len(waiting)
+        print(f"dlperf: {named('run', waiting)} {agreeing(n, 'waits', 'wait')}: every live node of "
+              f"{agreeing(n, 'its', 'their')} kind resumes another run (one sweep to a node); `dlperf run --resume "
+              f"--ray` again takes {agreeing(n, 'it', 'them')} up", file=sys.stderr)  # fmt: skip
     return nodes, len(waiting)
 
 

@@ -199,6 +199,13 @@ def _cause(code: int, at: str, ooms: int | None, raylet: str | None) -> tuple[st
             "outside over ray://")  # fmt: skip
 
 
+def ended_raylet(path: str | None) -> int | None:
+    """The pid of the raylet the driver attached to (`note_raylet` wrote it to `path`) where it has ended; None while
+    it runs, or where it is not known (Ray Client)."""
+    pid = _read_pid(path)
+    return pid if pid is not None and not _running(pid) else None
+
+
 def _read_pid(path: str | None) -> int | None:
     try:
         with open(path or "", encoding="utf-8") as f:
