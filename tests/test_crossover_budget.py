@@ -28,7 +28,8 @@ class Session:
     def add(self, cells, workload: dict) -> None:
         for c in cells:
             self.workloads[c.key] = workload
-            self.records[c.key] = SimpleNamespace(key=c.key, status=Status.PENDING, error=None, ok=False, median_s=None)
+            self.records[c.key] = SimpleNamespace(key=c.key, status=Status.PENDING, error=None, ok=False, median_s=None,
+                                                  n=5, iqr_s=0.001, ci_low_s=None, ci_high_s=None)  # fmt: skip
 
     def measure(self, tasks, progress_factory, *, last: bool) -> None:
         for task in tasks:
@@ -73,6 +74,14 @@ def test_without_a_deadline_every_count_is_measured_in_order_as_dlperf_crossover
     assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 2
     assert session.started == [(1, None), (2, None), (4, None)]
     assert notes == ["threads: 2, the fastest of 1, 2, 4 at batch 64"]
+
+
+def test_a_fastest_count_not_told_apart_from_another_is_taken_but_said_to_tie_as_the_table_says():
+    # medians of 5 steps, no 95% interval: 2% apart is within the noise (`fastest.told_apart`), 33% is not
+    session, notes = Session({1: 0.3, 2: 0.2, 4: 0.196}, within=0), []
+    assert side(session, None).best_threads([1, 2, 4], 64, [64], None, notes) == 4
+    assert notes == ["threads: 4, the fastest of 1, 2, 4 at batch 64, not told apart from 2: their medians within 5% "
+                     "or an IQR of each other, without 95% intervals to judge them by"]  # fmt: skip
 
 
 def test_the_first_process_is_announced_with_its_earlier_ones_here_and_timed(monkeypatch):

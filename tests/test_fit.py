@@ -177,7 +177,7 @@ def test_the_table_marks_a_rate_of_few_steps_and_says_its_limit_on_a_line_of_its
     show(Result(1, {"fp32": ModeAnswer("fp32", tries, 1024, "boundary")}, 0, limit))
     out = capsys.readouterr().out
     assert "24.3?" not in out and "16.4?" in out  # 12 steps behind one rate, one step behind the other
-    assert "? = a rate of fewer than 5 timed steps" in out
+    assert "? = a rate of fewer than 6 timed steps" in out
     assert f"limit: {limit}" in out.splitlines()  # whole, not folded into the table's title
 
 

@@ -36,6 +36,7 @@ from dlperf.plan.estimate import Earlier, first_process_s, known_durations
 from dlperf.predict import roofline
 from dlperf.protocol import Cell
 from dlperf.report import crossover as view
+from dlperf.report.fastest import tie, told_apart
 from dlperf.runner import warm
 from dlperf.runner.session import Session
 from dlperf.runner.sweep import Deadline, Interrupted
@@ -408,7 +409,8 @@ class CpuSide:
         if not measured:
             errors = "; ".join(sorted({c.error or c.status.value for c in self.session.cells()}))
             raise NoCpuStep(f"the CPU measured batch {batch} at no thread count ({errors}): no crossover")
-        threads = keys[min(measured, key=lambda c: c.median_s).key]
+        fastest = min(measured, key=lambda c: c.median_s)
+        threads, tied = keys[fastest.key], [c for c in measured if c is not fastest and not told_apart(fastest, c)]
         opts = self.opts or Options("", flags=True)
         above = (
             f" (your batch {user_batch} is above {opts.said('max_batch', max_batch)})" if batch != user_batch else ""
@@ -417,7 +419,12 @@ class CpuSide:
         tried = [t for t in order if t not in cut]
         more = "raise --budget" if opts.flags else "a later deadline"
         left = f"; {', '.join(map(str, cut))} not measured: the budget ran out ({more})" if cut else ""
-        notes.append(f"threads: {threads}, the fastest of {', '.join(map(str, tried))} at batch {batch}{above}{left}")
+        # the fastest median is taken still, not claimed told apart from those it ties with (as the table's star)
+        ties = ", ".join(str(keys[c.key]) for c in tied)
+        even = f", not told apart from {ties}: {tie([fastest, *tied])}" if tied else ""
+        notes.append(
+            f"threads: {threads}, the fastest of {', '.join(map(str, tried))} at batch {batch}{above}{even}{left}"
+        )
         return threads
 
 

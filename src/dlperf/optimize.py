@@ -9,9 +9,10 @@ out not to apply is recorded as unsupported, never as an error.
 
 Every candidate is a cell of one run, measured through the same plan, launch and store as `dlperf run`, each in
 `repeats` fresh processes. The fp32 eager baseline gets one more process every round, so its spread covers the whole
-search and every speed-up is over a baseline measured in the same run. A speed-up counts only when its confidence
-interval (`dlperf.report.speedup`) excludes 1 and the gain is at least MIN_GAIN, and only for a mode whose loss
-check passed: a faster mode that no longer learns is rejected with the reason.
+search and every speed-up is over a baseline measured in the same run. A speed-up counts only when it is told apart
+(`report.fastest.faster`, the views' rule: its 95% interval excludes 1; a side of too few steps for one is judged on the
+medians) and the gain is at least MIN_GAIN, and only for a mode whose loss check passed: a faster mode that no
+longer learns is rejected with the reason.
 
 The order of the rounds follows what bounds the step (`--order verdict`, the default): the fp32 baseline is profiled
 once, in an untimed child after its first timed process (stored in the run's profiles table, as `run --profile`
@@ -45,6 +46,7 @@ from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_ou
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, faster_not_taken, needed_and_left, recipe
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
+from dlperf.report.fastest import faster, speedup_interval
 from dlperf.report.format import seconds
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.runner.session import Budget, Session, budget_check
@@ -57,7 +59,7 @@ from dlperf.store.records import CellRecord
 from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
-MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and its interval excludes 1
+MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and told apart as faster (`fastest.faster`)
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
 BUDGET_ALLOWANCE_S = 10.0  # beyond --budget: the process under way stopped (SIGTERM, a grace, SIGKILL), results out
@@ -112,6 +114,7 @@ class Candidate:
     payback_steps: int | None = None
     dimension: str | None = None
     samples: int = 0  # timed steps over all its processes: a speed-up from fewer than FEW_SAMPLES says so
+    told_apart: bool | None = None  # faster than the baseline by one rule with the views' (`fastest.faster`)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -186,10 +189,9 @@ def candidates_of(
         if cell.mode == BASELINE and cell.ok:
             cand.speedup = 1.0  # by definition; an interval of the baseline against itself would mean nothing
         elif cell.ok and cell.median_s and base and samples.get(cell.key):
-            from dlperf.report.speedup import speedup  # numpy: loaded only when there is something to compare
-
-            s = speedup(base, samples[cell.key])
-            cand.speedup, cand.ci_low, cand.ci_high = s.ratio, s.low, s.high
+            s = speedup_interval(by_mode[BASELINE], cell, base, samples[cell.key])  # None: a side of too few steps
+            cand.speedup = s.ratio if s else by_mode[BASELINE].median_s / cell.median_s
+            cand.ci_low, cand.ci_high, cand.told_apart = s and s.low, s and s.high, faster(by_mode[BASELINE], cell, s)
         if peaks and cell.ok:
             from dlperf.report.utilization import cell_utilization
 
@@ -220,8 +222,7 @@ def eligible(c: Candidate) -> bool:
         and c.loss_ok is True
         and c.speedup is not None
         and c.speedup >= 1 + MIN_GAIN
-        and c.ci_low is not None
-        and c.ci_low > 1.0
+        and c.told_apart is True
     )
 
 
@@ -487,9 +488,7 @@ class Searcher:
         return Task(cell, n, check_if_faster_than_s=bar_s, stop=stop)
 
     def _choose(self, best: str, modes: list[str], dim_name: str) -> str:
-        """The candidate reliably faster than `best` (interval above 1, gain >= MIN_GAIN) that still trains."""
-        from dlperf.report.speedup import speedup
-
+        """The candidate reliably faster than `best` (`fastest.faster`, gain >= MIN_GAIN) that still trains."""
         cells = {c.mode: c for c in self.session.cells()}
         current = self.session.samples(cells[best].key)
         winner, winner_ratio = best, 1.0
@@ -500,9 +499,10 @@ class Searcher:
             if cell.loss_check and cell.loss_check.ok is False:
                 self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({cell.loss_check.reason})")
                 continue
-            s = speedup(current, self.session.samples(cell.key))
-            if s.low > 1.0 and s.ratio >= 1 + MIN_GAIN and s.ratio > winner_ratio:
-                winner, winner_ratio = mode, s.ratio
+            s = speedup_interval(cells[best], cell, current, self.session.samples(cell.key))
+            ratio = s.ratio if s else cells[best].median_s / cell.median_s
+            if faster(cells[best], cell, s) and ratio >= 1 + MIN_GAIN and ratio > winner_ratio:
+                winner, winner_ratio = mode, ratio
         return winner
 
     def _loader_search(self, best: str) -> LoaderSearch:

@@ -213,13 +213,15 @@ def test_optimize_leaves_out_what_profile_leaves_out_with_the_same_reasons():
     assert "no fused implementation" in opt.not_applicable("fused", Fit.of("cpu", {"optimizer": {"name": "rmsprop"}}))
 
 
-def test_a_verdict_from_fewer_than_5_timed_steps_says_how_many_it_rests_on(tmp_path, capsys):
+def test_a_verdict_from_fewer_than_6_timed_steps_says_how_many_it_rests_on(tmp_path, capsys):
     from dlperf.commands.profile import print_profiles
 
     print_profiles(str(memory_bound_db(tmp_path / "few.db", {}, n=2)), 1)  # 31 s steps on a busy machine: n=2
     assert "  verdict: memory-bound (highly): " in (out := capsys.readouterr().out)
     assert "of the step (rests on 2 timed steps)\n" in out
-    print_profiles(str(memory_bound_db(tmp_path / "enough.db", {}, n=5)), 1)
+    print_profiles(str(memory_bound_db(tmp_path / "five.db", {}, n=5)), 1)  # no 95% interval of its median yet
+    assert "(rests on 5 timed steps)" in capsys.readouterr().out
+    print_profiles(str(memory_bound_db(tmp_path / "enough.db", {}, n=6)), 1)
     assert "rests on" not in capsys.readouterr().out
 
 

@@ -126,9 +126,9 @@ def test_the_default_budgets_check_says_seconds_to_a_python_caller():
     command's --budget is in minutes."""
     python = budget_check(15 * 60, step_s=31.0, candidates=6, repeats=2, process_s=20.0, flags=False)
     assert python.startswith("the default budget_s=900 gives about 2 timed steps per candidate at 31.0 s per step")
-    assert python.endswith("(6 candidates, 2 processes each): budget_s=1380 gives 5") and "--" not in python
+    assert python.endswith("(6 candidates, 2 processes each): budget_s=1620 gives 6") and "--" not in python
     command = budget_check(15 * 60, step_s=31.0, candidates=6, repeats=2, process_s=20.0)
-    assert command.startswith("the default --budget 15 gives") and command.endswith(": --budget 23 gives 5")
+    assert command.startswith("the default --budget 15 gives") and command.endswith(": --budget 27 gives 6")
 
 
 ABSENT = "cuda:99"  # no machine that runs these has a hundred GPUs

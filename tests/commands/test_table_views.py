@@ -45,7 +45,7 @@ def test_the_csv_keeps_its_columns_and_adds_each_cell_s_n_marks_legend_and_notes
     by_mode = {r[2]: r for r in rows[1:3]}
     assert by_mode["fp32"][4:] == ["0.1", "0.06", "200", "", "200", "*"]  # the medians as before, then n and marks
     assert by_mode["bf16"][4:] == ["0.05", "", "2", "?", "", ""]
-    assert ["legend", "? = fewer than 5 samples"] in rows
+    assert ["legend", "? = fewer than 6 samples"] in rows
     notes = [r[1] for r in rows if r[0] == "note"]
     assert notes == ["fcn-r torch bf16 cpu:1: few samples: a median of 2 timed steps"]
 
@@ -55,10 +55,10 @@ def test_best_marks_a_median_of_few_steps_and_gives_its_speedup_no_interval(tmp_
     few_steps_run(db)
     said = dlperf("table", "--best", "--format", "md", db=db).stdout
     lines = said.splitlines()
-    assert "| fcn-r | torch | cpu:1 | 0.100 | bf16 | 50.0 ms? | 2.00x [no interval: a median of under 5 steps] |" \
+    assert "| fcn-r | torch | cpu:1 | 0.100 | bf16 | 50.0 ms? | 2.00x [no interval: a median of under 6 steps] |" \
         in lines  # fmt: skip
     assert "| fcn-r | torch | cpu:2 | 60.0 ms | fp32 | 60.0 ms | -: fp32 alone was measured |" in lines
-    assert "? = fewer than 5 samples" in lines
+    assert "? = fewer than 6 samples" in lines
     assert "1.00x" not in said
 
 

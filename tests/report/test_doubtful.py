@@ -16,7 +16,7 @@ from dlperf.report import charts, figures, paper, table
 from report.pictures import SVG, svg_axes
 
 BUSY = "other processes used 74% of the CPUs while this cell was timed"
-FEW = "few samples: the median of 4 timed steps (fewer than 5: raise --max-time or --min-steps for a figure to rely on)"
+FEW = "few samples: the median of 4 timed steps (fewer than 6: raise --max-time or --min-steps for a figure to rely on)"
 
 
 def cell(framework="torch", threads=1, median=1.0, n=30, warnings=(), mode="fp32", **fields):
@@ -107,9 +107,9 @@ def test_scaling_and_variants_mark_the_cells_the_table_marks_with_a_question_mar
         drawn = {(s.label.split()[0], f"cpu:{p.x}" if chart.kind == "lines" else p.x)
                  for s in chart.series if not s.ideal for p in s.points if p.doubtful}  # fmt: skip
         assert drawn == marked == {("torch", "cpu:2")}
-        assert chart.doubt == "fewer than 5 samples"
-    assert scaling.caption.endswith("; hollow, with ?: fewer than 5 samples")
-    assert variants.caption.endswith("; hatched, with ?: fewer than 5 samples")
+        assert chart.doubt == "fewer than 6 samples"
+    assert scaling.caption.endswith("; hollow, with ?: fewer than 6 samples")
+    assert variants.caption.endswith("; hatched, with ?: fewer than 6 samples")
 
 
 def test_charts_of_enough_samples_say_nothing_of_doubt():
@@ -139,11 +139,11 @@ def test_the_reports_charts_draw_a_few_samples_point_hollow_with_a_question_mark
     [lines] = charts.scaling([cell(threads=1), few])
     drawn = marks(figures.svg(lines, figures.palette([lines]), "c0")[0])
     assert (drawn["questions"], drawn["hollow"]) == (1, 1)
-    assert "? fewer than 5 samples" in drawn["legend"]
+    assert "? fewer than 6 samples" in drawn["legend"]
     [bars] = charts.variants([cell(threads=1), replace(few, framework="jax", threads=1)])
     drawn = marks(figures.svg(bars, figures.palette([bars]), "c1")[0])
     assert (drawn["questions"], drawn["hatched"]) == (1, 1)
-    assert "? fewer than 5 samples" in drawn["legend"]
+    assert "? fewer than 6 samples" in drawn["legend"]
 
 
 def test_a_chart_without_doubt_draws_no_mark():
@@ -159,5 +159,5 @@ def test_plot_files_mark_them_too(tmp_path):
     out = tmp_path / "scaling.svg"
     figures.save([chart], out)
     [axes] = svg_axes(out)
-    assert axes["texts"].count("?") == 1 and "? fewer than 5 samples" in axes["texts"]
+    assert axes["texts"].count("?") == 1 and "? fewer than 6 samples" in axes["texts"]
     assert marks(out.read_text())["hollow"] == 1

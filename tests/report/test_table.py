@@ -296,7 +296,7 @@ def test_the_fastest_framework_without_steps_or_with_few_has_no_interval_and_one
              for fw, m, n, w in (("torch", 2.0, 2, ["few samples: the median of 2 timed steps"]),
                                  ("jax", 1.0, 9, []))]  # fmt: skip
     _, line = table.build(1, cells).fastest
-    assert "jax, 2.00x [no interval: a median of under 5 steps] as fast as torch, a compared cell disturbed" in line
+    assert "jax, 2.00x [no interval: a median of under 6 steps] as fast as torch, a compared cell disturbed" in line
     assert table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 2, 0.6)]).fastest == []
 
 

@@ -101,8 +101,17 @@ def test_a_median_of_few_samples_is_flagged_and_enough_samples_are_not():
     few = cell_figures([measurement(events([1.0, 1.1]), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
     warned = few.warnings
     assert few.n == 2 and any(w.startswith("few samples: the median of 2 timed steps") for w in warned)
-    enough = cell_figures([measurement(events([1.0] * 5), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
-    assert not any(w.startswith("few samples") for w in enough.warnings)
+    enough = cell_figures([measurement(events([1.0] * 6), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
+    assert not any(w.startswith("few samples") for w in enough.warnings) and enough.ci_low_s is not None
+
+
+def test_a_median_without_a_95_percent_interval_is_warned_of_as_few_samples():
+    # 5 steps have no 95% interval of the median (the 5's range covers 94%), and were not warned of: the table then
+    # starred a thread count on a 1% gap between two such medians
+    five = cell_figures([measurement(events([1.0] * 5), OK_CHILD, 60)], batch=1, threads=1, cores=2, device="cpu")
+    assert five.ci_low_s is None and any(
+        w.startswith("few samples: the median of 5 timed steps") for w in five.warnings
+    )
 
 
 def test_cell_warnings_and_failure_win():

@@ -231,9 +231,9 @@ def print_text(search) -> None:
         console.print(f"{recommended}: {verdict}.", highlight=False, markup=False)
         return
     b = search.best
+    interval = f" [{b.ci_low:.2f}-{b.ci_high:.2f}]" if b.ci_low is not None else ""  # none on medians of few steps
     console.print(
-        f"{recommended}: {b.mode}, {b.speedup:.2f}x faster than fp32 eager [{b.ci_low:.2f}-{b.ci_high:.2f}]"
-        f"{few_steps(b, search.baseline)}:",
+        f"{recommended}: {b.mode}, {b.speedup:.2f}x faster than fp32 eager{interval}{few_steps(b, search.baseline)}:",
         highlight=False,
         markup=False,
     )

@@ -26,14 +26,6 @@ class Summary:
         return asdict(self)
 
 
-FEW_SAMPLES = 5  # a median of fewer timed steps says little, and its IQR nothing
-
-
-def few(n: int | None) -> bool:
-    """A median of `n` timed steps is of too few to rely on (fewer than FEW_SAMPLES); None, not known, is not few."""
-    return n is not None and n < FEW_SAMPLES
-
-
 def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
     """0-based ranks (lo, hi) of the order statistics bounding the median with at least `confidence` coverage.
 
@@ -52,6 +44,17 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int] | None:
         low += 1
         cdf += term
     return (low - 1, n - low) if low >= 1 else None
+
+
+# A median of fewer timed steps says little, and its IQR nothing: the fewest that have a 95% interval of the median
+# (6), so that a cell without one is always marked few and warned of (at 5, one had neither: starred on a 1% gap)
+FEW_SAMPLES = next(n for n in range(1, 64) if median_ci_ranks(n) is not None)
+
+
+def few(n: int | None) -> bool:
+    """A median of `n` timed steps is of too few to rely on (fewer than FEW_SAMPLES: it has no 95% interval of its own,
+    and a bootstrap over as few steps is no 95% interval either); None, not known, is not few."""
+    return n is not None and n < FEW_SAMPLES
 
 
 def median_ci(samples: list[float], confidence: float = 0.95) -> tuple[float, float] | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import Mode
+from dlperf.report.fastest import faster, speedup_interval
 from dlperf.report.table import FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
 
@@ -36,6 +37,7 @@ class Best:
     baseline_n: int | None = None  # the timed steps behind each median
     n: int | None = None
     timed: int = 0  # the modes timed (besides those rejected): 1 means fp32 alone, nothing to compare
+    told_apart: bool | None = None  # the best mode told apart from fp32 as faster (`fastest.faster`); None: fp32's
 
     @property
     def few(self) -> bool:
@@ -64,10 +66,10 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
             row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
         if best is not None and base is not None:
             row.speedup = base.median_s / best.median_s
-            if samples.get(base.key) and samples.get(best.key) and best is not base and not row.few:
-                from dlperf.report.speedup import speedup
-
-                s = speedup(samples[base.key], samples[best.key])
+        if best is not None and base is not None and best is not base:
+            s = speedup_interval(base, best, samples.get(base.key), samples.get(best.key))
+            row.told_apart = faster(base, best, s)  # without an interval, on their medians (`fastest.told_apart`)
+            if s is not None:
                 row.speedup, row.ci_low, row.ci_high = s.ratio, s.low, s.high
         out.append(row)
     return out
@@ -78,16 +80,18 @@ def render_json(rows: list[Best]) -> str:
 
 
 def _speed(r: Best) -> str:
-    """ "1.42x [1.38-1.47]"; no interval where either median is of too few steps, or the best is fp32 itself."""
+    """ "1.42x [1.38-1.47]"; no interval where either median is of too few steps, or the best is fp32 itself. Where
+    the best mode is not told apart from fp32 (an interval that holds 1x; without one, medians within
+    `fastest.MEDIANS_APART` or an IQR), it says so, as the fastest-framework lines do."""
     if r.speedup is None:
         return "-"
     if r.mode == BASELINE:
         return "1.00x: fp32 is the fastest" if r.timed > 1 else "-: fp32 alone was measured"
-    if r.ci_low is not None:  # an interval that holds 1x does not tell the best mode from fp32 (as `fastest` says)
-        apart = "" if r.ci_low > 1 or r.ci_high < 1 else ", not told apart"
+    apart = "" if r.told_apart else ", not told apart"
+    if r.ci_low is not None:
         return f"{r.speedup:.2f}x [{r.ci_low:.2f}-{r.ci_high:.2f}]{apart}"
     why = f"a median of under {FEW_SAMPLES} steps" if r.few else "no samples"
-    return f"{r.speedup:.2f}x [no interval: {why}]"
+    return f"{r.speedup:.2f}x [no interval: {why}]{apart}"
 
 
 HEAD = ("workload", "framework", "column", "fp32 step", "best mode", "best step", "speed-up [95% CI]")

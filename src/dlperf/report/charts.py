@@ -56,7 +56,7 @@ class Chart:
     labels: dict[str, str] = field(default_factory=dict)  # stacked: category -> the text beside its bar
     lines: dict[str, float] = field(default_factory=dict)  # columns: a reference's label -> its height, drawn dashed
     marks: dict[str, float] = field(default_factory=dict)  # lines: a marked x's label -> x, drawn as a dotted upright
-    doubt: str = ""  # what a doubtful point is, for the legend and the caption ("fewer than 5 samples")
+    doubt: str = ""  # what a doubtful point is, for the legend and the caption ("fewer than 6 samples")
 
     @property
     def points(self) -> list[Point]:

@@ -8,6 +8,8 @@ a disturbed cell (other processes' load, steal time, few samples, an unsettled w
 so: its order may be the machine's, not the frameworks'. So does a fastest cell that kept more cores busy than its
 threads (MXNet's engine worker beside the Python thread: `table.cores_beyond_threads`): it was not faster on the same
 cores. An interval from one process per cell holds only the noise within that process.
+
+Here too is the one rule by which every view and search tells two measured cells apart (`faster`, `told_apart`).
 """
 
 from __future__ import annotations
@@ -46,8 +48,7 @@ class Fastest:
             told = f" [no interval: a median of under {FEW_SAMPLES} steps]" if self.few else " [no interval]"
         line = f"{where}: {self.cell.framework}, {self.ratio:.2f}x{told} as fast as {self.next.framework}"
         line += f" (of {self.compared})" if self.compared > 2 else ""
-        if self.interval and not self.interval.excludes_one():
-            line += ", not told apart"
+        line += "" if self.apart else ", not told apart"
         if self.busy:
             line += f", {self.cell.framework} kept {self.busy:.2f} cores busy at {self.cell.threads} thread(s)"
         return line + (", a compared cell disturbed" if self.disturbed else "")
@@ -56,13 +57,19 @@ class Fastest:
     def few(self) -> bool:
         return few(self.cell.n) or few(self.next.n)
 
+    @property
+    def apart(self) -> bool:
+        """Told apart from the runner-up (`faster`): by the speed-up's interval, else by their medians."""
+        return faster(self.next, self.cell, self.interval)
+
     def to_json(self) -> dict:
         return {
             "workload": self.workload, "mode": self.mode, "column": self.column,
             "framework": self.cell.framework, "median_s": self.cell.median_s,
             "next": self.next.framework, "next_median_s": self.next.median_s, "speedup": self.ratio,
             "ci_low": self.interval and self.interval.low, "ci_high": self.interval and self.interval.high,
-            "frameworks": self.compared, "disturbed": self.disturbed, "cores_busy_beyond_threads": self.busy,
+            "told_apart": self.apart, "frameworks": self.compared, "disturbed": self.disturbed,
+            "cores_busy_beyond_threads": self.busy,
         }  # fmt: skip
 
 
@@ -80,9 +87,7 @@ def build(
         if len({c.framework for c in cells}) < 2:
             continue
         first, second = sorted(cells, key=lambda c: c.median_s)[:2]
-        interval = None
-        if samples.get(first.key) and samples.get(second.key) and not (few(first.n) or few(second.n)):
-            interval = speedup(samples[second.key], samples[first.key])
+        interval = speedup_interval(second, first, samples.get(second.key), samples.get(first.key))
         busy = beyond(first)
         out.append(
             Fastest(workload, mode, column, first, second, len(cells), interval, any(map(disturbed, cells)), busy)
@@ -103,6 +108,29 @@ def lines(found: list[Fastest], samples: dict[str, list[list[float]]]) -> list[s
     return [f"{HEAD}{noise if one_process else ''}:", *(f"- {f.text()}" for f in found)]
 
 
+# One rule tells two measured cells apart wherever a view or a search says "fastest", "faster", "best" or recommends a
+# setting: a speed-up's 95% interval where one is computed (`speedup_interval`, `faster`), else their 95% intervals of
+# the median (`told_apart`), and where either has none, their medians (MEDIANS_APART). The table's star, the fastest
+# framework, the best mode, the fleet's fastest machine, the loader recommendation, optimize's and crossover's choices.
+
+
+def speedup_interval(baseline: CellRecord, candidate: CellRecord, baseline_steps, candidate_steps) -> Speedup | None:
+    """`candidate`'s speed-up over `baseline` with its 95% interval (`report/speedup.py`), from each side's steps per
+    process; None where a side has no steps, or either median is of too few (`few`): a bootstrap over fewer steps than
+    have a 95% interval of the median is no 95% interval either (over 3 steps, the range of the 3: 75%)."""
+    if not baseline_steps or not candidate_steps or few(baseline.n) or few(candidate.n):
+        return None
+    return speedup(baseline_steps, candidate_steps)
+
+
+def faster(baseline: CellRecord, candidate: CellRecord, interval: Speedup | None) -> bool:
+    """Whether `candidate` is told apart from `baseline` as the faster: its speed-up's interval (`speedup_interval`)
+    lies above 1 where there is one, else `told_apart` says so of its lower median."""
+    if interval is not None:
+        return interval.low > 1.0
+    return candidate.median_s < baseline.median_s and told_apart(baseline, candidate)
+
+
 def overlap(a: CellRecord, b: CellRecord) -> bool:
     """Whether two cells' 95% intervals of the median overlap: neither is told apart as the faster."""
     (a_low, a_high), (b_low, b_high) = span(a), span(b)
@@ -116,13 +144,16 @@ MEDIANS_APART = 0.05
 
 
 def has_interval(cell: CellRecord) -> bool:
-    return cell.ci_low_s is not None and cell.ci_high_s is not None
+    """A 95% interval of the median to judge the cell by: stored (an older store's cell has none), and of enough steps
+    (`few`: a cell of several processes stores a bootstrap interval however few its steps)."""
+    return cell.ci_low_s is not None and cell.ci_high_s is not None and not few(cell.n)
 
 
 def told_apart(a: CellRecord, b: CellRecord) -> bool:
     """Whether one of two cells' steps is measurably slower than the other's: their 95% intervals of the median do not
     overlap; where either has none, their medians differ by more than MEDIANS_APART of the faster's and by more
-    than either cell's IQR. What the loader recommendation ties on (`report.data.recommend`, `optimize_loader`)."""
+    than either cell's IQR. What the loader recommendation ties on (`report.data.recommend`, `optimize_loader`), the
+    table's star, the fleet's fastest machine and crossover's thread count."""
     if has_interval(a) and has_interval(b):
         return not overlap(a, b)
     noise = max(MEDIANS_APART * min(a.median_s, b.median_s), a.iqr_s or 0.0, b.iqr_s or 0.0)
@@ -134,3 +165,10 @@ def span(cell: CellRecord) -> tuple[float, float]:
     if cell.ci_low_s is None or cell.ci_high_s is None:
         return cell.median_s, cell.median_s
     return cell.ci_low_s, cell.ci_high_s
+
+
+def tie(cells: list[CellRecord]) -> str:
+    """Why `cells` are not told apart (`told_apart`), as a note says it."""
+    if all(has_interval(c) for c in cells):
+        return "their 95% intervals of the median overlap"
+    return f"their medians within {MEDIANS_APART:.0%} or an IQR of each other, without 95% intervals to judge them by"

@@ -6,7 +6,8 @@ with `dlperf merge`), or the runs listed. Its runs are grouped by machine (the f
 with); a machine's cells are those of its latest run that measured each cell. A row is a workload (framework, mode,
 loader): per machine the fastest CPU thread count and the fastest GPU, the GPU's predicted step beside it, and a line
 saying which machine trains it fastest. Two machines are told apart only when their cells' 95% confidence intervals
-of the median do not overlap; otherwise the line says "not told apart".
+of the median do not overlap, or where a cell has none, their medians differ by more than 5% and either's IQR
+(`fastest.told_apart`, the table's star's rule); otherwise the line says "not told apart".
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import named, plural
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
+from dlperf.report.fastest import MEDIANS_APART, has_interval, tie, told_apart
 from dlperf.report.format import interval, markup, table_seconds
 from dlperf.report.predicted import own
 from dlperf.report.predicted import read as predictions_of
@@ -57,8 +59,8 @@ class Entry:
 
     @property
     def interval(self) -> tuple[float, float] | None:
-        low, high = self.cell.ci_low_s, self.cell.ci_high_s
-        return None if low is None or high is None else (low, high)
+        """The cell's 95% interval of the median, where it has one to be judged by (`fastest.has_interval`)."""
+        return (self.cell.ci_low_s, self.cell.ci_high_s) if has_interval(self.cell) else None
 
     def text(self) -> str:
         """ "450 ms (2 threads)"; a GPU's "10.0 ms (cuda:0; predicted 12.5 ms on H100-SXM5-80GB)"."""
@@ -99,12 +101,12 @@ class FleetRow:
 
     def winner(self) -> Entry | None:
         """The fastest machine's entry, told apart from every other machine's; None with one machine, or where they
-        overlap."""
+        are not (`apart`)."""
         ranked = self.fastest()
         return ranked[0] if len(ranked) > 1 and all(apart(ranked[0], e) for e in ranked[1:]) else None
 
     def verdict(self) -> str:
-        """Which machine trains the row fastest, with the intervals; "not told apart" when they overlap."""
+        """Which machine trains the row fastest, with the intervals; "not told apart" where they tie (`apart`)."""
         ranked = self.fastest()
         if not ranked:
             return f"{self.label}: no machine measured it"
@@ -113,17 +115,19 @@ class FleetRow:
             return f"{self.label}: only {first.named()}"
         tied = [e for e in rest if not apart(first, e)]
         if tied:
-            return f"{self.label}: fastest {NOT_TOLD_APART}: {'; '.join(e.named() for e in [first, *tied])} overlap"
+            cells = [e.cell for e in [first, *tied]]
+            why = " overlap" if all(map(has_interval, cells)) else f": {tie(cells)}"
+            return f"{self.label}: fastest {NOT_TOLD_APART}: {'; '.join(e.named() for e in [first, *tied])}{why}"
         runner_up = rest[0]
         ratio = runner_up.cell.median_s / first.cell.median_s
         return f"{self.label}: fastest on {first.named()}, {ratio:.2f}x faster than {runner_up.named()}"
 
 
 def apart(a: Entry, b: Entry) -> bool:
-    """Whether two cells' 95% intervals of the median are disjoint; a cell without one is told apart from nothing."""
-    if a.interval is None or b.interval is None:
-        return False
-    return a.interval[1] < b.interval[0] or b.interval[1] < a.interval[0]
+    """Whether two machines' cells are told apart (`fastest.told_apart`): their 95% intervals of the median are
+    disjoint; where a cell has none, their medians differ by more than 5% and either's IQR (a cell without one was
+    told apart from nothing, so two machines 3x apart at 4 steps each read as a tie)."""
+    return told_apart(a.cell, b.cell)
 
 
 @dataclass
@@ -290,7 +294,8 @@ def _timed(cell: CellRecord) -> bool:
 LEGEND = (
     "per machine, the fastest CPU thread count and the fastest GPU: median seconds per mini-batch (under 0.1 s in ms "
     "or µs), a GPU's step predicted for it before it ran beside it; a machine is fastest only where its 95% interval "
-    f"of the median and the others' do not overlap, else {NOT_TOLD_APART}"
+    f"of the median and the others' do not overlap (without intervals, where its median is over {MEDIANS_APART:.0%} "
+    f"and an IQR below theirs), else {NOT_TOLD_APART}"
 )
 
 

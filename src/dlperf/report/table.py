@@ -18,7 +18,7 @@ from dlperf.report import data, ddp, fastest
 from dlperf.report.charts import FEW
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
-from dlperf.report.fastest import overlap
+from dlperf.report.fastest import tie, told_apart
 from dlperf.report.fit import out_of_memory
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
@@ -60,14 +60,14 @@ class Row:
         return min(ok, key=lambda c: ok[c].median_s)
 
     def tied(self) -> list[str]:
-        """The fastest CPU column and those it is not told apart from, their 95% intervals of the median overlapping
-        (a cell without an interval, from an older store, is judged on its median); [] where the fastest stands
-        apart, or nothing is compared."""
+        """The fastest CPU column and those it is not told apart from (`fastest.told_apart`: their 95% intervals of
+        the median overlap; where a cell has none, of under FEW_SAMPLES steps or from an older store, their medians are
+        within MEDIANS_APART or an IQR); [] where the fastest stands apart, or nothing is compared."""
         ok = self.timed_cpu_cells()
         if len(ok) < 2:
             return []
         first, *rest = sorted(ok, key=lambda c: ok[c].median_s)
-        close = [c for c in rest if overlap(ok[first], ok[c])]
+        close = [c for c in rest if not told_apart(ok[first], ok[c])]
         return [first, *close] if close else []
 
     def unstarred(self) -> str:
@@ -85,14 +85,17 @@ class Row:
 
 def star_notes(rows: list[Row]) -> list[str]:
     """One line naming the rows that star no thread count for a disturbed cell (the disturbances themselves are the
-    cells' notes), one naming those whose fastest is not told apart, with the columns tied."""
+    cells' notes), and per reason they tie (`fastest.tie`) one naming those whose fastest is not told apart, with the
+    columns tied."""
     disturbed = [r.label for r in rows if r.unstarred() == "disturbed"]
-    tied = [f"{r.label} ({', '.join(r.tied())})" for r in rows if r.unstarred() == "tied"]
+    tied: dict[str, list[str]] = {}  # why they tie (`fastest.tie`) -> the rows, each with its columns tied
+    for r in (r for r in rows if r.unstarred() == "tied"):
+        tied.setdefault(tie([r.cells[c] for c in r.tied()]), []).append(f"{r.label} ({', '.join(r.tied())})")
     return [
         *([f"no fastest thread count starred in {', '.join(disturbed)}: a compared cell was disturbed (above)"]
           if disturbed else []),
-        *([f"no fastest thread count starred in {', '.join(tied)}: a tie, their 95% intervals of the median overlap, "
-           "so none is told apart as the fastest"] if tied else []),
+        *(f"no fastest thread count starred in {', '.join(named)}: a tie, {why}, so none is told apart as the fastest"
+          for why, named in tied.items()),
     ]  # fmt: skip
 
 
