@@ -227,9 +227,10 @@ def advise(opts: Options, db: str, argv: list[str], warn=None) -> Advice:
     what the caller gave: the command's flags (`Options.flags`), else a Python caller's arguments (`said_to`); a
     line said while it runs (the budget overrun ahead: `Clock.ahead`) goes to `warn` (default: stderr)."""
     from dlperf.api import warn_stderr
+    from dlperf.runner import warm
     from dlperf.store.location import said_to
 
-    with said_to(opts, FLAGS) as say:
+    with said_to(opts, FLAGS) as say, warm.probes_share():  # its probes and cells: one warm parent's forks
         clock = Clock(opts.budget_s, time.monotonic())
         answer = _advise(opts, db, argv, clock, lambda line: (warn or warn_stderr)(say(line)))
     answer.notes = [say(n) for n in [*answer.notes, clock.overrun(time.monotonic())] if n]

@@ -183,7 +183,8 @@ def crossover(
     """Measure the CPU at each batch, predict each GPU there, store both as one run, and answer. `made_by`: the
     command whose run it is (`dlperf advise` measures through this one). What the search's checks say beyond its
     own lines (a thread count, the store) names a Python caller's arguments too (`said_to`)."""
-    with said_to(opts, FLAGS) as say:  # the plan's warnings too (`--threads 64 exceeds the cores`)
+    # the plan's warnings too (`--threads 64 exceeds the cores`); its probes and cells forked from one warm parent
+    with said_to(opts, FLAGS) as say, warm.probes_share():
         result = _crossover(opts, db, argv, progress_factory, lambda line: (warn or warn_stderr)(say(line)), made_by)
     result.notes = [say(n) for n in result.notes]
     return result

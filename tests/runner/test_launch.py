@@ -252,7 +252,7 @@ def test_a_forked_child_killed_with_its_warm_parent_is_told_from_one_killed_alon
         def __init__(self):
             self.died = died
 
-        def serving(self):
+        def serving(self, stop=None):
             return None
 
         def spawn(self, module, args, env, log_dir, gpu=False):
@@ -300,7 +300,7 @@ from dlperf.runner import launch, lifeline
 class Parent:  # a warm parent whose fork is under way when Ctrl-C comes: the child runs, its pid not yet answered
     died = False
 
-    def serving(self):
+    def serving(self, stop=None):
         return None
 
     def spawn(self, module, args, env, log_dir, gpu=False):

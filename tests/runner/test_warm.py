@@ -17,11 +17,23 @@ from typing import ClassVar
 import pytest
 
 from conftest import FAST, FAULTY_MODELS, ROOT, alive, dlperf, gone, make_cell, require
-from dlperf.answers import EnvRequest
+from dlperf.answers import EnvRequest, MemoryRequest, OpsRequest, ThreadsRequest, WorkloadRequest
 from dlperf.errors import RunInterrupted
 from dlperf.measure.system import oom_kills
 from dlperf.measure.timer import TimerConfig
-from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, Affinity, Built, CellTask, ProbeTask, ProfileTask, Sampled, first
+from dlperf.protocol import (
+    LAUNCH_VAR,
+    PARENT_VAR,
+    Affinity,
+    Built,
+    CellTask,
+    CommTask,
+    PeakTask,
+    ProbeTask,
+    ProfileTask,
+    Sampled,
+    first,
+)
 from dlperf.runner import launch as launching
 from dlperf.runner import warm
 from dlperf.runner.tasks import Task, processes
@@ -139,9 +151,63 @@ def test_one_cell_starts_cold_and_two_fork_both(tmp_path):
     assert found == {"tiny-fcn-r": ("warm", None), "tiny-alexnet-r": ("warm", None)}, two.stderr
 
 
-def test_only_cells_and_their_profiles_fork():
-    assert warm.why_cold(ProbeTask("torch", EnvRequest())) == "only cells and their profiles are forked"
+def test_only_cells_their_profiles_and_the_predictors_probes_fork(monkeypatch):
+    """The predictor's questions (on the CPU, nothing timed) fork; the others (the devices, a thread count's use, a
+    process's start) start cold, as do every framework's whose backend does not fork."""
+    monkeypatch.delenv("DLPERF_NO_WARM", raising=False)
+    cold = "only cells, their profiles and the predictor's probes are forked"
+    assert warm.why_cold(ProbeTask("torch", EnvRequest())) == cold
+    assert warm.why_cold(ProbeTask("torch", ThreadsRequest(2, 1.0))) == cold
     assert warm.why_cold(ProfileTask(make_cell("tiny-fcn-r"), {})) is None
+    for request in (WorkloadRequest("model.py:make"), OpsRequest([]), MemoryRequest([])):
+        assert warm.why_cold(ProbeTask("torch", request)) is None
+    assert warm.why_cold(ProbeTask("jax", OpsRequest([]))) == "the jax backend starts every cell cold"
+    monkeypatch.setenv("DLPERF_NO_WARM", "1")
+    assert warm.why_cold(ProbeTask("torch", OpsRequest([]))) == "DLPERF_NO_WARM is set"
+
+
+def test_a_task_with_neither_cell_nor_probe_starts_cold_as_before(monkeypatch, tmp_path):
+    """A peak or a comm job has no cell: the launcher asks no warm parent for it (a first cut read its cell's
+    framework before asking whether it may fork at all, and every `dlperf comm` failed: 'CommTask' object has no
+    attribute 'cell')."""
+    monkeypatch.setattr(launching, "child_command", lambda *a, **k: ["/bin/sh", "-c", "exit 0"])
+    for task in (CommTask("gloo", 1, [1024], 1, 0, 10.0), PeakTask("torch", "cpu", 1, ["fp32"], [64], 1024, 0.1)):
+        assert launching.launch(task, sys.executable, 1, 60).child.returncode == 0
+
+
+def test_a_probe_forks_from_a_parent_it_starts_only_within_probes_share(monkeypatch):
+    """Outside a predictor's command a probe forks only from a parent the run started; within `probes_share` the
+    first one starts it."""
+    monkeypatch.setattr(warm, "_parents", {})
+    began = []
+    monkeypatch.setattr(warm, "start", lambda python, framework: began.append(framework) or "parent")
+    assert warm.parent("python", "torch", probe=True) is None
+    with warm.probes_share():
+        assert warm.parent("python", "torch") is None  # a cell: only a parent the run started
+        assert warm.parent("python", "torch", probe=True) == "parent"
+    assert warm.parent("python", "torch", probe=True) is None and began == ["torch"]
+
+
+def test_a_launch_stopped_while_its_warm_parent_imports_starts_no_child(tmp_path):
+    """A count's other children are stopped (`limit`) when one fails or the command is interrupted, from threads an
+    interrupt never reaches: one waiting for the warm parent's imports waited them out (up to 120 s) and then forked
+    a child only to kill it. It ends at once, stopped, and nothing is started."""
+    parent = object.__new__(warm.WarmParent)
+    parent.ready, parent.ended, spawned = threading.Event(), None, []
+
+    def spawn(*args):
+        spawned.append(args)
+        raise warm.WarmFailed("not this one")
+
+    parent.spawn = spawn
+    later = threading.Timer(5.0, parent.ready.set)  # imports done only later: the old wait forked then
+    later.start()
+    try:
+        child = launching.run_child([sys.executable, "-P", "-m", "dlperf_no_such_worker"], {}, 60, tmp_path,
+                                    limit=lambda: "stopped: the command ended", parent=parent)  # fmt: skip
+    finally:
+        later.cancel()
+    assert (child.timed_out, child.stop_reason, spawned) == (True, "stopped: the command ended", [])
 
 
 def test_a_parent_is_started_in_the_environment_less_what_each_cell_sets_and_dlperfs_own():
@@ -425,7 +491,7 @@ def test_a_gpu_cell_forks_only_from_a_parent_that_never_loaded_the_cuda_driver(m
     class LoadedTheDriver:
         launch, pid = "its-own", None
 
-        def serving(self):
+        def serving(self, stop=None):
             return None
 
         def spawn(self, module, args, env, log_dir, gpu=False):
@@ -433,7 +499,7 @@ def test_a_gpu_cell_forks_only_from_a_parent_that_never_loaded_the_cuda_driver(m
             raise warm.WarmFailed("the warm parent could not fork: the warm parent has initialized the CUDA driver "
                                   "(libcuda.so.1: cuCtxGetCurrent answered 0)")  # fmt: skip
 
-    monkeypatch.setattr(warm, "parent", lambda python, framework: LoadedTheDriver())
+    monkeypatch.setattr(warm, "parent", lambda python, framework, probe=False: LoadedTheDriver())
     launched = launching.launch(cell_task, sys.executable, 1, 60)
     assert asked == [True] and launched.child.started == "cold"
     assert launched.child.cold_because.endswith("has initialized the CUDA driver (libcuda.so.1: cuCtxGetCurrent "

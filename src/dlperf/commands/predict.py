@@ -124,18 +124,22 @@ def run(args) -> int:
         # in a pipe, 160 columns (commands.common.console): the names are typed, so the table is whole
         print_rich(gpu_table(gpus.table(), listed), notes=listed_notes(listed))
         return 0
-    if args.validate:
-        return validate(args)
-    if not args.workload:
-        raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
-    if not args.gpu:
-        raise UsageError("--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists them)")
-    chosen = gpus.parse_gpus(args.gpu)
-    if args.memory:
-        from dlperf.predict import memory
+    from dlperf.runner import warm
 
-        return show_memory(args, chosen, memory.parse_modes(args.modes or DEFAULT_MEMORY_MODES))
-    return predict(args, chosen, parse_modes(args.modes or ",".join(MODES)), deadline)
+    with warm.probes_share():  # the command's probe children fork from one warm parent: PyTorch imported once
+        if args.validate:
+            return validate(args)
+        if not args.workload:
+            raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
+        if not args.gpu:
+            raise UsageError("--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists "
+                             "them)")  # fmt: skip
+        chosen = gpus.parse_gpus(args.gpu)
+        if args.memory:
+            from dlperf.predict import memory
+
+            return show_memory(args, chosen, memory.parse_modes(args.modes or DEFAULT_MEMORY_MODES))
+        return predict(args, chosen, parse_modes(args.modes or ",".join(MODES)), deadline)
 
 
 def check_listing(args) -> None:

@@ -1,18 +1,18 @@
 """The parent's side of an op count: the probe of the backend that counts operators (PyTorch's; its row of
 `frameworks.common.capabilities`) counts each (workload, mode, batch) step on fake tensors.
 
-A command's requests are shared among a few children counting at once (`children`: one per idle core, as memory
-allows), each importing PyTorch once and counting its share on one thread: `dlperf run`'s seven networks or the
-validation's dozens are counted in a fraction of the time one child takes on a machine with cores to spare. Counts
-are kept between commands (`predict/cache.py`), and so is a limit of the count (the child's `refused`: a step that
-reads a tensor's value; asked of the same model again, the child would say the same), never the model's own error or
-a failure of this machine (a crash, a timeout, out of its memory), which is asked again. A (workload, mode) asked at
-`FIT_FROM` or more batches is counted at three of them: the two smallest give the count as a function of the batch,
-the largest checks it exactly (`frameworks.common.ops.Affine`), and every other batch is scaled, now and later.
-Where the check fails (another kernel, or a figure off the line) the step is not affine in the batch and each batch
-is counted, now and later. A batch of 1 is always counted: on the CPU an LSTM's products at a batch of 1 are other
-kernels. fp32 and tf32 build the same step (tf32 is the GPU's peak only): one count serves both.
-"""
+A command's requests are shared among a few children counting at once (`children`: one per idle core, as memory allows),
+each counting its share on one thread, forked from the command's one warm parent where it has one (`runner/warm.py`'s
+`probes_share`: PyTorch imported once for every probe of the command), else importing PyTorch: `dlperf run`'s seven
+networks or the validation's dozens are counted in a fraction of the time one child takes on a machine with cores to
+spare. Counts are kept between commands (`predict/cache.py`), and so is a limit of the count (the child's `refused`: a
+step that reads a tensor's value; asked of the same model again, the child would say the same), never the model's own
+error or a failure of this machine (a crash, a timeout, out of its memory), which is asked again. A (workload, mode)
+asked at `FIT_FROM` or more batches is counted at three of them: the two smallest give the count as a function of the
+batch, the largest checks it exactly (`frameworks.common.ops.Affine`), and every other batch is scaled, now and later.
+Where the check fails (another kernel, or a figure off the line) the step is not affine in the batch and each batch is
+counted, now and later. A batch of 1 is always counted: on the CPU an LSTM's products at a batch of 1 are other kernels.
+fp32 and tf32 build the same step (tf32 is the GPU's peak only): one count serves both."""
 
 from __future__ import annotations
 

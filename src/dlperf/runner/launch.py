@@ -24,7 +24,7 @@ from pathlib import Path
 from dlperf.measure import system
 from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
-from dlperf.protocol import LIFELINE, CellTask, Event, Task, decode, read_events, write_task
+from dlperf.protocol import LIFELINE, CellTask, Event, ProbeTask, Task, decode, read_events, write_task
 from dlperf.runner import lifeline, warm
 from dlperf.runner.distributed import python_module, spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
@@ -141,9 +141,9 @@ def run_child(
 
     An exception raised meanwhile (KeyboardInterrupt, or the SIGTERM handler's) kills the tree and propagates."""
     started_at, start, oom_before = time.time(), time.monotonic(), system.oom_kills()
-    proc, cold_because = None, None
-    if parent is not None:
-        cold_because = parent.serving()  # its imports awaited, an interrupt meanwhile taken at once
+    proc, (cold_because, stopped) = None, _served(parent, limit) if parent is not None else (None, None)
+    if stopped is not None:  # `limit` stopped it while the warm parent imported: no child was started
+        return ChildResult(None, True, time.monotonic() - start, "", stopped, started_at)
     try:
         # an interrupt while the child starts is held until it has, then raised and the child killed: a cold fork runs
         # the at-fork handlers (logging's), where one raised is printed and lost ("Exception ignored in"), every later
@@ -180,6 +180,15 @@ def run_child(
         None if oom_before is None or oom_after is None else oom_after - oom_before,
         orphaned,
     )
+
+
+def _served(parent: warm.WarmParent, limit: Callable[[], str | None]) -> tuple[str | None, str | None]:
+    """Why a child cannot fork from `parent` (None: it can), once its imports are awaited, an interrupt meanwhile
+    taken at once; and why `limit` stopped the launch while they were (None: it did not)."""
+    try:
+        return parent.serving(stop=limit), None
+    except warm.Stopped as exc:
+        return None, str(exc)
 
 
 def _wait(proc: subprocess.Popen, start: float, timeout: float, poll, limit, paused_s: float = 0.0
@@ -264,10 +273,11 @@ def launch(
         env = {**child_env(os.environ, threads, python), **cache_env(tmpdir), **lifeline.child_vars(tmpdir.name)}
         follower = Follower(events)
         limit = (lambda: watch(follower.new())) if watch else (lambda: None)
-        cold = warm.why_cold(task)
-        parent = warm.parent(python, task.cell.framework) if cold is None else None
+        cold, probe = warm.why_cold(task), isinstance(task, ProbeTask)  # a probe that forks is the predictor's: CPU
+        parent = warm.parent(python, task.framework if probe else task.cell.framework, probe) if cold is None else None
         cold = warm.FIRST if cold is None and parent is None else cold
-        gpu = parent is not None and task.cell.device != "cpu"  # forked only from a parent that never initialized CUDA
+        # a GPU cell is forked only from a parent that never initialized CUDA
+        gpu = parent is not None and not probe and task.cell.device != "cpu"
         with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops when it ends
             child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
         if parent is None and isinstance(task, CellTask):

@@ -34,6 +34,8 @@ def ask(
 
     watch = (lambda new: "stopped: the command ended" if stopped() else None) if stopped else None
     launched = launch(ProbeTask(framework, request), python, threads, timeout, watch=watch)
+    if launched.child.orphaned:  # killed with the warm parent it was forked from, which died: asked once more
+        launched = launch(ProbeTask(framework, request), python, threads, timeout, watch=watch)
     answer, error = first(launched.main, Answer), first(launched.main, Error)
     if error is not None and error.usage:
         raise UsageError(error.error)

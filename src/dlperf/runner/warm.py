@@ -8,7 +8,10 @@ touched no device and run no operator: it sets its thread counts and affinity af
 and is given exactly the environment a cold child would be (`launch.child_env`); only the interpreter's start and the
 imports are shared. Which cells fork, and why the others start cold (`why_cold`):
 
-- cells and their profiles only (`CellTask`, `ProfileTask`): probes, peaks and multi-process jobs start cold;
+- cells and their profiles (`CellTask`, `ProfileTask`), and the predictor's probes (`FORKED_PROBES`: a user's model
+  described, a step's operators counted, its memory traced; on the CPU, nothing timed), which within a command that
+  asks the predictor (`probes_share`: predict, advise, crossover) start the parent themselves, so the command imports
+  the framework once; the other probes, peaks and multi-process jobs start cold;
 - of a backend whose row says it forks (`capabilities.forks`: PyTorch; JAX, TensorFlow and MXNet start threads at
   import, which a fork does not copy);
 - on the CPU or a CUDA device (not MPS), a CUDA cell forked only from a parent whose CUDA driver was never
@@ -50,13 +53,15 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 from dlperf import envs
+from dlperf.answers import MemoryRequest, OpsRequest, WorkloadRequest
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.system import THREAD_COUNT_VARS
-from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, Cell, CellTask, ProfileTask, Task
+from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, Cell, CellTask, ProbeTask, ProfileTask, Task
 from dlperf.runner import lifeline
 from dlperf.runner.distributed import python_module
 from dlperf.runner.environ import cache_env, child_env
@@ -70,27 +75,45 @@ CLOSE_S = 10.0  # the longest a ready parent may take to end its children and ex
 CELL_VARS = frozenset({*THREAD_COUNT_VARS, PARENT_VAR, LAUNCH_VAR, "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR",
                        "CUDA_CACHE_PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"})  # fmt: skip
 OWN_PREFIXES = ("DLPERF_", "PYTEST_")  # read by dlperf's parent (or the test runner), never at a framework's import
+# the predictor's questions (a user's model described, a step's operators counted, its memory traced): on the CPU, on
+# fake tensors or a model built once, nothing timed; a probe child that answers one imports what a cell's does
+FORKED_PROBES = (WorkloadRequest, OpsRequest, MemoryRequest)
 
 
 class WarmFailed(Exception):
     """A warm parent could not start this child: it starts cold, with this reason recorded."""
 
 
+class Stopped(Exception):
+    """A launch was stopped, with this reason, while its warm parent imported: no child was started."""
+
+
 def why_cold(task: Task) -> str | None:
     """Why `task`'s child must start cold; None when it may be forked from a warm parent."""
+    if isinstance(task, ProbeTask):
+        if not isinstance(task.request, FORKED_PROBES):
+            return "only cells, their profiles and the predictor's probes are forked"
+        return why_framework_cold(task.framework)
     if not isinstance(task, CellTask | ProfileTask):
-        return "only cells and their profiles are forked"
+        return "only cells, their profiles and the predictor's probes are forked"
     return why_cell_cold(task.cell, getattr(task, "memory_limit", None))
 
 
-def why_cell_cold(cell: Cell, memory_limit: int | None = None) -> str | None:
-    """Why a cell's processes (its measurements and profile) must start cold; None when they may fork."""
+def why_framework_cold(framework: str) -> str | None:
+    """Why no process of `framework` forks here; None when its processes may."""
     if os.environ.get(OFF_VAR):
         return f"{OFF_VAR} is set"
     if not sys.platform.startswith("linux"):
         return "a warm parent needs Linux's fork and PR_SET_PDEATHSIG"
-    if not capabilities.of(cell.framework).forks:
-        return f"the {cell.framework} backend starts every cell cold"
+    if not capabilities.of(framework).forks:
+        return f"the {framework} backend starts every cell cold"
+    return None
+
+
+def why_cell_cold(cell: Cell, memory_limit: int | None = None) -> str | None:
+    """Why a cell's processes (its measurements and profile) must start cold; None when they may fork."""
+    if (why := why_framework_cold(cell.framework)) is not None:
+        return why
     if cell.device != "cpu" and not cell.device.startswith("cuda"):
         return f"a {cell.device.split(':')[0]} cell starts cold: only CPU and CUDA cells fork"
     if cell.device.startswith("cuda") and os.environ.get(GPU_VAR) == "0":
@@ -197,10 +220,16 @@ class WarmParent:
             self.ready.set()
             self.changed.notify_all()
 
-    def serving(self, timeout: float = READY_S) -> str | None:
-        """Wait until it is ready; None, or why it cannot serve."""
-        if not self.ready.wait(timeout):
-            return f"the warm parent was not ready within {timeout:g} s"
+    def serving(self, timeout: float = READY_S, stop: Callable[[], str | None] = lambda: None) -> str | None:
+        """Wait until it is ready; None, or why it cannot serve. `stop`, asked a few times a second meanwhile, ends
+        the wait with its reason (`Stopped`): a launch stopped while the parent imports, as a count's other
+        children are when one fails, or when the command is interrupted from a thread an interrupt never reaches."""
+        end = time.monotonic() + timeout
+        while not self.ready.wait(min(0.25, max(0.0, end - time.monotonic()))):
+            if time.monotonic() >= end:
+                return f"the warm parent was not ready within {timeout:g} s"
+            if (reason := stop()) is not None:
+                raise Stopped(reason)
         return self.ended
 
     def spawn(self, module: str, args: list[str], env: Mapping[str, str], log_dir: Path, gpu: bool = False) -> Forked:
@@ -275,13 +304,34 @@ RESTARTS = 2  # how many times, in this process, a warm parent that died is repl
 _restarts: Counter = Counter()
 
 
-def parent(python: str, framework: str) -> WarmParent | None:
-    """The warm parent a cell of `framework` in `python` forks from, or None (it starts cold): one a run started
-    (`prepare`), replaced by one in this environment if it changed since."""
+_sharing = [0]  # how many `probes_share` are open: while one is, a predictor's probe starts its framework's parent
+
+
+def parent(python: str, framework: str, probe: bool = False) -> WarmParent | None:
+    """The warm parent a cell (or a predictor's `probe`) of `framework` in `python` forks from, or None (it starts
+    cold): one a run started (`prepare`), or a probe within `probes_share`, replaced by one in this environment if it
+    changed since."""
     with _lock:
-        if (python, framework) not in _parents:
+        if (python, framework) not in _parents and not (probe and _sharing[0]):
             return None
     return start(python, framework)
+
+
+@contextmanager
+def probes_share() -> Iterator[None]:
+    """Within it (a command that asks the predictor: predict, advise, crossover), the first of the predictor's probes
+    (`FORKED_PROBES`) starts the warm parent of its framework, and that probe, every later one and the command's cells
+    fork from it: a command's probes import the framework once (a cold `predict tiny-fcn-r --cost` started two
+    children, each importing PyTorch and torch._dynamo: 5.7-6.2 s of CPU on 2 cores, 3.3-3.6 s forked). A command
+    whose answers are all kept starts none. A parent costs what one probe child's import costs: the predictor's count
+    imports what the parent preloads."""
+    with _lock:
+        _sharing[0] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _sharing[0] -= 1
 
 
 def start(python: str, framework: str) -> WarmParent:

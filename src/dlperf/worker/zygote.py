@@ -1,4 +1,5 @@
-"""The warm parent (issue 34): a process that imports a framework once and forks each cell's child from that state.
+"""The warm parent (issue 34): a process that imports a framework once and forks each cell's child from that state
+(and each of the predictor's probe children: `runner/warm.py`'s `FORKED_PROBES`).
 
     python -P -m dlperf.worker.zygote FRAMEWORK     (started by `runner/warm.py`, never by hand)
 
@@ -40,7 +41,7 @@ from dlperf.worker.child import exit_now
 from dlperf.worker.lifeline import die_with_parent
 
 PR_SET_PDEATHSIG, PR_SET_NAME = 1, 15
-WORKERS = ("dlperf.worker.cell", "dlperf.worker.profile")  # the worker modules a child may run, imported here once
+WORKERS = ("dlperf.worker.cell", "dlperf.worker.profile", "dlperf.worker.probe")  # what a child may run, imported once
 
 
 def threads() -> int:
