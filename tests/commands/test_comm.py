@@ -468,6 +468,7 @@ def test_an_interrupt_while_the_jobs_figures_are_stored_comes_once_they_are(tmp_
     db = tmp_path / "d.db"
     with handlers_put_back():
         assert main(["comm", "--nproc", "2", "--threads", "1", "--db", str(db)]) == 130
+    assert f"dlperf: interrupted; the job's figures (1 size) are stored in {db}" in capsys.readouterr().err  # not bare
     store = Store.open(db, create=False)
     try:
         assert len(store.comm_results()) == 1  # COMM_WIRE's one size

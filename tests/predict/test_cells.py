@@ -116,7 +116,7 @@ def planned(monkeypatch):
         return api.Plan(spec, CELLS[:1], {CELLS[0].key: WORKLOADS[CELLS[0].key]}, env(), cores=2)
 
     monkeypatch.setattr(api, "make_plan", plan)
-    monkeypatch.setattr(api, "_execute", lambda ctx, tasks, plan, progress: api.Outcome(0, ctx.run_id, plan))
+    monkeypatch.setattr(api, "_execute", lambda ctx, tasks, plan, *_: api.Outcome(0, ctx.run_id, plan))
     monkeypatch.setattr(count, "counts", fake_counts)
     return api
 

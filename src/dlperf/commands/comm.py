@@ -189,6 +189,7 @@ def run(args) -> int:
     from dlperf import envinfo
     from dlperf.answers import EnvAnswer
     from dlperf.commands.common import warn
+    from dlperf.measure.units import plural
     from dlperf.plan.devices import framework_info
     from dlperf.runner import lifeline
     from dlperf.runner.comm import comm_records, failure_reason, result_of, run_job
@@ -216,10 +217,16 @@ def run(args) -> int:
         return ExitCode.CELLS_FAILED
     answer = result_of(events)
     assert answer is not None, "a job that did not fail answered"
-    store = Store.open(db, create=True)
+    store, ids = Store.open(db, create=True), []
     try:
         with lifeline.held():  # Ctrl-C meanwhile comes once they are stored: raised inside, it rolled the job's back
             ids = store.record_comm(envinfo.fingerprint(env), env, comm_records(answer, job))
+    except KeyboardInterrupt:  # it came while they were stored: say that they are, as peak does
+        if not ids:
+            raise
+        kept = plural(len(ids), "size")
+        print(f"dlperf: interrupted; the job's figures ({kept}) are stored in {db}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
     finally:
         store.close()
     render(answer, ids, db, opts.format)
