@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import require
+from conftest import gone, require
 from dlperf import cli
 from dlperf.answers import WorkloadRequest
 from dlperf.predict import cache
@@ -44,13 +44,17 @@ def started(tmp_path, monkeypatch):
         warm.close_all()
 
 
-def test_a_cold_predict_with_its_cost_imports_pytorch_once(started, capsys):
+def test_a_cold_predict_with_its_cost_imports_pytorch_once(started, capsys, monkeypatch):
     """The operator count and the memory trace (which --cost checks the fit with) are two probes: two cold children
-    before, one warm parent's forks now."""
+    before, one warm parent's forks now; the parent ends with the command, as a program calling the CLI returns (it
+    lived, holding PyTorch, until the caller's interpreter ended)."""
+    parents, begin = [], warm.WarmParent.__init__
+    monkeypatch.setattr(warm.WarmParent, "__init__", lambda self, *a: parents.append(self) or begin(self, *a))
     argv = ["predict", "tiny-fcn-r", "--cost", "--samples", "1000", "--gpu", "T4", "--modes", "fp32"]
-    assert cli.dispatch(argv) == 0, capsys.readouterr().err
+    assert cli.main(argv) == 0, capsys.readouterr().err
     assert "T4" in capsys.readouterr().out
     assert started == ["warm parent torch"]
+    assert warm._parents == {} and gone([parents[0].proc.pid], within_s=1.0)
 
 
 MODEL = """import torch

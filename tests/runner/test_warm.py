@@ -188,6 +188,30 @@ def test_a_probe_forks_from_a_parent_it_starts_only_within_probes_share(monkeypa
     assert warm.parent("python", "torch", probe=True) is None and began == ["torch"]
 
 
+def test_a_parent_a_probe_started_is_closed_as_the_outermost_probes_share_ends(monkeypatch):
+    """Called as a library (`cli.main(["predict", ...])`, `advise.advise`), a command's parent holding PyTorch (300
+    MB) lived until the caller's interpreter ended. The outermost `probes_share` closes what a probe started within
+    it; a parent there before stays, as does one a run asked for (`prepare`: the caller's next run forks from it)."""
+    monkeypatch.setattr(warm, "WarmParent", FakeParent)
+    monkeypatch.setattr(warm, "_parents", {})
+    monkeypatch.setattr(warm.envs, "interpreter_for", lambda framework: "/py")
+    there = warm.start("/other", "torch")  # a run's, before the command
+    with warm.probes_share():
+        with warm.probes_share():  # nested: advise measures through crossover's
+            probed = warm.parent("/py", "torch", probe=True)
+        assert not probed.closed and warm.parent("/py", "torch", probe=True) is probed
+        other = warm.parent("/py2", "torch", probe=True)
+    assert probed.closed and other.closed and not there.closed
+    assert warm._parents == {("/other", "torch"): there}
+    with warm.probes_share():  # crossover: its cells asked for the probes' parent
+        probed = warm.parent("/py", "torch", probe=True)
+        warm.prepare({1: make_cell("tiny-fcn-r"), 2: make_cell("tiny-fcn-r", threads=2)}, None, {})
+    assert not probed.closed and warm.parent("/py", "torch") is probed
+    with warm.probes_share():
+        pass
+    assert not probed.closed and not there.closed
+
+
 def test_a_launch_stopped_while_its_warm_parent_imports_starts_no_child(tmp_path):
     """A count's other children are stopped (`limit`) when one fails or the command is interrupted, from threads an
     interrupt never reaches: one waiting for the warm parent's imports waited them out (up to 120 s) and then forked

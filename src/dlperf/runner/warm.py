@@ -38,7 +38,7 @@ imports are shared. Which cells fork, and why the others start cold (`why_cold`)
 `DLPERF_NO_WARM=1` starts every cell cold. Each measurement records which way its process started (`started`, and
 `cold_because`). A warm parent dies with dlperf (PR_SET_PDEATHSIG, armed before its exec, tied to a thread of its
 own that lives as long as it), and its children die with it; closing it (at exit, or when replaced) ends it and any
-child still running.
+child still running; one a predictor's probe started, as its command ends (`probes_share`) unless a run asked for it.
 """
 
 from __future__ import annotations
@@ -305,6 +305,7 @@ _restarts: Counter = Counter()
 
 
 _sharing = [0]  # how many `probes_share` are open: while one is, a predictor's probe starts its framework's parent
+_runs_asked: set[tuple[str, str]] = set()  # the parents a run asked for (`prepare`) since the outermost one opened
 
 
 def parent(python: str, framework: str, probe: bool = False) -> WarmParent | None:
@@ -324,14 +325,25 @@ def probes_share() -> Iterator[None]:
     fork from it: a command's probes import the framework once (a cold `predict tiny-fcn-r --cost` started two
     children, each importing PyTorch and torch._dynamo: 5.7-6.2 s of CPU on 2 cores, 3.3-3.6 s forked). A command
     whose answers are all kept starts none. A parent costs what one probe child's import costs: the predictor's count
-    imports what the parent preloads."""
+    imports what the parent preloads. As the outermost one ends, a parent started within it is closed unless a run
+    asked for it (`prepare`): called as a library (`cli.main([...])`, `advise.advise`), a parent holding PyTorch
+    (300 MB) lived on until the caller's interpreter ended; one there before it stays."""
     with _lock:
         _sharing[0] += 1
+        before = list(_parents.values()) if _sharing[0] == 1 else None
+        if before is not None:
+            _runs_asked.clear()
     try:
         yield
     finally:
         with _lock:
             _sharing[0] -= 1
+            new = {} if before is None else {k: p for k, p in _parents.items() if all(p is not b for b in before)}
+            ended = {key: each for key, each in new.items() if key not in _runs_asked}
+            for key in ended:
+                del _parents[key]
+        for each in ended.values():
+            each.close()
 
 
 def start(python: str, framework: str) -> WarmParent:
@@ -362,6 +374,7 @@ def prepare(processes: Mapping[Hashable, Cell], memory_limit: int | None, asked:
                   if why_cell_cold(cell, memory_limit) is None})  # fmt: skip
     for framework, count in Counter(asked.values()).items():
         if count >= 2 and (python := envs.interpreter_for(framework)) is not None:
+            _runs_asked.add((python, framework))  # a run's: kept as `probes_share` ends, for the caller's next run
             start(python, framework)
 
 
