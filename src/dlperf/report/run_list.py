@@ -55,13 +55,21 @@ def progress(state: RunState, later: RunRecord | None = None) -> str:
             + (f" (Ray node {node[:8]})" if node else ""))  # fmt: skip
 
 
+PARTLY = "partly measured"  # an unfinished run's ok cell short of its processes (`--repeats`): --resume adds them
+
+
 def cells_text(row: dict) -> str:
-    """ "6 ok, 4 out of memory": the cells by status, those that ran out of memory as such, not among the failed."""
-    counts = {**row["cells"]}
+    """ "6 ok, 4 out of memory": the cells by status, those that ran out of memory as such, not among the failed;
+    "1 ok, 2 partly measured": an unfinished run's ok cells with some of their processes, not among the ok."""
+    counts: dict[str, int] = {}
+    for status, n in row["cells"].items():
+        counts[status] = n
+        if status == Status.OK.value and (partial := row.get("partial")):
+            counts[status], counts[PARTLY] = n - partial, partial
     if oom := row.get("out_of_memory"):
         counts[Status.FAILED.value] -= oom
-        counts = {**{k: n for k, n in counts.items() if n}, OUT_OF_MEMORY: oom}
-    return ", ".join(f"{n} {status}" for status, n in counts.items()) or "none"
+        counts[OUT_OF_MEMORY] = oom
+    return ", ".join(f"{n} {status}" for status, n in counts.items() if n) or "none"
 
 
 def status_text(row: dict) -> str:
@@ -77,14 +85,16 @@ def run_row(state: RunState, cells: dict[str, int], later: RunRecord | None = No
     processes done and left in words (`processes`: the counts), `left` what --resume would measure of it (null:
     nothing), `continued_by` the run that measured what it left on another Ray node, `sessions` how many
     measured it (null: cannot tell); `cells` its cells by stored status, `out_of_memory` how many of the failed ran
-    out of memory (a fit's tries that did not fit)."""
+    out of memory (a fit's tries that did not fit), `partial` how many of the ok lack processes (`--repeats`) an
+    unfinished run has yet to measure."""
     run = state.run
     done, planned = state.left.done
     return {"run": run.id, "started": run.started_at, "status": state.state, "state_label": state.label,
             "measured_by": state.holder and state.holder.describe(), "left": state.left.remaining() or None,
             "progress": progress(state, later), "processes": {"done": done, "planned": planned},
             "continued_by": later and later.id, "sessions": state.sessions and state.sessions.count,
-            "cells": dict(sorted(cells.items())), "out_of_memory": out_of_memory, "command": shlex.join(run.argv or []),
+            "cells": dict(sorted(cells.items())), "out_of_memory": out_of_memory,
+            "partial": state.left.partial, "command": shlex.join(run.argv or []),
             "machine": machine(run, cores=True), "ray_node": ray_node(run),
             "merged_from": merged_from(run)}  # fmt: skip
 

@@ -40,6 +40,7 @@ class Left:
     short: int  # the measured cells that lack them
     profiles: int  # measured cells whose profile is missing (`--profile`)
     repeats: int = 1  # timed processes per cell
+    partial: int = 0  # the measured cells that lack them and are ok so far (`dlperf list --runs`: partly measured)
 
     def __bool__(self) -> bool:
         return bool(self.pending or self.processes or self.profiles)
@@ -189,7 +190,8 @@ def _left(store: Store, run: RunRecord) -> Left:
     unprofiled = [c for c in measured if profiled is not None and c.status is Status.OK and not lacking[c.key]
                   and c.key not in profiled]  # fmt: skip
     short = sum(n > 0 for n in lacking.values())
-    return Left(len(cells), len(cells) - len(measured), sum(lacking.values()), short, len(unprofiled), repeats)
+    partial = sum(lacking[c.key] > 0 for c in measured if c.status is Status.OK)
+    return Left(len(cells), len(cells) - len(measured), sum(lacking.values()), short, len(unprofiled), repeats, partial)
 
 
 def _sessions(store: Store, run_id: int) -> Sessions | None:
