@@ -191,8 +191,9 @@ def test_a_ctrl_c_between_two_tries_ends_the_search_as_one_during_a_try_does():
 
     class Cut(Search):
         def __init__(self) -> None:
-            self.answers, self.workload, self.ended = {}, SimpleNamespace(batch=8), []
-            self.session = SimpleNamespace(spec=SimpleNamespace(modes=("fp32",), timeout=300),
+            self.answers, self.workload, self.ended, self.threads = {}, SimpleNamespace(batch=8, name="w"), [], 1
+            spec = SimpleNamespace(modes=("fp32",), timeout=300, frameworks=("torch",), devices=("cpu",))
+            self.session = SimpleNamespace(spec=spec, workloads={},  # batch 16's try was not added: nothing to read
                                            interrupted=lambda: self.ended.append("interrupted"))  # fmt: skip
 
         def try_batch(self, mode: str, batch: int) -> Try:
@@ -446,4 +447,42 @@ def test_a_refusal_fit_reads_as_out_of_memory_is_stored_as_such(tmp_path, monkey
     assert (m.status.value, m.error) == ("failed", stored[8].error)
     row = {"cells": store.cell_counts()[1], "out_of_memory": store.out_of_memory_counts().get(1, 0)}
     assert cells_text(row) == "3 ok, 1 out of memory"  # batches 4, 8 (refused), 6, 7
+    store.close()
+
+
+def test_a_refusal_stored_as_an_interrupt_came_is_still_stored_as_out_of_memory(tmp_path, monkeypatch):
+    """An interrupt that comes while the sweep stores a try is raised once the try is stored (`lifeline.held`), so
+    fit's restating of a refusal under the limit (b66fd96) never ran: batch 8, refused after batch 4 fitted, stayed
+    'unsupported: fp32: no fp32 kernel for this op' in the table, list --runs and the report ('the search stopped,
+    batch 8 unsupported'). The interrupted search stores the try it cut short as fit reads it."""
+    from contextlib import nullcontext
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dlperf.fit import Options, Search, _spec
+    from dlperf.runner.sweep import Interrupted
+    from dlperf.store import Store
+    from dlperf.workloads import BUILTIN
+
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(tmp_path / "data"))
+    store = Store.open(tmp_path / "f.db", create=True)
+    opts = Options("tiny-fcn-r", max_memory=316 * 2**20, max_batch=64)
+    spec = replace(_spec(opts, 1), max_memory=opts.max_memory)
+    search = Search(store, spec, SimpleNamespace(env={}, cores=2), replace(BUILTIN["tiny-fcn-r"], batch=4), 1,
+                    lambda items: nullcontext(), ["dlperf", "fit"])  # fmt: skip
+    fake = Refused(store, fits_up_to=7)
+
+    def measure(tasks, *a, **k):
+        fake.measure(search.session, tasks)
+        if search.session.workloads[tasks[0].cell.key]["batch"] == 8:  # Ctrl-C while it was stored, as the sweep does
+            store.set_run_status(search.session.run_id, "interrupted")
+            raise Interrupted
+
+    monkeypatch.setattr(search.session, "measure", measure)
+    assert search.run(opts) == 130
+    assert search.answers["fp32"].trying == 8 and search.answers["fp32"].ended == "interrupted"
+    stored = {c.batch: c for c in store.cells(search.session.run_id)}
+    assert stored[8].status.value == "failed", stored[8].error
+    assert stored[8].error.startswith("out of memory at batch 8 under --max-memory 316 MiB: oneDNN refused")
+    assert store.run(search.session.run_id).status == "interrupted"
     store.close()

@@ -336,6 +336,7 @@ class Search:
                 self.answers[mode] = self.search(mode, min(self.workload.batch, opts.max_batch), opts.max_batch)
         except (Interrupted, KeyboardInterrupt):  # KeyboardInterrupt: a Ctrl-C between two tries, outside a sweep
             self.session.interrupted()
+            self.settle()
             for mode in self.session.spec.modes:  # a mode not started yet is said so, not left out
                 answer = self.answers.setdefault(mode, ModeAnswer(mode))
                 answer.ended = answer.ended or "interrupted"
@@ -371,21 +372,38 @@ class Search:
     def try_batch(self, mode: str, batch: int) -> Try:
         """The workload at `batch` in `mode`: a new cell of the run, measured in its own child; a refusal that was
         the batch not fitting (`no_kernel_is_memory`, from the mode's tries so far) stored as such."""
-        from dlperf.report.crossover import variant_name
         from dlperf.runner.tasks import schedule
 
-        spec = self.session.spec
-        cell = Cell(variant_name(self.workload.name, batch), spec.frameworks[0], spec.devices[0], self.threads, mode)
+        cell = self.cell_of(mode, batch)
         if cell.key not in self.session.workloads:
             self.session.add([cell], replace(self.workload, name=cell.workload, batch=batch).to_json())
         self.session.measure(schedule([cell], 1), self.progress_factory, last=False)
+        return self.read_try(cell, batch)
+
+    def cell_of(self, mode: str, batch: int) -> Cell:
+        from dlperf.report.crossover import variant_name
+
+        spec = self.session.spec
+        return Cell(variant_name(self.workload.name, batch), spec.frameworks[0], spec.devices[0], self.threads, mode)
+
+    def read_try(self, cell: Cell, batch: int) -> Try:
+        """The try of `cell` as stored, and as fit reads it: a refusal that was the batch not fitting stored so."""
         done = self.session.store.measurements(self.session.run_id, cell.key)[-1:]  # one process: this try's
         duration, phases = (done[0].duration_s, done[0].detail.phases) if done else (None, None)
         seen = Try.of(self.session.cell(cell.key), batch, duration, phases)
-        tried = no_kernel_is_memory(seen, self.fits, spec.max_memory)
+        tried = no_kernel_is_memory(seen, self.fits, self.session.spec.max_memory)
         if tried is not seen:  # the table, the report and list --runs read it as fit does
             self.session.restate(cell.key, Status.FAILED, tried.reason)
         return tried
+
+    def settle(self) -> None:
+        """The try an interrupt cut short, read as fit reads it where it was stored: the interrupt that comes while
+        the sweep stores a try is raised once it is (`lifeline.held`), before `try_batch` could restate a refusal
+        under the limit (which stayed 'unsupported: no fp32 kernel' in every view), or it rolled the restating back."""
+        for answer in self.answers.values():
+            cell = None if answer.trying is None else self.cell_of(answer.mode, answer.trying)
+            if cell is not None and cell.key in self.session.workloads:  # added: it may have been stored
+                self.read_try(cell, answer.trying)
 
     def notes(self, opts: Options, limit: int | None) -> list[str]:
         notes = [f"stored as run {self.session.run_id}: each try a cell named {self.workload.name}@bN"]
