@@ -121,3 +121,19 @@ def test_one_factory_is_taken_as_one_name_is(tmp_path, monkeypatch):
     with pytest.raises(Planned) as planned:
         dlperf.run(make, threads=[1], db=str(tmp_path / "a.db"), dry_run=True)
     assert planned.value.args[0].workloads == make_spec([make]).workloads
+
+
+def test_the_interrupt_crosses_a_process_pool_as_it_was_raised():
+    """A script that runs `dlperf.run` in a worker process (concurrent.futures, multiprocessing) gets the worker's
+    exception pickled back: RunInterrupted was made again from its message alone ('missing 1 required positional
+    argument: db'), so a ProcessPoolExecutor said 'BrokenProcessPool: A process in the process pool was terminated
+    abruptly', not the interrupt and its run; copy.copy failed alike."""
+    import copy
+    import pickle
+
+    for again in (
+        pickle.loads(pickle.dumps(dlperf.RunInterrupted(3, "/tmp/r.db"))),
+        copy.copy(dlperf.RunInterrupted(3, "r.db")),
+    ):
+        assert isinstance(again, KeyboardInterrupt) and again.run_id == 3 and again.db.endswith("r.db")
+        assert str(again).startswith("run 3 of ") and "dlperf.resume(db=" in str(again)

@@ -35,6 +35,9 @@ class RunInterrupted(KeyboardInterrupt):
                          f"dlperf.resume(db={db!r}) goes on with it")  # fmt: skip
         self.run_id, self.db = run_id, db
 
+    def __reduce__(self):  # pickled (a process pool's worker) or copied as made: its args are the message alone
+        return type(self), (self.run_id, self.db)
+
 
 class UnreadableRow(StoreFault):
     """A stored row that no longer decodes (a damaged data page): names its run and cell, so a view can leave the
