@@ -24,6 +24,7 @@ from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.protocol import Cell
+from dlperf.report.fit import NO_KERNEL  # oneDNN's refusal, as the report reads it too
 from dlperf.report.format import duration
 from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
@@ -114,7 +115,6 @@ def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = N
                           f"{max(ran)} of this mode ran ({said.group(1) if said else tried.reason})")  # fmt: skip
 
 
-NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
 
 

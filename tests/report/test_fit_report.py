@@ -91,3 +91,20 @@ def test_a_try_the_search_went_on_after_did_not_fit():
                       {"batch": 15, **FITS})  # fmt: skip
     assert found.answer() == ("w torch cpu:1 fp32: the largest batch that fits is 15 (peak memory 1 MiB); batch 16 "
                               "runs out of memory")  # fmt: skip
+
+
+def test_a_search_that_ended_on_a_refusal_after_a_fitted_batch_found_its_boundary():
+    """A store from before b66fd96 keeps oneDNN's refusals under the limit 'unsupported'; fit read each after a fitted
+    batch as the batch not fitting, down to the boundary, and said 'the largest batch that fits is 4; batch 5 runs out
+    of memory'. The report took only a refusal the search went on after as that: one that was its last try read as
+    the search stopped, 'batch 5 unsupported: fp32: no fp32 kernel ...'."""
+    refused = {"status": "unsupported", "error": "fp32: no fp32 kernel for this op on this device (could not create "
+               "a primitive)"}  # fmt: skip
+    found = search_of({"batch": 4, **FITS}, {"batch": 8, **refused}, {"batch": 6, **refused}, {"batch": 5, **refused})
+    assert found.answer() == ("w torch cpu:1 fp32: the largest batch that fits is 4 (peak memory 1 MiB); batch 5 "
+                              "runs out of memory")  # fmt: skip
+    alone = search_of({"batch": 4, **refused})  # nothing fitted: no kernel here, the search stopped there
+    assert (
+        alone.answer() == f"w torch cpu:1 fp32: the search stopped, batch 4 unsupported: {refused['error']}; no "
+        "batch fit so far"
+    )

@@ -21,6 +21,15 @@ def out_of_memory(cell: CellRecord) -> bool:
     return cell.status is Status.FAILED and (cell.error or "").startswith(OUT_OF_MEMORY)
 
 
+NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)
+
+
+def refused(cell: CellRecord) -> bool:
+    """A try oneDNN refused, stored unsupported: no kernel for its dtype, or, after a smaller batch of its mode
+    fitted, no memory left under the limit to create one (`fit.no_kernel_is_memory`; stored so before b66fd96)."""
+    return cell.status is Status.UNSUPPORTED and NO_KERNEL in (cell.error or "")
+
+
 def is_fit_run(run: RunRecord) -> bool:
     return run.env.get("made_by") == "fit"
 
@@ -51,15 +60,20 @@ class Search:
         on after that did not run (fit goes on only after a batch that did not fit: oneDNN's refusal of a primitive
         under the limit, stored unsupported, is one: `fit.no_kernel_is_memory`)."""
         floor = self.batch(self.largest) if self.largest else 0
-        out = [c for c in self.tries[:-1] if not c.ok] + [c for c in self.tries[-1:] if out_of_memory(c)]
+        out = [c for c in self.tries[:-1] if not c.ok] + [c for c in self.tries[-1:] if self.did_not_fit(c)]
         return min((c for c in out if self.batch(c) > floor), key=self.batch, default=None)
+
+    def did_not_fit(self, cell: CellRecord) -> bool:
+        """Out of memory, or a refusal above a batch of the search that fitted, as fit reads it, last try or not."""
+        return out_of_memory(cell) or (refused(cell) and any(c.ok and self.batch(c) < self.batch(cell)
+                                                             for c in self.tries))  # fmt: skip
 
     @property
     def stopped(self) -> CellRecord | None:
         """The try that ended the search otherwise than by fitting or running out of memory (fit stops a mode's search
         at any other failure, a timeout, a refusal, and an interrupt leaves its try pending): its last, where so."""
         last = self.tries[-1] if self.tries else None
-        return last if last is not None and not last.ok and not out_of_memory(last) else None
+        return last if last is not None and not last.ok and not self.did_not_fit(last) else None
 
     @property
     def label(self) -> str:
