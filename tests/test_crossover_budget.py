@@ -112,3 +112,12 @@ def test_the_first_process_is_announced_with_its_earlier_ones_here_and_timed(mon
     cpu = crossover.CpuSide(Timed({1: 0.3, 2: 0.2}, within=0), BUILTIN["fcn-r"], lambda n: None, None, opts)
     cpu.best_threads([1, 2], 64, [64], None, [])
     assert None not in told and cpu.first_s is None
+
+
+def test_a_crossover_cell_has_enough_steps_for_a_95_percent_interval_by_default():
+    """Its default of 5 steps gave no 95% interval of the median (FEW_SAMPLES is 6): every slow cell was marked 'few
+    samples' and its thread counts were told apart on medians alone."""
+    from dlperf.measure.stats import FEW_SAMPLES
+    from dlperf.spec import CROSSOVER_TIMER
+
+    assert crossover.Options("tiny-fcn-r").timer == CROSSOVER_TIMER and CROSSOVER_TIMER.min_steps >= FEW_SAMPLES
