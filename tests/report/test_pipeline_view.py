@@ -67,9 +67,10 @@ def test_a_setting_that_waits_less_for_data_but_steps_slower_is_not_recommended(
     r = group.recommendation
     assert r.setting == "w0" and r.enough is None and r.slower == ["w1"]
     line = data.recommendation_line(group)
-    assert line.startswith("recommended: w0 (the fastest measured, 118 samples/s, on medians alone, with no 95% "
-                           "intervals: within 5% or the steps' IQR, a tie); not enough: its step waits 17% of it for "
-                           "data")  # fmt: skip
+    # 65% apart, told apart on medians alone: not 'a tie' (it was said so, of a setting tied with none)
+    assert line.startswith("recommended: w0 (the fastest measured, 118 samples/s, told apart on medians alone, with "
+                           "no 95% intervals: over 5% and the steps' IQR faster than the rest); not enough: its step "
+                           "waits 17% of it for data")  # fmt: skip
     assert "; w1 waits less for data (4.9%) but steps slower (0.897 s)" in line
     assert not any("fewer workers" in a for a in group.advice)  # no advice against the setting it recommends
     # the same with intervals of the median, told apart: judged on them, and said no more to rest on medians alone
@@ -116,7 +117,7 @@ def test_when_no_measured_setting_is_enough_it_recommends_the_fastest_and_says_i
                        loaded("w2", 0.18, wait=0.4)])  # fmt: skip
     assert group.recommendation.setting == "w1" and group.recommendation.enough is None
     line = data.recommendation_line(group)
-    assert line.startswith("recommended: w1 (the fastest measured, 427 samples/s, on medians alone")
+    assert line.startswith("recommended: w1 (the fastest measured, 427 samples/s, told apart on medians alone")
     assert "; not enough: its step waits 30% of it for data" in line
     assert "reaches 67% of the synthetic step's samples/s" in line and line.endswith("--loaders measures more settings")
 

@@ -121,8 +121,10 @@ def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
     return f"{percent(ours / theirs)} of the synthetic step's samples/s"
 
 
-# said where a setting was judged without 95% intervals (`fastest.told_apart`)
+# said where a setting was judged without 95% intervals (`fastest.told_apart`): tied with another, or with none
 MEDIANS_ALONE = f"on medians alone, with no 95% intervals: within {MEDIANS_APART:.0%} or the steps' IQR, a tie"
+APART_ALONE = (f"told apart on medians alone, with no 95% intervals: over {MEDIANS_APART:.0%} and the steps' IQR "
+               "faster than the rest")  # fmt: skip
 
 
 def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommendation:
@@ -146,7 +148,8 @@ def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommen
         why = (f"the smallest of {', '.join(c.loader for c in tied)}, not told apart from the fastest, "
                f"{fastest.loader} at {_per_s(throughput(fastest))} samples/s")  # fmt: skip
         why += "" if alone else ": their 95% intervals of the median overlap"
-    why += f", {MEDIANS_ALONE}" if alone else ""
+    if alone:
+        why += f", {MEDIANS_ALONE if len(tied) > 1 else APART_ALONE}"
     slower = [c.loader for c in timed if c not in tied and enough(c, synthetic) and waits_less(c, chosen)]
     return Recommendation(chosen.loader, why, enough(chosen, synthetic), slower)
 
