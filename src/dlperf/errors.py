@@ -45,7 +45,10 @@ class UnreadableRow(StoreFault):
 
     def __init__(self, run_id: int, key: str, what: str, reason: str) -> None:
         super().__init__(f"run {run_id}, cell {key}: its stored {what} cannot be read ({reason})")
-        self.run_id, self.key = run_id, key
+        self.run_id, self.key, self.what, self.reason = run_id, key, what, reason
+
+    def __reduce__(self):  # pickled or copied as made, as RunInterrupted
+        return type(self), (self.run_id, self.key, self.what, self.reason)
 
 
 def where_in_user_code(exc: BaseException) -> str:

@@ -254,6 +254,9 @@ class StoreGone(StoreFault):
         super().__init__(message)
         self.now_at = now_at
 
+    def __reduce__(self):  # pickled or copied as made (its args are the message alone)
+        return type(self), (str(self), self.now_at)
+
 
 def identity(path: str | Path) -> tuple[int, int] | None:
     """The file at `path` as the file system knows it (device, inode); None where there is none."""
