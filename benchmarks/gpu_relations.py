@@ -441,7 +441,8 @@ def time_line(sections_s: dict[str, float], phases: list[dict], processes_s: flo
     parts = ", ".join(f"{s} {t:.0f}" for s, t in sorted(sections_s.items(), key=lambda st: -st[1]))
     spent = ", ".join(f"{PHASES[n]} {t:.0f}" for n, t in sorted(by_phase.items(), key=lambda nt: -nt[1]) if t >= 0.5)
     figures = (f"{total:.0f} s against {CHECK_S:.0f}: {parts}; in {len(phases)} cell processes {processes_s:.0f} s "
-               f"({spent}); outside them {max(0.0, total - processes_s):.0f} s")  # fmt: skip
+               f"of wall time (each phase summed over them, side by side ones each counted: {spent}); outside them "
+               f"{max(0.0, total - processes_s):.0f} s")  # fmt: skip
     data = {"total_s": total, "sections_s": sections_s, "phases_s": by_phase, "processes_s": processes_s}
     return Line("time", f"the whole check within {CHECK_S / 60:.0f} minutes", total <= CHECK_S, figures, data)
 
