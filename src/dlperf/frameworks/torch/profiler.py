@@ -54,6 +54,10 @@ MATMUL = {
     "mkldnn_linear", "_scaled_dot_product_attention", "scaled_dot_product_attention",
     "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention", "_addmm_activation",
     "_convolution_pointwise", "_linear_pointwise",
+    # the fused attention kernels each backend dispatches to (on the CPU, flash_attention_for_cpu)
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_cudnn_attention",
+    "_scaled_dot_product_fused_attention_overrideable", "_flash_attention_forward", "_flash_attention",
+    "_efficient_attention_forward", "_efficient_attention",  # (the last two: their backward's, "_backward" stripped)
 }  # fmt: skip
 NORMALIZATION = {
     "batch_norm", "native_batch_norm", "_batch_norm_impl_index", "_native_batch_norm_legit",
