@@ -4,6 +4,7 @@ budget stopped shown as stopped, never with the time of its cut measurement ("6.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -123,3 +124,14 @@ def test_a_candidate_without_a_time_says_why_in_words():
     assert opt_cmd.unmeasured(opt.Candidate("bf16", Status.PENDING.value)) == ("not started", "")
     unsupported = opt.Candidate("fp16", "unsupported", error="no fp16 here")
     assert opt_cmd.unmeasured(unsupported) == ("unsupported", "no fp16 here")
+
+
+def test_a_candidate_not_faster_than_the_baseline_says_it_was_timed_against_the_baseline_then(tmp_path, monkeypatch):
+    """`optimize` printed fp32 at 5.69 ms in its table and, under it, "bf16: ... 7.95 ms per step is not faster than
+    fp32 (7.39 ms)": the bar is fp32's median when bf16 was measured, its processes since moved the row's figure."""
+    _fake_children(monkeypatch, [])
+    opts = opt.Options("tiny-fcn-r", threads=1, repeats=1, budget_s=900.0, order="fixed", flags=True)
+    search = opt.optimize(opts, str(tmp_path / "o.db"), progress_factory=lambda n: _Quiet(), warn=print)
+    slower = [n for n in search.notes if ": measured in one process only: " in n]
+    assert any(n.endswith("not faster than fp32 as timed before it (1.00 s)") for n in slower), search.notes
+    assert all(re.search(r"not faster than \S+ as timed before it \([\d.]+ s\)$", n) for n in slower), slower

@@ -472,7 +472,7 @@ class Searcher:
         for c in cells:
             if c not in promising and medians.get(c.mode):
                 self.notes.append(f"{c.mode}: measured in one process only: {seconds(medians[c.mode])} per step is not "
-                                  f"faster than {bar} ({seconds(bar_s)})")  # fmt: skip
+                                  f"faster than {bar} as timed before it ({seconds(bar_s)})")  # fmt: skip
         more = [self._task(c) for _ in range((repeats or self.opts.repeats) - 1) for c in promising]
         self.session.measure(more, self.progress_factory, last=False, compile_timeout=compile_timeout)
 

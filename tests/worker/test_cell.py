@@ -301,3 +301,19 @@ def test_a_cell_whose_backend_pins_itself_stores_the_cpus_it_ran_on(monkeypatch)
         os.sched_setaffinity(0, before)
     m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
     assert m.detail.affinity == before[:1] == first(events, Built).settings["cpu_affinity"]
+
+
+def test_a_loss_check_not_run_gives_its_times_in_the_units_of_the_table_beside_it():
+    """optimize's table printed `385 µs` in its step column and `not checked: 0.0003853 s per step is not faster than
+    0.0003276 s` in its loss-check column, on the same row."""
+    from dlperf.protocol import LossCheck, StopRule
+
+    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "foreach"), 0, BUILTIN["tiny-fcn-r"].to_json(),
+                    TimerConfig(), loss_check=True, check_if_faster_than_s=0.0003276)  # fmt: skip
+    events = []
+    worker.check_loss(task, 0.0003853, None, BUILTIN["tiny-fcn-r"], events.append)
+    assert first(events, LossCheck).reason == "not checked: 385 µs per step is not faster than 328 µs"
+    slow = CellTask(task.cell, 0, task.workload, task.timer, loss_check=True, stop=StopRule(0.000317, 2.0, "fp32"))
+    events = []
+    worker.stop_early(slow, 0.00143, events.append)
+    assert first(events, LossCheck).reason == "not checked: 4.5x slower than 317 µs"

@@ -24,7 +24,7 @@ from typing import Any
 from dlperf import loaders
 from dlperf.figures import CommFigures, LoaderFigures, LossCheckFigures
 from dlperf.frameworks import backend, build_step
-from dlperf.measure import system
+from dlperf.measure import system, units
 from dlperf.measure.gate import Gate
 from dlperf.measure.timer import SYNCHRONIZED, TimerConfig, pipelined, sample, timed_step, warm_up
 from dlperf.protocol import (
@@ -207,7 +207,7 @@ def stop_early(task: CellTask, median_s: float, emit: Reporter) -> None:
     stop = task.stop
     ratio = median_s / stop.reference_s
     if task.loss_check:
-        emit(LossCheck(None, f"not checked: {ratio:.1f}x slower than {stop.reference_s:.4g} s"))
+        emit(LossCheck(None, f"not checked: {ratio:.1f}x slower than {units.seconds(stop.reference_s)}"))
     emit(Done(stopped_early=f"{ratio:.1f}x slower than {stop.reference}"))
 
 
@@ -218,7 +218,9 @@ def check_loss(task: CellTask, median_s: float | None, fw, workload: Workload, e
         emit(LossCheck(None, "not checked: no timed step"))
         return
     if bar is not None and median_s >= bar:
-        emit(LossCheck(None, f"not checked: {median_s:.4g} s per step is not faster than {bar:.4g} s"))
+        emit(
+            LossCheck(None, f"not checked: {units.seconds(median_s)} per step is not faster than {units.seconds(bar)}")
+        )
         return
     emit(Checking())
     emit(still_trains(fw, workload, task.cell.device, task.cell.mode))
