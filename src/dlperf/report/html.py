@@ -64,7 +64,7 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
         Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
         *([Section("predicted", "Predicted against measured", _predicted(forecast))] if forecast else []),
         *([Section("crossover", "When a GPU pays", _crossovers(data.crossovers, drawn))] if data.crossovers else []),
-        Section("utilization", "Utilization of the measured peak", drawn.get("utilization") or _none(
+        Section("utilization", "Utilization of the measured peak", _noted(drawn.get("utilization"), data) or _none(
             "No utilization: " + ("no cell has a FLOP count." if data.peaks_found else "no peak was measured on this "
                                   "machine. Run dlperf peak, then the report again."))),
         *([Section("profile", "Where the time goes", drawn.get("profile", "") + _profiles(data, at))]
@@ -295,11 +295,17 @@ def _fit(found: list[fit.Search]) -> str:
     return "".join(parts) + f'<p class="legend">{escape(note)}</p>'
 
 
+def _noted(chart: str | None, data: Loaded) -> str | None:
+    """The utilization chart with, under it, the peaks of a busy machine it was held against (none without it)."""
+    return chart and chart + "".join(f'<p class="note">{escape(n)}</p>' for n in data.busy_peaks)
+
+
 def _warnings(data: Loaded, paper_notes: list[str], tries: set[str] = frozenset()) -> str:
     """`tries`: the keys of fit tries that ran out of memory, shown as tries in their own section."""
     cells = [c for c in data.cells if c.key not in tries]
     rows = [[label, kind, text] for label, kind, text in table.cell_notes(cells)]
     rows += [["", "parameters", n] for n in table.parameter_notes(data.cells)]
+    rows += [["", "peak", n] for n in data.busy_peaks]
     pending = [c for c in data.cells if c.status is Status.PENDING]
     for run in data.runs:
         if (state := data.states.get(run.id)) is not None and state.unfinished:

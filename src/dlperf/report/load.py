@@ -16,7 +16,7 @@ from dlperf.report.crossover import Crossover
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.run_list import continued_by
-from dlperf.report.utilization import attach_utilization
+from dlperf.report.utilization import attach_utilization, cells_busy_notes
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord
 from dlperf.store.state import RunState, run_state, search_of
@@ -40,6 +40,7 @@ class Loaded:
     states: dict[int, RunState] = field(default_factory=dict)  # run id -> its state (`store/state.py`)
     searches: dict[int, str] = field(default_factory=dict)  # run id -> the search command it is a run of (api)
     continued: dict[int, RunRecord] = field(default_factory=dict)  # a lost Ray node's run -> the run measuring the rest
+    busy_peaks: list[str] = field(default_factory=list)  # utilization held against peaks of a busy machine, said so
 
 
 def parse_runs(text: str | None) -> list[int] | str | None:
@@ -93,6 +94,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
                 predictions[cell.key] = predicted.get(cell.key, [])  # the shown measurement's run predicted these
         cells = list(latest.values())
         peaks = attach_utilization(store, rows[-1].fingerprint, cells)
+        busy = cells_busy_notes(store, rows[-1].fingerprint, [c for c in cells if c.utilization is not None])
         profiles, bounds = _profiles(store, rows, cells, unreadable)
         crossovers = crossover.read(store, [r.id for r in rows], unreadable.append)
         states = {r.id: run_state(store, r) for r in rows}
@@ -104,7 +106,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
         store.close()
     shown = sources if len(rows) > 1 else {}
     return Loaded(db, rows, cells, samples, peaks, unreadable, profiles, bounds, crossovers, predictions, shown,
-                  left_out(found, sources), states, searches, continued)  # fmt: skip
+                  left_out(found, sources), states, searches, continued, busy)  # fmt: skip
 
 
 def campaign_of(runs: list[RunRecord]) -> str | None:
