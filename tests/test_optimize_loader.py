@@ -206,6 +206,17 @@ def test_data_that_is_a_file_or_an_empty_directory_is_one_line_before_anything_r
     assert not db.exists() and not list(empty.iterdir())
 
 
+def test_advise_reads_its_data_before_it_measures_and_a_missing_dataset_names_the_flag(tmp_path):
+    """`advise tiny-fcn-r --data EMPTY` measured the CPU at two thread counts and stored them, then said
+    "dlperf: error: EMPTY: no train-images-idx3-ubyte ..." (exit 2: "nothing ran or was written"); run's line named
+    the folder, not the flag."""
+    db, empty = tmp_path / "d.db", tmp_path / "empty"
+    empty.mkdir()
+    one_line_error(dlperf("advise", "tiny-fcn-r", "--data", str(empty), "--budget", "30s", db=db), f"--data {empty}:")
+    assert not db.exists()
+    one_line_error(dlperf("run", "--workloads", "tiny-fcn-r", "--data", str(empty), db=db), f"--data {empty}: no ")
+
+
 def test_a_setting_stopped_before_it_measured_is_never_the_best():
     """A trial the budget stopped keeps the median of the steps it took but no data wait: it was recommended, with
     "still waits unknown of its step"."""

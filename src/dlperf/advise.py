@@ -332,13 +332,16 @@ NO_EPOCH_NOTE = (
 
 
 def _resolved(opts: Options):
-    """The workload built in a probe child (a user's file included), at --batch: its batch, its data set."""
+    """The workload built in a probe child (a user's file included), at --batch: its batch, its data set; with
+    --data DIR that data read, as `dlperf run` reads it before anything runs (not after the thread search)."""
     from dlperf.frameworks.common import capabilities
-    from dlperf.plan.workloads import resolve_workload
+    from dlperf.plan.workloads import check_data, resolve_workload
     from dlperf.predict import count
-    from dlperf.spec import parse_workload
+    from dlperf.spec import make_spec, parse_workload
 
     found = resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout)
+    if opts.data != DATA_SYNTHETIC:
+        check_data(make_spec(opts.workload, data=opts.data, loaders=opts.loaders, timeout=opts.timeout), [found])
     return count.at(found, opts.batch)
 
 

@@ -67,8 +67,13 @@ def check_data(spec: RunSpec, workloads: list[Workload]) -> dict[str, DataCheck]
     """Real data (`--data`) is opened and a sample read in a probe before anything is written: bad data is a
     UsageError naming the file, and no run is stored. A backend that reads no real data has nothing to check: its
     loader cells are `unsupported` (`capabilities.reads_data`). Returns what was found of each workload's data, by
-    workload name."""
-    return check_data_of(spec, [w.to_json() for w in workloads])
+    workload name. Its errors name the flag (`--data DIR: no ...`)."""
+    try:
+        return check_data_of(spec, [w.to_json() for w in workloads])
+    except UsageError as exc:
+        raise (
+            exc if type(exc) is not UsageError or str(exc).startswith("--data") else UsageError(f"--data {exc}")
+        ) from None
 
 
 def check_data_of(spec: RunSpec, workloads: list[dict]) -> dict[str, DataCheck]:
