@@ -80,6 +80,16 @@ def test_formats():
     assert data["run_id"] == 7 and data["rows"][0]["cells"]["cpu:2"]["best"] is True
 
 
+def test_the_csv_says_its_unit_and_the_machine_as_the_text_view_does():
+    """`table --format csv` gave raw medians under headers `cpu:1`, `cpu:2` with no unit (the text view's legend says
+    seconds, written in ms or µs under 0.1 s) and no machine, which the text, md and json views carry."""
+    view = table.build(7, CELLS)
+    view.machine, view.versions = "vm · AMD EPYC, 2 cores", ["torch 2.13.0+cpu (dlperf's environment)"]
+    rows = list(csv.reader(io.StringIO(table.render_csv(view))))
+    assert any(r[0] == "legend" and r[1].startswith("seconds per mini-batch, in seconds") for r in rows), rows
+    assert rows[-2:] == [["measured on", view.machine], ["measured with", view.versions[0]]]
+
+
 def test_a_second_mode_becomes_part_of_the_row_and_of_the_notes():
     unsupported = cell("fcn-s", "cpu", 1, None, status="unsupported", mode="channels_last", error="no Conv2d")
     view = table.build(1, [cell("fcn-s", "cpu", 1, 1.0), cell("fcn-s", "cpu", 1, 0.5, mode="bf16"), unsupported])

@@ -326,6 +326,8 @@ LEGEND = (
     "seconds per mini-batch (under 0.1 s in ms or µs): median of n steady-state training steps (forward, backward, "
     "update)"
 )
+# the CSV's device columns: a number of seconds whatever its size (the text view writes ms and µs)
+CSV_LEGEND = "seconds per mini-batch, in seconds: median of n steady-state training steps (forward, backward, update)"
 BEST_LEGEND = f"{BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed, nor tied with it)"
 FEW_LEGEND = f"{FEW_MARK} = {FEW}"
 UTILIZATION_LEGEND = (
@@ -375,7 +377,8 @@ def version_lines(view: TableView) -> list[str]:
 def render_csv(view: TableView) -> str:
     """The text view for a spreadsheet or a script: a device column holds the raw median (a number) or the cell's
     status, as it always has; after the view's own columns, each device column's n and marks (`*`, `?`, `!`, as the
-    text view shows them); then the legend of the marks shown and the notes, one row each, "legend" or "note" first."""
+    text view shows them); then the unit and the legend of the marks shown, the notes, and the machine and versions
+    that measured the cells, one row each, "legend", "note", "measured on" or "measured with" first."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow([*head(view), *(f"{c} {what}" for c in view.columns for what in ("n", "marks"))])
@@ -386,9 +389,11 @@ def render_csv(view: TableView) -> str:
         counted = [v for c in view.columns for v in (_n(row.cells.get(c)), marks(row, c))]
         writer.writerow([spreadsheet_safe(v) for v in fixed] + raw + [spreadsheet_safe(v) for v in explain] + counted)
     shown = [line for line in mark_legends(view) if line != UTILIZATION_LEGEND]  # no utilization in these columns
-    writer.writerows(["legend", spreadsheet_safe(line)] for line in shown)
+    writer.writerows(["legend", spreadsheet_safe(line)] for line in [CSV_LEGEND, *shown])
     writer.writerows(["fastest", spreadsheet_safe(line)] for line in view.fastest)
     writer.writerows(["note", spreadsheet_safe(note)] for note in view.notes)
+    writer.writerows([what, spreadsheet_safe(line.split(": ", 1)[1])] for what, line in
+                     zip(("measured on", "measured with"), version_lines(view), strict=False))  # fmt: skip
     return out.getvalue()
 
 
