@@ -139,6 +139,22 @@ def test_optimize_cut_short_in_a_round_says_which_and_what_it_did_not_reach(tmp_
     assert "Recommended so far (interrupted): none: interrupted before a candidate was measured." in out
 
 
+def test_optimize_cut_short_in_its_baseline_does_not_call_the_process_under_way_not_started(tmp_path, monkeypatch,
+                                                                                          capsys):  # fmt: skip
+    """Ctrl-C 12 s into `optimize`, its progress line "[1/?] tiny-block torch cpu:2 fp32 ..." on screen: the table's
+    fp32 row said "not started" and a note "the fp32 baseline was not measured (not started: interrupted)", beside
+    "interrupted during the fp32 baseline"."""
+    from dlperf.commands import optimize as opt_cmd
+
+    _children(monkeypatch, interrupt_at=1)
+    search = _optimize(tmp_path, order="fixed")
+    assert search.exit_code == ExitCode.INTERRUPTED and search.interrupted == "the fp32 baseline"
+    opt_cmd.print_text(search)
+    out = " ".join(capsys.readouterr().out.split())
+    assert "not started" not in out, out
+    assert "│ fp32 │ interrupted │" in out and "(not measured: interrupted)" in out, out
+
+
 def test_optimize_cut_short_in_the_baselines_profile_says_no_round_was_searched(tmp_path, monkeypatch, capsys):
     from dlperf.commands import optimize as opt_cmd
     from dlperf.protocol import ProfileTask

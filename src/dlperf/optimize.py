@@ -552,8 +552,8 @@ class Searcher:
             return f"stopped: {Deadline.REASON}"
         if c.status != Status.PENDING:
             return f"{c.status}: {c.error}" if c.error else c.status
-        if self.interrupted:
-            return "not started: interrupted"
+        if self.interrupted:  # under way when it came, or after: no process of it finished
+            return "not measured: interrupted"
         return f"not started: --budget {self.budget.text()} ran out" if self.budget.left() <= 0 else "not started"
 
     def _fit(self) -> Fit:

@@ -106,7 +106,7 @@ def render_rich(search):
     best = search.best.mode if search.best else None
     for c in search.results:
         if c.median_s is None:
-            status, why = unmeasured(c)
+            status, why = unmeasured(c, interrupted=search.interrupted is not None)
             table.add_row(markup(c.mode), f"[dim]{markup(status)}[/]", "", "", "", markup(why), "")
             continue
         speed = _speed_text(c)
@@ -122,15 +122,16 @@ def render_rich(search):
 NO_CHECK = "not checked: its first process recorded no check"  # the worker says why when it skips one
 
 
-def unmeasured(c) -> tuple[str, str]:
+def unmeasured(c, interrupted: bool = False) -> tuple[str, str]:
     """A candidate without a time: what its step column says, and why (in its loss check's). One whose process the
-    search's budget stopped is "stopped", whatever steps it timed: the time of a cut measurement is no result."""
+    search's budget stopped is "stopped", whatever steps it timed: the time of a cut measurement is no result. In a
+    search cut short by an interrupt, a pending one is "interrupted": its process may have been under way."""
     from dlperf.runner.sweep import Deadline
 
     if Deadline.REASON in (c.error or ""):
         return "stopped", "stopped: --budget ran out"
     if c.status == Status.PENDING:
-        return "not started", ""
+        return ("interrupted", "not measured: interrupted") if interrupted else ("not started", "")
     return c.status, c.error or ""
 
 
