@@ -168,6 +168,23 @@ def test_list_json_has_names_and_params():
     assert len([r for r in rows if not r["published"]]) == 7  # the paper's seven; the published networks apart
 
 
+def test_list_says_how_many_tiny_variants_it_leaves_out_and_the_flag_that_shows_them(capsys):
+    from dlperf.workloads import BUILTIN
+
+    tiny = [name for name, w in BUILTIN.items() if w.hidden]
+    assert main(["list"]) == 0
+    text = capsys.readouterr().out
+    assert not any(f"{name} " in text for name in tiny)
+    assert f"{len(tiny)} tiny test variants (tiny-*" in text and "dlperf list --all" in text.splitlines()[-1]
+    assert main(["list", "--all"]) == 0
+    text = capsys.readouterr().out
+    assert all(f"{name} " in text for name in tiny) and "--all" not in text
+    with pytest.raises(SystemExit):
+        main(["list", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "--all also the tiny test variants (tiny-*" in help_text and "left out without it" in help_text
+
+
 def test_worker_and_probe_need_nothing_but_the_standard_library():
     """A worker runs in an environment holding only its framework: without site-packages, dlperf's worker side
     still imports (no rich, numpy or framework at import time)."""

@@ -20,7 +20,11 @@ HELP = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_format(p, "text", "json")
     what = p.add_mutually_exclusive_group()  # one list at a time
-    what.add_argument("--all", action="store_true", help="include the tiny test variants")
+    what.add_argument(
+        "--all",
+        action="store_true",
+        help="also the tiny test variants (tiny-*: for the tests and quick examples), left out without it",
+    )
     what.add_argument(
         "--frameworks", action="store_true", help="every framework of the paper and today: measurable here or why not"
     )
@@ -35,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from dlperf.measure.units import plural
     from dlperf.workloads import BUILTIN, PUBLISHED
 
     if args.frameworks:
@@ -57,6 +62,10 @@ def run(args) -> int:
     _print_rows(w for w in workloads if w.name not in published)
     print(f"\n{PUBLISHED_HEADING}")
     _print_rows(w for w in workloads if w.name in published)
+    left_out = [w for w in BUILTIN.values() if w.hidden and not args.all]
+    if left_out:
+        print(f"\n{plural(len(left_out), 'tiny test variant')} (tiny-*, for the tests and quick examples) not shown: "
+              "dlperf list --all lists them")  # fmt: skip
     return ExitCode.OK
 
 
