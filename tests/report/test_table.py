@@ -86,7 +86,9 @@ def test_the_csv_says_its_unit_and_the_machine_as_the_text_view_does():
     view = table.build(7, CELLS)
     view.machine, view.versions = "vm · AMD EPYC, 2 cores", ["torch 2.13.0+cpu (dlperf's environment)"]
     rows = list(csv.reader(io.StringIO(table.render_csv(view))))
-    assert any(r[0] == "legend" and r[1].startswith("seconds per mini-batch, in seconds") for r in rows), rows
+    legends = [r[1] for r in rows if r[0] == "legend"]
+    assert legends[0].startswith("seconds per mini-batch, as a plain number (never ms or µs): median"), rows
+    assert legends[0].count("second") == 1, legends[0]  # the unit said once ('seconds per mini-batch, in seconds')
     assert rows[-2:] == [["measured on", view.machine], ["measured with", view.versions[0]]]
 
 

@@ -327,7 +327,10 @@ LEGEND = (
     "update)"
 )
 # the CSV's device columns: a number of seconds whatever its size (the text view writes ms and µs)
-CSV_LEGEND = "seconds per mini-batch, in seconds: median of n steady-state training steps (forward, backward, update)"
+CSV_LEGEND = (
+    "seconds per mini-batch, as a plain number (never ms or µs): median of n steady-state training steps (forward, "
+    "backward, update)"
+)
 BEST_LEGEND = f"{BEST_MARK} = fastest CPU thread count (only when no compared cell was disturbed, nor tied with it)"
 FEW_LEGEND = f"{FEW_MARK} = {FEW}"
 UTILIZATION_LEGEND = (
