@@ -71,9 +71,9 @@ def check_data(spec: RunSpec, workloads: list[Workload]) -> dict[str, DataCheck]
     try:
         return check_data_of(spec, [w.to_json() for w in workloads])
     except UsageError as exc:
-        raise (
-            exc if type(exc) is not UsageError or str(exc).startswith("--data") else UsageError(f"--data {exc}")
-        ) from None
+        if type(exc) is not UsageError or str(exc).startswith("--data"):
+            raise  # a probe that failed (ProbeFailed: exit 1, its own line), or a line that names the flag already
+        raise UsageError(f"--data {exc}") from None
 
 
 def check_data_of(spec: RunSpec, workloads: list[dict]) -> dict[str, DataCheck]:
