@@ -263,7 +263,8 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
             session.warm_up(tasks)  # its imports overlap the data's probe
         _check_data_again(run.id, spec, tasks, session.workloads)
         if dry_run:
-            estimate = for_plan(plan, db, say_pilot, tasks, session.cells())  # extras its cells stored: not again
+            cut = session.unprofiled(tasks)  # the profiles an interrupt cut off, taken first
+            estimate = for_plan(plan, db, say_pilot, tasks, session.cells(), cut)  # extras its cells stored: not again
             return Outcome(ExitCode.OK, run.id, plan, estimate=estimate, tasks=tasks)
         where = ", ".join(map(str, spill.holding(db, run.id, store.mark(run.id))))
         if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)

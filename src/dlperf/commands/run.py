@@ -481,12 +481,15 @@ def print_estimate(outcome, db: str | None = None) -> None:
     if outcome.tasks is not None:
         print(resume_left(outcome, db))
     sources = [f"{e.known} from earlier runs on this machine"] if e.known else []
+    if e.profiles_known:
+        sources.append(f"{plural(e.profiles_known, 'profile')} from earlier profiles here")
     if refused := sum(t.unsupported is not None for t in tasks):  # plan/unsupported.py
         sources.append(f"{refused} known to be unsupported (no process is started)")
     if e.pilots:
         others = "the others" if sources else "all"
         sources.append(f"{others} from {plural(e.pilots, 'pilot step')} that took {duration(e.pilot_s)}")
-    print(f"{plural(len(tasks), 'cell process', 'es')}, estimated {duration(e.seconds)} (at most "
+    profiles = f" and {plural(e.profiles, 'profile process', 'es')}" if e.profiles else ""
+    print(f"{plural(len(tasks), 'cell process', 'es')}{profiles}, estimated {duration(e.seconds)} (at most "
           f"{duration(e.at_most_s)} if every cell runs to --max-time): {', '.join(sources)}")  # fmt: skip
     at_once = outcome.plan.spec.compile_at_once
     if at_once > 1 and any(may_compile_at_once(t.cell) for t in tasks):

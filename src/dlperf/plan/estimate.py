@@ -12,7 +12,8 @@ then costs
 where the FLOPs and the memory of a step are not kept from an earlier run (`runner/kept.py`: the process skips them)
 and, for a resumed run (`--resume --dry-run`), none of the extras its cell's sibling group has stored already.
 A cell measured before takes its earlier processes' lives less the extras they ran (their stored phases), plus
-those this process will run, each as long as it took them.
+those this process will run, each as long as it took them. With --profile each cell has one more process after its
+timed ones: as long as its earlier profiles here, or its pilot's fixed part and the warm-up and profiled steps.
 
 A process's start depends on how it starts (`runner/warm.py`): forked from a warm parent (a fraction of a second), or
 cold (the interpreter and the framework's imports), and a run's first forked process waits for its warm parent's
@@ -31,7 +32,7 @@ from __future__ import annotations
 import os
 import statistics
 from collections import Counter
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from dlperf import envinfo
@@ -41,6 +42,7 @@ from dlperf.plan import Plan
 from dlperf.protocol import Cell, CellTask
 from dlperf.runner import collect, kept, warm
 from dlperf.runner.launch import launch
+from dlperf.runner.profile import fitted_steps
 from dlperf.runner.sweep import interpreter_for, siblings
 from dlperf.runner.tasks import Task, processes
 from dlperf.store import Store
@@ -77,6 +79,8 @@ class Estimate:
     pilot_s: float  # their wall time
     known: int  # processes estimated from earlier runs on this machine
     unsupported: dict[tuple, str] = field(default_factory=dict)  # pilot key -> why its cells will be unsupported
+    profiles: int = 0  # profile processes counted (`run --profile`: one a cell, after its timed ones)
+    profiles_known: int = 0  # of them, estimated from earlier profiles of the cell here
 
 
 @dataclass(frozen=True)
@@ -189,6 +193,17 @@ def run_pilot(cell: Cell, workload: dict, python: str, timeout: float) -> Pilot:
                  launched.child.started, m.detail.phases or {})  # fmt: skip
 
 
+def run_pilots(cells: list[Cell], workloads: dict[str, dict], cores: int, python_for: Callable[[str], str],
+               timeout: float, on_pilot: Callable[[Cell], None]) -> dict[tuple, Pilot]:  # fmt: skip
+    """The pilots of `cells` (`pilot_cells`), one after another, each its start told from its wait (`told_pilots`)."""
+    pilots: dict[tuple, Pilot] = {}
+    for key, cell in pilot_cells(cells, cores).items():
+        on_pilot(cell)
+        source = next(c.key for c in cells if pilot_key(c) == key)
+        pilots[key] = run_pilot(cell, workloads[source], python_for(cell.framework), timeout)
+    return told_pilots(pilots)
+
+
 def told_pilots(pilots: dict[tuple, Pilot]) -> dict[tuple, Pilot]:
     """The pilots, in the order they ran, each its own start told from its wait for a warm parent (`told_apart`):
     they start as a run's processes do, the first forked one waiting for its framework's parent."""
@@ -216,13 +231,34 @@ def process_s(task: Task, pilot: Pilot, timer: TimerConfig, extras: list[str], t
     (`Starts`), in place of the pilot's own and its wait for a warm parent (None: the pilot's as it was)."""
     if pilot.step_s is None:
         return pilot.fixed_s, pilot.fixed_s
-    step = pilot.step_s * pilot.threads / max(1, task.cell.threads) if task.cell.device == "cpu" else pilot.step_s
+    step, fixed = scaled(pilot, task.cell, start_s)
     likely, most = steps_s(step, timer)
+    extra = fixed + sum(EXTRA_STEPS[e] for e in extras) * step + (DDP_EXTRA_S if task.cell.nproc else 0.0)
+    return min(timeout, likely + extra), min(timeout, most + extra)
+
+
+def scaled(pilot: Pilot, cell: Cell, start_s: float | None) -> tuple[float, float]:
+    """(step, fixed) seconds of a process of `cell` from its pilot: the pilot's step at the cell's threads, and its
+    fixed part with `start_s` in place of the pilot's own start and its wait for a warm parent (None: as it was)."""
+    assert pilot.step_s is not None
+    step = pilot.step_s * pilot.threads / max(1, cell.threads) if cell.device == "cpu" else pilot.step_s
     fixed = pilot.fixed_s
     if start_s is not None and pilot.start_s is not None:
         fixed = max(0.0, fixed - pilot.start_s - pilot.waited_s) + start_s
-    extra = fixed + sum(EXTRA_STEPS[e] for e in extras) * step + (DDP_EXTRA_S if task.cell.nproc else 0.0)
-    return min(timeout, likely + extra), min(timeout, most + extra)
+    return step, fixed
+
+
+def profile_process_s(cell: Cell, pilot: Pilot, timer: TimerConfig, profile_steps: int, timeout: float,
+                      start_s: float | None = None) -> float:  # fmt: skip
+    """Seconds of `cell`'s profile process from its pilot: the pilot's fixed part (building, compiling), then the
+    warm-up and profiled steps fitted to --max-time at the pilot's step (`runner/profile.fitted_steps`). What the
+    profiler adds to each step and the trace's writing are not known before a profile here; an estimate after one
+    takes its stored life (`known_profiles`)."""
+    if pilot.step_s is None:
+        return pilot.fixed_s
+    step, fixed = scaled(pilot, cell, start_s)
+    warmup, steps = fitted_steps(profile_steps, timer.max_time, step)
+    return min(timeout, fixed + (warmup + steps) * step)
 
 
 def extras_of(task: Task, seen: set[tuple], loss_check: bool,
@@ -277,23 +313,21 @@ def estimate(
     on_pilot: Callable[[Cell], None] = lambda cell: None,
     memory_limit: int | None = None,
     stored: Callable[[Cell], tuple[str, ...]] = lambda cell: (),
+    profiles: Sequence[Cell] = (),
+    profile_steps: int = 5,
+    profiled: dict[str, list[float]] | None = None,
 ) -> Estimate:
     """The sweep's time: `known` (cell key -> its earlier processes here) where there is one, a pilot's model
     otherwise; each cell's first process without the figures kept from an earlier run (`kept.has`) or stored in the
-    run being resumed (`stored`: `stored_in`). `workloads`: cell key -> workload JSON. The pilots start as the run's
-    processes will: forked from a warm parent where the run would start one (`warm.prepare`), else cold."""
-    unknown = [t for t in tasks if not known.get(t.cell.key) and t.unsupported is None]  # such a task costs nothing
+    run being resumed (`stored`: `stored_in`). `workloads`: cell key -> workload JSON. `profiles`: the cells the run
+    profiles, one more process each (`profiled`: cell key -> its earlier profile processes' lives here; else
+    `profile_process_s`). The pilots start as the run's processes will: forked where the run's are (`warm.prepare`)."""
+    profiled, live = profiled or {}, [t.cell for t in tasks if t.unsupported is None]  # an unsupported task: no cost
+    unknown = [c for c in live if not known.get(c.key)] + [c for c in profiles if not profiled.get(c.key)]
     if unknown:
-        warm.prepare(processes(tasks), memory_limit, {})
-    pilots: dict[tuple, Pilot] = {}
-    pilot_s = 0.0
-    for key, cell in pilot_cells([t.cell for t in unknown], cores).items():
-        on_pilot(cell)
-        source = next(t.cell.key for t in unknown if pilot_key(t.cell) == key)
-        pilots[key] = run_pilot(cell, workloads[source], python_for(cell.framework), min(timeout, PILOT_TIMEOUT_S))
-        pilot_s += pilots[key].duration_s
-    pilots = told_pilots(pilots)
-    starts, forks, waited = starts_here(known, pilots), forking(tasks, memory_limit), set()
+        warm.prepare(processes(tasks, to_profile=profiles), memory_limit, {})
+    pilots = run_pilots(unknown, workloads, cores, python_for, min(timeout, PILOT_TIMEOUT_S), on_pilot)
+    starts, forks, waited = starts_here(known, pilots), forking([*live, *profiles], memory_limit), set()
     likely = most = 0.0
     seen: set[tuple] = set()
     for task in tasks:
@@ -312,22 +346,36 @@ def estimate(
             parent = starts[framework].parent_s or 0.0
             one, bound = one + parent, bound + parent
         likely, most = likely + one, most + bound
+    for cell in profiles:  # each after its cell's timed processes: the parent's start is waited for by then
+        if earlier := profiled.get(cell.key):
+            likely, most = likely + statistics.median(earlier), most + max(earlier)
+        elif not (pilot := pilots[pilot_key(cell)]).unsupported:  # an unsupported cell is not measured, so not profiled
+            fork = cell.framework in forks and warm.why_cell_cold(cell, memory_limit) is None
+            one = profile_process_s(cell, pilot, timer, profile_steps, timeout, starts[cell.framework].of_process(fork))
+            likely, most = likely + one, most + one
     unsupported = {key: p.unsupported for key, p in pilots.items() if p.unsupported}
+    pilot_s = sum(p.duration_s for p in pilots.values())
     unsupported |= {pilot_key(t.cell): t.unsupported for t in tasks if t.unsupported is not None}
     known_here = sum(1 for t in tasks if known.get(t.cell.key) and t.unsupported is None)
-    return Estimate(likely, max(likely, most), len(pilots), pilot_s, known_here, unsupported)
+    profiles_known = sum(1 for cell in profiles if profiled.get(cell.key))
+    return Estimate(likely, max(likely, most), len(pilots), pilot_s, known_here, unsupported, len(profiles),
+                    profiles_known)  # fmt: skip
 
 
-def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None,
-             tasks: list[Task] | None = None, stored: list[CellRecord] = ()) -> Estimate:  # fmt: skip
-    """How long the plan (or `tasks` of it: what a resumed run has left, `stored` its cells) will take: each cell's
-    earlier processes on this machine where the store has them, a pilot step's model otherwise; the extras a resumed
-    run's cells stored are not run again."""
-    spec = plan.spec
+def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None, tasks: list[Task] | None = None,
+             stored: list[CellRecord] = (), to_profile: list[Cell] = ()) -> Estimate:  # fmt: skip
+    """How long the plan (or `tasks` of it: what a resumed run has left, `stored` its cells, `to_profile` the
+    profiles an interrupt cut off) will take: each cell's earlier processes on this machine where the store has them,
+    a pilot step's model otherwise; the extras a resumed run's cells stored are not run again."""
+    spec, tasks = plan.spec, plan.tasks if tasks is None else tasks
+    fingerprint = envinfo.fingerprint(plan.env)
+    profiles = [*to_profile, *(t.cell for t in tasks if spec.profile and t.unsupported is None
+                               and t.repeat == spec.repeats - 1)]  # fmt: skip
     return estimate(
-        plan.tasks if tasks is None else tasks, plan.workloads, known_durations(db, envinfo.fingerprint(plan.env)),
-        timer=spec.timer, timeout=spec.timeout, loss_check=spec.loss_check, cores=plan.cores,
-        python_for=interpreter_for, on_pilot=on_pilot, memory_limit=spec.max_memory, stored=stored_in(list(stored)),
+        tasks, plan.workloads, known_durations(db, fingerprint), timer=spec.timer, timeout=spec.timeout,
+        loss_check=spec.loss_check, cores=plan.cores, python_for=interpreter_for, on_pilot=on_pilot,
+        memory_limit=spec.max_memory, stored=stored_in(list(stored)), profiles=profiles,
+        profile_steps=spec.profile_steps, profiled=known_profiles(db, fingerprint) if profiles else {},
     )  # fmt: skip
 
 
@@ -349,15 +397,31 @@ def known_durations(db: str, fingerprint: dict) -> dict[str, list[Earlier]]:
     return found
 
 
+def known_profiles(db: str, fingerprint: dict) -> dict[str, list[float]]:
+    """Cell key -> the lives of its profile processes in earlier runs on this machine (those that profiled it)."""
+    if not os.path.exists(db):
+        return {}
+    store = Store.open(db, create=False)
+    try:
+        found: dict[str, list[float]] = {}
+        for run in (r for r in store.runs() if envinfo.alike(r.fingerprint, fingerprint)):
+            for key, p in store.profiles(run.id).items():
+                if p.status is Status.OK and p.duration_s is not None:
+                    found.setdefault(key, []).append(p.duration_s)
+        return found
+    finally:
+        store.close()
+
+
 def framework_of(key: str) -> str:
     """The framework of a cell by its key (`protocol.Cell.key`: workload|framework|device|threads|mode...)."""
     return key.split("|")[1] if key.count("|") >= 1 else ""
 
 
-def forking(tasks: list[Task], memory_limit: int | None) -> set[str]:
-    """The frameworks whose processes of `tasks` fork from a warm parent: two or more that may (`warm.prepare`)."""
-    may = Counter(t.cell.framework for t in tasks
-                  if t.unsupported is None and warm.why_cell_cold(t.cell, memory_limit) is None)  # fmt: skip
+def forking(cells: Iterable[Cell], memory_limit: int | None) -> set[str]:
+    """The frameworks whose processes (`cells`: each one's cell) fork from a warm parent: two or more that may
+    (`warm.prepare`)."""
+    may = Counter(cell.framework for cell in cells if warm.why_cell_cold(cell, memory_limit) is None)
     return {framework for framework, n in may.items() if n >= 2}
 
 

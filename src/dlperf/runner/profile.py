@@ -36,10 +36,15 @@ def steps_that_fit(spec: RunSpec, median_s: float | None) -> tuple[int, int]:
     """The profile child's (warm-up, profiled) steps: PROFILE_WARMUP and --steps when their time at the cell's timed
     median fits the timer's max_time, else as many as fit, profiled ones first, at least one of each. Asked for
     regardless, a 31 s step made `dlperf profile --max-time 10` run ten of them (5 min) in its profile alone."""
+    return fitted_steps(spec.profile_steps, spec.timer.max_time, median_s)
+
+
+def fitted_steps(profile_steps: int, max_time: float, median_s: float | None) -> tuple[int, int]:
+    """`steps_that_fit` of --steps and --max-time (the dry run's estimate fits them to a pilot's step)."""
     if not median_s:
-        return PROFILE_WARMUP, spec.profile_steps
-    fit = int(spec.timer.max_time // median_s)
-    steps = max(1, min(spec.profile_steps, fit - 1))
+        return PROFILE_WARMUP, profile_steps
+    fit = int(max_time // median_s)
+    steps = max(1, min(profile_steps, fit - 1))
     return max(1, min(PROFILE_WARMUP, fit - steps)), steps
 
 
