@@ -91,3 +91,18 @@ def test_the_dry_run_counts_the_profile_processes(capsys):
     said = capsys.readouterr().out.splitlines()[-1]
     assert said.startswith("1 cell process and 1 profile process, estimated 6 s")
     assert said.endswith("1 profile from earlier profiles here, the others from 1 pilot step that took 2 s")
+
+
+def test_for_plan_profiles_each_cell_once_after_its_last_repeat_and_the_profiles_cut_off_first(tmp_path, monkeypatch):
+    from dlperf.spec import RunSpec
+
+    asked = {}
+    monkeypatch.setattr(est, "estimate", lambda tasks, workloads, known, **kw: asked.update(kw))
+    cut, other = Cell("tiny-lstm", "torch", "cpu", 1, "fp32"), Cell("tiny-fcn-r", "torch", "cpu", 2, "fp32")
+    tasks = schedule([CELL, other], 3)
+    spec = RunSpec(("tiny-fcn-r",), profile=True, repeats=3, profile_steps=2)
+    plan = SimpleNamespace(spec=spec, tasks=tasks, workloads=WORKLOADS, env={}, cores=2)
+    est.for_plan(plan, str(tmp_path / "none.db"), tasks=tasks[2:], to_profile=[cut])
+    assert asked["profiles"] == [cut, CELL, other] and asked["profile_steps"] == 2
+    est.for_plan(SimpleNamespace(**{**vars(plan), "spec": RunSpec(("tiny-fcn-r",), repeats=3)}), str(tmp_path / "n.db"))
+    assert asked["profiles"] == []
