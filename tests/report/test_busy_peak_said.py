@@ -31,3 +31,24 @@ def test_a_report_held_against_a_busy_machines_peak_says_so_where_it_shows_the_u
     warnings = page.split('id="warnings"', 1)[1].split("<section", 1)[0]
     said = f"cpu:1 fp32: only a peak measured on a busy machine ({BUSY}) exists"
     assert said in section and said in warnings and "cpu:2 fp32: only a peak" in warnings
+
+
+def test_the_notes_name_only_the_busy_peaks_of_the_dtypes_the_cells_modes_use(tmp_path):
+    """`dlperf table` of an fp32 and bf16 run (2 threads) noted `cpu:1 fp16: only a peak measured on a busy machine
+    ... utilization ... held against it read high` (and cpu:1 bf16, cpu:2 fp16): no cell of the run was held against
+    those peaks. Only a mode's own dtypes (fp32, and its bf16 or fp16) are said, as `dlperf profile` says them."""
+    from dlperf.envinfo import fingerprint
+    from dlperf.store.machine import MeasuredPeak
+    from report.synthetic import ENV
+
+    store = Store.open(tmp_path / "r.db", create=True)
+    try:
+        run_id = fill(store)  # cpu:1 fp32 cells only; cpu:2 fp32 and bf16; an undisturbed fp32 peak of each
+        store.record_peaks(fingerprint(ENV), ENV, [
+            MeasuredPeak(framework="torch", framework_version="2.13.0+cpu", device="cpu", threads=t, kind="matmul",
+                         dtype=dtype, value=1e11, detail={"others_cpu_share": 0.42})
+            for t in (1, 2) for dtype in ("bf16", "fp16")])  # fmt: skip
+        notes = utilization.cells_busy_notes(store, store.run(run_id).fingerprint, store.cells(run_id))
+    finally:
+        store.close()
+    assert [n.split(": only")[0] for n in notes] == ["cpu:2 bf16"], notes

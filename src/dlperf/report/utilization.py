@@ -176,7 +176,14 @@ def held_flops(flops_by_dtype: dict[str, int] | None, mode: str, device: str) ->
 
 
 def cells_busy_notes(store: Store, fingerprint: dict, cells: list[CellRecord]) -> list[str]:
-    """`busy_notes` for each (device, threads) of `cells` whose utilization is held against a busy machine's peak."""
-    where = dict.fromkeys((c.device, c.threads, c.column) for c in cells if c.ok)
-    return [n for device, threads, column in where for n in busy_notes(peak_lookup(store, fingerprint, device, threads),
-                                                                        column)]  # fmt: skip
+    """`busy_notes` for each (device, threads) of `cells` whose utilization is held against a busy machine's peak:
+    of the dtypes their modes are held against only (an fp32 sweep's table named the busy fp16 peak no cell used)."""
+    modes: dict[tuple[str, int, str], list[str]] = {}
+    for c in cells:
+        if c.ok:
+            modes.setdefault((c.device, c.threads, c.column), []).append(c.mode)
+    notes: dict[str, None] = {}
+    for (device, threads, column), used in modes.items():
+        peaks = peak_lookup(store, fingerprint, device, threads)
+        notes.update(dict.fromkeys(n for mode in used for n in busy_notes(peaks, column, mode)))
+    return list(notes)
