@@ -198,16 +198,21 @@ def began_beside(db: str, store: Store | None, began: str, before: frozenset[int
 
 
 def measured_ids(db: str) -> frozenset[int]:
-    """The runs of `db` a live process of this host measures now; none where there is no store yet, or one the run
+    """The runs of `db` a live process of this host measures now."""
+    return _read(db, lambda store: frozenset(measured_here(store)), frozenset())
+
+
+def _read(db: str, read: Callable[[Store], Any], none: Any) -> Any:
+    """`read` of the store at `db`, opened as it is and closed; `none` where there is no store yet, or one the run
     itself will refuse in its own words."""
     if not os.path.isfile(db):
-        return frozenset()
+        return none
     try:
         store = Store.open(db, create=False)
     except UsageError:
-        return frozenset()
+        return none
     try:
-        return frozenset(measured_here(store))
+        return read(store)
     finally:
         store.close()
 
@@ -215,8 +220,11 @@ def measured_ids(db: str) -> frozenset[int]:
 def left_alike(db: str, store: Store | None, spec: RunSpec, env: dict) -> list[str]:
     """The same sweep run again where --resume would finish it: the run it takes up is unfinished, its process gone,
     its spec this one, on this machine. --resume measures only what that run left; this starts a run of its own and
-    measures every cell again (a rerun after Ctrl-C, or a crash, was silently measured whole)."""
-    run = latest_resumable(store) if store is not None else None
+    measures every cell again (a rerun after Ctrl-C, or a crash, was silently measured whole). Without `store` (a
+    dry run's) the file at `db` is read: its estimate of every cell said nothing of the run --resume would finish."""
+    if store is None:
+        return _read(db, lambda store: left_alike(db, store, spec, env), [])
+    run = latest_resumable(store)
     if run is None or envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env)):
         return []
     try:
