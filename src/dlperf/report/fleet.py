@@ -155,6 +155,10 @@ class Fleet:
 
     def notes(self) -> list[str]:
         lines = [f"{m.label}: {named('run', m.runs)}" for m in self.machines]
+        if alone := [r.label for r in self.rows if r.winner() and any(e.cell.processes == 1 for e in r.fastest())]:
+            lines.append(f"{', '.join(alone)}: the fastest machine told apart by cells of one process each, whose 95% "
+                         "intervals hold only that process's noise, not how two processes of one machine differ "
+                         "(dlperf run --repeats 3 for more)")  # fmt: skip
         if any(r.gpu for r in self.rows) and not any(e.predicted for r in self.rows for e in r.gpu.values()):
             lines.append("no GPU cell has a stored prediction (dlperf run predicts each unless --no-predict)")
         return lines
@@ -255,7 +259,17 @@ def _latest_cells(store: Store, runs: tuple[int, ...], unreadable: Callable[[Unr
         for cell in store.cells(run_id, unreadable=unreadable):
             if cell.status is not Status.PENDING:
                 latest[cell.key] = (cell, own(cell, predictions))
+                if _timed(cell):
+                    cell.processes = _processes(store, run_id, cell.key)
     return latest
+
+
+def _processes(store: Store, run_id: int, key: str) -> int:
+    """The processes that timed a cell's steps; 0 where its stored steps no longer decode (not known)."""
+    try:
+        return sum(1 for steps in store.samples(run_id, key) if steps)
+    except UnreadableRow:
+        return 0
 
 
 def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]:
