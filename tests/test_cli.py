@@ -329,6 +329,10 @@ def test_env_show_counts_the_cpus_flags_only_where_they_are(capsys):
     out = capsys.readouterr().out.splitlines()
     assert "  flags: 2 flags (see --format json)" in out
     assert out[-2:] == ["  cpu:", "    bf16: 4.6"]
+    assert (
+        out[-3]
+        == "precision_speed (a matrix product's speed in each dtype against fp32's, per device; 2 is twice as fast):"
+    )
 
 
 @pytest.mark.parametrize(

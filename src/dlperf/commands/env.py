@@ -109,14 +109,19 @@ def env_install(names: list[str], force: bool) -> int:
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
+# what a figure of the stored environment is, where its name does not say (`env show`'s text)
+MEANING = {"precision_speed": "a matrix product's speed in each dtype against fp32's, per device; 2 is twice as fast"}
+
+
 def print_env(env: dict, indent: str = "") -> None:
     """The environment as indented lines; of the top level's `cpu`, the flag list as its count, the family and model
-    number in hexadecimal too, as vendors' documents name them (AMD's family 1Ah: Zen 5)."""
+    number in hexadecimal too, as vendors' documents name them (AMD's family 1Ah: Zen 5); a figure whose name does not
+    say what it is, what it is (`MEANING`)."""
     for key, value in env.items():
         if key == "cpu" and not indent and isinstance(value, dict):
             value = _cpu_lines(value)
         if isinstance(value, dict):
-            print(f"{indent}{key}:")
+            print(f"{indent}{key}{f' ({MEANING[key]})' if key in MEANING else ''}:")
             print_env(value, indent + "  ")
         else:
             print(f"{indent}{key}: {value}")
