@@ -147,12 +147,12 @@ def test_the_timer_refuses_no_time_and_keeps_the_pilots_thousandth_of_a_second(t
     from dlperf.spec import RunSpec, make_spec
 
     for bad in (0.0, -1.0, float("nan")):
-        with pytest.raises(ValueError, match=r"^--max-time .*: expected a number of seconds above 0$"):
+        with pytest.raises(ValueError, match=r"^TimerConfig: max_time .*: expected a number of seconds above 0$"):
             TimerConfig(min_time=0.0, max_time=bad)
     assert PILOT_TIMER.max_time == 0.001
     stored = make_spec(["tiny-fcn-r"]).to_json()
     stored["timer"].update(min_time=0.0, max_time=0.0)  # a run stored before the check, resumed
-    with pytest.raises(UsageError, match=r"^--max-time 0: "):
+    with pytest.raises(UsageError, match=r"^the run's stored timer cannot be resumed: TimerConfig: max_time 0.0: "):
         RunSpec.from_json(stored)
 
 

@@ -106,8 +106,8 @@ class RunSpec:
         d = dict(d)
         try:
             d["timer"] = TimerConfig(**d["timer"])
-        except ValueError as exc:  # its message names the flag
-            raise UsageError(str(exc)) from None
+        except ValueError as exc:  # its message names the field: a run stored before that check
+            raise UsageError(f"the run's stored timer cannot be resumed: {exc}") from None
         for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs", "loaders", "parallel",
                     "microbatches"):  # fmt: skip
             if d.get(key) is not None:

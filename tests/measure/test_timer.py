@@ -131,11 +131,19 @@ def test_timed_step_synchronizes_on_both_sides():
     assert t == 2.5  # the sync after the step is part of it (the device finishing the step's work)
 
 
-def test_config_rejects_nonsense_with_the_flag_name():
-    with pytest.raises(ValueError, match="--min-time"):
+def test_config_rejects_nonsense_naming_the_field_as_a_python_caller_wrote_it():
+    """`dlperf.TimerConfig(max_time=0.5)` said "--min-time 1 is above --max-time 0.5", flags the caller never typed,
+    and not that min_time is 1 unless given."""
+    with pytest.raises(ValueError) as caught:
+        TimerConfig(max_time=0.5)
+    assert str(caught.value) == ("TimerConfig: min_time 1 (its default) is above max_time 0.5: give a min_time of at "
+                                 "most 0.5 too, or a longer max_time")  # fmt: skip
+    with pytest.raises(ValueError, match=r"^TimerConfig: min_time 5 is above max_time 1: "):
         TimerConfig(min_time=5, max_time=1)
-    with pytest.raises(ValueError, match="--min-steps"):
+    with pytest.raises(ValueError, match=r"^TimerConfig: min_steps -1: expected a whole number, 0 or more$"):
         TimerConfig(min_steps=-1)
+    with pytest.raises(ValueError, match=r"^TimerConfig: min_time nan: expected a number of seconds, 0 or more$"):
+        TimerConfig(min_time=float("nan"))
 
 
 @pytest.mark.parametrize(

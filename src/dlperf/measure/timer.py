@@ -41,15 +41,21 @@ class TimerConfig:
     ci_target: float = 0.02  # stop when the 95% CI of the median is within 2% of it
 
     def __post_init__(self) -> None:
+        """A bad value is a ValueError naming the field, as a Python caller wrote it (`dlperf.TimerConfig(...)`); the
+        command line's flags are checked before (`commands/run.timer`), in the flags' names."""
         for name in ("min_steps", "max_warmup", "warmup_window"):
-            if getattr(self, name) < (1 if name == "warmup_window" else 0):
-                raise ValueError(f"--{name.replace('_', '-')} must not be negative")
-        if self.min_time < 0:
-            raise ValueError("--min-time must not be negative")
+            if getattr(self, name) < (least := 1 if name == "warmup_window" else 0):
+                raise ValueError(
+                    f"TimerConfig: {name} {getattr(self, name)!r}: expected a whole number, {least} or more"
+                )
+        if not self.min_time >= 0:
+            raise ValueError(f"TimerConfig: min_time {self.min_time!r}: expected a number of seconds, 0 or more")
         if not self.max_time > 0:  # nan too: sampling would end before its first step; the cell would measure nothing
-            raise ValueError(f"--max-time {self.max_time:g}: expected a number of seconds above 0")
-        if self.min_time > self.max_time:  # the command line says which of the two was typed (`commands/run.timer`)
-            raise ValueError(f"--min-time {self.min_time:g} is above --max-time {self.max_time:g}")
+            raise ValueError(f"TimerConfig: max_time {self.max_time!r}: expected a number of seconds above 0")
+        if self.min_time > self.max_time:
+            default = " (its default)" if self.min_time == TimerConfig.min_time else ""
+            raise ValueError(f"TimerConfig: min_time {self.min_time:g}{default} is above max_time {self.max_time:g}: "
+                             f"give a min_time of at most {self.max_time:g} too, or a longer max_time")  # fmt: skip
 
 
 @dataclass(frozen=True)
