@@ -50,7 +50,7 @@ def _main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
 
 
 def _counts(err: str) -> list[str]:
-    return re.findall(r"^\[(\d+)/[?\d]+\] .*(?:median|failed|out of memory|profiled)", err, flags=re.M)
+    return re.findall(r"^\[(\d+)/[?≤\d]+\] .*(?:median|failed|out of memory|profiled)", err, flags=re.M)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -4,8 +4,11 @@ Each try is one cell of one run (so `dlperf table`, `report` and `export` see th
 as a variant of its own (`tiny-fcn-r@b8`, as `dlperf crossover` names its batches), measured in its own child
 process with short timers. The search starts at the workload's batch and doubles it until a try runs out of memory,
 then bisects between the last batch that fit and the first that did not, so the answer N is the true boundary: N
-was measured, N+1 was tried and ran out of memory. An out-of-memory error fails only its try, stored as `failed`
-with the reason "out of memory at batch N ..."; any other failure stops the search of that mode, said as such.
+was measured, N+1 was tried and ran out of memory. From the second batch that fits, the tries' peak memory says
+where the limit would be reached, and the search tries there rather than doubling step by step (`fit_search.py`),
+never making more tries than the doubling and bisection could, which it says before the first (`Search.outline`)
+and counts down in the progress (`[3/≤19]`). An out-of-memory error fails only its try, stored as `failed` with the
+reason "out of memory at batch N ..."; any other failure stops the search of that mode, said as such.
 
 On the CPU the limit is the child's data segment (RLIMIT_DATA, set before the framework is imported:
 `worker/cell.py`), `--max-memory` or, without it, the memory available when fit starts; on a GPU it is the GPU's
@@ -15,12 +18,14 @@ framework loaded, its threads started) is refused before anything runs.
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
 from dlperf.errors import UsageError
+from dlperf.fit_search import SLACK, Line, cost, line_of, next_batch, worst
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.protocol import Cell
@@ -103,16 +108,23 @@ def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = N
     precision: frameworks/torch/step.py), and also where the limit leaves no memory to create one. A mode that fitted
     at a smaller batch has its kernels: at a larger batch that refusal is the batch not fitting (seen: bf16 at batch 16
     under the limit, after batch 8 fitted), said as the worker says a try out of memory (`worker/cell.oom_reason`),
-    with oneDNN's own words. `limit`: the try's, in bytes."""
-    if tried.status != Status.UNSUPPORTED or NO_KERNEL not in (tried.reason or ""):
-        return tried
-    if not (ran := [b for b, ok in fits.items() if ok and b < tried.batch]):
+    with oneDNN's own words. So is a call that failed without an error (`LOST`) under a CPU limit. `limit`: the
+    try's, in bytes."""
+    refused = tried.status == Status.UNSUPPORTED and NO_KERNEL in (tried.reason or "")
+    lost = limit is not None and tried.status == Status.FAILED and (tried.reason or "").startswith(LOST)
+    if not (refused or lost) or not (ran := [b for b, ok in fits.items() if ok and b < tried.batch]):
         return tried
     under = "" if limit is None else f" under --max-memory {limit / 2**20:,.0f} MiB"
     said = re.search(rf"\(({NO_KERNEL}[^)]*)\)", tried.reason or "")
+    why = "oneDNN refused" if refused else "a call failed without an error"
     return replace(tried, status=Status.FAILED.value, out_of_memory=True,
-                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}{under}: oneDNN refused under the limit, where batch "
+                   reason=f"{OUT_OF_MEMORY} at batch {tried.batch}{under}: {why} under the limit, where batch "
                           f"{max(ran)} of this mode ran ({said.group(1) if said else tried.reason})")  # fmt: skip
+
+
+# CPython's words for a C call that returned an error without setting one: under the limit, a failed allocation (seen:
+# importing torch._dynamo while building tiny-fcn-r at batch 41,339 under --max-memory 400MiB, where 26,456 fits)
+LOST = "SystemError: error return without exception set"
 
 
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
@@ -123,24 +135,43 @@ NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit r
 
 def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
     """Why `batch` is not tried: its process, its steps at the time per sample of the largest batch that fitted,
-    would outlast --timeout; None to try it. Only the time in steps grows with the batch: the process's start (the
-    framework's import, the model's build) does not, and a try of fast steps is as long at any batch (its timer
-    stops at --max-time). The time in steps is the one measured (`Try.stepping_s`: a CPU try's verdict steps under
-    the limit too, which its counts of warm-up and timed steps leave out), else those counts at the timed pace."""
-    fitted = [t for t in tries if t.status == Status.OK and t.duration_s and t.batch < batch]
+    would outlast --timeout; None to try it (`paced`)."""
+    if (pace := paced(tries, batch)) is None:
+        return None
+    last, start_s, stepping_s = pace
+    expected = start_s + stepping_s * batch / last.batch
+    if expected <= timeout:
+        return None
+    disturbed = f"; its steps timed while disturbed: {'; '.join(last.disturbed)}" if last.disturbed else ""
+    pace_said = f"at batch {last.batch}'s pace ({duration(last.duration_s)} a try{disturbed})"
+    return (f"batch {batch} {NOT_TRIED}: {pace_said} it would take about {duration(expected)}, past --timeout "
+            f"{duration(timeout)} (a longer --timeout tries it)")  # fmt: skip
+
+
+def longest(tries: list[Try], timeout: float) -> int | None:
+    """The largest batch whose try `too_long` would start; None where no pace is known yet, or its steps took no
+    time."""
+    if (pace := paced(tries)) is None or not pace[2]:
+        return None
+    last, start_s, stepping_s = pace
+    return max(0, math.floor(last.batch * (timeout - start_s) / stepping_s))
+
+
+def paced(tries: list[Try], batch: int | None = None) -> tuple[Try, float, float] | None:
+    """The largest batch that fitted (below `batch`), the part of its try's time that does not grow with the batch,
+    and its time in steps, which does; None before one fitted. Only the time in steps grows with the batch: the
+    process's start (the framework's import, the model's build) does not, and a try of fast steps is as long at any
+    batch (its timer stops at --max-time). The time in steps is the one measured (`Try.stepping_s`: a CPU try's
+    verdict steps under the limit too, which its counts of warm-up and timed steps leave out), else those counts at
+    the timed pace."""
+    fitted = [t for t in tries if t.status == Status.OK and t.duration_s and (batch is None or t.batch < batch)]
     if not fitted:
         return None
     last = max(fitted, key=lambda t: t.batch)
     step_s = last.batch / last.samples_per_s if last.samples_per_s else last.duration_s
     counted = (last.warmup_steps + last.steps) * step_s
-    stepping = min(last.duration_s, counted if last.stepping_s is None else last.stepping_s)
-    expected = last.duration_s + stepping * (batch / last.batch - 1)
-    if expected <= timeout:
-        return None
-    disturbed = f"; its steps timed while disturbed: {'; '.join(last.disturbed)}" if last.disturbed else ""
-    pace = f"at batch {last.batch}'s pace ({duration(last.duration_s)} a try{disturbed})"
-    return (f"batch {batch} {NOT_TRIED}: {pace} it would take about {duration(expected)}, past --timeout "
-            f"{duration(timeout)} (a longer --timeout tries it)")  # fmt: skip
+    stepping_s = min(last.duration_s, counted if last.stepping_s is None else last.stepping_s)
+    return last, last.duration_s - stepping_s, stepping_s
 
 
 @dataclass
@@ -152,6 +183,7 @@ class ModeAnswer:
     largest: int = 0
     ended: str = ""
     trying: int | None = None  # the batch of the try under way; an interrupt leaves it: the try it cut short
+    at_most: int = 0  # the most tries the search makes, as said before the try under way (`Search.search`)
 
     def to_json(self) -> dict:
         cut = {"interrupted_try": self.trying} if self.ended == "interrupted" else {}
@@ -173,17 +205,9 @@ class Result:
     notes: list[str] = field(default_factory=list)
 
 
-def next_batch(fits: dict[int, bool], start: int, max_batch: int) -> int | None:
-    """The next batch to try from what the tries so far said (batch -> fitted), or None when the answer is known:
-    `start` first; doubling while every batch fits, up to `max_batch`; then bisection between the largest batch that
-    fit (0 when none has) and the smallest that did not, until they are neighbours."""
-    if start not in fits:
-        return start
-    lo = max((b for b, ok in fits.items() if ok), default=0)
-    hi = min((b for b, ok in fits.items() if not ok), default=None)
-    if hi is None:
-        return None if lo >= max_batch else min(2 * lo, max_batch)
-    return None if hi - lo <= 1 else (lo + hi) // 2
+def reach(tries: list[Try], budget: int | None) -> Line | None:
+    """The line of the peak memory of the tries that fitted against their batches (`line_of`)."""
+    return line_of([(t.batch, t.peak_mem_bytes) for t in tries if t.status == Status.OK and t.peak_mem_bytes], budget)
 
 
 def check(opts: Options) -> None:
@@ -233,22 +257,31 @@ def start_bytes(framework: str, threads: int) -> int:
     return ask(framework, StartRequest(threads), interpreter_for(framework), threads=threads).data_bytes
 
 
-def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | None, str]:
-    """Each try's data limit in bytes (None on a GPU) and the limit in words; a `--max-memory` below what a process
-    needs to start is refused."""
+def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | None, str, int | None]:
+    """Each try's data limit in bytes (None on a GPU), the limit in words, and what a process needs of it to start
+    (None on a GPU); a `--max-memory` below that is refused."""
     from dlperf.measure import system
 
     if opts.device != "cpu":
-        return None, f"the memory of {opts.device}"
+        return None, f"the memory of {opts.device}", None
     needed = start_bytes(framework, threads)
     if opts.max_memory is None:
         available = system.memory_available_bytes() or system.memory_total_bytes()
-        return available, f"the memory available when fit started ({mib(available)})"
+        return available, f"the memory available when fit started ({mib(available)})", needed
     if opts.max_memory <= needed:
         raise UsageError(f"--max-memory {mib(opts.max_memory)}: below what a training process needs to start here "
                          f"({mib(needed)}: Python and {framework} loaded at {plural(threads, 'thread')}, no model "
                          "yet)")  # fmt: skip
-    return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)})"
+    return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)})", needed
+
+
+def budget(device: str, limit: int | None, needed: int | None, env: dict) -> int | None:
+    """The memory a step's peak may take, which a guess of the boundary aims by (`Line`): on the CPU the limit less
+    what a process needs to start; on a GPU its memory, as the devices' probe gave it; None where not known."""
+    if device == "cpu":
+        return None if limit is None or needed is None else limit - needed
+    devices = (d for fw in env.get("frameworks", {}).values() for d in fw.get("devices", []))
+    return next((d.get("memory_bytes") for d in devices if d.get("name") == device), None)
 
 
 def mib(size: int | None) -> str:
@@ -261,20 +294,28 @@ def mib(size: int | None) -> str:
 
 
 def fit(opts: Options, db: str | None = None, *, argv: list[str] | None = None,
-        progress_factory: Callable | None = None, warn: Callable[[str], None] | None = None) -> Result:  # fmt: skip
+        progress_factory: Callable | None = None, warn: Callable[[str], None] | None = None,
+        announce: Callable[[str], None] | None = None) -> Result:  # fmt: skip
     """Search each mode's largest batch, every try a cell of one stored run; the answers. Its errors and notes name
-    the command's flags (`Options.flags`), else a Python caller's arguments (`max_batch`, `db='PATH'`)."""
+    the command's flags (`Options.flags`), else a Python caller's arguments (`max_batch`, `db='PATH'`). `announce`:
+    where the line that says the search's bounds goes before the first try (`Search.outline`); without it, to
+    stderr with the progress where fit shows its own, else nowhere."""
     from dlperf.store.location import said_to
 
+    shown = announce or (_stderr if progress_factory is None else None)
     with said_to(opts, FLAGS) as say:
-        result = _fit(opts, db, argv, progress_factory, warn)
+        result = _fit(opts, db, argv, progress_factory, warn, lambda line: shown and shown(say(line)))
     result.limit, result.notes = say(result.limit), [say(n) for n in result.notes]
     for answer in result.answers.values():
         answer.ended = say(answer.ended)
     return result
 
 
-def _fit(opts: Options, db: str | None, argv, progress_factory, warn) -> Result:
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _fit(opts: Options, db: str | None, argv, progress_factory, warn, announce) -> Result:
     from dlperf.api import warn_stderr
     from dlperf.plan import make_plan
     from dlperf.store import Store
@@ -284,7 +325,7 @@ def _fit(opts: Options, db: str | None, argv, progress_factory, warn) -> Result:
     check(opts)
     plan = make_plan(_spec(opts, opts.threads), devices_flag="--device")  # its threads: said if past the cores
     threads = opts.threads or max(c.threads for c in plan.cells)
-    limit, said = memory_limit(opts, plan.spec.frameworks[0], threads)
+    limit, said, needed = memory_limit(opts, plan.spec.frameworks[0], threads)
     for warning in plan.warnings:  # once the request is whole: bad input stays one line
         (warn or warn_stderr)(warning)
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
@@ -292,6 +333,8 @@ def _fit(opts: Options, db: str | None, argv, progress_factory, warn) -> Result:
     store = Store.open(given_db(db), create=True)
     try:
         search = Search(store, spec, plan, workload, threads, progress_factory or _progress(), argv)
+        search.budget = budget(plan.cells[0].device, limit, needed, plan.env)
+        announce(search.outline(opts, said))
         code = search.run(opts)
         return Result(search.session.run_id, search.answers, code, said, search.notes(opts, limit))
     finally:
@@ -316,6 +359,10 @@ def _spec(opts: Options, threads: int | None) -> RunSpec:
 class Search:
     """The tries of every mode, each a cell of one session, each batch chosen from the tries before it."""
 
+    budget: int | None = None  # the memory a step's peak may take (`budget`); None: no guess, the plain search
+    later = 0  # the most tries of the modes still to search after this one
+    progress_factory: Callable | None = None
+
     def __init__(self, store, spec: RunSpec, plan, workload, threads: int, progress_factory, argv) -> None:
         from dlperf.runner.session import Session
 
@@ -331,9 +378,11 @@ class Search:
         than out of memory, 130 on an interrupt (the tries made are kept)."""
         from dlperf.runner.sweep import Interrupted
 
+        start, modes = min(self.workload.batch, opts.max_batch), self.session.spec.modes
         try:
-            for mode in self.session.spec.modes:
-                self.answers[mode] = self.search(mode, min(self.workload.batch, opts.max_batch), opts.max_batch)
+            for i, mode in enumerate(modes):
+                self.later = (len(modes) - i - 1) * worst({}, start, opts.max_batch)
+                self.answers[mode] = self.search(mode, start, opts.max_batch)
         except (Interrupted, KeyboardInterrupt):  # KeyboardInterrupt: a Ctrl-C between two tries, outside a sweep
             self.session.interrupted()
             self.settle()
@@ -347,14 +396,19 @@ class Search:
         return ExitCode.OK if ended_well else ExitCode.CELLS_FAILED
 
     def search(self, mode: str, start: int, max_batch: int) -> ModeAnswer:
-        answer = ModeAnswer(mode)
+        """One mode's tries to its answer, at most as many as the plain search could make (`worst`), which the
+        progress says (`[3/≤19]`): a guess of the boundary is tried only where it keeps within that whatever it
+        turns out, and may cost at most `SLACK` tries more than bisecting from where the search stands."""
+        answer = ModeAnswer(mode, at_most=worst({}, start, max_batch))
         self.answers[mode] = answer  # an interrupt keeps the tries made
         fits = self.fits = {}  # this mode's, which `try_batch` reads a refusal by
-        while (batch := next_batch(fits, start, max_batch)) is not None:
+        while (batch := self.choose(answer, start, max_batch)) is not None:
             if why := too_long(answer.tries, batch, self.session.spec.timeout):
                 answer.ended = why
                 break
             answer.trying = batch
+            answer.at_most = min(answer.at_most, len(answer.tries) + cost(fits, batch, start, max_batch) + SLACK)
+            self.count()
             tried = self.try_batch(mode, batch)
             answer.tries.append(tried)
             answer.trying = None
@@ -363,11 +417,38 @@ class Search:
                 break
             fits[batch] = tried.status == Status.OK
             answer.largest = max((b for b, ok in fits.items() if ok), default=0)  # so far: an interrupt says it
+            answer.at_most = min(answer.at_most, len(answer.tries) + worst(fits, start, max_batch) + SLACK)
         else:
             answer.ended = "max-batch" if fits.get(max_batch) else "boundary"
         if answer.ended == "boundary" and not answer.largest:
             answer.ended = "nothing fits"
         return answer
+
+    def choose(self, answer: ModeAnswer, start: int, max_batch: int) -> int | None:
+        """The mode's next batch (`next_batch`), from its tries so far and the line of their peaks."""
+        tries = answer.tries
+        return next_batch(self.fits, start, max_batch, reach(tries, self.budget), answer.at_most - len(tries),
+                          longest(tries, self.session.spec.timeout))  # fmt: skip
+
+    def count(self) -> None:
+        """The progress's count of tries, at most: those of the modes searched, the most of the one under way and of
+        those still to come."""
+        from dlperf.progress import Running
+
+        if isinstance(self.progress_factory, Running):
+            self.progress_factory.total = self.later + sum(len(a.tries) if a.ended else a.at_most
+                                                           for a in self.answers.values())  # fmt: skip
+
+    def outline(self, opts: Options, limit: str) -> str:
+        """The search's bounds in one line, before its first try: the batches, the limit, the most tries, the time
+        each may take."""
+        start, modes = min(self.workload.batch, opts.max_batch), self.session.spec.modes
+        most = worst({}, start, opts.max_batch)
+        each = f" per mode, {most * len(modes)} in all" if len(modes) > 1 else ""
+        return (
+            f"{', '.join(modes)}: from batch {start} up to --max-batch {opts.max_batch:,} under {limit}: at most "
+            f"{most} {'try' if most == 1 else 'tries'}{each}, each up to --timeout {duration(opts.timeout)}"
+        )
 
     def try_batch(self, mode: str, batch: int) -> Try:
         """The workload at `batch` in `mode`: a new cell of the run, measured in its own child; a refusal that was
@@ -416,7 +497,8 @@ class Search:
 
 
 def _progress():
-    """One count over every try of every mode: how many tries the search takes is not known in advance."""
+    """One count over every try of every mode, of at most as many tries as the search can still make
+    (`Search.count`)."""
     from dlperf.progress import Running
 
-    return Running()
+    return Running(at_most=True)

@@ -61,10 +61,13 @@ def group_of(task) -> tuple:
 
 
 class Progress:
-    def __init__(self, total: int | None, console: Console | None = None, first: int = 0) -> None:
+    def __init__(
+        self, total: int | None, console: Console | None = None, first: int = 0, at_most: bool = False
+    ) -> None:
         """`total`: the items of the whole sweep or search, None where a search does not know it yet (shown as `?`);
-        `first`: the items an earlier display of the same search counted (`Running`)."""
-        self.total, self.first = total, first
+        `first`: the items an earlier display of the same search counted (`Running`); `at_most`: `total` is the most
+        a search can still take (shown as `≤19`), and the time left the most too."""
+        self.total, self.first, self.at_most = total, first, at_most
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
         self._done = 0  # items done
@@ -128,7 +131,7 @@ class Progress:
         return self.first + index + 1
 
     def _out_of(self) -> str:
-        return "?" if self.total is None else str(self.total)
+        return "?" if self.total is None else f"{'≤' if self.at_most else ''}{self.total}"
 
     def _of(self, items: str) -> str:
         """`[3/9]`, or `[3/?]` for a search whose total is not known."""
@@ -146,7 +149,7 @@ class Progress:
             (f"cell {shown} of {self._out_of()}: ", "bold"),
             (self._current, "cyan"),
             f"  {duration(elapsed)} so far · {self.first + done} done",
-            f" · about {duration(eta)} left" if eta is not None else "",
+            f" · {'up to ' if self.at_most else ''}about {duration(eta)} left" if eta is not None else "",
         )
 
     def start(self, index: int, task) -> None:
@@ -214,13 +217,14 @@ class Progress:
 
 class Running:
     """The displays of one search numbered on from one count (`[4/?]` after `[3/?]`), where each of its `measure`
-    calls opens a display of its own (`Session.measure`): `total`, the search's items when it knows them."""
+    calls opens a display of its own (`Session.measure`): `total`, the search's items when it knows them, or the most
+    it can still take (`at_most`: `[4/≤19]`), which the search sets before each display."""
 
-    def __init__(self, total: int | None = None) -> None:
-        self.total, self.counted = total, 0
+    def __init__(self, total: int | None = None, at_most: bool = False) -> None:
+        self.total, self.counted, self.at_most = total, 0, at_most
 
     def __call__(self, items: int) -> Progress:
-        progress = Progress(self.total, first=self.counted)
+        progress = Progress(self.total, first=self.counted, at_most=self.at_most)
         self.counted += items
         return progress
 

@@ -219,7 +219,7 @@ def test_fit_refuses_a_memory_limit_of_no_size_before_its_probe(size, unplanned,
 
 def test_fit_warns_of_threads_past_the_cores_as_run_does(monkeypatch, capsys, tmp_path):
     """fit planned at the default thread counts, so its --threads was never said to be past the cores."""
-    monkeypatch.setattr(fit, "memory_limit", lambda *args: (2**30, "1 GiB"))  # no probe child
+    monkeypatch.setattr(fit, "memory_limit", lambda *args: (2**30, "1 GiB", 2**28))  # no probe child
     monkeypatch.setattr(fit, "Search", never_planned)  # the tries, after the warnings
     n = over_the_cores()
     with pytest.raises(Planned):

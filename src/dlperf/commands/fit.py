@@ -13,7 +13,10 @@ from dlperf.commands.run import add_timer_flags, again, printed, see_it, timer
 HELP = "the largest batch that trains without running out of memory on this device, measured"
 DESCRIPTION = (
     "Trains the workload at its batch, then at double that until a try runs out of memory, then bisects between the "
-    "last batch that fit and the first that did not: the answer N was measured and N+1 ran out of memory. Each try is "
+    "last batch that fit and the first that did not: the answer N was measured and N+1 ran out of memory. From the "
+    "second batch that fits, the tries' peak memory says where the limit would be reached, and the search tries there "
+    "rather than doubling step by step; it says before its first try the most tries it makes (those of the doubling "
+    "and bisection), and its progress counts down to the most it can still make ([3/≤19]). Each try is "
     "its own child process, so running out of memory fails only that try; it is stored as a cell of one run (named "
     "WORKLOAD@bN: dlperf table, report and export see them), out-of-memory tries as failed with the reason 'out of "
     "memory at batch N'. On the CPU each try's memory is limited (--max-memory, or the memory available when fit "
