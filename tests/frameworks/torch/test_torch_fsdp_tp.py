@@ -126,7 +126,6 @@ def _fsdp_against_whole(workload, group) -> dict:
     from dataclasses import replace
 
     import torch
-    import torch.distributed as dist
 
     from dlperf.frameworks.torch import backend, fsdp
 
@@ -134,17 +133,26 @@ def _fsdp_against_whole(workload, group) -> dict:
     cell = Cell(workload.name, "torch", group.device.type, 1, "fp32", nproc=2, scaling="strong", parallel="fsdp")
     sharded = fsdp.build(replace(workload, batch=batch), cell, group)
     whole = backend.build(replace(workload, batch=batch), str(group.device), "fp32")
-    halves = []
-    for mine in (sharded.inner.inputs, sharded.inner.targets):
-        parts = [torch.empty_like(mine) for _ in range(group.world)]
-        dist.all_gather(parts, mine)
-        halves.append(parts)
+    halves = gathered_batch(sharded.inner, group)
     whole.inputs, whole.targets = (torch.cat(parts) for parts in halves)
     for _ in range(2):
         sharded.step(), whole.step()
     mine = dict(sharded.inner.model.named_parameters())
     diff = {n: mine[n].full_tensor().sub(p).abs().max().item() for n, p in whole.model.named_parameters()}
     return {"halves_differ": not torch.equal(*halves[0]), "diff": diff}
+
+
+def gathered_batch(step, group) -> list[list]:
+    """Every rank's inputs, then every rank's targets, of a data-parallel step: the batch one process would train."""
+    import torch
+    import torch.distributed as dist
+
+    halves = []
+    for mine in (step.inputs, step.targets):
+        parts = [torch.empty_like(mine) for _ in range(group.world)]
+        dist.all_gather(parts, mine)
+        halves.append(parts)
+    return halves
 
 
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu(2))])

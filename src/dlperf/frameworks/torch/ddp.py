@@ -2,7 +2,9 @@
 
 Every collective is torch.distributed's own. The train step is the torch backend's, its model wrapped in DDP, so a
 DDP cell differs from a plain one only by the gradient all-reduce. Each process trains its share of the total batch
-(strong scaling) or the workload's batch (weak scaling: the planner sets the total), on its own synthetic data.
+(strong scaling) or the workload's batch (weak scaling: the planner sets the total), on its own data: synthetic for a
+built-in network, its `make_batch`'s for a user's model, whose loss, optimizer (DDP keeps the parameters, so the
+user's own optimizer, its groups and hyper-parameters) and gradient clipping are the user's as in a plain cell.
 """
 
 from __future__ import annotations
@@ -87,7 +89,9 @@ class DDPStep(StrategyStep):
         super().__init__(group, step.params, step)
         self.per_process_batch = per_process_batch
         ids = [group.local_rank] if group.backend == "nccl" else None
-        self.ddp = DistributedDataParallel(step.model, device_ids=ids)
+        self.unused = unused_parameters(step) if step.user is not None else []
+        find_unused = step.user is not None and reduce([float(len(self.unused))], group)[0] > 0  # any rank's: all
+        self.ddp = DistributedDataParallel(step.model, device_ids=ids, find_unused_parameters=find_unused)
         step.forward = self.ddp
 
     def local_step(self) -> torch.Tensor:
@@ -99,7 +103,8 @@ class DDPStep(StrategyStep):
         return communication(self)
 
     def strategy_settings(self) -> dict[str, Any]:
-        return {"per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes()}
+        unused = {"ddp_unused_parameters": self.unused} if self.unused else {}
+        return {"per_process_batch": self.per_process_batch, "bucket_bytes": self.bucket_sizes(), **unused}
 
     def memory_of_step(self) -> dict[str, int]:
         """The peak of a DDP step, traced anew: the FLOP count's trace ran the model unwrapped (`iteration(model)`),
@@ -126,20 +131,45 @@ def build(workload: Workload, device: str, mode: str, group: Group) -> DDPStep:
     if excluded := not_under_ddp(mode):
         names = ", ".join(sorted(m.value for m in excluded))
         raise NotImplementedError(f"{names} under DDP is not measured by dlperf yet")
-    if workload.arch == "user":
-        raise NotImplementedError("user workloads under DDP are not measured by dlperf yet")
+    local = share(workload, group)
+    step = build_step(local, str(group.device), mode)
+    draw_own_batch(step, local, group)
+    if step.forward is not step.model:
+        raise NotImplementedError(f"{mode}: its step does not call the model directly, so DDP cannot wrap it")
+    return DDPStep(step, group, local.batch)
+
+
+def share(workload: Workload, group: Group) -> Workload:
+    """`workload` at this process's share of its batch, the job's total split evenly over the processes."""
     if workload.batch % group.world:
         raise NotImplementedError(
             f"a total batch of {workload.batch} does not split evenly over {group.world} processes"
         )
-    local = replace(workload, batch=workload.batch // group.world)
-    dev = group.device
-    step = build_step(local, str(dev), mode)
-    torch.manual_seed(DATA_SEED + group.rank)  # each process its own data, as data parallelism has
-    step.inputs, step.targets = synthetic_batch(local, dev)
-    if step.forward is not step.model:
-        raise NotImplementedError(f"{mode}: its step does not call the model directly, so DDP cannot wrap it")
-    return DDPStep(step, group, local.batch)
+    return replace(workload, batch=workload.batch // group.world)
+
+
+def draw_own_batch(step: TorchStep, local: Workload, group: Group) -> None:
+    """This process's own batch of `local.batch` samples, as data parallelism has each process read its own data:
+    drawn after seeding by the rank, synthetic for a built-in network, the user's `make_batch` for a user's model (a
+    batch maker that draws no random numbers gives every process the same samples, as it gives every step)."""
+    torch.manual_seed(DATA_SEED + group.rank)
+    if step.user is not None:
+        step.inputs, step.targets = step.user.make_batch(local.batch, group.device)
+    else:
+        step.inputs, step.targets = synthetic_batch(local, group.device)
+
+
+def unused_parameters(step: TorchStep) -> list[str]:
+    """The names of the trainable parameters one forward and backward of the step's model leaves without a gradient
+    (untimed, before DDP wraps it): DDP waits for every parameter's gradient unless told that some get none
+    (`find_unused_parameters`, which then costs a walk of the autograd graph every step, as it costs the user)."""
+    step.model.zero_grad(set_to_none=True)
+    with step.autocast():
+        loss = step.loss_fn(step.model(step.inputs), step.targets)
+    loss.backward()
+    unused = [n for n, p in step.model.named_parameters() if p.requires_grad and p.grad is None]
+    step.model.zero_grad(set_to_none=True)
+    return unused
 
 
 def communication(train: DDPStep) -> dict[str, Any]:

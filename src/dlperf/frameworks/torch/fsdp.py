@@ -4,13 +4,14 @@ The usual FSDP2 recipe: each layer-ish submodule (`units`) sharded on its own, t
 every process. Each rank holds a 1/N shard of every parameter, gradient and optimizer state (DTensors); a layer's
 parameters are all-gathered before its forward and again before its backward, its gradients reduce-scattered. The
 train step is the torch backend's; its optimizer is rebuilt over the sharded parameters, since `fully_shard` swaps
-every parameter for a new DTensor one. The batch is DDP's: each process its share of the total (strong scaling) or
-the workload's batch (weak scaling: the planner sets the total), on its own synthetic data.
+every parameter for a new DTensor one (a user's optimizer too, with its own groups and hyper-parameters). The batch
+is DDP's: each process its share of the total (strong scaling) or the workload's batch (weak scaling: the planner
+sets the total), on its own data (synthetic, or a user's `make_batch`'s).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 import torch
@@ -22,8 +23,8 @@ from dlperf.frameworks.common import comm
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch.build import build as build_step
-from dlperf.frameworks.torch.optimizers import rebuild_optimizer
-from dlperf.frameworks.torch.step import DATA_SEED, TorchStep, synthetic_batch
+from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
+from dlperf.frameworks.torch.step import TorchStep
 from dlperf.modes import not_under_ddp
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
@@ -38,8 +39,9 @@ class FSDPStep(StrategyStep):
         super().__init__(group, step.params, step)
         self.workload, self.mode, self.per_process_batch = workload, mode, workload.batch
         self.mesh = init_device_mesh(group.device.type, (group.world,))
+        names = parameter_names(step.model)
         self.sharded = shard(step.model, self.mesh)
-        reoptimize(step)
+        reoptimize(step, names)
 
     def communication(self) -> dict[str, Any]:
         local = self.local_copy()
@@ -59,7 +61,9 @@ class FSDPStep(StrategyStep):
 def units(model: torch.nn.Module) -> list[str]:
     """The submodules sharded on their own, by name: the model's children with parameters, a ModuleList's or a
     Sequential's elements taken one by one (an FCN's layers, a ResNet's blocks). Each becomes one all-gather
-    before its forward, so a layer's full parameters live only while it runs."""
+    before its forward, so a layer's full parameters live only while it runs. A submodule that shares a parameter
+    with a module outside it (a language model's embedding tied to its output layer) is left to the root, which
+    FSDP2 needs to hold a shared parameter once."""
     found: list[str] = []
 
     def walk(prefix: str, module: torch.nn.Module) -> None:
@@ -71,7 +75,12 @@ def units(model: torch.nn.Module) -> list[str]:
                 found.append(path)
 
     walk("", model)
-    return found
+    owners: dict[int, set[str]] = {}
+    for path, module in model.named_modules(remove_duplicate=False):
+        for p in module.parameters(recurse=False):
+            owners.setdefault(id(p), set()).add(path)
+    return [u for u in found if all(o == u or o.startswith(f"{u}.") for p in model.get_submodule(u).parameters()
+                                    for o in owners[id(p)])]  # fmt: skip
 
 
 def shard(model: torch.nn.Module, mesh) -> list[str]:
@@ -83,14 +92,15 @@ def shard(model: torch.nn.Module, mesh) -> list[str]:
     return names
 
 
-def reoptimize(step: TorchStep, sharded: bool = True) -> None:
-    """The step's optimizer, still without state, rebuilt over the model's current parameters: sharding and
-    parallelizing replace each nn.Parameter, and the old optimizer would update the replaced ones. Under fp16, a
-    `sharded` step's gradient scaler is FSDP's, which all-reduces the overflow check: every rank skips a step when
-    any rank's shard overflowed."""
+def reoptimize(step: TorchStep, names: dict[int, str], sharded: bool = True) -> None:
+    """The step's optimizer (the workload's or the user's own), still without state, rebuilt over the model's current
+    parameters, its groups and their values kept (`optimizers.regrouped`; `names`: the parameters' names before they
+    were replaced): sharding and parallelizing replace each nn.Parameter, and the old optimizer would update the
+    replaced ones. Under fp16, a `sharded` step's gradient scaler is FSDP's, which all-reduces the overflow check:
+    every rank skips a step when any rank's shard overflowed."""
     opt = step.optimizer
     step.trainable = [p for p in step.model.parameters() if p.requires_grad]
-    step.optimizer = rebuild_optimizer(opt, step.trainable)
+    step.optimizer = rebuild_optimizer(opt, regrouped(opt, names, step.model))
     if sharded and step.scaler is not None:
         step.scaler = ShardedGradScaler(step.device.type)
 
@@ -102,21 +112,14 @@ def local_step(workload: Workload, cell: Cell, group: ddp.Group, name: str) -> T
         names = ", ".join(sorted(m.value for m in excluded))
         raise NotImplementedError(f"{names} under {name} is not measured by dlperf yet: it changes the module that "
                                   f"{name} would wrap")  # fmt: skip
-    if workload.arch == "user":
-        raise NotImplementedError(f"user workloads under {name} are not measured by dlperf yet")
     return build_step(workload, str(group.device), cell.mode)
 
 
 def build(workload: Workload, cell: Cell, group: ddp.Group) -> FSDPStep:
     """The FSDP2 step of `workload`: its `batch` is the job's total, split evenly over the processes."""
-    if workload.batch % group.world:
-        raise NotImplementedError(
-            f"a total batch of {workload.batch} does not split evenly over {group.world} processes"
-        )
-    local = replace(workload, batch=workload.batch // group.world)
+    local = ddp.share(workload, group)
     step = local_step(local, cell, group, "fsdp")
-    torch.manual_seed(DATA_SEED + group.rank)  # each process its own data, as data parallelism has
-    step.inputs, step.targets = synthetic_batch(local, group.device)
+    ddp.draw_own_batch(step, local, group)
     return FSDPStep(step, group, local, cell.mode)
 
 

@@ -49,3 +49,17 @@ def constructor_keywords(cls: type) -> tuple[set[str], bool]:
 def _without(group: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     """A param group without the overridden keys: a group's value would win over the constructor's."""
     return {k: v for k, v in group.items() if k not in overrides}
+
+
+def parameter_names(model: torch.nn.Module) -> dict[int, str]:
+    """Each parameter's name in `model`, by the parameter's id: what `regrouped` finds it by once it was replaced."""
+    return {id(p): name for name, p in model.named_parameters()}
+
+
+def regrouped(opt: torch.optim.Optimizer, names: dict[int, str], model: torch.nn.Module) -> list[dict[str, Any]]:
+    """`opt`'s parameter groups over the parameters of `model` that took their places (sharding and parallelizing
+    replace each nn.Parameter), matched by name (`names`: `parameter_names` before they were replaced): each group
+    keeps its own values, a user's weight decay of 0 for the biases or a learning rate of its own."""
+    now = dict(model.named_parameters())
+    return [{**{k: v for k, v in g.items() if k != "params"}, "params": [now[names[id(p)]] for p in g["params"]]}
+            for g in opt.param_groups]  # fmt: skip

@@ -5,28 +5,35 @@ Consecutive linear layers are split in pairs, Megatron's way: the first by its o
 the second by its input features (RowwiseParallel), so the activation between them stays on each rank's slice and
 one all-reduce of the pair's output (forward) and one of its input's gradient (backward) are all that cross. The
 device mesh is every process. Every rank trains the whole batch, the same inputs on every rank (the backend's data
-seed). It applies to networks made of linear layers only, the fully connected networks FCN-S and FCN-R: a conv net's
-or an LSTM's own layers would stay whole on every rank, so such a cell is `unsupported`, with the reason.
+seed). It applies to networks made of linear layers only, the fully connected networks FCN-S and FCN-R or a user's
+model whose parameters all lie in linear layers: a conv net's or an LSTM's own layers would stay whole on every rank,
+so such a cell is `unsupported`, with the reason. Split, the forward must still give the whole model's output (it
+would not where the forward does more than element-wise work between a pair's layers, or runs them out of the order
+they are defined in): checked once on the cell's batch, and the cell is `unsupported` where it does not, saying why.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Any
 
 import torch
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+from torch.utils._pytree import tree_leaves
 
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp, fsdp
 from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.optimizers import parameter_names
 from dlperf.frameworks.torch.step import TorchStep
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
 
 COLWISE, ROWWISE = "colwise", "rowwise"
 STYLES = {COLWISE: ColwiseParallel, ROWWISE: RowwiseParallel}
+RTOL, ATOL = 1e-4, 1e-5  # the split forward against the whole one, fp32
 
 
 def describe(model: torch.nn.Module) -> str:
@@ -36,6 +43,9 @@ def describe(model: torch.nn.Module) -> str:
         return "a conv net"
     if any(issubclass(k, torch.nn.RNNBase) for k in kinds):
         return "a recurrent network"
+    for name, module in model.named_modules():
+        if not isinstance(module, torch.nn.Linear) and any(True for _ in module.parameters(recurse=False)):
+            return f"not linear layers alone: its {name or 'model'} ({type(module).__name__}) holds parameters"
     return "not a stack of two or more linear layers"
 
 
@@ -46,7 +56,8 @@ def plan(model: torch.nn.Module, world: int, name: str) -> dict[str, str]:
     holders = [(n, m) for n, m in model.named_modules() if any(True for _ in m.parameters(recurse=False))]
     if len(holders) < 2 or not all(isinstance(m, torch.nn.Linear) for _, m in holders):
         raise NotImplementedError(f"tp: tensor parallelism splits pairs of consecutive linear layers, so dlperf "
-                                  f"applies it only to the fully connected networks (fcn-s, fcn-r); {name} is "
+                                  f"applies it only to the fully connected networks (fcn-s, fcn-r, or a model of "
+                                  f"yours whose parameters all lie in linear layers); {name} is "
                                   f"{describe(model)}")  # fmt: skip
     styles = {n: COLWISE if i % 2 == 0 else ROWWISE for i, (n, _) in enumerate(holders[: len(holders) // 2 * 2])}
     split = [m.out_features for n, m in holders if styles.get(n) == COLWISE]
@@ -73,8 +84,10 @@ class TPStep(StrategyStep):
         super().__init__(group, step.params, step)
         self.workload, self.mode, self.styles = workload, mode, styles
         self.mesh = init_device_mesh(group.device.type, (group.world,))
+        names = parameter_names(step.model)
         parallelize_module(step.model, self.mesh, {n: STYLES[s]() for n, s in styles.items()})
-        fsdp.reoptimize(step)
+        fsdp.reoptimize(step, names)
+        step._clip = partial(clip_split, step)  # as nvtx.py and the profiler wrap it: the step calls it by name
 
     def communication(self) -> dict[str, Any]:
         """DDP's figures, the local step being `local_copy`'s: the step minus this rank's own products alone.
@@ -87,6 +100,7 @@ class TPStep(StrategyStep):
         """The same step on a plain model of this rank's slices (each split layer a Linear of its local shape), on
         the same whole batch, in this process: the products this rank computes, without a collective."""
         local = build_step(self.workload, str(self.group.device), self.mode)
+        names = parameter_names(local.model)
         for name, style in self.styles.items():
             parent, _, child = name.rpartition(".")
             whole = local.model.get_submodule(name)
@@ -94,7 +108,7 @@ class TPStep(StrategyStep):
             ins, outs = (ins, outs // self.group.world) if style == COLWISE else (ins // self.group.world, outs)
             part = torch.nn.Linear(ins, outs, bias=whole.bias is not None, device=self.group.device)
             setattr(local.model.get_submodule(parent), child, part)
-        fsdp.reoptimize(local, sharded=False)
+        fsdp.reoptimize(local, names, sharded=False)
         return local
 
     def strategy_settings(self) -> dict[str, Any]:
@@ -105,4 +119,52 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> TPStep:
     """The tensor-parallel step of `workload`: every rank the whole batch (`workload.batch`, the job's total)."""
     step = fsdp.local_step(workload, cell, group, "tp")
     styles = plan(step.model, group.world, workload.name)
-    return TPStep(step, group, workload, cell.mode, styles)
+    whole = output_of(step)
+    train = TPStep(step, group, workload, cell.mode, styles)
+    check_split(train, whole, workload.name)
+    return train
+
+
+def clip_split(step: TorchStep) -> None:
+    """The workload's gradient clipping by the norm over the whole model's gradients, as clip_grad_norm_ computes
+    it, where some are split (DTensors: each norm made whole by an all-reduce) and some whole on every rank (an odd
+    last layer): torch's clip_grad_norm_ refuses such a mix."""
+    if step.clip_grad_norm is None:
+        return
+    grads = [p.grad for p in step.trainable if p.grad is not None]
+    norms = [torch.linalg.vector_norm(g) for g in grads]
+    total = torch.linalg.vector_norm(torch.stack([n.full_tensor() if hasattr(n, "full_tensor") else n for n in norms]))
+    scale = torch.clamp(step.clip_grad_norm / (total + 1e-6), max=1.0)
+    for g in grads:
+        ddp.local(g).mul_(scale)
+
+
+def output_of(step: TorchStep) -> list[torch.Tensor]:
+    """The model's output on the step's inputs, its tensors whole: evaluated (no dropout), in fp32, no gradients."""
+    training = step.model.training
+    step.model.eval()
+    try:
+        with torch.no_grad():
+            out = step.model(step.inputs)
+    finally:
+        step.model.train(training)
+    tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+    return [t.full_tensor() if hasattr(t, "full_tensor") else t for t in tensors]
+
+
+def check_split(train: TPStep, whole: list[torch.Tensor], name: str) -> None:
+    """NotImplementedError (alike on every rank) unless the split model gives `whole`, the output it gave whole."""
+    pairs = ", ".join(f"{n} {s}" for n, s in train.styles.items())
+    try:
+        split, why = output_of(train.inner), ""
+    except Exception as exc:  # e.g. a layer fed the whole activation where it holds a slice of its inputs
+        split, why = [], f": it raises {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    same = len(split) == len(whole) and all(
+        a.shape == b.shape and torch.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in zip(split, whole, strict=False)
+    )
+    (differs,) = ddp.reduce([0.0 if same else 1.0], train.group)
+    if differs:
+        raise NotImplementedError(f"tp: {name}'s forward with its linear layers split in pairs ({pairs}) does not "
+                                  f"give its output{why}; tensor parallelism needs each pair's first layer to feed "
+                                  f"the second through element-wise operations alone (an activation, as in an FCN), "
+                                  f"the layers paired in the order they are defined in")  # fmt: skip

@@ -1,0 +1,252 @@
+"""A user's own model over processes (frameworks/torch/ddp.py, fsdp.py, tp.py): DDP, FSDP2 and tensor parallelism
+against the same model in one process, on 2 gloo processes, with the user's batch maker, loss, optimizer (two
+parameter groups of their own hyper-parameters) and gradient clipping; what tp cannot split refused in its words."""
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import FAST, dlperf
+from dlperf.protocol import Cell
+from dlperf.store import Store
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+from frameworks.torch.test_torch_fsdp_tp import _free_port, gathered_batch
+
+MODELS = """
+import torch
+import dlperf
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, head=False):
+        super().__init__()
+        self.fc1, self.fc2, self.out = torch.nn.Linear(6, 8), torch.nn.Linear(8, 6), torch.nn.Linear(6, 3)
+        self.head = torch.nn.Linear(6, 3) if head else None  # defined, never used in the forward
+
+    def forward(self, x):
+        return self.out(torch.relu(self.fc2(torch.relu(self.fc1(x)))))
+
+
+class Mixed(MLP):
+    def forward(self, x):  # a softmax over fc1's features: tp's slices of them would each be normalized alone
+        return self.out(torch.relu(self.fc2(torch.softmax(self.fc1(x), -1))))
+
+
+def batch(n, device):
+    return torch.randn(n, 6, device=device), torch.randint(3, (n,), device=device)
+
+
+def groups(params):  # the weights decayed, the biases not, each group at its own learning rate
+    params = list(params)
+    return torch.optim.AdamW([{"params": [p for p in params if p.dim() > 1], "weight_decay": 0.5},
+                              {"params": [p for p in params if p.dim() == 1], "weight_decay": 0.0, "lr": 0.02}],
+                             lr=0.05)
+
+
+def make(model=None):
+    return dlperf.user_workload("mlp", model or MLP(), batch, torch.nn.functional.cross_entropy, batch_size=8,
+                                optimizer=groups, clip_grad_norm=0.05)
+
+
+def mixed():
+    return make(Mixed())
+
+
+def unused():
+    return make(MLP(head=True))
+"""
+
+STEPS = 3
+
+
+def _workload(source: str, factory: str, batch: int = 8) -> Workload:
+    return Workload("mlp", "user", {}, InputSpec("user", (6,)), 0, batch, OptimizerSpec("user"),
+                    source=f"{source}:{factory}")  # fmt: skip
+
+
+def _rank(rank: int, world: int, port: int, out: str, source: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
+                      LOCAL_RANK=str(rank))  # fmt: skip
+    import torch
+
+    from dlperf.frameworks.torch import ddp
+    from dlperf.worker.child import exit_now
+
+    torch.set_num_threads(1)
+    group = ddp.init("cpu", 60)
+    found = {"ddp": _data_parallel(source, group, "ddp"), "fsdp": _data_parallel(source, group, "fsdp"),
+             "tp": _tensor_parallel(source, group), "refused": _refused(source, group),
+             "unused": _unused(source, group)}  # fmt: skip
+    Path(f"{out}.{rank}").write_text(json.dumps(found))
+    ddp.close(together=True)
+    exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
+
+
+def _whole(train, group) -> dict:
+    """The parameters of `train`'s model (a DDP, FSDP or tp step), made whole."""
+    return {n: (p.full_tensor() if hasattr(p, "full_tensor") else p).detach()
+            for n, p in train.inner.model.named_parameters()}  # fmt: skip
+
+
+def _against(train, whole, group, job_loss) -> dict:
+    """`train` and `whole` stepped STEPS times: the largest difference of their parameters and of their last losses
+    (`job_loss`: the job's loss of this rank's), how much the loss moved, and every rank's parameters (to compare
+    across ranks)."""
+    from dlperf.frameworks.torch import ddp
+
+    start = float(whole.loss_fn(whole.model(whole.inputs), whole.targets))
+    for _ in range(STEPS):
+        mine, ref = train.step(), whole.step()
+    found = _whole(train, group)
+    diff = max((found[n] - p).abs().max().item() for n, p in whole.model.named_parameters())
+    return {"diff": diff, "loss_diff": abs(job_loss(float(mine)) - float(ref)), "moved": abs(float(ref) - start),
+            "ranks": ddp.gather({n: t.tolist() for n, t in found.items()}, group),
+            "weight_decay": [g["weight_decay"] for g in train.inner.optimizer.param_groups],
+            "lr": [g["lr"] for g in train.inner.optimizer.param_groups]}  # fmt: skip
+
+
+def _data_parallel(source: str, group, strategy: str) -> dict:
+    """Each rank its half of a total batch of 16 against the whole batch (the halves the ranks drew) in one
+    process: the mean loss's gradient is the mean of the halves'."""
+    import torch
+
+    from dlperf.frameworks.torch import backend, ddp, fsdp
+
+    workload = _workload(source, "make", 16)
+    if strategy == "ddp":
+        train = ddp.build(workload, "cpu", "fp32", group)
+    else:
+        train = fsdp.build(workload, Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="fsdp"), group)
+    whole = backend.build(workload, "cpu", "fp32")
+    halves = gathered_batch(train.inner, group)
+    whole.inputs, whole.targets = (torch.cat(parts) for parts in halves)
+    found = _against(train, whole, group, lambda loss: ddp.reduce([loss], group, op="sum")[0] / group.world)
+    return {**found, "halves_differ": not torch.equal(*halves[0]), "batch": train.inner.inputs.shape[0]}
+
+
+def _tensor_parallel(source: str, group) -> dict:
+    """The whole batch on every rank (the same inputs), against the unsplit model."""
+    from dlperf.frameworks.torch import backend, tp
+
+    workload = _workload(source, "make")
+    train = tp.build(workload, Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="tp"), group)
+    whole = backend.build(workload, "cpu", "fp32")
+    return {**_against(train, whole, group, lambda loss: loss), "plan": train.styles}
+
+
+def _refused(source: str, group) -> str:
+    from dlperf.frameworks.torch import tp
+
+    try:
+        tp.build(_workload(source, "mixed"), Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="tp"), group)
+    except NotImplementedError as exc:
+        return str(exc)
+    return "built"
+
+
+def _unused(source: str, group) -> dict:
+    """A model with a layer its forward never calls: DDP is told so, and steps."""
+    from dlperf.frameworks.torch import ddp
+
+    train = ddp.build(_workload(source, "unused", 16), "cpu", "fp32", group)
+    losses = [float(train.step()) for _ in range(STEPS)]
+    return {"unused": train.strategy_settings().get("ddp_unused_parameters"), "stepped": len(losses)}
+
+
+def test_a_users_model_under_ddp_fsdp_and_tp_computes_what_one_process_does(tmp_path, torch):
+    """The user's optimizer's two groups keep their weight decay and learning rate through FSDP's and tp's rebuild;
+    its gradient clipping (0.05, below the gradients' norm: every step clips) is over the whole model's gradients."""
+    import torch.multiprocessing as mp
+
+    (tmp_path / "mine.py").write_text(MODELS)
+    out = str(tmp_path / "found")
+    mp.spawn(_rank, args=(2, _free_port(), out, str(tmp_path / "mine.py")), nprocs=2, join=True)
+    for rank in (0, 1):
+        found = json.loads(Path(f"{out}.{rank}").read_text())
+        for strategy in ("ddp", "fsdp", "tp"):
+            got = found[strategy]
+            assert got["moved"] > 1e-3, (strategy, got)  # the steps changed the loss: the comparison can fail
+            assert got["diff"] < 1e-5 and got["loss_diff"] < 1e-5, (strategy, got)
+            assert got["ranks"][0] == got["ranks"][1], strategy  # every rank ends with the same parameters
+            assert got["weight_decay"] == [0.5, 0.0] and got["lr"] == [0.05, 0.02], (strategy, got)
+        for strategy in ("ddp", "fsdp"):
+            assert found[strategy]["halves_differ"] and found[strategy]["batch"] == 8, strategy
+        assert found["tp"]["plan"] == {"fc1": "colwise", "fc2": "rowwise"}
+        assert found["refused"] == (
+            "tp: mlp's forward with its linear layers split in pairs (fc1 colwise, fc2 rowwise) does not give its "
+            "output; tensor parallelism needs each pair's first layer to feed the second through element-wise "
+            "operations alone (an activation, as in an FCN), the layers paired in the order they are defined in"
+        )
+        assert found["unused"] == {"unused": ["head.weight", "head.bias"], "stepped": STEPS}
+
+
+def test_fsdp_leaves_a_unit_sharing_a_parameter_with_another_to_the_root(torch):
+    """A language model's output layer tied to its embedding: sharded on their own, the two units would each hold
+    the one parameter; FSDP2 needs it in one, the root."""
+    from dlperf.frameworks.torch import fsdp
+
+    class Tied(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.embed, self.mid, self.out = torch.nn.Embedding(10, 4), torch.nn.Linear(4, 4), torch.nn.Linear(4, 10)
+            self.out.weight = self.embed.weight
+
+    assert fsdp.units(Tied()) == ["mid"]
+    untied = Tied()
+    untied.out.weight = torch.nn.Parameter(untied.embed.weight.detach().clone())
+    assert fsdp.units(untied) == ["embed", "mid", "out"]
+
+
+def test_tp_names_what_in_a_users_model_is_not_a_linear_layer(torch):
+    from dlperf.frameworks.torch import tp
+
+    model = torch.nn.Sequential(torch.nn.Embedding(10, 4), torch.nn.Linear(4, 4), torch.nn.Linear(4, 2))
+    with pytest.raises(
+        NotImplementedError,
+        match=r"\(fcn-s, fcn-r, or a model of yours whose parameters all lie in "
+        r"linear layers\); mine is not linear layers alone: its 0 \(Embedding\) holds parameters$",
+    ):
+        tp.plan(model, 2, "mine")
+
+
+@pytest.mark.slow
+def test_a_users_model_over_processes_end_to_end(tmp_path, torch):
+    """`dlperf run --workloads mine.py:make --nproc 2 --parallel ddp,fsdp,tp`: every cell measured, with its
+    communication figures as a built-in network's; tp on the user's conv net unsupported in tp's words."""
+    (tmp_path / "mine.py").write_text(MODELS + CONV)
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", f"{tmp_path / 'mine.py'}:make,{tmp_path / 'mine.py'}:conv", "--nproc", "2",
+                  "--parallel", "ddp,fsdp,tp", "--threads", "1", *FAST, db=db, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    cells = {(c.workload, c.parallel): c for c in store.cells(1)}
+    store.close()
+    for strategy in ("ddp", "fsdp", "tp"):
+        cell = cells["mlp", strategy]
+        assert cell.status == "ok" and cell.median_s > 0, (strategy, cell.error)
+        assert cell.comm.strategy == strategy and cell.comm.world == 2 and cell.comm.local_step_s > 0
+        assert len(cell.comm.param_bytes_rank) == 2
+    params = cells["mlp", "ddp"].params
+    assert cells["mlp", "ddp"].comm.gradient_bytes == 4 * params and cells["mlp", "ddp"].comm.allreduce_s > 0
+    assert cells["mlp", "ddp"].comm.param_bytes_rank == [4 * params, 4 * params]
+    assert cells["mlp", "fsdp"].comm.gradient_bytes == 4 * params
+    assert sum(cells["mlp", "fsdp"].comm.param_bytes_rank) == 4 * params  # each rank its shard
+    assert cells["mlp", "tp"].comm.gradient_bytes is None
+    for strategy in ("ddp", "fsdp"):
+        assert cells["conv", strategy].status == "ok", (strategy, cells["conv", strategy].error)
+    refused = cells["conv", "tp"]
+    assert refused.status == "unsupported" and refused.error.endswith("; conv is a conv net"), refused.error
+
+
+CONV = """
+
+def conv():
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 3))
+
+    def images(n, device):
+        return torch.randn(n, 1, 6, 6, device=device), torch.randint(3, (n,), device=device)
+
+    return dlperf.user_workload("conv", model, images, torch.nn.functional.cross_entropy, batch_size=8)
+"""
