@@ -152,7 +152,7 @@ def test_the_timer_refuses_no_time_and_keeps_the_pilots_thousandth_of_a_second(t
     assert PILOT_TIMER.max_time == 0.001
     stored = make_spec(["tiny-fcn-r"]).to_json()
     stored["timer"].update(min_time=0.0, max_time=0.0)  # a run stored before the check, resumed
-    with pytest.raises(UsageError, match=r"^the run's stored timer cannot be resumed: TimerConfig: max_time 0.0: "):
+    with pytest.raises(UsageError, match=r"^--max-time 0.0: expected a number of seconds above 0$"):
         RunSpec.from_json(stored)
 
 

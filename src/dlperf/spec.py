@@ -30,7 +30,7 @@ from dlperf.errors import UsageError, why_unwritable
 from dlperf.flagtext import positive_ints, split_list, suggest
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
-from dlperf.measure.timer import TimerConfig
+from dlperf.measure.timer import TimerConfig, as_flags
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework, Parallel
 from dlperf.workloads import BUILTIN, SUITE
@@ -106,8 +106,8 @@ class RunSpec:
         d = dict(d)
         try:
             d["timer"] = TimerConfig(**d["timer"])
-        except ValueError as exc:  # its message names the field: a run stored before that check
-            raise UsageError(f"the run's stored timer cannot be resumed: {exc}") from None
+        except ValueError as exc:  # its message names the field, which the run was given as a flag
+            raise UsageError(as_flags(str(exc))) from None
         for key in ("workloads", "frameworks", "devices", "threads", "modes", "nprocs", "loaders", "parallel",
                     "microbatches"):  # fmt: skip
             if d.get(key) is not None:

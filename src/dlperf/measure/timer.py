@@ -16,6 +16,7 @@ that way against 4.98 ms in a plain loop, because its many small kernels leave t
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections import deque
@@ -56,6 +57,13 @@ class TimerConfig:
             default = " (its default)" if self.min_time == TimerConfig.min_time else ""
             raise ValueError(f"TimerConfig: min_time {self.min_time:g}{default} is above max_time {self.max_time:g}: "
                              f"give a min_time of at most {self.max_time:g} too, or a longer max_time")  # fmt: skip
+
+
+def as_flags(message: str) -> str:
+    """A TimerConfig's ValueError in the words of the command line that set its fields (a stored run's `--resume`)."""
+    for name in ("min_steps", "min_time", "max_time", "max_warmup"):
+        message = re.sub(rf"\b{name}\b", f"--{name.replace('_', '-')}", message)
+    return message.removeprefix("TimerConfig: ")
 
 
 @dataclass(frozen=True)
