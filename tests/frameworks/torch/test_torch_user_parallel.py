@@ -50,8 +50,18 @@ def make(model=None):
                                 optimizer=groups, clip_grad_norm=0.05)
 
 
+class Direct(MLP):
+    def forward(self, x):  # fc2's parameters read without calling fc2: FSDP2 gathers them only in fc2's forward
+        h = torch.relu(torch.nn.functional.linear(torch.relu(self.fc1(x)), self.fc2.weight, self.fc2.bias))
+        return self.out(h)
+
+
 def mixed():
     return make(Mixed())
+
+
+def direct():
+    return make(Direct())
 
 
 def unused():
@@ -78,7 +88,7 @@ def _rank(rank: int, world: int, port: int, out: str, source: str) -> None:
     group = ddp.init("cpu", 60)
     found = {"ddp": _data_parallel(source, group, "ddp"), "fsdp": _data_parallel(source, group, "fsdp"),
              "tp": _tensor_parallel(source, group), "refused": _refused(source, group),
-             "unused": _unused(source, group)}  # fmt: skip
+             "unused": _unused(source, group), "direct": _data_parallel(source, group, "fsdp", "direct")}  # fmt: skip
     Path(f"{out}.{rank}").write_text(json.dumps(found))
     ddp.close(together=True)
     exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
@@ -107,14 +117,14 @@ def _against(train, whole, group, job_loss) -> dict:
             "lr": [g["lr"] for g in train.inner.optimizer.param_groups]}  # fmt: skip
 
 
-def _data_parallel(source: str, group, strategy: str) -> dict:
+def _data_parallel(source: str, group, strategy: str, factory: str = "make") -> dict:
     """Each rank its half of a total batch of 16 against the whole batch (the halves the ranks drew) in one
     process: the mean loss's gradient is the mean of the halves'."""
     import torch
 
     from dlperf.frameworks.torch import backend, ddp, fsdp
 
-    workload = _workload(source, "make", 16)
+    workload = _workload(source, factory, 16)
     if strategy == "ddp":
         train = ddp.build(workload, "cpu", "fp32", group)
     else:
@@ -123,7 +133,8 @@ def _data_parallel(source: str, group, strategy: str) -> dict:
     halves = gathered_batch(train.inner, group)
     whole.inputs, whole.targets = (torch.cat(parts) for parts in halves)
     found = _against(train, whole, group, lambda loss: ddp.reduce([loss], group, op="sum")[0] / group.world)
-    return {**found, "halves_differ": not torch.equal(*halves[0]), "batch": train.inner.inputs.shape[0]}
+    settings = {k: v for k, v in train.strategy_settings().items() if k.startswith("fsdp")}
+    return {**found, "halves_differ": not torch.equal(*halves[0]), "batch": train.inner.inputs.shape[0], **settings}
 
 
 def _tensor_parallel(source: str, group) -> dict:
@@ -180,6 +191,12 @@ def test_a_users_model_under_ddp_fsdp_and_tp_computes_what_one_process_does(tmp_
             "operations alone (an activation, as in an FCN), the layers paired in the order they are defined in"
         )
         assert found["unused"] == {"unused": ["head.weight", "head.bias"], "stepped": STEPS}
+        assert found["fsdp"]["fsdp_units"] == ["fc1", "fc2", "out"] and "fsdp_root_only" not in found["fsdp"]
+        direct = found["direct"]  # sharded as one unit, the root: FSDP2 as its user would have to run it
+        assert direct["fsdp_units"] == [] and direct["fsdp_root_only"].startswith(
+            "sharded unit by unit, its forward and backward raise RuntimeError: aten."
+        )
+        assert direct["diff"] < 1e-5 and direct["loss_diff"] < 1e-5 and direct["moved"] > 1e-3, direct
 
 
 def test_fsdp_leaves_a_unit_sharing_a_parameter_with_another_to_the_root(torch):

@@ -35,12 +35,14 @@ class FSDPStep(StrategyStep):
     computes the whole model on its share of the batch (its layers all-gathered), so the job's FLOPs are every
     rank's count, times N."""
 
-    def __init__(self, step: TorchStep, group: ddp.Group, workload: Workload, mode: str) -> None:
+    def __init__(self, step: TorchStep, group: ddp.Group, workload: Workload, mode: str,
+                 whole_only: str | None = None) -> None:  # fmt: skip
         super().__init__(group, step.params, step)
         self.workload, self.mode, self.per_process_batch = workload, mode, workload.batch
         self.mesh = init_device_mesh(group.device.type, (group.world,))
         names = parameter_names(step.model)
-        self.sharded = shard(step.model, self.mesh)
+        self.whole_only = whole_only  # why the model is sharded as one unit, the root, if it is
+        self.sharded = shard(step.model, self.mesh, per_unit=whole_only is None)
         reoptimize(step, names)
 
     def communication(self) -> dict[str, Any]:
@@ -55,7 +57,8 @@ class FSDPStep(StrategyStep):
         return local
 
     def strategy_settings(self) -> dict[str, Any]:
-        return {"per_process_batch": self.per_process_batch, "fsdp_units": self.sharded}
+        one = {"fsdp_root_only": self.whole_only} if self.whole_only else {}
+        return {"per_process_batch": self.per_process_batch, "fsdp_units": self.sharded, **one}
 
 
 def units(model: torch.nn.Module) -> list[str]:
@@ -83,9 +86,9 @@ def units(model: torch.nn.Module) -> list[str]:
                                     for o in owners[id(p)])]  # fmt: skip
 
 
-def shard(model: torch.nn.Module, mesh) -> list[str]:
-    """fully_shard each unit, then the root (which takes what no unit holds); the units' names."""
-    names = units(model)
+def shard(model: torch.nn.Module, mesh, per_unit: bool = True) -> list[str]:
+    """fully_shard each unit (`per_unit`), then the root (which takes what no unit holds); the units' names."""
+    names = units(model) if per_unit else []
     for name in names:
         fully_shard(model.get_submodule(name), mesh=mesh)
     fully_shard(model, mesh=mesh)
@@ -120,7 +123,31 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> FSDPStep:
     local = ddp.share(workload, group)
     step = local_step(local, cell, group, "fsdp")
     ddp.draw_own_batch(step, local, group)
-    return FSDPStep(step, group, local, cell.mode)
+    train = FSDPStep(step, group, local, cell.mode)
+    if train.sharded and (why := fails(train)):  # built again, every rank alike, its root the one unit
+        step = local_step(local, cell, group, "fsdp")
+        ddp.draw_own_batch(step, local, group)
+        train = FSDPStep(step, group, local, cell.mode, whole_only=why)
+    return train
+
+
+def fails(train: FSDPStep) -> str | None:
+    """Why a forward and backward of the model sharded unit by unit fail (once, untimed), the same on every rank;
+    None when they run. A forward that reads a unit's parameters without calling the unit (`F.linear(x,
+    self.fc.weight)`) finds them sharded, since FSDP2 gathers a unit's parameters in its own forward: such a model is
+    sharded as one unit, its root, whose forward gathers them all, as a user of FSDP2 would have to."""
+    inner, why = train.inner, ""
+    try:
+        with inner.autocast():
+            loss = inner.loss_fn(inner.model(inner.inputs), inner.targets)
+        loss.backward()
+    except Exception as exc:
+        why = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    inner.model.zero_grad(set_to_none=True)
+    (failed,) = ddp.reduce([1.0 if why else 0.0], train.group)
+    if not failed:
+        return None
+    return f"sharded unit by unit, its forward and backward raise {why or 'on another rank'}"
 
 
 def communication(train: StrategyStep, local: TorchStep, moved: int | None) -> dict[str, Any]:
