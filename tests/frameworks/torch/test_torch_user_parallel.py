@@ -1,6 +1,7 @@
-"""A user's own model over processes (frameworks/torch/ddp.py, fsdp.py, tp.py): DDP, FSDP2 and tensor parallelism
-against the same model in one process, on 2 gloo processes, with the user's batch maker, loss, optimizer (two
-parameter groups of their own hyper-parameters) and gradient clipping; what tp cannot split refused in its words."""
+"""A user's own model over processes (frameworks/torch/ddp.py, fsdp.py, tp.py, pipeline.py): DDP, FSDP2, tensor
+parallelism and a pipeline against the same model in one process, on 2 gloo processes, with the user's batch maker,
+loss, optimizer (two parameter groups of their own hyper-parameters) and gradient clipping; what tp cannot split
+refused in its words."""
 
 import json
 import os
@@ -88,7 +89,8 @@ def _rank(rank: int, world: int, port: int, out: str, source: str) -> None:
     group = ddp.init("cpu", 60)
     found = {"ddp": _data_parallel(source, group, "ddp"), "fsdp": _data_parallel(source, group, "fsdp"),
              "tp": _tensor_parallel(source, group), "refused": _refused(source, group),
-             "unused": _unused(source, group), "direct": _data_parallel(source, group, "fsdp", "direct")}  # fmt: skip
+             "unused": _unused(source, group), "direct": _data_parallel(source, group, "fsdp", "direct"),
+             "gpipe": _pipeline(source, group)}  # fmt: skip
     Path(f"{out}.{rank}").write_text(json.dumps(found))
     ddp.close(together=True)
     exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
@@ -147,6 +149,22 @@ def _tensor_parallel(source: str, group) -> dict:
     return {**_against(train, whole, group, lambda loss: loss), "plan": train.styles}
 
 
+def _pipeline(source: str, group) -> dict:
+    """This rank's stage, the whole batch in 2 micro-batches, against the unsplit model: its parameters after the
+    steps (the clipping's norm is over both stages' gradients), its optimizer's groups."""
+    from dlperf.frameworks.torch import backend, pipeline
+
+    workload = _workload(source, "make")
+    cell = Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="gpipe", microbatches=2)
+    train, whole = pipeline.build(workload, cell, group), backend.build(workload, "cpu", "fp32")
+    for _ in range(STEPS):
+        train.step(), whole.step()
+    ref = dict(whole.model.named_parameters())
+    return {"diff": max((p - ref[n]).abs().max().item() for n, p in train.module.named_parameters()),
+            "weight_decay": [g["weight_decay"] for g in train.optimizer.param_groups],
+            "lr": [g["lr"] for g in train.optimizer.param_groups]}  # fmt: skip
+
+
 def _refused(source: str, group) -> str:
     from dlperf.frameworks.torch import tp
 
@@ -166,7 +184,7 @@ def _unused(source: str, group) -> dict:
     return {"unused": train.strategy_settings().get("ddp_unused_parameters"), "stepped": len(losses)}
 
 
-def test_a_users_model_under_ddp_fsdp_and_tp_computes_what_one_process_does(tmp_path, torch):
+def test_a_users_model_under_each_strategy_computes_what_one_process_does(tmp_path, torch):
     """The user's optimizer's two groups keep their weight decay and learning rate through FSDP's and tp's rebuild;
     its gradient clipping (0.05, below the gradients' norm: every step clips) is over the whole model's gradients."""
     import torch.multiprocessing as mp
@@ -191,6 +209,8 @@ def test_a_users_model_under_ddp_fsdp_and_tp_computes_what_one_process_does(tmp_
             "operations alone (an activation, as in an FCN), the layers paired in the order they are defined in"
         )
         assert found["unused"] == {"unused": ["head.weight", "head.bias"], "stepped": STEPS}
+        gpipe = found["gpipe"]  # each stage's weights and biases: both groups, at their own values
+        assert gpipe["diff"] < 1e-5 and gpipe["weight_decay"] == [0.5, 0.0] and gpipe["lr"] == [0.05, 0.02], gpipe
         assert found["fsdp"]["fsdp_units"] == ["fc1", "fc2", "out"] and "fsdp_root_only" not in found["fsdp"]
         direct = found["direct"]  # sharded as one unit, the root: FSDP2 as its user would have to run it
         assert direct["fsdp_units"] == [] and direct["fsdp_root_only"].startswith(

@@ -57,9 +57,14 @@ def parameter_names(model: torch.nn.Module) -> dict[int, str]:
 
 
 def regrouped(opt: torch.optim.Optimizer, names: dict[int, str], model: torch.nn.Module) -> list[dict[str, Any]]:
-    """`opt`'s parameter groups over the parameters of `model` that took their places (sharding and parallelizing
-    replace each nn.Parameter), matched by name (`names`: `parameter_names` before they were replaced): each group
-    keeps its own values, a user's weight decay of 0 for the biases or a learning rate of its own."""
+    """`opt`'s parameter groups over the parameters of `model` in their places (sharding and parallelizing replace
+    each nn.Parameter; a pipeline stage holds some of them), matched by name (`names`: `parameter_names` of the
+    model `opt` was built for): each group keeps its own values, a user's weight decay of 0 for the biases or a
+    learning rate of its own. A parameter `model` does not hold is left out, and a group left without any."""
     now = dict(model.named_parameters())
-    return [{**{k: v for k, v in g.items() if k != "params"}, "params": [now[names[id(p)]] for p in g["params"]]}
-            for g in opt.param_groups]  # fmt: skip
+    kept = []
+    for group in opt.param_groups:
+        params = [now[n] for p in group["params"] if (n := names.get(id(p))) in now]
+        if params:
+            kept.append({**{k: v for k, v in group.items() if k != "params"}, "params": params})
+    return kept

@@ -32,7 +32,7 @@ from dlperf.frameworks.common.strategy import StrategyStep, theoretical_bubble
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch.build import build as build_step
 from dlperf.frameworks.torch.instruments import LiveTensorBytes
-from dlperf.frameworks.torch.optimizers import rebuild_optimizer
+from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
 from dlperf.frameworks.torch.step import TorchStep, state_tensors
 from dlperf.measure.timer import timed_step
 from dlperf.modes import Mode, mode_components
@@ -291,8 +291,10 @@ class PipelineStep(StrategyStep):
         self.inputs, self.targets, self.clip = inner.inputs, inner.targets, inner.clip_grad_norm
         self.trainable = [p for p in module.parameters() if p.requires_grad]
         opt = inner.optimizer
-        # the mode's own implementation (foreach, fused); a stage of no parameters (an activation alone) updates none
-        self.optimizer = rebuild_optimizer(opt, self.trainable) if self.trainable else NoUpdate()
+        # the mode's own implementation (foreach, fused), the groups' own values (a user's: optimizers.regrouped); a
+        # stage of no parameters (an activation alone) updates none
+        groups = regrouped(opt, parameter_names(inner.model), module) if self.trainable else []
+        self.optimizer = rebuild_optimizer(opt, groups) if groups else NoUpdate()
         self.base_settings = inner.settings()
         self.first, self.last = group.rank == 0, group.rank == group.world - 1
         micro = inner.inputs.shape[0] // cell.microbatches
