@@ -51,20 +51,31 @@ def _without(group: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]
     return {k: v for k, v in group.items() if k not in overrides}
 
 
-def parameter_names(model: torch.nn.Module) -> dict[int, str]:
-    """Each parameter's name in `model`, by the parameter's id: what `regrouped` finds it by once it was replaced."""
-    return {id(p): name for name, p in model.named_parameters()}
+def parameter_names(model: torch.nn.Module) -> dict[int, tuple[str, ...]]:
+    """Each parameter's names in `model`, by the parameter's id (every name of a tied one: an embedding's weight is
+    also its decoder's): what `regrouped` finds it by once it was replaced."""
+    names: dict[int, tuple[str, ...]] = {}
+    for name, p in model.named_parameters(remove_duplicate=False):
+        names[id(p)] = (*names.get(id(p), ()), name)
+    return names
 
 
-def regrouped(opt: torch.optim.Optimizer, names: dict[int, str], model: torch.nn.Module) -> list[dict[str, Any]]:
+def regrouped(opt: torch.optim.Optimizer, names: dict[int, tuple[str, ...]], model: torch.nn.Module
+              ) -> list[dict[str, Any]]:  # fmt: skip
     """`opt`'s parameter groups over the parameters of `model` in their places (sharding and parallelizing replace
     each nn.Parameter; a pipeline stage holds some of them), matched by name (`names`: `parameter_names` of the
-    model `opt` was built for): each group keeps its own values, a user's weight decay of 0 for the biases or a
-    learning rate of its own. A parameter `model` does not hold is left out, and a group left without any."""
-    now = dict(model.named_parameters())
-    kept = []
+    model `opt` was built for; a tied parameter by any of its names, as a stage may hold it under its decoder's
+    alone): each group keeps its own values, a user's weight decay of 0 for the biases or a learning rate of its own.
+    A parameter `model` does not hold is left out, and a group left without any."""
+    now = dict(model.named_parameters(remove_duplicate=False))
+    kept, seen = [], set()
     for group in opt.param_groups:
-        params = [now[n] for p in group["params"] if (n := names.get(id(p))) in now]
+        params = []
+        for p in group["params"]:
+            held = next((now[n] for n in names.get(id(p), ()) if n in now), None)
+            if held is not None and id(held) not in seen:  # a tied one once
+                seen.add(id(held))
+                params.append(held)
         if params:
             kept.append({**{k: v for k, v in group.items() if k != "params"}, "params": params})
     return kept
