@@ -45,6 +45,8 @@ CHOICES = [
     (["optimize", "fcn-r", "--device", "tpu"], "--device: unknown device 'tpu' (expected cpu, cuda, cuda:N or mps)"),
     (["table", "--format", "jsn"], "--format 'jsn': expected text, md, csv or json (did you mean 'json'?)"),
     (["crossover", "x", "--mode", "bf61"], "--mode 'bf61': expected fp32, bf16 or fp16 (did you mean 'bf16'?)"),
+    # a choice of an enum's members suggested the member's repr: (did you mean <CommBackend.NCCL: 'nccl'>?)
+    (["comm", "--backend", "ncl"], "--backend 'ncl': expected gloo or nccl (did you mean 'nccl'?)"),
 ]
 
 

@@ -150,4 +150,5 @@ def suggest(word: str, choices) -> str:
 
     by_squashed = {squash(c): c for c in choices}
     close = difflib.get_close_matches(squash(word), list(by_squashed), n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(by_squashed[c]) for c in close)}?)" if close else ""
+    names = [repr(str(by_squashed[c])) for c in close]  # an enum's member as its value, not <CommBackend.NCCL: 'nccl'>
+    return f" (did you mean {' or '.join(names)}?)" if close else ""
