@@ -247,6 +247,23 @@ def test_a_trace_above_the_cap_is_not_kept_and_a_note_says_why(tmp_path):
     assert any("above the cap of 1000 bytes" in note for note in result["notes"])
 
 
+def test_a_trace_its_folder_refuses_is_not_kept_and_the_profile_is(tmp_path, monkeypatch):
+    """A full --trace-dir (a 4 KiB tmpfs) failed the whole profile ('profile failed: OSError: [Errno 28] No space
+    left on device'): its figures, measured, were lost with the trace."""
+
+    def full(prof, path):
+        with open(path, "wb") as f:
+            f.write(b"{")  # what fitted before the disk was full
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch.profiler.profile, "export_chrome_trace", full)
+    path = tmp_path / "t.json.gz"
+    result = profiled(tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32"), trace=str(path))
+    assert result["trace"] is None and not path.exists()
+    assert f"no trace kept: writing it in {tmp_path} failed (No space left on device)" in " ".join(result["notes"])
+    assert sum(result["categories"].values()) == pytest.approx(result["step_s"], rel=1e-9)
+
+
 @pytest.mark.gpu
 def test_cuda_categories_are_kernel_times_and_sum_to_the_step():
     result = profiled(tb.build(BUILTIN["tiny-resnet-56"], "cuda:0", "fp32"), steps=3, warmup=3)

@@ -5,6 +5,7 @@ Each profiler keeps its framework's own calls: starting its profiler, reading it
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -51,6 +52,21 @@ def within_cap(size: int, max_bytes: int, notes: list[str]) -> bool:
     notes.append(f"no trace kept: {size} bytes compressed, above the cap of {max_bytes} bytes ({max_bytes / 2**20:.2g} "
                  "MiB: --max-trace-mib raises it); the figures above are the whole profile's")  # fmt: skip
     return False
+
+
+def written(write: Callable[[], Any], path: str, notes: list[str]) -> bool:
+    """Whether `write` wrote the trace at `path` whole. Where its folder refused it (a full disk, a quota, a folder
+    made read-only), what was written of it is removed and a note says why: the profile's figures are kept, as a trace
+    above the cap leaves them."""
+    try:
+        write()
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        notes.append(f"no trace kept: writing it in {os.path.dirname(path) or '.'} failed ({exc.strerror or exc}); "
+                     "the figures above are the whole profile's")  # fmt: skip
+        return False
+    return True
 
 
 def trace_name(stem: str, pid: int) -> str:

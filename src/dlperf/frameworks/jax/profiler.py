@@ -37,7 +37,7 @@ from typing import Any
 
 import jax
 
-from dlperf.frameworks.common.profiling import ranked, window, within_cap
+from dlperf.frameworks.common.profiling import ranked, window, within_cap, written
 from dlperf.vocab import Category
 
 LOSS_SCOPE = re.compile(r"(^|[/(])dlperf\.loss($|[/)])")  # backend.cross_entropy's scope: "jvp(dlperf.loss)/exp"
@@ -296,5 +296,4 @@ def save_trace(log_dir: str, path: str | None, max_bytes: int, notes: list[str])
         return None
     if not within_cap(os.path.getsize(found[0]), max_bytes, notes):
         return None
-    shutil.copyfile(found[0], path)
-    return path
+    return path if written(lambda: shutil.copyfile(found[0], path), path, notes) else None

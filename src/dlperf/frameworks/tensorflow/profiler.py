@@ -38,7 +38,7 @@ import tensorflow as tf
 from tensorflow.python.profiler.internal import _pywrap_profiler_plugin  # the trace_viewer converter
 from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
-from dlperf.frameworks.common.profiling import fill_to_step, ranked, within_cap
+from dlperf.frameworks.common.profiling import fill_to_step, ranked, within_cap, written
 from dlperf.vocab import Category
 
 STEP = "dlperf_step"
@@ -324,5 +324,4 @@ def save_trace(xplane: Path, path: str | None, max_bytes: int, notes: list[str])
     packed = gzip.compress(data if isinstance(data, bytes) else data.encode())
     if not within_cap(len(packed), max_bytes, notes):
         return None
-    Path(path).write_bytes(packed)
-    return path
+    return path if written(lambda: Path(path).write_bytes(packed), path, notes) else None

@@ -32,7 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from dlperf.frameworks.common.profiling import fill_to_step, ranked, window, within_cap
+from dlperf.frameworks.common.profiling import fill_to_step, ranked, window, within_cap, written
 from dlperf.frameworks.torch import cuda_activity
 from dlperf.frameworks.torch.cuda_activity import CudaActivity, busy_and_gaps, memcpy_kind, note_attribution
 from dlperf.vocab import Category
@@ -411,7 +411,8 @@ def save_trace(prof, path: str | None, max_bytes: int, notes: list[str]) -> str 
     """The profiler's Chrome trace, gzipped at `path`; deleted (with a note) when above the cap."""
     if path is None:
         return None
-    prof.export_chrome_trace(path)  # a ".gz" path is written compressed
+    if not written(lambda: prof.export_chrome_trace(path), path, notes):  # a ".gz" path is written compressed
+        return None
     if within_cap(Path(path).stat().st_size, max_bytes, notes):
         return path
     Path(path).unlink()
