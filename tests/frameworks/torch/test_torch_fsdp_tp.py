@@ -59,6 +59,32 @@ def test_tp_refuses_what_is_not_a_stack_of_linear_layers(torch, name, kind):
         tp.plan(_model(name), 2, name)
 
 
+def test_tps_check_of_the_split_forward_computes_in_fp32_in_the_tf32_mode(torch):
+    """The check of a split forward against the whole one (tolerance 1e-4 of the output, 1e-5) ran its products as
+    the cell's mode set them: in the tf32 mode on CUDA, TensorFloat-32, whose 10-bit rounding of inputs an fp32
+    rounding apart told fcn-s and fcn-r, split exactly, 4-6 times the tolerance apart (emulated on the CPU) and
+    refused them as unsupported. Both forwards compute in fp32, the mode's setting restored after."""
+    from types import SimpleNamespace
+
+    from dlperf.frameworks.torch import tp
+
+    seen = []
+
+    class Recording(torch.nn.Linear):
+        def forward(self, x):
+            seen.append(torch.backends.cuda.matmul.allow_tf32)
+            return super().forward(x)
+
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = True  # as build._set_tf32 leaves it in the tf32 mode
+    try:
+        step = SimpleNamespace(model=Recording(4, 2), inputs=torch.ones(3, 4), device=torch.device("cuda", 0))
+        (out,) = tp.output_of(step)
+        assert seen == [False] and out.shape == (3, 2) and torch.backends.cuda.matmul.allow_tf32 is True
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
+
+
 def test_fsdp_shards_each_layer_or_block_on_its_own(torch):
     from dlperf.frameworks.torch import fsdp
 

@@ -27,6 +27,7 @@ from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp, fsdp
 from dlperf.frameworks.torch.build import build as build_step
 from dlperf.frameworks.torch.optimizers import parameter_names
+from dlperf.frameworks.torch.peak import tensor_float32
 from dlperf.frameworks.torch.step import TorchStep
 from dlperf.protocol import Cell
 from dlperf.workloads.base import Workload
@@ -140,11 +141,14 @@ def clip_split(step: TorchStep) -> None:
 
 
 def output_of(step: TorchStep) -> list[torch.Tensor]:
-    """The model's output on the step's inputs, its tensors whole: evaluated (no dropout), in fp32, no gradients."""
+    """The model's output on the step's inputs, its tensors whole: evaluated (no dropout), in fp32, no gradients.
+    Its products in fp32 even in the tf32 mode (`build._set_tf32`): TensorFloat-32 rounds each product's inputs to 10
+    bits, where a split layer's inputs, an fp32 rounding apart from the whole one's, round apart, 4-6 times the
+    tolerance (fcn-s, fcn-r) on a model that splits exactly."""
     training = step.model.training
     step.model.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), tensor_float32(step.device, False):
             out = step.model(step.inputs)
     finally:
         step.model.train(training)
