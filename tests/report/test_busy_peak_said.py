@@ -52,3 +52,16 @@ def test_the_notes_name_only_the_busy_peaks_of_the_dtypes_the_cells_modes_use(tm
     finally:
         store.close()
     assert [n.split(": only")[0] for n in notes] == ["cpu:2 bf16"], notes
+
+
+def test_a_tf32_cells_note_names_the_tf32_peak_it_is_held_against():
+    """A CUDA tf32 cell's products are held against the tf32 peak (`held_flops`), which the notes left out (only fp32
+    and an autocast dtype were said: a busy tf32 peak, the one its utilization read high against, went unsaid) while
+    they named the busy fp32 peak no tf32 cell is held against."""
+    peaks = utilization.Peaks({"fp32": 5e13, "tf32": 4e14, "bf16": 8e14}, dict.fromkeys(("fp32", "tf32", "bf16"), BUSY))
+    said = [n.split(": only")[0] for n in utilization.busy_notes(peaks, "cuda:0", "tf32")]
+    assert said == ["cuda:0 tf32"]
+    assert [n.split(": only")[0] for n in utilization.busy_notes(peaks, "cuda:0", "bf16")] == [
+        "cuda:0 fp32",
+        "cuda:0 bf16",
+    ]

@@ -59,8 +59,10 @@ def disturbance(detail: dict) -> str | None:
 
 def busy_notes(peaks: Peaks | dict, where: str, mode: str | None = None) -> list[str]:
     """One note per dtype whose only peak was measured on a busy machine: the figures held against it read high.
-    `mode`: only the dtypes a cell of that mode is held against (fp32, and its autocast dtype)."""
-    used = None if mode is None else {"fp32", *(d for d in ("bf16", "fp16") if d in mode.split("+"))}
+    `mode`: only the dtypes a cell of that mode is held against (fp32, or tf32 for a tf32 cell's products, as
+    `held_flops` holds them; and its autocast dtype)."""
+    parts = [] if mode is None else mode.split("+")
+    used = None if mode is None else {"tf32" if "tf32" in parts else "fp32", *({"bf16", "fp16"} & set(parts))}
     return [f"{where} {dtype}: only a peak measured on a busy machine ({why}) exists: utilization and shares of the "
             "peak held against it read high; run `dlperf peak` on a quiet machine"
             for dtype, why in getattr(peaks, "disturbed", {}).items() if used is None or dtype in used]  # fmt: skip
