@@ -444,6 +444,23 @@ def test_a_size_is_ascii_digits_within_sqlites_integer(text):
         comm.parse_size(text)
 
 
+def test_an_interrupt_during_the_job_says_nothing_is_stored_and_how_to_measure(tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the job ran said only 'dlperf: interrupted', where exit 130 is documented as "what had finished is
+    kept": the sizes the job had measured were not, as it gives them all as it ends."""
+    from dlperf.cli import main
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(job, "run_job", interrupted)
+    monkeypatch.setattr(sys, "argv", ["dlperf", "comm", "--nproc", "2", "--threads", "1"])
+    assert main(["comm", "--nproc", "2", "--threads", "1", "--db", str(tmp_path / "d.db")]) == 130
+    assert capsys.readouterr().err == (
+        "dlperf: interrupted before the job ended: nothing is stored (it stores every size at once, as it ends). To "
+        "measure, run it again: dlperf comm --nproc 2 --threads 1\n"
+    )
+
+
 def test_an_interrupt_while_the_jobs_figures_are_stored_comes_once_they_are(tmp_path, monkeypatch, capsys):
     """Ctrl-C while a finished job's figures were written was raised inside the store's transaction, which rolled
     them back: the job measured for nothing. It comes once they are stored."""

@@ -208,8 +208,15 @@ def run(args) -> int:
         warn(warning)
     db = db_path(args)
     Store.open(db, create=True).close()  # a bad --db is found before the job, not after it
-    with sigterm_as_interrupt():
-        launched = run_job(job, python, threads)
+    try:
+        with sigterm_as_interrupt():
+            launched = run_job(job, python, threads)
+    except KeyboardInterrupt:  # the job gives its sizes together as it ends: a bare "interrupted" said nothing of them
+        from dlperf.commands.run import again
+
+        print(f"dlperf: interrupted before the job ended: nothing is stored (it stores every size at once, as it ends). "
+              f"To measure, run it again: {again()}", file=sys.stderr)  # fmt: skip
+        return ExitCode.INTERRUPTED
     events = launched.every_rank
     failure = failure_reason(job, launched.child, events)
     if failure:
