@@ -214,8 +214,8 @@ def run(args) -> int:
     except KeyboardInterrupt:  # the job gives its sizes together as it ends: a bare "interrupted" said nothing of them
         from dlperf.commands.run import again
 
-        print(f"dlperf: interrupted before the job ended: nothing is stored (it stores every size at once, as it ends). "
-              f"To measure, run it again: {again()}", file=sys.stderr)  # fmt: skip
+        print("dlperf: interrupted before the job ended: nothing is stored (it stores every size at once, as it "
+              f"ends). To measure, run it again: {again()}", file=sys.stderr)  # fmt: skip
         return ExitCode.INTERRUPTED
     events = launched.every_rank
     failure = failure_reason(job, launched.child, events)
