@@ -46,10 +46,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from dlperf import advise
     from dlperf.commands.common import print_rich, write_stdout
-    from dlperf.commands.run import again, printed
+    from dlperf.commands.run import again, printed, stored_cells
     from dlperf.measure.units import named
     from dlperf.predict import gpus, prices
     from dlperf.report import advise as view
+    from dlperf.vocab import ExitCode
 
     gpus.use_specs(args.gpu_specs)  # the files first: a wrong one is one line, nothing run or stored
     prices.use_prices(args.prices)
@@ -70,6 +71,8 @@ def run(args) -> int:
         print_rich("", lines=view.lines(answer), notes=[*priced, *answer.notes, stored])
 
     kept = f"what it measured is stored as {named('run', answer.runs)}" if answer.runs else "nothing is stored"
+    if answer.exit_code == ExitCode.INTERRUPTED and answer.runs:  # a run may hold its plan alone: counted
+        kept = "; ".join(stored_cells(db_path(args), r) for r in answer.runs)
     stopped = (kept, f"For the whole advice, run it again (it starts over): {again()}")
     finished = (f"the advice is complete; {kept}", f"To see it again, run it again (it measures again): {again()}")
     return printed(show, answer.exit_code, finished=finished, interrupted=stopped)
