@@ -287,3 +287,19 @@ def conv():
 
     return dlperf.user_workload("conv", model, images, torch.nn.functional.cross_entropy, batch_size=8)
 """
+
+
+@pytest.mark.parametrize("mode", ["channels_last", "fp32"])
+def test_each_process_draws_its_own_batch_in_the_format_the_build_gave_it(torch, mode):
+    """DDP's and FSDP's own batch per process replaced the NHWC batch channels_last's build made with an NCHW one."""
+    from dlperf.frameworks.torch import ddp
+    from dlperf.frameworks.torch.build import build
+    from dlperf.workloads import BUILTIN
+
+    local = ddp.share(BUILTIN["tiny-resnet-56"], ddp.Group(1, 2, 1, "gloo"))
+    step = build(local, "cpu", mode)
+    before = step.inputs.clone()
+    ddp.draw_own_batch(step, local, ddp.Group(1, 2, 1, "gloo"))
+    assert step.inputs.shape == before.shape and not torch.equal(step.inputs, before)  # this rank's own samples
+    assert step.inputs.is_contiguous(memory_format=torch.channels_last) is (mode == "channels_last")
+    assert step.inputs.is_contiguous() is (mode != "channels_last")

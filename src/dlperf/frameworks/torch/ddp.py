@@ -151,12 +151,16 @@ def share(workload: Workload, group: Group) -> Workload:
 def draw_own_batch(step: TorchStep, local: Workload, group: Group) -> None:
     """This process's own batch of `local.batch` samples, as data parallelism has each process read its own data:
     drawn after seeding by the rank, synthetic for a built-in network, the user's `make_batch` for a user's model (a
-    batch maker that draws no random numbers gives every process the same samples, as it gives every step)."""
+    batch maker that draws no random numbers gives every process the same samples, as it gives every step), in the
+    memory format the step's build gave its batch (channels_last's NHWC)."""
+    nhwc = isinstance(step.inputs, torch.Tensor) and step.inputs.dim() == 4 and not step.inputs.is_contiguous()
     torch.manual_seed(DATA_SEED + group.rank)
     if step.user is not None:
         step.inputs, step.targets = step.user.make_batch(local.batch, group.device)
     else:
         step.inputs, step.targets = synthetic_batch(local, group.device)
+    if nhwc:
+        step.inputs = step.inputs.contiguous(memory_format=torch.channels_last)
 
 
 def unused_parameters(step: TorchStep) -> list[str]:
