@@ -211,6 +211,24 @@ def test_an_interrupt_exits_130_and_leaves_no_part_of_the_dataset(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name != "README.txt"]
 
 
+def test_an_interrupt_names_what_is_written_and_the_command_that_writes_the_rest(tmp_path, capsys, monkeypatch):
+    """Ctrl-C as imagenet was written said only 'dlperf: interrupted'; the same command again was refused for the
+    datasets written whole before it ('already there'), and nothing said which those were."""
+    real = synth.jpeg
+
+    def jpeg(rng):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(synth, "jpeg", jpeg)
+    assert main(["data", "synth", str(tmp_path), "--only", "ptb,imagenet", "--seed", "3"]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"dlperf: interrupted; ptb written whole in {tmp_path}; nothing of imagenet kept. To write the rest: dlperf "
+        f"data synth {tmp_path} --size small --seed 3 --only imagenet"
+    )
+    monkeypatch.setattr(synth, "jpeg", real)
+    assert main(["data", "synth", str(tmp_path), "--size", "small", "--seed", "3", "--only", "imagenet"]) == 0
+
+
 def test_what_a_killed_synth_left_is_removed_by_the_next_and_a_running_ones_is_not(tmp_path):
     dead = tmp_path / f"{synth.STAGING}x"  # a staging folder no synth holds
     (dead / "imagenet" / "train" / "n1").mkdir(parents=True)

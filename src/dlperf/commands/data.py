@@ -99,8 +99,28 @@ def run(args) -> int:
             note(directory, args, datasets, written)
     except OSError as exc:  # a full disk, a folder not ours: one line, as for any bad input
         raise UsageError(failed(exc, directory, datasets, written)) from None
+    except KeyboardInterrupt:
+        return interrupted(directory, args, datasets, written)
     print_table(written, directory)
     return ExitCode.OK
+
+
+def interrupted(directory: Path, args, datasets: tuple[str, ...], written: list[Written]) -> int:
+    """Ctrl-C: what is written whole, what is not, and the command that writes the rest (a bare 'interrupted' left
+    the datasets written unnamed, and the same command again was refused for them: 'already there')."""
+    import shlex
+    import sys
+
+    done = [w.dataset for w in written]
+    rest = [d for d in datasets if d not in done]
+    if not rest:  # came as README.txt was written: every dataset is whole
+        print(f"dlperf: interrupted; {', '.join(done)} written whole in {directory}", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    flags = ["--size", args.size, "--seed", str(args.seed), "--only", ",".join(rest)]
+    again = shlex.join(["dlperf", "data", "synth", str(directory), *flags, *["--overwrite"] * args.overwrite])
+    kept = f"{', '.join(done)} written whole in {directory}; " if done else ""
+    print(f"dlperf: interrupted; {kept}nothing of {rest[0]} kept. To write the rest: {again}", file=sys.stderr)
+    return ExitCode.INTERRUPTED
 
 
 def failed(exc: OSError, directory: Path, datasets: tuple[str, ...], written: list[Written]) -> str:
