@@ -231,9 +231,10 @@ def test_crossover_cut_short_in_its_thread_search_says_to_run_it_again(tmp_path,
     assert code == ExitCode.INTERRUPTED
     assert "interrupted during the thread search, before the batches were measured: no answer" in out, out
     assert err.splitlines()[-1] == (
-        f"dlperf: interrupted; the thread search's cells are stored in run 1. For the crossover, run it again (it "
-        f"starts over): dlperf crossover {' '.join(args[1:])} (dlperf run --resume would not go on with the thread "
-        "search)"
+        # 'the thread search's cells are stored in run 1', where it had measured none
+        "dlperf: interrupted; no cell was measured yet: run 1 holds its plan of 2 cells. For the crossover, run it "
+        f"again (it starts over): dlperf crossover {' '.join(args[1:])} (dlperf run --resume would not go on with the "
+        "thread search)"
     )
     refused = dlperf("run", "--resume", "--db", db)  # as it says: a crossover cut in its thread search is a search's
     assert refused.returncode == ExitCode.BAD_INPUT and "of dlperf crossover" in refused.stderr, refused.stderr

@@ -19,7 +19,7 @@ from dlperf.commands.common import (
     whole,
 )
 from dlperf.commands.predict import GPU_SPECS_HELP
-from dlperf.commands.run import Said, add_timer_flags, again, print_answer, printed, see_it, timer
+from dlperf.commands.run import Said, add_timer_flags, again, print_answer, printed, see_it, stored_cells, timer
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -165,7 +165,7 @@ def interrupted_crossover(result, db: str) -> Said:
         return (f"the batches measured are stored in run {result.run_id}",
                 f"Continue with: {resume_command(db)} (it measures the batches left and prints the whole "
                 "crossover)")  # fmt: skip
-    return (f"the thread search's cells are stored in run {result.run_id}",
+    return (stored_cells(db, result.run_id),  # not "the thread search's cells are stored" where none was measured
             f"For the crossover, run it again (it starts over): {again()} (dlperf run --resume would not go on with "
             "the thread search)")  # fmt: skip
 
