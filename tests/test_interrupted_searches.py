@@ -68,9 +68,10 @@ def test_fit_cut_short_in_its_first_try_says_nothing_is_known_yet_not_that_nothi
             "batch fits is not known yet") in out, out  # fmt: skip
     assert "no batch fit" not in out
     assert err.splitlines()[-1] == (
-        f"dlperf: interrupted; the tries that finished are stored in run 1. To finish the search, run it again (it "
-        f"starts over): dlperf fit tiny-fcn-r --threads 1 --db {db} (dlperf run --resume would not go on with the "
-        "search)"
+        # 'the tries that finished are stored in run 1', where none had
+        "dlperf: interrupted; no cell was measured yet: run 1 holds its plan of 1 cell. To finish the search, run it "
+        f"again (it starts over): dlperf fit tiny-fcn-r --threads 1 --db {db} (dlperf run --resume would not go on "
+        "with the search)"
     )
 
 
@@ -183,8 +184,10 @@ def test_optimize_interrupted_says_how_to_search_again(tmp_path, monkeypatch, ca
     code, _, err = _main(monkeypatch, capsys, "optimize", "tiny-fcn-r", "--threads", "1", "--db", db)
     assert code == ExitCode.INTERRUPTED
     assert err.splitlines()[-1] == (
-        f"dlperf: interrupted; what was measured is stored in run 1. To search again, run it again (it starts over): "
-        f"dlperf optimize tiny-fcn-r --threads 1 --db {db} (dlperf run --resume would not go on with the search)"
+        # 'what was measured is stored in run 1', where nothing was
+        "dlperf: interrupted; no cell was measured yet: run 1 holds its plan of 1 cell. To search again, run it again "
+        f"(it starts over): dlperf optimize tiny-fcn-r --threads 1 --db {db} (dlperf run --resume would not go on "
+        "with the search)"
     )
 
 

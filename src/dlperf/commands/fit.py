@@ -8,7 +8,8 @@ import json
 import sys
 
 from dlperf.commands.common import add_format, batch, db_path, real, warn_if_measured, whole
-from dlperf.commands.run import add_timer_flags, again, printed, see_it, timer
+from dlperf.commands.run import add_timer_flags, again, printed, see_it, stored_cells, timer
+from dlperf.vocab import ExitCode
 
 HELP = "the largest batch that trains without running out of memory on this device, measured"
 DESCRIPTION = (
@@ -74,8 +75,9 @@ def run(args) -> int:
     warn_if_measured(db)
     result = fit.fit(opts, db, argv=["dlperf", *sys.argv[1:]])
     shown = (lambda: print(json.dumps(as_json(result), indent=2))) if args.format == "json" else (lambda: show(result))
-    stopped = (f"the tries that finished are stored in run {result.run_id}", f"To finish the search, run it again (it "
-               f"starts over): {again()} (dlperf run --resume would not go on with the search)")  # fmt: skip
+    kept = stored_cells(db, result.run_id) if result.exit_code == ExitCode.INTERRUPTED else ""  # counted: none, maybe
+    stopped = (kept, f"To finish the search, run it again (it starts over): {again()} (dlperf run --resume would "
+               "not go on with the search)")  # fmt: skip
     finished = (f"the search is complete and its tries are stored in run {result.run_id}", see_it(db, result.run_id))
     return printed(shown, result.exit_code, finished=finished, interrupted=stopped)
 

@@ -8,8 +8,8 @@ import json
 
 from dlperf.commands.common import LOG_WIDTH, add_format, db_path, duration, real, warn_if_measured, whole
 from dlperf.commands.common import console as wide
-from dlperf.commands.run import add_data_flags, add_timer_flags, again, printed, see_it, timer
-from dlperf.vocab import Status
+from dlperf.commands.run import add_data_flags, add_timer_flags, again, printed, see_it, stored_cells, timer
+from dlperf.vocab import ExitCode, Status
 
 HELP = "find the fastest training mode for a workload"
 
@@ -83,8 +83,9 @@ def run(args) -> int:
     warn_if_measured(db)
     search = optimize.optimize(opts, db)
     show = (lambda: print(render_json(search))) if args.format == "json" else (lambda: print_text(search))
-    stopped = (f"what was measured is stored in run {search.run_id}", f"To search again, run it again (it starts "
-               f"over): {again()} (dlperf run --resume would not go on with the search)")  # fmt: skip
+    kept = stored_cells(db, search.run_id) if search.exit_code == ExitCode.INTERRUPTED else ""  # counted: none, maybe
+    stopped = (kept, f"To search again, run it again (it starts over): {again()} (dlperf run --resume would not go on "
+               "with the search)")  # fmt: skip
     finished = (f"the search is complete and stored in run {search.run_id}", see_it(db, search.run_id))
     return printed(show, search.exit_code, finished=finished, interrupted=stopped)
 
