@@ -197,6 +197,20 @@ def began_beside(db: str, store: Store | None, began: str, before: frozenset[int
             if holder.since >= began and run_id not in before]  # fmt: skip
 
 
+def beside_since(db: str) -> Callable[[Store, int, Callable[[str], None]], None]:
+    """Taken as a search (optimize, fit, crossover) starts: once its own run `run_id` is stored, each run another
+    process of this host began in `db` meanwhile is said to `warn` (`began_beside`). A search looked only before it
+    planned, so two started together (a `dlperf run` and a `dlperf optimize` of one store) each timed the other's load
+    unwarned."""
+    began, before = now(), measured_ids(db)
+
+    def said(store: Store, run_id: int, warn: Callable[[str], None]) -> None:
+        for line in began_beside(db, store, began, before | {run_id}):
+            warn(line)
+
+    return said
+
+
 def measured_ids(db: str) -> frozenset[int]:
     """The runs of `db` a live process of this host measures now."""
     return _read(db, lambda store: frozenset(measured_here(store)), frozenset())

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from dlperf.api import warn_stderr
+from dlperf.api import beside_since, warn_stderr
 from dlperf.defaults import BRACKET
 from dlperf.errors import UsageError
 from dlperf.measure.timer import TimerConfig
@@ -195,6 +195,7 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
 
     db = given_db(db)
     gpus = check(opts)
+    beside = beside_since(db)
     plan = make_plan(_spec(opts))
     workload = Workload.from_json(plan.workloads[plan.cells[0].key])
     user_batch = opts.batch or workload.batch
@@ -210,6 +211,7 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
             store, plan.spec, plan.env, plan.cores, argv or ["dlperf", *sys.argv[1:]], made_by=made_by
         )
         session.forkable = forkable  # the processes its warm parent was started for
+        beside(store, session.run_id, warn)
         counts = [opts.threads] if opts.threads else [c.threads for c in plan.cells]
         searched = 0 if opts.threads else len(counts) - 1  # the search batch at the other thread counts
         cpu = CpuSide(session, workload, progress_factory or _progress((len(batches) + searched) * opts.repeats),

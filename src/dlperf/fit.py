@@ -316,13 +316,14 @@ def _stderr(line: str) -> None:
 
 
 def _fit(opts: Options, db: str | None, argv, progress_factory, warn, announce) -> Result:
-    from dlperf.api import warn_stderr
+    from dlperf.api import beside_since, warn_stderr
     from dlperf.plan import make_plan
     from dlperf.store import Store
     from dlperf.store.location import given_db
     from dlperf.workloads.base import Workload
 
     check(opts)
+    beside = beside_since(given_db(db))
     plan = make_plan(_spec(opts, opts.threads), devices_flag="--device")  # its threads: said if past the cores
     threads = opts.threads or max(c.threads for c in plan.cells)
     limit, said, needed = memory_limit(opts, plan.spec.frameworks[0], threads)
@@ -333,6 +334,7 @@ def _fit(opts: Options, db: str | None, argv, progress_factory, warn, announce) 
     store = Store.open(given_db(db), create=True)
     try:
         search = Search(store, spec, plan, workload, threads, progress_factory or _progress(), argv)
+        beside(store, search.session.run_id, warn or warn_stderr)
         search.budget = budget(plan.cells[0].device, limit, needed, plan.env)
         announce(search.outline(opts, said))
         code = search.run(opts)

@@ -36,7 +36,7 @@ from typing import Any
 
 from dlperf import envinfo
 from dlperf import modes as mode_table
-from dlperf.api import warn_stderr
+from dlperf.api import beside_since, warn_stderr
 from dlperf.defaults import OPTIMIZE_BUDGET_MIN
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
@@ -279,7 +279,7 @@ class Searcher:
         self.made_by = "optimize"  # the command whose run it is (`Session.create`)
 
     def run(self) -> Search:
-        start = time.monotonic()  # planning counts in the budget
+        start, beside = time.monotonic(), beside_since(self.db)  # planning counts in the budget
         plan = make_plan(self._spec(), devices_flag="--device")
         for warning in plan.warnings:
             self.warn(warning)
@@ -294,6 +294,7 @@ class Searcher:
         try:
             argv = ["dlperf", *sys.argv[1:]]
             self.session = Session.create(store, plan.spec, plan.env, plan.cores, argv, made_by=self.made_by)
+            beside(store, self.session.run_id, self.warn)
             self.budget = Budget(self.opts.budget_s, self.session, started=start)
             self.session.deadline = start + self.opts.budget_s  # no process outlives the budget (`runner/sweep.py`)
             self.fingerprint = envinfo.fingerprint(plan.env)
