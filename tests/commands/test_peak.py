@@ -5,6 +5,7 @@ import os
 import signal
 import sqlite3
 import statistics
+import sys
 import time
 from contextlib import contextmanager
 from dataclasses import astuple, replace
@@ -646,6 +647,23 @@ def test_an_interrupted_peak_says_which_peaks_it_stored(tmp_path, monkeypatch, c
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"dlperf: interrupted; the peaks of cpu:1 are stored in {db}. To measure the rest, run it again (it measures "
         "each again)"
+    )
+
+
+def test_a_peak_interrupted_before_its_first_figures_says_nothing_is_stored(tmp_path, monkeypatch, capsys):
+    """Ctrl-C (or SIGTERM) while cpu:1's peaks were measured said only 'dlperf: interrupted'."""
+    from dlperf.cli import main
+    from dlperf.runner import peak
+
+    def measure(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(peak, "measure", measure)
+    monkeypatch.setattr(sys, "argv", ["dlperf", "peak", "--threads", "1,2"])
+    assert main(["peak", "--threads", "1,2", "--db", str(tmp_path / "d.db")]) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "dlperf: interrupted before any peak was measured: nothing is stored. To measure, run it again: dlperf peak "
+        "--threads 1,2"
     )
 
 

@@ -202,8 +202,6 @@ def run(args) -> int:
                 list(opts.copy_sizes),
             )
     except KeyboardInterrupt:
-        if not measured:
-            raise
         return _interrupted(measured, db)
     finally:
         store.close()
@@ -217,7 +215,14 @@ def run(args) -> int:
 
 
 def _interrupted(measured: list[PeakRow], db: str) -> int:
-    """Ctrl-C after some processes' peaks were stored: which, and how to go on."""
+    """Ctrl-C: the processes whose peaks were stored, or that none was (a bare 'interrupted' said nothing), and how to
+    go on."""
+    if not measured:
+        from dlperf.commands.run import again
+
+        print(f"dlperf: interrupted before any peak was measured: nothing is stored. To measure, run it again: "
+              f"{again()}", file=sys.stderr)  # fmt: skip
+        return ExitCode.INTERRUPTED
     kept = ", ".join(_where(r.device, r.threads) for r in measured)
     print(f"dlperf: interrupted; the peaks of {kept} are stored in {db}. To measure the rest, run it again (it "
           "measures each again)", file=sys.stderr)  # fmt: skip
