@@ -127,6 +127,26 @@ def test_the_cells_it_quotes_carry_the_notes_dlperf_table_gives_them(tmp_path):
     assert sum(busy in n for n in again) == 1 and not any("95% interval" in n for n in again)
 
 
+def test_a_quoted_cells_note_names_no_flag_advise_does_not_take(tmp_path):
+    """advise quoted 'warm-up did not settle within --max-warmup steps or --max-time' and 'raise --max-time or
+    --min-steps': flags of dlperf run, not advise's (advise times within --budget)."""
+    from dlperf.store import Store
+
+    db = tmp_path / "a.db"
+    unsettled = "warm-up did not settle within --max-warmup steps or --max-time"
+    few = "few samples: the median of 3 timed steps (fewer than 6: raise --max-time or --min-steps for a figure to "
+    few += "rely on)"
+    store = Store.open(db, create=True)
+    try:
+        threads = _run(store, [(1, 0.02, [unsettled, few], 1)])
+    finally:
+        store.close()
+    said = " ".join(advise.quoted_notes(str(db), threads, store_cell(db, threads, 0), with_ci=False))
+    assert "within the warm-up advise gave it (dlperf run --max-warmup and --max-time give more)" in said, said
+    assert "fewer than 6: dlperf run --max-time or --min-steps times more, for a figure to rely on" in said, said
+    assert "within --max-warmup" not in said and "raise --max-time" not in said, said
+
+
 def store_cell(db, run_id, position):
     from dlperf.store import Store
 

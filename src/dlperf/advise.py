@@ -469,7 +469,22 @@ def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[
     if with_ci and processes == 1:
         found.append("the CPU step's 95% interval is over the steps of one process: another process may differ more "
                      "(dlperf run --repeats 3 measures several)")  # fmt: skip
-    return found
+    return [_run_flags(note) for note in found]
+
+
+# a cell's notes name the timer's flags, which advise does not take (it times within --budget): named as dlperf run's
+RUN_TIMER_FLAGS = {
+    "within --max-warmup steps or --max-time": "within the warm-up advise gave it (dlperf run --max-warmup and "
+    "--max-time give more)",
+    "raise --max-time or --min-steps for a figure to rely on": "dlperf run --max-time or --min-steps times more, for "
+    "a figure to rely on",
+}
+
+
+def _run_flags(note: str) -> str:
+    for said, meant in RUN_TIMER_FLAGS.items():
+        note = note.replace(said, meant)
+    return note
 
 
 def _best_cell(db: str, search):
