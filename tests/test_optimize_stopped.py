@@ -135,3 +135,16 @@ def test_a_candidate_not_faster_than_the_baseline_says_it_was_timed_against_the_
     slower = [n for n in search.notes if ": measured in one process only: " in n]
     assert any(n.endswith("not faster than fp32 as timed before it (1.00 s)") for n in slower), search.notes
     assert all(re.search(r"not faster than \S+ as timed before it \([\d.]+ s\)$", n) for n in slower), slower
+
+
+def test_a_mode_hundreds_of_times_slower_reads_as_such_and_the_step_has_its_unit(capsys, monkeypatch):
+    """A walkthrough's fused row read 'step 0.177' beside '0.00x': two decimals of a 0.0025x speed-up, and no unit for
+    the step column anywhere under the table."""
+    base = opt.Candidate("fp32", Status.OK.value, median_s=0.00045, speedup=1.0)
+    fused = opt.Candidate("fused", Status.OK.value, median_s=0.177, speedup=0.00254, ci_low=0.00249, ci_high=0.0026)
+    monkeypatch.setenv("COLUMNS", "300")
+    opt_cmd.print_text(opt.Search("w", "cpu", 1, 1, base, [base, fused], None))
+    out = capsys.readouterr().out
+    [row] = [line for line in out.splitlines() if "│ fused " in line]
+    assert "0.0025x [0.0025-0.0026]" in row and "0.00x" not in row, row
+    assert opt_cmd.STEP_LEGEND in out.replace("\n", " ")

@@ -143,8 +143,10 @@ def _speed_text(c) -> str:
         return "1.00x (baseline)"
     if c.speedup is None:
         return ""
-    interval = f" [{c.ci_low:.2f}-{c.ci_high:.2f}]" if c.ci_low is not None else ""
-    return f"{c.speedup:.2f}x{interval}"
+    from dlperf.measure.units import times
+
+    interval = f" [{times(c.ci_low)[:-1]}-{times(c.ci_high)[:-1]}]" if c.ci_low is not None else ""
+    return f"{times(c.speedup)}{interval}"
 
 
 def few_steps(best, baseline) -> str:
@@ -204,6 +206,10 @@ def loader_lines(loader, recommended: str | None = None) -> list[str]:
 
 # Peak memory kinds, marked in the table and explained under it: they are different quantities.
 MEMORY_MARKS = {"live_tensors": "", "cuda_allocator": "", "xla_buffers": "(xla)", "process_rss": "(rss)"}
+STEP_LEGEND = (
+    "step: the median training step in seconds (under 0.1 s in ms or µs); speed-up: fp32 eager's median step over the "
+    "mode's, with its 95% interval"
+)
 MEMORY_LEGEND = (
     "peak memory: live tensor bytes of one step (CUDA: the allocator's peak); (rss) = the process's resident-set peak "
     "during one step, for compiled steps, which cannot be traced tensor by tensor (it includes the runtime itself)"
@@ -217,6 +223,7 @@ def print_text(search) -> None:
 
     console = wide(at_least=LOG_WIDTH)
     console.print(render_rich(search))
+    console.print(STEP_LEGEND, highlight=False, markup=False)
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
     for note in search.notes:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
