@@ -284,8 +284,11 @@ EXIT_CODES = {
     "OUTPUT_FAILED": "standard output could not be written (a full disk, a closed terminal), said in one line on "
     "stderr where it can be: the output is cut short, and what the command stored is stored (a run's cells "
     "included); a failing stderr alone is no failure: warnings and the progress display are dropped",
-    "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes): what had finished is kept, no "
-    "process is left, and `dlperf run --resume` goes on",
+    "INTERRUPTED": "interrupted (Ctrl-C, SIGTERM, or SIGHUP when the terminal closes): no process is left, and the "
+    "last line says what was kept and what to run next. A sweep (`run`, `profile`, a crossover's batches) keeps what "
+    "had finished and `dlperf run --resume` goes on; a search (`optimize`, `fit`, `advise`, a thread search) keeps "
+    "its measured cells, and runs again from the start; `peak` keeps the thread counts it finished, `data synth` the "
+    "datasets written whole; `comm` keeps nothing of an unfinished job",
 }
 
 
