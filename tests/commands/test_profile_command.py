@@ -238,3 +238,24 @@ def test_profile_takes_frameworks_as_run_does():
     parser = build_parser()
     assert parser.parse_args(["profile", "tiny-fcn-r", "--frameworks", "jax,torch"]).framework == "jax,torch"
     assert parser.parse_args(["profile", "tiny-fcn-r", "--framework", "jax"]).framework == "jax"
+
+
+@pytest.mark.parametrize(("profiled", "code"), [("failed", 1), ("timeout", 1), ("unsupported", 0), ("ok", 0)])
+def test_a_profile_that_failed_makes_dlperf_profile_exit_1(tmp_path, capsys, monkeypatch, profiled, code):
+    """Its cell measured, its profile failed: `dlperf profile`, whose answer the profile is, exited 0, as if it had
+    one to give (a CI job read the failure as a pass)."""
+    from dlperf import api
+    from dlperf.protocol import Cell
+    from dlperf.store import Store
+    from dlperf.store.records import PlannedCell, ProfileOutcome
+    from dlperf.vocab import ExitCode, Status
+
+    db = str(tmp_path / "p.db")
+    cell = Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32")
+    store = Store.open(db, create=True)
+    run_id = store.create_run({"spec": 1}, {"cores": 2}, {"hostname": "a"}, ["dlperf", "profile"],
+                              [PlannedCell(cell, {"name": "tiny-fcn-r", "batch": 4})])  # fmt: skip
+    store.record_profile(run_id, cell.key, ProfileOutcome(Status(profiled), None if profiled == "ok" else "boom"))
+    store.close()
+    monkeypatch.setattr(api, "run", lambda *args, **kwargs: api.Outcome(ExitCode.OK, run_id=run_id))
+    assert main(capsys, "tiny-fcn-r", "--db", db).returncode == code

@@ -93,7 +93,21 @@ def _run(args) -> int:
                         "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
         return ExitCode.INTERRUPTED
     finished = (f"run {outcome.run_id} is complete and stored", see_it(db, outcome.run_id, "--explain"))
-    return printed(lambda: print_profiles(db, outcome.run_id), outcome.exit_code, finished=finished)
+    code = max(outcome.exit_code, profiles_failed(db, outcome.run_id))
+    return printed(lambda: print_profiles(db, outcome.run_id), code, finished=finished)
+
+
+def profiles_failed(db: str, run_id: int) -> int:
+    """CELLS_FAILED where a cell's profile failed or timed out (what the command is for), else OK; a profile that
+    does not apply (`unsupported`) is no failure, as an unsupported cell is none."""
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        failed = any(p.status.is_failure for p in store.profiles(run_id).values())
+    finally:
+        store.close()
+    return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
 def thirds(timer: TimerConfig) -> TimerConfig:
