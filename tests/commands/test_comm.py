@@ -348,6 +348,7 @@ def test_a_rendezvous_that_never_completes_times_out_and_leaves_nothing_behind(t
         (["--format", "xml"], "--format 'xml': expected text or json"),
         (["--backend", "mpi"], "--backend 'mpi': expected gloo or nccl"),
         (["--iters", "0"], "--iters '0': expected a whole number of at least 1"),
+        (["--threads", "100000"], "--threads 100000: at most 8 per usable core"),  # warned of, then started the job
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, flags, fragment):

@@ -130,11 +130,13 @@ def parse_sizes(text: str, factor: int) -> tuple[int, ...]:
 
 
 def options(args) -> CommOptions:
+    """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
     from dlperf.measure import system
     from dlperf.parallel import Rendezvous
     from dlperf.runner.comm import CommJob
 
-    """Every flag checked before anything runs; bad input is a UsageError naming the flag."""
+    if why := system.too_many_threads([args.threads] if args.threads else [], system.usable_cores()["cores"]):
+        raise UsageError(why)  # as `dlperf run` and `peak` refuse it, before anything starts
     job = CommJob(
         nproc=args.nproc,
         backend=CommBackend(args.backend),
