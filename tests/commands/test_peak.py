@@ -680,3 +680,16 @@ def handlers_put_back():
         lifeline._interrupted = None
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def test_a_bandwidth_under_1_gb_s_keeps_two_significant_figures():
+    """A 64 KiB memcpy at 2 threads on a busy machine printed as '0.0' GB/s: no figure at all."""
+    from dlperf.commands.peak import _gbps
+
+    assert [_gbps(v) for v in (4.204e12, 55.1e9, 0.97e9, 4.3e7, 1.2e5)] == [
+        "4204.0",
+        "55.1",
+        "0.97",
+        "0.043",
+        "0.00012",
+    ]

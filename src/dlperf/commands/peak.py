@@ -352,7 +352,10 @@ def _tflops(value: float) -> str:
 
 
 def _gbps(value: float) -> str:
-    return f"{value / 1e9:.1f}"
+    """GB/s to one decimal, and below 1 GB/s to two significant figures: a small copy at 2 busy threads read 0.0."""
+    from dlperf.measure.units import significant
+
+    return f"{value / 1e9:.1f}" if value >= 1e9 or value <= 0 else significant(value / 1e9, 2)
 
 
 def notes(measured: list[PeakRow], failed: list[PeakRow]) -> list[str]:
