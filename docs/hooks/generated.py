@@ -276,7 +276,8 @@ def export_markdown() -> str:
 EXIT_CODES = {
     "OK": "everything asked was done: every cell measured (each has at least one timed step), or the view printed",
     "CELLS_FAILED": "some cells failed or timed out, the rest saved (a cell without a timed step included); "
-    "`dlperf profile`: a cell's profile failed or timed out; `dlperf compare`: a cell significantly slower by more than `--threshold`; a view (`export`, `report`, `plot`, "
+    "`dlperf profile`: a cell's profile failed or timed out; `dlperf compare`: a cell significantly slower by more "
+    "than `--threshold`; a view (`export`, `report`, `plot`, "
     "`table`): a stored row that no longer reads, left out with a warning; a probe (the short child that checks the "
     "frameworks, devices or a workload before anything is measured) killed by a signal, which the line names",
     "BAD_INPUT": "bad input, said in one line on stderr: nothing ran and nothing was written; `dlperf compare`: the "
