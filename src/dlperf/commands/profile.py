@@ -93,8 +93,14 @@ def _run(args) -> int:
                         "(it measures and profiles the cells left, then prints every cell's profile)")  # fmt: skip
         return ExitCode.INTERRUPTED
     finished = (f"run {outcome.run_id} is complete and stored", see_it(db, outcome.run_id, "--explain"))
-    code = max(outcome.exit_code, profiles_failed(db, outcome.run_id))
-    return printed(lambda: print_profiles(db, outcome.run_id), code, finished=finished)
+    failed: list[int] = []
+
+    def show() -> None:
+        print_profiles(db, outcome.run_id)
+        failed.append(profiles_failed(db, outcome.run_id))
+
+    code = printed(show, outcome.exit_code, finished=finished)
+    return code if code == ExitCode.INTERRUPTED else max([code, *failed])
 
 
 def profiles_failed(db: str, run_id: int) -> int:
