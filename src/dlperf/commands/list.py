@@ -1,6 +1,7 @@
 """`dlperf list`: the workloads, or with --frameworks every framework of the paper and today's, measurable here or
 why not, or with --parallel every strategy of a multi-process cell (and Horovod), what each rank holds and whether it
-is measurable here, or with --runs the runs a store holds (their ids, for --run, compare and report)."""
+is measurable here, or with --runs the runs a store holds (their ids, for --run, compare and report), with --peaks
+and --comm the figures of machines it holds (`dlperf peak`'s and `dlperf comm`'s, read back without measuring)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from dlperf.vocab import ExitCode
 
 HELP = (
     "the workloads, or with --frameworks the frameworks, with --parallel the strategies of --nproc cells, or "
-    "with --runs the runs of --db"
+    "with --runs the runs of --db, with --peaks or --comm the machine figures it holds"
 )
 
 
@@ -36,6 +37,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     what.add_argument(
         "--runs", action="store_true", help="the runs of --db: id, start, status, cells, the command and the machine"
     )
+    what.add_argument(
+        "--peaks",
+        action="store_true",
+        help="the peaks `dlperf peak` stored in --db, the latest of each per machine (json: every one)",
+    )
+    what.add_argument(
+        "--comm",
+        action="store_true",
+        help="the all-reduce jobs `dlperf comm` stored in --db, one line each (json: every size)",
+    )
 
 
 def run(args) -> int:
@@ -48,6 +59,8 @@ def run(args) -> int:
         return list_parallel(args.format)
     if args.runs:
         return list_runs(db_path(args), args.format)
+    if args.peaks or args.comm:
+        return (list_peaks if args.peaks else list_comm)(db_path(args), args.format)
     published = {w.name for w in PUBLISHED}
     workloads = [w for w in BUILTIN.values() if args.all or not w.hidden]
     if args.format == "json":
@@ -170,6 +183,7 @@ def list_runs(db: str, fmt: str) -> int:
     store = Store.open(db, create=False)
     try:
         states, counts, oom = run_states(store), store.cell_counts(), store.out_of_memory_counts()
+        held = None if states else store.held_figures()
     finally:
         store.close()
     later = continued_by([s.run for s in states.values()])
@@ -192,5 +206,91 @@ def list_runs(db: str, fmt: str) -> int:
         machine = r["machine"] + (f" (merged from {r['merged_from']})" if r["merged_from"] else "")
         table.add_row(*(Text(terminal(str(v))) for v in (r["run"], started, status_text(r), cells, r["command"],
                                                             machine)))  # fmt: skip
-    print_rich(table)
+    print_rich(table, lines=[f"it holds {held}"] if held else [])
     return ExitCode.OK
+
+
+def list_peaks(db: str, fmt: str) -> int:
+    """The peaks of the store (`report/machine_figures.py`): in text the latest of each figure, one table per machine
+    and framework version; in JSON every stored row."""
+    from dlperf.report.machine_figures import latest_peaks, peak_json, peak_line
+
+    rows = _read(db, lambda store: store.peaks())
+    if fmt == "json":
+        print(json.dumps([peak_json(r) for r in rows], indent=2))
+        return ExitCode.OK
+    from rich.table import Table
+
+    from dlperf.commands.common import print_rich
+    from dlperf.measure.units import plural
+    from dlperf.report.format import terminal
+
+    latest, earlier = latest_peaks(rows)
+    lines = [peak_line(r) for r in latest]
+    said = [f"{plural(len(rows), 'peak')} in {db}" if rows else f"no peaks in {db}: `dlperf peak` measures them"]
+    if earlier:
+        said[0] += f"; {plural(earlier, 'earlier figure')} superseded by later ones (--format json lists every one)"
+    if any(line.note.startswith("busy") for line in lines):
+        said.append(
+            "busy: measured while other processes used that share of the CPUs (steal: other virtual "
+            "machines), so it reads low; the views hold a step against a quiet peak where one exists"
+        )
+    groups = list(dict.fromkeys((line.machine, line.framework) for line in lines))
+    for i, (machine, framework) in enumerate(groups):
+        table = Table(title=terminal(f"Peaks of {machine} ({framework})"))
+        for name in ("device", "threads", "figure", "value", "unit", "measured", "note"):
+            table.add_column(name, justify="right" if name in ("threads", "value") else "left", overflow="fold")
+        for line in (x for x in lines if (x.machine, x.framework) == (machine, framework)):
+            table.add_row(line.device, str(line.threads), line.figure, line.value, line.unit,
+                          line.measured_at[:16].replace("T", " "), terminal(line.note))  # fmt: skip
+        print_rich(table, lines=said if i == len(groups) - 1 else [])
+    if not groups:
+        print(terminal(said[0]))
+    return ExitCode.OK
+
+
+def list_comm(db: str, fmt: str) -> int:
+    """The `dlperf comm` jobs of the store, newest first: one line each in text, every size in JSON."""
+    from dlperf.report.machine_figures import comm_jobs
+
+    rows = _read(db, lambda store: store.comm_results())
+    if fmt == "json":
+        print(json.dumps([job.to_json() for job in comm_jobs(rows)], indent=2))
+        return ExitCode.OK
+    from rich.table import Table
+
+    from dlperf.commands.common import print_rich
+    from dlperf.measure.units import plural, seconds
+    from dlperf.report.format import nbytes, terminal
+    from dlperf.report.machine_figures import value_text
+
+    jobs = comm_jobs(rows)
+    if not jobs:
+        print(f"no all-reduce figures in {terminal(db)}: `dlperf comm` measures them")
+        return ExitCode.OK
+    table = Table(title=terminal(f"{plural(len(jobs), 'all-reduce job')} in {db} (`dlperf comm`), newest first"))
+    for name in ("measured", "machine", "job", "sizes", "largest", "busbw GB/s", "#wrong"):
+        table.add_column(name, justify="right" if name in ("largest", "busbw GB/s", "#wrong") else "left")
+    for job in jobs:
+        each = f"{plural(job.world, 'process', 'es')}{f' on {job.nnodes} nodes' if job.nnodes > 1 else ''}"
+        busbw = " / ".join("-" if v is None else value_text(v / 1e9) for v in (job.busbw_largest, job.busbw_mean))
+        table.add_row(
+            job.measured_at[:16].replace("T", " "), terminal(job.machine),
+            f"{job.backend} on {job.device}, {each}, {plural(job.threads, 'thread')} each",
+            f"{job.sizes}: {nbytes(job.smallest)} to {nbytes(job.largest)}",
+            "-" if job.time_largest_s is None else seconds(job.time_largest_s), busbw, str(job.wrong),
+        )  # fmt: skip
+    lines = ["largest: one all-reduce of the largest size; busbw: the bus bandwidth of the largest size / the mean "
+             "over the sizes (`--format json` lists every size)"]  # fmt: skip
+    print_rich(table, lines=lines)
+    return ExitCode.OK
+
+
+def _read(db: str, read):
+    from dlperf.store import Store
+
+    store = Store.open(db, create=False)
+    try:
+        return read(store)
+    finally:
+        store.close()

@@ -276,7 +276,10 @@ class Store(Copies, MachineFigures):
         if run_id is None:
             row = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
             if row is None:
-                raise UsageError(f"{self.path}: no runs yet (run `dlperf run` first)")
+                held = self.held_figures()
+                raise UsageError(
+                    f"{self.path}: no runs yet (run `dlperf run` first)" + (f"; it holds {held}" if held else "")
+                )
             return run_record(row)
         row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:

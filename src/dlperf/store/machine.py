@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from dlperf.measure.units import plural
 from dlperf.store.records import CommResult, PeakRecord
 from dlperf.store.schema import COMM_COLUMNS, LOADERS, PEAK_COLUMNS
 
@@ -125,6 +126,15 @@ class MachineFigures:
             d["detail"] = json.loads(d.pop("detail_json"))
             out.append(d)
         return out
+
+    def held_figures(self) -> str | None:
+        """What a store without runs holds of machines, and the command that lists it: "14 peaks (`dlperf list
+        --peaks`)"; None when it holds none (a "no runs yet" error says the rest)."""
+        counts = [(table, self.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]) for table, since in
+                  (("peaks", 2), ("comm", 4)) if self.version >= since]  # fmt: skip
+        said = [f"{plural(n, 'peak')} (`dlperf list --peaks`)" if table == "peaks" else
+                f"{plural(n, 'all-reduce size')} (`dlperf list --comm`)" for table, n in counts if n]  # fmt: skip
+        return " and ".join(said) or None
 
     # --- collective bandwidth (`dlperf comm`) -----------------------------------------------------------------------
     def record_comm(self, fingerprint: dict, env: dict, rows: Sequence[MeasuredComm]) -> list[int]:
