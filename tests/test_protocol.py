@@ -19,6 +19,7 @@ from dlperf.protocol import (
     MEMORY_KINDS,
     TASKS,
     Answer,
+    AnswerPart,
     Cell,
     CellTask,
     Comm,
@@ -89,6 +90,7 @@ def test_a_probe_task_names_its_question_on_the_wire_and_an_unknown_one_is_refus
 def test_every_event_reads_back_as_its_type():
     examples = [Start(7, "/py", rank=1, world=2, local_rank=1, host="h"), Sample(0.25),
                 LossCheck(None, "not checked", LossCheckFigures(seconds=1.5)), Answer({"x": [1, 2]}), Joined(),
+                AnswerPart({"sizes": [{"bytes": 4}]}),
                 Done("2.0x slower"), Error("RuntimeError: x", "tb", rank=1, usage=True),
                 Comm(CommFigures(gradient_bytes=40, stage_s=[0.1, 0.2], split=["layer2"])),
                 Loader(LoaderFigures(setting="w2+pin", wait_s=[0.01], h2d={"bytes": 4096.0}))]  # fmt: skip

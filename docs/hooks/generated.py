@@ -289,7 +289,7 @@ EXIT_CODES = {
     "last line says what was kept and what to run next. A sweep (`run`, `profile`, a crossover's batches) keeps what "
     "had finished and `dlperf run --resume` goes on; a search (`optimize`, `fit`, `advise`, a thread search) keeps "
     "its measured cells, and runs again from the start; `peak` keeps the thread counts it finished, `data synth` the "
-    "datasets written whole; `comm` keeps nothing of an unfinished job",
+    "datasets written whole; `comm` the sizes its job had measured, naming the command that measures the rest",
 }
 
 

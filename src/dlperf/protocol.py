@@ -476,6 +476,14 @@ class Answer(Event):
     result: dict[str, Any]
 
 
+@event("answer_part")
+class AnswerPart(Event):
+    """A finished part of the answer of a child that answers once (one message size of `dlperf comm`): its typed
+    answer with that part alone, kept where the child is stopped or fails before its `Answer`."""
+
+    result: dict[str, Any]
+
+
 @event("unsupported")
 class Unsupported(Event):
     reason: str

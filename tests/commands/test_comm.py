@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from functools import partial
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -20,10 +21,10 @@ from dlperf.errors import UsageError
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
-from dlperf.protocol import Answer, Error, Joined
+from dlperf.protocol import Answer, AnswerPart, Error, Joined
 from dlperf.runner import comm as job
 from dlperf.runner.distributed import rendezvous_id, torchrun_command
-from dlperf.runner.launch import KILL_GRACE_S, ChildResult
+from dlperf.runner.launch import KILL_GRACE_S, ChildInterrupted, ChildResult, Launched
 from dlperf.store import MIGRATIONS, SCHEMA_VERSION, Store
 from dlperf.store.machine import MeasuredComm
 
@@ -445,9 +446,9 @@ def test_a_size_is_ascii_digits_within_sqlites_integer(text):
         comm.parse_size(text)
 
 
-def test_an_interrupt_during_the_job_says_nothing_is_stored_and_how_to_measure(tmp_path, monkeypatch, capsys):
+def test_an_interrupt_before_any_size_says_nothing_is_stored_and_how_to_measure(tmp_path, monkeypatch, capsys):
     """Ctrl-C while the job ran said only 'dlperf: interrupted', where exit 130 is documented as "what had finished is
-    kept": the sizes the job had measured were not, as it gives them all as it ends."""
+    kept". Before its first size is measured, nothing is (`commands.run.say_interrupted`'s line)."""
     from dlperf.cli import main
 
     def interrupted(*args):
@@ -457,8 +458,8 @@ def test_an_interrupt_during_the_job_says_nothing_is_stored_and_how_to_measure(t
     monkeypatch.setattr(sys, "argv", ["dlperf", "comm", "--nproc", "2", "--threads", "1"])
     assert main(["comm", "--nproc", "2", "--threads", "1", "--db", str(tmp_path / "d.db")]) == 130
     assert capsys.readouterr().err == (
-        "dlperf: interrupted before the job ended: nothing is stored (it stores every size at once, as it ends). To "
-        "measure, run it again: dlperf comm --nproc 2 --threads 1\n"
+        "dlperf: interrupted; nothing is stored: no size was measured yet. To measure, run it again: dlperf comm "
+        "--nproc 2 --threads 1\n"
     )
 
 
@@ -492,3 +493,108 @@ def test_an_interrupt_while_the_jobs_figures_are_stored_comes_once_they_are(tmp_
         assert len(store.comm_results()) == 1  # COMM_WIRE's one size
     finally:
         store.close()
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# A job that does not end: the sizes it measured are kept
+
+
+def part(nbytes: int, wrong: int = 0) -> AnswerPart:
+    """One size of a job's answer, as the job's first process reports it once that size is measured."""
+    from test_answers import COMM_WIRE
+
+    size = {**COMM_WIRE["sizes"][0], "bytes": nbytes, "count": nbytes // 4, "wrong": wrong}
+    return AnswerPart({**COMM_WIRE, "sizes": [size]})
+
+
+def stored_sizes(db) -> list[int]:
+    store = Store.open(db, create=False)
+    try:
+        return sorted(r.bytes for r in store.comm_results())
+    finally:
+        store.close()
+
+
+def test_an_interrupt_keeps_the_sizes_the_job_had_measured_and_names_the_command_for_the_rest(
+    tmp_path, monkeypatch, capsys
+):
+    """The job gave every size as it ended: Ctrl-C after 2 of 4 sizes stored nothing. The launcher hands back the
+    parts the job had reported; they are stored, and the command measures the other sizes alone."""
+    from dlperf.cli import main
+
+    def interrupted(*args):
+        raise ChildInterrupted({0: [Joined(), part(4 * K), part(16 * K)], 1: []})
+
+    monkeypatch.setattr(job, "run_job", interrupted)
+    argv = ["comm", "--nproc", "2", "--threads", "1", "--sizes=4K:256K", "--factor", "4"]
+    monkeypatch.setattr(sys, "argv", ["dlperf", *argv])
+    db = tmp_path / "d.db"
+    assert main([*argv, "--db", str(db)]) == 130
+    assert capsys.readouterr().err == (
+        f"dlperf: interrupted; 2 sizes measured (4K, 16K) are stored in {db}. To measure the rest: dlperf comm "
+        "--nproc 2 --threads 1 --sizes 64K,256K\n"
+    )
+    assert stored_sizes(db) == [4 * K, 16 * K]
+
+
+@pytest.mark.parametrize(
+    ("parts", "kept", "stored"),
+    [
+        ([part(4 * K), part(16 * K, wrong=3)], "; 1 size measured (4K) is stored in {db}; not 16K, which summed wrong",
+         [4 * K]),
+        ([part(4 * K, wrong=1)], "; nothing is stored: 4K summed wrong", []),
+        ([], "", []),
+    ],
+)  # fmt: skip
+def test_a_failed_job_keeps_the_sizes_measured_before_it_but_none_that_summed_wrong(
+    tmp_path, monkeypatch, capsys, parts, kept, stored
+):
+    """Rank 1 died after the job's first sizes: they were measured whole and are stored (the failure is said, exit 1);
+    a size that summed wrong is not, and a job that measured none says its failure alone, as before."""
+    from dlperf.cli import main
+
+    lost = Error("RuntimeError: Connection closed by peer", rank=1)
+    events = {0: [Joined(), *parts], 1: [lost]}
+    monkeypatch.setattr(job, "run_job", lambda *args: Launched(ChildResult(1, False, 1.0, ""), events, ""))
+    db = tmp_path / "d.db"
+    assert main(["comm", "--nproc", "2", "--threads", "1", "--sizes", "4K:64K", "--db", str(db)]) == 1
+    said = f"dlperf: error: comm job failed: rank 1: {lost.error}{kept.format(db=db)}\n"
+    assert capsys.readouterr().err == said
+    assert stored_sizes(db) == stored
+
+
+def measured_a_size(tmp: Path) -> bool:
+    """Whether a comm job's first process (its events under the launcher's folder in `tmp`) reported a size."""
+    return any('"event": "answer_part"' in p.read_text() for p in tmp.glob("*comm*/events.jsonl.rank*"))
+
+
+def test_a_job_stopped_midway_keeps_the_sizes_it_measured(tmp_path, torch):
+    """SIGTERM (handled as Ctrl-C) once the job reported its first size, of 20 sizes of 500 all-reduces: the job
+    stored nothing, every size measured lost with it. The sizes measured are stored, in order from the first, and the
+    line names them and the command that measures the rest."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    db = tmp_path / "d.db"
+    flags = ["--nproc", "2", "--threads", "1", "--sizes", "4:2M", "--factor", "2", "--iters", "500", "--warmup", "0"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(tmp)}
+    cmd = [sys.executable, "-m", "dlperf", "comm", *flags, "--db", str(db)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        while not measured_a_size(tmp):
+            assert proc.poll() is None and time.monotonic() < deadline, "the job reported no size before it ended"
+            time.sleep(0.05)
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 130, err
+    sizes = stored_sizes(db)
+    assert sizes == [4 * 2**i for i in range(len(sizes))] and 1 <= len(sizes) < 20, sizes
+    count = "1 size measured (4) is" if len(sizes) == 1 else f"{len(sizes)} sizes measured ({comm.names(sizes)}) are"
+    rest = ",".join(comm.size_text(4 * 2**i) for i in range(len(sizes), 20))
+    assert err.splitlines()[-1] == (
+        f"dlperf: interrupted; {count} stored in {db}. To measure the rest: dlperf comm --nproc 2 --threads 1 --iters "
+        f"500 --warmup 0 --db {db} --sizes {rest}"
+    )

@@ -187,14 +187,16 @@ def check_backend(backend: CommBackend, nproc: int, info: EnvAnswer) -> None:
 
 
 def run(args) -> int:
-    """Measure in one torchrun job, store every size, print. Exit 1 if the job failed, timed out or summed wrong."""
+    """Measure in one torchrun job, store every size, print. Exit 1 if the job failed, timed out or summed wrong. A
+    job interrupted or failed stores the sizes it had measured that summed right (`keep_finished`)."""
     from dlperf import envinfo
     from dlperf.answers import EnvAnswer
     from dlperf.commands.common import warn
     from dlperf.measure.units import plural
     from dlperf.plan.devices import framework_info
     from dlperf.runner import lifeline
-    from dlperf.runner.comm import comm_records, failure_reason, result_of, run_job
+    from dlperf.runner.comm import failure_reason, result_of, run_job
+    from dlperf.runner.launch import ChildInterrupted
     from dlperf.runner.sweep import interpreter_for, sigterm_as_interrupt
     from dlperf.store import Store
 
@@ -213,33 +215,106 @@ def run(args) -> int:
     try:
         with sigterm_as_interrupt():
             launched = run_job(job, python, threads)
-    except KeyboardInterrupt:  # the job gives its sizes together as it ends: a bare "interrupted" said nothing of them
-        from dlperf.commands.run import again
-
-        print("dlperf: interrupted before the job ended: nothing is stored (it stores every size at once, as it "
-              f"ends). To measure, run it again: {again()}", file=sys.stderr)  # fmt: skip
-        return ExitCode.INTERRUPTED
+    except KeyboardInterrupt as stopped:  # the job's sizes measured so far came with it from the launcher
+        return interrupted(job, env, db, stopped.every_rank if isinstance(stopped, ChildInterrupted) else [])
     events = launched.every_rank
-    failure = failure_reason(job, launched.child, events)
-    if failure:
-        print(f"dlperf: error: comm job failed: {failure}", file=sys.stderr)
+    if failure := failure_reason(job, launched.child, events):
+        with lifeline.held():  # an interrupt meanwhile comes once the line says what is stored
+            kept, _ = keep_finished(job, env, db, events)
+            print(f"dlperf: error: comm job failed: {failure}{'; ' + kept if kept else ''}", file=sys.stderr)
         return ExitCode.CELLS_FAILED
     answer = result_of(events)
     assert answer is not None, "a job that did not fail answered"
-    store, ids = Store.open(db, create=True), []
+    ids: list[int] = []
     try:
-        with lifeline.held():  # Ctrl-C meanwhile comes once they are stored: raised inside, it rolled the job's back
-            ids = store.record_comm(envinfo.fingerprint(env), env, comm_records(answer, job))
+        store_sizes(db, env, answer, job, ids)
     except KeyboardInterrupt:  # it came while they were stored: say that they are, as peak does
         if not ids:
             raise
         kept = plural(len(ids), "size")
         print(f"dlperf: interrupted; the job's figures ({kept}) are stored in {db}", file=sys.stderr)
         return ExitCode.INTERRUPTED
-    finally:
-        store.close()
     render(answer, ids, db, opts.format)
     return ExitCode.CELLS_FAILED if any(s.wrong for s in answer.sizes) else ExitCode.OK
+
+
+def store_sizes(db: str, env: dict, answer: CommAnswer, job: CommJob, ids: list[int]) -> None:
+    """The answer's sizes stored in one transaction, their ids appended to `ids`; an interrupt meanwhile comes once
+    they are (raised inside, it rolled them back)."""
+    from dlperf import envinfo
+    from dlperf.runner import lifeline
+    from dlperf.runner.comm import comm_records
+    from dlperf.store import Store
+
+    store = Store.open(db, create=True)
+    try:
+        with lifeline.held():
+            ids.extend(store.record_comm(envinfo.fingerprint(env), env, comm_records(answer, job)))
+    finally:
+        store.close()
+
+
+def keep_finished(job: CommJob, env: dict, db: str, events: list) -> tuple[str, list[int]]:
+    """The sizes a job that did not end (interrupted, or failed) had measured, stored: what is stored in words ('' when
+    it had measured none), and their bytes. Each was measured whole (every rank timed it, its figures gathered from
+    all of them) and stands as a finished job's size does: a later failure (a rank that died at a larger size, the
+    job's timeout) is the failure's, not theirs. One that summed wrong is not stored: without the job's end no table
+    shows its count, and it may be the first sign of what failed."""
+    from dataclasses import replace
+
+    from dlperf.measure.units import plural
+    from dlperf.runner.comm import finished
+
+    answer = finished(events)
+    if answer is None:
+        return "", []
+    right = [s.bytes for s in answer.sizes if not s.wrong]
+    wrong = names([s.bytes for s in answer.sizes if s.wrong])
+    if not right:
+        return f"nothing is stored: {wrong} summed wrong", []
+    store_sizes(db, env, replace(answer, sizes=[s for s in answer.sizes if not s.wrong]), job, [])
+    are = "is" if len(right) == 1 else "are"
+    not_wrong = f"; not {wrong}, which summed wrong" if wrong else ""
+    return f"{plural(len(right), 'size')} measured ({names(right)}) {are} stored in {db}{not_wrong}", right
+
+
+def interrupted(job: CommJob, env: dict, db: str, events: list) -> int:
+    """Ctrl-C (or SIGTERM, SIGHUP) during the job: the sizes it had measured stored, and the command that measures
+    the rest."""
+    from dlperf.commands.run import again, say_interrupted
+
+    kept, stored = keep_finished(job, env, db, events)
+    rest = [n for n in job.sizes if n not in stored]
+    if not stored:  # today's meaning: nothing is kept, and the same command measures
+        say_interrupted(kept or "nothing is stored: no size was measured yet", f"To measure, run it again: {again()}")
+    else:
+        say_interrupted(kept, f"To measure the rest: {rest_command(rest)}" if rest else "Every size was measured")
+    return ExitCode.INTERRUPTED
+
+
+def names(sizes: list[int]) -> str:
+    """Sizes as --sizes takes them, 4K rather than 4096: '4K, 16K, 1M'."""
+    return ", ".join(map(size_text, sizes))
+
+
+def size_text(nbytes: int) -> str:
+    for unit, power in (("G", 3), ("M", 2), ("K", 1)):
+        if nbytes % 1024**power == 0:
+            return f"{nbytes // 1024**power}{unit}"
+    return str(nbytes)
+
+
+def rest_command(sizes: list[int]) -> str:
+    """This command line measuring only `sizes`: its --sizes (and --factor) replaced by their comma list."""
+    import shlex
+
+    words, skip = [], False
+    for word in sys.argv[1:]:
+        if skip or word.split("=", 1)[0] in ("--sizes", "--factor"):
+            skip = not skip and "=" not in word
+            continue
+        words.append(word)
+    return shlex.join(["dlperf", *words, "--sizes", ",".join(map(size_text, sizes))])
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -1,17 +1,17 @@
 """The parent side of `dlperf comm`: one torchrun job runs `worker/comm.py` in every process, the thread
-variables fixed before torch loads; its result becomes store rows, one per message size. Nothing here imports a
-framework.
+variables fixed before torch loads; its result becomes store rows, one per message size, and so do the sizes a job
+interrupted or failed later had measured (`finished`). Nothing here imports a framework.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlperf.answers import CommAnswer
 from dlperf.parallel import Rendezvous
-from dlperf.protocol import Answer, CommTask, Error, Event, Joined, all_of, first
+from dlperf.protocol import Answer, AnswerPart, CommTask, Error, Event, Joined, all_of, first
 from dlperf.runner.distributed import rendezvous_id
 from dlperf.runner.outcome import outcome, tail
 from dlperf.vocab import CommBackend
@@ -55,6 +55,15 @@ def result_of(events: list[Event]) -> CommAnswer | None:
     """The job's figures: the answer of this node's first process."""
     answer = first(events, Answer)
     return None if answer is None else CommAnswer.from_json(answer.result)
+
+
+def finished(events: list[Event]) -> CommAnswer | None:
+    """The sizes a job that did not end (interrupted, or failed) had measured, as one answer: this node's first
+    process's parts (`AnswerPart`), in order; None when it had measured none."""
+    parts = [CommAnswer.from_json(part.result) for part in all_of(events, AnswerPart)]
+    if not parts:
+        return None
+    return replace(parts[-1], sizes=[size for part in parts for size in part.sizes])
 
 
 def failure_reason(job: CommJob, child: ChildResult, events: list[Event]) -> str | None:

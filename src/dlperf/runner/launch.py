@@ -5,8 +5,9 @@ task's worker module (through torchrun for a distributed task), waits with a tim
 with its typed events by rank; the directory, with the child's compiler caches and logs, is gone afterwards. Pure
 functions build the command and the environment (unit-tested); `run_child` executes them. The child starts in its
 own session: Ctrl-C in the terminal reaches only the parent, which then stops the child's whole process tree itself,
-and a timeout kills the tree too, grandchildren included. A child dies with dlperf, and nothing it started outlives
-it (`runner/lifeline.py`).
+and a timeout kills the tree too, grandchildren included; an interrupt is raised with the events the child had
+reported by then (`ChildInterrupted`). A child dies with dlperf, and nothing it started outlives it
+(`runner/lifeline.py`).
 """
 
 from __future__ import annotations
@@ -247,7 +248,28 @@ class Launched:
     def every_rank(self) -> list[Event]:
         """This node's events of all its ranks, rank by rank: where a job's failure is looked for (the rank that
         failed first need not be rank 0)."""
-        return [e for rank in sorted(self.events) for e in self.events[rank]]
+        return rank_by_rank(self.events)
+
+
+class ChildInterrupted(KeyboardInterrupt):
+    """An interrupt (Ctrl-C, SIGTERM, SIGHUP) while a child ran: its tree is stopped, and `events` (by rank) are what
+    it had reported by then, for a caller that keeps what it finished (`dlperf comm`'s sizes). A KeyboardInterrupt:
+    a caller that keeps nothing of it handles it as before."""
+
+    def __init__(self, events: dict[int, list[Event]]) -> None:
+        super().__init__()
+        self.events = events
+
+    @property
+    def every_rank(self) -> list[Event]:
+        return rank_by_rank(self.events)
+
+    def __reduce__(self):  # pickled or copied as made, as errors.RunInterrupted
+        return type(self), (self.events,)
+
+
+def rank_by_rank(events: dict[int, list[Event]]) -> list[Event]:
+    return [e for rank in sorted(events) for e in events[rank]]
 
 
 def launch(
@@ -264,7 +286,8 @@ def launch(
 ) -> Launched:
     """Run `task` in a child (or, distributed, in `nproc` processes on this node) with the thread variables of
     `threads`, for at most `timeout` seconds. `watch` sees a one-process child's events as they arrive and may stop
-    it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates."""
+    it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates, as
+    `ChildInterrupted` with the events the child had reported."""
     with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND)) as tmp:
         tmpdir = Path(tmp)
         write_task(task, tmpdir / "task.json")
@@ -278,8 +301,11 @@ def launch(
         cold = warm.FIRST if cold is None and parent is None else cold
         # a GPU cell is forked only from a parent that never initialized CUDA
         gpu = parent is not None and not probe and task.cell.device != "cpu"
-        with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops when it ends
-            child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
+        try:
+            with lifeline.reaping(tmpdir.name, KILL_GRACE_S, parent):  # what the child left running stops as it ends
+                child = run_child(cmd, env, timeout, tmpdir, poll, limit, parent, gpu)
+        except KeyboardInterrupt:  # its tree stopped: what it had reported goes with the interrupt
+            raise ChildInterrupted(events_by_rank(tmpdir, task.DISTRIBUTED)) from None
         if parent is None and isinstance(task, CellTask):
             child = replace(child, cold_because=cold)
         return Launched(child, events_by_rank(tmpdir, task.DISTRIBUTED), full(tmpdir / "stderr.log"))

@@ -3,10 +3,11 @@
     python -m dlperf.worker.comm TASK.json EVENTS.jsonl
 
 Every rank reports on its own file, EVENTS.jsonl.rankR. Every rank ends with the same figures, so only the first
-process of each node (LOCAL_RANK 0) gives the `Answer` (an `answers.CommAnswer`); it also reports `Joined` once the
-processes have met, so a job that timed out says whether its nodes ever did. A rank that fails reports an `Error`
-stamped with the time: the first failure is the cause, the ones after it are its peers losing their connection.
-Standard library only here; torch is imported through `dlperf.frameworks.torch.comm`.
+process of each node (LOCAL_RANK 0) gives the `Answer` (an `answers.CommAnswer`); before it, an `AnswerPart` as each
+size is measured (the answer of that size alone), which the parent keeps of a job interrupted or failed later; it also
+reports `Joined` once the processes have met, so a job that timed out says whether its nodes ever did. A rank that
+fails reports an `Error` stamped with the time: the first failure is the cause, the ones after it are its peers losing
+their connection. Standard library only here; torch is imported through `dlperf.frameworks.torch.comm`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import sys
 
 from dlperf.answers import CommAnswer
-from dlperf.protocol import Answer, CommTask, Joined, Reporter
+from dlperf.protocol import Answer, AnswerPart, CommTask, Joined, Reporter
 from dlperf.worker.child import exit_now, serve
 
 
@@ -23,7 +24,16 @@ def measure(task: CommTask, emit: Reporter) -> None:
     from dlperf.frameworks.torch import comm as torch_comm
 
     first_here = int(os.environ.get("LOCAL_RANK", 0)) == 0
-    result = torch_comm.run(task, lambda: emit(Joined()) if first_here else None)
+
+    def joined() -> None:
+        if first_here:
+            emit(Joined())
+
+    def measured(part: dict) -> None:  # one size, flushed as it ends: kept of a job stopped later
+        if first_here:
+            emit(AnswerPart(CommAnswer.from_json(part).to_json()))
+
+    result = torch_comm.run(task, joined, measured)
     if first_here:
         emit(Answer(CommAnswer.from_json(result).to_json()))
 

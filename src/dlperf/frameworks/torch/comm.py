@@ -33,9 +33,14 @@ from dlperf.protocol import CommTask
 FP32_BYTES = 4
 
 
-def run(task: CommTask, on_joined: Callable[[], None] = lambda: None) -> dict[str, Any]:
+def run(
+    task: CommTask,
+    on_joined: Callable[[], None] = lambda: None,
+    on_size: Callable[[dict[str, Any]], None] = lambda part: None,
+) -> dict[str, Any]:
     """Join the process group torchrun set up (its environment), measure every size of `task`, leave the group.
-    `on_joined` is called once every rank has joined."""
+    `on_joined` is called once every rank has joined; `on_size` as each size is measured, with the job's figures of
+    that size alone (the answer's shape), so a job stopped later keeps it."""
     settings = configure_threads(task.threads)
     device = device_for(task.backend)
     start = time.perf_counter()
@@ -44,15 +49,23 @@ def run(task: CommTask, on_joined: Callable[[], None] = lambda: None) -> dict[st
         timeout=timedelta(seconds=task.timeout),
         device_id=device if device.type == "cuda" else None,
     )
-    measured = False
+    measured, sizes = False, []
     try:
         on_joined()
         sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-        sizes = [measure_size(n, device, task.warmup, task.iters, sync) for n in task.sizes]
-        world = dist.get_world_size()
+        job = job_figures(task, device, settings)
+        for nbytes in task.sizes:
+            sizes.append(measure_size(nbytes, device, task.warmup, task.iters, sync))
+            on_size({**job, "sizes": sizes[-1:], "duration_s": time.perf_counter() - start})
         measured = True
     finally:
         leave(together=measured)
+    return {**job, "sizes": sizes, "duration_s": time.perf_counter() - start}
+
+
+def job_figures(task: CommTask, device: torch.device, settings: dict[str, Any]) -> dict[str, Any]:
+    """What every size of the job shares: the collective, where it ran, the processes and their threads."""
+    world = dist.get_world_size()
     return {
         "op": "all_reduce",
         "dtype": "float32",
@@ -66,8 +79,6 @@ def run(task: CommTask, on_joined: Callable[[], None] = lambda: None) -> dict[st
         "iters": task.iters,
         "warmup": task.warmup,
         "settings": settings,
-        "sizes": sizes,
-        "duration_s": time.perf_counter() - start,
     }
 
 
