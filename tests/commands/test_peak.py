@@ -662,7 +662,7 @@ def test_a_peak_interrupted_before_its_first_figures_says_nothing_is_stored(tmp_
     monkeypatch.setattr(sys, "argv", ["dlperf", "peak", "--threads", "1,2"])
     assert main(["peak", "--threads", "1,2", "--db", str(tmp_path / "d.db")]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "dlperf: interrupted before any peak was measured: nothing is stored. To measure, run it again: dlperf peak "
+        "dlperf: interrupted; nothing is stored: no peak was measured yet. To measure, run it again: dlperf peak "
         "--threads 1,2"
     )
 

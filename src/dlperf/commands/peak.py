@@ -217,15 +217,15 @@ def run(args) -> int:
 def _interrupted(measured: list[PeakRow], db: str) -> int:
     """Ctrl-C: the processes whose peaks were stored, or that none was (a bare 'interrupted' said nothing), and how to
     go on."""
-    if not measured:
-        from dlperf.commands.run import again
+    from dlperf.commands.run import again, say_interrupted
 
-        print(f"dlperf: interrupted before any peak was measured: nothing is stored. To measure, run it again: "
-              f"{again()}", file=sys.stderr)  # fmt: skip
+    if not measured:
+        say_interrupted("nothing is stored: no peak was measured yet", f"To measure, run it again: {again()}")
         return ExitCode.INTERRUPTED
     kept = ", ".join(_where(r.device, r.threads) for r in measured)
-    print(f"dlperf: interrupted; the peaks of {kept} are stored in {db}. To measure the rest, run it again (it "
-          "measures each again)", file=sys.stderr)  # fmt: skip
+    say_interrupted(
+        f"the peaks of {kept} are stored in {db}", "To measure the rest, run it again (it measures each again)"
+    )
     return ExitCode.INTERRUPTED
 
 
