@@ -96,24 +96,10 @@ def _run(args) -> int:
     failed: list[int] = []
 
     def show() -> None:
-        print_profiles(db, outcome.run_id)
-        failed.append(profiles_failed(db, outcome.run_id))
+        failed.append(ExitCode.CELLS_FAILED if print_profiles(db, outcome.run_id) else ExitCode.OK)
 
     code = printed(show, outcome.exit_code, finished=finished)
     return code if code == ExitCode.INTERRUPTED else max([code, *failed])
-
-
-def profiles_failed(db: str, run_id: int) -> int:
-    """CELLS_FAILED where a cell's profile failed or timed out (what the command is for), else OK; a profile that
-    does not apply (`unsupported`) is no failure, as an unsupported cell is none."""
-    from dlperf.store import Store
-
-    store = Store.open(db, create=False)
-    try:
-        failed = any(p.status.is_failure for p in store.profiles(run_id).values())
-    finally:
-        store.close()
-    return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
 def thirds(timer: TimerConfig) -> TimerConfig:

@@ -424,9 +424,11 @@ def print_answer(answer, notes: list[str], run_id: int) -> None:
     print_rich(table, lines=answer.lines(), notes=[*notes, stored])
 
 
-def print_profiles(db: str, run_id: int) -> None:
+def print_profiles(db: str, run_id: int) -> bool:
     """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
-    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace."""
+    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace. Whether a
+    cell's profile failed or timed out (`dlperf profile` exits 1 then); one that does not apply (`unsupported`) is
+    no failure, as an unsupported cell is none."""
     from dlperf.report.format import terminal
     from dlperf.report.profile import describe
     from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
@@ -448,6 +450,7 @@ def print_profiles(db: str, run_id: int) -> None:
     lines += [f"note: {note}" for note in busy]
     for line in lines:
         print(terminal(line))
+    return any(p.status.is_failure for p in profiles.values())
 
 
 RESUME_TAKES = frozenset({"resume", "dry_run", "ray", "nodes", "gpu_specs"})  # and --db; --gpu-specs says its own
