@@ -102,6 +102,22 @@ def test_advise_refuses_a_budget_below_its_first_cpu_process(capsys, tmp_path, m
     advise.check(advise.Options("tiny-fcn-r", gpus="T4", budget_s=10.0))  # the least is taken
 
 
+def test_advise_refuses_epochs_of_a_workload_with_no_epoch(capsys, tmp_path, monkeypatch):
+    """`advise MODEL --epochs 2` on synthetic data (a user's factory, fcn-s) measured for 2.5 minutes and costed
+    1,000,000 samples, the --epochs asked dropped for a note; `predict --cost --epochs 2` refused it. It is refused
+    in one line naming --epochs, before anything is predicted, measured or stored."""
+    from dlperf import advise
+
+    monkeypatch.setattr(advise, "predicted", lambda *a: pytest.fail("predicted before --epochs was checked"))
+    db = tmp_path / "x.db"
+    line = error_line(["advise", "tiny-fcn-s", "--gpu", "T4", "--epochs", "2", "--db", str(db)], capsys)
+    assert line == ("--epochs: tiny-fcn-s trains on synthetic data, which has no epoch: give the work with --samples N "
+                    "(e.g. your data set's size)")  # fmt: skip
+    assert not db.exists()
+    with pytest.raises(advise.UsageError, match=r"^epochs: tiny-fcn-s .* with samples=N "):
+        advise.advise(advise.Options("tiny-fcn-s", gpus="T4", epochs=2), str(db), [])
+
+
 def test_optimize_refuses_a_budget_below_what_its_baseline_is_timed(capsys, tmp_path):
     """`optimize --budget 1s` measured nothing, exit 1 or 0 by the machine's pace; the least is said before it plans
     (the baseline's --repeats processes of --min-time each), and a budget the flags lower is taken."""

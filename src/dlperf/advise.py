@@ -352,10 +352,14 @@ def searched(opts: Options) -> str:
 
 
 def _work(workload, opts: Options) -> tuple[int, str]:
-    """`predict --cost`'s work (`cost.work`); synthetic data without --samples: NO_EPOCH_SAMPLES."""
+    """`predict --cost`'s work (`cost.work`); synthetic data without --samples: NO_EPOCH_SAMPLES, and --epochs there
+    refused (it has no epoch to count), before anything is predicted or measured."""
     from dlperf.predict import cost
 
     if opts.samples is None and cost.epoch_samples(workload) is None:
+        if opts.epochs is not None:
+            raise UsageError(f"--epochs: {workload.name} trains on {workload.data} data, which has no epoch: give "
+                             "the work with --samples N (e.g. your data set's size)")  # fmt: skip
         return NO_EPOCH_SAMPLES, f"{NO_EPOCH_SAMPLES:,} samples (no epoch: synthetic data)"
     return cost.work(workload, opts.samples, opts.epochs)
 
