@@ -349,7 +349,7 @@ def render(answer: CommAnswer, ids: list[int], db: str, fmt: str) -> None:
     mean = sum(s.busbw for s in sizes) / len(sizes)
     after = [f"average bus bandwidth: {mean / 1e9:.3g} GB/s"]
     after += [f"note: {s.bytes} bytes: {s.wrong} elements summed wrong" for s in sizes if s.wrong]
-    after.append(f"{plural(len(ids), 'size')} stored in {db}")
+    after.append(f"{plural(len(ids), 'size')} stored in {db} (`dlperf list --comm` shows the job again)")
     for line in header(answer):
         console.print(line, highlight=False, markup=False)
     console.print(table(sizes))

@@ -259,7 +259,8 @@ def _print_text(measured: list[PeakRow], failed: list[PeakRow], stored: int, opt
             console.print(copy_table(measured))
     for note in [*notes(measured, failed), *copy_notes(measured, opts, gpus)]:
         console.print(f"  note: {note}", highlight=False, markup=False)
-    console.print(f"{plural(stored, 'peak')} stored in {db}", highlight=False, markup=False)
+    console.print(f"{plural(stored, 'peak')} stored in {db} (`dlperf list --peaks` shows them again)", highlight=False,
+                  markup=False)  # fmt: skip
 
 
 def matmul_table(measured: list[PeakRow]):
