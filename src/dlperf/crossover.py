@@ -233,11 +233,19 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
             session.complete()
             return Result(session.run_id, None, ExitCode.CELLS_FAILED, [str(exc)], first_s=cpu.first_s)
         failed = any(not c.ok and not budget_cut(c) for c in session.cells())
-        notes += _notes(opts, gpus, user_batch, batches)
+        notes += _notes(opts, gpus, user_batch, batches) + cell_notes(store, session.run_id)
         code = ExitCode.CELLS_FAILED if failed else ExitCode.OK
         return Result(session.run_id, _answer(session), code, notes, first_s=cpu.first_s)
     finally:
         store.close()
+
+
+def cell_notes(store: Store, run_id: int) -> list[str]:
+    """`dlperf table`'s notes on the run's CPU cells (other processes' load, noise, few timed steps, a warm-up that
+    did not settle): the steps each speed-up is set against, said where they are not to rely on."""
+    from dlperf.report import table
+
+    return table.build(run_id, store.cells(run_id, unreadable=lambda fault: None)).notes
 
 
 def _earlier(db: str, plan: Plan) -> dict[str, list[Earlier]]:

@@ -258,3 +258,24 @@ def test_the_plot_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         command.plot("answer", str(png), str(tmp_path / "d.db"), 1)
     assert png.read_bytes() == b"an earlier picture" and [p.name for p in tmp_path.iterdir()] == ["x.png"]
+
+
+def test_the_answer_says_which_cpu_steps_it_rests_on_are_not_to_rely_on(tmp_path, monkeypatch, capsys):
+    """A crossover on a busy machine (load 4.5 on 2 cores) measured small-convnet's step at 0.42-1.6 s where it takes
+    74 ms (n=1 and 2 at most batches), and said 'predicted 285 times faster' with no word of it: `dlperf table` of the
+    same run noted the few steps, the load and the noise. The answer carries those notes. Children faked: 3 steps."""
+    from dlperf.cli import main
+    from dlperf.runner import sweep
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import Status
+
+    def run_task(task, ctx, poll):
+        return ProcessMeasurement(status=Status.OK, samples=[1e-3, 1.1e-3, 0.9e-3], duration_s=0.1)
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    monkeypatch.setenv("COLUMNS", "300")
+    args = ["crossover", "tiny-fcn-r", "--gpu", "T4", "--threads", "1", "--batches", "1", "--batch", "1"]
+    assert main([*args, "--db", str(tmp_path / "x.db")]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "T4: at your batch 1: GPU predicted" in out, out
+    assert "note: tiny-fcn-r@b1 torch cpu:1: few samples: the median of 3 timed steps" in out, out
