@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAST, dlperf
+from conftest import FAST, dlperf, require
 from dlperf.protocol import Cell
 from dlperf.store import Store
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
 from frameworks.torch.test_torch_fsdp_tp import _free_port, gathered_batch
 
 MODELS = """
+import numpy as np
 import torch
 import dlperf
 
@@ -46,9 +47,30 @@ def groups(params):  # the weights decayed, the biases not, each group at its ow
                              lr=0.05)
 
 
-def make(model=None):
-    return dlperf.user_workload("mlp", model or MLP(), batch, torch.nn.functional.cross_entropy, batch_size=8,
+def make(model=None, maker=batch):
+    return dlperf.user_workload("mlp", model or MLP(), maker, torch.nn.functional.cross_entropy, batch_size=8,
                                 optimizer=groups, clip_grad_norm=0.05)
+
+
+def drawn(n, device):  # numpy's generators, never seeded: each process draws its own
+    x = torch.from_numpy(np.random.rand(n, 6).astype("float32"))
+    return x.to(device), torch.from_numpy(np.random.default_rng().integers(3, size=n)).to(device)
+
+
+class Drawn(MLP):  # its weights drawn by numpy too, out (an odd last layer, whole under tp) included
+    def __init__(self):
+        super().__init__()
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.from_numpy(np.random.default_rng().normal(0, 0.4, tuple(p.shape)).astype("float32")))
+
+
+def numpy_batch():
+    return make(maker=drawn)
+
+
+def numpy_weights():
+    return make(Drawn())
 
 
 class Direct(MLP):
@@ -77,7 +99,7 @@ def _workload(source: str, factory: str, batch: int = 8) -> Workload:
                     source=f"{source}:{factory}")  # fmt: skip
 
 
-def _rank(rank: int, world: int, port: int, out: str, source: str) -> None:
+def _rank(rank: int, world: int, port: int, out: str, source: str, jobs: tuple[str, ...]) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(world),
                       LOCAL_RANK=str(rank))  # fmt: skip
     import torch
@@ -87,10 +109,7 @@ def _rank(rank: int, world: int, port: int, out: str, source: str) -> None:
 
     torch.set_num_threads(1)
     group = ddp.init("cpu", 60)
-    found = {"ddp": _data_parallel(source, group, "ddp"), "fsdp": _data_parallel(source, group, "fsdp"),
-             "tp": _tensor_parallel(source, group), "refused": _refused(source, group),
-             "unused": _unused(source, group), "direct": _data_parallel(source, group, "fsdp", "direct"),
-             "gpipe": _pipeline(source, group)}  # fmt: skip
+    found = {job: JOBS[job](source, group) for job in jobs}
     Path(f"{out}.{rank}").write_text(json.dumps(found))
     ddp.close(together=True)
     exit_now(0)  # as a worker ends: gloo's destructors in the interpreter's teardown abort now and then (SIGABRT)
@@ -139,14 +158,22 @@ def _data_parallel(source: str, group, strategy: str, factory: str = "make") -> 
     return {**found, "halves_differ": not torch.equal(*halves[0]), "batch": train.inner.inputs.shape[0], **settings}
 
 
-def _tensor_parallel(source: str, group) -> dict:
-    """The whole batch on every rank (the same inputs), against the unsplit model."""
-    from dlperf.frameworks.torch import backend, tp
+def _tensor_parallel(source: str, group, factory: str = "make") -> dict:
+    """The whole batch on every rank (the same inputs), against the unsplit model; for a factory that draws from
+    numpy (its batch or its weights, apart in each process), against the unsplit model on rank 0's."""
+    from dlperf.frameworks.torch import backend, ddp, tp
 
-    workload = _workload(source, "make")
-    train = tp.build(workload, Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="tp"), group)
+    workload = _workload(source, factory)
+    try:
+        train = tp.build(workload, Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="tp"), group)
+    except NotImplementedError as exc:
+        return {"refused": str(exc)}
     whole = backend.build(workload, "cpu", "fp32")
-    return {**_against(train, whole, group, lambda loss: loss), "plan": train.styles}
+    inputs = ddp.gather([train.inner.inputs.tolist(), train.inner.targets.tolist()], group)
+    if factory != "make":
+        whole.model.load_state_dict(_whole(train, group))
+        whole.inputs, whole.targets = train.inner.inputs, train.inner.targets
+    return {**_against(train, whole, group, lambda loss: loss), "plan": train.styles, "inputs": inputs}
 
 
 def _pipeline(source: str, group) -> dict:
@@ -184,16 +211,37 @@ def _unused(source: str, group) -> dict:
     return {"unused": train.strategy_settings().get("ddp_unused_parameters"), "stepped": len(losses)}
 
 
-def test_a_users_model_under_each_strategy_computes_what_one_process_does(tmp_path, torch):
-    """The user's optimizer's two groups keep their weight decay and learning rate through FSDP's and tp's rebuild;
-    its gradient clipping (0.05, below the gradients' norm: every step clips) is over the whole model's gradients."""
+JOBS = {
+    "ddp": lambda source, group: _data_parallel(source, group, "ddp"),
+    "fsdp": lambda source, group: _data_parallel(source, group, "fsdp"),
+    "tp": _tensor_parallel,
+    "refused": _refused,
+    "unused": _unused,
+    "direct": lambda source, group: _data_parallel(source, group, "fsdp", "direct"),
+    "gpipe": _pipeline,
+    "numpy_batch": lambda source, group: _tensor_parallel(source, group, "numpy_batch"),
+    "numpy_weights": lambda source, group: _tensor_parallel(source, group, "numpy_weights"),
+}
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory) -> list[dict]:
+    """Every job of JOBS run by one pair of gloo processes on MODELS, for the tests below (starting the processes
+    takes most of the time): what each rank found, by job."""
+    require("torch")
     import torch.multiprocessing as mp
 
-    (tmp_path / "mine.py").write_text(MODELS)
-    out = str(tmp_path / "found")
-    mp.spawn(_rank, args=(2, _free_port(), out, str(tmp_path / "mine.py")), nprocs=2, join=True)
-    for rank in (0, 1):
-        found = json.loads(Path(f"{out}.{rank}").read_text())
+    folder = tmp_path_factory.mktemp("user-parallel")
+    (folder / "mine.py").write_text(MODELS)
+    out = str(folder / "found")
+    mp.spawn(_rank, args=(2, _free_port(), out, str(folder / "mine.py"), tuple(JOBS)), nprocs=2, join=True)
+    return [json.loads(Path(f"{out}.{rank}").read_text()) for rank in (0, 1)]
+
+
+def test_a_users_model_under_each_strategy_computes_what_one_process_does(job):
+    """The user's optimizer's two groups keep their weight decay and learning rate through FSDP's and tp's rebuild;
+    its gradient clipping (0.05, below the gradients' norm: every step clips) is over the whole model's gradients."""
+    for found in job:
         for strategy in ("ddp", "fsdp", "tp"):
             got = found[strategy]
             assert got["moved"] > 1e-3, (strategy, got)  # the steps changed the loss: the comparison can fail
@@ -217,6 +265,20 @@ def test_a_users_model_under_each_strategy_computes_what_one_process_does(tmp_pa
             "sharded unit by unit, its forward and backward raise RuntimeError: aten."
         )
         assert direct["diff"] < 1e-5 and direct["loss_diff"] < 1e-5 and direct["moved"] > 1e-3, direct
+
+
+def test_tp_trains_rank_zeros_batch_and_weights_where_the_user_draws_them_from_numpy(job):
+    """A factory drawing its batch (or its weights) from numpy's unseeded generators draws apart in each process
+    (the warm parent reseeds numpy after each fork, as a fresh interpreter is seeded): tp's split forward then
+    computed rank 0's weights on each rank's own batch, and the cell was refused as a model tp cannot split. Every
+    rank now trains rank 0's batch with rank 0's weights, as one process would."""
+    for found in job:
+        for factory in ("numpy_batch", "numpy_weights"):
+            got = found[factory]
+            assert "refused" not in got, (factory, got)
+            assert got["inputs"][0] == got["inputs"][1], factory  # the same batch on every rank
+            assert got["moved"] > 1e-3 and got["diff"] < 1e-5 and got["loss_diff"] < 1e-5, (factory, got)
+            assert got["ranks"][0] == got["ranks"][1], factory
 
 
 def test_fsdp_leaves_a_unit_sharing_a_parameter_with_another_to_the_root(torch):

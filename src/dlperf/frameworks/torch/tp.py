@@ -4,12 +4,13 @@ started.
 Consecutive linear layers are split in pairs, Megatron's way: the first by its output features (ColwiseParallel),
 the second by its input features (RowwiseParallel), so the activation between them stays on each rank's slice and
 one all-reduce of the pair's output (forward) and one of its input's gradient (backward) are all that cross. The
-device mesh is every process. Every rank trains the whole batch, the same inputs on every rank (the backend's data
-seed). It applies to networks made of linear layers only, the fully connected networks FCN-S and FCN-R or a user's
-model whose parameters all lie in linear layers: a conv net's or an LSTM's own layers would stay whole on every rank,
-so such a cell is `unsupported`, with the reason. Split, the forward must still give the whole model's output (it
-would not where the forward does more than element-wise work between a pair's layers, or runs them out of the order
-they are defined in): checked once on the cell's batch, and the cell is `unsupported` where it does not, saying why.
+device mesh is every process. Every rank trains the whole batch, the same inputs on every rank: rank 0's, with its
+weights (`as_rank_zeros`). It applies to networks made of linear layers only, the fully connected networks FCN-S and
+FCN-R or a user's model whose parameters all lie in linear layers: a conv net's or an LSTM's own layers would stay
+whole on every rank, so such a cell is `unsupported`, with the reason. Split, the forward must still give the whole
+model's output (it would not where the forward does more than element-wise work between a pair's layers, or runs
+them out of the order they are defined in): checked once on the cell's batch, and the cell is `unsupported` where it
+does not, saying why.
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from functools import partial
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp, fsdp
@@ -101,6 +103,7 @@ class TPStep(StrategyStep):
         """The same step on a plain model of this rank's slices (each split layer a Linear of its local shape), on
         the same whole batch, in this process: the products this rank computes, without a collective."""
         local = build_step(self.workload, str(self.group.device), self.mode)
+        local.inputs, local.targets = self.inner.inputs, self.inner.targets
         names = parameter_names(local.model)
         for name, style in self.styles.items():
             parent, _, child = name.rpartition(".")
@@ -120,10 +123,40 @@ def build(workload: Workload, cell: Cell, group: ddp.Group) -> TPStep:
     """The tensor-parallel step of `workload`: every rank the whole batch (`workload.batch`, the job's total)."""
     step = fsdp.local_step(workload, cell, group, "tp")
     styles = plan(step.model, group.world, workload.name)
+    as_rank_zeros(step, group, workload.name)
     whole = output_of(step)
     train = TPStep(step, group, workload, cell.mode, styles)
     check_split(train, whole, workload.name)
     return train
+
+
+def as_rank_zeros(step: TorchStep, group: ddp.Group, name: str) -> None:
+    """Rank 0's batch and weights on every rank (broadcast once, untimed): tensor parallelism trains one batch with
+    one model split over the ranks, each split layer's weights taken from rank 0 and each rank's input to the first
+    layer of a pair taken as alike. A user's factory may draw from a generator dlperf does not seed, which differs
+    between processes: numpy's global one (seeded from the system's entropy in each, as in a fresh interpreter: the
+    warm parent's `reseed` after a fork), or a `default_rng()`. The split forward then differed from each rank's
+    whole one, and the cell was refused as a model tp cannot split. A batch of another structure or other dtypes on
+    another rank is refused (NotImplementedError, alike on every rank); its shapes are rank 0's."""
+    leaves, spec = tree_flatten((step.inputs, step.targets))
+    mine = [(tuple(t.shape), t.dtype) if isinstance(t, torch.Tensor) else None for t in leaves]
+    everyone = ddp.gather((str(spec), mine), group)
+    kinds = [(s, [d and d[1] for d in m]) for s, m in everyone]
+    if any(k != kinds[0] for k in kinds):
+        raise NotImplementedError(f"tp: {name}'s batch is not alike on every rank (its structure or dtypes differ): "
+                                  f"tensor parallelism trains one batch on every rank")  # fmt: skip
+    with torch.no_grad():
+        for t in [*step.model.parameters(), *step.model.buffers()]:
+            t.copy_(rank_zeros(t, t.shape, group))
+        got = [rank_zeros(t, d[0], group) if d else t for t, d in zip(leaves, everyone[0][1], strict=True)]
+    step.inputs, step.targets = tree_unflatten(got, spec)
+
+
+def rank_zeros(t: torch.Tensor, shape: tuple[int, ...], group: ddp.Group) -> torch.Tensor:
+    """Rank 0's `t` (of `shape` there), contiguous, broadcast to the other ranks, as `t` requires grad or not."""
+    out = t.detach().contiguous() if group.rank == 0 else t.new_empty(shape)
+    dist.broadcast(out, 0)
+    return out.requires_grad_(t.requires_grad)
 
 
 def clip_split(step: TorchStep) -> None:
