@@ -65,12 +65,31 @@ class Drawn(MLP):  # its weights drawn by numpy too, out (an odd last layer, who
                 p.copy_(torch.from_numpy(np.random.default_rng().normal(0, 0.4, tuple(p.shape)).astype("float32")))
 
 
+class Hungry(MLP):
+    def __init__(self, ranks):
+        super().__init__()
+        self.ranks = ranks
+
+    def forward(self, x):  # the ranks that run out of memory
+        if torch.distributed.get_rank() in self.ranks:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return super().forward(x)
+
+
 def numpy_batch():
     return make(maker=drawn)
 
 
 def numpy_weights():
     return make(Drawn())
+
+
+def hungry():
+    return make(Hungry((0, 1)))
+
+
+def hungry_one():
+    return make(Hungry((1,)))
 
 
 class Direct(MLP):
@@ -176,6 +195,34 @@ def _tensor_parallel(source: str, group, factory: str = "make") -> dict:
     return {**_against(train, whole, group, lambda loss: loss), "plan": train.styles, "inputs": inputs}
 
 
+def _out_of_memory(source: str, group) -> dict:
+    """FSDP's untimed first forward and backward running out of memory, what each rank raises as the worker says it:
+    `sharded`, every rank's sharded model running out; `one`, rank 1's alone (its forward without a collective, on
+    the plain model: a sharded one's other ranks would wait in their next all-gather)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from dlperf.frameworks.torch import backend, fsdp
+    from dlperf.worker.child import describe
+
+    def sharded():
+        return fsdp.build(_workload(source, "hungry", 16), Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2,
+                                                                parallel="fsdp"), group).settings()  # fmt: skip
+
+    def one():
+        return fsdp.fails(SimpleNamespace(inner=backend.build(_workload(source, "hungry_one"), "cpu", "fp32"),
+                                          group=group))  # fmt: skip
+
+    found = {}
+    for key, run in (("sharded", sharded), ("one", one)):
+        try:
+            found[key] = f"returned {run()}"
+        except torch.OutOfMemoryError as exc:
+            found[key] = describe(exc)
+    return found
+
+
 def _pipeline(source: str, group) -> dict:
     """This rank's stage, the whole batch in 2 micro-batches, against the unsplit model: its parameters after the
     steps (the clipping's norm is over both stages' gradients), its optimizer's groups."""
@@ -221,6 +268,7 @@ JOBS = {
     "gpipe": _pipeline,
     "numpy_batch": lambda source, group: _tensor_parallel(source, group, "numpy_batch"),
     "numpy_weights": lambda source, group: _tensor_parallel(source, group, "numpy_weights"),
+    "oom": _out_of_memory,
 }
 
 
@@ -279,6 +327,20 @@ def test_tp_trains_rank_zeros_batch_and_weights_where_the_user_draws_them_from_n
             assert got["inputs"][0] == got["inputs"][1], factory  # the same batch on every rank
             assert got["moved"] > 1e-3 and got["diff"] < 1e-5 and got["loss_diff"] < 1e-5, (factory, got)
             assert got["ranks"][0] == got["ranks"][1], factory
+
+
+def test_fsdp_running_out_of_memory_in_its_first_step_is_raised_as_out_of_memory(job):
+    """fsdp.fails' untimed forward and backward caught a CUDA out-of-memory error as a forward reading a layer's
+    weights directly: the model was sharded again as one unit, its setting saying it fell back for that reason.
+    Now it is raised as the out of memory it is, on every rank: a rank that ran out, its own error; the others
+    naming it."""
+    rank0, rank1 = (found["oom"] for found in job)
+    own = "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert rank0["sharded"] == rank1["sharded"] == rank1["one"] == own, (rank0, rank1)
+    assert rank0["one"] == (
+        "out of memory: OutOfMemoryError: rank 1 ran out of memory in FSDP's first forward and backward (untimed, "
+        "the model sharded unit by unit)"
+    )
 
 
 def test_fsdp_leaves_a_unit_sharing_a_parameter_with_another_to_the_root(torch):

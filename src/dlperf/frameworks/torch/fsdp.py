@@ -135,19 +135,35 @@ def fails(train: FSDPStep) -> str | None:
     """Why a forward and backward of the model sharded unit by unit fail (once, untimed), the same on every rank;
     None when they run. A forward that reads a unit's parameters without calling the unit (`F.linear(x,
     self.fc.weight)`) finds them sharded, since FSDP2 gathers a unit's parameters in its own forward: such a model is
-    sharded as one unit, its root, whose forward gathers them all, as a user of FSDP2 would have to."""
-    inner, why = train.inner, ""
+    sharded as one unit, its root, whose forward gathers them all, as a user of FSDP2 would have to. Out of memory
+    is not that: it is raised on every rank (`out_of_memory`), the one that ran out raising its own error."""
+    inner, why, error = train.inner, "", None
     try:
         with inner.autocast():
             loss = inner.loss_fn(inner.model(inner.inputs), inner.targets)
         loss.backward()
     except Exception as exc:
-        why = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+        why, error = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}", exc
     inner.model.zero_grad(set_to_none=True)
-    (failed,) = ddp.reduce([1.0 if why else 0.0], train.group)
+    mine = (1.0 if why else 0.0, train.group.rank + 1.0 if error is not None and out_of_memory(error) else 0.0)
+    failed, oom = ddp.reduce(list(mine), train.group)
+    if oom and mine[1]:
+        raise error
+    if oom:
+        raise torch.OutOfMemoryError(f"rank {int(oom) - 1} ran out of memory in FSDP's first forward and backward "
+                                     f"(untimed, the model sharded unit by unit)")  # fmt: skip
     if not failed:
         return None
     return f"sharded unit by unit, its forward and backward raise {why or 'on another rank'}"
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is running out of memory: torch's OutOfMemoryError (a GPU's), Python's MemoryError, or the CPU
+    allocator's RuntimeError ("DefaultCPUAllocator: can't allocate memory", under a memory limit): what the worker
+    reports as out of memory (`worker/child.describe`)."""
+    text = str(exc).lower()
+    said = ("out of memory", "not enough memory", "can't allocate memory")
+    return isinstance(exc, torch.OutOfMemoryError | MemoryError) or any(s in text for s in said)
 
 
 def communication(train: StrategyStep, local: TorchStep, moved: int | None) -> dict[str, Any]:
