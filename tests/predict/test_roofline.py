@@ -117,6 +117,16 @@ def test_the_uncertainty_is_the_held_out_interval():
     assert roofline.FIT["p10_pct"] < 0 < roofline.FIT["p90_pct"]
 
 
+def test_the_uncertainty_says_which_way_round_its_error_is(monkeypatch):
+    """A step of 1.62 ms with "uncertainty: -52% to +45%" read as 0.78-2.35 ms; the error is predicted over
+    published, less 1, so the published steps were 1.12-3.35 ms (0.69x to 2.07x the predicted): the line says so."""
+    monkeypatch.setitem(roofline.FIT, "p10_pct", -51.6)
+    monkeypatch.setitem(roofline.FIT, "p90_pct", 44.6)
+    text = roofline.uncertainty()
+    assert text.startswith("-52% to +45% (10th to 90th percentile of the predicted step's error on ")
+    assert text.endswith("left out of the fit: the published step 0.69 to 2.07 times the predicted)")
+
+
 @pytest.mark.parametrize("workload", ["tiny-fcn-s", "tiny-resnet-56"])
 def test_bf16_is_not_predicted_slower_than_fp32_where_tensor_cores_exist(workload, monkeypatch, tmp_path):
     from dlperf.predict import count as counting

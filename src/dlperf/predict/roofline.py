@@ -247,8 +247,12 @@ def fp32_note(gpus: list[str]) -> str:
 
 
 def uncertainty() -> str:
-    """The error a prediction carries, from the held-out validation: "" before any fit."""
+    """The error a prediction carries, from the held-out validation: "" before any fit. The error is the predicted
+    step over the published one, less 1, so its ends are said the way round a reader uses them too: -52% (predicted
+    52% below) is a published step 2.07 times the predicted."""
     if FIT["p10_pct"] is None:
         return ""
-    return (f"{FIT['p10_pct']:+.0f}% to {FIT['p90_pct']:+.0f}% (10th to 90th percentile of the error on "
-            f"{FIT['rows']} published measurements, each GPU left out of the fit)")  # fmt: skip
+    low, high = 1 / (1 + FIT["p90_pct"] / 100), 1 / (1 + FIT["p10_pct"] / 100)
+    return (f"{FIT['p10_pct']:+.0f}% to {FIT['p90_pct']:+.0f}% (10th to 90th percentile of the predicted step's "
+            f"error on {FIT['rows']} published measurements, each GPU left out of the fit: the published step "
+            f"{low:.2f} to {high:.2f} times the predicted)")  # fmt: skip
