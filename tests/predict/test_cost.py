@@ -173,7 +173,26 @@ def test_a_measured_peak_is_set_against_the_room_predict_memory_uses_with_the_sa
              make_cell("w", batch=8, mode="bf16", peak_mem_bytes=traced, peak_mem_kind="cuda_allocator"),
              make_cell("w", batch=8, mode="fp16", peak_mem_bytes=2**40, peak_mem_kind="process_rss")]  # fmt: skip
     peaks = cost.measured_peaks(cells, 8)
-    assert peaks == {"fp32": traced + memory.overhead(traced), "bf16": traced, "": traced + memory.overhead(traced)}
+    assert peaks == {"fp32": traced + memory.overhead(traced), "bf16": traced}
+
+
+def test_a_peak_measured_in_fp32_says_nothing_of_fp16s():
+    """A CPU cell's fp32 peak in the store stood for every mode: `predict --cost` left the T4 out in fp16 too ("does
+    not fit: needs 20.0 GiB (the measured peak) ...; the largest batch that fits: 321" at batch 256), where its fp16
+    step, predicted at half the activations, fits. A measured peak counts for its own mode (tf32 takes fp32's)."""
+    from dlperf.predict import memory
+
+    fcn = BUILTIN["fcn-r"]
+    fp32 = 20 * 2**30
+    cell = make_cell("fcn-r", batch=100, peak_mem_bytes=fp32 - memory.overhead(fp32), peak_mem_kind="live_tensors")
+    peaks = cost.measured_peaks([cell], 100)
+    found = [prediction("T4", 0.01, mode=m) for m in ("fp32", "tf32", "fp16")]
+    x = cost.costs(fcn, found, 1000, "", peaks, predicted={"fp32": fp32, "tf32": fp32, "fp16": 10 * 2**30})
+    assert [(r.mode, r.why) for r in x.rows] == [("fp16", "fits: the predicted peak 10.00 GiB of 14.1 GiB")]
+    assert [(r.mode, r.why.split(" of ")[0]) for r in x.left_out] == [
+        ("fp32", "does not fit: needs 20.0 GiB (the measured peak)"),
+        ("tf32", "does not fit: needs 20.0 GiB (the measured peak)"),
+    ]
 
 
 def prediction(gpu, step_s, batch=100, mode="fp32"):

@@ -163,14 +163,16 @@ class Costs:
 
 def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int], deadline_s=None,
           predicted: dict[str, int] | None = None) -> Costs:  # fmt: skip
-    """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode ("" for any mode); `predicted`: the
-    predicted peak per mode, where no peak was measured."""
+    """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode (`measured_peaks`; tf32's is fp32's,
+    the same tensors; "" for any mode, a caller's own); `predicted`: the predicted peak per mode, where no peak was
+    measured in that mode."""
     from dlperf.predict import gpus, prices
 
     kept, out = [], []
     for p in predictions:
         gpu = gpus.lookup(p.gpu, "predictions")  # a Python caller's own prediction: its argument named
-        ok, why = fits(gpu, workload, p.mode, peaks.get(p.mode, peaks.get("")), (predicted or {}).get(p.mode))
+        measured = peaks.get(p.mode, peaks.get("fp32") if p.mode == "tf32" else None) or peaks.get("")
+        ok, why = fits(gpu, workload, p.mode, measured, (predicted or {}).get(p.mode))
         steps = math.ceil(samples / p.batch)
         row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, steps * p.step_s, prices.price(gpu), ok, why)
         (kept if ok else out).append(row)
@@ -223,9 +225,10 @@ def measured_cpu(cells, batch: int):
 
 
 def measured_peaks(cells, batch: int) -> dict[str, int]:
-    """The largest peak memory measured at `batch` among `cells` (the workload's: `same_model`'s), per mode and for any
-    mode (""), as the CUDA allocator peak it stands for (`memory.allocator_peak`: a live-tensor peak with the rule's
-    overhead, as `predict --memory` predicts one); a process's RSS, no step's tensors, is not used."""
+    """The largest peak memory measured at `batch` among `cells` (the workload's: `same_model`'s), per mode, as the
+    CUDA allocator peak it stands for (`memory.allocator_peak`: a live-tensor peak with the rule's overhead, as
+    `predict --memory` predicts one); a process's RSS, no step's tensors, is not used. No peak stands for another
+    mode: an fp32 step's is about twice a bf16 or fp16 one's activations."""
     from dlperf.predict import memory
 
     peaks: dict[str, int] = {}
@@ -233,7 +236,6 @@ def measured_peaks(cells, batch: int) -> dict[str, int]:
         peak = memory.allocator_peak(c.peak_mem_bytes, c.peak_mem_kind) if c.peak_mem_bytes else None
         if c.batch == batch and peak and not c.nproc:
             peaks[c.mode] = max(peaks.get(c.mode, 0), peak)
-            peaks[""] = max(peaks.get("", 0), peak)
     return peaks
 
 
