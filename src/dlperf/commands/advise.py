@@ -34,8 +34,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "a process running at its end is stopped (about 10 s more), the first thread count measured whole; "
                    "a bare number is seconds here but minutes in optimize --budget: give the unit")  # fmt: skip
     p.add_argument("--deadline", metavar="DURATION", help="also the cheapest GPU finishing within it, e.g. 2h, 90m")
-    p.add_argument("--samples", type=whole("--samples", 1), help="the work in samples (default: an epoch)")
-    p.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")
+    p.add_argument(
+        "--samples",
+        type=whole("--samples", 1),
+        help="the work in samples (default: an epoch; 1,000,000 on synthetic data, which has none)",
+    )
+    p.add_argument(
+        "--epochs",
+        type=real("--epochs", most=1e9),
+        help="the work in epochs of the data set (default 1; synthetic data has none: give --samples)",
+    )
     p.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
     p.add_argument("--gpu-specs", metavar="FILE.csv", help=GPU_SPECS_HELP)
     p.add_argument("--timeout", type=real("--timeout"), default=600.0, help="seconds per process (default: 600)")
