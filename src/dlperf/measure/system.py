@@ -248,6 +248,23 @@ def pin_cpus(threads: int, allowed: list[int] | None = None, root: str = "/") ->
     return sorted((firsts + siblings)[: max(0, threads)])
 
 
+def hold_threads(threads: int) -> list[int] | None:
+    """Every thread of this process held to the first `threads` CPUs of its affinity set, where it has more; threads
+    started later inherit it. For a framework that runs work on threads beside its kernels' pool of `threads` (JAX's
+    dispatch beside XLA's pool, MXNet's engine worker beside the Python thread that feeds it): they then share the
+    cell's `threads` cores instead of taking more. Some threads may already run (numpy's OpenBLAS pool, unless
+    OPENBLAS_NUM_THREADS=1 as in dlperf's workers), hence each one. Returns the CPUs held to, or None."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) <= threads:
+        return None
+    for task in os.listdir("/proc/self/task"):
+        try:
+            os.sched_setaffinity(int(task), cpus[:threads])
+        except ProcessLookupError:  # a thread that ended meanwhile
+            pass
+    return cpus[:threads]
+
+
 # --- CPU identity ----------------------------------------------------------------------------------------------------
 
 

@@ -271,6 +271,28 @@ print(json.dumps({"busy": sum(w > 0.2 * work[0] for w in work), "ticks": work[:4
 
 
 @pytest.mark.timeout(240)
+def test_a_one_thread_cell_is_held_to_one_cpu():
+    """The Python thread pushes a step's operators while the engine worker runs those pushed before: unheld, a cell at
+    1 thread kept 1.3-1.4 cores busy on tiny networks, so every thread, the engine's included, is held to one CPU."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("this machine lets the tests use one CPU: nothing to hold the cell to")
+    out = mxnet(
+        """
+import os
+train = mb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32")
+for _ in range(3):
+    train.step()
+train.sync()
+held = {tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir("/proc/self/task")}
+threads = len(os.listdir("/proc/self/task"))
+print(json.dumps({"held": sorted(held), "threads": threads, "settings": mb.thread_settings()}))
+"""
+    )
+    assert len(out["held"]) == 1 and len(out["held"][0]) == 1, out
+    assert out["threads"] > 1 and out["settings"]["cpu_affinity"] == out["held"][0], out
+
+
+@pytest.mark.timeout(240)
 @pytest.mark.serial  # alone on the machine, after the parallel tests: a quiet machine's figures are cleaner
 @pytest.mark.parametrize("threads", [1, 2])
 def test_threads_keep_that_many_cores_busy(threads):

@@ -73,22 +73,10 @@ def configure_threads(threads: int) -> dict[str, Any]:
     if threads == 1 and "xla_cpu_multi_thread_eigen" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_FLAG}".strip()
     os.environ[POOL_SIZE_VAR] = str(threads)
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) > threads:
-        _set_affinity(cpus[:threads])
+    system.hold_threads(threads)
     _threads["requested"] = threads
     _threads["backend_started_before"] = _backend_started()
     return thread_settings()
-
-
-def _set_affinity(cpus: list[int]) -> None:
-    """Every thread of the process: a thread keeps the affinity it started with, and some may already run (numpy's
-    OpenBLAS pool, started when JAX imports numpy, unless OPENBLAS_NUM_THREADS=1 as in dlperf's workers)."""
-    for task in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(task), cpus)
-        except ProcessLookupError:  # a thread that ended meanwhile
-            pass
 
 
 def _backend_started() -> bool | None:
