@@ -289,3 +289,17 @@ def test_profile_cut_short_before_any_cell_finished_says_none_is_stored(tmp_path
     assert err.splitlines()[-1].startswith(
         "dlperf: interrupted; no cell was measured yet: run 1 holds its plan of 2 cells. Continue with: "
     ), err
+
+
+def test_a_resumed_crossover_says_which_cpu_steps_are_not_to_rely_on(tmp_path, monkeypatch, capsys):
+    """`dlperf run --resume` of a crossover printed its answer with no note on the steps it rests on, as the crossover
+    itself did before e83c96f: here 3 timed steps a batch, which `dlperf table` notes as few."""
+    db = str(tmp_path / "x.db")
+    _children(monkeypatch, interrupt_at=2)
+    args = ["crossover", "tiny-fcn-r", "--gpu", "T4", "--threads", "1", "--batches", "1,2", "--batch", "2"]
+    assert _main(monkeypatch, capsys, *args, "--db", db)[0] == ExitCode.INTERRUPTED
+    monkeypatch.setattr(sweep, "run_task", lambda task, ctx, poll: ProcessMeasurement(
+        status=Status.OK, samples=[1e-3, 1.1e-3, 0.9e-3], duration_s=0.1))  # fmt: skip
+    code, out, _ = _main(monkeypatch, capsys, "run", "--resume", "--db", db)
+    assert code == ExitCode.OK and "T4: at your batch 2: GPU predicted" in out, out
+    assert "note: tiny-fcn-r@b2 torch cpu:1: few samples: the median of 3 timed steps" in " ".join(out.split()), out

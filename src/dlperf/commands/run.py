@@ -391,18 +391,20 @@ def show_resumed(db: str, run_id: int) -> None:
     `dlperf profile` run its profiles; any other its table (`dlperf fit` and `optimize` choose each cell from the
     ones before: their runs cannot be resumed as searches)."""
     from dlperf.commands.table import print_table
+    from dlperf.crossover import cell_notes
     from dlperf.report.crossover import read
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
     try:
         argv, crossovers = store.run(run_id).argv, read(store, [run_id])
+        notes = cell_notes(store, run_id) if crossovers else []  # the steps it rests on, as the crossover says them
     finally:
         store.close()
     if argv[1:2] == ["profile"]:
         print_profiles(db, run_id)
     elif crossovers:
-        print_answer(crossovers[0], [], run_id)
+        print_answer(crossovers[0], notes, run_id)
     else:
         print_table(db, run_id, "text")
 
