@@ -234,8 +234,9 @@ def memory_notes(workload, chosen, peaks) -> list[str]:
     for mode, need in peaks.items():
         short = [g for g in chosen if need > memory.usable(g)]
         if short:
-            names = ", ".join(f"{g.name} ({memory.usable(g) / memory.GIB:.1f} GiB)" for g in short)
-            out.append(f"does not fit: at batch {workload.batch} the {mode} step needs {need / memory.GIB:.1f} GiB "
+            needs = memory.apart(need, max(memory.usable(g) for g in short))[0]  # told apart from the closest GPU's
+            names = ", ".join(f"{g.name} ({memory.apart(need, memory.usable(g))[1]} GiB)" for g in short)
+            out.append(f"does not fit: at batch {workload.batch} the {mode} step needs {needs} GiB "
                        f"(predicted peak), more than {names} has for it: its times above are for a step that cannot "
                        "run there; dlperf predict --memory gives the largest batch that fits")  # fmt: skip
     return out

@@ -74,7 +74,8 @@ def fits(
     need, what = (peak_bytes, "the measured peak") if measured else (predicted_bytes, "the predicted peak")
     need_gib, have = need / 2**30, memory.usable(gpu) / 2**30
     if need_gib > have:
-        return False, f"{NO_FIT}: needs {need_gib:.1f} GiB ({what}) of {have:.1f} GiB"
+        shown = memory.apart(need, memory.usable(gpu))
+        return False, f"{NO_FIT}: needs {shown[0]} GiB ({what}) of {shown[1]} GiB"
     return True, f"fits: {what} {need_gib:.2f} GiB of {have:.1f} GiB"
 
 

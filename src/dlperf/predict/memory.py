@@ -138,12 +138,22 @@ class Verdict:
     largest: int  # the largest batch that fits
 
 
+def apart(need: float, have: float) -> tuple[str, str]:
+    """Two sizes in GiB to one decimal, or to as many more (at most three) as tell them apart: a step that does not
+    fit read "needs 14.1 GiB of 14.1"."""
+    for digits in (1, 2, 3):
+        shown = f"{need / GIB:.{digits}f}", f"{have / GIB:.{digits}f}"
+        if shown[0] != shown[1]:
+            break
+    return shown
+
+
 def verdict(gpu, line: Line, largest: int) -> Verdict:
     need, have = line.at.total, usable(gpu)
     if need <= have:
         why = f"fits ({need / GIB:.2f} GiB of {have / GIB:.1f})"
     else:
-        why = f"does not fit (needs {need / GIB:.1f} GiB of {have / GIB:.1f})"
+        why = "does not fit (needs {} GiB of {})".format(*apart(need, have))
     return Verdict(gpu.name, line.at.mode, need <= have, why, largest)
 
 
