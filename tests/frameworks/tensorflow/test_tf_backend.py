@@ -320,6 +320,29 @@ def test_thread_probe_keeps_about_n_cores_busy(threads):
         assert got["cores"] < threads + 0.3, got
 
 
+HELD = """
+import os
+tb.configure_threads(1)
+train = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+for _ in range(3):
+    train.step()
+train.sync()
+held = sorted({tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir("/proc/self/task")})
+out({"held": held, "threads": len(os.listdir("/proc/self/task")), "settings": train.settings()})
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_one_thread_cell_is_held_to_one_cpu():
+    """The Python thread, the inter-op thread and the pool hand each step over to each other: free to run on two CPUs,
+    a 1-thread cell took 1.4-1.5x as long on tiny networks as held on one, so every thread is held to one CPU."""
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("this machine lets the tests use one CPU: nothing to hold the cell to")
+    got = tf_run(HELD)
+    assert len(got["held"]) == 1 and len(got["held"][0]) == 1, got
+    assert got["threads"] > 1 and got["settings"]["cpu_affinity"] == got["held"][0], got
+
+
 STEP_THREADS = """
 from dlperf.measure import system
 tb.configure_threads(int(sys.argv[1]))
