@@ -138,6 +138,18 @@ def test_pin_cpus_avoids_smt_siblings(tmp_path):
     assert system.pin_cpus(1, allowed=[1, 2, 3], root=root) == [1]
 
 
+def test_hold_threads_holds_every_thread_to_physical_cores_first(tmp_path, monkeypatch):
+    """A held cell (JAX's, TensorFlow's, MXNet's) at 2 threads on CPUs 0-3 whose siblings are numbered side by side
+    was held to 0 and 1, one core's two hyperthreads, where PyTorch's 2 threads float over two cores."""
+    root = write(tmp_path, SMT_ADJACENT)
+    held: dict[int, list[int]] = {}
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cpus: held.__setitem__(pid, sorted(cpus)))
+    assert system.hold_threads(2, root) == [0, 2]
+    assert os.getpid() in held and all(cpus == [0, 2] for cpus in held.values())  # every thread
+    assert system.hold_threads(4, root) is None
+
+
 def test_pin_cpus_uses_siblings_only_when_cores_run_out(tmp_path):
     root = write(tmp_path, SMT_ADJACENT)
     assert system.pin_cpus(3, allowed=[0, 1, 2, 3], root=root) == [0, 1, 2]

@@ -248,21 +248,24 @@ def pin_cpus(threads: int, allowed: list[int] | None = None, root: str = "/") ->
     return sorted((firsts + siblings)[: max(0, threads)])
 
 
-def hold_threads(threads: int) -> list[int] | None:
-    """Every thread of this process held to the first `threads` CPUs of its affinity set, where it has more; threads
-    started later inherit it. For a framework that runs work on threads beside its kernels' pool of `threads` (JAX's
-    dispatch beside XLA's pool, MXNet's engine worker beside the Python thread that feeds it): they then share the
-    cell's `threads` cores instead of taking more. Some threads may already run (numpy's OpenBLAS pool, unless
-    OPENBLAS_NUM_THREADS=1 as in dlperf's workers), hence each one. Returns the CPUs held to, or None."""
+def hold_threads(threads: int, root: str = "/") -> list[int] | None:
+    """Every thread of this process held to `threads` CPUs of its affinity set, where it has more, one per physical
+    core first as `pin_cpus` picks them (the first `threads` CPUs could be one core's SMT siblings, a 2-thread cell
+    then on one core where another framework's floats over two); threads started later inherit it. For a framework
+    that runs work on threads beside its kernels' pool of `threads` (JAX's dispatch beside XLA's pool, MXNet's engine
+    worker beside the Python thread that feeds it): they then share the cell's `threads` cores instead of taking
+    more. Some threads may already run (numpy's OpenBLAS pool, unless OPENBLAS_NUM_THREADS=1 as in dlperf's
+    workers), hence each one. Returns the CPUs held to, or None."""
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) <= threads:
         return None
+    held = pin_cpus(threads, cpus, root)
     for task in os.listdir("/proc/self/task"):
         try:
-            os.sched_setaffinity(int(task), cpus[:threads])
+            os.sched_setaffinity(int(task), held)
         except ProcessLookupError:  # a thread that ended meanwhile
             pass
-    return cpus[:threads]
+    return held
 
 
 # --- CPU identity ----------------------------------------------------------------------------------------------------

@@ -40,7 +40,8 @@ from dlperf.workloads.base import OptimizerSpec, Workload
 # is set (XLA's DefaultThreadPoolSize), else one thread per CPU the process may use. PJRT_NPROC is set to the cell's
 # count, so a cell above the usable CPUs runs that many threads, oversubscribed as the other frameworks' are (on 2
 # CPUs, `--threads 4` ran 2 threads before it: restricting the affinity was all that set them); the affinity is still
-# restricted to the first N CPUs where there are more, so that the process's other threads share the pool's CPUs.
+# restricted to N CPUs where there are more (one per core first), so that the process's other threads share the
+# pool's CPUs.
 # XLA_FLAGS cannot set the count: measured with jax 0.10.2 on 2 CPUs, a 1024^2 fp32 matrix product and a 3x3
 # convolution keep 1.92 cores busy with `--xla_cpu_multi_thread_eigen=false` as without it. It is set at one thread
 # all the same, as the documented single-thread setting. Its often-quoted companion `intra_op_parallelism_threads=1`
@@ -66,7 +67,7 @@ def version() -> str:
 
 
 def configure_threads(threads: int) -> dict[str, Any]:
-    """Size XLA's pool at `threads` and restrict the process to `threads` CPUs of its affinity set (the first ones)
+    """Size XLA's pool at `threads` and restrict the process to `threads` CPUs of its affinity set (`hold_threads`)
     where it has more, and add XLA's single-thread flag at one thread, before XLA starts. The user's own XLA_FLAGS are
     kept, their own setting of that flag included; an inherited PJRT_NPROC is replaced, as OMP_NUM_THREADS is."""
     flags = os.environ.get("XLA_FLAGS", "")
