@@ -179,3 +179,61 @@ def test_a_call_that_failed_without_an_error_under_the_limit_did_not_fit():
                            "exception set)")  # fmt: skip
     assert no_kernel_is_memory(lost, {3506: True}, None) is lost  # a GPU's: not this
     assert no_kernel_is_memory(lost, {50_000: True}, 400 * MiB) is lost  # no smaller batch ran
+
+
+class OnTheCpu:
+    """A fit search's tries on the CPU without a process, under a data limit: a batch fits while the process's data
+    segment at its peak (a start, the memory the built model takes beyond its tensors, and the tensors) is within
+    the limit; each fitted try says its live tensors' peak and, unless `data_said` is off, that data peak. `grows`:
+    the data's growth with the batch where it is not the tensors'."""
+
+    def __new__(cls, limit: int, start: int, built: int, tensors, data_said: bool = True, grows=None):
+        from dlperf.fit import Search, Try, budget
+
+        class Faked(Search):
+            def try_batch(self, mode: str, batch: int) -> Try:
+                self.made.append(batch)
+                data = start + built + (grows or tensors)(batch)
+                if data > limit:
+                    return Try(batch, "failed", True, None, None, None, f"out of memory at batch {batch}")
+                return Try(batch, "ok", False, tensors(batch), "live_tensors", 1e5, None, 50, 1.0,
+                           data_peak_bytes=data if data_said else None)  # fmt: skip
+
+        search = Faked.__new__(Faked)
+        search.budget, search.limit = budget("cpu", limit, start, {}), limit
+        search.session = SimpleNamespace(spec=SimpleNamespace(timeout=300))
+        search.answers, search.made, search.fits = {}, [], {}
+        return search
+
+
+def test_on_the_cpu_the_guess_aims_by_the_data_segment_the_limit_counts():
+    """tiny-fcn-r under --max-memory 400MiB, as measured: a start 180 MiB, 75 MiB more once its model is built, 3.5
+    KiB a sample of tensors. The tensors' line against the limit less the start leapt to where they alone would take
+    15/16 of 220 MiB, 1.4 times the boundary (out of memory; 20 tries); the line through the data segment's peak,
+    which the limit counts, aims at 63/64 of the limit, then 65/64, and bisects between them (15)."""
+
+    def tensors(batch: int) -> int:
+        return 3584 * batch + 256 * 1024
+
+    limit, start, built = 400 * MiB, 180 * MiB, 75 * MiB
+    boundary = (limit - start - built - 256 * 1024) // 3584
+    by_data = OnTheCpu(limit, start, built, tensors)
+    answer = by_data.search("fp32", 16, 2**16)
+    assert answer.ended == "boundary" and answer.largest == boundary == 42_349
+    assert by_data.made[:5] == [16, 32, 40_521, 44_178, 42_349] and len(by_data.made) == 15
+    by_tensors = OnTheCpu(limit, start, built, tensors, data_said=False)
+    assert by_tensors.search("fp32", 16, 2**16).largest == boundary
+    assert by_tensors.made[:3] == [16, 32, 60_269] and len(by_tensors.made) == 20
+
+
+def test_a_data_line_near_the_limit_brackets_it_rather_than_creeping_up_to_it():
+    """tiny-lstm under 400MiB: its tensors' slope (30 KiB a sample) a little steeper than its data's (28.2), the
+    first aim fitted 5 MiB under 63/64 of the limit. Aiming under again and then at the limit itself, both fitted
+    (4,959 and 5,185, the data at 99.9% of the limit), which spent the tries a guess may add (`SLACK`): the search
+    doubled to 10,370 and bisected down from there (19 tries). Within two margins of the limit, the next aim is a
+    margin past it, which brackets the boundary (here 14 tries, not 18)."""
+    limit, start, built = 400 * MiB, 180 * MiB, int(76.7 * MiB)
+    search = OnTheCpu(limit, start, built, lambda batch: 30_720 * batch, grows=lambda batch: 28_900 * batch)
+    answer = search.search("fp32", 4, 2**16)
+    assert answer.largest == (limit - start - built) // 28_900 == 5_199
+    assert search.made[:5] == [4, 8, 4_678, 4_955, 5_398] and len(search.made) == 14  # not 5,184 then 10,368: 18

@@ -51,25 +51,32 @@ MARGIN = 1 / 16  # of the memory there is: what the guess leaves for what a step
 def aim(lo: int, hi: int | None, guess: Line, top: int) -> int | None:
     """A batch the peak memory's line (`guess`) says is near the limit, above the largest batch that fit (`lo`) and
     below the smallest that did not (`hi`, None while none has), at most `top`; None to leave it to the plain
-    search. While every batch fits: the batch whose peak would take all but 1/16 of the memory (the process's own
-    and the allocator's share, which the peak leaves out), but beyond a doubling only where the batch that would
-    leave a quarter is beyond it too (where the model's own memory takes most of it, a small error in the memory is
-    a large one in the batch); else, where that fitted, the one whose peak would take it all (or a little more) if
-    closer than a doubling. A leap beyond `top` stops there if that is still beyond a doubling. Once a batch did not
-    fit: the bisection's, or where closer to the guessed limit, the batch that would leave none, 1/16, 1/8, 1/4 or
-    1/2 of the memory."""
+    search. While every batch fits: the batch whose peak would take all but the line's margin of the memory (1/16:
+    the process's own and the allocator's share, which a tensors' peak leaves out; 1/64 where the line goes through
+    the data segment's peak, which the CPU's limit counts), but beyond a doubling only where the batch that would
+    leave 4 margins (a quarter) is beyond it too (where the model's own memory takes most of it, a small error in
+    the memory is a large one in the batch); else, where that fitted, the one whose peak would take it all (or a
+    little more) if closer than a doubling. A line of what the limit counts (`Line.exact`) aims under the limit
+    only while the largest batch that fit left more than two margins, then a margin past it: a batch at the limit
+    is as likely to fit as not, and one that fits there brackets nothing. A leap beyond `top` stops there if that
+    is still beyond a doubling. Once a batch did not fit: the bisection's, or where closer to the guessed limit, the
+    batch that would leave none, 1, 2, 4 or 8 margins of the memory (1/16: none, 1/16, 1/8, 1/4, 1/2)."""
+    margin = guess.margin
     if hi is None:
-        under = guess.batch_at(1 - MARGIN)
-        if under > lo * (1 + MARGIN) and (under <= 2 * lo or guess.batch_at(0.75) >= 2 * lo):
+        under = guess.batch_at(1 - margin)
+        room = guess.peak < (1 - 2 * margin) * guess.budget if guess.exact else under > lo * (1 + margin)
+        if room and (under <= 2 * lo or guess.batch_at(1 - 4 * margin) >= 2 * lo):
             near = under
         else:
-            over = (guess.batch_at(1 + share) for share in (0, MARGIN, 2 * MARGIN, 4 * MARGIN, 8 * MARGIN))
+            shares = (1, 2, 4, 8) if guess.exact else (0, 1, 2, 4, 8)  # an exact line's limit: as likely to fit
+            over = (guess.batch_at(1 + k * margin) for k in shares)
             near = next((b for b in over if lo < b <= 2 * lo), None)
         if near is None or near <= top:
             return near
         return top if top >= 2 * lo else None
     bisection = (lo + hi) // 2
-    below = [b for b in map(guess.batch_at, (1, 1 - MARGIN, 1 - 2 * MARGIN, 0.75, 0.5)) if bisection < b < hi]
+    below = [b for b in map(guess.batch_at, (1, 1 - margin, 1 - 2 * margin, 1 - 4 * margin, 1 - 8 * margin))
+             if bisection < b < hi]  # fmt: skip
     return max(below, default=bisection) if max(below, default=bisection) <= top else None
 
 
@@ -82,6 +89,8 @@ class Line:
     peak: int
     per_sample: float
     budget: int
+    margin: float = MARGIN  # of the budget: how far off the line may be (`aim` brackets the limit by it)
+    exact: bool = False  # the peaks are what the limit counts (a CPU try's data segment), not a part of it
 
     def batch_at(self, share: float) -> int:
         """The batch whose peak would take `share` of the budget (0 or less where no batch would)."""

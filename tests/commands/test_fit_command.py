@@ -91,6 +91,7 @@ def test_the_largest_batch_under_max_memory_is_the_true_boundary(tmp_path, wide)
     assert above["error"].startswith(f"out of memory at batch {largest + 1}"), above["error"]
     tried = {t["batch"]: t for t in answer["tries"]}
     assert tried[largest]["samples_per_s"] > 0 and tried[largest + 1]["out_of_memory"]
+    assert 0 < tried[largest]["data_peak_bytes"] <= limit  # what the limit counted, which fit's guess aims by
     assert all(t["out_of_memory"] for t in answer["tries"] if t["batch"] > largest)
     assert all(t["status"] == "ok" for t in answer["tries"] if t["batch"] <= largest)
 

@@ -250,6 +250,12 @@ def test_rss_from_status(tmp_path):
     assert system.rss_hwm_bytes(root) == 2048 * 1024
 
 
+def test_the_data_segments_peak_is_its_size_now_plus_the_address_spaces_high_water_mark_above_its_own(tmp_path):
+    status = "Name:\tpython\nVmPeak:\t  500000 kB\nVmSize:\t  400000 kB\nVmData:\t  300000 kB\n"
+    assert system.data_peak_bytes(write(tmp_path, {"proc/self/status": status})) == 400_000 * 1024
+    assert system.data_peak_bytes(write(tmp_path, {"proc/self/status": "VmData:\t  300000 kB\n"})) is None
+
+
 def test_reset_rss_hwm_on_fake_tree(tmp_path):
     assert system.reset_rss_hwm(str(tmp_path)) is False  # no clear_refs: refused, not raised
     root = write(tmp_path, {"proc/self/clear_refs": ""})

@@ -419,6 +419,19 @@ def data_bytes(root: str = "/") -> int | None:
     return _kib_field(os.path.join(root, "proc/self/status"), "VmData")
 
 
+def data_peak_bytes(root: str = "/") -> int | None:
+    """The most this process's data segment has held (what RLIMIT_DATA counts), since it started or was forked:
+    VmData now plus the address space's high-water mark above its size now (VmPeak - VmSize), the kernel keeping no
+    mark of the data segment's own. Exact where only data mappings came and went since the peak, as over a step's
+    tensors; a library mapped since then counts as data (an overestimate). None where not known."""
+    text = _read(os.path.join(root, "proc/self/status")) or ""
+    status = {name: value.split() for name, _, value in (line.partition(":") for line in text.splitlines())}
+    data, peak, size = (status.get(name) for name in ("VmData", "VmPeak", "VmSize"))
+    if not (data and peak and size):
+        return None
+    return (int(data[0]) + max(0, int(peak[0]) - int(size[0]))) * 1024
+
+
 def rss_hwm_bytes(root: str = "/") -> int | None:
     """Peak resident memory of this process since start or since the last reset_rss_hwm()."""
     return _kib_field(os.path.join(root, "proc/self/status"), "VmHWM")
