@@ -438,6 +438,27 @@ def test_a_mode_that_fitted_smaller_refused_by_onednn_at_a_larger_batch_did_not_
     assert no_kernel_is_memory(other, {8: True}) is other
 
 
+def test_under_the_limit_a_refusal_in_backward_and_an_abort_above_a_batch_that_fitted_did_not_fit():
+    """Two ways a leap past the boundary failed otherwise than out of memory and ended the search, exit 1:
+    tiny-resnet-56 at batch 2,370 under 400 MiB (2,343 fitted) raised oneDNN's refusal as a plain RuntimeError in its
+    backward pass; tiny-fcn-r at 55,875 (1,818 fitted) aborted in pybind11 ('Invalid clear_patients() call')."""
+    from dlperf.fit import OUT_OF_MEMORY, Try, no_kernel_is_memory
+
+    limit, fits = 400 * 2**20, {1818: True, 2343: True, 59_872: False}
+    backward = Try(2370, "failed", False, None, None, None, "RuntimeError: could not create a primitive")
+    said = no_kernel_is_memory(backward, fits, limit)
+    assert said.out_of_memory and said.reason == (f"{OUT_OF_MEMORY} at batch 2370 under --max-memory 400 MiB: oneDNN "
+                                                  "refused under the limit, where batch 2343 of this mode ran "
+                                                  "(RuntimeError: could not create a primitive)")  # fmt: skip
+    aborted = Try(55_875, "failed", False, None, None, None, "worker killed by SIGABRT (aborted): what():  FATAL: "
+                  "Internal consistency check failed: Invalid clear_patients() call.")  # fmt: skip
+    said = no_kernel_is_memory(aborted, fits, limit)
+    aborted_said = f"{OUT_OF_MEMORY} at batch 55875 under --max-memory 400 MiB: the process aborted under the limit"
+    assert said.out_of_memory and said.reason.startswith(f"{aborted_said}, where batch 2343 of this mode ran")
+    assert no_kernel_is_memory(backward, fits, None) is backward  # no CPU limit: a failure of its own
+    assert no_kernel_is_memory(aborted, {60_000: True}, limit) is aborted  # nothing smaller fitted
+
+
 class Refused:
     """A fit search's session over a real store, its tries measured without a child: a batch up to `fits_up_to` fits,
     a larger one oneDNN refuses, as under the memory limit (frameworks/torch/step.py words it)."""
