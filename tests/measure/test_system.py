@@ -360,3 +360,14 @@ def test_others_cpu_share_takes_the_familys_cpu_as_its_own():
     before, after = {"user": 10.0, "system": 1.0}, {"user": 10.0 + 1.5 * cores, "system": 1.0}
     assert system.others_cpu_share(before, after, 0.5 * cores, 1.0) == pytest.approx(1.0)
     assert system.others_cpu_share(before, after, 1.5 * cores, 1.0) == 0.0
+
+
+def test_others_cpu_share_is_none_for_a_window_shorter_than_its_ticks_and_never_above_the_machine():
+    """A cell timed for a few milliseconds (--max-time 0.002) read "other processes used 198% of the CPUs": one tick
+    of the busy counters (10 ms) against a 20 ms window is half of it per CPU."""
+    cores = os.cpu_count() or 1
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    before, after = {"user": 10.0}, {"user": 10.0 + 2 * tick * cores}  # two ticks of each CPU in a 20 ms window
+    assert system.others_cpu_share(before, after, 0.0, 0.02) is None
+    assert system.others_cpu_share(before, {"user": 10.0 + 3.0 * cores}, 0.0, 1.0) == 1.0  # ticks beyond the wall
+    assert system.others_cpu_share(before, {"user": 10.0 + 0.2 * cores}, 0.0, 1.0) == pytest.approx(0.2)

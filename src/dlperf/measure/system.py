@@ -335,6 +335,10 @@ def steal_fraction(before: dict[str, float], after: dict[str, float]) -> float |
 
 
 BUSY_FIELDS = ("user", "nice", "system", "irq", "softirq")
+# The counters behind a share tick 100 times a second: each CPU's busy time and the family's CPU time are a tick out
+# either way, about (CPUs + 1) ticks in all. A window too short to hold that under this share of the machine's
+# capacity has no share: a cell timed for 20 ms on 2 CPUs read "other processes used 198% of the CPUs".
+SHARE_RESOLUTION = 0.05
 
 
 def others_cpu_share(
@@ -344,11 +348,13 @@ def others_cpu_share(
     what this process and those it started used meanwhile (`family_cpu_s`: a DataLoader's workers are ours).
 
     Steal time only shows other virtual machines; another process on this one (a second benchmark, a build) slows a
-    multi-threaded step just as much, and only shows as busy time that is not ours."""
-    if not before or not after or wall_s <= 0:
+    multi-threaded step just as much, and only shows as busy time that is not ours. None where a window is too short
+    for the counters' ticks (`SHARE_RESOLUTION`: 0.3 s on 2 CPUs); at most the whole machine."""
+    cpus = os.cpu_count() or 1
+    if not before or not after or wall_s * cpus * SHARE_RESOLUTION < (cpus + 1) / os.sysconf("SC_CLK_TCK"):
         return None
     busy = sum(after.get(k, 0.0) - before.get(k, 0.0) for k in BUSY_FIELDS)
-    return max(0.0, busy - own_cpu_s) / (wall_s * (os.cpu_count() or 1))
+    return min(1.0, max(0.0, busy - own_cpu_s) / (wall_s * cpus))
 
 
 def family_cpu_s(root: str = "/") -> float:
