@@ -303,6 +303,32 @@ def test_a_cell_whose_backend_pins_itself_stores_the_cpus_it_ran_on(monkeypatch)
     assert m.detail.affinity == before[:1] == first(events, Built).settings["cpu_affinity"]
 
 
+def test_a_backend_that_holds_its_threads_as_it_builds_is_recorded_on_the_cpus_it_ran_on(monkeypatch):
+    """TensorFlow holds a cell's threads to its pool's CPUs as it builds the step, after its threads are set: the
+    cell's stored affinity was the one before (every CPU), its settings the held one."""
+    import os
+
+    before = sorted(os.sched_getaffinity(0))
+    if len(before) < 2:
+        pytest.skip("needs two CPUs to hold to one of")
+
+    def holds_as_it_builds(workload, device, mode):  # as the tensorflow backend's build does at one thread
+        os.sched_setaffinity(0, before[:1])
+        return Step()
+
+    fake_backend(monkeypatch)
+    monkeypatch.setattr(worker.backend("fake"), "build", holds_as_it_builds)
+    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
+                    TimerConfig(min_steps=3, min_time=0, max_time=0.2, max_warmup=2))  # fmt: skip
+    events = []
+    try:
+        worker.run_cell(task, events.append)
+    finally:
+        os.sched_setaffinity(0, before)
+    m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
+    assert m.detail.affinity == before[:1]
+
+
 def test_a_loss_check_not_run_gives_its_times_in_the_units_of_the_table_beside_it():
     """optimize's table printed `385 µs` in its step column and `not checked: 0.0003853 s per step is not faster than
     0.0003276 s` in its loss-check column, on the same row."""

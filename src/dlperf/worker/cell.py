@@ -61,13 +61,7 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
     cell = task.cell
     fw = backend(cell.framework)  # the framework is imported here, thread settings already in place
-    cpus = os.sched_getaffinity(0)
-    settings = fw.configure_threads(cell.threads)
-    if os.sched_getaffinity(0) != cpus:  # the backend pinned itself (jax: to its threads' CPUs): what the cell runs on
-        emit(affinity())
-    start = time.perf_counter()
-    workload = Workload.from_json(task.workload)
-    train, noted = build_cell(fw, task, workload)
+    settings, start, workload, train, noted = configured_and_built(fw, task, emit)
     timing = {"timing": timing_of(train)}
     if task.gate:  # compiled beside the group's other cells: its compile time is not a lone one
         timing["compiled_at_once"] = task.gate_group
@@ -114,6 +108,22 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     if cell.nproc:  # last: measuring where the step's time goes may leave the replicas' weights apart
         emit(Comm(CommFigures.of({**train.communication(), "strategy": cell.parallel})))
     emit(Done())
+
+
+def configured_and_built(fw, task: CellTask, emit: Reporter):
+    """The backend's thread settings, when the build began, the workload, the cell's step and the settings noted
+    beside it; an `affinity` event where the backend held the cell's threads to some CPUs as it set its threads (jax)
+    or as it built the step (tensorflow): what the cell runs on."""
+    cpus = os.sched_getaffinity(0)
+    settings = fw.configure_threads(task.cell.threads)
+    if os.sched_getaffinity(0) != cpus:
+        emit(affinity())
+    start, cpus = time.perf_counter(), os.sched_getaffinity(0)
+    workload = Workload.from_json(task.workload)
+    train, noted = build_cell(fw, task, workload)
+    if os.sched_getaffinity(0) != cpus:
+        emit(affinity())
+    return settings, start, workload, train, noted
 
 
 def build_cell(fw, task: CellTask, workload: Workload):
