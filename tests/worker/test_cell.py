@@ -277,9 +277,11 @@ def test_a_step_that_raises_keeps_the_samples_before_it(monkeypatch, tmp_path):
     assert len(all_of(read_events(path), Sample)) == 10  # 12 steps, two of them warm-up
 
 
-def test_a_cell_whose_backend_pins_itself_stores_the_cpus_it_ran_on(monkeypatch):
+@pytest.mark.parametrize("when", ["configure_threads", "build"])
+def test_a_cell_whose_backend_pins_itself_stores_the_cpus_it_ran_on(monkeypatch, when):
     """A JAX cell stored the affinity taken before its backend pinned it to its threads' CPUs ([0, 1] for a cell that
-    ran on [0]; its settings' cpu_affinity was right): the affinity stored is the one the cell ran on."""
+    ran on [0]; its settings' cpu_affinity was right): the affinity stored is the one the cell ran on. TensorFlow
+    holds them as it builds the step, after its threads are set: the same."""
     import os
 
     before = sorted(os.sched_getaffinity(0))
@@ -290,34 +292,13 @@ def test_a_cell_whose_backend_pins_itself_stores_the_cpus_it_ran_on(monkeypatch)
         os.sched_setaffinity(0, before[:threads])
         return {"cpu_affinity": sorted(os.sched_getaffinity(0))}
 
-    fake_backend(monkeypatch)
-    monkeypatch.setattr(worker.backend("fake"), "configure_threads", pins_itself)
-    task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
-                    TimerConfig(min_steps=3, min_time=0, max_time=0.2, max_warmup=2))  # fmt: skip
-    events = []
-    try:
-        worker.run_cell(task, events.append)
-    finally:
-        os.sched_setaffinity(0, before)
-    m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
-    assert m.detail.affinity == before[:1] == first(events, Built).settings["cpu_affinity"]
-
-
-def test_a_backend_that_holds_its_threads_as_it_builds_is_recorded_on_the_cpus_it_ran_on(monkeypatch):
-    """TensorFlow holds a cell's threads to its pool's CPUs as it builds the step, after its threads are set: the
-    cell's stored affinity was the one before (every CPU), its settings the held one."""
-    import os
-
-    before = sorted(os.sched_getaffinity(0))
-    if len(before) < 2:
-        pytest.skip("needs two CPUs to hold to one of")
-
     def holds_as_it_builds(workload, device, mode):  # as the tensorflow backend's build does at one thread
         os.sched_setaffinity(0, before[:1])
         return Step()
 
     fake_backend(monkeypatch)
-    monkeypatch.setattr(worker.backend("fake"), "build", holds_as_it_builds)
+    backend = worker.backend("fake")
+    monkeypatch.setattr(backend, when, pins_itself if when == "configure_threads" else holds_as_it_builds)
     task = CellTask(Cell("tiny-fcn-r", "fake", "cpu", 1, "fp32"), 0, BUILTIN["tiny-fcn-r"].to_json(),
                     TimerConfig(min_steps=3, min_time=0, max_time=0.2, max_warmup=2))  # fmt: skip
     events = []
@@ -327,6 +308,8 @@ def test_a_backend_that_holds_its_threads_as_it_builds_is_recorded_on_the_cpus_i
         os.sched_setaffinity(0, before)
     m = measurement(events, ChildResult(0, False, 1.0, ""), timeout=60)
     assert m.detail.affinity == before[:1]
+    if when == "configure_threads":
+        assert first(events, Built).settings["cpu_affinity"] == before[:1]
 
 
 def test_a_loss_check_not_run_gives_its_times_in_the_units_of_the_table_beside_it():
