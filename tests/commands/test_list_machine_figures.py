@@ -102,3 +102,22 @@ def test_a_store_of_peaks_only_points_at_them_where_it_has_no_runs(tmp_path, cap
     Store.open(tmp_path / "e.db", create=True).close()
     assert main(["report", "--db", str(tmp_path / "e.db")]) == 2
     assert capsys.readouterr().err.strip().endswith("no runs yet (run `dlperf run` first)")
+
+
+def test_the_lines_that_store_them_name_the_list_that_shows_them_again(tmp_path, capsys, monkeypatch):
+    """`dlperf peak` and `dlperf comm` ended on where their figures were stored, not on how to see them again without
+    measuring: their last line names the list that shows them (f633aeb)."""
+    from dlperf.answers import CommAnswer
+    from dlperf.commands import comm
+    from dlperf.commands import peak as peak_command
+    from test_answers import COMM_WIRE
+
+    monkeypatch.setenv("COLUMNS", "300")
+    db = str(tmp_path / "d.db")
+    comm.render(CommAnswer.from_json(COMM_WIRE), [1], db, "text")
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"1 size stored in {db} (`dlperf list --comm` shows the job again)"
+    opts = peak_command.PeakOptions(("cpu",), (1,), ("bf16",), (64,), 2**20, (), 0.1, 60.0, "text")
+    peak_command._print_text([], [], 8, opts, db, False)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last == f"8 peaks stored in {db} (`dlperf list --peaks` shows them again)"
