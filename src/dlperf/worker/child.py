@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dlperf.errors import where_in_user_code
 from dlperf.measure.system import descendants
 from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
+from dlperf.vocab import OUT_OF_MEMORY_SAID
 from dlperf.worker.lifeline import die_with_parent
 
 Body = Callable[[Task, Reporter], None]
@@ -33,7 +34,7 @@ def describe(exc: BaseException) -> str:
     """An exception in one line, out-of-memory named as such."""
     text = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0][:500]
     lowered = text.lower()
-    if "out of memory" in lowered or "not enough memory" in lowered or "can't allocate memory" in lowered:
+    if any(said in lowered for said in OUT_OF_MEMORY_SAID):
         return f"out of memory: {text}"
     return text
 

@@ -27,6 +27,7 @@ from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimize
 from dlperf.frameworks.torch.step import TorchStep
 from dlperf.modes import not_under_ddp
 from dlperf.protocol import Cell
+from dlperf.vocab import OUT_OF_MEMORY_SAID
 from dlperf.workloads.base import Workload
 
 
@@ -162,8 +163,7 @@ def out_of_memory(exc: BaseException) -> bool:
     allocator's RuntimeError ("DefaultCPUAllocator: can't allocate memory", under a memory limit): what the worker
     reports as out of memory (`worker/child.describe`)."""
     text = str(exc).lower()
-    said = ("out of memory", "not enough memory", "can't allocate memory")
-    return isinstance(exc, torch.OutOfMemoryError | MemoryError) or any(s in text for s in said)
+    return isinstance(exc, torch.OutOfMemoryError | MemoryError) or any(said in text for said in OUT_OF_MEMORY_SAID)
 
 
 def communication(train: StrategyStep, local: TorchStep, moved: int | None) -> dict[str, Any]:
