@@ -121,3 +121,10 @@ def test_the_lines_that_store_them_name_the_list_that_shows_them_again(tmp_path,
     peak_command._print_text([], [], 8, opts, db, False)
     last = capsys.readouterr().out.splitlines()[-1]
     assert last == f"8 peaks stored in {db} (`dlperf list --peaks` shows them again)"
+
+
+def test_a_value_reads_in_three_figures_or_whole_from_1000():
+    from dlperf.report.machine_figures import value_text
+
+    assert [value_text(v) for v in (0.0206, 9.6, 999.4, 999.96, 1000, 4204.4)] == [
+        "0.0206", "9.60", "999", "1,000", "1,000", "4,204"]  # fmt: skip

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from dlperf.measure.units import significant
+from dlperf.measure.units import rounded, significant
 from dlperf.report.fleet import machine_label
 from dlperf.report.format import nbytes
 from dlperf.report.utilization import BUSY_SHARE, BUSY_STEAL
@@ -87,8 +87,8 @@ def _skipped(detail: dict) -> str | None:
 
 def value_text(value: float) -> str:
     """Three significant figures below 1000, trailing zeros kept (0.0206 TFLOP/s, 9.60 GB/s); whole numbers above
-    (4,204 GB/s)."""
-    return f"{value:,.0f}" if value >= 1000 else significant(value, 3)
+    (4,204 GB/s; 999.96 too, which three figures round up to 1000)."""
+    return f"{value:,.0f}" if rounded(value, 3) >= 1000 else significant(value, 3)
 
 
 def latest_peaks(rows: list[PeakRecord]) -> tuple[list[PeakRecord], int]:
