@@ -150,6 +150,24 @@ def test_hold_threads_holds_every_thread_to_physical_cores_first(tmp_path, monke
     assert system.hold_threads(4, root) is None
 
 
+def test_hold_threads_takes_the_least_busy_cpus(tmp_path, monkeypatch):
+    """Each held cell took CPU 0: two at once (the test suite's two workers, a second command) shared it while CPU 1
+    idled. Held to the CPUs least busy over a moment, the second goes to CPU 1."""
+    root = write(tmp_path, SMT_ADJACENT)  # CPUs 0-1 one core's siblings, 2-3 another's
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3})
+    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cpus: None)
+    monkeypatch.setattr(system, "HOLD_LOOK_S", 0.0)
+    readings = iter([{0: 100, 1: 100, 2: 100, 3: 100}, {0: 105, 1: 100, 2: 100, 3: 101}])  # CPU 0 busy, 3 a little
+    monkeypatch.setattr(system, "cpu_busy_ticks", lambda root: next(readings))
+    assert system.hold_threads(1, root) == [1]  # CPU 0's sibling idles: one CPU, any core
+    readings = iter([{0: 0, 1: 0, 2: 0, 3: 0}, {0: 5, 1: 0, 2: 0, 3: 1}])
+    assert system.hold_threads(2, root) == [1, 2]  # one per core, each core's least busy CPU
+    (tmp_path / "proc").mkdir(exist_ok=True)
+    (tmp_path / "proc" / "stat").write_text("cpu  9 0 9 90 0 0 0 0\ncpu0 4 1 2 50 7 1 1 0\ncpu1 5 0 7 40 0 0 0 0\n")
+    monkeypatch.undo()
+    assert system.cpu_busy_ticks(str(tmp_path)) == {0: 9, 1: 12}  # user nice system irq softirq: not idle, iowait
+
+
 def test_pin_cpus_uses_siblings_only_when_cores_run_out(tmp_path):
     root = write(tmp_path, SMT_ADJACENT)
     assert system.pin_cpus(3, allowed=[0, 1, 2, 3], root=root) == [0, 1, 2]

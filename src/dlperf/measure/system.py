@@ -233,33 +233,45 @@ def default_thread_counts(cores: int) -> list[int]:
     return counts if counts[-1] == cores else [*counts, cores]
 
 
-def pin_cpus(threads: int, allowed: list[int] | None = None, root: str = "/") -> list[int]:
+def pin_cpus(
+    threads: int, allowed: list[int] | None = None, root: str = "/", busy: dict[int, int] | None = None
+) -> list[int]:
     """The ``threads`` CPUs to pin a run to, sorted: one logical CPU per physical core first, SMT siblings only when
-    the mask has fewer cores than threads. Fewer than ``threads`` only if the mask itself is smaller.
+    the mask has fewer cores than threads. Fewer than ``threads`` only if the mask itself is smaller. `busy` (CPU ->
+    busy ticks lately): the least busy first, else the lowest numbers.
 
     Two threads on SMT siblings share one core's execution units, so they would measure half a core each.
     """
-    core_of = _core_map(root)
+    core_of, busy = _core_map(root), busy or {}
     firsts, siblings, seen = [], [], set()
-    for cpu in sorted(affinity_cpus() if allowed is None else allowed):
+    for cpu in sorted(affinity_cpus() if allowed is None else allowed, key=lambda c: (busy.get(c, 0), c)):
         core = core_of.get(cpu, ("cpu", str(cpu)))  # unknown topology: treat each CPU as its own core
         (siblings if core in seen else firsts).append(cpu)
         seen.add(core)
     return sorted((firsts + siblings)[: max(0, threads)])
 
 
+HOLD_LOOK_S = 0.05  # how long `hold_threads` watches the CPUs' busy counters before it picks the least busy
+
+
 def hold_threads(threads: int, root: str = "/") -> list[int] | None:
     """Every thread of this process held to `threads` CPUs of its affinity set, where it has more, one per physical
     core first as `pin_cpus` picks them (the first `threads` CPUs could be one core's SMT siblings, a 2-thread cell
-    then on one core where another framework's floats over two); threads started later inherit it. For a framework
-    that runs work on threads beside its kernels' pool of `threads` (JAX's dispatch beside XLA's pool, MXNet's engine
-    worker beside the Python thread that feeds it): they then share the cell's `threads` cores instead of taking
-    more. Some threads may already run (numpy's OpenBLAS pool, unless OPENBLAS_NUM_THREADS=1 as in dlperf's
-    workers), hence each one. Returns the CPUs held to, or None."""
+    then on one core where another framework's floats over two), the least busy over HOLD_LOOK_S first (each held
+    cell took CPU 0: two at once, two test workers' or a second command's, shared it while CPU 1 idled); threads
+    started later inherit it. For a framework that runs work on threads beside its kernels' pool of `threads` (JAX's
+    dispatch beside XLA's pool, MXNet's engine worker beside the Python thread that feeds it): they then share the
+    cell's `threads` cores instead of taking more. Some threads may already run (numpy's OpenBLAS pool, unless
+    OPENBLAS_NUM_THREADS=1 as in dlperf's workers), hence each one. Returns the CPUs held to, or None."""
+    import time
+
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) <= threads:
         return None
-    held = pin_cpus(threads, cpus, root)
+    before = cpu_busy_ticks(root)
+    time.sleep(HOLD_LOOK_S)
+    after = cpu_busy_ticks(root)
+    held = pin_cpus(threads, cpus, root, {cpu: after.get(cpu, 0) - before.get(cpu, 0) for cpu in cpus})
     for task in os.listdir("/proc/self/task"):
         try:
             os.sched_setaffinity(int(task), held)
@@ -324,6 +336,17 @@ def cpu_times(root: str = "/") -> dict[str, float]:
             tick = os.sysconf("SC_CLK_TCK")
             return {name: int(value) / tick for name, value in zip(CPU_TIME_FIELDS, fields[1:], strict=False)}
     return {}
+
+
+def cpu_busy_ticks(root: str = "/") -> dict[int, int]:
+    """Each CPU's busy ticks since boot (its /proc/stat line's BUSY_FIELDS); {} where it cannot be read."""
+    ticks = {}
+    for line in (_read(os.path.join(root, "proc/stat")) or "").splitlines():
+        name, *fields = line.split() or [""]
+        if name.startswith("cpu") and name[3:].isdigit():
+            values = dict(zip(CPU_TIME_FIELDS, fields, strict=False))
+            ticks[int(name[3:])] = sum(int(values.get(k, 0)) for k in BUSY_FIELDS)
+    return ticks
 
 
 def steal_fraction(before: dict[str, float], after: dict[str, float]) -> float | None:

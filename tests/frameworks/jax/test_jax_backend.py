@@ -15,7 +15,6 @@ from itertools import pairwise
 import pytest
 
 from conftest import run_in
-from dlperf.measure import system
 from dlperf.workloads import BUILTIN, SUITE, TINY
 
 PRELUDE = """
@@ -437,8 +436,8 @@ def test_threads_restrict_the_affinity_keep_the_users_flags_and_size_xlas_pool(t
     found = run_in("jax", THREADS, str(threads), threads=threads)
     usable = min(threads, len(found["before"]))
     settings = found["settings"]
-    held = system.pin_cpus(usable, found["before"])  # one per physical core first
-    assert settings["cpu_affinity"] == held
+    held = settings["cpu_affinity"]  # the least busy, one per physical core first: tests/measure/test_system.py
+    assert len(held) == usable and set(held) <= set(found["before"])
     assert found["threads"] == [held]  # every thread, those started before too
     assert settings["xla_pool_threads"] == threads and settings["PJRT_NPROC"] == str(threads)
     assert settings["xla_backend_started_before_configure"] is False
