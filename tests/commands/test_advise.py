@@ -138,17 +138,18 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-@pytest.mark.slow  # a thread search, a short optimize and its loader search: about 75 s on 2 cores
+@pytest.mark.slow  # a thread search, a short optimize and its loader search: about 75 s on 2 quiet cores
 def test_with_real_data_the_answer_says_how_fast_the_loader_feeds_each_gpu(tmp_path):
     """--data DIR: the mode search also searches the loader, and the answer says what one loading process prepares
     here, the loader alone, and how many each GPU would need; the loader cells are stored with the search's run."""
     data, db = tmp_path / "data", tmp_path / "a.db"
     assert dlperf("data", "synth", str(data), "--only", "mnist").returncode == 0
-    proc = dlperf("advise", "tiny-fcn-r", "--data", str(data), "--budget", "75", "--gpu", "H100-SXM5-80GB,T4",
+    proc = dlperf("advise", "tiny-fcn-r", "--data", str(data), "--budget", "150", "--gpu", "H100-SXM5-80GB,T4",
                   "--format", "json", db=db, env=NO_FILE)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    feed = got["input_pipeline"]
+    feed = got["input_pipeline"]  # None where the budget ran out first: 75 s did beside another slow test in CI
+    assert feed, "\n".join(got["notes"])
     assert feed["measured"] and feed["setting"].startswith("w") and feed["per_process_samples_per_s"] > 0
     assert feed["samples_per_s"] >= feed["per_process_samples_per_s"] and feed["run_id"] in got["runs"]
     assert {(r["gpu"], r["mode"]) for r in feed["processes_needed"]} == {(r["gpu"], r["mode"]) for r in got["gpus"]}
