@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from dlperf.measure.units import rounded, significant
 from dlperf.report.fleet import machine_label
 from dlperf.report.format import nbytes
-from dlperf.report.utilization import BUSY_SHARE, BUSY_STEAL
+from dlperf.report.utilization import busy_load
 from dlperf.store.machine import COPY_KINDS
 from dlperf.store.records import CommResult, PeakRecord
 
@@ -57,9 +57,9 @@ def peak_line(row: PeakRecord) -> PeakLine:
 def _busy(detail: dict) -> str:
     """ "busy: others 11%, steal 3%" where the machine was busy as `report/utilization.disturbance` judges it (such
     a peak reads low); "" on a quiet one."""
-    others, steal = detail.get("others_cpu_share") or 0.0, detail.get("steal_fraction") or 0.0
-    found = [f"others {100 * others:.0f}%"] if others > BUSY_SHARE else []
-    found += [f"steal {100 * steal:.0f}%"] if steal > BUSY_STEAL else []
+    others, steal = busy_load(detail)
+    found = [f"others {100 * others:.0f}%"] if others is not None else []
+    found += [f"steal {100 * steal:.0f}%"] if steal is not None else []
     return f"busy: {', '.join(found)}" if found else ""
 
 

@@ -49,11 +49,18 @@ class Peaks(dict):
         self.disturbed = dict(disturbed or {})
 
 
+def busy_load(detail: dict) -> tuple[float | None, float | None]:
+    """The load recorded with a stored peak that disturbed it: other processes' share of the CPUs and the CPU steal,
+    each None where under its threshold."""
+    others, steal = detail.get("others_cpu_share") or 0.0, detail.get("steal_fraction") or 0.0
+    return (others if others > BUSY_SHARE else None), (steal if steal > BUSY_STEAL else None)
+
+
 def disturbance(detail: dict) -> str | None:
     """What disturbed a stored peak's measurement, from the load recorded with it; None on a quiet machine."""
-    others, steal = detail.get("others_cpu_share") or 0.0, detail.get("steal_fraction") or 0.0
-    found = [f"other processes used {100 * others:.0f}% of the CPUs"] if others > BUSY_SHARE else []
-    found += [f"CPU steal {100 * steal:.0f}%"] if steal > BUSY_STEAL else []
+    others, steal = busy_load(detail)
+    found = [f"other processes used {100 * others:.0f}% of the CPUs"] if others is not None else []
+    found += [f"CPU steal {100 * steal:.0f}%"] if steal is not None else []
     return ", ".join(found) or None
 
 
