@@ -142,6 +142,14 @@ def parse_size(text: str, flag: str) -> int:
     return size
 
 
+def size_text(nbytes: int) -> str:
+    """A size in bytes as a flag takes it, parse_size's inverse: 4096 -> '4K', 3 GiB -> '3G', 1000 -> '1000'."""
+    for unit, power in (("G", 3), ("M", 2), ("K", 1)):
+        if nbytes % 1024**power == 0:
+            return f"{nbytes // 1024**power}{unit}"
+    return str(nbytes)
+
+
 def suggest(word: str, choices) -> str:
     """' (did you mean ...?)' for the closest names, ignoring case and punctuation."""
 

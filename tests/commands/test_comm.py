@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import ROOT, alive, dlperf, one_line_error
+from dlperf import flagtext
 from dlperf.answers import CommAnswer
 from dlperf.cli import build_parser
 from dlperf.commands import comm
@@ -59,6 +60,12 @@ def test_sizes_take_units_and_comma_lists():
         4096, 4096, 4096, 64 * M, 2**30, 8, 4096, 2_000_000,
     ]  # fmt: skip  # KB, MB: powers of 1000, as --max-memory's (they were 1024 here alone)
     assert comm.parse_sizes("1M,4K,4096", 4) == (4 * K, M)
+
+
+def test_size_text_is_what_parse_size_reads_back():
+    sizes = [4, 1000, 4096, 6 * K, 64 * M, 3 * 2**30, 2**40, 4 * K + 4]
+    assert [flagtext.size_text(n) for n in sizes] == ["4", "1000", "4K", "6K", "64M", "3G", "1024G", "4100"]
+    assert [comm.parse_size(flagtext.size_text(n)) for n in sizes] == sizes
 
 
 @pytest.mark.parametrize(
@@ -593,7 +600,7 @@ def test_a_job_stopped_midway_keeps_the_sizes_it_measured(tmp_path, torch):
     sizes = stored_sizes(db)
     assert sizes == [4 * 2**i for i in range(len(sizes))] and 1 <= len(sizes) < 20, sizes
     count = "1 size measured (4) is" if len(sizes) == 1 else f"{len(sizes)} sizes measured ({comm.names(sizes)}) are"
-    rest = ",".join(comm.size_text(4 * 2**i) for i in range(len(sizes), 20))
+    rest = ",".join(flagtext.size_text(4 * 2**i) for i in range(len(sizes), 20))
     assert err.splitlines()[-1] == (
         f"dlperf: interrupted; {count} stored in {db}. To measure the rest: dlperf comm --nproc 2 --threads 1 --iters "
         f"500 --warmup 0 --db {db} --sizes {rest}"

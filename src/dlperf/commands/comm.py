@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from dlperf.commands.common import add_format, choice, db_path, real, whole
 from dlperf.errors import UsageError
+from dlperf.flagtext import size_text
 from dlperf.vocab import CommBackend, ExitCode
 
 if TYPE_CHECKING:
@@ -297,13 +298,6 @@ def names(sizes: list[int]) -> str:
     return ", ".join(map(size_text, sizes))
 
 
-def size_text(nbytes: int) -> str:
-    for unit, power in (("G", 3), ("M", 2), ("K", 1)):
-        if nbytes % 1024**power == 0:
-            return f"{nbytes // 1024**power}{unit}"
-    return str(nbytes)
-
-
 def rest_command(sizes: list[int]) -> str:
     """This command line measuring only `sizes`: its --sizes (and --factor) replaced by their comma list."""
     import shlex
@@ -315,10 +309,6 @@ def rest_command(sizes: list[int]) -> str:
             continue
         words.append(word)
     return shlex.join(["dlperf", *words, "--sizes", ",".join(map(size_text, sizes))])
-
-
-# ----------------------------------------------------------------------------------------------------------------------
-# The job
 
 
 # ----------------------------------------------------------------------------------------------------------------------
