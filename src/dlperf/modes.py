@@ -145,6 +145,15 @@ def mode_components(mode: str) -> list[Mode]:
     return parts if any(p in PRECISIONS for p in parts) else [Mode.FP32, *parts]
 
 
+def with_option(mode: str, option: str) -> list[Mode]:
+    """The components of `mode` plus those of `option` (a mode fragment such as "bf16" or "compile+cuda_graphs"), one
+    of an exclusive group replacing the mode's own (bf16 replaces fp32), in canonical order."""
+    added = [Mode(p) for p in option.split("+")]
+    groups = [members for members in exclusive_groups().values() if any(a in members for a in added)]
+    kept = [c for c in mode_components(mode) if not any(c in members for members in groups)]
+    return [m for m in MODE_ORDER if m in kept or m in added]
+
+
 def compiles(mode: str) -> bool:
     return Mode.COMPILE in mode_components(mode)
 

@@ -42,7 +42,7 @@ from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
-from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, exclusive_groups, left_out, mode_components, options_of
+from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, left_out, options_of
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, faster_not_taken, needed_and_left, recipe
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
@@ -76,10 +76,7 @@ def search_order(v: Verdict | None) -> tuple[str, ...]:
 
 def with_option(mode: str, option: str) -> str:
     """`mode` plus `option`, replacing a component of the same exclusive group (bf16 replaces fp32)."""
-    added = [Mode(p) for p in option.split("+")]
-    groups = [members for members in exclusive_groups().values() if any(a in members for a in added)]
-    kept = [c for c in mode_components(mode) if not any(c in members for members in groups)]
-    return canonical_mode("+".join([*(c.value for c in kept), *option.split("+")]))
+    return canonical_mode("+".join(c.value for c in mode_table.with_option(mode, option)))
 
 
 def not_applicable(option: str, fit: Fit) -> str | None:

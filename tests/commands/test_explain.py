@@ -236,3 +236,62 @@ def test_the_profile_guides_advice_example_is_what_profile_prints(tmp_path, caps
     print_profiles(str(memory_bound_db(tmp_path / "d.db", {"fp32": 1.4e11, "bf16": 4e9})), 1)
     printed = [line.strip() for line in capsys.readouterr().out.splitlines()]
     assert len(example) == 3 and all(line in printed for line in example), (example, printed)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Advice against the run's own measurements: the probe's matrix product judges a precision, the step may disagree
+
+LSTM = {"batch": 4, "input": {"kind": "tokens", "shape": [32], "vocab": 10000}, "optimizer": {"name": "sgd"}}
+COMPUTE_LSTM = Profiled(
+    steps=5,
+    step_s=0.0032,
+    ops_per_step=282,
+    categories={"matmul": 0.0024, "elementwise": 0.0004, "optimizer": 0.0003, "host": 0.0001},
+)
+
+
+def fp32_beside_bf16_db(path, bf16: tuple[float, float, float]):
+    """tiny-lstm as `dlperf profile --modes fp32,bf16` stored it on an AVX-512 BF16 CPU whose planning probe timed
+    bf16's matrix product 3.2x fp32's: the fp32 cell (1.72 ms, 95% interval 1.63-1.84) profiled compute-bound, the
+    bf16 cell at `bf16` (median, interval low, interval high)."""
+    from dlperf.envinfo import fingerprint
+    from dlperf.protocol import Cell
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures, PlannedCell
+    from report.synthetic import ENV
+
+    env = {**ENV, "frameworks": {"torch": {"version": "2.13.0+cpu", "precision_speed": {"cpu": {"bf16": 3.152}}}}}
+    store = Store.open(path, create=True)
+    cells = [PlannedCell(Cell("tiny-lstm", "torch", "cpu", 1, mode), LSTM) for mode in ("fp32", "bf16")]
+    run_id = store.create_run({"workloads": "l"}, env, fingerprint(env), ["dlperf", "profile"], cells)
+    for cell, (median, low, high) in zip(cells, [(0.00172, 0.00163, 0.00184), bf16], strict=True):
+        figures = CellFigures(status=Status.OK, median_s=median, iqr_s=median / 2, n=200, ci_low_s=low, ci_high_s=high)
+        store.record(run_id, cell.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[median] * 200), figures)
+    store.record_profile(run_id, cells[0].cell.key, ProfileOutcome(Status.OK, None, 1.86, COMPUTE_LSTM))
+    store.set_run_status(run_id, "complete")
+    store.close()
+    return path
+
+
+def test_a_mode_the_same_run_measured_slower_is_left_out_with_both_medians(tmp_path, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    db = fp32_beside_bf16_db(tmp_path / "d.db", (0.00277, 0.00258, 0.00299))  # 1.61x fp32's, the intervals apart
+    print_profiles(str(db), 1)
+    out = capsys.readouterr().out
+    assert "  verdict: compute-bound (highly): matrix products " in out
+    assert "  try: none of the modes that address it (left out below)\n" in out
+    assert "  left out: bf16: measured slower in this run: 2.77 ms a step against this cell's 1.72 ms (1.61x)\n" in out
+    rows = json.loads(dlperf("table", "--explain", "--format", "json", db=db).stdout)["rows"]
+    [explained] = [r["cells"]["cpu:1"]["verdict"] for r in rows if r["mode"] == "fp32"]
+    assert explained["modes"] == [] and explained["left_out"]["bf16"].startswith("measured slower in this run: 2.77")
+
+
+def test_a_mode_the_same_run_did_not_tell_apart_or_measured_faster_is_still_advised(tmp_path, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    for bf16 in [(0.00180, 0.00150, 0.00210), (0.00090, 0.00085, 0.00095)]:  # intervals overlapping; faster
+        print_profiles(str(fp32_beside_bf16_db(tmp_path / f"{bf16[0]}.db", bf16)), 1)
+        out = capsys.readouterr().out
+        assert "  try: --modes bf16 (with dlperf run or profile; dlperf optimize tries each)\n" in out
+        assert "left out" not in out

@@ -441,11 +441,12 @@ def print_profiles(db: str, run_id: int) -> bool:
         run = store.run(run_id)
         profiles = store.profiles(run.id)
         lines, busy = [], {}
-        for cell in store.cells(run.id):
+        cells = store.cells(run.id)
+        for cell in cells:
             peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
             cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
             bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env)
+            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env, cells)
             busy.update(dict.fromkeys(busy_notes(peaks, cell.column, cell.mode)))  # its own dtypes' peaks only
     finally:
         store.close()

@@ -45,14 +45,15 @@ could not be shorter while it issues that many operators one by one. A launch-bo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import few
-from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components
+from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_option
 from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
+from dlperf.report.fastest import faster
 from dlperf.report.format import figure, seconds
 from dlperf.vocab import Bound, Category, DeviceKind, Framework
 
@@ -276,6 +277,31 @@ def _verdict(bound: Bound, lvl: str, figure: str, fit: Fit, mode: str = "fp32", 
     return Verdict(bound, lvl, figure, tuple(kept), ADVICE.get(bound, ""), tuple({**missing, **out}.items()))
 
 
+def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Verdict:
+    """`v` with each mode to try that the cell's own run measured slower than the cell (its workload, batch,
+    framework and column in the cell's mode plus that one, told apart by `fastest.faster`) moved to those left out,
+    with both medians: the probe's matrix product, which `Fit` judges a precision by, is not the step (on an AVX-512
+    BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.6x fp32's)."""
+    slower = {}
+    for option in v.modes:
+        wanted = set(with_option(cell.mode, option))
+        other = next((c for c in cells if c.ok and c.median_s and set(mode_components(c.mode)) == wanted
+                      and _beside(c, cell)), None)  # fmt: skip
+        if other is not None and cell.ok and cell.median_s and faster(other, cell, None):
+            slower[option] = (f"measured slower in this run: {seconds(other.median_s)} a step against this cell's "
+                              f"{seconds(cell.median_s)} ({other.median_s / cell.median_s:.2f}x)")  # fmt: skip
+    if not slower:
+        return v
+    kept = tuple(m for m in v.modes if m not in slower)
+    return replace(v, modes=kept, left_out=(*v.left_out, *slower.items()))
+
+
+def _beside(other: CellRecord, cell: CellRecord) -> bool:
+    """Whether `other` is `cell` in another mode, in the same run."""
+    same = (other.run_id, other.batch, replace(other.cell, mode=cell.mode)) == (cell.run_id, cell.batch, cell.cell)
+    return same and other.mode != cell.mode
+
+
 def not_implemented(framework: str | None, modes: frozenset[Mode]) -> str:
     """Why a mode is not advised to a framework's cell: its backend does not implement it (what it runs instead)."""
     runs = sorted(m.value for m in modes)
@@ -316,7 +342,7 @@ def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord],
             if v := verdict(profile.figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
                             launch_cost_s=cost, fit=fit_of(cell, peaks, envs[cell.run_id]),
                             framework=cell.framework):  # fmt: skip
-                found[cell.key] = v
+                found[cell.key] = against_run(v, cell, cells)
     return found
 
 
@@ -415,11 +441,12 @@ def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
 
 
 def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
-             launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None
-             ) -> list[str]:  # fmt: skip
-    """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try, each
-    category's achieved FLOP/s and bytes/s against the measured peaks and bandwidth, the dispatch floor (with
-    `dlperf peak`'s dispatch cost for the cell's machine), the profiler's overhead and the trace."""
+             launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None,
+             cells: Sequence[CellRecord] = ()) -> list[str]:  # fmt: skip
+    """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try (those
+    its run's `cells` measured slower left out: `against_run`), each category's achieved FLOP/s and bytes/s against
+    the measured peaks and bandwidth, the dispatch floor (with `dlperf peak`'s dispatch cost for the cell's machine),
+    the profiler's overhead and the trace."""
     timed = f"{seconds(cell.median_s)} per step" if cell.median_s else cell.status.value
     lines = [f"{cell.cell.label}: {timed}"]
     if profile is None:
@@ -432,11 +459,14 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
     v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
                 launch_cost_s=launch_cost_s, fit=fit_of(cell, peaks, env), framework=cell.framework)  # fmt: skip
     if v is not None:
+        v = against_run(v, cell, cells)
         rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
         lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
         tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
         where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if v.modes else ""
-        lines.append(f"  try: {'; '.join(tries) + where if tries else 'no mode addresses it on this device'}")
+        none = "no mode addresses it on this device"
+        none = "none of the modes that address it (left out below)" if v.left_out else none
+        lines.append(f"  try: {'; '.join(tries) + where if tries else none}")
         if v.left_out:
             lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
     if line := achieved_text(achieved(figures, profile.overhead, peaks, bandwidth, cell.mode), cell.mode):
