@@ -140,9 +140,9 @@ MEMORY = Profiled(steps=5, step_s=1.0, categories={"elementwise": 0.5, "normaliz
                                                    "host": 0.02}, ops_per_step=300)  # fmt: skip
 
 
-def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None, n: int = 20):
+def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None, n: int = 20, warnings: list[str] = ()):
     """A run of one memory-bound token model at 2 threads, profiled, with `peaks` (dtype -> FLOP/s, each measured
-    on a quiet machine, or (FLOP/s, others' CPU share)) stored for its machine."""
+    on a quiet machine, or (FLOP/s, others' CPU share)) stored for its machine; the cell's `warnings` as stored."""
     from dlperf.envinfo import fingerprint
     from dlperf.protocol import Cell
     from dlperf.store.process import ProcessMeasurement
@@ -153,7 +153,7 @@ def memory_bound_db(path, peaks: dict[str, float], env: dict | None = None, n: i
     store = Store.open(path, create=True)
     cell = PlannedCell(Cell("transformer", "torch", "cpu", 2, "fp32"), TRANSFORMER)
     run_id = store.create_run({"workloads": "t"}, env, fingerprint(env), ["dlperf", "profile"], [cell])
-    figures = CellFigures(status=Status.OK, median_s=1.0, iqr_s=0.01, n=n)
+    figures = CellFigures(status=Status.OK, median_s=1.0, iqr_s=0.01, n=n, warnings=list(warnings))
     store.record(run_id, cell.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[1.0] * n), figures)
     store.record_profile(run_id, cell.cell.key, ProfileOutcome(Status.OK, None, 3.0, MEMORY))
     for dtype, value in peaks.items():
@@ -223,6 +223,22 @@ def test_a_verdict_from_fewer_than_6_timed_steps_says_how_many_it_rests_on(tmp_p
     assert "(rests on 5 timed steps)" in capsys.readouterr().out
     print_profiles(str(memory_bound_db(tmp_path / "enough.db", {}, n=6)), 1)
     assert "rests on" not in capsys.readouterr().out
+
+
+def test_a_profile_of_a_cell_timed_on_a_busy_machine_says_its_shares_and_verdict_are_the_loads_too(tmp_path, capsys):
+    from dlperf.commands.profile import print_profiles
+
+    busy = "other processes used 66% of the CPUs while this cell was timed"
+    print_profiles(
+        str(memory_bound_db(tmp_path / "busy.db", {}, warnings=["noisy: IQR is 94% of the median", busy])), 1
+    )
+    out = capsys.readouterr().out
+    assert (
+        f"\n  note: {busy}; on a busy machine the shares and the verdict vary from run to run (host time most): " in out
+    )
+    assert "noisy" not in out  # a wide spread is no other process's load
+    print_profiles(str(memory_bound_db(tmp_path / "quiet.db", {})), 1)
+    assert "busy machine" not in capsys.readouterr().out
 
 
 def test_the_profile_guides_advice_example_is_what_profile_prints(tmp_path, capsys):

@@ -69,6 +69,12 @@ LAUNCH_THRESHOLDS = (0.03, 0.15)  # TensorFlow: kModerately/kHighlyKernelLaunchB
 DEVICE_HIGHLY = 0.5  # compute or memory: its side takes half the step or more
 LOW_PEAK_SHARE = 0.10  # matrix products below this share of the measured peak are not bound by arithmetic
 
+# the warnings runner/collect.py stores on a cell timed while others used the machine: the profile child ran just after,
+# on the same busy machine, and its shares moved with the load (tiny-resnet-56 fp32, others 54-66%: compute-bound,
+# matrix products 86% and 76%, in two runs; launch-bound, host 39%, 40% and 42%, in three)
+BUSY_WARNINGS = ("other processes used", "CPU steal")
+BUSY_NOTE = "on a busy machine the shares and the verdict vary from run to run (host time most): profile on a quiet one"
+
 MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.OPTIMIZER)
 
 # the modes that address each bound, in the order to try them; those that do not run on the device are left out, and
@@ -477,4 +483,5 @@ def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str
         taken = " (taken out of host time above)" if profile.overhead > 1 else ""
         lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")
     lines.append(f"  trace: {figures.trace or 'none'}")
-    return lines + [f"  note: {note}" for note in figures.notes]
+    busy = [f"{w}; {BUSY_NOTE}" for w in cell.warnings if w.startswith(BUSY_WARNINGS)]
+    return lines + [f"  note: {note}" for note in (*figures.notes, *busy)]
