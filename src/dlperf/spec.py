@@ -406,6 +406,7 @@ def parse_workload(item: str, flag: str | None = "--workloads", variant: bool = 
         if not 1 <= batch <= FIT_MAX_BATCH:
             raise UsageError(f"{flag or 'workload'} {item!r}: the batch after @b must be from 1 to {FIT_MAX_BATCH:,}")
         return f"{parse_workload(base, flag)}@b{batch}"
+    _check_batch_text(item, flag)
     if looks_like_source(item):
         return normalize_source(item)
     if item.lower() in BUILTIN:
@@ -414,6 +415,16 @@ def parse_workload(item: str, flag: str | None = "--workloads", variant: bool = 
         raise UsageError(f"{flag or 'workload'} {item!r}: {_file_without_factory(item)}")
     form = " (a model of your own: path/to/file.py:factory or package.module:factory)" if "." in item else ""
     raise UsageError(f"{flag + ': ' if flag else ''}unknown workload {item!r}{suggest(item, BUILTIN)}{form}")
+
+
+def _check_batch_text(item: str, flag: str | None) -> None:
+    """A workload at a batch that is no whole number (`tiny-fcn-r@bx`, `@b-3`, `@b`) is refused as such, not as an
+    unknown workload whose closest name drops the batch; a path with "@b" in a folder's name (`/x@bob/m.py:make`)
+    is a path."""
+    base, at, tail = item.rpartition("@b")
+    if at and not any(c in tail for c in "/:") and (base.lower() in BUILTIN or looks_like_source(base)):
+        raise UsageError(f"{flag or 'workload'} {item!r}: the batch after @b must be a whole number from 1 to "
+                         f"{FIT_MAX_BATCH:,}")  # fmt: skip
 
 
 def _file_without_factory(item: str) -> str:

@@ -30,6 +30,10 @@ def test_a_variant_is_its_workload_at_that_batch_under_a_name_of_its_own():
         ("tiny-fcn-r@b0", "--workloads 'tiny-fcn-r@b0': the batch after @b must be from 1 to 65,536"),
         ("tiny-fcn-r@b99999999", "--workloads 'tiny-fcn-r@b99999999': the batch after @b must be from 1 to 65,536"),
         ("nope@b4", "--workloads: unknown workload 'nope'"),
+        ("tiny-fcn-r@bx", "--workloads 'tiny-fcn-r@bx': the batch after @b must be a whole number from 1 to 65,536"),
+        ("tiny-fcn-r@b-3", "--workloads 'tiny-fcn-r@b-3': the batch after @b must be a whole number from 1 to"),
+        ("TINY-FCN-R@b", "--workloads 'TINY-FCN-R@b': the batch after @b must be a whole number from 1 to 65,536"),
+        ("m.py:make@b2.5", "--workloads 'm.py:make@b2.5': the batch after @b must be a whole number from 1 to"),
     ],
 )
 def test_a_bad_variant_is_one_line(item, said):
