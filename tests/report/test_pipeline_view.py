@@ -151,6 +151,18 @@ def test_data_preparation_dominates_only_when_the_fastest_loader_cannot_feed_the
     assert one_group(fast).advice == []
 
 
+def test_data_preparation_dominated_with_w0_counts_its_loading_on_the_training_process_core():
+    """w0 loads in the training process, on a core: pinned to one CPU (taskset -c 0), tiny-alexnet-s over 24 images
+    read 'more workers (w0 uses 0 of the 1 cores)' where w1, measured beside it, could only take turns with it (1+1 >
+    1); on one core it is more cores, on more it is more workers, w0 on one of them."""
+    for cores, said in ((1, "more cores (w0 loads in the training process, on the only core)"),
+                        (2, "more workers (w0 loads in the training process, on 1 of the 2 cores)")):  # fmt: skip
+        cells = [synthetic(0.10), loaded("w0", 0.40, wait=0.75, alone=250.0, cores=cores),
+                 loaded("w1", 0.26, wait=0.8, alone=104.0, cores=cores)]  # fmt: skip
+        [line] = one_group(cells).advice
+        assert said in line, line
+
+
 def test_workers_and_threads_beyond_the_cores_are_shown_oversubscribed(capsys):
     group = one_group([synthetic(0.10, threads=2), loaded("w1", 0.12, wait=0.1, threads=2, cores=4),
                        loaded("w3", 0.15, wait=0.02, threads=2, cores=4)])  # fmt: skip

@@ -171,18 +171,27 @@ def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str
     rate, workers, cores = best.data.alone_samples_per_s, best.data.workers, best.data.cores
     if rate >= target:
         return []
-    if workers is None or cores is None:
-        more = "more workers or more cores"
-    elif workers < cores:
-        more = f"more workers ({best.loader} uses {workers} of the {cores} cores)"
-    else:
-        more = f"more cores ({best.loader} already has a worker per core, {workers} on {cores})"
     return [
         f"data preparation dominates: the loader alone gives at best {rate:,.0f} samples/s ({best.loader}), under "
         f"the {target:,.0f} samples/s of the step on synthetic data, so no measured setting can feed the step. What "
-        f"would change it: {more}; smaller or pre-resized images; faster decoding (Pillow-SIMD); decoding on the GPU, "
-        "such as NVIDIA DALI"
+        f"would change it: {more_loading(best.loader, workers, cores)}; smaller or pre-resized images; faster "
+        "decoding (Pillow-SIMD); decoding on the GPU, such as NVIDIA DALI"
     ]
+
+
+def more_loading(name: str, workers: int | None, cores: int | None) -> str:
+    """More workers where the setting's loading processes leave cores free, else more cores. `w0` loads in the
+    training process, on one core: on one core it read 'more workers (w0 uses 0 of the 1 cores)', where a worker
+    could only take turns with it (w1 measured beside it: 1+1 > 1)."""
+    if workers is None or cores is None:
+        return "more workers or more cores"
+    if workers == 0 and cores > 1:
+        return f"more workers ({name} loads in the training process, on 1 of the {cores} cores)"
+    if workers == 0:
+        return f"more cores ({name} loads in the training process, on the only core)"
+    if workers < cores:
+        return f"more workers ({name} uses {workers} of the {cores} cores)"
+    return f"more cores ({name} already has a worker per core, {workers} on {cores})"
 
 
 def shared_cores(synthetic: CellRecord | None, recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
