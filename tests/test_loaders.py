@@ -127,3 +127,39 @@ def test_workers_that_start_again_every_few_steps_are_named(setting, samples, wa
     if warned:
         assert said[0].startswith("short epochs: the dataset's 32 samples make 2 batches of 16, so the 2 workers "
                                   "start again every 2 steps (persistent_workers off)")  # fmt: skip
+
+
+def test_a_short_epoch_counts_the_batches_the_loader_gives():
+    """dlperf's DataLoaders drop the last partial batch: tiny-alexnet-s over 25 images at batch 4 said 'the dataset's
+    25 samples make 7 batches of 4, so the 1 worker starts again every 7 steps' where it started every 6. An epoch is
+    the loader's own count where the cell recorded it (a user's factory may keep its last batch), else whole
+    batches; the plan's warning reads the same rule from its check."""
+    from dlperf.answers import DataCheck
+    from dlperf.figures import LoaderFigures
+    from dlperf.plan.warnings import epoch_warnings
+    from dlperf.protocol import Cell
+    from dlperf.runner.collect import cell_figures
+    from dlperf.store.process import ProcessDetail, ProcessMeasurement
+    from dlperf.vocab import Status
+    from dlperf.worker.feed import describe
+
+    def said(**given):
+        loader = LoaderFigures(setting="w1", workers=1, threads=1, cores=2, samples=25, wait_s=[0.1] * 4, **given)
+        m = ProcessMeasurement(status=Status.OK, samples=[1.0] * 4, detail=ProcessDetail(loader=loader))
+        return [w for w in cell_figures([m], batch=4, threads=1, cores=2, device="cpu").warnings if "epochs" in w]
+
+    assert said()[0].startswith("short epochs: the dataset's 25 samples make 6 batches of 4, so the 1 worker starts "
+                                "again every 6 steps")  # fmt: skip
+    assert "make 7 batches of 4" in said(batches=7)[0]  # a factory's loader keeping its last partial batch
+
+    class Loader:  # what the worker describes: a DataLoader over 25 samples at batch 4, drop_last
+        dataset = tuple(range(25))
+
+        def __len__(self):
+            return 6
+
+    assert describe(Loader(), parse_loader("w1"), 1).batches == 6
+    cell = Cell("tiny-alexnet-s", "torch", "cpu", 1, "fp32", loader="w1")
+    for check, every in ((DataCheck(samples=25), 6), (DataCheck(samples=25, batches=7), 7)):
+        [warning] = epoch_warnings([cell], {"tiny-alexnet-s": 4}, {"tiny-alexnet-s": check})
+        assert f"25 samples, {every} batches of 4 an epoch: w1 starts its workers again every {every} steps" in warning

@@ -66,6 +66,7 @@ class DataCheck(Wire):
     samples: int | None
     input_shape: list[int] | None = field(default=None, metadata=ABSENT)
     unsupported: str | None = None
+    batches: int | None = field(default=None, metadata=ABSENT)  # an epoch's, as its loader counts them (len)
 
 
 @dataclass(frozen=True)

@@ -60,6 +60,7 @@ class LoaderFigures(Figures):
     oversubscribed: bool | None = None  # workers + threads > cores
     dataset: str | None = None
     samples: int | None = None  # in the dataset
+    batches: int | None = None  # an epoch's, as the loader counts them (`len(loader)`: its last partial one dropped)
     alone_samples_per_s: float | None = None  # the loader iterated alone, no step
     alone_batches: int | None = None
     alone_s: float | None = None

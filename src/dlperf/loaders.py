@@ -141,10 +141,12 @@ def input_bound(wait_share: float | None) -> str | None:
     return "moderate" if wait_share >= INPUT_BOUND_MODERATE else None
 
 
-def restarts_every(samples: int | None, batch: int | None, loader: str) -> int | None:
-    """The batches of an epoch (the last one short) where the dataset holds fewer than SHORT_EPOCH and `loader`'s
-    workers do not persist: they start again every that many steps. None otherwise, or where a size is unknown."""
-    epoch = -(-samples // batch) if samples and batch else None
+def restarts_every(samples: int | None, batch: int | None, loader: str, batches: int | None = None) -> int | None:
+    """The batches of an epoch where it holds fewer than SHORT_EPOCH and `loader`'s workers do not persist: they start
+    again every that many steps. None otherwise, or where a size is unknown. `batches`: the loader's own count
+    (`len(loader)`, a user's factory keeping its last partial batch or not); without it, the samples' whole batches,
+    as dlperf's own DataLoaders read them (`drop_last`: 25 samples are 6 batches of 4, not 7)."""
+    epoch = batches or (samples // batch if samples and batch else None)
     found = setting(loader)
     if epoch is None or epoch >= SHORT_EPOCH or not found.workers or found.persistent:
         return None

@@ -89,14 +89,15 @@ def epoch_warnings(cells: list[Cell], batches: dict[str, int], data: dict[str, D
     warnings = []
     for workload in sorted({c.workload for c in cells if c.loader}):
         found, batch = data.get(workload), batches.get(workload)
-        every = {c.loader: restarts_every(found and found.samples, batch, c.loader)
+        every = {c.loader: restarts_every(found and found.samples, batch, c.loader, found and found.batches)
                  for c in cells if c.workload == workload and c.loader}  # fmt: skip
         restarting = sorted(loader for loader, epoch in every.items() if epoch)
         if restarting:
             epoch = every[restarting[0]]  # the dataset's batches an epoch: the same for each setting
             warnings.append(
                 f"--data: {workload}'s dataset holds {found.samples:,} samples, {epoch} batches of {batch} an "
-                f"epoch: {', '.join(restarting)} start their workers again every {epoch} steps, and "
-                "their steps carry it (+persist keeps them, or more data spreads it); measured anyway"
+                f"epoch: {', '.join(restarting)} {'start their' if len(restarting) > 1 else 'starts its'} workers "
+                f"again every {epoch} steps, and {'their steps carry' if len(restarting) > 1 else 'its steps carry'} "
+                "it (+persist keeps them, or more data spreads it); measured anyway"
             )
     return warnings

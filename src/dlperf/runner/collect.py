@@ -369,6 +369,7 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
         one.setting, one.workers, one.threads, one.cores, bool(one.oversubscribed), one.dataset, one.samples,
         alone_samples_per_s=statistics.median(alone) if alone else None, wait_share=share,
         wait_median_s=statistics.median(waits) if waits else None, verdict=input_bound(share), h2d=one.h2d,
+        batches=one.batches,
     )  # fmt: skip
 
 
@@ -379,7 +380,7 @@ def loader_warnings(loader: LoaderRecord, batch: int | None) -> list[str]:
     if loader.oversubscribed:
         both = f"{units.plural(loader.workers, 'loader worker')} + {units.plural(loader.threads, 'compute thread')}"
         said.append(f"{both} exceed the {loader.cores} cores: they take turns, and the step waits for both")
-    if epoch := restarts_every(loader.samples, batch, loader.setting):
+    if epoch := restarts_every(loader.samples, batch, loader.setting, loader.batches):
         said.append(f"short epochs: the dataset's {loader.samples} samples make {epoch} batch{'es' * (epoch != 1)} "
                     f"of {batch}, so the {workers} start{'s' * (loader.workers == 1)} again every {epoch} "
                     f"step{'s' * (epoch != 1)} (persistent_workers off), which a full dataset does once an epoch: the "

@@ -187,6 +187,7 @@ class LoaderRecord:
     wait_median_s: float | None = None
     verdict: str | None = None  # "high" | "moderate" | None (not input-bound)
     h2d: dict[str, Any] | None = None
+    batches: int | None = None  # an epoch's, as the loader counts them
 
     @classmethod
     def of(cls, d: dict[str, Any] | None) -> LoaderRecord | None:

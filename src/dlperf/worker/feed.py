@@ -121,5 +121,14 @@ def describe(loader: Any, setting: Any, threads: int) -> LoaderFigures:
         setting=setting.name, workers=setting.workers, threads=threads, cores=cores,
         oversubscribed=oversubscribed(setting.workers, threads, cores),
         dataset=getattr(dataset, "NAME", type(dataset).__name__) if dataset is not None else type(loader).__name__,
-        samples=len(dataset) if hasattr(dataset, "__len__") else None,
+        samples=len(dataset) if hasattr(dataset, "__len__") else None, batches=batches(loader),
     )  # fmt: skip
+
+
+def batches(loader: Any) -> int | None:
+    """An epoch's batches as the loader counts them (a DataLoader: its last partial batch dropped or not); None for
+    a loader without a length (an iterable dataset's)."""
+    try:
+        return len(loader)
+    except TypeError:
+        return None

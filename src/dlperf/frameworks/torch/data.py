@@ -425,7 +425,12 @@ def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
     except Exception as exc:  # a user's Dataset or factory that fails
         raise UsageError(f"--data: reading a sample of {workload.name} raised {type(exc).__name__}: {exc}") from None
     size = len(built.dataset) if hasattr(built.dataset, "__len__") else None
-    return {"samples": size, "input_shape": list(getattr(inputs, "shape", ())), "unsupported": None}
+    try:
+        batches = len(built)  # an epoch's, its last partial batch dropped (dlperf's DataLoaders) or not
+    except TypeError:
+        batches = None
+    return {"samples": size, "batches": batches, "input_shape": list(getattr(inputs, "shape", ())),
+            "unsupported": None}  # fmt: skip
 
 
 H2D_REPEATS = 5  # copies timed per kind; the median is kept
