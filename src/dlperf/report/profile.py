@@ -287,7 +287,7 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
     """`v` with each mode to try that the cell's own run measured slower than the cell (its workload, batch,
     framework and column in the cell's mode plus that one, told apart by `fastest.faster`) moved to those left out,
     with both medians: the probe's matrix product, which `Fit` judges a precision by, is not the step (on an AVX-512
-    BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.6x fp32's)."""
+    BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.2-1.5x fp32's)."""
     slower = {}
     for option in v.modes:
         wanted = set(with_option(cell.mode, option))
