@@ -188,7 +188,7 @@ class LoaderSearch:
             wait = f"{100 * c.wait_share:.0f}%" if c.wait_share is not None else "unknown"
             self.notes.append(
                 f"loader: no setting measured was enough (data wait under {100 * INPUT_BOUND_MODERATE:.0f}% of the "
-                f"step, or {100 * ENOUGH_OF_SYNTHETIC:.0f}% of the synthetic step's throughput); the best, "
+                f"step, or {100 * ENOUGH_OF_SYNTHETIC:.0f}% of the synthetic step's throughput); the one recommended, "
                 f"{c.setting}, still waits {wait} of its step for data"
             )
             self.notes += [f"loader: {advice}" for advice in self._dominates()]
