@@ -1,7 +1,7 @@
 # Two commands do all the set-up on a fresh machine:
 #   make run    create .venv if missing, install, measure the default sweep, print the Table-7 view
-#   make test   create .venv if missing, install the dev and docs extras, lint, pytest without the end-to-end sweeps marked slow
-#   make test-slow  only those sweeps, two at a time (pytest-xdist); CI runs both
+#   make test   create .venv if missing, install the dev and docs extras, lint, pytest without the tests marked slow
+#   make test-slow  only those (end-to-end sweeps; tests of 5 s or more), two at a time (pytest-xdist); CI runs both
 #   make docs       the documentation site, built strictly (a warning fails it) and offline into site/;
 #   make docs-serve ... served at http://127.0.0.1:8000 while you edit docs/
 #   make docs-reference  the reference pages' generated text (commands, flags, export columns, exit codes) made again
@@ -55,7 +55,9 @@ pytest: $(STAMP)
 
 test: lint pytest
 
-# The slow tests are independent sweeps in their own child processes and temporary stores: two run side by side.
+# The slow tests are independent sweeps in their own child processes and temporary stores, and the tests of 5 s or more
+# whose kind a faster test covers in make test (one TensorFlow process of several, one browser test of four): two run
+# side by side.
 test-slow: $(STAMP)
 	$(TESTENV) $(BIN)/python -m pytest -q -m slow -n 2 -rs --durations=15 $(PYTEST_ARGS)
 

@@ -22,6 +22,16 @@ ROOT = Path(__file__).resolve().parents[1]
 T = TypeVar("T")
 
 
+def pytest_configure(config):
+    """The tests of Ctrl-C send SIGINT to dlperf and its children. A shell starting pytest in the background without
+    job control (`(pytest ... &)`, nohup) leaves SIGINT ignored, and an ignored signal stays ignored across exec: every
+    such test failed (12 at once) though nothing was wrong. Python's own handler again, here and in every child."""
+    import signal
+
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def required() -> set[str]:
     return {x.strip() for x in os.environ.get("DLPERF_REQUIRE", "").split(",") if x.strip()}
 

@@ -206,6 +206,7 @@ def test_sighup_during_a_cell_interrupts_the_run_resumably_and_leaves_nothing(tm
     assert not [n for n in os.listdir(tmp) if n.startswith(f"dlperf-{parent.pid}-")]  # the children's directories
 
 
+@pytest.mark.slow  # 9 s
 def test_ctrl_z_stops_the_cells_process_with_dlperf_and_the_cell_is_measured_again(tmp_path):
     """SIGTSTP to dlperf, in a process group of its own as a shell's job: the cell's process, in a session of its
     own that the terminal's SIGTSTP does not reach, stops too, and goes on with dlperf at SIGCONT (`fg`); the

@@ -4,9 +4,12 @@ with the generated pages filled in: what `make docs` and CI run."""
 import os
 import subprocess
 
+import pytest
+
 from conftest import ROOT, docs_tools
 
 
+@pytest.mark.slow  # 6 s; CI builds the site strictly too (make docs)
 def test_the_site_builds_strictly_with_no_warning_and_the_generated_pages_filled(tmp_path):
     mkdocs = docs_tools()
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT / "src")}
@@ -23,6 +26,7 @@ def test_the_site_builds_strictly_with_no_warning_and_the_generated_pages_filled
     assert "The backend interface" in (site / "architecture/index.html").read_text()
 
 
+@pytest.mark.slow  # 4-9 s
 def test_a_broken_link_fails_the_strict_build(tmp_path):
     """The same configuration over a copy of docs/ where one page links a page that does not exist."""
     import shutil

@@ -304,6 +304,7 @@ def test_report_in_headless_chromium(tmp_path, report_db, browser):
     assert browser.get_log("browser") == []  # hovering logged nothing either
 
 
+@pytest.mark.slow  # 6 s; the browser's fast test: test_report_in_headless_chromium
 def test_a_campaign_in_headless_chromium(tmp_path, browser):
     """The campaign section (report/fleet.py) renders: a column group per machine, the fastest machine's cell marked."""
     from selenium.webdriver.common.by import By
@@ -322,6 +323,7 @@ def test_a_campaign_in_headless_chromium(tmp_path, browser):
     assert "not told apart" in section.text
 
 
+@pytest.mark.slow  # 4-10 s; the browser's fast test: test_report_in_headless_chromium
 def test_where_the_time_goes_in_headless_chromium(tmp_path, report_db, browser):
     from selenium.webdriver.common.by import By
 

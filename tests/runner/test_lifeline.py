@@ -189,7 +189,7 @@ make, again = named("daemons"), named("daemons-again")
 """
 
 
-@pytest.mark.parametrize("started", ["cold", "warm"])
+@pytest.mark.parametrize("started", [pytest.param("cold", marks=pytest.mark.slow), "warm"])  # 5-7 s each
 def test_nothing_a_cells_process_started_survives_it(tmp_path, started):
     """A cell's daemons end with it, whether it started cold or was forked from a warm parent (two cells: one
     serves them), whose environment is what /proc shows of a daemon forked without an exec."""

@@ -97,7 +97,7 @@ def test_crash_error_and_timeout_are_recorded_and_the_sweep_goes_on(tmp_path, us
     assert not alive(int(hang_file.read_text()))  # the hung worker's process is gone
 
 
-@pytest.mark.parametrize("sig", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM])
+@pytest.mark.parametrize("sig", [pytest.param(s, marks=pytest.mark.slow) for s in (signal.SIGINT, signal.SIGTERM)])
 def test_interrupt_keeps_finished_cells_and_resume_finishes_the_rest(tmp_path, user_file, sig):
     db = tmp_path / "runs of 'today'" / "d.db"  # the hint must quote it for the shell
     db.parent.mkdir()

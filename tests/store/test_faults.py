@@ -346,7 +346,10 @@ def test_export_to_a_full_stdout_says_it_is_cut_short(report_db, tmp_path):
     assert out.stat().st_size <= 4096
 
 
-@pytest.mark.parametrize(("command", "name"), [(["export", "--samples"], "file.jsonl"), (["report"], "file.html")])
+@pytest.mark.parametrize(  # the report's: 7 s, with the slow tests
+    ("command", "name"),
+    [(["export", "--samples"], "file.jsonl"), pytest.param(["report"], "file.html", marks=pytest.mark.slow)],
+)
 def test_an_output_file_is_whole_or_absent(report_db, tmp_path, command, name):
     out = tmp_path / "out" / name
     out.parent.mkdir()

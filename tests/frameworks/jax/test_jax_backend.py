@@ -428,7 +428,7 @@ print(json.dumps({"before": before, "configured": configured, "settings": train.
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("threads", [1, 2, "above the CPUs"])
+@pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow), "above the CPUs"])  # 5 s each
 def test_threads_restrict_the_affinity_keep_the_users_flags_and_size_xlas_pool(threads):
     """XLA's pool is the cell's thread count, above the CPUs the process may use too: `--threads 4` on 2 CPUs ran 2
     threads, and its cells were labelled oversubscribed."""

@@ -240,7 +240,7 @@ def test_probe_env_and_selftest():
 
 
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", [1, pytest.param(2, marks=pytest.mark.slow)])  # 5 s each
 def test_a_training_step_runs_on_that_many_threads(threads):
     """Which of the process's threads did the work of two steps, from their own CPU times: unlike the CPU/wall ratio
     below, this does not depend on how busy the rest of the machine is."""

@@ -84,6 +84,7 @@ out(shapes)
     assert got["batch"] == [[16, 32, 32, 3], [16], "int32"]
 
 
+@pytest.mark.slow  # 7-20 s: a TensorFlow process of its own
 def test_weights_start_as_pytorch_draws_them():
     got = tf_run("""
 def extent(model, name):
@@ -157,6 +158,7 @@ out({"same_seed": same(a, b), "other_seed": same(a, c),
     assert got == {"same_seed": True, "other_seed": False, "batch": True}
 
 
+@pytest.mark.slow  # 8 s: a TensorFlow process of its own
 def test_lstm_steps_with_clipping_and_says_which_implementation_runs():
     got = tf_run("""
 train = tb.build(BUILTIN["tiny-lstm"], "cpu", "fp32")

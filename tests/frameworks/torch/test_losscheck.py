@@ -24,7 +24,7 @@ from dlperf.workloads.shi2016 import BUILTIN  # noqa: E402
 @pytest.mark.parametrize(
     ("name", "mode"),
     [
-        ("tiny-resnet-56", "bf16"),
+        pytest.param("tiny-resnet-56", "bf16", marks=pytest.mark.slow),  # 7 s; bf16 convolutions: tiny-alexnet-r
         ("tiny-alexnet-r", "fp16"),  # convolutions in either precision ran with oneDNN capped at AVX2 too
         ("tiny-alexnet-r", "bf16+channels_last"),
         ("tiny-lstm", "bf16"),

@@ -58,7 +58,9 @@ def two_threads():
     torch.set_num_threads(saved)
 
 
-@pytest.mark.parametrize("name", ["tiny-fcn-r", "tiny-resnet-56", "tiny-lstm"])
+@pytest.mark.parametrize(  # tiny-resnet-56: 6 s, with the slow tests
+    "name", ["tiny-fcn-r", pytest.param("tiny-resnet-56", marks=pytest.mark.slow), "tiny-lstm"]
+)
 def test_the_categories_of_a_tiny_workload_sum_to_its_step(name):
     result = profiled(tb.build(BUILTIN[name], "cpu", "fp32"))
     assert set(result["categories"]) <= {c.value for c in Category}
