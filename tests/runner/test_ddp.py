@@ -5,6 +5,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -219,6 +220,54 @@ def test_a_rank_that_dies_fails_the_cell_and_the_sweep_goes_on(tmp_path, torch, 
     assert len(pids) == 3 * len(columns) and gone(list(pids)), pids
 
 
+RANK_1_OUT_OF_MEMORY = """
+import os, torch, dlperf
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(8, 16), torch.nn.Linear(16, 2)
+
+    def forward(self, x):
+        if os.environ.get("RANK") == "1":  # the job's rank 1 only, the first time it runs
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+def make():
+    batch = lambda n, device: (torch.randn(n, 8, device=device), torch.randint(2, (n,), device=device))
+    return dlperf.user_workload("rank1-oom", Net(), batch, torch.nn.functional.cross_entropy, batch_size=8)
+"""
+
+
+@pytest.mark.slow
+def test_one_rank_out_of_memory_in_its_first_step_ends_the_job_as_it_raises(tmp_path, torch):
+    """A user's forward running out of memory on rank 1 alone, the first time it runs. Under FSDP, rank 1 waited to
+    agree with rank 0 in an all-reduce while rank 0 waited in the sharded forward's all-gather: the job hung until
+    --timeout (40 s here; 78 s after the failure with --timeout 90), stored `timeout` with rank 0's "exceeded
+    --timeout". Under DDP it ended, stored with rank 0's "Connection reset by peer". Each cell now ends as rank 1
+    raises, failed with its out of memory, and no process of either job is left."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(KILLER)  # each job's ranks and agent noted; no kill within the test
+    (tmp_path / "mine.py").write_text(RANK_1_OUT_OF_MEMORY)
+    db, timeout = tmp_path / "d.db", 40
+    done = dlperf("run", "--workloads", f"{tmp_path / 'mine.py'}:make", "--nproc", "2", "--threads", "1",
+                  "--parallel", "ddp,fsdp", *FAST, "--timeout", str(timeout), db=db, timeout=300,
+                  env={"PYTHONPATH": str(hook), "DLPERF_TEST_KILL_AFTER": "3600"})  # fmt: skip
+    assert done.returncode == 1, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    cells, lives = store.cells(1), store.durations([1])
+    store.close()
+    said = "rank 1: out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    assert sorted((c.column, c.status) for c in cells) == [("ddp:2x1", "failed"), ("fsdp:2x1", "failed")], cells
+    assert all(c.error.startswith(said) for c in cells), [c.error for c in cells]
+    assert all(life < timeout for c in cells for life in lives[c.key]), lives
+    pids = {int(p) for p in (hook / "pids").read_text().split()}
+    assert len(pids) == 3 * len(cells) and gone(list(pids)), pids
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -335,6 +384,22 @@ def test_the_process_that_was_killed_is_named_not_the_one_that_lost_its_peer():
     assert m.status == "failed" and m.error.startswith("rank 1: worker killed by SIGKILL")
     without = ddp_measurement({0: lost, 1: _events(1, [1.0], done=False)}, child(returncode=1), 60)
     assert without.error == "rank 0: RuntimeError: Connection reset by peer"  # all there is to go by
+
+
+def _raised(rank: int, error: str, at: float) -> list[Event]:
+    events = _events(rank, [1.0], done=False, error=error)
+    return [replace(e, at=at) if isinstance(e, Error) else e for e in events]
+
+
+def test_the_rank_that_raised_first_is_named_not_the_one_that_lost_its_peer():
+    """Rank 1 ran out of memory and left; rank 0's collective then failed, and the cell was stored with rank 0's
+    error, the consequence ("rank 0: RuntimeError: [.../pair.cc:553] Connection closed by peer"), in every strategy.
+    The error raised first is the job's, whichever rank raised it."""
+    oom, lost = "out of memory: OutOfMemoryError: CUDA out of memory.", "RuntimeError: Connection closed by peer"
+    m = ddp_measurement({0: _raised(0, lost, 101.0), 1: _raised(1, oom, 100.0)}, child(returncode=1), 60)
+    assert m.status == "failed" and m.error == f"rank 1: {oom}"
+    m = ddp_measurement({0: _raised(0, "boom", 100.0), 1: _raised(1, lost, 100.5)}, child(returncode=1), 60)
+    assert m.error == "rank 0: boom"
 
 
 @pytest.mark.parametrize(

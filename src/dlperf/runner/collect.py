@@ -243,8 +243,9 @@ def _first_failure(
 ) -> ProcessMeasurement | None:
     """The measurement that says why the job failed, naming its rank: `unsupported` first; then a process killed
     by a signal (not torchrun's SIGTERM to the rest) before it could say anything, since the others' errors
-    ("connection reset by peer") are only its consequence; then a process's own error; then a timeout; then a
-    process that ended without a result."""
+    ("connection reset by peer") are only its consequence; then the process's own error that came first, since a
+    rank that raised and left makes the others' collectives fail after it (gloo's "Connection closed by peer" on
+    rank 0 after rank 1 ran out of memory); then a timeout; then a process that ended without a result."""
     unsupported = next((r for r, m in per.items() if m.status is Status.UNSUPPORTED), None)
     if unsupported is not None:  # rank 0 included
         return replace(per[unsupported], error=f"rank {unsupported}: {per[unsupported].error}")
@@ -252,10 +253,13 @@ def _first_failure(
         silent = rank in per and not first(events[rank], Error) and not first(events[rank], Done)
         if silent and code < 0 and code != -signal.SIGTERM:
             return replace(per[rank], status=Status.FAILED, error=f"rank {rank}: {_died(code, oom_kills)}")
-    for wanted in (Status.FAILED, Status.TIMEOUT):
-        for rank, m in per.items():
-            if m.status is wanted and (wanted is not Status.FAILED or first(events[rank], Error)):
-                return replace(m, error=f"rank {rank}: {m.error}")
+    raised = {r: error.at for r, m in per.items() if m.status is Status.FAILED and (error := first(events[r], Error))}
+    if raised:
+        rank = min(raised, key=raised.__getitem__)
+        return replace(per[rank], error=f"rank {rank}: {per[rank].error}")
+    for rank, m in per.items():
+        if m.status is Status.TIMEOUT:
+            return replace(m, error=f"rank {rank}: {m.error}")
     unfinished = [r for r in per if not first(events[r], Done)]
     if unfinished:
         m = per[unfinished[0]]

@@ -88,10 +88,6 @@ def hungry():
     return make(Hungry((0, 1)))
 
 
-def hungry_one():
-    return make(Hungry((1,)))
-
-
 class Direct(MLP):
     def forward(self, x):  # fc2's parameters read without calling fc2: FSDP2 gathers them only in fc2's forward
         h = torch.relu(torch.nn.functional.linear(torch.relu(self.fc1(x)), self.fc2.weight, self.fc2.bias))
@@ -195,32 +191,20 @@ def _tensor_parallel(source: str, group, factory: str = "make") -> dict:
     return {**_against(train, whole, group, lambda loss: loss), "plan": train.styles, "inputs": inputs}
 
 
-def _out_of_memory(source: str, group) -> dict:
-    """FSDP's untimed first forward and backward running out of memory, what each rank raises as the worker says it:
-    `sharded`, every rank's sharded model running out; `one`, rank 1's alone (its forward without a collective, on
-    the plain model: a sharded one's other ranks would wait in their next all-gather)."""
-    from types import SimpleNamespace
-
+def _out_of_memory(source: str, group) -> str:
+    """FSDP's untimed first forward and backward running out of memory on every rank's sharded model, what each rank
+    raises as the worker says it (one rank alone running out: `test_fsdp_first_step_failing_on_one_rank_raises_it_
+    without_a_collective`, in one process, since the other rank would wait in its next all-gather)."""
     import torch
 
-    from dlperf.frameworks.torch import backend, fsdp
+    from dlperf.frameworks.torch import fsdp
     from dlperf.worker.child import describe
 
-    def sharded():
-        return fsdp.build(_workload(source, "hungry", 16), Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2,
-                                                                parallel="fsdp"), group).settings()  # fmt: skip
-
-    def one():
-        return fsdp.fails(SimpleNamespace(inner=backend.build(_workload(source, "hungry_one"), "cpu", "fp32"),
-                                          group=group))  # fmt: skip
-
-    found = {}
-    for key, run in (("sharded", sharded), ("one", one)):
-        try:
-            found[key] = f"returned {run()}"
-        except torch.OutOfMemoryError as exc:
-            found[key] = describe(exc)
-    return found
+    cell = Cell("mlp", "torch", "cpu", 1, "fp32", nproc=2, parallel="fsdp")
+    try:
+        return f"returned {fsdp.build(_workload(source, 'hungry', 16), cell, group).settings()}"
+    except torch.OutOfMemoryError as exc:
+        return describe(exc)
 
 
 def _pipeline(source: str, group) -> dict:
@@ -332,15 +316,9 @@ def test_tp_trains_rank_zeros_batch_and_weights_where_the_user_draws_them_from_n
 def test_fsdp_running_out_of_memory_in_its_first_step_is_raised_as_out_of_memory(job):
     """fsdp.fails' untimed forward and backward caught a CUDA out-of-memory error as a forward reading a layer's
     weights directly: the model was sharded again as one unit, its setting saying it fell back for that reason.
-    Now it is raised as the out of memory it is, on every rank: a rank that ran out, its own error; the others
-    naming it."""
-    rank0, rank1 = (found["oom"] for found in job)
+    Now it is raised as the out of memory it is, by every rank that ran out, its own error."""
     own = "out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
-    assert rank0["sharded"] == rank1["sharded"] == rank1["one"] == own, (rank0, rank1)
-    assert rank0["one"] == (
-        "out of memory: OutOfMemoryError: rank 1 ran out of memory in FSDP's first forward and backward (untimed, "
-        "the model sharded unit by unit)"
-    )
+    assert [found["oom"] for found in job] == [own, own], job
 
 
 def test_fsdp_leaves_a_unit_sharing_a_parameter_with_another_to_the_root(torch):

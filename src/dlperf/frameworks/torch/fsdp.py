@@ -136,26 +136,41 @@ def fails(train: FSDPStep) -> str | None:
     """Why a forward and backward of the model sharded unit by unit fail (once, untimed), the same on every rank;
     None when they run. A forward that reads a unit's parameters without calling the unit (`F.linear(x,
     self.fc.weight)`) finds them sharded, since FSDP2 gathers a unit's parameters in its own forward: such a model is
-    sharded as one unit, its root, whose forward gathers them all, as a user of FSDP2 would have to. Out of memory
-    is not that: it is raised on every rank (`out_of_memory`), the one that ran out raising its own error."""
-    inner, why, error = train.inner, "", None
+    sharded as one unit, its root, whose forward gathers them all, as a user of FSDP2 would have to. Any other
+    failure is raised at once, by the rank that failed: running out of memory (`out_of_memory`), or an error the
+    same step raises unsharded too (the user's model, on this rank alone perhaps). The other ranks may be waiting in
+    an all-gather this rank will never join, which no agreement could reach: the rank's exit ends the job (torchrun
+    stops the others), where agreeing first hung every rank until the group's timeout."""
+    why = ""
     try:
-        with inner.autocast():
-            loss = inner.loss_fn(inner.model(inner.inputs), inner.targets)
-        loss.backward()
+        forward_backward(train.inner)
     except Exception as exc:
-        why, error = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}", exc
-    inner.model.zero_grad(set_to_none=True)
-    mine = (1.0 if why else 0.0, train.group.rank + 1.0 if error is not None and out_of_memory(error) else 0.0)
-    failed, oom = ddp.reduce(list(mine), train.group)
-    if oom and mine[1]:
-        raise error
-    if oom:
-        raise torch.OutOfMemoryError(f"rank {int(oom) - 1} ran out of memory in FSDP's first forward and backward "
-                                     f"(untimed, the model sharded unit by unit)")  # fmt: skip
+        if out_of_memory(exc) or fails_unsharded(train):
+            raise
+        why = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+    finally:
+        train.inner.model.zero_grad(set_to_none=True)
+    (failed,) = ddp.reduce([1.0 if why else 0.0], train.group)
     if not failed:
         return None
     return f"sharded unit by unit, its forward and backward raise {why or 'on another rank'}"
+
+
+def forward_backward(step: TorchStep) -> None:
+    with step.autocast():
+        loss = step.loss_fn(step.model(step.inputs), step.targets)
+    loss.backward()
+
+
+def fails_unsharded(train: FSDPStep) -> bool:
+    """Whether the step that failed sharded fails on an unsharded copy of the model in this process too (no
+    collective): then it failed on its own, not for the sharding. A copy that does not fit in memory tells neither,
+    and is taken for the sharding, as before."""
+    try:
+        forward_backward(train.local_copy())
+    except Exception as exc:
+        return not out_of_memory(exc)
+    return False
 
 
 def out_of_memory(exc: BaseException) -> bool:

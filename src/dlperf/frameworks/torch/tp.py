@@ -190,11 +190,15 @@ def output_of(step: TorchStep) -> list[torch.Tensor]:
 
 
 def check_split(train: TPStep, whole: list[torch.Tensor], name: str) -> None:
-    """NotImplementedError (alike on every rank) unless the split model gives `whole`, the output it gave whole."""
+    """NotImplementedError (alike on every rank) unless the split model gives `whole`, the output it gave whole.
+    Running out of memory is raised at once, by the rank that ran out: the others may be waiting in a collective of
+    the split forward that it will never join, and its exit ends the job (torchrun stops them)."""
     pairs = ", ".join(f"{n} {s}" for n, s in train.styles.items())
     try:
         split, why = output_of(train.inner), ""
     except Exception as exc:  # e.g. a layer fed the whole activation where it holds a slice of its inputs
+        if fsdp.out_of_memory(exc):
+            raise
         split, why = [], f": it raises {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
     same = len(split) == len(whole) and all(
         a.shape == b.shape and torch.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in zip(split, whole, strict=False)
