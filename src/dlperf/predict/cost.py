@@ -80,7 +80,7 @@ def fits(
 
 
 NO_FIT = "does not fit"
-TIE = 0.01  # times within 1% are a tie: well inside the predictor's own error (roofline.uncertainty(): -52% to +45%)
+TIE = 0.01  # times within 1% are a tie: well inside the predictor's own error (roofline.uncertainty(): -51% to +44%)
 
 
 @dataclass(frozen=True)

@@ -97,8 +97,8 @@ FP32_LANES_PER_SM = 128  # the fallback SM count where the table has none: the F
 # Fitted by benchmarks/predict_fit.py on dlperf/data/gpu_dev.csv (see BENCHMARKS.md); the validation figures
 # beside them are that fit's. The printed uncertainty is the 10th to 90th percentile of the signed error with each
 # GPU left out of the fit (held out), never the in-sample error.
-EFFICIENCY = Efficiency(fp32=0.712, tensor=0.614, conv=1.0, memory=0.493, kernel_s=KERNEL_S, host_s=HOST_S, link=1.0)
-FIT: dict = {"rows": 209, "held_out": "leave-one-GPU-out", "median_abs_pct": 21.0, "p10_pct": -51.6, "p90_pct": 44.6}
+EFFICIENCY = Efficiency(fp32=0.704, tensor=0.609, conv=1.0, memory=0.496, kernel_s=KERNEL_S, host_s=HOST_S, link=1.0)
+FIT: dict = {"rows": 209, "held_out": "leave-one-GPU-out", "median_abs_pct": 20.9, "p10_pct": -51.3, "p90_pct": 44.0}
 
 
 @dataclass(frozen=True)
