@@ -24,3 +24,16 @@ def test_a_best_mode_whose_interval_holds_one_is_not_told_apart_from_fp32():
 def test_a_best_mode_told_apart_reads_as_before():
     [row] = rows(0.01)
     assert row.ci_low > 1 and best.values(row)[-1] == f"{row.speedup:.2f}x [{row.ci_low:.2f}-{row.ci_high:.2f}]"
+
+
+def test_an_interval_of_one_process_a_side_says_it_holds_only_that_processs_noise():
+    """A run of one process per cell read "fused 2.13x [2.02-2.31]" for tiny-alexnet-r, and nothing more, where
+    three processes each timed fused 0.95x of fp32 (a plain loop: 1.02x); the fastest-framework lines said so."""
+    one = rows(0.01)
+    assert one[0].processes == 1 and "interval rests on one process of a side" in best.notes(one)[0]
+    assert best.notes(one)[0] in best.render_markdown(one)  # the Markdown view says its notes too
+    cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=50, key=m) for m, s in (("fp32", 2.0), ("fused", 1.0))]
+    rng = random.Random(0)
+    samples = {c.key: [[c.median_s * rng.uniform(0.9, 1.1) for _ in range(20)] for _ in range(3)] for c in cells}
+    three = best.build(cells, samples)
+    assert three[0].processes == 3 and not best.notes(three)
