@@ -47,13 +47,26 @@ TRAINED = ("tiny-fcn-r", "tiny-resnet-56", "tiny-lstm")
 
 
 @pytest.fixture(scope="module")
-def tiny():
-    script = TRAIN_TINY.replace("TRAINED", repr(TRAINED))
+def tiny(request):
+    """One JAX child: every tiny workload's deviation, and a few steps of those whose training test was selected (the
+    fast run trains tiny-fcn-r alone: each compilation costs seconds)."""
+    selected = {item.callspec.id for item in request.session.items if item.originalname == TRAINS}
+    script = TRAIN_TINY.replace("TRAINED", repr(tuple(name for name in TRAINED if name in selected)))
     return run_in("jax", script, *(w.name for w in TINY), timeout=240)
 
 
+TRAINS = "test_tiny_workloads_train_with_the_reference_parameters"
+
+
 @pytest.mark.timeout(240)
-@pytest.mark.parametrize("workload", [BUILTIN[name] for name in TRAINED], ids=lambda w: w.name)
+@pytest.mark.parametrize(  # the CNN's and the LSTM's: with the slow tests (their compilations, 10 s on 2 busy cores)
+    "workload",
+    [
+        BUILTIN[name] if name == "tiny-fcn-r" else pytest.param(BUILTIN[name], marks=pytest.mark.slow)
+        for name in TRAINED
+    ],
+    ids=lambda w: w.name,
+)
 def test_tiny_workloads_train_with_the_reference_parameters(tiny, workload):
     found = tiny[workload.name]
     assert found["params"] == workload.params + found["deviation"]
