@@ -39,6 +39,78 @@ def tensorflow_present():
     framework_python(TF)  # skips the module (or fails under DLPERF_REQUIRE) without TensorFlow
 
 
+# The checks that need no process of their own, in one TensorFlow child (its import takes seconds): each section's
+# out() is its own answer, and a section that raises fails its test alone, with its traceback.
+SHARED = {
+    "unsupported": """
+from dlperf.workloads import BUILTIN as ALL
+raised = {}
+asked = [(m, BUILTIN["tiny-fcn-r"], m) for m in UNSUPPORTED_MODES] + [("resnet-18", ALL["resnet-18"], "fp32")]
+for key, workload, mode in asked:
+    try:
+        tb.build(workload, "cpu", mode); raised[key] = None
+    except NotImplementedError as exc:
+        raised[key] = str(exc)
+out(raised)
+""",
+    "flops": """
+train = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+graph = train.function.get_concrete_function(train.inputs, train.targets).graph
+opts = tf.compat.v1.profiler.ProfileOptionBuilder(
+    tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()).with_empty_output().build()
+node, profiler = tf.compat.v1.profiler.profile(graph=graph, cmd="op", options=opts), {}
+while node.children:  # the op view is a chain, one op type per level
+    node = node.children[0]
+    profiler[node.name] = node.float_ops
+out({"ours": train.count_flops(), "profiler_matmul": profiler["MatMul"]})
+""",
+    "matmul": """
+import time
+run = tb.matmul(256)
+start = time.perf_counter(); result = run(); out({"result": result, "s": time.perf_counter() - start})
+""",
+    "judge": """
+graph = [4.0, 3.0, 2.0, 1.5]
+xla = [4.0, 3.0, 2.05, 1.49]  # 1.25% apart at the third step
+out({"floor": tb.judge(graph, xla, 1e-5, None),
+     "chaotic": tb.judge(graph, xla, 2e-2, (1e-2, 1e-2)),
+     "flat": tb.judge(graph, [4.0, 4.0, 4.0, 4.0], 1e-5, (1e-2, 1.0)),
+     "nan": tb.judge(graph, [4.0, float("nan"), 2.0, 1.5], 1e-5, None),
+     "nan_reference": tb.judge([4.0, float("inf"), 2.0, 1.5], xla, float("nan"), None)})
+""",
+    "loss_check": """
+try:
+    tb.loss_check(BUILTIN["tiny-fcn-r"], "cpu", "bf16+compile"); out({"raised": None})
+except NotImplementedError as exc:
+    out({"raised": str(exc)})
+""",
+}
+SECTIONS = """
+import traceback
+answers, given = {}, json.loads(sys.argv[1])
+for name, body in given["sections"].items():
+    def out(obj, name=name):
+        answers[name] = obj
+    try:
+        exec(body, {**globals(), "out": out, "UNSUPPORTED_MODES": given["modes"]})
+    except Exception:
+        answers[name] = {"section failed": traceback.format_exc()}
+print(json.dumps(answers))
+"""
+
+
+@pytest.fixture(scope="module")
+def shared() -> dict:
+    return tf_run(SECTIONS, json.dumps({"modes": UNSUPPORTED_MODES, "sections": SHARED}))
+
+
+def section(shared: dict, name: str):
+    got = shared[name]
+    if isinstance(got, dict) and "section failed" in got:
+        pytest.fail(f"the {name} section failed in TensorFlow:\n{got['section failed']}", pytrace=False)
+    return got
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Models
 
@@ -222,22 +294,9 @@ UNSUPPORTED_MODES = ("bf16", "fp16", "tf32", "channels_last", "foreach", "fused"
                      "bf16+compile")  # fmt: skip
 
 
-def test_other_modes_and_published_networks_are_unsupported_with_the_reason():
-    """One TensorFlow process asks for every refused mode and a network defined for PyTorch only."""
-    got = tf_run(
-        """
-from dlperf.workloads import BUILTIN as ALL
-raised = {}
-asked = [(m, BUILTIN["tiny-fcn-r"], m) for m in sys.argv[1:]] + [("resnet-18", ALL["resnet-18"], "fp32")]
-for key, workload, mode in asked:
-    try:
-        tb.build(workload, "cpu", mode); raised[key] = None
-    except NotImplementedError as exc:
-        raised[key] = str(exc)
-out(raised)
-""",
-        *UNSUPPORTED_MODES,
-    )
+def test_other_modes_and_published_networks_are_unsupported_with_the_reason(shared):
+    """TensorFlow asks for every refused mode and a network defined for PyTorch only."""
+    got = section(shared, "unsupported")
     for mode in UNSUPPORTED_MODES:
         assert got[mode] and "tensorflow" in got[mode], (mode, got[mode])
     assert got["resnet-18"] == "resnet-18 is defined for PyTorch only"  # not a bottleneck ResNet built by mistake
@@ -253,18 +312,8 @@ def fcn_flops(widths: list[int], batch: int) -> int:
     return 2 * forward + sum(2 * batch * a * b for a, b in pairwise(widths[1:]))
 
 
-def test_flops_of_tiny_fcn_r_are_the_hand_count_and_tensorflows_profiler_agrees():
-    got = tf_run("""
-train = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
-graph = train.function.get_concrete_function(train.inputs, train.targets).graph
-opts = tf.compat.v1.profiler.ProfileOptionBuilder(
-    tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()).with_empty_output().build()
-node, profiler = tf.compat.v1.profiler.profile(graph=graph, cmd="op", options=opts), {}
-while node.children:  # the op view is a chain, one op type per level
-    node = node.children[0]
-    profiler[node.name] = node.float_ops
-out({"ours": train.count_flops(), "profiler_matmul": profiler["MatMul"]})
-""")
+def test_flops_of_tiny_fcn_r_are_the_hand_count_and_tensorflows_profiler_agrees(shared):
+    got = section(shared, "flops")
     w = BUILTIN["tiny-fcn-r"]
     expected = fcn_flops(w.config["widths"], w.batch)
     assert expected == 1_768_448
@@ -385,12 +434,8 @@ def test_probe_env():
     json.dumps(got.to_json())
 
 
-def test_matmul_returns_a_finished_product():
-    got = tf_run("""
-import time
-run = tb.matmul(256)
-start = time.perf_counter(); result = run(); out({"result": result, "s": time.perf_counter() - start})
-""")
+def test_matmul_returns_a_finished_product(shared):
+    got = section(shared, "matmul")
     assert got["result"] is None and got["s"] > 0
 
 
@@ -425,16 +470,8 @@ out(tb.check(lambda: tb.build(w, "cpu", "fp32"), broken, steps=8))
     assert got["first_update_difference"] == pytest.approx(0.1, rel=0.05)
 
 
-def test_judge_uses_graph_modes_own_rounding_spread_for_a_chaotic_network():
-    got = tf_run("""
-graph = [4.0, 3.0, 2.0, 1.5]
-xla = [4.0, 3.0, 2.05, 1.49]  # 1.25% apart at the third step
-out({"floor": tb.judge(graph, xla, 1e-5, None),
-     "chaotic": tb.judge(graph, xla, 2e-2, (1e-2, 1e-2)),
-     "flat": tb.judge(graph, [4.0, 4.0, 4.0, 4.0], 1e-5, (1e-2, 1.0)),
-     "nan": tb.judge(graph, [4.0, float("nan"), 2.0, 1.5], 1e-5, None),
-     "nan_reference": tb.judge([4.0, float("inf"), 2.0, 1.5], xla, float("nan"), None)})
-""")
+def test_judge_uses_graph_modes_own_rounding_spread_for_a_chaotic_network(shared):
+    got = section(shared, "judge")
     assert got["floor"][0] is False and "step 3" in got["floor"][1]
     assert got["chaotic"] == [True, None]
     assert got["flat"][0] is False and "fell by 0" in got["flat"][1]
@@ -443,13 +480,8 @@ out({"floor": tb.judge(graph, xla, 1e-5, None),
     assert got["nan_reference"] == [None, "not checked: graph mode's loss is inf at step 2"]
 
 
-def test_loss_check_of_an_unsupported_mode_raises_before_training():
-    got = tf_run("""
-try:
-    tb.loss_check(BUILTIN["tiny-fcn-r"], "cpu", "bf16+compile"); out({"raised": None})
-except NotImplementedError as exc:
-    out({"raised": str(exc)})
-""")
+def test_loss_check_of_an_unsupported_mode_raises_before_training(shared):
+    got = section(shared, "loss_check")
     assert "tensorflow" in got["raised"]
 
 
