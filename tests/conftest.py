@@ -142,6 +142,36 @@ def run_in(framework: str, script: str, *args: str, threads: int = 1, timeout: f
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+SECTIONS = """
+import contextlib as _contextlib, io as _io, json as _json, traceback as _traceback
+_answers = {}
+for _name, _body in _SECTIONS.items():
+    _printed = _io.StringIO()
+    try:
+        with _contextlib.redirect_stdout(_printed):
+            exec(_body, dict(globals()))
+        _answers[_name] = _json.loads(_printed.getvalue().strip().splitlines()[-1])
+    except BaseException:
+        _answers[_name] = {"section failed": _traceback.format_exc() + _printed.getvalue()[-2000:]}
+print(_json.dumps(_answers))
+"""
+
+
+def run_sections(framework: str, prelude: str, sections: dict[str, str], *args: str, threads: int = 1) -> dict:
+    """`run_in` for several scripts in one child of the framework's interpreter (its import, seconds, paid once): each
+    section runs after `prelude` in globals of its own and prints its JSON on its last line; returns name -> that
+    JSON, or {"section failed": its traceback} (`section` fails the test that reads it, alone)."""
+    return run_in(framework, f"{prelude}\n_SECTIONS = {sections!r}\n{SECTIONS}", *args, threads=threads)
+
+
+def section(answers: dict, name: str):
+    """A section's answer from `run_sections`; a section that raised fails the test reading it, with its traceback."""
+    got = answers[name]
+    if isinstance(got, dict) and "section failed" in got:
+        pytest.fail(f"section {name!r} failed:\n{got['section failed']}", pytrace=False)
+    return got
+
+
 def benchmark(name: str):
     """A script of benchmarks/ as a module (`gpu_check`, `gpu_relations`), loaded once: a script's own imports of its
     neighbours (gpu_check's `import gpu_relations`) find the loaded one."""

@@ -12,7 +12,7 @@ import os
 
 import pytest
 
-from conftest import cores_kept_busy, framework_python, run_in
+from conftest import cores_kept_busy, framework_python, run_in, run_sections, section
 from dlperf.answers import EnvRequest, SelftestRequest
 from dlperf.runner import probe
 
@@ -30,9 +30,9 @@ def mxnet(script: str, threads: int = 1) -> dict:
     return run_in("mxnet", PRELUDE + script, str(threads), threads=threads, timeout=200)
 
 
-@pytest.mark.timeout(240)
-def test_every_tiny_workload_trains_with_the_reference_parameter_count():
-    out = mxnet("""
+# The checks that need no process of their own, in one MXNet child (its import takes seconds): `run_sections`.
+SHARED = {
+    "tiny": """
 result = {}
 for name, w in BUILTIN.items():
     if not name.startswith("tiny-"):
@@ -45,21 +45,8 @@ for name, w in BUILTIN.items():
     result[name] = {"params": train.params, "expected": w.params + mb.param_deviation(w), "losses": losses,
                     "classes": w.outputs, "stats": train.compile_stats(), "settings": train.settings()}
 print(json.dumps(result))
-""")
-    assert len(out) == 7
-    for name, r in out.items():
-        assert r["params"] == r["expected"], name
-        assert all(map(math.isfinite, r["losses"])), (name, r["losses"])
-        assert abs(r["losses"][0] - math.log(r["classes"])) < 0.25 * math.log(r["classes"]), (name, r["losses"])
-        assert r["stats"] == {"graphs": 1, "frames_compiled": 1}, name  # built once, never again
-        assert r["settings"]["execution"] == "gluon hybridized (static_alloc, static_shape)"
-    assert out["tiny-resnet-56"]["settings"]["layout"] == "NCHW" and "layout" not in out["tiny-lstm"]["settings"]
-
-
-@pytest.mark.timeout(240)
-def test_full_size_parameter_counts_match_the_reference():
-    """From the parameters' shapes, known before any memory is allocated (every layer is given its input size)."""
-    out = mxnet("""
+""",
+    "full_size": """
 from dlperf.frameworks.mxnet.models import build_model
 counts = {}
 for name, w in BUILTIN.items():
@@ -69,26 +56,12 @@ for name, w in BUILTIN.items():
     assert all(0 not in shape for shape in shapes), (name, shapes)  # 0 would be a size MXNet infers later
     counts[name] = [int(sum(np.prod(s) for s in shapes)), w.params + mb.param_deviation(w)]
 print(json.dumps(counts))
-""")
-    assert len(out) == 7
-    for name, (got, expected) in out.items():
-        assert got == expected, name
-    assert out["lstm"][0] == 6_182_672  # two biases per LSTM layer, as in PyTorch
-
-
-@pytest.mark.timeout(240)
-def test_losses_go_down():
-    out = mxnet("""
+""",
+    "losses": """
 train = mb.build(BUILTIN["tiny-resnet-56"], "cpu", "fp32")
 print(json.dumps([float(train.step()) for _ in range(20)]))
-""")
-    assert sum(out[-5:]) < 0.8 * sum(out[:5]), out
-
-
-@pytest.mark.timeout(240)
-def test_hybridized_step_computes_what_the_imperative_one_does():
-    """The cached graph is the model: the first loss and gradients equal those of the same block run op by op."""
-    out = mxnet("""
+""",
+    "hybridized": """
 diffs = {}
 for name in ("tiny-resnet-56", "tiny-resnet-50", "tiny-lstm", "tiny-alexnet-s"):
     hybrid, eager = mb.build(BUILTIN[name], "cpu", "fp32"), mb.build(BUILTIN[name], "cpu", "fp32")
@@ -99,18 +72,8 @@ for name in ("tiny-resnet-56", "tiny-resnet-50", "tiny-lstm", "tiny-alexnet-s"):
     diffs[name] = {"losses": losses, "grad_rel": float(abs(a - b).max() / abs(b).max()),
                    "traces": [hybrid.objective.traces, eager.objective.traces]}
 print(json.dumps(diffs))
-""")
-    for name, d in out.items():
-        assert d["losses"][0] == pytest.approx(d["losses"][1], rel=1e-5), name
-        assert d["grad_rel"] < 1e-4, name
-        assert d["traces"] == [1, 0], name
-
-
-@pytest.mark.timeout(240)
-def test_update_is_torch_sgd_with_momentum():
-    """MXNet keeps state = m * state + lr * grad; PyTorch buf = m * buf + grad, w -= lr * buf. With a constant learning
-    rate they give the same weights: checked against PyTorch's rule over three steps, with the step's own gradients."""
-    out = mxnet("""
+""",
+    "update": """
 w = BUILTIN["tiny-fcn-r"]
 train = mb.build(w, "cpu", "fp32")
 lr, m = w.optimizer.lr, w.optimizer.momentum
@@ -125,16 +88,8 @@ for _ in range(3):
         weights[i] = weights[i] - lr * bufs[i]
         errors.append(float(abs(p.data().asnumpy() - weights[i]).max()))
 print(json.dumps({"momentum": m, "max_error": max(errors)}))
-""")
-    assert out["momentum"] == 0.9
-    assert out["max_error"] < 1e-6, out
-
-
-@pytest.mark.timeout(240)
-def test_global_norm_clip_then_plain_update():
-    """With a tiny clip norm the gradients the Trainer applies have exactly that global norm: nothing rescaled them
-    after the clip (trainer.step(1), no kvstore)."""
-    out = mxnet("""
+""",
+    "clip": """
 w = BUILTIN["tiny-lstm"]
 w = replace(w, optimizer=replace(w.optimizer, clip_grad_norm=1e-3))
 train = mb.build(w, "cpu", "fp32")
@@ -146,7 +101,94 @@ norm = float(np.sqrt(sum((g.astype(np.float64) ** 2).sum() for g in grads)))
 error = max(float(abs(p.data().asnumpy() - (b - w.optimizer.lr * g)).max())
             for p, b, g in zip(train.trainable, before, grads))
 print(json.dumps({"norm": norm, "update_error": error}))
-""")
+""",
+    "unsupported": """
+from dlperf.errors import UsageError
+from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
+reasons = {}
+def attempt(key, call):
+    try:
+        call()
+        reasons[key] = None
+    except (NotImplementedError, UsageError) as exc:
+        reasons[key] = f"{type(exc).__name__}: {exc}"
+tiny = BUILTIN["tiny-fcn-r"]
+for mode in ("compile", "bf16", "fp16", "tf32", "channels_last", "foreach", "fused", "checkpoint", "cuda_graphs",
+             "bf16+compile"):
+    attempt(mode, lambda: mb.build(tiny, "cpu", mode))
+user = Workload(name="mine", arch="user", config={}, input=InputSpec("user", (3,)), outputs=2, batch=1,
+                optimizer=OptimizerSpec(), source="x.py:make")
+attempt("user", lambda: mb.build(user, "cpu", "fp32"))
+attempt("probe user", lambda: mb.probe({"what": "workload", "source": "x.py:make"}))
+attempt("adam", lambda: mb.build(replace(tiny, optimizer=OptimizerSpec("adam")), "cpu", "fp32"))
+attempt("cuda", lambda: mb.build(tiny, "cuda:0", "fp32"))
+attempt("mps", lambda: mb.build(tiny, "mps", "fp32"))
+attempt("published", lambda: mb.build(BUILTIN["resnet-18"], "cpu", "fp32"))
+attempt("fp32 loss check", lambda: mb.loss_check(tiny, "cpu", "fp32"))
+attempt("bf16 loss check", lambda: mb.loss_check(tiny, "cpu", "bf16"))
+print(json.dumps(reasons))
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def shared() -> dict:
+    return run_sections("mxnet", PRELUDE, SHARED, "1")
+
+
+@pytest.mark.timeout(240)
+def test_every_tiny_workload_trains_with_the_reference_parameter_count(shared):
+    out = section(shared, "tiny")
+    assert len(out) == 7
+    for name, r in out.items():
+        assert r["params"] == r["expected"], name
+        assert all(map(math.isfinite, r["losses"])), (name, r["losses"])
+        assert abs(r["losses"][0] - math.log(r["classes"])) < 0.25 * math.log(r["classes"]), (name, r["losses"])
+        assert r["stats"] == {"graphs": 1, "frames_compiled": 1}, name  # built once, never again
+        assert r["settings"]["execution"] == "gluon hybridized (static_alloc, static_shape)"
+    assert out["tiny-resnet-56"]["settings"]["layout"] == "NCHW" and "layout" not in out["tiny-lstm"]["settings"]
+
+
+@pytest.mark.timeout(240)
+def test_full_size_parameter_counts_match_the_reference(shared):
+    """From the parameters' shapes, known before any memory is allocated (every layer is given its input size)."""
+    out = section(shared, "full_size")
+    assert len(out) == 7
+    for name, (got, expected) in out.items():
+        assert got == expected, name
+    assert out["lstm"][0] == 6_182_672  # two biases per LSTM layer, as in PyTorch
+
+
+@pytest.mark.timeout(240)
+def test_losses_go_down(shared):
+    out = section(shared, "losses")
+    assert sum(out[-5:]) < 0.8 * sum(out[:5]), out
+
+
+@pytest.mark.timeout(240)
+def test_hybridized_step_computes_what_the_imperative_one_does(shared):
+    """The cached graph is the model: the first loss and gradients equal those of the same block run op by op."""
+    out = section(shared, "hybridized")
+    for name, d in out.items():
+        assert d["losses"][0] == pytest.approx(d["losses"][1], rel=1e-5), name
+        assert d["grad_rel"] < 1e-4, name
+        assert d["traces"] == [1, 0], name
+
+
+@pytest.mark.timeout(240)
+def test_update_is_torch_sgd_with_momentum(shared):
+    """MXNet keeps state = m * state + lr * grad; PyTorch buf = m * buf + grad, w -= lr * buf. With a constant learning
+    rate they give the same weights: checked against PyTorch's rule over three steps, with the step's own gradients."""
+    out = section(shared, "update")
+    assert out["momentum"] == 0.9
+    assert out["max_error"] < 1e-6, out
+
+
+@pytest.mark.timeout(240)
+def test_global_norm_clip_then_plain_update(shared):
+    """With a tiny clip norm the gradients the Trainer applies have exactly that global norm: nothing rescaled them
+    after the clip (trainer.step(1), no kvstore)."""
+    out = section(shared, "clip")
     assert out["norm"] == pytest.approx(1e-3, rel=1e-4)
     assert out["update_error"] < 1e-7
 
@@ -190,33 +232,8 @@ print(json.dumps({k: statistics.median(v) for k, v in (("queued", queued), ("don
 
 
 @pytest.mark.timeout(240)
-def test_other_modes_workloads_and_devices_are_unsupported_with_a_reason():
-    out = mxnet("""
-from dlperf.errors import UsageError
-from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload
-reasons = {}
-def attempt(key, call):
-    try:
-        call()
-        reasons[key] = None
-    except (NotImplementedError, UsageError) as exc:
-        reasons[key] = f"{type(exc).__name__}: {exc}"
-tiny = BUILTIN["tiny-fcn-r"]
-for mode in ("compile", "bf16", "fp16", "tf32", "channels_last", "foreach", "fused", "checkpoint", "cuda_graphs",
-             "bf16+compile"):
-    attempt(mode, lambda: mb.build(tiny, "cpu", mode))
-user = Workload(name="mine", arch="user", config={}, input=InputSpec("user", (3,)), outputs=2, batch=1,
-                optimizer=OptimizerSpec(), source="x.py:make")
-attempt("user", lambda: mb.build(user, "cpu", "fp32"))
-attempt("probe user", lambda: mb.probe({"what": "workload", "source": "x.py:make"}))
-attempt("adam", lambda: mb.build(replace(tiny, optimizer=OptimizerSpec("adam")), "cpu", "fp32"))
-attempt("cuda", lambda: mb.build(tiny, "cuda:0", "fp32"))
-attempt("mps", lambda: mb.build(tiny, "mps", "fp32"))
-attempt("published", lambda: mb.build(BUILTIN["resnet-18"], "cpu", "fp32"))
-attempt("fp32 loss check", lambda: mb.loss_check(tiny, "cpu", "fp32"))
-attempt("bf16 loss check", lambda: mb.loss_check(tiny, "cpu", "bf16"))
-print(json.dumps(reasons))
-""")
+def test_other_modes_workloads_and_devices_are_unsupported_with_a_reason(shared):
+    out = section(shared, "unsupported")
     assert "already hybridized" in out.pop("compile")
     assert out.pop("fp32 loss check") is None
     assert out.pop("probe user").startswith("UsageError") and "PyTorch" in out["user"]

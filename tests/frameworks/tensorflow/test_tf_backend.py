@@ -14,7 +14,7 @@ from itertools import pairwise
 
 import pytest
 
-from conftest import cores_kept_busy, framework_python, run_in
+from conftest import cores_kept_busy, framework_python, run_in, run_sections, section
 from dlperf.workloads.shi2016 import BUILTIN, SUITE, TINY
 
 TF = "tensorflow"
@@ -39,8 +39,7 @@ def tensorflow_present():
     framework_python(TF)  # skips the module (or fails under DLPERF_REQUIRE) without TensorFlow
 
 
-# The checks that need no process of their own, in one TensorFlow child (its import takes seconds): each section's
-# out() is its own answer, and a section that raises fails its test alone, with its traceback.
+# The checks that need no process of their own, in one TensorFlow child (its import takes seconds): `run_sections`.
 SHARED = {
     "unsupported": """
 from dlperf.workloads import BUILTIN as ALL
@@ -85,30 +84,12 @@ except NotImplementedError as exc:
     out({"raised": str(exc)})
 """,
 }
-SECTIONS = """
-import traceback
-answers, given = {}, json.loads(sys.argv[1])
-for name, body in given["sections"].items():
-    def out(obj, name=name):
-        answers[name] = obj
-    try:
-        exec(body, {**globals(), "out": out, "UNSUPPORTED_MODES": given["modes"]})
-    except Exception:
-        answers[name] = {"section failed": traceback.format_exc()}
-print(json.dumps(answers))
-"""
 
 
 @pytest.fixture(scope="module")
 def shared() -> dict:
-    return tf_run(SECTIONS, json.dumps({"modes": UNSUPPORTED_MODES, "sections": SHARED}))
-
-
-def section(shared: dict, name: str):
-    got = shared[name]
-    if isinstance(got, dict) and "section failed" in got:
-        pytest.fail(f"the {name} section failed in TensorFlow:\n{got['section failed']}", pytrace=False)
-    return got
+    modes = f"UNSUPPORTED_MODES = {UNSUPPORTED_MODES!r}\n"
+    return run_sections(TF, PRELUDE + modes, SHARED)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
