@@ -325,3 +325,20 @@ def test_a_cell_that_kept_more_cores_busy_than_its_threads_is_noted():
     (line,) = [n for n in table.build(1, cells).notes if "more cores busy" in n]
     assert line.endswith("tiny-lstm mxnet cpu:1 (1.43 cores), tiny-fcn-r mxnet cpu:1 (1.34 cores)")
     assert ("tiny-lstm mxnet cpu:1", "threads") in [(label, kind) for label, kind, _ in table.cell_notes(cells)]
+
+
+def test_a_mode_that_failed_its_loss_check_is_marked_and_said_in_the_table():
+    """bf16 of a model whose logits bf16 rounds away ((z + 1000) - 1000) timed 48.4 ms against fp32's 81.6 and failed
+    its loss check ("loss 2.3 at step 2 is 0.7 from fp32's 1.6"): `dlperf run`'s table showed 48.4 ms and nothing
+    more, where `table --best` left it out; it is now marked `!`, said in a note, never starred."""
+    from dlperf.store.records import LossCheckRecord
+
+    failed = LossCheckRecord(False, "loss 2.3 at step 2 is 0.7 from fp32's 1.6")
+    cells = [make_cell(threads=t, median_s=m, n=20) for t, m in ((1, 0.9), (2, 0.8))]
+    cells += [make_cell(threads=t, mode="bf16", median_s=m, n=20, loss_check=failed) for t, m in ((1, 0.4), (2, 0.2))]
+    view = table.build(1, cells)
+    bf16 = next(r for r in view.rows if r.mode == "bf16")
+    assert table.cell_text(bf16, "cpu:2") == f"0.200{table.LOSS_MARK} n=20" and bf16.best_cpu_column() is None
+    assert any("loss check failed: loss 2.3 at step 2" in n and "bf16 cpu:2" in n for n in view.notes)
+    assert any("failed its loss check" in line for line in table.legend(view))
+    assert json.loads(table.render_json(view))["rows"][1]["cells"]["cpu:2"]["loss_ok"] is False

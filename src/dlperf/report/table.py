@@ -28,7 +28,13 @@ from dlperf.vocab import OUT_OF_MEMORY, Status
 
 BEST_MARK = "*"
 FEW_MARK = "?"  # a median of few samples
-LOSS_MARK = "!"  # a cell whose timed steps' loss was not finite: timed, but not training
+LOSS_MARK = "!"  # a cell that did not train: its timed steps' loss was not finite, or it failed its loss check
+
+
+def trains(cell: CellRecord) -> bool:
+    """Not known not to train: its timed steps' loss was finite (or not said) and it did not fail its loss check
+    against fp32 (a mode fast because it no longer learns is no setting to recommend, however fast)."""
+    return cell.loss_finite is not False and not (cell.loss_check and cell.loss_check.ok is False)
 
 
 @dataclass
@@ -48,7 +54,7 @@ class Row:
         """The CPU cells the star compares: measured, and training (a step whose loss is not finite is no setting to
         recommend, however fast)."""
         return {c: v for c, v in self.cells.items()
-                if c.startswith("cpu:") and v.ok and v.median_s and v.loss_finite is not False}  # fmt: skip
+                if c.startswith("cpu:") and v.ok and v.median_s and trains(v)}  # fmt: skip
 
     def best_cpu_column(self) -> str | None:
         """The fastest thread count, only when no compared cell was disturbed (other load, steal, few samples, a
@@ -149,7 +155,7 @@ def framework_groups(view: TableView) -> dict[tuple[str, str, str], list[CellRec
         mode = row.mode_label if view.show_mode else ""
         for column in view.columns:
             c = row.cells.get(column)
-            if c is not None and c.ok and c.median_s and c.loss_finite is not False and not c.nproc:
+            if c is not None and c.ok and c.median_s and trains(c) and not c.nproc:
                 groups.setdefault((row.workload, mode, column), []).append(c)
     return groups
 
@@ -245,6 +251,9 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
             notes.append((label, OUT_OF_MEMORY, c.error))
         elif c.status in (Status.FAILED, Status.TIMEOUT, Status.UNSUPPORTED) and c.error:
             notes.append((label, c.status.value, f"{c.status}: {c.error}"))
+        if c.ok and c.loss_check and c.loss_check.ok is False:
+            why = f"loss check failed: {c.loss_check.reason}"
+            notes.append((label, "warning", f"{why}; the time is kept, but this mode does not train as fp32 does"))
         if busy := cores_beyond_threads(c):
             notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
     return notes
@@ -291,7 +300,7 @@ def marks(row: Row, column: str) -> str:
     cell = row.cells.get(column)
     if cell is None or not cell.ok or cell.median_s is None:
         return ""
-    mark = LOSS_MARK if cell.loss_finite is False else BEST_MARK if column == row.best_cpu_column() else ""
+    mark = LOSS_MARK if not trains(cell) else BEST_MARK if column == row.best_cpu_column() else ""
     return mark + (FEW_MARK if few(cell.n) else "")
 
 
@@ -339,7 +348,10 @@ UTILIZATION_LEGEND = (
 )
 
 
-LOSS_LEGEND = f"{LOSS_MARK} = the loss was not finite (nan or inf) after the timed steps: timed, but not training"
+LOSS_LEGEND = (
+    f"{LOSS_MARK} = the loss was not finite (nan or inf) after the timed steps, or the mode failed its loss check "
+    "against fp32 (the notes say which): timed, but not training"
+)
 
 
 def mark_legends(view: TableView) -> list[str]:
@@ -349,7 +361,7 @@ def mark_legends(view: TableView) -> list[str]:
         *([BEST_LEGEND] if any(r.best_cpu_column() for r in view.rows) else []),
         *([FEW_LEGEND] if any(few(c.n) for c in shown) else []),
         *([UTILIZATION_LEGEND] if any(c.utilization is not None for c in shown) else []),
-        *([LOSS_LEGEND] if any(c.loss_finite is False for c in shown) else []),
+        *([LOSS_LEGEND] if not all(map(trains, shown)) else []),
     ]
 
 
@@ -420,7 +432,9 @@ def render_json(view: TableView) -> str:
             "cells": {c: {"status": v.status.value, "median_s": v.median_s, "iqr_s": v.iqr_s, "n": v.n,
                           "best": c == best, "error": v.error, "utilization": v.utilization,
                           "framework_version": v.framework_version, "environment": v.environment,
-                          **({"loss_finite": False} if v.loss_finite is False else {}), **_verdict_json(view, v)}
+                          **({"loss_finite": False} if v.loss_finite is False else {}),
+                          **({"loss_ok": False} if v.loss_check and v.loss_check.ok is False else {}),
+                          **_verdict_json(view, v)}
                       for c, v in row.cells.items()},
         })  # fmt: skip
     data = {
