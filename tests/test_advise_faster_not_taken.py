@@ -38,3 +38,16 @@ def test_the_answers_own_mode_and_slower_ones_are_not_named():
     fp32 = Candidate("fp32", "ok", median_s=1.0)
     bf16 = Candidate("bf16", "ok", median_s=0.5, loss_ok=True, speedup=2.0, ci_low=1.8, ci_high=2.2)
     assert faster_not_taken(*search(fp32, bf16, best=bf16)) == []
+
+
+def test_a_faster_mode_not_told_apart_says_so_before_its_loss_check_not_run():
+    # optimize examples/my_model.py:make on 2 busy cores: bf16 0.200 s against fp32's 0.207 s, 0.78-1.32x, its loss
+    # check not run (one process, not faster than fp32 as timed before it): the note read 'no loss check passed'
+    fp32 = Candidate("fp32", "ok", median_s=0.207)
+    reason = "not checked: 0.200 s per step is not faster than 0.158 s"
+    bf16 = Candidate("bf16", "ok", median_s=0.200, speedup=1.04, ci_low=0.78, ci_high=1.32, loss_reason=reason)
+    few = Candidate("fused", "ok", median_s=0.201, speedup=1.03, told_apart=False, loss_reason=reason)
+    said = faster_not_taken(*search(fp32, bf16, few))
+    assert said[0].endswith("did not take it: not reliably faster than fp32 eager (95% interval of the speed-up "
+                            "0.78-1.32x)")  # fmt: skip
+    assert said[1].endswith("did not take it: not reliably faster than fp32 eager")
