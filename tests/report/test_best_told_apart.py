@@ -37,3 +37,15 @@ def test_an_interval_of_one_process_a_side_says_it_holds_only_that_processs_nois
     samples = {c.key: [[c.median_s * rng.uniform(0.9, 1.1) for _ in range(20)] for _ in range(3)] for c in cells}
     three = best.build(cells, samples)
     assert three[0].processes == 3 and not best.notes(three)
+
+
+def test_fp32_beside_a_mode_left_out_by_its_loss_check_does_not_read_as_measured_alone():
+    """bf16 timed 48.4 ms against fp32's 81.6 ms and failed its loss check: the row read '-: fp32 alone was
+    measured'."""
+    from dlperf.store.records import LossCheckRecord
+
+    failed = LossCheckRecord(False, "loss 2.3 at step 2 is 0.7 from fp32's 1.6")
+    cells = [make_cell("cancel", median_s=0.0816, n=25), make_cell("cancel", mode="bf16", median_s=0.0484, n=41,
+                                                                  loss_check=failed)]  # fmt: skip
+    [row] = best.build(cells, {})
+    assert best.values(row)[-1] == "-: bf16 left out (notes)" and best.notes([row])[0].endswith("was not finite")

@@ -88,7 +88,9 @@ def _speed(r: Best) -> str:
     if r.speedup is None:
         return "-"
     if r.mode == BASELINE:
-        return "1.00x: fp32 is the fastest" if r.timed > 1 else "-: fp32 alone was measured"
+        if r.timed > 1:
+            return "1.00x: fp32 is the fastest"
+        return f"-: {', '.join(r.rejected)} left out (notes)" if r.rejected else "-: fp32 alone was measured"
     apart = "" if r.told_apart else ", not told apart"
     if r.ci_low is not None:
         return f"{r.speedup:.2f}x [{r.ci_low:.2f}-{r.ci_high:.2f}]{apart}"
