@@ -35,7 +35,7 @@ from dlperf.runner import lifeline, warm
 from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
-from dlperf.spec import RunSpec, make_spec
+from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, now, spill
 from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
 from dlperf.store.records import RunRecord
@@ -98,10 +98,9 @@ def run(
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(as_listed(workloads), **checked_arguments(spec_kwargs))
-    if spec.profile and spec.trace_dir is None:  # beside the database
-        spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
     check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
+    spec = traces_tried(spec, db)
     plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     store = None if dry_run else Store.open(db, create=True)
     said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env),
@@ -122,6 +121,17 @@ def run(
         return _execute(session, plan.tasks, plan, progress, db)
     finally:
         store.close()
+
+
+def traces_tried(spec: RunSpec, db: str) -> RunSpec:
+    """A profiled run's spec with its traces' folder (--trace-dir, else beside the database), tried as the first
+    trace will be written, before planning (`spec.probe_trace_dir`: its folder left as it was)."""
+    if not spec.profile:
+        return spec
+    if spec.trace_dir is None:
+        spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
+    probe_trace_dir(spec.trace_dir)
+    return spec
 
 
 def as_listed(workloads: Any) -> Any:
@@ -277,6 +287,8 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         run = _latest_unfinished(store, db)
         spec, env = _resumable(run)
         if not dry_run:
+            if spec.profile and spec.trace_dir is not None:  # the traces' folder may be unwritable since
+                probe_trace_dir(spec.trace_dir)
             _take_over(store, run, warn)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)

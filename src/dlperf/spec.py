@@ -7,8 +7,10 @@ the machine (does this device exist? does this factory build?) are planning's (`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -227,6 +229,26 @@ def check_trace_dir(path: str) -> None:
     if not os.access(found, os.W_OK | os.X_OK):
         raise UsageError(f"--trace-dir {path!r}: {str(found)!r} cannot be written ({why_unwritable(found)}); name "
                          "another")  # fmt: skip
+
+
+def probe_trace_dir(path: str) -> None:
+    """--trace-dir tried before anything runs: the folder made and a file written in it, as the first trace will be,
+    then both removed (nothing is left before a trace is). What `check_trace_dir` cannot foresee from permissions is
+    then one line rather than a failure after the first cell was measured: root, whom os.access lets write
+    anywhere, under /proc; a file system mounted read-only or full."""
+    made = [p for p in (Path(path), *Path(path).parents) if not os.path.lexists(p)]  # innermost first
+    step = "made"
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        step = "written into"
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".dlperf-probe-"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--trace-dir {path!r}: cannot be {step} ({exc.strerror or exc}); name another") from None
+    finally:
+        for folder in made:
+            with contextlib.suppress(OSError):  # not made, or since given a file by another process
+                folder.rmdir()
 
 
 def _check_data(s: RunSpec) -> None:

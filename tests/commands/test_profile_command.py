@@ -63,6 +63,32 @@ def test_a_trace_dir_missing_is_made_only_once_a_trace_is_written(tmp_path):
     assert not (tmp_path / "a").exists()
 
 
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="no /proc on this system")
+def test_a_trace_dir_os_access_lets_through_but_cannot_be_made_is_one_line_before_planning(tmp_path, capsys,
+                                                                                          monkeypatch):  # fmt: skip
+    """As root, os.access says yes under /proc: the check before the run let `--trace-dir /proc/x` through, and it
+    failed only once the first cell was measured (4 s here). os.access answers as it does for root; planning, which
+    would start a probe child, must not be reached."""
+    import dlperf.api
+
+    db = tmp_path / "d.db"
+    monkeypatch.setattr(os, "access", lambda *args, **kwargs: True)
+    monkeypatch.setattr(dlperf.api, "make_plan", lambda *args, **kwargs: pytest.fail("planned"))
+    one_line_error(main(capsys, *TINY, "--trace-dir", "/proc/x/traces", "--db", db), "--trace-dir '/proc/x/traces'",
+                   "cannot be made")  # fmt: skip
+    assert not db.exists()
+
+
+def test_the_trace_dirs_probe_leaves_its_folders_as_they_were(tmp_path):
+    from dlperf.spec import probe_trace_dir
+
+    probe_trace_dir(str(tmp_path / "a" / "b"))
+    assert not (tmp_path / "a").exists()
+    (tmp_path / "there").mkdir()
+    probe_trace_dir(str(tmp_path / "there"))
+    assert (tmp_path / "there").is_dir() and not list((tmp_path / "there").iterdir())
+
+
 def test_a_read_only_trace_dir_is_one_line_and_writes_nothing(tmp_path, modes_apply):  # noqa: F811
     folder, db = tmp_path / "ro", tmp_path / "d.db"
     folder.mkdir()

@@ -54,7 +54,7 @@ def task_of(cell: Cell, workload: dict[str, Any], spec: RunSpec, median_s: float
     if spec.trace_dir is not None:
         try:
             Path(spec.trace_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as exc:  # what the check before the run could not foresee (a root user in /proc, say)
+        except OSError as exc:  # what changed since the probe before planning (`spec.probe_trace_dir`)
             raise UsageError(f"--trace-dir {spec.trace_dir!r}: cannot be made ({exc.strerror or exc})") from None
     data = spec.data if cell.loader else None
     warmup, steps = steps_that_fit(spec, median_s)
