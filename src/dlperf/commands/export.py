@@ -81,20 +81,23 @@ def chosen_runs(store, chosen: list[int] | str | None) -> list:
 
 
 def run_records(store, run, args, faults: list) -> list[dict]:
-    """The run's records, each from the run's own cells, peaks, predictions and input pipeline groups."""
+    """The run's records, each from the run's own cells, peaks, predictions, input pipeline groups and profiles."""
     from dlperf.errors import UnreadableRow
     from dlperf.report import data, export, predicted
+    from dlperf.report.profile import run_profiles
     from dlperf.report.utilization import attach_utilization
 
     cells = store.cells(run.id, unreadable=faults.append)
     attach_utilization(store, run.fingerprint, cells)
     predictions = predicted.read(store, run.id, faults.append)
     records, groups = [], data.by_cell(data.build(cells))
+    said = run_profiles(store, run, cells)[0] if store.profiles(run.id) else []  # a run not profiled: no look-ups
+    profiles = {s.cell.key: s.to_json() for s in said if s.profile is not None}
     for c in cells:
         try:
             samples = store.samples(run.id, c.key) if args.samples else None
             own, every = predicted.own(c, predictions), predictions.get(c.key, [])
-            records.append(export.record(c, samples, groups.get(c.key), own, every, run))
+            records.append(export.record(c, samples, groups.get(c.key), own, every, run, profiles.get(c.key)))
         except UnreadableRow as fault:
             faults.append(fault)
     return records

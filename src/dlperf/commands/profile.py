@@ -9,7 +9,7 @@ import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import db_path, given, real, warn_if_measured, whole, whole_list
+from dlperf.commands.common import add_format, db_path, given, real, warn_if_measured, whole, whole_list
 from dlperf.commands.run import (  # print_profiles: `dlperf run --resume` prints it too
     add_data_flags,
     add_nvtx_flag,
@@ -61,6 +61,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     max_time = next(a for a in p._actions if a.dest == "max_time")
     max_time.help = "seconds of each cell's steps at most: warm-up, timed and profiled, a third each (default: 10)"
     add_nvtx_flag(p)
+    add_format(p, "text", "json", help="text, or json: per cell its step, each category's seconds and share, the "
+               "verdict, the modes to try, the trace (default: text)")  # fmt: skip
 
 
 def run(args) -> int:
@@ -96,7 +98,7 @@ def _run(args) -> int:
     failed: list[int] = []
 
     def show() -> None:
-        failed.append(ExitCode.CELLS_FAILED if print_profiles(db, outcome.run_id) else ExitCode.OK)
+        failed.append(ExitCode.CELLS_FAILED if print_profiles(db, outcome.run_id, args.format) else ExitCode.OK)
 
     code = printed(show, outcome.exit_code, finished=finished)
     return code if code == ExitCode.INTERRUPTED else max([code, *failed])

@@ -426,34 +426,29 @@ def print_answer(answer, notes: list[str], run_id: int) -> None:
     print_rich(table, lines=answer.lines(), notes=[*notes, stored])
 
 
-def print_profiles(db: str, run_id: int) -> bool:
+def print_profiles(db: str, run_id: int, fmt: str = "text") -> bool:
     """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
-    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace. Whether a
-    cell's profile failed or timed out (`dlperf profile` exits 1 then); one that does not apply (`unsupported`) is
-    no failure, as an unsupported cell is none."""
+    achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace
+    (`report.profile.CellProfile`; `fmt` json: the same figures as one JSON document). Whether a cell's profile
+    failed or timed out (`dlperf profile` exits 1 then); one that does not apply (`unsupported`) is no failure, as
+    an unsupported cell is none."""
+    import json
+
     from dlperf.report.format import terminal
-    from dlperf.report.profile import describe
-    from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
+    from dlperf.report.profile import run_profiles
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
     try:
-        run = store.run(run_id)
-        profiles = store.profiles(run.id)
-        lines, busy = [], {}
-        cells = store.cells(run.id)
-        for cell in cells:
-            peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
-            cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
-            bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
-            lines += describe(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env, cells)
-            busy.update(dict.fromkeys(busy_notes(peaks, cell.column, cell.mode)))  # its own dtypes' peaks only
+        said, busy = run_profiles(store, store.run(run_id))
     finally:
         store.close()
-    lines += [f"note: {note}" for note in busy]
-    for line in lines:
-        print(terminal(line))
-    return any(p.status.is_failure for p in profiles.values())
+    if fmt == "json":
+        print(json.dumps({"run_id": run_id, "cells": [s.to_json() for s in said], "notes": busy}, indent=2))
+    else:
+        for line in [*(line for s in said for line in s.lines()), *(f"note: {note}" for note in busy)]:
+            print(terminal(line))
+    return any(s.profile is not None and s.profile.status.is_failure for s in said)
 
 
 RESUME_TAKES = frozenset({"resume", "dry_run", "ray", "nodes", "gpu_specs"})  # and --db; --gpu-specs says its own

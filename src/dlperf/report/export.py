@@ -43,11 +43,12 @@ H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None,
            prediction: PredictionRecord | None = None, predictions: list[PredictionRecord] = (),
-           run: RunRecord | None = None) -> dict[str, Any]:  # fmt: skip
+           run: RunRecord | None = None, profile: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
     """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries;
     `prediction`: the step predicted for the cell's own GPU (`predicted.own`), set against its measurement;
     `predictions`: every step predicted for the cell, a crossover's for other GPUs included; `run`: the cell's run,
-    whose machine and dlperf every record names (a merged store's runs come from several)."""
+    whose machine and dlperf every record names (a merged store's runs come from several); `profile`: the cell's as
+    `dlperf profile --format json` gives it (`report.profile.CellProfile.to_json`), None where its run stored none."""
     rec = {f: getattr(cell, f) for f in FIELDS}
     rec = {"run_id": rec.pop("run_id"), **machine_fields(run), **rec}
     rec["status"] = cell.status.value
@@ -84,6 +85,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     rec.update(loader_fields(cell, group))
     rec.update(prediction_fields(cell, prediction))
     rec["gpu_predictions"] = [predicted_step(p) for p in predictions]
+    rec["profile"] = profile
     rec["warnings"] = cell.warnings
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process

@@ -60,7 +60,7 @@ from dlperf.vocab import Bound, Category, DeviceKind, Framework
 if TYPE_CHECKING:
     from dlperf.protocol import Profiled
     from dlperf.store import Store
-    from dlperf.store.records import CellRecord, ProfileRecord
+    from dlperf.store.records import CellRecord, ProfileRecord, RunRecord
 
 MODERATELY, HIGHLY = "moderately", "highly"
 INPUT_THRESHOLDS = (0.05, 0.20)  # TensorFlow: kModerately/kHighlyInfeedBoundThresholdInPercent
@@ -141,7 +141,12 @@ def _floor_share(profile: Profiled, cost_s: float | None, overhead: float | None
 
 def floor_text(profile: Profiled, cost_s: float | None, overhead: float | None) -> str | None:
     """ "dispatch floor 2.10 ms (35% of the step): 1000 ops x 2.10 µs", or None without a count or a cost."""
-    if (floor := _floor(profile, cost_s, overhead)) is None:
+    return _floor_words(_floor(profile, cost_s, overhead), profile, cost_s)
+
+
+def _floor_words(floor: tuple[float, float | None] | None, profile: Profiled, cost_s: float | None) -> str | None:
+    """`floor_text` of a floor `_floor` found."""
+    if floor is None:
         return None
     (floor_s, share), (count, name) = floor, floor_count(profile)
     of_step = f" ({100 * share:.0f}% of the step)" if share is not None else ""
@@ -446,42 +451,129 @@ def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
     return "achieved: " + "; ".join(parts) if parts else None
 
 
+@dataclass(frozen=True)
+class CellProfile:
+    """What `dlperf profile` says of one cell (`cell_profile`), computed once: its text (`lines`) and its JSON
+    (`to_json`, `profile --format json` and `dlperf export`'s `profile` column) are both read from these figures."""
+
+    cell: CellRecord
+    profile: ProfileRecord | None
+    categories: dict[str, float]  # category -> seconds of the timed step (`timed_categories`)
+    step_s: float | None  # the timed step they are of
+    shares: dict[str, float]  # category -> its share of that step (`shares`)
+    verdict: Verdict | None
+    achieved: tuple[Achieved, ...]
+    floor: tuple[float, float | None] | None  # the dispatch floor: seconds, share of the timed step
+    launch_cost_s: float | None  # `dlperf peak`'s cost of dispatching one operator, which the floor counts at
+    notes: tuple[str, ...]  # the profile's own notes, and the busy machine's
+
+    @property
+    def why_not(self) -> str | None:
+        """Why the cell has no profile to show, or None where it has one."""
+        cell, profile = self.cell, self.profile
+        if profile is None:
+            if cell.ok:  # measured, and no profile row: the run stopped before it, or profiled nothing
+                return "measured, but its run stored no profile of it"
+            return cell.error or "the cell was not measured"
+        return None if profile.ok else profile.error
+
+    def lines(self) -> list[str]:
+        """The cell's lines, as `dlperf profile` prints them."""
+        cell, profile = self.cell, self.profile
+        timed = f"{seconds(cell.median_s)} per step" if cell.median_s else cell.status.value
+        lines = [f"{cell.cell.label}: {timed}"]
+        if profile is None or not profile.ok:
+            status = "not profiled" if profile is None else f"profile {profile.status.value}"
+            return [*lines, f"  {status}: {self.why_not}"]
+        parts = sorted(self.shares.items(), key=lambda kv: -kv[1])
+        lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
+        if (v := self.verdict) is not None:
+            rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
+            lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
+            tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
+            where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if v.modes else ""
+            none = "no mode addresses it on this device"
+            none = "none of the modes that address it (left out below)" if v.left_out else none
+            lines.append(f"  try: {'; '.join(tries) + where if tries else none}")
+            if v.left_out:
+                lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
+        if line := achieved_text(list(self.achieved), cell.mode):
+            lines.append(f"  {line}")
+        if floor := _floor_words(self.floor, profile.figures, self.launch_cost_s):
+            lines.append(f"  {floor}")
+        if profile.overhead is not None:
+            taken = " (taken out of host time above)" if profile.overhead > 1 else ""
+            lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")
+        lines.append(f"  trace: {profile.figures.trace or 'none'}")
+        return lines + [f"  note: {note}" for note in self.notes]
+
+    def to_json(self) -> dict:
+        """The cell's figures as JSON: the same ones `lines` says, each category's seconds and share unrounded."""
+        cell, profile = self.cell, self.profile
+        said = {"key": cell.key, "label": cell.cell.label, "status": cell.status.value, "median_s": cell.median_s,
+                "n": cell.n, "profile_status": profile and profile.status.value, "error": self.why_not}  # fmt: skip
+        if profile is None or not profile.ok:
+            return said
+        figures, v = profile.figures, self.verdict
+        count, counted = floor_count(figures)
+        return said | {
+            "step_s": self.step_s, "profiled_step_s": figures.step_s, "profiled_steps": figures.steps,
+            "categories": {k: {"seconds": s, "share": self.shares.get(k)}
+                           for k, s in sorted(self.categories.items(), key=lambda kv: -kv[1])},
+            "verdict": v and {**v.to_json(), "label": v.label, "advice": v.advice or None,
+                              "left_out": dict(v.left_out), "rests_on_steps": cell.n if few(cell.n) else None},
+            "achieved": [{"category": a.category, "flops_per_s": a.flops_per_s, "bytes_per_s": a.bytes_per_s,
+                          "of_peak": a.of_peak, "of_bandwidth": a.of_bandwidth, "flops_per_byte": a.intensity}
+                         for a in self.achieved],
+            "dispatch_floor": self.floor and {"seconds": self.floor[0], "share": self.floor[1], "count": count,
+                                              "counts": counted, "cost_s": self.launch_cost_s},
+            "ops_per_step": figures.ops_per_step, "leaf_ops_per_step": figures.leaf_ops_per_step,
+            "kernels_per_step": figures.kernels_per_step, "profiler_overhead": profile.overhead,
+            "trace": figures.trace, "notes": list(self.notes),
+        }  # fmt: skip
+
+
+def cell_profile(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
+                 launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None,
+                 cells: Sequence[CellRecord] = ()) -> CellProfile:  # fmt: skip
+    """What `dlperf profile` says of one cell: the shares of its timed step, the verdict and the modes to try (those
+    its run's `cells` measured slower left out: `against_run`), each category's achieved FLOP/s and bytes/s against
+    the measured peaks and bandwidth, the dispatch floor (with `dlperf peak`'s dispatch cost for the cell's machine),
+    the profiler's overhead, the trace and the notes."""
+    if profile is None or not profile.ok:
+        return CellProfile(cell, profile, {}, None, {}, None, (), None, launch_cost_s, ())
+    figures, overhead = profile.figures, profile.overhead
+    categories, step = timed_categories(figures, overhead)
+    v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=overhead, launch_cost_s=launch_cost_s,
+                fit=fit_of(cell, peaks, env), framework=cell.framework)  # fmt: skip
+    busy = [f"{w}; {BUSY_NOTE}" for w in cell.warnings if w.startswith(BUSY_WARNINGS)]
+    return CellProfile(
+        cell, profile, categories, step, shares(figures, overhead), v and against_run(v, cell, cells),
+        tuple(achieved(figures, overhead, peaks, bandwidth, cell.mode)), _floor(figures, launch_cost_s, overhead),
+        launch_cost_s, (*figures.notes, *busy),
+    )  # fmt: skip
+
+
 def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
              launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None,
              cells: Sequence[CellRecord] = ()) -> list[str]:  # fmt: skip
-    """What `dlperf profile` prints for one cell: the shares, the verdict and its figure, the modes to try (those
-    its run's `cells` measured slower left out: `against_run`), each category's achieved FLOP/s and bytes/s against
-    the measured peaks and bandwidth, the dispatch floor (with `dlperf peak`'s dispatch cost for the cell's machine),
-    the profiler's overhead and the trace."""
-    timed = f"{seconds(cell.median_s)} per step" if cell.median_s else cell.status.value
-    lines = [f"{cell.cell.label}: {timed}"]
-    if profile is None:
-        return [*lines, f"  not profiled: {cell.error or 'the cell was not measured'}"]
-    if not profile.ok:
-        return [*lines, f"  profile {profile.status.value}: {profile.error}"]
-    figures = profile.figures
-    parts = sorted(shares(figures, profile.overhead).items(), key=lambda kv: -kv[1])
-    lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
-    v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=profile.overhead,
-                launch_cost_s=launch_cost_s, fit=fit_of(cell, peaks, env), framework=cell.framework)  # fmt: skip
-    if v is not None:
-        v = against_run(v, cell, cells)
-        rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
-        lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
-        tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
-        where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if v.modes else ""
-        none = "no mode addresses it on this device"
-        none = "none of the modes that address it (left out below)" if v.left_out else none
-        lines.append(f"  try: {'; '.join(tries) + where if tries else none}")
-        if v.left_out:
-            lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
-    if line := achieved_text(achieved(figures, profile.overhead, peaks, bandwidth, cell.mode), cell.mode):
-        lines.append(f"  {line}")
-    if floor := floor_text(figures, launch_cost_s, profile.overhead):
-        lines.append(f"  {floor}")
-    if profile.overhead is not None:
-        taken = " (taken out of host time above)" if profile.overhead > 1 else ""
-        lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")
-    lines.append(f"  trace: {figures.trace or 'none'}")
-    busy = [f"{w}; {BUSY_NOTE}" for w in cell.warnings if w.startswith(BUSY_WARNINGS)]
-    return lines + [f"  note: {note}" for note in (*figures.notes, *busy)]
+    """What `dlperf profile` prints for one cell (`CellProfile.lines`)."""
+    return cell_profile(cell, profile, peaks, launch_cost_s, bandwidth, env, cells).lines()
+
+
+def run_profiles(store: Store, run: RunRecord, cells: list[CellRecord] | None = None
+                 ) -> tuple[list[CellProfile], list[str]]:  # fmt: skip
+    """Each cell of a run (`cells`, as read already; None: read here) as `dlperf profile` says it, against the peaks,
+    dispatch cost and bandwidth measured on the run's machine, and the notes of the peaks measured on a busy machine
+    that its cells are held against."""
+    from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
+
+    profiles, cells = store.profiles(run.id), store.cells(run.id) if cells is None else cells
+    said, busy = [], {}
+    for cell in cells:
+        peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
+        cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
+        bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
+        said.append(cell_profile(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env, cells))
+        busy.update(dict.fromkeys(busy_notes(peaks, cell.column, cell.mode)))  # its own dtypes' peaks only
+    return said, list(busy)
