@@ -14,11 +14,14 @@ predicts the GPUs, through the commands that each answer a part:
    GPU (and the cheapest within the deadline), the GPUs the step does not fit, predicted, with the predictor's
    uncertainty (`roofline.uncertainty()`). The views (`report/advise.py`) print it.
 
-With real data (`--data DIR`) the mode search also searches the loader (`optimize_loader.py`), and the answer says
-how fast one loading process prepares batches on this CPU, the loader alone (`Feed`), and so about how many loading
-processes each GPU needs to be fed at its predicted rate: a GPU predicted 5,000 samples/s waits for data behind
-a loader of 300 samples/s a process unless about 17 processes load beside it. A rented machine's cores and disks
-decide how many it can run; the per-process rate is this machine's.
+With real data (`--data DIR`) the mode search also searches the loader (`optimize_loader.py`), and the answer is this
+CPU training on that data (`Pipeline`): the work is an epoch of it (its size read when it is checked), the step is the
+best mode's at the loader setting the search recommends (`report.data.recommend`), held against the same mode's step
+on synthetic data, so it says whether the loader holds the step back and by how much. It also says how fast one
+loading process prepares batches here, the loader alone (`Feed`), and so about how many loading processes each GPU
+needs to be fed at its predicted rate: a GPU predicted 5,000 samples/s waits for data behind a loader of 300 samples/s
+a process unless about 17 processes load beside it. A rented machine's cores and disks decide how many it can run;
+the per-process rate is this machine's.
 """
 
 from __future__ import annotations
@@ -133,6 +136,21 @@ class Feed:
         return max(1, math.ceil(samples_per_s / self.per_process))
 
 
+@dataclass(frozen=True)
+class Pipeline:
+    """This CPU's step on the user's data (`--data`): the best mode at the loader setting the search recommends
+    (`report.data.recommend`: `why`), against the same mode's step on synthetic data; `enough` says why the loader
+    keeps up with it (`report.data.enough`), None where it holds the step back."""
+
+    setting: str
+    step_s: float  # the median step with that loader, its wait for data included
+    synthetic_s: float | None  # the same mode's median step on synthetic data, in the same run
+    wait_share: float | None  # of the step, waiting for data
+    of_synthetic: float | None  # its samples/s over the synthetic step's, as the view has them (`data.throughput`)
+    why: str
+    enough: str | None
+
+
 @dataclass
 class Advice:
     workload: str
@@ -149,6 +167,8 @@ class Advice:
     feed: Feed | None = None  # --data DIR: the loader measured alone on this CPU
     searched: bool = False  # this CPU's step is the mode search's best (else the thread search's fp32 step)
     cpu_why: str = ""  # why this CPU was not measured (its step does not fit this machine's memory)
+    pipeline: Pipeline | None = None  # --data DIR: the CPU's step is the loader's, at the setting recommended
+    data: bool = False  # --data DIR was given (the CPU's step is on synthetic data where `pipeline` is None)
 
 
 FLAGS = {"batch": "--batch", "data": "--data", "loaders": "--loaders", "budget_s": "--budget", "samples": "--samples",
@@ -242,12 +262,11 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     from dlperf.predict import cost, memory, roofline
 
     chosen, deadline = check(opts)
-    workload = _resolved(opts)
-    samples, what = _work(workload, opts)
+    workload, size = _resolved(opts)
+    samples, what = _work(workload, opts, size)
     costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout)
     clock.uncut[PREDICTIONS] = time.monotonic() - clock.started
-    if samples == NO_EPOCH_SAMPLES and not opts.samples:
-        notes.append(NO_EPOCH_NOTE.format(workload.data))
+    notes += [NO_EPOCH_NOTE.format(workload.data)] if what == NO_EPOCH_WORK else []
     too_large = memory.no_room_here(workload, peaks.get("fp32"))
     if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
         return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
@@ -268,7 +287,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
                       [*side.notes, *notes], code, largest, opts.workload)  # fmt: skip
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
-    exit_code, feed, searched = side.exit_code, None, False
+    exit_code, feed, searched, pipeline = side.exit_code, None, False, None
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif clock.search_s(time.monotonic()) is not None:
@@ -279,6 +298,8 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         cell, searched = best or cell, best is not None
         feed, found = _searched_notes(opts, db, search, best)
         notes += found
+        pipeline, loaded = _pipeline(db, search) if opts.data != DATA_SYNTHETIC else (None, None)
+        cell = loaded or cell  # with --data: the step on the user's data, at the loader setting recommended
     else:
         left = clock.left(time.monotonic())
         notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
@@ -289,7 +310,8 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     notes += [n for n in side.notes if n.startswith("threads:")]
     notes += quoted_notes(db, side.run_id, cell, ci is not None)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
-                  exit_code, largest, opts.workload, feed, searched)  # fmt: skip
+                  exit_code, largest, opts.workload, feed, searched, pipeline=pipeline,
+                  data=opts.data != DATA_SYNTHETIC)  # fmt: skip
 
 
 def _first(clock: Clock, first_s: float | None, warn) -> None:
@@ -319,7 +341,8 @@ def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, 
     if opts.data != DATA_SYNTHETIC and feed is None:
         notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
                      "(raise --budget)")  # fmt: skip
-    notes += [n for n in search.notes if "of the budget left" in n]  # what a larger budget would measure
+    # what a larger budget would measure, and the loader search's word on the settings it measured
+    notes += [n for n in search.notes if "of the budget left" in n or n.startswith("loader:")]
     notes += faster_not_taken(search.best or search.baseline, search.results)
     if search.exit_code == ExitCode.INTERRUPTED:
         notes.append(f"interrupted: the mode search stopped; what it measured is stored in run {search.run_id}")
@@ -329,20 +352,25 @@ def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, 
 NO_EPOCH_NOTE = (
     f"{{}} data has no epoch: the work is {NO_EPOCH_SAMPLES:,} samples (--samples N gives your data set's size)"
 )
+NO_EPOCH_WORK = f"{NO_EPOCH_SAMPLES:,} samples (no epoch: synthetic data)"
 
 
 def _resolved(opts: Options):
     """The workload built in a probe child (a user's file included), at --batch: its batch, its data set; with
-    --data DIR that data read, as `dlperf run` reads it before anything runs (not after the thread search)."""
+    --data DIR that data read, as `dlperf run` reads it before anything runs (not after the thread search), and its
+    size in samples (None: synthetic data, or a dataset of no length)."""
     from dlperf.frameworks.common import capabilities
     from dlperf.plan.workloads import check_data, resolve_workload
     from dlperf.predict import count
     from dlperf.spec import make_spec, parse_workload
 
     found = resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout)
+    size = None
     if opts.data != DATA_SYNTHETIC:
-        check_data(make_spec(opts.workload, data=opts.data, loaders=opts.loaders, timeout=opts.timeout), [found])
-    return count.at(found, opts.batch)
+        spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders, timeout=opts.timeout)
+        checked = check_data(spec, [found]).get(found.name)
+        size = checked.samples if checked and not checked.unsupported else None
+    return count.at(found, opts.batch), size
 
 
 def searched(opts: Options) -> str:
@@ -351,16 +379,23 @@ def searched(opts: Options) -> str:
     return opts.workload if opts.batch is None else f"{opts.workload}@b{opts.batch}"
 
 
-def _work(workload, opts: Options) -> tuple[int, str]:
-    """`predict --cost`'s work (`cost.work`); synthetic data without --samples: NO_EPOCH_SAMPLES, and --epochs there
-    refused (it has no epoch to count), before anything is predicted or measured."""
+def _work(workload, opts: Options, size: int | None = None) -> tuple[int, str]:
+    """`predict --cost`'s work (`cost.work`); with --data DIR of `size` samples, --epochs (1) of that data, the
+    epoch the loader trains on; synthetic data without --samples: NO_EPOCH_SAMPLES, and --epochs there refused (it has
+    no epoch to count), before anything is predicted or measured."""
     from dlperf.predict import cost
 
+    if opts.samples is None and size:
+        epochs = 1.0 if opts.epochs is None else opts.epochs
+        total = max(1, round(size * epochs))
+        if epochs == 1:
+            return total, f"one epoch of your data ({size:,} samples, --data)"
+        return total, f"{epochs:g} epochs of your data ({size:,} samples, --data): {total:,} samples"
     if opts.samples is None and cost.epoch_samples(workload) is None:
         if opts.epochs is not None:
             raise UsageError(f"--epochs: {workload.name} trains on {workload.data} data, which has no epoch: give "
                              "the work with --samples N (e.g. your data set's size)")  # fmt: skip
-        return NO_EPOCH_SAMPLES, f"{NO_EPOCH_SAMPLES:,} samples (no epoch: synthetic data)"
+        return NO_EPOCH_SAMPLES, NO_EPOCH_WORK
     return cost.work(workload, opts.samples, opts.epochs)
 
 
@@ -453,6 +488,34 @@ def _feed(db: str, run_id: int) -> Feed | None:
     return max(feeds, key=lambda f: f.per_process, default=None)
 
 
+def _pipeline(db: str, search) -> tuple[Pipeline | None, object | None]:
+    """With --data DIR: the loader setting the search recommends for its best mode (`report.data.recommend`, as
+    `dlperf table` and optimize's loader search choose it) and its stored cell, held against the same mode's step on
+    synthetic data; (None, None) where no setting was measured."""
+    from dlperf.loaders import setting
+    from dlperf.report.data import measured, recommend, throughput
+    from dlperf.store import Store
+
+    if search.loader is None:
+        return None, None
+    store = Store.open(db, create=False)
+    try:
+        cells = [c for c in store.cells(search.run_id) if c.mode == search.loader.mode]
+    finally:
+        store.close()
+    synthetic = next((c for c in cells if not c.loader and measured(c)), None)
+    loaded = sorted((c for c in cells if c.loader), key=lambda c: setting(c.loader).cost)
+    chosen = recommend(synthetic, loaded)
+    cell = next((c for c in loaded if c.loader == chosen.setting and measured(c)), None)
+    if cell is None:
+        return None, None
+    wait = cell.data.wait_share if cell.data else None
+    ours, theirs = throughput(cell), throughput(synthetic)
+    of_synthetic = ours / theirs if ours and theirs else None
+    synthetic_s = synthetic.median_s if synthetic else None
+    return Pipeline(cell.loader, cell.median_s, synthetic_s, wait, of_synthetic, chosen.why, chosen.enough), cell
+
+
 def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[str]:
     """`dlperf table`'s notes (`report/table.py`) on what the answer quotes: the thread search's cells (their load,
     noise, the fastest thread count it does not star) and the quoted cell's own; and, where the quoted step's 95%
@@ -498,6 +561,7 @@ def _best_cell(db: str, search):
     mode = (search.best or search.baseline).mode
     store = Store.open(db, create=False)
     try:
-        return next((c for c in store.cells(search.run_id) if c.mode == mode and c.ok and c.median_s), None)
+        return next((c for c in store.cells(search.run_id) if c.mode == mode and not c.loader and c.ok and c.median_s),
+                    None)  # fmt: skip
     finally:
         store.close()

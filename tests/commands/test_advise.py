@@ -156,6 +156,11 @@ def test_with_real_data_the_answer_says_how_fast_the_loader_feeds_each_gpu(tmp_p
     assert all(r["processes"] >= 1 and r["predicted"] for r in feed["processes_needed"])
     table = dlperf("table", "--run", str(feed["run_id"]), db=db, env={"COLUMNS": "200"})
     assert table.returncode == 0 and f"data:{feed['setting']}" in table.stdout  # the loader cell it was read from
+    # this CPU on that data: an epoch of it (small MNIST: 1,000 samples), at the loader setting dlperf table recommends
+    assert (got["samples"], got["work"]) == (1000, "one epoch of your data (1,000 samples, --data)")
+    here = got["loader_here"]
+    assert here["measured"] and got["cpu"]["step_s"] == here["step_s"] and here["synthetic_step_s"] > 0
+    assert f"recommended: {here['setting']} (" in table.stdout and here["why"] in table.stdout.replace("\n", " ")
 
 
 def test_the_budget_is_one_deadline_from_the_start_the_mode_search_given_what_is_left():

@@ -20,14 +20,15 @@ NO_ROOM = (  # where this CPU's memory cannot hold the step (`advise.no_room_her
 def lines(a) -> list[str]:
     x = a.costs
     out = [_cpu_line(a)]
-    fastest = x.fastest()
-    out.append(fastest_line("Fastest GPU (predicted)", x) + (_versus(fastest, x.cpu) if fastest else ""))
+    fastest, fed = x.fastest(), computing(a)
+    versus = _versus(fastest, fed, a.pipeline, x.cpu) if fastest else ""
+    out.append(fastest_line("Fastest GPU (predicted)", x) + versus)
     out += cheapest_lines(x, "Cheapest", " GPU", " (predicted)")
     if x.left_out:
         out.append("Does not fit (predicted): " + "; ".join(left_out(x, r) for r in x.left_out))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
-    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, x.cpu)
+    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, fed, a.pipeline)
     out.append(f"Crossover (CPU measured, GPUs predicted): {said}")
     if a.feed:
         out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
@@ -40,15 +41,53 @@ def _cpu_line(a) -> str:
     """This CPU's time for the work, in `predict --cost`'s words (a duration a person reads), at the settings it was
     measured at: the mode search's best, or the thread search's step where the search gave nothing (said in the
     notes)."""
-    c, x = a.costs.cpu, a.costs
+    c, x, p = a.costs.cpu, a.costs, a.pipeline
     if c is None:
         return f"On this CPU: {a.cpu_why or 'not measured (see the notes)'}"
-    work = "one epoch" if x.what.startswith("one epoch") else x.what
+    work = "one epoch" if x.what.startswith("one epoch: ") else x.what
     ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
     how = "at its best settings" if a.searched else "at its best thread count with no mode searched"
-    return (f"On this CPU (measured): {wall(c.time_s)} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}; "
-            f"{seconds(c.step_s)} a step at batch {c.batch}{ci}; {c.kwh:.3g} kWh = {usd(c.energy_cost)} at "
-            f"{c.watts:g} W, an assumption)")  # fmt: skip
+    loader, on = (f", loader {p.setting}", " on your data, waiting for it included") if p else ("", "")
+    on = " on synthetic data: no loader setting was measured (see the notes)" if a.data and not p else on
+    said = (f"On this CPU (measured): {wall(c.time_s)} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}"
+            f"{loader}; {seconds(c.step_s)} a step at batch {c.batch}{on}{ci}; {c.kwh:.3g} kWh = "
+            f"{usd(c.energy_cost)} at {c.watts:g} W, an assumption)")  # fmt: skip
+    return f"{said}; {held(p)}" if p else said
+
+
+def held(p) -> str:
+    """Whether the loader holds this CPU's step back, by how much (its wait for data, the input-bound verdict of
+    `dlperf table`'s pipeline view; its samples/s against the same step on synthetic data), and the setting to use."""
+    from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, input_bound
+    from dlperf.report.data import percent
+
+    said = []
+    if p.wait_share is not None:
+        verdict = input_bound(p.wait_share)
+        said.append(f"it waits {percent(p.wait_share)} of its time for data"
+                    + (f" (input bound: {verdict})" if verdict else ""))  # fmt: skip
+    if p.of_synthetic:
+        said.append(f"runs at {percent(p.of_synthetic)} of the samples/s it takes on synthetic data "
+                    f"({seconds(p.synthetic_s)} a step)")  # fmt: skip
+    figures = f": {' and '.join(said)}" if said else ""
+    if p.enough:
+        return f"the loader keeps up{figures}; the setting to use: {p.setting} ({p.why}; enough: {p.enough})"
+    return (f"the loader holds the step back{figures}; the setting to use: {p.setting} ({p.why}), not enough "
+            f"(enough: a wait under {INPUT_BOUND_MODERATE:.0%}, or {ENOUGH_OF_SYNTHETIC:.0%} of the synthetic step's "
+            "samples/s); --loaders measures more settings")  # fmt: skip
+
+
+def computing(a):
+    """This CPU as the GPUs are predicted, fed as fast as it computes: with --data, the same mode's step on synthetic
+    data (`Pipeline.synthetic_s`) for the same work, where the CPU line's is the loader's (a GPU's predicted step
+    waits for no data: set against a loader-bound step, a GPU 'paid' where more cores to load on would have); else
+    the CPU line's own."""
+    import dataclasses
+
+    c, p = a.costs.cpu, a.pipeline
+    if c is None or p is None or not p.synthetic_s:
+        return c
+    return dataclasses.replace(c, step_s=p.synthetic_s, time_s=c.time_s * p.synthetic_s / c.step_s)
 
 
 def price_note(x) -> str | None:
@@ -92,18 +131,27 @@ def _processes(feed, r) -> str:
     return "one loading process (w0 loads in the training process)" if n == 1 else f"about {n} loading processes"
 
 
-def _versus(r, cpu) -> str:
+def _versus(r, cpu, pipeline=None, loaded=None) -> str:
+    """How much faster the GPU `r` is predicted than this CPU (`cpu`, fed: `computing`); with --data, against the
+    CPU's step on synthetic data, and against its step with its loader (`loaded`, the CPU line's) beside it."""
     if cpu is None or not r.time_s:
         return ""
-    ratio = cpu.time_s / r.time_s
-    return f", {1 / ratio:.1f} times slower than this CPU" if ratio < 1 else f", {ratio:.1f} times faster than this CPU"
+    said = _times(cpu.time_s / r.time_s)
+    if pipeline is None or loaded is None or cpu is loaded:
+        return f", {said} this CPU"
+    return (f", {said} this CPU on synthetic data, each fed as fast as it computes ({_times(loaded.time_s / r.time_s)} "
+            f"this CPU with its loader {pipeline.setting}, above)")  # fmt: skip
 
 
-def _crossover(x, asked: str, cpu=None) -> str:
+def _times(ratio: float) -> str:
+    return f"{1 / ratio:.1f} times slower than" if ratio < 1 else f"{ratio:.1f} times faster than"
+
+
+def _crossover(x, asked: str, cpu=None, pipeline=None) -> str:
     """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is,
     the GPUs' mode named (the crossover's, fp32, where the Fastest line's GPU may be in bf16: two speed-ups);
     `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests; `cpu`: the
-    CPU line's step (`speedups`)."""
+    CPU line's step (`speedups`), or with --data its step on synthetic data (`computing`), the loader's beside it."""
     if x is None or not x.rows:
         return "not measured"
     row = _row(x)
@@ -115,6 +163,9 @@ def _crossover(x, asked: str, cpu=None) -> str:
     tail = f" (at your batch only; {command} measures batch by batch)"
     one = _one_step(cpu, row)  # the CPU line's step, named as such
     mine = f"this CPU's step above ({cpu.mode}, {seconds(cpu.step_s)})" if one else f"this CPU's {x.mode} step"
+    if one and pipeline and pipeline.synthetic_s:  # the GPUs' steps wait for no data: the CPU's fed, as they are
+        mine = (f"this CPU's step on synthetic data ({cpu.mode}, {seconds(cpu.step_s)}; {seconds(pipeline.step_s)} "
+                f"with its loader {pipeline.setting}, above)")  # fmt: skip
     if faster:
         said = ", ".join(f"{g} {ratios[g]:.1f}x" for g in faster[:SHOWN])
         more = f" and {len(faster) - SHOWN} more" if len(faster) > SHOWN else ""
@@ -160,8 +211,9 @@ def to_json(a) -> dict:
     }  # fmt: skip
     xo = a.crossover
     row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
-    speedup = speedups(xo, row, c) if row else {}
-    cpu_step = c.step_s if row and _one_step(c, row) else row.cpu.median_s if row and row.cpu else None
+    fed = computing(a)  # the GPUs' steps against this CPU's fed: with --data, on synthetic data
+    speedup = speedups(xo, row, fed) if row else {}
+    cpu_step = fed.step_s if row and _one_step(fed, row) else row.cpu.median_s if row and row.cpu else None
     return {
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
         "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
@@ -173,8 +225,19 @@ def to_json(a) -> dict:
                       "gpu_speedup": {g: speedup.get(g) for g in xo.gpus} if row else {},
                       "cpu_step_s": cpu_step},
         "gpus": cost.to_json(x)["rows"], "uncertainty": a.uncertainty, "runs": a.runs, "notes": a.notes,
-        "input_pipeline": _feed_json(a.feed, x),
+        "input_pipeline": _feed_json(a.feed, x), "loader_here": _pipeline_json(a.pipeline),
     }  # fmt: skip
+
+
+def _pipeline_json(p) -> dict | None:
+    """This CPU's step on the user's data (`advise.Pipeline`): the `cpu` figures are at this loader setting."""
+    from dlperf.loaders import input_bound
+
+    if p is None:
+        return None
+    return {"measured": True, "setting": p.setting, "step_s": p.step_s, "synthetic_step_s": p.synthetic_s,
+            "wait_share": p.wait_share, "input_bound": input_bound(p.wait_share), "of_synthetic": p.of_synthetic,
+            "why": p.why, "enough": p.enough is not None, "enough_why": p.enough}  # fmt: skip
 
 
 def _feed_json(feed, x) -> dict | None:
