@@ -180,6 +180,9 @@ EXPORT_COLUMNS = {
     "ci_low_s": "the low end of the median's 95% confidence interval (several processes: a hierarchical bootstrap), "
     "seconds",
     "ci_high_s": "the high end of the median's 95% confidence interval, seconds",
+    "mean_ci_low_s": "the low end of the mean step's 95% confidence interval (batch means: each process's steps in 10 "
+    "consecutive batches), seconds",
+    "mean_ci_high_s": "the high end of the mean step's 95% confidence interval, seconds",
     "n": "timed steps, every process's",
     "samples_s": "samples per second at the median step",
     "warmup_steps": "the steps run before timing began",
@@ -225,6 +228,8 @@ EXPORT_COLUMNS = {
     "loss_check): the key of the run's cell of another thread count, or `cached from run N of DB` (DATA_DIR/cache/"
     "figures, counted by an earlier run); empty where it measured all",
     "loader": "the loader setting of a `--data` cell (workers, pin); empty on synthetic data",
+    "long_run_samples_per_s": "a `--data` group's cell (the synthetic one too): the batch over its mean step, what a "
+    "long run delivers (the median step leaves out the steps that wait for data); empty outside one",
     "dataset": "the dataset the loader read",
     "dataset_samples": "the dataset's samples",
     "loader_alone_samples_per_s": "what the loader alone delivered, samples per second",

@@ -23,6 +23,7 @@ from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_lo
 from dlperf.modes import recipe as mode_recipe
 from dlperf.protocol import Cell
 from dlperf.report.data import dominates, recommend
+from dlperf.report.fastest import long_run_s
 from dlperf.runner.session import Budget, Session
 from dlperf.runner.tasks import Task
 from dlperf.spec import device_kind
@@ -43,9 +44,11 @@ class LoaderTrial:
     error: str | None = None
     median_s: float | None = None
     wait_share: float | None = None  # of the step, waiting for data
-    of_synthetic: float | None = None  # its throughput over the synthetic step's: synthetic median / this median
+    # its long run's throughput over the synthetic step's: their mean steps' ratio (`fastest.long_run_s`)
+    of_synthetic: float | None = None
     verdict: str | None = None  # the input-bound verdict: "high", "moderate" or None
     enough: bool = False
+    mean_s: float | None = None  # the mean step, what a long run pays (each wait for data): settings compare on it
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -57,7 +60,7 @@ class LoaderChoice:
     its loader keeps up with the step)."""
 
     mode: str
-    synthetic_s: float | None
+    synthetic_s: float | None  # the synthetic step's mean (`fastest.long_run_s`), as the trials' are held against it
     trials: list[LoaderTrial] = field(default_factory=list)
     chosen: LoaderTrial | None = None  # None: no setting measured
 
@@ -74,6 +77,7 @@ class LoaderChoice:
             "enough": self.enough,
             "kwargs": setting(c.setting).torch_kwargs() if c else None,
             "median_s": c and c.median_s,
+            "mean_s": c and c.mean_s,
             "wait_share": c and c.wait_share,
             "of_synthetic": c and c.of_synthetic,
             "tried": [t.to_json() for t in self.trials],
@@ -100,22 +104,25 @@ def variants(name: str) -> list[str]:
 
 
 def trial_of(cell: CellRecord, synthetic_s: float | None) -> LoaderTrial:
-    """A measured loader cell held against the synthetic step: is it enough?"""
+    """A measured loader cell held against the synthetic step (`synthetic_s`, its mean): is it enough? On the mean
+    steps, a long run's: a bursty loader's median step leaves out the steps that wait for it."""
     t = LoaderTrial(cell.loader, cell.status.value, cell.error, cell.median_s)
     if not cell.ok or not cell.median_s:
         return t
+    t.mean_s = long_run_s(cell)
     t.wait_share = cell.data.wait_share if cell.data else None
     t.verdict = cell.data.verdict if cell.data else None
-    t.of_synthetic = synthetic_s / cell.median_s if synthetic_s else None
-    t.enough = enough(t.wait_share, cell.median_s, synthetic_s)
+    t.of_synthetic = synthetic_s / t.mean_s if synthetic_s else None
+    t.enough = enough(t.wait_share, t.mean_s, synthetic_s)
     return t
 
 
 def best_of(trials: list[LoaderTrial], with_workers: bool = False) -> LoaderTrial | None:
-    """The fastest trial that measured (optionally only those with workers), None if none did: one the budget or its
-    timeout stopped keeps a median of the steps it took, but never waited for its data a whole step."""
-    timed = [t for t in trials if t.status == "ok" and t.median_s and (not with_workers or setting(t.setting).workers)]
-    return min(timed, key=lambda t: t.median_s, default=None)
+    """The fastest trial over a long run (its mean step) that measured (optionally only those with workers), None if
+    none did: one the budget or its timeout stopped keeps the steps it took, but never waited for its data a whole
+    step."""
+    timed = [t for t in trials if t.status == "ok" and t.mean_s and (not with_workers or setting(t.setting).workers)]
+    return min(timed, key=lambda t: t.mean_s, default=None)
 
 
 @dataclass
@@ -139,7 +146,7 @@ class LoaderSearch:
 
     def run(self) -> LoaderChoice:
         synthetic = self.session.cell(self.synthetic.key)
-        choice = LoaderChoice(self.mode, synthetic.median_s if synthetic.ok else None, self.trials)
+        choice = LoaderChoice(self.mode, long_run_s(synthetic) if synthetic.ok else None, self.trials)
         if choice.synthetic_s is None:
             self.notes.append(f"loader: not searched: {self.mode} did not measure on synthetic data")
             return choice

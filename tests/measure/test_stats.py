@@ -140,3 +140,23 @@ def test_the_bootstrap_covers_the_cells_median_about_as_often_as_it_says():
         pooled_hits += p_lo <= 1.0 <= p_hi
         trials += 1
     assert hits / trials > 0.8 and pooled_hits / trials < 0.5
+
+
+def test_the_mean_steps_interval_is_of_batch_means_wide_enough_for_a_drifting_load():
+    """A long run pays the mean step (a loader cell's waits for data among them). Steps whose load drifts (another
+    process busy for a while) are correlated: the steps' own standard error (1.96 sd / sqrt n) is too narrow for their
+    mean; the interval of batch means is wider, holds the pooled mean, and is none under MEAN_BATCHES steps."""
+    from dlperf.measure.stats import MEAN_BATCHES, mean_ci, t_quantile
+
+    rng = random.Random(0)
+    drifting = [0.010 * (1.5 if (i // 50) % 2 else 1.0) + rng.gauss(0, 0.0005) for i in range(400)]
+    low, high = mean_ci([drifting])
+    naive = 1.96 * statistics.stdev(drifting) / math.sqrt(len(drifting))
+    assert low < statistics.fmean(drifting) < high and (high - low) / 2 > 1.5 * naive
+    # several processes: the pooled mean, every process's batches
+    other = [t * 1.2 for t in drifting[:100]]
+    low, high = mean_ci([drifting, other, []])
+    assert low < statistics.fmean(drifting + other) < high
+    assert mean_ci([[0.01] * (MEAN_BATCHES - 1)]) is None and mean_ci([]) is None
+    assert t_quantile(0.975, 9) == pytest.approx(2.262, abs=0.005)
+    assert t_quantile(0.975, 10**6) == pytest.approx(1.96, abs=1e-3)

@@ -258,3 +258,13 @@ def test_a_timeout_says_what_the_cell_was_doing(reported, said):
     n = sum(isinstance(e, Sample) for e in reported)
     kept = "1 sample" if n == 1 else f"{n} samples"  # "kept 1 samples" before
     assert m.status == "timeout" and m.error == f"exceeded --timeout 12 s {said} (kept {kept})"
+
+
+def test_a_cell_stores_the_95_percent_interval_of_its_mean_step():
+    """What a long run pays a step (a loader cell's waits for data included) and how sure: the loader view compares
+    settings on it (`fastest.told_apart_long_run`)."""
+    stalling = [measurement(events([1.0, 1.0, 1.0, 1.0, 4.0] * 4), OK_CHILD, 60)]
+    fig = cell_figures(stalling, batch=64, threads=1, cores=2, device="cpu")
+    assert fig.mean_s == pytest.approx(1.6) and fig.mean_ci_low_s < fig.mean_s < fig.mean_ci_high_s
+    assert fig.median_s < fig.mean_ci_low_s  # the median is outside it: the slow steps are most of the cost
+    assert fig.to_json()["mean_ci_low_s"] == fig.mean_ci_low_s

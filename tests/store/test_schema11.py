@@ -23,7 +23,10 @@ version, and the report's heading the host (a merged store holds several machine
 a figure its processes did not measure came from (`shared_from`: run 3's loader cells, their synthetic cell's); run
 3's loader recommendation is the smallest setting not measurably slower than the fastest, w0, said not enough
 (cd40d41: table text, json, --explain, export's data_recommendation and recommended_loader), and its notes name a
-loader cell with its row's mode ("torch fp32 · data:w1", 66a37ea).
+loader cell with its row's mode ("torch fp32 · data:w1", 66a37ea); each export record holds its profile (b0bb295: run
+1's); run 3's input pipeline gives a long run's samples/s, the batch over the mean step, and compares its settings so
+(table text, json, --explain, the report; export's long_run_samples_per_s and data_recommendation), and every export
+record the mean step's 95% interval (mean_ci_low_s, mean_ci_high_s: empty, the old file has none).
 """
 
 from __future__ import annotations

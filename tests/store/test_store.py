@@ -151,6 +151,7 @@ def every_figure() -> tuple[CellFigures, ProcessDetail]:
     compiled = CompileRecord(first_step_s=2.0, compile_s=1.9, graphs=1, graph_breaks=0, frames_compiled=1)
     cell = CellFigures(
         status=Status.OK, error="x", median_s=1.5, iqr_s=0.1, mean_s=1.6, stdev_s=0.2, ci_low_s=1.4, ci_high_s=1.7,
+        mean_ci_low_s=1.55, mean_ci_high_s=1.65,
         n=20, samples_s=640.0, warmup_steps=3, params=100, flops_per_step=2000, peak_mem_bytes=4096,
         peak_mem_kind="live_tensors", memory_figures={"live_tensor_peak_bytes": 4096}, flops_by_dtype={"fp32": 2000},
         compile=compiled, loss_check=check, comm=CommRecord(gradient_bytes=400, bound="compute", stage_s=[0.1]),

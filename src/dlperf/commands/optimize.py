@@ -186,7 +186,8 @@ def loader_lines(loader, recommended: str | None = None) -> list[str]:
 
     if loader is None or not loader.trials:  # none tried: the notes say why
         return []
-    lines = [f"Loaders tried for {loader.mode} (synthetic step {seconds(loader.synthetic_s)}):"]
+    # mean steps: a long run's, each wait for data paid (a bursty loader's median leaves its waits out)
+    lines = [f"Loaders tried for {loader.mode} (mean steps; synthetic {seconds(loader.synthetic_s)}):"]
     for t in loader.trials:
         if t.median_s is None:
             lines.append(f"    {t.setting}: {t.status}: {t.error}")
@@ -194,7 +195,8 @@ def loader_lines(loader, recommended: str | None = None) -> list[str]:
         wait = f"data wait {100 * t.wait_share:.1f}%" if t.wait_share is not None else "data wait not measured"
         share = f", {100 * t.of_synthetic:.0f}% of the synthetic throughput" if t.of_synthetic else ""
         mark = ": enough" if t.enough else (f" (input-bound: {t.verdict})" if t.verdict else "")
-        lines.append(f"    {t.setting}: {seconds(t.median_s)} per step, {wait}{share}{mark}")
+        step = f"{seconds(t.mean_s)} a mean step (median {seconds(t.median_s)})"
+        lines.append(f"    {t.setting}: {step}, {wait}{share}{mark}")
     if c := loader.chosen:
         lines.append(f"Loader: {c.setting} ({chosen_said(loader)}): {dataloader_call(c.setting)}")
     if recommended and recommended != loader.mode:
@@ -206,15 +208,15 @@ def loader_lines(loader, recommended: str | None = None) -> list[str]:
 def chosen_said(loader) -> str:
     """Why the loader chosen: enough, or the fastest measured; or, where a larger setting stepped faster but not
     measurably so (`report.data.recommend`), that one named: 'the best measured' read beside w2+pf4+persist's 22.4 ms
-    step for the w2+persist taken at 25.5 ms."""
+    step for the w2+persist taken at 25.5 ms. On their mean steps, as the recommendation compares them."""
     from dlperf.optimize_loader import best_of
     from dlperf.report.format import seconds
 
     c, fastest = loader.chosen, best_of(loader.trials)
-    if c.enough or fastest is None or fastest is c or not fastest.median_s < c.median_s:
+    if c.enough or fastest is None or fastest is c or not fastest.mean_s < c.mean_s:
         return "enough" if c.enough else "the best measured, not enough"
-    return (f"not enough; {fastest.setting} stepped faster, {seconds(fastest.median_s)} against "
-            f"{seconds(c.median_s)}, but not measurably so, and {c.setting} is the smaller")  # fmt: skip
+    return (f"not enough; {fastest.setting} stepped faster, {seconds(fastest.mean_s)} against "
+            f"{seconds(c.mean_s)} a mean step, but not measurably so, and {c.setting} is the smaller")  # fmt: skip
 
 
 # Peak memory kinds, marked in the table and explained under it: they are different quantities.

@@ -10,12 +10,13 @@ from typing import Any
 from dlperf.flagtext import DECIMAL
 from dlperf.predict.validate import relative_error
 from dlperf.report import predicted
-from dlperf.report.data import Group, h2d_bandwidths
+from dlperf.report.data import Group, h2d_bandwidths, throughput
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord, RunRecord
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
-    "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "n", "samples_s", "warmup_steps",
+    "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "mean_ci_low_s", "mean_ci_high_s", "n",
+    "samples_s", "warmup_steps",
     "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
 )  # fmt: skip
 
@@ -106,6 +107,7 @@ def loader_fields(cell: CellRecord, group: Group | None) -> dict[str, Any]:
     """The same keys for every cell, so that a CSV has one header: None where a cell has no loader."""
     data = cell.data or LoaderRecord(cell.loader)
     rec: dict[str, Any] = {"loader": cell.loader or None}
+    rec["long_run_samples_per_s"] = throughput(cell) if group else None  # as the input pipeline view gives it
     rec.update({name: getattr(data, f) for name, f in LOADER_FIELDS.items()})
     rec["oversubscribed"] = data.oversubscribed if cell.data else None
     h2d = data.h2d or {}

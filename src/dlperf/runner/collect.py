@@ -18,7 +18,7 @@ from dlperf import envs
 from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound, restarts_every
 from dlperf.measure import units
-from dlperf.measure.stats import FEW_SAMPLES, few, summarize_processes
+from dlperf.measure.stats import FEW_SAMPLES, few, mean_ci, summarize_processes
 from dlperf.protocol import (
     MEMORY_KINDS,
     Affinity,
@@ -322,6 +322,7 @@ def cell_figures(
         figures.median_s, figures.iqr_s, figures.mean_s, figures.stdev_s = s.median, s.iqr, s.mean, s.stdev
         figures.ci_low_s, figures.ci_high_s, figures.n = s.ci_low, s.ci_high, s.n
         figures.samples_s = batch / s.median if s.median > 0 else None
+        figures.mean_ci_low_s, figures.mean_ci_high_s = mean_ci([m.samples for m in measured]) or (None, None)
         figures.per_process_medians = medians
         if compiled := _first_compile(details):
             # the first step's time beyond a steady step is what compiling (or capturing) cost

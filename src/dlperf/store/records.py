@@ -234,6 +234,9 @@ class CellFigures(StoredFigures):
     ci_high_s: float | None = field(default=None, metadata=COLUMN)
     n: int | None = field(default=None, metadata=COLUMN)  # timed steps, every process's
     samples_s: float | None = field(default=None, metadata=COLUMN)  # samples per second at the median
+    # 95% interval of the mean step (`stats.mean_ci`): what a long run pays, a loader cell's waits for data included
+    mean_ci_low_s: float | None = field(default=None, metadata=OPTIONAL)
+    mean_ci_high_s: float | None = field(default=None, metadata=OPTIONAL)
     warmup_steps: int | None = field(default=None, metadata=COLUMN)
     params: int | None = field(default=None, metadata=COLUMN)
     flops_per_step: int | None = field(default=None, metadata=COLUMN)
