@@ -31,8 +31,9 @@ SEARCH_NOTES = [
 ]
 
 
-def stored_search(db) -> int:
-    """The mode search's run: fp32 on synthetic data, then its loader cells, as optimize stores them."""
+def stored_search(db, bursty: float = 0.0) -> int:
+    """The mode search's run: fp32 on synthetic data, then its loader cells, as optimize stores them; `bursty`: a
+    loader cell's mean step that much above its median (a tenth of its steps wait for a batch)."""
     from dlperf.envinfo import fingerprint
     from dlperf.store import Store
     from dlperf.store.process import ProcessMeasurement
@@ -50,21 +51,24 @@ def stored_search(db) -> int:
         planned = [PlannedCell(c, spec) for c, _, _ in cells]
         run_id = store.create_run({"workloads": WORKLOAD.name}, ENV, fingerprint(ENV), ["dlperf", "advise"], planned)
         for cell, median, data in cells:
-            figures = CellFigures(status=Status.OK, median_s=median, n=50, data=data)
-            store.record(run_id, cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[median] * 50), figures)
+            slow = median * (1 + 10 * bursty) if cell.loader else median  # 5 of 50 steps: the mean 1 + bursty
+            samples = [median] * 45 + [slow] * 5
+            mean = median * (1 + bursty) if cell.loader else median
+            figures = CellFigures(status=Status.OK, median_s=median, mean_s=mean, n=50, data=data)
+            store.record(run_id, cell.key, 0, ProcessMeasurement(status=Status.OK, samples=samples), figures)
     finally:
         store.close()
     return run_id
 
 
-def stand_ins(monkeypatch, db, size: int | None = 24) -> dict:
+def stand_ins(monkeypatch, db, size: int | None = 24, bursty: float = 0.0) -> dict:
     """advise's parts that probe, predict or measure, stood in for: the data read holds `size` samples; what the
     predictions were asked for is kept in the dict returned."""
     from dlperf import crossover, optimize
     from dlperf.plan import workloads
 
     seen: dict = {}
-    run_id = stored_search(db)
+    run_id = stored_search(db, bursty)
 
     def predicted(workload, chosen, samples, what, deadline, timeout):
         seen.update(samples=samples, what=what)
@@ -118,6 +122,19 @@ def test_with_data_the_cpu_line_is_the_step_on_that_data_its_epoch_and_whether_t
     here = view.to_json(a)["loader_here"]
     assert here["setting"] == "w0" and here["input_bound"] == "high" and here["enough"] is False
     assert (here["step_s"], here["synthetic_step_s"], here["wait_share"]) == (0.0333, SYNTHETIC_S, 0.74)
+
+
+def test_a_loader_whose_waits_come_in_bursts_is_quoted_at_its_mean_step_as_an_epoch_pays_it(monkeypatch, tmp_path):
+    """A tenth of the loader's steps wait for a batch: the median step leaves them out, an epoch pays them (the view
+    ranks and rates loader cells at their mean step since 66b31be; advise quoted the median)."""
+    db = tmp_path / "a.db"
+    stand_ins(monkeypatch, db, bursty=0.5)
+    a = advise.advise(advise.Options(WORKLOAD.name, gpus="T4", data=str(tmp_path), flags=True), str(db), [])
+    mean = 0.0333 * 1.5
+    assert a.pipeline.setting == "w0" and a.pipeline.step_s == pytest.approx(mean)
+    assert a.costs.cpu.step_s == pytest.approx(mean) and a.costs.cpu.time_s == pytest.approx(6 * mean)
+    assert a.pipeline.synthetic_s == pytest.approx(SYNTHETIC_S)  # steady: its mean is its median
+    assert "50.0 ms a step at batch 4 on your data, waiting for it included" in view.lines(a)[0]
 
 
 def test_epochs_of_the_data_read_are_the_work_and_a_dataset_of_no_length_keeps_synthetic_datas_rule(tmp_path):

@@ -143,8 +143,8 @@ class Pipeline:
     keeps up with it (`report.data.enough`), None where it holds the step back."""
 
     setting: str
-    step_s: float  # the median step with that loader, its wait for data included
-    synthetic_s: float | None  # the same mode's median step on synthetic data, in the same run
+    step_s: float  # the mean step with that loader, its waits for data included (`fastest.long_run_s`)
+    synthetic_s: float | None  # the same mode's mean step on synthetic data, in the same run
     wait_share: float | None  # of the step, waiting for data
     of_synthetic: float | None  # its samples/s over the synthetic step's, as the view has them (`data.throughput`)
     why: str
@@ -305,8 +305,9 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
         if opts.data != DATA_SYNTHETIC:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
-    costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE)
-    ci = (cell.ci_low_s, cell.ci_high_s) if cell.ci_low_s and cell.ci_high_s else None
+    costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE, pipeline.step_s if pipeline else None)
+    low, high = (cell.mean_ci_low_s, cell.mean_ci_high_s) if pipeline else (cell.ci_low_s, cell.ci_high_s)
+    ci = (low, high) if low and high else None  # the interval of the step quoted: a loader cell's of its mean
     notes += [n for n in side.notes if n.startswith("threads:")]
     notes += quoted_notes(db, side.run_id, cell, ci is not None)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
@@ -491,9 +492,11 @@ def _feed(db: str, run_id: int) -> Feed | None:
 def _pipeline(db: str, search) -> tuple[Pipeline | None, object | None]:
     """With --data DIR: the loader setting the search recommends for its best mode (`report.data.recommend`, as
     `dlperf table` and optimize's loader search choose it) and its stored cell, held against the same mode's step on
-    synthetic data; (None, None) where no setting was measured."""
+    synthetic data, each at its mean step (`fastest.long_run_s`: a loader's waits come in bursts the median leaves
+    out, and an epoch pays them); (None, None) where no setting was measured."""
     from dlperf.loaders import setting
     from dlperf.report.data import measured, recommend, throughput
+    from dlperf.report.fastest import long_run_s
     from dlperf.store import Store
 
     if search.loader is None:
@@ -512,8 +515,8 @@ def _pipeline(db: str, search) -> tuple[Pipeline | None, object | None]:
     wait = cell.data.wait_share if cell.data else None
     ours, theirs = throughput(cell), throughput(synthetic)
     of_synthetic = ours / theirs if ours and theirs else None
-    synthetic_s = synthetic.median_s if synthetic else None
-    return Pipeline(cell.loader, cell.median_s, synthetic_s, wait, of_synthetic, chosen.why, chosen.enough), cell
+    synthetic_s = long_run_s(synthetic) if synthetic else None  # a step as a long run pays it, waits included
+    return Pipeline(cell.loader, long_run_s(cell), synthetic_s, wait, of_synthetic, chosen.why, chosen.enough), cell
 
 
 def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[str]:

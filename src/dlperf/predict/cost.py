@@ -180,11 +180,12 @@ def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int],
     return Costs(workload.name, workload.batch, samples, what, kept, out, None, deadline_s)
 
 
-def cpu_cost(cell, samples: int, watts: float, kwh_price: float) -> Cpu:
-    """A measured CPU cell (a `store.records.CellRecord`) doing the same work."""
+def cpu_cost(cell, samples: int, watts: float, kwh_price: float, step_s: float | None = None) -> Cpu:
+    """A measured CPU cell (a `store.records.CellRecord`) doing the same work, at its median step or `step_s` (a
+    loader cell's mean: its waits for data come in bursts the median leaves out, and a long run pays them)."""
+    step_s = step_s or cell.median_s
     steps = math.ceil(samples / cell.batch)
-    return Cpu(cell.median_s, cell.batch, cell.threads, cell.mode, cell.run_id, steps * cell.median_s, watts,
-               kwh_price)  # fmt: skip
+    return Cpu(step_s, cell.batch, cell.threads, cell.mode, cell.run_id, steps * step_s, watts, kwh_price)
 
 
 # What names, sizes or feeds a workload rather than what model it is: the rest of its `Workload.to_json` identifies it,
