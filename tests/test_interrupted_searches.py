@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 import sys
 
+import pytest
+
 from conftest import dlperf
 from dlperf.runner import sweep
 from dlperf.store.process import ProcessMeasurement
@@ -303,3 +305,25 @@ def test_a_resumed_crossover_says_which_cpu_steps_are_not_to_rely_on(tmp_path, m
     code, out, _ = _main(monkeypatch, capsys, "run", "--resume", "--db", db)
     assert code == ExitCode.OK and "T4: at your batch 2: GPU predicted" in out, out
     assert "note: tiny-fcn-r@b2 torch cpu:1: few samples: the median of 3 timed steps" in " ".join(out.split()), out
+
+
+def test_optimize_cut_short_between_two_rounds_still_says_what_it_measured(tmp_path, monkeypatch):
+    """Ctrl-C just after "[4/?] tiny-fcn-r torch cpu:1 bf16: median 1.02 ms", while the parent worked out the round's
+    speed-ups (no child running): `dlperf optimize` printed "dlperf: interrupted" and nothing else, no table, no
+    answer so far, and left its run "running" (later "stopped (its process is gone)") rather than interrupted."""
+    from dlperf import optimize as opt
+    from dlperf.store import Store
+
+    _fake_children(monkeypatch, [])
+    monkeypatch.setattr(opt.Searcher, "_choose", lambda *a: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        search = _optimize(tmp_path, order="fixed")
+    except KeyboardInterrupt:
+        pytest.fail("the interrupt escaped the search: nothing it measured would be said")
+    assert search.exit_code == ExitCode.INTERRUPTED and search.interrupted == "the precision round"
+    assert {"fp32", "bf16"} <= {r.mode for r in search.results if r.median_s}, search.results  # what it measured
+    store = Store.open(str(tmp_path / "o.db"), create=False)
+    try:
+        assert store.run(search.run_id).status == "interrupted"
+    finally:
+        store.close()

@@ -339,7 +339,9 @@ class Searcher:
                 self.under_way = "the loader search"
                 self.loader = self._loader_search(best).run()
             self.session.complete()
-        except Interrupted:
+        except (Interrupted, KeyboardInterrupt) as stop:  # KeyboardInterrupt: a Ctrl-C between rounds, outside a sweep
+            if not isinstance(stop, Interrupted):
+                self.session.interrupted()  # as a sweep sets it: the run was interrupted, not left running
             self.interrupted = self.under_way
             pending = [c.mode for c in self.session.cells() if c.status == Status.PENDING]  # cut short, or after
             left = f"; {', '.join(pending)} not measured" if pending else ""
