@@ -203,7 +203,8 @@ def _batches(steps: list[float], k: int) -> list[list[float]]:
 
 def t_quantile(p: float, dof: int) -> float:
     """Student's t quantile by the Cornish-Fisher expansion about the normal's (within 0.2% of the tables from 9
-    degrees of freedom: 2.258 for 2.262)."""
+    degrees of freedom: 2.258 for 2.262; mean_ci asks for 9 or more). Not scipy's: importing scipy.special (stdtrit)
+    costs 0.44 s, scipy.stats 1.1 s, on the path of every run's first cell, for a figure this already gives."""
     z = statistics.NormalDist().inv_cdf(p)
     return z + (z**3 + z) / (4 * dof) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * dof**2)
 
