@@ -29,10 +29,13 @@ def test_a_best_mode_told_apart_reads_as_before():
 def test_an_interval_of_one_process_a_side_says_it_holds_only_that_processs_noise():
     """A run of one process per cell read "fused 2.13x [2.02-2.31]" for tiny-alexnet-r, and nothing more, where
     three processes each timed fused 0.95x of fp32 (a plain loop: 1.02x); the fastest-framework lines said so."""
+    from dlperf.store.records import LossCheckRecord
+
     one = rows(0.01)
-    assert one[0].processes == 1 and "interval rests on one process of a side" in best.notes(one)[0]
-    assert best.notes(one)[0] in best.render_markdown(one)  # the Markdown view says its notes too
-    cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=50, key=m) for m, s in (("fp32", 2.0), ("fused", 1.0))]
+    assert one[0].processes == 1 and "interval rests on one process of a side" in best.notes(one)[-1]
+    assert best.notes(one)[-1] in best.render_markdown(one)  # the Markdown view says its notes too
+    cells = [make_cell("tiny-alexnet-s", mode=m, median_s=s, n=50, key=m, loss_check=LossCheckRecord(True))
+             for m, s in (("fp32", 2.0), ("fused", 1.0))]  # fmt: skip
     rng = random.Random(0)
     samples = {c.key: [[c.median_s * rng.uniform(0.9, 1.1) for _ in range(20)] for _ in range(3)] for c in cells}
     three = best.build(cells, samples)
@@ -49,3 +52,24 @@ def test_fp32_beside_a_mode_left_out_by_its_loss_check_does_not_read_as_measured
                                                                   loss_check=failed)]  # fmt: skip
     [row] = best.build(cells, {})
     assert best.values(row)[-1] == "-: bf16 left out (notes)" and best.notes([row])[0].endswith("was not finite")
+
+
+def test_a_best_mode_whose_loss_was_not_checked_says_so():
+    """`dlperf run --no-loss-check` of bf16 on a model whose logits bf16 rounds away: `table --best` named bf16, 1.58x
+    [1.53-1.65], and nothing more, where its check, run, fails ("loss 2.3 at step 2 is 0.7 from fp32's 1.6")."""
+    from dlperf.store.records import LossCheckRecord
+
+    def row(check):
+        cells = [make_cell("cancel", median_s=0.043, n=94), make_cell("cancel", mode="bf16", median_s=0.0271, n=146,
+                                                                     loss_check=check)]  # fmt: skip
+        return best.build(cells, {})
+
+    [unchecked] = row(None)
+    assert (
+        unchecked.mode == "bf16"
+        and "bf16's loss was not checked against fp32 (no check ran: --no-loss-check)" in (best.notes([unchecked])[0])
+    )
+    [cut] = row(LossCheckRecord(None, "the check did not finish: the cell's --timeout"))
+    assert "(the check did not finish: the cell's --timeout)" in best.notes([cut])[0]
+    [passed] = row(LossCheckRecord(True))
+    assert not best.notes([passed])

@@ -39,6 +39,7 @@ class Best:
     timed: int = 0  # the modes timed (besides those rejected): 1 means fp32 alone, nothing to compare
     told_apart: bool | None = None  # the best mode told apart from fp32 as faster (`fastest.faster`); None: fp32's
     processes: int | None = None  # the processes behind the interval on its side of fewer (1: that process's noise)
+    unchecked: str | None = None  # why the best mode's loss check has no verdict (--no-loss-check: none ran)
 
     @property
     def few(self) -> bool:
@@ -65,6 +66,8 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
                    base and base.n, timed=len(timed))  # fmt: skip
         if best is not None:
             row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
+            if best.mode != BASELINE and not (best.loss_check and best.loss_check.ok):
+                row.unchecked = (best.loss_check and best.loss_check.reason) or "no check ran: --no-loss-check"
         if best is not None and base is not None:
             row.speedup = base.median_s / best.median_s
         if best is not None and base is not None and best is not base:
@@ -154,6 +157,9 @@ def notes(rows: list[Best]) -> list[str]:
         for r in rows
         if r.rejected
     ]
+    said += [f"{r.workload} {r.framework} {r.column}: {r.mode}'s loss was not checked against fp32 ({r.unchecked}): "
+             "whether it still trains is not known, and a mode that no longer learns can be fast" for r in rows
+             if r.unchecked]  # fmt: skip
     with_interval = [r for r in rows if r.ci_low is not None]
     alone = [r for r in with_interval if r.processes == 1]
     if alone and len(alone) == len(with_interval) > 1:
