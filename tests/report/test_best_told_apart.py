@@ -73,3 +73,9 @@ def test_a_best_mode_whose_loss_was_not_checked_says_so():
     assert "(the check did not finish: the cell's --timeout)" in best.notes([cut])[0]
     [passed] = row(LossCheckRecord(True))
     assert not best.notes([passed])
+
+
+def test_a_best_mode_without_an_fp32_step_says_why_it_has_no_speed_up():
+    # `dlperf table --best --modes fp16` read "fp16 1.83 ms -" under "speed-up [95% CI]", with nothing to say why
+    [row] = best.build([make_cell("tiny-fcn-r", mode="fp16", median_s=0.00183, n=292)], {})
+    assert row.mode == "fp16" and best.values(row)[-1] == "-: no fp32 step to compare with"

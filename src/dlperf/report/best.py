@@ -88,8 +88,8 @@ def _speed(r: Best) -> str:
     """ "1.42x [1.38-1.47]"; no interval where either median is of too few steps, or the best is fp32 itself. Where
     the best mode is not told apart from fp32 (an interval that holds 1x; without one, medians within
     `fastest.MEDIANS_APART` or an IQR), it says so, as the fastest-framework lines do."""
-    if r.speedup is None:
-        return "-"
+    if r.speedup is None:  # a mode without an fp32 step beside it: none in the run, failed, or not in --modes
+        return "-: no fp32 step to compare with" if r.mode and r.baseline_s is None else "-"
     if r.mode == BASELINE:
         if r.timed > 1:
             return "1.00x: fp32 is the fastest"
