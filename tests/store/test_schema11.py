@@ -26,7 +26,9 @@ a figure its processes did not measure came from (`shared_from`: run 3's loader 
 loader cell with its row's mode ("torch fp32 · data:w1", 66a37ea); each export record holds its profile (b0bb295: run
 1's); run 3's input pipeline gives a long run's samples/s, the batch over the mean step, and compares its settings so
 (table text, json, --explain, the report; export's long_run_samples_per_s and data_recommendation), and every export
-record the mean step's 95% interval (mean_ci_low_s, mean_ci_high_s: empty, the old file has none).
+record the mean step's 95% interval (mean_ci_low_s, mean_ci_high_s: empty, the old file has none); the report's
+best-mode view of run 6 (compile, --no-loss-check) says why it has no speed-up and that its loss was not checked
+(e4cc6c2, f92f3b0: the report's hash).
 """
 
 from __future__ import annotations
