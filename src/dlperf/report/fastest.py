@@ -154,10 +154,17 @@ def told_apart(a: CellRecord, b: CellRecord) -> bool:
     overlap; where either has none, their medians differ by more than MEDIANS_APART of the faster's and by more
     than either cell's IQR. What the loader recommendation ties on (`report.data.recommend`, `optimize_loader`), the
     table's star, the fleet's fastest machine and crossover's thread count."""
-    if has_interval(a) and has_interval(b):
-        return not overlap(a, b)
-    noise = max(MEDIANS_APART * min(a.median_s, b.median_s), a.iqr_s or 0.0, b.iqr_s or 0.0)
-    return abs(a.median_s - b.median_s) > noise
+    intervals = (span(a), span(b)) if has_interval(a) and has_interval(b) else None
+    return _apart(a, b, a.median_s, b.median_s, intervals)
+
+
+def _apart(a: CellRecord, b: CellRecord, ours: float, theirs: float, intervals: tuple | None) -> bool:
+    """Two steps of cells `a` and `b` told apart: their 95% `intervals` ((low, high) each) do not overlap; without
+    them, the steps differ by more than MEDIANS_APART of the faster's and by more than either cell's IQR."""
+    if intervals is not None:
+        (a_low, a_high), (b_low, b_high) = intervals
+        return a_high < b_low or b_high < a_low
+    return abs(ours - theirs) > max(MEDIANS_APART * min(ours, theirs), a.iqr_s or 0.0, b.iqr_s or 0.0)
 
 
 # A loader cell's step is bursty: most steps find a batch ready, some wait for the worker, and the median leaves the
@@ -179,10 +186,9 @@ def has_mean_interval(cell: CellRecord) -> bool:
 def told_apart_long_run(a: CellRecord, b: CellRecord) -> bool:
     """`told_apart` of the mean steps: their 95% intervals of the mean do not overlap; where either has none, the mean
     steps differ by more than MEDIANS_APART of the faster's and by more than either cell's IQR."""
-    if has_mean_interval(a) and has_mean_interval(b):
-        return a.mean_ci_high_s < b.mean_ci_low_s or b.mean_ci_high_s < a.mean_ci_low_s
-    ours, theirs = long_run_s(a), long_run_s(b)
-    return abs(ours - theirs) > max(MEDIANS_APART * min(ours, theirs), a.iqr_s or 0.0, b.iqr_s or 0.0)
+    both = has_mean_interval(a) and has_mean_interval(b)
+    intervals = ((a.mean_ci_low_s, a.mean_ci_high_s), (b.mean_ci_low_s, b.mean_ci_high_s)) if both else None
+    return _apart(a, b, long_run_s(a), long_run_s(b), intervals)
 
 
 def span(cell: CellRecord) -> tuple[float, float]:
