@@ -51,7 +51,27 @@ def test_fp32_beside_a_mode_left_out_by_its_loss_check_does_not_read_as_measured
     cells = [make_cell("cancel", median_s=0.0816, n=25), make_cell("cancel", mode="bf16", median_s=0.0484, n=41,
                                                                   loss_check=failed)]  # fmt: skip
     [row] = best.build(cells, {})
-    assert best.values(row)[-1] == "-: bf16 left out (notes)" and best.notes([row])[0].endswith("was not finite")
+    assert best.values(row)[-1] == "-: bf16 left out (notes)"
+    assert best.notes([row]) == ["cancel torch cpu:1: left out: bf16 (its loss check failed)"]
+
+
+def test_the_note_says_per_mode_left_out_why():
+    """bf16 failed its loss check and fp16's loss was nan after its timed steps (it failed its check too): the note
+    read 'bf16, fp16 left out: the loss check failed or the loss was not finite', which, for neither."""
+    from dlperf.store.records import LossCheckRecord
+
+    failed = LossCheckRecord(False, "loss did not decrease: 2.3 -> 2.3 while fp32 went 2.25 -> 1.97")
+    cells = [make_cell("blown", median_s=0.000368, n=2381),
+             make_cell("blown", mode="bf16", median_s=0.0006, n=1500, loss_check=failed),
+             make_cell("blown", mode="fp16", median_s=0.0009, n=900, loss_check=failed, loss_finite=False),
+             make_cell("blown", mode="fused", median_s=0.0003, n=900, loss_check=LossCheckRecord(True),
+                       loss_finite=False)]  # fmt: skip
+    [row] = best.build(cells, {})
+    assert best.notes([row]) == [
+        "blown torch cpu:1: left out: bf16 (its loss check failed), fp16 (its loss was not finite, and its loss check "
+        "failed), fused (its loss was not finite)"
+    ]
+    assert row.to_json()["why_rejected"]["bf16"] == "its loss check failed"
 
 
 def test_a_best_mode_whose_loss_was_not_checked_says_so():

@@ -10,7 +10,7 @@ did not train at all (fp32 included: a speed-up over it would be over steps that
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES, few
@@ -40,6 +40,7 @@ class Best:
     told_apart: bool | None = None  # the best mode told apart from fp32 as faster (`fastest.faster`); None: fp32's
     processes: int | None = None  # the processes behind the interval on its side of fewer (1: that process's noise)
     unchecked: str | None = None  # why the best mode's loss check has no verdict (--no-loss-check: none ran)
+    why_rejected: dict[str, str] = field(default_factory=dict)  # each mode of `rejected`: why (`left_out`)
 
     @property
     def few(self) -> bool:
@@ -58,12 +59,13 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
         groups.setdefault((c.workload, c.framework, c.column), []).append(c)
     out = []
     for (workload, framework, column), group in groups.items():
-        rejected = [c.mode for c in group if (c.loss_check and c.loss_check.ok is False) or c.loss_finite is False]
+        why = {c.mode: said for c in group if (said := left_out(c))}
+        rejected = list(why)
         base = next((c for c in group if c.mode == BASELINE and c.ok and c.median_s and c.mode not in rejected), None)
         timed = [c for c in group if c.ok and c.median_s and c.mode not in rejected]
         best = min(timed, key=lambda c: c.median_s, default=None)
         row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected,
-                   base and base.n, timed=len(timed))  # fmt: skip
+                   base and base.n, timed=len(timed), why_rejected=why)  # fmt: skip
         if best is not None:
             row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
             if best.mode != BASELINE and not (best.loss_check and best.loss_check.ok):
@@ -78,6 +80,15 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
                 row.processes = min(sum(1 for p in samples[c.key] if p) for c in (base, best))
         out.append(row)
     return out
+
+
+def left_out(cell: CellRecord) -> str | None:
+    """Why `cell`'s mode is never the best, as the note says it: its timed steps' loss was not finite (it did not
+    train at all), its loss check against fp32 failed (it no longer trains as fp32 does), or both; None: neither."""
+    failed = cell.loss_check is not None and cell.loss_check.ok is False
+    if cell.loss_finite is False:
+        return "its loss was not finite" + (", and its loss check failed" if failed else "")
+    return "its loss check failed" if failed else None
 
 
 def render_json(rows: list[Best]) -> str:
@@ -151,12 +162,9 @@ ONE_PROCESS = (
 def notes(rows: list[Best]) -> list[str]:
     """The modes left out (loss check), and the speed-ups whose interval rests on one process of a side: a run of one
     process per cell read "fused 2.13x [2.02-2.31]" on tiny-alexnet-r, where three processes each timed it 0.95x."""
-    said = [
-        f"{r.workload} {r.framework} {r.column}: {', '.join(r.rejected)} left out: the loss check failed or the loss "
-        "was not finite"
-        for r in rows
-        if r.rejected
-    ]
+    said = [f"{r.workload} {r.framework} {r.column}: left out: "
+            + ", ".join(f"{mode} ({r.why_rejected.get(mode, 'not training')})" for mode in r.rejected)
+            for r in rows if r.rejected]  # fmt: skip
     said += [f"{r.workload} {r.framework} {r.column}: {r.mode}'s loss was not checked against fp32 ({r.unchecked}): "
              "whether it still trains is not known, and a mode that no longer learns can be fast" for r in rows
              if r.unchecked]  # fmt: skip
