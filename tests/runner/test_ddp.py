@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import FAST, ROOT, alive, dlperf, gone
+from conftest import FAST, ROOT, alive, dlperf, gone, make_cell
 from dlperf.errors import UsageError
 from dlperf.figures import CommFigures
 from dlperf.measure.stats import bus_bandwidth
@@ -260,7 +260,7 @@ def test_one_rank_out_of_memory_in_its_first_step_ends_the_job_as_it_raises(tmp_
     store = Store.open(db, create=False)
     cells, lives = store.cells(1), store.durations([1])
     store.close()
-    said = "rank 1: out of memory: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    said = "out of memory on rank 1: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert sorted((c.column, c.status) for c in cells) == [("ddp:2x1", "failed"), ("fsdp:2x1", "failed")], cells
     assert all(c.error.startswith(said) for c in cells), [c.error for c in cells]
     assert all(life < timeout for c in cells for life in lives[c.key]), lives
@@ -397,9 +397,32 @@ def test_the_rank_that_raised_first_is_named_not_the_one_that_lost_its_peer():
     The error raised first is the job's, whichever rank raised it."""
     oom, lost = "out of memory: OutOfMemoryError: CUDA out of memory.", "RuntimeError: Connection closed by peer"
     m = ddp_measurement({0: _raised(0, lost, 101.0), 1: _raised(1, oom, 100.0)}, child(returncode=1), 60)
-    assert m.status == "failed" and m.error == f"rank 1: {oom}"
+    assert m.status == "failed" and m.error == "out of memory on rank 1: OutOfMemoryError: CUDA out of memory."
     m = ddp_measurement({0: _raised(0, "boom", 100.0), 1: _raised(1, lost, 100.5)}, child(returncode=1), 60)
     assert m.error == "rank 0: boom"
+
+
+@pytest.mark.parametrize(
+    ("raised", "stored"),
+    [
+        ("out of memory (MemoryError)", "out of memory on rank 1 (MemoryError)"),  # the worker's, for a MemoryError
+        ("out of memory at batch 8: MemoryError: no room", "out of memory on rank 1 at batch 8: MemoryError: no room"),
+    ],
+)
+def test_a_rank_out_of_memory_is_read_as_out_of_memory_as_a_one_process_cell_is(raised, stored):
+    """Rank 1's MemoryError (a user's model under `--nproc 2 --parallel ddp,fsdp,tp`) was stored as "rank 1: out of
+    memory (MemoryError)": every view (the table, html, fit, `list --runs`' count, the run's progress line) read the
+    cell as `failed`, where a one-process cell out of memory reads as out of memory, since they read the reason's
+    start. The kind comes first now, the rank after it."""
+    from dlperf.progress import outcome
+    from dlperf.report.fit import out_of_memory
+
+    lost = "RuntimeError: Connection closed by peer"
+    m = ddp_measurement({0: _raised(0, lost, 101.0), 1: _raised(1, raised, 100.0)}, child(returncode=1), 60)
+    assert m.status == "failed" and m.error == stored
+    assert out_of_memory(make_cell(nproc=2, parallel="fsdp", status="failed", error=m.error))
+    assert outcome(m, None) == stored  # the run's line says it as a one-process cell's: no "failed: " before it
+    assert not out_of_memory(make_cell(nproc=2, parallel="fsdp", status="failed", error=f"rank 1: {lost}"))
 
 
 @pytest.mark.parametrize(

@@ -48,7 +48,7 @@ from dlperf.runner.launch import ChildResult, signal_reason
 from dlperf.runner.outcome import Outcome, outcome, tail
 from dlperf.store.process import ProcessDetail, ProcessMeasurement
 from dlperf.store.records import CellFigures, CellRecord, CompileRecord, LoaderRecord, LossCheckRecord, Provenance
-from dlperf.vocab import Status
+from dlperf.vocab import OUT_OF_MEMORY, Status
 
 NOISY_IQR_RATIO = 0.10
 # The mean step this far above the median: slow steps now and then (a host that stalls, a collector), which the
@@ -256,7 +256,7 @@ def _first_failure(
     raised = {r: error.at for r, m in per.items() if m.status is Status.FAILED and (error := first(events[r], Error))}
     if raised:
         rank = min(raised, key=raised.__getitem__)
-        return replace(per[rank], error=f"rank {rank}: {per[rank].error}")
+        return replace(per[rank], error=_of_rank(rank, per[rank].error))
     for rank, m in per.items():
         if m.status is Status.TIMEOUT:
             return replace(m, error=f"rank {rank}: {m.error}")
@@ -265,6 +265,16 @@ def _first_failure(
         m = per[unfinished[0]]
         return replace(m, status=Status.FAILED, error=f"rank {unfinished[0]}: {m.error}")
     return None
+
+
+def _of_rank(rank: int, error: str | None) -> str:
+    """A rank's own error, naming the rank: after its kind where it ran out of memory ("out of memory on rank 1 at
+    batch 8: ..."), so that the views read the cell as out of memory as they read a one-process cell's
+    (`report/fit.out_of_memory`: the reason starts with it); before it otherwise ("rank 1: RuntimeError: ...")."""
+    error = error or ""
+    if error.startswith(OUT_OF_MEMORY):
+        return f"{OUT_OF_MEMORY} on rank {rank}{error.removeprefix(OUT_OF_MEMORY)}"
+    return f"rank {rank}: {error}"
 
 
 def _loss_check(events: list[Event], child: ChildResult) -> LossCheckRecord | None:
