@@ -24,6 +24,24 @@ def test_each_finished_cell_shows_its_sample_count_and_flags_few(capsys):
     assert _finish(capsys, 1) == "[1/2] resnet-18 torch cpu:1: median 4.20 s, n=1 (few samples)"
 
 
+def test_a_cell_that_does_not_train_says_so_on_its_line(capsys):
+    """bf16 of a model whose logits bf16 rounds away read '[2/2] rounded torch cpu:1 bf16: median 610 µs, n=1572'
+    and nothing more while the run went on, where the table marked it `!` (its loss check failed)."""
+    from dlperf.store.records import LossCheckRecord
+
+    task = SimpleNamespace(cell=SimpleNamespace(label="rounded torch cpu:1 bf16"), repeat=0)
+    progress = Progress(total=2, console=Console(stderr=True, force_terminal=False))
+    failed = LossCheckRecord(False, "loss did not decrease: 2.3 -> 2.3 while fp32 went 2.25 -> 1.97")
+    for said in (dict(loss_check=failed), dict(loss_finite=False), dict(loss_check=LossCheckRecord(True))):
+        progress.finish(1, task, OK, CellFigures(median_s=0.00061, n=1572, **said))
+    assert capsys.readouterr().err.splitlines() == [
+        "[2/2] rounded torch cpu:1 bf16: median 610 µs, n=1572; ! it failed its loss check: it does not train as fp32 "
+        "does (the table's notes say why)",
+        "[2/2] rounded torch cpu:1 bf16: median 610 µs, n=1572; ! its loss was not finite: it did not train",
+        "[2/2] rounded torch cpu:1 bf16: median 610 µs, n=1572",
+    ]
+
+
 HOSTILE = "\x1b[2J\x1b]0;pwned\x07net\x9b31m\x08\r[bold]x[/]"  # clear screen, retitle, CSI, backspace, CR, markup
 
 

@@ -27,6 +27,7 @@ from rich.text import Text
 
 from dlperf.measure.stats import few
 from dlperf.report.format import duration, seconds, terminal
+from dlperf.report.table import LOSS_MARK
 from dlperf.store.process import ProcessMeasurement, untimed_extras
 from dlperf.store.records import CellFigures, ProfileOutcome
 from dlperf.vocab import OUT_OF_MEMORY, Status
@@ -239,9 +240,19 @@ def outcome(measurement: ProcessMeasurement, figures: CellFigures) -> str:
     cell = _median(figures.median_s, figures.n)
     processes = len(figures.per_process_medians)
     if processes < 2 or not measurement.samples:
-        return cell
+        return cell + not_training(figures)
     own = _median(statistics.median(measurement.samples), len(measurement.samples))
-    return f"this process: {own}; the cell so far ({processes} processes): {cell}"
+    return f"this process: {own}; the cell so far ({processes} processes): {cell}" + not_training(figures)
+
+
+def not_training(figures: CellFigures) -> str:
+    """What marks the cell `!` in the table (`table.trains`), said on its line: a long run's watcher read bf16's
+    "median 610 µs, n=1572" as a setting like any other, where it had failed its loss check."""
+    if figures.loss_finite is False:
+        return f"; {LOSS_MARK} its loss was not finite: it did not train"
+    if figures.loss_check is not None and figures.loss_check.ok is False:
+        return f"; {LOSS_MARK} it failed its loss check: it does not train as fp32 does (the table's notes say why)"
+    return ""
 
 
 def _median(median: float, n: int | None) -> str:
