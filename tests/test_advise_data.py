@@ -61,26 +61,28 @@ def stored_search(db, bursty: float = 0.0) -> int:
     return run_id
 
 
-def stand_ins(monkeypatch, db, size: int | None = 24, bursty: float = 0.0) -> dict:
-    """advise's parts that probe, predict or measure, stood in for: the data read holds `size` samples; what the
-    predictions were asked for is kept in the dict returned."""
+def stand_ins(monkeypatch, db, size: int | None = 24, bursty: float = 0.0, batches: int | None = 6) -> dict:
+    """advise's parts that probe, predict or measure, stood in for: the data read holds `size` samples, `batches`
+    an epoch as its loader counts them; what the predictions were asked for is kept in the dict returned."""
     from dlperf import crossover, optimize
     from dlperf.plan import workloads
 
     seen: dict = {}
     run_id = stored_search(db, bursty)
 
-    def predicted(workload, chosen, samples, what, deadline, timeout):
-        seen.update(samples=samples, what=what)
-        row = cost.Row("T4", "fp16", GPU_S, 4 / GPU_S, samples / 4 * GPU_S, None, True, "fits")
-        return cost.Costs(workload.name, workload.batch, samples, what, [row]), {}, [], {}
+    def predicted(workload, chosen, samples, what, deadline, timeout, steps=None):
+        seen.update(samples=samples, what=what, steps=steps)
+        prediction = SimpleNamespace(gpu="T4", mode="fp16", step_s=GPU_S, samples_per_s=4 / GPU_S, batch=4)
+        x = cost.costs(workload, [prediction], samples, what, {}, **({"steps": steps} if steps else {}))
+        return x, {}, [], {}
 
     threads = SimpleNamespace(threads=1, run_id=None, key="", median_s=0.009, ci_low_s=None, ci_high_s=None)
     baseline = SimpleNamespace(mode="fp32", status="ok", error=None, median_s=SYNTHETIC_S)
     search = SimpleNamespace(run_id=run_id, baseline=baseline, best=baseline, notes=SEARCH_NOTES, results=[],
                              exit_code=ExitCode.OK, loader=SimpleNamespace(mode="fp32"))  # fmt: skip
     monkeypatch.setattr(workloads, "resolve_workload", lambda *a, **k: WORKLOAD)
-    monkeypatch.setattr(workloads, "check_data", lambda spec, found: {WORKLOAD.name: DataCheck(size, batches=6)})
+    check = DataCheck(size, batches=batches)  # the loader's own count at the batch checked
+    monkeypatch.setattr(workloads, "check_data", lambda spec, found: {found[0].name: check})
     monkeypatch.setattr(advise, "predicted", predicted)
     row = SimpleNamespace(cpu=threads, batch=4, gpus={"T4": SimpleNamespace(step_s=GPU_S)})
     answer = SimpleNamespace(rows=[row], user_batch=4, gpus=["T4"], mode="fp32")
@@ -140,7 +142,7 @@ def test_a_loader_whose_waits_come_in_bursts_is_quoted_at_its_mean_step_as_an_ep
 def test_epochs_of_the_data_read_are_the_work_and_a_dataset_of_no_length_keeps_synthetic_datas_rule(tmp_path):
     """--epochs on a workload of synthetic data was refused ("which has no epoch") though --data gave it one."""
     opts = advise.Options(WORKLOAD.name, data=str(tmp_path), epochs=2.5)
-    assert advise._work(WORKLOAD, opts, 24) == (60, "2.5 epochs of your data (24 samples, --data): 60 samples")
+    assert advise._work(WORKLOAD, opts, 24) == (60, "2.5 epochs of your data (24 samples, --data): 60 samples", 15)
     assert advise._work(WORKLOAD, advise.Options(WORKLOAD.name, samples=1000), 24)[0] == 1000  # --samples wins
     with pytest.raises(advise.UsageError, match="--epochs: tiny-alexnet-s trains on synthetic data"):
         advise._work(WORKLOAD, opts, None)
@@ -164,3 +166,21 @@ def test_a_loader_that_keeps_up_and_one_not_measured_are_said_so():
     line = view.lines(a)[0]
     assert "8.30 ms a step at batch 4 on synthetic data: no loader setting was measured (see the notes)" in line
     assert "loader" not in line.split("(see the notes)")[1]
+
+
+def test_an_epoch_is_the_steps_the_loader_trains_its_last_partial_batch_dropped(monkeypatch, tmp_path):
+    """dlperf's DataLoaders drop a partial last batch (drop_last): 25 samples at batch 4 train in 6 steps, where
+    advise costed ceil(25 / 4) = 7, this CPU's and every GPU's time a seventh too long; a loader that counts its last
+    partial batch (a user's loader=: len(loader) 7) is costed in its own 7 steps."""
+    db = tmp_path / "a.db"
+    seen = stand_ins(monkeypatch, db, size=25, batches=None)
+    a = advise.advise(advise.Options(WORKLOAD.name, gpus="T4", data=str(tmp_path), flags=True), str(db), [])
+    assert a.costs.cpu.time_s == pytest.approx(6 * 0.0333) and a.costs.rows[0].time_s == pytest.approx(6 * GPU_S)
+    said = "one epoch of your data (25 samples, --data: 6 steps of batch 4, the last 1 sample left out as the loader "
+    assert seen["what"] == said + "drops a partial batch)" and view.lines(a)[0].startswith(
+        f"On this CPU (measured): 0.200 s for {said}"
+    )
+    opts = advise.Options(WORKLOAD.name, data=str(tmp_path), epochs=2.5)
+    assert advise._work(WORKLOAD, opts, 25)[2] == 15  # 6 steps an epoch, not 2.5 x 25 / 4 = 15.6 rounded up
+    assert advise._work(WORKLOAD, opts, 25, batches=7) == (62, "2.5 epochs of your data (25 samples, --data): 62 "
+                                                           "samples", 18)  # fmt: skip

@@ -262,9 +262,9 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     from dlperf.predict import cost, memory, roofline
 
     chosen, deadline = check(opts)
-    workload, size = _resolved(opts)
-    samples, what = _work(workload, opts, size)
-    costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout)
+    workload, size, batches = _resolved(opts)
+    samples, what, steps = _work(workload, opts, size, batches)
+    costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout, steps)
     clock.uncut[PREDICTIONS] = time.monotonic() - clock.started
     notes += [NO_EPOCH_NOTE.format(workload.data)] if what == NO_EPOCH_WORK else []
     too_large = memory.no_room_here(workload, peaks.get("fp32"))
@@ -305,7 +305,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         notes.append(f"{NO_SEARCH} skipped: {max(left, 0):.0f} s of the budget left (raise --budget)")
         if opts.data != DATA_SYNTHETIC:
             notes.append("input pipeline: not measured: the loader is searched after the modes (raise --budget)")
-    costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE, pipeline.step_s if pipeline else None)
+    costs.cpu = cost.cpu_cost(cell, samples, CPU_WATTS, KWH_PRICE, pipeline.step_s if pipeline else None, steps)
     low, high = (cell.mean_ci_low_s, cell.mean_ci_high_s) if pipeline else (cell.ci_low_s, cell.ci_high_s)
     ci = (low, high) if low and high else None  # the interval of the step quoted: a loader cell's of its mean
     notes += [n for n in side.notes if n.startswith("threads:")]
@@ -359,19 +359,21 @@ NO_EPOCH_WORK = f"{NO_EPOCH_SAMPLES:,} samples (no epoch: synthetic data)"
 def _resolved(opts: Options):
     """The workload built in a probe child (a user's file included), at --batch: its batch, its data set; with
     --data DIR that data read, as `dlperf run` reads it before anything runs (not after the thread search), and its
-    size in samples (None: synthetic data, or a dataset of no length)."""
+    size in samples (None: synthetic data, or a dataset of no length) and its batches an epoch at --batch, as the
+    loader counts them (None where it cannot: then the samples' whole batches, `_work`)."""
     from dlperf.frameworks.common import capabilities
     from dlperf.plan.workloads import check_data, resolve_workload
     from dlperf.predict import count
     from dlperf.spec import make_spec, parse_workload
 
-    found = resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout)
-    size = None
-    if opts.data != DATA_SYNTHETIC:
-        spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders, timeout=opts.timeout)
-        checked = check_data(spec, [found]).get(found.name)
-        size = checked.samples if checked and not checked.unsupported else None
-    return count.at(found, opts.batch), size
+    found = count.at(resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout),
+                     opts.batch)  # fmt: skip
+    if opts.data == DATA_SYNTHETIC:
+        return found, None, None
+    spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders, timeout=opts.timeout)
+    checked = check_data(spec, [found]).get(found.name)  # at --batch: its loader's batches are the epoch's steps
+    ok = checked and not checked.unsupported
+    return found, checked.samples if ok else None, checked.batches if ok else None
 
 
 def searched(opts: Options) -> str:
@@ -380,24 +382,41 @@ def searched(opts: Options) -> str:
     return opts.workload if opts.batch is None else f"{opts.workload}@b{opts.batch}"
 
 
-def _work(workload, opts: Options, size: int | None = None) -> tuple[int, str]:
-    """`predict --cost`'s work (`cost.work`); with --data DIR of `size` samples, --epochs (1) of that data, the
-    epoch the loader trains on; synthetic data without --samples: NO_EPOCH_SAMPLES, and --epochs there refused (it has
-    no epoch to count), before anything is predicted or measured."""
+def _work(workload, opts: Options, size: int | None = None, batches: int | None = None) -> tuple[int, str, int | None]:
+    """`predict --cost`'s work (`cost.work`) and its steps where a loader counts them (None: the samples' batches,
+    the last one partial); with --data DIR of `size` samples, --epochs (1) of that data, in the steps the loader
+    trains them in: its `batches` an epoch, else the whole batches (dlperf's DataLoaders drop a partial last batch,
+    drop_last); synthetic data without --samples: NO_EPOCH_SAMPLES, and --epochs there refused (it has no epoch to
+    count), before anything is predicted or measured."""
     from dlperf.predict import cost
 
     if opts.samples is None and size:
         epochs = 1.0 if opts.epochs is None else opts.epochs
-        total = max(1, round(size * epochs))
+        total, (per_epoch, said) = max(1, round(size * epochs)), _epoch(size, batches, workload.batch)
+        steps = max(1, round(per_epoch * epochs))
         if epochs == 1:
-            return total, f"one epoch of your data ({size:,} samples, --data)"
-        return total, f"{epochs:g} epochs of your data ({size:,} samples, --data): {total:,} samples"
+            return total, f"one epoch of your data ({said})", steps
+        return total, f"{epochs:g} epochs of your data ({said}): {total:,} samples", steps
     if opts.samples is None and cost.epoch_samples(workload) is None:
         if opts.epochs is not None:
             raise UsageError(f"--epochs: {workload.name} trains on {workload.data} data, which has no epoch: give "
                              "the work with --samples N (e.g. your data set's size)")  # fmt: skip
-        return NO_EPOCH_SAMPLES, NO_EPOCH_WORK
-    return cost.work(workload, opts.samples, opts.epochs)
+        return NO_EPOCH_SAMPLES, NO_EPOCH_WORK, None
+    return (*cost.work(workload, opts.samples, opts.epochs), None)
+
+
+def _epoch(size: int, batches: int | None, batch: int) -> tuple[int, str]:
+    """An epoch's steps at `batch`: its loader's own count (`batches`, len(loader): a user's loader= may keep a
+    partial last batch), else the whole batches of `size` samples, as dlperf's DataLoaders drop a partial last batch
+    (drop_last); and the data as the work says it, with the samples left out where there are any."""
+    from dlperf.measure.units import plural
+
+    steps = batches or size // batch
+    left = size - steps * batch
+    if left <= 0:
+        return steps, f"{size:,} samples, --data"
+    return steps, (f"{size:,} samples, --data: {plural(steps, 'step')} of batch {batch}, the last "
+                   f"{plural(left, 'sample')} left out as the loader drops a partial batch")  # fmt: skip
 
 
 def gpu_modes(gpu) -> tuple[str, ...]:
@@ -405,17 +424,18 @@ def gpu_modes(gpu) -> tuple[str, ...]:
     return ("fp32", gpu.mixed()) if gpu.mixed() else ("fp32",)
 
 
-def predicted(workload, chosen, samples: int, what: str, deadline: float | None, timeout: float):
-    """The GPUs' part of the answer: the work's time and cost on each GPU in its modes (`gpu_modes`), the largest
-    batch that fits where the step does not, the notes that say which GPUs are predicted in what, and the step's
-    predicted peak per mode (`memory.peaks`)."""
+def predicted(workload, chosen, samples: int, what: str, deadline: float | None, timeout: float,
+              steps: int | None = None):  # fmt: skip
+    """The GPUs' part of the answer: the work's time and cost on each GPU in its modes (`gpu_modes`; in `steps`
+    where a loader counts them, `_work`), the largest batch that fits where the step does not, the notes that say
+    which GPUs are predicted in what, and the step's predicted peak per mode (`memory.peaks`)."""
     from dlperf.predict import cost, count, memory, roofline
 
     modes = [m for m in PRECISIONS if any(m in gpu_modes(g) for g in chosen)]
     found = count.counted([(workload, m) for m in modes], timeout, "--timeout")
     predictions = [roofline.predict(c, g) for g in chosen for c in found if c.mode in gpu_modes(g)]
     peaks = memory.peaks(workload, modes, timeout, "--timeout")
-    costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks)
+    costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks, steps)
     costs.largest = memory.largest_left_out(workload, costs.left_out, timeout)
     return costs, costs.largest, [*mode_notes(chosen), *gpu_notes(workload, chosen, predictions)], peaks
 

@@ -163,10 +163,11 @@ class Costs:
 
 
 def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int], deadline_s=None,
-          predicted: dict[str, int] | None = None) -> Costs:  # fmt: skip
+          predicted: dict[str, int] | None = None, steps: int | None = None) -> Costs:  # fmt: skip
     """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode (`measured_peaks`; tf32's is fp32's,
     the same tensors; "" for any mode, a caller's own); `predicted`: the predicted peak per mode, where no peak was
-    measured in that mode."""
+    measured in that mode; `steps`: the work's steps where a loader counts them (one that drops a partial last
+    batch), else the samples' batches, the last one partial."""
     from dlperf.predict import gpus, prices
 
     kept, out = [], []
@@ -174,17 +175,19 @@ def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int],
         gpu = gpus.lookup(p.gpu, "predictions")  # a Python caller's own prediction: its argument named
         measured = peaks.get(p.mode, peaks.get("fp32") if p.mode == "tf32" else None) or peaks.get("")
         ok, why = fits(gpu, workload, p.mode, measured, (predicted or {}).get(p.mode))
-        steps = math.ceil(samples / p.batch)
-        row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, steps * p.step_s, prices.price(gpu), ok, why)
+        n = steps or math.ceil(samples / p.batch)
+        row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, n * p.step_s, prices.price(gpu), ok, why)
         (kept if ok else out).append(row)
     return Costs(workload.name, workload.batch, samples, what, kept, out, None, deadline_s)
 
 
-def cpu_cost(cell, samples: int, watts: float, kwh_price: float, step_s: float | None = None) -> Cpu:
+def cpu_cost(cell, samples: int, watts: float, kwh_price: float, step_s: float | None = None,
+             steps: int | None = None) -> Cpu:  # fmt: skip
     """A measured CPU cell (a `store.records.CellRecord`) doing the same work, at its median step or `step_s` (a
-    loader cell's mean: its waits for data come in bursts the median leaves out, and a long run pays them)."""
+    loader cell's mean: its waits for data come in bursts the median leaves out, and a long run pays them), in
+    `steps` (`costs`) or the samples' batches."""
     step_s = step_s or cell.median_s
-    steps = math.ceil(samples / cell.batch)
+    steps = steps or math.ceil(samples / cell.batch)
     return Cpu(step_s, cell.batch, cell.threads, cell.mode, cell.run_id, steps * step_s, watts, kwh_price)
 
 
