@@ -3,10 +3,13 @@ words its child records, so the run stores the same status and reason without a 
 (1.9-7.5 s each): a user's model (PyTorch only) on another backend, a mode the backend does not implement (the
 capability table says which, and why), a network only PyTorch defines.
 
-What depends on the machine is still asked of the child: PyTorch's refusals (bf16 on a CPU without it, CUDA's modes),
-a GPU cell's, a multi-process cell's. Each backend's checks are followed in the order its `build` makes them, as far
-as none depends on the machine: jax asks of the workload, then the mode; tensorflow and mxnet the mode first; each
-then its device, mxnet first its optimizer, and only then of the network (`torch_only`).
+PyTorch's first checks are of the mode too, a component it lacks, then one that does not run on the cell's kind of
+device (`modes.check_device`): on a CPU that depends on no machine (`--modes tf32` there started a child, and a dry
+run's pilot, to say "tf32 applies to CUDA GPUs only"). What depends on the machine is still asked of the child: its
+other refusals (bf16 on a CPU without it, a mode on a GPU), any other GPU cell's, a multi-process cell's. Each
+backend's checks are followed in the order its `build` makes them, as far as none depends on the machine: torch asks
+of the mode alone; jax of the workload, then the mode; tensorflow and mxnet the mode first; each then its device,
+mxnet first its optimizer, and only then of the network (`torch_only`).
 """
 
 from __future__ import annotations
@@ -15,17 +18,20 @@ from dataclasses import replace
 
 from dlperf.frameworks import builtin_only, mode_refusal
 from dlperf.frameworks.common import capabilities
+from dlperf.modes import check_device
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import Task
-from dlperf.vocab import Framework
+from dlperf.vocab import DeviceKind, Framework
 from dlperf.workloads import Workload
 from dlperf.workloads.published import torch_only_refusal
 
 
 def reason(cell: Cell, workload: Workload) -> str | None:
     """Why `cell`'s child would find it unsupported whatever the machine, as it would say it; None: ask the child."""
-    if cell.framework == Framework.TORCH or cell.nproc or cell.parallel:
+    if cell.nproc or cell.parallel:
         return None
+    if cell.framework == Framework.TORCH:
+        return torch_on_cpu(cell.mode) if cell.device == "cpu" else None
     row = capabilities.of(cell.framework)
     user = builtin_only(cell.framework) if workload.arch == "user" else None
     mode = mode_refusal(cell.framework, row.modes, cell.mode, row.why_not)
@@ -35,6 +41,18 @@ def reason(cell: Cell, workload: Workload) -> str | None:
     if cell.device != "cpu" or (row.framework is Framework.MXNET and workload.optimizer.name != "sgd"):
         return None  # its device is asked of the framework (mxnet's optimizer is refused in words of its own) first
     return torch_only_refusal(workload)
+
+
+def torch_on_cpu(mode: str) -> str | None:
+    """Why PyTorch's build refuses `mode` on a CPU, in its order (`torch/build.py` `_check_modes`): a component it does
+    not implement, one that does not run on a CPU (tf32, cuda_graphs, dataparallel); None: ask the child."""
+    if found := mode_refusal(Framework.TORCH, capabilities.of(Framework.TORCH).modes, mode, {}):
+        return found
+    try:
+        check_device(mode, DeviceKind.CPU)
+    except NotImplementedError as exc:
+        return str(exc)
+    return None
 
 
 def marked(tasks: list[Task], workloads: dict[str, dict]) -> list[Task]:
