@@ -1,6 +1,7 @@
 """A sweep with profiling on (`run --profile`): one profiled child per measured cell, after its timed processes, its
 Profiled event stored as the cell's profile. The children are faked here: `launch` returns their events."""
 
+import json
 import sqlite3
 
 import pytest
@@ -234,3 +235,24 @@ def test_resume_of_a_profiled_run_interrupted_before_a_profile_takes_it_through_
     again = dlperf("run", "--resume", db=db, timeout=120)
     assert again.returncode == 0 and "profiling" not in again.stderr, again.stderr
     assert rows(db, "SELECT * FROM profiles") == [profile]
+
+
+@pytest.mark.parametrize(
+    "argv", [["profile", "tiny-fcn-r", "--format", "json"], ["--db", "d.db", "profile", "tiny-fcn-r", "--format=json"]]
+)
+def test_a_resumed_profile_answers_in_the_format_its_command_asked_for(tmp_path, capsys, argv):
+    """`dlperf profile --format json` interrupted, then `dlperf run --resume` (the command its interrupt prints): the
+    profiles came as text, where a script reading stdout had asked for JSON; the store put first (`dlperf --db X
+    profile`) showed the run's table, not its profiles."""
+    from dlperf.commands import run
+
+    store = Store.open(tmp_path / "d.db", create=True)
+    run_id = store.create_run({}, {}, {}, ["dlperf", *argv], [PlannedCell(CELL, {"batch": 4})])
+    store.record(run_id, CELL.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.03] * 3, duration_s=1.0),
+                 CellFigures(status=Status.OK, median_s=0.03))  # fmt: skip
+    store.record_profile(run_id, CELL.key, ProfileOutcome(Status.OK, profiled=EVENT))
+    store.close()
+    assert run.show_finished(str(tmp_path / "d.db"), run_id, True, 0) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["run_id"] == run_id and [c["key"] for c in said["cells"]] == [CELL.key]
+    assert run.stored_command(["train.py", "--db"]) == (None, "text")  # a Python caller's sys.argv, stored by api.run

@@ -401,12 +401,28 @@ def show_resumed(db: str, run_id: int) -> None:
         notes = cell_notes(store, run_id) if crossovers else []  # the steps it rests on, as the crossover says them
     finally:
         store.close()
-    if argv[1:2] == ["profile"]:
-        print_profiles(db, run_id)
+    command, fmt = stored_command(argv)
+    if command == "profile":
+        print_profiles(db, run_id, fmt)  # in the form it asked for: a script reading `--format json` gets JSON
     elif crossovers:
         print_answer(crossovers[0], notes, run_id)
     else:
         print_table(db, run_id, "text")
+
+
+def stored_command(argv: list[str]) -> tuple[str | None, str]:
+    """A stored command line's subcommand and the --format it asked for ('text' where it gave none), read as its
+    parser read them (`common.Parser`: options spelt in full), the store put first (`dlperf --db X profile ...`) or
+    `--format=json` included."""
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
+    p.add_argument("--db")
+    p.add_argument("--format", default="text")
+    p.add_argument("command", nargs="?")
+    try:
+        known, _ = p.parse_known_args(argv[1:])
+    except argparse.ArgumentError:  # a Python caller's own command line (api.run stores its sys.argv), not dlperf's
+        return None, "text"
+    return known.command, known.format
 
 
 def print_answer(answer, notes: list[str], run_id: int) -> None:
