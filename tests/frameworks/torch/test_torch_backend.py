@@ -133,7 +133,8 @@ def test_checkpoint_recomputes_the_trunk_in_backward_and_saves_memory():
 
 @pytest.mark.parametrize("name", ["tiny-fcn-s", "tiny-lstm"])
 def test_checkpoint_is_unsupported_without_a_sequential_trunk(name):
-    with pytest.raises(NotImplementedError, match="checkpoint needs a sequential trunk"):
+    need = r"checkpoint needs an nn.Sequential of 3 or more modules \(it recomputes its segments\)"
+    with pytest.raises(NotImplementedError, match=f"^{need}: {name} has no nn.Sequential$"):
         tb.build(BUILTIN[name], "cpu", "checkpoint")
 
 
@@ -425,6 +426,16 @@ class Crashes(torch.nn.Module):
 def crashes():
     batch = lambda n, device: (torch.randn(n, 8, device=device), torch.zeros(n, dtype=torch.long, device=device))
     return dlperf.user_workload("crashes", Crashes(), batch, torch.nn.functional.cross_entropy, batch_size=2)
+
+
+def two(model=None):
+    batch = lambda n, device: (torch.randn(n, 8, device=device), torch.zeros(n, dtype=torch.long, device=device))
+    model = model or torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Linear(16, 3))
+    return dlperf.user_workload("my-linear", model, batch, torch.nn.functional.cross_entropy, batch_size=2)
+
+
+def one():
+    return two(torch.nn.Linear(8, 3))
 """
 )
 
@@ -450,6 +461,23 @@ def test_user_workload_trains(user_source):
     assert not torch.equal(before[0], next(train.model.parameters()))
     assert train.count_flops()["flops_per_step"] == 6 * 6 * (8 * 16 + 16 * 3) - 2 * 6 * 8 * 16
     assert train.memory_of_step()["live_tensor_peak_bytes"] > 2 * train.params * 4
+
+
+def test_checkpoint_refused_says_what_the_users_model_lacks_and_how_to_give_it(user_source):
+    """`--modes checkpoint` of a user's nn.Sequential of two linear layers read "checkpoint needs a sequential trunk of
+    at least 3 blocks (an nn.Sequential); my-linear has none", where the model is one, of two."""
+    need = "checkpoint needs an nn.Sequential of 3 or more modules (it recomputes its segments)"
+    for factory, said in (
+        ("two", "my-linear's largest, the model itself, has 2; to checkpoint it, put 3 or more of its layers in one "
+                "nn.Sequential that forward calls"),
+        ("one", "my-linear has no nn.Sequential; to checkpoint it, put its layers in one (nn.Sequential(*layers)) "
+                    "that forward calls"),
+    ):  # fmt: skip
+        w = Workload("my-linear", "user", {}, InputSpec("vector", (8,)), 3, 2, OptimizerSpec(),
+                     source=f"{user_source}:{factory}")  # fmt: skip
+        with pytest.raises(NotImplementedError) as refused:
+            tb.build(w, "cpu", "checkpoint")
+        assert str(refused.value) == f"{need}: {said}"
 
 
 def test_probe_describes_a_user_workload(user_source):

@@ -45,7 +45,7 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bo
     _check_modes(mode, dev)
     _set_tf32(dev, Mode.TF32 in components)
     step = build_user(workload, dev, seed) if workload.arch == "user" else _builtin(workload, dev, seed)
-    _apply(step, components, workload.name)
+    _apply(step, components, workload.name, user=workload.arch == "user")
     if nvtx:  # last: the ranges wrap what the modes made (the compiled forward, the rebuilt optimizer)
         step.mode_settings["nvtx"] = nvtx_ranges.put_on(step)
     return step
@@ -60,13 +60,13 @@ def _builtin(workload: Workload, device: torch.device, seed: int) -> TorchStep:
     return TorchStep(model, batch, cross_entropy, optimizer, workload.optimizer.clip_grad_norm, device)
 
 
-def _apply(step: TorchStep, components: set[Mode], name: str) -> None:
+def _apply(step: TorchStep, components: set[Mode], name: str, *, user: bool = False) -> None:
     """The mode's components applied to `step`, in a fixed order (CUDA graphs after autocast: they refuse fp16's
-    gradient scaler)."""
+    gradient scaler); `user`: a user's model (a refusal says what to change in it)."""
     if Mode.CHANNELS_LAST in components:
         _channels_last(step, name)
     if Mode.CHECKPOINT in components:
-        _checkpoint(step, name)
+        _checkpoint(step, name, user=user)
     for impl in (Mode.FOREACH, Mode.FUSED):
         if impl in components:
             set_optimizer_implementation(step, impl.value)
@@ -119,15 +119,12 @@ def _channels_last(step: TorchStep, name: str) -> None:
 MIN_CHECKPOINT_BLOCKS = 3
 
 
-def _checkpoint(step: TorchStep, name: str) -> None:
+def _checkpoint(step: TorchStep, name: str, *, user: bool = False) -> None:
     """Gradient checkpointing of the model's trunk: its largest nn.Sequential, split into about sqrt(n) segments
     whose inner activations are recomputed in backward instead of kept (the classic memory-optimal split)."""
     trunk_name, trunk, blocks = _trunk(step.model)
     if len(blocks) < MIN_CHECKPOINT_BLOCKS:
-        raise NotImplementedError(
-            f"checkpoint needs a sequential trunk of at least {MIN_CHECKPOINT_BLOCKS} blocks (an nn.Sequential); "
-            f"{name} has none"
-        )
+        raise NotImplementedError(no_trunk(name, trunk_name if trunk is not None else None, len(blocks), user))
     segments = max(2, round(math.sqrt(len(blocks))))
     eager = trunk.forward
 
@@ -138,6 +135,18 @@ def _checkpoint(step: TorchStep, name: str) -> None:
 
     trunk.forward = forward  # nn.Module.__call__ looks up the instance attribute first
     step.mode_settings["checkpoint"] = {"module": trunk_name or "(model)", "blocks": len(blocks), "segments": segments}
+
+
+def no_trunk(name: str, trunk: str | None, blocks: int, user: bool) -> str:
+    """Why `checkpoint` refuses a model whose largest nn.Sequential (`trunk`: its name, "" the model itself, None:
+    none) has too few `blocks`, in the model's terms; for a user's model, what to change. An nn.Sequential of two
+    linear layers read "my-linear has none"."""
+    need = f"checkpoint needs an nn.Sequential of {MIN_CHECKPOINT_BLOCKS} or more modules (it recomputes its segments)"
+    has, change = f"{name} has no nn.Sequential", "put its layers in one (nn.Sequential(*layers)) that forward calls"
+    if trunk is not None:
+        has = f"{name}'s largest, {f'its {trunk!r}' if trunk else 'the model itself'}, has {blocks}"
+        change = f"put {MIN_CHECKPOINT_BLOCKS} or more of its layers in one nn.Sequential that forward calls"
+    return f"{need}: {has}" + (f"; to checkpoint it, {change}" if user else "")
 
 
 def _trunk(model: torch.nn.Module) -> tuple[str, torch.nn.Module | None, list[torch.nn.Module]]:
