@@ -66,6 +66,35 @@ def reduce(values: list[float], group: Group, op: str = "max") -> list[float]:
     return torch_comm.reduced(values, dist.ReduceOp.MAX if op == "max" else dist.ReduceOp.SUM, group.device)
 
 
+FAILED_ALIKE_S = 10.0  # at least this long a rank whose untimed check failed waits for the others to say so too
+_agreements = [0]  # this process's agreements so far: each one's keys in the job's store are its own
+
+
+def failed_everywhere(group: Group, began: float) -> bool:
+    """For a rank whose untimed check (begun at `began`, `time.perf_counter`) failed, where the others may not have:
+    whether every rank's failed too, each saying so in the job's store. Not a collective: a rank that failed alone
+    left the others waiting in one of the step's that it will never join, where an all-reduce hung every rank until
+    the group's timeout (FSDP's all-gather) or aborted gloo (tensor parallelism's all-reduce). The others, doing the
+    same work, say so within about as long as this rank took (`FAILED_ALIKE_S` at least); False when one has not:
+    the rank then raises its own error, and its exit ends the job. A rank that gave up says so first, for the others
+    whose collective its exit then cuts off: their failure is not alike, only its consequence."""
+    _agreements[0] += 1
+    store, key = default_store(), f"dlperf/failed/{_agreements[0]}"
+    store.set(f"{key}/{group.rank}", "1")
+    wait_s = max(FAILED_ALIKE_S, 2 * (time.perf_counter() - began))
+    try:
+        store.wait([f"{key}/{rank}" for rank in range(group.world)], datetime.timedelta(seconds=wait_s))
+    except dist.DistStoreError:
+        store.set(f"{key}/gave-up", str(group.rank))
+        return False
+    return not store.check([f"{key}/gave-up"])
+
+
+def default_store() -> dist.Store:
+    """The store of the job's process group: its rendezvous's, every process's."""
+    return dist.distributed_c10d._get_default_store()
+
+
 def slowest(group: Group) -> Callable[[float, float], tuple[float, float]]:
     """`common.comm`'s agreement of a process group: each figure the slowest process's."""
     return lambda local_s, step_s: tuple(reduce([local_s, step_s], group))

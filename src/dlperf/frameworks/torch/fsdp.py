@@ -11,6 +11,7 @@ sets the total), on its own data (synthetic, or a user's `make_batch`'s).
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from typing import Any
 
@@ -137,23 +138,23 @@ def fails(train: FSDPStep) -> str | None:
     None when they run. A forward that reads a unit's parameters without calling the unit (`F.linear(x,
     self.fc.weight)`) finds them sharded, since FSDP2 gathers a unit's parameters in its own forward: such a model is
     sharded as one unit, its root, whose forward gathers them all, as a user of FSDP2 would have to. Any other
-    failure is raised at once, by the rank that failed: running out of memory (`out_of_memory`), or an error the
-    same step raises unsharded too (the user's model, on this rank alone perhaps). The other ranks may be waiting in
-    an all-gather this rank will never join, which no agreement could reach: the rank's exit ends the job (torchrun
-    stops the others), where agreeing first hung every rank until the group's timeout."""
-    why = ""
+    failure is raised by the rank that failed, its exit ending the job (torchrun stops the others): at once, running
+    out of memory (`out_of_memory`) or an error the same step raises unsharded too (the user's model, on this rank
+    alone perhaps); an error raised only sharded, once the others have not said theirs failed too
+    (`ddp.failed_everywhere`: a rank failing alone leaves them waiting in an all-gather it will never join, which no
+    collective could reach; an all-reduce there hung every rank until the group's timeout). A rank whose step ran
+    asks nothing: every rank joined the step's collectives, and one failing after the last of them gives up."""
+    began = time.perf_counter()
     try:
         forward_backward(train.inner)
     except Exception as exc:
-        if out_of_memory(exc) or fails_unsharded(train):
+        if out_of_memory(exc) or fails_unsharded(train) or not ddp.failed_everywhere(train.group, began):
             raise
         why = f"{type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+        return f"sharded unit by unit, its forward and backward raise {why}"
     finally:
         train.inner.model.zero_grad(set_to_none=True)
-    (failed,) = ddp.reduce([1.0 if why else 0.0], train.group)
-    if not failed:
-        return None
-    return f"sharded unit by unit, its forward and backward raise {why or 'on another rank'}"
+    return None
 
 
 def forward_backward(step: TorchStep) -> None:

@@ -16,6 +16,7 @@ does not, saying why.
 from __future__ import annotations
 
 import math
+import time
 from functools import partial
 from typing import Any
 
@@ -190,22 +191,29 @@ def output_of(step: TorchStep) -> list[torch.Tensor]:
 
 
 def check_split(train: TPStep, whole: list[torch.Tensor], name: str) -> None:
-    """NotImplementedError (alike on every rank) unless the split model gives `whole`, the output it gave whole.
-    Running out of memory is raised at once, by the rank that ran out: the others may be waiting in a collective of
-    the split forward that it will never join, and its exit ends the job (torchrun stops them)."""
-    pairs = ", ".join(f"{n} {s}" for n, s in train.styles.items())
+    """NotImplementedError (alike on every rank) unless the split model gives `whole`, the output it gave whole. A
+    split forward that raises on this rank (the whole one ran) raises that NotImplementedError where every rank's
+    raised (`ddp.failed_everywhere`); else this rank's own error is raised, as is running out of memory, at once:
+    the others may be waiting in a collective of the split forward that it will never join, and its exit ends the
+    job (torchrun stops them), where an all-reduce there aborted gloo ('rank 1: worker killed by SIGABRT')."""
+    began = time.perf_counter()
     try:
-        split, why = output_of(train.inner), ""
+        split = output_of(train.inner)
     except Exception as exc:  # e.g. a layer fed the whole activation where it holds a slice of its inputs
-        if fsdp.out_of_memory(exc):
+        if fsdp.out_of_memory(exc) or not ddp.failed_everywhere(train.group, began):
             raise
-        split, why = [], f": it raises {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+        why = f": it raises {type(exc).__name__}: {(str(exc).strip().splitlines() or [''])[0][:200]}"
+        raise NotImplementedError(refusal(train, name, why)) from None
     same = len(split) == len(whole) and all(
         a.shape == b.shape and torch.allclose(a, b, rtol=RTOL, atol=ATOL) for a, b in zip(split, whole, strict=False)
     )
     (differs,) = ddp.reduce([0.0 if same else 1.0], train.group)
     if differs:
-        raise NotImplementedError(f"tp: {name}'s forward with its linear layers split in pairs ({pairs}) does not "
-                                  f"give its output{why}; tensor parallelism needs each pair's first layer to feed "
-                                  f"the second through element-wise operations alone (an activation, as in an FCN), "
-                                  f"the layers paired in the order they are defined in")  # fmt: skip
+        raise NotImplementedError(refusal(train, name, ""))
+
+
+def refusal(train: TPStep, name: str, why: str) -> str:
+    pairs = ", ".join(f"{n} {s}" for n, s in train.styles.items())
+    return (f"tp: {name}'s forward with its linear layers split in pairs ({pairs}) does not give its output{why}; "
+            f"tensor parallelism needs each pair's first layer to feed the second through element-wise operations "
+            f"alone (an activation, as in an FCN), the layers paired in the order they are defined in")  # fmt: skip
