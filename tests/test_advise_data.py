@@ -31,9 +31,10 @@ SEARCH_NOTES = [
 ]
 
 
-def stored_search(db, bursty: float = 0.0) -> int:
+def stored_search(db, bursty: float = 0.0, error: str | None = None) -> int:
     """The mode search's run: fp32 on synthetic data, then its loader cells, as optimize stores them; `bursty`: a
-    loader cell's mean step that much above its median (a tenth of its steps wait for a batch)."""
+    loader cell's mean step that much above its median (a tenth of its steps wait for a batch); `error`: each loader
+    cell failed with it."""
     from dlperf.envinfo import fingerprint
     from dlperf.store import Store
     from dlperf.store.process import ProcessMeasurement
@@ -51,6 +52,10 @@ def stored_search(db, bursty: float = 0.0) -> int:
         planned = [PlannedCell(c, spec) for c, _, _ in cells]
         run_id = store.create_run({"workloads": WORKLOAD.name}, ENV, fingerprint(ENV), ["dlperf", "advise"], planned)
         for cell, median, data in cells:
+            if cell.loader and error:
+                failed = ProcessMeasurement(status=Status.FAILED, error=error)
+                store.record(run_id, cell.key, 0, failed, CellFigures(status=Status.FAILED, error=error))
+                continue
             slow = median * (1 + 10 * bursty) if cell.loader else median  # 5 of 50 steps: the mean 1 + bursty
             samples = [median] * 45 + [slow] * 5
             mean = median * (1 + bursty) if cell.loader else median
@@ -61,14 +66,15 @@ def stored_search(db, bursty: float = 0.0) -> int:
     return run_id
 
 
-def stand_ins(monkeypatch, db, size: int | None = 24, bursty: float = 0.0, batches: int | None = 6) -> dict:
+def stand_ins(monkeypatch, db, size: int | None = 24, bursty: float = 0.0, batches: int | None = 6,
+              error: str | None = None) -> dict:  # fmt: skip
     """advise's parts that probe, predict or measure, stood in for: the data read holds `size` samples, `batches`
     an epoch as its loader counts them; what the predictions were asked for is kept in the dict returned."""
     from dlperf import crossover, optimize
     from dlperf.plan import workloads
 
     seen: dict = {}
-    run_id = stored_search(db, bursty)
+    run_id = stored_search(db, bursty, error)
 
     def predicted(workload, chosen, samples, what, deadline, timeout, steps=None):
         seen.update(samples=samples, what=what, steps=steps)
@@ -184,3 +190,16 @@ def test_an_epoch_is_the_steps_the_loader_trains_its_last_partial_batch_dropped(
     assert advise._work(WORKLOAD, opts, 25)[2] == 15  # 6 steps an epoch, not 2.5 x 25 / 4 = 15.6 rounded up
     assert advise._work(WORKLOAD, opts, 25, batches=7) == (62, "2.5 epochs of your data (25 samples, --data): 62 "
                                                            "samples", 18)  # fmt: skip
+
+
+def test_with_every_loader_setting_failed_the_answer_says_so_not_that_the_budget_ran_out(monkeypatch, tmp_path):
+    """A Dataset whose samples after the first raise: w0, w1 and w2 failed alike, and the note read 'no loader
+    setting was measured alone within the budget (raise --budget)', which more budget would not change."""
+    db = tmp_path / "a.db"
+    stand_ins(monkeypatch, db, error="OSError: image 5: truncated file (at bad.py:15, in __getitem__)")
+    a = advise.advise(advise.Options(WORKLOAD.name, gpus="T4", data=str(tmp_path), flags=True), str(db), [])
+    assert a.pipeline is None and "on synthetic data: no loader setting was measured" in view.lines(a)[0]
+    assert [n for n in a.notes if n.startswith("input pipeline")] == [
+        "input pipeline: not measured: 2 of 2 failed; w0: OSError: image 5: truncated file (at bad.py:15, in "
+        "__getitem__)"
+    ]

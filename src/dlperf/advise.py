@@ -338,10 +338,10 @@ def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, 
         why = f"{b.status}: {b.error}" if b.error else b.status
         notes.append(f"{NO_SEARCH} measured nothing ({b.mode}: {why}): this CPU's figure is the thread search's "
                      f"{b.mode} step; what it stored is run {search.run_id} (raise --budget)")  # fmt: skip
-    feed = _feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else None
-    if opts.data != DATA_SYNTHETIC and feed is None:
-        notes.append("input pipeline: not measured: no loader setting was measured alone within the budget "
-                     "(raise --budget)")  # fmt: skip
+    feed, failed = _feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else (None, None)
+    if opts.data != DATA_SYNTHETIC and feed is None:  # the settings failed, else the budget ran out before them
+        why = failed or "no loader setting was measured alone within the budget (raise --budget)"
+        notes.append(f"input pipeline: not measured: {why}")
     # what a larger budget would measure, and the loader search's word on the settings it measured
     notes += [n for n in search.notes if "of the budget left" in n or n.startswith("loader:")]
     notes += faster_not_taken(search.best or search.baseline, search.results)
@@ -494,19 +494,23 @@ def _search(opts: Options, threads: int, clock: Clock, db: str):
     )  # fmt: skip
 
 
-def _feed(db: str, run_id: int) -> Feed | None:
-    """The run's loader cells measured alone: the setting whose loading processes each prepared the most."""
+def _feed(db: str, run_id: int) -> tuple[Feed | None, str | None]:
+    """The run's loader cells measured alone: the setting whose loading processes each prepared the most; and where
+    settings failed, how many and the first one's error (`report.data.unmeasured`), else None."""
     from dlperf.loaders import setting
+    from dlperf.report.data import NOT_MEASURED, unmeasured
     from dlperf.store import Store
 
     store = Store.open(db, create=False)
     try:
-        cells = [c for c in store.cells(run_id) if c.loader and c.ok and c.data and c.data.alone_samples_per_s]
+        loaded = [c for c in store.cells(run_id) if c.loader]
     finally:
         store.close()
+    cells = [c for c in loaded if c.ok and c.data and c.data.alone_samples_per_s]
     feeds = [Feed(c.loader, c.data.alone_samples_per_s, c.data.alone_samples_per_s / max(1, setting(c.loader).workers),
                   run_id) for c in cells]  # fmt: skip
-    return max(feeds, key=lambda f: f.per_process, default=None)
+    failed = unmeasured(loaded).removeprefix(NOT_MEASURED).removeprefix(": ")
+    return max(feeds, key=lambda f: f.per_process, default=None), failed or None
 
 
 def _pipeline(db: str, search) -> tuple[Pipeline | None, object | None]:

@@ -135,11 +135,25 @@ def test_a_failed_or_unsupported_loader_cell_is_never_recommended():
     ])  # fmt: skip
     assert group.recommendation.setting == "w3"
     assert data.values(group.cells[0])[:2] == ["w0", "failed"]
-    group = one_group(
-        [synthetic(0.10), loaded("w0", 0.10, wait=0.0, status="failed"), loaded("w1", None, status="timeout")]
-    )
-    assert group.recommendation == data.Recommendation(None, "no loader setting was measured")
-    assert data.recommendation_line(group) == "no recommendation: no loader setting was measured"
+
+
+def test_with_no_setting_measured_the_answer_says_why_how_many_failed_and_the_first_error():
+    """Every setting failed: the answer read 'no loader setting was measured' and nothing of why (a Dataset raising
+    'OSError: image 5: truncated file' in w0 and w1 alike)."""
+    failed, timed_out = loaded("w0", 0.10, wait=0.0, status="failed"), loaded("w1", None, status="timeout")
+    failed.error, timed_out.error = "OSError: image 5: truncated file\n(at flaky.py:15, in __getitem__)", "timed out"
+    group = one_group([synthetic(0.10), failed, timed_out])
+    assert group.recommendation.setting is None
+    assert data.recommendation_line(group) == ("no recommendation: no loader setting was measured: 2 of 2 failed or "
+                                               "timed out; w0: OSError: image 5: truncated file (at flaky.py:15, in "
+                                               "__getitem__)")  # fmt: skip
+    pinned = loaded("w0+pin", None, status="unsupported")  # none failed: the first that does not apply, and why
+    pinned.error = "w0+pin: pinned memory speeds copies to a GPU; pinning needs a GPU, and this cell runs on cpu"
+    why = one_group([synthetic(0.10), pinned]).recommendation.why
+    assert why == "no loader setting was measured: w0+pin does not apply: pinned memory speeds copies to a GPU; " \
+        "pinning needs a GPU, and this cell runs on cpu"  # fmt: skip
+    left = one_group([synthetic(0.10), loaded("w0", None, status="pending")])  # interrupted before it: nothing to say
+    assert left.recommendation == data.Recommendation(None, "no loader setting was measured")
 
 
 def test_data_preparation_dominates_only_when_the_fastest_loader_cannot_feed_the_step():

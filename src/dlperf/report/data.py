@@ -17,6 +17,7 @@ from dlperf.report.charts import Chart, Point, Series, _slug, tip
 from dlperf.report.fastest import MEDIANS_APART, has_mean_interval, long_run_s, told_apart_long_run
 from dlperf.report.format import nbytes, seconds, significant
 from dlperf.store.records import CellRecord
+from dlperf.vocab import Status
 
 SYNTHETIC_LABEL = "synthetic"  # the row of the group's cell without a loader
 HEAD = ("loader", "step", "samples /s", "loader alone", "data wait", "input bound", "w+t / cores")
@@ -142,7 +143,7 @@ def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommen
 
     timed = sorted((c for c in cells if throughput(c)), key=lambda c: loaders.setting(c.loader).cost)
     if not timed:
-        return Recommendation(None, "no loader setting was measured")
+        return Recommendation(None, unmeasured(cells))
     fastest = min(timed, key=long_run_s)
     tied = [c for c in timed if c is fastest or not told_apart_long_run(c, fastest)]
     chosen, alone = tied[0], len(timed) > 1 and not all(map(has_mean_interval, timed))
@@ -158,6 +159,26 @@ def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommen
         why += f", {MEANS_ALONE if len(tied) > 1 else APART_ALONE}"
     slower = [c.loader for c in timed if c not in tied and enough(c, synthetic) and waits_less(c, chosen)]
     return Recommendation(chosen.loader, why, enough(chosen, synthetic), slower)
+
+
+NOT_MEASURED = "no loader setting was measured"
+ERROR_SAID = 200  # characters of the first failure's error said: one line, the error's head
+
+
+def unmeasured(cells: list[CellRecord]) -> str:
+    """Why no loader setting was measured, in a line: how many failed (timed out included) and the first one's error
+    (the smallest setting's), else the first that does not apply here and why. With every setting failed it read 'no
+    loader setting was measured' and nothing of why (the cells' notes say it, the pipeline view did not)."""
+    failed = [c for c in cells if c.status.is_failure]
+    first = (failed or [c for c in cells if c.status == Status.UNSUPPORTED and c.error] or [None])[0]
+    if first is None:
+        return NOT_MEASURED
+    error = " ".join((first.error or "no error said").split()).removeprefix(f"{first.loader}: ")  # named once
+    error = error if len(error) <= ERROR_SAID else f"{error[: ERROR_SAID - 3]}..."
+    said = {Status.TIMEOUT: " timed out", Status.UNSUPPORTED: " does not apply"}.get(first.status, "")
+    verb = "failed or timed out" if any(c.status == Status.TIMEOUT for c in failed) else "failed"
+    count = f"{len(failed)} of {len(cells)} {verb}; " if failed else ""
+    return f"{NOT_MEASURED}: {count}{first.loader}{said}: {error}"
 
 
 def waits_less(cell: CellRecord, than: CellRecord) -> bool:
