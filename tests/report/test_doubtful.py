@@ -44,7 +44,7 @@ def test_the_paper_compares_the_fastest_reliable_cell_and_names_the_faster_distu
 
 
 def test_a_row_with_no_reliable_cell_is_marked_with_why_and_the_tables_reason():
-    """The star's judgement (`table.disturbances`), not one of the paper's own: where the table stars no thread count,
+    """The star's judgement (`charts.disturbances`), not one of the paper's own: where the table stars no thread count,
     the paper's row says its figure is of a disturbed cell."""
     cells = [
         cell("jax", median=0.877, n=4, warnings=[FEW, BUSY]),
@@ -110,6 +110,23 @@ def test_scaling_and_variants_mark_the_cells_the_table_marks_with_a_question_mar
         assert chart.doubt == "fewer than 6 samples"
     assert scaling.caption.endswith("; hollow, with ?: fewer than 6 samples")
     assert variants.caption.endswith("; hatched, with ?: fewer than 6 samples")
+
+
+def test_a_cell_timed_while_other_processes_used_the_cpus_is_marked_as_the_table_stars_none():
+    """A busy run's plot files drew its cells as precise as a quiet run's, with nothing said (a 2-thread cell 10x its
+    1-thread one while other processes used 68% of the CPUs), where the table starred no thread count for it and the
+    paper's row marks such a cell: each chart marks it, its tip says why, its legend that it was disturbed."""
+    busy = cell(threads=2, median=0.6, warnings=[BUSY])
+    cells = [cell(threads=1), busy, cell("jax", threads=1, median=0.9), cell("jax", threads=2, median=0.5)]
+    assert [r.best_cpu_column() for r in table.build(1, cells).rows] == [None, "cpu:2"]
+    [scaling] = charts.scaling(cells)
+    [variants] = charts.variants(cells)
+    for chart in (scaling, variants):
+        marked = [p for s in chart.series if not s.ideal for p in s.points if p.doubtful]
+        assert len(marked) == 1 and marked[0].tip.endswith(f"? {BUSY}")
+        assert chart.doubt == charts.DISTURBED_CELL and chart.caption.endswith(f"with ?: {charts.DISTURBED_CELL}")
+    drawn = marks(figures.svg(variants, figures.palette([variants]), "c0")[0])
+    assert (drawn["questions"], drawn["hatched"]) == (1, 1) and f"? {charts.DISTURBED_CELL}" in drawn["legend"]
 
 
 def test_charts_of_enough_samples_say_nothing_of_doubt():

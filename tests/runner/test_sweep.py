@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from conftest import FAST, FAULTY_MODELS, ROOT, alive, cells, dlperf, one_line_error, require, rows
+from dlperf.report.charts import DISTURBANCES
 from dlperf.report.notes import kind_of
-from dlperf.report.table import DISTURBED
 
 
 @pytest.fixture
@@ -56,7 +56,7 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
     # processes' load: the slow tests run two at a time) nor are the two tied (their intervals overlap); otherwise
     # no star, and a note names what disturbed which, or the tie
     fcn = [json.loads(r["extra_json"])["warnings"] for r in rows if r["workload"] == "tiny-fcn-r"]
-    disturbed = [w for warnings in fcn for w in warnings if w.startswith(DISTURBED)]
+    disturbed = [w for warnings in fcn for w in warnings if w.startswith(DISTURBANCES)]
     starred = sum(c["best"] for c in table["rows"][0]["cells"].values())
     noted = [n for n in table["notes"] if "no fastest thread count starred in tiny-fcn-r torch" in n]
     tied = not disturbed and any("a tie" in n for n in noted)

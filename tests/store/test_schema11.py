@@ -28,7 +28,8 @@ loader cell with its row's mode ("torch fp32 · data:w1", 66a37ea); each export 
 (table text, json, --explain, the report; export's long_run_samples_per_s and data_recommendation), and every export
 record the mean step's 95% interval (mean_ci_low_s, mean_ci_high_s: empty, the old file has none); the report's
 best-mode view of run 6 (compile, --no-loss-check) says why it has no speed-up and that its loss was not checked
-(e4cc6c2, f92f3b0: the report's hash).
+(e4cc6c2, f92f3b0: the report's hash); a cell's hover text names what disturbed it (run 6's compile cell: "? other
+processes used 20% of the CPUs ...", the charts' judgement the table's: the report's hash).
 """
 
 from __future__ import annotations

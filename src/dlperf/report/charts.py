@@ -99,6 +99,32 @@ def few_samples(cell: CellRecord) -> bool:
     return few(cell.n)
 
 
+DISTURBANCES = ("CPU steal", "other processes", "few samples", "warm-up did not settle")
+DISTURBED_CELL = "a disturbed cell (busy CPUs, steal, few steps, warm-up)"  # the mark, where not only few samples
+
+
+def disturbances(cell: CellRecord) -> list[str]:
+    """The cell's warnings that say its median is not only the model's: other processes' load, steal time, too few
+    samples, a warm-up that did not settle (the timed steps may still drift). A wide IQR alone is not one: steps
+    vary, and the star compares medians (their intervals, which a wide spread widens, say when they tie)."""
+    return [w for w in cell.warnings if w.startswith(DISTURBANCES)]
+
+
+def doubtful(cell: CellRecord) -> bool:
+    """A figure not to rely on, by the judgement for which the table stars no thread count (`disturbances`) or marks
+    a cell `?` (few samples): a chart draws it hollow or hatched, as the paper's row marks it."""
+    return few_samples(cell) or bool(disturbances(cell))
+
+
+def doubt_of(cells: list[CellRecord]) -> str:
+    """What a chart's mark says: few samples where that is all its doubtful cells have, else that they were
+    disturbed (other processes' load, steal, an unsettled warm-up: one plot file of a busy run drew them as
+    precise as a quiet one's, with nothing said)."""
+    marked = [c for c in cells if doubtful(c)]
+    alone = all(all(w.startswith("few samples") for w in disturbances(c)) for c in marked)
+    return FEW if alone else DISTURBED_CELL
+
+
 def doubted(chart: Chart, doubt: str = FEW) -> Chart:
     """`chart` with `doubt` in its legend and caption, when any point it draws is doubtful."""
     if any(p.doubtful for p in chart.points):
@@ -121,11 +147,12 @@ def tip(cell: CellRecord, headline: str = "") -> str:
     lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
     processes = cell.processes
     lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")
+    lines += [f"{DOUBT_MARK} {w}" for w in disturbances(cell)]
     return "\n".join(lines)
 
 
 def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:
-    return Point(x, cell.median_s, cell.q1_s, cell.q3_s, tip(cell, headline), few_samples(cell))
+    return Point(x, cell.median_s, cell.q1_s, cell.q3_s, tip(cell, headline), doubtful(cell))
 
 
 def _by(cells: list[CellRecord], *keys) -> dict[tuple, list[CellRecord]]:
@@ -176,7 +203,7 @@ def scaling(cells: list[CellRecord]) -> list[Chart]:
                 log_y=_spread([c.median_s for c in group]) >= 10,
                 caption="median step time (error bars: interquartile range of the steps); dashed: ideal scaling "
                 "from the fewest threads measured",
-            ))
+            ), doubt_of(group))
         )  # fmt: skip
     return charts
 
@@ -204,7 +231,8 @@ def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
             charts.append(
                 doubted(Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: multi-process scaling", "processes",
                               "seconds per step", series, caption="median step of the slowest process (error bars: "
-                              "interquartile range); dashed: ideal (strong: time / processes, weak: flat)"))
+                              "interquartile range); dashed: ideal (strong: time / processes, weak: flat)"),
+                        doubt_of(group))
             )  # fmt: skip
     return charts
 
@@ -233,7 +261,7 @@ def variants(cells: list[CellRecord]) -> list[Chart]:
                 "seconds per mini-batch",
                 series, categories=columns, log_y=_spread([c.median_s for c in group]) >= 20,
                 caption="median step time per column (error bars: interquartile range of the steps)",
-            ))
+            ), doubt_of(group))
         )  # fmt: skip
     return charts
 
@@ -281,9 +309,7 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
             name = f"{label} {gpu_cell.device}"
             ratio = best.median_s / gpu_cell.median_s
             headline = f"{ratio:.1f}x faster than the best CPU cell ({best.column}, {seconds(best.median_s)})"
-            point = Point(
-                workload, ratio, tip=tip(gpu_cell, headline), doubtful=few_samples(best) or few_samples(gpu_cell)
-            )
+            point = Point(workload, ratio, tip=tip(gpu_cell, headline), doubtful=doubtful(best) or doubtful(gpu_cell))
             series.setdefault(name, Series(name, [])).points.append(point)
             if workload not in categories:
                 categories.append(workload)
@@ -293,7 +319,7 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
         "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "workload", "speed-up (x)",
         list(series.values()), categories=categories, log_y=True,
         caption="best CPU median / GPU median, per workload",
-    ), f"from {FEW}")  # fmt: skip
+    ), f"from {doubt_of(ok)}")  # fmt: skip
 
 
 def utilization(cells: list[CellRecord]) -> Chart | None:
@@ -310,7 +336,7 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
         category = f"{c.workload} {c.column} {label}"  # a bar of its own: in groups, many series made hairlines
         headline = f"{100 * c.utilization:.1f}% of the measured peak"
         series.setdefault(label, Series(label, [])).points.append(
-            Point(category, 100 * c.utilization, tip=tip(c, headline), doubtful=few_samples(c))
+            Point(category, 100 * c.utilization, tip=tip(c, headline), doubtful=doubtful(c))
         )
         if category not in categories:
             categories.append(category)
@@ -318,7 +344,7 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
         "utilization", "hbars", "Utilization of the measured peak", "% of peak FLOP/s", "", list(series.values()),
         categories=categories, caption="the step's FLOPs at the matmul peak `dlperf peak` measured for the same "
         "device, dtype and threads, as a share of the measured step time",
-    ))  # fmt: skip
+    ), doubt_of(measured))  # fmt: skip
 
 
 def all_charts(cells: list[CellRecord]) -> list[Chart]:

@@ -4,7 +4,7 @@ how much and how sure.
 Where a run measured one workload, mode and column under two or more frameworks, the fastest is named with its
 speed-up over the next fastest (the runner-up's median over its own) and, where both cells' steps are at hand and
 neither median is of too few steps, the 95% interval of that speed-up (`report/speedup.py`). A comparison that rests on
-a disturbed cell (other processes' load, steal time, few samples, an unsettled warm-up: `table.disturbances`) says
+a disturbed cell (other processes' load, steal time, few samples, an unsettled warm-up: `charts.disturbances`) says
 so: its order may be the machine's, not the frameworks'. So does a fastest cell that kept more cores busy than its
 threads (MXNet's engine worker beside the Python thread: `table.cores_beyond_threads`): it was not faster on the same
 cores. An interval from one process per cell holds only the noise within that process.
@@ -33,7 +33,7 @@ class Fastest:
     next: CellRecord  # the runner-up's
     compared: int  # how many frameworks measured it
     interval: Speedup | None  # None: a side without samples, or a median of too few steps
-    disturbed: bool  # a compared cell was disturbed (`table.disturbances`)
+    disturbed: bool  # a compared cell was disturbed (`charts.disturbances`)
     busy: float | None = None  # the cores the fastest cell kept busy, where well above its threads; else None
 
     @property

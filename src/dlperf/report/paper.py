@@ -8,7 +8,7 @@ GTX 1080 or one GK210 of a Tesla K80. Only fp32 cells at the paper's own mini-ba
 trained in fp32, and another batch is another workload.
 
 This machine's side is its fastest reliable cell: one that the table would let star a thread count (no other
-processes' load, no steal time, enough samples: `table.disturbances`) and that trains (a finite loss). Where only
+processes' load, no steal time, enough samples: `charts.disturbances`) and that trains (a finite loss). Where only
 unreliable cells were measured, the fastest of them is compared, marked `?`, with why; where a faster cell was passed
 over as unreliable, a note names it.
 """
@@ -22,10 +22,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
-from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, doubted, tip
+from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, disturbances, doubted, tip
 from dlperf.report.format import seconds, table_seconds
 from dlperf.report.notes import FIGURE_NAME, kind_of
-from dlperf.report.table import disturbances
 from dlperf.store.records import CellRecord
 
 CITATION = (

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from dlperf.measure.stats import few
 from dlperf.report import data, ddp, fastest
-from dlperf.report.charts import FEW
+from dlperf.report.charts import FEW, disturbances
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import tie, told_apart
@@ -225,16 +225,6 @@ def note_kind(warning: str) -> str:
     if warning.startswith(("noisy", "slow steps", "CPU steal", "other processes", "few samples")):
         return "noise"
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
-
-
-DISTURBED = ("CPU steal", "other processes", "few samples", "warm-up did not settle")
-
-
-def disturbances(cell: CellRecord) -> list[str]:
-    """The cell's warnings that say its median is not only the model's: other processes' load, steal time, too few
-    samples, a warm-up that did not settle (the timed steps may still drift). A wide IQR alone is not one: steps
-    vary, and the star compares medians (their intervals, which a wide spread widens, say when they tie)."""
-    return [w for w in cell.warnings if w.startswith(DISTURBED)]
 
 
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
