@@ -260,7 +260,7 @@ def test_one_rank_out_of_memory_in_its_first_step_ends_the_job_as_it_raises(tmp_
     store = Store.open(db, create=False)
     cells, lives = store.cells(1), store.durations([1])
     store.close()
-    said = "out of memory on rank 1: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    said = "out of memory on rank 1 at batch 8: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
     assert sorted((c.column, c.status) for c in cells) == [("ddp:2x1", "failed"), ("fsdp:2x1", "failed")], cells
     assert all(c.error.startswith(said) for c in cells), [c.error for c in cells]
     assert all(life < timeout for c in cells for life in lives[c.key]), lives
@@ -423,6 +423,34 @@ def test_a_rank_out_of_memory_is_read_as_out_of_memory_as_a_one_process_cell_is(
     assert out_of_memory(make_cell(nproc=2, parallel="fsdp", status="failed", error=m.error))
     assert outcome(m, None) == stored  # the run's line says it as a one-process cell's: no "failed: " before it
     assert not out_of_memory(make_cell(nproc=2, parallel="fsdp", status="failed", error=f"rank 1: {lost}"))
+
+
+def test_a_rank_out_of_memory_keeps_its_own_words_as_a_one_process_cell_does():
+    """A user's model raising MemoryError("rank 1 asked for too much") on rank 1 under `--nproc 2 --parallel ddp`
+    was stored "out of memory on rank 1 (MemoryError)", the user's words dropped, where a one-process cell keeps them
+    ("out of memory at batch 8: MemoryError: ..."): the parallel worker left the error to `child.serve`, which says a
+    bare MemoryError so. Each rank now says it as the one-process worker does, its batch and its words."""
+    from types import SimpleNamespace
+
+    from dlperf.measure.timer import TimerConfig
+    from dlperf.protocol import DDPTask
+    from dlperf.worker import ddp
+    from dlperf.worker.child import OutOfMemory
+    from dlperf.workloads import BUILTIN
+
+    def build(workload, cell, group):
+        raise MemoryError("rank 1 asked for too much")
+
+    engine = SimpleNamespace(configure_threads=lambda threads: {}, init=lambda device, timeout: None, build=build)
+    workload = BUILTIN["tiny-fcn-r"].to_json()
+    task = DDPTask(Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32", nproc=2, parallel="ddp"), 0, workload, TimerConfig())
+    with pytest.raises(OutOfMemory) as raised:  # serve reports an OutOfMemory's own words
+        ddp.run_process(task, [].append, engine)
+    said = f"out of memory at batch {workload['batch']}: MemoryError: rank 1 asked for too much"
+    assert str(raised.value) == said
+    lost = "RuntimeError: Connection closed by peer"
+    m = ddp_measurement({0: _raised(0, lost, 101.0), 1: _raised(1, said, 100.0)}, child(returncode=1), 60)
+    assert m.error == f"out of memory on rank 1 at batch {workload['batch']}: MemoryError: rank 1 asked for too much"
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,8 @@ import resource
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -336,8 +337,17 @@ def run_cell(task: CellTask, emit: Reporter) -> None:
     pin(task.pin_cpus)
     emit(affinity())
     limit_memory(task.memory_limit)
-    try:
+    with said_out_of_memory(task):
         measure(task, emit, gate)
+
+
+@contextmanager
+def said_out_of_memory(task: CellTask) -> Iterator[None]:
+    """Out of memory raised as the cell's batch and limit say it (`oom_reason`), the error's own words kept: by a
+    one-process cell and each process of a parallel one alike (`worker/ddp.py`), whose rank's reason had been the
+    bare "out of memory (MemoryError)", the user's "rank 1 asked for too much" dropped."""
+    try:
+        yield
     except Exception as exc:
         if not out_of_memory(exc):
             raise

@@ -21,7 +21,7 @@ from types import SimpleNamespace
 from dlperf.figures import CommFigures
 from dlperf.measure.timer import SYNCHRONIZED, timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
-from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, timed_samples
+from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
 from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
 
@@ -94,7 +94,8 @@ def measure(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None
 def run_process(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None) -> None:
     pin((task.rank_cpus or {}).get(os.environ.get("LOCAL_RANK", "0")))
     emit(affinity())
-    measure(task, emit, engine)
+    with said_out_of_memory(task):  # "out of memory at batch 8: MemoryError: ...", as a one-process cell says it
+        measure(task, emit, engine)
 
 
 def main(argv: list[str]) -> int:
