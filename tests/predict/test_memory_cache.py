@@ -1,10 +1,12 @@
 """The memory trace's cache (predict/memory.py, predict/cache.py), on the parent's side: the probe child is replaced
-by a fake that answers made-up traces, and every question it is asked is kept. dlperf's refusal of a mode for a
-model (checkpoint on a model without a sequential trunk) is kept as the traces are, so a second `predict --memory`
-starts no child for it; a failure of this machine (out of its memory, a crash, a timeout) is asked again."""
+by a fake that answers made-up traces (a refusal in the backend's own words), and every question it is asked is kept.
+dlperf's refusal of a mode for a model (checkpoint on a model without an nn.Sequential of 3 or more modules) is kept as
+the traces are, so a second `predict --memory` starts no child for it; a failure of this machine (out of its memory, a
+crash, a timeout) is asked again."""
 
 import pytest
 
+from conftest import require
 from dlperf import envs
 from dlperf.answers import MemoryAnswer, MemoryTrace
 from dlperf.errors import UsageError
@@ -13,7 +15,15 @@ from dlperf.runner import probe
 from dlperf.workloads import BUILTIN
 
 W = BUILTIN["tiny-fcn-r"]
-REFUSAL = "checkpoint needs a sequential trunk of at least 3 blocks (an nn.Sequential); tiny-fcn-r has none"
+
+
+def refusal(name: str) -> str:
+    """The probe child's refusal of checkpoint for the built-in network `name`, which has no nn.Sequential: the
+    backend's own words (`frameworks/torch/memcount.py` answers its NotImplementedError's text), not a copy of them."""
+    require("torch")
+    from dlperf.frameworks.torch.build import no_trunk
+
+    return no_trunk(name, None, 0, user=False)
 
 
 class FakeProbe:
@@ -30,12 +40,12 @@ class FakeProbe:
         for ask in request.requests:
             for b in ask.batches:
                 self.asked.append((ask.mode, b))
-                traces.append(self.trace(ask.mode, b))
+                traces.append(self.trace(ask.workload["name"], ask.mode, b))
         return MemoryAnswer(traces)
 
-    def trace(self, mode: str, batch: int) -> MemoryTrace:
+    def trace(self, name: str, mode: str, batch: int) -> MemoryTrace:
         if "checkpoint" in mode:
-            return MemoryTrace(batch, error=REFUSAL, refused=True)
+            return MemoryTrace(batch, error=refusal(name), refused=True)
         if mode == "bf16":
             return MemoryTrace(batch, error="MemoryError: this machine ran out of memory building the model")
         return MemoryTrace(batch, peak=100 * batch + 1000, params=1000, optimizer=0, data=10 * batch, grads=0,
@@ -55,7 +65,7 @@ def fake(tmp_path, monkeypatch):
 
 def test_a_refused_mode_is_kept_so_the_second_trace_starts_no_child(fake):
     first = memory.lines([(W, "checkpoint"), (W, "fp32")], 60.0)
-    assert first[0] == REFUSAL and isinstance(first[1], memory.Line)
+    assert first[0] == refusal(W.name) and isinstance(first[1], memory.Line)
     b = W.batch
     assert sorted(fake.asked) == [("checkpoint", b), ("checkpoint", 2 * b), ("fp32", b), ("fp32", 2 * b)]
     again = memory.lines([(W, "checkpoint"), (W, "fp32")], 60.0)
