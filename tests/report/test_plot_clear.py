@@ -95,3 +95,19 @@ def test_a_crossover_plot_is_headed_by_its_run_and_machine(tmp_path):
     store.close()
     plot(answer, str(tmp_path / "x.svg"), str(tmp_path / "d.db"), run_id)
     assert where in (tmp_path / "x.svg").read_text() and " · " in where
+
+
+def test_a_bar_charts_legend_widens_the_figure_not_squeezes_the_axes(plt):
+    """The GPU speed-up of seven workloads, one of them from a disturbed cell, kept its 6.4-inch figure and the
+    legend beside took 4 inches of it ('? from a disturbed cell (busy CPUs, ...)'): seven bars in 2.6 inches, their
+    names tilted into each other. The figure grows by the legend's width, as a chart of lines' does."""
+    names = ["fcn-s", "alexnet-s", "resnet-50", "fcn-r", "alexnet-r", "resnet-56", "lstm"]
+    cells = [cell(workload=w, threads=t, median=1.0 / t) for w in names for t in (1, 2)]
+    cells += [cell(workload=w, device="cuda", median=0.01) for w in names]
+    cells[-2].warnings = ["other processes used 60% of the CPUs while this cell was timed"]
+    chart = charts.gpu_speedup(cells)
+    assert chart.doubt
+    ax = drawn(plt, chart)
+    fig = ax.get_figure()
+    assert ax.get_window_extent().width / fig.dpi >= 5.0
+    assert ax.get_legend().get_window_extent().x1 <= fig.bbox.x1

@@ -209,11 +209,12 @@ def test_plot_each_kind(tmp_path, report_db, kind, charts):
     assert done.stdout == f"wrote {out} ({charts} chart{'s' if charts > 1 else ''})\n"
     # each chart 960 x 600 at the default 150 dpi; the first series in the palette's first colour, in each of two
     # charts of lines side by side
-    # utilization: one lying bar per cell, 9 inches wide; a chart of lines wider by its legend, beside its axes
+    # utilization: one lying bar per cell, 9 inches wide; a chart of lines or bars wider by its legend, beside its axes
     size = (1350, 600) if kind == "utilization" else (960, 600)
     if kind == "scaling":
         size = (round(150 * (6.4 + 0.7 + 0.06 * len("ideal scaling"))), 600)
-    assert_png_draws(out, charts, colours=["#1f77b4"], columns=charts, chart_px=size)
+    beside = kind in ("variants", "gpu", "paper")
+    assert_png_draws(out, charts, colours=["#1f77b4"], columns=charts, chart_px=size, legend_beside=beside)
 
 
 def test_plot_profile_draws_a_bar_per_profiled_cell_and_says_when_none_was(tmp_path, report_db):

@@ -282,17 +282,18 @@ def _size(chart: Chart) -> tuple[float, float]:
         return (9.0, 1.4 + 0.32 * len(chart.categories))
     if chart.kind == "columns":
         return (min(max(5.0, 2.5 + 0.5 * len(chart.categories)), 12.0), 3.8)
-    bars = sum(len(s.points) for s in chart.series)
-    return (min(max(6.4, 1.0 + 0.28 * bars), 16.0), 4.0)
+    bars = sum(len(s.points) for s in chart.series)  # the axes' width, and room for the legend beside them
+    return (min(max(6.4, 1.0 + 0.28 * bars), 16.0) + _legend_width(chart), 4.0)
 
 
 def _legend_width(chart: Chart) -> float:
-    """Inches a chart of lines' legend takes beside its axes (`_handles`' entries): its longest entry at the legend's
-    font, and the line's sample before it; none where one entry alone has no legend."""
+    """Inches a legend takes beside its axes (`_handles`' entries): its longest entry at the legend's font, and the
+    sample before it; none where a chart of lines' one entry has no legend (a bar chart's one series has one)."""
     labels = [s.label for s in chart.series if not s.ideal] + list(chart.marks)
     labels += ["ideal scaling"] * any(s.ideal for s in chart.series)
     labels += [f"{DOUBT_MARK} {chart.doubt}"] * any(p.doubtful for p in chart.points) * bool(chart.doubt)
-    return 0.7 + 0.06 * max(len(label) for label in labels) if len(labels) > 1 else 0.0
+    shown = len(labels) > 1 or (labels and chart.kind != "lines")
+    return 0.7 + 0.06 * max(len(label) for label in labels) if shown else 0.0
 
 
 def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
