@@ -8,7 +8,7 @@ from dataclasses import replace
 from dlperf.envinfo import fingerprint
 from dlperf.predict import roofline
 from dlperf.protocol import Cell
-from dlperf.report import crossover, figures
+from dlperf.report import charts, crossover, figures
 from dlperf.report.crossover import pays_from
 from dlperf.report.html import render
 from dlperf.report.load import load
@@ -183,3 +183,26 @@ def crossover_gpu(name: str):
     from dlperf.predict import gpus
 
     return gpus.lookup(name)
+
+
+def test_a_cpu_step_timed_on_busy_cpus_is_drawn_hollow(tmp_path):
+    """A crossover run while other processes used 59-68% of the 2 cores drew its CPU steps as precise points, the
+    line the GPUs are held against, with nothing said; as plot scaling's, such a point is hollow with a '?', its hover
+    text the warning, and a quiet batch's stays filled."""
+    store = Store.open(tmp_path / "d.db", create=True)
+    cells = {b: cell(b) for b in (1, 8, 64)}
+    run_id = store.create_run({"workloads": ["tiny-fcn-r"]}, ENV, fingerprint(ENV), ["dlperf", "crossover"],
+                              list(cells.values()))  # fmt: skip
+    busy = "other processes used 64% of the CPUs while this cell was timed"
+    for b, c in cells.items():
+        figures_ = CellFigures(status=Status.OK, median_s=0.001 * b, n=30, warnings=[busy] if b == 8 else [])
+        store.record(run_id, c.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.001 * b] * 30), figures_)
+    store.record_predictions(run_id, [prediction(cells[b], "T4", 0.004) for b in cells])
+    store.set_run_status(run_id, "complete")
+    store.close()
+    [x] = load(str(tmp_path / "d.db")).crossovers
+    chart = crossover.chart(x)
+    cpu = chart.series[0].points
+    assert [p.doubtful for p in cpu] == [False, True, False]
+    assert f"? {busy}" in cpu[1].tip.splitlines()
+    assert chart.doubt == charts.DISTURBED_CELL and chart.doubt in chart.caption

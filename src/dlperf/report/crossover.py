@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow
 from dlperf.measure.units import plural
-from dlperf.report.charts import Chart, Point, Series
+from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, disturbances, doubt_of, doubted, doubtful
 from dlperf.report.format import seconds
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 
@@ -206,7 +206,9 @@ def chart(x: Crossover) -> Chart:
                 Point(
                     r.batch,
                     r.cpu.median_s,
-                    tip=f"batch {r.batch}: CPU {seconds(r.cpu.median_s)} at {plural(r.cpu.threads, 'thread')}",
+                    tip=f"batch {r.batch}: CPU {seconds(r.cpu.median_s)} at {plural(r.cpu.threads, 'thread')}"
+                    + "".join(f"\n{DOUBT_MARK} {w}" for w in disturbances(r.cpu)),
+                    doubtful=doubtful(r.cpu),
                 )
                 for r in x.rows
                 if r.cpu
@@ -228,7 +230,7 @@ def chart(x: Crossover) -> Chart:
             if points:
                 series.append(Series(f"{gpu}, {'measured' if measured else 'predicted'}", points, dashed=not measured))
     marks = {f"{gpu} predicted faster from {b}": float(b) for gpu in x.gpus if (b := x.pays_from(gpu)) is not None}
-    return Chart(
+    drawn = Chart(
         f"crossover-{x.run_id}",
         "lines",
         f"{x.workload} ({x.mode}): CPU against GPU by batch",
@@ -241,6 +243,7 @@ def chart(x: Crossover) -> Chart:
         caption="the CPU measured at its fastest thread count; GPU steps include the batch's copy over the host link; "
         "dashed: predicted from the GPU's published figures",
     )
+    return doubted(drawn, doubt_of([r.cpu for r in x.rows if r.cpu]))  # a busy CPU's points hollow, as scaling's
 
 
 def read(store, run_ids: list[int], unreadable: Callable[[UnreadableRow], None] | None = None) -> list[Crossover]:
