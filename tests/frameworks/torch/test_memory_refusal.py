@@ -13,7 +13,7 @@ from dlperf.workloads import BUILTIN  # noqa: E402
 def test_checkpoint_without_a_sequential_trunk_is_a_refusal_marked_so():
     [a, b] = memcount.memory_count(BUILTIN["tiny-fcn-r"], "bf16+checkpoint", [2, 4])
     assert a["refused"] is True and b["refused"] is True
-    assert a["error"].startswith("checkpoint needs a sequential trunk")
+    assert a["error"].startswith("checkpoint needs an nn.Sequential of 3 or more modules")
     assert MemoryTrace.from_json(a).refused is True  # as the parent reads it back, from the child or the cache
 
 
