@@ -1,6 +1,9 @@
 """What makes a drawn chart readable on its own: where it was measured, each axis named, the legend beside the data
 and never over it, and every series named, a lone one too. Checked on the figure objects, not on pixels."""
 
+from collections import Counter
+from dataclasses import replace
+
 import pytest
 
 from conftest import dlperf, make_cell
@@ -111,3 +114,30 @@ def test_a_bar_charts_legend_widens_the_figure_not_squeezes_the_axes(plt):
     fig = ax.get_figure()
     assert ax.get_window_extent().width / fig.dpi >= 5.0
     assert ax.get_legend().get_window_extent().x1 <= fig.bbox.x1
+
+
+def test_a_profiled_cell_timed_on_busy_cpus_is_marked_beside_its_verdict(plt):
+    """dlperf profile of three tiny workloads while other processes used 49-60% of the 2 cores (its notes: 'the
+    shares and the verdict vary from run to run') drew each bar and verdict as a quiet one's. A disturbed cell's
+    verdict now has a '?' and the axis says what it means; its parts keep their categories' colours (hatched white,
+    small parts could not be told apart), and the 8 categories' legend fills two rows alike (7 + 1 stacked
+    'elementwise' under 'matmul')."""
+    from dlperf.protocol import Profiled
+    from dlperf.report import profile
+    from dlperf.store.records import ProfileRecord
+    from dlperf.vocab import Status
+
+    busy = replace(cell(threads=2, median=0.5), warnings=["other processes used 60% of the CPUs while..."])
+    cells = [cell(median=1.0), busy]
+    parts = dict.fromkeys(("matmul", "elementwise", "normalization", "pooling", "loss", "optimizer", "copy"), 0.1)
+    profiles = {c.key: ProfileRecord(1, c.key, "", Status.OK, figures=Profiled(1, 1.0, {**parts, "host": 0.3}))
+                for c in cells}  # fmt: skip
+    found = {c.key: profile.Verdict(profile.Bound.COMPUTE, "highly", "matmul 70%", ()) for c in cells}
+    chart = profile.breakdown(cells, profiles, found)
+    ax = drawn(plt, chart)
+    beside = [t.get_text() for t in ax.texts]
+    assert [text.endswith(" ?") for text in beside] == [False, True]
+    assert ax.get_xlabel().endswith(f"? beside a bar: {charts.DISTURBED_CELL}")
+    assert all(bar.get_facecolor() != (1.0, 1.0, 1.0, 1.0) for bar in ax.patches)
+    rows = Counter(round(t.get_window_extent().y0) for t in ax.get_legend().get_texts())
+    assert sorted(rows.values()) == [4, 4]

@@ -129,7 +129,8 @@ def doubted(chart: Chart, doubt: str = FEW) -> Chart:
     """`chart` with `doubt` in its legend and caption, when any point it draws is doubtful."""
     if any(p.doubtful for p in chart.points):
         chart.doubt = doubt
-        said = f"{'hollow' if chart.kind == 'lines' else 'hatched'}, with {DOUBT_MARK}: {doubt}"
+        how = {"lines": f"hollow, with {DOUBT_MARK}", "stacked": f"{DOUBT_MARK} beside its bar"}
+        said = f"{how.get(chart.kind, f'hatched, with {DOUBT_MARK}')}: {doubt}"
         chart.caption = f"{chart.caption}; {said}" if chart.caption else said
     return chart
 

@@ -85,7 +85,8 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
     drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked, "columns": _columns, "hbars": _hbars}[chart.kind]
     drawer(ax, chart, colors, tag or (lambda artist, text: None))
     ax.set_title(chart.title, loc="left")
-    ax.set_xlabel(chart.xlabel)
+    said = chart.kind == "stacked" and chart.doubt and any(p.doubtful for p in chart.points)
+    ax.set_xlabel(f"{chart.xlabel}\n{DOUBT_MARK} beside a bar: {chart.doubt}" if said else chart.xlabel)
     ax.set_ylabel(chart.ylabel)
     if chart.log_y:
         from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
@@ -100,7 +101,7 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
             handles=handles,
             loc="lower left",
             bbox_to_anchor=(0.0, 1.06),
-            ncol=min(len(handles), 7),
+            ncol=math.ceil(len(handles) / math.ceil(len(handles) / 7)),  # rows filled alike: 8 entries are 4 + 4
             handlelength=1.2,
             columnspacing=1.0,
         )  # above the bars, in the categories' order
@@ -121,7 +122,7 @@ def _handles(ax, chart: Chart, colors: dict) -> list:
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], ls="--", color="grey", label="ideal scaling"))
-    if chart.doubt and any(p.doubtful for p in chart.points):
+    if chart.doubt and chart.kind != "stacked" and any(p.doubtful for p in chart.points):  # stacked: under its axis
         handles.append(_doubt_handle(chart))
     return handles
 
@@ -218,9 +219,11 @@ def _hatch(bar, colour) -> None:
     bar.set_hatch(HATCH)
 
 
-def _stack(ax, chart: Chart, colors: dict, tag, upright: bool) -> tuple[dict[str, int], list[float]]:
-    """Each category's bar, its parts the series in order: upright from the bottom, or lying from the left. Returns
-    each category's place and its bar's length."""
+def _stack(
+    ax, chart: Chart, colors: dict, tag, upright: bool, hatch: bool = True
+) -> tuple[dict[str, int], list[float]]:
+    """Each category's bar, its parts the series in order: upright from the bottom, or lying from the left, a
+    doubtful bar's hatched where `hatch`. Returns each category's place and its bar's length."""
     index = {c: i for i, c in enumerate(chart.categories)}
     ends = [0.0] * len(chart.categories)
     for s in chart.series:
@@ -233,7 +236,7 @@ def _stack(ax, chart: Chart, colors: dict, tag, upright: bool) -> tuple[dict[str
             else:
                 (bar,) = ax.barh([i], [p.y], left=[ends[i]], height=0.6, color=colour, label=label)
             tag(bar, p.tip)
-            if p.doubtful:
+            if p.doubtful and hatch:
                 _hatch(bar, colour)
             ends[i] += p.y
     return index, ends
@@ -242,9 +245,11 @@ def _stack(ax, chart: Chart, colors: dict, tag, upright: bool) -> tuple[dict[str
 def _stacked(ax, chart: Chart, colors: dict, tag) -> None:
     """One horizontal bar per category, its parts the series in order, left to right; the chart's label of each bar
     written beside it."""
-    index, left = _stack(ax, chart, colors, tag, upright=False)
+    index, left = _stack(ax, chart, colors, tag, upright=False, hatch=False)  # parts in their colours, a '?' beside
+    doubtful = {p.x for p in chart.points if p.doubtful}
     for name, text in chart.labels.items():
         if name in index:
+            text = f"{text} {DOUBT_MARK}" if name in doubtful else text
             ax.text(max(left[index[name]], 100.0) + 1.5, index[name], text, va="center", clip_on=False)
     ax.set_yticks(range(len(chart.categories)), chart.categories)
     ax.set_xlim(0, 100)

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import few
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_option
-from dlperf.report.charts import Chart, Point, Series, series_label, tip, varying
+from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, varying
 from dlperf.report.fastest import faster
 from dlperf.report.format import figure, seconds
 from dlperf.vocab import Bound, Category, DeviceKind, Framework
@@ -387,13 +387,14 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
         for category, share in shares(record.figures, record.overhead).items():
             if share > 0 and category in series:
                 text = f"{category}: {100 * share:.1f}% of the timed step, {seconds(timed[category])}"
-                series[category].points.append(Point(name, 100 * share, tip=tip(cell, text)))
-    return Chart(
+                series[category].points.append(Point(name, 100 * share, tip=tip(cell, text), doubtful=doubtful(cell)))
+    chart = Chart(
         "profile", "stacked", "Where the time goes", "% of the timed step", "",
         [s for s in series.values() if s.points], categories=names, labels=labels,
         caption="each profiled cell's timed step by category (the profiler's own time taken out of host); beside "
         "each bar, what bounds it",
     )  # fmt: skip
+    return doubted(chart, doubt_of(profiled))  # a busy CPU's shares vary from run to run: hatched, as plot scaling's
 
 
 @dataclass(frozen=True)
