@@ -141,3 +141,15 @@ def test_a_profiled_cell_timed_on_busy_cpus_is_marked_beside_its_verdict(plt):
     assert all(bar.get_facecolor() != (1.0, 1.0, 1.0, 1.0) for bar in ax.patches)
     rows = Counter(round(t.get_window_extent().y0) for t in ax.get_legend().get_texts())
     assert sorted(rows.values()) == [4, 4]
+
+
+def test_a_speed_up_bar_rises_from_one_on_its_log_axis(plt):
+    """The GPU speed-up's bars on a log axis rose from wherever the axis began (9.5x for seven workloads of 11x to
+    123x): resnet-56's 11x a sliver a tenth of alexnet-s' 123x. Each bar now stands on 1x (as fast) and a slower
+    GPU's hangs below it."""
+    cells = [cell(workload=w, median=1.0) for w in ("fcn-r", "lstm")]
+    cells += [cell(workload="fcn-r", device="cuda", median=0.1), cell(workload="lstm", device="cuda", median=2.0)]
+    ax = drawn(plt, charts.gpu_speedup(cells))
+    bars = [(b.get_y(), b.get_y() + b.get_height()) for b in ax.patches]
+    assert bars == [pytest.approx((1.0, 10.0)), pytest.approx((1.0, 0.5))]
+    assert ax.get_ylim()[0] <= 0.5

@@ -57,6 +57,7 @@ class Chart:
     lines: dict[str, float] = field(default_factory=dict)  # columns: a reference's label -> its height, drawn dashed
     marks: dict[str, float] = field(default_factory=dict)  # lines: a marked x's label -> x, drawn as a dotted upright
     doubt: str = ""  # what a doubtful point is, for the legend and the caption ("fewer than 6 samples")
+    base: float = 0.0  # bars: where each rises from (a speed-up's 1x: on a log axis a bar from its bottom says nothing)
 
     @property
     def points(self) -> list[Point]:
@@ -318,8 +319,8 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
         return None
     return doubted(Chart(
         "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "workload", "speed-up (x)",
-        list(series.values()), categories=categories, log_y=True,
-        caption="best CPU median / GPU median, per workload",
+        list(series.values()), categories=categories, log_y=True, base=1.0,
+        caption="best CPU median / GPU median, per workload; each bar from 1x (as fast), below it where slower",
     ), f"from {doubt_of(ok)}")  # fmt: skip
 
 

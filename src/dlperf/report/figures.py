@@ -182,8 +182,9 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
         positions = [index[p.x] - 0.4 + width * (i + 0.5) for p in points]
         has_errors = any(p.low is not None for p in points)
         bars = ax.bar(
-            positions, [p.y for p in points], width * 0.92, color=colors.get(s.label, "grey"), label=s.label,
-            yerr=_errors(points) if has_errors else None, capsize=2, error_kw={"lw": 1},
+            positions, [p.y - chart.base for p in points], width * 0.92, bottom=chart.base, label=s.label,
+            color=colors.get(s.label, "grey"), yerr=_errors(points) if has_errors else None, capsize=2,
+            error_kw={"lw": 1},
         )  # fmt: skip
         for bar, p in zip(bars, points, strict=True):
             tag(bar, p.tip)
@@ -195,6 +196,8 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     ax.set_xticks(
         range(len(chart.categories)), chart.categories, rotation=30 if tilt else 0, ha="right" if tilt else "center"
     )
+    if chart.base:
+        ax.axhline(chart.base, color="black", lw=0.8)  # 1x: a bar above it is faster, below it slower
     ax.grid(axis="x", visible=False)
 
 
