@@ -153,3 +153,15 @@ def test_a_speed_up_bar_rises_from_one_on_its_log_axis(plt):
     bars = [(b.get_y(), b.get_y() + b.get_height()) for b in ax.patches]
     assert bars == [pytest.approx((1.0, 10.0)), pytest.approx((1.0, 0.5))]
     assert ax.get_ylim()[0] <= 0.5
+
+
+def test_a_log_axis_within_a_decade_names_more_than_two_ticks(plt):
+    """A crossover's steps from 0.43 to 1.7 ms named 0.0005 and 0.001 alone on its log axis (ticks at 1, 2 and 5
+    per decade), the GPUs' lines above the last; within a decade 1.5, 3 and 7 are named too."""
+    series = [Series("CPU, measured", [Point(1, 0.00066), Point(32, 0.00043), Point(256, 0.00113)]),
+              Series("T4, predicted", [Point(1, 0.00162), Point(256, 0.00168)], dashed=True)]  # fmt: skip
+    chart = Chart("crossover-1", "lines", "x", "batch size", "seconds per step", series, log_x=True, log_y=True)
+    ax = drawn(plt, chart)
+    low, high = ax.get_ylim()
+    named = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and low <= t.get_position()[1] <= high]
+    assert named == ["0.0005", "0.0007", "0.001", "0.0015"]

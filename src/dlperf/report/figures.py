@@ -92,7 +92,9 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
         from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
         ax.set_yscale("log")  # plain numbers on the ticks: mathtext is off, so 10^x would show as its source
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        low, high = ax.get_ylim()  # within a decade 1, 2, 5 named two ticks (a crossover's 0.43 to 1.7 ms)
+        subs = (1.0, 2.0, 5.0) if high >= 10 * low else (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=subs))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
     handles = _handles(ax, chart, colors)
