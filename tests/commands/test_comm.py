@@ -575,6 +575,7 @@ def measured_a_size(tmp: Path) -> bool:
     return any('"event": "answer_part"' in p.read_text() for p in tmp.glob("*comm*/events.jsonl.rank*"))
 
 
+@pytest.mark.slow  # 6-9 s, a real two-process job; what is kept, from the events, is make test's (the tests above)
 def test_a_job_stopped_midway_keeps_the_sizes_it_measured(tmp_path, torch):
     """SIGTERM (handled as Ctrl-C) once the job reported its first size, of 20 sizes of 500 all-reduces: the job
     stored nothing, every size measured lost with it. The sizes measured are stored, in order from the first, and the
