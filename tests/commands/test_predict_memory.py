@@ -67,7 +67,7 @@ def test_bf16_and_checkpointing_lower_the_activations_and_the_table_says_how(tmp
     modes = {m["mode"]: m for m in memory_json("fcn-r", "--gpu", "T4", "--modes", "fp32,checkpoint")["modes"]}
     assert "checkpoint" in modes["checkpoint"]["error"] and modes["fp32"]["peak_bytes"]
     alone = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "checkpoint", "--memory", env=NO_FILE)
-    one_line_error(alone, "checkpoint needs a sequential trunk")  # the only mode asked: nothing to show, exit 2
+    one_line_error(alone, "checkpoint needs an nn.Sequential of 3 or more modules")  # the only mode asked: exit 2
 
 
 def test_cost_leaves_out_a_gpu_the_predicted_peak_does_not_fit(tmp_path):
