@@ -149,8 +149,13 @@ def tip(cell: CellRecord, headline: str = "") -> str:
     lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
     processes = cell.processes
     lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")
-    lines += [f"{DOUBT_MARK} {w}" for w in disturbances(cell)]
+    lines += doubt_lines(cell)
     return "\n".join(lines)
+
+
+def doubt_lines(cell: CellRecord) -> list[str]:
+    """A hover text's lines for what disturbed `cell` ("? other processes used 68% ..."), none for a quiet one."""
+    return [f"{DOUBT_MARK} {w}" for w in disturbances(cell)]
 
 
 def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow
 from dlperf.measure.units import plural
-from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, disturbances, doubt_of, doubted, doubtful
+from dlperf.report.charts import Chart, Point, Series, doubt_lines, doubt_of, doubted, doubtful
 from dlperf.report.format import seconds
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 
@@ -207,7 +207,7 @@ def chart(x: Crossover) -> Chart:
                     r.batch,
                     r.cpu.median_s,
                     tip=f"batch {r.batch}: CPU {seconds(r.cpu.median_s)} at {plural(r.cpu.threads, 'thread')}"
-                    + "".join(f"\n{DOUBT_MARK} {w}" for w in disturbances(r.cpu)),
+                    + "".join(f"\n{line}" for line in doubt_lines(r.cpu)),
                     doubtful=doubtful(r.cpu),
                 )
                 for r in x.rows

@@ -394,7 +394,7 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
         caption="each profiled cell's timed step by category (the profiler's own time taken out of host); beside "
         "each bar, what bounds it",
     )  # fmt: skip
-    return doubted(chart, doubt_of(profiled))  # a busy CPU's shares vary from run to run: hatched, as plot scaling's
+    return doubted(chart, doubt_of(profiled))  # a busy CPU's shares vary from run to run: '?' beside its bar
 
 
 @dataclass(frozen=True)
