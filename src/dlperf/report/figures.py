@@ -17,6 +17,8 @@ from pathlib import Path
 from dlperf.report.charts import DOUBT_MARK, Chart, Point
 
 FORMATS = ("png", "svg", "pdf")
+# an upright bar's widest, as a share of its axes' width (about half an inch): a few bars drawn as bars, not slabs
+MOST_OF_AXES = 0.1
 HATCH = "////"  # a doubtful bar's fill: told apart in print and in grey, not by colour alone
 STYLE = {
     "svg.fonttype": "none",
@@ -99,18 +101,28 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
         ax.yaxis.set_minor_formatter(NullFormatter())
     handles = _handles(ax, chart, colors)
     if chart.kind == "stacked":
-        ax.legend(
-            handles=handles,
-            loc="lower left",
-            bbox_to_anchor=(0.0, 1.06),
-            ncol=math.ceil(len(handles) / math.ceil(len(handles) / 7)),  # rows filled alike: 8 entries are 4 + 4
-            handlelength=1.2,
-            columnspacing=1.0,
-        )  # above the bars, in the categories' order
+        _legend_under_title(ax, chart.title, handles)
     elif handles and (len(handles) > 1 or chart.kind != "lines"):
         # beside the axes, never over the data (inside, ten lines' entries hid the fastest); a bar chart's one series
         # named too: the GPU of a speed-up's bars is said only there
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+
+
+def _legend_under_title(ax, title: str, handles: list) -> None:
+    """The legend between the title and the bars, in the categories' order: the title raised by the legend's height
+    (at 1.06 of the axes' height the legend stood over the title, which stays where it is whatever is above it)."""
+    legend = ax.legend(
+        handles=handles,
+        loc="lower left",
+        bbox_to_anchor=(0.0, 1.0),
+        borderaxespad=0.4,  # in font sizes: above the axes' top by as much as under the title
+        ncol=math.ceil(len(handles) / math.ceil(len(handles) / 7)),  # rows filled alike: 8 entries are 4 + 4
+        handlelength=1.2,
+        columnspacing=1.0,
+    )
+    fig = ax.figure
+    tall = legend.get_window_extent(fig.canvas.get_renderer()).height * 72 / fig.dpi  # in points, as a title's pad
+    ax.set_title(title, loc="left", pad=tall + 2 * legend.borderaxespad * legend.prop.get_size_in_points())
 
 
 def _handles(ax, chart: Chart, colors: dict) -> list:
@@ -177,11 +189,13 @@ def _lines(ax, chart: Chart, colors: dict, tag) -> None:
 
 def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     drawn = [s for s in chart.series if s.points]
-    width = 0.8 / max(len(drawn), 1)
     index = {c: i for i, c in enumerate(chart.categories)}
-    for i, s in enumerate(drawn):
+    held = {c: [s.label for s in drawn if any(p.x == c for p in s.points)] for c in chart.categories}
+    width = 0.8 / max(map(len, held.values()), default=1)  # the fullest category's bars fill 0.8 of its slot
+    for s in drawn:
         points = [p for p in s.points if p.x in index]
-        positions = [index[p.x] - 0.4 + width * (i + 0.5) for p in points]
+        # a category's bars centred over its tick, in the series' order: only the series it has take a place
+        positions = [index[p.x] + width * (held[p.x].index(s.label) + 0.5 - len(held[p.x]) / 2) for p in points]
         has_errors = any(p.low is not None for p in points)
         bars = ax.bar(
             positions, [p.y - chart.base for p in points], width * 0.92, bottom=chart.base, label=s.label,
@@ -198,9 +212,18 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     ax.set_xticks(
         range(len(chart.categories)), chart.categories, rotation=30 if tilt else 0, ha="right" if tilt else "center"
     )
+    _room(ax, len(chart.categories), width)
     if chart.base:
         ax.axhline(chart.base, color="black", lw=0.8)  # 1x: a bar above it is faster, below it slower
     ax.grid(axis="x", visible=False)
+
+
+def _room(ax, categories: int, width: float) -> None:
+    """The x axis wide enough that a bar `width` wide takes at most MOST_OF_AXES of it, the categories in its middle:
+    one workload's speed-up was one bar as wide as the axes, and two categories' bars slabs."""
+    margin = (width / MOST_OF_AXES - categories) / 2  # each side of the categories' slots
+    if margin > 0:  # more categories: the axis as matplotlib fits it
+        ax.set_xlim(-0.5 - margin, categories - 0.5 + margin)
 
 
 def tilt_crowded(fig) -> None:
@@ -279,6 +302,7 @@ def _columns(ax, chart: Chart, colors: dict, tag) -> None:
     """One upright bar per category, its parts the series stacked bottom up; each of the chart's `lines` a dashed
     reference across them (the synthetic step under the loader settings' steps)."""
     _stack(ax, chart, colors, tag, upright=True)
+    _room(ax, len(chart.categories), 0.6)  # `_stack`'s width
     for label, y in chart.lines.items():
         ax.axhline(y, ls="--", lw=1, color="black", alpha=0.7, label=label)
     ax.set_xticks(range(len(chart.categories)), chart.categories, rotation=30, ha="right")
