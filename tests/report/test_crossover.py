@@ -4,6 +4,7 @@ the report's section; store rows built by hand (the figures are made up, no fram
 from __future__ import annotations
 
 from dataclasses import replace
+from html import escape
 
 from dlperf.envinfo import fingerprint
 from dlperf.predict import roofline
@@ -185,24 +186,65 @@ def crossover_gpu(name: str):
     return gpus.lookup(name)
 
 
+BUSY = "other processes used 64% of the CPUs while this cell was timed"
+
+
+def busy_run(path, n: int = 30) -> None:
+    """A crossover run of batches 1, 8 and 64, each CPU step of `n` samples, batch 8's timed on busy CPUs."""
+    store = Store.open(path, create=True)
+    cells = {b: cell(b) for b in (1, 8, 64)}
+    run_id = store.create_run({"workloads": ["tiny-fcn-r"]}, ENV, fingerprint(ENV), ["dlperf", "crossover"],
+                              list(cells.values()))  # fmt: skip
+    for b, c in cells.items():
+        figures_ = CellFigures(status=Status.OK, median_s=0.001 * b, n=n, warnings=[BUSY] if b == 8 else [])
+        store.record(run_id, c.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.001 * b] * n), figures_)
+    store.record_predictions(run_id, [prediction(cells[b], "T4", 0.004) for b in cells])
+    store.set_run_status(run_id, "complete")
+    store.close()
+
+
 def test_a_cpu_step_timed_on_busy_cpus_is_drawn_hollow(tmp_path):
     """A crossover run while other processes used 59-68% of the 2 cores drew its CPU steps as precise points, the
     line the GPUs are held against, with nothing said; as plot scaling's, such a point is hollow with a '?', its hover
     text the warning, and a quiet batch's stays filled."""
-    store = Store.open(tmp_path / "d.db", create=True)
-    cells = {b: cell(b) for b in (1, 8, 64)}
-    run_id = store.create_run({"workloads": ["tiny-fcn-r"]}, ENV, fingerprint(ENV), ["dlperf", "crossover"],
-                              list(cells.values()))  # fmt: skip
-    busy = "other processes used 64% of the CPUs while this cell was timed"
-    for b, c in cells.items():
-        figures_ = CellFigures(status=Status.OK, median_s=0.001 * b, n=30, warnings=[busy] if b == 8 else [])
-        store.record(run_id, c.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.001 * b] * 30), figures_)
-    store.record_predictions(run_id, [prediction(cells[b], "T4", 0.004) for b in cells])
-    store.set_run_status(run_id, "complete")
-    store.close()
+    busy_run(tmp_path / "d.db")
+    busy = BUSY
     [x] = load(str(tmp_path / "d.db")).crossovers
     chart = crossover.chart(x)
     cpu = chart.series[0].points
     assert [p.doubtful for p in cpu] == [False, True, False]
     assert f"? {busy}" in cpu[1].tip.splitlines()
     assert chart.doubt == charts.DISTURBED_CELL and chart.doubt in chart.caption
+
+
+def test_a_cpu_step_timed_on_busy_cpus_is_marked_in_the_table_with_its_legend(tmp_path, capsys):
+    """The chart drew a busy batch's CPU step hollow, but the table beside it (dlperf crossover's text, the report's
+    section) showed it as a quiet one, its speed-up too: a reader of the table could not tell the row. As the run's
+    table marks a cell of few samples, the CPU step and the speed-ups set against it carry '?', the legend under the
+    table says what it means, and the quiet rows carry none."""
+    from dlperf.commands.run import print_answer
+
+    busy_run(tmp_path / "d.db")
+    data = load(str(tmp_path / "d.db"))
+    [x] = data.crossovers
+    head, rows = crossover.table_rows(x)
+    assert head == ["batch", "CPU (threads)", "T4", "speed-up"]
+    assert [r[1].split(" (")[0].endswith("?") for r in rows] == [False, True, False]
+    assert [r[3].endswith("x?") for r in rows] == [False, True, False]
+    said = "? = the CPU step (and each speed-up set against it) from " + charts.DISTURBED_CELL
+    assert crossover.legend(x) == [said]
+    page = render(data)
+    assert f'<p class="legend">{escape(said)}</p>' in page and f"<td>{escape(rows[1][1])}</td>" in page
+    print_answer(x, [], x.run_id)
+    out = " ".join(capsys.readouterr().out.split())
+    assert said in out and rows[1][1] in out
+
+
+def test_the_legend_says_few_samples_where_that_is_all_the_marked_steps_have(tmp_path):
+    busy_run(tmp_path / "d.db", n=3)  # every step of 3 samples: few, batch 8 busy as well
+    [x] = load(str(tmp_path / "d.db")).crossovers
+    assert all(r[1].split(" (")[0].endswith("?") for r in crossover.table_rows(x)[1])
+    assert crossover.legend(x)[0].endswith(charts.DISTURBED_CELL)  # one busy among few: the wider word
+    store, run_id = crossover_run(tmp_path / "e.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003})  # n=3, none busy
+    [x] = crossover.read(store, [run_id])
+    assert crossover.legend(x) == [f"? = the CPU step (and each speed-up set against it) from {charts.FEW}"]

@@ -430,7 +430,7 @@ def print_answer(answer, notes: list[str], run_id: int) -> None:
     from rich.table import Table
 
     from dlperf.commands.common import print_rich
-    from dlperf.report.crossover import table_rows
+    from dlperf.report.crossover import legend, table_rows
 
     head, rows = table_rows(answer)
     table = Table(title=f"{answer.workload} ({answer.mode}): one training step, this CPU against GPUs, by batch")
@@ -439,7 +439,7 @@ def print_answer(answer, notes: list[str], run_id: int) -> None:
     for row in rows:
         table.add_row(*row)
     stored = f"stored as run {run_id}; GPU steps include the batch's copy over the host link"
-    print_rich(table, lines=answer.lines(), notes=[*notes, stored])
+    print_rich(table, lines=[*legend(answer), *answer.lines()], notes=[*notes, stored])
 
 
 def print_profiles(db: str, run_id: int, fmt: str = "text") -> bool:

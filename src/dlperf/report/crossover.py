@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from dlperf.errors import UnreadableRow
 from dlperf.measure.units import plural
-from dlperf.report.charts import Chart, Point, Series, doubt_lines, doubt_of, doubted, doubtful
+from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, doubt_lines, doubt_of, doubted, doubtful
 from dlperf.report.format import seconds
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 
@@ -181,19 +181,33 @@ def build(
 
 
 def table_rows(x: Crossover) -> tuple[list[str], list[list[str]]]:
-    """The answer's table: batch | CPU step (threads) | each GPU's step, predicted or measured | speed-up."""
+    """The answer's table: batch | CPU step (threads) | each GPU's step, predicted or measured | speed-up. A CPU step
+    not to rely on (`charts.doubtful`: few samples, busy CPUs, steal, an unsettled warm-up) is marked `?`, and so is
+    each speed-up set against it, as the chart draws its point hollow (`legend` says what the mark means)."""
     head = ["batch", "CPU (threads)"]
     for gpu in x.gpus:
         head += [gpu, "speed-up"]
     rows = []
     for r in x.rows:
-        line = [str(r.batch), f"{seconds(r.cpu.median_s)} ({r.cpu.threads})" if r.cpu else "-"]
+        mark = _mark(r)
+        line = [str(r.batch), f"{seconds(r.cpu.median_s)}{mark} ({r.cpu.threads})" if r.cpu else "-"]
         for gpu in x.gpus:
             step, ratio = r.gpus.get(gpu), r.speedup(gpu)
             line.append(f"{seconds(step.step_s)} {'measured' if step.measured else 'predicted'}" if step else "-")
-            line.append(f"{ratio:.2f}x" if ratio is not None else "-")
+            line.append(f"{ratio:.2f}x{mark}" if ratio is not None else "-")
         rows.append(line)
     return head, rows
+
+
+def _mark(row: Row) -> str:
+    return DOUBT_MARK if row.cpu and doubtful(row.cpu) else ""
+
+
+def legend(x: Crossover) -> list[str]:
+    """The table's legend line, where a row is marked: what `?` means (few samples alone, or a disturbed cell:
+    `charts.doubt_of`, the chart's caption's words), as report/table.py's legend says its `?`."""
+    marked = [r.cpu for r in x.rows if _mark(r)]
+    return [f"{DOUBT_MARK} = the CPU step (and each speed-up set against it) from {doubt_of(marked)}"] if marked else []
 
 
 def chart(x: Crossover) -> Chart:

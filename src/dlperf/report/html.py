@@ -190,7 +190,8 @@ def _crossovers(found: list[crossover.Crossover], drawn: dict[str, str]) -> str:
     for x in found:
         head, rows = cost.crossover_table(x)  # the crossover's table, a million samples' cost beside each priced GPU
         answer = "".join(f"<p>{escape(line)}</p>" for line in [*x.lines(), *cost.crossover_lines(x)])
-        parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows) + answer)
+        said = "".join(f'<p class="legend">{escape(line)}</p>' for line in crossover.legend(x))  # a busy row's '?'
+        parts.append(drawn.get(crossover.chart(x).id, "") + _html_table(head, rows) + said + answer)
     return "".join(parts)
 
 
