@@ -16,9 +16,9 @@ class MissingDependency(UsageError):
 
 
 class ProbeFailed(UsageError):
-    """A probe child killed by a signal (named in the message: by hand, the kernel's out-of-memory killer): nothing
-    the user gave was wrong, so the CLI says it in one line and exits 1 (`ExitCode.CELLS_FAILED`), not 2; a
-    UsageError still for the callers that go on without the probe's answer."""
+    """A probe child killed by a signal (named in the message: by hand, the kernel's out-of-memory killer) or out of
+    memory (`worker/child.oom_words`): nothing the user gave was wrong, so the CLI says it in one line and exits 1
+    (`ExitCode.CELLS_FAILED`), not 2; a UsageError still for the callers that go on without the probe's answer."""
 
 
 class StoreFault(UsageError):
@@ -88,3 +88,22 @@ def why_unwritable(path: object) -> str:
     except (OSError, AttributeError):  # AttributeError: a platform without statvfs
         read_only = False
     return "its file system is read-only" if read_only else "permission denied"
+
+
+def out_of_memory_here(command: str, exc: MemoryError) -> str:
+    """A MemoryError in dlperf's own process (planning, reading a huge input: no child's) in one line, as a child's
+    is (`worker/child.oom_words`): the command and where in dlperf it ran out, the error's own words (where in the
+    user's code), and what to try. Had been Python's traceback. Standard library only."""
+    import os
+    import traceback
+
+    package = os.path.dirname(os.path.realpath(__file__))
+    ours = [f for f in traceback.extract_tb(exc.__traceback__) if os.path.realpath(f.filename).startswith(package)]
+    where = ""
+    if ours:
+        file = os.path.relpath(os.path.realpath(ours[-1].filename), os.path.dirname(package))
+        where = f" (at {file}:{ours[-1].lineno}, in {ours[-1].name})"
+    words = (str(exc).strip().splitlines() or [""])[0]
+    own = f"MemoryError: {words}" if words else "MemoryError"
+    return (f"out of memory in dlperf {command}{where}: {own}{where_in_user_code(exc)}; try closing other programs "
+            "to free memory, or asking for less (fewer workloads, a smaller batch or model)")  # fmt: skip

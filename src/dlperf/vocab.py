@@ -30,9 +30,10 @@ class Status(StrEnum):
 
 OUT_OF_MEMORY = "out of memory"  # the start of a stored reason of a cell out of memory (`worker/cell.oom_reason`)
 # How the frameworks say they ran out of memory (CUDA's "out of memory", Windows' and MXNet's "not enough memory", the
-# CPU allocator's "can't allocate memory" under a limit): an error whose text holds one, in lower case, is one
+# CPU allocator's "can't allocate memory" under a limit, TensorFlow's ResourceExhaustedError "OOM when allocating
+# tensor ...", on the CPU as on a GPU): an error whose text holds one, in lower case, is one
 # (`worker/child.describe`, `frameworks/torch/fsdp.out_of_memory`).
-OUT_OF_MEMORY_SAID = ("out of memory", "not enough memory", "can't allocate memory")
+OUT_OF_MEMORY_SAID = ("out of memory", "not enough memory", "can't allocate memory", "oom when allocating")
 
 
 class ExitCode:

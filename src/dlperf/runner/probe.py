@@ -15,7 +15,7 @@ from dlperf.answers import A, ProbeRequest
 from dlperf.errors import ProbeFailed, UsageError
 from dlperf.protocol import Answer, Error, ProbeTask, first
 from dlperf.runner.outcome import outcome
-from dlperf.vocab import Status
+from dlperf.vocab import OUT_OF_MEMORY, Status
 
 PROBE_TIMEOUT_S = 180.0
 
@@ -26,7 +26,7 @@ def ask(
 ) -> A:  # fmt: skip
     """Run the probe (with the thread variables of `threads`) and return its answer, typed by the request. A user
     error in the child (a bad factory) becomes a UsageError here, and so does a probe that gives no answer, but one
-    killed by a signal (by hand, the out-of-memory killer) is a ProbeFailed (exit 1, not 2);
+    killed by a signal (by hand, the out-of-memory killer) or out of memory is a ProbeFailed (exit 1, not 2);
     `timeout_flag` is the flag that set `timeout`, named when the probe runs out of it. `stopped` (asked a few
     times a second) stops the child's tree once it says so: how a probe asked from a thread, which an interrupt
     never reaches, is stopped with the command."""
@@ -44,5 +44,6 @@ def ask(
     if not found.ok:
         why = found.reason if found.status is Status.TIMEOUT else f"failed: {found.reason}"
         killed = error is None and (launched.child.returncode or 0) < 0  # by a signal: no input of the user's
-        raise (ProbeFailed if killed else UsageError)(f"{request.subject()}: the {framework} probe {why}")
+        short = error is not None and error.error.startswith(OUT_OF_MEMORY)  # as the out-of-memory killer's kill
+        raise (ProbeFailed if killed or short else UsageError)(f"{request.subject()}: the {framework} probe {why}")
     return request.answer_of(answer.result)

@@ -14,6 +14,7 @@ failed); anything else is an error with its first line and the traceback, and ex
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import sys
@@ -21,22 +22,34 @@ import tempfile
 import traceback
 from collections.abc import Callable
 
+from dlperf import protocol
 from dlperf.errors import where_in_user_code
 from dlperf.measure.system import descendants
 from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
-from dlperf.vocab import OUT_OF_MEMORY_SAID
+from dlperf.vocab import OUT_OF_MEMORY, OUT_OF_MEMORY_SAID
 from dlperf.worker.lifeline import die_with_parent
 
 Body = Callable[[Task, Reporter], None]
 
 
 def describe(exc: BaseException) -> str:
-    """An exception in one line, out-of-memory named as such."""
-    text = (f"{type(exc).__name__}: {exc}".strip().splitlines() or [type(exc).__name__])[0][:500]
+    """An exception in one line, out-of-memory named as such: its first line, or the line that says it ran out of
+    memory where a later one does (TensorFlow's in a tf.function: "Graph execution error:", the node's traceback,
+    then "OOM when allocating tensor ..."). TensorFlow's "{{function_node ...}}" before its words is left out."""
+    name = type(exc).__name__
+    text = _TF_NODE.sub("", (f"{name}: {exc}".strip().splitlines() or [name])[0])
+    said = next((line.strip() for line in str(exc).splitlines() if says_out_of_memory(line)), None)
+    if said is None:
+        return text[:500]
+    return f"out of memory: {text if says_out_of_memory(text) else f'{name}: ' + _TF_NODE.sub('', said)}"[:515]
+
+
+_TF_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")  # TensorFlow's op: "{{function_node __wrapped__Fill_...}}"
+
+
+def says_out_of_memory(text: str) -> bool:
     lowered = text.lower()
-    if any(said in lowered for said in OUT_OF_MEMORY_SAID):
-        return f"out of memory: {text}"
-    return text
+    return any(said in lowered for said in OUT_OF_MEMORY_SAID)
 
 
 def out_of_memory(exc: BaseException) -> bool:
@@ -45,6 +58,33 @@ def out_of_memory(exc: BaseException) -> bool:
 
 class OutOfMemory(MemoryError):
     """An out-of-memory error its catcher described (the batch, the limit): reported with its own message."""
+
+
+def oom_words(exc: BaseException, task: Task) -> str:
+    """A MemoryError no worker described (`OutOfMemory`) in one line, as a cell's is (`worker/cell.oom_reason`):
+    what the child was doing, the error's own words (where in the user's code), and what to try. Had been the bare
+    "out of memory (MemoryError)" of whatever child: a probe, the peaks, the all-reduce, a profile."""
+    own = describe(exc).removeprefix(f"{OUT_OF_MEMORY}: ") if str(exc) else type(exc).__name__
+    doing, lighter = _doing(task)
+    return f"{OUT_OF_MEMORY}{doing}: {own}{where_in_user_code(exc)}; try {lighter}"
+
+
+def _doing(task: Task) -> tuple[str, str]:
+    """What `task`'s child does, said after "out of memory", and what asks less memory of it."""
+    if isinstance(task, protocol.ProbeTask):  # the parent says what it asked ("tracing the step's memory: ...")
+        return "", "closing other programs to free memory, or a smaller model or batch"
+    if isinstance(task, protocol.PeakTask):
+        arrays = f"arrays of {_mib(task.bandwidth_bytes)}"
+        return f" measuring {task.device}'s peaks (matrices up to {max(task.sizes, default=0)}, {arrays})", (
+            "smaller --sizes or --bandwidth-mib")  # fmt: skip
+    if isinstance(task, protocol.CommTask):
+        return f" all-reducing messages up to {_mib(max(task.sizes, default=0))}", "smaller --sizes"
+    what = "profiling" if isinstance(task, protocol.ProfileTask) else "measuring"  # a cell's process, outside its steps
+    return f" at batch {task.workload.get('batch')} ({what} {task.cell.workload})", "a smaller batch"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.4g} MiB"
 
 
 def start_event() -> Start:
@@ -103,7 +143,7 @@ def serve(argv: list[str], body: Body) -> int:
     except NotImplementedError as exc:
         emit(Unsupported(str(exc) or "not supported"))
     except MemoryError as exc:
-        said = str(exc) if isinstance(exc, OutOfMemory) else "out of memory (MemoryError)"
+        said = str(exc) if isinstance(exc, OutOfMemory) else oom_words(exc, task)
         emit(Error(said, traceback.format_exc(), own_rank()))
         return 1
     except Exception as exc:
