@@ -12,7 +12,8 @@ predicts the GPUs, through the commands that each answer a part:
    a second run;
 4. the answer (`Advice`): this CPU's time for the work at its best settings, measured; the fastest and the cheapest
    GPU (and the cheapest within the deadline), the GPUs the step does not fit, predicted, with the predictor's
-   uncertainty (`roofline.uncertainty()`). The views (`report/advise.py`) print it.
+   uncertainty (`roofline.uncertainty()`), this CPU's cells read back from the runs stored (`advise_cells.py`).
+   The views (`report/advise.py`) print it.
 
 With real data (`--data DIR`) the mode search also searches the loader (`optimize_loader.py`), and the answer is this
 CPU training on that data (`Pipeline`): the work is an epoch of it (its size read when it is checked), the step is the
@@ -30,6 +31,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from dlperf.advise_cells import Feed, Pipeline, best_cell, fastest_feed, quoted_notes, recommended_pipeline
 from dlperf.defaults import BUDGET_S, CPU_WATTS, KWH_PRICE, LEAST_BUDGET_S
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
@@ -119,36 +121,6 @@ class Options:
     loaders: str | tuple[str, ...] | None = None  # --loaders: the settings the loader search tries
     batch: int | None = None  # --batch: the user's batch, measured, searched and predicted at (None: the workload's)
     flags: bool = False  # a GPU name is said as the command's --gpu (`dlperf advise`), else as this `gpus` argument
-
-
-@dataclass(frozen=True)
-class Feed:
-    """The input pipeline as this CPU ran it: the loader alone at the setting whose loading processes each prepared
-    the most (`w0` loads in the training process: one process), stored in run `run_id`."""
-
-    setting: str
-    samples_per_s: float  # the loader alone, at `setting`
-    per_process: float  # samples/s each loading process prepared
-    run_id: int
-
-    def processes_for(self, samples_per_s: float) -> int:
-        """About how many loading processes keep a step of `samples_per_s` fed (at least one)."""
-        return max(1, math.ceil(samples_per_s / self.per_process))
-
-
-@dataclass(frozen=True)
-class Pipeline:
-    """This CPU's step on the user's data (`--data`): the best mode at the loader setting the search recommends
-    (`report.data.recommend`: `why`), against the same mode's step on synthetic data; `enough` says why the loader
-    keeps up with it (`report.data.enough`), None where it holds the step back."""
-
-    setting: str
-    step_s: float  # the mean step with that loader, its waits for data included (`fastest.long_run_s`)
-    synthetic_s: float | None  # the same mode's mean step on synthetic data, in the same run
-    wait_share: float | None  # of the step, waiting for data
-    of_synthetic: float | None  # its samples/s over the synthetic step's, as the view has them (`data.throughput`)
-    why: str
-    enough: str | None
 
 
 @dataclass
@@ -294,11 +266,11 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         search = _search(opts, threads, clock, db)
         runs.append(search.run_id)
         exit_code = max(exit_code, _search_code(search))
-        best = _best_cell(db, search)
+        best = best_cell(db, search)
         cell, searched = best or cell, best is not None
         feed, found = _searched_notes(opts, db, search, best)
         notes += found
-        pipeline, loaded = _pipeline(db, search) if opts.data != DATA_SYNTHETIC else (None, None)
+        pipeline, loaded = recommended_pipeline(db, search) if opts.data != DATA_SYNTHETIC else (None, None)
         cell = loaded or cell  # with --data: the step on the user's data, at the loader setting recommended
     else:
         left = clock.left(time.monotonic())
@@ -338,7 +310,7 @@ def _searched_notes(opts: Options, db: str, search, best) -> tuple[Feed | None, 
         why = f"{b.status}: {b.error}" if b.error else b.status
         notes.append(f"{NO_SEARCH} measured nothing ({b.mode}: {why}): this CPU's figure is the thread search's "
                      f"{b.mode} step; what it stored is run {search.run_id} (raise --budget)")  # fmt: skip
-    feed, failed = _feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else (None, None)
+    feed, failed = fastest_feed(db, search.run_id) if opts.data != DATA_SYNTHETIC else (None, None)
     if opts.data != DATA_SYNTHETIC and feed is None:  # the settings failed, else the budget ran out before them
         why = failed or "no loader setting was measured alone within the budget (raise --budget)"
         notes.append(f"input pipeline: not measured: {why}")
@@ -492,103 +464,3 @@ def _search(opts: Options, threads: int, clock: Clock, db: str):
                          flags=opts.flags),
         db, made_by="advise",
     )  # fmt: skip
-
-
-def _feed(db: str, run_id: int) -> tuple[Feed | None, str | None]:
-    """The run's loader cells measured alone: the setting whose loading processes each prepared the most; and where
-    settings failed, how many and the first one's error (`report.data.unmeasured`), else None."""
-    from dlperf.loaders import setting
-    from dlperf.report.data import NOT_MEASURED, unmeasured
-    from dlperf.store import Store
-
-    store = Store.open(db, create=False)
-    try:
-        loaded = [c for c in store.cells(run_id) if c.loader]
-    finally:
-        store.close()
-    cells = [c for c in loaded if c.ok and c.data and c.data.alone_samples_per_s]
-    feeds = [Feed(c.loader, c.data.alone_samples_per_s, c.data.alone_samples_per_s / max(1, setting(c.loader).workers),
-                  run_id) for c in cells]  # fmt: skip
-    failed = unmeasured(loaded).removeprefix(NOT_MEASURED).removeprefix(": ")
-    return max(feeds, key=lambda f: f.per_process, default=None), failed or None
-
-
-def _pipeline(db: str, search) -> tuple[Pipeline | None, object | None]:
-    """With --data DIR: the loader setting the search recommends for its best mode (`report.data.recommend`, as
-    `dlperf table` and optimize's loader search choose it) and its stored cell, held against the same mode's step on
-    synthetic data, each at its mean step (`fastest.long_run_s`: a loader's waits come in bursts the median leaves
-    out, and an epoch pays them); (None, None) where no setting was measured."""
-    from dlperf.loaders import setting
-    from dlperf.report.data import measured, recommend, throughput
-    from dlperf.report.fastest import long_run_s
-    from dlperf.store import Store
-
-    if search.loader is None:
-        return None, None
-    store = Store.open(db, create=False)
-    try:
-        cells = [c for c in store.cells(search.run_id) if c.mode == search.loader.mode]
-    finally:
-        store.close()
-    synthetic = next((c for c in cells if not c.loader and measured(c)), None)
-    loaded = sorted((c for c in cells if c.loader), key=lambda c: setting(c.loader).cost)
-    chosen = recommend(synthetic, loaded)
-    cell = next((c for c in loaded if c.loader == chosen.setting and measured(c)), None)
-    if cell is None:
-        return None, None
-    wait = cell.data.wait_share if cell.data else None
-    ours, theirs = throughput(cell), throughput(synthetic)
-    of_synthetic = ours / theirs if ours and theirs else None
-    synthetic_s = long_run_s(synthetic) if synthetic else None  # a step as a long run pays it, waits included
-    return Pipeline(cell.loader, long_run_s(cell), synthetic_s, wait, of_synthetic, chosen.why, chosen.enough), cell
-
-
-def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[str]:
-    """`dlperf table`'s notes (`report/table.py`) on what the answer quotes: the thread search's cells (their load,
-    noise, the fastest thread count it does not star) and the quoted cell's own; and, where the quoted step's 95%
-    interval comes from one process, that it is over that process's steps alone."""
-    from dlperf.report import table
-    from dlperf.report.notes import grouped
-    from dlperf.store import Store
-
-    store = Store.open(db, create=False)
-    try:
-        compared = store.cells(threads_run, unreadable=lambda fault: None) if threads_run is not None else []
-        processes = len(store.samples(cell.run_id, cell.key))
-    finally:
-        store.close()
-    found = table.build(threads_run, compared).notes if compared else []
-    if cell.run_id != threads_run:
-        found += grouped([(label, text) for label, _, text in table.cell_notes([cell])])
-    if with_ci and processes == 1:
-        found.append("the CPU step's 95% interval is over the steps of one process: another process may differ more "
-                     "(dlperf run --repeats 3 measures several)")  # fmt: skip
-    return [_run_flags(note) for note in found]
-
-
-# a cell's notes name the timer's flags, which advise does not take (it times within --budget): named as dlperf run's
-RUN_TIMER_FLAGS = {
-    "within --max-warmup steps or --max-time": "within the warm-up advise gave it (dlperf run --max-warmup and "
-    "--max-time give more)",
-    "raise --max-time or --min-steps for a figure to rely on": "dlperf run --max-time or --min-steps times more, for "
-    "a figure to rely on",
-}
-
-
-def _run_flags(note: str) -> str:
-    for said, meant in RUN_TIMER_FLAGS.items():
-        note = note.replace(said, meant)
-    return note
-
-
-def _best_cell(db: str, search):
-    """The stored cell of the search's recommended mode (fp32 eager when none is)."""
-    from dlperf.store import Store
-
-    mode = (search.best or search.baseline).mode
-    store = Store.open(db, create=False)
-    try:
-        return next((c for c in store.cells(search.run_id) if c.mode == mode and not c.loader and c.ok and c.median_s),
-                    None)  # fmt: skip
-    finally:
-        store.close()

@@ -1,6 +1,6 @@
 """A profile's figures in machine-readable output: `dlperf profile --format json` and `dlperf export`'s `profile`
-column, both the figures the text is printed from (`report.profile.CellProfile`); and the words for a cell measured
-without a profile."""
+column, both the figures the text is printed from (`report.cell_profile.CellProfile`); and the words for a cell
+measured without a profile."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from conftest import ROOT
-from dlperf.advise import RUN_TIMER_FLAGS
+from dlperf.advise_cells import RUN_TIMER_FLAGS
 
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 

@@ -3,7 +3,8 @@
 import pytest
 
 from dlperf.protocol import Profiled
-from dlperf.report.profile import HIGHLY, MODERATELY, achieved, achieved_text, verdict
+from dlperf.report.cell_profile import achieved, achieved_text
+from dlperf.report.profile import HIGHLY, MODERATELY, verdict
 from dlperf.vocab import Bound
 
 

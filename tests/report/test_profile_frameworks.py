@@ -3,7 +3,8 @@ whose backend runs fp32 only, was told to try --modes bf16, channels_last and fu
 
 from dlperf.envinfo import fingerprint
 from dlperf.protocol import Cell, Profiled
-from dlperf.report.profile import describe, verdict, verdicts
+from dlperf.report.cell_profile import describe
+from dlperf.report.profile import verdict, verdicts
 from dlperf.store import Store
 from dlperf.store.process import ProcessMeasurement
 from dlperf.store.records import CellFigures, PlannedCell, ProfileOutcome

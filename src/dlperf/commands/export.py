@@ -84,7 +84,7 @@ def run_records(store, run, args, faults: list) -> list[dict]:
     """The run's records, each from the run's own cells, peaks, predictions, input pipeline groups and profiles."""
     from dlperf.errors import UnreadableRow
     from dlperf.report import data, export, predicted
-    from dlperf.report.profile import run_profiles
+    from dlperf.report.cell_profile import run_profiles
     from dlperf.report.utilization import attach_utilization
 
     cells = store.cells(run.id, unreadable=faults.append)

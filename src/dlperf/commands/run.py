@@ -445,13 +445,13 @@ def print_answer(answer, notes: list[str], run_id: int) -> None:
 def print_profiles(db: str, run_id: int, fmt: str = "text") -> bool:
     """Per cell: its timed median, the categories' shares, the verdict with its figure, the modes to try, the
     achieved rates against the measured peaks, the dispatch floor, the profiler's overhead and the trace
-    (`report.profile.CellProfile`; `fmt` json: the same figures as one JSON document). Whether a cell's profile
+    (`report.cell_profile.CellProfile`; `fmt` json: the same figures as one JSON document). Whether a cell's profile
     failed or timed out (`dlperf profile` exits 1 then); one that does not apply (`unsupported`) is no failure, as
     an unsupported cell is none."""
     import json
 
+    from dlperf.report.cell_profile import run_profiles
     from dlperf.report.format import terminal
-    from dlperf.report.profile import run_profiles
     from dlperf.store import Store
 
     store = Store.open(db, create=False)

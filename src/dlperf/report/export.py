@@ -49,7 +49,8 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     `prediction`: the step predicted for the cell's own GPU (`predicted.own`), set against its measurement;
     `predictions`: every step predicted for the cell, a crossover's for other GPUs included; `run`: the cell's run,
     whose machine and dlperf every record names (a merged store's runs come from several); `profile`: the cell's as
-    `dlperf profile --format json` gives it (`report.profile.CellProfile.to_json`), None where its run stored none."""
+    `dlperf profile --format json` gives it (`report.cell_profile.CellProfile.to_json`), None where its run stored
+    none."""
     rec = {f: getattr(cell, f) for f in FIELDS}
     rec = {"run_id": rec.pop("run_id"), **machine_fields(run), **rec}
     rec["status"] = cell.status.value

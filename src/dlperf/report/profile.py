@@ -41,6 +41,8 @@ moderately bound of the three; then the device's side, moderately. A profile tha
 The dispatch floor (`dispatch_floor`): the operators a step dispatches that each do work (on a GPU the kernels it
 launches) times the cost of dispatching one tiny operator that `dlperf peak` measured on this machine: the step
 could not be shorter while it issues that many operators one by one. A launch-bound verdict cites it.
+
+What `dlperf profile` says of each cell, from these figures (its text and JSON): `report/cell_profile.py`.
 """
 
 from __future__ import annotations
@@ -50,17 +52,16 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from dlperf.frameworks.common import capabilities
-from dlperf.measure.stats import few
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_option
 from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, varying
 from dlperf.report.fastest import faster
-from dlperf.report.format import figure, seconds
-from dlperf.vocab import Bound, Category, DeviceKind, Framework
+from dlperf.report.format import seconds
+from dlperf.vocab import Bound, Category, DeviceKind
 
 if TYPE_CHECKING:
     from dlperf.protocol import Profiled
     from dlperf.store import Store
-    from dlperf.store.records import CellRecord, ProfileRecord, RunRecord
+    from dlperf.store.records import CellRecord, ProfileRecord
 
 MODERATELY, HIGHLY = "moderately", "highly"
 INPUT_THRESHOLDS = (0.05, 0.20)  # TensorFlow: kModerately/kHighlyInfeedBoundThresholdInPercent
@@ -68,12 +69,6 @@ TRANSFER_THRESHOLDS = INPUT_THRESHOLDS  # TensorFlow counts host-to-device trans
 LAUNCH_THRESHOLDS = (0.03, 0.15)  # TensorFlow: kModerately/kHighlyKernelLaunchBoundThresholdInPercent
 DEVICE_HIGHLY = 0.5  # compute or memory: its side takes half the step or more
 LOW_PEAK_SHARE = 0.10  # matrix products below this share of the measured peak are not bound by arithmetic
-
-# the warnings runner/collect.py stores on a cell timed while others used the machine: the profile child ran just after,
-# on the same busy machine, and its shares moved with the load (tiny-resnet-56 fp32, others 54-66%: compute-bound,
-# matrix products 86% and 76%, in two runs; launch-bound, host 39%, 40% and 42%, in three)
-BUSY_WARNINGS = ("other processes used", "CPU steal")
-BUSY_NOTE = "on a busy machine the shares and the verdict vary from run to run (host time most): profile on a quiet one"
 
 MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.OPTIMIZER)
 
@@ -124,7 +119,7 @@ def floor_count(profile: Profiled) -> tuple[int | None, str]:
     return (profile.leaf_ops_per_step if profile.leaf_ops_per_step is not None else profile.ops_per_step), "ops"
 
 
-def _floor(profile: Profiled, cost_s: float | None, overhead: float | None
+def timed_floor(profile: Profiled, cost_s: float | None, overhead: float | None
            ) -> tuple[float, float | None] | None:  # fmt: skip
     """The dispatch floor of the timed step (seconds, share), or None without a count or a cost."""
     count = floor_count(profile)[0]
@@ -135,17 +130,17 @@ def _floor(profile: Profiled, cost_s: float | None, overhead: float | None
 
 def _floor_share(profile: Profiled, cost_s: float | None, overhead: float | None) -> float | None:
     """The dispatch floor's share of the timed step, or None without a count, a cost or a step time."""
-    floor = _floor(profile, cost_s, overhead)
+    floor = timed_floor(profile, cost_s, overhead)
     return floor[1] if floor else None
 
 
 def floor_text(profile: Profiled, cost_s: float | None, overhead: float | None) -> str | None:
     """ "dispatch floor 2.10 ms (35% of the step): 1000 ops x 2.10 µs", or None without a count or a cost."""
-    return _floor_words(_floor(profile, cost_s, overhead), profile, cost_s)
+    return floor_words(timed_floor(profile, cost_s, overhead), profile, cost_s)
 
 
-def _floor_words(floor: tuple[float, float | None] | None, profile: Profiled, cost_s: float | None) -> str | None:
-    """`floor_text` of a floor `_floor` found."""
+def floor_words(floor: tuple[float, float | None] | None, profile: Profiled, cost_s: float | None) -> str | None:
+    """`floor_text` of a floor `timed_floor` found."""
     if floor is None:
         return None
     (floor_s, share), (count, name) = floor, floor_count(profile)
@@ -244,7 +239,7 @@ def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, o
     matmul = share.get(Category.MATMUL, 0.0)
     memory = sum(share.get(k, 0.0) for k in MEMORY_KINDS)
     of_peak = _of_peak(profile, peaks, mode, overhead)
-    peak_text = f", {100 * of_peak:.0f}% of the measured {_dtype(mode)} peak" if of_peak is not None else ""
+    peak_text = f", {100 * of_peak:.0f}% of the measured {matmul_dtype(mode)} peak" if of_peak is not None else ""
     if matmul > memory and (of_peak is None or of_peak >= LOW_PEAK_SHARE):
         return Bound.COMPUTE, matmul, f"matrix products {100 * matmul:.0f}% of the step{peak_text}"
     figure = f"element-wise, normalization, pooling, copies and update {100 * memory:.0f}% of the step"
@@ -257,13 +252,14 @@ def _of_peak(profile: Profiled, peaks: Mapping[str, float] | None, mode: str, ov
     """The matrix products' achieved FLOP/s (in the timed step) as a share of the measured peak of the mode's dtype."""
     seconds = timed_categories(profile, overhead)[0].get(Category.MATMUL)
     flops = (profile.flops or {}).get(Category.MATMUL)
-    peak = (peaks or {}).get(_dtype(mode))
+    peak = (peaks or {}).get(matmul_dtype(mode))
     if not flops or not seconds or not peak:
         return None
     return flops / seconds / peak
 
 
-def _dtype(mode: str) -> str:
+def matmul_dtype(mode: str) -> str:
+    """The dtype whose measured matmul peak a mode's matrix products are held against: its half precision, else fp32."""
     return next((m.value for m in mode_components(mode) if m in (Mode.BF16, Mode.FP16)), "fp32")
 
 
@@ -319,12 +315,6 @@ def not_implemented(framework: str | None, modes: frozenset[Mode]) -> str:
     if len(runs) == 1:
         return f"the {framework} backend runs {runs[0]} only"
     return f"the {framework} backend does not implement it (its modes: {', '.join(runs)})"
-
-
-def searched(framework: str) -> tuple[str, ...]:
-    """Who searches the modes of a framework's cell: `dlperf optimize` measures PyTorch (its spec's framework) only, so
-    a tensorflow cell told to try --modes compile is not told that optimize would."""
-    return ("dlperf optimize tries each",) if framework == Framework.TORCH else ()
 
 
 def fit_of(cell: CellRecord, peaks: Mapping[str, float], env: dict | None) -> Fit:
@@ -395,186 +385,3 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
         "each bar, what bounds it",
     )  # fmt: skip
     return doubted(chart, doubt_of(profiled))  # a busy CPU's shares vary from run to run: '?' beside its bar
-
-
-@dataclass(frozen=True)
-class Achieved:
-    """One category's place on the roofline: its FLOPs and bytes over its seconds of the timed step, and those rates
-    as shares of the measured peaks (None where a figure is missing)."""
-
-    category: str
-    flops_per_s: float | None
-    bytes_per_s: float | None
-    of_peak: float | None  # FLOP/s over the matmul peak of the mode's dtype
-    of_bandwidth: float | None  # bytes/s over the memory bandwidth
-
-    @property
-    def intensity(self) -> float | None:
-        """FLOPs per byte: below the machine's ridge (peak / bandwidth) the category cannot be bound by arithmetic."""
-        return self.flops_per_s / self.bytes_per_s if self.flops_per_s and self.bytes_per_s else None
-
-
-def achieved(profile: Profiled, overhead: float | None = None, peaks: Mapping[str, float] | None = None,
-             bandwidth: float | None = None, mode: str = "fp32") -> list[Achieved]:  # fmt: skip
-    """Per category with a FLOP or byte count, its achieved rates in the timed step (`timed_categories`) against
-    `dlperf peak`'s figures: the roofline position the profile gives. Largest FLOP/s first."""
-    seconds = timed_categories(profile, overhead)[0]
-    peak = (peaks or {}).get(_dtype(mode))
-    found = []
-    for category in {**(profile.flops or {}), **(profile.bytes or {})}:
-        s = seconds.get(category)
-        if not s:
-            continue
-        flops, nbytes = (profile.flops or {}).get(category), (profile.bytes or {}).get(category)
-        rate, moved = flops / s if flops else None, nbytes / s if nbytes else None
-        found.append(Achieved(
-            category, rate, moved, rate / peak if rate and peak else None,
-            moved / bandwidth if moved and bandwidth else None,
-        ))  # fmt: skip
-    return sorted(found, key=lambda a: -(a.flops_per_s or 0.0))
-
-
-def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
-    """One line for `dlperf profile`: each category's FLOP/s and bytes/s, with their shares of the peaks."""
-    parts = []
-    for a in rows:
-        bits = []
-        if a.flops_per_s:
-            of = f" ({100 * a.of_peak:.0f}% of the {_dtype(mode)} peak)" if a.of_peak is not None else ""
-            bits.append(f"{figure(a.flops_per_s / 1e9)} GFLOP/s{of}")
-        if a.bytes_per_s:
-            cached = ": from caches" if a.of_bandwidth and a.of_bandwidth > 1 else ""  # STREAM's arrays fit in none
-            of = f" ({100 * a.of_bandwidth:.0f}% of the bandwidth{cached})" if a.of_bandwidth is not None else ""
-            bits.append(f"{figure(a.bytes_per_s / 1e9)} GB/s{of}")
-        if a.intensity is not None:
-            bits.append(f"{figure(a.intensity)} FLOP/byte")
-        parts.append(f"{a.category} {', '.join(bits)}")
-    return "achieved: " + "; ".join(parts) if parts else None
-
-
-@dataclass(frozen=True)
-class CellProfile:
-    """What `dlperf profile` says of one cell (`cell_profile`), computed once: its text (`lines`) and its JSON
-    (`to_json`, `profile --format json` and `dlperf export`'s `profile` column) are both read from these figures."""
-
-    cell: CellRecord
-    profile: ProfileRecord | None
-    categories: dict[str, float]  # category -> seconds of the timed step (`timed_categories`)
-    step_s: float | None  # the timed step they are of
-    shares: dict[str, float]  # category -> its share of that step (`shares`)
-    verdict: Verdict | None
-    achieved: tuple[Achieved, ...]
-    floor: tuple[float, float | None] | None  # the dispatch floor: seconds, share of the timed step
-    launch_cost_s: float | None  # `dlperf peak`'s cost of dispatching one operator, which the floor counts at
-    notes: tuple[str, ...]  # the profile's own notes, and the busy machine's
-
-    @property
-    def why_not(self) -> str | None:
-        """Why the cell has no profile to show, or None where it has one."""
-        cell, profile = self.cell, self.profile
-        if profile is None:
-            if cell.ok:  # measured, and no profile row: the run stopped before it, or profiled nothing
-                return "measured, but its run stored no profile of it"
-            return cell.error or "the cell was not measured"
-        return None if profile.ok else profile.error
-
-    def lines(self) -> list[str]:
-        """The cell's lines, as `dlperf profile` prints them."""
-        cell, profile = self.cell, self.profile
-        timed = f"{seconds(cell.median_s)} per step" if cell.median_s else cell.status.value
-        lines = [f"{cell.cell.label}: {timed}"]
-        if profile is None or not profile.ok:
-            status = "not profiled" if profile is None else f"profile {profile.status.value}"
-            return [*lines, f"  {status}: {self.why_not}"]
-        parts = sorted(self.shares.items(), key=lambda kv: -kv[1])
-        lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
-        if (v := self.verdict) is not None:
-            rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
-            lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
-            tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
-            where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if v.modes else ""
-            none = "no mode addresses it on this device"
-            none = "none of the modes that address it (left out below)" if v.left_out else none
-            lines.append(f"  try: {'; '.join(tries) + where if tries else none}")
-            if v.left_out:
-                lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
-        if line := achieved_text(list(self.achieved), cell.mode):
-            lines.append(f"  {line}")
-        if floor := _floor_words(self.floor, profile.figures, self.launch_cost_s):
-            lines.append(f"  {floor}")
-        if profile.overhead is not None:
-            taken = " (taken out of host time above)" if profile.overhead > 1 else ""
-            lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")
-        lines.append(f"  trace: {profile.figures.trace or 'none'}")
-        return lines + [f"  note: {note}" for note in self.notes]
-
-    def to_json(self) -> dict:
-        """The cell's figures as JSON: the same ones `lines` says, each category's seconds and share unrounded."""
-        cell, profile = self.cell, self.profile
-        said = {"key": cell.key, "label": cell.cell.label, "status": cell.status.value, "median_s": cell.median_s,
-                "n": cell.n, "profile_status": profile and profile.status.value, "error": self.why_not}  # fmt: skip
-        if profile is None or not profile.ok:
-            return said
-        figures, v = profile.figures, self.verdict
-        count, counted = floor_count(figures)
-        return said | {
-            "step_s": self.step_s, "profiled_step_s": figures.step_s, "profiled_steps": figures.steps,
-            "categories": {k: {"seconds": s, "share": self.shares.get(k)}
-                           for k, s in sorted(self.categories.items(), key=lambda kv: -kv[1])},
-            "verdict": v and {**v.to_json(), "label": v.label, "advice": v.advice or None,
-                              "left_out": dict(v.left_out), "rests_on_steps": cell.n if few(cell.n) else None},
-            "achieved": [{"category": a.category, "flops_per_s": a.flops_per_s, "bytes_per_s": a.bytes_per_s,
-                          "of_peak": a.of_peak, "of_bandwidth": a.of_bandwidth, "flops_per_byte": a.intensity}
-                         for a in self.achieved],
-            "dispatch_floor": self.floor and {"seconds": self.floor[0], "share": self.floor[1], "count": count,
-                                              "counts": counted, "cost_s": self.launch_cost_s},
-            "ops_per_step": figures.ops_per_step, "leaf_ops_per_step": figures.leaf_ops_per_step,
-            "kernels_per_step": figures.kernels_per_step, "profiler_overhead": profile.overhead,
-            "trace": figures.trace, "notes": list(self.notes),
-        }  # fmt: skip
-
-
-def cell_profile(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
-                 launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None,
-                 cells: Sequence[CellRecord] = ()) -> CellProfile:  # fmt: skip
-    """What `dlperf profile` says of one cell: the shares of its timed step, the verdict and the modes to try (those
-    its run's `cells` measured slower left out: `against_run`), each category's achieved FLOP/s and bytes/s against
-    the measured peaks and bandwidth, the dispatch floor (with `dlperf peak`'s dispatch cost for the cell's machine),
-    the profiler's overhead, the trace and the notes."""
-    if profile is None or not profile.ok:
-        return CellProfile(cell, profile, {}, None, {}, None, (), None, launch_cost_s, ())
-    figures, overhead = profile.figures, profile.overhead
-    categories, step = timed_categories(figures, overhead)
-    v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=overhead, launch_cost_s=launch_cost_s,
-                fit=fit_of(cell, peaks, env), framework=cell.framework)  # fmt: skip
-    busy = [f"{w}; {BUSY_NOTE}" for w in cell.warnings if w.startswith(BUSY_WARNINGS)]
-    return CellProfile(
-        cell, profile, categories, step, shares(figures, overhead), v and against_run(v, cell, cells),
-        tuple(achieved(figures, overhead, peaks, bandwidth, cell.mode)), _floor(figures, launch_cost_s, overhead),
-        launch_cost_s, (*figures.notes, *busy),
-    )  # fmt: skip
-
-
-def describe(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],
-             launch_cost_s: float | None = None, bandwidth: float | None = None, env: dict | None = None,
-             cells: Sequence[CellRecord] = ()) -> list[str]:  # fmt: skip
-    """What `dlperf profile` prints for one cell (`CellProfile.lines`)."""
-    return cell_profile(cell, profile, peaks, launch_cost_s, bandwidth, env, cells).lines()
-
-
-def run_profiles(store: Store, run: RunRecord, cells: list[CellRecord] | None = None
-                 ) -> tuple[list[CellProfile], list[str]]:  # fmt: skip
-    """Each cell of a run (`cells`, as read already; None: read here) as `dlperf profile` says it, against the peaks,
-    dispatch cost and bandwidth measured on the run's machine, and the notes of the peaks measured on a busy machine
-    that its cells are held against."""
-    from dlperf.report.utilization import bandwidth_lookup, busy_notes, dispatch_lookup, peak_lookup
-
-    profiles, cells = store.profiles(run.id), store.cells(run.id) if cells is None else cells
-    said, busy = [], {}
-    for cell in cells:
-        peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
-        cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
-        bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
-        said.append(cell_profile(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env, cells))
-        busy.update(dict.fromkeys(busy_notes(peaks, cell.column, cell.mode)))  # its own dtypes' peaks only
-    return said, list(busy)
