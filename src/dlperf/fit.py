@@ -114,6 +114,8 @@ def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = N
     which the step does not name: tiny-resnet-56 at batch 2,370 under 400 MiB, where 2,343 fits), a call that failed
     without an error (`LOST`) and a process that aborted (`ABORTED`). `limit`: the try's, in bytes."""
     reason, failed = tried.reason or "", limit is not None and tried.status == Status.FAILED
+    if tried.status == Status.FAILED and reason.startswith(KILLED_OUT_OF_MEMORY):
+        return said_killed(tried, limit)
     refused = NO_KERNEL in reason and (tried.status == Status.UNSUPPORTED or failed)
     lost = failed and reason.startswith((LOST, ABORTED))
     if not (refused or lost) or not (ran := [b for b, ok in fits.items() if ok and b < tried.batch]):
@@ -126,6 +128,18 @@ def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = N
                           f"{max(ran)} of this mode ran ({said.group(1) if said else tried.reason})")  # fmt: skip
 
 
+def said_killed(tried: Try, limit: int | None) -> Try:
+    """A try whose process a signal ended where the launcher's words say it ran out of memory
+    (`launch.signal_reason`: the kernel's out-of-memory killer counted a kill, an allocation failed and it aborted):
+    the batch not fitting, with or without a limit, as the cell says it; any other signal stays a crash, which ends
+    the search (an abort under the limit above a batch that fitted aside: `no_kernel_is_memory`)."""
+    under = "" if limit is None else f" under --max-memory {limit / 2**20:,.0f} MiB"
+    said = f"{OUT_OF_MEMORY} at batch {tried.batch}{under}: {tried.reason}"
+    return replace(tried, out_of_memory=True, reason=said)
+
+
+# a signal's end said as out of memory (`launch.signal_reason`): "worker killed by SIGABRT (out of memory: ..."
+KILLED_OUT_OF_MEMORY = tuple(f"worker killed by {s} ({OUT_OF_MEMORY}" for s in ("SIGKILL", "SIGABRT"))
 # CPython's words for a C call that returned an error without setting one: under the limit, a failed allocation (seen:
 # importing torch._dynamo while building tiny-fcn-r at batch 41,339 under --max-memory 400MiB, where 26,456 fits)
 LOST = "SystemError: error return without exception set"

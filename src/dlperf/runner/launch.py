@@ -29,6 +29,7 @@ from dlperf.protocol import LIFELINE, CellTask, Event, ProbeTask, Task, decode, 
 from dlperf.runner import lifeline, warm
 from dlperf.runner.distributed import python_module, spawn_command, torchrun_command
 from dlperf.runner.environ import cache_env, child_env
+from dlperf.vocab import OUT_OF_MEMORY_SAID
 
 KILL_GRACE_S = 3.0  # between SIGTERM and SIGKILL
 UNCOUNTED = " (killed: out of memory?)"  # a SIGKILL where no out-of-memory counter could be read
@@ -66,21 +67,34 @@ class ChildResult:
         if self.timed_out or self.returncode in (0, None):
             return None
         if self.returncode < 0:
-            return signal_reason(-self.returncode, self.oom_kills)
+            return signal_reason(-self.returncode, self.oom_kills, self.stderr_tail)
         return f"worker exited with code {self.returncode}"
 
 
-def signal_reason(signum: int, oom_kills: int | None = None) -> str:
+def signal_reason(signum: int, oom_kills: int | None = None, stderr: str = "") -> str:
     """Why a child died of `signum`, in words. A SIGKILL is out of memory only where the kernel's out-of-memory killer
-    counted a kill while the child ran (`oom_kills`); with no count to read, it may be."""
+    counted a kill while the child ran (`oom_kills`); with no count to read, it may be. A SIGABRT is out of memory
+    where what the child wrote last (`stderr`) says an allocation failed: C++'s std::bad_alloc uncaught, an
+    allocator that aborts rather than raise (CUDA's, some CPU ones under pressure); else a crash."""
     name = signal.Signals(signum).name if signum in signal.Signals._value2member_map_ else f"signal {signum}"
     hints = {
         signal.SIGKILL: _killed(oom_kills),
         signal.SIGSEGV: " (segmentation fault)",
-        signal.SIGABRT: " (aborted)",
+        signal.SIGABRT: ABORTED_OUT_OF_MEMORY if allocation_failed(stderr) else " (aborted)",
         signal.SIGBUS: " (bus error)",
     }
     return f"worker killed by {name}{hints.get(signum, '')}"
+
+
+ABORTED_OUT_OF_MEMORY = " (out of memory: an allocation failed and the process aborted)"
+# what a process that aborted writes where an allocation failed: the words the frameworks raise it with, C++'s
+# std::bad_alloc (glibc's "terminate called after throwing an instance of 'std::bad_alloc'"), strerror(ENOMEM)
+ALLOCATION_FAILED = (*OUT_OF_MEMORY_SAID, "bad_alloc", "cannot allocate memory")
+
+
+def allocation_failed(stderr: str) -> bool:
+    lowered = stderr.lower()
+    return any(said in lowered for said in ALLOCATION_FAILED)
 
 
 def _killed(oom_kills: int | None) -> str:
