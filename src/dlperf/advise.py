@@ -355,11 +355,11 @@ def searched(opts: Options) -> str:
 
 
 def _work(workload, opts: Options, size: int | None = None, batches: int | None = None) -> tuple[int, str, int | None]:
-    """`predict --cost`'s work (`cost.work`) and its steps where a loader counts them (None: the samples' batches,
-    the last one partial); with --data DIR of `size` samples, --epochs (1) of that data, in the steps the loader
-    trains them in: its `batches` an epoch, else the whole batches (dlperf's DataLoaders drop a partial last batch,
-    drop_last); synthetic data without --samples: NO_EPOCH_SAMPLES, and --epochs there refused (it has no epoch to
-    count), before anything is predicted or measured."""
+    """`predict --cost`'s work and its steps, as a loader trains them (`cost.work`, `cost.epoch`: each epoch's whole
+    batches, dlperf's DataLoaders dropping a partial last batch); with --data DIR of `size` samples, --epochs (1) of
+    that data, its loader's own `batches` an epoch where known; synthetic data without --samples: NO_EPOCH_SAMPLES
+    (steps None: its whole batches, `cost.costs`), and --epochs there refused (it has no epoch to count), before
+    anything is predicted or measured."""
     from dlperf.predict import cost
 
     if opts.samples is None and size:
@@ -374,21 +374,16 @@ def _work(workload, opts: Options, size: int | None = None, batches: int | None 
             raise UsageError(f"--epochs: {workload.name} trains on {workload.data} data, which has no epoch: give "
                              "the work with --samples N (e.g. your data set's size)")  # fmt: skip
         return NO_EPOCH_SAMPLES, NO_EPOCH_WORK, None
-    return (*cost.work(workload, opts.samples, opts.epochs), None)
+    return cost.work(workload, opts.samples, opts.epochs)
 
 
 def _epoch(size: int, batches: int | None, batch: int) -> tuple[int, str]:
-    """An epoch's steps at `batch`: its loader's own count (`batches`, len(loader): a user's loader= may keep a
-    partial last batch), else the whole batches of `size` samples, as dlperf's DataLoaders drop a partial last batch
-    (drop_last); and the data as the work says it, with the samples left out where there are any."""
-    from dlperf.measure.units import plural
+    """An epoch's steps at `batch` as its loader trains it (`cost.epoch`: `predict --cost` counts one alike), and the
+    data as the work says it, with the samples left out where there are any."""
+    from dlperf.predict import cost
 
-    steps = batches or size // batch
-    left = size - steps * batch
-    if left <= 0:
-        return steps, f"{size:,} samples, --data"
-    return steps, (f"{size:,} samples, --data: {plural(steps, 'step')} of batch {batch}, the last "
-                   f"{plural(left, 'sample')} left out as the loader drops a partial batch")  # fmt: skip
+    steps, dropped = cost.epoch(size, batch, batches)
+    return steps, f"{size:,} samples, --data" + (f": {dropped}" if dropped else "")
 
 
 def gpu_modes(gpu) -> tuple[str, ...]:

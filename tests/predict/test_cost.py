@@ -130,7 +130,7 @@ def test_the_work_is_an_epoch_of_the_data_set_or_the_samples_given_never_both():
     fcn = BUILTIN["fcn-r"]  # MNIST
     assert cost.work(fcn, None, None)[0] == 60_000
     assert cost.work(fcn, None, 2.5)[0] == 150_000
-    assert cost.work(fcn, 1234, None) == (1234, "1,234 samples (--samples)")
+    assert cost.work(fcn, 2048, None) == (2048, "2,048 samples (--samples)", 2)  # fcn-r's batch: 1024
     lstm = next(w for w in BUILTIN.values() if w.data == "Penn Treebank")
     assert cost.work(lstm, None, None)[0] == 929_589 // lstm.config["seq_len"]
     with pytest.raises(UsageError, match="--samples and --epochs"):
@@ -311,3 +311,33 @@ def test_a_price_file_saved_by_a_spreadsheet_with_a_byte_order_mark_is_read(tmp_
     prices.use_prices(str(path))
     t4 = prices.price(gpus.lookup("T4"))
     assert (t4.low, t4.high, t4.user) == (0.3, 0.4, True)
+
+
+def test_the_work_is_counted_in_the_steps_the_loader_trains_as_advise_counts_it():
+    """predict --cost counted an epoch as ceil(samples / batch) steps (1,000 samples at batch 64: 16), where dlperf's
+    DataLoaders drop a partial last batch (drop_last: 15) and `advise --data` counts 15 since 8e3e9d4; both now count
+    through `cost.epoch`, the samples left out said, on each GPU and on this CPU."""
+    from dataclasses import replace
+
+    from dlperf import advise
+
+    fcn = replace(BUILTIN["fcn-r"], batch=64)  # MNIST
+    samples, what, steps = cost.work(fcn, 1000, None)
+    assert (samples, steps) == (1000, 15)
+    assert what == ("1,000 samples (--samples: 15 steps of batch 64, the last 40 samples left out as the loader drops "
+                    "a partial batch)")  # fmt: skip
+    assert advise._epoch(1000, None, 64)[0] == 15  # advise --data's count of the same samples
+    assert advise._work(fcn, advise.Options(fcn.name, samples=1000))[2] == 15  # and advise --samples
+    x = cost.costs(fcn, [prediction("T4", 0.01, batch=64)], samples, what, {}, steps=steps)
+    assert math.isclose(x.rows[0].time_s, 15 * 0.01)
+    assert math.isclose(cost.costs(fcn, [prediction("T4", 0.01, batch=64)], 1000, what, {}).rows[0].time_s, 0.15)
+    cpu = cost.cpu_cost(make_cell("fcn-r", batch=64, median_s=0.02), samples, 100, 0.15, steps=steps)
+    assert math.isclose(cpu.time_s, 15 * 0.02)
+    # an epoch of MNIST: 937 whole batches of 64 (32 samples left out), and each of 2.5 epochs drops its own
+    assert cost.work(fcn, None, None)[2] == 937 and cost.work(fcn, None, 2.5)[2] == round(937 * 2.5)
+    assert (
+        "(937 steps of batch 64, the last 32 samples left out as the loader drops a partial batch)"
+        in cost.work(fcn, None, None)[1]
+    )
+    with pytest.raises(UsageError, match=r"^--samples 50: fewer than one batch of 64"):
+        cost.work(fcn, 50, None)  # a loader that drops a partial batch trains none of them

@@ -24,7 +24,7 @@ def prediction(gpu, step_s, mode="bf16"):
 def answer(predictions, searched=True, predicted=None, largest=None):
     x = cost.costs(CNN, predictions, 50_000, "50,000 samples (--samples)", {}, predicted=predicted)
     x.largest = largest or {}
-    steps = -(-50_000 // CNN.batch)
+    steps = 50_000 // CNN.batch  # the loader's (`cost.epoch`: a partial last batch dropped), as the GPUs' rows count
     x.cpu = cost.Cpu(4485.2 / steps, CNN.batch, 1, "fp32", 1, 4485.2, 100.0, 0.15)
     return advise.Advice(CNN.name, CNN.batch, x, None, None, [1], "", [], 0, x.largest, CNN.name, None, searched)
 

@@ -282,15 +282,15 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     from dlperf.predict import cost, memory
     from dlperf.report import cost as view
 
-    samples, what = work
+    samples, what, steps = work  # in the steps a loader trains them in, as advise counts them (`cost.epoch`)
     cells, where = stored_cells(args, workload.name)
     cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
     predicted = predicted_peaks(args, workload, {p.mode for p in predictions})
     x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
-                   predicted)  # fmt: skip
+                   predicted, steps)  # fmt: skip
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
     cell = cost.measured_cpu(cells, workload.batch)
-    x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price) if cell else None
+    x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price, steps=steps) if cell else None
     how = None if cell else view.how_to_measure(workload, where, no_room_here(workload, predicted))
     if args.format == "json":
         import json

@@ -11,7 +11,6 @@ overridable). Pure functions over their inputs; the command
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from dlperf.errors import UsageError
@@ -40,12 +39,33 @@ def epoch_samples(workload) -> tuple[int, str] | None:
     return None
 
 
-def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str]:
-    """The samples to cost and how they were chosen: `--samples`, else `--epochs` (1) of the data set."""
+def epoch(size: int, batch: int, batches: int | None = None) -> tuple[int, str]:
+    """An epoch of `size` samples at `batch` in the steps a loader trains it in: the loader's own count where it is
+    known (`batches`, len(loader): a user's loader= may keep a partial last batch), else the whole batches, as
+    dlperf's DataLoaders drop a partial last batch (drop_last: 1,000 samples at batch 64 are 15 steps, not 16); and
+    what the work says of them where samples are left out ("" where none is)."""
+    from dlperf.measure.units import plural
+
+    steps = batches or size // batch
+    left = size - steps * batch
+    if left <= 0:
+        return steps, ""
+    return steps, (f"{plural(steps, 'step')} of batch {batch}, the last {plural(left, 'sample')} left out as the "
+                   "loader drops a partial batch")  # fmt: skip
+
+
+def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str, int]:
+    """The samples to cost, how they were chosen, and the steps they take at the workload's batch, as a loader trains
+    them (`epoch`: each epoch's whole batches): `--samples` (a data set's size, one pass), else `--epochs` (1) of the
+    data set. Fewer samples than a batch are refused: a loader that drops a partial batch trains none of them."""
     if samples is not None and epochs is not None:
         raise UsageError("--samples and --epochs: give one (the work is N samples, or E epochs of the data set)")
     if samples is not None:
-        return samples, f"{samples:,} samples (--samples)"
+        steps, dropped = epoch(samples, workload.batch)
+        if not steps:
+            raise UsageError(f"--samples {samples:,}: fewer than one batch of {workload.batch}, which a loader that "
+                             "drops a partial batch trains none of: give at least one batch")  # fmt: skip
+        return samples, f"{samples:,} samples (--samples" + (f": {dropped})" if dropped else ")"), steps
     found = epoch_samples(workload)
     if found is None:
         raise UsageError(
@@ -54,8 +74,13 @@ def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str]
         )
     n, what = found
     epochs = 1.0 if epochs is None else epochs
+    steps, dropped = epoch(n, workload.batch)
     total = max(1, round(n * epochs))
-    return total, (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what
+    return (
+        total,
+        (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what + (f" ({dropped})" if dropped else ""),
+        max(1, round(steps * epochs)),
+    )
 
 
 def fits(
@@ -166,8 +191,7 @@ def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int],
           predicted: dict[str, int] | None = None, steps: int | None = None) -> Costs:  # fmt: skip
     """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode (`measured_peaks`; tf32's is fp32's,
     the same tensors; "" for any mode, a caller's own); `predicted`: the predicted peak per mode, where no peak was
-    measured in that mode; `steps`: the work's steps where a loader counts them (one that drops a partial last
-    batch), else the samples' batches, the last one partial."""
+    measured in that mode; `steps`: the work's steps (`work`), else the samples' whole batches (`epoch`)."""
     from dlperf.predict import gpus, prices
 
     kept, out = [], []
@@ -175,7 +199,7 @@ def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int],
         gpu = gpus.lookup(p.gpu, "predictions")  # a Python caller's own prediction: its argument named
         measured = peaks.get(p.mode, peaks.get("fp32") if p.mode == "tf32" else None) or peaks.get("")
         ok, why = fits(gpu, workload, p.mode, measured, (predicted or {}).get(p.mode))
-        n = steps or math.ceil(samples / p.batch)
+        n = steps or max(1, epoch(samples, p.batch)[0])
         row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, n * p.step_s, prices.price(gpu), ok, why)
         (kept if ok else out).append(row)
     return Costs(workload.name, workload.batch, samples, what, kept, out, None, deadline_s)
@@ -185,9 +209,9 @@ def cpu_cost(cell, samples: int, watts: float, kwh_price: float, step_s: float |
              steps: int | None = None) -> Cpu:  # fmt: skip
     """A measured CPU cell (a `store.records.CellRecord`) doing the same work, at its median step or `step_s` (a
     loader cell's mean: its waits for data come in bursts the median leaves out, and a long run pays them), in
-    `steps` (`costs`) or the samples' batches."""
+    `steps` (`work`) or the samples' whole batches (`epoch`)."""
     step_s = step_s or cell.median_s
-    steps = steps or math.ceil(samples / cell.batch)
+    steps = steps or max(1, epoch(samples, cell.batch)[0])
     return Cpu(step_s, cell.batch, cell.threads, cell.mode, cell.run_id, steps * step_s, watts, kwh_price)
 
 
