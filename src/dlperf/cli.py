@@ -9,41 +9,14 @@ from __future__ import annotations
 import argparse
 import codecs
 import errno
-import importlib
 import os
 import re
 import sys
-from types import ModuleType
 
-from dlperf.commands import NAMES
+from dlperf.commands import build_parser, command
 from dlperf.commands.common import Parser, chosen, unrecognized
 from dlperf.errors import OutputFailed, ProbeFailed, UsageError, out_of_memory_here
-from dlperf.version import VERSION
 from dlperf.vocab import ExitCode
-
-
-def command(name: str) -> ModuleType:
-    return importlib.import_module(f"dlperf.commands.{name}")
-
-
-def build_parser() -> Parser:
-    parser = Parser(
-        prog="dlperf",
-        description="Measure deep-learning training speed: the Shi et al. (2016) "
-        "benchmark on your machine, and your own models.",
-    )
-    parser.add_argument("--version", action="version", version=f"dlperf {VERSION}")
-    parser.add_argument("--db", dest="db_first", metavar="DB", help="SQLite store: the command's own --db, put first")
-    common = Parser(add_help=False)
-    common.add_argument("--db", help="SQLite store (default: $DLPERF_DB or ./dlperf.db)")
-    sub = parser.add_subparsers(dest="command", parser_class=Parser)  # none: `main` prints the help
-    for name in NAMES:
-        module = command(name)
-        parents = [common] if getattr(module, "TAKES_DB", True) else []
-        p = sub.add_parser(name, parents=parents, help=module.HELP, description=getattr(module, "DESCRIPTION", None))
-        module.add_arguments(p)
-    return parser
-
 
 PLAIN = {"µ": "u", "→": "->", "×": "x", "±": "+/-", "≤": "<=", "≥": ">=", "≈": "~", "—": "-", "–": "-", "…": "...",
          "│": "|", "─": "-"}  # fmt: skip

@@ -411,18 +411,19 @@ def show_resumed(db: str, run_id: int) -> None:
 
 
 def stored_command(argv: list[str]) -> tuple[str | None, str]:
-    """A stored command line's subcommand and the --format it asked for ('text' where it gave none), read as its
-    parser read them (`common.Parser`: options spelt in full), the store put first (`dlperf --db X profile ...`) or
-    `--format=json` included."""
-    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False, exit_on_error=False)
-    p.add_argument("--db")
-    p.add_argument("--format", default="text")
-    p.add_argument("command", nargs="?")
-    try:
-        known, _ = p.parse_known_args(argv[1:])
-    except argparse.ArgumentError:  # a Python caller's own command line (api.run stores its sys.argv), not dlperf's
+    """A stored command line's subcommand and the --format it asked for ('text' where it gave none), read by the
+    parser that read it (`commands.build_parser`): the store put first (`dlperf --db X profile ...`) or
+    `--format=json` included. A Python caller's own command line (api.run stores its sys.argv), or one this
+    dlperf's parser no longer takes, reads as no command."""
+    from dlperf.commands import build_parser
+
+    if argv[:1] != ["dlperf"]:  # the commands store theirs as `dlperf ...` (`python -m dlperf` too)
         return None, "text"
-    return known.command, known.format
+    try:
+        known, _ = build_parser().parse_known_args(argv[1:])
+    except UsageError:
+        return None, "text"
+    return known.command, getattr(known, "format", None) or "text"
 
 
 def print_answer(answer, notes: list[str], run_id: int) -> None:
