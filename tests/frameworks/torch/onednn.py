@@ -3,11 +3,12 @@ reduced-precision LSTM expects `unsupported` only where this says why, and fails
 raises anyway.
 
 Under autocast PyTorch runs a CPU LSTM as one oneDNN primitive. oneDNN builds a bf16 one from AVX-512 (its
-avx512_core: F, BW, VL and DQ; without avx512_bf16 it emulates bf16 with them) and an fp16 one only with AVX512-FP16.
-Below that it refuses the primitive ("could not create a primitive descriptor"), which the backend reports as the
-precision unsupported. Seen with torch 2.13 on an AMD EPYC with avx512_bf16 and no avx512_fp16 (bf16 trains, fp16 is
-refused), and there with oneDNN capped by ONEDNN_MAX_CPU_ISA: at AVX2 both are refused, at AVX512_CORE (no bf16
-instructions) bf16 trains. Convolutions ran in both precisions with oneDNN capped at AVX2: no entry here.
+avx512_core: F, BW, VL and DQ; without avx512_bf16 it emulates bf16 with them) and refuses it below ("could not create a
+primitive descriptor"), which the backend reports as the precision unsupported. An fp16 one it refuses for training on
+every CPU: its verbose log says "f16 training not supported" (src/cpu/rnn/ref_rnn.cpp), seen with torch 2.13 on an
+Intel Xeon with AVX512-FP16 and AMX-BF16 (no AMX-FP16) where fp16 was expected to train, as on an AMD EPYC with
+avx512_bf16 and no avx512_fp16. With oneDNN capped by ONEDNN_MAX_CPU_ISA: at AVX2 bf16 is refused, at AVX512_CORE (no
+bf16 instructions) it trains. Convolutions ran in both precisions with oneDNN capped at AVX2: no entry here.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ LEVELS = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AV
           "AVX512_CORE_FP16", "AVX512_CORE_AMX", "AVX512_CORE_AMX_FP16", "ALL")  # fmt: skip
 ALIASES = {"AVX10_1_512": "AVX512_CORE_FP16", "AVX10_1_512_AMX": "AVX512_CORE_AMX",
            "AVX10_1_512_AMX_FP16": "AVX512_CORE_AMX_FP16", "DEFAULT": "ALL"}  # fmt: skip
-# precision -> (the oneDNN level its LSTM needs, the CPU flags of that level)
+# precision -> (the oneDNN level its LSTM needs, the CPU flags of that level); None: no CPU has it for training
 LSTM_NEEDS = {
     "bf16": ("AVX512_CORE", ("avx512f", "avx512bw", "avx512vl", "avx512dq")),
-    "fp16": ("AVX512_CORE_FP16", ("avx512_fp16",)),
+    "fp16": None,
 }
+NO_TRAINING = "oneDNN's {} LSTM has no training kernel on any CPU ('f16 training not supported')"
 
 
 def missing_lstm_kernel(precision: str, flags: list[str] | None = None, cap: str | None = None) -> str | None:
     """Why oneDNN has no `precision` LSTM on a CPU with `flags` (this one's) with oneDNN capped at `cap` (this
     process's ONEDNN_MAX_CPU_ISA); None where it has one."""
+    if LSTM_NEEDS[precision] is None:
+        return NO_TRAINING.format(precision)
     level, needed = LSTM_NEEDS[precision]
     flags = cpu_flags() if flags is None else flags
     cap = (cap or os.environ.get("ONEDNN_MAX_CPU_ISA") or "ALL").upper()

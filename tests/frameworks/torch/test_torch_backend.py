@@ -154,8 +154,8 @@ def lstm_step_or_its_refusal(precision: str, steps: int = 4) -> tuple[list[torch
 @pytest.mark.parametrize("precision", list(LSTM_DTYPES))
 def test_a_reduced_precision_lstm_trains_where_onednn_has_its_kernel_and_is_unsupported_where_not(precision):
     # The CPU's flags say in advance which precision has its kernel (onednn.py): AVX2 only, neither (the next test runs
-    # that side on any x86 CPU); AVX-512 without AVX512-FP16, bf16 only (an AMD EPYC ran both of these); AVX512-FP16
-    # too, both (its fp16 side has not run: no such CPU was at hand)
+    # that side on any x86 CPU); AVX-512, bf16 only (an AMD EPYC without AVX512-FP16 and an Intel Xeon with it and
+    # AMX-BF16 both ran this): oneDNN trains no fp16 LSTM on any CPU
     if missing_lstm_kernel(precision):
         with pytest.raises(NotImplementedError, match="^" + REFUSED.format(precision)):
             lstm_step_or_its_refusal(precision)
