@@ -80,7 +80,7 @@ def test_cost_says_this_cpu_cannot_measure_a_step_that_fits_its_total_memory_but
     workload = BUILTIN["resnet-50"]
     args = SimpleNamespace(format="json", timeout=60, cpu_watts=100.0, kwh_price=0.15)
     step = roofline.Prediction("H200-SXM-141GB", workload.name, "fp32", workload.batch, 0.05, 0.0, "compute")
-    assert command.show_cost(args, workload, [step], (1000, "1,000 samples"), None, []) == 0
+    assert command.show_cost(args, workload, [step], (1000, "1,000 samples", 1000 // 16), None, []) == 0
     how = json.loads(capfd.readouterr().out)["cpu_how"]
     advise_says = memory.no_room_here(workload, 21 * GIB)
     assert advise_says.startswith("not measured: the fp32 step at batch 16 needs about 21.0 GiB (predicted)")
