@@ -161,7 +161,27 @@ def test_a_log_axis_within_a_decade_names_more_than_two_ticks(plt):
     series = [Series("CPU, measured", [Point(1, 0.00066), Point(32, 0.00043), Point(256, 0.00113)]),
               Series("T4, predicted", [Point(1, 0.00162), Point(256, 0.00168)], dashed=True)]  # fmt: skip
     chart = Chart("crossover-1", "lines", "x", "batch size", "seconds per step", series, log_x=True, log_y=True)
-    ax = drawn(plt, chart)
+    # and one named at or below the lowest step and at or above the highest (test_a_log_axis_names_a_tick_either_side)
+    assert named_ticks(drawn(plt, chart)) == ["0.0003", "0.0005", "0.0007", "0.001", "0.0015", "0.002"]
+
+
+def named_ticks(ax) -> list[str]:
+    """The y tick labels the axes show, read off the drawn axes: those inside its limits (a hair's slack: a tick at a
+    limit may be computed an ulp outside it)."""
     low, high = ax.get_ylim()
-    named = [t.get_text() for t in ax.get_yticklabels() if t.get_text() and low <= t.get_position()[1] <= high]
-    assert named == ["0.0005", "0.0007", "0.001", "0.0015"]
+    inside = [t for t in ax.get_yticklabels() if low * (1 - 1e-9) <= t.get_position()[1] <= high * (1 + 1e-9)]
+    return [t.get_text() for t in inside if t.get_text()]
+
+
+def test_a_log_axis_names_a_tick_either_side(plt):
+    """Across more than a decade (1, 2 and 5 named), dlperf crossover's lowest CPU step, 0.33 ms, had no named tick
+    below it (0.0005 the lowest), nor the paper chart's GPU bar, 0.016 s (0.02 the lowest): the axis reaches the
+    nearest named tick either side of its values, error bars included."""
+    series = [Series("CPU, measured", [Point(1, 0.00033), Point(16, 0.00043), Point(4096, 0.0085, 0.008, 0.0089)]),
+              Series("T4, predicted", [Point(1, 0.0016), Point(4096, 0.0025)], dashed=True)]  # fmt: skip
+    chart = Chart("crossover-1", "lines", "x", "batch size", "seconds per step", series, log_x=True, log_y=True)
+    assert named_ticks(drawn(plt, chart)) == ["0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01"]
+    bars = [Series(label, [Point("FCN-R", y)]) for label, y in (("here", 0.673), ("paper, CPU", 0.252),
+                                                                 ("paper, GPU", 0.016))]  # fmt: skip
+    chart = Chart("paper", "bars", "x", "network", "seconds", bars, categories=["FCN-R"], log_y=True)
+    assert named_ticks(drawn(plt, chart)) == ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1"]
