@@ -85,3 +85,37 @@ def test_the_day_the_shipped_prices_were_read_is_said():
     assert len(read) == 1 and f"the lowest and highest seen, read {read.pop()} (src/dlperf/data/gpu_prices.csv" in first
     unpriced = cost.costs(RESNET, [prediction("GTX 1080", 0.1)], 1000, "", {})
     assert "the lowest and highest seen (src/dlperf/data/gpu_prices.csv" in view.notes(unpriced)[0]
+
+
+def test_the_samples_the_loader_leaves_out_are_a_note_not_the_title(capsys):
+    """Since 000185f the title said them: "fcn-r at batch 1024, one epoch: MNIST's 60,000 training samples (58 steps
+    of batch 1024, the last 608 samples left out as the loader drops a partial batch): time and cost predicted on each
+    GPU", three lines at 100 columns; the steps and the samples left out are now the first note, the title two lines."""
+    from dataclasses import replace
+
+    from dlperf.commands.common import print_rich
+
+    fcn = BUILTIN["fcn-r"]  # MNIST at 1024
+    samples, what, steps = cost.work(fcn, None, None)
+    x = cost.costs(fcn, [prediction("T4", 0.02, batch=1024)], samples, what, {}, steps=steps)
+    assert (
+        view.table(x).title
+        == "fcn-r at batch 1024, one epoch: MNIST's 60,000 training samples: time and cost predicted on each GPU"
+    )
+    dropped = "58 steps of batch 1024, the last 608 samples left out as the loader drops a partial batch"
+    assert view.notes(x)[0] == f"an epoch: {dropped}"
+    assert view.work_said(cost.work(fcn, None, 2.5)[1]) == (
+        "2.5 epochs of MNIST's 60,000 training samples",
+        f"an epoch: {dropped}",
+    )
+    print_rich(view.table(x), notes=view.notes(x), width=100)
+    out = capsys.readouterr().out
+    title, rest = out.split("┏", 1)
+    assert len(title.splitlines()) <= 2 and "left out" not in title  # it wraps at the table's width
+    assert f"note: an epoch: {dropped}" in " ".join(rest.split())
+    small = replace(fcn, batch=64)
+    assert view.work_said(cost.work(small, 1000, None)[1]) == (
+        "1,000 samples (--samples)", "the work: 15 steps of batch 64, the last 40 samples left out as the loader "
+        "drops a partial batch")  # fmt: skip
+    whole = cost.work(small, 1024, None)[1]
+    assert view.work_said(whole) == (whole, "") == ("1,024 samples (--samples)", "")  # none left out: no note
