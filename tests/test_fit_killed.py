@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from dlperf.fit import Try, no_kernel_is_memory
+from dlperf.fit import Try, as_fit_reads
 from dlperf.runner.launch import ChildResult, signal_reason
 from dlperf.runner.outcome import outcome
 from dlperf.vocab import OUT_OF_MEMORY
@@ -32,17 +32,17 @@ def test_an_abort_where_an_allocation_failed_is_out_of_memory(stderr):
     words = signal_reason(signal.SIGABRT, stderr=stderr)
     assert words == f"worker killed by SIGABRT ({OUT_OF_MEMORY}: an allocation failed and the process aborted)"
     first = tried(64, -signal.SIGABRT, stderr)  # the first try, on a GPU (no --max-memory): nothing fitted yet
-    said = no_kernel_is_memory(first, {}, None)
+    said = as_fit_reads(first, {}, None)
     assert said.out_of_memory and said.status == "failed"
     assert said.reason == f"{OUT_OF_MEMORY} at batch 64: {first.reason}" and first.reason.startswith(words)
-    under = no_kernel_is_memory(tried(64, -signal.SIGABRT, stderr), {}, 400 * 2**20)
+    under = as_fit_reads(tried(64, -signal.SIGABRT, stderr), {}, 400 * 2**20)
     assert under.reason.startswith(f"{OUT_OF_MEMORY} at batch 64 under --max-memory 400 MiB: {words}")
 
 
 def test_a_kill_the_out_of_memory_killer_counted_is_out_of_memory_as_the_cell_says():
     killed = tried(4096, -signal.SIGKILL, oom_kills=1)
     assert killed.reason.startswith(f"worker killed by SIGKILL ({OUT_OF_MEMORY}: the kernel's out-of-memory killer")
-    said = no_kernel_is_memory(killed, {2048: True}, None)
+    said = as_fit_reads(killed, {2048: True}, None)
     assert said.out_of_memory and said.reason == f"{OUT_OF_MEMORY} at batch 4096: {killed.reason}"
 
 
@@ -53,5 +53,5 @@ def test_other_signals_stay_a_crash_that_ends_the_search():
     assert signal_reason(signal.SIGABRT, stderr=ASSERTED) == "worker killed by SIGABRT (aborted)"
     for crash in (tried(64, -signal.SIGABRT, ASSERTED), tried(64, -signal.SIGSEGV, BAD_ALLOC),
                   tried(64, -signal.SIGKILL, oom_kills=0), tried(64, -signal.SIGKILL)):  # fmt: skip
-        assert no_kernel_is_memory(crash, {32: True}, None) is crash, crash.reason
+        assert as_fit_reads(crash, {32: True}, None) is crash, crash.reason
         assert not crash.out_of_memory

@@ -105,6 +105,14 @@ def stepping(phases: dict[str, float | None] | None) -> float | None:
     return sum(phases.get(name) or 0.0 for name in ("compile_s", "warmup_s", "timed_s"))
 
 
+def as_fit_reads(tried: Try, fits: dict[int, bool], limit: int | None = None) -> Try:
+    """A try as fit reads it: a process a signal ended where the launcher says it ran out of memory (`said_killed`),
+    or a refusal or loss that was the batch not fitting (`no_kernel_is_memory`), as out of memory; else as stored."""
+    if tried.status == Status.FAILED and (tried.reason or "").startswith(KILLED_OUT_OF_MEMORY):
+        return said_killed(tried, limit)
+    return no_kernel_is_memory(tried, fits, limit)
+
+
 def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = None) -> Try:
     """oneDNN says "could not create a primitive" where it has no kernel for a dtype (`unsupported`, naming the mode's
     precision: frameworks/torch/step.py), and also where the limit leaves no memory to create one. A mode that fitted
@@ -114,8 +122,6 @@ def no_kernel_is_memory(tried: Try, fits: dict[int, bool], limit: int | None = N
     which the step does not name: tiny-resnet-56 at batch 2,370 under 400 MiB, where 2,343 fits), a call that failed
     without an error (`LOST`) and a process that aborted (`ABORTED`). `limit`: the try's, in bytes."""
     reason, failed = tried.reason or "", limit is not None and tried.status == Status.FAILED
-    if tried.status == Status.FAILED and reason.startswith(KILLED_OUT_OF_MEMORY):
-        return said_killed(tried, limit)
     refused = NO_KERNEL in reason and (tried.status == Status.UNSUPPORTED or failed)
     lost = failed and reason.startswith((LOST, ABORTED))
     if not (refused or lost) or not (ran := [b for b, ok in fits.items() if ok and b < tried.batch]):
@@ -494,7 +500,7 @@ class Search:
 
     def try_batch(self, mode: str, batch: int) -> Try:
         """The workload at `batch` in `mode`: a new cell of the run, measured in its own child; a refusal that was
-        the batch not fitting (`no_kernel_is_memory`, from the mode's tries so far) stored as such."""
+        the batch not fitting (`as_fit_reads`, from the mode's tries so far) stored as such."""
         from dlperf.runner.tasks import schedule
 
         cell = self.cell_of(mode, batch)
@@ -514,7 +520,7 @@ class Search:
         done = self.session.store.measurements(self.session.run_id, cell.key)[-1:]  # one process: this try's
         duration, phases = (done[0].duration_s, done[0].detail.phases) if done else (None, None)
         seen = Try.of(self.session.cell(cell.key), batch, duration, phases)
-        tried = no_kernel_is_memory(seen, self.fits, self.session.spec.max_memory)
+        tried = as_fit_reads(seen, self.fits, self.session.spec.max_memory)
         if tried is not seen:  # the table, the report and list --runs read it as fit does
             self.session.restate(cell.key, Status.FAILED, tried.reason)
         return tried

@@ -20,6 +20,7 @@ FORMATS = ("png", "svg", "pdf")
 # an upright bar's widest, as a share of its axes' width (about an inch): one bar drawn as a bar, not a slab as wide
 # as the axes; two columns of two modes each (the docs' variants) as wide as before, just under it
 MOST_OF_AXES = 0.2
+STACK_WIDTH = 0.6  # a stacked bar's width (lying: its height), in category slots
 HATCH = "////"  # a doubtful bar's fill: told apart in print and in grey, not by colour alone
 STYLE = {
     "svg.fonttype": "none",
@@ -283,9 +284,9 @@ def _stack(
             i = index[p.x]
             label = s.label if n == 0 else "_nolegend_"  # one legend entry per category, not per part
             if upright:
-                (bar,) = ax.bar([i], [p.y], 0.6, bottom=[ends[i]], color=colour, label=label)
+                (bar,) = ax.bar([i], [p.y], STACK_WIDTH, bottom=[ends[i]], color=colour, label=label)
             else:
-                (bar,) = ax.barh([i], [p.y], left=[ends[i]], height=0.6, color=colour, label=label)
+                (bar,) = ax.barh([i], [p.y], left=[ends[i]], height=STACK_WIDTH, color=colour, label=label)
             tag(bar, p.tip)
             if p.doubtful and hatch:
                 _hatch(bar, colour)
@@ -325,7 +326,7 @@ def _columns(ax, chart: Chart, colors: dict, tag) -> None:
     """One upright bar per category, its parts the series stacked bottom up; each of the chart's `lines` a dashed
     reference across them (the synthetic step under the loader settings' steps)."""
     _stack(ax, chart, colors, tag, upright=True)
-    _room(ax, len(chart.categories), 0.6)  # `_stack`'s width
+    _room(ax, len(chart.categories), STACK_WIDTH)
     for label, y in chart.lines.items():
         ax.axhline(y, ls="--", lw=1, color="black", alpha=0.7, label=label)
     ax.set_xticks(range(len(chart.categories)), chart.categories, rotation=30, ha="right")
