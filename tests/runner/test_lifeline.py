@@ -341,8 +341,8 @@ forks = "import subprocess, sys, time; subprocess.Popen(%r, start_new_session=Tr
 cell = subprocess.Popen([sys.executable, "-c", forks], start_new_session=True)  # a cell, its own daemon under it
 held = subprocess.Popen(sleeper)
 os.kill(held.pid, signal.SIGSTOP)  # stopped by someone else before: left so
-while len(descendants(os.getpid())) < 3:
-    time.sleep(0.02)
+while len(descendants(os.getpid())) < 3 or any(state(p) not in "ST" for p in descendants(os.getpid())):
+    time.sleep(0.02)  # all three asleep: a cell stopped between vfork and its child's exec would wait in D till `fg`
 during = {}
 
 def stopped():  # as dlperf would stop now: a SIGSTOP takes effect once its process is out of the kernel (state D)
