@@ -298,12 +298,13 @@ def test_the_search_order_puts_first_the_dimensions_that_address_the_bound():
     def order(bound, *modes):
         return opt.search_order(Verdict(bound, "highly", "a figure", modes))
 
-    rest = ("precision", "memory format", "optimizer implementation")
+    rest = ("precision", "memory format", "optimizer implementation", "allocator")
     assert order(Bound.LAUNCH, "cuda_graphs", "compile") == ("compilation", *rest, "checkpointing")
     assert order(Bound.LAUNCH, "compile") == ("compilation", *rest, "checkpointing")  # a CPU: no CUDA graphs
     assert order(Bound.MEMORY, "bf16", "channels_last", "fused") == SEARCH_ORDER
     assert order(Bound.MEMORY, "fused", "channels_last") == ("optimizer implementation", "memory format",
-                                                              "precision", "compilation", "checkpointing")  # fmt: skip
+                                                              "precision", "allocator", "compilation",
+                                                              "checkpointing")  # fmt: skip
     assert order(Bound.COMPUTE, "bf16", "tf32") == SEARCH_ORDER
     assert order(Bound.COMPUTE) == order(Bound.TRANSFER) == order(Bound.INPUT) == SEARCH_ORDER  # nothing addresses it
     assert opt.search_order(None) == SEARCH_ORDER
@@ -380,8 +381,9 @@ def test_a_launch_bound_baseline_is_searched_compilation_first_and_reaches_the_b
     assert verdict_json["order"]["used"] == "verdict" and verdict_json["order"]["verdict"]["bound"] == "launch"
     assert verdict_json["order"]["groups"][0] == "compilation"
     assert fixed_json["best"]["mode"] == verdict_json["best"]["mode"] == "compile"
-    # fixed: bf16, fp16, foreach, fused, then compile (5th) and compile+checkpoint; by the verdict, compile first
-    assert (fixed_json["cells_to_best"], fixed_json["cells"]) == (5, 6)
+    # fixed: bf16, fp16, foreach, fused, malloc_keep, then compile (6th) and compile+checkpoint; by the verdict,
+    # compile first
+    assert (fixed_json["cells_to_best"], fixed_json["cells"]) == (6, 7)
     assert verdict_json["cells_to_best"] == 1 and verdict_json["cells"] == fixed_json["cells"]
     store = opt.Store.open(tmp_path / "verdict.db", create=False)
     try:
@@ -402,7 +404,7 @@ def test_a_profile_that_cannot_be_taken_falls_back_to_the_fixed_order_and_says_s
     assert len(given) == 1
     assert out["order"] == {"used": "fixed", "groups": list(SEARCH_ORDER), "verdict": None}
     assert any(n.startswith(f"order: the fp32 baseline's profile gave no verdict ({event}: ") for n in out["notes"])
-    assert (out["best"]["mode"], out["cells_to_best"]) == ("compile", 5)
+    assert (out["best"]["mode"], out["cells_to_best"]) == ("compile", 6)
 
 
 def test_order_must_be_verdict_or_fixed():

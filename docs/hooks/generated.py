@@ -195,6 +195,7 @@ EXPORT_COLUMNS = {
     "others_cpu_share": "the share of the machine's CPUs other processes used while timed",
     "cpu_utilization": "the cores the step kept busy",
     "minor_faults_per_step": "minor page faults per timed step",
+    "kernel_cpu_share": "of the process's CPU time over the timed steps, the share the kernel spent on its behalf",
     "flops_by_dtype": "the step's FLOPs by data type",
     "utilization": "the time the step's FLOPs take at the peaks `dlperf peak` measured, over its median; empty without",
     "compile_s": "the time a compiled mode took to compile, seconds",

@@ -32,11 +32,13 @@ class Mode(StrEnum):
     COMPILE = "compile"
     CUDA_GRAPHS = "cuda_graphs"
     DATA_PARALLEL = "dataparallel"
+    MALLOC_KEEP = "malloc_keep"
 
 
 ANY_DEVICE = frozenset(DeviceKind)
 DEVICE_NAMES = {DeviceKind.CPU: "CPUs", DeviceKind.CUDA: "CUDA GPUs", DeviceKind.MPS: "Apple GPUs (MPS)"}
 CUDA = frozenset({DeviceKind.CUDA})
+CPU = frozenset({DeviceKind.CPU})
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class ModeRow:
     searched: bool = True  # an option `dlperf optimize` tries in its group's round
     recipe: tuple[str, ...] = ()  # PyTorch lines that apply it before the loop; {device} is "cpu", "cuda", ...
     step: tuple[str, ...] = ()  # a precision's loop body, in place of the plain one (STEP)
+    arithmetic: bool = True  # may change what the step computes: a mode with it gets a loss check against fp32
 
 
 # the user's optimizer, rebuilt (before it has state) with its class and every setting but its implementation
@@ -116,6 +119,15 @@ ROWS: tuple[ModeRow, ...] = (
         Mode.DATA_PARALLEL, "parallelism", "CUDA with 2+ GPUs: torch.nn.DataParallel over every visible GPU, one "
         "process (for DDP, see --nproc)", devices=CUDA, min_gpus=2, ddp=False, searched=False,
     ),
+    ModeRow(
+        Mode.MALLOC_KEEP, "allocator", "CPU, glibc: the heap keeps freed memory for reuse (mallopt: large blocks from "
+        "the heap, not mmap, and none given back), so a step's activations are not page-faulted in afresh",
+        devices=CPU, arithmetic=False,
+        recipe=("import ctypes  # or, before Python starts: MALLOC_MMAP_THRESHOLD_=2147483647 "
+                "MALLOC_TRIM_THRESHOLD_=2147483647",
+                'ctypes.CDLL("libc.so.6").mallopt(-3, 2**31 - 1)  # M_MMAP_THRESHOLD: large blocks from the heap',
+                'ctypes.CDLL("libc.so.6").mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: freed memory is kept'),
+    ),
 )
 # fmt: on
 
@@ -123,7 +135,7 @@ ROW: dict[Mode, ModeRow] = {row.mode: row for row in ROWS}
 MODE_ORDER = tuple(Mode)  # canonical order of components in a mode name
 PRECISIONS = tuple(r.mode for r in ROWS if r.group == "precision" and r.exclusive)
 # the groups `dlperf optimize` searches, one round each, in this order
-SEARCH_ORDER = ("precision", "memory format", "optimizer implementation", "compilation", "checkpointing")
+SEARCH_ORDER = ("precision", "memory format", "optimizer implementation", "allocator", "compilation", "checkpointing")
 # combinations the search tries as one option, beside the single components of their group
 SEARCH_COMBINATIONS = {"compilation": ((Mode.COMPILE, Mode.CUDA_GRAPHS),)}
 # lines that replace the single components' recipes when every member of the key is in the mode
@@ -174,6 +186,12 @@ def check_device(mode: str, device_kind: DeviceKind, gpus: int = 0) -> None:
             raise NotImplementedError(f"{component.value} applies to {kinds} only; this cell runs on {device_kind}")
         if gpus < row.min_gpus:
             raise NotImplementedError(f"{component.value} needs {row.min_gpus} or more GPUs; this machine has {gpus}")
+
+
+def changes_arithmetic(mode: str) -> bool:
+    """Whether `mode` may compute other numbers than fp32 eager does: a component other than fp32 that is not a
+    setting of the process alone (the allocator's)."""
+    return any(c is not Mode.FP32 and ROW[c].arithmetic for c in mode_components(mode))
 
 
 def not_under_ddp(mode: str) -> list[Mode]:

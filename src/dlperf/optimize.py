@@ -42,7 +42,7 @@ from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
-from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, left_out, options_of
+from dlperf.modes import ROW, SEARCH_ORDER, Fit, Mode, changes_arithmetic, left_out, options_of
 from dlperf.optimize_loader import LoaderChoice, LoaderSearch, faster_not_taken, needed_and_left, recipe
 from dlperf.plan import make_plan
 from dlperf.protocol import Cell, StopRule
@@ -59,6 +59,7 @@ from dlperf.store.records import CellRecord
 from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
+SAME_ARITHMETIC = "ok: fp32's arithmetic, nothing to check"  # a mode of process settings alone (the allocator's)
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and told apart as faster (`fastest.faster`)
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
@@ -179,8 +180,8 @@ def candidates_of(
             samples=sum(len(s) for s in samples.get(cell.key, [])),
             peak_mem_bytes=cell.peak_mem_bytes,
             peak_mem_kind=cell.peak_mem_kind,
-            loss_ok=True if cell.mode == BASELINE else (check.ok if check else None),
-            loss_reason=check.reason if check else None,
+            loss_ok=(check.ok if check else None) if changes_arithmetic(cell.mode) else True,
+            loss_reason=check.reason if check else None if cell.mode == BASELINE else SAME_ARITHMETIC,
             compile_s=cell.compile.compile_s if cell.compile else None,
         )
         if cell.mode == BASELINE and cell.ok:

@@ -362,6 +362,9 @@ class Sampled(Event):
     # the process's minor page faults (all its threads) over the timed steps, a step: faults served without the disk,
     # a page touched first since it was mapped (memory mapped afresh, a grown heap), copied on write, or file-cached
     minor_faults_per_step: float | None = None
+    # of the process's CPU time over the timed steps, the share spent in the kernel on its behalf (system time):
+    # page faults, mapping and unmapping memory, the scheduler's futexes
+    kernel_cpu_share: float | None = None
     process_hwm_increase_bytes: int | None = None
     # the last timed step's loss, read once the steps were over; "nan", "inf" or "-inf" when not finite (JSON has no
     # such numbers): a step whose loss is not finite was timed, but it did not train

@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         choices=("verdict", "fixed"),
         default="verdict",
         help="verdict: profile fp32 once and search first the dimensions that address what bounds its step; "
-        "fixed: precision, memory format, optimizer implementation, compilation, checkpointing (default: verdict)",
+        "fixed: precision, memory format, optimizer implementation, allocator, compilation, checkpointing (default: "
+        "verdict)",
     )
     add_timer_flags(p, **OPTIMIZE_TIMING)
     add_data_flags(p)  # with real data, the loader is searched for the best mode (`optimize_loader.py`)
@@ -113,7 +114,7 @@ def render_rich(search):
         speed = _speed_text(c)
         memory = f"{nbytes(c.peak_mem_bytes)} {MEMORY_MARKS.get(c.peak_mem_kind, '')}" if c.peak_mem_bytes else ""
         util = f"{100 * c.utilization:.1f}%" if c.utilization is not None else ""
-        loss = "ok" if c.loss_ok else (c.loss_reason or NO_CHECK) if c.loss_ok is None else f"FAILED: {c.loss_reason}"
+        loss = loss_text(c)
         payback = plural(c.payback_steps, "step") if c.payback_steps is not None else ("never" if c.compile_s else "")
         mode = f"[bold green]{markup(c.mode)}[/]" if c.mode == best else markup(c.mode)
         table.add_row(mode, table_seconds(c.median_s), speed, memory, util, markup(loss), payback)
@@ -121,6 +122,13 @@ def render_rich(search):
 
 
 NO_CHECK = "not checked: its first process recorded no check"  # the worker says why when it skips one
+
+
+def loss_text(c) -> str:
+    """A candidate's loss check column: ok (or why there was nothing to check), why not checked, or FAILED: why."""
+    if c.loss_ok is None:
+        return c.loss_reason or NO_CHECK
+    return (c.loss_reason or "ok") if c.loss_ok else f"FAILED: {c.loss_reason}"
 
 
 def unmeasured(c, interrupted: bool = False) -> tuple[str, str]:

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, replace
 
 from dlperf import envinfo
 from dlperf.measure.timer import TimerConfig
-from dlperf.modes import Mode, mode_components
+from dlperf.modes import changes_arithmetic
 from dlperf.plan import Plan
 from dlperf.protocol import Cell, CellTask
 from dlperf.runner import collect, kept, warm
@@ -273,7 +273,7 @@ def extras_of(task: Task, seen: set[tuple], loss_check: bool,
     seen.add(group)
     found = kept_of(task.cell)
     extras = [name for name in ("flops", "memory") if name not in found]
-    if loss_check and task.repeat == 0 and mode_components(task.cell.mode) != [Mode.FP32] and "loss_check" not in found:
+    if loss_check and task.repeat == 0 and changes_arithmetic(task.cell.mode) and "loss_check" not in found:
         extras.append("loss_check")
     return extras
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES, few
-from dlperf.modes import Mode
+from dlperf.modes import Mode, changes_arithmetic
 from dlperf.report.fastest import faster, speedup_interval
 from dlperf.report.table import FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
@@ -68,7 +68,7 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
                    base and base.n, timed=len(timed), why_rejected=why)  # fmt: skip
         if best is not None:
             row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
-            if best.mode != BASELINE and not (best.loss_check and best.loss_check.ok):
+            if changes_arithmetic(best.mode) and not (best.loss_check and best.loss_check.ok):
                 row.unchecked = (best.loss_check and best.loss_check.reason) or "no check ran: --no-loss-check"
         if best is not None and base is not None:
             row.speedup = base.median_s / best.median_s

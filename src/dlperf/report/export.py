@@ -55,7 +55,14 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     rec = {"run_id": rec.pop("run_id"), **machine_fields(run), **rec}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
-    for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "flops_by_dtype"):
+    for key in (
+        "steal_fraction",
+        "others_cpu_share",
+        "cpu_utilization",
+        "minor_faults_per_step",
+        "kernel_cpu_share",
+        "flops_by_dtype",
+    ):
         rec[key] = getattr(cell, key)
     rec["utilization"] = cell.utilization  # of the peaks measured by `dlperf peak`; None without them
     compiled = cell.compile or CompileRecord()

@@ -21,6 +21,9 @@ class Kind:
     figure: str = ""  # a pattern for what each cell keeps beside its label (its group 1, or the whole match)
 
 
+REMAPPED = "memory mapped afresh each step:"  # a CPU cell's kernel time, with the page faults behind it (`table`)
+KERNEL_TOOK = "the kernel took"
+
 KINDS = (
     Kind("other processes used", "other processes used the CPUs while these cells were timed", r"\d+%"),
     Kind("CPU steal", "CPU steal time: another virtual machine took this machine's CPU", r"\d+%"),
@@ -34,8 +37,15 @@ KINDS = (
         "so these cells' thread counts are not alike across frameworks",
         r"(\d+\.\d+) cores",
     ),
+    Kind(
+        REMAPPED,
+        "memory mapped afresh each step, the kernel faulting its pages in (glibc gives large blocks back when freed): "
+        "try these cells with --modes malloc_keep",
+        r"the kernel (\d+%)",
+    ),
+    Kind(KERNEL_TOOK, "the kernel took a large share of these cells' CPU time", r"\d+%"),
 )
-FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores"}
+FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores", REMAPPED: "{} kernel", KERNEL_TOOK: "{} kernel"}
 
 
 def kind_of(text: str) -> Kind | None:

@@ -13,7 +13,9 @@ import io
 import json
 from dataclasses import dataclass, field
 
+from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import few
+from dlperf.modes import Mode, mode_components
 from dlperf.report import data, ddp, fastest
 from dlperf.report.charts import FEW, disturbances
 from dlperf.report.columns import column_order
@@ -21,7 +23,7 @@ from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import tie, told_apart
 from dlperf.report.fit import out_of_memory
 from dlperf.report.format import markup, table_seconds
-from dlperf.report.notes import grouped
+from dlperf.report.notes import KERNEL_TOOK, REMAPPED, grouped
 from dlperf.report.profile import Verdict
 from dlperf.store.records import CellRecord
 from dlperf.vocab import OUT_OF_MEMORY, Status
@@ -246,7 +248,28 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
             notes.append((label, "warning", f"{why}; the time is kept, but this mode does not train as fp32 does"))
         if busy := cores_beyond_threads(c):
             notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
+        if said := kernel_note(c):
+            notes.append((label, "kernel", said))
     return notes
+
+
+KERNEL_SHARE = 0.2  # of a CPU cell's CPU time over its timed steps, spent in the kernel: above it, a note says so
+REMAPPED_FAULTS = 10_000  # page faults a step (40 MB of 4 KiB pages) beyond it: memory mapped afresh every step
+
+
+def kernel_note(cell: CellRecord) -> str | None:
+    """Where the kernel took KERNEL_SHARE or more of a CPU cell's timed CPU time, what it did: with many page faults
+    a step, and a backend that keeps glibc's heap, the mode to try (`malloc_keep`: ResNet-50 at batch 16, 2 threads,
+    faulted in 700,000 pages a step without it, none with it); else the share and the faults, as measured."""
+    share, faults = cell.kernel_cpu_share, cell.minor_faults_per_step or 0
+    if cell.device != "cpu" or not cell.ok or share is None or share < KERNEL_SHARE:
+        return None
+    figures = f"{faults:,.0f} page faults a step, the kernel {100 * share:.0f}% of its CPU time"
+    kept = Mode.MALLOC_KEEP in mode_components(cell.mode)
+    if faults >= REMAPPED_FAULTS and not kept and Mode.MALLOC_KEEP in capabilities.of(cell.framework).modes:
+        mode = Mode.MALLOC_KEEP.value if cell.mode == Mode.FP32 else f"{cell.mode}+{Mode.MALLOC_KEEP}"  # canonical
+        return f"{REMAPPED} {figures}; try --modes {mode}"
+    return f"{KERNEL_TOOK} {100 * share:.0f}% of the timed steps' CPU time ({faults:,.0f} page faults a step)"
 
 
 BEYOND_THREADS = 1.25  # cores kept busy over the threads asked: above it, the framework ran work on threads of its own

@@ -183,7 +183,8 @@ def during(events: list[Event]) -> str:
 
 # what the machine did while the cell was timed, from the `Sampled` event
 MACHINE_FIGURES = (
-    "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "process_hwm_increase_bytes",
+    "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "kernel_cpu_share",
+    "process_hwm_increase_bytes",
 )  # fmt: skip
 
 
@@ -499,6 +500,7 @@ def _static(details: list[ProcessDetail]) -> CellFigures:
         build_s=first("build_s"),
         cpu_utilization=first("cpu_utilization"),
         minor_faults_per_step=first("minor_faults_per_step"),
+        kernel_cpu_share=first("kernel_cpu_share"),
         flops_by_dtype=first("flops_by_dtype"),
         compile=first("compile"),
         loss_check=first("loss_check"),

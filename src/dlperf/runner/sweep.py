@@ -21,7 +21,7 @@ from dlperf import envs
 from dlperf.errors import MissingDependency, StoreFault
 from dlperf.measure.gate import Gate
 from dlperf.measure.system import affinity_cpus, pin_cpus
-from dlperf.modes import Mode, mode_components
+from dlperf.modes import Mode, changes_arithmetic, mode_components
 from dlperf.parallel import Rendezvous, distributed
 from dlperf.protocol import Cell, CellTask, Compiled, Compiling, DDPTask, Event, MultiWorkerTask, Start
 from dlperf.runner import collect, kept, lifeline, warm
@@ -80,7 +80,7 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     at all where an earlier run's are kept (`kept`: counted, not read from the machine's state)."""
     cell, spec = task.cell, ctx.spec
     group = siblings(cell, ctx.store.cells(ctx.run_id))
-    wants_check = spec.loss_check and task.repeat == 0 and mode_components(cell.mode) != [Mode.FP32]
+    wants_check = spec.loss_check and task.repeat == 0 and changes_arithmetic(cell.mode)
     count_flops = not any(c.flops_per_step is not None for c in group)
     measure_memory = not any(c.peak_mem_bytes is not None for c in group)
     if count_flops or measure_memory:

@@ -56,6 +56,7 @@ class ProcessDetail(StoredFigures):
     others_cpu_share: float | None = None
     cpu_utilization: float | None = None
     minor_faults_per_step: float | None = None
+    kernel_cpu_share: float | None = field(default=None, metadata=OPTIONAL)
     process_hwm_increase_bytes: int | None = None
     # the last timed step's loss; "nan", "inf" or "-inf" when not finite (`protocol.Sampled`)
     loss: float | str | None = field(default=None, metadata=OPTIONAL)

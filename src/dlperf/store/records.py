@@ -258,6 +258,7 @@ class CellFigures(StoredFigures):
     others_cpu_share: float | None = None  # of the machine's CPUs, used by other processes while timed
     cpu_utilization: float | None = None  # cores the step kept busy
     minor_faults_per_step: float | None = None
+    kernel_cpu_share: float | None = field(default=None, metadata=OPTIONAL)  # of its CPU time, in the kernel
     build_s: float | None = None
     warmup_steady: bool = field(default=True, metadata=stored(of=lambda v: v is not False))
     per_process_medians: list[float] = field(default_factory=list, metadata=OPTIONAL)

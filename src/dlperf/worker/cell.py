@@ -264,13 +264,14 @@ def timed_samples(
     which is what it emits."""
     before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
     family_before = system.family_cpu_s()  # with a loader's worker processes, whose CPU is no other process's
-    own_before, wall_before, faults_before = _own_cpu_s(), time.perf_counter(), _minor_faults()
+    own_before, wall_before, faults_before = os.times(), time.perf_counter(), _minor_faults()
     batch = SampleBatch(emit)
     try:
         samples = sample(run, cfg, on_sample=lambda t: batch.add(own(t)), clock=clock)
     finally:
         batch.flush()  # a step that raised keeps the samples before it
-    after, own_cpu, wall = system.cpu_times(), _own_cpu_s() - own_before, time.perf_counter() - wall_before
+    own_after, after, wall = os.times(), system.cpu_times(), time.perf_counter() - wall_before
+    own_cpu, kernel_cpu = _cpu_s(own_after) - _cpu_s(own_before), own_after.system - own_before.system
     family_cpu = system.family_cpu_s() - family_before
     faults = _minor_faults() - faults_before
     return Sampled(
@@ -280,6 +281,7 @@ def timed_samples(
         others_cpu_share=system.others_cpu_share(before, after, family_cpu, wall),
         cpu_utilization=own_cpu / wall if wall > 0 else None,
         minor_faults_per_step=faults / len(samples) if samples else None,
+        kernel_cpu_share=kernel_cpu / own_cpu if own_cpu > 0 else None,
         process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
     )
 
@@ -317,8 +319,8 @@ def _minor_faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def _own_cpu_s() -> float:
-    t = os.times()
+def _cpu_s(t: os.times_result) -> float:
+    """The process's own CPU time (every thread's, its children's apart), user and system."""
     return t.user + t.system
 
 

@@ -42,13 +42,15 @@ class Capabilities:
 MXNET_AGGREGATED = (
     "mxnet's Trainer already updates several parameters per kernel (multi_sgd_update, multi_sgd_mom_update)"
 )
+# the setting is the process's, not the framework's, but only PyTorch's cells apply it yet (`torch/build.py`)
+MALLOC_KEEP_TORCH = "glibc's heap is kept (mallopt) in PyTorch cells only so far"
 
 # fmt: off
 TABLE: dict[Framework, Capabilities] = {
     Framework.TORCH: Capabilities(
         Framework.TORCH, ("torch",),
         frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
-                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}),
+                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL, Mode.MALLOC_KEEP}),
         "eager",
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
         data_parallel=Parallel.DDP, reads_data=True, counts_ops=True, forks=True,
@@ -70,6 +72,7 @@ TABLE: dict[Framework, Capabilities] = {
             Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
             Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
+            Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
         },
     ),
     Framework.TENSORFLOW: Capabilities(
@@ -88,6 +91,7 @@ TABLE: dict[Framework, Capabilities] = {
                              "backend",
             Mode.CUDA_GRAPHS: "CUDA graphs are a PyTorch feature; tensorflow has no equivalent to measure",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the tensorflow backend runs one device",
+            Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
         },
     ),
     Framework.MXNET: Capabilities(
@@ -105,6 +109,7 @@ TABLE: dict[Framework, Capabilities] = {
                           "compile",
             Mode.CUDA_GRAPHS: "the mxnet backend has no CUDA-graphs mode (CUDA only)",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the mxnet backend runs one device",
+            Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
         },
     ),
 }

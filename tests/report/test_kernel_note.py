@@ -1,0 +1,59 @@
+"""A CPU cell whose timed steps spent much of their CPU time in the kernel is said so under the table, with its page
+faults a step; where those are many and its backend keeps glibc's heap, the note names the mode to try
+(`malloc_keep`). Several such cells make one line, each with its share."""
+
+import pytest
+
+from conftest import make_cell
+from dlperf.report import table
+from dlperf.report.notes import grouped
+
+REMAPPING = {"kernel_cpu_share": 0.28, "minor_faults_per_step": 760_000.0}
+
+
+def notes_of(*cells):
+    return [text for _, kind, text in table.cell_notes(list(cells)) if kind == "kernel"]
+
+
+def test_many_faults_a_step_name_the_mode_that_keeps_the_heap():
+    [said] = notes_of(make_cell("resnet-50", **REMAPPING))
+    assert said == (
+        "memory mapped afresh each step: 760,000 page faults a step, the kernel 28% of its CPU time; "
+        "try --modes malloc_keep"
+    )
+    [said] = notes_of(make_cell("resnet-50", mode="bf16+channels_last", **REMAPPING))
+    assert said.endswith("try --modes bf16+channels_last+malloc_keep")
+
+
+@pytest.mark.parametrize(
+    "why, cell",
+    [
+        ("already in the mode", make_cell("resnet-50", mode="malloc_keep", **REMAPPING)),
+        ("a backend without the mode", make_cell("resnet-50", framework="tensorflow", **REMAPPING)),
+        ("few faults: the kernel busy otherwise", make_cell("lstm", kernel_cpu_share=0.4, minor_faults_per_step=12.0)),
+    ],
+)
+def test_without_that_cause_or_that_remedy_it_says_the_share_alone(why, cell):
+    [said] = notes_of(cell)
+    assert said.startswith("the kernel took ") and "malloc_keep" not in said, (why, said)
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        make_cell("resnet-50", kernel_cpu_share=0.05, minor_faults_per_step=760_000.0),  # the kernel little
+        make_cell("resnet-50", device="cuda:0", **REMAPPING),  # a GPU cell's host
+        make_cell("resnet-50", status="failed", **REMAPPING),
+        make_cell("resnet-50"),  # a cell stored before the figure was
+    ],
+)
+def test_no_note_below_the_share_off_the_cpu_or_without_a_time(cell):
+    assert notes_of(cell) == []
+
+
+def test_several_cells_make_one_line_each_with_its_share():
+    shares = (("resnet-50", 0.28), ("alexnet-r", 0.31))
+    cells = [make_cell(w, **{**REMAPPING, "kernel_cpu_share": s}) for w, s in shares]
+    [line] = grouped([(label, text) for label, kind, text in table.cell_notes(cells) if kind == "kernel"])
+    assert line.startswith("memory mapped afresh each step, the kernel faulting its pages in")
+    assert "resnet-50 torch cpu:1 (28% kernel), alexnet-r torch cpu:1 (31% kernel)" in line

@@ -1,0 +1,43 @@
+"""The worker's figure of the kernel's share of a cell's CPU time over its timed steps (`Sampled.kernel_cpu_share`),
+against two steps measured in the same process: one that maps memory afresh and touches every page, as glibc's large
+blocks are each step without `malloc_keep`, and one that only computes."""
+
+import mmap
+import time
+
+from dlperf.measure.timer import TimerConfig
+from dlperf.worker.cell import timed_samples
+
+CFG = TimerConfig(min_steps=5, min_time=0.2, max_time=2.0)
+PAGE = mmap.PAGESIZE
+
+
+def remaps() -> None:
+    block = mmap.mmap(-1, 32 * 2**20)  # anonymous: zero pages the kernel faults in as they are first written
+    for offset in range(0, len(block), PAGE):
+        block[offset] = 1
+    block.close()
+
+
+def computes() -> None:
+    total = 0
+    for i in range(200_000):
+        total += i * i
+
+
+def timed(step):
+    def run() -> float:
+        start = time.perf_counter()
+        step()
+        return time.perf_counter() - start
+
+    return run
+
+
+def test_a_step_that_maps_memory_afresh_spends_more_of_its_cpu_in_the_kernel_than_one_that_computes():
+    mapped = timed_samples(timed(remaps), CFG, emit=lambda event: None)
+    computed = timed_samples(timed(computes), CFG, emit=lambda event: None)
+    assert mapped.minor_faults_per_step >= 0.9 * 32 * 2**20 / PAGE, mapped  # every page, every step
+    assert computed.minor_faults_per_step < 100, computed
+    assert 0 <= computed.kernel_cpu_share < mapped.kernel_cpu_share <= 1, (computed, mapped)
+    assert mapped.kernel_cpu_share > 0.3, mapped  # faulting in and zeroing pages is the kernel's work
