@@ -314,6 +314,7 @@ def test_the_search_order_puts_first_the_dimensions_that_address_the_bound():
 def _fake_children(monkeypatch, profile_events):
     """The search's timed children and its profile child faked: a mode's steps take 0.5 s when it compiles, 1 s
     otherwise; the profile child reports `profile_events`. Returns the profile tasks it was given."""
+    from dlperf.frameworks.common import heap
     from dlperf.protocol import ProfileTask
     from dlperf.runner import launch as launcher
     from dlperf.runner import sweep
@@ -338,6 +339,7 @@ def _fake_children(monkeypatch, profile_events):
     monkeypatch.setattr(launcher, "launch", launch)
     # every option may pay off: the probe's timing of this machine's precisions (fp16 emulated here) left out
     monkeypatch.setattr(opt.Searcher, "_fit", lambda self: Fit.of(self.opts.device, self.workload))
+    monkeypatch.setattr(heap, "library", lambda component: f"lib{component.value}.so")  # installed, on any machine
     return given
 
 
@@ -381,9 +383,9 @@ def test_a_launch_bound_baseline_is_searched_compilation_first_and_reaches_the_b
     assert verdict_json["order"]["used"] == "verdict" and verdict_json["order"]["verdict"]["bound"] == "launch"
     assert verdict_json["order"]["groups"][0] == "compilation"
     assert fixed_json["best"]["mode"] == verdict_json["best"]["mode"] == "compile"
-    # fixed: bf16, fp16, foreach, fused, malloc_keep, then compile (6th) and compile+checkpoint; by the verdict,
-    # compile first
-    assert (fixed_json["cells_to_best"], fixed_json["cells"]) == (6, 7)
+    # fixed: bf16, fp16, foreach, fused, malloc_keep, tcmalloc, jemalloc, then compile (8th) and compile+checkpoint;
+    # by the verdict, compile first
+    assert (fixed_json["cells_to_best"], fixed_json["cells"]) == (8, 9)
     assert verdict_json["cells_to_best"] == 1 and verdict_json["cells"] == fixed_json["cells"]
     store = opt.Store.open(tmp_path / "verdict.db", create=False)
     try:
@@ -404,7 +406,7 @@ def test_a_profile_that_cannot_be_taken_falls_back_to_the_fixed_order_and_says_s
     assert len(given) == 1
     assert out["order"] == {"used": "fixed", "groups": list(SEARCH_ORDER), "verdict": None}
     assert any(n.startswith(f"order: the fp32 baseline's profile gave no verdict ({event}: ") for n in out["notes"])
-    assert (out["best"]["mode"], out["cells_to_best"]) == ("compile", 6)
+    assert (out["best"]["mode"], out["cells_to_best"]) == ("compile", 8)
 
 
 def test_order_must_be_verdict_or_fixed():

@@ -33,6 +33,8 @@ class Mode(StrEnum):
     CUDA_GRAPHS = "cuda_graphs"
     DATA_PARALLEL = "dataparallel"
     MALLOC_KEEP = "malloc_keep"
+    TCMALLOC = "tcmalloc"
+    JEMALLOC = "jemalloc"
 
 
 ANY_DEVICE = frozenset(DeviceKind)
@@ -122,11 +124,21 @@ ROWS: tuple[ModeRow, ...] = (
     ModeRow(
         Mode.MALLOC_KEEP, "allocator", "CPU, glibc: the heap keeps freed memory for reuse (mallopt: large blocks from "
         "the heap, not mmap, and none given back), so a step's activations are not page-faulted in afresh",
-        devices=CPU, arithmetic=False,
+        exclusive=True, devices=CPU, arithmetic=False,
         recipe=("import ctypes  # or, before Python starts: MALLOC_MMAP_THRESHOLD_=2147483647 "
                 "MALLOC_TRIM_THRESHOLD_=2147483647",
                 'ctypes.CDLL("libc.so.6").mallopt(-3, 2**31 - 1)  # M_MMAP_THRESHOLD: large blocks from the heap',
                 'ctypes.CDLL("libc.so.6").mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: freed memory is kept'),
+    ),
+    ModeRow(
+        Mode.TCMALLOC, "allocator", "CPU: gperftools' tcmalloc in place of glibc's malloc, preloaded as the process "
+        "starts (LD_PRELOAD; apt install libtcmalloc-minimal4)", exclusive=True, devices=CPU, arithmetic=False,
+        recipe=("# start Python with it preloaded: LD_PRELOAD=libtcmalloc_minimal.so.4 python train.py",),
+    ),
+    ModeRow(
+        Mode.JEMALLOC, "allocator", "CPU: jemalloc in place of glibc's malloc, preloaded as the process starts "
+        "(LD_PRELOAD; apt install libjemalloc2)", exclusive=True, devices=CPU, arithmetic=False,
+        recipe=("# start Python with it preloaded: LD_PRELOAD=libjemalloc.so.2 python train.py",),
     ),
 )
 # fmt: on

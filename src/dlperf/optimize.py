@@ -39,6 +39,7 @@ from dlperf import modes as mode_table
 from dlperf.api import beside_since, warn_stderr
 from dlperf.defaults import OPTIMIZE_BUDGET_MIN
 from dlperf.errors import UsageError
+from dlperf.frameworks.common import heap
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure import system
 from dlperf.measure.timer import TimerConfig
@@ -81,12 +82,10 @@ def with_option(mode: str, option: str) -> str:
 
 
 def not_applicable(option: str, fit: Fit) -> str | None:
-    """Why `option` cannot pay off for this workload on this device, known before measuring; None if it may. The one
-    filter `dlperf profile`'s advice and `table --explain` use (`modes.left_out`): channels_last without an image
-    input, an optimizer implementation the optimizer lacks, a precision whose matrix products `dlperf peak` (or the
-    planning probe) timed slower than fp32's here: fp16 on a CPU without fp16 units runs at about 1 GFLOP/s, and
-    measuring it on a large network takes minutes of the budget to learn the same thing."""
-    return left_out(option, fit)
+    """Why `option` cannot pay off for this workload on this device, known before measuring; None if it may: as
+    `modes.left_out` says (`dlperf profile`'s advice and `table --explain` use it too; fp16 on a CPU without fp16
+    units, say, at about 1 GFLOP/s), or a malloc to preload that is not installed here (`heap.not_installed`)."""
+    return left_out(option, fit) or heap.not_installed(option)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

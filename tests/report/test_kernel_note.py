@@ -29,6 +29,7 @@ def test_many_faults_a_step_name_the_mode_that_keeps_the_heap():
     "why, cell",
     [
         ("already in the mode", make_cell("resnet-50", mode="malloc_keep", **REMAPPING)),
+        ("another allocator in the mode", make_cell("resnet-50", mode="jemalloc", **REMAPPING)),
         ("a backend without the mode", make_cell("resnet-50", framework="tensorflow", **REMAPPING)),
         ("few faults: the kernel busy otherwise", make_cell("lstm", kernel_cpu_share=0.4, minor_faults_per_step=12.0)),
     ],

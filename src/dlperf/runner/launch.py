@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from dlperf.frameworks.common import heap
 from dlperf.measure import system
 from dlperf.measure.system import descendants
 from dlperf.parallel import Rendezvous
@@ -311,6 +312,8 @@ def launch(
         follower = Follower(events)
         limit = (lambda: watch(follower.new())) if watch else (lambda: None)
         cold, probe = warm.why_cold(task), isinstance(task, ProbeTask)  # a probe that forks is the predictor's: CPU
+        if (cell := getattr(task, "cell", None)) is not None:  # a mode's malloc, preloaded (`common/heap.py`)
+            env.update(heap.preload_env(cell.mode, os.environ))
         parent = warm.parent(python, task.framework if probe else task.cell.framework, probe) if cold is None else None
         cold = warm.FIRST if cold is None and parent is None else cold
         # a GPU cell is forked only from a parent that never initialized CUDA

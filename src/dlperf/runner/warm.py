@@ -59,7 +59,7 @@ from pathlib import Path
 
 from dlperf import envs
 from dlperf.answers import MemoryRequest, OpsRequest, WorkloadRequest
-from dlperf.frameworks.common import capabilities
+from dlperf.frameworks.common import capabilities, heap
 from dlperf.measure.system import THREAD_COUNT_VARS
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR, ZYGOTE, Cell, CellTask, ProbeTask, ProfileTask, Task
 from dlperf.runner import lifeline
@@ -122,6 +122,8 @@ def why_cell_cold(cell: Cell, memory_limit: int | None = None) -> str | None:
         return "--max-memory is set before the framework is imported"
     if cell.nproc:
         return "replicas start cold"
+    if (component := heap.preloaded(cell.mode)) is not None:
+        return f"{component.value} is preloaded (LD_PRELOAD) as the interpreter starts"
     return None
 
 

@@ -44,13 +44,15 @@ MXNET_AGGREGATED = (
 )
 # the setting is the process's, not the framework's, but only PyTorch's cells apply it yet (`torch/build.py`)
 MALLOC_KEEP_TORCH = "glibc's heap is kept (mallopt) in PyTorch cells only so far"
+PRELOAD_TORCH = "another malloc is preloaded (and checked) in PyTorch cells only so far"
 
 # fmt: off
 TABLE: dict[Framework, Capabilities] = {
     Framework.TORCH: Capabilities(
         Framework.TORCH, ("torch",),
         frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
-                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL, Mode.MALLOC_KEEP}),
+                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL, Mode.MALLOC_KEEP,
+                   Mode.TCMALLOC, Mode.JEMALLOC}),
         "eager",
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
         data_parallel=Parallel.DDP, reads_data=True, counts_ops=True, forks=True,
@@ -73,6 +75,8 @@ TABLE: dict[Framework, Capabilities] = {
             Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
             Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
+            Mode.TCMALLOC: PRELOAD_TORCH,
+            Mode.JEMALLOC: PRELOAD_TORCH,
         },
     ),
     Framework.TENSORFLOW: Capabilities(
@@ -92,6 +96,8 @@ TABLE: dict[Framework, Capabilities] = {
             Mode.CUDA_GRAPHS: "CUDA graphs are a PyTorch feature; tensorflow has no equivalent to measure",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the tensorflow backend runs one device",
             Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
+            Mode.TCMALLOC: PRELOAD_TORCH,
+            Mode.JEMALLOC: PRELOAD_TORCH,
         },
     ),
     Framework.MXNET: Capabilities(
@@ -110,6 +116,8 @@ TABLE: dict[Framework, Capabilities] = {
             Mode.CUDA_GRAPHS: "the mxnet backend has no CUDA-graphs mode (CUDA only)",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the mxnet backend runs one device",
             Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
+            Mode.TCMALLOC: PRELOAD_TORCH,
+            Mode.JEMALLOC: PRELOAD_TORCH,
         },
     ),
 }

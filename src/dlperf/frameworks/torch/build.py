@@ -45,7 +45,7 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bo
     dev = torch.device(device)
     _check_modes(mode, dev)
     _set_tf32(dev, Mode.TF32 in components)
-    kept = heap.keep_freed() if Mode.MALLOC_KEEP in components else {}  # before the model's first allocation
+    kept = heap.applied(mode)  # the allocator's component, before the model's first allocation
     step = build_user(workload, dev, seed) if workload.arch == "user" else _builtin(workload, dev, seed)
     step.mode_settings.update(kept)
     _apply(step, components, workload.name, user=workload.arch == "user")
