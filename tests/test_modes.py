@@ -294,3 +294,13 @@ def test_recipe_of_every_searched_component_changes_something(row):
 def test_the_recipe_of_fp32_is_the_plain_loop():
     for device in DeviceKind:
         assert recipe("fp32", device) == ["for _ in range(steps):", *(f"    {line}" for line in STEP)]
+
+
+def test_a_precision_barely_slower_than_fp32_says_by_how_much():
+    from dlperf.modes import Fit, left_out
+
+    fit = Fit(DeviceKind.CPU, speed=(("fp16", 0.96, "the planning probe timed"),))
+    assert (
+        left_out("fp16", fit) == "no fast path for fp16 here: the planning probe timed its matrix product 1.04x "
+        "slower than fp32's"
+    )  # fmt: skip  (it said "1x slower")

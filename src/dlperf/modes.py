@@ -304,7 +304,7 @@ def _left_out(part: Mode, fit: Fit) -> str | None:
         return f"the optimizer ({fit.optimizer}) has no {part.value} implementation"
     for dtype, speed, source in fit.speed:
         if dtype == part.value and speed < NO_FAST_PATH:
-            slower = f"{1 / speed:.0f}" if speed < 0.1 else f"{1 / speed:.2g}"
+            slower = f"{1 / speed:.0f}" if speed < 0.1 else f"{1 / speed:.3g}"  # 1.04x, not 1x
             return f"no fast path for {dtype} here: {source} its matrix product {slower}x slower than fp32's"
     return None
 
