@@ -33,7 +33,7 @@ from dlperf.report.fit import NO_KERNEL  # oneDNN's refusal, as the report reads
 from dlperf.report.format import duration
 from dlperf.spec import FIT_MAX_BATCH, FIT_TIMER, RunSpec, make_spec
 from dlperf.store.records import CellRecord
-from dlperf.vocab import OUT_OF_MEMORY, ExitCode, Status
+from dlperf.vocab import KILLED_OUT_OF_MEMORY, OUT_OF_MEMORY, ExitCode, Status
 
 DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 
@@ -108,7 +108,7 @@ def stepping(phases: dict[str, float | None] | None) -> float | None:
 def as_fit_reads(tried: Try, fits: dict[int, bool], limit: int | None = None) -> Try:
     """A try as fit reads it: a process a signal ended where the launcher says it ran out of memory (`said_killed`),
     or a refusal or loss that was the batch not fitting (`no_kernel_is_memory`), as out of memory; else as stored."""
-    if tried.status == Status.FAILED and (tried.reason or "").startswith(KILLED_OUT_OF_MEMORY):
+    if tried.status == Status.FAILED and KILLED_OUT_OF_MEMORY.match(tried.reason or ""):
         return said_killed(tried, limit)
     return no_kernel_is_memory(tried, fits, limit)
 
@@ -144,8 +144,6 @@ def said_killed(tried: Try, limit: int | None) -> Try:
     return replace(tried, out_of_memory=True, reason=said)
 
 
-# a signal's end said as out of memory (`launch.signal_reason`): "worker killed by SIGABRT (out of memory: ..."
-KILLED_OUT_OF_MEMORY = tuple(f"worker killed by {s} ({OUT_OF_MEMORY}" for s in ("SIGKILL", "SIGABRT"))
 # CPython's words for a C call that returned an error without setting one: under the limit, a failed allocation (seen:
 # importing torch._dynamo while building tiny-fcn-r at batch 41,339 under --max-memory 400MiB, where 26,456 fits)
 LOST = "SystemError: error return without exception set"

@@ -1,5 +1,6 @@
 """Closed vocabularies. `str` enums so they serialize to JSON and SQLite as themselves."""
 
+import re
 from enum import StrEnum
 
 
@@ -34,6 +35,16 @@ OUT_OF_MEMORY = "out of memory"  # the start of a stored reason of a cell out of
 # tensor ...", on the CPU as on a GPU): an error whose text holds one, in lower case, is one
 # (`worker/child.describe`, `frameworks/torch/fsdp.out_of_memory`).
 OUT_OF_MEMORY_SAID = ("out of memory", "not enough memory", "can't allocate memory", "oom when allocating")
+# A process a signal ended where the launcher says it ran out of memory (`runner/launch.signal_reason`), on one rank
+# of several or alone: "rank 1: worker killed by SIGKILL (out of memory: the kernel's out-of-memory killer ...)".
+KILLED_OUT_OF_MEMORY = re.compile(rf"^(rank \d+: )?worker killed by \S+ \({OUT_OF_MEMORY}")
+
+
+def says_out_of_memory(error: str | None) -> bool:
+    """A failed cell's stored reason says it ran out of memory: raised as such in the cell ("out of memory at batch
+    16 ...": `worker/cell.oom_reason`, or on a rank: `runner/collect`), or its process killed for it (the kernel's
+    out-of-memory killer counted a kill, an allocation failed and it aborted)."""
+    return bool(error) and (error.startswith(OUT_OF_MEMORY) or KILLED_OUT_OF_MEMORY.match(error) is not None)
 
 
 class ExitCode:

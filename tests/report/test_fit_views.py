@@ -45,10 +45,17 @@ def test_list_runs_counts_the_tries_that_ran_out_of_memory_as_such(tmp_path, cap
 
     db = tmp_path / "f.db"
     store = Store.open(db, create=True)
-    batches = (16, 32, 64, 48)
+    batches = (16, 32, 64, 48, 96, 128)
     plan = [cell(f"fcn-r@b{b}", batch=b) for b in batches]
     run_id = store.create_run({"max_memory": 2**28}, {"made_by": "fit"}, MACHINE, ["dlperf", "fit", "fcn-r"], plan)
-    said = {16: "ok", 32: "ok", 64: "out of memory at batch 64 under --max-memory 256 MiB: MemoryError", 48: "boom"}
+    said = {
+        16: "ok",
+        32: "ok",
+        64: "out of memory at batch 64 under --max-memory 256 MiB: MemoryError",
+        48: "boom",
+        96: _killed(9, 1),
+        128: _killed(9, 0),
+    }  # killed: by the out-of-memory killer, by another process
     for c, batch in zip(plan, batches, strict=True):
         error = said[batch]
         status = Status.OK if error == "ok" else Status.FAILED
@@ -59,11 +66,11 @@ def test_list_runs_counts_the_tries_that_ran_out_of_memory_as_such(tmp_path, cap
     store.close()
     assert main(["list", "--runs", "--format", "json", "--db", str(db)]) == 0
     [row] = json.loads(capsys.readouterr().out)
-    assert row["cells"] == {"failed": 2, "ok": 2} and row["out_of_memory"] == 1  # the statuses as stored
+    assert row["cells"] == {"failed": 4, "ok": 2} and row["out_of_memory"] == 2  # the statuses as stored
     monkeypatch.setenv("COLUMNS", "200")
     assert main(["list", "--runs", "--db", str(db)]) == 0
     text = " ".join(capsys.readouterr().out.split())
-    assert "1 failed, 2 ok, 1 out of memory" in text
+    assert "2 failed, 2 ok, 2 out of memory" in text
 
 
 def test_the_tables_notes_say_a_try_ran_out_of_memory_as_its_row_does():
@@ -90,3 +97,38 @@ def test_a_tries_progress_line_says_out_of_memory_as_the_table_does():
     assert outcome(oom, CellFigures(status=Status.FAILED)) == said
     other = ProcessMeasurement(status=Status.FAILED, error="RuntimeError: boom", duration_s=1.0)
     assert outcome(other, CellFigures(status=Status.FAILED)) == "failed: RuntimeError: boom"
+
+
+def _killed(signum, oom_kills, stderr=""):
+    from dlperf.runner.launch import signal_reason
+
+    return signal_reason(signum, oom_kills, stderr)
+
+
+def test_a_cell_the_out_of_memory_killer_ended_reads_out_of_memory_in_the_table_its_notes_and_progress():
+    """A cell whose process the kernel's out-of-memory killer ended (a counted kill), or that aborted where an
+    allocation failed, on its own or on one rank of several, was shown "failed" in the table and counted among the
+    failed by `list --runs`, though its note said out of memory (session 28's note); a kill no counter explains, a
+    kill another process sent and a plain crash stay failures."""
+    import signal
+
+    from dlperf.progress import outcome
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures
+    from dlperf.vocab import Status
+
+    bad_alloc = "terminate called after throwing an instance of 'std::bad_alloc'"
+    kill, abort = signal.SIGKILL, signal.SIGABRT
+    oom = [_killed(kill, 1), "rank 1: " + _killed(kill, 2), _killed(abort, None, bad_alloc)]
+    quoted = "ValueError: worker killed by SIGKILL (out of memory"  # the words inside another error
+    other = [_killed(kill, 0), _killed(kill, None), _killed(signal.SIGSEGV, 3), _killed(abort, 1, "Assertion"), quoted]
+    assert [vocab.says_out_of_memory(e) for e in oom] == [True] * 3
+    assert [vocab.says_out_of_memory(e) for e in other] == [False] * 5
+    assert not vocab.says_out_of_memory(None) and not vocab.says_out_of_memory("")
+    cells = [make_cell(f"w{i}@b8", run_id=4, position=i, batch=8, status="failed", error=e)
+             for i, e in enumerate(oom + other)]  # fmt: skip
+    said = {row.workload: table.cell_text(row, "cpu:1") for row in table.build(4, cells).rows}
+    assert [said[f"w{i}@b8"] for i in range(len(cells))] == ["out of memory"] * 3 + ["failed"] * 5
+    kinds = [kind for _, kind, _ in table.cell_notes(cells)]
+    assert kinds == [vocab.OUT_OF_MEMORY] * 3 + ["failed"] * 5
+    assert outcome(ProcessMeasurement(status=Status.FAILED, error=oom[0]), CellFigures(status=Status.FAILED)) == oom[0]

@@ -53,7 +53,7 @@ from dlperf.store.records import (
     RunRecord,
 )
 from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, RUN_TOKENS, SCHEMA_VERSION, SESSIONS
-from dlperf.vocab import OUT_OF_MEMORY, Status
+from dlperf.vocab import Status, says_out_of_memory
 
 
 def now() -> str:
@@ -297,10 +297,13 @@ class Store(Copies, MachineFigures):
         return counts
 
     def out_of_memory_counts(self) -> dict[int, int]:
-        """Each run's failed cells whose reason says they ran out of memory (`worker/cell.oom_reason`): a fit's tries
-        that did not fit. {run_id: 4}; a run with none is left out."""
-        sql = "SELECT run_id, COUNT(*) FROM cells WHERE status = ? AND substr(error, 1, ?) = ? GROUP BY 1"
-        return dict(self.conn.execute(sql, (Status.FAILED.value, len(OUT_OF_MEMORY), OUT_OF_MEMORY)).fetchall())
+        """Each run's failed cells whose reason says they ran out of memory (`vocab.says_out_of_memory`): a fit's tries
+        that did not fit, a cell the kernel's out-of-memory killer ended. {run_id: 4}; a run with none is left out."""
+        counts: dict[int, int] = {}
+        for run_id, error in self.conn.execute("SELECT run_id, error FROM cells WHERE status = ?", (Status.FAILED,)):
+            if says_out_of_memory(error):
+                counts[run_id] = counts.get(run_id, 0) + 1
+        return counts
 
     def latest_unfinished_run(self) -> RunRecord | None:
         row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
