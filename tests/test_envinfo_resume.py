@@ -64,3 +64,26 @@ def test_an_older_run_of_other_cpu_extensions_or_python_is_refused(tmp_path):
         f"--resume: run {run_id} was measured on a different machine or software (CPU extensions gained {extension}; "
         f"Python 3.10 -> {envinfo.fingerprint(here)['python']}); start a new run instead"
     )
+
+
+def test_a_run_another_dlperf_version_measured_is_refused_and_one_that_recorded_none_is_not(tmp_path):
+    """dlperf's version is recorded with every run, but --resume did not compare it (session 28's note): a run begun
+    by another version, whose timing and figures may differ, was finished by this one. A run that recorded none (an
+    environment stored by hand, say) is taken as this version's."""
+    require("torch")
+    from dlperf.version import VERSION
+
+    db = str(tmp_path / "r.db")
+    run_id = stored_by_an_older_dlperf(db, lambda env: env.update(dlperf_version="0.0.9"))
+    with pytest.raises(UsageError) as refused:
+        api.resume(db, dry_run=True)
+    assert str(refused.value) == (f"--resume: run {run_id} was measured on a different machine or software (dlperf "
+                                  f"0.0.9 -> {VERSION}); start a new run instead")  # fmt: skip
+    db = str(tmp_path / "none.db")
+    stored_by_an_older_dlperf(db, lambda env: env.pop("dlperf_version"))
+    assert api.resume(db, dry_run=True).tasks
+    here = envinfo.capture()
+    assert envinfo.resume_diff(envinfo.fingerprint(here), here, here) == []
+    assert envinfo.resume_diff(envinfo.fingerprint(here), {**here, "dlperf_version": "9"}, here) == [
+        f"dlperf 9 -> {VERSION}"
+    ]

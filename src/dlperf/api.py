@@ -249,7 +249,7 @@ def left_alike(db: str, store: Store | None, spec: RunSpec, env: dict) -> list[s
     if store is None:
         return _read(db, lambda store: left_alike(db, store, spec, env), [])
     run = latest_resumable(store)
-    if run is None or envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env)):
+    if run is None or envinfo.resume_diff(run.fingerprint, run.env, env):
         return []
     try:
         alike = RunSpec.from_json(run.spec) == spec
@@ -341,7 +341,7 @@ def _resumable(run: RunRecord) -> tuple[RunSpec, dict]:
         env = envinfo.capture(framework_info(spec.frameworks))
     except UsageError as exc:
         raise type(exc)(f"--resume: run {run.id}'s {exc}") from None  # a probe killed stays one (exit 1)
-    changes = envinfo.fingerprint_diff(envinfo.recorded(run.fingerprint, run.env), envinfo.fingerprint(env))
+    changes = envinfo.resume_diff(run.fingerprint, run.env, env)
     if changes:
         raise UsageError(
             f"--resume: run {run.id} was measured on a different machine or software "

@@ -183,6 +183,16 @@ def alike(a: dict, b: dict, ignore: tuple[str, ...] = ()) -> bool:
     return not fingerprint_diff(*kept)
 
 
+def resume_diff(fingerprint_stored: dict, env_stored: dict, env: dict) -> list[str]:
+    """What changed since a stored run was measured that `--resume` must not mix into it, in words: its machine and
+    software (`fingerprint_diff` of the fingerprint it was resumed against, `recorded`), and dlperf itself, whose
+    timing and figures may differ between versions ("dlperf 0.1.0 -> 0.2.0"; a run that recorded no version is
+    taken as this one's). [] where it can go on."""
+    diffs = fingerprint_diff(recorded(fingerprint_stored, env_stored), fingerprint(env))
+    was, now = env_stored.get("dlperf_version"), env.get("dlperf_version")
+    return diffs + ([f"dlperf {was} -> {now}"] if was and now and was != now else [])
+
+
 def fingerprint_diff(old: dict, new: dict) -> list[str]:
     """Human-readable differences between two fingerprints, e.g. "torch version 2.13.0 -> 2.14.1"; [] if equal. Only
     the keys both have are compared: one recorded by an older dlperf lacks the newer keys, and its run stays
