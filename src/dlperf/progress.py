@@ -30,7 +30,7 @@ from dlperf.report.format import duration, seconds, terminal
 from dlperf.report.table import LOSS_MARK
 from dlperf.store.process import ProcessMeasurement, untimed_extras
 from dlperf.store.records import CellFigures, ProfileOutcome
-from dlperf.vocab import Status, says_out_of_memory
+from dlperf.vocab import Status, ran_out_of_memory
 
 GROUP = ("workload", "framework", "device", "mode", "nproc", "scaling", "parallel", "microbatches")  # `sweep.siblings`
 
@@ -234,7 +234,7 @@ def outcome(measurement: ProcessMeasurement, figures: CellFigures) -> str:
     """A finished process as its line says it: the cell's median; after a repeat, this process's own beside the
     cell's so far (the median of its processes' medians, over their steps pooled); or why it did not measure."""
     if not (measurement.ok and figures.median_s):
-        if measurement.status is Status.FAILED and says_out_of_memory(measurement.error):
+        if measurement.status is Status.FAILED and ran_out_of_memory(measurement.error):
             return terminal(measurement.error)  # "out of memory at batch N ...", as the table says it (a fit's try)
         return terminal(f"{measurement.status.value}: {measurement.error}")  # the error comes from the user's model
     cell = _median(figures.median_s, figures.n)

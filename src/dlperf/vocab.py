@@ -40,7 +40,7 @@ OUT_OF_MEMORY_SAID = ("out of memory", "not enough memory", "can't allocate memo
 KILLED_OUT_OF_MEMORY = re.compile(rf"^(rank \d+: )?worker killed by \S+ \({OUT_OF_MEMORY}")
 
 
-def says_out_of_memory(error: str | None) -> bool:
+def ran_out_of_memory(error: str | None) -> bool:
     """A failed cell's stored reason says it ran out of memory: raised as such in the cell ("out of memory at batch
     16 ...": `worker/cell.oom_reason`, or on a rank: `runner/collect`), or its process killed for it (the kernel's
     out-of-memory killer counted a kill, an allocation failed and it aborted)."""

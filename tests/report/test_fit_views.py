@@ -23,7 +23,7 @@ def test_out_of_memory_is_defined_once_and_the_worker_writes_it():
     assert oom_reason(MemoryError(), 8, None).startswith(vocab.OUT_OF_MEMORY)
 
 
-def test_the_table_says_out_of_memory_where_the_store_says_so_and_its_csv_and_json_keep_the_status():
+def test_the_table_ran_out_of_memory_where_the_store_says_so_and_its_csv_and_json_keep_the_status():
     cells = [*fit_run().cells, make_cell("other@b8", run_id=4, position=10, batch=8, status="failed", error="boom")]
     view = table.build(4, cells)
     said = {row.workload: table.cell_text(row, "cpu:1") for row in view.rows}
@@ -85,7 +85,7 @@ def test_the_tables_notes_say_a_try_ran_out_of_memory_as_its_row_does():
     assert kinds["tiny-gpt@b128 torch cpu:1"] == vocab.OUT_OF_MEMORY and kinds["other@b8 torch cpu:1"] == "failed"
 
 
-def test_a_tries_progress_line_says_out_of_memory_as_the_table_does():
+def test_a_tries_progress_line_ran_out_of_memory_as_the_table_does():
     """fit's progress said '[2/?] wide@b8 torch cpu:1 fp32: failed: out of memory at batch 8 under ...'."""
     from dlperf.progress import outcome
     from dlperf.store.process import ProcessMeasurement
@@ -122,9 +122,9 @@ def test_a_cell_the_out_of_memory_killer_ended_reads_out_of_memory_in_the_table_
     oom = [_killed(kill, 1), "rank 1: " + _killed(kill, 2), _killed(abort, None, bad_alloc)]
     quoted = "ValueError: worker killed by SIGKILL (out of memory"  # the words inside another error
     other = [_killed(kill, 0), _killed(kill, None), _killed(signal.SIGSEGV, 3), _killed(abort, 1, "Assertion"), quoted]
-    assert [vocab.says_out_of_memory(e) for e in oom] == [True] * 3
-    assert [vocab.says_out_of_memory(e) for e in other] == [False] * 5
-    assert not vocab.says_out_of_memory(None) and not vocab.says_out_of_memory("")
+    assert [vocab.ran_out_of_memory(e) for e in oom] == [True] * 3
+    assert [vocab.ran_out_of_memory(e) for e in other] == [False] * 5
+    assert not vocab.ran_out_of_memory(None) and not vocab.ran_out_of_memory("")
     cells = [make_cell(f"w{i}@b8", run_id=4, position=i, batch=8, status="failed", error=e)
              for i, e in enumerate(oom + other)]  # fmt: skip
     said = {row.workload: table.cell_text(row, "cpu:1") for row in table.build(4, cells).rows}

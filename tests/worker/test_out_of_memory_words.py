@@ -174,3 +174,11 @@ def raised(rank: int, error: str, at: float) -> list:
     from dlperf.protocol import Built, Start
 
     return [Start(pid=100 + rank, python="py", rank=rank, host="h"), Built(10, 0.0, {}), Error(error, rank=rank, at=at)]
+
+
+def test_an_exception_without_a_message_is_its_name_without_a_colon():
+    """describe() of an empty message left a trailing colon ("AssertionError:", session 28's note)."""
+    assert [child.describe(e) for e in (AssertionError(), RuntimeError("  \n"), StopIteration())] == [
+        "AssertionError", "RuntimeError", "StopIteration"]  # fmt: skip
+    assert child.describe(ValueError("bad\nmore")) == "ValueError: bad"
+    assert child.describe(MemoryError()) == "MemoryError"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from dlperf.report.format import nbytes, seconds
 from dlperf.store.records import CellRecord, RunRecord
-from dlperf.vocab import OUT_OF_MEMORY, Status, says_out_of_memory
+from dlperf.vocab import OUT_OF_MEMORY, Status, ran_out_of_memory
 from dlperf.workloads.base import split_variant
 
 HEAD = ["batch", "fits", "peak memory", "median step", "n"]
@@ -18,7 +18,7 @@ HEAD = ["batch", "fits", "peak memory", "median step", "n"]
 
 def out_of_memory(cell: CellRecord) -> bool:
     """A cell that failed by running out of memory at its batch: raised as such, or its process killed for it."""
-    return cell.status is Status.FAILED and says_out_of_memory(cell.error)
+    return cell.status is Status.FAILED and ran_out_of_memory(cell.error)
 
 
 NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)

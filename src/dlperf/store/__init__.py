@@ -53,7 +53,7 @@ from dlperf.store.records import (
     RunRecord,
 )
 from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, RUN_TOKENS, SCHEMA_VERSION, SESSIONS
-from dlperf.vocab import Status, says_out_of_memory
+from dlperf.vocab import Status, ran_out_of_memory
 
 
 def now() -> str:
@@ -297,11 +297,11 @@ class Store(Copies, MachineFigures):
         return counts
 
     def out_of_memory_counts(self) -> dict[int, int]:
-        """Each run's failed cells whose reason says they ran out of memory (`vocab.says_out_of_memory`): a fit's tries
+        """Each run's failed cells whose reason says they ran out of memory (`vocab.ran_out_of_memory`): a fit's tries
         that did not fit, a cell the kernel's out-of-memory killer ended. {run_id: 4}; a run with none is left out."""
         counts: dict[int, int] = {}
         for run_id, error in self.conn.execute("SELECT run_id, error FROM cells WHERE status = ?", (Status.FAILED,)):
-            if says_out_of_memory(error):
+            if ran_out_of_memory(error):
                 counts[run_id] = counts.get(run_id, 0) + 1
         return counts
 

@@ -37,7 +37,7 @@ def describe(exc: BaseException) -> str:
     memory where a later one does (TensorFlow's in a tf.function: "Graph execution error:", the node's traceback,
     then "OOM when allocating tensor ..."). TensorFlow's "{{function_node ...}}" before its words is left out."""
     name = type(exc).__name__
-    text = _TF_NODE.sub("", (f"{name}: {exc}".strip().splitlines() or [name])[0])
+    text = _TF_NODE.sub("", (f"{name}: {exc}".strip().splitlines() if str(exc).strip() else [name])[0])
     said = next((line.strip() for line in str(exc).splitlines() if says_out_of_memory(line)), None)
     if said is None:
         return text[:500]
