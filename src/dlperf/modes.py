@@ -123,12 +123,13 @@ ROWS: tuple[ModeRow, ...] = (
     ),
     ModeRow(
         Mode.MALLOC_KEEP, "allocator", "CPU, glibc: the heap keeps freed memory for reuse (mallopt: large blocks from "
-        "the heap, not mmap, and none given back), so a step's activations are not page-faulted in afresh",
-        exclusive=True, devices=CPU, arithmetic=False,
-        recipe=("import ctypes  # or, before Python starts: MALLOC_MMAP_THRESHOLD_=2147483647 "
-                "MALLOC_TRIM_THRESHOLD_=2147483647",
+        "the heap, not mmap, none given back, one arena for every thread), so a step's activations are not "
+        "page-faulted in afresh", exclusive=True, devices=CPU, arithmetic=False,
+        recipe=("import ctypes  # first, before the framework; or, before Python starts: "
+                "MALLOC_MMAP_THRESHOLD_=2147483647 MALLOC_TRIM_THRESHOLD_=2147483647 MALLOC_ARENA_MAX=1",
                 'ctypes.CDLL("libc.so.6").mallopt(-3, 2**31 - 1)  # M_MMAP_THRESHOLD: large blocks from the heap',
-                'ctypes.CDLL("libc.so.6").mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: freed memory is kept'),
+                'ctypes.CDLL("libc.so.6").mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: freed memory is kept',
+                'ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX: every thread allocates from that heap'),
     ),
     ModeRow(
         Mode.TCMALLOC, "allocator", "CPU: gperftools' tcmalloc in place of glibc's malloc, preloaded as the process "

@@ -25,6 +25,7 @@ from typing import Any
 from dlperf import loaders
 from dlperf.figures import CommFigures, LoaderFigures, LossCheckFigures
 from dlperf.frameworks import backend, build_step
+from dlperf.frameworks.common import heap
 from dlperf.measure import system, units
 from dlperf.measure.gate import Gate
 from dlperf.measure.timer import SYNCHRONIZED, TimerConfig, pipelined, sample, timed_step, warm_up
@@ -61,8 +62,10 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     The timed loop sees exactly the history a plain training loop has: the FLOP-counting and memory-tracking steps
     come after it, because they leave the allocator (and its mmap threshold) in another state than training alone."""
     cell = task.cell
+    kept = heap.applied(cell.mode)  # the allocator's mode: before the framework's import starts its threads
     fw = backend(cell.framework)  # the framework is imported here, thread settings already in place
     settings, start, workload, train, noted = configured_and_built(fw, task, emit)
+    noted.update(kept)
     timing = {"timing": timing_of(train)}
     if task.gate:  # compiled beside the group's other cells: its compile time is not a lone one
         timing["compiled_at_once"] = task.gate_group

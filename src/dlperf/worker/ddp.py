@@ -19,6 +19,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from dlperf.figures import CommFigures
+from dlperf.frameworks.common import heap
 from dlperf.measure.timer import SYNCHRONIZED, timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
 from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
@@ -50,9 +51,10 @@ def torch_engine() -> SimpleNamespace:
 
 
 def measure(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None) -> None:
+    kept = heap.applied(task.cell.mode)  # the allocator's mode, before torch's import (`worker/cell.py`)
     framework = engine or torch_engine()
     cell = task.cell
-    settings = framework.configure_threads(cell.threads)
+    settings = {**framework.configure_threads(cell.threads), **kept}
     start = time.perf_counter()
     group = framework.init(cell.device, task.group_timeout_s)
     train = framework.build(Workload.from_json(task.workload), cell, group)

@@ -18,7 +18,7 @@ import time
 
 from dlperf import loaders
 from dlperf.frameworks import backend, build_step
-from dlperf.frameworks.common import profiling
+from dlperf.frameworks.common import heap, profiling
 from dlperf.protocol import Built, Done, Profiled, ProfileTask, Reporter
 from dlperf.worker import feed
 from dlperf.worker.child import exit_now, serve
@@ -28,8 +28,9 @@ from dlperf.workloads import Workload
 def run_profile(task: ProfileTask, emit: Reporter) -> None:
     """build -> warm up (the first step compiles, when the mode does) -> `task.steps` steps under the profiler."""
     cell = task.cell
+    kept = heap.applied(cell.mode)  # the allocator's mode, as the cell it profiles has it (`worker/cell.py`)
     fw = backend(cell.framework)  # thread settings already in place (the launcher's environment)
-    settings = fw.configure_threads(cell.threads)
+    settings = {**fw.configure_threads(cell.threads), **kept}
     start = time.perf_counter()
     workload = Workload.from_json(task.workload)
     train, noted = build_step(fw, cell.framework, workload, cell.device, cell.mode, nvtx=task.nvtx)

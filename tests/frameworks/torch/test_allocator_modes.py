@@ -23,6 +23,9 @@ if heap.glibc() is None:
 # allocated above it meanwhile (the heap grows instead: 2 runs in 12 so)
 REFAULTS = """
 import json, resource, sys
+from dlperf.frameworks.common import heap
+
+kept = heap.applied(sys.argv[1])  # as the worker does, before the framework's import
 import torch
 from dlperf.frameworks.torch.build import build
 from dlperf.workloads import BUILTIN
@@ -38,7 +41,7 @@ def faults_of_a_block(mib):
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 faults_of_a_block(64)  # the first maps its pages in either way
-print(json.dumps({"faults": faults_of_a_block(48), "pages": 48 * 2**20 // 4096, "settings": step.mode_settings}))
+print(json.dumps({"faults": faults_of_a_block(48), "pages": 48 * 2**20 // 4096, "settings": kept}))
 """
 
 
@@ -48,6 +51,7 @@ def test_a_freed_block_comes_back_without_its_pages_faulted_in_again():
     assert plain["faults"] > plain["pages"] / 2, plain  # glibc mapped the block afresh, every page faulted again
     assert kept["faults"] < kept["pages"] / 20, kept  # kept in the heap: its pages are still there
     assert kept["settings"]["malloc"].startswith(f"glibc {heap.glibc()}: mallopt"), kept
+    assert kept["settings"]["malloc"].endswith("M_ARENA_MAX 1"), kept
     assert "malloc" not in plain["settings"], plain
 
 

@@ -42,17 +42,15 @@ class Capabilities:
 MXNET_AGGREGATED = (
     "mxnet's Trainer already updates several parameters per kernel (multi_sgd_update, multi_sgd_mom_update)"
 )
-# the setting is the process's, not the framework's, but only PyTorch's cells apply it yet (`torch/build.py`)
-MALLOC_KEEP_TORCH = "glibc's heap is kept (mallopt) in PyTorch cells only so far"
-PRELOAD_TORCH = "another malloc is preloaded (and checked) in PyTorch cells only so far"
+# the allocator's modes: the process's setting, not the framework's (the worker sets it: `common/heap.py`)
+ALLOCATORS = frozenset({Mode.MALLOC_KEEP, Mode.TCMALLOC, Mode.JEMALLOC})
 
 # fmt: off
 TABLE: dict[Framework, Capabilities] = {
     Framework.TORCH: Capabilities(
         Framework.TORCH, ("torch",),
         frozenset({Mode.FP32, Mode.BF16, Mode.FP16, Mode.TF32, Mode.CHANNELS_LAST, Mode.FOREACH, Mode.FUSED,
-                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL, Mode.MALLOC_KEEP,
-                   Mode.TCMALLOC, Mode.JEMALLOC}),
+                   Mode.CHECKPOINT, Mode.COMPILE, Mode.CUDA_GRAPHS, Mode.DATA_PARALLEL}) | ALLOCATORS,
         "eager",
         strategies=(Parallel.DDP, Parallel.FSDP, Parallel.GPIPE, Parallel.ONE_F_ONE_B, Parallel.TP),
         data_parallel=Parallel.DDP, reads_data=True, counts_ops=True, forks=True,
@@ -61,7 +59,7 @@ TABLE: dict[Framework, Capabilities] = {
         also_imports=("PIL", "threadpoolctl"),
     ),
     Framework.JAX: Capabilities(
-        Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}), "compiled by jax.jit",
+        Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}) | ALLOCATORS, "compiled by jax.jit",
         also_imports=("numpy",),
         why_not={
             Mode.BF16: "the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
@@ -74,13 +72,10 @@ TABLE: dict[Framework, Capabilities] = {
             Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
             Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
-            Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
-            Mode.TCMALLOC: PRELOAD_TORCH,
-            Mode.JEMALLOC: PRELOAD_TORCH,
         },
     ),
     Framework.TENSORFLOW: Capabilities(
-        Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}),  # graph mode, and XLA
+        Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}) | ALLOCATORS,  # XLA
         "a tf.function graph, without XLA",
         strategies=(Parallel.MIRRORED, Parallel.MULTIWORKER), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
         why_not={
@@ -95,13 +90,11 @@ TABLE: dict[Framework, Capabilities] = {
                              "backend",
             Mode.CUDA_GRAPHS: "CUDA graphs are a PyTorch feature; tensorflow has no equivalent to measure",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the tensorflow backend runs one device",
-            Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
-            Mode.TCMALLOC: PRELOAD_TORCH,
-            Mode.JEMALLOC: PRELOAD_TORCH,
         },
     ),
     Framework.MXNET: Capabilities(
-        Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}), "a hybridized gluon graph", also_imports=("numpy",),
+        Framework.MXNET, ("mxnet",), frozenset({Mode.FP32}) | ALLOCATORS, "a hybridized gluon graph",
+        also_imports=("numpy",),
         unprofilable="MXNet 1.9's profiler shows a hybridized graph's operators in bulks, one event for many kinds",
         why_not={
             Mode.BF16: "the mxnet backend trains in fp32 only (MXNet 1.x has bf16 only through its contrib AMP)",
@@ -115,9 +108,6 @@ TABLE: dict[Framework, Capabilities] = {
                           "compile",
             Mode.CUDA_GRAPHS: "the mxnet backend has no CUDA-graphs mode (CUDA only)",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is a PyTorch feature; the mxnet backend runs one device",
-            Mode.MALLOC_KEEP: MALLOC_KEEP_TORCH,
-            Mode.TCMALLOC: PRELOAD_TORCH,
-            Mode.JEMALLOC: PRELOAD_TORCH,
         },
     ),
 }

@@ -11,9 +11,10 @@ in each 2.9-3.5 s step (glibc 2.36); with both thresholds at their most (mallopt
 the memory, the pages fault once, and the step took 1.9-2.1 s. tcmalloc and jemalloc keep freed memory in caches of
 their own. None of them changes the arithmetic: such a cell is not loss-checked.
 
-`malloc_keep` is set in the cell's own process before the step is built: a cell forked from a warm parent sets it
-after the fork, and no other cell sees it. A preloaded malloc must be in place before the interpreter's first
-allocation, so such a cell starts cold (`runner/warm.py`).
+The modes are the process's, whatever its framework. `malloc_keep` is set in the cell's own process by the worker,
+before the framework is imported (its threads' arenas: ARENAS): a cell forked from a warm parent sets it after the
+fork, and no other cell sees it. A preloaded malloc must be in place before the interpreter's first allocation, so
+such a cell starts cold (`runner/warm.py`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,14 @@ from dlperf.modes import Mode, mode_components
 
 M_TRIM_THRESHOLD = -1  # glibc's malloc.h
 M_MMAP_THRESHOLD = -3
+M_ARENA_MAX = -8
 KEEP = 2**31 - 1  # mallopt takes an int: the largest; blocks of 2 GiB or more are still mapped on their own
+# glibc gives a thread that allocates while another holds the heap an arena of its own: heaps of 64 MiB at most,
+# mapped apart, where a larger block is mapped on its own whatever the threshold and freed memory is given back. XLA
+# allocates a step's buffers on its pool's threads: JAX's MLP at batch 4,096 faulted 35,000 pages a step with the
+# thresholds alone, 3,000 with one arena as well (set before jax's import; 11,500 after it, once its first thread
+# had an arena), 0 under tcmalloc. PyTorch allocates on the thread that runs the step.
+ARENAS = 1
 
 # a preloaded malloc: the names find_library knows it by, first found first, and where to get it
 PRELOADS: dict[Mode, tuple[tuple[str, ...], str]] = {
@@ -74,10 +82,12 @@ def keep_freed() -> dict[str, str]:
     if other := next((c for c in PRELOADS if mapped(c)), None):
         raise NotImplementedError(f"malloc_keep sets glibc's malloc; this process's is {other.value}'s (LD_PRELOAD)")
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    for name, option in (("M_MMAP_THRESHOLD", M_MMAP_THRESHOLD), ("M_TRIM_THRESHOLD", M_TRIM_THRESHOLD)):
-        if libc.mallopt(ctypes.c_int(option), ctypes.c_int(KEEP)) != 1:
-            raise NotImplementedError(f"malloc_keep: glibc {version} refused mallopt({name}, {KEEP})")
-    return {"malloc": f"glibc {version}: mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD {KEEP}"}
+    options = (("M_MMAP_THRESHOLD", M_MMAP_THRESHOLD, KEEP), ("M_TRIM_THRESHOLD", M_TRIM_THRESHOLD, KEEP),
+               ("M_ARENA_MAX", M_ARENA_MAX, ARENAS))  # fmt: skip
+    for name, option, value in options:
+        if libc.mallopt(ctypes.c_int(option), ctypes.c_int(value)) != 1:
+            raise NotImplementedError(f"malloc_keep: glibc {version} refused mallopt({name}, {value})")
+    return {"malloc": f"glibc {version}: mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD {KEEP}, M_ARENA_MAX {ARENAS}"}
 
 
 def preloaded(mode: str) -> Mode | None:

@@ -1,7 +1,7 @@
 """A cell's PyTorch train step built: the workload's model, batch and optimizer (or a user's own), then each component
 of the mode applied to it: TensorFloat-32, channels-last, gradient checkpointing, the optimizer's foreach or fused
-implementation, autocast (fp16 with a gradient scaler), DataParallel, torch.compile, CUDA graphs, glibc's heap kept
-(`common/heap.py`), NVTX ranges.
+implementation, autocast (fp16 with a gradient scaler), DataParallel, torch.compile, CUDA graphs, NVTX ranges. The
+allocator's modes are the process's, set by the worker before the framework is imported (`common/heap.py`).
 
 Part of the PyTorch backend (`backend.py`), imported only in child processes. The mode components implemented are
 this backend's row of `frameworks.common.capabilities`.
@@ -16,7 +16,7 @@ import torch
 from torch.utils.checkpoint import checkpoint_sequential
 
 from dlperf.frameworks import check_mode
-from dlperf.frameworks.common import capabilities, heap
+from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.torch import nvtx as nvtx_ranges
 from dlperf.frameworks.torch.models import build_model
 from dlperf.frameworks.torch.optimizers import NoSuchArgument, rebuild_optimizer
@@ -45,9 +45,7 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0, nvtx: bo
     dev = torch.device(device)
     _check_modes(mode, dev)
     _set_tf32(dev, Mode.TF32 in components)
-    kept = heap.applied(mode)  # the allocator's component, before the model's first allocation
     step = build_user(workload, dev, seed) if workload.arch == "user" else _builtin(workload, dev, seed)
-    step.mode_settings.update(kept)
     _apply(step, components, workload.name, user=workload.arch == "user")
     if nvtx:  # last: the ranges wrap what the modes made (the compiled forward, the rebuilt optimizer)
         step.mode_settings["nvtx"] = nvtx_ranges.put_on(step)
