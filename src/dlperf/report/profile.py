@@ -310,8 +310,9 @@ def _beside(other: CellRecord, cell: CellRecord) -> bool:
 
 
 def not_implemented(framework: str | None, modes: frozenset[Mode]) -> str:
-    """Why a mode is not advised to a framework's cell: its backend does not implement it (what it runs instead)."""
-    runs = sorted(m.value for m in modes)
+    """Why a mode is not advised to a framework's cell: its backend does not implement it (what its step runs
+    instead; the allocator's modes, the process's, every backend has, are left out)."""
+    runs = sorted(m.value for m in modes if m not in capabilities.ALLOCATORS)
     if len(runs) == 1:
         return f"the {framework} backend runs {runs[0]} only"
     return f"the {framework} backend does not implement it (its modes: {', '.join(runs)})"
