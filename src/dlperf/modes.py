@@ -122,13 +122,13 @@ ROWS: tuple[ModeRow, ...] = (
         "process (for DDP, see --nproc)", devices=CUDA, min_gpus=2, ddp=False, searched=False,
     ),
     ModeRow(
-        Mode.MALLOC_KEEP, "allocator", "CPU, glibc: the heap keeps freed memory for reuse (mallopt: large blocks from "
-        "the heap, not mmap, none given back, one arena for every thread), so a step's activations are not "
-        "page-faulted in afresh", exclusive=True, devices=CPU, arithmetic=False,
+        Mode.MALLOC_KEEP, "allocator", "CPU, glibc: the heap keeps freed memory for reuse (mallopt: every block from "
+        "the heap, none mapped on its own, none given back, one arena for every thread), so a step's activations are "
+        "not page-faulted in afresh", exclusive=True, devices=CPU, arithmetic=False,
         recipe=("import ctypes  # first, before the framework; or, before Python starts: "
-                "MALLOC_MMAP_THRESHOLD_=2147483647 MALLOC_TRIM_THRESHOLD_=2147483647 MALLOC_ARENA_MAX=1",
-                'ctypes.CDLL("libc.so.6").mallopt(-3, 2**31 - 1)  # M_MMAP_THRESHOLD: large blocks from the heap',
-                'ctypes.CDLL("libc.so.6").mallopt(-1, 2**31 - 1)  # M_TRIM_THRESHOLD: freed memory is kept',
+                "MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1 MALLOC_ARENA_MAX=1",
+                'ctypes.CDLL("libc.so.6").mallopt(-4, 0)  # M_MMAP_MAX: every block from the heap, 2 GiB ones too',
+                'ctypes.CDLL("libc.so.6").mallopt(-1, -1)  # M_TRIM_THRESHOLD: freed memory is never given back',
                 'ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX: every thread allocates from that heap'),
     ),
     ModeRow(

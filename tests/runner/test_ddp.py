@@ -445,7 +445,7 @@ def test_a_rank_out_of_memory_keeps_its_own_words_as_a_one_process_cell_does():
     workload = BUILTIN["tiny-fcn-r"].to_json()
     task = DDPTask(Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32", nproc=2, parallel="ddp"), 0, workload, TimerConfig())
     with pytest.raises(OutOfMemory) as raised:  # serve reports an OutOfMemory's own words
-        ddp.run_process(task, [].append, engine)
+        ddp.run_process(task, [].append, lambda: engine)
     said = f"out of memory at batch {workload['batch']}: MemoryError: rank 1 asked for too much"
     assert str(raised.value) == said
     lost = "RuntimeError: Connection closed by peer"
@@ -512,3 +512,31 @@ def test_a_user_workload_is_planned_under_every_strategy(tmp_path, torch):
                   db=tmp_path / "d.db", timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert "small-convnet torch ddp:2x1 fp32" in done.stdout and "small-convnet torch gpipe.m4:2x1 fp32" in done.stdout
+
+
+def test_a_rank_imports_its_framework_after_the_allocators_mode_is_set(monkeypatch):
+    """The allocator's mode is the process's, set before the framework's import as a one-process cell sets it
+    (`heap.applied`): a TensorFlow worker imported TensorFlow first (its engine was built before `ddp.measure` ran),
+    and its threads' arenas were made before malloc_keep's one arena. The engine is now imported by `measure`."""
+    from dlperf.measure.timer import TimerConfig
+    from dlperf.protocol import MultiWorkerTask
+    from dlperf.worker import ddp, multiworker
+    from dlperf.workloads import BUILTIN
+
+    order = []
+    monkeypatch.setattr(ddp.heap, "applied", lambda mode: order.append(("allocator", mode)) or {})
+
+    def engine():
+        order.append(("import", "tensorflow"))
+        raise ImportError("no tensorflow here")
+
+    cell = Cell("tiny-fcn-r", "tensorflow", "cpu", 1, "malloc_keep", nproc=2, parallel="ddp")
+    task = MultiWorkerTask(cell, 0, BUILTIN["tiny-fcn-r"].to_json(), TimerConfig())
+    with pytest.raises(ImportError):
+        ddp.measure(task, [].append, engine)
+    assert order == [("allocator", "malloc_keep"), ("import", "tensorflow")]
+
+    handed = []
+    monkeypatch.setattr(ddp, "run_process", lambda task, emit, engine: handed.append(engine))
+    multiworker.run_process(task, [].append)  # hands over how to import TensorFlow; does not import it
+    assert handed == [multiworker.tensorflow_engine] and "dlperf.frameworks.tensorflow.multiworker" not in sys.modules

@@ -15,8 +15,9 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
 from dlperf.figures import CommFigures
 from dlperf.frameworks.common import heap
@@ -25,6 +26,8 @@ from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
 from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
 from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
+
+Engine = SimpleNamespace | ModuleType  # a framework's processes: torch's (`torch_engine`) or TensorFlow's module
 
 
 class AgreedClock:
@@ -50,9 +53,10 @@ def torch_engine() -> SimpleNamespace:
                            per_rank=torch_ddp.per_rank)  # fmt: skip
 
 
-def measure(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None) -> None:
-    kept = heap.applied(task.cell.mode)  # the allocator's mode, before torch's import (`worker/cell.py`)
-    framework = engine or torch_engine()
+def measure(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_engine) -> None:
+    """`engine` imports the framework: after the allocator's mode is applied, as in a one-process cell."""
+    kept = heap.applied(task.cell.mode)  # the allocator's mode, before the framework's import (`worker/cell.py`)
+    framework = engine()
     cell = task.cell
     settings = {**framework.configure_threads(cell.threads), **kept}
     start = time.perf_counter()
@@ -93,7 +97,7 @@ def measure(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None
     emit(Done())
 
 
-def run_process(task: DDPTask, emit: Reporter, engine: SimpleNamespace | None = None) -> None:
+def run_process(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_engine) -> None:
     pin((task.rank_cpus or {}).get(os.environ.get("LOCAL_RANK", "0")))
     emit(affinity())
     with said_out_of_memory(task):  # "out of memory at batch 8: MemoryError: ...", as a one-process cell says it

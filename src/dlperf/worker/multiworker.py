@@ -25,7 +25,7 @@ def tensorflow_engine() -> ModuleType:
 
 
 def run_process(task: MultiWorkerTask, emit: Reporter) -> None:
-    ddp.run_process(task, emit, tensorflow_engine())
+    ddp.run_process(task, emit, tensorflow_engine)  # imported once the allocator's mode is applied
 
 
 def main(argv: list[str]) -> int:

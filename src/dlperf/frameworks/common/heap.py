@@ -7,10 +7,14 @@ MiB at most) with a fresh mmap, and gives it back to the kernel when freed; the 
 (trimmed) once 128 KiB of it are free. A CNN step allocates its activations, tens of MiB each at batch 16, and frees
 them by the end of the step: the next step maps them afresh, and every page of them is faulted in and zeroed by the
 kernel again. ResNet-50 at batch 16 on 2 threads took 660,000-790,000 page faults and 1.5-1.9 s of system CPU time
-in each 2.9-3.5 s step (glibc 2.36); with both thresholds at their most (mallopt's value is an int) the heap keeps
-the memory, the pages fault once, and the step took 1.9-2.1 s. tcmalloc and jemalloc keep freed memory in caches of
-their own. None of them changes the arithmetic: such a cell is not loss-checked.
+in each 2.9-3.5 s step (glibc 2.36); with every block from the heap and none given back, the pages fault once, and
+the step took 1.9-2.1 s. tcmalloc and jemalloc keep freed memory in caches of their own. None of them changes the
+arithmetic: such a cell is not loss-checked.
 
+malloc_keep turns mmap off for blocks (M_MMAP_MAX 0) rather than raising the threshold: mallopt's value is an int,
+so a threshold at its most still maps a block of 2 GiB or more on its own, and XLA allocates a step's temporaries as
+one block: 2,126 MiB for JAX's ResNet-50 at batch 16, mapped and faulted afresh each step (544,000 faults) under the
+threshold at 2**31 - 1, and trimming at that threshold would give such a block back when it is the heap's top.
 The modes are the process's, whatever its framework. `malloc_keep` is set in the cell's own process by the worker,
 before the framework is imported (its threads' arenas: ARENAS): a cell forked from a warm parent sets it after the
 fork, and no other cell sees it. A preloaded malloc must be in place before the interpreter's first allocation, so
@@ -27,15 +31,19 @@ import os
 from dlperf.modes import Mode, mode_components
 
 M_TRIM_THRESHOLD = -1  # glibc's malloc.h
-M_MMAP_THRESHOLD = -3
+M_MMAP_MAX = -4
 M_ARENA_MAX = -8
-KEEP = 2**31 - 1  # mallopt takes an int: the largest; blocks of 2 GiB or more are still mapped on their own
+NO_MMAP = 0  # blocks mapped at once at most: none, every block comes from the heap
+NO_TRIM = -1  # mallopt's "never trim" (size_t's largest once glibc reads it)
 # glibc gives a thread that allocates while another holds the heap an arena of its own: heaps of 64 MiB at most,
 # mapped apart, where a larger block is mapped on its own whatever the threshold and freed memory is given back. XLA
-# allocates a step's buffers on its pool's threads: JAX's MLP at batch 4,096 faulted 35,000 pages a step with the
-# thresholds alone, 3,000 with one arena as well (set before jax's import; 11,500 after it, once its first thread
-# had an arena), 0 under tcmalloc. PyTorch allocates on the thread that runs the step.
+# allocates a step's buffers on its pool's threads: JAX's MLP at batch 4,096 faulted 35,000 pages a step with both
+# thresholds at 2**31 - 1 alone, 3,000 with one arena as well (set before jax's import; 11,500 after it, once its
+# first thread had an arena), 0 under tcmalloc. PyTorch allocates on the thread that runs the step.
 ARENAS = 1
+# malloc_keep's mallopt calls, in order (the mode's recipe in modes.py says the same, tested)
+KEEP_OPTIONS = (("M_MMAP_MAX", M_MMAP_MAX, NO_MMAP), ("M_TRIM_THRESHOLD", M_TRIM_THRESHOLD, NO_TRIM),
+                ("M_ARENA_MAX", M_ARENA_MAX, ARENAS))  # fmt: skip
 
 # a preloaded malloc: the names find_library knows it by, first found first, and where to get it
 PRELOADS: dict[Mode, tuple[tuple[str, ...], str]] = {
@@ -74,20 +82,21 @@ def applied(mode: str) -> dict[str, str]:
 
 
 def keep_freed() -> dict[str, str]:
-    """Both thresholds at KEEP in this process; the settings to note beside the cell's. NotImplementedError (the cell
-    is `unsupported`) where the C library is not glibc, another malloc was preloaded, or glibc refuses a value."""
+    """Every block from glibc's heap and none given back, one arena for every thread, in this process; the settings
+    to note beside the cell's. NotImplementedError (the cell is `unsupported`) where the C library is not glibc,
+    another malloc was preloaded, or glibc refuses a value."""
     version = glibc()
     if version is None:
         raise NotImplementedError("malloc_keep sets glibc's malloc (mallopt); this C library is not glibc")
     if other := next((c for c in PRELOADS if mapped(c)), None):
         raise NotImplementedError(f"malloc_keep sets glibc's malloc; this process's is {other.value}'s (LD_PRELOAD)")
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    options = (("M_MMAP_THRESHOLD", M_MMAP_THRESHOLD, KEEP), ("M_TRIM_THRESHOLD", M_TRIM_THRESHOLD, KEEP),
-               ("M_ARENA_MAX", M_ARENA_MAX, ARENAS))  # fmt: skip
-    for name, option, value in options:
+    for name, option, value in KEEP_OPTIONS:
         if libc.mallopt(ctypes.c_int(option), ctypes.c_int(value)) != 1:
             raise NotImplementedError(f"malloc_keep: glibc {version} refused mallopt({name}, {value})")
-    return {"malloc": f"glibc {version}: mallopt M_MMAP_THRESHOLD and M_TRIM_THRESHOLD {KEEP}, M_ARENA_MAX {ARENAS}"}
+    return {
+        "malloc": f"glibc {version}: mallopt M_MMAP_MAX {NO_MMAP}, M_TRIM_THRESHOLD {NO_TRIM}, M_ARENA_MAX {ARENAS}"
+    }
 
 
 def preloaded(mode: str) -> Mode | None:
