@@ -76,7 +76,7 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     if train.compiles:  # the first step compiles (or captures a CUDA graph): timed apart, never a sample
         emit(Compiling())
         emit(Compiled(timed_step(train.step, train.sync), train.compile_stats()))
-    held = fit_verdict(train) if task.memory_limit is not None else None  # dlperf fit: the memory held after it
+    held = fit_verdict(train, cell.mode) if task.memory_limit is not None else None  # dlperf fit: held after it
     if gate is not None and task.gate:
         gate.timing()
         emit(Gated())
@@ -384,19 +384,22 @@ def fixed_mmap_threshold() -> None:
     _mallopt((M_MMAP_THRESHOLD, MMAP_THRESHOLD))
 
 
-def fit_verdict(train) -> Held:
+def fit_verdict(train, mode: str = "fp32") -> Held:
     """`dlperf fit`'s verdict, before the warm-up: `FIT_STEPS` steps under the limit with the fixed threshold (an
     out-of-memory error here is the batch not fitting), then the limit is lifted and large allocations kept in the
     heap as a long-running process's allocator keeps them, so the warm-up and timed steps give the batch's own
     speed. Timed under the fixed threshold, each step mapped its tensors afresh: tiny-fcn-r at batch 4096, 1,350
     page faults a step and 16.1-17.0 ms against 0-2 and 7.0-13.2 ms (9.1-9.2 ms in a plain process); tiny-resnet-56
     at 256, 21,170 and 88 ms against 10-25 and 20-24 ms (31 ms plain), 1 thread of 2 busy cores. Returns what the
-    process holds between steps then, and its limit, which the timed steps' end is checked against (`Held.check`)."""
+    process holds between steps then, and its limit, which the timed steps' end is checked against (`Held.check`).
+    An allocator mode's settings are made again after the lift, which sets glibc's thresholds as a plain process has
+    them: a malloc_keep try was timed with them (its verdict is under its kept heap, as it trains)."""
     for _ in range(FIT_STEPS):
         train.step()
     train.sync()
     held = Held(held_bytes(), resource.getrlimit(resource.RLIMIT_DATA)[0], system.data_peak_bytes())
     lift_memory_limit()
+    heap.applied(mode)
     return held
 
 
