@@ -40,12 +40,13 @@ KINDS = (
     Kind(
         REMAPPED,
         "memory mapped afresh each step, the kernel faulting its pages in (glibc gives large blocks back when freed): "
-        "try these cells with --modes malloc_keep",
-        r"the kernel (\d+%)",
+        "try each cell's mode with malloc_keep",
+        r"the kernel (\d+%).*; try --modes (\S+)$",
     ),
     Kind(KERNEL_TOOK, "the kernel took a large share of these cells' CPU time", r"\d+%"),
 )
-FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores", REMAPPED: "{} kernel", KERNEL_TOOK: "{} kernel"}
+FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores", REMAPPED: "{} kernel, --modes {}",
+               KERNEL_TOOK: "{} kernel"}  # fmt: skip
 
 
 def kind_of(text: str) -> Kind | None:
@@ -76,5 +77,5 @@ def _line(key: str, members: list[tuple[str, str]]) -> str:
 def _with_figure(kind: Kind, label: str, text: str) -> str:
     if not kind.figure or not (found := re.search(kind.figure, text)):
         return label
-    value = found.group(1) if found.groups() else found.group()
-    return f"{label} ({FIGURE_NAME.get(kind.prefix, '{}').format(value)})"
+    values = found.groups() or (found.group(),)
+    return f"{label} ({FIGURE_NAME.get(kind.prefix, '{}').format(*values)})"
