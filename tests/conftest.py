@@ -124,6 +124,21 @@ def framework_python(name: str) -> str:
     pytest.skip(message)
 
 
+# Python for a test script of glibc's heap: `write_block(mib)` writes a block from libc's own malloc and frees it
+LIBC_BLOCK = """
+import ctypes
+libc = ctypes.CDLL("libc.so.6")
+libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+libc.free.argtypes, libc.memset.argtypes = [ctypes.c_void_p], [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+
+def write_block(mib):
+    block = libc.malloc(mib * 2**20)
+    assert block, "malloc returned NULL"
+    libc.memset(block, 1, mib * 2**20)
+    libc.free(block)
+"""
+
+
 def run_in(framework: str, script: str, *args: str, threads: int = 1, timeout: float = 300) -> dict:
     """Run `script` (Python source) in the framework's interpreter, with dlperf importable and the thread variables of
     `threads` set as for a worker; returns the JSON object the script printed on its last line of stdout."""

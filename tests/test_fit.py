@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from conftest import LIBC_BLOCK
 from dlperf.errors import UsageError
 from dlperf.fit import next_batch
 from dlperf.flagtext import parse_size
@@ -123,20 +124,16 @@ def test_a_try_is_timed_after_its_verdict_with_the_limit_lifted_and_no_memory_ma
 
 
 # A step that writes a 96 MiB block and frees it, in a fit try of MODE: the page faults a step after the verdict.
-KEPT_AFTER_THE_VERDICT = """
-import ctypes, resource, sys
+KEPT_AFTER_THE_VERDICT = (
+    LIBC_BLOCK
+    + """
+import resource, sys
 from types import SimpleNamespace
 from dlperf.frameworks.common import heap
 from dlperf.worker.cell import fit_verdict, limit_memory
 
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes, libc.memset.argtypes = [ctypes.c_void_p], [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-
 def step():
-    block = libc.malloc(96 * 2**20)
-    libc.memset(block, 1, 96 * 2**20)
-    libc.free(block)
+    write_block(96)
 
 limit_memory(2**40)  # as run_cell does, before the worker applies the mode
 heap.applied(sys.argv[1])
@@ -147,6 +144,7 @@ for _ in range(5):
     step()
 print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
 """
+)
 
 
 @pytest.mark.skipif(heap.glibc() is None, reason="malloc_keep sets glibc's malloc")
@@ -382,7 +380,7 @@ from types import SimpleNamespace
 from dlperf.measure.system import data_bytes
 from dlperf.worker.cell import GrewPastTheLimit, fit_verdict, held_bytes, limit_memory
 
-limit_memory(data_bytes() + 96 * 2**20)
+limit_memory(data_bytes() + 48 * 2**20)
 kept = []
 
 def grows():  # a cache that fills: 1 MiB kept each step

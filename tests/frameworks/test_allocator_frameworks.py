@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from conftest import dlperf, run_in
+from conftest import LIBC_BLOCK, ROOT, dlperf, run_in
 from dlperf.frameworks.common import heap
 from dlperf.modes import ROW, Mode
 
@@ -49,24 +49,21 @@ print(json.dumps({"faults": median, "steps": faults, "pages": 4096 * 1024 * 4 //
 
 
 # the minor page faults of writing a block of argv[2] MiB, freed and allocated again, with malloc_keep set or not
-BIG_BLOCK = """
-import ctypes, json, resource, sys
+BIG_BLOCK = (
+    LIBC_BLOCK
+    + """
+import json, resource, sys
 from dlperf.frameworks.common import heap
 
 kept = heap.applied(sys.argv[1])
-libc = ctypes.CDLL("libc.so.6")
-libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
-libc.free.argtypes, libc.memset.argtypes = [ctypes.c_void_p], [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
-size, faults = int(sys.argv[2]) * 2**20, []
+faults = []
 for _ in range(2):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    block = libc.malloc(size)
-    assert block, "malloc returned NULL"
-    libc.memset(block, 1, size)
-    libc.free(block)
+    write_block(int(sys.argv[2]))
     faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(json.dumps({"faults": faults, "pages": size // 4096, "settings": kept}))
+print(json.dumps({"faults": faults, "pages": int(sys.argv[2]) * 2**20 // 4096, "settings": kept}))
 """
+)
 
 
 @pytest.mark.slow  # two processes each write 2.2 GiB twice, the kernel zeroing the pages: about 8 s
@@ -75,7 +72,7 @@ def test_a_block_over_2_gib_freed_comes_back_without_its_pages_faulted_in_again(
     and faulted it afresh each time (563,000 faults both times, glibc 2.36); with mmap off, once."""
 
     def faults(mode: str, **environ: str) -> dict:
-        env = {"PYTHONPATH": str(heap.__file__).rsplit("/dlperf/", 1)[0], "PATH": "/usr/bin:/bin", **environ}
+        env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin", **environ}
         done = subprocess.run([sys.executable, "-c", BIG_BLOCK, mode, "2200"], capture_output=True, text=True,
                               env=env, timeout=120)  # fmt: skip
         assert done.returncode == 0, done.stderr[-2000:]

@@ -15,6 +15,7 @@ malloc_keep turns mmap off for blocks (M_MMAP_MAX 0) rather than raising the thr
 so a threshold at its most still maps a block of 2 GiB or more on its own, and XLA allocates a step's temporaries as
 one block: 2,126 MiB for JAX's ResNet-50 at batch 16, mapped and faulted afresh each step (544,000 faults) under the
 threshold at 2**31 - 1, and trimming at that threshold would give such a block back when it is the heap's top.
+
 The modes are the process's, whatever its framework. `malloc_keep` is set in the cell's own process by the worker,
 before the framework is imported (its threads' arenas: ARENAS): a cell forked from a warm parent sets it after the
 fork, and no other cell sees it. A preloaded malloc must be in place before the interpreter's first allocation, so
@@ -93,9 +94,7 @@ def keep_freed() -> dict[str, str]:
     for name, option, value in KEEP_OPTIONS:
         if libc.mallopt(ctypes.c_int(option), ctypes.c_int(value)) != 1:
             raise NotImplementedError(f"malloc_keep: glibc {version} refused mallopt({name}, {value})")
-    return {
-        "malloc": f"glibc {version}: mallopt M_MMAP_MAX {NO_MMAP}, M_TRIM_THRESHOLD {NO_TRIM}, M_ARENA_MAX {ARENAS}"
-    }
+    return {"malloc": f"glibc {version}: mallopt " + ", ".join(f"{name} {value}" for name, _, value in KEEP_OPTIONS)}
 
 
 def preloaded(mode: str) -> Mode | None:
