@@ -396,7 +396,7 @@ def predicted(workload, chosen, samples: int, what: str, deadline: float | None,
     """The GPUs' part of the answer: the work's time and cost on each GPU in its modes (`gpu_modes`; in `steps`
     where a loader counts them, `_work`), the largest batch that fits where the step does not, the notes that say
     which GPUs are predicted in what, and the step's predicted peak per mode (`memory.peaks`)."""
-    from dlperf.predict import cost, count, memory, roofline
+    from dlperf.predict import cost, count, memory, roofline, validate
 
     modes = [m for m in PRECISIONS if any(m in gpu_modes(g) for g in chosen)]
     found = count.counted([(workload, m) for m in modes], timeout, "--timeout")
@@ -404,19 +404,7 @@ def predicted(workload, chosen, samples: int, what: str, deadline: float | None,
     peaks = memory.peaks(workload, modes, timeout, "--timeout")
     costs = cost.costs(workload, predictions, samples, what, {}, deadline, peaks, steps)
     costs.largest = memory.largest_left_out(workload, costs.left_out, timeout)
-    return costs, costs.largest, [*mode_notes(chosen), *gpu_notes(workload, chosen, predictions)], peaks
-
-
-def gpu_notes(workload, chosen, predictions) -> list[str]:
-    """Where the predictions lie outside what their uncertainty was measured on, what fp32 means on a GPU with TF32,
-    and the GPUs whose step the host's launches bound (`dlperf predict`'s notes)."""
-    from dlperf.predict import roofline, validate
-
-    notes = [validate.scope_note(workload, chosen, [p.mode for p in predictions])]
-    notes.append(roofline.fp32_note([g.name for g in chosen if g.tf32]) if any(g.tf32 for g in chosen) else None)
-    launch = list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch"))
-    notes.append(roofline.launch_note(launch) if launch else None)
-    return [n for n in notes if n]
+    return costs, costs.largest, [*mode_notes(chosen), *validate.caveats(workload, chosen, modes, predictions)], peaks
 
 
 def mode_notes(chosen) -> list[str]:

@@ -372,27 +372,18 @@ def prediction_table(workload, predictions):
 
 
 def prediction_notes(workload, chosen, modes, predictions) -> list[str]:
-    """The predictions' uncertainty and where it was not measured, the units a GPU lacks, what fp32 means on a GPU
-    with TF32, and the GPUs whose step the host's launches bound."""
+    """The predictions' uncertainty, the units a GPU lacks, and what every reader of predictions must know
+    (`validate.caveats`: where the uncertainty was not measured, fp32 on a GPU with TF32, the launch-bound GPUs)."""
     from dlperf.predict import roofline, validate
 
-    notes = []
-    if roofline.uncertainty():
-        notes.append(f"uncertainty: {roofline.uncertainty()}")
-    if scope := validate.scope_note(workload, chosen, modes):
-        notes.append(scope)
+    notes = [f"uncertainty: {roofline.uncertainty()}"] if roofline.uncertainty() else []
     for g in chosen:
         for m in modes:
             dtype = {"tf32": "fp32"}.get(m, m)
             _, unit = g.peak(dtype, tensor=m == "tf32")
             if m != "fp32" and not unit.startswith(m):
                 notes.append(f"{g.name} has no {m} unit: its {m} products are predicted at the {unit} rate")
-    if tf32 := [g.name for g in chosen if g.tf32] if "fp32" in modes else []:
-        notes.append(roofline.fp32_note(tf32))
-    if launch := list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch")):
-        notes.append(roofline.launch_note(launch))
-    notes.append(STEP_NOTE)
-    return notes
+    return [*notes, *validate.caveats(workload, chosen, modes, predictions), STEP_NOTE]
 
 
 def count_note(found) -> str:

@@ -409,6 +409,20 @@ def coverage() -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], tuple[
             tuple(g for g in GENERATIONS if g in generations), tuple(sorted({c.mode for c in cases})))  # fmt: skip
 
 
+def caveats(workload, gpus, modes, predictions) -> list[str]:
+    """What a reader of predictions must know to read them (`dlperf predict`'s notes and `dlperf advise`'s): where
+    they lie outside what the uncertainty was measured on (`scope_note`), what fp32 means on a GPU with TF32 units,
+    and the GPUs whose step the host's launches bound."""
+    from dlperf.predict.roofline import fp32_note, launch_note
+
+    notes = [scope_note(workload, gpus, modes)]
+    tf32 = [g.name for g in gpus if g.tf32] if "fp32" in modes else []
+    notes.append(fp32_note(tf32) if tf32 else None)
+    launch = list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch"))
+    notes.append(launch_note(launch) if launch else None)
+    return [n for n in notes if n]
+
+
 def scope_note(workload, gpus, modes) -> str | None:
     """One note where a prediction lies outside what the uncertainty was measured on (`coverage`): a user's model or a
     network no published row measures, a GPU of a generation none of the rows is, a mode none is in; None inside."""
