@@ -184,7 +184,7 @@ EXPORT_COLUMNS = {
     "consecutive batches), seconds",
     "mean_ci_high_s": "the high end of the mean step's 95% confidence interval, seconds",
     "n": "timed steps, every process's",
-    "samples_s": "samples per second at the median step",
+    "samples_per_s": "samples per second at the median step",
     "warmup_steps": "the steps run before timing began",
     "params": "the model's trainable parameters",
     "flops_per_step": "floating-point operations of one training step, as the framework counts them",

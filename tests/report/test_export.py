@@ -79,3 +79,13 @@ def test_structured_columns_are_json_in_the_csv():
     c = make_cell("fcn-r", median_s=0.25, n=12, flops_by_dtype={"fp32": 10, "bf16": 5})
     [row] = csv.DictReader(io.StringIO(export.render([export.record(c)], "csv")))
     assert json.loads(row["flops_by_dtype"]) == {"fp32": 10, "bf16": 5}
+
+
+def test_throughput_is_named_per_second_where_every_other_s_is_seconds():
+    """The export named samples per second `samples_s`, beside `median_s`, `iqr_s`, ... in seconds: a reader took it
+    for a time. It is `samples_per_s`, as `long_run_samples_per_s` and `loader_alone_samples_per_s` are."""
+    c = make_cell("fcn-r", median_s=0.25, n=12, samples_s=64 / 0.25)
+    rec = export.record(c)
+    assert rec["samples_per_s"] == 256.0 and "samples_s" not in rec
+    [row] = csv.DictReader(io.StringIO(export.render([rec], "csv")))
+    assert float(row["samples_per_s"]) == 256.0

@@ -16,9 +16,11 @@ from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRe
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
     "median_s", "iqr_s", "mean_s", "stdev_s", "ci_low_s", "ci_high_s", "mean_ci_low_s", "mean_ci_high_s", "n",
-    "samples_s", "warmup_steps",
+    "samples_per_s", "warmup_steps",
     "params", "flops_per_step", "peak_mem_bytes", "peak_mem_kind",
 )  # fmt: skip
+# an export name that is not the record's field: per second, where every other `_s` of a record is in seconds
+RECORD_FIELD = {"samples_per_s": "samples_s"}
 
 
 # OWASP's CSV injection list: a spreadsheet evaluates a field starting with one of these as a formula
@@ -51,7 +53,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     whose machine and dlperf every record names (a merged store's runs come from several); `profile`: the cell's as
     `dlperf profile --format json` gives it (`report.cell_profile.CellProfile.to_json`), None where its run stored
     none."""
-    rec = {f: getattr(cell, f) for f in FIELDS}
+    rec = {f: getattr(cell, RECORD_FIELD.get(f, f)) for f in FIELDS}
     rec = {"run_id": rec.pop("run_id"), **machine_fields(run), **rec}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
