@@ -51,15 +51,16 @@ def test_no_note_below_the_share_off_the_cpu_or_without_a_time(cell):
     assert notes_of(cell) == []
 
 
-def test_several_cells_make_one_line_each_with_its_share_and_its_own_mode_to_try():
+def test_several_cells_make_one_line_each_with_its_share_under_its_own_mode_to_try():
     """A bf16 cell is told bf16+malloc_keep, an fp32 one malloc_keep: the line said "try these cells with --modes
-    malloc_keep" for both (measured: lstm at bf16 0.359 s a step, 51% in the kernel; bf16+malloc_keep 0.190 s)."""
-    shares = (("resnet-50", "fp32", 0.28), ("lstm", "bf16", 0.51))
+    malloc_keep" for both (measured: lstm at bf16 0.359 s a step, 51% in the kernel; bf16+malloc_keep 0.190 s). Each
+    mode is said once, before its cells: `make run` named "--modes malloc_keep" after each of its 8 cells."""
+    shares = (("resnet-50", "fp32", 0.28), ("lstm", "bf16", 0.51), ("fcn-s", "fp32", 0.38))
     cells = [make_cell(w, mode=m, **{**REMAPPING, "kernel_cpu_share": s}) for w, m, s in shares]
     [line] = grouped([(label, text) for label, kind, text in table.cell_notes(cells) if kind == "kernel"])
     assert line.startswith("memory mapped afresh each step, the kernel faulting its pages in")
-    assert line.endswith(": try each cell's mode with malloc_keep: resnet-50 torch cpu:1 (28% kernel, --modes "
-                         "malloc_keep), lstm torch bf16 cpu:1 (51% kernel, --modes bf16+malloc_keep)")  # fmt: skip
+    assert line.endswith("freed): try --modes malloc_keep: resnet-50 torch cpu:1 (28% kernel), fcn-s torch cpu:1 (38% "
+                         "kernel); --modes bf16+malloc_keep: lstm torch bf16 cpu:1 (51% kernel)")  # fmt: skip
 
 
 def test_every_backend_is_told_the_mode_and_one_without_it_the_share_alone(monkeypatch):

@@ -19,6 +19,7 @@ class Kind:
     prefix: str  # how the stored warning starts (runner/collect.py writes them)
     headline: str  # the line's head when several cells carry it
     figure: str = ""  # a pattern for what each cell keeps beside its label (its group 1, or the whole match)
+    by: str = ""  # a pattern whose group 1 splits the cells into parts of the line, each headed by it
 
 
 REMAPPED = "memory mapped afresh each step:"  # a CPU cell's kernel time, with the page faults behind it (`table`)
@@ -40,12 +41,13 @@ KINDS = (
     Kind(
         REMAPPED,
         "memory mapped afresh each step, the kernel faulting its pages in (glibc gives large blocks back when freed): "
-        "try each cell's mode with malloc_keep",
-        r"the kernel (\d+%).*; try --modes (\S+)$",
+        "try",
+        r"the kernel (\d+%)",
+        by=r"; try (--modes \S+)$",
     ),
     Kind(KERNEL_TOOK, "the kernel took a large share of these cells' CPU time", r"\d+%"),
 )
-FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores", REMAPPED: "{} kernel, --modes {}",
+FIGURE_NAME = {"few samples": "n={}", "more cores busy": "{} cores", REMAPPED: "{} kernel",
                KERNEL_TOOK: "{} kernel"}  # fmt: skip
 
 
@@ -71,6 +73,12 @@ def _line(key: str, members: list[tuple[str, str]]) -> str:
     kind = kind_of(key)
     if kind is None:
         return f"{', '.join(labels)}: {key}"
+    if kind.by:  # "try --modes malloc_keep: a (28% kernel), b (30% kernel); --modes bf16+malloc_keep: c (51% ...)"
+        parts: dict[str, list[str]] = {}
+        for label, text in members:
+            found = re.search(kind.by, text)
+            parts.setdefault(found.group(1) if found else "", []).append(_with_figure(kind, label, text))
+        return f"{kind.headline} " + "; ".join(f"{head}: {', '.join(cells)}" for head, cells in parts.items())
     return f"{kind.headline}: " + ", ".join(_with_figure(kind, label, text) for label, text in members)
 
 
