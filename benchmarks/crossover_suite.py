@@ -4,11 +4,11 @@
 
 For each network, batches in powers of four from 1 up to max(its paper batch, 256) are measured on the CPU (quick
 timer: at least 5 steps), at `--threads` (default: every core; on 2 cores the fastest for every network of the
-suite) so the seven runs fit in minutes; each batch's GPU step is predicted with the batch's copy over the host
-link. Prints a Markdown table: the CPU step and each GPU's at the paper's batch, the batch from which each GPU pays,
-and its speed-up at the paper's batch ('?' beside a CPU step dlperf judged disturbed or short of samples: measure
-that network again with --workloads on a quiet machine). Everything is kept in the store (`dlperf report --run N`
-draws each run).
+suite); the seven runs take about 20 minutes on 2 cores (19 at 41ebf39, BENCHMARKS.md). Each batch's GPU step is
+predicted with the batch's copy over the host link. Prints a Markdown table: the CPU step and each GPU's at the
+paper's batch, the batch from which each GPU pays, and its speed-up at the paper's batch ('?' beside a CPU step
+dlperf judged disturbed or short of samples: measure that network again with --workloads on a quiet machine).
+Everything is kept in the store (`dlperf report --run N` draws each run).
 """
 
 from __future__ import annotations
