@@ -99,3 +99,15 @@ def test_a_best_mode_without_an_fp32_step_says_why_it_has_no_speed_up():
     # `dlperf table --best --modes fp16` read "fp16 1.83 ms -" under "speed-up [95% CI]", with nothing to say why
     [row] = best.build([make_cell("tiny-fcn-r", mode="fp16", median_s=0.00183, n=292)], {})
     assert row.mode == "fp16" and best.values(row)[-1] == "-: no fp32 step to compare with"
+
+
+def test_a_run_of_fp32_alone_says_once_how_to_measure_modes_to_compare():
+    """`dlperf table --best` on `make run`'s run read "-: fp32 alone was measured" on each of its 14 rows and nothing
+    more: a note says what would give it modes to compare. A run with one other mode somewhere has no such note."""
+    alone = best.build([make_cell(w, median_s=0.5, n=10, key=w) for w in ("fcn-s", "lstm")], {})
+    assert [best.values(r)[-1] for r in alone] == ["-: fp32 alone was measured"] * 2
+    assert best.notes(alone) == [best.FP32_ALONE] and best.FP32_ALONE in best.render_markdown(alone)
+    assert "dlperf run --modes fp32,bf16" in best.FP32_ALONE and "dlperf optimize" in best.FP32_ALONE
+    cells = [make_cell("fcn-s", median_s=0.5, n=10, key="a"), make_cell("lstm", median_s=0.5, n=10, key="b"),
+             make_cell("lstm", mode="fused", median_s=0.6, n=10, key="c", loss_check=None)]  # fmt: skip
+    assert best.FP32_ALONE not in best.notes(best.build(cells, {}))

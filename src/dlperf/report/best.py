@@ -153,6 +153,10 @@ def render_rich(rows: list[Best], run_id: int):
     return table
 
 
+FP32_ALONE = (
+    "the run measured fp32 alone, so there is no mode to compare: measure modes beside it (dlperf run --modes "
+    "fp32,bf16,channels_last,fused,malloc_keep) or let dlperf optimize WORKLOAD search them"
+)
 ONE_PROCESS = (
     "rests on one process of a side: it holds only that process's noise, not the spread between processes "
     "(--repeats 3 or more)"
@@ -168,6 +172,8 @@ def notes(rows: list[Best]) -> list[str]:
     said += [f"{r.workload} {r.framework} {r.column}: {r.mode}'s loss was not checked against fp32 ({r.unchecked}): "
              "whether it still trains is not known, and a mode that no longer learns can be fast" for r in rows
              if r.unchecked]  # fmt: skip
+    if rows and all(r.mode == BASELINE and r.timed == 1 and not r.rejected for r in rows):
+        said.append(FP32_ALONE)
     with_interval = [r for r in rows if r.ci_low is not None]
     alone = [r for r in with_interval if r.processes == 1]
     if alone and len(alone) == len(with_interval) > 1:
