@@ -377,13 +377,14 @@ def prediction_notes(workload, chosen, modes, predictions) -> list[str]:
     from dlperf.predict import roofline, validate
 
     notes = [f"uncertainty: {roofline.uncertainty()}"] if roofline.uncertainty() else []
+    notes += validate.caveats(workload, chosen, modes, predictions)
     for g in chosen:
         for m in modes:
             dtype = {"tf32": "fp32"}.get(m, m)
             _, unit = g.peak(dtype, tensor=m == "tf32")
             if m != "fp32" and not unit.startswith(m):
                 notes.append(f"{g.name} has no {m} unit: its {m} products are predicted at the {unit} rate")
-    return [*notes, *validate.caveats(workload, chosen, modes, predictions), STEP_NOTE]
+    return [*notes, STEP_NOTE]
 
 
 def count_note(found) -> str:
