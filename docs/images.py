@@ -180,15 +180,23 @@ def screenshots(report: Path, made: Path, chromium: str, driver: str) -> None:
 
 
 def shrink(png: Path) -> None:
-    """The PNG cut to `MAX_HEIGHT` pixels and saved with a palette of 256 colours, optimised."""
+    """The PNG cut to `MAX_HEIGHT` pixels and saved with a palette of 256 colours, optimised. The palette holds the
+    profile's category colours as they are (`report.figures.CATEGORY_COLORS`) and the rest median-cut: cut alone, it
+    merged a colour few pixels have into a neighbour's (report-profile.png's "copy" came out orange, not olive)."""
     from PIL import Image
+
+    from dlperf.report.figures import CATEGORY_COLORS
 
     with Image.open(png) as image:
         image = image.convert("RGB")
         if image.height > MAX_HEIGHT and png.name.startswith("report-"):
             image = image.crop((0, 0, image.width, MAX_HEIGHT))
-        image = image.quantize(colors=256, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    image.save(png, optimize=True)
+    kept = [value for colour in dict.fromkeys(CATEGORY_COLORS.values()) for value in bytes.fromhex(colour[1:])]
+    cut = image.quantize(colors=256 - len(kept) // 3, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
+    rest = cut.getpalette()[: 3 * len(cut.getcolors())]
+    palette = Image.new("P", (1, 1))
+    palette.putpalette(rest + kept)
+    image.quantize(palette=palette, dither=Image.Dither.NONE).save(png, optimize=True)
 
 
 if __name__ == "__main__":

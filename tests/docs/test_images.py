@@ -86,3 +86,26 @@ def test_a_failed_step_leaves_the_output_folder_as_it_was(tmp_path, monkeypatch,
     assert images.main(["--out", str(out)]) == 1
     assert "`dlperf run --workloads no-such-workload --db" in capsys.readouterr().err
     assert [p.name for p in out.iterdir()] == ["kept.png"]
+
+
+def test_shrinking_keeps_a_category_colour_few_pixels_have(tmp_path):
+    """report-profile.png's "copy" swatch (olive, a few hundred pixels beside thousands of greys and blues) came out
+    orange: the median cut merged it into a neighbour. Every category colour keeps its own entry of the palette."""
+    from PIL import Image
+
+    from dlperf.report.figures import CATEGORY_COLORS
+
+    image = Image.new("RGB", (400, 300))
+    for x in range(400):  # many colours, as a screenshot's text and anti-aliasing have
+        for y in range(300):
+            image.putpixel((x, y), (x % 256, y % 256, (x * y) % 256))
+    olive = tuple(bytes.fromhex(CATEGORY_COLORS["copy"][1:]))
+    for x in range(10):
+        for y in range(10):
+            image.putpixel((x, y), olive)
+    png = tmp_path / "a.png"
+    image.save(png)
+    script().shrink(png)
+    with Image.open(png) as shrunk:
+        assert shrunk.mode == "P" and len(shrunk.getpalette()) <= 768
+        assert shrunk.convert("RGB").getpixel((5, 5)) == olive
