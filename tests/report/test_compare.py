@@ -133,6 +133,26 @@ def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
     assert "3 cells not compared" in "\n".join(cmp.summary_lines(result))
 
 
+def test_the_frameworks_and_workloads_one_side_has_none_of_are_said_as_wholes():
+    """A run of four frameworks against make run's of PyTorch listed its 42 cells of JAX, TensorFlow and MXNet one by
+    one ("fcn-s jax cpu:1 fp32 (only in B); fcn-s jax cpu:2 fp32 (only in B); ..."), 2,000 characters of note."""
+    from conftest import make_cell
+
+    p = processes(15, 3, 0.1)
+
+    def made(workload, framework, threads=1):
+        return make_cell(workload, framework=framework, threads=threads, median_s=0.1, n=10)
+
+    a = [made("fcn-r", "torch"), made("fcn-r", "torch", 2), made("lstm", "torch")]
+    b = [made("fcn-r", "torch"), *(made(w, f, t) for w in ("fcn-r", "lstm") for f in ("jax", "mxnet") for t in (1, 2)),
+         made("lstm", "torch"), made("resnet-56", "torch")]  # fmt: skip
+    result = compare(a, b, {c.key: p for c in a}, {c.key: p for c in b})
+    assert [u.whole for u in result.unmatched][:2] == [None, ("framework", "jax")]
+    assert cmp.not_compared(result.unmatched) == (
+        "only in A: fcn-r torch cpu:2 fp32; only in B: every jax and mxnet cell (8), resnet-56 torch cpu:1 fp32"
+    )
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # The command line, on stores built with the Store API
 
@@ -219,7 +239,7 @@ def test_cli_text_lists_unmatched_cells_and_too_little_data(tmp_path):
     proc = dlperf("compare", "1", "2", db=db)
     assert proc.returncode == 2, proc.stderr  # the only shared cell could not be tested: no verdict, never a pass
     assert "too little data" in proc.stdout and "A has 1 process" in proc.stdout
-    assert "alexnet-r torch cpu:1 fp32 (only in A)" in proc.stdout
+    assert "only in A: alexnet-r torch cpu:1 fp32" in proc.stdout
     assert "no verdict: none of the 1 cell compared could be tested" in proc.stdout
     assert "no regression" not in proc.stdout
 

@@ -88,6 +88,8 @@ class Unmatched:
     key: str
     label: str
     why: str  # "only in A", "B: failed", ...
+    # a cell on one side only whose framework (else workload) the other side has no cell of: ("framework", "jax")
+    whole: tuple[str, str] | None = None
 
 
 @dataclass
@@ -190,12 +192,40 @@ def compare(
         a, b = a_by_key.get(key), b_by_key.get(key)
         why = _unmatched_why(a, b)
         if why:
-            result.unmatched.append(Unmatched(key, _label(a or b), why))
+            whole = _whole(a or b, b_cells if b is None else a_cells) if a is None or b is None else None
+            result.unmatched.append(Unmatched(key, _label(a or b), why, whole))
         else:
             result.cells.append(_cell(a, b, a_samples.get(key, []), b_samples.get(key, [])))
             result.data += [line for line in [data_note(a, b)] if line and line not in result.data]
     _decide(result)
     return result
+
+
+def _whole(cell: CellRecord, other: list[CellRecord]) -> tuple[str, str] | None:
+    """What of a one-sided `cell` the other side measured none of: its framework, else its workload; None if both."""
+    if cell.framework not in {c.framework for c in other}:
+        return "framework", cell.framework
+    if cell.workload not in {c.workload for c in other}:
+        return "workload", cell.workload
+    return None
+
+
+def not_compared(unmatched: list[Unmatched]) -> str:
+    """The cells not compared, by reason ("only in B: every jax, tensorflow and mxnet cell (42)"): a framework or
+    workload of two or more cells that the other side has none of is said as a whole (a run of four frameworks against
+    one of PyTorch listed its 42 other cells one by one), any other cell by its label."""
+    parts = []
+    for why in dict.fromkeys(u.why for u in unmatched):
+        members, items = [u for u in unmatched if u.why == why], []
+        for kind in ("framework", "workload"):
+            wholes = [u for u in members if u.whole and u.whole[0] == kind]
+            if len(wholes) > 1:
+                names = list(dict.fromkeys(u.whole[1] for u in wholes))
+                named = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+                items.append(f"every {named} cell ({len(wholes)})")
+                members = [u for u in members if u not in wholes]
+        parts.append(f"{why}: " + ", ".join([*items, *(u.label for u in members)]))
+    return "; ".join(parts)
 
 
 def _unmatched_why(a: CellRecord | None, b: CellRecord | None) -> str | None:
@@ -438,8 +468,7 @@ def summary_lines(result: Comparison) -> list[str]:
     lines += [f"note: {c.label}: not comparable: {c.reason}" for c in result.cells if c.verdict == "not comparable"]
     lines += [f"note: {note}" for note in result.notes()]
     if result.unmatched:
-        listed = "; ".join(f"{u.label} ({u.why})" for u in result.unmatched)
-        lines.append(f"note: {plural(len(result.unmatched), 'cell')} not compared: {listed}")
+        lines.append(f"note: {plural(len(result.unmatched), 'cell')} not compared: {not_compared(result.unmatched)}")
     return lines
 
 
