@@ -409,6 +409,27 @@ def test_a_profile_that_cannot_be_taken_falls_back_to_the_fixed_order_and_says_s
     assert (out["best"]["mode"], out["cells_to_best"]) == ("compile", 8)
 
 
+@pytest.mark.parametrize("left_s", [15.0, 25.0])
+def test_the_baseline_is_profiled_only_where_a_mode_still_fits_after_the_profile(tmp_path, monkeypatch, left_s):
+    """`advise resnet-56 --budget 90`: the mode search profiled the baseline for 21 s and had 11 s left, too little
+    for any mode (30 s each): it ordered rounds none of which ran. With a process at 10 s, 15 s left covers a mode
+    but not the profile and a mode: no profile, the fixed order, and the note says why; 25 s covers both."""
+    from dlperf.protocol import Profiled
+    from dlperf.runner.session import Budget
+
+    given = _fake_children(monkeypatch, [Profiled(steps=3, step_s=1.0, categories={"host": 1.0}, ops_per_step=400)])
+    monkeypatch.setattr(Budget, "per_process", lambda self, mode=None: 10.0)
+    monkeypatch.setattr(Budget, "modes_s", lambda self, modes, repeats: 10.0 * len(modes) * repeats)
+    monkeypatch.setattr(Budget, "left", lambda self: left_s)
+    _, out = _search(tmp_path, "verdict")
+    if left_s == 15.0:
+        assert given == [] and out["order"]["used"] == "fixed"
+        assert any(n.startswith("order: the fp32 baseline was not profiled: the budget left does not cover it and "
+                                "a mode after it") for n in out["notes"])  # fmt: skip
+    else:
+        assert len(given) == 1 and out["order"]["used"] == "verdict"
+
+
 def test_order_must_be_verdict_or_fixed():
     from conftest import one_line_error
 
