@@ -365,6 +365,45 @@ def test_the_timeout_guard_counts_a_cpu_tries_verdict_steps():
     assert answer.largest == 256 and answer.ended.startswith(f"batch 512 {NOT_TRIED}: at batch 256's pace")
 
 
+def test_a_try_that_ran_past_the_timeout_after_its_timed_steps_fits_and_ends_the_search_there():
+    """`dlperf fit alexnet-r --threads 2`: batch 39,762 ran its steps under the limit and one timed step (41 s), then
+    ran past --timeout 300 s measuring the step's memory; the search stopped 'batch 39762 timeout', its answer 2,048.
+    Its batch fits: the answer is 39,762, and no larger batch is tried (its try would run longer still)."""
+    from types import SimpleNamespace
+
+    from dlperf.fit import NOT_TRIED, Search, Try
+    from dlperf.report import fit as view
+    from dlperf.vocab import Status
+
+    cut = dict(status=Status.TIMEOUT, ok=False, peak_mem_bytes=None, peak_mem_kind=None, warnings=[])
+    after = "exceeded --timeout 300 s after the timed steps (counting FLOPs, measuring memory) (kept 1 sample)"
+    late = stored(**cut, median_s=41.3, n=1, warmup_steps=1, minor_faults_per_step=9.6e6, error=after)
+    early = stored(**cut, median_s=None, n=0, warmup_steps=0, error="exceeded --timeout 300 s")
+    assert view.fitted(late) and not view.fitted(early) and Try.of(late, 39762).fitted
+    assert not Try.of(early, 39762).fitted
+
+    class Made(Search):
+        def __init__(self) -> None:
+            self.session, self.answers, self.made = SimpleNamespace(spec=SimpleNamespace(timeout=300)), {}, []
+
+        def try_batch(self, mode: str, batch: int) -> Try:
+            self.made.append(batch)
+            found = (
+                late
+                if batch > 2048
+                else stored(median_s=0.6 * batch / 1024, n=10, warmup_steps=3, warnings=[], minor_faults_per_step=0.0)
+            )
+            return Try.of(found, batch, 330.0 if batch > 2048 else 15.0, None)
+
+    search = Made()
+    answer = search.search("fp32", 1024, 2**16)
+    assert search.made == [1024, 2048, 4096]
+    assert answer.largest == 4096 and answer.ended.startswith(f"batch 8192 {NOT_TRIED}: batch 4096 fits, yet its try")
+    named = SimpleNamespace(**{**vars(late), "workload": "alexnet-r@b39762"})
+    [row] = view.Search(1, "alexnet-r", "torch", "cpu:2", "fp32", None, [named]).rows()
+    assert row[1] == view.FITTED_TIMEOUT and row[3] == "41.3 s" and row[4] == "1"
+
+
 def test_a_tries_time_in_steps_is_its_processs_from_the_first_step_to_the_last_timed_one():
     from dlperf.fit import stepping
 

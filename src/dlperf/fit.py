@@ -77,17 +77,22 @@ class Try:
 
     @classmethod
     def of(cls, cell: CellRecord, batch: int, duration_s: float | None = None, phases: dict | None = None) -> Try:
-        from dlperf.report.fit import out_of_memory
+        from dlperf.report.fit import fitted, out_of_memory
         from dlperf.report.table import note_kind
 
         oom = out_of_memory(cell)
-        rate = batch / cell.median_s if cell.ok and cell.median_s else None
+        rate = batch / cell.median_s if fitted(cell) and cell.median_s else None
         timing = tuple(w for w in cell.warnings if note_kind(w) == "noise") if rate else ()
         faults = cell.minor_faults_per_step if rate and cell.device == "cpu" else None
         data = cell.memory_figures.get("data_peak_bytes") if cell.ok else None
         return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,
                    cell.n if rate else 0, duration_s, cell.warmup_steps or 0, cell.median_s if rate else None,
                    timing, faults, stepping(phases), data)  # fmt: skip
+
+    @property
+    def fitted(self) -> bool:
+        """Its batch fits: measured, or its timed steps kept before --timeout stopped it (`report.fit.fitted`)."""
+        return self.status == Status.OK or (self.status == Status.TIMEOUT and self.steps > 0)
 
     @property
     def disturbed(self) -> list[str]:
@@ -160,8 +165,11 @@ NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit r
 
 
 def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
-    """Why `batch` is not tried: its process, its steps at the time per sample of the largest batch that fitted,
-    would outlast --timeout; None to try it (`paced`)."""
+    """Why `batch` is not tried: a smaller batch's try fitted and ran past --timeout, or its process, its steps at
+    the time per sample of the largest batch that fitted, would outlast --timeout; None to try it (`paced`)."""
+    if slow := [t.batch for t in tries if t.fitted and t.status == Status.TIMEOUT and t.batch < batch]:
+        return (f"batch {batch} {NOT_TRIED}: batch {min(slow)} fits, yet its try ran past --timeout "
+                f"{duration(timeout)} (a longer --timeout tries larger batches)")  # fmt: skip
     if (pace := paced(tries, batch)) is None:
         return None
     last, start_s, stepping_s = pace
@@ -177,6 +185,8 @@ def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
 def longest(tries: list[Try], timeout: float) -> int | None:
     """The largest batch whose try `too_long` would start; None where no pace is known yet, or its steps took no
     time."""
+    if slow := [t.batch for t in tries if t.fitted and t.status == Status.TIMEOUT]:
+        return min(slow)
     if (pace := paced(tries)) is None or not pace[2]:
         return None
     last, start_s, stepping_s = pace
@@ -190,7 +200,7 @@ def paced(tries: list[Try], batch: int | None = None) -> tuple[Try, float, float
     batch (its timer stops at --max-time). The time in steps is the one measured (`Try.stepping_s`: a CPU try's
     verdict steps under the limit too, which its counts of warm-up and timed steps leave out), else those counts at
     the timed pace."""
-    fitted = [t for t in tries if t.status == Status.OK and t.duration_s and (batch is None or t.batch < batch)]
+    fitted = [t for t in tries if t.fitted and t.duration_s and (batch is None or t.batch < batch)]
     if not fitted:
         return None
     last = max(fitted, key=lambda t: t.batch)
@@ -457,10 +467,10 @@ class Search:
             tried = self.try_batch(mode, batch)
             answer.tries.append(tried)
             answer.trying = None
-            if tried.status != Status.OK and not tried.out_of_memory:
+            if not tried.fitted and not tried.out_of_memory:
                 answer.ended = f"batch {batch} {tried.status}: {tried.reason}"
                 break
-            fits[batch] = tried.status == Status.OK
+            fits[batch] = tried.fitted
             answer.largest = max((b for b, ok in fits.items() if ok), default=0)  # so far: an interrupt says it
             answer.at_most = min(answer.at_most, len(answer.tries) + worst(fits, start, max_batch) + SLACK)
         else:

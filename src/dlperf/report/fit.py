@@ -14,11 +14,20 @@ from dlperf.vocab import OUT_OF_MEMORY, Status, ran_out_of_memory
 from dlperf.workloads.base import split_variant
 
 HEAD = ["batch", "fits", "peak memory", "median step", "n"]
+FITTED_TIMEOUT = "yes, then timeout"  # `fitted`: its timed steps ran, the steps after them ran past --timeout
 
 
 def out_of_memory(cell: CellRecord) -> bool:
     """A cell that failed by running out of memory at its batch: raised as such, or its process killed for it."""
     return cell.status is Status.FAILED and ran_out_of_memory(cell.error)
+
+
+def fitted(cell: CellRecord) -> bool:
+    """A try whose batch fits: measured, or stopped by --timeout once it had kept timed steps, which only come after
+    its steps ran under the limit (`worker/cell.fit_verdict`, before the warm-up): at the largest batches the steps
+    after them (the step's memory) ran a try past --timeout (alexnet-r at batch 39,762 on 2 threads: 41 s a step,
+    one kept), and fit stopped there, 'batch 39762 timeout', its answer the batch tried before, 2,048."""
+    return cell.ok or (cell.status is Status.TIMEOUT and bool(cell.n))
 
 
 NO_KERNEL = "could not create a primitive"  # oneDNN's refusal (frameworks/torch/step.py `_no_kernel`)
@@ -52,7 +61,7 @@ class Search:
 
     @property
     def largest(self) -> CellRecord | None:
-        return max((c for c in self.tries if c.ok), key=self.batch, default=None)
+        return max((c for c in self.tries if fitted(c)), key=self.batch, default=None)
 
     @property
     def first_out(self) -> CellRecord | None:
@@ -60,12 +69,12 @@ class Search:
         on after that did not run (fit goes on only after a batch that did not fit: oneDNN's refusal of a primitive
         under the limit, stored unsupported, is one: `fit.no_kernel_is_memory`)."""
         floor = self.batch(self.largest) if self.largest else 0
-        out = [c for c in self.tries[:-1] if not c.ok] + [c for c in self.tries[-1:] if self.did_not_fit(c)]
+        out = [c for c in self.tries[:-1] if not fitted(c)] + [c for c in self.tries[-1:] if self.did_not_fit(c)]
         return min((c for c in out if self.batch(c) > floor), key=self.batch, default=None)
 
     def did_not_fit(self, cell: CellRecord) -> bool:
         """Out of memory, or a refusal above a batch of the search that fitted, as fit reads it, last try or not."""
-        return out_of_memory(cell) or (refused(cell) and any(c.ok and self.batch(c) < self.batch(cell)
+        return out_of_memory(cell) or (refused(cell) and any(fitted(c) and self.batch(c) < self.batch(cell)
                                                              for c in self.tries))  # fmt: skip
 
     @property
@@ -73,7 +82,7 @@ class Search:
         """The try that ended the search otherwise than by fitting or running out of memory (fit stops a mode's search
         at any other failure, a timeout, a refusal, and an interrupt leaves its try pending): its last, where so."""
         last = self.tries[-1] if self.tries else None
-        return last if last is not None and not last.ok and not self.did_not_fit(last) else None
+        return last if last is not None and not fitted(last) and not self.did_not_fit(last) else None
 
     @property
     def label(self) -> str:
@@ -103,10 +112,16 @@ class Search:
         return [
             [
                 str(self.batch(c)),
-                "yes" if c.ok else OUT_OF_MEMORY if out_of_memory(c) else c.status.value,
+                "yes"
+                if c.ok
+                else FITTED_TIMEOUT
+                if fitted(c)
+                else OUT_OF_MEMORY
+                if out_of_memory(c)
+                else c.status.value,
                 nbytes(c.peak_mem_bytes) if c.ok else "-",
-                seconds(c.median_s) if c.ok and c.median_s else "-",
-                str(c.n) if c.ok and c.n is not None else "-",
+                seconds(c.median_s) if fitted(c) and c.median_s else "-",
+                str(c.n) if fitted(c) and c.n is not None else "-",
             ]
             for c in self.tries
         ]
