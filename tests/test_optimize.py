@@ -424,8 +424,8 @@ def test_the_baseline_is_profiled_only_where_a_mode_still_fits_after_the_profile
     _, out = _search(tmp_path, "verdict")
     if left_s == 15.0:
         assert given == [] and out["order"]["used"] == "fixed"
-        assert any(n.startswith("order: the fp32 baseline was not profiled: the budget left does not cover it and "
-                                "a mode after it") for n in out["notes"])  # fmt: skip
+        assert any(n.startswith("order: the fp32 baseline was not profiled: too little budget left for it and a mode "
+                                "after it") for n in out["notes"])  # fmt: skip
     else:
         assert len(given) == 1 and out["order"]["used"] == "verdict"
 

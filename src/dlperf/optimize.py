@@ -64,6 +64,7 @@ SAME_ARITHMETIC = "ok: fp32's arithmetic, nothing to check"  # a mode of process
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and told apart as faster (`fastest.faster`)
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
+NO_ROOM = "too little budget left for it and a mode after it"  # the baseline's profile, where it would fit alone
 BUDGET_ALLOWANCE_S = 10.0  # beyond --budget: the process under way stopped (SIGTERM, a grace, SIGKILL), results out
 
 
@@ -379,8 +380,7 @@ class Searcher:
         base = next(c for c in self.session.cells() if c.mode == BASELINE)
         one = min((self.budget.modes_s([with_option(BASELINE, o)], 1) for o in self._applicable()), default=0.0)
         if not base.ok or not self.budget.covers(self.budget.per_process(BASELINE) + one):
-            why = f"it did not measure ({base.status.value})" if not base.ok else "the budget left does not cover it"
-            why += " and a mode after it" if base.ok else ""
+            why = f"it did not measure ({base.status.value})" if not base.ok else NO_ROOM
             self.notes.append(f"order: the fp32 baseline was not profiled: {why}; {fixed}")
             return
         self.session.measure([], self.progress_factory, last=False, to_profile=[self.base_cell])  # stored, untimed

@@ -113,7 +113,7 @@ def tries_table(mode: str, tries: list):
 
     from dlperf.measure.stats import FEW_SAMPLES, few
     from dlperf.measure.units import seconds
-    from dlperf.report.fit import FITTED_TIMEOUT
+    from dlperf.report.fit import fits_said
     from dlperf.report.format import nbytes
     from dlperf.report.notes import grouped
     from dlperf.report.table import FEW_MARK
@@ -126,15 +126,7 @@ def tries_table(mode: str, tries: list):
     for name in ("batch", "fits", "peak memory", "median step", "n", "samples/s"):
         table.add_column(name, justify="right")
     for t in tries:
-        fits = (
-            "yes"
-            if t.status == "ok"
-            else FITTED_TIMEOUT
-            if t.fitted
-            else "out of memory"
-            if t.out_of_memory
-            else t.status
-        )
+        fits = fits_said(t.status == "ok", t.fitted, t.out_of_memory, t.status)
         rate = "-" if t.samples_per_s is None else f"{t.samples_per_s:,.1f}{marks(t)}"
         steps = str(t.steps) if t.samples_per_s is not None else "-"
         table.add_row(str(t.batch), fits, nbytes(t.peak_mem_bytes), seconds(t.median_s), steps, rate)

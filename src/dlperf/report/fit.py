@@ -17,6 +17,11 @@ HEAD = ["batch", "fits", "peak memory", "median step", "n"]
 FITTED_TIMEOUT = "yes, then timeout"  # `fitted`: its timed steps ran, the steps after them ran past --timeout
 
 
+def fits_said(ok: bool, fitted: bool, out_of_memory: bool, status: str) -> str:
+    """A try's "fits" column: yes, yes then timeout (`fitted`), out of memory, or the status of another failure."""
+    return "yes" if ok else FITTED_TIMEOUT if fitted else OUT_OF_MEMORY if out_of_memory else status
+
+
 def out_of_memory(cell: CellRecord) -> bool:
     """A cell that failed by running out of memory at its batch: raised as such, or its process killed for it."""
     return cell.status is Status.FAILED and ran_out_of_memory(cell.error)
@@ -112,13 +117,7 @@ class Search:
         return [
             [
                 str(self.batch(c)),
-                "yes"
-                if c.ok
-                else FITTED_TIMEOUT
-                if fitted(c)
-                else OUT_OF_MEMORY
-                if out_of_memory(c)
-                else c.status.value,
+                fits_said(c.ok, fitted(c), out_of_memory(c), c.status.value),
                 nbytes(c.peak_mem_bytes) if c.ok else "-",
                 seconds(c.median_s) if fitted(c) and c.median_s else "-",
                 str(c.n) if fitted(c) and c.n is not None else "-",
