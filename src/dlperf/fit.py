@@ -167,7 +167,7 @@ NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit r
 def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
     """Why `batch` is not tried: a smaller batch's try fitted and ran past --timeout, or its process, its steps at
     the time per sample of the largest batch that fitted, would outlast --timeout; None to try it (`paced`)."""
-    if slow := [t.batch for t in tries if t.fitted and t.status == Status.TIMEOUT and t.batch < batch]:
+    if slow := [b for b in ran_past(tries) if b < batch]:
         return (f"batch {batch} {NOT_TRIED}: batch {min(slow)} fits, yet its try ran past --timeout "
                 f"{duration(timeout)} (a longer --timeout tries larger batches)")  # fmt: skip
     if (pace := paced(tries, batch)) is None:
@@ -182,10 +182,15 @@ def too_long(tries: list[Try], batch: int, timeout: float) -> str | None:
             f"{duration(timeout)} (a longer --timeout tries it)")  # fmt: skip
 
 
+def ran_past(tries: list[Try]) -> list[int]:
+    """The batches that fit yet whose try ran past --timeout: no larger batch is tried (`too_long`, `longest`)."""
+    return [t.batch for t in tries if t.fitted and t.status == Status.TIMEOUT]
+
+
 def longest(tries: list[Try], timeout: float) -> int | None:
     """The largest batch whose try `too_long` would start; None where no pace is known yet, or its steps took no
     time."""
-    if slow := [t.batch for t in tries if t.fitted and t.status == Status.TIMEOUT]:
+    if slow := ran_past(tries):
         return min(slow)
     if (pace := paced(tries)) is None or not pace[2]:
         return None
