@@ -37,7 +37,7 @@ from dlperf.vocab import DeviceKind, Framework
 from dlperf.workloads import BUILTIN, TINY
 
 FRAMEWORKS = tuple(f.value for f in Framework)
-# One tiny workload per input kind: a vector FCN, an image CNN (with a sequential trunk `checkpoint` can split) and the
+# One tiny workload per input kind: a vector FCN, an image CNN (with a trunk `checkpoint` can split) and the
 # token LSTM. Every cell is a real training step, so the set stays small.
 WORKLOADS = ("tiny-fcn-r", "tiny-resnet-56", "tiny-lstm")
 DEVICE = DeviceKind.CPU
@@ -45,10 +45,11 @@ DEVICE = DeviceKind.CPU
 # Refusals the table cannot know: the backend looks at the model itself. The cell must be `unsupported` with a reason
 # that starts with the component, never built and never an error.
 REFUSED = {
-    # torch `_checkpoint` splits the largest nn.Sequential and needs one of MIN_CHECKPOINT_BLOCKS (3) blocks or more;
-    # the FCN (plain layers) and the LSTM (embedding, nn.LSTM, decoder) have no nn.Sequential at all.
-    (Mode.CHECKPOINT, "tiny-fcn-r"): "no sequential trunk of 3+ blocks",
-    (Mode.CHECKPOINT, "tiny-lstm"): "no sequential trunk of 3+ blocks",
+    # torch `recompute` splits the largest nn.Sequential, or checkpoints each block of an nn.ModuleList, and needs
+    # MIN_CHECKPOINT_BLOCKS (3) or more; the FCN (an nn.ModuleList of single layers) and the LSTM (embedding, nn.LSTM,
+    # decoder) have neither.
+    (Mode.CHECKPOINT, "tiny-fcn-r"): "no trunk of 3+ blocks",
+    (Mode.CHECKPOINT, "tiny-lstm"): "no trunk of 3+ blocks",
 }
 # Refusals that depend on the machine, not the table: the cell is built, or `unsupported` with a reason that starts
 # with the component.

@@ -103,10 +103,12 @@ ROWS: tuple[ModeRow, ...] = (
         recipe=(*REBUILD, "optimizer = type(optimizer)(groups, fused=True)  # the same optimizer and settings"),
     ),
     ModeRow(
-        Mode.CHECKPOINT, "checkpointing", "gradient checkpointing of the largest nn.Sequential in about sqrt(n) "
-        "segments: memory for time", ddp=False,
+        Mode.CHECKPOINT, "checkpointing", "gradient checkpointing of the model's trunk, the largest nn.Sequential "
+        "in about sqrt(n) segments or each block of an nn.ModuleList (a transformer's layers): memory for time",
+        ddp=False,
         recipe=("# in forward: y = torch.utils.checkpoint.checkpoint_sequential(trunk, segments, x, "
-                "use_reentrant=False)",),
+                "use_reentrant=False)", "# or, for each block of an nn.ModuleList: x = torch.utils.checkpoint."
+                "checkpoint(block, x, use_reentrant=False)"),
     ),
     ModeRow(
         Mode.COMPILE, "compilation", "torch.compile of the model; each cell compiles with its own empty cache",

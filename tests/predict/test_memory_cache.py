@@ -18,12 +18,13 @@ W = BUILTIN["tiny-fcn-r"]
 
 
 def refusal(name: str) -> str:
-    """The probe child's refusal of checkpoint for the built-in network `name`, which has no nn.Sequential: the
-    backend's own words (`frameworks/torch/memcount.py` answers its NotImplementedError's text), not a copy of them."""
+    """The probe child's refusal of checkpoint for the built-in network `name`, which has no nn.Sequential and no
+    nn.ModuleList of blocks: the backend's own words (`frameworks/torch/memcount.py` answers its
+    NotImplementedError's text), not a copy of them."""
     require("torch")
-    from dlperf.frameworks.torch.build import no_trunk
+    from dlperf.frameworks.torch.recompute import refusal as refused
 
-    return no_trunk(name, None, 0, user=False)
+    return refused(name, None, user=False)
 
 
 class FakeProbe:

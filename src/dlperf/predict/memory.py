@@ -281,7 +281,7 @@ def median(values: list[float]) -> float:
 
 def lines(requests, timeout: float, timeout_flag: str | None = None) -> list[Line | str]:
     """Each (workload at its batch, mode) traced at its batch and at twice it, in one child, as a `Line`; or why the
-    step could not be traced (a checkpoint mode on a model without a sequential trunk)."""
+    step could not be traced (a checkpoint mode on a model without a trunk of blocks)."""
     batches = [(w.batch, 2 * w.batch) for w, _ in requests]
     found = traces([(w, m, b) for (w, m), bs in zip(requests, batches, strict=True) for b in bs], timeout, timeout_flag)
     out: list[Line | str] = []
@@ -331,7 +331,7 @@ def traces(asked, timeout: float, timeout_flag: str | None = None) -> list[Peak 
 
 def _cached(key, workload, mode: str, batch: int) -> Peak | str | None:
     """The trace kept of (workload, mode, batch), or dlperf's refusal of the mode kept (a checkpoint mode on a model
-    without a sequential trunk: asked again, the child would refuse it again); None: asked of a child."""
+    without a trunk of blocks: asked again, the child would refuse it again); None: asked of a child."""
     from dlperf.answers import MemoryTrace
     from dlperf.predict import cache
 

@@ -133,8 +133,11 @@ def test_checkpoint_recomputes_the_trunk_in_backward_and_saves_memory():
 
 @pytest.mark.parametrize("name", ["tiny-fcn-s", "tiny-lstm"])
 def test_checkpoint_is_unsupported_without_a_sequential_trunk(name):
-    need = r"checkpoint needs an nn.Sequential of 3 or more modules \(it recomputes its segments\)"
-    with pytest.raises(NotImplementedError, match=f"^{need}: {name} has no nn.Sequential$"):
+    """Nor an nn.ModuleList of blocks: the FCN's ModuleList holds single linear layers, which keep no more than
+    checkpointing them would."""
+    need = r"checkpoint needs an nn.Sequential of 3 or more modules, or an nn.ModuleList of 3 or more blocks"
+    with pytest.raises(NotImplementedError, match=rf"^{need} \(modules made of modules\), to recompute in backward: "
+                                                  f"{name} has neither$"):  # fmt: skip
         tb.build(BUILTIN[name], "cpu", "checkpoint")
 
 
@@ -436,6 +439,36 @@ def two(model=None):
 
 def one():
     return two(torch.nn.Linear(8, 3))
+
+
+class Encoder(torch.nn.Module):  # a transformer's shape: blocks in an nn.ModuleList (the encoder's), no nn.Sequential
+
+    def __init__(self, layers):
+        super().__init__()
+        layer = torch.nn.TransformerEncoderLayer(8, 2, 32, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = torch.nn.Linear(8, 3)
+
+    def forward(self, x):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(x.shape[1], device=x.device)
+        return self.head(self.encoder(x, mask=mask, is_causal=True).mean(1))
+
+
+def encoder(layers):
+    batch = lambda n, device: (torch.randn(n, 6, 8, device=device), torch.zeros(n, dtype=torch.long, device=device))
+    return dlperf.user_workload("my-encoder", Encoder(layers), batch, torch.nn.functional.cross_entropy, batch_size=4)
+
+
+def encoder_of_2():
+    return encoder(2)
+
+
+def encoder_of_3():
+    return encoder(3)
+
+
+def encoder_of_6():
+    return encoder(6)
 """
 )
 
@@ -466,18 +499,44 @@ def test_user_workload_trains(user_source):
 def test_checkpoint_refused_says_what_the_users_model_lacks_and_how_to_give_it(user_source):
     """`--modes checkpoint` of a user's nn.Sequential of two linear layers read "checkpoint needs a sequential trunk of
     at least 3 blocks (an nn.Sequential); my-linear has none", where the model is one, of two."""
-    need = "checkpoint needs an nn.Sequential of 3 or more modules (it recomputes its segments)"
+    need = ("checkpoint needs an nn.Sequential of 3 or more modules, or an nn.ModuleList of 3 or more blocks (modules "
+            "made of modules), to recompute in backward")  # fmt: skip
     for factory, said in (
-        ("two", "my-linear's largest, the model itself, has 2; to checkpoint it, put 3 or more of its layers in one "
-                "nn.Sequential that forward calls"),
-        ("one", "my-linear has no nn.Sequential; to checkpoint it, put its layers in one (nn.Sequential(*layers)) "
-                    "that forward calls"),
+        ("two", "my-linear's largest nn.Sequential, the model itself, has 2; to checkpoint it, put 3 or more of its "
+                "layers in one nn.Sequential that forward calls"),
+        ("one", "my-linear has neither; to checkpoint it, put its layers in an nn.Sequential, or its blocks in an "
+                "nn.ModuleList, that forward calls"),
+        ("encoder_of_2", "my-encoder's largest nn.ModuleList, its 'encoder.layers', has 2 blocks; to checkpoint "
+                           "it, put 3 or more of its blocks in one nn.ModuleList that forward calls"),
     ):  # fmt: skip
-        w = Workload("my-linear", "user", {}, InputSpec("vector", (8,)), 3, 2, OptimizerSpec(),
+        name = said.split("'")[0].split(" ")[0]  # the name the planner gave the workload, as its factory does
+        w = Workload(name, "user", {}, InputSpec("vector", (8,)), 3, 2, OptimizerSpec(),
                      source=f"{user_source}:{factory}")  # fmt: skip
         with pytest.raises(NotImplementedError) as refused:
             tb.build(w, "cpu", "checkpoint")
         assert str(refused.value) == f"{need}: {said}"
+
+
+@pytest.mark.parametrize("layers", [3, 6])
+def test_checkpoint_recomputes_each_block_of_a_module_list(user_source, layers):
+    """A transformer keeps its blocks in an nn.ModuleList, not an nn.Sequential (the checkpoint mode refused
+    nn.TransformerEncoder). Each block is checkpointed on its own: recomputed once in backward, the same training,
+    less memory, the same FLOPs."""
+    w = Workload("my-encoder", "user", {}, InputSpec("vector", (6, 8)), 3, 4, OptimizerSpec(),
+                 source=f"{user_source}:encoder_of_{layers}")  # fmt: skip
+    eager, ckpt = tb.build(w, "cpu", "fp32"), tb.build(w, "cpu", "checkpoint")
+    assert ckpt.settings()["checkpoint"] == {"module": "encoder.layers", "blocks": layers, "segments": layers}
+    calls = []
+    for block in ckpt.model.encoder.layers:  # an inner layer: the block's own forward is checkpoint's wrapper
+        inner = block.linear1.forward
+        block.linear1.forward = lambda x, inner=inner: calls.append(1) or inner(x)
+    ckpt.step()
+    assert len(calls) == 2 * layers  # once in forward, once more when backward recomputes its block
+    eager.step()
+    for p, q in zip(eager.trainable, ckpt.trainable, strict=True):  # the same training, just recomputed
+        torch.testing.assert_close(p, q)
+    assert ckpt.memory_of_step()["live_tensor_peak_bytes"] < eager.memory_of_step()["live_tensor_peak_bytes"]
+    assert ckpt.count_flops() == eager.count_flops()  # recomputation is not model work
 
 
 def test_probe_describes_a_user_workload(user_source):

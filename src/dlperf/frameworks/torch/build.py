@@ -9,20 +9,18 @@ this backend's row of `frameworks.common.capabilities`.
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import torch
-from torch.utils.checkpoint import checkpoint_sequential
 
 from dlperf.frameworks import check_mode
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.torch import nvtx as nvtx_ranges
+from dlperf.frameworks.torch import recompute
 from dlperf.frameworks.torch.models import build_model
 from dlperf.frameworks.torch.optimizers import NoSuchArgument, rebuild_optimizer
 from dlperf.frameworks.torch.step import (
     DATA_SEED,
-    Checkpointing,
     TorchStep,
     cross_entropy,
     make_optimizer,
@@ -67,7 +65,7 @@ def _apply(step: TorchStep, components: set[Mode], name: str, *, user: bool = Fa
     if Mode.CHANNELS_LAST in components:
         _channels_last(step, name)
     if Mode.CHECKPOINT in components:
-        _checkpoint(step, name, user=user)
+        recompute.apply(step, name, user=user)
     for impl in (Mode.FOREACH, Mode.FUSED):
         if impl in components:
             set_optimizer_implementation(step, impl.value)
@@ -115,55 +113,6 @@ def _channels_last(step: TorchStep, name: str) -> None:
         )
     step.model.to(memory_format=torch.channels_last)  # parameters keep their identity: the optimizer still has them
     step.inputs = step.inputs.contiguous(memory_format=torch.channels_last)
-
-
-MIN_CHECKPOINT_BLOCKS = 3
-
-
-def _checkpoint(step: TorchStep, name: str, *, user: bool = False) -> None:
-    """Gradient checkpointing of the model's trunk: its largest nn.Sequential, split into about sqrt(n) segments
-    whose inner activations are recomputed in backward instead of kept (the classic memory-optimal split)."""
-    trunk_name, trunk, blocks = _trunk(step.model)
-    if len(blocks) < MIN_CHECKPOINT_BLOCKS:
-        raise NotImplementedError(no_trunk(name, trunk_name if trunk is not None else None, len(blocks), user))
-    segments = max(2, round(math.sqrt(len(blocks))))
-    eager = trunk.forward
-
-    def forward(x: torch.Tensor) -> torch.Tensor:
-        if not (Checkpointing.active and torch.is_grad_enabled()):
-            return eager(x)
-        return checkpoint_sequential(blocks, segments, x, use_reentrant=False)
-
-    trunk.forward = forward  # nn.Module.__call__ looks up the instance attribute first
-    step.mode_settings["checkpoint"] = {"module": trunk_name or "(model)", "blocks": len(blocks), "segments": segments}
-
-
-def no_trunk(name: str, trunk: str | None, blocks: int, user: bool) -> str:
-    """Why `checkpoint` refuses a model whose largest nn.Sequential (`trunk`: its name, "" the model itself, None:
-    none) has too few `blocks`, in the model's terms; for a user's model, what to change. An nn.Sequential of two
-    linear layers read "my-linear has none"."""
-    need = f"checkpoint needs an nn.Sequential of {MIN_CHECKPOINT_BLOCKS} or more modules (it recomputes its segments)"
-    has, change = f"{name} has no nn.Sequential", "put its layers in one (nn.Sequential(*layers)) that forward calls"
-    if trunk is not None:
-        has = f"{name}'s largest, {f'its {trunk!r}' if trunk else 'the model itself'}, has {blocks}"
-        change = f"put {MIN_CHECKPOINT_BLOCKS} or more of its layers in one nn.Sequential that forward calls"
-    return f"{need}: {has}" + (f"; to checkpoint it, {change}" if user else "")
-
-
-def _trunk(model: torch.nn.Module) -> tuple[str, torch.nn.Module | None, list[torch.nn.Module]]:
-    """The nn.Sequential spanning the most modules (a ResNet's stack of blocks, not one block's layers), and its
-    blocks, nested Sequentials flattened."""
-    best: tuple[str, torch.nn.Module | None, list[torch.nn.Module]] = ("", None, [])
-    span = 0
-    for name, module in model.named_modules():
-        if isinstance(module, torch.nn.Sequential) and sum(1 for _ in module.modules()) > span:
-            span = sum(1 for _ in module.modules())
-            best = (name, module, _flatten(module))
-    return best
-
-
-def _flatten(seq: torch.nn.Sequential) -> list[torch.nn.Module]:
-    return [b for m in seq for b in (_flatten(m) if isinstance(m, torch.nn.Sequential) else [m])]
 
 
 def set_optimizer_implementation(step: TorchStep, impl: str) -> None:

@@ -61,7 +61,7 @@ def storage_bytes(tensors) -> int:
 def memory_count(workload: Workload, mode: str, batches: list[int]) -> list[dict[str, Any]]:
     """For each batch, one steady iteration of `workload` in `mode` (fp32, tf32, bf16 or fp16, with `+checkpoint`
     for gradient checkpointing) traced on fake tensors: {"batch", "peak", and each of PARTS in bytes}. A step that
-    cannot be built so (checkpoint on a model without a sequential trunk) or run on fake tensors answers
+    cannot be built so (checkpoint on a model without a trunk of blocks) or run on fake tensors answers
     [{"error": why}] for every batch: the user's own error where the step fails run for real too (`own_error`); dlperf's
     refusal of the mode for this model (NotImplementedError) is marked `refused`: the same whenever it is asked again
     of the same model, which the parent keeps (a failure of the machine, out of its memory, is never so marked)."""
@@ -165,7 +165,7 @@ def _own_error(workload: Workload, mode: str) -> str | None:
             return _said(failing.real_error(exc), "run on fake tensors, a batch of 2")
     try:  # as the user would run it, as small as BatchNorm lets a training step go
         step = build(dataclasses.replace(workload, batch=2), "cpu", mode)
-    except NotImplementedError:  # dlperf's refusal of the mode (checkpoint without a sequential trunk): said by it
+    except NotImplementedError:  # dlperf's refusal of the mode (checkpoint without a trunk of blocks): said by it
         return None
     except Exception as exc:
         return _said(exc, "run for real on a batch of 2")
