@@ -62,6 +62,10 @@ def test_what_the_budget_lacks_is_said_in_seconds_under_a_minute():
     assert needed_and_left(2.4, -0.3) == "about 2 s needed, 0 s of the budget left"
     assert needed_and_left(102, 18) == "about 1.7 min needed, 18 s of the budget left"
     assert needed_and_left(192, 72) == "about 3.2 min needed, 1.2 min of the budget left"
+    # advise on a 4-layer GPT read "about 25 s needed, 25 s of the budget left" and did not measure it
+    assert needed_and_left(25.4, 24.8) == "about 25.4 s needed, 24.8 s of the budget left"
+    assert needed_and_left(102.0, 100.0) == "about 1.70 min needed, 1.67 min of the budget left"
+    assert needed_and_left(5.0, 5.0) == "about 5 s needed, 5 s of the budget left"  # alike to the last figure
 
 
 def test_a_loader_searched_for_another_mode_than_the_recommended_one_says_so():

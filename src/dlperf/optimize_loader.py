@@ -261,12 +261,16 @@ def faster_not_taken(chosen, results) -> list[str]:
 
 def needed_and_left(needed_s: float, left_s: float) -> str:
     """What a search's next cells need against the budget left: 'about 1.7 min needed, 0.3 min of the budget left',
-    under a minute in seconds ('about 2 s needed, 1 s ...'), where '0.0 min needed' read as needing nothing."""
+    under a minute in seconds ('about 2 s needed, 1 s ...'), where '0.0 min needed' read as needing nothing. Two
+    figures that round alike get a decimal more: '25 s needed, 25 s left' read as if it fitted."""
+    left_s = max(0.0, left_s)
 
-    def said(s: float) -> str:
-        return f"{s / 60:.1f} min" if s >= 60 else f"{s:.0f} s"
+    def said(s: float, more: int) -> str:
+        return f"{s / 60:.{1 + more}f} min" if s >= 60 else f"{s:.{more}f} s"
 
-    return f"about {said(needed_s)} needed, {said(max(0.0, left_s))} of the budget left"
+    need, left = next(((said(needed_s, d), said(left_s, d)) for d in range(3) if said(needed_s, d) != said(left_s, d)),
+                      (said(needed_s, 0), said(left_s, 0)))  # fmt: skip
+    return f"about {need} needed, {left} of the budget left"
 
 
 def recipe_lines(name: str, enough: bool) -> list[str]:
