@@ -104,7 +104,7 @@ def test_with_data_the_cpu_line_is_the_step_on_that_data_its_epoch_and_whether_t
     seen = stand_ins(monkeypatch, db)
     a = advise.advise(advise.Options(WORKLOAD.name, gpus="T4", data=str(tmp_path), flags=True), str(db), [])
     # the work: an epoch of the data read (24 samples), for the GPUs and this CPU alike, not 1,000,000
-    assert (seen["samples"], seen["what"]) == (24, "one epoch of your data (24 samples, --data)")
+    assert (seen["samples"], seen["what"]) == (24, cost.Work("one epoch of your data (24 samples, --data)"))
     assert not any("no epoch" in n for n in a.notes)
     # the step quoted: w0's on the data (the setting the loader search recommends), not 8.16 ms on synthetic data
     c = a.costs.cpu
@@ -148,7 +148,8 @@ def test_a_loader_whose_waits_come_in_bursts_is_quoted_at_its_mean_step_as_an_ep
 def test_epochs_of_the_data_read_are_the_work_and_a_dataset_of_no_length_keeps_synthetic_datas_rule(tmp_path):
     """--epochs on a workload of synthetic data was refused ("which has no epoch") though --data gave it one."""
     opts = advise.Options(WORKLOAD.name, data=str(tmp_path), epochs=2.5)
-    assert advise._work(WORKLOAD, opts, 24) == (60, "2.5 epochs of your data (24 samples, --data): 60 samples", 15)
+    said = cost.Work("2.5 epochs of your data (24 samples, --data): 60 samples")
+    assert advise._work(WORKLOAD, opts, 24) == (60, said, 15)
     assert advise._work(WORKLOAD, advise.Options(WORKLOAD.name, samples=1000), 24)[0] == 1000  # --samples wins
     with pytest.raises(advise.UsageError, match="--epochs: tiny-alexnet-s trains on synthetic data"):
         advise._work(WORKLOAD, opts, None)
@@ -158,7 +159,7 @@ def test_a_loader_that_keeps_up_and_one_not_measured_are_said_so():
     """Enough (`report.data.enough`): said with why; --data with no loader setting measured: the step quoted is
     said to be on synthetic data, not passed off as the data's."""
     steps = -(-24 // 4)
-    x = cost.Costs(WORKLOAD.name, 4, 24, "one epoch of your data (24 samples, --data)", [])
+    x = cost.Costs(WORKLOAD.name, 4, 24, cost.Work("one epoch of your data (24 samples, --data)"), [])
     x.cpu = cost.Cpu(0.0083, 4, 1, "fp32", 2, steps * 0.0083, 100.0, 0.15)
     fed = advise.Pipeline("w1", 0.0083, SYNTHETIC_S, 0.012, SYNTHETIC_S / 0.0083, "the fastest measured, 482 "
                           "samples/s", "data wait 1.2% of the step")  # fmt: skip
@@ -183,13 +184,20 @@ def test_an_epoch_is_the_steps_the_loader_trains_its_last_partial_batch_dropped(
     a = advise.advise(advise.Options(WORKLOAD.name, gpus="T4", data=str(tmp_path), flags=True), str(db), [])
     assert a.costs.cpu.time_s == pytest.approx(6 * 0.0333) and a.costs.rows[0].time_s == pytest.approx(6 * GPU_S)
     said = "one epoch of your data (25 samples, --data: 6 steps of batch 4, the last 1 sample left out as the loader "
-    assert seen["what"] == said + "drops a partial batch)" and view.lines(a)[0].startswith(
+    assert seen["what"].full == said + "drops a partial batch)" and view.lines(a)[0].startswith(
         f"On this CPU (measured): 0.200 s for {said}"
     )
     opts = advise.Options(WORKLOAD.name, data=str(tmp_path), epochs=2.5)
     assert advise._work(WORKLOAD, opts, 25)[2] == 15  # 6 steps an epoch, not 2.5 x 25 / 4 = 15.6 rounded up
-    assert advise._work(WORKLOAD, opts, 25, batches=7) == (62, "2.5 epochs of your data (25 samples, --data): 62 "
-                                                           "samples", 18)  # fmt: skip
+    said = cost.Work("2.5 epochs of your data (25 samples, --data): 62 samples")
+    assert advise._work(WORKLOAD, opts, 25, batches=7) == (62, said, 18)
+    # 6 steps of 4 leave 1 of 25 out: the title says the work, a note the sample left out (not parsed from the words)
+    more = advise._work(WORKLOAD, opts, 25)[1]
+    assert more.full == ("2.5 epochs of your data (25 samples, --data: 6 steps of batch 4, the last 1 sample left out "
+                         "as the loader drops a partial batch): 62 samples")  # fmt: skip
+    assert (more.titled(), more.left_out) == ("2.5 epochs of your data (25 samples, --data): 62 samples",
+                                              "an epoch: 6 steps of batch 4, the last 1 sample left out as the loader "
+                                              "drops a partial batch")  # fmt: skip
 
 
 def test_with_every_loader_setting_failed_the_answer_says_so_not_that_the_budget_ran_out(monkeypatch, tmp_path):

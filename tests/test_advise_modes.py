@@ -60,7 +60,8 @@ def feed_advice(per_process: float, setting: str = "w2") -> advise.Advice:
         price = prices.Price(gpu, usd, usd)
         return cost.Row(gpu, "bf16", 16 / samples_per_s, samples_per_s, 60_000 / samples_per_s, price, True, "fits")
 
-    costs = cost.Costs("fcn-r", 16, 60_000, "one epoch", [row("H100-SXM5-80GB", 5_000.0, 3.0), row("T4", 900.0, 0.3)])
+    rows = [row("H100-SXM5-80GB", 5_000.0, 3.0), row("T4", 900.0, 0.3)]
+    costs = cost.Costs("fcn-r", 16, 60_000, cost.Work("one epoch"), rows)
     workers = max(1, int(setting.removeprefix("w")))
     feed = advise.Feed(setting, per_process * workers, per_process, run_id=2)
     return advise.Advice("fcn-r", 16, costs, None, None, [1, 2], "±20%", feed=feed)

@@ -238,7 +238,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     samples, what, steps = _work(workload, opts, size, batches)
     costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout, steps)
     clock.uncut[PREDICTIONS] = time.monotonic() - clock.started
-    notes += [NO_EPOCH_NOTE.format(workload.data)] if what == NO_EPOCH_WORK else []
+    notes += [NO_EPOCH_NOTE.format(workload.data)] if what.full == NO_EPOCH_WORK else []
     too_large = memory.no_room_here(workload, peaks.get("fp32"))
     if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
         return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
@@ -354,7 +354,7 @@ def searched(opts: Options) -> str:
     return opts.workload if opts.batch is None else f"{opts.workload}@b{opts.batch}"
 
 
-def _work(workload, opts: Options, size: int | None = None, batches: int | None = None) -> tuple[int, str, int | None]:
+def _work(workload, opts: Options, size: int | None = None, batches: int | None = None):
     """`predict --cost`'s work and its steps, as a loader trains them (`cost.work`, `cost.epoch`: each epoch's whole
     batches, dlperf's DataLoaders dropping a partial last batch); with --data DIR of `size` samples, --epochs (1) of
     that data, its loader's own `batches` an epoch where known; synthetic data without --samples: NO_EPOCH_SAMPLES
@@ -364,26 +364,16 @@ def _work(workload, opts: Options, size: int | None = None, batches: int | None 
 
     if opts.samples is None and size:
         epochs = 1.0 if opts.epochs is None else opts.epochs
-        total, (per_epoch, said) = max(1, round(size * epochs)), _epoch(size, batches, workload.batch)
-        steps = max(1, round(per_epoch * epochs))
-        if epochs == 1:
-            return total, f"one epoch of your data ({said})", steps
-        return total, f"{epochs:g} epochs of your data ({said}): {total:,} samples", steps
+        per_epoch, dropped = cost.epoch(size, workload.batch, batches)  # as `predict --cost` counts one
+        total, steps = max(1, round(size * epochs)), max(1, round(per_epoch * epochs))
+        said, end = ("one epoch", ")") if epochs == 1 else (f"{epochs:g} epochs", f"): {total:,} samples")
+        return total, cost.parted(f"{said} of your data ({size:,} samples, --data", end, dropped, "an epoch"), steps
     if opts.samples is None and cost.epoch_samples(workload) is None:
         if opts.epochs is not None:
             raise UsageError(f"--epochs: {workload.name} trains on {workload.data} data, which has no epoch: give "
                              "the work with --samples N (e.g. your data set's size)")  # fmt: skip
-        return NO_EPOCH_SAMPLES, NO_EPOCH_WORK, None
+        return NO_EPOCH_SAMPLES, cost.Work(NO_EPOCH_WORK), None
     return cost.work(workload, opts.samples, opts.epochs)
-
-
-def _epoch(size: int, batches: int | None, batch: int) -> tuple[int, str]:
-    """An epoch's steps at `batch` as its loader trains it (`cost.epoch`: `predict --cost` counts one alike), and the
-    data as the work says it, with the samples left out where there are any."""
-    from dlperf.predict import cost
-
-    steps, dropped = cost.epoch(size, batch, batches)
-    return steps, f"{size:,} samples, --data" + (f": {dropped}" if dropped else "")
 
 
 def gpu_modes(gpu) -> tuple[str, ...]:
@@ -391,7 +381,7 @@ def gpu_modes(gpu) -> tuple[str, ...]:
     return ("fp32", gpu.mixed()) if gpu.mixed() else ("fp32",)
 
 
-def predicted(workload, chosen, samples: int, what: str, deadline: float | None, timeout: float,
+def predicted(workload, chosen, samples: int, what, deadline: float | None, timeout: float,
               steps: int | None = None):  # fmt: skip
     """The GPUs' part of the answer: the work's time and cost on each GPU in its modes (`gpu_modes`; in `steps`
     where a loader counts them, `_work`), the largest batch that fits where the step does not, the notes that say

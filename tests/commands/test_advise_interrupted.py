@@ -15,7 +15,7 @@ from dlperf.vocab import ExitCode
 
 
 def answer(runs, code=ExitCode.INTERRUPTED):
-    costs = cost.Costs("tiny-fcn-r", 16, 60_000, "one epoch", [])
+    costs = cost.Costs("tiny-fcn-r", 16, 60_000, cost.Work("one epoch"), [])
     note = "interrupted during the thread search, before the batches were measured: no answer"
     return advise.Advice("tiny-fcn-r", 16, costs, None, None, runs, "", [note], code)
 

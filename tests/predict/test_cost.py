@@ -130,7 +130,7 @@ def test_the_work_is_an_epoch_of_the_data_set_or_the_samples_given_never_both():
     fcn = BUILTIN["fcn-r"]  # MNIST
     assert cost.work(fcn, None, None)[0] == 60_000
     assert cost.work(fcn, None, 2.5)[0] == 150_000
-    assert cost.work(fcn, 2048, None) == (2048, "2,048 samples (--samples)", 2)  # fcn-r's batch: 1024
+    assert cost.work(fcn, 2048, None) == (2048, cost.Work("2,048 samples (--samples)"), 2)  # fcn-r's batch: 1024
     lstm = next(w for w in BUILTIN.values() if w.data == "Penn Treebank")
     assert cost.work(lstm, None, None)[0] == 929_589 // lstm.config["seq_len"]
     with pytest.raises(UsageError, match="--samples and --epochs"):
@@ -324,9 +324,9 @@ def test_the_work_is_counted_in_the_steps_the_loader_trains_as_advise_counts_it(
     fcn = replace(BUILTIN["fcn-r"], batch=64)  # MNIST
     samples, what, steps = cost.work(fcn, 1000, None)
     assert (samples, steps) == (1000, 15)
-    assert what == ("1,000 samples (--samples: 15 steps of batch 64, the last 40 samples left out as the loader drops "
-                    "a partial batch)")  # fmt: skip
-    assert advise._epoch(1000, None, 64)[0] == 15  # advise --data's count of the same samples
+    assert what.full == ("1,000 samples (--samples: 15 steps of batch 64, the last 40 samples left out as the loader "
+                         "drops a partial batch)")  # fmt: skip
+    assert advise._work(fcn, advise.Options(fcn.name), 1000)[2] == 15  # advise --data's count of the same samples
     assert advise._work(fcn, advise.Options(fcn.name, samples=1000))[2] == 15  # and advise --samples
     x = cost.costs(fcn, [prediction("T4", 0.01, batch=64)], samples, what, {}, steps=steps)
     assert math.isclose(x.rows[0].time_s, 15 * 0.01)
@@ -337,7 +337,7 @@ def test_the_work_is_counted_in_the_steps_the_loader_trains_as_advise_counts_it(
     assert cost.work(fcn, None, None)[2] == 937 and cost.work(fcn, None, 2.5)[2] == round(937 * 2.5)
     assert (
         "(937 steps of batch 64, the last 32 samples left out as the loader drops a partial batch)"
-        in cost.work(fcn, None, None)[1]
+        in cost.work(fcn, None, None)[1].full
     )
     with pytest.raises(UsageError, match=r"^--samples 50: fewer than one batch of 64"):
         cost.work(fcn, 50, None)  # a loader that drops a partial batch trains none of them

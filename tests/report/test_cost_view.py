@@ -104,18 +104,18 @@ def test_the_samples_the_loader_leaves_out_are_a_note_not_the_title(capsys):
     )
     dropped = "58 steps of batch 1024, the last 608 samples left out as the loader drops a partial batch"
     assert view.notes(x)[0] == f"an epoch: {dropped}"
-    assert view.work_said(cost.work(fcn, None, 2.5)[1]) == (
-        "2.5 epochs of MNIST's 60,000 training samples",
-        f"an epoch: {dropped}",
-    )
+    more = cost.work(fcn, None, 2.5)[1]
+    assert (more.titled(), more.left_out) == ("2.5 epochs of MNIST's 60,000 training samples", f"an epoch: {dropped}")
+    assert more.full == f"2.5 epochs of MNIST's 60,000 training samples ({dropped})"
     print_rich(view.table(x), notes=view.notes(x), width=100)
     out = capsys.readouterr().out
     title, rest = out.split("┏", 1)
     assert len(title.splitlines()) <= 2 and "left out" not in title  # it wraps at the table's width
     assert f"note: an epoch: {dropped}" in " ".join(rest.split())
     small = replace(fcn, batch=64)
-    assert view.work_said(cost.work(small, 1000, None)[1]) == (
+    some = cost.work(small, 1000, None)[1]
+    assert (some.titled(), some.left_out) == (
         "1,000 samples (--samples)", "the work: 15 steps of batch 64, the last 40 samples left out as the loader "
         "drops a partial batch")  # fmt: skip
     whole = cost.work(small, 1024, None)[1]
-    assert view.work_said(whole) == (whole, "") == ("1,024 samples (--samples)", "")  # none left out: no note
+    assert (whole.titled(), whole.left_out) == (whole.full, "") == ("1,024 samples (--samples)", "")  # no note

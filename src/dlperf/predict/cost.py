@@ -28,6 +28,26 @@ def parse_deadline(text: str) -> float:
     return duration_seconds(text, "--deadline", bare_s=None)
 
 
+@dataclass(frozen=True)
+class Work:
+    """The work costed, in words: whole (`full`: what the JSON and advise's CPU line say), as a table's title says
+    it (`title`: without the samples a loader leaves out, which ran a title past 100 columns; "": `full`), and those
+    samples as a note says them (`left_out`: "an epoch: 58 steps of batch 1024, the last 608 samples left out as the
+    loader drops a partial batch"; "": none)."""
+
+    full: str
+    title: str = ""
+    left_out: str = ""
+
+    def titled(self) -> str:
+        return self.title or self.full
+
+    @staticmethod
+    def of(what: Work | str) -> Work:
+        """A caller's own words (a Python caller of `costs`) as a work with no parts."""
+        return what if isinstance(what, Work) else Work(what)
+
+
 def epoch_samples(workload) -> tuple[int, str] | None:
     """The samples of one epoch of the workload's data set and what they are; None for synthetic data."""
     if workload.data in DATASETS:
@@ -54,7 +74,7 @@ def epoch(size: int, batch: int, batches: int | None = None) -> tuple[int, str]:
                    "loader drops a partial batch")  # fmt: skip
 
 
-def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str, int]:
+def work(workload, samples: int | None, epochs: float | None) -> tuple[int, Work, int]:
     """The samples to cost, how they were chosen, and the steps they take at the workload's batch, as a loader trains
     them (`epoch`: each epoch's whole batches): `--samples` (a data set's size, one pass), else `--epochs` (1) of the
     data set. Fewer samples than a batch are refused: a loader that drops a partial batch trains none of them."""
@@ -65,7 +85,7 @@ def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str,
         if not steps:
             raise UsageError(f"--samples {samples:,}: fewer than one batch of {workload.batch}, which a loader that "
                              "drops a partial batch trains none of: give at least one batch")  # fmt: skip
-        return samples, f"{samples:,} samples (--samples" + (f": {dropped})" if dropped else ")"), steps
+        return samples, parted(f"{samples:,} samples (--samples", ")", dropped, "the work"), steps
     found = epoch_samples(workload)
     if found is None:
         raise UsageError(
@@ -75,12 +95,17 @@ def work(workload, samples: int | None, epochs: float | None) -> tuple[int, str,
     n, what = found
     epochs = 1.0 if epochs is None else epochs
     steps, dropped = epoch(n, workload.batch)
-    total = max(1, round(n * epochs))
-    return (
-        total,
-        (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what + (f" ({dropped})" if dropped else ""),
-        max(1, round(steps * epochs)),
-    )
+    said = (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what
+    return max(1, round(n * epochs)), parted(said, "", dropped, "an epoch", " ("), max(1, round(steps * epochs))
+
+
+def parted(said: str, end: str, dropped: str, per: str, sep: str = ": ") -> Work:
+    """The work `said` then `end`, with the samples left out (`dropped`, of `per`: an epoch, the work) between them
+    after `sep` where there are any: "1,000 samples (--samples: 15 steps ..., the last 40 samples left out ...)",
+    titled "1,000 samples (--samples)"."""
+    if not dropped:
+        return Work(said + end)
+    return Work(f"{said}{sep}{dropped}{end or ')'}", said + end, f"{per}: {dropped}")
 
 
 def fits(
@@ -160,7 +185,7 @@ class Costs:
     workload: str
     batch: int
     samples: int
-    what: str  # how the samples were chosen
+    what: Work  # how the samples were chosen
     rows: list[Row]
     left_out: list[Row] = field(default_factory=list)  # do not fit
     cpu: Cpu | None = None
@@ -187,7 +212,7 @@ class Costs:
         return min(priced, key=lambda r: (r.cost(), r.time_s), default=None)
 
 
-def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int], deadline_s=None,
+def costs(workload, predictions, samples: int, what: Work | str, peaks: dict[str, int], deadline_s=None,
           predicted: dict[str, int] | None = None, steps: int | None = None) -> Costs:  # fmt: skip
     """The work on each predicted (GPU, mode); `peaks`: a measured peak per mode (`measured_peaks`; tf32's is fp32's,
     the same tensors; "" for any mode, a caller's own); `predicted`: the predicted peak per mode, where no peak was
@@ -202,7 +227,7 @@ def costs(workload, predictions, samples: int, what: str, peaks: dict[str, int],
         n = steps or max(1, epoch(samples, p.batch)[0])
         row = Row(p.gpu, p.mode, p.step_s, p.samples_per_s, n * p.step_s, prices.price(gpu), ok, why)
         (kept if ok else out).append(row)
-    return Costs(workload.name, workload.batch, samples, what, kept, out, None, deadline_s)
+    return Costs(workload.name, workload.batch, samples, Work.of(what), kept, out, None, deadline_s)
 
 
 def cpu_cost(cell, samples: int, watts: float, kwh_price: float, step_s: float | None = None,
@@ -286,7 +311,7 @@ def to_json(x: Costs) -> dict:
         cpu = {**{k: getattr(x.cpu, k) for k in x.cpu.__dataclass_fields__}, "kwh": x.cpu.kwh,
                "energy_usd": x.cpu.energy_cost}  # fmt: skip
     return {
-        "workload": x.workload, "batch": x.batch, "samples": x.samples, "work": x.what, "predicted": True,
+        "workload": x.workload, "batch": x.batch, "samples": x.samples, "work": x.what.full, "predicted": True,
         "rows": [row(r) for r in x.rows], "cpu_measured": cpu,
         "does_not_fit": [{**row(r), "largest_batch": x.largest.get((r.gpu, r.mode))} for r in x.left_out],
         "fastest": pick(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": pick(x.cheapest()),

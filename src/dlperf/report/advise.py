@@ -44,7 +44,7 @@ def _cpu_line(a) -> str:
     c, x, p = a.costs.cpu, a.costs, a.pipeline
     if c is None:
         return f"On this CPU: {a.cpu_why or 'not measured (see the notes)'}"
-    work = "one epoch" if x.what.startswith("one epoch: ") else x.what
+    work = "one epoch" if x.what.full.startswith("one epoch: ") else x.what.full
     ci = f", 95% interval of the step {interval(*a.cpu_ci)}" if a.cpu_ci else ""
     how = "at its best settings" if a.searched else "at its best thread count with no mode searched"
     loader, on = (f", loader {p.setting}", " on your data, waiting for it included") if p else ("", "")
@@ -215,7 +215,7 @@ def to_json(a) -> dict:
     speedup = speedups(xo, row, fed) if row else {}
     cpu_step = fed.step_s if row and _one_step(fed, row) else row.cpu.median_s if row and row.cpu else None
     return {
-        "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what, "cpu": cpu,
+        "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what.full, "cpu": cpu,
         "fastest": _pick_json(x.fastest()), "fastest_tied_with": x.tied_with(), "cheapest": _pick_json(x.cheapest()),
         "cpu_not_measured": a.cpu_why or None, "deadline_s": x.deadline_s, "mode_searched": a.searched,
         "cheapest_within_deadline": _pick_json(x.cheapest(x.deadline_s)) if x.deadline_s else None,

@@ -4,7 +4,6 @@ GPU predicted (`predict/cost.py`), this CPU's measured time and energy beside, a
 from __future__ import annotations
 
 import math
-import re
 
 from dlperf.measure.units import plural
 from dlperf.predict.cost import TIE
@@ -47,28 +46,10 @@ def rows(x) -> list[list[str]]:
     return out
 
 
-# `cost.epoch`'s words for the samples a loader leaves out, at the end of the work's words (`cost.work`)
-DROPPED = re.compile(r"( \(|: )(\d[\d,]* steps? of batch \d+, the last [\d,]+ samples? left out as the loader drops "
-                     r"a partial batch)\)$")  # fmt: skip
-
-
-def work_said(what: str) -> tuple[str, str]:
-    """The work as the table's title says it, and the steps and the samples the loader leaves out (`cost.epoch`) as a
-    note says them, "" where none are. In the title they ran it past 100 columns, the clause alone with the title's own
-    words ("fcn-r at batch 1024, one epoch: MNIST's 60,000 training samples (58 steps of batch 1024, the last 608
-    samples left out as the loader drops a partial batch): time and cost ...", wrapped over three lines)."""
-    found = DROPPED.search(what)
-    if not found:
-        return what, ""
-    if found.group(1) == ": ":  # "1,000 samples (--samples: 15 steps ...)"
-        return what[: found.start()] + ")", f"the work: {found.group(2)}"
-    return what[: found.start()], f"an epoch: {found.group(2)}"  # of --epochs' 2.5 too: each drops its own
-
-
 def table(x):
     from rich.table import Table
 
-    t = Table(title=f"{x.workload} at batch {x.batch}, {work_said(x.what)[0]}: time and cost predicted on each GPU")
+    t = Table(title=f"{x.workload} at batch {x.batch}, {x.what.titled()}: time and cost predicted on each GPU")
     for name in HEAD:
         t.add_column(name, justify="left" if name in ("GPU", "mode", "memory") else "right")
     for line in rows(x):
@@ -174,10 +155,9 @@ def _default_batch(name: str) -> int | None:
 
 
 def notes(x) -> list[str]:
-    """The samples the loader leaves out of the work (`work_said`), where each price comes from and when the shipped
-    ones were read, and that the GPU figures are predicted."""
-    dropped = work_said(x.what)[1]  # the table's title leaves it out
-    out = [dropped] * bool(dropped) + [
+    """The samples the loader leaves out of the work (`cost.Work.left_out`: the table's title leaves them out), where
+    each price comes from and when the shipped ones were read, and that the GPU figures are predicted."""
+    out = [x.what.left_out] * bool(x.what.left_out) + [
         "GPU times are predicted (dlperf predict), this CPU's measured; prices are "
         + prices_said([r.price for r in x.rows + x.left_out])
     ]
