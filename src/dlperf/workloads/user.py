@@ -85,14 +85,15 @@ def user_workload(
 ) -> UserWorkload:
     """Describe a workload built from your own model; return it from a factory function.
 
-    Two kinds of cell read two things. Every cell times the paper's protocol: one batch already on the device, made
-    once by `make_batch(batch_size, device)` -> (inputs, targets), so the step's own cost is measured apart from
-    loading. With `dataset=` (or `loader=`) and no `make_batch` (None), that batch is the dataset's first sample (the
-    loader's, asked for batches of one without workers) repeated to the batch size: its shape and dtype, with no
-    sample read beyond the first. The loader cells (`--data dataset` or
-    `--data DIR`) time the data as training reads it: `dataset` (a torch Dataset of (input, target) samples, batched
-    and shuffled by a DataLoader of each loader setting) or `loader(batch_size, **kwargs)` (your own DataLoader, given
-    num_workers, pin_memory and the rest of the setting); its batches must be shaped as the synthetic batch."""
+    Two kinds of cell read two things. Every cell times the paper's protocol: one batch already on the device, made once
+    by `make_batch(batch_size, device)` -> (inputs, targets), so the step's own cost is measured apart from loading. The
+    step is `loss(model(inputs), targets)`; a dict of inputs is passed by name, `model(**inputs)` (a Hugging Face
+    model's input_ids and attention_mask). With `dataset=` (or `loader=`) and no `make_batch` (None), that batch is the
+    dataset's first sample (the loader's, asked for batches of one without workers) repeated to the batch size: its
+    shape and dtype, with no sample read beyond the first. The loader cells (`--data dataset` or `--data DIR`) time the
+    data as training reads it: `dataset` (a torch Dataset of (input, target) samples, batched and shuffled by a
+    DataLoader of each loader setting) or `loader(batch_size, **kwargs)` (your own DataLoader, given num_workers,
+    pin_memory and the rest of the setting); its batches must be shaped as the synthetic batch."""
     return UserWorkload(name, model, make_batch, loss, batch_size, optimizer, clip_grad_norm=clip_grad_norm,
                         dataset=dataset, loader=loader)  # fmt: skip
 

@@ -170,6 +170,16 @@ def test_a_user_workload_reads_its_own_dataset_or_its_own_loader():
         data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), neither)
 
 
+def test_the_copy_timed_is_every_input_tensors_bytes():
+    """A dict of inputs (a Hugging Face batch) had no .shape: the copy timed is their bytes as one block."""
+    ids = torch.arange(12).reshape(3, 4)
+    block = data.host_block({"input_ids": ids, "attention_mask": torch.ones(3, 4, dtype=torch.bool)})
+    assert block.dtype == torch.uint8 and block.numel() == 12 * 8 + 12
+    assert torch.equal(block[: 12 * 8].view(torch.int64), ids.reshape(-1))
+    image = torch.randn(2, 3, 5, 5).permute(0, 2, 3, 1)  # not contiguous: its bytes in logical order
+    assert torch.equal(data.host_block(image).view(torch.float32), image.reshape(-1))
+
+
 @pytest.mark.gpu  # host-to-device copies, pinned memory and non_blocking need one
 def test_a_batch_copied_to_a_gpu_is_timed_pageable_and_pinned_blocking_or_not():
     figures = data.h2d((torch.randn(64, 3, 32, 32), torch.zeros(64)), torch.device("cuda"))

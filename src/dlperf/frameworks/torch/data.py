@@ -27,6 +27,7 @@ from PIL import Image
 from torch.utils.data import DataLoader, Dataset
 
 from dlperf.errors import UsageError, in_user_code
+from dlperf.frameworks.torch.opcount import tensors_in
 from dlperf.loaders import DATA_DATASET, LoaderSetting
 from dlperf.measure import system
 from dlperf.workloads.base import Workload
@@ -442,8 +443,7 @@ def h2d(batch: Any, device: torch.device) -> dict[str, Any]:
     buffer of its own), from pinned memory, and from pinned memory with non_blocking=True. The copy's device time
     is alike for the last two; what non_blocking buys is the host's: `pinned_async_host_s` is the time the host
     spent in the call, against `pinned_host_s` blocking. Bandwidths are bytes per second of device time."""
-    inputs = batch[0] if isinstance(batch, (tuple, list)) else batch
-    pageable = torch.empty(inputs.shape, dtype=inputs.dtype).copy_(inputs)
+    pageable = host_block(batch[0] if isinstance(batch, (tuple, list)) else batch)
     pinned = pageable.pin_memory()
     target = torch.empty_like(pageable, device=device)
     nbytes = pageable.numel() * pageable.element_size()
@@ -454,6 +454,12 @@ def h2d(batch: Any, device: torch.device) -> dict[str, Any]:
         figures[f"{name}_s"], figures[f"{name}_host_s"] = device_s, host_s
         figures[f"{name}_bytes_per_s"] = nbytes / device_s if device_s > 0 else None
     return figures
+
+
+def host_block(inputs: Any) -> torch.Tensor:
+    """A batch's inputs as one block of their bytes in pageable host memory: a tensor's, or a dict of them (a
+    Hugging Face batch's input_ids and attention_mask) one after another."""
+    return torch.cat([t.detach().cpu().reshape(-1).view(torch.uint8) for t in tensors_in(inputs)])
 
 
 def _timed_copies(target: torch.Tensor, source: torch.Tensor, non_blocking: bool) -> tuple[float, float]:

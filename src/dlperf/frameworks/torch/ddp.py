@@ -25,6 +25,7 @@ from dlperf.frameworks.common import comm
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import comm as torch_comm
 from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.opcount import call
 from dlperf.frameworks.torch.step import DATA_SEED, TorchStep, synthetic_batch
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.modes import not_under_ddp
@@ -198,7 +199,7 @@ def unused_parameters(step: TorchStep) -> list[str]:
     (`find_unused_parameters`, which then costs a walk of the autograd graph every step, as it costs the user)."""
     step.model.zero_grad(set_to_none=True)
     with step.autocast():
-        loss = step.loss_fn(step.model(step.inputs), step.targets)
+        loss = step.loss_fn(call(step.model, step.inputs), step.targets)
     loss.backward()
     unused = [n for n, p in step.model.named_parameters() if p.requires_grad and p.grad is None]
     step.model.zero_grad(set_to_none=True)

@@ -24,6 +24,7 @@ from dlperf.frameworks.common import comm
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp
 from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.opcount import call
 from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
 from dlperf.frameworks.torch.step import TorchStep
 from dlperf.modes import not_under_ddp
@@ -159,7 +160,7 @@ def fails(train: FSDPStep) -> str | None:
 
 def forward_backward(step: TorchStep) -> None:
     with step.autocast():
-        loss = step.loss_fn(step.model(step.inputs), step.targets)
+        loss = step.loss_fn(call(step.model, step.inputs), step.targets)
     loss.backward()
 
 

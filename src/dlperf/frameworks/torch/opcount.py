@@ -129,7 +129,7 @@ def count_step(step) -> list[tuple]:
         step.optimizer.zero_grad(set_to_none=True)
         rec.phase = "forward"
         with step.autocast():
-            loss = step.loss_fn(step.model(step.inputs), step.targets)
+            loss = step.loss_fn(call(step.model, step.inputs), step.targets)
         if step.scaler is not None:
             loss = step.scaler.scale(loss)
         rec.phase = "backward"
@@ -351,6 +351,12 @@ def norm_shape(func, args: tuple, kwargs: dict) -> tuple[int, ...]:
 
 def nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
+
+
+def call(forward: Any, inputs: Any) -> Any:
+    """The model called on a batch's inputs: a dict as keyword arguments (a Hugging Face model's input_ids and
+    attention_mask, as its Trainer calls it), anything else as the one argument."""
+    return forward(**inputs) if isinstance(inputs, dict) else forward(inputs)
 
 
 def tensors_in(obj: Any) -> Iterator[torch.Tensor]:

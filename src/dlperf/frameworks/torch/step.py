@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from dlperf.frameworks.torch.instruments import CudaEvents, DtypeFlopCounter, LiveTensorBytes
-from dlperf.frameworks.torch.opcount import tensors_in, unfused_rnns
+from dlperf.frameworks.torch.opcount import call, tensors_in, unfused_rnns
 from dlperf.frameworks.torch.threads import describe_device, kernel_settings, thread_settings
 from dlperf.measure import system
 from dlperf.modes import Mode
@@ -57,18 +57,19 @@ class TorchStep:
             return self.graph.replay()
         return self.iteration()
 
-    def load(self, inputs: torch.Tensor, targets: torch.Tensor) -> None:
-        """A loaded batch copied into the step's own input and target tensors (`--data`): compiled code, channels-last
-        inputs and a captured CUDA graph keep reading the same buffers. Asynchronous from pinned memory."""
-        self.inputs.copy_(inputs, non_blocking=True)
-        self.targets.copy_(targets, non_blocking=True)
+    def load(self, inputs: Any, targets: Any) -> None:
+        """A loaded batch copied into the step's own input and target tensors (`--data`; each tensor of a dict of
+        them): compiled code, channels-last inputs and a captured CUDA graph keep reading the same buffers.
+        Asynchronous from pinned memory."""
+        for mine, loaded in zip(tensors_in((self.inputs, self.targets)), tensors_in((inputs, targets)), strict=True):
+            mine.copy_(loaded, non_blocking=True)
 
     def iteration(self, forward: Callable | None = None) -> torch.Tensor:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
         self.optimizer.zero_grad(set_to_none=True)
         try:  # free while nothing is raised (a generator context manager costs each step a few microseconds)
             with self.autocast():
-                loss = self.loss_fn((forward or self.forward)(self.inputs), self.targets)
+                loss = self.loss_fn(call(forward or self.forward, self.inputs), self.targets)
         except RuntimeError as exc:
             if no_kernel := _no_kernel(exc, self.precision):
                 raise no_kernel from exc

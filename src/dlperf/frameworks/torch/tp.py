@@ -29,6 +29,7 @@ from torch.utils._pytree import tree_flatten, tree_leaves, tree_unflatten
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.frameworks.torch import ddp, fsdp
 from dlperf.frameworks.torch.build import build as build_step
+from dlperf.frameworks.torch.opcount import call
 from dlperf.frameworks.torch.optimizers import parameter_names
 from dlperf.frameworks.torch.peak import tensor_float32
 from dlperf.frameworks.torch.step import TorchStep
@@ -183,7 +184,7 @@ def output_of(step: TorchStep) -> list[torch.Tensor]:
     step.model.eval()
     try:
         with torch.no_grad(), tensor_float32(step.device, False):
-            out = step.model(step.inputs)
+            out = call(step.model, step.inputs)
     finally:
         step.model.train(training)
     tensors = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
