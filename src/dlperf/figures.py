@@ -96,6 +96,7 @@ class LossCheckFigures(Figures):
     cosine: float | None = None  # the first update's, against fp32's
     min_cosine: float | None = None
     rounding_cosine: float | None = None
+    random_cosine: float | None = None  # torch, a compiled mode: fp32's first update against fp32's with other draws
     size_ratio: float | None = None
     progress: float | None = None  # the mode's loss decrease / fp32's
     graph_losses: list[float] | None = None  # TensorFlow: graph mode's curve and XLA's

@@ -106,6 +106,7 @@ def loss_check(
         steps=steps,
         seeds=seeds,
         rounding=losscheck.rounding_dtype(mode),
+        own_draws=bool({Mode.COMPILE, Mode.CUDA_GRAPHS} & set(mode_components(mode))),
     )
     return {**result, "batch": small.batch}
 
