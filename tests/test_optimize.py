@@ -236,6 +236,20 @@ def test_text_output_ranks_the_modes_and_ends_with_the_recipe(capsys):
     assert "Recommended: bf16, 2.00x faster than fp32 eager" in out
     assert 'with torch.autocast("cpu", dtype=torch.bfloat16):' in out
     assert json.loads(opt_cmd.render_json(search))["best"]["mode"] == "bf16"
+    assert "loss = loss_fn(model(x), y)" in out
+
+
+def test_the_recipe_of_a_model_that_takes_its_inputs_by_name_passes_them_so(capsys):
+    """A Hugging Face-style model (a dict of inputs) got the recipe `loss_fn(model(x), y)`, which fails on it."""
+    cells = [cell("fp32", 1.0), cell("bf16", 0.5)]
+    cands = opt.ranked(opt.candidates_of(cells, {"fp32": steps(1.0), "bf16": steps(0.5)}, {}))
+    base = next(c for c in cands if c.mode == "fp32")
+    search = opt.Search("w.py:make", "cpu", 2, 1, base, cands, opt.recommend(cands), [], named=True)
+    opt_cmd.print_text(search)
+    out = capsys.readouterr().out
+    assert "loss = loss_fn(model(**x), y)" in out and "model(x)" not in out
+    said = json.loads(opt_cmd.render_json(search))["recipe"]
+    assert any(line.strip() == "loss = loss_fn(model(**x), y)" for line in said)
 
 
 class RoundOnly(opt.Searcher):

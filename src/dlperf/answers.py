@@ -53,6 +53,7 @@ class WorkloadAnswer(Wire):
     input_shape: list[int] | None  # per sample; None when the input is not one tensor
     input_dtype: str | None
     batch_error: str | None = field(default=None, metadata=ABSENT)  # the batch maker failed here: the workers will say
+    input_names: list[str] | None = field(default=None, metadata=ABSENT)  # a dict of inputs: the model takes them so
     # without --data DIR, the folder the factory's `data_dir` defaults to, absolute (`workloads.user.default_data_dir`)
     default_data_dir: str | None = field(default=None, metadata=ABSENT)
     # the user's files the child imported (`worker/sources.py`): what the kept answer was made from (`predict/cache.py`)

@@ -222,10 +222,11 @@ def options_of(group: str, device_kind: DeviceKind) -> list[str]:
     return [m.value for m in singles] + ["+".join(m.value for m in c) for c in combos]
 
 
-def recipe(mode: str, device_kind: DeviceKind) -> list[str]:
+def recipe(mode: str, device_kind: DeviceKind, *, named: bool = False) -> list[str]:
     """The lines of PyTorch that train `model` with `optimizer`, `loss_fn` and a batch `x`, `y` in `mode`, for
     `steps` steps: every component's setup in canonical order, then the loop, its body the precision's (or STEP).
-    Runnable as they stand once those names exist (`dlperf optimize` prints them after the lines that make them)."""
+    Runnable as they stand once those names exist (`dlperf optimize` prints them after the lines that make them).
+    `named`: `x` is a dict of inputs, which the model takes by name (`model(**x)`)."""
     parts = set(mode_components(mode))
     combined = {c[0]: c for c in COMBINED_RECIPES if parts.issuperset(c)}  # first member -> the combination
     replaced = {m for c in combined.values() for m in c}
@@ -238,7 +239,8 @@ def recipe(mode: str, device_kind: DeviceKind) -> list[str]:
             lines += row.recipe
         body = row.step or body
     lines += ["for _ in range(steps):", *(f"    {line}" for line in body)]
-    return [line.replace("{device}", device_kind.value) for line in lines]
+    call = "model(**x)" if named else "model(x)"
+    return [line.replace("{device}", device_kind.value).replace("model(x)", call) for line in lines]
 
 
 def help_text() -> str:

@@ -19,11 +19,9 @@ once, in an untimed child after its first timed process (stored in the run's pro
 does), and the groups holding a mode that addresses its verdict's bound go first (`search_order`). A profile that
 could not be taken falls back to SEARCH_ORDER, said in the notes; `--order fixed` keeps SEARCH_ORDER without profiling.
 The budget bounds the whole search, planning and profile included: no process runs past it (`Session.deadline`);
-beyond it, BUDGET_ALLOWANCE_S: stopping the process under way, then storing, ranking and printing the results. The
-recipe a recommendation prints is `optimize_loader.recipe`.
-
-With real data (`--data DIR`), the loader dimension is searched last, for the best mode (`optimize_loader.py`).
-"""
+beyond it, BUDGET_ALLOWANCE_S: stopping the process under way, then storing, ranking and printing the results. With
+real data (`--data DIR`), the loader dimension is searched last, for the best mode; the recipe a recommendation prints
+is `optimize_loader.recipe`."""
 
 from __future__ import annotations
 
@@ -139,6 +137,7 @@ class Search:
     interrupted: str | None = None  # what an interrupt cut short: the baseline, its profile, a round, the loaders
     reached: tuple[str, ...] = ()  # the rounds begun, in order: all of `groups` unless an interrupt came first
     data_dir: str | None = None  # --data DIR, absolute: the recipe gives it to a factory that takes data_dir
+    named: bool = False  # the workload's inputs are a dict, which the model takes by name: the recipe's model(**x)
 
     def to_json(self) -> dict[str, Any]:
         best = self.best or (self.baseline if self.baseline.status == Status.OK else None)  # None: nothing measured
@@ -149,7 +148,7 @@ class Search:
             "baseline": {"mode": self.baseline.mode, "median_s": self.baseline.median_s},
             "results": [r.to_json() for r in self.results],
             "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0} if best else None,
-            "recipe": recipe(best.mode, self.device, self.workload, self.loader, self.data_dir) if best else None,
+            "recipe": best and recipe(best.mode, self.device, self.workload, self.loader, self.data_dir, self.named),
             **{key: getattr(self, key) for key in ("notes", "elapsed_s")},
             "order": order,
             **{key: getattr(self, key) for key in ("cells", "cells_to_best")},
@@ -545,6 +544,7 @@ class Searcher:
             cells=len(tried), cells_to_best=tried.index(best.mode) + 1 if best else 0, loader=self.loader,
             interrupted=self.interrupted, reached=tuple(self.reached),
             data_dir=(self.workload.get("extra") or {}).get("data_dir"),  # --data DIR, absolute, as the plan gave it
+            named=bool((self.workload.get("extra") or {}).get("input_names")),
         )  # fmt: skip
 
     def _unmeasured(self, c: Candidate) -> str:

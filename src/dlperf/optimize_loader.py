@@ -291,11 +291,12 @@ def dataloader_call(name: str) -> str:
     return f"DataLoader({', '.join(f'{k}={v!r}' for k, v in setting(name).torch_kwargs().items())})"
 
 
-def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None, data_dir: str | None = None
-           ) -> list[str]:  # fmt: skip
+def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None, data_dir: str | None = None,
+           named: bool = False) -> list[str]:  # fmt: skip
     """A runnable script that trains `workload` in `mode`: dlperf's own model, optimizer, loss and batch for it
     (`training_parts`: the user's factory, for a user workload, given `data_dir`, --data DIR, where the search had
-    it), the loader setting chosen (`--data`), then the modes table's lines for `mode`."""
+    it), the loader setting chosen (`--data`), then the modes table's lines for `mode` (`named`: a dict of inputs,
+    passed by name)."""
     chosen = loader.chosen if loader else None
     folder = f", data_dir={data_dir!r}" if data_dir else ""
     return [
@@ -306,5 +307,5 @@ def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = 
         f"model, optimizer, loss_fn, x, y = training_parts({workload!r}, {device!r}{folder})",
         "steps = 100",
         *(recipe_lines(chosen.setting, chosen.enough) if chosen else []),
-        *mode_recipe(mode, device_kind(device)),
+        *mode_recipe(mode, device_kind(device), named=named),
     ]

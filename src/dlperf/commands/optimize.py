@@ -269,5 +269,5 @@ def print_text(search) -> None:
         highlight=False,
         markup=False,
     )
-    for line in recipe(b.mode, search.device, search.workload, data_dir=search.data_dir):
+    for line in recipe(b.mode, search.device, search.workload, data_dir=search.data_dir, named=search.named):
         console.print(f"    {terminal(line)}", highlight=False, markup=False)

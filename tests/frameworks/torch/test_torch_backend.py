@@ -578,8 +578,10 @@ def test_a_batch_of_named_inputs_is_passed_by_name(user_source):
 def test_probe_describes_a_user_workload(user_source):
     answer = tb.probe({"what": "workload", "source": f"{user_source}:make"})
     assert answer["name"] == "mini" and answer["params"] == 195 and answer["batch"] == 4
-    assert answer["input_shape"] == [8] and answer["input_dtype"] == "float32"
+    assert answer["input_shape"] == [8] and answer["input_dtype"] == "float32" and "input_names" not in answer
     json.dumps(answer)
+    named = tb.probe({"what": "workload", "source": f"{user_source}:keywords"})  # the recipe's model(**x)
+    assert named["input_names"] == ["input_ids", "attention_mask"] and named["input_shape"] is None
 
 
 def test_probe_does_not_run_the_model(user_source):

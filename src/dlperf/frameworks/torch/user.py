@@ -201,6 +201,8 @@ def _input_of(user: UserWorkload) -> dict[str, Any]:
         raise
     except Exception as exc:  # e.g. a batch maker written for the GPU only: the workers will tell
         return {"input_shape": None, "input_dtype": None, "batch_error": f"{type(exc).__name__}: {exc}"}
+    if isinstance(inputs, dict):  # passed by name (`opcount.call`): a recipe calls model(**x)
+        return {"input_shape": None, "input_dtype": None, "input_names": [str(k) for k in inputs]}
     if not isinstance(inputs, torch.Tensor):
         return {"input_shape": None, "input_dtype": None}
     return {"input_shape": list(inputs.shape[1:]), "input_dtype": str(inputs.dtype).removeprefix("torch.")}
