@@ -57,9 +57,10 @@ test: lint pytest
 
 # The slow tests are independent sweeps in their own child processes and temporary stores, and the tests of 5 s or more
 # whose kind a faster test covers in make test (one TensorFlow process of several, one browser test of four): two run
-# side by side.
+# side by side; those also marked serial (two timings compared) alone, after them.
 test-slow: $(STAMP)
-	$(TESTENV) $(BIN)/python -m pytest -q -m slow -n 2 -rs --durations=15 $(PYTEST_ARGS)
+	$(TESTENV) $(BIN)/python -m pytest -q -m "slow and not serial" -n 2 -rs --durations=15 $(PYTEST_ARGS)
+	$(TESTENV) $(BIN)/python -m pytest -q -m "slow and serial" --durations=5 $(PYTEST_ARGS)
 
 # The site: docs/ and mkdocs.yml, the command reference, export columns and exit codes generated from the code
 # (docs/hooks/), ARCHITECTURE.md and BENCHMARKS.md included; --strict turns a broken link or missing page into a failure.
