@@ -85,6 +85,11 @@ NO_KERNEL = {
     "split_with_sizes", "chunk", "unbind", "resolve_conj", "resolve_neg", "lift_fresh", "result_type", "set",
     "item", "_local_scalar_dense", "cudnn_is_acceptable",
 }  # fmt: skip
+# Random draws (dropout's masks: on a CPU, aten::bernoulli_ took 30% of a small transformer's step): `other`, neither
+# memory traffic nor matrix products (a random number generator's arithmetic), said in a note (`random_note`)
+RANDOM = ("bernoulli", "uniform", "normal", "random", "rand", "randn", "rand_like", "randn_like", "randint",
+          "exponential", "multinomial")  # fmt: skip
+RANDOM_NOTE_SHARE = 0.10  # a share of the step worth a note
 ELEMENTWISE = {
     "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "log1p", "abs", "sign", "reciprocal",
     "addcmul", "addcdiv", "lerp", "clamp", "clamp_min", "clamp_max", "where", "maximum", "minimum", "fill", "zero",
@@ -96,6 +101,7 @@ ELEMENTWISE = {
     "cumsum", "embedding", "embedding_dense", "isfinite", "isinf", "isnan", "nan_to_num", "_amp_update_scale",
     "_amp_foreach_non_finite_check_and_unscale", "fused_dropout", "_masked_scale", "native_dropout_backward",
     "zeros", "ones", "full", "index_select", "gather", "scatter", "scatter_add", "index_add", "index", "index_put",
+    "_safe_softmax",
 }  # fmt: skip
 # (embedding runs as index_select, a gather of rows; its backward, embedding_dense_backward, a scatter-add: the
 # memory traffic of an element-wise op, no arithmetic to speak of)
@@ -275,6 +281,7 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
     activity = attribute(prof, events) if cuda else None
     breakdown = breakdown_cuda(prof, events, steps, step_s, notes, activity) if cuda else None
     result.update(breakdown or breakdown_cpu(events, steps, step_s))
+    notes += [] if cuda or not (said := random_note(events, steps, step_s)) else [said]
     result["top_ops"] = top_ops(events, steps, cuda, activity)
     result["modules"] = modules(events, steps, cuda)
     result["ops_per_step"] = round(sum(1 for e in events if is_operator(e)) / steps)
@@ -334,6 +341,23 @@ def breakdown_cpu(events: list, steps: int, step_s: float) -> dict[str, Any]:
         elif is_operator(event) and not _under_data(event):
             seconds[category_of(event, forward).value] += event.self_cpu_time_total / 1e6 / steps
     return {"categories": fill_to_step(seconds, step_s, Category.HOST), "kernels_per_step": None}
+
+
+def random_note(events: list, steps: int, step_s: float) -> str | None:
+    """Where drawing random numbers (dropout's masks) takes RANDOM_NOTE_SHARE of a CPU step or more, a note: what
+    `other` holds."""
+    drawn: Counter[str] = Counter()
+    for event in events:
+        name = event.name.split("::", 1)[-1].split(".", 1)[0].removesuffix("_")
+        if is_operator(event) and name in RANDOM and not _under_data(event):
+            drawn[event.name] += event.self_cpu_time_total / 1e6 / steps
+    if not step_s or sum(drawn.values()) < RANDOM_NOTE_SHARE * step_s:
+        return None
+    ops = ", ".join(name for name, _ in drawn.most_common())
+    return (
+        f"random draws ({ops}: dropout's masks, or the model's own) take {sum(drawn.values()) / step_s:.0%} of "
+        "the step, under other"
+    )
 
 
 def _under_data(event) -> bool:
