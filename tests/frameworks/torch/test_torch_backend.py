@@ -561,7 +561,8 @@ def test_checkpoint_recomputes_each_block_of_a_module_list(user_source, layers):
 def test_a_batch_of_named_inputs_is_passed_by_name(user_source):
     """A Hugging Face-style batch, a dict of input_ids and attention_mask, failed every cell: "forward() missing 1
     required positional argument: 'attention_mask'". It is passed as keyword arguments, as HF's Trainer does, in the
-    timed step, the FLOP count and the memory trace; a loaded batch is copied into it tensor by tensor."""
+    timed step, the FLOP count and the memory trace; a loaded batch is copied into it key by key (a loader's dict may
+    list them in another order)."""
     w = Workload("my-keywords", "user", {}, InputSpec("vector", (6,)), 3, 4, OptimizerSpec(),
                  source=f"{user_source}:keywords")  # fmt: skip
     train = tb.build(w, "cpu", "fp32")
@@ -570,7 +571,7 @@ def test_a_batch_of_named_inputs_is_passed_by_name(user_source):
     assert not torch.equal(before, train.model.head.weight)
     assert train.count_flops()["flops_per_step"] > 0 and train.memory_of_step()["live_tensor_peak_bytes"] > 0
     ids = torch.randint(0, 50, (4, 6))
-    train.load({"input_ids": ids, "attention_mask": torch.zeros_like(ids)}, torch.ones(4, dtype=torch.long))
+    train.load({"attention_mask": torch.zeros_like(ids), "input_ids": ids}, torch.ones(4, dtype=torch.long))
     assert torch.equal(train.inputs["input_ids"], ids) and not train.inputs["attention_mask"].any()
     assert train.targets.tolist() == [1] * 4
 

@@ -58,11 +58,10 @@ class TorchStep:
         return self.iteration()
 
     def load(self, inputs: Any, targets: Any) -> None:
-        """A loaded batch copied into the step's own input and target tensors (`--data`; each tensor of a dict of
-        them): compiled code, channels-last inputs and a captured CUDA graph keep reading the same buffers.
-        Asynchronous from pinned memory."""
-        for mine, loaded in zip(tensors_in((self.inputs, self.targets)), tensors_in((inputs, targets)), strict=True):
-            mine.copy_(loaded, non_blocking=True)
+        """A loaded batch copied into the step's own input and target tensors (`--data`; a dict of them key by key):
+        compiled code, channels-last inputs and a captured CUDA graph keep reading the same buffers. Asynchronous
+        from pinned memory."""
+        _copy_into((self.inputs, self.targets), (inputs, targets))
 
     def iteration(self, forward: Callable | None = None) -> torch.Tensor:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
@@ -244,6 +243,19 @@ def untrained(step: TorchStep, run: Callable[[], None]) -> None:
             for value in state.values():
                 if isinstance(value, torch.Tensor):
                     value.zero_()
+
+
+def _copy_into(mine: Any, loaded: Any) -> None:
+    """Each tensor of `loaded` into its place in `mine`: a dict's by key (a loader's dict may list its keys in
+    another order than the batch maker's), a tuple's or list's by position."""
+    if isinstance(mine, dict):
+        for key, value in mine.items():
+            _copy_into(value, loaded[key])
+    elif isinstance(mine, (tuple, list)):
+        for value, other in zip(mine, loaded, strict=True):
+            _copy_into(value, other)
+    else:
+        mine.copy_(loaded, non_blocking=True)
 
 
 class Checkpointing:
