@@ -48,9 +48,10 @@ def prediction(c: PlannedCell, gpu: str, step_s: float, user_batch: int = 8, cop
 
 
 def crossover_run(
-    path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: str = "T4", copy: float = 0.1
+    path, cpu: dict[int, float], gpu: dict[int, float], gpu_name: str = "T4", copy: float = 0.1, more=None
 ) -> tuple[Store, int]:
-    """A crossover run: CPU cells at each batch (two thread counts at batch 8, the user's), predictions beside them."""
+    """A crossover run: CPU cells at each batch (two thread counts at batch 8, the user's), predictions beside them
+    (`more`: other GPUs', by name)."""
     store = Store.open(path, create=True)
     cells = {b: cell(b) for b in cpu}
     slower = cell(8, threads=2)
@@ -59,7 +60,8 @@ def crossover_run(
     for b, c in cells.items():
         measure(store, run_id, c, cpu[b])
     measure(store, run_id, slower, cpu[8] * 3)
-    store.record_predictions(run_id, [prediction(cells[b], gpu_name, s, copy=copy) for b, s in gpu.items()])
+    for name, steps in {gpu_name: gpu, **(more or {})}.items():
+        store.record_predictions(run_id, [prediction(cells[b], name, s, copy=copy) for b, s in steps.items()])
     store.set_run_status(run_id, "complete")
     return store, run_id
 
@@ -77,6 +79,18 @@ def test_a_crossover_run_reads_back_with_its_answer(tmp_path):
         "T4: at your batch 8: GPU predicted 1.3 times faster",
     ]
     assert not x.rows[0].gpus["T4"].measured
+
+
+def test_two_gpus_predicted_say_the_uncertainty_once(tmp_path):
+    """It is the same three lines for every GPU: after each of two, they read as twice the answer's length."""
+    h100 = {"H100-SXM5-80GB": {1: 0.0005, 8: 0.001}}
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003}, more=h100)
+    [x] = crossover.read(store, [run_id])
+    assert x.gpus == ["H100-SXM5-80GB", "T4"] or x.gpus == ["T4", "H100-SXM5-80GB"]
+    lines = x.lines()
+    assert sum("uncertainty" in line for line in lines) == 1
+    assert lines[-1] == f"the GPUs' predicted steps: uncertainty {roofline.uncertainty()}"
+    assert "T4: predicted faster than this CPU from batch 8, launch-bound there" in lines
 
 
 def test_a_run_without_crossover_predictions_is_no_crossover(tmp_path):

@@ -71,21 +71,24 @@ class Crossover:
 
     def lines(self) -> list[str]:
         """The answer, one line per GPU and a line for the user's batch: from which batch the GPU is predicted (or
-        measured) faster than this CPU, what bounds its step there, and the predictor's uncertainty."""
+        measured) faster than this CPU, what bounds its step there, and the predictor's uncertainty: once, on a line of
+        its own, where two GPUs or more are predicted (it is the same three lines for each)."""
         out = []
         at = next((r for r in self.rows if r.batch == self.user_batch), None)
+        said = [u for gpu in self.gpus if (u := _uncertainty(self, gpu))]
+        shared = len(said) > 1
         for gpu in self.gpus:
             largest = self.largest(gpu)
             if largest is None:
                 out.append(f"{gpu}: no batch has both a CPU and a GPU step")
                 continue
-            out.append(f"{gpu}: {self._verdict(gpu, largest)}")
+            out.append(f"{gpu}: {self._verdict(gpu, largest)}" + ("" if shared else _uncertainty(self, gpu)))
             ratio = at.speedup(gpu) if at else None
             if ratio is not None:
                 how = "measured" if at.gpus[gpu].measured else "predicted"
                 faster = f"{ratio:.1f} times faster" if ratio >= 1 else f"{1 / ratio:.1f} times slower"
                 out.append(f"{gpu}: at your batch {self.user_batch}: GPU {how} {faster}")
-        return out
+        return out + ([f"the GPUs' predicted steps: {said[0].removeprefix('; ')}"] if shared else [])
 
     def _verdict(self, gpu: str, largest: int) -> str:
         start = self.pays_from(gpu)
@@ -102,7 +105,7 @@ class Crossover:
                 said += ")" if step.measured else f"; {_bound(step)} at {largest})"
             else:
                 said += f"up to batch {largest} " + ("(measured there)" if step.measured else f"({_bound(step)} there)")
-        return said + _uncertainty(self, gpu)
+        return said
 
     def _step(self, gpu: str, batch: int) -> GpuStep:
         return next(r.gpus[gpu] for r in self.rows if r.batch == batch and _both(r, gpu))
