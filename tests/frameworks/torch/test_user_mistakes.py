@@ -16,7 +16,7 @@ torch = require("torch")
 
 from dlperf.errors import UsageError  # noqa: E402
 from dlperf.frameworks.torch import memcount  # noqa: E402
-from dlperf.frameworks.torch.user import load_user, probe_workload  # noqa: E402
+from dlperf.frameworks.torch.user import build_user, load_user, probe_workload  # noqa: E402
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
 
 MISTAKES = """
@@ -106,6 +106,51 @@ def reads_normed():
 
 def reads():
     return dlperf.user_workload("reads", Reads(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
+class Masked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 2)
+
+    def forward(self, x, mask):
+        return self.l(x) * mask
+
+
+class MaybeMasked(Masked):
+    def forward(self, x, mask=None):
+        return self.l(x) if mask is None else self.l(x) * mask
+
+
+def two_inputs(b, device):
+    return (torch.randn(b, 8, device=device), torch.ones(b, 2, device=device)), torch.randint(0, 2, (b,), device=device)
+
+
+def named_inputs(b, device):
+    (x, mask), y = two_inputs(b, device)
+    return {"x": x, "mask": mask}, y
+
+
+def two_in_a_tuple():
+    return dlperf.user_workload("masked", Masked(), two_inputs, nn.functional.cross_entropy, batch_size=4)
+
+
+def two_by_name():
+    return dlperf.user_workload("named", Masked(), named_inputs, nn.functional.cross_entropy, batch_size=4)
+
+
+def one_required():
+    return dlperf.user_workload("maybe", MaybeMasked(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def per_sample_loss():
+    loss = lambda out, y: nn.functional.cross_entropy(out, y, reduction="none")
+    return dlperf.user_workload("persample", nn.Linear(8, 2), pair, loss, batch_size=4)
+
+
+def loss_and_logits():
+    loss = lambda out, y: (nn.functional.cross_entropy(out, y), out)
+    return dlperf.user_workload("pairloss", nn.Linear(8, 2), pair, loss, batch_size=4)
 """
 
 
@@ -221,3 +266,32 @@ def test_a_step_run_for_real_is_no_error_of_batchnorms_at_a_batch_of_1(mistakes)
     """The real step where fake tensors cannot run one was at a batch of 1, which BatchNorm refuses in training
     ('Expected more than 1 value per channel'): a model that runs was said to raise that error."""
     assert memcount.own_error(user(f"{mistakes}:reads_normed"), "fp32") is None
+
+
+def test_a_forward_of_two_inputs_given_one_tuple_is_refused_with_the_dict_that_passes_them_by_name(mistakes):
+    """A tuple of inputs is one argument, model(inputs): a forward(x, mask) failed in every cell with torch's
+    'missing 1 required positional argument'. The probe says so before any cell, with the fix."""
+    source = f"{mistakes}:two_in_a_tuple"
+    with pytest.raises(UsageError) as caught:
+        probe_workload(source)
+    assert str(caught.value) == (
+        f"workload {source!r}: Masked.forward takes 2 inputs (x, mask), and a batch's inputs other than a dict are "
+        "passed as one, model(inputs): make them a dict, {'x': ..., 'mask': ...}, to have them passed by name, "
+        "model(**inputs)"
+    )
+    assert probe_workload(f"{mistakes}:two_by_name")["input_names"] == ["x", "mask"]  # the fix runs
+    assert probe_workload(f"{mistakes}:one_required")["input_shape"] == [8]  # a second input with a default: one
+
+
+@pytest.mark.parametrize(("factory", "said"), [
+    ("per_sample_loss", "the loss function returned a tensor of shape [4], not one number to call backward on: "
+                        "reduce it (.mean() or .sum())"),
+    ("loss_and_logits", "the loss function returned a tuple, not a tensor: return the loss, one number to call "
+                        "backward on"),
+])  # fmt: skip
+def test_a_loss_that_is_not_one_number_is_said_so(mistakes, factory, said):
+    """torch says only 'grad can be implicitly created only for scalar outputs' (or a tuple's AttributeError)."""
+    step = build_user(user(f"{mistakes}:{factory}"), torch.device("cpu"), 0)
+    with pytest.raises(TypeError) as caught:
+        step.step()
+    assert str(caught.value) == said

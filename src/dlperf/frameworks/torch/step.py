@@ -74,7 +74,12 @@ class TorchStep:
                 raise no_kernel from exc
             raise
         if self.scaler is None:
-            loss.backward()
+            try:
+                loss.backward()
+            except (RuntimeError, AttributeError) as exc:
+                if wrong := _no_loss(loss):
+                    raise wrong from exc
+                raise
             self._clip()
             self.optimizer.step()
             return loss.detach()
@@ -181,6 +186,18 @@ class TorchStep:
         device = {"device": info.pop("name"), **{f"device_{k}": v for k, v in info.items()}}
         optimizer = {f"optimizer_{k}": self.optimizer.defaults.get(k) for k in ("foreach", "fused")}
         return {**thread_settings(), **device, **kernel_settings(self.device), **optimizer, **self.mode_settings}
+
+
+def _no_loss(loss: Any) -> TypeError | None:
+    """The loss function's result in one line where it is no one number to call backward on (a tensor of one loss
+    per sample: torch says only 'grad can be implicitly created only for scalar outputs'); None where it is one."""
+    if not isinstance(loss, torch.Tensor):
+        return TypeError(f"the loss function returned a {type(loss).__name__}, not a tensor: return the loss, one "
+                         "number to call backward on")  # fmt: skip
+    if loss.numel() != 1:
+        return TypeError(f"the loss function returned a tensor of shape {list(loss.shape)}, not one number to call "
+                         "backward on: reduce it (.mean() or .sum())")  # fmt: skip
+    return None
 
 
 def _no_kernel(exc: RuntimeError, precision: str) -> NotImplementedError | None:

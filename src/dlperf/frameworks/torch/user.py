@@ -7,6 +7,7 @@ Part of the PyTorch backend (`backend.py`), imported only in child processes.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -154,6 +155,19 @@ def _repeated(first: tuple[Any, Any], n: int, device: torch.device) -> tuple[Any
     return tree_map(lambda t: grow(t) if isinstance(t, torch.Tensor) else t, first)
 
 
+def _positional(model: torch.nn.Module) -> list[str]:
+    """The names of the model's forward's positional parameters that have no default (none where its signature
+    cannot be read, or it takes *args: anything may be passed then)."""
+    try:
+        parameters = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    if any(p.kind is p.VAR_POSITIONAL for p in parameters):
+        return []
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in parameters if p.kind in positional and p.default is p.empty]
+
+
 def probe_workload(source: str, data_dir: str | None = None) -> dict[str, Any]:
     """Build the user's workload and describe it: on the meta device where the factory runs so, else for real on the
     CPU. The model never runs here: a forward that crashes, hangs or exhausts memory must fail its own cell in a
@@ -188,12 +202,12 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         "params": sum(p.numel() for p in user.model.parameters() if p.requires_grad),
         "batch": user.batch_size,
         "clip_grad_norm": user.clip_grad_norm,
-        **_input_of(user),
+        **_input_of(user, source),
         **({"default_data_dir": folder} if data_dir is None and (folder := default_data_dir(factory)) else {}),
     }
 
 
-def _input_of(user: UserWorkload) -> dict[str, Any]:
+def _input_of(user: UserWorkload, source: str) -> dict[str, Any]:
     """Per-sample shape and dtype of the input, from one small batch (None if it is not a single tensor)."""
     try:
         inputs, _ = user.make_batch(1, torch.device("cpu"))
@@ -201,6 +215,12 @@ def _input_of(user: UserWorkload) -> dict[str, Any]:
         raise
     except Exception as exc:  # e.g. a batch maker written for the GPU only: the workers will tell
         return {"input_shape": None, "input_dtype": None, "batch_error": f"{type(exc).__name__}: {exc}"}
+    if not isinstance(inputs, dict) and len(wanted := _positional(user.model)) > 1:
+        named = ", ".join(f"{name!r}: ..." for name in wanted)
+        raise UsageError(f"workload {source!r}: {type(user.model).__name__}.forward takes {len(wanted)} inputs "
+                         f"({', '.join(wanted)}), and a batch's inputs other than a dict are passed as one, "
+                         f"model(inputs): make them a dict, {{{named}}}, to have them passed by name, "
+                         "model(**inputs)")  # fmt: skip
     if isinstance(inputs, dict):  # passed by name (`opcount.call`): a recipe calls model(**x)
         return {"input_shape": None, "input_dtype": None, "input_names": [str(k) for k in inputs]}
     if not isinstance(inputs, torch.Tensor):
