@@ -135,6 +135,15 @@ def two_in_a_tuple():
     return dlperf.user_workload("masked", Masked(), two_inputs, nn.functional.cross_entropy, batch_size=4)
 
 
+def misnamed_inputs(b, device):
+    (x, mask), y = two_inputs(b, device)
+    return {"input": x, "mask": mask}, y
+
+
+def two_misnamed():
+    return dlperf.user_workload("misnamed", Masked(), misnamed_inputs, nn.functional.cross_entropy, batch_size=4)
+
+
 def two_by_name():
     return dlperf.user_workload("named", Masked(), named_inputs, nn.functional.cross_entropy, batch_size=4)
 
@@ -280,6 +289,12 @@ def test_a_forward_of_two_inputs_given_one_tuple_is_refused_with_the_dict_that_p
         "model(**inputs)"
     )
     assert probe_workload(f"{mistakes}:two_by_name")["input_names"] == ["x", "mask"]  # the fix runs
+    with pytest.raises(UsageError) as caught:
+        probe_workload(f"{mistakes}:two_misnamed")
+    assert str(caught.value).endswith(
+        "Masked.forward(x, mask) cannot take the batch's inputs by name, model(**inputs), as input, mask: "
+        "missing a required argument: 'x'"
+    )
     assert probe_workload(f"{mistakes}:one_required")["input_shape"] == [8]  # a second input with a default: one
 
 

@@ -155,17 +155,32 @@ def _repeated(first: tuple[Any, Any], n: int, device: torch.device) -> tuple[Any
     return tree_map(lambda t: grow(t) if isinstance(t, torch.Tensor) else t, first)
 
 
-def _positional(model: torch.nn.Module) -> list[str]:
-    """The names of the model's forward's positional parameters that have no default (none where its signature
-    cannot be read, or it takes *args: anything may be passed then)."""
+def _unfit_call(model: torch.nn.Module, inputs: Any) -> str | None:
+    """Why the model's forward cannot take the batch's inputs as the step passes them (`opcount.call`), in words
+    ending in the fix; None where it can, or where its signature cannot be read."""
     try:
-        parameters = list(inspect.signature(model.forward).parameters.values())
+        signature = inspect.signature(model.forward)
     except (TypeError, ValueError):
-        return []
+        return None
+    parameters = list(signature.parameters.values())
+    forward = f"{type(model).__name__}.forward"
+    if isinstance(inputs, dict):
+        try:
+            signature.bind(**inputs)
+        except TypeError as exc:
+            return (f"{forward}{signature} cannot take the batch's inputs by name, model(**inputs), as "
+                    f"{', '.join(map(str, inputs))}: {exc}")  # fmt: skip
+        return None
     if any(p.kind is p.VAR_POSITIONAL for p in parameters):
-        return []
+        return None
     positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return [p.name for p in parameters if p.kind in positional and p.default is p.empty]
+    wanted = [p.name for p in parameters if p.kind in positional and p.default is p.empty]
+    if len(wanted) < 2:
+        return None
+    named = ", ".join(f"{name!r}: ..." for name in wanted)
+    return (f"{forward} takes {len(wanted)} inputs ({', '.join(wanted)}), and a batch's inputs other than a dict are "
+            f"passed as one, model(inputs): make them a dict, {{{named}}}, to have them passed by name, "
+            "model(**inputs)")  # fmt: skip
 
 
 def probe_workload(source: str, data_dir: str | None = None) -> dict[str, Any]:
@@ -215,12 +230,8 @@ def _input_of(user: UserWorkload, source: str) -> dict[str, Any]:
         raise
     except Exception as exc:  # e.g. a batch maker written for the GPU only: the workers will tell
         return {"input_shape": None, "input_dtype": None, "batch_error": f"{type(exc).__name__}: {exc}"}
-    if not isinstance(inputs, dict) and len(wanted := _positional(user.model)) > 1:
-        named = ", ".join(f"{name!r}: ..." for name in wanted)
-        raise UsageError(f"workload {source!r}: {type(user.model).__name__}.forward takes {len(wanted)} inputs "
-                         f"({', '.join(wanted)}), and a batch's inputs other than a dict are passed as one, "
-                         f"model(inputs): make them a dict, {{{named}}}, to have them passed by name, "
-                         "model(**inputs)")  # fmt: skip
+    if unfit := _unfit_call(user.model, inputs):
+        raise UsageError(f"workload {source!r}: {unfit}")
     if isinstance(inputs, dict):  # passed by name (`opcount.call`): a recipe calls model(**x)
         return {"input_shape": None, "input_dtype": None, "input_names": [str(k) for k in inputs]}
     if not isinstance(inputs, torch.Tensor):
