@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import few
-from dlperf.modes import ROW, Mode, mode_components
+from dlperf.modes import PRECISIONS, ROW, Mode, mode_components
 from dlperf.report import data, ddp, fastest
 from dlperf.report.charts import FEW, disturbances
 from dlperf.report.columns import column_order
@@ -250,7 +250,32 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
             notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
         if said := kernel_note(c):
             notes.append((label, "kernel", said))
+        if said := precision_note(c):
+            notes.append((label, "precision", said))
     return notes
+
+
+PRECISION_SHARE = 0.5  # of a cell's counted FLOPs in its mode's precision: below it, a note says where they ran
+
+
+def precision_note(cell: CellRecord) -> str | None:
+    """Where most of a cell's counted FLOPs ran in another dtype than its mode's precision, in which, and why: a
+    model built in bf16 runs its fp32 cell in bf16 (autocast casts fp32 operations down, never a model's own dtype
+    up), and products autocast does not cast (or run with it disabled) stay fp32 in a bf16 cell. The column's
+    precision is then not the one the step ran in."""
+    counted = {dtype: flops for dtype, flops in (cell.flops_by_dtype or {}).items() if flops}
+    total = sum(counted.values())
+    precision = next(p.value for p in mode_components(cell.mode) if p in PRECISIONS)
+    if not cell.ok or not total or counted.get(precision, 0) >= PRECISION_SHARE * total:
+        return None
+    ran = sorted(counted.items(), key=lambda item: -item[1])
+    said = ", ".join(f"{100 * flops / total:.0f}% in {dtype}" for dtype, flops in ran)
+    if precision == Mode.FP32:
+        why = f"the model's own dtype (its weights or inputs are {ran[0][0]}): an fp32 cell runs the model as built"
+    else:
+        why = f"autocast left them so (operations it does not cast to {precision}, or run with it disabled)"
+    article = "an" if precision.startswith("f") else "a"
+    return f"{article} {precision} cell, but its products ran {said} (by FLOPs), {why}"
 
 
 KERNEL_SHARE = 0.2  # of a CPU cell's CPU time over its timed steps, spent in the kernel: above it, a note says so
