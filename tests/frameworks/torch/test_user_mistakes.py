@@ -157,6 +157,11 @@ def per_sample_loss():
     return dlperf.user_workload("persample", nn.Linear(8, 2), pair, loss, batch_size=4)
 
 
+def compiled():
+    return dlperf.user_workload("compiled", torch.compile(nn.Linear(8, 2)), pair, nn.functional.cross_entropy,
+                                batch_size=4)
+
+
 def loss_and_logits():
     loss = lambda out, y: (nn.functional.cross_entropy(out, y), out)
     return dlperf.user_workload("pairloss", nn.Linear(8, 2), pair, loss, batch_size=4)
@@ -310,3 +315,14 @@ def test_a_loss_that_is_not_one_number_is_said_so(mistakes, factory, said):
     with pytest.raises(TypeError) as caught:
         step.step()
     assert str(caught.value) == said
+
+
+def test_a_model_compiled_by_the_factory_is_refused_naming_the_mode_that_compiles_it(mistakes):
+    """Its fp32 and bf16 cells ran compiled (the compile time in their warm-up), and compile compiled it again."""
+    source = f"{mistakes}:compiled"
+    with pytest.raises(UsageError) as caught:
+        probe_workload(source)
+    assert str(caught.value) == (
+        f"workload {source!r}: the model is compiled already (torch.compile), so every cell would run it compiled, "
+        "its fp32 cell too: return the model itself, and --modes compile (or bf16+compile...) measures it compiled"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -57,6 +58,10 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
     if not isinstance(user.model, torch.nn.Module):
         raise UsageError(f"workload {source!r}: dlperf.user_workload's model must be a torch.nn.Module, got "
                          f"{type(user.model).__name__}")  # fmt: skip
+    if _compiled(user.model):
+        raise UsageError(f"workload {source!r}: the model is compiled already (torch.compile), so every cell would run "
+                         "it compiled, its fp32 cell too: return the model itself, and --modes compile (or "
+                         "bf16+compile...) measures it compiled")  # fmt: skip
     if lazy := [f"{n or 'model'} ({type(m).__name__})" for n, m in user.model.named_modules() if _unmaterialised(m)]:
         raise UsageError(f"workload {source!r}: lazy modules {', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''}"
                          " have no parameters yet: materialise them in the factory with one forward on a dummy batch "
@@ -78,6 +83,13 @@ def factory_for_real(source: str) -> Callable[..., Any]:
     meta = torch.get_default_device().type == "meta"
     with _disable_current_modes(), torch.device("cpu") if meta else contextlib.nullcontext():
         return load_factory(source)
+
+
+def _compiled(model: torch.nn.Module) -> bool:
+    """Whether the model is torch.compile's wrapper: read without importing TorchDynamo (2 s), which compiling the
+    model has imported."""
+    dynamo = sys.modules.get("torch._dynamo.eval_frame")
+    return dynamo is not None and isinstance(model, dynamo.OptimizedModule)
 
 
 def _unmaterialised(module: torch.nn.Module) -> bool:
