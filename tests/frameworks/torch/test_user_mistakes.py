@@ -282,21 +282,24 @@ def test_a_step_run_for_real_is_no_error_of_batchnorms_at_a_batch_of_1(mistakes)
     assert memcount.own_error(user(f"{mistakes}:reads_normed"), "fp32") is None
 
 
+def refused(source: str) -> str:
+    """What the plan's probe says of a workload it refuses, before any cell."""
+    with pytest.raises(UsageError) as caught:
+        probe_workload(source)
+    return str(caught.value)
+
+
 def test_a_forward_of_two_inputs_given_one_tuple_is_refused_with_the_dict_that_passes_them_by_name(mistakes):
     """A tuple of inputs is one argument, model(inputs): a forward(x, mask) failed in every cell with torch's
     'missing 1 required positional argument'. The probe says so before any cell, with the fix."""
     source = f"{mistakes}:two_in_a_tuple"
-    with pytest.raises(UsageError) as caught:
-        probe_workload(source)
-    assert str(caught.value) == (
+    assert refused(source) == (
         f"workload {source!r}: Masked.forward takes 2 inputs (x, mask), and a batch's inputs other than a dict are "
         "passed as one, model(inputs): make them a dict, {'x': ..., 'mask': ...}, to have them passed by name, "
         "model(**inputs)"
     )
     assert probe_workload(f"{mistakes}:two_by_name")["input_names"] == ["x", "mask"]  # the fix runs
-    with pytest.raises(UsageError) as caught:
-        probe_workload(f"{mistakes}:two_misnamed")
-    assert str(caught.value).endswith(
+    assert refused(f"{mistakes}:two_misnamed").endswith(
         "Masked.forward(x, mask) cannot take the batch's inputs by name, model(**inputs), as input, mask: "
         "missing a required argument: 'x'"
     )
@@ -320,9 +323,7 @@ def test_a_loss_that_is_not_one_number_is_said_so(mistakes, factory, said):
 def test_a_model_compiled_by_the_factory_is_refused_naming_the_mode_that_compiles_it(mistakes):
     """Its fp32 and bf16 cells ran compiled (the compile time in their warm-up), and compile compiled it again."""
     source = f"{mistakes}:compiled"
-    with pytest.raises(UsageError) as caught:
-        probe_workload(source)
-    assert str(caught.value) == (
+    assert refused(source) == (
         f"workload {source!r}: the model is compiled already (torch.compile), so every cell would run it compiled, "
         "its fp32 cell too: return the model itself, and --modes compile (or bf16+compile...) measures it compiled"
     )
