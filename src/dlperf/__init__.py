@@ -12,6 +12,7 @@ __all__ = [
     "TimerConfig",
     "UsageError",
     "__version__",
+    "results",
     "resume",
     "run",
     "training_parts",
@@ -33,6 +34,10 @@ def __getattr__(name: str):
         from dlperf import errors
 
         return getattr(errors, name)
+    if name == "results":  # a run's cells as dicts, the columns of `dlperf export`
+        from dlperf.stored import results
+
+        return results
     if name == "user_workload":
         from dlperf.workloads.user import user_workload
 

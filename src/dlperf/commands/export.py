@@ -35,7 +35,8 @@ def run(args) -> int:
     store = open_store(args)
     faults: list[UnreadableRow] = []
     try:
-        records = [r for chosen in chosen_runs(store, args.run) for r in run_records(store, chosen, args, faults)]
+        chosen = export.chosen_runs(store, args.run)
+        records = [r for run in chosen for r in export.run_records(store, run, args.samples, faults.append)]
     finally:
         store.close()
     text = export.render(records, fmt)
@@ -69,35 +70,3 @@ def output_format(given: str | None, output: str | None) -> str:
         raise UsageError(f"-o {output}: dlperf export writes CSV (.csv) or JSON Lines (.jsonl, one JSON object a "
                          f"line), not {suffix}; name one of those{anyway}")  # fmt: skip
     return given or named or EXPORT_FORMATS[0]
-
-
-def chosen_runs(store, chosen: list[int] | str | None) -> list:
-    """`--run`: the latest run, every run (`all`), or the runs listed, in order of their ids."""
-    if chosen is None:
-        return [store.run()]
-    if chosen == "all":
-        return store.runs() or [store.run()]  # no runs: store.run() says so
-    return [store.run(i) for i in sorted(set(chosen))]
-
-
-def run_records(store, run, args, faults: list) -> list[dict]:
-    """The run's records, each from the run's own cells, peaks, predictions, input pipeline groups and profiles."""
-    from dlperf.errors import UnreadableRow
-    from dlperf.report import data, export, predicted
-    from dlperf.report.cell_profile import run_profiles
-    from dlperf.report.utilization import attach_utilization
-
-    cells = store.cells(run.id, unreadable=faults.append)
-    attach_utilization(store, run.fingerprint, cells)
-    predictions = predicted.read(store, run.id, faults.append)
-    records, groups = [], data.by_cell(data.build(cells))
-    said = run_profiles(store, run, cells)[0] if store.profiles(run.id) else []  # a run not profiled: no look-ups
-    profiles = {s.cell.key: s.to_json() for s in said if s.profile is not None}
-    for c in cells:
-        try:
-            samples = store.samples(run.id, c.key) if args.samples else None
-            own, every = predicted.own(c, predictions), predictions.get(c.key, [])
-            records.append(export.record(c, samples, groups.get(c.key), own, every, run, profiles.get(c.key)))
-        except UnreadableRow as fault:
-            faults.append(fault)
-    return records

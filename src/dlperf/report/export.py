@@ -5,13 +5,18 @@ from __future__ import annotations
 import csv
 import io
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+from dlperf.errors import UnreadableRow
 from dlperf.flagtext import DECIMAL
 from dlperf.predict.validate import relative_error
 from dlperf.report import predicted
 from dlperf.report.data import Group, h2d_bandwidths, throughput
 from dlperf.store.records import CellRecord, CommRecord, CompileRecord, LoaderRecord, PredictionRecord, RunRecord
+
+if TYPE_CHECKING:
+    from dlperf.store import Store
 
 FIELDS = (
     "run_id", "key", "workload", "framework", "device", "threads", "mode", "batch", "status", "error",
@@ -101,6 +106,39 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     if samples is not None:
         rec["samples"] = samples  # one list of raw step times per process
     return rec
+
+
+def chosen_runs(store: Store, chosen: list[int] | str | None) -> list[RunRecord]:
+    """`--run`: the latest run, every run (`all`), or the runs listed, in order of their ids."""
+    if chosen is None:
+        return [store.run()]
+    if chosen == "all":
+        return store.runs() or [store.run()]  # no runs: store.run() says so
+    return [store.run(i) for i in sorted(set(chosen))]
+
+
+def run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callable[[UnreadableRow], None]
+                ) -> list[dict[str, Any]]:  # fmt: skip
+    """The run's records, each from the run's own cells, peaks, predictions, input pipeline groups and profiles;
+    `samples`: with every raw step time; a cell whose stored rows no longer decode goes to `unreadable`, left out."""
+    from dlperf.report import data
+    from dlperf.report.cell_profile import run_profiles
+    from dlperf.report.utilization import attach_utilization
+
+    cells = store.cells(run.id, unreadable=unreadable)
+    attach_utilization(store, run.fingerprint, cells)
+    predictions = predicted.read(store, run.id, unreadable)
+    records, groups = [], data.by_cell(data.build(cells))
+    said = run_profiles(store, run, cells)[0] if store.profiles(run.id) else []  # a run not profiled: no look-ups
+    profiles = {s.cell.key: s.to_json() for s in said if s.profile is not None}
+    for c in cells:
+        try:
+            steps = store.samples(run.id, c.key) if samples else None
+            own, every = predicted.own(c, predictions), predictions.get(c.key, [])
+            records.append(record(c, steps, groups.get(c.key), own, every, run, profiles.get(c.key)))
+        except UnreadableRow as fault:
+            unreadable(fault)
+    return records
 
 
 def machine_fields(run: RunRecord | None) -> dict[str, Any]:
