@@ -28,6 +28,12 @@ def test_products_left_in_fp32_under_autocast_are_said_with_their_shares():
     )
 
 
+def test_a_model_of_a_dtype_autocast_does_not_cast_is_said_so_in_a_bf16_cell():
+    [said] = notes_of(make_cell("mine", mode="bf16", flops_by_dtype={"fp64": 100}))
+    assert said.endswith("ran 100% in fp64 (by FLOPs), the model's own dtype (its weights or inputs are fp64), which "
+                         "autocast does not cast")  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "cell",
     [

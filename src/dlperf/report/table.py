@@ -270,10 +270,13 @@ def precision_note(cell: CellRecord) -> str | None:
         return None
     ran = sorted(counted.items(), key=lambda item: -item[1])
     said = ", ".join(f"{100 * flops / total:.0f}% in {dtype}" for dtype, flops in ran)
+    own = f"the model's own dtype (its weights or inputs are {ran[0][0]})"
     if precision == Mode.FP32:
-        why = f"the model's own dtype (its weights or inputs are {ran[0][0]}): an fp32 cell runs the model as built"
-    else:
+        why = f"{own}: an fp32 cell runs the model as built"
+    elif ran[0][0] == "fp32":
         why = f"autocast left them so (operations it does not cast to {precision}, or run with it disabled)"
+    else:
+        why = f"{own}, which autocast does not cast"
     article = "an" if precision.startswith("f") else "a"
     return f"{article} {precision} cell, but its products ran {said} (by FLOPs), {why}"
 

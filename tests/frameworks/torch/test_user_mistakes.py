@@ -162,6 +162,20 @@ def compiled():
                                 batch_size=4)
 
 
+class SparseBag(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb, self.l = nn.Embedding(50, 8, sparse=True), nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.l(self.emb(x).mean(1))
+
+
+def sparse_bag():
+    ids = lambda b, device: (torch.randint(0, 50, (b, 3), device=device), torch.randint(0, 2, (b,), device=device))
+    return dlperf.user_workload("sparse", SparseBag(), ids, nn.functional.cross_entropy, batch_size=4)
+
+
 def loss_and_logits():
     loss = lambda out, y: (nn.functional.cross_entropy(out, y), out)
     return dlperf.user_workload("pairloss", nn.Linear(8, 2), pair, loss, batch_size=4)
@@ -327,3 +341,16 @@ def test_a_model_compiled_by_the_factory_is_refused_naming_the_mode_that_compile
         f"workload {source!r}: the model is compiled already (torch.compile), so every cell would run it compiled, "
         "its fp32 cell too: return the model itself, and --modes compile (or bf16+compile...) measures it compiled"
     )
+
+
+def test_fused_is_unsupported_for_sparse_gradients_saying_whose(mistakes):
+    """torch's fused SGD refused them at the first update, a failed cell ('`_fused_sgd` does not support sparse
+    gradients'); foreach takes them."""
+    from dlperf.frameworks.torch.build import build
+
+    w = user(f"{mistakes}:sparse_bag")
+    with pytest.raises(NotImplementedError) as caught:
+        build(w, "cpu", "fused")
+    said = "fused: SGD's fused implementation takes no sparse gradients: those of emb (sparse=True)"
+    assert str(caught.value) == said
+    build(w, "cpu", "foreach").step()

@@ -120,6 +120,10 @@ def set_optimizer_implementation(step: TorchStep, impl: str) -> None:
     NotImplementedError either way, saying which: the optimizer has no such implementation, or its constructor
     refused it here (a device or dtype without the kernel)."""
     opt, other = step.optimizer, next(k for k in ("foreach", "fused") if k != impl)
+    sparse = [n or "model" for n, m in step.model.named_modules() if getattr(m, "sparse", False) is True]
+    if impl == "fused" and sparse:  # torch's fused kernels refuse them at the first update ("does not support sparse")
+        raise NotImplementedError(f"fused: {type(opt).__name__}'s fused implementation takes no sparse gradients: "
+                                  f"those of {', '.join(sparse[:3])} (sparse=True)")  # fmt: skip
     try:
         step.optimizer = rebuild_optimizer(opt, opt.param_groups, **{impl: True, other: None})
     except NoSuchArgument as exc:
