@@ -48,6 +48,10 @@ def pair(b, device):
     return torch.randn(b, 8, device=device), torch.randint(0, 2, (b,), device=device)
 
 
+def device_left_aside(b, device):
+    return torch.randn(b, 8), {"y": torch.randint(0, 2, (b,))}
+
+
 def one_tensor(b, device):
     return torch.randn(b, 8, device=device)
 
@@ -174,6 +178,11 @@ class SparseBag(nn.Module):
 def sparse_bag():
     ids = lambda b, device: (torch.randint(0, 50, (b, 3), device=device), torch.randint(0, 2, (b,), device=device))
     return dlperf.user_workload("sparse", SparseBag(), ids, nn.functional.cross_entropy, batch_size=4)
+
+
+def on_the_cpu():
+    loss = lambda out, y: nn.functional.cross_entropy(out, y["y"])
+    return dlperf.user_workload("cpu", nn.Linear(8, 2), device_left_aside, loss, batch_size=4)
 
 
 def loss_and_logits():
@@ -354,3 +363,11 @@ def test_fused_is_unsupported_for_sparse_gradients_saying_whose(mistakes):
     said = "fused: SGD's fused implementation takes no sparse gradients: those of emb (sparse=True)"
     assert str(caught.value) == said
     build(w, "cpu", "foreach").step()
+
+
+def test_a_batch_made_on_the_cpu_is_moved_to_the_cells_device(mistakes):
+    """`make_batch(b, device)` that leaves `device` aside: on a GPU every cell failed on torch's 'Expected all tensors
+    to be on the same device'. The meta device stands for a GPU here: a device the batch was not made on."""
+    step = build_user(user(f"{mistakes}:on_the_cpu"), torch.device("meta"), 0)
+    assert step.inputs.device.type == step.targets["y"].device.type == "meta"
+    step.step()  # the step runs there, model and batch alike

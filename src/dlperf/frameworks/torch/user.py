@@ -31,12 +31,19 @@ def build_user(workload: Workload, device: torch.device, seed: int) -> TorchStep
     user = user_of(workload)
     model = _on(user.model, device).train()
     torch.manual_seed(DATA_SEED)
-    batch = user.make_batch(workload.batch, device)  # the planned batch size (the factory's, unless swept)
+    batch = _moved(user.make_batch(workload.batch, device), device)  # at the planned batch (the factory's, or swept)
     make_optimizer: Callable = user.optimizer or partial(torch.optim.SGD, lr=0.01)
     optimizer = make_optimizer(model.parameters())  # after .to(device), so its state lives there too
     step = TorchStep(model, batch, user.loss, optimizer, user.clip_grad_norm, device)
     step.user = user
     return step
+
+
+def _moved(batch: Any, device: torch.device) -> Any:
+    """The batch's tensors on the cell's device: a batch maker that leaves `device` aside (`torch.randn(b, 3, 32,
+    32)`) made them on the CPU, and a GPU cell's step then failed on torch's 'Expected all tensors to be on the same
+    device'. Made once, so moving it costs no timed step."""
+    return tree_map(lambda t: t.to(device) if isinstance(t, torch.Tensor) and t.device != device else t, batch)
 
 
 def _on(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
