@@ -43,7 +43,7 @@ class UserWorkload:
     make_batch: Callable[[int, Any], tuple[Any, Any]] | None
     loss: Callable[[Any, Any], Any]  # (outputs, targets) -> scalar loss
     batch_size: int
-    optimizer: Callable[[Any], Any] | None = None  # parameters -> optimizer; default SGD(lr=0.01)
+    optimizer: Any = None  # parameters -> optimizer, or one built over the model's; default SGD(lr=0.01)
     framework: str = "torch"
     clip_grad_norm: float | None = None
     dataset: Any = None  # a torch Dataset of (input, target) samples: what `--data dataset` or `--data DIR` reads
@@ -78,7 +78,7 @@ def user_workload(
     loss: Callable[[Any, Any], Any],
     *,
     batch_size: int,
-    optimizer: Callable[[Any], Any] | None = None,
+    optimizer: Any = None,
     clip_grad_norm: float | None = None,
     dataset: Any = None,
     loader: Callable[..., Any] | None = None,
@@ -93,7 +93,9 @@ def user_workload(
     shape and dtype, with no sample read beyond the first. The loader cells (`--data dataset` or `--data DIR`) time the
     data as training reads it: `dataset` (a torch Dataset of (input, target) samples, batched and shuffled by a
     DataLoader of each loader setting) or `loader(batch_size, **kwargs)` (your own DataLoader, given num_workers,
-    pin_memory and the rest of the setting); its batches must be shaped as the synthetic batch."""
+    pin_memory and the rest of the setting); its batches must be shaped as the synthetic batch. `optimizer`: a function
+    of the parameters (`lambda params: torch.optim.AdamW(params, lr=3e-4)`), an optimizer class, or one built over
+    `model.parameters()`; by default SGD with a learning rate of 0.01."""
     return UserWorkload(name, model, make_batch, loss, batch_size, optimizer, clip_grad_norm=clip_grad_norm,
                         dataset=dataset, loader=loader)  # fmt: skip
 

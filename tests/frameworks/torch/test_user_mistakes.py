@@ -185,6 +185,19 @@ def on_the_cpu():
     return dlperf.user_workload("cpu", nn.Linear(8, 2), device_left_aside, loss, batch_size=4)
 
 
+def optimizer_built():
+    model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+    groups = [{"params": model[0].parameters(), "lr": 0.5}, {"params": model[1].parameters()}]
+    built = torch.optim.SGD(groups, lr=0.1, momentum=0.9)
+    return dlperf.user_workload("built", model, pair, nn.functional.cross_entropy, batch_size=4, optimizer=built)
+
+
+def optimizer_of_another_model():
+    built = torch.optim.SGD(nn.Linear(8, 2).parameters(), lr=0.1)
+    return dlperf.user_workload("other", nn.Linear(8, 2), pair, nn.functional.cross_entropy, batch_size=4,
+                                optimizer=built)
+
+
 def loss_and_logits():
     loss = lambda out, y: (nn.functional.cross_entropy(out, y), out)
     return dlperf.user_workload("pairloss", nn.Linear(8, 2), pair, loss, batch_size=4)
@@ -371,3 +384,25 @@ def test_a_batch_made_on_the_cpu_is_moved_to_the_cells_device(mistakes):
     step = build_user(user(f"{mistakes}:on_the_cpu"), torch.device("meta"), 0)
     assert step.inputs.device.type == step.targets["y"].device.type == "meta"
     step.step()  # the step runs there, model and batch alike
+
+
+@pytest.mark.parametrize("device", ["cpu", "meta"])
+def test_an_optimizer_given_built_is_made_again_over_the_steps_parameters_with_its_groups(mistakes, device):
+    """`optimizer=torch.optim.SGD(model.parameters(), ...)` failed every cell ("'SGD' object is not callable"). The
+    meta device stands for a GPU: moving there replaces the parameters, which are found again by name."""
+    step = build_user(user(f"{mistakes}:optimizer_built"), torch.device(device), 0)
+    assert isinstance(step.optimizer, torch.optim.SGD) and not step.optimizer.state
+    assert [g["lr"] for g in step.optimizer.param_groups] == [0.5, 0.1]
+    assert [g["momentum"] for g in step.optimizer.param_groups] == [0.9, 0.9]
+    held = [p for g in step.optimizer.param_groups for p in g["params"]]
+    assert len(held) == 4 and all(any(p is q for q in step.model.parameters()) for p in held)
+    step.step()
+    assert len(step.optimizer.state) == 4  # its momentum, for the step's own parameters
+
+
+def test_an_optimizer_built_over_another_models_parameters_is_refused(mistakes):
+    source = f"{mistakes}:optimizer_of_another_model"
+    assert refused(source) == (
+        f"workload {source!r}: the SGD given as optimizer holds 2 parameters that are not the model's: build it over "
+        "model.parameters(), or give a function of the parameters, optimizer=lambda params: ..."
+    )

@@ -20,6 +20,7 @@ from torch.utils._pytree import tree_map
 from torch.utils.data import default_collate
 
 from dlperf.errors import UsageError
+from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
 from dlperf.frameworks.torch.step import DATA_SEED, TorchStep
 from dlperf.vocab import Framework
 from dlperf.workloads.base import Workload
@@ -73,6 +74,8 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
         raise UsageError(f"workload {source!r}: lazy modules {', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''}"
                          " have no parameters yet: materialise them in the factory with one forward on a dummy batch "
                          "(model(make_batch(1, 'cpu')[0])) before returning dlperf.user_workload(...)")  # fmt: skip
+    if isinstance(user.optimizer, torch.optim.Optimizer):
+        user.optimizer = _built_again(user.optimizer, user.model, source)
     if user.make_batch is None:
         user.make_batch = first_sample_batches(user, source)
     else:
@@ -90,6 +93,19 @@ def factory_for_real(source: str) -> Callable[..., Any]:
     meta = torch.get_default_device().type == "meta"
     with _disable_current_modes(), torch.device("cpu") if meta else contextlib.nullcontext():
         return load_factory(source)
+
+
+def _built_again(built: torch.optim.Optimizer, model: torch.nn.Module, source: str) -> Callable[[Any], Any]:
+    """An optimizer given built (`optimizer=torch.optim.SGD(model.parameters(), lr=0.1)`) rather than as a function of
+    the parameters: made again for each step, over the model's parameters where the step has moved them (found by
+    name), with its own groups and values and no state (calling it failed the cell: "'SGD' object is not callable").
+    Refused in one line where it holds parameters that are not the model's: the step would update none of them."""
+    names = parameter_names(model)
+    if stray := sum(1 for g in built.param_groups for p in g["params"] if id(p) not in names):
+        raise UsageError(f"workload {source!r}: the {type(built).__name__} given as optimizer holds {stray} "
+                         "parameters that are not the model's: build it over model.parameters(), or give a function "
+                         "of the parameters, optimizer=lambda params: ...")  # fmt: skip
+    return lambda params: rebuild_optimizer(built, regrouped(built, names, model))
 
 
 def _compiled(model: torch.nn.Module) -> bool:
