@@ -198,6 +198,14 @@ def optimizer_of_another_model():
                                 optimizer=built)
 
 
+def loss_class():
+    return dlperf.user_workload("losscls", nn.Linear(8, 2), pair, nn.CrossEntropyLoss, batch_size=4)
+
+
+def model_class():
+    return dlperf.user_workload("modelcls", nn.Linear, pair, nn.CrossEntropyLoss(), batch_size=4)
+
+
 def loss_and_logits():
     loss = lambda out, y: (nn.functional.cross_entropy(out, y), out)
     return dlperf.user_workload("pairloss", nn.Linear(8, 2), pair, loss, batch_size=4)
@@ -406,3 +414,15 @@ def test_an_optimizer_built_over_another_models_parameters_is_refused(mistakes):
         f"workload {source!r}: the SGD given as optimizer holds 2 parameters that are not the model's: build it over "
         "model.parameters(), or give a function of the parameters, optimizer=lambda params: ..."
     )
+
+
+@pytest.mark.parametrize(("factory", "said"), [
+    ("loss_class", "the loss is the class CrossEntropyLoss: give an instance, CrossEntropyLoss(), or a function of "
+                   "(outputs, targets)"),
+    ("model_class", "the model is the class Linear: give an instance, Linear(...)"),
+])  # fmt: skip
+def test_a_class_given_for_an_instance_is_refused(mistakes, factory, said):
+    """loss=nn.CrossEntropyLoss (no parentheses) failed every cell: the class took the outputs and targets as its
+    constructor's arguments ('Boolean value of Tensor with more than one value is ambiguous')."""
+    source = f"{mistakes}:{factory}"
+    assert refused(source) == f"workload {source!r}: {said}"

@@ -63,6 +63,12 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
     user = build_user_workload(source, data_dir, factory or factory_for_real(source))
     if user.framework != Framework.TORCH:
         raise UsageError(f"workload {source!r}: the factory describes a {user.framework} model, not a torch one")
+    if isinstance(user.loss, type):  # called as loss(out, targets), a Module class took them as its arguments
+        raise UsageError(f"workload {source!r}: the loss is the class {user.loss.__name__}: give an instance, "
+                         f"{user.loss.__name__}(), or a function of (outputs, targets)")  # fmt: skip
+    if isinstance(user.model, type) and issubclass(user.model, torch.nn.Module):
+        raise UsageError(f"workload {source!r}: the model is the class {user.model.__name__}: give an instance, "
+                         f"{user.model.__name__}(...)")  # fmt: skip
     if not isinstance(user.model, torch.nn.Module):
         raise UsageError(f"workload {source!r}: dlperf.user_workload's model must be a torch.nn.Module, got "
                          f"{type(user.model).__name__}")  # fmt: skip
