@@ -268,6 +268,7 @@ class Fit:
     device: DeviceKind
     image_input: bool | None = None  # a batch of images (channels, height, width); None: not known
     optimizer: str | None = None  # the optimizer's class name, lower case; None: not known (a user's)
+    no_checkpoint: str | None = None  # why checkpoint refuses the model, as its probe read it; None: it may apply
     # dtype -> its matrix product's speed over fp32's here, and where that figure comes from
     speed: tuple[tuple[str, float, str], ...] = ()
 
@@ -286,7 +287,8 @@ class Fit:
             elif (probe_speed or {}).get(dtype):
                 speed.append((dtype, probe_speed[dtype], "the planning probe timed"))
         return cls(DeviceKind(device.split(":")[0]), None if shape is None else len(shape) == 3,
-                   None if name in (None, "user") else name.lower(), tuple(speed))  # fmt: skip
+                   None if name in (None, "user") else name.lower(), (workload.get("extra") or {}).get("no_checkpoint"),
+                   tuple(speed))  # fmt: skip
 
 
 def left_out(option: str, fit: Fit) -> str | None:
@@ -305,6 +307,8 @@ def _left_out(part: Mode, fit: Fit) -> str | None:
         return f"runs on {' and '.join(DEVICE_NAMES[d] for d in DeviceKind if d in row.devices)} only"
     if row.image_input and fit.image_input is False:
         return "needs an image input (channels, height, width)"
+    if part is Mode.CHECKPOINT and fit.no_checkpoint:
+        return fit.no_checkpoint
     if part in IMPLEMENTED_BY and fit.optimizer and fit.optimizer not in IMPLEMENTED_BY[part]:
         return f"the optimizer ({fit.optimizer}) has no {part.value} implementation"
     for dtype, speed, source in fit.speed:

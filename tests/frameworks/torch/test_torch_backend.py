@@ -536,6 +536,27 @@ def test_checkpoint_refused_says_what_the_users_model_lacks_and_how_to_give_it(u
         assert str(refused.value) == f"{need}: {said}"
 
 
+def test_the_probe_says_the_checkpoint_refusal_a_search_leaves_the_mode_out_with(user_source):
+    """`dlperf optimize` of a model checkpoint refuses started a process to be told so: the probe reads it from the
+    model's modules (on the meta device, as it builds the model), the build's very words, and the plan's `Fit` leaves
+    the mode out with them. A model it applies to says nothing."""
+    from dlperf.frameworks.torch.user import probe_workload
+    from dlperf.modes import Fit, left_out
+    from dlperf.plan.workloads import resolve_workload
+
+    source = f"{user_source}:encoder_of_2"
+    said = probe_workload(source)["no_checkpoint"]
+    with pytest.raises(NotImplementedError) as refused:
+        tb.build(Workload("my-encoder", "user", {}, InputSpec("vector", (6, 8)), 3, 2, OptimizerSpec(), source=source),
+                 "cpu", "checkpoint")  # fmt: skip
+    assert said == str(refused.value)
+    assert "no_checkpoint" not in probe_workload(f"{user_source}:encoder_of_3")
+    planned = resolve_workload(source, "torch", 120.0).to_json()
+    fit = Fit.of("cpu", planned)
+    assert left_out("checkpoint", fit) == said and left_out("bf16+checkpoint", fit) == f"checkpoint: {said}"
+    assert left_out("foreach", fit) is None
+
+
 @pytest.mark.parametrize("layers", [3, 6])
 def test_checkpoint_recomputes_each_block_of_a_module_list(user_source, layers):
     """A transformer keeps its blocks in an nn.ModuleList, not an nn.Sequential (the checkpoint mode refused

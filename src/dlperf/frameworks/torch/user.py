@@ -259,8 +259,20 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         "batch": user.batch_size,
         "clip_grad_norm": user.clip_grad_norm,
         **_input_of(user, source),
+        **({"no_checkpoint": why} if (why := _no_checkpoint(user)) else {}),
         **({"default_data_dir": folder} if data_dir is None and (folder := default_data_dir(factory)) else {}),
     }
+
+
+def _no_checkpoint(user: UserWorkload) -> str | None:
+    """Why the checkpoint mode would refuse the model (`recompute.refusal`), read from its modules alone: a search
+    leaves the mode out with it instead of starting a process to be told; None where it applies."""
+    from dlperf.frameworks.torch import recompute
+
+    trunk = recompute.find_trunk(user.model)
+    if trunk is not None and len(trunk.blocks) >= recompute.MIN_CHECKPOINT_BLOCKS:
+        return None
+    return recompute.refusal(user.name, trunk, user=True)
 
 
 def _input_of(user: UserWorkload, source: str) -> dict[str, Any]:
