@@ -53,7 +53,7 @@ def test_a_computed_default_folder_is_recorded_by_the_probe_and_compares_as_data
     photos = tmp_path / "elsewhere" / "photos"
     photos.mkdir(parents=True)
     default = resolve_workload(source, "torch", 120)  # the probe child builds the factory
-    assert default.extra == {"default_data_dir": str(photos)}
+    assert {k: v for k, v in default.extra.items() if "data_dir" in k} == {"default_data_dir": str(photos)}
     given = replace(default, extra={"data_dir": str(photos)})  # --data DIR: the folder given, as stored before
     cell = Cell("jpeg-cnn", "torch", "cpu", 1, "fp32")
     result = compared(PlannedCell(cell, given.to_json()), PlannedCell(cell, default.to_json()))
@@ -113,3 +113,16 @@ def test_a_model_that_differs_besides_the_data_is_still_not_comparable(tmp_path)
     b = PlannedCell(b.cell, {**b.workload, "batch": 64})
     [only] = compared(a, b).cells
     assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == "the workloads differ: batch 32 -> 64"
+
+
+def test_what_one_dlperf_recorded_of_the_workload_and_the_other_did_not_is_no_difference(tmp_path):
+    """A run's probe records more of a user's workload in a later dlperf (`extra.no_checkpoint`, `input_names`): the
+    run before it, without those keys, compares with the run after, while a key both record and differ on does not."""
+    a, b = user_cell("cnn.py:make", str(tmp_path / "a")), user_cell("cnn.py:make", str(tmp_path / "a"))
+    recorded = {"no_checkpoint": "checkpoint needs ...", "input_names": ["x"]}
+    said = {**b.workload, "extra": {**b.workload["extra"], **recorded}}
+    [only] = compared(a, PlannedCell(b.cell, said)).cells
+    assert only.verdict == Verdict.SAME and not only.reason
+    other = {**said, "extra": {**said["extra"], "input_names": ["ids"]}}
+    [only] = compared(PlannedCell(b.cell, said), PlannedCell(b.cell, other)).cells
+    assert only.verdict == Verdict.NOT_COMPARABLE and "input_names" in only.reason

@@ -276,8 +276,12 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
 
 def _workload_diff(a: CellRecord, b: CellRecord) -> str:
     """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same. The folder of
-    the data (`DATA_FOLDER`) is no part of the model: `data_note` says when it differs."""
-    return workload_diff(_without_data(a.workload_spec), _without_data(b.workload_spec))
+    the data (`DATA_FOLDER`) is no part of the model: `data_note` says when it differs. A key of `extra` one run holds
+    and the other lacks is what one dlperf recorded and the other did not yet (the probe's `input_names`,
+    `no_checkpoint`), not a change of the model: only the keys both hold are compared."""
+    sa, sb = _without_data(a.workload_spec), _without_data(b.workload_spec)
+    both = sa["extra"].keys() & sb["extra"].keys()
+    return workload_diff(*({**s, "extra": {k: v for k, v in s["extra"].items() if k in both}} for s in (sa, sb)))
 
 
 # where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
