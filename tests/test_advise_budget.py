@@ -7,6 +7,8 @@ parts are stood in for on a clock of the test's own."""
 
 from types import SimpleNamespace
 
+import pytest
+
 from dlperf import advise, crossover
 from dlperf.advise import FIRST, PREDICTIONS, Clock
 from dlperf.vocab import ExitCode
@@ -95,3 +97,27 @@ def test_within_the_budget_nothing_more_is_said_and_a_python_caller_reads_its_ar
     seen = stood_in(monkeypatch, 0.3, 99.5, None)  # a Python caller: its budget_s, not the command's flag
     answer = advise.advise(advise.Options("tiny-fcn-r", gpus="T4", budget_s=10.0), str(tmp_path / "a.db"), [])
     assert answer.notes[-1].startswith("advise took 99.8 s against budget_s (10.0 s): ")
+
+
+def test_a_plan_warning_both_searches_give_is_said_once(monkeypatch, tmp_path):
+    """The thread search and the mode search plan alike, and `dlperf advise` said each of the plan's warnings (an
+    inherited OPENBLAS_CORETYPE) once for each: both now say through advise's own warn, which says a line once."""
+    seen = stood_in(monkeypatch, 0.3, 1.0, None)
+    inherited = "inherited OPENBLAS_CORETYPE=Haswell changes threading or kernels; recorded with every cell"
+    stood = crossover.crossover
+
+    def threads(opts, db, **kw):
+        kw["warn"](inherited)
+        return stood(opts, db, **kw)
+
+    def search(opts, threads, clock, db, warn):
+        warn(inherited)
+        raise LookupError("stood in: the search ends the test")
+
+    monkeypatch.setattr(crossover, "crossover", threads)
+    monkeypatch.setattr(advise, "_search", search)
+    monkeypatch.setattr(Clock, "search_s", lambda self, now: 60.0)
+    opts = advise.Options("tiny-fcn-r", gpus="T4", budget_s=600.0, flags=True)
+    with pytest.raises(LookupError):
+        advise.advise(opts, str(tmp_path / "a.db"), [], warn=seen["said"].append)
+    assert seen["said"] == [inherited, "measuring"]

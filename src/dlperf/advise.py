@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlperf.advise_cells import Feed, Pipeline, best_cell, fastest_feed, quoted_notes, recommended_pipeline
@@ -224,7 +225,7 @@ def advise(opts: Options, db: str, argv: list[str], warn=None) -> Advice:
 
     with said_to(opts, FLAGS) as say, warm.probes_share():  # its probes and cells: one warm parent's forks
         clock = Clock(opts.budget_s, time.monotonic())
-        answer = _advise(opts, db, argv, clock, lambda line: (warn or warn_stderr)(say(line)))
+        answer = _advise(opts, db, argv, clock, once(lambda line: (warn or warn_stderr)(say(line))))
     answer.notes = [say(n) for n in [*answer.notes, clock.overrun(time.monotonic())] if n]
     return answer
 
@@ -248,7 +249,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
                           batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline,
                           first=lambda first_s: _first(clock, first_s, warn), flags=True),
-        db, argv=argv, made_by="advise",
+        db, argv=argv, warn=warn, made_by="advise",
     )  # fmt: skip
     if side.first_s is not None:
         clock.uncut[FIRST] = side.first_s
@@ -263,7 +264,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif clock.search_s(time.monotonic()) is not None:
-        search = _search(opts, threads, clock, db)
+        search = _search(opts, threads, clock, db, warn)
         runs.append(search.run_id)
         exit_code = max(exit_code, _search_code(search))
         best = best_cell(db, search)
@@ -285,6 +286,19 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
                   exit_code, largest, opts.workload, feed, searched, pipeline=pipeline,
                   data=opts.data != DATA_SYNTHETIC)  # fmt: skip
+
+
+def once(warn: Callable[[str], None]) -> Callable[[str], None]:
+    """`warn`, each line said once: the thread search and the mode search plan alike, and each said the plan's
+    warnings (an inherited OPENBLAS_CORETYPE, --threads beyond the cores) again."""
+    said: set[str] = set()
+
+    def told(line: str) -> None:
+        if line not in said:
+            said.add(line)
+            warn(line)
+
+    return told
 
 
 def _first(clock: Clock, first_s: float | None, warn) -> None:
@@ -427,7 +441,7 @@ def _search_code(search) -> int:
     return search.exit_code
 
 
-def _search(opts: Options, threads: int, clock: Clock, db: str):
+def _search(opts: Options, threads: int, clock: Clock, db: str, warn):
     from dlperf import optimize
 
     budget_s = clock.left(time.monotonic())  # taken last: the search's deadline is the command's
@@ -435,5 +449,5 @@ def _search(opts: Options, threads: int, clock: Clock, db: str):
         optimize.Options(searched(opts), threads=threads, budget_s=budget_s, repeats=1, timeout=opts.timeout,
                          compile_timeout=min(opts.timeout, budget_s), data=opts.data, loaders=opts.loaders,
                          flags=opts.flags),
-        db, made_by="advise",
+        db, warn=warn, made_by="advise",
     )  # fmt: skip
