@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import select
 import signal
 import sys
 import threading
@@ -244,9 +245,20 @@ def _answer(driver: Callable[[], Any], write: int) -> None:
     os._exit(code)
 
 
+READ_TURN_S = 0.2  # the longest an interrupt that came just before a read waits to be passed on to the driver
+
+
 def _read_all(fd: int) -> bytes:
+    """The driver's answer, read to its end in turns of at most READ_TURN_S: a signal's Python handler (`_forwarding`,
+    which passes it on to the driver) runs between bytecodes, so one that came after the last check and before a
+    blocking read waited for that read to return, and the driver, never told, never answered: dlperf hung (the fleet
+    watch test, 1 in about 60 under load). Each turn of the loop runs what is pending."""
     chunks = []
-    while chunk := os.read(fd, 65536):
+    while True:
+        if not select.select([fd], [], [], READ_TURN_S)[0]:
+            continue
+        if not (chunk := os.read(fd, 65536)):
+            break
         chunks.append(chunk)
     os.close(fd)
     return b"".join(chunks)

@@ -284,7 +284,7 @@ def timed_samples(
         others_cpu_share=system.others_cpu_share(before, after, family_cpu, wall),
         cpu_utilization=own_cpu / wall if wall > 0 else None,
         minor_faults_per_step=faults / len(samples) if samples else None,
-        kernel_cpu_share=kernel_cpu / own_cpu if own_cpu > 0 else None,
+        kernel_cpu_share=min(1.0, kernel_cpu / own_cpu) if own_cpu > 0 else None,  # all of it: 1.0000000000000036
         process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
     )
 
