@@ -260,9 +260,9 @@ PRECISION_SHARE = 0.5  # of a cell's counted FLOPs in its mode's precision: belo
 
 def precision_note(cell: CellRecord) -> str | None:
     """Where most of a cell's counted FLOPs ran in another dtype than its mode's precision, in which, and why: a
-    model built in bf16 runs its fp32 cell in bf16 (autocast casts fp32 operations down, never a model's own dtype
-    up), and products autocast does not cast (or run with it disabled) stay fp32 in a bf16 cell. The column's
-    precision is then not the one the step ran in."""
+    model built in bf16 runs its fp32 cell in bf16 (an fp32 cell has no autocast: the model runs as built), and
+    products autocast does not cast (or run with it disabled) stay fp32 in a bf16 cell. The column's precision is
+    then not the one the step ran in."""
     counted = {dtype: flops for dtype, flops in (cell.flops_by_dtype or {}).items() if flops}
     total = sum(counted.values())
     precision = next(p.value for p in mode_components(cell.mode) if p in PRECISIONS)

@@ -357,11 +357,15 @@ def test_a_forward_of_two_inputs_given_one_tuple_is_refused_with_the_dict_that_p
                         "backward on"),
 ])  # fmt: skip
 def test_a_loss_that_is_not_one_number_is_said_so(mistakes, factory, said):
-    """torch says only 'grad can be implicitly created only for scalar outputs' (or a tuple's AttributeError)."""
-    step = build_user(user(f"{mistakes}:{factory}"), torch.device("cpu"), 0)
-    with pytest.raises(TypeError) as caught:
-        step.step()
-    assert str(caught.value) == said
+    """torch says only 'grad can be implicitly created only for scalar outputs' (or a tuple's AttributeError); fp16's
+    scaled loss alike."""
+    from dlperf.frameworks.torch.build import build
+
+    for mode in ("fp32", "fp16"):
+        step = build(user(f"{mistakes}:{factory}"), "cpu", mode)
+        with pytest.raises(TypeError) as caught:
+            step.step()
+        assert str(caught.value) == said, mode
 
 
 def test_a_model_compiled_by_the_factory_is_refused_naming_the_mode_that_compiles_it(mistakes):

@@ -73,17 +73,16 @@ class TorchStep:
             if no_kernel := _no_kernel(exc, self.precision):
                 raise no_kernel from exc
             raise
+        try:  # fp16: the loss scaled, so small gradients survive
+            (loss if self.scaler is None else self.scaler.scale(loss)).backward()
+        except (RuntimeError, AttributeError) as exc:
+            if wrong := _no_loss(loss):
+                raise wrong from exc
+            raise
         if self.scaler is None:
-            try:
-                loss.backward()
-            except (RuntimeError, AttributeError) as exc:
-                if wrong := _no_loss(loss):
-                    raise wrong from exc
-                raise
             self._clip()
             self.optimizer.step()
             return loss.detach()
-        self.scaler.scale(loss).backward()
         self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
         self._clip()
         self.scaler.step(self.optimizer)  # skipped when a gradient overflowed
