@@ -100,6 +100,9 @@ def test_a_misspelt_argument_and_a_timer_not_a_timerconfig_are_said_in_the_calle
     with pytest.raises(TypeError, match=r"^run\(\) got an unexpected keyword argument 'thread' \(did you mean "
                                         r"'threads'\?\)$"):  # fmt: skip
         dlperf.run("tiny-fcn-r", thread=[1], db=db)
+    with pytest.raises(TypeError, match=r"^run\(\) got an unexpected keyword argument 'max_time': it says how each "
+                                        r"cell is timed, timer=dlperf.TimerConfig\(max_time=1\)$"):  # fmt: skip
+        dlperf.run("tiny-fcn-r", max_time=1, db=db)  # the flag --max-time; was 'did you mean max_memory?'
     with pytest.raises(dlperf.UsageError, match=r"^timer=\{'max_time': 1\}: expected a dlperf.TimerConfig"):
         dlperf.run("tiny-fcn-r", timer={"max_time": 1}, db=db)
     with pytest.raises(dlperf.UsageError, match=r"^5: pass a module-level factory function or a 'file\.py:factory'"):

@@ -145,10 +145,15 @@ def as_listed(workloads: Any) -> Any:
 
 def checked_arguments(spec_kwargs: dict[str, Any]) -> dict[str, Any]:
     """`run`'s keyword arguments, each one it takes: a misspelt one is a TypeError naming `run` and the closest
-    (not RunSpec's own constructor), and a timer not a TimerConfig a UsageError naming `timer` (not an
+    (not RunSpec's own constructor), one of the timer's the TimerConfig that takes it (max_time=1 was 'did you mean
+    max_memory?'), and a timer not a TimerConfig a UsageError naming `timer` (not an
     AttributeError from inside)."""
     known = {f.name for f in fields(RunSpec) if f.init} | set(inspect.signature(make_spec).parameters) - {"fields"}
+    timed = {f.name for f in fields(TimerConfig)}
     for name in spec_kwargs:
+        if name not in known and name in timed:  # `dlperf run --max-time 1` is not run(max_time=1)
+            raise TypeError(f"run() got an unexpected keyword argument {name!r}: it says how each cell is timed, "
+                            f"timer=dlperf.TimerConfig({name}={spec_kwargs[name]!r})")  # fmt: skip
         if name not in known:
             close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

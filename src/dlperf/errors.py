@@ -54,12 +54,15 @@ class UnreadableRow(StoreFault):
 def where_in_user_code(exc: BaseException) -> str:
     """' (at FILE:LINE, in FUNCTION)': the deepest frame of `exc`'s traceback in the user's own code (not in the
     standard library, an installed package or dlperf), where a failure in the user's model or factory can be looked
-    at; '' where there is none (a built-in workload). Standard library only: the worker uses it too."""
+    at; '' where there is none (a built-in workload). An error dlperf raised from another (`raise ... from exc`: the
+    loss said in dlperf's words) is looked for in its cause too. Standard library only: the worker uses it too."""
     import traceback
 
-    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
-        if in_user_code(frame.filename):
-            return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
+    while exc is not None:
+        for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+            if in_user_code(frame.filename):
+                return f" (at {frame.filename}:{frame.lineno}, in {frame.name})"
+        exc = exc.__cause__
     return ""
 
 

@@ -422,6 +422,10 @@ def broken():
 
 
 class Crashes(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(8, 2)
+
     def forward(self, x):
         raise AssertionError("the probe must not run the model")
 
@@ -608,7 +612,7 @@ def test_probe_describes_a_user_workload(user_source):
 
 def test_probe_does_not_run_the_model(user_source):
     answer = tb.probe({"what": "workload", "source": f"{user_source}:crashes"})
-    assert answer["name"] == "crashes" and answer["params"] == 0 and answer["input_shape"] == [8]
+    assert answer["name"] == "crashes" and answer["params"] == 8 * 2 + 2 and answer["input_shape"] == [8]
 
 
 def test_probe_lets_user_errors_through(user_source):

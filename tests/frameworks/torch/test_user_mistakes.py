@@ -209,6 +209,46 @@ def model_class():
 def loss_and_logits():
     loss = lambda out, y: (nn.functional.cross_entropy(out, y), out)
     return dlperf.user_workload("pairloss", nn.Linear(8, 2), pair, loss, batch_size=4)
+
+
+def all_frozen():
+    return dlperf.user_workload("frozen", nn.Linear(8, 2).requires_grad_(False), pair, nn.functional.cross_entropy,
+                                batch_size=4)
+
+
+def no_parameters():
+    return dlperf.user_workload("relu", nn.ReLU(), pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def half_frozen():
+    model = nn.Sequential(nn.Linear(8, 8).requires_grad_(False), nn.Linear(8, 2))
+    return dlperf.user_workload("half", model, pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def numpy_batch():
+    import numpy as np
+
+    made = lambda b, device: (np.ones((b, 8), "float32"), torch.zeros(b, dtype=torch.long))
+    return dlperf.user_workload("numpy", nn.Linear(8, 2), made, nn.functional.cross_entropy, batch_size=4)
+
+
+class Logits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return {"hidden": x, "logits": self.l(x)}
+
+
+def dict_output():
+    loss = lambda out, y: nn.functional.cross_entropy(out, y)
+    return dlperf.user_workload("dictout", Logits(), pair, loss, batch_size=4)
+
+
+def dict_output_picked():
+    loss = lambda out, y: nn.functional.cross_entropy(out["logits"], y)
+    return dlperf.user_workload("picked", Logits(), pair, loss, batch_size=4)
 """
 
 
@@ -430,3 +470,43 @@ def test_a_class_given_for_an_instance_is_refused(mistakes, factory, said):
     constructor's arguments ('Boolean value of Tensor with more than one value is ambiguous')."""
     source = f"{mistakes}:{factory}"
     assert refused(source) == f"workload {source!r}: {said}"
+
+
+def test_a_model_with_nothing_to_train_is_refused(mistakes):
+    """Every cell failed on torch's 'element 0 of tensors does not require grad and does not have a grad_fn' (or the
+    optimizer's 'empty parameter list'), naming no line; a model frozen in part trains."""
+    frozen = "its 2 are all frozen, requires_grad=False"
+    for factory, said in ("all_frozen", frozen), ("no_parameters", "it holds none"):
+        source = f"{mistakes}:{factory}"
+        assert refused(source) == (
+            f"workload {source!r}: the model has no parameter to train ({said}): a training step would update nothing"
+        )
+    assert probe_workload(f"{mistakes}:half_frozen")["params"] == 2 * 8 + 2
+
+
+def test_a_batch_of_numpy_arrays_is_refused_naming_the_part_and_the_fix(mistakes):
+    """torch's 'linear(): argument 'input' must be Tensor, not numpy.ndarray' failed every cell."""
+    where = f"numpy_batch.<locals>.<lambda> at {mistakes}:{line_of('made = lambda')}"
+    said = refused(f"{mistakes}:numpy_batch")
+    assert said.endswith(f"numpy_batch': make_batch ({where}) returned NumPy arrays as its inputs: return tensors, "
+                         "torch.from_numpy(array).to(device)")  # fmt: skip
+
+
+def test_a_loss_given_the_models_dict_says_what_it_was_given_and_where(mistakes):
+    """A forward returning a dict (a Hugging Face ModelOutput) given to F.cross_entropy: torch said only 'must be
+    Tensor, not dict'. The failure names the keys, the fix, and the user's loss line (found in the cause)."""
+    from dlperf.errors import where_in_user_code
+    from dlperf.frameworks.torch.build import build
+
+    step = build(user(f"{mistakes}:dict_output"), "cpu", "fp32")
+    with pytest.raises(TypeError) as caught:
+        step.step()
+    said = str(caught.value)
+    assert said.startswith("the loss failed on the model's output, a dict with keys 'hidden', 'logits', which it is "
+                           "given as the forward returns it (TypeError: ")  # fmt: skip
+    assert said.endswith("take the tensor it needs in the loss, loss=lambda outputs, targets: "
+                         "your_loss(outputs['logits'], targets)")  # fmt: skip
+    line = next(i for i, text in enumerate(MISTAKES.splitlines(), 1) if "cross_entropy(out, y)\n" in text + "\n")
+    raised_in_dlperf = caught.value.with_traceback(None)  # its own frames are dlperf's, and this test's
+    assert where_in_user_code(raised_in_dlperf) == f" (at {mistakes}:{line}, in <lambda>)"
+    build(user(f"{mistakes}:dict_output_picked"), "cpu", "fp32").step()

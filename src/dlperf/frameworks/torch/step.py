@@ -24,6 +24,7 @@ from dlperf.workloads.base import OptimizerSpec, Workload
 from dlperf.workloads.user import UserWorkload
 
 DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
+_NOT_YET = object()  # the model's outputs before its forward has returned
 
 
 class TorchStep:
@@ -66,12 +67,18 @@ class TorchStep:
     def iteration(self, forward: Callable | None = None) -> torch.Tensor:
         # Timed: no host-device syncs here (.item(), printing, checks); the timer calls sync() itself.
         self.optimizer.zero_grad(set_to_none=True)
+        outputs = _NOT_YET
         try:  # free while nothing is raised (a generator context manager costs each step a few microseconds)
             with self.autocast():
-                loss = self.loss_fn(call(forward or self.forward, self.inputs), self.targets)
+                outputs = call(forward or self.forward, self.inputs)
+                loss = self.loss_fn(outputs, self.targets)
         except RuntimeError as exc:
             if no_kernel := _no_kernel(exc, self.precision):
                 raise no_kernel from exc
+            raise
+        except (TypeError, AttributeError) as exc:
+            if outputs is not _NOT_YET and (unfed := _unfed_loss(outputs, exc)):
+                raise unfed from exc
             raise
         try:  # fp16: the loss scaled, so small gradients survive
             (loss if self.scaler is None else self.scaler.scale(loss)).backward()
@@ -197,6 +204,24 @@ def _no_loss(loss: Any) -> TypeError | None:
         return TypeError(f"the loss function returned a tensor of shape {list(loss.shape)}, not one number to call "
                          "backward on: reduce it (.mean() or .sum())")  # fmt: skip
     return None
+
+
+def _unfed_loss(outputs: Any, exc: Exception) -> TypeError | None:
+    """The loss's failure on a model output that is no tensor, said with what the output is and the fix: a dict of
+    logits (a Hugging Face model's ModelOutput) given to F.cross_entropy failed every cell with torch's
+    "cross_entropy_loss(): argument 'input' (position 1) must be Tensor, not dict". None where it is a tensor."""
+    if isinstance(outputs, torch.Tensor):
+        return None
+    if isinstance(outputs, dict):
+        what = f"a {type(outputs).__name__} with keys {', '.join(map(repr, outputs))}"
+        pick = f"outputs[{'logits' if 'logits' in outputs else next(iter(outputs), '...')!r}]"
+    elif isinstance(outputs, (tuple, list)):
+        what, pick = f"a {type(outputs).__name__} of {len(outputs)}", "outputs[0]"
+    else:
+        what, pick = f"a {type(outputs).__name__}", "outputs..."
+    return TypeError(f"the loss failed on the model's output, {what}, which it is given as the forward returns it "
+                     f"({type(exc).__name__}: {exc}): take the tensor it needs in the loss, loss=lambda outputs, "
+                     f"targets: your_loss({pick}, targets)")  # fmt: skip
 
 
 def _no_kernel(exc: RuntimeError, precision: str) -> NotImplementedError | None:

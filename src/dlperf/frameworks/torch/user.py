@@ -16,7 +16,7 @@ from typing import Any
 import torch
 from torch._guards import detect_fake_mode
 from torch.utils._python_dispatch import _disable_current_modes
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_leaves, tree_map
 from torch.utils.data import default_collate
 
 from dlperf.errors import UsageError
@@ -80,6 +80,11 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
         raise UsageError(f"workload {source!r}: lazy modules {', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''}"
                          " have no parameters yet: materialise them in the factory with one forward on a dummy batch "
                          "(model(make_batch(1, 'cpu')[0])) before returning dlperf.user_workload(...)")  # fmt: skip
+    if not any(p.requires_grad for p in user.model.parameters()):
+        held = sum(1 for _ in user.model.parameters())
+        raise UsageError(f"workload {source!r}: the model has no parameter to train "
+                         f"({f'its {held} are all frozen, requires_grad=False' if held else 'it holds none'}): "
+                         "a training step would update nothing")  # fmt: skip
     if isinstance(user.optimizer, torch.optim.Optimizer):
         user.optimizer = _built_again(user.optimizer, user.model, source)
     if user.make_batch is None:
@@ -131,10 +136,26 @@ def _pair_made(make_batch: Callable[[int, Any], Any], source: str, n: int, devic
     """The user's `make_batch(n, device)`, refused in one line unless it made an (inputs, targets) pair: a lone tensor
     of a batch of 2 would otherwise be taken apart as inputs and targets, and fail as the loss's dtype error."""
     made = make_batch(n, device)
-    if isinstance(made, (tuple, list)) and len(made) == 2:
-        return made
-    raise UsageError(f"workload {source!r}: make_batch ({_where(make_batch)}) must return an (inputs, targets) pair; "
-                     f"asked for a batch of {n}, it returned {_described(made)}")  # fmt: skip
+    if not (isinstance(made, (tuple, list)) and len(made) == 2):
+        raise UsageError(f"workload {source!r}: make_batch ({_where(make_batch)}) must return an (inputs, targets) "
+                         f"pair; asked for a batch of {n}, it returned {_described(made)}")  # fmt: skip
+    if untensored := _untensored(*made):
+        raise UsageError(f"workload {source!r}: make_batch ({_where(make_batch)}) {untensored}")
+    return made
+
+
+def _untensored(inputs: Any, targets: Any) -> str | None:
+    """Which part of a made batch holds NumPy arrays, in words ending in the fix; None where neither does (torch's
+    "linear(): argument 'input' must be Tensor, not numpy.ndarray" failed every cell, naming no line of the user's).
+    Other values are left to the model: one may take strings and tokenize them itself."""
+    numpy = sys.modules.get("numpy")  # read where the user imported it: the backend imports torch only
+    if numpy is None:
+        return None
+    arrays = [name for name, part in (("inputs", inputs), ("targets", targets))
+              if any(isinstance(leaf, numpy.ndarray) for leaf in tree_leaves(part))]  # fmt: skip
+    if not arrays:
+        return None
+    return f"returned NumPy arrays as its {' and '.join(arrays)}: return tensors, torch.from_numpy(array).to(device)"
 
 
 def _where(function: Callable) -> str:
