@@ -37,6 +37,15 @@ def test_a_long_element_wise_chain_is_memory_bound():
     assert v.modes == ("bf16", "channels_last", "fused") and "90% of the step" in v.figure
 
 
+def test_the_loss_counts_on_the_memory_side():
+    """A softmax cross-entropy over a large vocabulary (the LSTM's: a quarter of its step on a CPU) reads and writes
+    the logits once each: it counted on neither side, so a step whose loss and element-wise work outweigh its matrix
+    products read compute-bound."""
+    v = verdict(step(matmul=0.40, loss=0.35, elementwise=0.10, host=0.02, other=0.13))
+    assert (v.bound, v.level) == (Bound.MEMORY, MODERATELY)
+    assert v.figure == "element-wise, normalization, pooling, copies, loss and update 45% of the step"
+
+
 @pytest.mark.parametrize(("share", "expected"), [(0.04, None), (0.05, MODERATELY), (0.19, MODERATELY),
                                                  (0.20, HIGHLY)])  # fmt: skip
 def test_input_bound_at_tensorflows_thresholds(share, expected):

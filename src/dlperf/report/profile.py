@@ -19,7 +19,8 @@ A profile (`protocol.Profiled`, stored as `store.records.ProfileRecord`) says wh
   work, and `host` and `idle`, measured on the device's own timeline, are what tell.
 - otherwise the device's own work decides between compute and memory: the matrix products and convolutions
   (`matmul`) against the work that moves more bytes than it computes (`elementwise`, `normalization`, `pooling`,
-  `copy`, `optimizer`: the update is element-wise over every parameter). The larger side wins. When `dlperf peak`
+  `copy`, `loss`: a softmax and a reduction over the logits, `optimizer`: the update is element-wise over every
+  parameter). The larger side wins. When `dlperf peak`
   measured the matmul peak for this machine, device, threads and the mode's dtype, the matmul's achieved FLOP/s
   are held against it too (`report/utilization.py` matches the peaks): matrix products below 10% of the peak are
   too small to be bound by arithmetic (below the roofline's ridge), so a step whose matrix products run that far
@@ -70,7 +71,8 @@ LAUNCH_THRESHOLDS = (0.03, 0.15)  # TensorFlow: kModerately/kHighlyKernelLaunchB
 DEVICE_HIGHLY = 0.5  # compute or memory: its side takes half the step or more
 LOW_PEAK_SHARE = 0.10  # matrix products below this share of the measured peak are not bound by arithmetic
 
-MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.OPTIMIZER)
+MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.LOSS,
+                Category.OPTIMIZER)
 
 # the modes that address each bound, in the order to try them; those that do not run on the device are left out, and
 # those that do not apply to the model or have no fast path here (`modes.advisable`) are left out with the reason
@@ -242,7 +244,7 @@ def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, o
     peak_text = f", {100 * of_peak:.0f}% of the measured {matmul_dtype(mode)} peak" if of_peak is not None else ""
     if matmul > memory and (of_peak is None or of_peak >= LOW_PEAK_SHARE):
         return Bound.COMPUTE, matmul, f"matrix products {100 * matmul:.0f}% of the step{peak_text}"
-    figure = f"element-wise, normalization, pooling, copies and update {100 * memory:.0f}% of the step"
+    figure = f"element-wise, normalization, pooling, copies, loss and update {100 * memory:.0f}% of the step"
     if matmul > memory:  # matrix products dominate but run far below the peak: not arithmetic-bound
         return Bound.MEMORY, matmul, f"matrix products {100 * matmul:.0f}% of the step{peak_text}"
     return Bound.MEMORY, memory, figure
