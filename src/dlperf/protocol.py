@@ -418,7 +418,10 @@ class Profiled(Event):
     (None on a CPU, where no kernel is launched); `leaf_ops_per_step`: of the operators, those that do work
     themselves (no operator below them does, views and allocations left out: a conv2d and the convolution,
     _convolution and mkldnn_convolution it calls are one), what the dispatch floor counts on a CPU.
-    `trace`: the path of the gzip Chrome/Perfetto trace, or None; `notes`: what the profile could not give, and why."""
+    `trace`: the path of the gzip Chrome/Perfetto trace, or None; `notes`: what the profile could not give, and why.
+    `dispatch_s`: seconds to dispatch one tiny operator, measured in the profiled process after its profile as `dlperf
+    peak` measures it: the dispatch floor's cost where `dlperf peak` measured none for the cell's machine and threads
+    (None: a backend that does not measure it, or a profile stored before it was)."""
 
     steps: int
     step_s: float
@@ -432,6 +435,7 @@ class Profiled(Event):
     leaf_ops_per_step: int | None = None
     trace: str | None = None
     notes: list[str] = field(default_factory=list)
+    dispatch_s: float | None = None
 
 
 @event("loader")

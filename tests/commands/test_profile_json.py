@@ -89,3 +89,31 @@ def test_a_measured_cell_without_a_profile_is_not_said_to_be_unmeasured(profiled
     said = re.search(r"fcn-r torch cpu:2 fp32: 0\.450 s per step\n  not profiled: (.*)\n", text)
     assert said and said.group(1) == "measured, but its run stored no profile of it", text
     assert "the cell was not measured" not in text
+
+
+def test_the_dispatch_floors_cost_says_who_measured_it(profiled_db, capsys):  # noqa: F811
+    """`dlperf peak`'s cost for the cell's machine and threads, else the one the profiled process measured after its
+    profile (`Profiled.dispatch_s`): a profile without either has no floor."""
+    from dataclasses import replace
+
+    from commands.test_explain import LAUNCH
+    from dlperf.store.machine import MeasuredPeak
+
+    def floor_of_fcn() -> dict | None:
+        cells = json.loads(printed(profiled_db, capsys, "json"))["cells"]
+        return next(c for c in cells if c["key"] == FCN_KEY)["dispatch_floor"]
+
+    assert floor_of_fcn() is None
+    store = Store.open(profiled_db, create=False)
+    own = ProfileOutcome(Status.OK, None, 3.0, replace(LAUNCH, dispatch_s=2e-5))
+    store.record_profile(1, FCN_KEY, own)
+    store.close()
+    floor = floor_of_fcn()
+    assert (floor["cost_s"], floor["cost_from"], floor["count"]) == (2e-5, "the profiled process", 4100)
+    assert round(floor["seconds"], 9) == 0.082  # 4100 x 20 µs
+    store = Store.open(profiled_db, create=False)
+    peak = {"framework": "torch", "device": "cpu", "threads": 1, "kind": "dispatch", "value": 1e-4}
+    store.record_peaks(store.run(1).fingerprint, {}, [MeasuredPeak(**peak)])
+    store.close()
+    floor = floor_of_fcn()
+    assert (floor["cost_s"], floor["cost_from"]) == (1e-4, "dlperf peak")

@@ -15,6 +15,7 @@ from dlperf.report.format import figure, seconds
 from dlperf.report.profile import (
     Verdict,
     against_run,
+    dispatch_cost,
     fit_of,
     floor_count,
     floor_words,
@@ -112,8 +113,9 @@ class CellProfile:
     verdict: Verdict | None
     achieved: tuple[Achieved, ...]
     floor: tuple[float, float | None] | None  # the dispatch floor: seconds, share of the timed step
-    launch_cost_s: float | None  # `dlperf peak`'s cost of dispatching one operator, which the floor counts at
+    launch_cost_s: float | None  # the cost of dispatching one operator the floor counts at (`dispatch_cost`)
     notes: tuple[str, ...]  # the profile's own notes, and the busy machine's
+    cost_from: str | None = None  # who measured that cost: "dlperf peak", or "the profiled process"
 
     @property
     def why_not(self) -> str | None:
@@ -174,7 +176,8 @@ class CellProfile:
                           "of_peak": a.of_peak, "of_bandwidth": a.of_bandwidth, "flops_per_byte": a.intensity}
                          for a in self.achieved],
             "dispatch_floor": self.floor and {"seconds": self.floor[0], "share": self.floor[1], "count": count,
-                                              "counts": counted, "cost_s": self.launch_cost_s},
+                                              "counts": counted, "cost_s": self.launch_cost_s,
+                                              "cost_from": self.cost_from},
             "ops_per_step": figures.ops_per_step, "leaf_ops_per_step": figures.leaf_ops_per_step,
             "kernels_per_step": figures.kernels_per_step, "profiler_overhead": profile.overhead,
             "trace": figures.trace, "notes": list(self.notes),
@@ -191,6 +194,8 @@ def cell_profile(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping
     if profile is None or not profile.ok:
         return CellProfile(cell, profile, {}, None, {}, None, (), None, launch_cost_s, ())
     figures, overhead = profile.figures, profile.overhead
+    cost_from = "dlperf peak" if launch_cost_s else "the profiled process" if figures.dispatch_s else None
+    launch_cost_s = dispatch_cost(figures, launch_cost_s)
     categories, step = timed_categories(figures, overhead)
     v = verdict(figures, peaks, device=cell.device, mode=cell.mode, overhead=overhead, launch_cost_s=launch_cost_s,
                 fit=fit_of(cell, peaks, env), framework=cell.framework)  # fmt: skip
@@ -198,7 +203,7 @@ def cell_profile(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping
     return CellProfile(
         cell, profile, categories, step, shares(figures, overhead), v and against_run(v, cell, cells),
         tuple(achieved(figures, overhead, peaks, bandwidth, cell.mode)), timed_floor(figures, launch_cost_s, overhead),
-        launch_cost_s, (*figures.notes, *busy),
+        launch_cost_s, (*figures.notes, *busy), cost_from,
     )  # fmt: skip
 
 

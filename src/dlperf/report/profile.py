@@ -71,8 +71,14 @@ LAUNCH_THRESHOLDS = (0.03, 0.15)  # TensorFlow: kModerately/kHighlyKernelLaunchB
 DEVICE_HIGHLY = 0.5  # compute or memory: its side takes half the step or more
 LOW_PEAK_SHARE = 0.10  # matrix products below this share of the measured peak are not bound by arithmetic
 
-MEMORY_KINDS = (Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY, Category.LOSS,
-                Category.OPTIMIZER)
+MEMORY_KINDS = (
+    Category.ELEMENTWISE,
+    Category.NORMALIZATION,
+    Category.POOLING,
+    Category.COPY,
+    Category.LOSS,
+    Category.OPTIMIZER,
+)
 
 # the modes that address each bound, in the order to try them; those that do not run on the device are left out, and
 # those that do not apply to the model or have no fast path here (`modes.advisable`) are left out with the reason
@@ -104,6 +110,14 @@ class Verdict:
 
     def to_json(self) -> dict:
         return {"bound": self.bound.value, "level": self.level, "figure": self.figure, "modes": list(self.modes)}
+
+
+def dispatch_cost(profile: Profiled, measured_s: float | None) -> float | None:
+    """The cost of dispatching one operator the floor counts at: `dlperf peak`'s for the cell's machine and threads
+    (`measured_s`), else the one the profiled process measured after its profile. Without either, the profiler's
+    own cost per operator hid a tiny step's bound: a 56 µs step of Linear(16, 4), profiled 4-17x slower, read
+    launch-, compute- or memory-bound from run to run."""
+    return measured_s or profile.dispatch_s
 
 
 def dispatch_floor(ops_per_step: int, cost_s: float, step_s: float | None = None) -> tuple[float, float | None]:
@@ -205,6 +219,7 @@ def verdict(
     there, for the launch figure's floor; `fit`: what the workload and the device allow (`modes.Fit`: without it,
     only the peaks); `framework`: the cell's, whose backend must implement a mode to advise it (None: any mode)."""
     fit = fit or Fit.of(device, {}, dict(peaks or {}))
+    launch_cost_s = dispatch_cost(profile, launch_cost_s)
     share = shares(profile, overhead)
     if not share:
         return None

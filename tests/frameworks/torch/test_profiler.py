@@ -75,6 +75,17 @@ def test_the_categories_of_a_tiny_workload_sum_to_its_step(name):
     assert Profiled(**result).categories == result["categories"]  # exactly the event's fields
 
 
+def test_the_backends_profile_measures_what_dispatching_one_operator_costs_after_it():
+    """The dispatch floor's cost where `dlperf peak` measured none (`report/profile.dispatch_cost`): a chain of
+    in-place adds timed in the profiled process, outside the profile."""
+    train = tb.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+    train.step()
+    result = tb.profile(train, 2, None, CAP)
+    assert 1e-8 < result["dispatch_s"] < 1e-3  # torch dispatches a tiny operator in about 1-10 µs
+    assert Profiled(**result).dispatch_s == result["dispatch_s"]
+    assert not torch.autograd.profiler._is_profiler_enabled  # measured after the profile closed
+
+
 def test_the_profilers_first_cycle_warning_of_torch_2_11_is_not_left_on_the_childs_stderr(monkeypatch):
     """torch 2.11's profiler warns "Profiler clears events at the end of each cycle" as its first cycle starts (torch
     2.13 only from a second): a profile is one cycle, and that line would be all a crashed profile child's reason

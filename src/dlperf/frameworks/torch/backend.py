@@ -113,8 +113,12 @@ def loss_check(
 
 def profile(train: TorchStep, steps: int, trace_path: str | None, max_trace_bytes: int) -> dict[str, Any]:
     """Where `steps` steady steps' time goes, by torch.profiler (`profiler.profile`): the fields of
-    `dlperf.protocol.Profiled`."""
-    return profiler.profile(train, steps, trace_path, max_trace_bytes)
+    `dlperf.protocol.Profiled`, with the cost of dispatching one operator measured here after it (`dispatch_s`)."""
+    from dlperf.frameworks.torch.peak import DISPATCH_IN_PROFILE_S, dispatch_cost, sync_for, timer_config
+
+    result = profiler.profile(train, steps, trace_path, max_trace_bytes)
+    cost = dispatch_cost(train.device, timer_config(DISPATCH_IN_PROFILE_S), sync_for(train.device))
+    return {**result, "dispatch_s": cost["median_s"]}
 
 
 def loader(workload: Workload, data: str, setting: LoaderSetting, device: str, train: TorchStep | None = None):

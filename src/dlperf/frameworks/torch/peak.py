@@ -36,6 +36,7 @@ SLOW_CALL_FACTOR = 4  # a size whose one product would take longer than this man
 MIN_STEP_S = 1e-3  # fast calls are timed several to a step, so the clock and the syncs stay below ~1% of a step
 FP32_BYTES = 4
 CHAIN = 1000  # tiny operators per timed call of the dispatch figure: the clock and the sync well below 1% of it
+DISPATCH_IN_PROFILE_S = 0.25  # the dispatch cost's sampling in a profiled process (`backend.profile`): 0.3-0.5 s
 
 
 def timer_config(max_time: float) -> TimerConfig:
