@@ -109,6 +109,21 @@ def test_a_misspelt_argument_and_a_timer_not_a_timerconfig_are_said_in_the_calle
         dlperf.run(5, db=db)
 
 
+@pytest.mark.parametrize("typed_in", ["<stdin>", "<string>", "/tmp/ipykernel_4242/1234567.py"])
+def test_a_factory_typed_in_rather_than_in_a_file_is_refused_saying_where_to_put_it(tmp_path, typed_in):
+    """From stdin, `python -c` or a notebook's cell (whose file ipykernel does not write): the child processes import
+    the factory from its file, and dlperf said only "no such file '/cwd/<stdin>'"."""
+    namespace = {"__name__": "__main__"}
+    exec(compile("def make():\n    pass\n", typed_in, "exec"), namespace)
+    with pytest.raises(dlperf.UsageError) as caught:
+        dlperf.run(namespace["make"], db=str(tmp_path / "a.db"))
+    assert str(caught.value) == (
+        f"make is not defined in a file ({typed_in}): dlperf builds the model in processes of its own, which import "
+        "the factory from its file; put it in one (mine.py) and pass 'mine.py:make', or import it from there"
+    )
+    assert not (tmp_path / "a.db").exists()
+
+
 def make():  # a factory, as the API takes it: never called here
     raise AssertionError("built")
 

@@ -143,8 +143,11 @@ def source_of(factory: Callable[[], Any]) -> str:
     if module is not None and factory.__module__ != "__main__" and getattr(module, "__spec__", None):
         return f"{factory.__module__}:{name}"
     path = inspect.getsourcefile(factory)
-    if path is None:
-        raise UsageError(f"{factory!r}: cannot find the file that defines it")
+    if path is None or not Path(path).is_file():  # typed in: stdin, python -c, a notebook's cell
+        where = f" ({path})" if path else ""
+        raise UsageError(f"{name} is not defined in a file{where}: dlperf builds the model in processes of its own, "
+                         "which import the factory from its file; put it in one (mine.py) and pass "
+                         f"'mine.py:{name}', or import it from there")  # fmt: skip
     return f"{Path(path).resolve()}:{name}"
 
 
