@@ -30,6 +30,7 @@ from dlperf.modes import (
     exclusive_groups,
     mode_components,
     options_of,
+    preamble,
     recipe,
 )
 from dlperf.spec import canonical_mode
@@ -284,7 +285,7 @@ def test_options_never_offer_a_component_that_does_not_run_on_the_device(device)
 @pytest.mark.parametrize("row", [r for r in ROWS if r.searched], ids=lambda r: r.mode.value)
 def test_recipe_of_every_searched_component_changes_something(row):
     device = next(d for d in DeviceKind if d in row.devices)
-    lines = recipe(canonical_mode(row.mode.value), device)
+    lines = preamble(canonical_mode(row.mode.value)) + recipe(canonical_mode(row.mode.value), device)
     assert lines != recipe("fp32", device), lines
     assert not any("{device}" in line for line in lines), lines
 

@@ -150,10 +150,31 @@ def test_every_recipe_runs_as_printed_against_the_users_own_factory_and_keeps_it
     # a recipe once failed as pasted (`lr` undefined), swapped the user's optimizer for SGD with momentum 0.9, and
     # trained bf16 without zero_grad
     require("torch")
-    modes = ["fp32", "bf16", "fp16", "channels_last", "foreach", "fused", "bf16+channels_last+fused", "checkpoint"]
+    modes = [
+        "fp32",
+        "bf16",
+        "fp16",
+        "channels_last",
+        "foreach",
+        "fused",
+        "bf16+channels_last+fused",
+        "checkpoint",
+        "fused+malloc_keep",
+    ]  # last: its mallopt calls stay set in the process that runs them all
     ran = _run_recipes(tmp_path, modes)
     assert set(ran) == set(modes)
     assert ran["fused"] == "fused" and ran["foreach"] == "foreach" and ran["bf16+channels_last+fused"] == "fused"
+
+
+def test_an_allocators_lines_come_first_before_the_framework_allocates():
+    """malloc_keep's mallopt calls were printed after the model was built, though their comment said "first, before
+    the framework": set afterwards, they apply only to what is allocated afterwards."""
+    lines = opt.recipe("fused+malloc_keep", "cpu", "tiny-fcn-r")
+    first = lines.index("import torch")
+    assert first == 4 and lines[0].startswith("import ctypes  # first, before the framework")
+    assert all("mallopt" in line for line in lines[1:first]) and not any("mallopt" in line for line in lines[first:])
+    assert "fused=True" in "\n".join(lines[first:])
+    assert opt.recipe("tcmalloc", "cpu", "tiny-fcn-r")[0].startswith("# start Python with it preloaded: LD_PRELOAD")
 
 
 @pytest.mark.slow

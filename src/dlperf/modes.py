@@ -55,6 +55,7 @@ class ModeRow:
     ddp: bool = True  # measurable inside a DDP process (`--nproc`)
     searched: bool = True  # an option `dlperf optimize` tries in its group's round
     recipe: tuple[str, ...] = ()  # PyTorch lines that apply it before the loop; {device} is "cpu", "cuda", ...
+    preamble: tuple[str, ...] = ()  # lines that go first, before the framework is imported (an allocator's)
     step: tuple[str, ...] = ()  # a precision's loop body, in place of the plain one (STEP)
     arithmetic: bool = True  # may change what the step computes: a mode with it gets a loss check against fp32
 
@@ -127,21 +128,21 @@ ROWS: tuple[ModeRow, ...] = (
         Mode.MALLOC_KEEP, "allocator", "CPU, glibc: the heap keeps freed memory for reuse (mallopt: every block from "
         "the heap, none mapped on its own, none given back, one arena for every thread), so a step's activations are "
         "not page-faulted in afresh", exclusive=True, devices=CPU, arithmetic=False,
-        recipe=("import ctypes  # first, before the framework; or, before Python starts: "
-                "MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1 MALLOC_ARENA_MAX=1",
-                'ctypes.CDLL("libc.so.6").mallopt(-4, 0)  # M_MMAP_MAX: every block from the heap, 2 GiB ones too',
-                'ctypes.CDLL("libc.so.6").mallopt(-1, -1)  # M_TRIM_THRESHOLD: freed memory is never given back',
-                'ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX: every thread allocates from that heap'),
+        preamble=("import ctypes  # first, before the framework; or, before Python starts: "
+                  "MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=-1 MALLOC_ARENA_MAX=1",
+                  'ctypes.CDLL("libc.so.6").mallopt(-4, 0)  # M_MMAP_MAX: every block from the heap, 2 GiB ones too',
+                  'ctypes.CDLL("libc.so.6").mallopt(-1, -1)  # M_TRIM_THRESHOLD: freed memory is never given back',
+                  'ctypes.CDLL("libc.so.6").mallopt(-8, 1)  # M_ARENA_MAX: every thread allocates from that heap'),
     ),
     ModeRow(
         Mode.TCMALLOC, "allocator", "CPU: gperftools' tcmalloc in place of glibc's malloc, preloaded as the process "
         "starts (LD_PRELOAD; apt install libtcmalloc-minimal4)", exclusive=True, devices=CPU, arithmetic=False,
-        recipe=("# start Python with it preloaded: LD_PRELOAD=libtcmalloc_minimal.so.4 python train.py",),
+        preamble=("# start Python with it preloaded: LD_PRELOAD=libtcmalloc_minimal.so.4 python train.py",),
     ),
     ModeRow(
         Mode.JEMALLOC, "allocator", "CPU: jemalloc in place of glibc's malloc, preloaded as the process starts "
         "(LD_PRELOAD; apt install libjemalloc2)", exclusive=True, devices=CPU, arithmetic=False,
-        recipe=("# start Python with it preloaded: LD_PRELOAD=libjemalloc.so.2 python train.py",),
+        preamble=("# start Python with it preloaded: LD_PRELOAD=libjemalloc.so.2 python train.py",),
     ),
 )
 # fmt: on
@@ -241,6 +242,14 @@ def recipe(mode: str, device_kind: DeviceKind, *, named: bool = False) -> list[s
     lines += ["for _ in range(steps):", *(f"    {line}" for line in body)]
     call = "model(**x)" if named else "model(x)"
     return [line.replace("{device}", device_kind.value).replace("model(x)", call) for line in lines]
+
+
+def preamble(mode: str) -> list[str]:
+    """The lines that go before everything else in `mode`'s script, before the framework is imported: an allocator
+    set up once it has allocated applies only to what it allocates afterwards (the recipe put malloc_keep's mallopt
+    calls after the model was built)."""
+    rows = sorted((ROW[p] for p in mode_components(mode)), key=lambda r: MODE_ORDER.index(r.mode))
+    return [line for row in rows for line in row.preamble]
 
 
 def help_text() -> str:

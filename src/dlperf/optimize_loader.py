@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
+from dlperf.modes import preamble as mode_preamble
 from dlperf.modes import recipe as mode_recipe
 from dlperf.protocol import Cell
 from dlperf.report.data import dominates, recommend
@@ -300,6 +301,7 @@ def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = 
     chosen = loader.chosen if loader else None
     folder = f", data_dir={data_dir!r}" if data_dir else ""
     return [
+        *mode_preamble(mode),
         "import torch",
         "from dlperf import training_parts",
         "",

@@ -82,7 +82,7 @@ def test_a_block_over_2_gib_freed_comes_back_without_its_pages_faulted_in_again(
     assert min(plain["faults"]) > plain["pages"] / 2, plain  # mapped afresh, each time
     assert kept["faults"][0] > kept["pages"] / 2 and kept["faults"][1] < kept["pages"] / 100, kept
     # the recipe's other way, glibc's variables set before the process starts, as its first line says them
-    first = ROW[Mode.MALLOC_KEEP].recipe[0]
+    first = ROW[Mode.MALLOC_KEEP].preamble[0]
     variables = dict(word.split("=", 1) for word in first.split(": ", 1)[1].split() if "=" in word)
     assert set(variables) == {"MALLOC_MMAP_MAX_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_ARENA_MAX"}, first
     by_environment = faults("fp32", **variables)
@@ -90,7 +90,7 @@ def test_a_block_over_2_gib_freed_comes_back_without_its_pages_faulted_in_again(
 
 
 def test_the_recipe_says_the_mallopt_calls_the_worker_makes():
-    recipe = "\n".join(ROW[Mode.MALLOC_KEEP].recipe)
+    recipe = "\n".join(ROW[Mode.MALLOC_KEEP].preamble)
     calls = [(int(o), int(v)) for o, v in re.findall(r"mallopt\((-?\d+), (-?\d+)\)", recipe)]
     assert calls == [(option, value) for _, option, value in heap.KEEP_OPTIONS], recipe
 
