@@ -162,7 +162,25 @@ def test_a_log_axis_within_a_decade_names_more_than_two_ticks(plt):
               Series("T4, predicted", [Point(1, 0.00162), Point(256, 0.00168)], dashed=True)]  # fmt: skip
     chart = Chart("crossover-1", "lines", "x", "batch size", "seconds per step", series, log_x=True, log_y=True)
     # and one named at or below the lowest step and at or above the highest (test_a_log_axis_names_a_tick_either_side)
-    assert named_ticks(drawn(plt, chart)) == ["0.0003", "0.0005", "0.0007", "0.001", "0.0015", "0.002"]
+    ax = drawn(plt, chart)  # in ms, the unit the tables write these steps in
+    assert named_ticks(ax) == ["0.3", "0.5", "0.7", "1", "1.5", "2"] and ax.get_ylabel() == "ms per step"
+
+
+def test_a_time_axis_is_in_the_unit_the_tables_write_its_steps_in(plt):
+    """A thread-scaling chart of a 216-292 µs step read 0.000225, 0.000250 ... on an axis of "seconds per
+    mini-batch", where the table says 216 µs; a step of 0.1 s or more stays in seconds."""
+    series = [Series("torch fp32", [Point(1, 216e-6, 212e-6, 226e-6), Point(2, 292e-6, 287e-6, 305e-6)])]
+    chart = Chart("scaling-x", "lines", "x", "CPU threads", "seconds per mini-batch", series)
+    ax = drawn(plt, chart)
+    assert ax.get_ylabel() == "µs per mini-batch"
+    assert named_ticks(ax)[:3] == ["220", "240", "260"]
+    series = [Series("torch fp32", [Point(1, 2.42e-3), Point(2, 1.70e-3)])]
+    assert drawn(plt, Chart("s", "lines", "x", "CPU threads", "seconds per mini-batch", series)).get_ylabel() == (
+        "ms per mini-batch"
+    )
+    series = [Series("torch fp32", [Point(1, 0.42), Point(2, 0.30)])]
+    ax = drawn(plt, Chart("s", "lines", "x", "CPU threads", "seconds per mini-batch", series))
+    assert ax.get_ylabel() == "seconds per mini-batch" and "0.30" in named_ticks(ax)
 
 
 def named_ticks(ax) -> list[str]:
@@ -180,7 +198,7 @@ def test_a_log_axis_names_a_tick_either_side(plt):
     series = [Series("CPU, measured", [Point(1, 0.00033), Point(16, 0.00043), Point(4096, 0.0085, 0.008, 0.0089)]),
               Series("T4, predicted", [Point(1, 0.0016), Point(4096, 0.0025)], dashed=True)]  # fmt: skip
     chart = Chart("crossover-1", "lines", "x", "batch size", "seconds per step", series, log_x=True, log_y=True)
-    assert named_ticks(drawn(plt, chart)) == ["0.0002", "0.0005", "0.001", "0.002", "0.005", "0.01"]
+    assert named_ticks(drawn(plt, chart)) == ["0.2", "0.5", "1", "2", "5", "10"]  # ms
     bars = [Series(label, [Point("FCN-R", y)]) for label, y in (("here", 0.673), ("paper, CPU", 0.252),
                                                                  ("paper, GPU", 0.016))]  # fmt: skip
     chart = Chart("paper", "bars", "x", "network", "seconds", bars, categories=["FCN-R"], log_y=True)
