@@ -55,6 +55,7 @@ class WorkloadAnswer(Wire):
     batch_error: str | None = field(default=None, metadata=ABSENT)  # the batch maker failed here: the workers will say
     input_names: list[str] | None = field(default=None, metadata=ABSENT)  # a dict of inputs: the model takes them so
     no_checkpoint: str | None = field(default=None, metadata=ABSENT)  # why the checkpoint mode refuses the model
+    no_compile: str | None = field(default=None, metadata=ABSENT)  # why the compile mode refuses it (TorchScript)
     # without --data DIR, the folder the factory's `data_dir` defaults to, absolute (`workloads.user.default_data_dir`)
     default_data_dir: str | None = field(default=None, metadata=ABSENT)
     # the user's files the child imported (`worker/sources.py`): what the kept answer was made from (`predict/cache.py`)

@@ -278,6 +278,7 @@ class Fit:
     image_input: bool | None = None  # a batch of images (channels, height, width); None: not known
     optimizer: str | None = None  # the optimizer's class name, lower case; None: not known (a user's)
     no_checkpoint: str | None = None  # why checkpoint refuses the model, as its probe read it; None: it may apply
+    no_compile: str | None = None  # why compile refuses it (a TorchScript model), as its probe read it
     # dtype -> its matrix product's speed over fp32's here, and where that figure comes from
     speed: tuple[tuple[str, float, str], ...] = ()
 
@@ -295,9 +296,10 @@ class Fit:
                 speed.append((dtype, peaks[dtype] / fp32, "`dlperf peak` measured"))
             elif (probe_speed or {}).get(dtype):
                 speed.append((dtype, probe_speed[dtype], "the planning probe timed"))
+        extra = workload.get("extra") or {}
         return cls(DeviceKind(device.split(":")[0]), None if shape is None else len(shape) == 3,
-                   None if name in (None, "user") else name.lower(), (workload.get("extra") or {}).get("no_checkpoint"),
-                   tuple(speed))  # fmt: skip
+                   None if name in (None, "user") else name.lower(), extra.get("no_checkpoint"),
+                   extra.get("no_compile"), tuple(speed))  # fmt: skip
 
 
 def left_out(option: str, fit: Fit) -> str | None:
@@ -318,6 +320,8 @@ def _left_out(part: Mode, fit: Fit) -> str | None:
         return "needs an image input (channels, height, width)"
     if part is Mode.CHECKPOINT and fit.no_checkpoint:
         return fit.no_checkpoint
+    if part is Mode.COMPILE and fit.no_compile:
+        return fit.no_compile
     if part in IMPLEMENTED_BY and fit.optimizer and fit.optimizer not in IMPLEMENTED_BY[part]:
         return f"the optimizer ({fit.optimizer}) has no {part.value} implementation"
     for dtype, speed, source in fit.speed:

@@ -40,6 +40,7 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
     folder = {"data_dir": data_dir} if data_dir else {"default_data_dir": answer.default_data_dir}
     folder["input_names"] = answer.input_names  # a dict of inputs, passed by name: the recipe's model(**x)
     folder["no_checkpoint"] = answer.no_checkpoint  # a search leaves the mode out with this reason (`modes.Fit`)
+    folder["no_compile"] = answer.no_compile
     return Workload(
         name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,

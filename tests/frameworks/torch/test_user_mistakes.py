@@ -246,6 +246,16 @@ def dict_output():
     return dlperf.user_workload("dictout", Logits(), pair, loss, batch_size=4)
 
 
+def scripted():
+    model = torch.jit.script(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)))
+    return dlperf.user_workload("scripted", model, pair, nn.functional.cross_entropy, batch_size=4)
+
+
+def traced():
+    model = torch.jit.trace(nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2)), torch.randn(2, 8))
+    return dlperf.user_workload("traced", model, pair, nn.functional.cross_entropy, batch_size=4)
+
+
 def dict_output_picked():
     loss = lambda out, y: nn.functional.cross_entropy(out["logits"], y)
     return dlperf.user_workload("picked", Logits(), pair, loss, batch_size=4)
@@ -510,3 +520,27 @@ def test_a_loss_given_the_models_dict_says_what_it_was_given_and_where(mistakes)
     raised_in_dlperf = caught.value.with_traceback(None)  # its own frames are dlperf's, and this test's
     assert where_in_user_code(raised_in_dlperf) == f" (at {mistakes}:{line}, in <lambda>)"
     build(user(f"{mistakes}:dict_output_picked"), "cpu", "fp32").step()
+
+
+@pytest.mark.filterwarnings("ignore:.*torch.jit")  # TorchScript is deprecated: the user's model is scripted anyway
+def test_a_torchscript_model_has_compile_and_checkpoint_unsupported_saying_why_and_the_search_leaves_them_out(mistakes):
+    """compile of a torch.jit.script model failed its cell (torch: 'does not support compiling torch.jit.script ...
+    models directly'), and checkpoint said the scripted nn.Sequential had none. The probe reads both refusals, the
+    build's words, and the plan's Fit leaves the modes out with them; a traced model compiles."""
+    from dlperf.frameworks.torch.build import build
+    from dlperf.modes import Fit, left_out
+
+    cases = (("scripted", "script", ("checkpoint", "compile")), ("traced", "trace", ("checkpoint",)))
+    for factory, how, refuses in cases:
+        w = user(f"{mistakes}:{factory}")
+        described = probe_workload(f"{mistakes}:{factory}")
+        fit = Fit.of("cpu", {"extra": {k: described.get(k) for k in ("no_checkpoint", "no_compile")}})
+        for mode in refuses:
+            with pytest.raises(NotImplementedError) as caught:
+                build(w, "cpu", mode)
+            said = (f"{factory} is a TorchScript module (torch.jit.{how}), and {mode} works on a model's Python "
+                    "modules: give dlperf the model unscripted")  # fmt: skip
+            assert str(caught.value) == described[f"no_{mode}"] == left_out(mode, fit) == said
+        build(w, "cpu", "fp32").step()
+    assert "no_compile" not in described and left_out("compile", fit) is None
+    build(w, "cpu", "compile")  # the traced model: torch.compile takes it

@@ -26,7 +26,7 @@ from dlperf.frameworks.torch.step import (
     make_optimizer,
     synthetic_batch,
 )
-from dlperf.frameworks.torch.user import build_user
+from dlperf.frameworks.torch.user import build_user, scripted
 from dlperf.modes import Mode, check_device, mode_components
 from dlperf.vocab import DeviceKind, Framework
 from dlperf.workloads.base import Workload
@@ -62,6 +62,9 @@ def _builtin(workload: Workload, device: torch.device, seed: int) -> TorchStep:
 def _apply(step: TorchStep, components: set[Mode], name: str, *, user: bool = False) -> None:
     """The mode's components applied to `step`, in a fixed order (CUDA graphs after autocast: they refuse fp16's
     gradient scaler); `user`: a user's model (a refusal says what to change in it)."""
+    for part in components & {Mode.CHECKPOINT, Mode.COMPILE} if user else ():
+        if why := scripted(step.model, name, part.value):
+            raise NotImplementedError(why)
     if Mode.CHANNELS_LAST in components:
         _channels_last(step, name)
     if Mode.CHECKPOINT in components:

@@ -126,6 +126,21 @@ def _compiled(model: torch.nn.Module) -> bool:
     return dynamo is not None and isinstance(model, dynamo.OptimizedModule)
 
 
+def scripted(model: torch.nn.Module, name: str, mode: str) -> str | None:
+    """Why `mode` cannot apply to a TorchScript model, in words ending in the fix; None where it can. torch.compile
+    refuses torch.jit.script's modules ("does not support compiling torch.jit.script ... models directly", a failed
+    cell); checkpoint finds no nn.Sequential in either kind (torch.jit.trace's too), which its refusal called a
+    model of neither, asking for the nn.Sequential it was."""
+    kind = {"compile": torch.jit.RecursiveScriptModule, "checkpoint": torch.jit.ScriptModule}.get(mode)
+    if kind is None or not isinstance(model, kind):
+        return None
+    how = "torch.jit.trace" if isinstance(model, torch.jit.TracedModule) else "torch.jit.script"
+    return (
+        f"{name} is a TorchScript module ({how}), and {mode} works on a model's Python modules: give "
+        "dlperf the model unscripted"
+    )
+
+
 def _unmaterialised(module: torch.nn.Module) -> bool:
     """A lazy module (torch.nn.LazyLinear...) whose parameters wait for its first forward: counting them, moving them
     or handing them to an optimizer raises torch's 'uninitialized parameter' ValueError."""
@@ -281,6 +296,7 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         "clip_grad_norm": user.clip_grad_norm,
         **_input_of(user, source),
         **({"no_checkpoint": why} if (why := _no_checkpoint(user)) else {}),
+        **({"no_compile": why} if (why := scripted(user.model, user.name, "compile")) else {}),
         **({"default_data_dir": folder} if data_dir is None and (folder := default_data_dir(factory)) else {}),
     }
 
@@ -290,6 +306,8 @@ def _no_checkpoint(user: UserWorkload) -> str | None:
     leaves the mode out with it instead of starting a process to be told; None where it applies."""
     from dlperf.frameworks.torch import recompute
 
+    if why := scripted(user.model, user.name, "checkpoint"):
+        return why
     trunk = recompute.find_trunk(user.model)
     if trunk is not None and len(trunk.blocks) >= recompute.MIN_CHECKPOINT_BLOCKS:
         return None
