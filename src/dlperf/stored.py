@@ -34,10 +34,8 @@ def results(db: str | None = None, *, run: int | Sequence[int] | str | None = No
     chosen = _runs(run)
     store = Store.open(given_db(db), create=False)
     faults: list[Exception] = []
-    try:
+    try:  # no such run: said as the caller's argument, run=9 (`said_as`), not the command's --run 9
         records = [r for one in chosen_runs(store, chosen) for r in run_records(store, one, samples, faults.append)]
-    except UsageError as exc:  # no such run: said as the caller's argument, run=9, not the command's --run 9
-        raise UsageError(str(exc).replace("--run ", "run=", 1)) from None
     finally:
         store.close()
     for fault in faults:

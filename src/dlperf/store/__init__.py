@@ -38,6 +38,7 @@ from dlperf.store.location import (
     newer_schema,
     not_sqlite,
     read_only_wal,
+    run_said,
 )
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
@@ -283,7 +284,7 @@ class Store(Copies, MachineFigures):
             return run_record(row)
         row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            raise UsageError(f"--run {run_id}: no such run in {self.path}")
+            raise UsageError(f"{run_said(run_id)}: no such run in {self.path}")
         return run_record(row)
 
     def runs(self) -> list[RunRecord]:

@@ -58,6 +58,11 @@ def said_as(flag: str) -> Iterator[None]:
         _SAID_AS.reset(token)
 
 
+def run_said(run_id: int) -> str:
+    """A run as its caller named it: "--run 9" under a command, "run=9" under the Python API (`said_as("db")`)."""
+    return f"run={run_id}" if _SAID_AS.get() == "db" else f"--run {run_id}"
+
+
 def db_said_as(flag: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """A function whose store is named as `flag` in its lines (`said_as`): "db" for a Python API function
     (`dlperf.run`), "--db" for a command's."""
