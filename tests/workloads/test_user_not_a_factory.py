@@ -28,6 +28,20 @@ def returns_three():
 
 def flexible(*args, **kwargs):
     return 3
+
+import operator
+getter = operator.itemgetter(1)
+
+class Module:  # stands for torch.nn.Module, told by its name and module: this test imports no framework
+    def __call__(self, x):
+        return x
+
+Module.__module__ = "torch.nn.modules.module"
+
+class Net(Module):
+    pass
+
+model = Net()
 """
 
 
@@ -50,6 +64,11 @@ NOT_FACTORIES = {
     "needs": "needs requires a, which dlperf cannot give it",
     "gen": "gen is a generator",
     "Model": "Model is a class",
+    "getter": "getter is an instance of operator.itemgetter, operator's own",  # read as the class alone
+    # a model built at the file's top level, named in place of a factory: read as "is torch...Linear, of the installed
+    # package torch", as if it were torch's class
+    "model": r"model is a torch.nn.Module \(a Net\), not a factory: build it in one, def make\(\): return "
+    r"dlperf.user_workload\('my-model', model, make_batch, loss, batch_size=...\)",
 }
 
 

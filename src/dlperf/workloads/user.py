@@ -273,8 +273,12 @@ def not_a_factory(factory: Callable[..., Any]) -> str | None:
     if inspect.isroutine(function) and not inspect.isfunction(function):
         return "is a builtin function, not a Python one"
     owner = function if inspect.isfunction(function) else type(function)  # or a callable object: its class's
+    if owner is not function and _a_model(owner):
+        return (f"is a torch.nn.Module (a {owner.__qualname__}), not a factory: build it in one, def make(): "
+                "return dlperf.user_workload('my-model', model, make_batch, loss, batch_size=...)")  # fmt: skip
     if why := whose(owner):
-        return f"is {owner.__module__}.{owner.__qualname__}, {why}"
+        named = f"{owner.__module__}.{owner.__qualname__}"
+        return f"is {named if owner is function else f'an instance of {named}'}, {why}"
     if (
         inspect.isgeneratorfunction(function)
         or inspect.iscoroutinefunction(function)
@@ -290,6 +294,11 @@ def not_a_factory(factory: Callable[..., Any]) -> str | None:
     if extra := [name for name in required if name not in FACTORY_ARGUMENTS]:
         return f"requires {', '.join(extra)}, which dlperf cannot give it"
     return None
+
+
+def _a_model(cls: type) -> bool:
+    """Whether `cls` is a torch.nn.Module, told by its classes' names: this module never imports a framework."""
+    return any(c.__name__ == "Module" and c.__module__.startswith("torch.nn") for c in cls.__mro__)
 
 
 # what a factory may require: the --data DIR it is given, where it takes one
