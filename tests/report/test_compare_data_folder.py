@@ -125,4 +125,17 @@ def test_what_one_dlperf_recorded_of_the_workload_and_the_other_did_not_is_no_di
     assert only.verdict == Verdict.SAME and not only.reason
     other = {**said, "extra": {**said["extra"], "input_names": ["ids"]}}
     [only] = compared(PlannedCell(b.cell, said), PlannedCell(b.cell, other)).cells
-    assert only.verdict == Verdict.NOT_COMPARABLE and "input_names" in only.reason
+    assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == (
+        "the workloads differ: extra.input_names ['x'] -> ['ids']"
+    )
+
+
+def test_a_long_change_of_the_workload_is_named_not_spelled_out(tmp_path):
+    """The checkpoint mode's refusal changes with the model, and both its sentences (about 250 characters each)
+    filled the note beside the change that tells: params 68 -> 1348."""
+    a = user_cell("cnn.py:make", str(tmp_path / "a"))
+    refusal = "checkpoint needs an nn.Sequential of 3 or more modules ... " * 4
+    before = {**a.workload, "params": 68, "extra": {**a.workload["extra"], "no_checkpoint": refusal + "none"}}
+    after = {**before, "params": 1348, "extra": {**before["extra"], "no_checkpoint": refusal}}
+    [only] = compared(PlannedCell(a.cell, before), PlannedCell(a.cell, after)).cells
+    assert only.reason == "the workloads differ: extra.no_checkpoint changed, params 68 -> 1348"

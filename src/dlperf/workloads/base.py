@@ -80,7 +80,21 @@ def workload_diff(wa: dict[str, Any], wb: dict[str, Any], ignore: Sequence[str] 
     """How two workloads (`Workload.to_json`) differ, e.g. "params 263338 -> 270298"; "" when they are the same but
     for the keys in `ignore`. What identifies a workload in `dlperf compare` and `dlperf predict --cost`."""
     keys = [k for k in dict.fromkeys([*wa, *wb]) if k not in ignore and wa.get(k) != wb.get(k)]
-    return ", ".join(f"{k} {wa.get(k)} -> {wb.get(k)}" for k in keys)
+    return ", ".join(_changed(k, wa.get(k), wb.get(k)) for k in keys)
+
+
+LONGEST_CHANGE = 80  # characters: a change said value by value up to this, else named only
+
+
+def _changed(key: str, a: Any, b: Any) -> str:
+    """One key's change, "batch 64 -> 128"; a dict's by its own keys ("extra.input_names ['x'] -> ['ids']"), and one
+    too long to read beside the others by its name alone ("extra.no_checkpoint changed": the checkpoint mode's refusal,
+    both its sentences, filled a compare's note)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        inner = [k for k in dict.fromkeys([*a, *b]) if a.get(k) != b.get(k)]
+        return ", ".join(_changed(f"{key}.{k}", a.get(k), b.get(k)) for k in inner)
+    said = f"{key} {a} -> {b}"
+    return said if len(said) <= LONGEST_CHANGE else f"{key} changed"
 
 
 VARIANT = re.compile(r"(.+)@b(\d+)")  # at a batch of its own: `resnet-50@b64`, as fit and crossover name theirs
