@@ -63,6 +63,19 @@ def fixed():
     return dlperf.user_workload("tokens", model, None, torch.nn.functional.cross_entropy, batch_size=4, loader=loader)
 
 
+class Labelled(Tokens):
+    """A Hugging Face-style sample: one dict, the target under `labels`."""
+
+    def __getitem__(self, i):
+        ids, label = super().__getitem__(i)
+        return {"input_ids": ids, "labels": label}
+
+
+def labelled():
+    return dlperf.user_workload("labelled", torch.nn.Linear(12, 2), None, torch.nn.functional.cross_entropy,
+                                batch_size=4, dataset=Labelled())
+
+
 def unpaired():
     model = torch.nn.Linear(12, 2)
     loader = lambda n, **kw: torch.utils.data.DataLoader(torch.zeros(8, 12), batch_size=n, **kw)  # noqa: E731
@@ -139,6 +152,19 @@ def test_a_loader_whose_batches_are_not_pairs_is_one_line(tokens):
 
     with pytest.raises(UsageError, match=r"the first batch of loader\(1, num_workers=0\) must be an \(input, target\)"):
         tb.probe({"what": "workload", "source": f"{tokens}:unpaired"})
+
+
+def test_a_dict_sample_says_its_keys_and_with_a_labels_key_the_pair_that_would_do(tokens):
+    """A Hugging Face-style dataset ({"input_ids": ..., "labels": ...}) was told only that its sample must be a pair."""
+    from dlperf.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        tb.probe({"what": "workload", "source": f"{tokens}:labelled"})
+    assert str(caught.value).endswith(
+        "dataset[0] must be an (input, target) pair to draw the batch from; it is a dict of input_ids, labels: return "
+        "the inputs and the labels apart, ({k: v for k, v in sample.items() if k != 'labels'}, sample['labels']), the "
+        "inputs passed by name, model(**inputs)"
+    )
 
 
 def test_a_factory_with_neither_is_one_line_naming_dataset(tokens):

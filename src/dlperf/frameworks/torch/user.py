@@ -207,8 +207,24 @@ def first_sample_batches(user: UserWorkload, source: str) -> Callable[[int, torc
         raise UsageError(f"workload {source!r}: the batch is drawn from {what}, which raised "
                          f"{type(exc).__name__}: {exc}") from exc  # fmt: skip
     if not (isinstance(first, (list, tuple)) and len(first) == 2):
-        raise UsageError(f"workload {source!r}: {what} must be an (input, target) pair to draw the batch from")
+        raise UsageError(f"workload {source!r}: {what} must be an (input, target) pair to draw the batch from; it "
+                         f"is {_sample(first)}")  # fmt: skip
     return partial(_repeated, tuple(first))
+
+
+def _sample(first: Any) -> str:
+    """What a dataset's sample (or a loader's batch) is, for the refusal: a dict's keys, and the pair that would do
+    for a Hugging Face-style one of a `labels` key."""
+    if not isinstance(first, dict):
+        return _described(first)
+    keys = ", ".join(map(str, first))
+    label = next((k for k in ("labels", "label", "targets", "target") if k in first), None)
+    if label is None:
+        return f"a dict of {keys}"
+    return (
+        f"a dict of {keys}: return the inputs and the {label} apart, ({{k: v for k, v in sample.items() if k != "
+        f"{label!r}}}, sample[{label!r}]), the inputs passed by name, model(**inputs)"
+    )
 
 
 def _first_loaded(loader: Callable[..., Any]) -> Any:
