@@ -345,6 +345,12 @@ class Raises(torch.nn.Linear):
         raise ValueError("the first line\\nand the second")
 
 
+class Masked(torch.nn.Linear):
+    def forward(self, x):
+        kept = x[x[:, 0] > 0]  # a boolean mask: how many rows it keeps depends on the values
+        return super().forward(x) + super().forward(kept).sum()
+
+
 def make(kind):
     def batch(n, device):
         return torch.randn(n, 8, device=device), torch.randint(3, (n,), device=device)
@@ -358,6 +364,7 @@ def item(): return make("Item")
 def numpy(): return make("Numpy")
 def torch_function(): return make("Torch")
 def raises(): return make("Raises")
+def masked(): return make("Masked")
 """
 
 
@@ -366,7 +373,10 @@ def raises(): return make("Raises")
     [("branchy", "its step reads a tensor's value (.item(), float(), a Python `if` on a tensor)"),
      ("item", "its step reads a tensor's value"),
      ("numpy", "RuntimeError: .numpy() is not supported for tensor subclasses."),
-     ("raises", "ValueError: the first line and the second")],
+     ("raises", "ValueError: the first line and the second"),
+     ("masked", "its step's shapes depend on its values (pack_padded_sequence, nonzero, a boolean mask), which fake "
+                "tensors do not hold (DynamicOutputShapeException: aten.nonzero.default); `dlperf run` and `dlperf "
+                "fit` measure it on this machine")],
 )  # fmt: skip
 def test_a_model_fake_tensors_cannot_run_answers_one_line_naming_why(tmp_path, factory, reason):
     source = tmp_path / "untraceable.py"
@@ -374,6 +384,19 @@ def test_a_model_fake_tensors_cannot_run_answers_one_line_naming_why(tmp_path, f
     user = Workload(factory, "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:{factory}")
     got = tb.op_count(user, "fp32", 4)
     assert "ops" not in got and reason in got["error"] and "\n" not in got["error"], got
+
+
+def test_the_memory_trace_says_a_step_of_value_dependent_shapes_as_the_count_does(tmp_path):
+    """pack_padded_sequence's or a boolean mask's output shape depends on values: `predict --memory` said only
+    'DynamicOutputShapeException: aten._pack_padded_sequence.default'."""
+    from dlperf.frameworks.torch.memcount import memory_count
+
+    source = tmp_path / "untraceable.py"
+    source.write_text(UNTRACEABLE)
+    user = Workload("masked", "user", {}, InputSpec("vector", (8,)), 3, 4, OptimizerSpec(), source=f"{source}:masked")
+    [traced] = memory_count(user, "fp32", [4])
+    assert traced["error"] == tb.op_count(user, "fp32", 4)["error"] and "refused" not in traced
+    assert traced["error"].startswith("its step's shapes depend on its values")
 
 
 def test_a_custom_autograd_function_in_torch_is_counted(tmp_path):

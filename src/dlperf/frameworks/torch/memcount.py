@@ -128,7 +128,20 @@ def _fake_built(workload: Workload, mode: str, fake: FakeTensorMode):
 def _why(workload: Workload, mode: str, exc: BaseException) -> str:
     """Why the step cannot be traced, in one line: first the user's own error, at the user's line, where the step
     fails on its own too (as the operator count says it: `own_error`)."""
-    return own_error(workload, mode) or " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    return own_error(workload, mode) or uncountable(exc)
+
+
+def uncountable(exc: BaseException) -> str:
+    """Why a step cannot be counted or traced on fake tensors, in one line: a value read, or shapes that depend on
+    values (pack_padded_sequence, nonzero, a boolean mask), named as such, with what measures such a step."""
+    text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
+    if isinstance(exc, fake_tensor.DynamicOutputShapeException):
+        return (f"its step's shapes depend on its values (pack_padded_sequence, nonzero, a boolean mask), which fake "
+                f"tensors do not hold ({text}); `dlperf run` and `dlperf fit` measure it on this machine")  # fmt: skip
+    if isinstance(exc, fake_tensor.DataDependentOutputException) or "data-dependent" in text.lower():
+        return (f"its step reads a tensor's value (.item(), float(), a Python `if` on a tensor), which fake tensors "
+                f"do not hold ({text})")  # fmt: skip
+    return text
 
 
 _OWN_ERRORS: dict[tuple[str, str], str | None] = {}  # (workload, mode) -> its own error (None: its step runs)

@@ -12,11 +12,10 @@ import time
 from typing import Any
 
 import torch
-from torch._subclasses.fake_tensor import DataDependentOutputException
 
 from dlperf.frameworks.common.ops import Affine, grouped
 from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
-from dlperf.frameworks.torch.memcount import FAKE_LIMITS, own_error
+from dlperf.frameworks.torch.memcount import FAKE_LIMITS, own_error, uncountable
 from dlperf.frameworks.torch.opcount import count_calls, nbytes, tensors_in
 from dlperf.frameworks.torch.step import synthetic_batch
 from dlperf.frameworks.torch.threads import describe_device
@@ -94,15 +93,6 @@ def batch_of(workload: Workload, batch: int, step) -> tuple[Any, Any]:
     if workload.arch == "user":
         return step.user.make_batch(batch, cpu)
     return synthetic_batch(dataclasses.replace(workload, batch=batch), cpu)
-
-
-def uncountable(exc: BaseException) -> str:
-    """Why a step cannot be counted on fake tensors, in one line: a value read named as such."""
-    text = " ".join(f"{type(exc).__name__}: {exc}".split())[:300]
-    if isinstance(exc, DataDependentOutputException) or "data-dependent" in text.lower():
-        return (f"its step reads a tensor's value (.item(), float(), a Python `if` on a tensor), which fake tensors "
-                f"do not hold ({text})")  # fmt: skip
-    return text
 
 
 def probe_data(workload: Workload, data: str) -> dict[str, Any]:
