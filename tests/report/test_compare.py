@@ -118,6 +118,21 @@ def test_different_workload_definitions_are_not_comparable():
     assert not result.regressions()
 
 
+def test_a_workload_at_its_own_batch_is_the_workload_at_that_batch():
+    """Issue: advise's thread search stores `fcn-r@b1024` (`NAME@bN`), a run `fcn-r` at its batch of 1024: `dlperf
+    compare` of the two said "share no cell measured on both sides" of the same work. At another batch they differ."""
+    plain, variant, other = cell("fcn-r", batch=1024), cell("fcn-r@b1024", batch=1024), cell("fcn-r@b64", batch=64)
+    variant.workload.update(name="fcn-r@b1024", paper=None, ddp_batch=None)
+    plain.workload.update(name="fcn-r", paper={"table": 7}, ddp_batch=4096)
+    pa, pb = processes(13, 3, 0.1), processes(14, 3, 0.2)
+    result = compare([record(variant, pa), record(other, pa)], [record(plain, pb)],
+                     {variant.cell.key: pa, other.cell.key: pa}, {plain.cell.key: pb})  # fmt: skip
+    [only] = result.cells
+    assert only.key == variant.cell.key and only.verdict == Verdict.SLOWER and only.reason != "the workloads differ"
+    assert [(u.key, u.why) for u in result.unmatched] == [(other.cell.key, "only in A")]
+    assert len(only.a_process_medians) == len(only.b_process_medians) == 3  # each side's samples, under its own key
+
+
 def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
     both, only_a, only_b, broken = cell("both"), cell("only-a"), cell("only-b"), cell("broken")
     p = processes(15, 3, 0.1)

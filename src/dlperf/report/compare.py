@@ -37,7 +37,7 @@ from dlperf.measure.units import plural
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.store.records import CellRecord
-from dlperf.workloads.base import workload_diff
+from dlperf.workloads.base import split_variant, workload_diff
 
 CONFIDENCE = 0.95  # of the interval of each ratio
 MIN_PROCESSES = 2  # per side, for a test at all
@@ -187,25 +187,41 @@ def compare(
     """Compare two runs' cells (`Store.cells`), matched by key. `*_samples`: per cell key, the raw step times of each
     process (`Store.samples`)."""
     result = Comparison(alpha, threshold)
-    a_by_key, b_by_key = {c.key: c for c in a_cells}, {c.key: c for c in b_cells}
-    for key in dict.fromkeys([*a_by_key, *b_by_key]):  # A's order, then what only B has
-        a, b = a_by_key.get(key), b_by_key.get(key)
+    for a, b in _pairs(a_cells, b_cells):
+        key = (a or b).key
         why = _unmatched_why(a, b)
         if why:
             whole = _whole(a or b, b_cells if b is None else a_cells) if a is None or b is None else None
             result.unmatched.append(Unmatched(key, _label(a or b), why, whole))
         else:
-            result.cells.append(_cell(a, b, a_samples.get(key, []), b_samples.get(key, [])))
+            result.cells.append(_cell(a, b, a_samples.get(a.key, []), b_samples.get(b.key, [])))
             result.data += [line for line in [data_note(a, b)] if line and line not in result.data]
     _decide(result)
     return result
+
+
+def _pairs(a_cells: list[CellRecord], b_cells: list[CellRecord]) -> list[tuple[CellRecord | None, CellRecord | None]]:
+    """Each cell of A with B's of its key (then one of another batch is said not comparable), else with B's of the
+    same work (`_same_work`); A's order, then B's cells left, as (None, b)."""
+    a_keys, b_by_key = {c.key for c in a_cells}, {c.key: c for c in b_cells}
+    left = {_same_work(c): c for c in b_cells if c.key not in a_keys}
+    pairs = [(a, b_by_key.get(a.key) or left.pop(_same_work(a), None)) for a in a_cells]
+    return pairs + [(None, b) for b in left.values()]
+
+
+def _same_work(cell: CellRecord) -> tuple[str, str, int | None]:
+    """What matches a cell to the other run's where no key does: its key, with a workload at a batch of its own
+    (`fcn-r@b1024`, as advise's and crossover's thread searches name theirs) read as the workload at that batch.
+    advise's `fcn-r@b1024` and a run's `fcn-r`, at its batch of 1024, are one cell ("share no cell" said otherwise)."""
+    base, _ = split_variant(cell.workload)
+    return base, cell.key.removeprefix(cell.workload), cell.batch
 
 
 def _whole(cell: CellRecord, other: list[CellRecord]) -> tuple[str, str] | None:
     """What of a one-sided `cell` the other side measured none of: its framework, else its workload; None if both."""
     if cell.framework not in {c.framework for c in other}:
         return "framework", cell.framework
-    if cell.workload not in {c.workload for c in other}:
+    if _same_work(cell)[::2] not in {_same_work(c)[::2] for c in other}:  # the workload at its batch
         return "workload", cell.workload
     return None
 
@@ -281,7 +297,13 @@ def _workload_diff(a: CellRecord, b: CellRecord) -> str:
     `no_checkpoint`), not a change of the model: only the keys both hold are compared."""
     sa, sb = _without_data(a.workload_spec), _without_data(b.workload_spec)
     both = sa["extra"].keys() & sb["extra"].keys()
-    return workload_diff(*({**s, "extra": {k: v for k, v in s["extra"].items() if k in both}} for s in (sa, sb)))
+    # a workload at a batch of its own is named for it and has no paper figure or DDP batch (`plan.workloads`)
+    named = VARIANT_KEYS if a.workload != b.workload else ()
+    return workload_diff(*({**s, "extra": {k: v for k, v in s["extra"].items() if k in both}} for s in (sa, sb)),
+                         ignore=named)  # fmt: skip
+
+
+VARIANT_KEYS = ("name", "paper", "ddp_batch")  # what `NAME@bN` changes of NAME but its batch
 
 
 # where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
