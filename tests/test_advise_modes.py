@@ -85,8 +85,9 @@ def test_the_input_pipeline_says_how_many_loading_processes_each_gpu_needs():
     assert not any(x.startswith("Input pipeline") for x in view.lines(a)) and view.to_json(a)["input_pipeline"] is None
 
 
-def _run(store, cells):
-    """A stored run of (threads, median seconds, warnings, processes) CPU cells of tiny-fcn-r at batch 32."""
+def _run(store, cells, **figured):
+    """A stored run of (threads, median seconds, warnings, processes) CPU cells of tiny-fcn-r at batch 32; `figured`:
+    more of each cell's figures."""
     from dlperf.envinfo import fingerprint
     from dlperf.store.process import ProcessMeasurement
     from dlperf.store.records import CellFigures
@@ -97,7 +98,7 @@ def _run(store, cells):
     run_id = store.create_run({"workloads": "tiny-fcn-r"}, ENV, fingerprint(ENV), ["dlperf", "advise"], planned)
     for p, (_, median, warnings, processes) in zip(planned, cells, strict=True):
         figures = CellFigures(status=Status.OK, median_s=median, n=20 * processes, warnings=warnings,
-                              ci_low_s=median * 0.9, ci_high_s=median * 1.1)  # fmt: skip
+                              ci_low_s=median * 0.9, ci_high_s=median * 1.1, **figured)  # fmt: skip
         for repeat in range(processes):
             store.record(run_id, p.cell.key, repeat, ProcessMeasurement(status=Status.OK, samples=[median] * 20),
                          figures)  # fmt: skip
@@ -146,6 +147,32 @@ def test_a_quoted_cells_note_names_no_flag_advise_does_not_take(tmp_path):
     assert "within the warm-up advise gave it (dlperf run --max-warmup and --max-time give more)" in said, said
     assert "fewer than 6: dlperf run --max-time or --min-steps times more, for a figure to rely on" in said, said
     assert "within --max-warmup" not in said and "raise --max-time" not in said, said
+
+
+def test_a_note_that_says_to_try_a_mode_says_what_the_mode_search_measured_of_it(tmp_path):
+    """advise of small-convnet noted of its thread search's cell "memory mapped afresh each step ...; try --modes
+    malloc_keep" under an answer whose mode search had timed bf16+channels_last+foreach+malloc_keep (16.0 ms, against
+    15.9 ms without it): the note now says what the search measured of the mode it names."""
+    from dlperf.optimize import Candidate
+    from dlperf.store import Store
+
+    db = tmp_path / "a.db"
+    store = Store.open(db, create=True)
+    try:
+        threads = _run(store, [(1, 0.07, [], 1), (2, 0.06, [], 1)], kernel_cpu_share=0.25, minor_faults_per_step=15e3)
+    finally:
+        store.close()
+    quoted = store_cell(db, threads, 1)
+    searched = [Candidate("bf16", "ok", median_s=0.032), Candidate("bf16+malloc_keep", "failed"),
+                Candidate("bf16+channels_last+foreach+malloc_keep", "ok", median_s=0.016),
+                Candidate("bf16+channels_last+checkpoint+malloc_keep", "ok", median_s=0.021)]  # fmt: skip
+    (before,) = [n for n in advise.quoted_notes(str(db), threads, quoted, False) if "memory mapped afresh" in n]
+    (after,) = [n for n in advise.quoted_notes(str(db), threads, quoted, False, searched) if "memory mapped" in n]
+    assert "try --modes malloc_keep" in before and "mode search" not in before
+    assert after == before + "; measured by the mode search: bf16+channels_last+foreach+malloc_keep at 16.0 ms a step"
+    # a search that measured no mode with it leaves the note as it was
+    assert advise.quoted_notes(str(db), threads, quoted, False, searched[:2]) == advise.quoted_notes(
+        str(db), threads, quoted, False)  # fmt: skip
 
 
 def store_cell(db, run_id, position):

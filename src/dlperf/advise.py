@@ -260,12 +260,13 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
                       [*side.notes, *notes], code, largest, opts.workload)  # fmt: skip
     threads = side.answer.rows[0].cpu.threads
     cell = side.answer.rows[0].cpu
-    exit_code, feed, searched, pipeline = side.exit_code, None, False, None
+    exit_code, feed, searched, pipeline, tried = side.exit_code, None, False, None, ()
     if exit_code == ExitCode.INTERRUPTED:
         notes.append("interrupted: the mode search was not started; the thread search's cells are stored")
     elif clock.search_s(time.monotonic()) is not None:
         search = _search(opts, threads, clock, db, warn)
         runs.append(search.run_id)
+        tried = search.results  # what answers a note's "try --modes" (`advise_cells.tried`)
         exit_code = max(exit_code, _search_code(search))
         best = best_cell(db, search)
         cell, searched = best or cell, best is not None
@@ -282,7 +283,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     low, high = (cell.mean_ci_low_s, cell.mean_ci_high_s) if pipeline else (cell.ci_low_s, cell.ci_high_s)
     ci = (low, high) if low and high else None  # the interval of the step quoted: a loader cell's of its mean
     notes += [n for n in side.notes if n.startswith("threads:")]
-    notes += quoted_notes(db, side.run_id, cell, ci is not None)
+    notes += quoted_notes(db, side.run_id, cell, ci is not None, tried)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
                   exit_code, largest, opts.workload, feed, searched, pipeline=pipeline,
                   data=opts.data != DATA_SYNTHETIC)  # fmt: skip

@@ -5,7 +5,12 @@ recommends (`Pipeline`), and `dlperf table`'s notes on the cells the answer quot
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
+
+from dlperf.measure.units import seconds
+from dlperf.modes import PRECISIONS, mode_components
+from dlperf.vocab import Status
 
 
 @dataclass(frozen=True)
@@ -87,10 +92,11 @@ def recommended_pipeline(db: str, search) -> tuple[Pipeline | None, object | Non
     return Pipeline(cell.loader, long_run_s(cell), synthetic_s, wait, of_synthetic, chosen.why, chosen.enough), cell
 
 
-def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[str]:
+def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool, searched=()) -> list[str]:
     """`dlperf table`'s notes (`report/table.py`) on what the answer quotes: the thread search's cells (their load,
     noise, the fastest thread count it does not star) and the quoted cell's own; and, where the quoted step's 95%
-    interval comes from one process, that it is over that process's steps alone."""
+    interval comes from one process, that it is over that process's steps alone. `searched`: the mode search's
+    results, which answer a note's "try --modes" (`tried`)."""
     from dlperf.report import table
     from dlperf.report.notes import grouped
     from dlperf.store import Store
@@ -107,7 +113,31 @@ def quoted_notes(db: str, threads_run: int | None, cell, with_ci: bool) -> list[
     if with_ci and processes == 1:
         found.append("the CPU step's 95% interval is over the steps of one process: another process may differ more "
                      "(dlperf run --repeats 3 measures several)")  # fmt: skip
-    return [run_flags(note) for note in found]
+    return [tried(run_flags(note), searched) for note in found]
+
+
+TRIED = re.compile(r"--modes ([a-z0-9_+]+)")  # a mode a table note says to try (`table.kernel_note`'s malloc_keep)
+
+
+def tried(note: str, searched) -> str:
+    """A note that says to try a mode (--modes bf16+malloc_keep), where the mode search has measured a mode of its
+    options already: the fastest such mode it measured, said after it (advise of small-convnet said to try malloc_keep
+    under an answer whose search had timed bf16+channels_last+foreach+malloc_keep, no faster than without it)."""
+    wanted = [set(mode_components(m)) - set(PRECISIONS) for m in TRIED.findall(note) if _a_mode(m)]
+    ran = [r for r in searched if r.status == Status.OK and r.median_s
+           and any(w <= set(mode_components(r.mode)) for w in wanted)]  # fmt: skip
+    if not ran:
+        return note
+    fastest = min(ran, key=lambda r: r.median_s)
+    return f"{note}; measured by the mode search: {fastest.mode} at {seconds(fastest.median_s)} a step"
+
+
+def _a_mode(text: str) -> bool:
+    try:
+        mode_components(text)
+    except ValueError:
+        return False
+    return True
 
 
 # a cell's notes name the timer's flags, which advise does not take (it times within --budget): named as dlperf run's

@@ -76,3 +76,18 @@ def test_every_backend_is_told_the_mode_and_one_without_it_the_share_alone(monke
     monkeypatch.setattr(table.capabilities, "of", lambda framework: SimpleNamespace(modes=frozenset({Mode.FP32})))
     [said] = notes_of(make_cell("resnet-50", framework="jax", **REMAPPING))
     assert said.startswith("the kernel took 28%") and "malloc_keep" not in said
+
+
+def test_a_cell_whose_run_measured_the_mode_beside_it_is_not_told_to_try_it():
+    """`dlperf run --modes fp32,malloc_keep` noted of its fp32 cell "try --modes malloc_keep", the malloc_keep cell a
+    row away. Where the run measured that mode on the same column it says the share alone; a failed cell of the mode,
+    or one on another column, still leaves the advice."""
+    fp32, keep = make_cell("resnet-50", **REMAPPING), make_cell("resnet-50", mode="malloc_keep", median_s=2.03)
+    [said] = notes_of(fp32, keep)
+    assert said.startswith("the kernel took 28% of the timed steps' CPU time (760,000 page faults a step)")
+    elsewhere = make_cell("resnet-50", mode="malloc_keep", threads=2, median_s=2.03)
+    failed = make_cell("resnet-50", mode="malloc_keep", status="failed")
+    for other in (elsewhere, failed):
+        assert notes_of(fp32, other)[0].endswith("; try --modes malloc_keep"), other
+    bf16 = make_cell("lstm", mode="bf16", **REMAPPING)
+    assert notes_of(bf16, make_cell("lstm", mode="bf16+malloc_keep", median_s=0.19))[0].startswith("the kernel took")

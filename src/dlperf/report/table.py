@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import few
@@ -248,7 +248,7 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
             notes.append((label, "warning", f"{why}; the time is kept, but this mode does not train as fp32 does"))
         if busy := cores_beyond_threads(c):
             notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
-        if said := kernel_note(c):
+        if said := kernel_note(c, cells):
             notes.append((label, "kernel", said))
         if said := precision_note(c):
             notes.append((label, "precision", said))
@@ -285,11 +285,12 @@ KERNEL_SHARE = 0.2  # of a CPU cell's CPU time over its timed steps, spent in th
 REMAPPED_FAULTS = 10_000  # page faults a step (40 MB of 4 KiB pages) beyond it: memory mapped afresh every step
 
 
-def kernel_note(cell: CellRecord) -> str | None:
+def kernel_note(cell: CellRecord, beside: list[CellRecord] = ()) -> str | None:
     """Where the kernel took KERNEL_SHARE or more of a CPU cell's timed CPU time, what it did: with many page faults
     a step, a backend that keeps glibc's heap and no allocator in the mode yet, the mode to try (`malloc_keep`:
-    ResNet-50 at batch 16, 2 threads, faulted in 760,000 pages a step without it, 527 with it); else the share and
-    the faults, as measured."""
+    ResNet-50 at batch 16, 2 threads, faulted in 760,000 pages a step without it, 527 with it), unless a cell
+    `beside` it measured that mode (`--modes fp32,malloc_keep` was told to try malloc_keep); else the share and the
+    faults, as measured."""
     share, faults = cell.kernel_cpu_share, cell.minor_faults_per_step or 0
     if cell.device != "cpu" or not cell.ok or share is None or share < KERNEL_SHARE:
         return None
@@ -297,7 +298,8 @@ def kernel_note(cell: CellRecord) -> str | None:
     allocator = any(ROW[c].group == ROW[Mode.MALLOC_KEEP].group for c in mode_components(cell.mode))
     if faults >= REMAPPED_FAULTS and not allocator and Mode.MALLOC_KEEP in capabilities.of(cell.framework).modes:
         mode = Mode.MALLOC_KEEP.value if cell.mode == Mode.FP32 else f"{cell.mode}+{Mode.MALLOC_KEEP}"  # canonical
-        return f"{REMAPPED} {figures}; try --modes {mode}"
+        if not any(o.ok and o.mode == mode and replace(o.cell, mode=cell.mode) == cell.cell for o in beside):
+            return f"{REMAPPED} {figures}; try --modes {mode}"
     return f"{KERNEL_TOOK} {100 * share:.0f}% of the timed steps' CPU time ({faults:,.0f} page faults a step)"
 
 
