@@ -119,3 +119,12 @@ def test_the_samples_the_loader_leaves_out_are_a_note_not_the_title(capsys):
         "drops a partial batch")  # fmt: skip
     whole = cost.work(small, 1024, None)[1]
     assert (whole.titled(), whole.left_out) == (whole.full, "") == ("1,024 samples (--samples)", "")  # no note
+
+
+def test_a_gpu_picked_says_its_step_beside_its_time_for_the_work():
+    """Issue: advise fcn-r said "On this CPU (measured): 5.72 s for one epoch ...; 98.7 ms a step" and then "Fastest GPU
+    (predicted): H200-SXM-141GB (bf16): 97.2 ms": an epoch's time, read beside the CPU's step as the same step."""
+    x = cost.costs(RESNET, [prediction("T4", 0.05), prediction("A100-SXM4-80GB", 0.01)], 16_000, "", {})
+    fastest, cheapest = view.lines(x, "not measured")[:2]
+    assert fastest == f"Fastest: A100-SXM4-80GB (fp32): 10.0 s (10.0 ms a step), {view.span(x.fastest().cost())}"
+    assert cheapest.startswith("Cheapest: ") and " a step), $" in cheapest

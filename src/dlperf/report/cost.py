@@ -58,7 +58,9 @@ def table(x):
 
 
 def _pick(label: str, r) -> str:
-    return f"{label}: {r.gpu} ({r.mode}): {wall(r.time_s)}, {span(r.cost())}"
+    """A GPU picked: its time for the work and, beside it, its step: the work's time alone read as a step (advise's
+    97.2 ms for an epoch, under this CPU's 98.7 ms a step)."""
+    return f"{label}: {r.gpu} ({r.mode}): {wall(r.time_s)} ({seconds(r.step_s)} a step), {span(r.cost())}"
 
 
 def fastest_line(label: str, x) -> str:
