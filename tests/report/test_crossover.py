@@ -136,6 +136,31 @@ def test_the_figure_is_written_and_the_report_has_the_section(tmp_path):
     assert f'id="chart-crossover-{run_id}"' in page
 
 
+def test_a_crossover_of_many_gpus_draws_a_few_and_the_table_keeps_them_all(tmp_path):
+    """advise's crossover predicts all 26 priced GPUs: its chart drew 27 lines and 26 marks, the legend taller than
+    the figure (matplotlib warned "axes sizes collapsed to zero" on the report's stderr). It draws CHARTED GPUs: those
+    predicted faster from the smallest batch, then the fastest at the largest; a measured GPU before them all."""
+    import warnings
+
+    steps = {f"GPU-{i}": {1: 0.0005 if i < 3 else 0.002, 8: 0.003, 64: 0.004 + i * 1e-4} for i in range(10)}
+    steps["GPU-9"] = {1: 0.0004, 8: 0.0005, 64: 0.0006}  # pays from batch 1, the fastest too
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004, 64: 0.03}, {1: 0.002, 8: 0.003, 64: 0.05},
+                                  more=steps)  # fmt: skip
+    [x] = crossover.read(store, [run_id])
+    chart = crossover.chart(x)
+    drawn = {s.label.removesuffix(", predicted") for s in chart.series[1:]}
+    assert len(x.gpus) == 11 and drawn == {"GPU-9", "GPU-0", "GPU-1", "GPU-2", "GPU-3", "GPU-4"}
+    assert "6 of the 11 GPUs drawn" in chart.caption and len(chart.marks) == 6
+    head, _ = crossover.table_rows(x)
+    assert len(head) == 2 + 2 * 11  # the table: every GPU, each with its speed-up
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        figures.save([chart], tmp_path / "x.png")
+    few = crossover_run(tmp_path / "e.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003}, more={"L4": {1: 1.0, 8: 1.0}})
+    [x] = crossover.read(few[0], [few[1]])
+    assert len(crossover.chart(x).series) == 3 and "drawn" not in crossover.chart(x).caption
+
+
 def test_the_paper_rows_show_the_best_tool_and_the_range():
     [row] = crossover.paper_rows([("fcn-s", "FCN-S", 64, 0.02, "compute")])
     assert row.best == ("Caffe", 0.030) and min(row.tools.values()) == 0.030 and len(row.tools) >= 4

@@ -10,6 +10,7 @@ copy is added from the prediction of the same GPU and batch (the host link's fig
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -213,6 +214,33 @@ def legend(x: Crossover) -> list[str]:
     return [f"{DOUBT_MARK} = the CPU step (and each speed-up set against it) from {doubt_of(marked)}"] if marked else []
 
 
+CHARTED = 6  # GPUs a crossover chart draws at most: advise's of 26 GPUs drew 27 lines and 26 marks, its legend
+# taller than the figure (matplotlib: "constrained_layout not applied because axes sizes collapsed to zero")
+
+
+def charted(x: Crossover) -> list[str]:
+    """The GPUs the chart draws: every one up to CHARTED; of more, those measured, then the GPUs predicted faster
+    from the smallest batch, then the fastest at the largest batch (the table under the chart lists them all)."""
+    if len(x.gpus) <= CHARTED:
+        return list(x.gpus)
+    last = max(x.rows, key=lambda r: r.batch)
+
+    def rank(gpu: str) -> tuple:
+        step = last.gpus.get(gpu)
+        measured = any(r.gpus[gpu].measured for r in x.rows if gpu in r.gpus)
+        return (not measured, x.pays_from(gpu) or math.inf, step.step_s if step else math.inf)
+
+    chosen = set(sorted(x.gpus, key=rank)[:CHARTED])
+    return [gpu for gpu in x.gpus if gpu in chosen]
+
+
+def _left_out(x: Crossover, drawn: list[str]) -> str:
+    if len(drawn) == len(x.gpus):
+        return ""
+    return (f"; {len(drawn)} of the {len(x.gpus)} GPUs drawn, those measured, then those predicted faster from the "
+            "smallest batch, then the fastest (the table lists them all)")  # fmt: skip
+
+
 def chart(x: Crossover) -> Chart:
     """Step time against batch size, log-log: the CPU measured, each GPU predicted (dashed) or measured, and the
     batch from which each GPU is predicted faster marked."""
@@ -232,7 +260,8 @@ def chart(x: Crossover) -> Chart:
             ],
         )
     ]
-    for gpu in x.gpus:
+    drawn_gpus = charted(x)
+    for gpu in drawn_gpus:
         for measured in (False, True):
             points = [
                 Point(
@@ -246,7 +275,7 @@ def chart(x: Crossover) -> Chart:
             ]
             if points:
                 series.append(Series(f"{gpu}, {'measured' if measured else 'predicted'}", points, dashed=not measured))
-    marks = {f"{gpu} predicted faster from {b}": float(b) for gpu in x.gpus if (b := x.pays_from(gpu)) is not None}
+    marks = {f"{gpu} predicted faster from {b}": float(b) for gpu in drawn_gpus if (b := x.pays_from(gpu)) is not None}
     drawn = Chart(
         f"crossover-{x.run_id}",
         "lines",
@@ -258,7 +287,7 @@ def chart(x: Crossover) -> Chart:
         log_y=True,
         marks=marks,
         caption="the CPU measured at its fastest thread count; GPU steps include the batch's copy over the host link; "
-        "dashed: predicted from the GPU's published figures",
+        "dashed: predicted from the GPU's published figures" + _left_out(x, drawn_gpus),
     )
     return doubted(drawn, doubt_of([r.cpu for r in x.rows if r.cpu]))  # a busy CPU's points hollow, as scaling's
 
