@@ -151,14 +151,42 @@ def test_a_crossover_of_many_gpus_draws_a_few_and_the_table_keeps_them_all(tmp_p
     drawn = {s.label.removesuffix(", predicted") for s in chart.series[1:]}
     assert len(x.gpus) == 11 and drawn == {"GPU-9", "GPU-0", "GPU-1", "GPU-2", "GPU-3", "GPU-4"}
     assert "6 of the 11 GPUs drawn" in chart.caption and len(chart.marks) == 6
-    head, _ = crossover.table_rows(x)
-    assert len(head) == 2 + 2 * 11  # the table: every GPU, each with its speed-up
+    head, rows = crossover.table_rows(x)  # every GPU, a row each, as there are more GPUs than batches
+    assert head == ["GPU", "batch 1", "speed-up", "batch 8", "speed-up", "batch 64", "speed-up"]
+    assert [r[0] for r in rows] == ["CPU (threads)", *x.gpus] and rows[0][1:3] == ["1.00 ms? (1)", "-"]  # ?: 3 steps
+    assert rows[1 + x.gpus.index("GPU-9")][1:] == ["400 µs predicted", "2.50x?", "500 µs predicted", "8.00x?",
+                                                   "600 µs predicted", "50.00x?"]  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         figures.save([chart], tmp_path / "x.png")
     few = crossover_run(tmp_path / "e.db", {1: 0.001, 8: 0.004}, {1: 0.002, 8: 0.003}, more={"L4": {1: 1.0, 8: 1.0}})
     [x] = crossover.read(few[0], [few[1]])
     assert len(crossover.chart(x).series) == 3 and "drawn" not in crossover.chart(x).caption
+
+
+def test_the_answer_of_many_gpus_is_a_line_a_verdict_and_one_of_speed_ups_and_the_cheapest_three(tmp_path):
+    """advise's crossover of 26 GPUs answered in 52 lines ("T4: predicted faster ...", "T4: at your batch 128: GPU
+    predicted 10.7 times faster", each GPU in turn) and 26 lines of cost: the GPUs of one verdict now share a line,
+    the speed-ups at the user's batch another, fastest first, and the cost names the three cheapest."""
+    from dlperf.report import cost
+
+    names = ["T4", "L4", "A10", "A100-SXM4-80GB", "H100-SXM5-80GB", "RTX 3090", "RTX 4090"]
+    steps = {name: {8: 0.001 + 0.0001 * i} for i, name in enumerate(names)}
+    steps["L4"] = {8: 0.008}  # slower than the CPU's 4 ms
+    store, run_id = crossover_run(tmp_path / "d.db", {8: 0.004}, {8: 0.001}, gpu_name="K80 (1 GK210 die)", more=steps)
+    [x] = crossover.read(store, [run_id])
+    lines = x.lines()
+    assert len(lines) == 4, lines  # faster, not faster, the speed-ups, the uncertainty
+    faster = [line for line in lines if line.startswith("predicted faster than this CPU from batch 8, launch-bound")]
+    assert len(faster) == 1 and faster[0].endswith(": K80 (1 GK210 die), T4, A10, A100-SXM4-80GB, H100-SXM5-80GB, "
+                                                   "RTX 3090, RTX 4090")  # fmt: skip
+    assert "not predicted faster than this CPU up to batch 8 (launch-bound there): L4" in lines
+    (ratios,) = [line for line in lines if line.startswith("at your batch 8, each GPU's speed-up over this CPU")]
+    assert ratios.endswith(": K80 (1 GK210 die) 4.0x, T4 4.0x, A10 3.3x, A100-SXM4-80GB 3.1x, H100-SXM5-80GB 2.9x, "
+                           "RTX 3090 2.7x, RTX 4090 2.5x, L4 0.50x")  # fmt: skip
+    (costs,) = cost.crossover_lines(x)
+    assert costs.startswith("at your batch 8, a million samples cost the least on ") and costs.count("$") >= 3
+    assert "the table gives each priced GPU's" in costs
 
 
 def test_the_paper_rows_show_the_best_tool_and_the_range():

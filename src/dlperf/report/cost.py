@@ -221,11 +221,11 @@ def _million(step_s: float, batch: int, gpu: str) -> tuple[float, float] | None:
 
 
 def crossover_table(x) -> tuple[list[str], list[list[str]]]:
-    """The crossover's table (`report/crossover.table_rows`) with, after each priced GPU's speed-up, the cost of a
-    million samples at that batch."""
-    from dlperf.report.crossover import table_rows
+    """The crossover's table (`report/crossover.by_batch`) with, after each priced GPU's speed-up, the cost of a
+    million samples at that batch; turned a row per GPU where they outnumber the batches (`crossover.oriented`)."""
+    from dlperf.report.crossover import by_batch, oriented
 
-    head, rows = table_rows(x)
+    head, rows = by_batch(x)
     priced = [g for g in x.gpus if any(_million(s.step_s, r.batch, g) for r in x.rows if (s := r.gpus.get(g)))]
     for gpu in reversed(priced):
         at = head.index(gpu) + 2
@@ -233,20 +233,31 @@ def crossover_table(x) -> tuple[list[str], list[list[str]]]:
         for r, line in zip(x.rows, rows, strict=True):
             step = r.gpus.get(gpu)
             line.insert(at, span(_million(step.step_s, r.batch, gpu)) if step else "-")
-    return head, rows
+    return oriented(x, head, rows)
 
 
 def crossover_lines(x) -> list[str]:
-    """At the user's batch, what a million samples cost on each priced GPU."""
+    """At the user's batch, what a million samples cost on each priced GPU; of more GPUs than a chart draws
+    (advise's 26), one line naming the CHEAPEST cheapest, the table giving each one's."""
+    from dlperf.report.crossover import CHARTED
+
     at = next((r for r in x.rows if r.batch == x.user_batch), None)
-    out = []
+    out, costs = [], []
     for gpu in x.gpus:
         step = at.gpus.get(gpu) if at else None
         cost = _million(step.step_s, at.batch, gpu) if step else None
         if cost:
             price = _price(gpu)
             how = "measured" if step.measured else "predicted"
+            costs.append((cost, gpu))
             out.append(f"{gpu}: at your batch {x.user_batch}, {span(cost)} per million samples at "
                        f"{span((price.low, price.high))} a GPU-hour ({how} step; on-demand prices, "
                        "src/dlperf/data/gpu_prices.csv)")  # fmt: skip
-    return out
+    if len(x.gpus) <= CHARTED or not costs:
+        return out
+    cheapest = ", ".join(f"{gpu} {span(cost)}" for cost, gpu in sorted(costs)[:CHEAPEST])
+    return [f"at your batch {x.user_batch}, a million samples cost the least on {cheapest} (on-demand prices, "
+            "src/dlperf/data/gpu_prices.csv; the table gives each priced GPU's)"]  # fmt: skip
+
+
+CHEAPEST = 3  # the GPUs a crossover of many names by the cost of a million samples

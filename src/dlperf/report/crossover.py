@@ -78,6 +78,8 @@ class Crossover:
         at = next((r for r in self.rows if r.batch == self.user_batch), None)
         said = [u for gpu in self.gpus if (u := _uncertainty(self, gpu))]
         shared = len(said) > 1
+        if len(self.gpus) > CHARTED:
+            return self._grouped(at) + ([f"the GPUs' predicted steps: {said[0].removeprefix('; ')}"] if shared else [])
         for gpu in self.gpus:
             largest = self.largest(gpu)
             if largest is None:
@@ -90,6 +92,24 @@ class Crossover:
                 faster = f"{ratio:.1f} times faster" if ratio >= 1 else f"{1 / ratio:.1f} times slower"
                 out.append(f"{gpu}: at your batch {self.user_batch}: GPU {how} {faster}")
         return out + ([f"the GPUs' predicted steps: {said[0].removeprefix('; ')}"] if shared else [])
+
+    def _grouped(self, at: Row | None) -> list[str]:
+        """`lines` of many GPUs (advise's 26), not two lines each: the GPUs of one verdict on one line, and their
+        speed-ups at the user's batch on another, the fastest first."""
+        verdicts: dict[str, list[str]] = {}
+        for gpu in self.gpus:
+            largest = self.largest(gpu)
+            verdict = "no batch has both a CPU and a GPU step" if largest is None else self._verdict(gpu, largest)
+            verdicts.setdefault(verdict, []).append(gpu)
+        out = [f"{verdict}: {', '.join(gpus)}" for verdict, gpus in verdicts.items()]
+        ratios = [(r, gpu) for gpu in self.gpus if at and (r := at.speedup(gpu)) is not None]
+        ratios.sort(key=lambda pair: -pair[0])  # the fastest first; a tie in the GPUs' order
+        if ratios:
+            each = [f"{gpu} {r:.2f}x" if r < 1 else f"{gpu} {r:.1f}x" for r, gpu in ratios]
+            each = [e + " measured" * at.gpus[gpu].measured for e, (_, gpu) in zip(each, ratios, strict=True)]
+            out.append(f"at your batch {self.user_batch}, each GPU's speed-up over this CPU (below 1x: slower; "
+                       f"predicted unless said measured): {', '.join(each)}")  # fmt: skip
+        return out
 
     def _verdict(self, gpu: str, largest: int) -> str:
         start = self.pays_from(gpu)
@@ -185,7 +205,31 @@ def build(
 
 
 def table_rows(x: Crossover) -> tuple[list[str], list[list[str]]]:
-    """The answer's table: batch | CPU step (threads) | each GPU's step, predicted or measured | speed-up. A CPU step
+    """The answer's table (`by_batch`), turned a row per GPU where the GPUs outnumber the batches (`oriented`)."""
+    return oriented(x, *by_batch(x))
+
+
+def oriented(x: Crossover, head: list[str], rows: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    """`by_batch`'s table (its columns after each GPU's speed-up too: `cost.crossover_table`'s price of a million
+    samples) as it is, or a row per GPU where the GPUs outnumber the batches: advise's crossover of 26 GPUs at one
+    batch was one row of 80 columns. Then the CPU's row comes first, and each batch has the columns a GPU had."""
+    if len(x.gpus) <= len(x.rows):
+        return head, rows
+    starts = [head.index(gpu) for gpu in x.gpus]
+    spans = {gpu: (a, b) for gpu, a, b in zip(x.gpus, starts, [*starts[1:], len(head)], strict=True)}
+    widest = max(x.gpus, key=lambda gpu: spans[gpu][1] - spans[gpu][0])
+    a, b = spans[widest]
+    labels = [h.removeprefix(f"{widest} ") for h in head[a + 1 : b]]  # "speed-up", "$ per M samples"
+    turned_head = ["GPU", *(h for r in x.rows for h in (f"batch {r.batch}", *labels))]
+    cpu = [head[1], *(v for line in rows for v in (line[1], *["-"] * len(labels)))]
+    turned = [cpu]
+    for gpu, (a, b) in spans.items():
+        turned.append([gpu, *(v for line in rows for v in (*line[a:b], *["-"] * (1 + len(labels) - (b - a))))])
+    return turned_head, turned
+
+
+def by_batch(x: Crossover) -> tuple[list[str], list[list[str]]]:
+    """A row per batch: batch | CPU step (threads) | each GPU's step, predicted or measured | speed-up. A CPU step
     not to rely on (`charts.doubtful`: few samples, busy CPUs, steal, an unsettled warm-up) is marked `?`, and so is
     each speed-up set against it, as the chart draws its point hollow (`legend` says what the mark means)."""
     head = ["batch", "CPU (threads)"]
