@@ -434,9 +434,9 @@ def print_answer(answer, notes: list[str], run_id: int) -> None:
     from dlperf.report.crossover import legend, table_rows
 
     head, rows = table_rows(answer)
-    table = Table(title=f"{answer.workload} ({answer.mode}): one training step, this CPU against GPUs, by batch")
+    table = Table(title=f"{answer.workload} ({answer.mode}): one training step, this CPU against GPUs, at each batch")
     for name in head:
-        table.add_column(name, justify="right")
+        table.add_column(name, justify="left" if name == "GPU" else "right")  # a row per GPU: `crossover.oriented`
     for row in rows:
         table.add_row(*row)
     stored = f"stored as run {run_id}; GPU steps include the batch's copy over the host link"
