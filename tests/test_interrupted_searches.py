@@ -222,7 +222,7 @@ def test_crossover_cut_short_is_resumed_into_the_whole_crossover(tmp_path, monke
     started = _children(monkeypatch)
     code, out, _ = _main(monkeypatch, capsys, "run", "--resume", "--db", db)
     assert code == ExitCode.OK and len(started) == 3  # b4, b8 and b16 (your batch)
-    assert "tiny-fcn-r (fp32): one training step, this CPU against GPUs, by batch" in " ".join(out.split()), out
+    assert "tiny-fcn-r (fp32): one training step, this CPU against GPUs, at each batch" in " ".join(out.split()), out
     rows = re.findall(r"│\s+(\d+) │\s+\S+ m?s \(1\) │\s+\S+ ms predicted │", out)
     assert rows == ["1", "2", "4", "8", "16"], out
     assert re.search(r"T4: (not )?predicted faster than this CPU", out) and "seconds per mini-batch" not in out
