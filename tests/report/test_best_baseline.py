@@ -4,7 +4,7 @@ the table said "over fp32 eager" for TensorFlow's graph and JAX's jax.jit-compil
 import subprocess
 import sys
 
-from conftest import make_cell
+from conftest import ROOT, make_cell
 from dlperf.report import best
 
 
@@ -18,7 +18,8 @@ def test_the_best_table_says_each_frameworks_baseline_for_the_frameworks_it_show
 
 
 def test_the_help_of_table_best_says_what_each_frameworks_fp32_step_is():
+    env = {"COLUMNS": "400", "PATH": "", "PYTHONPATH": str(ROOT / "src")}  # src: where dlperf is not installed
     out = subprocess.run([sys.executable, "-m", "dlperf", "table", "--help"], capture_output=True, text=True,
-                         check=True, env={"COLUMNS": "400", "PATH": ""}).stdout  # fmt: skip
+                         check=True, env=env).stdout  # fmt: skip
     assert "speed-up over its framework's fp32 step (torch: eager; jax: compiled by jax.jit; tensorflow: a " in out
     assert "over fp32 eager" not in out
