@@ -189,6 +189,15 @@ def test_the_answer_of_many_gpus_is_a_line_a_verdict_and_one_of_speed_ups_and_th
     assert "the table gives each priced GPU's" in costs
 
 
+def test_a_crossover_of_one_batch_has_its_table_in_the_report_and_no_chart(tmp_path):
+    """advise's crossover is at the user's batch alone: its chart drew each GPU's one point over a single tick."""
+    store, run_id = crossover_run(tmp_path / "d.db", {8: 0.004}, {8: 0.003})
+    store.close()
+    page = render(load(str(tmp_path / "d.db")))
+    assert '<section id="crossover">' in page and "T4: at your batch 8: GPU predicted 1.3 times faster" in page
+    assert f'id="chart-crossover-{run_id}"' not in page
+
+
 def test_the_paper_rows_show_the_best_tool_and_the_range():
     [row] = crossover.paper_rows([("fcn-s", "FCN-S", 64, 0.02, "compute")])
     assert row.best == ("Caffe", 0.030) and min(row.tools.values()) == 0.030 and len(row.tools) >= 4

@@ -44,7 +44,8 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
     all_charts += [breakdown] if breakdown else []
     groups = pipeline.build(cells)
     all_charts += [pipeline.chart(g) for g in groups]
-    all_charts += [crossover.chart(x) for x in data.crossovers]
+    # a crossover of one batch (advise's, at the user's) draws a point per GPU above one tick: its table says it
+    all_charts += [crossover.chart(x) for x in data.crossovers if len(x.rows) > 1]
     all_charts = [c for c in all_charts if c.points]  # an unsupported cell's group draws no empty chart
     forecast = predicted.rows(cells, data.predictions)
     fits = fit.searches(data.runs, cells)
