@@ -149,7 +149,8 @@ class CellProfile:
                 lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
         if line := achieved_text(list(self.achieved), cell.mode):
             lines.append(f"  {line}")
-        if floor := floor_words(self.floor, profile.figures, self.launch_cost_s):
+        floor = floor_words(self.floor, profile.figures, self.launch_cost_s)
+        if floor and not (v is not None and floor in v.figure):  # the verdict's own figure says it already
             lines.append(f"  {floor}")
         if profile.overhead is not None:
             taken = " (taken out of host time above)" if profile.overhead > 1 else ""
