@@ -466,8 +466,7 @@ def counted_step(train, notes: list[str]) -> dict[str, Any]:
         notes.append("bytes: not given under a compiling mode (the compiled graph fuses the element-wise work the "
                      "eager step's bytes are of; its time is under other)")  # fmt: skip
         return {"flops": dict(flops), "bytes": {}}
-    notes.append("bytes: the loss's backward operators count under their kind of operator")
-    return {"flops": dict(flops), "bytes": dict(byte_counter.bytes)}
+    return {"flops": dict(flops), "bytes": dict(byte_counter.bytes)}  # how they count: docs/guides/profile.md
 
 
 BYTE_KINDS = {Category.ELEMENTWISE, Category.NORMALIZATION, Category.POOLING, Category.COPY}
