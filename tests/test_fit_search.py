@@ -237,3 +237,14 @@ def test_a_data_line_near_the_limit_brackets_it_rather_than_creeping_up_to_it():
     answer = search.search("fp32", 4, 2**16)
     assert answer.largest == (limit - start - built) // 28_900 == 5_199
     assert search.made[:5] == [4, 8, 4_678, 4_955, 5_398] and len(search.made) == 14  # not 5,184 then 10,368: 18
+
+
+def test_the_limit_says_what_a_start_leaves_of_it(monkeypatch):
+    """`fit tiny-resnet-56 --max-memory 256MiB` said "no batch fits: batch 1 runs out of memory" under "limit:
+    --max-memory 256 MiB (a start needs 235 MiB)": the 21 MiB left for the model and its step went unsaid."""
+    from dlperf import fit
+
+    monkeypatch.setattr(fit, "start_bytes", lambda framework, threads: 235 * 2**20)
+    limit, words, needed = fit.memory_limit(fit.Options("tiny-resnet-56", max_memory=256 * 2**20), "torch", 1)
+    assert (limit, needed) == (256 * 2**20, 235 * 2**20)
+    assert words == "--max-memory 256 MiB (a start needs 235 MiB, leaving 21 MiB)"

@@ -328,7 +328,8 @@ def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | Non
         raise UsageError(f"--max-memory {mib(opts.max_memory)}: below what a training process needs to start here "
                          f"({mib(needed)}: Python and {framework} loaded at {plural(threads, 'thread')}, no model "
                          "yet)")  # fmt: skip
-    return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)})", needed
+    left = mib(opts.max_memory - needed)  # what the model, its batch and the step may take (256 MiB left 21)
+    return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)}, leaving {left})", needed
 
 
 def budget(device: str, limit: int | None, needed: int | None, env: dict) -> int | None:
