@@ -53,6 +53,15 @@ def test_tied_gpus_are_named_and_the_cheapest_of_them_is_the_fastest():
     assert "times faster than this CPU" in fastest
 
 
+def test_a_gpu_picked_gives_its_step_beside_its_time_in_text_and_json():
+    """The answer's "Fastest GPU ... 97.2 ms" was an epoch read as a step beside this CPU's; the JSON had no step."""
+    a = answer([prediction("T4", 0.01)])
+    fastest = next(line for line in view.lines(a) if line.startswith("Fastest GPU (predicted): "))
+    assert fastest.startswith("Fastest GPU (predicted): T4 (bf16): 3.90 s (10.0 ms a step), $")
+    picked = view.to_json(a)["fastest"]
+    assert picked["step_s"] == 0.01 and picked["time_s"] == 0.01 * (50_000 // CNN.batch)
+
+
 def test_every_gpu_left_out_is_the_reason_and_each_says_does_not_fit_once():
     gib = 2**30
     a = answer([prediction("T4", 0.5, "fp16")], predicted={"fp16": 85 * gib}, largest={("T4", "fp16"): 166})

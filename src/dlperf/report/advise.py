@@ -195,8 +195,8 @@ def speedups(x, row, cpu) -> dict[str, float]:
 
 
 def _pick_json(r) -> dict | None:
-    return None if r is None else {"gpu": r.gpu, "mode": r.mode, "time_s": r.time_s, "cost_usd": r.cost(),
-                                   "predicted": True}  # fmt: skip
+    return None if r is None else {"gpu": r.gpu, "mode": r.mode, "time_s": r.time_s, "step_s": r.step_s,
+                                   "cost_usd": r.cost(), "predicted": True}  # fmt: skip
 
 
 def to_json(a) -> dict:
