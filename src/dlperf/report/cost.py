@@ -238,26 +238,23 @@ def crossover_table(x) -> tuple[list[str], list[list[str]]]:
 
 def crossover_lines(x) -> list[str]:
     """At the user's batch, what a million samples cost on each priced GPU; of more GPUs than a chart draws
-    (advise's 26), one line naming the CHEAPEST cheapest, the table giving each one's."""
+    (advise's 26), one line naming the CHEAPEST GPUs by that cost, the table giving each one's."""
     from dlperf.report.crossover import CHARTED
 
     at = next((r for r in x.rows if r.batch == x.user_batch), None)
-    out, costs = [], []
-    for gpu in x.gpus:
-        step = at.gpus.get(gpu) if at else None
-        cost = _million(step.step_s, at.batch, gpu) if step else None
-        if cost:
-            price = _price(gpu)
-            how = "measured" if step.measured else "predicted"
-            costs.append((cost, gpu))
-            out.append(f"{gpu}: at your batch {x.user_batch}, {span(cost)} per million samples at "
-                       f"{span((price.low, price.high))} a GPU-hour ({how} step; on-demand prices, "
-                       "src/dlperf/data/gpu_prices.csv)")  # fmt: skip
-    if len(x.gpus) <= CHARTED or not costs:
-        return out
-    cheapest = ", ".join(f"{gpu} {span(cost)}" for cost, gpu in sorted(costs)[:CHEAPEST])
-    return [f"at your batch {x.user_batch}, a million samples cost the least on {cheapest} (on-demand prices, "
-            "src/dlperf/data/gpu_prices.csv; the table gives each priced GPU's)"]  # fmt: skip
+    steps = [(gpu, step) for gpu in x.gpus if at and (step := at.gpus.get(gpu))]
+    costs = [(cost, gpu, step) for gpu, step in steps if (cost := _million(step.step_s, at.batch, gpu))]
+    if len(x.gpus) > CHARTED and costs:
+        cheapest = ", ".join(f"{gpu} {span(cost)}" for cost, gpu, _ in sorted(costs, key=lambda c: c[0])[:CHEAPEST])
+        return [f"at your batch {x.user_batch}, a million samples cost the least on {cheapest} (on-demand prices, "
+                "src/dlperf/data/gpu_prices.csv; the table gives each priced GPU's)"]  # fmt: skip
+    out = []
+    for cost, gpu, step in costs:
+        price, how = _price(gpu), "measured" if step.measured else "predicted"
+        out.append(f"{gpu}: at your batch {x.user_batch}, {span(cost)} per million samples at "
+                   f"{span((price.low, price.high))} a GPU-hour ({how} step; on-demand prices, "
+                   "src/dlperf/data/gpu_prices.csv)")  # fmt: skip
+    return out
 
 
 CHEAPEST = 3  # the GPUs a crossover of many names by the cost of a million samples
