@@ -69,7 +69,8 @@ STEP = ("optimizer.zero_grad(set_to_none=True)", "loss = loss_fn(model(x), y)", 
 ROWS: tuple[ModeRow, ...] = (
     ModeRow(Mode.FP32, "precision", "the paper's setting: everything in fp32, eager", exclusive=True, searched=False),
     ModeRow(
-        Mode.BF16, "precision", "bfloat16 autocast of forward and loss; weights, gradients and update stay fp32",
+        Mode.BF16, "precision", "bfloat16 mixed precision (PyTorch's autocast, Flax's dtype, Keras's mixed_bfloat16): "
+        "the layers in bf16; weights, gradients and update stay fp32",
         exclusive=True,
         step=("optimizer.zero_grad(set_to_none=True)", 'with torch.autocast("{device}", dtype=torch.bfloat16):',
               "    loss = loss_fn(model(x), y)", "loss.backward()", "optimizer.step()"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from dlperf.frameworks.common import comm, losscheck, profiling
@@ -205,3 +206,49 @@ def test_the_curves_are_compared_by_their_fall():
 def test_the_check_trains_on_a_small_batch():
     assert losscheck.small(BUILTIN["fcn-r"]).batch == losscheck.BATCH
     assert losscheck.small(BUILTIN["fcn-r"], batch=10**9).batch == BUILTIN["fcn-r"].batch
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The bf16 check of the backends whose parameters read as numpy arrays (jax, tensorflow)
+
+
+def test_weights_round_to_the_nearest_bf16_ties_to_even():
+    from dlperf.frameworks.precision import to_bf16
+
+    one = 1.0
+    values = np.array([one, one + 2**-8, one + 3 * 2**-8, one + 2**-8 + 2**-20, -(one + 2**-9), 3.0e-40], np.float32)
+    # a tie goes to the even neighbour (1.0; 1 + 2**-6), anything above a tie goes up, below it down
+    want = np.array([one, one, one + 2**-6, one + 2**-7, -one, 0.0], np.float32)
+    rounded = to_bf16(values)
+    assert rounded.dtype == np.float32 and (rounded.view(np.uint32) & 0xFFFF).max() == 0
+    assert rounded[:5].tolist() == want[:5].tolist()
+    assert abs(rounded[5]) < 1e-39  # a subnormal keeps its top bits: within bf16's own subnormals
+
+
+class Quadratic:
+    """A stand-in step: gradient descent on sum((w - 1)^2), weights from `seed`, its rate `lr`."""
+
+    def __init__(self, seed: int, lr: float = 0.1) -> None:
+        self.w, self.lr = [np.random.default_rng(seed).normal(size=(3, 4)).astype(np.float32)], lr
+
+    def step(self) -> float:
+        w = self.w[0]
+        self.w = [w - self.lr * 2 * (w - 1)]
+        return float(((w - 1) ** 2).sum())
+
+
+def test_the_bf16_check_passes_the_same_training_and_fails_a_tripled_rate():
+    from dlperf.frameworks import precision
+
+    def read(step):
+        return [a.copy() for a in step.w]
+
+    def write(step, values):
+        step.w = [a.copy() for a in values]
+
+    same = precision.check(Quadratic, Quadratic, read=read, write=write)
+    assert same["ok"] is True and same["cosine"] == pytest.approx(1.0) and same["size_ratio"] == pytest.approx(1.0)
+    assert same["changed_fraction"] == same["fp32_changed_fraction"] == 1.0 and len(same["spread_losses"]) == 2
+    assert 0.99 < same["rounding_cosine"] < 1.0  # rounding the weights to bf16 turns the first update a little
+    tripled = precision.check(Quadratic, lambda seed: Quadratic(seed, lr=0.3), read=read, write=write)
+    assert tripled["ok"] is False and tripled["reason"].startswith("first update is 3x the size of fp32's")

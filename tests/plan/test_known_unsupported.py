@@ -52,8 +52,8 @@ def test_what_a_backend_refuses_whatever_the_machine_is_known_in_its_words_and_o
         "compile: jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one"
     )
     assert said(USER, "jax", "cpu", "bf16") == USER_REASON.format("jax")  # jax asks of the workload first
-    assert said(USER, "tensorflow", "cpu", "bf16").startswith("bf16: mixed precision")  # tensorflow of the mode
-    assert said(BUILTIN["resnet-18"], "jax", "cpu", "bf16").startswith("bf16: the jax backend runs fp32 only")
+    assert said(USER, "tensorflow", "cpu", "fp16").startswith("fp16: the tensorflow backend's mixed")  # the mode first
+    assert said(BUILTIN["resnet-18"], "jax", "cpu", "fp16").startswith("fp16: the jax backend's mixed precision is")
 
 
 def test_a_torch_mode_that_never_runs_on_a_cpu_is_known_without_a_child():

@@ -1,5 +1,6 @@
 """The modes a profile's verdict advises are those the cell's framework runs (`report/profile.py`): a jax cell,
-whose backend runs fp32 only, was told to try --modes bf16, channels_last and fused."""
+whose backend ran fp32 only, was told to try --modes bf16, channels_last and fused; it runs fp32 and bf16 now, and is
+told to try bf16 alone."""
 
 from dlperf.envinfo import fingerprint
 from dlperf.protocol import Cell, Profiled
@@ -20,15 +21,19 @@ def profiled(categories: dict[str, float]) -> Profiled:
 
 
 def test_a_backend_that_runs_fp32_only_is_advised_no_mode_and_told_why():
-    v = verdict(profiled(MEMORY_BOUND), framework="jax")
+    v = verdict(profiled(MEMORY_BOUND), framework="mxnet")
     assert v.bound is Bound.MEMORY and v.modes == ()
-    assert dict(v.left_out) == dict.fromkeys(("bf16", "channels_last", "fused"), "the jax backend runs fp32 only")
+    assert dict(v.left_out) == dict.fromkeys(("bf16", "channels_last", "fused"), "the mxnet backend runs fp32 only")
 
 
 def test_a_backend_is_advised_the_modes_it_runs_and_torch_every_one():
     v = verdict(profiled(LAUNCH_BOUND), framework="tensorflow")
     assert v.bound is Bound.LAUNCH and v.modes == ("compile",)  # TensorFlow's XLA step
     assert verdict(profiled(MEMORY_BOUND), framework="mxnet").modes == ()
+    jax = verdict(profiled(MEMORY_BOUND), framework="jax")  # fp32 and bf16 (Flax's mixed precision)
+    assert jax.modes == ("bf16",)
+    assert dict(jax.left_out) == dict.fromkeys(("channels_last", "fused"), "the jax backend does not implement it (its "
+                                               "modes: bf16, fp32)")  # fmt: skip
     assert verdict(profiled(MEMORY_BOUND), framework="torch").modes == ("bf16", "channels_last", "fused")
     assert verdict(profiled(MEMORY_BOUND)).modes == ("bf16", "channels_last", "fused")  # no framework: any mode
 
@@ -50,9 +55,9 @@ def test_dlperf_profile_and_table_explain_advise_a_jax_cell_only_what_jax_runs(t
     finally:
         store.close()
     text = "\n".join(lines)
-    assert "--modes" not in text, text
-    assert "left out: bf16: the jax backend runs fp32 only" in text
-    assert found.modes == ()
+    assert "  try: --modes bf16 (with dlperf run or profile)" in lines, text  # not "optimize tries each": torch only
+    assert "left out: channels_last: the jax backend does not implement it (its modes: bf16, fp32)" in text
+    assert found.modes == ("bf16",)
 
 
 def test_only_a_pytorch_cell_is_told_that_dlperf_optimize_tries_the_modes(tmp_path):

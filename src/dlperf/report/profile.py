@@ -292,7 +292,7 @@ def _verdict(bound: Bound, lvl: str, figure: str, fit: Fit, mode: str = "fp32", 
              ) -> Verdict:  # fmt: skip
     """The modes that address `bound`, run on the device and are not in the cell's `mode` already, those that may
     pay off there (`modes.advisable`: they apply to the model and have a fast path) apart from those that cannot,
-    and those the cell's framework does not implement (a jax cell is never told to try --modes bf16)."""
+    and those the cell's framework does not implement (a mxnet cell is never told to try --modes bf16)."""
     runs_here = {row.mode for row in ROWS if fit.device in row.devices} - set(mode_components(mode))
     addressing = [m for m in REMEDIES[bound] if m in runs_here]
     implemented = capabilities.of(framework).modes if framework else frozenset(addressing)

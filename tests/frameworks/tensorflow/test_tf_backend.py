@@ -22,6 +22,7 @@ PRELUDE = """
 import json, math, sys
 import numpy as np
 from dlperf.frameworks.tensorflow import backend as tb
+from dlperf.frameworks.tensorflow import losscheck as tl
 from dlperf.frameworks.tensorflow import models as tf_models
 from dlperf.workloads.shi2016 import BUILTIN
 import tensorflow as tf
@@ -71,15 +72,30 @@ start = time.perf_counter(); result = run(); out({"result": result, "s": time.pe
     "judge": """
 graph = [4.0, 3.0, 2.0, 1.5]
 xla = [4.0, 3.0, 2.05, 1.49]  # 1.25% apart at the third step
-out({"floor": tb.judge(graph, xla, 1e-5, None),
-     "chaotic": tb.judge(graph, xla, 2e-2, (1e-2, 1e-2)),
-     "flat": tb.judge(graph, [4.0, 4.0, 4.0, 4.0], 1e-5, (1e-2, 1.0)),
-     "nan": tb.judge(graph, [4.0, float("nan"), 2.0, 1.5], 1e-5, None),
-     "nan_reference": tb.judge([4.0, float("inf"), 2.0, 1.5], xla, float("nan"), None)})
+out({"floor": tl.judge(graph, xla, 1e-5, None),
+     "chaotic": tl.judge(graph, xla, 2e-2, (1e-2, 1e-2)),
+     "flat": tl.judge(graph, [4.0, 4.0, 4.0, 4.0], 1e-5, (1e-2, 1.0)),
+     "nan": tl.judge(graph, [4.0, float("nan"), 2.0, 1.5], 1e-5, None),
+     "nan_reference": tl.judge([4.0, float("inf"), 2.0, 1.5], xla, float("nan"), None)})
+""",
+    "bf16": """
+import dataclasses, keras
+from dlperf.frameworks import precision
+w = BUILTIN["tiny-fcn-r"]
+train = tb.build(w, "cpu", "bf16")
+losses = [float(train.step()) for _ in range(3)]
+small = dataclasses.replace(w, batch=4)
+tripled = dataclasses.replace(small, optimizer=dataclasses.replace(small.optimizer, lr=3 * small.optimizer.lr))
+broken = precision.check(tb.seeded(small, "cpu", "fp32"), tb.seeded(tripled, "cpu", "bf16"), read=tb._read,
+                         write=tb._write)
+out({"losses": losses, "variables": sorted({v.dtype for v in train.model.trainable_variables}),
+     "computes": sorted({layer.compute_dtype for layer in train.model.layers}), "flops": train.count_flops(),
+     "policy_after": keras.config.dtype_policy().name, "settings": train.settings(),
+     "check": tb.loss_check(w, "cpu", "bf16"), "broken": broken})
 """,
     "loss_check": """
 try:
-    tb.loss_check(BUILTIN["tiny-fcn-r"], "cpu", "bf16+compile"); out({"raised": None})
+    tb.loss_check(BUILTIN["tiny-fcn-r"], "cpu", "fp16+compile"); out({"raised": None})
 except NotImplementedError as exc:
     out({"raised": str(exc)})
 """,
@@ -271,8 +287,8 @@ out(res)
     assert got["fp32"]["losses"] == pytest.approx(got["compile"]["losses"], rel=1e-4)
 
 
-UNSUPPORTED_MODES = ("bf16", "fp16", "tf32", "channels_last", "foreach", "fused", "checkpoint", "cuda_graphs",
-                     "bf16+compile")  # fmt: skip
+UNSUPPORTED_MODES = ("fp16", "tf32", "channels_last", "foreach", "fused", "checkpoint", "cuda_graphs",
+                     "fp16+compile", "bf16+checkpoint")  # fmt: skip
 
 
 def test_other_modes_and_published_networks_are_unsupported_with_the_reason(shared):
@@ -445,7 +461,7 @@ def broken():
     train = tb.build(w, "cpu", "compile")
     train.optimizer.learning_rate.assign(0.05 * 1.1)
     return train
-out(tb.check(lambda: tb.build(w, "cpu", "fp32"), broken, steps=8))
+out(tl.check(lambda: tb.build(w, "cpu", "fp32"), broken, steps=8))
 """)
     assert got["ok"] is False and "first update" in got["reason"]
     assert got["first_update_difference"] == pytest.approx(0.1, rel=0.05)
@@ -459,6 +475,30 @@ def test_judge_uses_graph_modes_own_rounding_spread_for_a_chaotic_network(shared
     assert got["nan"][0] is False and "not finite" in got["nan"][1]
     # issue 30: a reference that diverged says nothing of XLA: not checked, never failed
     assert got["nan_reference"] == [None, "not checked: graph mode's loss is inf at step 2"]
+
+
+def test_bf16_is_kerass_mixed_precision_and_passes_the_loss_check(shared):
+    """Keras's mixed_bfloat16: layers compute in bf16 from fp32 variables; the global policy is put back after the
+    build; the loss check passes it against fp32 graph mode and fails the same step with a learning rate 3x."""
+    got = section(shared, "bf16")
+    assert all(math.isfinite(loss) for loss in got["losses"])
+    assert got["variables"] == ["float32"] and got["computes"] == ["bfloat16"]
+    assert got["flops"]["flops_by_dtype"] == {"bf16": got["flops"]["flops_per_step"]}
+    assert got["policy_after"] == "float32" and got["settings"]["dtype_policy"] == "mixed_bfloat16"
+    check = got["check"]
+    assert check["ok"] is True and check["reason"] is None and check["batch"] == 4
+    assert check["cosine"] >= check["min_cosine"] and len(check["spread_losses"]) == 2
+    assert got["broken"]["ok"] is False and "the size of fp32's" in got["broken"]["reason"], got["broken"]["reason"]
+
+
+@pytest.mark.slow
+def test_every_tiny_network_passes_the_bf16_loss_check_in_graph_mode_and_under_xla():
+    script = """
+out({f"{name} {mode}": tb.loss_check(BUILTIN[name], "cpu", mode) for name in sys.argv[1:] for mode in MODES})
+"""
+    got = tf_run(script.replace("MODES", '("bf16", "bf16+compile")'), *(w.name for w in TINY), timeout=600)
+    for key, check in got.items():
+        assert check["ok"] is True, (key, check["reason"])
 
 
 def test_loss_check_of_an_unsupported_mode_raises_before_training(shared):

@@ -12,6 +12,7 @@ from conftest import mlp_factory, require
 
 torch = require("torch")
 
+from dlperf.frameworks.common import losscheck as cm  # noqa: E402
 from dlperf.frameworks.torch import backend as tb  # noqa: E402
 from dlperf.frameworks.torch import losscheck as lc  # noqa: E402
 from dlperf.workloads.base import InputSpec, OptimizerSpec, Workload  # noqa: E402
@@ -68,7 +69,7 @@ def test_a_compiled_mode_is_checked_at_its_timed_batch_with_the_program_the_cell
 
 def test_fp32_arithmetic_modes_need_no_rounding_reference():
     result = tb.loss_check(BUILTIN["tiny-resnet-56"], "cpu", "channels_last")
-    assert result["ok"] and result["rounding_cosine"] is None and result["min_cosine"] == lc.MIN_COSINE
+    assert result["ok"] and result["rounding_cosine"] is None and result["min_cosine"] == cm.MIN_COSINE
     assert result["cosine"] > 0.9999  # the same arithmetic in another memory layout
 
 
@@ -229,16 +230,16 @@ FP32 = [2.3, 1.8, 1.3, 0.9, 0.6, 0.4]
 SPREAD = [[2.4, 1.95, 1.45, 1.05, 0.75, 0.55], [2.2, 1.7, 1.2, 0.8, 0.5, 0.3]]  # 0.1-0.15 from FP32
 
 
-def judge(mode=FP32, *, fp32=FP32, spread=SPREAD, **overrides) -> lc.Verdict:
+def judge(mode=FP32, *, fp32=FP32, spread=SPREAD, **overrides) -> cm.Verdict:
     """The judge with a mode that matches fp32 in everything but what `overrides` says."""
     args = {"changed": 1.0, "fp32_changed": 1.0, "cosine": 0.999, "size_ratio": 1.0, **overrides}
-    return lc.judge(fp32, mode, spread, **args)
+    return cm.judge(fp32, mode, spread, **args)
 
 
 def test_judge_accepts_the_fp32_curve_itself():
     verdict = judge()
     assert verdict.ok and verdict.reason is None
-    assert verdict.progress == 1.0 and verdict.min_cosine == lc.MIN_COSINE
+    assert verdict.progress == 1.0 and verdict.min_cosine == cm.MIN_COSINE
     assert verdict.tolerance == pytest.approx([0.3] * 6)  # twice the largest gap of a neighbourhood
 
 
@@ -280,7 +281,7 @@ def test_tolerance_floor_when_the_seeds_agree():
 
 def test_tolerance_looks_at_neighbouring_steps_where_curves_cross():
     crossing = [2.6, 2.1, 1.3, 0.6, 0.3, 0.1]  # meets FP32 at step 3 only
-    tolerance = lc.spread_tolerance(FP32, [crossing])
+    tolerance = cm.spread_tolerance(FP32, [crossing])
     assert tolerance[2] == pytest.approx(2 * 0.3)  # not the floor: the curves are 0.3 apart one step away
     assert tolerance == pytest.approx([0.6, 0.6, 0.6, 0.6, 0.6, 0.6])
 
@@ -344,24 +345,24 @@ def test_judge_edges_of_the_first_update():
 def test_an_ill_conditioned_direction_lowers_the_cosine_bar():
     # ResNet-50 at initialization: fp32 from bf16-rounded weights keeps a cosine of only 0.36, bf16 autocast 0.13.
     verdict = judge(cosine=0.13, rounding_cosine=0.36)
-    assert verdict.ok and lc.MIN_ALIGNED < verdict.min_cosine < 0.13
+    assert verdict.ok and cm.MIN_ALIGNED < verdict.min_cosine < 0.13
     assert not judge(cosine=0.0, rounding_cosine=0.36).ok  # a random direction still fails
     assert not judge(cosine=-1.0, rounding_cosine=0.36).ok
 
 
 def test_required_cosine():
-    assert lc.required_cosine(None) == lc.required_cosine(1.0) == lc.required_cosine(0.9999) == lc.MIN_COSINE
-    assert lc.required_cosine(0.99) == pytest.approx(1 / math.sqrt(1 + 25 * (1 / 0.99**2 - 1)))
-    assert lc.required_cosine(0.99) > lc.required_cosine(0.9) > lc.required_cosine(0.36) > lc.MIN_ALIGNED
-    assert lc.required_cosine(0.01) == lc.required_cosine(-0.5) == lc.MIN_ALIGNED
+    assert cm.required_cosine(None) == cm.required_cosine(1.0) == cm.required_cosine(0.9999) == cm.MIN_COSINE
+    assert cm.required_cosine(0.99) == pytest.approx(1 / math.sqrt(1 + 25 * (1 / 0.99**2 - 1)))
+    assert cm.required_cosine(0.99) > cm.required_cosine(0.9) > cm.required_cosine(0.36) > cm.MIN_ALIGNED
+    assert cm.required_cosine(0.01) == cm.required_cosine(-0.5) == cm.MIN_ALIGNED
 
 
 def test_a_mode_that_draws_its_own_random_numbers_is_held_to_how_far_other_draws_turn_fp32():
-    assert lc.required_cosine(None, 1.0) == lc.required_cosine(None, None) == lc.MIN_COSINE  # nothing drawn: as before
-    assert lc.required_cosine(None, 0.87) == pytest.approx(1 / math.sqrt(1 + 4 * (1 / 0.87**2 - 1)))  # 0.66
+    assert cm.required_cosine(None, 1.0) == cm.required_cosine(None, None) == cm.MIN_COSINE  # nothing drawn: as before
+    assert cm.required_cosine(None, 0.87) == pytest.approx(1 / math.sqrt(1 + 4 * (1 / 0.87**2 - 1)))  # 0.66
     both = 1 / math.sqrt(1 + 25 * (1 / 0.99**2 - 1) + 4 * (1 / 0.87**2 - 1))
-    assert lc.required_cosine(0.99, 0.87) == pytest.approx(both) and both < lc.required_cosine(0.99)  # in quadrature
-    assert lc.required_cosine(None, -0.1) == lc.MIN_ALIGNED
+    assert cm.required_cosine(0.99, 0.87) == pytest.approx(both) and both < cm.required_cosine(0.99)  # in quadrature
+    assert cm.required_cosine(None, -0.1) == cm.MIN_ALIGNED
 
 
 DROPOUT = Workload("mlp-dropout", "fcn", {"widths": [32, 256, 256, 4], "activation": "relu", "dropout": 0.5},
@@ -388,9 +389,9 @@ def test_compiled_dropout_is_not_failed_for_its_other_masks():
     assert not held["ok"] and held["reason"].startswith("first update cosine ") and held["random_cosine"] is None
     result = lc.check(fp32(DROPOUT), own_draws(fp32(DROPOUT)), own_draws=True)
     assert result["ok"], result["reason"]
-    assert result["random_cosine"] < lc.MIN_COSINE and result["min_cosine"] <= result["cosine"] < lc.MIN_COSINE
+    assert result["random_cosine"] < cm.MIN_COSINE and result["min_cosine"] <= result["cosine"] < cm.MIN_COSINE
     plain = lc.check(fp32(small("tiny-fcn-r")), fp32(small("tiny-fcn-r")), own_draws=True)
-    assert plain["ok"] and plain["random_cosine"] == pytest.approx(1.0) and plain["min_cosine"] == lc.MIN_COSINE
+    assert plain["ok"] and plain["random_cosine"] == pytest.approx(1.0) and plain["min_cosine"] == cm.MIN_COSINE
 
 
 @pytest.mark.slow  # a compile: about 20 s on 2 cores
@@ -398,7 +399,7 @@ def test_a_compiled_model_with_dropout_passes_its_check(tmp_path, monkeypatch):
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     result = tb.loss_check(DROPOUT, "cpu", "compile")
     assert result["ok"], result["reason"]
-    assert result["random_cosine"] < lc.MIN_COSINE and result["min_cosine"] <= result["cosine"] < lc.MIN_COSINE
+    assert result["random_cosine"] < cm.MIN_COSINE and result["min_cosine"] <= result["cosine"] < cm.MIN_COSINE
 
 
 def test_judge_when_fp32_itself_does_not_learn():

@@ -59,11 +59,10 @@ TABLE: dict[Framework, Capabilities] = {
         also_imports=("PIL", "threadpoolctl"),
     ),
     Framework.JAX: Capabilities(
-        Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32}) | ALLOCATORS, "compiled by jax.jit",
-        also_imports=("numpy",),
+        Framework.JAX, ("jax", "jaxlib", "flax", "optax"), frozenset({Mode.FP32, Mode.BF16}) | ALLOCATORS,
+        "compiled by jax.jit", also_imports=("numpy",),
         why_not={
-            Mode.BF16: "the jax backend runs fp32 only (no mixed-precision step or loss check for it yet)",
-            Mode.FP16: "the jax backend runs fp32 only (no loss scaling)",
+            Mode.FP16: "the jax backend's mixed precision is bf16 only (fp16 would need loss scaling)",
             Mode.TF32: "the jax backend has no such mode; its fp32 cells multiply at full fp32 precision",
             Mode.CHANNELS_LAST: "the jax backend has no such mode; its convolutions are NHWC already",
             Mode.FOREACH: "the jax backend has no such mode; XLA fuses the whole optax update already",
@@ -75,12 +74,12 @@ TABLE: dict[Framework, Capabilities] = {
         },
     ),
     Framework.TENSORFLOW: Capabilities(
-        Framework.TENSORFLOW, ("tensorflow", "keras"), frozenset({Mode.FP32, Mode.COMPILE}) | ALLOCATORS,  # XLA
+        Framework.TENSORFLOW, ("tensorflow", "keras"),
+        frozenset({Mode.FP32, Mode.BF16, Mode.COMPILE}) | ALLOCATORS,  # Keras's mixed_bfloat16; XLA
         "a tf.function graph, without XLA",
         strategies=(Parallel.MIRRORED, Parallel.MULTIWORKER), data_parallel=Parallel.MIRRORED, also_imports=("numpy",),
         why_not={
-            Mode.BF16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
-            Mode.FP16: "mixed precision (keras.mixed_precision) is not implemented in dlperf's tensorflow backend",
+            Mode.FP16: "the tensorflow backend's mixed precision is bf16 only (fp16 would need Keras's loss scaling)",
             Mode.TF32: "TensorFloat-32 is a CUDA mode, not implemented in dlperf's tensorflow backend",
             Mode.CHANNELS_LAST: "tensorflow runs NHWC (its native CPU layout) in every mode here: there is nothing to "
                                 "switch",

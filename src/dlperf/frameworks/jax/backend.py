@@ -7,8 +7,10 @@ anything does, because XLA sizes its CPU thread pool once, when the backend star
 The step: `nnx.split` turns the model into a static graph definition and its state (parameters; BatchNorm statistics),
 and one `jax.jit` function does forward, loss, gradients and the optax update on that state and the optimizer's,
 donated so XLA updates the buffers in place. The first call traces and compiles (`compiles` is True: the worker times
-it apart); every later call runs the compiled executable. Only the fp32 mode exists: see `UNSUPPORTED` for why each
-other component does not apply. The models and their deviations from the reference are in `models`.
+it apart); every later call runs the compiled executable. The modes are fp32 and bf16, mixed precision as Flax does
+it: every layer computes in bfloat16 (its `dtype`) from fp32 parameters, and the loss, the gradients and the optax
+update stay fp32, as under PyTorch's autocast; see `UNSUPPORTED` for why each other component does not apply. The
+models and their deviations from the reference are in `models`.
 """
 
 from __future__ import annotations
@@ -22,14 +24,18 @@ import flax
 import jax
 import jax.numpy as jnp
 import jaxlib
+import numpy as np
 import optax
 from flax import nnx
 
 from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
+from dlperf.frameworks import precision as mixed
 from dlperf.frameworks.common import capabilities
+from dlperf.frameworks.common import losscheck as common
 from dlperf.frameworks.jax.models import build_model, param_deviation
 from dlperf.measure import system
 from dlperf.measure.timer import HostClock
+from dlperf.modes import Mode, mode_components
 from dlperf.vocab import Framework
 from dlperf.workloads.base import OptimizerSpec, Workload
 
@@ -119,8 +125,16 @@ MODES = capabilities.of(Framework.JAX).modes  # the mode components implemented 
 UNSUPPORTED = capabilities.of(Framework.JAX).why_not  # the table says why, so the plan knows it too
 
 
+COMPUTE_DTYPES = {Mode.BF16: jnp.bfloat16}  # a precision component -> what the layers compute in
+
+
 def _check_mode(mode: str) -> None:
     check_mode("jax", MODES, mode, UNSUPPORTED)
+
+
+def precision(mode: str) -> Mode:
+    """The mode's precision component: bf16, or fp32 where it has none."""
+    return next((c for c in mode_components(mode) if c in COMPUTE_DTYPES), Mode.FP32)
 
 
 def _device(device: str) -> jax.Device:
@@ -166,13 +180,14 @@ def optimizer(spec: OptimizerSpec) -> optax.GradientTransformation:
 
 
 def train_step(graphdef: nnx.GraphDef, tx: optax.GradientTransformation, on_trace: Callable[[], None]) -> Callable:
-    """The pure step: (parameters, other state, optimizer state), inputs, targets -> new state, loss."""
+    """The pure step: (parameters, other state, optimizer state), inputs, targets -> new state, loss. The logits are
+    fp32 for the loss whatever the layers computed in (bf16 ones are cast, as autocast computes a loss in fp32)."""
 
     def step(state, inputs, targets):
         on_trace()  # Python runs here only while JAX traces
         params, rest, opt_state = state
         model = nnx.merge(graphdef, params, rest)
-        loss, grads = nnx.value_and_grad(lambda m: cross_entropy(m(inputs), targets))(model)
+        loss, grads = nnx.value_and_grad(lambda m: cross_entropy(m(inputs).astype(jnp.float32), targets))(model)
         updates, opt_state = tx.update(grads, opt_state, params)
         rest = nnx.state(model, nnx.Not(nnx.Param))  # the BatchNorm averages this forward pass updated
         return (optax.apply_updates(params, updates), rest, opt_state), loss
@@ -185,9 +200,12 @@ class JaxStep:
 
     compiles = True  # the first call traces and compiles
 
-    def __init__(self, workload: Workload, model: nnx.Module, batch: tuple[jax.Array, jax.Array], device: str) -> None:
-        """`device` is the dlperf name ("cpu", "cuda:0") of the device `placed_on` moves the state and batch to."""
-        self.workload, self.device = workload, device
+    def __init__(
+        self, workload: Workload, model: nnx.Module, batch: tuple[jax.Array, jax.Array], device: str, mode: str = "fp32"
+    ) -> None:
+        """`device` is the dlperf name ("cpu", "cuda:0") of the device `placed_on` moves the state and batch to;
+        `model` computes in the precision of `mode` (`build_model`'s dtype)."""
+        self.workload, self.device, self.precision = workload, device, precision(mode)
         self.tx = optimizer(workload.optimizer)
         self.graphdef, params, rest = nnx.split(model, nnx.Param, ...)
         self.state = (params, rest, self.tx.init(params))
@@ -195,10 +213,24 @@ class JaxStep:
         self.params = sum(leaf.size for leaf in jax.tree.leaves(params))
         self.loss: jax.Array | None = None
         self.traces = 0
+        self.placed = jax.devices("cpu")[0]  # where the state is (`placed_on`)
         self.jitted = jax.jit(train_step(self.graphdef, self.tx, self._traced), donate_argnums=0)
 
     def _traced(self) -> None:
         self.traces += 1
+
+    def restart(self, seed: int) -> JaxStep:
+        """Fresh weights from `seed`, a fresh optimizer state, on the step's device: the compiled step is kept (the
+        state's structure is the same), so the loss check's runs from other seeds compile nothing again."""
+        with jax.default_device(jax.devices("cpu")[0]):
+            _, params, rest = nnx.split(self.model_of(seed), nnx.Param, ...)
+            state = (params, rest, self.tx.init(params))
+        self.state, self.loss = jax.device_put(state, self.placed), None
+        return self
+
+    def model_of(self, seed: int, **options: Any) -> nnx.Module:
+        """This step's model, in its precision, initialized from `seed`."""
+        return build_model(self.workload, nnx.Rngs(_key(seed)), dtype=COMPUTE_DTYPES.get(self.precision), **options)
 
     def placed_on(self, dev: jax.Device) -> JaxStep:
         """The state and the batch, made on the CPU, moved to `dev` at once. Made on a GPU, every initializer and
@@ -206,6 +238,7 @@ class JaxStep:
         build took 8.3-8.8 s on an H200); on the CPU they compile in a fraction of that, and a cell on any device
         starts from the same weights and batch."""
         self.state, self.inputs, self.targets = jax.device_put((self.state, self.inputs, self.targets), dev)
+        self.placed = dev
         return self
 
     def step(self) -> jax.Array:
@@ -242,7 +275,7 @@ class JaxStep:
             flops, extra = cost_flops(counted.lower(*self._args()).cost_analysis()), {}
         except RuntimeError:  # no figure from this backend's analysis (jax 0.11.2 on CUDA gave None)
             flops, extra = self._counted_on_the_cpu(counted), {"counted_on": "cpu"}
-        return {"flops_per_step": flops, "flops_by_dtype": {"fp32": flops}, **extra}
+        return {"flops_per_step": flops, "flops_by_dtype": {self.precision.value: flops}, **extra}
 
     def _counted_on_the_cpu(self, counted: Callable) -> int:
         """The same step lowered for the CPU from its shapes alone, and counted there: the unoptimized HLO's FLOPs
@@ -256,7 +289,7 @@ class JaxStep:
 
     def _unrolled_graphdef(self) -> nnx.GraphDef:
         steps = self.workload.input.shape[0]
-        twin = nnx.eval_shape(lambda: build_model(self.workload, nnx.Rngs(0), unroll=steps))
+        twin = nnx.eval_shape(lambda: self.model_of(0, unroll=steps))
         return nnx.graphdef(twin)
 
     def memory_of_step(self) -> dict[str, int]:
@@ -296,10 +329,17 @@ class JaxStep:
             "jax": jax.__version__,
             "device": self.device,
             "execution": "jax.jit (whole train step; parameters and optimizer state donated)",
+            "precision": PRECISION_SETTINGS[self.precision],
             **({"layout": "NHWC"} if image else {}),
             "deviations": deviations(self.workload),
             "model_notes": model_notes(self.workload),
         }
+
+
+PRECISION_SETTINGS = {
+    Mode.FP32: "fp32 throughout",
+    Mode.BF16: "bf16 layers (Flax's dtype) from fp32 parameters; loss, gradients and optax update in fp32",
+}
 
 
 def cost_flops(cost: Any) -> int:
@@ -352,21 +392,45 @@ def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> JaxSt
         raise NotImplementedError(builtin_only("jax"))
     _check_mode(mode)
     dev = _device(device)
-    if dev.platform == "gpu":  # fp32 means fp32: JAX's default GPU precision multiplies in TensorFloat-32
-        jax.config.update("jax_default_matmul_precision", "highest")
+    if dev.platform == "gpu" and precision(mode) is Mode.FP32:  # fp32 means fp32: JAX's default GPU precision
+        jax.config.update("jax_default_matmul_precision", "highest")  # multiplies fp32 in TensorFloat-32
     with jax.default_device(jax.devices("cpu")[0]):
-        model = build_model(workload, nnx.Rngs(_key(seed)))
+        model = build_model(workload, nnx.Rngs(_key(seed)), dtype=COMPUTE_DTYPES.get(precision(mode)))
         batch = synthetic_batch(workload)
-        step = JaxStep(workload, model, batch, device)
+        step = JaxStep(workload, model, batch, device, mode)
     return step.placed_on(dev)
 
 
 def loss_check(workload: Workload, device: str, mode: str) -> dict[str, Any]:
-    """Every mode but fp32 is unsupported here (NotImplementedError, before anything is built), so there is no mode
-    to check against fp32."""
+    """Does `mode` still train like fp32? bf16 and fp32 train on one batch of at most four samples (`precision`); a
+    mode of fp32 arithmetic (an allocator's) is the reference itself. NotImplementedError for a mode the backend does
+    not implement, before anything is built."""
     start = time.perf_counter()
     _check_mode(mode)
-    return {"ok": None, "reason": "fp32 is the reference: nothing to check", "seconds": time.perf_counter() - start}
+    if precision(mode) is Mode.FP32:
+        return {"ok": None, "reason": "fp32 is the reference: nothing to check", "seconds": time.perf_counter() - start}
+    small = common.small(workload)
+    made: dict[str, JaxStep] = {}  # one step per mode, compiled once: each later seed restarts it
+
+    def make(which: str, seed: int) -> JaxStep:
+        if which not in made:
+            made[which] = build(small, device, which, seed=seed)
+            return made[which]
+        return made[which].restart(seed)
+
+    result = mixed.check(lambda seed: make("fp32", seed), lambda seed: make(mode, seed), read=_read, write=_write)
+    return {**result, "batch": small.batch}
+
+
+def _read(step: JaxStep) -> list[np.ndarray]:
+    """The step's parameters, copied to the host (the next step donates their buffers), in the state's order."""
+    return [np.array(leaf, copy=True) for leaf in jax.tree.leaves(step.state[0])]
+
+
+def _write(step: JaxStep, values: list[np.ndarray]) -> None:
+    params, *rest = step.state
+    placed = [jax.device_put(jnp.asarray(v), step.placed) for v in values]
+    step.state = (jax.tree.unflatten(jax.tree.structure(params), placed), *rest)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

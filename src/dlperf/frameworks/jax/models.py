@@ -4,7 +4,8 @@ Layer by layer the same networks as the torch models (same sizes, strides, paddi
 the way Flax writes them: images are NHWC (B, H, W, C), convolution kernels HWIO, padding given as explicit (low, high)
 pairs so the output sizes are PyTorch's. Linear and convolution kernels are drawn as PyTorch draws them (uniform in
 +-1/sqrt(fan_in)), so the first loss is on the same scale; biases start at zero (PyTorch: uniform), and the LSTM and
-the embedding keep Flax's initializers.
+the embedding keep Flax's initializers. Parameters are fp32; `build_model`'s `dtype` is what every layer computes in
+(bfloat16 for the bf16 mode: each layer casts its input and parameters to it, Flax's mixed precision).
 
 Where Flax differs from the reference definition (`param_deviation` gives the change in the parameter count):
 - LSTM: Flax's LSTM cells keep one bias vector per gate set (on the hidden-state projection), PyTorch two (b_ih and
@@ -38,24 +39,37 @@ def _out_size(size: int, kernel: int = 3, stride: int = 2, padding: int = 0) -> 
 TORCH_KERNEL_INIT = nnx.initializers.variance_scaling(1 / 3, "fan_in", "uniform")
 
 
-def linear(cin: int, cout: int, *, rngs: nnx.Rngs) -> nnx.Linear:
-    return nnx.Linear(cin, cout, kernel_init=TORCH_KERNEL_INIT, rngs=rngs)
+def linear(cin: int, cout: int, *, rngs: nnx.Rngs, dtype: Any = None) -> nnx.Linear:
+    return nnx.Linear(cin, cout, kernel_init=TORCH_KERNEL_INIT, rngs=rngs, dtype=dtype)
 
 
 def _pad(p: int) -> tuple[tuple[int, int], tuple[int, int]]:
     return ((p, p), (p, p))
 
 
-def conv(cin: int, cout: int, kernel: int, stride: int = 1, *, padding: int, bias: bool, rngs: nnx.Rngs) -> nnx.Conv:
+def conv(
+    cin: int, cout: int, kernel: int, stride: int = 1, *, padding: int, bias: bool, rngs: nnx.Rngs, dtype: Any = None
+) -> nnx.Conv:
     size, step = (kernel, kernel), (stride, stride)
     return nnx.Conv(
-        cin, cout, size, strides=step, padding=_pad(padding), use_bias=bias, kernel_init=TORCH_KERNEL_INIT, rngs=rngs
+        cin,
+        cout,
+        size,
+        strides=step,
+        padding=_pad(padding),
+        use_bias=bias,
+        kernel_init=TORCH_KERNEL_INIT,
+        rngs=rngs,
+        dtype=dtype,
     )
 
 
-def batch_norm(channels: int, rngs: nnx.Rngs) -> nnx.BatchNorm:
-    """Training mode: normalizes with the batch statistics and updates the running averages (BatchStat state)."""
-    return nnx.BatchNorm(channels, use_running_average=False, momentum=BN_MOMENTUM, epsilon=BN_EPSILON, rngs=rngs)
+def batch_norm(channels: int, rngs: nnx.Rngs, dtype: Any = None) -> nnx.BatchNorm:
+    """Training mode: normalizes with the batch statistics and updates the running averages (BatchStat state). Its
+    statistics are reduced in fp32 whatever `dtype` (Flax's `force_float32_reductions`), as PyTorch's are."""
+    return nnx.BatchNorm(
+        channels, use_running_average=False, momentum=BN_MOMENTUM, epsilon=BN_EPSILON, rngs=rngs, dtype=dtype
+    )
 
 
 def max_pool(x: jax.Array, padding: int = 0) -> jax.Array:
@@ -70,8 +84,8 @@ def max_pool(x: jax.Array, padding: int = 0) -> jax.Array:
 class FCN(nnx.Module):
     """Linear layers over `widths`, a sigmoid between each pair, raw logits at the end."""
 
-    def __init__(self, widths: list[int], *, rngs: nnx.Rngs) -> None:
-        self.layers = nnx.List([linear(a, b, rngs=rngs) for a, b in pairwise(widths)])
+    def __init__(self, widths: list[int], *, rngs: nnx.Rngs, dtype: Any = None) -> None:
+        self.layers = nnx.List([linear(a, b, rngs=rngs, dtype=dtype) for a, b in pairwise(widths)])
 
     def __call__(self, x: jax.Array) -> jax.Array:  # (B, widths[0])
         for layer in self.layers[:-1]:
@@ -84,20 +98,22 @@ class FCN(nnx.Module):
 
 
 class AlexNet(nnx.Module):
-    def __init__(self, channels: list[int], fc: list[int], image: int, outputs: int, *, rngs: nnx.Rngs) -> None:
+    def __init__(
+        self, channels: list[int], fc: list[int], image: int, outputs: int, *, rngs: nnx.Rngs, dtype: Any = None
+    ) -> None:
         c1, c2, c3, c4, c5 = channels
         self.convs = nnx.List(
             [
-                conv(3, c1, 11, 4, padding=2, bias=True, rngs=rngs),  # 224 -> 55, pool -> 27
-                conv(c1, c2, 5, padding=2, bias=True, rngs=rngs),  # pool -> 13
-                conv(c2, c3, 3, padding=1, bias=True, rngs=rngs),
-                conv(c3, c4, 3, padding=1, bias=True, rngs=rngs),
-                conv(c4, c5, 3, padding=1, bias=True, rngs=rngs),  # pool -> 6
+                conv(3, c1, 11, 4, padding=2, bias=True, rngs=rngs, dtype=dtype),  # 224 -> 55, pool -> 27
+                conv(c1, c2, 5, padding=2, bias=True, rngs=rngs, dtype=dtype),  # pool -> 13
+                conv(c2, c3, 3, padding=1, bias=True, rngs=rngs, dtype=dtype),
+                conv(c3, c4, 3, padding=1, bias=True, rngs=rngs, dtype=dtype),
+                conv(c4, c5, 3, padding=1, bias=True, rngs=rngs, dtype=dtype),  # pool -> 6
             ]
         )
         side = _out_size(_out_size(_out_size(_out_size(image, 11, 4, 2))))
         widths = [c5 * side * side, *fc, outputs]
-        self.classifier = nnx.List([linear(a, b, rngs=rngs) for a, b in pairwise(widths)])
+        self.classifier = nnx.List([linear(a, b, rngs=rngs, dtype=dtype) for a, b in pairwise(widths)])
 
     def __call__(self, x: jax.Array) -> jax.Array:  # (B, H, W, 3)
         for i, layer in enumerate(self.convs):
@@ -117,9 +133,9 @@ class AlexNet(nnx.Module):
 class ConvBN(nnx.Module):
     """A bias-free convolution (the BatchNorm after it has its own shift) with 'same' padding for odd kernels."""
 
-    def __init__(self, cin: int, cout: int, kernel: int, stride: int = 1, *, rngs: nnx.Rngs) -> None:
-        self.conv = conv(cin, cout, kernel, stride, padding=kernel // 2, bias=False, rngs=rngs)
-        self.bn = batch_norm(cout, rngs)
+    def __init__(self, cin: int, cout: int, kernel: int, stride: int = 1, *, rngs: nnx.Rngs, dtype: Any = None) -> None:
+        self.conv = conv(cin, cout, kernel, stride, padding=kernel // 2, bias=False, rngs=rngs, dtype=dtype)
+        self.bn = batch_norm(cout, rngs, dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:
         return self.bn(self.conv(x))
@@ -128,11 +144,11 @@ class ConvBN(nnx.Module):
 class Bottleneck(nnx.Module):
     """1x1 reduce, 3x3 (carries the stride), 1x1 expand; a projection shortcut where the shape changes."""
 
-    def __init__(self, cin: int, width: int, cout: int, stride: int, *, rngs: nnx.Rngs) -> None:
-        self.reduce = ConvBN(cin, width, 1, rngs=rngs)
-        self.spatial = ConvBN(width, width, 3, stride, rngs=rngs)
-        self.expand = ConvBN(width, cout, 1, rngs=rngs)
-        self.shortcut = ConvBN(cin, cout, 1, stride, rngs=rngs) if stride != 1 or cin != cout else None
+    def __init__(self, cin: int, width: int, cout: int, stride: int, *, rngs: nnx.Rngs, dtype: Any = None) -> None:
+        self.reduce = ConvBN(cin, width, 1, rngs=rngs, dtype=dtype)
+        self.spatial = ConvBN(width, width, 3, stride, rngs=rngs, dtype=dtype)
+        self.expand = ConvBN(width, cout, 1, rngs=rngs, dtype=dtype)
+        self.shortcut = ConvBN(cin, cout, 1, stride, rngs=rngs, dtype=dtype) if stride != 1 or cin != cout else None
 
     def __call__(self, x: jax.Array) -> jax.Array:  # (B, H, W, cin)
         y = self.expand(jax.nn.relu(self.spatial(jax.nn.relu(self.reduce(x)))))
@@ -140,15 +156,19 @@ class Bottleneck(nnx.Module):
 
 
 class ResNetImageNet(nnx.Module):
-    def __init__(self, blocks: list[int], widths: list[int], expansion: int, outputs: int, *, rngs: nnx.Rngs) -> None:
-        self.stem = ConvBN(3, widths[0], 7, 2, rngs=rngs)  # 224 -> 112, max-pool -> 56
+    def __init__(
+        self, blocks: list[int], widths: list[int], expansion: int, outputs: int, *, rngs: nnx.Rngs, dtype: Any = None
+    ) -> None:
+        self.stem = ConvBN(3, widths[0], 7, 2, rngs=rngs, dtype=dtype)  # 224 -> 112, max-pool -> 56
         stages, cin = [], widths[0]
         for i, (n, width) in enumerate(zip(blocks, widths, strict=True)):
             for j in range(n):
-                stages.append(Bottleneck(cin, width, width * expansion, 2 if i > 0 and j == 0 else 1, rngs=rngs))
+                stages.append(
+                    Bottleneck(cin, width, width * expansion, 2 if i > 0 and j == 0 else 1, rngs=rngs, dtype=dtype)
+                )
                 cin = width * expansion
         self.stages = nnx.List(stages)
-        self.fc = linear(cin, outputs, rngs=rngs)
+        self.fc = linear(cin, outputs, rngs=rngs, dtype=dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:  # (B, H, W, 3)
         x = max_pool(jax.nn.relu(self.stem(x)), padding=1)
@@ -162,13 +182,13 @@ class ResNetImageNet(nnx.Module):
 
 
 class AlexNetCifar(nnx.Module):
-    def __init__(self, channels: list[int], image: int, outputs: int, *, rngs: nnx.Rngs) -> None:
+    def __init__(self, channels: list[int], image: int, outputs: int, *, rngs: nnx.Rngs, dtype: Any = None) -> None:
         c1, c2, c3 = channels
-        self.conv1 = conv(3, c1, 5, padding=2, bias=True, rngs=rngs)
-        self.conv2 = conv(c1, c2, 5, padding=2, bias=True, rngs=rngs)
-        self.conv3 = conv(c2, c3, 5, padding=2, bias=True, rngs=rngs)
+        self.conv1 = conv(3, c1, 5, padding=2, bias=True, rngs=rngs, dtype=dtype)
+        self.conv2 = conv(c1, c2, 5, padding=2, bias=True, rngs=rngs, dtype=dtype)
+        self.conv3 = conv(c2, c3, 5, padding=2, bias=True, rngs=rngs, dtype=dtype)
         side = _out_size(_out_size(_out_size(image)))
-        self.fc = linear(c3 * side * side, outputs, rngs=rngs)
+        self.fc = linear(c3 * side * side, outputs, rngs=rngs, dtype=dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:  # (B, 32, 32, 3)
         x = jax.nn.relu(max_pool(self.conv1(x)))  # the original pools before its first ReLU; 32 -> 15
@@ -184,11 +204,11 @@ class AlexNetCifar(nnx.Module):
 class BasicBlock(nnx.Module):
     """conv-BN-ReLU-conv-BN plus the parameter-free "option A" shortcut; no ReLU after the add."""
 
-    def __init__(self, cin: int, cout: int, stride: int, bias: bool, *, rngs: nnx.Rngs) -> None:
-        self.conv1 = conv(cin, cout, 3, stride, padding=1, bias=bias, rngs=rngs)
-        self.bn1 = batch_norm(cout, rngs)
-        self.conv2 = conv(cout, cout, 3, padding=1, bias=bias, rngs=rngs)
-        self.bn2 = batch_norm(cout, rngs)
+    def __init__(self, cin: int, cout: int, stride: int, bias: bool, *, rngs: nnx.Rngs, dtype: Any = None) -> None:
+        self.conv1 = conv(cin, cout, 3, stride, padding=1, bias=bias, rngs=rngs, dtype=dtype)
+        self.bn1 = batch_norm(cout, rngs, dtype)
+        self.conv2 = conv(cout, cout, 3, padding=1, bias=bias, rngs=rngs, dtype=dtype)
+        self.bn2 = batch_norm(cout, rngs, dtype)
         self.stride, self.extra = stride, cout - cin
 
     def shortcut(self, x: jax.Array) -> jax.Array:  # (B, H, W, cin)
@@ -204,16 +224,18 @@ class BasicBlock(nnx.Module):
 
 
 class ResNetCifar(nnx.Module):
-    def __init__(self, n: int, widths: list[int], bias: bool, outputs: int, *, rngs: nnx.Rngs) -> None:
-        self.stem = conv(3, widths[0], 3, padding=1, bias=bias, rngs=rngs)
-        self.stem_bn = batch_norm(widths[0], rngs)
+    def __init__(
+        self, n: int, widths: list[int], bias: bool, outputs: int, *, rngs: nnx.Rngs, dtype: Any = None
+    ) -> None:
+        self.stem = conv(3, widths[0], 3, padding=1, bias=bias, rngs=rngs, dtype=dtype)
+        self.stem_bn = batch_norm(widths[0], rngs, dtype)
         blocks, cin = [], widths[0]
         for i, width in enumerate(widths):
             for j in range(n):
-                blocks.append(BasicBlock(cin, width, 2 if i > 0 and j == 0 else 1, bias, rngs=rngs))
+                blocks.append(BasicBlock(cin, width, 2 if i > 0 and j == 0 else 1, bias, rngs=rngs, dtype=dtype))
                 cin = width
         self.blocks = nnx.List(blocks)
-        self.fc = linear(cin, outputs, rngs=rngs)
+        self.fc = linear(cin, outputs, rngs=rngs, dtype=dtype)
 
     def __call__(self, x: jax.Array) -> jax.Array:  # (B, 32, 32, 3)
         x = jax.nn.relu(self.stem_bn(self.stem(x)))
@@ -229,14 +251,16 @@ class ResNetCifar(nnx.Module):
 class LSTMLM(nnx.Module):
     """Embedding, stacked LSTM layers (one bias vector per layer: see the module docstring), a head at every step."""
 
-    def __init__(self, vocab: int, embed: int, hidden: int, layers: int, *, unroll: int = 1, rngs: nnx.Rngs) -> None:
-        self.embed = nnx.Embed(vocab, embed, rngs=rngs)
+    def __init__(
+        self, vocab: int, embed: int, hidden: int, layers: int, *, unroll: int = 1, rngs: nnx.Rngs, dtype: Any = None
+    ) -> None:
+        self.embed = nnx.Embed(vocab, embed, rngs=rngs, dtype=dtype)
         self.hidden = hidden
         sizes = [embed] + [hidden] * layers
         # rngs=False: the state starts at zero (given in __call__), so the layers keep no random stream to advance
-        cells = [nnx.OptimizedLSTMCell(a, b, rngs=rngs) for a, b in pairwise(sizes)]
+        cells = [nnx.OptimizedLSTMCell(a, b, rngs=rngs, dtype=dtype) for a, b in pairwise(sizes)]
         self.lstm = nnx.List([nnx.RNN(cell, unroll=unroll, rngs=False) for cell in cells])
-        self.head = linear(hidden, vocab, rngs=rngs)
+        self.head = linear(hidden, vocab, rngs=rngs, dtype=dtype)
 
     def __call__(self, tokens: jax.Array) -> jax.Array:  # (B, T) int32
         h = self.embed(tokens)  # (B, T, embed)
@@ -249,23 +273,25 @@ class LSTMLM(nnx.Module):
 # ----------------------------------------------------------------------------------------------------------------------
 
 
-def build_model(workload: Workload, rngs: nnx.Rngs, **options: Any) -> nnx.Module:
-    """The module of a built-in workload. `options` go to the LSTM (`unroll`: time steps per loop iteration)."""
+def build_model(workload: Workload, rngs: nnx.Rngs, *, dtype: Any = None, **options: Any) -> nnx.Module:
+    """The module of a built-in workload, its parameters in fp32. `dtype`: what its layers compute in (None: fp32;
+    bfloat16 for mixed precision: each layer casts its input and its fp32 parameters to it). `options` go to the LSTM
+    (`unroll`: time steps per loop iteration)."""
     torch_only(workload)  # the published networks: `unsupported` here, not an unknown arch
     c, k = workload.config, workload.outputs
     match workload.arch:
         case "fcn":
-            return FCN(c["widths"], rngs=rngs)
+            return FCN(c["widths"], rngs=rngs, dtype=dtype)
         case "alexnet":
-            return AlexNet(c["channels"], c["fc"], c["image"], k, rngs=rngs)
+            return AlexNet(c["channels"], c["fc"], c["image"], k, rngs=rngs, dtype=dtype)
         case "resnet-imagenet":
-            return ResNetImageNet(c["blocks"], c["widths"], c["expansion"], k, rngs=rngs)
+            return ResNetImageNet(c["blocks"], c["widths"], c["expansion"], k, rngs=rngs, dtype=dtype)
         case "alexnet-cifar":
-            return AlexNetCifar(c["channels"], c["image"], k, rngs=rngs)
+            return AlexNetCifar(c["channels"], c["image"], k, rngs=rngs, dtype=dtype)
         case "resnet-cifar":
-            return ResNetCifar(c["n"], c["widths"], c["bias"], k, rngs=rngs)
+            return ResNetCifar(c["n"], c["widths"], c["bias"], k, rngs=rngs, dtype=dtype)
         case "lstm-lm":
-            return LSTMLM(c["vocab"], c["embed"], c["hidden"], c["layers"], rngs=rngs, **options)
+            return LSTMLM(c["vocab"], c["embed"], c["hidden"], c["layers"], rngs=rngs, dtype=dtype, **options)
     raise ValueError(f"workload {workload.name!r}: no Flax model for arch {workload.arch!r}")
 
 

@@ -9,8 +9,11 @@ Modes. `fp32` is graph mode: forward, loss, gradients (tf.GradientTape) and the 
 rewrites: today's idiomatic TensorFlow training, and what the paper's TensorFlow scripts (session.run of one graph)
 measured. `compile` is the same step with `jit_compile=True`: XLA compiles the whole step into fused kernels. Both
 set `jit_compile` explicitly (Keras 3's own default, "auto", would turn graph mode into XLA silently), and in both the
-first call traces (and, under XLA, compiles), which the worker times apart. No other mode component is implemented:
-each raises NotImplementedError with the reason (see `UNSUPPORTED`).
+first call traces (and, under XLA, compiles), which the worker times apart. `bf16` is Keras's mixed precision, the
+model built under the `mixed_bfloat16` dtype policy: every layer computes in bfloat16 from fp32 variables, and the
+loss (on logits cast to fp32, as autocast computes a loss), the gradients and the update stay fp32; with `compile`,
+under XLA. No other mode component is implemented: each raises NotImplementedError with the reason (see
+`UNSUPPORTED`).
 
 Optimizer. `keras.optimizers.SGD(lr, momentum)`: Keras keeps the velocity with the learning rate folded in,
 m <- momentum * m - lr * g; p <- p + m. PyTorch keeps b <- momentum * b + g; p <- p - lr * b. With a constant learning
@@ -34,10 +37,10 @@ import os
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import dataclasses
+import contextlib
 import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import keras
@@ -45,9 +48,10 @@ import numpy as np
 import tensorflow as tf
 
 from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin_only
+from dlperf.frameworks import precision as mixed
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.common import losscheck as common
-from dlperf.frameworks.tensorflow import profiler
+from dlperf.frameworks.tensorflow import losscheck, profiler
 from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
 from dlperf.modes import Mode, mode_components
@@ -154,7 +158,7 @@ def train_step_fn(model: keras.Model, optimizer: keras.optimizers.Optimizer, cli
 
     def train_step(inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
         with tf.GradientTape() as tape:
-            logits = model(inputs, training=True)  # BatchNorm in training mode
+            logits = tf.cast(model(inputs, training=True), tf.float32)  # BatchNorm in training mode; bf16 logits cast
             with tf.name_scope("loss"):  # the profiler finds the loss's ops, and their gradients, by this scope
                 loss = cross_entropy(logits, targets)
         grads = tape.gradient(loss, variables)
@@ -170,12 +174,13 @@ def train_step_fn(model: keras.Model, optimizer: keras.optimizers.Optimizer, cli
 class TFStep:
     """One Keras model, one fixed mini-batch already on the device, one optimizer, one traced step."""
 
-    def __init__(self, workload: Workload, device: str, *, xla: bool, seed: int) -> None:
-        self.workload, self.device, self.xla = workload, tf_device(device), xla
+    def __init__(self, workload: Workload, device: str, *, xla: bool, seed: int, precision: Mode = Mode.FP32) -> None:
+        self.workload, self.device, self.xla, self.precision = workload, tf_device(device), xla, precision
         self.clip_norm = workload.optimizer.clip_grad_norm
         with tf.device(self.device):
             keras.utils.set_random_seed(seed)
-            self.model = build_model(workload, **self._lstm_options())
+            with dtype_policy(POLICIES[precision]):
+                self.model = build_model(workload, **self._lstm_options())
             self.optimizer = make_optimizer(workload.optimizer)
             self.optimizer.build(self.model.trainable_variables)  # no variable is created while tracing
             self.inputs, self.targets = synthetic_batch(workload)
@@ -215,10 +220,11 @@ class TFStep:
             graph = function.get_concrete_function(self.inputs, self.targets).graph
         by_op = graph_flops(graph)
         total = sum(by_op.values())
-        return {"flops_per_step": total, "flops_by_dtype": {"fp32": total}, "flops_by_op": by_op}
+        return {"flops_per_step": total, "flops_by_dtype": {self.precision.value: total}, "flops_by_op": by_op}
 
     def _unrolled_twin(self) -> Callable:
-        twin = build_model(self.workload, unroll=True, cudnn=False)  # the same products, one per time step
+        with dtype_policy(POLICIES[self.precision]):
+            twin = build_model(self.workload, unroll=True, cudnn=False)  # the same products, one per time step
         optimizer = make_optimizer(self.workload.optimizer)
         optimizer.build(twin.trainable_variables)
         return tf.function(train_step_fn(twin, optimizer, self.clip_norm), jit_compile=False)
@@ -248,6 +254,7 @@ class TFStep:
             "tf_device": self.device,
             "jit_compile": self.xla,
             "execution": f"tf.function {'XLA' if self.xla else 'graph'} (jit_compile={self.xla})",
+            "dtype_policy": self.model.dtype_policy.name,
             **({"layout": "NHWC"} if self.workload.input.kind == "image" else {}),
             "keras_backend": keras.backend.backend(),
             "param_deviation": param_deviation(self.workload),
@@ -256,6 +263,21 @@ class TFStep:
         if self.workload.arch == "lstm-lm":
             settings["lstm_implementation"] = lstm_implementation(self.device, self.xla)
         return settings
+
+
+POLICIES = {Mode.FP32: "float32", Mode.BF16: "mixed_bfloat16"}  # a precision -> the Keras dtype policy it builds under
+
+
+@contextlib.contextmanager
+def dtype_policy(name: str) -> Iterator[None]:
+    """Keras's global dtype policy set to `name` while layers are made (each keeps the policy it was made under), and
+    put back after."""
+    before = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(name)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(before)
 
 
 def lstm_implementation(device: str, xla: bool) -> str:
@@ -289,13 +311,16 @@ def synthetic_batch(workload: Workload) -> tuple[tf.Tensor, tf.Tensor]:
 
 
 def build(workload: Workload, device: str, mode: str, *, seed: int = 0) -> TFStep:
-    """The train step of `workload` on `device` in `mode` ("fp32": graph mode; "compile": XLA), weights from `seed`,
+    """The train step of `workload` on `device` in `mode` ("fp32": graph mode; "compile": XLA; "bf16": Keras's mixed
+    precision, with or without XLA), weights from `seed`,
     the batch the same whatever the seed. NotImplementedError (recorded as `unsupported`) for any other mode."""
     check_mode("tensorflow", MODES, mode, UNSUPPORTED)
     if workload.arch == "user":
         raise NotImplementedError(builtin_only("tensorflow"))
     hold_to_pool()
-    return TFStep(workload, device, xla=Mode.COMPILE in mode_components(mode), seed=seed)
+    components = mode_components(mode)
+    precision = Mode.BF16 if Mode.BF16 in components else Mode.FP32
+    return TFStep(workload, device, xla=Mode.COMPILE in components, seed=seed, precision=precision)
 
 
 def hold_to_pool() -> None:
@@ -383,130 +408,40 @@ def _product_flops(op) -> int:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Does XLA still train like graph mode?
-
-# Thresholds, each justified where it is applied (`judge`) by what it measured on the seven networks; the steps, the
-# batch and the progress asked are every backend's (`frameworks.common.losscheck`).
-UPDATE_FLOOR = 1e-3
-LOSS_FLOOR = 1e-3
-SPREAD_FACTOR = 4.0
+# Does a mode still train like fp32?
 
 
 def loss_check(workload: Workload, device: str, mode: str, *, steps: int = common.STEPS) -> dict[str, Any]:
-    """Train `steps` steps in graph mode and in `mode` (XLA) from the same weights and batch, and compare them.
+    """Train `steps` steps in fp32 graph mode and in `mode` from the same weights and batch, and compare them: bf16
+    (with or without XLA) by PyTorch's decision (`frameworks.precision`), XLA in fp32 by its own, tighter one
+    (`losscheck`). fp32 graph mode is the reference itself.
 
     NotImplementedError from `build` (a mode this backend does not implement) propagates before anything trains."""
     small = common.small(workload)
-    if Mode.COMPILE not in mode_components(mode):
+    components = mode_components(mode)
+    if Mode.BF16 in components:
+        result = mixed.check(seeded(small, device, "fp32"), seeded(small, device, mode), read=_read, write=_write,
+                             steps=steps)  # fmt: skip
+    elif Mode.COMPILE in components:
+        result = losscheck.check(lambda: build(small, device, "fp32"), lambda: build(small, device, mode), steps=steps)
+    else:
         build(small, device, mode)  # unsupported components raise here
         return {"ok": True, "reason": None, "seconds": 0.0, "note": "fp32 graph mode is the reference itself"}
-    result = check(lambda: build(small, device, "fp32"), lambda: build(small, device, mode), steps=steps)
     return {**result, "batch": small.batch}
 
 
-@dataclasses.dataclass
-class Run:
-    losses: list[float]
-    first_update: np.ndarray  # every trainable weight's change in the first step, flattened
+def seeded(workload: Workload, device: str, mode: str) -> Callable[[int], TFStep]:
+    """init seed -> a fresh step of `mode`: what the bf16 check trains from each seed."""
+    return lambda seed: build(workload, device, mode, seed=seed)
 
 
-def check(make_graph: Callable[[], TFStep], make_xla: Callable[[], TFStep], *, steps: int) -> dict[str, Any]:
-    """XLA against graph mode from the same weights. Where they part by more than the floors, graph mode runs once
-    more with every weight moved by one ulp before each step, which shows how far rounding alone moves this network
-    (see `judge`)."""
-
-    def judged(graph: Run, xla: Run) -> common.Judgement:
-        update, loss = update_difference(graph, xla), loss_difference(graph, xla)
-        spread: tuple[float, float] | None = None
-        if update > UPDATE_FLOOR or loss > LOSS_FLOOR:
-            nudged = train(make_graph, steps, nudge=True)
-            spread = update_difference(graph, nudged), loss_difference(graph, nudged)
-        ok, reason = judge(graph.losses, xla.losses, update, spread)
-        return common.Judgement(ok, reason, {
-            "steps": steps, "graph_losses": graph.losses, "xla_losses": xla.losses,
-            "first_update_difference": update, "loss_difference": loss,
-            "rounding_spread": None if spread is None else {"first_update": spread[0], "losses": spread[1]},
-            "tolerance": dict(zip(("first_update", "losses"), tolerances(spread), strict=True)),
-        })  # fmt: skip
-
-    return common.compare(lambda: train(make_xla, steps), lambda: train(make_graph, steps), judged)
+def _read(step: TFStep) -> list[np.ndarray]:
+    return [v.numpy() for v in step.model.trainable_variables]
 
 
-def train(make: Callable[[], TFStep], steps: int, *, nudge: bool = False) -> Run:
-    step = make()  # one model at a time: the caller keeps only the losses and the first update
-    variables = step.model.trainable_variables
-    rng = np.random.default_rng(1)
-    losses: list[float] = []
-    for i in range(steps):
-        if nudge:  # before every step, every weight one ulp up or down at random: what a different rounding does
-            for v in variables:
-                w = v.numpy()
-                v.assign(np.nextafter(w, np.where(rng.random(w.shape) < 0.5, -np.inf, np.inf).astype(w.dtype)))
-        if i == 0:
-            before = np.concatenate([v.numpy().ravel() for v in variables])
-        losses.append(float(step.step()))
-        if i == 0:
-            first_update = np.concatenate([v.numpy().ravel() for v in variables]) - before
-    return Run(losses, first_update)
-
-
-def update_difference(reference: Run, other: Run) -> float:
-    """Relative L2 distance between two first updates."""
-    return float(np.linalg.norm(other.first_update - reference.first_update) / np.linalg.norm(reference.first_update))
-
-
-def loss_difference(reference: Run, other: Run) -> float:
-    """The largest difference between two loss curves, relative to the reference's first loss."""
-    scale = abs(reference.losses[0]) or 1.0
-    return max(abs(b - a) / scale for a, b in zip(reference.losses, other.losses, strict=True))
-
-
-def tolerances(spread: tuple[float, float] | None) -> tuple[float, float]:
-    if spread is None:
-        return UPDATE_FLOOR, LOSS_FLOOR
-    return max(UPDATE_FLOOR, SPREAD_FACTOR * spread[0]), max(LOSS_FLOOR, SPREAD_FACTOR * spread[1])
-
-
-def judge(
-    graph: list[float], xla: list[float], update: float, spread: tuple[float, float] | None
-) -> tuple[bool | None, str | None]:
-    """Whether XLA trains as graph mode does: (ok, the first failure's reason); ok None: not checked.
-
-    Both run fp32 arithmetic from the same weights and data, so they differ only where XLA fuses ops and reorders
-    the sums of reductions and products: a few ulps (1.2e-7 each) per op, compounded through the network. Measured
-    on the seven networks and their tiny variants (batch 4, eight steps):
-    - First update: relative L2 difference from graph mode's at most UPDATE_FLOOR; measured 2.6e-7 to 1.7e-5 but
-      AlexNet-S (3.9e-4) and ResNet-50 (3.0e-2), while a learning rate 10% off gives 0.1.
-    - Loss curve: within LOSS_FLOOR of the first loss at every step; measured at most 1.7e-6 but on the two ResNets
-      with bottlenecks, which are chaotic on four samples (BatchNorm normalizes over four images): there graph mode
-      itself, with every weight moved by one ulp before each step (a model of XLA's different rounding at every
-      update), moves its first update by 2.3e-2 (ResNet-50) and its curve by 0.18 (ResNet-50) and 1.6e-2
-      (tiny-resnet-50); such a difference says nothing about XLA. So where XLA exceeds a floor, `spread` (graph
-      mode's own first-update and curve differences under that nudging) sets the bar at SPREAD_FACTOR times it;
-      XLA's differences there were 0.9 to 1.3 times that spread.
-    - Progress: XLA's loss falls by at least MIN_PROGRESS of graph mode's fall (first loss to lowest).
-    Against a graph-mode curve that is not finite nothing is decided: (None, "not checked: ...")."""
-    if not_checked := common.unchecked(graph, "graph mode"):
-        return None, not_checked
-    if common.first_not_finite(xla) is not None:
-        return False, f"XLA's losses are not finite: {xla}"
-    update_bar, loss_bar = tolerances(spread)
-    if not update <= update_bar:
-        return (
-            False,
-            f"XLA's first update differs from graph mode's by {update:.2e} (relative L2; at most {update_bar:.1e})",
-        )
-    scale = abs(graph[0]) or 1.0
-    at = max(range(len(graph)), key=lambda i: abs(xla[i] - graph[i]))
-    if abs(xla[at] - graph[at]) / scale > loss_bar:
-        return False, (
-            f"XLA's loss leaves graph mode's by {abs(xla[at] - graph[at]) / scale:.2e} of the first loss at step "
-            f"{at + 1} ({xla[at]:.6g} vs {graph[at]:.6g}; at most {loss_bar:.1e})"
-        )
-    fell_graph, fell_xla = common.fall(graph), common.fall(xla)
-    if fell_graph > LOSS_FLOOR * scale and fell_xla < common.MIN_PROGRESS * fell_graph:
-        return False, f"XLA's loss fell by {fell_xla:.4g}, graph mode's by {fell_graph:.4g}"
-    return True, None
+def _write(step: TFStep, values: list[np.ndarray]) -> None:
+    for variable, value in zip(step.model.trainable_variables, values, strict=True):
+        variable.assign(value)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
