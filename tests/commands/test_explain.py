@@ -56,7 +56,7 @@ def test_table_explain_shows_the_verdict_of_profiled_cells_and_says_how_to_fill_
     [bf16] = [r for r in data["rows"] if r["workload"] == "fcn-r" and r["mode"] == "bf16"]
     assert bf16["cells"]["cpu:2"]["verdict"] == {"bound": "compute", "level": "highly", "figure":
                                                  "matrix products 85% of the step", "modes": [],
-                                                 "left_out": {}}  # fmt: skip
+                                                 "left_out": {}, "measured": {}}  # fmt: skip
     assert "verdict" not in dlperf("table", "--format", "md", db=profiled_db).stdout  # only with --explain
 
 
@@ -304,10 +304,22 @@ def test_a_mode_the_same_run_measured_slower_is_left_out_with_both_medians(tmp_p
 
 
 def test_a_mode_the_same_run_did_not_tell_apart_or_measured_faster_is_still_advised(tmp_path, capsys):
+    """One it measured faster says so, with its step: the advice is a measurement already."""
     from dlperf.commands.profile import print_profiles
 
-    for bf16 in [(0.00180, 0.00150, 0.00210), (0.00090, 0.00085, 0.00095)]:  # intervals overlapping; faster
-        print_profiles(str(fp32_beside_bf16_db(tmp_path / f"{bf16[0]}.db", bf16)), 1)
+    tries = {
+        (0.00180, 0.00150, 0.00210): "--modes bf16 (with dlperf run or profile; dlperf optimize tries each)",  # overlap
+        (0.00090, 0.00085, 0.00095): "--modes bf16 (measured in this run: 900 µs a step, 1.91x faster)",  # told apart
+    }
+    for bf16, said in tries.items():
+        db = fp32_beside_bf16_db(tmp_path / f"{bf16[0]}.db", bf16)
+        print_profiles(str(db), 1)
         out = capsys.readouterr().out
-        assert "  try: --modes bf16 (with dlperf run or profile; dlperf optimize tries each)\n" in out
+        assert f"  try: {said}\n" in out
         assert "left out" not in out
+        rows = json.loads(dlperf("table", "--explain", "--format", "json", db=db).stdout)["rows"]
+        [explained] = [r["cells"]["cpu:1"]["verdict"] for r in rows if r["mode"] == "fp32"]
+        assert explained["modes"] == ["bf16"]
+        assert explained["measured"] == ({"bf16": "900 µs a step, 1.91x faster"} if bf16[0] < 0.001 else {})
+    dlperf("report", "-o", str(tmp_path / "r.html"), db=db)  # the report's "try" says it too
+    assert "<td>bf16 (measured in this run: 900 µs a step, 1.91x faster)</td>" in (tmp_path / "r.html").read_text()

@@ -140,8 +140,9 @@ class CellProfile:
         if (v := self.verdict) is not None:
             rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
             lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
-            tries = [f"--modes {m}" for m in v.modes] + ([v.advice] if v.advice else [])
-            where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if v.modes else ""
+            tries = v.tries("--modes ") + ([v.advice] if v.advice else [])
+            unmeasured = [m for m in v.modes if m not in dict(v.measured)]
+            where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if unmeasured else ""
             none = "no mode addresses it on this device"
             none = "none of the modes that address it (left out below)" if v.left_out else none
             lines.append(f"  try: {'; '.join(tries) + where if tries else none}")
@@ -172,7 +173,8 @@ class CellProfile:
             "categories": {k: {"seconds": s, "share": self.shares.get(k)}
                            for k, s in sorted(self.categories.items(), key=lambda kv: -kv[1])},
             "verdict": v and {**v.to_json(), "label": v.label, "advice": v.advice or None,
-                              "left_out": dict(v.left_out), "rests_on_steps": cell.n if few(cell.n) else None},
+                              "left_out": dict(v.left_out), "measured": dict(v.measured),
+                              "rests_on_steps": cell.n if few(cell.n) else None},
             "achieved": [{"category": a.category, "flops_per_s": a.flops_per_s, "bytes_per_s": a.bytes_per_s,
                           "of_peak": a.of_peak, "of_bandwidth": a.of_bandwidth, "flops_per_byte": a.intensity}
                          for a in self.achieved],

@@ -251,7 +251,7 @@ def _profiles(data: Loaded, at: Path | None) -> str:
         elif v is None:
             what, figure, tries = "none", "the profile has no time to share out", ""
         else:
-            what, figure, tries = v.label, v.figure, "; ".join([*v.modes, *([v.advice] if v.advice else [])])
+            what, figure, tries = v.label, v.figure, "; ".join([*v.tries(), *([v.advice] if v.advice else [])])
         overhead = f"{record.overhead:.2f}x" if record.overhead else "-"
         elsewhere = f", profiled in run {record.run_id}" if record.run_id != cell.run_id else ""
         texts = [f"{cell.workload} {cell.column} {cell.framework} {cell.mode}{elsewhere}", seconds(cell.median_s),

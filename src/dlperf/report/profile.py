@@ -103,10 +103,17 @@ class Verdict:
     modes: tuple[str, ...]  # the modes that address the bound on this device, best first
     advice: str = ""  # what addresses it that is not a mode yet
     left_out: tuple[tuple[str, str], ...] = ()  # (mode, why) of those that address it but cannot pay off here
+    measured: tuple[tuple[str, str], ...] = ()  # (mode, what) of `modes` the cell's own run measured faster
 
     @property
     def label(self) -> str:
         return f"{self.bound.value}-bound ({self.level})"
+
+    def tries(self, prefix: str = "") -> list[str]:
+        """The modes to try, each named after `prefix` ("--modes "), one its run measured with what it measured."""
+        measured = dict(self.measured)
+        said = {m: f" (measured in this run: {measured[m]})" for m in measured}
+        return [f"{prefix}{m}{said.get(m, '')}" for m in self.modes]
 
     def to_json(self) -> dict:
         return {"bound": self.bound.value, "level": self.level, "figure": self.figure, "modes": list(self.modes)}
@@ -305,19 +312,22 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
     """`v` with each mode to try that the cell's own run measured slower than the cell (its workload, batch,
     framework and column in the cell's mode plus that one, told apart by `fastest.faster`) moved to those left out,
     with both medians: the probe's matrix product, which `Fit` judges a precision by, is not the step (on an AVX-512
-    BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.2-1.5x fp32's)."""
-    slower = {}
+    BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.2-1.5x fp32's). A mode
+    it measured faster stays, with its step and speed-up (`measured`): the advice is then a measurement already."""
+    slower, quicker = {}, {}
     for option in v.modes:
         wanted = set(with_option(cell.mode, option))
         other = next((c for c in cells if c.ok and c.median_s and set(mode_components(c.mode)) == wanted
                       and _beside(c, cell)), None)  # fmt: skip
-        if other is not None and cell.ok and cell.median_s and faster(other, cell, None):
+        if other is None or not (cell.ok and cell.median_s):
+            continue
+        if faster(other, cell, None):
             slower[option] = (f"measured slower in this run: {seconds(other.median_s)} a step against this cell's "
                               f"{seconds(cell.median_s)} ({other.median_s / cell.median_s:.2f}x)")  # fmt: skip
-    if not slower:
-        return v
+        elif faster(cell, other, None):
+            quicker[option] = f"{seconds(other.median_s)} a step, {cell.median_s / other.median_s:.2f}x faster"
     kept = tuple(m for m in v.modes if m not in slower)
-    return replace(v, modes=kept, left_out=(*v.left_out, *slower.items()))
+    return replace(v, modes=kept, left_out=(*v.left_out, *slower.items()), measured=tuple(quicker.items()))
 
 
 def _beside(other: CellRecord, cell: CellRecord) -> bool:
