@@ -215,6 +215,17 @@ def test_list_frameworks_names_every_tool_of_the_paper_and_why_not():
     assert "caffe" in text and "why not" in text and "(current environment)" in text
 
 
+def test_list_frameworks_says_the_modes_each_backend_runs():
+    """From each backend's row of capabilities: a user comparing frameworks in bf16 learns which can run it."""
+    rows = {r["name"]: r for r in json.loads(dlperf("list", "--frameworks", "--format", "json").stdout)}
+    assert rows["jax"]["modes"] == ["fp32", "bf16", "malloc_keep", "tcmalloc", "jemalloc"]
+    assert rows["tensorflow"]["modes"][:3] == ["fp32", "bf16", "compile"] and rows["caffe"]["modes"] is None
+    assert {"cuda_graphs", "fused", "tf32"} <= set(rows["torch"]["modes"])
+    text = dlperf("list", "--frameworks").stdout
+    assert "each also the allocator's: malloc_keep, tcmalloc, jemalloc):\n" in text
+    assert "\n  jax         fp32, bf16\n" in text and "\n  mxnet       fp32\n" in text
+
+
 # Every numeric flag of every command, found in the parsers themselves: a new flag cannot escape these tests.
 POSITIONALS = {"optimize": ["tiny-fcn-r"], "compare": ["1", "2"], "plot": ["scaling", "-o", "x.png"], "merge": ["a"]}
 NOT_A_NUMBER = ["nan", "inf", "-inf", "1e400", "٣", "３", "1_0"]  # int() or float() takes each but the last three

@@ -97,15 +97,37 @@ def list_frameworks(fmt: str) -> int:
     from dlperf.envs import KNOWN_FRAMEWORKS, framework_status
 
     rows = [framework_status(name) for name in KNOWN_FRAMEWORKS]
+    modes = {r.name: backend_modes(r.name) for r in rows}
     if fmt == "json":
-        print(json.dumps([asdict(r) for r in rows], indent=2))
+        print(json.dumps([asdict(r) | {"modes": modes[r.name]} for r in rows], indent=2))
         return ExitCode.OK
     print(f"{'framework':<12}{'in the paper':<14}{'here':<12}version and environment / why not")
     for r in rows:
         here = "available" if r.available else "no"
         where = f"{r.version or '?'} ({r.environment} environment)" if r.available else r.reason
         print(f"{r.name:<12}{'yes' if r.paper else '':<14}{here:<12}{where}")
+    from dlperf.frameworks.common.capabilities import ALLOCATORS
+
+    allocators = [m.value for m in ALLOCATORS]
+    every = [m for m in modes["torch"] or () if m in allocators]  # in the modes table's order
+    print(f"\nthe modes each backend runs (--modes; each also the allocator's: {', '.join(every)}):")
+    for name, runs in modes.items():
+        if runs is not None:
+            print(f"  {name:<12}{', '.join(m for m in runs if m not in allocators)}")
     return ExitCode.OK
+
+
+def backend_modes(framework: str) -> list[str] | None:
+    """The mode components a framework's backend implements, in the modes table's order; None for a framework
+    dlperf has no backend for (one listed with the reason it cannot be measured)."""
+    from dlperf.frameworks.common import capabilities
+    from dlperf.modes import ROWS
+    from dlperf.vocab import Framework
+
+    if framework not in {f.value for f in Framework}:
+        return None
+    implemented = capabilities.of(framework).modes
+    return [row.mode.value for row in ROWS if row.mode in implemented]
 
 
 # What a strategy of processes (started by torchrun) needs, not asked of torch here: a probe would import it
