@@ -58,7 +58,9 @@ def test_one_run_fills_a_row_per_framework_each_from_its_own_interpreter(tmp_pat
 
 
 @pytest.mark.timeout(900)
-def test_tensorflow_compiles_with_xla_and_what_a_framework_lacks_is_unsupported_with_the_reason(tmp_path):
+def test_tensorflow_compiles_with_xla_jax_and_tensorflow_train_bf16_and_what_a_framework_lacks_is_unsupported(
+    tmp_path,
+):
     for fw in ("jax", "tensorflow", "mxnet"):
         framework_python(fw)
     db = tmp_path / "d.db"
@@ -76,6 +78,11 @@ def test_tensorflow_compiles_with_xla_and_what_a_framework_lacks_is_unsupported_
     for fw in ("jax", "mxnet"):
         assert found[(fw, "fp32")]["status"] == "ok"
         assert found[(fw, "compile")]["status"] == "unsupported" and fw in found[(fw, "compile")]["error"]
-    for fw in ("jax", "tensorflow", "mxnet"):
-        assert found[(fw, "bf16")]["status"] == "unsupported" and found[(fw, "bf16")]["error"]
+    for fw in ("jax", "tensorflow"):  # Flax's dtype, Keras's mixed_bfloat16: checked against fp32, FLOPs in bf16
+        bf16 = found[(fw, "bf16")]
+        assert bf16["status"] == "ok", bf16["error"]
+        extra = json.loads(bf16["extra_json"])
+        assert extra["loss_check"]["ok"] is True and extra["loss_check"]["min_cosine"] is not None, extra["loss_check"]
+        assert extra["flops_by_dtype"] == {"bf16": bf16["flops_per_step"]}
+    assert found[("mxnet", "bf16")]["status"] == "unsupported" and "fp32 only" in found[("mxnet", "bf16")]["error"]
     assert envs.interpreter_for("jax") != envs.interpreter_for("mxnet")  # separate environments
