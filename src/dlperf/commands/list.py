@@ -107,10 +107,10 @@ def list_frameworks(fmt: str) -> int:
         where = f"{r.version or '?'} ({r.environment} environment)" if r.available else r.reason
         print(f"{r.name:<12}{'yes' if r.paper else '':<14}{here:<12}{where}")
     from dlperf.frameworks.common.capabilities import ALLOCATORS
+    from dlperf.modes import ROWS
 
-    allocators = [m.value for m in ALLOCATORS]
-    every = [m for m in modes["torch"] or () if m in allocators]  # in the modes table's order
-    print(f"\nthe modes each backend runs (--modes; each also the allocator's: {', '.join(every)}):")
+    allocators = [row.mode.value for row in ROWS if row.mode in ALLOCATORS]  # in the modes table's order
+    print(f"\nthe modes each backend runs (--modes; each also the allocator's: {', '.join(allocators)}):")
     for name, runs in modes.items():
         if runs is not None:
             print(f"  {name:<12}{', '.join(m for m in runs if m not in allocators)}")

@@ -145,6 +145,8 @@ ENTRY %main (x: f32[4,16], w: f32[16,64]) -> f32[4,64] {
 }
 '''
 out["classified"] = {name: [c, shapes] for name, (c, shapes) in profiler.classify(hlo).items()}
+out["update_holds"] = profiler.update_holds(hlo)
+out["update_notes"] = [profiler.update_note(*held) for held in [(1, 1, 0), (192, 10, 23), (56, 0, 0)]]
 """
 
 
@@ -160,6 +162,19 @@ def test_hlo_instructions_are_classified_by_what_they_hold_and_where_jax_traced_
     assert category["pool"] == Category.POOLING and category["rng"] == Category.OTHER
     assert category["while.3"] is None  # control flow: its body's instructions are counted, not it
     assert found["mm"][1] == "(f32[4,16], f32[16,64]) -> f32[4,64]"
+
+
+@pytest.mark.timeout(240)
+def test_the_profile_says_what_xla_fused_of_the_backward_into_the_update(profiles):
+    """tiny-resnet-56 in bf16 read "optimizer 12%" against fp32's 2%: 10 of its 192 update operations reduce a
+    gradient and 23 cast bf16 gradients to fp32, the backward's work fused into the update."""
+    assert profiles[0]["update_holds"] == [1, 1, 0]  # %update: a reduction, traced at the top of the step
+    reduced, both, none = profiles[0]["update_notes"]
+    assert (
+        reduced == "optimizer: holds backward work XLA fused into the update: of its 1 operations, 1 reduce a gradient"
+    )
+    assert both.endswith("of its 192 operations, 10 reduce a gradient, 23 cast a bf16 gradient to fp32")
+    assert none is None
 
 
 @pytest.mark.slow  # an end-to-end run of the command: with the sweeps (make test-slow), keeping make test short

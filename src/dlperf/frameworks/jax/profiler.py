@@ -12,7 +12,8 @@ the thunks of its body, which are counted themselves.
 The category of an HLO instruction (read from the compiled step's HLO text, by name):
 - the phase first, from the instruction's `op_name` metadata, which JAX writes as a path of transformations: under
   the `dlperf.loss` scope (`backend.cross_entropy`) it is `loss`, forward (`jvp(...)`) and backward (`transpose(...)`)
-  alike; at the top of the step, neither forward nor backward, it is the optax update (`optimizer`);
+  alike; at the top of the step, neither forward nor backward, it is the optax update (`optimizer`), with what XLA
+  fused into it of the backward (its last reductions; in bf16 the gradients' casts to fp32), which a note counts;
 - then its kind, by the operations it holds (a fusion: everything in its fused computation): a matrix product or a
   convolution makes it `matmul`, whatever else is fused with it; a reduce-window or select-and-scatter `pooling`; only
   data movement (copies, transposes, slices, concatenation, casts) `copy`; only element-wise arithmetic, reductions
@@ -176,6 +177,30 @@ def classify(hlo_text: str) -> dict[str, tuple[Category | None, str]]:
     return out
 
 
+def update_holds(hlo_text: str) -> tuple[int, int, int]:
+    """Of the update's instructions (`optimizer`: traced at the top of the step), how many there are, how many hold
+    a reduction and how many a cast: XLA fuses the backward's last reductions (a bias's gradient, BatchNorm's scale
+    and shift) and, in bf16, the gradients' casts to fp32 into the update that consumes them, so their time counts
+    under `optimizer`."""
+    instructions, computations = parse_hlo(hlo_text)
+    update = [
+        opcodes(inst, instructions, computations)
+        for inst in instructions.values()
+        if inst.opcode not in CONTROL_OPS and phase(inst.op_name) is Category.OPTIMIZER
+    ]
+    return len(update), sum("reduce" in ops for ops in update), sum("convert" in ops for ops in update)
+
+
+def update_note(total: int, reducing: int, casting: int) -> str | None:
+    """The profile's note of what the update holds beyond the update (`update_holds`); None where it holds nothing
+    else."""
+    held = [f"{reducing} reduce a gradient"] * bool(reducing)
+    held += [f"{casting} cast a bf16 gradient to fp32"] * bool(casting)
+    if not held:
+        return None
+    return f"optimizer: holds backward work XLA fused into the update: of its {total} operations, {', '.join(held)}"
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Profiling
 
@@ -191,7 +216,8 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
     """`steps` steady steps of `train` (a backend.JaxStep, warmed up) under jax.profiler: the fields of
     `dlperf.protocol.Profiled`."""
     notes: list[str] = []
-    ops = classify(train.jitted.lower(*train._args()).compile().as_text())  # the executable already compiled
+    hlo = train.jitted.lower(*train._args()).compile().as_text()  # the executable already compiled
+    ops = classify(hlo)
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0  # no event per Python call: JAX's Python runs in the step's host time
     with tempfile.TemporaryDirectory(prefix="dlperf-jax-profile-") as log_dir:
@@ -202,6 +228,8 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
         [xplane] = glob.glob(os.path.join(log_dir, "plugins", "profile", "*", "*.xplane.pb"))
         events, on_gpu = op_events(jax.profiler.ProfileData.from_file(xplane))
         trace = save_trace(log_dir, trace_path, max_trace_bytes, notes)
+    if note := update_note(*update_holds(hlo)):
+        notes.append(note)
     leaves = [e for e in events if ops.get(e.name, (Category.OTHER,))[0] is not None]
     result = {"steps": steps, "step_s": step_s, "notes": notes, "trace": trace, **no_counts(notes)}
     result["categories"] = categories(leaves, ops, steps, step_s, notes)
