@@ -51,13 +51,13 @@ import numpy as np
 from dlperf.frameworks.tensorflow import backend as tb, mirrored
 from dlperf.protocol import Cell
 from dlperf.workloads.shi2016 import BUILTIN
-name, clip = sys.argv[1], float(sys.argv[2])
+name, clip, mode = sys.argv[1], float(sys.argv[2]), sys.argv[3]
 w = BUILTIN[name]
 w = dataclasses.replace(w, batch=8, optimizer=dataclasses.replace(w.optimizer, clip_grad_norm=clip or None))
-cell = Cell(name, "tensorflow", "cpu", 1, "fp32", nproc=2, scaling="strong", parallel="mirrored")
+cell = Cell(name, "tensorflow", "cpu", 1, mode, nproc=2, scaling="strong", parallel="mirrored")
 mirrored.configure(cell)
 two = mirrored.build(w, cell)
-one = tb.build(w, "cpu", "fp32")
+one = tb.build(w, "cpu", mode)
 def weights(vs):
     return np.concatenate([v.numpy().ravel() for v in vs])
 losses = [[float(two.step()), float(one.step())] for _ in range(3)]
@@ -68,25 +68,54 @@ print(json.dumps({"losses": losses, "weights": float(np.linalg.norm(a - b) / np.
 
 
 @pytest.mark.parametrize(
-    "workload,clip",
+    "workload,clip,mode",
     [
-        ("tiny-fcn-r", 0.0),
+        ("tiny-fcn-r", 0.0, "fp32"),
+        ("tiny-fcn-r", 0.0, "bf16"),
         # slow: 8-20 s; a bar every step's gradient exceeds: clipped after the all-reduce, as on one device
-        pytest.param("tiny-lstm", 0.01, marks=pytest.mark.slow),
+        pytest.param("tiny-lstm", 0.01, "fp32", marks=pytest.mark.slow),
     ],
 )
-def test_a_mirrored_step_trains_as_one_device_on_the_whole_batch(workload, clip):
+def test_a_mirrored_step_trains_as_one_device_on_the_whole_batch(workload, clip, mode):
     """Two replicas on halves of a batch of 8 against one device on all of it, from the same weights: the same loss
     at each of three steps and the same weights after them, within fp32 rounding (the all-reduce sums in another
-    order). ResNets differ by design: BatchNorm normalizes each replica's half."""
-    got = run_in(TF, SAME_LOSS, workload, str(clip), threads=2)
+    order); in bf16 within its rounding (each half's weight gradient is a bf16 product of its own). ResNets differ by
+    design: BatchNorm normalizes each replica's half."""
+    got = run_in(TF, SAME_LOSS, workload, str(clip), mode, threads=2)
+    close = 1e-5 if mode == "fp32" else 1e-3
     for two, one in got["losses"]:
-        assert two == pytest.approx(one, rel=1e-5)
+        assert two == pytest.approx(one, rel=close)
     assert got["losses"][2][0] < got["losses"][0][0]  # it trains
-    assert got["weights"] < 1e-5
+    assert got["weights"] < close
+    assert got["settings"]["dtype_policy"] == {"fp32": "float32", "bf16": "mixed_bfloat16"}[mode]
     settings = got["settings"]
     assert settings["replicas"] == 2 and settings["per_replica_batch"] == 4
     assert len(settings["replica_devices"]) == 2 and settings["tf_intra_op_threads"] == 2
+
+
+REFUSED = """
+import json
+from dlperf.frameworks.tensorflow import mirrored
+from dlperf.protocol import Cell
+from dlperf.workloads.shi2016 import BUILTIN
+out = {}
+for mode in ("fp32", "bf16", "compile", "bf16+compile"):
+    cell = Cell("tiny-fcn-r", "tensorflow", "cpu", 1, mode, nproc=2, scaling="strong", parallel="mirrored")
+    try:
+        mirrored.check(BUILTIN["tiny-fcn-r"], cell)
+        out[mode] = None
+    except NotImplementedError as exc:
+        out[mode] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def test_the_strategy_runs_fp32_and_bf16_and_refuses_xla_saying_so():
+    got = run_in(TF, REFUSED)
+    assert got["fp32"] is None and got["bf16"] is None
+    for mode in ("compile", "bf16+compile"):
+        assert got[mode] == f"{mode} under MirroredStrategy is not measured by dlperf: graph mode, in fp32 or bf16, " \
+                            "only"
 
 
 # ----------------------------------------------------------------------------------------------------------------------

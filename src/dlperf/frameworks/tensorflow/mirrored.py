@@ -12,6 +12,9 @@ all-reduce through the strategy's cross-device ops), clips (the LSTM) and then h
 all-reduce off: Keras would clip each replica's gradient before summing, where PyTorch's DDP (and one device) clip the
 summed one. BatchNorm normalizes over each replica's slice, as DDP without SyncBatchNorm does.
 
+Precision: fp32, or bf16 as on one device (Keras's `mixed_bfloat16` policy, the logits cast to fp32 for the loss): the
+variables, the gradients, their all-reduce and the update stay fp32. No other mode runs under the strategy.
+
 Cross-device ops: TensorFlow's own choice for the devices, read back from the strategy and recorded. On CPU devices
 that is CollectiveAllReduce with the RING implementation; on GPUs, CollectiveAllReduce over NCCL. Of the others,
 NcclAllReduce has no CPU kernel; ReductionToOneDevice and HierarchicalCopyAllReduce run on CPUs too, but on this
@@ -94,9 +97,11 @@ class MirroredStep:
         self.workload, self.cell, self.replicas = workload, cell, cell.nproc
         self.per_replica_batch = workload.batch // cell.nproc
         self.strategy = self._strategy()
+        self.precision = Mode.BF16 if Mode.BF16 in mode_components(cell.mode) else Mode.FP32
         with self.strategy.scope():
             tf.keras.utils.set_random_seed(seed)
-            self.model = build_model(workload)
+            with tb.dtype_policy(tb.POLICIES[self.precision]):  # bf16: Keras's mixed precision, as on one device
+                self.model = build_model(workload)
             self.optimizer = tb.make_optimizer(workload.optimizer)
             self.optimizer.build(self.model.trainable_variables)
         keep_reduced(self.optimizer)
@@ -130,7 +135,7 @@ class MirroredStep:
 
         def replica(inputs: tf.Tensor, targets: tf.Tensor) -> tf.Tensor:
             with tf.GradientTape() as tape:
-                logits = model(inputs, training=True)
+                logits = tf.cast(model(inputs, training=True), tf.float32)  # bf16 logits cast, as on one device
                 loss = tb.cross_entropy(logits, targets) / replicas  # summed over replicas: the whole batch's mean
             grads = [tf.convert_to_tensor(g) for g in tape.gradient(loss, variables)]  # dense, as PyTorch's
             if reduce:
@@ -170,7 +175,8 @@ class MirroredStep:
 
     def count_flops(self) -> dict[str, Any] | None:
         """The whole job's: one replica's step (the backend's counter, on its slice of the batch) times N."""
-        one = tb.TFStep(self._replica_workload(), self.cell.device, xla=False, seed=0).count_flops()
+        one = tb.TFStep(self._replica_workload(), self.cell.device, xla=False, seed=0, precision=self.precision)
+        one = one.count_flops()
         return {"flops_per_step": one["flops_per_step"] * self.replicas, "flops_by_dtype": None}
 
     def _replica_workload(self) -> Workload:
@@ -206,6 +212,7 @@ class MirroredStep:
             "cross_device_ops": cross_device_ops_name(self.strategy),
             "batch_norm": "per replica (not synchronized)",
             "execution": "tf.function graph (jit_compile=False), MirroredStrategy.run",
+            "dtype_policy": self.model.dtype_policy.name,
             **({"layout": "NHWC"} if self.workload.input.kind == "image" else {}),
         }
 
@@ -255,8 +262,10 @@ def check(workload: Workload, cell: Cell, over: str = "replicas") -> None:
     """NotImplementedError (the cell is unsupported, with the reason) where a mirrored step does not apply."""
     if workload.arch == "user":
         raise NotImplementedError(builtin_only("tensorflow"))
-    if mode_components(cell.mode) != [Mode.FP32]:
-        raise NotImplementedError(f"{cell.mode} under MirroredStrategy is not measured by dlperf: graph mode only")
+    if not set(mode_components(cell.mode)) <= {Mode.FP32, Mode.BF16}:
+        raise NotImplementedError(
+            f"{cell.mode} under MirroredStrategy is not measured by dlperf: graph mode, in fp32 or bf16, only"
+        )
     if workload.batch % cell.nproc:
         raise NotImplementedError(f"a total batch of {workload.batch} does not split evenly over {cell.nproc} {over}")
 
