@@ -114,8 +114,9 @@ def test_the_strategy_runs_fp32_and_bf16_and_refuses_xla_saying_so():
     got = run_in(TF, REFUSED)
     assert got["fp32"] is None and got["bf16"] is None
     for mode in ("compile", "bf16+compile"):
-        assert got[mode] == f"{mode} under MirroredStrategy is not measured by dlperf: graph mode, in fp32 or bf16, " \
-                            "only"
+        assert (
+            got[mode] == f"{mode} under MirroredStrategy is not measured by dlperf: graph mode, in fp32 or bf16, only"
+        )
 
 
 # ----------------------------------------------------------------------------------------------------------------------
