@@ -254,9 +254,9 @@ EXPORT_COLUMNS = {
     "gpu_predictions": "every GPU step predicted for the cell, a crossover's included (JSON)",
     "profile": "the cell's profile (JSON), as `dlperf profile --format json` gives it: the timed step "
     "(`step_s`), each category's `seconds` and `share` of it, the `verdict` (bound, level, figure, modes to try, "
-    "left_out), the achieved rates, the dispatch floor, the counts per step, the profiler's overhead, the trace and "
-    "the notes; `profile_status` and `error` where it could not be taken; empty where the run stored none (run "
-    "without --profile)",
+    "left_out, measured), the achieved rates, the dispatch floor, the counts per step, the profiler's overhead, the "
+    "trace and the notes; `profile_status` and `error` where it could not be taken; empty where the run stored none "
+    "(run without --profile)",
     "warnings": "what the run said about the cell (`; `-joined in CSV)",
     "samples": "with `--samples` only: every raw step time, one list per process (JSON)",
 }
