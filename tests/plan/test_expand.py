@@ -91,6 +91,25 @@ def test_a_precision_without_a_fast_path_here_is_said_before_anything_is_measure
     assert precision_warnings(cells[:1], _env({"bf16": 0.01}, [])) == []  # no bf16 cell: nothing to say
 
 
+def test_another_frameworks_bf16_cells_are_not_promised_pytorchs_slowdown():
+    """The probe times PyTorch's products. On an AVX-512 CPU without bf16 (an Intel Xeon, model 207) PyTorch's bf16
+    product ran 5.6x slower than fp32 and JAX's 1.9x: JAX's and TensorFlow's cells are said to be no faster, with whose
+    figure it is; the torch cells keep theirs, named as theirs where other frameworks' cells are there too."""
+    from dlperf.plan.warnings import precision_warnings
+
+    env = _env({"bf16": 0.18}, ["avx512f", "avx512_vnni"])
+    jax = [Cell("resnet-56", "jax", "cpu", 2, m) for m in ("fp32", "bf16")]
+    assert precision_warnings(jax, env) == [
+        "bf16 on cpu, jax: a bf16 matrix product ran 5.6x slower than fp32 here in PyTorch (no avx512_bf16 or "
+        "amx_bf16 on this CPU; jax's own kernels were not timed): expect the jax bf16 cells to be no faster than fp32; "
+        "measured anyway"
+    ]
+    both = [*jax, Cell("resnet-56", "tensorflow", "cpu", 2, "bf16"), Cell("resnet-56", "torch", "cpu", 2, "bf16")]
+    said = precision_warnings(both, env)
+    assert len(said) == 2 and "expect the torch bf16 cells to be many times slower than fp32" in said[0]
+    assert said[1].startswith("bf16 on cpu, jax, tensorflow: ") and "expect the jax, tensorflow bf16 cells" in said[1]
+
+
 def test_bf16_on_a_gpu_before_ampere_is_said_and_not_on_one_after():
     from dlperf.plan.warnings import precision_warnings
 
