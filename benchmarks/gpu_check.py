@@ -220,8 +220,9 @@ class Check:
         (self.out / "gpu_check.json").write_text(json.dumps(data, indent=1))
         if Path(self.db).exists():
             (self.out / "cells.jsonl").write_text("\n".join(json.dumps(c) for c in self.cells("all")) + "\n")
+        if Path(self.db).exists() and Path(self.db).resolve() != (self.out / "check.db").resolve():  # --work OUT
             with closing(sqlite3.connect(self.db)) as source, closing(sqlite3.connect(self.out / "check.db")) as copy:
-                source.backup(copy)  # what a later `--resume OUT` starts from
+                source.backup(copy)  # what a later `--resume OUT` starts from (a store backed up onto itself hangs)
         copy_new(data_dir() / "cache", self.out / "cache")  # and the answers it need not ask again
 
 
@@ -273,10 +274,18 @@ def how_started(db: str, run: int) -> list[dict]:
 
 
 def latest_run(db: str) -> int | None:
-    if not Path(db).exists():
+    """The store's newest run; None where there is none yet: no file, or no tables (a first run refused early)."""
+    try:
+        with closing(read_only(db)) as conn:
+            return conn.execute("SELECT max(id) FROM runs").fetchone()[0]
+    except sqlite3.OperationalError:
         return None
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT max(id) FROM runs").fetchone()[0]
+
+
+def read_only(db: str) -> sqlite3.Connection:
+    """The check's store, read only: reading a store that is not there never leaves an empty file behind (one that
+    read "no such table: runs" ever after, and stopped a rehearsal whose first dlperf could not import torch)."""
+    return sqlite3.connect(f"{Path(db).resolve().as_uri()}?mode=ro", uri=True)
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -363,7 +372,7 @@ def profile(c: Check) -> list:
 
 
 def profile_rows(db: str, run: int) -> dict[str, dict]:
-    with sqlite3.connect(db) as conn:
+    with closing(read_only(db)) as conn:
         rows = conn.execute("SELECT cell_key, status, error, trace, profile_json FROM profiles WHERE run_id = ?",
                             (run,)).fetchall()  # fmt: skip
     out = {}
@@ -804,7 +813,7 @@ def busy_s(rows: list[tuple], details: list[dict]) -> float:
 
 def processes(db: str, runs: set[int] | None) -> list[tuple]:
     """(duration_s, detail_json) of every process the store measured in `runs` (None: in every run)."""
-    with closing(sqlite3.connect(db)) as conn:
+    with closing(read_only(db)) as conn:
         rows = conn.execute("SELECT run_id, duration_s, detail_json FROM measurements").fetchall()
     return [(duration, detail) for run, duration, detail in rows if runs is None or run in runs]
 

@@ -586,6 +586,22 @@ def test_a_section_is_begun_only_while_the_budget_left_holds_its_expected_time(t
     assert check.header["a_runs"] == [] and (tmp_path / "gpu_check.md").exists()
 
 
+def test_a_store_without_runs_is_no_run_and_reading_none_leaves_no_file(tmp_path):
+    """A first dlperf that could not start (the rehearsal's with an interpreter lacking torch) leaves no runs; the
+    check goes on to its next section and its table, where it stopped with 'no such table: runs'."""
+    db = tmp_path / "check.db"
+    assert gpu_check.latest_run(str(db)) is None and not db.exists()  # read only: never an empty file made
+    with pytest.raises(sqlite3.OperationalError):
+        gpu_check.profile_rows(str(db), 1)  # inside a section: its FAIL line
+    assert not db.exists()
+    sqlite3.connect(db).close()  # an empty file, as an earlier tool's connect left one
+    assert gpu_check.latest_run(str(db)) is None
+    # the work folder is OUT (--work OUT): the store is where a resumed check reads it, not backed up onto itself
+    check = gpu_check.Check(tmp_path, tmp_path, "cpu", replace(gpu_check.QUICK, expected_s={}), budget_s=100)
+    gpu_check.run_sections(check, ("a",), {}, {"a": lambda c: [rel.Line("a", "ran", True, "")]})
+    assert check.header["a_runs"] == [] and (tmp_path / "gpu_check.md").exists() and db.exists()
+
+
 def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_its_store(tmp_path):
     earlier, work = tmp_path / "earlier", tmp_path / "work"
     earlier.mkdir(), work.mkdir()
