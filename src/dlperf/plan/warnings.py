@@ -73,10 +73,12 @@ def precision_warnings(cells: list[Cell], env: dict) -> list[str]:
 def cpu_precision_warnings(dtype: str, ratio: float, flags: set[str], frameworks: set[str]) -> list[str]:
     """What a `dtype` matrix product that ran at `ratio` of fp32's speed in PyTorch says of the cells of each
     framework: PyTorch's cells are expected as slow; another framework's kernels were not timed (on an AVX-512 CPU
-    without bf16 PyTorch's bf16 product ran 5.6x slower than fp32, JAX's 1.9x), so its cells only no faster."""
+    without bf16 PyTorch's bf16 product ran 5.6x slower than fp32, JAX's 1.9x; the seven networks' bf16 steps there took
+    2.1-5.0x fp32's in PyTorch, 2.6-5.1x in TensorFlow, 0.89-2.5x in JAX), so its cells only no faster."""
     native = [f for f in NATIVE_FLAGS[dtype] if f in flags]
     has = f"the CPU has {', '.join(native)}" if native else f"no {' or '.join(NATIVE_FLAGS[dtype])} on this CPU"
-    said, others = [], ", ".join(sorted(frameworks - {"torch"}))
+    rest = sorted(frameworks - {"torch"})
+    said, others, owners = [], " and ".join(rest), " and ".join(f"{name}'s" for name in rest)
     if "torch" in frameworks:
         expect = "many times slower than" if ratio < TRAP_PRECISION else "no faster than, or slower than,"
         cells = f"torch {dtype}" if others else dtype
@@ -84,7 +86,7 @@ def cpu_precision_warnings(dtype: str, ratio: float, flags: set[str], frameworks
                     f"expect the {cells} cells to be {expect} fp32; measured anyway")  # fmt: skip
     if others:
         said.append(f"{dtype} on cpu, {others}: a {dtype} matrix product ran {1 / ratio:.1f}x slower than fp32 here "
-                    f"in PyTorch ({has}; {others}'s own kernels were not timed): expect the {others} {dtype} cells "
+                    f"in PyTorch ({has}; {owners} own kernels were not timed): expect the {others} {dtype} cells "
                     "to be no faster than fp32; measured anyway")  # fmt: skip
     return said
 
