@@ -284,10 +284,11 @@ class Fit:
     speed: tuple[tuple[str, float, str], ...] = ()
 
     @classmethod
-    def of(cls, device: str, workload: dict, peaks: dict | None = None, probe_speed: dict | None = None) -> Fit:
+    def of(cls, device: str, workload: dict, peaks: dict | None = None, probe_speed: dict | None = None,
+           prober: str = "the planning probe") -> Fit:  # fmt: skip
         """From a workload as planned (`Workload.to_json`), the peaks `dlperf peak` measured for the device and thread
         count (dtype -> FLOP/s) and, where those lack a dtype, the planning probe's timing (dtype -> its speed over
-        fp32's)."""
+        fp32's; `prober` names that probe)."""
         shape = (workload.get("input") or {}).get("shape")
         name = (workload.get("optimizer") or {}).get("name")
         speed = []
@@ -296,7 +297,7 @@ class Fit:
             if fp32 and (peaks or {}).get(dtype):
                 speed.append((dtype, peaks[dtype] / fp32, "`dlperf peak` measured"))
             elif (probe_speed or {}).get(dtype):
-                speed.append((dtype, probe_speed[dtype], "the planning probe timed"))
+                speed.append((dtype, probe_speed[dtype], f"{prober} timed"))
         extra = workload.get("extra") or {}
         return cls(DeviceKind(device.split(":")[0]), None if shape is None else len(shape) == 3,
                    None if name in (None, "user") else name.lower(), extra.get("no_checkpoint"),

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from dlperf.frameworks.common import comm, losscheck, profiling
+from dlperf.frameworks.common import comm, losscheck, profiling, speed
 from dlperf.frameworks.common.strategy import StrategyStep
 from dlperf.measure.timer import timed_step
 from dlperf.vocab import Category
@@ -142,6 +142,30 @@ def test_a_strategy_must_say_where_its_time_goes():
 
     with pytest.raises(TypeError, match="communication"):
         Silent(Group(), 1, Inner())
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The planning probe's products
+
+
+def test_each_dtypes_product_is_timed_in_turns_and_its_best_against_fp32s(monkeypatch):
+    now, log = [0.0], []
+    monkeypatch.setattr(speed, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    # fp32 takes 1 s, 9 s once (the host stalled in round 2); bf16 takes 4 s, fp16 0.5 s
+    taken = {"fp32": iter([3.0, 1.0, 9.0, 1.0]), "bf16": iter([7.0, 4.0, 4.0, 4.0]), "fp16": iter([2.0, 0.5, 0.5, 0.5])}
+
+    def product(dtype):
+        def run():
+            log.append(dtype)
+            now[0] += next(taken[dtype])
+
+        return run
+
+    got = speed.relative_speed({d: product(d) for d in taken}, rounds=3)
+    assert got == {"bf16": 0.25, "fp16": 2.0}
+    assert log == ["fp32", "bf16", "fp16"] * 4  # each once untimed (its kernel prepared), then in turns
+    with pytest.raises(ValueError, match="fp32"):
+        speed.relative_speed({"bf16": product("bf16")}, rounds=3)
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -79,3 +79,35 @@ def test_only_a_pytorch_cell_is_told_that_dlperf_optimize_tries_the_modes(tmp_pa
         store.close()
     assert "  try: --modes compile (with dlperf run or profile)" in lines["tensorflow"]
     assert "  try: --modes compile (with dlperf run or profile; dlperf optimize tries each)" in lines["torch"]
+
+
+def test_a_cell_is_advised_a_precision_by_its_own_frameworks_product_not_by_pytorchs_peak(tmp_path):
+    """`dlperf peak` times PyTorch's products, and each framework's planning probe its own. On an Intel Xeon without
+    avx512_bf16 PyTorch's bf16 product ran 0.2x fp32's speed and JAX's 0.7x, and JAX's profile advised bf16 from no
+    figure of its own. Here PyTorch's peak has bf16 at 2.6x fp32's: a torch cell is advised bf16 by the peak; a jax
+    cell is not, by its own probe's figure, which its left-out line names."""
+    from dlperf.store.machine import MeasuredPeak
+
+    env = {"cpu": {"model": "Test CPU"}, "frameworks": {
+        "torch": {"version": "2.13.0+cpu", "precision_speed": {"cpu": {"bf16": 0.2}}},
+        "jax": {"version": "0.10.2", "precision_speed": {"cpu": {"bf16": 0.716}}}}}  # fmt: skip
+    store = Store.open(tmp_path / "p.db", create=True)
+    try:
+        store.record_peaks(fingerprint(env), env, [
+            MeasuredPeak(framework="torch", framework_version="2.13.0+cpu", device="cpu", threads=1, kind="matmul",
+                         dtype=dtype, value=value) for dtype, value in (("fp32", 1e11), ("bf16", 2.6e11))])  # fmt: skip
+        planned = [PlannedCell(Cell("alexnet-r", fw, "cpu", 1, "fp32"), IMAGES) for fw in ("torch", "jax")]
+        run_id = store.create_run({}, env, fingerprint(env), ["dlperf", "profile"], planned)
+        for p in planned:
+            figures = CellFigures(status=Status.OK, median_s=0.011, n=5)
+            store.record(run_id, p.cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.011] * 5), figures)
+            store.record_profile(run_id, p.cell.key, ProfileOutcome(Status.OK, None, 1.0, profiled(MEMORY_BOUND)))
+        cells = {c.framework: c for c in store.cells(run_id)}
+        found = verdicts(store, fingerprint(env), list(cells.values()))
+    finally:
+        store.close()
+    assert found[cells["torch"].key].modes == ("bf16", "channels_last", "fused")
+    jax = found[cells["jax"].key]
+    assert jax.modes == ()
+    assert dict(jax.left_out)["bf16"] == ("no fast path for bf16 here: jax's planning probe timed its matrix product "
+                                          "1.4x slower than fp32's")  # fmt: skip

@@ -46,22 +46,22 @@ def ddp_warnings(spec: RunSpec, cores: int, on_cpu: bool) -> list[str]:
 
 def precision_warnings(cells: list[Cell], env: dict) -> list[str]:
     """Before anything is measured: each reduced precision the plan uses on a device that lacks a fast path for it.
-    On the CPU, from the probe's measured matrix-product speeds against fp32 (PyTorch's kernels) and the CPU's flags;
-    on a CUDA GPU, from its compute capability."""
+    On the CPU, from the matrix-product speeds against fp32 each framework's probe measured in its own kernels
+    (`common.speed`), and the CPU's flags; on a CUDA GPU, from its compute capability."""
     used: dict[tuple[str, str], set[str]] = {}
     for c in cells:
         for p in mode_components(c.mode):
             if p.value in NATIVE_FLAGS:
                 used.setdefault((c.device, p.value), set()).add(c.framework)
     frameworks = env.get("frameworks") or {}
-    speed = ((frameworks.get("torch") or {}).get("precision_speed") or {}).get("cpu") or {}
+    speeds = {name: ((fw or {}).get("precision_speed") or {}).get("cpu") or {} for name, fw in frameworks.items()}
     gpus = {d["name"]: d for fw in frameworks.values() for d in fw.get("devices", []) if "capability" in d}
     flags = set((env.get("cpu") or {}).get("flags") or [])
     warnings = []
     for (device, dtype), names in sorted(used.items()):
-        ratio = speed.get(dtype) if device == "cpu" else None
-        if ratio is not None and ratio < SLOW_PRECISION:
-            warnings += cpu_precision_warnings(dtype, ratio, flags, names)
+        if device == "cpu":
+            ratios = {name: speeds.get(name, {}).get(dtype) for name in names}
+            warnings += cpu_precision_warnings(dtype, ratios, speeds.get("torch", {}).get(dtype), flags)
         gpu = gpus.get(device)
         if gpu and dtype == "bf16" and tuple(int(x) for x in gpu["capability"].split(".")) < BF16_CAPABILITY:
             warnings.append(f"bf16 on {device} ({gpu.get('model')}, compute capability {gpu['capability']}): no bf16 "
@@ -70,22 +70,28 @@ def precision_warnings(cells: list[Cell], env: dict) -> list[str]:
     return warnings
 
 
-def cpu_precision_warnings(dtype: str, ratio: float, flags: set[str], frameworks: set[str]) -> list[str]:
-    """What a `dtype` matrix product that ran at `ratio` of fp32's speed in PyTorch says of the cells of each
-    framework: PyTorch's cells are expected as slow; another framework's kernels were not timed (on an AVX-512 CPU
-    without bf16 PyTorch's bf16 product ran 5.6x slower than fp32, JAX's 1.9x; the seven networks' bf16 steps there took
-    2.1-5.0x fp32's in PyTorch, 2.6-5.1x in TensorFlow, 0.89-2.5x in JAX), so its cells only no faster."""
+def cpu_precision_warnings(dtype: str, ratios: dict[str, float | None], torch: float | None,
+                           flags: set[str]) -> list[str]:  # fmt: skip
+    """What the `dtype` matrix products each framework's probe timed (framework -> its speed over fp32's, None where
+    it timed none) say of that framework's cells: one line for each framework whose own product ran below
+    `SLOW_PRECISION`, and one for those whose probe timed none, from PyTorch's figure (`torch`) where it is slow,
+    saying whose it was and promising only "no faster". Frameworks differ: on an Intel Xeon with AVX-512 and no
+    avx512_bf16, a bf16 product ran 0.2x fp32's speed in PyTorch and TensorFlow and 0.8x in JAX."""
     native = [f for f in NATIVE_FLAGS[dtype] if f in flags]
     has = f"the CPU has {', '.join(native)}" if native else f"no {' or '.join(NATIVE_FLAGS[dtype])} on this CPU"
-    rest = sorted(frameworks - {"torch"})
-    said, others, owners = [], " and ".join(rest), " and ".join(f"{name}'s" for name in rest)
-    if "torch" in frameworks:
-        expect = "many times slower than" if ratio < TRAP_PRECISION else "no faster than, or slower than,"
-        cells = f"torch {dtype}" if others else dtype
-        said.append(f"{dtype} on cpu: a {dtype} matrix product ran {1 / ratio:.1f}x slower than fp32 here ({has}): "
-                    f"expect the {cells} cells to be {expect} fp32; measured anyway")  # fmt: skip
-    if others:
-        said.append(f"{dtype} on cpu, {others}: a {dtype} matrix product ran {1 / ratio:.1f}x slower than fp32 here "
+    named, said = len(ratios) > 1 or set(ratios) != {"torch"}, []
+    for name, ratio in sorted(ratios.items()):
+        if ratio is not None and ratio < SLOW_PRECISION:
+            expect = "many times slower than" if ratio < TRAP_PRECISION else "no faster than, or slower than,"
+            where, product, cells = (
+                (f", {name}", f"{name}'s {dtype}", f"{name} {dtype}") if named else ("", f"a {dtype}", dtype)
+            )
+            said.append(f"{dtype} on cpu{where}: {product} matrix product ran {1 / ratio:.1f}x slower than fp32 here "
+                        f"({has}): expect the {cells} cells to be {expect} fp32; measured anyway")  # fmt: skip
+    untimed = sorted(name for name, ratio in ratios.items() if ratio is None and name != "torch")
+    if untimed and torch is not None and torch < SLOW_PRECISION:
+        others, owners = " and ".join(untimed), " and ".join(f"{name}'s" for name in untimed)
+        said.append(f"{dtype} on cpu, {others}: a {dtype} matrix product ran {1 / torch:.1f}x slower than fp32 here "
                     f"in PyTorch ({has}; {owners} own kernels were not timed): expect the {others} {dtype} cells "
                     "to be no faster than fp32; measured anyway")  # fmt: skip
     return said

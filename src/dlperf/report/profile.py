@@ -57,7 +57,7 @@ from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_optio
 from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, varying
 from dlperf.report.fastest import faster
 from dlperf.report.format import seconds
-from dlperf.vocab import Bound, Category, DeviceKind
+from dlperf.vocab import Bound, Category, DeviceKind, Framework
 
 if TYPE_CHECKING:
     from dlperf.protocol import Profiled
@@ -347,10 +347,15 @@ def not_implemented(framework: str | None, modes: frozenset[Mode]) -> str:
 
 def fit_of(cell: CellRecord, peaks: Mapping[str, float], env: dict | None) -> Fit:
     """What the cell's workload (as planned) and device allow, from the peaks measured there and, for a dtype without
-    one, the speed the run's planning probe timed (`EnvAnswer.precision_speed`)."""
+    one, the speed the run's planning probe timed in the cell's framework (`EnvAnswer.precision_speed`). A peak of
+    another framework's kernels (`dlperf peak` times PyTorch's) gives way to the cell's framework's own figure: on an
+    Intel Xeon without avx512_bf16, PyTorch's bf16 product ran 0.2x fp32's speed and JAX's 0.8x."""
     speeds = ((((env or {}).get("frameworks") or {}).get(cell.framework) or {}).get("precision_speed")) or {}
     probe_speed = speeds.get(cell.device) or speeds.get(cell.device.split(":")[0])
-    return Fit.of(cell.device, cell.workload_spec or {}, dict(peaks), probe_speed)
+    whose = getattr(peaks, "framework", {})
+    kept = {d: v for d, v in peaks.items() if not probe_speed or whose.get(d, cell.framework) == cell.framework}
+    prober = "the planning probe" if cell.framework == Framework.TORCH.value else f"{cell.framework}'s planning probe"
+    return Fit.of(cell.device, cell.workload_spec or {}, kept, probe_speed, prober)
 
 
 def verdicts(store: Store, fingerprint: dict, cells: list[CellRecord],

@@ -41,12 +41,14 @@ BUSY_STEAL = 0.02  # ... or of its CPU time taken by other virtual machines (the
 
 
 class Peaks(dict):
-    """dtype -> FLOP/s, and `disturbed`: dtype -> what disturbed its peak, for those of which only a peak measured on
-    a busy machine exists (used, and said: `busy_notes`)."""
+    """dtype -> FLOP/s; `disturbed`: dtype -> what disturbed its peak, for those of which only a peak measured on
+    a busy machine exists (used, and said: `busy_notes`); `framework`: dtype -> whose kernels `dlperf peak` timed."""
 
-    def __init__(self, values: dict[str, float] | None = None, disturbed: dict[str, str] | None = None) -> None:
+    def __init__(self, values: dict[str, float] | None = None, disturbed: dict[str, str] | None = None,
+                 framework: dict[str, str] | None = None) -> None:  # fmt: skip
         super().__init__(values or {})
         self.disturbed = dict(disturbed or {})
+        self.framework = dict(framework or {})
 
 
 def busy_load(detail: dict) -> tuple[float | None, float | None]:
@@ -125,6 +127,7 @@ def peak_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> P
         best = _best([r for r in rows if r.dtype == dtype], fingerprint, max)
         if best is not None:
             found[dtype] = best.value
+            found.framework[dtype] = best.framework
             if why := disturbance(best.detail):
                 found.disturbed[dtype] = why
     return found

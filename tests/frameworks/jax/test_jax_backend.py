@@ -419,6 +419,9 @@ def test_unsupported_modes_devices_and_user_workloads_say_why(parts):
     env = found["env"]
     assert env["framework"] == "jax" and env["devices"] == [{"name": "cpu"}]
     assert {"jaxlib", "flax", "optax", "backend"} <= set(env["build"]) and env["build"]["backend"] == "cpu"
+    # XLA's own bf16 product timed against fp32's (`common.speed`): the plan's warning and a profile's advice read it
+    assert list(env["precision_speed"]) == ["cpu"] and list(env["precision_speed"]["cpu"]) == ["bf16"]
+    assert env["precision_speed"]["cpu"]["bf16"] > 0
 
 
 THREADS = """

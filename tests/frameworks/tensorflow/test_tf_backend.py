@@ -428,6 +428,9 @@ def test_probe_env():
     assert got.framework == TF and got.version.count(".") >= 2
     assert {"keras", "xla", "onednn"} <= set(got.build) and got.build["xla"] is True
     assert got.devices[0] == {"name": "cpu"}
+    # TensorFlow's own bf16 product timed against fp32's (`common.speed`): the plan's warning and a profile read it
+    assert list(got.precision_speed) == ["cpu"] and list(got.precision_speed["cpu"]) == ["bf16"]
+    assert got.precision_speed["cpu"]["bf16"] > 0
     json.dumps(got.to_json())
 
 

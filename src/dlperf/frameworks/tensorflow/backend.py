@@ -51,6 +51,7 @@ from dlperf.frameworks import builtin_only, check_mode, no_loader, probe_builtin
 from dlperf.frameworks import precision as mixed
 from dlperf.frameworks.common import capabilities
 from dlperf.frameworks.common import losscheck as common
+from dlperf.frameworks.common.speed import relative_speed
 from dlperf.frameworks.tensorflow import losscheck, profiler
 from dlperf.frameworks.tensorflow.models import build_model, deviations, param_deviation
 from dlperf.measure import system
@@ -479,7 +480,19 @@ def probe_env() -> dict[str, Any]:
             **build_info,
         },
         "devices": devices(),
+        "precision_speed": {"cpu": precision_speed()},
     }
+
+
+def precision_speed(size: int = 512, rounds: int = 10) -> dict[str, float]:
+    """bf16's matrix product on the CPU against fp32's in TensorFlow's own kernels (`common.speed`), as the bf16
+    cells' layers run it under `mixed_bfloat16` (bf16 operands, a bf16 result): without avx512_bf16, oneDNN emulates
+    it (0.2x fp32's speed on an Intel Xeon with AVX-512). About 0.2 s."""
+    with tf.device("/CPU:0"):
+        base = tf.random.normal((size, size), seed=0)
+        operands = {"fp32": base, "bf16": tf.cast(base, tf.bfloat16)}
+        return relative_speed({name: (lambda x=x: tf.linalg.matmul(x, x).numpy()) for name, x in operands.items()},
+                              rounds)  # fmt: skip
 
 
 def devices() -> list[dict[str, Any]]:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
 from typing import Any
 
 import torch
 
 from dlperf.frameworks.common.ops import Affine, grouped
+from dlperf.frameworks.common.speed import relative_speed
 from dlperf.frameworks.torch.build import AUTOCAST_DTYPES, build, set_autocast, set_optimizer_implementation
 from dlperf.frameworks.torch.memcount import FAKE_LIMITS, own_error, uncountable
 from dlperf.frameworks.torch.opcount import count_calls, nbytes, tensors_in
@@ -117,23 +117,15 @@ def probe_env() -> dict[str, Any]:
     }
 
 
-def precision_speed(size: int = 256, repeats: int = 3) -> dict[str, float]:
+def precision_speed(size: int = 256, rounds: int = 3) -> dict[str, float]:
     """bf16 and fp16 matrix products' speed on the CPU relative to fp32 (above 1: faster), the best of a few
-    products each: whether a reduced-precision mode can pay on this CPU, measured before a sweep spends time on it
-    (without native bf16, oneDNN emulates it many times slower than fp32; fp16 matmul on a CPU is often slower
-    still). A fraction of a second at one thread."""
+    products each (`common.speed`): whether a reduced-precision mode can pay on this CPU, measured before a sweep
+    spends time on it (without native bf16, oneDNN emulates it many times slower than fp32; fp16 matmul on a CPU is
+    often slower still). A fraction of a second."""
     base = torch.randn(size, size)
-    best = {}
-    for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16), ("fp16", torch.float16)):
-        x = base.to(dtype)
-        torch.mm(x, x)  # the first product picks and prepares its kernel
-        times = []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            torch.mm(x, x)
-            times.append(time.perf_counter() - start)
-        best[name] = min(times)
-    return {name: round(best["fp32"] / t, 3) for name, t in best.items() if name != "fp32"}
+    operands = {name: base.to(dtype) for name, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16),
+                                                           ("fp16", torch.float16))}  # fmt: skip
+    return relative_speed({name: (lambda x=x: torch.mm(x, x)) for name, x in operands.items()}, rounds)
 
 
 def devices() -> list[dict[str, Any]]:
