@@ -14,7 +14,7 @@ from dlperf.errors import UsageError
 from dlperf.figures import CommFigures
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.parallel import Rendezvous
-from dlperf.protocol import Built, Cell, Comm, Done, Error, Event, Sample, Start, Unsupported
+from dlperf.protocol import Built, Cell, Checking, Comm, Done, Error, Event, LossCheck, Sample, Start, Unsupported
 from dlperf.runner.collect import ddp_measurement
 from dlperf.runner.distributed import torchrun_command
 from dlperf.runner.launch import KILL_GRACE_S, ChildResult
@@ -111,6 +111,16 @@ def test_the_cell_is_the_slowest_process_and_keeps_every_process():
     assert m.detail.comm == CommFigures(gradient_bytes=40, bound="compute")
 
 
+def test_the_loss_check_rank_0_ran_is_the_cells_whichever_process_was_slowest():
+    """Rank 0 trains the mode against fp32 after the timed steps (`worker/ddp.py`); the cell stands on its slowest
+    process's steps. A DDP bf16 cell had no check, and `table --best` said "no check ran: --no-loss-check"."""
+    zero = _events(0, [1.0, 1.1, 1.0])
+    zero[-1:-1] = [Checking(), LossCheck(True)]  # before its Done
+    m = ddp_measurement({0: zero, 1: _events(1, [1.2, 1.3, 1.2])}, child(), 60)
+    assert m.detail.slowest_rank == 1 and m.detail.loss_check.ok is True
+    assert ddp_measurement({0: _events(0, [1.0]), 1: _events(1, [1.2])}, child(), 60).detail.loss_check is None
+
+
 def test_a_failure_names_its_rank():
     failed = ddp_measurement({0: _events(0, [1.0], done=False), 1: _events(1, [], done=False, error="boom")},
                              child(returncode=1), 60)  # fmt: skip
@@ -163,6 +173,21 @@ def test_strong_scaling_cells_end_to_end(tmp_path, torch):
     assert dlperf("report", "-o", str(page), db=db).returncode == 0
     text = page.read_text()
     assert '<table class="ddp">' in text and "bound</td>" in text and 'data-chart="ddp-tiny-fcn-r"' in text
+
+
+@pytest.mark.slow
+def test_a_ddp_cell_in_bf16_is_checked_against_fp32_on_one_process(tmp_path, torch):
+    db = tmp_path / "d.db"
+    done = dlperf("run", "--workloads", "tiny-fcn-r", "--modes", "bf16", "--nproc", "2", "--threads", "1",
+                  "--no-predict", *FAST, db=db, timeout=600)  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    store = Store.open(db, create=False)
+    [cell] = store.cells(1)
+    store.close()
+    assert cell.status == "ok" and cell.nproc == 2
+    assert cell.loss_check.ok is True and cell.loss_check.figures["mode_losses"], cell.loss_check
+    best = dlperf("table", "--best", db=db)
+    assert "not checked" not in best.stdout and "no check ran" not in best.stdout, best.stdout
 
 
 @pytest.mark.slow

@@ -236,6 +236,8 @@ def ddp_measurement(
     chosen.detail.ranks = everyone or [per[r].samples for r in sorted(per)]
     chosen.detail.slowest_rank = slowest
     chosen.detail.hosts = sorted({first(ev, Start).host for ev in started.values()})
+    if chosen.detail.loss_check is None:  # rank 0 checks the mode (`worker/ddp.py`); the slowest may be another
+        chosen.detail.loss_check = next((m.detail.loss_check for m in per.values() if m.detail.loss_check), None)
     return chosen
 
 

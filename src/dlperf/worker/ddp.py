@@ -23,7 +23,7 @@ from dlperf.figures import CommFigures
 from dlperf.frameworks.common import heap
 from dlperf.measure.timer import SYNCHRONIZED, timed_step, warm_up
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
-from dlperf.worker.cell import affinity, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
+from dlperf.worker.cell import affinity, check_loss, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
 from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
 
@@ -50,7 +50,7 @@ def torch_engine() -> SimpleNamespace:
     return SimpleNamespace(configure_threads=torch_backend.configure_threads, init=torch_ddp.init,
                            build=torch_parallel.build, version=torch_backend.version, reduce=torch_ddp.reduce,
                            barrier=lambda group: torch_ddp.barrier(), gather=torch_ddp.gather,
-                           per_rank=torch_ddp.per_rank)  # fmt: skip
+                           per_rank=torch_ddp.per_rank, loss_check=torch_backend.loss_check)  # fmt: skip
 
 
 def measure(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_engine) -> None:
@@ -94,6 +94,8 @@ def measure(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_
     everyone = framework.gather(mine, group)
     if group.local_rank == 0:  # every node stores every process's steps, so a node's store holds the whole job
         emit(Ranks(everyone))
+    if task.loss_check and group.rank == 0:  # last, alone: the others wait to leave the group together
+        check_loss(task, sampled.median_s, framework, Workload.from_json(task.workload), emit)
     emit(Done())
 
 

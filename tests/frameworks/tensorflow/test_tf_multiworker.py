@@ -214,12 +214,16 @@ def test_a_multiworker_cell_is_stored_ok(tmp_path):
     framework_python(TF)
     db = tmp_path / "m.db"
     done = dlperf("run", "--frameworks", TF, "--workloads", "tiny-fcn-r", "--threads", "1", "--parallel",
-                  "multiworker", "--nproc", "2", "--no-predict", *FAST, db=db, timeout=600)  # fmt: skip
+                  "multiworker", "--nproc", "2", "--modes", "fp32,bf16", "--no-predict", *FAST, db=db,
+                  timeout=600)  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     store = Store.open(db, create=False)
-    [cell] = store.cells(1)
+    cell, bf16 = store.cells(1)
     [m] = store.measurements(1, cell.key)
     store.close()
+    # the first worker trains bf16 against fp32 on its own, after the timed steps, as a one-process cell does
+    assert bf16.mode == "bf16" and bf16.status == "ok" and bf16.loss_check.ok is True, bf16.loss_check
+    assert cell.loss_check is None  # fp32: the reference
     assert cell.status == "ok" and cell.column == "multiworker:2x1" and cell.median_s > 0
     assert cell.key == "tiny-fcn-r|tensorflow|cpu|1|fp32|multiworker:2:strong"
     assert len(m.detail.ranks) == 2 and m.detail.slowest_rank in (0, 1)

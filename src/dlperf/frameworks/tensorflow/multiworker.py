@@ -47,6 +47,11 @@ def configure_threads(threads: int) -> dict[str, Any]:
     return tb.configure_threads(threads)
 
 
+def loss_check(workload: Workload, device: str, mode: str) -> dict[str, Any]:
+    """The mode against fp32 on this worker alone, outside the job's strategy, as a one-process cell checks it."""
+    return tb.loss_check(workload, device, mode)
+
+
 def init(device: str, timeout_s: float) -> Group:
     """Join the job TF_CONFIG describes: on a GPU this worker sees only its local rank's; the collective is RING on
     CPUs, NCCL on GPUs, a collective waiting at most `timeout_s` for a peer."""
