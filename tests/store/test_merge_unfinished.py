@@ -106,3 +106,30 @@ def test_a_run_being_measured_is_copied_with_a_warning_naming_its_process(tmp_pa
     table = " ".join(dlperf("table", db=target).stdout.split())
     assert f"run 1 is unfinished (running in {src.resolve()} (run 1) when it was copied here)" in table
     assert "merging its file again brings this copy up to date" in table
+
+
+def test_a_copy_resumed_here_apart_from_its_source_keeps_its_own_measurements_and_says_so(tmp_path):
+    """A user merged an interrupted run, resumed the copy in the target and the original in its own file, and merged
+    again: "brought up to date (1 more process)", and the target's own measurement of the cell both had measured was
+    replaced by the source's, with no word. The copy is kept as it is now, and the merge says why."""
+    src, target = tmp_path / "src.db", tmp_path / "m.db"
+    interrupted(src)
+    assert dlperf("merge", str(src), db=target).returncode == 0
+    store = Store.open(target, create=False)  # the copy resumed here: the second cell measured, at its own speed
+    samples = [0.5] * 5
+    store.record(1, PLAN[1].cell.key, 0, ProcessMeasurement(status=Status.OK, samples=samples), measured([samples]))
+    store.close()
+    own = rows(target, "measurements")
+    resumed(src)
+    for _ in range(2):  # and again: the same, nothing copied twice
+        said = dlperf("merge", str(src), db=target)
+        assert said.returncode == 0, said.stderr
+        assert said.stdout.splitlines() == [
+            f"{src} run 1 already present as run 1: kept as it is here (1 process measured here only, 3 there only)"
+        ]
+        assert said.stderr.strip() == (
+            f"dlperf: warning: {src} run 1 and its copy here, run 1, were each resumed apart (1 process measured here "
+            f"only, 3 there only): the copy keeps its own measurements; the source's run was not copied over them (it "
+            f"stays in {src})"
+        )
+        assert rows(target, "measurements") == own

@@ -6,7 +6,8 @@ Every run of each source (its runs row, all cells, all measurements with their r
 predictions) is copied under a new id and records where it came from (`runs.origin_json`). A run already in the target
 (same start, command, plan and machine, and copied before from the same source run, or holding processes the source
 run holds too) is skipped, so merging twice adds nothing; unless the source's run has moved on since its copy was made
-(resumed: more cells, processes or profiles, another status), when the copy is brought up to date. An unfinished run
+(resumed: more cells, processes or profiles, another status), when the copy is brought up to date, but for a copy
+resumed in the target apart from its source, which keeps its own measurements (said in a warning). An unfinished run
 (interrupted, stopped, or measured by a live process as it is read) is copied with a warning saying so. A Ray node's
 run that went on with a lost node's run names the lost run's copy (`relink`). The sources' measured peaks are copied
 too, each once. All or nothing: every source is read whole and each row decoded before the target is opened (a damaged
@@ -39,10 +40,13 @@ class Copied:
     cells: int
     skipped: bool  # already present as `target_run`
     updated: str | None = None  # already present, and brought up to date: what the source's run had since
-    warning: str | None = None  # copied unfinished: said so, beside the line
+    warning: str | None = None  # copied unfinished, or left as it is here: said so, beside the line
+    apart: str | None = None  # already present, and each resumed apart from the other: what each measured alone
 
     def line(self) -> str:
         present = f"{self.source} run {self.source_run} already present as run {self.target_run}"
+        if self.apart:
+            return f"{present}: kept as it is here ({self.apart})"
         if self.updated:
             return f"{present}: brought up to date ({self.updated})"
         if self.skipped:
@@ -154,6 +158,11 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
                    "its copy up to date")  # fmt: skip
     if present is not None:
         news = news_since_copy(dst, present, rows)
+        if news and (apart := resumed_apart(dst, present, rows)):
+            said = (f"{source.name} run {run_id} and its copy here, run {present}, were each resumed apart ({apart}): "
+                    f"the copy keeps its own measurements; the source's run was not copied over them (it stays in "
+                    f"{source.name})")  # fmt: skip
+            return Copied(source.name, run_id, present, 0, skipped=True, warning=said, apart=apart)
         if news:
             dst.refresh_copy(present, rows)
         return Copied(source.name, run_id, present, 0, skipped=True, updated=news, warning=news and warning)
@@ -176,6 +185,19 @@ def news_since_copy(dst: Store, copy_id: int, rows: RunRows) -> str | None:
     if was != became and was != "complete":
         parts.append(f"{was} -> {became}")
     return ", ".join(parts) or None
+
+
+def resumed_apart(dst: Store, copy_id: int, rows: RunRows) -> str | None:
+    """What the copy and the source's run each measured that the other lacks, in words ("1 process measured here
+    only, 1 there only"), where the copy holds processes the source's run does not: the copy was resumed here, apart
+    from the source, and bringing it up to date would replace its own measurements (a cell's process is one row per
+    repeat) and leave its cells' figures the source's. None when the copy holds nothing of its own."""
+    held = {_process(m) for m in dst.rows("measurements", copy_id)}
+    theirs = {_process(m) for m in rows.measurements}
+    here, there = len(held - theirs), len(theirs - held)
+    if not here:
+        return None
+    return f"{plural(here, 'process', 'es')} measured here only, {there} there only"
 
 
 def _process(measurement: dict[str, Any]) -> tuple:
