@@ -287,14 +287,14 @@ def test_a_nan_timeout_stops_before_anything_runs(capsys, tmp_path):
 
 @pytest.mark.parametrize("ref", ["²", "٣", "x.db:٣"])
 def test_compare_reads_a_ref_in_other_digits_as_a_file_name(ref, tmp_path):
-    from dlperf.report.compare import parse_ref
+    from dlperf.report.compare_side import parse_ref
 
     assert parse_ref(ref, str(tmp_path / "x.db"), "B") == (ref, None)  # a file name, not run 2 or 3
 
 
 @pytest.mark.parametrize(("ref", "run_id"), [("3", 3), ("x.db:12", 12), ("9223372036854775807", 2**63 - 1)])
 def test_compare_takes_run_ids_in_ascii_digits(ref, run_id, tmp_path):
-    from dlperf.report.compare import parse_ref
+    from dlperf.report.compare_side import parse_ref
 
     default = str(tmp_path / "x.db")
     assert parse_ref(ref, default, "B") == ("x.db" if ":" in ref else default, run_id)
@@ -302,7 +302,7 @@ def test_compare_takes_run_ids_in_ascii_digits(ref, run_id, tmp_path):
 
 def test_compare_refuses_a_run_id_beyond_sqlites_integers(tmp_path):
     from dlperf.errors import UsageError
-    from dlperf.report.compare import parse_ref
+    from dlperf.report.compare_side import parse_ref
 
     too_large = str(2**63)
     with pytest.raises(UsageError, match=rf"^B '{too_large}': expected a whole number at most {2**63 - 1} "):

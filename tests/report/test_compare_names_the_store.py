@@ -5,7 +5,7 @@ system allows" left it out)."""
 import pytest
 
 from dlperf.errors import UsageError
-from dlperf.report.compare import load
+from dlperf.report.compare_side import load
 
 
 def test_a_store_name_too_long_is_named_for_a_side_typed_as_a_run_id(tmp_path):

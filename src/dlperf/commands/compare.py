@@ -41,7 +41,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from dlperf.report.compare import compare, load, machine_warning, render_markdown, render_rich, to_json
+    from dlperf.report.compare import compare, render_markdown, render_rich, to_json
+    from dlperf.report.compare_side import load, machine_warning
     from dlperf.report.format import terminal
 
     if not 0 < args.alpha < 1:

@@ -28,12 +28,10 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
-from dlperf.errors import UsageError
-from dlperf.flagtext import whole_number
 from dlperf.measure.units import plural
+from dlperf.report.compare_side import Side, machine_lines, machine_warning, usable
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.store.records import CellRecord
@@ -247,16 +245,12 @@ def not_compared(unmatched: list[Unmatched]) -> str:
 def _unmatched_why(a: CellRecord | None, b: CellRecord | None) -> str | None:
     if a is None or b is None:
         return f"only in {'B' if a is None else 'A'}"
-    bad = [f"{name}: {_failure(c)}" for name, c in (("A", a), ("B", b)) if not _usable(c)]
+    bad = [f"{name}: {_failure(c)}" for name, c in (("A", a), ("B", b)) if not usable(c)]
     return ", ".join(bad) or None
 
 
 def _failure(cell: CellRecord) -> str:
     return cell.status.value if not cell.ok else "no median"
-
-
-def _usable(cell: CellRecord) -> bool:
-    return cell.ok and (cell.median_s or 0) > 0
 
 
 def _label(cell: CellRecord) -> str:
@@ -346,83 +340,6 @@ def _decide(result: Comparison) -> None:
 
 
 # ----------------------------------------------------------------------------------------------------------------------
-# Loading a side: `ID` (a run of --db), `path.db` (its latest run), `path.db:ID`
-
-
-@dataclass(frozen=True)
-class Side:
-    name: str  # "A" or "B"
-    db: str
-    run_id: int
-    started_at: str
-    fingerprint: dict[str, Any]
-    cells: list[CellRecord]
-    samples: dict[str, list[list[float]]]  # cell key -> raw step times of each process
-
-    def machine(self) -> str:
-        f = self.fingerprint
-        cores = (f.get("cores") or {}).get("cores")
-        host = f" ({f['hostname']})" if f.get("hostname") else ""
-        return f"{f.get('cpu_model') or 'unknown CPU'}, {cores if cores is not None else '?'} cores{host}"
-
-    def heading(self) -> str:
-        return f"{self.name} = run {self.run_id} of {self.db} (started {self.started_at})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "db": str(Path(self.db).resolve()),
-            "run_id": self.run_id,
-            "started_at": self.started_at,
-            "machine": self.machine(),
-            "fingerprint": self.fingerprint,
-        }
-
-
-def parse_ref(text: str, default_db: str, name: str = "A") -> tuple[str, int | None]:
-    """(database path, run id or None for its latest run) of a side as the user typed it."""
-    if text.isascii() and text.isdigit():  # not '²' or '٣', which int() reads or refuses
-        return default_db, whole_number(text, name, least=1)
-    head, sep, tail = text.rpartition(":")
-    if sep and head and tail.isascii() and tail.isdigit() and not os.path.exists(text):  # False where unreachable
-        return head, whole_number(tail, name, least=1)
-    return text, None
-
-
-def load(text: str, name: str, default_db: str) -> Side:
-    from dlperf.store import Store
-    from dlperf.store.location import not_a_database_file, unreachable
-
-    path, run_id = parse_ref(text, default_db, name)
-    side = f"{name} {text!r}" if path in text else f"{name} {text!r}: {path!r}"  # `ID`: a run of --db, named
-    if why := unreachable(path):
-        raise UsageError(f"{side}: {why}")
-    if why := not_a_database_file(path, missing="no such database file"):
-        raise UsageError(f"{name} {text!r}: {why} {path!r}" if why.startswith("no such") else
-                         f"{name} {text!r}: {path!r} {why}")  # fmt: skip
-    try:
-        store = Store.open(path, create=False)
-    except UsageError as exc:
-        raise UsageError(f"{side}: {str(exc).removeprefix(f'--db {path!r}: ')}") from exc
-    try:
-        run = _run(store, text, name, run_id)
-        cells = store.cells(run.id)
-        samples = {c.key: store.samples(run.id, c.key) for c in cells if _usable(c)}
-    finally:
-        store.close()
-    version = run.env.get("dlperf_version")  # the dlperf that measured the run, set beside its machine
-    return Side(name, path, run.id, run.started_at, {**run.fingerprint, **({"dlperf": version} if version else {})},
-                cells, samples)  # fmt: skip
-
-
-def _run(store, text: str, name: str, run_id: int | None):
-    try:
-        return store.run(run_id)
-    except UsageError:
-        what = f"no run {run_id}" if run_id is not None else "no runs"
-        raise UsageError(f"{name} {text!r}: {what} in {store.path}") from None
-
-
-# ----------------------------------------------------------------------------------------------------------------------
 # Rendering
 
 
@@ -496,46 +413,6 @@ def summary_lines(result: Comparison) -> list[str]:
     if result.unmatched:
         lines.append(f"note: {plural(len(result.unmatched), 'cell')} not compared: {not_compared(result.unmatched)}")
     return lines
-
-
-def machine_lines(a: Side, b: Side) -> list[str]:
-    """Both machines when the runs come from different ones (or different software): what the ratios compare. Only
-    the frameworks both runs measured count: one that a run did not use changed none of its numbers."""
-    from dlperf.envinfo import fingerprint_diff
-
-    used = {c.framework for c in a.cells} & {c.framework for c in b.cells}
-    differences = fingerprint_diff(_with_only(a.fingerprint, used), _with_only(b.fingerprint, used))
-    if not differences:
-        return []
-    return [f"{a.name}: {a.machine()}", f"{b.name}: {b.machine()}", f"differences: {'; '.join(differences)}"]
-
-
-# a fingerprint's keys of the machine's hardware, as the warning names them
-HARDWARE = {"cpu_model": "CPU model", "cpu_id": "CPU identity", "cpu_isa": "instruction sets", "cores": "cores",
-            "memory_gib": "memory", "gpus": "GPUs"}  # fmt: skip
-
-
-def machine_warning(a: Side, b: Side) -> str | None:
-    """One line when the runs ran on different hardware: each ratio then measures the machines as much as anything
-    that changed between the runs, and a regression may be the machine's. A hostname alone (a CI runner's, a fresh
-    cloud machine of the same kind) is no different hardware."""
-    from dlperf.envinfo import fingerprint_diff
-
-    fa, fb = a.fingerprint, b.fingerprint
-    differ = [name for key, name in HARDWARE.items() if key in fa and key in fb and fingerprint_diff(
-        {key: fa[key]}, {key: fb[key]})]  # fmt: skip
-    if not differ:
-        return None
-    return (
-        f"A and B ran on different hardware ({', '.join(differ)}): each ratio compares the machines as much as "
-        "the runs; compare two runs of one machine to judge a change"
-    )
-
-
-def _with_only(fingerprint: dict[str, Any], frameworks: set[str]) -> dict[str, Any]:
-    """The fingerprint with these frameworks' versions alone."""
-    found = fingerprint.get("frameworks") or {}
-    return {**fingerprint, "frameworks": {k: v for k, v in found.items() if k in frameworks}}
 
 
 VERDICT_STYLE = {
