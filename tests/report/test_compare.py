@@ -43,6 +43,26 @@ def test_a_clear_slowdown_is_slower_and_a_regression_only_beyond_the_threshold()
     assert lenient.verdict == Verdict.SLOWER and not lenient.regression
 
 
+def test_a_regression_timed_on_a_busy_machine_says_so():
+    """A user's tiny-fcn-r read x1.975 slower, a regression (exit 1), with other processes on 86% of the CPUs while
+    B was timed, and compare said nothing of it while table, crossover, fit and plot did."""
+    from dataclasses import replace
+
+    c = cell()
+    a, b = processes(1, 3, 0.100), processes(2, 3, 0.130)
+    quiet, loaded = record(c, a), replace(record(c, b), others_cpu_share=0.86, steal_fraction=0.05)
+    result = compare([quiet], [loaded], {c.cell.key: a}, {c.cell.key: b})
+    [only] = result.cells
+    assert only.regression and only.busy == "B: other processes used 86% of the CPUs, CPU steal 5%"
+    lines = cmp.summary_lines(result)
+    assert f"(timed on a busy machine: {only.busy})" in lines[1]
+    said = "note: timed on a busy machine, so their ratios measure its load as much as the runs"
+    assert f"{said}: {only.label} (B: other processes used 86%" in "\n".join(lines)
+    calm = compare([quiet], [replace(loaded, others_cpu_share=0.05, steal_fraction=0.0)], {c.cell.key: a},
+                   {c.cell.key: b})  # fmt: skip
+    assert calm.cells[0].busy == "" and "busy" not in "\n".join(cmp.summary_lines(calm))
+
+
 def test_a_clear_speedup_is_faster_and_never_a_regression():
     result = one_cell(processes(3, 3, 0.100), processes(4, 3, 0.080), threshold=0.0)
     assert result.verdict == Verdict.FASTER and not result.regression

@@ -34,6 +34,7 @@ from dlperf.measure.units import plural
 from dlperf.report.compare_side import Side, machine_lines, machine_warning, usable
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
+from dlperf.report.utilization import disturbance
 from dlperf.store.records import CellRecord
 from dlperf.workloads.base import split_variant, workload_diff
 
@@ -73,6 +74,7 @@ class CellResult:
     reason: str = ""  # why there is no test, or why the cells are not comparable
     regression: bool = False  # slower by more than the threshold
     loader: str = ""  # the cells' loader setting (`--data DIR`); "" on synthetic data
+    busy: str = ""  # what loaded the machine while either side was timed ("B: other processes used 86% of the CPUs")
 
     @property
     def label(self) -> str:
@@ -120,9 +122,12 @@ class Comparison:
         return {v.value: found[v] for v in Verdict}
 
     def notes(self) -> list[str]:
-        """One line per distinct reason cells got no verdict, with how many."""
+        """One line per distinct reason cells got no verdict, with how many; the cells timed on a busy machine."""
         reasons = Counter(c.reason for c in self.cells if c.verdict == Verdict.TOO_LITTLE_DATA)
-        return [*(f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()), *self.data]
+        busy = [f"{c.label} ({c.busy})" for c in self.cells if c.busy]
+        said = [f"timed on a busy machine, so their ratios measure its load as much as the runs: {'; '.join(busy)}"]
+        return [*(f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()), *self.data,
+                *(said if busy else [])]  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -261,6 +266,7 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
     cell = CellResult(
         a.key, a.workload, a.framework, a.column, a.mode, a.median_s, b.median_s,
         process_medians(a_processes), process_medians(b_processes), ratio=b.median_s / a.median_s, loader=a.loader,
+        busy=busy(a, b),
     )  # fmt: skip
     if cell.a_process_medians and cell.b_process_medians and min(cell.a_process_medians + cell.b_process_medians) > 0:
         cell.ratio = log_ratio(cell.a_process_medians, cell.b_process_medians)  # what the test and interval are about
@@ -282,6 +288,15 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
         return cell
     cell.p, cell.ci_low, cell.ci_high, cell.direction = tested
     return cell
+
+
+def busy(a: CellRecord, b: CellRecord) -> str:
+    """What loaded the machine while each side's cell was timed, by its stored load (`utilization.disturbance`: other
+    processes' share of the CPUs, the CPU steal), "" where neither was: a run timed beside another job reads slower
+    for that job (a user's tiny-fcn-r, x1.975 with others on 86% of the CPUs: a regression, exit 1, unsaid)."""
+    said = [(name, disturbance({"others_cpu_share": c.others_cpu_share, "steal_fraction": c.steal_fraction}))
+            for name, c in (("A", a), ("B", b))]  # fmt: skip
+    return "; ".join(f"{name}: {why}" for name, why in said if why)
 
 
 def _workload_diff(a: CellRecord, b: CellRecord) -> str:
@@ -398,7 +413,8 @@ def summary_lines(result: Comparison) -> list[str]:
     regressions, untested = result.regressions(), result.untested_slower()
     beyond = f"significantly slower by more than {100 * result.threshold:g}%"
     if regressions:
-        listed = "; ".join(f"{c.label} x{c.ratio:.3f}" for c in regressions)
+        listed = "; ".join(f"{c.label} x{c.ratio:.3f}" + (f" (timed on a busy machine: {c.busy})" if c.busy else "")
+                           for c in regressions)  # fmt: skip
         lines.append(f"{plural(len(regressions), 'regression')} ({beyond}): {listed}")
     elif result.outcome() == "no verdict":
         lines.append(f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the "
@@ -469,7 +485,7 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         },
         "outcome": result.outcome(),
         "regressions": [
-            {k: getattr(c, k) for k in ("key", "label", "ratio", "ci_low", "ci_high", "p_holm")}
+            {k: getattr(c, k) for k in ("key", "label", "ratio", "ci_low", "ci_high", "p_holm", "busy")}
             for c in result.regressions()
         ],
         "notes": result.notes(),
