@@ -225,6 +225,7 @@ EXPORT_COLUMNS = {
     "split": "how the pipeline cut the model into stages",
     "loss_ok": "whether the mode's loss followed the fp32 reference (the loss check); empty when not checked",
     "loss_reason": "why the loss check failed",
+    "loss_finite": "false when a timed step's loss was NaN or infinite: the cell did not train (its warnings say so)",
     "shared_from": "where a figure the cell's processes did not measure came from, by figure (flops, memory, "
     "loss_check): the key of the run's cell of another thread count, or `cached from run N of DB` (DATA_DIR/cache/"
     "figures, counted by an earlier run); empty where it measured all",

@@ -74,6 +74,16 @@ def test_each_record_says_how_its_steps_were_timed():
     assert row["timing"] == HostClock.HOW
 
 
+def test_a_cell_whose_loss_went_nan_says_so_in_a_column():
+    """A user's model whose loss was NaN exported `status: ok` and `loss_ok: null`, the problem only inside the
+    warnings' text: a pipeline keeping the rows with status ok kept a model that did not train."""
+    nan = make_cell("mine", median_s=0.1, n=12, loss_finite=False, warnings=["the loss was not finite"])
+    fine, older = make_cell("fcn-r", median_s=0.1, n=12, loss_finite=True), make_cell("fcn-r", median_s=0.1, n=12)
+    assert [export.record(c)["loss_finite"] for c in (nan, fine, older)] == [False, True, None]
+    [row, _, _] = csv.DictReader(io.StringIO(export.render([export.record(c) for c in (nan, fine, older)], "csv")))
+    assert row["loss_finite"] == "False" and row["status"] == "ok"
+
+
 def test_structured_columns_are_json_in_the_csv():
     """A dict column (flops_by_dtype) was written as Python's repr, `{'fp32': 10}`, which no JSON reader takes."""
     c = make_cell("fcn-r", median_s=0.25, n=12, flops_by_dtype={"fp32": 10, "bf16": 5})

@@ -97,6 +97,7 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
         rec[key] = getattr(comm, key)
     check = cell.loss_check
     rec["loss_ok"], rec["loss_reason"] = (check.ok, check.reason) if check else (None, None)
+    rec["loss_finite"] = cell.loss_finite  # False: a timed step's loss was NaN or infinite (the cell did not train)
     rec["shared_from"] = cell.shared_from or None  # a figure its processes did not measure: a sibling's, or kept
     rec.update(loader_fields(cell, group))
     rec.update(prediction_fields(cell, prediction))
