@@ -43,6 +43,21 @@ def test_predicts_store_is_checked_before_anything_is_counted(args, said, capsys
 @pytest.mark.parametrize(
     ("args", "said"),
     [
+        (["nope"], "unknown workload 'nope'"),
+        (["tiny-fcn-r", "--modes", "int8"], "--modes: unknown mode 'int8' (known: fp32, tf32, bf16 or fp16)"),
+        (["tiny-fcn-r", "--memory", "--modes", "int8"], "--modes: 'int8' is not a memory mode"),
+        (["tiny-fcn-r"], "--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists them)"),
+    ],
+)
+def test_predict_says_a_bad_workload_or_mode_before_a_missing_gpu(args, said, capsys):
+    """`predict nope` and `predict tiny-fcn-r --modes int8` each said "--gpu: name the GPUs ...", and only with
+    --gpu given did the user learn the workload or the mode was wrong."""
+    assert error_line(["predict", *args], capsys).startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
         (["tiny-fcn-r", "--list-gpus"], LISTING + "WORKLOAD"),
         (["--list-gpus", "--gpu", "T4"], LISTING + "--gpu"),
         (["--list-gpus", "--validate"], LISTING + "--validate"),

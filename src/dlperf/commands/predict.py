@@ -131,15 +131,19 @@ def run(args) -> int:
             return validate(args)
         if not args.workload:
             raise UsageError("dlperf predict WORKLOAD --gpu NAME[,NAME...] (or --validate CSV, or --list-gpus)")
+        from dlperf.predict import memory
+        from dlperf.spec import parse_workload
+
+        parse_workload(args.workload, None)  # a misspelt name, then a mode, are said before a missing --gpu
+        modes = memory.parse_modes(args.modes or DEFAULT_MEMORY_MODES) if args.memory else parse_modes(
+            args.modes or ",".join(MODES))  # fmt: skip
         if not args.gpu:
             raise UsageError("--gpu: name the GPUs to predict for, e.g. --gpu H100-SXM5-80GB,T4 (--list-gpus lists "
                              "them)")  # fmt: skip
         chosen = gpus.parse_gpus(args.gpu)
         if args.memory:
-            from dlperf.predict import memory
-
-            return show_memory(args, chosen, memory.parse_modes(args.modes or DEFAULT_MEMORY_MODES))
-        return predict(args, chosen, parse_modes(args.modes or ",".join(MODES)), deadline)
+            return show_memory(args, chosen, modes)
+        return predict(args, chosen, modes, deadline)
 
 
 def check_listing(args) -> None:
