@@ -82,6 +82,22 @@ def test_a_step_slow_now_and_then_is_said_with_its_mean_and_a_steady_one_is_not(
         assert not any(w.startswith("slow steps") for w in steady.warnings)
 
 
+def test_a_cold_first_step_timed_without_a_warm_up_is_said():
+    """--max-warmup 0 timed tiny-resnet-56's first step (25.8 ms, the rest about 5) with the others, and said only
+    "slow steps now and then"."""
+    samples = [5.2, 1.0, 1.1, 1.0, 0.9, 1.0]
+    built, _, *rest = events(samples)
+    cold = [measurement([built, Warmup(0, True, []), *rest], OK_CHILD, 60)]
+    said = cell_figures(cold, batch=64, threads=1, cores=2, device="cpu").warnings
+    assert "no warm-up step ran (--max-warmup 0), and the first timed step took 5.2x the median: a cold step is " \
+           "among the timed ones" in said  # fmt: skip
+    warmed = cell_figures([measurement(events(samples), OK_CHILD, 60)], batch=64, threads=1, cores=2, device="cpu")
+    assert not any("warm-up" in w for w in warmed.warnings)  # six warm-up steps before it: a slow step, not a cold one
+    built, _, *rest = events([1.2, 1.0, 1.1, 1.0])
+    even = [measurement([built, Warmup(0, True, []), *rest], OK_CHILD, 60)]
+    assert not any("warm-up" in w for w in cell_figures(even, batch=64, threads=1, cores=2, device="cpu").warnings)
+
+
 def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():
     """Two processes whose steps differ (280 and 323 us): the pooled steps' order-statistics interval sat around one
     process and left out the cell's own median (302 us), so a cell said "302 us, 95% interval 280.1-280.7 us". The

@@ -56,6 +56,7 @@ NOISY_IQR_RATIO = 0.10
 SLOW_STEPS_RATIO = 0.10
 SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
+COLD_RATIO = 1.5  # a first timed step this many times its process's median, with no warm-up before it, is a cold one
 
 
 def measurement(events: list[Event], child: ChildResult, timeout: float) -> ProcessMeasurement:
@@ -341,6 +342,7 @@ def cell_figures(
             # the first step's time beyond a steady step is what compiling (or capturing) cost
             figures.compile = replace(compiled, compile_s=max(0.0, compiled.first_step_s - s.median))
             warnings += compile_warnings(figures.compile, s.median)
+        warnings += cold_warnings(measured)
         if few(s.n):
             warnings.append(f"few samples: the median of {s.n} timed step{'s' * (s.n != 1)} (fewer than "
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
@@ -389,6 +391,17 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
         wait_median_s=statistics.median(waits) if waits else None, verdict=input_bound(share), h2d=one.h2d,
         batches=one.batches,
     )  # fmt: skip
+
+
+def cold_warnings(measured: list[ProcessMeasurement]) -> list[str]:
+    """A process that ran no warm-up step (`--max-warmup 0`) times its cold first step with the rest: said where that
+    step took `COLD_RATIO` times its process's median or more (tiny-resnet-56: 25.8 ms against about 5)."""
+    cold = [m.samples[0] / statistics.median(m.samples) for m in measured
+            if m.detail.warmup_steps == 0 and len(m.samples) > 1 and statistics.median(m.samples) > 0]  # fmt: skip
+    if not cold or max(cold) < COLD_RATIO:
+        return []
+    return [f"no warm-up step ran (--max-warmup 0), and the first timed step took {max(cold):.1f}x the median: a cold "
+            "step is among the timed ones"]  # fmt: skip
 
 
 def loader_warnings(loader: LoaderRecord, batch: int | None) -> list[str]:
