@@ -277,6 +277,28 @@ def test_profile_cut_short_is_resumed_and_prints_every_cells_profile(tmp_path, m
     assert "seconds per mini-batch" not in out  # the profiles, not the run's table
 
 
+def test_a_run_of_repeats_cut_short_says_how_many_processes_it_stored(tmp_path, monkeypatch, capsys):
+    """With --repeats a cell is measured once its first process is: Ctrl-C with 5 of 8 processes done said '4 of 4
+    cells measured are stored in run 1', as if the run were whole."""
+    db = str(tmp_path / "r.db")
+    _fake_children(monkeypatch, [])
+    fake, started = sweep.run_task, []
+
+    def run_task(task, ctx, poll):
+        started.append(task.cell.threads)
+        if len(started) == 4:
+            raise KeyboardInterrupt
+        return fake(task, ctx, poll)
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    code, _, err = _main(monkeypatch, capsys, "run", "--workloads", "tiny-fcn-r", "--threads", "1,2", "--repeats", "2",
+                         "--db", db)  # fmt: skip
+    assert code == ExitCode.INTERRUPTED
+    assert err.splitlines()[-1].startswith(
+        "dlperf: interrupted; 2 of 2 cells measured are stored in run 1 (3 of 4 processes done; 1 left, in 1 cell). "
+    ), err
+
+
 def test_profile_cut_short_before_any_cell_finished_says_none_is_stored(tmp_path, monkeypatch, capsys):
     """It said 'finished cells are stored in run 1' when none had finished."""
 

@@ -355,6 +355,7 @@ def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
     '..., 1 of them profiled, ...'), or that none was, the run holding its plan for --resume."""
     from dlperf.measure.units import agreeing, plural
     from dlperf.store import Store
+    from dlperf.store.state import run_state
     from dlperf.vocab import Status
 
     try:
@@ -363,13 +364,17 @@ def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
         return f"what had finished is stored in run {run_id}"
     try:
         cells, profiles = store.cells(run_id, unreadable=lambda exc: None), store.profiles(run_id)
+        left = run_state(store, store.run(run_id)).left
     finally:
         store.close()
     done = sum(c.status != Status.PENDING for c in cells)
     if not done:
         return f"no cell was measured yet: run {run_id} holds its plan of {plural(len(cells), 'cell')}"
     them = f", {len(profiles)} of them profiled," if profiled else ""
-    return f"{done} of {plural(len(cells), 'cell')} measured{them} {agreeing(done, 'is', 'are')} stored in run {run_id}"
+    # with --repeats a cell is measured once its first process is: "4 of 4 cells" said nothing of the 3 left
+    processes = f" ({left.text()})" if left.repeats > 1 else ""
+    return (f"{done} of {plural(len(cells), 'cell')} measured{them} {agreeing(done, 'is', 'are')} stored in run "
+            f"{run_id}{processes}")  # fmt: skip
 
 
 def say_interrupted(stored: str, then: str) -> None:
