@@ -85,7 +85,7 @@ MEMORY_KINDS = (
 REMEDIES: dict[Bound, tuple[Mode, ...]] = {
     Bound.LAUNCH: (Mode.CUDA_GRAPHS, Mode.COMPILE),
     Bound.MEMORY: (Mode.BF16, Mode.CHANNELS_LAST, Mode.FUSED),
-    Bound.COMPUTE: (Mode.BF16, Mode.TF32),
+    Bound.COMPUTE: (Mode.BF16, Mode.CHANNELS_LAST, Mode.TF32),  # channels_last: faster convolution kernels (NHWC)
     Bound.TRANSFER: (),  # pinned memory and non_blocking copies: a later issue's modes
     Bound.INPUT: (),  # more loader workers: a later issue's modes
 }
