@@ -392,6 +392,7 @@ UTILIZATION_LEGEND = (
 )
 
 
+PROCESSES_LEGEND = "a cell of several processes (--repeats): the median of their medians, n all their steps"
 LOSS_LEGEND = (
     f"{LOSS_MARK} = the loss was not finite (nan or inf) after the timed steps, or the mode failed its loss check "
     "against fp32 (the notes say which): timed, but not training"
@@ -405,6 +406,7 @@ def mark_legends(view: TableView) -> list[str]:
         *([BEST_LEGEND] if any(r.best_cpu_column() for r in view.rows) else []),
         *([FEW_LEGEND] if any(few(c.n) for c in shown) else []),
         *([UTILIZATION_LEGEND] if any(c.utilization is not None for c in shown) else []),
+        *([PROCESSES_LEGEND] if any(len(c.per_process_medians or ()) > 1 for c in shown) else []),
         *([LOSS_LEGEND] if not all(map(trains, shown)) else []),
     ]
 
