@@ -81,6 +81,15 @@ def test_the_exposed_share_names_the_step_it_is_of_not_the_median():
     assert "exposed communication 32.0 ms (97%) of a 33.0 ms step timed apart" in fsdp_note
 
 
+def test_one_process_communicates_nothing_and_its_difference_is_the_strategys_own_cost():
+    """A one-process DDP cell's report read "exposed comm 397 µs of 1.19 ms (33%)" with no process to talk to: the
+    step beside its compute alone is DDP's own buckets and hooks."""
+    one = cell("ddp", 1, 1.2e-3, local_step_s=0.79e-3, step_s=1.19e-3, exposed_comm_s=0.397e-3, comm_share=0.334)
+    [row] = ddp.build([one])
+    assert dict(zip(ddp.HEAD, ddp.values(row), strict=True))["exposed comm"] == (
+        "none: 1 process; the strategy's own cost 397 µs of 1.19 ms (33%)")  # fmt: skip
+
+
 def test_an_exposed_share_without_its_step_says_so_without_a_figure():
     [row] = ddp.build([cell("tp", 2, 0.5, exposed_comm_s=0.1, comm_share=0.2)])  # a record without step_s
     assert dict(zip(ddp.HEAD, ddp.values(row), strict=True))["exposed comm"] == "0.100 s (20%)"

@@ -115,19 +115,21 @@ def values(r: Scaling) -> list[str]:
         nbytes(r.param_bytes), nbytes(r.peak_bytes), bubble,
         nbytes(comm.gradient_bytes), seconds(comm.allreduce_s),
         f"{bw / 1e9:.2f} GB/s" if bw else "-",
-        exposed_comm(comm),
+        exposed_comm(comm, r.nproc),
         f"{comm.bound}-bound" if comm.bound else "-",
     ]  # fmt: skip
 
 
-def exposed_comm(comm: CommRecord) -> str:
+def exposed_comm(comm: CommRecord, nproc: int = 2) -> str:
     """The exposed communication and its share of the step it was measured against: `comm.step_s`, the strategy's
     step timed in alternated pairs with its compute alone after the timed steps (`frameworks/common/comm.py`), not
-    the cell's median step, which the table shows and which a noisy machine can put far from it."""
+    the cell's median step, which the table shows and which a noisy machine can put far from it. With one process
+    nothing is communicated: the difference is the strategy's own cost (DDP's gradient buckets and hooks)."""
     if comm.comm_share is None or comm.exposed_comm_s is None:
         return "-"
     of = f" of {seconds(comm.step_s)}" if comm.step_s else ""
-    return f"{seconds(comm.exposed_comm_s)}{of} ({100 * comm.comm_share:.0f}%)"
+    figure = f"{seconds(comm.exposed_comm_s)}{of} ({100 * comm.comm_share:.0f}%)"
+    return f"none: 1 process; the strategy's own cost {figure}" if nproc == 1 else figure
 
 
 def _exposed_note(comm: CommRecord) -> str:
