@@ -58,7 +58,7 @@ def test_the_latest_peak_of_each_figure_is_listed_per_machine_in_its_unit(tmp_pa
         ["fp32", "0.0900", "TFLOP/s"], ["bf16", "0.210", "TFLOP/s"], ["fp16", "-", "TFLOP/s"],
         ["fp32", "0.0500", "TFLOP/s"]]  # fmt: skip
     assert any("memory bandwidth 23.2 GB/s" in line for line in lines)
-    assert any("dispatch, one tiny operator 2.54 us per op" in line for line in lines)
+    assert any("dispatch, one tiny operator 2.54 µs per op" in line for line in lines)
     assert any("memcpy 256 MiB 9.60 GB/s" in line for line in lines)
     assert "every size skipped: one product would take 16 s" in text and "busy: others 40%" in text
     assert "8 peaks in" in text and "1 earlier figure superseded" in text and "reads low" in text

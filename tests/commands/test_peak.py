@@ -237,7 +237,7 @@ def test_cli_text_output(tmp_path):
     proc = dlperf("peak", "--threads", "1", "--dtypes", "bf16", *TINY_FLAGS, db=tmp_path / "d.db")
     assert proc.returncode == 0, proc.stderr
     assert "TFLOP/s" in proc.stdout and "bf16" in proc.stdout and "triad GB/s" in proc.stdout
-    assert "us per op" in proc.stdout
+    assert "µs per op" in proc.stdout
     assert "Copies (GB/s)" in proc.stdout and "memcpy" in proc.stdout and "256 KiB" in proc.stdout
     if "h2d pinned" not in proc.stdout:  # a machine without a GPU: said, not left out silently
         assert "no GPU: host<->device copies not measured" in proc.stdout

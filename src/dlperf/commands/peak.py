@@ -300,7 +300,7 @@ def dispatch_table(measured: list[PeakRow]):
 
     title = "Dispatch: one tiny operator (a chain of in-place adds on one element)"
     table = Table(title=title, min_width=len(title))  # three narrow columns folded the title into three lines
-    for name in ("device", "threads", "us per op"):
+    for name in ("device", "threads", "µs per op"):
         table.add_column(name, justify="left" if name == "device" else "right")
     for r in measured:
         if r.answer.dispatch is not None:

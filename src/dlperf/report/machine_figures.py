@@ -33,7 +33,7 @@ class PeakLine:
     threads: int
     figure: str  # "matmul bf16", "memory bandwidth", "dispatch", "h2d pinned 64 MiB"
     value: str  # "0.206" ("-" when not measured)
-    unit: str  # "TFLOP/s", "GB/s", "us per op"
+    unit: str  # "TFLOP/s", "GB/s", "µs per op"
     note: str  # why there is no value, or what disturbed it; "" when neither
 
 
@@ -42,7 +42,7 @@ def peak_line(row: PeakRecord) -> PeakLine:
     what, unit, scale = {
         "matmul": (f"matmul {row.dtype}", "TFLOP/s", 1e-12),
         "bandwidth": ("memory bandwidth", "GB/s", 1e-9),
-        "dispatch": ("dispatch, one tiny operator", "us per op", 1e6),
+        "dispatch": ("dispatch, one tiny operator", "µs per op", 1e6),
     }.get(row.kind, (_copy(row), "GB/s", 1e-9))
     missing = row.value is None
     note = (detail.get("unsupported") or _skipped(detail) or "not measured") if missing else _busy(detail)
