@@ -96,3 +96,15 @@ def test_an_exposed_share_without_its_step_says_so_without_a_figure():
     assert "exposed communication 0.100 s (20%) of the step timed beside its compute alone" in ddp.notes([row])[0]
     [bare] = ddp.build([cell("tp", 2, 0.5)])
     assert dict(zip(ddp.HEAD, ddp.values(bare), strict=True))["exposed comm"] == "-"
+
+
+def test_a_report_of_multi_process_cells_none_timed_says_they_were_planned():
+    """A report of an interrupted run, both of its ddp:2x1 cells pending, said "No multi-process cell in this run"."""
+    from dlperf.report import html
+    from dlperf.report.load import Loaded
+    from dlperf.vocab import Status
+
+    pending = [make_cell("fcn-r", nproc=2, scaling="strong", parallel="ddp", status=Status.PENDING) for _ in range(2)]
+    said = html._ddp(Loaded("d.db", [], pending, {}, False, []))
+    assert "No multi-process cell timed: 2 planned, none measured ok (the run&#x27;s table says why)." in said
+    assert "No multi-process cell in this run" in html._ddp(Loaded("d.db", [], [make_cell("fcn-r")], {}, False, []))

@@ -213,6 +213,9 @@ def _best_table(data: Loaded) -> str:
 
 def _ddp(data: Loaded) -> str:
     rows = ddp.build(data.cells)
+    if not rows and (planned := sum(1 for c in data.cells if c.nproc)):
+        return _none(f"No multi-process cell timed: {planned} planned, none measured ok (the run's table says "
+                     "why).")  # fmt: skip
     if not rows:
         return _none("No multi-process cell in this run (dlperf run --nproc 1,2 --parallel ddp,fsdp,pipeline "
                      "measures some).")  # fmt: skip
