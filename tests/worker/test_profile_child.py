@@ -66,6 +66,9 @@ def test_a_backend_without_a_profiler_is_unsupported_with_its_reason(tmp_path, m
     )
     monkeypatch.setattr(profile_worker, "backend", lambda framework: fake)
     monkeypatch.setattr(child, "die_with_parent", lambda: None)
+    # a child's own temporary folder is the process's for good (tempfile.tempdir, TMPDIR): pytest's would stay this
+    # test's tmp_path, which a plain user may not enter (tests/store/test_faults.py then failed after this test)
+    monkeypatch.setattr(child, "own_temp", lambda folder: None)
     write_task(task(tmp_path, "fake"), tmp_path / "task.json")
     assert profile_worker.main(["worker", str(tmp_path / "task.json"), str(tmp_path / "events.jsonl")]) == 0
     events = read_events(tmp_path / "events.jsonl")
