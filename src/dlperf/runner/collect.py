@@ -396,8 +396,9 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
 def cold_warnings(measured: list[ProcessMeasurement]) -> list[str]:
     """A process that ran no warm-up step (`--max-warmup 0`) times its cold first step with the rest: said where that
     step took `COLD_RATIO` times its process's median or more (tiny-resnet-56: 25.8 ms against about 5)."""
-    cold = [m.samples[0] / statistics.median(m.samples) for m in measured
-            if m.detail.warmup_steps == 0 and len(m.samples) > 1 and statistics.median(m.samples) > 0]  # fmt: skip
+    unwarmed = [(m.samples[0], statistics.median(m.samples)) for m in measured
+                if m.detail.warmup_steps == 0 and len(m.samples) > 1]  # fmt: skip
+    cold = [first / median for first, median in unwarmed if median > 0]
     if not cold or max(cold) < COLD_RATIO:
         return []
     return [f"no warm-up step ran (--max-warmup 0), and the first timed step took {max(cold):.1f}x the median: a cold "

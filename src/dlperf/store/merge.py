@@ -157,8 +157,9 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
         warning = (f"{source.name}: {why}; copied as it is: merging this file again once the run is finished brings "
                    "its copy up to date")  # fmt: skip
     if present is not None:
-        news = news_since_copy(dst, present, rows)
-        if news and (apart := resumed_apart(dst, present, rows)):
+        held = {_process(m) for m in dst.rows("measurements", present)}  # the copy's processes, read once
+        news = news_since_copy(dst, present, rows, held)
+        if news and (apart := resumed_apart(held, rows)):
             said = (f"{source.name} run {run_id} and its copy here, run {present}, were each resumed apart ({apart}): "
                     f"the copy keeps its own measurements; the source's run was not copied over them (it stays in "
                     f"{source.name})")  # fmt: skip
@@ -170,10 +171,10 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
     return Copied(source.name, run_id, new_id, len(rows.cells), skipped=False, warning=warning)
 
 
-def news_since_copy(dst: Store, copy_id: int, rows: RunRows) -> str | None:
-    """What the source's run has that its copy here lacks, in words ("3 more processes, 1 more profile, interrupted ->
-    complete"); None when the copy is up to date (or ahead: a source is never taken back)."""
-    held = {_process(m) for m in dst.rows("measurements", copy_id)}
+def news_since_copy(dst: Store, copy_id: int, rows: RunRows, held: set[tuple]) -> str | None:
+    """What the source's run has that its copy here (holding the processes `held`) lacks, in words ("3 more processes,
+    1 more profile, interrupted -> complete"); None when the copy is up to date (or ahead: a source is never taken
+    back)."""
     processes = sum(_process(m) not in held for m in rows.measurements)
     profiled = {p.get("cell_key") for p in dst.rows("profiles", copy_id)}
     profiles = sum(p.get("cell_key") not in profiled for p in rows.profiles)
@@ -187,12 +188,12 @@ def news_since_copy(dst: Store, copy_id: int, rows: RunRows) -> str | None:
     return ", ".join(parts) or None
 
 
-def resumed_apart(dst: Store, copy_id: int, rows: RunRows) -> str | None:
+def resumed_apart(held: set[tuple], rows: RunRows) -> str | None:
     """What the copy and the source's run each measured that the other lacks, in words ("1 process measured here
     only, 1 there only"), where the copy holds processes the source's run does not: the copy was resumed here, apart
     from the source, and bringing it up to date would replace its own measurements (a cell's process is one row per
-    repeat) and leave its cells' figures the source's. None when the copy holds nothing of its own."""
-    held = {_process(m) for m in dst.rows("measurements", copy_id)}
+    repeat) and leave its cells' figures the source's. None when the copy (its processes `held`) holds nothing of its
+    own."""
     theirs = {_process(m) for m in rows.measurements}
     here, there = len(held - theirs), len(theirs - held)
     if not here:
