@@ -6,7 +6,8 @@ or from Python:
 
     python examples/my_model.py
 
-A factory is any module-level function of no arguments that returns `dlperf.user_workload(...)`. It runs only in
+A factory is any module-level function of no arguments (or of `data_dir`, the folder `--data DIR` names) that
+returns `dlperf.user_workload(...)`. It runs only in
 dlperf's child processes (the probe and the worker), where the framework is imported with its thread count fixed.
 """
 

@@ -140,7 +140,8 @@ def source_of(factory: Callable[[], Any]) -> str:
     if not callable(factory) or not name.isidentifier():
         raise UsageError(f"{factory!r}: pass a module-level factory function or a 'file.py:factory' string")
     module = sys.modules.get(factory.__module__)
-    if module is not None and factory.__module__ != "__main__" and getattr(module, "__spec__", None):
+    named = module is not None and factory.__module__ != "__main__" and getattr(module, "__spec__", None)
+    if named and not _found_only_here(module):
         return f"{factory.__module__}:{name}"
     path = inspect.getsourcefile(factory)
     if path is None or not Path(path).is_file():  # typed in: stdin, python -c, a notebook's cell
@@ -149,6 +150,22 @@ def source_of(factory: Callable[[], Any]) -> str:
                          "which import the factory from its file; put it in one (mine.py) and pass "
                          f"'mine.py:{name}', or import it from there")  # fmt: skip
     return f"{Path(path).resolve()}:{name}"
+
+
+def _found_only_here(module: Any) -> bool:
+    """Whether `module` is a file of its own (not a package's) that a new process would not find: imported through a
+    folder this one added to sys.path (a notebook's `sys.path.insert(0, "models")`), neither the working directory nor
+    one on PYTHONPATH or of the interpreter's own. dlperf's processes then import it by its file."""
+    import site
+    import sysconfig
+
+    file = getattr(module, "__file__", None)
+    if "." in module.__name__ or not file or not file.endswith(".py") or Path(file).name == "__init__.py":
+        return False
+    folders = [os.getcwd(), *os.environ.get("PYTHONPATH", "").split(os.pathsep), *sysconfig.get_paths().values()]
+    folders += [*site.getsitepackages(), site.getusersitepackages()]
+    found = {Path(f).resolve() for f in folders if f}
+    return Path(file).resolve().parent not in found
 
 
 NEIGHBOUR = "file:"  # a digest's key for a module the factory's file imports from its own directory
@@ -242,6 +259,7 @@ def load_factory(source: str) -> Callable[[], Any]:
     except Exception as exc:
         raise UsageError(
             f"workload {source!r}: importing {target} raised {type(exc).__name__}: {exc}{where_in_user_code(exc)}"
+            f"{_not_found_hint(exc, target)}"
         ) from exc
     factory = getattr(module, attr, None)
     if factory is None:
@@ -253,6 +271,15 @@ def load_factory(source: str) -> Callable[[], Any]:
     if why := not_a_factory(factory):
         raise UsageError(f"workload {source!r}: {attr} {why}; {WHAT_A_FACTORY}")
     return factory
+
+
+def _not_found_hint(exc: Exception, target: str) -> str:
+    """Where dlperf's processes look for a module that was not found, when it is the user's own (not one it imports)."""
+    if not isinstance(exc, ModuleNotFoundError) or target.endswith(".py") or exc.name != target.partition(".")[0]:
+        return ""
+    return (f" (dlperf's processes look in the working directory {os.getcwd()}, PYTHONPATH and the installed "
+            "packages: run from the folder that holds it, put that folder on PYTHONPATH, or name its file, "
+            "path/to/file.py:factory)")  # fmt: skip
 
 
 WHAT_A_FACTORY = (

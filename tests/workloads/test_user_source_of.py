@@ -1,0 +1,64 @@
+"""How the Python API names a factory function for dlperf's own processes, which start afresh: a notebook that
+imported it after `sys.path.insert(0, "examples")` gave 'my_model:make', which no child could import ('No module
+named my_model'); a module found only through such a folder is named by its file. A module a new process finds
+keeps its name, and a module of the user's that no process finds is said to be looked for where it is not."""
+
+import importlib
+import sys
+
+import pytest
+
+from dlperf.errors import UsageError
+from dlperf.workloads.user import load_factory, source_of
+
+MINE = "def make():\n    return 'built'\n"
+
+
+def imported(folder, name: str, monkeypatch):
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    return importlib.import_module(name)
+
+
+def test_a_module_found_through_a_folder_added_at_run_time_is_named_by_its_file(tmp_path, monkeypatch):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "qa_notebook_model.py").write_text(MINE)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    module = imported(tmp_path / "models", "qa_notebook_model", monkeypatch)
+    source = source_of(module.make)
+    assert source == f"{(tmp_path / 'models' / 'qa_notebook_model.py').resolve()}:make"
+    assert load_factory(source)() == "built"
+
+
+@pytest.mark.parametrize("where", ["cwd", "PYTHONPATH"])
+def test_a_module_a_new_process_finds_keeps_its_name(tmp_path, monkeypatch, where):
+    (tmp_path / "qa_found_model.py").write_text(MINE)
+    monkeypatch.chdir(tmp_path if where == "cwd" else tmp_path.parent)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path) if where == "PYTHONPATH" else "")
+    module = imported(tmp_path, "qa_found_model", monkeypatch)
+    assert source_of(module.make) == "qa_found_model:make"
+
+
+def test_a_package_module_keeps_its_name_for_its_relative_imports(tmp_path, monkeypatch):
+    (tmp_path / "qa_pkg").mkdir()
+    (tmp_path / "qa_pkg" / "__init__.py").write_text("")
+    (tmp_path / "qa_pkg" / "net.py").write_text("from . import parts\n" + MINE)
+    (tmp_path / "qa_pkg" / "parts.py").write_text("")
+    monkeypatch.chdir(tmp_path.parent)
+    monkeypatch.delitem(sys.modules, "qa_pkg", raising=False)
+    module = imported(tmp_path, "qa_pkg.net", monkeypatch)
+    assert source_of(module.make) == "qa_pkg.net:make"
+
+
+def test_a_module_of_the_users_not_found_says_where_dlperfs_processes_look(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError) as caught:
+        load_factory("qa_nowhere.models:make")
+    said = str(caught.value)
+    assert "No module named 'qa_nowhere'" in said and f"look in the working directory {tmp_path}" in said
+    assert "\n" not in said
+    with pytest.raises(UsageError) as caught:  # a module the user's own imports and lacks: not where dlperf looks
+        (tmp_path / "qa_needs.py").write_text("import qa_missing_dependency\n" + MINE)
+        load_factory("qa_needs:make")
+    assert "qa_missing_dependency" in str(caught.value) and "look in the working" not in str(caught.value)
