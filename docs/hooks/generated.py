@@ -4,7 +4,11 @@ A page holds a marker where the generated text goes: `<!-- dlperf:cli -->` (ever
 argparse parsers of `dlperf.cli`), `<!-- dlperf:export-columns -->` (the columns `dlperf export` writes, in its
 order, from a record `dlperf.report.export` builds), `<!-- dlperf:exit-codes -->` (`dlperf.vocab.ExitCode`) and
 `<!-- dlperf:include FILE.md -->` (a Markdown file of the repository's root, as it is, its relative links made to
-work on the site). An unknown marker, a column or an exit code without its meaning here fails the build.
+work on the site: the whole page, whatever else it holds for a reader of the repository). An unknown marker, a column
+or an exit code without its meaning here fails the build.
+
+A page's link to one of those root files (`../../BENCHMARKS.md#a-heading`, which works in the repository) is made a
+link to the site's page of it. The site's anchors are GitHub's (mkdocs.yml's slugify), so one anchor serves both.
 
 The reference pages hold their generated text between two markers (`<!-- dlperf:cli -->` ... `<!-- /dlperf:cli -->`),
 committed, so that a reader of the repository sees it as the site does: `make docs-reference` (this file run as a
@@ -15,6 +19,7 @@ site makes it again at build time whatever was committed.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -38,7 +43,9 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
 
 
 def fill(markdown: str, src_uri: str) -> str:
-    markdown = BLOCK.sub(lambda m: generate(m["name"], src_uri), markdown)  # the committed text, made again
+    if (included := MARKER.search(markdown)) and included["name"] == "include":
+        return include(included["arg"], src_uri)
+    markdown = to_site(BLOCK.sub(lambda m: generate(m["name"], src_uri), markdown), src_uri)  # committed text anew
 
     def replace(match: re.Match) -> str:
         name, arg = match["name"], match["arg"]
@@ -337,12 +344,37 @@ def include(name: str, src_uri: str) -> str:
 
 def relink(text: str, depth: int) -> str:
     """`text`'s relative links, outside code blocks, as they work from a page `depth` folders below docs/."""
-    lines, fenced = [], False
+    return outside_fences(text, lambda run: LINK.sub(lambda m: relinked(m, depth), run))
+
+
+def outside_fences(text: str, change) -> str:
+    """`text` with `change` made to each run of lines outside its code blocks (a link's text may span lines)."""
+    runs, run, fenced = [], [], False
     for line in text.splitlines():
         if FENCE.match(line):
-            fenced = not fenced
-        lines.append(line if fenced else LINK.sub(lambda m: relinked(m, depth), line))
-    return "\n".join(lines) + "\n"
+            runs.append("\n".join(run) if fenced else change("\n".join(run)))
+            run, fenced = [], not fenced
+        run.append(line)
+    runs.append("\n".join(run) if fenced else change("\n".join(run)))
+    return "\n".join(runs) + "\n"
+
+
+def to_site(markdown: str, src_uri: str) -> str:
+    """The links of the page `src_uri` to a root file the site includes, made links to that file's page."""
+    here = (ROOT / "docs" / src_uri).parent
+
+    def site_link(match: re.Match) -> str:
+        path, _, anchor = match["target"].partition("#")
+        if re.match(r"^[a-z][a-z0-9+.-]*:|^/", path) or not path.endswith(".md"):
+            return match[0]
+        name = os.path.normpath(here / path)
+        page = next((p for r, p in ROOT_PAGES.items() if str(ROOT / r) == name), None)
+        if page is None:
+            return match[0]
+        target = os.path.relpath(ROOT / "docs" / page, here).replace(os.sep, "/")
+        return f"[{match['text']}]({target}{'#' + anchor if anchor else ''})"
+
+    return outside_fences(markdown, lambda run: LINK.sub(site_link, run))
 
 
 def relinked(match: re.Match, depth: int) -> str:

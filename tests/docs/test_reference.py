@@ -130,9 +130,12 @@ def test_an_included_root_files_links_work_on_the_site(generated):
 
 
 def test_the_root_files_are_included_as_they_are(generated):
+    """A page that includes a root file is that file on the site; in the repository, where the marker shows nothing,
+    it links the file (20 links of the guides once landed on a blank page there)."""
     for name, page in (("ARCHITECTURE.md", "architecture.md"), ("BENCHMARKS.md", "benchmarks.md")):
-        assert (ROOT / "docs" / page).read_text() == f"<!-- dlperf:include {name} -->\n"
-        included = generated.fill((ROOT / "docs" / page).read_text(), page)
+        text = (ROOT / "docs" / page).read_text()
+        assert text.startswith(f"<!-- dlperf:include {name} -->\n") and f"](../{name})" in text
+        included = generated.fill(text, page)
         assert (
             included.strip()
             == generated.relink((ROOT / name).read_text(), 0).strip()
@@ -155,3 +158,18 @@ def test_the_site_makes_a_block_again_whatever_was_committed(generated):
     built = generated.fill(page, "reference/x.md")
     assert "something old" not in built and "<!--" not in built and "| 130 |" in built and built.endswith("after\n")
     assert generated.written(page, "reference/x.md").startswith("# x\n<!-- dlperf:exit-codes -->\n| code |")
+
+
+def test_a_pages_link_to_a_root_file_is_its_site_page_anchor_and_all(generated):
+    """The guides link BENCHMARKS.md itself, which works in the repository; the site has it as its page."""
+    page = (
+        "See [the harness's cost](../../BENCHMARKS.md#what-the-harness-costs), [the\nbenchmarks]"
+        "(../../BENCHMARKS.md) and [the design](../../ARCHITECTURE.md).\n```\n[kept](../../BENCHMARKS.md)\n```\n"
+        "[a guide](gpu.md)\n"
+    )
+    built = generated.fill(page, "guides/x.md")
+    assert "[the harness's cost](../benchmarks.md#what-the-harness-costs)" in built
+    assert "[the\nbenchmarks](../benchmarks.md)" in built and "[the design](../architecture.md)" in built
+    assert "[kept](../../BENCHMARKS.md)" in built and "[a guide](gpu.md)" in built
+    top = generated.fill("[b](../BENCHMARKS.md#x) [r](../README.md)\n", "index.md")
+    assert top == "[b](benchmarks.md#x) [r](index.md)\n"
