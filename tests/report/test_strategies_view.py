@@ -90,6 +90,17 @@ def test_one_process_communicates_nothing_and_its_difference_is_the_strategys_ow
         "none: 1 process; the strategy's own cost 397 µs of 1.19 ms (33%)")  # fmt: skip
 
 
+def test_a_step_no_slower_than_its_compute_alone_has_no_exposed_communication():
+    """A mirrored cell whose step timed apart (7.18 ms) was under its compute alone (7.22 ms), the difference within
+    their noise, read "exposed communication 0.00 µs (0%)"."""
+    mirrored = cell("mirrored", 2, 7.3e-3, local_step_s=7.22e-3, step_s=7.18e-3, exposed_comm_s=0.0, comm_share=0.0)
+    [row] = ddp.build([mirrored])
+    assert dict(zip(ddp.HEAD, ddp.values(row), strict=True))["exposed comm"] == "0 of 7.18 ms (0%)"
+    [note] = ddp.notes([row])
+    assert "no exposed communication: a 7.18 ms step timed apart, no slower than its compute alone (7.22 ms)" in note
+    assert "µs (0%)" not in note
+
+
 def test_an_exposed_share_without_its_step_says_so_without_a_figure():
     [row] = ddp.build([cell("tp", 2, 0.5, exposed_comm_s=0.1, comm_share=0.2)])  # a record without step_s
     assert dict(zip(ddp.HEAD, ddp.values(row), strict=True))["exposed comm"] == "0.100 s (20%)"

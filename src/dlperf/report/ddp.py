@@ -128,7 +128,7 @@ def exposed_comm(comm: CommRecord, nproc: int = 2) -> str:
     if comm.comm_share is None or comm.exposed_comm_s is None:
         return "-"
     of = f" of {seconds(comm.step_s)}" if comm.step_s else ""
-    figure = f"{seconds(comm.exposed_comm_s)}{of} ({100 * comm.comm_share:.0f}%)"
+    figure = f"{seconds(comm.exposed_comm_s) if comm.exposed_comm_s else '0'}{of} ({100 * comm.comm_share:.0f}%)"
     return f"none: 1 process; the strategy's own cost {figure}" if nproc == 1 else figure
 
 
@@ -138,6 +138,8 @@ def _exposed_note(comm: CommRecord) -> str:
         return "exposed communication -"
     step = f"a {seconds(comm.step_s)} step timed apart," if comm.step_s else "the step timed"
     alone = f" ({seconds(comm.local_step_s)})" if comm.local_step_s is not None else ""
+    if not comm.exposed_comm_s:  # the step no slower than its compute alone: the difference within their noise
+        return f"no exposed communication: {step} no slower than its compute alone{alone}"
     exposed = f"{seconds(comm.exposed_comm_s)} ({100 * comm.comm_share:.0f}%)"
     return f"exposed communication {exposed} of {step} beside its compute alone{alone}"
 
