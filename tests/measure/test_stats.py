@@ -9,10 +9,12 @@ import pytest
 from dlperf.measure.stats import (
     FEW_SAMPLES,
     ci_relative_halfwidth,
+    counted,
     few,
     iqr,
     median_ci,
     median_ci_ranks,
+    median_of_medians,
     median_replicates,
     processes_ci,
     sorted_median,
@@ -160,3 +162,18 @@ def test_the_mean_steps_interval_is_of_batch_means_wide_enough_for_a_drifting_lo
     assert mean_ci([[0.01] * (MEAN_BATCHES - 1)]) is None and mean_ci([]) is None
     assert t_quantile(0.975, 9) == pytest.approx(2.262, abs=0.005)
     assert t_quantile(0.975, 10**6) == pytest.approx(1.96, abs=1e-3)
+
+
+def test_a_process_of_too_few_steps_beside_one_of_enough_is_left_out_of_the_median():
+    """A QA run's cell: one process timed one disturbed 1.71 s step, the other 44 steps of about 6 ms; the median of
+    the two medians, 0.856 s, was the cell in every view. A median of fewer than FEW_SAMPLES steps has no interval of
+    its own: beside a process of enough it is left out; where every process has too few, each still counts."""
+    rng = random.Random(5)
+    steady = [0.006 + rng.gauss(0, 1e-4) for _ in range(44)]
+    s = summarize_processes([[1.71], steady])
+    assert s.median == statistics.median(steady) and s.n == 45  # n and the spread still count every step
+    assert (s.ci_low, s.ci_high) == median_ci(steady)
+    assert median_of_medians([[1.71], steady]) == statistics.median(steady)
+    assert counted([[1.71], [], steady]) == [steady] and counted([[1.0], [2.0, 3.0]]) == [[1.0], [2.0, 3.0]]
+    third = [0.0062] * FEW_SAMPLES
+    assert summarize_processes([[1.71], steady, third]).median == statistics.median([statistics.median(steady), 0.0062])

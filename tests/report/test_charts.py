@@ -32,6 +32,25 @@ def test_the_error_bar_of_several_processes_holds_their_median_of_medians():
     assert (one.q1_s, one.q3_s) == tuple(statistics.quantiles(a, n=4, method="inclusive")[::2])
 
 
+def test_the_bar_and_the_hover_agree_with_the_table_beside_a_process_of_too_few_steps():
+    """A cell of a one-step process (1.71 s) and one of 44 steps (6 ms): its bar ran from 6 ms to the 0.856 s point,
+    drawn one-sided, and a cell whose short process was slow read "IQR 12.4 ms" on hover where the table and the
+    export said 153 µs. The bar is of the processes the median counts; the hover's IQR is the table's."""
+    from dlperf.measure.stats import summarize_processes
+    from dlperf.report.load import _enrich
+
+    steady = [0.006 + 1e-5 * (i % 7) for i in range(44)]
+    s = summarize_processes([[1.71], steady])
+    c = cell(median=s.median)
+    c.iqr_s, c.n = s.iqr, s.n
+    c = _enrich(c, [[1.71], steady])
+    assert c.q1_s <= c.median_s <= c.q3_s < 0.007 and c.processes == 2
+    assert f"IQR {charts.seconds(s.iqr)}" in charts.tip(c)
+    one = cell(median=1.0)
+    one.iqr_s, one.n = 0.0, 1
+    assert "IQR -" in charts.tip(one)  # one step: no spread to show, not "0.00 µs"
+
+
 def test_scaling_has_an_ideal_line_from_the_fewest_threads():
     [chart] = charts.scaling([cell(threads=1, median=1.0), cell(threads=2, median=0.6), cell(threads=4, median=0.4)])
     measured, ideal = chart.series
@@ -55,6 +74,8 @@ def test_variants_tell_series_apart_by_every_dimension_that_varies():
     assert [s.label for s in chart.series] == ["torch fp32", "torch bf16", "jax fp32"]
     assert chart.categories == ["cpu:2"]
     assert "2.00x the speed of fp32" in chart.series[1].points[0].tip
+    [slow] = charts.variants([cell(threads=2, median=0.275e-3), cell(threads=2, median=0.067, mode="bf16")])
+    assert "0.0041x the speed of fp32" in slow.series[1].points[0].tip  # read "0.00x"
 
 
 def test_a_new_dimension_needs_no_change_in_the_views():

@@ -98,6 +98,20 @@ def test_a_cold_first_step_timed_without_a_warm_up_is_said():
     assert not any("warm-up" in w for w in cell_figures(even, batch=64, threads=1, cores=2, device="cpu").warnings)
 
 
+def test_a_process_left_out_of_the_median_is_said():
+    """A process of one disturbed step beside one of 44 made the cell 0.856 s for a 6 ms step, unsaid; it is left out
+    of the median (`stats.counted`), and the cell says so."""
+    steady = [0.006 + 1e-5 * (i % 5) for i in range(44)]
+    runs = [measurement(events(g), OK_CHILD, 60) for g in ([1.71], steady)]
+    fig = cell_figures(runs, batch=64, threads=2, cores=2, device="cpu")
+    assert fig.median_s == statistics.median(steady) and fig.n == 45 and fig.per_process_medians == [1.71, 0.00602]
+    assert "1 process of fewer than 6 timed steps left out of the median, theirs 1.71 s (n=1): it is the median of " \
+           "the 1 with more" in fig.warnings  # fmt: skip
+    both = cell_figures([measurement(events(g), OK_CHILD, 60) for g in ([1.0], [2.0])], batch=64, threads=2, cores=2,
+                        device="cpu")  # fmt: skip
+    assert both.median_s == 1.5 and not any("left out" in w for w in both.warnings)
+
+
 def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():
     """Two processes whose steps differ (280 and 323 us): the pooled steps' order-statistics interval sat around one
     process and left out the cell's own median (302 us), so a cell said "302 us, 95% interval 280.1-280.7 us". The

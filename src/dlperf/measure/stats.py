@@ -112,7 +112,17 @@ def summarize_processes(groups: list[list[float]]) -> Summary:
     pooled = [t for g in groups for t in g]
     if not pooled:
         raise ValueError("no samples")
-    return _summary(pooled, median_of_medians(groups), processes_ci(groups))
+    kept = counted(groups)
+    ci = median_ci(kept[0]) if len(kept) == 1 else processes_ci(kept)
+    return _summary(pooled, median_of_medians(kept), ci)
+
+
+def counted(groups: list[list[float]]) -> list[list[float]]:
+    """The processes a cell's median counts: those of FEW_SAMPLES timed steps or more, where any has that many, else
+    every one with a step. A median of fewer steps has no interval of its own, and in a median of two medians it
+    weighed as much as the other: a process of one disturbed 1.71 s step beside one of 44 at 6 ms made 0.856 s."""
+    groups = [g for g in groups if len(g)]
+    return [g for g in groups if not few(len(g))] or groups
 
 
 def _summary(samples: list[float], median: float, ci: tuple[float, float] | None) -> Summary:
@@ -136,7 +146,7 @@ def processes_ci(groups: list[list[float]], confidence: float = 0.95, resamples:
     without a step."""
     if not any(groups):
         return None
-    return percentile_interval(median_replicates(groups, resamples, random.Random(seed)), confidence)
+    return percentile_interval(median_replicates(counted(groups), resamples, random.Random(seed)), confidence)
 
 
 def percentile_interval(replicates: list[float], confidence: float) -> tuple[float, float]:
@@ -147,8 +157,9 @@ def percentile_interval(replicates: list[float], confidence: float) -> tuple[flo
 
 
 def median_of_medians(groups) -> float:
-    """A cell's figure: the median of its processes' medians (a process without a step left out)."""
-    return statistics.median([statistics.median(g) for g in groups if len(g)])
+    """A cell's figure: the median of its processes' medians, of those `counted` (a process without a step, or of
+    too few beside one of enough, left out)."""
+    return statistics.median([statistics.median(g) for g in counted(groups)])
 
 
 def median_replicates(groups: list[list[float]], resamples: int, rng: random.Random) -> list[float]:

@@ -144,8 +144,8 @@ def tip(cell: CellRecord, headline: str = "") -> str:
     """Hover text: which cell, and how much to trust its median (IQR, steps, processes, run)."""
     lines = [headline] if headline else []
     lines.append(f"{cell.workload} {cell.column} {series_label(cell, list(dimensions(cell)))}")
-    spread = cell.q3_s - cell.q1_s if cell.q1_s is not None and cell.q3_s is not None else cell.iqr_s
-    iqr = f"IQR {seconds(spread)}" if spread is not None else "IQR -"  # the error bar's width
+    # the table's IQR, of every step; a bar of several processes spans the median of their quartiles (`load._enrich`)
+    iqr = f"IQR {seconds(cell.iqr_s)}" if cell.iqr_s and not few(cell.n) else "IQR -"
     lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
     processes = cell.processes
     lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")
@@ -295,7 +295,10 @@ def _vs_baseline(cell: CellRecord, group: list[CellRecord]) -> str:
         ),
         None,
     )
-    return f"{base.median_s / cell.median_s:.2f}x the speed of {BASELINE_MODE}" if base else ""
+    if base is None:
+        return ""
+    ratio = base.median_s / cell.median_s  # a mode 240 times slower: 0.0041x, not 0.00x
+    return f"{ratio:.{'2f' if ratio >= 0.1 else '2g'}}x the speed of {BASELINE_MODE}"
 
 
 def gpu_speedup(cells: list[CellRecord]) -> Chart | None:

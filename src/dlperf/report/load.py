@@ -11,6 +11,7 @@ from itertools import combinations
 from dlperf.envinfo import alike
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import split_list, whole_number
+from dlperf.measure.stats import counted
 from dlperf.report import crossover
 from dlperf.report.crossover import Crossover
 from dlperf.report.predicted import read as predictions_of
@@ -174,10 +175,11 @@ def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:
 
 def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:
     """The cell's process count and its error bars' quartiles: of its steps, and with several processes the median
-    of each process's quartiles, as its median is the median of theirs (so the point lies within its bar: each
-    process's median lies between its quartiles, and a median keeps that order)."""
+    of each process's quartiles, of the processes its median counts (`stats.counted`), as its median is the median
+    of theirs (so the point lies within its bar: each process's median lies between its quartiles, and a median
+    keeps that order)."""
     cell.processes = len(per_process)
-    measured = [s for s in per_process if len(s) >= 2]
+    measured = [s for s in counted(per_process) if len(s) >= 2]
     if measured and cell.ok:
         quartiles = [statistics.quantiles(s, n=4, method="inclusive") for s in measured]
         cell.q1_s = statistics.median(q[0] for q in quartiles)

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from dlperf.measure.stats import median_of_medians, median_replicates, percentile_interval
+from dlperf.measure.stats import counted, median_of_medians, median_replicates, percentile_interval
 
 RESAMPLES = 4000
 
@@ -41,7 +41,7 @@ def speedup(
     seed: int = 0,
 ) -> Speedup:
     """Speed-up of `candidate` over `baseline`; each is a list of processes, each a list of step times (s)."""
-    baseline, candidate = [list(g) for g in baseline if len(g)], [list(g) for g in candidate if len(g)]
+    baseline, candidate = counted([list(g) for g in baseline]), counted([list(g) for g in candidate])  # as the cells
     if not baseline or not candidate:
         raise ValueError("both sides need at least one process with samples")
     rng = random.Random(seed)

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field, replace
 
 from dlperf.frameworks.common import capabilities
-from dlperf.measure.stats import few
+from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import PRECISIONS, ROW, Mode, mode_components
 from dlperf.report import data, ddp, fastest
 from dlperf.report.charts import FEW, disturbances
@@ -392,7 +392,10 @@ UTILIZATION_LEGEND = (
 )
 
 
-PROCESSES_LEGEND = "a cell of several processes (--repeats): the median of their medians, n all their steps"
+PROCESSES_LEGEND = (
+    f"a cell of several processes (--repeats): the median of their medians (of {FEW_SAMPLES} steps or "
+    "more, where one has that many), n all their steps"
+)
 LOSS_LEGEND = (
     f"{LOSS_MARK} = the loss was not finite (nan or inf) after the timed steps, or the mode failed its loss check "
     "against fp32 (the notes say which): timed, but not training"

@@ -18,7 +18,7 @@ from dlperf import envs
 from dlperf.figures import LoaderFigures
 from dlperf.loaders import input_bound, restarts_every
 from dlperf.measure import units
-from dlperf.measure.stats import FEW_SAMPLES, few, mean_ci, summarize_processes
+from dlperf.measure.stats import FEW_SAMPLES, counted, few, mean_ci, summarize_processes
 from dlperf.protocol import (
     MEMORY_KINDS,
     Affinity,
@@ -319,6 +319,16 @@ def _outcome(events: list[Event], child: ChildResult, timeout: float, n: int) ->
     return found
 
 
+def left_out_warnings(groups: list[list[float]]) -> list[str]:
+    """The processes a cell's median leaves out, too few steps beside others of enough (`stats.counted`)."""
+    left = [g for g in groups if few(len(g))] if len(counted(groups)) < len(groups) else []
+    if not left:
+        return []
+    theirs = ", ".join(f"{units.seconds(statistics.median(g))} (n={len(g)})" for g in left)
+    return [f"{len(left)} process{'es' * (len(left) > 1)} of fewer than {FEW_SAMPLES} timed steps left out of the "
+            f"median, theirs {theirs}: it is the median of the {len(groups) - len(left)} with more"]  # fmt: skip
+
+
 def cell_figures(
     measurements: list[ProcessMeasurement], batch: int, threads: int, cores: int, device: str,
     framework: str | None = None,
@@ -342,7 +352,7 @@ def cell_figures(
             # the first step's time beyond a steady step is what compiling (or capturing) cost
             figures.compile = replace(compiled, compile_s=max(0.0, compiled.first_step_s - s.median))
             warnings += compile_warnings(figures.compile, s.median)
-        warnings += cold_warnings(measured)
+        warnings += cold_warnings(measured) + left_out_warnings([m.samples for m in measured])
         if few(s.n):
             warnings.append(f"few samples: the median of {s.n} timed step{'s' * (s.n != 1)} (fewer than "
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
