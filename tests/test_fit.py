@@ -280,6 +280,9 @@ def test_a_try_keeps_the_median_and_what_run_notes_of_its_timing_not_its_other_w
     assert tried.disturbed == list(tried.timing)
     few = Try.of(SimpleNamespace(**{**vars(cell), "n": 3, "warnings": ["few samples: the median of 3 timed ..."]}), 512)
     assert few.timing and not few.disturbed  # few steps has its own mark
+    nan = "loss not finite: nan after the timed steps; the time is kept, but the steps did not train"
+    diverged = Try.of(SimpleNamespace(**{**vars(cell), "warnings": [nan]}), 512)
+    assert diverged.timing == (nan,) and not diverged.disturbed  # fit said nothing of a model that did not train
 
 
 def test_the_table_marks_a_disturbed_rate_and_names_why_under_it(capsys, monkeypatch):

@@ -649,3 +649,33 @@ def test_a_baseline_that_does_not_measure_ends_the_search_with_exit_1_and_no_rec
     opt_cmd.print_text(search)
     printed = capsys.readouterr().out
     assert "Recommended: none: the fp32 baseline was not measured" in printed and "keep fp32 eager" not in printed
+
+
+def test_a_model_whose_loss_is_not_finite_gets_no_recommendation(tmp_path, monkeypatch, capsys):
+    """A model whose forward multiplied by NaN: every process said its loss was not finite, yet optimize's table read
+    "loss check: ok" (fp32) and "ok: fp32's arithmetic" (malloc_keep), and one search recommended malloc_keep 1.12x.
+    A cell whose timed loss was not finite does not train, whatever its mode; fp32's says the model does not."""
+    from dlperf.runner import sweep
+    from dlperf.store.process import ProcessDetail, ProcessMeasurement
+    from dlperf.vocab import Status
+
+    _fake_children(monkeypatch, [])
+
+    def run_task(task, ctx, poll):
+        center = 0.5 if task.cell.mode != "fp32" else 1.0  # every candidate twice as fast
+        return ProcessMeasurement(status=Status.OK, samples=steps(center, 1)[0], duration_s=1.0,
+                                  detail=ProcessDetail(loss=float("nan")))  # fmt: skip
+
+    monkeypatch.setattr(sweep, "run_task", run_task)
+    search, out = _search(tmp_path, "fixed")
+    assert out["best"] is None and search.best is None
+    assert search.baseline.loss_ok is False and search.baseline.loss_reason == opt.NOT_FINITE
+    by_mode = {c["mode"]: c for c in out["results"]}
+    assert by_mode["malloc_keep"]["loss_ok"] is False and by_mode["malloc_keep"]["loss_reason"] == opt.NOT_FINITE
+    assert any(n.startswith("fp32 eager: its timed steps' loss was not finite: it did not train: no mode is ")
+               for n in out["notes"])  # fmt: skip
+    assert not any("keep fp32 eager" in n for n in out["notes"])
+    assert opt.loss_of(make_cell(mode="malloc_keep", loss_finite=True)) == (True, opt.SAME_ARITHMETIC)
+    opt_cmd.print_text(search)
+    printed = capsys.readouterr().out
+    assert "Recommended: none: fp32's loss was not finite, the model does not train as it stands" in printed

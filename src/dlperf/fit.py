@@ -82,7 +82,9 @@ class Try:
 
         oom = out_of_memory(cell)
         rate = batch / cell.median_s if fitted(cell) and cell.median_s else None
-        timing = tuple(w for w in cell.warnings if note_kind(w) == "noise") if rate else ()
+        # and a loss that was not finite: the batch fits, but the steps timed did not train (optimize's NaN model)
+        said = tuple(w for w in cell.warnings if note_kind(w) == "noise" or w.startswith("loss not finite:"))
+        timing = said if rate else ()
         faults = cell.minor_faults_per_step if rate and cell.device == "cpu" else None
         data = cell.memory_figures.get("data_peak_bytes") if cell.ok else None
         return cls(batch, cell.status.value, oom, cell.peak_mem_bytes, cell.peak_mem_kind, rate, cell.error,

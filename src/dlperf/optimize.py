@@ -59,6 +59,7 @@ from dlperf.vocab import ExitCode, Status
 
 BASELINE = Mode.FP32.value
 SAME_ARITHMETIC = "ok: fp32's arithmetic, nothing to check"  # a mode of process settings alone (the allocator's)
+NOT_FINITE = "its timed steps' loss was not finite: it did not train"  # the cell's own loss_finite, whatever the check
 MIN_GAIN = 0.03  # a recommended mode is at least 3% faster, and told apart as faster (`fastest.faster`)
 SLOW_FACTOR = 2.0  # a candidate this many times slower than the mode it would replace stops after its timed steps
 ORDERS = ("verdict", "fixed")  # --order: by the baseline's profiled bound, or SEARCH_ORDER
@@ -140,7 +141,9 @@ class Search:
     named: bool = False  # the workload's inputs are a dict, which the model takes by name: the recipe's model(**x)
 
     def to_json(self) -> dict[str, Any]:
-        best = self.best or (self.baseline if self.baseline.status == Status.OK else None)  # None: nothing measured
+        # None: nothing measured, or a baseline that does not train (nothing to keep either)
+        kept = self.baseline.status == Status.OK and self.baseline.loss_ok is not False
+        best = self.best or (self.baseline if kept else None)
         loader = self.loader.to_json() if self.loader else None
         order = {"used": self.order, "groups": list(self.groups), "verdict": self.verdict and self.verdict.to_json()}
         return {
@@ -164,7 +167,7 @@ def candidates_of(
     base = samples.get(by_mode[BASELINE].key) if BASELINE in by_mode else None
     out = []
     for cell in cells:
-        check = cell.loss_check
+        loss_ok, loss_reason = loss_of(cell)
         cand = Candidate(
             mode=cell.mode,
             status=cell.status.value,
@@ -174,8 +177,8 @@ def candidates_of(
             samples=sum(len(s) for s in samples.get(cell.key, [])),
             peak_mem_bytes=cell.peak_mem_bytes,
             peak_mem_kind=cell.peak_mem_kind,
-            loss_ok=(check.ok if check else None) if changes_arithmetic(cell.mode) else True,
-            loss_reason=check.reason if check else None if cell.mode == BASELINE else SAME_ARITHMETIC,
+            loss_ok=loss_ok,
+            loss_reason=loss_reason,
             compile_s=cell.compile.compile_s if cell.compile else None,
         )
         if cell.mode == BASELINE and cell.ok:
@@ -191,6 +194,17 @@ def candidates_of(
         out.append(cand)
     _paybacks(out)
     return out
+
+
+def loss_of(cell: CellRecord) -> tuple[bool | None, str | None]:
+    """Whether `cell` still trains, and why: not where its timed steps' loss was not finite, whatever its mode; else
+    its loss check against fp32, where its mode changes the arithmetic (a mode of process settings alone has none)."""
+    check = cell.loss_check
+    if cell.loss_finite is False:
+        return False, NOT_FINITE
+    if not changes_arithmetic(cell.mode):
+        return True, None if cell.mode == BASELINE else SAME_ARITHMETIC
+    return (check.ok, check.reason) if check else (None, None)
 
 
 def _paybacks(cands: list[Candidate]) -> None:
@@ -496,8 +510,9 @@ class Searcher:
             cell = cells[mode]
             if not cell.ok or not cell.median_s:
                 continue
-            if cell.loss_check and cell.loss_check.ok is False:
-                self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({cell.loss_check.reason})")
+            trains, why = loss_of(cell)
+            if trains is False:
+                self.notes.append(f"{dim_name}: {mode} rejected: it no longer trains ({why})")
                 continue
             s = speedup_interval(cells[best], cell, current, self.session.samples(cell.key))
             ratio = s.ratio if s else cells[best].median_s / cell.median_s
@@ -529,11 +544,16 @@ class Searcher:
             self.notes.append(f"the fp32 baseline was not measured ({self._unmeasured(base)}): no candidate was "
                               "searched, nothing to compare it against")  # fmt: skip
         best = recommend(cands)
+        if base.loss_reason == NOT_FINITE:  # no mode is measured against a model that does not train
+            best = None
+            self.notes.append(f"fp32 eager: {NOT_FINITE}: no mode is recommended for a model that does not "
+                              "train as it stands (a NaN or infinite loss: look at its data, loss and learning "
+                              "rate)")  # fmt: skip
         measured = {c.mode for c in cells if c.status != Status.PENDING}
         tried = [m for m in self.repeat_of if m != BASELINE and m in measured]  # in the order their first process ran
         if not tried and not self.interrupted:  # an interrupt's own note says why none was
             self.notes.append("not searched: no mode other than fp32 was measured (the notes above say why)")
-        elif tried and best is None and base.status == Status.OK:
+        elif tried and best is None and base.status == Status.OK and base.loss_reason != NOT_FINITE:
             so_far, keep = (" measured before the interrupt", "") if self.interrupted else ("", ": keep fp32 eager")
             self.notes.append(f"no mode{so_far} was reliably at least {100 * MIN_GAIN:.0f}% faster than fp32 eager "
                               f"and still trained{keep}")  # fmt: skip

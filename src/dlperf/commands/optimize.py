@@ -258,6 +258,8 @@ def print_text(search) -> None:
         verdict = "keep fp32 eager" if search.cells else "not searched (no candidate was measured: see the notes)"
         if search.baseline.status != Status.OK:
             verdict = "none: the fp32 baseline was not measured (see the notes)"
+        elif search.baseline.loss_ok is False:
+            verdict = "none: fp32's loss was not finite, the model does not train as it stands (see the notes)"
         if search.interrupted and not search.cells:
             verdict = "none: interrupted before a candidate was measured"
         console.print(f"{recommended}: {verdict}.", highlight=False, markup=False)
