@@ -61,7 +61,7 @@ def test_a_lone_series_of_bars_is_named(plt):
     chart = charts.gpu_speedup([cell(threads=1), cell(threads=2, median=0.6), cell(device="cuda", median=0.01)])
     ax = drawn(plt, chart)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["torch fp32 cuda"]
-    assert ax.get_xlabel() == "workload" and ax.get_ylabel() == "speed-up (x)"
+    assert ax.get_xlabel() == "workload" and ax.get_ylabel() == "speed-up (x) (log scale)"
 
 
 def test_a_single_line_needs_no_legend(plt):
@@ -163,7 +163,7 @@ def test_a_log_axis_within_a_decade_names_more_than_two_ticks(plt):
     chart = Chart("crossover-1", "lines", "x", "batch size", "seconds per step", series, log_x=True, log_y=True)
     # and one named at or below the lowest step and at or above the highest (test_a_log_axis_names_a_tick_either_side)
     ax = drawn(plt, chart)  # in ms, the unit the tables write these steps in
-    assert named_ticks(ax) == ["0.3", "0.5", "0.7", "1", "1.5", "2"] and ax.get_ylabel() == "ms per step"
+    assert named_ticks(ax) == ["0.3", "0.5", "0.7", "1", "1.5", "2"] and ax.get_ylabel() == "ms per step (log scale)"
 
 
 def test_a_time_axis_is_in_the_unit_the_tables_write_its_steps_in(plt):
@@ -203,3 +203,21 @@ def test_a_log_axis_names_a_tick_either_side(plt):
                                                                  ("paper, GPU", 0.016))]  # fmt: skip
     chart = Chart("paper", "bars", "x", "network", "seconds", bars, categories=["FCN-R"], log_y=True)
     assert named_ticks(drawn(plt, chart)) == ["0.01", "0.02", "0.05", "0.1", "0.2", "0.5", "1"]
+
+
+def test_bars_across_decades_are_points_on_a_log_axis_that_says_so(plt):
+    """Modes 400 times apart drew bars on a log axis from its arbitrary floor, unsaid: a 275 µs bar a sliver, a 108 ms
+    one ten times taller. They are points (a level as wide as the bar) on an axis named log; within a decade, bars."""
+    from matplotlib.patches import Rectangle
+
+    cells = [cell(threads=2, median=275e-6), cell(threads=2, mode="bf16", median=0.108)]
+    [chart] = charts.variants(cells)
+    ax = drawn(plt, chart)
+    assert chart.log_y and figures.dots(chart) and ax.get_yscale() == "log"
+    assert ax.get_ylabel() == "seconds per mini-batch (log scale)"
+    assert not [p for p in ax.patches if isinstance(p, Rectangle) and p.get_height() > 0]  # no bar
+    assert {0.000275, 0.108} <= {round(y, 6) for line in ax.lines for y in line.get_ydata()}  # and the caps
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["fp32", "bf16"]
+    [near] = charts.variants([cell(threads=2, median=0.01), cell(threads=2, mode="bf16", median=0.02)])
+    linear = drawn(plt, near)
+    assert not figures.dots(near) and len([p for p in linear.patches if isinstance(p, Rectangle)]) >= 2

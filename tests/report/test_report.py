@@ -299,7 +299,8 @@ def test_report_in_headless_chromium(tmp_path, report_db, browser):
     browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", point)
     ActionChains(browser).move_to_element(point).perform()
     assert tip.is_displayed()
-    assert re.search(r"median \S+ s · IQR \S+ ms · n 40\n2 processes · run 1", tip.text), tip.text
+    assert re.search(r"median \S+ s · IQR \S+ ms · n 40\nbar \S+ s to \S+ s: the median of the processes' "
+                     r"quartiles\n2 processes · run 1", tip.text), tip.text  # fmt: skip
     ActionChains(browser).move_to_element(known).perform()
     assert "fcn-r cpu:2 torch fp32" in tip.text
     assert browser.get_log("browser") == []  # hovering logged nothing either

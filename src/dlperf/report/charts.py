@@ -90,6 +90,7 @@ def series_label(cell: CellRecord, shown: list[str]) -> str:
     return " ".join(dims[k] if k in ("framework", "mode") else f"{k}:{dims[k]}" for k in keys if k in dims)
 
 
+ERROR_BARS = "interquartile range of the steps; of several processes, the median of their quartiles"
 DOUBT_MARK = "?"  # beside a doubtful point, as beside a table's cell of few samples (report/table.py's FEW_MARK)
 FEW = f"fewer than {FEW_SAMPLES} samples"  # what the mark says, here and in the tables' legends
 
@@ -147,6 +148,8 @@ def tip(cell: CellRecord, headline: str = "") -> str:
     # the table's IQR, of every step; a bar of several processes spans the median of their quartiles (`load._enrich`)
     iqr = f"IQR {seconds(cell.iqr_s)}" if cell.iqr_s and not few(cell.n) else "IQR -"
     lines.append(f"median {seconds(cell.median_s)} · {iqr} · n {count(cell.n)}")
+    if (cell.processes or 0) > 1 and cell.q1_s is not None and cell.q3_s is not None:
+        lines.append(f"bar {seconds(cell.q1_s)} to {seconds(cell.q3_s)}: the median of the processes' quartiles")
     processes = cell.processes
     lines.append(f"{processes or '?'} process{'es' if processes != 1 else ''} · run {cell.run_id}")
     lines += doubt_lines(cell)
@@ -208,7 +211,7 @@ def scaling(cells: list[CellRecord]) -> list[Chart]:
                 f"scaling-{_slug(workload)}", "lines", f"{workload}: thread scaling", "CPU threads",
                 "seconds per mini-batch", series, log_x=threads[-1] / threads[0] >= 4,
                 log_y=_spread([c.median_s for c in group]) >= 10,
-                caption="median step time (error bars: interquartile range of the steps); dashed: ideal scaling "
+                caption=f"median step time (error bars: {ERROR_BARS}); dashed: ideal scaling "
                 "from the fewest threads measured",
             ), doubt_of(group))
         )  # fmt: skip
@@ -267,7 +270,7 @@ def variants(cells: list[CellRecord]) -> list[Chart]:
                 f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", column_axis(columns),
                 "seconds per mini-batch",
                 series, categories=columns, log_y=_spread([c.median_s for c in group]) >= 20,
-                caption="median step time per column (error bars: interquartile range of the steps)",
+                caption=f"median step time per column (error bars: {ERROR_BARS})",
             ), doubt_of(group))
         )  # fmt: skip
     return charts

@@ -93,7 +93,7 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
     ax.set_title(chart.title, loc="left")
     said = chart.kind == "stacked" and chart.doubt and any(p.doubtful for p in chart.points)
     ax.set_xlabel(f"{chart.xlabel}\n{DOUBT_MARK} beside a bar: {chart.doubt}" if said else chart.xlabel)
-    ax.set_ylabel(chart.ylabel)
+    ax.set_ylabel(f"{chart.ylabel} (log scale)" if chart.log_y else chart.ylabel)
     if chart.log_y:
         _log_y(ax, chart)
     _time_unit(ax, chart)
@@ -119,7 +119,7 @@ def _time_unit(ax, chart: Chart) -> None:
     unit, scale = ("µs", 1e6) if max(values) < 1e-3 else ("ms", 1e3) if max(values) < 0.1 else (None, 1.0)
     if unit is not None:
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v * scale:g}"))
-        ax.set_ylabel(unit + chart.ylabel.removeprefix(SECONDS))
+        ax.set_ylabel(unit + chart.ylabel.removeprefix(SECONDS) + (" (log scale)" if chart.log_y else ""))
 
 
 def _log_y(ax, chart: Chart) -> None:
@@ -171,10 +171,15 @@ def _legend_under_title(ax, title: str, handles: list) -> None:
 def _handles(ax, chart: Chart, colors: dict) -> list:
     """The legend's entries: the series drawn, then the ideal line's and a doubtful point's where there are any."""
     handles, labels = ax.get_legend_handles_labels()
-    if chart.doubt and chart.kind in ("bars", "hbars"):  # a series' first bar may be hatched: its entry is its colour
+    if chart.doubt and chart.kind in ("bars", "hbars") and not dots(chart):  # a first bar may be hatched: its colour
         from matplotlib.patches import Patch
 
         handles = [Patch(facecolor=colors.get(label, "grey"), label=label) for label in labels]
+    if dots(chart):  # a series' first point may be hollow: its entry is its colour, filled
+        from matplotlib.lines import Line2D
+
+        handles = [Line2D([], [], marker="o", ms=7, lw=2.5, color=colors.get(label, "grey"), label=label)
+                   for label in labels]  # fmt: skip
     if any(s.ideal for s in chart.series):
         from matplotlib.lines import Line2D
 
@@ -187,7 +192,7 @@ def _handles(ax, chart: Chart, colors: dict) -> list:
 def _doubt_handle(chart: Chart):
     """The legend's entry for a doubtful point: a hollow marker, or a hatched bar, named by the chart's `doubt`."""
     label = f"{DOUBT_MARK} {chart.doubt}"
-    if chart.kind == "lines":
+    if chart.kind == "lines" or dots(chart):
         from matplotlib.lines import Line2D
 
         return Line2D([], [], marker="o", ls="", ms=6, mfc="white", color="grey", label=label)
@@ -230,6 +235,12 @@ def _lines(ax, chart: Chart, colors: dict, tag) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
+def dots(chart: Chart) -> bool:
+    """Bars on a log axis from no base of their own: drawn as points, since a bar's length from the axis's arbitrary
+    floor says nothing (a 275 µs bar a sliver, a 108 ms one ten times taller rather than 400)."""
+    return chart.kind == "bars" and chart.log_y and not chart.base
+
+
 def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     drawn = [s for s in chart.series if s.points]
     index = {c: i for i, c in enumerate(chart.categories)}
@@ -239,6 +250,9 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
         points = [p for p in s.points if p.x in index]
         # a category's bars centred over its tick, in the series' order: only the series it has take a place
         positions = [index[p.x] + width * (held[p.x].index(s.label) + 0.5 - len(held[p.x]) / 2) for p in points]
+        if dots(chart):
+            _dots(ax, positions, points, s.label, colors.get(s.label, "grey"), tag, width * 0.92)
+            continue
         has_errors = any(p.low is not None for p in points)
         bars = ax.bar(
             positions, [p.y - chart.base for p in points], width * 0.92, bottom=chart.base, label=s.label,
@@ -259,6 +273,21 @@ def _bars(ax, chart: Chart, colors: dict, tag) -> None:
     if chart.base:
         ax.axhline(chart.base, color="black", lw=0.8)  # 1x: a bar above it is faster, below it slower
     ax.grid(axis="x", visible=False)
+
+
+def _dots(ax, positions: list[float], points: list[Point], label: str, colour: str, tag, width: float) -> None:
+    """A series of `_bars` as points with their error bars, each a level as wide as its bar would be: a doubtful one
+    hollow, marked."""
+    for i, (x, p) in enumerate(zip(positions, points, strict=True)):
+        drawn = ax.errorbar([x], [p.y], yerr=_errors([p]) if p.low is not None else None, fmt="o", ms=7, capsize=2,
+                            lw=1, color=colour, mfc="white" if p.doubtful else colour,
+                            label=label if i == 0 else None)  # fmt: skip
+        ax.hlines(
+            p.y, x - width / 2, x + width / 2, colors=colour, lw=2.5, linestyles="dashed" if p.doubtful else "solid"
+        )
+        tag(drawn.lines[0], p.tip)
+        if p.doubtful:
+            _mark_doubt(ax, x, p.y, colour)
 
 
 def _room(ax, categories: int, width: float) -> None:
