@@ -126,3 +126,21 @@ def test_a_rich_without_the_private_measures_prints_the_table_as_rich_does(monke
     table.add_row("H100-SXM5-80GB", "1.62 ms")
     text = printed(table, 80)
     assert "H100-SXM5-80GB" in text and "1.62 ms" in text
+
+
+def test_a_key_column_the_same_on_every_row_goes_before_one_that_tells_rows_apart():
+    """compare at 80 columns kept workload, framework and column beside each part but not the mode: torch was on
+    every row, and two rows, fp32 and bf16, read 'tiny-fcn-s torch cpu:1' with different figures."""
+    table = Table(title="B / A")
+    for name in ("workload", "framework", "column", "mode"):
+        table.add_column(name)
+    for name in ("A median", "B median", "B/A [95% CI]", "processes A/B", "p (Holm)", "verdict"):
+        table.add_column(name, justify="right")
+    for column in ("cpu:1", "cpu:2"):
+        for mode in ("fp32", "bf16"):
+            table.add_row("tiny-fcn-s", "torch", column, mode, "275 µs", "271 µs", "0.987 [0.741, 1.314]", "2/2",
+                          "1.000", "no significant change")  # fmt: skip
+    text = printed(table, 60)
+    assert "(continued)" in text and "torch" not in text.split("(continued)")[1]
+    for part in text.split("(continued)"):
+        assert "cpu:2" in part and "bf16" in part  # each part tells its rows apart

@@ -75,6 +75,17 @@ def test_identical_distributions_show_no_significant_change():
     assert result.ci_low < 1 < result.ci_high and result.p_holm >= 0.05
 
 
+def test_an_interval_too_wide_to_tell_anything_is_too_little_data_not_no_change():
+    """Two processes a side, one of each disturbed: 'x6.630 [0.000, 1069194920802.435] no significant change', which
+    reads as evidence that nothing changed. An interval whose bounds are over WIDE times apart decides nothing."""
+    wide = one_cell(at_levels(7, [0.0004, 0.0004]), at_levels(8, [0.0004, 0.02]))
+    assert wide.verdict == Verdict.TOO_LITTLE_DATA and wide.ci_high / wide.ci_low > cmp.WIDE and not wide.regression
+    assert wide.reason.startswith("a 95% interval of B/A whose bounds are over 4 times apart (its column) tells ")
+    assert cmp.ratio_text(wide).endswith(", >1000]") and cmp.bound(0.0004) == "<0.001" and cmp.bound(1.5) == "1.500"
+    narrow = one_cell(processes(5, 4, 0.100), processes(6, 4, 0.100))
+    assert narrow.verdict == Verdict.SAME and narrow.ci_high / narrow.ci_low < cmp.WIDE
+
+
 def test_one_process_per_side_is_too_little_data_though_a_raw_step_test_would_call_it_significant():
     """Why the test is on per-process medians: with one process per side, thousands of steps make any difference
     "significant" to a raw-step test, though the 2% here is well inside the process-to-process spread (5%)."""

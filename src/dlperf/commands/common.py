@@ -488,12 +488,16 @@ def _column_groups(table: Any, needs: list[int], width: int) -> list[list[int]]:
     border = 1 if table.box else 0
     edges = 2 * border if table.show_edge else 0
     widest = max(needs[keys:], default=0)
-    while keys > 1 and sum(needs[:keys]) + widest + edges + keys * border > width:
-        keys -= 1  # fewer key columns, so that each other column fits beside them
-    room = width - sum(needs[:keys]) - edges - (keys - 1) * border
+    kept = list(range(keys))
+    while len(kept) > 1 and sum(needs[i] for i in kept) + widest + edges + len(kept) * border > width:
+        # fewer key columns, so that each other column fits beside them: first one that is the same on every row
+        # (a compare at 80 columns dropped the mode and kept the framework, torch throughout: two rows read alike)
+        same = [i for i in kept if len({str(c) for c in columns[i]._cells}) <= 1]
+        kept.remove(same[-1] if same else kept[-1])
+    room = width - sum(needs[i] for i in kept) - edges - (len(kept) - 1) * border
     others = [needs[i] + border for i in range(keys, len(columns))]
     cuts = _even_cuts(others, room)
-    return [[*range(keys), *range(keys + a, keys + b)] for a, b in itertools.pairwise([0, *cuts, len(others)])]
+    return [[*kept, *range(keys + a, keys + b)] for a, b in itertools.pairwise([0, *cuts, len(others)])]
 
 
 def _even_cuts(widths: list[int], room: int) -> list[int]:

@@ -41,6 +41,7 @@ from dlperf.workloads.base import split_variant, workload_diff
 CONFIDENCE = 0.95  # of the interval of each ratio
 MIN_PROCESSES = 2  # per side, for a test at all
 ADVICE = "measure both runs with --repeats 3 or more for a verdict"
+WIDE = 4.0  # an interval of the ratio whose bounds are further apart than this (x0.5 to x2) tells nothing either way
 
 
 class Verdict(StrEnum):
@@ -347,7 +348,10 @@ def _decide(result: Comparison) -> None:
     tested = [c for c in result.cells if c.p is not None]
     for cell, adjusted in zip(tested, holm([c.p for c in tested]), strict=True):
         cell.p_holm = adjusted
-        if adjusted >= result.alpha:
+        if adjusted >= result.alpha and cell.ci_low and cell.ci_high / cell.ci_low > WIDE:
+            cell.reason = (f"a 95% interval of B/A whose bounds are over {WIDE:g} times apart (its column) tells "
+                           f"neither a change nor none; {ADVICE}")  # fmt: skip
+        elif adjusted >= result.alpha:
             cell.verdict = Verdict.SAME
         else:
             cell.verdict = Verdict.SLOWER if cell.direction > 0 else Verdict.FASTER
@@ -359,8 +363,13 @@ def _decide(result: Comparison) -> None:
 
 
 def ratio_text(cell: CellResult) -> str:
-    ci = f" [{cell.ci_low:.3f}, {cell.ci_high:.3f}]" if cell.ci_low is not None else ""
+    ci = f" [{bound(cell.ci_low)}, {bound(cell.ci_high)}]" if cell.ci_low is not None else ""
     return f"{cell.ratio:.3f}{ci}"
+
+
+def bound(value: float) -> str:
+    """An interval's bound: two processes a side gave [0.000, 1069194920802.435]."""
+    return "<0.001" if value < 0.001 else ">1000" if value > 1000 else f"{value:.3f}"
 
 
 def p_text(p: float | None) -> str:
