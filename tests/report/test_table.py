@@ -80,6 +80,16 @@ def test_formats():
     assert data["run_id"] == 7 and data["rows"][0]["cells"]["cpu:2"]["best"] is True
 
 
+def test_a_table_of_one_mode_other_than_fp32_names_it():
+    """`table --modes bf16` printed columns workload, framework, batch, cpu:1: nothing said bf16 in text, md or csv,
+    and a reader took the figures for fp32's. One mode is named unless it is plain fp32 on synthetic data."""
+    bf16 = table.build(1, [cell("fcn-s", "cpu", 1, 0.9, mode="bf16"), cell("fcn-s", "cpu", 2, 0.6, mode="bf16")])
+    assert table.render_markdown(bf16).splitlines()[0] == "| workload | framework | mode | batch | cpu:1 | cpu:2 |"
+    assert next(csv.reader(io.StringIO(table.render_csv(bf16))))[2] == "mode"
+    fp32 = table.build(1, [cell("fcn-s", "cpu", 1, 0.9)])
+    assert "mode" not in table.render_markdown(fp32).splitlines()[0]
+
+
 def test_the_csv_says_its_unit_and_the_machine_as_the_text_view_does():
     """`table --format csv` gave raw medians under headers `cpu:1`, `cpu:2` with no unit (the text view's legend says
     seconds, written in ms or µs under 0.1 s) and no machine, which the text, md and json views carry."""

@@ -241,7 +241,7 @@ MEMORY_LEGEND = (
 
 def print_text(search) -> None:
 
-    from dlperf.optimize import recipe
+    from dlperf.optimize_loader import recipe
     from dlperf.report.format import terminal
 
     console = wide(at_least=LOG_WIDTH)

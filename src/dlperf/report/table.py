@@ -137,7 +137,8 @@ def build(
         row = rows.setdefault(key, Row(*key[:3], batch=cell.batch, loader=cell.loader))
         row.cells[cell.column] = cell
     columns = sorted({c.column for c in cells}, key=column_order)
-    show_mode = len({(c.mode, c.loader) for c in cells}) > 1
+    # one mode is shown too unless it is plain fp32 on synthetic data: `table --modes bf16` read as fp32 figures
+    show_mode = len(shown := {(c.mode, c.loader) for c in cells}) > 1 or shown not in ({("fp32", "")}, set())
     notes = _notes(cells) + star_notes(list(rows.values()))
     if verdicts is not None and any(c.key not in verdicts for c in cells):
         how = ("this unfinished run profiles its cells when it goes on (below)" if profiles_left else
