@@ -82,6 +82,8 @@ def test_the_environment_variable_names_the_file_when_the_flag_does_not(tmp_path
         ("T4,1,,,,\n", ["line 2, column usd_per_hour_high", "empty"]),
         ("No Such GPU,1,1,,,\n", ["line 2, column gpu", "unknown GPU", "--gpu-specs"]),
         ("T4,1,1,,26/11/2026,\n", ["line 2, column date", "YYYY-MM-DD"]),
+        ("T4,1,1,,2026-02-30,\n", ["line 2, column date", "'2026-02-30', no day of the calendar"]),
+        ("T4,1,1,,2026-13-01,\n", ["line 2, column date", "no day of the calendar"]),
         ("T4,1,1\n", ["line 2: 3 fields where the header has 6"]),
         ("T4,nan,1,,,\n", ["line 2, column usd_per_hour_low", "'nan' is not a number"]),
         ("T4,1,inf,,,\n", ["line 2, column usd_per_hour_high", "'inf' is not a number"]),
@@ -341,3 +343,6 @@ def test_the_work_is_counted_in_the_steps_the_loader_trains_as_advise_counts_it(
     )
     with pytest.raises(UsageError, match=r"^--samples 50: fewer than one batch of 64"):
         cost.work(fcn, 50, None)  # a loader that drops a partial batch trains none of them
+    with pytest.raises(UsageError, match=r"^--epochs 0.0001: 6 samples of .*fewer than one batch of 64: give at "
+                       r"least --epochs 0.0011$"):  # fmt: skip
+        cost.work(fcn, None, 0.0001)  # charged a whole step, where --samples 6 was refused

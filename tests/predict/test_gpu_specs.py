@@ -90,6 +90,7 @@ def test_a_users_row_replaces_the_built_in_one_of_the_same_name(tmp_path):
         ([MINE.replace(",50,", ",,", 1)], HEADER, ("line 2, column fp32_tflops", "empty")),
         ([MINE.replace("my datasheet", "")], HEADER, ("line 2, column source", "empty")),
         ([MINE.replace(",boost,", ",turbo,", 1)], HEADER, ("line 2, column peak_clock", "boost, base")),
+        ([MINE.replace(",32,", ",0.3,", 1)], HEADER, ("line 2, column mem_gib", "0.3 GiB", "CUDA context")),
         ([MINE.replace(",100,2000,", ",1.5,2000,", 1)], HEADER, ("line 2, column sm_count", "whole number")),
         ([MINE, MINE.replace("My GPU", "my-gpu")], HEADER, ("line 3, column gpu", "line 2")),
         ([MINE + ",extra"], HEADER, ("line 2", "17 fields", "16")),

@@ -99,3 +99,11 @@ def test_db_without_cost_is_refused(args, fix, tmp_path, counted, capsys):
     said = capsys.readouterr().err.strip()
     assert said == f"dlperf: error: --db is read only with --cost (this CPU's measured steps): {fix}"
     assert counted == [] and not db.exists()
+
+
+@pytest.mark.parametrize("flag", ["--cpu-watts", "--kwh-price"])
+def test_the_cpus_energy_figures_without_cost_are_refused(flag, counted, capsys):
+    """--samples, --epochs, --deadline and --prices without --cost were refused in one line; --cpu-watts and
+    --kwh-price were ignored unsaid."""
+    assert main(["predict", "tiny-fcn-r", "--gpu", "T4", flag, "50"]) == 2
+    assert capsys.readouterr().err.strip() == f"dlperf: error: {flag} is a figure of the cost: add --cost"

@@ -279,6 +279,9 @@ def test_the_memory_views_sizes_are_never_zero_mib_for_a_small_figure():
     from dlperf.report.memory import size
 
     assert [size(n) for n in (300, 300_000, 5 * 2**20, 3 * 2**30)] == ["300 B", "293 KiB", "5 MiB", "3.00 GiB"]
+    # a sample of 544 KiB read "1 MiB", 2x off; under 100 MiB three figures
+    assert [size(n) for n in (557_104, 1.5 * 2**20, 9.7 * 2**20, 150.4 * 2**20)] == [
+        "544 KiB", "1.5 MiB", "9.7 MiB", "150 MiB"]  # fmt: skip
 
 
 def test_the_fastest_framework_is_named_with_its_speed_up_over_the_next():

@@ -78,12 +78,12 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")
     c.add_argument("--deadline", metavar="DURATION", help="rank the cheapest GPU finishing within it, e.g. 2h, 90m")
     c.add_argument(
-        "--cpu-watts", type=real("--cpu-watts", most=1e6), default=CPU_WATTS,
+        "--cpu-watts", type=real("--cpu-watts", most=1e6),
         help=f"this machine's power while training, for the CPU's energy cost (default {CPU_WATTS:g} W, an "
         "assumption: a wall-socket meter gives yours)",
     )  # fmt: skip
     c.add_argument(
-        "--kwh-price", type=real("--kwh-price", above=False, most=1e6), default=KWH_PRICE,
+        "--kwh-price", type=real("--kwh-price", above=False, most=1e6),
         help=f"US dollars per kWh, 0 for free power (default {KWH_PRICE:g}, an assumption)",
     )  # fmt: skip
     c.add_argument("--prices", metavar="FILE.csv", help=PRICES_HELP)
@@ -172,6 +172,7 @@ def check_cost_flags(args) -> float | None:
     from dlperf.predict import cost, prices
 
     given = [f for f, v in (("--samples", args.samples), ("--epochs", args.epochs), ("--deadline", args.deadline),
+                            ("--cpu-watts", args.cpu_watts), ("--kwh-price", args.kwh_price),
                             ("--prices", None if args.list_gpus else args.prices),  # the listing's column
                             ("--format", None if args.format == "text" else 1))
              if v is not None]  # fmt: skip
@@ -283,6 +284,7 @@ def show_memory(args, chosen, modes) -> int:
 def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
     from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.defaults import CPU_WATTS, KWH_PRICE
     from dlperf.predict import cost, memory
     from dlperf.report import cost as view
 
@@ -294,7 +296,9 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
                    predicted, steps)  # fmt: skip
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
     cell = cost.measured_cpu(cells, workload.batch)
-    x.cpu = cost.cpu_cost(cell, samples, args.cpu_watts, args.kwh_price, steps=steps) if cell else None
+    watts = CPU_WATTS if args.cpu_watts is None else args.cpu_watts  # given with --cost only (`check_cost_flags`)
+    price = KWH_PRICE if args.kwh_price is None else args.kwh_price
+    x.cpu = cost.cpu_cost(cell, samples, watts, price, steps=steps) if cell else None
     how = None if cell else view.how_to_measure(workload, where, no_room_here(workload, predicted))
     if args.format == "json":
         import json

@@ -94,6 +94,9 @@ def work(workload, samples: int | None, epochs: float | None) -> tuple[int, Work
         )
     n, what = found
     epochs = 1.0 if epochs is None else epochs
+    if n * epochs < workload.batch:  # as --samples below a batch: it was charged a whole step
+        raise UsageError(f"--epochs {epochs:g}: {n * epochs:,.0f} samples of {what}, fewer than one batch of "
+                         f"{workload.batch}: give at least --epochs {workload.batch / n:.2g}")  # fmt: skip
     steps, dropped = epoch(n, workload.batch)
     said = (f"{epochs:g} epochs of " if epochs != 1 else "one epoch: ") + what
     return max(1, round(n * epochs)), parted(said, "", dropped, "an epoch", " ("), max(1, round(steps * epochs))

@@ -29,6 +29,7 @@ from dlperf.errors import UsageError
 TFLOPS, GBS = 1e12, 1e9
 GENERATIONS = ("Kepler", "Maxwell", "Pascal", "Volta", "Turing", "Ampere", "Ada", "Hopper", "Blackwell")
 CLOCKS = ("boost", "base", "unstated")
+CONTEXT_GIB = 0.5  # an assumption: the CUDA context every process takes, outside the allocator's peak (memory.py)
 REQUIRED = ("gpu", "fp32_tflops", "mem_bw_gbs", "mem_gib", "host_link", "host_link_gbs", "generation", "source")
 PEAKS = ("tf32_tflops", "fp16_tensor_tflops", "bf16_tensor_tflops", "fp8_tensor_tflops")  # empty: no such unit
 SHAPE = ("sm_count", "boost_clock_mhz", "l2_mib")  # empty: no source gave it
@@ -195,6 +196,10 @@ def _row(cells: dict[str, str], at) -> GPU:
     cuda = number("cuda_gib")
     if cuda is not None and cuda > number("mem_gib", required=True):
         raise UsageError(f"{at('cuda_gib')}: {cuda:g} is above mem_gib (CUDA reports at most the memory sold)")
+    for column in ("mem_gib", "cuda_gib"):  # a 0.3 GiB GPU's room read "needs 0.1 GiB of -0.2"
+        if (gib := number(column)) is not None and gib <= CONTEXT_GIB:
+            raise UsageError(f"{at(column)}: {gib:g} GiB, no more than the {CONTEXT_GIB:g} GiB the CUDA context "
+                             "takes: nothing would fit")  # fmt: skip
     return GPU(
         name=cells["gpu"], generation=cells["generation"], fp32=number("fp32_tflops", required=True) * TFLOPS,
         tf32=tera("tf32_tflops"), fp16=tera("fp16_tensor_tflops"), bf16=tera("bf16_tensor_tflops"),

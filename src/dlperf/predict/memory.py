@@ -30,11 +30,12 @@ from dataclasses import dataclass
 
 from dlperf.errors import UsageError
 from dlperf.predict import MAX_BATCH
+from dlperf.predict.gpus import CONTEXT_GIB
 
 GIB = 2**30
 OVERHEAD_BYTES = 60 * 2**20  # fitted on 14 CUDA allocator peaks of an H100 (benchmarks/memory_fit.py)
 OVERHEAD_FRACTION = 0.025  # ... idem
-CONTEXT_BYTES = 2**29  # an assumption: the CUDA context, about 0.5 GiB, outside the allocator's peak
+CONTEXT_BYTES = int(CONTEXT_GIB * GIB)  # an assumption: the CUDA context, outside the allocator's peak
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 DEFAULT_MODES = "fp32,bf16,checkpoint,bf16+checkpoint"
 PARTS = ("params", "grads", "optimizer", "data", "activations")

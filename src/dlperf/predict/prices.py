@@ -106,9 +106,20 @@ def _row(cells: dict[str, str], at) -> Price:
     if high < low:
         raise UsageError(f"{at('usd_per_hour_high')}: {high:g} is below usd_per_hour_low {low:g}")
     date = cells.get("date", "")
-    if date and not _DATE.fullmatch(date):
-        raise UsageError(f"{at('date')}: {date!r}, expected YYYY-MM-DD (the day the price was read)")
+    if date and not _real_date(date):
+        what = "no day of the calendar" if _DATE.fullmatch(date) else "expected YYYY-MM-DD"
+        raise UsageError(f"{at('date')}: {date!r}, {what} (the day the price was read)")
     return Price(gpu, low, high, cells.get("region", ""), date, cells.get("sources", ""))
+
+
+def _real_date(text: str) -> bool:
+    """YYYY-MM-DD, and a day of the calendar: 2026-13-01 and 2026-02-30 matched the pattern and were kept."""
+    import datetime
+
+    try:
+        return bool(_DATE.fullmatch(text)) and bool(datetime.date.fromisoformat(text))
+    except ValueError:
+        return False
 
 
 def _dollars(cells: dict[str, str], column: str, at) -> float:

@@ -11,10 +11,13 @@ PART_HEADS = ("parameters", "gradients", "optimizer", "batch", "activations", "o
 
 
 def size(n: float) -> str:
-    """GiB to two decimals, else whole MiB; under 1 MiB in KiB or bytes (a small batch was "0 MiB")."""
+    """GiB to two decimals, else MiB to three figures (a sample of 544 KiB read "1 MiB", 2x off), whole from 100
+    MiB; under 1 MiB in KiB or bytes (a small batch was "0 MiB")."""
     if n >= memory.GIB:
         return f"{n / memory.GIB:.2f} GiB"
-    return f"{n / 2**20:.0f} MiB" if n >= 2**20 - 2**19 else nbytes(round(n))
+    if n >= 2**20:
+        return f"{n / 2**20:.0f} MiB" if n >= 100 * 2**20 else f"{n / 2**20:.3g} MiB"
+    return nbytes(round(n))
 
 
 def parts_table(workload, found: dict):
