@@ -196,6 +196,28 @@ def test_a_batch_whose_try_would_outlast_the_timeout_is_not_tried_and_the_answer
     assert Paced(timeout=1e6).search("fp32", 64, 4096).ended == "max-batch"  # within the timeout: tried as before
 
 
+def test_a_mode_unsupported_here_ends_its_search_saying_so_and_is_no_failure():
+    """fit --modes fp32,tf32 on a CPU exited 1 ('tf32: the search stopped, batch 16 unsupported: ...') where run's
+    unsupported cell exits 0."""
+    from types import SimpleNamespace
+
+    from dlperf.commands.fit import headline
+    from dlperf.fit import UNSUPPORTED, Search, Try
+
+    why = "tf32 applies to CUDA GPUs only; this cell runs on cpu"
+
+    class Unsupported(Search):
+        def __init__(self) -> None:
+            self.session, self.answers, self.made = SimpleNamespace(spec=SimpleNamespace(timeout=300)), {}, []
+
+        def try_batch(self, mode: str, batch: int) -> Try:
+            return Try(batch, "unsupported", False, None, None, None, why)
+
+    answer = Unsupported().search("tf32", 16, 32)
+    assert answer.ended == f"{UNSUPPORTED}: {why}" and answer.ended.startswith(UNSUPPORTED)
+    assert headline(answer) == f"tf32: unsupported: {why}"
+
+
 def test_only_a_tries_time_in_steps_grows_with_the_batch_not_its_processs_start():
     """A fast model's try is the framework's start and --max-time's timing at any batch: 6 s at batch 64, of which
     0.6 s in steps. Scaling the whole 6 s said batch 128 would take 11 s, past --timeout 10, and the search ended

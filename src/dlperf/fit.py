@@ -163,6 +163,7 @@ ABORTED = "worker killed by SIGABRT"
 UNSTEADY = ("other processes", "CPU steal", "noisy")  # run's notes that a rate is not the batch's own: report/table.py
 
 
+UNSUPPORTED = "unsupported"  # a mode that cannot run here (tf32 on a CPU): its first try says why; no failure
 NOT_TRIED = "not tried"  # a search ended by --timeout before its try: a limit reached, as --max-batch is
 
 
@@ -455,7 +456,7 @@ class Search:
             return ExitCode.INTERRUPTED
         self.session.complete()
         ended_well = all(a.ended in ("boundary", "max-batch", "nothing fits") or NOT_TRIED in a.ended
-                         for a in self.answers.values())  # fmt: skip
+                         or a.ended.startswith(UNSUPPORTED) for a in self.answers.values())  # fmt: skip
         return ExitCode.OK if ended_well else ExitCode.CELLS_FAILED
 
     def search(self, mode: str, start: int, max_batch: int) -> ModeAnswer:
@@ -475,6 +476,9 @@ class Search:
             tried = self.try_batch(mode, batch)
             answer.tries.append(tried)
             answer.trying = None
+            if tried.status == Status.UNSUPPORTED:  # the mode, not the batch: said, as run says it, and no failure
+                answer.ended = f"{UNSUPPORTED}: {tried.reason}"
+                break
             if not tried.fitted and not tried.out_of_memory:
                 answer.ended = f"batch {batch} {tried.status}: {tried.reason}"
                 break

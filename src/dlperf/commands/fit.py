@@ -142,6 +142,8 @@ def tries_table(mode: str, tries: list):
 
 def headline(answer) -> str:
     """The answer in one line: the largest batch, and what the next one did."""
+    from dlperf.fit import UNSUPPORTED
+
     if answer.ended == "nothing fits":
         return f"{answer.mode}: no batch fits: batch 1 runs out of memory"
     if answer.ended == "max-batch":
@@ -151,6 +153,8 @@ def headline(answer) -> str:
                 "out of memory")  # fmt: skip
     if answer.ended == "interrupted":
         return interrupted(answer)
+    if answer.ended.startswith(UNSUPPORTED):
+        return f"{answer.mode}: {answer.ended}"
     found = f"the largest batch that fit so far is {answer.largest}" if answer.largest else "no batch fit so far"
     return f"{answer.mode}: the search stopped, {answer.ended}; {found}"
 
