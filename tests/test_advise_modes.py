@@ -183,3 +183,22 @@ def store_cell(db, run_id, position):
         return store.cells(run_id)[position]
     finally:
         store.close()
+
+
+def test_a_workload_whose_own_batch_is_above_what_is_measured_here_is_named_not_a_flag(monkeypatch):
+    """A user's batch_size=100000 read '--batches '100000': expected a batch, a whole number from 1 to 65,536':
+    advise has no --batches (crossover's, which its thread search calls)."""
+    from dataclasses import replace
+
+    import pytest
+
+    from dlperf.errors import UsageError
+    from dlperf.plan import workloads
+
+    big = replace(BUILTIN["tiny-fcn-r"], name="big-batch", batch=100_000)
+    monkeypatch.setattr(workloads, "resolve_workload", lambda *a, **k: big)
+    monkeypatch.setattr(count, "at", lambda workload, batch: workload)
+    with pytest.raises(UsageError) as caught:
+        advise._resolved(advise.Options("tiny-fcn-r"))
+    assert str(caught.value) == ("big-batch's own batch, 100,000, is above the 65,536 dlperf measures on this CPU: "
+                                 "give a smaller one with --batch")  # fmt: skip

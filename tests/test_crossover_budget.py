@@ -121,3 +121,25 @@ def test_a_crossover_cell_has_enough_steps_for_a_95_percent_interval_by_default(
     from dlperf.spec import CROSSOVER_TIMER
 
     assert crossover.Options("tiny-fcn-r").timer == CROSSOVER_TIMER and CROSSOVER_TIMER.min_steps >= FEW_SAMPLES
+
+
+def test_a_default_batch_whose_step_cannot_be_counted_is_left_out_saying_why(monkeypatch):
+    """A model of BatchNorm1d cannot train at batch 1 ('Expected more than 1 value per channel'): crossover refused
+    the whole request at a batch the user never asked for. A default batch is left out, said; one asked for with
+    --batches, or the user's own, is still refused in one line."""
+    import pytest
+
+    from dlperf.errors import UsageError
+    from dlperf.predict import count
+
+    why = "ValueError: Expected more than 1 value per channel when training, got input size torch.Size([1, 64])"
+    monkeypatch.setattr(count, "counts", lambda requests, *a: [why if w.batch == 1 else SimpleNamespace(batch=w.batch)
+                                                               for w, _ in requests])  # fmt: skip
+    workload, said = BUILTIN["tiny-fcn-r"], []
+    found, kept = crossover.countable(workload, [1, 2, 4, 16], 16, crossover.Options("tiny-fcn-r"), said.append)
+    assert kept == [2, 4, 16] and [c.batch for c in found] == [2, 4, 16]
+    assert said == [f"batch 1 left out of the batches measured: tiny-fcn-r's step cannot be counted there ({why})"]
+    with pytest.raises(UsageError, match=r"^tiny-fcn-r \(fp32, batch 1\): its operators cannot be counted: "):
+        crossover.countable(workload, [1, 2], 2, crossover.Options("tiny-fcn-r", batches=(1, 2)), said.append)
+    with pytest.raises(UsageError, match=r"batch 1\): its operators cannot be counted"):
+        crossover.countable(workload, [1, 2], 1, crossover.Options("tiny-fcn-r"), said.append)  # the user's own

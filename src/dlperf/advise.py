@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dlperf.advise_cells import Feed, Pipeline, best_cell, fastest_feed, quoted_notes, recommended_pipeline
-from dlperf.defaults import BUDGET_S, CPU_WATTS, KWH_PRICE, LEAST_BUDGET_S
+from dlperf.defaults import BUDGET_S, CPU_WATTS, FIT_MAX_BATCH, KWH_PRICE, LEAST_BUDGET_S
 from dlperf.errors import UsageError
 from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.vocab import ExitCode
@@ -355,6 +355,9 @@ def _resolved(opts: Options):
 
     found = count.at(resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout),
                      opts.batch)  # fmt: skip
+    if found.batch > FIT_MAX_BATCH:  # its own batch, which the CPU side measures: named, not the thread search's flag
+        raise UsageError(f"{found.name}'s own batch, {found.batch:,}, is above the {FIT_MAX_BATCH:,} dlperf measures "
+                         "on this CPU: give a smaller one with --batch")  # fmt: skip
     if opts.data == DATA_SYNTHETIC:
         return found, None, None
     spec = make_spec(opts.workload, data=opts.data, loaders=opts.loaders, timeout=opts.timeout)

@@ -158,6 +158,24 @@ def _batches_agree(opts: Options) -> None:
                          f"{mine}")  # fmt: skip
 
 
+def countable(workload: Workload, batches: list[int], user_batch: int, opts: Options, warn) -> tuple[list, list[int]]:
+    """Each batch's operator count, and the batches kept: a default batch whose step cannot be counted (a model of
+    BatchNorm at batch 1: 'Expected more than 1 value per channel') is left out, said, where the user's own batch
+    and another can be; a batch asked for (--batches), or the user's, that cannot be is refused in one line."""
+    from dlperf.predict import count
+
+    requests = [(count.at(workload, b), opts.mode) for b in batches]
+    found = count.counts(requests, opts.timeout, opts.named("timeout"))
+    failed = {b: why for b, why in zip(batches, found, strict=True) if isinstance(why, str)}
+    if failed and (opts.batches or user_batch in failed):
+        b = user_batch if user_batch in failed else next(iter(failed))
+        raise count.refused(count.at(workload, b), opts.mode, failed[b], "its operators cannot be counted",
+                            "the counter's")  # fmt: skip
+    for b, why in failed.items():
+        warn(f"batch {b} left out of the batches measured: {workload.name}'s step cannot be counted there ({why})")
+    return [c for c in found if not isinstance(c, str)], [b for b in batches if b not in failed]
+
+
 def _batch_checked(opts: Options, name: str, b) -> None:
     """`flagtext.batch_number`'s check of a batch field: its error names the flag and the text typed, or a Python
     caller's argument and value (`max_batch=0`)."""
@@ -191,8 +209,6 @@ def crossover(
 
 
 def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made_by: str) -> Result:
-    from dlperf.predict import count
-
     db = given_db(db)
     gpus = check(opts)
     beside = beside_since(db)
@@ -202,7 +218,7 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
     batches = batches_for(user_batch, opts.batches, opts.max_batch, opts)
     check_room(workload, batches, opts)  # first: a step this machine cannot hold is refused in seconds
     forkable = warm_up(plan, workload, batches, opts)
-    counted = count.counted([(count.at(workload, b), opts.mode) for b in batches], opts.timeout, opts.named("timeout"))
+    counted, batches = countable(workload, batches, user_batch, opts, warn or warn_stderr)
     for warning in plan.warnings:  # once the request is whole: bad input stays one line
         (warn or warn_stderr)(warning)
     store = Store.open(db, create=True)
