@@ -174,10 +174,11 @@ def test_ddp_scaling_draws_processes_with_the_ideal_of_each_protocol():
     weak = [cell(threads=1, median=m, nproc=n, scaling="weak") for n, m in ((1, 1.0), (2, 1.25))]
     [chart] = charts.ddp_scaling(strong + weak + [cell(threads=2)])  # the plain cell is not a DDP point
     by_name = {s.label: s for s in chart.series}
-    assert [p.y for p in by_name["torch fp32 strong ideal"].points] == [1.0, 0.5]
-    assert [p.y for p in by_name["torch fp32 weak ideal"].points] == [1.0, 1.0]
-    assert [p.x for p in by_name["torch fp32 strong"].points] == [1, 2]
-    assert "strong scaling, ddp:2x1" in by_name["torch fp32 strong"].points[1].tip
+    assert [p.y for p in by_name["torch fp32 ddp strong ideal"].points] == [1.0, 0.5]
+    assert [p.y for p in by_name["torch fp32 ddp weak ideal"].points] == [1.0, 1.0]
+    assert [p.x for p in by_name["torch fp32 ddp strong"].points] == [1, 2]
+    assert chart.ylabel == "seconds per mini-batch"  # as every other chart and the table; was "seconds per step"
+    assert "strong scaling, ddp:2x1" in by_name["torch fp32 ddp strong"].points[1].tip
 
 
 def network_labels(svg_text: str, names: set[str]) -> dict[str, float]:

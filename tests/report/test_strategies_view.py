@@ -88,6 +88,10 @@ def test_one_process_communicates_nothing_and_its_difference_is_the_strategys_ow
     [row] = ddp.build([one])
     assert dict(zip(ddp.HEAD, ddp.values(row), strict=True))["exposed comm"] == (
         "none: 1 process; the strategy's own cost 397 µs of 1.19 ms (33%)")  # fmt: skip
+    fsdp = cell("fsdp", 1, 3.9e-3, local_step_s=1.2e-3, step_s=3.86e-3, exposed_comm_s=2.66e-3, comm_share=0.69,
+                bound="communication")  # fmt: skip
+    [alone] = ddp.build([fsdp])
+    assert dict(zip(ddp.HEAD, ddp.values(alone), strict=True))["bound"] == "-"  # read "communication-bound"
 
 
 def test_a_step_no_slower_than_its_compute_alone_has_no_exposed_communication():

@@ -232,7 +232,7 @@ def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
                 continue
             line = sorted(line, key=lambda c: (c.nproc, c.median_s))
             line = [c for i, c in enumerate(line) if i == 0 or c.nproc != line[i - 1].nproc]  # fastest per N
-            name = f"{label} {protocol}" if strategy == "ddp" else f"{label} {strategy} {protocol}"
+            name = f"{label} {strategy} {protocol}"  # ddp named too: beside fsdp, "torch fp32 strong" said none
             series.append(Series(name, [_point(c, c.nproc, f"{protocol} scaling, {c.column}") for c in line]))
             n0, t0 = line[0].nproc, line[0].median_s
             ideal = [Point(c.nproc, t0 * n0 / c.nproc if protocol == "strong" else t0) for c in line]
@@ -240,8 +240,9 @@ def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
         if series:
             charts.append(
                 doubted(Chart(f"ddp-{_slug(workload)}", "lines", f"{workload}: multi-process scaling", "processes",
-                              "seconds per step", series, caption="median step of the slowest process (error bars: "
-                              "interquartile range); dashed: ideal (strong: time / processes, weak: flat)"),
+                              "seconds per mini-batch", series,
+                              caption="median step of the slowest process (error bars: interquartile range); "
+                              "dashed: ideal (strong: time / processes, weak: flat)"),
                         doubt_of(group))
             )  # fmt: skip
     return charts

@@ -116,7 +116,7 @@ def values(r: Scaling) -> list[str]:
         nbytes(comm.gradient_bytes), seconds(comm.allreduce_s),
         f"{bw / 1e9:.2f} GB/s" if bw else "-",
         exposed_comm(comm, r.nproc),
-        f"{comm.bound}-bound" if comm.bound else "-",
+        f"{comm.bound}-bound" if comm.bound and r.nproc > 1 else "-",  # one process: nothing to be bound by
     ]  # fmt: skip
 
 
