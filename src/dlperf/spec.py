@@ -427,6 +427,9 @@ def parse_workload(item: str, flag: str | None = "--workloads", variant: bool = 
                              f"optimize; here name {base} (with --batch where the command has one)")  # fmt: skip
         if not 1 <= batch <= FIT_MAX_BATCH:
             raise UsageError(f"{flag or 'workload'} {item!r}: the batch after @b must be from 1 to {FIT_MAX_BATCH:,}")
+        if (inner := split_variant(base))[1] is not None:  # 'NAME@b8@b16' was told NAME@bN is for run, by run
+            raise UsageError(f"{flag or 'workload'} {item!r}: one batch of its own (NAME@bN), not several: list "
+                             f"each, {inner[0]}@b{inner[1]},{inner[0]}@b{batch}")  # fmt: skip
         return f"{parse_workload(base, flag)}@b{batch}"
     _check_batch_text(item, flag)
     if looks_like_source(item):

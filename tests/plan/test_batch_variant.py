@@ -65,3 +65,11 @@ print(json.dumps([list(training_parts(w)[3].shape) for w in ("tiny-fcn-r@b4", "{
 """,
     )
     assert [s[0] for s in shapes] == [4, 3]
+
+
+def test_two_batches_of_its_own_are_refused_as_such_not_as_a_variant_for_another_command():
+    """`dlperf run --workloads 'NAME@b8@b16'` read 'a batch of its own (NAME@bN) is for run, profile and optimize'."""
+    with pytest.raises(UsageError) as refused:
+        make_spec("tiny-fcn-r@b8@b16")
+    assert str(refused.value) == ("--workloads 'tiny-fcn-r@b8@b16': one batch of its own (NAME@bN), not several: "
+                                  "list each, tiny-fcn-r@b8,tiny-fcn-r@b16")  # fmt: skip

@@ -49,6 +49,9 @@ def test_a_model_files_digest_is_kept_and_an_edit_or_removal_is_named(tmp_path):
     assert changed_sources(digests) == [f"{path} changed"]
     path.unlink()
     assert changed_sources(digests) == [f"{path} is gone"]
+    path.write_text("A = 3\n")  # two factories of one file: it is said once ('m.py changed; m.py changed since...')
+    two = {f"{path}:make": digests[f"{path}:make"], f"{path}:other": digests[f"{path}:make"]}
+    assert changed_sources(two) == [f"{path} changed"]
 
 
 def test_the_modules_a_model_file_imports_from_its_directory_are_kept_too_and_read_not_run(tmp_path):

@@ -246,7 +246,7 @@ def changed_sources(digests: dict[str, str]) -> list[str]:
             changed.append(f"{path} is gone")
         elif _digest(path) != digest:
             changed.append(f"{path} changed")
-    return changed
+    return list(dict.fromkeys(changed))  # two factories of one file: the file said once
 
 
 def load_factory(source: str) -> Callable[[], Any]:
