@@ -197,7 +197,7 @@ def test_the_warm_parent_starts_before_the_operators_are_counted(tmp_path, monke
         seen.append(sorted({str(framework) for framework in started}))
         raise KeyboardInterrupt  # nothing is measured: what matters is what had started by now
 
-    monkeypatch.setattr(count, "counted", counted)
+    monkeypatch.setattr(count, "counts", counted)
     with pytest.raises(KeyboardInterrupt):
         xo.crossover(xo.Options("tiny-fcn-r", gpus=("T4",), batches=(1, 8), threads=threads), str(tmp_path / "d.db"))
     assert seen == [["torch"]] and not (tmp_path / "d.db").exists()

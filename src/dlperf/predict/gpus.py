@@ -197,9 +197,9 @@ def _row(cells: dict[str, str], at) -> GPU:
     if cuda is not None and cuda > number("mem_gib", required=True):
         raise UsageError(f"{at('cuda_gib')}: {cuda:g} is above mem_gib (CUDA reports at most the memory sold)")
     for column in ("mem_gib", "cuda_gib"):  # a 0.3 GiB GPU's room read "needs 0.1 GiB of -0.2"
-        if (gib := number(column)) is not None and gib <= CONTEXT_GIB:
-            raise UsageError(f"{at(column)}: {gib:g} GiB, no more than the {CONTEXT_GIB:g} GiB the CUDA context "
-                             "takes: nothing would fit")  # fmt: skip
+        if (gib := number(column)) is not None and gib < CONTEXT_GIB:
+            raise UsageError(f"{at(column)}: {gib:g} GiB, less than the {CONTEXT_GIB:g} GiB the CUDA context "
+                             "takes")  # fmt: skip
     return GPU(
         name=cells["gpu"], generation=cells["generation"], fp32=number("fp32_tflops", required=True) * TFLOPS,
         tf32=tera("tf32_tflops"), fp16=tera("fp16_tensor_tflops"), bf16=tera("bf16_tensor_tflops"),
