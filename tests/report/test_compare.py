@@ -80,7 +80,7 @@ def test_an_interval_too_wide_to_tell_anything_is_too_little_data_not_no_change(
     reads as evidence that nothing changed. An interval whose bounds are over WIDE times apart decides nothing."""
     wide = one_cell(at_levels(7, [0.0004, 0.0004]), at_levels(8, [0.0004, 0.02]))
     assert wide.verdict == Verdict.TOO_LITTLE_DATA and wide.ci_high / wide.ci_low > cmp.WIDE and not wide.regression
-    assert wide.reason.startswith("a 95% interval of B/A whose bounds are over 4 times apart (its column) tells ")
+    assert wide.reason.startswith("a 95% interval of B/A whose bounds are over 10 times apart (its column) tells ")
     assert cmp.ratio_text(wide).endswith(", >1000]") and cmp.bound(0.0004) == "<0.001" and cmp.bound(1.5) == "1.500"
     narrow = one_cell(processes(5, 4, 0.100), processes(6, 4, 0.100))
     assert narrow.verdict == Verdict.SAME and narrow.ci_high / narrow.ci_low < cmp.WIDE
@@ -314,9 +314,11 @@ def test_end_to_end_two_real_runs(tmp_path, torch):
         run = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1", "--repeats", "2", *FAST, db=db)
         assert run.returncode == 0, run.stderr
     proc = dlperf("compare", "1", "2", "--format", "json", db=db)
-    assert proc.returncode in (0, 1), proc.stderr
     [only] = json.loads(proc.stdout)["cells"]
     assert only["verdict"] in {v.value for v in Verdict} and len(only["a_process_medians"]) == 2
+    # two processes a side on a busy machine may give an interval too wide to decide: no verdict, exit 2, never a pass
+    undecided = only["verdict"] == Verdict.TOO_LITTLE_DATA.value
+    assert proc.returncode in ((2,) if undecided else (0, 1)), proc.stderr
 
 
 def test_runs_without_a_common_cell_are_an_error_not_no_regression(tmp_path, capsys):
