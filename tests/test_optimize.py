@@ -73,6 +73,7 @@ def test_recipe_lines():
     assert lines[6:] == [
         "model = model.to(memory_format=torch.channels_last)",
         "x = x.contiguous(memory_format=torch.channels_last)  # every input batch",
+        "torch._dynamo.config.allow_rnn = True  # an nn.LSTM, GRU or RNN compiled too, not run eager",
         "model = torch.compile(model)",
         "for _ in range(steps):",
         "    optimizer.zero_grad(set_to_none=True)",  # the pasted bf16 loop once had none

@@ -65,6 +65,9 @@ REBUILD = ('groups = [{k: v for k, v in g.items() if k not in ("foreach", "fused
 # one plain training step: what a precision's `step` replaces
 STEP = ("optimizer.zero_grad(set_to_none=True)", "loss = loss_fn(model(x), y)", "loss.backward()", "optimizer.step()")
 
+# torch.compile of a model with an nn.LSTM, GRU or RNN: off (torch's default), TorchDynamo skips the forward that
+# calls one and the step runs eager; dlperf's compiled cells turn it on for such a model's calls (`torch/build.py`)
+ALLOW_RNN = "torch._dynamo.config.allow_rnn = True  # an nn.LSTM, GRU or RNN compiled too, not run eager"
 # fmt: off
 ROWS: tuple[ModeRow, ...] = (
     ModeRow(Mode.FP32, "precision", "the paper's setting: everything in fp32, eager", exclusive=True, searched=False),
@@ -114,7 +117,7 @@ ROWS: tuple[ModeRow, ...] = (
     ),
     ModeRow(
         Mode.COMPILE, "compilation", "torch.compile of the model; each cell compiles with its own empty cache",
-        ddp=False, recipe=("model = torch.compile(model)",),
+        ddp=False, recipe=(ALLOW_RNN, "model = torch.compile(model)"),
     ),
     ModeRow(
         Mode.CUDA_GRAPHS, "compilation", "CUDA only: the whole step captured once and replayed (with compile: "
@@ -156,7 +159,9 @@ SEARCH_ORDER = ("precision", "memory format", "optimizer implementation", "alloc
 # combinations the search tries as one option, beside the single components of their group
 SEARCH_COMBINATIONS = {"compilation": ((Mode.COMPILE, Mode.CUDA_GRAPHS),)}
 # lines that replace the single components' recipes when every member of the key is in the mode
-COMBINED_RECIPES = {(Mode.COMPILE, Mode.CUDA_GRAPHS): ('model = torch.compile(model, mode="reduce-overhead")',)}
+COMBINED_RECIPES = {
+    (Mode.COMPILE, Mode.CUDA_GRAPHS): (ALLOW_RNN, 'model = torch.compile(model, mode="reduce-overhead")'),
+}
 
 
 def exclusive_groups() -> dict[str, tuple[Mode, ...]]:

@@ -49,7 +49,8 @@ def test_what_a_backend_refuses_whatever_the_machine_is_known_in_its_words_and_o
         assert said(USER, fw, "cpu", "fp32") == USER_REASON.format(fw)
         assert said(BUILTIN["resnet-18"], fw, "cpu", "fp32") == "resnet-18 is defined for PyTorch only"
     assert said(BUILTIN["tiny-fcn-r"], "jax", "cpu", "compile") == (
-        "compile: jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one"
+        "compile: jax: every step is already XLA-compiled by jax.jit; the same mode without compile (fp32, bf16) is "
+        "the compiled one"
     )
     assert said(USER, "jax", "cpu", "bf16") == USER_REASON.format("jax")  # jax asks of the workload first
     assert said(USER, "tensorflow", "cpu", "fp16").startswith("fp16: the tensorflow backend's mixed")  # the mode first
@@ -138,3 +139,22 @@ def test_the_plan_says_what_the_backend_itself_says(framework):
     cases = [(w, d, m) for w, f, d, m in CASES if f == framework]
     found = run_in(framework, BUILD, framework, json.dumps([(w.to_json(), d, m) for w, d, m in cases]))
     assert found == [said(w, framework, d, m) for w, d, m in cases]
+
+
+def test_a_malloc_not_installed_here_is_known_as_the_child_says_it_first(monkeypatch):
+    """`--modes tcmalloc` on a machine without libtcmalloc: a dry run counted each such cell as a process and a pilot
+    step ('8 cell processes ... from 8 pilot steps', 6 of them unsupported), and the run started a child to say it.
+    The child checks the malloc before it imports its framework, so the parent knows it, in the child's words."""
+    from dlperf.frameworks.common import heap
+    from dlperf.modes import Mode
+
+    monkeypatch.setattr(heap, "library", lambda component: None)  # installed nowhere
+    for framework in ("torch", "jax", "tensorflow"):
+        for mode in ("tcmalloc", "bf16+jemalloc"):
+            component = Mode.TCMALLOC if "tcmalloc" in mode else Mode.JEMALLOC
+            with pytest.raises(NotImplementedError) as child:  # what the child raises first
+                heap.check_preloaded(component)
+            assert said(BUILTIN["tiny-fcn-r"], framework, "cpu", mode) == str(child.value)
+    assert said(USER, "jax", "cpu", "tcmalloc").startswith("tcmalloc: libtcmalloc_minimal is not installed here")
+    monkeypatch.setattr(heap, "library", lambda component: "libtcmalloc_minimal.so.4")
+    assert said(BUILTIN["tiny-fcn-r"], "torch", "cpu", "tcmalloc") is None  # installed: the child measures it

@@ -68,7 +68,8 @@ TABLE: dict[Framework, Capabilities] = {
             Mode.FOREACH: "the jax backend has no such mode; XLA fuses the whole optax update already",
             Mode.FUSED: "the jax backend has no such mode; XLA fuses the whole optax update already",
             Mode.CHECKPOINT: "the jax backend does not rematerialize activations (jax.checkpoint is not wired in)",
-            Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the fp32 cell is the compiled one",
+            Mode.COMPILE: "jax: every step is already XLA-compiled by jax.jit; the same mode without compile (fp32, "
+                          "bf16) is the compiled one",
             Mode.CUDA_GRAPHS: "the jax backend has no such mode; XLA launches the compiled step as a whole",
             Mode.DATA_PARALLEL: "torch.nn.DataParallel is PyTorch's; the jax backend runs one device",
         },

@@ -25,6 +25,7 @@ from dlperf.workloads.user import UserWorkload
 
 DATA_SEED = 10_000  # the batch is the same whatever `seed` initialized the weights
 _NOT_YET = object()  # the model's outputs before its forward has returned
+NO_GRAPH = "compile: torch.compile captured no graph: the step ran eager"
 
 
 class TorchStep:
@@ -44,6 +45,7 @@ class TorchStep:
         self.precision = Mode.FP32.value  # the autocast dtype's mode component
         self.scaler: torch.amp.GradScaler | None = None  # fp16: scale the loss so small gradients survive
         self.compiles = False  # the first step compiles (or captures): the worker times it apart
+        self.check_capture = False  # torch.compile: the first step has yet to show that TorchDynamo captured a graph
         self.cuda_graph = False  # cuda_graphs: capture the whole step at the first call, replay it after
         self.graph: CudaGraphStep | None = None
         self.mode_settings: dict[str, Any] = {}
@@ -56,7 +58,21 @@ class TorchStep:
             if self.graph is None:
                 self.graph = CudaGraphStep(self)
             return self.graph.replay()
+        if self.check_capture:
+            return self._first_compiled_step()
         return self.iteration()
+
+    def _first_compiled_step(self) -> torch.Tensor:
+        """A compiled model's first step, which compiles it; NotImplementedError (the cell is `unsupported`) where
+        TorchDynamo has captured no graph in this process even so: it skipped the forward, which ran eager, and the
+        cell would time eager steps under the compile label (an nn.LSTM without `allow_rnn` was skipped so). A cell's
+        process has compiled nothing before its first step; a later build in the same process (the loss check's) may
+        reuse the cell's compiled code without capturing a graph of its own, and is not refused."""
+        loss = self.iteration()
+        self.check_capture = False
+        if not _graphs_captured():
+            raise NotImplementedError(NO_GRAPH)
+        return loss
 
     def load(self, inputs: Any, targets: Any) -> None:
         """A loaded batch copied into the step's own input and target tensors (`--data`; a dict of them key by key):
@@ -179,7 +195,7 @@ class TorchStep:
 
         breaks = counters["graph_break"]
         return {
-            "graphs": counters["stats"]["unique_graphs"],
+            "graphs": _graphs_captured(),
             "graph_breaks": sum(breaks.values()),
             "graph_break_reasons": [reason.splitlines()[0][:200] for reason in list(breaks)[:5]],
             "frames_compiled": counters["frames"]["ok"],
@@ -192,6 +208,13 @@ class TorchStep:
         device = {"device": info.pop("name"), **{f"device_{k}": v for k, v in info.items()}}
         optimizer = {f"optimizer_{k}": self.optimizer.defaults.get(k) for k in ("foreach", "fused")}
         return {**thread_settings(), **device, **kernel_settings(self.device), **optimizer, **self.mode_settings}
+
+
+def _graphs_captured() -> int:
+    """The graphs TorchDynamo has captured in this process."""
+    from torch._dynamo.utils import counters
+
+    return counters["stats"]["unique_graphs"]
 
 
 def _no_loss(loss: Any) -> TypeError | None:
