@@ -1,7 +1,8 @@
 """The cells known to be unsupported before any child starts: what a backend refuses whatever the machine, in the
 words its child records, so the run stores the same status and reason without a process that imports the framework
 (1.9-7.5 s each): a user's model (PyTorch only) on another backend, a mode the backend does not implement (the
-capability table says which, and why), a network only PyTorch defines.
+capability table says which, and why), a network only PyTorch defines; and, asked of this machine as the child asks
+it first, a mode's malloc to preload (tcmalloc, jemalloc) that is not installed here.
 
 PyTorch's first checks are of the mode too, a component it lacks, then one that does not run on the cell's kind of
 device (`modes.check_device`): on a CPU that depends on no machine (`--modes tf32` there started a child, and a dry
@@ -17,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from dlperf.frameworks import builtin_only, mode_refusal
-from dlperf.frameworks.common import capabilities
+from dlperf.frameworks.common import capabilities, heap
 from dlperf.modes import check_device
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import Task
@@ -30,6 +31,8 @@ def reason(cell: Cell, workload: Workload) -> str | None:
     """Why `cell`'s child would find it unsupported whatever the machine, as it would say it; None: ask the child."""
     if cell.nproc or cell.parallel:
         return None
+    if missing := heap.not_installed(cell.mode):  # the child's first check, before it imports its framework
+        return f"{heap.preloaded(cell.mode)}: {missing}"
     if cell.framework == Framework.TORCH:
         return torch_on_cpu(cell.mode) if cell.device == "cpu" else None
     row = capabilities.of(cell.framework)
