@@ -303,6 +303,7 @@ def launch(
     `threads`, for at most `timeout` seconds. `watch` sees a one-process child's events as they arrive and may stop
     it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates, as
     `ChildInterrupted` with the events the child had reported."""
+    lifeline.not_nested()
     with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND)) as tmp:
         tmpdir = Path(tmp)
         write_task(task, tmpdir / "task.json")

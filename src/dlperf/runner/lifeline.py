@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Protocol
 
+from dlperf.errors import UsageError
 from dlperf.measure.system import descendants, prctl
 from dlperf.protocol import LAUNCH_VAR, PARENT_VAR
 
@@ -75,6 +76,16 @@ def before_exec() -> Callable[[], None] | None:
 def child_vars(tmpdir_name: str) -> dict[str, str]:
     """What the launcher adds to a child's environment: its parent, and the launch its descendants belong to."""
     return {PARENT_VAR: str(os.getpid()), LAUNCH_VAR: f"{os.getpid()}:{tmpdir_name}"}
+
+
+def not_nested() -> None:
+    """Refuse to start a child from one of dlperf's own children (its PARENT_VAR set): a model file that starts a
+    measurement at its top level (`dlperf.run(...)` without `if __name__ == "__main__":`) starts it again in every
+    child that imports the file, each probe importing it in a child of its own, without end."""
+    if os.environ.get(PARENT_VAR):
+        raise UsageError("a dlperf measurement was started inside one of dlperf's own processes, which import your "
+                         "model's file: code at its top level that starts one (dlperf.run) runs again in each of "
+                         'them; put it under `if __name__ == "__main__":`')  # fmt: skip
 
 
 def tmp_prefix(kind: str) -> str:
