@@ -15,7 +15,7 @@ import sys
 
 from dlperf.commands import build_parser, command
 from dlperf.commands.common import Parser, chosen, unrecognized
-from dlperf.errors import OutputFailed, ProbeFailed, UsageError, out_of_memory_here
+from dlperf.errors import LEFT_OUT, OutputFailed, ProbeFailed, UsageError, out_of_memory_here
 from dlperf.vocab import ExitCode
 
 PLAIN = {"µ": "u", "→": "->", "×": "x", "±": "+/-", "≤": "<=", "≥": ">=", "≈": "~", "—": "-", "–": "-", "…": "...",
@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
 def dispatch(argv: list[str], ends: bool = False) -> int:
     """The command's exit code: a bad input is one line and 2; an interrupt one line and 130. `ends`: the process
     ends after it (`main`)."""
+    LEFT_OUT.clear()  # of this command's store alone: a program calling `main` twice
     try:
         parser = build_parser()
         args = db_first(parse(parser, argv))
@@ -84,7 +85,8 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
 
         with sigterm_as_interrupt(to_the_end=ends):  # in every command, planning included; a second one is dropped
             try:
-                return finish(command(args.command).run(args))
+                code = command(args.command).run(args)
+                return finish(ExitCode.CELLS_FAILED if code == ExitCode.OK and LEFT_OUT else code)  # a run left out
             except KeyboardInterrupt:  # before anything was stored: a command that kept a run says what it kept,
                 print("dlperf: interrupted", file=sys.stderr)  # its printing included (`commands.run.printed`)
                 return ExitCode.INTERRUPTED

@@ -25,6 +25,19 @@ class StoreFault(UsageError):
     """The store's file could not be read or written (permissions, a full disk, a damaged row): one line, exit 2."""
 
 
+LEFT_OUT: dict[str, None] = {}  # the stored runs this process left out, their rows damaged (`left_out`)
+
+
+def left_out(fault: StoreFault) -> None:
+    """A run whose stored row no longer decodes, left out of what a command reads of its store (`Store.runs`): said
+    once on stderr, and the command then exits 1 (`cli.dispatch`), the other runs shown; one line of stdlib."""
+    import sys
+
+    if str(fault) not in LEFT_OUT:
+        LEFT_OUT[str(fault)] = None
+        print(f"dlperf: warning: {fault}: left out", file=sys.stderr, flush=True)
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM, SIGHUP) stopped a stored run: what had finished is kept, no child is left, the run is
     marked interrupted and `dlperf.resume` (`dlperf run --resume`) goes on with it. A KeyboardInterrupt, so a

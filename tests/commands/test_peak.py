@@ -643,11 +643,24 @@ def test_an_interrupted_peak_says_which_peaks_it_stored(tmp_path, monkeypatch, c
 
     monkeypatch.setattr(peak, "measure", measure)
     db = tmp_path / "d.db"
-    assert main(["peak", "--threads", "1,2", "--db", str(db)]) == 130
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        f"dlperf: interrupted; the peaks of cpu:1 are stored in {db}. To measure the rest, run it again (it measures "
-        "each again)"
+    argv = ["peak", "--threads=1,2", "--dtypes", "fp32", "--db", str(db)]
+    monkeypatch.setattr(sys, "argv", ["dlperf", *argv])
+    assert main(argv) == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (  # it named no command, and measured cpu:1 again
+        f"dlperf: interrupted; the peaks of cpu:1 are stored in {db}. To measure the rest: dlperf peak --dtypes fp32 "
+        f"--db {db} --devices cpu --threads 2"
     )
+
+
+def test_the_rest_of_a_peak_is_the_cpu_at_the_thread_counts_left_and_the_gpus_left(monkeypatch):
+    from dlperf.commands.peak import rest_command
+
+    monkeypatch.setattr(sys, "argv", ["dlperf", "peak", "--devices", "cpu,cuda:0", "--threads", "1,2"])
+    both = ["cpu", "cuda:0"]
+    assert rest_command({"cpu:1"}, both, [1, 2]) == "dlperf peak --devices cpu,cuda:0 --threads 2"
+    assert rest_command({"cpu:1", "cpu:2"}, both, [1, 2]) == "dlperf peak --devices cuda:0"
+    assert rest_command({"cuda:0"}, both, [1, 2]) == "dlperf peak --devices cpu --threads 1,2"
+    assert rest_command({"cpu:1", "cpu:2", "cuda:0"}, both, [1, 2]) is None
 
 
 def test_a_peak_interrupted_before_its_first_figures_says_nothing_is_stored(tmp_path, monkeypatch, capsys):

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import add_format, choice, db_path, real, whole
+from dlperf.commands.common import add_format, choice, command_with, db_path, real, whole
 from dlperf.errors import UsageError
 from dlperf.flagtext import size_text
 from dlperf.vocab import CommBackend, ExitCode
@@ -300,15 +300,7 @@ def names(sizes: list[int]) -> str:
 
 def rest_command(sizes: list[int]) -> str:
     """This command line measuring only `sizes`: its --sizes (and --factor) replaced by their comma list."""
-    import shlex
-
-    words, skip = [], False
-    for word in sys.argv[1:]:
-        if skip or word.split("=", 1)[0] in ("--sizes", "--factor"):
-            skip = not skip and "=" not in word
-            continue
-        words.append(word)
-    return shlex.join(["dlperf", *words, "--sizes", ",".join(map(size_text, sizes))])
+    return command_with({"--sizes": ",".join(map(size_text, sizes)), "--factor": None})
 
 
 # ----------------------------------------------------------------------------------------------------------------------

@@ -376,6 +376,22 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+def command_with(flags: dict[str, str | None]) -> str:
+    """This command line with `flags` given anew: each one's words as typed (`--sizes 8K`, `--sizes=8K`) left out,
+    then those with a value added (`{"--sizes": "16K,32K", "--factor": None}`): the command that measures what an
+    interrupt left (`peak`, `comm`)."""
+    import shlex
+
+    words, skip = [], False
+    for word in sys.argv[1:]:
+        if skip or word.split("=", 1)[0] in flags:
+            skip = not skip and "=" not in word
+            continue
+        words.append(word)
+    given = [part for flag, value in flags.items() if value is not None for part in (flag, value)]
+    return shlex.join(["dlperf", *words, *given])
+
+
 def warn_unreadable(faults: Sequence[Exception], where: str) -> int:
     """Cells a view left out because their stored rows no longer decode: one warning each; exit code 1 if any (a
     cell-level fault: the rest is shown)."""

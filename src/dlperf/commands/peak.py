@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import add_format, db_path, picked, real, whole, whole_list
+from dlperf.commands.common import add_format, command_with, db_path, picked, real, whole, whole_list
 from dlperf.vocab import DeviceKind, ExitCode, Status
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ def run(args) -> int:
                 list(opts.copy_sizes),
             )
     except KeyboardInterrupt:
-        return _interrupted(measured, db)
+        return _interrupted(measured, db, devices, threads)
     finally:
         store.close()
     failed = [r for r in rows if r.status != Status.OK]
@@ -214,19 +214,30 @@ def run(args) -> int:
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
-def _interrupted(measured: list[PeakRow], db: str) -> int:
-    """Ctrl-C: the processes whose peaks were stored, or that none was (a bare 'interrupted' said nothing), and how to
-    go on."""
+def _interrupted(measured: list[PeakRow], db: str, devices: list[str], threads: list[int]) -> int:
+    """Ctrl-C: the processes whose peaks were stored, or that none was (a bare 'interrupted' said nothing), and the
+    command that measures the rest (`rest_command`)."""
     from dlperf.commands.run import again, say_interrupted
 
     if not measured:
         say_interrupted("nothing is stored: no peak was measured yet", f"To measure, run it again: {again()}")
         return ExitCode.INTERRUPTED
     kept = ", ".join(_where(r.device, r.threads) for r in measured)
-    say_interrupted(
-        f"the peaks of {kept} are stored in {db}", "To measure the rest, run it again (it measures each again)"
-    )
+    rest = rest_command({_where(r.device, r.threads) for r in measured}, devices, threads)
+    say_interrupted(f"the peaks of {kept} are stored in {db}",
+                    f"To measure the rest: {rest}" if rest else "Every device was measured")  # fmt: skip
     return ExitCode.INTERRUPTED
+
+
+def rest_command(done: set[str], devices: list[str], threads: list[int]) -> str | None:
+    """This command line measuring only what is not `done` (`_where`'s names): the CPU at the thread counts left, the
+    GPUs left; None where nothing is."""
+    cpu = any(d.split(":")[0] == "cpu" for d in devices)
+    counts = [n for n in threads if cpu and f"cpu:{n}" not in done]
+    left = [d for d in devices if (counts if d.split(":")[0] == "cpu" else d not in done)]
+    if not left:
+        return None
+    return command_with({"--devices": ",".join(left), "--threads": ",".join(map(str, counts)) if counts else None})
 
 
 def _where(device: str, threads: int) -> str:
