@@ -43,3 +43,8 @@ def __getattr__(name: str):
 
         return user_workload
     raise AttributeError(f"module 'dlperf' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    # the lazy names too, which `__getattr__` gives only when asked: tab completion offers `dlperf.run`
+    return sorted(set(__all__) | set(globals()))

@@ -1,5 +1,6 @@
-"""A flag's text read as a value: a whole or decimal number, a duration, a batch, a size, a comma list; and the
-names closest to a misspelt one. Bad input is a UsageError naming the flag, in one line.
+"""A flag's text read as a value: a whole or decimal number, a duration, a batch, a size, a comma list; a Python
+caller's value in a flag's place (one value for a list, a path); and the names closest to a misspelt one. Bad input
+is a UsageError naming the flag, in one line.
 
 Standard library only, and none of dlperf's but `errors` and `defaults`: every command's argparse types read their
 flags through these (`commands/common.py`), so a bad number's one-line error loads no more than the parsers do;
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import re
+from collections.abc import Iterable
 
 from dlperf.defaults import FIT_MAX_BATCH, INT64_MAX, MAX_SECONDS
 from dlperf.errors import UsageError
@@ -20,7 +23,18 @@ _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
 DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 
 
+def as_listed(values: object) -> object:
+    """A list argument as `make_spec` takes it: one value that is not a list in a list of its own (`threads=1`, one
+    factory function as in `dlperf.run(make)`; an int workload is then said in one line by `source_of`, not a
+    TypeError from deep inside); None, text (a comma list) and a list as they are."""
+    if values is None or isinstance(values, str) or (isinstance(values, Iterable) and not callable(values)):
+        return values
+    return [values]
+
+
 def split_list(text: str, flag: str) -> list[str]:
+    if not isinstance(text, str):  # a Python caller's None or int, where a flag always gives text
+        raise UsageError(f"{flag} {text!r}: expected a comma-separated list, not {type_of(text)}")
     items = [part.strip() for part in text.split(",")]
     if not text.strip():
         raise UsageError(f"{flag} {text!r}: expected a comma-separated list, got nothing")
@@ -129,16 +143,18 @@ _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 
 
 def parse_size(text: str, flag: str) -> int:
-    """A memory size in bytes: 2GiB, 512M, 1.5G (K ... T, KiB ... TiB: 1024s), 500MB (KB ... TB: 1000s), or bytes."""
+    """A memory size in bytes: 2GiB, 512M, 1.5G (K ... T, KiB ... TiB: 1024s), 500MB (KB ... TB: 1000s), or bytes.
+    `flag`: a command's (`--max-memory`), or a Python argument's name (`max_memory`, said as `max_memory='2X'`)."""
     found = _SIZE.fullmatch(text.strip())
+    given = f"{flag}={text!r}" if flag.isidentifier() else f"{flag} {text!r}"
     if found is None or found[3].upper() == "I" or (found[3].upper() == "IB" and not found[2]):
-        raise UsageError(f"{flag} {text!r}: expected a size such as 512MiB, 2GiB or 1.5G (K, M, G, T: powers of 1024; "
+        raise UsageError(f"{given}: expected a size such as 512MiB, 2GiB or 1.5G (K, M, G, T: powers of 1024; "
                          "KB, MB, GB, TB: of 1000)")  # fmt: skip
     number, prefix, suffix = float(found[1]), found[2].upper(), found[3].upper()
     base = 1000 if suffix == "B" and prefix else 1024
     size = int(number * base ** _POWERS[prefix])
     if not 0 < size <= INT64_MAX:
-        raise UsageError(f"{flag} {text!r}: a size above 0 bytes and below 8 EiB")
+        raise UsageError(f"{given}: a size above 0 bytes and below 8 EiB")
     return size
 
 
@@ -148,6 +164,22 @@ def size_text(nbytes: int) -> str:
         if nbytes % 1024**power == 0:
             return f"{nbytes // 1024**power}{unit}"
     return str(nbytes)
+
+
+def type_of(value: object) -> str:
+    """`value`'s Python type in words: 'a str', 'an int', 'None'."""
+    if value is None:
+        return "None"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiouAEIOU' else 'a'} {name}"
+
+
+def path_text(value: object, flag: str, wanted: str = "a path") -> str:
+    """A path a Python caller gave as text or a pathlib.Path; anything else is a UsageError naming the flag (an int
+    was a TypeError from inside os.path)."""
+    if isinstance(value, str | os.PathLike):
+        return os.fspath(value)
+    raise UsageError(f"{flag} {value!r}: expected {wanted} (a str or a pathlib.Path), not {type_of(value)}")
 
 
 def suggest(word: str, choices) -> str:

@@ -63,14 +63,16 @@ def group_of(task) -> tuple:
 
 class Progress:
     def __init__(
-        self, total: int | None, console: Console | None = None, first: int = 0, at_most: bool = False
-    ) -> None:
+        self, total: int | None, console: Console | None = None, first: int = 0, at_most: bool = False,
+        quiet: bool = False,
+    ) -> None:  # fmt: skip
         """`total`: the items of the whole sweep or search, None where a search does not know it yet (shown as `?`);
         `first`: the items an earlier display of the same search counted (`Running`); `at_most`: `total` is the most
-        a search can still take (shown as `≤19`), and the time left the most too."""
+        a search can still take (shown as `≤19`), and the time left the most too; `quiet`: nothing shown (a Python
+        caller's `progress=False`)."""
         self.total, self.first, self.at_most = total, first, at_most
         self.console = console or Console(stderr=True)
-        self.live = self.console.is_terminal
+        self.live = self.console.is_terminal and not quiet
         self._done = 0  # items done
         self._lives: list[Life] = []  # of the items whose process ran: the ETA's
         self._groups: set[tuple] = set()  # sibling groups whose first process is still to start (`ahead`)
@@ -80,7 +82,7 @@ class Progress:
         self._index = 0  # the item shown: a task, or a profile of its own (a resumed run's)
         self._started = time.monotonic()
         self._display: Live | None = None
-        self.lost = False  # its stream failed: nothing more is shown
+        self.lost = quiet  # its stream failed (or `quiet`): nothing more is shown
 
     def __enter__(self) -> Progress:
         if self.live:

@@ -13,6 +13,7 @@ import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from dataclasses import fields as fields_of
 from pathlib import Path
 
 from dlperf import parallel as strategies
@@ -29,7 +30,7 @@ from dlperf.defaults import (  # the bounds the parsers' help quotes, there; her
     TRACE_CAP_MIB,
 )
 from dlperf.errors import UsageError, why_unwritable
-from dlperf.flagtext import positive_ints, split_list, suggest
+from dlperf.flagtext import as_listed, parse_size, path_text, positive_ints, split_list, suggest, type_of
 from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
 from dlperf.measure.timer import TimerConfig, as_flags
@@ -89,6 +90,7 @@ class RunSpec:
     def __post_init__(self) -> None:
         """Every check the fields allow, each a UsageError naming the flag; what needs the machine (a device
         present, a GPU per process, a factory that builds) is checked by planning."""
+        _check_switches(self)  # first: profile="no" is true, and would be profiled
         _check_limits(self)
         _check_lists(self)
         _check_processes(self)
@@ -117,20 +119,38 @@ class RunSpec:
         return cls(**d)
 
 
+def _check_switches(s: RunSpec) -> None:
+    """Each yes/no field a bool: a Python caller's pin="false" or profile="no" was stored as given, and its truth
+    switched profiling on. Only a Python caller can give another type (each is a flag without a value), so the
+    argument is named."""
+    for name in (f.name for f in fields_of(s) if f.type == "bool"):
+        if not isinstance(value := getattr(s, name), bool):
+            raise UsageError(f"{name}={value!r}: expected True or False, not {type_of(value)}")
+
+
+def _not_a_number(value: object, wanted: str = "an int") -> str:
+    """What ends a number flag's message where a Python caller gave no number: repeats="3" was told to give a whole
+    number, which "3" looks like."""
+    return "" if isinstance(value, int | float) else f" ({wanted}, not {type_of(value)})"
+
+
 def _check_limits(s: RunSpec) -> None:
     # no bool: Python counts True as 1 (a Python caller's timeout=True was one second); nan fails every comparison
     if isinstance(s.repeats, bool) or not isinstance(s.repeats, int) or not 1 <= s.repeats <= INT64_MAX:
-        raise UsageError(f"--repeats {str(s.repeats)!r}: expected a whole number of at least 1")
+        said = _not_a_number(s.repeats)
+        raise UsageError(f"--repeats {str(s.repeats)!r}: expected a whole number of at least 1{said}")
     for flag, value in (("--timeout", s.timeout), ("--compile-timeout", s.compile_timeout)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)
                                   or not 0 < value <= MAX_SECONDS):  # fmt: skip
-            raise UsageError(f"{flag} {str(value)!r}: expected a number of seconds above 0, at most {MAX_SECONDS:.0f}")
+            raise UsageError(f"{flag} {str(value)!r}: expected a number of seconds above 0, at most {MAX_SECONDS:.0f}"
+                             f"{_not_a_number(value, 'an int or float')}")  # fmt: skip
     if s.timeout <= s.timer.min_time:  # every cell process killed before its last timed step, certainly
         raise UsageError(f"--timeout {s.timeout:g} is not above --min-time {s.timer.min_time:g}: each cell "
                          "process times steps for at least --min-time seconds; raise --timeout or lower "
                          "--min-time")  # fmt: skip
     if not isinstance(s.compile_at_once, int) or not 1 <= s.compile_at_once <= MAX_COMPILE_AT_ONCE:
-        raise UsageError(f"--compile-at-once must be a whole number from 1 to {MAX_COMPILE_AT_ONCE}")
+        raise UsageError(f"--compile-at-once must be a whole number from 1 to {MAX_COMPILE_AT_ONCE}"
+                         f"{_not_a_number(s.compile_at_once)}")  # fmt: skip
 
 
 def _check_lists(s: RunSpec) -> None:
@@ -200,9 +220,11 @@ def _check_profile(s: RunSpec) -> None:
     if s.nprocs is not None:
         raise UsageError("--profile: data-parallel cells (--nproc) are not profiled; profile a plain cell")
     if not isinstance(s.profile_steps, int) or not 1 <= s.profile_steps <= MAX_PROFILE_STEPS:
-        raise UsageError(f"--steps must be a whole number from 1 to {MAX_PROFILE_STEPS}")
-    if not 0 < s.max_trace_mib <= MAX_TRACE_CAP_MIB:  # nan fails too
-        raise UsageError(f"--max-trace-mib must be a number of MiB above 0 and at most {MAX_TRACE_CAP_MIB:.0f}")
+        said = _not_a_number(s.profile_steps)
+        raise UsageError(f"--steps must be a whole number from 1 to {MAX_PROFILE_STEPS}{said}")
+    if not isinstance(s.max_trace_mib, int | float) or not 0 < s.max_trace_mib <= MAX_TRACE_CAP_MIB:  # nan fails too
+        raise UsageError(f"--max-trace-mib must be a number of MiB above 0 and at most {MAX_TRACE_CAP_MIB:.0f}"
+                         f"{_not_a_number(s.max_trace_mib, 'an int or float')}")  # fmt: skip
     if s.trace_dir is not None:
         check_trace_dir(s.trace_dir)
 
@@ -260,13 +282,16 @@ def _check_data(s: RunSpec) -> None:
 
 
 def _check_memory(s: RunSpec) -> None:
+    """max_memory, which only a Python caller of `dlperf.run` gives as it is (`dlperf fit --max-memory` checks its
+    own, and gives none on a GPU), so the argument is named: `dlperf run` has no such flag."""
     if s.max_memory is None:
         return
-    if not isinstance(s.max_memory, int) or not 0 < s.max_memory <= INT64_MAX:
-        raise UsageError("--max-memory must be a size above 0, e.g. 512MiB or 2GiB")
+    if isinstance(s.max_memory, bool) or not isinstance(s.max_memory, int) or not 0 < s.max_memory <= INT64_MAX:
+        raise UsageError(f"max_memory={s.max_memory!r}: expected a size above 0, a whole number of bytes below 8 EiB "
+                         "or its text, e.g. '512MiB' or '2GiB'")  # fmt: skip
     if s.devices is not None and any(d != DeviceKind.CPU for d in s.devices):
-        raise UsageError(f"--max-memory limits a CPU process's memory; on {', '.join(s.devices)} the GPU's own memory "
-                         "is the limit: give no --max-memory")  # fmt: skip
+        raise UsageError(f"max_memory limits a CPU process's memory; on {', '.join(s.devices)} the GPU's own memory "
+                         "is the limit: give no max_memory")  # fmt: skip
 
 
 CAMPAIGN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@+-]{0,63}")
@@ -279,18 +304,19 @@ def _check_campaign(name: str | None) -> None:
                          "characters, starting with a letter or digit)")  # fmt: skip
 
 
-def _text(values: Sequence[object] | str | None) -> str | None:
-    """A flag's text from a list of values (the Python API takes either)."""
+def _text(values: object) -> str | None:
+    """A flag's text from a list of values, its comma text or one value (the Python API takes each)."""
+    values = as_listed(values)
     return values if values is None or isinstance(values, str) else ",".join(str(v) for v in values)
 
 
 def make_spec(
     workloads: Sequence[str | Callable] | str | None = None,
     *,
-    frameworks: Sequence[str] | str = ("torch",),
+    frameworks: Sequence[str] | str | None = None,
     devices: Sequence[str] | str | None = None,
     threads: Sequence[int] | str | None = None,
-    modes: Sequence[str] | str = ("fp32",),
+    modes: Sequence[str] | str | None = None,
     timer: TimerConfig | None = None,
     nprocs: Sequence[int] | str | None = None,
     scaling: str = "strong",
@@ -299,14 +325,17 @@ def make_spec(
     trace_dir: str | None = None,
     data: str = DATA_SYNTHETIC,
     loaders: Sequence[str] | str | None = None,
+    max_memory: int | str | None = None,
     **fields,
 ) -> RunSpec:
-    """What the user asked for, its text parsed into values; `RunSpec` checks them. `fields`: RunSpec's other fields
-    (repeats, timeout, pin, profile, ...), taken as they are. Raises UsageError naming the flag."""
-    if workloads is not None and not isinstance(workloads, str):
+    """What the user asked for, its text parsed into values; `RunSpec` checks them. A list argument also takes one
+    value (`threads=1`), and None for its default; `max_memory` bytes or a size's text, as `dlperf fit --max-memory`
+    takes it. `fields`: RunSpec's other fields (repeats, timeout, pin, profile, ...), taken as they are. Raises
+    UsageError naming the flag."""
+    if (workloads := as_listed(workloads)) is not None and not isinstance(workloads, str):
         workloads = ",".join(w if isinstance(w, str) else source_of(w) for w in workloads)
     nprocs = None if nprocs is None else parse_nprocs(_text(nprocs))
-    frameworks = parse_frameworks(_text(frameworks))
+    frameworks = parse_frameworks(_text(RunSpec.frameworks if frameworks is None else frameworks))
     if parallel is not None:
         chosen = parse_parallel(_text(parallel))
     else:
@@ -322,9 +351,10 @@ def make_spec(
         workloads=parse_workloads(workloads),
         devices=None if devices is None else parse_devices(_text(devices)),
         threads=None if threads is None else parse_threads(_text(threads)),
-        modes=parse_modes(_text(modes)),
+        modes=parse_modes(_text(RunSpec.modes if modes is None else modes)),
         timer=timer or TimerConfig(),
-        trace_dir=None if trace_dir is None else os.path.abspath(trace_dir),
+        trace_dir=None if trace_dir is None else os.path.abspath(path_text(trace_dir, "--trace-dir")),
+        max_memory=parse_size(max_memory, "max_memory") if isinstance(max_memory, str) else max_memory,
         **fields,
     )
 
@@ -484,6 +514,7 @@ def parse_microbatches(text: str) -> tuple[int, ...]:
 def parse_data(text: str) -> str:
     """--data: `synthetic`, `dataset` (each user workload's own), or a directory that exists, made absolute (the
     children run elsewhere). What a workload needs in it is checked by the child that reads it."""
+    text = path_text(text, "--data", "synthetic, dataset, or a directory of datasets")
     if text in (DATA_SYNTHETIC, DATA_DATASET):
         return text
     path = Path(text).expanduser()

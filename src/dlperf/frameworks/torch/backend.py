@@ -140,21 +140,21 @@ def training_parts(workload: str, device: str = "cpu", data_dir: str | None = No
     """(model, optimizer, loss_fn, x, y): what dlperf trains for `workload` (a built-in name, or a factory
     `file.py:make`; either at a batch of its own, `resnet-50@b64`) in fp32 eager on `device`, the user's own optimizer
     included, `data_dir` given to a factory that takes it. `dlperf optimize`'s recipe starts from these, so it runs as
-    printed; in one's own code, one's own objects take their place."""
+    printed; in one's own code, one's own objects take their place. `workload` and `device` as `api.training_parts`
+    checked them; a device this machine lacks is refused naming the argument (torch's traceback, for cuda on a PyTorch
+    without CUDA)."""
     from dlperf.workloads import BUILTIN
     from dlperf.workloads.base import split_variant
-    from dlperf.workloads.user import looks_like_source, normalize_source
 
     name, batch = split_variant(workload)
+    if device not in (present := [d["name"] for d in devices()]) and not (device == "cuda" and len(present) > 1):
+        raise UsageError(f"device: {device!r} is not present on this machine (present: {', '.join(present)})")
     if name in BUILTIN:
         chosen = BUILTIN[name]
-    elif looks_like_source(name):
-        source = normalize_source(name)
-        user = load_user(source, data_dir)
-        chosen = Workload(user.name, "user", {}, InputSpec("user", ()), 0, user.batch_size, OptimizerSpec("user"),
-                          source=source, extra={"data_dir": data_dir} if data_dir else {})  # fmt: skip
     else:
-        raise UsageError(f"{workload!r}: neither a built-in workload nor a factory (file.py:make)")
+        user = load_user(name, data_dir)
+        chosen = Workload(user.name, "user", {}, InputSpec("user", ()), 0, user.batch_size, OptimizerSpec("user"),
+                          source=name, extra={"data_dir": data_dir} if data_dir else {})  # fmt: skip
     if batch is not None:
         chosen = dataclasses.replace(chosen, batch=batch)
     step = build(chosen, device, "fp32")

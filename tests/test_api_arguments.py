@@ -1,0 +1,143 @@
+"""What `dlperf.run` takes from a Python caller that no command line can give: a size's text for max_memory (its
+own example, 512MiB, was refused, naming a --max-memory that `dlperf run` lacks), one value or None for a list
+(threads=1 was a TypeError from inside; frameworks=None an AttributeError), a yes/no argument that is no bool
+(pin="false" was stored as given, profile="no" switched profiling on), text for a number (repeats="3" was told to
+give a whole number). Each is refused in one line naming the argument before anything runs, or taken. And
+`dir(dlperf)` lists the names `__getattr__` gives lazily."""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+
+import dlperf
+from dlperf import api
+from dlperf.errors import UsageError
+from dlperf.spec import RunSpec, make_spec
+
+WORKLOADS = ["tiny-fcn-r"]
+
+
+def refused(**given) -> str:
+    with pytest.raises(UsageError) as caught:
+        dlperf.run(WORKLOADS, dry_run=True, db="unused.db", **given)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize(("text", "size"), [("512MiB", 512 * 2**20), ("2GiB", 2 * 2**30), ("1.5G", 3 * 2**29)])
+def test_max_memory_takes_a_size_as_its_flag_does(text, size):
+    assert make_spec(WORKLOADS, max_memory=text).max_memory == size
+    assert make_spec(WORKLOADS, max_memory=size).max_memory == size
+
+
+def test_dlperf_run_takes_its_own_example_of_a_size(monkeypatch, tmp_path):
+    monkeypatch.setattr(api, "for_plan", lambda *args: None)  # no pilot step
+    outcome = dlperf.run(WORKLOADS, threads=1, max_memory="512MiB", dry_run=True, db=str(tmp_path / "x.db"))
+    assert outcome.plan.spec.max_memory == 512 * 2**20 and outcome.plan.spec.threads == (1,)
+
+
+@pytest.mark.parametrize(
+    ("size", "said"),
+    [("512X", "max_memory='512X': expected a size such as 512MiB"),
+     (0, "max_memory=0: expected a size above 0, a whole number of bytes below 8 EiB or its text"),
+     (True, "max_memory=True: expected a size above 0"),
+     (2.5e9, "max_memory=2500000000.0: expected a size above 0")],
+)  # fmt: skip
+def test_max_memory_of_no_size_names_the_argument(size, said):
+    assert refused(max_memory=size).startswith(said)
+
+
+def test_max_memory_on_a_gpu_names_the_argument():
+    said = refused(max_memory="1G", devices="cuda")
+    assert said == ("max_memory limits a CPU process's memory; on cuda the GPU's own memory is the limit: give no "
+                    "max_memory")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "taken"),
+    [("threads", 1, (1,)), ("nprocs", 2, (2,)), ("microbatches", 4, (4,)), ("devices", "cpu", ("cpu",))],
+)
+def test_one_value_is_a_list_of_one(name, value, taken):
+    extra = {"nprocs": 2, "parallel": "pipeline"} if name == "microbatches" else {}
+    assert getattr(make_spec(WORKLOADS, **extra, **{name: value}), name) == taken
+
+
+@pytest.mark.parametrize(("name", "default"), [("frameworks", ("torch",)), ("modes", ("fp32",)), ("threads", None)])
+def test_none_for_a_list_is_its_default(name, default):
+    assert getattr(make_spec(WORKLOADS, **{name: None}), name) == default
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [({"devices": 0}, "--devices: unknown device '0' (expected cpu, cuda, cuda:N or mps)"),
+     ({"modes": 1}, "--modes: unknown mode '1'"),
+     ({"threads": 0}, "--threads '0': expected a whole number of at least 1"),
+     ({"data": 1}, "--data 1: expected synthetic, dataset, or a directory of datasets (a str or a pathlib.Path), "
+                   "not an int"),
+     ({"trace_dir": 1, "profile": True}, "--trace-dir 1: expected a path (a str or a pathlib.Path), not an int")],
+)  # fmt: skip
+def test_a_value_of_another_type_is_refused_naming_its_flag(given, said):
+    assert refused(**given).startswith(said)
+
+
+def test_a_spec_made_with_none_for_a_list_is_refused_in_one_line():
+    with pytest.raises(UsageError, match=r"^--frameworks None: expected a comma-separated list, not None$"):
+        RunSpec(workloads=tuple(WORKLOADS), frameworks=None)
+
+
+SWITCHES = [f.name for f in dataclasses.fields(RunSpec) if f.type == "bool"]
+
+
+def test_every_yes_no_field_is_checked():
+    assert {"pin", "profile", "loss_check", "predict", "nvtx"} <= set(SWITCHES)
+
+
+@pytest.mark.parametrize("name", SWITCHES)
+@pytest.mark.parametrize(("value", "kind"), [("false", "a str"), ("no", "a str"), (0, "an int"), (None, "None")])
+def test_a_yes_no_argument_takes_a_bool_only(name, value, kind):
+    assert refused(threads=[1], **{name: value}) == f"{name}={value!r}: expected True or False, not {kind}"
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [({"repeats": "3"}, "--repeats '3': expected a whole number of at least 1 (an int, not a str)"),
+     ({"repeats": True}, "--repeats 'True': expected a whole number of at least 1"),
+     ({"compile_at_once": "2"}, "--compile-at-once must be a whole number from 1 to 16 (an int, not a str)")],
+)  # fmt: skip
+def test_text_for_a_whole_number_says_an_int_is_expected(given, said):
+    assert refused(**given) == said
+
+
+@pytest.mark.parametrize("name", ["timeout", "compile_timeout"])
+def test_text_for_seconds_says_a_number_is_expected(name):
+    said = refused(**{name: "10"})
+    assert said.startswith(f"--{name.replace('_', '-')} '10': expected a number of seconds above 0"), said
+    assert said.endswith("(an int or float, not a str)"), said
+
+
+def test_dir_lists_the_lazy_names_and_loads_nothing_heavy():
+    code = (
+        "import sys, dlperf; names = dir(dlperf); "
+        "print(sorted(set(dlperf.__all__) - set(names))); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'numpy', 'rich', 'jax', 'tensorflow')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "[]"]
+    assert {"run", "training_parts", "TimerConfig", "UsageError"} <= set(dir(dlperf))
+
+
+def test_progress_false_shows_no_progress(tmp_path):
+    """`dlperf.run(..., progress=False)` still drew '[1/1] tiny-fcn-r torch cpu:1 fp32 ...' on stderr: a notebook had
+    no quiet run. False now shows none; the default shows it."""
+    script = (f"import dlperf\nt = dlperf.TimerConfig(min_time=0.05, max_time=0.2, min_steps=3)\n"
+              f"for quiet in (False, None):\n"
+              f"    dlperf.run(['tiny-fcn-r'], threads=[1], timer=t, predict=False, progress=quiet, "
+              f"db={str(tmp_path / 'p.db')!r})\n"
+              "    print('--', file=__import__('sys').stderr, flush=True)\n")  # fmt: skip
+    said = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    assert said.returncode == 0, said.stderr
+    quiet, shown = said.stderr.split("--\n")[:2]
+    assert "tiny-fcn-r torch cpu:1 fp32" not in quiet and "tiny-fcn-r torch cpu:1 fp32" in shown
