@@ -60,10 +60,19 @@ def test_an_older_run_of_other_cpu_extensions_or_python_is_refused(tmp_path):
     run_id = stored_by_an_older_dlperf(db, edit)
     with pytest.raises(UsageError) as refused:
         api.resume(db, dry_run=True)
-    assert str(refused.value) == (
-        f"--resume: run {run_id} was measured on a different machine or software (CPU extensions gained {extension}; "
-        f"Python 3.10 -> {envinfo.fingerprint(here)['python']}); start a new run instead"
-    )
+    said = str(refused.value)  # other extensions: another machine's run, which --resume does not take here
+    assert said.startswith(f"--resume: {db} holds no unfinished run of this machine: run {run_id} was measured on "
+                           "another machine, ")  # fmt: skip
+    assert said.endswith(f"(CPU extensions gained {extension}), and a run is one machine's: `dlperf run --resume` "
+                         "on that machine, with this store, measures what it left; start a new run here "
+                         "instead")  # fmt: skip
+    db = str(tmp_path / "python.db")
+    run_id = stored_by_an_older_dlperf(db, lambda env: env["python"].update(version="3.10.0"))
+    with pytest.raises(UsageError) as refused:  # this machine's run, its software changed
+        api.resume(db, dry_run=True)
+    python = envinfo.fingerprint(here)["python"]
+    assert str(refused.value) == (f"--resume: run {run_id} was measured on a different machine or software (Python "
+                                  f"3.10 -> {python}); start a new run instead")  # fmt: skip
 
 
 def test_a_run_another_dlperf_version_measured_is_refused_and_one_that_recorded_none_is_not(tmp_path):
@@ -87,3 +96,17 @@ def test_a_run_another_dlperf_version_measured_is_refused_and_one_that_recorded_
     assert envinfo.resume_diff(envinfo.fingerprint(here), {**here, "dlperf_version": "9"}, here) == [
         f"dlperf 9 -> {VERSION}"
     ]
+
+
+def test_a_hostname_alone_does_not_stop_a_resume_but_names_the_machine():
+    """A container restarted on the same machine has a new hostname: its interrupted run could never be resumed
+    ('hostname ctr1 -> ctr2'), though store.md lists what stops a resume and the hostname is not in it."""
+    here = envinfo.capture()
+    elsewhere = {**here, "hostname": "ctr1"}
+    assert envinfo.resume_diff(envinfo.fingerprint(elsewhere), elsewhere, here) == []
+    assert envinfo.machine_diff(envinfo.fingerprint(elsewhere), elsewhere, here) == []
+    bigger = {**here, "memory_total_bytes": 1024 * 2**30}
+    assert envinfo.machine_diff(envinfo.fingerprint(bigger), bigger, here) == [
+        f"memory (GiB) 1024 -> {envinfo.fingerprint(here)['memory_gib']}"
+    ]
+    assert envinfo.machine_diff({}, {}, here) == []  # what a run did not record is no difference

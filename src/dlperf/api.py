@@ -15,7 +15,7 @@ import inspect
 import json
 import os
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from dlperf.runner.session import Session
 from dlperf.runner.sweep import Interrupted
 from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
-from dlperf.store import Store, now, spill
+from dlperf.store import Store, lease, now, spill
 from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
 from dlperf.store.records import RunRecord
 from dlperf.store.state import made_by, measured_here, run_state, search_of
@@ -85,19 +85,20 @@ def run(
             `--workloads` takes it; `NAME@bN` at a batch of its own); None: the seven networks of Shi et al. (2016).
         db: the SQLite store (default: $DLPERF_DB or ./dlperf.db).
         dry_run: plan and estimate only (`outcome.tasks`, `outcome.estimate`); nothing is measured or stored.
-        progress: a progress display in place of the default one.
+        progress: a progress display in place of the default one; False: none.
         argv: the command line stored with the run (default: this process's).
         warn: called with each warning about the plan.
-        **spec_kwargs: `dlperf run`'s flags, each a list or its comma text: `frameworks`, `devices`, `threads`
-            (`[1, 2]` or `"1,2"`), `modes`, `nprocs`, `scaling`, `parallel`, `microbatches`, `data`, `loaders`,
-            `trace_dir`; `timer=dlperf.TimerConfig(max_time=2)` for how each cell is timed; and as they are
-            `repeats`, `timeout`, `compile_timeout`, `compile_at_once`, `pin`, `loss_check`, `profile`, `predict`,
-            `max_memory`, `campaign`. A bad value raises UsageError naming its flag, before anything runs.
+        **spec_kwargs: `dlperf run`'s flags, each a list, its comma text or one value (None: the default):
+            `frameworks`, `devices`, `threads` (`[1, 2]`, `"1,2"`, `1`), `modes`, `nprocs`, `scaling`, `parallel`,
+            `microbatches`, `loaders`; the paths `data`, `trace_dir`; `timer=dlperf.TimerConfig(max_time=2)`;
+            and as they are `repeats`, `timeout`, `compile_timeout`, `compile_at_once`, `campaign`, the True or
+            False of `pin`, `loss_check`, `profile`, `predict`; `max_memory` in bytes or as text (`"512MiB"`). A
+            bad value raises UsageError naming its flag, before anything runs.
     """
     db, warn, began = given_db(db), warn or warn_stderr, now()
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
-    spec = make_spec(as_listed(workloads), **checked_arguments(spec_kwargs))
+    spec = make_spec(workloads, **checked_arguments(spec_kwargs))
     check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     spec = traces_tried(spec, db)
@@ -132,15 +133,6 @@ def traces_tried(spec: RunSpec, db: str) -> RunSpec:
         spec = replace(spec, trace_dir=os.path.abspath(f"{db}.traces"))
     probe_trace_dir(spec.trace_dir)
     return spec
-
-
-def as_listed(workloads: Any) -> Any:
-    """`workloads` as `make_spec` takes them: one factory function (`dlperf.run(make)`, as one name is taken) in a
-    list of its own, as is anything else that is not a list (an int: said in one line by `source_of`, not a
-    TypeError from deep inside)."""
-    if workloads is None or isinstance(workloads, str) or (isinstance(workloads, Iterable) and not callable(workloads)):
-        return workloads
-    return [workloads]
 
 
 def checked_arguments(spec_kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -253,7 +245,7 @@ def left_alike(db: str, store: Store | None, spec: RunSpec, env: dict) -> list[s
     dry run's) the file at `db` is read: its estimate of every cell said nothing of the run --resume would finish."""
     if store is None:
         return _read(db, lambda store: left_alike(db, store, spec, env), [])
-    run = latest_resumable(store)
+    run = latest_resumable(store, env)
     if run is None or envinfo.resume_diff(run.fingerprint, run.env, env):
         return []
     try:
@@ -295,6 +287,8 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
             if spec.profile and spec.trace_dir is not None:  # the traces' folder may be unwritable since
                 probe_trace_dir(spec.trace_dir)
             _take_over(store, run, warn)
+        elif (holder := store.measured_by(run.id)) is not None:  # its pilot steps would time beside that process
+            raise lease.held(run.id, holder)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
         tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
@@ -369,9 +363,17 @@ def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: 
 
 
 def _latest_unfinished(store: Store, db: str) -> RunRecord:
-    run = latest_resumable(store)
+    here = envinfo.capture()
+    run = latest_resumable(store, here)
     if run is None and not store.runs():
         raise UsageError(f"--resume: {db} holds no run to resume (dlperf run starts one)")
+    if run is None and (theirs := latest_resumable(store)):  # merged in from another machine: it goes on there
+        from dlperf.report.fleet import measured_elsewhere
+
+        _not_a_ray_nodes(store, theirs, db)
+        raise UsageError(f"--resume: {db} holds no unfinished run of this machine: {measured_elsewhere(theirs, here)}, "
+                         "and a run is one machine's: `dlperf run --resume` on that machine, with this store, measures "
+                         "what it left; start a new run here instead")  # fmt: skip
     if run is None and (search := store.latest_unfinished_run()):
         _not_continued(store, search, db)
         raise UsageError(f"--resume: {db}'s unfinished runs are searches' (the latest, run {search.id}, of dlperf "
@@ -397,14 +399,18 @@ def _not_a_ray_nodes(store: Store, run: RunRecord, db: str) -> None:
                      "its kind, not on this machine")  # fmt: skip
 
 
-def latest_resumable(store: Store) -> RunRecord | None:
+def latest_resumable(store: Store, here: dict | None = None) -> RunRecord | None:
     """The run `--resume` finishes: the latest unfinished one that is not a search's (`searched_by`), nor a lost Ray
-    node's whose cells another run measured (nothing is left of it: an older unfinished run is the one to finish)."""
+    node's whose cells another run measured (nothing is left of it: an older unfinished run is the one to finish).
+    `here`: this machine's environment (`envinfo.capture`), whose runs alone are taken (`envinfo.machine_diff`): a
+    store `dlperf merge` gave another machine's unfinished run goes on with this machine's own, older or not; None:
+    any machine's."""
     from dlperf.report.run_list import continued_by
 
     runs = store.runs()
     elsewhere = continued_by(runs)
     return next((r for r in reversed(runs) if r.status != "complete" and r.id not in elsewhere
+                 and (here is None or not envinfo.machine_diff(r.fingerprint, r.env, here))
                  and not searched_by(store, r)), None)  # fmt: skip
 
 
@@ -438,7 +444,8 @@ def _execute(session: Session, tasks: list[Task], plan: Plan, progress, db: str,
     from dlperf.progress import Progress
 
     try:
-        statuses = session.measure(tasks, lambda total: progress or Progress(total=total), to_profile=to_profile)
+        statuses = session.measure(tasks, lambda total: progress or Progress(total, quiet=progress is False),
+                                   to_profile=to_profile)  # fmt: skip
     except Interrupted:
         raise RunInterrupted(session.run_id, db) from None
     failed = any(s.is_failure for s in statuses)
@@ -450,7 +457,16 @@ def training_parts(workload: str, device: str = "cpu", data_dir: str | None = No
     `file.py:make` or `package.module:make`) in fp32 eager on `device`, the factory's own optimizer included, with
     one synthetic batch already on the device; `data_dir`: the folder a factory that takes `data_dir` is given, as
     `--data DIR`. `dlperf optimize`'s recipe starts from these (`from dlperf import training_parts`), so it runs as
-    printed; in your own code, your own objects take their place. PyTorch is imported on the first call, not before."""
+    printed; in your own code, your own objects take their place. PyTorch is imported on the first call, not before.
+    A workload or device `dlperf run` would refuse is refused in its words, naming the argument, before anything is
+    built."""
     from dlperf.frameworks import backend
+    from dlperf.spec import parse_devices, parse_workload
 
-    return backend("torch").training_parts(workload, device, data_dir)
+    if not isinstance(workload, str):
+        raise UsageError(f"workload={workload!r}: expected a built-in name or a factory (file.py:make), as text")
+    workload = parse_workload(workload, "workload", variant=True)  # at a batch of its own, from 1 to 65,536
+    text = str(device) if type(device).__name__ == "device" else device  # a torch.device, by its name
+    if not isinstance(text, str) or len(chosen := parse_devices(text, "device")) != 1:
+        raise UsageError(f"device={device!r}: expected one device, cpu, cuda, cuda:N or mps")
+    return backend("torch").training_parts(workload, chosen[0], data_dir)

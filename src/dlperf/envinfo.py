@@ -112,10 +112,11 @@ NEWER = ("cpu_id", "cpu_isa", "python")  # fingerprint keys a run recorded befor
 
 
 def fingerprint(env: dict) -> dict:
-    """What must not change for ``dlperf run --resume`` to add cells to a run captured as ``env``: the machine (its
-    CPU by name, numbers and kernel-choosing extensions; cores, memory, hostname, GPUs) and the software (Python, the
-    frameworks). A `NEWER` key of which ``env`` holds nothing (recorded before it existed) is left out, as from the
-    fingerprint stored then: `fingerprint_diff` compares only the keys both sides have.
+    """Who measured a run captured as ``env``, and what must not change for ``dlperf run --resume`` to add cells to it
+    (`resume_diff`): the machine (its CPU by name, numbers and kernel-choosing extensions; cores, memory, GPUs; its
+    hostname, which names it but is no part of it) and the software (Python, the frameworks). A `NEWER` key of which
+    ``env`` holds nothing (recorded before it existed) is left out, as from the fingerprint stored then:
+    `fingerprint_diff` compares only the keys both sides have.
 
     Memory is rounded to GiB because MemTotal moves by a few MiB between boots of the same machine.
     """
@@ -183,12 +184,35 @@ def alike(a: dict, b: dict, ignore: tuple[str, ...] = ()) -> bool:
     return not fingerprint_diff(*kept)
 
 
+# the fingerprint's keys of the machine itself, its hardware: a run of this machine is one alike on these, whatever
+# changed of its software since (which --resume then names) and whatever its hostname (new at a container's start)
+MACHINE = ("cpu_model", "cpu_id", "cpu_isa", "cores", "memory_gib", "gpus")
+
+
+def machine_diff(fingerprint_stored: dict, env_stored: dict, env: dict) -> list[str]:
+    """How the machine a stored run was measured on differs from `env`'s, its hardware only (`MACHINE`), in words;
+    [] where it is this machine: which of a store's runs (`dlperf merge` brings other machines') is this one's. What
+    the run did not record (None, {}) is no difference: `--resume` compares the rest."""
+    old, new = recorded(fingerprint_stored, env_stored), fingerprint(env)
+    known = {k: _recorded(old[k]) for k in MACHINE if _recorded(old.get(k)) not in (None, {})}
+    here = {k: {n: new[k].get(n) for n in v} if isinstance(v, dict) and isinstance(new.get(k), dict) else new.get(k)
+            for k, v in known.items() if k in new}  # fmt: skip
+    return fingerprint_diff(known, here)
+
+
+def _recorded(value):
+    """A fingerprint's value without what it did not record: {"cores": 2} of {"cores": 2, "physical": None}."""
+    return {k: v for k, v in value.items() if v is not None} if isinstance(value, dict) else value
+
+
 def resume_diff(fingerprint_stored: dict, env_stored: dict, env: dict) -> list[str]:
     """What changed since a stored run was measured that `--resume` must not mix into it, in words: its machine and
     software (`fingerprint_diff` of the fingerprint it was resumed against, `recorded`), and dlperf itself, whose
     timing and figures may differ between versions ("dlperf 0.1.0 -> 0.2.0"; a run that recorded no version is
-    taken as this one's). [] where it can go on."""
-    diffs = fingerprint_diff(recorded(fingerprint_stored, env_stored), fingerprint(env))
+    taken as this one's). The hostname alone is no change of either: a container restarted on the same machine has a
+    new one, and its interrupted run goes on there. [] where it can go on."""
+    old, new = recorded(fingerprint_stored, env_stored), fingerprint(env)
+    diffs = fingerprint_diff(*({k: v for k, v in f.items() if k != "hostname"} for f in (old, new)))
     was, now = env_stored.get("dlperf_version"), env.get("dlperf_version")
     return diffs + ([f"dlperf {was} -> {now}"] if was and now and was != now else [])
 

@@ -71,8 +71,22 @@ def test_the_same_sweep_run_again_over_an_unfinished_one_says_resume_would_measu
         assert api.left_alike(str(db), None, spec, env) == [said]  # a dry run's: the estimate is of every cell
         assert api.left_alike(str(tmp_path / "none.db"), None, spec, env) == []
         assert api.left_alike(str(db), store, RunSpec(("tiny-fcn-r",), threads=(2,)), env) == []  # another sweep
-        assert api.left_alike(str(db), store, spec, {**env, "hostname": "there"}) == []  # --resume refuses it there
+        assert api.left_alike(str(db), store, spec, {**env, "hostname": "there"}) == [said]  # a container restarted
+        other = {**env, "cores": {"cores": 64}}
+        assert api.left_alike(str(db), store, spec, other) == []  # --resume refuses it there
         store.set_run_status(run_id, "complete")
         assert api.left_alike(str(db), store, spec, env) == []
     finally:
         store.close()
+
+
+def test_a_python_caller_is_told_the_call_that_resumes_not_the_command():
+    """`dlperf.run` warned a Python caller to run `dlperf run --resume --db ...`, where RunInterrupted says
+    `dlperf.resume(db=...)`: every line naming the resume names it as the caller would make it."""
+    from dlperf.store.location import resume_command, said_as
+
+    assert resume_command("r.db") == "dlperf run --resume --db r.db"
+    with said_as("db"):
+        assert resume_command("r.db") == "dlperf.resume(db='r.db')"
+    with said_as("--db"), said_as("db"):  # `dlperf run` calling `api.run`: the outermost caller's words
+        assert resume_command("r.db") == "dlperf run --resume --db r.db"

@@ -3,21 +3,29 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from conftest import dlperf
+from dlperf import api
+from dlperf.envinfo import capture, fingerprint
+from dlperf.errors import UsageError
 from dlperf.store import Store
 from dlperf.store.process import ProcessMeasurement
 from dlperf.vocab import Status
-from report.runs import MACHINE, cell, measured
+from report.runs import OTHER_MACHINE, cell, measured
 
 
 def planned_run(
     store: Store, measure: int, status: str | None, argv: tuple[str, ...] = ("dlperf", "run"), spec=None, **env
 ) -> int:
-    """A run of three cells, the first `measure` of them measured in their first process; `status` set (None: left as
-    created); `spec`: its stored spec (`repeats`, `profile`); `env`: more of its environment (`made_by`)."""
+    """A run of three cells of this machine (`--resume` takes only its own), the first `measure` of them measured in
+    their first process; `status` set (None: left as created); `spec`: its stored spec (`repeats`, `profile`); `env`:
+    more of its environment (`made_by`)."""
     plan = [cell(name) for name in ("fcn-r", "alexnet-r", "resnet-56")]
     run_id = store.create_run(spec or {"spec": 1}, {"cpu": {"model": "Xeon Test"}, "cores": {"cores": 8}, **env},
-                              MACHINE, list(argv), plan)  # fmt: skip
+                              fingerprint(capture()), list(argv), plan)  # fmt: skip
     for c in plan[:measure]:
         m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
         store.record(run_id, c.cell.key, 0, m, measured([[0.01] * 5]))
@@ -47,8 +55,35 @@ def test_an_older_unfinished_run_does_not_offer_the_resume_that_takes_a_later_on
     flat = " ".join(dlperf("table", "--run", "1", "--format", "md", db=db).stdout.split())
     assert (
         "run 1 is unfinished (interrupted): 1 of 3 processes done; 2 left, in 2 cells; --resume takes the latest "
-        "unfinished run, 2" in flat
+        "unfinished run of this machine, 2" in flat
     )
+
+
+def test_another_machines_unfinished_run_is_resumed_there_not_here(tmp_path):
+    """A store `dlperf merge` gave another machine's interrupted run, later than this machine's own: `--resume` was
+    refused ('run 2 was measured on a different machine'), with no way to go on with run 1, and run 1's table named
+    'run 2' while run 2's named the `--resume` that failed. `--resume` now takes this machine's latest unfinished
+    run; another machine's says where it goes on."""
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    theirs = planned_run(store, 1, "interrupted")
+    store.conn.execute("UPDATE runs SET fingerprint_json = ? WHERE id = ?",
+                       (json.dumps({**fingerprint(capture()), **OTHER_MACHINE}), theirs))  # fmt: skip
+    store.conn.commit()
+    assert api.latest_resumable(store, capture()).id == 1 and api.latest_resumable(store).id == theirs
+    store.close()
+    flat = " ".join(dlperf("table", "--run", str(theirs), db=db, env={"COLUMNS": "250"}).stdout.split())
+    assert (f"run {theirs} is unfinished (interrupted): 1 of 3 processes done; 2 left, in 2 cells; it was measured on "
+            "another machine, beta · EPYC Test (CPU model EPYC Test -> ") in flat  # fmt: skip
+    assert "`dlperf run --resume` on that machine, with this store, measures what it left" in flat
+    store = Store.open(db, create=False)
+    store.set_run_status(1, "complete")
+    store.close()
+    with pytest.raises(UsageError) as refused:  # only theirs is left
+        api.resume(str(db), dry_run=True)
+    assert str(refused.value).startswith(f"--resume: {db} holds no unfinished run of this machine: run {theirs} was "
+                                         "measured on another machine, beta · EPYC Test (")  # fmt: skip
 
 
 def test_a_run_still_measured_names_its_process_and_a_complete_run_says_nothing(tmp_path):
@@ -138,3 +173,58 @@ def test_resume_takes_the_latest_unfinished_run_that_is_not_a_search_and_says_wh
         f"dlperf: error: --resume: {only}'s unfinished runs are searches' (the latest, run 1, of dlperf fit), which "
         "--resume cannot go on with: run the search again (it starts over)"
     )
+
+
+def test_a_dry_run_resume_of_a_run_another_process_measures_is_refused_as_the_resume_is(tmp_path):
+    """`run --resume --dry-run` beside the sweep still measuring the run listed every cell as left, timed pilot steps
+    beside that sweep's timed ones, and exited 0; the `--resume` itself was then refused."""
+    from dlperf.plan import make_plan
+    from dlperf.runner.session import Session
+    from dlperf.spec import make_spec
+
+    db = tmp_path / "t.db"
+    plan = make_plan(make_spec(["tiny-fcn-r"], threads=[1]))
+    store = Store.open(db, create=True)
+    try:  # this process holds its lease, as a running sweep does
+        Session.create(store, plan.spec, plan.env, plan.cores, ["dlperf", "run"], plan.cells, plan.workloads)
+        holder = store.measured_by(1)
+        said = dlperf("run", "--resume", "--dry-run", db=db)
+    finally:
+        store.close()
+    assert said.returncode == 2 and f"run 1 is being measured by {holder.describe()} since" in said.stderr
+    assert "estimating" not in said.stderr and "left to measure" not in said.stdout
+
+
+def test_views_of_several_runs_say_which_are_unfinished(tmp_path):
+    """`table --runs 1,2` set an interrupted run's cells beside a finished one's and named the fastest machine from
+    them, without a word that it was unfinished; `compare 1 2` said only to measure with --repeats 3."""
+    from dlperf.report import fleet
+
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 3, "complete")
+    planned_run(store, 1, "interrupted")
+    store.close()
+    notes = fleet.read(str(db), runs=[1, 2]).notes()
+    assert ("run 2 is unfinished (interrupted): 1 of 3 processes done; 2 left, in 2 cells: its machine's cells are "
+            "what it measured so far") in notes  # fmt: skip
+    said = dlperf("compare", "1", "2", db=db, env={"COLUMNS": "250"})
+    flat = " ".join(said.stdout.split())
+    assert ("note: B: run 2 is unfinished (interrupted): 1 of 3 processes done; 2 left, in 2 cells; its cells are what "
+            "it measured so far") in flat, said.stderr  # fmt: skip
+    assert "A: run 1" not in flat
+
+
+def test_a_measurement_kept_beside_the_store_is_counted_where_the_table_says_what_is_left(tmp_path):
+    """After a full disk refused cell 2 (its measurement kept in <db>.unsaved.jsonl), the table said '1 of 3
+    processes done; 2 left' and `--resume` 'measures them', without a word of the one kept, which resume stores."""
+    from dlperf.store import spill
+
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    store.close()
+    spill.keep(str(db), 1, cell("alexnet-r").cell.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.01] * 5))
+    flat = " ".join(dlperf("table", db=db, env={"COLUMNS": "250"}).stdout.split())
+    assert (f"`dlperf run --resume --db {db}` stores the 1 measurement kept in {db}.unsaved.jsonl when the store "
+            "refused it, and measures them") in flat  # fmt: skip

@@ -1,5 +1,6 @@
 """`dlperf report` and `dlperf plot` through the real command line, and the report in a real headless Chromium."""
 
+import json
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -7,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from conftest import browser_paths, dlperf, one_line_error
+from dlperf.envinfo import capture, fingerprint
 from dlperf.report.format import table_seconds
 from dlperf.store import Store
 from report.pictures import assert_png_draws
@@ -75,6 +77,13 @@ def test_an_unfinished_run_says_how_to_resume_it_in_the_same_database(report_db)
 
     store = Store.open(report_db, create=False)
     store.conn.execute("UPDATE runs SET status = 'interrupted'")
+    store.conn.commit()
+    store.close()
+    said = html.render(load.load(str(report_db)))  # the synthetic store's machine is not this one
+    assert "it was measured on another machine, testhost · Test CPU" in said
+    assert "continue it there with `dlperf run --resume` and this store" in said
+    store = Store.open(report_db, create=False)
+    store.conn.execute("UPDATE runs SET fingerprint_json = ?", (json.dumps(fingerprint(capture())),))
     store.conn.commit()
     store.close()
     assert f"continue it with dlperf run --resume --db {report_db}" in html.render(load.load(str(report_db)))

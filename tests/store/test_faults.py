@@ -431,8 +431,8 @@ def test_a_new_run_reminds_of_measurements_kept_beside_the_store(tmp_path, monke
     monkeypatch.setattr(api, "for_plan", lambda plan, db, say: None)  # no pilot step: only the warnings matter
     said = []
     api.run("tiny-fcn-r", threads=[1], dry_run=True, db=db, warn=said.append)
-    assert any("keeps measurements the store refused (run 3: 1)" in w and "--resume" in w for w in said), said
-    assert any(f"`dlperf run --resume --db {shlex.quote(db)}`" in w for w in said), said
+    assert any("keeps measurements the store refused (run 3: 1)" in w for w in said), said
+    assert any(f"`dlperf.resume(db={db!r})`" in w for w in said), said  # to a Python caller, the call
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,8 @@ def run(args) -> int:
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
     if not result.cells:
         raise UsageError(nothing_compared(result, a, b))
+    result.data += [f"{side.name}: {side.unfinished}; its cells are what it measured so far" for side in (a, b)
+                    if side.unfinished]  # fmt: skip
     if warning := machine_warning(a, b):  # on stderr: a CI log shows it, a script's JSON on stdout stays whole
         print(f"dlperf: warning: {terminal(warning)}", file=sys.stderr, flush=True)
     if args.format == "json":

@@ -64,13 +64,17 @@ def run(args) -> int:
 def unfinished_note(store, state, db: str) -> list[str]:
     """A run not finished says so (`store/state.py`: stopped where its process is gone), with what is left (cells,
     the processes and profiles of measured cells) and how it goes on: still measured by a live process, merged here
-    while it ran, a search to run again, or resumable (the resume command takes the latest unfinished run: named only
-    where that is this one)."""
+    while it ran, a search to run again, or resumable (the resume command takes this machine's latest unfinished run:
+    named only where that is this one; another machine's goes on there)."""
     import shlex
     from dataclasses import replace
 
+    from dlperf import envinfo
     from dlperf.api import latest_resumable, searched_by
+    from dlperf.measure.units import plural
+    from dlperf.report.fleet import measured_elsewhere
     from dlperf.report.run_list import continued_by, ray_resume
+    from dlperf.store import spill
     from dlperf.store.location import resume_command
 
     run = state.run
@@ -88,10 +92,19 @@ def unfinished_note(store, state, db: str) -> list[str]:
             f"{state.summary()}; it is the run of a `dlperf {search}` search, which `dlperf run --resume` "
             f"would not go on with: to search again, run it again (it starts over): `{shlex.join(run.argv)}`"
         ]
-    latest = latest_resumable(store)
+    here = envinfo.capture()
+    latest = latest_resumable(store, here)
     if latest and latest.id == run.id:
-        return [f"{state.summary()}; `{resume_command(db)}` {'measures them' if state.left else 'marks it complete'}"]
-    return [f"{state.summary()}; --resume takes the latest unfinished run, {latest.id}"]
+        does = "measures them" if state.left else "marks it complete"
+        if kept := spill.runs_kept(db).get(run.id):  # measured, the store refused them: --resume stores them
+            where = ", ".join(map(str, spill.holding(db, run.id)))
+            them = "it" if kept == 1 else "them"
+            does = f"stores the {plural(kept, 'measurement')} kept in {where} when the store refused {them}, and {does}"
+        return [f"{state.summary()}; `{resume_command(db)}` {does}"]
+    if elsewhere := measured_elsewhere(run, here):  # merged in: it goes on on its own machine
+        return [f"{state.summary()}; it {elsewhere.removeprefix(f'run {run.id} ')}: `dlperf run --resume` on that "
+                "machine, with this store, measures what it left"]  # fmt: skip
+    return [f"{state.summary()}; --resume takes the latest unfinished run of this machine, {latest.id}"]
 
 
 def campaign_note(store, run) -> list[str]:

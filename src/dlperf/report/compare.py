@@ -99,7 +99,7 @@ class Comparison:
     threshold: float
     cells: list[CellResult] = field(default_factory=list)
     unmatched: list[Unmatched] = field(default_factory=list)
-    data: list[str] = field(default_factory=list)  # per workload read from different folders: what each side read
+    data: list[str] = field(default_factory=list)  # what each side read where the folders differ; a side unfinished
 
     def regressions(self) -> list[CellResult]:
         return [c for c in self.cells if c.regression]

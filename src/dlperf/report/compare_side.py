@@ -28,6 +28,7 @@ class Side:
     fingerprint: dict[str, Any]
     cells: list[CellRecord]
     samples: dict[str, list[list[float]]]  # cell key -> raw step times of each process
+    unfinished: str = ""  # the run not finished, as the table says it (`store/state.py`); "" when it is
 
     def machine(self) -> str:
         f = self.fingerprint
@@ -61,6 +62,7 @@ def parse_ref(text: str, default_db: str, name: str = "A") -> tuple[str, int | N
 def load(text: str, name: str, default_db: str) -> Side:
     from dlperf.store import Store
     from dlperf.store.location import not_a_database_file, unreachable
+    from dlperf.store.state import run_state
 
     path, run_id = parse_ref(text, default_db, name)
     side = f"{name} {text!r}" if path in text else f"{name} {text!r}: {path!r}"  # `ID`: a run of --db, named
@@ -77,11 +79,12 @@ def load(text: str, name: str, default_db: str) -> Side:
         run = _run(store, text, name, run_id)
         cells = store.cells(run.id)
         samples = {c.key: store.samples(run.id, c.key) for c in cells if usable(c)}
+        state = run_state(store, run)
     finally:
         store.close()
     version = run.env.get("dlperf_version")  # the dlperf that measured the run, set beside its machine
     return Side(name, path, run.id, run.started_at, {**run.fingerprint, **({"dlperf": version} if version else {})},
-                cells, samples)  # fmt: skip
+                cells, samples, state.summary() if state.unfinished else "")  # fmt: skip
 
 
 def _run(store, text: str, name: str, run_id: int | None):

@@ -17,8 +17,9 @@ import io
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
-from dlperf.envinfo import alike
+from dlperf.envinfo import alike, machine_diff
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import named, plural
@@ -30,7 +31,7 @@ from dlperf.report.predicted import read as predictions_of
 from dlperf.report.table import mode_label
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
-from dlperf.store.state import RAY_ORIGIN  # the origin of a run a Ray node measured (`dlperf run --ray`)
+from dlperf.store.state import RAY_ORIGIN, run_state  # the origin of a run a Ray node measured (`dlperf run --ray`)
 from dlperf.vocab import Status
 
 NOT_TOLD_APART = "not told apart"
@@ -136,6 +137,7 @@ class Fleet:
     machines: list[Machine]
     rows: list[FleetRow]
     unreadable: list[UnreadableRow] = field(default_factory=list)  # cells left out: their rows no longer decode
+    unfinished: list[str] = field(default_factory=list)  # its runs not finished, each as the table says it
 
     @property
     def title(self) -> str:
@@ -155,6 +157,7 @@ class Fleet:
 
     def notes(self) -> list[str]:
         lines = [f"{m.label}: {named('run', m.runs)}" for m in self.machines]
+        lines += [f"{said}: its machine's cells are what it measured so far" for said in self.unfinished]
         if alone := [r.label for r in self.rows if r.winner() and any(e.cell.processes == 1 for e in r.fastest())]:
             lines.append(f"{', '.join(alone)}: the fastest machine told apart by cells of one process each, whose 95% "
                          "intervals hold only that process's noise, not how two processes of one machine differ "
@@ -181,10 +184,11 @@ def read(db: str, campaign: str | None = None, runs: list[int] | None = None) ->
         unreadable: list[UnreadableRow] = []
         machines = group(chosen)
         latest = {m.label: _latest_cells(store, m.runs, unreadable.append) for m in machines}
+        unfinished = [state.summary() for state in map(partial(run_state, store), chosen) if state.unfinished]
     finally:
         store.close()
     name = f"campaign {campaign}" if campaign is not None else named("run", (r.id for r in chosen))
-    return Fleet(name, machines, build(machines, latest), unreadable)
+    return Fleet(name, machines, build(machines, latest), unreadable, unfinished)
 
 
 def select(store: Store, campaign: str | None, runs: list[int] | None) -> list[RunRecord]:
@@ -246,6 +250,14 @@ def machine_label(fingerprint: dict, cores: bool = False) -> str:
         cpu += f", {plural(count, 'core')}"
     parts = [fingerprint.get("hostname") or "unknown host", cpu]
     return " · ".join([*parts, *([gpus] if gpus else [])])
+
+
+def measured_elsewhere(run: RunRecord, here: dict) -> str:
+    """ "" for a run of this machine (`here`, its environment: `envinfo.capture`); else in words, as `--resume` and
+    the views say it: "run 2 was measured on another machine, big · AMD EPYC 7763 (CPU model AMD EPYC 7763 -> ...)"."""
+    if not (diffs := machine_diff(run.fingerprint, run.env, here)):
+        return ""
+    return f"run {run.id} was measured on another machine, {machine_label(run.fingerprint)} ({'; '.join(diffs)})"
 
 
 Measured = dict[str, tuple[CellRecord, PredictionRecord | None]]

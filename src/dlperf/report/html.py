@@ -13,6 +13,7 @@ from html import escape
 from pathlib import Path
 from urllib.parse import quote
 
+from dlperf.envinfo import capture
 from dlperf.measure.units import plural
 from dlperf.report import best, charts, cost, crossover, ddp, figures, fit, fleet, paper, predicted, profile, table
 from dlperf.report import data as pipeline
@@ -328,7 +329,8 @@ def _warnings(data: Loaded, paper_notes: list[str], tries: set[str] = frozenset(
 
 def unfinished_text(data: Loaded, state) -> str:
     """An unfinished run as the table says it (`store/state.py`), and how it goes on: nothing to do while a process
-    measures it; merged while it ran, merging again; a search's, running it again; else --resume."""
+    measures it; merged while it ran, merging again; a search's, running it again; another machine's, --resume there;
+    else --resume."""
     if state.holder is not None:
         return state.summary()
     if state.state == "copied":
@@ -337,6 +339,9 @@ def unfinished_text(data: Loaded, state) -> str:
         return said
     if search := data.searches.get(state.run.id):
         return f"{state.summary()}; it is a `dlperf {search}` search's run: run the search again (it starts over)"
+    if elsewhere := fleet.measured_elsewhere(state.run, capture()):  # merged in: it goes on on its own machine
+        return (f"{state.summary()}; it {elsewhere.removeprefix(f'run {state.run.id} ')}: continue it there with "
+                "`dlperf run --resume` and this store")  # fmt: skip
     return f"{state.summary()}; continue it with {resume_command(data.db)}"
 
 

@@ -109,16 +109,19 @@ def acquire(conn: sqlite3.Connection, run_id: int, holder: Holder) -> Holder | N
     try:
         current = holder_of(conn, run_id)
         if current is not None and not current.same_process(holder) and alive(current):
-            raise LeaseHeld(
-                f"run {run_id} is being measured by {current.describe()} since {current.since} (last seen "
-                f"{current.seen}); wait for it to end, or stop it and resume"
-            )
+            raise held(run_id, current)
         take(conn, run_id, holder)
     except BaseException:
         conn.rollback()
         raise
     conn.commit()
     return None if current is None or current.same_process(holder) else current
+
+
+def held(run_id: int, current: Holder) -> LeaseHeld:
+    """The refusal of a run another live process measures: --resume's, and its dry run's (which takes no lease)."""
+    return LeaseHeld(f"run {run_id} is being measured by {current.describe()} since {current.since} (last seen "
+                     f"{current.seen}); wait for it to end, or stop it and resume")  # fmt: skip
 
 
 def beat(conn: sqlite3.Connection, run_id: int, holder: Holder) -> bool:

@@ -321,7 +321,10 @@ def open_name(held: tuple[int, int]) -> Path | None:
 def resume_command(db: str) -> str:
     """The command that resumes the latest unfinished run of `db`, quoted for a shell, naming the database as the user
     did: `--db`, or `$DLPERF_DB` where that is what named it. Followed literally, it opens this database, never the
-    default one in another directory or one a changed $DLPERF_DB names."""
+    default one in another directory or one a changed $DLPERF_DB names. To a Python caller (`said_as`) the call that
+    does it: `dlperf.resume(db='r.db')`."""
+    if _SAID_AS.get() == "db":
+        return f"dlperf.resume(db={db!r})"
     if os.environ.get("DLPERF_DB") == db:
         return f"DLPERF_DB={shlex.quote(db)} dlperf run --resume"
     return f"dlperf run --resume --db {shlex.quote(db)}"
