@@ -38,7 +38,7 @@ from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, lease, now, spill
 from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
-from dlperf.store.records import RunRecord
+from dlperf.store.records import CellRecord, RunRecord
 from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.user import changed_sources
@@ -294,7 +294,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
         if not dry_run and any(t.cell.loader for t in tasks):
             session.warm_up(tasks)  # its imports overlap the data's probe
-        _check_data_again(run.id, spec, tasks, session.workloads)
+        _check_data_again(run.id, spec, tasks, session.workloads, store.cells(run.id))
         if dry_run:
             cut = session.unprofiled(tasks)  # the profiles an interrupt cut off, taken first
             estimate = for_plan(plan, db, say_pilot, tasks, session.cells(), cut)  # extras its cells stored: not again
@@ -352,14 +352,26 @@ def _resumable(run: RunRecord) -> tuple[RunSpec, dict]:
     return spec, env
 
 
-def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: dict[str, dict]) -> None:
+def _check_data_again(run_id: int, spec: RunSpec, tasks: list[Task], workloads: dict[str, dict],
+                      measured: list[CellRecord]) -> None:  # fmt: skip
     """The real data the loader cells left to measure read, as when the run was planned: a folder gone or changed
-    since is one line before anything is measured, not a failed cell."""
+    since is one line before anything is measured, not a failed cell; so is one whose dataset holds another number of
+    samples than the loader cells `measured` read (refilled: the cells left would read another dataset, the table
+    set them beside the first's, and the advice chose between them)."""
+    from dlperf.report.table import cell_label
+
     left = {json.dumps(workloads[t.cell.key], sort_keys=True): workloads[t.cell.key] for t in tasks if t.cell.loader}
     try:
-        check_data_of(spec, list(left.values()))
+        checks = check_data_of(spec, list(left.values()))
     except UsageError as exc:
         raise type(exc)(f"--resume: run {run_id}'s --data: {exc}") from None  # a probe killed stays one (exit 1)
+    for cell in measured:
+        now = checks.get(cell.workload)
+        if cell.data and cell.data.samples and now and now.samples and now.samples != cell.data.samples:
+            raise UsageError(f"--resume: run {run_id}'s --data {spec.data}: the {cell.data.dataset} dataset of "
+                             f"{cell.workload} holds {now.samples:,} samples, {cell.data.samples:,} when its cell "
+                             f"{cell_label(cell)} read it: the folder changed since, so what is left would read "
+                             "another dataset; start a new run instead")  # fmt: skip
 
 
 def _latest_unfinished(store: Store, db: str) -> RunRecord:

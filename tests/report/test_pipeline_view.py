@@ -360,3 +360,18 @@ def test_a_bursty_loaders_rate_is_the_long_runs_and_it_is_never_recommended_or_e
     record = export.record(bursty, None, data.by_cell([group])[bursty.key])
     assert record["long_run_samples_per_s"] == pytest.approx(BATCH / 0.150)
     assert export.record(synthetic(0.1))["long_run_samples_per_s"] is None
+
+
+def test_data_preparation_advice_for_a_dataset_in_memory_is_not_about_decoding_images():
+    """MNIST (bytes held in memory, no image to decode) was told to use smaller or pre-resized images, Pillow-SIMD
+    and NVIDIA DALI: advice for an image folder's decoding, which does not apply."""
+    import dataclasses
+
+    slow = [synthetic(0.10), loaded("w0", 0.40, wait=0.75, alone=150.0)]
+    slow[1].data = dataclasses.replace(slow[1].data, dataset="MNIST")
+    [line] = one_group(slow).advice
+    assert line.endswith("more workers (w0 loads in the training process, on 1 of the 4 cores); its samples are in "
+                         "memory already, so fewer Python operations a sample: the transforms over a whole batch at "
+                         "once (on the GPU where there is one) rather than in each sample's __getitem__")  # fmt: skip
+    slow[1].data = dataclasses.replace(slow[1].data, dataset="ImageNet-style folder")
+    assert "Pillow-SIMD" in one_group(slow).advice[0]

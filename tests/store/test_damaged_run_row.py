@@ -30,3 +30,25 @@ def test_a_damaged_run_is_left_out_and_the_others_shown(tmp_path):
         assert shown in said.stdout
     assert dlperf("list", "--runs", db=db).stdout.count("complete") == 1  # run 2's, run 1 left out
     one_line_error(dlperf("table", "--run", "1", db=db), "run 1: its stored row cannot be read")
+
+
+def test_a_reason_naming_a_file_whose_name_is_not_utf8_is_stored(tmp_path):
+    """A truncated image in a class folder named in Latin-1 (`zz_lat\\xe9n`, copied from an old archive) reached the
+    store as lone surrogates: SQLite refused them with a traceback, the cell stayed pending, and `--resume` met the
+    same traceback every time. The reason is stored with the byte escaped."""
+    import dataclasses
+
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import Status
+    from report.runs import cell, measured
+
+    db = tmp_path / "d.db"
+    store = Store.open(db, create=True)
+    run_id = planned_run(store, 0, None)
+    reason = "/data/u2/zz_lat\udce9n/ok3.jpg: image file is truncated"
+    key = cell("fcn-r").cell.key
+    failed = dataclasses.replace(measured([], "failed"), error=reason)
+    store.record(run_id, key, 0, ProcessMeasurement(status=Status.FAILED, error=reason), failed)
+    [stored] = [c for c in store.cells(run_id) if c.key == key]
+    store.close()
+    assert stored.status == "failed" and stored.error == "/data/u2/zz_lat\\udce9n/ok3.jpg: image file is truncated"

@@ -480,3 +480,37 @@ def test_a_dataset_not_found_names_every_place_searched(tmp_path, read, places):
     from dlperf.workloads.datasets.synth import DATASETS
 
     assert name in DATASETS  # the name `data synth --only` takes
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+def test_a_batch_numpy_pickles_at_any_protocol_is_read(tmp_path, protocol):
+    """Batches written by Python 3 at protocol 2 (bytes as `_codecs.encode` of latin-1 text) or 5 (values in a
+    bytearray, rebuilt by numpy's `_frombuffer`; Python 3.14's default) were refused as 'not a CIFAR-10 python
+    batch', though numpy reads them and they hold nothing but values and numpy's array."""
+    import numpy as np
+
+    values = (np.arange(2 * cifar.PIXELS) % 251).astype(np.uint8).reshape(2, cifar.PIXELS)
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(pickle.dumps({b"data": values, b"labels": [3, 7]}, protocol=protocol))
+    batch = cifar.read_batch(path)
+    assert batch.labels == [3, 7] and batch.data == values.tobytes()
+
+
+def test_codecs_encode_is_latin1_text_alone(tmp_path):
+    """The one call protocol 2 makes to give bytes: refused for anything but latin-1 text."""
+    path = tmp_path / "data_batch_1"
+    path.write_bytes(b"\x80\x02c_codecs\nencode\nX\x03\x00\x00\x00ranX\x05\x00\x00\x00utf-8\x86R.")
+    one_line_error(lambda: cifar.read_batch(path), str(path), "refused _codecs.encode of str as 'utf-8'")
+
+
+def test_dir_without_an_image_folder_names_the_places_searched_not_its_folders_as_classes(tmp_path):
+    """--data DIR holding mnist/ and ptb/ but no imagenet/train said '2 class folders but no image in them': its
+    other datasets' folders were taken for classes. It names where an image folder was looked for."""
+    from dlperf.workloads.datasets import imagefolder
+
+    for name in ("mnist", "ptb"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "data.bin").write_bytes(b"\x00")
+    searched = f"searched {tmp_path / 'imagenet' / 'train'}, {tmp_path / 'train'}, {tmp_path} "
+    said = f"{tmp_path}: no imagenet/train folder, nor class folders of images; {searched}"
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), said)

@@ -42,7 +42,7 @@ from dlperf.store.location import (
 )
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
-from dlperf.store.process import MeasurementRecord, ProcessMeasurement
+from dlperf.store.process import MeasurementRecord, ProcessMeasurement, storable
 from dlperf.store.records import (
     CellFigures,
     CellRecord,
@@ -398,7 +398,7 @@ class Store(Copies, MachineFigures):
                    "detail_json": json.dumps(m.detail.to_json()),
                    "session": session or self.sessions.get(run_id) or max(self._latest_session(run_id), 1)}  # fmt: skip
             self._insert("measurements", row, replace=True)  # an older file has no session column
-            columns = cell.columns()
+            columns = {name: storable(value) for name, value in cell.columns().items()}
             sets = ", ".join(f"{c} = ?" for c in columns)
             self.conn.execute(
                 f"UPDATE cells SET {sets}, extra_json = ?, updated_at = ? WHERE run_id = ? AND key = ?",
@@ -413,7 +413,7 @@ class Store(Copies, MachineFigures):
             self._still_leased(run_id)
             for table, column in (("measurements", "cell_key"), ("cells", "key")):
                 self.conn.execute(f"UPDATE {table} SET status = ?, error = ? WHERE run_id = ? AND {column} = ?",
-                                  (status.value, error, run_id, key))  # fmt: skip
+                                  (status.value, storable(error), run_id, key))  # fmt: skip
 
     # --- profiles (`dlperf profile`, `run --profile`) ---------------------------------------------------------------
     def record_profile(self, run_id: int, key: str, profile: ProfileOutcome) -> None:
@@ -427,7 +427,7 @@ class Store(Copies, MachineFigures):
             self.conn.execute(
                 "INSERT OR REPLACE INTO profiles VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (
-                    run_id, key, now(), profile.status.value, profile.error, profile.duration_s, step,
+                    run_id, key, now(), profile.status.value, storable(profile.error), profile.duration_s, step,
                     step / median if step and median else None, profiled.trace if profiled else None,
                     json.dumps(profile.to_json()),
                 ),

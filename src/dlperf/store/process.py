@@ -81,6 +81,19 @@ class ProcessDetail(StoredFigures):
         return cls.from_stored({}, d if isinstance(d, dict) else {})
 
 
+def storable(text: Any) -> Any:
+    """`text` as SQLite can store it: a file name that is not UTF-8 (a class folder copied from a Latin-1 archive)
+    reaches a reason as lone surrogates, which stopped the store with a traceback and left the run unfinishable;
+    they are written as escapes ("lat\\udce9n"). Anything but a str as it is."""
+    if not isinstance(text, str):
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
+
+
 @dataclass(kw_only=True)
 class ProcessMeasurement:
     """One process's outcome: its status and reason, every raw sample, and what its worker reported."""
@@ -94,6 +107,9 @@ class ProcessMeasurement:
     @property
     def ok(self) -> bool:
         return self.status is Status.OK
+
+    def __post_init__(self) -> None:
+        self.error = storable(self.error)
 
     def to_json(self) -> dict[str, Any]:
         """As `store/spill.py` keeps it."""

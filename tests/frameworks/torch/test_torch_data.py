@@ -245,3 +245,21 @@ def test_labels_beyond_the_networks_outputs_name_the_file_and_the_label(tmp_path
     alexnet = dataclasses.replace(BUILTIN["tiny-alexnet-s"], outputs=2)  # 3 class folders
     with pytest.raises(UsageError, match=r"n00000002: class 2 of 3 .*tiny-alexnet-s's 2 classes \(0 to 1\)"):
         data.builtin_dataset(alexnet, datasets)
+
+
+def test_an_mnist_of_another_size_or_of_no_samples_is_one_line(tmp_path):
+    """An IDX of 32x32 images (LeNet's padded MNIST) made tiny-fcn-r's loader cells `unsupported`, exit 0 and no
+    file named; one of no images was torch's 'both buffer length (0) and count (-1) must not be 0'."""
+    padded, empty = tmp_path / "padded", tmp_path / "empty"
+    for folder, n, side in ((padded, 100, 32), (empty, 0, 28)):
+        folder.mkdir()
+        idx.write(folder / "train-images-idx3-ubyte", (n, side, side), bytes(n * side * side))
+        idx.write(folder / "train-labels-idx1-ubyte", (n,), bytes(n))
+    with pytest.raises(UsageError) as caught:
+        data.check(BUILTIN["tiny-fcn-r"], str(padded))
+    assert (
+        str(caught.value)
+        == f"{padded / 'train-images-idx3-ubyte'}: 100 images of 32x32 (1,024 values); tiny-fcn-r takes 784"
+    )
+    with pytest.raises(UsageError, match=r"^--data: the dataset of tiny-fcn-r has 0 samples, fewer than one batch"):
+        data.check(BUILTIN["tiny-fcn-r"], str(empty))

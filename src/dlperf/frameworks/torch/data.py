@@ -31,7 +31,7 @@ from dlperf.frameworks.torch.opcount import tensors_in
 from dlperf.loaders import DATA_DATASET, LoaderSetting
 from dlperf.measure import system
 from dlperf.workloads.base import Workload
-from dlperf.workloads.datasets import cifar, idx, imagefolder, ptb
+from dlperf.workloads.datasets import cifar, idx, imagefolder, malformed, ptb
 
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 CIFAR_MEAN, CIFAR_STD = (0.4914, 0.4822, 0.4465), (0.2470, 0.2435, 0.2616)
@@ -60,6 +60,12 @@ def normalize(x: torch.Tensor, mean: tuple[float, ...], std: tuple[float, ...]) 
     return (x - torch.tensor(mean).view(-1, 1, 1)) / torch.tensor(std).view(-1, 1, 1)
 
 
+def _uint8(data: bytes) -> torch.Tensor:
+    """Bytes as a uint8 tensor; none as an empty one (torch.frombuffer refuses 0 bytes, which a dataset of no
+    samples reached as a torch error, before its loader said it has fewer samples than one batch)."""
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8) if data else torch.empty(0, dtype=torch.uint8)
+
+
 def _uniform(low: float, high: float) -> float:
     return torch.empty(1).uniform_(low, high).item()
 
@@ -81,10 +87,11 @@ class Mnist(Dataset):
 
     def __init__(self, mnist: idx.Mnist, workload: Workload) -> None:
         n, features = len(mnist), mnist.rows * mnist.cols
-        if workload.input.shape != (features,):
-            raise NotImplementedError(f"{workload.name} takes {workload.input.shape}, MNIST has ({features},)")
-        self.images = torch.frombuffer(bytearray(mnist.images), dtype=torch.uint8).view(n, features)
-        self.labels = torch.frombuffer(bytearray(mnist.labels), dtype=torch.uint8).long()
+        if workload.input.shape != (features,):  # the data, not the cell: one line before the run (was unsupported)
+            raise malformed(mnist.source or Path("MNIST"), f"{n:,} images of {mnist.rows}x{mnist.cols} "
+                            f"({features:,} values); {workload.name} takes {workload.input.shape[0]:,}")  # fmt: skip
+        self.images = _uint8(mnist.images).view(n, features)
+        self.labels = _uint8(mnist.labels).long()
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -101,7 +108,7 @@ class Cifar10(Dataset):
 
     def __init__(self, batch: cifar.Batch, size: int) -> None:
         n = len(batch)
-        images = torch.frombuffer(bytearray(batch.data), dtype=torch.uint8).view(n, 3, 32, 32)
+        images = _uint8(batch.data).view(n, 3, 32, 32)
         self.images = torch.nn.functional.pad(images, (CIFAR_PAD,) * 4)  # (n, 3, 40, 40), zeros around
         self.labels = torch.tensor(batch.labels, dtype=torch.int64)
         self.size = size

@@ -45,7 +45,8 @@ class _Array:
     """What a pickled numpy array becomes here: its shape, element type and bytes, nothing else."""
 
     def __setstate__(self, state: tuple) -> None:
-        _version, self.shape, self.dtype, self.fortran, self.raw = state
+        _version, self.shape, self.dtype, self.fortran, raw = state
+        self.raw = bytes(raw) if isinstance(raw, bytearray) else raw  # protocol 5 pickles the values as a bytearray
 
 
 class _Dtype:
@@ -60,6 +61,21 @@ def _reconstruct(cls: type, shape: tuple, typecode: bytes) -> _Array:
     return _Array()
 
 
+def _frombuffer(buffer: bytes | bytearray, dtype: _Dtype, shape: tuple, order: str) -> _Array:
+    """How protocol 5 pickles an array: its values in a bytearray, rebuilt by numpy's `_frombuffer`."""
+    array = _Array()
+    array.__setstate__((1, tuple(shape), dtype, order == "F", buffer))
+    return array
+
+
+def _latin1(text: str, encoding: str = "utf-8") -> bytes:
+    """How protocols 2 and 3 pickle bytes written by Python 3 (numpy's values among them): `_codecs.encode` of their
+    latin-1 text. Text alone, in latin-1 alone: nothing else is called."""
+    if not isinstance(text, str) or encoding.replace("-", "").lower() != "latin1":
+        raise pickle.UnpicklingError(f"refused _codecs.encode of {type(text).__name__} as {encoding!r}")
+    return text.encode("latin-1")
+
+
 class SafeUnpickler(pickle.Unpickler):
     """Finds only the names a numpy array is rebuilt from, as inert stand-ins; refuses every other."""
 
@@ -68,22 +84,26 @@ class SafeUnpickler(pickle.Unpickler):
         ("numpy._core.multiarray", "_reconstruct"): _reconstruct,  # numpy 2 writes this name
         ("numpy", "ndarray"): _Array,
         ("numpy", "dtype"): _Dtype,
+        ("numpy.core.numeric", "_frombuffer"): _frombuffer,  # an array as protocol 5 pickles it
+        ("numpy._core.numeric", "_frombuffer"): _frombuffer,
+        ("_codecs", "encode"): _latin1,  # bytes, as protocols 2 and 3 pickle them
     }
 
     def find_class(self, module: str, name: str) -> object:
         if (module, name) not in self.ALLOWED:
-            raise pickle.UnpicklingError(f"refused {module}.{name}: a CIFAR batch names only numpy's array")
+            raise pickle.UnpicklingError(f"refused {module}.{name}: a CIFAR batch names only numpy's array (and bytes)")
         return self.ALLOWED[module, name]
 
 
 # What a batch's pickle may hold: values, containers, the memo, and the globals and calls that rebuild numpy's array
 # (names checked by SafeUnpickler.find_class). Refused before anything is built: INST, OBJ, NEWOBJ, NEWOBJ_EX (build
 # an object of a class named), PERSID, BINPERSID (ask the loader for an object by id), EXT1, EXT2, EXT4 (import by
-# an extension code), the out-of-band buffers of protocol 5, sets, and any opcode pickletools does not know.
+# an extension code), the out-of-band buffers of protocol 5 (its in-band bytearray is a value), sets, and any opcode
+# pickletools does not know.
 OPCODES = frozenset({
     "PROTO", "FRAME", "STOP", "MARK", "POP", "POP_MARK", "DUP", "NONE", "NEWTRUE", "NEWFALSE", "INT", "BININT",
     "BININT1", "BININT2", "LONG", "LONG1", "LONG4", "FLOAT", "BINFLOAT", "STRING", "BINSTRING", "SHORT_BINSTRING",
-    "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
+    "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8", "UNICODE", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8",
     "EMPTY_LIST", "LIST", "APPEND", "APPENDS", "EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3", "EMPTY_DICT",
     "DICT",
     "SETITEM", "SETITEMS", "GET", "BINGET", "LONG_BINGET", "PUT", "BINPUT", "LONG_BINPUT", "MEMOIZE",

@@ -44,6 +44,7 @@ class Mnist:
     labels: bytes  # n, one byte a label
     rows: int
     cols: int
+    source: Path | None = None  # the images' file, named where a network cannot take them
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -131,16 +132,17 @@ def read_mnist(directory: Path, split: str = "train", classes: int = CLASSES, ne
     directory = folder(directory)
     if directory.suffix == ".npz":
         images, labels = (Idx(*array) for array in npz.read_mnist(directory, split))
-        labels_path = directory
+        images_path = labels_path = directory
     else:
         images_stem, labels_stem = SPLITS[split]
-        images = read(locate(directory, images_stem), IMAGES)
+        images_path = locate(directory, images_stem)
+        images = read(images_path, IMAGES)
         labels_path = locate(directory, labels_stem)
         labels = read(labels_path, LABELS)
     if labels.dims[0] != images.dims[0]:
         raise malformed(labels_path, f"{labels.dims[0]} labels for {images.dims[0]} images")
     check_labels(labels_path, labels.data, min(classes, CLASSES), network if classes < CLASSES else "MNIST")
-    return Mnist(images.data, labels.data, images.dims[1], images.dims[2])
+    return Mnist(images.data, labels.data, images.dims[1], images.dims[2], images_path)
 
 
 def write_mnist(directory: Path, n: int, split: str = "train", seed: int = 0, compress: bool = True) -> None:

@@ -12,6 +12,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from dlperf.errors import UsageError
 from dlperf.workloads.datasets import malformed, missing
 
 FOLDER = "imagenet"
@@ -88,6 +89,10 @@ def read_imagefolder(directory: Path, split: str = "train") -> ImageFolder:
     if not classes:
         raise missing(root, "class folders", "an ImageNet-style folder", EXPECTED)
     images = {path.name: _images(path) for path in classes}
+    if not any(images.values()) and root == directory:  # no imagenet/<split> nor <split>: DIR's folders held no class
+        searched = ", ".join(map(str, (directory / FOLDER / split, directory / split, directory)))
+        raise UsageError(f"{directory}: no {FOLDER}/{split} folder, nor class folders of images; searched {searched} "
+                         f"(an ImageNet-style folder expects {', '.join(EXPECTED)})")  # fmt: skip
     if not any(images.values()):
         raise malformed(root, f"{len(classes)} class folders but no image in them (expected {', '.join(EXPECTED)})")
     if empty := next((name for name, found in images.items() if not found), None):
