@@ -35,4 +35,4 @@ def test_a_data_probe_killed_on_resume_stays_a_failed_measurement(monkeypatch):
 
     monkeypatch.setattr(api, "check_data_of", killed)
     with pytest.raises(ProbeFailed, match=r"--resume: run 3's --data: photos: .* killed by SIGKILL"):
-        api._check_data_again(3, None, [], {})
+        api._check_data_again(3, None, [], {}, [])
