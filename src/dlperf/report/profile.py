@@ -313,7 +313,8 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
     framework and column in the cell's mode plus that one, told apart by `fastest.faster`) moved to those left out,
     with both medians: the probe's matrix product, which `Fit` judges a precision by, is not the step (on an AVX-512
     BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.2-1.5x fp32's). A mode
-    it measured faster stays, with its step and speed-up (`measured`): the advice is then a measurement already."""
+    it measured faster stays, with its step and speed-up (`measured`): the advice is then a measurement already; one
+    it measured not told apart from the cell stays too, saying so (it read as if never tried)."""
     slower, quicker = {}, {}
     for option in v.modes:
         wanted = set(with_option(cell.mode, option))
@@ -326,6 +327,9 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
                               f"{seconds(cell.median_s)} ({other.median_s / cell.median_s:.2f}x)")  # fmt: skip
         elif faster(cell, other, None):
             quicker[option] = f"{seconds(other.median_s)} a step, {cell.median_s / other.median_s:.2f}x faster"
+        else:  # measured, neither told apart: still worth a longer try, but not as if it had never been tried
+            quicker[option] = (f"{seconds(other.median_s)} a step against this cell's {seconds(cell.median_s)}, not "
+                               "told apart")  # fmt: skip
     kept = tuple(m for m in v.modes if m not in slower)
     return replace(v, modes=kept, left_out=(*v.left_out, *slower.items()), measured=tuple(quicker.items()))
 

@@ -19,14 +19,36 @@ PARTIAL = ".partial-"  # a trace being written is named so, hidden in its direct
 _WRITER = re.compile(r"-(\d+)-\d+\.json\.gz$")  # the pid of the process writing a trace, in its name
 
 
-def window(step: Callable[[], Any], sync: Callable[[], None], steps: int) -> float:
+UNEVEN = 3.0  # a profiled step over this many times the median of the window's is said (`uneven`)
+
+
+def window(step: Callable[[], Any], sync: Callable[[], None], steps: int, each: list[float] | None = None) -> float:
     """Seconds per step of `steps` steps run back to back and waited for once at the end: the profiled window of a
-    step already warmed up and synced (`worker/profile.py`), inside the framework's profiler."""
-    start = time.perf_counter()
+    step already warmed up and synced (`worker/profile.py`), inside the framework's profiler. `each`: filled with
+    each step's seconds as the host saw it, which are the step's own where it has ended when `step` returns (a
+    PyTorch step on the CPU)."""
+    start = last = time.perf_counter()
     for _ in range(steps):
         step()
+        if each is not None:
+            each.append(-last + (last := time.perf_counter()))
     sync()
     return (time.perf_counter() - start) / steps
+
+
+def uneven(each: list[float]) -> str | None:
+    """A note where one profiled step took over UNEVEN times the median of the window's: the shares are the window's
+    sums, so one step disturbed (another process on the cores, a page fault storm) weighs in them as if typical, and
+    can decide the verdict. None where the steps were even."""
+    if len(each) < 3:
+        return None
+    ordered = sorted(each)
+    median, slowest = ordered[len(ordered) // 2], ordered[-1]
+    if not median or slowest <= UNEVEN * median:
+        return None
+    return (f"uneven profile: one of the {len(each)} profiled steps took {slowest * 1e3:.3g} ms, "
+            f"{slowest / median:.1f}x their median of {median * 1e3:.3g} ms (disturbed: another process on the "
+            "cores?), and the shares above count it as a typical step; profile again for a steady one")  # fmt: skip
 
 
 def fill_to_step(seconds: dict[str, float], step_s: float, rest: Category) -> dict[str, float]:

@@ -32,7 +32,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from dlperf.frameworks.common.profiling import fill_to_step, ranked, window, within_cap, written
+from dlperf.frameworks.common.profiling import fill_to_step, ranked, uneven, window, within_cap, written
 from dlperf.frameworks.torch import cuda_activity
 from dlperf.frameworks.torch.cuda_activity import CudaActivity, busy_and_gaps, memcpy_kind, note_attribution
 from dlperf.vocab import Category
@@ -273,10 +273,12 @@ def profile(train, steps: int, trace_path: str | None, max_trace_bytes: int) -> 
     with labelled(train) as notes, warnings.catch_warnings():
         warnings.filterwarnings("ignore", CYCLE_WARNING, UserWarning)
         train.sync()
+        each: list[float] | None = None if cuda else []  # a CPU step has ended when it returns: its own time
         with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
-            step_s = window(train.step, train.sync, steps)
+            step_s = window(train.step, train.sync, steps, each)
         events = list(prof.events())
         counted = counted_step(train, notes)
+        notes += [said] if each and (said := uneven(each)) else []
     result = {"steps": steps, "step_s": step_s, "notes": notes, **counted}
     activity = attribute(prof, events) if cuda else None
     breakdown = breakdown_cuda(prof, events, steps, step_s, notes, activity) if cuda else None
