@@ -49,12 +49,16 @@ def connect(address: str, temp_dir: str, attempts: int = 3):
             return ray
         except ConnectionAbortedError as exc:  # Ray Client: the head could not start this client's server
             if attempt == attempts:
+                why = server_reason(exc)
                 raise UsageError(f"--ray {address}: cannot connect after {attempts} tries: the head could not "
-                                 f"start this client's server ({server_reason(exc)})") from None  # fmt: skip
+                                 f"start this client's server ({why}); {FORK_HINT}") from None  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UsageError(refused(address, exc)) from None
 
 
+# Ray's head forks each client's server from a process busy with gRPC, whose fork handlers then kill it now and then
+# as it starts (ray-project/ray#63202; parallel.md: 9 connects of 100 failed so, none of 100 without the handlers)
+FORK_HINT = "a head started as `GRPC_ENABLE_FORK_SUPPORT=false ray start --head ...` does not lose them so"
 NO_CLUSTER = "Could not find any running Ray instance"  # what `ray.init(address="auto")` says, naming its own flag
 
 
