@@ -41,6 +41,7 @@ class CommFigures(Figures):
     state_bytes_rank: list[int] | None = None  # per rank: parameters, gradients and optimizer state held between steps
     param_bytes_rank: list[int] | None = None  # per rank: the parameters alone (FSDP: its shard)
     peak_bytes_rank: list[int] | None = None  # per rank: the peak during a step (CUDA allocator; else live tensors)
+    peak_of: str | None = None  # "process": `peak_bytes_rank` is the process's resident set (TF's multiworker)
     bubble: float | None = None  # a pipeline: the share of the step the busiest stage idles, measured
     bubble_theory: float | None = None  # (N-1) / (M+N-1)
     stage_s: list[float] | None = None  # a pipeline: each stage's forward and backward of every micro-batch, alone

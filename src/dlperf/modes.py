@@ -221,6 +221,26 @@ def not_under_ddp(mode: str) -> list[Mode]:
     return [c for c in mode_components(mode) if not ROW[c].ddp]
 
 
+PIPELINE_MODES = {Mode.FP32}  # what a pipeline's stages compute in (frameworks/torch/pipeline.py)
+
+
+def strategy_refusal(parallel: str, mode: str) -> str | None:
+    """Why a PyTorch strategy's processes refuse `mode`, the first thing each checks, in their words: its engine's
+    own module (`frameworks/torch/ddp.py`, fsdp, tp, pipeline) raises it, and the planner marks the cell unsupported
+    with it before any process starts (`plan/unsupported.py`). None: the strategy measures the mode (or another check
+    decides)."""
+    if parallel in ("gpipe", "1f1b"):
+        other = [c.value for c in mode_components(mode) if c not in PIPELINE_MODES]
+        return f"{'+'.join(other)} in a pipeline is not measured by dlperf yet (fp32 only)" if other else None
+    excluded = ", ".join(sorted(m.value for m in not_under_ddp(mode)))
+    if not excluded or parallel not in ("ddp", "fsdp", "tp", ""):
+        return None
+    if parallel in ("ddp", ""):  # a --nproc cell without --parallel is DDP's
+        return f"{excluded} under DDP is not measured by dlperf yet"
+    return (f"{excluded} under {parallel} is not measured by dlperf yet: it changes the module that {parallel} "
+            "would wrap")  # fmt: skip
+
+
 def options_of(group: str, device_kind: DeviceKind) -> list[str]:
     """The options `dlperf optimize` tries in `group`'s round on this kind of device: its searched components, then
     the combinations of them, each a mode name fragment such as "compile+cuda_graphs"."""

@@ -25,6 +25,7 @@ class Strategy:
     processes: bool = True  # one process per rank; False: one process, N devices (MirroredStrategy)
     launcher: str = "torchrun"  # what starts the processes
     pipeline: bool = False  # micro-batches (`--microbatches`) over stages
+    shares_batch: bool = False  # each process (or replica) takes its share of the batch, not the whole of it
 
     @property
     def framework(self) -> str:
@@ -37,10 +38,11 @@ STRATEGIES: dict[Parallel, Strategy] = {
     s.name: s
     for s in (
         Strategy(Parallel.DDP, "torch.nn.parallel.DistributedDataParallel (gloo on CPUs, NCCL on GPUs)",
-                 "the whole model; its share of the batch; gradients all-reduced", ("strong", "weak")),
+                 "the whole model; its share of the batch; gradients all-reduced", ("strong", "weak"),
+                 shares_batch=True),
         Strategy(Parallel.FSDP, "FSDP2: torch.distributed.fsdp.fully_shard",
                  "a 1/N shard of the parameters, gradients and optimizer state; its share of the batch; parameters "
-                 "all-gathered per layer, gradients reduce-scattered", ("strong", "weak")),
+                 "all-gathered per layer, gradients reduce-scattered", ("strong", "weak"), shares_batch=True),
         Strategy(Parallel.GPIPE, "torch.distributed.pipelining, ScheduleGPipe",
                  "a stage of consecutive layers; every micro-batch forward, then every one backward",
                  ("strong",), pipeline=True),
@@ -52,10 +54,10 @@ STRATEGIES: dict[Parallel, Strategy] = {
                  "batch", ("strong",)),
         Strategy(Parallel.MIRRORED, "tf.distribute.MirroredStrategy (logical CPU devices, or GPUs)",
                  "the whole model on each replica of one process; its share of the batch; gradients all-reduced",
-                 ("strong", "weak"), processes=False),
+                 ("strong", "weak"), processes=False, shares_batch=True),
         Strategy(Parallel.MULTIWORKER, "tf.distribute.MultiWorkerMirroredStrategy (RING on CPUs, NCCL on GPUs)",
                  "the whole model on each worker process; its share of the batch; gradients all-reduced",
-                 ("strong", "weak"), launcher="dlperf's spawner (TF_CONFIG per worker)"),
+                 ("strong", "weak"), launcher="dlperf's spawner (TF_CONFIG per worker)", shares_batch=True),
     )
 }
 # fmt: on
@@ -93,8 +95,10 @@ def check(strategies: tuple[Parallel, ...], frameworks: tuple[str, ...], scaling
         s = STRATEGIES[p]
         if s.framework not in frameworks:
             raise UsageError(f"--parallel {p}: {s.engine} is {s.framework}'s; add --frameworks {s.framework}")
-        if scaling not in s.scalings:
-            raise UsageError(f"--parallel {p} --scaling {scaling}: {p} keeps the total batch fixed (strong scaling)")
+        if scaling not in s.scalings:  # a pipeline's schedule said as `--parallel pipeline` (both of them) is
+            said = f"pipeline ({', '.join(PIPELINE)})" if s.pipeline else p
+            raise UsageError(f"--parallel {said} --scaling {scaling}: {said} keeps the total batch fixed (strong "
+                             "scaling)")  # fmt: skip
     if microbatches and not any(STRATEGIES[p].pipeline for p in strategies):
         raise UsageError("--microbatches: micro-batches are a pipeline's; add --parallel pipeline (or gpipe, 1f1b)")
 

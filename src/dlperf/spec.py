@@ -502,6 +502,11 @@ def parse_parallel(text: str) -> tuple[Parallel, ...]:
         try:
             chosen.append(Parallel(item))
         except ValueError:
+            if item in strategies.NOT_MEASURED:  # horovod: listed, with why it cannot be measured
+                from dlperf.envs import UNINSTALLABLE
+
+                raise UsageError(f"--parallel {item}: dlperf lists it (`dlperf list --parallel`) but cannot measure "
+                                 f"it: {UNINSTALLABLE[item]}") from None  # fmt: skip
             names = ", ".join(["pipeline", *(p.value for p in Parallel)])
             raise UsageError(f"--parallel {item!r}: expected one of {names}") from None
     return tuple(dict.fromkeys(chosen))

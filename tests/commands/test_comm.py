@@ -606,3 +606,17 @@ def test_a_job_stopped_midway_keeps_the_sizes_it_measured(tmp_path, torch):
         f"dlperf: interrupted; {count} stored in {db}. To measure the rest: dlperf comm --nproc 2 --threads 1 --iters "
         f"500 --warmup 0 --db {db} --sizes {rest}"
     )
+
+
+@pytest.mark.parametrize("world", [1, 2])
+def test_one_process_says_why_its_bus_bandwidth_is_zero(world, capsys):
+    """`comm --nproc 1` printed 'average bus bandwidth: 0 GB/s' and nothing of why."""
+    from dataclasses import replace
+
+    from dlperf.commands.comm import render
+    from test_answers import COMM_WIRE
+
+    answer = CommAnswer.from_json(COMM_WIRE)
+    render(replace(answer, world=world, nproc=world), [1], "x.db", "table")
+    said = "note: one process: an all-reduce moves nothing between processes, so its bus bandwidth is 0"
+    assert (said in " ".join(capsys.readouterr().out.split())) == (world == 1)

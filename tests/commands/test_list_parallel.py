@@ -70,3 +70,19 @@ def test_list_frameworks_names_horovod_and_why_not():
     rows = {r["name"]: r for r in json.loads(dlperf("list", "--frameworks", "--format", "json").stdout)}
     assert not rows["horovod"]["available"] and not rows["horovod"]["paper"]
     assert rows["horovod"]["reason"] == envs.UNINSTALLABLE["horovod"]
+
+
+def test_a_listed_library_or_a_pipeline_given_as_run_names_it_says_why_not_in_its_own_words():
+    """`--parallel horovod` got the generic 'expected one of pipeline, ddp, ...', though `list --parallel` lists it
+    with why it cannot run; `--parallel pipeline --scaling weak` was refused as `--parallel gpipe`, a name not typed."""
+    import pytest
+
+    from dlperf.api import make_spec
+    from dlperf.errors import UsageError
+
+    with pytest.raises(UsageError) as caught:
+        make_spec("tiny-fcn-r", nprocs="2", parallel="horovod")
+    assert str(caught.value) == (f"--parallel horovod: dlperf lists it (`dlperf list --parallel`) but cannot measure "
+                                 f"it: {envs.UNINSTALLABLE['horovod']}")  # fmt: skip
+    with pytest.raises(UsageError, match=r"^--parallel pipeline \(gpipe, 1f1b\) --scaling weak: "):
+        make_spec("tiny-fcn-r", nprocs="2", parallel="pipeline", scaling="weak")

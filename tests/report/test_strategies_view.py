@@ -37,7 +37,7 @@ def test_each_strategy_against_its_own_one_process_cell_and_against_ddp():
     [fsdp_note] = [n for n in ddp.notes(list(rows.values())) if n.startswith("fcn-r fp32 fsdp:2x1")]
     assert "0.75x the speed of DDP" in fsdp_note and "parameters 200 B per rank" in fsdp_note
     [pipe_note] = [n for n in ddp.notes(list(rows.values())) if "gpipe" in n]
-    assert "pipeline bubble 30% (20%)" in pipe_note
+    assert "pipeline bubble 30% of the step (the bubble alone, in theory: 20%)" in pipe_note
 
 
 def test_a_strategy_without_any_one_process_cell_has_no_efficiency_but_is_shown():
@@ -123,3 +123,16 @@ def test_a_report_of_multi_process_cells_none_timed_says_they_were_planned():
     said = html._ddp(Loaded("d.db", [], pending, {}, False, []))
     assert "No multi-process cell timed: 2 planned, none measured ok (the run&#x27;s table says why)." in said
     assert "No multi-process cell in this run" in html._ddp(Loaded("d.db", [], [make_cell("fcn-r")], {}, False, []))
+
+
+def test_a_peak_of_the_whole_process_is_said_apart_from_one_of_live_tensors():
+    """TF's multiworker reports each worker's resident memory (591 MiB: TensorFlow's runtime) under the peak/rank a
+    torch strategy fills with its live tensors (446 KiB): the same label, a 1300x gap of definitions."""
+    whole = {"peak_bytes_rank": [2**30, 2**30], "peak_of": "process"}
+    cells = [cell("multiworker", 2, 0.6, param_bytes_rank=[400, 400], **whole),
+             cell("ddp", 2, 0.6, param_bytes_rank=[400, 400], peak_bytes_rank=[900, 1000])]  # fmt: skip
+    rows = {r.strategy: r for r in ddp.build(cells)}
+    values = {s: dict(zip(ddp.HEAD, ddp.values(r), strict=True)) for s, r in rows.items()}
+    assert values["multiworker"]["peak/rank"].endswith("(process)") and "(" not in values["ddp"]["peak/rank"]
+    notes = ddp.notes(list(rows.values()))
+    assert sum("(the process's resident memory, the framework's runtime included)" in n for n in notes) == 1

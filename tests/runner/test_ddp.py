@@ -14,7 +14,20 @@ from dlperf.errors import UsageError
 from dlperf.figures import CommFigures
 from dlperf.measure.stats import bus_bandwidth
 from dlperf.parallel import Rendezvous
-from dlperf.protocol import Built, Cell, Checking, Comm, Done, Error, Event, LossCheck, Sample, Start, Unsupported
+from dlperf.protocol import (
+    Built,
+    Cell,
+    Checking,
+    Comm,
+    Done,
+    Error,
+    Event,
+    LossCheck,
+    Ranks,
+    Sample,
+    Start,
+    Unsupported,
+)
 from dlperf.runner.collect import ddp_measurement
 from dlperf.runner.distributed import torchrun_command
 from dlperf.runner.launch import KILL_GRACE_S, ChildResult
@@ -109,6 +122,17 @@ def test_the_cell_is_the_slowest_process_and_keeps_every_process():
     assert m.status == "ok" and m.samples == [1.2, 1.3, 1.2]
     assert m.detail.slowest_rank == 1 and m.detail.ranks == [[1.0, 1.1, 1.0], [1.2, 1.3, 1.2]]
     assert m.detail.comm == CommFigures(gradient_bytes=40, bound="compute")
+
+
+def test_every_node_of_a_job_stores_its_slowest_rank_whichever_node_ran_it():
+    """Two nodes of one process each: node 0 stored rank 0's 2.15 ms, node 1 its own rank 1's 1.85 ms, though both
+    held every rank's steps (the Ranks event). Each stores the job's slowest rank now."""
+    everyone = [[2.15, 2.16, 2.15], [1.85, 1.86, 1.85]]
+    for rank in (0, 1):
+        events = _events(rank, everyone[rank])
+        events.insert(-1, Ranks(everyone))
+        m = ddp_measurement({rank: events}, child(), 60)
+        assert m.samples == everyone[0] and m.detail.slowest_rank == 0 and m.detail.ranks == everyone
 
 
 def test_the_loss_check_rank_0_ran_is_the_cells_whichever_process_was_slowest():
@@ -285,7 +309,10 @@ def test_one_rank_out_of_memory_in_its_first_step_ends_the_job_as_it_raises(tmp_
     store = Store.open(db, create=False)
     cells, lives = store.cells(1), store.durations([1])
     store.close()
-    said = "out of memory on rank 1 at batch 8: OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
+    said = (
+        "out of memory on rank 1 at batch 8, 4 a process: OutOfMemoryError: CUDA out of memory. Tried to allocate "
+        "2.00 GiB"
+    )
     assert sorted((c.column, c.status) for c in cells) == [("ddp:2x1", "failed"), ("fsdp:2x1", "failed")], cells
     assert all(c.error.startswith(said) for c in cells), [c.error for c in cells]
     assert all(life < timeout for c in cells for life in lives[c.key]), lives

@@ -160,9 +160,11 @@ def test_a_multiworker_rank_out_of_memory_is_said_as_a_one_process_cell_is(tmp_p
     workload = BUILTIN["tiny-fcn-r"].to_json()
     cell = Cell("tiny-fcn-r", "tensorflow", "cpu", 1, "fp32", nproc=2, parallel="multiworker")
     write_task(MultiWorkerTask(cell, 0, workload, TimerConfig()), tmp_path / "task.json")
+    monkeypatch.setenv("WORLD_SIZE", "2")  # as dlperf's spawner sets it: each worker holds half the batch
     assert multiworker.main(["worker", str(tmp_path / "task.json"), str(tmp_path / "events.jsonl")]) == 1
     said = first(read_events(tmp_path / "events.jsonl"), Error).error
-    assert said.startswith(f"out of memory at batch {workload['batch']}: {SAID.format(256000)}"), said
+    batch = workload["batch"]
+    assert said.startswith(f"out of memory at batch {batch}, {batch // 2} a process: {SAID.format(256000)}"), said
     lost = "UnavailableError: Collective ops is aborted by: the peer left"
     m = ddp_measurement({0: raised(0, lost, 101.0), 1: raised(1, said, 100.0)}, ChildResult(1, False, 1.0, ""), 60)
     assert m.error == "out of memory on rank 1" + said.removeprefix("out of memory")

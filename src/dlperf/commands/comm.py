@@ -330,6 +330,10 @@ def render(answer: CommAnswer, ids: list[int], db: str, fmt: str) -> None:
     sizes = answer.sizes
     mean = sum(s.busbw for s in sizes) / len(sizes)
     after = [f"average bus bandwidth: {mean / 1e9:.3g} GB/s"]
+    if answer.world == 1:  # nccl-tests' own convention: busbw = algbw x 2(n-1)/n
+        after.append("note: one process: an all-reduce moves nothing between processes, so its bus bandwidth is 0 "
+                     "(algbw x 2(n-1)/n); the time is the call's own cost. --nproc 2 or more measures the "
+                     "link")  # fmt: skip
     after += [f"note: {s.bytes} bytes: {s.wrong} elements summed wrong" for s in sizes if s.wrong]
     after.append(f"{plural(len(ids), 'size')} stored in {db} (`dlperf list --comm` shows the job again)")
     for line in header(answer):

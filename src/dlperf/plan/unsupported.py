@@ -19,7 +19,7 @@ from dataclasses import replace
 
 from dlperf.frameworks import builtin_only, mode_refusal
 from dlperf.frameworks.common import capabilities, heap
-from dlperf.modes import check_device
+from dlperf.modes import check_device, strategy_refusal
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import Task
 from dlperf.vocab import DeviceKind, Framework
@@ -30,7 +30,7 @@ from dlperf.workloads.published import torch_only_refusal
 def reason(cell: Cell, workload: Workload) -> str | None:
     """Why `cell`'s child would find it unsupported whatever the machine, as it would say it; None: ask the child."""
     if cell.nproc or cell.parallel:
-        return None
+        return processes_refusal(cell, workload)
     if missing := heap.not_installed(cell.mode):  # the child's first check, before it imports its framework
         return f"{heap.preloaded(cell.mode)}: {missing}"
     if cell.framework == Framework.TORCH:
@@ -44,6 +44,20 @@ def reason(cell: Cell, workload: Workload) -> str | None:
     if cell.device != "cpu" or (row.framework is Framework.MXNET and workload.optimizer.name != "sgd"):
         return None  # its device is asked of the framework (mxnet's optimizer is refused in words of its own) first
     return torch_only_refusal(workload)
+
+
+def processes_refusal(cell: Cell, workload: Workload) -> str | None:
+    """Why a PyTorch multi-process cell's processes would refuse it whatever the machine, each one's first checks:
+    its mode's malloc not installed here, then a mode its strategy does not measure (`modes.strategy_refusal`: a dry
+    run's pilot timed `--nproc 2 --modes compile` as a one-process step, 29 s, for a cell that is unsupported). FSDP
+    first splits the batch (`ddp.share`): one that does not split is the processes' to say. None: ask them."""
+    if cell.framework != Framework.TORCH:
+        return None
+    if missing := heap.not_installed(cell.mode):
+        return f"{heap.preloaded(cell.mode)}: {missing}"
+    if cell.parallel == "fsdp" and workload.batch % max(cell.nproc, 1):
+        return None
+    return strategy_refusal(cell.parallel, cell.mode)
 
 
 def torch_on_cpu(mode: str) -> str | None:

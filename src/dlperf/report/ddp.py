@@ -112,7 +112,7 @@ def values(r: Scaling) -> list[str]:
         f"{r.speedup:.2f}x" if r.speedup is not None else "-",
         f"{100 * r.efficiency:.0f}%" if r.efficiency is not None else "-",
         f"{r.vs_ddp:.2f}x" if r.vs_ddp is not None else "-",
-        nbytes(r.param_bytes), nbytes(r.peak_bytes), bubble,
+        nbytes(r.param_bytes), nbytes(r.peak_bytes) + (" (process)" if r.comm.peak_of and r.peak_bytes else ""), bubble,
         nbytes(comm.gradient_bytes), seconds(comm.allreduce_s),
         f"{bw / 1e9:.2f} GB/s" if bw else "-",
         exposed_comm(comm, r.nproc),
@@ -130,6 +130,9 @@ def exposed_comm(comm: CommRecord, nproc: int = 2) -> str:
     of = f" of {seconds(comm.step_s)}" if comm.step_s else ""
     figure = f"{seconds(comm.exposed_comm_s) if comm.exposed_comm_s else '0'}{of} ({100 * comm.comm_share:.0f}%)"
     return f"none: 1 process; the strategy's own cost {figure}" if nproc == 1 else figure
+
+
+PEAK_OF = {"process": "the process's resident memory, the framework's runtime included"}  # else: live tensors
 
 
 def _exposed_note(comm: CommRecord) -> str:
@@ -159,11 +162,18 @@ def notes(rows: list[Scaling]) -> list[str]:
             where = (
                 f"all-reduce of {v['gradients']} takes {v['all-reduce']} ({v['bus bandwidth']} bus bandwidth), {where}"
             )
-        elif r.comm.bubble is not None:
-            where += f", pipeline bubble {v['bubble (theory)']}"
+        elif r.comm.bubble is not None:  # a pipeline's bubble is that same share (pipeline.communication)
+            where = (
+                where.replace("exposed communication", "exposed communication and pipeline bubble", 1)
+                if r.comm.comm_share is not None
+                else f"pipeline bubble {100 * r.comm.bubble:.0f}% of the step"
+            )
+            if r.comm.bubble_theory is not None:
+                where += f" (the bubble alone, in theory: {100 * r.comm.bubble_theory:.0f}%)"
         ddp = f"; {v['vs DDP']} the speed of DDP on the same processes" if r.vs_ddp is not None else ""
         memory = f"; parameters {v['params/rank']} per rank" if r.param_bytes else ""
         memory += f", peak {v['peak/rank']}" if r.param_bytes and r.peak_bytes else ""
+        memory += f" ({PEAK_OF[r.comm.peak_of]})" if r.param_bytes and r.peak_bytes and r.comm.peak_of else ""
         bound = f": {v['bound']}" if r.comm.bound else ""
         out.append(f"{r.workload} {r.mode} {r.column} ({r.scaling} scaling): {against}{ddp}; {where}{memory}{bound}")
     return out

@@ -231,9 +231,11 @@ def ddp_measurement(
     first_bad = _first_failure(per, started, exits or {}, child.oom_kills)
     if first_bad is not None:
         return first_bad
-    slowest = max(per, key=lambda r: statistics.median(per[r].samples) if per[r].samples else 0.0)
-    chosen = per[slowest]
     everyone = next((ranks.samples for ev in started.values() if (ranks := first(ev, Ranks))), None)
+    steps = dict(enumerate(everyone)) if everyone else {r: per[r].samples for r in per}
+    # the slowest of every rank, this machine's or another node's (each node stores the job: all say the same time)
+    slowest = max(steps, key=lambda r: statistics.median(steps[r]) if steps[r] else 0.0)
+    chosen = per[slowest] if slowest in per else replace(per[min(per)], samples=list(steps[slowest]))
     chosen.detail.ranks = everyone or [per[r].samples for r in sorted(per)]
     chosen.detail.slowest_rank = slowest
     chosen.detail.hosts = sorted({first(ev, Start).host for ev in started.values()})

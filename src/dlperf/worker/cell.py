@@ -347,16 +347,19 @@ def run_cell(task: CellTask, emit: Reporter) -> None:
 
 
 @contextmanager
-def said_out_of_memory(task: CellTask) -> Iterator[None]:
+def said_out_of_memory(task: CellTask, share: int | None = None) -> Iterator[None]:
     """Out of memory raised as the cell's batch and limit say it (`oom_reason`), the error's own words kept: by a
     one-process cell and each process of a parallel one alike (`worker/ddp.py`), whose rank's reason had been the
-    bare "out of memory (MemoryError)", the user's "rank 1 asked for too much" dropped."""
+    bare "out of memory (MemoryError)", the user's "rank 1 asked for too much" dropped. `share`: the processes a
+    data-parallel job splits its batch over, said with it ("at batch 16, 8 a process")."""
     try:
         yield
     except Exception as exc:
         if not out_of_memory(exc):
             raise
-        raise OutOfMemory(oom_reason(exc, task.workload.get("batch"), task.memory_limit)) from exc
+        batch = task.workload.get("batch")
+        said = f"{batch}, {batch // share} a process" if share and isinstance(batch, int) else batch
+        raise OutOfMemory(oom_reason(exc, said, task.memory_limit)) from exc
 
 
 def limit_memory(limit: int | None) -> None:
@@ -472,7 +475,7 @@ def _mallopt(*settings: tuple[int, int]) -> None:
         mallopt(param, value)
 
 
-def oom_reason(exc: BaseException, batch: int | None, limit: int | None) -> str:
+def oom_reason(exc: BaseException, batch: int | str | None, limit: int | None) -> str:
     """Out of memory, at which batch and under which limit: what `dlperf fit` reads as a try that did not fit."""
     under = "" if limit is None else f" under --max-memory {limit / 2**20:,.0f} MiB"
     text = (

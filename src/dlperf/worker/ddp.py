@@ -22,7 +22,9 @@ from types import ModuleType, SimpleNamespace
 from dlperf.figures import CommFigures
 from dlperf.frameworks.common import heap
 from dlperf.measure.timer import SYNCHRONIZED, timed_step, warm_up
+from dlperf.parallel import STRATEGIES
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
+from dlperf.vocab import Parallel
 from dlperf.worker.cell import affinity, check_loss, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
 from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
@@ -102,8 +104,10 @@ def measure(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_
 def run_process(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = torch_engine) -> None:
     pin((task.rank_cpus or {}).get(os.environ.get("LOCAL_RANK", "0")))
     emit(affinity())
-    with said_out_of_memory(task):  # "out of memory at batch 8: MemoryError: ...", as a one-process cell says it
-        measure(task, emit, engine)
+    world = int(os.environ.get("WORLD_SIZE") or 0)  # torchrun's, and dlperf's spawner's (`worker/multiworker.py`)
+    share = world if STRATEGIES[Parallel(task.cell.parallel)].shares_batch and world > 1 else None
+    with said_out_of_memory(task, share):  # "out of memory at batch 16, 8 a process: MemoryError: ...", as a
+        measure(task, emit, engine)  # one-process cell says it
 
 
 def main(argv: list[str]) -> int:

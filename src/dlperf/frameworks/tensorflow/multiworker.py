@@ -146,4 +146,5 @@ def per_rank(train: MultiWorkerStep, group: Group, memory: dict[str, int] | None
     peak = (memory or {}).get("process_rss_peak_bytes")
     everyone = gather([*train.state_bytes(), -1.0 if peak is None else float(peak)], group)
     return {"param_bytes_rank": [int(r[0]) for r in everyone], "state_bytes_rank": [int(r[1]) for r in everyone],
-            "peak_bytes_rank": None if any(r[2] < 0 for r in everyone) else [int(r[2]) for r in everyone]}  # fmt: skip
+            "peak_bytes_rank": None if any(r[2] < 0 for r in everyone) else [int(r[2]) for r in everyone],
+            "peak_of": "process"}  # fmt: skip

@@ -28,7 +28,7 @@ from dlperf.frameworks.torch.build import build as build_step
 from dlperf.frameworks.torch.opcount import call
 from dlperf.frameworks.torch.step import DATA_SEED, TorchStep, synthetic_batch
 from dlperf.measure.stats import bus_bandwidth
-from dlperf.modes import not_under_ddp
+from dlperf.modes import strategy_refusal
 from dlperf.workloads.base import Workload
 
 DEFAULT_BUCKET_BYTES = 25 * 2**20  # DDP's bucket_cap_mb default
@@ -158,9 +158,8 @@ class DDPStep(StrategyStep):
 
 def build(workload: Workload, device: str, mode: str, group: Group) -> DDPStep:
     """The DDP step of `workload`: its `batch` is the job's total, split evenly over the processes."""
-    if excluded := not_under_ddp(mode):
-        names = ", ".join(sorted(m.value for m in excluded))
-        raise NotImplementedError(f"{names} under DDP is not measured by dlperf yet")
+    if why := strategy_refusal("ddp", mode):
+        raise NotImplementedError(why)
     local = share(workload, group)
     step = build_step(local, str(group.device), mode)
     draw_own_batch(step, local, group)

@@ -27,7 +27,7 @@ from dlperf.frameworks.torch.build import build as build_step
 from dlperf.frameworks.torch.opcount import call
 from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
 from dlperf.frameworks.torch.step import TorchStep
-from dlperf.modes import not_under_ddp
+from dlperf.modes import strategy_refusal
 from dlperf.protocol import Cell
 from dlperf.vocab import OUT_OF_MEMORY_SAID
 from dlperf.workloads.base import Workload
@@ -114,10 +114,8 @@ def reoptimize(step: TorchStep, names: dict[int, str], sharded: bool = True) -> 
 def local_step(workload: Workload, cell: Cell, group: ddp.Group, name: str) -> TorchStep:
     """The torch backend's step of `workload` on this rank's device; NotImplementedError (the same on every rank)
     for what strategy `name` does not measure."""
-    if excluded := not_under_ddp(cell.mode):
-        names = ", ".join(sorted(m.value for m in excluded))
-        raise NotImplementedError(f"{names} under {name} is not measured by dlperf yet: it changes the module that "
-                                  f"{name} would wrap")  # fmt: skip
+    if why := strategy_refusal(name, cell.mode):
+        raise NotImplementedError(why)
     return build_step(workload, str(group.device), cell.mode)
 
 

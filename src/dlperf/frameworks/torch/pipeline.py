@@ -35,13 +35,12 @@ from dlperf.frameworks.torch.instruments import LiveTensorBytes
 from dlperf.frameworks.torch.optimizers import parameter_names, rebuild_optimizer, regrouped
 from dlperf.frameworks.torch.step import TorchStep, state_tensors
 from dlperf.measure.timer import timed_step
-from dlperf.modes import Mode, mode_components
+from dlperf.modes import strategy_refusal
 from dlperf.protocol import Cell
 from dlperf.vocab import Parallel
 from dlperf.workloads.base import Workload
 
 SCHEDULES = {Parallel.GPIPE: ScheduleGPipe, Parallel.ONE_F_ONE_B: Schedule1F1B}
-MODES = {Mode.FP32}  # what a stage computes in; other precisions are refused with the reason (see check_mode)
 COST_REPEATS = 3  # timed forward+backward runs of each unit (after one untimed), their median
 CHAIN_RTOL, CHAIN_ATOL = 1e-4, 1e-5  # the chain of units against model(x), fp32
 
@@ -406,9 +405,8 @@ class PipelineStep(StrategyStep):
 
 def check_mode(mode: str) -> None:
     """NotImplementedError for a mode the pipeline's stages do not run in."""
-    other = [c.value for c in mode_components(mode) if c not in MODES]
-    if other:
-        raise NotImplementedError(f"{'+'.join(other)} in a pipeline is not measured by dlperf yet (fp32 only)")
+    if why := strategy_refusal("gpipe", mode):
+        raise NotImplementedError(why)
 
 
 def build(workload: Workload, cell: Cell, group: ddp.Group) -> PipelineStep:
