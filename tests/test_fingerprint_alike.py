@@ -9,6 +9,7 @@ import pytest
 
 from dlperf.envinfo import alike
 from dlperf.errors import UsageError
+from dlperf.measure.timer import TimerConfig
 from dlperf.plan.estimate import known_durations
 from dlperf.report import fleet, load
 from dlperf.report.utilization import same_machine
@@ -36,7 +37,8 @@ def test_an_old_and_a_new_run_of_one_machine_report_together_and_feed_the_estima
     write_run(store, {"resnet-56": processes(3, 2, 0.1)}, fingerprint=OTHER_CPU)
     store.close()
     assert {c.workload for c in load.load(str(db), [1, 2]).cells} == {"fcn-r", "alexnet-r"}
-    assert len(known_durations(str(db), NEW)) == 2  # the old run's processes and the new one's, not the other CPU's
+    # the old run's processes and the new one's, not the other CPU's
+    assert len(known_durations(str(db), NEW, TimerConfig())) == 2
     for runs in ([2, 3], [1, 2, 3]):  # the old run is alike both, yet the new two are not
         with pytest.raises(UsageError, match="measured on different machines"):
             load.load(str(db), runs)

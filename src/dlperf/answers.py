@@ -56,6 +56,8 @@ class WorkloadAnswer(Wire):
     input_names: list[str] | None = field(default=None, metadata=ABSENT)  # a dict of inputs: the model takes them so
     no_checkpoint: str | None = field(default=None, metadata=ABSENT)  # why the checkpoint mode refuses the model
     no_compile: str | None = field(default=None, metadata=ABSENT)  # why the compile mode refuses it (TorchScript)
+    dataset_samples: int | None = field(default=None, metadata=ABSENT)  # len(dataset=): an epoch of the user's data
+    repeated: bool | None = field(default=None, metadata=ABSENT)  # no make_batch: the batch is the data's first sample
     # without --data DIR, the folder the factory's `data_dir` defaults to, absolute (`workloads.user.default_data_dir`)
     default_data_dir: str | None = field(default=None, metadata=ABSENT)
     # the user's files the child imported (`worker/sources.py`): what the kept answer was made from (`predict/cache.py`)

@@ -49,7 +49,7 @@ from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
 
 MODES = ("fp32", "bf16", "fp16")  # a CPU mode that is also a GPU precision the predictor knows
-SMALL_BATCHES = f"at small batches a GPU's step is mostly fixed costs, the copy's latency and {roofline.HOST_ISSUING}"
+SMALL_BATCHES = f"at small batches a GPU's step is mostly a fixed cost, {roofline.HOST_ISSUING}"
 LEAST_LIMIT = 256  # the default batches go up to the workload's batch or this, whichever is larger
 FLAGS = {"gpus": "--gpu", "batches": "--batches", "max_batch": "--max-batch", "batch": "--batch", "mode": "--mode",
          "repeats": "--repeats", "timeout": "--timeout", "threads": "--threads"}  # fmt: skip
@@ -268,7 +268,7 @@ def _earlier(db: str, plan: Plan) -> dict[str, list[Earlier]]:
     """Cell key -> its earlier processes on this machine (`plan.estimate`), for `CpuSide.known`."""
     from dlperf import envinfo
 
-    return known_durations(db, envinfo.fingerprint(plan.env))
+    return known_durations(db, envinfo.fingerprint(plan.env), plan.spec.timer)
 
 
 def _interrupted(session: Session, planned: bool, notes: list[str]) -> Result:

@@ -79,3 +79,26 @@ def test_a_cell_of_another_model_stored_under_the_name_is_never_quoted(report_db
     assert "On this CPU (measured" not in proc.stdout and "no measured step of fcn-r at batch" in proc.stdout
     assert "was a different model (the workloads differ: params 263338 -> " in proc.stdout
     assert "so it was not used" in proc.stdout
+
+
+DATASET_FACTORY = """
+import torch
+import dlperf
+
+
+def make():
+    ds = torch.utils.data.TensorDataset(torch.randn(1000, 3, 8, 8), torch.randint(0, 10, (1000,)))
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(192, 10))
+    return dlperf.user_workload("ds-model", model, None, torch.nn.functional.cross_entropy, batch_size=32, dataset=ds)
+"""
+
+
+def test_a_users_dataset_is_the_epoch_of_its_workload(tmp_path):
+    """A factory giving dataset= (and no make_batch) was said to train on "synthetic (user batch maker) data, which
+    has no epoch": --epochs of it were refused. An epoch is its dataset's length now."""
+    (tmp_path / "ds.py").write_text(DATASET_FACTORY)
+    proc = dlperf("predict", "ds.py:make", "--gpu", "T4", "--modes", "fp32", "--cost", "--epochs", "2",
+                  "--format", "json", cwd=tmp_path, env=NO_FILE)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["samples"] == 2000 and "2 epochs of its dataset's 1,000 samples" in json.dumps(got)

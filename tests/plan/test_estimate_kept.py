@@ -4,11 +4,13 @@ process leave them out; earlier processes' lives lose the extras they ran (their
 new process will run. Fakes only: stated phases, a DATA_DIR of the test's own, no process run."""
 
 import time
+from dataclasses import asdict
 from types import SimpleNamespace
 
 import pytest
 
 from dlperf import crossover, envs
+from dlperf.measure.timer import TimerConfig
 from dlperf.plan import estimate as est
 from dlperf.protocol import Cell
 from dlperf.runner import kept, probe_cache
@@ -95,8 +97,8 @@ def test_the_store_gives_each_earlier_process_its_extras(tmp_path):
                                detail=ProcessDetail(phases=stated))  # fmt: skip
         store.record(run_id, CELL.key, repeat, m, CellFigures(status=Status.OK))
     store.close()
-    assert est.known_durations(str(tmp_path / "r.db"), fingerprint) == {CELL.key: [FIRST, est.Earlier(41.0),
-                                                                                   est.Earlier(42.0)]}  # fmt: skip
+    known = est.known_durations(str(tmp_path / "r.db"), fingerprint, TimerConfig())
+    assert known == {CELL.key: [FIRST, est.Earlier(41.0), est.Earlier(42.0)]}
 
 
 class Stop(Exception):
@@ -122,3 +124,20 @@ def test_advise_is_told_its_first_process_without_what_is_kept(monkeypatch):
         with pytest.raises(Stop):
             cpu.best_threads([1, 2], 64, [64], None, [])
         assert told.pop() == pytest.approx(said)
+
+
+def test_an_earlier_run_timed_otherwise_is_no_guide(tmp_path):
+    """A store holding `--max-time 1` runs of a cell: `--min-time 20 --max-time 30 --dry-run` said 'estimated 4 s (at
+    most 5 s)', its processes' lives, though each will time its steps for 20 s or more. Only runs that timed their
+    steps alike are taken."""
+    store = Store.open(tmp_path / "r.db", create=True)
+    fingerprint = {"hostname": "a", "cpu_model": "x", "cores": 2}
+    short = {"timer": {**asdict(TimerConfig()), "max_time": 1.0}}
+    run_id = store.create_run(short, {"cores": 2}, fingerprint, ["dlperf", "run"], [PlannedCell(CELL, WORKLOAD)])
+    store.record(run_id, CELL.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.01], duration_s=4.0),
+                 CellFigures(status=Status.OK))  # fmt: skip
+    store.close()
+    db = str(tmp_path / "r.db")
+    assert est.known_durations(db, fingerprint, TimerConfig(max_time=1.0)) == {CELL.key: [est.Earlier(4.0)]}
+    assert est.known_durations(db, fingerprint, TimerConfig(min_time=20.0, max_time=30.0)) == {}
+    assert est.known_durations(db, fingerprint, TimerConfig()) == {}  # the default, --max-time 60

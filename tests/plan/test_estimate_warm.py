@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from dlperf.measure.timer import TimerConfig
 from dlperf.plan import estimate as est
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import schedule
@@ -69,7 +70,7 @@ def test_the_first_forked_process_s_wait_is_told_from_its_own_start():
 def test_earlier_processes_charge_the_warm_parents_start_once_a_run(tmp_path, forks):
     """Three processes a cell after a run of one each: the cell whose one process waited for the parent was charged
     that wait in each of its three (old: 29.4 s here)."""
-    known = est.known_durations(earlier_run(tmp_path / "r.db"), FINGERPRINT)
+    known = est.known_durations(earlier_run(tmp_path / "r.db"), FINGERPRINT, TimerConfig())
     got = estimated(schedule(CELLS, 3), known)
     each = sum(LIVES) - PARENT_S  # every process forked, at its own start
     assert got.seconds == pytest.approx(3 * each + PARENT_S)
@@ -78,7 +79,7 @@ def test_earlier_processes_charge_the_warm_parents_start_once_a_run(tmp_path, fo
 
 def test_a_cell_that_will_start_cold_is_charged_a_cold_start_and_no_parent(tmp_path, forks, monkeypatch):
     """A run of one process forks nothing (a parent costs what a cold start does): its process starts cold."""
-    known = est.known_durations(earlier_run(tmp_path / "r.db"), FINGERPRINT)
+    known = est.known_durations(earlier_run(tmp_path / "r.db"), FINGERPRINT, TimerConfig())
     cold = est.Earlier(3.5, {}, 2.0, 0.0, "cold")  # an earlier cold process elsewhere: 2 s to start
     got = estimated(schedule(CELLS[1:2], 1), {**known, "other|torch|cpu|1|fp32": [cold]})
     assert got.seconds == pytest.approx(LIVES[1] - FORK_S + 2.0)

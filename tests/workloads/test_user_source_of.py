@@ -62,3 +62,18 @@ def test_a_module_of_the_users_not_found_says_where_dlperfs_processes_look(tmp_p
         (tmp_path / "qa_needs.py").write_text("import qa_missing_dependency\n" + MINE)
         load_factory("qa_needs:make")
     assert "qa_missing_dependency" in str(caught.value) and "look in the working" not in str(caught.value)
+
+
+def test_a_lambda_bound_to_a_module_level_name_is_named_by_it(tmp_path, monkeypatch):
+    """`make = lambda: ...` was refused as no module-level factory ('<lambda>' is no name to import); the one name
+    the module binds it to is. A lambda bound to no name, or a nested function, is refused saying why."""
+    nested = "def outer():\n    def inner():\n        return 1\n    return inner\n"
+    lambdas = "make = lambda: 'built'\nalias = make\nmine = lambda: 'mine'\n"
+    (tmp_path / "qa_lambda_model.py").write_text(lambdas + nested)
+    monkeypatch.chdir(tmp_path)
+    module = imported(tmp_path, "qa_lambda_model", monkeypatch)
+    assert source_of(module.mine) == "qa_lambda_model:mine"
+    assert load_factory(source_of(module.mine))() == "mine"
+    for unnamed in (module.make, module.outer(), lambda: 1):  # two names; a nested function; bound to none
+        with pytest.raises(UsageError, match="has no name a new process can import"):
+            source_of(unnamed)

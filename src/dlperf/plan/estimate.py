@@ -33,7 +33,7 @@ import os
 import statistics
 from collections import Counter
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 
 from dlperf import envinfo
 from dlperf.measure.timer import TimerConfig
@@ -372,21 +372,22 @@ def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell
     profiles = [*to_profile, *(t.cell for t in tasks if spec.profile and t.unsupported is None
                                and t.repeat == spec.repeats - 1)]  # fmt: skip
     return estimate(
-        tasks, plan.workloads, known_durations(db, fingerprint), timer=spec.timer, timeout=spec.timeout,
+        tasks, plan.workloads, known_durations(db, fingerprint, spec.timer), timer=spec.timer, timeout=spec.timeout,
         loss_check=spec.loss_check, cores=plan.cores, python_for=interpreter_for, on_pilot=on_pilot,
         memory_limit=spec.max_memory, stored=stored_in(list(stored)), profiles=profiles,
         profile_steps=spec.profile_steps, profiled=known_profiles(db, fingerprint) if profiles else {},
     )  # fmt: skip
 
 
-def known_durations(db: str, fingerprint: dict) -> dict[str, list[Earlier]]:
-    """Cell key -> its processes in earlier runs on this machine, each its life, the extras it ran and its start
-    (its own, and its wait for a warm parent: `told_apart`)."""
+def known_durations(db: str, fingerprint: dict, timer: TimerConfig) -> dict[str, list[Earlier]]:
+    """Cell key -> its processes in earlier runs on this machine that timed their steps as `timer` does (a run of
+    `--min-time 20` is no guide to one of `--max-time 1`), each its life, the extras it ran and its start (its own,
+    and its wait for a warm parent: `told_apart`)."""
     if not os.path.exists(db):
         return {}
     store = Store.open(db, create=False)
     try:
-        runs = [r.id for r in store.runs() if envinfo.alike(r.fingerprint, fingerprint)]
+        runs = [r.id for r in store.runs() if envinfo.alike(r.fingerprint, fingerprint) and timed_alike(r.spec, timer)]
         rows = store.started_lives(runs)
     finally:
         store.close()
@@ -395,6 +396,13 @@ def known_durations(db: str, fingerprint: dict) -> dict[str, list[Earlier]]:
     for (_, key, duration, phases, how), start in zip(rows, told, strict=True):
         found.setdefault(key, []).append(Earlier.of(duration, phases, how, start))
     return found
+
+
+def timed_alike(spec: dict, timer: TimerConfig) -> bool:
+    """Whether a stored run's spec timed its steps with `timer`'s settings (a setting it does not record, as an older
+    dlperf stored it, taken as `timer`'s)."""
+    stored = spec.get("timer") or {}
+    return all(stored.get(name, value) == value for name, value in asdict(timer).items())
 
 
 def known_profiles(db: str, fingerprint: dict) -> dict[str, list[float]]:

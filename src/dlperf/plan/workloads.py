@@ -41,10 +41,12 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
     folder["input_names"] = answer.input_names  # a dict of inputs, passed by name: the recipe's model(**x)
     folder["no_checkpoint"] = answer.no_checkpoint  # a search leaves the mode out with this reason (`modes.Fit`)
     folder["no_compile"] = answer.no_compile
+    folder["dataset_samples"] = answer.dataset_samples  # an epoch of the factory's dataset= (`cost.epoch_samples`)
+    data = "synthetic (its data's first sample, repeated)" if answer.repeated else "synthetic (user batch maker)"
     return Workload(
         name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
-        data="synthetic (user batch maker)", source=name, extra={k: v for k, v in folder.items() if v},
+        data=data, source=name, extra={k: v for k, v in folder.items() if v},
     )  # fmt: skip
 
 

@@ -49,7 +49,10 @@ class Work:
 
 
 def epoch_samples(workload) -> tuple[int, str] | None:
-    """The samples of one epoch of the workload's data set and what they are; None for synthetic data."""
+    """The samples of one epoch of the workload's data set and what they are: a paper's data set's, or that of the
+    user's own `dataset=` (its length); None for synthetic data."""
+    if n := workload.extra.get("dataset_samples"):
+        return n, f"its dataset's {n:,} samples"
     if workload.data in DATASETS:
         return DATASETS[workload.data], f"{workload.data}'s {DATASETS[workload.data]:,} training samples"
     if workload.data == "Penn Treebank":

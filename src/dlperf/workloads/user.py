@@ -137,9 +137,12 @@ def not_a_source_file(path: Path) -> str | None:
 def source_of(factory: Callable[[], Any]) -> str:
     """The `file.py:name` of a module-level factory function, for the Python API."""
     name = getattr(factory, "__qualname__", "")
+    module = sys.modules.get(getattr(factory, "__module__", None) or "")
+    if callable(factory) and not name.isidentifier():  # a lambda, or a function defined in another's body
+        name = _module_name_of(factory, module) or name
     if not callable(factory) or not name.isidentifier():
-        raise UsageError(f"{factory!r}: pass a module-level factory function or a 'file.py:factory' string")
-    module = sys.modules.get(factory.__module__)
+        raise UsageError(f"{factory!r}: pass a module-level factory function or a 'file.py:factory' string (a lambda "
+                         "or a function defined inside another has no name a new process can import)")  # fmt: skip
     named = module is not None and factory.__module__ != "__main__" and getattr(module, "__spec__", None)
     if named and not _found_only_here(module):
         return f"{factory.__module__}:{name}"
@@ -150,6 +153,13 @@ def source_of(factory: Callable[[], Any]) -> str:
                          "which import the factory from its file; put it in one (mine.py) and pass "
                          f"'mine.py:{name}', or import it from there")  # fmt: skip
     return f"{Path(path).resolve()}:{name}"
+
+
+def _module_name_of(factory: Callable[[], Any], module: Any) -> str | None:
+    """The one module-level name `factory` is bound to (`make = lambda: ...`), which a new process importing the
+    module finds; None where it is bound to none, or to several."""
+    names = [name for name, value in vars(module).items() if value is factory] if module is not None else []
+    return names[0] if len(names) == 1 else None
 
 
 def _found_only_here(module: Any) -> bool:

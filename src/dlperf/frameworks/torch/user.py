@@ -327,7 +327,18 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         **({"no_checkpoint": why} if (why := _no_checkpoint(user)) else {}),
         **({"no_compile": why} if (why := scripted(user.model, user.name, "compile")) else {}),
         **({"default_data_dir": folder} if data_dir is None and (folder := default_data_dir(factory)) else {}),
+        **({"dataset_samples": n} if (n := _dataset_samples(user)) else {}),
+        **({"repeated": True} if user.make_batch is None else {}),
     }
+
+
+def _dataset_samples(user: UserWorkload) -> int | None:
+    """How many samples the factory's `dataset=` holds, an epoch of the user's own data (`predict/cost.py`); None
+    without one, or for one of no length (an IterableDataset)."""
+    try:
+        return len(user.dataset) if user.dataset is not None else None
+    except Exception:  # TypeError: no __len__; a length the dataset cannot say
+        return None
 
 
 def _no_checkpoint(user: UserWorkload) -> str | None:
