@@ -39,7 +39,7 @@ def test_report_export_and_plot_files_take_the_umask(tmp_path, report_db):
 
 
 def test_a_file_written_over_keeps_taking_the_umask(tmp_path):
-    from dlperf.commands.common import write_file
+    from dlperf.commands.output import write_file
 
     out = tmp_path / "f.txt"
     with umask(0o002):

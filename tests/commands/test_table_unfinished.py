@@ -46,6 +46,19 @@ def test_an_interrupted_run_says_how_many_cells_are_left_and_how_to_resume(tmp_p
     assert f"run 1 is unfinished (interrupted): {left}; `dlperf run --resume --db {db}`" in flat
 
 
+def test_a_run_whose_model_file_changed_is_not_offered_the_resume_that_refuses_it(tmp_path):
+    """`dlperf table` named `dlperf run --resume`, which then refused: the model file was edited since the run."""
+    model = tmp_path / "mine.py"
+    model.write_text("def make():\n    pass\n")
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted", sources={f"{model}:make": "0" * 64})  # another file's digest: edited since
+    store.close()
+    flat = " ".join(dlperf("table", db=db).stdout.split())
+    assert f"2 left, in 2 cells; its model: {model} changed since it began, so `--resume` would train another " in flat
+    assert "--resume --db" not in flat
+
+
 def test_an_older_unfinished_run_does_not_offer_the_resume_that_takes_a_later_one(tmp_path):
     db = tmp_path / "t.db"
     store = Store.open(db, create=True)

@@ -97,7 +97,7 @@ def test_db_without_cost_is_refused(args, fix, tmp_path, counted, capsys):
     db = tmp_path / "x.db"
     assert main([a.format(db=db) for a in args]) == 2
     said = capsys.readouterr().err.strip()
-    assert said == f"dlperf: error: --db is read only with --cost (this CPU's measured steps): {fix}"
+    assert said == f"dlperf: error: --db is used only by --cost, which reads this CPU's measured steps from it: {fix}"
     assert counted == [] and not db.exists()
 
 

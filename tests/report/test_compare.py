@@ -84,6 +84,16 @@ def test_an_interval_too_wide_to_tell_anything_is_too_little_data_not_no_change(
     assert cmp.ratio_text(wide).endswith(", >1000]") and cmp.bound(0.0004) == "<0.001" and cmp.bound(1.5) == "1.500"
     narrow = one_cell(processes(5, 4, 0.100), processes(6, 4, 0.100))
     assert narrow.verdict == Verdict.SAME and narrow.ci_high / narrow.ci_low < cmp.WIDE
+    assert wide.reason.endswith(cmp.ADVICE)  # two processes a side: three would help
+
+
+def test_a_wide_interval_from_three_processes_a_side_does_not_ask_for_three():
+    """Both runs measured with --repeats 3, their processes spread wide: the note asked to measure with --repeats 3
+    or more, as both had."""
+    wide = one_cell(at_levels(7, [0.0004, 0.0004, 0.0004]), at_levels(8, [0.0004, 0.02, 0.0004]))
+    assert wide.verdict == Verdict.TOO_LITTLE_DATA and cmp.ADVICE not in wide.reason
+    assert wide.reason.endswith("each side has 3 or more processes whose medians spread too far: measure both again "
+                                "with more --repeats than 3, or with fewer other processes on the machine")  # fmt: skip
 
 
 def test_one_process_per_side_is_too_little_data_though_a_raw_step_test_would_call_it_significant():

@@ -53,6 +53,17 @@ def test_the_fastest_line_names_the_gpus_tied_with_it_and_picks_the_cheapest():
     assert "tied with H100-SXM5-80GB" in line and "the cheapest of them" in line
 
 
+def test_none_in_time_names_the_fastest_the_fastest_line_names():
+    """Two GPUs tied (0.1% apart), none in time: 'Fastest: A100 ... the cheapest of them', then 'Cheapest within 1s:
+    none ...; the fastest, H100, takes ...', naming the other."""
+    x = cost.costs(RESNET, [prediction("H100-SXM5-80GB", 0.016484), prediction("A100-SXM4-80GB", 0.0165)], 1_000_000,
+                   "", {}, deadline_s=1)  # fmt: skip
+    lines = view.lines(x, "not measured")
+    assert lines[0].startswith("Fastest: A100-SXM4-80GB (fp32): ")
+    assert "Cheapest within 1s: none: no priced GPU predicted finishes in time; the fastest, A100-SXM4-80GB (fp32)" in (
+        " ".join(lines))  # fmt: skip
+
+
 def test_no_command_is_suggested_that_cannot_run_on_this_machine():
     from dataclasses import replace
 

@@ -123,7 +123,7 @@ def test_the_dispatch_floor_is_ops_times_the_cost_and_its_share_of_the_step():
     gpu = Profiled(steps=1, step_s=1.0, categories={}, ops_per_step=3000, kernels_per_step=900, leaf_ops_per_step=800)
     assert floor_count(gpu) == (900, "kernels")  # on a GPU, the launches
     cpu = Profiled(steps=1, step_s=1.0, categories={}, ops_per_step=3000, leaf_ops_per_step=800)
-    assert floor_count(cpu) == (800, "ops")  # the operators doing work, not their wrappers
+    assert floor_count(cpu) == (800, "leaf ops")  # the operators doing work, not their wrappers
     assert floor_count(step(ops_per_step=3000, host=1.0)) == (3000, "ops")  # a profiler that cannot tell them apart
 
 
@@ -157,7 +157,7 @@ def test_without_dlperf_peaks_dispatch_cost_the_one_the_profiled_process_measure
                        ops_per_step=44, leaf_ops_per_step=11, dispatch_s=1.9e-6)  # fmt: skip
     v = verdict(profile)
     assert (v.bound, v.level) == (Bound.LAUNCH, HIGHLY)
-    assert v.figure.endswith("dispatch floor 20.9 µs (37% of the step): 11 ops x 1.90 µs")
+    assert v.figure.endswith("dispatch floor 20.9 µs (37% of the step): 11 leaf ops x 1.90 µs")
     assert verdict(profile, launch_cost_s=1e-7).bound is Bound.MEMORY  # dlperf peak's, measured: 2% of the step
 
 

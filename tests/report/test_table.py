@@ -68,6 +68,20 @@ def test_notes_carry_warnings_and_failure_reasons():
     assert "lstm torch cpu:1: timeout: exceeded --timeout 60 s (kept 0 samples)" in notes
 
 
+def test_a_cell_with_no_figure_keeps_what_loaded_the_machine_but_not_notes_on_its_steps():
+    """A failed cell read 'noisy: ... breaks torch cpu:1 (14%)' beside its 'failed' note: the noise of a median no
+    table shows."""
+    noise = ["noisy: the steps' IQR is 14% of the median", "slow steps now and then: the mean 30% above the median",
+             "other processes used the CPUs while it was timed (80%)"]  # fmt: skip
+    failed = cell("breaks", "cpu", 1, None, status="failed", error="RuntimeError: boom", warnings=noise)
+    notes = table.build(7, [failed, cell("breaks", "cpu", 2, 0.5, warnings=noise[:1])]).notes
+    assert [n for n in notes if "cpu:1" in n] == [
+        "breaks torch cpu:1: other processes used the CPUs while it was timed (80%)",
+        "breaks torch cpu:1: failed: RuntimeError: boom",
+    ]
+    assert "breaks torch cpu:2: noisy: the steps' IQR is 14% of the median" in notes
+
+
 def test_formats():
     view = table.build(7, CELLS)
     md = table.render_markdown(view)

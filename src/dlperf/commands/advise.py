@@ -53,7 +53,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from dlperf import advise
-    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.commands.common import print_rich
+    from dlperf.commands.output import write_stdout
     from dlperf.commands.run import again, printed, stored_cells
     from dlperf.measure.units import named
     from dlperf.predict import gpus, prices

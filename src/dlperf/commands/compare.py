@@ -45,8 +45,6 @@ def run(args) -> int:
     from dlperf.report.compare_side import load, machine_warning
     from dlperf.report.format import terminal
 
-    if not 0 < args.alpha < 1:
-        raise UsageError(f"--alpha {args.alpha:g}: must be between 0 and 1")
     db = db_path(args)
     a, b = load(args.A, "A", db), load(args.B, "B", db)
     if a.run_id == b.run_id and os.path.samefile(a.db, b.db):

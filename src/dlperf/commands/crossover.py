@@ -14,10 +14,10 @@ from dlperf.commands.common import (
     db_path,
     given_flags,
     real,
-    replacing,
     warn_if_measured,
     whole,
 )
+from dlperf.commands.output import replacing
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.commands.run import Said, add_timer_flags, again, print_answer, printed, see_it, stored_cells, timer
 from dlperf.errors import UsageError

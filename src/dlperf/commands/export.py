@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import choice, db_path, open_store, warn_unreadable, write_file, write_stdout
+from dlperf.commands.common import choice, db_path, open_store, warn_unreadable
+from dlperf.commands.output import write_file, write_stdout, wrote
 from dlperf.commands.report import runs
 from dlperf.errors import UsageError
 from dlperf.vocab import EXPORT_FORMATS, ExitCode
@@ -44,7 +45,7 @@ def run(args) -> int:
         write_file(out, text)
         from dlperf.measure.units import plural
 
-        print(f"wrote {out} ({plural(len(records), 'record')}, {fmt})")
+        wrote(out, f"wrote {out} ({plural(len(records), 'record')}, {fmt})")
     else:
         write_stdout(text, "export")
     return warn_unreadable(faults, "the export") or ExitCode.OK

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import db_path, replacing, warn_unreadable, whole
+from dlperf.commands.common import db_path, warn_unreadable, whole
+from dlperf.commands.output import replacing, wrote
 from dlperf.commands.report import RUN_HELP, runs, writable
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
@@ -40,7 +41,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from dlperf.measure.units import named
+    from dlperf.measure.units import named, plural
     from dlperf.report import charts, figures, load, paper, profile
 
     out = writable(args.output, db=db_path(args))
@@ -53,11 +54,13 @@ def run(args) -> int:
     breakdown = profile.breakdown(cells, data.profiles, data.verdicts)
     drawn = [*charts.all_charts(cells), *([paper.chart(rows)] if rows else []), *([breakdown] if breakdown else [])]
     chosen = [c for c in drawn if c.id.startswith(prefix)]
-    if not chosen:
-        raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: {why_none}")
+    if not chosen:  # the cells left out said first: they may be why nothing is left to draw
+        left = warn_unreadable(data.unreadable, "the charts") and f" ({plural(len(data.unreadable), 'cell')} left out)"
+        raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: "
+                         f"{why_none}{left or ''}")  # fmt: skip
     with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it
         figures.save(chosen, tmp, dpi=args.dpi, where=where(data.runs))
-    print(f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")
+    wrote(out, f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")
     return warn_unreadable(data.unreadable, "the charts") or ExitCode.OK
 
 

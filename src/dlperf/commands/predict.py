@@ -186,7 +186,7 @@ def check_cost_flags(args) -> float | None:
         raise UsageError(f"{given[0]} is a figure of the cost: add --cost")
     if args.db is not None and not args.cost:  # --memory and the plain prediction read no store
         fix = "give no --db" if args.validate or args.memory else "add --cost, or give no --db"
-        raise UsageError(f"--db is read only with --cost (this CPU's measured steps): {fix}")
+        raise UsageError(f"--db is used only by --cost, which reads this CPU's measured steps from it: {fix}")
     if not args.cost:
         return None
     check_cost_store(args)
@@ -258,7 +258,8 @@ def resolved(args):
 
 def show_memory(args, chosen, modes) -> int:
     """`--memory`: the step's peak and its parts per mode, whether it fits each GPU, the largest batch that does."""
-    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.commands.common import print_rich
+    from dlperf.commands.output import write_stdout
     from dlperf.predict import count, memory
     from dlperf.report import memory as view
 
@@ -283,7 +284,8 @@ def show_memory(args, chosen, modes) -> int:
 
 def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     """`--cost`: the work on each GPU predicted, this CPU's measured time for it, the ranking."""
-    from dlperf.commands.common import print_rich, write_stdout
+    from dlperf.commands.common import print_rich
+    from dlperf.commands.output import write_stdout
     from dlperf.defaults import CPU_WATTS, KWH_PRICE
     from dlperf.predict import cost, memory
     from dlperf.report import cost as view

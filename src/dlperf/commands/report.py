@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from dlperf.commands.common import db_path, warn_unreadable, write_file
+from dlperf.commands.common import db_path, warn_unreadable
+from dlperf.commands.output import write_file, wrote
 from dlperf.commands.table import add_campaign, read_fleet
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
@@ -122,6 +123,6 @@ def run(args) -> int:
     write_file(out, text)  # a report is written whole or not at all
     machines = f", {plural(len(campaign.machines), 'machine')} of {campaign.name}" if campaign else ""
     runs = named("run", (r.id for r in data.runs))
-    print(f"wrote {out} ({len(text) / 1024:.0f} KiB, {plural(len(data.cells), 'cell')} of {runs}{machines})")
+    wrote(out, f"wrote {out} ({len(text) / 1024:.0f} KiB, {plural(len(data.cells), 'cell')} of {runs}{machines})")
     faults = [*data.unreadable, *(campaign.unreadable if campaign else [])]
     return warn_unreadable(faults, "the report") or ExitCode.OK

@@ -76,6 +76,7 @@ def unfinished_note(store, state, db: str) -> list[str]:
     from dlperf.report.run_list import continued_by, ray_resume
     from dlperf.store import spill
     from dlperf.store.location import resume_command
+    from dlperf.workloads.user import changed_sources
 
     run = state.run
     if not state.unfinished:
@@ -94,6 +95,9 @@ def unfinished_note(store, state, db: str) -> list[str]:
         ]
     here = envinfo.capture()
     latest = latest_resumable(store, here)
+    if latest and latest.id == run.id and (edited := changed_sources(run.env.get("sources") or {})):
+        return [f"{state.summary()}; its model: {'; '.join(edited)} since it began, so `--resume` would train another "
+                "model and refuses it: start a new run"]  # fmt: skip
     if latest and latest.id == run.id:
         does = "measures them" if state.left else "marks it complete"
         if kept := spill.runs_kept(db).get(run.id):  # measured, the store refused them: --resume stores them

@@ -350,12 +350,22 @@ def _decide(result: Comparison) -> None:
         cell.p_holm = adjusted
         if adjusted >= result.alpha and cell.ci_low and cell.ci_high / cell.ci_low > WIDE:
             cell.reason = (f"a 95% interval of B/A whose bounds are over {WIDE:g} times apart (its column) tells "
-                           f"neither a change nor none; {ADVICE}")  # fmt: skip
+                           f"neither a change nor none; {_more_processes(cell)}")  # fmt: skip
         elif adjusted >= result.alpha:
             cell.verdict = Verdict.SAME
         else:
             cell.verdict = Verdict.SLOWER if cell.direction > 0 else Verdict.FASTER
         cell.regression = cell.verdict == Verdict.SLOWER and cell.ratio > 1 + result.threshold
+
+
+def _more_processes(cell: CellResult) -> str:
+    """What would narrow a wide interval: 3 processes a side where a side has fewer (`ADVICE`); where both have 3 or
+    more, more processes still, or a quieter machine (the spread between processes is what widens it)."""
+    n = min(len(cell.a_process_medians), len(cell.b_process_medians))
+    if n < 3:
+        return ADVICE
+    return (f"each side has {n} or more processes whose medians spread too far: measure both again with more "
+            f"--repeats than {n}, or with fewer other processes on the machine")  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------------------------------------------

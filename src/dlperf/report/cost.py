@@ -84,7 +84,8 @@ def no_pick(x, within_s: float | None = None, priced: bool = True) -> str:
     candidates = [r for r in x.rows if r.price] if priced else x.rows
     if not candidates:
         return "none: no GPU that fits has a price (--prices gives one)"
-    best = min(candidates, key=lambda r: r.time_s)
+    pick = x.fastest()  # the `Fastest:` line's, tied GPUs decided as it decides them, where it is one of these
+    best = pick if pick in candidates else min(candidates, key=lambda r: r.time_s)
     what = "priced GPU" if priced else "GPU"
     return (f"none: no {what} predicted finishes in time; the fastest, {best.gpu} ({best.mode}), takes "
             f"{wall(best.time_s)}")  # fmt: skip

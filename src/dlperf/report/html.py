@@ -26,6 +26,7 @@ from dlperf.store.location import resume_command
 from dlperf.store.records import CellRecord
 from dlperf.version import VERSION
 from dlperf.vocab import Status
+from dlperf.workloads.user import changed_sources
 
 
 @dataclass
@@ -342,6 +343,8 @@ def unfinished_text(data: Loaded, state) -> str:
     if elsewhere := fleet.measured_elsewhere(state.run, capture()):  # merged in: it goes on on its own machine
         return (f"{state.summary()}; it {elsewhere.removeprefix(f'run {state.run.id} ')}: continue it there with "
                 "`dlperf run --resume` and this store")  # fmt: skip
+    if edited := changed_sources(state.run.env.get("sources") or {}):  # --resume refuses it: start a new run
+        return f"{state.summary()}; its model: {'; '.join(edited)} since it began: start a new run"
     return f"{state.summary()}; continue it with {resume_command(data.db)}"
 
 

@@ -136,10 +136,13 @@ def dispatch_floor(ops_per_step: int, cost_s: float, step_s: float | None = None
 
 def floor_count(profile: Profiled) -> tuple[int | None, str]:
     """What the floor counts, and its name: the kernels launched on a GPU; on a CPU the operators that do work
-    themselves (`leaf_ops_per_step`), or every operator where a profiler does not tell them apart."""
+    themselves (`leaf_ops_per_step`: "leaf ops", told from the figure's count of every operator, which includes
+    those that only call others), or every operator where a profiler does not tell them apart."""
     if profile.kernels_per_step is not None:
         return profile.kernels_per_step, "kernels"
-    return (profile.leaf_ops_per_step if profile.leaf_ops_per_step is not None else profile.ops_per_step), "ops"
+    if profile.leaf_ops_per_step is not None:
+        return profile.leaf_ops_per_step, "leaf ops"
+    return profile.ops_per_step, "ops"
 
 
 def timed_floor(profile: Profiled, cost_s: float | None, overhead: float | None

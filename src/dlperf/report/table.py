@@ -230,6 +230,9 @@ def note_kind(warning: str) -> str:
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
 
 
+OF_THE_FIGURE = ("noisy", "slow steps", "few samples")  # warnings about a median's steps: none where none is shown
+
+
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
     """(cell label, kind, text) for every stored warning and every cell that was not measured, with its reason.
     Kinds: noise, oversubscription, warning, threads (more cores busy than threads), and the statuses failed,
@@ -239,7 +242,8 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
     for c in cells:
         label = cell_label(c)
         for warning in c.warnings:
-            notes.append((label, note_kind(warning), warning))
+            if c.ok or not warning.startswith(OF_THE_FIGURE):  # a cell with no figure: what loaded the machine stays
+                notes.append((label, note_kind(warning), warning))
         if out_of_memory(c):
             notes.append((label, OUT_OF_MEMORY, c.error))
         elif c.status in (Status.FAILED, Status.TIMEOUT, Status.UNSUPPORTED) and c.error:
