@@ -89,7 +89,7 @@ def test_the_report_and_plot_paper_mark_the_disturbed_cell():
     ours = chart.series[0].points[0]
     assert ours.doubtful and "? few samples n=4, other processes used 74%" in ours.tip
     assert not any(p.doubtful for s in chart.series[1:] for p in s.points)  # the paper's own figures
-    assert chart.doubt == paper.DISTURBED and f"hatched, with ?: {paper.DISTURBED}" in chart.caption
+    assert chart.doubt == paper.DISTURBED and f"hollow, with ?: {paper.DISTURBED}" in chart.caption  # a dot: log y
 
 
 # ----------------------------------------------------------------------------------------------------------------------

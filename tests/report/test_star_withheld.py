@@ -58,3 +58,16 @@ def test_the_fastest_framework_line_says_a_compared_cell_whose_warm_up_did_not_s
              for fw, m, w in (("torch", 0.5, []), ("jax", 0.4, [UNSETTLED]))]  # fmt: skip
     _, line = table.build(1, cells).fastest
     assert line.endswith("as fast as torch, a compared cell disturbed")
+
+
+def test_the_report_says_why_a_row_stars_nothing_as_the_table_does():
+    """`dlperf table` said 'no fastest thread count starred in fcn-r torch (cpu:2, cpu:1): a tie, ...'; the report's
+    Table-7 view showed the row unstarred and said nothing of why."""
+    from types import SimpleNamespace
+
+    from dlperf.report import html
+
+    cells = [cell(1, 1.0, 0.95, 1.05), cell(2, 0.98, 0.90, 1.10)]
+    data = SimpleNamespace(runs=[SimpleNamespace(id=1)], cells=cells, samples={}, sources={}, notes=[])
+    said = html._table7(data)
+    assert "no fastest thread count starred in fcn-s torch (cpu:2, cpu:1): a tie" in said

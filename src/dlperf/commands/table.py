@@ -167,7 +167,7 @@ def print_table(
     from dlperf.report.utilization import attach_utilization, cells_busy_notes
     from dlperf.spec import parse_modes
     from dlperf.store import Store
-    from dlperf.store.state import run_state
+    from dlperf.store.state import made_by, run_state
 
     if best and fmt == "csv":
         raise UsageError("--best: --format must be text, md or json")
@@ -190,7 +190,7 @@ def print_table(
     finally:
         store.close()
     if best:
-        print_best(run.id, cells, samples, fmt, run_list.machine(run, cores=True))
+        print_best(run.id, cells, samples, fmt, run_list.machine(run, cores=True), made_by(run))
         return faults
     left = state.unfinished and state.left.profiles > 0
     view = table.build(run.id, cells, verdicts, profiles_left=left, samples=samples)
@@ -212,7 +212,7 @@ def print_table(
 
 def print_paper(args) -> int:
     """The run's fp32 cells of the paper's networks beside the paper's figures (`report/paper_table.py`)."""
-    from dlperf.report import paper_table
+    from dlperf.report import paper_table, run_list, table
     from dlperf.report.format import terminal
     from dlperf.store import Store
 
@@ -232,11 +232,15 @@ def print_paper(args) -> int:
         why = f" ({notes[-1]})" if notes else ""
         raise UsageError(f"--paper: run {run.id} has no fp32 cell of the paper's seven networks at its batch{why}: "
                          "`dlperf run` measures them (the default sweep)")  # fmt: skip
+    view = table.build(run.id, [r.cell for r in rows])  # the machine and versions its cells were measured with
+    view.machine = run_list.machine(run, cores=True)
+    where = table.version_lines(view)
     if args.format == "text":
-        print_rich(paper_table.render_rich(run.id, rows), paper_table.legend(rows), notes)
+        print_rich(paper_table.render_rich(run.id, rows), [*paper_table.legend(rows), *where], notes)
     else:
-        text = {"md": lambda: paper_table.render_markdown(rows, notes), "csv": lambda: paper_table.render_csv(rows),
-                "json": lambda: paper_table.render_json(run.id, rows, notes)}[args.format]()  # fmt: skip
+        text = {"md": lambda: paper_table.render_markdown(rows, notes, run.id, where),
+                "csv": lambda: paper_table.render_csv(rows, where),
+                "json": lambda: paper_table.render_json(run.id, rows, notes, where)}[args.format]()  # fmt: skip
         print(terminal(text, newlines=True) if args.format == "md" else text, end="" if args.format == "csv" else "\n")
     return warn_unreadable(faults, "the table") or ExitCode.OK
 
@@ -304,12 +308,13 @@ def _framework_samples(store, run_id: int, cells: list) -> dict[str, list[list[f
     return _samples(store, run_id, cells, None) if len({c.framework for c in cells}) > 1 else {}
 
 
-def print_best(run_id: int, cells: list, samples: dict, fmt: str, machine: str) -> None:
-    """`machine`: the machine that measured the run (`run_list.machine`), said under the text and md views."""
+def print_best(run_id: int, cells: list, samples: dict, fmt: str, machine: str, by: str | None = None) -> None:
+    """`machine`: the machine that measured the run (`run_list.machine`), said under the text and md views; `by`:
+    the command that made it (`store.state.made_by`)."""
     from dlperf.report import best
     from dlperf.report.format import terminal
 
-    rows = best.build(cells, samples)
+    rows = best.build(cells, samples, {run_id: by})
     if fmt == "json":
         print(best.render_json(rows))
     elif fmt == "md":

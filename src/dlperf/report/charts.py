@@ -127,12 +127,20 @@ def doubt_of(cells: list[CellRecord]) -> str:
     return FEW if alone else DISTURBED_CELL
 
 
+def dots(chart: Chart) -> bool:
+    """Bars on a log axis from no base of their own: drawn as points, since a bar's length from the axis's arbitrary
+    floor says nothing (a 275 µs bar a sliver, a 108 ms one ten times taller rather than 400)."""
+    return chart.kind == "bars" and chart.log_y and not chart.base
+
+
 def doubted(chart: Chart, doubt: str = FEW) -> Chart:
-    """`chart` with `doubt` in its legend and caption, when any point it draws is doubtful."""
+    """`chart` with `doubt` in its legend and caption, when any point it draws is doubtful: said as it is drawn (a
+    bar on a log axis is a dot, `dots`: hollow, not hatched)."""
     if any(p.doubtful for p in chart.points):
         chart.doubt = doubt
         how = {"lines": f"hollow, with {DOUBT_MARK}", "stacked": f"{DOUBT_MARK} beside its bar"}
-        said = f"{how.get(chart.kind, f'hatched, with {DOUBT_MARK}')}: {doubt}"
+        drawn = f"hollow, with {DOUBT_MARK}" if dots(chart) else how.get(chart.kind, f"hatched, with {DOUBT_MARK}")
+        said = f"{drawn}: {doubt}"
         chart.caption = f"{chart.caption}; {said}" if chart.caption else said
     return chart
 
@@ -162,7 +170,10 @@ def doubt_lines(cell: CellRecord) -> list[str]:
 
 
 def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:
-    return Point(x, cell.median_s, cell.q1_s, cell.q3_s, tip(cell, headline), doubtful(cell))
+    """A cell's point: its median, and its quartiles as the error bar, none from fewer than FEW_SAMPLES steps (whose
+    spread they do not tell, as its hover's `IQR -` says)."""
+    q1, q3 = (None, None) if few(cell.n) else (cell.q1_s, cell.q3_s)
+    return Point(x, cell.median_s, q1, q3, tip(cell, headline), doubtful(cell))
 
 
 def _by(cells: list[CellRecord], *keys) -> dict[tuple, list[CellRecord]]:

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from dlperf.report.charts import DOUBT_MARK, Chart, Point
+from dlperf.report.charts import DOUBT_MARK, Chart, Point, dots
 
 SECONDS = "seconds"  # a chart whose y label begins so has its values in seconds (`_time_unit`)
 
@@ -233,12 +233,6 @@ def _lines(ax, chart: Chart, colors: dict, tag) -> None:
     ax.set_xticks(sorted(xs_all))
     ax.xaxis.set_major_formatter(ScalarFormatter())
     ax.xaxis.set_minor_formatter(NullFormatter())
-
-
-def dots(chart: Chart) -> bool:
-    """Bars on a log axis from no base of their own: drawn as points, since a bar's length from the axis's arbitrary
-    floor says nothing (a 275 µs bar a sliver, a 108 ms one ten times taller rather than 400)."""
-    return chart.kind == "bars" and chart.log_y and not chart.base
 
 
 def _bars(ax, chart: Chart, colors: dict, tag) -> None:

@@ -24,6 +24,7 @@ from dlperf.report.load import Loaded
 from dlperf.report.run_list import ray_resume
 from dlperf.store.location import resume_command
 from dlperf.store.records import CellRecord
+from dlperf.store.state import made_by
 from dlperf.version import VERSION
 from dlperf.vocab import Status
 from dlperf.workloads.user import changed_sources
@@ -112,7 +113,9 @@ def _table7(data: Loaded) -> str:
         for column, text in zip(view.columns, values[fixed:], strict=True):
             tds.append(_table_cell(row.cells.get(column), text, column == best_column))
         body.append(f"<tr>{''.join(tds)}</tr>")
-    lines = [*table.legend(view), *view.fastest, *table.version_lines(view)]  # which versions, from where
+    # why a row stars no thread count (a tie, a disturbed cell), as `dlperf table`'s notes say it
+    stars = [line.replace("(above)", "(Warnings, below)") for line in table.star_notes(list(view.rows))]
+    lines = [*table.legend(view), *stars, *view.fastest, *table.version_lines(view)]
     legend = "".join(f'<p class="legend">{escape(line)}</p>' for line in lines)
     table_html = f'<table class="table7"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
     return _sources(data) + table_html + legend
@@ -207,7 +210,7 @@ def _predicted(found: list[predicted.Row]) -> str:
 def _best_table(data: Loaded) -> str:
     if len({c.mode for c in data.cells}) < 2:
         return ""
-    rows = best.build(data.cells, data.samples)
+    rows = best.build(data.cells, data.samples, {run.id: made_by(run) for run in data.runs})
     notes = "".join(f'<p class="note">{escape(n)}</p>' for n in best.notes(rows))
     heading = "<h3>The fastest mode per workload, against fp32</h3>"
     return heading + _html_table(list(best.HEAD), [best.values(r) for r in rows], "best") + notes

@@ -14,12 +14,13 @@ import io
 import json
 from dataclasses import dataclass
 
-from dlperf.measure.stats import few
+from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.report.charts import doubtful
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
 from dlperf.report.paper import CITATION, Figure, batch_of, columns, figures_in
-from dlperf.report.table import FEW_LEGEND, FEW_MARK, cell_notes
+from dlperf.report.table import FEW_MARK, cell_notes
 from dlperf.store.records import CellRecord
 
 COUNTERPART = {"torch": "Torch", "tensorflow": "TF", "mxnet": "MXNet"}  # the paper's tool each framework follows
@@ -75,8 +76,14 @@ def build(cells: list[CellRecord]) -> tuple[list[PaperRow], list[str]]:
     return rows, told + sorted(notes)
 
 
+DOUBT_LEGEND = (
+    f"{FEW_MARK} = a median not to rely on: fewer than {FEW_SAMPLES} samples, or disturbed (other "
+    "processes' load, steal, a warm-up that did not settle: the notes say which), as the report marks it"
+)
+
+
 def _here(cell: CellRecord) -> str:
-    mark = FEW_MARK if few(cell.n) else ""
+    mark = FEW_MARK if doubtful(cell) else ""
     return f"{table_seconds(cell.median_s)}{mark} n={cell.n}" if cell.n is not None else table_seconds(cell.median_s)
 
 
@@ -100,7 +107,7 @@ def _same(row: PaperRow) -> str:
 def values(row: PaperRow) -> list[str]:
     c = row.cell
     where = c.column
-    ratio = f"{row.ratio:.2f}x" + (FEW_MARK if few(c.n) else "") if row.ratio else ""  # rests on the same median
+    ratio = f"{row.ratio:.2f}x" + (FEW_MARK if doubtful(c) else "") if row.ratio else ""  # rests on the same median
     if ratio and row.same[0].where == "server":  # the desktop has no figure there (8 threads of FCN-S, 16 or 32)
         ratio += " (server)"
     fastest = _figure(row.fastest) if row.fastest else "-"
@@ -110,7 +117,7 @@ def values(row: PaperRow) -> list[str]:
 def legend(rows: list[PaperRow]) -> list[str]:
     return [
         "seconds per mini-batch; here: the median of n steady-state steps"
-        + (f", {FEW_LEGEND}" if any(few(r.cell.n) for r in rows) else ""),
+        + (f", {DOUBT_LEGEND}" if any(doubtful(r.cell) for r in rows) else ""),
         f"paper: {CITATION}; desktop = {MACHINES['desktop']}, server = {MACHINES['server']}, GPU = {GPU_NAME}; "
         "its Torch is Lua Torch7, its TF and MXNet the 2016 releases",
         "speed-up: the paper's same tool (on its desktop, on its server where marked so, or on its GPU) over here: "
@@ -121,7 +128,7 @@ def legend(rows: list[PaperRow]) -> list[str]:
 def render_rich(run_id: int, rows: list[PaperRow]):
     from rich.table import Table
 
-    table = Table(title=f"Run {run_id} beside Shi et al. (2016), Table 7: seconds per mini-batch")
+    table = Table(title=title(run_id))
     for name in HEAD:
         table.add_column(name, justify="right" if name in ("here", "speed-up") else "left")
     for row in rows:
@@ -129,10 +136,18 @@ def render_rich(run_id: int, rows: list[PaperRow]):
     return table
 
 
-def render_markdown(rows: list[PaperRow], notes: list[str]) -> str:
-    lines = ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
+def title(run_id: int) -> str:
+    return f"Run {run_id} beside Shi et al. (2016), Table 7: seconds per mini-batch"
+
+
+def render_markdown(rows: list[PaperRow], notes: list[str], run_id: int | None = None, where: list[str] = ()) -> str:
+    """As the text view: its title (with `run_id`), the rows, the legend, the notes, and `where` (`measured on`,
+    `measured with`: `table.version_lines`)."""
+    lines = [f"**{title(run_id)}**", ""] if run_id is not None else []
+    lines += ["| " + " | ".join(HEAD) + " |", "|" + "|".join("---" for _ in HEAD) + "|"]
     lines += ["| " + " | ".join(values(r)) + " |" for r in rows]
-    return "\n".join([*lines, "", *legend(rows), *(["", *(f"- note: {n}" for n in notes)] if notes else [])])
+    said = ["", *(f"- note: {n}" for n in notes)] if notes else []
+    return "\n".join([*lines, "", *legend(rows), *said, *(["", *where] if where else [])])
 
 
 def _records(rows: list[PaperRow]) -> list[dict]:
@@ -147,21 +162,25 @@ def _records(rows: list[PaperRow]) -> list[dict]:
     ]  # fmt: skip
 
 
-def render_json(run_id: int, rows: list[PaperRow], notes: list[str]) -> str:
-    return json.dumps({"run": run_id, "paper": CITATION, "rows": _records(rows), "notes": notes}, indent=2)
+def render_json(run_id: int, rows: list[PaperRow], notes: list[str], where: list[str] = ()) -> str:
+    said = {line.split(": ", 1)[0].replace(" ", "_"): line.split(": ", 1)[1] for line in where}  # measured_on, _with
+    return json.dumps({"run": run_id, "paper": CITATION, "rows": _records(rows), "notes": notes, **said}, indent=2)
 
 
-def render_csv(rows: list[PaperRow]) -> str:
+def render_csv(rows: list[PaperRow], where: list[str] = ()) -> str:
+    """A row per cell with the paper's figures and the speed-up (the text view's), then `where` a row each."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow(["workload", "framework", "batch", "device", "threads", "median_s", "n", "paper_tool",
                      "paper_desktop_s", "paper_server_s", "paper_gpu_s", "paper_fastest_tool", "paper_fastest_where",
-                     "paper_fastest_s"])  # fmt: skip
+                     "paper_fastest_s", "speed_up", "marks"])  # fmt: skip
     for r in rows:
         same = {f.where: f.seconds for f in r.same}
         c = r.cell
         writer.writerow([spreadsheet_safe(c.workload), c.framework, c.batch, c.device, c.threads, repr(c.median_s),
                          c.n if c.n is not None else "", r.same[0].tool if r.same else "", same.get("desktop", ""),
                          same.get("server", ""), same.get(GPU_NAME, ""), r.fastest.tool if r.fastest else "",
-                         r.fastest.where if r.fastest else "", r.fastest.seconds if r.fastest else ""])  # fmt: skip
+                         r.fastest.where if r.fastest else "", r.fastest.seconds if r.fastest else "",
+                         repr(r.ratio) if r.ratio else "", FEW_MARK if doubtful(c) else ""])  # fmt: skip
+    writer.writerows([spreadsheet_safe(part) for part in line.split(": ", 1)] for line in where)
     return out.getvalue()
