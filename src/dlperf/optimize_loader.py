@@ -293,16 +293,19 @@ def dataloader_call(name: str) -> str:
 
 
 def recipe(mode: str, device: str, workload: str, loader: LoaderChoice | None = None, data_dir: str | None = None,
-           named: bool = False) -> list[str]:  # fmt: skip
+           named: bool = False, threads: int | None = None) -> list[str]:  # fmt: skip
     """A runnable script that trains `workload` in `mode`: dlperf's own model, optimizer, loss and batch for it
     (`training_parts`: the user's factory, for a user workload, given `data_dir`, --data DIR, where the search had
     it), the loader setting chosen (`--data`), then the modes table's lines for `mode` (`named`: a dict of inputs,
-    passed by name)."""
+    passed by name). `threads`: the CPU threads the search measured at, set as it set them (torch's default is
+    every core)."""
     chosen = loader.chosen if loader else None
     folder = f", data_dir={data_dir!r}" if data_dir else ""
+    threads_line = [f"torch.set_num_threads({threads})  # as dlperf measured it"] if threads else []
     return [
         *mode_preamble(mode),
         "import torch",
+        *threads_line,
         "from dlperf import training_parts",
         "",
         "# the fp32 eager setting dlperf measured; in your own code, your model, optimizer, loss function and batch",

@@ -11,6 +11,7 @@ from typing import Any
 from dlperf.modes import SEARCH_ORDER, Mode, changes_arithmetic
 from dlperf.optimize_loader import LoaderChoice, recipe
 from dlperf.report.fastest import faster, speedup_interval
+from dlperf.report.paper import doubts
 from dlperf.report.profile import Verdict
 from dlperf.spec import canonical_mode
 from dlperf.store.records import CellRecord
@@ -42,6 +43,8 @@ class Candidate:
     dimension: str | None = None
     samples: int = 0  # timed steps over all its processes: a speed-up from fewer than FEW_SAMPLES says so
     told_apart: bool | None = None  # faster than the baseline by one rule with the views' (`fastest.faster`)
+    # what disturbed its timing, briefly ("other processes used 79%"; `report.paper.doubts`): few steps are said apart
+    disturbed: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -81,7 +84,8 @@ class Search:
             "baseline": {"mode": self.baseline.mode, "median_s": self.baseline.median_s},
             "results": [r.to_json() for r in self.results],
             "best": {"mode": best.mode, "median_s": best.median_s, "speedup": best.speedup or 1.0} if best else None,
-            "recipe": best and recipe(best.mode, self.device, self.workload, self.loader, self.data_dir, self.named),
+            "recipe": best
+            and recipe(best.mode, self.device, self.workload, self.loader, self.data_dir, self.named, self.threads),
             **{key: getattr(self, key) for key in ("notes", "elapsed_s")},
             "order": order,
             **{key: getattr(self, key) for key in ("cells", "cells_to_best")},
@@ -110,6 +114,7 @@ def candidates_of(
             loss_ok=loss_ok,
             loss_reason=loss_reason,
             compile_s=cell.compile.compile_s if cell.compile else None,
+            disturbed=[d for d in doubts(cell) if not d.startswith(("few samples", "loss not finite"))],
         )
         if cell.mode == BASELINE and cell.ok:
             cand.speedup = 1.0  # by definition; an interval of the baseline against itself would mean nothing

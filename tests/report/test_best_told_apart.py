@@ -89,6 +89,9 @@ def test_a_best_mode_whose_loss_was_not_checked_says_so():
         unchecked.mode == "bf16"
         and "bf16's loss was not checked against fp32 (no check ran: --no-loss-check)" in (best.notes([unchecked])[0])
     )
+    profiled = make_cell("cancel", mode="bf16", median_s=0.0271, n=146)  # `dlperf profile` turns the check off itself
+    [by_profile] = best.build([make_cell("cancel", median_s=0.043, n=94), profiled], {}, {profiled.run_id: "profile"})
+    assert "(no check ran: dlperf profile checks no loss (dlperf run --modes does))" in best.notes([by_profile])[0]
     [cut] = row(LossCheckRecord(None, "the check did not finish: the cell's --timeout"))
     assert "(the check did not finish: the cell's --timeout)" in best.notes([cut])[0]
     [passed] = row(LossCheckRecord(True))

@@ -197,3 +197,17 @@ def test_on_a_gpu_a_profile_whose_kernels_outgrew_the_timed_step_keeps_its_host_
                                                                             "idle": 0.002})  # fmt: skip
     categories, timed = timed_categories(fast, overhead=1.25)
     assert timed == pytest.approx(0.024) and categories["host"] == pytest.approx(0.002)
+
+
+def test_an_update_that_takes_much_of_the_step_is_told_to_try_the_optimizers_implementations_first():
+    """A 40-layer MLP under Adam: optimizer 65% of the step, launch-bound; told to try only compile (1.77x), which
+    leaves the update eager, where its run measured fused 2.65x."""
+    shares = {"optimizer": 0.65, "matmul": 0.1, "elementwise": 0.05, "host": 0.2}
+    profile = Profiled(steps=5, step_s=0.004, categories={k: v * 0.004 for k, v in shares.items()}, ops_per_step=900)
+    v = verdict(profile)
+    assert v.bound is Bound.LAUNCH and v.modes[:2] == ("fused", "foreach") and "compile" in v.modes
+    assert v.figure.endswith("; the update (optimizer) 65% of the step")
+    assert verdict(profile, mode="fused").modes[:1] != ("foreach",)  # the cell has one of them already
+    light = {**shares, "optimizer": 0.1, "matmul": 0.65}
+    assert "fused" not in verdict(Profiled(steps=5, step_s=0.004, categories={k: v * 0.004 for k, v in light.items()},
+                                           ops_per_step=900)).modes[:1]  # fmt: skip

@@ -239,6 +239,18 @@ MEMORY_LEGEND = (
 )
 
 
+def disturbed_note(search) -> list[str]:
+    """The candidates whose timing something disturbed (other processes' load, steal, a warm-up that did not settle):
+    each speed-up sets two cells timed apart, so a load that changed between them moves it (fp32 at 8.9 ms under
+    load, then 4.0 ms once the load ended; a mode timed in the quiet read 2.86x where it is 1.9x)."""
+    each = {c.mode: c for c in [search.baseline, *search.results]}  # the baseline may be among the results
+    said = [f"{c.mode} ({', '.join(c.disturbed)})" for c in each.values() if c.disturbed]
+    if not said:
+        return []
+    return [f"disturbed while timed: {'; '.join(said)}: a speed-up between cells timed under different loads reads "
+            "high or low; optimize again with the machine quieter"]  # fmt: skip
+
+
 def print_text(search) -> None:
 
     from dlperf.optimize_loader import recipe
@@ -248,7 +260,7 @@ def print_text(search) -> None:
     console.print(render_rich(search))
     console.print(STEP_LEGEND, highlight=False, markup=False)
     console.print(MEMORY_LEGEND, highlight=False, markup=False)
-    for note in search.notes:
+    for note in [*search.notes, *disturbed_note(search)]:
         console.print(f"  note: {terminal(note)}", highlight=False, markup=False)
     console.print(searched(search), highlight=False, markup=False)
     for line in loader_lines(search.loader, (search.best or search.baseline).mode):
@@ -271,5 +283,7 @@ def print_text(search) -> None:
         highlight=False,
         markup=False,
     )
-    for line in recipe(b.mode, search.device, search.workload, data_dir=search.data_dir, named=search.named):
+    for line in recipe(
+        b.mode, search.device, search.workload, data_dir=search.data_dir, named=search.named, threads=search.threads
+    ):
         console.print(f"    {terminal(line)}", highlight=False, markup=False)

@@ -51,9 +51,15 @@ class Best:
         return dict(self.__dict__)
 
 
-def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> list[Best]:
+NO_CHECK = "no check ran: --no-loss-check"
+NO_CHECK_BY = {"profile": "no check ran: dlperf profile checks no loss (dlperf run --modes does)"}
+
+
+def build(cells: list[CellRecord], samples: dict[str, list[list[float]]],
+          made_by: dict[int, str | None] | None = None) -> list[Best]:  # fmt: skip
     """`samples`: cell key -> per-process step times (for the speed-up's interval; may be empty). Modes compare on
-    the synthetic batch: a loader cell's step is the input pipeline's too (`report/data.py` compares those)."""
+    the synthetic batch: a loader cell's step is the input pipeline's too (`report/data.py` compares those).
+    `made_by`: run id -> the command that made it (`store.state.made_by`), to say why a loss was not checked."""
     groups: dict[tuple[str, str, str], list[CellRecord]] = {}
     for c in (c for c in cells if not c.loader):
         groups.setdefault((c.workload, c.framework, c.column), []).append(c)
@@ -69,7 +75,8 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]]) -> lis
         if best is not None:
             row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
             if changes_arithmetic(best.mode) and not (best.loss_check and best.loss_check.ok):
-                row.unchecked = (best.loss_check and best.loss_check.reason) or "no check ran: --no-loss-check"
+                no_check = NO_CHECK_BY.get((made_by or {}).get(best.run_id) or "", NO_CHECK)
+                row.unchecked = (best.loss_check and best.loss_check.reason) or no_check
         if best is not None and base is not None:
             row.speedup = base.median_s / best.median_s
         if best is not None and base is not None and best is not base:

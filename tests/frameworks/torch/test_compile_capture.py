@@ -36,6 +36,16 @@ def test_a_compiled_step_that_captured_no_graph_is_unsupported():
         step.step()
 
 
+def test_no_graph_under_checkpoint_says_the_checkpoint_is_why():
+    """fused+checkpoint+compile read 'compile: ... captured no graph' though fused+compile captured one on the model:
+    torch.utils.checkpoint's checkpoint_sequential, which the checkpoint mode's forward calls, is what Dynamo skips."""
+    step = tbuild.build(BUILTIN["tiny-fcn-r"], "cpu", "fp32")
+    step.compiles = step.check_capture = True
+    step.mode_settings["checkpoint"] = {"module": "(model)", "blocks": 4, "segments": 2}  # as recompute.apply sets it
+    with pytest.raises(NotImplementedError, match=r"with checkpoint its forward goes through torch\.utils\.checkpoint"):
+        step.step()
+
+
 def test_a_compiled_step_that_captured_a_graph_goes_on():
     step = tbuild.build(LSTM, "cpu", "fp32")
     step.compiles = step.check_capture = True

@@ -71,7 +71,11 @@ class TorchStep:
         loss = self.iteration()
         self.check_capture = False
         if not _graphs_captured():
-            raise NotImplementedError(NO_GRAPH)
+            why = NO_GRAPH
+            if "checkpoint" in self.mode_settings:  # its forward goes through torch.utils.checkpoint (recompute.py)
+                why += ("; with checkpoint its forward goes through torch.utils.checkpoint, which TorchDynamo skipped "
+                        "here: compile and checkpoint do not combine on this model (each alone may)")  # fmt: skip
+            raise NotImplementedError(why)
         return loss
 
     def load(self, inputs: Any, targets: Any) -> None:
