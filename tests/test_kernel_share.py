@@ -41,3 +41,17 @@ def test_a_step_that_maps_memory_afresh_spends_more_of_its_cpu_in_the_kernel_tha
     assert computed.minor_faults_per_step < 100, computed
     assert 0 <= computed.kernel_cpu_share < mapped.kernel_cpu_share <= 1, (computed, mapped)
     assert mapped.kernel_cpu_share > 0.3, mapped  # faulting in and zeroing pages is the kernel's work
+
+
+def test_the_high_water_marks_increase_is_never_negative(monkeypatch):
+    """export gave a cell process_hwm_increase_bytes -131072: the resident set was read before the mark was reset to
+    it, and a page freed between the two reads put the mark below the reading. The set is read after the reset, and
+    an increase is at least 0."""
+    from dlperf.measure import system
+
+    rss = iter([10_000_000, 9_000_000])  # the process frees pages as it goes: the set shrinks
+    monkeypatch.setattr(system, "reset_rss_hwm", lambda: True)
+    monkeypatch.setattr(system, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(system, "rss_hwm_bytes", lambda: 9_500_000)  # the mark as reset, at most the set then
+    sampled = timed_samples(timed(computes), TimerConfig(min_steps=2, min_time=0.0, max_time=0.5), emit=lambda e: None)
+    assert sampled.process_hwm_increase_bytes == 0

@@ -265,7 +265,9 @@ def timed_samples(
     `clock` and `own` are for a DDP process: `run` returns the step's slowest time over the processes and `clock`
     sums those, so the stopping rule decides alike everywhere; `own(t)` is the process's own time of that step,
     which is what it emits."""
-    before, rss_before, hwm_reset = system.cpu_times(), system.rss_bytes(), system.reset_rss_hwm()
+    # the high-water mark reset to the resident set, then that set read: read before, one freed page between the two
+    # made the increase negative (-131072 bytes), which a high-water mark cannot be
+    before, hwm_reset, rss_before = system.cpu_times(), system.reset_rss_hwm(), system.rss_bytes()
     family_before = system.family_cpu_s()  # with a loader's worker processes, whose CPU is no other process's
     own_before, wall_before, faults_before = os.times(), time.perf_counter(), _minor_faults()
     batch = SampleBatch(emit)
@@ -285,7 +287,7 @@ def timed_samples(
         cpu_utilization=own_cpu / wall if wall > 0 else None,
         minor_faults_per_step=faults / len(samples) if samples else None,
         kernel_cpu_share=min(1.0, kernel_cpu / own_cpu) if own_cpu > 0 else None,  # all of it: 1.0000000000000036
-        process_hwm_increase_bytes=(system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
+        process_hwm_increase_bytes=max(0, system.rss_hwm_bytes() - rss_before) if hwm_reset else None,
     )
 
 
