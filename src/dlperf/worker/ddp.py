@@ -24,7 +24,6 @@ from dlperf.frameworks.common import heap
 from dlperf.measure.timer import SYNCHRONIZED, timed_step, warm_up
 from dlperf.parallel import STRATEGIES
 from dlperf.protocol import Built, Comm, DDPTask, Done, Ranks, Reporter, Warmup
-from dlperf.vocab import Parallel
 from dlperf.worker.cell import affinity, check_loss, count_flops, measure_memory, pin, said_out_of_memory, timed_samples
 from dlperf.worker.child import exit_now, serve
 from dlperf.workloads import Workload
@@ -105,7 +104,8 @@ def run_process(task: DDPTask, emit: Reporter, engine: Callable[[], Engine] = to
     pin((task.rank_cpus or {}).get(os.environ.get("LOCAL_RANK", "0")))
     emit(affinity())
     world = int(os.environ.get("WORLD_SIZE") or 0)  # torchrun's, and dlperf's spawner's (`worker/multiworker.py`)
-    share = world if STRATEGIES[Parallel(task.cell.parallel)].shares_batch and world > 1 else None
+    strategy = STRATEGIES.get(task.cell.parallel)  # a str finds its StrEnum key; None for no strategy of a process
+    share = world if strategy and strategy.shares_batch and world > 1 else None
     with said_out_of_memory(task, share):  # "out of memory at batch 16, 8 a process: MemoryError: ...", as a
         measure(task, emit, engine)  # one-process cell says it
 
