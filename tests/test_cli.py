@@ -168,6 +168,13 @@ def test_list_json_has_names_and_params():
     assert len([r for r in rows if not r["published"]]) == 7  # the paper's seven; the published networks apart
 
 
+def test_list_says_the_data_column_is_the_published_data_set_and_runs_train_on_random_batches(capsys):
+    assert main(["list"]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "its data: the data set it was published with" in text
+    assert "one random batch of that input's shape" in text and "--data DIR" in text
+
+
 def test_list_says_how_many_tiny_variants_it_leaves_out_and_the_flag_that_shows_them(capsys):
     from dlperf.workloads import BUILTIN
 

@@ -71,8 +71,9 @@ def run(args) -> int:
         ]  # fmt: skip
         print(json.dumps(rows, indent=2))
         return ExitCode.OK
-    print(f"{'workload':<18}{'batch':>7}  {'data':<14}{'input':<14}{'outputs':>8}{'parameters':>14}")
+    print(f"{'workload':<18}{'batch':>7}  {'its data':<14}{'input':<14}{'outputs':>8}{'parameters':>14}")
     _print_rows(w for w in workloads if w.name not in published)
+    print(DATA_LINE)
     print(f"\n{PUBLISHED_HEADING}")
     _print_rows(w for w in workloads if w.name in published)
     left_out = [w for w in BUILTIN.values() if w.hidden and not args.all]
@@ -83,6 +84,10 @@ def run(args) -> int:
 
 
 PUBLISHED_HEADING = "published networks (for dlperf predict --validate)"
+DATA_LINE = (
+    "\nits data: the data set it was published with. A run trains on one random batch of that input's shape, made "
+    "once\nand reused, or reads the real files with --data DIR (dlperf data synth DIR writes them)"
+)
 
 
 def _print_rows(workloads) -> None:
