@@ -253,8 +253,9 @@ EXPORT_COLUMNS = {
     "h2d_pinned_non_blocking_bytes_s": "that copy from pinned memory with non_blocking, bytes per second",
     "recommended_loader": "the group's loader setting to use: the smallest not measurably slower than the fastest",
     "data_recommendation": "that recommendation in full (JSON): setting, why, enough (why its loader keeps up with "
-    "the step; null: the step still waits for data), slower (settings enough by their wait "
-    "whose steps were measurably slower), advice",
+    "the step; null: the step still waits for data), slower (settings that wait less for data "
+    "but whose steps were measurably slower), doubts (why the synthetic step was no baseline to hold a setting's "
+    "samples/s against: few samples, an unsettled warm-up, processes that disagree), advice",
     "predicted_gpu": "the GPU the cell's step was predicted for (its own device's)",
     "predicted_step_s": "the predicted step, seconds",
     "prediction_error": "predicted / measured - 1",

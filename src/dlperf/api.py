@@ -106,8 +106,7 @@ def run(
     store = None if dry_run else Store.open(db, create=True)
     said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env),
             *began_beside(db, store, began, measured)]  # fmt: skip
-    for warning in [*(as_called(w, WARNED_FLAGS, spec) for w in plan.warnings), *said]:
-        warn(warning)
+    tell(plan, said, warn)
     if store is None:
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
     try:
@@ -169,6 +168,15 @@ def predict(session: Session, plan: Plan, warn: Callable[[str], None]) -> None:
         warn(note)
     if rows:
         session.store.record_predictions(session.run_id, rows)
+
+
+def tell(plan: Plan, said: list[str], warn: Callable[[str], None]) -> None:
+    """What a run says before it measures: the plan's warnings and `said` to `warn`, then its notes (the folder of
+    images each workload reads), which are no warnings, to stderr; each naming the arguments as they were given."""
+    for warning in [*(as_called(w, WARNED_FLAGS, plan.spec) for w in plan.warnings), *said]:
+        warn(warning)
+    for note in plan.notes:
+        print(f"dlperf: {terminal(as_called(note, WARNED_FLAGS, plan.spec))}", file=sys.stderr, flush=True)
 
 
 def say_pilot(cell: Cell) -> None:

@@ -2,10 +2,11 @@
 
 A loader setting is enough when the step waits less than INPUT_BOUND_MODERATE of its time for data, or when the step
 with it reaches ENOUGH_OF_SYNTHETIC of the throughput of the same mode on synthetic data (measured in the same run:
-the mode search's cell). Settings are measured in order of `LoaderSetting.cost` (w0, w1, ... up to the cores, each
-+pin on a GPU; or those of `--loaders`), and the search stops at the first that is enough: workers take cores and
-memory from the step. When none is, and `--loaders` did not fix the list, the best of them with workers is tried with
-more prefetching and persistent workers. The one chosen is what the view recommends of those measured
+the mode search's cell) while it waits under INPUT_BOUND_HIGH, that cell not disturbed (`report.data.enough`).
+Settings are measured in order of `LoaderSetting.cost` (w0, w1, ... up to the cores, each +pin on a GPU; or those of
+`--loaders`), and the search stops at the first that is enough: workers take cores and memory from the step. When
+none is, and `--loaders` did not fix the list, the best of them with workers is tried with more prefetching and
+persistent workers. The one chosen is what the view recommends of those measured
 (`report.data.recommend`): the smallest whose step is not measurably slower than the fastest's, which the first
 enough need not be (waiting less for data, its workers can slow the step more on a CPU's shared cores). Each setting
 is a cell of the search's run, measured in `repeats` processes through the same launcher and store; it stops when the
@@ -19,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, default_loaders, enough, setting
+from dlperf.loaders import default_loaders, enough, setting
 from dlperf.modes import preamble as mode_preamble
 from dlperf.modes import recipe as mode_recipe
 from dlperf.protocol import Cell
-from dlperf.report.data import dominates, recommend
+from dlperf.report.data import ENOUGH_RULE, baseline_doubts, dominates, recommend
 from dlperf.report.fastest import long_run_s
 from dlperf.runner.session import Budget, Session
 from dlperf.runner.tasks import Task
@@ -104,9 +105,10 @@ def variants(name: str) -> list[str]:
     return [v.name for v in sorted(out, key=lambda v: v.cost) if v != s]
 
 
-def trial_of(cell: CellRecord, synthetic_s: float | None) -> LoaderTrial:
+def trial_of(cell: CellRecord, synthetic_s: float | None, judged: bool = True) -> LoaderTrial:
     """A measured loader cell held against the synthetic step (`synthetic_s`, its mean): is it enough? On the mean
-    steps, a long run's: a bursty loader's median step leaves out the steps that wait for it."""
+    steps, a long run's: a bursty loader's median step leaves out the steps that wait for it. `judged` False: the
+    synthetic step was disturbed (`report.data.baseline_doubts`), and only the wait says whether it is enough."""
     t = LoaderTrial(cell.loader, cell.status.value, cell.error, cell.median_s)
     if not cell.ok or not cell.median_s:
         return t
@@ -114,7 +116,7 @@ def trial_of(cell: CellRecord, synthetic_s: float | None) -> LoaderTrial:
     t.wait_share = cell.data.wait_share if cell.data else None
     t.verdict = cell.data.verdict if cell.data else None
     t.of_synthetic = synthetic_s / t.mean_s if synthetic_s else None
-    t.enough = enough(t.wait_share, t.mean_s, synthetic_s)
+    t.enough = enough(t.wait_share, t.mean_s, synthetic_s if judged else None)
     return t
 
 
@@ -183,7 +185,11 @@ class LoaderSearch:
         cell = replace(self.synthetic, loader=name)
         self.session.add([cell], self.workload)
         self.session.measure([Task(cell, n) for n in range(self.repeats)], self.progress_factory, last=False)
-        return trial_of(self.session.cell(cell.key), synthetic_s)
+        return trial_of(self.session.cell(cell.key), synthetic_s, not self._doubts())
+
+    def _doubts(self) -> list[str]:
+        """Why the synthetic step judges no setting by throughput (`report.data.baseline_doubts`), as the view."""
+        return baseline_doubts(self.session.cell(self.synthetic.key))
 
     def _note(self, choice: LoaderChoice) -> None:
         c = choice.chosen
@@ -194,9 +200,10 @@ class LoaderSearch:
             self.notes.append(self._not_taken(c, fed))
         elif not c.enough:
             wait = f"{100 * c.wait_share:.0f}%" if c.wait_share is not None else "unknown"
+            doubts = self._doubts()
+            disturbed = f"; the synthetic step was disturbed ({', '.join(doubts)})" if doubts else ""
             self.notes.append(
-                f"loader: no setting measured was enough (data wait under {100 * INPUT_BOUND_MODERATE:.0f}% of the "
-                f"step, or {100 * ENOUGH_OF_SYNTHETIC:.0f}% of the synthetic step's throughput); the one recommended, "
+                f"loader: no setting measured was enough ({ENOUGH_RULE}{disturbed}); the one recommended, "
                 f"{c.setting}, still waits {wait} of its step for data"
             )
             self.notes += [f"loader: {advice}" for advice in self._dominates()]
@@ -204,7 +211,7 @@ class LoaderSearch:
     def _not_taken(self, chosen: LoaderTrial, fed: list[str]) -> str:
         """Why the settings that were enough are not the one recommended: they waited less for data but stepped
         slower (on a CPU, their workers on the step's cores), or were not told apart from it (the smaller taken)."""
-        slower = recommend(*self._cells()).slower
+        slower = [name for name in recommend(*self._cells()).slower if name in fed]  # those not enough said apart
         said = [f"{name} waited less but stepped slower" for name in slower]
         said += [
             f"{name}, enough, was not told apart from it (the smaller is taken)" for name in fed if name not in slower

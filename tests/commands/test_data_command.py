@@ -54,6 +54,27 @@ def test_a_dataset_already_there_is_refused_unless_overwrite(tmp_path, capsys):
     assert (tmp_path / "README.txt").read_text().count("dlperf data synth") == 2
 
 
+def test_into_a_folder_of_photos_the_closing_line_names_the_folder_that_reads_the_images(tmp_path, capsys):
+    """`dlperf data synth photos` ended 'dlperf run --data photos reads them', and that run is refused: photos'
+    own class folders and photos/imagenet/train both hold images. The line names the images' folder instead."""
+    photos = tmp_path / "photos"
+    (photos / "cats").mkdir(parents=True)
+    (photos / "cats" / "a.jpg").write_bytes(b"\xff\xd8 not decoded here")
+    assert main(["data", "synth", str(photos), "--only", "ptb,imagenet"]) == 0
+    said = capsys.readouterr().out.strip().splitlines()[-1]
+    images = photos / "imagenet" / "train"
+    assert said == (f"dlperf run --data {photos} reads ptb; the images: dlperf run --data {images} ({photos}'s own "
+                    f"folders hold images too, and --data {photos} does not guess which to read) (README.txt says "
+                    "what they are)")  # fmt: skip
+    assert imagefolder.folder(images) == images  # the folder named reads the images written
+    with pytest.raises(UsageError, match="does not guess"):
+        imagefolder.folder(photos)
+    # into a folder of no images of its own, DIR reads them all
+    assert data.reads([data.Written("imagenet", images, 1, 1, 0.0)], tmp_path / "empty") == (
+        f"dlperf run --data {tmp_path / 'empty'} reads them"
+    )
+
+
 @pytest.mark.parametrize(
     ("flags", "words"),
     [

@@ -56,6 +56,32 @@ def test_input_bound_at_tensorflows_thresholds(share, expected):
         assert v.level == expected and "more data-loader workers" in v.advice and v.modes == ()
 
 
+@pytest.mark.parametrize(("loader", "threads", "cores", "said"), [
+    ("w1", 1, 2, "more cores (w1's 1 worker and the step's 1 compute thread take the 2 cores"),
+    ("w1", 1, 4, "more workers (w1's 1 worker and the step's 1 compute thread leave 2 of the 4 cores free)"),
+])  # fmt: skip
+def test_an_input_bound_loader_cell_is_told_more_workers_only_where_cores_are_free(loader, threads, cores, said):
+    """`dlperf profile tiny-alexnet-s --data photos --loaders w1 --threads 1` on 2 cores said 'try: more data-loader
+    workers', where w1's worker and the compute thread take both cores and run measured w1 and w2 slower than w0:
+    the advice is the input pipeline view's (`report.data.more_loading`)."""
+    from dataclasses import replace
+
+    from conftest import make_cell
+    from dlperf.loaders import oversubscribed, setting
+    from dlperf.report.profile import against_run
+    from dlperf.store.records import LoaderRecord
+
+    workers = setting(loader).workers
+    cell = replace(make_cell("tiny-alexnet-s", threads=threads, median_s=0.05), loader=loader)
+    cell.data = LoaderRecord(loader, workers, threads, cores, oversubscribed(workers, threads, cores), "ImageNet-style "
+                             "folder", 32, 100.0, 0.4, None, "high", None)  # fmt: skip
+    v = against_run(verdict(step(data=0.4, matmul=0.3, elementwise=0.3)), cell, [cell])
+    assert v.bound is Bound.INPUT and v.advice.startswith(said) and "more data-loader workers" not in v.advice
+    assert "Pillow-SIMD" in v.advice  # less work a sample, for its kind of dataset
+    plain = against_run(verdict(step(data=0.4, matmul=0.3, elementwise=0.3)), make_cell(median_s=0.05), [])
+    assert plain.advice == "more data-loader workers"  # a cell without a loader record: nothing known of its cores
+
+
 def test_host_device_copies_are_transfer_bound():
     v = verdict(step(copy_h2d=0.25, copy_d2h=0.05, matmul=0.7), device="cuda:0")
     assert (v.bound, v.level) == (Bound.TRANSFER, HIGHLY) and "host<->device copies 30%" in v.figure

@@ -29,7 +29,10 @@ loader cell with its row's mode ("torch fp32 · data:w1", 66a37ea); each export 
 record the mean step's 95% interval (mean_ci_low_s, mean_ci_high_s: empty, the old file has none); the report's
 best-mode view of run 6 (compile, --no-loss-check) says why it has no speed-up and that its loss was not checked
 (e4cc6c2, f92f3b0: the report's hash); a cell's hover text names what disturbed it (run 6's compile cell: "? other
-processes used 20% of the CPUs ...", the charts' judgement the table's: the report's hash).
+processes used 20% of the CPUs ...", the charts' judgement the table's: the report's hash); run 3's loader legend says
+the loader alone is its samples over their time after its first batch, its enough rule the wait under 20% with the
+throughput, its recommendation's JSON the synthetic step's doubts, and its csv table the input pipeline's rows (table
+text, json, csv, --explain; export's data_recommendation).
 """
 
 from __future__ import annotations

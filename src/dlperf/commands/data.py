@@ -187,5 +187,25 @@ def print_table(written: list[Written], directory: Path) -> None:
         table.add_row(w.dataset, w.folder.name, str(w.files), f"{w.bytes / 1e6:.1f}", f"{w.seconds:.1f}")
     console = wide()
     console.print(table)
-    console.print(f"dlperf run --data {directory} reads them (README.txt says what they are)", highlight=False,
-                  markup=False, soft_wrap=True)  # fmt: skip
+    console.print(f"{reads(written, directory)} (README.txt says what they are)", highlight=False, markup=False,
+                  soft_wrap=True)  # fmt: skip
+
+
+def reads(written: list[Written], directory: Path) -> str:
+    """The command that reads what was written. Into a folder whose own class folders hold images, `--data DIR`
+    is refused for the images (`imagefolder.folder`: it does not guess between DIR/imagenet/train and DIR's own
+    classes), so the images are named by their folder: synth into a folder of photos ended 'dlperf run --data
+    photos reads them', which the run then refused."""
+    from dlperf.workloads.datasets import imagefolder
+
+    if not any(w.dataset == "imagenet" for w in written):
+        return f"dlperf run --data {directory} reads them"
+    try:
+        imagefolder.folder(directory)
+    except UsageError:
+        images = directory / imagefolder.FOLDER / "train"
+        others = [w.dataset for w in written if w.dataset != "imagenet"]
+        rest = f"dlperf run --data {directory} reads {', '.join(others)}; " if others else ""
+        return (f"{rest}the images: dlperf run --data {images} ({directory}'s own folders hold images too, and --data "
+                f"{directory} does not guess which to read)")  # fmt: skip
+    return f"dlperf run --data {directory} reads them"

@@ -26,9 +26,11 @@ from dlperf.plan.cells import expand, expand_ddp
 from dlperf.plan.devices import framework_info, resolve_devices, thread_counts
 from dlperf.plan.unsupported import marked
 from dlperf.plan.warnings import (
+    data_notes,
     ddp_warnings,
     epoch_warnings,
     inherited_warning,
+    keyword_warnings,
     loader_warnings,
     pin_warnings,
     precision_warnings,
@@ -50,6 +52,7 @@ class Plan:
     env: dict
     cores: int
     warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the run says before it measures, not warnings: the data read
 
     @property
     def tasks(self) -> list[Task]:
@@ -67,6 +70,7 @@ def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda pla
     env = envinfo.capture(info)
     cores = env["cores"]["cores"]
     warnings = [inherited_warning(k, v) for k, v in system.inherited_thread_env(os.environ).items()]
+    warnings += keyword_warnings(spec.data)
     workloads = {name: resolve_workload(name, spec.frameworks[0], spec.timeout, spec.data) for name in spec.workloads}
     check_names(workloads)
     if sources := source_digests(workloads.values()):
@@ -81,7 +85,7 @@ def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda pla
                 check_microbatches(c.microbatches, c.workload, chosen[c.key].batch, c.nproc)
         workloads_of = {key: w.to_json() for key, w in chosen.items()}
         plan = Plan(spec, cells, workloads_of, env, cores, warnings + precision_warnings(cells, env))
-        check_data_after(plan, list(workloads.values()), before_data)
+        plan.notes += data_notes(check_data_after(plan, list(workloads.values()), before_data))
         return plan
     counts = thread_counts(spec.threads, cores, warnings)
     warnings += pin_warnings(spec, counts, len(system.affinity_cpus()))
@@ -91,6 +95,7 @@ def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda pla
     plan = Plan(spec, cells, {c.key: by_name[c.workload] for c in cells}, env, cores, warnings)
     data = check_data_after(plan, list(workloads.values()), before_data)
     plan.warnings += epoch_warnings(cells, {w.name: w.batch for w in workloads.values()}, data)
+    plan.notes += data_notes(data)
     return plan
 
 

@@ -1,11 +1,12 @@
 """What a plan warns about before anything is measured (each measured anyway): inherited thread variables, threads
 or processes beyond the cores, a pinning mask smaller than a cell, a reduced precision without a fast path here,
-loader workers that take the compute threads' cores."""
+loader workers that take the compute threads' cores, `--data dataset` where ./dataset is a folder. And what it says
+before measuring that is no warning: the image folder each workload reads (`Plan.notes`)."""
 
 from __future__ import annotations
 
 from dlperf.answers import DataCheck
-from dlperf.loaders import oversubscribed, restarts_every, setting
+from dlperf.loaders import DATA_DATASET, keyword_folder, oversubscribed, restarts_every, setting
 from dlperf.measure import system
 from dlperf.measure.units import plural
 from dlperf.modes import mode_components
@@ -128,3 +129,25 @@ def epoch_warnings(cells: list[Cell], batches: dict[str, int], data: dict[str, D
                 "it (+persist keeps them, or more data spreads it); measured anyway"
             )
     return warnings
+
+
+def keyword_warnings(data: str) -> list[str]:
+    """`--data dataset` where a folder of that name is in the current directory: the keyword is what is read, and
+    the line says how to name the folder (a `./dataset` of images was read as the keyword, every built-in loader cell
+    `unsupported`, and nothing said of the folder). `--data synthetic` is also the default, which no folder should
+    be warned of: the `--loaders` it refuses names ./synthetic (`spec.py`)."""
+    here = keyword_folder(data) if data == DATA_DATASET else ""
+    return [f"--data {data}: the keyword, each user workload's own Dataset and no folder (a built-in workload's "
+            f"loader cells are unsupported); {here}"] if here else []  # fmt: skip
+
+
+def data_notes(data: dict[str, DataCheck]) -> list[str]:
+    """The image folder each workload reads, as dlperf found it in --data DIR (DIR/imagenet/train, DIR/train or DIR
+    itself), with its images and classes: said once before the run measures, a line a folder."""
+    read: dict[tuple, list[str]] = {}
+    for name, found in sorted(data.items()):
+        if found.folder is not None:
+            read.setdefault((found.folder, found.samples or 0, found.classes or 0), []).append(name)
+    return [f"--data: {', '.join(names)} {'read' if len(names) > 1 else 'reads'} the image folder {folder}: "
+            f"{plural(images, 'image')} in {plural(classes, 'class', 'es')}"
+            for (folder, images, classes), names in read.items()]  # fmt: skip

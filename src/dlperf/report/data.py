@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dlperf import loaders
-from dlperf.report.charts import Chart, Point, Series, _slug, tip
+from dlperf.measure.units import plural
+from dlperf.report.charts import Chart, Point, Series, _slug, few_samples, tip
 from dlperf.report.fastest import MEDIANS_APART, has_mean_interval, long_run_s, told_apart_long_run
 from dlperf.report.format import nbytes, seconds, significant
+from dlperf.report.paper import doubts
 from dlperf.store.records import CellRecord
 from dlperf.vocab import Status
 
@@ -24,7 +26,8 @@ HEAD = ("loader", "step", "samples /s", "loader alone", "data wait", "input boun
 LEGEND = (
     "step: median seconds per mini-batch with the loader, waiting for data included; samples /s: a long run's, the "
     "batch over the mean step (the median leaves out the steps that wait for a batch); loader "
-    "alone: the samples /s of the loader iterated with no step, at its median batch; data wait: the share of the "
+    "alone: the samples /s of the loader iterated with no step, after its first batch (new epochs' starts in); data "
+    "wait: the share of the "
     f"timed steps spent waiting for a batch (input bound from {loaders.INPUT_BOUND_MODERATE:.0%}, highly from "
     f"{loaders.INPUT_BOUND_HIGH:.0%}); "
     "w+t / cores: the loader's workers and the step's compute threads, against the cores they share (> where they "
@@ -39,7 +42,9 @@ class Recommendation:
     setting: str | None  # the smallest measured setting not measurably slower than the fastest; None: none measured
     why: str  # why that one: the fastest, or tied with it; or why none
     enough: str | None = None  # why its loader keeps up with the step (`enough`); None: the step still waits on it
-    slower: list[str] = field(default_factory=list)  # settings enough by their wait, but measurably slower steps
+    slower: list[str] = field(default_factory=list)  # settings that wait less for data, but measurably slower steps
+    # why no setting was held against the synthetic step's samples/s: its disturbances (`baseline_doubts`)
+    doubts: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -114,13 +119,31 @@ def throughput(cell: CellRecord | None) -> float | None:
     return cell.samples_s * cell.median_s / long_run_s(cell) if cell.samples_s else None
 
 
+SHARED_LOAD = ("other processes", "CPU steal")  # the machine's, not the synthetic step's own: no baseline doubt
+
+
+def baseline_doubts(synthetic: CellRecord | None) -> list[str]:
+    """Why the synthetic step's samples/s are no baseline to hold a loader setting against, a few words each: its own
+    unsteadiness (`paper.doubts` less other processes' load and steal, which the loader cells beside it ran under
+    too: few samples, a warm-up that did not settle, processes far apart). [] where it is one, or where there is none.
+    On 2 busy cores a synthetic step of n=7 whose warm-up did not settle, its mean 1451% above its median, made a w1
+    that waited 53% of its step 'enough: 2264% of the synthetic step's samples/s'."""
+    if not measured(synthetic):
+        return []
+    said = [d for d in doubts(synthetic) if not d.startswith(SHARED_LOAD)]
+    if few_samples(synthetic) and not any(d.startswith("few samples") for d in said):
+        said.append(f"few samples n={synthetic.n}")
+    return said
+
+
 def enough(cell: CellRecord, synthetic: CellRecord | None) -> str | None:
     """Why the setting is enough (`loaders.enough`): the step waits under INPUT_BOUND_MODERATE of its time for data,
-    or it reaches ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s. None when neither, or when not measured."""
+    or, waiting under INPUT_BOUND_HIGH, it reaches ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s, where that
+    step was not disturbed (`baseline_doubts`). None when neither, or when not measured."""
     if not measured(cell):
         return None
     share = cell.data.wait_share if cell.data else None
-    ours, theirs = throughput(cell), throughput(synthetic)
+    ours, theirs = throughput(cell), None if baseline_doubts(synthetic) else throughput(synthetic)
     if not loaders.enough(share, 1 / ours if ours else None, 1 / theirs if theirs else None):
         return None
     if share is not None and share < loaders.INPUT_BOUND_MODERATE:
@@ -138,8 +161,10 @@ def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommen
     """Among the measured settings, the smallest (`LoaderSetting.cost`) whose long run is not measurably slower than
     the fastest's (`fastest.told_apart_long_run`: their 95% intervals of the mean step overlap; without intervals,
     mean steps within MEDIANS_APART or the steps' IQR): the median step leaves out the steps that wait for data. A
-    setting that waits less for data but whose step is slower is never it (on a CPU its workers took the compute
-    threads' cores: following it trains slower). Whether it is `enough` says if the loader still holds the step back."""
+    setting that waits less for data but whose step is measurably slower is never it (on a CPU its workers took the
+    compute threads' cores: following it trains slower), and is named (`slower`), enough or not: w1 waiting 43% of
+    a 10.8 ms step against w0's 51% of 7.51 ms went unsaid where neither was enough. Whether the one recommended is
+    `enough` says if the loader still holds the step back."""
 
     timed = sorted((c for c in cells if throughput(c)), key=lambda c: loaders.setting(c.loader).cost)
     if not timed:
@@ -157,8 +182,8 @@ def recommend(synthetic: CellRecord | None, cells: list[CellRecord]) -> Recommen
         why += "" if alone else ": their 95% intervals of the mean step overlap"
     if alone:
         why += f", {MEANS_ALONE if len(tied) > 1 else APART_ALONE}"
-    slower = [c.loader for c in timed if c not in tied and enough(c, synthetic) and waits_less(c, chosen)]
-    return Recommendation(chosen.loader, why, enough(chosen, synthetic), slower)
+    slower = [c.loader for c in timed if c not in tied and waits_less(c, chosen)]
+    return Recommendation(chosen.loader, why, enough(chosen, synthetic), slower, baseline_doubts(synthetic))
 
 
 NOT_MEASURED = "no loader setting was measured"
@@ -195,37 +220,56 @@ def dominates(synthetic: CellRecord | None, cells: list[CellRecord]) -> list[str
     if not alone or not target:
         return []
     best = max(alone, key=lambda c: c.data.alone_samples_per_s)
-    rate, workers, cores = best.data.alone_samples_per_s, best.data.workers, best.data.cores
-    if rate >= target:
+    if (rate := best.data.alone_samples_per_s) >= target:
         return []
     return [
         f"data preparation dominates: the loader alone gives at best {rate:,.0f} samples/s ({best.loader}), under "
         f"the {target:,.0f} samples/s of the step on synthetic data, so no measured setting can feed the step. What "
-        f"would change it: {more_loading(best.loader, workers, cores)}; {ARRAYS.get(best.data.dataset, DECODED)}"
+        f"would change it: {loading_remedies(best)}"
     ]
 
 
-# what else would feed the step faster: images decoded a sample at a time (an image folder, a user's Dataset), or
-# datasets dlperf holds in memory as arrays already, where the time goes to each sample's Python transforms
+# what else would feed the step faster, by the dataset a loader cell records (its `NAME` in frameworks/torch/data.py):
+# images decoded a sample at a time (dlperf's image folder); datasets dlperf holds in memory as arrays already, where
+# the time goes to each sample's Python transforms; and a user's own Dataset, whose data dlperf does not know: image
+# advice (Pillow-SIMD, DALI) was given to a Dataset that parsed CSV lines
 DECODED = "smaller or pre-resized images; faster decoding (Pillow-SIMD); decoding on the GPU, such as NVIDIA DALI"
 IN_MEMORY = ("its samples are in memory already, so fewer Python operations a sample: the transforms over a whole "
              "batch at once (on the GPU where there is one) rather than in each sample's __getitem__")  # fmt: skip
-ARRAYS = {name: IN_MEMORY for name in ("MNIST", "CIFAR-10", "Penn Treebank")}
+OWN = ("less work a sample in the Dataset's __getitem__: read, parse or decode the data once ahead (cached in memory, "
+       "or pre-processed into arrays or tensors on disk) rather than each time a sample is read")  # fmt: skip
+PREPARED = {"ImageNet-style folder": DECODED, **{name: IN_MEMORY for name in ("MNIST", "CIFAR-10", "Penn Treebank")}}
 
 
-def more_loading(name: str, workers: int | None, cores: int | None) -> str:
-    """More workers where the setting's loading processes leave cores free, else more cores. `w0` loads in the
-    training process, on one core: on one core it read 'more workers (w0 uses 0 of the 1 cores)', where a worker
-    could only take turns with it (w1 measured beside it: 1+1 > 1)."""
+def loading_remedies(cell: CellRecord) -> str:
+    """What would feed a loader cell's step faster: more workers or more cores (`more_loading`), then less work a
+    sample for its kind of dataset. Said where data preparation dominates, and by `dlperf profile` of an input-bound
+    step (`report.profile.against_run`)."""
+    d = cell.data
+    return f"{more_loading(cell.loader, d.workers, d.threads, d.cores)}; {PREPARED.get(d.dataset, OWN)}"
+
+
+def more_loading(name: str, workers: int | None, threads: int | None, cores: int | None) -> str:
+    """More workers where the setting's workers and the step's compute threads (`threads`, one where not known)
+    leave cores free, else more cores: the workers and threads would take turns (`loaders.oversubscribed`). `w0`
+    loads in the training process: on one core it read 'more workers (w0 uses 0 of the 1 cores)', where a worker
+    could only take turns with it (w1 measured beside it: 1+1 > 1); and w1 beside one compute thread on 2 cores was
+    told to try more workers, where w1 and w2 stepped slower than w0."""
     if workers is None or cores is None:
         return "more workers or more cores"
-    if workers == 0 and cores > 1:
-        return f"more workers ({name} loads in the training process, on 1 of the {cores} cores)"
-    if workers == 0:
+    step = threads or 1
+    if workers + step < cores:
+        if not workers:
+            return f"more workers ({name} loads in the training process, on 1 of the {cores} cores)"
+        return (f"more workers ({name}'s {plural(workers, 'worker')} and the step's {plural(step, 'compute thread')} "
+                f"leave {cores - workers - step} of the {cores} cores free)")  # fmt: skip
+    if workers >= cores:
+        return f"more cores ({name} already has a worker per core, {workers} on {cores})"
+    if not workers and cores == 1:
         return f"more cores ({name} loads in the training process, on the only core)"
-    if workers < cores:
-        return f"more workers ({name} uses {workers} of the {cores} cores)"
-    return f"more cores ({name} already has a worker per core, {workers} on {cores})"
+    taken = f"{plural(workers, 'worker')} and the step's" if workers else "training process and its"
+    return (f"more cores ({name}'s {taken} {plural(step, 'compute thread')} take the {cores} cores: another worker "
+            "would take turns with them)")  # fmt: skip
 
 
 def shared_cores(synthetic: CellRecord | None, recommendation: Recommendation, cells: list[CellRecord]) -> list[str]:
@@ -234,7 +278,7 @@ def shared_cores(synthetic: CellRecord | None, recommendation: Recommendation, c
     wait, and the gap is the step's own. Said of the recommended setting when it is enough yet its step is under
     ENOUGH_OF_SYNTHETIC of the synthetic step's samples/s (one not enough waits for data: its line says so)."""
     cell = next((c for c in cells if c.loader == recommendation.setting), None)
-    if recommendation.enough is None:
+    if recommendation.enough is None or recommendation.doubts:  # a disturbed synthetic step: no baseline to say it by
         return []
     ours, theirs = throughput(cell), throughput(synthetic)
     if cell is None or cell.device != "cpu" or not ours or not theirs or ours >= loaders.ENOUGH_OF_SYNTHETIC * theirs:
@@ -314,6 +358,10 @@ def rows(group: Group) -> list[list[str]]:
     return [values(c) for c in ([group.synthetic] if group.synthetic else []) + group.cells]
 
 
+ENOUGH_RULE = (f"a wait under {loaders.INPUT_BOUND_MODERATE:.0%}, or {loaders.ENOUGH_OF_SYNTHETIC:.0%} of the "
+               f"synthetic step's samples/s with a wait under {loaders.INPUT_BOUND_HIGH:.0%}")  # fmt: skip
+
+
 def recommendation_line(group: Group) -> str:
     r = group.recommendation
     if r.setting is None:
@@ -325,15 +373,18 @@ def recommendation_line(group: Group) -> str:
     cell = next(c for c in group.cells if c.loader == r.setting)
     share, ours, theirs = cell.data.wait_share if cell.data else None, throughput(cell), throughput(group.synthetic)
     said = [f"its step waits {percent(share)} of it for data"] if share is not None else []
-    said += [f"reaches {percent(ours / theirs)} of the synthetic step's samples/s"] if ours and theirs else []
-    return (f"{head}; not enough: {' and '.join(said) or 'its data wait was not measured'} (enough: a wait under "
-            f"{loaders.INPUT_BOUND_MODERATE:.0%}, or {loaders.ENOUGH_OF_SYNTHETIC:.0%} of the synthetic step's)"
+    if r.doubts:  # a disturbed step's samples/s say nothing of a setting's: a w1 at 2264% of them read as enough
+        said += [f"the synthetic step was disturbed ({', '.join(r.doubts)}), so no setting is held against its "
+                 "samples/s"]  # fmt: skip
+    elif ours and theirs:
+        said += [f"reaches {percent(ours / theirs)} of the synthetic step's samples/s"]
+    return (f"{head}; not enough: {' and '.join(said) or 'its data wait was not measured'} (enough: {ENOUGH_RULE})"
             f"{slower}; --loaders measures more settings")  # fmt: skip
 
 
 def slower_text(group: Group, name: str) -> str:
-    """'; w1 waits less for data (4.9%) but steps slower (0.897 s a mean step)': why a setting enough by its wait is
-    not it."""
+    """'; w1 waits less for data (4.9%) but steps slower (0.897 s a mean step)': why a setting that waits less for
+    data, enough or not, is not it."""
     cell = next(c for c in group.cells if c.loader == name)
     slower = f"{seconds(long_run_s(cell))} a mean step"
     return f"; {name} waits less for data ({percent(cell.data.wait_share)}) but steps slower ({slower})"
@@ -369,6 +420,37 @@ def render_rich(group: Group):
         styled[5] = f"[yellow]{styled[5]}[/]" if row[5] in ("moderate", "high") else styled[5]
         table.add_row(*styled)
     return table
+
+
+CSV_LEGEND = f"input pipeline: step in seconds and data wait a share (0 to 1), as plain numbers; {LEGEND}"
+
+
+def raw_values(cell: CellRecord) -> list[str]:
+    """One row as `values`, its figures plain numbers (the step in seconds, the wait a share), as the csv's device
+    columns hold a cell's raw median; a cell not measured, its status."""
+    name = cell.loader or SYNTHETIC_LABEL
+    if not measured(cell):
+        return [name, cell.status.value, *[""] * (len(HEAD) - 2)]
+    d = cell.data
+    figures = [repr(cell.median_s), _raw(throughput(cell))]
+    if d is None:
+        return [name, *figures, *[""] * (len(HEAD) - 3)]
+    return [name, *figures, _raw(d.alone_samples_per_s), _raw(d.wait_share), d.verdict or "no", cores_text(d)]
+
+
+def _raw(value: float | None) -> str:
+    return "" if value is None else repr(float(value))
+
+
+def csv_rows(groups: list[Group]) -> list[list[str]]:
+    """The section in `dlperf table --format csv`, after the table's own rows, each row's first field what it is: a
+    head, then per group ("group": its title) a row per setting (`raw_values`) and a "note" per line that follows its
+    table (the recommendation, the advice, the copies), then the legend. md and json had it, csv did not."""
+    rows = [["input pipeline", "group", *HEAD]]
+    for g in groups:
+        rows += [["input pipeline", g.title, *raw_values(c)] for c in ([g.synthetic] if g.synthetic else []) + g.cells]
+        rows += [["input pipeline note", g.title, line] for line in lines(g)]
+    return [*rows, ["legend", CSV_LEGEND]]
 
 
 def render_markdown(groups: list[Group]) -> str:

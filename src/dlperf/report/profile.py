@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING
 from dlperf.frameworks.common import capabilities
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_option
 from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, varying
+from dlperf.report.data import loading_remedies
 from dlperf.report.fastest import faster
 from dlperf.report.format import seconds
 from dlperf.vocab import Bound, Category, DeviceKind, Framework
@@ -96,7 +97,7 @@ OPTIMIZER_SHARE = 0.25
 UPDATE_MODES = (Mode.FUSED, Mode.FOREACH)
 ADVICE = {
     Bound.TRANSFER: "pinned host memory and non_blocking copies",
-    Bound.INPUT: "more data-loader workers",
+    Bound.INPUT: "more data-loader workers",  # a loader cell's own: `input_advice`
 }
 
 
@@ -327,7 +328,8 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
     with both medians: the probe's matrix product, which `Fit` judges a precision by, is not the step (on an AVX-512
     BF16 CPU without AMX it timed bf16 3.2x faster than fp32, and tiny-lstm's bf16 step took 1.2-1.5x fp32's). A mode
     it measured faster stays, with its step and speed-up (`measured`): the advice is then a measurement already; one
-    it measured not told apart from the cell stays too, saying so (it read as if never tried)."""
+    it measured not told apart from the cell stays too, saying so (it read as if never tried). An input-bound
+    verdict's advice is the cell's loader's (`input_advice`)."""
     slower, quicker = {}, {}
     for option in v.modes:
         wanted = set(with_option(cell.mode, option))
@@ -344,7 +346,18 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
             quicker[option] = (f"{seconds(other.median_s)} a step against this cell's {seconds(cell.median_s)}, not "
                                "told apart")  # fmt: skip
     kept = tuple(m for m in v.modes if m not in slower)
-    return replace(v, modes=kept, left_out=(*v.left_out, *slower.items()), measured=tuple(quicker.items()))
+    found = replace(v, modes=kept, left_out=(*v.left_out, *slower.items()), measured=tuple(quicker.items()))
+    return input_advice(found, cell)
+
+
+def input_advice(v: Verdict, cell: CellRecord) -> Verdict:
+    """An input-bound loader cell's advice as the input pipeline's view gives it (`report.data.loading_remedies`):
+    more workers only where the setting's workers and the step's compute threads leave cores free, else more cores,
+    and less work a sample. 'more data-loader workers' was said of w1 beside one compute thread on 2 cores, where
+    `dlperf run` measured w1 and w2 slower than w0."""
+    if v.bound is not Bound.INPUT or not cell.loader or cell.data is None:
+        return v
+    return replace(v, advice=loading_remedies(cell))
 
 
 def _beside(other: CellRecord, cell: CellRecord) -> bool:

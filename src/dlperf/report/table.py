@@ -225,12 +225,13 @@ def cell_label(cell: CellRecord) -> str:
 
 def note_kind(warning: str) -> str:
     """What a stored warning is about: `noise`, `oversubscription`, or `warning`."""
-    if warning.startswith(("noisy", "slow steps", "CPU steal", "other processes", "few samples")):
+    if warning.startswith(("CPU steal", "other processes", *OF_THE_FIGURE)):
         return "noise"
     return "oversubscription" if warning.startswith("oversubscribed") else "warning"
 
 
-OF_THE_FIGURE = ("noisy", "slow steps", "few samples")  # warnings about a median's steps: none where none is shown
+# warnings about a median's steps: none where none is shown
+OF_THE_FIGURE = ("noisy", "slow steps", "few samples", "processes disagree")
 
 
 def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
@@ -447,7 +448,8 @@ def render_csv(view: TableView) -> str:
     """The text view for a spreadsheet or a script: a device column holds the raw median (a number) or the cell's
     status, as it always has; after the view's own columns, each device column's n and marks (`*`, `?`, `!`, as the
     text view shows them); then the unit and the legend of the marks shown, the notes, and the machine and versions
-    that measured the cells, one row each, "legend", "note", "measured on" or "measured with" first."""
+    that measured the cells, one row each, "legend", "note", "measured on" or "measured with" first; then the input
+    pipeline's section, where there are loader cells (`data.csv_rows`)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow([*head(view), *(f"{c} {what}" for c in view.columns for what in ("n", "marks"))])
@@ -463,6 +465,8 @@ def render_csv(view: TableView) -> str:
     writer.writerows(["note", spreadsheet_safe(note)] for note in view.notes)
     writer.writerows([what, spreadsheet_safe(line.split(": ", 1)[1])] for what, line in
                      zip(("measured on", "measured with"), version_lines(view), strict=False))  # fmt: skip
+    pipeline = data.csv_rows(view.pipeline) if view.pipeline else []
+    writer.writerows([spreadsheet_safe(v) for v in row] for row in pipeline)
     return out.getvalue()
 
 

@@ -136,6 +136,27 @@ def test_bad_data_is_one_line_naming_the_file(tmp_path, datasets):
         assert "\n" not in str(caught.value)
 
 
+def test_the_check_says_which_image_folder_it_found_and_its_classes(datasets):
+    """Nothing said which folder `--data DIR` read (DIR/imagenet/train, DIR/train or DIR), nor how many images: the
+    check gives the run the folder and its classes to say before it measures."""
+    found = data.check(BUILTIN["tiny-alexnet-s"], str(datasets))
+    assert found["folder"] == str(datasets / "imagenet" / "train") and found["classes"] == 3 and found["samples"] == 9
+    assert data.check(BUILTIN["tiny-fcn-r"], str(datasets))["folder"] is None  # MNIST's files: no image folder
+
+
+def test_the_dataset_keyword_names_a_folder_called_dataset_here(tmp_path, monkeypatch):
+    """A folder of images copied to ./dataset and given as `--data dataset` was read as the keyword: every loader
+    cell `unsupported`, exit 0, and nothing said of ./dataset. The keyword stays; its line names the folder."""
+    monkeypatch.chdir(tmp_path)
+    said = (
+        "--data dataset reads a user workload's own Dataset; tiny-alexnet-s is built in (--data DIR reads its dataset)"
+    )
+    assert data.check(BUILTIN["tiny-alexnet-s"], "dataset")["unsupported"] == said
+    (tmp_path / "dataset").mkdir()
+    found = data.check(BUILTIN["tiny-alexnet-s"], "dataset")["unsupported"]
+    assert found == f"{said}; ./dataset is a folder here: --data ./dataset reads it"
+
+
 class Pairs(torch.utils.data.Dataset):
     def __len__(self):
         return 10
@@ -159,7 +180,7 @@ def test_a_user_workload_reads_its_own_dataset_or_its_own_loader():
 
     def factory(batch_size, **kwargs):
         asked.update(kwargs, batch_size=batch_size)
-        return torch.utils.data.DataLoader(Pairs(), batch_size=batch_size)
+        return torch.utils.data.DataLoader(Pairs(), batch_size=batch_size, **kwargs)
 
     own = user_workload("u", model, make_batch, loss, batch_size=4, loader=factory)
     data.loader(workload, "dataset", LoaderSetting(1, prefetch=3), torch.device("cpu"), own)
@@ -168,6 +189,53 @@ def test_a_user_workload_reads_its_own_dataset_or_its_own_loader():
     neither = user_workload("u", model, make_batch, loss, batch_size=4)
     with pytest.raises(NotImplementedError, match="pass dataset="):
         data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), neither)
+
+
+def test_a_factory_whose_loader_is_not_the_setting_asked_leaves_that_setting_unsupported():
+    """`spawnm.py:make_ignore`'s factory, `lambda batch_size, **kw: DataLoader(Sq(), batch_size=batch_size)`, run with
+    --loaders w0,w2+persist: the w2+persist row said `2+1 > 2`, a note that its 2 workers exceeded the cores, and
+    advice that it had a worker per core, of a loader with no worker, its figures w0's. The setting it is not is
+    `unsupported`, in one line naming what it has and what was asked; what it is stays measured."""
+    from dlperf.workloads.user import user_workload
+
+    def ignoring(batch_size, **kwargs):
+        return torch.utils.data.DataLoader(Pairs(), batch_size=batch_size)
+
+    workload = dataclasses.replace(BUILTIN["tiny-fcn-r"], batch=4)
+    own = user_workload("u", torch.nn.Linear(8, 3), None, torch.nn.functional.cross_entropy, batch_size=4,
+                        loader=ignoring)  # fmt: skip
+    with pytest.raises(NotImplementedError) as caught:
+        data.loader(workload, "dataset", LoaderSetting(2, persistent=True), torch.device("cpu"), own)
+    said = str(caught.value)
+    assert said.startswith("w2+persist: the loader= factory's DataLoader has num_workers=0, persistent_workers=False, "
+                           "not the num_workers=2, persistent_workers=True asked, so it cannot be measured as that "
+                           "setting: pass the factory's keyword arguments on to DataLoader")  # fmt: skip
+    assert "\n" not in said
+    assert isinstance(data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), own), data.Batches)
+    # the check before the run reads one batch at w0 and asks nothing of the workers
+    assert data.check(workload, "dataset", own)["unsupported"] is None
+    # a factory of its own worker count and prefetch: what matches the setting is measured, what does not is named
+    assert data.unlike(torch.utils.data.DataLoader(Pairs(), num_workers=1), LoaderSetting(1)) is None
+    own_prefetch = torch.utils.data.DataLoader(Pairs(), num_workers=1, prefetch_factor=3)
+    said = data.unlike(own_prefetch, LoaderSetting(1, prefetch=4))
+    assert said.startswith("w1+pf4: the loader= factory's DataLoader has prefetch_factor=3, not the prefetch_factor=4 "
+                           "asked")  # fmt: skip
+
+
+class One(Pairs):
+    def __len__(self):
+        return 1
+
+
+def test_a_dataset_smaller_than_a_batch_says_its_samples_in_the_singular_for_one():
+    """'has 1 samples, fewer than one batch of 4'."""
+    from dlperf.workloads.user import user_workload
+
+    workload = dataclasses.replace(BUILTIN["tiny-fcn-r"], batch=4)
+    own = user_workload("u", torch.nn.Linear(8, 3), None, torch.nn.functional.cross_entropy, batch_size=4,
+                        dataset=One())  # fmt: skip
+    with pytest.raises(UsageError, match=r"^--data: the dataset of tiny-fcn-r has 1 sample, fewer than one batch of 4"):
+        data.loader(workload, "dataset", LoaderSetting(0), torch.device("cpu"), own)
 
 
 def test_the_copy_timed_is_every_input_tensors_bytes():

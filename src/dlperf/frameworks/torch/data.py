@@ -28,8 +28,9 @@ from torch.utils.data import DataLoader, Dataset
 
 from dlperf.errors import UsageError, in_user_code
 from dlperf.frameworks.torch.opcount import tensors_in
-from dlperf.loaders import DATA_DATASET, LoaderSetting
+from dlperf.loaders import DATA_DATASET, LoaderSetting, keyword_folder
 from dlperf.measure import system
+from dlperf.measure.units import plural
 from dlperf.workloads.base import Workload
 from dlperf.workloads.datasets import cifar, idx, imagefolder, malformed, ptb
 
@@ -175,6 +176,7 @@ class ImageFolder(Dataset):
             raise UsageError(f"{folder.root / folder.classes[outputs]}: class {outputs} of {len(folder.classes)} is "
                              f"out of range for {network}'s {outputs} classes (0 to {outputs - 1})")  # fmt: skip
         self.samples, self.size = folder.samples, size
+        self.root, self.class_count = folder.root, len(folder.classes)  # what the run says it reads before measuring
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -226,10 +228,12 @@ def user_data(user: Any) -> tuple[Dataset | None, Any]:
     return user.dataset, user.loader
 
 
-def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.device, user: Any = None):
+def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.device, user: Any = None,
+           exact: bool = True):  # fmt: skip
     """The DataLoader of a loader cell: the workload's batch, shuffled, the last partial batch dropped, the
     setting's workers, pinning, prefetch and persistence. `user`: a user workload's built `UserWorkload` (its
-    Dataset, or its own factory called with the batch size and those settings)."""
+    Dataset, or its own factory called with the batch size and those settings: `exact`, its DataLoader must have
+    them, `unlike`)."""
     if setting.pin and device.type != "cuda":
         raise NotImplementedError(f"{setting.name}: pinned memory speeds copies to a GPU; pinning needs a GPU, and "
                                   f"this cell runs on {device.type}")  # fmt: skip
@@ -238,16 +242,35 @@ def loader(workload: Workload, data: str, setting: LoaderSetting, device: torch.
         dataset, factory = user_data(user)
         if factory is not None:
             built = factory(workload.batch, **kwargs)
+            if exact and isinstance(built, DataLoader) and (differs := unlike(built, setting)):
+                raise NotImplementedError(differs)
             return Batches(built) if isinstance(built, DataLoader) else built
     elif data == DATA_DATASET:
+        here = f"; {folder}" if (folder := keyword_folder(data)) else ""  # the worker runs where dlperf was started
         raise NotImplementedError(f"--data dataset reads a user workload's own Dataset; {workload.name} is built in "
-                                  "(--data DIR reads its dataset)")  # fmt: skip
+                                  f"(--data DIR reads its dataset){here}")  # fmt: skip
     else:
         dataset = builtin_dataset(workload, Path(data))
     if len(dataset) < workload.batch:
-        raise UsageError(f"--data: the dataset of {workload.name} has {len(dataset)} samples, fewer than one batch of "
-                         f"{workload.batch}")  # fmt: skip
+        raise UsageError(f"--data: the dataset of {workload.name} has {plural(len(dataset), 'sample')}, fewer than "
+                         f"one batch of {workload.batch}")  # fmt: skip
     return Batches(DataLoader(dataset, batch_size=workload.batch, shuffle=True, drop_last=True, **kwargs))
+
+
+def unlike(built: DataLoader, setting: LoaderSetting) -> str | None:
+    """Why a user factory's DataLoader is not the loader setting asked of it (the keyword arguments it was given that
+    it does not have), or None where it is: a factory that ignored num_workers was measured as w2+persist with no
+    worker, its row `2+1 > 2`, its figures w0's, and advice that w2+persist had a worker per core. The cell is then
+    `unsupported`, naming what the loader has and how the factory gives it what is asked."""
+    asked = setting.torch_kwargs()
+    got = {k: getattr(built, k, None) for k in asked}
+    differ = [k for k in asked if got[k] != asked[k]]
+    if not differ:
+        return None
+    has, wanted = (", ".join(f"{k}={d[k]!r}" for k in differ) for d in (got, asked))
+    return (f"{setting.name}: the loader= factory's DataLoader has {has}, not the {wanted} asked, so it cannot be "
+            "measured as that setting: pass the factory's keyword arguments on to DataLoader (def factory(batch_size, "
+            "**kw): return DataLoader(dataset, batch_size=batch_size, **kw))")  # fmt: skip
 
 
 class Batches:
@@ -422,7 +445,7 @@ def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
         raise UsageError(f"--data {data}: {user.name} reads no real data: give dlperf.user_workload dataset= (a torch "
                          "Dataset) or loader= (a DataLoader factory), or measure it without --data")  # fmt: skip
     try:
-        built = loader(workload, data, LoaderSetting(), torch.device("cpu"), user)
+        built = loader(workload, data, LoaderSetting(), torch.device("cpu"), user, exact=False)
     except NotImplementedError as exc:
         return {"samples": None, "unsupported": str(exc)}
     from_dataset = user is None or user.loader is None
@@ -437,8 +460,10 @@ def check(workload: Workload, data: str, user: Any = None) -> dict[str, Any]:
         batches = len(built)  # an epoch's, its last partial batch dropped (dlperf's DataLoaders) or not
     except TypeError:
         batches = None
+    found = built.dataset if isinstance(built.dataset, ImageFolder) else None  # a folder dlperf looked up in DIR
     return {"samples": size, "batches": batches, "input_shape": list(getattr(inputs, "shape", ())),
-            "unsupported": None}  # fmt: skip
+            "unsupported": None, "folder": str(found.root) if found else None,
+            "classes": found.class_count if found else None}  # fmt: skip
 
 
 H2D_REPEATS = 5  # copies timed per kind; the median is kept

@@ -1,5 +1,6 @@
 """An ImageNet-style folder of images (what torchvision's ImageFolder reads, and ImageNet's training set unpacks to):
 one folder per class, named by its WordNet id, holding that class's images, `train/n01440764/n01440764_10026.JPEG`.
+A class folder's images are found at any depth, as ImageFolder finds them (`photos/cats/2019/a.jpg`).
 
 Only the listing lives here (standard library): the parent and any child can check a folder without decoding an
 image; the PyTorch backend decodes (`frameworks/torch/data.py`)."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,28 +21,62 @@ FOLDER = "imagenet"
 SPLITS = ("train", "val")
 SUFFIXES = (".jpeg", ".jpg", ".png")  # compared lower-cased: ImageNet's own files end in .JPEG
 EXPECTED = [f"{FOLDER}/train/<class>/<image>.JPEG (or .jpg, .png)"]
+# DIR's folders that are a dataset's splits or dlperf's imagenet/, never taken for DIR's own classes beside DIR/train
+NOT_CLASSES = (FOLDER, *SPLITS, "valid", "validation", "test")
+NAMED = 3  # of DIR's own class folders, those an ambiguous DIR's line names
 
 
 @dataclass(frozen=True)
 class ImageFolder:
     root: Path  # the split's folder, holding one folder per class
     classes: list[str]  # sorted by name: a class's index is its place here
-    samples: list[tuple[Path, int]]  # (image, class index), classes in order, each class's files sorted by name
+    samples: list[tuple[Path, int]]  # (image, class index), classes in order, each class's as ImageFolder lists them
 
     def __len__(self) -> int:
         return len(self.samples)
 
 
 def folder(directory: Path, split: str = "train") -> Path:
-    """`directory/imagenet/<split>`, `directory/<split>`, or `directory` itself when it holds the class folders. One
-    of those there but not a directory (a file, a link that loops or leads nowhere) is a UsageError naming it."""
+    """`directory/imagenet/<split>`, `directory/<split>`, or `directory` itself when it holds the class folders. A
+    split is read where `directory`'s other folders (not splits) hold no image; where they do, a `directory/<split>`
+    that holds images itself is one of the classes (`train` beside `bus` and `car`), and any other is a UsageError
+    naming both (the folder read is never a guess). One of those there but not a directory (a file, a link that
+    loops or leads nowhere) is a UsageError naming it."""
+    found = _split(directory, split)
+    if found is None:
+        return directory
+    own = [p.name for p in _entries(directory) if p.name not in NOT_CLASSES and p.is_dir() and _holds_images(p)]
+    if not own:
+        return found
+    if found == directory / split and _holds_images(found, deep=False):  # train/ beside bus/ and car/: a class
+        return directory
+    named = ", ".join(own[:NAMED]) + (f", ... ({len(own)} in all)" if len(own) > NAMED else "")
+    outer = directory / found.relative_to(directory).parts[0]  # imagenet/ (of `dlperf data synth`), or train/
+    aside = f"move {outer} out of it" if outer.name == FOLDER else f"rename {outer.name} (a split's name)"
+    raise UsageError(f"{directory}: both {found} and {directory}'s own folders ({named}) hold images, and dlperf "
+                     f"does not guess which to read: --data {found} reads the first; to read {directory}'s own "
+                     f"class folders, {aside}")  # fmt: skip
+
+
+def _split(directory: Path, split: str) -> Path | None:
+    """`directory/imagenet/<split>` or `directory/<split>`, the first that is a directory; None for neither."""
     for candidate in (directory / FOLDER / split, directory / split):
         for path in dict.fromkeys((candidate.parent, candidate)):
             if (status := _status(path)) is not None and not _is(stat.S_ISDIR, status):
                 raise malformed(path, f"not a directory (expected {', '.join(EXPECTED)})")
         if candidate.is_dir():
             return candidate
-    return directory
+    return None
+
+
+def _holds_images(folder: Path, deep: bool = True) -> bool:
+    """Whether a file under `folder` is named as an image (`deep`: at any depth, else in `folder` itself), hidden
+    entries left out. Only weighs which folder is meant: reading it names what is wrong in it, never this."""
+    for _, folders, files in os.walk(folder):  # links not followed: a loop cannot hold this up
+        if any(not f.startswith(".") and Path(f).suffix.lower() in SUFFIXES for f in files):
+            return True
+        folders[:] = [f for f in folders if not f.startswith(".")] if deep else []
+    return False
 
 
 def _status(path: Path) -> os.stat_result | None:
@@ -68,15 +104,42 @@ def _entries(folder: Path) -> list[Path]:
         raise malformed(folder, f"cannot be listed ({e.strerror})") from None
 
 
-def _images(folder: Path) -> list[Path]:
-    """The image files of a class folder (by suffix), sorted; an empty one (0 bytes) is named."""
-    images = []
+def _listing(folder: Path) -> tuple[list[Path], list[Path]]:
+    """A folder's image files (by suffix) and its folders, each sorted by name, hidden ones left out; an empty image
+    (0 bytes), or one that is a link that loops or leads nowhere, is named."""
+    images, folders = [], []
     for path in _entries(folder):
-        if path.suffix.lower() in SUFFIXES and _is(stat.S_ISREG, status := _status(path)):
+        if path.suffix.lower() not in SUFFIXES:
+            if path.is_dir():  # as os.walk: a link that loops or leads nowhere is no folder
+                folders.append(path)
+        elif _is(stat.S_ISREG, status := _status(path)):
             if status.st_size == 0:
                 raise malformed(path, "an empty file (0 bytes), not an image")
             images.append(path)
-    return images
+        elif _is(stat.S_ISDIR, status):
+            folders.append(path)
+    return images, folders
+
+
+def _walk(top: Path) -> Iterator[tuple[Path, list[Path]]]:
+    """Each folder under `top`, `top` first, with its images: what os.walk(followlinks=True) visits, as ImageFolder
+    walks a class folder. A link back to a folder above it is named: ImageFolder would follow it until the path grew
+    too long, listing the same images again at each turn."""
+    stack: list[tuple[Path, frozenset]] = [(top, frozenset())]
+    while stack:
+        path, above = stack.pop()
+        status = _status(path)
+        if (identity := (status.st_dev, status.st_ino)) in above:
+            raise malformed(path, "a symbolic link loop (it leads back to a folder above it)")
+        images, folders = _listing(path)
+        yield path, images
+        stack += [(p, above | {identity}) for p in reversed(folders)]
+
+
+def _images(folder: Path) -> list[Path]:
+    """The image files of a class folder at any depth, in ImageFolder's order: folder by folder sorted by path (as
+    `sorted(os.walk(...))`), each one's files sorted by name."""
+    return [image for _, images in sorted(_walk(folder), key=lambda walked: str(walked[0])) for image in images]
 
 
 def read_imagefolder(directory: Path, split: str = "train") -> ImageFolder:

@@ -1,0 +1,130 @@
+"""Which folder `--data DIR` reads as an image folder, and what it reads there: DIR/imagenet/train or DIR/train in
+place of DIR only where DIR's other folders hold no image (never a guess between the two), and each class folder's
+images at any depth, in the order torchvision's ImageFolder lists them."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from dlperf.errors import UsageError
+from dlperf.workloads.datasets import imagefolder
+
+
+def images(folder: Path, *names: str) -> None:
+    for name in names:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(b"\xff\xd8 listed, not decoded")
+
+
+def one_line_error(call, *words) -> str:
+    with pytest.raises(UsageError) as caught:
+        call()
+    message = str(caught.value)
+    assert "\n" not in message and all(w in message for w in words), message
+    return message
+
+
+def imagefolders_samples(root: Path) -> list[tuple[str, int]]:
+    """torchvision's `ImageFolder(root).samples` (`datasets.folder.find_classes` and `make_dataset`), restated: the
+    class folders sorted, each walked with os.walk(followlinks=True), its folders sorted by path, their files by
+    name."""
+    classes = sorted(entry.name for entry in os.scandir(root) if entry.is_dir())
+    samples = []
+    for index, name in enumerate(classes):
+        for folder, _, files in sorted(os.walk(root / name, followlinks=True)):
+            kept = [f for f in sorted(files) if f.lower().endswith((".jpeg", ".jpg", ".png"))]
+            samples += [(os.path.join(folder, f), index) for f in kept]
+    return samples
+
+
+def test_a_class_folders_images_are_found_at_any_depth_in_imagefolders_order(tmp_path):
+    """`_images` read a class folder one level deep: `cats/2019/*.jpg` was left out, silently, though the guide says
+    a folder is read as ImageFolder reads it (os.walk, links followed). `2019-old` sorts before `2019/sub` by path,
+    as `sorted(os.walk(...))` orders them, not after it as a walk of sorted names would."""
+    root = tmp_path / "photos"
+    images(root / "cats", "b.jpg", "a.JPEG", "2019/x.png", "2019/sub/y.jpg", "2019-old/z.jpg", "a b/c.jpg")
+    images(root / "dogs", "d.jpg", "2020/e.jpeg")
+    (root / "dogs" / "notes.txt").write_text("not an image")
+    images(tmp_path / "elsewhere", "f.jpg", "deeper/g.png")
+    (root / "dogs" / "linked").symlink_to(tmp_path / "elsewhere")  # followed, as ImageFolder follows it
+    found = imagefolder.read_imagefolder(root)
+    assert found.root == root and found.classes == ["cats", "dogs"]
+    assert [(str(p), y) for p, y in found.samples] == imagefolders_samples(root)
+    cats = [str(p.relative_to(root / "cats")) for p, y in found.samples if y == 0]
+    assert cats == ["a.JPEG", "b.jpg", "2019/x.png", "2019-old/z.jpg", "2019/sub/y.jpg", "a b/c.jpg"]
+    assert len(found) == 10
+
+
+def test_classes_that_hold_only_subfolders_are_read_not_said_to_hold_no_image(tmp_path):
+    """Every class with its images in subfolders only (`bus/2019/*.jpg`) was 'no imagenet/train folder, nor class
+    folders of images'."""
+    images(tmp_path, "bus/2019/a.jpg", "bus/2020/b.jpg", "car/2019/c.png")
+    found = imagefolder.read_imagefolder(tmp_path)
+    assert found.root == tmp_path and found.classes == ["bus", "car"]
+    assert [(p.relative_to(tmp_path).as_posix(), y) for p, y in found.samples] == [
+        ("bus/2019/a.jpg", 0), ("bus/2020/b.jpg", 0), ("car/2019/c.png", 1)]  # fmt: skip
+
+
+def test_hidden_files_and_folders_under_a_class_are_left_out_and_a_nested_empty_image_is_named(tmp_path):
+    images(tmp_path / "imagenet" / "train", "n1/a.jpg", "n1/.thumbs/b.jpg", "n1/sub/.c.jpg", "n2/d.jpg")
+    found = imagefolder.read_imagefolder(tmp_path)
+    assert [p.name for p, _ in found.samples] == ["a.jpg", "d.jpg"]
+    empty = tmp_path / "imagenet" / "train" / "n2" / "2019" / "e.jpg"
+    empty.parent.mkdir()
+    empty.write_bytes(b"")
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(empty), "0 bytes")
+
+
+@pytest.mark.parametrize("target", [".", "..", "../.."])
+def test_a_link_back_to_a_folder_above_is_named_not_walked_again_and_again(tmp_path, target):
+    """os.walk(followlinks=True) follows a link to a folder above it until the path is too long, each turn listing
+    the same images again: named, as a link that loops at the class folder's level is."""
+    train = tmp_path / "imagenet" / "train"
+    images(train, "n1/a.jpg", "n2/b.jpg")
+    (train / "n1" / "up").symlink_to(target)
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), str(train / "n1" / "up"), "a symbolic link loop")
+
+
+def test_a_train_class_beside_other_classes_is_a_class_not_a_split(tmp_path):
+    """Classes bus, car and train: DIR/train was taken for the training split, and its subfolder old/, 11 images of
+    one class, was what dlperf trained on. A train/ that holds images itself is a class folder: DIR is read, train's
+    images with old/'s."""
+    images(tmp_path, "bus/a.jpg", "car/b.jpg", "train/c.jpg", *(f"train/old/{k:02}.jpg" for k in range(11)))
+    found = imagefolder.read_imagefolder(tmp_path)
+    assert found.root == tmp_path and found.classes == ["bus", "car", "train"] and len(found) == 14
+
+
+@pytest.mark.parametrize(
+    "split, aside",
+    [("imagenet/train", "move {dir}/imagenet out of it"), ("train", "rename train (a split's name)")],
+)
+def test_a_split_beside_class_folders_of_images_is_refused_naming_both(tmp_path, split, aside):
+    """`dlperf data synth photos --only imagenet,mnist` into a folder of 3 class folders of photos: the run measured
+    the 32 synthetic JPEGs of photos/imagenet/train, not the 300 photos, exit 0 and nothing said. Either could be
+    meant: refused, naming both and how to read each."""
+    photos = tmp_path / "photos"
+    images(photos, "cats/a.jpg", "dogs/b.jpg", "birds/2019/c.jpg", f"{split}/n1/d.JPEG", f"{split}/n2/e.JPEG")
+    (photos / "mnist").mkdir()
+    (photos / "mnist" / "train-images-idx3-ubyte.gz").write_bytes(b"\x1f\x8b")
+    said = one_line_error(lambda: imagefolder.read_imagefolder(photos), f"both {photos / split} and {photos}'s own "
+                          f"folders (birds, cats, dogs) hold images", f"--data {photos / split} reads the first",
+                          aside.format(dir=photos))  # fmt: skip
+    assert said.startswith(f"{photos}: ")
+
+
+def test_many_classes_of_an_ambiguous_folder_are_counted_not_all_named(tmp_path):
+    images(tmp_path, "imagenet/train/n1/a.jpg", *(f"c{k}/a.jpg" for k in range(5)))
+    one_line_error(lambda: imagefolder.read_imagefolder(tmp_path), "(c0, c1, c2, ... (5 in all))")
+
+
+def test_a_split_beside_other_splits_and_datasets_is_read_without_a_question(tmp_path):
+    """DIR/train beside val/, test/ and other datasets' folders, and `dlperf data synth`'s own layout, are not
+    ambiguous: their other folders are splits or hold no image."""
+    images(tmp_path / "a", "train/n1/a.jpg", "val/n1/b.jpg", "test/n1/c.jpg", "valid/n1/d.jpg", "mnist/x.gz")
+    images(tmp_path / "b", "imagenet/train/n1/a.JPEG", "imagenet/val/n1/b.JPEG", "cifar-10-batches-py/data_batch_1")
+    assert imagefolder.read_imagefolder(tmp_path / "a").root == tmp_path / "a" / "train"
+    assert imagefolder.read_imagefolder(tmp_path / "b").root == tmp_path / "b" / "imagenet" / "train"
+    assert imagefolder.read_imagefolder(tmp_path / "b" / "imagenet").root == tmp_path / "b" / "imagenet" / "train"
+    images(tmp_path / "c", "train/n1/a.jpg", "train/n2/b.jpg", "train/preview.jpg", "val/n1/c.jpg")
+    assert imagefolder.read_imagefolder(tmp_path / "c").root == tmp_path / "c" / "train"  # no class beside it
