@@ -493,3 +493,10 @@ def test_ctrl_c_while_the_command_line_is_read_is_one_line_and_130(monkeypatch, 
     monkeypatch.setattr(cli, "build_parser", interrupted)
     assert main(["data", "synth", "x"]) == 130
     assert capsys.readouterr().err == "dlperf: interrupted\n"
+
+
+def test_fit_asked_of_a_gpu_this_machine_lacks_names_the_command_that_predicts_it(capsys, tmp_path):
+    """`dlperf fit model.py:make --gpu 4090` (does it fit a 4090?) said only 'unrecognized arguments'."""
+    line = error_line(["fit", "tiny-fcn-r", "--gpu", "4090", "--db", str(tmp_path / "f.db")], capsys, tmp_path)
+    assert line == ("--gpu: dlperf fit measures a device this machine has (--device cuda:N); for a GPU it has not: "
+                    "dlperf predict tiny-fcn-r --memory --gpu 4090 predicts its largest batch")  # fmt: skip

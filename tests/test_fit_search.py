@@ -248,3 +248,18 @@ def test_the_limit_says_what_a_start_leaves_of_it(monkeypatch):
     limit, words, needed = fit.memory_limit(fit.Options("tiny-resnet-56", max_memory=256 * 2**20), "torch", 1)
     assert (limit, needed) == (256 * 2**20, 235 * 2**20)
     assert words == "--max-memory 256 MiB (a start needs 235 MiB, leaving 21 MiB)"
+
+
+def test_a_limit_above_this_machines_memory_says_the_kernel_not_the_limit_would_stop_a_try(monkeypatch):
+    """`fit tiny-fcn-r --max-memory 1TB` on a 23.5 GiB machine searched on, saying nothing: a try that needed more
+    than the machine has would meet the out-of-memory killer or swap, never the limit."""
+    from dlperf import fit
+    from dlperf.measure import system
+
+    monkeypatch.setattr(fit, "start_bytes", lambda framework, threads: 235 * 2**20)
+    monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 2 * 2**30)
+    _, words, _ = fit.memory_limit(fit.Options("tiny-fcn-r", max_memory=2**40), "torch", 1)
+    assert words.endswith("; above the 2,048 MiB this machine has, so the kernel's out-of-memory killer or swap, not "
+                          "the limit, would stop a try that needs more)")  # fmt: skip
+    _, words, _ = fit.memory_limit(fit.Options("tiny-fcn-r", max_memory=2**30), "torch", 1)
+    assert "above the" not in words

@@ -241,6 +241,9 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     clock.uncut[PREDICTIONS] = time.monotonic() - clock.started
     notes += [NO_EPOCH_NOTE.format(workload.data)] if what.full == NO_EPOCH_WORK else []
     too_large = memory.no_room_here(workload, peaks.get("fp32"))
+    if too_large:  # with the largest batch that does fit, or that none does (no batch of a 3.2B model with AdamW)
+        most = memory.largest_here(workload, "fp32", {workload.batch: peaks["fp32"]}, opts.timeout, "--timeout")
+        too_large = memory.no_room_here(workload, peaks["fp32"], largest=most)
     if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
         return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
                       ExitCode.OK, largest, opts.workload, cpu_why=too_large)  # fmt: skip
@@ -248,7 +251,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     side = crossover.crossover(
         crossover.Options(opts.workload, gpus=tuple(g.name for g in chosen), batches=(workload.batch,),
                           batch=workload.batch, timeout=opts.timeout, deadline=clock.deadline,
-                          first=lambda first_s: _first(clock, first_s, warn), flags=True),
+                          first=lambda first_s: _first(clock, first_s, warn), flags=True, data=opts.data),
         db, argv=argv, warn=warn, made_by="advise",
     )  # fmt: skip
     if side.first_s is not None:
@@ -353,8 +356,8 @@ def _resolved(opts: Options):
     from dlperf.predict import count
     from dlperf.spec import make_spec, parse_workload
 
-    found = count.at(resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout),
-                     opts.batch)  # fmt: skip
+    workload = resolve_workload(parse_workload(opts.workload, None), capabilities.op_counter(), opts.timeout, opts.data)
+    found = count.at(workload, opts.batch)  # with --data DIR: a factory that takes data_dir is given it
     if found.batch > FIT_MAX_BATCH:  # its own batch, which the CPU side measures: named, not the thread search's flag
         raise UsageError(f"{found.name}'s own batch, {found.batch:,}, is above the {FIT_MAX_BATCH:,} dlperf measures "
                          "on this CPU: give a smaller one with --batch")  # fmt: skip

@@ -72,6 +72,8 @@ class DataCheck(Wire):
     input_shape: list[int] | None = field(default=None, metadata=ABSENT)
     unsupported: str | None = None
     batches: int | None = field(default=None, metadata=ABSENT)  # an epoch's, as its loader counts them (len)
+    folder: str | None = field(default=None, metadata=ABSENT)  # the image folder found in --data DIR, absolute
+    classes: int | None = field(default=None, metadata=ABSENT)  # ... and its class folders
 
 
 @dataclass(frozen=True)
@@ -263,6 +265,8 @@ class MemoryTrace(Wire):
     data: int | None = field(default=None, metadata=ABSENT)
     grads: int | None = field(default=None, metadata=ABSENT)  # alive at the peak
     activations: int | None = field(default=None, metadata=ABSENT)
+    # the peak is in the optimizer's update: `activations` are its temporaries (a foreach update's, parameter-sized)
+    in_update: bool | None = field(default=None, metadata=ABSENT)
 
 
 @dataclass(frozen=True)

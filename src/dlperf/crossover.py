@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from dlperf.api import beside_since, warn_stderr
 from dlperf.defaults import BRACKET
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_SYNTHETIC
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import plural
 from dlperf.plan import Plan, make_plan
@@ -73,6 +74,9 @@ class Options:
     # out where kept (`estimate.first_process_s`; None: none ran here)
     first: Callable[[float | None], None] | None = None
     flags: bool = False  # errors and notes name the command's flags (`dlperf crossover`, `advise`), else these fields
+    # `dlperf advise --data DIR`: the folder a factory that takes `data_dir` is built with; its steps are still on
+    # synthetic data here (no loader setting measured: the mode search measures those)
+    data: str = DATA_SYNTHETIC
 
     def named(self, field_name: str) -> str:
         """How the caller gave a field: its flag on the command line (`--max-batch`), else its own name."""
@@ -312,7 +316,10 @@ def check_room(workload: Workload, batches: list[int], opts: Options) -> None:
     asked = [count.at(workload, b) for b in sorted({min(batches), max(batches)})]
     traced = memory.traces([(w, opts.mode, w.batch) for w in asked], opts.timeout, opts.named("timeout"))
     for w, peak in zip(asked, traced, strict=True):
-        why = memory.no_room_here(w, None if isinstance(peak, str) else peak.total, opts.mode)
+        # batch 1 refused: no batch fits
+        why = memory.no_room_here(
+            w, None if isinstance(peak, str) else peak.total, opts.mode, 0 if w.batch == 1 else None
+        )
         if why and w.batch > min(batches):
             known = {w.batch: p.total for w, p in zip(asked, traced, strict=True) if not isinstance(p, str)}
             most = memory.largest_here(workload, opts.mode, known, opts.timeout, opts.named("timeout"))
@@ -347,6 +354,8 @@ def _spec(opts: Options) -> RunSpec:
         timeout=opts.timeout,
         loss_check=False,
         timer=opts.timer,
+        data=opts.data,
+        loaders=None if opts.data == DATA_SYNTHETIC else (),
     )
 
 

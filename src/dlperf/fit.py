@@ -332,7 +332,14 @@ def memory_limit(opts: Options, framework: str, threads: int) -> tuple[int | Non
                          f"({mib(needed)}: Python and {framework} loaded at {plural(threads, 'thread')}, no model "
                          "yet)")  # fmt: skip
     left = mib(opts.max_memory - needed)  # what the model, its batch and the step may take (256 MiB left 21)
-    return opts.max_memory, f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)}, leaving {left})", needed
+    total = system.memory_total_bytes()
+    over = (f"; above the {mib(total)} this machine has, so the kernel's out-of-memory killer or swap, not the limit, "
+            "would stop a try that needs more") if total and opts.max_memory > total else ""  # fmt: skip
+    return (
+        opts.max_memory,
+        f"--max-memory {mib(opts.max_memory)} (a start needs {mib(needed)}, leaving {left}{over})",
+        needed,
+    )
 
 
 def budget(device: str, limit: int | None, needed: int | None, env: dict) -> int | None:

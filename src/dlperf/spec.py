@@ -32,7 +32,7 @@ from dlperf.defaults import (  # the bounds the parsers' help quotes, there; her
 from dlperf.errors import UsageError, why_unwritable
 from dlperf.flagtext import as_listed, parse_size, path_text, positive_ints, split_list, suggest, type_of
 from dlperf.frameworks.common import capabilities
-from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, parse_loaders
+from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC, keyword_folder, parse_loaders
 from dlperf.measure.timer import TimerConfig, as_flags
 from dlperf.modes import MODE_ORDER, Mode, exclusive_groups
 from dlperf.vocab import DeviceKind, Framework, Parallel
@@ -163,8 +163,9 @@ def _check_lists(s: RunSpec) -> None:
     parse_frameworks(_text(s.frameworks))
     parse_modes(_text(s.modes))
     parse_scaling(s.scaling)
+    # loaders () (advise's thread search, its factory given --data DIR): no loader setting, none to check
     for parse, values in ((parse_devices, s.devices), (parse_threads, s.threads), (parse_nprocs, s.nprocs),
-                          (parse_loaders, s.loaders)):  # fmt: skip
+                          (parse_loaders, s.loaders or None)):  # fmt: skip
         if values is not None:
             parse(_text(values))
     for parse, values in ((parse_parallel, s.parallel), (parse_microbatches, s.microbatches)):
@@ -274,8 +275,9 @@ def probe_trace_dir(path: str) -> None:
 
 
 def _check_data(s: RunSpec) -> None:
-    if s.data == DATA_SYNTHETIC and s.loaders is not None:
-        raise UsageError("--loaders: loader settings read real data; name it with --data DIR")
+    if s.data == DATA_SYNTHETIC and s.loaders is not None:  # a ./synthetic folder is named: the keyword took it
+        here = f"; {folder}" if (folder := keyword_folder(s.data)) else ""
+        raise UsageError(f"--loaders: loader settings read real data; name it with --data DIR{here}")
     if s.data != DATA_SYNTHETIC and s.nprocs is not None:
         raise UsageError("--data: data-parallel cells (--nproc) train on synthetic data; measure the loader on "
                          "plain cells")  # fmt: skip
@@ -347,7 +349,7 @@ def make_spec(
         parallel=tuple(p.value for p in chosen),
         microbatches=() if microbatches is None else parse_microbatches(_text(microbatches)),
         data=parse_data(data),
-        loaders=None if loaders is None else parse_loaders(_text(loaders)),
+        loaders=None if loaders is None else () if loaders in ((), []) else parse_loaders(_text(loaders)),
         workloads=parse_workloads(workloads),
         devices=None if devices is None else parse_devices(_text(devices)),
         threads=None if threads is None else parse_threads(_text(threads)),

@@ -54,7 +54,7 @@ def test_one_screen_every_figure_labelled_and_stored(tmp_path):
     out = " ".join(proc.stdout.split())  # rich wraps a long line at a word
     assert "On this CPU (measured): " in out and " s for one epoch at its best " in out and " thread" in out
     for line in ("Fastest GPU (predicted): ", "Cheapest GPU (predicted): ", "Cheapest within 1h (predicted): ",
-                 "Does not fit (predicted): Tiny-512MB (fp32): needs ",
+                 "Does not fit (predicted): Tiny-512MB (has ",
                  "Crossover (CPU measured, GPUs predicted): "):  # fmt: skip
         assert line in out, line
     assert "the largest batch that fits: none" in out  # no room left beside the CUDA context
@@ -261,13 +261,20 @@ def test_a_step_this_machine_cannot_hold_is_not_measured_and_the_answer_says_why
     monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 20 * gib)
     monkeypatch.setattr(system, "memory_total_bytes", lambda root="/": 23 * gib)
     monkeypatch.setattr(crossover, "crossover", lambda *a, **k: pytest.fail("measured a step that cannot fit"))
+    monkeypatch.setattr(memory, "largest_here", lambda w, mode, known, *a: 4 if known == {16: int(45.7 * gib)} else -1)
     a = advise.advise(advise.Options("tiny-fcn-r", gpus="T4"), str(tmp_path / "a.db"), [])
     assert a.runs == [] and a.exit_code == 0 and not (tmp_path / "a.db").exists()
     assert view._cpu_line(a) == (
         "On this CPU: not measured: the fp32 step at batch 16 needs about 45.7 GiB (predicted), more than the 20.0 GiB "
-        "of 23.0 this machine has available, so it cannot train here at this batch (dlperf fit finds the largest batch "
-        "that does)"
+        "of 23.0 GiB this machine has available, so it cannot train here at this batch (batch 4 is the largest "
+        "predicted to fit: dlperf fit measures it)"
     )
+    # a 3.2B-parameter MLP with AdamW: its weights, gradients and states alone are 48 GiB, and dlperf fit was sent
+    # to try six batches, each failing as the model was built
+    monkeypatch.setattr(memory, "largest_here", lambda *a: 0)
+    a = advise.advise(advise.Options("tiny-fcn-r", gpus="T4"), str(tmp_path / "a.db"), [])
+    assert view._cpu_line(a).endswith("cannot train here at this batch nor at any: batch 1 is predicted to need more "
+                                      "too (dlperf predict --memory shows where it goes)")  # fmt: skip
     assert view.NO_ROOM.startswith("not measured: the step does not fit this machine's memory")
     # room enough: measured as before
     monkeypatch.setattr(system, "memory_available_bytes", lambda root="/": 50 * gib)

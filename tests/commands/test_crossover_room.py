@@ -48,8 +48,8 @@ def test_a_model_no_batch_of_fits_here_is_refused_with_both_figures(machine, tmp
     machine.fixed = int(26.4 * GIB)
     assert refused(tmp_path) == (
         "tiny-fcn-r: not measured: the fp32 step at batch 1 needs about 27.1 GiB (predicted), more than the 20.0 GiB "
-        "of 23.0 this machine has available, so it cannot train here at this batch (dlperf fit finds the largest batch "
-        "that does)"
+        "of 23.0 GiB this machine has available, so it cannot train here at this batch nor at any: batch 1 is "
+        "predicted to need more too (dlperf predict --memory shows where it goes)"
     )
     assert machine.asked == [1, 8]  # the smallest and the largest batch, in one child
     assert machine.started == []  # refused before the warm parent or the (much longer) operator count started

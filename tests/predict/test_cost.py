@@ -174,7 +174,7 @@ def test_a_measured_peak_is_set_against_the_room_predict_memory_uses_with_the_sa
     assert need < t4.memory_gib * 2**30  # within the 16 GB the T4 is sold with, past the room its allocator has
     assert memory.verdict(t4, line, 1).fits is False
     gib = memory.apart(need, memory.usable(t4))
-    assert gib[0] != gib[1] and memory.verdict(t4, line, 1).why == f"does not fit (needs {gib[0]} GiB of {gib[1]})"
+    assert gib[0] != gib[1] and memory.verdict(t4, line, 1).why == f"does not fit (needs {gib[0]} GiB of {gib[1]} GiB)"
     assert cost.fits(t4, None, "fp32", None, need)[0] is False  # predicted
     assert cost.fits(t4, None, "fp32", need)[0] is False  # measured: the same figure, the same answer
     # a CPU cell's live-tensor peak gets the rule's overhead, as a predicted trace does; a CUDA peak is kept as it is;

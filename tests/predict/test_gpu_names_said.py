@@ -52,3 +52,12 @@ def test_a_stored_name_is_the_tables_gpu_of_that_name_never_a_forgiving_match():
     assert gpus.lookup("T4 16GB").name == "T4" and gpus.known("T4 16GB") is None
     assert cost_view._price("T4 16GB") is None and cost_view._price("T4").gpu == "T4"
     assert gpus.known("t4").name == "T4"  # the table's spelling, normalized as every name is
+
+
+@pytest.mark.parametrize("name", ["mi300x", "AMD Instinct MI250", "TPU v5e", "Gaudi 3"])
+def test_a_gpu_of_another_maker_is_said_to_be_outside_the_table_not_a_near_name(name):
+    """`--gpu mi300x` read "did you mean B300?"."""
+    line = said(lambda: gpus.lookup(name))
+    assert line.startswith(f"--gpu {name!r}: unknown GPU: the table holds NVIDIA GPUs only")
+    assert "did you mean" not in line
+    assert "did you mean" in said(lambda: gpus.lookup("H1OO-SXM5"))  # a typo of one still gets its near names

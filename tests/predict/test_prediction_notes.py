@@ -76,6 +76,7 @@ def test_the_count_every_gpu_is_predicted_from_is_said_so_a_hand_count_can_check
         "a step, a multiply-add 2 FLOPs; fp32 0.912, bf16 0.912 GB read and written by its kernels (3 kernels a step); "
         "10.87 M parameters"
     )  # the kernels, the same on every GPU, were a column of the table, which then needed 87 columns
+    assert count_note([replace(fp32, params=3_018)]).endswith("; 3,018 parameters")  # not "0.003018 M parameters"
     fp16 = replace(fp32, mode="fp16", ops=(*fp32.ops, Op("memory", "fp16", 1_000_000_000, 8, phase="optimizer")))
     assert "fp32 83.76, fp16 84.76 GFLOP (fp32: forward 27.92, backward 55.84) a step" in count_note([fp32, fp16])
     assert "by its kernels (fp32 3, fp16 4 kernels a step)" in count_note([fp32, fp16])

@@ -73,8 +73,8 @@ def test_every_gpu_left_out_is_the_reason_and_each_says_does_not_fit_once():
         "Cheapest GPU (predicted): none: the step at batch 128 fits none of the GPUs asked (see Does not fit)" in lines
     )
     (left,) = [line for line in lines if line.startswith("Does not fit")]
-    assert left == ("Does not fit (predicted): T4 (fp16): needs 85.0 GiB (the predicted peak) of 14.1 GiB; the largest "
-                    "batch that fits: 166")  # fmt: skip
+    assert left == ("Does not fit (predicted): T4 (has 14.1 GiB) in fp16: needs 85.0 GiB (the predicted peak); the "
+                    "largest batch that fits: 166")  # fmt: skip
     assert view.to_json(a)["does_not_fit"][0]["largest_batch"] == 166
 
 

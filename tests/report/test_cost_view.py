@@ -29,11 +29,27 @@ def test_every_gpu_left_out_for_memory_is_said_so_not_that_none_has_a_price():
     assert out[:3] == [f"{label}: none: the step at batch 16 fits none of the GPUs asked (see Does not fit)"
                        for label in ("Fastest", "Cheapest", "Cheapest within 1h")]  # fmt: skip
     (left,) = [line for line in out if line.startswith("Does not fit")]
-    assert (
-        left
-        == "Does not fit: T4 (fp16): needs 175.0 GiB (the predicted peak) of 14.1 GiB; the largest batch that fits: 321"
-    )
+    assert left == ("Does not fit: T4 (has 14.1 GiB) in fp16: needs 175.0 GiB (the predicted peak); the largest batch "
+                    "that fits: 321")  # fmt: skip
     assert left.count("does not fit") + left.count("Does not fit") == 1
+
+
+def test_gpus_left_out_alike_are_said_once_with_each_ones_room():
+    """A 3.2-billion-parameter model that fits no GPU asked: advise's Does-not-fit line was 4,142 characters, each GPU
+    and mode saying 'needs 61.6 GiB (the predicted peak) of N GiB; the largest batch that fits: none, not even 1'."""
+    gib = 2**30
+    x = cost.costs(RESNET, [prediction(g, 0.1, m) for g in ("T4", "RTX 4090") for m in ("fp32", "bf16")], 1000, "",
+                   {}, predicted={"fp32": 70 * gib, "bf16": 40 * gib})  # fmt: skip
+    x.largest = {(g, m): 0 for g in ("T4", "RTX 4090") for m in ("fp32", "bf16")} | {("RTX 4090", "bf16"): 3}
+    left = [line for line in view.lines(x, "not measured") if line.startswith("Does not fit")]
+    assert left == [
+        "Does not fit: T4 (has 14.1 GiB), RTX 4090 (has 23.1 GiB) in fp32: needs 70.0 GiB (the predicted peak); the "
+        "largest batch that fits: none, not even 1",
+        "Does not fit: T4 (has 14.1 GiB) in bf16: needs 40.0 GiB (the predicted peak); the largest batch that fits: "
+        "none, not even 1",
+        "Does not fit: RTX 4090 (has 23.1 GiB) in bf16: needs 40.0 GiB (the predicted peak); the largest batch that "
+        "fits: 3",
+    ]
 
 
 def test_no_price_and_no_gpu_in_time_each_say_their_own_reason():
@@ -43,6 +59,21 @@ def test_no_price_and_no_gpu_in_time_each_say_their_own_reason():
     lines = view.lines(slow, "not measured")
     assert "Cheapest within 1m: none: no priced GPU predicted finishes in time; the fastest, T4 (fp32), takes" in (
         " ".join(lines))  # fmt: skip
+
+
+def test_a_pick_within_the_deadline_that_the_stated_error_would_take_past_it_says_so():
+    """advise picked a GPU at 18 minutes for a 20-minute deadline, beside an uncertainty line saying a step may take
+    2.05 times the predicted (37 minutes), and said nothing of the risk."""
+    from dlperf.predict.roofline import slowest_factor
+
+    factor = slowest_factor()
+    tight = cost.costs(RESNET, [prediction("T4", 1.0)], 16_000, "", {}, deadline_s=1100)  # 1,000 steps: 1,000 s
+    (line,) = [ln for ln in view.lines(tight, "not measured") if ln.startswith("Cheapest within")]
+    assert line.endswith(f"; at {factor:.2f} times the predicted step (the error's 10th percentile) it takes "
+                         f"{view.wall(1000 * factor)}, past the deadline: a faster GPU, or a longer --deadline, leaves "
+                         "room")  # fmt: skip
+    roomy = cost.costs(RESNET, [prediction("T4", 1.0)], 16_000, "", {}, deadline_s=1000 * factor + 1)
+    assert not any("past the deadline" in ln for ln in view.lines(roomy, "not measured"))
 
 
 def test_the_fastest_line_names_the_gpus_tied_with_it_and_picks_the_cheapest():
@@ -72,7 +103,7 @@ def test_no_command_is_suggested_that_cannot_run_on_this_machine():
     runs = view.how_to_measure(big, "dlperf.db", no_room)
     assert "`" not in runs and "none can be measured here: the fp32 step at batch 1024 needs about 85.0 GiB" in runs
     fits = view.how_to_measure(big, "dlperf.db", "")
-    assert "`dlperf crossover resnet-50 --batches 1024` measures one" in fits
+    assert "`dlperf crossover resnet-50 --batch 1024 --batches 1024` measures one" in fits
 
 
 def test_a_slow_steps_samples_a_second_keep_three_figures():
@@ -139,3 +170,23 @@ def test_a_gpu_picked_says_its_step_beside_its_time_for_the_work():
     fastest, cheapest = view.lines(x, "not measured")[:2]
     assert fastest == f"Fastest: A100-SXM4-80GB (fp32): 10.0 s (10.0 ms a step), {view.span(x.fastest().cost())}"
     assert cheapest.startswith("Cheapest: ") and " a step), $" in cheapest
+
+
+def test_a_disturbed_cpu_step_quoted_by_the_cost_is_said_so():
+    """predict --cost quoted a 1.05 s step of one timed step under 50% load as 27 minutes of work, with no caveat,
+    where dlperf table marked the same cell '?'."""
+    from dlperf.store.records import CellRecord
+    from dlperf.vocab import Status
+
+    def cell(*warnings):
+        return CellRecord(run_id=1, key="k", position=0, workload="my-lstm@b64", framework="torch", device="cpu",
+                          threads=1, mode="fp32", batch=64, status=Status.OK, median_s=1.05, n=1,
+                          warnings=list(warnings))  # fmt: skip
+
+    few = "few samples: the median of 1 timed step (fewer than 6: raise --max-time or --min-steps)"
+    busy = "other processes used 50% of the CPUs while this cell was timed"
+    assert view.cpu_doubts(cell(few, busy, "noisy: IQR is 12% of the median")) == [
+        f"this CPU's step (run 1, cpu:1) is not one to rely on: {few}; {busy} (dlperf run --repeats 3 on a quiet "
+        "machine measures it again)"
+    ]
+    assert view.cpu_doubts(cell("noisy: IQR is 12% of the median")) == [] and view.cpu_doubts(None) == []

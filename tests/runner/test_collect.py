@@ -2,6 +2,7 @@ import statistics
 
 import pytest
 
+from dlperf.measure import units
 from dlperf.protocol import (
     Built,
     Checking,
@@ -110,6 +111,42 @@ def test_a_process_left_out_of_the_median_is_said():
     both = cell_figures([measurement(events(g), OK_CHILD, 60) for g in ([1.0], [2.0])], batch=64, threads=2, cores=2,
                         device="cpu")  # fmt: skip
     assert both.median_s == 1.5 and not any("left out" in w for w in both.warnings)
+
+
+def test_processes_whose_medians_are_far_apart_are_said_and_make_the_cell_disturbed():
+    """advise quoted 26.1 ms a step for a 2.4 ms one: one of its two processes ran under another's load at 49.8 ms, and
+    the median of two medians is their mean. The pooled steps' IQR sat in the 663 fast ones, so nothing was said."""
+    from dlperf.report.charts import doubtful
+    from dlperf.store.records import CellRecord
+
+    fast, slow = [0.0024 + 1e-6 * (i % 5) for i in range(663)], [0.0498 + 1e-6 * (i % 5) for i in range(183)]
+    fig = cell_figures([measurement(events(g), OK_CHILD, 60) for g in (fast, slow)], batch=37, threads=2, cores=2,
+                       device="cpu")  # fmt: skip
+    said = [w for w in fig.warnings if w.startswith("processes disagree")]
+    assert said == [
+        f"processes disagree: their medians 2.40 ms to 49.8 ms, 20.7x apart, and the cell's "
+        f"{units.seconds(fig.median_s)} their median: rerun on a quiet machine, with --repeats 3 or more"
+    ]
+    assert not any(w.startswith("noisy") for w in fig.warnings)  # the pooled IQR alone did not tell
+    cell = CellRecord(
+        run_id=1,
+        key="k",
+        position=0,
+        workload="w",
+        framework="torch",
+        device="cpu",
+        threads=2,
+        mode="fp32",
+        batch=37,
+        status=Status.OK,
+        median_s=fig.median_s,
+        n=fig.n,
+        warnings=fig.warnings,
+    )
+    assert doubtful(cell)
+    close = cell_figures([measurement(events(g), OK_CHILD, 60) for g in ([1.0] * 8, [1.3] * 8)], batch=1, threads=1,
+                         cores=2, device="cpu")  # fmt: skip
+    assert not any(w.startswith("processes disagree") for w in close.warnings)  # 1.3x: processes of a shared machine
 
 
 def test_with_several_processes_the_interval_is_that_of_the_median_of_their_medians():

@@ -184,3 +184,13 @@ def test_an_exception_without_a_message_is_its_name_without_a_colon():
         "AssertionError", "RuntimeError", "StopIteration"]  # fmt: skip
     assert child.describe(ValueError("bad\nmore")) == "ValueError: bad"
     assert child.describe(MemoryError()) == "MemoryError"
+
+
+def test_dlperfs_own_error_is_its_words_without_its_class_name():
+    """A fit try whose factory ran out of memory read "out of memory at batch 32 ...: UsageError: workload
+    'big.py:make': the factory raised RuntimeError: ... tried to allocate 4294967296 bytes"."""
+    from dlperf.errors import UsageError
+
+    said = "workload 'big.py:make': the factory raised RuntimeError: out of memory: tried to allocate 4294967296 bytes"
+    assert child.describe(UsageError("workload 'w': no such file")) == "workload 'w': no such file"
+    assert child.describe(UsageError(said)) == f"out of memory: {said}"

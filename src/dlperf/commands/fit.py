@@ -34,6 +34,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("workload", nargs="?", help="a built-in workload (dlperf list) or a user's file.py:factory")
     p.add_argument("--device", default="cpu", help="cpu, cuda, cuda:N or mps (default: cpu)")
+    p.add_argument("--gpu", metavar="NAME", help="refused: fit measures a device this machine has; dlperf predict "
+                   "WORKLOAD --memory --gpu NAME predicts the largest batch on a GPU it has not")  # fmt: skip
     p.add_argument("--modes", default="fp32", help="comma list of modes, each searched on its own (default: fp32)")
     p.add_argument(
         "--max-memory",
@@ -60,6 +62,10 @@ def run(args) -> int:
 
     if not args.workload:
         raise UsageError("dlperf fit WORKLOAD [--device cpu|cuda:N] [--modes M,...] [--max-memory SIZE]")
+    if args.gpu is not None:
+        raise UsageError(f"--gpu: dlperf fit measures a device this machine has (--device cuda:N); for a GPU it has "
+                         f"not: dlperf predict {args.workload} --memory --gpu {args.gpu} predicts its largest "
+                         "batch")  # fmt: skip
     opts = fit.Options(
         args.workload,
         device=args.device.lower(),

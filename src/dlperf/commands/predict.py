@@ -305,11 +305,12 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     if args.format == "json":
         import json
 
-        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "not_used": others}, indent=1) + "\n",
-                     "the costs")  # fmt: skip
+        write_stdout(json.dumps({**cost.to_json(x), "cpu_how": how, "cpu_doubts": view.cpu_doubts(cell),
+                                 "not_used": others}, indent=1) + "\n", "the costs")  # fmt: skip
         return 0
     # every GPU left out: no empty table, the lines say why
-    print_rich(view.table(x) if x.rows else "", lines=view.lines(x, how), notes=[*others, *view.notes(x), *notes])
+    notes = [*view.cpu_doubts(cell), *others, *view.notes(x), *notes]
+    print_rich(view.table(x) if x.rows else "", lines=view.lines(x, how), notes=notes)
     return 0
 
 
@@ -416,7 +417,12 @@ def count_note(found) -> str:
     launched = ", ".join(f"{m} {k:,}" for m, k in kernels) if len({k for _, k in kernels}) > 1 else f"{kernels[0][1]:,}"
     return (f"counted at batch {first.batch} (the work each GPU above is predicted from): {flops} a step, a "
             f"multiply-add 2 FLOPs; {moved} GB read and written by its kernels ({launched} kernels a step); "
-            f"{first.params / 1e6:.4g} M parameters")  # fmt: skip
+            f"{parameters(first.params)}")  # fmt: skip
+
+
+def parameters(n: int) -> str:
+    """'3,018 parameters' under a million (a small model's read '0.003018 M parameters'), else '14.45 M parameters'."""
+    return f"{n:,} parameters" if n < 1_000_000 else f"{n / 1e6:.4g} M parameters"
 
 
 def gpu_table(table_rows, listed=None):

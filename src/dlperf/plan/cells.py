@@ -27,11 +27,12 @@ def expand(spec: RunSpec, workloads: list[Workload], devices: list[str], threads
 
 
 def loaders_of(spec: RunSpec, device: str, cores: int) -> tuple[str, ...]:
-    """The loader dimension of a cell on `device`: synthetic only, or synthetic and then each loader setting."""
+    """The loader dimension of a cell on `device`: synthetic only, or synthetic and then each loader setting (none
+    where `spec.loaders` is empty: advise's thread search, whose factory reads --data DIR, `crossover.Options.data`)."""
     if spec.data == DATA_SYNTHETIC:
         return (SYNTHETIC,)
     gpu = device_kind(device) is DeviceKind.CUDA
-    return (SYNTHETIC, *(spec.loaders or default_loaders(cores, gpu)))
+    return (SYNTHETIC, *(default_loaders(cores, gpu) if spec.loaders is None else spec.loaders))
 
 
 def expand_ddp(spec: RunSpec, workloads: list[Workload], kinds: list[str], cores: int) -> list[Cell]:

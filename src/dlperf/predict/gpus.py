@@ -235,6 +235,9 @@ def names() -> list[str]:
     return [g.name for g in table()]
 
 
+NOT_NVIDIA = re.compile(r"\b(mi\d{2,3}\w*|instinct|radeon|gaudi|tpu\w*|amd|intel|arc)\b", re.IGNORECASE)
+
+
 def lookup(name: str, flag: str = "--gpu") -> GPU:
     """The GPU called `name`: an exact match after normalizing, else the only GPU that every word of `name` fits (in
     any order, each the start of a word of its name or its memory: "4090", "A100 80GB", "h100 sxm"); else a one-line
@@ -251,6 +254,8 @@ def lookup(name: str, flag: str = "--gpu") -> GPU:
         raise UsageError(f"{_said(name, flag)} is ambiguous: {', '.join(g.name for g in fitting)} (name one of them)")
     near = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(by_key[k].name for k in near)}?" if near else ""
+    if NOT_NVIDIA.search(name):  # an MI300X read "did you mean B300?"
+        hint = ": the table holds NVIDIA GPUs only (dlperf predicts CUDA's kernels, not ROCm's or a TPU's)"
     raise UsageError(f"{_said(name, flag)}: unknown GPU{hint} (`dlperf predict --list-gpus` lists the {len(by_key)})")
 
 

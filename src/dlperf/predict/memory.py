@@ -68,7 +68,8 @@ class Peak:
     grads: int
     optimizer: int
     data: int
-    activations: int
+    activations: int  # the rest at the peak: what forward saved for backward, or the update's temporaries
+    in_update: bool = False  # the step peaks in the optimizer's update: `activations` are its temporaries
 
     @property
     def traced(self) -> int:
@@ -84,7 +85,7 @@ class Peak:
 
     def to_json(self) -> dict:
         return {**{p: getattr(self, p) for p in PARTS}, "traced": self.traced, "overhead": self.overhead,
-                "total": self.total}  # fmt: skip
+                "total": self.total, "in_update": self.in_update}  # fmt: skip
 
 
 def overhead(traced: int) -> int:
@@ -152,9 +153,9 @@ def apart(need: float, have: float) -> tuple[str, str]:
 def verdict(gpu, line: Line, largest: int) -> Verdict:
     need, have = line.at.total, usable(gpu)
     if need <= have:
-        why = f"fits ({need / GIB:.2f} GiB of {have / GIB:.1f})"
+        why = f"fits ({need / GIB:.2f} GiB of {have / GIB:.1f} GiB)"
     else:
-        why = "does not fit (needs {} GiB of {})".format(*apart(need, have))
+        why = "does not fit (needs {} GiB of {} GiB)".format(*apart(need, have))
     return Verdict(gpu.name, line.at.mode, need <= have, why, largest)
 
 
@@ -246,20 +247,28 @@ def _guess(known: dict[int, int], room: int) -> int | tuple[int]:
     return max(lo + 1, min(guess, MAX_BATCH if hi is None else hi - 1))
 
 
-def no_room_here(workload, need: int | None, mode: str = "fp32") -> str:
+def no_room_here(workload, need: int | None, mode: str = "fp32", largest: int | None = None) -> str:
     """Why this machine does not measure `workload`'s step at its batch in `mode`, where its predicted peak (`need`:
     the allocator peak `peaks` predicts) is more than the memory this machine has available now; "" where it fits
     or is not known. `dlperf advise` and `dlperf crossover` check a step so before they measure it: a process that
-    could only swap or meet the kernel's out-of-memory killer."""
+    could only swap or meet the kernel's out-of-memory killer. `largest`: the largest batch predicted to fit here
+    (`largest_here`; 0: not even 1, where `dlperf fit` would try six batches to find none), None where not known."""
     from dlperf.measure.system import memory_available_bytes, memory_total_bytes
 
     have, total = memory_available_bytes(), memory_total_bytes()
     if not need or not have or need <= have:
         return ""
-    of = f" of {total / GIB:.1f}" if total else ""
+    of = f" of {total / GIB:.1f} GiB" if total else ""
+    fits = FITTING.get(largest) or f"(batch {largest:,} is the largest predicted to fit: dlperf fit measures it)"
     return (f"not measured: the {mode} step at batch {workload.batch} needs about {need / GIB:.1f} GiB (predicted), "
             f"more than the {have / GIB:.1f} GiB{of} this machine has available, so it cannot train here at this batch "
-            "(dlperf fit finds the largest batch that does)")  # fmt: skip
+            f"{fits}")  # fmt: skip
+
+
+FITTING = {
+    None: "(dlperf fit finds the largest batch that does)",
+    0: "nor at any: batch 1 is predicted to need more too (dlperf predict --memory shows where it goes)",
+}
 
 
 def fit_rule(pairs: list[tuple[int, int]]) -> tuple[int, float]:
@@ -324,7 +333,8 @@ def traces(asked, timeout: float, timeout_flag: str | None = None) -> list[Peak 
         origin = cache.Origin(answer.sources, at)  # the user's files traced: kept with the traces
         for i, t in zip(todo, answer.traces, strict=True):
             w, m, b = asked[i]
-            found[i] = t.error or Peak(w.name, m, b, t.params, t.grads, t.optimizer, t.data, t.activations)
+            found[i] = t.error or Peak(w.name, m, b, t.params, t.grads, t.optimizer, t.data, t.activations,
+                                       bool(t.in_update))  # fmt: skip
             if keys[i] is not None and (not t.error or t.refused):
                 cache.write(keys[i], f"b{b}", t.to_json(), origin)
     return found  # type: ignore[return-value]
@@ -345,4 +355,4 @@ def _cached(key, workload, mode: str, batch: int) -> Peak | str | None:
         return t.error
     if t is None or t.batch != batch or t.error or t.peak is None:
         return None
-    return Peak(workload.name, mode, batch, t.params, t.grads, t.optimizer, t.data, t.activations)
+    return Peak(workload.name, mode, batch, t.params, t.grads, t.optimizer, t.data, t.activations, bool(t.in_update))

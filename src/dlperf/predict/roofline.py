@@ -241,9 +241,16 @@ def fp32_note(gpus: list[str]) -> str:
     """fp32 as dlperf measures and predicts it on GPUs with TF32 units (Ampere and newer): TF32 off
     (`frameworks/torch/build.py`), not PyTorch's default."""
     return (f"fp32 is TF32 off ({named(gpus)}: TF32 units, Ampere and newer): dlperf's fp32 turns TF32 off for "
-            "cuDNN and matrix products alike, where PyTorch's default runs convolutions in TF32 on these GPUs: a "
-            "plain PyTorch fp32 run of a convolutional network there can be faster than predicted here (dlperf "
-            "predict --modes tf32 predicts it with TF32)")  # fmt: skip
+            "cuDNN and matrix products alike, where PyTorch's default runs cuDNN's convolutions and RNNs in TF32 on "
+            "these GPUs (its matrix products not): a plain PyTorch fp32 run of a network with convolutions or cuDNN "
+            "RNNs there can be faster than predicted here (dlperf predict --modes tf32 predicts it with "
+            "TF32)")  # fmt: skip
+
+
+def slowest_factor() -> float | None:
+    """The published step over the predicted at the error's 10th percentile (2.05 where it is -51%): how much longer
+    than predicted a step may well take; None before any fit."""
+    return None if FIT["p10_pct"] is None else 1 / (1 + FIT["p10_pct"] / 100)
 
 
 def uncertainty() -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import shlex
 
 from dlperf.measure.units import plural
-from dlperf.report.cost import cheapest_lines, fastest_line, left_out, span, usd, wall
+from dlperf.report.cost import cheapest_lines, fastest_line, left_out_groups, span, usd, wall
+from dlperf.report.data import ENOUGH_RULE
 from dlperf.report.format import interval, seconds
 
 SHOWN = 3  # the GPUs named in the crossover's line, the fastest first
@@ -25,7 +26,7 @@ def lines(a) -> list[str]:
     out.append(fastest_line("Fastest GPU (predicted)", x) + versus)
     out += cheapest_lines(x, "Cheapest", " GPU", " (predicted)")
     if x.left_out:
-        out.append("Does not fit (predicted): " + "; ".join(left_out(x, r) for r in x.left_out))
+        out.append("Does not fit (predicted): " + "; ".join(left_out_groups(x)))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
     said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, fed, a.pipeline)
@@ -58,7 +59,7 @@ def _cpu_line(a) -> str:
 def held(p) -> str:
     """Whether the loader holds this CPU's step back, by how much (its wait for data, the input-bound verdict of
     `dlperf table`'s pipeline view; its samples/s against the same step on synthetic data), and the setting to use."""
-    from dlperf.loaders import ENOUGH_OF_SYNTHETIC, INPUT_BOUND_MODERATE, input_bound
+    from dlperf.loaders import input_bound
     from dlperf.report.data import percent
 
     said = []
@@ -73,8 +74,7 @@ def held(p) -> str:
     if p.enough:
         return f"the loader keeps up{figures}; the setting to use: {p.setting} ({p.why}; enough: {p.enough})"
     return (f"the loader holds the step back{figures}; the setting to use: {p.setting} ({p.why}), not enough "
-            f"(enough: a wait under {INPUT_BOUND_MODERATE:.0%}, or {ENOUGH_OF_SYNTHETIC:.0%} of the synthetic step's "
-            "samples/s); --loaders measures more settings")  # fmt: skip
+            f"(enough: {ENOUGH_RULE}); --loaders measures more settings")  # fmt: skip
 
 
 def computing(a):

@@ -101,7 +101,7 @@ def few_samples(cell: CellRecord) -> bool:
     return few(cell.n)
 
 
-DISTURBANCES = ("CPU steal", "other processes", "few samples", "warm-up did not settle")
+DISTURBANCES = ("CPU steal", "other processes", "few samples", "warm-up did not settle", "processes disagree")
 DISTURBED_CELL = "a disturbed cell (busy CPUs, steal, few steps, warm-up)"  # the mark, where not only few samples
 
 

@@ -99,26 +99,65 @@ def cheapest_lines(x, label: str = "Cheapest", what: str = "", suffix: str = "")
     if x.deadline_s is not None:
         within = x.cheapest(x.deadline_s)
         at = f"{label} within {deadline_text(x.deadline_s)}{suffix}"
-        out.append(_pick(at, within) if within else f"{at}: {no_pick(x, x.deadline_s)}")
+        out.append(
+            _pick(at, within) + _at_risk(within, x.deadline_s) if within else f"{at}: {no_pick(x, x.deadline_s)}"
+        )
     return out
 
 
-def left_out(x, r) -> str:
-    """Why a (GPU, mode) is left out, without repeating "does not fit", and the largest batch that fits there."""
+def _at_risk(r, deadline_s: float) -> str:
+    """Where the GPU picked within the deadline would miss it at the predictor's stated error (its step up to
+    `roofline.slowest_factor` times the predicted): said, as a pick 18 minutes into a 20-minute deadline was not."""
+    from dlperf.predict.roofline import slowest_factor
+
+    factor = slowest_factor()
+    if factor is None or r.time_s * factor <= deadline_s:
+        return ""
+    return (
+        f"; at {factor:.2f} times the predicted step (the error's 10th percentile) it takes "
+        f"{wall(r.time_s * factor)}, past the deadline: a faster GPU, or a longer --deadline, leaves room"
+    )
+
+
+def left_out_groups(x) -> list[str]:
+    """The (GPU, mode)s left out, those of one mode, need and largest batch said once with each GPU's room: a model
+    no GPU holds was one 4,142-character line of 'needs 61.6 GiB (the predicted peak) of N GiB; the largest batch
+    that fits: none, not even 1', once per GPU and mode."""
     from dlperf.predict.cost import NO_FIT
     from dlperf.report.memory import largest
 
-    why = r.why.removeprefix(f"{NO_FIT}: ")
-    n = x.largest.get((r.gpu, r.mode))
-    return f"{r.gpu} ({r.mode}): {why}" + ("" if n is None else f"; the largest batch that fits: {largest(n)}")
+    groups: dict[str, list[str]] = {}
+    for r in x.left_out:
+        why = r.why.removeprefix(f"{NO_FIT}: ")
+        need, of, room = why.rpartition(" of ")
+        if not of or not need.startswith("needs "):  # not a room figure: as it is
+            groups.setdefault(f"{r.mode}: {why}", []).append(r.gpu)
+            continue
+        n = x.largest.get((r.gpu, r.mode))
+        fits = "" if n is None else f"; the largest batch that fits: {largest(n)}"
+        groups.setdefault(f"{r.mode}: {need}{fits}", []).append(f"{r.gpu} (has {room})")
+    return [f"{', '.join(gpus)} in {key}" for key, gpus in groups.items()]
 
 
 def lines(x, how: str | None) -> list[str]:
     """The ranking, the GPUs left out, and this CPU."""
     out = [fastest_line("Fastest", x), *cheapest_lines(x)]
-    out += [f"Does not fit: {left_out(x, r)}" for r in x.left_out]
+    out += [f"Does not fit: {group}" for group in left_out_groups(x)]
     out.append(cpu_line(x.cpu) if x.cpu else f"On this CPU: {how}")
     return out
+
+
+def cpu_doubts(cell) -> list[str]:
+    """Why the stored CPU step a cost quotes is not one to rely on (`charts.disturbances`: few steps, other processes'
+    load, steal, an unsettled warm-up, processes far apart), as the table marks it: `predict --cost` quoted one
+    disturbed step of 1.05 s as 27 minutes of work, with nothing said."""
+    from dlperf.report.charts import disturbances
+
+    said = disturbances(cell) if cell is not None else []
+    if not said:
+        return []
+    return [f"this CPU's step (run {cell.run_id}, {cell.column}) is not one to rely on: {'; '.join(said)} (dlperf run "
+            "--repeats 3 on a quiet machine measures it again)"]  # fmt: skip
 
 
 def cpu_line(cpu) -> str:
@@ -145,8 +184,10 @@ def how_to_measure(workload, where: str, no_room: str = "") -> str:
         return f"{missing}, and none can be measured here: {no_room.removeprefix('not measured: ')}"
     if workload.batch == _default_batch(workload.name) and not workload.is_user:
         run = f"dlperf run --workloads {workload.name} --devices cpu"
-    else:  # at this batch: crossover's own batches are powers of two
-        run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batches {workload.batch}"
+    else:  # at this batch, its threads searched at it too: crossover's own batches are powers of two, searched at
+        # the workload's own batch (`--batches 64` alone searched the threads at 20 and measured 20 as well)
+        b = workload.batch
+        run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batch {b} --batches {b}"
     return f"{missing}: `{run}` measures one"
 
 

@@ -33,8 +33,9 @@ def parts_table(workload, found: dict):
             table.add_row(mode, *["-"] * (len(PART_HEADS) + 1))
             continue
         p = line.at
-        table.add_row(mode, *(size(v) for v in (p.params, p.grads, p.optimizer, p.data, p.activations, p.overhead,
-                                                 p.total)), size(line.per_sample))  # fmt: skip
+        parts = [size(v) for v in (p.params, p.grads, p.optimizer, p.data, p.activations, p.overhead, p.total)]
+        parts[4] += IN_UPDATE if p.in_update else ""
+        table.add_row(mode, *parts, size(line.per_sample))
     return table
 
 
@@ -58,6 +59,12 @@ def largest(n: int) -> str:
 
 
 NONE = "none, not even 1"
+IN_UPDATE = " (update)"  # the step peaks in the optimizer's update: the rest then is its temporaries (`Peak.in_update`)
+UPDATE_PEAK = (
+    "the step peaks in the optimizer's update, when no activation is alive: the rest is the update's temporaries, "
+    "parameter-sized in PyTorch's foreach implementation, which dlperf traces; a fused one (fused=True) holds fewer, "
+    "its peak up to that much lower, and checkpointing or a smaller batch do not lower it"
+)
 
 
 def lines(found: dict, verdicts: dict) -> list[str]:
@@ -74,7 +81,8 @@ def lines(found: dict, verdicts: dict) -> list[str]:
         gain = ""
         if first is not None:
             gain = f"; the largest batch on {first.gpu} {largest(was[first.gpu])} -> {largest(first.largest)}"
-        out.append(f"{mode} against {base}: activations {act:+.0%}, peak {peak:+.0%}{gain}")
+        rest = "the update's temporaries" if line.at.in_update and b.at.in_update else "activations"
+        out.append(f"{mode} against {base}: {rest} {act:+.0%}, peak {peak:+.0%}{gain}")
     return out
 
 
@@ -89,6 +97,8 @@ def notes(found: dict) -> list[str]:
         "largest batch: the step traced at the batches a search picks, until one that fits is followed by one that "
         "does not",
     ]
+    if updating := [mode for mode, line in found.items() if not isinstance(line, str) and line.at.in_update]:
+        said.insert(1, f"activations{IN_UPDATE} ({', '.join(updating)}): {UPDATE_PEAK}")
     if gradless := [mode for mode, line in found.items() if not isinstance(line, str) and line.at.grads == 0]:
         said.insert(1, f"gradients 0 B ({', '.join(gradless)}): the step peaks before any parameter's gradient is "
                        "made (the last step's are freed as it starts, zero_grad(set_to_none=True)), so none is alive "

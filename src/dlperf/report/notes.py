@@ -31,6 +31,11 @@ KINDS = (
     Kind("few samples", f"few samples: a median of fewer than {FEW_SAMPLES} timed steps", r"of (\d+) timed"),
     Kind("noisy", "noisy: the steps' IQR is wide against the median", r"\d+%"),
     Kind("slow steps", "slow steps now and then: the mean step above the median (a long run pays the mean)", r"\d+%"),
+    Kind(
+        "processes disagree",
+        "processes disagree: a cell's processes' medians far apart, its figure between them",
+        r"(\d+\.\d+x) apart",
+    ),
     Kind("oversubscribed", "oversubscribed: more threads than usable cores"),
     Kind(
         "more cores busy",

@@ -54,6 +54,9 @@ NOISY_IQR_RATIO = 0.10
 # The mean step this far above the median: slow steps now and then (a host that stalls, a collector), which the
 # median leaves out and a long run pays. JAX's resnet-56 on an H200 (issue 27): median 15.2 ms, mean 18.6.
 SLOW_STEPS_RATIO = 0.10
+# A cell's processes whose medians are this many times apart: the figure sits between them and is not the model's
+# (two processes of a cell, one at 2.40 ms, one at 49.8 ms under another's load: their median, the mean of two, 26.1)
+PROCESSES_APART = 1.5
 SLOW_COMPILE_S = 30.0  # a compile this long is said with its reasons
 OTHERS_BUSY_SHARE = 0.10  # of the machine's CPU capacity, while the cell was timed
 COLD_RATIO = 1.5  # a first timed step this many times its process's median, with no warm-up before it, is a cold one
@@ -355,6 +358,7 @@ def cell_figures(
             figures.compile = replace(compiled, compile_s=max(0.0, compiled.first_step_s - s.median))
             warnings += compile_warnings(figures.compile, s.median)
         warnings += cold_warnings(measured) + left_out_warnings([m.samples for m in measured])
+        warnings += disagreeing([m.samples for m in measured], s.median)
         if few(s.n):
             warnings.append(f"few samples: the median of {s.n} timed step{'s' * (s.n != 1)} (fewer than "
                             f"{FEW_SAMPLES}: raise --max-time or --min-steps for a figure to rely on)")  # fmt: skip
@@ -403,6 +407,17 @@ def loader_summary(measurements: list[ProcessMeasurement]) -> LoaderRecord | Non
         wait_median_s=statistics.median(waits) if waits else None, verdict=input_bound(share), h2d=one.h2d,
         batches=one.batches,
     )  # fmt: skip
+
+
+def disagreeing(groups: list[list[float]], median_s: float) -> list[str]:
+    """The processes the cell's median counts (`stats.counted`), where their medians are PROCESSES_APART or more
+    apart: no step time of the model's lies in the figure between them."""
+    medians = sorted(statistics.median(g) for g in counted(groups))
+    if len(medians) < 2 or medians[0] <= 0 or medians[-1] / medians[0] < PROCESSES_APART:
+        return []
+    return [f"processes disagree: their medians {units.seconds(medians[0])} to {units.seconds(medians[-1])}, "
+            f"{medians[-1] / medians[0]:.1f}x apart, and the cell's {units.seconds(median_s)} their median: rerun on a "
+            "quiet machine, with --repeats 3 or more"]  # fmt: skip
 
 
 def cold_warnings(measured: list[ProcessMeasurement]) -> list[str]:

@@ -23,7 +23,7 @@ import traceback
 from collections.abc import Callable
 
 from dlperf import protocol
-from dlperf.errors import where_in_user_code
+from dlperf.errors import UsageError, where_in_user_code
 from dlperf.measure.system import descendants
 from dlperf.protocol import Error, Reporter, Start, Task, Unsupported, events_file, own_rank, read_task
 from dlperf.vocab import OUT_OF_MEMORY, OUT_OF_MEMORY_SAID
@@ -35,13 +35,15 @@ Body = Callable[[Task, Reporter], None]
 def describe(exc: BaseException) -> str:
     """An exception in one line, out-of-memory named as such: its first line, or the line that says it ran out of
     memory where a later one does (TensorFlow's in a tf.function: "Graph execution error:", the node's traceback,
-    then "OOM when allocating tensor ..."). TensorFlow's "{{function_node ...}}" before its words is left out."""
+    then "OOM when allocating tensor ..."). TensorFlow's "{{function_node ...}}" before its words is left out, and
+    a UsageError's class name (a fit try read "out of memory ...: UsageError: workload ...")."""
     name = type(exc).__name__
-    text = _TF_NODE.sub("", (f"{name}: {exc}".strip().splitlines() if str(exc).strip() else [name])[0])
+    head = "" if isinstance(exc, UsageError) else f"{name}: "  # dlperf's own words, as the parent would say them
+    text = _TF_NODE.sub("", (f"{head}{exc}".strip().splitlines() if str(exc).strip() else [name])[0])
     said = next((line.strip() for line in str(exc).splitlines() if says_out_of_memory(line)), None)
     if said is None:
         return text[:500]
-    return f"out of memory: {text if says_out_of_memory(text) else f'{name}: ' + _TF_NODE.sub('', said)}"[:515]
+    return f"out of memory: {text if says_out_of_memory(text) else head + _TF_NODE.sub('', said)}"[:515]
 
 
 _TF_NODE = re.compile(r"\{\{function_node [^}]*\}\}\s*")  # TensorFlow's op: "{{function_node __wrapped__Fill_...}}"

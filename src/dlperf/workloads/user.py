@@ -485,8 +485,8 @@ def factory_kwargs(factory: Callable[..., Any], source: str, data_dir: str | Non
         return {"data_dir": Path(data_dir)}
     if parameter.default is inspect.Parameter.empty:
         raise UsageError(f"workload {source!r}: {getattr(factory, '__name__', 'the factory')} takes data_dir, the "
-                         "folder of your data: pass it with --data DIR (dlperf run and optimize take it), or give "
-                         "data_dir a default for the commands that do not")  # fmt: skip
+                         "folder of your data: pass it with --data DIR (run, profile, optimize and advise take it), or "
+                         "give data_dir a default for the commands that do not")  # fmt: skip
     return {}
 
 

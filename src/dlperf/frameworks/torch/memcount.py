@@ -43,10 +43,20 @@ class PeakParts(LiveTensorBytes):
     def __init__(self, step, existing) -> None:
         self.trainable = list(step.trainable)
         self.grads_at_peak = 0
+        self.updating = self.in_update = False  # in the optimizer's step now; at the peak
+        self._hook = step.optimizer.register_step_pre_hook(self._update_starts)
         super().__init__(existing)
+
+    def _update_starts(self, *args) -> None:
+        self.updating = True
+
+    def __exit__(self, *exc):
+        self._hook.remove()
+        return super().__exit__(*exc)
 
     def _peaked(self) -> None:
         self.grads_at_peak = storage_bytes(p.grad for p in self.trainable if p.grad is not None)
+        self.in_update = self.updating  # the rest at the peak is the update's temporaries, not activations
 
 
 def storage_bytes(tensors) -> int:
@@ -267,4 +277,4 @@ def _traced(step, batch: int) -> dict[str, Any]:
     grads = live.grads_at_peak
     activations = live.peak - params - optimizer - data - grads
     return {"batch": batch, "peak": live.peak, "params": params, "optimizer": optimizer, "data": data,
-            "grads": grads, "activations": activations}  # fmt: skip
+            "grads": grads, "activations": activations, "in_update": live.in_update}  # fmt: skip
