@@ -69,6 +69,31 @@ def test_a_node_runs_the_users_flags_without_the_drivers_own():
     assert fleet.node_argv(["run", "--resume", "--ray=ray://h:1", "--repeats", "2"]) == ["run", "--repeats", "2"]
 
 
+def test_a_relative_model_file_or_data_folder_is_the_drivers_not_the_folder_a_node_was_started_in():
+    """From /tmp/qa-ray/sub, `--workloads mymodel.py:make` measured /tmp/qa-ray/mymodel.py, the file of the folder
+    `ray start` ran in, under the name, on every node, with no word said; `--data ddata` was 'no such directory'."""
+    from dlperf.fleet_node import driver_paths
+
+    argv = ["run", "--workloads", "mine.py:make,tiny-fcn-r,pkg.mod:make,../x/y.py:f", "--data", "d", "--threads", "1"]
+    assert driver_paths(argv, "/home/u/w") == [
+        "run", "--workloads", "/home/u/w/mine.py:make,tiny-fcn-r,pkg.mod:make,/home/u/x/y.py:f", "--data",
+        "/home/u/w/d", "--threads", "1"]  # fmt: skip
+    assert driver_paths(["run", "--workloads=sub/m.py:make", "--data=dataset", "--data", "./dataset"], "/h") == [
+        "run", "--workloads=/h/sub/m.py:make", "--data=dataset", "--data", "/h/dataset"]  # fmt: skip
+    assert driver_paths(["run", "--workloads", "/abs/m.py:make", "--data", "synthetic"], "/h") == [
+        "run", "--workloads", "/abs/m.py:make", "--data", "synthetic"]  # fmt: skip
+
+
+def test_auto_with_a_stale_ray_address_in_the_shell_is_one_line_at_once(tmp_path):
+    """`RAY_ADDRESS=127.0.0.1:1 dlperf run --ray auto` ran 3 min 24 s, printing Ray's GCS timeouts every 40 s, and
+    Ctrl-C took 25 s: `ray.init("auto")` takes RAY_ADDRESS, which dlperf did not check as it checks a HOST:PORT."""
+    proc = dlperf("run", "--ray", "auto", "--workloads", "tiny-fcn-r", db=tmp_path / "r.db", timeout=60,
+                  env={"RAY_ADDRESS": "127.0.0.1:1"})  # fmt: skip
+    one_line_error(proc, "--ray auto: this shell's RAY_ADDRESS=127.0.0.1:1, which Ray takes for auto: unreachable",
+                   "(unset RAY_ADDRESS for the cluster this machine is in)")  # fmt: skip
+    assert not (tmp_path / "r.db").exists()
+
+
 def test_the_same_kind_of_machine_ignores_only_its_name_and_memory_rounding():
     a = {"cpu_model": "X", "cores": {"cores": 8}, "hostname": "box1", "memory_gib": 31, "gpus": []}
     assert fleet.same_kind(a, {**a, "hostname": "box2", "memory_gib": 32})
@@ -99,6 +124,37 @@ def test_a_lost_nodes_run_prefers_a_node_outside_its_campaign():
     assert info.host == "box3"
     with pytest.raises(UsageError, match="no live node is of the kind that measured run 7"):
         fleet.place([lost_run(7, "d")], infos, {n.node_id: {"cpu_model": "Y"} for n in infos}, {})
+
+
+def test_a_ray_nodes_run_merged_into_another_store_is_still_that_nodes():
+    """`dlperf merge int2.db --db mi.db`, then `--resume --ray --db mi.db` said 'no unfinished run of a Ray sweep
+    (runs 1, 2, not a Ray sweep's: dlperf run --resume ...)', and plain --resume sent back to --resume --ray."""
+    merged = SimpleNamespace(db="/tmp/int2.db", origin=SimpleNamespace(db="ray:" + "a" * 56, origin=None))
+    run = SimpleNamespace(id=4, origin=merged, spec={"campaign": "c"}, fingerprint={"cpu_model": "X"})
+    assert fleet.node_of(run) == "a" * 56
+    assert fleet.node_of(SimpleNamespace(origin=SimpleNamespace(db="/tmp/other.db", origin=None))) is None
+    infos = fleet.select(NODES, None)
+    [(_, info)] = fleet.place([run], infos, {n.node_id: {"cpu_model": "X"} for n in infos}, {})
+    assert info.node_id == "a" * 56  # resumed on its own node, as in the sweep's own store
+
+
+def test_a_run_whose_kind_of_machine_is_gone_waits_and_the_others_resume(capsys):
+    """One run's kind of machine retired blocked every other run's resume: 'no live node is of the kind that measured
+    run 1 (Intel(R) Xeon(R) Processor, {'physical': 2, ...})', a Python dict in the line."""
+    infos = fleet.select(NODES, None)
+    kinds = {n.node_id: {"cpu_model": "X", "hostname": n.host} for n in infos}
+    gone = SimpleNamespace(id=1, origin=SimpleNamespace(db="ray:" + "z" * 56), spec={"campaign": "c"},
+                           fingerprint={"cpu_model": "Y", "hostname": "old", "cores": {"cores": 2}})  # fmt: skip
+    placed = fleet.place([gone, lost_run(2, "a")], infos, kinds, {})
+    assert [(run.id, info and info.host) for run, info in placed] == [(1, None), (2, "box1")]
+    fleet.said_waiting([], [gone], fleet.chosen_by(["run", "--resume", "--ray", "auto", "--nodes", "kind=b"]))
+    assert capsys.readouterr().err == (
+        "dlperf: run 1 waits: no live node among those --nodes kind=b takes is of its kind (run 1: old · Y, 2 cores); "
+        "`dlperf run --resume --ray` again takes it up\n"
+    )
+    with pytest.raises(UsageError, match=r"run 1 \(old · Y, 2 cores\): `ray start --address` on such a machine"):
+        fleet.place([gone], infos, kinds, {})
+    assert fleet.chosen_by(["run", "--nodes=all"]) == "" and fleet.chosen_by(["run", "--nodes=kind=a"]) == "kind=a"
 
 
 @pytest.mark.parametrize(
@@ -225,7 +281,7 @@ def test_a_ray_client_server_that_fails_to_start_is_tried_again(monkeypatch):
     assert fleet.connect("ray://h:10001", "/unused") is fake and fake.calls == 3
 
 
-def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypatch):
+def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypatch, capsys):
     fake = FakeRay(*[INIT_FAILURE] * 3)
     monkeypatch.setattr(fleet_connect, "import_ray", lambda: fake)
     answering_client(monkeypatch)
@@ -234,9 +290,13 @@ def test_a_ray_client_server_that_never_starts_says_the_servers_reason(monkeypat
     assert str(caught.value) == (
         "--ray ray://h:10001: cannot connect after 3 tries: the head could not start this client's server "
         "(Initialization failure from server: RuntimeError: Proxy failed to Connect to backend! Check "
-        "`ray_client_server.err`); a head started as `GRPC_ENABLE_FORK_SUPPORT=false ray start --head ...` does not "
-        "lose them so")  # fmt: skip
+        "`ray_client_server.err`); start the head as `GRPC_ENABLE_FORK_SUPPORT=false ray start --head ...`, and its "
+        "client servers start (ray-project/ray#63202); the server's own log is ray_client_server_*.err in the head's "
+        "Ray logs (/tmp/ray/session_latest/logs)")  # fmt: skip
     assert fake.calls == 3 and "token" not in str(caught.value)  # not the token's hint: a token failure times out
+    tries = capsys.readouterr().err.splitlines()  # each failed try waits out Ray's 30 s: said, not 2 minutes of nothing
+    assert tries == [f"dlperf: --ray ray://h:10001: try {n} of 3 failed, the head could not start this client's "
+                     "server; trying again" for n in (1, 2)]  # fmt: skip
 
 
 @pytest.mark.parametrize("auth_mode, hinted", [(None, True), ("token", False)])

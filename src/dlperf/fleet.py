@@ -31,17 +31,17 @@ from dataclasses import dataclass
 from dlperf import envinfo
 from dlperf.errors import UsageError
 from dlperf.fleet_connect import connect, import_ray, server_reason
-from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation
+from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation, node_argv
 from dlperf.fleet_watch import RayLog, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
 from dlperf.report.fleet import RAY_ORIGIN as ORIGIN  # a fleet run's origin: ray:NODE_ID
+from dlperf.report.fleet import machine_label, ray_node
 from dlperf.runner import lifeline
 from dlperf.store import RunRows, Store, now
 from dlperf.store.location import check_path, ray_resume_command, resume_command
 from dlperf.store.records import Origin, RunRecord
 
 POLL_S = 0.5  # how often the driver asks each node for what finished
-LOCAL_FLAGS = ("--ray", "--nodes", "--db", "--resume")  # the driver's own: a node's sweep gets its own --db
 
 
 @dataclass(frozen=True)
@@ -138,22 +138,6 @@ def _matches(node: NodeInfo, key: str, value: str) -> bool:
         return node.resources.get(key, 0) >= float(value) > 0
     except ValueError:
         return False
-
-
-def node_argv(argv: list[str]) -> list[str]:
-    """The user's `dlperf` arguments without the driver's own flags (`LOCAL_FLAGS`): what each node runs."""
-    kept, skip = [], False
-    for token in argv:
-        if skip:
-            skip = False
-            continue
-        name, eq, _ = token.partition("=")
-        flag = next((f for f in LOCAL_FLAGS if len(name) > 2 and f.startswith(name)), None)
-        if flag is None:
-            kept.append(token)
-            continue
-        skip = flag != "--resume" and not eq
-    return kept
 
 
 def check_flags(args) -> None:
@@ -491,8 +475,9 @@ def fleet_runs(store: Store) -> list[RunRecord]:
 
 
 def node_of(run: RunRecord) -> str | None:
-    """The Ray node that measured a run of a `--ray` sweep; None for any other run."""
-    return str(run.origin.db).removeprefix(ORIGIN) if run.origin and str(run.origin.db).startswith(ORIGIN) else None
+    """The Ray node that measured a run of a `--ray` sweep, in the sweep's store or merged into another (there the
+    plain `--resume` sent to `--resume --ray`, which said it held no Ray sweep's run); None for any other run."""
+    return ray_node(run)  # a merged store's too: merged from the sweep's store, its origin holds the node's
 
 
 def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> tuple[list[Node], int]:
@@ -506,10 +491,10 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
         other = f" ({named('run', plain)}, not a Ray sweep's: `{resume_command(str(store.path))}`)" if plain else ""
         raise UsageError(f"--resume --ray: {store.path} has no unfinished run of a Ray sweep{other}")
     kinds = _kinds(ray, chosen, sorted({f for r in runs for f in r.spec.get("frameworks") or ["torch"]}))
-    nodes, waiting = [], []
+    nodes, waiting, kindless = [], [], []
     for run, info in place(runs, chosen, kinds, measured_by(store)):
         if info is None:
-            waiting.append(run.id)
+            (waiting if of_kind(run, chosen, kinds) else kindless).append(run)
             continue
         if dead := store.acquire(run.id):
             print(f"dlperf: run {run.id} was left running by {dead.describe()}: taken over", file=sys.stderr)
@@ -523,39 +508,71 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
         nodes.append(node)
         print(f"dlperf: run {run.id}'s node is gone: what it left is measured on {info.describe()}, as a run of that "
               "node's own", file=sys.stderr, flush=True)  # fmt: skip
-    if waiting:
-        n = len(waiting)
-        print(f"dlperf: {named('run', waiting)} {agreeing(n, 'waits', 'wait')}: every live node of "
-              f"{agreeing(n, 'its', 'their')} kind resumes another run (one sweep to a node); `dlperf run --resume "
-              f"--ray` again takes {agreeing(n, 'it', 'them')} up", file=sys.stderr)  # fmt: skip
-    return nodes, len(waiting)
+    said_waiting(waiting, kindless, chosen_by(argv))
+    return nodes, len(waiting) + len(kindless)
+
+
+def said_waiting(waiting: list[RunRecord], kindless: list[RunRecord], nodes: str) -> None:
+    """The runs left to wait, in a line each way: every node of their kind resumes another run, or no live node is
+    of their kind; `nodes`: the --nodes given, which may have left out nodes that would have taken them."""
+    among = f" among those --nodes {nodes} takes" if nodes else ""
+    for runs, why in ((waiting, f"every live node{among} of {{}} kind resumes another run (one sweep to a node)"),
+                      (kindless, f"no live node{among} is of {{}} kind")):  # fmt: skip
+        if runs:
+            n, ids = len(runs), [r.id for r in runs]
+            kind = "; ".join(f"run {r.id}: {machine_label(r.fingerprint, cores=True)}" for r in runs)
+            which = f" ({kind})" if runs is kindless else ""  # the machine to add a node of
+            print(f"dlperf: {named('run', ids)} {agreeing(n, 'waits', 'wait')}: "
+                  f"{why.format(agreeing(n, 'its', 'their'))}{which}; `dlperf run --resume --ray` again takes "
+                  f"{agreeing(n, 'it', 'them')} up", file=sys.stderr)  # fmt: skip
+
+
+def chosen_by(argv: list[str]) -> str:
+    """The --nodes the command was given ("" for none, or all)."""
+    for i, token in enumerate(argv):
+        name, eq, value = token.partition("=")
+        if name == "--nodes":
+            given = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            return "" if given == "all" else given
+    return ""
 
 
 def measured_by(store: Store) -> dict[str, set[str]]:
     """Per campaign, the nodes whose runs are in it (their Ray node ids)."""
     found: dict[str, set[str]] = {}
     for run in store.runs():
-        if run.origin and str(run.origin.db).startswith(ORIGIN):
-            found.setdefault(run.spec.get("campaign") or "", set()).add(str(run.origin.db).removeprefix(ORIGIN))
+        if (node := node_of(run)) is not None:
+            found.setdefault(run.spec.get("campaign") or "", set()).add(node)
     return found
 
 
 def place(runs: list[RunRecord], chosen: list[NodeInfo], kinds: dict[str, dict],
           campaigns: dict[str, set[str]]) -> list[tuple[RunRecord, NodeInfo | None]]:  # fmt: skip
     """Each run's node: of its kind and not given another run; the node that measured it first, then one that
-    measured none of its campaign (its column would mix two machines), then any; None when every one is taken."""
+    measured none of its campaign (its column would mix two machines), then any; None when every one is taken, or
+    when no live node is of its kind (`of_kind`: it waits, the others resume; a machine retired blocked the whole
+    campaign's resume). A UsageError where no run has a node of its kind: nothing would resume."""
     taken, placed, alive = set(), [], {n.node_id for n in chosen}
-    for run in sorted(runs, key=lambda r: str(r.origin.db).removeprefix(ORIGIN) not in alive):  # own nodes first
-        fits = [n for n in chosen if kinds[n.node_id] is not None and same_kind(kinds[n.node_id], run.fingerprint)]
-        if not fits:
-            raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
-                             f"({run.fingerprint.get('cpu_model')}, {run.fingerprint.get('cores')})")  # fmt: skip
-        own, others = str(run.origin.db).removeprefix(ORIGIN), campaigns.get(run.spec.get("campaign") or "", set())
+    if not any(of_kind(run, chosen, kinds) for run in runs):
+        run = runs[0]
+        raise UsageError(f"--resume --ray: no live node is of the kind that measured run {run.id} "
+                         f"({machine_label(run.fingerprint, cores=True)}){' or the others' if len(runs) > 1 else ''}: "
+                         "`ray start --address` on such a machine adds one")  # fmt: skip
+    for run in sorted(runs, key=lambda r: node_of(r) not in alive):  # own nodes first
+        if not (fits := of_kind(run, chosen, kinds)):
+            placed.append((run, None))
+            continue
+        own, others = node_of(run), campaigns.get(run.spec.get("campaign") or "", set())
         free = sorted([n for n in fits if n.node_id not in taken], key=lambda n: (n.node_id != own,
                                                                                   n.node_id in others))  # fmt: skip
         placed.append((run, free[0] if free else None))
         taken.update(n.node_id for n in free[:1])
     return sorted(placed, key=lambda p: p[0].id)
+
+
+def of_kind(run: RunRecord, chosen: list[NodeInfo], kinds: dict[str, dict]) -> list[NodeInfo]:
+    """The live nodes chosen that are the kind of machine that measured `run`."""
+    return [n for n in chosen if kinds[n.node_id] is not None and same_kind(kinds[n.node_id], run.fingerprint)]
 
 
 def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 import warnings
 from urllib.parse import urlsplit
 
@@ -32,11 +33,14 @@ def connect(address: str, temp_dir: str, attempts: int = 3):
     `attempts` times in all, and then the server's own reason is said."""
     ray = import_ray()
     if address not in ("auto", "local"):
-        _check_reachable(address)
-    if address.startswith("ray://"):
-        _check_client(address)
-    elif address not in ("auto", "local"):
-        _check_gcs(address)
+        _check(address)
+    elif address == "auto" and (env := os.environ.get("RAY_ADDRESS", "").strip()) not in ("", "auto", "local"):
+        try:  # what `ray.init("auto")` connects to: one left from an old cluster waited minutes, deaf to Ctrl-C
+            _check(env)
+        except UsageError as exc:
+            raise UsageError(f"--ray auto: this shell's RAY_ADDRESS={env}, which Ray takes for auto: "
+                             f"{str(exc).removeprefix(f'--ray {env}: ')} (unset RAY_ADDRESS for the cluster this "
+                             "machine is in)") from None  # fmt: skip
     quiet = {"logging_level": logging.ERROR, "log_to_driver": False}
     for attempt in range(1, attempts + 1):
         try:
@@ -48,17 +52,33 @@ def connect(address: str, temp_dir: str, attempts: int = 3):
                     ray.init(address=address, **quiet)
             return ray
         except ConnectionAbortedError as exc:  # Ray Client: the head could not start this client's server
+            why = server_reason(exc)
             if attempt == attempts:
-                why = server_reason(exc)
                 raise UsageError(f"--ray {address}: cannot connect after {attempts} tries: the head could not "
                                  f"start this client's server ({why}); {FORK_HINT}") from None  # fmt: skip
+            # each failed try waited out Ray's 30 s: said, not minutes of nothing
+            print(f"dlperf: --ray {address}: try {attempt} of {attempts} failed, the head could not start this "
+                  "client's server; trying again", file=sys.stderr, flush=True)  # fmt: skip
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise UsageError(refused(address, exc)) from None
 
 
+def _check(address: str) -> None:
+    """`HOST:PORT` or `ray://HOST:PORT` answers as what it names, said in one line before Ray is asked."""
+    _check_reachable(address)
+    if address.startswith("ray://"):
+        _check_client(address)
+    else:
+        _check_gcs(address)
+
+
 # Ray's head forks each client's server from a process busy with gRPC, whose fork handlers then kill it now and then
 # as it starts (ray-project/ray#63202; parallel.md: 9 connects of 100 failed so, none of 100 without the handlers)
-FORK_HINT = "a head started as `GRPC_ENABLE_FORK_SUPPORT=false ray start --head ...` does not lose them so"
+FORK_HINT = (
+    "start the head as `GRPC_ENABLE_FORK_SUPPORT=false ray start --head ...`, and its client servers start "
+    "(ray-project/ray#63202); the server's own log is ray_client_server_*.err in the head's Ray logs "
+    "(/tmp/ray/session_latest/logs)"
+)
 NO_CLUSTER = "Could not find any running Ray instance"  # what `ray.init(address="auto")` says, naming its own flag
 
 

@@ -21,6 +21,7 @@ import time
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
+from dlperf.loaders import DATA_DATASET, DATA_SYNTHETIC
 from dlperf.runner import lifeline
 from dlperf.runner.distributed import python_module
 from dlperf.store import RunRows, Store, new_token, now
@@ -33,6 +34,67 @@ NODE_ENV = {"RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
 # a cell's columns as planned (`Store._insert_cells`): what a cell pending again keeps of its row
 PLANNED = ("key", "position", "workload", "framework", "device", "threads", "mode", "batch", "workload_json", "nproc",
            "scaling", "loader", "parallel", "microbatches")  # fmt: skip
+
+
+LOCAL_FLAGS = ("--ray", "--nodes", "--db", "--resume")  # the driver's own: a node's sweep gets its own --db
+
+
+def node_argv(argv: list[str]) -> list[str]:
+    """The user's `dlperf` arguments without the driver's own flags (`LOCAL_FLAGS`), a relative path in them the
+    driver's folder's (`driver_paths`): what each node runs."""
+    kept, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name, eq, _ = token.partition("=")
+        flag = next((f for f in LOCAL_FLAGS if len(name) > 2 and f.startswith(name)), None)
+        if flag is None:
+            kept.append(token)
+            continue
+        skip = flag != "--resume" and not eq
+    return driver_paths(kept)
+
+
+PATH_FLAGS = ("--workloads", "--data")  # flags whose values may name a file or folder: a model file, a data folder
+
+
+def driver_paths(argv: list[str], here: str | None = None) -> list[str]:
+    """`argv` with a relative model file (`--workloads mine.py:make`) and `--data DIR` made absolute from the folder
+    the command was typed in (`here`): a node's sweep runs in its Ray worker's folder, where `mine.py` was the file of
+    the folder `ray start` ran in, another model measured under the name with no word said. Each node reads that
+    path: the file must be there on every node (a shared file system, or the same clone)."""
+    here = here or os.getcwd()
+    out, flag = [], None
+    for token in argv:
+        name, eq, value = token.partition("=")
+        if flag is not None:
+            out.append(_absolute(flag, token, here))
+            flag = None
+        elif name in PATH_FLAGS and eq:
+            out.append(f"{name}={_absolute(name, value, here)}")
+        else:
+            out.append(token)
+            flag = token if token in PATH_FLAGS else None
+    return out
+
+
+def _absolute(flag: str, value: str, here: str) -> str:
+    if flag == "--data":  # its keywords are no folder (`./dataset` is)
+        return value if value in (DATA_SYNTHETIC, DATA_DATASET) else _joined(here, value)
+    return ",".join(_absolute_source(item.strip(), here) for item in value.split(","))
+
+
+def _absolute_source(item: str, here: str) -> str:
+    """A workload of a file (`path/mine.py:make`) with its path absolute; a built-in or a module's as it is."""
+    target, colon, attr = item.rpartition(":")
+    if colon and (target.endswith(".py") or "/" in target):
+        return f"{_joined(here, target)}:{attr}"
+    return item
+
+
+def _joined(here: str, path: str) -> str:
+    return os.path.normpath(os.path.join(here, os.path.expanduser(path)))
 
 
 NODE_DIR = "dlperf-ray-node-"  # a node's sweep's folder in the node's temporary directory, locked while in use

@@ -32,6 +32,7 @@ def table(db, *args):
 
 def test_the_campaign_groups_its_machines_and_names_the_fastest_with_the_interval(lab):
     out = json.loads(table(lab, "--campaign", "lab", "--format", "json"))
+    assert (out["campaign"], out["of"]) == ("lab", "campaign lab")  # its name, not "campaign lab"
     assert [m["label"] for m in out["machines"]] == ["alpha · Xeon Test", "beta · EPYC Test · NVIDIA H100 80GB HBM3"]
     assert [m["runs"] for m in out["machines"]] == [[1], [2]]  # run 3 is in no campaign
     fcn, lstm = out["rows"]
@@ -46,6 +47,7 @@ def test_the_campaign_groups_its_machines_and_names_the_fastest_with_the_interva
 
 def test_text_and_markdown_show_each_machine_its_best_cpu_and_gpu_with_the_prediction(lab):
     md = table(lab, "--campaign", "lab", "--format", "md")
+    assert md.startswith("Campaign lab\n")  # was "Campaign: campaign lab"
     assert "| workload | framework | alpha · Xeon Test: best CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: best " \
            "CPU | beta · EPYC Test · NVIDIA H100 80GB HBM3: GPU |" in md  # fmt: skip
     assert "| fcn-r | torch | 0.450 (2 threads) | 0.500 (1 thread) | 10.0 ms (cuda:0; predicted 12.5 ms on " \
@@ -68,6 +70,7 @@ def test_csv_has_a_line_per_workload_and_machine_in_raw_seconds(lab):
 
 def test_a_campaign_of_one_machine_is_fine(lab):
     out = json.loads(table(lab, "--runs", "1,3", "--format", "json"))
+    assert (out["campaign"], out["of"]) == (None, "runs 1, 3")
     [alpha] = out["machines"]
     best = out["rows"][0]["machines"][alpha["label"]]["cpu"]
     assert alpha["runs"] == [1, 3] and (best["threads"], best["median_s"]) == (1, 0.8)  # run 3 measured 2 threads again

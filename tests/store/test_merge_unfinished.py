@@ -133,3 +133,21 @@ def test_a_copy_resumed_here_apart_from_its_source_keeps_its_own_measurements_an
             f"stays in {src})"
         )
         assert rows(target, "measurements") == own
+
+
+def test_a_lost_ray_nodes_run_is_said_to_have_gone_on_elsewhere_not_to_finish_later(tmp_path):
+    """`dlperf merge lost.db` said of a lost Ray node's run 'merging this file again once the run is finished brings
+    its copy up to date': it never finishes, another node's run measured what it left."""
+    from dlperf.store.state import CONTINUES
+
+    src, target = tmp_path / "lost.db", tmp_path / "m.db"
+    interrupted(src)
+    store = Store.open(src, create=False)
+    went_on = store.create_run({"repeats": 1}, {"cores": {"cores": 8}, CONTINUES: 1}, MACHINE, ["dlperf", "run"],
+                               PLAN[1:])  # fmt: skip
+    store.set_run_status(went_on, "complete")
+    store.close()
+    proc = dlperf("merge", str(src), db=target)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().endswith("copied as it is: its Ray node was lost, and run 2 of the file measured what "
+                                        "it left")  # fmt: skip

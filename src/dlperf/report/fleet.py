@@ -34,6 +34,7 @@ from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 from dlperf.store.state import RAY_ORIGIN, run_state  # the origin of a run a Ray node measured (`dlperf run --ray`)
 from dlperf.vocab import Status
 
+CAMPAIGN = "campaign "  # a view of one campaign is named "campaign NAME"
 NOT_TOLD_APART = "not told apart"
 
 
@@ -133,7 +134,7 @@ def apart(a: Entry, b: Entry) -> bool:
 
 @dataclass
 class Fleet:
-    name: str  # "campaign NAME" or "runs 3, 4, 7"
+    name: str  # "campaign NAME" (`CAMPAIGN`) or "runs 3, 4, 7"
     machines: list[Machine]
     rows: list[FleetRow]
     unreadable: list[UnreadableRow] = field(default_factory=list)  # cells left out: their rows no longer decode
@@ -187,7 +188,7 @@ def read(db: str, campaign: str | None = None, runs: list[int] | None = None) ->
         unfinished = [state.summary() for state in map(partial(run_state, store), chosen) if state.unfinished]
     finally:
         store.close()
-    name = f"campaign {campaign}" if campaign is not None else named("run", (r.id for r in chosen))
+    name = f"{CAMPAIGN}{campaign}" if campaign is not None else named("run", (r.id for r in chosen))
     return Fleet(name, machines, build(machines, latest), unreadable, unfinished)
 
 
@@ -361,7 +362,7 @@ def verdicts(fleet: Fleet) -> list[str]:
 def render_markdown(fleet: Fleet) -> str:
     header = head(fleet)
     lines = [
-        f"Campaign: {fleet.name}",
+        fleet.name[:1].upper() + fleet.name[1:],  # "Campaign lab", "Runs 3, 4, 7"
         "",
         "| " + " | ".join(header) + " |",
         "|" + "|".join("---" for _ in header) + "|",
@@ -402,7 +403,9 @@ def render_json(fleet: Fleet) -> str:
                           for m in fleet.machines},
              "verdict": r.verdict()} for r in fleet.rows]  # fmt: skip
     machines = [{"label": m.label, "runs": list(m.runs)} for m in fleet.machines]
-    return json.dumps({"campaign": fleet.name, "machines": machines, "rows": rows, "legend": LEGEND}, indent=2)
+    named = fleet.name.removeprefix(CAMPAIGN) if fleet.name.startswith(CAMPAIGN) else None  # not "campaign lab"
+    return json.dumps({"campaign": named, "of": fleet.name, "machines": machines, "rows": rows, "legend": LEGEND},
+                      indent=2)  # fmt: skip
 
 
 def _entry_json(entry: Entry | None) -> dict | None:

@@ -65,6 +65,7 @@ class Source:
     runs: list[RunRows]
     peaks: list[dict[str, Any]]
     unfinished: dict[int, str] = field(default_factory=dict)  # run id -> what is unfinished about it, in a sentence
+    went_on: dict[int, int] = field(default_factory=dict)  # a lost Ray node's run -> the run that measured what it left
 
 
 def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None,
@@ -125,13 +126,14 @@ def read_source(source: str, target: str) -> Source:
             src.check_file()
             states = [run_state(src, record) for record in src.runs()]
             unfinished = {s.run.id: s.summary() for s in states if s.unfinished}
+            went_on = {lost: r.id for r in src.runs() if isinstance(lost := r.env.get(CONTINUES), int) and lost < r.id}
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"unreadable ({exc})") from exc
     except UsageError as exc:
         raise UsageError(f"merge {source!r}: {exc}") from exc
     finally:
         src.close()
-    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished)
+    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished, went_on)
 
 
 def _open_source(source: str, target: str) -> Store:
@@ -153,7 +155,10 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
     origin = Origin(source.path, run_id, now(), run_origin(run))
     present = dst.find_copy(run, rows.measurements, origin)
     warning = None
-    if why := source.unfinished.get(run_id):
+    if (why := source.unfinished.get(run_id)) and (later := source.went_on.get(run_id)):  # it will never finish
+        warning = (f"{source.name}: {why}; copied as it is: its Ray node was lost, and run {later} of the file "
+                   "measured what it left")  # fmt: skip
+    elif why:
         warning = (f"{source.name}: {why}; copied as it is: merging this file again once the run is finished brings "
                    "its copy up to date")  # fmt: skip
     if present is not None:
