@@ -52,3 +52,12 @@ def test_a_chart_with_nothing_left_to_draw_names_the_cells_it_left_out(report_db
     *warnings, last = proc.stderr.strip().splitlines()
     assert len(warnings) == n and all(w.endswith("left out of the charts") for w in warnings)
     assert last.startswith("dlperf: error: plot scaling: nothing to draw") and last.endswith(f"({n} cells left out)")
+
+
+def test_a_path_under_proc_or_dev_fd_that_is_no_open_file_is_one_line_not_a_traceback(report_db):
+    """`report -o /proc/x.html` was taken for an open file, written in place, and ended in FileNotFoundError's
+    traceback (exit 1)."""
+    from conftest import one_line_error
+
+    for out in ("/proc/x.html", "/dev/fd/97.html"):
+        one_line_error(dlperf("report", "-o", out, db=report_db), f"-o {out!r}: could not write it")

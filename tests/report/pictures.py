@@ -82,7 +82,8 @@ def _grey(colour: str) -> bool:
 
 
 def pdf_pages(path: Path) -> tuple[int, list[str]]:
-    """The number of pages of a matplotlib PDF, and the strings its content streams draw (TJ arrays, each joined)."""
+    """The number of pages of a matplotlib PDF, and the strings its content streams draw (TJ arrays, each joined, in
+    their font's encoding)."""
     data = path.read_bytes()
     pages = len(re.findall(rb"/Type /Page\b", data))
     texts = []
@@ -93,5 +94,7 @@ def pdf_pages(path: Path) -> tuple[int, list[str]]:
             continue
         for array in re.findall(rb"\[(.*?)\]\s*TJ", content, re.S):
             parts = re.findall(rb"\(((?:[^()\\]|\\.)*)\)", array)
-            texts.append(re.sub(rb"\\(.)", rb"\1", b"".join(parts)).decode("latin-1"))
+            raw = re.sub(rb"\\(.)", rb"\1", b"".join(parts))
+            # a TrueType font's text (pdf.fonttype 42) is two bytes a character, a Type 3 font's one
+            texts.append(raw.decode("utf-16-be" if raw[:1] == b"\0" and len(raw) % 2 == 0 else "latin-1"))
     return pages, texts

@@ -114,3 +114,18 @@ def test_a_run_of_fp32_alone_says_once_how_to_measure_modes_to_compare():
     cells = [make_cell("fcn-s", median_s=0.5, n=10, key="a"), make_cell("lstm", median_s=0.5, n=10, key="b"),
              make_cell("lstm", mode="fused", median_s=0.6, n=10, key="c", loss_check=None)]  # fmt: skip
     assert best.FP32_ALONE not in best.notes(best.build(cells, {}))
+
+
+def test_a_speed_up_of_a_disturbed_step_is_marked_as_the_step_is():
+    """The report's fastest-mode table read 'tiny-resnet-56 cpu:2 0.305? channels_last 23.9 ms 12.72x' for an fp32
+    step disturbed by 50% load and an unsettled warm-up: the step marked, its ratio not."""
+    cells = [make_cell("tiny-alexnet-s", framework="tensorflow", mode=m, median_s=s, n=50, key=m)
+             for m, s in (("fp32", 0.00724), ("compile", 0.00685))]  # fmt: skip
+    cells[0].warnings = ["other processes used 50% of the CPUs while this cell was timed"]
+    rng = random.Random(0)
+    samples = {c.key: [[c.median_s * rng.uniform(0.99, 1.01) for _ in range(50)]] for c in cells}
+    [row] = best.build(cells, samples)
+    assert row.doubtful and best.values(row)[-1].startswith(f"{row.speedup:.2f}x? [")
+    assert best.DOUBTFUL_SPEEDUP in best.legend([row])
+    [steady] = rows(0.01)
+    assert not steady.doubtful and best.DOUBTFUL_SPEEDUP not in best.legend([steady])

@@ -214,3 +214,13 @@ def test_the_seven_networks_names_are_tilted_where_they_would_overlap(tmp_path):
             plt.close(fig)
     one = paper.chart(paper.compare([cell()])[0])
     assert network_labels(figures.svg(one, figures.palette([one]), "c1")[0], {"FCN-R"}) == {"FCN-R": 0.0}
+
+
+def test_a_pdf_embeds_truetype_fonts_and_is_the_same_file_each_time(tmp_path):
+    """`plot -o x.pdf` embedded Type 3 fonts, which IEEE PDF eXpress and ACM's checks refuse, and two saves of the
+    same charts differed in their CreationDate (the Date key set to None is an SVG's)."""
+    first, second = saved(tmp_path, "pdf").read_bytes(), None
+    (tmp_path / "again").mkdir()
+    second = saved(tmp_path / "again", "pdf").read_bytes()
+    assert b"/Type3" not in first and b"/CIDFontType2" in first  # TrueType outlines, in a CID font
+    assert b"/CreationDate" not in first and first == second

@@ -57,7 +57,7 @@ def test_the_best_mode_on_medians_of_3_steps_2_percent_apart_is_not_told_apart_f
         make_cell("fcn-r", mode=m, median_s=s, iqr_s=0.001, n=3, key=m) for m, s in (("fp32", 0.5), ("bf16", 0.49))
     ]
     [row] = best.build(cells, {"fp32": [[0.5, 0.5, 0.5]], "bf16": [[0.49, 0.49, 0.49]]})
-    assert best.values(row)[-1] == "1.02x [no interval: a median of under 6 steps], not told apart"
+    assert best.values(row)[-1] == "1.02x? [no interval: a median of under 6 steps], not told apart"
     assert row.mode == "bf16" and row.ci_low is None and row.told_apart is False
 
 

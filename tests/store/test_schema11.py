@@ -32,7 +32,9 @@ best-mode view of run 6 (compile, --no-loss-check) says why it has no speed-up a
 processes used 20% of the CPUs ...", the charts' judgement the table's: the report's hash); run 3's loader legend says
 the loader alone is its samples over their time after its first batch, its enough rule the wait under 20% with the
 throughput, its recommendation's JSON the synthetic step's doubts, and its csv table the input pipeline's rows (table
-text, json, csv, --explain; export's data_recommendation).
+text, json, csv, --explain; export's data_recommendation); the report's speed-up of a disturbed step is marked `?`
+as the step is, and its sections with nothing to show say of several runs that each cell is its latest run's (the
+report's hash).
 """
 
 from __future__ import annotations

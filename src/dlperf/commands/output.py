@@ -66,7 +66,7 @@ def an_open_file(path: Path) -> bool:
     seen = os.path.abspath(path)
     for _ in range(40):  # the kernel's own limit on links followed
         if seen.startswith(("/proc/", "/dev/fd/", "/dev/stdout", "/dev/stderr")):
-            return True
+            return os.path.exists(seen)  # /proc/x.html, /dev/stdout.html: no open file, a path refused as any is
         try:
             seen = os.path.join(os.path.dirname(seen), os.readlink(seen))
         except OSError:  # no link (any more): a path of its own

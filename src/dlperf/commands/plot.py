@@ -56,8 +56,9 @@ def run(args) -> int:
     chosen = [c for c in drawn if c.id.startswith(prefix)]
     if not chosen:  # the cells left out said first: they may be why nothing is left to draw
         left = warn_unreadable(data.unreadable, "the charts") and f" ({plural(len(data.unreadable), 'cell')} left out)"
+        latest = " (each cell its latest run's: --run N draws one run's own)" if len(data.runs) > 1 else ""
         raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: "
-                         f"{why_none}{left or ''}")  # fmt: skip
+                         f"{why_none}{latest}{left or ''}")  # fmt: skip
     with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it
         figures.save(chosen, tmp, dpi=args.dpi, where=where(data.runs))
     wrote(out, f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")

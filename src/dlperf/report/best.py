@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import Mode, changes_arithmetic
+from dlperf.report.charts import doubtful
 from dlperf.report.fastest import faster, speedup_interval
 from dlperf.report.table import FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
@@ -41,6 +42,7 @@ class Best:
     processes: int | None = None  # the processes behind the interval on its side of fewer (1: that process's noise)
     unchecked: str | None = None  # why the best mode's loss check has no verdict (--no-loss-check: none ran)
     why_rejected: dict[str, str] = field(default_factory=dict)  # each mode of `rejected`: why (`left_out`)
+    doubtful: bool = False  # either step not one to rely on (`charts.doubtful`): the speed-up marked as the steps are
 
     @property
     def few(self) -> bool:
@@ -79,6 +81,7 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]],
                 row.unchecked = (best.loss_check and best.loss_check.reason) or no_check
         if best is not None and base is not None:
             row.speedup = base.median_s / best.median_s
+            row.doubtful = doubtful(base) or doubtful(best)  # a 12.72x of a disturbed fp32 step read as sure
         if best is not None and base is not None and best is not base:
             s = speedup_interval(base, best, samples.get(base.key), samples.get(best.key))
             row.told_apart = faster(base, best, s)  # without an interval, on their medians (`fastest.told_apart`)
@@ -113,10 +116,11 @@ def _speed(r: Best) -> str:
             return "1.00x: fp32 is the fastest"
         return f"-: {', '.join(r.rejected)} left out (notes)" if r.rejected else "-: fp32 alone was measured"
     apart = "" if r.told_apart else ", not told apart"
+    ratio = f"{r.speedup:.2f}x{FEW_MARK if r.doubtful else ''}"
     if r.ci_low is not None:
-        return f"{r.speedup:.2f}x [{r.ci_low:.2f}-{r.ci_high:.2f}]{apart}"
+        return f"{ratio} [{r.ci_low:.2f}-{r.ci_high:.2f}]{apart}"
     why = f"a median of under {FEW_SAMPLES} steps" if r.few else "no samples"
-    return f"{r.speedup:.2f}x [no interval: {why}]{apart}"
+    return f"{ratio} [no interval: {why}]{apart}"
 
 
 HEAD = ("workload", "framework", "column", "fp32 step", "best mode", "best step", "speed-up [95% CI]")
@@ -137,7 +141,12 @@ def legend(rows: list[Best]) -> list[str]:
     carries it."""
     shown = list(dict.fromkeys(r.framework for r in rows))
     said = [f"speed-up over each framework's fp32 step: {capabilities.fp32_steps(shown)}"] if shown else []
-    return said + ([FEW_LEGEND] if any(r.few for r in rows) else [])
+    said += [FEW_LEGEND] if any(r.few for r in rows) else []
+    return said + ([DOUBTFUL_SPEEDUP] if any(r.doubtful and r.mode != BASELINE for r in rows) else [])
+
+
+DOUBTFUL_SPEEDUP = (f"{FEW_MARK} on a speed-up: either step's figure is not one to rely on (busy CPUs, steal, few "
+                    "steps, warm-up: the notes say which)")  # fmt: skip
 
 
 def render_markdown(rows: list[Best]) -> str:

@@ -61,11 +61,11 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
         Section("table", "Seconds per mini-batch" + (f" (run {_ids(data)})" if campaign else ""), _table7(data)),
         *([Section("input", "Input pipeline", _pipeline(groups, drawn))] if groups else []),
         Section("scaling", "Thread scaling", by_kind("scaling-") or _none("No workload was measured at two or more "
-                "CPU thread counts in this run.")),
+                f"CPU thread counts {_in_runs(data)}.")),
         Section("variants", "Frameworks and modes", by_kind("variants-") + _best_table(data)
                 or _none("Every workload was measured with one framework in one mode.")),
         Section("ddp", "Multi-process scaling: the strategies side by side", by_kind("ddp-") + _ddp(data)),
-        Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none("No GPU was measured in this run.")),
+        Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none(f"No GPU was measured {_in_runs(data)}.")),
         *([Section("predicted", "Predicted against measured", _predicted(forecast))] if forecast else []),
         *([Section("crossover", "When a GPU pays", _crossovers(data.crossovers, drawn))] if data.crossovers else []),
         Section("utilization", "Utilization of the measured peak", _noted(drawn.get("utilization"), data) or _none(
@@ -87,6 +87,18 @@ def _figure(chart: Chart, colors: dict, prefix: str) -> str:
         f'<figure class="chart" id="chart-{escape(chart.id)}" data-chart="{escape(chart.id)}" '
         f'data-points="{tagged}">{svg}{caption}</figure>'
     )
+
+
+def _in_runs(data) -> str:
+    """ "in this run", or of several, that each cell is its latest run's (`load`): runs 1 and 2 measured two thread
+    counts, a later run one, and a report of all said of them 'in this run'."""
+    if len(data.runs) == 1:
+        return "in this run"
+    return f"in {LATEST_OF_RUNS}"
+
+
+# several runs read: a cell measured in more than one is its latest run's
+LATEST_OF_RUNS = "these runs, each cell its latest run's (--run N shows one run's own)"
 
 
 def _none(text: str) -> str:
