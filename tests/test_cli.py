@@ -367,3 +367,19 @@ def test_a_command_of_one_workload_and_its_singular_flags_are_named_as_typed(arg
     code = main([*args, "--db", str(tmp_path / "x.db")])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and all(f in lines[0] for f in fragments), lines
+
+
+@pytest.mark.parametrize("command", ["predict", "advise"])
+def test_samples_take_a_count_as_dlperf_prints_it(command):
+    """`predict --cost` prints the work as 1,281,167 samples; the same text given back to --samples is that count, while
+    a comma that is not a thousands separator is still refused in one line."""
+    from dlperf.cli import build_parser
+    from dlperf.errors import UsageError
+
+    parser = build_parser()
+    for text, count in (("1,281,167", 1_281_167), ("1,000", 1000), ("640", 640)):
+        assert parser.parse_args([command, "tiny-fcn-r", "--samples", text]).samples == count
+    for bad in ("1,00", "1,0000", ",100", "1,000,", "-1,000", "1_000"):
+        with pytest.raises(UsageError) as caught:
+            parser.parse_args([command, "tiny-fcn-r", f"--samples={bad}"])
+        assert str(caught.value).startswith("--samples"), bad

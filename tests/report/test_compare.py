@@ -56,8 +56,18 @@ def test_a_regression_timed_on_a_busy_machine_says_so():
     assert only.regression and only.busy == "B: other processes used 86% of the CPUs, CPU steal 5%"
     lines = cmp.summary_lines(result)
     assert f"(timed on a busy machine: {only.busy})" in lines[1]
+    assert "note: timed on a busy machine" not in "\n".join(lines)  # said once, on the regression's line
+    same = processes(5, 3, 0.100)  # a cell not slower, timed while B's machine was busy: the note names it
+    beside = replace(record(cell("other"), same), others_cpu_share=0.5)
+    both = compare(
+        [quiet, record(cell("other"), a)],
+        [loaded, beside],
+        {c.cell.key: a, "other|torch|cpu|1|fp32": a},
+        {c.cell.key: b, "other|torch|cpu|1|fp32": same},
+    )
     said = "note: timed on a busy machine, so their ratios measure its load as much as the runs"
-    assert f"{said}: {only.label} (B: other processes used 86%" in "\n".join(lines)
+    assert f"{said}: other torch cpu:1 fp32 (B: other processes used 50%" in "\n".join(cmp.summary_lines(both))
+    assert "fcn-r torch cpu:1 fp32 (B:" not in cmp.summary_lines(both)[-1]
     calm = compare([quiet], [replace(loaded, others_cpu_share=0.05, steal_fraction=0.0)], {c.cell.key: a},
                    {c.cell.key: b})  # fmt: skip
     assert calm.cells[0].busy == "" and "busy" not in "\n".join(cmp.summary_lines(calm))
@@ -186,7 +196,33 @@ def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
         only_b.cell.key: "only in B",
         broken.cell.key: "B: failed",
     }
-    assert "3 cells not compared" in "\n".join(cmp.summary_lines(result))
+    said = cmp.summary_lines(result)
+    assert "2 cells not compared" in said[-1]  # the third, measured in A and failed in B, is a regression
+    assert said[1] == "1 regression (measured in A, not in B): broken torch cpu:1 fp32 (B: failed)"
+    assert [u.key for u in result.failed()] == [broken.cell.key] and result.outcome() == "regression"
+
+
+def test_a_cell_failed_in_both_or_only_in_a_is_not_a_regression_and_an_unfinished_b_is_no_verdict():
+    """Only a cell A measured and B could not (failed, timed out) fails a gate; one unsupported in B, failed in A too,
+    or not in B is a note. B unfinished, with cells of A it has not measured yet, is no verdict (exit 2), not a
+    pass: an interrupted candidate had passed."""
+    both, gone, unsupported, never = cell("both"), cell("gone"), cell("unsupported"), cell("never")
+    p = processes(15, 3, 0.1)
+    a = [record(both, p), record(gone, p), record(unsupported, p), record(never, [], status="failed")]
+    b = [record(both, p), record(unsupported, [], status="unsupported"), record(never, [], status="timeout")]
+    samples = {both.cell.key: p}
+    result = compare(a, b, samples, samples)
+    assert not result.failed() and result.outcome() == "no regression"
+    result.b_unfinished = "interrupted after 3 of 4 cells"
+    assert [u.key for u in result.awaited()] == [gone.cell.key] and result.outcome() == "no verdict"
+    assert (
+        "no verdict: B is unfinished (interrupted after 3 of 4 cells) and has not measured 1 cell of A yet"
+        in cmp.summary_lines(result)[1]
+    )
+    from dlperf.report.compare_side import Side
+
+    sides = [Side(name, "x.db", i, "today", {}, [], {}) for i, name in enumerate("AB", 1)]
+    assert cmp.to_json(result, *sides)["awaited_in_b"] == [{"key": gone.cell.key, "label": "gone torch cpu:1 fp32"}]
 
 
 def test_the_frameworks_and_workloads_one_side_has_none_of_are_said_as_wholes():
@@ -313,7 +349,7 @@ def test_a_comparison_where_no_cell_could_be_tested_is_no_verdict_and_names_the_
     make_db(db, {"fcn-r": processes(52, 3, 0.1), "alexnet-r": processes(54, 1, 0.1)},
             {"fcn-r": processes(53, 3, 0.1), "alexnet-r": processes(55, 1, 0.1)})  # fmt: skip
     code, out = in_process(capsys, "3", "4", "--db", str(db))  # a tested cell, the other untested and the same
-    assert code == 0 and "no regression: no tested cell significantly slower by more than 5%" in out
+    assert code == 0 and "no regression: no tested cell significantly slower, and B/A above 1.05" in out
     assert "untested, yet slower" not in out
 
 
@@ -341,7 +377,7 @@ def test_runs_without_a_common_cell_are_an_error_not_no_regression(tmp_path, cap
         assert captured.out == ""
         assert captured.err.strip() == (
             "dlperf: error: A (run 1) and B (run 2) share no cell measured on both sides: nothing compared "
-            "(1 only in A, 1 only in B)"
+            "(only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"  # which, not how many
         )
 
 
@@ -353,7 +389,7 @@ def test_runs_of_two_files_are_named_with_their_file(tmp_path, capsys):
     assert main(["compare", str(x), str(y)]) == 2
     assert capsys.readouterr().err.strip() == (
         f"dlperf: error: A (run 2 of {x}) and B (run 2 of {y}) share no cell measured on both sides: nothing "
-        "compared (1 only in A, 1 only in B)"
+        "compared (only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"
     )
 
 
@@ -366,3 +402,19 @@ def test_hostile_workload_names_reach_the_terminal_escaped(tmp_path, capsys):
         out = capsys.readouterr().out
         assert "\x1b" not in out and "\x9b" not in out and "\x07" not in out, fmt
         assert "\\x1b[2J\\x1b]0;pwned\\x07net\\x9b31m[bold]x[/]" in out, fmt
+
+
+def test_runs_measured_with_other_settings_or_kernel_variables_say_so(tmp_path, capsys):
+    """B measured with ATEN_CPU_CAPABILITY=default (PyTorch's slowest kernels), --pin and a longer --max-time: compare
+    said nothing of either, though each changes the step, and noise.md says such runs can be told apart."""
+    from dlperf.report.compare_side import settings_of
+
+    a = settings_of({"pin": False, "timer": {"max_time": 1.0, "min_steps": 10}}, {"thread_env": {}})
+    b = settings_of({"pin": True, "timer": {"max_time": 2.0, "min_steps": 10}},
+                    {"thread_env": {"ATEN_CPU_CAPABILITY": "default"}})  # fmt: skip
+    sides = [cmp.Side(name, "x.db", i, "today", {}, [], {}, "", s) for i, (name, s) in enumerate((("A", a), ("B", b)))]
+    assert cmp.setting_lines(*sides) == ["settings differ: --pin off -> on, --max-time 1.0 -> 2.0, ATEN_CPU_CAPABILITY "
+                                         "unset -> default; each ratio measures them too"]  # fmt: skip
+    assert cmp.setting_lines(sides[0], sides[0]) == []
+    old = cmp.Side("A", "x.db", 1, "today", {}, [], {}, "", settings_of({"spec": 1}, {}))  # an older dlperf's run
+    assert cmp.setting_lines(old, sides[0]) == []

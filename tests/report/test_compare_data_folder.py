@@ -124,10 +124,11 @@ def test_what_one_dlperf_recorded_of_the_workload_and_the_other_did_not_is_no_di
     [only] = compared(a, PlannedCell(b.cell, said)).cells
     assert only.verdict == Verdict.SAME and not only.reason
     other = {**said, "extra": {**said["extra"], "input_names": ["ids"]}}
-    [only] = compared(PlannedCell(b.cell, said), PlannedCell(b.cell, other)).cells
-    assert only.verdict == Verdict.NOT_COMPARABLE and only.reason == (
-        "the workloads differ: extra.input_names ['x'] -> ['ids']"
-    )
+    result = compared(PlannedCell(b.cell, said), PlannedCell(b.cell, other))
+    [only] = result.cells  # the model changed under its name: compared, tested, and said
+    assert only.verdict == Verdict.SAME and result.data == [
+        "jpeg-cnn: the model differs (extra.input_names ['x'] -> ['ids']): its ratio compares the two definitions"
+    ]
 
 
 def test_a_long_change_of_the_workload_is_named_not_spelled_out(tmp_path):
@@ -137,5 +138,27 @@ def test_a_long_change_of_the_workload_is_named_not_spelled_out(tmp_path):
     refusal = "checkpoint needs an nn.Sequential of 3 or more modules ... " * 4
     before = {**a.workload, "params": 68, "extra": {**a.workload["extra"], "no_checkpoint": refusal + "none"}}
     after = {**before, "params": 1348, "extra": {**before["extra"], "no_checkpoint": refusal}}
-    [only] = compared(PlannedCell(a.cell, before), PlannedCell(a.cell, after)).cells
-    assert only.reason == "the workloads differ: extra.no_checkpoint changed, params 68 -> 1348"
+    [note] = compared(PlannedCell(a.cell, before), PlannedCell(a.cell, after)).data
+    assert note == (
+        "jpeg-cnn: the model differs (extra.no_checkpoint changed, params 68 -> 1348): its ratio compares the two "
+        "definitions"
+    )
+
+
+def test_a_users_model_changed_under_its_name_or_moved_is_compared_as_a_gate_asks(tmp_path):
+    """A CI gate compares a user's model one commit later, or checked out in another folder: its parameters and its
+    file's path differ, and the runs were "not comparable", exit 2, every time. Compared and tested, the change said;
+    a different batch or input is still another workload's work."""
+    a = user_cell("/ci/main/cnn.py:make", str(tmp_path / "a"))
+    a = PlannedCell(a.cell, {**a.workload, "params": 399370, "input": {"shape": [256]}})
+    wider = {**a.workload, "params": 662026, "source": "/ci/pr/cnn.py:make"}
+    result = compared(a, PlannedCell(a.cell, wider))
+    [only] = result.cells
+    assert only.verdict == Verdict.SAME and not only.reason
+    assert result.data == [
+        "jpeg-cnn: the model differs (source /ci/main/cnn.py:make -> /ci/pr/cnn.py:make, params "
+        "399370 -> 662026): its ratio compares the two definitions"
+    ]
+    other_input = {**wider, "input": {"shape": [3, 64, 64]}}
+    [only] = compared(a, PlannedCell(a.cell, other_input)).cells
+    assert only.verdict == Verdict.NOT_COMPARABLE and only.reason.startswith("the workloads differ: input.shape")

@@ -27,10 +27,10 @@ def compared(tmp_path, capsys, runs, *flags: str) -> str:
 @pytest.mark.parametrize("form", ["text", "md"])
 def test_a_ratio_unlike_the_medians_quotient_is_said_to_be_the_geometric_means(tmp_path, capsys, form):
     out = compared(tmp_path, capsys, SPLIT, "--format", form)
-    [line] = [line for line in out.splitlines() if line.startswith("B/A: ")]
-    assert line == cmp.RATIO_LEGEND and "geometric means" in line and "B median / A median" in line
+    [line] = [line for line in out.splitlines() if line.removeprefix("- ").startswith("B/A: ")]  # md: a bullet
+    assert line.removeprefix("- ") == cmp.RATIO_LEGEND and "geometric means" in line and "B median / A median" in line
     lines = out.splitlines()
-    assert lines.index(line) < next(i for i, t in enumerate(lines) if "compared:" in t)  # under the table, first
+    assert lines.index(line) < next(i for i, t in enumerate(lines) if "measured in both runs:" in t)  # first
 
 
 def test_the_json_ratio_is_the_one_the_line_explains(tmp_path, capsys):

@@ -128,6 +128,12 @@ def test_the_figure_is_written_and_the_report_has_the_section(tmp_path):
     chart = crossover.chart(x)
     assert chart.log_x and chart.log_y and chart.marks == {"T4 predicted faster from 8": 8.0}
     assert [(s.label, s.dashed) for s in chart.series] == [("CPU, measured", False), ("T4, predicted", True)]
+    # a prediction is drawn with the predictor's held-out error as its bar, not as an exact line
+    low, high = roofline.error_band()
+    assert [(p.y, p.low, p.high) for p in chart.series[1].points] == [
+        (s, s * low, s * high) for s in (0.002, 0.003, 0.004)]  # fmt: skip
+    assert f"each bar from {low:.2f} to {high:.2f} times the prediction" in chart.caption
+    assert f"predicted ({crossover.seconds(0.002 * low)} to" in chart.series[1].points[0].tip
     png = tmp_path / "x.png"
     figures.save([chart], png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

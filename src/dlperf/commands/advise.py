@@ -36,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline", metavar="DURATION", help="also the cheapest GPU finishing within it, e.g. 2h, 90m")
     p.add_argument(
         "--samples",
-        type=whole("--samples", 1),
+        type=whole("--samples", 1, grouped=True),
         help="the work in samples (default: an epoch; 1,000,000 on synthetic data, which has none)",
     )
     p.add_argument(

@@ -158,7 +158,8 @@ def given(flag: str, what: str) -> Callable[[str], str]:
 
 
 def whole(flag: str, least: int = 0, **most: int) -> Callable[[str], int]:
-    """An argparse `type` for a whole number from `least` (`most=`: an upper bound below SQLite's integer)."""
+    """An argparse `type` for a whole number from `least` (`most=`: an upper bound below SQLite's integer;
+    `grouped=True`: a count that may be written as dlperf prints it, 1,281,167)."""
 
     def parse(text: str) -> int:
         from dlperf.flagtext import whole_number

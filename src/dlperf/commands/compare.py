@@ -18,9 +18,9 @@ HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regressi
 DESCRIPTION = (
     "Compare two runs cell by cell: the ratio B/A of the per-process medians' geometric means with a 95% interval, "
     "and a verdict from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is "
-    "significantly slower by more than --threshold; exit code 2 if no cell was measured in both runs (nothing to "
-    "compare), or none could be tested (each side needs two processes of a cell, --repeats 2; 3 or more to tell small "
-    "changes)."
+    "significantly slower with B/A above 1 + --threshold, or a cell A measured failed or timed out in B; exit code 2 "
+    "if no cell was measured in both runs (nothing to compare), none could be tested (each side needs two processes "
+    "of a cell, --repeats 2; 3 or more to tell small changes), or B is unfinished and lacks cells of A."
 )
 
 
@@ -51,7 +51,8 @@ def run(args) -> int:
         raise UsageError(f"A {args.A!r} and B {args.B!r} are both run {a.run_id} of {a.db}: a run compared with "
                          "itself tells nothing; name two runs (dlperf list --runs shows them)")  # fmt: skip
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
-    if not result.cells:
+    result.b_unfinished = b.unfinished
+    if not result.cells and not result.failed():
         raise UsageError(nothing_compared(result, a, b))
     result.data += [f"{side.name}: {side.unfinished}; its cells are what it measured so far" for side in (a, b)
                     if side.unfinished]  # fmt: skip
@@ -63,17 +64,21 @@ def run(args) -> int:
         print(terminal(render_markdown(result, a, b), newlines=True))
     else:
         print_wide(render_rich(result, a, b))
-    if result.regressions():
-        return EXIT_REGRESSION
-    return ExitCode.OK if result.tested() else ExitCode.BAD_INPUT  # no cell tested: no verdict, never a pass
+    outcome = result.outcome()  # no cell tested, or an unfinished B: no verdict, never a pass
+    return (
+        EXIT_REGRESSION
+        if outcome == "regression"
+        else ExitCode.OK
+        if outcome == "no regression"
+        else ExitCode.BAD_INPUT
+    )
 
 
 def nothing_compared(result, a, b) -> str:
     """Two runs without a cell measured on both sides: for a script that is an error, never "no regression"."""
-    from collections import Counter
+    from dlperf.report.compare import not_compared
 
-    whys = Counter(u.why if u.why.startswith("only in") else "not ok on a side" for u in result.unmatched)
-    listed = ", ".join(f"{n} {why}" for why, n in whys.items()) or "both runs are empty"
+    listed = not_compared(result.unmatched) or "both runs are empty"
     where = (lambda side: f"run {side.run_id}") if a.db == b.db else (lambda side: f"run {side.run_id} of {side.db}")
     return f"A ({where(a)}) and B ({where(b)}) share no cell measured on both sides: nothing compared ({listed})"
 

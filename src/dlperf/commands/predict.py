@@ -74,7 +74,8 @@ def add_cost_arguments(p: argparse.ArgumentParser) -> None:
 
     c = p.add_argument_group("cost (--cost)")
     c.add_argument("--cost", action="store_true", help="the time and cost of the work on each GPU, and on this CPU")
-    c.add_argument("--samples", type=whole("--samples", 1), help="the work in samples (default: an epoch)")
+    c.add_argument("--samples", type=whole("--samples", 1, grouped=True),
+                   help="the work in samples (default: an epoch)")  # fmt: skip
     c.add_argument("--epochs", type=real("--epochs", most=1e9), help="the work in epochs of the data set (default 1)")
     c.add_argument("--deadline", metavar="DURATION", help="rank the cheapest GPU finishing within it, e.g. 2h, 90m")
     c.add_argument(

@@ -371,10 +371,10 @@ def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
     if not done:
         return f"no cell was measured yet: run {run_id} holds its plan of {plural(len(cells), 'cell')}"
     them = f", {len(profiles)} of them profiled," if profiled else ""
-    # with --repeats a cell is measured once its first process is: "4 of 4 cells" said nothing of the 3 left
-    processes = f" ({left.text()})" if left.repeats > 1 else ""
-    return (f"{done} of {plural(len(cells), 'cell')} measured{them} {agreeing(done, 'is', 'are')} stored in run "
-            f"{run_id}{processes}")  # fmt: skip
+    if left.repeats > 1:  # a cell is measured once its first process is: "2 of 2 cells measured" read as whole
+        return (f"{left.text()} ({done} of {plural(len(cells), 'cell')} measured at least once{them.rstrip(',')}), "
+                f"stored in run {run_id}")  # fmt: skip
+    return f"{done} of {plural(len(cells), 'cell')} measured{them} {agreeing(done, 'is', 'are')} stored in run {run_id}"
 
 
 def say_interrupted(stored: str, then: str) -> None:

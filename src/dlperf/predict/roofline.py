@@ -253,13 +253,21 @@ def slowest_factor() -> float | None:
     return None if FIT["p10_pct"] is None else 1 / (1 + FIT["p10_pct"] / 100)
 
 
+def error_band() -> tuple[float, float] | None:
+    """The published step over the predicted one at the held-out error's 10th and 90th percentiles (0.69 and 2.05):
+    a prediction's band, drawn as its error bar; None before any fit."""
+    if FIT["p10_pct"] is None:
+        return None
+    return 1 / (1 + FIT["p90_pct"] / 100), 1 / (1 + FIT["p10_pct"] / 100)
+
+
 def uncertainty() -> str:
     """The error a prediction carries, from the held-out validation: "" before any fit. The error is the predicted
     step over the published one, less 1, so its ends are said the way round a reader uses them too: -52% (predicted
     52% below) is a published step 2.07 times the predicted."""
-    if FIT["p10_pct"] is None:
+    if (band := error_band()) is None:
         return ""
-    low, high = 1 / (1 + FIT["p90_pct"] / 100), 1 / (1 + FIT["p10_pct"] / 100)
+    low, high = band
     return (f"{FIT['p10_pct']:+.0f}% to {FIT['p90_pct']:+.0f}% (10th to 90th percentile of the predicted step's "
             f"error on {FIT['rows']} published measurements, each GPU left out of the fit: the published step "
             f"{low:.2f} to {high:.2f} times the predicted)")  # fmt: skip

@@ -31,7 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from dlperf.measure.units import plural
-from dlperf.report.compare_side import Side, machine_lines, machine_warning, usable
+from dlperf.report.compare_side import Side, machine_lines, machine_warning, setting_lines, usable
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.report.utilization import disturbance
@@ -91,6 +91,7 @@ class Unmatched:
     why: str  # "only in A", "B: failed", ...
     # a cell on one side only whose framework (else workload) the other side has no cell of: ("framework", "jax")
     whole: tuple[str, str] | None = None
+    failed_in_b: bool = False  # measured in A, failed or timed out in B: for a gate, a regression (`Comparison.failed`)
 
 
 @dataclass
@@ -100,9 +101,19 @@ class Comparison:
     cells: list[CellResult] = field(default_factory=list)
     unmatched: list[Unmatched] = field(default_factory=list)
     data: list[str] = field(default_factory=list)  # what each side read where the folders differ; a side unfinished
+    b_unfinished: str = ""  # B's run not finished (`Side.unfinished`): the cells of A it lacks may yet be measured
 
     def regressions(self) -> list[CellResult]:
         return [c for c in self.cells if c.regression]
+
+    def failed(self) -> list[Unmatched]:
+        """The cells A measured and B did not: failed or timed out in B. A gate must not pass them (a candidate whose
+        step hangs past --timeout had read "no regression", exit 0)."""
+        return [u for u in self.unmatched if u.failed_in_b]
+
+    def awaited(self) -> list[Unmatched]:
+        """The cells of A an unfinished B has not measured yet: until it has, no verdict is a pass."""
+        return [u for u in self.unmatched if u.why == "only in A"] if self.b_unfinished else []
 
     def tested(self) -> list[CellResult]:
         """The cells the test could judge: faster, slower or no significant change."""
@@ -114,9 +125,9 @@ class Comparison:
 
     def outcome(self) -> str:
         """What a CI gate reads: a regression, no regression among the tested cells, or no verdict (none tested)."""
-        if self.regressions():
+        if self.regressions() or self.failed():
             return "regression"
-        return "no regression" if self.tested() else "no verdict"
+        return "no regression" if self.tested() and not self.awaited() else "no verdict"
 
     def counts(self) -> dict[str, int]:
         found = Counter(c.verdict for c in self.cells)
@@ -125,7 +136,7 @@ class Comparison:
     def notes(self) -> list[str]:
         """One line per distinct reason cells got no verdict, with how many; the cells timed on a busy machine."""
         reasons = Counter(c.reason for c in self.cells if c.verdict == Verdict.TOO_LITTLE_DATA)
-        busy = [f"{c.label} ({c.busy})" for c in self.cells if c.busy]
+        busy = [f"{c.label} ({c.busy})" for c in self.cells if c.busy and not c.regression]  # a regression's: its line
         said = [f"timed on a busy machine, so their ratios measure its load as much as the runs: {'; '.join(busy)}"]
         return [*(f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()), *self.data,
                 *(said if busy else [])]  # fmt: skip
@@ -196,10 +207,11 @@ def compare(
         why = _unmatched_why(a, b)
         if why:
             whole = _whole(a or b, b_cells if b is None else a_cells) if a is None or b is None else None
-            result.unmatched.append(Unmatched(key, _label(a or b), why, whole))
+            failed = a is not None and b is not None and usable(a) and b.status.is_failure
+            result.unmatched.append(Unmatched(key, _label(a or b), why, whole, failed))
         else:
             result.cells.append(_cell(a, b, a_samples.get(a.key, []), b_samples.get(b.key, [])))
-            result.data += [line for line in [data_note(a, b)] if line and line not in result.data]
+            result.data += [line for line in (model_note(a, b), data_note(a, b)) if line and line not in result.data]
     _decide(result)
     return result
 
@@ -271,7 +283,7 @@ def _cell(a: CellRecord, b: CellRecord, a_processes, b_processes) -> CellResult:
     )  # fmt: skip
     if cell.a_process_medians and cell.b_process_medians and min(cell.a_process_medians + cell.b_process_medians) > 0:
         cell.ratio = log_ratio(cell.a_process_medians, cell.b_process_medians)  # what the test and interval are about
-    differs = _workload_diff(a, b)
+    differs = _workload_diff(a, b, ignore=MODEL_KEYS)
     if differs:
         cell.verdict, cell.reason = Verdict.NOT_COMPARABLE, f"the workloads differ: {differs}"
         return cell
@@ -300,20 +312,34 @@ def busy(a: CellRecord, b: CellRecord) -> str:
     return "; ".join(f"{name}: {why}" for name, why in said if why)
 
 
-def _workload_diff(a: CellRecord, b: CellRecord) -> str:
-    """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same. The folder of
-    the data (`DATA_FOLDER`) is no part of the model: `data_note` says when it differs. A key of `extra` one run holds
-    and the other lacks is what one dlperf recorded and the other did not yet (the probe's `input_names`,
-    `no_checkpoint`), not a change of the model: only the keys both hold are compared."""
+def _workload_diff(a: CellRecord, b: CellRecord, ignore: tuple[str, ...] = ()) -> str:
+    """How two cells' workload definitions differ, e.g. "batch 64 -> 128"; "" when they are the same but for the keys
+    in `ignore`. The folder of the data (`DATA_FOLDER`) is no part of the model: `data_note` says when it differs. A
+    key of `extra` one run holds and the other lacks is what one dlperf recorded and the other did not yet (the probe's
+    `input_names`, `no_checkpoint`), not a change of the model: only the keys both hold are compared."""
     sa, sb = _without_data(a.workload_spec), _without_data(b.workload_spec)
     both = sa["extra"].keys() & sb["extra"].keys()
     # a workload at a batch of its own is named for it and has no paper figure or DDP batch (`plan.workloads`)
     named = VARIANT_KEYS if a.workload != b.workload else ()
     return workload_diff(*({**s, "extra": {k: v for k, v in s["extra"].items() if k in both}} for s in (sa, sb)),
-                         ignore=named)  # fmt: skip
+                         ignore=(*named, *ignore))  # fmt: skip
 
 
 VARIANT_KEYS = ("name", "paper", "ddp_batch")  # what `NAME@bN` changes of NAME but its batch
+# What a change of the model under one name changes: its layers (`params`, `config`, `outputs`), its optimizer, the
+# file it is defined in and what the probe recorded of it (`extra`). The change a CI gate judges (a user's model one
+# commit later, its file in another checkout): compared and tested, with `model_note` naming it. What the step's work
+# is (its batch, its input, its data, its kind of network) still makes two cells not comparable.
+MODEL_KEYS = ("params", "config", "outputs", "optimizer", "source", "notes", "hidden", "extra")
+
+
+def model_note(a: CellRecord, b: CellRecord) -> str | None:
+    """One line when the two cells' models differ but not their work (`MODEL_KEYS`): the ratio compares the two
+    definitions, which is what a gate on a change of the model asks."""
+    every = _workload_diff(a, b)
+    if not every or _workload_diff(a, b, ignore=MODEL_KEYS):
+        return None
+    return f"{a.workload}: the model differs ({every}): its ratio compares the two definitions"
 
 
 # where a stored user workload keeps the folder its factory read: --data DIR, or the factory's own default without it
@@ -426,15 +452,23 @@ def row_values(cell: CellResult) -> list[str]:
 
 def summary_lines(result: Comparison) -> list[str]:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items() if n)
-    lines = [
-        f"{plural(len(result.cells), 'cell')} compared: {counts or 'none'} (alpha {result.alpha:g}, Holm-adjusted)"
-    ]
-    regressions, untested = result.regressions(), result.untested_slower()
-    beyond = f"significantly slower by more than {100 * result.threshold:g}%"
+    lines = [f"{plural(len(result.cells), 'cell')} measured in both runs: {counts or 'none'} (alpha "
+             f"{result.alpha:g}, Holm-adjusted)"]  # fmt: skip
+    regressions, untested, failed = result.regressions(), result.untested_slower(), result.failed()
+    beyond = f"significantly slower, and B/A above {1 + result.threshold:g}"
     if regressions:
         listed = "; ".join(f"{c.label} x{c.ratio:.3f}" + (f" (timed on a busy machine: {c.busy})" if c.busy else "")
                            for c in regressions)  # fmt: skip
         lines.append(f"{plural(len(regressions), 'regression')} ({beyond}): {listed}")
+    if failed:
+        listed = "; ".join(f"{u.label} ({u.why})" for u in failed)
+        lines.append(f"{plural(len(failed), 'regression')} (measured in A, not in B): {listed}")
+    if regressions or failed:
+        pass
+    elif awaited := result.awaited():
+        lines.append(f"no verdict: B is unfinished ({result.b_unfinished}) and has not measured "
+                     f"{plural(len(awaited), 'cell')} of A yet; resume it (dlperf run --resume), then compare again: "
+                     "that is not a pass")  # fmt: skip
     elif result.outcome() == "no verdict":
         lines.append(f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the "
                      "notes say why), and that is not a pass")  # fmt: skip
@@ -445,8 +479,8 @@ def summary_lines(result: Comparison) -> list[str]:
         lines.append(f"note: untested, yet slower by more than {100 * result.threshold:g}%: {listed}")
     lines += [f"note: {c.label}: not comparable: {c.reason}" for c in result.cells if c.verdict == "not comparable"]
     lines += [f"note: {note}" for note in result.notes()]
-    if result.unmatched:
-        lines.append(f"note: {plural(len(result.unmatched), 'cell')} not compared: {not_compared(result.unmatched)}")
+    if left := [u for u in result.unmatched if not u.failed_in_b]:
+        lines.append(f"note: {plural(len(left), 'cell')} not compared: {not_compared(left)}")
     return lines
 
 
@@ -471,17 +505,17 @@ def render_rich(result: Comparison, a: Side, b: Side):
     for cell in result.cells:
         style = ("bold " if cell.regression else "") + VERDICT_STYLE[cell.verdict]
         table.add_row(*(markup(v) for v in row_values(cell)), f"[{style}]{markup(cell.verdict.value)}[/]")
-    lines = [a.heading(), b.heading(), *machine_lines(a, b)]
+    lines = [a.heading(), b.heading(), *machine_lines(a, b), *setting_lines(a, b)]
     after = [*ratio_legend(result), *summary_lines(result)]
     return Group(*(Text(terminal(line)) for line in lines), table, *(Text(terminal(s)) for s in after))
 
 
 def render_markdown(result: Comparison, a: Side, b: Side) -> str:
     head = [*HEAD, "verdict"]
-    lines = [f"- {line}" for line in (a.heading(), b.heading(), *machine_lines(a, b))]
+    lines = [f"- {line}" for line in (a.heading(), b.heading(), *machine_lines(a, b), *setting_lines(a, b))]
     lines += ["", "| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join([*row_values(c), c.verdict.value]) + " |" for c in result.cells]
-    return "\n".join([*lines, "", *ratio_legend(result), *summary_lines(result)])
+    return "\n".join([*lines, "", *(f"- {line}" for line in [*ratio_legend(result), *summary_lines(result)])])
 
 
 def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
@@ -489,6 +523,7 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         "a": a.to_json(),
         "b": b.to_json(),
         "same_machine": not machine_lines(a, b),
+        "settings_differ": setting_lines(a, b),
         "hardware_warning": machine_warning(a, b),
         "alpha": result.alpha,
         "threshold": result.threshold,
@@ -507,5 +542,7 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
             {k: getattr(c, k) for k in ("key", "label", "ratio", "ci_low", "ci_high", "p_holm", "busy")}
             for c in result.regressions()
         ],
+        "failed_in_b": [{"key": u.key, "label": u.label, "why": u.why} for u in result.failed()],
+        "awaited_in_b": [{"key": u.key, "label": u.label} for u in result.awaited()],
         "notes": result.notes(),
     }

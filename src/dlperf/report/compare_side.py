@@ -5,12 +5,13 @@ what tells the two machines apart."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dlperf.errors import UsageError
 from dlperf.flagtext import whole_number
+from dlperf.measure.units import plural
 from dlperf.store.records import CellRecord
 
 
@@ -29,12 +30,14 @@ class Side:
     cells: list[CellRecord]
     samples: dict[str, list[list[float]]]  # cell key -> raw step times of each process
     unfinished: str = ""  # the run not finished, as the table says it (`store/state.py`); "" when it is
+    settings: dict[str, Any] = field(default_factory=dict)  # how it measured (`settings_of`): what a ratio depends on
 
     def machine(self) -> str:
         f = self.fingerprint
         cores = (f.get("cores") or {}).get("cores")
         host = f" ({f['hostname']})" if f.get("hostname") else ""
-        return f"{f.get('cpu_model') or 'unknown CPU'}, {cores if cores is not None else '?'} cores{host}"
+        counted = plural(cores, "core") if cores is not None else "? cores"
+        return f"{f.get('cpu_model') or 'unknown CPU'}, {counted}{host}"
 
     def heading(self) -> str:
         return f"{self.name} = run {self.run_id} of {self.db} (started {self.started_at})"
@@ -83,8 +86,38 @@ def load(text: str, name: str, default_db: str) -> Side:
     finally:
         store.close()
     version = run.env.get("dlperf_version")  # the dlperf that measured the run, set beside its machine
-    return Side(name, path, run.id, run.started_at, {**run.fingerprint, **({"dlperf": version} if version else {})},
-                cells, samples, state.summary() if state.unfinished else "")  # fmt: skip
+    fingerprint = {**run.fingerprint, **({"dlperf": version} if version else {})}
+    return Side(name, path, run.id, run.started_at, fingerprint, cells, samples,
+                state.summary() if state.unfinished else "", settings_of(run.spec, run.env))  # fmt: skip
+
+
+# the run's settings that change a step's time or its median, as its flags name them (`RunSpec`, its `timer`)
+SETTINGS = {"pin": "--pin", "min_steps": "--min-steps", "min_time": "--min-time", "max_time": "--max-time",
+            "max_warmup": "--max-warmup"}  # fmt: skip
+
+
+def settings_of(spec: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """How a run measured: its flags of `SETTINGS`, and the inherited variables that change threads or kernels
+    (ATEN_CPU_CAPABILITY, OMP_*, as the run recorded them; `measure.system.inherited_thread_env`)."""
+    flat = {**spec, **(spec.get("timer") or {})}
+    found = {flag: flat[key] for key, flag in SETTINGS.items() if key in flat}
+    return {**found, **{name: value for name, value in sorted((env.get("thread_env") or {}).items())}}
+
+
+def setting_lines(a: Side, b: Side) -> list[str]:
+    """One line naming the settings the two runs measured with differently ("--max-time 1.0 -> 2.0, ATEN_CPU_CAPABILITY
+    unset -> default"): a ratio measures them too. Only variables set in one run are "unset" in the other; a flag one
+    run did not record (an older dlperf's) is not compared."""
+    sa, sb = a.settings, b.settings
+    variables = [k for k in dict.fromkeys([*sa, *sb]) if not k.startswith("--")]
+    flags = [k for k in SETTINGS.values() if k in sa and k in sb]
+    changed = [f"{k} {_shown(sa.get(k))} -> {_shown(sb.get(k))}" for k in (*flags, *variables)
+               if sa.get(k) != sb.get(k)]  # fmt: skip
+    return [f"settings differ: {', '.join(changed)}; each ratio measures them too"] if changed else []
+
+
+def _shown(value: Any) -> str:
+    return "unset" if value is None else "on" if value is True else "off" if value is False else f"{value}"
 
 
 def _run(store, text: str, name: str, run_id: int | None):

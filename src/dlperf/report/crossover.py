@@ -304,21 +304,10 @@ def chart(x: Crossover) -> Chart:
             ],
         )
     ]
-    drawn_gpus = charted(x)
-    for gpu in drawn_gpus:
-        for measured in (False, True):
-            points = [
-                Point(
-                    r.batch,
-                    s.step_s,
-                    tip=f"batch {r.batch}: {gpu} {seconds(s.step_s)} "
-                    f"{'measured' if measured else 'predicted, ' + s.bound + '-bound'}, with the batch's copy",
-                )
-                for r in x.rows
-                if (s := r.gpus.get(gpu)) and s.measured == measured
-            ]
-            if points:
-                series.append(Series(f"{gpu}, {'measured' if measured else 'predicted'}", points, dashed=not measured))
+    from dlperf.predict import roofline
+
+    drawn_gpus, band = charted(x), roofline.error_band() or (1.0, 1.0)
+    series += [line for gpu in drawn_gpus for measured in (False, True) if (line := _gpu_line(x, gpu, measured, band))]
     marks = {f"{gpu} predicted faster from {b}": float(b) for gpu in drawn_gpus if (b := x.pays_from(gpu)) is not None}
     drawn = Chart(
         f"crossover-{x.run_id}",
@@ -331,9 +320,32 @@ def chart(x: Crossover) -> Chart:
         log_y=True,
         marks=marks,
         caption="the CPU measured at its fastest thread count; GPU steps include the batch's copy over the host link; "
-        "dashed: predicted from the GPU's published figures" + _left_out(x, drawn_gpus),
+        "dashed: predicted from the GPU's published figures"
+        + (
+            f", each bar from {band[0]:.2f} to {band[1]:.2f} times the prediction (the published steps' 10th to 90th "
+            "percentile in the predictor's held-out check)"
+            if band != (1.0, 1.0)
+            else ""
+        )
+        + _left_out(x, drawn_gpus),
     )
     return doubted(drawn, doubt_of([r.cpu for r in x.rows if r.cpu]))  # a busy CPU's points hollow, as scaling's
+
+
+def _gpu_line(x: Crossover, gpu: str, measured: bool, band: tuple[float, float]) -> Series | None:
+    """A GPU's measured steps, or its predicted ones, each with the predictor's held-out error (`band`, the
+    published step over the predicted) as its bar; None where it has none."""
+
+    def point(batch: int, step: GpuStep) -> Point:
+        if measured:
+            return Point(batch, step.step_s, tip=f"batch {batch}: {gpu} {seconds(step.step_s)} measured, with the "
+                         "batch's copy")  # fmt: skip
+        low, high = step.step_s * band[0], step.step_s * band[1]
+        return Point(batch, step.step_s, low, high, tip=f"batch {batch}: {gpu} {seconds(step.step_s)} predicted "
+                     f"({seconds(low)} to {seconds(high)}), {step.bound}-bound, with the batch's copy")  # fmt: skip
+
+    points = [point(r.batch, s) for r in x.rows if (s := r.gpus.get(gpu)) and s.measured == measured]
+    return Series(f"{gpu}, {'measured' if measured else 'predicted'}", points, dashed=not measured) if points else None
 
 
 def read(store, run_ids: list[int], unreadable: Callable[[UnreadableRow], None] | None = None) -> list[Crossover]:
