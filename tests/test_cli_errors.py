@@ -105,6 +105,11 @@ OPTIONS = [
     ),
     (["--verison"], "unrecognized arguments: --verison (did you mean --version?)"),
     (["run", "--bogus-flag"], "unrecognized arguments: --bogus-flag (dlperf run --help lists its options)"),
+    # after `--` the command's own option is a value: "did you mean --db?" named the very flag typed
+    (
+        ["compare", "--", "-1", "1", "--db", "x.db"],
+        "unrecognized arguments: --db x.db (--db comes after `--`, which makes it a value: put it before `--`)",
+    ),
 ]
 
 

@@ -295,8 +295,8 @@ def test_a_run_of_repeats_cut_short_says_how_many_processes_it_stored(tmp_path, 
                          "--db", db)  # fmt: skip
     assert code == ExitCode.INTERRUPTED
     assert err.splitlines()[-1].startswith(
-        "dlperf: interrupted; 3 of 4 processes done; 1 left, in 1 cell (2 of 2 cells measured at least once), stored in "
-        "run 1. "
+        "dlperf: interrupted; 3 of 4 processes done; 1 left, in 1 cell (2 of 2 cells measured at least once), "
+        "stored in run 1. "
     ), err
 
 

@@ -176,7 +176,7 @@ def parse(parser: Parser, argv: list[str]):
     parsed, extras = parser.parse_known_args(argv)
     if extras:
         own = chosen(parser, parsed)
-        raise UsageError(comma_list(argv, extras, own) or unrecognized(extras, own))
+        raise UsageError(comma_list(argv, extras, own) or unrecognized(extras, own, "--" in argv))
     return parsed
 
 

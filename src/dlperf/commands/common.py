@@ -42,7 +42,8 @@ class Parser(argparse.ArgumentParser):
     def parse_args(self, args=None, namespace=None):
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            raise UsageError(unrecognized(extras, chosen(self, parsed)))
+            dashes = "--" in (sys.argv[1:] if args is None else args)
+            raise UsageError(unrecognized(extras, chosen(self, parsed), dashes))
         return parsed
 
 
@@ -94,21 +95,25 @@ def chosen(parser: argparse.ArgumentParser, parsed: argparse.Namespace) -> argpa
     return parser
 
 
-def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser) -> str:
+def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser, dashes: bool = False) -> str:
     """argparse's "unrecognized arguments", with the command's closest option to each misspelt one (`--devices`:
-    did you mean --device?), else where its options are listed."""
+    did you mean --device?), else where its options are listed. `dashes`: the command line holds `--`, after which
+    an option of the command's own is a value (`compare -- -1 1 --db x.db` had "did you mean --db?")."""
     import difflib
 
     known = {o.lstrip("-"): o for a in parser._actions for o in a.option_strings if o.startswith("--")}
+    said = f"unrecognized arguments: {' '.join(extras)}"
+    exact = [e.split("=", 1)[0] for e in extras if e.split("=", 1)[0] in known.values()]
+    if exact and dashes:
+        return f"{said} ({exact[0]} comes after `--`, which makes it a value: put it before `--`)"
     hints = {}
-    for flag in (e.split("=", 1)[0] for e in extras if e.startswith("--")):
+    for flag in (e.split("=", 1)[0] for e in extras if e.startswith("--") and e.split("=", 1)[0] not in exact):
         typed = flag.lstrip("-")
         starting = [name for name in known if name.startswith(typed)] if typed else []
         if len(starting) == 1:  # an abbreviation (argparse's own would have taken it): the one option it begins
             hints[flag] = known[starting[0]]
         elif close := difflib.get_close_matches(typed, list(known), n=1, cutoff=0.7):
             hints[flag] = known[close[0]]
-    said = f"unrecognized arguments: {' '.join(extras)}"
     if len(hints) == 1:
         return f"{said} (did you mean {next(iter(hints.values()))}?)"
     if hints:
