@@ -224,3 +224,33 @@ def test_a_pdf_embeds_truetype_fonts_and_is_the_same_file_each_time(tmp_path):
     second = saved(tmp_path / "again", "pdf").read_bytes()
     assert b"/Type3" not in first and b"/CIDFontType2" in first  # TrueType outlines, in a CID font
     assert b"/CreationDate" not in first and first == second
+
+
+def test_a_figure_as_wide_as_a_papers_column_keeps_its_fonts_and_puts_each_legend_under_its_title(tmp_path):
+    """A chart of lines is 6.4 inches and its legend beside it; scaled down to a 3.5-inch column its text was a third
+    of the paper's. `--width 3.5`: one chart a row, 3.5 inches across, each legend that would not fit beside its
+    chart under its title, its long entries folded, and matplotlib never short of room."""
+    import warnings
+
+    from PIL import Image
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "constrained layout not applied", "axes sizes collapsed to zero"
+        figures.save(two_charts(), tmp_path / "column.png", dpi=100, width=3.5)
+        figures.save(two_charts(), tmp_path / "column.svg", width=3.5)
+    wide, high = Image.open(tmp_path / "column.png").size
+    assert wide == 350 and high >= 2 * 200  # two rows
+    scaling, comparison = svg_axes(tmp_path / "column.svg")
+    assert set(scaling["texts"]) >= SCALING_TEXT and set(comparison["texts"]) >= PAPER_TEXT
+    assert ET.parse(tmp_path / "column.svg").getroot().get("width") == "252pt"  # 3.5 inches
+
+    plt = figures._pyplot()
+    [chart] = charts.scaling([cell(threads=1), cell(threads=2, median=0.5)])
+    for narrow, under in ((3.5, True), (None, False)):
+        fig, ax = plt.subplots(figsize=(3.5, 3), layout="constrained")
+        figures.draw(ax, chart, figures.palette([chart]), narrow=narrow)
+        fig.canvas.draw()
+        legend, box = ax.get_legend().get_window_extent(), ax.get_window_extent()
+        assert (legend.y0 >= box.y1) == under and (legend.x0 >= box.x1) == (not under), narrow  # above, or beside
+        plt.close(fig)
+    assert figures._folded("a title " * 10, 3.5).count("\n") >= 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from dlperf.commands.common import db_path, warn_unreadable, whole
+from dlperf.commands.common import db_path, real, warn_unreadable, whole
 from dlperf.commands.output import replacing, wrote
 from dlperf.commands.report import RUN_HELP, runs, writable
 from dlperf.errors import UsageError
@@ -38,6 +38,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=150,
         help=f"PNG resolution, 10 to {MAX_DPI} (default: 150)",
     )
+    p.add_argument(
+        "--width",
+        type=real("--width", 2.0, above=False, most=40.0),
+        help="the figure's width in inches, fonts at their size (a paper's column: 3.5; its page: 7): one chart a row "
+        "below 10, a legend that does not fit beside its chart under its title (default: each chart as wide as it "
+        "needs)",
+    )
 
 
 def run(args) -> int:
@@ -60,7 +67,7 @@ def run(args) -> int:
         raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: "
                          f"{why_none}{latest}{left or ''}")  # fmt: skip
     with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it
-        figures.save(chosen, tmp, dpi=args.dpi, where=where(data.runs))
+        figures.save(chosen, tmp, dpi=args.dpi, where=where(data.runs), width=args.width)
     wrote(out, f"wrote {out} ({len(chosen)} chart{'s' if len(chosen) > 1 else ''})")
     return warn_unreadable(data.unreadable, "the charts") or ExitCode.OK
 

@@ -90,11 +90,15 @@ def _errors(points: list[Point]) -> list[list[float]]:
     ]
 
 
-def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | None = None) -> None:
-    """Draw `chart` into matplotlib axes; `tag(artist, tip)` marks each hoverable element."""
+def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | None = None,
+         narrow: float | None = None) -> None:  # fmt: skip
+    """Draw `chart` into matplotlib axes; `tag(artist, tip)` marks each hoverable element. `narrow`: the inches the
+    chart is given where its legend would not fit beside it (`dlperf plot --width`): the legend goes under the title,
+    in as many columns as fit, and a long title is folded."""
     drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked, "columns": _columns, "hbars": _hbars}[chart.kind]
     drawer(ax, chart, colors, tag or (lambda artist, text: None))
-    ax.set_title(chart.title, loc="left")
+    title = _folded(chart.title, narrow) if narrow else chart.title
+    ax.set_title(title, loc="left")
     said = chart.kind == "stacked" and chart.doubt and any(p.doubtful for p in chart.points)
     ax.set_xlabel(f"{chart.xlabel}\n{DOUBT_MARK} beside a bar: {chart.doubt}" if said else chart.xlabel)
     ax.set_ylabel(f"{chart.ylabel} (log scale)" if chart.log_y else chart.ylabel)
@@ -102,8 +106,8 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
         _log_y(ax, chart)
     _time_unit(ax, chart)
     handles = _handles(ax, chart, colors)
-    if chart.kind == "stacked":
-        _legend_under_title(ax, chart.title, handles)
+    if chart.kind == "stacked" or (narrow and handles and (len(handles) > 1 or chart.kind != "lines")):
+        _legend_under_title(ax, title, handles, _columns_in(chart, narrow) if narrow else None, narrow or 0.0)
     elif handles and (len(handles) > 1 or chart.kind != "lines"):
         # beside the axes, never over the data (inside, ten lines' entries hid the fastest); a bar chart's one series
         # named too: the GPU of a speed-up's bars is said only there
@@ -155,15 +159,25 @@ def _log_tick(value: float, subs: tuple[float, ...], below: bool = False) -> flo
     return min(t for t in ticks if t >= value - slack)
 
 
-def _legend_under_title(ax, title: str, handles: list) -> None:
+def _legend_under_title(ax, title: str, handles: list, most: int | None = None, inches: float = 0.0) -> None:
     """The legend between the title and the bars, in the categories' order: the title raised by the legend's height
-    (at 1.06 of the axes' height the legend stood over the title, which stays where it is whatever is above it)."""
+    (at 1.06 of the axes' height the legend stood over the title, which stays where it is whatever is above it).
+    `most`: the columns of entries that fit across a narrowed chart `inches` wide (`draw`), each entry's text folded
+    to its column; else 7."""
+    import textwrap
+
+    labels = [h.get_label() for h in handles]
+    if most:  # a narrowed chart's: an entry longer than its column folded, else the legend widens the figure
+        per = max(12, int(((inches - 0.6) / most - 0.5) / 0.06))  # characters: the axis' labels, each entry's sample
+        labels = ["\n".join(textwrap.wrap(label, per)) or label for label in labels]
+    most = most or 7
     legend = ax.legend(
         handles=handles,
+        labels=labels,
         loc="lower left",
         bbox_to_anchor=(0.0, 1.0),
         borderaxespad=0.4,  # in font sizes: above the axes' top by as much as under the title
-        ncol=math.ceil(len(handles) / math.ceil(len(handles) / 7)),  # rows filled alike: 8 entries are 4 + 4
+        ncol=math.ceil(len(handles) / math.ceil(len(handles) / most)),  # rows filled alike: 8 entries are 4 + 4
         handlelength=1.2,
         columnspacing=1.0,
     )
@@ -390,12 +404,45 @@ def _size(chart: Chart) -> tuple[float, float]:
     return (min(max(6.4, 1.0 + 0.28 * bars), 16.0) + _legend_width(chart), 4.0)
 
 
+TWO_COLUMNS = 10.0  # inches from which several charts are laid out two a row
+
+
+def _entries(chart: Chart) -> list[str]:
+    """The legend's entries' labels, as `_handles` makes them."""
+    labels = [s.label for s in chart.series if not s.ideal] + list(chart.marks)
+    labels += ["ideal scaling"] * any(s.ideal for s in chart.series)
+    return labels + [f"{DOUBT_MARK} {chart.doubt}"] * any(p.doubtful for p in chart.points) * bool(chart.doubt)
+
+
+def _columns_in(chart: Chart, inches: float) -> int:
+    """How many of the legend's entries fit side by side across `inches` (an entry: its sample and its text)."""
+    entry = 0.55 + 0.06 * max(map(len, _entries(chart)), default=1)
+    return max(1, min(7, int(inches // entry)))
+
+
+def _folded(title: str, inches: float) -> str:
+    """A title folded into lines that fit across `inches` at the title's size (about 0.075 inch a character)."""
+    import textwrap
+
+    return "\n".join(textwrap.wrap(title, max(16, int(inches / 0.075)))) or title
+
+
+def _narrowed(chart: Chart, inches: float) -> tuple[float, bool]:
+    """A chart's height across `inches`, and whether it is narrowed (its legend under its title): its own height,
+    less in proportion where it is drawn narrower (to 0.65 of it), and the rows of legend and title it then takes."""
+    wide, high = _size(chart)
+    if inches >= wide:
+        return high, False
+    beside = _legend_width(chart)
+    rows = math.ceil(len(_entries(chart)) / _columns_in(chart, inches)) if beside else 0
+    titled = _folded(chart.title, inches).count("\n")
+    return high * min(1.0, max(0.65, inches / (wide - beside))) + 0.2 * rows + 0.18 * titled, True
+
+
 def _legend_width(chart: Chart) -> float:
     """Inches a legend takes beside its axes (`_handles`' entries): its longest entry at the legend's font, and the
     sample before it; none where a chart of lines' one entry has no legend (a bar chart's one series has one)."""
-    labels = [s.label for s in chart.series if not s.ideal] + list(chart.marks)
-    labels += ["ideal scaling"] * any(s.ideal for s in chart.series)
-    labels += [f"{DOUBT_MARK} {chart.doubt}"] * any(p.doubtful for p in chart.points) * bool(chart.doubt)
+    labels = _entries(chart)
     shown = len(labels) > 1 or (labels and chart.kind != "lines")
     return 0.7 + 0.06 * max(len(label) for label in labels) if shown else 0.0
 
@@ -430,23 +477,26 @@ def svg(chart: Chart, colors: dict, prefix: str) -> tuple[str, int]:
     return text, len(tips)
 
 
-def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "") -> None:
+def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "", width: float | None = None) -> None:
     """One file with every chart, in a grid of two columns when there are several: for papers and slides. `where`,
-    the machine and run the figures come from, heads the file: a chart's own title says only what it shows."""
+    the machine and run the figures come from, heads the file: a chart's own title says only what it shows. `width`:
+    the figure's inches across (a paper's column, 3.5), fonts at their size: one column below `TWO_COLUMNS`, and a
+    chart narrower than it needs has its legend under its title; None: each chart as wide as it needs."""
     plt = _pyplot()
     fmt = Path(path).suffix.lstrip(".").lower()
     if fmt not in FORMATS:
         raise ValueError(f"{fmt!r}: expected one of {', '.join(FORMATS)}")
-    cols = 1 if len(charts) == 1 else 2
+    cols = 1 if len(charts) == 1 or (width is not None and width < TWO_COLUMNS) else 2
     rows = math.ceil(len(charts) / cols)
-    width = max(_size(c)[0] for c in charts)
-    height = max(4.0, *(_size(c)[1] for c in charts))  # a lying bar per cell: room for each label
+    each = max(_size(c)[0] for c in charts) if width is None else width / cols
+    fitted = [_narrowed(c, each) for c in charts]
+    height = max(4.0 if width is None else 2.0, *(h for h, _ in fitted))  # a lying bar per cell: room for each label
     colors = palette(charts)
     with plt.rc_context({**STYLE, "svg.hashsalt": "dlperf"}):
-        fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), layout="constrained", squeeze=False)
+        fig, axes = plt.subplots(rows, cols, figsize=(each * cols, height * rows), layout="constrained", squeeze=False)
         try:
-            for ax, chart in zip(axes.flat, charts, strict=False):
-                draw(ax, chart, colors)
+            for ax, chart, (_, narrow) in zip(axes.flat, charts, fitted, strict=False):
+                draw(ax, chart, colors, narrow=each if narrow else None)
             for ax in list(axes.flat)[len(charts) :]:
                 ax.set_visible(False)
             if where:
