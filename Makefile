@@ -25,6 +25,7 @@ ENVS ?= jax tensorflow mxnet
 .PHONY: run test test-slow docs docs-reference docs-serve docs-images gpu-test gpu-check lint format pytest clean envs
 
 $(STAMP): pyproject.toml
+	@echo "installing dlperf with PyTorch, Ray and the test and docs tools into $(VENV) (about a minute)"
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[torch,dev,docs,ray]'

@@ -48,6 +48,25 @@ def require(name: str):
     pytest.skip(message, allow_module_level=True)
 
 
+MALLOC = "malloc"  # what DLPERF_REQUIRE names to fail the tests of a preloaded malloc where one is not installed
+
+
+def preloadable(component) -> str:
+    """The library of a preloaded malloc (`heap.library`: tcmalloc's, jemalloc's) where this machine has it; else a
+    skip saying so, or a failure where DLPERF_REQUIRE lists `malloc` (CI installs both). Asked first, before any
+    test of the mode: a test that took "not installed" as its expected answer passed with the detection broken."""
+    from dlperf.frameworks.common import heap
+
+    found = heap.library(component)
+    if found is not None:
+        return found
+    names, source = heap.PRELOADS[component]
+    message = f"lib{names[0]} is not installed here (it comes with {source})"
+    if MALLOC in required():
+        pytest.fail(f"{message}, and DLPERF_REQUIRE lists {MALLOC}", pytrace=False)
+    pytest.skip(message)
+
+
 MULTI_GPU = "multi-gpu"  # what DLPERF_REQUIRE names to fail the tests of 2 or more GPUs on a machine with fewer
 
 
@@ -218,6 +237,24 @@ def alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:
         return f.read().split(")")[-1].split()[0] != "Z"
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` now: its children, theirs (a cell forked from the warm parent), and so on. Read while
+    it runs: once it has exited, what it left is init's, and a search by parent finds nothing (an interrupt test that
+    looked afterwards could not fail)."""
+    parents = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):  # ended while read
+            continue
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
 
 
 def gone(pids: list[int], within_s: float | None = None) -> bool:
@@ -471,8 +508,7 @@ def interrupt_once(args: list[str], err: Path, said: str, within_s: float = 180)
         while said not in err.read_text() and time.monotonic() < deadline:
             time.sleep(0.02)
         assert parent.poll() is None, err.read_text()
-        seen = [int(p) for p in subprocess.run(["pgrep", "-P", str(parent.pid)], capture_output=True,
-                                               text=True).stdout.split()]  # fmt: skip
+        seen = descendants(parent.pid)  # the cell's process, and what it started
         parent.send_signal(signal.SIGINT)
         out, _ = parent.communicate(timeout=60)
     return parent.returncode, out, seen

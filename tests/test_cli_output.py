@@ -172,6 +172,22 @@ def test_ctrl_c_while_a_finished_runs_table_prints_says_the_run_is_stored(monkey
     assert "run 3 is complete and stored" in last and f"dlperf table --run 3 --db '{db}'" in last, last
 
 
+def test_a_finished_run_ends_naming_where_it_is_stored(monkeypatch, capsys, tmp_path):
+    """A sweep of minutes ended with its table and notes, no word of the store or run it went to (advise and crossover
+    said theirs)."""
+    from dlperf import api
+    from dlperf.cli import main
+    from dlperf.commands import table
+
+    monkeypatch.setattr(api, "run", lambda *args, **kwargs: api.Outcome(ExitCode.OK, run_id=3))
+    monkeypatch.setattr(table, "print_table", lambda *args, **kwargs: print("Run 3: seconds per mini-batch"))
+    db = tmp_path / "my runs.db"
+    assert main(["run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1"]) == ExitCode.OK
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == (f"stored as run 3 in {db}: dlperf table --run 3 --db '{db}' shows it again, dlperf report --run 3 "
+                    f"--db '{db}' -o run3.html draws it")  # fmt: skip
+
+
 def _searched(monkeypatch, command: str, code: int):
     """`dlperf COMMAND` whose search (or run) ended with `code` in run 3, faked, and whose printing is cut short by a
     Ctrl-C: the command line to give `main`."""

@@ -55,3 +55,17 @@ def test_the_high_water_marks_increase_is_never_negative(monkeypatch):
     monkeypatch.setattr(system, "rss_hwm_bytes", lambda: 9_500_000)  # the mark as reset, at most the set then
     sampled = timed_samples(timed(computes), TimerConfig(min_steps=2, min_time=0.0, max_time=0.5), emit=lambda e: None)
     assert sampled.process_hwm_increase_bytes == 0
+
+
+def test_the_high_water_marks_increase_is_the_mark_less_the_set_after_the_reset(monkeypatch):
+    """The figure itself: the mark after the timed steps less the resident set read after the reset; none where the
+    kernel could not reset the mark (an increase since the process began says nothing of the steps)."""
+    from dlperf.measure import system
+
+    monkeypatch.setattr(system, "reset_rss_hwm", lambda: True)
+    monkeypatch.setattr(system, "rss_bytes", lambda: 10_000_000)
+    monkeypatch.setattr(system, "rss_hwm_bytes", lambda: 12_000_000)  # the steps raised the mark by 2 MB
+    config = TimerConfig(min_steps=2, min_time=0.0, max_time=0.5)
+    assert timed_samples(timed(computes), config, emit=lambda e: None).process_hwm_increase_bytes == 2_000_000
+    monkeypatch.setattr(system, "reset_rss_hwm", lambda: False)
+    assert timed_samples(timed(computes), config, emit=lambda e: None).process_hwm_increase_bytes is None

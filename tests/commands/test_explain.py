@@ -222,6 +222,8 @@ def test_a_verdict_from_fewer_than_6_timed_steps_says_how_many_it_rests_on(tmp_p
     assert "of the step (rests on 2 timed steps)\n" in out
     print_profiles(str(memory_bound_db(tmp_path / "five.db", {}, n=5)), 1)  # no 95% interval of its median yet
     assert "(rests on 5 timed steps)" in capsys.readouterr().out
+    print_profiles(str(memory_bound_db(tmp_path / "one.db", {}, n=1)), 1)
+    assert "(rests on 1 timed step)" in capsys.readouterr().out  # not "1 timed steps"
     print_profiles(str(memory_bound_db(tmp_path / "enough.db", {}, n=6)), 1)
     assert "rests on" not in capsys.readouterr().out
 

@@ -460,6 +460,7 @@ def test_table_and_export_show_utilization_against_the_stored_peak(tmp_path):
     for r in records.values():
         assert 0 < r["utilization"] < 5  # tiny matrices reach little of the peak; above 1 only through noise
     table = json.loads(dlperf("table", "--format", "json", db=db).stdout)
+    assert len(table["rows"]) == len(records) == 2  # fp32's row and bf16's: none would pass the check below
     assert all(row["cells"]["cpu:1"]["utilization"] == records[row["mode"]]["utilization"] for row in table["rows"])
     assert "%)" in dlperf("table", db=db).stdout
 

@@ -160,6 +160,10 @@ def test_a_launch_verdict_cites_the_dispatch_floor_when_a_cost_was_measured():
                         "dispatch floor 0.410 s (41% of the step): 4100 ops x 100 µs")  # fmt: skip
     assert verdict(profile).figure == "host/dispatch 62% of the step, 4100 ops per step"
     assert "floor" not in verdict(step(ops_per_step=10, matmul=0.95, host=0.05), launch_cost_s=1e-4).figure
+    from dlperf.report.profile import floor_words
+
+    tiny = floor_words((0.000266, 0.004), step(ops_per_step=100, host=0.62), 2.66e-6)  # not "(0% of the step)"
+    assert tiny.startswith("dispatch floor 266 µs (under 1% of the step)"), tiny
 
 
 def test_on_a_cpu_a_dispatch_floor_above_the_host_share_makes_a_step_of_tiny_operators_launch_bound():

@@ -128,6 +128,10 @@ def test_processes_whose_medians_are_far_apart_are_said_and_make_the_cell_distur
         f"{units.seconds(fig.median_s)} their median: rerun on a quiet machine, with --repeats 3 or more"
     ]
     assert not any(w.startswith("noisy") for w in fig.warnings)  # the pooled IQR alone did not tell
+    three = cell_figures([measurement(events(g), OK_CHILD, 60) for g in (fast, slow, slow)], batch=37, threads=2,
+                         cores=2, device="cpu")  # fmt: skip
+    [said] = [w for w in three.warnings if w.startswith("processes disagree")]
+    assert said.endswith("rerun on a quiet machine")  # 3 processes already: not told to take 3
     cell = CellRecord(
         run_id=1,
         key="k",

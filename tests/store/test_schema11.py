@@ -34,7 +34,9 @@ the loader alone is its samples over their time after its first batch, its enoug
 throughput, its recommendation's JSON the synthetic step's doubts, and its csv table the input pipeline's rows (table
 text, json, csv, --explain; export's data_recommendation); the report's speed-up of a disturbed step is marked `?`
 as the step is, and its sections with nothing to show say of several runs that each cell is its latest run's (the
-report's hash).
+report's hash); the table marks a disturbed cell `?` as the paper view and the report do, not only one of few
+samples, and its legend says so (run 6's compile cell, other processes on 20% of the CPUs: table text, csv,
+--explain, and the report's hash).
 """
 
 from __future__ import annotations

@@ -319,9 +319,10 @@ def show_finished(db: str, run_id: int, resumed: bool, code: int) -> int:
 
     def show() -> None:
         if resumed:
-            show_resumed(db, run_id)
+            show_resumed(db, run_id)  # in the format its command asked for: JSON has no line after it
         else:
             print_table(db, run_id, "text")
+            print(where_stored(db, run_id))
 
     return printed(show, code, finished=(f"run {run_id} is complete and stored", see_it(db, run_id)))
 
@@ -343,11 +344,25 @@ def printed(show: Callable[[], None], code: int, *, finished: Said | Callable[[]
     return code
 
 
+def where_stored(db: str, run_id: int) -> str:
+    """The run's last line: where its cells are, and the commands that show them again (a sweep of minutes ended with
+    its table and no word of the store it went to)."""
+    import shlex
+
+    from dlperf.store.location import program
+
+    report = f"{program()} {shlex.join(['report', '--run', str(run_id), '--db', db, '-o', f'run{run_id}.html'])}"
+    again = see_it(db, run_id).removeprefix("See it with: ")
+    return f"stored as run {run_id} in {db}: {again} shows it again, {report} draws it"
+
+
 def see_it(db: str, run_id: int, *flags: str) -> str:
     """What shows a stored run again: its table."""
     import shlex
 
-    return f"See it with: {shlex.join(['dlperf', 'table', '--run', str(run_id), *flags, '--db', db])}"
+    from dlperf.store.location import program
+
+    return f"See it with: {program()} {shlex.join(['table', '--run', str(run_id), *flags, '--db', db])}"
 
 
 def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:

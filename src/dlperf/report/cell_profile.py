@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from dlperf.measure.stats import few
+from dlperf.measure.units import plural
 from dlperf.report.format import figure, seconds
 from dlperf.report.profile import (
     Verdict,
@@ -138,7 +139,7 @@ class CellProfile:
         parts = sorted(self.shares.items(), key=lambda kv: -kv[1])
         lines.append("  where the timed step goes: " + ", ".join(f"{k} {100 * v:.0f}%" for k, v in parts if v >= 0.005))
         if (v := self.verdict) is not None:
-            rests = f" (rests on {cell.n} timed steps)" if few(cell.n) else ""
+            rests = f" (rests on {plural(cell.n, 'timed step')})" if few(cell.n) else ""
             lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
             tries = v.tries("--modes ") + ([v.advice] if v.advice else [])
             unmeasured = [m for m in v.modes if m not in dict(v.measured)]

@@ -176,7 +176,8 @@ def floor_words(floor: tuple[float, float | None] | None, profile: Profiled, cos
     if floor is None:
         return None
     (floor_s, share), (count, name) = floor, floor_count(profile)
-    of_step = f" ({100 * share:.0f}% of the step)" if share is not None else ""
+    part = "under 1%" if share is not None and share < 0.005 else f"{100 * (share or 0):.0f}%"  # not "0%" of it
+    of_step = f" ({part} of the step)" if share is not None else ""
     return f"dispatch floor {seconds(floor_s)}{of_step}: {count} {name} x {seconds(cost_s)}"
 
 

@@ -14,10 +14,10 @@ import json
 from dataclasses import dataclass, field, replace
 
 from dlperf.frameworks.common import capabilities
-from dlperf.measure.stats import FEW_SAMPLES, few
+from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.modes import PRECISIONS, ROW, Mode, mode_components
 from dlperf.report import data, ddp, fastest
-from dlperf.report.charts import FEW, disturbances
+from dlperf.report.charts import DISTURBED_CELL, FEW, disturbances, doubt_of, doubtful
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import tie, told_apart
@@ -29,7 +29,7 @@ from dlperf.store.records import CellRecord
 from dlperf.vocab import OUT_OF_MEMORY, Status
 
 BEST_MARK = "*"
-FEW_MARK = "?"  # a median of few samples
+FEW_MARK = "?"  # a median not to rely on: of few samples, or disturbed (`charts.doubtful`), as the paper view marks it
 LOSS_MARK = "!"  # a cell that did not train: its timed steps' loss was not finite, or it failed its loss check
 
 
@@ -346,12 +346,14 @@ def parameter_notes(cells: list[CellRecord]) -> list[str]:
 
 
 def marks(row: Row, column: str) -> str:
-    """The marks of a timed cell, as the text view puts them after its median: `!` or `*`, then `?`."""
+    """The marks of a timed cell, as the text view puts them after its median: `!` or `*`, then `?` (few samples, or
+    disturbed: a 2-thread cell slowed 2.1x by other processes read as plainly slower than 1 thread, its cause said
+    only in the notes below, where the paper view and the report marked it)."""
     cell = row.cells.get(column)
     if cell is None or not cell.ok or cell.median_s is None:
         return ""
     mark = LOSS_MARK if not trains(cell) else BEST_MARK if column == row.best_cpu_column() else ""
-    return mark + (FEW_MARK if few(cell.n) else "")
+    return mark + (FEW_MARK if doubtful(cell) else "")
 
 
 def cell_text(row: Row, column: str) -> str:
@@ -408,12 +410,18 @@ LOSS_LEGEND = (
 )
 
 
+def _doubt_legend(shown: list[CellRecord]) -> str:
+    """`?` explained: few samples where that is all the marked cells have, else a disturbed cell (the notes say how)."""
+    said = doubt_of(shown)
+    return FEW_LEGEND if said != DISTURBED_CELL else f"{FEW_MARK} = {DISTURBED_CELL}: its note says what"
+
+
 def mark_legends(view: TableView) -> list[str]:
     """Each mark a timed cell of the view carries, explained."""
     shown = [c for r in view.rows for c in r.cells.values() if c.ok and c.median_s is not None]
     return [
         *([BEST_LEGEND] if any(r.best_cpu_column() for r in view.rows) else []),
-        *([FEW_LEGEND] if any(few(c.n) for c in shown) else []),
+        *([_doubt_legend(shown)] if any(map(doubtful, shown)) else []),
         *([UTILIZATION_LEGEND] if any(c.utilization is not None for c in shown) else []),
         *([PROCESSES_LEGEND] if any(len(c.per_process_medians or ()) > 1 for c in shown) else []),
         *([LOSS_LEGEND] if not all(map(trains, shown)) else []),

@@ -415,9 +415,10 @@ def disagreeing(groups: list[list[float]], median_s: float) -> list[str]:
     medians = sorted(statistics.median(g) for g in counted(groups))
     if len(medians) < 2 or medians[0] <= 0 or medians[-1] / medians[0] < PROCESSES_APART:
         return []
+    more = "" if len(medians) >= 3 else ", with --repeats 3 or more"  # a cell of 4 processes was told to take 3
     return [f"processes disagree: their medians {units.seconds(medians[0])} to {units.seconds(medians[-1])}, "
             f"{medians[-1] / medians[0]:.1f}x apart, and the cell's {units.seconds(median_s)} their median: rerun on a "
-            "quiet machine, with --repeats 3 or more"]  # fmt: skip
+            f"quiet machine{more}"]  # fmt: skip
 
 
 def cold_warnings(measured: list[ProcessMeasurement]) -> list[str]:

@@ -318,6 +318,25 @@ def open_name(held: tuple[int, int]) -> Path | None:
     return None
 
 
+def program() -> str:
+    """How to call this dlperf again from a shell: `dlperf` where that is what PATH finds, else the script as it was
+    called (`make run` calls `.venv/bin/dlperf` with the environment not activated: "Continue with: dlperf run
+    --resume" was "command not found"). `python -m dlperf` and a program calling `main` say `dlperf`."""
+    import shutil
+    import sys
+
+    script = sys.argv[0] if sys.argv else ""
+    if os.path.basename(script) != "dlperf" or os.sep not in script:  # a shell runs a script by its path
+        return "dlperf"
+    found = shutil.which("dlperf")
+    try:
+        if found and os.path.samefile(found, script):
+            return "dlperf"
+    except OSError:  # the script gone since: the name as typed
+        return "dlperf"
+    return shlex.quote(script)
+
+
 def resume_command(db: str) -> str:
     """The command that resumes the latest unfinished run of `db`, quoted for a shell, naming the database as the user
     did: `--db`, or `$DLPERF_DB` where that is what named it. Followed literally, it opens this database, never the
@@ -326,8 +345,8 @@ def resume_command(db: str) -> str:
     if _SAID_AS.get() == "db":
         return f"dlperf.resume(db={db!r})"
     if os.environ.get("DLPERF_DB") == db:
-        return f"DLPERF_DB={shlex.quote(db)} dlperf run --resume"
-    return f"dlperf run --resume --db {shlex.quote(db)}"
+        return f"DLPERF_DB={shlex.quote(db)} {program()} run --resume"
+    return f"{program()} run --resume --db {shlex.quote(db)}"
 
 
 def ray_resume_command(address: str, db: str | Path) -> str:

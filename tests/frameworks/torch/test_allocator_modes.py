@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import run_in
+from conftest import preloadable, run_in
 from dlperf.frameworks.common import heap
 from dlperf.modes import Mode, changes_arithmetic
 
@@ -129,16 +129,36 @@ def checked_in_a_child(component, env):
 
 @pytest.mark.parametrize("component", list(heap.PRELOADS))
 def test_a_preloaded_malloc_is_found_in_the_process_it_was_preloaded_in_and_refused_elsewhere(component):
-    names, source = heap.PRELOADS[component]
-    if heap.library(component) is None:  # not installed on this machine: the cell says where it comes from
-        got = checked_in_a_child(component, heap.preload_env(component.value, {}))
-        assert got == {"refused": f"{component.value}: lib{names[0]} is not installed here; it comes with {source}"}
-        return
+    names, _ = heap.PRELOADS[component]
+    found = preloadable(component)  # a machine without it: a skip, or a failure where CI requires it
     preloaded = checked_in_a_child(component, heap.preload_env(component.value, {}))
     assert preloaded["settings"]["malloc"].startswith(f"lib{names[0]}.so") and "(LD_PRELOAD)" in str(preloaded)
     plain = checked_in_a_child(component, {"LD_PRELOAD": ""})
-    assert plain == {"refused": f"{component.value}: {heap.library(component)} was not preloaded in this process "
-                                "(LD_PRELOAD)"}  # fmt: skip
+    assert plain == {"refused": f"{component.value}: {found} was not preloaded in this process (LD_PRELOAD)"}
+
+
+@pytest.mark.parametrize("component", list(heap.PRELOADS))
+def test_a_malloc_not_installed_is_refused_naming_where_it_comes_from(component, monkeypatch):
+    names, source = heap.PRELOADS[component]
+    monkeypatch.setattr(heap, "library", lambda c: None)
+    monkeypatch.setattr(heap, "mapped", lambda c: None)
+    assert heap.preload_env(component.value, {}) == {}
+    with pytest.raises(NotImplementedError) as refused:
+        heap.check_preloaded(component)
+    assert str(refused.value) == f"{component.value}: lib{names[0]} is not installed here; it comes with {source}"
+
+
+def test_the_library_is_asked_for_by_the_names_the_dynamic_loader_knows(monkeypatch):
+    """`heap.library` decides every allocator test's expectations: that it asks for the right names is tested alone
+    (a misspelt name had every test take "not installed" as expected)."""
+    asked = []
+    monkeypatch.setattr("ctypes.util.find_library", lambda name: asked.append(name) or None)
+    heap.library.cache_clear()
+    try:
+        assert heap.library(Mode.TCMALLOC) is None and heap.library(Mode.JEMALLOC) is None
+    finally:
+        heap.library.cache_clear()
+    assert asked == ["tcmalloc_minimal", "tcmalloc", "jemalloc"]
 
 
 def test_the_cell_preloads_its_malloc_before_the_users_own_and_starts_cold(monkeypatch):
@@ -187,9 +207,7 @@ def test_a_run_measures_each_allocator_in_a_process_that_has_it(tmp_path):
     assert got["malloc_keep"].loss_check is None  # fp32's arithmetic: nothing to check
     for component in (Mode.TCMALLOC, Mode.JEMALLOC):
         cell = got[component.value]
-        if heap.library(component) is None:  # not installed here: said so, as the cell's reason
-            assert cell.status.value == "unsupported" and "is not installed here" in cell.error, cell.error
-            continue
+        preloadable(component)  # a machine without it: a skip, or a failure where CI requires it
         assert cell.ok, cell.error
         malloc = cell.settings["malloc"]  # the file mapped: the library's name, or the file it links to (.so.4.5.10)
         assert malloc.startswith(heap.library(component)) and " (LD_PRELOAD)" in malloc, malloc

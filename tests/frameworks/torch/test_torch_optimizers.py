@@ -98,12 +98,10 @@ def test_foreach_and_fused_where_the_constructor_takes_them_no_such_argument_whe
         with pytest.raises(NoSuchArgument, match=f"{cls.__name__} has no {impl} implementation"):
             rebuild_optimizer(opt, new, **{impl: True})
         return
-    try:
+    try:  # every optimizer that takes fused= has a CPU kernel in this torch: a refusal is a failure, not a pass
         rebuilt = rebuild_optimizer(opt, new, **{impl: True})
     except NoSuchArgument:
         pytest.fail(f"{cls.__name__} takes {impl}=")
-    except (RuntimeError, ValueError, TypeError):
-        return  # the constructor's own refusal (e.g. fused on a device or dtype it has no kernel for): "it failed"
     assert rebuilt.defaults[impl] is True and rebuilt.defaults["lr"] == opt.defaults["lr"]
     stepped(rebuilt, new)
 
