@@ -496,8 +496,8 @@ def write_datasets(directory: Path) -> Path:
 
 
 def interrupt_once(args: list[str], err: Path, said: str, within_s: float = 180) -> tuple[int, str, list[int]]:
-    """Run `dlperf ARGS`, Ctrl-C it once its stderr (into `err`) says `said`; its exit code, its stdout and the
-    children it had then."""
+    """Run `dlperf ARGS`, Ctrl-C it once its stderr (into `err`) says `said` and a process of its own runs; its exit
+    code, its stdout and the processes below it then."""
     import signal
 
     with err.open("w") as stderr:
@@ -507,8 +507,11 @@ def interrupt_once(args: list[str], err: Path, said: str, within_s: float = 180)
         deadline = time.monotonic() + within_s
         while said not in err.read_text() and time.monotonic() < deadline:
             time.sleep(0.02)
+        seen, until = descendants(parent.pid), time.monotonic() + 30  # the next cell's process, and what it started
+        while not seen and parent.poll() is None and time.monotonic() < until:  # between two cells: none yet
+            time.sleep(0.01)
+            seen = descendants(parent.pid)
         assert parent.poll() is None, err.read_text()
-        seen = descendants(parent.pid)  # the cell's process, and what it started
         parent.send_signal(signal.SIGINT)
         out, _ = parent.communicate(timeout=60)
     return parent.returncode, out, seen
