@@ -71,7 +71,11 @@ ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "src")]
 import gpu_relations as rel  # noqa: E402
 
-SECTIONS = ("table7", "modes", "profile", "peak", "data", "jax", "nccl", "crossover", "compile", "predicted", "tests")
+# in the order they run: a second call's `--only left` takes those the first did not begin in this order, so the
+# test suite comes before compile (whose compiler may take its whole timeout), and predicted, which reads every GPU
+# cell, last
+SECTIONS = ("table7", "modes", "profile", "peak", "data", "jax", "nccl", "crossover", "tests", "compile", "predicted")
+LEFT = "left"  # --only left: the sections the resumed checks did not begin
 BIG_BATCH = f"{HERE / 'workloads' / 'big_batch.py'}"
 
 
@@ -147,6 +151,8 @@ QUICK = Sizes(
     expected_s={},
 )
 LOADERS = ("w0", "w2+pin")
+OVERRUN_S, LEAST_S = 60.0, 30.0  # a command's time past the budget left, at most; and at least, whatever is left
+CACHE = "cache.tar.gz"  # dlperf's caches, one file: the device tool brings back 8 files of OUT at most
 
 
 @dataclass
@@ -172,18 +178,25 @@ class Check:
         return self.budget_s - (time.monotonic() - self.started)
 
     def command(self, cmd: list[str], timeout: float | None = None, env: dict | None = None, cwd: Path | None = None):
-        """Run `cmd`, logged with its exit code and output; (exit code, stdout + stderr). A command past `timeout`
-        (default: the budget left and a minute more, at least two) is stopped and exits 124."""
-        limit = timeout if timeout is not None else max(120.0, self.left() + 60.0)
-        start = time.monotonic()
+        """Run `cmd`, logged with its exit code and output; (exit code, stdout + stderr). A command past `timeout`, or
+        past the budget left and a minute more (`OVERRUN_S`), at least `LEAST_S`, is stopped and exits 124: the
+        machine's own kill comes 90 s after the budget, and what a section had not written then would be lost."""
+        rc, text, _ = self.command_out(cmd, timeout, env, cwd)
+        return rc, text
+
+    def command_out(self, cmd: list[str], timeout: float | None = None, env: dict | None = None,
+                    cwd: Path | None = None) -> tuple[int, str, str]:  # fmt: skip
+        """`command`, with its stdout alone too: (exit code, stdout + stderr, stdout)."""
+        limit = min(timeout if timeout is not None else float("inf"), max(LEAST_S, self.left() + OVERRUN_S))
+        start, out = time.monotonic(), ""
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=limit, env=env or child_env(), cwd=cwd)
-            rc, text = done.returncode, done.stdout + done.stderr
+            rc, text, out = done.returncode, done.stdout + done.stderr, done.stdout
         except subprocess.TimeoutExpired as exc:
             rc, text = 124, f"{_text(exc.stdout)}{_text(exc.stderr)}\nstopped after {limit:.0f} s"
         with open(self.out / "gpu_check.log", "a") as log:
             log.write(f"$ {' '.join(cmd)}\n{text.rstrip()}\n[exit {rc} after {time.monotonic() - start:.1f} s]\n\n")
-        return rc, text
+        return rc, text, out
 
     def dlperf(self, *args: str, timeout: float | None = None, env: dict | None = None) -> tuple[int, str]:
         return self.command([sys.executable, "-m", "dlperf", *args], timeout, env)
@@ -223,13 +236,39 @@ class Check:
         if Path(self.db).exists() and Path(self.db).resolve() != (self.out / "check.db").resolve():  # --work OUT
             with closing(sqlite3.connect(self.db)) as source, closing(sqlite3.connect(self.out / "check.db")) as copy:
                 source.backup(copy)  # what a later `--resume OUT` starts from (a store backed up onto itself hangs)
-        copy_new(data_dir() / "cache", self.out / "cache")  # and the answers it need not ask again
+        pack(data_dir() / "cache", self.out / CACHE)  # and the answers it need not ask again, one file
 
 
 def data_dir() -> Path:
     from dlperf import envs
 
     return envs.data_dir()
+
+
+def pack(source: Path, archive: Path) -> None:
+    """dlperf's caches (`copy_new`) as one gzip tar file, written whole or not at all: OUT's files are what the device
+    tool brings back, at most 8 of them (the caches alone were 28 files)."""
+    import tarfile
+
+    if not source.is_dir():
+        return
+    partial = archive.with_name(f".{archive.name}.partial")
+    with tarfile.open(partial, "w:gz") as tar:
+        for path in sorted(source.rglob("*")):
+            if path.is_file() and not path.name.startswith("."):
+                tar.add(path, arcname=str(path.relative_to(source)))
+    partial.replace(archive)
+
+
+def unpack(archive: Path, target: Path) -> None:
+    """An earlier check's caches (`pack`) into `target`, each file it lacks: none outside it, none it has."""
+    import tarfile
+
+    if not archive.is_file():
+        return
+    with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive) as tar:
+        tar.extractall(tmp, filter="data")  # no path outside tmp, no links out, no devices
+        copy_new(Path(tmp), target)
 
 
 def copy_new(source: Path, target: Path) -> None:
@@ -408,10 +447,11 @@ def trace_events(path: str | None) -> int:
 
 
 def peak(c: Check) -> list:
-    rc, text = c.dlperf("peak", "--db", c.db, "--devices", c.device, "--dtypes", "bf16,fp32,tf32", "--max-time", "0.5",
-                        "--format", "json", *(() if c.gpu else ("--threads", "1")))  # fmt: skip
-    start = text.find("{")
-    peaks = json.loads(text[start : text.rfind("}") + 1])["peaks"] if rc == 0 and start >= 0 else []
+    cmd = [sys.executable, "-m", "dlperf", "peak", "--db", c.db, "--devices", c.device, "--dtypes", "bf16,fp32,tf32",
+           "--max-time", "0.5", "--format", "json", *(() if c.gpu else ("--threads", "1"))]  # fmt: skip
+    rc, _, out = c.command_out(cmd)  # stdout alone: a warning on stderr holds no JSON to mistake for it
+    start = out.find("{")
+    peaks = json.loads(out[start:])["peaks"] if rc == 0 and start >= 0 else []
     return rel.peak_lines(peaks, datasheet(c.header.get("gpu")))
 
 
@@ -454,7 +494,8 @@ def jax(c: Check) -> list:
 
 
 def nccl(c: Check) -> list:
-    quick = ("--sizes", "4K:1M", "--iters", "5", "--warmup", "2", "--timeout", "120")
+    wait = f"{max(LEAST_S, min(120.0, c.left() / 2)):.0f}"  # each of the two jobs: NCCL's start is where one hangs
+    quick = ("--sizes", "4K:1M", "--iters", "5", "--warmup", "2", "--timeout", wait)
     one = c.dlperf("comm", "--db", c.db, "--backend", "nccl", "--nproc", "1", *quick)
     two = c.dlperf("comm", "--db", c.db, "--backend", "nccl", "--nproc", "2", *quick)
     return rel.nccl_lines(one, two)
@@ -518,7 +559,7 @@ def header(device: str, commit: str) -> dict:
     gpus = []
     if smi:
         done = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
-                              capture_output=True, text=True)  # fmt: skip
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
         gpus = [line.strip() for line in done.stdout.splitlines() if line.strip()]
     probe = "import json, torch; print(json.dumps([torch.__version__, torch.version.cuda]))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
@@ -679,7 +720,8 @@ def previous(folder: Path, work: Path) -> list:
     at = data["header"].get("commit") or "unknown"
     if (folder / "check.db").exists() and not (work / "check.db").exists():
         shutil.copyfile(folder / "check.db", work / "check.db")
-    copy_new(folder / "cache", data_dir() / "cache")
+    copy_new(folder / "cache", data_dir() / "cache")  # as a check before cache.tar.gz left them
+    unpack(folder / CACHE, data_dir() / "cache")
     return [rel.Line(**{**line, "at": line.get("at") or at}) for line in data["lines"]]
 
 
@@ -693,6 +735,14 @@ def latest(checks: list[list]) -> list:
             if any(line.check != f"{section} not run" for line in ran) or section not in by_section:
                 by_section[section] = ran
     return [line for found in by_section.values() for line in found]
+
+
+def not_begun(lines: list) -> tuple[str, ...]:
+    """The sections the earlier checks' lines (`latest`) never began: none of their lines, or only `not run`; in
+    SECTIONS' order. `predicted` joins them whenever any does: it reads the GPU cells they will add."""
+    begun = {line.section for line in lines if line.check != f"{line.section} not run"}
+    left = [s for s in SECTIONS if s not in begun]
+    return tuple(dict.fromkeys([*left, *(["predicted"] if left else [])]))
 
 
 def kept(lines: list, sections: tuple[str, ...]) -> dict[str, list]:
@@ -711,7 +761,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[1], formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("out", nargs="?", help="where the table, the JSON, the cells and the log go")
     p.add_argument("--device", default="cuda:0", help="default: cuda:0 (cpu: to test this script)")
-    p.add_argument("--only", help=f"a comma list of sections: {', '.join(SECTIONS)} (default: all)")
+    p.add_argument("--only", help=f"a comma list of sections: {', '.join(SECTIONS)} (default: all); {LEFT}: those "
+                   "the --resume checks did not begin, in that order")  # fmt: skip
     p.add_argument("--quick", action="store_true", help="the tiny workloads and short timers (to test this script)")
     p.add_argument("--budget", type=float, default=480.0, help="seconds: sections not begun by then are not run")
     p.add_argument("--commit", default=os.environ.get("DLPERF_COMMIT", "unknown"), help="named in the header")
@@ -731,6 +782,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     if not args.plain_loop and not args.out:
         p.error("OUT is required")
     chosen = SECTIONS if not args.only else tuple(s.strip() for s in args.only.split(","))
+    if chosen == (LEFT,) and not args.resume:
+        p.error(f"--only {LEFT}: the sections an earlier check left: name it with --resume DIR")
+    if chosen == (LEFT,):
+        args.sections = chosen
+        return args
     unknown = [s for s in chosen if s not in SECTIONS]
     if unknown:
         p.error(f"--only: unknown section(s) {', '.join(unknown)} (expected: {', '.join(SECTIONS)})")
@@ -756,6 +812,8 @@ def main(argv: list[str]) -> int:
     check = Check(out, work, args.device, QUICK if args.quick else FULL, args.budget)
     check.header = header(args.device, args.commit)
     earlier = [previous(Path(folder), work) for folder in reversed(args.resume)][::-1]  # the latest store copied
+    if args.sections == (LEFT,):
+        args.sections = not_begun(latest(earlier))
     keep = kept(latest(earlier), args.sections)
     if keep:
         check.header["kept"] = {section: found[0].at for section, found in keep.items()}
@@ -838,7 +896,7 @@ def run_sections(check: Check, sections: tuple[str, ...], keep: dict[str, list],
                 if left <= 0
                 else f"it takes about {need:g} s, and {left:.0f} s of the {check.budget_s:g} s budget were left"
             )
-            check.lines.append(rel.not_run(section, f"{why}: run it with --resume OUT"))
+            check.lines.append(rel.not_run(section, f"{why}: run it with --resume OUT --only left"))
             continue
         begun, first = time.monotonic(), latest_run(check.db) or 0
         try:

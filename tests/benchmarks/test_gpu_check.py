@@ -582,7 +582,7 @@ def test_a_section_is_begun_only_while_the_budget_left_holds_its_expected_time(t
     lines = [(x.section, x.check, x.passed, x.figures) for x in check.lines]
     assert lines[0] == ("k", "earlier", True, "") and lines[1][1] == "took 45" and lines[3][1] == "took 1"
     assert lines[2] == ("b", "b not run", False, "it takes about 80 s, and 55 s of the 100 s budget were left: run it "
-                        "with --resume OUT")  # fmt: skip
+                        "with --resume OUT --only left")  # fmt: skip
     assert lines[4] == ("d", "d ran", False, "RuntimeError: no GPU")
     assert set(check.header) == {f"{s}{x}" for s in "acd" for x in ("_s", "_runs")}  # no store here: no runs made
     assert check.header["a_runs"] == [] and (tmp_path / "gpu_check.md").exists()
@@ -621,8 +621,11 @@ def test_a_resumed_check_reads_the_earlier_lines_with_their_commit_and_copies_it
 
 
 def test_a_check_keeps_dlperfs_caches_beside_its_table_and_a_resumed_one_takes_them(tmp_path, monkeypatch):
-    """The planning probe's answers and the operator counts go to OUT/cache with the table; `--resume OUT` adds
-    those its own caches lack (an entry of the same name it holds is its own), not the writers' temporary files."""
+    """The planning probe's answers and the operator counts go to OUT/cache.tar.gz with the table, one file (the
+    device tool brings back 8 files of OUT at most: the caches alone were 28); `--resume OUT` adds those its own
+    caches lack (an entry of the same name it holds is its own), not the writers' temporary files."""
+    import tarfile
+
     data, out, later = tmp_path / "data", tmp_path / "out", tmp_path / "later"
     monkeypatch.setenv("DLPERF_DATA_DIR", str(data))
     (data / "cache" / "opcounts").mkdir(parents=True)
@@ -630,12 +633,17 @@ def test_a_check_keeps_dlperfs_caches_beside_its_table_and_a_resumed_one_takes_t
     (data / "cache" / "opcounts" / ".tmp-123").write_text("half")
     check = gpu_check.Check(out, tmp_path / "work", "cpu", gpu_check.QUICK, 10.0)
     out.mkdir()
+    for n in range(30):  # a full run's caches: many files
+        (data / "cache" / "opcounts" / f"n{n}.json").write_text("more")
     check.write()
-    assert sorted(p.name for p in (out / "cache").rglob("*") if p.is_file()) == ["abc.b16.json"]
+    assert len([p for p in out.rglob("*") if p.is_file()]) <= 8 and not (out / "cache").exists()
+    with tarfile.open(out / gpu_check.CACHE) as tar:
+        assert sorted(tar.getnames()) == sorted(["opcounts/abc.b16.json", *(f"opcounts/n{n}.json" for n in range(30))])
     (out / "gpu_check.json").write_text(json.dumps({"header": {"commit": "abc"}, "lines": []}))
-    (out / "cache" / "probe").mkdir()
-    (out / "cache" / "probe" / "torch-1.json").write_text("answer")
-    (out / "cache" / "opcounts" / "abc.b16.json").write_text("the earlier count")
+    (data / "cache" / "probe").mkdir()
+    (data / "cache" / "probe" / "torch-1.json").write_text("answer")
+    (data / "cache" / "opcounts" / "abc.b16.json").write_text("the earlier count")
+    gpu_check.pack(data / "cache", out / gpu_check.CACHE)
     monkeypatch.setenv("DLPERF_DATA_DIR", str(later))
     (later / "cache" / "opcounts").mkdir(parents=True)
     (later / "cache" / "opcounts" / "abc.b16.json").write_text("its own")
@@ -690,13 +698,14 @@ def test_a_check_adds_the_time_line_once_every_section_has_a_time(tmp_path):
             "INSERT INTO measurements VALUES (?, ?, ?)", [(1, 14.2, first), (2, 3.1, "{}"), (3, 50.0, "{}")]
         )
         conn.commit()
-    check.header = {f"{s}_s": 10.0 for s in gpu_check.SECTIONS[:-2]}
+    ran = [s for s in gpu_check.SECTIONS if s not in ("predicted", "tests")]
+    check.header = {f"{s}_s": 10.0 for s in ran}
     assert gpu_check.time_line(check) is None
     check.header["earlier_s"] = {"predicted": 4.0, "tests": 85.0, "table7": 1000.0}  # table7 ran again now
     line = gpu_check.time_line(check)
     assert line.data["total_s"] == 10.0 * (len(gpu_check.SECTIONS) - 2) + 89.0
     assert line.data["processes_s"] == pytest.approx(67.3) and line.data["phases_s"]["startup_s"] == 11.2
-    check.header |= {f"{s}_runs": [] for s in gpu_check.SECTIONS[:-2]} | {"table7_runs": [1, 2]}
+    check.header |= {f"{s}_runs": [] for s in ran} | {"table7_runs": [1, 2]}
     check.header["earlier_runs"] = {"predicted": [], "tests": [], "table7": [3]}  # its earlier run, not counted
     assert gpu_check.time_line(check).data["processes_s"] == pytest.approx(17.3)
 
@@ -720,6 +729,37 @@ def test_a_resumed_check_takes_each_sections_figures_from_the_latest_check_that_
         (folder / "gpu_check.json").write_text(json.dumps({"header": header, "lines": []}))
     assert gpu_check.earlier_figures([first, second], "_s") == {"table7": 90.0, "jax": 80.0, "tests": 85.0}
     assert gpu_check.earlier_figures([first, second], "_runs") == {"jax": [8]}
+
+
+def test_only_left_runs_what_the_earlier_checks_did_not_begin_tests_before_compile(tmp_path, capsys):
+    """A first call at --budget 450 leaves the last sections `not run`; `--resume OUT --only left` runs just those,
+    the test suite before compile (whose compiler may take its whole timeout), and predicted after them, for their
+    cells. Sections that ran and failed are not run again unless named."""
+    lines = [rel.Line(s, "x", s != "modes", "") for s in gpu_check.SECTIONS[:7]]
+    lines += [rel.not_run(s, "budget") for s in ("crossover", "tests", "compile", "predicted")]
+    assert gpu_check.not_begun(lines) == ("crossover", "tests", "compile", "predicted")
+    assert gpu_check.not_begun([rel.Line(s, "x", True, "") for s in gpu_check.SECTIONS]) == ()
+    assert gpu_check.SECTIONS.index("tests") < gpu_check.SECTIONS.index("compile") < len(gpu_check.SECTIONS) - 1
+    assert gpu_check.parse(["out", "--resume", "first", "--only", "left"]).sections == ("left",)
+    with pytest.raises(SystemExit):
+        gpu_check.parse(["out", "--only", "left"])
+    assert "name it with --resume DIR" in capsys.readouterr().err
+
+
+def test_a_command_never_runs_past_the_budget_and_a_minute_and_peak_reads_its_stdout_alone(tmp_path, monkeypatch):
+    """The machine's own kill comes 90 s after the budget: a command begun late (NCCL's start hanging, a plain loop's
+    fixed 120 s) is stopped first, so the section's lines are still written. Peak's JSON is read from stdout alone:
+    a warning with a brace on stderr made the whole section one FAIL."""
+    monkeypatch.setattr(gpu_check, "LEAST_S", 1.0)  # 30 s on the GPU machine
+    check = gpu_check.Check(tmp_path, tmp_path, "cpu", gpu_check.QUICK, budget_s=-100.0)  # spent long ago
+    began = time.monotonic()
+    rc, text = check.command([sys.executable, "-c", "import time; time.sleep(60)"], timeout=120)
+    assert rc == 124 and "stopped after 1 s" in text and time.monotonic() - began < 20
+    say = "import sys; print('{\"peaks\": []}'); print('warning: {odd}', file=sys.stderr)"
+    rc, text, out = gpu_check.Check(tmp_path, tmp_path, "cpu", gpu_check.QUICK, 100.0).command_out(
+        [sys.executable, "-c", say]
+    )
+    assert rc == 0 and json.loads(out[out.find("{") :]) == {"peaks": []} and "{odd}" in text
 
 
 def test_parse_refuses_an_unknown_section_and_wants_out(capsys):
