@@ -379,7 +379,10 @@ def test_samples_take_a_count_as_dlperf_prints_it(command):
     parser = build_parser()
     for text, count in (("1,281,167", 1_281_167), ("1,000", 1000), ("640", 640)):
         assert parser.parse_args([command, "tiny-fcn-r", "--samples", text]).samples == count
-    for bad in ("1,00", "1,0000", ",100", "1,000,", "-1,000", "1_000"):
+    for bad in ("1,00", "1,0000", ",100", "1,000,", "-1,000", "1_000", "0,001", "001,000"):
         with pytest.raises(UsageError) as caught:
             parser.parse_args([command, "tiny-fcn-r", f"--samples={bad}"])
-        assert str(caught.value).startswith("--samples"), bad
+        assert str(caught.value).startswith(f"--samples {bad!r}"), bad  # what was typed, not its digits
+    with pytest.raises(UsageError) as caught:
+        parser.parse_args([command, "tiny-fcn-r", "--samples=1,000,000,000,000,000,000,000"])
+    assert str(caught.value).startswith("--samples '1,000,000,000,000,000,000,000': expected")

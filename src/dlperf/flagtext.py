@@ -20,7 +20,7 @@ from dlperf.errors import UsageError
 
 # ASCII digits only: int() and float() also take '٣', '３', '1_000', 'nan' and 'inf', none of which a flag means
 _WHOLE = re.compile(r"[+-]?[0-9]+", re.ASCII)
-GROUPED = re.compile(r"[0-9]{1,3}(,[0-9]{3})+", re.ASCII)  # 1,281,167: a count as dlperf prints it
+GROUPED = re.compile(r"[1-9][0-9]{0,2}(,[0-9]{3})+", re.ASCII)  # 1,281,167: a count as dlperf prints it
 DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", re.ASCII)
 
 
@@ -51,9 +51,8 @@ SAID_UP_TO = 10**6  # an upper bound beyond this (a sanity cap, no setting's) is
 def whole_number(text: str, flag: str, least: int = 0, most: int = INT64_MAX, grouped: bool = False) -> int:
     """A whole number in ASCII digits from `least` to `most`; anything else is a UsageError naming the flag.
     `grouped`: a count, which may be written in groups of three as dlperf prints it (`--samples 1,281,167`)."""
-    if grouped and GROUPED.fullmatch(text.strip()):
-        text = text.replace(",", "")
-    value, wanted = _whole_within(text, least, most)
+    digits = text.replace(",", "") if grouped and GROUPED.fullmatch(text.strip()) else text
+    value, wanted = _whole_within(digits, least, most)
     if value is None:
         raise UsageError(f"{flag} {text!r}: expected {wanted}")
     return value

@@ -241,7 +241,11 @@ def test_a_figure_as_wide_as_a_papers_column_keeps_its_fonts_and_puts_each_legen
     wide, high = Image.open(tmp_path / "column.png").size
     assert wide == 350 and high >= 2 * 200  # two rows
     scaling, comparison = svg_axes(tmp_path / "column.svg")
-    assert set(scaling["texts"]) >= SCALING_TEXT and set(comparison["texts"]) >= PAPER_TEXT
+    title = "This machine against Shi et al. (2016)"  # folded in two lines at 3.5 inches, each a text element
+    assert set(scaling["texts"]) >= SCALING_TEXT and set(comparison["texts"]) >= PAPER_TEXT - {title}
+    assert " ".join(comparison["texts"]).count(title.split(" (")[0].split(" against")[0]) and "(2016)" in " ".join(
+        comparison["texts"]
+    )
     assert ET.parse(tmp_path / "column.svg").getroot().get("width") == "252pt"  # 3.5 inches
 
     plt = figures._pyplot()
@@ -254,3 +258,28 @@ def test_a_figure_as_wide_as_a_papers_column_keeps_its_fonts_and_puts_each_legen
         assert (legend.y0 >= box.y1) == under and (legend.x0 >= box.x1) == (not under), narrow  # above, or beside
         plt.close(fig)
     assert figures._folded("a title " * 10, 3.5).count("\n") >= 1
+
+
+def test_lying_bars_at_a_columns_width_fold_their_names_and_keep_room_to_draw():
+    """`plot profile --width 3.5`: a bar's name, "tiny-fcn-r cpu:1 torch fp32 (422 µs)", and the verdict beside it
+    left the axes no width at all (matplotlib: "axes sizes collapsed to zero"), the title cut short. The names and the
+    labels beside the bars are folded to a share of the width."""
+    import warnings
+
+    names = ["tiny-fcn-r cpu:1 torch fp32 (422 µs)", "tiny-resnet-56 cpu:2 torch bf16 (1.20 ms)"]
+    parts = [
+        charts.Series(kind, [charts.Point(n, share) for n in names])
+        for kind, share in (("matmul", 60.0), ("host", 40.0))
+    ]
+    chart = charts.Chart("profile-1", "stacked", "Where the time goes, by kind of operator", "% of the timed step", "",
+                         parts, categories=names, labels={n: "launch-bound (highly)" for n in names})  # fmt: skip
+    plt = figures._pyplot()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig, ax = plt.subplots(figsize=(3.5, figures._narrowed(chart, 3.5)[0]), layout="constrained")
+        figures.draw(ax, chart, figures.palette([chart]), narrow=3.5)
+        fig.canvas.draw()
+    assert all("\n" in t.get_text() for t in ax.get_yticklabels())  # folded
+    assert all("\n" in t.get_text() for t in ax.texts)
+    assert ax.get_window_extent().width > 0.4 * fig.dpi * 3.5 / 2  # the bars keep width to be read
+    plt.close(fig)

@@ -283,7 +283,8 @@ def test_the_legend_explains_only_the_marks_that_appear():
     plain = table.legend(table.build(1, busy_cells({("fcn-s", 1): 40, ("fcn-s", 2): 48})))
     assert len(plain) == 1 and "median of n steady-state training steps" in plain[0]
     assert table.BEST_MARK not in plain[0] and "(N%)" not in plain[0]
-    assert plain[0].endswith("? = a disturbed cell (busy CPUs, steal, few steps, warm-up): its note says what")
+    assert plain[0].endswith("? = a median not to rely on (busy CPUs, steal, few steps, warm-up, processes apart: its "
+                             "note says which)")  # fmt: skip
     marked = [cell("fcn-s", "cpu", 1, 1.0, utilization=0.4), cell("fcn-s", "cpu", 2, 0.6, n=2)]
     [line] = table.legend(table.build(1, [*marked, cell("lstm", "cpu", 1, 1.0), cell("lstm", "cpu", 2, 0.5)]))
     assert f"{table.BEST_MARK} = fastest CPU thread count" in line and "(N%) = utilization" in line

@@ -80,7 +80,10 @@ def nothing_compared(result, a, b) -> str:
 
     listed = not_compared(result.unmatched) or "both runs are empty"
     where = (lambda side: f"run {side.run_id}") if a.db == b.db else (lambda side: f"run {side.run_id} of {side.db}")
-    return f"A ({where(a)}) and B ({where(b)}) share no cell measured on both sides: nothing compared ({listed})"
+    said = f"A ({where(a)}) and B ({where(b)}) share no cell measured on both sides: nothing compared ({listed})"
+    if result.awaited():  # an interrupted B: not a verdict, and what to do
+        return f"{said}; B's {b.unfinished}: resume it (dlperf run --resume), then compare again"
+    return said
 
 
 def print_wide(renderable) -> None:

@@ -40,10 +40,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--width",
-        type=real("--width", 2.0, above=False, most=40.0),
-        help="the figure's width in inches, fonts at their size (a paper's column: 3.5; its page: 7): one chart a row "
-        "below 10, a legend that does not fit beside its chart under its title (default: each chart as wide as it "
-        "needs)",
+        type=real("--width", 3.0, above=False, most=40.0),
+        help="the figure's width in inches, 3 to 40, fonts at their size (a paper's column: 3.5; its page: 7): one "
+        "chart a row below 10, a legend that does not fit beside its chart under its title, long names folded "
+        "(default: each chart as wide as it needs)",
     )
 
 

@@ -428,6 +428,7 @@ def show_resumed(db: str, run_id: int) -> None:
         print_answer(crossovers[0], notes, run_id)
     else:
         print_table(db, run_id, "text")
+        print(where_stored(db, run_id))
 
 
 def stored_command(argv: list[str]) -> tuple[str | None, str]:

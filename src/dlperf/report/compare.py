@@ -31,7 +31,7 @@ from enum import StrEnum
 from typing import Any
 
 from dlperf.measure.units import plural
-from dlperf.report.compare_side import Side, machine_lines, machine_warning, setting_lines, usable
+from dlperf.report.compare_side import Side, machine_lines, machine_warning, setting_changes, setting_lines, usable
 from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.report.utilization import disturbance
@@ -112,8 +112,9 @@ class Comparison:
         return [u for u in self.unmatched if u.failed_in_b]
 
     def awaited(self) -> list[Unmatched]:
-        """The cells of A an unfinished B has not measured yet: until it has, no verdict is a pass."""
-        return [u for u in self.unmatched if u.why == "only in A"] if self.b_unfinished else []
+        """The cells of A an unfinished B has planned and not measured yet (`B: pending`; one B never planned is
+        only in A, which no --resume measures): until it has, no verdict is a pass."""
+        return [u for u in self.unmatched if u.why == "B: pending"] if self.b_unfinished else []
 
     def tested(self) -> list[CellResult]:
         """The cells the test could judge: faster, slower or no significant change."""
@@ -462,13 +463,12 @@ def summary_lines(result: Comparison) -> list[str]:
         lines.append(f"{plural(len(regressions), 'regression')} ({beyond}): {listed}")
     if failed:
         listed = "; ".join(f"{u.label} ({u.why})" for u in failed)
-        lines.append(f"{plural(len(failed), 'regression')} (measured in A, not in B): {listed}")
+        lines.append(f"{plural(len(failed), 'regression')} (measured in A, failed or timed out in B): {listed}")
     if regressions or failed:
         pass
     elif awaited := result.awaited():
-        lines.append(f"no verdict: B is unfinished ({result.b_unfinished}) and has not measured "
-                     f"{plural(len(awaited), 'cell')} of A yet; resume it (dlperf run --resume), then compare again: "
-                     "that is not a pass")  # fmt: skip
+        lines.append(f"no verdict: B's {result.b_unfinished}, and it has not measured {plural(len(awaited), 'cell')} "
+                     "of A yet; resume it (dlperf run --resume), then compare again: that is not a pass")  # fmt: skip
     elif result.outcome() == "no verdict":
         lines.append(f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the "
                      "notes say why), and that is not a pass")  # fmt: skip
@@ -476,7 +476,7 @@ def summary_lines(result: Comparison) -> list[str]:
         lines.append(f"no regression: no tested cell {beyond}")
     if untested:
         listed = "; ".join(f"{c.label} x{c.ratio:.3f}" for c in untested)
-        lines.append(f"note: untested, yet slower by more than {100 * result.threshold:g}%: {listed}")
+        lines.append(f"note: untested, yet B/A above {1 + result.threshold:g}: {listed}")
     lines += [f"note: {c.label}: not comparable: {c.reason}" for c in result.cells if c.verdict == "not comparable"]
     lines += [f"note: {note}" for note in result.notes()]
     if left := [u for u in result.unmatched if not u.failed_in_b]:
@@ -523,7 +523,7 @@ def to_json(result: Comparison, a: Side, b: Side) -> dict[str, Any]:
         "a": a.to_json(),
         "b": b.to_json(),
         "same_machine": not machine_lines(a, b),
-        "settings_differ": setting_lines(a, b),
+        "settings_differ": setting_changes(a, b),
         "hardware_warning": machine_warning(a, b),
         "alpha": result.alpha,
         "threshold": result.threshold,

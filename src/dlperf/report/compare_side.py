@@ -99,21 +99,28 @@ SETTINGS = {"pin": "--pin", "min_steps": "--min-steps", "min_time": "--min-time"
 def settings_of(spec: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
     """How a run measured: its flags of `SETTINGS`, and the inherited variables that change threads or kernels
     (ATEN_CPU_CAPABILITY, OMP_*, as the run recorded them; `measure.system.inherited_thread_env`)."""
+    from dlperf.measure.system import THREAD_COUNT_VARS
+
     flat = {**spec, **(spec.get("timer") or {})}
     found = {flag: flat[key] for key, flag in SETTINGS.items() if key in flat}
-    return {**found, **{name: value for name, value in sorted((env.get("thread_env") or {}).items())}}
+    inherited = sorted((env.get("thread_env") or {}).items())  # less the thread counts each cell sets for itself
+    return {**found, **{name: value for name, value in inherited if name not in THREAD_COUNT_VARS}}
 
 
 def setting_lines(a: Side, b: Side) -> list[str]:
     """One line naming the settings the two runs measured with differently ("--max-time 1.0 -> 2.0, ATEN_CPU_CAPABILITY
     unset -> default"): a ratio measures them too. Only variables set in one run are "unset" in the other; a flag one
     run did not record (an older dlperf's) is not compared."""
+    changed = [f"{c['setting']} {_shown(c['a'])} -> {_shown(c['b'])}" for c in setting_changes(a, b)]
+    return [f"settings differ: {', '.join(changed)}; each ratio measures them too"] if changed else []
+
+
+def setting_changes(a: Side, b: Side) -> list[dict[str, Any]]:
+    """Each setting the runs measured with differently: {"setting", "a", "b"} (None: a variable unset), for JSON."""
     sa, sb = a.settings, b.settings
     variables = [k for k in dict.fromkeys([*sa, *sb]) if not k.startswith("--")]
     flags = [k for k in SETTINGS.values() if k in sa and k in sb]
-    changed = [f"{k} {_shown(sa.get(k))} -> {_shown(sb.get(k))}" for k in (*flags, *variables)
-               if sa.get(k) != sb.get(k)]  # fmt: skip
-    return [f"settings differ: {', '.join(changed)}; each ratio measures them too"] if changed else []
+    return [{"setting": k, "a": sa.get(k), "b": sb.get(k)} for k in (*flags, *variables) if sa.get(k) != sb.get(k)]
 
 
 def _shown(value: Any) -> str:

@@ -97,7 +97,9 @@ def draw(ax, chart: Chart, colors: dict, tag: Callable[[object, str], None] | No
     in as many columns as fit, and a long title is folded."""
     drawer = {"lines": _lines, "bars": _bars, "stacked": _stacked, "columns": _columns, "hbars": _hbars}[chart.kind]
     drawer(ax, chart, colors, tag or (lambda artist, text: None))
-    title = _folded(chart.title, narrow) if narrow else chart.title
+    if narrow and chart.kind in LABELLED:
+        _fold_labels(ax, chart, narrow)
+    title = _folded(chart.title, narrow - _left_margin(chart, narrow)) if narrow else chart.title
     ax.set_title(title, loc="left")
     said = chart.kind == "stacked" and chart.doubt and any(p.doubtful for p in chart.points)
     ax.set_xlabel(f"{chart.xlabel}\n{DOUBT_MARK} beside a bar: {chart.doubt}" if said else chart.xlabel)
@@ -405,6 +407,29 @@ def _size(chart: Chart) -> tuple[float, float]:
 
 
 TWO_COLUMNS = 10.0  # inches from which several charts are laid out two a row
+LABELLED = ("stacked", "hbars")  # lying bars named at their left, a label or a value at their right
+LABEL_SHARE, BESIDE_SHARE = 0.3, 0.25  # of a narrowed chart's width: its bars' names, the labels beside the bars
+CHAR_IN = 0.065  # inches a character of the tick labels' size takes, about
+
+
+def _left_margin(chart: Chart, inches: float) -> float:
+    """Inches left of the axes, where a left-aligned title begins: the y axis's numbers and label, or the bars' names
+    (`_fold_labels`)."""
+    return LABEL_SHARE * inches + 0.2 if chart.kind in LABELLED else 0.8
+
+
+def _fold_labels(ax, chart: Chart, inches: float) -> None:
+    """A narrowed chart of lying bars: each bar's name folded into lines that fit `LABEL_SHARE` of its width, and the
+    label beside each bar into `BESIDE_SHARE` (at 3.5 inches, a profile's "tiny-fcn-r cpu:1 torch fp32 (422 µs)"
+    left its axes no width at all)."""
+    import textwrap
+
+    def fold(text: str, share: float) -> str:
+        return "\n".join(textwrap.wrap(text, max(8, int(share * inches / CHAR_IN)))) or text
+
+    ax.set_yticks(range(len(chart.categories)), [fold(c, LABEL_SHARE) for c in chart.categories])
+    for text in ax.texts:
+        text.set_text(fold(text.get_text(), BESIDE_SHARE))
 
 
 def _entries(chart: Chart) -> list[str]:
@@ -435,7 +460,10 @@ def _narrowed(chart: Chart, inches: float) -> tuple[float, bool]:
         return high, False
     beside = _legend_width(chart)
     rows = math.ceil(len(_entries(chart)) / _columns_in(chart, inches)) if beside else 0
-    titled = _folded(chart.title, inches).count("\n")
+    titled = _folded(chart.title, inches - _left_margin(chart, inches)).count("\n")
+    if chart.kind in LABELLED:  # a row a bar, as tall as its names folded take: not made shorter
+        folded = max((len(c) * CHAR_IN / (LABEL_SHARE * inches) for c in chart.categories), default=1.0)
+        return high * max(1.0, min(2.5, math.ceil(folded) * 0.6)) + 0.2 * rows + 0.18 * titled, True
     return high * min(1.0, max(0.65, inches / (wide - beside))) + 0.2 * rows + 0.18 * titled, True
 
 
@@ -490,7 +518,8 @@ def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "",
     rows = math.ceil(len(charts) / cols)
     each = max(_size(c)[0] for c in charts) if width is None else width / cols
     fitted = [_narrowed(c, each) for c in charts]
-    height = max(4.0 if width is None else 2.0, *(h for h, _ in fitted))  # a lying bar per cell: room for each label
+    # a lying bar per cell: room for each label; a narrowed figure's charts as tall as they need, from 2.5 inches
+    height = max(4.0 if not any(narrow for _, narrow in fitted) else 2.5, *(h for h, _ in fitted))
     colors = palette(charts)
     with plt.rc_context({**STYLE, "svg.hashsalt": "dlperf"}):
         fig, axes = plt.subplots(rows, cols, figsize=(each * cols, height * rows), layout="constrained", squeeze=False)
@@ -499,8 +528,9 @@ def save(charts: list[Chart], path: str | Path, dpi: int = 150, where: str = "",
                 draw(ax, chart, colors, narrow=each if narrow else None)
             for ax in list(axes.flat)[len(charts) :]:
                 ax.set_visible(False)
-            if where:
-                fig.suptitle(where, x=0.01, ha="left", fontsize=STYLE["font.size"], color="dimgrey")
+            if where:  # folded to a narrow figure's width, as its titles are
+                said = _folded(where, each * cols) if width is not None else where
+                fig.suptitle(said, x=0.01, ha="left", fontsize=STYLE["font.size"], color="dimgrey")
             tilt_crowded(fig)
             fig.savefig(path, format=fmt, dpi=dpi, metadata=NO_DATE.get(fmt))
         finally:

@@ -410,10 +410,14 @@ LOSS_LEGEND = (
 )
 
 
+DOUBT_LEGEND = (
+    f"{FEW_MARK} = a median not to rely on (busy CPUs, steal, few steps, warm-up, processes apart: its note says which)"
+)
+
+
 def _doubt_legend(shown: list[CellRecord]) -> str:
-    """`?` explained: few samples where that is all the marked cells have, else a disturbed cell (the notes say how)."""
-    said = doubt_of(shown)
-    return FEW_LEGEND if said != DISTURBED_CELL else f"{FEW_MARK} = {DISTURBED_CELL}: its note says what"
+    """`?` explained: few samples where that is all the marked cells have, else any disturbance (the notes say how)."""
+    return FEW_LEGEND if doubt_of(shown) != DISTURBED_CELL else DOUBT_LEGEND
 
 
 def mark_legends(view: TableView) -> list[str]:
