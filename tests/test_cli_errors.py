@@ -2,6 +2,7 @@
 the closest one, a timer flag that cannot work is refused before anything runs, numbers and lists say what was wrong
 with them, and a count of one reads as one."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -17,8 +18,10 @@ def error_line(args: list[str], capsys, tmp_path) -> str:
     assert main([*args, "--db", str(db)] if args and args[0] == "run" else args) == 2
     out, err = capsys.readouterr()
     [line] = err.strip().splitlines()
-    assert out == "" and line.startswith("dlperf: error: ") and not db.exists(), err
-    return line.removeprefix("dlperf: error: ")
+    assert line.startswith("dlperf: error: ") and not db.exists(), err
+    said = line.removeprefix("dlperf: error: ")
+    assert out == ("" if "json" not in args else json.dumps({"error": said, "exit_code": 2}, indent=2) + "\n"), out
+    return said
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -505,3 +508,31 @@ def test_fit_asked_of_a_gpu_this_machine_lacks_names_the_command_that_predicts_i
     line = error_line(["fit", "tiny-fcn-r", "--gpu", "4090", "--db", str(tmp_path / "f.db")], capsys, tmp_path)
     assert line == ("--gpu: dlperf fit measures a device this machine has (--device cuda:N); for a GPU it has not: "
                     "dlperf predict tiny-fcn-r --memory --gpu 4090 predicts its largest batch")  # fmt: skip
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# --format json: an error is a document too
+
+
+@pytest.mark.parametrize(
+    "args, said",
+    [
+        (["compare", "1", "2", "--format", "json"], "A '1': no such database file"),  # a CI gate's bad input
+        (["table", "--format=json"], "no such database"),
+        (["compare", "1", "--format", "json"], "dlperf compare needs B"),  # refused by the parser, as typed
+    ],
+)
+def test_an_error_under_format_json_prints_a_json_document(args, said, capsys, tmp_path):
+    """A script parsing `dlperf compare --format json`'s stdout got nothing at all for a missing database: it now gets
+    {"error", "exit_code"} beside the one line on stderr."""
+    assert main([*args, "--db", str(tmp_path / "none.db")]) == 2
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert said in document["error"] and document["exit_code"] == 2, document
+    assert err.strip() == f"dlperf: error: {document['error']}"
+
+
+def test_an_error_without_format_json_prints_nothing_on_stdout(capsys, tmp_path):
+    assert main(["compare", "1", "2", "--format", "md", "--db", str(tmp_path / "none.db")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("dlperf: error: A '1'")

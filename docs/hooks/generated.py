@@ -300,7 +300,8 @@ EXIT_CODES = {
     "above 1 + `--threshold`, or a cell A measured that failed or timed out in B; a view (`export`, `report`, `plot`, "
     "`table`): a stored row that no longer reads, left out with a warning; a probe (the short child that checks the "
     "frameworks, devices or a workload before anything is measured) killed by a signal, which the line names",
-    "BAD_INPUT": "bad input, said in one line on stderr: nothing ran and nothing was written; `dlperf compare`: the "
+    "BAD_INPUT": "bad input, said in one line on stderr (and, under `--format json`, as a document on stdout: "
+    '`{"error": ..., "exit_code": 2}`): nothing ran and nothing was written; `dlperf compare`: the '
     "two runs share no cell measured on both sides, none of their shared cells could be tested (too little data), or "
     "B is unfinished and has not measured cells of A yet (the table is shown: no verdict is not a pass)",
     "OUTPUT_FAILED": "standard output could not be written (a full disk, a closed terminal), said in one line on "

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import codecs
 import errno
+import itertools
 import os
 import re
 import sys
@@ -75,6 +76,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
     """The command's exit code: a bad input is one line and 2; an interrupt one line and 130. `ends`: the process
     ends after it (`main`)."""
     LEFT_OUT.clear()  # of this command's store alone: a program calling `main` twice
+    args = None
     try:
         parser = build_parser()
         args = db_first(parse(parser, argv))
@@ -105,10 +107,24 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
     except UsageError as exc:
         from dlperf.report.format import terminal  # the message may quote the user's input or their model's error
 
-        print(f"dlperf: error: {terminal(own_flags(str(exc), argv))}", file=sys.stderr)
-        return ExitCode.CELLS_FAILED if isinstance(exc, ProbeFailed) else ExitCode.BAD_INPUT  # a probe killed: no input
+        said = own_flags(str(exc), argv)
+        code = ExitCode.CELLS_FAILED if isinstance(exc, ProbeFailed) else ExitCode.BAD_INPUT  # a probe killed: exit 1
+        print(f"dlperf: error: {terminal(said)}", file=sys.stderr)
+        if wants_json(args, argv):  # a script reading stdout gets a document, not nothing: a CI gate on compare
+            import json
+
+            print(json.dumps({"error": said, "exit_code": int(code)}, indent=2), flush=True)
+        return code
     except BrokenPipeError:
         return ExitCode.OK
+
+
+def wants_json(args, argv: list[str]) -> bool:
+    """Whether the command was asked for `--format json`: as parsed, or, where parsing failed, as typed."""
+    if args is not None:
+        return getattr(args, "format", None) == "json"
+    typed = argv[: argv.index("--")] if "--" in argv else argv
+    return "--format=json" in typed or any(pair == ("--format", "json") for pair in itertools.pairwise(typed))
 
 
 def finish(code: int) -> int:

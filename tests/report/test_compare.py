@@ -378,11 +378,12 @@ def test_runs_without_a_common_cell_are_an_error_not_no_regression(tmp_path, cap
     for fmt in ("text", "json"):
         assert main(["compare", "1", "2", "--format", fmt, "--db", str(db)]) == 2
         captured = capsys.readouterr()
-        assert captured.out == ""
-        assert captured.err.strip() == (
-            "dlperf: error: A (run 1) and B (run 2) share no cell measured on both sides: nothing compared "
-            "(only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"  # which, not how many
-        )
+        said = (
+            "A (run 1) and B (run 2) share no cell measured on both sides: nothing compared "
+            "(only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"
+        )  # which, not how many
+        assert captured.err.strip() == f"dlperf: error: {said}"
+        assert captured.out == ("" if fmt == "text" else json.dumps({"error": said, "exit_code": 2}, indent=2) + "\n")
 
 
 def test_runs_of_two_files_are_named_with_their_file(tmp_path, capsys):

@@ -72,6 +72,10 @@ def test_only_fp32_single_process_synthetic_cells_at_the_papers_batch_stand_besi
     assert paper_table.values(rows[0])[-1].endswith("x?")  # the speed-up rests on that median
     assert not paper_table.values(paper_table.build([cell(threads=2)])[0][0])[-1].endswith("?")
     assert "? = a median not to rely on: fewer than 6 samples, or disturbed" in paper_table.legend(rows)[0]
+    [record] = json.loads(paper_table.render_json(1, rows, notes))["rows"]  # the mark for a script too
+    assert record["doubtful"] is True and record["doubts"] == [*busy, "fewer than 6 samples"]
+    [plain] = json.loads(paper_table.render_json(1, *paper_table.build([cell(threads=2)])))["rows"]
+    assert "doubtful" not in plain
 
 
 def test_json_and_csv_carry_the_numbers():

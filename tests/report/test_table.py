@@ -372,3 +372,15 @@ def test_a_mode_that_failed_its_loss_check_is_marked_and_said_in_the_table():
     assert any("loss check failed: loss 2.3 at step 2" in n and "bf16 cpu:2" in n for n in view.notes)
     assert any("failed its loss check" in line for line in table.legend(view))
     assert json.loads(table.render_json(view))["rows"][1]["cells"]["cpu:2"]["loss_ok"] is False
+
+
+def test_the_json_table_marks_the_cells_the_text_marks_with_a_question_mark():
+    """The text, md and csv tables marked a disturbed or few-sample cell `?`; the JSON a script reads said nothing."""
+    cells = [*busy_cells({("fcn-s", 1): 40}), cell("fcn-s", "cpu", 2, 0.6, n=2), cell("fcn-s", "cpu", 4, 0.4)]
+    view = table.build(1, cells)
+    got = json.loads(table.render_json(view))["rows"][0]["cells"]
+    assert [table.FEW_MARK in table.cell_text(view.rows[0], c) for c in ("cpu:1", "cpu:2", "cpu:4")] == [
+        True, True, False]  # fmt: skip
+    assert got["cpu:1"]["doubts"] == ["other processes used 40% of the CPUs while this cell was timed"]
+    assert got["cpu:2"]["doubtful"] is True and got["cpu:2"]["doubts"] == ["fewer than 6 samples"]
+    assert "doubtful" not in got["cpu:4"] and "doubts" not in got["cpu:4"]

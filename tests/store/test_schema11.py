@@ -36,7 +36,8 @@ text, json, csv, --explain; export's data_recommendation); the report's speed-up
 as the step is, and its sections with nothing to show say of several runs that each cell is its latest run's (the
 report's hash); the table marks a disturbed cell `?` as the paper view and the report do, not only one of few
 samples, and its legend says so (run 6's compile cell, other processes on 20% of the CPUs: table text, csv,
---explain, and the report's hash).
+--explain, and the report's hash); the table's JSON says so too, `doubtful` with its `doubts` (run 6's compile
+cell: table json).
 """
 
 from __future__ import annotations

@@ -118,6 +118,14 @@ def doubtful(cell: CellRecord) -> bool:
     return few_samples(cell) or bool(disturbances(cell))
 
 
+def doubt_json(cell: CellRecord) -> dict:
+    """A table's `?` for a script: `doubtful` and why (few samples, other processes' load, steal, warm-up, processes
+    apart), each reason as its note says it; nothing for a cell to rely on."""
+    said = disturbances(cell)
+    few = [FEW] if few_samples(cell) and not any(w.startswith("few samples") for w in said) else []
+    return {"doubtful": True, "doubts": [*said, *few]} if said or few else {}
+
+
 def doubt_of(cells: list[CellRecord]) -> str:
     """What a chart's mark says: few samples where that is all its doubtful cells have, else that they were
     disturbed (other processes' load, steal, an unsettled warm-up: one plot file of a busy run drew them as

@@ -451,6 +451,17 @@ def row_values(cell: CellResult) -> list[str]:
     ]
 
 
+def without_regression(result: Comparison, beyond: str) -> str:
+    """The verdict's line where no cell regressed: no verdict (B unfinished, or nothing tested) or no regression."""
+    if awaited := result.awaited():
+        return (f"no verdict: B's {result.b_unfinished}, and it has not measured {plural(len(awaited), 'cell')} of A "
+                "yet; resume it (dlperf run --resume), then compare again: that is not a pass")  # fmt: skip
+    if result.outcome() == "no verdict":
+        return (f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the notes say "
+                "why), and that is not a pass")  # fmt: skip
+    return f"no regression: no tested cell {beyond}"
+
+
 def summary_lines(result: Comparison) -> list[str]:
     counts = ", ".join(f"{n} {verdict}" for verdict, n in result.counts().items() if n)
     lines = [f"{plural(len(result.cells), 'cell')} measured in both runs: {counts or 'none'} (alpha "
@@ -464,16 +475,8 @@ def summary_lines(result: Comparison) -> list[str]:
     if failed:
         listed = "; ".join(f"{u.label} ({u.why})" for u in failed)
         lines.append(f"{plural(len(failed), 'regression')} (measured in A, failed or timed out in B): {listed}")
-    if regressions or failed:
-        pass
-    elif awaited := result.awaited():
-        lines.append(f"no verdict: B's {result.b_unfinished}, and it has not measured {plural(len(awaited), 'cell')} "
-                     "of A yet; resume it (dlperf run --resume), then compare again: that is not a pass")  # fmt: skip
-    elif result.outcome() == "no verdict":
-        lines.append(f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the "
-                     "notes say why), and that is not a pass")  # fmt: skip
-    else:
-        lines.append(f"no regression: no tested cell {beyond}")
+    if not regressions and not failed:
+        lines.append(without_regression(result, beyond))
     if untested:
         listed = "; ".join(f"{c.label} x{c.ratio:.3f}" for c in untested)
         lines.append(f"note: untested, yet B/A above {1 + result.threshold:g}: {listed}")

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from dlperf.measure.stats import FEW_SAMPLES
-from dlperf.report.charts import doubtful
+from dlperf.report.charts import doubt_json, doubtful
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import grouped
@@ -157,7 +157,8 @@ def _records(rows: list[PaperRow]) -> list[dict]:
     return [
         {"workload": r.cell.workload, "network": r.network, "framework": r.cell.framework, "batch": r.cell.batch,
          "device": r.cell.device, "threads": r.cell.threads, "median_s": r.cell.median_s, "n": r.cell.n,
-         "paper_same_tool": [paper(f) for f in r.same], "paper_fastest": paper(r.fastest), "speed_up": r.ratio}
+         "paper_same_tool": [paper(f) for f in r.same], "paper_fastest": paper(r.fastest), "speed_up": r.ratio,
+         **doubt_json(r.cell)}
         for r in rows
     ]  # fmt: skip
 

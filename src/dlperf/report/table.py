@@ -17,7 +17,7 @@ from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.modes import PRECISIONS, ROW, Mode, mode_components
 from dlperf.report import data, ddp, fastest
-from dlperf.report.charts import DISTURBED_CELL, FEW, disturbances, doubt_of, doubtful
+from dlperf.report.charts import DISTURBED_CELL, FEW, disturbances, doubt_json, doubt_of, doubtful
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import tie, told_apart
@@ -504,7 +504,7 @@ def render_json(view: TableView) -> str:
                           "framework_version": v.framework_version, "environment": v.environment,
                           **({"loss_finite": False} if v.loss_finite is False else {}),
                           **({"loss_ok": False} if v.loss_check and v.loss_check.ok is False else {}),
-                          **_verdict_json(view, v)}
+                          **doubt_json(v), **_verdict_json(view, v)}
                       for c, v in row.cells.items()},
         })  # fmt: skip
     data = {
