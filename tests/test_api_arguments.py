@@ -141,3 +141,77 @@ def test_progress_false_shows_no_progress(tmp_path):
     assert said.returncode == 0, said.stderr
     quiet, shown = said.stderr.split("--\n")[:2]
     assert "tiny-fcn-r torch cpu:1 fp32" not in quiet and "tiny-fcn-r torch cpu:1 fp32" in shown
+
+
+def test_a_progress_that_is_no_display_is_refused_before_anything_is_stored(tmp_path):
+    """`progress=True` was a TypeError once the run was stored, which then read "stopped (its process is gone)" in a
+    live notebook, and warned of itself at every later run."""
+    db = tmp_path / "p.db"
+    for value in ("no", 1, object()):
+        with pytest.raises(UsageError, match=r"^progress=.*: expected None or True \(the default display\), False"):
+            dlperf.run(WORKLOADS, progress=value, db=str(db))
+        with pytest.raises(UsageError, match=r"^progress="):
+            dlperf.resume(progress=value, db=str(db))
+    assert not db.exists()
+    assert api.checked_progress(True) is None and api.checked_progress(False) is False  # True: the default display
+
+
+def test_a_display_that_fails_leaves_its_run_interrupted_and_resumable_not_stopped(tmp_path):
+    from dlperf.store import Store
+    from dlperf.store.state import run_state
+
+    class Broken:
+        def __enter__(self):
+            raise RuntimeError("the display broke")
+
+        def __exit__(self, *exc):
+            return None
+
+        def start(self, *args):
+            return None
+
+    db = str(tmp_path / "b.db")
+    with pytest.raises(RuntimeError, match="the display broke"):
+        dlperf.run(WORKLOADS, threads=1, predict=False, progress=Broken(), db=db)
+    store = Store.open(db, create=False)
+    try:
+        [run] = store.runs()
+        assert run_state(store, run).state == "interrupted"
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("db", [123, ["x.db"], b"x.db"])
+def test_a_db_that_is_no_path_is_refused(db, tmp_path, monkeypatch):
+    """db=123 ran a whole sweep into a file named 123, db=['x.db'] into one named "['x.db']"."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match=r"^db=.*: expected a path \(a str or pathlib.Path\), or None"):
+        dlperf.run(WORKLOADS, dry_run=True, db=db)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_interrupt_while_planning_is_a_plain_keyboard_interrupt_that_says_so(tmp_path, monkeypatch):
+    """Ctrl-C while a probe child planned raised launch.ChildInterrupted, with no message, 11 frames deep; the
+    docstring promises a plain KeyboardInterrupt while the run is planned, nothing stored."""
+    from dlperf.runner.launch import ChildInterrupted
+
+    def interrupted(*args, **kwargs):
+        raise ChildInterrupted({})
+
+    monkeypatch.setattr(api, "make_plan", interrupted)
+    with pytest.raises(KeyboardInterrupt) as caught:
+        dlperf.run(WORKLOADS, db=str(tmp_path / "i.db"))
+    assert type(caught.value) is KeyboardInterrupt
+    assert str(caught.value) == "dlperf.run was interrupted while it planned: nothing was stored"
+    assert not (tmp_path / "i.db").exists()
+
+
+def test_an_outcome_reads_as_one_short_line(monkeypatch, tmp_path):
+    """A notebook cell ending with `outcome` printed 3,300 characters: the plan's whole environment."""
+    from dlperf.vocab import Status
+
+    monkeypatch.setattr(api, "for_plan", lambda *args: None)
+    outcome = dlperf.run(WORKLOADS, threads=[1, 2], dry_run=True, db=str(tmp_path / "o.db"))
+    assert repr(outcome) == "Outcome(exit_code=0, run_id=None, cells=2)"
+    outcome.statuses = [Status.OK, Status.OK, Status.FAILED]
+    assert repr(outcome) == "Outcome(exit_code=0, run_id=None, cells=2, statuses={ok: 2, failed: 1})"

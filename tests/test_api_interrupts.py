@@ -105,8 +105,26 @@ def test_a_misspelt_argument_and_a_timer_not_a_timerconfig_are_said_in_the_calle
         dlperf.run("tiny-fcn-r", max_time=1, db=db)  # the flag --max-time; was 'did you mean max_memory?'
     with pytest.raises(dlperf.UsageError, match=r"^timer=\{'max_time': 1\}: expected a dlperf.TimerConfig"):
         dlperf.run("tiny-fcn-r", timer={"max_time": 1}, db=db)
-    with pytest.raises(dlperf.UsageError, match=r"^5: pass a module-level factory function or a 'file\.py:factory'"):
+    said = r"^an int object \(5\) is no workload: pass the module-level function that builds one \(make, not make\(\)\)"
+    with pytest.raises(dlperf.UsageError, match=said):
         dlperf.run(5, db=db)
+
+
+def test_a_model_or_a_factorys_result_is_refused_asking_for_the_factory(tmp_path):
+    """A notebook passing its nn.Module, or `make()` for `make`, got the object's whole repr, and a hint of lambdas."""
+
+    class Net:  # any object a factory would return, as a module is: callable, with a long repr
+        def __call__(self, x):
+            return x
+
+        def __repr__(self):
+            return "Net(\n" + "  (layer): Linear()\n" * 200 + ")"
+
+    with pytest.raises(dlperf.UsageError) as caught:
+        dlperf.run([Net()], db=str(tmp_path / "a.db"))
+    said = str(caught.value)
+    assert said.startswith("a Net object (") and "make, not make()" in said and len(said) < 300, said
+    assert not (tmp_path / "a.db").exists()
 
 
 @pytest.mark.parametrize("typed_in", ["<stdin>", "<string>", "/tmp/ipykernel_4242/1234567.py"])

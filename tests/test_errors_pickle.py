@@ -26,3 +26,14 @@ def test_an_error_pickles_and_copies_as_it_was_raised(error, fields):
     for again in (pickle.loads(pickle.dumps(error)), copy.copy(error)):
         assert type(again) is type(error) and str(again) == str(error)
         assert all(getattr(again, f) == getattr(error, f) for f in fields)
+
+
+def test_a_usage_error_shows_in_a_notebook_as_its_one_line():
+    """IPython calls `_render_traceback_` in place of printing the traceback: a bad argument in a notebook showed
+    dlperf's frames, 60 lines, above the one line."""
+    from dlperf.errors import StoreFault, UsageError
+
+    assert UsageError("threads 0: expected 1 or more")._render_traceback_() == [
+        "UsageError: threads 0: expected 1 or more"
+    ]
+    assert StoreFault("x.db: read-only")._render_traceback_() == ["StoreFault: x.db: read-only"]

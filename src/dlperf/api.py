@@ -10,11 +10,13 @@ The flow is one-way: spec (`spec.py`: parsed, and checked by RunSpec) -> plan (`
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -60,6 +62,17 @@ class Outcome:
     estimate: Estimate | None = None
     tasks: list[Task] | None = None  # a resumed run's dry run: the processes it has left (None: the plan's)
 
+    def __repr__(self) -> str:
+        """A line a notebook shows (the plan's whole environment, every CPU flag, was 3,300 characters)."""
+        cells = len(self.plan.cells) if self.plan is not None else 0
+        said = [f"exit_code={self.exit_code}", f"run_id={self.run_id}", f"cells={cells}"]
+        if self.statuses:
+            counted = Counter(s.value for s in self.statuses)
+            said.append("statuses={" + ", ".join(f"{k}: {n}" for k, n in counted.items()) + "}")
+        if self.estimate is not None:
+            said.append(f"estimate='{self.estimate.seconds:.0f} s, at most {self.estimate.at_most_s:.0f} s'")
+        return f"Outcome({', '.join(said)})"
+
 
 @db_said_as("db")
 def run(
@@ -95,14 +108,17 @@ def run(
             False of `pin`, `loss_check`, `profile`, `predict`; `max_memory` in bytes or as text (`"512MiB"`). A
             bad value raises UsageError naming its flag, before anything runs.
     """
-    db, warn, began = given_db(db), warn or warn_stderr, now()
+    db, warn, began, progress = given_db(db), warn or warn_stderr, now(), checked_progress(progress)
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     spec = make_spec(workloads, **checked_arguments(spec_kwargs))
     check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     spec = traces_tried(spec, db)
-    plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
+    try:
+        plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
+    except KeyboardInterrupt:  # a probe child's own (`launch.ChildInterrupted`) said nothing: a plain one, said
+        raise KeyboardInterrupt("dlperf.run was interrupted while it planned: nothing was stored") from None
     store = None if dry_run else Store.open(db, create=True)
     said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env),
             *began_beside(db, store, began, measured)]  # fmt: skip
@@ -121,6 +137,18 @@ def run(
         return _execute(session, plan.tasks, plan, progress, db)
     finally:
         store.close()
+
+
+def checked_progress(progress: Any) -> Any:
+    """`run`'s and `resume`'s `progress`: None or True, the default display; False, none; else a display of
+    dlperf.progress.Progress's methods. Any other value a UsageError before anything runs (`progress=True` was a
+    TypeError once the run was stored, left "stopped" in a live notebook)."""
+    if progress is None or progress is True:
+        return None
+    if progress is False or all(callable(getattr(progress, m, None)) for m in ("__enter__", "__exit__", "start")):
+        return progress
+    raise UsageError(f"progress={progress!r}: expected None or True (the default display), False (none), or a display "
+                     "like dlperf.progress.Progress")  # fmt: skip
 
 
 def traces_tried(spec: RunSpec, db: str) -> RunSpec:
@@ -285,7 +313,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
     be the one that measured it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing
     measured or taken over. Interrupted, it raises KeyboardInterrupt as `run` does (RunInterrupted once it measured,
     the run resumable again); bad input raises UsageError."""
-    db, warn = given_db(db), warn or warn_stderr
+    db, warn, progress = given_db(db), warn or warn_stderr, checked_progress(progress)
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
@@ -468,6 +496,10 @@ def _execute(session: Session, tasks: list[Task], plan: Plan, progress, db: str,
                                    to_profile=to_profile)  # fmt: skip
     except Interrupted:
         raise RunInterrupted(session.run_id, db) from None
+    except Exception:  # a fault of dlperf's or the caller's display: resumable, not "stopped" with its process alive
+        with contextlib.suppress(Exception):  # where the store is what failed, its own error is the one to say
+            session.interrupted()
+        raise
     failed = any(s.is_failure for s in statuses)
     return Outcome(ExitCode.CELLS_FAILED if failed else ExitCode.OK, session.run_id, plan, statuses)
 

@@ -4,6 +4,11 @@
 class UsageError(Exception):
     """Bad input: nothing ran, nothing was written."""
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython (a notebook) shows in place of the traceback: the one line, as the command line says it (a
+        notebook showed 60 lines of dlperf's frames above it)."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class OutputFailed(OSError):
     """Standard output could not be written (a full disk, a closed terminal): the command's output is cut short. The

@@ -147,6 +147,27 @@ def test_config_rejects_nonsense_naming_the_field_as_a_python_caller_wrote_it():
 
 
 @pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ({"max_time": "1"}, "max_time '1': expected a number"),  # was a TypeError from a comparison inside
+        ({"min_steps": 1.5}, "min_steps 1.5: expected a whole number, 0 or more"),  # was taken
+        ({"max_warmup": True}, "max_warmup True: expected a whole number, 0 or more"),
+        ({"ci_target": -1}, "ci_target -1: expected a fraction, 0 or more (0.02: 2%)"),  # was taken
+        ({"warmup_tolerance": float("nan")}, "warmup_tolerance nan: expected a fraction, 0 or more (0.02: 2%)"),
+    ],
+)
+def test_config_refuses_a_value_of_the_wrong_type_or_sign_naming_the_field(given, said):
+    with pytest.raises(ValueError) as caught:
+        TimerConfig(**given)
+    assert str(caught.value) == f"TimerConfig: {said}"
+
+
+def test_config_takes_numpy_numbers():
+    np = pytest.importorskip("numpy")
+    assert TimerConfig(min_steps=np.int64(3), max_time=np.float32(2.0)).min_steps == 3
+
+
+@pytest.mark.parametrize(
     ("flags", "blamed"),
     [
         (["--max-time", "0.5"], "--max-time 0.5 is below --min-time 1 (its default)"),

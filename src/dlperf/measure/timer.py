@@ -16,6 +16,7 @@ that way against 4.98 ms in a plain loop, because its many small kernels leave t
 
 from __future__ import annotations
 
+import numbers
 import re
 import statistics
 import time
@@ -45,10 +46,16 @@ class TimerConfig:
         """A bad value is a ValueError naming the field, as a Python caller wrote it (`dlperf.TimerConfig(...)`); the
         command line's flags are checked before (`commands/run.timer`), in the flags' names."""
         for name in ("min_steps", "max_warmup", "warmup_window"):
-            if getattr(self, name) < (least := 1 if name == "warmup_window" else 0):
-                raise ValueError(
-                    f"TimerConfig: {name} {getattr(self, name)!r}: expected a whole number, {least} or more"
-                )
+            value, least = getattr(self, name), 1 if name == "warmup_window" else 0
+            if not _whole(value) or value < least:  # 1.5 steps, or '3', was taken
+                raise ValueError(f"TimerConfig: {name} {value!r}: expected a whole number, {least} or more")
+        for name in ("min_time", "max_time", "warmup_tolerance", "ci_target"):
+            if not _real(value := getattr(self, name)):  # max_time='1': a TypeError from a comparison within
+                raise ValueError(f"TimerConfig: {name} {value!r}: expected a number")
+        for name in ("warmup_tolerance", "ci_target"):
+            if not getattr(self, name) >= 0:  # ci_target=-1 was taken (0: never tight enough, sampled to max_time)
+                said = f"{name} {getattr(self, name)!r}"
+                raise ValueError(f"TimerConfig: {said}: expected a fraction, 0 or more (0.02: 2%)")
         if not self.min_time >= 0:
             raise ValueError(f"TimerConfig: min_time {self.min_time!r}: expected a number of seconds, 0 or more")
         if not self.max_time > 0:  # nan too: sampling would end before its first step; the cell would measure nothing
@@ -57,6 +64,14 @@ class TimerConfig:
             default = " (its default)" if self.min_time == TimerConfig.min_time else ""
             raise ValueError(f"TimerConfig: min_time {self.min_time:g}{default} is above max_time {self.max_time:g}: "
                              f"give a min_time of at most {self.max_time:g} too, or a longer max_time")  # fmt: skip
+
+
+def _whole(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _real(value: Any) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def as_flags(message: str) -> str:

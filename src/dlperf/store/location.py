@@ -38,6 +38,8 @@ def given_db(db) -> str:
     an empty --db is (a `db=os.environ.get("OUT", "")` left empty means no store, not ./dlperf.db)."""
     if db is None:
         return default_db()
+    if not isinstance(db, str | os.PathLike):  # db=123 ran a sweep into a file named 123, db=['x.db'] "['x.db']"
+        raise UsageError(f"db={db!r}: expected a path (a str or pathlib.Path), or None for the default store")
     if str(db) == "":
         raise UsageError("db='': an empty path names no database; give a file, or None for the default store")
     return str(db)
