@@ -115,10 +115,7 @@ def run(
     check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
     # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
     spec = traces_tried(spec, db)
-    try:
-        plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
-    except KeyboardInterrupt:  # a probe child's own (`launch.ChildInterrupted`) said nothing: a plain one, said
-        raise KeyboardInterrupt("dlperf.run was interrupted while it planned: nothing was stored") from None
+    plan = planned(spec, dry_run)
     store = None if dry_run else Store.open(db, create=True)
     said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env),
             *began_beside(db, store, began, measured)]  # fmt: skip
@@ -149,6 +146,15 @@ def checked_progress(progress: Any) -> Any:
         return progress
     raise UsageError(f"progress={progress!r}: expected None or True (the default display), False (none), or a display "
                      "like dlperf.progress.Progress")  # fmt: skip
+
+
+def planned(spec: RunSpec, dry_run: bool) -> Plan:
+    """The run's plan; interrupted, a plain KeyboardInterrupt saying so (a probe child's own,
+    `launch.ChildInterrupted`, said nothing)."""
+    try:
+        return make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
+    except KeyboardInterrupt:
+        raise KeyboardInterrupt("dlperf.run was interrupted while it planned: nothing was stored") from None
 
 
 def traces_tried(spec: RunSpec, db: str) -> RunSpec:
