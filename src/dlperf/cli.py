@@ -192,8 +192,25 @@ def parse(parser: Parser, argv: list[str]):
     parsed, extras = parser.parse_known_args(argv)
     if extras:
         own = chosen(parser, parsed)
+        if (again := intermixed(own, argv, parsed)) is not None:
+            return again
         raise UsageError(comma_list(argv, extras, own) or unrecognized(extras, own, "--" in argv))
     return parsed
+
+
+def intermixed(own: argparse.ArgumentParser, argv: list[str], parsed: argparse.Namespace):
+    """The command's words read again with its options between its positionals (`env install --force mxnet`, which
+    argparse alone reads as `env install` and an unrecognized `mxnet`); None where that leaves words over too."""
+    command = getattr(parsed, "command", None)
+    if own is None or command not in argv or "--" in argv:
+        return None
+    mine = {a.dest for a in own._actions}  # read again from its words, none kept from the first reading
+    known = argparse.Namespace(**{k: v for k, v in vars(parsed).items() if k not in mine})
+    try:
+        again, extras = own.parse_known_intermixed_args(argv[argv.index(command) + 1 :], known)
+    except (TypeError, UsageError):  # a parser intermixing cannot read, or words it refuses: argparse's first error
+        return None
+    return None if extras else again
 
 
 def comma_list(argv: list[str], extras: list[str], parser: argparse.ArgumentParser) -> str | None:

@@ -129,7 +129,7 @@ def test_a_folder_named_after_a_framework_is_not_the_framework(tmp_path, monkeyp
 def test_an_install_records_what_its_verifying_step_answered(data_dir, monkeypatch):
     from dlperf.answers import SelftestAnswer
 
-    bare_env("mxnet", verified=False)
+    bare_env("mxnet", verified=True)  # installed again: its environment kept, pip run in it
     ran = []
     monkeypatch.setattr(envs, "_check", lambda cmd, what: ran.append(what))  # no pip: the record alone
     answer = SelftestAnswer("mxnet", "3.11.2", {"mxnet": "1.9.1", "numpy": None}, 26_874, [2.3, 2.2], 0.4, {})
@@ -140,3 +140,60 @@ def test_an_install_records_what_its_verifying_step_answered(data_dir, monkeypat
     assert list(written) == ["framework", "verified", "versions", "python", "constraints", "constraints_sha1",
                              "verify", "verified_at", "install_s"]  # fmt: skip
     assert written["verify"] == answer.to_json() and written["constraints"] == "mxnet.txt"
+
+
+def test_an_install_cut_short_is_made_again_from_scratch_not_mended_in_place(data_dir, monkeypatch):
+    """Ctrl-C while the venv was made left bin/python without pip, and one while pip unpacked tensorflow a package pip
+    took for installed: every `dlperf env install` after failed the same way (No module named pip; No module named
+    'tensorflow.python'), and `env list` sent the user back to it. An environment without a verified record is now
+    made again."""
+    from dlperf.answers import SelftestAnswer
+
+    python = bare_env("mxnet", verified=False)
+    (python.parent.parent / "half-unpacked").write_text("")
+    ran, said = [], []
+
+    def check(cmd, what):
+        ran.append(what)
+        if what == "creating the virtual environment":
+            venv.create(envs.env_dir("mxnet"), with_pip=False, symlinks=True)
+
+    monkeypatch.setattr(envs, "_check", check)
+    answer = SelftestAnswer("mxnet", "3.11.2", {"mxnet": "1.9.1"}, 26_874, [2.3, 2.2], 0.4, {})
+    envs.install("mxnet", lambda python: answer, log=said.append)
+    assert ran == ["creating the virtual environment", "pip install"]
+    assert said[0] == f"its last install in {envs.env_dir('mxnet')} did not finish: making it again from scratch"
+    assert not (envs.env_dir("mxnet") / "half-unpacked").exists() and envs.record("mxnet") is not None
+
+
+def test_env_install_takes_force_before_the_names_too(data_dir):
+    """`dlperf env install --force mxnet`, the way a user types it, was "unrecognized arguments: mxnet"."""
+    for words in (["env", "install", "--force", "keras"], ["env", "install", "keras", "--force"]):
+        one_line_error(dlperf(*words, env={"DLPERF_DATA_DIR": str(data_dir)}), "dlperf env install keras: unknown")
+
+
+def test_a_broken_dedicated_environment_is_said_with_how_to_mend_it(data_dir):
+    from dlperf.runner.probe import mend
+
+    python = str(envs.env_python("mxnet"))
+    assert mend("mxnet", python, "failed: ModuleNotFoundError: No module named 'numpy'") == (
+        "; its environment is broken: dlperf env install mxnet --force makes it again"
+    )
+    assert mend("mxnet", python, "failed: ValueError: bad shape") == ""  # a workload's own error
+    assert mend("mxnet", sys.executable, "failed: ModuleNotFoundError: x") == ""  # not a dedicated environment
+
+
+def test_env_list_says_which_environment_was_installed_with_other_pins(data_dir):
+    """The install record kept its constraints file's SHA-1 and nothing compared it: after dlperf's pins changed,
+    `env list` said the old environment was fine."""
+    import hashlib
+
+    bare_env("jax", verified=True)
+    record = envs.env_dir("jax") / envs.RECORD
+    now = hashlib.sha1(envs.constraints_file("jax").read_bytes()).hexdigest()
+    for sha1, changed in ((now, False), ("0" * 40, True)):
+        record.write_text(json.dumps({"verified": True, "versions": {"jax": "1"}, "constraints_sha1": sha1}))
+        [jax] = [r for r in envs.listing() if r.framework == "jax"]
+        assert jax.pins_changed is changed
+    text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout
+    assert "installed with other versions than this dlperf pins: dlperf env install jax updates it" in text

@@ -77,6 +77,9 @@ def env_list(fmt: str) -> int:
         elif r.installed:
             versions = ", ".join(f"{k} {v}" for k, v in (r.versions or {}).items() if v)
             print(f"  {r.framework:<11} {r.path}  ({versions}; verified {r.verified_at})")
+            if r.pins_changed:
+                print(f"  {'':<11} installed with other versions than this dlperf pins: dlperf env install "
+                      f"{r.framework} updates it")  # fmt: skip
         else:
             print(f"  {r.framework:<11} {r.reason}")
     return ExitCode.OK
@@ -105,7 +108,7 @@ def env_install(names: list[str], force: bool) -> int:
             failed += 1
             continue
         versions = ", ".join(f"{k} {v}" for k, v in (rec.versions or {}).items() if v)
-        print(f"{name}: ready in {envs.env_dir(name)} ({versions}); verified in {rec.install_s} s")
+        print(f"{name}: ready in {envs.env_dir(name)} ({versions}); installed and verified in {rec.install_s} s")
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 

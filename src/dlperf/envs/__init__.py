@@ -248,6 +248,7 @@ class EnvironmentState:
     verified_at: str | None
     step_s: float | None  # the verifying step's time
     reason: str | None  # why it cannot be used, when it cannot
+    pins_changed: bool = False  # installed from another constraints file than this dlperf's (`dlperf env install`)
 
 
 def listing() -> list[EnvironmentState]:
@@ -266,6 +267,7 @@ def listing() -> list[EnvironmentState]:
                 verified_at=rec.get("verified_at"),
                 step_s=rec.get("verify", {}).get("step_s"),
                 reason=None if rec or here else unavailable_reason(name),
+                pins_changed=bool(rec) and rec.get("constraints_sha1") != _sha1(constraints_file(name)),
             )
         )
     return rows
@@ -304,6 +306,9 @@ def install(
     if framework not in PACKAGES:
         raise InstallError(install_refusal(framework))
     target = env_dir(framework)
+    if target.exists() and not force and record(framework) is None:  # cut short: no pip, or half a package unpacked
+        log(f"its last install in {target} did not finish: making it again from scratch")
+        force = True  # pip, where it ran, thinks a half-unpacked package installed: a plain install never mends it
     if force and target.exists():
         shutil.rmtree(target)
     start = time.perf_counter()
@@ -323,13 +328,20 @@ def install(
         versions=verified.versions,
         python=verified.python,
         constraints=constraints.name,
-        constraints_sha1=hashlib.sha1(constraints.read_bytes()).hexdigest(),
+        constraints_sha1=_sha1(constraints),
         verify=verified.to_json(),
         verified_at=time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         install_s=round(time.perf_counter() - start, 1),
     )
     (target / RECORD).write_text(json.dumps(asdict(rec), indent=2) + "\n")
     return rec
+
+
+def _sha1(path: Path) -> str | None:
+    try:
+        return hashlib.sha1(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def install_refusal(framework: str) -> str:

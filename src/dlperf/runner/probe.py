@@ -45,5 +45,17 @@ def ask(
         why = found.reason if found.status is Status.TIMEOUT else f"failed: {found.reason}"
         killed = error is None and (launched.child.returncode or 0) < 0  # by a signal: no input of the user's
         short = error is not None and error.error.startswith(OUT_OF_MEMORY)  # as the out-of-memory killer's kill
-        raise (ProbeFailed if killed or short else UsageError)(f"{request.subject()}: the {framework} probe {why}")
+        said = f"{request.subject()}: the {framework} probe {why}{mend(framework, python, why)}"
+        raise (ProbeFailed if killed or short else UsageError)(said)
     return request.answer_of(answer.result)
+
+
+def mend(framework: str, python: str, why: str) -> str:
+    """What to do where a dedicated environment cannot import what it was verified with (a package uninstalled or
+    changed by hand since): `dlperf env list` still reads its install record as verified."""
+    from dlperf import envs
+
+    broken = "ModuleNotFoundError" in why or "ImportError" in why
+    if not broken or framework not in envs.PACKAGES or python != str(envs.env_python(framework)):
+        return ""
+    return f"; its environment is broken: dlperf env install {framework} --force makes it again"
