@@ -197,3 +197,12 @@ def test_env_list_says_which_environment_was_installed_with_other_pins(data_dir)
         assert jax.pins_changed is changed
     text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout
     assert "installed with other versions than this dlperf pins: dlperf env install jax updates it" in text
+
+
+def test_dlperf_env_alone_without_a_database_points_at_env_list(data_dir, tmp_path):
+    """`dlperf env` is `env show`, a run's stored environment: before any run a user checking what is installed got
+    only "no such database"."""
+    said = dlperf("env", db=tmp_path / "none.db", env={"DLPERF_DATA_DIR": str(data_dir)})
+    one_line_error(said, "no such database (run `dlperf run` first); `dlperf env list` shows the frameworks' environ")
+    shown = dlperf("env", "show", db=tmp_path / "none.db", env={"DLPERF_DATA_DIR": str(data_dir)})
+    assert "env list" not in shown.stderr and shown.returncode == 2

@@ -21,7 +21,7 @@ DESCRIPTION = (
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", default="show", choices=["show", "list", "install"])
+    p.add_argument("action", nargs="?", choices=["show", "list", "install"], help="show (the default), list or install")
     p.add_argument("names", nargs="*", help="frameworks to install (install only)")
     p.add_argument("--force", action="store_true", help="install: re-create the environment from scratch")
     p.add_argument("--run", type=whole("--run", 1), help="show: run id (default: the latest)")
@@ -42,6 +42,7 @@ def check_action_flags(args) -> None:
 
 
 def run(args) -> int:
+    bare, args.action = args.action is None, args.action or "show"
     check_action_flags(args)
     if args.action == "install":
         return env_install(args.names, args.force)
@@ -50,7 +51,10 @@ def run(args) -> int:
                          "install?")  # fmt: skip
     if args.action == "list":
         return env_list(args.format)
-    store = open_store(args)
+    try:
+        store = open_store(args)
+    except UsageError as exc:  # `dlperf env` alone, before any run: what was asked may be the environments
+        raise UsageError(f"{exc}; `dlperf env list` shows the frameworks' environments" if bare else str(exc)) from None
     try:
         run = store.run(args.run)
     finally:
