@@ -266,6 +266,20 @@ def test_the_report_of_one_cell_on_one_machine_says_so(tmp_path, capsys):
     assert "1 cell of run 1, 1 machine of " in out, out
 
 
+def test_the_report_of_a_run_with_nothing_measured_yet_says_so(tmp_path, capsys):
+    """A run interrupted before its first cell was reported as "wrote empty.html (8 KiB, 4 cells of run 1)", exit 0,
+    as if its cells were measured."""
+    from dlperf.store import Store
+    from report.runs import cell
+
+    db = tmp_path / "p.db"
+    store = Store.open(db, create=True)
+    store.create_run({"spec": 1}, {}, {}, ["dlperf", "run"], [cell("fcn-r", threads=t) for t in (1, 2)])
+    store.close()
+    assert main(["report", "-o", str(tmp_path / "r.html"), "--db", str(db)]) == 0
+    assert "(none measured yet)" in capsys.readouterr().out
+
+
 # ----------------------------------------------------------------------------------------------------------------------
 # Paths
 

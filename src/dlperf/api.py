@@ -124,13 +124,11 @@ def run(
         return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
     try:
         session = Session.create(store, spec, plan.env, plan.cores, argv or sys.argv, plan.cells, plan.workloads)
-        try:
-            if spec.predict:
-                session.warm_up(plan.tasks)  # its imports overlap the predictions' operator count (issue 27: ~9 s)
-                predict(session, plan, warn)
-        except KeyboardInterrupt:  # the run is stored: it is resumable, and the command says how
-            session.interrupted()
-            raise RunInterrupted(session.run_id, db) from None
+        for line in began_beside(db, store, began, measured | {session.run_id}):  # two that planned together: each
+            if line not in said:  # looked before the other held its lease, and neither was warned (3 times in 5)
+                warn(line)
+        if spec.predict:
+            predict_first(session, plan, warn, db)
         return _execute(session, plan.tasks, plan, progress, db)
     finally:
         store.close()
@@ -192,6 +190,17 @@ def start_warm_parents(plan: Plan) -> None:
     """The warm parents the plan's processes will fork from, started while its real data is opened in a probe
     child (`make_plan`'s last check): their imports overlap the probe's (on the H200, about 9 s each)."""
     warm.prepare(processes(plan.tasks), plan.spec.max_memory, {})
+
+
+def predict_first(session: Session, plan: Plan, warn: Callable[[str], None], db: str) -> None:
+    """The GPU cells' predictions, the warm parents started meanwhile: their imports overlap the predictions'
+    operator count (issue 27: ~9 s). Interrupted, the run is stored: resumable, and the command says how."""
+    try:
+        session.warm_up(plan.tasks)
+        predict(session, plan, warn)
+    except KeyboardInterrupt:
+        session.interrupted()
+        raise RunInterrupted(session.run_id, db) from None
 
 
 def predict(session: Session, plan: Plan, warn: Callable[[str], None]) -> None:

@@ -366,6 +366,8 @@ class Sampled(Event):
     # page faults, mapping and unmapping memory, the scheduler's futexes
     kernel_cpu_share: float | None = None
     process_hwm_increase_bytes: int | None = None
+    # the threads the framework's CPU pool had at the timed steps' end, where its backend says (`pool_threads`)
+    pool_threads: int | None = None
     # the last timed step's loss, read once the steps were over; "nan", "inf" or "-inf" when not finite (JSON has no
     # such numbers): a step whose loss is not finite was timed, but it did not train
     loss: float | str | None = None

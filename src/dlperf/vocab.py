@@ -103,3 +103,6 @@ class Bound(StrEnum):
     LAUNCH = "launch"  # launch- or dispatch-bound: the host cannot issue work fast enough
     TRANSFER = "transfer"  # host <-> device copies
     INPUT = "input"  # the input pipeline
+
+
+LOSS_CHECK_BROKE = "the check could not run"  # a loss check's reason where the check itself failed (`worker/cell.py`)

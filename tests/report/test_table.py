@@ -384,3 +384,19 @@ def test_the_json_table_marks_the_cells_the_text_marks_with_a_question_mark():
     assert got["cpu:1"]["doubts"] == ["other processes used 40% of the CPUs while this cell was timed"]
     assert got["cpu:2"]["doubtful"] is True and got["cpu:2"]["doubts"] == ["fewer than 6 samples"]
     assert "doubtful" not in got["cpu:4"] and "doubts" not in got["cpu:4"]
+
+
+def test_a_loss_check_that_could_not_run_is_said_in_the_table():
+    """Sparse gradients broke the check itself ("the check could not run: NotImplementedError: ... 'SparseCPU'"): the
+    export said so, and the table, progress and report said nothing, so the bf16 cell looked checked."""
+    from dlperf.store.records import LossCheckRecord
+
+    broke = LossCheckRecord(None, "the check could not run: NotImplementedError: Could not run 'aten::ne.Scalar_out'")
+    unchecked = LossCheckRecord(None, "not checked: 10 ms per step is not faster than 9 ms")
+    cells = [make_cell(threads=1, median_s=0.9, n=20), make_cell(threads=1, mode="bf16", median_s=0.4, n=20,
+                                                                   loss_check=broke),
+             make_cell(threads=1, mode="foreach", median_s=0.8, n=20, loss_check=unchecked)]  # fmt: skip
+    notes = table.build(1, cells).notes
+    assert any("bf16 cpu:1" in n and "loss not checked: the check could not run: NotImplementedError" in n
+               and n.endswith("whether this mode trains as fp32 does is not known") for n in notes), notes  # fmt: skip
+    assert not any("foreach" in n for n in notes)  # not checked by choice (not faster): no note, as before

@@ -558,3 +558,28 @@ def test_a_place_of_kept_measurements_that_cannot_be_read_keeps_nothing(tmp_path
         assert not in_tmp.exists() and beside.exists()
     finally:
         in_tmp.unlink(missing_ok=True)
+
+
+def test_a_new_store_a_full_disk_refuses_is_said_so_and_not_left_empty(tmp_path, monkeypatch):
+    """A new --db on a full disk (or under `ulimit -f`) was "the file was emptied while this command ran, so SQLite
+    could not store ...; the runs it held went with what was in it", of a file nobody emptied that never held a run,
+    and the empty file left made the next command say "no dlperf runs in it (schema version 0)"."""
+    import sqlite3
+
+    from dlperf.store import Store
+    from dlperf.store.location import EMPTIED, gone, identity
+
+    def full(self):
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Store, "_migrate", full)
+    db = tmp_path / "new.db"
+    with pytest.raises(UsageError) as caught:
+        Store.open(db, create=True)
+    assert str(caught.value) == f"--db {str(db)!r}: cannot make its tables (database or disk is full)"
+    assert not db.exists()
+    db.write_bytes(b"")  # one the user made empty themselves is theirs: kept
+    with pytest.raises(UsageError, match="cannot make its tables"):
+        Store.open(db, create=True)
+    assert db.exists()
+    assert gone(db, identity(db), had_content=False) is None and gone(db, identity(db)) == (EMPTIED, None)

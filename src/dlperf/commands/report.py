@@ -112,6 +112,7 @@ def run(args) -> int:
     latest run's report (unless --run names others of one machine). A report of runs that name a campaign shows it."""
     from dlperf.measure.units import named, plural
     from dlperf.report import fleet, html, load
+    from dlperf.vocab import Status
 
     out = html_file(writable(args.output, db=db_path(args)))
     campaign = read_fleet(args)
@@ -123,6 +124,12 @@ def run(args) -> int:
     write_file(out, text)  # a report is written whole or not at all
     machines = f", {plural(len(campaign.machines), 'machine')} of {campaign.name}" if campaign else ""
     runs = named("run", (r.id for r in data.runs))
-    wrote(out, f"wrote {out} ({len(text) / 1024:.0f} KiB, {plural(len(data.cells), 'cell')} of {runs}{machines})")
+    pending = sum(c.status is Status.PENDING for c in data.cells)
+    waiting = (
+        (" (none measured yet)" if pending == len(data.cells) else f", {pending} not measured yet") if pending else ""
+    )
+    wrote(
+        out, f"wrote {out} ({len(text) / 1024:.0f} KiB, {plural(len(data.cells), 'cell')} of {runs}{machines}{waiting})"
+    )
     faults = [*data.unreadable, *(campaign.unreadable if campaign else [])]
     return warn_unreadable(faults, "the report") or ExitCode.OK

@@ -26,7 +26,7 @@ from dlperf.report.format import markup, table_seconds
 from dlperf.report.notes import KERNEL_TOOK, REMAPPED, grouped
 from dlperf.report.profile import Verdict
 from dlperf.store.records import CellRecord
-from dlperf.vocab import OUT_OF_MEMORY, Status
+from dlperf.vocab import LOSS_CHECK_BROKE, OUT_OF_MEMORY, Status
 
 BEST_MARK = "*"
 FEW_MARK = "?"  # a median not to rely on: of few samples, or disturbed (`charts.doubtful`), as the paper view marks it
@@ -252,6 +252,9 @@ def cell_notes(cells: list[CellRecord]) -> list[tuple[str, str, str]]:
         if c.ok and c.loss_check and c.loss_check.ok is False:
             why = f"loss check failed: {c.loss_check.reason}"
             notes.append((label, "warning", f"{why}; the time is kept, but this mode does not train as fp32 does"))
+        elif c.ok and c.loss_check and (c.loss_check.reason or "").startswith(LOSS_CHECK_BROKE):  # said in export only
+            notes.append((label, "warning", f"loss not checked: {c.loss_check.reason}; whether this mode trains as "
+                                            "fp32 does is not known"))  # fmt: skip
         if busy := cores_beyond_threads(c):
             notes.append((label, "threads", f"{CORES_NOTE} {busy:.2f} cores at {c.threads} thread(s)"))
         if said := kernel_note(c, cells):

@@ -188,7 +188,7 @@ def during(events: list[Event]) -> str:
 # what the machine did while the cell was timed, from the `Sampled` event
 MACHINE_FIGURES = (
     "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "kernel_cpu_share",
-    "process_hwm_increase_bytes",
+    "process_hwm_increase_bytes", "pool_threads",
 )  # fmt: skip
 
 
@@ -557,6 +557,13 @@ def _warnings(details: list[ProcessDetail], threads: int, cores: int, device: st
     warnings += list(dict.fromkeys(note for d in details for note in d.notes or []))
     if device == "cpu" and threads > cores:
         warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
+    pools = sorted({d.pool_threads for d in details if d.pool_threads not in (None, threads)})
+    if device == "cpu" and pools:
+        warnings.append(f"the model's own code set the framework's threads to {', '.join(map(str, pools))} while it "
+                        f"trained (torch.set_num_threads): it ran at that many, not {threads}")  # fmt: skip
+    warnings += list(dict.fromkeys(f"the model's own code set the framework's threads to {d.settings['set_by_model']} "
+                                   f"as it was built: set back to {threads}" for d in details
+                                   if (d.settings or {}).get("set_by_model")))  # fmt: skip
     if any(d.warmup_steady is False for d in details):
         warnings.append("warm-up did not settle within --max-warmup steps or --max-time")
     steal = max((d.steal_fraction or 0.0 for d in details if d.steal_fraction is not None), default=0.0)

@@ -13,7 +13,9 @@ between files with them.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import sqlite3
 import uuid
@@ -39,6 +41,7 @@ from dlperf.store.location import (
     not_sqlite,
     read_only_wal,
     run_said,
+    size_of,
 )
 from dlperf.store.location import default_db as default_db  # where commands import it from
 from dlperf.store.machine import MachineFigures
@@ -72,6 +75,7 @@ class Store(Copies, MachineFigures):
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
         self.held = identity(path)  # the file opened, told from another put at its path while this process writes
+        self.held_bytes = size_of(path)  # 0: a new file, never "emptied" since
         self.vanished: tuple[str, str, Path | None] | None = None  # the file gone: what happened, where its rows are
         self.version = SCHEMA_VERSION  # lower only for an old file read as it is (not written to yet)
         self.upgrade_on_write = False  # an old file, upgraded before this process first writes to it
@@ -83,6 +87,7 @@ class Store(Copies, MachineFigures):
     def open(cls, path: str | Path, *, create: bool) -> Store:
         path = str(path)
         check_path(path, create=create)
+        new = create and not os.path.lexists(path)
         try:
             try:
                 conn, version = _connected(path)
@@ -100,7 +105,7 @@ class Store(Copies, MachineFigures):
         if version < SCHEMA_VERSION:
             store.version, store.upgrade_on_write = version, True
             if create:
-                store._ready_to_write()
+                store.made_or_removed(new)
         conn.execute("PRAGMA foreign_keys = ON")
         return store
 
@@ -114,6 +119,19 @@ class Store(Copies, MachineFigures):
                 pass
         self.conn.close()
 
+    def made_or_removed(self, new: bool) -> None:
+        """Its tables made (or an old file upgraded) as the store is opened to write; a file this process created
+        that could not take them (a full disk) is removed, not left empty: the next command read it as "no dlperf
+        runs in it (schema version 0)"."""
+        try:
+            self._ready_to_write()
+        except StoreFault:
+            if new and size_of(self.path) == 0:
+                self.conn.close()
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
+            raise
+
     def _ready_to_write(self) -> None:
         """Migrate an older file in place before the first write to it. Until then it is read as it is: the old
         schema, whose tables and columns it lacks read as empty (every read checks `version`), so a command that
@@ -124,9 +142,12 @@ class Store(Copies, MachineFigures):
         try:
             self._migrate()
         except sqlite3.OperationalError as exc:  # read-only, its directory read-only, or locked beyond the timeout
-            raise StoreFault(
-                f"{named(self.path)}: cannot upgrade it to schema version {SCHEMA_VERSION} ({exc})"
-            ) from exc
+            doing = (
+                "cannot make its tables"
+                if self.version == 0
+                else f"cannot upgrade it to schema version {SCHEMA_VERSION}"
+            )
+            raise StoreFault(f"{named(self.path)}: {doing} ({exc})") from exc
         self.version = SCHEMA_VERSION
 
     def _migrate(self) -> None:
@@ -156,7 +177,7 @@ class Store(Copies, MachineFigures):
         """Where the file this process opened is no longer at its path (SQLite then refuses every write as "attempt
         to write a readonly database"), what happened, said once, and where what it held is now: its new name, or a
         copy of it made from the file still open (`spill.rescue`). None where the path still names the file."""
-        if self.vanished is None and (found := gone(self.path, self.held)):
+        if self.vanished is None and (found := gone(self.path, self.held, had_content=self.held_bytes > 0)):
             why, now_at = found
             note = ""
             if why == EMPTIED:  # nothing left in it to copy

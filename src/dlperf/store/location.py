@@ -277,15 +277,17 @@ def identity(path: str | Path) -> tuple[int, int] | None:
 EMPTIED = "the file was emptied"
 
 
-def gone(path: str | Path, held: tuple[int, int] | None) -> tuple[str, Path | None] | None:
+def gone(path: str | Path, held: tuple[int, int] | None, had_content: bool = True) -> tuple[str, Path | None] | None:
     """What became of the store file a command opened at `path` (`held`: its `identity` then), where the path no
     longer names it, or names it emptied: what happened, in words, and the file's new name where it was moved (as this
-    process's open file is named in /proc/self/fd); None while the path still names it (or nothing was held)."""
+    process's open file is named in /proc/self/fd); None while the path still names it (or nothing was held).
+    `had_content`: the file held something when opened; a new one still empty was never emptied (a full disk's first
+    write was said to be "the file was emptied while this command ran ... the runs it held went with it")."""
     if held is None:
         return None
     if identity(path) == held:  # still its file: gone only where its content went (truncated to nothing)
         try:
-            return (EMPTIED, None) if os.path.getsize(path) == 0 else None
+            return (EMPTIED, None) if had_content and os.path.getsize(path) == 0 else None
         except OSError:  # gone just now: the next write says so
             return None
     if (moved := open_name(held)) is not None:
@@ -298,6 +300,14 @@ def gone(path: str | Path, held: tuple[int, int] | None) -> tuple[str, Path | No
     if os.path.lexists(path):
         return "the file was replaced by another one", None
     return "the file was deleted", None
+
+
+def size_of(path: str | Path) -> int:
+    """The file's size in bytes; 0 where it cannot be looked at."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def open_name(held: tuple[int, int]) -> Path | None:

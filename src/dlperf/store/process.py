@@ -58,6 +58,7 @@ class ProcessDetail(StoredFigures):
     minor_faults_per_step: float | None = None
     kernel_cpu_share: float | None = field(default=None, metadata=OPTIONAL)
     process_hwm_increase_bytes: int | None = None
+    pool_threads: int | None = field(default=None, metadata=OPTIONAL)  # the CPU pool's threads at the steps' end
     # the last timed step's loss; "nan", "inf" or "-inf" when not finite (`protocol.Sampled`)
     loss: float | str | None = field(default=None, metadata=OPTIONAL)
     timeline: list[list] | None = None  # [event, seconds since the child was started], samples left out

@@ -50,7 +50,7 @@ from dlperf.protocol import (
     Sources,
     Warmup,
 )
-from dlperf.vocab import OUT_OF_MEMORY
+from dlperf.vocab import LOSS_CHECK_BROKE, OUT_OF_MEMORY
 from dlperf.worker import feed, sources
 from dlperf.worker.child import OutOfMemory, describe, exit_now, out_of_memory, own_temp_folder, serve
 from dlperf.workloads import Workload
@@ -86,7 +86,7 @@ def measure(task: CellTask, emit: Reporter, gate: Gate | None = None) -> None:
     emit(Warmup(warm.steps, warm.steady, warm.times))
     if fed is not None:
         fed.restart()  # one wait per timed step, the warm-up's left out
-    sampled = replace(timed_samples(run, task.timer, emit), loss=last.value())
+    sampled = replace(timed_samples(run, task.timer, emit), loss=last.value(), pool_threads=pool_threads(fw))
     if fed is not None:
         emit(Loader(fed.figures()))
         fed.close()
@@ -127,7 +127,15 @@ def configured_and_built(fw, task: CellTask, emit: Reporter):
     train, noted = build_cell(fw, task, workload)
     if os.sched_getaffinity(0) != cpus:
         emit(affinity())
+    if task.cell.device == "cpu" and (now := pool_threads(fw)) not in (None, task.cell.threads):
+        settings = {**fw.configure_threads(task.cell.threads), "set_by_model": now}  # the user's file's own call
     return settings, start, workload, train, noted
+
+
+def pool_threads(fw) -> int | None:
+    """The threads the framework's CPU pool has now, where its backend says (PyTorch's); None elsewhere."""
+    said = getattr(fw, "pool_threads", None)
+    return said() if callable(said) else None
 
 
 def build_cell(fw, task: CellTask, workload: Workload):
@@ -253,7 +261,7 @@ def still_trains(fw, workload: Workload, device: str, mode: str) -> LossCheck:
         figures = fw.loss_check(workload, device, mode)
     except Exception as exc:
         seconds = time.perf_counter() - start
-        return LossCheck(None, f"the check could not run: {describe(exc)}", LossCheckFigures(seconds=seconds))
+        return LossCheck(None, f"{LOSS_CHECK_BROKE}: {describe(exc)}", LossCheckFigures(seconds=seconds))
     return LossCheck(figures.get("ok"), figures.get("reason"), LossCheckFigures.of(figures) or LossCheckFigures())
 
 

@@ -470,3 +470,11 @@ def test_this_machines_out_of_memory_is_no_refusal_and_dlperfs_refusal_is(monkey
     monkeypatch.setattr(probe, "count_calls", fails)
     got = tb.op_count(BUILTIN["tiny-fcn-r"], "fp32", 4)
     assert type(raised).__name__ in got["error"] and got.get("refused", False) is refused
+
+
+def test_a_complex_models_products_are_named_by_their_dtype_not_none():
+    """A complex64 parameter's products were counted in dtype None, said "None" in the notes, report and export."""
+    z = torch.zeros(2, 3, dtype=torch.complex64)
+    assert opcount.dtype_name(opcount.first_floating_dtype((z, torch.zeros(3)))) == "complex64"
+    assert opcount.dtype_name(opcount.first_floating_dtype((torch.zeros(2, dtype=torch.int64), z))) == "complex64"
+    assert opcount.first_floating_dtype((torch.zeros(2, dtype=torch.int64),)) is None

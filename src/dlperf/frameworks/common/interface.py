@@ -65,6 +65,9 @@ class Backend(Protocol):
         """Called first, before the framework has run anything: the framework's own thread controls; returns the
         settings in effect."""
 
+    # optional: `pool_threads() -> int`, the threads its CPU pool has now, where the model's own code can change them
+    # (PyTorch's torch.set_num_threads): the worker sets them back after the build and says so
+
     def build(self, workload: Any, device: str, mode: str, *, seed: int = 0) -> TrainStep:
         """The train step of `workload` (a `workloads.base.Workload`) on `device` in `mode`. NotImplementedError
         (reason) when the mode or workload does not apply here: the cell is `unsupported`, not failed. A mode

@@ -37,7 +37,7 @@ from dlperf.frameworks.torch.step import (
     make_optimizer,
     synthetic_batch,
 )
-from dlperf.frameworks.torch.threads import configure_threads, matmul, version
+from dlperf.frameworks.torch.threads import configure_threads, matmul, pool_threads, version
 from dlperf.frameworks.torch.user import load_user, user_of
 from dlperf.loaders import LoaderSetting
 from dlperf.modes import Mode, mode_components
@@ -48,8 +48,8 @@ NVTX = True  # build(..., nvtx=True) puts NVTX ranges around the step's phases (
 __all__ = [  # the interface, and what the other modules, tests and recipes reach through this module
     "DATA_SEED", "MODES", "NVTX", "CudaEvents", "CudaGraphStep", "DtypeFlopCounter", "LiveTensorBytes", "TorchStep",
     "build", "configure_threads", "cross_entropy", "devices", "h2d", "loader", "loss_check", "make_optimizer",
-    "matmul", "op_count", "precision_speed", "probe", "probe_env", "profile", "synthetic_batch", "training_parts",
-    "unfused_rnns", "version",
+    "matmul", "op_count", "pool_threads", "precision_speed", "probe", "probe_env", "profile", "synthetic_batch",
+    "training_parts", "unfused_rnns", "version",
 ]  # fmt: skip
 
 

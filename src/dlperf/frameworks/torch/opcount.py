@@ -379,8 +379,9 @@ def op_flops(func, args: tuple, kwargs: dict, out: Any) -> int | None:
 
 
 def first_floating_dtype(args: Any) -> torch.dtype | None:
-    """The dtype a product runs in: its first floating-point input's (under autocast, the dtype cast to)."""
-    return next((t.dtype for t in tensors_in(list(args)) if t.is_floating_point()), None)
+    """The dtype a product runs in: its first floating-point or complex input's (under autocast, the dtype cast to;
+    a complex model's was None, said "None" in its notes, report and export)."""
+    return next((t.dtype for t in tensors_in(list(args)) if t.is_floating_point() or t.is_complex()), None)
 
 
 def dtype_name(dtype: torch.dtype | None) -> str:

@@ -27,6 +27,11 @@ def configure_threads(threads: int) -> dict[str, Any]:
     return thread_settings()
 
 
+def pool_threads() -> int:
+    """The threads PyTorch's intra-op pool has now: a model's `torch.set_num_threads` changes them under the cell."""
+    return torch.get_num_threads()
+
+
 def matmul(size: int) -> Callable[[], None]:
     """One size x size fp32 matrix product on the CPU, finished when the call returns (the thread test)."""
     a, b = torch.randn(size, size), torch.randn(size, size)
