@@ -299,7 +299,8 @@ EXIT_CODES = {
     "`dlperf profile`: a cell's profile failed or timed out; `dlperf compare`: a cell significantly slower with B/A "
     "above 1 + `--threshold`, or a cell A measured that failed or timed out in B; a view (`export`, `report`, `plot`, "
     "`table`): a stored row that no longer reads, left out with a warning; a probe (the short child that checks the "
-    "frameworks, devices or a workload before anything is measured) killed by a signal, which the line names",
+    "frameworks, devices or a workload before anything is measured) killed by a signal, which the line names; "
+    "`dlperf run --dry-run`: a pilot step failed (the run's cells of it would too)",
     "BAD_INPUT": "bad input, said in one line on stderr (and, under `--format json`, as a document on stdout: "
     '`{"error": ..., "exit_code": 2}`): nothing ran and nothing was written; `dlperf compare`: the '
     "two runs share no cell measured on both sides, none of their shared cells could be tested (too little data), or "

@@ -54,6 +54,9 @@ class WorkloadAnswer(Wire):
     input_dtype: str | None
     batch_error: str | None = field(default=None, metadata=ABSENT)  # the batch maker failed here: the workers will say
     input_names: list[str] | None = field(default=None, metadata=ABSENT)  # a dict of inputs: the model takes them so
+    # a dict of inputs: each one's per-sample shape, then its dtype ({"input_ids": [128, "int64"]}): the step's work
+    input_shapes: dict[str, list] | None = field(default=None, metadata=ABSENT)
+    optimizer: dict[str, Any] | None = field(default=None, metadata=ABSENT)  # its class and settings, as cells build it
     no_checkpoint: str | None = field(default=None, metadata=ABSENT)  # why the checkpoint mode refuses the model
     no_compile: str | None = field(default=None, metadata=ABSENT)  # why the compile mode refuses it (TorchScript)
     dataset_samples: int | None = field(default=None, metadata=ABSENT)  # len(dataset=): an epoch of the user's data

@@ -121,7 +121,8 @@ def run(
             *began_beside(db, store, began, measured)]  # fmt: skip
     tell(plan, said, warn)
     if store is None:
-        return Outcome(ExitCode.OK, plan=plan, estimate=for_plan(plan, db, say_pilot))
+        estimate = for_plan(plan, db, say_pilot)
+        return Outcome(dry_run_code(estimate), plan=plan, estimate=estimate)
     try:
         session = Session.create(store, spec, plan.env, plan.cores, argv or sys.argv, plan.cells, plan.workloads)
         for line in began_beside(db, store, began, measured | {session.run_id}):  # two that planned together: each
@@ -144,6 +145,14 @@ def checked_progress(progress: Any) -> Any:
         return progress
     raise UsageError(f"progress={progress!r}: expected None or True (the default display), False (none), or a display "
                      "like dlperf.progress.Progress")  # fmt: skip
+
+
+def dry_run_code(estimate: Estimate) -> ExitCode:
+    """A dry run's exit code: 1 where a pilot step failed (a model that cannot train: the run's cells would fail
+    too; a dry run said 0 of it, its estimate from the pilot's life), else 0. A pilot that timed out is none: the
+    run's processes have their own --timeout."""
+    failed = any(why.startswith(Status.FAILED.value) for why in estimate.failed.values())
+    return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 
 def planned(spec: RunSpec, dry_run: bool) -> Plan:
@@ -349,7 +358,7 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         if dry_run:
             cut = session.unprofiled(tasks)  # the profiles an interrupt cut off, taken first
             estimate = for_plan(plan, db, say_pilot, tasks, session.cells(), cut)  # extras its cells stored: not again
-            return Outcome(ExitCode.OK, run.id, plan, estimate=estimate, tasks=tasks)
+            return Outcome(dry_run_code(estimate), run.id, plan, estimate=estimate, tasks=tasks)
         where = ", ".join(map(str, spill.holding(db, run.id, store.mark(run.id))))
         if kept := session.take_up_kept():  # none of `tasks`: what was kept is measured (`Session.remaining`)
             warn(f"stored {kept} measurement{'s' * (kept != 1)} kept in {where} when the store refused them")

@@ -107,7 +107,7 @@ def test_a_profile_cut_off_is_left_to_take_and_explain_says_resume_takes_it(tmp_
 
 
 def test_the_dry_run_counts_the_profiles_left_and_says_it_measured_nothing(tmp_path, capsys):
-    from dlperf.commands.run import resume_left
+    from dlperf.commands.dry_run import resume_left
 
     db = tmp_path / "t.db"
     store = Store.open(db, create=True)

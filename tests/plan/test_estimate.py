@@ -93,7 +93,7 @@ def test_the_dry_run_estimate_is_near_the_time_the_run_then_takes(tmp_path):
 @pytest.mark.parametrize(("at_once", "mode", "noted"), [(2, "bf16+compile", True), (1, "compile", False),
                                                           (2, "fp32", False)])  # fmt: skip
 def test_the_dry_run_says_its_estimate_counts_cells_compiling_at_once_one_after_another(capsys, at_once, mode, noted):
-    from dlperf.commands.run import print_estimate
+    from dlperf.commands.dry_run import print_estimate
     from dlperf.spec import RunSpec
 
     cells = [Cell("tiny-fcn-r", "torch", "cpu", 1, mode), Cell("tiny-lstm", "torch", "cpu", 1, mode)]
@@ -107,7 +107,7 @@ def test_the_dry_run_says_its_estimate_counts_cells_compiling_at_once_one_after_
 
 def test_the_dry_run_marks_the_cells_its_pilots_found_unsupported_and_says_where_its_figures_come_from(capsys):
     """`--dry-run` listed and estimated a channels_last cell of an FCN that the run then records `unsupported`."""
-    from dlperf.commands.run import print_estimate
+    from dlperf.commands.dry_run import print_estimate
     from dlperf.spec import RunSpec
 
     cells = [Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32"), Cell("tiny-fcn-r", "torch", "cpu", 1, "channels_last")]

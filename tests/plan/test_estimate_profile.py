@@ -83,7 +83,7 @@ def test_known_profiles_reads_the_ok_profiles_of_runs_on_this_machine(tmp_path):
 
 
 def test_the_dry_run_counts_the_profile_processes(capsys):
-    from dlperf.commands.run import print_estimate
+    from dlperf.commands.dry_run import print_estimate
     from dlperf.spec import RunSpec
 
     plan = SimpleNamespace(spec=RunSpec(("tiny-fcn-r",), profile=True), tasks=schedule([CELL], 1), cells=[CELL])

@@ -125,7 +125,7 @@ def test_the_dry_run_starts_no_pilot_for_them_and_says_why(monkeypatch):
 
 
 def test_the_dry_run_says_which_processes_are_known_unsupported(capsys):
-    from dlperf.commands.run import print_estimate
+    from dlperf.commands.dry_run import print_estimate
 
     plan = plan_of("jax", USER)
     why = {est.pilot_key(plan.cells[0]): USER_REASON.format("jax")}

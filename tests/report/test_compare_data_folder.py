@@ -162,3 +162,57 @@ def test_a_users_model_changed_under_its_name_or_moved_is_compared_as_a_gate_ask
     other_input = {**wider, "input": {"shape": [3, 64, 64]}}
     [only] = compared(a, PlannedCell(a.cell, other_input)).cells
     assert only.verdict == Verdict.NOT_COMPARABLE and only.reason.startswith("the workloads differ: input.shape")
+
+
+def test_a_dict_of_inputs_of_another_shape_is_not_comparable_and_an_optimizer_change_is_named(tmp_path):
+    """A HuggingFace-like model's sequence changed from 32 to 128 under one name (same parameters, 5.5 times the
+    FLOPs): its input, a dict, was stored as `{"shape": [], "dtype": "float32"}`, and compare said nothing. And the
+    user's AdamW(lr=3e-4) was stored as SGD's defaults, so a change of it was never named."""
+    a = user_cell("lm.py:make", str(tmp_path / "a"))
+
+    def said(seq: int, lr: float) -> PlannedCell:
+        extra = {**a.workload["extra"], "input_shapes": {"input_ids": [seq, "int64"]},
+                 "optimizer": {"name": "AdamW", "lr": lr}}  # fmt: skip
+        return PlannedCell(a.cell, {**a.workload, "extra": extra})
+
+    [longer] = compared(said(32, 3e-4), said(128, 3e-4)).cells
+    assert longer.verdict == Verdict.NOT_COMPARABLE
+    assert longer.reason == "the workloads differ: extra.input_shapes.input_ids [32, 'int64'] -> [128, 'int64']"
+    result = compared(said(32, 3e-4), said(32, 1e-3))
+    assert result.cells[0].verdict == Verdict.SAME and result.data == [
+        "jpeg-cnn: the model differs (extra.optimizer.lr 0.0003 -> 0.001): its ratio compares the two definitions"
+    ]
+
+
+def test_the_probe_records_a_dict_of_inputs_and_the_optimizer(tmp_path):
+    from dlperf.plan.workloads import resolve_workload
+
+    require("torch")
+    (tmp_path / "lm.py").write_text("""
+import torch
+import dlperf
+
+
+class LM(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(100, 8)
+        self.head = torch.nn.Linear(8, 2)
+
+    def forward(self, input_ids, attention_mask):
+        return self.head((self.emb(input_ids) * attention_mask.unsqueeze(-1)).mean(1))
+
+
+def batch(b, d):
+    ids = torch.randint(0, 100, (b, 12), device=d)
+    return {"input_ids": ids, "attention_mask": torch.ones(b, 12, device=d)}, torch.randint(0, 2, (b,), device=d)
+
+
+def make():
+    return dlperf.user_workload("lm", LM(), batch, torch.nn.functional.cross_entropy, batch_size=4,
+                                optimizer=lambda p: torch.optim.AdamW(p, lr=3e-4))
+""")
+    w = resolve_workload(f"{tmp_path / 'lm.py'}:make", "torch", 120)
+    assert w.extra["input_shapes"] == {"input_ids": [12, "int64"], "attention_mask": [12, "float32"]}
+    assert w.extra["optimizer"] == {"name": "AdamW", "lr": 0.0003, "betas": [0.9, 0.999], "eps": 1e-08,
+                                    "weight_decay": 0.01}  # fmt: skip

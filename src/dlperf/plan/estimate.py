@@ -69,6 +69,7 @@ class Pilot:
     waited_s: float = 0.0  # the warm parent's start it waited for, part of fixed_s (the dry run's first forked pilot)
     started: str | None = None  # "warm" or "cold", as the run's process will
     phases: dict = field(default_factory=dict, compare=False)  # its time by phase (`collect.phases`)
+    failed: str | None = None  # the pilot failed or timed out: why, as the run's cell would be said to
 
 
 @dataclass(frozen=True)
@@ -81,6 +82,7 @@ class Estimate:
     unsupported: dict[tuple, str] = field(default_factory=dict)  # pilot key -> why its cells will be unsupported
     profiles: int = 0  # profile processes counted (`run --profile`: one a cell, after its timed ones)
     profiles_known: int = 0  # of them, estimated from earlier profiles of the cell here
+    failed: dict[tuple, str] = field(default_factory=dict)  # pilot key -> why its pilot failed or timed out
 
 
 @dataclass(frozen=True)
@@ -189,8 +191,9 @@ def run_pilot(cell: Cell, workload: dict, python: str, timeout: float) -> Pilot:
     step_s = m.samples[0] if m.samples else None
     life = launched.child.duration_s
     why = (m.error or "not supported") if m.status is Status.UNSUPPORTED else None
+    failed = f"{m.status}: {m.error}" if m.status in (Status.FAILED, Status.TIMEOUT) else None
     return Pilot(step_s, max(0.0, life - sum(steps)), cell.threads, life, why, own_start(m.detail.phases), 0.0,
-                 launched.child.started, m.detail.phases or {})  # fmt: skip
+                 launched.child.started, m.detail.phases or {}, failed)  # fmt: skip
 
 
 def run_pilots(cells: list[Cell], workloads: dict[str, dict], cores: int, python_for: Callable[[str], str],
@@ -359,7 +362,7 @@ def estimate(
     known_here = sum(1 for t in tasks if known.get(t.cell.key) and t.unsupported is None)
     profiles_known = sum(1 for cell in profiles if profiled.get(cell.key))
     return Estimate(likely, max(likely, most), len(pilots), pilot_s, known_here, unsupported, len(profiles),
-                    profiles_known)  # fmt: skip
+                    profiles_known, {key: p.failed for key, p in pilots.items() if p.failed})  # fmt: skip
 
 
 def for_plan(plan: Plan, db: str, on_pilot: Callable[[Cell], None] = lambda cell: None, tasks: list[Task] | None = None,

@@ -3,6 +3,7 @@ data (`--data`) opened before anything is written."""
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 
 from dlperf.answers import DataCheck, DataRequest, WorkloadRequest
@@ -39,6 +40,8 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
     # the folder the factory reads: --data DIR, or its default (absolute; none where it cannot be known)
     folder = {"data_dir": data_dir} if data_dir else {"default_data_dir": answer.default_data_dir}
     folder["input_names"] = answer.input_names  # a dict of inputs, passed by name: the recipe's model(**x)
+    folder["input_shapes"] = answer.input_shapes  # ... and their shapes: `dlperf compare` tells a changed input
+    folder["optimizer"] = answer.optimizer  # the user's optimizer and its settings: `compare` names a change of it
     folder["no_checkpoint"] = answer.no_checkpoint  # a search leaves the mode out with this reason (`modes.Fit`)
     folder["no_compile"] = answer.no_compile
     folder["dataset_samples"] = answer.dataset_samples  # an epoch of the factory's dataset= (`cost.epoch_samples`)
@@ -48,6 +51,27 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
         outputs=0, batch=answer.batch, optimizer=OptimizerSpec("user"), params=answer.params,
         data=data, source=name, extra={k: v for k, v in folder.items() if v},
     )  # fmt: skip
+
+
+TRAINING_BYTES_PER_PARAM = 8  # an fp32 weight and its gradient: what any training step holds, before activations
+
+
+def check_room(workloads: dict[str, Workload], devices: list[str]) -> None:
+    """A user model whose weights and gradients alone are more than this machine's memory is refused on the CPU in one
+    line before anything runs: its cells' processes built it for real, allocating until out of memory (a 100-billion
+    parameter model; under a memory limit "out of memory at batch 2", blaming the batch). The probe counted its
+    parameters on the meta device without allocating them."""
+    from dlperf.measure.system import memory_total_bytes
+
+    total = memory_total_bytes()
+    if not total or not any(d.split(":")[0] == "cpu" for d in devices):
+        return
+    for w in workloads.values():
+        if w.is_user and w.params and (need := w.params * TRAINING_BYTES_PER_PARAM) > total:
+            asked = f"dlperf predict {shlex.quote(w.source or w.name)} --memory --gpu H200-SXM-141GB"
+            raise UsageError(f"{w.name}: its {w.params:,} parameters need {need / 2**30:,.1f} GiB for their fp32 "
+                             f"weights and gradients alone, more than this machine's {total / 2**30:.1f} GiB: it "
+                             f"cannot train on this CPU ({asked} says whether a GPU holds it)")  # fmt: skip
 
 
 def check_names(workloads: dict[str, Workload]) -> None:

@@ -322,11 +322,14 @@ def _workload_diff(a: CellRecord, b: CellRecord, ignore: tuple[str, ...] = ()) -
     both = sa["extra"].keys() & sb["extra"].keys()
     # a workload at a batch of its own is named for it and has no paper figure or DDP batch (`plan.workloads`)
     named = VARIANT_KEYS if a.workload != b.workload else ()
-    return workload_diff(*({**s, "extra": {k: v for k, v in s["extra"].items() if k in both}} for s in (sa, sb)),
-                         ignore=(*named, *ignore))  # fmt: skip
+    kept = [{**s, "extra": {k: v for k, v in s["extra"].items() if k in both}} for s in (sa, sb)]
+    if "extra" in ignore:  # the model's own record left out, not the shape of its inputs: the step's work
+        kept = [{**s, **{f"extra.{k}": s["extra"][k] for k in WORK_EXTRA if k in both}} for s in kept]
+    return workload_diff(*kept, ignore=(*named, *ignore))
 
 
 VARIANT_KEYS = ("name", "paper", "ddp_batch")  # what `NAME@bN` changes of NAME but its batch
+WORK_EXTRA = ("input_shapes",)  # of `extra`, what is the step's work: a dict of inputs' shapes (a sequence 32 -> 128)
 # What a change of the model under one name changes: its layers (`params`, `config`, `outputs`), its optimizer, the
 # file it is defined in and what the probe recorded of it (`extra`). The change a CI gate judges (a user's model one
 # commit later, its file in another checkout): compared and tested, with `model_note` naming it. What the step's work

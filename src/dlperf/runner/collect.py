@@ -369,11 +369,29 @@ def cell_figures(
                             "above the median; a long run pays the mean")  # fmt: skip
     figures.loss_finite, diverged = loss_finite(details)
     warnings += diverged + _warnings(details, threads, cores, device) + _version_note(figures.provenance)
+    warnings += growing(details, figures.peak_mem_bytes) if device == "cpu" else []  # RSS against the step's peak
     if loader := loader_summary(measurements):
         figures.data = loader
         warnings += loader_warnings(loader, batch)
     figures.warnings = warnings
     return figures
+
+
+GROWTH_FLOOR = 64 * 2**20  # bytes the process's high-water mark may rise over the timed steps unsaid ...
+GROWTH_TIMES = 4  # ... or this many times the step's peak: a first step's allocations, the allocator's own caching
+
+
+def growing(details: list[ProcessDetail], step_peak: int | None) -> list[str]:
+    """A warning where the process's memory grew over the timed steps far beyond what one step holds: something keeps
+    memory step by step (losses kept as tensors, a list of outputs, a cache that fills), and a longer run than the
+    timed one may run out of it. A model that grew 855 MiB over its timed steps, a step's peak 1.9 MiB, was unsaid."""
+    grew = max((d.process_hwm_increase_bytes or 0 for d in details), default=0)
+    if grew <= max(GROWTH_FLOOR, GROWTH_TIMES * (step_peak or 0)):
+        return []
+    step = f"a step's peak of {step_peak / 2**20:,.1f} MiB" if step_peak else "what a step holds"
+    return [f"memory grew over the timed steps: the process's peak rose {grew / 2**20:,.0f} MiB, against {step}: "
+            "something keeps memory step by step (losses kept as tensors, a cache that fills), and a longer run "
+            "may run out of it"]  # fmt: skip
 
 
 def loss_finite(details: list[ProcessDetail]) -> tuple[bool | None, list[str]]:

@@ -329,7 +329,28 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         **({"default_data_dir": folder} if data_dir is None and (folder := default_data_dir(factory)) else {}),
         **({"dataset_samples": n} if (n := _dataset_samples(user)) else {}),
         **({"repeated": True} if user.make_batch is None else {}),
+        **({"optimizer": said} if (said := _optimizer_of(user)) else {}),
     }
+
+
+OPTIMIZER_SETTINGS = ("lr", "momentum", "dampening", "nesterov", "betas", "eps", "weight_decay")  # as it is said
+
+
+def _optimizer_of(user: UserWorkload) -> dict[str, Any] | None:
+    """The user's optimizer, its class and settings ({"name": "AdamW", "lr": 0.0003, "betas": [0.9, 0.999], ...}),
+    built over the model's parameters as a cell builds it: the stored workload had read SGD's defaults, and `dlperf
+    compare` could not name a change of it ("extra.optimizer.lr 0.001 -> 0.0003"). None where it cannot be built."""
+    try:
+        optimizer = (user.optimizer or partial(torch.optim.SGD, lr=0.01))(user.model.parameters())
+        group = optimizer.param_groups[0]
+    except Exception:  # its cells will say why
+        return None
+    return {"name": type(optimizer).__name__, **{k: _plain(group[k]) for k in OPTIMIZER_SETTINGS if k in group}}
+
+
+def _plain(value: Any) -> Any:
+    """A setting as JSON holds it: betas' tuple a list, a tensor's lr its text."""
+    return list(value) if isinstance(value, tuple) else value if isinstance(value, int | float | bool) else str(value)
 
 
 def _dataset_samples(user: UserWorkload) -> int | None:
@@ -371,7 +392,10 @@ def _input_of(user: UserWorkload, source: str) -> dict[str, Any]:
     except Exception:  # one that fails only at 2 fails in the cells, saying so
         pass
     if isinstance(inputs, dict):  # passed by name (`opcount.call`): a recipe calls model(**x)
-        return {"input_shape": None, "input_dtype": None, "input_names": [str(k) for k in inputs]}
+        shapes = {str(k): [*v.shape[1:], str(v.dtype).removeprefix("torch.")] for k, v in inputs.items()
+                  if isinstance(v, torch.Tensor)}  # fmt: skip
+        return {"input_shape": None, "input_dtype": None, "input_names": [str(k) for k in inputs],
+                "input_shapes": shapes}  # fmt: skip
     if not isinstance(inputs, torch.Tensor):
         return {"input_shape": None, "input_dtype": None}
     return {"input_shape": list(inputs.shape[1:]), "input_dtype": str(inputs.dtype).removeprefix("torch.")}
