@@ -452,9 +452,23 @@ def _latest_unfinished(store: Store, db: str) -> RunRecord:
                          f"{made_by(search)}), which --resume cannot go on with: run the search again (it starts "
                          "over)")  # fmt: skip
     if run is None:
-        raise UsageError(f"--resume: every run in {db} is complete; nothing to resume")
+        raise UsageError(f"--resume: every run in {db} is complete; nothing to resume{_failed_in_latest(store)}")
     _not_a_ray_nodes(store, run, db)
     return run
+
+
+def _failed_in_latest(store: Store) -> str:
+    """The cells the latest run finished as failed or timed out, which --resume does not measure again (a worker
+    killed by hand, the out-of-memory killer): what measures them again; "" where it has none."""
+    from dlperf.report.table import cell_label
+
+    latest = store.runs()[-1]
+    failed = [cell_label(c) for c in store.cells(latest.id, unreadable=lambda fault: None) if c.status.is_failure]
+    if not failed:
+        return ""
+    again = "it measures it" if len(failed) == 1 else "them measures them"
+    return (f" (run {latest.id}'s {', '.join(failed)} failed or timed out, which --resume does not measure again: a "
+            f"new `dlperf run` of {again} again; `dlperf table` says why)")  # fmt: skip
 
 
 def _not_a_ray_nodes(store: Store, run: RunRecord, db: str) -> None:

@@ -128,3 +128,55 @@ def test_a_complete_run_says_nothing_left(tmp_path):
     assert "unfinished" not in said and "left" not in said
     [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
     assert (row["status"], row["left"], row["sessions"]) == ("complete", None, 1)
+
+
+def test_an_unfinished_runs_cells_short_of_their_repeats_are_named(tmp_path, capsys):
+    """Ctrl-C at 6 of 12 processes left a cell measured in 1 of its 3, shown `3.29 ms? n=283` like any other: the
+    note counted the processes left, not which cells' figures are not final."""
+    from dlperf.cli import main
+    from dlperf.store import Store
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.vocab import Status
+    from report.runs import cell, measured
+
+    db = tmp_path / "p.db"
+    store = Store.open(db, create=True)
+    plan = [cell("fcn-r", threads=1), cell("fcn-r", threads=2)]
+    run_id = store.create_run({"spec": 1, "repeats": 3}, {}, {}, ["dlperf", "run"], plan)
+    steps = [0.1] * 20
+    for c, repeats in zip(plan, (1, 3), strict=True):
+        for repeat in range(repeats):
+            store.record(run_id, c.cell.key, repeat, ProcessMeasurement(status=Status.OK, samples=steps, duration_s=1.0),
+                         measured([steps] * (repeat + 1)))  # fmt: skip
+    store.close()
+    assert main(["table", "--db", str(db)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "measured so far in fewer processes than --repeats 3, so their figures are not final: fcn-r torch cpu:1 " \
+           "(1 of 3)" in out, out  # fmt: skip
+    assert "cpu:2 (" not in out
+
+
+def test_resume_of_a_complete_run_with_a_failed_cell_says_what_measures_it_again(tmp_path, capsys):
+    """A cell whose worker was killed (by hand, by the out-of-memory killer) is failed, and `--resume` said only
+    "every run ... is complete; nothing to resume"."""
+    from dlperf.cli import main
+    from dlperf.store import Store
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures
+    from dlperf.vocab import Status
+    from report.runs import cell
+
+    db = tmp_path / "k.db"
+    store = Store.open(db, create=True)
+    killed = cell("fcn-r", threads=2)
+    run_id = store.create_run({"spec": 1}, {}, {}, ["dlperf", "run"], [killed])
+    m = ProcessMeasurement(status=Status.FAILED, error="worker killed by SIGKILL", samples=[], duration_s=1.0)
+    store.record(run_id, killed.cell.key, 0, m, CellFigures(status=Status.FAILED, error="worker killed by SIGKILL"))
+    store.set_run_status(run_id, "complete")
+    store.close()
+    assert main(["run", "--resume", "--db", str(db)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"dlperf: error: --resume: every run in {db} is complete; nothing to resume (run 1's fcn-r torch cpu:2 failed "
+        "or timed out, which --resume does not measure again: a new `dlperf run` of it measures it again; `dlperf "
+        "table` says why)"
+    )

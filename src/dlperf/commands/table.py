@@ -140,6 +140,25 @@ def machines_note(store, run) -> list[str]:
             f"`dlperf table --runs {ids}` sets them side by side"]  # fmt: skip
 
 
+def partial_note(store, state, cells: list) -> list[str]:
+    """An unfinished run's cells measured in fewer processes than its --repeats, named with how many: their figures
+    are not final (an interrupt at 6 of 12 processes left one cell at 1 of 3, shown like any other)."""
+    from dlperf.report.table import cell_label
+    from dlperf.vocab import Status
+
+    if not state.unfinished or not state.left.partial:
+        return []
+    repeats, done = state.left.repeats, store.done_repeats(state.run.id)
+    counted = {c.key: sum((c.key, r) in done for r in range(repeats)) for c in cells if c.status is Status.OK}
+    named = [
+        f"{cell_label(c)} ({counted[c.key]} of {repeats})" for c in cells if 0 < counted.get(c.key, repeats) < repeats
+    ]
+    if not named:
+        return []
+    return [f"measured so far in fewer processes than --repeats {repeats}, so their figures are not final: "
+            f"{', '.join(named)}"]  # fmt: skip
+
+
 def sessions_note(state, cells: list) -> list[str]:
     """A run measured in more than one session (resumed after an interrupt or a crash) says so: its cells, or one
     cell's processes, may have met different states of the machine, hours apart."""
@@ -185,7 +204,7 @@ def print_table(
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
         state = run_state(store, run)
-        unfinished = unfinished_note(store, state, db) + sessions_note(state, cells)
+        unfinished = unfinished_note(store, state, db) + partial_note(store, state, cells) + sessions_note(state, cells)
         unfinished += campaign_note(store, run) or machines_note(store, run)
     finally:
         store.close()
