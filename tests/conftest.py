@@ -30,6 +30,11 @@ def pytest_configure(config):
 
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # the tests' `python -m dlperf` as from an activated environment, its `dlperf` on PATH: the hints they check say
+    # `dlperf ...`, where without it they name this interpreter (`location.program`)
+    here = os.path.dirname(sys.executable)
+    if here not in os.environ.get("PATH", "").split(os.pathsep):
+        os.environ["PATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PATH")]))
 
 
 def required() -> set[str]:

@@ -550,3 +550,25 @@ def test_an_error_without_format_json_prints_nothing_on_stdout(capsys, tmp_path)
     assert main(["compare", "1", "2", "--format", "md", "--db", str(tmp_path / "none.db")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err.startswith("dlperf: error: A '1'")
+
+
+@pytest.mark.parametrize(
+    ("raised", "limit"),
+    [
+        (BlockingIOError(11, "Resource temporarily unavailable"), "this user's processes or threads (ulimit -u)"),
+        (RuntimeError("can't start new thread"), "this user's processes or threads (ulimit -u)"),
+        (OSError(24, "Too many open files"), "a process's open files (ulimit -n)"),
+    ],
+)
+def test_a_limit_of_processes_or_files_is_one_line_not_a_traceback(raised, limit, monkeypatch, capsys):
+    """Under `ulimit -u 3` a cell's fork raised BlockingIOError, under `ulimit -u 2` a thread "can't start new
+    thread", under `ulimit -n 8` EMFILE: each a traceback."""
+    from dlperf.commands import list as list_command
+
+    def fails(args):
+        raise raised
+
+    monkeypatch.setattr(list_command, "run", fails)
+    assert main(["list"]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"dlperf: error: dlperf list: the limit of {limit} was reached (")

@@ -55,6 +55,50 @@ def test_a_reader_gone_is_no_fault(report_db):
     assert (proc.returncode, err) == (0, "")
 
 
+def test_a_reader_gone_leaves_the_exit_code_the_command_decided(tmp_path):
+    """`dlperf compare A B | true` (or `| head -1`) exited 0 for a regression once the pipe closed: a CI job with
+    `set -o pipefail` passed it. The exit code is decided before the output, which the closed pipe only cuts short."""
+    from report.runs import BASE, SLOWER, make_db
+
+    db = tmp_path / "c.db"
+    make_db(db, BASE, SLOWER)
+    for fmt in ("text", "json"):
+        read, write = os.pipe()
+        os.close(read)
+        proc = start("compare", "1", "2", "--db", str(db), "--format", fmt, stdout=write, stderr=subprocess.PIPE)
+        os.close(write)
+        _, err = proc.communicate(timeout=120)
+        assert (proc.returncode, err) == (1, ""), err
+
+
+@pytest.mark.parametrize("closed", ["stdout", "stderr"])
+def test_a_command_started_with_a_standard_stream_closed_is_no_traceback(closed, report_db, tmp_path):
+    """`dlperf table >&-` was a traceback (Python's sys.stdout is None), and `dlperf run ... 2>&-` stopped its run with
+    no word anywhere, exit 1. Standard output closed is said once, exit 74; standard error closed is no failure."""
+    stream = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, closed: subprocess.DEVNULL}
+    table = start("table", "--db", str(report_db), **stream, preexec_fn=lambda: os.close(1 + (closed == "stderr")))
+    out, err = table.communicate(timeout=120)
+    if closed == "stdout":
+        assert table.returncode == 74 and err.strip() == (
+            "dlperf: error: could not write to standard output (it is closed): the output is cut short"
+        )
+    else:
+        assert table.returncode == 0 and "Run 1" in out
+    missing = start("table", "--db", str(tmp_path / "none.db"), stdout=subprocess.DEVNULL,
+                    preexec_fn=lambda: os.close(2))  # fmt: skip
+    assert missing.wait(timeout=120) == 2  # bad input still exit 2, said nowhere
+
+
+def test_a_run_started_with_standard_error_closed_measures_and_stores_its_run(tmp_path):
+    require("torch")
+    db = tmp_path / "e.db"
+    run = start("run", "--db", str(db), "--workloads", "tiny-fcn-r", "--threads", "1", *FAST, stdout=subprocess.PIPE,
+                preexec_fn=lambda: os.close(2))  # fmt: skip
+    out, _ = run.communicate(timeout=300)
+    assert run.returncode == 0 and f"stored as run 1 in {db}" in out
+    assert [r["status"] for r in rows(db, "SELECT status FROM runs")] == ["complete"]
+
+
 @needs_full
 def test_a_run_whose_stdout_fails_is_stored_complete_and_says_so(tmp_path):
     require("torch")
@@ -260,3 +304,28 @@ def test_a_stream_that_cannot_write_unicode_gets_ascii_look_alikes_not_a_traceba
                           capture_output=True, text=True, encoding="ascii", timeout=120)  # fmt: skip
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     assert "in ms or us)" in proc.stdout  # the legend's "µs" in UTF-8
+
+
+@pytest.mark.parametrize("columns", ["0", "-3", "wide"])
+def test_a_columns_variable_of_no_size_is_left_out(columns, report_db):
+    """COLUMNS=0 made rich print nothing at all: `dlperf table` wrote 0 bytes, exit 0."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "COLUMNS": columns}
+    done = subprocess.run([sys.executable, "-m", "dlperf", "table", "--db", str(report_db)], capture_output=True,
+                          text=True, env=env, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "seconds per mini-batch" in done.stdout, done.stderr
+
+
+def test_a_tables_notes_are_whole_lines_in_a_file(tmp_path):
+    """In a CI log (160 columns) a note's resume command was folded: `grep -- --resume ci.log` found `run --resume
+    --db` with its path on the next line."""
+    from dlperf.commands.common import print_rich
+
+    long = "run 4 is unfinished; `dlperf run --resume --db " + "/deep" * 40 + "/dlperf.db` measures them"
+    out = tmp_path / "ci.log"
+    with open(out, "w") as log:
+        sys.stdout, saved = log, sys.stdout
+        try:
+            print_rich("table", lines=["legend " * 40], notes=[long])
+        finally:
+            sys.stdout = saved
+    assert out.read_text().splitlines() == ["table", "legend " * 40, f"  note: {long}"]

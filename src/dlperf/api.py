@@ -147,11 +147,11 @@ def checked_progress(progress: Any) -> Any:
                      "like dlperf.progress.Progress")  # fmt: skip
 
 
-def dry_run_code(estimate: Estimate) -> ExitCode:
+def dry_run_code(estimate: Estimate | None) -> ExitCode:
     """A dry run's exit code: 1 where a pilot step failed (a model that cannot train: the run's cells would fail
     too; a dry run said 0 of it, its estimate from the pilot's life), else 0. A pilot that timed out is none: the
     run's processes have their own --timeout."""
-    failed = any(why.startswith(Status.FAILED.value) for why in estimate.failed.values())
+    failed = estimate is not None and any(why.startswith(Status.FAILED.value) for why in estimate.failed.values())
     return ExitCode.CELLS_FAILED if failed else ExitCode.OK
 
 

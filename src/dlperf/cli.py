@@ -16,6 +16,7 @@ import sys
 
 from dlperf.commands import build_parser, command
 from dlperf.commands.common import Parser, chosen, unrecognized
+from dlperf.commands.output import settle, settled
 from dlperf.errors import LEFT_OUT, OutputFailed, ProbeFailed, UsageError, out_of_memory_here
 from dlperf.vocab import ExitCode
 
@@ -53,7 +54,9 @@ def main(argv: list[str] | None = None) -> int:
     cleanup, the interpreter's end). Given `argv` (a test, a program embedding the CLI), the caller's handlers of
     SIGINT, SIGTERM and SIGHUP are its own again when it returns, interrupted or not."""
     ends, argv = argv is None, sys.argv[1:] if argv is None else argv
-    out, err = sys.stdout, sys.stderr
+    descriptors_open()
+    sizes_sane()
+    out, err = sys.stdout or Closed(), sys.stderr or Closed()  # `>&-`, `2>&-`: Python's stream is None
     encodable(out)
     encodable(err)
     sys.stdout, sys.stderr = Stream(out, fails=True), Stream(err, fails=False)
@@ -64,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
             finish(ExitCode.OK)
             raise
     except OutputFailed as exc:
-        if exc.errno == errno.EPIPE:  # the reader went away (`| head`): not a fault
-            return ExitCode.OK
+        if exc.errno == errno.EPIPE:  # the reader went away (`| head`): not a fault, and not the outcome's change
+            return settled()
         print(f"dlperf: error: {exc.strerror}", file=sys.stderr)
         return ExitCode.OUTPUT_FAILED
     finally:
@@ -76,6 +79,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
     """The command's exit code: a bad input is one line and 2; an interrupt one line and 130. `ends`: the process
     ends after it (`main`)."""
     LEFT_OUT.clear()  # of this command's store alone: a program calling `main` twice
+    settle(ExitCode.OK)
     args = None
     try:
         parser = build_parser()
@@ -98,6 +102,10 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
             except Exception as exc:  # a store damaged, or cut short under the command: one line, not SQLite's trace
                 from dlperf.store.location import unreadable
 
+                if why := out_of_room(exc):  # a limit of this user's: no input was wrong, exit 1 as a probe's
+                    print(f"dlperf: error: dlperf {args.command}: {why}", file=sys.stderr)
+                    return ExitCode.CELLS_FAILED
+
                 if (why := unreadable(exc, store_of(args))) is None:
                     raise
                 raise UsageError(why) from None
@@ -116,7 +124,24 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
             print(json.dumps({"error": said, "exit_code": int(code)}, indent=2), flush=True)
         return code
     except BrokenPipeError:
-        return ExitCode.OK
+        return settled()
+
+
+LIMITS = {errno.EAGAIN: "this user's processes or threads (ulimit -u)",
+          errno.EMFILE: "a process's open files (ulimit -n)", errno.ENFILE: "the system's open files"}  # fmt: skip
+
+
+def out_of_room(exc: BaseException) -> str | None:
+    """A process, thread or file this process could not have, in one line naming the limit it met (`ulimit -u 3`:
+    BlockingIOError from the fork of a cell's process; `ulimit -n 8`: EMFILE), where it was a traceback; None for
+    any other error. What the command stored stays stored (a run: interrupted, `dlperf run --resume` goes on)."""
+    number = getattr(exc, "errno", None)
+    if isinstance(exc, RuntimeError) and "can't start new thread" in str(exc):
+        number = errno.EAGAIN
+    if not isinstance(exc, OSError | RuntimeError) or number not in LIMITS:
+        return None
+    return (f"the limit of {LIMITS[number]} was reached ({os.strerror(number)}), so dlperf could not start what it "
+            "needed: raise the limit, or run fewer things at once")  # fmt: skip
 
 
 def wants_json(args, argv: list[str]) -> bool:
@@ -171,6 +196,48 @@ class Stream:
 
     def __getattr__(self, name: str):  # isatty, fileno, encoding, ...: the stream's own
         return getattr(self.stream, name)
+
+
+def descriptors_open() -> None:
+    """Standard input, output and error each open: one closed (`>&-`) is given /dev/null, so the next file this
+    process opens (the store) is never descriptor 1 or 2, written to by whatever writes there (a child's output)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
+def sizes_sane() -> None:
+    """$COLUMNS and $LINES that say no size (0, -5, "wide") are left out: rich took COLUMNS=0 for a terminal of no
+    columns and printed nothing at all, exit 0. The terminal's own size, or a log's width, is used instead."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and not (value.strip().isdigit() and int(value) > 0):
+            del os.environ[name]
+
+
+class Closed:
+    """A standard stream the command was started without (`>&-`): a write fails as on a closed descriptor, so
+    standard output's is said once (exit 74, what was stored kept) and standard error's is dropped (`Stream`); it was
+    a traceback, or, of standard error, a run stopped with no word at all."""
+
+    encoding = "utf-8"
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.EBADF, "it is closed")
+
+    def flush(self) -> None:
+        pass
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        raise OSError(errno.EBADF, "it is closed")
 
 
 def to_devnull(stream) -> None:

@@ -146,8 +146,8 @@ def test_an_unfinished_runs_cells_short_of_their_repeats_are_named(tmp_path, cap
     steps = [0.1] * 20
     for c, repeats in zip(plan, (1, 3), strict=True):
         for repeat in range(repeats):
-            store.record(run_id, c.cell.key, repeat, ProcessMeasurement(status=Status.OK, samples=steps, duration_s=1.0),
-                         measured([steps] * (repeat + 1)))  # fmt: skip
+            m = ProcessMeasurement(status=Status.OK, samples=steps, duration_s=1.0)
+            store.record(run_id, c.cell.key, repeat, m, measured([steps] * (repeat + 1)))
     store.close()
     assert main(["table", "--db", str(db)]) == 0
     out = " ".join(capsys.readouterr().out.split())

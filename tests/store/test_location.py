@@ -15,3 +15,36 @@ def test_the_command_named_to_go_on_is_one_the_shell_finds(tmp_path, monkeypatch
     assert program() == "dlperf" and resume_command("r.db") == "dlperf run --resume --db r.db"
     monkeypatch.setattr("sys.argv", ["/x/site-packages/dlperf/__main__.py"])  # python -m dlperf
     assert program() == "dlperf"
+    monkeypatch.setenv("PATH", "/nonexistent")  # ... where PATH finds none: the same interpreter, -m dlperf
+    monkeypatch.setattr("sys.executable", "/v/bin/python")
+    assert program() == "/v/bin/python -m dlperf"
+    link = tmp_path / "dl"  # a link to the script, called by its own name
+    link.symlink_to(script)
+    monkeypatch.setattr("sys.argv", [str(link), "run"])
+    assert program() == str(link)
+    monkeypatch.setattr("sys.argv", ["/home/me/train.py"])  # a program calling the API: its own name is no dlperf
+    assert program() == "dlperf"
+
+
+def test_a_path_longer_than_sqlite_opens_is_said_so(tmp_path):
+    """A --db of 505 bytes or more (a relative x.db in a deep folder) was "not a dlperf database or corrupt (unable to
+    open database file)" of a file that did not exist: SQLite opens no longer path, its journal's 8 bytes longer."""
+    import sqlite3
+
+    from dlperf.store.location import SQLITE_LONGEST_PATH, unreachable
+
+    folder = tmp_path
+    while len(str(folder)) < SQLITE_LONGEST_PATH - 40:
+        folder = folder / ("d" * 50)
+    folder.mkdir(parents=True)
+    longest = str(folder) + "/"
+    fits = longest + "x" * (SQLITE_LONGEST_PATH - len(longest) - 3) + ".db"
+    over = fits[:-3] + "x.db"
+    assert (len(fits), len(over)) == (SQLITE_LONGEST_PATH, SQLITE_LONGEST_PATH + 1)
+    conn = sqlite3.connect(fits)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    assert unreachable(fits) is None
+    said = f"its full path is {len(over)} bytes long, more than SQLite opens (504): give a shorter one"
+    assert unreachable(over) == said

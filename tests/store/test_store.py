@@ -170,6 +170,7 @@ def every_figure() -> tuple[CellFigures, ProcessDetail]:
         loader=LoaderFigures(setting="w2", wait_s=[0.01]), notes=["no FLOP count"], steal_fraction=0.01,
         others_cpu_share=0.02, cpu_utilization=0.9, minor_faults_per_step=3.0, kernel_cpu_share=0.3,
         process_hwm_increase_bytes=8192,
+        pool_threads=2,
         timeline=[["start", 0.1]], started_at=1795812491.1, phases={"startup_s": 0.1}, traceback="tb",
         stderr_tail="err", ranks=[[1.5], [1.4]],
         slowest_rank=0, hosts=["h"], exit_after_result="worker exited with code 1", loss="nan", started="cold",

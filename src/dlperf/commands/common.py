@@ -491,15 +491,17 @@ def _sized(table: Any, needs: list[int], full: list[int], width: int) -> Any:
 
 def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] = (), width: int | None = None) -> None:
     """A rich table, then plain lines and notes (never read as markup, control characters escaped: they hold names
-    and errors from the store)."""
+    and errors from the store); in a file, a pipe or a CI log each line whole, not folded at the log's width (a
+    resume command folded there was `run --resume --db` to grep, its path on the next line)."""
     from dlperf.report.format import terminal
 
     out = console(width)
     out.print(renderable)
+    whole = not out.is_terminal
     for line in lines:
-        out.print(terminal(line), highlight=False, markup=False)
+        out.print(terminal(line), highlight=False, markup=False, soft_wrap=whole)
     for note in notes:
-        out.print(f"  note: {terminal(note)}", highlight=False, markup=False)
+        out.print(f"  note: {terminal(note)}", highlight=False, markup=False, soft_wrap=whole)
 
 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],

@@ -8,6 +8,7 @@ import os
 import sys
 
 from dlperf.commands.common import add_format, db_path, given, real
+from dlperf.commands.output import settle
 from dlperf.errors import UsageError
 from dlperf.vocab import ExitCode
 
@@ -58,20 +59,16 @@ def run(args) -> int:
                     if side.unfinished]  # fmt: skip
     if warning := machine_warning(a, b):  # on stderr: a CI log shows it, a script's JSON on stdout stays whole
         print(f"dlperf: warning: {terminal(warning)}", file=sys.stderr, flush=True)
+    outcome = result.outcome()  # no cell tested, or an unfinished B: no verdict, never a pass
+    code = EXIT_REGRESSION if outcome == "regression" else ExitCode.OK if outcome == "no regression" else None
+    code = settle(ExitCode.BAD_INPUT if code is None else code)  # before the output: `| head -1` cuts it, not this
     if args.format == "json":
         print(json.dumps(to_json(result, a, b), indent=2))
     elif args.format == "md":
         print(terminal(render_markdown(result, a, b), newlines=True))
     else:
         print_wide(render_rich(result, a, b))
-    outcome = result.outcome()  # no cell tested, or an unfinished B: no verdict, never a pass
-    return (
-        EXIT_REGRESSION
-        if outcome == "regression"
-        else ExitCode.OK
-        if outcome == "no regression"
-        else ExitCode.BAD_INPUT
-    )
+    return code
 
 
 def nothing_compared(result, a, b) -> str:

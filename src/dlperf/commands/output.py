@@ -132,3 +132,18 @@ def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
+
+
+_SETTLED: list[int] = []  # the exit code a command decided before its output, this process's latest
+
+
+def settle(code: int) -> int:
+    """The exit code `code`, decided before the output that says it is written: a reader that goes away meanwhile
+    (`| head -1`) cuts the output short, not the outcome (a regression's 1 was 0 once the pipe closed)."""
+    _SETTLED[:] = [int(code)]
+    return code
+
+
+def settled() -> int:
+    """The exit code the command settled on (`settle`), else 0: what a closed pipe leaves it."""
+    return _SETTLED[0] if _SETTLED else 0

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 
 from dlperf.commands.common import db_path, given, given_flags, real, warn_if_measured, whole, whole_list
+from dlperf.commands.output import settle
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.defaults import MAX_COMPILE_AT_ONCE, MAX_TRACE_CAP_MIB, TRACE_CAP_MIB
 from dlperf.errors import UsageError
@@ -337,6 +338,7 @@ def printed(show: Callable[[], None], code: int, *, finished: Said | Callable[[]
     cut short; a callable: asked then, what the printing had got to): never a bare "interrupted" after a run was
     stored."""
     said = interrupted if code == ExitCode.INTERRUPTED else None
+    settle(code)  # a reader gone while it prints (`| head -1`) cuts the output short, not the exit code
     try:
         show()
     except KeyboardInterrupt:

@@ -224,7 +224,7 @@ def worker_path() -> str:
     """A directory holding only a link named `dlperf` to this package: on another interpreter's PYTHONPATH it makes
     dlperf's worker importable without anything else from this environment (its numpy, rich, torch)."""
     package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha1(str(package).encode()).hexdigest()[:12]
+    digest = hashlib.sha1(os.fsencode(package)).hexdigest()[:12]
     lib = data_dir() / "lib" / digest
     link = lib / "dlperf"
     if not (link.is_symlink() and link.resolve() == package):

@@ -75,7 +75,7 @@ class Store(Copies, MachineFigures):
     def __init__(self, conn: sqlite3.Connection, path: str) -> None:
         self.conn, self.path = conn, path
         self.held = identity(path)  # the file opened, told from another put at its path while this process writes
-        self.held_bytes = size_of(path)  # 0: a new file, never "emptied" since
+        self.held_bytes = size_of(path)  # 0: a new file, never "emptied" since, until this process wrote to it
         self.vanished: tuple[str, str, Path | None] | None = None  # the file gone: what happened, where its rows are
         self.version = SCHEMA_VERSION  # lower only for an old file read as it is (not written to yet)
         self.upgrade_on_write = False  # an old file, upgraded before this process first writes to it
@@ -141,6 +141,7 @@ class Store(Copies, MachineFigures):
         self.upgrade_on_write = False  # `_migrate`'s own transaction comes back here
         try:
             self._migrate()
+            self.held_bytes = max(self.held_bytes, 1)  # its tables written: emptied from now on if found empty
         except sqlite3.OperationalError as exc:  # read-only, its directory read-only, or locked beyond the timeout
             doing = (
                 "cannot make its tables"

@@ -149,7 +149,12 @@ def unreachable(path: str | Path) -> str | None:
     except OSError as exc:  # not there, or not a directory on the way: the caller says so
         if exc.errno == errno.ENAMETOOLONG:  # where Path.is_dir() and SQLite would raise it again
             return f"a name longer than this system allows ({exc.strerror})"
+    if (n := len(os.fsencode(os.path.abspath(path)))) > SQLITE_LONGEST_PATH:  # "unable to open", "or corrupt"
+        return f"its full path is {n} bytes long, more than SQLite opens ({SQLITE_LONGEST_PATH}): give a shorter one"
     return None
+
+
+SQLITE_LONGEST_PATH = 504  # bytes of a database's full path SQLite opens here: its journal's, 8 longer, within 512
 
 
 NOT_FILES = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
@@ -333,14 +338,17 @@ def open_name(held: tuple[int, int]) -> Path | None:
 def program() -> str:
     """How to call this dlperf again from a shell: `dlperf` where that is what PATH finds, else the script as it was
     called (`make run` calls `.venv/bin/dlperf` with the environment not activated: "Continue with: dlperf run
-    --resume" was "command not found"). `python -m dlperf` and a program calling `main` say `dlperf`."""
+    --resume" was "command not found"), a link to it as it was called (`./dl`); `python -m dlperf` says `dlperf`
+    where PATH finds one, else `PYTHON -m dlperf`; a program calling `main` says `dlperf`."""
     import shutil
     import sys
 
     script = sys.argv[0] if sys.argv else ""
-    if os.path.basename(script) != "dlperf" or os.sep not in script:  # a shell runs a script by its path
-        return "dlperf"
     found = shutil.which("dlperf")
+    if script.endswith(os.path.join("dlperf", "__main__.py")):  # `python -m dlperf`: the same where PATH lacks one
+        return "dlperf" if found else f"{shlex.quote(sys.executable)} -m dlperf"
+    if os.path.basename(os.path.realpath(script)) != "dlperf" or os.sep not in script:  # a link to it: `./dl`
+        return "dlperf"
     try:
         if found and os.path.samefile(found, script):
             return "dlperf"

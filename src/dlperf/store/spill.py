@@ -88,7 +88,7 @@ def places(db: str | Path) -> list[Path]:
 def _named_after(db: str | Path, suffix: str) -> str:
     """A file name for a file kept away from the database, unique to the database's full path."""
     full = Path(db).absolute()
-    return f"{full.name}-{hashlib.sha256(str(full).encode()).hexdigest()[:12]}{suffix}"
+    return f"{full.name}-{hashlib.sha256(os.fsencode(full)).hexdigest()[:12]}{suffix}"  # a name not UTF-8 too
 
 
 def rescue(conn: sqlite3.Connection, db: str | Path) -> Path:
