@@ -35,6 +35,27 @@ def pytest_configure(config):
     here = os.path.dirname(sys.executable)
     if here not in os.environ.get("PATH", "").split(os.pathsep):
         os.environ["PATH"] = os.pathsep.join(filter(None, [here, os.environ.get("PATH")]))
+    own_data_dir(config)
+
+
+def own_data_dir(config) -> None:
+    """dlperf's data folder for this session (its caches, kept measurements, the worker's link), with the frameworks'
+    installed environments linked in: the tests wrote their caches into the user's own, and a user's export then said
+    a figure was "cached from run 1 of /tmp/pytest-of-root/.../p.db". Set once, by the first process (xdist's workers
+    inherit it); a DLPERF_DATA_DIR given is kept."""
+    import shutil
+    import tempfile
+
+    if os.environ.get("DLPERF_DATA_DIR"):
+        return
+    from dlperf import envs
+
+    real = envs.data_dir()
+    session = Path(tempfile.mkdtemp(prefix="dlperf-tests-data-"))
+    if (real / "envs").is_dir():
+        (session / "envs").symlink_to(real / "envs", target_is_directory=True)
+    os.environ["DLPERF_DATA_DIR"] = str(session)
+    config.add_cleanup(lambda: shutil.rmtree(session, ignore_errors=True))
 
 
 def required() -> set[str]:

@@ -105,7 +105,7 @@ def test_a_misspelt_argument_and_a_timer_not_a_timerconfig_are_said_in_the_calle
         dlperf.run("tiny-fcn-r", max_time=1, db=db)  # the flag --max-time; was 'did you mean max_memory?'
     with pytest.raises(dlperf.UsageError, match=r"^timer=\{'max_time': 1\}: expected a dlperf.TimerConfig"):
         dlperf.run("tiny-fcn-r", timer={"max_time": 1}, db=db)
-    said = r"^an int object \(5\) is no workload: pass the module-level function that builds one \(make, not make\(\)\)"
+    said = r"^5, of type int, is no workload: pass the module-level function that builds one \(make, not make\(\)\)"
     with pytest.raises(dlperf.UsageError, match=said):
         dlperf.run(5, db=db)
 
@@ -123,7 +123,7 @@ def test_a_model_or_a_factorys_result_is_refused_asking_for_the_factory(tmp_path
     with pytest.raises(dlperf.UsageError) as caught:
         dlperf.run([Net()], db=str(tmp_path / "a.db"))
     said = str(caught.value)
-    assert said.startswith("a Net object (") and "make, not make()" in said and len(said) < 300, said
+    assert ", of type Net, is no workload" in said and "make, not make()" in said and len(said) < 300, said
     assert not (tmp_path / "a.db").exists()
 
 

@@ -315,17 +315,24 @@ def test_a_columns_variable_of_no_size_is_left_out(columns, report_db):
     assert done.returncode == 0 and "seconds per mini-batch" in done.stdout, done.stderr
 
 
-def test_a_tables_notes_are_whole_lines_in_a_file(tmp_path):
+def test_a_tables_notes_are_whole_lines_in_a_file(tmp_path, monkeypatch):
     """In a CI log (160 columns) a note's resume command was folded: `grep -- --resume ci.log` found `run --resume
-    --db` with its path on the next line."""
+    --db` with its path on the next line. A width asked for ($COLUMNS) is kept."""
     from dlperf.commands.common import print_rich
 
     long = "run 4 is unfinished; `dlperf run --resume --db " + "/deep" * 40 + "/dlperf.db` measures them"
     out = tmp_path / "ci.log"
-    with open(out, "w") as log:
-        sys.stdout, saved = log, sys.stdout
-        try:
-            print_rich("table", lines=["legend " * 40], notes=[long])
-        finally:
-            sys.stdout = saved
-    assert out.read_text().splitlines() == ["table", "legend " * 40, f"  note: {long}"]
+
+    def printed() -> list[str]:
+        with open(out, "w") as log:
+            sys.stdout, saved = log, sys.stdout
+            try:
+                print_rich("table", lines=["legend " * 40], notes=[long])
+            finally:
+                sys.stdout = saved
+        return out.read_text().splitlines()
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert printed() == ["table", "legend " * 40, f"  note: {long}"]
+    monkeypatch.setenv("COLUMNS", "80")
+    assert max(map(len, printed())) <= 80

@@ -97,14 +97,12 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
                 print("dlperf: interrupted", file=sys.stderr)  # its printing included (`commands.run.printed`)
                 return ExitCode.INTERRUPTED
             except MemoryError as exc:  # in this process, not a child's: no input was wrong, exit 1 as a probe's
-                print(f"dlperf: error: {out_of_memory_here(args.command, exc)}", file=sys.stderr)
-                return ExitCode.CELLS_FAILED
+                return said_failed(out_of_memory_here(args.command, exc), args, argv)
             except Exception as exc:  # a store damaged, or cut short under the command: one line, not SQLite's trace
                 from dlperf.store.location import unreadable
 
                 if why := out_of_room(exc):  # a limit of this user's: no input was wrong, exit 1 as a probe's
-                    print(f"dlperf: error: dlperf {args.command}: {why}", file=sys.stderr)
-                    return ExitCode.CELLS_FAILED
+                    return said_failed(f"dlperf {args.command}: {why}", args, argv)
 
                 if (why := unreadable(exc, store_of(args))) is None:
                     raise
@@ -119,9 +117,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
         code = ExitCode.CELLS_FAILED if isinstance(exc, ProbeFailed) else ExitCode.BAD_INPUT  # a probe killed: exit 1
         print(f"dlperf: error: {terminal(said)}", file=sys.stderr)
         if wants_json(args, argv):  # a script reading stdout gets a document, not nothing: a CI gate on compare
-            import json
-
-            print(json.dumps({"error": said, "exit_code": int(code)}, indent=2), flush=True)
+            json_error(said, code)
         return code
     except BrokenPipeError:
         return settled()
@@ -142,6 +138,29 @@ def out_of_room(exc: BaseException) -> str | None:
         return None
     return (f"the limit of {LIMITS[number]} was reached ({os.strerror(number)}), so dlperf could not start what it "
             "needed: raise the limit, or run fewer things at once")  # fmt: skip
+
+
+def said_failed(said: str, args, argv: list[str]) -> int:
+    """A failure of dlperf's own process (out of memory, a limit of processes or files) in one line, exit 1, and as
+    a JSON document too where one was asked for."""
+    print(f"dlperf: error: {said}", file=sys.stderr)
+    if wants_json(args, argv):
+        json_error(said, ExitCode.CELLS_FAILED)
+    return ExitCode.CELLS_FAILED
+
+
+def json_error(said: str, code: int) -> None:
+    """The error as a JSON document on standard output; one that cannot be written (a reader gone, stdout closed)
+    leaves the error's own exit code, said on stderr already (it was 0 through `| true`, 74 with `>&-`)."""
+    import json
+
+    settle(code)
+    try:
+        print(json.dumps({"error": said, "exit_code": int(code)}, indent=2), flush=True)
+    except (OSError, OutputFailed):
+        pass
+    if isinstance(sys.stdout, Stream):
+        sys.stdout.failed = None  # its failure is no output failure of this command's: exit `code`
 
 
 def wants_json(args, argv: list[str]) -> bool:

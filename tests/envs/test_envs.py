@@ -186,13 +186,12 @@ def test_a_broken_dedicated_environment_is_said_with_how_to_mend_it(data_dir):
 def test_env_list_says_which_environment_was_installed_with_other_pins(data_dir):
     """The install record kept its constraints file's SHA-1 and nothing compared it: after dlperf's pins changed,
     `env list` said the old environment was fine."""
-    import hashlib
-
     bare_env("jax", verified=True)
     record = envs.env_dir("jax") / envs.RECORD
-    now = hashlib.sha1(envs.constraints_file("jax").read_bytes()).hexdigest()
-    for sha1, changed in ((now, False), ("0" * 40, True)):
-        record.write_text(json.dumps({"verified": True, "versions": {"jax": "1"}, "constraints_sha1": sha1}))
+    pinned = envs.pinned_version("jax")
+    for version, changed in ((pinned, False), ("0.0.1", True)):  # not its file's hash: a comment edited is no change
+        record.write_text(json.dumps({"verified": True, "versions": {"jax": version, "a-package-not-pinned": "1"},
+                                      "constraints_sha1": "0" * 40}))  # fmt: skip
         [jax] = [r for r in envs.listing() if r.framework == "jax"]
         assert jax.pins_changed is changed
     text = dlperf("env", "list", env={"DLPERF_DATA_DIR": str(data_dir)}).stdout
@@ -206,3 +205,13 @@ def test_dlperf_env_alone_without_a_database_points_at_env_list(data_dir, tmp_pa
     one_line_error(said, "no such database (run `dlperf run` first); `dlperf env list` shows the frameworks' environ")
     shown = dlperf("env", "show", db=tmp_path / "none.db", env={"DLPERF_DATA_DIR": str(data_dir)})
     assert "env list" not in shown.stderr and shown.returncode == 2
+
+
+def test_a_second_install_of_one_framework_at_once_is_refused_not_let_remove_the_first(data_dir):
+    """A second `dlperf env install mxnet` begun while the first made the environment took it for one cut short and
+    removed it under the first."""
+    refused = pytest.raises(envs.InstallError, match=r"^another `dlperf env install mxnet` is making it now")
+    with envs.installing("mxnet"), refused:
+        envs.install("mxnet", lambda python: None, log=lambda line: None)
+    with envs.installing("mxnet"):  # released: the next one holds it
+        pass

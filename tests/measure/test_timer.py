@@ -164,7 +164,9 @@ def test_config_refuses_a_value_of_the_wrong_type_or_sign_naming_the_field(given
 
 def test_config_takes_numpy_numbers():
     np = pytest.importorskip("numpy")
-    assert TimerConfig(min_steps=np.int64(3), max_time=np.float32(2.0)).min_steps == 3
+    config = TimerConfig(min_steps=np.int64(3), max_time=np.float32(2.0))  # held as Python's: the task's JSON
+    assert (config.min_steps, config.max_time) == (3, 2.0) and type(config.min_steps) is int  # was a TypeError there
+    assert type(config.max_time) is float
 
 
 @pytest.mark.parametrize(

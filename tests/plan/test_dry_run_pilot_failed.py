@@ -22,6 +22,12 @@ def test_a_failed_pilot_is_named_and_the_dry_run_exits_1(tmp_path):
     assert f"(at {tmp_path / 'bad.py'}:{line_of('@ torch.ones')}, in forward)" in first
     assert last.startswith("1 pilot step failed or timed out (above): the run's cells of it will likely do the same")
     assert not (tmp_path / "d.db").exists()
+    ran = dlperf("run", "--workloads", f"{tmp_path / 'bad.py'}:make", "--threads", "1", "--max-time", "1",
+                 db=tmp_path / "d.db", cwd=tmp_path)  # fmt: skip
+    assert ran.returncode == 1, ran.stderr  # stored failed: its life is no estimate of the cell's, so it pilots again
+    again = dlperf("run", "--workloads", f"{tmp_path / 'bad.py'}:make", "--threads", "1", "--dry-run",
+                   db=tmp_path / "d.db", cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 1 and "(its pilot step failed: RuntimeError" in again.stdout, again.stdout
 
 
 def test_only_a_failed_pilot_fails_the_dry_run():

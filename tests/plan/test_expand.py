@@ -136,6 +136,18 @@ def test_a_framework_whose_probe_timed_no_product_is_promised_only_no_faster_fro
     assert precision_warnings(cells, _env({"bf16": 2.6}, ["avx512_bf16"])) == []  # PyTorch's fast: nothing to say
 
 
+def test_a_framework_whose_backend_lacks_the_precision_is_not_warned_of():
+    """`--frameworks torch,mxnet --modes bf16` warned "expect the mxnet bf16 cells to be no faster than fp32; measured
+    anyway" of cells the plan itself marks unsupported (MXNet 1.x trains in fp32 only here)."""
+    from dlperf.plan.warnings import precision_warnings
+
+    env = _env({"bf16": 0.25}, ["avx512f"])
+    cells = [Cell("tiny-fcn-r", f, "cpu", 1, "bf16") for f in ("torch", "mxnet")]
+    [said] = precision_warnings(cells, env)
+    assert said.startswith("bf16 on cpu: a bf16 matrix product ran 4.0x slower") and "mxnet" not in said
+    assert precision_warnings(cells[1:], env) == []
+
+
 def test_bf16_on_a_gpu_before_ampere_is_said_and_not_on_one_after():
     from dlperf.plan.warnings import precision_warnings
 

@@ -37,8 +37,7 @@ as the step is, and its sections with nothing to show say of several runs that e
 report's hash); the table marks a disturbed cell `?` as the paper view and the report do, not only one of few
 samples, and its legend says so (run 6's compile cell, other processes on 20% of the CPUs: table text, csv,
 --explain, and the report's hash); the table's JSON says so too, `doubtful` with its `doubts` (run 6's compile
-cell: table json); in a file the table's lines and notes are whole, not folded at its width (every run's table text
-and --explain: the same words).
+cell: table json).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""A NotImplementedError in a child is a mode or setting the cell does not support (`unsupported`, exit 0), unless it
-is the user's model failing: raised in the user's own code, or by anything but dlperf in a user model's plain fp32
-cell. A `foward` typo (torch's Module answers it with a NotImplementedError) and a model on the meta device were
-`unsupported`, exit 0: a CI check on the exit code passed a broken model."""
+"""A NotImplementedError in a child is a mode, device or setting the cell does not support (`unsupported`, exit 0),
+unless it is the user's model failing: their own `raise NotImplementedError("TODO")`, a module without `forward` (a
+`foward` typo, which torch's Module answers so), or weights left on the meta device. Those were `unsupported`, exit
+0: a CI check on the exit code passed a broken model. An operator the device lacks stays unsupported."""
 
 from __future__ import annotations
 
@@ -15,43 +15,51 @@ from dlperf.worker.child import models_own
 USER = {"source": "/home/me/mine.py:make"}
 
 
-def task(mode="fp32", workload=USER, loader="", nproc=0):
-    cell = Cell(workload="mine", framework="torch", device="cpu", threads=1, mode=mode, loader=loader, nproc=nproc)
-    return types.SimpleNamespace(cell=cell, workload=workload)
+def task(mode="fp32", workload=USER):
+    return types.SimpleNamespace(cell=Cell("mine", "torch", "cpu", 1, mode), workload=workload)
 
 
-def raised_in(filename: str) -> NotImplementedError:
-    """A NotImplementedError whose innermost frame is in `filename`."""
-    code = compile("def f():\n    raise NotImplementedError('x')\n", filename, "exec")
-    scope: dict = {}
-    exec(code, scope)
+def raised_in(path, line: str = "raise NotImplementedError('TODO')") -> NotImplementedError:
+    """A NotImplementedError whose innermost Python frame is `line` of the file at `path`, written there."""
+    import importlib.util
+
+    path.write_text(f"import torch\n\n\ndef f():\n    {line}\n")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
     try:
-        scope["f"]()
+        module.f()
     except NotImplementedError as exc:
         return exc
     raise AssertionError("not raised")
 
 
 def test_the_users_own_raise_is_their_models_failure_in_every_mode(tmp_path):
-    own = raised_in(str(tmp_path / "mine.py"))
-    assert models_own(own, task()) and models_own(own, task("bf16")) and models_own(own, task(loader="w2"))
+    pytest.importorskip("torch")
+    own = raised_in(tmp_path / "mine.py")
+    assert models_own(own, task()) and models_own(own, task("bf16"))
 
 
-def test_a_libraries_not_implemented_is_the_models_in_the_plain_cell_only():
-    import torch
+def test_an_operator_the_user_calls_that_the_device_lacks_stays_unsupported(tmp_path):
+    """A forward calling a CUDA-only kernel on the CPU (`torch._fused_dropout`): the traceback's last Python frame is
+    the user's line calling it, no raise of theirs."""
+    pytest.importorskip("torch")
+    called = raised_in(tmp_path / "cudaonly.py", "return torch._fused_dropout(torch.zeros(2), 0.5)")
+    assert not models_own(called, task())
 
+
+def test_a_missing_forward_and_meta_weights_are_the_models_failure():
+    torch = pytest.importorskip("torch")
     with pytest.raises(NotImplementedError) as typo:
         torch.nn.Module()(torch.zeros(1))  # no forward: the `foward` typo
-    assert models_own(typo.value, task())
-    assert not models_own(typo.value, task("bf16"))  # an op without a bf16 kernel is a mode unsupported
-    assert not models_own(typo.value, task(nproc=2)) and not models_own(typo.value, task(loader="w0"))
-
-
-def test_dlperfs_own_refusals_and_built_in_workloads_stay_unsupported():
+    assert models_own(typo.value, task()) and models_own(typo.value, task("bf16"))
+    with pytest.raises(NotImplementedError) as meta:
+        torch.empty(2, device="meta").to("cpu")
+    assert models_own(meta.value, task())
     import dlperf
 
-    ours = raised_in(dlperf.__file__)
-    assert not models_own(ours, task())  # `optimizer X is not implemented by the torch backend`, a refused strategy
-    library = raised_in(types.__file__)
-    assert not models_own(library, task(workload={"source": None, "name": "fcn-r"}))
-    assert not models_own(library, types.SimpleNamespace(framework="torch"))  # a probe: no cell
+    with pytest.raises(NotImplementedError) as ours:
+        exec(compile("raise NotImplementedError('tp: no pairs')", dlperf.__file__, "exec"))
+    assert not models_own(ours.value, task())  # dlperf's own refusal
+    assert not models_own(typo.value, task(workload={"source": None, "name": "fcn-r"}))  # a built-in's: dlperf's
+    assert not models_own(typo.value, types.SimpleNamespace(framework="torch"))  # a probe: no cell

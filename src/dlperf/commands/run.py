@@ -270,8 +270,9 @@ def _run(args) -> int:
     if args.dry_run:
         from dlperf.commands.dry_run import print_estimate
 
+        settle(outcome.exit_code)  # 1 where a pilot step failed (the model does not train), whatever reads the output
         print_estimate(outcome, db)
-        return outcome.exit_code  # 1 where a pilot step failed: the model does not train
+        return outcome.exit_code
     return show_finished(db, outcome.run_id, args.resume, outcome.exit_code)
 
 

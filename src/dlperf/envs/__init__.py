@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -267,7 +267,7 @@ def listing() -> list[EnvironmentState]:
                 verified_at=rec.get("verified_at"),
                 step_s=rec.get("verify", {}).get("step_s"),
                 reason=None if rec or here else unavailable_reason(name),
-                pins_changed=bool(rec) and rec.get("constraints_sha1") != _sha1(constraints_file(name)),
+                pins_changed=bool(rec) and pins_changed(name, rec.get("versions") or {}),
             )
         )
     return rows
@@ -305,6 +305,29 @@ def install(
     it found (versions, Python, losses), or raises. Returns the install record."""
     if framework not in PACKAGES:
         raise InstallError(install_refusal(framework))
+    with installing(framework):
+        return _install(framework, verify, log, force, python)
+
+
+@contextlib.contextmanager
+def installing(framework: str) -> Iterator[None]:
+    """The framework's environment held by this install alone: a second `dlperf env install` of it at once would take
+    the first's half-made environment for one cut short and remove it under it."""
+    import fcntl
+
+    folder = env_dir(framework).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{framework}.lock", "w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            said = f"another `dlperf env install {framework}` is making it now: wait for it to end"
+            raise InstallError(said) from None
+        yield
+
+
+def _install(framework: str, verify: Callable[[str], SelftestAnswer], log: Callable[[str], None], force: bool,
+             python: str) -> InstallRecord:  # fmt: skip
     target = env_dir(framework)
     if target.exists() and not force and record(framework) is None:  # cut short: no pip, or half a package unpacked
         log(f"its last install in {target} did not finish: making it again from scratch")
@@ -335,6 +358,17 @@ def install(
     )
     (target / RECORD).write_text(json.dumps(asdict(rec), indent=2) + "\n")
     return rec
+
+
+def pins_changed(framework: str, installed: dict[str, str | None]) -> bool:
+    """Whether a package the install verified is at another version than this dlperf's constraints file pins (a
+    comment edited in the file is no change: its hash had been compared)."""
+    try:
+        lines = constraints_file(framework).read_text().splitlines()
+    except OSError:
+        return False
+    pins = {_normalized(n): v.strip() for n, _, v in (line.split("#")[0].partition("==") for line in lines) if v}
+    return any(not same_release(v, pins.get(_normalized(k))) for k, v in installed.items() if _normalized(k) in pins)
 
 
 def _sha1(path: Path) -> str | None:

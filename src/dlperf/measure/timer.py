@@ -45,11 +45,11 @@ class TimerConfig:
     def __post_init__(self) -> None:
         """A bad value is a ValueError naming the field, as a Python caller wrote it (`dlperf.TimerConfig(...)`); the
         command line's flags are checked before (`commands/run.timer`), in the flags' names."""
-        for name in ("min_steps", "max_warmup", "warmup_window"):
+        for name in WHOLE_FIELDS:
             value, least = getattr(self, name), 1 if name == "warmup_window" else 0
             if not _whole(value) or value < least:  # 1.5 steps, or '3', was taken
                 raise ValueError(f"TimerConfig: {name} {value!r}: expected a whole number, {least} or more")
-        for name in ("min_time", "max_time", "warmup_tolerance", "ci_target"):
+        for name in REAL_FIELDS:
             if not _real(value := getattr(self, name)):  # max_time='1': a TypeError from a comparison within
                 raise ValueError(f"TimerConfig: {name} {value!r}: expected a number")
         for name in ("warmup_tolerance", "ci_target"):
@@ -64,6 +64,12 @@ class TimerConfig:
             default = " (its default)" if self.min_time == TimerConfig.min_time else ""
             raise ValueError(f"TimerConfig: min_time {self.min_time:g}{default} is above max_time {self.max_time:g}: "
                              f"give a min_time of at most {self.max_time:g} too, or a longer max_time")  # fmt: skip
+        for name in WHOLE_FIELDS + REAL_FIELDS:  # numpy's int64 as Python's int: the task's JSON takes it
+            object.__setattr__(self, name, (int if name in WHOLE_FIELDS else float)(getattr(self, name)))
+
+
+WHOLE_FIELDS = ("min_steps", "max_warmup", "warmup_window")
+REAL_FIELDS = ("min_time", "max_time", "warmup_tolerance", "ci_target")
 
 
 def _whole(value: Any) -> bool:

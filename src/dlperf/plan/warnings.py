@@ -6,6 +6,7 @@ before measuring that is no warning: the image folder each workload reads (`Plan
 from __future__ import annotations
 
 from dlperf.answers import DataCheck
+from dlperf.frameworks.common import capabilities
 from dlperf.loaders import DATA_DATASET, keyword_folder, oversubscribed, restarts_every, setting
 from dlperf.measure import system
 from dlperf.measure.units import plural
@@ -51,8 +52,8 @@ def precision_warnings(cells: list[Cell], env: dict) -> list[str]:
     (`common.speed`), and the CPU's flags; on a CUDA GPU, from its compute capability."""
     used: dict[tuple[str, str], set[str]] = {}
     for c in cells:
-        for p in mode_components(c.mode):
-            if p.value in NATIVE_FLAGS:
+        for p in mode_components(c.mode):  # not a framework whose backend lacks the mode: its cells are unsupported
+            if p.value in NATIVE_FLAGS and p in capabilities.of(c.framework).modes:
                 used.setdefault((c.device, p.value), set()).add(c.framework)
     frameworks = env.get("frameworks") or {}
     speeds = {name: ((fw or {}).get("precision_speed") or {}).get("cpu") or {} for name, fw in frameworks.items()}

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.modes import PRECISIONS, ROW, Mode, mode_components
-from dlperf.report import data, ddp, fastest
+from dlperf.report import data, ddp, fastest, framework_notes
 from dlperf.report.charts import DISTURBED_CELL, FEW, disturbances, doubt_json, doubt_of, doubtful
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
@@ -186,7 +186,7 @@ def environment_label(where: str | None) -> str:
 
 def _notes(cells: list[CellRecord]) -> list[str]:
     notes = parameter_notes(cells) + grouped([(label, text) for label, _, text in cell_notes(cells)])
-    return notes + ddp.notes(ddp.build(cells)) + utilization_notes(cells)
+    return notes + ddp.notes(ddp.build(cells)) + utilization_notes(cells) + framework_notes.notes(cells)
 
 
 def utilization_notes(cells: list[CellRecord]) -> list[str]:

@@ -369,7 +369,6 @@ def cell_figures(
                             "above the median; a long run pays the mean")  # fmt: skip
     figures.loss_finite, diverged = loss_finite(details)
     warnings += diverged + _warnings(details, threads, cores, device) + _version_note(figures.provenance)
-    warnings += growing(details, figures.peak_mem_bytes) if device == "cpu" else []  # RSS against the step's peak
     if loader := loader_summary(measurements):
         figures.data = loader
         warnings += loader_warnings(loader, batch)
@@ -466,11 +465,18 @@ def loader_warnings(loader: LoaderRecord, batch: int | None) -> list[str]:
     return said
 
 
+def shares_memory(kind: str | None) -> bool:
+    """Whether a memory figure of this kind holds for the cell at any thread count: a step's tensors do, the
+    process's resident set does not (TensorFlow's and MXNet's: their thread pools and runtimes are in it, and a
+    cpu:2 cell had been given its cpu:1 sibling's, byte for byte)."""
+    return kind != "process_rss"
+
+
 def share(figures: CellFigures, siblings: list[CellRecord]) -> None:
     """Fill what a cell did not measure itself, its FLOPs, the memory of a step and its loss check, from a sibling
     that did (the same cell but its thread count), and say which one: every figure stays traceable to its process."""
     if figures.peak_mem_bytes is None:
-        donor = next((s for s in siblings if s.peak_mem_bytes is not None), None)
+        donor = next((s for s in siblings if s.peak_mem_bytes is not None and shares_memory(s.peak_mem_kind)), None)
         if donor is not None:
             figures.peak_mem_bytes, figures.peak_mem_kind = donor.peak_mem_bytes, donor.peak_mem_kind
             own = figures.memory_figures  # this process's own figures (its high-water mark over the timed steps)
@@ -574,7 +580,7 @@ def _warnings(details: list[ProcessDetail], threads: int, cores: int, device: st
     warnings = [f"stopped after timing: {d.stopped_early}" for d in details if d.stopped_early][:1]
     warnings += list(dict.fromkeys(note for d in details for note in d.notes or []))
     if device == "cpu" and threads > cores:
-        warnings.append(f"oversubscribed: {threads} threads on {cores} cores")
+        warnings.append(f"oversubscribed: {threads} threads on {units.plural(cores, 'core')}")
     pools = sorted({d.pool_threads for d in details if d.pool_threads not in (None, threads)})
     if device == "cpu" and pools:
         warnings.append(f"the model's own code set the framework's threads to {', '.join(map(str, pools))} while it "

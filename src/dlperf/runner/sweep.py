@@ -82,7 +82,7 @@ def child_task(task: Task, ctx: SweepContext) -> CellTask | DDPTask:
     group = siblings(cell, ctx.store.cells(ctx.run_id))
     wants_check = spec.loss_check and task.repeat == 0 and changes_arithmetic(cell.mode)
     count_flops = not any(c.flops_per_step is not None for c in group)
-    measure_memory = not any(c.peak_mem_bytes is not None for c in group)
+    measure_memory = not any(c.peak_mem_bytes is not None and collect.shares_memory(c.peak_mem_kind) for c in group)
     if count_flops or measure_memory:
         flops, memory = kept.extras(kept.key(cell, ctx.workloads[cell.key]))
         count_flops, measure_memory = count_flops and flops is None, measure_memory and memory is None
@@ -291,6 +291,8 @@ def store_result(ctx: SweepContext, task: Task, m: ProcessMeasurement, session: 
     entry = kept.key(cell, ctx.workloads[cell.key])
     if figures.flops_per_step is None or figures.peak_mem_bytes is None:
         kept.take(figures, *kept.extras(entry))
+    if cell.device == "cpu":  # the process's growth against the step's peak, a sibling's where it measured none
+        figures.warnings += collect.growing([e.detail for e in [*earlier, m]], figures.peak_mem_bytes)
     ctx.store.record(ctx.run_id, cell.key, task.repeat, m, figures, session)
     kept.keep(entry, m.detail, f"run {ctx.run_id} of {os.path.abspath(ctx.store.path)}")  # read from any folder
     return figures

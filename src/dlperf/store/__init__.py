@@ -388,13 +388,15 @@ class Store(Copies, MachineFigures):
         return found
 
     def started_lives(self, run_ids: list[int]) -> list[tuple[int, str, float, dict[str, float], str | None]]:
-        """Each finished process of these runs, a run's in the order they started: (run, cell key, wall-clock seconds,
-        its time by phase as `lives` gives it, how it started: "warm" (forked: `runner/warm.py`), "cold", or None where
-        not recorded). The estimates tell a process's own start from its wait for the warm parent it forked from."""
+        """Each finished process of these runs that did not fail, a run's in the order they started: (run, cell key,
+        wall-clock seconds, its time by phase as `lives` gives it, how it started: "warm" (forked: `runner/warm.py`),
+        "cold", or None where not recorded). The estimates tell a process's own start from its wait for the warm
+        parent it forked from. A failed process's life is none a cell's measuring takes: a dry run had estimated a
+        model that fails from it, started no pilot step, and said nothing of the failure."""
         found = []
         for run_id in run_ids:
             rows = self.conn.execute("SELECT cell_key, duration_s, detail_json FROM measurements WHERE run_id = ? "
-                                     "AND duration_s IS NOT NULL", (run_id,))  # fmt: skip
+                                     "AND duration_s IS NOT NULL AND status != 'failed'", (run_id,))  # fmt: skip
             for key, duration, text in rows:
                 detail = _detail(text)
                 began, how = detail.get("started_at"), detail.get("started")

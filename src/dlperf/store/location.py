@@ -149,7 +149,8 @@ def unreachable(path: str | Path) -> str | None:
     except OSError as exc:  # not there, or not a directory on the way: the caller says so
         if exc.errno == errno.ENAMETOOLONG:  # where Path.is_dir() and SQLite would raise it again
             return f"a name longer than this system allows ({exc.strerror})"
-    if (n := len(os.fsencode(os.path.abspath(path)))) > SQLITE_LONGEST_PATH:  # "unable to open", "or corrupt"
+    n = max(len(os.fsencode(os.path.abspath(path))), len(os.fsencode(os.path.realpath(path))))  # through links too
+    if n > SQLITE_LONGEST_PATH:  # SQLite said "unable to open", and dlperf "not a dlperf database or corrupt"
         return f"its full path is {n} bytes long, more than SQLite opens ({SQLITE_LONGEST_PATH}): give a shorter one"
     return None
 

@@ -138,10 +138,9 @@ def not_a_source_file(path: Path) -> str | None:
 def source_of(factory: Callable[[], Any]) -> str:
     """The `file.py:name` of a module-level factory function, for the Python API."""
     if not (inspect.isfunction(factory) or inspect.isclass(factory) or inspect.ismethod(factory)):
-        kind = type(factory).__name__
-        raise UsageError(f"{'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind} object ({reprlib.repr(factory)}) is no "
-                         "workload: pass the module-level function that builds one (make, not make()), or a "
-                         "'file.py:factory' string")  # fmt: skip
+        raise UsageError(f"{reprlib.repr(factory)}, of type {type(factory).__name__}, is no workload: pass the "
+                         "module-level function that builds one (make, not make()), or a 'file.py:factory' "
+                         "string")  # fmt: skip
     name = getattr(factory, "__qualname__", "")
     module = sys.modules.get(getattr(factory, "__module__", None) or "")
     if callable(factory) and not name.isidentifier():  # a lambda, or a function defined in another's body
