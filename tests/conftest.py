@@ -39,10 +39,11 @@ def pytest_configure(config):
 
 
 def own_data_dir(config) -> None:
-    """dlperf's data folder for this session (its caches, kept measurements, the worker's link), with the frameworks'
-    installed environments linked in: the tests wrote their caches into the user's own, and a user's export then said
-    a figure was "cached from run 1 of /tmp/pytest-of-root/.../p.db". Set once, by the first process (xdist's workers
-    inherit it); a DLPERF_DATA_DIR given is kept."""
+    """dlperf's data folder for this session (the kept figures, kept measurements, the worker's link), with the
+    frameworks' installed environments and the answers cached by what they answer linked in: the tests wrote their
+    figures into the user's cache, and a user's export then said a figure was "cached from run 1 of
+    /tmp/pytest-of-root/.../p.db". Set once, by the first process (xdist's workers inherit it); a DLPERF_DATA_DIR
+    given is kept."""
     import shutil
     import tempfile
 
@@ -52,8 +53,12 @@ def own_data_dir(config) -> None:
 
     real = envs.data_dir()
     session = Path(tempfile.mkdtemp(prefix="dlperf-tests-data-"))
-    if (real / "envs").is_dir():
-        (session / "envs").symlink_to(real / "envs", target_is_directory=True)
+    # the environments, the planning probe's answers and the operator counts (keyed by what they answer, and cited
+    # nowhere) are the user's; the kept figures, which a cell cites ("cached from run N of DB"), the session's own
+    for shared in ("envs", "cache/probe", "cache/opcounts"):
+        if (real / shared).is_dir():
+            (session / shared).parent.mkdir(parents=True, exist_ok=True)
+            (session / shared).symlink_to(real / shared, target_is_directory=True)
     os.environ["DLPERF_DATA_DIR"] = str(session)
     config.add_cleanup(lambda: shutil.rmtree(session, ignore_errors=True))
 

@@ -2,6 +2,8 @@
 estimated 6 s ... all from 1 pilot step that took 6 s", exit 0, where the run then failed. The cell is now named with
 its pilot's error and line, and the dry run exits 1; a pilot that timed out is no failure of the run's own cells."""
 
+import pytest
+
 from conftest import dlperf, require
 from dlperf.api import dry_run_code
 from dlperf.plan.estimate import Estimate
@@ -22,6 +24,15 @@ def test_a_failed_pilot_is_named_and_the_dry_run_exits_1(tmp_path):
     assert f"(at {tmp_path / 'bad.py'}:{line_of('@ torch.ones')}, in forward)" in first
     assert last.startswith("1 pilot step failed or timed out (above): the run's cells of it will likely do the same")
     assert not (tmp_path / "d.db").exists()
+
+
+@pytest.mark.slow
+def test_a_store_holding_a_failed_run_of_the_cell_pilots_it_again(tmp_path):
+    """A failed process's life is no estimate of the cell's: the dry run had estimated the model from it, started no
+    pilot step and exited 0."""
+    from test_where_in_user_code import USER
+
+    (tmp_path / "bad.py").write_text(USER)
     ran = dlperf("run", "--workloads", f"{tmp_path / 'bad.py'}:make", "--threads", "1", "--max-time", "1",
                  db=tmp_path / "d.db", cwd=tmp_path)  # fmt: skip
     assert ran.returncode == 1, ran.stderr  # stored failed: its life is no estimate of the cell's, so it pilots again

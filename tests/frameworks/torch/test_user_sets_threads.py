@@ -6,6 +6,8 @@ the model failing, exit 1, in its plain fp32 cell."""
 
 import json
 
+import pytest
+
 from conftest import dlperf, require
 
 require("torch")
@@ -53,6 +55,7 @@ def make_typo():
 """
 
 
+@pytest.mark.slow
 def test_threads_a_model_sets_are_set_back_or_said_and_a_missing_forward_fails(tmp_path):
     (tmp_path / "thr.py").write_text(MODEL)
     workloads = ",".join(f"{tmp_path / 'thr.py'}:{f}" for f in ("make", "make_forward", "make_typo"))
