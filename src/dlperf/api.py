@@ -29,7 +29,7 @@ from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
 from dlperf.plan.unsupported import marked
-from dlperf.plan.workloads import check_data_of
+from dlperf.plan.workloads import check_data_of, check_room
 from dlperf.predict import cells as gpu_predictions
 from dlperf.protocol import Cell
 from dlperf.report.format import terminal
@@ -43,6 +43,7 @@ from dlperf.store.location import as_called, check_path, db_said_as, given_db, r
 from dlperf.store.records import CellRecord, RunRecord
 from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
+from dlperf.workloads.base import Workload
 from dlperf.workloads.user import changed_sources
 
 # the flags the plan's warnings name (`--threads 8 exceeds the cores`), said to a Python caller as its arguments
@@ -157,11 +158,14 @@ def dry_run_code(estimate: Estimate | None) -> ExitCode:
 
 def planned(spec: RunSpec, dry_run: bool) -> Plan:
     """The run's plan; interrupted, a plain KeyboardInterrupt saying so (a probe child's own,
-    `launch.ChildInterrupted`, said nothing)."""
+    `launch.ChildInterrupted`, said nothing). A user model this machine cannot hold is refused (`check_room`; a
+    search's own checks, crossover's and advise's, say more)."""
     try:
-        return make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
+        plan = make_plan(spec) if dry_run else make_plan(spec, before_data=start_warm_parents)
     except KeyboardInterrupt:
         raise KeyboardInterrupt("dlperf.run was interrupted while it planned: nothing was stored") from None
+    check_room({k: Workload.from_json(w) for k, w in plan.workloads.items()}, [c.device for c in plan.cells])
+    return plan
 
 
 def traces_tried(spec: RunSpec, db: str) -> RunSpec:

@@ -35,7 +35,7 @@ from dlperf.plan.warnings import (
     pin_warnings,
     precision_warnings,
 )
-from dlperf.plan.workloads import check_data, check_names, check_room, ddp_workload, resolve_workload
+from dlperf.plan.workloads import check_data, check_names, ddp_workload, resolve_workload
 from dlperf.protocol import Cell
 from dlperf.runner.tasks import Task, schedule
 from dlperf.spec import RunSpec, device_kind
@@ -76,7 +76,6 @@ def make_plan(spec: RunSpec, *, before_data: Callable[[Plan], None] = lambda pla
     if sources := source_digests(workloads.values()):
         env = {**env, "sources": sources}  # what --resume checks: the model files as they were (workloads/user.py)
     devices = resolve_devices(spec.devices, info, devices_flag)
-    check_room(workloads, devices)
     if spec.nprocs:
         cells, warnings = _ddp_cells(spec, list(workloads.values()), devices, cores, warnings)
         named = {w.name: w for w in workloads.values()}  # a user workload is asked for by its source
