@@ -315,6 +315,16 @@ def test_a_columns_variable_of_no_size_is_left_out(columns, report_db):
     assert done.returncode == 0 and "seconds per mini-batch" in done.stdout, done.stderr
 
 
+def test_a_program_embedding_the_cli_keeps_its_columns_variable(report_db, monkeypatch, capsys):
+    """`main(argv)` in a program of its own left COLUMNS of no size out for the command, and out of the program's
+    environment after it."""
+    from dlperf.cli import main
+
+    monkeypatch.setenv("COLUMNS", "0")
+    assert main(["table", "--db", str(report_db)]) == 0
+    assert "seconds per mini-batch" in capsys.readouterr().out and os.environ["COLUMNS"] == "0"
+
+
 def test_a_tables_notes_are_whole_lines_in_a_file(tmp_path, monkeypatch):
     """In a CI log (160 columns) a note's resume command was folded: `grep -- --resume ci.log` found `run --resume
     --db` with its path on the next line. A width asked for ($COLUMNS) is kept."""

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     SIGINT, SIGTERM and SIGHUP are its own again when it returns, interrupted or not."""
     ends, argv = argv is None, sys.argv[1:] if argv is None else argv
     descriptors_open()
-    sizes_sane()
+    unsized = sizes_sane()
     out, err = sys.stdout or Closed(), sys.stderr or Closed()  # `>&-`, `2>&-`: Python's stream is None
     encodable(out)
     encodable(err)
@@ -73,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.OUTPUT_FAILED
     finally:
         sys.stdout, sys.stderr = out, err
+        if not ends:  # a program embedding the CLI keeps its environment as it was
+            os.environ.update(unsized)
 
 
 def dispatch(argv: list[str], ends: bool = False) -> int:
@@ -230,13 +232,16 @@ def descriptors_open() -> None:
                 os.close(null)
 
 
-def sizes_sane() -> None:
-    """$COLUMNS and $LINES that say no size (0, -5, "wide") are left out: rich took COLUMNS=0 for a terminal of no
-    columns and printed nothing at all, exit 0. The terminal's own size, or a log's width, is used instead."""
+def sizes_sane() -> dict[str, str]:
+    """$COLUMNS and $LINES that say no size (0, -5, "wide") are left out, and returned: rich took COLUMNS=0 for a
+    terminal of no columns and printed nothing at all, exit 0. The terminal's own size, or a log's width, is used
+    instead."""
+    left = {}
     for name in ("COLUMNS", "LINES"):
         value = os.environ.get(name)
         if value is not None and not (value.strip().isdigit() and int(value) > 0):
-            del os.environ[name]
+            left[name] = os.environ.pop(name)
+    return left
 
 
 class Closed:

@@ -506,6 +506,14 @@ class Error(Event):
     usage: bool = False  # the user's input is wrong (a factory that does not build): a UsageError in the parent
 
 
+@event("warned")
+class Warned(Event):
+    """What Python's warnings said while a user's model was built and trained (`worker.cell.model_warnings`), each
+    once: a loss broadcasting a target of another shape trained measured and unsaid."""
+
+    messages: list[str]
+
+
 @event("done")
 class Done(Event):
     stopped_early: str | None = None  # why the untimed extras were skipped (a StopRule applied)

@@ -41,6 +41,7 @@ from dlperf.protocol import (
     Sources,
     Start,
     Warmup,
+    Warned,
     all_of,
     first,
 )
@@ -69,6 +70,7 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
     built, warm, done = first(events, Built), first(events, Warmup), first(events, Sampled)
     flops, memory, start = first(events, Flops), first(events, Memory), first(events, Start)
     comm, finished = first(events, Comm), first(events, Done)
+    warned = first(events, Warned) or Warned([])
     pinned = last(events, Affinity)  # the last: what the cell ran on, where its backend pinned itself (jax)
     detail = ProcessDetail(
         params=built and built.params,
@@ -90,7 +92,8 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
         thread_env=pinned and pinned.thread_env,
         comm=comm.figures if comm else None,  # multi-process cells
         loader=LoaderFigures.merged([e.figures for e in all_of(events, Loader)]),  # cells with a loader (--data DIR)
-        notes=[n for n in (flops and flops.note, memory and memory.note) if n],  # optional analyses that failed
+        notes=[n for n in (flops and flops.note, memory and memory.note) if n]  # optional analyses that failed
+        + [f"the model warned: {said}" for said in warned.messages],  # a user model's (`cell.model_warnings`)
         sources=(sources := first(events, Sources)) and sources.files,  # the user's files its figures came from
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
         loss=done and done.loss,

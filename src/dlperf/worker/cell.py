@@ -17,6 +17,7 @@ import resource
 import statistics
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -49,6 +50,7 @@ from dlperf.protocol import (
     Sampled,
     Sources,
     Warmup,
+    Warned,
 )
 from dlperf.vocab import LOSS_CHECK_BROKE, OUT_OF_MEMORY
 from dlperf.worker import feed, sources
@@ -352,8 +354,42 @@ def run_cell(task: CellTask, emit: Reporter) -> None:
     pin(task.pin_cpus)
     emit(affinity())
     limit_memory(task.memory_limit)
-    with said_out_of_memory(task):
+    with said_out_of_memory(task), model_warnings(task, emit):
         measure(task, emit, gate)
+
+
+MODEL_WARNINGS = 5  # the first this many different ones: a model warning anew at each step is not a list without end
+
+
+@contextmanager
+def model_warnings(task: CellTask, emit: Reporter) -> Iterator[None]:
+    """A user model's warnings (a `mse_loss` of a target shaped otherwise than the output: "this will likely lead to
+    incorrect results due to broadcasting"), as Python's filters let them through, each once: they went into the
+    child's log, unread, and a model with such a bug was measured with no word. Emitted as the cell ends, failed or
+    not; a built-in workload's are dlperf's own."""
+    if task.workload.get("source") is None:
+        yield
+        return
+    said: dict[str, None] = {}
+
+    def keep(message, category, filename, lineno, file=None, line=None) -> None:
+        if len(said) < MODEL_WARNINGS:
+            where = "" if _ours(filename) else f" ({os.path.basename(filename)}:{lineno})"
+            said.setdefault(f"{category.__name__}: {str(message).strip()}{where}", None)
+
+    with warnings.catch_warnings():  # its showwarning is the caller's again after it
+        warnings.showwarning = keep
+        try:
+            yield
+        finally:
+            if said:
+                emit(Warned(list(said)))
+
+
+def _ours(filename: str) -> bool:
+    """A file of dlperf's own or of the framework's: a location the user cannot act on."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.abspath(filename).startswith(here + os.sep) or f"{os.sep}site-packages{os.sep}" in filename
 
 
 @contextmanager

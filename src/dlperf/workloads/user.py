@@ -143,9 +143,9 @@ def source_of(factory: Callable[[], Any]) -> str:
                          "string")  # fmt: skip
     name = getattr(factory, "__qualname__", "")
     module = sys.modules.get(getattr(factory, "__module__", None) or "")
-    if callable(factory) and not name.isidentifier():  # a lambda, or a function defined in another's body
+    if not name.isidentifier():  # a lambda, or a function defined in another's body
         name = _module_name_of(factory, module) or name
-    if not callable(factory) or not name.isidentifier():
+    if not name.isidentifier():
         raise UsageError(f"{factory!r}: pass a module-level factory function or a 'file.py:factory' string (a lambda "
                          "or a function defined inside another has no name a new process can import)")  # fmt: skip
     named = module is not None and factory.__module__ != "__main__" and getattr(module, "__spec__", None)
