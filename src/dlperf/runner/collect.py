@@ -70,7 +70,6 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
     built, warm, done = first(events, Built), first(events, Warmup), first(events, Sampled)
     flops, memory, start = first(events, Flops), first(events, Memory), first(events, Start)
     comm, finished = first(events, Comm), first(events, Done)
-    warned = first(events, Warned) or Warned([])
     pinned = last(events, Affinity)  # the last: what the cell ran on, where its backend pinned itself (jax)
     detail = ProcessDetail(
         params=built and built.params,
@@ -92,8 +91,8 @@ def measurement(events: list[Event], child: ChildResult, timeout: float) -> Proc
         thread_env=pinned and pinned.thread_env,
         comm=comm.figures if comm else None,  # multi-process cells
         loader=LoaderFigures.merged([e.figures for e in all_of(events, Loader)]),  # cells with a loader (--data DIR)
-        notes=[n for n in (flops and flops.note, memory and memory.note) if n]  # optional analyses that failed
-        + [f"the model warned: {said}" for said in warned.messages],  # a user model's (`cell.model_warnings`)
+        notes=[n for n in (flops and flops.note, memory and memory.note) if n]  # analyses that failed; user warnings
+        + [f"the model warned: {said}" for warned in all_of(events, Warned) for said in warned.messages],
         sources=(sources := first(events, Sources)) and sources.files,  # the user's files its figures came from
         **{k: getattr(done, k) if done else None for k in MACHINE_FIGURES},
         loss=done and done.loss,
@@ -189,10 +188,8 @@ def during(events: list[Event]) -> str:
 
 
 # what the machine did while the cell was timed, from the `Sampled` event
-MACHINE_FIGURES = (
-    "steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "kernel_cpu_share",
-    "process_hwm_increase_bytes", "pool_threads",
-)  # fmt: skip
+MACHINE_FIGURES = ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step",
+                   "kernel_cpu_share", "process_hwm_increase_bytes", "pool_threads")  # fmt: skip
 
 
 def environment_of(python: str) -> str:
