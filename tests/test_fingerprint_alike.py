@@ -65,3 +65,15 @@ def test_runs_of_other_frameworks_on_one_machine_are_one_machines():
     assert alike(torch_run, jax_run) and alike(both, jax_run) and alike(torch_run, both)
     assert not alike(torch_run, {**NEW, "frameworks": {"torch": "2.14.0", "jax": "0.10.2"}})
     assert [m.runs for m in fleet.group([_run(1, torch_run), _run(2, jax_run)])] == [(1, 2)]
+
+
+def test_one_hosts_machines_are_told_apart_by_their_cores_where_those_differ():
+    """`taskset -c 0 dlperf run` beside a plain run: the columns were "vm · Xeon (run 1)" and "vm · Xeon (run 3)",
+    which named no difference; a version apart, they still are by run."""
+    older = {**NEW, "frameworks": {"torch": "2.13.0"}}
+    newer, one_core = {**older, "frameworks": {"torch": "2.14.0"}}, {**older, "cores": {"cores": 1}}
+    machines = fleet.group([_run(1, older), _run(2, newer), _run(3, one_core)])
+    labels = [m.label for m in machines]
+    cores = NEW["cores"]["cores"]
+    assert labels == ["alpha · Xeon Test (run 1)", "alpha · Xeon Test (run 2)", "alpha · Xeon Test, 1 core"]
+    assert fleet.group([_run(1, older), _run(3, one_core)])[0].label == f"alpha · Xeon Test, {cores} cores"

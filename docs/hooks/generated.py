@@ -165,7 +165,12 @@ def plain(text: str) -> str:
 
 # what each column of `dlperf export` holds; tests/docs/test_reference.py checks every column has one, and no more
 EXPORT_COLUMNS = {
-    "run_id": "the run the cell belongs to",
+    "run_id": "the run the cell belongs to, in this store (`dlperf merge` gives a copied run a new one)",
+    "run_started_at": "when that run began (UTC, ISO 8601): the same in every store a merge copied it to",
+    "run_state": "complete, or what the run is: interrupted, stopped (its process gone), running, or copied while "
+    "running; a record of a run not complete is what it measured so far",
+    "run_origin": "where a run copied in by `dlperf merge` was measured: `FILE run N`; empty for a run measured in "
+    "this store",
     "hostname": "the host of the machine that measured the run (a merged store holds several)",
     "cpu_model": "that machine's CPU model",
     "cores": "the cores that machine let dlperf use",
@@ -213,7 +218,8 @@ EXPORT_COLUMNS = {
     "scaling": "strong or weak, for a multi-process cell",
     "parallel": "the strategy of a multi-process cell: ddp, fsdp, gpipe, 1f1b, tp, mirrored",
     "microbatches": "a pipeline's micro-batches per step",
-    "framework_version": "the framework's version that measured the cell",
+    "framework_version": "the framework's version that measured the cell (a cell no worker measured, unsupported or "
+    "pending: the version its run found as it planned)",
     "environment": "the framework's environment: dlperf's own, or a `dlperf env install` one",
     "timing": "how each step was timed: pipelined as a training loop runs (CUDA events; JAX: when the host finds the "
     "loss ready), or bracketed by the clock with the device synchronized on both sides (the CPU; MXNet); empty in a "
@@ -266,20 +272,16 @@ EXPORT_COLUMNS = {
     "left_out, measured), the achieved rates, the dispatch floor, the counts per step, the profiler's overhead, the "
     "trace and the notes; `profile_status` and `error` where it could not be taken; empty where the run stored none "
     "(run without --profile)",
-    "warnings": "what the run said about the cell (`; `-joined in CSV)",
+    "warnings": "what the run said about the cell (in CSV a JSON list, as every list)",
     "samples": "with `--samples` only: every raw step time, one list per process (JSON)",
 }
 
 
 def export_columns() -> list[str]:
-    """The columns `dlperf export` writes, in its order: the keys of a record built from a cell, with its samples."""
-    from dlperf.protocol import Cell
+    """The columns `dlperf export` writes, in its order, with `--samples`' last."""
     from dlperf.report import export
-    from dlperf.store.records import CellRecord
 
-    cell = Cell("fcn-r", "torch", "cpu", 1, "fp32")
-    record = CellRecord(run_id=1, key=cell.key, position=0, **cell.to_json())
-    return list(export.record(record, samples=[]))
+    return [*export.columns(), "samples"]
 
 
 def export_markdown() -> str:

@@ -178,10 +178,15 @@ def alike(a: dict, b: dict, ignore: tuple[str, ...] = ()) -> bool:
     an older dlperf recorded, without the newer keys, is still of the machine that measured it; and on the frameworks
     both runs used (a torch run and a jax run of one machine record different ones). `ignore`: keys left out of the
     comparison."""
+    return not differences(a, b, ignore)
+
+
+def differences(a: dict, b: dict, ignore: tuple[str, ...] = ()) -> list[str]:
+    """How two fingerprints differ, in words, on what `alike` compares ("torch version 2.12.0 -> 2.13.0")."""
     both = set(a.get("frameworks") or {}) & set(b.get("frameworks") or {})
     kept = [{k: {n: v[n] for n in both} if k == "frameworks" and isinstance(v, dict) else v for k, v in f.items()
              if k not in ignore} for f in (a, b)]  # fmt: skip
-    return not fingerprint_diff(*kept)
+    return fingerprint_diff(*kept)
 
 
 # the fingerprint's keys of the machine itself, its hardware: a run of this machine is one alike on these, whatever

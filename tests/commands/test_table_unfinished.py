@@ -241,3 +241,17 @@ def test_a_measurement_kept_beside_the_store_is_counted_where_the_table_says_wha
     flat = " ".join(dlperf("table", db=db, env={"COLUMNS": "250"}).stdout.split())
     assert (f"`dlperf run --resume --db {db}` stores the 1 measurement kept in {db}.unsaved.jsonl when the store "
             "refused it, and measures them") in flat  # fmt: skip
+
+
+def test_an_export_of_an_unfinished_run_says_so_on_stderr_and_in_each_record(tmp_path):
+    """`dlperf export` of a run killed mid-cell gave `status: ok` records and no word that it was unfinished, where
+    the table and a merge say so."""
+    db = tmp_path / "t.db"
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted")
+    store.close()
+    done = dlperf("export", db=db)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip() == ("dlperf: warning: run 1 is unfinished (interrupted): 1 of 3 processes done; 2 left, "
+                                   "in 2 cells: its records are what it measured so far")  # fmt: skip
+    assert {r["run_state"] for r in map(json.loads, done.stdout.splitlines())} == {"interrupted"}

@@ -87,7 +87,8 @@ def test_help_text_is_plain_text_in_a_table_cell_and_code_stays_code(generated):
 
 def test_every_export_column_has_its_meaning_and_no_more(generated):
     columns = generated.export_columns()
-    assert columns[:3] == ["run_id", "hostname", "cpu_model"] and "key" in columns and "samples" in columns
+    assert columns[:5] == ["run_id", "run_started_at", "run_state", "run_origin", "hostname"] and "key" in columns
+    assert columns[-1] == "samples"
     assert set(columns) == set(generated.EXPORT_COLUMNS), set(columns) ^ set(generated.EXPORT_COLUMNS)
     rows = [line for line in generated.export_markdown().splitlines() if line.startswith("| `")]
     assert [r.split("`")[1] for r in rows] == columns  # in the order export writes them

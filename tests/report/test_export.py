@@ -19,7 +19,7 @@ def test_csv_text_that_starts_a_formula_gets_a_quote_and_numbers_stay_numbers():
     [bad, good] = csv.DictReader(io.StringIO(export.render([export.record(hostile), export.record(fine)], "csv")))
     assert bad["workload"] == '\'=HYPERLINK("http://evil.example","click")'
     assert bad["error"] == "'@SUM(1+1)*cmd|' /C calc'!A0"
-    assert bad["warnings"] == "'-2+3 looks like a formula"
+    assert json.loads(bad["warnings"]) == ["-2+3 looks like a formula"]  # a JSON list: starts no formula
     assert (good["workload"], good["median_s"], good["n"], good["steal_fraction"]) == ("fcn-r", "0.25", "12", "-0.0")
 
 
@@ -99,3 +99,41 @@ def test_throughput_is_named_per_second_where_every_other_s_is_seconds():
     assert rec["samples_per_s"] == 256.0 and "samples_s" not in rec
     [row] = csv.DictReader(io.StringIO(export.render([rec], "csv")))
     assert float(row["samples_per_s"]) == 256.0
+
+
+def test_warnings_holding_a_semicolon_come_back_whole_from_the_csv():
+    """The CSV joined a cell's warnings with "; ", which one of them holds ("... is 164% above the median; a long run
+    pays the mean"): three warnings split back into four."""
+    said = ["noisy: IQR is 21% of the median", "slow steps now and then: the mean step, 1.20 ms, is 164% above the "
+            "median; a long run pays the mean", "other processes used 86% of the CPUs"]  # fmt: skip
+    c = make_cell("fcn-r", median_s=0.25, n=12, warnings=said)
+    [row] = csv.DictReader(io.StringIO(export.render([export.record(c)], "csv")))
+    assert json.loads(row["warnings"]) == said
+
+
+def test_an_export_of_no_record_has_every_column():
+    """Every cell's row unreadable: the CSV's header was 25 columns, without the machine's or the run's."""
+    header = next(csv.reader(io.StringIO(export.render([], "csv"))))
+    assert header == export.columns() and {"hostname", "run_state", "framework_version", "warnings"} <= set(header)
+
+
+def test_each_record_names_its_run_wherever_it_is_read_and_a_framework_version_measured_or_not():
+    """A merge renumbers runs: two stores' exports of one run could not be matched (no start, no origin); a record
+    of an unsupported or pending cell named no framework version, though its run found one."""
+    from dlperf.store.records import Origin, RunRecord
+    from dlperf.vocab import Status
+
+    env = {"frameworks": {"torch": {"version": "2.13.0+cpu"}}}
+    first = Origin("/data/a.db", 4, "2026-12-02T00:00:00")
+    run = RunRecord(2, "2026-12-01T10:00:00", None, "interrupted", ["dlperf", "run"], {}, env, {"hostname": "vm"},
+                    origin=Origin("/data/all.db", 7, "2026-12-03T00:00:00", first))  # fmt: skip
+    unsupported = make_cell("fcn-r", status=Status.UNSUPPORTED.value, error="no bf16 here")
+    rec = export.record(unsupported, run=run, state="interrupted")
+    assert (rec["run_started_at"], rec["run_state"], rec["run_origin"]) == (
+        "2026-12-01T10:00:00",
+        "interrupted",
+        "/data/a.db run 4",
+    )
+    assert rec["framework_version"] == "2.13.0+cpu"
+    here = RunRecord(1, "2026-12-01T10:00:00", None, "complete", ["dlperf", "run"], {}, {}, {})
+    assert export.record(unsupported, run=here, state="complete")["run_origin"] is None

@@ -65,7 +65,8 @@ def test_sweep_of_tiny_workloads_stores_and_prints_the_table(tmp_path):
     export = [json.loads(line) for line in dlperf("export", "--samples", db=db).stdout.splitlines()]
     assert len(export) == 4 and all(len(e["samples"][0]) == e["n"] for e in export)
     csv_out = dlperf("export", "--format", "csv", db=db).stdout.splitlines()
-    assert csv_out[0].startswith("run_id,hostname,") and ",key,workload," in csv_out[0] and len(csv_out) == 5
+    assert csv_out[0].startswith("run_id,run_started_at,run_state,run_origin,hostname,") and len(csv_out) == 5
+    assert ",key,workload," in csv_out[0]
     env = json.loads(dlperf("env", "--format", "json", db=db).stdout)
     assert env["frameworks"]["torch"]["version"].startswith("2.") and env["cores"]["cores"] >= 1
 

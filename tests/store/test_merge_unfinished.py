@@ -4,6 +4,7 @@ first merge had copied it without a word."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 from conftest import dlperf
@@ -151,3 +152,19 @@ def test_a_lost_ray_nodes_run_is_said_to_have_gone_on_elsewhere_not_to_finish_la
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("copied as it is: its Ray node was lost, and run 2 of the file measured what "
                                         "it left")  # fmt: skip
+
+
+def test_a_run_whose_process_died_is_stopped_in_its_copy_too(tmp_path):
+    """A run killed (kill -9) mid-cell, then merged: the merge said "stopped: its process is gone", and the copy was
+    "running when copied" in `list --runs` and the table, through every later merge of it too."""
+    from commands.test_run_state import killed_while_measuring
+
+    src, target, again = tmp_path / "src.db", tmp_path / "m.db", tmp_path / "z.db"
+    killed_while_measuring(src)
+    said = dlperf("merge", str(src), db=target)
+    assert "run 1 is unfinished (stopped: its process is gone)" in said.stderr
+    assert dlperf("merge", str(target), db=again).returncode == 0  # z.db: the copy's copy
+    for db in (target, again):
+        [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
+        assert (row["status"], row["state_label"]) == ("stopped", "stopped (its process is gone)"), db
+        assert "(stopped: its process is gone)" in " ".join(dlperf("table", db=db).stdout.split())

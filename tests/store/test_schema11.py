@@ -37,7 +37,8 @@ as the step is, and its sections with nothing to show say of several runs that e
 report's hash); the table marks a disturbed cell `?` as the paper view and the report do, not only one of few
 samples, and its legend says so (run 6's compile cell, other processes on 20% of the CPUs: table text, csv,
 --explain, and the report's hash); the table's JSON says so too, `doubtful` with its `doubts` (run 6's compile
-cell: table json).
+cell: table json); each export record names its run's start, state and origin (run_started_at, run_state,
+run_origin), an unsupported cell its run's framework version, and the CSV's warnings are a JSON list (every export).
 """
 
 from __future__ import annotations
@@ -209,7 +210,19 @@ def test_merge_of_the_old_file_copies_every_run_whole(db, expected, tmp_path):
     finally:
         store.close()
     for run_id, want in expected["runs"].items():
-        assert exported_as(export(target, run_id, tmp_path), want)
+        assert exported_as(as_measured_here(export(target, run_id, tmp_path), f"{db.resolve()} run {run_id}"), want)
+
+
+def as_measured_here(got: tuple[str, str], origin: str) -> tuple[str, str]:
+    """A merged run's export as the old file's own: its records name the file and run it was measured in."""
+    records = [json.loads(line) for line in got[0].splitlines()]
+    assert {r["run_origin"] for r in records} == {origin}
+    rows = list(csv.reader(io.StringIO(got[1])))
+    column = rows[0].index("run_origin")
+    assert {row[column] for row in rows[1:]} == {origin}
+    text = io.StringIO()
+    csv.writer(text).writerows([rows[0], *([*row[:column], "", *row[column + 1 :]] for row in rows[1:])])
+    return "".join(json.dumps({**r, "run_origin": None}) + "\n" for r in records), text.getvalue()
 
 
 def test_reading_the_old_file_leaves_it_as_it_was_and_the_first_write_upgrades_it(db, tmp_path):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
-from dlperf.commands.common import choice, db_path, open_store, warn_unreadable
+from dlperf.commands.common import choice, db_path, open_store, warn, warn_unreadable
 from dlperf.commands.output import write_file, write_stdout, wrote
 from dlperf.commands.report import runs
 from dlperf.errors import UsageError
@@ -28,6 +29,7 @@ def run(args) -> int:
     from dlperf.commands.report import writable
     from dlperf.errors import UnreadableRow
     from dlperf.report import export
+    from dlperf.store.state import run_state
 
     if args.output == "-":  # the usual name of standard output, not a file named '-' written in this folder
         args.output = None
@@ -38,8 +40,11 @@ def run(args) -> int:
     try:
         chosen = export.chosen_runs(store, args.run)
         records = [r for run in chosen for r in export.run_records(store, run, args.samples, faults.append)]
+        unfinished = [s.summary() for s in map(partial(run_state, store), chosen) if s.unfinished]
     finally:
         store.close()
+    for said in unfinished:  # its records are what it measured so far (`run_state` in each record)
+        warn(f"{said}: its records are what it measured so far")
     text = export.render(records, fmt)
     if out:
         write_file(out, text)

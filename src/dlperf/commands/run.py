@@ -30,8 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_trace_cap_flag(p)
     add_nvtx_flag(p)
     add_data_flags(p)
-    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run (with --ray: every "
-                   "unfinished run of a Ray sweep, each on a live node of the kind that measured it)")  # fmt: skip
+    p.add_argument("--resume", action="store_true", help="continue the latest unfinished run, as it was planned: its "
+                   "command's own flags may be given again (with --ray: every unfinished run of a Ray sweep, each on a "
+                   "live node of the kind that measured it)")  # fmt: skip
     add_fleet_flags(p)
     p.add_argument("--dry-run", action="store_true", help="print the planned cells and a time estimate (from earlier "
                    "runs here, or one untimed step per workload and mode)")  # fmt: skip
@@ -245,7 +246,7 @@ def _run(args) -> int:
 
     db = db_path(args)
     use_gpu_specs(args)
-    check_resume_flags(args)
+    check_resume_flags(args, db)
     if args.trace_dir is not None and not args.profile:
         raise UsageError("--trace-dir: the traces are --profile's; add --profile")
     if args.max_trace_mib != TRACE_CAP_MIB and not args.profile:  # its default given is the same run: not refused
@@ -497,14 +498,47 @@ def print_profiles(db: str, run_id: int, fmt: str = "text") -> bool:
 RESUME_TAKES = frozenset({"resume", "dry_run", "ray", "nodes", "gpu_specs"})  # and --db; --gpu-specs says its own
 
 
-def check_resume_flags(args) -> None:
+def check_resume_flags(args, db: str) -> None:
     """`--resume` continues the stored run as it was planned: a flag that would change what it measures is refused,
-    naming it, rather than ignored."""
+    naming it, rather than ignored. A flag of the value the run's own command gave it is taken: the command run
+    again with --resume added (the shell's last line) was refused for every flag it had."""
     if not args.resume:
         return
-    if given := given_flags(args, add_arguments, RESUME_TAKES):
+    if (given := given_flags(args, add_arguments, RESUME_TAKES)) and (began := _began_with(db)) is not None:
+        parser = argparse.ArgumentParser(add_help=False)
+        add_arguments(parser)
+        dests = {max(a.option_strings, key=len): a.dest for a in parser._actions if a.option_strings}
+        given = [f for f in given if getattr(began, dests[f], None) != getattr(args, dests[f])]
+    if given:
         raise UsageError(f"--resume continues the latest unfinished run as it was planned, so {', '.join(given)} "
                          "cannot be given with it; without --resume they start a new run")  # fmt: skip
+
+
+def _began_with(db: str) -> argparse.Namespace | None:
+    """The flags of the `dlperf run` that began the run --resume continues, as they were parsed; None where there is
+    none, or its command was another (a run begun from Python, a node's of a Ray sweep)."""
+    from dlperf import api, envinfo
+    from dlperf.store import Store
+
+    try:
+        store = Store.open(db, create=False)
+    except (UsageError, OSError):  # said again, as it is, by --resume itself
+        return None
+    try:
+        run = api.latest_resumable(store, envinfo.capture())
+    finally:
+        store.close()
+    words = run.argv[1:] if run is not None else []
+    if "run" not in words:
+        return None
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    add_arguments(parser)
+    parser.add_argument("--db")
+    try:
+        began, unknown = parser.parse_known_args(words[words.index("run") + 1 :])  # dlperf's own flags before it
+    except (argparse.ArgumentError, SystemExit):
+        return None
+    return None if unknown else began
 
 
 def run_fleet(args, db: str) -> int:

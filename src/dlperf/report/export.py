@@ -51,15 +51,16 @@ H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s
 
 def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None,
            prediction: PredictionRecord | None = None, predictions: list[PredictionRecord] = (),
-           run: RunRecord | None = None, profile: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+           run: RunRecord | None = None, profile: dict[str, Any] | None = None,
+           state: str | None = None) -> dict[str, Any]:  # fmt: skip
     """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries;
     `prediction`: the step predicted for the cell's own GPU (`predicted.own`), set against its measurement;
     `predictions`: every step predicted for the cell, a crossover's for other GPUs included; `run`: the cell's run,
     whose machine and dlperf every record names (a merged store's runs come from several); `profile`: the cell's as
     `dlperf profile --format json` gives it (`report.cell_profile.CellProfile.to_json`), None where its run stored
-    none."""
+    none; `state`: the run's (`store.state.RunState.state`), where it is known."""
     rec = {f: getattr(cell, RECORD_FIELD.get(f, f)) for f in FIELDS}
-    rec = {"run_id": rec.pop("run_id"), **machine_fields(run), **rec}
+    rec = {"run_id": rec.pop("run_id"), **run_fields(run, state), **machine_fields(run), **rec}
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
     for key in (
@@ -77,7 +78,8 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
         rec[key] = getattr(compiled, key)
     rec["nproc"], rec["scaling"] = cell.nproc, cell.scaling or None  # multi-process cells
     rec["parallel"], rec["microbatches"] = cell.parallel or None, cell.microbatches or None
-    rec["framework_version"], rec["environment"] = cell.framework_version, cell.environment
+    rec["framework_version"] = cell.framework_version or planned_version(cell, run)
+    rec["environment"] = cell.environment
     rec["timing"] = (cell.settings or {}).get("timing")  # how the worker timed the step (pipelined or synchronized)
     comm = cell.comm or CommRecord()
     for key in (
@@ -125,8 +127,10 @@ def run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callabl
     from dlperf.report import data
     from dlperf.report.cell_profile import run_profiles
     from dlperf.report.utilization import attach_utilization
+    from dlperf.store.state import run_state
 
     cells = store.cells(run.id, unreadable=unreadable)
+    state = run_state(store, run).state
     attach_utilization(store, run.fingerprint, cells)
     predictions = predicted.read(store, run.id, unreadable)
     records, groups = [], data.by_cell(data.build(cells))
@@ -136,10 +140,36 @@ def run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callabl
         try:
             steps = store.samples(run.id, c.key) if samples else None
             own, every = predicted.own(c, predictions), predictions.get(c.key, [])
-            records.append(record(c, steps, groups.get(c.key), own, every, run, profiles.get(c.key)))
+            records.append(record(c, steps, groups.get(c.key), own, every, run, profiles.get(c.key), state))
         except UnreadableRow as fault:
             unreadable(fault)
     return records
+
+
+def columns() -> list[str]:
+    """The columns of every record, in order (without `--samples`'): an export of no record has them too."""
+    from dlperf.protocol import Cell
+
+    cell = Cell("fcn-r", "torch", "cpu", 1, "fp32")
+    return list(record(CellRecord(run_id=1, key=cell.key, position=0, **cell.to_json())))
+
+
+def run_fields(run: RunRecord | None, state: str | None) -> dict[str, Any]:
+    """Which run a record is of, wherever it is read: its start (a merge gives it another id, not another start), the
+    file and run it was measured in where it was copied here (`dlperf merge`), and its state: a record of a run not
+    complete is what it measured so far."""
+    origin = run.origin if run else None
+    while origin is not None and origin.origin is not None:  # the first file: where it was measured
+        origin = origin.origin
+    measured_in = f"{origin.db} run {origin.run_id}" if origin is not None else None
+    return {"run_started_at": run.started_at if run else None, "run_state": state, "run_origin": measured_in}
+
+
+def planned_version(cell: CellRecord, run: RunRecord | None) -> str | None:
+    """The version of the cell's framework the run found as it planned (its environment), for a cell no worker
+    measured (unsupported, pending): each record names its framework's version."""
+    found = ((run.env.get("frameworks") or {}).get(cell.framework) if run else None) or {}
+    return found.get("version") if isinstance(found, dict) else None
 
 
 def machine_fields(run: RunRecord | None) -> dict[str, Any]:
@@ -195,15 +225,14 @@ def render(records: list[dict[str, Any]], fmt: str) -> str:
     if fmt == "jsonl":
         return "".join(json.dumps(r) + "\n" for r in records)
     out = io.StringIO()
-    names = list(records[0]) if records else list(FIELDS)
+    names = list(records[0]) if records else columns()
     writer = csv.DictWriter(out, fieldnames=names, lineterminator=CSV_LINE_END)
     writer.writeheader()
     for r in records:
-        writer.writerow({k: spreadsheet_safe(csv_field(k, v)) for k, v in r.items()})
+        writer.writerow({k: spreadsheet_safe(csv_field(v)) for k, v in r.items()})
     return out.getvalue()
 
 
-def csv_field(key: str, value: Any) -> Any:
-    if key == "warnings":
-        return "; ".join(value)
+def csv_field(value: Any) -> Any:
+    """A list or dict as JSON, the warnings too (a warning may hold "; "), never Python's repr."""
     return json.dumps(value) if isinstance(value, list | dict) else value  # JSON, never Python's repr

@@ -222,12 +222,15 @@ def group(runs: list[RunRecord]) -> list[Machine]:
                                                                              for r in rs)), None)  # fmt: skip
         by_print.setdefault(seen or (json.dumps(run.fingerprint, sort_keys=True), node), []).append(run)
     labels = [machine_label(rs[0].fingerprint) for rs in by_print.values()]
+    cored = [machine_label(rs[0].fingerprint, cores=True) for rs in by_print.values()]
     machines = []
-    for label, ((_, node), rs) in zip(labels, by_print.items(), strict=True):
+    for label, with_cores, ((_, node), rs) in zip(labels, cored, by_print.items(), strict=True):
         ids = tuple(r.id for r in rs)
         host = label + (f" (Ray node {node[:8]})" if node else "")  # two Ray nodes of one host are two machines
         if labels.count(label) > 1:  # one host and model, yet measured on machines that differ (cores, versions)
-            label += f" (Ray node {node[:8]})" if node else f" ({named('run', ids)})"
+            if cored.count(with_cores) == 1:  # the cores tell it apart (a run under taskset): said, not "(run 3)"
+                label = with_cores
+            label += f" (Ray node {node[:8]})" if node else ("" if label == with_cores else f" ({named('run', ids)})")
         machines.append(Machine(label, ids, host))
     return machines
 

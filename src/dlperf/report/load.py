@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from dlperf.envinfo import alike
+from dlperf.envinfo import differences
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import split_list, whole_number
 from dlperf.measure.stats import counted
@@ -58,6 +58,19 @@ def parse_runs(text: str | None) -> list[int] | str | None:
     return ids
 
 
+def _one_machine(rows: list[RunRecord]) -> None:
+    """Runs of one machine and software, or a UsageError naming how two differ. A hostname alone is no difference:
+    a container started again on the same machine has a new one (docs/concepts/store.md)."""
+    for a, b in combinations(rows, 2):
+        if why := differences(a.fingerprint, b.fingerprint, ignore=("hostname",)):
+            ids = ", ".join(str(r.id) for r in rows)
+            raise UsageError(
+                f"--run: runs {ids} were measured on different machines or software (run {a.id} -> {b.id}: "
+                f"{'; '.join(why)}); report them one at a time, or set them side by side with dlperf report --runs "
+                f"{ids.replace(', ', ',')} or dlperf compare"
+            )
+
+
 def load(db: str, runs: list[int] | str | None = None) -> Loaded:
     """Cells of the chosen runs: each workload's from the latest run that measured it, so that what a view compares
     (thread counts, modes, frameworks, CPU against GPU) was measured together; another run's cells of that workload
@@ -68,12 +81,7 @@ def load(db: str, runs: list[int] | str | None = None) -> Loaded:
     store = Store.open(db, create=False)
     try:
         rows = _runs(store, runs)
-        if not all(alike(a.fingerprint, b.fingerprint) for a, b in combinations(rows, 2)):
-            ids = ", ".join(str(r.id) for r in rows)
-            raise UsageError(
-                f"--run: runs {ids} were measured on different machines; report them one at a time, or set them "
-                f"side by side with dlperf report --runs {ids.replace(', ', ',')} or dlperf compare"
-            )
+        _one_machine(rows)
         latest: dict[str, CellRecord] = {}
         samples: dict[str, list[list[float]]] = {}
         predictions: dict[str, list[PredictionRecord]] = {}

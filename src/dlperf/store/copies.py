@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from dlperf.errors import UsageError
@@ -130,11 +130,15 @@ class Copies:
             self._still_leased(run_id)
             self._replace_rows(run_id, rows)
 
-    def refresh_copy(self, run_id: int, rows: RunRows) -> None:
+    def refresh_copy(self, run_id: int, rows: RunRows, stopped: bool = False) -> None:
         """A run copied in before brought up to date with its source's run as it is now (`dlperf merge` of a run
-        resumed since), inside the caller's `transaction`: its status and end, its rows replaced, none removed."""
+        resumed since), inside the caller's `transaction`: its status and end, whether its process is gone there
+        (`Origin.stopped`), its rows replaced, none removed."""
         status, finished = rows.run.get("status"), rows.run.get("finished_at")
         self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
+        if held := self.conn.execute("SELECT origin_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0]:
+            origin = replace(Origin.of(json.loads(held)), stopped=stopped)
+            self.conn.execute("UPDATE runs SET origin_json = ? WHERE id = ?", (json.dumps(origin.to_json()), run_id))
         self._replace_rows(run_id, rows)
 
     def _replace_rows(self, run_id: int, rows: RunRows) -> None:

@@ -66,6 +66,7 @@ class Source:
     peaks: list[dict[str, Any]]
     unfinished: dict[int, str] = field(default_factory=dict)  # run id -> what is unfinished about it, in a sentence
     went_on: dict[int, int] = field(default_factory=dict)  # a lost Ray node's run -> the run that measured what it left
+    stopped: frozenset[int] = frozenset()  # its runs unfinished with their process gone (`state.run_state`)
 
 
 def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None,
@@ -127,13 +128,14 @@ def read_source(source: str, target: str) -> Source:
             states = [run_state(src, record) for record in src.runs()]
             unfinished = {s.run.id: s.summary() for s in states if s.unfinished}
             went_on = {lost: r.id for r in src.runs() if isinstance(lost := r.env.get(CONTINUES), int) and lost < r.id}
+            stopped = frozenset(s.run.id for s in states if s.state == "stopped")
         except sqlite3.DatabaseError as exc:
             raise UsageError(f"unreadable ({exc})") from exc
     except UsageError as exc:
         raise UsageError(f"merge {source!r}: {exc}") from exc
     finally:
         src.close()
-    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished, went_on)
+    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished, went_on, stopped)
 
 
 def _open_source(source: str, target: str) -> Store:
@@ -152,7 +154,7 @@ def _open_source(source: str, target: str) -> Store:
 def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
     run, run_id = rows.run, rows.run.get("id")
     # a run merged before keeps the trail back to where it was measured
-    origin = Origin(source.path, run_id, now(), run_origin(run))
+    origin = Origin(source.path, run_id, now(), run_origin(run), run_id in source.stopped)
     present = dst.find_copy(run, rows.measurements, origin)
     warning = None
     if (why := source.unfinished.get(run_id)) and (later := source.went_on.get(run_id)):  # it will never finish
@@ -170,7 +172,7 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
                     f"{source.name})")  # fmt: skip
             return Copied(source.name, run_id, present, 0, skipped=True, warning=said, apart=apart)
         if news:
-            dst.refresh_copy(present, rows)
+            dst.refresh_copy(present, rows, run_id in source.stopped)
         return Copied(source.name, run_id, present, 0, skipped=True, updated=news, warning=news and warning)
     new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles, rows.predictions)
     return Copied(source.name, run_id, new_id, len(rows.cells), skipped=False, warning=warning)

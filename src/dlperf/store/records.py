@@ -371,13 +371,19 @@ class Origin:
     run_id: int  # the run's id there
     merged_at: str | None = None
     origin: Origin | None = None  # where that run had come from, when it was a merged run there too
+    # "stopped": the run was unfinished there and its process gone when it was copied (killed: no one measures it);
+    # None: finished, interrupted, or measured by a live process
+    stopped: bool = False
 
     @classmethod
     def of(cls, d: dict[str, Any] | None) -> Origin | None:
-        return cls(d.get("db"), d.get("run_id"), d.get("merged_at"), cls.of(d.get("origin"))) if d else None
+        if not d:
+            return None
+        return cls(d.get("db"), d.get("run_id"), d.get("merged_at"), cls.of(d.get("origin")), d.get("stopped") is True)
 
     def to_json(self) -> dict[str, Any]:
         found = {"db": self.db, "run_id": self.run_id, "merged_at": self.merged_at}
+        found |= {"stopped": True} if self.stopped else {}
         return {**found, "origin": self.origin.to_json()} if self.origin else found
 
 

@@ -172,8 +172,8 @@ def _state(store: Store, run: RunRecord, holder: lease.Holder | None) -> str:
     if holder is not None or store.version < LEASES:  # an old file that could not be upgraded cannot tell
         return "running"
     origin = run.origin
-    if origin is not None and not str(origin.db).startswith(RAY_ORIGIN):  # a merge copies no lease
-        return "copied"
+    if origin is not None and not str(origin.db).startswith(RAY_ORIGIN):  # a merge copies no lease: what it saw
+        return "stopped" if origin.stopped else "copied"
     return "stopped"
 
 

@@ -1,0 +1,44 @@
+"""`dlperf run --resume` beside the flags of the command that began the run: the command typed again with --resume
+added (the shell's last line, edited) was refused for every flag it had, "--workloads, --threads cannot be given with
+it". The flags of the values the run began with are taken; one of another value is named, alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from commands.test_table_unfinished import planned_run
+from dlperf.cli import build_parser, parse
+from dlperf.commands.run import check_resume_flags
+from dlperf.errors import UsageError
+from dlperf.store import Store
+
+BEGAN = ("run", "--workloads", "fcn-r,alexnet-r,resnet-56", "--threads", "1", "--max-time", "2")
+
+
+def stored(tmp_path, argv) -> str:
+    db = str(tmp_path / "t.db")
+    store = Store.open(db, create=True)
+    planned_run(store, 1, "interrupted", argv=argv)
+    store.close()
+    return db
+
+
+def check(db: str, *words: str) -> None:
+    check_resume_flags(parse(build_parser(), ["--db", db, *words, "--resume"]), db)
+
+
+def test_the_flags_the_run_began_with_are_taken_and_another_value_is_named_alone(tmp_path):
+    db = stored(tmp_path, ("dlperf", "--db", "t.db", *BEGAN))
+    check(db, *BEGAN)
+    check(db, "run", "--threads", "1")  # some of them
+    with pytest.raises(UsageError, match=r"so --threads cannot be given with it; without --resume they start"):
+        check(db, *BEGAN[:-4], "--threads", "1,2", "--max-time", "2")
+    with pytest.raises(UsageError, match=r"so --repeats cannot be given"):  # a flag the run's command had not
+        check(db, *BEGAN, "--repeats", "3")
+
+
+def test_a_run_begun_by_another_command_takes_no_flag(tmp_path):
+    """A run begun from Python (its command a kernel's) has no flags to agree with: every one is refused."""
+    db = stored(tmp_path, ("ipykernel_launcher.py", "-f", "kernel.json"))
+    with pytest.raises(UsageError, match=r"so --workloads, --threads, --max-time cannot be given with it"):
+        check(db, *BEGAN)
