@@ -35,7 +35,10 @@ def test_json_and_no_measured_cpu_step_says_how_to_measure_it(tmp_path):
     # at another batch, the crossover that measures it: at that batch (its own batches are powers of two)
     proc = dlperf("predict", "fcn-r", "--gpu", "T4", "--modes", "fp32", "--cost", "--samples", "2048", "--batch", "48",
                   "--format", "json", cwd=tmp_path, env=NO_FILE)  # fmt: skip
-    assert "`dlperf crossover fcn-r --batch 48 --batches 48` measures one" in json.loads(proc.stdout)["cpu_how"]
+    assert (
+        "`dlperf crossover fcn-r --batch 48 --batches 48 --db dlperf.db` measures one"
+        in json.loads(proc.stdout)["cpu_how"]
+    )  # the store it read
 
 
 def test_bad_input_is_one_line_before_anything_runs(tmp_path):

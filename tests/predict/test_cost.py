@@ -346,3 +346,15 @@ def test_the_work_is_counted_in_the_steps_the_loader_trains_as_advise_counts_it(
     with pytest.raises(UsageError, match=r"^--epochs 0.0001: 6 samples of .*fewer than one batch of 64: give at "
                        r"least --epochs 0.0011$"):  # fmt: skip
         cost.work(fcn, None, 0.0001)  # charged a whole step, where --samples 6 was refused
+
+
+def test_a_cpu_peak_does_not_stand_for_a_gpus_where_one_is_predicted():
+    """A 402M-parameter model with Adam: its CPU cell's peak (6.13 GiB: the optimizer updates one tensor at a time
+    there) called a 7.5 GiB GPU "Cheapest ... fits", where `predict --memory` (7.75 GiB: a GPU's foreach update holds
+    temporaries the size of the parameters) said it does not fit. A GPU cell's peak is the GPU's own."""
+    cpu = make_cell("w", batch=8, peak_mem_bytes=6 * 2**30, peak_mem_kind="live_tensors")
+    gpu = make_cell("w", device="cuda:0", batch=8, mode="bf16", peak_mem_bytes=5 * 2**30,
+                    peak_mem_kind="cuda_allocator")  # fmt: skip
+    predicted = {"fp32": 8 * 2**30, "bf16": 6 * 2**30}
+    assert cost.measured_peaks([cpu, gpu], 8, predicted) == {"bf16": 5 * 2**30}
+    assert set(cost.measured_peaks([cpu, gpu], 8, {"bf16": 1})) == {"fp32", "bf16"}  # fp32 not predicted: the CPU's

@@ -103,7 +103,7 @@ def test_no_command_is_suggested_that_cannot_run_on_this_machine():
     runs = view.how_to_measure(big, "dlperf.db", no_room)
     assert "`" not in runs and "none can be measured here: the fp32 step at batch 1024 needs about 85.0 GiB" in runs
     fits = view.how_to_measure(big, "dlperf.db", "")
-    assert "`dlperf crossover resnet-50 --batch 1024 --batches 1024` measures one" in fits
+    assert "`dlperf crossover resnet-50 --batch 1024 --batches 1024 --db dlperf.db` measures one" in fits
 
 
 def test_a_slow_steps_samples_a_second_keep_three_figures():

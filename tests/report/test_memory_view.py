@@ -26,3 +26,25 @@ def test_a_model_that_fits_no_batch_says_not_even_one_and_the_modes_are_compared
     assert len(said) == 1 and said[0].endswith("; the largest batch on A100-SXM4-80GB 16 -> 25"), said
     nowhere = {m: [memory.verdict(rtx, lines[m], 0)] for m in lines}  # no GPU asked takes a batch in either mode
     assert "largest batch" not in view.lines(lines, nowhere)[0]
+
+
+def test_the_largest_batch_here_is_found_from_one_traced_batch_that_does_not_fit(monkeypatch):
+    """`dlperf advise resnet-50 --batch 2048` on a machine that cannot hold that step: its search for the largest
+    batch that fits here began from that one traced batch and ended in an IndexError (a line needs two points)."""
+    from dlperf.measure import system
+    from dlperf.predict import count
+    from dlperf.workloads import BUILTIN
+
+    fixed, per_sample = 200 * 2**20, 10 * 2**20
+    monkeypatch.setattr(system, "memory_available_bytes", lambda: 2 * GIB)
+
+    def traced(asked, timeout, flag=None):
+        return [memory.Peak(w.name, m, b, fixed, 0, 0, 0, per_sample * b) for w, m, b in asked]
+
+    monkeypatch.setattr(memory, "traces", traced)
+    workload = count.at(BUILTIN["resnet-50"], 2048)
+    known = {2048: traced([(workload, "fp32", 2048)], 60)[0].total}
+    most = memory.largest_here(workload, "fp32", known, 60)
+    fits = [b for b in (most, most + 1) if traced([(workload, "fp32", b)], 60)[0].total <= 2 * GIB]
+    assert most > 1 and fits == [most]  # the largest batch that fits, and the next does not
+    assert memory._guess({8: fixed}, 2 * GIB) == 9  # one batch that fits: the next one gives the line

@@ -295,8 +295,8 @@ def show_cost(args, workload, predictions, work, deadline, notes) -> int:
     cells, where = stored_cells(args, workload.name)
     cells, others = cost.same_model(cells, workload)  # another model of the name: neither its step nor its peak
     predicted = predicted_peaks(args, workload, {p.mode for p in predictions})
-    x = cost.costs(workload, predictions, samples, what, cost.measured_peaks(cells, workload.batch), deadline,
-                   predicted, steps)  # fmt: skip
+    peaks = cost.measured_peaks(cells, workload.batch, predicted)
+    x = cost.costs(workload, predictions, samples, what, peaks, deadline, predicted, steps)
     x.largest = memory.largest_left_out(workload, x.left_out, float(args.timeout))
     cell = cost.measured_cpu(cells, workload.batch)
     watts = CPU_WATTS if args.cpu_watts is None else args.cpu_watts  # given with --cost only (`check_cost_flags`)

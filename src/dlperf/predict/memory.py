@@ -237,6 +237,8 @@ def _guess(known: dict[int, int], room: int) -> int | tuple[int]:
     if hi == lo + 1 or lo >= MAX_BATCH or hi == 1:
         return (lo,)
     points = sorted(known)
+    if len(points) == 1:  # one batch traced (`dlperf advise`'s own, too large here): a line needs a second point
+        return 1 if hi is not None else points[0] + 1
     below = [b for b in points if b <= lo] or points[:1]
     above = [b for b in points if hi is not None and b >= hi] or points[-1:]
     a, b = (below[-1], above[0]) if below[-1] != above[0] else (points[-2], points[-1])

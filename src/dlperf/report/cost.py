@@ -4,6 +4,7 @@ GPU predicted (`predict/cost.py`), this CPU's measured time and energy beside, a
 from __future__ import annotations
 
 import math
+import shlex
 
 from dlperf.measure.units import plural
 from dlperf.predict.cost import TIE
@@ -176,8 +177,8 @@ def deadline_text(s: float) -> str:
 
 
 def how_to_measure(workload, where: str, no_room: str = "") -> str:
-    """What to run when the store holds no measured CPU step of the workload at its batch; nothing to run where the
-    step does not fit the memory this machine has available (`no_room`: `predict.memory.no_room_here`'s reason, the
+    """What to run when the store `where` holds no measured CPU step of the workload at its batch; nothing to run where
+    the step does not fit the memory this machine has available (`no_room`: `predict.memory.no_room_here`'s reason, the
     one check `advise` and `crossover` make before they measure)."""
     missing = f"no measured step of {workload.name} at batch {workload.batch} in {where}"
     if no_room:
@@ -188,7 +189,7 @@ def how_to_measure(workload, where: str, no_room: str = "") -> str:
         # the workload's own batch (`--batches 64` alone searched the threads at 20 and measured 20 as well)
         b = workload.batch
         run = f"dlperf crossover {workload.source if workload.is_user else workload.name} --batch {b} --batches {b}"
-    return f"{missing}: `{run}` measures one"
+    return f"{missing}: `{run} --db {shlex.quote(where)}` measures one"  # into the store read: it was ./dlperf.db
 
 
 def _default_batch(name: str) -> int | None:
