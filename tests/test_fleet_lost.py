@@ -110,6 +110,24 @@ def test_cells_a_lost_node_left_are_credited_to_the_node_that_measured_them(tmp_
     store.close()
 
 
+def test_a_ray_local_sweep_resumed_goes_on_in_its_own_run_on_this_machines_new_node(tmp_path, monkeypatch, capsys):
+    """`dlperf run --resume --ray local` (the command an interrupted local sweep names) starts a new local cluster,
+    whose one node, this machine, has a new id: run 1 was "lost" and what it left measured as another run, and the
+    campaign view set this one machine against itself ("1.65x faster than vm (Ray node 6d26373a)")."""
+    store = lost_sweep(tmp_path / "driver.db")
+    started = []
+    monkeypatch.setattr(fleet, "start_node", lambda ray, info, argv, rows=None, run_id=None, continues=None: (
+        started.append((run_id, continues)) or fleet.Node(info, None, ["dlperf"], run_id)))  # fmt: skip
+    monkeypatch.setattr(fleet, "_kinds", lambda ray, chosen, frameworks: {n.node_id: ALPHA for n in chosen})
+    here = fleet.select([{**NODES[1], "NodeManagerHostname": "alpha"}], None)  # a new id, on run 1's host
+    fleet.resume_nodes(PollingRay, store, here, ["run", "--resume"], "local")
+    assert started == [(1, None)] and "run 1 resumed on node bbbbbbbb (alpha)" in capsys.readouterr().err
+    started.clear()
+    fleet.resume_nodes(PollingRay, store, here, ["run", "--resume"])  # a cluster's node of another id: another machine
+    store.close()
+    assert started == [(None, 1)]
+
+
 def test_a_run_left_without_a_node_is_said_in_the_singular(tmp_path, monkeypatch, capsys):
     """Runs 1 (node A's) and 2 (node B's) of one kind, node A alone alive: run 1 resumes on it and run 2 waits. It
     said 'runs 2 wait: every live node of their kind ... takes them up'."""
@@ -128,7 +146,7 @@ def test_a_run_left_without_a_node_is_said_in_the_singular(tmp_path, monkeypatch
     assert (started, waiting) == ([1], 1)
     assert capsys.readouterr().err.splitlines()[-1] == (
         "dlperf: run 2 waits: every live node of its kind resumes another run (one sweep to a node); `dlperf run "
-        "--resume --ray` again takes it up")  # fmt: skip
+        f"--resume --ray auto --db {tmp_path / 'driver.db'}` takes it up once a node is free")  # fmt: skip
 
 
 def test_continuation_keeps_a_gpu_cells_prediction_and_the_spec():

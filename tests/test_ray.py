@@ -147,10 +147,11 @@ def test_a_run_whose_kind_of_machine_is_gone_waits_and_the_others_resume(capsys)
                            fingerprint={"cpu_model": "Y", "hostname": "old", "cores": {"cores": 2}})  # fmt: skip
     placed = fleet.place([gone, lost_run(2, "a")], infos, kinds, {})
     assert [(run.id, info and info.host) for run, info in placed] == [(1, None), (2, "box1")]
-    fleet.said_waiting([], [gone], fleet.chosen_by(["run", "--resume", "--ray", "auto", "--nodes", "kind=b"]))
+    argv = ["run", "--resume", "--ray", "auto", "--nodes", "kind=b"]
+    fleet.said_waiting([], [gone], fleet.chosen_by(argv), "dlperf run --resume --ray auto --db s.db")
     assert capsys.readouterr().err == (
-        "dlperf: run 1 waits: no live node among those --nodes kind=b takes is of its kind (run 1: old · Y, 2 cores); "
-        "`dlperf run --resume --ray` again takes it up\n"
+        "dlperf: run 1 waits: no live node (of the nodes --nodes kind=b picks) is of its kind (run 1: old · Y, 2 "
+        "cores); `dlperf run --resume --ray auto --db s.db` takes it up once a node is free\n"
     )
     with pytest.raises(UsageError, match=r"run 1 \(old · Y, 2 cores\): `ray start --address` on such a machine"):
         fleet.place([gone], infos, kinds, {})
@@ -356,10 +357,13 @@ def test_a_node_whose_sweep_could_not_start_is_named_with_its_reason(capsys):
                     f"{bare.removeprefix('dlperf: error: ')}")  # fmt: skip
 
 
-def test_flags_every_node_refused_are_said_once(capsys):
-    nodes = [fleet.Node(info, EndedActor(2, "dlperf: error: --threads 0: bad"), ["dlperf", "run"])
-             for info in fleet.select(NODES, None)]  # fmt: skip
-    with pytest.raises(UsageError, match=r"^--threads 0: bad$"):
+def test_flags_every_node_refused_are_said_once_of_the_nodes(capsys):
+    """Each node's own words were the driver's: "--devices: 'cuda' is not present on this machine", typed on a GPU
+    machine of the cluster."""
+    said = "dlperf: error: --devices: 'cuda' is not present on this machine (present: cpu)"
+    nodes = [fleet.Node(info, EndedActor(2, said), ["dlperf", "run"]) for info in fleet.select(NODES, None)]
+    with pytest.raises(UsageError, match=r"^node aaaaaaaa \(box1\) and every other refused it: --devices: 'cuda' is "
+                       r"not present on that node \(present: cpu\)$"):  # fmt: skip
         fleet.follow(PollingRay, None, nodes, "auto")
     assert capsys.readouterr().err == ""
 
@@ -678,3 +682,17 @@ def test_a_cluster_dlperf_started_itself_is_gone_when_it_ends(no_ray_left, tmp_p
     assert run.status == "complete" and [c.status.value for c in cells] == ["ok"]
     assert run.argv[:2] == ["dlperf", "run"] and "--ray" in run.argv  # the command typed, not the node's
     assert "OMP_NUM_THREADS" not in run.env["thread_env"] or "OMP_NUM_THREADS" in os.environ  # not Ray's
+
+
+def test_an_actor_ray_cannot_place_is_said_in_dlperfs_words():
+    """A resume within seconds of a node's raylet ending: "is passed over: The actor is not schedulable: The node
+    specified via NodeAffinitySchedulingStrategy doesn't exist any more or is infeasible, and soft=False was
+    specified." in Ray's words."""
+    from dlperf.fleet_connect import actor_reason
+
+    gone = RuntimeError("The actor is not schedulable: The node specified via NodeAffinitySchedulingStrategy doesn't "
+                        "exist any more or is infeasible, and soft=False was specified.")  # fmt: skip
+    assert actor_reason(gone) == "Ray places no work on it any more (the node is gone, or going)"
+    died = RuntimeError("The actor died unexpectedly before finishing this task.")
+    assert actor_reason(died).startswith("its Ray actor died before it answered")
+    assert actor_reason(RuntimeError("ImportError: No module")) == "ImportError: No module"

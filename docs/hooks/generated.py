@@ -169,8 +169,9 @@ EXPORT_COLUMNS = {
     "run_started_at": "when that run began (UTC, ISO 8601): the same in every store a merge copied it to",
     "run_state": "complete, or what the run is: interrupted, stopped (its process gone), running, or copied while "
     "running; a record of a run not complete is what it measured so far",
-    "run_origin": "where a run copied in by `dlperf merge` was measured: `FILE run N`; empty for a run measured in "
-    "this store",
+    "run_origin": "where a run copied in by `dlperf merge` was measured: `FILE run N`, or `ray:NODE_ID run N` for a "
+    "Ray node's run of `dlperf run --ray` (two nodes of one host are two machines); empty for a run measured in this "
+    "store",
     "hostname": "the host of the machine that measured the run (a merged store holds several)",
     "cpu_model": "that machine's CPU model",
     "cores": "the cores that machine let dlperf use",

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from dlperf import envinfo
 from dlperf.errors import UsageError
-from dlperf.fleet_connect import connect, import_ray, server_reason
+from dlperf.fleet_connect import actor_reason, connect, import_ray, server_reason
 from dlperf.fleet_node import CONTINUES, NODE_ENV, STOP_GRACE_S, NodeSweep, continuation, node_argv
 from dlperf.fleet_watch import RayLog, ended_raylet, note_raylet, watched
 from dlperf.measure.units import agreeing, named
@@ -350,7 +350,7 @@ def unfinished(store: Store, run_id: int) -> list[str]:
 
 def say_lost(store: Store, node: Node, address: str) -> None:
     """A lost node in dlperf's words: which machine, when, what its run keeps and lacks, and how to go on."""
-    where = f"{node.info.where()} was lost at {node.lost_at}: {node.died} (the node, or its network, went down)"
+    where = f"{node.info.where()} was lost at {node.lost_at}: {node.died} (its node, network or process went down)"
     if node.run_id is None:
         print(f"dlperf: {where}, before its plan arrived: nothing of it is stored", file=sys.stderr)
         return
@@ -358,8 +358,8 @@ def say_lost(store: Store, node: Node, address: str) -> None:
     planned = len(store.cells(node.run_id)) * int(store.run(node.run_id).spec.get("repeats") or 1)
     kept = len(store.done_repeats(node.run_id))
     print(f"dlperf: {where}. Run {node.run_id} keeps {kept} of its {planned} processes; left to measure: "
-          f"{', '.join(left)}. `{ray_resume_command(address, store.path)}` measures them on a live node "
-          "of the same kind, as a run of that node's own", file=sys.stderr)  # fmt: skip
+          f"{', '.join(left)}. `{ray_resume_command(address, store.path)}` measures them: in this run where its node "
+          "lives on, else as a run of a live node of its kind", file=sys.stderr)  # fmt: skip
 
 
 def say_own_node_ended(store: Store, lost: list[Node], address: str, pid: int) -> None:
@@ -395,8 +395,9 @@ def refused_everywhere(nodes: list[Node]) -> bool:
 
 
 def exit_code(nodes: list[Node]) -> int:
-    if refused_everywhere(nodes):  # the flags refused on every node: nothing ran
-        raise UsageError(nodes[0].error.removeprefix("dlperf: error: "))
+    if refused_everywhere(nodes):  # the flags refused on every node: nothing ran; of a node, not the driver's machine
+        said = nodes[0].error.removeprefix("dlperf: error: ").replace("this machine", "that node")
+        raise UsageError(f"{nodes[0].info.describe()}{' and every other' * (len(nodes) > 1)} refused it: {said}")
     if any(n.died or n.exit not in (0, None) for n in nodes):
         return 130 if any(n.exit == 130 for n in nodes) and not any(n.died for n in nodes) else 1
     return 0
@@ -444,7 +445,7 @@ def _run(ray, args, argv: list[str], db: str, wanted: tuple[str, str] | None, lo
         try:
             waiting = 0
             if args.resume:
-                nodes, waiting = resume_nodes(ray, store, chosen, argv)
+                nodes, waiting = resume_nodes(ray, store, chosen, argv, args.ray)
             else:
                 nodes = [start_node(ray, info, argv) for info in chosen]
             code = follow(ray, store, nodes, args.ray, log, head, raylet)
@@ -480,11 +481,12 @@ def node_of(run: RunRecord) -> str | None:
     return ray_node(run)  # a merged store's too: merged from the sweep's store, its origin holds the node's
 
 
-def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> tuple[list[Node], int]:
+def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str], address: str = "auto"
+                 ) -> tuple[list[Node], int]:  # fmt: skip
     """Each unfinished run of a Ray sweep taken up on a live node of its kind, one run to a node; none of its kind is
-    a UsageError. A run goes on in itself on its own node; on another, what it left is measured as that node's run
-    (`continuation`), a measurement staying with the machine that made it. The runs left without a free node wait
-    (their count returned): a second sweep on a node would time the two against each other."""
+    a UsageError. A run goes on in itself on its own node (`--ray local`'s is this machine, under a new id: one
+    machine was two columns); on another, what it left is measured as that node's run (`continuation`), a measurement
+    staying with the machine that made it. The runs left without a free node wait (their count returned)."""
     runs = fleet_runs(store)
     if not runs:
         plain = [r.id for r in store.runs() if r.status != "complete" and node_of(r) is None]
@@ -498,7 +500,7 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
             continue
         if dead := store.acquire(run.id):
             print(f"dlperf: run {run.id} was left running by {dead.describe()}: taken over", file=sys.stderr)
-        if info.node_id == node_of(run):
+        if info.node_id == node_of(run) or (address == "local" and info.host == run.fingerprint.get("hostname")):
             store.set_run_status(run.id, "running")
             nodes.append(start_node(ray, info, argv, store.check_run(run.id), run.id))
             print(f"dlperf: run {run.id} resumed on {info.describe()}", file=sys.stderr, flush=True)
@@ -508,23 +510,24 @@ def resume_nodes(ray, store: Store, chosen: list[NodeInfo], argv: list[str]) -> 
         nodes.append(node)
         print(f"dlperf: run {run.id}'s node is gone: what it left is measured on {info.describe()}, as a run of that "
               "node's own", file=sys.stderr, flush=True)  # fmt: skip
-    said_waiting(waiting, kindless, chosen_by(argv))
+    said_waiting(waiting, kindless, chosen_by(argv), ray_resume_command(address, store.path))
     return nodes, len(waiting) + len(kindless)
 
 
-def said_waiting(waiting: list[RunRecord], kindless: list[RunRecord], nodes: str) -> None:
+def said_waiting(waiting: list[RunRecord], kindless: list[RunRecord], nodes: str, again: str) -> None:
     """The runs left to wait, in a line each way: every node of their kind resumes another run, or no live node is
-    of their kind; `nodes`: the --nodes given, which may have left out nodes that would have taken them."""
-    among = f" among those --nodes {nodes} takes" if nodes else ""
-    for runs, why in ((waiting, f"every live node{among} of {{}} kind resumes another run (one sweep to a node)"),
+    of their kind; `nodes`: the --nodes given, which may have left out nodes that would have taken them; `again`:
+    the command that takes them up (`ray_resume_command`)."""
+    among = f" (of the nodes --nodes {nodes} picks)" if nodes else ""
+    for runs, why in ((waiting, f"every live node of {{}} kind{among} resumes another run (one sweep to a node)"),
                       (kindless, f"no live node{among} is of {{}} kind")):  # fmt: skip
         if runs:
             n, ids = len(runs), [r.id for r in runs]
             kind = "; ".join(f"run {r.id}: {machine_label(r.fingerprint, cores=True)}" for r in runs)
             which = f" ({kind})" if runs is kindless else ""  # the machine to add a node of
             print(f"dlperf: {named('run', ids)} {agreeing(n, 'waits', 'wait')}: "
-                  f"{why.format(agreeing(n, 'its', 'their'))}{which}; `dlperf run --resume --ray` again takes "
-                  f"{agreeing(n, 'it', 'them')} up", file=sys.stderr)  # fmt: skip
+                  f"{why.format(agreeing(n, 'its', 'their'))}{which}; `{again}` takes {agreeing(n, 'it', 'them')} up "
+                  "once a node is free", file=sys.stderr)  # fmt: skip
 
 
 def chosen_by(argv: list[str]) -> str:
@@ -589,7 +592,7 @@ def _kinds(ray, chosen: list[NodeInfo], frameworks: list[str]) -> dict[str, dict
             found[info.node_id] = ray.get(actor.kind.remote(frameworks), timeout=300)
         except ray.exceptions.RayError as exc:  # a timeout included
             found[info.node_id] = None
-            why = server_reason(getattr(exc, "cause", None) or exc)  # a task's error: the node's own exception
+            why = actor_reason(getattr(exc, "cause", None) or exc)  # a task's error: the node's own exception
             print(f"dlperf: warning: {info.describe()} is passed over: {why}", file=sys.stderr)
         finally:
             close_actor(ray, actor)

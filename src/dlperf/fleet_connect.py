@@ -105,6 +105,21 @@ def server_reason(exc: BaseException) -> str:
     return lines[0]
 
 
+# Ray's words for a node's actor that cannot run, in dlperf's: "The actor is not schedulable: The node specified via
+# NodeAffinitySchedulingStrategy doesn't exist any more or is infeasible, and soft=False was specified."
+ACTOR_GONE = {
+    "not schedulable": "Ray places no work on it any more (the node is gone, or going)",
+    "died unexpectedly": "its Ray actor died before it answered (the node, or its process, went down)",
+}
+
+
+def actor_reason(exc: BaseException) -> str:
+    """One line for a node's actor that failed: dlperf's words for the ends Ray words its own way (`ACTOR_GONE`),
+    else `server_reason`'s."""
+    why = server_reason(exc)
+    return next((said for words, said in ACTOR_GONE.items() if words in why), why)
+
+
 def host_port(address: str) -> tuple[str, int]:
     """The host and port of `HOST:PORT` or `ray://HOST:PORT`, an IPv6 host without the brackets it is written in
     (`[::1]:6379`: the address lookup takes `::1`); anything else, an IPv6 host without brackets among it, is a

@@ -147,6 +147,23 @@ def test_a_merged_run_says_where_it_came_from(tmp_path, report_db):
     assert f"merged from run 1 of {report_db.resolve()}" in page
 
 
+def test_a_ray_nodes_run_names_its_node_and_is_not_said_merged():
+    """Two nodes' runs of one `dlperf run --ray` sweep, on one host: both reports' headings read the same machine,
+    and run 2's Environment said "merged from run 1 of ray:3959d55b...", as if copied from this file's run 1."""
+    from types import SimpleNamespace
+
+    from dlperf.report import html
+    from dlperf.store.records import Origin
+
+    node, file = Origin("ray:" + "3959d55b" * 7, 1), Origin("/x/all.db", 4, None, Origin("ray:" + "aab62dfa" * 7, 2))
+    run = SimpleNamespace(id=2, started_at="2026-12-06T23:30:45", status="complete", argv=["dlperf"], origin=node)
+    heading = html._run_heading(run)
+    assert "merged" not in heading and "measured by Ray node 3959d55b (dlperf run --ray)" in heading
+    assert html._node(run) == " (Ray node 3959d55b)"
+    merged = html._run_heading(SimpleNamespace(**{**vars(run), "origin": file}))
+    assert "merged from run 4 of /x/all.db; measured by Ray node aab62dfa" in merged
+
+
 class Section(HTMLParser):
     """One section of a page: its start tags, and the text of its SVG `<text>` elements (a chart's labels)."""
 

@@ -380,8 +380,10 @@ def _environment(data: Loaded) -> str:
 
 def _run_heading(run) -> str:
     title = f"Run {run.id}: started {run.started_at}, {run.status}"
-    if run.origin:  # copied in by `dlperf merge`
+    if run.origin and not str(run.origin.db).startswith(fleet.RAY_ORIGIN):  # copied in by `dlperf merge`
         title += f"; merged from run {run.origin.run_id} of {run.origin.db}"
+    if node := fleet.ray_node(run):  # a node's run of `dlperf run --ray`: streamed to the driver, not merged
+        title += f"; measured by Ray node {node[:8]} (dlperf run --ray)"
     return f"<h3>{escape(title)}</h3><p><code>{escape(' '.join(run.argv))}</code></p>"
 
 
@@ -411,6 +413,12 @@ def _inline(d: dict) -> str:
 # The page
 
 
+def _node(run) -> str:
+    """ " (Ray node 3959d55b)" for a node's run of `dlperf run --ray`: two nodes of one host are two machines."""
+    node = fleet.ray_node(run)
+    return f" (Ray node {node[:8]})" if node else ""
+
+
 def _machine(env: dict) -> str:
     cpu = (env.get("cpu") or {}).get("model") or "unknown CPU"
     cores = (env.get("cores") or {}).get("cores")
@@ -430,7 +438,8 @@ def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0) ->
     span += f"; {plural(out, 'batch', 'es')} tried by dlperf fit ran out of memory, as its search's do" if out else ""
     summary = (
         f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last.status} · started {last.started_at} · "
-        f"{_machine(last.env)} · {ok} of {plural(len(data.cells), 'cell')} measured{span} · {plural(n_charts, 'chart')}"
+        f"{_machine(last.env)}{_node(last)} · {ok} of {plural(len(data.cells), 'cell')} measured{span} · "
+        f"{plural(n_charts, 'chart')}"
     )
     nav = "".join(f'<a href="#{s.id}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
