@@ -11,5 +11,5 @@ KEPT = {"flops": "cached from run 3 of /home/me/a.db", "memory": "fcn-r|torch|cp
 def test_a_record_names_where_each_figure_it_did_not_measure_came_from():
     rec = export.record(make_cell("fcn-r", median_s=1.0, flops_per_step=840, shared_from=KEPT))
     assert rec["shared_from"] == KEPT
-    assert export.csv_field("shared_from", rec["shared_from"]).startswith('{"flops": "cached from run 3')
+    assert export.csv_field(rec["shared_from"]).startswith('{"flops": "cached from run 3')
     assert export.record(make_cell("fcn-r", median_s=1.0))["shared_from"] is None
