@@ -36,3 +36,15 @@ def test_a_search_that_kept_fp32_recommends_nothing_and_says_which_mode_the_end_
     agreed = searcher(["fp32", "channels_last"])
     assert agreed._on_path([cand("fp32", None), cand("channels_last", 1.69)]).mode == "channels_last"
     assert agreed.notes == [] and agreed.off_path is None
+
+
+def test_a_search_that_measured_no_candidate_is_no_keep_fp32_in_its_json():
+    """`optimize --format json` of a search whose budget measured fp32 alone gave `"best": {"mode": "fp32",
+    "speedup": 1.0}` and an fp32 recipe, which a script reads as "keep fp32"; the text said "not searched"."""
+    from dlperf.optimize_results import Search
+
+    base = cand("fp32", None)
+    alone = Search("tiny-fcn-r", "cpu", 1, 1, base, [base], None, cells=0)
+    kept = Search("tiny-fcn-r", "cpu", 1, 1, base, [base, cand("bf16", 1.01)], None, cells=1)
+    assert alone.to_json()["best"] is None and alone.to_json()["recipe"] is None
+    assert kept.to_json()["best"] == {"mode": "fp32", "median_s": 0.02, "speedup": 1.0}

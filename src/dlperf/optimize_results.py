@@ -74,8 +74,9 @@ class Search:
     named: bool = False  # the workload's inputs are a dict, which the model takes by name: the recipe's model(**x)
 
     def to_json(self) -> dict[str, Any]:
-        # None: nothing measured, or a baseline that does not train (nothing to keep either)
-        kept = self.baseline.status == Status.OK and self.baseline.loss_ok is not False
+        # None: nothing measured, no candidate searched (not "keep fp32": the text's "not searched"), or a baseline
+        # that does not train (nothing to keep either)
+        kept = self.baseline.status == Status.OK and self.baseline.loss_ok is not False and self.cells > 0
         best = self.best or (self.baseline if kept else None)
         loader = self.loader.to_json() if self.loader else None
         order = {"used": self.order, "groups": list(self.groups), "verdict": self.verdict and self.verdict.to_json()}
