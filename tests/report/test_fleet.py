@@ -83,13 +83,17 @@ def test_a_machine_that_ran_a_workload_without_a_time_says_why(tmp_path):
     lstm = Cell("lstm", "torch", "cpu", 1, "fp32")
     run_id = store.create_run({"campaign": "lab"}, {}, {**BETA, "hostname": "gamma"}, ["dlperf", "run"],
                               [PlannedCell(lstm, {"batch": 64})])  # fmt: skip
-    store.record(run_id, lstm.key, 0, ProcessMeasurement(status=Status.FAILED, error="killed"),
-                 CellFigures(status=Status.FAILED, error="killed"))  # fmt: skip
+    killed = "worker killed by SIGKILL (by hand, or the out-of-memory killer)"
+    store.record(run_id, lstm.key, 0, ProcessMeasurement(status=Status.FAILED, error=killed),
+                 CellFigures(status=Status.FAILED, error=killed))  # fmt: skip
     store.close()
     md = table(db, "--campaign", "lab", "--format", "md").splitlines()
     lstm_row = next(line for line in md if line.startswith("| lstm")).split(" | ")
     assert lstm_row[-2:] == ["-", "failed |"]  # beta's GPU: not run; gamma's best CPU (gamma measured no GPU)
-    assert "fcn-r torch: fastest on beta" in table(db, "--campaign", "lab")
+    text = table(db, "--campaign", "lab")
+    assert "fcn-r torch: fastest on beta" in text
+    # why it failed, which only `table --run N` said: the campaign's notes (and the report's) say it too
+    assert f"lstm torch on gamma · EPYC Test · NVIDIA H100 80GB HBM3 (cpu): failed: {killed}" in " ".join(text.split())
 
 
 def test_merged_stores_form_the_campaign(lab, tmp_path):

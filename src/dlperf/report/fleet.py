@@ -86,6 +86,7 @@ class FleetRow:
     gpu: dict[str, Entry] = field(default_factory=dict)  # machine label -> its fastest GPU
     # (machine label, "cpu" or "gpu") -> why a machine that ran the row there shows no time: failed, unsupported, ...
     unmeasured: dict[tuple[str, str], str] = field(default_factory=dict)
+    errors: dict[tuple[str, str], str] = field(default_factory=dict)  # ... and its error, where it has one
 
     @property
     def label(self) -> str:
@@ -163,6 +164,8 @@ class Fleet:
             lines.append(f"{', '.join(alone)}: the fastest machine told apart by cells of one process each, whose 95% "
                          "intervals hold only that process's noise, not how two processes of one machine differ "
                          "(dlperf run --repeats 3 for more)")  # fmt: skip
+        lines += [f"{r.label} on {machine} ({kind}): {r.unmeasured[machine, kind]}: {error}" for r in self.rows
+                  for (machine, kind), error in r.errors.items()]  # fmt: skip
         if any(r.gpu for r in self.rows) and not any(e.predicted for r in self.rows for e in r.gpu.values()):
             lines.append("no GPU cell has a stored prediction (dlperf run predicts each unless --no-predict)")
         return lines
@@ -298,7 +301,10 @@ def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]
             if cell.nproc:  # a multi-process cell measures a strategy, not the machine's one-process speed
                 continue
             if not _timed(cell):
-                row.unmeasured.setdefault((machine.label, "cpu" if cell.device == "cpu" else "gpu"), _why(cell))
+                where = (machine.label, "cpu" if cell.device == "cpu" else "gpu")
+                row.unmeasured.setdefault(where, _why(cell))
+                if cell.error:  # a failed cell's reason: the column says only "failed"
+                    row.errors.setdefault(where, cell.error.splitlines()[0])
                 continue
             kind = row.cpu if cell.device == "cpu" else row.gpu
             held = kind.get(machine.label)
