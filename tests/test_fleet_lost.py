@@ -543,3 +543,25 @@ def test_a_starting_actors_folder_is_never_taken_for_stale(tmp_path, monkeypatch
     assert raced == [] and os.path.isfile(os.path.join(sweep.dir, "lock"))
     assert fleet_node.remove_stale(str(tmp_path)) == []  # held: in use
     sweep.close()
+
+
+def test_a_killed_drivers_folder_is_named_for_its_process_and_removed_by_the_next_sweep(tmp_path, monkeypatch):
+    """`kill -9` of a `dlperf run --ray local` driver left /tmp/dlperf-ray-XXXXXXXX (its local cluster's session,
+    212 KB) for good: the folder is named for the driver's process, and the next sweep removes it once that process
+    is gone."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from dlperf.runner import lifeline
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = tmp_path / "dlperf-999999999-ray-abcd1234"
+    (dead / "session_x").mkdir(parents=True)
+    made = []
+    monkeypatch.setattr(fleet, "watched", lambda driver, db, address, sweep, raylet: made.append(raylet) or (0, []))
+    args = SimpleNamespace(nodes=None, ray="local", nproc=0, nnodes=1, dry_run=False, profile=False, resume=False,
+                           campaign="c")  # fmt: skip
+    assert fleet.run(args, ["run"], str(tmp_path / "d.db")) == (0, [])
+    assert not dead.exists()
+    [raylet] = made
+    assert os.path.basename(os.path.dirname(raylet)).startswith(lifeline.tmp_prefix("ray"))

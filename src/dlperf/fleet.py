@@ -412,7 +412,8 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
     if not args.resume and args.campaign is None:
         args.campaign = campaign_name()
         argv = [*argv, "--campaign", args.campaign]
-    temp_dir = tempfile.mkdtemp(prefix="dlperf-ray-")  # a cluster started here keeps its session files in it
+    lifeline.remove_stale_dirs()  # a killed driver's (kill -9: its `finally` never ran), named for its process
+    temp_dir = tempfile.mkdtemp(prefix=lifeline.tmp_prefix("ray"))  # a cluster started here keeps its session here
     try:  # the driver in a process of its own, which Ray may end
         sweep = None if args.resume else args.campaign
         raylet = os.path.join(temp_dir, "raylet.pid")  # the driver's raylet, asked after if the driver ends unheard
