@@ -142,6 +142,7 @@ class Advice:
     cpu_why: str = ""  # why this CPU was not measured (its step does not fit this machine's memory)
     pipeline: Pipeline | None = None  # --data DIR: the CPU's step is the loader's, at the setting recommended
     data: bool = False  # --data DIR was given (the CPU's step is on synthetic data where `pipeline` is None)
+    threads_cut: tuple[int, ...] = ()  # thread counts the budget left unmeasured: this CPU's step may be faster
 
 
 FLAGS = {"batch": "--batch", "data": "--data", "loaders": "--loaders", "budget_s": "--budget", "samples": "--samples",
@@ -289,7 +290,7 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     notes += quoted_notes(db, side.run_id, cell, ci is not None, tried)
     return Advice(workload.name, workload.batch, costs, ci, side.answer, runs, roofline.uncertainty(), notes,
                   exit_code, largest, opts.workload, feed, searched, pipeline=pipeline,
-                  data=opts.data != DATA_SYNTHETIC)  # fmt: skip
+                  data=opts.data != DATA_SYNTHETIC, threads_cut=side.threads_cut)  # fmt: skip
 
 
 def once(warn: Callable[[str], None]) -> Callable[[str], None]:

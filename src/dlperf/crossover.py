@@ -95,6 +95,7 @@ class Result:
     notes: list[str] = field(default_factory=list)
     resumable: bool = False  # interrupted with every batch's cell in the run: `dlperf run --resume` measures the rest
     first_s: float | None = None  # with a deadline: the first thread count's process, measured whole (its seconds)
+    threads_cut: tuple[int, ...] = ()  # the thread counts the deadline left unmeasured (`CpuSide.cut`)
 
 
 def batches_for(user_batch: int, batches: tuple[int, ...] | None, max_batch: int | None, opts: Options | None = None
@@ -255,7 +256,7 @@ def _crossover(opts: Options, db: str | None, argv, progress_factory, warn, made
         failed = any(not c.ok and not budget_cut(c) for c in session.cells())
         notes += _notes(opts, gpus, user_batch, batches) + cell_notes(store, session.run_id)
         code = ExitCode.CELLS_FAILED if failed else ExitCode.OK
-        return Result(session.run_id, _answer(session), code, notes, first_s=cpu.first_s)
+        return Result(session.run_id, _answer(session), code, notes, first_s=cpu.first_s, threads_cut=cpu.cut)
     finally:
         store.close()
 
@@ -400,6 +401,7 @@ class CpuSide:
     opts: Options | None = None  # how the caller named its options (the command line's flags by default)
     known: dict[str, list[Earlier]] = field(default_factory=dict)  # cell key -> its earlier processes here
     first_s: float | None = None  # the first thread count's process under a deadline, as long as it took
+    cut: tuple[int, ...] = ()  # the thread counts the deadline left unmeasured
 
     def cell(self, batch: int, threads: int) -> Cell:
         return cpu_cell(self.session.spec, self.workload, batch, threads)
@@ -452,6 +454,7 @@ class CpuSide:
             f" (your batch {user_batch} is above {opts.said('max_batch', max_batch)})" if batch != user_batch else ""
         )
         cut = [keys[c.key] for c in mine if budget_cut(c)]
+        self.cut = tuple(cut)
         tried = [t for t in order if t not in cut]
         more = "raise --budget" if opts.flags else "a later deadline"
         left = f"; {', '.join(map(str, cut))} not measured: the budget ran out ({more})" if cut else ""

@@ -39,6 +39,18 @@ def test_this_cpus_time_is_a_duration_and_says_whether_a_mode_was_searched():
     assert "best settings" not in unsearched
 
 
+def test_thread_counts_the_budget_left_unmeasured_are_said_on_the_cpus_line():
+    """`advise tiny-fcn-r --budget 10s` measured 2 threads alone (5.94 ms a step, the machine busy) and said "a GPU
+    pays ... 3.7x", where 1 thread takes 0.19 ms and no GPU pays; only a note far below said 1 was not measured."""
+    from dataclasses import replace
+
+    cut = view.lines(replace(answer([prediction("T4", 0.01)]), threads_cut=(1,)))[0]
+    assert cut.startswith("On this CPU (measured): ")
+    assert "; 1 thread count (1) not measured: the budget ran out, and this CPU's step may be faster there (raise " \
+           "--budget)" in cut  # fmt: skip
+    assert "not measured" not in view.lines(answer([prediction("T4", 0.01)]))[0]
+
+
 def test_tied_gpus_are_named_and_the_cheapest_of_them_is_the_fastest():
     """Issue: advise named the H100 fastest when the H200 and B200 predict the same time."""
     from dlperf.predict import gpus, prices

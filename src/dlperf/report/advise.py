@@ -53,6 +53,10 @@ def _cpu_line(a) -> str:
     said = (f"On this CPU (measured): {wall(c.time_s)} for {work} {how} ({plural(c.threads, 'thread')}, {c.mode}"
             f"{loader}; {seconds(c.step_s)} a step at batch {c.batch}{on}{ci}; {c.kwh:.3g} kWh = "
             f"{usd(c.energy_cost)} at {c.watts:g} W, an assumption)")  # fmt: skip
+    if a.threads_cut:  # `--budget 10s`: 2 threads alone measured, 5.94 ms, where 1 thread takes 0.19 ms
+        cut = ", ".join(map(str, a.threads_cut))
+        said += (f"; {plural(len(a.threads_cut), 'thread count')} ({cut}) not measured: the budget ran out, and this "
+                 "CPU's step may be faster there (raise --budget)")  # fmt: skip
     return f"{said}; {held(p)}" if p else said
 
 
@@ -208,6 +212,7 @@ def to_json(a) -> dict:
     cpu = None if c is None else {
         "measured": True, "time_s": c.time_s, "step_s": c.step_s, "batch": c.batch, "threads": c.threads,
         "mode": c.mode, "run_id": c.run_id, "step_ci_s": a.cpu_ci, "kwh": c.kwh, "energy_usd": c.energy_cost,
+        "threads_not_measured": list(a.threads_cut),  # the budget left them: the step may be faster there
     }  # fmt: skip
     xo = a.crossover
     row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
