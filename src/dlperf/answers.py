@@ -60,6 +60,7 @@ class WorkloadAnswer(Wire):
     no_checkpoint: str | None = field(default=None, metadata=ABSENT)  # why the checkpoint mode refuses the model
     no_compile: str | None = field(default=None, metadata=ABSENT)  # why the compile mode refuses it (TorchScript)
     dataset_samples: int | None = field(default=None, metadata=ABSENT)  # len(dataset=): an epoch of the user's data
+    param_bytes: int | None = field(default=None, metadata=ABSENT)  # the trainable parameters, in their own dtypes
     repeated: bool | None = field(default=None, metadata=ABSENT)  # no make_batch: the batch is the data's first sample
     # without --data DIR, the folder the factory's `data_dir` defaults to, absolute (`workloads.user.default_data_dir`)
     default_data_dir: str | None = field(default=None, metadata=ABSENT)

@@ -45,6 +45,7 @@ def resolve_workload(name: str, framework: str, timeout: float, data: str = DATA
     folder["no_checkpoint"] = answer.no_checkpoint  # a search leaves the mode out with this reason (`modes.Fit`)
     folder["no_compile"] = answer.no_compile
     folder["dataset_samples"] = answer.dataset_samples  # an epoch of the factory's dataset= (`cost.epoch_samples`)
+    folder["param_bytes"] = answer.param_bytes  # in their own dtypes: a bf16 model's half fp32's (`check_room`)
     data = "synthetic (its data's first sample, repeated)" if answer.repeated else "synthetic (user batch maker)"
     return Workload(
         name=answer.name, arch="user", config={}, input=InputSpec("user", tuple(answer.input_shape or ())),
@@ -67,9 +68,12 @@ def check_room(workloads: dict[str, Workload], devices: list[str]) -> None:
     if not total or not any(d.split(":")[0] == "cpu" for d in devices):
         return
     for w in workloads.values():
-        if w.is_user and w.params and (need := w.params * TRAINING_BYTES_PER_PARAM) > total:
+        held = (w.extra or {}).get("param_bytes")  # in their own dtypes, where the probe said (PyTorch's); else fp32
+        need = 2 * held if held else w.params * TRAINING_BYTES_PER_PARAM if w.params else 0
+        if w.is_user and need > total:
+            kind = "" if held else "fp32 "
             asked = f"dlperf predict {shlex.quote(w.source or w.name)} --memory --gpu H200-SXM-141GB"
-            raise UsageError(f"{w.name}: its {w.params:,} parameters need {need / 2**30:,.1f} GiB for their fp32 "
+            raise UsageError(f"{w.name}: its {w.params:,} parameters need {need / 2**30:,.1f} GiB for their {kind}"
                              f"weights and gradients alone, more than this machine's {total / 2**30:.1f} GiB: it "
                              f"cannot train on this CPU ({asked} says whether a GPU holds it)")  # fmt: skip
 

@@ -321,6 +321,7 @@ def _description(source: str, data_dir: str | None, factory: Callable[..., Any])
         "name": user.name,
         "framework": user.framework,
         "params": sum(p.numel() for p in user.model.parameters() if p.requires_grad),
+        "param_bytes": sum(p.numel() * p.element_size() for p in user.model.parameters() if p.requires_grad),
         "batch": user.batch_size,
         "clip_grad_norm": user.clip_grad_norm,
         **_input_of(user, source),
