@@ -16,6 +16,7 @@ def cand(mode: str, speedup: float | None) -> Candidate:
 def searcher(path: list[str]) -> Searcher:
     s = Searcher.__new__(Searcher)
     s.path, s.notes, s.off_path = path, [], None
+    s.interrupted, s.reached, s.dimension_of = None, [], {}
     return s
 
 
@@ -48,3 +49,11 @@ def test_a_search_that_measured_no_candidate_is_no_keep_fp32_in_its_json():
     kept = Search("tiny-fcn-r", "cpu", 1, 1, base, [base, cand("bf16", 1.01)], None, cells=1)
     assert alone.to_json()["best"] is None and alone.to_json()["recipe"] is None
     assert kept.to_json()["best"] == {"mode": "fp32", "median_s": 0.02, "speedup": 1.0}
+
+
+def test_a_round_an_interrupt_cut_short_is_no_round_that_did_not_take_its_mode():
+    """Ctrl-C inside the precision round: its bf16, measured and told apart at 1.5x, was said 'its round did not take
+    it', and no mode was recommended, where before it was."""
+    s = searcher(["fp32"])
+    s.interrupted, s.reached, s.dimension_of = "the precision round", ["precision"], {"bf16": "precision"}
+    assert s._on_path([cand("fp32", None), cand("bf16", 1.5)]).mode == "bf16" and s.notes == []

@@ -433,8 +433,11 @@ class Searcher:
         one before, and the loader search on the last. A mode off the path that the final figures (against every
         fp32 process) set faster was not taken in its round: it is said, not recommended over what was built on
         (channels_last recommended, at 1.69x, where foreach's round and the loader search ran on fp32's)."""
-        best = recommend([c for c in cands if c.mode in self.path])
-        if (off := recommend(cands)) is not None and off.mode not in self.path:
+        taken = set(self.path)
+        if self.interrupted and self.reached:  # the round cut short took none yet: its modes, built on the path's last
+            taken |= {m for m, d in self.dimension_of.items() if d == self.reached[-1]}
+        best = recommend([c for c in cands if c.mode in taken])
+        if (off := recommend(cands)) is not None and off.mode not in taken:
             self.off_path = off.mode
             went_on = f"went on from {self.path[-1]}" if len(self.path) > 1 else "kept fp32"
             pair = f"{off.mode},{best.mode if best else BASELINE}"

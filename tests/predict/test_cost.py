@@ -358,3 +358,4 @@ def test_a_cpu_peak_does_not_stand_for_a_gpus_where_one_is_predicted():
     predicted = {"fp32": 8 * 2**30, "bf16": 6 * 2**30}
     assert cost.measured_peaks([cpu, gpu], 8, predicted) == {"bf16": 5 * 2**30}
     assert set(cost.measured_peaks([cpu, gpu], 8, {"bf16": 1})) == {"fp32", "bf16"}  # fp32 not predicted: the CPU's
+    assert cost.measured_peaks([cpu], 8, {"tf32": 1}) == {}  # tf32 takes fp32's peak: not the CPU's where predicted

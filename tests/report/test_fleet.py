@@ -93,7 +93,7 @@ def test_a_machine_that_ran_a_workload_without_a_time_says_why(tmp_path):
     text = table(db, "--campaign", "lab")
     assert "fcn-r torch: fastest on beta" in text
     # why it failed, which only `table --run N` said: the campaign's notes (and the report's) say it too
-    assert f"lstm torch on gamma · EPYC Test · NVIDIA H100 80GB HBM3 (cpu): failed: {killed}" in " ".join(text.split())
+    assert f"lstm torch cpu:1 failed on gamma · EPYC Test · NVIDIA H100 80GB HBM3: {killed}" in " ".join(text.split())
 
 
 def test_merged_stores_form_the_campaign(lab, tmp_path):
@@ -261,3 +261,22 @@ def test_a_fastest_machine_told_apart_by_one_process_a_side_is_noted(lab, tmp_pa
         store.close()
     fleet = read(str(tmp_path / "three.db"), campaign="c")
     assert fleet.rows[0].winner() is not None and not [n for n in fleet.notes() if "one process" in n]
+
+
+def test_only_a_failure_without_a_time_in_its_column_is_a_note_and_one_error_of_two_machines_is_one_line():
+    """Every unsupported mode gave a note per machine, and a failed cpu:2 a note beside its column's 399 µs (cpu:1)."""
+    from conftest import make_cell
+    from dlperf.report import fleet
+    from dlperf.vocab import Status
+
+    machines = [fleet.Machine("alpha", (1,), "alpha"), fleet.Machine("beta", (2,), "beta")]
+    boom = "RuntimeError: boom"
+    cells = {
+        "alpha": {"a": (make_cell("lstm", status=Status.FAILED.value, error=boom), None),
+                  "b": (make_cell("fcn-r", mode="channels_last", status=Status.UNSUPPORTED.value, error="no"), None),
+                  "c": (make_cell("fcn-r", threads=2, status=Status.FAILED.value, error="other"), None),
+                  "d": (make_cell("fcn-r", median_s=0.0004, n=100), None)},
+        "beta": {"a": (make_cell("lstm", status=Status.FAILED.value, error=boom), None)},
+    }  # fmt: skip
+    view = fleet.Fleet("runs 1, 2", machines, fleet.build(machines, cells))
+    assert view._failures() == ["lstm torch cpu:1 failed on alpha, beta: RuntimeError: boom"]

@@ -122,9 +122,9 @@ def test_report_of_several_runs_and_bad_input(tmp_path, report_db):
     assert not (tmp_path / "x.html").exists()
 
 
-def test_runs_of_two_machines_are_not_mixed_in_one_report_and_a_new_hostname_alone_is_one_machine(tmp_path, report_db):
-    """A hostname alone (a container started again) was "measured on different machines" to the report, where the
-    store's documentation, `compare` and `--resume` call it one machine."""
+def test_runs_of_two_machines_are_not_mixed_in_one_report_and_the_refusal_names_what_differs(tmp_path, report_db):
+    """A hostname alone differs too (two Ray nodes, two VMs of one kind: one picture of the latest cells would hide
+    one); the refusal said only "different machines", where the runs may differ by a hostname, a CPU or a version."""
     from report.synthetic import ENV
 
     store = Store.open(report_db, create=False)
@@ -132,8 +132,8 @@ def test_runs_of_two_machines_are_not_mixed_in_one_report_and_a_new_hostname_alo
     fill(store, env={**ENV, "cpu": {**ENV["cpu"], "model": "Other CPU"}})
     store.close()
     done = dlperf("report", "--run", "1,2", "-o", str(tmp_path / "x.html"), db=report_db)
-    assert done.returncode == 0, done.stderr
-    done = dlperf("report", "--run", "all", "-o", str(tmp_path / "y.html"), db=report_db)
+    one_line_error(done, "different machines or software (run 1 -> 2: hostname testhost -> elsewhere)")
+    done = dlperf("report", "--run", "1,3", "-o", str(tmp_path / "y.html"), db=report_db)
     one_line_error(done, "different machines or software (run 1 -> 3: CPU model Test CPU <v2> -> Other CPU)",
                    "dlperf compare")  # fmt: skip
 

@@ -168,3 +168,38 @@ def test_a_run_whose_process_died_is_stopped_in_its_copy_too(tmp_path):
         [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=db).stdout)
         assert (row["status"], row["state_label"]) == ("stopped", "stopped (its process is gone)"), db
         assert "(stopped: its process is gone)" in " ".join(dlperf("table", db=db).stdout.split())
+
+
+def test_a_run_copied_while_measured_then_killed_is_stopped_on_the_next_merge(tmp_path):
+    """Merged while its process measured it, then that process killed (kill -9) with nothing new stored: the next
+    merge said "already present as run 1: skipped", and the copy stayed "running when copied"."""
+    import os
+    import signal
+
+    src, target = tmp_path / "src.db", tmp_path / "m.db"
+    ready, go = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: measures run 1, holding its lease, until killed
+        try:
+            store = Store.open(src, create=True)
+            store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
+            process(store, 1, 0)
+            os.write(go, b"1")
+            signal.pause()
+        finally:
+            os._exit(0)
+    os.read(ready, 1)
+    try:
+        assert "is being measured by" in dlperf("merge", str(src), db=target).stderr
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    again = dlperf("merge", str(src), db=target)
+    assert again.stdout.splitlines() == [
+        f"{src} run 1 already present as run 1: brought up to date (running -> stopped (its process is gone))"
+    ]
+    [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=target).stdout)
+    assert row["state_label"] == "stopped (its process is gone)"
+    assert dlperf("merge", str(src), db=target).stdout.splitlines() == [
+        f"{src} run 1 already present as run 1: skipped"
+    ]

@@ -504,14 +504,16 @@ def check_resume_flags(args, db: str) -> None:
     again with --resume added (the shell's last line) was refused for every flag it had."""
     if not args.resume:
         return
+    began = None
     if (given := given_flags(args, add_arguments, RESUME_TAKES)) and (began := _began_with(db)) is not None:
         parser = argparse.ArgumentParser(add_help=False)
         add_arguments(parser)
         dests = {max(a.option_strings, key=len): a.dest for a in parser._actions if a.option_strings}
         given = [f for f in given if getattr(began, dests[f], None) != getattr(args, dests[f])]
     if given:
+        other = " at other values than the command that began it gave" if began is not None else ""
         raise UsageError(f"--resume continues the latest unfinished run as it was planned, so {', '.join(given)} "
-                         "cannot be given with it; without --resume they start a new run")  # fmt: skip
+                         f"cannot be given with it{other}; without --resume they start a new run")  # fmt: skip
 
 
 def _began_with(db: str) -> argparse.Namespace | None:

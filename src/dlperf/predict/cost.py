@@ -297,8 +297,8 @@ def measured_peaks(cells, batch: int, predicted: dict[str, int] | None = None) -
     peaks: dict[str, int] = {}
     for c in cells:
         peak = memory.allocator_peak(c.peak_mem_bytes, c.peak_mem_kind) if c.peak_mem_bytes else None
-        if c.device == "cpu" and c.mode in (predicted or {}):
-            continue
+        if c.device == "cpu" and (c.mode in (predicted or {}) or (c.mode == "fp32" and "tf32" in (predicted or {}))):
+            continue  # tf32's step holds fp32's tensors: `costs` sets an fp32 peak against tf32 too
         if c.batch == batch and peak and not c.nproc:
             peaks[c.mode] = max(peaks.get(c.mode, 0), peak)
     return peaks

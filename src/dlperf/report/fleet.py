@@ -86,7 +86,8 @@ class FleetRow:
     gpu: dict[str, Entry] = field(default_factory=dict)  # machine label -> its fastest GPU
     # (machine label, "cpu" or "gpu") -> why a machine that ran the row there shows no time: failed, unsupported, ...
     unmeasured: dict[tuple[str, str], str] = field(default_factory=dict)
-    errors: dict[tuple[str, str], str] = field(default_factory=dict)  # ... and its error, where it has one
+    # (machine label, "cpu" or "gpu") -> a failed or timed-out cell's column ("cpu:2") and error, where it has one
+    errors: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -157,6 +158,16 @@ class Fleet:
     def has_gpu(self) -> dict[str, bool]:
         return {m.label: any(m.label in r.gpu for r in self.rows) for m in self.machines}
 
+    def _failures(self) -> list[str]:
+        """A line per row and error of the machines whose column shows no time for a failed cell: "lstm torch cpu:1
+        failed on gamma · ..., beta · ...: worker killed by SIGKILL ..."; a column with a time says none."""
+        said: dict[tuple[str, str, str], list[str]] = {}
+        for r in self.rows:
+            for (machine, kind), (column, error) in r.errors.items():
+                if machine not in (r.cpu if kind == "cpu" else r.gpu):
+                    said.setdefault((r.label, f"{column} {r.unmeasured[machine, kind]}", error), []).append(machine)
+        return [f"{label} {what} on {', '.join(machines)}: {error}" for (label, what, error), machines in said.items()]
+
     def notes(self) -> list[str]:
         lines = [f"{m.label}: {named('run', m.runs)}" for m in self.machines]
         lines += [f"{said}: its machine's cells are what it measured so far" for said in self.unfinished]
@@ -164,8 +175,7 @@ class Fleet:
             lines.append(f"{', '.join(alone)}: the fastest machine told apart by cells of one process each, whose 95% "
                          "intervals hold only that process's noise, not how two processes of one machine differ "
                          "(dlperf run --repeats 3 for more)")  # fmt: skip
-        lines += [f"{r.label} on {machine} ({kind}): {r.unmeasured[machine, kind]}: {error}" for r in self.rows
-                  for (machine, kind), error in r.errors.items()]  # fmt: skip
+        lines += self._failures()
         if any(r.gpu for r in self.rows) and not any(e.predicted for r in self.rows for e in r.gpu.values()):
             lines.append("no GPU cell has a stored prediction (dlperf run predicts each unless --no-predict)")
         return lines
@@ -303,8 +313,8 @@ def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]
             if not _timed(cell):
                 where = (machine.label, "cpu" if cell.device == "cpu" else "gpu")
                 row.unmeasured.setdefault(where, _why(cell))
-                if cell.error:  # a failed cell's reason: the column says only "failed"
-                    row.errors.setdefault(where, cell.error.splitlines()[0])
+                if cell.error and cell.status.is_failure:  # why: the column says only "failed"
+                    row.errors.setdefault(where, (cell.column, cell.error.splitlines()[0]))
                 continue
             kind = row.cpu if cell.device == "cpu" else row.gpu
             held = kind.get(machine.label)

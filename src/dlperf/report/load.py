@@ -59,10 +59,10 @@ def parse_runs(text: str | None) -> list[int] | str | None:
 
 
 def _one_machine(rows: list[RunRecord]) -> None:
-    """Runs of one machine and software, or a UsageError naming how two differ. A hostname alone is no difference:
-    a container started again on the same machine has a new one (docs/concepts/store.md)."""
+    """Runs of one machine and software, or a UsageError naming how two differ. A hostname is a difference here: two
+    Ray nodes, or two VMs of one kind, differ by it alone, and one picture of the latest cells would hide one."""
     for a, b in combinations(rows, 2):
-        if why := differences(a.fingerprint, b.fingerprint, ignore=("hostname",)):
+        if why := differences(a.fingerprint, b.fingerprint):
             ids = ", ".join(str(r.id) for r in rows)
             raise UsageError(
                 f"--run: runs {ids} were measured on different machines or software (run {a.id} -> {b.id}: "

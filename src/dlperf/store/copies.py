@@ -136,10 +136,19 @@ class Copies:
         (`Origin.stopped`), its rows replaced, none removed."""
         status, finished = rows.run.get("status"), rows.run.get("finished_at")
         self.conn.execute("UPDATE runs SET status = ?, finished_at = ? WHERE id = ?", (status, finished, run_id))
-        if held := self.conn.execute("SELECT origin_json FROM runs WHERE id = ?", (run_id,)).fetchone()[0]:
-            origin = replace(Origin.of(json.loads(held)), stopped=stopped)
-            self.conn.execute("UPDATE runs SET origin_json = ? WHERE id = ?", (json.dumps(origin.to_json()), run_id))
+        self.mark_stopped(run_id, stopped)
         self._replace_rows(run_id, rows)
+
+    def mark_stopped(self, run_id: int, stopped: bool) -> bool:
+        """A copy's `Origin.stopped` set as its source's run is now, inside the caller's `transaction`: a run copied
+        while measured, then killed with nothing new stored, is stopped on the next merge. Whether it changed."""
+        held = self.conn.execute("SELECT origin_json FROM runs WHERE id = ?", (run_id,)).fetchone()
+        origin = Origin.of(json.loads(held[0])) if held and held[0] else None
+        if origin is None or origin.stopped == stopped:
+            return False
+        changed = replace(origin, stopped=stopped).to_json()
+        self.conn.execute("UPDATE runs SET origin_json = ? WHERE id = ?", (json.dumps(changed), run_id))
+        return True
 
     def _replace_rows(self, run_id: int, rows: RunRows) -> None:
         for table, found in (("cells", rows.cells), ("measurements", rows.measurements),

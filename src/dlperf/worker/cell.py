@@ -252,7 +252,9 @@ def check_loss(task: CellTask, median_s: float | None, fw, workload: Workload, e
         )
         return
     emit(Checking())
-    emit(still_trains(fw, workload, task.cell.device, task.cell.mode))
+    with warnings.catch_warnings():  # its own small batches warn again, of other sizes: said already (`model_warnings`)
+        warnings.simplefilter("ignore")
+        emit(still_trains(fw, workload, task.cell.device, task.cell.mode))
 
 
 def still_trains(fw, workload: Workload, device: str, mode: str) -> LossCheck:
