@@ -200,7 +200,8 @@ EXPORT_COLUMNS = {
     "samples_per_s": "samples per second at the median step",
     "warmup_steps": "the steps run before timing began",
     "params": "the model's trainable parameters",
-    "flops_per_step": "floating-point operations of one training step, as the framework counts them",
+    "flops_per_step": "floating-point operations of one training step, as the framework counts them: what runs, so "
+    "not the first layer's input gradient, which no step computes (tiny-fcn-r: 31% under a forward-times-3 rule)",
     "peak_mem_bytes": "the peak memory of a step, of the kind `peak_mem_kind` says",
     "peak_mem_kind": "what `peak_mem_bytes` measured: cuda_allocator, live_tensors, ...",
     "process_hwm_increase_bytes": "how much the process's resident high-water mark grew while it trained",
