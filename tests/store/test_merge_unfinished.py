@@ -203,3 +203,21 @@ def test_a_run_copied_while_measured_then_killed_is_stopped_on_the_next_merge(tm
     assert dlperf("merge", str(src), db=target).stdout.splitlines() == [
         f"{src} run 1 already present as run 1: skipped"
     ]
+
+
+def test_a_copys_stopped_mark_follows_its_source_both_ways(tmp_path):
+    """`mark_stopped` says whether it changed the copy: set once its source's process is gone, cleared once a live
+    process measures the source again (merge then says "stopped -> running", not "running -> stopped")."""
+    from commands.test_run_state import killed_while_measuring
+
+    src, target = tmp_path / "src.db", tmp_path / "m.db"
+    killed_while_measuring(src)
+    assert dlperf("merge", str(src), db=target).returncode == 0
+    store = Store.open(target, create=False)
+    try:
+        assert store.run(1).origin.stopped
+        assert not store.mark_stopped(1, True)  # as it was: nothing changed
+        assert store.mark_stopped(1, False) and not store.run(1).origin.stopped
+        assert store.mark_stopped(1, True) and store.run(1).origin.stopped
+    finally:
+        store.close()

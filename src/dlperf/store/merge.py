@@ -173,8 +173,8 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
             return Copied(source.name, run_id, present, 0, skipped=True, warning=said, apart=apart)
         if news:
             dst.refresh_copy(present, rows, run_id in source.stopped)
-        elif dst.mark_stopped(present, run_id in source.stopped):  # its process gone since: nothing new, but stopped
-            news = "running -> stopped (its process is gone)"
+        elif dst.mark_stopped(present, stopped := run_id in source.stopped):  # nothing new, but stopped or going again
+            news = "running -> stopped (its process is gone)" if stopped else "stopped -> running (measured again)"
         return Copied(source.name, run_id, present, 0, skipped=True, updated=news, warning=news and warning)
     new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles, rows.predictions)
     return Copied(source.name, run_id, new_id, len(rows.cells), skipped=False, warning=warning)

@@ -371,8 +371,8 @@ class Origin:
     run_id: int  # the run's id there
     merged_at: str | None = None
     origin: Origin | None = None  # where that run had come from, when it was a merged run there too
-    # "stopped": the run was unfinished there and its process gone when it was copied (killed: no one measures it);
-    # None: finished, interrupted, or measured by a live process
+    # True: the run was unfinished there and its process gone when it was copied (killed: no one measures it);
+    # False: finished, interrupted, or measured by a live process
     stopped: bool = False
 
     @classmethod
