@@ -301,14 +301,15 @@ EXIT_CODES = {
     "OK": "everything asked was done: every cell measured (each has at least one timed step), or the view printed",
     "CELLS_FAILED": "some cells failed or timed out, the rest saved (a cell without a timed step included); "
     "`dlperf profile`: a cell's profile failed or timed out; `dlperf compare`: a cell significantly slower with B/A "
-    "above 1 + `--threshold`, or a cell A measured that failed or timed out in B; a view (`export`, `report`, `plot`, "
-    "`table`): a stored row that no longer reads, left out with a warning; a probe (the short child that checks the "
-    "frameworks, devices or a workload before anything is measured) killed by a signal, which the line names; "
-    "`dlperf run --dry-run`: a pilot step failed (the run's cells of it would too)",
+    "above 1 + `--threshold`, or a cell A measured that failed, timed out or unsupported in B; a view (`export`, "
+    "`report`, `plot`, `table`): a stored row that no longer reads, left out with a warning; a probe (the short "
+    "child that checks the frameworks, devices or a workload before anything is measured) killed by a signal, which "
+    "the line names; `dlperf run --dry-run`: a pilot step failed (the run's cells of it would too)",
     "BAD_INPUT": "bad input, said in one line on stderr (and, under `--format json`, as a document on stdout: "
     '`{"error": ..., "exit_code": 2}`): nothing ran and nothing was written; `dlperf compare`: the '
     "two runs share no cell measured on both sides, none of their shared cells could be tested (too little data), or "
-    "B is unfinished and has not measured cells of A yet (the table is shown: no verdict is not a pass)",
+    "B is unfinished and has not measured cells of A yet, or all their processes (the table is shown: no verdict is "
+    "not a pass)",
     "OUTPUT_FAILED": "standard output could not be written (a full disk, a closed terminal), said in one line on "
     "stderr where it can be: the output is cut short, and what the command stored is stored (a run's cells "
     "included); a failing stderr alone is no failure: warnings and the progress display are dropped",

@@ -96,13 +96,13 @@ def test_bus_bandwidth_is_the_algorithm_bandwidth_times_2_n_minus_1_over_n(world
 
 
 def test_torchrun_command_standalone_and_multi_node():
-    one = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.comm", ["t.json", "r.json"])
+    one = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.comm", ["t.json", "r.json"], "logs")
     assert one[:4] == ["py", "-P", "-m", "torch.distributed.run"]
     assert {"--nproc-per-node=2", "--max-restarts=0", "--standalone"} <= set(one)
     assert one[-5:] == ["-P", "-m", "dlperf.worker.comm", "t.json", "r.json"]
     assert not [a for a in one if a.startswith("--rdzv")]
     rdzv = Rendezvous(2, 1, "10.0.0.1:29400", join_timeout_s=20)
-    two = torchrun_command("py", 4, rdzv, "job", "m", [])
+    two = torchrun_command("py", 4, rdzv, "job", "m", [], "logs")
     assert "--standalone" not in two and "--max-restarts=0" in two and "--nproc-per-node=4" in two
     assert {"--nnodes=2", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400", "--rdzv-id=job",
             "--rdzv-conf=join_timeout=20"} <= set(two)  # fmt: skip

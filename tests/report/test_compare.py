@@ -158,6 +158,11 @@ def test_p_values_are_adjusted_together_across_the_cells_of_one_comparison(monke
                      procs, procs)  # fmt: skip
     assert [c.p_holm for c in result.cells] == pytest.approx([0.03, 0.06, 0.06, 0.02])
     assert [c.verdict for c in result.cells] == [Verdict.SLOWER, Verdict.SAME, Verdict.SAME, Verdict.SLOWER]
+    # their intervals, each its own, leave out 1: said, or "no significant change" beside [1.1, 1.3] reads wrong
+    assert cmp.summary_lines(result)[-1] == (
+        "note: no significant change though the 95% interval leaves out 1: w1 torch cpu:1 fp32; w2 torch cpu:1 fp32: "
+        "each interval is its cell's own, the verdict is adjusted for the 4 cells tested together (Holm)"
+    )
 
 
 def test_different_workload_definitions_are_not_comparable():
@@ -185,33 +190,39 @@ def test_a_workload_at_its_own_batch_is_the_workload_at_that_batch():
 
 
 def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
+    """A cell measured in A that B could not measure is a regression: failed, timed out, or unsupported (a candidate
+    whose model now calls what the framework lacks passed a gate, exit 0, its cell a note)."""
     both, only_a, only_b, broken = cell("both"), cell("only-a"), cell("only-b"), cell("broken")
+    lacking = cell("lacking")
     p = processes(15, 3, 0.1)
-    a = [record(both, p), record(only_a, p), record(broken, p)]
-    b = [record(both, p), record(only_b, p), record(broken, [], status="failed")]
+    a = [record(both, p), record(only_a, p), record(broken, p), record(lacking, p)]
+    b = [record(both, p), record(only_b, p), record(broken, [], status="failed"),
+         record(lacking, [], status="unsupported")]  # fmt: skip
     result = compare(a, b, {}, {})
     assert [c.key for c in result.cells] == [both.cell.key]
     assert {u.key: u.why for u in result.unmatched} == {
         only_a.cell.key: "only in A",
         only_b.cell.key: "only in B",
         broken.cell.key: "B: failed",
+        lacking.cell.key: "B: unsupported",
     }
     said = cmp.summary_lines(result)
-    assert "2 cells not compared" in said[-1]  # the third, measured in A and failed in B, is a regression
-    assert said[1] == "1 regression (measured in A, failed or timed out in B): broken torch cpu:1 fp32 (B: failed)"
-    assert [u.key for u in result.failed()] == [broken.cell.key] and result.outcome() == "regression"
+    assert "2 cells not compared" in said[-1]  # the others, measured in A and not in B, are regressions
+    assert said[1] == ("2 regressions (measured in A, failed, timed out or unsupported in B): broken torch cpu:1 fp32 "
+                       "(B: failed); lacking torch cpu:1 fp32 (B: unsupported)")  # fmt: skip
+    assert [u.key for u in result.failed()] == [broken.cell.key, lacking.cell.key] and result.outcome() == "regression"
 
 
 def test_a_cell_failed_in_both_or_only_in_a_is_not_a_regression_and_an_unfinished_b_is_no_verdict():
-    """Only a cell A measured and B could not (failed, timed out) fails a gate; one unsupported in B, failed in A too,
-    or not in B is a note. B unfinished, with cells of A it planned and has not measured yet (pending), is no verdict
-    (exit 2), not a pass: an interrupted candidate had passed. A cell B never planned is no more to come."""
+    """Only a cell A measured and B could not fails a gate; one unsupported in A, failed in A too, or not in B is a
+    note. B unfinished, with cells of A it planned and has not measured yet (pending), is no verdict (exit 2), not a
+    pass: an interrupted candidate had passed. A cell B never planned is no more to come."""
     both, gone, unsupported, never = cell("both"), cell("gone"), cell("unsupported"), cell("never")
     waiting = cell("waiting")
     p = processes(15, 3, 0.1)
-    a = [record(both, p), record(gone, p), record(unsupported, p), record(never, [], status="failed"),
-         record(waiting, p)]  # fmt: skip
-    b = [record(both, p), record(unsupported, [], status="unsupported"), record(never, [], status="timeout"),
+    a = [record(both, p), record(gone, p), record(unsupported, [], status="unsupported"),
+         record(never, [], status="failed"), record(waiting, p)]  # fmt: skip
+    b = [record(both, p), record(unsupported, p), record(never, [], status="timeout"),
          record(waiting, [], status="pending")]  # fmt: skip
     samples = {both.cell.key: p}
     result = compare(a, b, samples, samples)
@@ -227,6 +238,26 @@ def test_a_cell_failed_in_both_or_only_in_a_is_not_a_regression_and_an_unfinishe
     sides = [Side(name, "x.db", i, "today", {}, [], {}) for i, name in enumerate("AB", 1)]
     awaited = cmp.to_json(result, *sides)["awaited_in_b"]
     assert awaited == [{"key": waiting.cell.key, "label": "waiting torch cpu:1 fp32"}]
+
+
+def test_an_unfinished_b_whose_cell_has_fewer_processes_than_a_is_no_verdict_not_a_pass():
+    """An interrupted candidate: its slowed cell had measured one process of three, "too little data", and the other
+    cell's "no significant change" made it "no regression", exit 0. Its other processes are to come: no verdict. A
+    cell B measured with as many processes as A, untested all the same, is not awaited."""
+    slowed, fine, few = cell("slowed"), cell("fine"), cell("few")
+    a3, b1, one = processes(15, 3, 0.1), processes(16, 1, 0.17), processes(17, 1, 0.1)
+    result = compare([record(slowed, a3), record(fine, a3), record(few, one)],
+                     [record(slowed, b1), record(fine, a3), record(few, one)],
+                     {slowed.cell.key: a3, fine.cell.key: a3, few.cell.key: one},
+                     {slowed.cell.key: b1, fine.cell.key: a3, few.cell.key: one})  # fmt: skip
+    assert [c.verdict for c in result.cells] == [Verdict.TOO_LITTLE_DATA, Verdict.SAME, Verdict.TOO_LITTLE_DATA]
+    assert result.outcome() == "no regression"  # B finished: what it measured is all there is
+    result.b_unfinished = "run 2 is unfinished (interrupted): 3 of 6 processes done"
+    assert [c.key for c in result.awaited()] == [slowed.cell.key] and result.outcome() == "no verdict"
+    assert cmp.summary_lines(result)[1] == (
+        "no verdict: B's run 2 is unfinished (interrupted): 3 of 6 processes done, and it has not measured 1 cell of A "
+        "yet (or not all their processes); resume it (dlperf run --resume), then compare again: that is not a pass"
+    )
 
 
 def test_the_frameworks_and_workloads_one_side_has_none_of_are_said_as_wholes():

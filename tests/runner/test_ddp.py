@@ -59,11 +59,12 @@ def test_the_protocol_sets_the_total_batch():
 
 
 def test_torchrun_command_never_restarts_and_meets_where_told():
-    single = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.ddp", ["t.json", "r"])
+    single = torchrun_command("py", 2, Rendezvous(), "job", "dlperf.worker.ddp", ["t.json", "r"], "/tmp/x/torchrun")
     assert single[:4] == ["py", "-P", "-m", "torch.distributed.run"] and "--standalone" in single
+    assert "--log-dir=/tmp/x/torchrun" in single  # not a /tmp/torchelastic_* folder torchrun never removes
     assert "--nproc-per-node=2" in single and "--max-restarts=0" in single
     assert single[-8:] == ["--no-python", "py", "-u", "-P", "-m", "dlperf.worker.ddp", "t.json", "r"]
-    multi = torchrun_command("py", 1, Rendezvous(2, 1, "10.0.0.1:29400", 30), "job", "m", [])
+    multi = torchrun_command("py", 1, Rendezvous(2, 1, "10.0.0.1:29400", 30), "job", "m", [], "logs")
     for flag in ("--nnodes=2", "--node-rank=1", "--rdzv-backend=c10d", "--rdzv-endpoint=10.0.0.1:29400",
                  "--rdzv-id=job", "--rdzv-conf=join_timeout=30"):  # fmt: skip
         assert flag in multi
@@ -166,10 +167,12 @@ def test_no_process_started_means_the_rendezvous_did_not_complete():
 
 @pytest.mark.slow
 def test_strong_scaling_cells_end_to_end(tmp_path, torch):
-    db = tmp_path / "d.db"
+    db, tmp = tmp_path / "d.db", tmp_path / "tmp"
+    tmp.mkdir()
     done = dlperf("run", "--workloads", "tiny-fcn-r,tiny-resnet-56", "--nproc", "1,2", "--threads", "1", *FAST,
-                  db=db, timeout=600)  # fmt: skip
+                  db=db, timeout=600, env={"TMPDIR": str(tmp)})  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
+    assert not list(tmp.iterdir())  # torchrun's logs (a torchelastic_* folder a job) went with the launcher's folder
     assert "ddp:1x1" in done.stdout and "ddp:2x1" in done.stdout and "strong scaling" in done.stdout
     store = Store.open(db, create=False)
     cells = {c.key: c for c in store.cells(1)}

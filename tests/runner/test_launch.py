@@ -53,11 +53,12 @@ def test_a_task_starts_its_own_worker_and_a_distributed_one_through_torchrun():
     probe = ProbeTask("torch", EnvRequest())
     assert child_command("/py", probe, "t", "e")[3] == "dlperf.worker.probe"
     ddp = DDPTask(CELL, 0, {}, TimerConfig())
-    cmd = child_command("/py", ddp, "t", "e", nproc=2, rdzv=Rendezvous(), job_id="j")
+    cmd = child_command("/py", ddp, "/tmp/job/t", "e", nproc=2, rdzv=Rendezvous(), job_id="j")
     # torchrun's agent runs under the lifeline module, so that it dies with dlperf
     assert cmd[:5] == ["/py", "-P", "-m", "dlperf.worker.lifeline", "torch.distributed.run"]
     assert "--nproc-per-node=2" in cmd
-    assert cmd[-8:] == ["--no-python", "/py", "-u", "-P", "-m", "dlperf.worker.ddp", "t", "e"]
+    assert "--log-dir=/tmp/job/torchrun" in cmd  # its logs in the launcher's folder, removed with it
+    assert cmd[-8:] == ["--no-python", "/py", "-u", "-P", "-m", "dlperf.worker.ddp", "/tmp/job/t", "e"]
 
 
 def test_launch_runs_a_child_reads_its_events_and_leaves_nothing_behind(tmp_path, monkeypatch):

@@ -63,3 +63,64 @@ def test_a_missing_forward_and_meta_weights_are_the_models_failure():
     assert not models_own(ours.value, task())  # dlperf's own refusal
     assert not models_own(typo.value, task(workload={"source": None, "name": "fcn-r"}))  # a built-in's: dlperf's
     assert not models_own(typo.value, types.SimpleNamespace(framework="torch"))  # a probe: no cell
+
+
+def test_an_operator_given_the_models_integers_is_its_failure_not_a_mode_unsupported():
+    """`F.softmax(token_ids)` in a forward, or a loss called (targets, outputs): torch's "not implemented for 'Long'"
+    was `unsupported`, exit 0. No mode makes integers; a kernel a reduced precision lacks stays unsupported."""
+    torch = pytest.importorskip("torch")
+    with pytest.raises(NotImplementedError) as ids:
+        torch.nn.functional.softmax(torch.tensor([1, 2]), dim=-1)
+    assert models_own(ids.value, task()) and models_own(ids.value, task("bf16"))
+    assert not models_own(NotImplementedError("\"addmm_impl_cpu_\" not implemented for 'Half'"), task("fp16"))
+
+
+def torch_module_forward(self, *args):
+    import torch
+
+    return torch.nn.Module.forward(self, *args)
+
+
+@pytest.mark.parametrize(
+    ("methods", "said"),
+    [
+        ({"call": lambda self, x: x}, "rename Mine.call to forward"),  # Keras's habit
+        ({"foward": lambda self, x: x}, "rename Mine.foward to forward"),  # a typo
+        ({}, "define Mine.forward(self, ...)"),
+        ({"forward": torch_module_forward}, "define Mine.forward(self, ...)"),  # assigned torch's own: not "rename"
+    ],
+)
+def test_a_model_without_forward_names_the_method_it_has_instead(methods, said):
+    torch = pytest.importorskip("torch")
+    from dlperf.worker.child import no_forward
+
+    model = type("Mine", (torch.nn.Module,), methods)()
+    with pytest.raises(NotImplementedError) as missing:
+        model(torch.zeros(1))
+    assert no_forward(missing.value) == f"; torch calls a module's forward: {said}"
+    assert no_forward(NotImplementedError("other")) == ""
+
+
+def test_an_unsupported_call_in_a_users_model_names_the_line_that_made_it(tmp_path, monkeypatch):
+    """A library's bare `raise NotImplementedError` called from the user's forward was "unsupported: not supported",
+    naming nothing to look at; a built-in's reason stays dlperf's own words alone."""
+    from dlperf.measure.timer import TimerConfig
+    from dlperf.protocol import CellTask, Unsupported, first, read_events, write_task
+    from dlperf.worker import child
+
+    monkeypatch.setattr(child, "die_with_parent", lambda: None)
+    monkeypatch.setattr(child, "own_temp", lambda folder: None)
+    (mine := tmp_path / "net.py").write_text("import asyncio\n\n\ndef forward():\n"
+                                             "    asyncio.AbstractEventLoop().run_forever()\n")  # fmt: skip
+    scope = {}
+    exec(compile(mine.read_text(), str(mine), "exec"), scope)
+
+    def said(workload) -> str:
+        write_task(CellTask(Cell("net", "torch", "cpu", 1, "fp32"), 0, workload, TimerConfig()), tmp_path / "t.json")
+        (tmp_path / "e.jsonl").unlink(missing_ok=True)
+        assert child.serve(["worker", str(tmp_path / "t.json"), str(tmp_path / "e.jsonl")],
+                           lambda task, emit: scope["forward"]()) == 0  # fmt: skip
+        return first(read_events(tmp_path / "e.jsonl"), Unsupported).reason
+
+    assert said({"source": f"{mine}:make"}) == f"not supported (at {mine}:5, in forward)"
+    assert said({"source": None, "name": "fcn-r"}) == "not supported"

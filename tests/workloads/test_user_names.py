@@ -75,3 +75,15 @@ def test_the_command_line_says_both_in_one_line(models):
     one_line_error(dlperf("predict", str(models), "--gpu", "T4"), f"{models}:FACTORY", "resnet18, resnet50")
     one_line_error(dlperf("predict", "resnt-50", "--gpu", "T4"), "did you mean 'resnet-50'")
     one_line_error(dlperf("run", "--workloads", f"{models}:resnt18", "--dry-run"), "did you mean 'resnet18'")
+
+
+def test_a_name_bound_to_a_built_workload_says_to_name_a_function_that_returns_it(tmp_path):
+    """`WORKLOAD = dlperf.user_workload(...)` at a file's top level, named as `file.py:WORKLOAD`: "is not callable"."""
+    path = tmp_path / "objs.py"
+    built = "dlperf.user_workload('w', object(), None, len, batch_size=4, loader=len)"
+    path.write_text(f"import dlperf\n\nWORKLOAD = {built}\nSIZE = 4\n")
+    said = r"WORKLOAD is not callable \(a workload built at import\): name a function that returns dlperf.user_workl"
+    with pytest.raises(UsageError, match=said + r"oad\(...\), def make\(\): return ...$"):
+        load_factory(f"{path}:WORKLOAD")
+    with pytest.raises(UsageError, match=r"SIZE is not callable: name a function"):
+        load_factory(f"{path}:SIZE")

@@ -64,6 +64,18 @@ def test_a_module_of_the_users_not_found_says_where_dlperfs_processes_look(tmp_p
     assert "qa_missing_dependency" in str(caught.value) and "look in the working" not in str(caught.value)
 
 
+@pytest.mark.parametrize("framework", ["keras", "flax.linen", "jax"])
+def test_a_model_file_of_another_framework_says_own_models_are_pytorch_models(tmp_path, framework):
+    """A Keras or Flax model's file, imported in dlperf's environment (which has neither), said "No module named
+    'keras'": the user installed it there, to learn then that the model must be a torch.nn.Module."""
+    raised = f"raise ModuleNotFoundError(\"No module named '{framework}'\", name='{framework}')\n"  # as if absent
+    (tmp_path / "qa_keras_model.py").write_text(raised + MINE)
+    with pytest.raises(UsageError) as caught:
+        load_factory(f"{tmp_path / 'qa_keras_model.py'}:make")
+    said = str(caught.value)
+    assert f"No module named '{framework}'" in said and "your own models are PyTorch models (a torch.nn.Module)" in said
+
+
 def test_a_lambda_bound_to_a_module_level_name_is_named_by_it(tmp_path, monkeypatch):
     """`make = lambda: ...` was refused as no module-level factory ('<lambda>' is no name to import); the one name
     the module binds it to is. A lambda bound to no name, or a nested function, is refused saying why."""

@@ -19,9 +19,10 @@ HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regressi
 DESCRIPTION = (
     "Compare two runs cell by cell: the ratio B/A of the per-process medians' geometric means with a 95% interval, "
     "and a verdict from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is "
-    "significantly slower with B/A above 1 + --threshold, or a cell A measured failed or timed out in B; exit code 2 "
-    "if no cell was measured in both runs (nothing to compare), none could be tested (each side needs two processes "
-    "of a cell, --repeats 2; 3 or more to tell small changes), or B is unfinished and lacks cells of A."
+    "significantly slower with B/A above 1 + --threshold, or a cell A measured failed, timed out or unsupported in "
+    "B; exit code 2 if no cell was measured in both runs (nothing to compare), none could be tested (each side needs "
+    "two processes of a cell, --repeats 2; 3 or more to tell small changes), or B is unfinished and lacks cells of A "
+    "(or processes of them)."
 )
 
 

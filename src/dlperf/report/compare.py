@@ -36,6 +36,7 @@ from dlperf.report.format import markup, table_seconds, terminal
 from dlperf.report.table import mode_label
 from dlperf.report.utilization import disturbance
 from dlperf.store.records import CellRecord
+from dlperf.vocab import Status
 from dlperf.workloads.base import split_variant, workload_diff
 
 CONFIDENCE = 0.95  # of the interval of each ratio
@@ -91,7 +92,8 @@ class Unmatched:
     why: str  # "only in A", "B: failed", ...
     # a cell on one side only whose framework (else workload) the other side has no cell of: ("framework", "jax")
     whole: tuple[str, str] | None = None
-    failed_in_b: bool = False  # measured in A, failed or timed out in B: for a gate, a regression (`Comparison.failed`)
+    # measured in A, failed, timed out or unsupported in B: for a gate, a regression (`Comparison.failed`)
+    failed_in_b: bool = False
 
 
 @dataclass
@@ -107,14 +109,21 @@ class Comparison:
         return [c for c in self.cells if c.regression]
 
     def failed(self) -> list[Unmatched]:
-        """The cells A measured and B did not: failed or timed out in B. A gate must not pass them (a candidate whose
-        step hangs past --timeout had read "no regression", exit 0)."""
+        """The cells A measured and B did not: failed, timed out or unsupported in B. A gate must not pass them (a
+        candidate whose step hangs past --timeout had read "no regression", exit 0; one whose model now calls what the
+        framework lacks, "unsupported" in B, too)."""
         return [u for u in self.unmatched if u.failed_in_b]
 
-    def awaited(self) -> list[Unmatched]:
+    def awaited(self) -> list[Unmatched | CellResult]:
         """The cells of A an unfinished B has planned and not measured yet (`B: pending`; one B never planned is
-        only in A, which no --resume measures): until it has, no verdict is a pass."""
-        return [u for u in self.unmatched if u.why == "B: pending"] if self.b_unfinished else []
+        only in A, which no --resume measures), and those untested where B has measured fewer processes than A (an
+        interrupted candidate's slowed cell, one process of three, read "too little data" beside a pass): until
+        it has, no verdict is a pass."""
+        if not self.b_unfinished:
+            return []
+        pending = [u for u in self.unmatched if u.why == "B: pending"]
+        return [*pending, *(c for c in self.cells if c.verdict == Verdict.TOO_LITTLE_DATA
+                            and len(c.b_process_medians) < len(c.a_process_medians))]  # fmt: skip
 
     def tested(self) -> list[CellResult]:
         """The cells the test could judge: faster, slower or no significant change."""
@@ -140,7 +149,19 @@ class Comparison:
         busy = [f"{c.label} ({c.busy})" for c in self.cells if c.busy and not c.regression]  # a regression's: its line
         said = [f"timed on a busy machine, so their ratios measure its load as much as the runs: {'; '.join(busy)}"]
         return [*(f"{plural(n, 'cell')} with too little data: {why}" for why, n in reasons.items()), *self.data,
-                *(said if busy else [])]  # fmt: skip
+                *(said if busy else []), *self._holm_note()]  # fmt: skip
+
+    def _holm_note(self) -> list[str]:
+        """Why a cell whose interval leaves out 1 reads "no significant change": the interval is the cell's own, the
+        verdict is adjusted for the cells tested together (mlp 0.961 [0.927, 0.996], p 0.075 after Holm, said nothing
+        of it)."""
+        apart = [c.label for c in self.cells if c.verdict == Verdict.SAME and (c.ci_high < 1 or c.ci_low > 1)]
+        if not apart:
+            return []
+        return [
+            f"no significant change though the 95% interval leaves out 1: {'; '.join(apart)}: each interval is "
+            f"its cell's own, the verdict is adjusted for the {len(self.tested())} cells tested together (Holm)"
+        ]
 
 
 # ----------------------------------------------------------------------------------------------------------------------
@@ -208,7 +229,12 @@ def compare(
         why = _unmatched_why(a, b)
         if why:
             whole = _whole(a or b, b_cells if b is None else a_cells) if a is None or b is None else None
-            failed = a is not None and b is not None and usable(a) and b.status.is_failure
+            failed = (
+                a is not None
+                and b is not None
+                and usable(a)
+                and (b.status.is_failure or b.status == Status.UNSUPPORTED)
+            )
             result.unmatched.append(Unmatched(key, _label(a or b), why, whole, failed))
         else:
             result.cells.append(_cell(a, b, a_samples.get(a.key, []), b_samples.get(b.key, [])))
@@ -457,8 +483,9 @@ def row_values(cell: CellResult) -> list[str]:
 def without_regression(result: Comparison, beyond: str) -> str:
     """The verdict's line where no cell regressed: no verdict (B unfinished, or nothing tested) or no regression."""
     if awaited := result.awaited():
+        some = " (or not all their processes)" if any(isinstance(c, CellResult) for c in awaited) else ""
         return (f"no verdict: B's {result.b_unfinished}, and it has not measured {plural(len(awaited), 'cell')} of A "
-                "yet; resume it (dlperf run --resume), then compare again: that is not a pass")  # fmt: skip
+                f"yet{some}; resume it (dlperf run --resume), then compare again: that is not a pass")  # fmt: skip
     if result.outcome() == "no verdict":
         return (f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the notes say "
                 "why), and that is not a pass")  # fmt: skip
@@ -477,7 +504,9 @@ def summary_lines(result: Comparison) -> list[str]:
         lines.append(f"{plural(len(regressions), 'regression')} ({beyond}): {listed}")
     if failed:
         listed = "; ".join(f"{u.label} ({u.why})" for u in failed)
-        lines.append(f"{plural(len(failed), 'regression')} (measured in A, failed or timed out in B): {listed}")
+        lines.append(
+            f"{plural(len(failed), 'regression')} (measured in A, failed, timed out or unsupported in B): {listed}"
+        )
     if not regressions and not failed:
         lines.append(without_regression(result, beyond))
     if untested:

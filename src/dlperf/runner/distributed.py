@@ -31,14 +31,15 @@ def rendezvous_id(*parts: object) -> str:
 
 
 def torchrun_command(
-    python: str, nproc_per_node: int, rdzv: Rendezvous, job_id: str, module: str, args: list[str]
+    python: str, nproc_per_node: int, rdzv: Rendezvous, job_id: str, module: str, args: list[str], log_dir: str
 ) -> list[str]:
     """`python -P -m torch.distributed.run ... --no-python python -u -P -m module args`: no restarts (a failed rank
     fails the cell, with its reason), workers watched every MONITOR_INTERVAL_S; each worker started as torchrun's own
-    `-m` would (`-u`), and with -P, which torchrun's `-m` does not pass."""
+    `-m` would (`-u`), and with -P, which torchrun's `-m` does not pass. Its logs go to `log_dir` (the launcher's
+    temporary folder): left to itself torchrun makes a /tmp/torchelastic_* folder per job and never removes it."""
     cmd = [
         *python_module(python, "torch.distributed.run"), f"--nproc-per-node={nproc_per_node}", "--max-restarts=0",
-        f"--monitor-interval={MONITOR_INTERVAL_S}",
+        f"--monitor-interval={MONITOR_INTERVAL_S}", f"--log-dir={log_dir}",
     ]  # fmt: skip
     if rdzv.standalone:
         cmd.append("--standalone")

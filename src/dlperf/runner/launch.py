@@ -44,7 +44,8 @@ def child_command(python: str, task: Task, task_file: str, events: str, nproc: i
     if task.SPAWNED:  # the spawner arms its own lifeline, first thing
         return spawn_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
     if task.DISTRIBUTED:  # torchrun's agent, too, dies with dlperf: started through the lifeline module
-        torchrun = torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events])
+        logs = os.path.join(os.path.dirname(task_file), "torchrun")  # in the launcher's folder, removed with it
+        torchrun = torchrun_command(python, nproc, rdzv or Rendezvous(), job_id, task.WORKER, [task_file, events], logs)
         return [*python_module(python, LIFELINE), *torchrun[3:]]  # python -P -m: torch.distributed.run ...
     return [*python_module(python, task.WORKER), task_file, events]
 

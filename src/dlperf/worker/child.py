@@ -13,6 +13,7 @@ failed); anything else is an error with its first line and the traceback, and ex
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import signal
@@ -139,15 +140,47 @@ def models_own(exc: NotImplementedError, task: Any) -> bool:
     the user's own `raise NotImplementedError("TODO")` in their code, a module without `forward` (a `foward` typo,
     which torch's Module answers so), or weights left on the meta device. Those were `unsupported`, exit 0: a CI
     check passed a broken model. An operator a device lacks (a CUDA-only kernel on the CPU) stays unsupported."""
-    workload = getattr(task, "workload", None)
-    if getattr(task, "cell", None) is None or not isinstance(workload, dict) or not workload.get("source"):
+    if not _users(task):
         return False  # a built-in's: dlperf's own to say
     frames = traceback.extract_tb(exc.__traceback__)
     if not frames:
         return False
     last = frames[-1]
     raised_here = in_user_code(last.filename) and (last.line or "").lstrip().startswith("raise")
-    return raised_here or last.name == "_forward_unimplemented" or "meta tensor" in str(exc)
+    integers = _INTEGER_KERNEL.search(str(exc)) is not None  # no mode makes integers: the model fed them in
+    return raised_here or last.name == "_forward_unimplemented" or "meta tensor" in str(exc) or integers
+
+
+def _users(task: Any) -> bool:
+    """Whether `task` is a cell of a user's model (a probe is no cell)."""
+    workload = getattr(task, "workload", None)
+    return getattr(task, "cell", None) is not None and isinstance(workload, dict) and bool(workload.get("source"))
+
+
+# an operator given integers where it takes floats: `F.softmax(token_ids)`, or a loss called (targets, outputs), was
+# "unsupported: "softmax_lastdim_kernel_impl" not implemented for 'Long'", exit 0
+_INTEGER_KERNEL = re.compile(r"not implemented for '(Long|Int|Short|Char|Byte|Bool|UInt\d+)'")
+
+
+def no_forward(exc: BaseException) -> str:
+    """'; ...': the fix where a model has no `forward` (torch's Module calls nothing else), naming the method of the
+    model's class that was surely meant (Keras's `call`, a `foward` typo); '' otherwise. Standard library only."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or tb.tb_frame.f_code.co_name != "_forward_unimplemented":
+        return ""
+    module = tb.tb_frame.f_locals.get("self")
+    own = [
+        n for n in vars(type(module)) if callable(getattr(type(module), n, None)) and n != "forward" and n[:2] != "__"
+    ]
+    meant = ["call"] if "call" in own else difflib.get_close_matches("forward", own, n=1, cutoff=0.6)
+    cls = type(module).__name__
+    return (
+        f"; torch calls a module's forward: rename {cls}.{meant[0]} to forward"
+        if meant
+        else f"; torch calls a module's forward: define {cls}.forward(self, ...)"
+    )
 
 
 def serve(argv: list[str], body: Body) -> int:
@@ -160,10 +193,10 @@ def serve(argv: list[str], body: Body) -> int:
     try:
         body(task, emit)
     except NotImplementedError as exc:
-        if not models_own(exc, task):
-            emit(Unsupported(str(exc) or "not supported"))
+        if not models_own(exc, task):  # where the user's model called it, for theirs: "not supported" alone said none
+            emit(Unsupported((str(exc) or "not supported") + (where_in_user_code(exc) if _users(task) else "")))
             return 0
-        emit(Error(describe(exc) + where_in_user_code(exc), traceback.format_exc(), own_rank()))
+        emit(Error(describe(exc) + no_forward(exc) + where_in_user_code(exc), traceback.format_exc(), own_rank()))
         return 1
     except MemoryError as exc:
         said = str(exc) if isinstance(exc, OutOfMemory) else oom_words(exc, task)

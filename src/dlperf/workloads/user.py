@@ -66,10 +66,28 @@ class UserWorkload:
             )
         if self.loader is not None and not callable(self.loader):
             raise ValueError("loader must be callable: (batch_size, **DataLoader keyword arguments) -> a DataLoader")
+        if self.make_batch is not None and (took := _arguments_refused(self.make_batch, 1, "cpu")):
+            raise ValueError(f"make_batch is called make_batch(batch_size, device), and {took}: give it both, "
+                             "and make the batch on that device")  # fmt: skip
 
     @property
     def data_given(self) -> bool:
         return self.dataset is not None or self.loader is not None
+
+
+def _arguments_refused(function: Callable[..., Any], *args: Any) -> str | None:
+    """Why `function` cannot be called with `args`, read from its signature: "its signature is (b)" (a make_batch of
+    the batch size alone, a JAX habit, failed every cell with "takes 1 positional argument but 2 were given"); None
+    where it can, or its signature cannot be read."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return f"its signature is {signature}"
+    return None
 
 
 def user_workload(
@@ -282,14 +300,25 @@ def load_factory(source: str) -> Callable[[], Any]:
         found = shadowed(target, attr, module) or choices(attr, factories(module))
         raise UsageError(f"workload {source!r}: {where} has no factory {attr!r}{found}")
     if not callable(factory):
-        raise UsageError(f"workload {source!r}: {attr} is not callable")
+        built = " (a workload built at import)" if isinstance(factory, UserWorkload) else ""
+        raise UsageError(f"workload {source!r}: {attr} is not callable{built}: name a function that returns "
+                         f"dlperf.user_workload(...), def make(): return ...")  # fmt: skip
     if why := not_a_factory(factory):
         raise UsageError(f"workload {source!r}: {attr} {why}; {WHAT_A_FACTORY}")
     return factory
 
 
+OTHER_FRAMEWORKS = frozenset({"keras", "tensorflow", "tf_keras", "jax", "flax", "optax", "equinox", "haiku", "mxnet"})
+ONLY_TORCH = ("your own models are PyTorch models (a torch.nn.Module); JAX, TensorFlow and MXNet are measured on "
+              "dlperf's built-in networks (dlperf list), with --frameworks")  # fmt: skip
+
+
 def _not_found_hint(exc: Exception, target: str) -> str:
-    """Where dlperf's processes look for a module that was not found, when it is the user's own (not one it imports)."""
+    """Where dlperf's processes look for a module that was not found, when it is the user's own (not one it imports);
+    a Keras or Flax model's file (`import keras` in dlperf's environment, which has none) says dlperf measures own
+    models in PyTorch alone, rather than invite the user to install it there."""
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "").partition(".")[0] in OTHER_FRAMEWORKS:
+        return f" ({ONLY_TORCH})"
     if not isinstance(exc, ModuleNotFoundError) or target.endswith(".py") or exc.name != target.partition(".")[0]:
         return ""
     return (f" (dlperf's processes look in the working directory {os.getcwd()}, PYTHONPATH and the installed "

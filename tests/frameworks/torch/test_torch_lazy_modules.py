@@ -28,6 +28,11 @@ def lazy():
     return dlperf.user_workload("lazy", net(), batch, torch.nn.functional.cross_entropy, batch_size=8)
 
 
+def two_lazy():
+    model = torch.nn.Sequential(torch.nn.LazyLinear(32), torch.nn.ReLU(), torch.nn.LazyLinear(4))
+    return dlperf.user_workload("lazy", model, batch, torch.nn.functional.cross_entropy, batch_size=8)
+
+
 def materialised():
     model = net()
     model(batch(1, "cpu")[0])
@@ -45,8 +50,13 @@ def test_a_lazy_model_is_refused_by_the_probe_in_one_line_that_says_what_to_do(s
     with pytest.raises(UsageError) as caught:
         probe_workload(source("lazy"))
     message = str(caught.value)
-    assert "lazy modules 0 (LazyLinear) have no parameters yet" in message and "one forward on a dummy batch" in message
+    assert (
+        "the lazy module model.0 (LazyLinear) has no parameters yet" in message
+        and "one forward on a dummy batch" in message
+    )
     assert "\n" not in message and "uninitialized" not in message
+    with pytest.raises(UsageError, match=r"lazy modules model\.0 \(LazyLinear\), model\.2 \(LazyLinear\) have no "):
+        probe_workload(source("two_lazy"))
 
 
 def test_a_lazy_model_materialised_in_the_factory_is_probed_and_trains(source):

@@ -107,6 +107,25 @@ def test_neither_make_batch_nor_a_dataset_is_refused_naming_both():
         dlperf.user_workload("m", torch.nn.Linear(3, 2), None, torch.nn.functional.cross_entropy, batch_size=4)
 
 
+@pytest.mark.parametrize("make_batch", [lambda b: (torch.randn(b, 3), torch.zeros(b)), lambda: None])
+def test_a_batch_maker_that_cannot_take_the_size_and_the_device_is_refused_as_it_is_given(make_batch):
+    """`make_batch(b)` alone, a JAX habit, failed every cell with "takes 1 positional argument but 2 were given"."""
+    with pytest.raises(ValueError, match=r"make_batch is called make_batch\(batch_size, device\), and its signature "
+                                         r"is \((b)?\): give it both"):  # fmt: skip
+        dlperf.user_workload("m", torch.nn.Linear(3, 2), make_batch, torch.nn.functional.mse_loss, batch_size=4)
+    both = dlperf.user_workload("m", torch.nn.Linear(3, 2), lambda b, device, *rest: None, torch.nn.functional.mse_loss,
+                                batch_size=4)  # fmt: skip
+    assert both.make_batch is not None
+
+
+def test_another_frameworks_model_is_said_to_be_measured_on_the_built_in_networks_alone():
+    from dlperf.frameworks.torch.user import _foreign
+
+    keras = type("Sequential", (), {"__module__": "keras.src.models.sequential"})()
+    assert _foreign(keras).startswith(": your own models are PyTorch models (a torch.nn.Module); JAX, TensorFlow")
+    assert _foreign(object()) == ""
+
+
 def test_the_synthetic_batch_is_the_datasets_first_sample_repeated(tokens):
     step = tb.build(workload(f"{tokens}:make", batch=6), "cpu", "fp32")
     first = (torch.arange(12) * 1) % 50

@@ -71,15 +71,21 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
                          f"{user.model.__name__}(...)")  # fmt: skip
     if not isinstance(user.model, torch.nn.Module):
         raise UsageError(f"workload {source!r}: dlperf.user_workload's model must be a torch.nn.Module, got "
-                         f"{type(user.model).__name__}")  # fmt: skip
+                         f"{type(user.model).__name__}{_foreign(user.model)}")  # fmt: skip
     if _compiled(user.model):
         raise UsageError(f"workload {source!r}: the model is compiled already (torch.compile), so every cell would run "
                          "it compiled, its fp32 cell too: return the model itself, and --modes compile (or "
                          "bf16+compile...) measures it compiled")  # fmt: skip
-    if lazy := [f"{n or 'model'} ({type(m).__name__})" for n, m in user.model.named_modules() if _unmaterialised(m)]:
-        raise UsageError(f"workload {source!r}: lazy modules {', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''}"
-                         " have no parameters yet: materialise them in the factory with one forward on a dummy batch "
-                         "(model(make_batch(1, 'cpu')[0])) before returning dlperf.user_workload(...)")  # fmt: skip
+    if lazy := [f"model{'.' if n else ''}{n} ({type(m).__name__})" for n, m in user.model.named_modules()
+                if _unmaterialised(m)]:  # fmt: skip
+        which = (
+            f"lazy modules {', '.join(lazy[:3])}{', ...' if len(lazy) > 3 else ''} have"
+            if lazy[1:]
+            else f"the lazy module {lazy[0]} has"
+        )  # named as the model's attribute: "lazy modules 2" read as a count
+        raise UsageError(f"workload {source!r}: {which} no parameters yet: materialise them in the factory with one "
+                         "forward on a dummy batch (model(make_batch(1, 'cpu')[0])) before returning "
+                         "dlperf.user_workload(...)")  # fmt: skip
     if not any(p.requires_grad for p in user.model.parameters()):
         held = sum(1 for _ in user.model.parameters())
         raise UsageError(f"workload {source!r}: the model has no parameter to train "
@@ -92,6 +98,13 @@ def load_user(source: str | None, data_dir: str | None = None, factory: Callable
     else:
         user.make_batch = partial(_pair_made, user.make_batch, source)
     return user
+
+
+def _foreign(model: Any) -> str:
+    """'; ...' where `model` is another framework's (a keras.Sequential, a flax Module): own models are PyTorch's."""
+    from dlperf.workloads.user import ONLY_TORCH, OTHER_FRAMEWORKS
+
+    return f": {ONLY_TORCH}" if type(model).__module__.partition(".")[0] in OTHER_FRAMEWORKS else ""
 
 
 def factory_for_real(source: str) -> Callable[..., Any]:
