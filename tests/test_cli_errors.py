@@ -2,6 +2,7 @@
 the closest one, a timer flag that cannot work is refused before anything runs, numbers and lists say what was wrong
 with them, and a count of one reads as one."""
 
+import itertools
 import json
 from types import SimpleNamespace
 
@@ -20,7 +21,15 @@ def error_line(args: list[str], capsys, tmp_path) -> str:
     [line] = err.strip().splitlines()
     assert line.startswith("dlperf: error: ") and not db.exists(), err
     said = line.removeprefix("dlperf: error: ")
-    assert out == ("" if "json" not in args else json.dumps({"error": said, "exit_code": 2}, indent=2) + "\n"), out
+    document = {
+        "json": json.dumps({"error": said, "exit_code": 2}, indent=2),
+        "md": f"**dlperf: error** (exit code 2): {said}",
+    }
+    given = [b for a, b in itertools.pairwise(args) if a == "--format"] + [
+        a.removeprefix("--format=") for a in args if a.startswith("--format=")
+    ]
+    fmt = next((f for f in given if f in document), None)
+    assert out == ("" if fmt is None else document[fmt] + "\n"), out
     return said
 
 
@@ -546,10 +555,13 @@ def test_an_error_under_format_json_prints_a_json_document(args, said, capsys, t
     assert err.strip() == f"dlperf: error: {document['error']}"
 
 
-def test_an_error_without_format_json_prints_nothing_on_stdout(capsys, tmp_path):
+def test_an_error_under_format_md_is_a_markdown_line_and_under_text_nothing_on_stdout(capsys, tmp_path):
+    """`compare --format md >> $GITHUB_STEP_SUMMARY` wrote nothing of an error: the summary read as if all was well."""
     assert main(["compare", "1", "2", "--format", "md", "--db", str(tmp_path / "none.db")]) == 2
     out, err = capsys.readouterr()
-    assert out == "" and err.startswith("dlperf: error: A '1'")
+    assert err.startswith("dlperf: error: A '1'") and out == f"**dlperf: error** (exit code 2): {err[15:].strip()}\n"
+    assert main(["compare", "1", "2", "--db", str(tmp_path / "none.db")]) == 2
+    assert capsys.readouterr().out == ""
 
 
 @pytest.mark.parametrize(

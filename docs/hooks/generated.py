@@ -305,11 +305,11 @@ EXIT_CODES = {
     "`report`, `plot`, `table`): a stored row that no longer reads, left out with a warning; a probe (the short "
     "child that checks the frameworks, devices or a workload before anything is measured) killed by a signal, which "
     "the line names; `dlperf run --dry-run`: a pilot step failed (the run's cells of it would too)",
-    "BAD_INPUT": "bad input, said in one line on stderr (and, under `--format json`, as a document on stdout: "
-    '`{"error": ..., "exit_code": 2}`): nothing ran and nothing was written; `dlperf compare`: the '
-    "two runs share no cell measured on both sides, none of their shared cells could be tested (too little data), or "
-    "B is unfinished and has not measured cells of A yet, or all their processes (the table is shown: no verdict is "
-    "not a pass)",
+    "BAD_INPUT": "bad input, said in one line on stderr (and on stdout too under `--format json`, as a document, "
+    '`{"error": ..., "exit_code": 2}`, or `--format md`, a Markdown line): nothing ran and nothing was '
+    "written; `dlperf compare`: the two runs share no cell measured on both sides, none of their shared "
+    "cells could be tested (too little data), or B is unfinished and has not measured cells of A yet, or "
+    "all their processes (the table is shown: no verdict is not a pass)",
     "OUTPUT_FAILED": "standard output could not be written (a full disk, a closed terminal), said in one line on "
     "stderr where it can be: the output is cut short, and what the command stored is stored (a run's cells "
     "included); a failing stderr alone is no failure: warnings and the progress display are dropped",

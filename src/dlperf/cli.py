@@ -118,8 +118,8 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
         said = own_flags(str(exc), argv)
         code = ExitCode.CELLS_FAILED if isinstance(exc, ProbeFailed) else ExitCode.BAD_INPUT  # a probe killed: exit 1
         print(f"dlperf: error: {terminal(said)}", file=sys.stderr)
-        if wants_json(args, argv):  # a script reading stdout gets a document, not nothing: a CI gate on compare
-            json_error(said, code)
+        if fmt := asked_format(args, argv):  # a script reading stdout gets a document, not nothing: a CI gate
+            document_error(said, code, fmt)
         return code
     except BrokenPipeError:
         return settled()
@@ -146,31 +146,44 @@ def said_failed(said: str, args, argv: list[str]) -> int:
     """A failure of dlperf's own process (out of memory, a limit of processes or files) in one line, exit 1, and as
     a JSON document too where one was asked for."""
     print(f"dlperf: error: {said}", file=sys.stderr)
-    if wants_json(args, argv):
-        json_error(said, ExitCode.CELLS_FAILED)
+    if fmt := asked_format(args, argv):
+        document_error(said, ExitCode.CELLS_FAILED, fmt)
     return ExitCode.CELLS_FAILED
 
 
-def json_error(said: str, code: int) -> None:
-    """The error as a JSON document on standard output; one that cannot be written (a reader gone, stdout closed)
-    leaves the error's own exit code, said on stderr already (it was 0 through `| true`, 74 with `>&-`)."""
+def document_error(said: str, code: int, fmt: str) -> None:
+    """The error as a JSON document on standard output, or a Markdown line (`compare --format md >>
+    $GITHUB_STEP_SUMMARY` wrote nothing of it); one that cannot be written (a reader gone, stdout closed) leaves the
+    error's own exit code, said on stderr already (it was 0 through `| true`, 74 with `>&-`)."""
     import json
 
     settle(code)
+    shown = (
+        json.dumps({"error": said, "exit_code": int(code)}, indent=2)
+        if fmt == "json"
+        else f"**dlperf: error** (exit code {int(code)}): {said}"
+    )
     try:
-        print(json.dumps({"error": said, "exit_code": int(code)}, indent=2), flush=True)
+        print(shown, flush=True)
     except (OSError, OutputFailed):
         pass
     if isinstance(sys.stdout, Stream):
         sys.stdout.failed = None  # its failure is no output failure of this command's: exit `code`
 
 
-def wants_json(args, argv: list[str]) -> bool:
-    """Whether the command was asked for `--format json`: as parsed, or, where parsing failed, as typed."""
+def asked_format(args, argv: list[str]) -> str | None:
+    """ "json" or "md" where the command was asked for `--format` of a document: as parsed, or, where parsing
+    failed, as typed; None otherwise."""
     if args is not None:
-        return getattr(args, "format", None) == "json"
+        fmt = getattr(args, "format", None)
+        return fmt if fmt in DOCUMENTS else None
     typed = argv[: argv.index("--")] if "--" in argv else argv
-    return "--format=json" in typed or any(pair == ("--format", "json") for pair in itertools.pairwise(typed))
+    given = [b for a, b in itertools.pairwise(typed) if a == "--format"]
+    given += [w.removeprefix("--format=") for w in typed if w.startswith("--format=")]
+    return next((fmt for fmt in given if fmt in DOCUMENTS), None)
+
+
+DOCUMENTS = ("json", "md")  # the formats whose reader gets the error as output too
 
 
 def finish(code: int) -> int:

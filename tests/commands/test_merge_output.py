@@ -39,3 +39,14 @@ def test_list_runs_names_each_machines_cores(tmp_path):
     store.close()
     text = dlperf("list", "--runs", db=db, env={"COLUMNS": "300"}).stdout
     assert "alpha · Xeon Test, 8 cores" in text and "alpha · Xeon Test, 2 cores" in text
+
+
+def test_a_target_named_with_o_is_named_so_in_errors(tmp_path):
+    """`merge a.db -o nodir/all.db` said "--db 'nodir/all.db': directory 'nodir' does not exist", a flag not given."""
+    make_db(tmp_path / "a.db", BASE)
+    missing = tmp_path / "nodir" / "all.db"
+    proc = dlperf("merge", str(tmp_path / "a.db"), "-o", str(missing))
+    one_line_error(proc, f"-o {str(missing)!r}", "does not exist")
+    assert "--db" not in proc.stderr
+    itself = dlperf("merge", str(tmp_path / "a.db"), "-o", str(tmp_path / "a.db"))
+    one_line_error(itself, f"it is the target database itself (-o {str(tmp_path / 'a.db')!r})")

@@ -406,15 +406,18 @@ def test_runs_without_a_common_cell_are_an_error_not_no_regression(tmp_path, cap
     """A script gating on the exit code must not read "nothing compared" as a pass."""
     db = tmp_path / "d.db"
     make_db(db, {"fcn-r": processes(40, 3, 0.1)}, {"alexnet-r": processes(41, 3, 0.1)})
-    for fmt in ("text", "json"):
+    said = (
+        "A (run 1) and B (run 2) share no cell measured on both sides: nothing compared "
+        "(only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"
+    )  # which, not how many
+    # the document a script or a PR comment reads says it too (`--format md >> $GITHUB_STEP_SUMMARY` wrote nothing)
+    shown = {"text": "", "json": json.dumps({"error": said, "exit_code": 2}, indent=2) + "\n",
+             "md": f"**dlperf: error** (exit code 2): {said}\n"}  # fmt: skip
+    for fmt, out in shown.items():
         assert main(["compare", "1", "2", "--format", fmt, "--db", str(db)]) == 2
         captured = capsys.readouterr()
-        said = (
-            "A (run 1) and B (run 2) share no cell measured on both sides: nothing compared "
-            "(only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"
-        )  # which, not how many
         assert captured.err.strip() == f"dlperf: error: {said}"
-        assert captured.out == ("" if fmt == "text" else json.dumps({"error": said, "exit_code": 2}, indent=2) + "\n")
+        assert captured.out == out
 
 
 def test_runs_of_two_files_are_named_with_their_file(tmp_path, capsys):
@@ -427,6 +430,18 @@ def test_runs_of_two_files_are_named_with_their_file(tmp_path, capsys):
         f"dlperf: error: A (run 2 of {x}) and B (run 2 of {y}) share no cell measured on both sides: nothing "
         "compared (only in A: fcn-r torch cpu:1 fp32; only in B: alexnet-r torch cpu:1 fp32)"
     )
+
+
+def test_the_tables_title_names_the_files_of_two_files_runs(tmp_path, capsys):
+    """ "B / A: run 1 against run 1" of two files read as a run against itself."""
+    x, y = tmp_path / "x.db", tmp_path / "y.db"
+    make_db(x, {"fcn-r": processes(40, 3, 0.1)})
+    make_db(y, {"fcn-r": processes(41, 3, 0.1)})
+    main(["compare", str(x), str(y)])
+    assert "B / A: run 1 of y.db against run 1 of x.db" in capsys.readouterr().out
+    make_db(db := tmp_path / "d.db", {"fcn-r": processes(40, 3, 0.1)}, {"fcn-r": processes(41, 3, 0.1)})
+    main(["compare", "1", "2", "--db", str(db)])
+    assert "B / A: run 2 against run 1," in capsys.readouterr().out
 
 
 def test_hostile_workload_names_reach_the_terminal_escaped(tmp_path, capsys):

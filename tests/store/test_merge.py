@@ -130,9 +130,50 @@ def test_an_interrupted_copy_leaves_no_half_run(sources, tmp_path, monkeypatch):
     monkeypatch.setattr(Store, "_insert", interrupted)
     with pytest.raises(KeyboardInterrupt):
         merge.merge([str(a)], str(target))
-    assert rows(target, "runs") == [] and rows(target, "cells") == []
+    assert not target.exists()  # the store it created held nothing: not left behind (an empty 80 KB file was)
+    monkeypatch.undo()
+    make_db(target, {"fcn-r": processes(60, 2, 0.3)})
+    monkeypatch.setattr(Store, "_insert", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge([str(a)], str(target))
+    assert [r["id"] for r in rows(target, "runs")] == [1] and len(rows(target, "cells")) == 1  # as it was
     monkeypatch.undo()
     assert [c.skipped for c in merge.merge([str(a)], str(target))] == [False, False]
+
+
+def test_a_disk_too_full_for_the_copy_says_so_and_keeps_the_target_as_it_was(sources, tmp_path, monkeypatch):
+    """A merge into a store on a full disk said "SQLite could not read it (database or disk is full): damaged, or
+    changed by another program", naming no file: the target is named as given, and nothing of the copy is kept. A
+    store the merge created is removed."""
+    from dlperf.errors import StoreFault
+    from dlperf.store.location import said_as
+
+    a, _ = sources
+    target = tmp_path / "all.db"
+    make_db(target, {"fcn-r": processes(60, 2, 0.3)})
+    before = rows(target, "cells")
+    opened = Store.open
+
+    def small_disk(path, create=False):
+        store = opened(path, create=create)
+        if str(path) == str(target) or create:  # the target: room for what it holds and a page or two more
+            pages = store.conn.execute("PRAGMA page_count").fetchone()[0]
+            store.conn.execute(f"PRAGMA max_page_count = {pages + 1}")
+        return store
+
+    monkeypatch.setattr(Store, "open", staticmethod(small_disk))
+    with said_as("-o"), pytest.raises(StoreFault) as full:
+        merge.merge([str(a)], str(target))
+    said = str(full.value)
+    assert said.startswith(f"-o {str(target)!r}: could not store what it copied (database or disk is full): nothing")
+    assert "free room on its disk and run the command again" in said and "damaged" not in said.split("(a copy")[0]
+    monkeypatch.undo()
+    assert rows(target, "cells") == before
+    fresh = tmp_path / "new.db"
+    monkeypatch.setattr(Store, "open", staticmethod(small_disk))
+    with pytest.raises(StoreFault, match="the file the merge created is removed; free room on its disk"):
+        merge.merge([str(a)], str(fresh))
+    assert not fresh.exists() and not (tmp_path / "new.db-journal").exists()
 
 
 @pytest.mark.parametrize(
@@ -255,3 +296,15 @@ def test_the_whole_merge_is_one_transaction(sources, tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         merge.merge([str(a), str(b)], str(target))
     assert {table: rows(target, table) for table in before} == before
+
+
+def test_an_interrupted_merge_says_nothing_was_copied(sources, tmp_path, monkeypatch, capsys):
+    """Its last line was "dlperf: interrupted" alone, where every other command's says what it kept."""
+    from dlperf.cli import main
+
+    a, _ = sources
+    monkeypatch.setattr(Store, "_insert", lambda self, table, row, **kw: (_ for _ in ()).throw(KeyboardInterrupt))
+    assert main(["merge", str(a), "-o", str(tmp_path / "all.db")]) == 130
+    assert capsys.readouterr().err == (f"dlperf: interrupted: nothing was copied, {tmp_path / 'all.db'} holds what it "
+                                       "held before (a file the merge created is removed)\n")  # fmt: skip
+    assert not (tmp_path / "all.db").exists()

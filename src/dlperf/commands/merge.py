@@ -30,12 +30,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args) -> int:
     from dlperf.report.format import terminal
+    from dlperf.store.location import said_as
     from dlperf.store.merge import merge
 
     def warn(line: str) -> None:
         print(f"dlperf: warning: {terminal(line)}", file=sys.stderr, flush=True)
 
-    merge(args.sources, target(args), report=lambda line: print(line, flush=True), warn=warn)
+    into = target(args)
+    with said_as("-o" if args.output is not None else "--db"):  # the target named by the flag that named it
+        try:
+            merge(args.sources, into, report=lambda line: print(line, flush=True), warn=warn)
+        except KeyboardInterrupt:  # all or nothing: what the target held it holds, and nothing of the sources
+            print(f"dlperf: interrupted: nothing was copied, {into} holds what it held before (a file the merge "
+                  "created is removed)", file=sys.stderr)  # fmt: skip
+            return ExitCode.INTERRUPTED
     return ExitCode.OK
 
 

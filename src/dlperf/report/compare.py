@@ -533,7 +533,11 @@ def render_rich(result: Comparison, a: Side, b: Side):
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=f"B / A: run {b.run_id} against run {a.run_id}, seconds per mini-batch")
+    files = os.path.realpath(a.db) != os.path.realpath(b.db)  # "run 1 against run 1" of two files read as itself
+    names = {s.name: os.path.basename(s.db) for s in (a, b)}
+    names = names if len(set(names.values())) == 2 else {s.name: s.db for s in (a, b)}  # two folders' run.db
+    runs = [f"run {s.run_id}" + (f" of {names[s.name]}" if files else "") for s in (b, a)]
+    table = Table(title=f"B / A: {runs[0]} against {runs[1]}, seconds per mini-batch")
     for i, name in enumerate([*HEAD, "verdict"]):
         right = 4 <= i < len(HEAD)
         table.add_column(name, justify="right" if right else "left", no_wrap=name in ("B/A [95% CI]", "verdict"))

@@ -514,7 +514,18 @@ class Store(Copies, MachineFigures):
         except sqlite3.Error as exc:
             if fault := self._gone(what, exc):
                 raise fault from None
+            if "full" in str(exc):  # SQLITE_FULL: a merge's copy said "could not read it ... damaged"
+                raise StoreFault(self._full(what, exc)) from None
             raise
+
+    def _full(self, what: str, exc: sqlite3.Error) -> str:
+        """A write the disk had no room for, in one line: nothing of it is kept, once SQLite has undone it from the
+        journal it left beside the file (a copy of the file without it is damaged)."""
+        journal = f"{self.path}-journal"
+        kept = (f"; until dlperf or sqlite3 opens it again, which undoes the unfinished write, {journal} must stay "
+                "beside it (a copy without it is damaged)") if os.path.exists(journal) else ""  # fmt: skip
+        return (f"{named(self.path)}: could not store {what} ({exc}): nothing of it is kept; free room on its disk "
+                f"and run the command again{kept}")  # fmt: skip
 
 
 def _connected(target: str) -> tuple[sqlite3.Connection, int]:

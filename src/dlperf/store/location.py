@@ -114,10 +114,11 @@ def said_to(opts, flags: dict[str, str]) -> Iterator[Callable[[str], str]]:
 
 def named(path: str | Path) -> str:
     """The store as the user named it, for the start of a line about it: --db 'PATH' (db='PATH' to a Python caller,
-    `said_as`), or $DLPERF_DB 'PATH' where that is what named it."""
+    `said_as`; -o 'PATH' where merge was given it so), or $DLPERF_DB 'PATH' where that is what named it."""
     if os.environ.get("DLPERF_DB") == str(path):
         return f"$DLPERF_DB {str(path)!r}"
-    return f"db={str(path)!r}" if _SAID_AS.get() == "db" else f"--db {str(path)!r}"
+    flag = _SAID_AS.get()
+    return f"db={str(path)!r}" if flag == "db" else f"{'-o' if flag == '-o' else '--db'} {str(path)!r}"
 
 
 def check_path(path: str, *, create: bool) -> None:

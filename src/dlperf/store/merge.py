@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dlperf.errors import UsageError
+from dlperf.errors import StoreFault, UsageError
 from dlperf.measure.units import plural
 from dlperf.store import RunRows, Store, now, run_origin
-from dlperf.store.location import not_a_database_file, unreachable
+from dlperf.store.location import named, not_a_database_file, unreachable
 from dlperf.store.records import Origin
 from dlperf.store.state import CONTINUES, run_state
 
@@ -76,13 +76,25 @@ def merge(sources: list[str], target: str, report: Callable[[str], None] = lambd
     `warn` for each run copied unfinished. Every source is read and checked before the target is opened: a bad one
     stops the merge before anything is written."""
     read = [read_source(source, target) for source in sources]
+    new = not os.path.exists(target)
     dst = Store.open(target, create=True)
     try:
         lines: list[str] = []
         with dst.transaction():
             done = [copied for source in read for copied in _merge_one(source, dst, lines)]
-    finally:
+    except BaseException as exc:  # an interrupt, a full disk: a store the merge created holds nothing, and is not left
         dst.close()
+        if not new:
+            raise
+        for leftover in (target, f"{target}-journal"):
+            Path(leftover).unlink(missing_ok=True)
+        if isinstance(exc, StoreFault):  # its words of the journal to keep are of a file no longer there
+            raise StoreFault(
+                f"{named(target)}: could not store what it copied ({exc.__context__ or exc}): the file "
+                "the merge created is removed; free room on its disk and run the command again"
+            ) from None
+        raise
+    dst.close()
     for line in lines:
         report(line)
     for copied in done:
@@ -144,11 +156,11 @@ def _open_source(source: str, target: str) -> Store:
     if why := unreachable(source) or not_a_database_file(source):
         raise UsageError(f"merge {source!r}: {why}")
     if os.path.exists(target) and os.path.samefile(path, target):  # an unreachable target is said when it opens
-        raise UsageError(f"merge {source!r}: it is the target database itself (--db {target!r})")
+        raise UsageError(f"merge {source!r}: it is the target database itself ({named(target)})")
     try:
         return Store.open(path, create=False)
     except UsageError as exc:
-        raise UsageError(f"merge {source!r}: {str(exc).removeprefix(f'--db {str(path)!r}: ')}") from exc
+        raise UsageError(f"merge {source!r}: {str(exc).removeprefix(f'{named(path)}: ')}") from exc
 
 
 def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
