@@ -52,6 +52,26 @@ def test_the_crossover_it_suggests_names_the_workload_as_the_user_did():
     assert "dlperf crossover 'examples/my model.py:make' --batch 64 measures batch by batch" in said
 
 
+def test_a_gpu_the_step_does_not_fit_is_left_out_of_the_gpus_that_pay():
+    """advise of a 2M-row embedding: "Does not fit ... GTX 980 ... none, not even 1", then "a GPU pays at your batch
+    256: 3 of 3 GPUs predicted faster ... GTX 980 34.8x", and its JSON speed-up too."""
+    from types import SimpleNamespace
+
+    from dlperf.report.advise import _crossover
+
+    ratios = {"GTX 980": 34.8, "T4": 20.0, "GTX 1080": 30.0}
+    row = SimpleNamespace(batch=256, speedup=ratios.get)
+    x = SimpleNamespace(rows=[row], user_batch=256, gpus=list(ratios), workload="emb", mode="fp32")
+    said = _crossover(x, "emb.py:make", unfit={"GTX 980"})
+    assert said.startswith(
+        "a GPU pays at your batch 256: 2 of 2 GPUs predicted faster in fp32 than this CPU's fp32 step there: GTX 1080 "
+        "30.0x, T4 20.0x (GTX 980 left out: the step does not fit it)"
+    )
+    assert _crossover(x, "emb.py:make", unfit=set(ratios)).startswith(
+        "no GPU asked holds the step at your batch 256 (Does not fit, above)"
+    )
+
+
 def feed_advice(per_process: float, setting: str = "w2") -> advise.Advice:
     """An answer with a fast, dear GPU and a slow, cheap one, and a loader measured alone on this CPU."""
     from dlperf.predict import cost, prices

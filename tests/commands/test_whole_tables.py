@@ -144,3 +144,17 @@ def test_a_key_column_the_same_on_every_row_goes_before_one_that_tells_rows_apar
     assert "(continued)" in text and "torch" not in text.split("(continued)")[1]
     for part in text.split("(continued)"):
         assert "cpu:2" in part and "bf16" in part  # each part tells its rows apart
+
+
+def test_a_key_column_that_tells_rows_apart_is_never_dropped_however_narrow():
+    """`predict --memory` at 40 columns dropped its verdict column from every part: "does not fit (needs 4.9 GiB of
+    3.5 GiB)" was printed nowhere; `predict --cost` dropped the mode, two rows of each GPU reading alike."""
+    table = Table(title="qa-emb: does batch 256 fit")
+    for name in ("GPU", "mode", "batch 256"):
+        table.add_column(name)
+    table.add_column("largest batch", justify="right")
+    for gpu, verdict in (("GTX 980", "does not fit (needs 4.9 GiB of 3.5 GiB)"), ("T4", "fits (4.95 GiB of 14.1 GiB)")):
+        for mode in ("fp32", "bf16"):
+            table.add_row(gpu, mode, verdict, "1,048,576 or more")
+    text = printed(table, 40)
+    assert "does not" in text and "(needs" in text and text.count("bf16") == text.count("fp32") == 2, text

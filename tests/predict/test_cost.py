@@ -158,6 +158,9 @@ def test_a_gpu_whose_memory_the_measured_peak_exceeds_does_not_fit():
         False,
         "does not fit: needs 14.08 GiB (the measured peak) of 14.06 GiB",
     )
+    # one sample past the boundary: "14.060 GiB of 14.060" at three decimals, the most there were
+    need, have = memory.apart(memory.usable(t4) + 2**12, memory.usable(t4))
+    assert need != have and float(need) > float(have)
 
 
 def test_a_measured_peak_is_set_against_the_room_predict_memory_uses_with_the_same_overhead():

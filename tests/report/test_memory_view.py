@@ -48,3 +48,16 @@ def test_the_largest_batch_here_is_found_from_one_traced_batch_that_does_not_fit
     fits = [b for b in (most, most + 1) if traced([(workload, "fp32", b)], 60)[0].total <= 2 * GIB]
     assert most > 1 and fits == [most]  # the largest batch that fits, and the next does not
     assert memory._guess({8: fixed}, 2 * GIB) == 9  # one batch that fits: the next one gives the line
+
+
+def test_json_says_where_the_largest_batch_is_the_searchs_cap():
+    """The text's "1,048,576 or more" was a bare 1048576 in JSON: a script read it as exact."""
+    from types import SimpleNamespace
+
+    a100, rtx = gpus.lookup("A100-SXM4-80GB"), gpus.lookup("RTX 4090")
+    small = line("fp32", 0.001, 0.0)
+    verdicts = {"fp32": [memory.verdict(a100, small, memory.MAX_BATCH), memory.verdict(rtx, small, 1000)]}
+    found = view.to_json(SimpleNamespace(name="lm", batch=8), {"fp32": small}, verdicts)
+    capped = {g["gpu"]: g["largest_batch_is_the_search_cap"] for g in found["modes"][0]["gpus"]}
+    assert capped == {a100.name: True, rtx.name: False}
+    assert view.largest(memory.MAX_BATCH) == f"{memory.MAX_BATCH:,} or more"

@@ -141,9 +141,9 @@ class Verdict:
 
 
 def apart(need: float, have: float) -> tuple[str, str]:
-    """Two sizes in GiB to one decimal, or to as many more (at most three) as tell them apart: a step that does not
-    fit read "needs 14.1 GiB of 14.1"."""
-    for digits in (1, 2, 3):
+    """Two sizes in GiB to one decimal, or to as many more as tell them apart: a step that does not fit read "needs
+    14.1 GiB of 14.1", and at three decimals at most, a batch one sample past the boundary "14.060 GiB of 14.060"."""
+    for digits in range(1, 10):
         shown = f"{need / GIB:.{digits}f}", f"{have / GIB:.{digits}f}"
         if shown[0] != shown[1]:
             break

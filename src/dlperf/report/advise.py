@@ -29,7 +29,7 @@ def lines(a) -> list[str]:
         out.append("Does not fit (predicted): " + "; ".join(left_out_groups(x)))
     else:
         out.append(f"Does not fit (predicted): none: the step at batch {x.batch} fits every GPU asked, every mode")
-    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, fed, a.pipeline)
+    said = NO_ROOM if a.cpu_why else _crossover(a.crossover, a.asked or a.workload, fed, a.pipeline, unfit(a))
     out.append(f"Crossover (CPU measured, GPUs predicted): {said}")
     if a.feed:
         out.append(f"Input pipeline (measured here, GPUs predicted): {_fed(a.feed, x)}")
@@ -151,20 +151,31 @@ def _times(ratio: float) -> str:
     return f"{1 / ratio:.1f} times slower than" if ratio < 1 else f"{ratio:.1f} times faster than"
 
 
-def _crossover(x, asked: str, cpu=None, pipeline=None) -> str:
+def unfit(a) -> set[str]:
+    """The GPUs the step at the user's batch does not fit in the crossover's mode (Does not fit, above): no speed-up
+    of theirs pays (GTX 980 read 34.8x faster, below its own "none, not even 1")."""
+    mode = a.crossover.mode if a.crossover else "fp32"
+    return {r.gpu for r in a.costs.left_out if r.mode == mode}
+
+
+def _crossover(x, asked: str, cpu=None, pipeline=None, unfit: set[str] = frozenset()) -> str:
     """At the user's batch: which GPUs are predicted faster than the CPU measured, or how much slower the best is,
     the GPUs' mode named (the crossover's, fp32, where the Fastest line's GPU may be in bf16: two speed-ups);
     `asked`: the workload as the user named it (a user's file.py:factory), for the command it suggests; `cpu`: the
-    CPU line's step (`speedups`), or with --data its step on synthetic data (`computing`), the loader's beside it."""
+    CPU line's step (`speedups`), or with --data its step on synthetic data (`computing`), the loader's beside it;
+    `unfit`: the GPUs the step does not fit, left out and named."""
     if x is None or not x.rows:
         return "not measured"
     row = _row(x)
-    ratios = speedups(x, row, cpu)
+    ratios = {g: r for g, r in speedups(x, row, cpu).items() if g not in unfit}
+    gone = sorted(unfit & set(x.gpus), key=x.gpus.index)
+    left = f" ({', '.join(gone)} left out: the step does not fit {'it' if len(gone) == 1 else 'them'})" if gone else ""
     if not ratios:
-        return "no GPU step beside the CPU's"
+        return f"no GPU asked holds the step at your batch {row.batch} (Does not fit, above)" if gone else (
+            "no GPU step beside the CPU's")  # fmt: skip
     faster = sorted((g for g, s in ratios.items() if s > 1), key=lambda g: -ratios[g])
     command = f"dlperf crossover {shlex.quote(asked)} --batch {x.user_batch}"  # its speed-up at the batch advised
-    tail = f" (at your batch only; {command} measures batch by batch)"
+    tail = f"{left} (at your batch only; {command} measures batch by batch)"
     one = _one_step(cpu, row)  # the CPU line's step, named as such
     mine = f"this CPU's step above ({cpu.mode}, {seconds(cpu.step_s)})" if one else f"this CPU's {x.mode} step"
     if one and pipeline and pipeline.synthetic_s:  # the GPUs' steps wait for no data: the CPU's fed, as they are
@@ -217,7 +228,7 @@ def to_json(a) -> dict:
     xo = a.crossover
     row = next((r for r in xo.rows if r.batch == xo.user_batch), None) if xo and xo.rows else None
     fed = computing(a)  # the GPUs' steps against this CPU's fed: with --data, on synthetic data
-    speedup = speedups(xo, row, fed) if row else {}
+    speedup = {g: r for g, r in speedups(xo, row, fed).items() if g not in unfit(a)} if row else {}
     cpu_step = fed.step_s if row and _one_step(fed, row) else row.cpu.median_s if row and row.cpu else None
     return {
         "workload": a.workload, "batch": a.batch, "samples": x.samples, "work": x.what.full, "cpu": cpu,
@@ -227,7 +238,8 @@ def to_json(a) -> dict:
         "does_not_fit": [{"gpu": r.gpu, "mode": r.mode, "why": r.why, "largest_batch": a.largest.get((r.gpu, r.mode)),
                           "predicted": True} for r in x.left_out],
         "crossover": {"how": CROSSOVER_HOW, "batch": row.batch if row else None,
-                      "gpu_speedup": {g: speedup.get(g) for g in xo.gpus} if row else {},
+                      "gpu_speedup": {g: speedup.get(g) for g in xo.gpus} if row else {},  # null: no fit
+                      "gpus_that_do_not_fit": sorted(unfit(a) & set(xo.gpus)) if xo else [],
                       "cpu_step_s": cpu_step},
         "gpus": cost.to_json(x)["rows"], "uncertainty": a.uncertainty, "runs": a.runs, "notes": a.notes,
         "input_pipeline": _feed_json(a.feed, x), "loader_here": _pipeline_json(a.pipeline),

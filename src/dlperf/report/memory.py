@@ -112,7 +112,9 @@ def to_json(workload, found: dict, verdicts: dict) -> dict:
         if isinstance(line, str):
             modes.append({"mode": mode, "error": line})
             continue
-        gpus = [{"gpu": v.gpu, "fits": v.fits, "why": v.why, "largest_batch": v.largest} for v in verdicts[mode]]
+        gpus = [{"gpu": v.gpu, "fits": v.fits, "why": v.why, "largest_batch": v.largest,
+                 "largest_batch_is_the_search_cap": v.largest >= memory.MAX_BATCH}  # the text's "or more"
+                for v in verdicts[mode]]  # fmt: skip
         modes.append({"mode": mode, "peak_bytes": line.at.to_json(), "per_sample_bytes": line.per_sample,
                       "gpus": gpus})  # fmt: skip
     rule = {"overhead_bytes": memory.OVERHEAD_BYTES, "overhead_fraction": memory.OVERHEAD_FRACTION,
