@@ -41,7 +41,7 @@ def test_a_users_factory_named_like_a_built_in_is_refused(tmp_path):
     path.write_text(
         "import torch, dlperf\n"
         "def make():\n"
-        "    return dlperf.user_workload('fcn-r', torch.nn.Linear(4, 2), lambda: (torch.randn(2, 4), "
+        "    return dlperf.user_workload('fcn-r', torch.nn.Linear(4, 2), lambda b, d: (torch.randn(2, 4), "
         "torch.tensor([0, 1])), torch.nn.functional.cross_entropy, batch_size=2)\n"
     )
     with pytest.raises(UsageError) as refused:

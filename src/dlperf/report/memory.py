@@ -62,8 +62,9 @@ NONE = "none, not even 1"
 IN_UPDATE = " (update)"  # the step peaks in the optimizer's update: the rest then is its temporaries (`Peak.in_update`)
 UPDATE_PEAK = (
     "the step peaks in the optimizer's update, when no activation is alive: the rest is the update's temporaries, "
-    "parameter-sized in PyTorch's foreach implementation, which dlperf traces; a fused one (fused=True) holds fewer, "
-    "its peak up to that much lower, and checkpointing or a smaller batch do not lower it"
+    "in the implementation the optimizer was given, else PyTorch's foreach (CUDA's default), parameter-sized; a "
+    "fused one (fused=True) holds fewer, its peak up to that much lower, and checkpointing or a smaller batch do not "
+    "lower it"
 )
 
 

@@ -65,3 +65,20 @@ def test_the_table_marks_the_update_s_temporaries_and_says_what_lowers_them():
     assert "│ 1 MiB (update) │" in console.export_text()
     plain = {"fp32": line("fp32", False)}
     assert not [n for n in view.notes(plain) if "(update)" in n]
+
+
+def test_the_update_is_traced_in_the_implementation_the_optimizer_was_given():
+    """A user's `AdamW(fused=True)` was traced as foreach, its parameter-sized temporaries counted (1 GiB of a 2M-row
+    embedding's); `foreach=False` updates one tensor at a time. Where none is given, foreach: CUDA's default."""
+    import tempfile
+    from pathlib import Path
+
+    peaks = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for name, given in (("default", ""), ("fused", "fused=True"), ("loop", "foreach=False")):
+            path = Path(folder) / f"{name}.py"
+            path.write_text(FILE.replace("lr=1e-4", f"lr=1e-4, {given}" if given else "lr=1e-4"))
+            [found] = memcount.memory_count(user(f"{path}:make"), "fp32", [2])
+            assert "error" not in found, found
+            peaks[name] = found["peak"]
+    assert peaks["fused"] < peaks["default"] and peaks["loop"] < peaks["default"], peaks

@@ -14,6 +14,7 @@ Imports torch and dlperf's standard-library modules; the backend's builder, neve
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import warnings
@@ -26,7 +27,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_map
 
-from dlperf.frameworks.torch.build import build
+from dlperf.frameworks.torch.build import build, set_optimizer_implementation
 from dlperf.frameworks.torch.instruments import LiveTensorBytes
 from dlperf.frameworks.torch.opcount import _fake, _warm_up, count_step, tensors_in, unfused_rnns
 from dlperf.frameworks.torch.step import synthetic_batch
@@ -103,12 +104,27 @@ def _built(workload: Workload, mode: str) -> tuple[Any, FakeTensorMode]:
     key = _key(workload, mode)
     if key not in _STEPS:
         fake = FakeTensorMode()
-        step = _fake_built(workload, f"{_cpu_mode(mode)}+{Mode.FOREACH.value}", fake)
+        built = _cpu_mode(mode)
+        step = _fake_built(workload, built, fake)
+        if not {Mode.FOREACH.value, Mode.FUSED.value} & set(built.split("+")):
+            as_on_a_gpu(step)
         with unfused_rnns(step.model), fake:
             _fake(step, fake)  # a step built for real: its weights and batch turned fake
             _warm_up(step)
         _STEPS[key] = (step, fake)
     return _STEPS[key]
+
+
+def as_on_a_gpu(step) -> None:
+    """The optimizer's update as a GPU runs it: in the implementation the optimizer was given (fused=True, or
+    foreach=False: one tensor at a time), else foreach, CUDA's default where none is given (this CPU's, one tensor at
+    a time, is not). A user's `Adam(fused=True)` was traced foreach, its peak 1 GiB high; an optimizer without a
+    foreach implementation is traced as it is (it was refused)."""
+    given = step.optimizer.defaults
+    if given.get("foreach") is False and not given.get("fused"):
+        return
+    with contextlib.suppress(NotImplementedError):
+        set_optimizer_implementation(step, Mode.FUSED.value if given.get("fused") else Mode.FOREACH.value)
 
 
 def _cpu_mode(mode: str) -> str:
