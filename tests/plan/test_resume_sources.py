@@ -30,7 +30,7 @@ class Net(torch.nn.Module):
             x = torch.tanh(x)
         return self.fc(x)
 def make():
-    return dlperf.user_workload("edited-net", Net(), lambda b, d: (torch.randn(4, 8), torch.randint(0, 2, (4,))),
+    return dlperf.user_workload("edited-net", Net(), lambda b, d: (torch.randn(b, 8), torch.randint(0, 2, (b,))),
                                 torch.nn.functional.cross_entropy, batch_size=4)
 """
 
