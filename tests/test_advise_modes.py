@@ -222,3 +222,24 @@ def test_a_workload_whose_own_batch_is_above_what_is_measured_here_is_named_not_
         advise._resolved(advise.Options("tiny-fcn-r"))
     assert str(caught.value) == ("big-batch's own batch, 100,000, is above the 65,536 dlperf measures on this CPU: "
                                  "give a smaller one with --batch")  # fmt: skip
+
+
+def test_the_json_and_the_line_leave_out_a_gpu_the_step_does_not_fit_in_the_crossovers_mode():
+    """`unfit` reads Does not fit's rows in the crossover's mode (fp32): a GPU left out in bf16 alone still pays."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from dlperf.report import advise as view
+
+    a = feed_advice(300.0)
+    t4 = next(r for r in a.costs.rows if r.gpu == "T4")
+    a.costs.left_out = [replace(t4, mode="fp32"), replace(t4, gpu="H100-SXM5-80GB", mode="fp16")]
+    ratios = {"H100-SXM5-80GB": 40.0, "T4": 12.0}
+    row = SimpleNamespace(batch=16, speedup=ratios.get, cpu=SimpleNamespace(median_s=0.1), gpus={})
+    a.crossover = SimpleNamespace(rows=[row], user_batch=16, gpus=list(ratios), workload="fcn-r", mode="fp32")
+    assert view.unfit(a) == {"T4"}
+    crossover = view.to_json(a)["crossover"]
+    assert crossover["gpu_speedup"] == {"H100-SXM5-80GB": 40.0, "T4": None}
+    assert crossover["gpus_that_do_not_fit"] == ["T4"]
+    (line,) = [x for x in view.lines(a) if x.startswith("Crossover")]
+    assert "1 of 1 GPUs predicted faster" in line and "(T4 left out: the step does not fit it)" in line

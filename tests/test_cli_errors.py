@@ -584,3 +584,15 @@ def test_a_limit_of_processes_or_files_is_one_line_not_a_traceback(raised, limit
     assert main(["list"]) == 1
     [line] = capsys.readouterr().err.strip().splitlines()
     assert line.startswith(f"dlperf: error: dlperf list: the limit of {limit} was reached (")
+
+
+def test_an_error_document_takes_the_last_format_typed_and_escapes_what_it_quotes(capsys):
+    """Where parsing failed, the first `--format` typed was taken, where argparse takes the last; the Markdown line
+    printed a stored name's escape sequences raw."""
+    from dlperf.cli import asked_format, document_error
+
+    assert asked_format(None, ["table", "--format", "json", "--format=md", "--bogus"]) == "md"
+    assert asked_format(None, ["table", "--format=md", "--format", "text"]) is None
+    document_error("A (net\x1b]0;pwned\x07) and B share no cell", 2, "md")
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out and out.startswith("**dlperf: error** (exit code 2): A (net")

@@ -299,12 +299,13 @@ def export_markdown() -> str:
 
 EXIT_CODES = {
     "OK": "everything asked was done: every cell measured (each has at least one timed step), or the view printed",
-    "CELLS_FAILED": "some cells failed or timed out, the rest saved (a cell without a timed step included); "
-    "`dlperf profile`: a cell's profile failed or timed out; `dlperf compare`: a cell significantly slower with B/A "
-    "above 1 + `--threshold`, or a cell A measured that failed, timed out or unsupported in B; a view (`export`, "
-    "`report`, `plot`, `table`): a stored row that no longer reads, left out with a warning; a probe (the short "
-    "child that checks the frameworks, devices or a workload before anything is measured) killed by a signal, which "
-    "the line names; `dlperf run --dry-run`: a pilot step failed (the run's cells of it would too)",
+    "CELLS_FAILED": "some cells failed or timed out, the rest saved (a cell without a timed step included); `dlperf "
+    "profile`: a cell's profile failed or timed out; `dlperf compare`: a cell significantly slower with "
+    "B/A above 1 + `--threshold`, or a cell A measured that failed, timed out or (on the same hardware) "
+    "unsupported in B; a view (`export`, `report`, `plot`, `table`): a stored row that no longer reads, "
+    "left out with a warning; a probe (the short child that checks the frameworks, devices or a workload "
+    "before anything is measured) killed by a signal, which the line names; `dlperf run --dry-run`: a "
+    "pilot step failed (the run's cells of it would too)",
     "BAD_INPUT": "bad input, said in one line on stderr (and on stdout too under `--format json`, as a document, "
     '`{"error": ..., "exit_code": 2}`, or `--format md`, a Markdown line): nothing ran and nothing was '
     "written; `dlperf compare`: the two runs share no cell measured on both sides, none of their shared "

@@ -157,11 +157,13 @@ def document_error(said: str, code: int, fmt: str) -> None:
     error's own exit code, said on stderr already (it was 0 through `| true`, 74 with `>&-`)."""
     import json
 
+    from dlperf.report.format import terminal  # the line may quote the user's input: no escape reaches a terminal
+
     settle(code)
     shown = (
         json.dumps({"error": said, "exit_code": int(code)}, indent=2)
         if fmt == "json"
-        else f"**dlperf: error** (exit code {int(code)}): {said}"
+        else f"**dlperf: error** (exit code {int(code)}): {terminal(said)}"
     )
     try:
         print(shown, flush=True)
@@ -178,9 +180,9 @@ def asked_format(args, argv: list[str]) -> str | None:
         fmt = getattr(args, "format", None)
         return fmt if fmt in DOCUMENTS else None
     typed = argv[: argv.index("--")] if "--" in argv else argv
-    given = [b for a, b in itertools.pairwise(typed) if a == "--format"]
-    given += [w.removeprefix("--format=") for w in typed if w.startswith("--format=")]
-    return next((fmt for fmt in given if fmt in DOCUMENTS), None)
+    given = [b if a == "--format" else a.removeprefix("--format=") for a, b in itertools.pairwise([*typed, ""])
+             if a == "--format" or a.startswith("--format=")]  # fmt: skip
+    return given[-1] if given and given[-1] in DOCUMENTS else None  # the last, as argparse takes it
 
 
 DOCUMENTS = ("json", "md")  # the formats whose reader gets the error as output too

@@ -211,6 +211,9 @@ def test_cells_on_one_side_only_or_not_ok_are_listed_not_dropped():
     assert said[1] == ("2 regressions (measured in A, failed, timed out or unsupported in B): broken torch cpu:1 fp32 "
                        "(B: failed); lacking torch cpu:1 fp32 (B: unsupported)")  # fmt: skip
     assert [u.key for u in result.failed()] == [broken.cell.key, lacking.cell.key] and result.outcome() == "regression"
+    result.other_hardware = True  # B's machine may lack what the cell needs (a GPU count, glibc's malloc): a note
+    assert [u.key for u in result.failed()] == [broken.cell.key]
+    assert "lacking torch cpu:1 fp32" in cmp.summary_lines(result)[-1]
 
 
 def test_a_cell_failed_in_both_or_only_in_a_is_not_a_regression_and_an_unfinished_b_is_no_verdict():

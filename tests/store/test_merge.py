@@ -308,3 +308,38 @@ def test_an_interrupted_merge_says_nothing_was_copied(sources, tmp_path, monkeyp
     assert capsys.readouterr().err == (f"dlperf: interrupted: nothing was copied, {tmp_path / 'all.db'} holds what it "
                                        "held before (a file the merge created is removed)\n")  # fmt: skip
     assert not (tmp_path / "all.db").exists()
+
+
+def test_a_store_made_at_the_target_by_another_process_meanwhile_is_kept(sources, tmp_path, monkeypatch):
+    """The target did not exist when the merge began; another `dlperf run` made it and stored a run before the merge
+    opened it, and the merge then failed: the file, and that run, were removed with the merge's."""
+    a, _ = sources
+    target, opened = tmp_path / "all.db", Store.open
+
+    def made_meanwhile(path, create=False):
+        if str(path) == str(target) and not made:
+            made.append(path)
+            make_db(target, {"fcn-r": processes(60, 2, 0.3)})
+        return opened(path, create=create)
+
+    made = []
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Store, "open", staticmethod(made_meanwhile))
+    monkeypatch.setattr(merge, "_merge_one", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge([str(a)], str(target))
+    monkeypatch.undo()
+    assert [r["id"] for r in rows(target, "runs")] == [1]
+
+
+def test_a_link_named_as_the_target_stays_and_the_file_made_through_it_goes(sources, tmp_path, monkeypatch):
+    a, _ = sources
+    link, real = tmp_path / "link.db", tmp_path / "real.db"
+    link.symlink_to(real)
+    monkeypatch.setattr(Store, "_insert", lambda self, table, row, **kw: (_ for _ in ()).throw(KeyboardInterrupt))
+    with pytest.raises(KeyboardInterrupt):
+        merge.merge([str(a)], str(link))
+    assert link.is_symlink() and not real.exists()

@@ -19,10 +19,10 @@ HELP = "is run B faster or slower than run A, cell by cell (exit 1 on a regressi
 DESCRIPTION = (
     "Compare two runs cell by cell: the ratio B/A of the per-process medians' geometric means with a 95% interval, "
     "and a verdict from Welch's t-test on the per-process medians, Holm-adjusted. Exit code 1 if a cell is "
-    "significantly slower with B/A above 1 + --threshold, or a cell A measured failed, timed out or unsupported in "
-    "B; exit code 2 if no cell was measured in both runs (nothing to compare), none could be tested (each side needs "
-    "two processes of a cell, --repeats 2; 3 or more to tell small changes), or B is unfinished and lacks cells of A "
-    "(or processes of them)."
+    "significantly slower with B/A above 1 + --threshold, or a cell A measured failed, timed out or (on the same "
+    "hardware) unsupported in B; exit code 2 if no cell was measured in both runs (nothing to compare), none could "
+    "be tested (each side needs two processes of a cell, --repeats 2; 3 or more to tell small changes), or B is "
+    "unfinished and lacks cells of A (or processes of them)."
 )
 
 
@@ -53,7 +53,7 @@ def run(args) -> int:
         raise UsageError(f"A {args.A!r} and B {args.B!r} are both run {a.run_id} of {a.db}: a run compared with "
                          "itself tells nothing; name two runs (dlperf list --runs shows them)")  # fmt: skip
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
-    result.b_unfinished = b.unfinished
+    result.b_unfinished, result.other_hardware = b.unfinished, machine_warning(a, b) is not None
     if not result.cells and not result.failed():
         raise UsageError(nothing_compared(result, a, b))
     result.data += [f"{side.name}: {side.unfinished}; its cells are what it measured so far" for side in (a, b)

@@ -36,14 +36,18 @@ def run(args) -> int:
     def warn(line: str) -> None:
         print(f"dlperf: warning: {terminal(line)}", file=sys.stderr, flush=True)
 
-    into = target(args)
+    into, lines, warnings = target(args), [], []
     with said_as("-o" if args.output is not None else "--db"):  # the target named by the flag that named it
         try:
-            merge(args.sources, into, report=lambda line: print(line, flush=True), warn=warn)
+            merge(args.sources, into, report=lines.append, warn=warnings.append)
         except KeyboardInterrupt:  # all or nothing: what the target held it holds, and nothing of the sources
-            print(f"dlperf: interrupted: nothing was copied, {into} holds what it held before (a file the merge "
-                  "created is removed)", file=sys.stderr)  # fmt: skip
+            print(f"dlperf: interrupted: nothing was copied, {terminal(into)} holds what it held before (a file the "
+                  "merge created is removed)", file=sys.stderr)  # fmt: skip
             return ExitCode.INTERRUPTED
+    for line in lines:  # once all is written: an interrupt now is no "nothing was copied"
+        print(line, flush=True)
+    for line in warnings:
+        warn(line)
     return ExitCode.OK
 
 

@@ -104,6 +104,7 @@ class Comparison:
     unmatched: list[Unmatched] = field(default_factory=list)
     data: list[str] = field(default_factory=list)  # what each side read where the folders differ; a side unfinished
     b_unfinished: str = ""  # B's run not finished (`Side.unfinished`): the cells of A it lacks may yet be measured
+    other_hardware: bool = False  # A and B ran on different hardware (`compare_side.machine_warning`)
 
     def regressions(self) -> list[CellResult]:
         return [c for c in self.cells if c.regression]
@@ -112,7 +113,8 @@ class Comparison:
         """The cells A measured and B did not: failed, timed out or unsupported in B. A gate must not pass them (a
         candidate whose step hangs past --timeout had read "no regression", exit 0; one whose model now calls what the
         framework lacks, "unsupported" in B, too)."""
-        return [u for u in self.unmatched if u.failed_in_b]
+        lacked = "B: unsupported"  # on other hardware, what B's machine lacks (a GPU count, glibc's malloc): a note
+        return [u for u in self.unmatched if u.failed_in_b and not (self.other_hardware and u.why == lacked)]
 
     def awaited(self) -> list[Unmatched | CellResult]:
         """The cells of A an unfinished B has planned and not measured yet (`B: pending`; one B never planned is
@@ -155,7 +157,8 @@ class Comparison:
         """Why a cell whose interval leaves out 1 reads "no significant change": the interval is the cell's own, the
         verdict is adjusted for the cells tested together (mlp 0.961 [0.927, 0.996], p 0.075 after Holm, said nothing
         of it)."""
-        apart = [c.label for c in self.cells if c.verdict == Verdict.SAME and (c.ci_high < 1 or c.ci_low > 1)]
+        apart = [c.label for c in self.cells if c.verdict == Verdict.SAME and (c.ci_high < 1 or c.ci_low > 1)
+                 and c.p is not None and c.p < self.alpha]  # fmt: skip  # Holm, not a lower --alpha, said it
         if not apart:
             return []
         return [
@@ -514,7 +517,7 @@ def summary_lines(result: Comparison) -> list[str]:
         lines.append(f"note: untested, yet B/A above {1 + result.threshold:g}: {listed}")
     lines += [f"note: {c.label}: not comparable: {c.reason}" for c in result.cells if c.verdict == "not comparable"]
     lines += [f"note: {note}" for note in result.notes()]
-    if left := [u for u in result.unmatched if not u.failed_in_b]:
+    if left := [u for u in result.unmatched if u not in failed]:
         lines.append(f"note: {plural(len(left), 'cell')} not compared: {not_compared(left)}")
     return lines
 

@@ -499,9 +499,10 @@ class Store(Copies, MachineFigures):
             raise UsageError(f"damaged ({found[0]})")
 
     @contextmanager
-    def transaction(self, what: str = "what it copied") -> Iterator[None]:
+    def transaction(self, what: str = "what it copied", *, full_said: bool = False) -> Iterator[None]:
         """One write transaction around several writes (`insert_copy`, `insert_missing_peaks`): all or none. The file
-        gone from its path meanwhile is said as a write is (`_gone`), not as a damaged file."""
+        gone from its path meanwhile is said as a write is (`_gone`), not as a damaged file; with `full_said`, a disk
+        too full for it, in one line (a merge's copy said "could not read it ... damaged")."""
         self._ready_to_write()
         try:
             self.conn.execute("BEGIN IMMEDIATE")
@@ -514,7 +515,7 @@ class Store(Copies, MachineFigures):
         except sqlite3.Error as exc:
             if fault := self._gone(what, exc):
                 raise fault from None
-            if "full" in str(exc):  # SQLITE_FULL: a merge's copy said "could not read it ... damaged"
+            if full_said and getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
                 raise StoreFault(self._full(what, exc)) from None
             raise
 

@@ -27,7 +27,7 @@ from typing import Any
 from dlperf.errors import StoreFault, UsageError
 from dlperf.measure.units import plural
 from dlperf.store import RunRows, Store, now, run_origin
-from dlperf.store.location import named, not_a_database_file, unreachable
+from dlperf.store.location import identity, named, not_a_database_file, unreachable
 from dlperf.store.records import Origin
 from dlperf.store.state import CONTINUES, run_state
 
@@ -76,22 +76,17 @@ def merge(sources: list[str], target: str, report: Callable[[str], None] = lambd
     `warn` for each run copied unfinished. Every source is read and checked before the target is opened: a bad one
     stops the merge before anything is written."""
     read = [read_source(source, target) for source in sources]
-    new = not os.path.exists(target)
+    new = not os.path.lexists(os.path.realpath(target))  # no file, nor one a link named as the target leads to
     dst = Store.open(target, create=True)
     try:
         lines: list[str] = []
-        with dst.transaction():
+        with dst.transaction(full_said=True):
             done = [copied for source in read for copied in _merge_one(source, dst, lines)]
     except BaseException as exc:  # an interrupt, a full disk: a store the merge created holds nothing, and is not left
-        dst.close()
-        if not new:
-            raise
-        for leftover in (target, f"{target}-journal"):
-            Path(leftover).unlink(missing_ok=True)
-        if isinstance(exc, StoreFault):  # its words of the journal to keep are of a file no longer there
+        if new and _remove_made(dst) and isinstance(exc, StoreFault) and _full(exc):
             raise StoreFault(
-                f"{named(target)}: could not store what it copied ({exc.__context__ or exc}): the file "
-                "the merge created is removed; free room on its disk and run the command again"
+                f"{named(target)}: could not store what it copied ({exc.__context__}): the file the "
+                "merge created is removed; free room on its disk and run the command again"
             ) from None
         raise
     dst.close()
@@ -101,6 +96,28 @@ def merge(sources: list[str], target: str, report: Callable[[str], None] = lambd
         if copied.warning:
             warn(copied.warning)
     return done
+
+
+def _remove_made(dst: Store) -> bool:
+    """Close the store a merge created and remove it, with its journal, where it holds no run once its copy is undone
+    and is still the file this process made (another process may have made one at its path meanwhile, and stored a
+    run there: kept); whether it was removed."""
+    try:
+        runs = dst.conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    except sqlite3.Error:
+        runs = None
+    dst.close()
+    real = os.path.realpath(dst.path)  # a link named as the target stays; the file it names made here does not
+    if runs != 0 or identity(real) != dst.held:
+        return False
+    for leftover in (real, f"{real}-journal"):
+        Path(leftover).unlink(missing_ok=True)
+    return True
+
+
+def _full(exc: BaseException) -> bool:
+    cause = exc.__context__
+    return isinstance(cause, sqlite3.Error) and getattr(cause, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
 
 
 def _merge_one(source: Source, dst: Store, lines: list[str]) -> list[Copied]:

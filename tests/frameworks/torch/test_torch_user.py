@@ -124,6 +124,8 @@ def test_another_frameworks_model_is_said_to_be_measured_on_the_built_in_network
     keras = type("Sequential", (), {"__module__": "keras.src.models.sequential"})()
     assert _foreign(keras).startswith(": your own models are PyTorch models (a torch.nn.Module); JAX, TensorFlow")
     assert _foreign(object()) == ""
+    mine = type("Net", (type(keras),), {"__module__": "mine"})()  # class Net(keras.Model) in the user's file
+    assert _foreign(mine) == _foreign(keras)
 
 
 def test_the_synthetic_batch_is_the_datasets_first_sample_repeated(tokens):

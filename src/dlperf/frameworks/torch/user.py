@@ -104,7 +104,8 @@ def _foreign(model: Any) -> str:
     """'; ...' where `model` is another framework's (a keras.Sequential, a flax Module): own models are PyTorch's."""
     from dlperf.workloads.user import ONLY_TORCH, OTHER_FRAMEWORKS
 
-    return f": {ONLY_TORCH}" if type(model).__module__.partition(".")[0] in OTHER_FRAMEWORKS else ""
+    theirs = any(c.__module__.partition(".")[0] in OTHER_FRAMEWORKS for c in type(model).__mro__)  # a keras.Model's too
+    return f": {ONLY_TORCH}" if theirs else ""
 
 
 def factory_for_real(source: str) -> Callable[..., Any]:
