@@ -81,6 +81,19 @@ def test_a_crossover_run_reads_back_with_its_answer(tmp_path):
     assert not x.rows[0].gpus["T4"].measured
 
 
+def test_a_gpu_the_step_does_not_fit_says_so_beside_its_speed_up(tmp_path):
+    """A 0.6 GiB GPU read "GPU predicted 120.9 times faster" at a batch 2.7 times the largest it holds: the CPU's
+    measured peak of live tensors, with the allocator's overhead, is set against its memory."""
+    store, run_id = crossover_run(tmp_path / "d.db", {1: 0.001, 8: 0.004, 64: 0.03}, {1: 0.002, 8: 0.003, 64: 0.004})
+    [x] = crossover.read(store, [run_id])
+    fits = x.lines()[1]
+    x.rows[1].cpu = replace(x.rows[1].cpu, peak_mem_bytes=20 * 2**30, peak_mem_kind="live_tensors")
+    assert x.lines()[1].startswith(f"{fits}, but the step does not fit its memory (needs 20.")
+    assert x.lines()[1].endswith("GiB (the measured peak) of 14.1 GiB)")
+    x.rows[1].cpu = replace(x.rows[1].cpu, peak_mem_bytes=2**30)  # 1 GiB: T4 holds it
+    assert x.lines()[1] == fits
+
+
 def test_two_gpus_predicted_say_the_uncertainty_once(tmp_path):
     """It is the same three lines for every GPU: after each of two, they read as twice the answer's length."""
     h100 = {"H100-SXM5-80GB": {1: 0.0005, 8: 0.001}}

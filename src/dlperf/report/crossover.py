@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dlperf.errors import UnreadableRow
+from dlperf.errors import UnreadableRow, UsageError
 from dlperf.measure.units import plural
 from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, doubt_lines, doubt_of, doubted, doubtful
 from dlperf.report.format import seconds
@@ -90,7 +90,7 @@ class Crossover:
             if ratio is not None:
                 how = "measured" if at.gpus[gpu].measured else "predicted"
                 faster = f"{ratio:.1f} times faster" if ratio >= 1 else f"{1 / ratio:.1f} times slower"
-                out.append(f"{gpu}: at your batch {self.user_batch}: GPU {how} {faster}")
+                out.append(f"{gpu}: at your batch {self.user_batch}: GPU {how} {faster}{_no_room(at, gpu)}")
         return out + ([f"the GPUs' predicted steps: {said[0].removeprefix('; ')}"] if shared else [])
 
     def _grouped(self, at: Row | None) -> list[str]:
@@ -106,7 +106,8 @@ class Crossover:
         ratios.sort(key=lambda pair: -pair[0])  # the fastest first; a tie in the GPUs' order
         if ratios:
             each = [f"{gpu} {r:.2f}x" if r < 1 else f"{gpu} {r:.1f}x" for r, gpu in ratios]
-            each = [e + " measured" * at.gpus[gpu].measured for e, (_, gpu) in zip(each, ratios, strict=True)]
+            each = [e + " measured" * at.gpus[gpu].measured + " (does not fit)" * bool(_no_room(at, gpu))
+                    for e, (_, gpu) in zip(each, ratios, strict=True)]  # fmt: skip
             out.append(f"at your batch {self.user_batch}, each GPU's speed-up over this CPU (below 1x: slower; "
                        f"predicted unless said measured): {', '.join(each)}")  # fmt: skip
         return out
@@ -130,6 +131,25 @@ class Crossover:
 
     def _step(self, gpu: str, batch: int) -> GpuStep:
         return next(r.gpus[gpu] for r in self.rows if r.batch == batch and _both(r, gpu))
+
+
+def _no_room(row: Row, gpu: str) -> str:
+    """'; ...' where the GPU, predicted, cannot hold the step at this row's batch: this CPU's measured peak of live
+    tensors, with the allocator's overhead, is more than its memory (a 0.6 GiB GPU read "120.9 times faster" at a
+    batch 2.7 times the largest it holds). The CPU's peak lacks a GPU's foreach update temporaries: the step may not
+    fit where this says nothing. '' where it fits, is measured, or no peak or GPU figure is known."""
+    from dlperf.predict import cost, gpus, memory
+
+    cell, step = row.cpu, row.gpus.get(gpu)
+    if cell is None or step is None or step.measured or not cell.peak_mem_bytes:
+        return ""
+    peak = memory.allocator_peak(cell.peak_mem_bytes, cell.peak_mem_kind)
+    try:
+        spec = gpus.lookup(gpu)
+    except UsageError:  # a GPU of a --gpu-specs file this view was not given: not checked
+        return ""
+    ok, why = cost.fits(spec, None, "fp32", peak) if peak else (True, "")
+    return "" if ok else f", but the step does not fit its memory ({why.removeprefix(cost.NO_FIT + ': ')})"
 
 
 def _both(row: Row, gpu: str) -> bool:
