@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from dlperf import advise, crossover
-from dlperf.advise import FIRST, PREDICTIONS, Clock
+from dlperf.advise import FIRST, HERE, PREDICTIONS, Clock
 from dlperf.vocab import ExitCode
 
 BEFORE = ("the predictions and checks (0.300 s) and this CPU's first thread count, measured whole (about 99.4 s, from "
@@ -46,6 +46,11 @@ def test_the_answer_says_how_long_it_took_against_the_budget_and_why():
     # a 1.3B-parameter LM: predicted (a cold count, 219 s) and not measured, its step too large for this machine
     assert Clock(30.0, 1000.0, {PREDICTIONS: 219.0}).overrun(1219.2) == (
         "advise took 219 s against --budget (30.0 s): the predictions and checks 219 s, which it does not cut"
+    )
+    # its step too large here, the largest batch this machine holds searched (traced) after: no process stopped
+    assert Clock(15.0, 1000.0, {PREDICTIONS: 8.0, HERE: 20.9}).overrun(1028.9) == (
+        "advise took 28.9 s against --budget (15.0 s): the predictions and checks 8.00 s and the largest batch this "
+        "machine holds 20.9 s, which it does not cut"
     )
 
 
@@ -121,3 +126,22 @@ def test_a_plan_warning_both_searches_give_is_said_once(monkeypatch, tmp_path):
     with pytest.raises(LookupError):
         advise.advise(opts, str(tmp_path / "a.db"), [], warn=seen["said"].append)
     assert seen["said"] == [inherited, "measuring"]
+
+
+def test_the_search_for_the_largest_batch_held_here_is_named_where_the_time_went(monkeypatch, tmp_path):
+    """A step too large for this machine: the traces of the largest batch it holds took 20.9 s, said as "the rest
+    20.9 s, ending 13.5 s past the budget (a process under way is stopped)", where no process had run."""
+    from dlperf.predict import memory
+
+    seen = stood_in(monkeypatch, 8.0, 0.0, None)
+    monkeypatch.setattr(advise, "predicted", lambda *a: (seen.update(now=seen["now"] + 8.0) or SimpleNamespace(),
+                                                          {}, [], {"fp32": 2**40}))  # fmt: skip
+    monkeypatch.setattr(memory, "no_room_here", lambda *a, **kw: "does not fit this machine")
+    monkeypatch.setattr(memory, "largest_here", lambda *a: seen.update(now=seen["now"] + 20.9) or 0)
+    answer = advise.advise(advise.Options("tiny-fcn-r", gpus="T4", budget_s=15.0, flags=True), str(tmp_path / "a.db"),
+                           [])  # fmt: skip
+    assert answer.cpu_why == "does not fit this machine"
+    assert answer.notes[-1] == (
+        "advise took 28.9 s against --budget (15.0 s): the predictions and checks 8.00 s and the largest batch this "
+        "machine holds 20.9 s, which it does not cut"
+    )

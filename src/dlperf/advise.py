@@ -44,6 +44,7 @@ NO_EPOCH_SAMPLES = 1_000_000  # the work when the data set has no epoch (synthet
 OVERRUN = 1.2  # past this many times --budget, the answer says where the time went (`Clock.overrun`)
 PREDICTIONS = "the predictions and checks"  # what --budget does not cut, named as the lines say it: what comes first,
 FIRST = "this CPU's first thread count"  # ... then the thread search's first process (`crossover.Options.first`)
+HERE = "the largest batch this machine holds"  # ... or, where its memory cannot hold the step, that search
 
 
 @dataclass
@@ -243,7 +244,9 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     notes += [NO_EPOCH_NOTE.format(workload.data)] if what.full == NO_EPOCH_WORK else []
     too_large = memory.no_room_here(workload, peaks.get("fp32"))
     if too_large:  # with the largest batch that does fit, or that none does (no batch of a 3.2B model with AdamW)
+        began = time.monotonic()  # its traces were "the rest ..., a process under way is stopped", none having run
         most = memory.largest_here(workload, "fp32", {workload.batch: peaks["fp32"]}, opts.timeout, "--timeout")
+        clock.uncut[HERE] = time.monotonic() - began
         too_large = memory.no_room_here(workload, peaks["fp32"], largest=most)
     if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
         return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
