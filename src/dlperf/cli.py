@@ -86,6 +86,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
     try:
         parser = build_parser()
         args = db_first(parse(parser, argv))
+        args.typed = typed_options(argv)
         if args.command is None:  # `dlperf` alone: what it can do, where argparse would say "command" is required
             parser.print_help(sys.stderr)
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
@@ -171,6 +172,13 @@ def document_error(said: str, code: int, fmt: str) -> None:
         pass
     if isinstance(sys.stdout, Stream):
         sys.stdout.failed = None  # its failure is no output failure of this command's: exit `code`
+
+
+def typed_options(argv: list[str]) -> frozenset[str]:
+    """The options typed (`--repeats`, of `--repeats 1` or `--repeats=1`), before a `--`: a flag given at its default
+    value is told from one not given (`commands.common.given_flags`)."""
+    typed = argv[: argv.index("--")] if "--" in argv else argv
+    return frozenset(w.partition("=")[0] for w in typed if w.startswith("-") and len(w) > 1 and not w[1].isdigit())
 
 
 def asked_format(args, argv: list[str]) -> str | None:

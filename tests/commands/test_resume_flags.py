@@ -24,7 +24,12 @@ def stored(tmp_path, argv) -> str:
 
 
 def check(db: str, *words: str) -> None:
-    check_resume_flags(parse(build_parser(), ["--db", db, *words, "--resume"]), db)
+    from dlperf.cli import typed_options
+
+    argv = ["--db", db, *words, "--resume"]
+    args = parse(build_parser(), argv)
+    args.typed = typed_options(argv)  # as `cli.dispatch` marks them
+    check_resume_flags(args, db)
 
 
 def test_the_flags_the_run_began_with_are_taken_and_another_value_is_named_alone(tmp_path):
@@ -43,3 +48,13 @@ def test_a_run_begun_by_another_command_takes_no_flag(tmp_path):
     db = stored(tmp_path, ("ipykernel_launcher.py", "-f", "kernel.json"))
     with pytest.raises(UsageError, match=r"so --workloads, --threads, --max-time cannot be given with it"):
         check(db, *BEGAN)
+
+
+def test_a_flag_typed_at_its_default_value_is_a_flag_given(tmp_path):
+    """`--repeats 1` (the default) on the --resume of a run begun with --repeats 2 went on at 2, saying nothing."""
+    db = stored(tmp_path, ("dlperf", "--db", "t.db", *BEGAN, "--repeats", "2"))
+    with pytest.raises(UsageError, match=r"so --repeats cannot be given with it at other values"):
+        check(db, "run", "--repeats", "1")
+    with pytest.raises(UsageError, match=r"so --repeats cannot be given with it at other values"):
+        check(db, "run", "--repeats=1")
+    check(db, "run", "--repeats", "2")  # the value it began with

@@ -513,9 +513,13 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],
                 allowed: frozenset[str] = frozenset()) -> list[str]:  # fmt: skip
-    """The options of a command's parser (`add_arguments`) given a value other than their default, each by its long
-    name, but for the destinations `allowed`: what a mode of the command that takes none of them would ignore."""
+    """The options of a command's parser (`add_arguments`) given a value other than their default, or typed at it
+    (`args.typed`, `cli.typed_options`: `--repeats 1` on a `--resume` of a run of 2 went on at 2, said nothing), each
+    by its long name, but for the destinations `allowed`: what a mode of the command that takes none of them would
+    ignore."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
+    typed = getattr(args, "typed", frozenset())
     chosen = [a for a in parser._actions if a.option_strings and a.dest not in allowed]
-    return [max(a.option_strings, key=len) for a in chosen if getattr(args, a.dest, a.default) != a.default]
+    return [max(a.option_strings, key=len) for a in chosen
+            if getattr(args, a.dest, a.default) != a.default or typed & set(a.option_strings)]  # fmt: skip
