@@ -232,9 +232,23 @@ def advise(opts: Options, db: str, argv: list[str], warn=None) -> Advice:
     return answer
 
 
+def _too_large_here(workload, peaks: dict, opts: Options, clock: Clock) -> str | None:
+    """Why this machine's memory cannot hold the step, with the largest batch that does fit, or that none does (no
+    batch of a 3.2B model with AdamW); None where it can. That search is timed as a part the budget does not cut: its
+    traces were "the rest ..., a process under way is stopped", none having run."""
+    from dlperf.predict import memory
+
+    if not memory.no_room_here(workload, peaks.get("fp32")):
+        return None
+    began = time.monotonic()
+    most = memory.largest_here(workload, "fp32", {workload.batch: peaks["fp32"]}, opts.timeout, "--timeout")
+    clock.uncut[HERE] = time.monotonic() - began
+    return memory.no_room_here(workload, peaks["fp32"], largest=most)
+
+
 def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advice:
     from dlperf import crossover
-    from dlperf.predict import cost, memory, roofline
+    from dlperf.predict import cost, roofline
 
     chosen, deadline = check(opts)
     workload, size, batches = _resolved(opts)
@@ -242,13 +256,8 @@ def _advise(opts: Options, db: str, argv: list[str], clock: Clock, warn) -> Advi
     costs, largest, notes, peaks = predicted(workload, chosen, samples, what, deadline, opts.timeout, steps)
     clock.uncut[PREDICTIONS] = time.monotonic() - clock.started
     notes += [NO_EPOCH_NOTE.format(workload.data)] if what.full == NO_EPOCH_WORK else []
-    too_large = memory.no_room_here(workload, peaks.get("fp32"))
-    if too_large:  # with the largest batch that does fit, or that none does (no batch of a 3.2B model with AdamW)
-        began = time.monotonic()  # its traces were "the rest ..., a process under way is stopped", none having run
-        most = memory.largest_here(workload, "fp32", {workload.batch: peaks["fp32"]}, opts.timeout, "--timeout")
-        clock.uncut[HERE] = time.monotonic() - began
-        too_large = memory.no_room_here(workload, peaks["fp32"], largest=most)
-    if too_large:  # measuring it would only end in the kernel's out-of-memory killer, or in swap
+    # measuring a step too large would only end in the kernel's out-of-memory killer, or in swap
+    if too_large := _too_large_here(workload, peaks, opts, clock):
         return Advice(workload.name, workload.batch, costs, None, None, [], roofline.uncertainty(), notes,
                       ExitCode.OK, largest, opts.workload, cpu_why=too_large)  # fmt: skip
 
