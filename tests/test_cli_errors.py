@@ -596,3 +596,15 @@ def test_an_error_document_takes_the_last_format_typed_and_escapes_what_it_quote
     document_error("A (net\x1b]0;pwned\x07) and B share no cell", 2, "md")
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and out.startswith("**dlperf: error** (exit code 2): A (net")
+
+
+def test_env_install_where_the_data_folder_cannot_be_written_is_one_line(tmp_path, monkeypatch, capsys):
+    """DLPERF_DATA_DIR naming a file (or a read-only folder) was a traceback, NotADirectoryError, of `env install`,
+    the command `env list` names."""
+    (afile := tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("DLPERF_DATA_DIR", str(afile))
+    said = error_line(["env", "install", "jax"], capsys, tmp_path)
+    assert said == (
+        f"dlperf env install: the frameworks' environments go in {afile}/envs (DLPERF_DATA_DIR), which "
+        "cannot be made or written there (Not a directory): set DLPERF_DATA_DIR to a folder you can write"
+    )

@@ -86,7 +86,7 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
     try:
         parser = build_parser()
         args = db_first(parse(parser, argv))
-        args.typed = typed_options(argv)
+        args.options_typed = typed_options(argv)
         if args.command is None:  # `dlperf` alone: what it can do, where argparse would say "command" is required
             parser.print_help(sys.stderr)
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")

@@ -28,7 +28,7 @@ def check(db: str, *words: str) -> None:
 
     argv = ["--db", db, *words, "--resume"]
     args = parse(build_parser(), argv)
-    args.typed = typed_options(argv)  # as `cli.dispatch` marks them
+    args.options_typed = typed_options(argv)  # as `cli.dispatch` marks them
     check_resume_flags(args, db)
 
 

@@ -159,3 +159,27 @@ def test_a_key_column_that_tells_rows_apart_is_never_dropped_however_narrow():
     text = printed(table, 40)
     assert "does not" in text and "(needs" in text and text.count("bf16") == text.count("fp32") >= 2, text
     assert text.count("1,048,576 or more") == 4  # the figures whole: the verdict goes to a part of its own
+
+
+@pytest.mark.parametrize("width", [36, 40, 50, 60])
+def test_every_part_tells_its_rows_apart(width):
+    """Moving the last key column, the mode, into a part of its own left the parts after it reading "tiny-fcn-s |
+    cpu:1" twice with different figures: a key column is moved only where the others still tell every row apart."""
+    from dlperf.commands.common import _column_groups
+
+    table = Table(title="B / A")
+    for name in ("workload", "framework", "column", "mode"):
+        table.add_column(name)
+    for name in ("A median", "B median", "B/A [95% CI]", "processes A/B", "p (Holm)", "verdict"):
+        table.add_column(name, justify="right")
+    for workload in ("tiny-fcn-s", "tiny-lstm"):
+        for column in ("cpu:1", "cpu:2"):
+            for mode in ("fp32", "bf16"):
+                table.add_row(workload, "torch", column, mode, "275 µs", "271 µs", "0.987 [0.741, 1.314]", "2/2",
+                              "1.000", "no significant change")  # fmt: skip
+    needs = [12, 9, 7, 6, 10, 10, 22, 15, 10, 23]
+    rows = len(table.columns[0]._cells)
+    for group in _column_groups(table, needs, width):
+        keys = [i for i in group if i < 4]
+        told = {tuple(str(table.columns[i]._cells[r]) for i in keys) for r in range(rows)}
+        assert len(told) == rows, (width, group)

@@ -134,8 +134,11 @@ def test_an_interrupted_copy_leaves_no_half_run(sources, tmp_path, monkeypatch):
     monkeypatch.undo()
     make_db(target, {"fcn-r": processes(60, 2, 0.3)})
     monkeypatch.setattr(Store, "_insert", interrupted)
+    closed, close = [], Store.close
+    monkeypatch.setattr(Store, "close", lambda self: (closed.append(self.path), close(self))[1])
     with pytest.raises(KeyboardInterrupt):
         merge.merge([str(a)], str(target))
+    assert str(target) in closed  # an existing target's connection closed, its leases released, as on success
     assert [r["id"] for r in rows(target, "runs")] == [1] and len(rows(target, "cells")) == 1  # as it was
     monkeypatch.undo()
     assert [c.skipped for c in merge.merge([str(a)], str(target))] == [False, False]
@@ -343,3 +346,24 @@ def test_a_link_named_as_the_target_stays_and_the_file_made_through_it_goes(sour
     with pytest.raises(KeyboardInterrupt):
         merge.merge([str(a)], str(link))
     assert link.is_symlink() and not real.exists()
+
+
+def test_all_reduce_figures_are_copied_once_and_a_source_merged_before_says_so(tmp_path):
+    """`dlperf comm`'s figures were left out of a merge, which said of their file "nothing to copy (it holds no run
+    and no peak)"; a file of peaks merged again said "it holds no run", its peaks already there unsaid."""
+    from commands.test_comm import K, M, comm_row
+
+    figures, into = tmp_path / "c.db", tmp_path / "all.db"
+    store = Store.open(figures, create=True)
+    store.record_comm({"hostname": "here"}, {}, [comm_row(4 * K), comm_row(M)])
+    store.close()
+    said = []
+    merge.merge([str(figures)], str(into), report=said.append)
+    assert said == [f"{figures}: 2 all-reduce figures copied"]
+    target = Store.open(into, create=False)
+    assert sorted(r.bytes for r in target.comm_results()) == [4 * K, M]
+    target.close()
+    said.clear()
+    merge.merge([str(figures)], str(into), report=said.append)
+    assert said == [f"{figures}: nothing to copy (it holds no run; its 2 all-reduce figures are here already)"]
+    assert len(rows(into, "comm")) == 2

@@ -404,6 +404,12 @@ def _column_need(table: Any, console: Any, options: Any, column: Any) -> int:
     return max(head, widest, column.min_width or 0) + table._get_padding_width(column._index)
 
 
+def _tell_apart(columns: list[Any], keys: list[int]) -> bool:
+    """Whether the cells of the columns `keys` differ on every two rows."""
+    rows = list(zip(*([str(c) for c in columns[i]._cells] for i in keys), strict=True))
+    return bool(keys) and len(set(rows)) == len(rows)
+
+
 def _column_groups(table: Any, needs: list[int], width: int) -> list[list[int]]:
     """The columns of each part: the key columns, then the others in order, in as few parts as fit beside them,
     as even as can be (no part of one lone column where two could be shared)."""
@@ -425,8 +431,10 @@ def _column_groups(table: Any, needs: list[int], width: int) -> list[list[int]]:
         same = [i for i in kept if len({str(c) for c in columns[i]._cells}) <= 1]
         if same:
             kept.remove(same[-1])
-        else:
+        elif _tell_apart(columns, kept[:-1]):  # the others still tell each row apart in every part
             moved.insert(0, kept.pop())
+        else:  # kept, its cells folding: a part whose rows read alike is no part (the mode in one part alone)
+            break
     room = width - sum(needs[i] for i in kept) - edges - (len(kept) - 1) * border
     rest = [*moved, *range(keys, len(columns))]
     others = [needs[i] + border for i in rest]
@@ -514,12 +522,12 @@ def print_rich(renderable: Any, lines: Sequence[str] = (), notes: Sequence[str] 
 def given_flags(args: argparse.Namespace, add_arguments: Callable[[argparse.ArgumentParser], None],
                 allowed: frozenset[str] = frozenset()) -> list[str]:  # fmt: skip
     """The options of a command's parser (`add_arguments`) given a value other than their default, or typed at it
-    (`args.typed`, `cli.typed_options`: `--repeats 1` on a `--resume` of a run of 2 went on at 2, said nothing), each
-    by its long name, but for the destinations `allowed`: what a mode of the command that takes none of them would
-    ignore."""
+    (`args.options_typed`, `cli.typed_options`: `--repeats 1` on a `--resume` of a run of 2 went on at 2, said
+    nothing), each by its long name, but for the destinations `allowed`: what a mode of the command that takes none
+    of them would ignore."""
     parser = argparse.ArgumentParser(add_help=False)
     add_arguments(parser)
-    typed = getattr(args, "typed", frozenset())
+    typed = getattr(args, "options_typed", frozenset())
     chosen = [a for a in parser._actions if a.option_strings and a.dest not in allowed]
     return [max(a.option_strings, key=len) for a in chosen
             if getattr(args, a.dest, a.default) != a.default or typed & set(a.option_strings)]  # fmt: skip

@@ -99,6 +99,8 @@ def env_install(names: list[str], force: bool) -> int:
     for name in names:
         if name not in envs.PACKAGES:
             raise UsageError(f"dlperf env install {name}: {envs.install_refusal(name)}")
+    if why := envs.unusable_data_dir():
+        raise UsageError(f"dlperf env install: {why}")
     failed = 0
     for name in names:
 

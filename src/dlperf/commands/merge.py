@@ -14,7 +14,7 @@ HELP = (
     "has moved on"
 )
 DESCRIPTION = (
-    "Copy every run (cells, measurements, raw samples) and measured peak of each SOURCE into the "
+    "Copy every run (cells, measurements, raw samples), measured peak and all-reduce figure of each SOURCE into the "
     "--db database, created if missing, under new run ids; each copied run records where it came from. All or "
     "nothing: every source is read and checked whole first, and a damaged one stops the merge before anything is "
     "written."

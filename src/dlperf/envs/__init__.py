@@ -116,6 +116,21 @@ def env_dir(framework: str) -> Path:
     return data_dir() / "envs" / framework
 
 
+def unusable_data_dir() -> str | None:
+    """Why the environments cannot be made where `data_dir` says, in words ending in the fix; None where they can
+    (a DLPERF_DATA_DIR that names a file, or a read-only folder, was a traceback of `env install`)."""
+    folder = data_dir() / "envs"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        named = "DLPERF_DATA_DIR" if os.environ.get("DLPERF_DATA_DIR") else "dlperf's data folder"
+        return (f"the frameworks' environments go in {folder} ({named}), which cannot be made or written there "
+                f"({exc.strerror or exc}): set DLPERF_DATA_DIR to a folder you can write")  # fmt: skip
+    return None
+
+
 def env_python(framework: str) -> Path:
     return env_dir(framework) / "bin" / "python"
 

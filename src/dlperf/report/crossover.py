@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dlperf.errors import UnreadableRow, UsageError
+from dlperf.errors import UnreadableRow
 from dlperf.measure.units import plural
 from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, doubt_lines, doubt_of, doubted, doubtful
 from dlperf.report.format import seconds
@@ -144,11 +144,8 @@ def _no_room(row: Row, gpu: str) -> str:
     if cell is None or step is None or step.measured or not cell.peak_mem_bytes:
         return ""
     peak = memory.allocator_peak(cell.peak_mem_bytes, cell.peak_mem_kind)
-    try:
-        spec = gpus.lookup(gpu)
-    except UsageError:  # a GPU of a --gpu-specs file this view was not given: not checked
-        return ""
-    ok, why = cost.fits(spec, None, "fp32", peak) if peak else (True, "")
+    spec = gpus.known(gpu)  # None: a GPU of a --gpu-specs file this view was not given, not checked
+    ok, why = cost.fits(spec, None, "fp32", peak) if peak and spec else (True, "")
     return "" if ok else f", but the step does not fit its memory ({why.removeprefix(cost.NO_FIT + ': ')})"
 
 

@@ -32,9 +32,9 @@ class Copies:
     """The copying part of `Store`: reads and writes of whole rows, with the columns both files have."""
 
     def rows(self, table: str, run_id: int | None = None) -> list[dict[str, Any]]:
-        """Raw rows of `table` ("runs", "cells", "measurements", "peaks") as dicts, JSON undecoded: what a copy
+        """Raw rows of `table` ("runs", "cells", "measurements", "peaks", "comm") as dicts, JSON undecoded: what a copy
         to another file needs. `run_id`: only that run's rows. A table an old file lacks reads as empty."""
-        too_old = {"peaks": 2, "profiles": PROFILES, "predictions": PREDICTIONS}
+        too_old = {"peaks": 2, "comm": 4, "profiles": PROFILES, "predictions": PREDICTIONS}
         if self.version < too_old.get(table, 0):
             return []
         by_run = ("cells", "measurements", "profiles", "predictions")
@@ -159,13 +159,18 @@ class Copies:
     def insert_missing_peaks(self, peaks: list[dict[str, Any]]) -> int:
         """Peaks read from another file (`rows`) that this one lacks (every column but the id equal), inside the
         caller's `transaction`; returns how many were added."""
+        return self.insert_missing("peaks", peaks)
+
+    def insert_missing(self, table: str, found: list[dict[str, Any]]) -> int:
+        """Rows of a table of machine figures (peaks, comm) read from another file that this one lacks (every column
+        but the id equal), inside the caller's `transaction`; returns how many were added."""
         added = 0
-        for peak in peaks:
-            fields = {k: v for k, v in peak.items() if k != "id"}
+        for row in found:
+            fields = {k: v for k, v in row.items() if k != "id" and k in self._columns(table)}
             match = " AND ".join(f"{k} IS ?" for k in fields)
-            if self.conn.execute(f"SELECT 1 FROM peaks WHERE {match}", tuple(fields.values())).fetchone():
+            if self.conn.execute(f"SELECT 1 FROM {table} WHERE {match}", tuple(fields.values())).fetchone():
                 continue
-            self._insert("peaks", fields)
+            self._insert(table, fields)
             added += 1
         return added
 

@@ -9,9 +9,9 @@ run holds too) is skipped, so merging twice adds nothing; unless the source's ru
 (resumed: more cells, processes or profiles, another status), when the copy is brought up to date, but for a copy
 resumed in the target apart from its source, which keeps its own measurements (said in a warning). An unfinished run
 (interrupted, stopped, or measured by a live process as it is read) is copied with a warning saying so. A Ray node's
-run that went on with a lost node's run names the lost run's copy (`relink`). The sources' measured peaks are copied
-too, each once. All or nothing: every source is read whole and each row decoded before the target is opened (a damaged
-source is a one-line error naming it, and the run and cell), and the copy is one transaction.
+run that went on with a lost node's run names the lost run's copy (`relink`). The sources' measured peaks and all-reduce
+figures are copied too, each once. All or nothing: every source is read whole and each row decoded before the target
+is opened (a damaged source is a one-line error naming it, and the run and cell), and the copy is one transaction.
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ class Source:
     unfinished: dict[int, str] = field(default_factory=dict)  # run id -> what is unfinished about it, in a sentence
     went_on: dict[int, int] = field(default_factory=dict)  # a lost Ray node's run -> the run that measured what it left
     stopped: frozenset[int] = frozenset()  # its runs unfinished with their process gone (`state.run_state`)
+    comm: list[dict[str, Any]] = field(default_factory=list)  # `dlperf comm`'s all-reduce figures (were dropped)
 
 
 def merge(sources: list[str], target: str, report: Callable[[str], None] = lambda line: None,
@@ -83,7 +84,10 @@ def merge(sources: list[str], target: str, report: Callable[[str], None] = lambd
         with dst.transaction(full_said=True):
             done = [copied for source in read for copied in _merge_one(source, dst, lines)]
     except BaseException as exc:  # an interrupt, a full disk: a store the merge created holds nothing, and is not left
-        if new and _remove_made(dst) and isinstance(exc, StoreFault) and _full(exc):
+        if not new:
+            dst.close()  # its leases released, as after a merge that succeeds
+            raise
+        if _remove_made(dst) and isinstance(exc, StoreFault) and _full(exc):
             raise StoreFault(
                 f"{named(target)}: could not store what it copied ({exc.__context__}): the file the "
                 "merge created is removed; free room on its disk and run the command again"
@@ -126,10 +130,16 @@ def _merge_one(source: Source, dst: Store, lines: list[str]) -> list[Copied]:
         done.append(copy_run(rows, dst, source))
         lines.append(done[-1].line())
     relink(source, dst, {c.source_run: c.target_run for c in done})
-    if added := dst.insert_missing_peaks(source.peaks):
-        lines.append(f"{source.name}: {added} measured peak{'s' * (added != 1)} copied")
-    elif not source.runs:  # said, where nothing at all was: the wrong file named, or one dlperf only created
-        lines.append(f"{source.name}: nothing to copy (it holds no run{' and no peak' * (not source.peaks)})")
+    peaks, comm = dst.insert_missing_peaks(source.peaks), dst.insert_missing("comm", source.comm)
+    if peaks:
+        lines.append(f"{source.name}: {plural(peaks, 'measured peak')} copied")
+    if comm:
+        lines.append(f"{source.name}: {plural(comm, 'all-reduce figure')} copied")
+    if not source.runs and not peaks and not comm:  # the wrong file named, one dlperf only created, or merged before
+        held = [plural(len(rows), what) for rows, what in ((source.peaks, "measured peak"),
+                                                            (source.comm, "all-reduce figure")) if rows]  # fmt: skip
+        lines.append(f"{source.name}: nothing to copy (it holds no run; its {' and '.join(held)} are here already)"
+                     if held else f"{source.name}: nothing to copy (it holds no run and no peak)")  # fmt: skip
     return done
 
 
@@ -152,7 +162,7 @@ def read_source(source: str, target: str) -> Source:
     try:
         try:
             runs = [src.check_run(run.get("id")) for run in src.rows("runs")]
-            peaks = src.rows("peaks")
+            peaks, comm = src.rows("peaks"), src.rows("comm")
             src.check_file()
             states = [run_state(src, record) for record in src.runs()]
             unfinished = {s.run.id: s.summary() for s in states if s.unfinished}
@@ -164,7 +174,7 @@ def read_source(source: str, target: str) -> Source:
         raise UsageError(f"merge {source!r}: {exc}") from exc
     finally:
         src.close()
-    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished, went_on, stopped)
+    return Source(source, str(Path(source).resolve()), runs, peaks, unfinished, went_on, stopped, comm)
 
 
 def _open_source(source: str, target: str) -> Store:

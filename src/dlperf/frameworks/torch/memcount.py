@@ -120,7 +120,7 @@ def as_on_a_gpu(step) -> None:
     foreach=False: one tensor at a time), else foreach, CUDA's default where none is given (this CPU's, one tensor at
     a time, is not). A user's `Adam(fused=True)` was traced foreach, its peak 1 GiB high; an optimizer without a
     foreach implementation is traced as it is (it was refused)."""
-    given = step.optimizer.defaults
+    given = getattr(step.optimizer, "defaults", {})  # a duck-typed optimizer's: none
     if given.get("foreach") is False and not given.get("fused"):
         return
     with contextlib.suppress(NotImplementedError):
