@@ -52,6 +52,9 @@ def test_a_dataset_already_there_is_refused_unless_overwrite(tmp_path, capsys):
     assert not (tmp_path / "mnist" / "t10k-labels-idx1-ubyte").exists()
     assert len(idx.read_mnist(tmp_path / "mnist", "test")) == synth.SIZES["small"].mnist[1]
     assert (tmp_path / "README.txt").read_text().count("dlperf data synth") == 2
+    # the same data written again: its paragraph is there already, not written twice
+    assert main(["data", "synth", str(tmp_path), "--only", "ptb,mnist", "--seed", "1", "--overwrite"]) == 0
+    assert (tmp_path / "README.txt").read_text().count("dlperf data synth") == 2
 
 
 def test_into_a_folder_of_photos_the_closing_line_names_the_folder_that_reads_the_images(tmp_path, capsys):

@@ -662,6 +662,13 @@ def test_the_rest_of_a_peak_is_the_cpu_at_the_thread_counts_left_and_the_gpus_le
     assert rest_command({"cpu:1", "cpu:2"}, both, [1, 2]) == "dlperf peak --devices cuda:0"
     assert rest_command({"cuda:0"}, both, [1, 2]) == "dlperf peak --devices cpu --threads 1,2"
     assert rest_command({"cpu:1", "cpu:2", "cuda:0"}, both, [1, 2]) is None
+    # the store named by $DLPERF_DB: run as printed, the rest went to ./dlperf.db
+    monkeypatch.setenv("DLPERF_DB", "my peaks.db")
+    assert (
+        rest_command({"cpu:1"}, both, [1, 2]) == "DLPERF_DB='my peaks.db' dlperf peak --devices cpu,cuda:0 --threads 2"
+    )
+    monkeypatch.setattr(sys, "argv", ["dlperf", "peak", "--threads", "1,2", "--db", "x.db"])  # --db said it: as typed
+    assert rest_command({"cpu:1"}, ["cpu"], [1, 2]) == "dlperf peak --db x.db --devices cpu --threads 2"
 
 
 def test_a_peak_interrupted_before_its_first_figures_says_nothing_is_stored(tmp_path, monkeypatch, capsys):

@@ -292,7 +292,6 @@ def command_with(flags: dict[str, str | None]) -> str:
     """This command line with `flags` given anew: each one's words as typed (`--sizes 8K`, `--sizes=8K`) left out,
     then those with a value added (`{"--sizes": "16K,32K", "--factor": None}`): the command that measures what an
     interrupt left (`peak`, `comm`)."""
-    import shlex
 
     words, skip = [], False
     for word in sys.argv[1:]:
@@ -301,7 +300,18 @@ def command_with(flags: dict[str, str | None]) -> str:
             continue
         words.append(word)
     given = [part for flag, value in flags.items() if value is not None for part in (flag, value)]
-    return shlex.join(["dlperf", *words, *given])
+    return as_typed(["dlperf", *words, *given])
+
+
+def as_typed(words: list[str]) -> str:
+    """A command line to run again, quoted for a shell; with the `DLPERF_DB=...` that named its store where no --db
+    does (`peak`'s and `comm`'s "To measure the rest", run as printed, stored into ./dlperf.db)."""
+    import shlex
+
+    line = shlex.join(words)
+    named = any(w == "--db" or w.startswith("--db=") for w in words)
+    return f"DLPERF_DB={shlex.quote(os.environ['DLPERF_DB'])} {line}" if os.environ.get("DLPERF_DB") and not named \
+        else line  # fmt: skip
 
 
 def warn_unreadable(faults: Sequence[Exception], where: str) -> int:

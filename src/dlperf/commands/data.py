@@ -148,7 +148,10 @@ def note(directory: Path, args, datasets: tuple[str, ...], written: list[Written
         return
     text = synth.readme(args.size, args.seed, [w.dataset for w in written], VERSION)
     try:
-        with open(directory / "README.txt", "a", encoding="utf-8") as f:
+        readme = directory / "README.txt"
+        if readme.is_file() and text in readme.read_text(encoding="utf-8", errors="replace"):
+            return  # said already (--overwrite of the same data grew it by the same paragraph each time)
+        with open(readme, "a", encoding="utf-8") as f:
             f.write(text)
     except OSError:
         if len(written) == len(datasets):  # all written: the note must be too

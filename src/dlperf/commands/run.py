@@ -407,9 +407,9 @@ def say_interrupted(stored: str, then: str) -> None:
 
 def again() -> str:
     """This command line, to run it again as typed (a search cannot be resumed: it starts over)."""
-    import shlex
+    from dlperf.commands.common import as_typed
 
-    return shlex.join(["dlperf", *sys.argv[1:]])
+    return as_typed(["dlperf", *sys.argv[1:]])
 
 
 def show_resumed(db: str, run_id: int) -> None:
