@@ -264,12 +264,12 @@ def test_a_forked_child_killed_with_its_warm_parent_is_told_from_one_killed_alon
 
 
 INTERRUPTED_AT_FORK = """
-import os, signal, subprocess, sys, tempfile
+import os, signal, subprocess, sys
 from pathlib import Path
 from dlperf.runner import launch, lifeline
 
 os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))  # Ctrl-C as the child is forked
-log = Path(tempfile.mkdtemp())
+log = Path.cwd()  # the test's tmp_path: a folder of mkdtemp's was left in /tmp by every run
 with lifeline.sigterm_as_interrupt(to_the_end=True):
     try:
         launch.run_child([sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ), 60.0, log)
@@ -294,7 +294,7 @@ def test_an_interrupt_as_a_child_is_forked_is_not_lost_in_the_at_fork_handlers(t
 
 
 INTERRUPTED_AS_A_WARM_PARENT_FORKS = """
-import os, signal, subprocess, sys, tempfile, time
+import os, signal, subprocess, sys, time
 from pathlib import Path
 from dlperf.runner import launch, lifeline
 
@@ -315,7 +315,7 @@ class Parent:  # a warm parent whose fork is under way when Ctrl-C comes: the ch
 with lifeline.sigterm_as_interrupt(to_the_end=True):
     try:
         launch.run_child([sys.executable, "-m", "dlperf.worker.cell"], dict(os.environ), 60.0,
-                         Path(tempfile.mkdtemp()), parent=Parent())
+                         Path.cwd(), parent=Parent())  # the test's tmp_path
     except KeyboardInterrupt:
         print("interrupted", flush=True)
         sys.exit(130)
