@@ -128,19 +128,26 @@ def test_a_rich_without_the_private_measures_prints_the_table_as_rich_does(monke
     assert "H100-SXM5-80GB" in text and "1.62 ms" in text
 
 
-def test_a_key_column_the_same_on_every_row_goes_before_one_that_tells_rows_apart():
-    """compare at 80 columns kept workload, framework and column beside each part but not the mode: torch was on
-    every row, and two rows, fp32 and bf16, read 'tiny-fcn-s torch cpu:1' with different figures."""
+def compare_table(workloads: list[str]) -> Table:
+    """The shape of `dlperf compare`'s table (report/compare.py): each workload at two columns and two modes, torch
+    on every row."""
     table = Table(title="B / A")
     for name in ("workload", "framework", "column", "mode"):
         table.add_column(name)
     for name in ("A median", "B median", "B/A [95% CI]", "processes A/B", "p (Holm)", "verdict"):
         table.add_column(name, justify="right")
-    for column in ("cpu:1", "cpu:2"):
-        for mode in ("fp32", "bf16"):
-            table.add_row("tiny-fcn-s", "torch", column, mode, "275 µs", "271 µs", "0.987 [0.741, 1.314]", "2/2",
-                          "1.000", "no significant change")  # fmt: skip
-    text = printed(table, 60)
+    for workload in workloads:
+        for column in ("cpu:1", "cpu:2"):
+            for mode in ("fp32", "bf16"):
+                table.add_row(workload, "torch", column, mode, "275 µs", "271 µs", "0.987 [0.741, 1.314]", "2/2",
+                              "1.000", "no significant change")  # fmt: skip
+    return table
+
+
+def test_a_key_column_the_same_on_every_row_goes_before_one_that_tells_rows_apart():
+    """compare at 80 columns kept workload, framework and column beside each part but not the mode: torch was on
+    every row, and two rows, fp32 and bf16, read 'tiny-fcn-s torch cpu:1' with different figures."""
+    text = printed(compare_table(["tiny-fcn-s"]), 60)
     assert "(continued)" in text and "torch" not in text.split("(continued)")[1]
     for part in text.split("(continued)"):
         assert "cpu:2" in part and "bf16" in part  # each part tells its rows apart
@@ -167,16 +174,7 @@ def test_every_part_tells_its_rows_apart(width):
     cpu:1" twice with different figures: a key column is moved only where the others still tell every row apart."""
     from dlperf.commands.common import _column_groups
 
-    table = Table(title="B / A")
-    for name in ("workload", "framework", "column", "mode"):
-        table.add_column(name)
-    for name in ("A median", "B median", "B/A [95% CI]", "processes A/B", "p (Holm)", "verdict"):
-        table.add_column(name, justify="right")
-    for workload in ("tiny-fcn-s", "tiny-lstm"):
-        for column in ("cpu:1", "cpu:2"):
-            for mode in ("fp32", "bf16"):
-                table.add_row(workload, "torch", column, mode, "275 µs", "271 µs", "0.987 [0.741, 1.314]", "2/2",
-                              "1.000", "no significant change")  # fmt: skip
+    table = compare_table(["tiny-fcn-s", "tiny-lstm"])
     needs = [12, 9, 7, 6, 10, 10, 22, 15, 10, 23]
     rows = len(table.columns[0]._cells)
     for group in _column_groups(table, needs, width):
