@@ -570,6 +570,23 @@ def test_a_failed_job_keeps_the_sizes_measured_before_it_but_none_that_summed_wr
     assert stored_sizes(db) == stored
 
 
+def test_a_failed_job_asked_for_json_says_so_in_json(tmp_path, monkeypatch, capsys):
+    """`--format json` of a job that failed printed nothing on stdout (a script reading it got no document): the error,
+    the exit code and the sizes stored, as a JSON document, beside the line on stderr."""
+    from dlperf.cli import main
+
+    lost = Error("RuntimeError: Connection closed by peer", rank=1)
+    events = {0: [Joined(), part(4 * K)], 1: [lost]}
+    monkeypatch.setattr(job, "run_job", lambda *args: Launched(ChildResult(1, False, 1.0, ""), events, ""))
+    db = tmp_path / "d.db"
+    argv = ["comm", "--nproc", "2", "--threads", "1", "--sizes", "4K:64K", "--db", str(db), "--format", "json"]
+    assert main(argv) == 1
+    out = capsys.readouterr()
+    assert "comm job failed" in out.err
+    assert json.loads(out.out) == {"error": f"comm job failed: rank 1: {lost.error}", "exit_code": 1, "db": str(db),
+                                   "stored_bytes": [4 * K]}  # fmt: skip
+
+
 def measured_a_size(tmp: Path) -> bool:
     """Whether a comm job's first process (its events under the launcher's folder in `tmp`) reported a size."""
     return any('"event": "answer_part"' in p.read_text() for p in tmp.glob("*comm*/events.jsonl.rank*"))

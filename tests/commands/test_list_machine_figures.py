@@ -68,6 +68,22 @@ def test_the_latest_peak_of_each_figure_is_listed_per_machine_in_its_unit(tmp_pa
     assert {(r["kind"], r["bytes"], r["pinned"]) for r in rows if r["kind"] == "memcpy"} == {("memcpy", 2**28, False)}
 
 
+def test_a_figure_skipped_later_does_not_hide_the_one_measured_before(tmp_path, capsys, monkeypatch):
+    """A second `dlperf peak` that skipped the fp16 matmul (or found it unsupported) listed '-' over the figure the
+    first measured, and called that one superseded, while the views still used it."""
+    monkeypatch.setenv("COLUMNS", "200")
+    db = tmp_path / "p.db"
+    skipped = peak("matmul", None, "fp16", sizes=[{"n": 1024, "skipped": "one product would take 16 s"}])
+    stored(db, peaks=[(HERE, [peak("matmul", 1.0e9, "fp16")]), (HERE, [skipped])])
+    lines = [" ".join(line.replace("│", " ").split()) for line in listed(capsys, db, "--peaks").splitlines()]
+    assert [line.split()[3:6] for line in lines if line.startswith("cpu 1 matmul")] == [["fp16", "0.00100", "TFLOP/s"]]
+    assert not any("every size skipped" in line for line in lines)
+    assert any("2 peaks in" in line and "1 earlier figure superseded" in line for line in lines)
+    only = tmp_path / "q.db"  # none measured: the latest of those not measured says why
+    stored(only, peaks=[(HERE, [skipped]), (HERE, [peak("matmul", None, "fp16", unsupported="no fp16 kernel")])])
+    assert "no fp16 kernel" in listed(capsys, only, "--peaks")
+
+
 def test_each_comm_job_is_one_line_and_json_keeps_every_size(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "200")
     db = tmp_path / "c.db"
@@ -128,3 +144,10 @@ def test_a_value_reads_in_three_figures_or_whole_from_1000():
 
     assert [value_text(v) for v in (0.0206, 9.6, 999.4, 999.96, 1000, 4204.4)] == [
         "0.0206", "9.60", "999", "1,000", "1,000", "4,204"]  # fmt: skip
+
+
+def test_a_missing_store_names_the_command_that_stores_the_figures(tmp_path, capsys):
+    """`list --peaks` of a store not made yet said "run `dlperf run` first", which stores no peak."""
+    for flag, command in (("--peaks", "dlperf peak"), ("--comm", "dlperf comm"), ("--runs", "dlperf run")):
+        assert main(["list", flag, "--db", str(tmp_path / "none.db")]) == 2
+        assert f"no such database (run `{command}` first)" in capsys.readouterr().err

@@ -92,6 +92,10 @@ def test_a_gpu_the_step_does_not_fit_says_so_beside_its_speed_up(tmp_path):
     assert x.lines()[1].endswith("GiB (the measured peak) of 14.1 GiB)")
     x.rows[1].cpu = replace(x.rows[1].cpu, peak_mem_bytes=2**30)  # 1 GiB: T4 holds it
     assert x.lines()[1] == fits
+    verdict = x.lines()[0]  # "faster from batch 8" read as every batch from 8: batch 64's step does not fit
+    x.rows[2].cpu = replace(x.rows[2].cpu, peak_mem_bytes=20 * 2**30, peak_mem_kind="live_tensors")
+    assert x.lines()[0] == verdict.replace("; uncertainty", "; its memory does not hold the step from batch 64; "
+                                           "uncertainty")  # fmt: skip
 
 
 def test_two_gpus_predicted_say_the_uncertainty_once(tmp_path):

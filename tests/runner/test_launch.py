@@ -73,6 +73,26 @@ def test_launch_runs_a_child_reads_its_events_and_leaves_nothing_behind(tmp_path
     assert launched.child.returncode == 1 and list(tmp_path.iterdir()) == []
 
 
+def test_the_first_child_a_process_launches_sweeps_what_a_killed_dlperf_left(tmp_path, monkeypatch):
+    """A SIGKILLed `dlperf comm` (or peak, profile) left its child's folder in /tmp until a `dlperf run` swept it: any
+    command's first child sweeps, once."""
+    import subprocess
+    import tempfile
+
+    from dlperf.runner import lifeline
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    (tmp_path / f"dlperf-{ended.pid}-comm-abc").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(lifeline, "_swept", False)
+    launch(ProbeTask("nosuch", EnvRequest()), sys.executable, 1, 60)
+    assert list(tmp_path.iterdir()) == [] and lifeline._swept
+    (tmp_path / f"dlperf-{ended.pid}-comm-def").mkdir()  # swept once a process: not at every cell
+    launch(ProbeTask("nosuch", EnvRequest()), sys.executable, 1, 60)
+    assert [p.name for p in tmp_path.iterdir()] == [f"dlperf-{ended.pid}-comm-def"]
+
+
 def test_crash_reasons():
     assert "SIGSEGV" in signal_reason(signal.SIGSEGV)
     assert "out of memory" in signal_reason(signal.SIGKILL)

@@ -221,8 +221,11 @@ def run(args) -> int:
     events = launched.every_rank
     if failure := failure_reason(job, launched.child, events):
         with lifeline.held():  # an interrupt meanwhile comes once the line says what is stored
-            kept, _ = keep_finished(job, env, db, events)
+            kept, right = keep_finished(job, env, db, events)
             print(f"dlperf: error: comm job failed: {failure}{'; ' + kept if kept else ''}", file=sys.stderr)
+            if opts.format == "json":  # its reader got nothing at all (as `cli.document_error` for any error)
+                said = {"error": f"comm job failed: {failure}", "exit_code": int(ExitCode.CELLS_FAILED)}
+                print(json.dumps({**said, "db": db, "stored_bytes": right}, indent=2))
         return ExitCode.CELLS_FAILED
     answer = result_of(events)
     assert answer is not None, "a job that did not fail answered"

@@ -242,7 +242,7 @@ def list_peaks(db: str, fmt: str) -> int:
     and framework version; in JSON every stored row."""
     from dlperf.report.machine_figures import latest_peaks, peak_json, peak_line
 
-    rows = _read(db, lambda store: store.peaks())
+    rows = _read(db, lambda store: store.peaks(), "dlperf peak")
     if fmt == "json":
         print(json.dumps([peak_json(r) for r in rows], indent=2))
         return ExitCode.OK
@@ -280,7 +280,7 @@ def list_comm(db: str, fmt: str) -> int:
     """The `dlperf comm` jobs of the store, newest first: one line each in text, every size in JSON."""
     from dlperf.report.machine_figures import comm_jobs
 
-    rows = _read(db, lambda store: store.comm_results())
+    rows = _read(db, lambda store: store.comm_results(), "dlperf comm")
     if fmt == "json":
         print(json.dumps([job.to_json() for job in comm_jobs(rows)], indent=2))
         return ExitCode.OK
@@ -313,10 +313,11 @@ def list_comm(db: str, fmt: str) -> int:
     return ExitCode.OK
 
 
-def _read(db: str, read):
+def _read(db: str, read, made_by: str):
+    """What `read` reads of the store `db`, which `made_by` (the command that stores such figures) would have made."""
     from dlperf.store import Store
 
-    store = Store.open(db, create=False)
+    store = Store.open(db, create=False, made_by=made_by)
     try:
         return read(store)
     finally:

@@ -127,7 +127,14 @@ class Crossover:
                 said += ")" if step.measured else f"; {_bound(step)} at {largest})"
             else:
                 said += f"up to batch {largest} " + ("(measured there)" if step.measured else f"({_bound(step)} there)")
-        return said
+        return said + self._holds_up_to(gpu)
+
+    def _holds_up_to(self, gpu: str) -> str:
+        """'; its memory does not hold the step from batch B' where a predicted GPU cannot hold the step at a batch
+        of the table (`_no_room`): "faster from batch 64" read as a GPU for every batch from 64, where it held none
+        above 128."""
+        too_large = [r.batch for r in self.rows if _both(r, gpu) and _no_room(r, gpu)]
+        return f"; its memory does not hold the step from batch {min(too_large)}" if too_large else ""
 
     def _step(self, gpu: str, batch: int) -> GpuStep:
         return next(r.gpus[gpu] for r in self.rows if r.batch == batch and _both(r, gpu))

@@ -93,14 +93,17 @@ def value_text(value: float) -> str:
 
 def latest_peaks(rows: list[PeakRecord]) -> tuple[list[PeakRecord], int]:
     """Of rows newest first, the latest of each figure per machine and framework version, in the listing's order
-    (machine, device, threads, kind, dtype, pinned, size), and how many earlier ones they supersede."""
+    (machine, device, threads, kind, dtype, pinned, size), and how many earlier ones they supersede. A figure not
+    measured (skipped, unsupported) supersedes none that was: the views use the measured one (`utilization._best`),
+    and a later `dlperf peak` that skipped the fp16 matmul listed it as '-' over the figure measured before."""
     latest: dict[tuple, PeakRecord] = {}
     for row in rows:
         detail = row.detail
         what = (row.kind, row.dtype or "", bool(detail.get("pinned")), detail.get("bytes") or 0)
         key = (machine_label(row.fingerprint, cores=True), row.framework, row.framework_version or "", row.device,
                row.threads, what)  # fmt: skip
-        latest.setdefault(key, row)
+        if key not in latest or (latest[key].value is None and row.value is not None):
+            latest[key] = row
 
     def order(key: tuple) -> tuple:
         kind, dtype, pinned, size = key[-1]

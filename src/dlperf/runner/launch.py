@@ -305,6 +305,7 @@ def launch(
     it with a reason. Never raises for the child's failure; an interrupt stops the child's tree and propagates, as
     `ChildInterrupted` with the events the child had reported."""
     lifeline.not_nested()
+    lifeline.remove_stale_dirs_once()
     with tempfile.TemporaryDirectory(prefix=lifeline.tmp_prefix(task.KIND)) as tmp:
         tmpdir = Path(tmp)
         write_task(task, tmpdir / "task.json")

@@ -201,6 +201,18 @@ def _reap(pids: list[int], wait_s: float) -> list[int]:
     return pids
 
 
+_swept = False
+
+
+def remove_stale_dirs_once() -> None:
+    """`remove_stale_dirs`, at the first child this process launches: every command that starts children sweeps what
+    a killed one left (a SIGKILLed `dlperf comm`'s folder stayed until a `dlperf run`), once, not at every cell."""
+    global _swept
+    if not _swept:
+        _swept = True
+        remove_stale_dirs()
+
+
 def remove_stale_dirs(root: str | None = None) -> list[str]:
     """Remove the children's temporary directories whose dlperf process has ended (killed, so it could not clean
     up); returns their paths."""

@@ -84,9 +84,9 @@ class Store(Copies, MachineFigures):
         self.marks: dict[int, dict[str, str]] = {}  # run id -> what tells it from another of its id (`spill.mark`)
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool) -> Store:
+    def open(cls, path: str | Path, *, create: bool, made_by: str = "dlperf run") -> Store:
         path = str(path)
-        check_path(path, create=create)
+        check_path(path, create=create, made_by=made_by)
         new = create and not os.path.lexists(path)
         try:
             try:

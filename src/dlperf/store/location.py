@@ -121,15 +121,16 @@ def named(path: str | Path) -> str:
     return f"db={str(path)!r}" if flag == "db" else f"{'-o' if flag == '-o' else '--db'} {str(path)!r}"
 
 
-def check_path(path: str, *, create: bool) -> None:
+def check_path(path: str, *, create: bool, made_by: str = "dlperf run") -> None:
     """What opening `path` would meet, said in one line before anything opens it (or, for `dlperf run`, plans): a
-    directory on the way this user may not enter, no file to read, a file that cannot be read or written."""
+    directory on the way this user may not enter, no file to read (`made_by`: the command that would have stored what
+    was asked for), a file that cannot be read or written."""
     if why := unreachable(path):
         raise UsageError(f"{named(path)}: {why}")
     if why := not_a_database_file(path, missing=None):
         raise UsageError(f"{named(path)}: {why}")
     if not create and not Path(path).exists():
-        raise UsageError(f"{named(path)}: no such database (run `dlperf run` first)")
+        raise UsageError(f"{named(path)}: no such database (run `{made_by}` first)")
     _check_readable(path)
     if why := newer_schema(path):
         raise UsageError(f"{named(path)}: {why}")
