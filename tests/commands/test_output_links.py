@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT, dlperf
 
 
@@ -38,6 +40,17 @@ def test_standard_output_redirected_to_a_file_gets_the_data_and_the_line_goes_to
     piped = subprocess.run([sys.executable, "-m", "dlperf", "export", "-o", "/dev/stdout", "--format", "csv"],
                            capture_output=True, text=True, env=env, timeout=120)  # fmt: skip
     assert piped.returncode == 0 and piped.stdout == text and "wrote /dev/stdout" in piped.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here, the device whose writes fail")
+def test_a_write_in_place_that_fails_is_one_line_saying_it_is_cut_short(report_db):
+    """`export -o /dev/full` (or `-o /dev/stdout` at `ulimit -f`) ended in an OSError's traceback, exit 1: such an
+    output is written in place, and what went before the failure is there, as at a failed write to standard output."""
+    proc = dlperf("export", "-o", "/dev/full", "--format", "csv", db=report_db)
+    assert proc.returncode == 74, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == ("dlperf: error: -o '/dev/full': could not write it (No space left "
+                                                    "on device): it is cut short")  # fmt: skip
+    assert "Traceback" not in proc.stderr
 
 
 def test_a_chart_with_nothing_left_to_draw_names_the_cells_it_left_out(report_db, tmp_path):

@@ -78,6 +78,20 @@ def test_variants_tell_series_apart_by_every_dimension_that_varies():
     assert "0.0041x the speed of fp32" in slow.series[1].points[0].tip  # read "0.00x"
 
 
+def test_variants_name_the_cells_they_draw_no_bar_for():
+    """tensorflow fp16 (unsupported) had no bar, no legend entry and no word in the caption, where the table said it."""
+    from dlperf.vocab import Status
+
+    unsupported = replace(cell(threads=2, mode="fp16", framework="jax"), median_s=None, status=Status.UNSUPPORTED)
+    failed = replace(cell(threads=1), median_s=None, status=Status.FAILED)
+    cells = [cell(threads=2, median=0.5), cell(threads=2, median=0.25, mode="bf16"), unsupported, failed]
+    [chart] = charts.variants(cells)
+    assert [s.label for s in chart.series] == ["torch fp32", "torch bf16"]
+    assert chart.caption.endswith("; no bar: jax fp16 cpu:2 (unsupported), torch fp32 cpu:1 (failed)")
+    [chart] = charts.variants(cells[:2])
+    assert "no bar" not in chart.caption
+
+
 def test_a_new_dimension_needs_no_change_in_the_views():
     """A later measurement (data-parallel processes, say) adds its dimension to a cell's `dimensions`."""
     cells = [cell(threads=1, median=1.0, dimensions={"ddp": "1"}), cell(threads=1, median=0.6, dimensions={"ddp": "2"})]

@@ -13,6 +13,7 @@ import pytest
 
 from conftest import make_cell
 from dlperf.report import charts, figures, paper, table
+from dlperf.store.records import LossCheckRecord
 from report.pictures import SVG, svg_axes
 
 BUSY = "other processes used 74% of the CPUs while this cell was timed"
@@ -178,3 +179,27 @@ def test_plot_files_mark_them_too(tmp_path):
     [axes] = svg_axes(out)
     assert axes["texts"].count("?") == 1 and "? fewer than 6 samples" in axes["texts"]
     assert marks(out.read_text())["hollow"] == 1
+
+
+def test_a_step_that_did_not_train_is_marked_in_every_chart_as_the_table_marks_it():
+    """A model whose loss was NaN (the table's `!`, "timed, but not training") was drawn as solid bars and points, as
+    sure as any, the legend silent; one disturbed beside it says both."""
+    nan = cell(threads=2, median=0.6, loss_finite=False)
+    cells = [cell(threads=1), nan, cell("jax", threads=1, median=0.9), cell("jax", threads=2, median=0.5)]
+    view = table.build(1, cells)
+    untrained = [(r.framework, c) for r in view.rows for c in r.cells if "!" in table.cell_text(r, c)]
+    assert untrained == [("torch", "cpu:2")]
+    [scaling] = charts.scaling(cells)
+    [variants] = charts.variants(cells)
+    for chart in (scaling, variants):
+        [drawn] = [p for s in chart.series if not s.ideal for p in s.points if p.doubtful]
+        assert drawn.y == 0.6 and drawn.tip.endswith(f"! {charts.NOT_TRAINING.removeprefix('a ')}")
+        assert chart.doubt == charts.NOT_TRAINING and chart.caption.endswith(f"with ?: {charts.NOT_TRAINING}")
+    svg = marks(figures.svg(variants, figures.palette([variants]), "c0")[0])
+    assert (svg["questions"], svg["hatched"]) == (1, 1) and f"? {charts.NOT_TRAINING}" in svg["legend"]
+    failed_check = replace(nan, loss_finite=None, loss_check=LossCheckRecord(False, "the loss rose"))
+    [chart] = charts.variants([*cells[:1], failed_check, *cells[2:]])
+    assert chart.doubt == charts.NOT_TRAINING
+    busy = cell("jax", threads=2, median=0.5, warnings=[BUSY])
+    [chart] = charts.variants([*cells[:3], busy])
+    assert chart.doubt == f"{charts.DISTURBED_CELL}, or {charts.NOT_TRAINING}"

@@ -96,6 +96,43 @@ def test_a_machine_that_ran_a_workload_without_a_time_says_why(tmp_path):
     assert f"lstm torch cpu:1 failed on gamma · EPYC Test · NVIDIA H100 80GB HBM3: {killed}" in " ".join(text.split())
 
 
+def test_a_disturbed_cell_keeps_its_mark_and_a_cell_without_a_time_its_status_in_every_format(tmp_path):
+    """The side by side view showed "561 µs (1 thread)" for a cell its run's table marks "561 µs? n=1343" (other
+    processes used 79% of the CPUs), and its CSV and JSON read a failed or unsupported cell as one never run."""
+    db = make_lab(tmp_path / "lab.db")
+    store = Store.open(db, create=True)
+    busy, killed, refused = (Cell("fcn-r", "torch", "cpu", 1, "fp32"), Cell("lstm", "torch", "cpu", 1, "fp32"),
+                             Cell("lstm", "torch", "cuda:0", 1, "fp32"))  # fmt: skip
+    run_id = store.create_run({"campaign": "lab"}, {}, {**BETA, "hostname": "gamma"}, ["dlperf", "run"],
+                              [PlannedCell(c, {"batch": 64}) for c in (busy, killed, refused)])  # fmt: skip
+    warning = "other processes used 79% of the CPUs while this cell was timed"
+    store.record(run_id, busy.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.2] * 20),
+                 CellFigures(status=Status.OK, median_s=0.2, ci_low_s=0.19, ci_high_s=0.21, n=20,
+                             warnings=[warning]))  # fmt: skip
+    for cell, status, error in ((killed, Status.FAILED, "worker killed by SIGKILL"),
+                                (refused, Status.UNSUPPORTED, "no such kernel here")):  # fmt: skip
+        store.record(run_id, cell.key, 0, ProcessMeasurement(status=status, error=error),
+                     CellFigures(status=status, error=error))  # fmt: skip
+    store.close()
+    text = " ".join(table(db, "--campaign", "lab").split())
+    assert "0.200? (1 thread)" in text and "gamma · EPYC Test · NVIDIA H100 80GB HBM3, 1 thread: 0.200? [" in text
+    assert "? = a median not to rely on" in text and "`dlperf table --run N` names its cells' notes" in text
+    rows = [r for r in csv.DictReader(io.StringIO(table(db, "--campaign", "lab", "--format", "csv")))
+            if r["machine"].startswith("gamma")]  # fmt: skip
+    fcn, lstm = rows
+    assert (fcn["cpu_status"], fcn["cpu_doubtful"], fcn["gpu_status"]) == ("ok", "true", "")
+    assert [lstm[k] for k in ("cpu_status", "cpu_s", "gpu_status", "gpu_doubtful")] == ["failed", "", "unsupported", ""]
+    assert lstm["error"] == "cpu:1: worker killed by SIGKILL; cuda:0: no such kernel here"
+    out = json.loads(table(db, "--campaign", "lab", "--format", "json"))
+    gamma = next(m["label"] for m in out["machines"] if m["label"].startswith("gamma"))
+    fcn_json, lstm_json = (r["machines"][gamma] for r in out["rows"])
+    assert fcn_json["cpu"]["status"] == "ok" and fcn_json["cpu"]["doubts"] == [warning] and fcn_json["gpu"] is None
+    assert lstm_json == {
+        "cpu": {"status": "failed", "column": "cpu:1", "error": "worker killed by SIGKILL"},
+        "gpu": {"status": "unsupported", "column": "cuda:0", "error": "no such kernel here"},
+    }
+
+
 def test_merged_stores_form_the_campaign(lab, tmp_path):
     """A campaign's name is stored with each run, so it comes along with `dlperf merge`."""
     other = tmp_path / "beta.db"
@@ -183,6 +220,9 @@ def test_the_report_of_a_campaign_shows_its_machines_side_by_side_then_its_lates
     assert 'id="campaign"' in page and 'class="fleet"' in page and "Seconds per mini-batch (run 2)" in page
     assert page.count('class="machine"') == 2 and 'class="num best"' in page
     assert "predicted 12.5 ms on H100-SXM5-80GB" in page and "lstm torch: fastest not told apart" in page
+    # a page of two machines was titled and headed by one, its latest run's
+    assert "<title>dlperf report: campaign lab (2 machines)</title>" in page
+    assert '<p class="summary">Campaign lab: 2 machines side by side, then Run 2 · ' in page
 
 
 def test_a_runs_report_shows_its_campaign_and_one_runs_report_is_as_before(lab, tmp_path):

@@ -113,8 +113,15 @@ def test_report_of_several_runs_and_bad_input(tmp_path, report_db):
     store = Store.open(report_db, create=False)
     fill(store, seed=1)
     store.close()
+    store = Store.open(report_db, create=False)
+    store.conn.execute("UPDATE runs SET status = 'interrupted', started_at = '2026-01-01T00:00:00' WHERE id = 1")
+    store.conn.commit()
+    store.close()
     page = report(tmp_path, report_db, "--run", "1,2")
     assert "Runs 1, 2" in page and "run 2" in page
+    # the latest run's status and start were the header's, for all: "complete" where run 1 was interrupted
+    [summary] = re.findall(r'<p class="summary">(.*?)</p>', page)
+    assert summary.startswith("Runs 1, 2 · interrupted (run 1), complete (run 2) · started 2026-01-01T00:00:00 to ")
     one_line_error(dlperf("report", "--run", "9", "-o", str(tmp_path / "x.html"), db=report_db), "--run 9: no such run")
     one_line_error(dlperf("report", "--run", "x", "-o", str(tmp_path / "x.html"), db=report_db), "--run 'x'")
     missing_dir = dlperf("report", "-o", str(tmp_path / "no" / "r.html"), db=report_db)

@@ -29,7 +29,13 @@ def replacing(path: str | Path) -> Iterator[Path]:
 
     out = Path(path)
     if not_a_regular_file(out) or an_open_file(out):
-        yield out
+        try:
+            yield out
+        except BrokenPipeError:
+            raise  # the reader went away (`-o /dev/stdout | head`): not a fault
+        except OSError as exc:  # what went before is written: cut short, as a write to standard output that fails
+            said = f"-o {str(path)!r}: could not write it ({exc.strerror or exc}): it is cut short"
+            raise OutputFailed(exc.errno, said) from None
         return
     if out.is_symlink():
         out = Path(os.path.realpath(out))

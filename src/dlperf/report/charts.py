@@ -16,6 +16,7 @@ from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.report.columns import column_order
 from dlperf.report.format import count, seconds
 from dlperf.store.records import CellRecord
+from dlperf.vocab import Status
 
 BASELINE_MODE = "fp32"
 
@@ -118,6 +119,18 @@ def doubtful(cell: CellRecord) -> bool:
     return few_samples(cell) or bool(disturbances(cell))
 
 
+def trains(cell: CellRecord) -> bool:
+    """Not known not to train: its timed steps' loss was finite (or not said) and it did not fail its loss check
+    against fp32 (a mode fast because it no longer learns is no setting to recommend, however fast)."""
+    return cell.loss_finite is not False and not (cell.loss_check and cell.loss_check.ok is False)
+
+
+def marked(cell: CellRecord) -> bool:
+    """What a chart draws hollow or hatched: a figure not to rely on (`doubtful`), or a step that did not train (the
+    table's `!`: a NaN loss's bars were drawn solid, as sure as any, its legend silent)."""
+    return doubtful(cell) or not trains(cell)
+
+
 def doubt_json(cell: CellRecord) -> dict:
     """A table's `?` for a script: `doubtful` and why (few samples, other processes' load, steal, warm-up, processes
     apart), each reason as its note says it; nothing for a cell to rely on."""
@@ -133,6 +146,16 @@ def doubt_of(cells: list[CellRecord]) -> str:
     marked = [c for c in cells if doubtful(c)]
     alone = all(all(w.startswith("few samples") for w in disturbances(c)) for c in marked)
     return FEW if alone else DISTURBED_CELL
+
+
+NOT_TRAINING = "a step that did not train (its loss not finite, or failing its check against fp32)"
+
+
+def marks_of(cells: list[CellRecord]) -> str:
+    """What a chart's mark says of its `marked` points: `doubt_of`, and that a step did not train where one did not."""
+    if all(map(trains, cells)):
+        return doubt_of(cells)
+    return f"{doubt_of(cells)}, or {NOT_TRAINING}" if any(map(doubtful, cells)) else NOT_TRAINING
 
 
 def dots(chart: Chart) -> bool:
@@ -173,15 +196,20 @@ def tip(cell: CellRecord, headline: str = "") -> str:
 
 
 def doubt_lines(cell: CellRecord) -> list[str]:
-    """A hover text's lines for what disturbed `cell` ("? other processes used 68% ..."), none for a quiet one."""
-    return [f"{DOUBT_MARK} {w}" for w in disturbances(cell)]
+    """A hover text's lines for what disturbed `cell` ("? other processes used 68% ..."), and that it did not train
+    ("! ..."); none for a quiet cell that trained."""
+    untrained = [] if trains(cell) else [f"{UNTRAINED_MARK} {NOT_TRAINING.removeprefix('a ')}"]
+    return [f"{DOUBT_MARK} {w}" for w in disturbances(cell)] + untrained
+
+
+UNTRAINED_MARK = "!"  # the table's LOSS_MARK
 
 
 def _point(cell: CellRecord, x: float | str, headline: str = "") -> Point:
     """A cell's point: its median, and its quartiles as the error bar, none from fewer than FEW_SAMPLES steps (whose
     spread they do not tell, as its hover's `IQR -` says)."""
     q1, q3 = (None, None) if few(cell.n) else (cell.q1_s, cell.q3_s)
-    return Point(x, cell.median_s, q1, q3, tip(cell, headline), doubtful(cell))
+    return Point(x, cell.median_s, q1, q3, tip(cell, headline), marked(cell))
 
 
 def _by(cells: list[CellRecord], *keys) -> dict[tuple, list[CellRecord]]:
@@ -232,7 +260,7 @@ def scaling(cells: list[CellRecord]) -> list[Chart]:
                 log_y=_spread([c.median_s for c in group]) >= 10,
                 caption=f"median step time (error bars: {ERROR_BARS}); dashed: ideal scaling "
                 "from the fewest threads measured",
-            ), doubt_of(group))
+            ), marks_of(group))
         )  # fmt: skip
     return charts
 
@@ -262,7 +290,7 @@ def ddp_scaling(cells: list[CellRecord]) -> list[Chart]:
                               "seconds per mini-batch", series,
                               caption="median step of the slowest process (error bars: interquartile range); "
                               "dashed: ideal (strong: time / processes, weak: flat)"),
-                        doubt_of(group))
+                        marks_of(group))
             )  # fmt: skip
     return charts
 
@@ -290,10 +318,23 @@ def variants(cells: list[CellRecord]) -> list[Chart]:
                 f"variants-{_slug(workload)}", "bars", f"{workload}: by {dims}", column_axis(columns),
                 "seconds per mini-batch",
                 series, categories=columns, log_y=_spread([c.median_s for c in group]) >= 20,
-                caption=f"median step time per column (error bars: {ERROR_BARS})",
-            ), doubt_of(group))
+                caption=f"median step time per column (error bars: {ERROR_BARS})" + _no_bar(cells, workload, shown),
+            ), marks_of(group))
         )  # fmt: skip
     return charts
+
+
+def _no_bar(cells: list[CellRecord], workload: str, shown: list[str]) -> str:
+    """'; no bar: tensorflow fp16 cpu:1 (unsupported)': the workload's cells that ran and have no time (unsupported,
+    failed), which the chart left out with no word of them, where the table says each."""
+    untimed = [c for c in cells if c.workload == workload and c.status is not Status.PENDING and not (c.ok and
+               c.median_s)]  # fmt: skip
+    said = [f"{series_label(c, shown) or c.framework} {c.column} ({c.status.value})" for c in untimed]
+    return f"; no bar: {', '.join(said[:MAX_NAMED])}{f' and {len(said) - MAX_NAMED} more' * (len(said) > MAX_NAMED)}" \
+        if said else ""  # fmt: skip
+
+
+MAX_NAMED = 4  # the cells without a bar a caption names, the rest counted
 
 
 def column_axis(columns: list[str]) -> str:
@@ -342,7 +383,7 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
             name = f"{label} {gpu_cell.device}"
             ratio = best.median_s / gpu_cell.median_s
             headline = f"{ratio:.1f}x faster than the best CPU cell ({best.column}, {seconds(best.median_s)})"
-            point = Point(workload, ratio, tip=tip(gpu_cell, headline), doubtful=doubtful(best) or doubtful(gpu_cell))
+            point = Point(workload, ratio, tip=tip(gpu_cell, headline), doubtful=marked(best) or marked(gpu_cell))
             series.setdefault(name, Series(name, [])).points.append(point)
             if workload not in categories:
                 categories.append(workload)
@@ -352,7 +393,7 @@ def gpu_speedup(cells: list[CellRecord]) -> Chart | None:
         "gpu-speedup", "bars", "GPU speed-up over the best CPU thread count", "workload", "speed-up (x)",
         list(series.values()), categories=categories, log_y=True, base=1.0,
         caption="best CPU median / GPU median, per workload; each bar from 1x (as fast), below it where slower",
-    ), f"from {doubt_of(ok)}")  # fmt: skip
+    ), f"from {marks_of(ok)}")  # fmt: skip
 
 
 def utilization(cells: list[CellRecord]) -> Chart | None:
@@ -369,7 +410,7 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
         category = f"{c.workload} {c.column} {label}"  # a bar of its own: in groups, many series made hairlines
         headline = f"{100 * c.utilization:.1f}% of the measured peak"
         series.setdefault(label, Series(label, [])).points.append(
-            Point(category, 100 * c.utilization, tip=tip(c, headline), doubtful=doubtful(c))
+            Point(category, 100 * c.utilization, tip=tip(c, headline), doubtful=marked(c))
         )
         if category not in categories:
             categories.append(category)
@@ -377,7 +418,7 @@ def utilization(cells: list[CellRecord]) -> Chart | None:
         "utilization", "hbars", "Utilization of the measured peak", "% of peak FLOP/s", "", list(series.values()),
         categories=categories, caption="the step's FLOPs at the matmul peak `dlperf peak` measured for the same "
         "device, dtype and threads, as a share of the measured step time",
-    ), doubt_of(measured))  # fmt: skip
+    ), marks_of(measured))  # fmt: skip
 
 
 def all_charts(cells: list[CellRecord]) -> list[Chart]:

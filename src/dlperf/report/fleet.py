@@ -23,12 +23,13 @@ from dlperf.envinfo import alike, machine_diff
 from dlperf.errors import UnreadableRow, UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import named, plural
+from dlperf.report.charts import doubt_json, doubtful
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import MEDIANS_APART, has_interval, tie, told_apart
 from dlperf.report.format import interval, markup, table_seconds
 from dlperf.report.predicted import own
 from dlperf.report.predicted import read as predictions_of
-from dlperf.report.table import mode_label
+from dlperf.report.table import DOUBT_LEGEND, FEW_MARK, mode_label
 from dlperf.store import Store
 from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
 from dlperf.store.state import RAY_ORIGIN, run_state  # the origin of a run a Ray node measured (`dlperf run --ray`)
@@ -67,13 +68,18 @@ class Entry:
     def text(self) -> str:
         """ "450 ms (2 threads)"; a GPU's "10.0 ms (cuda:0; predicted 12.5 ms on H100-SXM5-80GB)"."""
         guess = f"; predicted {table_seconds(self.predicted.step_s)} on {self.predicted.gpu}" if self.predicted else ""
-        return f"{table_seconds(self.cell.median_s)} ({self.where}{guess})"
+        return f"{self.median()} ({self.where}{guess})"
+
+    def median(self) -> str:
+        """The median as the table shows it, `?` after it where it is not to rely on (`charts.doubtful`: busy CPUs,
+        few steps...), as the run's own table marks it (the side by side view dropped the mark)."""
+        return table_seconds(self.cell.median_s) + (FEW_MARK if doubtful(self.cell) else "")
 
     def named(self) -> str:
         """ "alpha · Xeon, 2 threads: 450 ms [440 ms–460 ms]"."""
         span = self.interval
         shown = f" [{interval(*span, table_seconds, '–')}]" if span else " [no interval]"
-        return f"{self.machine}, {self.where}: {table_seconds(self.cell.median_s)}{shown}"
+        return f"{self.machine}, {self.where}: {self.median()}{shown}"
 
 
 @dataclass
@@ -88,6 +94,8 @@ class FleetRow:
     unmeasured: dict[tuple[str, str], str] = field(default_factory=dict)
     # (machine label, "cpu" or "gpu") -> a failed or timed-out cell's column ("cpu:2") and error, where it has one
     errors: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    # the same of an unsupported cell: its reason (the views' notes leave it to `table --run N`; JSON and CSV keep it)
+    reasons: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -176,6 +184,8 @@ class Fleet:
                          "intervals hold only that process's noise, not how two processes of one machine differ "
                          "(dlperf run --repeats 3 for more)")  # fmt: skip
         lines += self._failures()
+        if any(doubtful(e.cell) for r in self.rows for e in [*r.cpu.values(), *r.gpu.values()]):
+            lines.append(f"{DOUBT_LEGEND}; `dlperf table --run N` names its cells' notes")
         if any(r.gpu for r in self.rows) and not any(e.predicted for r in self.rows for e in r.gpu.values()):
             lines.append("no GPU cell has a stored prediction (dlperf run predicts each unless --no-predict)")
         return lines
@@ -313,8 +323,9 @@ def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]
             if not _timed(cell):
                 where = (machine.label, "cpu" if cell.device == "cpu" else "gpu")
                 row.unmeasured.setdefault(where, _why(cell))
-                if cell.error and cell.status.is_failure:  # why: the column says only "failed"
-                    row.errors.setdefault(where, (cell.column, cell.error.splitlines()[0]))
+                if cell.error:  # why: the column says only "failed" or "unsupported"
+                    why = row.errors if cell.status.is_failure else row.reasons
+                    why.setdefault(where, (cell.column, cell.error.splitlines()[0]))
                 continue
             kind = row.cpu if cell.device == "cpu" else row.gpu
             held = kind.get(machine.label)
@@ -396,7 +407,7 @@ def render_csv(fleet: Fleet) -> str:
     writer = csv.writer(out, lineterminator=CSV_LINE_END)
     writer.writerow(["workload", "framework", "mode", "loader", "machine", "cpu_s", "cpu_threads", "cpu_ci_low_s",
                      "cpu_ci_high_s", "gpu_s", "gpu_device", "gpu_ci_low_s", "gpu_ci_high_s", "gpu_predicted_s",
-                     "fastest"])  # fmt: skip
+                     "fastest", "cpu_status", "cpu_doubtful", "gpu_status", "gpu_doubtful", "error"])  # fmt: skip
     for row in fleet.rows:
         won = row.winner()
         first = won.machine if won else None
@@ -405,7 +416,11 @@ def render_csv(fleet: Fleet) -> str:
             values = [*_raw(cpu, lambda e: e.cell.threads), *_raw(gpu, lambda e: e.cell.device)]
             values.append(repr(gpu.predicted.step_s) if gpu and gpu.predicted else "")
             names = [row.workload, row.framework, row.mode, row.loader, m.label]
-            writer.writerow([spreadsheet_safe(v) for v in names] + values + [str(m.label == first).lower()])
+            said = [_state(row, m.label, kind) for kind in ("cpu", "gpu")]
+            states = [v for state in said for v in (state.get("status", ""), str(state.get("doubtful", "")).lower())]
+            errors = "; ".join(f"{state['column']}: {state['error']}" for state in said if state.get("error"))
+            writer.writerow([spreadsheet_safe(v) for v in names] + values + [str(m.label == first).lower(),
+                            *states, spreadsheet_safe(errors)])  # fmt: skip
     return out.getvalue()
 
 
@@ -418,7 +433,7 @@ def _raw(entry: Entry | None, where: Callable[[Entry], object]) -> list[str]:
 
 def render_json(fleet: Fleet) -> str:
     rows = [{"workload": r.workload, "framework": r.framework, "mode": r.mode, "loader": r.loader,
-             "machines": {m.label: {"cpu": _entry_json(r.cpu.get(m.label)), "gpu": _entry_json(r.gpu.get(m.label))}
+             "machines": {m.label: {kind: _state(r, m.label, kind) or None for kind in ("cpu", "gpu")}
                           for m in fleet.machines},
              "verdict": r.verdict()} for r in fleet.rows]  # fmt: skip
     machines = [{"label": m.label, "runs": list(m.runs)} for m in fleet.machines]
@@ -427,13 +442,20 @@ def render_json(fleet: Fleet) -> str:
                       indent=2)  # fmt: skip
 
 
-def _entry_json(entry: Entry | None) -> dict | None:
-    if entry is None:
-        return None
-    c, p = entry.cell, entry.predicted
-    return {"key": c.key, "device": c.device, "threads": c.threads, "median_s": c.median_s, "ci_low_s": c.ci_low_s,
-            "ci_high_s": c.ci_high_s, "n": c.n,
-            "predicted": p and {"gpu": p.gpu, "step_s": p.step_s, "bound": p.bound}}  # fmt: skip
+def _state(row: FleetRow, machine: str, kind: str) -> dict:
+    """A machine's CPU or GPU side of a row for a script: its fastest cell ("status": "ok", its figures and, where
+    not to rely on, `doubtful` and why), or why it has no time (failed, unsupported, loss not finite: with the cell's
+    column and error where it has one; CSV and JSON read a failed cell as one never run); {} where it did not run."""
+    entry = (row.cpu if kind == "cpu" else row.gpu).get(machine)
+    if entry is not None:
+        c, p = entry.cell, entry.predicted
+        return {"status": "ok", "key": c.key, "device": c.device, "threads": c.threads, "median_s": c.median_s,
+                "ci_low_s": c.ci_low_s, "ci_high_s": c.ci_high_s, "n": c.n,
+                "predicted": p and {"gpu": p.gpu, "step_s": p.step_s, "bound": p.bound}, **doubt_json(c)}  # fmt: skip
+    if (machine, kind) not in row.unmeasured:
+        return {}
+    column, error = row.errors.get((machine, kind)) or row.reasons.get((machine, kind)) or (None, None)
+    return {"status": row.unmeasured[machine, kind], **({"column": column, "error": error} if error else {})}
 
 
 def render_rich(fleet: Fleet):

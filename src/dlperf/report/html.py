@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from dlperf.envinfo import capture
+from dlperf.measure.units import named as runs_named
 from dlperf.measure.units import plural
 from dlperf.report import best, charts, cost, crossover, ddp, figures, fit, fleet, paper, predicted, profile, table
 from dlperf.report import data as pipeline
@@ -77,7 +78,7 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
         Section("warnings", "Warnings", _warnings(data, paper_notes, fit.tries_of(fits))),
         Section("environment", "Environment", _environment(data)),
     ]  # fmt: skip
-    return _page(data, sections, len(all_charts), len(fit.tries_of(fits)))
+    return _page(data, sections, len(all_charts), len(fit.tries_of(fits)), campaign)
 
 
 def _figure(chart: Chart, colors: dict, prefix: str) -> str:
@@ -429,18 +430,23 @@ def _machine(env: dict) -> str:
     return f"{host}{cpu}, {cores_said}, {nbytes(env.get('memory_total_bytes'))}{gpu}"
 
 
-def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0) -> str:
+def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0, campaign: Fleet | None = None) -> str:
     last = data.runs[-1]
     ids = _ids(data)
     ok = sum(c.ok for c in data.cells)
-    timed = [c.median_s for c in data.cells if c.ok and c.median_s]
-    span = f"; medians from {seconds(min(timed))} to {seconds(max(timed))}" if timed else ""
+    timed = sorted({c.median_s for c in data.cells if c.ok and c.median_s})
+    span = f"; medians from {seconds(timed[0])} to {seconds(timed[-1])}" if len(timed) > 1 else ""
+    span += f"; the median {seconds(timed[0])}" if len(timed) == 1 else ""
     span += f"; {plural(out, 'batch', 'es')} tried by dlperf fit ran out of memory, as its search's do" if out else ""
     summary = (
-        f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {last.status} · started {last.started_at} · "
+        f"Run{'s' if len(data.runs) > 1 else ''} {ids} · {_statuses(data)} · {_started(data)} · "
         f"{_machine(last.env)}{_node(last)} · {ok} of {plural(len(data.cells), 'cell')} measured{span} · "
         f"{plural(n_charts, 'chart')}"
     )
+    if campaign is not None:  # a page of two machines named one, its latest run's, in its title and header
+        machines = plural(len(campaign.machines), "machine")
+        summary = f"{campaign.name[:1].upper()}{campaign.name[1:]}: {machines} side by side, then {summary}"
+    title = f"{campaign.name} ({plural(len(campaign.machines), 'machine')})" if campaign else f"run {ids}"
     nav = "".join(f'<a href="#{s.id}">{escape(s.title)}</a>' for s in sections)
     body = "".join(f'<section id="{s.id}"><h2>{escape(s.title)}</h2>{s.body}</section>' for s in sections)
     generated = datetime.now(UTC).isoformat(timespec="seconds")
@@ -450,7 +456,7 @@ def _page(data: Loaded, sections: list[Section], n_charts: int, out: int = 0) ->
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="generator" content="dlperf {escape(VERSION)}">
-<title>dlperf report: run {escape(ids)}</title>
+<title>dlperf report: {escape(title)}</title>
 <style>{CSS}</style>
 </head>
 <body>
@@ -463,6 +469,23 @@ table cell for its median, interquartile range, number of steps and processes, a
 </body>
 </html>
 """
+
+
+def _statuses(data: Loaded) -> str:
+    """The runs' status: one run's, or each status with its runs ("complete (runs 1, 2), interrupted (run 3)"): a
+    report of five runs said its latest's "complete" where one was interrupted."""
+    by: dict[str, list[int]] = {}
+    for run in data.runs:
+        by.setdefault(str(run.status), []).append(run.id)
+    if len(by) == 1:
+        return next(iter(by))
+    return ", ".join(f"{status} ({runs_named('run', ids)})" for status, ids in by.items())
+
+
+def _started(data: Loaded) -> str:
+    """When the runs started: one run's start, or the first's and the latest's (the latest's alone read as all's)."""
+    starts = sorted(r.started_at for r in data.runs)
+    return f"started {starts[0]}" if len(starts) == 1 else f"started {starts[0]} to {starts[-1]}"
 
 
 CSS = """

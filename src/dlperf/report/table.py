@@ -17,7 +17,16 @@ from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES
 from dlperf.modes import PRECISIONS, ROW, Mode, mode_components
 from dlperf.report import data, ddp, fastest, framework_notes
-from dlperf.report.charts import DISTURBED_CELL, FEW, disturbances, doubt_json, doubt_of, doubtful
+from dlperf.report.charts import (
+    DISTURBED_CELL,
+    FEW,
+    UNTRAINED_MARK,
+    disturbances,
+    doubt_json,
+    doubt_of,
+    doubtful,
+    trains,
+)
 from dlperf.report.columns import column_order
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.fastest import tie, told_apart
@@ -30,13 +39,7 @@ from dlperf.vocab import LOSS_CHECK_BROKE, OUT_OF_MEMORY, Status
 
 BEST_MARK = "*"
 FEW_MARK = "?"  # a median not to rely on: of few samples, or disturbed (`charts.doubtful`), as the paper view marks it
-LOSS_MARK = "!"  # a cell that did not train: its timed steps' loss was not finite, or it failed its loss check
-
-
-def trains(cell: CellRecord) -> bool:
-    """Not known not to train: its timed steps' loss was finite (or not said) and it did not fail its loss check
-    against fp32 (a mode fast because it no longer learns is no setting to recommend, however fast)."""
-    return cell.loss_finite is not False and not (cell.loss_check and cell.loss_check.ok is False)
+LOSS_MARK = UNTRAINED_MARK  # a cell that did not train: its timed steps' loss was not finite, or failed its loss check
 
 
 @dataclass
