@@ -14,13 +14,14 @@ from dlperf.measure.stats import few
 from dlperf.measure.units import plural
 from dlperf.report.format import figure, seconds
 from dlperf.report.profile import (
+    ABOVE_PEAK,
     Verdict,
     against_run,
     dispatch_cost,
     fit_of,
     floor_count,
     floor_words,
-    matmul_dtype,
+    peak_of,
     shares,
     timed_categories,
     timed_floor,
@@ -56,6 +57,7 @@ class Achieved:
     bytes_per_s: float | None
     of_peak: float | None  # FLOP/s over the matmul peak of the mode's dtype
     of_bandwidth: float | None  # bytes/s over the memory bandwidth
+    peak_dtype: str = "fp32"  # whose matmul peak `of_peak` is of (`profile.peak_of`)
 
     @property
     def intensity(self) -> float | None:
@@ -68,7 +70,7 @@ def achieved(profile: Profiled, overhead: float | None = None, peaks: Mapping[st
     """Per category with a FLOP or byte count, its achieved rates in the timed step (`timed_categories`) against
     `dlperf peak`'s figures: the roofline position the profile gives. Largest FLOP/s first."""
     seconds = timed_categories(profile, overhead)[0]
-    peak = (peaks or {}).get(matmul_dtype(mode))
+    dtype, peak = peak_of(peaks, mode)
     found = []
     for category in {**(profile.flops or {}), **(profile.bytes or {})}:
         s = seconds.get(category)
@@ -78,7 +80,7 @@ def achieved(profile: Profiled, overhead: float | None = None, peaks: Mapping[st
         rate, moved = flops / s if flops else None, nbytes / s if nbytes else None
         found.append(Achieved(
             category, rate, moved, rate / peak if rate and peak else None,
-            moved / bandwidth if moved and bandwidth else None,
+            moved / bandwidth if moved and bandwidth else None, dtype,
         ))  # fmt: skip
     return sorted(found, key=lambda a: -(a.flops_per_s or 0.0))
 
@@ -89,10 +91,11 @@ def achieved_text(rows: list[Achieved], mode: str = "fp32") -> str | None:
     for a in rows:
         bits = []
         if a.flops_per_s:
-            of = f" ({100 * a.of_peak:.0f}% of the {matmul_dtype(mode)} peak)" if a.of_peak is not None else ""
+            above = f": {ABOVE_PEAK}" if a.of_peak is not None and a.of_peak > 1 else ""
+            of = f" ({100 * a.of_peak:.0f}% of the {a.peak_dtype} peak{above})" if a.of_peak is not None else ""
             bits.append(f"{figure(a.flops_per_s / 1e9)} GFLOP/s{of}")
-        if a.bytes_per_s:
-            cached = ": from caches" if a.of_bandwidth and a.of_bandwidth > 1 else ""  # STREAM's arrays fit in none
+        if a.bytes_per_s:  # STREAM's arrays fit in no cache: above its bandwidth, a cache's, or the times are off
+            cached = ": from caches, or the profile's times are off" if a.of_bandwidth and a.of_bandwidth > 1 else ""
             of = f" ({100 * a.of_bandwidth:.0f}% of the bandwidth{cached})" if a.of_bandwidth is not None else ""
             bits.append(f"{figure(a.bytes_per_s / 1e9)} GB/s{of}")
         if a.intensity is not None:
@@ -156,6 +159,7 @@ class CellProfile:
             lines.append(f"  {floor}")
         if profile.overhead is not None:
             taken = " (taken out of host time above)" if profile.overhead > 1 else ""
+            taken = " (faster: each category above scaled up to the timed step)" if profile.overhead < 1 else taken
             lines.append(f"  profiler overhead: the profiled step took {profile.overhead:.2f}x the timed median{taken}")
         lines.append(f"  trace: {profile.figures.trace or 'none'}")
         return lines + [f"  note: {note}" for note in self.notes]
@@ -229,7 +233,7 @@ def run_profiles(store: Store, run: RunRecord, cells: list[CellRecord] | None = 
     said, busy = [], {}
     for cell in cells:
         peaks = peak_lookup(store, run.fingerprint, cell.device, cell.threads)
-        cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads)
+        cost = dispatch_lookup(store, run.fingerprint, cell.device, cell.threads, cell.framework)
         bandwidth = bandwidth_lookup(store, run.fingerprint, cell.device, cell.threads)
         said.append(cell_profile(cell, profiles.get(cell.key), peaks, cost, bandwidth, run.env, cells))
         busy.update(dict.fromkeys(busy_notes(peaks, cell.column, cell.mode)))  # its own dtypes' peaks only
