@@ -1,5 +1,7 @@
 """The verdict of a profiled step (`report/profile.py`), from constructed profiles: no framework, no child."""
 
+from dataclasses import replace
+
 import pytest
 
 from dlperf.protocol import Profiled
@@ -153,6 +155,25 @@ def test_a_profiled_step_faster_than_the_timed_one_is_scaled_up_to_it():
     assert categories == pytest.approx({"matmul": 0.6, "host": 0.2, "elementwise": 0.2})
     assert shares(profiled, overhead=0.5) == pytest.approx(shares(profiled))  # the shares themselves stand
     assert timed_floor(profiled, 1e-3, 0.5) == pytest.approx((0.1, 0.1))  # of the timed second, not the profiled 0.5
+
+
+def test_a_step_mostly_of_operators_of_no_class_says_so_and_the_lines_name_them():
+    """A step of sort, nonzero and masked_select, 87% `other`, read "memory-bound (moderately): ... 11% of the step"
+    and named none of its operators, though the profile kept them."""
+    from dlperf.report.cell_profile import modules_text, top_ops_text
+
+    ops = [{"name": "aten::sort", "self_s": 0.6, "calls": 3, "shapes": "[[64]]"},
+           {"name": "aten::nonzero", "self_s": 0.2, "calls": 0.5, "shapes": "[[64]]"}]  # fmt: skip
+    modules = [{"name": "head", "forward_s": 0.01, "backward_s": 0.0},
+               {"name": "body", "forward_s": 0.5, "backward_s": 0.25}]  # fmt: skip
+    profiled = replace(step(matmul=0.02, elementwise=0.11, other=0.87), top_ops=ops, modules=modules)
+    v = verdict(profiled)
+    assert v.figure.endswith("; operators of no class (other) 87% of the step: the top operators name them")
+    assert top_ops_text(profiled) == ("top operators, self time a step (share of the profiled step): aten::sort "
+                                      "0.600 s (60%, 3 calls), aten::nonzero 0.200 s (20%)")  # fmt: skip
+    assert modules_text(profiled) == ("modules, forward + backward a step (share of the profiled step): body 0.500 s + "
+                                      "0.250 s (75%), head 10.0 ms + 0 (1%)")  # fmt: skip
+    assert "no class" not in verdict(step(matmul=0.6, other=0.4)).figure  # the products outweigh them
 
 
 def test_the_dispatch_floor_is_ops_times_the_cost_and_its_share_of_the_step():

@@ -157,6 +157,7 @@ class CellProfile:
         floor = floor_words(self.floor, profile.figures, self.launch_cost_s)
         if floor and not (v is not None and floor in v.figure):  # the verdict's own figure says it already
             lines.append(f"  {floor}")
+        lines += [f"  {line}" for line in (top_ops_text(profile.figures), modules_text(profile.figures)) if line]
         if profile.overhead is not None:
             taken = " (taken out of host time above)" if profile.overhead > 1 else ""
             taken = " (faster: each category above scaled up to the timed step)" if profile.overhead < 1 else taken
@@ -188,8 +189,41 @@ class CellProfile:
                                               "cost_from": self.cost_from},
             "ops_per_step": figures.ops_per_step, "leaf_ops_per_step": figures.leaf_ops_per_step,
             "kernels_per_step": figures.kernels_per_step, "profiler_overhead": profile.overhead,
-            "trace": figures.trace, "notes": list(self.notes),
+            "trace": figures.trace, "notes": list(self.notes), "top_ops": figures.top_ops, "modules": figures.modules,
         }  # fmt: skip
+
+
+SHOWN = 5  # the operators and modules a cell's lines name, the most time first (JSON: every one the profile kept)
+
+
+def top_ops_text(figures: Profiled) -> str | None:
+    """ "top operators, self time a step (of the profiled step): aten::sort 143 ms (28%, 3 calls), ...": what the
+    categories are made of, by name (a step 87% `other` named no operator, though the profile kept them)."""
+    ops = sorted(figures.top_ops, key=lambda op: -(op.get("self_s") or 0.0))[:SHOWN]
+    if not ops or not figures.step_s:
+        return None
+    calls = [f", {plural(round(op['calls']), 'call')}" if (op.get("calls") or 0) >= 1 else "" for op in ops]
+    each = [f"{op['name']} {seconds(op['self_s'])} ({_part(op['self_s'] / figures.step_s)}{n})"
+            for op, n in zip(ops, calls, strict=True)]  # fmt: skip
+    return "top operators, self time a step (share of the profiled step): " + ", ".join(each)
+
+
+def modules_text(figures: Profiled) -> str | None:
+    """ "modules, forward + backward a step: fc1 2.90 ms + 2.20 ms (45%), ...": the model's top-level modules (the
+    user's own names: a model's own code named nowhere in the profile's lines)."""
+    spans = [(m["name"], m.get("forward_s") or 0.0, m.get("backward_s") or 0.0) for m in figures.modules]
+    spans = sorted((s for s in spans if s[1] + s[2] > 0), key=lambda s: -(s[1] + s[2]))[:SHOWN]
+    if not spans or not figures.step_s:
+        return None
+    each = [
+        f"{name} {seconds(fwd) if fwd else 0} + {seconds(bwd) if bwd else 0} ({_part((fwd + bwd) / figures.step_s)})"
+        for name, fwd, bwd in spans
+    ]
+    return "modules, forward + backward a step (share of the profiled step): " + ", ".join(each)
+
+
+def _part(share: float) -> str:
+    return "under 1%" if share < 0.005 else f"{100 * share:.0f}%"
 
 
 def cell_profile(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],

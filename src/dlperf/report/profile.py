@@ -266,6 +266,7 @@ def verdict(
         chosen = flagged[0]
     update = share.get(Category.OPTIMIZER, 0.0)
     said = f"; the update (optimizer) {100 * update:.0f}% of the step" if update >= OPTIMIZER_SHARE else ""
+    said += _unclassed(share)
     if chosen is None:
         return _verdict(device_bound, device_level, device_figure + said, fit, mode, framework, update)
     bound, s, lvl, what = chosen
@@ -273,6 +274,19 @@ def verdict(
     if bound is Bound.LAUNCH and (floor := floor_text(profile, launch_cost_s, overhead)):
         figure += f"; {floor}"
     return _verdict(bound, lvl, figure + said, fit, mode, framework, update)
+
+
+def _unclassed(share: Mapping[str, float]) -> str:
+    """'; operators of no class (other) 87% of the step: ...' where they outweigh both sides the device's verdict
+    weighs (a step of sort, nonzero and masked_select read "memory-bound (moderately): ... 11% of the step")."""
+    other = share.get(Category.OTHER, 0.0)
+    weighed = max(share.get(Category.MATMUL, 0.0), sum(share.get(k, 0.0) for k in MEMORY_KINDS))
+    if other < OTHER_SHARE or other <= weighed:
+        return ""
+    return f"; operators of no class (other) {100 * other:.0f}% of the step: the top operators name them"
+
+
+OTHER_SHARE = 0.25  # of the step, unclassed operators that a verdict names
 
 
 def _device_side(profile: Profiled, share: dict[str, float], peaks, mode: str, overhead: float | None
