@@ -84,6 +84,21 @@ def test_an_input_bound_loader_cell_is_told_more_workers_only_where_cores_are_fr
     assert plain.advice == "more data-loader workers"  # a cell without a loader record: nothing known of its cores
 
 
+def test_a_cell_its_run_measured_faster_at_fewer_threads_is_told_to_take_fewer():
+    """tiny-resnet-56 at 2 threads took 73.6 ms beside 8.02 ms at 1 on a shared machine, and its verdict said only
+    "memory-bound: try channels_last, fused": the run's own faster thread count is the advice."""
+    from conftest import make_cell
+    from dlperf.report.profile import against_run
+
+    two = make_cell("tiny-resnet-56", threads=2, median_s=0.0736, ci_low_s=0.07, ci_high_s=0.076, n=30)
+    one = make_cell("tiny-resnet-56", threads=1, median_s=0.00802, ci_low_s=0.0079, ci_high_s=0.0081, n=30)
+    v = against_run(verdict(step(matmul=0.3, elementwise=0.6, host=0.1)), two, [one, two])
+    assert v.advice == "--threads 1 (measured in this run: 8.02 ms a step, 9.18x faster than at 2)"
+    assert against_run(verdict(step(matmul=0.3, elementwise=0.6, host=0.1)), one, [one, two]).advice == ""
+    other_mode = make_cell("tiny-resnet-56", threads=1, mode="bf16", median_s=0.001, n=30)
+    assert against_run(verdict(step(matmul=0.3, elementwise=0.6, host=0.1)), two, [other_mode, two]).advice == ""
+
+
 def test_host_device_copies_are_transfer_bound():
     v = verdict(step(copy_h2d=0.25, copy_d2h=0.05, matmul=0.7), device="cuda:0")
     assert (v.bound, v.level) == (Bound.TRANSFER, HIGHLY) and "host<->device copies 30%" in v.figure

@@ -134,7 +134,7 @@ class CellProfile:
     def lines(self) -> list[str]:
         """The cell's lines, as `dlperf profile` prints them."""
         cell, profile = self.cell, self.profile
-        timed = f"{seconds(cell.median_s)} per step" if cell.median_s else cell.status.value
+        timed = f"{seconds(cell.median_s)} per step" if cell.median_s and cell.ok else cell.status.value
         lines = [f"{cell.cell.label}: {timed}"]
         if profile is None or not profile.ok:
             status = "not profiled" if profile is None else f"profile {profile.status.value}"

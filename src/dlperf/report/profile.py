@@ -383,7 +383,28 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
                                "told apart")  # fmt: skip
     kept = tuple(m for m in v.modes if m not in slower)
     found = replace(v, modes=kept, left_out=(*v.left_out, *slower.items()), measured=tuple(quicker.items()))
-    return input_advice(found, cell)
+    return fewer_threads(input_advice(found, cell), cell, cells)
+
+
+def fewer_threads(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Verdict:
+    """`v` with the advice to take fewer threads where the cell's run measured it faster at fewer (told apart): a
+    tiny-resnet-56 at 2 threads, 9x its 1-thread step on a shared machine, read "memory-bound: try channels_last"."""
+    if not (cell.ok and cell.median_s and cell.device == "cpu"):
+        return v
+    fewer = [c for c in cells if c.ok and c.median_s and c.threads < cell.threads and _beside_threads(c, cell)
+             and faster(cell, c, None)]  # fmt: skip
+    if not fewer:
+        return v
+    best = min(fewer, key=lambda c: c.median_s)
+    said = (f"--threads {best.threads} (measured in this run: {seconds(best.median_s)} a step, "
+            f"{cell.median_s / best.median_s:.2f}x faster than at {cell.threads})")  # fmt: skip
+    return replace(v, advice="; ".join(a for a in (said, v.advice) if a))
+
+
+def _beside_threads(other: CellRecord, cell: CellRecord) -> bool:
+    """Whether `other` is `cell` at another thread count, in the same run."""
+    same = replace(other.cell, threads=cell.threads)
+    return (other.run_id, other.batch, same) == (cell.run_id, cell.batch, cell.cell) and other.threads != cell.threads
 
 
 def input_advice(v: Verdict, cell: CellRecord) -> Verdict:

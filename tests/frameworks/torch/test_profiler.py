@@ -348,3 +348,30 @@ def test_a_compiling_mode_gives_no_bytes_since_its_fused_work_is_timed_under_oth
     counted = profiler.counted_step(train, notes)
     assert counted["bytes"] == {} and counted["flops"]["matmul"] > 0
     assert any("not given under a compiling mode" in note for note in notes)
+
+
+def test_a_custom_ops_registered_backward_is_its_work_not_dispatch():
+    """A torch.library custom op's backward runs in an autograd node named GeneratedBackwardFor_...: no "::" in the
+    name, so its time (a numpy backward's) was no operator's and fell into `host`, and the step read launch-bound."""
+    import time
+
+    @torch.library.custom_op("dlperf_test::slow_square", mutates_args=())
+    def slow_square(x: torch.Tensor) -> torch.Tensor:
+        return x * x
+
+    @slow_square.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    def backward(ctx, grad):
+        time.sleep(0.005)  # the user's own backward: work the profiler sees only as the node's self time
+        return grad * 2
+
+    slow_square.register_autograd(backward)
+    x = torch.randn(8, requires_grad=True)
+    with torch.profiler.profile() as prof:
+        slow_square(x).sum().backward()
+    events = list(prof.events())
+    [node] = [e for e in events if e.name.startswith(profiler.CUSTOM_BACKWARD) and e.self_cpu_time_total > 4000]
+    assert profiler.is_operator(node) and profiler.classify(node.name) is Category.OTHER
+    assert any(op["name"] == node.name for op in profiler.top_ops(events, 1, cuda=False))
