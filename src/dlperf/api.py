@@ -358,7 +358,8 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
         if not dry_run and any(t.cell.loader for t in tasks):
             session.warm_up(tasks)  # its imports overlap the data's probe
-        _check_data_again(run.id, spec, tasks, session.workloads, store.cells(run.id))
+        before = store.cells(run.id)
+        _check_data_again(run.id, spec, tasks, session.workloads, before)
         if dry_run:
             cut = session.unprofiled(tasks)  # the profiles an interrupt cut off, taken first
             estimate = for_plan(plan, db, say_pilot, tasks, session.cells(), cut)  # extras its cells stored: not again
@@ -369,7 +370,10 @@ def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], No
         if aside := spill.aside(db, run.id, store.mark(run.id)):
             warn(_left_aside(run, aside, store.mark(run.id)))
         session.reopen()
-        return _execute(session, tasks, plan, progress, db, session.unprofiled(tasks))
+        done = _execute(session, tasks, plan, progress, db, session.unprofiled(tasks))
+        if any(c.status.is_failure for c in before):  # a cell failed before the interrupt: the run's failure still
+            done = replace(done, exit_code=ExitCode.CELLS_FAILED)  # (a resumed run read 0 beside its `failed` cell)
+        return done
     finally:
         store.close()
 

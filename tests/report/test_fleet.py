@@ -133,6 +133,25 @@ def test_a_disturbed_cell_keeps_its_mark_and_a_cell_without_a_time_its_status_in
     }
 
 
+def test_a_cell_that_failed_where_another_thread_count_has_a_time_is_said(tmp_path):
+    """A run's cpu:1 failed where cpu:2 was measured: "best CPU" showed cpu:2's slower time and nothing said cpu:1
+    failed (only a machine whose column had no time at all had its failure said)."""
+    db = make_lab(tmp_path / "lab.db")
+    store = Store.open(db, create=True)
+    one, two = Cell("fcn-r", "torch", "cpu", 1, "fp32"), Cell("fcn-r", "torch", "cpu", 2, "fp32")
+    run_id = store.create_run({"campaign": "lab"}, {}, {**BETA, "hostname": "gamma"}, ["dlperf", "run"],
+                              [PlannedCell(c, {"batch": 64}) for c in (one, two)])  # fmt: skip
+    killed = "worker killed by SIGKILL"
+    store.record(run_id, one.key, 0, ProcessMeasurement(status=Status.FAILED, error=killed),
+                 CellFigures(status=Status.FAILED, error=killed))  # fmt: skip
+    store.record(run_id, two.key, 0, ProcessMeasurement(status=Status.OK, samples=[0.6] * 20),
+                 CellFigures(status=Status.OK, median_s=0.6, ci_low_s=0.59, ci_high_s=0.61, n=20))  # fmt: skip
+    store.close()
+    text = " ".join(table(db, "--campaign", "lab").split())
+    assert "0.600 (2 threads)" in text and "fcn-r torch cpu:1 failed on gamma · EPYC Test" in text
+    assert text.count(killed) == 1
+
+
 def test_merged_stores_form_the_campaign(lab, tmp_path):
     """A campaign's name is stored with each run, so it comes along with `dlperf merge`."""
     other = tmp_path / "beta.db"
@@ -303,8 +322,9 @@ def test_a_fastest_machine_told_apart_by_one_process_a_side_is_noted(lab, tmp_pa
     assert fleet.rows[0].winner() is not None and not [n for n in fleet.notes() if "one process" in n]
 
 
-def test_only_a_failure_without_a_time_in_its_column_is_a_note_and_one_error_of_two_machines_is_one_line():
-    """Every unsupported mode gave a note per machine, and a failed cpu:2 a note beside its column's 399 µs (cpu:1)."""
+def test_a_failure_is_a_note_an_unsupported_mode_none_and_one_error_of_two_machines_is_one_line():
+    """Every unsupported mode gave a note per machine. A failed cpu:2 beside its column's 399 µs (cpu:1) is a note
+    too: a later run's failure of a column's fastest thread count left a slower one's time there, unsaid."""
     from conftest import make_cell
     from dlperf.report import fleet
     from dlperf.vocab import Status
@@ -319,4 +339,5 @@ def test_only_a_failure_without_a_time_in_its_column_is_a_note_and_one_error_of_
         "beta": {"a": (make_cell("lstm", status=Status.FAILED.value, error=boom), None)},
     }  # fmt: skip
     view = fleet.Fleet("runs 1, 2", machines, fleet.build(machines, cells))
-    assert view._failures() == ["lstm torch cpu:1 failed on alpha, beta: RuntimeError: boom"]
+    assert view._failures() == ["lstm torch cpu:1 failed on alpha, beta: RuntimeError: boom",
+                                "fcn-r torch cpu:2 failed on alpha: other"]  # fmt: skip

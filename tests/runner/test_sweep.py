@@ -193,6 +193,29 @@ def test_resume_reads_its_data_again_and_its_dry_run_measures_nothing(tmp_path):
     assert [r["status"] for r in cells(db)] == ["ok", "ok"]
 
 
+@pytest.mark.slow  # a run of two cells, then a resume: 10 s on 2 cores
+def test_a_resumed_run_with_a_cell_that_failed_before_the_interrupt_exits_1(tmp_path):
+    """A cell failed (its worker killed), then Ctrl-C; `--resume` measured the rest and exited 0 beside the `failed`
+    in its table, where the same sweep without the interrupt exits 1: a CI job that resumes passed a failed run."""
+    require("torch")
+    db = tmp_path / "d.db"
+    proc = dlperf("run", "--workloads", "tiny-fcn-r", "--threads", "1,2", *FAST, db=db)
+    assert proc.returncode == 0, proc.stderr
+    conn = sqlite3.connect(db)  # as a kill -9 of cpu:1's worker, then an interrupt before cpu:2, leave it
+    keys = [k for (k,) in conn.execute("SELECT key FROM cells ORDER BY position")]
+    conn.execute("DELETE FROM measurements WHERE cell_key = ?", (keys[1],))
+    for table, key in (("cells", "key"), ("measurements", "cell_key")):
+        conn.execute(f"UPDATE {table} SET status = 'failed', error = 'worker killed by SIGKILL' WHERE {key} = ?",
+                     (keys[0],))  # fmt: skip
+    conn.execute("UPDATE cells SET status = 'pending' WHERE key = ?", (keys[1],))
+    conn.execute("UPDATE runs SET status = 'interrupted'")
+    conn.commit()
+    conn.close()
+    proc = dlperf("run", "--resume", db=db)
+    assert proc.returncode == 1, proc.stderr
+    assert [r["status"] for r in cells(db)] == ["failed", "ok"]
+
+
 @pytest.mark.slow
 def test_resume_refuses_another_machine_or_framework_version(tmp_path):
     require("torch")

@@ -93,9 +93,9 @@ class FleetRow:
     # (machine label, "cpu" or "gpu") -> why a machine that ran the row there shows no time: failed, unsupported, ...
     unmeasured: dict[tuple[str, str], str] = field(default_factory=dict)
     # (machine label, "cpu" or "gpu") -> a failed or timed-out cell's column ("cpu:2") and error, where it has one
-    errors: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    errors: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)  # (column, error, status)
     # the same of an unsupported cell: its reason (the views' notes leave it to `table --run N`; JSON and CSV keep it)
-    reasons: dict[tuple[str, str], tuple[str, str]] = field(default_factory=dict)
+    reasons: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -167,13 +167,13 @@ class Fleet:
         return {m.label: any(m.label in r.gpu for r in self.rows) for m in self.machines}
 
     def _failures(self) -> list[str]:
-        """A line per row and error of the machines whose column shows no time for a failed cell: "lstm torch cpu:1
-        failed on gamma · ..., beta · ...: worker killed by SIGKILL ..."; a column with a time says none."""
+        """A line per row and error of the machines with a failed cell: "lstm torch cpu:1 failed on gamma · ...,
+        beta · ...: worker killed by SIGKILL ...", also where another thread count gave the column a time (a run's
+        cpu:1 failing where an earlier run measured it left "best CPU" at cpu:2's slower time, unsaid)."""
         said: dict[tuple[str, str, str], list[str]] = {}
         for r in self.rows:
-            for (machine, kind), (column, error) in r.errors.items():
-                if machine not in (r.cpu if kind == "cpu" else r.gpu):
-                    said.setdefault((r.label, f"{column} {r.unmeasured[machine, kind]}", error), []).append(machine)
+            for machine, (column, error, status) in ((m, e) for (m, _), e in r.errors.items()):
+                said.setdefault((r.label, f"{column} {status}", error), []).append(machine)
         return [f"{label} {what} on {', '.join(machines)}: {error}" for (label, what, error), machines in said.items()]
 
     def notes(self) -> list[str]:
@@ -325,7 +325,7 @@ def build(machines: list[Machine], cells: dict[str, Measured]) -> list[FleetRow]
                 row.unmeasured.setdefault(where, _why(cell))
                 if cell.error:  # why: the column says only "failed" or "unsupported"
                     why = row.errors if cell.status.is_failure else row.reasons
-                    why.setdefault(where, (cell.column, cell.error.splitlines()[0]))
+                    why.setdefault(where, (cell.column, cell.error.splitlines()[0], cell.status.value))
                 continue
             kind = row.cpu if cell.device == "cpu" else row.gpu
             held = kind.get(machine.label)
@@ -454,8 +454,8 @@ def _state(row: FleetRow, machine: str, kind: str) -> dict:
                 "predicted": p and {"gpu": p.gpu, "step_s": p.step_s, "bound": p.bound}, **doubt_json(c)}  # fmt: skip
     if (machine, kind) not in row.unmeasured:
         return {}
-    column, error = row.errors.get((machine, kind)) or row.reasons.get((machine, kind)) or (None, None)
-    return {"status": row.unmeasured[machine, kind], **({"column": column, "error": error} if error else {})}
+    column, error, status = row.errors.get((machine, kind)) or row.reasons.get((machine, kind)) or (None, None, None)
+    return {"status": status or row.unmeasured[machine, kind], **({"column": column, "error": error} if error else {})}
 
 
 def render_rich(fleet: Fleet):
