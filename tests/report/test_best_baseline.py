@@ -23,3 +23,16 @@ def test_the_help_of_table_best_says_what_each_frameworks_fp32_step_is():
                          check=True, env=env).stdout  # fmt: skip
     assert "speed-up over its framework's fp32 step (torch: eager; jax: compiled by jax.jit; tensorflow: a " in out
     assert "over fp32 eager" not in out
+
+
+def test_a_disturbed_step_is_marked_as_the_runs_table_marks_it_and_a_failed_cell_says_failed():
+    """`table --best` showed 1.920 where the run's table showed "1.920? n=11" (other processes used 81% of the CPUs):
+    its `?` meant few samples alone; and a failed resnet-50 read "- - - -", as a cell never run."""
+    busy = "other processes used 81% of the CPUs while this cell was timed"
+    cells = [make_cell("fcn-s", median_s=1.92, n=11, warnings=[busy]),
+             make_cell("resnet-50", median_s=None, status="failed", error="worker killed by SIGKILL")]  # fmt: skip
+    rows = best.build(cells, {})
+    assert best.values(rows[0])[3:6] == ["1.920?", "fp32", "1.920?"]
+    assert best.values(rows[1])[3:6] == ["failed", "-", "-"]
+    assert best.legend(rows)[-1].startswith("? = a median not to rely on (busy CPUs")
+    assert best.legend(rows)[-1].endswith("the run's table notes which)")

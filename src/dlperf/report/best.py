@@ -17,7 +17,7 @@ from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import Mode, changes_arithmetic
 from dlperf.report.charts import doubtful
 from dlperf.report.fastest import faster, speedup_interval
-from dlperf.report.table import FEW_LEGEND, FEW_MARK
+from dlperf.report.table import DOUBT_LEGEND, FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
 
 BASELINE = Mode.FP32.value
@@ -43,6 +43,9 @@ class Best:
     unchecked: str | None = None  # why the best mode's loss check has no verdict (--no-loss-check: none ran)
     why_rejected: dict[str, str] = field(default_factory=dict)  # each mode of `rejected`: why (`left_out`)
     doubtful: bool = False  # either step not one to rely on (`charts.doubtful`): the speed-up marked as the steps are
+    baseline_doubtful: bool = False  # the fp32 step not one to rely on: marked `?` as the run's table marks it
+    best_doubtful: bool = False  # the best mode's step, likewise
+    status: str | None = None  # why no mode has a step: the fp32 cell's status (failed, timeout, unsupported)
 
     @property
     def few(self) -> bool:
@@ -74,8 +77,11 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]],
         best = min(timed, key=lambda c: c.median_s, default=None)
         row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected,
                    base and base.n, timed=len(timed), why_rejected=why)  # fmt: skip
+        row.baseline_doubtful = base is not None and doubtful(base)
+        if not timed:  # a failed resnet-50 read "- - -", as a cell never run
+            row.status = next((c.status.value for c in group if c.mode == BASELINE), group[0].status.value)
         if best is not None:
-            row.mode, row.median_s, row.n = best.mode, best.median_s, best.n
+            row.mode, row.median_s, row.n, row.best_doubtful = best.mode, best.median_s, best.n, doubtful(best)
             if changes_arithmetic(best.mode) and not (best.loss_check and best.loss_check.ok):
                 no_check = NO_CHECK_BY.get((made_by or {}).get(best.run_id) or "", NO_CHECK)
                 row.unchecked = (best.loss_check and best.loss_check.reason) or no_check
@@ -129,11 +135,11 @@ HEAD = ("workload", "framework", "column", "fp32 step", "best mode", "best step"
 def values(r: Best) -> list[str]:
     from dlperf.report.format import table_seconds
 
-    def secs(v, n):
-        return table_seconds(v) + (FEW_MARK if few(n) else "") if v else "-"
+    def secs(v, doubted):  # `?` as the run's table marks the step: few samples, or disturbed (busy CPUs, ...)
+        return table_seconds(v) + (FEW_MARK if doubted else "") if v else "-"
 
-    base, best = secs(r.baseline_s, r.baseline_n), secs(r.median_s, r.n)
-    return [r.workload, r.framework, r.column, base, r.mode or "-", best, _speed(r)]
+    base, best = secs(r.baseline_s, r.baseline_doubtful), secs(r.median_s, r.best_doubtful)
+    return [r.workload, r.framework, r.column, r.status or base, r.mode or "-", best, _speed(r)]
 
 
 def legend(rows: list[Best]) -> list[str]:
@@ -141,7 +147,9 @@ def legend(rows: list[Best]) -> list[str]:
     carries it."""
     shown = list(dict.fromkeys(r.framework for r in rows))
     said = [f"speed-up over each framework's fp32 step: {capabilities.fp32_steps(shown)}"] if shown else []
-    said += [FEW_LEGEND] if any(r.few for r in rows) else []
+    marked = [r for r in rows if r.baseline_doubtful or r.best_doubtful]
+    doubts = DOUBT_LEGEND.replace("its note says which", "the run's table notes which")  # this view has no notes
+    said += [FEW_LEGEND if all(r.few for r in marked) else doubts] if marked else []
     return said + ([DOUBTFUL_SPEEDUP] if any(r.doubtful and r.mode != BASELINE for r in rows) else [])
 
 
