@@ -156,13 +156,13 @@ def test_a_progress_that_is_no_display_is_refused_before_anything_is_stored(tmp_
     assert api.checked_progress(True) is None and api.checked_progress(False) is False  # True: the default display
 
 
-def test_a_display_that_fails_leaves_its_run_interrupted_and_resumable_not_stopped(tmp_path):
-    from dlperf.store import Store
-    from dlperf.store.state import run_state
+def test_a_display_lacking_a_method_the_sweep_calls_is_refused_naming_it_before_anything_is_stored(tmp_path):
+    """A display with `__enter__`, `__exit__` and `start` passed the check, then failed with an AttributeError once
+    its first cell was measured (`finish`), the run left half stored."""
 
-    class Broken:
+    class Partial:
         def __enter__(self):
-            raise RuntimeError("the display broke")
+            return self
 
         def __exit__(self, *exc):
             return None
@@ -170,9 +170,54 @@ def test_a_display_that_fails_leaves_its_run_interrupted_and_resumable_not_stopp
         def start(self, *args):
             return None
 
+        def refresh(self):
+            return None
+
+    db = tmp_path / "p.db"
+    for call in (lambda: dlperf.run(WORKLOADS, progress=Partial(), db=str(db)),
+                 lambda: dlperf.resume(progress=Partial(), db=str(db))):  # fmt: skip
+        with pytest.raises(UsageError) as caught:
+            call()
+        said = str(caught.value)
+        assert said.startswith("progress=") and "\n" not in said
+        assert said.endswith(": it lacks start_together, finish, profiling, profiled")
+    assert not db.exists()
+
+
+def test_a_subclass_of_progress_is_a_display():
+    from dlperf.progress import Progress
+
+    class Mine(Progress):
+        def finish(self, *args):
+            return None
+
+    mine = Mine(1)
+    assert api.checked_progress(mine) is mine
+
+
+def test_every_method_the_sweep_calls_on_a_display_is_checked():
+    """The check named three of the eight methods the sweep calls: a display it passed could fail mid-run."""
+    import re
+    from pathlib import Path
+
+    from dlperf.runner import sweep
+
+    called = set(re.findall(r"\bprogress\.(\w+)", Path(sweep.__file__).read_text()))
+    assert called and called <= set(api.DISPLAY_METHODS)
+
+
+def test_a_display_that_fails_leaves_its_run_interrupted_and_resumable_not_stopped(tmp_path):
+    from dlperf.progress import Progress
+    from dlperf.store import Store
+    from dlperf.store.state import run_state
+
+    class Broken(Progress):
+        def __enter__(self):
+            raise RuntimeError("the display broke")
+
     db = str(tmp_path / "b.db")
     with pytest.raises(RuntimeError, match="the display broke"):
-        dlperf.run(WORKLOADS, threads=1, predict=False, progress=Broken(), db=db)
+        dlperf.run(WORKLOADS, threads=1, predict=False, progress=Broken(1), db=db)
     store = Store.open(db, create=False)
     try:
         [run] = store.runs()

@@ -48,6 +48,9 @@ from dlperf.workloads.user import changed_sources
 
 # the flags the plan's warnings name (`--threads 8 exceeds the cores`), said to a Python caller as its arguments
 WARNED_FLAGS = {"threads": "--threads", "nprocs": "--nproc", "pin": "--pin", "data": "--data"}
+# what the sweep calls on a `progress=` display (`runner/sweep.py`, `Session.measure`); `ahead`, asked for only where
+# a display has it, aside. Checked before anything is stored: one lacking `finish` failed once the first cell ended
+DISPLAY_METHODS = ("__enter__", "__exit__", "start", "start_together", "refresh", "finish", "profiling", "profiled")
 
 
 @dataclass
@@ -137,15 +140,20 @@ def run(
 
 
 def checked_progress(progress: Any) -> Any:
-    """`run`'s and `resume`'s `progress`: None or True, the default display; False, none; else a display of
-    dlperf.progress.Progress's methods. Any other value a UsageError before anything runs (`progress=True` was a
-    TypeError once the run was stored, left "stopped" in a live notebook)."""
+    """`run`'s and `resume`'s `progress`: None or True, the default display; False, none; else a display with every
+    method of dlperf.progress.Progress the sweep calls (`DISPLAY_METHODS`). Any other value a UsageError before
+    anything runs, naming the methods a display lacks (`progress=True` was a TypeError once the run was stored, left
+    "stopped" in a live notebook; a display with `start` alone an AttributeError at its first cell's end)."""
     if progress is None or progress is True:
         return None
-    if progress is False or all(callable(getattr(progress, m, None)) for m in ("__enter__", "__exit__", "start")):
+    missing = [m for m in DISPLAY_METHODS if not callable(getattr(progress, m, None))]
+    if progress is False or not missing:
         return progress
+    methods = ", ".join(DISPLAY_METHODS)
+    lacks = f": it lacks {', '.join(missing)}" if len(missing) < len(DISPLAY_METHODS) else ""
     raise UsageError(f"progress={progress!r}: expected None or True (the default display), False (none), or a display "
-                     "like dlperf.progress.Progress")  # fmt: skip
+                     f"like dlperf.progress.Progress (a subclass, or an object with its methods {methods})"
+                     f"{lacks}")  # fmt: skip
 
 
 def dry_run_code(estimate: Estimate | None) -> ExitCode:
