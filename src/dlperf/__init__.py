@@ -4,7 +4,16 @@ Importing this package never imports a deep-learning framework: every framework 
 imported only inside the child process that measures a cell.
 """
 
+from typing import TYPE_CHECKING
+
 from dlperf.version import VERSION as __version__
+
+if TYPE_CHECKING:  # a type checker's view of the lazy names below (it saw `Any` for each); never run
+    from dlperf.api import Outcome, resume, run, training_parts
+    from dlperf.errors import RunInterrupted, UsageError
+    from dlperf.measure.timer import TimerConfig
+    from dlperf.stored import results
+    from dlperf.workloads.user import user_workload
 
 __all__ = [
     "Outcome",

@@ -82,7 +82,7 @@ class Outcome:
 def run(
     workloads: Sequence[str | Callable] | str | None = None,
     *,
-    db: str | None = None,
+    db: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     progress: Any = None,
     argv: list[str] | None = None,
@@ -341,7 +341,7 @@ def warn_stderr(message: str) -> None:
 
 
 @db_said_as("db")
-def resume(db: str | None = None, progress: Any = None, warn: Callable[[str], None] | None = None,
+def resume(db: str | os.PathLike[str] | None = None, progress: Any = None, warn: Callable[[str], None] | None = None,
            dry_run: bool = False) -> Outcome:  # fmt: skip
     """Continue the latest unfinished run without re-measuring what it finished. A run another live process still
     measures is refused (LeaseHeld, a UsageError); one whose process died is taken over, with a warning to `warn`

@@ -10,6 +10,7 @@ A view of the store, as the commands' views are: it reads, never measures. Loads
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,8 +20,8 @@ from dlperf.store.location import db_said_as, given_db
 
 
 @db_said_as("db")
-def results(db: str | None = None, *, run: int | Sequence[int] | str | None = None, samples: bool = False,
-            warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def results(db: str | os.PathLike[str] | None = None, *, run: int | Sequence[int] | str | None = None,
+            samples: bool = False, warn: Callable[[str], None] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """One dict per cell of the run, with the columns of `dlperf export` (docs/reference/export.md): the median step
     and its 95% interval, the machine that measured it, its warnings, predictions and profile.
 

@@ -33,16 +33,18 @@ def default_db() -> str:
     return found or "dlperf.db"
 
 
-def given_db(db) -> str:
-    """The store an API call names: `db`, or `default_db()` where it names none (None); an empty one is refused as
-    an empty --db is (a `db=os.environ.get("OUT", "")` left empty means no store, not ./dlperf.db)."""
+def given_db(db: str | os.PathLike[str] | None) -> str:
+    """The store an API call names: `db` (a path object as its `os.fspath`), or `default_db()` where it names none
+    (None); an empty one is refused as an empty --db is (a `db=os.environ.get("OUT", "")` left empty means no store,
+    not ./dlperf.db)."""
     if db is None:
         return default_db()
-    if not isinstance(db, str | os.PathLike):  # db=123 ran a sweep into a file named 123, db=['x.db'] "['x.db']"
+    path = os.fspath(db) if isinstance(db, str | os.PathLike) else None  # a path object's str() need not be its path
+    if not isinstance(path, str):  # db=123 ran a sweep into a file named 123, db=['x.db'] "['x.db']"
         raise UsageError(f"db={db!r}: expected a path (a str or pathlib.Path), or None for the default store")
-    if str(db) == "":
+    if path == "":
         raise UsageError("db='': an empty path names no database; give a file, or None for the default store")
-    return str(db)
+    return path
 
 
 _SAID_AS: ContextVar[str | None] = ContextVar("dlperf_db_said_as", default=None)  # `said_as`'s; None: "--db"
