@@ -226,6 +226,45 @@ def test_a_display_that_fails_leaves_its_run_interrupted_and_resumable_not_stopp
         store.close()
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [({"warn": 123}, "warn=123: expected a function, called with each warning's text (None: to stderr)"),
+     ({"argv": "my args"}, "argv='my args': expected the command line stored with the run as a list of str"),
+     ({"argv": ["x.py", 3]}, "argv=['x.py', 3]: expected the command line stored with the run as a list of str"),
+     ({"dry_run": "no"}, "dry_run='no': expected True or False, not a str")],
+)  # fmt: skip
+def test_runs_own_arguments_of_another_kind_are_refused_naming_them_before_anything_is_stored(
+    given, said, tmp_path, monkeypatch
+):
+    """warn=123 was a TypeError at the first warning, an empty store left behind; argv="my args" was stored as the
+    list of its characters; dry_run="no" was a dry run, its truth taken."""
+    monkeypatch.setattr(api, "make_plan", lambda *a, **k: pytest.fail("planned"))
+    db = tmp_path / "own.db"
+    calls = [lambda: dlperf.run(WORKLOADS, db=str(db), **given)]
+    if "argv" not in given:
+        calls.append(lambda: dlperf.resume(db=str(db), **given))
+    for call in calls:
+        with pytest.raises(UsageError) as caught:
+            call()
+        assert str(caught.value).startswith(said) and "\n" not in str(caught.value)
+    assert not db.exists()
+
+
+def test_argv_takes_a_tuple_of_str_as_a_list():
+    assert api.checked_own(False, print, ("train.py", "--fast")) == ["train.py", "--fast"]
+    assert api.checked_own(True, None) is None
+
+
+def test_a_bad_timer_value_is_a_usage_error_of_one_line_and_still_a_value_error():
+    """TimerConfig(max_time=-1) raised a bare ValueError: a notebook showed a dataclass's frames, not the one line
+    every other bad input of the API is."""
+    with pytest.raises(UsageError) as caught:
+        dlperf.TimerConfig(max_time=-1)
+    assert isinstance(caught.value, ValueError)
+    said = "TimerConfig: max_time -1: expected a number of seconds above 0"
+    assert str(caught.value) == said and caught.value._render_traceback_() == [f"BadValue: {said}"]
+
+
 @pytest.mark.parametrize("db", [123, ["x.db"], b"x.db"])
 def test_a_db_that_is_no_path_is_refused(db, tmp_path, monkeypatch):
     """db=123 ran a whole sweep into a file named 123, db=['x.db'] into one named "['x.db']"."""

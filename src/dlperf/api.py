@@ -24,6 +24,7 @@ from typing import Any
 
 from dlperf import envinfo
 from dlperf.errors import RunInterrupted, UsageError
+from dlperf.flagtext import type_of
 from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
@@ -85,7 +86,7 @@ def run(
     db: str | os.PathLike[str] | None = None,
     dry_run: bool = False,
     progress: Any = None,
-    argv: list[str] | None = None,
+    argv: list[str] | tuple[str, ...] | None = None,
     warn: Callable[[str], None] | None = None,
     **spec_kwargs: Any,
 ) -> Outcome:
@@ -103,7 +104,7 @@ def run(
         db: the SQLite store (default: $DLPERF_DB or ./dlperf.db).
         dry_run: plan and estimate only (`outcome.tasks`, `outcome.estimate`); nothing is measured or stored.
         progress: a progress display in place of the default one; False: none.
-        argv: the command line stored with the run (default: this process's).
+        argv: the command line stored with the run, a list of str (default: this process's).
         warn: called with each warning about the plan.
         **spec_kwargs: `dlperf run`'s flags, each a list, its comma text or one value (None: the default):
             `frameworks`, `devices`, `threads` (`[1, 2]`, `"1,2"`, `1`), `modes`, `nprocs`, `scaling`, `parallel`,
@@ -112,6 +113,7 @@ def run(
             False of `pin`, `loss_check`, `profile`, `predict`; `max_memory` in bytes or as text (`"512MiB"`). A
             bad value raises UsageError naming its flag, before anything runs.
     """
+    argv = checked_own(dry_run, warn, argv)
     db, warn, began, progress = given_db(db), warn or warn_stderr, now(), checked_progress(progress)
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
@@ -137,6 +139,21 @@ def run(
         return _execute(session, plan.tasks, plan, progress, db)
     finally:
         store.close()
+
+
+def checked_own(dry_run: object, warn: object, argv: object = None) -> list[str] | None:
+    """`run`'s and `resume`'s own arguments, each refused in one line naming it before anything is stored: dry_run="no"
+    was a dry run (its truth), warn=123 a TypeError at the first warning with an empty store left behind, argv="my
+    args" stored as the list of its characters. The command line to store: `argv` as a list, None for this
+    process's."""
+    if not isinstance(dry_run, bool):
+        raise UsageError(f"dry_run={dry_run!r}: expected True or False, not {type_of(dry_run)}")
+    if warn is not None and not callable(warn):
+        raise UsageError(f"warn={warn!r}: expected a function, called with each warning's text (None: to stderr)")
+    if argv is not None and not (isinstance(argv, list | tuple) and all(isinstance(a, str) for a in argv)):
+        raise UsageError(f"argv={argv!r}: expected the command line stored with the run as a list of str, e.g. "
+                         "['train.py', '--fast'] (None: this process's)")  # fmt: skip
+    return None if argv is None else list(argv)
 
 
 def checked_progress(progress: Any) -> Any:
@@ -349,6 +366,7 @@ def resume(db: str | os.PathLike[str] | None = None, progress: Any = None, warn:
     be the one that measured it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing
     measured or taken over. Interrupted, it raises KeyboardInterrupt as `run` does (RunInterrupted once it measured,
     the run resumable again); bad input raises UsageError."""
+    checked_own(dry_run, warn)
     db, warn, progress = given_db(db), warn or warn_stderr, checked_progress(progress)
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)

@@ -10,6 +10,11 @@ class UsageError(Exception):
         return [f"{type(self).__name__}: {self}"]
 
 
+class BadValue(UsageError, ValueError):
+    """A value a Python caller gave a constructor of dlperf's that it cannot take (`dlperf.TimerConfig(max_time=-1)`):
+    a ValueError, as Python's own are, and a UsageError, one line in a notebook (it was ten frames of a dataclass's)."""
+
+
 class OutputFailed(OSError):
     """Standard output could not be written (a full disk, a closed terminal): the command's output is cut short. The
     CLI says so in one line on stderr, where it can, and exits 74 (`ExitCode.OUTPUT_FAILED`); what the command

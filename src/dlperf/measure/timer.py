@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from dlperf.errors import BadValue
 from dlperf.measure.stats import sorted_ci_halfwidth
 
 
@@ -43,27 +44,28 @@ class TimerConfig:
     ci_target: float = 0.02  # stop when the 95% CI of the median is within 2% of it
 
     def __post_init__(self) -> None:
-        """A bad value is a ValueError naming the field, as a Python caller wrote it (`dlperf.TimerConfig(...)`); the
-        command line's flags are checked before (`commands/run.timer`), in the flags' names."""
+        """A bad value is a BadValue (a ValueError and a UsageError: one line in a notebook) naming the field, as a
+        Python caller wrote it (`dlperf.TimerConfig(...)`); the command line's flags are checked before
+        (`commands/run.timer`), in the flags' names."""
         for name in WHOLE_FIELDS:
             value, least = getattr(self, name), 1 if name == "warmup_window" else 0
             if not _whole(value) or value < least:  # 1.5 steps, or '3', was taken
-                raise ValueError(f"TimerConfig: {name} {value!r}: expected a whole number, {least} or more")
+                raise BadValue(f"TimerConfig: {name} {value!r}: expected a whole number, {least} or more")
         for name in REAL_FIELDS:
             if not _real(value := getattr(self, name)):  # max_time='1': a TypeError from a comparison within
-                raise ValueError(f"TimerConfig: {name} {value!r}: expected a number")
+                raise BadValue(f"TimerConfig: {name} {value!r}: expected a number")
         for name in ("warmup_tolerance", "ci_target"):
             if not getattr(self, name) >= 0:  # ci_target=-1 was taken (0: never tight enough, sampled to max_time)
                 said = f"{name} {getattr(self, name)!r}"
-                raise ValueError(f"TimerConfig: {said}: expected a fraction, 0 or more (0.02: 2%)")
+                raise BadValue(f"TimerConfig: {said}: expected a fraction, 0 or more (0.02: 2%)")
         if not self.min_time >= 0:
-            raise ValueError(f"TimerConfig: min_time {self.min_time!r}: expected a number of seconds, 0 or more")
+            raise BadValue(f"TimerConfig: min_time {self.min_time!r}: expected a number of seconds, 0 or more")
         if not self.max_time > 0:  # nan too: sampling would end before its first step; the cell would measure nothing
-            raise ValueError(f"TimerConfig: max_time {self.max_time!r}: expected a number of seconds above 0")
+            raise BadValue(f"TimerConfig: max_time {self.max_time!r}: expected a number of seconds above 0")
         if self.min_time > self.max_time:
             default = " (its default)" if self.min_time == TimerConfig.min_time else ""
-            raise ValueError(f"TimerConfig: min_time {self.min_time:g}{default} is above max_time {self.max_time:g}: "
-                             f"give a min_time of at most {self.max_time:g} too, or a longer max_time")  # fmt: skip
+            raise BadValue(f"TimerConfig: min_time {self.min_time:g}{default} is above max_time {self.max_time:g}: "
+                           f"give a min_time of at most {self.max_time:g} too, or a longer max_time")  # fmt: skip
         for name in WHOLE_FIELDS + REAL_FIELDS:  # numpy's int64 as Python's int: the task's JSON takes it
             object.__setattr__(self, name, (int if name in WHOLE_FIELDS else float)(getattr(self, name)))
 
