@@ -301,6 +301,13 @@ def test_an_outcome_reads_as_one_short_line(monkeypatch, tmp_path):
     assert repr(outcome) == "Outcome(exit_code=0, run_id=None, cells=2, statuses={ok: 2, failed: 1})"
 
 
+def test_a_dry_run_says_the_processes_it_would_run(monkeypatch, tmp_path):
+    """`run(..., dry_run=True).tasks` was None, though its docstring says a dry run fills it: only resume's did."""
+    monkeypatch.setattr(api, "for_plan", lambda *args: None)
+    outcome = dlperf.run(WORKLOADS, threads=[1, 2], dry_run=True, db=str(tmp_path / "d.db"))
+    assert outcome.tasks == outcome.plan.tasks and [t.cell.threads for t in outcome.tasks] == [1, 2]
+
+
 def test_a_run_begun_beside_this_one_is_looked_for_again_once_this_one_holds_its_lease(tmp_path, monkeypatch):
     """Two runs started at once on one store each looked before the other held its lease, and 3 times in 5 neither
     was warned that the two shared the CPU: this run looks again once its own run is stored."""

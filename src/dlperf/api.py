@@ -65,7 +65,7 @@ class Outcome:
     plan: Plan | None = None
     statuses: list[Status] = field(default_factory=list)
     estimate: Estimate | None = None
-    tasks: list[Task] | None = None  # a resumed run's dry run: the processes it has left (None: the plan's)
+    tasks: list[Task] | None = None  # a dry run's processes: the plan's, or those a resumed run has left
 
     def __repr__(self) -> str:
         """A line a notebook shows (the plan's whole environment, every CPU flag, was 3,300 characters)."""
@@ -128,7 +128,7 @@ def run(
     tell(plan, said, warn)
     if store is None:
         estimate = for_plan(plan, db, say_pilot)
-        return Outcome(dry_run_code(estimate), plan=plan, estimate=estimate)
+        return Outcome(dry_run_code(estimate), plan=plan, estimate=estimate, tasks=plan.tasks)
     try:
         session = Session.create(store, spec, plan.env, plan.cores, argv or sys.argv, plan.cells, plan.workloads)
         for line in began_beside(db, store, began, measured | {session.run_id}):  # two that planned together: each

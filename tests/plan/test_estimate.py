@@ -99,7 +99,9 @@ def test_the_dry_run_says_its_estimate_counts_cells_compiling_at_once_one_after_
     cells = [Cell("tiny-fcn-r", "torch", "cpu", 1, mode), Cell("tiny-lstm", "torch", "cpu", 1, mode)]
     plan = SimpleNamespace(spec=RunSpec(("tiny-fcn-r",), compile_at_once=at_once), tasks=schedule(cells, 1),
                            cells=cells)  # fmt: skip
-    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(60.0, 90.0, 2, 10.0, 0)))
+    print_estimate(
+        SimpleNamespace(plan=plan, run_id=None, tasks=plan.tasks, estimate=est.Estimate(60.0, 90.0, 2, 10.0, 0))
+    )
     said = capsys.readouterr().out
     assert "2 cell processes, estimated" in said
     assert ("--compile-at-once 2: the estimate counts the compiled cells' processes one after another" in said) is noted
@@ -113,13 +115,17 @@ def test_the_dry_run_marks_the_cells_its_pilots_found_unsupported_and_says_where
     cells = [Cell("tiny-fcn-r", "torch", "cpu", 1, "fp32"), Cell("tiny-fcn-r", "torch", "cpu", 1, "channels_last")]
     plan = SimpleNamespace(spec=RunSpec(("tiny-fcn-r",)), tasks=schedule(cells, 1), cells=cells)
     why = {est.pilot_key(cells[1]): "tiny-fcn-r has no Conv2d on a 4-d input"}
-    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(6.0, 9.0, 2, 4.0, 0, why)))
+    print_estimate(
+        SimpleNamespace(plan=plan, run_id=None, tasks=plan.tasks, estimate=est.Estimate(6.0, 9.0, 2, 4.0, 0, why))
+    )
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["tiny-fcn-r torch cpu:1 fp32",
                          "tiny-fcn-r torch cpu:1 channels_last  (unsupported here: tiny-fcn-r has no Conv2d on a 4-d "
                          "input)"]  # fmt: skip
     assert lines[2].endswith("if every cell runs to --max-time): all from 2 pilot steps that took 4 s")
-    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(6.0, 9.0, 0, 0.0, 2)))
+    print_estimate(
+        SimpleNamespace(plan=plan, run_id=None, tasks=plan.tasks, estimate=est.Estimate(6.0, 9.0, 0, 0.0, 2))
+    )
     assert capsys.readouterr().out.splitlines()[2].endswith("): 2 from earlier runs on this machine")
 
 

@@ -87,7 +87,9 @@ def test_the_dry_run_counts_the_profile_processes(capsys):
     from dlperf.spec import RunSpec
 
     plan = SimpleNamespace(spec=RunSpec(("tiny-fcn-r",), profile=True), tasks=schedule([CELL], 1), cells=[CELL])
-    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(6.0, 9.0, 1, 2.0, 0, {}, 1, 1)))
+    print_estimate(
+        SimpleNamespace(plan=plan, run_id=None, tasks=plan.tasks, estimate=est.Estimate(6.0, 9.0, 1, 2.0, 0, {}, 1, 1))
+    )
     said = capsys.readouterr().out.splitlines()[-1]
     assert said.startswith("1 cell process and 1 profile process, estimated 6 s")
     assert said.endswith("1 profile from earlier profiles here, the others from 1 pilot step that took 2 s")

@@ -129,7 +129,9 @@ def test_the_dry_run_says_which_processes_are_known_unsupported(capsys):
 
     plan = plan_of("jax", USER)
     why = {est.pilot_key(plan.cells[0]): USER_REASON.format("jax")}
-    print_estimate(SimpleNamespace(plan=plan, tasks=None, estimate=est.Estimate(0.0, 0.0, 0, 0.0, 0, why)))
+    print_estimate(
+        SimpleNamespace(plan=plan, run_id=None, tasks=plan.tasks, estimate=est.Estimate(0.0, 0.0, 0, 0.0, 0, why))
+    )
     assert capsys.readouterr().out.splitlines()[-1].endswith("): 2 known to be unsupported (no process is started)")
 
 

@@ -11,8 +11,8 @@ def print_estimate(outcome, db: str | None = None) -> None:
     from dlperf.report.format import duration, terminal
     from dlperf.runner.sweep import may_compile_at_once
 
-    tasks = outcome.plan.tasks if outcome.tasks is None else outcome.tasks
-    cells = outcome.plan.cells if outcome.tasks is None else dict.fromkeys(t.cell for t in tasks)
+    tasks, resumed = outcome.tasks, outcome.run_id is not None  # a new run's dry run stores no run
+    cells = dict.fromkeys(t.cell for t in tasks) if resumed else outcome.plan.cells
     from dlperf.plan.estimate import pilot_key
 
     e = outcome.estimate
@@ -20,7 +20,7 @@ def print_estimate(outcome, db: str | None = None) -> None:
         why, failed = e.unsupported.get(pilot_key(cell)), e.failed.get(pilot_key(cell))
         said = f"  (unsupported here: {why})" if why else f"  (its pilot step {failed})" if failed else ""
         print(terminal(cell.label + said))
-    if outcome.tasks is not None:
+    if resumed:
         print(resume_left(outcome, db))
     sources = [f"{e.known} from earlier runs on this machine"] if e.known else []
     if e.profiles_known:
