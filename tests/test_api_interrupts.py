@@ -142,6 +142,20 @@ def test_a_factory_typed_in_rather_than_in_a_file_is_refused_saying_where_to_put
     assert not (tmp_path / "a.db").exists()
 
 
+def test_a_factory_of_a_notebook_cell_is_refused_though_a_debugger_wrote_its_file(tmp_path):
+    """ipykernel names a cell's code /tmp/ipykernel_PID/HASH.py, which its debugger (JupyterLab's, VS Code's) writes:
+    a factory typed into such a cell was taken as that file's, each of dlperf's processes to run the cell again."""
+    cell = tmp_path / "ipykernel_4242" / "1234567.py"
+    cell.parent.mkdir()
+    cell.write_text("def make():\n    pass\n")
+    namespace = {"__name__": "__main__"}
+    exec(compile(cell.read_text(), str(cell), "exec"), namespace)
+    with pytest.raises(dlperf.UsageError) as caught:
+        dlperf.run(namespace["make"], db=str(tmp_path / "a.db"))
+    assert str(caught.value).startswith(f"make is not defined in a file ({cell}): dlperf builds the model in processes")
+    assert not (tmp_path / "a.db").exists()
+
+
 def make():  # a factory, as the API takes it: never called here
     raise AssertionError("built")
 

@@ -170,7 +170,9 @@ def source_of(factory: Callable[[], Any]) -> str:
     if named and not _found_only_here(module):
         return f"{factory.__module__}:{name}"
     path = inspect.getsourcefile(factory)
-    if path is None or not Path(path).is_file():  # typed in: stdin, python -c, a notebook's cell
+    # ipykernel names a cell /tmp/ipykernel_PID/HASH.py, a file its debugger may write: importing it reruns the cell
+    cell = path is not None and re.search(r"ipykernel_\d+[/\\]\d+\.py$", path)
+    if path is None or cell or not Path(path).is_file():  # typed in: stdin, python -c, a notebook's cell
         where = f" ({path})" if path else ""
         raise UsageError(f"{name} is not defined in a file{where}: dlperf builds the model in processes of its own, "
                          "which import the factory from its file; put it in one (mine.py) and pass "
