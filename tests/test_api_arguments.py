@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import dlperf
-from dlperf import api
+from dlperf import api, api_arguments
 from dlperf.errors import UsageError
 from dlperf.spec import RunSpec, make_spec
 
@@ -72,15 +72,55 @@ def test_none_for_a_list_is_its_default(name, default):
 
 @pytest.mark.parametrize(
     ("given", "said"),
-    [({"devices": 0}, "--devices: unknown device '0' (expected cpu, cuda, cuda:N or mps)"),
-     ({"modes": 1}, "--modes: unknown mode '1'"),
-     ({"threads": 0}, "--threads '0': expected a whole number of at least 1"),
-     ({"data": 1}, "--data 1: expected synthetic, dataset, or a directory of datasets (a str or a pathlib.Path), "
+    [({"devices": 0}, "devices: unknown device '0' (expected cpu, cuda, cuda:N or mps)"),
+     ({"modes": 1}, "modes: unknown mode '1'"),
+     ({"threads": 0}, "threads=0: expected a whole number of at least 1"),
+     ({"data": 1}, "data 1: expected synthetic, dataset, or a directory of datasets (a str or a pathlib.Path), "
                    "not an int"),
-     ({"trace_dir": 1, "profile": True}, "--trace-dir 1: expected a path (a str or a pathlib.Path), not an int")],
+     ({"trace_dir": 1, "profile": True}, "trace_dir 1: expected a path (a str or a pathlib.Path), not an int")],
 )  # fmt: skip
-def test_a_value_of_another_type_is_refused_naming_its_flag(given, said):
+def test_a_value_of_another_type_is_refused_naming_its_argument(given, said):
     assert refused(**given).startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [({"threads": "two"}, "threads='two': expected a whole number of at least 1"),
+     ({"workloads": "nosuch"}, "workloads: unknown workload 'nosuch'"),
+     ({"repeats": 0}, "repeats=0: expected a whole number of at least 1"),
+     ({"timeout": -1}, "timeout=-1: expected a number of seconds above 0"),
+     ({"nprocs": "a"}, "nprocs='a': expected a whole number of at least 1"),
+     ({"frameworks": "caffe"}, "frameworks: caffe is one of the paper's tools and cannot be measured: "),
+     ({"nnodes": 2, "rdzv_endpoint": "h:1"}, "nnodes and rdzv_endpoint are for data-parallel cells: add nprocs=N")],
+)  # fmt: skip
+def test_a_bad_value_names_the_argument_not_the_flag_of_dlperf_run(given, said):
+    """A Python caller was told of `--threads 'two'`, `--workloads`, `--repeats '0'`: flags it never typed, where
+    others (`pin=`, `db=`) named its arguments. A command a line names is kept as it is typed in a shell."""
+    kwargs = {"workloads": WORKLOADS, **given}
+    with pytest.raises(UsageError) as caught:
+        dlperf.run(kwargs.pop("workloads"), dry_run=True, db="unused.db", **kwargs)
+    assert str(caught.value).startswith(said), str(caught.value)
+    assert "--" not in str(caught.value).replace("dlperf list --frameworks", "")
+
+
+def test_a_command_a_line_names_is_kept_as_it_is_typed():
+    from types import SimpleNamespace
+
+    from dlperf.store.location import as_arguments
+
+    line = "--frameworks: caffe cannot be measured; dlperf list --frameworks lists what can"
+    said = as_arguments(line, {"frameworks": "--frameworks"}, SimpleNamespace(frameworks="caffe"))
+    assert said == "frameworks: caffe cannot be measured; dlperf list --frameworks lists what can"
+
+
+def test_resume_names_itself_not_the_flag(tmp_path):
+    """`dlperf.resume` said `--resume: every run in ... is complete`, a flag its caller never typed."""
+    from dlperf.store import Store
+
+    db = tmp_path / "r.db"
+    Store.open(str(db), create=True).close()
+    with pytest.raises(UsageError, match=r"^resume: .* holds no run to resume \(dlperf run starts one\)$"):
+        dlperf.resume(db=str(db))
 
 
 def test_a_spec_made_with_none_for_a_list_is_refused_in_one_line():
@@ -103,9 +143,9 @@ def test_a_yes_no_argument_takes_a_bool_only(name, value, kind):
 
 @pytest.mark.parametrize(
     ("given", "said"),
-    [({"repeats": "3"}, "--repeats '3': expected a whole number of at least 1 (an int, not a str)"),
-     ({"repeats": True}, "--repeats 'True': expected a whole number of at least 1"),
-     ({"compile_at_once": "2"}, "--compile-at-once must be a whole number from 1 to 16 (an int, not a str)")],
+    [({"repeats": "3"}, "repeats='3': expected a whole number of at least 1 (an int, not a str)"),
+     ({"repeats": True}, "repeats=True: expected a whole number of at least 1"),
+     ({"compile_at_once": "2"}, "compile_at_once must be a whole number from 1 to 16 (an int, not a str)")],
 )  # fmt: skip
 def test_text_for_a_whole_number_says_an_int_is_expected(given, said):
     assert refused(**given) == said
@@ -114,7 +154,7 @@ def test_text_for_a_whole_number_says_an_int_is_expected(given, said):
 @pytest.mark.parametrize("name", ["timeout", "compile_timeout"])
 def test_text_for_seconds_says_a_number_is_expected(name):
     said = refused(**{name: "10"})
-    assert said.startswith(f"--{name.replace('_', '-')} '10': expected a number of seconds above 0"), said
+    assert said.startswith(f"{name}='10': expected a number of seconds above 0"), said
     assert said.endswith("(an int or float, not a str)"), said
 
 
@@ -153,7 +193,9 @@ def test_a_progress_that_is_no_display_is_refused_before_anything_is_stored(tmp_
         with pytest.raises(UsageError, match=r"^progress="):
             dlperf.resume(progress=value, db=str(db))
     assert not db.exists()
-    assert api.checked_progress(True) is None and api.checked_progress(False) is False  # True: the default display
+    assert (
+        api_arguments.checked_progress(True) is None and api_arguments.checked_progress(False) is False
+    )  # True: the default display
 
 
 def test_a_display_lacking_a_method_the_sweep_calls_is_refused_naming_it_before_anything_is_stored(tmp_path):
@@ -192,7 +234,7 @@ def test_a_subclass_of_progress_is_a_display():
             return None
 
     mine = Mine(1)
-    assert api.checked_progress(mine) is mine
+    assert api_arguments.checked_progress(mine) is mine
 
 
 def test_every_method_the_sweep_calls_on_a_display_is_checked():
@@ -203,7 +245,7 @@ def test_every_method_the_sweep_calls_on_a_display_is_checked():
     from dlperf.runner import sweep
 
     called = set(re.findall(r"\bprogress\.(\w+)", Path(sweep.__file__).read_text()))
-    assert called and called <= set(api.DISPLAY_METHODS)
+    assert called and called <= set(api_arguments.DISPLAY_METHODS)
 
 
 def test_a_display_that_fails_leaves_its_run_interrupted_and_resumable_not_stopped(tmp_path):
@@ -251,8 +293,8 @@ def test_runs_own_arguments_of_another_kind_are_refused_naming_them_before_anyth
 
 
 def test_argv_takes_a_tuple_of_str_as_a_list():
-    assert api.checked_own(False, print, ("train.py", "--fast")) == ["train.py", "--fast"]
-    assert api.checked_own(True, None) is None
+    assert api_arguments.checked_own(False, print, ("train.py", "--fast")) == ["train.py", "--fast"]
+    assert api_arguments.checked_own(True, None) is None
 
 
 def test_a_bad_timer_value_is_a_usage_error_of_one_line_and_still_a_value_error():

@@ -61,7 +61,7 @@ def test_an_older_run_of_other_cpu_extensions_or_python_is_refused(tmp_path):
     with pytest.raises(UsageError) as refused:
         api.resume(db, dry_run=True)
     said = str(refused.value)  # other extensions: another machine's run, which --resume does not take here
-    assert said.startswith(f"--resume: {db} holds no unfinished run of this machine: run {run_id} was measured on "
+    assert said.startswith(f"resume: {db} holds no unfinished run of this machine: run {run_id} was measured on "
                            "another machine, ")  # fmt: skip
     assert said.endswith(f"(CPU extensions gained {extension}), and a run is one machine's: `dlperf run --resume` "
                          "on that machine, with this store, measures what it left; start a new run here "
@@ -71,7 +71,7 @@ def test_an_older_run_of_other_cpu_extensions_or_python_is_refused(tmp_path):
     with pytest.raises(UsageError) as refused:  # this machine's run, its software changed
         api.resume(db, dry_run=True)
     python = envinfo.fingerprint(here)["python"]
-    assert str(refused.value) == (f"--resume: run {run_id} was measured on a different machine or software (Python "
+    assert str(refused.value) == (f"resume: run {run_id} was measured on a different machine or software (Python "
                                   f"3.10 -> {python}); start a new run instead")  # fmt: skip
 
 
@@ -86,7 +86,7 @@ def test_a_run_another_dlperf_version_measured_is_refused_and_one_that_recorded_
     run_id = stored_by_an_older_dlperf(db, lambda env: env.update(dlperf_version="0.0.9"))
     with pytest.raises(UsageError) as refused:
         api.resume(db, dry_run=True)
-    assert str(refused.value) == (f"--resume: run {run_id} was measured on a different machine or software (dlperf "
+    assert str(refused.value) == (f"resume: run {run_id} was measured on a different machine or software (dlperf "
                                   f"0.0.9 -> {VERSION}); start a new run instead")  # fmt: skip
     db = str(tmp_path / "none.db")
     stored_by_an_older_dlperf(db, lambda env: env.pop("dlperf_version"))

@@ -21,5 +21,5 @@ def test_a_run_whose_framework_is_gone_is_refused_in_one_line_and_left_as_it_was
     before, said = db.read_bytes(), []
     with pytest.raises(UsageError) as refused:
         api.resume(str(db), warn=said.append)
-    assert str(refused.value).startswith("--resume: run 1's --frameworks jax: ")
+    assert str(refused.value).startswith("resume: run 1's frameworks jax: ")
     assert said == [] and db.read_bytes() == before

@@ -11,21 +11,25 @@ The flow is one-way: spec (`spec.py`: parsed, and checked by RunSpec) -> plan (`
 from __future__ import annotations
 
 import contextlib
-import difflib
-import inspect
 import json
 import os
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from dlperf import envinfo
+from dlperf.api_arguments import (
+    RESUME_FLAGS,
+    RUN_FLAGS,
+    checked_arguments,
+    checked_own,
+    checked_progress,
+    in_callers_terms,
+)
 from dlperf.errors import RunInterrupted, UsageError
-from dlperf.flagtext import type_of
-from dlperf.measure.timer import TimerConfig
 from dlperf.measure.units import agreeing
 from dlperf.plan import Plan, framework_info, make_plan
 from dlperf.plan.estimate import Estimate, for_plan
@@ -46,12 +50,6 @@ from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
 from dlperf.workloads.user import changed_sources
-
-# the flags the plan's warnings name (`--threads 8 exceeds the cores`), said to a Python caller as its arguments
-WARNED_FLAGS = {"threads": "--threads", "nprocs": "--nproc", "pin": "--pin", "data": "--data"}
-# what the sweep calls on a `progress=` display (`runner/sweep.py`, `Session.measure`); `ahead`, asked for only where
-# a display has it, aside. Checked before anything is stored: one lacking `finish` failed once the first cell ended
-DISPLAY_METHODS = ("__enter__", "__exit__", "start", "start_together", "refresh", "finish", "profiling", "profiled")
 
 
 @dataclass
@@ -111,17 +109,18 @@ def run(
             `microbatches`, `loaders`; the paths `data`, `trace_dir`; `timer=dlperf.TimerConfig(max_time=2)`;
             and as they are `repeats`, `timeout`, `compile_timeout`, `compile_at_once`, `campaign`, the True or
             False of `pin`, `loss_check`, `profile`, `predict`; `max_memory` in bytes or as text (`"512MiB"`). A
-            bad value raises UsageError naming its flag, before anything runs.
+            bad value raises UsageError naming the argument (`threads='two'`), before anything runs.
     """
     argv = checked_own(dry_run, warn, argv)
     db, warn, began, progress = given_db(db), warn or warn_stderr, now(), checked_progress(progress)
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
-    spec = make_spec(workloads, **checked_arguments(spec_kwargs))
-    check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans; a
-    # dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
-    spec = traces_tried(spec, db)
-    plan = planned(spec, dry_run)
+    with in_callers_terms(RUN_FLAGS, {**spec_kwargs, "workloads": workloads}):  # `threads='two'`, not `--threads`
+        spec = make_spec(workloads, **checked_arguments(spec_kwargs))
+        check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans;
+        # a dry run's too, as the run it stands for would meet it (a missing folder, a link to one)
+        spec = traces_tried(spec, db)
+        plan = planned(spec, dry_run)
     store = None if dry_run else Store.open(db, create=True)
     said = [*kept_measurements(db, store), *left_alike(db, store, spec, plan.env),
             *began_beside(db, store, began, measured)]  # fmt: skip
@@ -139,38 +138,6 @@ def run(
         return _execute(session, plan.tasks, plan, progress, db)
     finally:
         store.close()
-
-
-def checked_own(dry_run: object, warn: object, argv: object = None) -> list[str] | None:
-    """`run`'s and `resume`'s own arguments, each refused in one line naming it before anything is stored: dry_run="no"
-    was a dry run (its truth), warn=123 a TypeError at the first warning with an empty store left behind, argv="my
-    args" stored as the list of its characters. The command line to store: `argv` as a list, None for this
-    process's."""
-    if not isinstance(dry_run, bool):
-        raise UsageError(f"dry_run={dry_run!r}: expected True or False, not {type_of(dry_run)}")
-    if warn is not None and not callable(warn):
-        raise UsageError(f"warn={warn!r}: expected a function, called with each warning's text (None: to stderr)")
-    if argv is not None and not (isinstance(argv, list | tuple) and all(isinstance(a, str) for a in argv)):
-        raise UsageError(f"argv={argv!r}: expected the command line stored with the run as a list of str, e.g. "
-                         "['train.py', '--fast'] (None: this process's)")  # fmt: skip
-    return None if argv is None else list(argv)
-
-
-def checked_progress(progress: Any) -> Any:
-    """`run`'s and `resume`'s `progress`: None or True, the default display; False, none; else a display with every
-    method of dlperf.progress.Progress the sweep calls (`DISPLAY_METHODS`). Any other value a UsageError before
-    anything runs, naming the methods a display lacks (`progress=True` was a TypeError once the run was stored, left
-    "stopped" in a live notebook; a display with `start` alone an AttributeError at its first cell's end)."""
-    if progress is None or progress is True:
-        return None
-    missing = [m for m in DISPLAY_METHODS if not callable(getattr(progress, m, None))]
-    if progress is False or not missing:
-        return progress
-    methods = ", ".join(DISPLAY_METHODS)
-    lacks = f": it lacks {', '.join(missing)}" if len(missing) < len(DISPLAY_METHODS) else ""
-    raise UsageError(f"progress={progress!r}: expected None or True (the default display), False (none), or a display "
-                     f"like dlperf.progress.Progress (a subclass, or an object with its methods {methods})"
-                     f"{lacks}")  # fmt: skip
 
 
 def dry_run_code(estimate: Estimate | None) -> ExitCode:
@@ -204,26 +171,6 @@ def traces_tried(spec: RunSpec, db: str) -> RunSpec:
     return spec
 
 
-def checked_arguments(spec_kwargs: dict[str, Any]) -> dict[str, Any]:
-    """`run`'s keyword arguments, each one it takes: a misspelt one is a TypeError naming `run` and the closest
-    (not RunSpec's own constructor), one of the timer's the TimerConfig that takes it (max_time=1 was 'did you mean
-    max_memory?'), and a timer not a TimerConfig a UsageError naming `timer` (not an
-    AttributeError from inside)."""
-    known = {f.name for f in fields(RunSpec) if f.init} | set(inspect.signature(make_spec).parameters) - {"fields"}
-    timed = {f.name for f in fields(TimerConfig)}
-    for name in spec_kwargs:
-        if name not in known and name in timed:  # `dlperf run --max-time 1` is not run(max_time=1)
-            raise TypeError(f"run() got an unexpected keyword argument {name!r}: it says how each cell is timed, "
-                            f"timer=dlperf.TimerConfig({name}={spec_kwargs[name]!r})")  # fmt: skip
-        if name not in known:
-            close = difflib.get_close_matches(name, sorted(known), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise TypeError(f"run() got an unexpected keyword argument {name!r}{hint}")
-    if (timer := spec_kwargs.get("timer")) is not None and not isinstance(timer, TimerConfig):
-        raise UsageError(f"timer={timer!r}: expected a dlperf.TimerConfig, e.g. timer=dlperf.TimerConfig(max_time=2)")
-    return spec_kwargs
-
-
 def start_warm_parents(plan: Plan) -> None:
     """The warm parents the plan's processes will fork from, started while its real data is opened in a probe
     child (`make_plan`'s last check): their imports overlap the probe's (on the H200, about 9 s each)."""
@@ -254,10 +201,10 @@ def predict(session: Session, plan: Plan, warn: Callable[[str], None]) -> None:
 def tell(plan: Plan, said: list[str], warn: Callable[[str], None]) -> None:
     """What a run says before it measures: the plan's warnings and `said` to `warn`, then its notes (the folder of
     images each workload reads), which are no warnings, to stderr; each naming the arguments as they were given."""
-    for warning in [*(as_called(w, WARNED_FLAGS, plan.spec) for w in plan.warnings), *said]:
+    for warning in [*(as_called(w, RUN_FLAGS, plan.spec) for w in plan.warnings), *said]:
         warn(warning)
     for note in plan.notes:
-        print(f"dlperf: {terminal(as_called(note, WARNED_FLAGS, plan.spec))}", file=sys.stderr, flush=True)
+        print(f"dlperf: {terminal(as_called(note, RUN_FLAGS, plan.spec))}", file=sys.stderr, flush=True)
 
 
 def say_pilot(cell: Cell) -> None:
@@ -366,6 +313,12 @@ def resume(db: str | os.PathLike[str] | None = None, progress: Any = None, warn:
     be the one that measured it. `dry_run`: what is left and its estimate (`Outcome.tasks`, `estimate`), nothing
     measured or taken over. Interrupted, it raises KeyboardInterrupt as `run` does (RunInterrupted once it measured,
     the run resumable again); bad input raises UsageError."""
+    with in_callers_terms(RESUME_FLAGS):  # `resume: every run in x.db is complete`, not `--resume: ...`
+        return _resume(db, progress, warn, dry_run)
+
+
+def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[str], None] | None,
+            dry_run: bool) -> Outcome:  # fmt: skip
     checked_own(dry_run, warn)
     db, warn, progress = given_db(db), warn or warn_stderr, checked_progress(progress)
     lifeline.remove_stale_dirs()  # what the children of a killed dlperf left

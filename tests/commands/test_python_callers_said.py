@@ -197,16 +197,16 @@ def test_a_bool_is_no_number_to_a_search(call, said, unplanned, monkeypatch, tmp
     assert refused(lambda: search[type(opts)](opts, str(tmp_path / "x.db"))) == said
 
 
-def test_dlperf_run_refuses_a_bool_naming_its_flag():
+def test_dlperf_run_refuses_a_bool_naming_its_argument():
     said = refused(lambda: dlperf.run(["tiny-fcn-r"], repeats=True, dry_run=True, db="unused.db"))
-    assert said == "--repeats 'True': expected a whole number of at least 1"
+    assert said == "repeats=True: expected a whole number of at least 1"
 
 
 @pytest.mark.parametrize("text", ["30", [30]])
 def test_dlperf_run_refuses_a_timeout_of_no_number_in_one_line(text):
     """timeout="30" (text) was a TypeError, '<' not supported between 'int' and 'str'."""
     said = refused(lambda: dlperf.run(["tiny-fcn-r"], timeout=text, dry_run=True, db="unused.db"))
-    assert said.startswith(f"--timeout {str(text)!r}: expected a number of seconds above 0")
+    assert said.startswith(f"timeout={text!r}: expected a number of seconds above 0")
 
 
 @pytest.mark.parametrize("size", [0, -1, math.nan, True, 2.5e9])

@@ -95,7 +95,7 @@ def test_another_machines_unfinished_run_is_resumed_there_not_here(tmp_path):
     store.close()
     with pytest.raises(UsageError) as refused:  # only theirs is left
         api.resume(str(db), dry_run=True)
-    assert str(refused.value).startswith(f"--resume: {db} holds no unfinished run of this machine: run {theirs} was "
+    assert str(refused.value).startswith(f"resume: {db} holds no unfinished run of this machine: run {theirs} was "
                                          "measured on another machine, beta · EPYC Test (")  # fmt: skip
 
 

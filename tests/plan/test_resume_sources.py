@@ -109,7 +109,7 @@ def test_resume_refuses_a_run_whose_model_file_was_edited_since(tmp_path):
     with pytest.raises(UsageError) as refused:
         api.resume(str(db), dry_run=True)
     assert str(refused.value) == (
-        f"--resume: run {run_id}'s model: {path} changed since the run began, so what is left would train another "
+        f"resume: run {run_id}'s model: {path} changed since the run began, so what is left would train another "
         "model; start a new run instead"
     )
 

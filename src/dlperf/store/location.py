@@ -82,14 +82,22 @@ def db_said_as(flag: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return wrap
 
 
+COMMAND = re.compile(r"dlperf [a-z]+(?: --?[a-z][\w-]*)+")  # a command a line names: `dlperf list --frameworks`
+
+
 def as_arguments(line: str, flags: dict[str, str], given: object) -> str:
     """A line as a Python caller gave the values: `--batch '0'` as `batch=0`, `--data DIR` as `data=DIR`, a flag
-    alone as its argument's name. `flags`: each argument's flag (a dotted name: `timer.min_time`), `given` what holds
-    the caller's values (its Options)."""
+    alone as its argument's name; a command it names, to type in a shell, as it is (`dlperf list --frameworks`).
+    `flags`: each argument's flag (a dotted name: `timer.min_time`), `given` what holds the caller's values (its
+    Options)."""
+    commands = COMMAND.findall(line)
+    line = COMMAND.sub("\0", line)
     for name, flag in flags.items():
         value = operator.attrgetter(name)(given)
         line = line.replace(f"{flag} {str(value)!r}", f"{name}={value!r}")
         line = re.sub(rf"{flag}(?![\w-])(?: ([A-Z]+)\b)?", lambda m, n=name: f"{n}={m[1]}" if m[1] else n, line)
+    for command in commands:
+        line = line.replace("\0", command, 1)
     return line
 
 
