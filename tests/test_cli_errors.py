@@ -116,6 +116,7 @@ OPTIONS = [
         "(did you mean --device for --devices, --threads for --treads?)",
     ),
     (["--verison"], "unrecognized arguments: --verison (did you mean --version?)"),
+    (["run", "--networks", "fcn-r"], "unrecognized arguments: --networks fcn-r (did you mean --workloads?)"),
     (["run", "--bogus-flag"], "unrecognized arguments: --bogus-flag (dlperf run --help lists its options)"),
     # after `--` the command's own option is a value: "did you mean --db?" named the very flag typed
     (

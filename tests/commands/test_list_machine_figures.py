@@ -114,8 +114,10 @@ def test_a_store_of_peaks_only_points_at_them_where_it_has_no_runs(tmp_path, cap
     err = capsys.readouterr().err
     assert "no runs yet (run `dlperf run` first); it holds 2 peaks (`dlperf list --peaks`) and 1 all-reduce size" in err
     assert len(err.strip().splitlines()) == 1
-    assert "it holds 2 peaks" in listed(capsys, db, "--runs")
+    assert listed(capsys, db, "--runs").startswith(f"no runs in {db}; it holds 2 peaks (`dlperf list --peaks`)")
     Store.open(tmp_path / "e.db", create=True).close()
+    # an empty table titled "0 runs" said nothing of what to do
+    assert listed(capsys, tmp_path / "e.db", "--runs") == f"no runs in {tmp_path / 'e.db'}: `dlperf run` measures one\n"
     assert main(["report", "--db", str(tmp_path / "e.db")]) == 2
     assert capsys.readouterr().err.strip().endswith("no runs yet (run `dlperf run` first)")
 

@@ -68,6 +68,7 @@ def test_only_fp32_single_process_synthetic_cells_at_the_papers_batch_stand_besi
     assert "fcn-r: batch 64, the paper's 1024: not beside it" in notes
     assert any("only such cells stand beside it" in n for n in notes)
     assert any(n.startswith("fcn-r torch cpu:2") and "other processes" in n for n in notes)  # the table's notes
+    assert "no step to stand beside the paper: fcn-r torch cpu:1 fp32 (failed)" in notes  # was no row, no word
     assert "0.500? n=2" not in paper_table.values(rows[0]) and paper_table.values(rows[0])[4] == "1.000? n=2"
     assert paper_table.values(rows[0])[-1].endswith("x?")  # the speed-up rests on that median
     assert not paper_table.values(paper_table.build([cell(threads=2)])[0][0])[-1].endswith("?")

@@ -112,6 +112,8 @@ def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser, dashes:
         starting = [name for name in known if name.startswith(typed)] if typed else []
         if len(starting) == 1:  # an abbreviation (argparse's own would have taken it): the one option it begins
             hints[flag] = known[starting[0]]
+        elif SYNONYMS.get(typed) in known:  # another word for it: `make run RUN_ARGS="--networks fcn-r"`
+            hints[flag] = known[SYNONYMS[typed]]
         elif close := difflib.get_close_matches(typed, list(known), n=1, cutoff=0.7):
             hints[flag] = known[close[0]]
     if len(hints) == 1:
@@ -119,6 +121,11 @@ def unrecognized(extras: Sequence[str], parser: argparse.ArgumentParser, dashes:
     if hints:
         return f"{said} (did you mean {', '.join(f'{own} for {typed}' for typed, own in hints.items())}?)"
     return f"{said} ({parser.prog} --help lists its options)" if any(e.startswith("-") for e in extras) else said
+
+
+# other words a user types for an option (the paper says networks; other tools say models)
+SYNONYMS = {"networks": "workloads", "network": "workloads", "models": "workloads", "model": "workloads",
+            "nets": "workloads", "net": "workloads"}  # fmt: skip
 
 
 def either(options: Sequence[str]) -> str:

@@ -224,6 +224,10 @@ def list_runs(db: str, fmt: str) -> int:
     from dlperf.commands.common import print_rich
     from dlperf.report.format import terminal
 
+    if not rows:  # an empty table titled "0 runs" said nothing of what to do
+        held_said = f"; it holds {held}" if held else ""
+        print(f"no runs in {terminal(db)}{held_said}: `dlperf run` measures one")
+        return ExitCode.OK
     table = Table(title=f"{plural(len(rows), 'run')} in {terminal(db)}")
     for name in ("run", "started", "status", "cells", "command", "machine"):
         table.add_column(name, justify="right" if name == "run" else "left", overflow="fold")

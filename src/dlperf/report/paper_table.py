@@ -22,6 +22,7 @@ from dlperf.report.notes import grouped
 from dlperf.report.paper import CITATION, Figure, batch_of, columns, figures_in
 from dlperf.report.table import FEW_MARK, cell_notes
 from dlperf.store.records import CellRecord
+from dlperf.vocab import Status
 
 COUNTERPART = {"torch": "Torch", "tensorflow": "TF", "mxnet": "MXNet"}  # the paper's tool each framework follows
 MACHINES = {"desktop": "i7-3820, 4 cores", "server": "2x Xeon E5-2630 v3, 16 cores"}
@@ -59,10 +60,10 @@ def figures(network: str, cell: CellRecord) -> tuple[list[Figure], Figure | None
 def build(cells: list[CellRecord]) -> tuple[list[PaperRow], list[str]]:
     """Rows for the cells the paper has a figure beside, and notes: those of the table on the rows' cells (noise,
     other processes' load, few samples), and on the paper networks' cells left out."""
-    rows, notes = [], set()
+    rows, notes, untimed = [], set(), []
     for c in cells:
         network = c.workload_spec.get("paper")
-        if not network or not c.ok or c.median_s is None:
+        if not network or (not c.ok and c.status is Status.PENDING):
             continue
         if c.mode != "fp32" or c.loader or c.nproc:
             notes.add("the paper trained in fp32, one process, on synthetic batches: only such cells stand beside it")
@@ -70,9 +71,14 @@ def build(cells: list[CellRecord]) -> tuple[list[PaperRow], list[str]]:
         if c.batch != (batch := batch_of(network)):
             notes.add(f"{c.workload}: batch {c.batch}, the paper's {batch}: not beside it")
             continue
+        if not c.ok or c.median_s is None:  # a failed resnet-50 cpu:1 left no row and no word of it
+            untimed.append(f"{c.cell.label} ({c.status.value})")
+            continue
         same, fastest = figures(network, c)
         rows.append(PaperRow(c, network, same, fastest))
     told = grouped([(label, text) for label, _, text in cell_notes([r.cell for r in rows])])
+    if untimed:
+        notes.add(f"no step to stand beside the paper: {', '.join(untimed)}")
     return rows, told + sorted(notes)
 
 
