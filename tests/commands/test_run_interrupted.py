@@ -90,3 +90,23 @@ def test_a_python_caller_is_told_the_call_that_resumes_not_the_command():
         assert resume_command("r.db") == "dlperf.resume(db='r.db')"
     with said_as("--db"), said_as("db"):  # `dlperf run` calling `api.run`: the outermost caller's words
         assert resume_command("r.db") == "dlperf run --resume --db r.db"
+
+
+def test_the_interrupt_line_says_how_many_cells_measured_failed(tmp_path):
+    """After a SIGTERM: "8 of 14 cells measured are stored in run 2", one of the 8 failed: counted as measured,
+    unsaid."""
+    from dlperf.commands.run import stored_cells
+    from dlperf.store.process import ProcessMeasurement
+    from dlperf.store.records import CellFigures, PlannedCell
+    from dlperf.vocab import Status
+
+    db = str(tmp_path / "d.db")
+    store = Store.open(db, create=True)
+    cells = [Cell("tiny-fcn-r", "torch", "cpu", t, "fp32") for t in (1, 2, 3)]
+    run_id = store.create_run({}, {}, {}, ["dlperf", "run"], [PlannedCell(c, {"batch": 8}) for c in cells])
+    store.record(run_id, cells[0].key, 0, ProcessMeasurement(status=Status.OK, samples=[0.1] * 3),
+                 CellFigures(status=Status.OK, median_s=0.1))  # fmt: skip
+    store.record(run_id, cells[1].key, 0, ProcessMeasurement(status=Status.FAILED, error="killed"),
+                 CellFigures(status=Status.FAILED, error="killed"))  # fmt: skip
+    store.close()
+    assert stored_cells(db, run_id) == "2 of 3 cells measured, 1 of them failed, are stored in run 1"

@@ -391,7 +391,9 @@ def stored_cells(db: str, run_id: int, profiled: bool = False) -> str:
     done = sum(c.status != Status.PENDING for c in cells)
     if not done:
         return f"no cell was measured yet: run {run_id} holds its plan of {plural(len(cells), 'cell')}"
-    them = f", {len(profiles)} of them profiled," if profiled else ""
+    failed = sum(c.status.is_failure for c in cells)  # "8 of 14 cells measured" counted a failed one as measured
+    parts = [f"{len(profiles)} of them profiled"] * profiled + [f"{failed} of them failed"] * bool(failed)
+    them = f", {', '.join(parts)}," if parts else ""
     if left.repeats > 1:  # a cell is measured once its first process is: "2 of 2 cells measured" read as whole
         return (f"{left.text()} ({done} of {plural(len(cells), 'cell')} measured at least once{them.rstrip(',')}), "
                 f"stored in run {run_id}")  # fmt: skip
