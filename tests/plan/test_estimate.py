@@ -122,7 +122,10 @@ def test_the_dry_run_marks_the_cells_its_pilots_found_unsupported_and_says_where
     assert lines[:2] == ["tiny-fcn-r torch cpu:1 fp32",
                          "tiny-fcn-r torch cpu:1 channels_last  (unsupported here: tiny-fcn-r has no Conv2d on a 4-d "
                          "input)"]  # fmt: skip
-    assert lines[2].endswith("if every cell runs to --max-time): all from 2 pilot steps that took 4 s")
+    assert lines[2].endswith(
+        "if every cell runs to --max-time, at the speed measured so far: a busier machine takes "
+        "longer): all from 2 pilot steps that took 4 s"
+    )
     print_estimate(
         SimpleNamespace(plan=plan, run_id=None, tasks=plan.tasks, estimate=est.Estimate(6.0, 9.0, 0, 0.0, 2))
     )

@@ -31,8 +31,10 @@ def print_estimate(outcome, db: str | None = None) -> None:
         others = "the others" if sources else "all"
         sources.append(f"{others} from {plural(e.pilots, 'pilot step')} that took {duration(e.pilot_s)}")
     profiles = f" and {plural(e.profiles, 'profile process', 'es')}" if e.profiles else ""
+    # "at most 10 min" after a run of 11.5 min on a busier machine: the bound is at the speed measured so far
     print(f"{plural(len(tasks), 'cell process', 'es')}{profiles}, estimated {duration(e.seconds)} (at most "
-          f"{duration(e.at_most_s)} if every cell runs to --max-time): {', '.join(sources)}")  # fmt: skip
+          f"{duration(e.at_most_s)} if every cell runs to --max-time, at the speed measured so far: a busier machine "
+          f"takes longer): {', '.join(sources)}")  # fmt: skip
     if e.failed:  # its pilot timed no step: the cells will fail as it did, and the estimate counts only its life
         print(f"{plural(len(e.failed), 'pilot step')} failed or timed out (above): the run's cells of "
               f"{'it' if len(e.failed) == 1 else 'them'} will likely do the same; the estimate counts each as long as "
