@@ -297,3 +297,15 @@ def test_lying_bars_at_a_columns_width_fold_their_names_and_keep_room_to_draw():
     assert all("\n" in t.get_text() for t in ax.texts)
     assert ax.get_window_extent().width > 0.4 * fig.dpi * 3.5 / 2  # the bars keep width to be read
     plt.close(fig)
+
+
+def test_cells_that_all_failed_are_said_so_not_as_a_sweep_of_one_mode():
+    """A store of failed cells: the report said "Every workload was measured with one framework in one mode", and
+    `plot scaling` "no workload was measured at two or more CPU thread counts"."""
+    from dlperf.vocab import Status
+
+    failed = replace(cell(threads=1), median_s=None, status=Status.FAILED)
+    refused = replace(cell(threads=2, mode="bf16"), median_s=None, status=Status.UNSUPPORTED)
+    assert charts.none_timed([failed, refused, replace(failed, key="k2")]) == (
+        "no cell has a time to draw: 2 failed, 1 unsupported")  # fmt: skip
+    assert charts.none_timed([failed, cell(threads=2)]) is None and charts.none_timed([]) is None

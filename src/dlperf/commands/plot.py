@@ -64,6 +64,7 @@ def run(args) -> int:
     if not chosen:  # the cells left out said first: they may be why nothing is left to draw
         left = warn_unreadable(data.unreadable, "the charts") and f" ({plural(len(data.unreadable), 'cell')} left out)"
         latest = " (each cell its latest run's: --run N draws one run's own)" if len(data.runs) > 1 else ""
+        why_none = charts.none_timed(cells) or why_none
         raise UsageError(f"plot {args.kind}: nothing to draw in {named('run', (r.id for r in data.runs))}: "
                          f"{why_none}{latest}{left or ''}")  # fmt: skip
     with replacing(out) as tmp:  # the suffix stays: matplotlib reads the format from it

@@ -10,6 +10,7 @@ Columns (`cpu:4`, `cuda:0`, ...) are each cell's `column`, so new kinds of colum
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 from dlperf.measure.stats import FEW_SAMPLES, few
@@ -178,6 +179,15 @@ def doubted(chart: Chart, doubt: str = FEW) -> Chart:
 
 def timed(cells: list[CellRecord]) -> list[CellRecord]:
     return [c for c in cells if c.ok and c.median_s]
+
+
+def none_timed(cells: list[CellRecord]) -> str | None:
+    """'no cell has a time to draw: 3 failed, 1 unsupported' where cells ran and none has a time (a store of failed
+    cells said "every workload was measured with one framework in one mode"); None where one has, or none ran."""
+    if not cells or timed(cells):
+        return None
+    counted = Counter(c.status.value for c in cells)
+    return "no cell has a time to draw: " + ", ".join(f"{n} {status}" for status, n in counted.most_common())
 
 
 def tip(cell: CellRecord, headline: str = "") -> str:

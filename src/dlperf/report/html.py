@@ -61,10 +61,10 @@ def render(data: Loaded, at: Path | None = None, campaign: Fleet | None = None) 
         *([Section("fit", "The largest batch that fits", _fit(fits))] if fits else []),
         Section("table", "Seconds per mini-batch" + (f" (run {_ids(data)})" if campaign else ""), _table7(data)),
         *([Section("input", "Input pipeline", _pipeline(groups, drawn))] if groups else []),
-        Section("scaling", "Thread scaling", by_kind("scaling-") or _none("No workload was measured at two or more "
-                f"CPU thread counts {_in_runs(data)}.")),
+        Section("scaling", "Thread scaling", by_kind("scaling-") or _none(_untimed(cells) or "No workload was "
+                f"measured at two or more CPU thread counts {_in_runs(data)}.")),
         Section("variants", "Frameworks and modes", by_kind("variants-") + _best_table(data)
-                or _none("Every workload was measured with one framework in one mode.")),
+                or _none(_untimed(cells) or "Every workload was measured with one framework in one mode.")),
         Section("ddp", "Multi-process scaling: the strategies side by side", by_kind("ddp-") + _ddp(data)),
         Section("gpu", "CPU against GPU", drawn.get("gpu-speedup") or _none(f"No GPU was measured {_in_runs(data)}.")),
         *([Section("predicted", "Predicted against measured", _predicted(forecast))] if forecast else []),
@@ -100,6 +100,12 @@ def _in_runs(data) -> str:
 
 # several runs read: a cell measured in more than one is its latest run's
 LATEST_OF_RUNS = "these runs, each cell its latest run's (--run N shows one run's own)"
+
+
+def _untimed(cells: list[CellRecord]) -> str | None:
+    """`charts.none_timed` as a sentence, where no cell has a time."""
+    said = charts.none_timed(cells)
+    return f"{said[:1].upper()}{said[1:]}." if said else None
 
 
 def _none(text: str) -> str:
