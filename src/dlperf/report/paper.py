@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 
+from dlperf.measure.units import times
 from dlperf.report.charts import DOUBT_MARK, Chart, Point, Series, disturbances, doubted, tip
 from dlperf.report.format import seconds, table_seconds
 from dlperf.report.notes import FIGURE_NAME, kind_of
@@ -183,7 +184,7 @@ def values(r: Row) -> list[str]:
 
     def ratio(theirs: Figure | None) -> str:
         value = r.ratio(r.ours_cpu, theirs)
-        return "-" if value is None else f"{value:.2f}x{_mark(r.ours_cpu)}"
+        return "-" if value is None else f"{times(value)}{_mark(r.ours_cpu)}"  # 0.0093x, not 0.00x
 
     return [r.network, str(r.batch), ours(r.ours_cpu), theirs(r.paper_cpu), ratio(r.paper_cpu), theirs(r.paper_gpu),
             ratio(r.paper_gpu), ours(r.ours_gpu)]  # fmt: skip

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 
 from dlperf.measure.stats import FEW_SAMPLES
+from dlperf.measure.units import times
 from dlperf.report.charts import doubt_json, doubtful
 from dlperf.report.export import CSV_LINE_END, spreadsheet_safe
 from dlperf.report.format import markup, table_seconds
@@ -113,7 +114,7 @@ def _same(row: PaperRow) -> str:
 def values(row: PaperRow) -> list[str]:
     c = row.cell
     where = c.column
-    ratio = f"{row.ratio:.2f}x" + (FEW_MARK if doubtful(c) else "") if row.ratio else ""  # rests on the same median
+    ratio = times(row.ratio) + (FEW_MARK if doubtful(c) else "") if row.ratio else ""  # rests on the same median
     if ratio and row.same[0].where == "server":  # the desktop has no figure there (8 threads of FCN-S, 16 or 32)
         ratio += " (server)"
     fastest = _figure(row.fastest) if row.fastest else "-"
