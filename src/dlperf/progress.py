@@ -248,7 +248,7 @@ def outcome(measurement: ProcessMeasurement, figures: CellFigures) -> str:
 
 
 def not_training(figures: CellFigures) -> str:
-    """What marks the cell `!` in the table (`table.trains`), said on its line: a long run's watcher read bf16's
+    """What marks the cell `!` in the table (`charts.trains`), said on its line: a long run's watcher read bf16's
     "median 610 µs, n=1572" as a setting like any other, where it had failed its loss check."""
     if figures.loss_finite is False:
         return f"; {LOSS_MARK} its loss was not finite: it did not train"

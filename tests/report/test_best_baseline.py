@@ -36,3 +36,17 @@ def test_a_disturbed_step_is_marked_as_the_runs_table_marks_it_and_a_failed_cell
     assert best.values(rows[1])[3:6] == ["failed", "-", "-"]
     assert best.legend(rows)[-1].startswith("? = a median not to rely on (busy CPUs")
     assert best.legend(rows)[-1].endswith("the run's table notes which)")
+
+
+def test_a_group_of_rejected_modes_says_no_status_and_the_legend_says_why_each_mark_is():
+    """fp32 alone, its loss NaN: the fp32 step column read "ok"; a busy fp32 step (n=11) beside a bf16 one of 3 steps
+    had a legend of few samples alone."""
+    [rejected] = best.build([make_cell("a", median_s=1.0, n=20, loss_finite=False)], {})
+    assert best.values(rejected)[3] == "-"
+    busy = "other processes used 81% of the CPUs while this cell was timed"
+    rows = best.build([make_cell("a", median_s=1.0, n=11, warnings=[busy], key="a"),
+                       make_cell("a", mode="bf16", median_s=0.5, n=3, key="b")], {})  # fmt: skip
+    assert best.legend(rows)[1].startswith("? = a median not to rely on (busy CPUs")
+    few_only = best.build([make_cell("a", median_s=1.0, n=20, key="a"), make_cell("a", mode="bf16", median_s=0.5, n=3,
+                          warnings=["few samples: the median of 3 timed steps"], key="b")], {})  # fmt: skip
+    assert best.legend(few_only)[1] == best.FEW_LEGEND

@@ -115,6 +115,47 @@ def test_a_mode_its_run_measured_faster_is_named_though_the_bound_does_not_call_
     assert "fused" in dict(v.measured) and "measured faster in this run: --modes" not in v.advice  # said once
 
 
+def test_a_mode_held_against_a_peak_it_has_none_of_is_not_held_against_fp32s():
+    """A bf16 cell with fp32's peak alone read "200% of the measured fp32 peak (above it, so the profile's times are
+    off)" on a GPU's tensor cores; a CUDA tf32 cell was held against fp32's peak, not tf32's."""
+    from dlperf.report.profile import peak_of
+
+    assert peak_of({"fp32": 5e13}, "bf16") == ("bf16", None)  # no figure: no share, as the table's utilization
+    assert peak_of({"fp32": 5e13, "bf16": 1e13}, "bf16") == ("fp32", 5e13)  # fp32 measured faster: its kernels
+    assert peak_of({"fp32": 5e13, "bf16": 4e14}, "bf16+channels_last") == ("bf16", 4e14)
+    assert peak_of({"fp32": 5e13, "tf32": 4e14}, "tf32") == ("tf32", 4e14)
+    v = verdict(step(flops={"matmul": 1e12}, matmul=0.01, elementwise=0.002), {"fp32": 5e13}, device="cuda:0",
+                mode="bf16")  # fmt: skip
+    assert "peak" not in v.figure
+
+
+def test_a_mode_that_did_not_train_is_never_advised_from_its_time():
+    """An fp16 cell 3.2x faster, its loss not finite, was advised ("measured faster in this run: --modes fp16"); a
+    bf16 left out by the probe's guess ("no fast path") but measured faster is named, and the guess dropped."""
+    from conftest import make_cell
+    from dlperf.modes import Fit
+    from dlperf.report.profile import against_run
+
+    fp32 = make_cell("custom", median_s=0.0137, ci_low_s=0.0135, ci_high_s=0.0139, n=30)
+    nan = make_cell("custom", mode="fp16", median_s=0.00426, ci_low_s=0.0042, ci_high_s=0.0043, n=30,
+                    loss_finite=False)  # fmt: skip
+    v = against_run(verdict(step(matmul=0.1, elementwise=0.8, host=0.1)), fp32, [fp32, nan])
+    assert "fp16" not in v.advice
+    bf16 = make_cell("custom", mode="bf16", median_s=0.00426, ci_low_s=0.0042, ci_high_s=0.0043, n=30)
+    slow_probe = Fit.of("cpu", {}, {"fp32": 1e11, "bf16": 1e10})
+    guessed = verdict(step(matmul=0.1, elementwise=0.8, host=0.1), fit=slow_probe)
+    assert "bf16" in dict(guessed.left_out) and dict(guessed.left_out)["bf16"].startswith("no fast path")
+    v = against_run(guessed, fp32, [fp32, bf16])
+    assert "measured faster in this run: --modes bf16 (4.26 ms a step, 3.22x faster)" in v.advice
+    assert "bf16" not in dict(v.left_out)
+    two = make_cell("custom", threads=2, median_s=0.0137, ci_low_s=0.0135, ci_high_s=0.0139, n=30)
+    nan_one = make_cell("custom", median_s=0.001, ci_low_s=0.0009, ci_high_s=0.0011, n=30, loss_finite=False)
+    assert against_run(verdict(step(matmul=0.1, elementwise=0.8)), two, [two, nan_one]).advice == ""
+    trained_one = make_cell("custom", median_s=0.001, ci_low_s=0.0009, ci_high_s=0.0011, n=30)
+    assert against_run(verdict(step(matmul=0.1, elementwise=0.8)), two, [two, trained_one]).advice.startswith(
+        "--threads 1")  # fmt: skip
+
+
 def test_host_device_copies_are_transfer_bound():
     v = verdict(step(copy_h2d=0.25, copy_d2h=0.05, matmul=0.7), device="cuda:0")
     assert (v.bound, v.level) == (Bound.TRANSFER, HIGHLY) and "host<->device copies 30%" in v.figure

@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from dlperf.frameworks.common import capabilities
 from dlperf.measure.stats import FEW_SAMPLES, few
 from dlperf.modes import Mode, changes_arithmetic
-from dlperf.report.charts import doubtful
+from dlperf.report.charts import disturbances, doubtful
 from dlperf.report.fastest import faster, speedup_interval
 from dlperf.report.table import DOUBT_LEGEND, FEW_LEGEND, FEW_MARK
 from dlperf.store.records import CellRecord
+from dlperf.vocab import Status
 
 BASELINE = Mode.FP32.value
 
@@ -46,6 +47,7 @@ class Best:
     baseline_doubtful: bool = False  # the fp32 step not one to rely on: marked `?` as the run's table marks it
     best_doubtful: bool = False  # the best mode's step, likewise
     status: str | None = None  # why no mode has a step: the fp32 cell's status (failed, timeout, unsupported)
+    disturbed: bool = False  # either step disturbed (busy CPUs, steal, warm-up...), not only of few samples
 
     @property
     def few(self) -> bool:
@@ -78,8 +80,10 @@ def build(cells: list[CellRecord], samples: dict[str, list[list[float]]],
         row = Best(workload, framework, column, base and base.median_s, None, None, None, None, None, rejected,
                    base and base.n, timed=len(timed), why_rejected=why)  # fmt: skip
         row.baseline_doubtful = base is not None and doubtful(base)
-        if not timed:  # a failed resnet-50 read "- - -", as a cell never run
-            row.status = next((c.status.value for c in group if c.mode == BASELINE), group[0].status.value)
+        row.disturbed = any(not w.startswith("few samples") for c in (base, best) if c for w in disturbances(c))
+        fp32 = next((c for c in group if c.mode == BASELINE), None)
+        if not timed and fp32 is not None and (fp32.status.is_failure or fp32.status is Status.UNSUPPORTED):
+            row.status = fp32.status.value  # a failed resnet-50 read "- - -", as a cell never run
         if best is not None:
             row.mode, row.median_s, row.n, row.best_doubtful = best.mode, best.median_s, best.n, doubtful(best)
             if changes_arithmetic(best.mode) and not (best.loss_check and best.loss_check.ok):
@@ -149,7 +153,7 @@ def legend(rows: list[Best]) -> list[str]:
     said = [f"speed-up over each framework's fp32 step: {capabilities.fp32_steps(shown)}"] if shown else []
     marked = [r for r in rows if r.baseline_doubtful or r.best_doubtful]
     doubts = DOUBT_LEGEND.replace("its note says which", "the run's table notes which")  # this view has no notes
-    said += [FEW_LEGEND if all(r.few for r in marked) else doubts] if marked else []
+    said += [doubts if any(r.disturbed for r in marked) else FEW_LEGEND] if marked else []  # few samples alone: FEW
     return said + ([DOUBTFUL_SPEEDUP] if any(r.doubtful and r.mode != BASELINE for r in rows) else [])
 
 

@@ -144,12 +144,13 @@ class CellProfile:
         if (v := self.verdict) is not None:
             rests = f" (rests on {plural(cell.n, 'timed step')})" if few(cell.n) else ""
             lines.append(f"  verdict: {v.label}: {v.figure}{rests}")
-            tries = v.tries("--modes ") + ([v.advice] if v.advice else [])
             unmeasured = [m for m in v.modes if m not in dict(v.measured)]
             where = f" ({'; '.join(('with dlperf run or profile', *searched(cell.framework)))})" if unmeasured else ""
+            modes = "; ".join(v.tries("--modes ")) + where  # the hint after the modes it is for, not after the advice
+            tries = [*([modes] if v.modes else []), *([v.advice] if v.advice else [])]
             none = "no mode addresses it on this device"
             none = "none of the modes that address it (left out below)" if v.left_out else none
-            lines.append(f"  try: {'; '.join(tries) + where if tries else none}")
+            lines.append(f"  try: {'; '.join(tries) if tries else none}")
             if v.left_out:
                 lines.append(f"  left out: {'; '.join(f'{m}: {why}' for m, why in v.left_out)}")
         if line := achieved_text(list(self.achieved), cell.mode):

@@ -417,11 +417,16 @@ def render_csv(fleet: Fleet) -> str:
             values.append(repr(gpu.predicted.step_s) if gpu and gpu.predicted else "")
             names = [row.workload, row.framework, row.mode, row.loader, m.label]
             said = [_state(row, m.label, kind) for kind in ("cpu", "gpu")]
-            states = [v for state in said for v in (state.get("status", ""), str(state.get("doubtful", "")).lower())]
+            states = [v for state in said for v in (state.get("status", ""), _doubtful_csv(state))]
             errors = "; ".join(f"{state['column']}: {state['error']}" for state in said if state.get("error"))
             writer.writerow([spreadsheet_safe(v) for v in names] + values + [str(m.label == first).lower(),
                             *states, spreadsheet_safe(errors)])  # fmt: skip
     return out.getvalue()
+
+
+def _doubtful_csv(state: dict) -> str:
+    """A side's `doubtful` in CSV: true or false where it has a time, empty where it has none (as its `cpu_s`)."""
+    return "" if state.get("status") != "ok" else str(bool(state.get("doubtful"))).lower()
 
 
 def _raw(entry: Entry | None, where: Callable[[Entry], object]) -> list[str]:

@@ -288,7 +288,8 @@ def _profiles(data: Loaded, at: Path | None) -> str:
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
     legend = (
         "<p class=\"legend\">Each bar is one profiled cell's timed step, 100% long, by category: the profiled step's "
-        "categories with the profiler's own time taken out of host time. The verdict reads those shares with the "
+        "categories with the profiler's own time taken out of host time (a profiled step faster than the timed one "
+        "scaled up to it). The verdict reads those shares with the "
         "TensorFlow profiler's thresholds (input and transfer from 5%, highly from 20%; launch/dispatch from 3%, "
         "highly from 15%), then compute against memory. Profiler overhead: the profiled step over the timed median. "
         "A trace is a gzip Chrome/Perfetto JSON file: open it in https://ui.perfetto.dev or chrome://tracing.</p>"

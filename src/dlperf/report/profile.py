@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 
 from dlperf.frameworks.common import capabilities
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_option
-from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, varying
+from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, trains, varying
 from dlperf.report.data import loading_remedies
 from dlperf.report.fastest import faster
 from dlperf.report.format import seconds
@@ -324,14 +324,17 @@ def matmul_dtype(mode: str) -> str:
 
 
 def peak_of(peaks: Mapping[str, float] | None, mode: str) -> tuple[str, float | None]:
-    """The matmul peak a mode's products are held against, and its dtype: the mode's half precision's, or fp32's where
-    that is faster (its products may run in fp32 kernels, as `utilization.utilization` holds them: a bf16 cell read
-    133% of the bf16 peak in its profile and 15% in the table's utilization)."""
+    """The matmul peak a mode's products are held against, and its dtype, as `utilization` holds a cell's FLOPs: the
+    mode's half precision's, or fp32's where that was measured faster (its products may run in fp32 kernels: a bf16
+    cell read 133% of the bf16 peak in its profile and 15% in the table's utilization); a CUDA `tf32` cell's the tf32
+    peak (`utilization.held_flops`). None where the mode's own peak was not measured: a guess reads as a figure."""
     dtype, peaks = matmul_dtype(mode), peaks or {}
-    fp32 = peaks.get("fp32")
-    if dtype != "fp32" and fp32 and fp32 > (peaks.get(dtype) or 0.0):
+    if Mode.TF32 in mode_components(mode):
+        return "tf32", peaks.get("tf32")
+    own, fp32 = peaks.get(dtype), peaks.get("fp32")
+    if dtype != "fp32" and own and fp32 and fp32 > own:
         return "fp32", fp32
-    return dtype, peaks.get(dtype)
+    return dtype, own
 
 
 def _figure(what: str, share: float, bound: Bound, profile: Profiled) -> str:
@@ -373,7 +376,9 @@ def against_run(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> Ve
                       and _beside(c, cell)), None)  # fmt: skip
         if other is None or not (cell.ok and cell.median_s):
             continue
-        if faster(other, cell, None):
+        if not trains(other):  # fast because it no longer learns: no mode to advise (the table marks it `!`)
+            slower[option] = "measured in this run, but it did not train (its loss not finite, or failing its check)"
+        elif faster(other, cell, None):
             slower[option] = (f"measured slower in this run: {seconds(other.median_s)} a step against this cell's "
                               f"{seconds(cell.median_s)} ({other.median_s / cell.median_s:.2f}x)")  # fmt: skip
         elif faster(cell, other, None):
@@ -392,15 +397,22 @@ def faster_elsewhere(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) 
     of the same run 3.2x faster, unsaid, compile being advised for launch-bound steps only."""
     if not (cell.ok and cell.median_s):
         return v
-    named = set(v.modes) | {m for m, _ in v.left_out}
-    found = sorted((c for c in cells if c.ok and c.median_s and _beside(c, cell) and faster(cell, c, None)
+    guessed = {m for m, why in v.left_out if why.startswith(GUESSED)}  # a prediction the run may contradict
+    named = set(v.modes) | {m for m, _ in v.left_out} - guessed
+    found = sorted((c for c in cells if c.ok and c.median_s and trains(c) and _beside(c, cell) and faster(cell, c, None)
                     and not set(mode_components(c.mode)) - set(mode_components(cell.mode)) <= _parts(named)),
                    key=lambda c: c.median_s)  # fmt: skip
     if not found:
         return v
     each = [f"{c.mode} ({seconds(c.median_s)} a step, {cell.median_s / c.median_s:.2f}x faster)" for c in found[:3]]
     said = f"measured faster in this run: --modes {'; '.join(each)}"
-    return replace(v, advice="; ".join(a for a in (v.advice, said) if a))
+    added = [set(mode_components(c.mode)) - set(mode_components(cell.mode)) for c in found]
+    contradicted = {m for m in guessed if any(set(m.split("+")) <= parts for parts in added)}  # "no fast path", faster
+    left = tuple((m, why) for m, why in v.left_out if m not in contradicted)
+    return replace(v, advice="; ".join(a for a in (v.advice, said) if a), left_out=left)
+
+
+GUESSED = "no fast path"  # a mode left out by the probe's or `dlperf peak`'s matrix product (`modes.left_out`)
 
 
 def _parts(options: set[str]) -> set[str]:
@@ -413,8 +425,8 @@ def fewer_threads(v: Verdict, cell: CellRecord, cells: Sequence[CellRecord]) -> 
     tiny-resnet-56 at 2 threads, 9x its 1-thread step on a shared machine, read "memory-bound: try channels_last"."""
     if not (cell.ok and cell.median_s and cell.device == "cpu"):
         return v
-    fewer = [c for c in cells if c.ok and c.median_s and c.threads < cell.threads and _beside_threads(c, cell)
-             and faster(cell, c, None)]  # fmt: skip
+    fewer = [c for c in cells if c.ok and c.median_s and trains(c) and c.threads < cell.threads
+             and _beside_threads(c, cell) and faster(cell, c, None)]  # fmt: skip
     if not fewer:
         return v
     best = min(fewer, key=lambda c: c.median_s)
@@ -523,7 +535,7 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
     chart = Chart(
         "profile", "stacked", "Where the time goes", "% of the timed step", "",
         [s for s in series.values() if s.points], categories=names, labels=labels,
-        caption="each profiled cell's timed step by category (the profiler's own time taken out of host); beside "
-        "each bar, what bounds it",
+        caption="each profiled cell's timed step by category (the profiler's own time taken out of host, or a faster "
+        "profiled step scaled up to it); beside each bar, what bounds it",
     )  # fmt: skip
     return doubted(chart, doubt_of(profiled))  # a busy CPU's shares vary from run to run: '?' beside its bar
