@@ -111,6 +111,10 @@ def test_a_command_a_line_names_is_kept_as_it_is_typed():
     line = "--frameworks: caffe cannot be measured; dlperf list --frameworks lists what can"
     said = as_arguments(line, {"frameworks": "--frameworks"}, SimpleNamespace(frameworks="caffe"))
     assert said == "frameworks: caffe cannot be measured; dlperf list --frameworks lists what can"
+    # a whole command in backticks, values and all: its --repeats after a value lost its dashes
+    line = "try `dlperf run --modes fp32,bf16 --repeats 3` rather than --repeats 2"
+    said = as_arguments(line, {"repeats": "--repeats"}, SimpleNamespace(repeats=2))
+    assert said == "try `dlperf run --modes fp32,bf16 --repeats 3` rather than repeats 2"
 
 
 def test_resume_names_itself_not_the_flag(tmp_path):

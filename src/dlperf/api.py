@@ -337,8 +337,7 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
         tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
         if not dry_run and any(t.cell.loader for t in tasks):
             session.warm_up(tasks)  # its imports overlap the data's probe
-        before = store.cells(run.id)
-        _check_data_again(run.id, spec, tasks, session.workloads, before)
+        _check_data_again(run.id, spec, tasks, session.workloads, store.cells(run.id))
         if dry_run:
             cut = session.unprofiled(tasks)  # the profiles an interrupt cut off, taken first
             estimate = for_plan(plan, db, say_pilot, tasks, session.cells(), cut)  # extras its cells stored: not again
@@ -350,8 +349,10 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
             warn(_left_aside(run, aside, store.mark(run.id)))
         session.reopen()
         done = _execute(session, tasks, plan, progress, db, session.unprofiled(tasks))
-        if any(c.status.is_failure for c in before):  # a cell failed before the interrupt: the run's failure still
-            done = replace(done, exit_code=ExitCode.CELLS_FAILED)  # (a resumed run read 0 beside its `failed` cell)
+        # a cell that failed before the interrupt (or among the measurements kept aside, taken up above) is the run's
+        # failure still: a resumed run read 0 beside its `failed` cell, where the same sweep uninterrupted reads 1
+        if any(c.status.is_failure for c in store.cells(run.id)):
+            done = replace(done, exit_code=ExitCode.CELLS_FAILED)
         return done
     finally:
         store.close()

@@ -24,9 +24,9 @@ RUN_FLAGS = {"workloads": "--workloads", "frameworks": "--frameworks", "devices"
              "modes": "--modes", "repeats": "--repeats", "timeout": "--timeout", "compile_timeout": "--compile-timeout",
              "compile_at_once": "--compile-at-once", "nprocs": "--nproc", "scaling": "--scaling",
              "parallel": "--parallel", "microbatches": "--microbatches", "nnodes": "--nnodes",
-             "rdzv_endpoint": "--rdzv-endpoint", "data": "--data", "loaders": "--loaders", "trace_dir": "--trace-dir",
-             "profile_steps": "--steps", "max_trace_mib": "--max-trace-mib", "campaign": "--campaign", "pin": "--pin",
-             "profile": "--profile"}  # fmt: skip
+             "node_rank": "--node-rank", "rdzv_endpoint": "--rdzv-endpoint", "data": "--data", "loaders": "--loaders",
+             "trace_dir": "--trace-dir", "profile_steps": "--steps", "max_trace_mib": "--max-trace-mib",
+             "campaign": "--campaign", "pin": "--pin", "profile": "--profile"}  # fmt: skip
 RESUME_FLAGS = {"resume": "--resume", **RUN_FLAGS}  # `--resume: run 3's --data ...`: `resume: run 3's data ...`
 # what the sweep calls on a `progress=` display (`runner/sweep.py`, `Session.measure`); `ahead`, asked for only where
 # a display has it, aside. Checked before anything is stored: one lacking `finish` failed once the first cell ended

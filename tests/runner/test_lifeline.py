@@ -302,6 +302,17 @@ def test_only_directories_of_ended_dlperf_processes_are_removed(tmp_path):
     assert sorted(os.listdir(tmp_path)) == [f"dlperf-{os.getpid()}-cell-def", "dlperf-cell-old", "other"]
 
 
+def test_a_temporary_folder_that_cannot_be_listed_fails_no_command(tmp_path, monkeypatch):
+    """Every command's first child sweeps the temporary folder: one a user may write but not list (mode 1733) was a
+    PermissionError's traceback."""
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied", path)
+
+    monkeypatch.setattr(os, "listdir", refused)
+    assert lifeline.remove_stale_dirs(str(tmp_path)) == []
+
+
 def test_what_a_child_killed_as_it_ended_is_reaped_not_left_a_zombie(tmp_path):
     from dlperf.runner.launch import run_child
 

@@ -218,7 +218,11 @@ def remove_stale_dirs(root: str | None = None) -> list[str]:
     up); returns their paths."""
     root = root or tempfile.gettempdir()
     removed = []
-    for name in os.listdir(root) if os.path.isdir(root) else []:
+    try:
+        names = os.listdir(root) if os.path.isdir(root) else []
+    except OSError:  # a temporary folder one may write but not list (mode 1733): a cleanup fails no command
+        return removed
+    for name in names:
         path, match = os.path.join(root, name), STALE_DIR.match(name)
         if match and os.path.isdir(path) and not _alive(int(match.group(1))):
             shutil.rmtree(path, ignore_errors=True)

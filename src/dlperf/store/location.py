@@ -82,7 +82,9 @@ def db_said_as(flag: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     return wrap
 
 
-COMMAND = re.compile(r"dlperf [a-z]+(?: --?[a-z][\w-]*)+")  # a command a line names: `dlperf list --frameworks`
+# a command a line names, to be typed as it is: `dlperf list --frameworks`, or a whole one in backticks with its values
+# (`dlperf run --modes fp32,bf16 --repeats 3` lost the dashes of its --repeats)
+COMMAND = re.compile(r"`dlperf [^`]*`|dlperf [a-z]+(?: --?[a-z][\w-]*)+")
 
 
 def as_arguments(line: str, flags: dict[str, str], given: object) -> str:
