@@ -57,7 +57,7 @@ def test_table_explain_shows_the_verdict_of_profiled_cells_and_says_how_to_fill_
     [bf16] = [r for r in data["rows"] if r["workload"] == "fcn-r" and r["mode"] == "bf16"]
     assert bf16["cells"]["cpu:2"]["verdict"] == {"bound": "compute", "level": "highly", "figure":
                                                  "matrix products 85% of the step", "modes": ["channels_last"],
-                                                 "left_out": {}, "measured": {}}  # fmt: skip
+                                                 "advice": None, "left_out": {}, "measured": {}}  # fmt: skip
     assert "verdict" not in dlperf("table", "--format", "md", db=profiled_db).stdout  # only with --explain
 
 

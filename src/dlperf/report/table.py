@@ -531,7 +531,8 @@ def _verdict_json(view: TableView, cell: CellRecord) -> dict:
         return {}
     v = view.verdicts.get(cell.key)
     return {"verdict": v and {"bound": v.bound.value, "level": v.level, "figure": v.figure, "modes": list(v.modes),
-                              "left_out": dict(v.left_out), "measured": dict(v.measured)}}  # fmt: skip
+                              "advice": v.advice or None, "left_out": dict(v.left_out),
+                              "measured": dict(v.measured)}}  # fmt: skip
 
 
 def render_rich(view: TableView):
