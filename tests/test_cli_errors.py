@@ -590,10 +590,17 @@ def test_a_limit_of_processes_or_files_is_one_line_not_a_traceback(raised, limit
 def test_an_error_document_takes_the_last_format_typed_and_escapes_what_it_quotes(capsys):
     """Where parsing failed, the first `--format` typed was taken, where argparse takes the last; the Markdown line
     printed a stored name's escape sequences raw."""
+    from argparse import Namespace
+
     from dlperf.cli import asked_format, document_error
 
     assert asked_format(None, ["table", "--format", "json", "--format=md", "--bogus"]) == "md"
     assert asked_format(None, ["table", "--format=md", "--format", "text"]) is None
+    # a document written to a file (`-o FILE`): standard output is no reader's, the error stays on stderr alone
+    assert asked_format(None, ["export", "--format", "json", "-o", "x.json", "--bogus"]) is None
+    assert asked_format(None, ["export", "--format", "json", "--output=-", "--bogus"]) == "json"
+    assert asked_format(Namespace(format="json", output="x.json"), []) is None
+    assert asked_format(Namespace(format="json", output=None), []) == "json"
     document_error("A (net\x1b]0;pwned\x07) and B share no cell", 2, "md")
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and out.startswith("**dlperf: error** (exit code 2): A (net")

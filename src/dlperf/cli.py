@@ -183,13 +183,19 @@ def typed_options(argv: list[str]) -> frozenset[str]:
 
 def asked_format(args, argv: list[str]) -> str | None:
     """ "json" or "md" where the command was asked for `--format` of a document: as parsed, or, where parsing
-    failed, as typed; None otherwise."""
+    failed, as typed; None otherwise, and where the document goes to a file (`-o FILE`): standard output is then no
+    reader's (`export --format json -o x.json` printed a JSON error there)."""
     if args is not None:
         fmt = getattr(args, "format", None)
-        return fmt if fmt in DOCUMENTS else None
+        return fmt if fmt in DOCUMENTS and getattr(args, "output", None) in (None, "-") else None
     typed = argv[: argv.index("--")] if "--" in argv else argv
-    given = [b if a == "--format" else a.removeprefix("--format=") for a, b in itertools.pairwise([*typed, ""])
+    pairs = list(itertools.pairwise([*typed, ""]))
+    given = [b if a == "--format" else a.removeprefix("--format=") for a, b in pairs
              if a == "--format" or a.startswith("--format=")]  # fmt: skip
+    files = [b if a in ("-o", "--output") else a.split("=", 1)[1] for a, b in pairs
+             if a in ("-o", "--output") or a.startswith("--output=")]  # fmt: skip
+    if files and files[-1] != "-":
+        return None
     return given[-1] if given and given[-1] in DOCUMENTS else None  # the last, as argparse takes it
 
 
