@@ -239,6 +239,8 @@ def test_a_subclass_of_progress_is_a_display():
 
     mine = Mine(1)
     assert api_arguments.checked_progress(mine) is mine
+    with pytest.raises(UsageError, match=r"^progress=Mine: a display class, not a display: give one made of it"):
+        api_arguments.checked_progress(Mine)  # its methods are there, unbound: it failed once the run was stored
 
 
 def test_every_method_the_sweep_calls_on_a_display_is_checked():

@@ -68,6 +68,9 @@ def checked_progress(progress: Any) -> Any:
     "stopped" in a live notebook; a display with `start` alone an AttributeError at its first cell's end)."""
     if progress is None or progress is True:
         return None
+    if isinstance(progress, type):  # its methods are there, unbound: it failed once the run was stored
+        raise UsageError(f"progress={progress.__name__}: a display class, not a display: give one made of it "
+                         f"(progress={progress.__name__}(...))")  # fmt: skip
     missing = [m for m in DISPLAY_METHODS if not callable(getattr(progress, m, None))]
     if progress is False or not missing:
         return progress

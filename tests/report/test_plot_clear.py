@@ -141,6 +141,11 @@ def test_a_profiled_cell_timed_on_busy_cpus_is_marked_beside_its_verdict(plt):
     assert all(bar.get_facecolor() != (1.0, 1.0, 1.0, 1.0) for bar in ax.patches)
     rows = Counter(round(t.get_window_extent().y0) for t in ax.get_legend().get_texts())
     assert sorted(rows.values()) == [4, 4]
+    nan = replace(cell(threads=3, median=0.4), loss_finite=False)  # a step that did not train: its bar unmarked
+    profiles[nan.key] = profiles[cells[0].key]
+    chart = profile.breakdown([cells[0], nan], profiles, {})
+    assert [p.doubtful for p in chart.points if p.x.startswith("fcn-r cpu:3")] == [True] * 8
+    assert chart.doubt == charts.NOT_TRAINING
 
 
 def test_a_speed_up_bar_rises_from_one_on_its_log_axis(plt):

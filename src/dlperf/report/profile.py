@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING
 
 from dlperf.frameworks.common import capabilities
 from dlperf.modes import ROWS, Fit, Mode, advisable, mode_components, with_option
-from dlperf.report.charts import Chart, Point, Series, doubt_of, doubted, doubtful, series_label, tip, trains, varying
+from dlperf.report.charts import Chart, Point, Series, doubted, marked, marks_of, series_label, tip, trains, varying
 from dlperf.report.data import loading_remedies
 from dlperf.report.fastest import faster
 from dlperf.report.format import seconds
@@ -531,11 +531,11 @@ def breakdown(cells: list[CellRecord], profiles: Mapping[str, ProfileRecord], fo
         for category, share in shares(record.figures, record.overhead).items():
             if share > 0 and category in series:
                 text = f"{category}: {100 * share:.1f}% of the timed step, {seconds(timed[category])}"
-                series[category].points.append(Point(name, 100 * share, tip=tip(cell, text), doubtful=doubtful(cell)))
+                series[category].points.append(Point(name, 100 * share, tip=tip(cell, text), doubtful=marked(cell)))
     chart = Chart(
         "profile", "stacked", "Where the time goes", "% of the timed step", "",
         [s for s in series.values() if s.points], categories=names, labels=labels,
         caption="each profiled cell's timed step by category (the profiler's own time taken out of host, or a faster "
         "profiled step scaled up to it); beside each bar, what bounds it",
     )  # fmt: skip
-    return doubted(chart, doubt_of(profiled))  # a busy CPU's shares vary from run to run: '?' beside its bar
+    return doubted(chart, marks_of(profiled))  # a busy CPU's shares vary from run to run: '?' beside its bar
