@@ -22,6 +22,7 @@ from dlperf.report.profile import (
     floor_count,
     floor_words,
     peak_of,
+    share_text,
     shares,
     timed_categories,
     timed_floor,
@@ -204,7 +205,7 @@ def top_ops_text(figures: Profiled) -> str | None:
     if not ops or not figures.step_s:
         return None
     calls = [f", {plural(round(op['calls']), 'call')}" if (op.get("calls") or 0) >= 1 else "" for op in ops]
-    each = [f"{op['name']} {seconds(op['self_s'])} ({_part(op['self_s'] / figures.step_s)}{n})"
+    each = [f"{op['name']} {seconds(op['self_s'])} ({share_text(op['self_s'] / figures.step_s)}{n})"
             for op, n in zip(ops, calls, strict=True)]  # fmt: skip
     return "top operators, self time a step (share of the profiled step): " + ", ".join(each)
 
@@ -216,15 +217,10 @@ def modules_text(figures: Profiled) -> str | None:
     spans = sorted((s for s in spans if s[1] + s[2] > 0), key=lambda s: -(s[1] + s[2]))[:SHOWN]
     if not spans or not figures.step_s:
         return None
-    each = [
-        f"{name} {seconds(fwd) if fwd else 0} + {seconds(bwd) if bwd else 0} ({_part((fwd + bwd) / figures.step_s)})"
-        for name, fwd, bwd in spans
-    ]
+    step = figures.step_s
+    each = [f"{name} {seconds(fwd) if fwd else 0} + {seconds(bwd) if bwd else 0} ({share_text((fwd + bwd) / step)})"
+            for name, fwd, bwd in spans]  # fmt: skip
     return "modules, forward + backward a step (share of the profiled step): " + ", ".join(each)
-
-
-def _part(share: float) -> str:
-    return "under 1%" if share < 0.005 else f"{100 * share:.0f}%"
 
 
 def cell_profile(cell: CellRecord, profile: ProfileRecord | None, peaks: Mapping[str, float],

@@ -177,9 +177,14 @@ def floor_words(floor: tuple[float, float | None] | None, profile: Profiled, cos
     if floor is None:
         return None
     (floor_s, share), (count, name) = floor, floor_count(profile)
-    part = "under 1%" if share is not None and share < 0.005 else f"{100 * (share or 0):.0f}%"  # not "0%" of it
+    part = share_text(share or 0.0)
     of_step = f" ({part} of the step)" if share is not None else ""
     return f"dispatch floor {seconds(floor_s)}{of_step}: {count} {name} x {seconds(cost_s)}"
+
+
+def share_text(share: float) -> str:
+    """A share of a step in whole percent, "under 1%" below half a percent (not "0%" of it)."""
+    return "under 1%" if share < 0.005 else f"{100 * share:.0f}%"
 
 
 def timed_categories(profile: Profiled, overhead: float | None = None) -> tuple[dict[str, float], float | None]:

@@ -138,9 +138,7 @@ def dispatch_lookup(store: Store, fingerprint: dict, device: str, threads: int, 
     for this machine, device and (on the CPU) thread count, by `framework`'s own dispatch, or None. PyTorch's eager
     dispatch is no cost of a TensorFlow graph's or an XLA program's operators: a TensorFlow LSTM's 5,297 graph ops at
     torch's 8.23 µs read "launch-bound (highly)", the same profile compute-bound without the peak."""
-    rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind="dispatch", measured=True)
-    best = _best([r for r in rows if r.framework == framework], fingerprint, min)
-    return best.value if best is not None else None
+    return _figure(store, fingerprint, device, threads, "dispatch", min, framework)
 
 
 def bandwidth_lookup(store: Store, fingerprint: dict, device: str, threads: int) -> float | None:
@@ -149,9 +147,11 @@ def bandwidth_lookup(store: Store, fingerprint: dict, device: str, threads: int)
     return _figure(store, fingerprint, device, threads, "bandwidth", max)
 
 
-def _figure(store: Store, fingerprint: dict, device: str, threads: int, kind: str, better: Callable) -> float | None:
+def _figure(store: Store, fingerprint: dict, device: str, threads: int, kind: str, better: Callable,
+            framework: str | None = None) -> float | None:  # fmt: skip
+    """`kind`'s best figure (`_best`), of `framework`'s measuring where given (None: any framework's)."""
     rows = store.peaks(device=device, threads=threads if _is_cpu(device) else None, kind=kind, measured=True)
-    best = _best(rows, fingerprint, better)
+    best = _best([r for r in rows if framework in (None, r.framework)], fingerprint, better)
     return best.value if best is not None else None
 
 
