@@ -114,7 +114,7 @@ def run(
     argv = checked_own(dry_run, warn, argv)
     db, warn, began, progress = given_db(db), warn or warn_stderr, now(), checked_progress(progress)
     measured = measured_ids(db)  # before planning: a run begun in the same second as `began` is not one beside it
-    lifeline.remove_stale_dirs_once()  # what the children of a killed dlperf left
+    lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     with in_callers_terms(RUN_FLAGS, {**spec_kwargs, "workloads": workloads}):  # `threads='two'`, not `--threads`
         spec = make_spec(workloads, **checked_arguments(spec_kwargs))
         check_path(db, create=True)  # one that cannot be opened is the one-line error, before any probe child plans;
@@ -321,7 +321,7 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
             dry_run: bool) -> Outcome:  # fmt: skip
     checked_own(dry_run, warn)
     db, warn, progress = given_db(db), warn or warn_stderr, checked_progress(progress)
-    lifeline.remove_stale_dirs_once()  # what the children of a killed dlperf left
+    lifeline.remove_stale_dirs()  # what the children of a killed dlperf left
     store = Store.open(db, create=False)
     try:
         run = _latest_unfinished(store, db)

@@ -412,7 +412,7 @@ def run(args, argv: list[str], db: str) -> tuple[int, list[int]]:
     if not args.resume and args.campaign is None:
         args.campaign = campaign_name()
         argv = [*argv, "--campaign", args.campaign]
-    lifeline.remove_stale_dirs_once()  # a killed driver's (kill -9: its `finally` never ran), named for its process
+    lifeline.remove_stale_dirs()  # a killed driver's (kill -9: its `finally` never ran), named for its process
     temp_dir = tempfile.mkdtemp(prefix=lifeline.tmp_prefix("ray"))  # a cluster started here keeps its session here
     try:  # the driver in a process of its own, which Ray may end
         sweep = None if args.resume else args.campaign
