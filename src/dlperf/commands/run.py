@@ -352,14 +352,17 @@ def printed(show: Callable[[], None], code: int, *, finished: Said | Callable[[]
 
 def where_stored(db: str, run_id: int) -> str:
     """The run's last line: where its cells are, and the commands that show them again (a sweep of minutes ended with
-    its table and no word of the store it went to)."""
+    its table and no word of the store it went to); then, where this machine measured its cells before, the command
+    that compares the two runs."""
     import shlex
 
+    from dlperf.report.compare_side import compare_hint
     from dlperf.store.location import program
 
     report = f"{program()} {shlex.join(['report', '--run', str(run_id), '--db', db, '-o', f'run{run_id}.html'])}"
     again = see_it(db, run_id).removeprefix("See it with: ")
-    return f"stored as run {run_id} in {db}: {again} shows it again, {report} draws it"
+    stored = f"stored as run {run_id} in {db}: {again} shows it again, {report} draws it"
+    return "\n".join([stored, *compare_hint(db, run_id)])
 
 
 def see_it(db: str, run_id: int, *flags: str) -> str:

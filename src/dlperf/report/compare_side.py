@@ -5,6 +5,7 @@ what tells the two machines apart."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -156,17 +157,62 @@ def machine_warning(a: Side, b: Side) -> str | None:
     """One line when the runs ran on different hardware: each ratio then measures the machines as much as anything
     that changed between the runs, and a regression may be the machine's. A hostname alone (a CI runner's, a fresh
     cloud machine of the same kind) is no different hardware."""
-    from dlperf.envinfo import fingerprint_diff
-
-    fa, fb = a.fingerprint, b.fingerprint
-    differ = [name for key, name in HARDWARE.items() if key in fa and key in fb and fingerprint_diff(
-        {key: fa[key]}, {key: fb[key]})]  # fmt: skip
+    differ = hardware_differences(a.fingerprint, b.fingerprint)
     if not differ:
         return None
     return (
         f"A and B ran on different hardware ({', '.join(differ)}): each ratio compares the machines as much as "
         "the runs; compare two runs of one machine to judge a change"
     )
+
+
+def hardware_differences(fa: dict[str, Any], fb: dict[str, Any]) -> list[str]:
+    """The names of the `HARDWARE` two fingerprints both record and record differently ("CPU model", "cores")."""
+    from dlperf.envinfo import fingerprint_diff
+
+    return [name for key, name in HARDWARE.items() if key in fa and key in fb and fingerprint_diff(
+        {key: fa[key]}, {key: fb[key]})]  # fmt: skip
+
+
+def measured_before(store, run_id: int) -> tuple[int, int] | None:
+    """(the latest earlier run that measured cells of this run on the same hardware, how many): a sweep measured
+    again (a second `make run`) ends with the command that tells a change from the noise, `dlperf compare`, rather
+    than two tables to read side by side. None where no earlier run of this machine shares an ok cell."""
+    shared = store.shared_ok_cells(run_id)
+    if not shared:
+        return None
+    fingerprint = store.run(run_id).fingerprint
+    for run in reversed(store.runs()):
+        if run.id in shared and not hardware_differences(run.fingerprint, fingerprint):
+            return run.id, shared[run.id]
+    return None
+
+
+def compare_hint(db: str, run_id: int) -> list[str]:
+    """A line naming the earlier run of this machine that measured cells of this one, and the command that compares
+    them (`measured_before`); none for a first run."""
+    import shlex
+
+    from dlperf.store import Store
+    from dlperf.store.location import program
+
+    try:
+        store = Store.open(db, create=False)
+        try:
+            found = measured_before(store, run_id)
+            repeats = [] if found is None else [store.run(i).spec.get("repeats") or 1 for i in (found[0], run_id)]
+        finally:
+            store.close()
+    except (UsageError, sqlite3.Error):  # a store gone or busy since the run: the run's own line stands alone
+        return []
+    if found is None:
+        return []
+    earlier, shared = found
+    command = f"{program()} {shlex.join(['compare', str(earlier), str(run_id), '--db', db])}"
+    verdict = "says whether they changed beyond the noise"
+    if min(repeats) < 3:
+        verdict = "compares them (measure both with --repeats 3 for a verdict beyond the noise)"
+    return [f"run {earlier} measured {shared} of these cells on the same hardware too: {command} {verdict}"]
 
 
 def _with_only(fingerprint: dict[str, Any], frameworks: set[str]) -> dict[str, Any]:

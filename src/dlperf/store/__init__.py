@@ -327,6 +327,14 @@ class Store(Copies, MachineFigures):
             counts.setdefault(run_id, {})[status] = n
         return counts
 
+    def shared_ok_cells(self, run_id: int) -> dict[int, int]:
+        """Each earlier run's cells measured ok whose key this run also measured ok: {run_id: 3}; a run sharing none
+        is left out."""
+        rows = self.conn.execute(
+            "SELECT a.run_id, COUNT(*) FROM cells a JOIN cells b ON a.key = b.key WHERE b.run_id = ? AND a.run_id < ?"
+            " AND a.status = ? AND b.status = ? GROUP BY a.run_id", (run_id, run_id, Status.OK, Status.OK))  # fmt: skip
+        return dict(rows.fetchall())
+
     def out_of_memory_counts(self) -> dict[int, int]:
         """Each run's failed cells whose reason says they ran out of memory (`vocab.ran_out_of_memory`): a fit's tries
         that did not fit, a cell the kernel's out-of-memory killer ended. {run_id: 4}; a run with none is left out."""

@@ -1,0 +1,56 @@
+"""A sweep measured again (a second `make run`) ends naming the earlier run of the same hardware that measured its
+cells, and the `dlperf compare` command that tells a change from the noise: before, it printed a second table and
+left the user to read the two side by side. Runs written through the Store API (tests/report/runs.py)."""
+
+import json
+import sqlite3
+
+from dlperf.commands.run import where_stored
+from dlperf.report.compare_side import compare_hint
+from dlperf.store import Store
+from report.runs import BASE, MACHINE, OTHER_MACHINE, SLOWER, processes, write_run
+
+
+def _store(path, *runs):
+    store = Store.open(path, create=True)
+    for cells, fingerprint in runs:
+        write_run(store, cells, fingerprint)
+    store.close()
+
+
+def test_a_sweep_measured_again_names_the_run_to_compare_with(tmp_path):
+    db = tmp_path / "runs.db"
+    _store(db, (BASE, MACHINE), (SLOWER, MACHINE))
+    [line] = compare_hint(str(db), 2)
+    assert line == (f"run 1 measured 2 of these cells on the same hardware too: dlperf compare 1 2 --db {db} compares "
+                    "them (measure both with --repeats 3 for a verdict beyond the noise)")  # fmt: skip
+    stored, hint = where_stored(str(db), 2).splitlines()
+    assert stored.startswith("stored as run 2 in ") and hint == line
+    assert compare_hint(str(db), 1) == [] and where_stored(str(db), 1).count("\n") == 0  # a first run: no line
+
+
+def test_only_cells_both_runs_measured_ok_on_the_same_hardware_count(tmp_path):
+    db = tmp_path / "runs.db"
+    other = {"fcn-r": processes(30, 3, 0.2)}
+    _store(db, (BASE, MACHINE), (BASE, OTHER_MACHINE), (other | {"resnet-56": processes(31, 3, 0.1)}, MACHINE),
+           (BASE, OTHER_MACHINE))  # fmt: skip
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE cells SET status = 'failed' WHERE run_id = 4 AND workload = 'alexnet-r'")
+    # run 3 (this hardware) shares fcn-r with run 1; run 2, later and sharing it too, is another machine's
+    assert compare_hint(str(db), 3)[0].startswith("run 1 measured 1 of these cells on the same hardware too")
+    # run 4 shares fcn-r with run 2 (its hardware), and alexnet-r did not train: one cell in common
+    assert compare_hint(str(db), 4)[0].startswith("run 2 measured 1 of these cells")
+
+
+def test_runs_of_three_repeats_are_told_the_verdict_is_there(tmp_path):
+    db = tmp_path / "runs.db"
+    _store(db, (BASE, MACHINE), (SLOWER, MACHINE))
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE runs SET spec_json = ?", (json.dumps({"repeats": 3}),))
+    [line] = compare_hint(str(db), 2)
+    assert line.endswith(f"dlperf compare 1 2 --db {db} says whether they changed beyond the noise"), line
+
+
+def test_a_store_that_is_gone_leaves_the_stored_line_alone(tmp_path):
+    assert compare_hint(str(tmp_path / "gone.db"), 2) == []
+    assert where_stored(str(tmp_path / "gone.db"), 2).count("\n") == 0
