@@ -61,3 +61,22 @@ def test_a_first_process_or_a_repeat_after_a_failed_one_gives_the_cells_median_a
     assert capsys.readouterr().err.splitlines() == [
         "[2/2] tiny-fcn-r torch cpu:1 fp32 (repeat 2): median 493 µs, n=3 (few samples)"
     ]
+
+
+def test_a_resumed_run_numbers_its_processes_on_from_those_it_had_measured(capsys, monkeypatch):
+    """`dlperf run --resume` of a run of 4 processes interrupted after 1 printed `[1/3]`, `[2/3]`, `[3/3]`: as if a
+    new sweep of three. Its default display counts the stored processes first (`api._execute`'s `before`)."""
+    from dlperf import api
+
+    def measure(tasks, display, to_profile=()):
+        with display(len(tasks)) as progress:
+            for i, task in enumerate(tasks):
+                progress.start(i, task)
+                progress.finish(i, task, OK, CellFigures(median_s=1.0, n=10))
+        return [Status.OK] * len(tasks)
+
+    session = SimpleNamespace(measure=measure, run_id=1)
+    outcome = api._execute(session, [_task()] * 3, None, None, "r.db", (), before=1)
+    assert outcome.exit_code == 0
+    lines = [line.split()[0] for line in capsys.readouterr().err.splitlines() if "median" in line]
+    assert lines == ["[2/4]", "[3/4]", "[4/4]"]

@@ -348,7 +348,8 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
         if aside := spill.aside(db, run.id, store.mark(run.id)):
             warn(_left_aside(run, aside, store.mark(run.id)))
         session.reopen()
-        done = _execute(session, tasks, plan, progress, db, session.unprofiled(tasks))
+        before = len(store.done_repeats(run.id))  # its items are numbered on: `[4/4]` after `[3/4]` was interrupted
+        done = _execute(session, tasks, plan, progress, db, session.unprofiled(tasks), before)
         # a cell that failed before the interrupt (or among the measurements kept aside, taken up above) is the run's
         # failure still: a resumed run read 0 beside its `failed` cell, where the same sweep uninterrupted reads 1
         if any(c.status.is_failure for c in store.cells(run.id)):
@@ -511,15 +512,18 @@ def _take_over(store: Store, run: RunRecord, warn: Callable[[str], None]) -> Non
         warn(f"run {run.id} was left running by {dead.describe()}, last seen {dead.seen}, which is gone: taken over")
 
 
-def _execute(session: Session, tasks: list[Task], plan: Plan, progress, db: str, to_profile: list[Cell] = ()
-             ) -> Outcome:  # fmt: skip
-    """`to_profile`: measured cells a resumed run profiles first (`sweep.unprofiled`). Interrupted: RunInterrupted,
-    raised once the sweep stored what had finished and marked the run interrupted."""
+def _execute(session: Session, tasks: list[Task], plan: Plan, progress, db: str, to_profile: list[Cell] = (),
+             before: int = 0) -> Outcome:  # fmt: skip
+    """`to_profile`: measured cells a resumed run profiles first (`sweep.unprofiled`); `before`: the processes it had
+    measured, which the default display counts first. Interrupted: RunInterrupted, raised once the sweep stored what
+    had finished and marked the run interrupted."""
     from dlperf.progress import Progress
 
+    def display(total: int):
+        return progress or Progress(before + total, first=before, quiet=progress is False)
+
     try:
-        statuses = session.measure(tasks, lambda total: progress or Progress(total, quiet=progress is False),
-                                   to_profile=to_profile)  # fmt: skip
+        statuses = session.measure(tasks, display, to_profile=to_profile)
     except Interrupted:
         raise RunInterrupted(session.run_id, db) from None
     except Exception:  # a fault of dlperf's or the caller's display: resumable, not "stopped" with its process alive

@@ -226,7 +226,7 @@ def test_resume_of_a_profiled_run_interrupted_before_a_profile_takes_it_through_
 
     resumed = dlperf("run", "--resume", db=db, timeout=120)
     assert resumed.returncode == 0, resumed.stderr
-    assert "[1/1] profiling tiny-fcn-r torch cpu:1 fp32 ..." in resumed.stderr
+    assert "[2/2] profiling tiny-fcn-r torch cpu:1 fp32 ..." in resumed.stderr  # numbered on from its measured cell
     [profile] = rows(db, "SELECT * FROM profiles")
     assert profile["status"] == "ok" and profile["trace"] and rows(db, "SELECT * FROM measurements") == measured
     assert [r["status"] for r in rows(db, "SELECT status FROM runs")] == ["complete"]
