@@ -54,6 +54,8 @@ def run(args) -> int:
                          "itself tells nothing; name two runs (dlperf list --runs shows them)")  # fmt: skip
     result = compare(a.cells, b.cells, a.samples, b.samples, alpha=args.alpha, threshold=args.threshold)
     result.b_unfinished, result.other_hardware = b.unfinished, machine_warning(a, b) is not None
+    if b.unfinished:
+        result.b_goes_on = goes_on(b)
     if not result.cells and not result.failed():
         raise UsageError(nothing_compared(result, a, b))
     result.data += [f"{side.name}: {side.unfinished}; its cells are what it measured so far" for side in (a, b)
@@ -80,8 +82,27 @@ def nothing_compared(result, a, b) -> str:
     where = (lambda side: f"run {side.run_id}") if a.db == b.db else (lambda side: f"run {side.run_id} of {side.db}")
     said = f"A ({where(a)}) and B ({where(b)}) share no cell measured on both sides: nothing compared ({listed})"
     if result.awaited():  # an interrupted B: not a verdict, and what to do
-        return f"{said}; B's {b.unfinished}: resume it (dlperf run --resume), then compare again"
+        return f"{said}; B's {b.unfinished}: {result.b_goes_on}, then compare again"
     return said
+
+
+def goes_on(side) -> str:
+    """What finishes a side's unfinished run, as `dlperf table` says it (`table.unfinished_note`): its store's
+    resume command where --resume takes it (`dlperf run --resume --db part.db` measures them; a bare `dlperf run
+    --resume` opened ./dlperf.db, or resumed another run of $DLPERF_DB), a merge where it is a copy, waiting where
+    its process still measures it."""
+    from dlperf.commands.table import unfinished_note
+    from dlperf.store import Store
+    from dlperf.store.state import run_state
+
+    store = Store.open(side.db, create=False)
+    try:
+        state = run_state(store, store.run(side.run_id))
+        [note] = unfinished_note(store, state, side.db) or [""]
+    finally:
+        store.close()
+    how = note.removeprefix(state.summary()).removeprefix("; ")
+    return how or "it is being measured: let it finish"
 
 
 def print_wide(renderable) -> None:

@@ -104,6 +104,7 @@ class Comparison:
     unmatched: list[Unmatched] = field(default_factory=list)
     data: list[str] = field(default_factory=list)  # what each side read where the folders differ; a side unfinished
     b_unfinished: str = ""  # B's run not finished (`Side.unfinished`): the cells of A it lacks may yet be measured
+    b_goes_on: str = "resume it (dlperf run --resume)"  # what finishes B's run, naming its store (`commands.compare`)
     other_hardware: bool = False  # A and B ran on different hardware (`compare_side.machine_warning`)
 
     def regressions(self) -> list[CellResult]:
@@ -291,8 +292,9 @@ def not_compared(unmatched: list[Unmatched]) -> str:
 
 
 def _unmatched_why(a: CellRecord | None, b: CellRecord | None) -> str | None:
-    if a is None or b is None:
-        return f"only in {'B' if a is None else 'A'}"
+    if a is None or b is None:  # a cell its unfinished run planned and has not measured yet is not "only" there
+        pending = ", not measured yet" if (a or b).status == Status.PENDING else ""
+        return f"only in {'B' if a is None else 'A'}{pending}"
     bad = [f"{name}: {_failure(c)}" for name, c in (("A", a), ("B", b)) if not usable(c)]
     return ", ".join(bad) or None
 
@@ -488,7 +490,7 @@ def without_regression(result: Comparison, beyond: str) -> str:
     if awaited := result.awaited():
         some = " (or not all their processes)" if any(isinstance(c, CellResult) for c in awaited) else ""
         return (f"no verdict: B's {result.b_unfinished}, and it has not measured {plural(len(awaited), 'cell')} of A "
-                f"yet{some}; resume it (dlperf run --resume), then compare again: that is not a pass")  # fmt: skip
+                f"yet{some}; {result.b_goes_on}, then compare again: that is not a pass")  # fmt: skip
     if result.outcome() == "no verdict":
         return (f"no verdict: none of the {plural(len(result.cells), 'cell')} compared could be tested (the notes say "
                 "why), and that is not a pass")  # fmt: skip
