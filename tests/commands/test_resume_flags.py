@@ -8,7 +8,8 @@ import pytest
 
 from commands.test_table_unfinished import planned_run
 from dlperf.cli import build_parser, parse
-from dlperf.commands.run import check_resume_flags
+from dlperf.commands.resume_flags import check_resume_flags
+from dlperf.commands.run import add_arguments
 from dlperf.errors import UsageError
 from dlperf.store import Store
 
@@ -29,15 +30,15 @@ def check(db: str, *words: str) -> None:
     argv = ["--db", db, *words, "--resume"]
     args = parse(build_parser(), argv)
     args.options_typed = typed_options(argv)  # as `cli.dispatch` marks them
-    check_resume_flags(args, db)
+    check_resume_flags(args, db, add_arguments)
 
 
 def test_the_flags_the_run_began_with_are_taken_and_another_value_is_named_alone(tmp_path):
     db = stored(tmp_path, ("dlperf", "--db", "t.db", *BEGAN))
     check(db, *BEGAN)
     check(db, "run", "--threads", "1")  # some of them
-    with pytest.raises(UsageError, match=r"so --threads cannot be given with it at other values than the command that "
-                       r"began it gave; without --resume they start"):  # fmt: skip
+    with pytest.raises(UsageError, match=r"so --threads cannot be given with it at other values than the run was "
+                       r"planned with; without --resume they start"):  # fmt: skip
         check(db, *BEGAN[:-4], "--threads", "1,2", "--max-time", "2")
     with pytest.raises(UsageError, match=r"so --repeats cannot be given with it at other values"):  # one it had not
         check(db, *BEGAN, "--repeats", "3")
@@ -58,3 +59,16 @@ def test_a_flag_typed_at_its_default_value_is_a_flag_given(tmp_path):
     with pytest.raises(UsageError, match=r"so --repeats cannot be given with it at other values"):
         check(db, "run", "--repeats=1")
     check(db, "run", "--repeats", "2")  # the value it began with
+
+
+def test_the_axes_in_another_order_or_at_what_the_run_planned_are_the_same_run(tmp_path):
+    """`--devices cpu` on a CPU-only run begun without --devices was refused "at other values than the command that
+    began it gave", though it gave none and planned the CPU alone; `--workloads` reordered was refused too."""
+    db = stored(tmp_path, ("dlperf", "--db", "t.db", *BEGAN))
+    check(db, *BEGAN, "--devices", "cpu")  # planned_run's cells are CPU cells
+    check(db, "run", "--workloads", "resnet-56,fcn-r,alexnet-r", "--threads", "1")
+    check(db, "run", "--modes", "fp32", "--frameworks", "torch")
+    with pytest.raises(UsageError, match=r"so --devices cannot be given with it at other values than the run was "):
+        check(db, "run", "--devices", "cpu,cuda")
+    with pytest.raises(UsageError, match=r"so --workloads cannot be given"):
+        check(db, "run", "--workloads", "fcn-r,alexnet-r")  # one fewer

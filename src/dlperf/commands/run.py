@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from dlperf.commands.common import db_path, given, given_flags, real, warn_if_measured, whole, whole_list
+from dlperf.commands.common import db_path, given, real, warn_if_measured, whole, whole_list
 from dlperf.commands.output import settle
 from dlperf.commands.predict import GPU_SPECS_HELP
 from dlperf.defaults import MAX_COMPILE_AT_ONCE, MAX_TRACE_CAP_MIB, TRACE_CAP_MIB
@@ -241,12 +241,13 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from dlperf.commands.resume_flags import check_resume_flags
     from dlperf.errors import RunInterrupted
     from dlperf.store.location import resume_command
 
     db = db_path(args)
     use_gpu_specs(args)
-    check_resume_flags(args, db)
+    check_resume_flags(args, db, add_arguments)
     if args.trace_dir is not None and not args.profile:
         raise UsageError("--trace-dir: the traces are --profile's; add --profile")
     if args.max_trace_mib != TRACE_CAP_MIB and not args.profile:  # its default given is the same run: not refused
@@ -498,54 +499,6 @@ def print_profiles(db: str, run_id: int, fmt: str = "text") -> bool:
         for line in [*(line for s in said for line in s.lines()), *(f"note: {note}" for note in busy)]:
             print(terminal(line))
     return any(s.profile is not None and s.profile.status.is_failure for s in said)
-
-
-RESUME_TAKES = frozenset({"resume", "dry_run", "ray", "nodes", "gpu_specs"})  # and --db; --gpu-specs says its own
-
-
-def check_resume_flags(args, db: str) -> None:
-    """`--resume` continues the stored run as it was planned: a flag that would change what it measures is refused,
-    naming it, rather than ignored. A flag of the value the run's own command gave it is taken: the command run
-    again with --resume added (the shell's last line) was refused for every flag it had."""
-    if not args.resume:
-        return
-    began = None
-    if (given := given_flags(args, add_arguments, RESUME_TAKES)) and (began := _began_with(db)) is not None:
-        parser = argparse.ArgumentParser(add_help=False)
-        add_arguments(parser)
-        dests = {max(a.option_strings, key=len): a.dest for a in parser._actions if a.option_strings}
-        given = [f for f in given if getattr(began, dests[f], None) != getattr(args, dests[f])]
-    if given:
-        other = " at other values than the command that began it gave" if began is not None else ""
-        raise UsageError(f"--resume continues the latest unfinished run as it was planned, so {', '.join(given)} "
-                         f"cannot be given with it{other}; without --resume they start a new run")  # fmt: skip
-
-
-def _began_with(db: str) -> argparse.Namespace | None:
-    """The flags of the `dlperf run` that began the run --resume continues, as they were parsed; None where there is
-    none, or its command was another (a run begun from Python, a node's of a Ray sweep)."""
-    from dlperf import api, envinfo
-    from dlperf.store import Store
-
-    try:
-        store = Store.open(db, create=False)
-    except (UsageError, OSError):  # said again, as it is, by --resume itself
-        return None
-    try:
-        run = api.latest_resumable(store, envinfo.capture())
-    finally:
-        store.close()
-    words = run.argv[1:] if run is not None else []
-    if "run" not in words:
-        return None
-    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
-    add_arguments(parser)
-    parser.add_argument("--db")
-    try:
-        began, unknown = parser.parse_known_args(words[words.index("run") + 1 :])  # dlperf's own flags before it
-    except (argparse.ArgumentError, SystemExit):
-        return None
-    return None if unknown else began
 
 
 def run_fleet(args, db: str) -> int:

@@ -5,7 +5,6 @@ what tells the two machines apart."""
 from __future__ import annotations
 
 import os
-import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -203,7 +202,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
             repeats = [] if found is None else [store.run(i).spec.get("repeats") or 1 for i in (found[0], run_id)]
         finally:
             store.close()
-    except (UsageError, sqlite3.Error):  # a store gone or busy since the run: the run's own line stands alone
+    except (UsageError, OSError):  # a store gone or busy since the run (StoreFault, a UsageError): the run's own line stands alone
         return []
     if found is None:
         return []
