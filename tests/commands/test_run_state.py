@@ -151,9 +151,21 @@ def test_an_unfinished_runs_cells_short_of_their_repeats_are_named(tmp_path, cap
     store.close()
     assert main(["table", "--db", str(db)]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "measured so far in fewer processes than --repeats 3, so their figures are not final: fcn-r torch cpu:1 " \
-           "(1 of 3)" in out, out  # fmt: skip
+    said = "measured so far in fewer processes than --repeats 3, so their figures are not final: fcn-r torch cpu:1 " \
+           "(1 of 3)"  # fmt: skip
+    assert said in out, out
     assert "cpu:2 (" not in out
+    # the same in the other views of the run: table --best, the export, the report (QA: the table's alone said it)
+    for fmt in ("text", "md"):
+        assert main(["table", "--best", "--db", str(db), "--format", fmt]) == 0
+        assert said in " ".join(capsys.readouterr().out.split())
+    assert main(["export", "--db", str(db), "-o", str(tmp_path / "e.jsonl")]) == 0
+    records = [json.loads(line) for line in (tmp_path / "e.jsonl").read_text().splitlines()]
+    assert [(r["threads"], r["processes"], r["processes_planned"]) for r in records] == [(1, 1, 3), (2, 3, 3)]
+    assert main(["report", "--db", str(db), "-o", str(tmp_path / "r.html")]) == 0
+    page = (tmp_path / "r.html").read_text()
+    assert "fcn-r torch cpu:1</td><td>partial</td><td>measured so far in 1 of its 3 processes (--repeats 3)" in page
+    assert page.count("</td><td>partial</td>") == 1
 
 
 def test_resume_of_a_complete_run_with_a_failed_cell_says_what_measures_it_again(tmp_path, capsys):

@@ -140,25 +140,6 @@ def machines_note(store, run) -> list[str]:
             f"`dlperf table --runs {ids}` sets them side by side"]  # fmt: skip
 
 
-def partial_note(store, state, cells: list) -> list[str]:
-    """An unfinished run's cells measured in fewer processes than its --repeats, named with how many: their figures
-    are not final (an interrupt at 6 of 12 processes left one cell at 1 of 3, shown like any other)."""
-    from dlperf.report.table import cell_label
-    from dlperf.vocab import Status
-
-    if not state.unfinished or not state.left.partial:
-        return []
-    repeats, done = state.left.repeats, store.done_repeats(state.run.id)
-    counted = {c.key: sum((c.key, r) in done for r in range(repeats)) for c in cells if c.status is Status.OK}
-    named = [
-        f"{cell_label(c)} ({counted[c.key]} of {repeats})" for c in cells if 0 < counted.get(c.key, repeats) < repeats
-    ]
-    if not named:
-        return []
-    return [f"measured so far in fewer processes than --repeats {repeats}, so their figures are not final: "
-            f"{', '.join(named)}"]  # fmt: skip
-
-
 def sessions_note(state, cells: list) -> list[str]:
     """A run measured in more than one session (resumed after an interrupt or a crash) says so: its cells, or one
     cell's processes, may have met different states of the machine, hours apart."""
@@ -204,12 +185,13 @@ def print_table(
         verdicts = profile.verdicts(store, run.fingerprint, cells) if explain else None
         predictions = predicted.read(store, run.id, faults.append)
         state = run_state(store, run)
-        unfinished = unfinished_note(store, state, db) + partial_note(store, state, cells) + sessions_note(state, cells)
+        unfinished = [*unfinished_note(store, state, db), *run_list.partial_note(state, cells),
+                      *sessions_note(state, cells)]  # fmt: skip
         unfinished += campaign_note(store, run) or machines_note(store, run)
     finally:
         store.close()
     if best:
-        print_best(run.id, cells, samples, fmt, run_list.machine(run, cores=True), made_by(run))
+        print_best(run.id, cells, samples, fmt, run_list.machine(run, cores=True), made_by(run), unfinished)
         return faults
     left = state.unfinished and state.left.profiles > 0
     view = table.build(run.id, cells, verdicts, profiles_left=left, samples=samples)
@@ -327,9 +309,11 @@ def _framework_samples(store, run_id: int, cells: list) -> dict[str, list[list[f
     return _samples(store, run_id, cells, None) if len({c.framework for c in cells}) > 1 else {}
 
 
-def print_best(run_id: int, cells: list, samples: dict, fmt: str, machine: str, by: str | None = None) -> None:
+def print_best(run_id: int, cells: list, samples: dict, fmt: str, machine: str, by: str | None = None,
+               unfinished: list[str] = ()) -> None:  # fmt: skip
     """`machine`: the machine that measured the run (`run_list.machine`), said under the text and md views; `by`:
-    the command that made it (`store.state.made_by`)."""
+    the command that made it (`store.state.made_by`); `unfinished`: the notes of a run not finished (what is left,
+    the cells whose figures are not final), under the text and md views."""
     from dlperf.report import best
     from dlperf.report.format import terminal
 
@@ -337,6 +321,8 @@ def print_best(run_id: int, cells: list, samples: dict, fmt: str, machine: str, 
     if fmt == "json":
         print(best.render_json(rows))
     elif fmt == "md":
-        print(terminal(f"{best.render_markdown(rows)}\n\nmeasured on: {machine}", newlines=True))
+        said = "".join(f"\nnote: {n}" for n in unfinished)
+        print(terminal(f"{best.render_markdown(rows)}\n\nmeasured on: {machine}{said}", newlines=True))
     else:
-        print_rich(best.render_rich(rows, run_id), [*best.legend(rows), f"measured on: {machine}"], best.notes(rows))
+        print_rich(best.render_rich(rows, run_id), [*best.legend(rows), f"measured on: {machine}"],
+                   [*best.notes(rows), *unfinished])  # fmt: skip

@@ -202,7 +202,7 @@ def compare_hint(db: str, run_id: int) -> list[str]:
             repeats = [] if found is None else [store.run(i).spec.get("repeats") or 1 for i in (found[0], run_id)]
         finally:
             store.close()
-    except (UsageError, OSError):  # a store gone or busy since the run (StoreFault, a UsageError): the run's own line stands alone
+    except (UsageError, OSError):  # a store gone or busy since (StoreFault is a UsageError): the run's line alone
         return []
     if found is None:
         return []

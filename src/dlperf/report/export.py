@@ -52,25 +52,21 @@ H2D_FIELDS = ("pageable", "pinned", "pinned non_blocking")  # h2d_<kind>_bytes_s
 def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Group | None = None,
            prediction: PredictionRecord | None = None, predictions: list[PredictionRecord] = (),
            run: RunRecord | None = None, profile: dict[str, Any] | None = None,
-           state: str | None = None) -> dict[str, Any]:  # fmt: skip
+           state: str | None = None, processes: int | None = None) -> dict[str, Any]:  # fmt: skip
     """`group`: the cell's input pipeline group (`data.by_cell`), whose recommendation the record carries;
     `prediction`: the step predicted for the cell's own GPU (`predicted.own`), set against its measurement;
     `predictions`: every step predicted for the cell, a crossover's for other GPUs included; `run`: the cell's run,
     whose machine and dlperf every record names (a merged store's runs come from several); `profile`: the cell's as
     `dlperf profile --format json` gives it (`report.cell_profile.CellProfile.to_json`), None where its run stored
-    none; `state`: the run's (`store.state.RunState.state`), where it is known."""
+    none; `state`: the run's (`store.state.RunState.state`), where it is known; `processes`: the cell's timed
+    processes stored (`with_processes`)."""
     rec = {f: getattr(cell, RECORD_FIELD.get(f, f)) for f in FIELDS}
-    rec = {"run_id": rec.pop("run_id"), **run_fields(run, state), **machine_fields(run), **rec}
+    rec = with_processes({"run_id": rec.pop("run_id"), **run_fields(run, state), **machine_fields(run), **rec},
+                         processes, run)  # fmt: skip
     rec["status"] = cell.status.value
     rec["process_hwm_increase_bytes"] = cell.memory.process_hwm_increase_bytes if cell.memory else None
-    for key in (
-        "steal_fraction",
-        "others_cpu_share",
-        "cpu_utilization",
-        "minor_faults_per_step",
-        "kernel_cpu_share",
-        "flops_by_dtype",
-    ):
+    for key in ("steal_fraction", "others_cpu_share", "cpu_utilization", "minor_faults_per_step", "kernel_cpu_share",
+                "flops_by_dtype"):  # fmt: skip
         rec[key] = getattr(cell, key)
     rec["utilization"] = cell.utilization  # of the peaks measured by `dlperf peak`; None without them
     compiled = cell.compile or CompileRecord()
@@ -111,6 +107,15 @@ def record(cell: CellRecord, samples: list[list[float]] | None = None, group: Gr
     return rec
 
 
+def with_processes(rec: dict[str, Any], processes: int | None, run: RunRecord | None) -> dict[str, Any]:
+    """The record with, after its step count, the cell's timed processes stored and its run's --repeats: a cell of an
+    interrupted run at 1 of 3 read "ok" with a median like any other, its figures not final."""
+    at = list(rec).index("n") + 1
+    planned = int(run.spec.get("repeats") or 1) if run else None
+    items = list(rec.items())
+    return dict([*items[:at], ("processes", processes), ("processes_planned", planned), *items[at:]])
+
+
 def chosen_runs(store: Store, chosen: list[int] | str | None) -> list[RunRecord]:
     """`--run`: the latest run, every run (`all`), or the runs listed, in order of their ids."""
     if chosen is None:
@@ -131,6 +136,7 @@ def run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callabl
 
     cells = store.cells(run.id, unreadable=unreadable)
     state = run_state(store, run).state
+    done = [key for key, _ in store.done_repeats(run.id)]
     attach_utilization(store, run.fingerprint, cells)
     predictions = predicted.read(store, run.id, unreadable)
     records, groups = [], data.by_cell(data.build(cells))
@@ -140,7 +146,8 @@ def run_records(store: Store, run: RunRecord, samples: bool, unreadable: Callabl
         try:
             steps = store.samples(run.id, c.key) if samples else None
             own, every = predicted.own(c, predictions), predictions.get(c.key, [])
-            records.append(record(c, steps, groups.get(c.key), own, every, run, profiles.get(c.key), state))
+            records.append(record(c, steps, groups.get(c.key), own, every, run, profiles.get(c.key), state,
+                                  done.count(c.key)))  # fmt: skip
         except UnreadableRow as fault:
             unreadable(fault)
     return records

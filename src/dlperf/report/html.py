@@ -340,6 +340,9 @@ def _warnings(data: Loaded, paper_notes: list[str], tries: set[str] = frozenset(
     for run in data.runs:
         if (state := data.states.get(run.id)) is not None and state.unfinished:
             rows.append([f"run {run.id}", "incomplete", unfinished_text(data, state)])
+            rows += [[table.cell_label(c), "partial", f"measured so far in {state.left.partly[c.key]} of its "
+                      f"{state.left.repeats} processes (--repeats {state.left.repeats}): its figures are not final"]
+                     for c in cells if c.run_id == run.id and c.key in state.left.partly]  # fmt: skip
     if pending:
         rows.append(
             ["", "pending", f"{plural(len(pending), 'cell')} {'was' if len(pending) == 1 else 'were'} never measured"]

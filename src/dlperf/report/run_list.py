@@ -122,3 +122,19 @@ def ray_address(argv: list[str]) -> str:
         if flag.startswith("--ray="):
             return flag.removeprefix("--ray=")
     return "ADDRESS"
+
+
+def partial_note(state: RunState, cells: list) -> list[str]:
+    """An unfinished run's cells measured in fewer processes than its --repeats, named with how many: their figures
+    are not final (an interrupt at 6 of 12 processes left one cell at 1 of 3, shown like any other). The table's,
+    `table --best`'s and the report's."""
+    from dlperf.report.table import cell_label
+
+    if not state.unfinished or not state.left.partly:
+        return []
+    named = [f"{cell_label(c)} ({state.left.partly[c.key]} of {state.left.repeats})" for c in cells
+             if c.key in state.left.partly]  # fmt: skip
+    if not named:
+        return []
+    return [f"measured so far in fewer processes than --repeats {state.left.repeats}, so their figures are not "
+            f"final: {', '.join(named)}"]  # fmt: skip

@@ -41,6 +41,7 @@ class Left:
     profiles: int  # measured cells whose profile is missing (`--profile`)
     repeats: int = 1  # timed processes per cell
     partial: int = 0  # the measured cells that lack them and are ok so far (`dlperf list --runs`: partly measured)
+    partly: dict[str, int] = field(default_factory=dict, compare=False)  # those cells' keys: processes done of each
 
     def __bool__(self) -> bool:
         return bool(self.pending or self.processes or self.profiles)
@@ -190,8 +191,9 @@ def _left(store: Store, run: RunRecord) -> Left:
     unprofiled = [c for c in measured if profiled is not None and c.status is Status.OK and not lacking[c.key]
                   and c.key not in profiled]  # fmt: skip
     short = sum(n > 0 for n in lacking.values())
-    partial = sum(lacking[c.key] > 0 for c in measured if c.status is Status.OK)
-    return Left(len(cells), len(cells) - len(measured), sum(lacking.values()), short, len(unprofiled), repeats, partial)
+    partly = {c.key: repeats - lacking[c.key] for c in measured if c.status is Status.OK and lacking[c.key] > 0}
+    return Left(len(cells), len(cells) - len(measured), sum(lacking.values()), short, len(unprofiled), repeats,
+                len(partly), partly)  # fmt: skip
 
 
 def _sessions(store: Store, run_id: int) -> Sessions | None:
