@@ -369,3 +369,20 @@ def test_a_run_begun_beside_this_one_is_looked_for_again_once_this_one_holds_its
     monkeypatch.setattr(api, "_execute", lambda session, *args, **kw: api.Outcome(0, session.run_id))
     outcome = dlperf.run(WORKLOADS, threads=1, predict=False, warn=warned.append, db=str(tmp_path / "b.db"))
     assert looked[-1] == frozenset({outcome.run_id}) and warned[-1].startswith("run 9 of x.db began beside")
+
+
+def test_a_searchs_refusal_said_as_the_callers_arguments_keeps_its_type():
+    """A BadValue (a ValueError too) raised inside a search was re-raised as a plain UsageError once its words were
+    put as the caller's arguments: `except ValueError` no longer caught it."""
+    from types import SimpleNamespace
+
+    from dlperf.errors import BadValue
+    from dlperf.store.location import said_to
+
+    refused = BadValue("--max-time '-1': expected a number of seconds above 0")
+    caller, command = (SimpleNamespace(flags=flags, max_time=-1.0) for flags in (False, True))
+    with pytest.raises(BadValue, match=r"^max_time .*: expected a number of seconds above 0$"),\
+            said_to(caller, {"max_time": "--max-time"}):  # fmt: skip
+        raise refused
+    with pytest.raises(BadValue, match=r"^--max-time '-1'"), said_to(command, {"max_time": "--max-time"}):
+        raise BadValue("--max-time '-1': expected a number of seconds above 0")  # the command's flags: unchanged

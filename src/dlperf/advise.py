@@ -159,11 +159,11 @@ def check(opts: Options) -> tuple[tuple, float | None]:
     try:
         return _checked(opts)
     except UsageError as exc:
-        if opts.flags:
-            raise
-        from dlperf.store.location import as_arguments
+        if not opts.flags:
+            from dlperf.store.location import as_arguments
 
-        raise UsageError(as_arguments(str(exc), FLAGS, opts)) from None
+            exc.args = (as_arguments(str(exc), FLAGS, opts),)  # its type kept (a BadValue a ValueError still)
+        raise
 
 
 def _checked(opts: Options) -> tuple[tuple, float | None]:

@@ -189,9 +189,9 @@ def _batch_checked(opts: Options, name: str, b) -> None:
     try:
         batch_number(str(b), FLAGS[name])
     except UsageError as exc:
-        if opts.flags:
-            raise
-        raise UsageError(str(exc).replace(f"{FLAGS[name]} {str(b)!r}", opts.said(name, b), 1)) from None
+        if not opts.flags:
+            exc.args = (str(exc).replace(f"{FLAGS[name]} {str(b)!r}", opts.said(name, b), 1),)
+        raise
 
 
 def crossover(

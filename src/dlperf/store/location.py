@@ -119,9 +119,9 @@ def said_to(opts, flags: dict[str, str]) -> Iterator[Callable[[str], str]]:
         try:
             yield say
         except UsageError as exc:
-            if opts.flags:
-                raise
-            raise UsageError(say(str(exc))) from None
+            if not opts.flags:
+                exc.args = (say(str(exc)),)  # its type kept: a BadValue is still the ValueError it was
+            raise
 
 
 def named(path: str | Path) -> str:
