@@ -185,3 +185,19 @@ def test_export_writes_no_text_under_a_databases_name_even_with_format(tmp_path,
         err = refused(capsys, "export", "--db", str(report_db), "--format", "csv", "-o", str(tmp_path / name))
         assert f"not {name[3:]}" in err and "--format" not in err.split("not ")[-1]
         assert not (tmp_path / name).exists()
+
+
+def test_a_name_that_is_not_utf8_is_written_as_its_escape_not_a_traceback(tmp_path, monkeypatch):
+    """A store typed as `lat\\xe9n.db` (Latin-1 bytes) keeps its command line as Python reads it, a lone surrogate:
+    every `dlperf report` of the store then failed with UnicodeEncodeError, whatever the locale."""
+    import io
+    import sys
+
+    from dlperf.commands.output import write_file, write_stdout
+
+    write_file(tmp_path / "r.html", "--db 'lat\udce9n.db'")
+    assert (tmp_path / "r.html").read_bytes() == b"--db 'lat\\udce9n.db'"
+    with open(tmp_path / "out", "wb") as raw:  # a UTF-8 terminal's or file's stdout: strict
+        monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(raw, encoding="utf-8", errors="strict"))
+        write_stdout("lat\udce9n.db\n", "export")
+    assert (tmp_path / "out").read_bytes() == b"lat\\udce9n.db\n"

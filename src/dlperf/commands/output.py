@@ -106,11 +106,13 @@ def _unwritten(path: str | Path, exc: OSError) -> UsageError:
 
 
 def write_file(path: str | Path, text: str) -> None:
-    """`text` into `path`, whole or not at all (`replacing`)."""
+    """`text` into `path`, whole or not at all (`replacing`), in UTF-8: a byte of a name that is not (a path typed
+    as `lat\xe9n.db`, kept as Python keeps it, a lone surrogate) is written as its escape, `\udce9`, not a traceback
+    at every report of the store."""
     with replacing(path) as tmp:
         fd = os.open(tmp, os.O_WRONLY | os.O_TRUNC)
         try:
-            write_all(fd, text.encode("utf-8"))
+            write_all(fd, text.encode("utf-8", "backslashreplace"))
             if not not_a_regular_file(tmp):  # a device or a FIFO has nothing to sync (EINVAL)
                 os.fsync(fd)
         finally:
@@ -123,7 +125,8 @@ def write_stdout(text: str, what: str) -> None:
     whole."""
     try:
         sys.stdout.flush()
-        write_all(sys.stdout.fileno(), text.encode(sys.stdout.encoding or "utf-8", sys.stdout.errors or "strict"))
+        errors = sys.stdout.errors if sys.stdout.errors not in (None, "strict") else "backslashreplace"  # `write_file`
+        write_all(sys.stdout.fileno(), text.encode(sys.stdout.encoding or "utf-8", errors))
     except BrokenPipeError:
         raise  # the reader went away (`| head`): not a fault
     except OSError as exc:
