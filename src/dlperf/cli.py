@@ -91,6 +91,9 @@ def dispatch(argv: list[str], ends: bool = False) -> int:
             parser.print_help(sys.stderr)
             raise UsageError("no command given: name one of those above (dlperf COMMAND --help for its flags)")
         from dlperf.runner.lifeline import sigterm_as_interrupt  # after parsing: `--help` loads no runner code
+        from dlperf.store.location import working_directory
+
+        working_directory()
 
         with sigterm_as_interrupt(to_the_end=ends):  # in every command, planning included; a second one is dropped
             try:

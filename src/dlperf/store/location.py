@@ -33,10 +33,25 @@ def default_db() -> str:
     return found or "dlperf.db"
 
 
+def working_directory() -> None:
+    """A working directory deleted since the shell entered it is refused in one line before anything runs: every
+    relative path (./dlperf.db, -o report.html) was a FileNotFoundError traceback, and with an absolute --db each
+    cell's process, started in it, failed to load PyTorch ("Cannot load libtorch_cpu.so")."""
+    try:
+        os.getcwd()
+    except FileNotFoundError:
+        raise UsageError("the working directory no longer exists (deleted or moved since this shell entered it): cd "
+                         "to a folder that exists and run it again") from None  # fmt: skip
+    except PermissionError:
+        raise UsageError("the working directory cannot be read (a folder above it lost its permissions): cd to "
+                         "another folder and run it again") from None  # fmt: skip
+
+
 def given_db(db: str | os.PathLike[str] | None) -> str:
     """The store an API call names: `db` (a path object as its `os.fspath`), or `default_db()` where it names none
     (None); an empty one is refused as an empty --db is (a `db=os.environ.get("OUT", "")` left empty means no store,
-    not ./dlperf.db)."""
+    not ./dlperf.db). A working directory that is gone is refused first (`working_directory`)."""
+    working_directory()
     if db is None:
         return default_db()
     path = os.fspath(db) if isinstance(db, str | os.PathLike) else None  # a path object's str() need not be its path
