@@ -45,7 +45,7 @@ from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, lease, now, spill
 from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
-from dlperf.store.records import CellRecord, RunRecord
+from dlperf.store.records import CellRecord, RunRecord, in_measured_order
 from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
 from dlperf.workloads.base import Workload
@@ -451,7 +451,7 @@ def _failed_in_latest(store: Store) -> str:
     killed by hand, the out-of-memory killer): what measures them again; "" where it has none."""
     from dlperf.report.table import cell_label
 
-    latest = store.runs()[-1]
+    latest = store.run()
     failed = [cell_label(c) for c in store.cells(latest.id, unreadable=lambda fault: None) if c.status.is_failure]
     if not failed:
         return ""
@@ -475,8 +475,9 @@ def _not_a_ray_nodes(store: Store, run: RunRecord, db: str) -> None:
 
 
 def latest_resumable(store: Store, here: dict | None = None) -> RunRecord | None:
-    """The run `--resume` finishes: the latest unfinished one that is not a search's (`searched_by`), nor a lost Ray
-    node's whose cells another run measured (nothing is left of it: an older unfinished run is the one to finish).
+    """The run `--resume` finishes: the latest unfinished one (measured last, by its start: not the highest id, which
+    `dlperf merge` gives in its own order) that is not a search's (`searched_by`), nor a lost Ray node's whose cells
+    another run measured (nothing is left of it: an older unfinished run is the one to finish).
     `here`: this machine's environment (`envinfo.capture`), whose runs alone are taken (`envinfo.machine_diff`): a
     store `dlperf merge` gave another machine's unfinished run goes on with this machine's own, older or not; None:
     any machine's."""
@@ -484,7 +485,7 @@ def latest_resumable(store: Store, here: dict | None = None) -> RunRecord | None
 
     runs = store.runs()
     elsewhere = continued_by(runs)
-    return next((r for r in reversed(runs) if r.status != "complete" and r.id not in elsewhere
+    return next((r for r in reversed(in_measured_order(runs)) if r.status != "complete" and r.id not in elsewhere
                  and (here is None or not envinfo.machine_diff(r.fingerprint, r.env, here))
                  and not searched_by(store, r)), None)  # fmt: skip
 

@@ -29,7 +29,8 @@ DESCRIPTION = (
 def add_arguments(p: argparse.ArgumentParser) -> None:
     for name in ("A", "B"):
         p.add_argument(name, type=given(name, "a run id, a database file or path.db:ID"),
-                       help="a run id of --db, a database file (its latest run), or path.db:ID")  # fmt: skip
+                       help="a run id of --db, a database file (its latest run, the one measured last), or "
+                            "path.db:ID")  # fmt: skip
     p.add_argument(
         "--threshold",
         type=real("--threshold", above=False, most=1e6),

@@ -24,7 +24,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", nargs="?", choices=["show", "list", "install"], help="show (the default), list or install")
     p.add_argument("names", nargs="*", help="frameworks to install (install only)")
     p.add_argument("--force", action="store_true", help="install: re-create the environment from scratch")
-    p.add_argument("--run", type=whole("--run", 1), help="show: run id (default: the latest)")
+    p.add_argument("--run", type=whole("--run", 1), help="show: run id (default: the latest, the one measured last)")
     add_format(p, "text", "json")
 
 

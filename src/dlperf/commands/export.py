@@ -15,8 +15,8 @@ HELP = "one record per cell"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=runs, help="run id, a comma list of ids, or all (default: the latest run); each "
-                   "record is one run's cell and says its run_id")  # fmt: skip
+    p.add_argument("--run", type=runs, help="run id, a comma list of ids, or all (default: the latest run, the "
+                   "one measured last); each record is one run's cell and says its run_id")  # fmt: skip
     p.add_argument("--format", type=choice("--format", EXPORT_FORMATS), help="jsonl or csv (default: what -o's "
                    "suffix names, .csv or .jsonl; else jsonl)")  # fmt: skip
     p.add_argument("--samples", action="store_true", help="include every raw sample")

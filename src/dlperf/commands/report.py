@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 RUN_HELP = (
-    "run id, a comma list of ids, or all (default: the latest run); each workload's cells come from the latest of "
-    "them that measured it, so that what is compared was measured together"
+    "run id, a comma list of ids, or all (default: the latest run, the one measured last); each workload's cells "
+    "come from the latest of them that measured it, so that what is compared was measured together"
 )
 
 

@@ -13,7 +13,7 @@ HELP = "the Table-7 view of a run"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", type=one_run, help="run id (default: the latest)")
+    p.add_argument("--run", type=one_run, help="run id (default: the latest, the one measured last)")
     add_format(p, "text", "md", "csv", "json")
     p.add_argument("--modes", help="only these modes, e.g. fp32,bf16+channels_last (default: every mode)")
     p.add_argument("--best", action="store_true", help="per workload, the fastest mode and its speed-up over its "

@@ -12,7 +12,7 @@ from typing import Any
 from dlperf.errors import UsageError
 from dlperf.flagtext import whole_number
 from dlperf.measure.units import plural
-from dlperf.store.records import CellRecord
+from dlperf.store.records import CellRecord, in_measured_order
 
 
 def usable(cell: CellRecord) -> bool:
@@ -180,9 +180,10 @@ def measured_before(store, run_id: int) -> tuple[int, int] | None:
     shared = store.shared_ok_cells(run_id)
     if not shared:
         return None
-    fingerprint = store.run(run_id).fingerprint
-    for run in reversed(store.runs()):
-        if run.id in shared and not hardware_differences(run.fingerprint, fingerprint):
+    this = store.run(run_id)
+    earlier = [r for r in store.runs() if r.id in shared and r.order < this.order]  # measured before it, by its start
+    for run in reversed(in_measured_order(earlier)):
+        if not hardware_differences(run.fingerprint, this.fingerprint):
             return run.id, shared[run.id]
     return None
 

@@ -3,11 +3,12 @@ report's campaign section).
 
 A campaign is the runs named with `dlperf run --campaign NAME` (the name is stored in each run's spec, so it travels
 with `dlperf merge`), or the runs listed. Its runs are grouped by machine (the fingerprint each run was measured
-with); a machine's cells are those of its latest run that measured each cell. A row is a workload (framework, mode,
-loader): per machine the fastest CPU thread count and the fastest GPU, the GPU's predicted step beside it, and a line
-saying which machine trains it fastest. Two machines are told apart only when their cells' 95% confidence intervals
-of the median do not overlap, or where a cell has none, their medians differ by more than 5% and either's IQR
-(`fastest.told_apart`, the table's star's rule); otherwise the line says "not told apart".
+with); a machine's cells are those of its latest run that measured each cell (the latest: the one measured last, by
+its start, whatever its id). A row is a workload (framework, mode, loader): per machine the fastest CPU thread count
+and the fastest GPU, the GPU's predicted step beside it, and a line saying which machine trains it fastest. Two
+machines are told apart only when their cells' 95% confidence intervals of the median do not overlap, or where a cell
+has none, their medians differ by more than 5% and either's IQR (`fastest.told_apart`, the table's star's rule);
+otherwise the line says "not told apart".
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from dlperf.report.predicted import own
 from dlperf.report.predicted import read as predictions_of
 from dlperf.report.table import DOUBT_LEGEND, FEW_MARK, mode_label
 from dlperf.store import Store
-from dlperf.store.records import CellRecord, PredictionRecord, RunRecord
+from dlperf.store.records import CellRecord, PredictionRecord, RunRecord, in_measured_order
 from dlperf.store.state import RAY_ORIGIN, run_state  # the origin of a run a Ray node measured (`dlperf run --ray`)
 from dlperf.vocab import Status
 
@@ -149,6 +150,7 @@ class Fleet:
     rows: list[FleetRow]
     unreadable: list[UnreadableRow] = field(default_factory=list)  # cells left out: their rows no longer decode
     unfinished: list[str] = field(default_factory=list)  # its runs not finished, each as the table says it
+    order: tuple[int, ...] = ()  # its runs in the order they were measured (`records.measured_order`)
 
     @property
     def title(self) -> str:
@@ -160,7 +162,8 @@ class Fleet:
 
     @property
     def latest_run(self) -> int:
-        return max(r for m in self.machines for r in m.runs)
+        """The run measured last (by its start: not the highest id, which `dlperf merge` gives in its own order)."""
+        return self.order[-1]
 
     @property
     def has_gpu(self) -> dict[str, bool]:
@@ -207,12 +210,14 @@ def read(db: str, campaign: str | None = None, runs: list[int] | None = None) ->
         chosen = select(store, campaign, runs)
         unreadable: list[UnreadableRow] = []
         machines = group(chosen)
-        latest = {m.label: _latest_cells(store, m.runs, unreadable.append) for m in machines}
+        order = tuple(r.id for r in in_measured_order(chosen))
+        latest = {m.label: _latest_cells(store, [r for r in order if r in m.runs], unreadable.append)
+                  for m in machines}  # fmt: skip
         unfinished = [state.summary() for state in map(partial(run_state, store), chosen) if state.unfinished]
     finally:
         store.close()
     name = f"{CAMPAIGN}{campaign}" if campaign is not None else named("run", (r.id for r in chosen))
-    return Fleet(name, machines, build(machines, latest), unreadable, unfinished)
+    return Fleet(name, machines, build(machines, latest), unreadable, unfinished, order)
 
 
 def select(store: Store, campaign: str | None, runs: list[int] | None) -> list[RunRecord]:
@@ -290,8 +295,9 @@ def measured_elsewhere(run: RunRecord, here: dict) -> str:
 Measured = dict[str, tuple[CellRecord, PredictionRecord | None]]
 
 
-def _latest_cells(store: Store, runs: tuple[int, ...], unreadable: Callable[[UnreadableRow], None]) -> Measured:
-    """The machine's cells, each from the latest of its runs that measured it, with its own GPU's prediction."""
+def _latest_cells(store: Store, runs: list[int], unreadable: Callable[[UnreadableRow], None]) -> Measured:
+    """The machine's cells, each from the latest of its runs (`runs`, in the order they were measured) that measured
+    it, with its own GPU's prediction."""
     latest: Measured = {}
     for run_id in runs:
         predictions = predictions_of(store, run_id, unreadable)

@@ -19,7 +19,7 @@ from dlperf.report.profile import Verdict, verdicts
 from dlperf.report.run_list import continued_by
 from dlperf.report.utilization import attach_utilization, cells_busy_notes
 from dlperf.store import Store
-from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord
+from dlperf.store.records import CellRecord, PredictionRecord, ProfileRecord, RunRecord, in_measured_order
 from dlperf.store.state import RunState, run_state, search_of
 from dlperf.vocab import Status
 
@@ -27,7 +27,7 @@ from dlperf.vocab import Status
 @dataclass
 class Loaded:
     db: str
-    runs: list[RunRecord]
+    runs: list[RunRecord]  # in the order they were measured, the latest last (`records.measured_order`)
     cells: list[CellRecord]  # with processes, q1_s, q3_s and utilization attached
     samples: dict[str, list[list[float]]]  # cell key -> per-process step times
     peaks_found: bool  # whether any peak of this machine was stored (utilization needs one)
@@ -129,7 +129,7 @@ def _sources(found: dict[int, list[CellRecord]]) -> dict[str, int]:
     unfinished later run does not hide an earlier measurement)."""
     sources: dict[str, int] = {}
     for measured in (False, True):
-        for run_id, cells in found.items():  # in run order: the later run wins
+        for run_id, cells in found.items():  # in the order the runs were measured: the later run wins
             for cell in cells:
                 if not measured or cell.status is not Status.PENDING:
                     sources[cell.workload] = run_id
@@ -171,14 +171,16 @@ def _profiles(store: Store, rows: list[RunRecord], cells: list[CellRecord], unre
 
 
 def _runs(store: Store, runs: list[int] | str | None) -> list[RunRecord]:
+    """The chosen runs in the order they were measured, the latest last (by its start, not its id: `dlperf merge`
+    gives the runs it copies ids in its own order)."""
     if runs is None:
         return [store.run()]
     if runs == "all":
         rows = store.runs()
         if not rows:
             store.run()  # raises the "no runs yet" error
-        return rows
-    return sorted((store.run(i) for i in dict.fromkeys(runs)), key=lambda r: r.id)
+        return in_measured_order(rows)
+    return in_measured_order(store.run(i) for i in dict.fromkeys(runs))
 
 
 def _enrich(cell: CellRecord, per_process: list[list[float]]) -> CellRecord:

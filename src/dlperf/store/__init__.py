@@ -55,6 +55,7 @@ from dlperf.store.records import (
     ProfileOutcome,
     ProfileRecord,
     RunRecord,
+    measured_order,
 )
 from dlperf.store.schema import LEASES, MIGRATIONS, PREDICTIONS, PROFILES, RUN_TOKENS, SCHEMA_VERSION, SESSIONS
 from dlperf.vocab import Status, ran_out_of_memory
@@ -295,15 +296,14 @@ class Store(Copies, MachineFigures):
                 self._release(run_id)
 
     def run(self, run_id: int | None = None) -> RunRecord:
-        """A run by id, or the latest one."""
+        """A run by id, or the latest one: the run measured last (`records.measured_order`), not the highest id."""
         if run_id is None:
-            row = self.conn.execute("SELECT * FROM runs ORDER BY id DESC LIMIT 1").fetchone()
-            if row is None:
+            run_id = self._latest_id()
+            if run_id is None:
                 held = self.held_figures()
                 raise UsageError(
                     f"{self.path}: no runs yet (run `dlperf run` first)" + (f"; it holds {held}" if held else "")
                 )
-            return run_record(row)
         row = self.conn.execute("SELECT * FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise UsageError(f"{run_said(run_id)}: no such run in {self.path}")
@@ -328,10 +328,10 @@ class Store(Copies, MachineFigures):
         return counts
 
     def shared_ok_cells(self, run_id: int) -> dict[int, int]:
-        """Each earlier run's cells measured ok whose key this run also measured ok: {run_id: 3}; a run sharing none
+        """Each other run's cells measured ok whose key this run also measured ok: {run_id: 3}; a run sharing none
         is left out."""
         rows = self.conn.execute(
-            "SELECT a.run_id, COUNT(*) FROM cells a JOIN cells b ON a.key = b.key WHERE b.run_id = ? AND a.run_id < ?"
+            "SELECT a.run_id, COUNT(*) FROM cells a JOIN cells b ON a.key = b.key WHERE b.run_id = ? AND a.run_id != ?"
             " AND a.status = ? AND b.status = ? GROUP BY a.run_id", (run_id, run_id, Status.OK, Status.OK))  # fmt: skip
         return dict(rows.fetchall())
 
@@ -345,8 +345,15 @@ class Store(Copies, MachineFigures):
         return counts
 
     def latest_unfinished_run(self) -> RunRecord | None:
-        row = self.conn.execute("SELECT * FROM runs WHERE status != 'complete' ORDER BY id DESC LIMIT 1").fetchone()
-        return None if row is None else run_record(row)
+        """The unfinished run measured last (`records.measured_order`)."""
+        run_id = self._latest_id("WHERE status != 'complete'")
+        return None if run_id is None else self.run(run_id)
+
+    def _latest_id(self, where: str = "") -> int | None:
+        """The id of the run (of those `where` selects) measured last: by its start, not its id (`dlperf merge` gives
+        the runs it copies new ids in the order it copies them); None where there is none."""
+        found = self.conn.execute(f"SELECT id, started_at FROM runs {where}").fetchall()
+        return max(found, key=lambda row: measured_order(row[1], row[0]))[0] if found else None
 
     # --- cells and measurements -----------------------------------------------------------------------------------
     def cells(self, run_id: int, unreadable: Callable[[UnreadableRow], None] | None = None) -> list[CellRecord]:

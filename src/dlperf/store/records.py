@@ -12,8 +12,9 @@ one process measured is `store/process.py`'s.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import Field, asdict, dataclass, field, fields, is_dataclass
+from datetime import UTC, datetime
 from enum import Enum
 from types import MappingProxyType
 from typing import Any, ClassVar, Self
@@ -407,6 +408,37 @@ class RunRecord:
         decoded = {k: json.loads(row.get(f"{k}_json")) for k in ("spec", "env", "fingerprint")}
         origin = Origin.of(json.loads(row.get("origin_json"))) if row.get("origin_json") else None
         return cls(**plain, argv=json.loads(row.get("argv") or "[]"), **decoded, origin=origin)
+
+    @property
+    def order(self) -> tuple[datetime, int]:
+        """Where the run stands among its store's runs by when it was measured (`measured_order`)."""
+        return measured_order(self.started_at, self.id)
+
+
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
+
+
+def measured_order(started_at: Any, run_id: int) -> tuple[datetime, int]:
+    """Where a run stands among a store's runs by when it was measured: by its start, and of two started in one
+    second (a start is kept to the second), the one stored first first. "The latest run" is the last in this order,
+    not the highest id: `dlperf merge` gives the runs it copies new ids in the order it copies them, so a run measured
+    a day before another may get the higher id. A resumed run keeps its start. One whose start does not read as a
+    time (a damaged row) comes first."""
+    try:
+        when = datetime.fromisoformat(str(started_at))
+    except ValueError:
+        when = _EARLIEST
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)), run_id
+
+
+def latest(runs: Iterable[RunRecord]) -> RunRecord | None:
+    """The run measured last (`measured_order`); None of none."""
+    return max(runs, key=lambda run: run.order, default=None)
+
+
+def in_measured_order(runs: Iterable[RunRecord]) -> list[RunRecord]:
+    """The runs in the order they were measured, the latest last (`measured_order`)."""
+    return sorted(runs, key=lambda run: run.order)
 
 
 @dataclass(frozen=True)
