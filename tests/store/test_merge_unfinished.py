@@ -50,6 +50,14 @@ def rows(db, table: str) -> list[dict]:
         store.close()
 
 
+def runs_whole(db) -> list[dict]:
+    store = Store.open(db, create=False)
+    try:
+        return store.rows("runs")
+    finally:
+        store.close()
+
+
 def test_an_unfinished_run_is_copied_with_a_warning_and_its_copy_brought_up_to_date_once_resumed(tmp_path):
     src, target = tmp_path / "src.db", tmp_path / "m.db"
     interrupted(src)
@@ -221,3 +229,39 @@ def test_a_copys_stopped_mark_follows_its_source_both_ways(tmp_path):
         assert store.mark_stopped(1, True) and store.run(1).origin.stopped
     finally:
         store.close()
+
+
+def test_a_stale_copy_of_a_run_its_copy_here_holds_complete_is_skipped_as_further_along(tmp_path):
+    """A file copied (cp) while its run measured, merged after the finished file: the merge said "brought up to date
+    (running -> stopped (its process is gone))", the finished file's next merge "stopped -> running (measured
+    again)", and so on at every merge, with a warning that the run was copied unfinished, though nothing was copied
+    and the copy here stayed complete."""
+    import os
+    import shutil
+
+    src, stale, target = tmp_path / "live.db", tmp_path / "stale.db", tmp_path / "m.db"
+    pid = os.fork()
+    if pid == 0:  # the child measures the run, copied by cp after its first process, to the end; then it is gone
+        try:
+            store = Store.open(src, create=True)
+            store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
+            process(store, 1, 0)
+            shutil.copy(src, stale)
+            for index in (1, 2, 3):
+                process(store, 1, index)
+            store.set_run_status(1, "complete")
+            store.close()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    assert dlperf("merge", str(src), db=target).returncode == 0
+    before = runs_whole(target)
+    for _ in range(2):
+        said = dlperf("merge", str(stale), db=target)
+        assert said.returncode == 0, said.stderr
+        assert said.stdout.splitlines() == [f"{stale} run 1 already present as run 1: skipped: the copy here is "
+                                            "further along (complete, 3 more processes)"]  # fmt: skip
+        assert said.stderr == ""
+        again = dlperf("merge", str(src), db=target)
+        assert again.stdout.splitlines() == [f"{src} run 1 already present as run 1: skipped"]
+        assert runs_whole(target) == before  # its origin's stopped mark too

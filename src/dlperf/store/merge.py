@@ -7,11 +7,13 @@ predictions) is copied under a new id and records where it came from (`runs.orig
 (same start, command, plan and machine, and copied before from the same source run, or holding processes the source
 run holds too) is skipped, so merging twice adds nothing; unless the source's run has moved on since its copy was made
 (resumed: more cells, processes or profiles, another status), when the copy is brought up to date, but for a copy
-resumed in the target apart from its source, which keeps its own measurements (said in a warning). An unfinished run
-(interrupted, stopped, or measured by a live process as it is read) is copied with a warning saying so. A Ray node's
-run that went on with a lost node's run names the lost run's copy (`relink`). The sources' measured peaks and all-reduce
-figures are copied too, each once. All or nothing: every source is read whole and each row decoded before the target
-is opened (a damaged source is a one-line error naming it, and the run and cell), and the copy is one transaction.
+resumed in the target apart from its source, which keeps its own measurements (said in a warning). A source behind
+its copy (a file taken while the run measured, merged after the finished one) changes nothing, and the copy is said to
+be further along. An unfinished run (interrupted, stopped, or measured by a live process as it is read) is copied with
+a warning saying so. A Ray node's run that went on with a lost node's run names the lost run's copy (`relink`). The
+sources' measured peaks and all-reduce figures are copied too, each once. All or nothing: every source is read whole
+and each row decoded before the target is opened (a damaged source is a one-line error naming it, and the run and
+cell), and the copy is one transaction.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class Copied:
     updated: str | None = None  # already present, and brought up to date: what the source's run had since
     warning: str | None = None  # copied unfinished, or left as it is here: said so, beside the line
     apart: str | None = None  # already present, and each resumed apart from the other: what each measured alone
+    ahead: str | None = None  # already present, and further along than the source's run: what the copy has beyond it
 
     def line(self) -> str:
         present = f"{self.source} run {self.source_run} already present as run {self.target_run}"
@@ -49,6 +52,8 @@ class Copied:
             return f"{present}: kept as it is here ({self.apart})"
         if self.updated:
             return f"{present}: brought up to date ({self.updated})"
+        if self.ahead:
+            return f"{present}: skipped: the copy here is further along ({self.ahead})"
         if self.skipped:
             return f"{present}: skipped"
         return (
@@ -210,9 +215,12 @@ def copy_run(rows: RunRows, dst: Store, source: Source) -> Copied:
                     f"the copy keeps its own measurements; the source's run was not copied over them (it stays in "
                     f"{source.name})")  # fmt: skip
             return Copied(source.name, run_id, present, 0, skipped=True, warning=said, apart=apart)
+        was = dst.run(present).status
         if news:
             dst.refresh_copy(present, rows, run_id in source.stopped)
-        elif dst.mark_stopped(present, stopped := run_id in source.stopped):  # nothing new, but stopped or going again
+        elif ahead := further_along(was, rows, held):  # a stale file: its copy here is never taken back
+            return Copied(source.name, run_id, present, 0, skipped=True, ahead=ahead)
+        elif was == "running" and dst.mark_stopped(present, stopped := run_id in source.stopped):
             news = "running -> stopped (its process is gone)" if stopped else "stopped -> running (measured again)"
         return Copied(source.name, run_id, present, 0, skipped=True, updated=news, warning=news and warning)
     new_id = dst.insert_copy(run, rows.cells, rows.measurements, origin, rows.profiles, rows.predictions)
@@ -234,6 +242,17 @@ def news_since_copy(dst: Store, copy_id: int, rows: RunRows, held: set[tuple]) -
     if was != became and was != "complete":
         parts.append(f"{was} -> {became}")
     return ", ".join(parts) or None
+
+
+def further_along(status: str, rows: RunRows, held: set[tuple]) -> str | None:
+    """What a copy (its status, its processes `held`) holding every process of the source's run has beyond it, in
+    words ("complete, 3 more processes"): a stale file (one copied while the run measured) merged after a newer one
+    had brought the copy further. None where it has nothing more. Nothing of it is changed: a merge never takes a copy
+    back, nor says its state flipped (a stale file of a complete run read "brought up to date (running -> stopped)",
+    then the newer file "stopped -> running", on every merge)."""
+    more = len(held - {_process(m) for m in rows.measurements})
+    parts = [status] if status != rows.run.get("status") and status == "complete" else []
+    return ", ".join([*parts, *([plural(more, "more process", "es")] if more else [])]) or None
 
 
 def resumed_apart(held: set[tuple], rows: RunRows) -> str | None:
