@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -45,6 +46,7 @@ from dlperf.runner.tasks import Task, processes
 from dlperf.spec import RunSpec, make_spec, probe_trace_dir
 from dlperf.store import Store, lease, now, spill
 from dlperf.store.location import as_called, check_path, db_said_as, given_db, resume_command
+from dlperf.store.merge import at_source
 from dlperf.store.records import CellRecord, RunRecord, in_measured_order
 from dlperf.store.state import made_by, measured_here, run_state, search_of
 from dlperf.vocab import ExitCode, Status
@@ -325,6 +327,7 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
     store = Store.open(db, create=False)
     try:
         run = _latest_unfinished(store, db)
+        apart = _resumed_apart(run, db)
         spec, env = _resumable(run)
         if not dry_run:
             if spec.profile and spec.trace_dir is not None:  # the traces' folder may be unwritable since
@@ -332,6 +335,8 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
             _take_over(store, run, warn)
         elif (holder := store.measured_by(run.id)) is not None:  # its pilot steps would time beside that process
             raise lease.held(run.id, holder)
+        if apart:
+            warn(apart)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])
         plan = Plan(spec, [c.cell for c in session.cells()], dict(session.workloads), env, session.cores)
         tasks = marked(session.remaining(), session.workloads)  # those known to be unsupported start no child
@@ -378,6 +383,26 @@ def _left_aside(run: RunRecord, aside: dict[Path, list[spill.Kept]], mark: dict[
         f"left {n} measurement{'s' * (n != 1)} kept for a run {run.id} in {', '.join(map(str, aside))} where "
         f"{agreeing(n, 'it is', 'they are')}: not this run's (started {run.started_at}) but {' and '.join(whose)}"
     )
+
+
+def _resumed_apart(run: RunRecord, db: str) -> str | None:
+    """A run merged in from another file (`dlperf merge`) is refused where it goes on there (`merge.at_source`): a
+    live process measuring it (the two would measure the same cells at once, each timing the other's load), or complete
+    there; merging that file again once it is finished brings the copy up to date. Otherwise it is resumed here apart
+    from it: the warning that says so."""
+    if run.origin is None:
+        return None
+    if found := at_source(run):
+        source, holder = found
+        there = "where it is complete: merging it again"
+        if holder is not None:
+            there = (f"where {holder.describe()} is measuring it still: resumed here, the two would time each other's "
+                     "load; merging it again once the run is finished")  # fmt: skip
+        raise UsageError(f"--resume: run {run.id} of {db} was copied from {source}, {there} brings the copy up to date "
+                         f"(`dlperf merge {shlex.quote(source)} --db {shlex.quote(db)}`)")  # fmt: skip
+    return (f"run {run.id} was copied from {run.origin.db} (its run {run.origin.run_id}), where no process measures "
+            "it now: it is resumed here apart from it, and a later merge of that file keeps this copy's own "
+            "measurements")  # fmt: skip
 
 
 def _resumable(run: RunRecord) -> tuple[RunSpec, dict]:

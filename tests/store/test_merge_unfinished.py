@@ -5,7 +5,11 @@ first merge had copied it without a word."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from conftest import dlperf
 from dlperf.store import Store
@@ -40,6 +44,36 @@ def resumed(db) -> None:
         process(store, 1, index)
     store.set_run_status(1, "complete")
     store.close()
+
+
+def begun(db, fingerprint: dict = MACHINE, env: dict | None = None) -> Store:
+    """Run 1, its first cell of four measured, leased to this process: the store is left open."""
+    store = Store.open(db, create=True)
+    store.create_run({"repeats": 1}, {"cores": {"cores": 8}} if env is None else env, fingerprint, ["dlperf", "run"],
+                     PLAN)  # fmt: skip
+    process(store, 1, 0)
+    return store
+
+
+@contextmanager
+def measured_in_a_child(begin: Callable[[], object]) -> Iterator[None]:
+    """`begin()` in a child process that holds what it began (a run's lease) until it is killed (kill -9) as the
+    block ends."""
+    ready, go = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            begin()
+            os.write(go, b"1")
+            signal.pause()
+        finally:
+            os._exit(0)
+    os.read(ready, 1)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
 
 
 def rows(db, table: str) -> list[dict]:
@@ -181,27 +215,9 @@ def test_a_run_whose_process_died_is_stopped_in_its_copy_too(tmp_path):
 def test_a_run_copied_while_measured_then_killed_is_stopped_on_the_next_merge(tmp_path):
     """Merged while its process measured it, then that process killed (kill -9) with nothing new stored: the next
     merge said "already present as run 1: skipped", and the copy stayed "running when copied"."""
-    import os
-    import signal
-
     src, target = tmp_path / "src.db", tmp_path / "m.db"
-    ready, go = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: measures run 1, holding its lease, until killed
-        try:
-            store = Store.open(src, create=True)
-            store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
-            process(store, 1, 0)
-            os.write(go, b"1")
-            signal.pause()
-        finally:
-            os._exit(0)
-    os.read(ready, 1)
-    try:
+    with measured_in_a_child(lambda: begun(src)):
         assert "is being measured by" in dlperf("merge", str(src), db=target).stderr
-    finally:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
     again = dlperf("merge", str(src), db=target)
     assert again.stdout.splitlines() == [
         f"{src} run 1 already present as run 1: brought up to date (running -> stopped (its process is gone))"
@@ -236,16 +252,11 @@ def test_a_stale_copy_of_a_run_its_copy_here_holds_complete_is_skipped_as_furthe
     (running -> stopped (its process is gone))", the finished file's next merge "stopped -> running (measured
     again)", and so on at every merge, with a warning that the run was copied unfinished, though nothing was copied
     and the copy here stayed complete."""
-    import os
-    import shutil
-
     src, stale, target = tmp_path / "live.db", tmp_path / "stale.db", tmp_path / "m.db"
     pid = os.fork()
     if pid == 0:  # the child measures the run, copied by cp after its first process, to the end; then it is gone
         try:
-            store = Store.open(src, create=True)
-            store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
-            process(store, 1, 0)
+            store = begun(src)
             shutil.copy(src, stale)
             for index in (1, 2, 3):
                 process(store, 1, index)

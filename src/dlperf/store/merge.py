@@ -28,10 +28,10 @@ from typing import Any
 
 from dlperf.errors import StoreFault, UsageError
 from dlperf.measure.units import plural
-from dlperf.store import RunRows, Store, now, run_origin
+from dlperf.store import RunRows, Store, lease, now, run_origin
 from dlperf.store.location import identity, named, not_a_database_file, unreachable
-from dlperf.store.records import Origin
-from dlperf.store.state import CONTINUES, run_state
+from dlperf.store.records import Origin, RunRecord
+from dlperf.store.state import CONTINUES, RAY_ORIGIN, run_state
 
 
 @dataclass(frozen=True)
@@ -266,6 +266,38 @@ def resumed_apart(held: set[tuple], rows: RunRows) -> str | None:
     if not here:
         return None
     return f"{plural(here, 'process', 'es')} measured here only, {there} there only"
+
+
+def at_source(run: RunRecord) -> tuple[str, lease.Holder | None] | None:
+    """Where the run a copy `run` came from (`dlperf merge`) goes on without it: (its file, the live process measuring
+    it there now), or (its file, None) where it is complete there; found by its id and start in the file it was copied
+    from, or for a copy of a copy in the file that one was. None where neither holds (its process gone, unfinished),
+    its file is gone or unreadable, or `run` is no copy (a Ray node's run goes on over the cluster)."""
+    origin = run.origin
+    while origin is not None and not str(origin.db).startswith(RAY_ORIGIN):
+        status, holder = _source_state(origin.db, origin.run_id, run.started_at)
+        if holder is not None or status == "complete":
+            return origin.db, holder
+        origin = origin.origin
+    return None
+
+
+def _source_state(db: str, run_id: int, started_at: str) -> tuple[str | None, lease.Holder | None]:
+    """(its status, the live process measuring it) of run `run_id` of the file `db`, where that run began at
+    `started_at`; (None, None) where the file or the run is not there, or cannot be read."""
+    if not os.path.isfile(db):
+        return None, None
+    try:
+        src = Store.open(db, create=False)
+    except UsageError:
+        return None, None
+    try:
+        run = src.run(run_id)
+        return (run.status, src.measured_by(run_id)) if run.started_at == started_at else (None, None)
+    except (UsageError, sqlite3.Error):  # no such run there now, or a file busy or damaged
+        return None, None
+    finally:
+        src.close()
 
 
 def _process(measurement: dict[str, Any]) -> tuple:

@@ -1,0 +1,102 @@
+"""`dlperf run --resume` of a run `dlperf merge` copied in while its source file's process still measured it: the
+resume (a dry run too) was accepted, and would have measured the same cells as the source at the same time, each
+timing the other's load. Refused now, naming the source file and the merge that brings the copy up to date; where
+no process measures it there, it is resumed here apart from it, and said so. Stores written through the Store API."""
+
+from __future__ import annotations
+
+import os
+from types import SimpleNamespace
+
+import pytest
+
+from conftest import dlperf, one_line_error
+from dlperf import api
+from dlperf.errors import UsageError
+from dlperf.store import Store, merge
+from store.test_merge_unfinished import begun, measured_in_a_child, process
+
+HERE = {}  # a machine that records nothing: any machine, this one too (`envinfo.machine_diff`)
+
+
+def the_copy(db) -> object:
+    store = Store.open(db, create=False)
+    try:
+        return store.run(1)
+    finally:
+        store.close()
+
+
+class Accepted(Exception):
+    """The run was accepted: `--resume` went on to plan what is left (`Session.resume`)."""
+
+
+@pytest.fixture
+def accepted(monkeypatch):
+    """The run's spec and this machine taken as they are (`api._resumable`); planning what is left stops there."""
+
+    def planned(store, run_id, spec, cores):
+        raise Accepted(run_id)
+
+    monkeypatch.setattr(api, "_resumable", lambda run: (SimpleNamespace(profile=False), {"cores": {"cores": 1}}))
+    monkeypatch.setattr(api.Session, "resume", planned)
+
+
+def test_a_copy_whose_source_is_measured_still_is_refused_in_one_line(tmp_path, accepted):
+    src, target = tmp_path / "live.db", tmp_path / "m.db"
+    store = begun(src, HERE, {})
+    try:
+        merge.merge([str(src)], str(target))
+        holder = store.measured_by(1).describe()
+        for dry_run in (True, False):
+            with pytest.raises(UsageError) as refused:
+                api.resume(str(target), dry_run=dry_run)
+            assert str(refused.value) == (
+                f"resume: run 1 of {target} was copied from {src}, where {holder} is measuring it still: resumed "
+                "here, the two would time each other's load; merging it again once the run is finished brings the "
+                f"copy up to date (`dlperf merge {src} --db {target}`)"
+            )
+        said = dlperf("run", "--resume", "--dry-run", db=target)
+        one_line_error(said, f"--resume: run 1 of {target} was copied from {src}, where {holder} is measuring it")
+    finally:
+        store.close()
+
+
+def test_a_copy_whose_source_finished_is_refused_and_a_merge_named(tmp_path, accepted):
+    src, target = tmp_path / "live.db", tmp_path / "m.db"
+    store = begun(src, HERE, {})
+    try:
+        merge.merge([str(src)], str(target))
+        for index in (1, 2, 3):
+            process(store, 1, index)
+        store.set_run_status(1, "complete")
+    finally:
+        store.close()
+    with pytest.raises(UsageError, match=f"was copied from {src}, where it is complete: merging it again brings"):
+        api.resume(str(target), dry_run=True)
+
+
+def test_a_copy_whose_sources_process_is_gone_is_resumed_apart_and_said_so(tmp_path, accepted):
+    src, target = tmp_path / "live.db", tmp_path / "m.db"
+    with measured_in_a_child(lambda: begun(src, HERE, {})):
+        merge.merge([str(src)], str(target))
+        with pytest.raises(UsageError, match="is measuring it still"):
+            api.resume(str(target), dry_run=True)
+    said: list[str] = []
+    with pytest.raises(Accepted):
+        api.resume(str(target), dry_run=True, warn=said.append)
+    assert said == [
+        f"run 1 was copied from {src} (its run 1), where no process measures it now: it is resumed here apart from "
+        "it, and a later merge of that file keeps this copy's own measurements"
+    ]
+    os.remove(src)  # its file gone: nothing measures it there either
+    assert merge.at_source(the_copy(target)) is None
+
+
+def test_a_run_measured_here_is_resumed_without_a_word(tmp_path, accepted):
+    db = tmp_path / "here.db"
+    begun(db, HERE, {}).close()
+    said: list[str] = []
+    with pytest.raises(Accepted):
+        api.resume(str(db), dry_run=True, warn=said.append)
+    assert said == []
