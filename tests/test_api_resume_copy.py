@@ -5,6 +5,7 @@ no process measures it there, it is resumed here apart from it, and said so. Sto
 
 from __future__ import annotations
 
+import json
 import os
 from types import SimpleNamespace
 
@@ -100,3 +101,45 @@ def test_a_run_measured_here_is_resumed_without_a_word(tmp_path, accepted):
     with pytest.raises(Accepted):
         api.resume(str(db), dry_run=True, warn=said.append)
     assert said == []
+
+
+def test_a_cp_of_a_file_being_measured_is_not_said_to_be_measured_by_its_process(tmp_path, accepted):
+    """`cp live.db copy.db` while a run measured it: the copy holds the lease row of the process measuring live.db,
+    and `dlperf list --runs` and the table of the copy said "running (pid N)", measured by a process that writes
+    the other file. The copy is "running when copied" now; its --resume is refused while that process lives, saying
+    why."""
+    import shutil
+
+    from dlperf.store import lease
+    from dlperf.store.state import run_state
+
+    src, copy = tmp_path / "live.db", tmp_path / "copy.db"
+    with measured_in_a_child(lambda: begun(src, HERE, {})):
+        shutil.copy(src, copy)
+        store = Store.open(src, create=False)
+        try:
+            holder = store.measured_by(1)
+        finally:
+            store.close()
+        store = Store.open(copy, create=False)
+        try:
+            assert holder is not None and store.measured_by(1) is None  # its lease names the process measuring src
+            state = run_state(store, store.run(1))
+            assert (state.state, state.label, state.holder) == ("copied", "running when copied", None)
+            assert store.measured_by(1, copied=True) == holder
+            assert state.summary().startswith("run 1 is unfinished (running in the file this one was copied from, "
+                                              "whose process measures it still): 1 of 4 processes done")  # fmt: skip
+            with pytest.raises(lease.LeaseHeld) as refused:
+                store.acquire(1)
+        finally:
+            store.close()
+        said = (f"run 1 is being measured by {holder.describe()} since {holder.since} in the file this one was "
+                "copied from, not in this one: resumed here, the two would time each other's load; wait for it to "
+                "end")  # fmt: skip
+        assert str(refused.value) == said
+        with pytest.raises(lease.LeaseHeld, match="in the file this one was copied from, not in this one"):
+            api.resume(str(copy), dry_run=True)
+        [row] = json.loads(dlperf("list", "--runs", "--format", "json", db=copy).stdout)
+        assert (row["state_label"], row["measured_by"]) == ("running when copied", None)
+    with pytest.raises(Accepted):  # its process gone: the copy is stopped, and resumed
+        api.resume(str(copy), dry_run=True)

@@ -335,6 +335,8 @@ def _resume(db: str | os.PathLike[str] | None, progress: Any, warn: Callable[[st
             _take_over(store, run, warn)
         elif (holder := store.measured_by(run.id)) is not None:  # its pilot steps would time beside that process
             raise lease.held(run.id, holder)
+        elif (holder := store.measured_by(run.id, copied=True)) is not None:  # or the file it was copied from
+            raise lease.held(run.id, holder, copy=True)
         if apart:
             warn(apart)
         session = Session.resume(store, run.id, spec, env["cores"]["cores"])

@@ -226,7 +226,7 @@ class Store(Copies, MachineFigures):
             return None
         holder = lease.me()
         with self._writing(f"run {run_id}'s lease"):  # a full disk, or a writer holding the file past the timeout
-            stale = lease.acquire(self.conn, run_id, holder)
+            stale = lease.acquire(self.conn, run_id, holder, self.held)
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
         self.sessions[run_id] = self._latest_session(run_id) + 1
         self.mark(run_id)  # read while the store reads: a line kept when it refuses says which run it is
@@ -248,12 +248,14 @@ class Store(Copies, MachineFigures):
         (found,) = self.conn.execute("SELECT MAX(session) FROM measurements WHERE run_id = ?", (run_id,)).fetchone()
         return found or 0
 
-    def measured_by(self, run_id: int) -> lease.Holder | None:
-        """The live process measuring the run now, if any (a dead holder's lease is no one's)."""
-        if self.version < LEASES:
+    def measured_by(self, run_id: int, copied: bool = False) -> lease.Holder | None:
+        """The live process measuring the run in this file now, if any (a dead holder's lease is no one's). `copied`:
+        the live process measuring it in the file this one was copied from (`cp`), whose lease row the copy holds
+        (`lease.measures`), instead."""
+        holder = lease.holder_of(self.conn, run_id) if self.version >= LEASES else None
+        if holder is None or not lease.alive(holder):
             return None
-        holder = lease.holder_of(self.conn, run_id)
-        return holder if holder is not None and lease.alive(holder) else None
+        return holder if lease.measures(holder, self.held) != copied else None
 
     def _still_leased(self, run_id: int) -> None:
         """Inside a write to `run_id`: refresh this process's lease, or stop if another process took it over (after

@@ -7,6 +7,10 @@ on another host, whose processes cannot be seen from here, is taken to be dead o
 STALE_AFTER_S. Taking a lease is one BEGIN IMMEDIATE transaction, so of two processes racing for a run one wins and
 the other sees the winner.
 
+A lease row is copied with its file: a `cp` of a store being measured holds the row of the process measuring the
+original. A holder on this host measures the file it holds open (its store's connection, open while it holds the
+lease); one that does not hold this file open measures another, the file this one was copied from (`measures`).
+
 A lease row rather than an OS file lock (fcntl) on a sidecar file: fcntl locks are unreliable on network file systems
 (NFS, SMB), the very places a store shared between machines lives, while SQLite's own locking already orders writers.
 """
@@ -78,6 +82,32 @@ def alive(holder: Holder, now: datetime | None = None) -> bool:
     return True
 
 
+def measures(holder: Holder, file: tuple[int, int] | None) -> bool:
+    """Whether `holder` is alive and measures the file `file` (its device and inode, `location.identity`), not another
+    that this one is a copy of: on this host, whether it holds the file open; on another, its heartbeat alone tells
+    (device numbers differ between the hosts of a shared file system)."""
+    return alive(holder) and (holder.host != socket.gethostname() or holds_open(holder.pid, file))
+
+
+def holds_open(pid: int, file: tuple[int, int] | None) -> bool:
+    """Whether process `pid` of this host holds the file `file` (device, inode) open; True where that cannot be told
+    (`file` unknown, no /proc, another user's process)."""
+    if file is None:
+        return True
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return True
+    for fd in fds:
+        try:
+            found = os.stat(f"/proc/{pid}/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if (found.st_dev, found.st_ino) == file:
+            return True
+    return False
+
+
 def stamp() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -102,14 +132,16 @@ def take(conn: sqlite3.Connection, run_id: int, holder: Holder) -> None:
     )
 
 
-def acquire(conn: sqlite3.Connection, run_id: int, holder: Holder) -> Holder | None:
+def acquire(conn: sqlite3.Connection, run_id: int, holder: Holder, file: tuple[int, int] | None = None
+            ) -> Holder | None:  # fmt: skip
     """Take the run's lease for `holder` in one transaction; returns the dead holder it took over from, if any.
-    A live holder's lease is refused with LeaseHeld, one line naming it."""
+    A live holder's lease is refused with LeaseHeld, one line naming it (and where it measures another file than
+    `file`, the one it was copied from, saying so)."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         current = holder_of(conn, run_id)
         if current is not None and not current.same_process(holder) and alive(current):
-            raise held(run_id, current)
+            raise held(run_id, current, copy=not measures(current, file))
         take(conn, run_id, holder)
     except BaseException:
         conn.rollback()
@@ -118,8 +150,13 @@ def acquire(conn: sqlite3.Connection, run_id: int, holder: Holder) -> Holder | N
     return None if current is None or current.same_process(holder) else current
 
 
-def held(run_id: int, current: Holder) -> LeaseHeld:
-    """The refusal of a run another live process measures: --resume's, and its dry run's (which takes no lease)."""
+def held(run_id: int, current: Holder, copy: bool = False) -> LeaseHeld:
+    """The refusal of a run another live process measures: --resume's, and its dry run's (which takes no lease).
+    `copy`: it measures the file this one was copied from (`cp`), and would time its cells beside this one's."""
+    if copy:
+        return LeaseHeld(f"run {run_id} is being measured by {current.describe()} since {current.since} in the file "
+                         "this one was copied from, not in this one: resumed here, the two would time each other's "
+                         "load; wait for it to end")  # fmt: skip
     return LeaseHeld(f"run {run_id} is being measured by {current.describe()} since {current.since} (last seen "
                      f"{current.seen}); wait for it to end, or stop it and resume")  # fmt: skip
 

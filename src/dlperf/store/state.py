@@ -84,7 +84,7 @@ class Sessions:
 @dataclass(frozen=True)
 class RunState:
     run: RunRecord
-    state: str  # complete | running | stopped | interrupted | copied (merged here from a file measuring it)
+    state: str  # complete | running | stopped | interrupted | copied (from a file measuring it: merged, or `cp`)
     holder: lease.Holder | None  # the live process measuring it now
     left: Left
     sessions: Sessions | None  # None: measured before the store kept sessions, it cannot tell
@@ -106,6 +106,8 @@ class RunState:
         origin = self.run.origin
         if self.state == "copied" and origin is not None:
             return f"running in {origin.db} (run {origin.run_id}) when it was copied here"
+        if self.state == "copied":  # a `cp` of the file: its lease names the process measuring the original
+            return "running in the file this one was copied from, whose process measures it still"
         return {"stopped": "stopped: its process is gone", "running": "running"}.get(self.state, self.state)
 
     def summary(self) -> str:
@@ -175,7 +177,7 @@ def _state(store: Store, run: RunRecord, holder: lease.Holder | None) -> str:
     origin = run.origin
     if origin is not None and not str(origin.db).startswith(RAY_ORIGIN):  # a merge copies no lease: what it saw
         return "stopped" if origin.stopped else "copied"
-    return "stopped"
+    return "copied" if store.measured_by(run.id, copied=True) else "stopped"  # `cp` of a file being measured, or not
 
 
 def _left(store: Store, run: RunRecord) -> Left:
