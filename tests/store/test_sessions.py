@@ -7,14 +7,22 @@ from __future__ import annotations
 import json
 import sqlite3
 
+import pytest
+
 from conftest import dlperf, old_store
-from dlperf.store import Store
+from dlperf.errors import StoreFault
+from dlperf.runner import sweep
+from dlperf.runner.session import Session
+from dlperf.runner.tasks import Task
+from dlperf.spec import RunSpec
+from dlperf.store import Store, spill
 from dlperf.store.process import ProcessMeasurement
 from dlperf.store.state import run_state
 from dlperf.vocab import Status
 from report.runs import MACHINE, cell, measured
 
 PLAN = [cell("fcn-r", threads=1), cell("fcn-r", threads=2)]
+SPEC = RunSpec(("fcn-r",))
 
 
 def process(store: Store, run_id: int, c, repeat: int) -> None:
@@ -103,39 +111,55 @@ def test_merge_keeps_the_sessions(tmp_path):
         store.close()
 
 
-def test_a_measurement_kept_beside_a_refusing_store_is_stored_under_the_session_that_measured_it(tmp_path, monkeypatch):
-    """The first session stores cpu:1's process, then the store refuses cpu:2's, which is kept in the spill file;
-    `--resume` stored it as measured by the resuming session, so the run read as two sessions and cpu:2 as the
-    second's."""
-    import pytest
-
-    from dlperf.errors import StoreFault
-    from dlperf.runner import sweep
-    from dlperf.runner.session import Session
-    from dlperf.runner.tasks import Task
-    from dlperf.spec import RunSpec
-    from dlperf.store import spill
-
-    db = tmp_path / "t.db"
+def refused_after(db, monkeypatch, stored: int) -> int:
+    """A run of `PLAN` whose first `stored` cells' processes are stored, and the next one refused by the store and
+    kept beside it (`store/spill.py`), measured by its first session; then interrupted. Its id."""
     store = Store.open(db, create=True)
     run_id = store.create_run({"repeats": 1}, {"cores": {"cores": 8}}, MACHINE, ["dlperf", "run"], PLAN)
-    ctx = Session(store, run_id, RunSpec(("fcn-r",)), {c.cell.key: {"batch": 4} for c in PLAN}, cores=8)
+    ctx = Session(store, run_id, SPEC, {c.cell.key: {"batch": 4} for c in PLAN}, cores=8)
     m = ProcessMeasurement(status=Status.OK, samples=[0.01] * 5, duration_s=1.0)
-    sweep.store_or_keep(ctx, Task(PLAN[0].cell, 0), m)
+    for c in PLAN[:stored]:
+        sweep.store_or_keep(ctx, Task(c.cell, 0), m)
     with monkeypatch.context() as refusing:
         refusing.setattr(store, "record", lambda *args, **kwargs: (_ for _ in ()).throw(StoreFault("disk full")))
         with pytest.raises(StoreFault, match="is kept in"):
-            sweep.store_or_keep(ctx, Task(PLAN[1].cell, 0), m)
+            sweep.store_or_keep(ctx, Task(PLAN[stored].cell, 0), m)
     store.set_run_status(run_id, "interrupted")
     store.close()
     (line,) = spill.kept(db, run_id)
     assert line.session == 1
+    return run_id
+
+
+def test_a_measurement_kept_beside_a_refusing_store_is_stored_under_the_session_that_measured_it(tmp_path, monkeypatch):
+    """The first session stores cpu:1's process, then the store refuses cpu:2's, which is kept in the spill file;
+    `--resume` stored it as measured by the resuming session, so the run read as two sessions and cpu:2 as the
+    second's."""
+    db = tmp_path / "t.db"
+    run_id = refused_after(db, monkeypatch, 1)
     store = Store.open(db, create=False)
     try:
         store.acquire(run_id)  # what --resume does: the second session
-        assert sweep.take_up_kept(Session.resume(store, run_id, RunSpec(("fcn-r",)), 8)) == 1
+        assert sweep.take_up_kept(Session.resume(store, run_id, SPEC, 8)) == 1
         assert run_state(store, store.run(run_id)).sessions.count == 1
         found = store.conn.execute("SELECT cell_key, session FROM measurements ORDER BY cell_key").fetchall()
         assert [tuple(r) for r in found] == [(PLAN[0].cell.key, 1), (PLAN[1].cell.key, 1)]
+    finally:
+        store.close()
+
+
+def test_a_resume_after_the_store_took_nothing_is_a_second_session_of_what_was_kept(tmp_path, monkeypatch):
+    """A store deleted while its run measured the first process: the run rescued with no measurement stored, that
+    process kept beside the copy (session 1). `--resume` took the session as the latest stored plus one, 1, so every
+    process read as one session's, and nothing said the run was measured by two commands."""
+    db = tmp_path / "t.db"
+    run_id = refused_after(db, monkeypatch, 0)
+    store = Store.open(db, create=False)
+    try:
+        store.acquire(run_id)  # what --resume does: the second session, after the one whose process was kept
+        assert store.sessions[run_id] == 2
+        assert sweep.take_up_kept(Session.resume(store, run_id, SPEC, 8)) == 1
+        process(store, run_id, PLAN[1], 0)
+        assert run_state(store, store.run(run_id)).sessions.count == 2
     finally:
         store.close()

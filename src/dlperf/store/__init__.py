@@ -220,7 +220,9 @@ class Store(Copies, MachineFigures):
 
     def acquire(self, run_id: int) -> lease.Holder | None:
         """Lease the run to this process (`--resume`); returns the dead holder it took over from, if any. A live
-        holder's run raises LeaseHeld, and nothing is written."""
+        holder's run raises LeaseHeld, and nothing is written. This process measures the session after the latest that
+        measured the run, stored or kept beside the store (`spill`: a store deleted mid-run, rescued before it took
+        any process of that session)."""
         self._ready_to_write()
         if self.version < LEASES:  # a file kept at an old version (written as an older dlperf did): no leases
             return None
@@ -228,8 +230,9 @@ class Store(Copies, MachineFigures):
         with self._writing(f"run {run_id}'s lease"):  # a full disk, or a writer holding the file past the timeout
             stale = lease.acquire(self.conn, run_id, holder, self.held)
         self.leases[run_id] = lease.Heartbeat(self.path, run_id, holder)
-        self.sessions[run_id] = self._latest_session(run_id) + 1
-        self.mark(run_id)  # read while the store reads: a line kept when it refuses says which run it is
+        mark = self.mark(run_id)  # read while the store reads: a line kept when it refuses says which run it is
+        kept = [k.session for k in spill.kept(self.path, run_id, mark) if isinstance(k.session, int)]
+        self.sessions[run_id] = max([self._latest_session(run_id), *kept]) + 1
         return stale
 
     def mark(self, run_id: int) -> dict[str, str]:
