@@ -64,11 +64,12 @@ def from_vector(x: np.ndarray) -> roofline.Efficiency:
 
 
 class Rows:
-    """The model of `roofline.predict` over many (case, count) rows at once: each op's wave-quantized work, which
-    does not depend on the constants, computed once; a prediction is then a few array operations."""
+    """The model of `roofline.predict` over many (case, count) rows at once: each op's wave-quantized work and what
+    its blocks pull (`roofline.blocks_bound`), which do not depend on the constants, computed once; a prediction is
+    then a few array operations."""
 
     def __init__(self, cases: list[v.Case], counts: list[Count]) -> None:
-        cols: dict[str, list] = {k: [] for k in ("row", "calls", "comp", "mem", "tensor", "conv", "launches")}
+        cols: dict[str, list] = {k: [] for k in ("row", "calls", "comp", "mem", "sm", "tensor", "conv", "launches")}
         self.kernels, self.issued, self.input_bytes, self.link_bw, self.measured = [], [], [], [], []
         for i, (c, n) in enumerate(zip(cases, counts, strict=True)):
             sms = roofline.sm_count(c.gpu)
@@ -83,7 +84,8 @@ class Rows:
                 cols["row"].append(i)
                 cols["calls"].append(op.calls)
                 cols["comp"].append(roofline.compute_waves(op, peak, sms))
-                cols["mem"].append(roofline.memory_waves(op, c.gpu.memory_bw, sms))
+                cols["mem"].append(op.bytes / c.gpu.memory_bw)  # at the bandwidth, over the efficiency below
+                cols["sm"].append(roofline.blocks_bound(op))  # what its blocks pull: no efficiency
                 cols["tensor"].append("tensor" in unit)
                 cols["conv"].append(op.kind == "conv")
                 cols["launches"].append(op.launches)
@@ -103,7 +105,7 @@ class Rows:
     def step_s(self, eff: roofline.Efficiency) -> np.ndarray:
         c = self.cols
         fraction = np.where(c["tensor"] > 0, eff.tensor, eff.fp32) * np.where(c["conv"] > 0, eff.conv, 1.0)
-        work = c["calls"] * np.maximum(c["comp"] / fraction, c["mem"] / eff.memory)
+        work = c["calls"] * np.maximum(c["comp"] / fraction, np.maximum(c["mem"] / eff.memory, c["sm"]))
         gpu = np.bincount(self.row, work, self.n) + self.kernels * eff.kernel_s
         device = np.maximum(self.issued * eff.host_s, np.where(self.issued > 0, eff.host_s, 0.0) + gpu)
         return device + self.input_bytes / (self.link_bw * eff.link)

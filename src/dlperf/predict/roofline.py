@@ -6,17 +6,23 @@ The method, per operator call (one `Op`):
   convolutions a fitted fraction (at most 1) of what a matrix product of the same work reaches: every efficiency is
   at most 1.0 of its peak;
 - its memory time: bytes read and written / (memory bandwidth x a fitted efficiency, at most 1.0);
-- wave quantization (NeuSight's tile idea, simplified): a kernel runs as thread blocks, at most one wave of
-  `sm_count` blocks at a time, each SM at its share of the unit's rate. A product or convolution with its shape
-  counted (`Op.shape`: batch, m, n, k) runs as output tiles (`TILES`: the one of them that finishes first, as
-  cuBLAS's heuristics pick a small tile for a small product), each tile the whole depth k, or where the tiles are
-  fewer than the SMs a part of it (split-K, parts of at least `SPLIT_K_DEPTH`); a tile past the edge of m or n
-  takes a whole tile's time (the penalty of few channels); a batch norm with its channels counted (`Op.shape`:
-  channels, elements per channel) runs as CUDA runs it in training, one block per channel streaming that channel's
-  bytes (16 channels fill 16 SMs, at their share of the bandwidth, however large the tensor); without a shape, a
-  block is a fixed quantum of work (`BLOCK_FLOPS` for a product, `BLOCK_BYTES` for a memory kernel); a kernel of
-  `b` blocks takes ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block
-  takes one wave's time (one SM's share of the peak doing the whole kernel);
+- wave quantization (NeuSight's tile idea, simplified): a compute kernel runs as thread blocks, at most one wave of
+  `sm_count` blocks at a time, each SM at its share of the unit's peak (the peak is the SMs' lanes at the clock, so
+  that share is what one SM computes). A product or convolution with its shape counted (`Op.shape`: batch, m, n, k)
+  runs as output tiles (`TILES`: the one of them that finishes first, as cuBLAS's heuristics pick a small tile for a
+  small product), each tile the whole depth k, or where the tiles are fewer than the SMs a part of it (split-K,
+  parts of at least `SPLIT_K_DEPTH`); a tile past the edge of m or n takes a whole tile's time (the penalty of few
+  channels); without a shape a block is a fixed quantum of work (`BLOCK_FLOPS`); a kernel of `b` blocks takes
+  ceil(b / SMs) waves of one block's time. A large kernel is its roofline; a kernel of one block takes one wave's
+  time (one SM's share of the peak doing the whole kernel);
+- a memory kernel streams at the bandwidth, or where its thread blocks are few, at what they pull: blocks x
+  `BLOCK_BW`, the bytes one block streams, a figure of the kernel and DRAM's latency (the loads it keeps in flight
+  over that latency), the same on every GPU, not the GPU's bandwidth over its SMs (which made a GPU with more SMs
+  slower). A batch norm with its channels counted (`Op.shape`: channels, elements per channel) runs as CUDA runs it in
+  training, one block per channel streaming that channel's bytes (16 channels are 16 blocks, however large the
+  tensor); any other memory kernel in blocks of `BLOCK_BYTES`. The SMs do not bound it: an SM holds several such
+  blocks, so every GPU of the table has room for the blocks that reach its bandwidth. Never below the roofline, and
+  never slower on a GPU with more bandwidth;
 - the call takes the larger of the two, plus the GPU's fixed cost per kernel (a few microseconds: launch latency, a
   kernel's ramp and tail); an element-wise op fused into the kernel before it (`launches == 0`: a cuDNN RNN step's
   gate math) costs nothing of its own;
@@ -90,6 +96,15 @@ CALIBRATED = ("kernel_s", "host_s")
 # written. Not fitted: chosen from a sweep (depth 128, 512, 2048; 8, 64, 512 KiB) on the leave-one-GPU-out error.
 BLOCK_FLOPS = 2 * 128 * 128 * 512
 BLOCK_BYTES = 64 * 1024
+# What one thread block of a memory kernel streams from DRAM (bytes/s), the same on every GPU: Little's law, the
+# loads it keeps in flight (512 threads, 4 loads of 4 bytes each: 8 KiB) over DRAM's latency (600-800 ns), 10-14
+# GB/s; the H100's bandwidth at the fitted efficiency over its 132 SMs, the share each block was given before, was
+# 12.6 GB/s. Not fitted: the rows in scope (ImageNet networks, GNMT) hardly have a kernel of few blocks. Chosen from a
+# sweep (7 to 28 GB/s, BENCHMARKS.md) at the low end of Little's range: there the leave-one-GPU-out error of the rows
+# in scope stays within 15.0-15.9% and the GPU cells dlperf measured (benchmarks/predict_gpu_cells.py) are near their
+# best; above 14 GB/s their error grows (16% at 10 GB/s, 17% at 14, 20% from 20 up). BLOCK_BYTES swept again with it
+# (8, 64, 512 KiB): 64 KiB stays the best.
+BLOCK_BW = 10e9
 TILES = ((128, 128), (128, 64), (64, 64))  # a product's output tiles (m x n) as cuBLAS and cuDNN pick them
 SPLIT_K_DEPTH = 256  # split-K: a product of fewer tiles than SMs splits its depth k into parts of at least this
 FP32_LANES_PER_SM = 128  # the fallback SM count where the table has none: the FP32 peak / (128 lanes x 2 x clock)
@@ -136,8 +151,9 @@ def sm_count(gpu: GPU) -> int:
 
 
 def waves_time(work: float, per_block: float, rate: float, sms: int) -> float:
-    """`work` split into blocks of `per_block`, run in waves of `sms` blocks, each SM at `rate / sms`: the time of
-    ceil(blocks / sms) waves of one block. At least the roofline `work / rate`; one block is one wave."""
+    """`work` split into blocks of `per_block`, run in waves of `sms` blocks, each SM at `rate / sms` (one SM's
+    share of the peak: what it computes): the time of ceil(blocks / sms) waves of one block. At least the roofline
+    `work / rate`; one block is one wave."""
     if work <= 0:
         return 0.0
     blocks = math.ceil(work / per_block)
@@ -161,7 +177,8 @@ def compute_waves(op: Op, rate: float, sms: int) -> float:
 
 
 def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[float, float, float]:
-    """One call of `op`: its compute time, its memory time (each quantized in waves), and its fixed kernel cost."""
+    """One call of `op`: its compute time (in waves), its memory time (what its blocks pull of the bandwidth), and
+    its fixed kernel cost."""
     sms = sm_count(gpu)
     compute = 0.0
     if op.flops:
@@ -170,17 +187,24 @@ def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[
         if op.kind == "conv":
             fraction *= eff.conv
         compute = compute_waves(op, peak * fraction, sms)
-    return compute, memory_waves(op, gpu.memory_bw * eff.memory, sms), op.launches * eff.kernel_s
+    return compute, memory_time(op, gpu.memory_bw * eff.memory), op.launches * eff.kernel_s
 
 
-def memory_waves(op: Op, rate: float, sms: int) -> float:
-    """One call's memory time at `rate`, in waves: a memory kernel with its channels counted (`Op.shape`: a batch
-    norm's channels, elements per channel) runs a block per channel, each streaming its channel's share of the bytes
-    at one SM's share of the bandwidth; any other of `BLOCK_BYTES` blocks. At least the roofline."""
-    if op.kind != "memory" or len(op.shape) != 2 or op.shape[0] < 1 or op.bytes <= 0:
-        return waves_time(op.bytes, BLOCK_BYTES, rate, sms)
-    channels = op.shape[0]
-    return max(op.bytes / rate, math.ceil(channels / sms) * (op.bytes / channels) / (rate / sms))
+def memory_time(op: Op, rate: float) -> float:
+    """One call's memory time at the bandwidth `rate`: the roofline, or where its blocks are few, what they pull
+    (`blocks_bound`)."""
+    return max(op.bytes / rate, blocks_bound(op)) if op.bytes > 0 else 0.0
+
+
+def blocks_bound(op: Op) -> float:
+    """The time the thread blocks of a memory kernel take at `BLOCK_BW` each, all at once: a block per channel where
+    its channels are counted (`Op.shape`: a batch norm's channels, elements per channel), else of `BLOCK_BYTES`. The
+    same on every GPU: more SMs never make it longer."""
+    if op.bytes <= 0:
+        return 0.0
+    shaped = op.kind == "memory" and len(op.shape) == 2 and op.shape[0] >= 1
+    blocks = op.shape[0] if shaped else math.ceil(op.bytes / BLOCK_BYTES)
+    return op.bytes / (blocks * BLOCK_BW)
 
 
 def predict(
