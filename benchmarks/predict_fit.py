@@ -69,7 +69,9 @@ class Rows:
     then a few array operations."""
 
     def __init__(self, cases: list[v.Case], counts: list[Count]) -> None:
-        cols: dict[str, list] = {k: [] for k in ("row", "calls", "comp", "mem", "sm", "tensor", "conv", "launches")}
+        cols: dict[str, list] = {
+            k: [] for k in ("row", "calls", "comp", "fp32", "mem", "sm", "tensor", "conv", "launches")
+        }
         self.kernels, self.issued, self.input_bytes, self.link_bw, self.measured = [], [], [], [], []
         for i, (c, n) in enumerate(zip(cases, counts, strict=True)):
             sms = roofline.sm_count(c.gpu)
@@ -80,10 +82,12 @@ class Rows:
                 issued += op.calls * op.issued
                 if op.launches == 0:
                     continue
-                peak, unit = c.gpu.peak(op.dtype, tensor=n.mode == "tf32") if op.flops else (1.0, "fp32")
+                (peak, unit), *fp32 = roofline.units(op, c.gpu, n.mode) if op.flops else [(1.0, "fp32")]
                 cols["row"].append(i)
                 cols["calls"].append(op.calls)
                 cols["comp"].append(roofline.compute_waves(op, peak, sms))
+                # tf32's product on the FP32 cores, where it may run there too (`roofline.units`): the faster is taken
+                cols["fp32"].append(roofline.compute_waves(op, fp32[0][0], sms) if fp32 else np.inf)
                 cols["mem"].append(op.bytes / c.gpu.memory_bw)  # at the bandwidth, over the efficiency below
                 cols["sm"].append(roofline.blocks_bound(op))  # what its blocks pull: no efficiency
                 cols["tensor"].append("tensor" in unit)
@@ -104,8 +108,10 @@ class Rows:
 
     def step_s(self, eff: roofline.Efficiency) -> np.ndarray:
         c = self.cols
-        fraction = np.where(c["tensor"] > 0, eff.tensor, eff.fp32) * np.where(c["conv"] > 0, eff.conv, 1.0)
-        work = c["calls"] * np.maximum(c["comp"] / fraction, np.maximum(c["mem"] / eff.memory, c["sm"]))
+        conv = np.where(c["conv"] > 0, eff.conv, 1.0)
+        fraction = np.where(c["tensor"] > 0, eff.tensor, eff.fp32) * conv
+        compute = np.minimum(c["comp"] / fraction, c["fp32"] / (eff.fp32 * conv))
+        work = c["calls"] * np.maximum(compute, np.maximum(c["mem"] / eff.memory, c["sm"]))
         gpu = np.bincount(self.row, work, self.n) + self.kernels * eff.kernel_s
         device = np.maximum(self.issued * eff.host_s, np.where(self.issued > 0, eff.host_s, 0.0) + gpu)
         return device + self.input_bytes / (self.link_bw * eff.link)

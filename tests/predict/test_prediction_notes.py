@@ -54,7 +54,7 @@ def test_predict_notes_name_the_launch_bound_gpus_and_fp32_without_tf32():
     launch = [n for n in notes if n.startswith("bound: launch")]
     assert launch == [roofline.launch_note(["A100-SXM4-80GB"])]
     tf32 = [n for n in notes if n.startswith("fp32 is TF32 off")]
-    assert tf32 == [roofline.fp32_note(["A100-SXM4-80GB"])]  # the T4 has no TF32 unit: nothing to say of it
+    assert tf32 == [roofline.fp32_note([chosen[1]])]  # the T4 has no TF32 unit: nothing to say of it
     assert not any(n.startswith("fp32 is TF32 off") for n in prediction_notes(BUILTIN["resnet-50"], chosen, ["bf16"],
                                                                               []))  # fmt: skip
 
@@ -80,3 +80,16 @@ def test_the_count_every_gpu_is_predicted_from_is_said_so_a_hand_count_can_check
     fp16 = replace(fp32, mode="fp16", ops=(*fp32.ops, Op("memory", "fp16", 1_000_000_000, 8, phase="optimizer")))
     assert "fp32 83.76, fp16 84.76 GFLOP (fp32: forward 27.92, backward 55.84) a step" in count_note([fp32, fp16])
     assert "by its kernels (fp32 3, fp16 4 kernels a step)" in count_note([fp32, fp16])
+
+
+def test_the_fp32_note_says_tf32_is_faster_only_where_its_peak_is_above_fp32s():
+    """Where TF32's dense peak is FP32's (RTX 3090), TF32 is predicted no faster: the note said "can be faster than
+    predicted here" beside a table where tf32 was predicted slower."""
+    a100, rtx = gpus.lookup("A100-SXM4-80GB"), gpus.lookup("RTX 3090")
+    assert roofline.fp32_note([a100]).endswith(  # as it read before
+        "RNNs there can be faster than predicted here (dlperf predict --modes tf32 predicts it with TF32)"
+    )
+    alone = roofline.fp32_note([rtx])
+    assert "can be faster" not in alone and ": on RTX 3090 the TF32 units are no faster than the FP32 cores" in alone
+    both = roofline.fp32_note([a100, rtx])
+    assert "RNNs on A100-SXM4-80GB can be faster than predicted" in both and "; on RTX 3090 the TF32 units" in both

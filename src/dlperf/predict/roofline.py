@@ -177,17 +177,30 @@ def compute_waves(op: Op, rate: float, sms: int) -> float:
 
 
 def op_time(op: Op, gpu: GPU, mode: str, eff: Efficiency = EFFICIENCY) -> tuple[float, float, float]:
-    """One call of `op`: its compute time (in waves), its memory time (what its blocks pull of the bandwidth), and
-    its fixed kernel cost."""
+    """One call of `op`: its compute time (in waves, on the faster of the units it may run on: `units`), its memory
+    time (its blocks' share of the bandwidth), and its fixed kernel cost."""
     sms = sm_count(gpu)
     compute = 0.0
     if op.flops:
-        peak, unit = gpu.peak(op.dtype, tensor=mode == "tf32")
-        fraction = eff.tensor if "tensor" in unit else eff.fp32
-        if op.kind == "conv":
-            fraction *= eff.conv
-        compute = compute_waves(op, peak * fraction, sms)
+        compute = min(
+            compute_waves(op, peak * fraction(unit, op.kind, eff), sms) for peak, unit in units(op, gpu, mode)
+        )
     return compute, memory_time(op, gpu.memory_bw * eff.memory), op.launches * eff.kernel_s
+
+
+def units(op: Op, gpu: GPU, mode: str) -> list[tuple[float, str]]:
+    """The units a product may run on, each with its peak: its dtype's (`GPU.peak`), and in tf32 the FP32 cores too.
+    TF32 allowed lets cuBLAS and cuDNN pick the faster kernel and forbids none of FP32's, so tf32 is at worst fp32:
+    where a GPU's TF32 peak is its FP32 peak (GeForce Ampere and Ada, A10G, L40), the tensor cores at their fitted
+    efficiency would be slower than the FP32 cores at theirs."""
+    first = gpu.peak(op.dtype, tensor=mode == "tf32")
+    return [first, (gpu.fp32, "fp32")] if first[1] == "tf32 tensor" else [first]
+
+
+def fraction(unit: str, kind: str, eff: Efficiency) -> float:
+    """The fraction of `unit`'s peak a product of `kind` reaches: its unit's fitted efficiency, a convolution's times
+    `eff.conv`."""
+    return (eff.tensor if "tensor" in unit else eff.fp32) * (eff.conv if kind == "conv" else 1.0)
 
 
 def memory_time(op: Op, rate: float) -> float:
@@ -261,14 +274,24 @@ def launch_note(gpus: list[str]) -> str:
             "same step")  # fmt: skip
 
 
-def fp32_note(gpus: list[str]) -> str:
+def fp32_note(gpus: list[GPU], eff: Efficiency = EFFICIENCY) -> str:
     """fp32 as dlperf measures and predicts it on GPUs with TF32 units (Ampere and newer): TF32 off
-    (`frameworks/torch/build.py`), not PyTorch's default."""
-    return (f"fp32 is TF32 off ({named(gpus)}: TF32 units, Ampere and newer): dlperf's fp32 turns TF32 off for "
-            "cuDNN and matrix products alike, where PyTorch's default runs cuDNN's convolutions and RNNs in TF32 on "
-            "these GPUs (its matrix products not): a plain PyTorch fp32 run of a network with convolutions or cuDNN "
-            "RNNs there can be faster than predicted here (dlperf predict --modes tf32 predicts it with "
-            "TF32)")  # fmt: skip
+    (`frameworks/torch/build.py`), not PyTorch's default. Where a GPU's TF32 units at their fitted efficiency are no
+    faster than its FP32 cores at theirs (a dense TF32 peak equal to FP32's: GeForce Ampere and Ada, A10G, L40), tf32 is
+    predicted as fp32 (`units`), and the note says so rather than that such a run can be faster."""
+    faster = [g.name for g in gpus if g.tf32 and g.tf32 * eff.tensor > g.fp32 * eff.fp32]
+    same = [g.name for g in gpus if g.tf32 and g.name not in faster]
+    said = (f"fp32 is TF32 off ({named(faster + same)}: TF32 units, Ampere and newer): dlperf's fp32 turns TF32 off "
+            "for cuDNN and matrix products alike, where PyTorch's default runs cuDNN's convolutions and RNNs in TF32 "
+            "on these GPUs (its matrix products not)")  # fmt: skip
+    if faster:
+        where = f" on {named(faster)}" if same else " there"
+        said += (f": a plain PyTorch fp32 run of a network with convolutions or cuDNN RNNs{where} can be faster than "
+                 "predicted here (dlperf predict --modes tf32 predicts it with TF32)")  # fmt: skip
+    if same:
+        said += (f"{'; on' if faster else ': on'} {named(same)} the TF32 units are no faster than the FP32 cores "
+                 "(their dense peaks alike), so such a run is predicted as fp32 (tf32 is at worst fp32)")  # fmt: skip
+    return said
 
 
 def slowest_factor() -> float | None:

@@ -416,7 +416,7 @@ def caveats(workload, gpus, modes, predictions) -> list[str]:
     from dlperf.predict.roofline import fp32_note, launch_note
 
     notes = [scope_note(workload, gpus, modes)]
-    tf32 = [g.name for g in gpus if g.tf32] if "fp32" in modes else []
+    tf32 = [g for g in gpus if g.tf32] if "fp32" in modes else []
     notes.append(fp32_note(tf32) if tf32 else None)
     launch = list(dict.fromkeys(p.gpu for p in predictions if p.bound == "launch"))
     notes.append(launch_note(launch) if launch else None)
