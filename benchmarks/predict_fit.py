@@ -3,14 +3,17 @@
     python benchmarks/predict_fit.py [--csv src/dlperf/data/gpu_dev.csv] [--counts counts.json]
 
 Every row of the CSV that dlperf can predict (predict/validate.py) is counted once (the torch probe, on fake tensors;
-`--counts FILE` keeps the counts between runs), then the five efficiencies of `roofline.Efficiency` are fitted by
-least squares on log(predicted / published) with a robust loss, bounded to their physical ranges (`roofline.LOW`,
-`roofline.HIGH`): one set for every row, no constant per model or per GPU. The two fixed costs per kernel are not
-fitted: they are calibrated on an H100's eager/CUDA-graph pairs (`roofline.CALIBRATED`, predict_h100.py). Prints the
-fitted constants (what roofline.EFFICIENCY holds), the error in sample, with each GPU left out of the fit in turn
-(leave-one-GPU-out: the 10th-90th percentile of its signed error is the uncertainty every prediction prints), and
-with each generation left out. The measurements dlperf made on a GPU (benchmarks/h100_check_cells.csv) are the second
-validation set, never read here: `python benchmarks/predict_h100.py` prints their error.
+`--counts FILE` keeps the counts between runs), then the efficiencies of `roofline.Efficiency` are fitted by least
+squares on log(predicted / published) with a robust loss, bounded to their physical ranges (`roofline.LOW`,
+`roofline.HIGH`), on the rows in scope only (the `scope` column: `dlperf predict --validate` reports the others
+apart, and so does this script): one set for every row, no constant per model or per GPU. The two fixed costs per
+kernel are not fitted: they are calibrated on an H100's eager/CUDA-graph pairs (`roofline.CALIBRATED`,
+predict_h100.py). Prints the fitted constants (what roofline.EFFICIENCY holds) and `FIT` (what roofline.FIT holds):
+the error of the rows in scope in sample, with each GPU left out of the fit in turn (leave-one-GPU-out: the 10th-90th
+percentile of its signed error is the uncertainty every prediction prints, its median by mode what --validate prints
+beside the in-sample errors), and with each generation left out; then the rows out of scope at the fit. The
+measurements dlperf made on a GPU (benchmarks/h100_check_cells.csv) are the second validation set, never read here:
+`python benchmarks/predict_h100.py` prints their error.
 
 The fit evaluates the model vectorized over every row (`Rows`); the script checks that it agrees with
 `roofline.predict` on every row at the fitted constants before printing anything.
@@ -170,6 +173,26 @@ def side_by_side(sets: dict[str, list[v.Result]], by) -> list[str]:
     return lines
 
 
+def in_scope(cases: list[v.Case], counts: list[Count]) -> tuple[list[v.Case], list[Count]]:
+    """The rows whose `scope` column says they measure what dlperf predicts (`Case.in_scope`), with their counts: the
+    rows the efficiencies are fitted on and the uncertainty is measured on, as `dlperf predict --validate` scores
+    them. The others (epoch wall times, 2015-17 software, loader-bound figures) are predicted and printed apart."""
+    kept = [(c, n) for c, n in zip(cases, counts, strict=True) if c.in_scope]
+    return [c for c, _ in kept], [n for _, n in kept]
+
+
+def fit_line(results: list[v.Result], by_gpu: list[v.Result]) -> str:
+    """`roofline.FIT` as it is written: the held-out band and median of the rows in scope, the in-sample median beside
+    it, and the held-out median by mode (fp32 is not fp16: one band hides that)."""
+    signed = [r.error * 100 for r in by_gpu]
+    modes = {s.group: round(s.median_abs_pct, 1) for s in v.summarize(by_gpu, lambda r: r.case.mode)}
+    in_sample = statistics.median(abs(r.error * 100) for r in results)
+    return (f"FIT = {{'rows': {len(by_gpu)}, 'scope': 'in', 'held_out': 'leave-one-GPU-out', "
+            f"'median_abs_pct': {statistics.median(map(abs, signed)):.1f}, "
+            f"'p10_pct': {percentile(signed, 0.1):.1f}, 'p90_pct': {percentile(signed, 0.9):.1f}, "
+            f"'in_sample_median_abs_pct': {in_sample:.1f}, 'by_mode': {modes}}}")  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--csv", default=str(v.shipped()), help="published measurements (default: those dlperf ships)")
@@ -177,30 +200,38 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     cases, skipped = v.read(args.csv, known=lambda name: name in BUILTIN)
     counts = load_counts(cases, args.counts)
-    rows = Rows(cases, counts)
-    eff = fit(rows, roofline.EFFICIENCY)
-    results = predicted(cases, counts, eff)
-    direct = np.array([r.error for r in results])
-    assert np.allclose(direct, rows.errors(eff), rtol=1e-9, atol=1e-12), "the vectorized model is not roofline's"
-    by_gpu = held_out(cases, counts, eff, lambda c: c.gpu.name)
-    by_gen = held_out(cases, counts, eff, lambda c: c.gpu.generation)
-    signed = [r.error * 100 for r in by_gpu]
+    inside, inside_counts = in_scope(cases, counts)
+    if not inside:
+        raise SystemExit(f"{args.csv}: no row in scope to fit on")
+    eff = fit(Rows(inside, inside_counts), roofline.EFFICIENCY)
+    every = predicted(cases, counts, eff)
+    direct = np.array([r.error for r in every])
+    assert np.allclose(direct, Rows(cases, counts).errors(eff), rtol=1e-9, atol=1e-12), (
+        "the vectorized model is not roofline's"
+    )
+    results = [r for r in every if r.case.in_scope]
+    by_gpu = held_out(inside, inside_counts, eff, lambda c: c.gpu.name)
+    by_gen = held_out(inside, inside_counts, eff, lambda c: c.gpu.generation)
     print("EFFICIENCY =", eff)
-    print(f"FIT = {{'rows': {len(by_gpu)}, 'held_out': 'leave-one-GPU-out', "
-          f"'median_abs_pct': {statistics.median(map(abs, signed)):.1f}, "
-          f"'p10_pct': {percentile(signed, 0.1):.1f}, 'p90_pct': {percentile(signed, 0.9):.1f}}}")  # fmt: skip
+    print(fit_line(results, by_gpu))
     print(
-        f"\n{len(results)} rows predicted, {len(skipped)} skipped or bad; median absolute error in sample, "
-        "leave-one-GPU-out (GPU) and leave-one-generation-out (gen), and the median signed error"
+        f"\n{len(every)} rows predicted ({len(results)} in scope, fitted on; {len(every) - len(results)} out of scope "
+        f"by their metadata, not fitted on), {len(skipped)} skipped or bad. The rows in scope: median absolute error "
+        "in sample, leave-one-GPU-out (GPU) and leave-one-generation-out (gen), and the median signed error"
     )
     sets = {"in sample": results, "GPU out": by_gpu, "gen out": by_gen}
-    for title, by in (
+    groups = (
         ("all", lambda r: "all"),
         ("generation", lambda r: r.case.gpu.generation),
         ("family", lambda r: r.case.family),
         ("mode", lambda r: r.case.mode),
-    ):
+    )
+    for title, by in groups:
         print(f"\nby {title}\n" + "\n".join(side_by_side(sets, by)))
+    outside = [r for r in every if not r.case.in_scope]
+    if outside:
+        print("\nThe rows out of scope, predicted at the fit (never fitted on), by why they are out\n"
+              + "\n".join(side_by_side({"at the fit": outside}, lambda r: r.case.scope)))  # fmt: skip
 
 
 if __name__ == "__main__":

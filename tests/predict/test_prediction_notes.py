@@ -24,11 +24,20 @@ def test_a_users_model_a_newer_generation_and_bf16_are_said_outside_in_one_note(
     assert "txt-tfm (your model)" in note
     assert "Hopper (H100-SXM5-80GB: no GPU of it measured)" in note and "Blackwell (B200: " in note
     assert "T4" not in note.split("outside that here:")[1]  # Turing is measured
-    assert "bf16 (no row in it)" in note and "Kepler, Pascal, Volta, Turing, Ampere" in note
-    # what is inside is read from the shipped rows, not written down: every generation named has a row
+    assert "bf16 (no row in it)" in note and "on Pascal, Volta, Turing, Ampere GPUs" in note
+    # what is inside is read from the shipped rows in scope, not written down: every generation named has such a row
     _, _, generations, _ = validate.coverage()
     cases, _ = validate.read(validate.shipped(), known=lambda n: n in BUILTIN)
-    assert set(generations) == {c.gpu.generation for c in cases}
+    assert set(generations) == {c.gpu.generation for c in cases if c.in_scope}
+
+
+def test_the_coverage_is_the_rows_in_scope_the_uncertainty_is_measured_on():
+    """The band is held out on the rows in scope only: a network or a generation only rows out of scope measure (the
+    CIFAR ResNets' epoch times, Kepler's 2017 software) is outside it."""
+    archs, families, generations, _ = validate.coverage()
+    assert "resnet-cifar" not in archs and "CIFAR ResNet" not in families and "Kepler" not in generations
+    note = validate.scope_note(BUILTIN["resnet-56"], gpus.parse_gpus("K80"), ["fp32"])
+    assert "resnet-56 (a network none of them is)" in note and "Kepler (K80 (1 GK210 die): no GPU" in note
 
 
 def test_a_built_in_network_no_row_measures_is_outside():
