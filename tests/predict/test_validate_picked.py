@@ -107,3 +107,25 @@ def test_the_cpus_energy_figures_without_cost_are_refused(flag, counted, capsys)
     --kwh-price were ignored unsaid."""
     assert main(["predict", "tiny-fcn-r", "--gpu", "T4", flag, "50"]) == 2
     assert capsys.readouterr().err.strip() == f"dlperf: error: {flag} is a figure of the cost: add --cost"
+
+
+def test_validate_says_which_errors_are_in_sample_and_prints_the_held_out_ones(rows, counted, capsys):
+    """The shipped rows in scope fitted the efficiencies: --validate printed their errors ("median 15% (in scope)")
+    without saying they are in sample, nor the held-out figure every prediction's uncertainty comes from."""
+    from dlperf.predict import roofline
+
+    held = f"median {roofline.FIT['median_abs_pct']:.0f}% over the {roofline.FIT['rows']} shipped rows in scope"
+    assert main(["predict", "--validate", "--gpu", "A100-SXM4-80GB", "--modes", "fp16"]) == 0  # the shipped rows
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Prediction error in sample (the rows in scope fitted the efficiencies)" in out
+    assert "in sample: the rows in scope above fitted the efficiencies (benchmarks/predict_fit.py)" in out
+    assert f"held out (each GPU left out of the fit in turn, as every prediction's uncertainty is): {held}" in out
+    assert "by mode fp16 " in out and " fp32 " in out
+    assert main(["predict", "--validate", str(rows)]) == 0  # a file of the user's: not fitted on
+    out = " ".join(capsys.readouterr().out.split())
+    assert "in sample" not in out.replace("(a row of it that repeats a shipped one is in sample)", "")
+    assert (
+        f"the efficiencies were fitted on dlperf's {roofline.FIT['rows']} shipped rows in scope, not on this file's"
+        in out
+    )
+    assert held in out

@@ -473,7 +473,9 @@ def validate(args) -> int:
                 skipped.append(v.Skipped(c.line, c.model, c.gpu.name, f"its operators cannot be counted ({n})"))
             else:
                 results.append(v.Result(c, roofline.predict(n, c.gpu, phases=c.phases, transfer=c.transfer)))
-    report(results, skipped, notes)
+    from pathlib import Path
+
+    report(results, skipped, notes, shipped=Path(path).resolve() == v.shipped().resolve())
     return 0
 
 
@@ -496,23 +498,28 @@ def rows_picked(args, path, cases, skipped, chosen, modes) -> list[str]:
     return [f"{flags}: {plural(found, 'row')} {where} of the {rows} of {Path(path).name}, the others left out"]
 
 
-def report(results, skipped, notes=()) -> None:
+def report(results, skipped, notes=(), shipped: bool = False) -> None:
     """The rows in scope against their figures, then those out of scope by their metadata (each with its reason and
-    its error, whatever it is), the errors of both side by side, and the rows not predicted."""
+    its error, whatever it is), the errors of both side by side, and the rows not predicted; which errors are in
+    sample (`shipped`: dlperf's own rows, whose rows in scope fitted the efficiencies) and the held-out ones beside
+    (`roofline.fitted_on`)."""
     from dlperf.commands.common import print_rich
     from dlperf.measure.units import plural
+    from dlperf.predict.roofline import fitted_on
 
     inside = [r for r in results if r.case.in_scope]
     outside = [r for r in results if not r.case.in_scope]
-    print_rich(rows_table(inside))
+    sample = " (in sample: these rows fitted the efficiencies)" if shipped else ""
+    print_rich(rows_table(inside, title=f"Predicted against published{sample}: seconds per step"))
     if outside:
         print_rich(rows_table(outside, title="Out of scope by their metadata (the scope column): seconds per step"))
     if results:
-        print_rich(summary_table(results))
+        print_rich(summary_table(results, in_sample=shipped))
     predicted = f"{plural(len(results), 'row')} predicted"
     if outside:
         predicted += f" ({len(inside)} in scope, {len(outside)} out of scope by its metadata)"
-    print_rich("", lines=skipped_lines(skipped), notes=[*notes, f"{predicted}, {len(skipped)} not"])
+    fit = [fitted_on(shipped)] if results else []
+    print_rich("", lines=skipped_lines(skipped), notes=[*notes, *fit, f"{predicted}, {len(skipped)} not"])
 
 
 def rows_table(results, title: str = "Predicted against published: seconds per step"):
@@ -536,13 +543,15 @@ def rows_table(results, title: str = "Predicted against published: seconds per s
     return table
 
 
-def summary_table(results):
-    """Each group's error over the rows in scope, beside its error over all rows (out of scope included)."""
+def summary_table(results, in_sample: bool = False):
+    """Each group's error over the rows in scope, beside its error over all rows (out of scope included); `in_sample`:
+    the rows in scope are those the efficiencies were fitted on, and the title says so."""
     from rich.table import Table
 
     from dlperf.predict import validate as v
 
-    table = Table(title="Prediction error: |predicted / published - 1|, rows in scope and all rows")
+    sample = " in sample (the rows in scope fitted the efficiencies)" if in_sample else ""
+    table = Table(title=f"Prediction error{sample}: |predicted / published - 1|, rows in scope and all rows")
     for name in ("by", "group", "in scope", "median", "mean", "median signed", "all rows", "median", "median signed"):
         table.add_column(name, justify="left" if name in ("by", "group") else "right")
     groups = (

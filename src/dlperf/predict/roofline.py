@@ -313,6 +313,30 @@ def error_band() -> tuple[float, float] | None:
     return 1 / (1 + FIT["p90_pct"] / 100), 1 / (1 + FIT["p10_pct"] / 100)
 
 
+def held_out() -> str:
+    """The fit's held-out figures as `--validate` prints them beside its in-sample errors: the median of the shipped
+    rows in scope, each GPU left out of the fit in turn, the band every prediction prints, and the median by mode;
+    "" before any fit."""
+    if FIT["p10_pct"] is None:
+        return ""
+    modes = ", ".join(f"{m} {pct:.0f}%" for m, pct in sorted(FIT.get("by_mode", {}).items()))
+    return (f"held out (each GPU left out of the fit in turn, as every prediction's uncertainty is): median "
+            f"{FIT['median_abs_pct']:.0f}% over the {FIT['rows']} shipped rows in scope, 80% of the errors within "
+            f"{FIT['p10_pct']:+.0f}% to {FIT['p90_pct']:+.0f}%" + (f"; by mode {modes}" if modes else ""))  # fmt: skip
+
+
+def fitted_on(shipped: bool) -> str:
+    """Which of `--validate`'s errors are which: on dlperf's own rows (`shipped`) the rows in scope fitted the
+    efficiencies, so their errors are in sample; a user's file was not fitted on. The held-out figures beside."""
+    if shipped:
+        said = ("in sample: the rows in scope above fitted the efficiencies (benchmarks/predict_fit.py), so their "
+                f"errors are in sample (median {FIT['in_sample_median_abs_pct']:.0f}% at the fit)")  # fmt: skip
+    else:
+        said = (f"the efficiencies were fitted on dlperf's {FIT['rows']} shipped rows in scope, not on this file's "
+                "(a row of it that repeats a shipped one is in sample)")  # fmt: skip
+    return f"{said}; {held_out()}" if held_out() else said
+
+
 def uncertainty() -> str:
     """The error a prediction carries, from the held-out validation: "" before any fit. The error is the predicted
     step over the published one, less 1, so its ends are said the way round a reader uses them too: -52% (predicted
