@@ -88,6 +88,22 @@ def test_published_precisions_map_to_modes(text, mode):
     assert v.mode_of(text) == mode
 
 
+def test_a_precision_dlperf_does_not_predict_is_skipped_and_an_ambiguous_gpu_said_so(tmp_path):
+    """INT8 was read as fp32 and scored ("fp32 ... -74%"); a row on "A100" was skipped as a GPU not in the table,
+    where `--gpu A100` says the name is ambiguous."""
+    assert [v.mode_of(p) for p in ("INT8", "FP8", "", "bfloat16", "float32")] == [None, None, None, "bf16", "fp32"]
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\n".join([
+        "A100-SXM4-80GB,ResNet-50 v1.5,ImageNet,PyTorch,INT8,64,train_throughput,100,img/s,s,n",
+        "A100,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n",
+    ]) + "\n")  # fmt: skip
+    cases, skipped = v.read(path)
+    assert cases == [] and [(s.line, s.bad, s.mode) for s in skipped] == [(2, False, ""), (3, False, "fp32")]
+    assert skipped[0].reason == "precision 'INT8' is not predicted (dlperf predicts fp32, tf32, bf16, fp16)"
+    assert skipped[1].reason == ("the GPU name 'A100' is ambiguous: A100-SXM4-40GB, A100-SXM4-80GB, A100-PCIe-40GB, "
+                                 "A100-PCIe-80GB (name one of them)")  # fmt: skip
+
+
 def test_the_summary_is_the_median_and_mean_of_absolute_errors(csv_path):
     cases, _ = v.read(csv_path)
 

@@ -129,3 +129,18 @@ def test_validate_says_which_errors_are_in_sample_and_prints_the_held_out_ones(r
         in out
     )
     assert held in out
+
+
+def test_rows_not_predicted_for_their_precision_or_an_ambiguous_gpu_are_counted_with_the_reason(tmp_path, counted,
+                                                                                                capsys):  # fmt: skip
+    path = tmp_path / "rows.csv"
+    path.write_text(HEADER + "\n".join([*ROWS[:3],
+        "A100-SXM4-80GB,ResNet-50 v1.5,ImageNet,PyTorch,INT8,64,train_throughput,100,img/s,s,n",
+        "A100,ResNet-50 v1.5,ImageNet,PyTorch,FP32,64,train_throughput,100,img/s,s,n"]) + "\n")  # fmt: skip
+    assert main(["predict", "--validate", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        "skipped 1: precision 'INT8' is not predicted (dlperf predicts fp32, tf32, bf16, fp16): ResNet-50 v1.5" in out
+    )
+    assert "skipped 1: the GPU name 'A100' is ambiguous: A100-SXM4-40GB, " in out
+    assert "3 rows predicted, 2 not" in out and ("resnet-50-v1.5", "fp32", 64) not in counted  # neither counted

@@ -238,6 +238,10 @@ def names() -> list[str]:
 NOT_NVIDIA = re.compile(r"\b(mi\d{2,3}\w*|instinct|radeon|gaudi|tpu\w*|amd|intel|arc)\b", re.IGNORECASE)
 
 
+class AmbiguousGPU(UsageError):
+    """A name that several of the table's GPUs fit ("A100"): said so wherever it is read, never as an unknown GPU."""
+
+
 def lookup(name: str, flag: str = "--gpu") -> GPU:
     """The GPU called `name`: an exact match after normalizing, else the only GPU that every word of `name` fits (in
     any order, each the start of a word of its name or its memory: "4090", "A100 80GB", "h100 sxm"); else a one-line
@@ -251,7 +255,8 @@ def lookup(name: str, flag: str = "--gpu") -> GPU:
     if len(fitting) == 1:
         return fitting[0]
     if fitting:
-        raise UsageError(f"{_said(name, flag)} is ambiguous: {', '.join(g.name for g in fitting)} (name one of them)")
+        raise AmbiguousGPU(f"{_said(name, flag)} is ambiguous: {', '.join(g.name for g in fitting)} (name one of "
+                           "them)")  # fmt: skip
     near = difflib.get_close_matches(key, list(by_key), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(by_key[k].name for k in near)}?" if near else ""
     if NOT_NVIDIA.search(name):  # an MI300X read "did you mean B300?"

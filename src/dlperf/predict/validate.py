@@ -15,7 +15,9 @@ and the published figure as seconds per step:
 - time_to_train_24ep in s: value / (24 epochs of CIFAR-10);
 - fwd_bwd_time_per_batch in ms: forward and backward only (the optimizer's phase is left out of the prediction).
 Rows on synthetic or random input make their data on the GPU (no host copy is predicted); others copy each batch.
-A row whose network dlperf does not build, or without a batch size, is skipped with the reason; a row that does not
+A row whose network dlperf does not build, whose precision it does not predict (INT8: only FP32, TF32, BF16 and
+mixed or half precision are), whose GPU the table lacks or whose GPU name several of its GPUs fit (A100), or without a
+batch size, is skipped with the reason; a row that does not
 parse (a missing column, a value that is not a positive number, a batch that is not a whole number from 1 to
 `MAX_BATCH`, a name that a spreadsheet would take for a formula) is bad, with the reason and its line in the file;
 neither stops the others.
@@ -51,8 +53,8 @@ from pathlib import Path
 
 from dlperf.errors import UsageError
 from dlperf.predict import MAX_BATCH
-from dlperf.predict.gpus import GPU, lookup
-from dlperf.predict.roofline import Prediction
+from dlperf.predict.gpus import GPU, AmbiguousGPU, lookup
+from dlperf.predict.roofline import MODES, Prediction
 
 COLUMNS = ("gpu", "model", "precision", "batch_per_gpu", "metric", "value", "unit")
 GNMT_TOKENS = 30  # sub-word tokens per sentence and side, WMT16 En-De as bucketed for training
@@ -219,14 +221,19 @@ def case(line: int, row: dict[str, str | None], known: Callable[[str], bool]) ->
     value = _positive(get["value"], "value")
     scope = _scope(get["scope"])
     workload, family = _workload(model)
-    mode = mode_of(get["precision"])
+    mode = mode_of(get["precision"]) or ""
     if workload is None or not known(workload):
         return Skipped(line, _shown(model), _shown(gpu_name), "dlperf does not build this network", mode=mode)
+    if not mode:
+        return Skipped(line, _shown(model), _shown(gpu_name), f"precision {_shown(get['precision'])!r} is not "
+                       f"predicted (dlperf predicts {', '.join(MODES)})")  # fmt: skip
     if not get["batch_per_gpu"]:
         return Skipped(line, _shown(model), _shown(gpu_name), "no batch size published", mode=mode)
     batch = _batch(get["batch_per_gpu"])
     try:
-        gpu = lookup(gpu_name, "gpu")
+        gpu = lookup(gpu_name, "")
+    except AmbiguousGPU as e:  # "A100": said as --gpu A100 says it, not as a GPU the table lacks
+        return Skipped(line, _shown(model), _shown(gpu_name), f"the GPU name {e}", mode=mode)
     except UsageError:
         return Skipped(line, _shown(model), _shown(gpu_name), "the GPU is not in dlperf's table", mode=mode)
     seq_len = GNMT_TOKENS if workload == "gnmt" else BPTT if workload == "awd-lstm" else None
@@ -306,16 +313,20 @@ def _workload(model: str) -> tuple[str | None, str]:
     return None, ""
 
 
-def mode_of(precision: str) -> str:
-    """The dlperf mode of a published precision: TF32, else mixed/half precision as fp16, else fp32."""
+def mode_of(precision: str) -> str | None:
+    """The dlperf mode of a published precision: TF32, else BF16, else mixed/half precision as fp16, else FP32 (or
+    float32, single); None for any other (INT8, FP8, none given): a precision dlperf does not predict, whose row is
+    skipped saying so, never scored as fp32."""
     p = precision.upper()
     if "TF32" in p:
         return "tf32"
-    if "BF16" in p:
+    if "BF16" in p or "BFLOAT16" in p:
         return "bf16"
-    if "AMP" in p or "FP16" in p or "HALF" in p:
+    if "AMP" in p or "FP16" in p or "HALF" in p or "FLOAT16" in p:
         return "fp16"
-    return "fp32"
+    if "FP32" in p or "FLOAT32" in p or "SINGLE" in p:
+        return "fp32"
+    return None
 
 
 def _seconds_per_step(get: dict[str, str], value: float, batch: int, seq_len: int | None):
